@@ -1,0 +1,148 @@
+"""The execution plan: the only object that crosses from `tvm_ext` into `memory_planner` and `packager`.
+
+Plain dataclasses, no TVM objects, so the planner and the packager import no TVM and can be tested on a
+hand-made plan. The plan lists, in execution order, the kernel calls of one model over named, typed tensors.
+
+Contract:
+- Every tensor name is a valid C identifier, unique in the plan, and stable from one build to the next.
+- `ExecutionPlan.tensors` holds every tensor a call names. A tensor with `view_of` set shares the bytes of
+  that tensor (a reshape or flatten: no copy, no second buffer); chains of views are allowed.
+- A kernel's C arguments are, in order: `KernelCall.inputs`, `KernelCall.outputs`, `KernelCall.scratch`.
+- Bytes are bytes; shapes are element counts per dimension.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+DTYPE_BYTES: dict[str, int] = {
+    "float32": 4,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "int64": 8,
+    "float64": 8,
+}
+
+DTYPE_C_TYPE: dict[str, str] = {
+    "float32": "float",
+    "float64": "double",
+    "int64": "int64_t",
+    "int32": "int32_t",
+    "int16": "int16_t",
+    "int8": "int8_t",
+    "uint8": "uint8_t",
+    "bool": "int8_t",
+}
+
+
+class TensorRole(str, enum.Enum):
+    """Where a tensor's bytes live and who owns them."""
+
+    INPUT = "input"  # the caller's input buffer, read in place (not in the arena)
+    OUTPUT = "output"  # the caller's output buffer, written in place (not in the arena)
+    CONSTANT = "constant"  # weights: `const` arrays in flash, never in the arena
+    INTERMEDIATE = "intermediate"  # activations between kernels: in the arena
+    SCRATCH = "scratch"  # a kernel's internal buffer: in the arena for that one call
+
+
+@dataclass(frozen=True)
+class QuantParams:
+    """Affine quantization: real = scale * (q - zero_point); per tensor (axis None) or per channel."""
+
+    scale: tuple[float, ...]
+    zero_point: tuple[int, ...]
+    axis: int | None = None
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One tensor of the plan.
+
+    `layer` names the model layer (TFLite operator output / ONNX node) that produces it, or the model's
+    input name. `layout` is "NHWC", "NCHW" or "" when the tensor has no image layout.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    role: TensorRole
+    layer: str = ""
+    quant: QuantParams | None = None
+    view_of: str | None = None
+    layout: str = ""
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the tensor's data occupies (no padding)."""
+        return self.elements * DTYPE_BYTES[self.dtype]
+
+    @property
+    def c_type(self) -> str:
+        return DTYPE_C_TYPE[self.dtype]
+
+
+@dataclass(frozen=True)
+class KernelAccess:
+    """What a kernel's access order allows the memory planner to do (facts, not requests).
+
+    `inplace_outputs` pairs (output, input) where the output may take the input's bytes because the kernel
+    reads each input element before it writes the output element at the same offset (elementwise ops).
+    """
+
+    inplace_outputs: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One call of a generated kernel: `kernel(inputs..., outputs..., scratch...)`."""
+
+    kernel: str
+    layers: tuple[str, ...]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    scratch: tuple[str, ...] = ()
+    access: KernelAccess = field(default_factory=KernelAccess)
+    subgraph: int = 0
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """The kernel's C arguments in order."""
+        return self.inputs + self.outputs + self.scratch
+
+
+@dataclass
+class ExecutionPlan:
+    """The ordered kernel calls of one model's main function over its tensors."""
+
+    model: str  # C identifier used as the bundle's prefix
+    source: str  # the model file (or "<relax module>")
+    target: str  # the target profile's name
+    tensors: dict[str, Tensor]
+    calls: list[KernelCall]
+    inputs: list[str]
+    outputs: list[str]
+
+    def tensor(self, name: str) -> Tensor:
+        return self.tensors[name]
+
+    def storage_of(self, name: str) -> str:
+        """The tensor whose bytes `name` uses: itself, or the root of its chain of views."""
+        tensor = self.tensors[name]
+        while tensor.view_of is not None:
+            tensor = self.tensors[tensor.view_of]
+        return tensor.name
+
+    def constants(self) -> list[Tensor]:
+        return [t for t in self.tensors.values() if t.role is TensorRole.CONSTANT]
+
+    def weight_bytes(self) -> int:
+        return sum(t.nbytes for t in self.constants())
