@@ -1,0 +1,171 @@
+"""PrimFuncs -> plain C kernels with TVM's C code generator and a TIR pipeline of ours.
+
+Each kernel becomes `void <name>(const T* in..., T* out..., T* scratch...)`: no TVM headers, no TVM-FFI
+calling convention, no workspace allocation. Kernel-internal buffers larger than `LOCAL_BUFFER_MAX_BYTES`
+become scratch pointer parameters (the caller places them in the arena); smaller ones (accumulators) stay
+local arrays. `generate_c` is a pure function of (kernels, target): a worker process can run it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import tvm
+from tvm import s_tir, tirx
+
+PIPELINE_NAME = "tvm_ext_plain_c"
+LOCAL_BUFFER_MAX_BYTES = 64
+NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"
+SCRATCH_ATTR = "tvm_ext.scratch_bytes"
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """A generated kernel's C parameters: inputs, then outputs, then scratch buffers (bytes each)."""
+
+    name: str
+    num_inputs: int
+    num_outputs: int
+    scratch_bytes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """The C text of all kernels (no includes beyond the C standard library) and their signatures."""
+
+    c_text: str
+    signatures: dict[str, KernelSignature]
+
+
+def _buffer_bytes(buf) -> int:
+    return math.prod(int(d) for d in buf.shape) * tvm.DataType(buf.dtype).bits // 8
+
+
+def _without_allocs(stmt: tirx.Stmt, taken: list) -> tirx.Stmt | None:
+    """`stmt` with every scratch-sized AllocBuffer removed (appended to `taken`); None if nothing is left."""
+    if isinstance(stmt, tirx.AllocBuffer):
+        if _buffer_bytes(stmt.buffer) > LOCAL_BUFFER_MAX_BYTES:
+            taken.append(stmt.buffer)
+            return None
+        return stmt
+    if isinstance(stmt, tirx.SeqStmt):
+        kept = [s for s in (_without_allocs(s, taken) for s in stmt.seq) if s is not None]
+        if not kept:
+            return None
+        return kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
+    if isinstance(stmt, tirx.For):
+        body = _without_allocs(stmt.body, taken) or tirx.Evaluate(0)
+        return tirx.For(
+            stmt.loop_var, stmt.min, stmt.extent, stmt.kind, body, stmt.thread_binding, stmt.annotations, stmt.step
+        )
+    if isinstance(stmt, tirx.IfThenElse):
+        then_case = _without_allocs(stmt.then_case, taken) or tirx.Evaluate(0)
+        else_case = _without_allocs(stmt.else_case, taken) if stmt.else_case is not None else None
+        return tirx.IfThenElse(stmt.condition, then_case, else_case)
+    if isinstance(stmt, tirx.AttrStmt):
+        body = _without_allocs(stmt.body, taken) or tirx.Evaluate(0)
+        return tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value, body)
+    if isinstance(stmt, tirx.While):
+        return tirx.While(stmt.condition, _without_allocs(stmt.body, taken) or tirx.Evaluate(0))
+    return stmt
+
+
+def _plain_c_signature(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """Buffer parameters become pointer parameters; large internal buffers become scratch parameters.
+
+    Idempotent: a function that already has pointer parameters is returned as it is.
+    """
+    if func.attrs is not None and SCRATCH_ATTR in func.attrs:
+        return func
+    taken: list = []
+    body = _without_allocs(func.body, taken) or tirx.Evaluate(0)
+    params, decls = [], []
+    for buf in list(func.params) + taken:
+        if not tirx.is_buffer_var(buf):
+            params.append(buf)
+            continue
+        ptr = tirx.Var(buf.name, tirx.buffer_data_pointer_type(buf))
+        params.append(ptr)
+        decls.append(tirx.DeclBuffer(buf, data=ptr))
+    new_func = tirx.PrimFunc(params, tirx.SeqStmt(decls + [body]), func.ret_type, func.attrs)
+    return new_func.with_attr(SCRATCH_ATTR, [_buffer_bytes(b) for b in taken])
+
+
+@tvm.transform.module_pass(opt_level=0, name="tvm_ext.PlainCSignature")
+def plain_c_signature(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+    """The module pass form of `_plain_c_signature`, run after buffers are flattened."""
+    return tvm.IRModule({gv: _plain_c_signature(f) for gv, f in mod.functions.items()}, attrs=mod.attrs)
+
+
+def _lowering_passes() -> tvm.transform.Pass:
+    return tvm.transform.Sequential(
+        [
+            s_tir.transform.CanonicalizeLoop(),
+            s_tir.transform.LowerInitBlock(),
+            s_tir.transform.PlanAndUpdateBufferAllocationLocation(),
+            s_tir.transform.ConvertBlocksToOpaque(),
+            s_tir.transform.CompactBufferAllocation(),
+            s_tir.transform.LowerMatchBuffer(),
+            s_tir.transform.StmtSimplify(),
+            s_tir.transform.LowerOpaqueBlock(),
+            tirx.transform.FlattenBuffer(),
+            tirx.transform.NarrowDataType(32),
+            s_tir.transform.LoopPartition(),
+            tirx.transform.StorageRewrite(),
+            tirx.transform.UnrollLoop(),
+            tirx.transform.StmtSimplify(),
+            tirx.transform.RemoveNoOp(),
+            plain_c_signature,
+        ],
+        name="tvm_ext.lower_to_plain_c",
+    )
+
+
+def _plain_c_pipeline():
+    finalize = lambda: tvm.transform.Sequential([tirx.transform.LowerIntrin()])  # noqa: E731
+    return _lowering_passes(), finalize, finalize
+
+
+tvm.tirx.compilation_pipeline.register_tir_pipeline(PIPELINE_NAME, _plain_c_pipeline)
+
+
+_TVM_BOILERPLATE = re.compile(
+    r'^(// tvm target:.*|#define TVM_EXPORTS|#include "tvm/.*"|void\* __tvm_ffi__library_ctx = NULL;'
+    r'|#ifdef __cplusplus|extern "C"|#endif)\n',
+    re.MULTILINE,
+)
+
+
+def _clean_source(raw: str, signatures: dict[str, KernelSignature]) -> str:
+    """TVM's C text without its runtime boilerplate, with `const` on every kernel's input pointers."""
+    text = _TVM_BOILERPLATE.sub("", raw).replace("TVM_DLL ", "")
+    for sig in signatures.values():
+        pattern = re.compile(rf"^void {re.escape(sig.name)}\((.*)\)", re.MULTILINE)
+
+        def add_const(match: re.Match, sig: KernelSignature = sig) -> str:
+            params = [p.strip() for p in match.group(1).split(",")]
+            params = [f"const {p}" if i < sig.num_inputs else p for i, p in enumerate(params)]
+            return f"void {sig.name}({', '.join(params)})"
+
+        text = pattern.sub(add_const, text)
+    return "#include <stdint.h>\n" + text.lstrip()
+
+
+def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target) -> KernelSource:
+    """C source for `kernels` (name -> PrimFunc carrying the NUM_OUTPUTS_ATTR attribute).
+
+    Pure function of its arguments; the C function names are the dict's keys.
+    """
+    mod = tvm.IRModule({name: f.with_attr("global_symbol", name) for name, f in kernels.items()})
+    lowered = _lowering_passes()(tirx.transform.BindTarget(target)(mod))
+    signatures = {}
+    for gvar, func in lowered.functions.items():
+        num_outputs = int(func.attrs[NUM_OUTPUTS_ATTR])
+        scratch = tuple(int(b) for b in func.attrs[SCRATCH_ATTR])
+        num_inputs = len(func.params) - num_outputs - len(scratch)
+        signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch)
+    # The pipeline's passes leave already-lowered functions unchanged, so building `lowered` lowers nothing twice.
+    raw = tvm.tirx.build(lowered, target=target, pipeline=PIPELINE_NAME).inspect_source()
+    return KernelSource(_clean_source(raw, signatures), signatures)

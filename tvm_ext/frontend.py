@@ -1,0 +1,178 @@
+"""Import a TFLite or ONNX model with TVM's own frontends, keeping the model's layer names.
+
+TVM's frontends drop the model's layer names. We keep them by binding the value each model operator
+returns to a Relax variable named `layer<N>` (N indexes `ImportedModel.layers`); `tvm_ext.layers` later
+attributes every kernel call to the layers it implements.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import tvm
+from tvm import relax
+
+LAYER_VAR_PREFIX = "layer"
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A model input or output as the model file declares it."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass
+class ImportedModel:
+    """A model in Relax, with what the file says about it."""
+
+    name: str  # C identifier derived from the file name
+    path: Path
+    format: str  # "tflite" or "onnx"
+    mod: tvm.IRModule
+    layers: list[str]  # layers[N] is the model layer bound to Relax vars named `layer<N>`
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+
+
+class ModelImportError(Exception):
+    """The frontend could not import the model; the message names the model and the operator."""
+
+
+def c_identifier(text: str) -> str:
+    """`text` made into a C identifier: non-alphanumerics become `_`, a leading digit gets a `m_` prefix."""
+    ident = re.sub(r"[^0-9A-Za-z_]", "_", text).strip("_") or "model"
+    return f"m_{ident}" if ident[0].isdigit() else ident
+
+
+def import_model(path: str | Path) -> ImportedModel:
+    """Import a `.tflite` or `.onnx` file into Relax; raise ModelImportError naming what failed."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".tflite":
+        return _import_tflite(path)
+    if suffix == ".onnx":
+        return _import_onnx(path)
+    raise ModelImportError(f"{path.name}: unknown model format '{suffix}' (expected .tflite or .onnx)")
+
+
+def _layer_var_name(layers: list[str], layer: str) -> str:
+    layers.append(layer)
+    return f"{LAYER_VAR_PREFIX}{len(layers) - 1}"
+
+
+def _bind_layer_output(bb: relax.BlockBuilder, value: relax.Expr, layers: list[str], layer: str) -> relax.Expr:
+    """Bind an operator's single tensor result to a var named after its layer; leave tuples alone."""
+    if isinstance(value, relax.Call):
+        value = bb.normalize(value)
+        if isinstance(value.ty, relax.TensorType):
+            return bb.emit(value, name_hint=_layer_var_name(layers, layer))
+    return value
+
+
+_TFLITE_DTYPES = {0: "float32", 2: "int32", 3: "uint8", 4: "int64", 7: "int16", 9: "int8", 6: "bool"}
+
+
+def _import_tflite(path: Path) -> ImportedModel:
+    import tflite
+    from tvm.relax.frontend.tflite import tflite_frontend
+
+    layers: list[str] = []
+
+    class LayerNamingConverter(tflite_frontend.OperatorConverter):
+        """TVM's TFLite converter, binding each operator's result to a var named after its layer."""
+
+        def __init__(self, model, subgraph, exp_tab, bb):
+            super().__init__(model, subgraph, exp_tab, bb)
+            self.convert_map = {op: self._named(fn) for op, fn in self.convert_map.items()}
+
+        def _named(self, convert):
+            def convert_and_name(op):
+                result = convert(op=op)
+                if result is None:
+                    return None
+                output_name = self.get_output_tensors(op)[0].tensor.Name().decode()
+                # TFLite joins the names of fused graph ops with ';': the first is the layer's own.
+                layer = f"{output_name.split(';')[0]} ({self.get_op_code_str(op)})"
+                return _bind_layer_output(self.bb, result, layers, layer)
+
+            return convert_and_name
+
+    buf = path.read_bytes()
+    model = tflite.Model.GetRootAsModel(buf, 0)
+    try:
+        mod = tflite_frontend.from_tflite(model, op_converter=LayerNamingConverter)
+    except tvm.error.OpNotImplemented as err:
+        raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
+    mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
+    subgraph = model.Subgraphs(0)
+
+    def spec(index: int) -> TensorSpec:
+        tensor = subgraph.Tensors(index)
+        return TensorSpec(
+            tensor.Name().decode(), tuple(int(d) for d in tensor.ShapeAsNumpy()), _TFLITE_DTYPES[tensor.Type()]
+        )
+
+    return ImportedModel(
+        name=c_identifier(path.stem),
+        path=path,
+        format="tflite",
+        mod=mod,
+        layers=layers,
+        inputs=[spec(i) for i in subgraph.InputsAsNumpy()],
+        outputs=[spec(i) for i in subgraph.OutputsAsNumpy()],
+    )
+
+
+def _import_onnx(path: Path) -> ImportedModel:
+    import onnx
+    from onnx import helper
+    from tvm.relax.frontend.onnx import onnx_frontend
+
+    layers: list[str] = []
+
+    class LayerNamingImporter(onnx_frontend.ONNXGraphImporter):
+        """TVM's ONNX importer, binding each node's result to a var named after the node."""
+
+        def _convert_operator(self, op_name, inputs, attrs, opset):
+            result = super()._convert_operator(op_name, inputs, attrs, opset)
+            node_name = attrs.get("tvm_custom", {}).get("name")
+            layer = f"{node_name} ({op_name})" if node_name else op_name
+            return _bind_layer_output(self.bb, result, layers, layer)
+
+    model = onnx.load(str(path))
+    initializers = {init.name for init in model.graph.initializer}
+    graph_inputs = [i for i in model.graph.input if i.name not in initializers]
+
+    def spec(value_info) -> TensorSpec:
+        tensor_type = value_info.type.tensor_type
+        dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim)
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)).name
+        return TensorSpec(value_info.name, dims, dtype)
+
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    importer = LayerNamingImporter({}, "float32", keep_params_in_input=False, sanitize=True)
+    try:
+        mod = importer.from_onnx(model.graph, opset)
+    except tvm.error.OpNotImplemented as err:
+        raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
+    mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
+    return ImportedModel(
+        name=c_identifier(path.stem),
+        path=path,
+        format="onnx",
+        mod=mod,
+        layers=layers,
+        inputs=[spec(i) for i in graph_inputs],
+        outputs=[spec(o) for o in model.graph.output],
+    )
+
+
+def _first_line(err: Exception) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[-1] if lines else type(err).__name__

@@ -1,0 +1,48 @@
+"""Relax -> fused PrimFuncs: the Relax pass pipeline and the per-kernel schedules.
+
+After `relax_pipeline()`, `main` is a dataflow block of `call_tir` calls to fused PrimFuncs (one per
+kernel), `R.reshape` views, and constants; its attribute `tvm_ext.binding_layers` names each binding's
+model layers.
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import relax, tirx
+
+from tvm_ext.schedule import inline_intermediates
+from tvm_ext.transform import FuseOpsKeepingLayers
+
+
+def relax_pipeline() -> tvm.transform.Pass:
+    """The ordered Relax passes from an imported model to fused PrimFuncs."""
+    return tvm.transform.Sequential(
+        [
+            relax.transform.FoldConstant(),
+            relax.transform.LegalizeOps(),
+            # Weight transposes and other constant-only kernels are computed here, not on the device.
+            relax.transform.FoldConstant(),
+            relax.transform.RewriteDataflowReshape(),
+            relax.transform.AnnotateTIROpPattern(),
+            FuseOpsKeepingLayers(),
+            relax.transform.FuseTIR(),
+            relax.transform.DeadCodeElimination(),
+        ],
+        name="tvm_ext.relax_pipeline",
+    )
+
+
+def schedule_kernels(mod: tvm.IRModule) -> tvm.IRModule:
+    """Every PrimFunc of `mod` with its intermediates inlined (see tvm_ext.schedule)."""
+    scheduled = {}
+    for gvar, func in mod.functions.items():
+        if isinstance(func, tirx.PrimFunc):
+            scheduled[gvar] = inline_intermediates(func)
+        else:
+            scheduled[gvar] = func
+    return tvm.IRModule(scheduled, attrs=mod.attrs)
+
+
+def lower_to_kernels(mod: tvm.IRModule) -> tvm.IRModule:
+    """Run the Relax pipeline and schedule each kernel."""
+    return schedule_kernels(relax_pipeline()(mod))

@@ -1,0 +1,60 @@
+"""Schedules for fused kernels: compute everything in place, with no kernel-internal buffers left where
+TVM's scheduling can avoid them.
+
+Why: on a microcontroller every intermediate buffer inside a kernel costs arena bytes (a padded copy of a
+conv input, a bias-add result, a dequantized weight). Inlining producers into consumers removes them;
+what remains becomes a scratch buffer that the memory planner places in the arena.
+"""
+
+from __future__ import annotations
+
+from tvm import s_tir, tirx
+
+
+def _inline_all(sch: s_tir.Schedule, root, inline) -> bool:
+    """Apply `inline` (compute_inline or reverse_compute_inline) to every child block it accepts."""
+    changed = False
+    for block in sch.get_child_blocks(root):
+        try:
+            inline(block)
+            changed = True
+        except s_tir.ScheduleError:
+            continue
+    return changed
+
+
+def _reduction_blocks(sch: s_tir.Schedule, root) -> list:
+    blocks = []
+    for block in sch.get_child_blocks(root):
+        iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
+        if tirx.IterVar.CommReduce in iter_types:
+            blocks.append(block)
+    return blocks
+
+
+def inline_intermediates(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """Inline producers and epilogues; give each reduction a one-element accumulator.
+
+    Contract: the result computes exactly the same values in the same order of floating-point operations
+    per output element (only where values are stored changes).
+    """
+    sch = s_tir.Schedule(func)
+    root = sch.get_sblock("root")
+    while _inline_all(sch, root, sch.compute_inline):
+        pass
+    while _inline_all(sch, root, sch.reverse_compute_inline):
+        pass
+    for block in _reduction_blocks(sch, root):
+        loops = sch.get_loops(block)
+        iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
+        first_reduce = iter_types.index(tirx.IterVar.CommReduce)
+        if first_reduce >= len(loops):
+            continue
+        consumers = sch.get_consumers(block)
+        sch.decompose_reduction(block, loops[first_reduce])
+        if len(consumers) == 1 and first_reduce > 0:
+            try:
+                sch.reverse_compute_at(consumers[0], loops[first_reduce - 1])
+            except s_tir.ScheduleError:
+                pass
+    return sch.mod["main"]
