@@ -22,13 +22,21 @@ SCRATCH_ATTR = "tvm_ext.scratch_bytes"
 
 
 @dataclass(frozen=True)
+class ScratchBuffer:
+    """A kernel-internal buffer passed as a pointer parameter: its element type and its bytes."""
+
+    dtype: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
 class KernelSignature:
-    """A generated kernel's C parameters: inputs, then outputs, then scratch buffers (bytes each)."""
+    """A generated kernel's C parameters: inputs, then outputs, then scratch buffers."""
 
     name: str
     num_inputs: int
     num_outputs: int
-    scratch_bytes: tuple[int, ...]
+    scratch: tuple[ScratchBuffer, ...]
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,7 @@ def _plain_c_signature(func: tirx.PrimFunc) -> tirx.PrimFunc:
         params.append(ptr)
         decls.append(tirx.DeclBuffer(buf, data=ptr))
     new_func = tirx.PrimFunc(params, tirx.SeqStmt(decls + [body]), func.ret_type, func.attrs)
-    return new_func.with_attr(SCRATCH_ATTR, [_buffer_bytes(b) for b in taken])
+    return new_func.with_attr(SCRATCH_ATTR, [[str(b.dtype), _buffer_bytes(b)] for b in taken])
 
 
 @tvm.transform.module_pass(opt_level=0, name="tvm_ext.PlainCSignature")
@@ -163,7 +171,7 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target) -> 
     signatures = {}
     for gvar, func in lowered.functions.items():
         num_outputs = int(func.attrs[NUM_OUTPUTS_ATTR])
-        scratch = tuple(int(b) for b in func.attrs[SCRATCH_ATTR])
+        scratch = tuple(ScratchBuffer(str(dtype), int(nbytes)) for dtype, nbytes in func.attrs[SCRATCH_ATTR])
         num_inputs = len(func.params) - num_outputs - len(scratch)
         signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch)
     # The pipeline's passes leave already-lowered functions unchanged, so building `lowered` lowers nothing twice.

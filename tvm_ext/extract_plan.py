@@ -15,7 +15,7 @@ from tvm import relax, tirx
 
 from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, KernelSignature
 from tvm_ext.frontend import ImportedModel
-from tvm_ext.plan import ExecutionPlan, KernelCall, Tensor, TensorRole
+from tvm_ext.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, Tensor, TensorRole
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
@@ -86,7 +86,7 @@ class _PlanBuilder:
             raise PlanError(f"{self.model.path.name}: layer {layer} has a non-tensor or dynamic result")
         name = f"act{sum(1 for t in self.tensors.values() if t.role is not TensorRole.CONSTANT)}"
         self.name_of[var] = name
-        return self.add(name, [int(d) for d in ty.shape.values], ty.dtype, role, layer, view_of)
+        return self.add(name, [int(d) for d in ty.shape.values], str(ty.dtype), role, layer, view_of)
 
 
 def _bindings(main: relax.Function) -> list:
@@ -117,8 +117,10 @@ def extract_plan(
             output = builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer)
             kernel = c_name_of[value.args[0].name_hint]
             scratch = tuple(
-                builder.add(f"{output}_scratch{k}", (nbytes,), "uint8", TensorRole.SCRATCH, layer)
-                for k, nbytes in enumerate(signatures[kernel].scratch_bytes)
+                builder.add(
+                    f"{output}_scratch{k}", (buf.nbytes // DTYPE_BYTES[buf.dtype],), buf.dtype, TensorRole.SCRATCH, layer
+                )
+                for k, buf in enumerate(signatures[kernel].scratch)
             )
             calls.append(KernelCall(kernel, layers, args, (output,), scratch))
         elif isinstance(value, relax.Call) and value.op.same_as(_RESHAPE):

@@ -1,0 +1,59 @@
+"""`manifest.json`: what the bundle is, for tools and people: model, target, memory plan, sizes, versions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory_planner.api import Buffer, MemoryPlan
+from tvm_ext.plan import ExecutionPlan
+
+MANIFEST_VERSION = 1
+
+
+def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], facts: dict[str, Any]) -> dict:
+    """The manifest as a JSON-ready dict. `facts` adds entries such as tool versions and build results."""
+    live = {b.name: b for b in buffers}
+    tensors = []
+    for tensor in plan.tensors.values():
+        root = plan.storage_of(tensor.name)
+        entry = {
+            "name": tensor.name,
+            "layer": tensor.layer,
+            "role": tensor.role.value,
+            "dtype": tensor.dtype,
+            "shape": list(tensor.shape),
+            "bytes": tensor.nbytes,
+        }
+        if tensor.view_of is not None:
+            entry["view_of"] = tensor.view_of
+        if root in live:
+            entry["offset"] = memory.offsets[root]
+            entry["live_steps"] = [live[root].first_step, live[root].last_step]
+        tensors.append(entry)
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "model": plan.model,
+        "source": plan.source,
+        "target": plan.target,
+        "arena": {
+            "bytes": memory.arena_bytes,
+            "lower_bound_bytes": memory.lower_bound,
+            "strategy": memory.strategy,
+            "optimal": memory.optimal,
+        },
+        "weight_bytes": plan.weight_bytes(),
+        "inputs": plan.inputs,
+        "outputs": plan.outputs,
+        "kernels": sorted({call.kernel for call in plan.calls}),
+        "calls": [
+            {"step": step, "kernel": c.kernel, "layers": list(c.layers), "args": list(c.args)}
+            for step, c in enumerate(plan.calls)
+        ],
+        "tensors": tensors,
+        **facts,
+    }
+
+
+def manifest_json(data: dict) -> str:
+    return json.dumps(data, indent=2) + "\n"

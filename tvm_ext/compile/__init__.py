@@ -1,0 +1,94 @@
+"""`tvm_ext.compile`: a model file -> a built, self-tested bundle folder (the Python API of the CLI).
+
+Stages, each timed and reported through `log`: import, passes, codegen, planning, reference, packaging,
+build, self-test. The bundle is written into a temporary folder beside `out` and renamed into place only
+when it built and its self-test passed: `out` never holds half a bundle.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from memory_planner.api import MemoryPlan
+from packager.build import SelftestResult
+from tvm_ext.plan import ExecutionPlan
+
+
+class CompileError(Exception):
+    """A failure the user can act on; `str()` is one line naming the model and what is wrong."""
+
+
+@dataclass
+class Bundle:
+    """A compiled bundle on disk and what it was made from."""
+
+    out_dir: Path
+    plan: ExecutionPlan
+    memory: MemoryPlan
+    library: Path
+    archive: Path
+    selftest: SelftestResult
+
+    @property
+    def arena_bytes(self) -> int:
+        return self.memory.arena_bytes
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.plan.weight_bytes()
+
+    @property
+    def files(self) -> list[Path]:
+        return sorted(p for p in self.out_dir.iterdir() if p.is_file())
+
+
+@contextmanager
+def _stage(log: Callable[[str], None], name: str, detail: Callable[[], str] | None = None) -> Iterator[None]:
+    start = time.perf_counter()
+    yield
+    seconds = time.perf_counter() - start
+    log(f"{name:<10} {seconds:7.2f} s" + (f"  {detail()}" if detail else ""))
+
+
+def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
+    model: str | Path,
+    target: str = "lowpower",
+    out: str | Path = "out",
+    *,
+    force: bool = False,
+    log: Callable[[str], None] = lambda line: None,
+) -> Bundle:
+    """Compile `model` (.tflite or .onnx) for `target` into the folder `out`; return the Bundle.
+
+    Raises CompileError (one line naming the model) for anything wrong with the model or its bundle.
+    """
+    from tvm_ext.compile.pipeline import compile_to_folder
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not force:
+        raise CompileError(f"{Path(model).name}: output folder {out} is not empty (use --force to replace it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        result = compile_to_folder(Path(model), target, staging, _stage_logger(log))
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return Bundle(out, result.plan, result.memory, out / result.library.name, out / result.archive.name,
+                  result.selftest)
+
+
+def _stage_logger(log: Callable[[str], None]):
+    def stage(name: str, detail: Callable[[], str] | None = None):
+        return _stage(log, name, detail)
+
+    return stage

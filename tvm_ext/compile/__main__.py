@@ -1,0 +1,65 @@
+"""`python -m tvm_ext.compile MODEL --target lowpower -o OUT`: compile a model into a C bundle.
+
+Prints one line per stage with its time, then a summary. Exit codes: 0 the bundle is built and its
+self-test passed; 2 the model or its bundle is at fault (one line on stderr); 3 an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from tvm_ext.compile import CompileError, compile
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m tvm_ext.compile", description=__doc__.splitlines()[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("model", nargs="?", help="the .tflite or .onnx model file")
+    source.add_argument("--example", action="store_true", help="compile the built-in example model")
+    parser.add_argument("--target", default="lowpower", help="target profile (default: lowpower)")
+    parser.add_argument("-o", "--out", default="out", help="output folder (default: out)")
+    parser.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    out = Path(args.out)
+    try:
+        if args.example:
+            from tvm_ext.example import write_example_model
+
+            model = write_example_model(out.parent / f".{out.name}.example.onnx")
+        else:
+            model = Path(args.model)
+        bundle = compile(model, args.target, out, force=args.force, log=lambda line: print(f"[tvm_ext] {line}"))
+    except CompileError as err:
+        if args.debug:
+            traceback.print_exc()
+        print(f"tvm_ext.compile: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - anything else is our bug: say so, in one line
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"tvm_ext.compile: internal error: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            " (please report it with the output of --debug)",
+            file=sys.stderr,
+        )
+        return 3
+    memory = bundle.memory
+    print(
+        f"[tvm_ext] {bundle.plan.model}: arena {memory.arena_bytes:,} B (lower bound {memory.lower_bound:,} B, "
+        f"{'optimal' if memory.optimal else memory.strategy}), weights {bundle.weight_bytes:,} B, "
+        f"{len({c.kernel for c in bundle.plan.calls})} kernels in {len(bundle.plan.calls)} calls, "
+        f"self-test {'PASS' if bundle.selftest.passed else 'FAIL'} -> {bundle.out_dir}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

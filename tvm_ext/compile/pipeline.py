@@ -1,0 +1,119 @@
+"""The compiler's stages in order, from a model file to a built and self-tested bundle folder."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+
+import memory_planner
+from memory_planner.api import MemoryPlan
+from packager import BundleInputs, TestVectors, write_bundle
+from packager.archive import archive
+from packager.build import BuildError, SelftestResult, build, run_selftest
+from packager.build_files import BuildConfig
+from tvm_ext.compile import CompileError
+from tvm_ext.compile._interim_buffers import arena_buffers
+from tvm_ext.plan import ExecutionPlan
+
+ALIGNMENT_BYTES = 16
+
+
+@dataclass
+class FolderResult:
+    plan: ExecutionPlan
+    memory: MemoryPlan
+    library: Path
+    archive: Path
+    selftest: SelftestResult
+
+
+def _compiler_version(cc: str) -> str:
+    try:
+        proc = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+        return proc.stdout.splitlines()[0] if proc.stdout else cc
+    except OSError:
+        return f"{cc} (not found)"
+
+
+def compile_to_folder(model_path: Path, target_name: str, folder: Path, stage) -> FolderResult:
+    """Compile `model_path` into `folder` (which exists and is empty); `stage(name, detail)` times a stage."""
+    import tvm
+
+    from tvm_ext.codegen_c import generate_c
+    from tvm_ext.extract_plan import PlanError, extract_plan, unique_kernels
+    from tvm_ext.frontend import ModelImportError, import_model
+    from tvm_ext.lower import lower_to_kernels
+    from tvm_ext.reference import run_reference, test_inputs
+
+    config = BuildConfig()
+    tvm_target = tvm.target.Target({"kind": "c"})
+    name = model_path.name
+    try:
+        with stage("import", lambda: f"{name}: {len(imported.layers)} layers ({imported.format})"):
+            imported = import_model(model_path)
+        with stage("passes", lambda: f"{len(kernels)} kernels"):
+            lowered = lower_to_kernels(imported.mod)
+            kernels, c_name_of = unique_kernels(lowered, imported.name)
+        with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
+            source = generate_c(kernels, tvm_target)
+            plan, constants = extract_plan(lowered, imported, target_name, c_name_of, source.signatures)
+    except (ModelImportError, PlanError) as err:
+        raise CompileError(str(err)) from err
+
+    with stage("planning", lambda: f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B"):
+        buffers = arena_buffers(plan, ALIGNMENT_BYTES)
+        memory = memory_planner.plan_memory(buffers)
+
+    with stage("reference", lambda: reference):
+        inputs = test_inputs(imported.inputs)
+        expected, reference = run_reference(
+            model_path, imported.format, inputs, imported.inputs, len(imported.outputs)
+        )
+
+    facts = {
+        "tools": {
+            "tvm_ext": version("tvm-ext-lowpower") if _installed("tvm-ext-lowpower") else "source",
+            "apache-tvm": tvm.__version__,
+            "python": platform.python_version(),
+            "cc": _compiler_version(config.cc),
+        },
+        "selftest": {"reference": reference, "rtol": 1e-5, "atol_lsb": 0},
+    }
+    with stage("packaging", lambda: f"{len(files)} files"):
+        files = write_bundle(
+            folder,
+            BundleInputs(
+                plan=plan, memory=memory, buffers=buffers, kernels_c=source.c_text, constants=constants,
+                vectors=TestVectors(inputs, expected, reference), config=config,
+                input_names=[s.name for s in imported.inputs], output_names=[s.name for s in imported.outputs],
+                alignment=ALIGNMENT_BYTES, facts=facts,
+            ),
+        )
+    with stage("build", lambda: f"lib{plan.model}.a {library.stat().st_size:,} B"):
+        try:
+            build(folder)
+        except BuildError as err:
+            raise CompileError(f"{name}: the generated bundle does not build: {err}") from err
+        library = folder / f"lib{plan.model}.a"
+    with stage("self-test", lambda: "PASS" if result.passed else "FAIL"):
+        result = run_selftest(folder)
+    if not result.passed:
+        raise CompileError(
+            f"{name}: self-test against {reference} failed (max abs error per output: "
+            f"{', '.join(f'{e:.3g}' for e in result.max_errors) or 'none'}; exit code {result.exit_code})"
+        )
+    for leftover in list(folder.glob("*.o")) + [folder / "selftest"]:
+        leftover.unlink(missing_ok=True)
+    tarball = archive(folder, plan.model, top=plan.model)
+    return FolderResult(plan, memory, library, tarball, result)
+
+
+def _installed(dist: str) -> bool:
+    try:
+        version(dist)
+        return True
+    except Exception:  # noqa: BLE001 - PackageNotFoundError and metadata errors alike mean "not installed"
+        return False

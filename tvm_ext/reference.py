@@ -1,0 +1,76 @@
+"""Reference outputs from an independent runtime, for the bundle's embedded self-test.
+
+Float TFLite models run on LiteRT, int8 TFLite models on TFLite Micro (the golden for integer kernels),
+ONNX models on onnxruntime. The compiler's own output is never used as the expected output.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+from tvm_ext.frontend import TensorSpec
+
+
+def test_inputs(specs: list[TensorSpec], seed: int = 0) -> list[np.ndarray]:
+    """Deterministic inputs: floats uniform in [-1, 1), integers uniform over the type's range."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for spec in specs:
+        dtype = np.dtype(spec.dtype)
+        if dtype.kind == "f":
+            arrays.append(rng.uniform(-1.0, 1.0, spec.shape).astype(dtype))
+        elif dtype.kind in "iu" and dtype.itemsize == 1:
+            info = np.iinfo(dtype)
+            arrays.append(rng.integers(info.min, info.max + 1, spec.shape).astype(dtype))
+        else:
+            arrays.append(rng.integers(0, 10, spec.shape).astype(dtype))
+    return arrays
+
+
+def _is_integer_model(specs: list[TensorSpec]) -> bool:
+    return any(np.dtype(s.dtype).kind in "iu" for s in specs)
+
+
+def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input_specs: list[TensorSpec],
+                  num_outputs: int) -> tuple[list[np.ndarray], str]:
+    """The reference runtime's outputs for `inputs`, and the runtime's name and version."""
+    if model_format == "onnx":
+        return _run_onnxruntime(path, inputs, input_specs)
+    if _is_integer_model(input_specs):
+        return _run_tflite_micro(path, inputs, num_outputs)
+    return _run_litert(path, inputs)
+
+
+def _run_onnxruntime(path: Path, inputs: list[np.ndarray], specs: list[TensorSpec]):
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    feeds = {spec.name: value for spec, value in zip(specs, inputs)}
+    return session.run(None, feeds), f"onnxruntime {onnxruntime.__version__}"
+
+
+def _run_litert(path: Path, inputs: list[np.ndarray]):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    # The reference kernels, not XNNPACK: the reference is the one LiteRT documents as exact.
+    interpreter = Interpreter(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    for detail, value in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], value)
+    interpreter.invoke()
+    outputs = [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
+    return outputs, f"LiteRT {version('ai-edge-litert')}"
+
+
+def _run_tflite_micro(path: Path, inputs: list[np.ndarray], num_outputs: int):
+    from tflite_micro import runtime
+
+    interpreter = runtime.Interpreter.from_file(str(path))
+    for index, value in enumerate(inputs):
+        interpreter.set_input(value, index)
+    interpreter.invoke()
+    outputs = [np.array(interpreter.get_output(index)).copy() for index in range(num_outputs)]
+    return outputs, f"TFLite Micro (tflite-micro {version('tflite-micro')})"
