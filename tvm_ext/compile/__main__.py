@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -31,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     try:
         if args.example:
-            from tvm_ext.example import write_example_model
+            from tvm_ext.example import EXAMPLE_NAME, write_example_model
 
-            model = write_example_model(out.parent / f".{out.name}.example.onnx")
+            model = write_example_model(Path(tempfile.mkdtemp()) / f"{EXAMPLE_NAME}.onnx")
         else:
             model = Path(args.model)
         bundle = compile(model, args.target, out, force=args.force, log=lambda line: print(f"[tvm_ext] {line}"))
