@@ -13,29 +13,25 @@ from target.loading import load_profile, profile_names
 from target.profile import Profile, ProfileError
 from target.resources import ResourceError, check_fits, headroom
 
-_TVM_FUNCTIONS = (
-    "register_with_tvm",
-    "register_profile_with_tvm",
-    "is_lowpower_target",
-    "profile_for_target",
-    "tag_config",
-)
-
 __all__ = [
     "Profile",
     "ProfileError",
     "ResourceError",
     "check_fits",
     "headroom",
+    "is_lowpower_target",
     "load_profile",
+    "profile_for_target",
     "profile_names",
-    *_TVM_FUNCTIONS,
+    "register_profile_with_tvm",
+    "register_with_tvm",
+    "tag_config",
 ]
 
 
 def __getattr__(name: str) -> Any:
     """Import the TVM registration module only when one of its functions is asked for."""
-    if name in _TVM_FUNCTIONS:
+    if name in __all__:  # exported but not bound yet: one of the TVM functions
         from target import tvm_tags
 
         return getattr(tvm_tags, name)

@@ -46,7 +46,7 @@ def _text(value: Any) -> str:
 
 def _prefix(value: Any) -> str:
     if not isinstance(value, str) or value != value.strip():
-        raise _BadValue(f"must be a string without spaces around it, \"\" for the host (got {value!r})")
+        raise _BadValue(f'must be a string without spaces around it, "" for the host (got {value!r})')
     return value
 
 
@@ -228,7 +228,7 @@ def _check_float_abi(profile: Profile) -> None:
     if abi == "soft" and profile.hardware_float:
         raise ProfileError(
             f"{profile.source}: field 'cflags' asks -mfloat-abi=soft but 'fpu' is {profile.fpu!r} "
-            "(set fpu = \"none\" for software float)"
+            '(set fpu = "none" for software float)'
         )
 
 

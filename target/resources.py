@@ -16,8 +16,7 @@ class ResourceError(ValueError):
 
 def _overrun(what_needs: str, needed: int, memory: str, available: int, profile: Profile) -> str:
     return (
-        f"{what_needs} {needed:,} B of {memory} but {profile.name} has {available:,} B "
-        f"({needed - available:,} B over)"
+        f"{what_needs} {needed:,} B of {memory} but {profile.name} has {available:,} B ({needed - available:,} B over)"
     )
 
 

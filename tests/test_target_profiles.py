@@ -141,8 +141,11 @@ BAD_FILES = [
     ("list.json", '["cortex-m4f"]', "one table of fields"),
     ("base.toml", 'extends = "cortex-m99"\n', "field 'extends': unknown profile 'cortex-m99'"),
     ("taken.toml", 'extends = "cortex-m4f"\nname = "cortex-m7"\n', "field 'name' 'cortex-m7' is a built-in"),
-    ("abi.toml", 'extends = "cortex-m0plus"\ncflags = ["-mcpu=cortex-m4", "-mfloat-abi=hard"]\n',
-     "field 'cflags' asks -mfloat-abi=hard but 'fpu' is 'none'"),
+    (
+        "abi.toml",
+        'extends = "cortex-m0plus"\ncflags = ["-mcpu=cortex-m4", "-mfloat-abi=hard"]\n',
+        "field 'cflags' asks -mfloat-abi=hard but 'fpu' is 'none'",
+    ),
     ("softabi.toml", 'extends = "cortex-m4f"\ncflags = ["-mfloat-abi=soft"]\n', "field 'cflags' asks -mfloat-abi=soft"),
 ]
 
