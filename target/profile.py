@@ -91,6 +91,10 @@ class Profile:
         """True when float64 arithmetic runs on an FPU."""
         return self.fpu == "double"
 
+    def tool(self, name: str) -> str:
+        """The command of binutils tool `name` for this profile: tool("ar") -> "arm-none-eabi-ar" or "ar"."""
+        return self.binutils_prefix + name
+
     @property
     def tvm_tag(self) -> str:
         """The TVM target tag this profile registers as: "lowpower" or "lowpower-<name>"."""

@@ -189,3 +189,18 @@ def test_importing_target_and_using_profiles_does_not_import_tvm():
         "assert 'tvm' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, check=True)
+
+
+def test_readme_table_agrees_with_the_profile_files():
+    rows = [line for line in (REPO_ROOT / "target" / "README.md").read_text().splitlines() if line.startswith("| `")]
+    table = {}
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        if len(cells) == 7:  # the profiles table, not the fields table
+            table[cells[0].strip("`")] = cells
+    assert set(table) == set(target.profile_names())
+    for name, (_, _, sizes, fpu, simd, _, board) in table.items():
+        profile = target.load_profile(name)
+        sram, flash = (int(size.replace(",", "")) for size in sizes.split(" / "))
+        assert (sram, flash, fpu, simd) == (profile.sram_bytes, profile.flash_bytes, profile.fpu, profile.simd)
+        assert board == (profile.qemu_board or "none")

@@ -103,6 +103,13 @@ def test_flags_compile_and_link_a_program(name, tmp_path: Path):
         assert subprocess.run([str(executable)], check=False).returncode == 0  # host build: run it
 
 
+@pytest.mark.parametrize("name", target.profile_names())
+def test_binutils_of_the_profile_are_installed_beside_its_compiler(name):
+    profile = _compiler_of(name)
+    for tool in ("ar", "size", "objcopy"):
+        assert shutil.which(profile.tool(tool)), f"{profile.tool(tool)} missing beside {profile.c_compiler}"
+
+
 def test_every_emulated_board_exists_in_the_installed_qemu():
     if shutil.which("qemu-system-arm") is None:
         pytest.skip("qemu-system-arm is not installed")
