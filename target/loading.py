@@ -157,30 +157,30 @@ def _display(path: Path) -> str:
 
 def _load_file(path: Path) -> Profile:
     where = _display(path)
-    merged = _resolve_fields(path, chain=())
-    merged.setdefault("name", path.stem)
+    given = _resolve_fields(path, chain=())
+    given.setdefault("name", (path.stem, where))
     for field_name, default in _OPTIONAL_DEFAULTS.items():
-        merged.setdefault(field_name, default)
-    for field_name in FIELD_CHECKS:
-        if field_name not in merged:
-            raise ProfileError(f"{where}: missing field {field_name!r}")
+        given.setdefault(field_name, (default, where))
     values = {}
     for field_name, check in FIELD_CHECKS.items():
+        if field_name not in given:
+            raise ProfileError(f"{where}: missing field {field_name!r}")
+        value, origin = given[field_name]
         try:
-            values[field_name] = check(merged[field_name])
+            values[field_name] = check(value)
         except _BadValue as bad:
-            raise ProfileError(f"{where}: field {field_name!r} {bad}") from None
+            raise ProfileError(f"{origin}: field {field_name!r} {bad}") from None
     profile = Profile(**values, source=where)
-    _check_float_abi(profile)
+    _check_float_abi(profile, given["cflags"][1])
     _check_name_is_free(profile, path)
     return profile
 
 
-def _resolve_fields(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
-    """The file's own fields laid over those of the profile it extends (recursively)."""
+def _resolve_fields(path: Path, chain: tuple[Path, ...]) -> dict[str, tuple[Any, str]]:
+    """Each field's value and the file that gave it: the file's own fields over those of the profile it extends."""
     where = _display(path)
     if path.resolve() in chain:
-        raise ProfileError(f"{where}: field 'extends' makes a cycle through {where}")
+        raise ProfileError(f"{where}: field 'extends' makes a cycle back to this file")
     raw = _read_table(path)
     for key in raw:
         if key not in FIELD_CHECKS and key != _EXTENDS:
@@ -188,8 +188,9 @@ def _resolve_fields(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ProfileError(f"{where}: unknown field {key!r}{hint}")
     base_ref = raw.pop(_EXTENDS, None)
+    own = {key: (value, where) for key, value in raw.items()}
     if base_ref is None:
-        return raw
+        return own
     if not isinstance(base_ref, str) or not base_ref:
         raise ProfileError(f"{where}: field 'extends' must name a built-in profile or a profile file")
     if base_ref.endswith(PROFILE_SUFFIXES):
@@ -201,7 +202,7 @@ def _resolve_fields(path: Path, chain: tuple[Path, ...]) -> dict[str, Any]:
             raise ProfileError(f"{where}: field 'extends': {unknown}") from None
     base = _resolve_fields(base_path, chain + (path.resolve(),))
     base.pop("name", None)  # a profile never inherits its base's identity
-    return base | raw
+    return base | own
 
 
 def _read_table(path: Path) -> dict[str, Any]:
@@ -220,14 +221,15 @@ def _read_table(path: Path) -> dict[str, Any]:
     return table
 
 
-def _check_float_abi(profile: Profile) -> None:
-    """The float ABI in `cflags` must agree with `fpu`: hard-float code needs an FPU, an FPU needs FP code."""
+def _check_float_abi(profile: Profile, cflags_origin: str) -> None:
+    """The float ABI in `cflags` must agree with `fpu`: FPU instructions (hard, softfp) need an FPU, and an FPU
+    that `fpu` announces must not be switched off with -mfloat-abi=soft."""
     abi = next((flag.split("=", 1)[1] for flag in profile.cflags if flag.startswith("-mfloat-abi=")), None)
-    if abi == "hard" and not profile.hardware_float:
-        raise ProfileError(f"{profile.source}: field 'cflags' asks -mfloat-abi=hard but 'fpu' is 'none'")
+    if abi in ("hard", "softfp") and not profile.hardware_float:
+        raise ProfileError(f"{cflags_origin}: field 'cflags' asks -mfloat-abi={abi} but 'fpu' is 'none'")
     if abi == "soft" and profile.hardware_float:
         raise ProfileError(
-            f"{profile.source}: field 'cflags' asks -mfloat-abi=soft but 'fpu' is {profile.fpu!r} "
+            f"{cflags_origin}: field 'cflags' asks -mfloat-abi=soft but 'fpu' is {profile.fpu!r} "
             '(set fpu = "none" for software float)'
         )
 

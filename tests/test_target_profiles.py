@@ -146,6 +146,7 @@ BAD_FILES = [
         'extends = "cortex-m0plus"\ncflags = ["-mcpu=cortex-m4", "-mfloat-abi=hard"]\n',
         "field 'cflags' asks -mfloat-abi=hard but 'fpu' is 'none'",
     ),
+    ("softfp.toml", _minimal(cflags=["-mfloat-abi=softfp"]), "field 'cflags' asks -mfloat-abi=softfp"),
     ("softabi.toml", 'extends = "cortex-m4f"\ncflags = ["-mfloat-abi=soft"]\n', "field 'cflags' asks -mfloat-abi=soft"),
 ]
 
@@ -160,6 +161,14 @@ def test_bad_profile_file_gives_one_line_naming_file_and_field(tmp_path, file_na
     assert "\n" not in message
     assert message.startswith(f"{path}: ")
     assert expected in message
+
+
+def test_bad_value_from_an_extended_file_names_that_file(tmp_path):
+    (tmp_path / "base.toml").write_text('extends = "cortex-m4f"\nname = "base"\nsimd = "neon"\n')
+    (tmp_path / "child.json").write_text('{"extends": "base.toml", "sram_bytes": 65536}')
+    with pytest.raises(target.ProfileError) as error:
+        target.load_profile(str(tmp_path / "child.json"))
+    assert str(error.value).startswith(f"{tmp_path / 'base.toml'}: field 'simd' must be one of")
 
 
 def test_extends_cycle_is_reported(tmp_path):
