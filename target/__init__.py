@@ -1,1 +1,38 @@
-"""target package."""
+"""Device profiles (data files under target/profiles/) and their registration as TVM target tags.
+
+`import target` does not import TVM: profiles load and the resource check runs without it. The TVM-facing
+functions (`register_with_tvm`, `register_profile_with_tvm`, `is_lowpower_target`, `profile_for_target`,
+`tag_config`) live in `target.tvm_tags` and import TVM on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from target.loading import load_profile, profile_names
+from target.profile import Profile, ProfileError
+from target.resources import ResourceError, check_fits, headroom
+
+__all__ = [
+    "Profile",
+    "ProfileError",
+    "ResourceError",
+    "check_fits",
+    "headroom",
+    "is_lowpower_target",
+    "load_profile",
+    "profile_for_target",
+    "profile_names",
+    "register_profile_with_tvm",
+    "register_with_tvm",
+    "tag_config",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the TVM registration module only when one of its functions is asked for."""
+    if name in __all__:  # exported but not bound yet: one of the TVM functions
+        from target import tvm_tags
+
+        return getattr(tvm_tags, name)
+    raise AttributeError(f"module 'target' has no attribute {name!r}")

@@ -1,0 +1,101 @@
+"""The device profile: what one processor and its memory offer a compiled model.
+
+A `Profile` is plain data read from a TOML or JSON file (see `target.loading`). It is the single description
+of a device that the rest of the compiler reads: the passes read `int8_rounding`, `fpu` and `simd`; the
+memory planner reads `alignment_bytes`; the resource check reads `sram_bytes` and `flash_bytes`; the build
+files read `c_compiler`, `cflags`, `ldflags` and `binutils_prefix`; the emulator runs read `qemu_board`.
+
+Units: every `*_bytes` field is a count of bytes (not KiB).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Fpu = Literal["none", "single", "double"]
+Simd = Literal["none", "dsp", "mve", "hifi"]
+Int8Rounding = Literal["double", "single"]
+
+FPU_VALUES: tuple[str, ...] = ("none", "single", "double")
+# "dsp": the Armv7E-M / Armv8-M DSP extension (SIMD32 on packed 8/16-bit lanes, SMLAD...).
+# "mve": Armv8.1-M Helium (M-profile Vector Extension; implies "dsp").
+# "hifi": a Cadence Tensilica HiFi audio DSP's SIMD (the generation is in `cpu`, e.g. "hifi4").
+SIMD_VALUES: tuple[str, ...] = ("none", "dsp", "mve", "hifi")
+# "double": TFLite's default requantization, SaturatingRoundingDoublingHighMul then RoundingDivideByPOT
+# (TFLM reference kernels, the golden). "single": one rounding of the 64-bit product (TFLITE_SINGLE_ROUNDING,
+# CMSIS_NN_USE_SINGLE_ROUNDING). See ../shared/docs/int8-and-memory.md.
+INT8_ROUNDING_VALUES: tuple[str, ...] = ("double", "single")
+
+GENERIC_PROFILE_NAME = "lowpower"
+TAG_PREFIX = "lowpower-"
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be found or read; the message is one line naming the file and the field."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One device: its core, memories, numeric facts and toolchain.
+
+    Fields:
+        name: the profile's name, a lowercase identifier such as "cortex-m4f"; unique among profiles.
+        description: one line for humans.
+        cpu: the core as compilers and TVM name it (`-mcpu=` value, TVM `mcpu`): "cortex-m4", "hifi4",
+            or "generic" for the portable C99 profile.
+        arch: the instruction-set architecture: "armv6-m", "armv7e-m", "armv8-m.main", "armv8.1-m.main",
+            "xtensa", or "c99" when no architecture is assumed.
+        sram_bytes: RAM available to the model's arena, in bytes.
+        flash_bytes: non-volatile memory for code and weights, in bytes.
+        memory_source: the real board or part that `sram_bytes` and `flash_bytes` come from.
+        fpu: floating-point hardware: "none" (float is emulated in software), "single" (float32 in
+            hardware, double in software) or "double" (both in hardware).
+        simd: the integer SIMD / DSP extension: one of SIMD_VALUES.
+        alignment_bytes: alignment of the arena, of every buffer in it and of weight arrays (power of two).
+        int8_rounding: the requantization rounding the int8 kernels must reproduce: "double" or "single".
+        c_compiler: the C compiler command.
+        cflags: flags to compile for this device (core, float ABI, FPU, optimisation, sections), in order.
+        ldflags: flags to link for this device (repeat the core and float ABI for multilib selection).
+        binutils_prefix: prefix of the matching binutils ("arm-none-eabi-" gives arm-none-eabi-ar,
+            arm-none-eabi-size); "" for the host's.
+        qemu_board: the `qemu-system-arm -M` board that runs this profile's code, or None.
+        source: the file the profile was read from (for messages and the manifest).
+    """
+
+    name: str
+    description: str
+    cpu: str
+    arch: str
+    sram_bytes: int
+    flash_bytes: int
+    memory_source: str
+    fpu: Fpu
+    simd: Simd
+    alignment_bytes: int
+    int8_rounding: Int8Rounding
+    c_compiler: str
+    cflags: tuple[str, ...]
+    ldflags: tuple[str, ...]
+    binutils_prefix: str
+    qemu_board: str | None
+    source: str
+
+    @property
+    def hardware_float(self) -> bool:
+        """True when float32 arithmetic runs on an FPU (not in a software library)."""
+        return self.fpu != "none"
+
+    @property
+    def hardware_double(self) -> bool:
+        """True when float64 arithmetic runs on an FPU."""
+        return self.fpu == "double"
+
+    def tool(self, name: str) -> str:
+        """The command of binutils tool `name` for this profile: tool("ar") -> "arm-none-eabi-ar" or "ar"."""
+        return self.binutils_prefix + name
+
+    @property
+    def tvm_tag(self) -> str:
+        """The TVM target tag this profile registers as: "lowpower" or "lowpower-<name>"."""
+        return self.name if self.name == GENERIC_PROFILE_NAME else TAG_PREFIX + self.name
