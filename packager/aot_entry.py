@@ -58,16 +58,15 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         f"  if (((uintptr_t)arena % {M}_ARENA_ALIGNMENT) != 0u) {{",
         f"    return {M}_ERROR_MISALIGNED_ARENA;",
         "  }",
-        f"  if (arena_bytes < {M}_ARENA_BYTES) {{",
-        f"    return {M}_ERROR_ARENA_TOO_SMALL;",
-        "  }",
     ]
+    if arena_bytes > 0:
+        lines += [f"  if (arena_bytes < {M}_ARENA_BYTES) {{", f"    return {M}_ERROR_ARENA_TOO_SMALL;", "  }"]
+    else:
+        lines.append("  (void)arena_bytes; /* this model needs no arena */")
     for step, call in enumerate(plan.calls):
         layers = "; ".join(call.layers) or "(no layer name)"
         args = ", ".join(_argument(plan, a, offsets, io_pointer) for a in call.args)
         lines += [f"  /* {step}: {comment(layers)} */", f"  {call.kernel}({args});"]
-    if not plan.calls:
-        lines.append("  (void)arena;")
     call_args = "input, output" if single else "inputs, outputs"
     lines += [
         f"  return {M}_OK;",

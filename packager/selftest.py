@@ -88,7 +88,9 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         lines += [f"  inputs.{io.field} = selftest_input{k};" for k, io in enumerate(inputs)]
         lines += [f"  outputs.{io.field} = selftest_output{k};" for k, io in enumerate(outputs)]
         lines.append(f"  int status = {m}_run(&inputs, &outputs);")
+    reference = vectors.reference.replace("\\", "").replace('"', "'")
     lines += [
+        f'  printf("selftest: {m} compared with {reference}\\n");',
         f"  if (status != {M}_OK) {{",
         '    printf("selftest: run failed with status %d\\n", status);',
         "    return 2;",

@@ -8,6 +8,7 @@ attributes every kernel call to the layers it implements.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,14 +51,17 @@ def c_identifier(text: str) -> str:
     return f"m_{ident}" if ident[0].isdigit() else ident
 
 
-def import_model(path: str | Path) -> ImportedModel:
-    """Import a `.tflite` or `.onnx` file into Relax; raise ModelImportError naming what failed."""
+def import_model(path: str | Path, name: str | None = None) -> ImportedModel:
+    """Import a `.tflite` or `.onnx` file into Relax; raise ModelImportError naming what failed.
+
+    `name` (default: the file name's stem) becomes the bundle's C prefix, made a C identifier.
+    """
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix == ".tflite":
-        return _import_tflite(path)
-    if suffix == ".onnx":
-        return _import_onnx(path)
+    if suffix in (".tflite", ".onnx"):
+        imported = _import_tflite(path) if suffix == ".tflite" else _import_onnx(path)
+        imported.name = c_identifier(name or path.stem)
+        return imported
     raise ModelImportError(f"{path.name}: unknown model format '{suffix}' (expected .tflite or .onnx)")
 
 
@@ -119,7 +123,7 @@ def _import_tflite(path: Path) -> ImportedModel:
         )
 
     return ImportedModel(
-        name=c_identifier(path.stem),
+        name=path.stem,
         path=path,
         format="tflite",
         mod=mod,
@@ -158,12 +162,15 @@ def _import_onnx(path: Path) -> ImportedModel:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     importer = LayerNamingImporter({}, "float32", keep_params_in_input=False, sanitize=True)
     try:
-        mod = importer.from_onnx(model.graph, opset)
+        with warnings.catch_warnings():
+            # The importer warns for each input it renames to a valid identifier; the plan keeps the model's names.
+            warnings.simplefilter("ignore", UserWarning)
+            mod = importer.from_onnx(model.graph, opset)
     except tvm.error.OpNotImplemented as err:
         raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
     mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
     return ImportedModel(
-        name=c_identifier(path.stem),
+        name=path.stem,
         path=path,
         format="onnx",
         mod=mod,

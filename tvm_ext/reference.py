@@ -34,20 +34,32 @@ def _is_integer_model(specs: list[TensorSpec]) -> bool:
     return any(np.dtype(s.dtype).kind in "iu" for s in specs)
 
 
+class ReferenceError(Exception):
+    """The reference runtime cannot run the model; the message names the runtime and its complaint."""
+
+
 def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input_specs: list[TensorSpec],
                   num_outputs: int) -> tuple[list[np.ndarray], str]:
     """The reference runtime's outputs for `inputs`, and the runtime's name and version."""
     if model_format == "onnx":
-        return _run_onnxruntime(path, inputs, input_specs)
-    if _is_integer_model(input_specs):
-        return _run_tflite_micro(path, inputs, num_outputs)
-    return _run_litert(path, inputs)
+        runner, runtime = (lambda: _run_onnxruntime(path, inputs, input_specs)), "onnxruntime"
+    elif _is_integer_model(input_specs):
+        runner, runtime = (lambda: _run_tflite_micro(path, inputs, num_outputs)), "TFLite Micro"
+    else:
+        runner, runtime = (lambda: _run_litert(path, inputs)), "LiteRT"
+    try:
+        return runner()
+    except Exception as err:  # noqa: BLE001 - each runtime raises its own types; all mean "cannot run it"
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ReferenceError(f"{path.name}: the reference runtime {runtime} cannot run the model: {detail}") from err
 
 
 def _run_onnxruntime(path: Path, inputs: list[np.ndarray], specs: list[TensorSpec]):
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3  # errors only: its warnings about old opsets are not ours to print
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     feeds = {spec.name: value for spec, value in zip(specs, inputs)}
     return session.run(None, feeds), f"onnxruntime {onnxruntime.__version__}"
 

@@ -61,10 +61,14 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     target: str = "lowpower",
     out: str | Path = "out",
     *,
+    name: str | None = None,
     force: bool = False,
     log: Callable[[str], None] = lambda line: None,
 ) -> Bundle:
     """Compile `model` (.tflite or .onnx) for `target` into the folder `out`; return the Bundle.
+
+    `name` is the bundle's C prefix (default: the model file's stem); `force` replaces a non-empty `out`;
+    `log` receives one line per stage.
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle.
     """
@@ -76,7 +80,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        result = compile_to_folder(Path(model), target, staging, _stage_logger(log))
+        result = compile_to_folder(Path(model), target, staging, _stage_logger(log), name)
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)

@@ -18,8 +18,6 @@ from tvm_ext.compile import CompileError
 from tvm_ext.compile._interim_buffers import arena_buffers
 from tvm_ext.plan import ExecutionPlan
 
-ALIGNMENT_BYTES = 16
-
 
 @dataclass
 class FolderResult:
@@ -38,40 +36,57 @@ def _compiler_version(cc: str) -> str:
         return f"{cc} (not found)"
 
 
-def compile_to_folder(model_path: Path, target_name: str, folder: Path, stage) -> FolderResult:
-    """Compile `model_path` into `folder` (which exists and is empty); `stage(name, detail)` times a stage."""
+def compile_to_folder(model_path: Path, target_name: str, folder: Path, stage, name: str | None = None) -> FolderResult:
+    """Compile `model_path` into `folder` (which exists and is empty); `stage(name, detail)` times a stage.
+
+    `name` is the bundle's C prefix (default: the model file's stem).
+    """
     import tvm
 
     from tvm_ext.codegen_c import generate_c
     from tvm_ext.extract_plan import PlanError, extract_plan, unique_kernels
     from tvm_ext.frontend import ModelImportError, import_model
     from tvm_ext.lower import lower_to_kernels
-    from tvm_ext.reference import run_reference, test_inputs
+    from tvm_ext.reference import ReferenceError, run_reference, test_inputs
 
-    config = BuildConfig()
-    tvm_target = tvm.target.Target({"kind": "c"})
-    name = model_path.name
+    import target
+
+    file_name = model_path.name
     try:
-        with stage("import", lambda: f"{name}: {len(imported.layers)} layers ({imported.format})"):
-            imported = import_model(model_path)
+        profile = target.load_profile(target_name)
+    except target.ProfileError as err:
+        raise CompileError(f"{file_name}: {err}") from err
+    target.register_with_tvm()
+    tvm_target = tvm.target.Target(profile.tvm_tag)
+    config = build_config(profile)
+    try:
+        with stage("import", lambda: f"{file_name}: {len(imported.layers)} layers ({imported.format})"):
+            imported = import_model(model_path, name)
         with stage("passes", lambda: f"{len(kernels)} kernels"):
             lowered = lower_to_kernels(imported.mod)
             kernels, c_name_of = unique_kernels(lowered, imported.name)
         with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
             source = generate_c(kernels, tvm_target)
-            plan, constants = extract_plan(lowered, imported, target_name, c_name_of, source.signatures)
+            plan, constants = extract_plan(lowered, imported, profile.name, c_name_of, source.signatures)
     except (ModelImportError, PlanError) as err:
         raise CompileError(str(err)) from err
 
     with stage("planning", lambda: f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B"):
-        buffers = arena_buffers(plan, ALIGNMENT_BYTES)
+        buffers = arena_buffers(plan, profile.alignment_bytes)
         memory = memory_planner.plan_memory(buffers)
+    try:
+        target.check_fits(profile, plan.model, memory.arena_bytes, plan.weight_bytes())
+    except target.ResourceError as err:
+        raise CompileError(str(err)) from err
 
     with stage("reference", lambda: reference):
         inputs = test_inputs(imported.inputs)
-        expected, reference = run_reference(
-            model_path, imported.format, inputs, imported.inputs, len(imported.outputs)
-        )
+        try:
+            expected, reference = run_reference(
+                model_path, imported.format, inputs, imported.inputs, len(imported.outputs)
+            )
+        except ReferenceError as err:
+            raise CompileError(str(err)) from err
 
     facts = {
         "tools": {
@@ -81,6 +96,9 @@ def compile_to_folder(model_path: Path, target_name: str, folder: Path, stage) -
             "cc": _compiler_version(config.cc),
         },
         "selftest": {"reference": reference, "rtol": 1e-5, "atol_lsb": 0},
+        "profile": {"name": profile.name, "source": profile.source, "cpu": profile.cpu, "fpu": profile.fpu,
+                    "simd": profile.simd, "int8_rounding": profile.int8_rounding},
+        "headroom": target.headroom(profile, memory.arena_bytes, plan.weight_bytes()),
     }
     with stage("packaging", lambda: f"{len(files)} files"):
         files = write_bundle(
@@ -89,26 +107,34 @@ def compile_to_folder(model_path: Path, target_name: str, folder: Path, stage) -
                 plan=plan, memory=memory, buffers=buffers, kernels_c=source.c_text, constants=constants,
                 vectors=TestVectors(inputs, expected, reference), config=config,
                 input_names=[s.name for s in imported.inputs], output_names=[s.name for s in imported.outputs],
-                alignment=ALIGNMENT_BYTES, facts=facts,
+                alignment=profile.alignment_bytes, facts=facts,
             ),
         )
     with stage("build", lambda: f"lib{plan.model}.a {library.stat().st_size:,} B"):
         try:
             build(folder)
         except BuildError as err:
-            raise CompileError(f"{name}: the generated bundle does not build: {err}") from err
+            raise CompileError(f"{file_name}: the generated bundle does not build: {err}") from err
         library = folder / f"lib{plan.model}.a"
     with stage("self-test", lambda: "PASS" if result.passed else "FAIL"):
         result = run_selftest(folder)
     if not result.passed:
         raise CompileError(
-            f"{name}: self-test against {reference} failed (max abs error per output: "
+            f"{file_name}: self-test against {reference} failed (max abs error per output: "
             f"{', '.join(f'{e:.3g}' for e in result.max_errors) or 'none'}; exit code {result.exit_code})"
         )
     for leftover in list(folder.glob("*.o")) + [folder / "selftest"]:
         leftover.unlink(missing_ok=True)
     tarball = archive(folder, plan.model, top=plan.model)
     return FolderResult(plan, memory, library, tarball, result)
+
+
+def build_config(profile) -> BuildConfig:
+    """The bundle's compiler and flags, from the target profile."""
+    return BuildConfig(
+        cc=profile.c_compiler, ar=profile.tool("ar"), cflags=profile.cflags, ldflags=profile.ldflags,
+        runs_on_host=profile.qemu_board is None,
+    )
 
 
 def _installed(dist: str) -> bool:

@@ -1,0 +1,23 @@
+"""Shared fixtures: where the shared models are, and how a test compiles one."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def models_dir() -> Path:
+    """The shared models: $TVM_EXT_MODELS, else ../shared/models beside the repository."""
+    path = Path(os.environ.get("TVM_EXT_MODELS", REPO.parent / "shared" / "models"))
+    if not path.is_dir():
+        raise RuntimeError(f"shared models not found at {path}: set TVM_EXT_MODELS")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_models() -> Path:
+    return models_dir()
