@@ -1,5 +1,41 @@
 """tvm_ext: TFLite/ONNX models to framework-free C bundles for low-power processors, as a TVM plugin.
 
 Importing this package does not import TVM: `tvm_ext.plan` is plain data that `memory_planner` and
-`packager` use without loading TVM.
+`packager` use without loading TVM. The public API:
+
+- `tvm_ext.compile(model, target="lowpower", out="out") -> Bundle`: a .tflite/.onnx file or a Relax IRModule
+  to a built and self-tested bundle folder (also `python -m tvm_ext.compile`).
+- `tvm_ext.pipeline(target="lowpower") -> tvm.transform.Sequential`: the Relax passes we run, for your own
+  pipelines; `tvm_ext.transform` holds each of our passes.
+- The device profiles are TVM target tags (`tvm.target.Target("lowpower-cortex-m4f")`), registered when
+  `tvm_ext` is imported after `tvm`, or by any tvm_ext module that uses TVM.
 """
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from tvm_ext.compile import Bundle, CompileError, compile  # noqa: A004 - the public name users expect
+
+if "tvm" in sys.modules:
+    # A TVM user imported TVM first: make `tvm.target.Target("lowpower-cortex-m4f")` work right away.
+    # (Every tvm_ext module that imports TVM registers the tags too.)
+    import target as _target
+
+    _target.register_with_tvm()
+
+__all__ = ["Bundle", "CompileError", "compile", "pipeline", "transform"]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the TVM-facing parts (and TVM itself) only when they are asked for."""
+    if name == "pipeline":
+        from tvm_ext.lower import relax_pipeline
+
+        return relax_pipeline
+    if name == "transform":
+        import importlib
+
+        return importlib.import_module("tvm_ext.transform")
+    raise AttributeError(f"module 'tvm_ext' has no attribute {name!r}")

@@ -65,6 +65,33 @@ def import_model(path: str | Path, name: str | None = None) -> ImportedModel:
     raise ModelImportError(f"{path.name}: unknown model format '{suffix}' (expected .tflite or .onnx)")
 
 
+def from_relax(mod: tvm.IRModule, name: str = "model") -> ImportedModel:
+    """Wrap a Relax module a user built (BlockBuilder, a frontend, their own passes) as an imported model.
+
+    `main` must take tensors of static shape and return a tensor or a tuple of tensors. Layer names come from
+    vars named `layer<N>` when the module has them (`tvm_ext.layers` attribute), else calls are unnamed.
+    """
+    main = mod["main"]
+
+    def spec(var_name: str, ty) -> TensorSpec:
+        if not isinstance(ty, relax.TensorType) or ty.shape is None:
+            raise ModelImportError(f"{name}: {var_name} is not a tensor of static shape")
+        return TensorSpec(var_name, tuple(int(d) for d in ty.shape.values), str(ty.dtype))
+
+    ret = main.ret_ty
+    ret_fields = list(ret.fields) if isinstance(ret, relax.TupleType) else [ret]
+    layers = [str(n) for n in (main.attrs or {}).get("tvm_ext.layers", [])]
+    return ImportedModel(
+        name=c_identifier(name),
+        path=Path(f"{name}.relax"),
+        format="relax",
+        mod=mod,
+        layers=layers,
+        inputs=[spec(p.name, p.ty) for p in main.params],
+        outputs=[spec(f"output{i}", ty) for i, ty in enumerate(ret_fields)],
+    )
+
+
 def _layer_var_name(layers: list[str], layer: str) -> str:
     layers.append(layer)
     return f"{LAYER_VAR_PREFIX}{len(layers) - 1}"

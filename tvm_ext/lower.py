@@ -10,12 +10,20 @@ from __future__ import annotations
 import tvm
 from tvm import relax, tirx
 
+import target
 from tvm_ext.schedule import inline_intermediates
 from tvm_ext.transform import FuseOpsKeepingLayers
 
+target.register_with_tvm()
 
-def relax_pipeline() -> tvm.transform.Pass:
-    """The ordered Relax passes from an imported model to fused PrimFuncs."""
+
+def relax_pipeline(target_name: str = "lowpower") -> tvm.transform.Pass:
+    """The ordered Relax passes from an imported model to fused PrimFuncs, for the profile `target_name`.
+
+    An ordinary `tvm.transform.Sequential`: users can put it (or any pass of `tvm_ext.transform`) into
+    their own pipelines.
+    """
+    target.load_profile(target_name)  # the int8 lowering will take its rounding mode from the profile
     return tvm.transform.Sequential(
         [
             relax.transform.FoldConstant(),
@@ -43,6 +51,6 @@ def schedule_kernels(mod: tvm.IRModule) -> tvm.IRModule:
     return tvm.IRModule(scheduled, attrs=mod.attrs)
 
 
-def lower_to_kernels(mod: tvm.IRModule) -> tvm.IRModule:
-    """Run the Relax pipeline and schedule each kernel."""
-    return schedule_kernels(relax_pipeline()(mod))
+def lower_to_kernels(mod: tvm.IRModule, target_name: str = "lowpower") -> tvm.IRModule:
+    """Run the Relax pipeline for `target_name` and schedule each kernel."""
+    return schedule_kernels(relax_pipeline(target_name)(mod))

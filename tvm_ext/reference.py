@@ -54,6 +54,22 @@ def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input
         raise ReferenceError(f"{path.name}: the reference runtime {runtime} cannot run the model: {detail}") from err
 
 
+def run_relax_vm(mod, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
+    """Outputs of a user's Relax module on TVM's own Relax VM, compiled with LLVM for the host.
+
+    The reference for modules that come from no model file: the same graph through a different code
+    generator and executor than the bundle's.
+    """
+    import tvm
+    from tvm import relax
+
+    executable = relax.build(mod, target="llvm")
+    vm = relax.VirtualMachine(executable, tvm.cpu())
+    result = vm["main"](*[tvm.runtime.tensor(x) for x in inputs])
+    fields = [result] if hasattr(result, "numpy") else list(result)
+    return [f.numpy() for f in fields], f"TVM {tvm.__version__} Relax VM (llvm)"
+
+
 def _run_onnxruntime(path: Path, inputs: list[np.ndarray], specs: list[TensorSpec]):
     import onnxruntime
 

@@ -57,7 +57,7 @@ def _stage(log: Callable[[str], None], name: str, detail: Callable[[], str] | No
 
 
 def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
-    model: str | Path,
+    model: "str | Path | tvm.IRModule",
     target: str = "lowpower",
     out: str | Path = "out",
     *,
@@ -65,22 +65,26 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     force: bool = False,
     log: Callable[[str], None] = lambda line: None,
 ) -> Bundle:
-    """Compile `model` (.tflite or .onnx) for `target` into the folder `out`; return the Bundle.
+    """Compile `model` for `target` into the folder `out`; return the Bundle.
 
-    `name` is the bundle's C prefix (default: the model file's stem); `force` replaces a non-empty `out`;
-    `log` receives one line per stage.
+    `model` is a .tflite or .onnx file, or a Relax IRModule the user built (its self-test reference is then
+    TVM's Relax VM on the host). `name` is the bundle's C prefix (default: the model file's stem, or "model");
+    `force` replaces a non-empty `out`; `log` receives one line per stage.
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle.
     """
     from tvm_ext.compile.pipeline import compile_to_folder
 
     out = Path(out)
+    if isinstance(model, str):
+        model = Path(model)
+    label = model.name if isinstance(model, Path) else (name or "model")
     if out.exists() and any(out.iterdir()) and not force:
-        raise CompileError(f"{Path(model).name}: output folder {out} is not empty (use --force to replace it)")
+        raise CompileError(f"{label}: output folder {out} is not empty (use --force to replace it)")
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        result = compile_to_folder(Path(model), target, staging, _stage_logger(log), name)
+        result = compile_to_folder(model, target, staging, _stage_logger(log), name)
         if out.exists():
             shutil.rmtree(out)
         staging.rename(out)

@@ -36,22 +36,24 @@ def _compiler_version(cc: str) -> str:
         return f"{cc} (not found)"
 
 
-def compile_to_folder(model_path: Path, target_name: str, folder: Path, stage, name: str | None = None) -> FolderResult:
-    """Compile `model_path` into `folder` (which exists and is empty); `stage(name, detail)` times a stage.
+def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | None = None) -> FolderResult:
+    """Compile `model` (a model file's Path or a Relax IRModule) into `folder` (which exists and is empty).
 
-    `name` is the bundle's C prefix (default: the model file's stem).
+    `stage(name, detail)` times a stage; `name` is the bundle's C prefix (default: the model file's stem,
+    or "model" for an IRModule).
     """
     import tvm
 
     from tvm_ext.codegen_c import generate_c
     from tvm_ext.extract_plan import PlanError, extract_plan, unique_kernels
-    from tvm_ext.frontend import ModelImportError, import_model
+    from tvm_ext.frontend import ModelImportError, from_relax, import_model
     from tvm_ext.lower import lower_to_kernels
-    from tvm_ext.reference import ReferenceError, run_reference, test_inputs
+    from tvm_ext.reference import ReferenceError, run_reference, run_relax_vm, test_inputs
 
     import target
 
-    file_name = model_path.name
+    from_file = isinstance(model, Path)
+    file_name = model.name if from_file else f"{name or 'model'} (Relax module)"
     try:
         profile = target.load_profile(target_name)
     except target.ProfileError as err:
@@ -61,9 +63,9 @@ def compile_to_folder(model_path: Path, target_name: str, folder: Path, stage, n
     config = build_config(profile)
     try:
         with stage("import", lambda: f"{file_name}: {len(imported.layers)} layers ({imported.format})"):
-            imported = import_model(model_path, name)
+            imported = import_model(model, name) if from_file else from_relax(model, name or "model")
         with stage("passes", lambda: f"{len(kernels)} kernels"):
-            lowered = lower_to_kernels(imported.mod)
+            lowered = lower_to_kernels(imported.mod, profile.name)
             kernels, c_name_of = unique_kernels(lowered, imported.name)
         with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
             source = generate_c(kernels, tvm_target)
@@ -82,9 +84,12 @@ def compile_to_folder(model_path: Path, target_name: str, folder: Path, stage, n
     with stage("reference", lambda: reference):
         inputs = test_inputs(imported.inputs)
         try:
-            expected, reference = run_reference(
-                model_path, imported.format, inputs, imported.inputs, len(imported.outputs)
-            )
+            if from_file:
+                expected, reference = run_reference(
+                    model, imported.format, inputs, imported.inputs, len(imported.outputs)
+                )
+            else:
+                expected, reference = run_relax_vm(model, inputs)
         except ReferenceError as err:
             raise CompileError(str(err)) from err
 
