@@ -54,6 +54,14 @@ _WEIGHT_TYPES = {"int8", "uint8", "int4"}
 _CUSTOM_BUILTIN = 32  # BuiltinOperator.CUSTOM
 
 
+def _type_name(code: int) -> str:
+    """TFLite's name of a TensorType code ("STRING"), or the number when the schema does not know it."""
+    from tflite.TensorType import TensorType
+
+    names = {value: name for name, value in vars(TensorType).items() if not name.startswith("_")}
+    return names.get(code, f"code {code}")
+
+
 def _builtin_names() -> dict[int, str]:
     from tflite.BuiltinOperator import BuiltinOperator
 
@@ -135,7 +143,7 @@ def _check_tensors(model: str, graph: TfliteSubgraph) -> None:
     for tensor in graph.tensors:
         dtype = _DTYPES.get(tensor.type_code)
         if dtype is None:
-            problems.add(f"{_tensor_label(tensor)} has unsupported type code {tensor.type_code}")
+            problems.add(f"{_tensor_label(tensor)} has unsupported type {_type_name(tensor.type_code)}")
             continue
         problem = shape_problem(tensor.shape, dtype.bits)
         if problem:

@@ -93,6 +93,12 @@ class TfliteModel:
     file_bytes: int
 
 
+def _exception_name(exc: Exception) -> str:
+    """`struct.error`, `IndexError`, ...: the exception's class, qualified unless it is a builtin."""
+    module = type(exc).__module__
+    return type(exc).__name__ if module == "builtins" else f"{module}.{type(exc).__name__}"
+
+
 class _BoundedReader:
     """Guards accessor calls and charges declared lengths against budgets set by the file size."""
 
@@ -109,12 +115,12 @@ class _BoundedReader:
         try:
             return read()
         except Exception as exc:  # noqa: BLE001 - a malformed flatbuffer can make an accessor raise anything
-            raise self.fail(f"cannot read {what} ({type(exc).__name__})") from None
+            raise self.fail(f"cannot read {what} ({_exception_name(exc)})") from None
 
     def length(self, what: str, read: Callable[[], int]) -> int:
         count = self.get(what, read)
         if count < 0 or count > self.entries_left:
-            raise self.fail(f"{what} declares {count} entries, more than a {self.file_bytes}-byte file holds")
+            raise self.fail(f"{what}: {count} entries declared, more than a {self.file_bytes}-byte file holds")
         self.entries_left -= count
         return count
 
