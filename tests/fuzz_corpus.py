@@ -17,10 +17,12 @@ variants start from are marked `must_pass`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import signal
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,6 +35,29 @@ from tvm_ext.model_check import ErrorKind
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TRUNCATION_LENGTHS = (4, 7, 8, 12, 16, 24, 64, 256)  # plus half and all-but-one byte of each model
 FLIPS_PER_MODEL = 24
+# A case still running after this many seconds is a hang (checks take milliseconds; the first one that
+# reads TVM's converter lists imports TVM, a few seconds on a loaded machine).
+HANG_GUARD_SECONDS = 120
+
+
+class Hang(Exception):
+    """Raised inside a check that outlived the hang guard."""
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: int = HANG_GUARD_SECONDS) -> Iterator[None]:
+    """Interrupt the block with `Hang` if it runs longer than `seconds` (SIGALRM: main thread, POSIX)."""
+
+    def interrupt(signum, frame):
+        raise Hang(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 @dataclass(frozen=True)

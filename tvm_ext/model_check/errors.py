@@ -38,15 +38,20 @@ class ErrorKind(str, enum.Enum):
     MEMORY_PLAN = "memory-plan"  # malformed "OfflineMemoryAllocation" metadata
 
 
-def one_line(text: str, limit: int | None = None) -> str:
-    """`text` with control characters (newlines included) collapsed to one space, cut to `limit` chars."""
+def one_line(text: str | bytes, limit: int | None = None) -> str:
+    """`text` with control characters (newlines included) collapsed to one space, cut to `limit` chars.
+
+    Bytes (a name a malformed file failed to give as UTF-8) are decoded with replacement characters.
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
     flat = _CONTROL_CHARS.sub(" ", text).strip()
     if limit is not None and len(flat) > limit:
         flat = flat[: limit - 3] + "..."
     return flat
 
 
-def quote(name: str) -> str:
+def quote(name: str | bytes) -> str:
     """A model-provided name, made printable and short, in single quotes."""
     return "'" + one_line(name, MAX_QUOTED_CHARS) + "'"
 

@@ -64,6 +64,7 @@ def check_onnx(model: str, path: str, data: bytes) -> ModelFacts:
     proto = _parse(model, data)
     _check_structure(model, proto)
     graph = proto.graph
+    _check_names(model, graph)
     dtypes = _dtypes()
     _check_external_data(model, graph)
     _check_graph(model, graph)
@@ -96,6 +97,19 @@ def _check_structure(model: str, proto) -> None:
         problems.add("no graph")
     if not any(o.domain in _DEFAULT_DOMAINS for o in proto.opset_import):
         problems.add("no opset for the default ONNX domain")
+    problems.raise_if_any()
+
+
+def _check_names(model: str, graph) -> None:
+    """Every name the later checks read must be text: protobuf hands invalid UTF-8 over as bytes."""
+    problems = ProblemList(model, ErrorKind.STRUCTURE, "names that are not valid UTF-8")
+    values = [*graph.input, *graph.output, *graph.initializer]
+    names = [v.name for v in values]
+    for node in graph.node:
+        names += [node.name, node.op_type, node.domain, *node.input, *node.output]
+    for name in names:
+        if isinstance(name, bytes):
+            problems.add(quote(name))
     problems.raise_if_any()
 
 
