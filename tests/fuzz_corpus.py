@@ -149,14 +149,20 @@ def real_tflite_cases(path: Path) -> list[BadModel]:
     for i in range(graph.OperatorsLength()):
         opcode_at = _field_position(graph.Operators(i), _OPERATOR_OPCODE_INDEX)
         if opcode_at:
-            cases.append(BadModel("opcode index out of range", name, _patch(data, opcode_at, "<I", 1000), ErrorKind.INDEX))
+            cases.append(
+                BadModel(
+                    "opcode index out of range", name, _patch(data, opcode_at, "<I", 1000), ErrorKind.INDEX
+                )
+            )
             break
     lengths = (*TRUNCATION_LENGTHS, len(data) // 2, len(data) - 1)
     cases += [BadModel(f"truncated to {n} bytes", name, data[:n], None) for n in lengths if n < len(data)]
     rng = random.Random(name)
     for i in range(FLIPS_PER_MODEL):
         flipped = bytearray(data)
-        position = rng.randrange(len(data)) if i % 2 else rng.randrange(min(len(data), 4096))  # half in the tables
+        position = (
+            rng.randrange(len(data)) if i % 2 else rng.randrange(min(len(data), 4096))
+        )  # half in the tables
         flipped[position] ^= 1 << rng.randrange(8)
         cases.append(BadModel(f"bit flip at byte {position}", name, bytes(flipped), None))
     return cases
@@ -212,11 +218,20 @@ class TinyTflite:
     subgraph_copies: int = 1
 
 
-def _int_vector(builder, values: tuple[int, ...]) -> int:
-    builder.StartVector(4, len(values), 4)
-    for value in reversed(values):
-        builder.PrependInt32(value)
-    return builder.EndVector()
+class _IntVectors:
+    """Writes int32 vectors, sharing identical ones (flatbuffers allows it; crafted files use it)."""
+
+    def __init__(self, builder) -> None:
+        self.builder = builder
+        self.written: dict[tuple[int, ...], int] = {}
+
+    def __call__(self, values: tuple[int, ...]) -> int:
+        if values not in self.written:
+            self.builder.StartVector(4, len(values), 4)
+            for value in reversed(values):
+                self.builder.PrependInt32(value)
+            self.written[values] = self.builder.EndVector()
+        return self.written[values]
 
 
 def _table_vector(builder, offsets: list[int]) -> int:
@@ -232,6 +247,7 @@ def build_tflite(spec: TinyTflite) -> bytes:
     import tflite
 
     b = flatbuffers.Builder(1024)
+    int_vector = _IntVectors(b)
     buffers = []
     for data in spec.buffers:
         vector = b.CreateByteVector(data) if data else None
@@ -242,7 +258,7 @@ def build_tflite(spec: TinyTflite) -> bytes:
     tensors = []
     for tensor in spec.tensors:
         name = b.CreateString(tensor.name)
-        shape = _int_vector(b, tensor.shape)
+        shape = int_vector(tensor.shape)
         quant = None
         if tensor.quantized:
             b.StartVector(4, 1, 4)
@@ -265,7 +281,7 @@ def build_tflite(spec: TinyTflite) -> bytes:
         tensors.append(tflite.TensorEnd(b))
     operators = []
     for op in spec.operators:
-        inputs, outputs = _int_vector(b, op.inputs), _int_vector(b, op.outputs)
+        inputs, outputs = int_vector(op.inputs), int_vector(op.outputs)
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, op.opcode_index)
         tflite.OperatorAddInputs(b, inputs)
@@ -274,7 +290,7 @@ def build_tflite(spec: TinyTflite) -> bytes:
     subgraphs = []
     for _ in range(spec.subgraph_copies):
         tensor_vector, operator_vector = _table_vector(b, tensors), _table_vector(b, operators)
-        inputs, outputs = _int_vector(b, spec.inputs), _int_vector(b, spec.outputs)
+        inputs, outputs = int_vector(spec.inputs), int_vector(spec.outputs)
         tflite.SubGraphStart(b)
         tflite.SubGraphAddTensors(b, tensor_vector)
         tflite.SubGraphAddOperators(b, operator_vector)
@@ -343,18 +359,34 @@ def _int8_sub_and_custom() -> TinyTflite:
     return spec
 
 
+def _aliased_vectors() -> TinyTflite:
+    """20,000 operators reading one shared 20,000-entry vector: 4e8 entries declared in a ~0.5 MB file."""
+    spec = TinyTflite()
+    reads = (0,) * 20_000
+    spec.operators = [TinyOperator(0, reads, (3,)) for _ in range(20_000)]
+    return spec
+
+
 TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None]] = {
     "valid tiny model": (TinyTflite, None),
     "two subgraphs": (lambda: replace(TinyTflite(), subgraph_copies=2), ErrorKind.SUBGRAPHS),
     "no subgraph": (lambda: replace(TinyTflite(), subgraph_copies=0), ErrorKind.SUBGRAPHS),
-    "operator version 99": (lambda: replace(TinyTflite(), opcodes=[(FULLY_CONNECTED, 99, None)]), ErrorKind.OPERATOR_VERSION),
-    "unknown builtin code": (lambda: replace(TinyTflite(), opcodes=[(250, 1, None)]), ErrorKind.OPERATOR_VERSION),
+    "operator version 99": (
+        lambda: replace(TinyTflite(), opcodes=[(FULLY_CONNECTED, 99, None)]),
+        ErrorKind.OPERATOR_VERSION,
+    ),
+    "unknown builtin code": (
+        lambda: replace(TinyTflite(), opcodes=[(250, 1, None)]),
+        ErrorKind.OPERATOR_VERSION,
+    ),
     "short weight buffer": (
         lambda: replace(TinyTflite(), buffers=[b"", bytes(40), bytes(12)]),
         ErrorKind.BUFFER,
     ),
     "dynamic input shape": (
-        lambda: replace(TinyTflite(), tensors=[TinyTensor("input", (-1, 4), FLOAT32, 0), *TinyTflite().tensors[1:]]),
+        lambda: replace(
+            TinyTflite(), tensors=[TinyTensor("input", (-1, 4), FLOAT32, 0), *TinyTflite().tensors[1:]]
+        ),
         ErrorKind.TENSOR,
     ),
     "string tensor": (
@@ -370,11 +402,28 @@ TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None
     "hybrid int8 weights": (_hybrid, ErrorKind.HYBRID),
     "int8 SUB and a custom operator": (_int8_sub_and_custom, ErrorKind.UNSUPPORTED_OPERATOR),
     "valid offline memory plan": (lambda: _with_offline_plan([1, 0, 4, -1, -1, -1, 0]), None),
-    "offline plan with too few offsets": (lambda: _with_offline_plan([1, 0, 4, -1, 0]), ErrorKind.MEMORY_PLAN),
-    "offline plan declaring a huge count": (lambda: _with_offline_plan([1, 0, 2**31 - 1, 0]), ErrorKind.MEMORY_PLAN),
-    "offline plan for subgraph 7": (lambda: _with_offline_plan([1, 7, 4, -1, -1, -1, 0]), ErrorKind.MEMORY_PLAN),
+    "offline plan with too few offsets": (
+        lambda: _with_offline_plan([1, 0, 4, -1, 0]),
+        ErrorKind.MEMORY_PLAN,
+    ),
+    "offline plan declaring a huge count": (
+        lambda: _with_offline_plan([1, 0, 2**31 - 1, 0]),
+        ErrorKind.MEMORY_PLAN,
+    ),
+    "offline plan for subgraph 7": (
+        lambda: _with_offline_plan([1, 7, 4, -1, -1, -1, 0]),
+        ErrorKind.MEMORY_PLAN,
+    ),
     "offline plan shorter than its header": (lambda: _with_offline_plan([1]), ErrorKind.MEMORY_PLAN),
-    "offline plan with offset -8": (lambda: _with_offline_plan([1, 0, 4, -1, -8, -1, 0]), ErrorKind.MEMORY_PLAN),
+    "offline plan with offset -8": (
+        lambda: _with_offline_plan([1, 0, 4, -1, -8, -1, 0]),
+        ErrorKind.MEMORY_PLAN,
+    ),
+    "offline plan offset past 2 GiB": (
+        lambda: _with_offline_plan([1, 0, 4, -1, -1, -1, 2**31 - 8]),
+        ErrorKind.MEMORY_PLAN,
+    ),
+    "operators sharing one huge inputs vector": (_aliased_vectors, ErrorKind.STRUCTURE),
     "metadata buffer out of range": (
         lambda: replace(TinyTflite(), metadata=[("OfflineMemoryAllocation", 99)]),
         ErrorKind.INDEX,
@@ -435,11 +484,17 @@ def _cycle() -> onnx.ModelProto:
 
 
 def _input_is_output() -> onnx.ModelProto:
-    return _graph_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [_vector("x")], [_vector("x"), _vector("y")])
+    return _graph_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")], [_vector("x")], [_vector("x"), _vector("y")]
+    )
 
 
 def _dynamic_input() -> onnx.ModelProto:
-    return _graph_model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [_vector("x", ("N", 4))], [_vector("y", ("N", 4))])
+    return _graph_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [_vector("x", ("N", 4))],
+        [_vector("y", ("N", 4))],
+    )
 
 
 def _bad_initializer() -> onnx.ModelProto:
@@ -460,7 +515,9 @@ def _unsupported_ops() -> onnx.ModelProto:
         helper.make_node("NonZero", ["r"], ["nz"], name="nonzero"),
         helper.make_node("VendorOp", ["r"], ["y"], name="vendor", domain="com.vendor"),
     ]
-    model = _graph_model(nodes, [_vector("x")], [_vector("y"), helper.make_tensor_value_info("nz", TensorProto.INT64, (2, 4))])
+    model = _graph_model(
+        nodes, [_vector("x")], [_vector("y"), helper.make_tensor_value_info("nz", TensorProto.INT64, (2, 4))]
+    )
     model.opset_import.append(helper.make_opsetid("com.vendor", 1))
     return model
 
@@ -509,7 +566,10 @@ def onnx_cases() -> list[BadModel]:
         for case, (make, expected) in ONNX_VARIANTS.items()
     ]
     data = small_onnx_model().SerializeToString()
-    cases += [BadModel(f"onnx truncated to {n} bytes", "small.onnx", data[:n], None) for n in (1, 2, 10, 100, len(data) // 2, len(data) - 1)]
+    cases += [
+        BadModel(f"onnx truncated to {n} bytes", "small.onnx", data[:n], None)
+        for n in (1, 2, 10, 100, len(data) // 2, len(data) - 1)
+    ]
     rng = random.Random("onnx")
     for _ in range(FLIPS_PER_MODEL):
         flipped = bytearray(data)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import fuzz_corpus
+import pytest
 from fuzz_corpus import BadModel, hang_guard
+
 from tvm_ext.model_check import ErrorKind, ModelError, check_model
 
 CASES = fuzz_corpus.all_cases()
@@ -52,3 +52,26 @@ def test_corpus_targets_every_kind_of_error() -> None:
 def test_corpus_includes_every_shared_model() -> None:
     real = {case.file_name for case in CASES}
     assert {path.name for path in fuzz_corpus.shared_tflite_models()} <= real
+
+
+@pytest.mark.parametrize("name", ["missing.tflite", "missing.onnx"])
+def test_missing_file_is_a_file_error(name: str, tmp_path: Path) -> None:
+    with pytest.raises(ModelError) as raised:
+        check_model(tmp_path / name)
+    assert raised.value.kind is ErrorKind.FILE
+    assert_one_line_naming(raised.value, name)
+
+
+def test_directory_is_a_file_error(tmp_path: Path) -> None:
+    folder = tmp_path / "model.tflite"
+    folder.mkdir()
+    with pytest.raises(ModelError) as raised:
+        check_model(folder)
+    assert raised.value.kind is ErrorKind.FILE
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_endless_device_is_refused_without_reading() -> None:
+    with hang_guard(), pytest.raises(ModelError) as raised:
+        check_model("/dev/zero")
+    assert raised.value.kind is ErrorKind.FILE

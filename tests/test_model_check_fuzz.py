@@ -12,13 +12,13 @@ import collections
 import tempfile
 from pathlib import Path
 
+import fuzz_corpus
 import numpy as np
+from fuzz_corpus import hang_guard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-import fuzz_corpus
-from fuzz_corpus import hang_guard
 from tvm_ext.model_check import ModelError, check_model
 
 BYTE_FUZZ_EXAMPLES = 400
@@ -53,7 +53,11 @@ def mutated_models(draw) -> tuple[str, bytes]:
     size = len(data)
     for _ in range(draw(st.integers(0, 8))):
         region = draw(st.sampled_from(["start", "end", "anywhere"]))
-        low, high = {"start": (0, min(size, EDGE_BYTES)), "end": (max(0, size - EDGE_BYTES), size), "anywhere": (0, size)}[region]
+        low, high = {
+            "start": (0, min(size, EDGE_BYTES)),
+            "end": (max(0, size - EDGE_BYTES), size),
+            "anywhere": (0, size),
+        }[region]
         data[draw(st.integers(low, high - 1))] ^= draw(st.integers(1, 255))
     if draw(st.booleans()):
         data = data[: draw(st.integers(0, size))]
@@ -70,7 +74,8 @@ def random_onnx_graphs(draw) -> bytes:
     n_inputs = draw(st.integers(0, 2))
     names = [f"x{i}" for i in range(n_inputs)]
     inputs = [
-        helper.make_tensor_value_info(n, TensorProto.FLOAT, draw(st.lists(DIMS, min_size=0, max_size=4))) for n in names
+        helper.make_tensor_value_info(n, TensorProto.FLOAT, draw(st.lists(DIMS, min_size=0, max_size=4)))
+        for n in names
     ]
     initializers = []
     for i in range(draw(st.integers(0, 2))):
@@ -85,12 +90,17 @@ def random_onnx_graphs(draw) -> bytes:
     all_outputs = [f"t{i}" for i in range(n_nodes)]
     for i in range(n_nodes):
         defined = names + all_outputs[:i]
-        # One node in four may read later outputs or unknown names (cycles, holes); the rest read defined names.
+        # One node in four may read later outputs or unknown names (cycles, holes); the rest read
+        # defined names.
         wild = draw(st.integers(0, 3)) == 0 or not defined
         pool = names + all_outputs + ["undefined"] if wild else defined
         ins = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3))
         nodes.append(helper.make_node(draw(st.sampled_from(OPS)), ins, [all_outputs[i]], name=f"n{i}"))
-    out_name = all_outputs[-1] if all_outputs and draw(st.booleans()) else draw(st.sampled_from(all_outputs + names or ["y"]))
+    out_name = (
+        all_outputs[-1]
+        if all_outputs and draw(st.booleans())
+        else draw(st.sampled_from(all_outputs + names or ["y"]))
+    )
     outputs = [helper.make_tensor_value_info(out_name, TensorProto.FLOAT, draw(st.lists(DIMS, max_size=4)))]
     graph = helper.make_graph(nodes, "fuzz", inputs, outputs, initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", fuzz_corpus.ONNX_OPSET)])
@@ -109,7 +119,9 @@ def test_byte_mutations_end_in_one_line_error_or_pass(capsys) -> None:
     outcomes: collections.Counter = collections.Counter()
     directory = Path(tempfile.mkdtemp(prefix="model_check_fuzz_"))
 
-    @settings(max_examples=BYTE_FUZZ_EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=BYTE_FUZZ_EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(mutated_models())
     def fuzz(model: tuple[str, bytes]) -> None:
         outcomes[check_outcome(directory, *model)] += 1
@@ -121,7 +133,12 @@ def test_random_onnx_graphs_end_in_one_line_error_or_pass(capsys) -> None:
     outcomes: collections.Counter = collections.Counter()
     directory = Path(tempfile.mkdtemp(prefix="model_check_fuzz_"))
 
-    @settings(max_examples=GRAPH_FUZZ_EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=GRAPH_FUZZ_EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(random_onnx_graphs())
     def fuzz(data: bytes) -> None:
         outcomes[check_outcome(directory, "random.onnx", data)] += 1

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import fuzz_corpus
 import onnx
 import pytest
 
-import fuzz_corpus
 from tvm_ext.model_check import ErrorKind, ModelError, ModelFormat, check_model
 
 MODELS = fuzz_corpus.shared_models_dir()
@@ -56,13 +56,17 @@ def test_hybrid_model_is_refused_naming_model_and_operator() -> None:
     text = str(raised.value)
     assert raised.value.kind is ErrorKind.HYBRID
     assert "\n" not in text
-    assert text.startswith(f"{HYBRID_MODEL}: hybrid (dynamic-range quantized) model: operator CONV_2D at layer")
+    assert text.startswith(
+        f"{HYBRID_MODEL}: hybrid (dynamic-range quantized) model: operator CONV_2D at layer"
+    )
     assert "has float input and int8 weights" in text and text.endswith("; not supported")
 
 
 ONNX_DATA = Path(onnx.__file__).parent / "backend" / "test" / "data"
 ONNX_MODELS = sorted(
-    path for kind in ("light", "pytorch-converted", "pytorch-operator", "simple") for path in (ONNX_DATA / kind).glob("*/model.onnx")
+    path
+    for kind in ("light", "pytorch-converted", "pytorch-operator", "simple")
+    for path in (ONNX_DATA / kind).glob("*/model.onnx")
 )
 # Why some backend test models are refused: dynamic shapes, string tensors, sequences, training ops.
 ONNX_REFUSAL_KINDS = {ErrorKind.TENSOR, ErrorKind.UNSUPPORTED_OPERATOR}
@@ -71,7 +75,9 @@ ONNX_REFUSAL_KINDS = {ErrorKind.TENSOR, ErrorKind.UNSUPPORTED_OPERATOR}
 def shipped_tensors(model_dir: Path, prefix: str) -> list[tuple[tuple[int, ...], str]]:
     """(shape, dtype) of the test tensors shipped with a backend test model (input_0.pb, ...)."""
     tensors = []
-    for pb in sorted((model_dir / "test_data_set_0").glob(f"{prefix}_*.pb"), key=lambda p: int(p.stem.split("_")[1])):
+    for pb in sorted(
+        (model_dir / "test_data_set_0").glob(f"{prefix}_*.pb"), key=lambda p: int(p.stem.split("_")[1])
+    ):
         tensor = onnx.TensorProto.FromString(pb.read_bytes())
         tensors.append((tuple(tensor.dims), onnx.helper.tensor_dtype_to_np_dtype(tensor.data_type).name))
     return tensors

@@ -10,6 +10,7 @@ Importing this package imports neither TVM nor ONNX; TVM's converter lists are r
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from .errors import ErrorKind, ModelError
@@ -45,7 +46,9 @@ def check_model(path: str | Path) -> ModelFacts:
     is_tflite = suffix == ".tflite" or (suffix != ".onnx" and data[_TFLITE_IDENTIFIER_AT] == b"TFL3")
     if is_tflite:
         if len(data) < _MIN_TFLITE_BYTES:
-            raise ModelError(model, ErrorKind.FILE, f"truncated: {len(data)} bytes, too short for a TFLite model")
+            raise ModelError(
+                model, ErrorKind.FILE, f"truncated: {len(data)} bytes, too short for a TFLite model"
+            )
         from .tflite_check import check_tflite
 
         return check_tflite(model, str(path), data)
@@ -57,13 +60,22 @@ def check_model(path: str | Path) -> ModelFacts:
 
 
 def _read_bytes(model: str, path: Path) -> bytes:
+    """The whole file, or ModelError(FILE): unreadable, not a regular file (a FIFO or device could
+    stream forever), empty, or larger than the formats allow."""
     try:
-        size = path.stat().st_size
-        if size > MAX_MODEL_BYTES:
-            raise ModelError(model, ErrorKind.FILE, f"{size} bytes, larger than the {MAX_MODEL_BYTES}-byte format limit")
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):
+            raise ModelError(model, ErrorKind.FILE, "not a regular file")
+        if status.st_size > MAX_MODEL_BYTES:
+            raise ModelError(
+                model,
+                ErrorKind.FILE,
+                f"{status.st_size} bytes, larger than the {MAX_MODEL_BYTES}-byte format limit",
+            )
         data = path.read_bytes()
-    except OSError as exc:
-        raise ModelError(model, ErrorKind.FILE, f"cannot read the file ({exc.strerror or type(exc).__name__})") from None
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL character
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ModelError(model, ErrorKind.FILE, f"cannot read the file ({reason})") from None
     if not data:
         raise ModelError(model, ErrorKind.FILE, "empty file")
     return data

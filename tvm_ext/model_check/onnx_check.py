@@ -18,7 +18,14 @@ from .operator_support import onnx_refusal
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 _QUANTIZED_OPS = frozenset(
-    {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger", "MatMulInteger", "MatMulInteger16"}
+    {
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "DynamicQuantizeLinear",
+        "ConvInteger",
+        "MatMulInteger",
+        "MatMulInteger16",
+    }
 )
 
 
@@ -84,7 +91,9 @@ def _parse(model: str, data: bytes):
         proto.ParseFromString(data)
     except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeError, ... on bad bytes
         raise ModelError(
-            model, ErrorKind.STRUCTURE, f"not an ONNX protobuf ({type(exc).__name__}: {one_line(str(exc), 120)})"
+            model,
+            ErrorKind.STRUCTURE,
+            f"not an ONNX protobuf ({type(exc).__name__}: {one_line(str(exc), 120)})",
         ) from None
     return proto
 
@@ -162,9 +171,12 @@ def _check_graph(model: str, graph) -> None:
     for index, node in enumerate(nodes):
         for name in node.output:
             if name in producer:
-                problems.add(f"{quote(name)} is written by nodes {_node_label(producer[name], nodes[producer[name]])} and {_node_label(index, node)}")
+                first = _node_label(producer[name], nodes[producer[name]])
+                problems.add(f"{quote(name)} is written by nodes {first} and {_node_label(index, node)}")
             elif name in initializers or name in inputs:
-                problems.add(f"node {_node_label(index, node)} overwrites graph input or initializer {quote(name)}")
+                problems.add(
+                    f"node {_node_label(index, node)} overwrites graph input or initializer {quote(name)}"
+                )
             elif name:
                 producer[name] = index
     defined = set(producer) | initializers | set(inputs)
@@ -223,7 +235,7 @@ def _find_cycle(nodes: list, producer: dict[str, int]) -> list[int]:
         seen[current] = len(walk)
         walk.append(current)
         current = next(p for p in preds[current] if indegree[p] > 0)
-    cycle = walk[seen[current]:] + [current]
+    cycle = walk[seen[current] :] + [current]
     return cycle[::-1]
 
 
@@ -295,7 +307,11 @@ def _check_constants(model: str, graph, dtypes: dict[int, _DType]) -> None:
         if tensor.HasField("raw_data"):
             needed, held, unit = tensor_bytes(dims, dtype.bits), len(tensor.raw_data), "bytes"
         else:
-            needed, held, unit = elements, len(getattr(tensor, tensor_dtype_to_field(tensor.data_type))), "values"
+            needed, held, unit = (
+                elements,
+                len(getattr(tensor, tensor_dtype_to_field(tensor.data_type))),
+                "values",
+            )
         if needed != held:
             sizes.add(f"{label} {list(dims)} {dtype.name} needs {needed} {unit}, holds {held}")
     tensors.raise_if_any()
@@ -318,7 +334,9 @@ def _output_facts(model: str, proto, dtypes: dict[int, _DType]) -> tuple[TensorF
 
     try:
         inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True).graph.output
-    except Exception:  # noqa: BLE001 - inference already passed in the checker; fall back to the declared outputs
+    except (
+        Exception
+    ):  # noqa: BLE001 - inference already passed in the checker; fall back to the declared outputs
         inferred = proto.graph.output
     by_name = {value.name: value for value in inferred}
     problems = ProblemList(model, ErrorKind.TENSOR, "bad model output")
@@ -361,5 +379,7 @@ def _facts(path: str, proto, dtypes: dict[int, _DType], outputs: tuple[TensorFac
         OperatorFacts(node.op_type, _layer(i, node), opsets.get(node.domain or "ai.onnx", 0))
         for i, node in enumerate(graph.node)
     )
-    quantized = any(node.op_type in _QUANTIZED_OPS or node.op_type.startswith("QLinear") for node in graph.node)
+    quantized = any(
+        node.op_type in _QUANTIZED_OPS or node.op_type.startswith("QLinear") for node in graph.node
+    )
     return ModelFacts(path, ModelFormat.ONNX, inputs, outputs, operators, quantized)

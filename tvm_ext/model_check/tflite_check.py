@@ -6,13 +6,14 @@ Each rule gathers every problem of its kind and raises them together; rules run 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, quote
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
-from .limits import shape_problem, tensor_bytes
+from .limits import MAX_TENSOR_BYTES, shape_problem, tensor_bytes
 from .operator_support import TFLITE_CUSTOM_CODES, tflite_refusal
 from .tflite_reader import TfliteModel, TfliteOperator, TfliteSubgraph, TfliteTensor, read_tflite
 from .tflite_versions import known_versions
@@ -58,26 +59,35 @@ def _type_name(code: int) -> str:
     """TFLite's name of a TensorType code ("STRING"), or the number when the schema does not know it."""
     from tflite.TensorType import TensorType
 
-    names = {value: name for name, value in vars(TensorType).items() if not name.startswith("_")}
-    return names.get(code, f"code {code}")
+    return _enum_names(TensorType).get(code, f"code {code}")
 
 
 def _builtin_names() -> dict[int, str]:
     from tflite.BuiltinOperator import BuiltinOperator
 
-    return {code: name for name, code in vars(BuiltinOperator).items() if not name.startswith("_")}
+    return _enum_names(BuiltinOperator)
+
+
+@functools.cache
+def _enum_names(enum_class: type) -> dict[int, str]:
+    """value -> name of a flatbuffers-generated enum class (plain class attributes)."""
+    return {value: name for name, value in vars(enum_class).items() if not name.startswith("_")}
 
 
 def check_tflite(model: str, path: str, data: bytes) -> ModelFacts:
     """Check the bytes of a .tflite file; return its facts or raise ModelError naming `model`."""
     if data[4:8] != FILE_IDENTIFIER:
         raise ModelError(
-            model, ErrorKind.FORMAT, f"wrong file identifier {data[4:8]!r}, expected {FILE_IDENTIFIER!r} (not a TFLite model)"
+            model,
+            ErrorKind.FORMAT,
+            f"wrong file identifier {data[4:8]!r}, expected {FILE_IDENTIFIER!r} (not a TFLite model)",
         )
     flat = read_tflite(model, data)
     if flat.schema_version != SCHEMA_VERSION:
         raise ModelError(
-            model, ErrorKind.STRUCTURE, f"schema version {flat.schema_version}, only version {SCHEMA_VERSION} is supported"
+            model,
+            ErrorKind.STRUCTURE,
+            f"schema version {flat.schema_version}, only version {SCHEMA_VERSION} is supported",
         )
     _check_subgraphs(model, flat)
     graph = flat.subgraphs[0]
@@ -87,7 +97,7 @@ def check_tflite(model: str, path: str, data: bytes) -> ModelFacts:
     op_names = _operator_names(model, flat, graph)
     _check_graph(model, flat, graph, op_names)
     _check_offline_plan(model, flat)
-    _check_hybrid(model, graph, op_names, flat)
+    _check_hybrid(model, flat, graph, op_names)
     _check_operator_support(model, flat, graph, op_names)
     return _facts(path, flat, graph, op_names)
 
@@ -155,12 +165,15 @@ def _check_tensors(model: str, graph: TfliteSubgraph) -> None:
         if not quant.scales_positive_finite:
             problems.add(f"{_tensor_label(tensor)} has a quantization scale that is not a positive number")
         if quant.zero_points != quant.scales:
-            problems.add(f"{_tensor_label(tensor)} has {quant.scales} scales but {quant.zero_points} zero points")
+            problems.add(
+                f"{_tensor_label(tensor)} has {quant.scales} scales but {quant.zero_points} zero points"
+            )
         if quant.scales > 1 and not (
             0 <= quant.dimension < len(tensor.shape) and tensor.shape[quant.dimension] == quant.scales
         ):
             problems.add(
-                f"{_tensor_label(tensor)} {list(tensor.shape)} has {quant.scales} per-channel scales on dimension {quant.dimension}"
+                f"{_tensor_label(tensor)} {list(tensor.shape)} has {quant.scales} per-channel scales "
+                f"on dimension {quant.dimension}"
             )
     for role, indices in (("input", graph.inputs), ("output", graph.outputs)):
         for index in indices:
@@ -173,7 +186,9 @@ def _check_buffers(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> None
     problems = ProblemList(model, ErrorKind.BUFFER, "constant data does not match its tensor")
     for buffer_index, buffer in enumerate(flat.buffers):
         if buffer.offset > 1 and buffer.offset + buffer.size > flat.file_bytes:
-            problems.add(f"buffer {buffer_index} data at offset {buffer.offset} runs past the end of the file")
+            problems.add(
+                f"buffer {buffer_index} data at offset {buffer.offset} runs past the end of the file"
+            )
     for tensor in graph.tensors:
         buffer = flat.buffers[tensor.buffer]
         held = buffer.size if buffer.offset > 1 else len(buffer.data)
@@ -182,7 +197,8 @@ def _check_buffers(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> None
         needed = tensor_bytes(tensor.shape, _DTYPES[tensor.type_code].bits)
         if held != needed:
             problems.add(
-                f"{_tensor_label(tensor)} {list(tensor.shape)} {_DTYPES[tensor.type_code].name} needs {needed} bytes, "
+                f"{_tensor_label(tensor)} {list(tensor.shape)} {_DTYPES[tensor.type_code].name} "
+                f"needs {needed} bytes, "
                 f"buffer {tensor.buffer} holds {held}"
             )
     problems.raise_if_any()
@@ -225,11 +241,14 @@ def _check_graph(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names:
     inputs, outputs = set(graph.inputs), set(graph.outputs)
     written = set(inputs) | {t.index for t in graph.tensors if _is_constant(flat, t) or t.is_variable}
     read: set[int] = set()
-    for op, name in zip(graph.operators, op_names):
+    for op, name in zip(graph.operators, op_names, strict=True):
         layer = quote(_layer(graph, op))
         for index in op.inputs:
             if index >= 0 and index not in written:
-                problems.add(f"{name} at layer {layer} reads {_tensor_label(graph.tensors[index])} before anything writes it")
+                problems.add(
+                    f"{name} at layer {layer} reads {_tensor_label(graph.tensors[index])} "
+                    "before anything writes it"
+                )
             read.add(index)
         for index in op.outputs:
             if index in inputs or _is_constant(flat, graph.tensors[index]):
@@ -263,7 +282,9 @@ def _check_offline_plan(model: str, flat: TfliteModel) -> None:
         data = flat.buffers[buffer_index].data
         words = len(data) // 4
         if len(data) % 4 or words < OFFLINE_PLAN_HEADER_WORDS:
-            problems.add(f"buffer {buffer_index} holds {len(data)} bytes, not a whole int32 header and offsets")
+            problems.add(
+                f"buffer {buffer_index} holds {len(data)} bytes, not a whole int32 header and offsets"
+            )
             continue
         values = np.frombuffer(data, dtype="<i4")
         version, subgraph, count = (int(v) for v in values[:OFFLINE_PLAN_HEADER_WORDS])
@@ -281,6 +302,13 @@ def _check_offline_plan(model: str, flat: TfliteModel) -> None:
         bad = [int(v) for v in offsets if v < -1]
         if bad:
             problems.add(f"{len(bad)} negative offsets other than -1 (first {bad[0]})")
+        elif count == n_tensors == len(offsets):
+            for tensor, offset in zip(flat.subgraphs[subgraph].tensors, offsets, strict=True):
+                end = int(offset) + tensor_bytes(tensor.shape, _DTYPES[tensor.type_code].bits)
+                if offset >= 0 and end > MAX_TENSOR_BYTES:
+                    problems.add(
+                        f"{_tensor_label(tensor)} at offset {int(offset)} ends past {MAX_TENSOR_BYTES} bytes"
+                    )
     problems.raise_if_any()
 
 
@@ -288,10 +316,10 @@ def _is_quantized(tensor: TfliteTensor) -> bool:
     return tensor.quantization is not None and _DTYPES[tensor.type_code].integer
 
 
-def _check_hybrid(model: str, graph: TfliteSubgraph, op_names: list[str], flat: TfliteModel) -> None:
+def _check_hybrid(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> None:
     """Refuse operators with a float activation input and integer constant weights, grouped by operator."""
     hybrid: dict[tuple[str, str], list[str]] = {}
-    for op, name in zip(graph.operators, op_names):
+    for op, name in zip(graph.operators, op_names, strict=True):
         tensors = [graph.tensors[i] for i in op.inputs if i >= 0]
         float_activation = any(t.type_code == _FLOAT32 and not _is_constant(flat, t) for t in tensors)
         weights = [t for t in tensors if _DTYPES[t.type_code].name in _WEIGHT_TYPES and _is_constant(flat, t)]
@@ -303,9 +331,11 @@ def _check_hybrid(model: str, graph: TfliteSubgraph, op_names: list[str], flat: 
     problems.raise_if_any()
 
 
-def _check_operator_support(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> None:
+def _check_operator_support(
+    model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]
+) -> None:
     refused: dict[tuple[str, str], list[str]] = {}
-    for op, name in zip(graph.operators, op_names):
+    for op, name in zip(graph.operators, op_names, strict=True):
         tensors = [graph.tensors[i] for i in (*op.inputs, *op.outputs) if i >= 0]
         quantized = any(_is_quantized(t) for t in tensors)
         reason = "custom operator" if name.startswith("CUSTOM:") else tflite_refusal(name, quantized)
@@ -325,7 +355,7 @@ def _facts(path: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[s
 
     operators = tuple(
         OperatorFacts(name, _layer(graph, op), flat.opcodes[op.opcode_index].version)
-        for op, name in zip(graph.operators, op_names)
+        for op, name in zip(graph.operators, op_names, strict=True)
     )
     return ModelFacts(
         path=path,

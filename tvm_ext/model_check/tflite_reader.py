@@ -120,11 +120,15 @@ class _BoundedReader:
     def length(self, what: str, read: Callable[[], int]) -> int:
         count = self.get(what, read)
         if count < 0 or count > self.entries_left:
-            raise self.fail(f"{what}: {count} entries declared, more than a {self.file_bytes}-byte file holds")
+            raise self.fail(
+                f"{what}: {count} entries declared, more than a {self.file_bytes}-byte file holds"
+            )
         self.entries_left -= count
         return count
 
-    def ints(self, what: str, read_length: Callable[[], int], read_numpy: Callable[[], object]) -> tuple[int, ...]:
+    def ints(
+        self, what: str, read_length: Callable[[], int], read_numpy: Callable[[], object]
+    ) -> tuple[int, ...]:
         count = self.length(what, read_length)
         if count == 0:
             return ()
