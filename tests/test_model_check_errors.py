@@ -1,0 +1,40 @@
+"""ModelError is one line naming the model; ProblemList lists every problem of a kind, capped."""
+
+from __future__ import annotations
+
+import pytest
+
+from tvm_ext.model_check import ErrorKind, ModelError
+from tvm_ext.model_check.errors import MAX_LISTED_PROBLEMS, ProblemList, layers_phrase, quote
+
+
+def test_model_error_is_one_line_even_with_newlines_in_names() -> None:
+    error = ModelError("m.onnx", ErrorKind.GRAPH, f"node {quote('a' + chr(10) + 'b')} is bad\nsecond line")
+    assert str(error) == "m.onnx: node 'a b' is bad second line"
+    assert error.kind is ErrorKind.GRAPH
+
+
+def test_quote_cuts_long_names_and_decodes_bytes() -> None:
+    assert quote("x" * 500) == "'" + "x" * 77 + "...'"
+    assert quote(b"\xe6lat") == "'\ufffdlat'"
+
+
+def test_problem_list_lists_all_then_counts_the_rest() -> None:
+    problems = ProblemList("m.tflite", ErrorKind.INDEX, "index out of range", "see the schema")
+    for i in range(MAX_LISTED_PROBLEMS + 3):
+        problems.add(f"p{i}")
+    with pytest.raises(ModelError) as raised:
+        problems.raise_if_any()
+    text = str(raised.value)
+    assert text.startswith("m.tflite: index out of range: p0; p1; ")
+    assert f"p{MAX_LISTED_PROBLEMS - 1}; and 3 more; see the schema" in text
+    assert f"p{MAX_LISTED_PROBLEMS};" not in text
+
+
+def test_problem_list_without_problems_does_not_raise() -> None:
+    ProblemList("m.tflite", ErrorKind.INDEX, "index out of range").raise_if_any()
+
+
+def test_layers_phrase() -> None:
+    assert layers_phrase(["a"]) == "layer 'a'"
+    assert layers_phrase(["a", "b", "c", "d", "e"]) == "layers 'a', 'b', 'c' and 2 more"

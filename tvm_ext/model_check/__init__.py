@@ -1,0 +1,81 @@
+"""The model check: the first step of the compiler, before TVM sees the model.
+
+`check_model(path)` reads a .tflite or .onnx file, checks its structure, shapes, constant data, graph and
+operators, and returns `ModelFacts`, or raises `ModelError` whose `str()` is one line
+`<model file name>: <what and where>` listing every problem of the first kind found.
+
+Importing this package imports neither TVM nor ONNX; TVM's converter lists are read on first use
+(see `operator_support`).
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from .errors import ErrorKind, ModelError
+from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
+from .limits import MAX_MODEL_BYTES
+
+__all__ = [
+    "ErrorKind",
+    "ModelError",
+    "ModelFacts",
+    "ModelFormat",
+    "OperatorFacts",
+    "TensorFacts",
+    "check_model",
+]
+
+# Smallest file that can hold a flatbuffer root offset and the 4-byte file identifier.
+_MIN_TFLITE_BYTES = 8
+_TFLITE_IDENTIFIER_AT = slice(4, 8)
+
+
+def check_model(path: str | Path) -> ModelFacts:
+    """Check the model file at `path`; return its facts or raise ModelError (one line, naming the file).
+
+    The format comes from the extension (.tflite, .onnx); for any other extension a file carrying the
+    TFLite identifier is read as TFLite, anything else is refused. Never raises anything but ModelError
+    for a bad file; work and memory are bounded by the file size.
+    """
+    path = Path(path)
+    model = path.name
+    data = _read_bytes(model, path)
+    suffix = path.suffix.lower()
+    is_tflite = suffix == ".tflite" or (suffix != ".onnx" and data[_TFLITE_IDENTIFIER_AT] == b"TFL3")
+    if is_tflite:
+        if len(data) < _MIN_TFLITE_BYTES:
+            raise ModelError(
+                model, ErrorKind.FILE, f"truncated: {len(data)} bytes, too short for a TFLite model"
+            )
+        from .tflite_check import check_tflite
+
+        return check_tflite(model, str(path), data)
+    if suffix == ".onnx":
+        from .onnx_check import check_onnx
+
+        return check_onnx(model, str(path), data)
+    raise ModelError(model, ErrorKind.FORMAT, "not a TFLite (.tflite, 'TFL3') or ONNX (.onnx) model")
+
+
+def _read_bytes(model: str, path: Path) -> bytes:
+    """The whole file, or ModelError(FILE): unreadable, not a regular file (a FIFO or device could
+    stream forever), empty, or larger than the formats allow."""
+    try:
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):
+            raise ModelError(model, ErrorKind.FILE, "not a regular file")
+        if status.st_size > MAX_MODEL_BYTES:
+            raise ModelError(
+                model,
+                ErrorKind.FILE,
+                f"{status.st_size} bytes, larger than the {MAX_MODEL_BYTES}-byte format limit",
+            )
+        data = path.read_bytes()
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL character
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ModelError(model, ErrorKind.FILE, f"cannot read the file ({reason})") from None
+    if not data:
+        raise ModelError(model, ErrorKind.FILE, "empty file")
+    return data

@@ -1,0 +1,58 @@
+"""What the model check learned about a model that passed it: plain data, no TVM or ONNX objects."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+
+class ModelFormat(str, enum.Enum):
+    TFLITE = "tflite"
+    ONNX = "onnx"
+
+
+@dataclass(frozen=True)
+class TensorFacts:
+    """A model input or output: its name in the model, static shape (element counts) and dtype name.
+
+    dtype uses the names of `tvm_ext.plan.DTYPE_BYTES` ("float32", "int8", ...).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def elements(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class OperatorFacts:
+    """One operator of the model, in model order.
+
+    `op` is the TFLite builtin name ("CONV_2D") or the ONNX op_type ("Conv"); `layer` is the name of its
+    first output tensor (TFLite operators have no names) or the ONNX node name (its first output when the
+    node is unnamed); `version` is the TFLite operator version or the ONNX opset of the node's domain.
+    """
+
+    op: str
+    layer: str
+    version: int
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """A model that passed every check. `quantized` is True when any operator works on quantized tensors."""
+
+    path: str
+    format: ModelFormat
+    inputs: tuple[TensorFacts, ...]
+    outputs: tuple[TensorFacts, ...]
+    operators: tuple[OperatorFacts, ...]
+    quantized: bool
+
+    def op_types(self) -> frozenset[str]:
+        """The distinct operator names the model uses."""
+        return frozenset(op.op for op in self.operators)

@@ -1,0 +1,385 @@
+"""The rules an ONNX model must pass, before TVM's ONNX frontend sees it.
+
+Order: protobuf parse, model structure, external data, graph (empty, undefined names, one writer per
+name, cycles, input == output, unused inputs), tensors (static input/output shapes, dtypes, constant data
+sizes), `onnx.checker` full check with shape inference, then operator support. Each step gathers every
+problem of its kind and raises them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, one_line, quote
+from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
+from .limits import shape_problem, tensor_bytes
+from .operator_support import onnx_refusal
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+_QUANTIZED_OPS = frozenset(
+    {
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "DynamicQuantizeLinear",
+        "ConvInteger",
+        "MatMulInteger",
+        "MatMulInteger16",
+    }
+)
+
+
+@dataclass(frozen=True)
+class _DType:
+    name: str
+    bits: int
+
+
+def _dtypes() -> dict[int, _DType]:
+    """ONNX TensorProto element types our compiler accepts (strings, complex, float8 and 4-bit are not)."""
+    from onnx import TensorProto as P
+
+    return {
+        P.FLOAT: _DType("float32", 32),
+        P.DOUBLE: _DType("float64", 64),
+        P.FLOAT16: _DType("float16", 16),
+        P.BFLOAT16: _DType("bfloat16", 16),
+        P.INT8: _DType("int8", 8),
+        P.UINT8: _DType("uint8", 8),
+        P.INT16: _DType("int16", 16),
+        P.UINT16: _DType("uint16", 16),
+        P.INT32: _DType("int32", 32),
+        P.UINT32: _DType("uint32", 32),
+        P.INT64: _DType("int64", 64),
+        P.UINT64: _DType("uint64", 64),
+        P.BOOL: _DType("bool", 8),
+    }
+
+
+def _dtype_name(code: int) -> str:
+    """ONNX's name of an element type code ("STRING"), or the number when ONNX does not know it."""
+    from onnx import TensorProto
+
+    try:
+        return TensorProto.DataType.Name(code)
+    except ValueError:
+        return str(code)
+
+
+def check_onnx(model: str, path: str, data: bytes) -> ModelFacts:
+    """Check the bytes of a .onnx file; return its facts or raise ModelError naming `model`."""
+    proto = _parse(model, data)
+    _check_structure(model, proto)
+    graph = proto.graph
+    _check_names(model, graph)
+    dtypes = _dtypes()
+    _check_external_data(model, graph)
+    _check_graph(model, graph)
+    _check_inputs(model, graph, dtypes)
+    _check_constants(model, graph, dtypes)
+    _run_checker(model, proto)
+    outputs = _output_facts(model, proto, dtypes)
+    _check_operator_support(model, graph)
+    return _facts(path, proto, dtypes, outputs)
+
+
+def _parse(model: str, data: bytes):
+    import onnx
+
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeError, ... on bad bytes
+        raise ModelError(
+            model,
+            ErrorKind.STRUCTURE,
+            f"not an ONNX protobuf ({type(exc).__name__}: {one_line(str(exc), 120)})",
+        ) from None
+    return proto
+
+
+def _check_structure(model: str, proto) -> None:
+    problems = ProblemList(model, ErrorKind.STRUCTURE, "not a complete ONNX model")
+    if proto.ir_version <= 0:
+        problems.add("no IR version")
+    if not proto.HasField("graph"):
+        problems.add("no graph")
+    if not any(o.domain in _DEFAULT_DOMAINS for o in proto.opset_import):
+        problems.add("no opset for the default ONNX domain")
+    problems.raise_if_any()
+
+
+def _check_names(model: str, graph) -> None:
+    """Every name the later checks read must be text: protobuf hands invalid UTF-8 over as bytes."""
+    problems = ProblemList(model, ErrorKind.STRUCTURE, "names that are not valid UTF-8")
+    values = [*graph.input, *graph.output, *graph.initializer]
+    names = [v.name for v in values]
+    for node in graph.node:
+        names += [node.name, node.op_type, node.domain, *node.input, *node.output]
+    for name in names:
+        if isinstance(name, bytes):
+            problems.add(quote(name))
+    problems.raise_if_any()
+
+
+def _tensor_protos(graph) -> Iterator[tuple[str, object]]:
+    """(label, TensorProto) for every constant in the graph: initializers and tensor attributes of nodes."""
+    from onnx import AttributeProto
+
+    for tensor in graph.initializer:
+        yield f"initializer {quote(tensor.name)}", tensor
+    for index, node in enumerate(graph.node):
+        for attr in node.attribute:
+            if attr.type == AttributeProto.TENSOR:
+                yield f"attribute {quote(attr.name)} of node {_node_label(index, node)}", attr.t
+
+
+def _check_external_data(model: str, graph) -> None:
+    from onnx import TensorProto
+
+    problems = ProblemList(
+        model,
+        ErrorKind.EXTERNAL_DATA,
+        "tensor data stored outside the model file",
+        "not supported: save the model with onnx.save(model, path, save_as_external_data=False)",
+    )
+    for label, tensor in _tensor_protos(graph):
+        if tensor.data_location == TensorProto.EXTERNAL:
+            location = next((e.value for e in tensor.external_data if e.key == "location"), "?")
+            problems.add(f"{label} in {quote(location)}")
+    problems.raise_if_any()
+
+
+def _node_label(index: int, node) -> str:
+    return f"{quote(_layer(index, node))} ({one_line(node.op_type, 40)})"
+
+
+def _layer(index: int, node) -> str:
+    """A node's layer name: its name, else its first output, else its position."""
+    return node.name or (node.output[0] if node.output else f"node {index}")
+
+
+def _check_graph(model: str, graph) -> None:
+    problems = ProblemList(model, ErrorKind.GRAPH, "bad graph")
+    nodes = list(graph.node)
+    if not nodes:
+        problems.add("the graph has no nodes (empty graph)")
+    initializers = {t.name for t in graph.initializer}
+    inputs = [v.name for v in graph.input if v.name not in initializers]
+    outputs = [v.name for v in graph.output]
+    producer: dict[str, int] = {}
+    for index, node in enumerate(nodes):
+        for name in node.output:
+            if name in producer:
+                first = _node_label(producer[name], nodes[producer[name]])
+                problems.add(f"{quote(name)} is written by nodes {first} and {_node_label(index, node)}")
+            elif name in initializers or name in inputs:
+                problems.add(
+                    f"node {_node_label(index, node)} overwrites graph input or initializer {quote(name)}"
+                )
+            elif name:
+                producer[name] = index
+    defined = set(producer) | initializers | set(inputs)
+    read: set[str] = set()
+    for index, node in enumerate(nodes):
+        for name in node.input:
+            if name and name not in defined:
+                problems.add(f"node {_node_label(index, node)} reads {quote(name)} that nothing defines")
+            read.add(name)
+    cycle = _find_cycle(nodes, producer)
+    if cycle:
+        problems.add("cycle through nodes " + " -> ".join(_node_label(i, nodes[i]) for i in cycle))
+    for name in inputs:
+        if name in outputs:
+            problems.add(f"{quote(name)} is both a graph input and a graph output")
+        elif name not in read:
+            problems.add(f"graph input {quote(name)} is not read by any node")
+    for name in outputs:
+        if name not in defined:
+            problems.add(f"graph output {quote(name)} is never written")
+    if not inputs:
+        problems.add("the graph has no inputs")
+    if not outputs:
+        problems.add("the graph has no outputs")
+    problems.raise_if_any()
+
+
+def _find_cycle(nodes: list, producer: dict[str, int]) -> list[int]:
+    """One cycle of node indices (first node repeated at the end), or [] when the graph is acyclic.
+
+    Kahn's algorithm removes every node outside a cycle; each node left has a predecessor left, so
+    walking predecessors from any of them must revisit a node. Iterative: no recursion on big graphs.
+    """
+    preds = [sorted({producer[n] for n in node.input if n in producer}) for node in nodes]
+    succs: list[list[int]] = [[] for _ in nodes]
+    for index, pred_list in enumerate(preds):
+        for pred in pred_list:
+            succs[pred].append(index)
+    indegree = [len(p) for p in preds]
+    ready = [i for i, d in enumerate(indegree) if d == 0]
+    removed = 0
+    while ready:
+        index = ready.pop()
+        removed += 1
+        for succ in succs[index]:
+            indegree[succ] -= 1
+            if indegree[succ] == 0:
+                ready.append(succ)
+    if removed == len(nodes):
+        return []
+    start = next(i for i, d in enumerate(indegree) if d > 0)
+    seen: dict[int, int] = {}
+    walk: list[int] = []
+    current = start
+    while current not in seen:
+        seen[current] = len(walk)
+        walk.append(current)
+        current = next(p for p in preds[current] if indegree[p] > 0)
+    cycle = walk[seen[current] :] + [current]
+    return cycle[::-1]
+
+
+def _static_shape(value) -> tuple[tuple[int, ...] | None, str]:
+    """The static shape of a ValueInfo's tensor type, or (None, why not)."""
+    tensor_type = value.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        return None, "has no shape"
+    shape = []
+    for axis, dim in enumerate(tensor_type.shape.dim):
+        if dim.HasField("dim_value") and dim.dim_value > 0:
+            shape.append(dim.dim_value)
+        elif dim.HasField("dim_param"):
+            return None, f"dimension {axis} is dynamic ({quote(dim.dim_param)})"
+        else:
+            return None, f"dimension {axis} is {dim.dim_value if dim.HasField('dim_value') else 'unknown'}"
+    return tuple(shape), ""
+
+
+def _value_problem(value, dtypes: dict[int, _DType]) -> str | None:
+    """What stops a graph input/output from being a static tensor of an accepted dtype, or None."""
+    if value.type.WhichOneof("value") != "tensor_type":
+        return "is not a tensor"
+    dtype = dtypes.get(value.type.tensor_type.elem_type)
+    if dtype is None:
+        return f"has unsupported element type {_dtype_name(value.type.tensor_type.elem_type)}"
+    shape, why = _static_shape(value)
+    if shape is None:
+        return why
+    return shape_problem(shape, dtype.bits)
+
+
+def _check_inputs(model: str, graph, dtypes: dict[int, _DType]) -> None:
+    problems = ProblemList(model, ErrorKind.TENSOR, "bad model input")
+    initializers = {t.name for t in graph.initializer}
+    for value in graph.input:
+        if value.name in initializers:
+            continue
+        problem = _value_problem(value, dtypes)
+        if problem:
+            problems.add(f"input {quote(value.name)} {problem}")
+    problems.raise_if_any()
+
+
+def _check_constants(model: str, graph, dtypes: dict[int, _DType]) -> None:
+    """Constants: dims, dtype, and data length against shape x dtype (raw bytes or typed values)."""
+    from onnx.helper import tensor_dtype_to_field
+
+    tensors = ProblemList(model, ErrorKind.TENSOR, "bad constant")
+    sizes = ProblemList(model, ErrorKind.BUFFER, "constant data does not match its dims")
+    if len(graph.sparse_initializer):
+        tensors.add(f"{len(graph.sparse_initializer)} sparse initializers (not supported)")
+    for label, tensor in _tensor_protos(graph):
+        dtype = dtypes.get(tensor.data_type)
+        if dtype is None:
+            tensors.add(f"{label} has unsupported element type {_dtype_name(tensor.data_type)}")
+            continue
+        dims = tuple(tensor.dims)
+        problem = shape_problem(dims, dtype.bits)
+        if problem:
+            tensors.add(f"{label} {problem}")
+            continue
+        if tensor.HasField("segment"):
+            tensors.add(f"{label} is segmented (not supported)")
+            continue
+        elements = 1
+        for dim in dims:
+            elements *= dim
+        if tensor.HasField("raw_data"):
+            needed, held, unit = tensor_bytes(dims, dtype.bits), len(tensor.raw_data), "bytes"
+        else:
+            needed, held, unit = (
+                elements,
+                len(getattr(tensor, tensor_dtype_to_field(tensor.data_type))),
+                "values",
+            )
+        if needed != held:
+            sizes.add(f"{label} {list(dims)} {dtype.name} needs {needed} {unit}, holds {held}")
+    tensors.raise_if_any()
+    sizes.raise_if_any()
+
+
+def _run_checker(model: str, proto) -> None:
+    import onnx.checker
+
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except Exception as exc:  # noqa: BLE001 - the checker raises ValidationError, InferenceError, ...
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise ModelError(model, ErrorKind.ONNX_CHECKER, f"onnx.checker: {one_line(first, 300)}") from None
+
+
+def _output_facts(model: str, proto, dtypes: dict[int, _DType]) -> tuple[TensorFacts, ...]:
+    """Graph outputs with static shapes, from the model or, when it leaves them open, ONNX shape inference."""
+    import onnx.shape_inference
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True).graph.output
+    except (
+        Exception
+    ):  # noqa: BLE001 - inference already passed in the checker; fall back to the declared outputs
+        inferred = proto.graph.output
+    by_name = {value.name: value for value in inferred}
+    problems = ProblemList(model, ErrorKind.TENSOR, "bad model output")
+    facts = []
+    for declared in proto.graph.output:
+        value = declared if _value_problem(declared, dtypes) is None else by_name.get(declared.name, declared)
+        problem = _value_problem(value, dtypes)
+        if problem:
+            problems.add(f"output {quote(declared.name)} {problem}")
+            continue
+        shape, _ = _static_shape(value)
+        facts.append(TensorFacts(declared.name, shape, dtypes[value.type.tensor_type.elem_type].name))
+    problems.raise_if_any()
+    return tuple(facts)
+
+
+def _check_operator_support(model: str, graph) -> None:
+    refused: dict[tuple[str, str], list[str]] = {}
+    for index, node in enumerate(graph.node):
+        reason = onnx_refusal(node.domain, node.op_type)
+        if reason is not None:
+            op = one_line(f"{node.domain}:{node.op_type}" if node.domain else node.op_type, 60)
+            refused.setdefault((op, reason), []).append(_layer(index, node))
+    problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")
+    for (op, reason), layers in refused.items():
+        problems.add(f"{op} ({reason}) at {layers_phrase(layers)}")
+    problems.raise_if_any()
+
+
+def _facts(path: str, proto, dtypes: dict[int, _DType], outputs: tuple[TensorFacts, ...]) -> ModelFacts:
+    graph = proto.graph
+    opsets = {("ai.onnx" if o.domain == "" else o.domain): o.version for o in proto.opset_import}
+    initializers = {t.name for t in graph.initializer}
+    inputs = tuple(
+        TensorFacts(v.name, _static_shape(v)[0], dtypes[v.type.tensor_type.elem_type].name)
+        for v in graph.input
+        if v.name not in initializers
+    )
+    operators = tuple(
+        OperatorFacts(node.op_type, _layer(i, node), opsets.get(node.domain or "ai.onnx", 0))
+        for i, node in enumerate(graph.node)
+    )
+    quantized = any(
+        node.op_type in _QUANTIZED_OPS or node.op_type.startswith("QLinear") for node in graph.node
+    )
+    return ModelFacts(path, ModelFormat.ONNX, inputs, outputs, operators, quantized)

@@ -1,0 +1,132 @@
+"""Which operators our compiler accepts, as tables that are easy to extend.
+
+An operator is supported when TVM 0.27's frontend converts it AND our pipeline can build it:
+- float operators: every operator TVM's frontend converts, except the few in `*_EXCLUDED` (operators that
+  cannot become a static, stateless C kernel over one arena: control flow, state, randomness,
+  data-dependent output shapes, frontend markers);
+- quantized TFLite operators (any int8/uint8/int16 tensor with quantization parameters): only
+  `TFLITE_INT8_OPS`, the integer kernel set of our int8 pipeline.
+
+Why TVM's converter lists are read lazily rather than copied here: they are the ground truth of what the
+import step can do, they change with TVM, and a copy would silently drift. Reading them costs one
+`import tvm` (about 1.5 s) the first time a model's operators are checked, never at package import; the
+earlier checks (file, structure, shapes, buffers, graph) run without TVM, so a broken file is refused
+before TVM loads. What is ours (the int8 set, the exclusions) is data in this file.
+"""
+
+from __future__ import annotations
+
+import functools
+
+TFLITE_INT8_OPS: frozenset[str] = frozenset(
+    {
+        "ADD",
+        "AVERAGE_POOL_2D",
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "DEQUANTIZE",
+        "FULLY_CONNECTED",
+        "MAX_POOL_2D",
+        "QUANTIZE",
+        "RESHAPE",
+        "SOFTMAX",
+    }
+)
+
+_CONTROL_FLOW = "control flow (needs several subgraphs)"
+_STATE = "keeps state between inferences"
+_RANDOM = "random numbers"
+_DATA_DEPENDENT = "data-dependent output shape (no static arena)"
+_MARKER = "a converter marker, not a tensor operator"
+
+TFLITE_EXCLUDED: dict[str, str] = {
+    "CALL": _CONTROL_FLOW,
+    "CALL_ONCE": _CONTROL_FLOW,
+    "IF": _CONTROL_FLOW,
+    "WHILE": _CONTROL_FLOW,
+    "VAR_HANDLE": _STATE,
+    "READ_VARIABLE": _STATE,
+    "ASSIGN_VARIABLE": _STATE,
+    "HASHTABLE": _STATE,
+    "HASHTABLE_FIND": _STATE,
+    "HASHTABLE_IMPORT": _STATE,
+    "HASHTABLE_SIZE": _STATE,
+    "RANDOM_STANDARD_NORMAL": _RANDOM,
+    "RANDOM_UNIFORM": _RANDOM,
+    "MULTINOMIAL": _RANDOM,
+    "UNIQUE": _DATA_DEPENDENT,
+    "NON_MAX_SUPPRESSION_V4": _DATA_DEPENDENT,
+    "NON_MAX_SUPPRESSION_V5": _DATA_DEPENDENT,
+    "DELEGATE": _MARKER,
+    "PLACEHOLDER_FOR_GREATER_OP_CODES": _MARKER,
+}
+
+ONNX_EXCLUDED: dict[str, str] = {
+    "If": _CONTROL_FLOW,
+    "Loop": _CONTROL_FLOW,
+    "Scan": _CONTROL_FLOW,
+    "Optional": "optional values",
+    "OptionalHasElement": "optional values",
+    "OptionalGetElement": "optional values",
+    "SequenceAt": "sequence values",
+    "SequenceConstruct": "sequence values",
+    "SequenceEmpty": "sequence values",
+    "SequenceErase": "sequence values",
+    "SequenceInsert": "sequence values",
+    "SequenceLength": "sequence values",
+    "ConcatFromSequence": "sequence values",
+    "SplitToSequence": "sequence values",
+    "NonZero": _DATA_DEPENDENT,
+    "Unique": _DATA_DEPENDENT,
+    "Compress": _DATA_DEPENDENT,
+    "NonMaxSuppression": _DATA_DEPENDENT,
+    "AllClassNMS": _DATA_DEPENDENT,
+}
+
+# ONNX operator domains whose op_types TVM's ONNX frontend looks up in its convert map.
+ONNX_DOMAINS: frozenset[str] = frozenset({"", "ai.onnx", "com.microsoft"})
+
+# TFLite custom operator codes TVM's frontend maps to a converter name.
+TFLITE_CUSTOM_CODES: dict[str, str] = {"TFLite_Detection_PostProcess": "DETECTION_POSTPROCESS"}
+
+
+@functools.cache
+def tvm_tflite_ops() -> frozenset[str]:
+    """Builtin operator names TVM 0.27's TFLite frontend has a converter for (imports TVM)."""
+    from tvm.relax.frontend.tflite.tflite_frontend import OperatorConverter
+
+    # The convert map is built in the constructor from bound methods; it reads none of its arguments.
+    return frozenset(OperatorConverter(None, None, None, None).convert_map)
+
+
+@functools.cache
+def tvm_onnx_ops() -> frozenset[str]:
+    """ONNX op_types TVM 0.27's ONNX frontend converts (imports TVM)."""
+    from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
+    return frozenset(_get_convert_map())
+
+
+def tflite_refusal(op: str, quantized: bool) -> str | None:
+    """Why our compiler refuses TFLite operator `op` (builtin name), or None when it is supported.
+
+    `quantized` says whether the operator reads or writes a quantized tensor.
+    """
+    if op in TFLITE_EXCLUDED:
+        return TFLITE_EXCLUDED[op]
+    if op not in tvm_tflite_ops():
+        return "no converter in TVM 0.27"
+    if quantized and op not in TFLITE_INT8_OPS:
+        return "no int8 kernel in our pipeline"
+    return None
+
+
+def onnx_refusal(domain: str, op_type: str) -> str | None:
+    """Why our compiler refuses ONNX operator `op_type` of `domain`, or None when it is supported."""
+    if domain not in ONNX_DOMAINS:
+        return f"operator domain '{domain}' is not converted by TVM 0.27"
+    if op_type in ONNX_EXCLUDED:
+        return ONNX_EXCLUDED[op_type]
+    if op_type not in tvm_onnx_ops():
+        return "no converter in TVM 0.27"
+    return None

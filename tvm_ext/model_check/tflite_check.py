@@ -1,0 +1,367 @@
+"""The rules a TFLite model must pass, applied to the records of `tflite_reader`.
+
+Each rule gathers every problem of its kind and raises them together; rules run in the order of
+`check_tflite`, so a later rule may rely on what an earlier one established (e.g. indices in range).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, quote
+from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
+from .limits import MAX_TENSOR_BYTES, shape_problem, tensor_bytes
+from .operator_support import TFLITE_CUSTOM_CODES, tflite_refusal
+from .tflite_reader import TfliteModel, TfliteOperator, TfliteSubgraph, TfliteTensor, read_tflite
+from .tflite_versions import known_versions
+
+FILE_IDENTIFIER = b"TFL3"
+SCHEMA_VERSION = 3
+OFFLINE_PLAN_METADATA = "OfflineMemoryAllocation"
+OFFLINE_PLAN_VERSION = 1
+OFFLINE_PLAN_HEADER_WORDS = 3  # version, subgraph index, number of offsets
+
+
+@dataclass(frozen=True)
+class _DType:
+    name: str
+    bits: int
+    integer: bool  # quantizable integer type
+
+
+# TFLite TensorType codes (schema.fbs) our compiler accepts. STRING, COMPLEX64/128, RESOURCE and VARIANT
+# are refused: they have no fixed element size or no meaning in a C bundle.
+_DTYPES: dict[int, _DType] = {
+    0: _DType("float32", 32, False),
+    1: _DType("float16", 16, False),
+    2: _DType("int32", 32, False),
+    3: _DType("uint8", 8, True),
+    4: _DType("int64", 64, False),
+    6: _DType("bool", 8, False),
+    7: _DType("int16", 16, True),
+    9: _DType("int8", 8, True),
+    10: _DType("float64", 64, False),
+    12: _DType("uint64", 64, False),
+    15: _DType("uint32", 32, False),
+    16: _DType("uint16", 16, False),
+    17: _DType("int4", 4, True),
+    18: _DType("bfloat16", 16, False),
+}
+_FLOAT32 = 0
+_WEIGHT_TYPES = {"int8", "uint8", "int4"}
+_CUSTOM_BUILTIN = 32  # BuiltinOperator.CUSTOM
+
+
+def _type_name(code: int) -> str:
+    """TFLite's name of a TensorType code ("STRING"), or the number when the schema does not know it."""
+    from tflite.TensorType import TensorType
+
+    return _enum_names(TensorType).get(code, f"code {code}")
+
+
+def _builtin_names() -> dict[int, str]:
+    from tflite.BuiltinOperator import BuiltinOperator
+
+    return _enum_names(BuiltinOperator)
+
+
+@functools.cache
+def _enum_names(enum_class: type) -> dict[int, str]:
+    """value -> name of a flatbuffers-generated enum class (plain class attributes)."""
+    return {value: name for name, value in vars(enum_class).items() if not name.startswith("_")}
+
+
+def check_tflite(model: str, path: str, data: bytes) -> ModelFacts:
+    """Check the bytes of a .tflite file; return its facts or raise ModelError naming `model`."""
+    if data[4:8] != FILE_IDENTIFIER:
+        raise ModelError(
+            model,
+            ErrorKind.FORMAT,
+            f"wrong file identifier {data[4:8]!r}, expected {FILE_IDENTIFIER!r} (not a TFLite model)",
+        )
+    flat = read_tflite(model, data)
+    if flat.schema_version != SCHEMA_VERSION:
+        raise ModelError(
+            model,
+            ErrorKind.STRUCTURE,
+            f"schema version {flat.schema_version}, only version {SCHEMA_VERSION} is supported",
+        )
+    _check_subgraphs(model, flat)
+    graph = flat.subgraphs[0]
+    _check_indices(model, flat, graph)
+    _check_tensors(model, graph)
+    _check_buffers(model, flat, graph)
+    op_names = _operator_names(model, flat, graph)
+    _check_graph(model, flat, graph, op_names)
+    _check_offline_plan(model, flat)
+    _check_hybrid(model, flat, graph, op_names)
+    _check_operator_support(model, flat, graph, op_names)
+    return _facts(path, flat, graph, op_names)
+
+
+def _tensor_label(tensor: TfliteTensor) -> str:
+    return f"tensor {tensor.index} {quote(tensor.name)}"
+
+
+def _layer(graph: TfliteSubgraph, op: TfliteOperator) -> str:
+    """An operator's layer name: its first output tensor's name (TFLite operators have no names)."""
+    if op.outputs and 0 <= op.outputs[0] < len(graph.tensors):
+        return graph.tensors[op.outputs[0]].name
+    return f"operator {op.index}"
+
+
+def _check_subgraphs(model: str, flat: TfliteModel) -> None:
+    count = len(flat.subgraphs)
+    if count != 1:
+        raise ModelError(
+            model,
+            ErrorKind.SUBGRAPHS,
+            f"{count} subgraphs; only single-subgraph models are supported (no control flow, one signature)",
+        )
+
+
+def _check_indices(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> None:
+    problems = ProblemList(model, ErrorKind.INDEX, "index out of range")
+    n_tensors, n_buffers, n_codes = len(graph.tensors), len(flat.buffers), len(flat.opcodes)
+    for tensor in graph.tensors:
+        if not 0 <= tensor.buffer < n_buffers:
+            problems.add(f"{_tensor_label(tensor)} uses buffer {tensor.buffer} of {n_buffers}")
+    for op in graph.operators:
+        if not 0 <= op.opcode_index < n_codes:
+            problems.add(f"operator {op.index} uses operator code {op.opcode_index} of {n_codes}")
+        for index in op.inputs:
+            if not -1 <= index < n_tensors:
+                problems.add(f"operator {op.index} reads tensor {index} of {n_tensors}")
+        for index in op.outputs:
+            if not 0 <= index < n_tensors:
+                problems.add(f"operator {op.index} writes tensor {index} of {n_tensors}")
+    for role, indices in (("input", graph.inputs), ("output", graph.outputs)):
+        for index in indices:
+            if not 0 <= index < n_tensors:
+                problems.add(f"model {role} is tensor {index} of {n_tensors}")
+    for name, buffer in flat.metadata:
+        if not 0 <= buffer < n_buffers:
+            problems.add(f"metadata {quote(name)} uses buffer {buffer} of {n_buffers}")
+    problems.raise_if_any()
+
+
+def _check_tensors(model: str, graph: TfliteSubgraph) -> None:
+    problems = ProblemList(model, ErrorKind.TENSOR, "bad tensor")
+    for tensor in graph.tensors:
+        dtype = _DTYPES.get(tensor.type_code)
+        if dtype is None:
+            problems.add(f"{_tensor_label(tensor)} has unsupported type {_type_name(tensor.type_code)}")
+            continue
+        problem = shape_problem(tensor.shape, dtype.bits)
+        if problem:
+            problems.add(f"{_tensor_label(tensor)} {problem}")
+            continue
+        quant = tensor.quantization
+        if quant is None:
+            continue
+        if not quant.scales_positive_finite:
+            problems.add(f"{_tensor_label(tensor)} has a quantization scale that is not a positive number")
+        if quant.zero_points != quant.scales:
+            problems.add(
+                f"{_tensor_label(tensor)} has {quant.scales} scales but {quant.zero_points} zero points"
+            )
+        if quant.scales > 1 and not (
+            0 <= quant.dimension < len(tensor.shape) and tensor.shape[quant.dimension] == quant.scales
+        ):
+            problems.add(
+                f"{_tensor_label(tensor)} {list(tensor.shape)} has {quant.scales} per-channel scales "
+                f"on dimension {quant.dimension}"
+            )
+    for role, indices in (("input", graph.inputs), ("output", graph.outputs)):
+        for index in indices:
+            if 0 in graph.tensors[index].shape:
+                problems.add(f"model {role} {_tensor_label(graph.tensors[index])} has no elements")
+    problems.raise_if_any()
+
+
+def _check_buffers(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> None:
+    problems = ProblemList(model, ErrorKind.BUFFER, "constant data does not match its tensor")
+    for buffer_index, buffer in enumerate(flat.buffers):
+        if buffer.offset > 1 and buffer.offset + buffer.size > flat.file_bytes:
+            problems.add(
+                f"buffer {buffer_index} data at offset {buffer.offset} runs past the end of the file"
+            )
+    for tensor in graph.tensors:
+        buffer = flat.buffers[tensor.buffer]
+        held = buffer.size if buffer.offset > 1 else len(buffer.data)
+        if held == 0 or tensor.sparse:
+            continue
+        needed = tensor_bytes(tensor.shape, _DTYPES[tensor.type_code].bits)
+        if held != needed:
+            problems.add(
+                f"{_tensor_label(tensor)} {list(tensor.shape)} {_DTYPES[tensor.type_code].name} "
+                f"needs {needed} bytes, "
+                f"buffer {tensor.buffer} holds {held}"
+            )
+    problems.raise_if_any()
+
+
+def _operator_names(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> list[str]:
+    """Each operator's name ("CONV_2D", "CUSTOM:Foo", ...), checking its code and version are known."""
+    builtins = _builtin_names()
+    problems = ProblemList(model, ErrorKind.OPERATOR_VERSION, "unknown operator")
+    names = []
+    for op in graph.operators:
+        code = flat.opcodes[op.opcode_index]
+        layer = quote(_layer(graph, op))
+        if code.builtin_code == _CUSTOM_BUILTIN:
+            custom = code.custom_code or ""
+            names.append(TFLITE_CUSTOM_CODES.get(custom, f"CUSTOM:{custom}"))
+            continue
+        name = builtins.get(code.builtin_code)
+        if name is None:
+            problems.add(f"operator code {code.builtin_code} at layer {layer} is not a TFLite builtin")
+            names.append(f"BUILTIN:{code.builtin_code}")
+            continue
+        low, high = known_versions(name)
+        if not low <= code.version <= high:
+            problems.add(f"{name} version {code.version} at layer {layer} (known versions {low}..{high})")
+        names.append(name)
+    problems.raise_if_any()
+    return names
+
+
+def _is_constant(flat: TfliteModel, tensor: TfliteTensor) -> bool:
+    buffer = flat.buffers[tensor.buffer]
+    return len(buffer.data) > 0 or buffer.offset > 1
+
+
+def _check_graph(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> None:
+    problems = ProblemList(model, ErrorKind.GRAPH, "bad graph")
+    if not graph.operators:
+        problems.add("the graph has no operators")
+    inputs, outputs = set(graph.inputs), set(graph.outputs)
+    written = set(inputs) | {t.index for t in graph.tensors if _is_constant(flat, t) or t.is_variable}
+    read: set[int] = set()
+    for op, name in zip(graph.operators, op_names, strict=True):
+        layer = quote(_layer(graph, op))
+        for index in op.inputs:
+            if index >= 0 and index not in written:
+                problems.add(
+                    f"{name} at layer {layer} reads {_tensor_label(graph.tensors[index])} "
+                    "before anything writes it"
+                )
+            read.add(index)
+        for index in op.outputs:
+            if index in inputs or _is_constant(flat, graph.tensors[index]):
+                problems.add(f"{name} at layer {layer} overwrites {_tensor_label(graph.tensors[index])}")
+            written.add(index)
+    for index in graph.inputs:
+        if index in outputs:
+            problems.add(f"{_tensor_label(graph.tensors[index])} is both a model input and a model output")
+        elif index not in read:
+            problems.add(f"model input {_tensor_label(graph.tensors[index])} is not read by any operator")
+    for index in graph.outputs:
+        if index not in written:
+            problems.add(f"model output {_tensor_label(graph.tensors[index])} is never written")
+    if not graph.inputs:
+        problems.add("the model has no inputs")
+    if not graph.outputs:
+        problems.add("the model has no outputs")
+    problems.raise_if_any()
+
+
+def _check_offline_plan(model: str, flat: TfliteModel) -> None:
+    """Bounds-check TFLite Micro's offline memory plan metadata, if present.
+
+    Layout (int32 little-endian): version, subgraph index, n, then n byte offsets, one per tensor of that
+    subgraph, -1 meaning "plan at run time".
+    """
+    problems = ProblemList(model, ErrorKind.MEMORY_PLAN, f"bad {OFFLINE_PLAN_METADATA} metadata")
+    for name, buffer_index in flat.metadata:
+        if name != OFFLINE_PLAN_METADATA:
+            continue
+        data = flat.buffers[buffer_index].data
+        words = len(data) // 4
+        if len(data) % 4 or words < OFFLINE_PLAN_HEADER_WORDS:
+            problems.add(
+                f"buffer {buffer_index} holds {len(data)} bytes, not a whole int32 header and offsets"
+            )
+            continue
+        values = np.frombuffer(data, dtype="<i4")
+        version, subgraph, count = (int(v) for v in values[:OFFLINE_PLAN_HEADER_WORDS])
+        offsets = values[OFFLINE_PLAN_HEADER_WORDS:]
+        if version != OFFLINE_PLAN_VERSION:
+            problems.add(f"format version {version}, known: {OFFLINE_PLAN_VERSION}")
+        if not 0 <= subgraph < len(flat.subgraphs):
+            problems.add(f"subgraph index {subgraph} of {len(flat.subgraphs)}")
+            continue
+        n_tensors = len(flat.subgraphs[subgraph].tensors)
+        if count != n_tensors:
+            problems.add(f"declares {count} offsets for a subgraph of {n_tensors} tensors")
+        if count != len(offsets):
+            problems.add(f"declares {count} offsets but holds {len(offsets)}")
+        bad = [int(v) for v in offsets if v < -1]
+        if bad:
+            problems.add(f"{len(bad)} negative offsets other than -1 (first {bad[0]})")
+        elif count == n_tensors == len(offsets):
+            for tensor, offset in zip(flat.subgraphs[subgraph].tensors, offsets, strict=True):
+                end = int(offset) + tensor_bytes(tensor.shape, _DTYPES[tensor.type_code].bits)
+                if offset >= 0 and end > MAX_TENSOR_BYTES:
+                    problems.add(
+                        f"{_tensor_label(tensor)} at offset {int(offset)} ends past {MAX_TENSOR_BYTES} bytes"
+                    )
+    problems.raise_if_any()
+
+
+def _is_quantized(tensor: TfliteTensor) -> bool:
+    return tensor.quantization is not None and _DTYPES[tensor.type_code].integer
+
+
+def _check_hybrid(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> None:
+    """Refuse operators with a float activation input and integer constant weights, grouped by operator."""
+    hybrid: dict[tuple[str, str], list[str]] = {}
+    for op, name in zip(graph.operators, op_names, strict=True):
+        tensors = [graph.tensors[i] for i in op.inputs if i >= 0]
+        float_activation = any(t.type_code == _FLOAT32 and not _is_constant(flat, t) for t in tensors)
+        weights = [t for t in tensors if _DTYPES[t.type_code].name in _WEIGHT_TYPES and _is_constant(flat, t)]
+        if float_activation and weights:
+            hybrid.setdefault((name, _DTYPES[weights[0].type_code].name), []).append(_layer(graph, op))
+    problems = ProblemList(model, ErrorKind.HYBRID, "hybrid (dynamic-range quantized) model", "not supported")
+    for (name, weight_dtype), layers in hybrid.items():
+        problems.add(f"operator {name} at {layers_phrase(layers)} has float input and {weight_dtype} weights")
+    problems.raise_if_any()
+
+
+def _check_operator_support(
+    model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]
+) -> None:
+    refused: dict[tuple[str, str], list[str]] = {}
+    for op, name in zip(graph.operators, op_names, strict=True):
+        tensors = [graph.tensors[i] for i in (*op.inputs, *op.outputs) if i >= 0]
+        quantized = any(_is_quantized(t) for t in tensors)
+        reason = "custom operator" if name.startswith("CUSTOM:") else tflite_refusal(name, quantized)
+        if reason is not None:
+            label = f"int8 {name}" if quantized else name
+            refused.setdefault((label, reason), []).append(_layer(graph, op))
+    problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")
+    for (label, reason), layers in refused.items():
+        problems.add(f"{label} ({reason}) at {layers_phrase(layers)}")
+    problems.raise_if_any()
+
+
+def _facts(path: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> ModelFacts:
+    def tensor_facts(index: int) -> TensorFacts:
+        tensor = graph.tensors[index]
+        return TensorFacts(tensor.name, tensor.shape, _DTYPES[tensor.type_code].name)
+
+    operators = tuple(
+        OperatorFacts(name, _layer(graph, op), flat.opcodes[op.opcode_index].version)
+        for op, name in zip(graph.operators, op_names, strict=True)
+    )
+    return ModelFacts(
+        path=path,
+        format=ModelFormat.TFLITE,
+        inputs=tuple(tensor_facts(i) for i in graph.inputs),
+        outputs=tuple(tensor_facts(i) for i in graph.outputs),
+        operators=operators,
+        quantized=any(_is_quantized(t) for t in graph.tensors),
+    )
