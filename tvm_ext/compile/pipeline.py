@@ -42,14 +42,6 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
     `stage(name, detail)` times a stage; `name` is the bundle's C prefix (default: the model file's stem,
     or "model" for an IRModule).
     """
-    import tvm
-
-    from tvm_ext.codegen_c import generate_c
-    from tvm_ext.extract_plan import PlanError, extract_plan, unique_kernels
-    from tvm_ext.frontend import ModelImportError, from_relax, import_model
-    from tvm_ext.lower import lower_to_kernels
-    from tvm_ext.reference import ReferenceError, run_reference, run_relax_vm, test_inputs
-
     import target
 
     from_file = isinstance(model, Path)
@@ -58,6 +50,23 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
         profile = target.load_profile(target_name)
     except target.ProfileError as err:
         raise CompileError(f"{file_name}: {err}") from err
+    if from_file:
+        from tvm_ext.model_check import ModelError, check_model
+
+        with stage("check", lambda: f"{file_name}: {len(facts.operators)} operators, {facts.format.value}"):
+            try:
+                facts = check_model(model)
+            except ModelError as err:
+                raise CompileError(str(err)) from err
+
+    import tvm
+
+    from tvm_ext.codegen_c import generate_c
+    from tvm_ext.extract_plan import PlanError, extract_plan, unique_kernels
+    from tvm_ext.frontend import ModelImportError, from_relax, import_model
+    from tvm_ext.lower import lower_to_kernels
+    from tvm_ext.reference import ReferenceError, run_reference, run_relax_vm, test_inputs
+
     target.register_with_tvm()
     tvm_target = tvm.target.Target(profile.tvm_tag)
     config = build_config(profile)
