@@ -17,6 +17,7 @@ from pathlib import Path
 from string import Template
 
 from packager.cortex_m.boards import FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
+from packager.cortex_m.qemu import qemu_command
 
 SUPPORT_DIR = "cortex_m"
 """The subdirectory of the bundle that holds the Cortex-M files."""
@@ -40,14 +41,6 @@ LINK_FLAGS: tuple[str, ...] = (
 _COPIED_FILES = ("startup.c", "lp_icount.c", "lp_icount.h", "qemu-test.cmake", "arm-none-eabi.cmake")
 _SUPPORT_SOURCES = ("startup.c", "lp_icount.c")
 _SUPPORT_HEADERS = ("lp_board.h", "lp_icount.h")
-
-
-def qemu_command(board: Board) -> list[str]:
-    """`qemu-system-arm` and its arguments up to, not including, `-kernel ELF`."""
-    return [
-        "qemu-system-arm", "-M", board.name, "-nographic", "-monitor", "none", "-semihosting",
-        "-icount", f"shift={ICOUNT_SHIFT}",
-    ]
 
 
 def bundle_sources(name: str) -> list[str]:

@@ -1,0 +1,66 @@
+"""Run a self-test ELF on QEMU's emulated board and read its verdict and instruction count."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from packager.cortex_m.boards import ICOUNT_SHIFT, Board
+
+REQUIRED_TOOLS: tuple[str, ...] = (
+    "arm-none-eabi-gcc", "arm-none-eabi-size", "arm-none-eabi-nm", "arm-none-eabi-objdump", "qemu-system-arm",
+)
+"""Host programs the Cortex-M build and run need (Debian: gcc-arm-none-eabi, libnewlib-arm-none-eabi,
+binutils-arm-none-eabi, qemu-system-arm; scripts/install_deps.sh installs them)."""
+
+INSTRUCTIONS_LINE = re.compile(r"instructions per inference \(QEMU -icount, not cycles\): (\d+)")
+"""The line lp_icount_report() prints."""
+
+
+class QemuTimeoutError(RuntimeError):
+    """The program did not end within the allowed time (an endless loop or far too slow a model)."""
+
+
+@dataclass(frozen=True)
+class QemuResult:
+    """What one run gave: QEMU's exit status (main's return value, or a fault's status), the program's
+    output, and the instructions (QEMU -icount, NOT cycles) of the last "instructions per inference" line,
+    None when the program printed none."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    instructions: int | None
+
+
+def missing_tools() -> list[str]:
+    """The REQUIRED_TOOLS not found on PATH."""
+    return [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
+
+
+def qemu_command(board: Board) -> list[str]:
+    """`qemu-system-arm` and its arguments up to, not including, `-kernel ELF`."""
+    return [
+        "qemu-system-arm", "-M", board.name, "-nographic", "-monitor", "none", "-semihosting",
+        "-icount", f"shift={ICOUNT_SHIFT}",
+    ]
+
+
+def run_qemu(elf: Path, board: Board, timeout_s: float = 600.0) -> QemuResult:
+    """Run `elf` on `board` under `-icount`; QemuTimeoutError after `timeout_s` seconds."""
+    command = qemu_command(board) + ["-kernel", str(elf)]
+    try:
+        completed = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                   timeout=timeout_s, check=False)
+    except subprocess.TimeoutExpired:
+        raise QemuTimeoutError(f"{elf} did not finish on {board.name} within {timeout_s:g} s") from None
+    counts = INSTRUCTIONS_LINE.findall(completed.stdout)
+    return QemuResult(
+        exit_code=completed.returncode,
+        stdout=completed.stdout,
+        stderr=completed.stderr,
+        instructions=int(counts[-1]) if counts else None,
+    )
