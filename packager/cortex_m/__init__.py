@@ -1,0 +1,51 @@
+"""Run a bundle's self-test on an emulated Cortex-M (QEMU's MPS2 boards); no TVM import.
+
+- `boards`: the board table (memory map, QEMU machine, timer) and the compile targets (cpu flags).
+- `support`: writes OUT/cortex_m/ (our startup code, linker script, icount API, qemu-test Make/CMake files).
+- `qemu`: `run_qemu(elf, board, timeout_s)` -> exit status, output, instructions per inference.
+- `sizes`: `read_sizes(elf, su_files, ...)` -> flash/RAM bytes and the stack peak of the run call.
+"""
+
+from packager.cortex_m.boards import (
+    BOARDS,
+    CORTEX_M_TARGETS,
+    FAULT_EXIT_CODES,
+    ICOUNT_SHIFT,
+    Board,
+    CortexMTarget,
+    MemoryRegion,
+    cortex_m_target,
+)
+from packager.cortex_m.qemu import QemuResult, QemuTimeoutError, missing_tools, qemu_command, run_qemu
+from packager.cortex_m.sizes import StackPeak, read_sizes, stack_peak
+from packager.cortex_m.support import (
+    CROSS_BUILD_DIR,
+    QEMU_TEST_CMAKE_INCLUDE,
+    QEMU_TEST_MAKE_INCLUDE,
+    SELFTEST_ELF,
+    write_cortex_m_support,
+)
+
+__all__ = [
+    "BOARDS",
+    "CORTEX_M_TARGETS",
+    "CROSS_BUILD_DIR",
+    "FAULT_EXIT_CODES",
+    "ICOUNT_SHIFT",
+    "QEMU_TEST_CMAKE_INCLUDE",
+    "QEMU_TEST_MAKE_INCLUDE",
+    "SELFTEST_ELF",
+    "Board",
+    "CortexMTarget",
+    "MemoryRegion",
+    "QemuResult",
+    "QemuTimeoutError",
+    "StackPeak",
+    "cortex_m_target",
+    "missing_tools",
+    "qemu_command",
+    "read_sizes",
+    "run_qemu",
+    "stack_peak",
+    "write_cortex_m_support",
+]

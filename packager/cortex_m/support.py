@@ -22,6 +22,12 @@ from packager.cortex_m.qemu import qemu_command
 SUPPORT_DIR = "cortex_m"
 """The subdirectory of the bundle that holds the Cortex-M files."""
 
+CROSS_BUILD_DIR = "build-cortex-m"
+"""Where `make cortex-m-elf` puts objects, `.su` files, selftest.map and the ELF, relative to OUT/."""
+
+SELFTEST_ELF = f"{CROSS_BUILD_DIR}/selftest.elf"
+"""The self-test ELF `make cortex-m-elf` builds, relative to OUT/."""
+
 QEMU_TEST_MAKE_INCLUDE = f"include {SUPPORT_DIR}/qemu-test.mk"
 QEMU_TEST_CMAKE_INCLUDE = f"include({SUPPORT_DIR}/qemu-test.cmake)"
 
@@ -101,10 +107,12 @@ def linker_script(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> str:
 
 
 def makefile_fragment(name: str, target: CortexMTarget) -> str:
-    """cortex_m/qemu-test.mk: targets `cortex-m-elf` (build-cortex-m/selftest.elf) and `qemu-test`."""
+    """cortex_m/qemu-test.mk: targets `cortex-m-elf` (builds SELFTEST_ELF) and `qemu-test` (runs it)."""
     return Template(_template("qemu-test.mk.in")).substitute(
         target=target.name,
         board=target.board.name,
+        build_dir=CROSS_BUILD_DIR,
+        elf=SELFTEST_ELF,
         fault_range=_fault_range(),
         cpu_flags=" ".join(target.cpu_flags),
         cflags=" ".join(COMPILE_FLAGS + ("-I.", f"-I{SUPPORT_DIR}")),
