@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from packager.cortex_m import cortex_m_target, stack_peak, write_cortex_m_support
+from packager.cortex_m import QemuError, cortex_m_target, run_qemu, stack_peak, write_cortex_m_support
 from packager.cortex_m.sizes import StackFrame, read_stack_frames, section_kind
 
 
@@ -79,3 +79,8 @@ def test_the_make_fragment_leaves_the_bundle_default_goal(tmp_path: Path, includ
     dry_run = subprocess.run(["make", "-n", "-C", str(tmp_path)], capture_output=True, text=True, check=True)
     assert "echo host build" in dry_run.stdout
     assert "arm-none-eabi-gcc" not in dry_run.stdout
+
+
+def test_running_a_missing_elf_is_an_error_not_a_failed_selftest(tmp_path: Path) -> None:
+    with pytest.raises(QemuError, match="no ELF to run: .*absent.elf"):
+        run_qemu(tmp_path / "absent.elf", cortex_m_target("cortex-m4f").board, timeout_s=10)

@@ -16,7 +16,7 @@ from packager.cortex_m.boards import (
     MemoryRegion,
     cortex_m_target,
 )
-from packager.cortex_m.qemu import QemuResult, QemuTimeoutError, missing_tools, qemu_command, run_qemu
+from packager.cortex_m.qemu import QemuError, QemuResult, QemuTimeoutError, missing_tools, qemu_command, run_qemu
 from packager.cortex_m.sizes import StackPeak, read_sizes, stack_peak
 from packager.cortex_m.support import (
     CROSS_BUILD_DIR,
@@ -38,6 +38,7 @@ __all__ = [
     "Board",
     "CortexMTarget",
     "MemoryRegion",
+    "QemuError",
     "QemuResult",
     "QemuTimeoutError",
     "StackPeak",

@@ -20,7 +20,11 @@ INSTRUCTIONS_LINE = re.compile(r"instructions per inference \(QEMU -icount, not 
 """The line lp_icount_report() prints."""
 
 
-class QemuTimeoutError(RuntimeError):
+class QemuError(RuntimeError):
+    """QEMU itself failed (no such ELF, a bad image), so its exit status is no verdict."""
+
+
+class QemuTimeoutError(QemuError):
     """The program did not end within the allowed time (an endless loop or far too slow a model)."""
 
 
@@ -50,13 +54,18 @@ def qemu_command(board: Board) -> list[str]:
 
 
 def run_qemu(elf: Path, board: Board, timeout_s: float = 600.0) -> QemuResult:
-    """Run `elf` on `board` under `-icount`; QemuTimeoutError after `timeout_s` seconds."""
+    """Run `elf` on `board` under `-icount`; QemuTimeoutError after `timeout_s` seconds, QemuError when QEMU
+    reports an error of its own (its exit status would look like a failed self-test)."""
+    if not Path(elf).is_file():
+        raise QemuError(f"no ELF to run: {elf}")
     command = qemu_command(board) + ["-kernel", str(elf)]
     try:
         completed = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                    timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise QemuTimeoutError(f"{elf} did not finish on {board.name} within {timeout_s:g} s") from None
+    if completed.stderr.startswith("qemu-system-arm:"):
+        raise QemuError(f"{elf} on {board.name}: {completed.stderr.strip()}")
     counts = INSTRUCTIONS_LINE.findall(completed.stdout)
     return QemuResult(
         exit_code=completed.returncode,

@@ -71,8 +71,10 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     """Bytes of `elf` by kind, for the manifest; all sizes in bytes.
 
     Keys: code_bytes, weights_bytes, data_bytes, bss_bytes, flash_bytes (code + weights + data image),
-    static_ram_bytes (data + bss); arena_bytes when `arena_symbol` names a symbol of the ELF; and when
-    `stack_root` is given: stack_peak_bytes, stack_peak_chain, stack_peak_exact, stack_unknown_functions.
+    static_ram_bytes (data + bss); when `arena_symbol` names a symbol of the ELF: arena_bytes and
+    other_static_ram_bytes (static RAM besides the arena); when `stack_root` is given: stack_peak_bytes,
+    stack_peak_chain, stack_peak_exact, stack_unknown_functions. The heap newlib's printf takes at run time
+    (self-test harness, not the bundle) is not included.
     """
     by_kind = {"code": 0, "weights": 0, "data": 0, "bss": 0, "none": 0}
     for section, size in section_sizes(elf).items():
@@ -83,6 +85,7 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     sizes["static_ram_bytes"] = by_kind["data"] + by_kind["bss"]
     if arena_symbol is not None:
         sizes["arena_bytes"] = symbol_size(elf, arena_symbol)
+        sizes["other_static_ram_bytes"] = by_kind["data"] + by_kind["bss"] - sizes["arena_bytes"]
     if stack_root is not None:
         peak = stack_peak(stack_root, read_stack_frames(su_files), call_graph(elf))
         sizes["stack_peak_bytes"] = peak.bytes
