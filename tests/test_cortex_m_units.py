@@ -9,42 +9,67 @@ from pathlib import Path
 import pytest
 
 from packager.cortex_m import QemuError, cortex_m_target, run_qemu, stack_peak, write_cortex_m_support
-from packager.cortex_m.sizes import StackFrame, read_stack_frames, section_kind
+from packager.cortex_m.sizes import DisassembledFunction, StackFrame, pushed_bytes, read_stack_frames, section_kind
 
 
 def frames(**bytes_by_function: int) -> dict[str, StackFrame]:
     return {name: StackFrame(name, size, dynamic=False) for name, size in bytes_by_function.items()}
 
 
+def code(callees_by_function: dict[str, set[str]], **estimated_bytes: int) -> dict[str, DisassembledFunction]:
+    return {name: DisassembledFunction(frozenset(callees), StackFrame(name, estimated_bytes.get(name, 0), False))
+            for name, callees in callees_by_function.items()}
+
+
 def test_stack_peak_is_the_deepest_sum_of_frames_along_a_call_chain() -> None:
-    graph = {"run": {"conv", "dense"}, "conv": {"im2col"}, "dense": set(), "im2col": set()}
+    graph = code({"run": {"conv", "dense"}, "conv": {"im2col"}, "dense": set(), "im2col": set()})
     peak = stack_peak("run", frames(run=24, conv=16, im2col=32, dense=64), graph)
     assert peak.bytes == 24 + 64  # run -> dense (88) beats run -> conv -> im2col (72)
     assert peak.chain == ("run", "dense")
     assert peak.exact
 
 
-def test_stack_peak_counts_functions_without_a_frame_as_zero_and_says_so() -> None:
-    graph = {"run": {"kernel"}, "kernel": {"expf"}, "expf": {"__math_oflow"}}
+def test_stack_peak_takes_the_disassembled_frame_when_there_is_no_su_entry() -> None:
+    graph = code({"run": {"kernel"}, "kernel": {"expf"}, "expf": {"__math_oflow"}, "__math_oflow": set()},
+                 run=99, expf=24, __math_oflow=8)
     peak = stack_peak("run", frames(run=8, kernel=40), graph)
-    assert peak.bytes == 48
-    assert peak.unknown_functions == ("expf",)  # not descended into
+    assert peak.bytes == 8 + 40 + 24 + 8  # the .su frame of run (8) wins over its disassembled 99
+    assert peak.estimated_functions == ("__math_oflow", "expf")
     assert not peak.exact
 
 
 def test_stack_peak_marks_dynamic_frames_as_lower_bounds() -> None:
-    peak = stack_peak("run", {"run": StackFrame("run", 32, dynamic=True)}, {"run": set()})
+    peak = stack_peak("run", {"run": StackFrame("run", 32, dynamic=True)}, code({"run": set()}))
     assert (peak.bytes, peak.dynamic_functions, peak.exact) == (32, ("run",), False)
 
 
 def test_stack_peak_refuses_recursion_and_names_the_cycle() -> None:
     with pytest.raises(ValueError, match="run -> a -> b -> a"):
-        stack_peak("run", frames(run=8, a=8, b=8), {"run": {"a"}, "a": {"b"}, "b": {"a"}})
+        stack_peak("run", frames(run=8, a=8, b=8), code({"run": {"a"}, "a": {"b"}, "b": {"a"}}))
 
 
 def test_stack_peak_names_a_root_that_is_not_in_the_elf() -> None:
     with pytest.raises(ValueError, match="model_run"):
-        stack_peak("model_run", {}, {"main": set()})
+        stack_peak("model_run", {}, code({"main": set()}))
+
+
+@pytest.mark.parametrize(("mnemonic", "operands", "expected"), [
+    ("push", "{r4, r5, r6, r7, lr}", 20),
+    ("stmdb", "sp!, {r4, r5, r6, r7, r8, r9, sl, fp, lr}", 36),
+    ("vpush", "{d8-d15}", 64),
+    ("vpush", "{s16-s19}", 16),
+    ("str.w", "lr, [sp, #-8]!", 8),
+    ("strd", "r4, r5, [sp, #-8]!", 8),
+    ("sub", "sp, #92 @ 0x5c", 92),
+    ("sub.w", "sp, sp, #1024", 1024),
+    ("sub", "sp, r3", None),  # alloca: no bound
+    ("stmdb", "r0!, {r4, r5}", 0),  # not the stack
+    ("sub", "r3, r3, #1", 0),
+    ("ldr", "r3, [sp, #4]", 0),
+])
+def test_pushed_bytes_reads_how_far_an_instruction_moves_sp(mnemonic: str, operands: str,
+                                                           expected: int | None) -> None:
+    assert pushed_bytes(mnemonic, operands) == expected
 
 
 def test_su_lines_give_each_function_its_largest_frame(tmp_path: Path) -> None:

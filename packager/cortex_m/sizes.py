@@ -9,9 +9,11 @@ Stack peak method (static, no run): GCC's `-fstack-usage` gives each compiled fu
 bytes (`.su` files); the direct calls come from the linked ELF's disassembly (`bl`/`blx` and branches to
 another function's entry, i.e. tail calls, counted as calls: an over-estimate by the caller's frame).
 peak(f) = frame(f) + max(peak(callee)), from the named root (the bundle's `<name>_run`; its kernels are
-leaves or call libm). Functions without a `.su` entry (newlib, libm, libgcc) count 0 bytes, are listed as
-unknown and are not descended into; frames GCC marks `dynamic` (alloca, VLAs) are lower bounds. Either makes the peak inexact,
-which the result says. Indirect calls are not followed. Recursion is an error.
+leaves or call libm/libgcc). Functions without a `.su` entry (newlib, libm, libgcc's soft-float and
+64-bit helpers) get the frame their disassembly shows: the sum of every push, stmdb/vpush to sp, store
+with sp pre-decrement and `sub sp, #N` in the body, an upper bound; they are listed as estimated. A frame
+lowered by a register amount (alloca, VLAs; GCC's `dynamic`) is a lower bound, also listed. Either makes
+the peak inexact, which the result says. Indirect calls are not followed. Recursion is an error.
 """
 
 from __future__ import annotations
@@ -39,17 +41,30 @@ SECTION_KINDS: dict[str, str] = {
 _NOT_ALLOCATED = (".debug", ".comment", ".ARM.attributes", ".stab")
 
 _FUNCTION_HEADER = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
-_CALL = re.compile(r"^\s*[0-9a-f]+:\s+(?:bl|blx|b(?:eq|ne|cs|cc|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)?(?:\.[nw])?)"
-                   r"\s+[0-9a-f]+ <([^>+]+)>")
+_INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\s+(\S+)\s*(.*)$")
+_BRANCH = re.compile(r"(?:bl|blx|b(?:eq|ne|cs|cc|mi|pl|vs|vc|hi|ls|ge|lt|gt|le)?)(?:\.[nw])?")
+_BRANCH_TARGET = re.compile(r"^[0-9a-f]+ <([^>+]+)>")
+_REGISTER_LIST = re.compile(r"\{([^}]*)\}")
+_PRE_DECREMENT = re.compile(r"\[sp, #-(\d+)\]!")
+_SP_MINUS_IMMEDIATE = re.compile(r"^sp, (?:sp, )?#(\d+)")
+_SP_MINUS_REGISTER = re.compile(r"^sp, (?:sp, )?[a-z]")
 
 
 @dataclass(frozen=True)
 class StackFrame:
-    """One function's own stack use from a `.su` line: bytes, and whether GCC could bound it statically."""
+    """One function's own stack use in bytes, and whether it is only a lower bound (alloca, VLAs)."""
 
     function: str
     bytes: int
     dynamic: bool
+
+
+@dataclass(frozen=True)
+class DisassembledFunction:
+    """What the linked ELF's code says about a function: its direct callees and its frame estimate."""
+
+    callees: frozenset[str]
+    frame: StackFrame
 
 
 @dataclass(frozen=True)
@@ -58,12 +73,12 @@ class StackPeak:
 
     bytes: int
     chain: tuple[str, ...]
-    unknown_functions: tuple[str, ...]  # called but without a .su frame: counted 0 bytes
+    estimated_functions: tuple[str, ...]  # no .su frame: the disassembly's upper bound was used
     dynamic_functions: tuple[str, ...]  # frames that are lower bounds
 
     @property
     def exact(self) -> bool:
-        return not self.unknown_functions and not self.dynamic_functions
+        return not self.estimated_functions and not self.dynamic_functions
 
 
 def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = None,
@@ -73,7 +88,7 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     Keys: code_bytes, weights_bytes, data_bytes, bss_bytes, flash_bytes (code + weights + data image),
     static_ram_bytes (data + bss); when `arena_symbol` names a symbol of the ELF: arena_bytes and
     other_static_ram_bytes (static RAM besides the arena); when `stack_root` is given: stack_peak_bytes,
-    stack_peak_chain, stack_peak_exact, stack_unknown_functions. The heap newlib's printf takes at run time
+    stack_peak_chain, stack_peak_exact, stack_estimated_functions. The heap newlib's printf takes at run time
     (self-test harness, not the bundle) is not included.
     """
     by_kind = {"code": 0, "weights": 0, "data": 0, "bss": 0, "none": 0}
@@ -87,11 +102,11 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
         sizes["arena_bytes"] = symbol_size(elf, arena_symbol)
         sizes["other_static_ram_bytes"] = by_kind["data"] + by_kind["bss"] - sizes["arena_bytes"]
     if stack_root is not None:
-        peak = stack_peak(stack_root, read_stack_frames(su_files), call_graph(elf))
+        peak = stack_peak(stack_root, read_stack_frames(su_files), disassemble(elf))
         sizes["stack_peak_bytes"] = peak.bytes
         sizes["stack_peak_chain"] = list(peak.chain)
         sizes["stack_peak_exact"] = peak.exact
-        sizes["stack_unknown_functions"] = list(peak.unknown_functions)
+        sizes["stack_estimated_functions"] = list(peak.estimated_functions)
     return sizes
 
 
@@ -140,49 +155,91 @@ def read_stack_frames(su_files: Iterable[Path]) -> dict[str, StackFrame]:
     return frames
 
 
-def call_graph(elf: Path) -> dict[str, set[str]]:
-    """Direct callees of every function of `elf`, from `arm-none-eabi-objdump -d` (see the module doc)."""
-    graph: dict[str, set[str]] = {}
-    current: set[str] | None = None
-    caller = ""
+def disassemble(elf: Path) -> dict[str, DisassembledFunction]:
+    """Every function of `elf` with its direct callees and frame estimate, from `arm-none-eabi-objdump -d`."""
+    bodies: dict[str, list[tuple[str, str]]] = {}
+    body: list[tuple[str, str]] = []
     for line in _tool("arm-none-eabi-objdump", "-d", "--no-show-raw-insn", str(elf)).splitlines():
         header = _FUNCTION_HEADER.match(line)
+        instruction = _INSTRUCTION.match(line)
         if header:
-            caller = header.group(1)
-            current = graph.setdefault(caller, set())
-            continue
-        call = _CALL.match(line)
-        if call and current is not None and call.group(1) != caller:
-            current.add(call.group(1))
-    return graph
+            body = bodies.setdefault(header.group(1), [])
+        elif instruction:
+            body.append((instruction.group(1), instruction.group(2)))
+    return {name: _analyse(name, instructions) for name, instructions in bodies.items()}
 
 
-def stack_peak(root: str, frames: dict[str, StackFrame], graph: dict[str, set[str]]) -> StackPeak:
-    """The deepest chain from `root`: frame(f) + max over callees, as the module doc describes."""
-    if root not in graph:
+def pushed_bytes(mnemonic: str, operands: str) -> int | None:
+    """Bytes one instruction moves sp down by (0 if none); None when it is a register amount (unbounded)."""
+    base = mnemonic.split(".")[0]
+    if base in ("push", "vpush") or (base in ("stmdb", "stmfd", "vstmdb") and operands.startswith("sp!")):
+        registers = _REGISTER_LIST.search(operands)
+        return sum(_register_bytes(part.strip()) for part in registers.group(1).split(",")) if registers else 0
+    pre_decrement = _PRE_DECREMENT.search(operands)
+    if pre_decrement and mnemonic.startswith(("str", "vstr")):
+        return int(pre_decrement.group(1))
+    if mnemonic in ("sub", "subs", "sub.w", "subw"):
+        immediate = _SP_MINUS_IMMEDIATE.match(operands)
+        if immediate:
+            return int(immediate.group(1))
+        if _SP_MINUS_REGISTER.match(operands):
+            return None
+    return 0
+
+
+def _register_bytes(registers: str) -> int:
+    """Bytes of `r4`, `lr`, `d8`, `s16` or a range such as `d8-d15`."""
+    first, _, last = registers.partition("-")
+    width = {"d": 8, "q": 16}.get(first[0], 4)
+    if not last:
+        return width
+    return width * (int(last[1:]) - int(first[1:]) + 1)
+
+
+def _analyse(name: str, instructions: list[tuple[str, str]]) -> DisassembledFunction:
+    callees = set()
+    frame_bytes = 0
+    dynamic = False
+    for mnemonic, operands in instructions:
+        target = _BRANCH_TARGET.match(operands)
+        if target and _BRANCH.fullmatch(mnemonic) and target.group(1) != name:
+            callees.add(target.group(1))
+        pushed = pushed_bytes(mnemonic, operands)
+        if pushed is None:
+            dynamic = True
+        else:
+            frame_bytes += pushed
+    return DisassembledFunction(frozenset(callees), StackFrame(name, frame_bytes, dynamic))
+
+
+def stack_peak(root: str, frames: dict[str, StackFrame], functions: dict[str, DisassembledFunction]) -> StackPeak:
+    """The deepest chain from `root`: frame(f) + max over callees, as the module doc describes.
+
+    `frames` are the compiler's (.su); a function without one takes its disassembled frame estimate.
+    """
+    if root not in functions:
         raise ValueError(f"stack root {root} is not a function of the ELF")
     peaks: dict[str, tuple[int, tuple[str, ...]]] = {}
-    unknown: set[str] = set()
+    estimated: set[str] = set()
     dynamic: set[str] = set()
 
     def visit(function: str, path: tuple[str, ...]) -> tuple[int, tuple[str, ...]]:
         if function in path:
             raise ValueError(f"recursion through {' -> '.join(path + (function,))}: no static stack bound")
         if function not in peaks:
+            code = functions.get(function, DisassembledFunction(frozenset(), StackFrame(function, 0, False)))
             frame = frames.get(function)
             if frame is None:
-                unknown.add(function)
-                peaks[function] = (0, (function,))
-                return peaks[function]
+                frame = code.frame
+                estimated.add(function)
             if frame.dynamic:
                 dynamic.add(function)
-            deepest = max((visit(callee, path + (function,)) for callee in sorted(graph.get(function, ()))),
-                          default=(0, ()))
+            deepest = max((visit(callee, path + (function,)) for callee in sorted(code.callees)), default=(0, ()))
             peaks[function] = (frame.bytes + deepest[0], (function,) + deepest[1])
         return peaks[function]
 
     total, chain = visit(root, ())
-    return StackPeak(total, chain, tuple(sorted(unknown)), tuple(sorted(dynamic)))
+    return StackPeak(total, chain, tuple(sorted(estimated)), tuple(sorted(dynamic)))
 
 
 def _tool(*command: str) -> str:
