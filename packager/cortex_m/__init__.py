@@ -2,8 +2,10 @@
 
 - `boards`: the board table (memory map, QEMU machine, timer) and the compile targets (cpu flags).
 - `support`: writes OUT/cortex_m/ (our startup code, linker script, icount API, qemu-test Make/CMake files).
+- `tools`: the host programs needed (`missing_tools()`).
 - `qemu`: `run_qemu(elf, board, timeout_s)` -> exit status, output, instructions per inference.
 - `sizes`: `read_sizes(elf, su_files, ...)` -> flash/RAM bytes and the stack peak of the run call.
+- `stack`: the stack peak method (-fstack-usage frames along the call graph of the linked ELF).
 """
 
 from packager.cortex_m.boards import (
@@ -16,8 +18,9 @@ from packager.cortex_m.boards import (
     MemoryRegion,
     cortex_m_target,
 )
-from packager.cortex_m.qemu import QemuError, QemuResult, QemuTimeoutError, missing_tools, qemu_command, run_qemu
-from packager.cortex_m.sizes import StackPeak, read_sizes, stack_peak
+from packager.cortex_m.qemu import QemuError, QemuResult, QemuTimeoutError, qemu_command, run_qemu
+from packager.cortex_m.sizes import read_sizes
+from packager.cortex_m.stack import StackPeak, stack_peak
 from packager.cortex_m.support import (
     CROSS_BUILD_DIR,
     QEMU_TEST_CMAKE_INCLUDE,
@@ -25,6 +28,7 @@ from packager.cortex_m.support import (
     SELFTEST_ELF,
     write_cortex_m_support,
 )
+from packager.cortex_m.tools import REQUIRED_TOOLS, missing_tools
 
 __all__ = [
     "BOARDS",
@@ -34,6 +38,7 @@ __all__ = [
     "ICOUNT_SHIFT",
     "QEMU_TEST_CMAKE_INCLUDE",
     "QEMU_TEST_MAKE_INCLUDE",
+    "REQUIRED_TOOLS",
     "SELFTEST_ELF",
     "Board",
     "CortexMTarget",

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from packager.cortex_m.boards import ICOUNT_SHIFT, Board
-
-REQUIRED_TOOLS: tuple[str, ...] = (
-    "arm-none-eabi-gcc", "arm-none-eabi-size", "arm-none-eabi-nm", "arm-none-eabi-objdump", "qemu-system-arm",
-)
-"""Host programs the Cortex-M build and run need (Debian: gcc-arm-none-eabi, libnewlib-arm-none-eabi,
-binutils-arm-none-eabi, qemu-system-arm; scripts/install_deps.sh installs them)."""
 
 INSTRUCTIONS_LINE = re.compile(r"instructions per inference \(QEMU -icount, not cycles\): (\d+)")
 """The line lp_icount_report() prints."""
@@ -38,11 +31,6 @@ class QemuResult:
     stdout: str
     stderr: str
     instructions: int | None
-
-
-def missing_tools() -> list[str]:
-    """The REQUIRED_TOOLS not found on PATH."""
-    return [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
 
 
 def qemu_command(board: Board) -> list[str]:
