@@ -265,13 +265,35 @@ def test_static_stack_peak_matches_the_painted_stack_measurement(tiny_build: tup
         assert sizes["stack_peak_bytes"] >= int(measured.group(1))
 
 
+def object_text_bytes(objects: list[Path]) -> int:
+    """Sum of the .text* section sizes `arm-none-eabi-size -A` gives the (unlinked) object files."""
+    total = 0
+    for obj in objects:
+        listing = subprocess.run(["arm-none-eabi-size", "-A", "-d", str(obj)], capture_output=True, text=True,
+                                 check=True).stdout
+        total += sum(int(fields[1]) for fields in map(str.split, listing.splitlines())
+                     if len(fields) == 3 and fields[0].startswith(".text"))
+    return total
+
+
+def tiny_objects(build_dir: Path) -> list[Path]:
+    objects = [path for path in build_dir.rglob("tiny_*") if path.suffix in (".o", ".obj")
+               and path.name.split(".")[0] in TINY_SOURCES]
+    assert len(objects) == len(TINY_SOURCES)
+    return objects
+
+
+TINY_SOURCES = ("tiny_kernels", "tiny_model")
+
+
 def test_sizes_agree_with_berkeley_size_and_the_c_declarations(tiny_build: tuple[CortexMTarget, Path]) -> None:
     _, elf = tiny_build
-    sizes = read_sizes(elf, [], arena_symbol="tiny_arena")
+    sizes = read_sizes(elf, [], arena_symbol="tiny_arena", bundle_sources=TINY_SOURCES)
     text, data, bss = (int(v) for v in subprocess.run(
         ["arm-none-eabi-size", "-B", "-d", str(elf)], capture_output=True, text=True, check=True,
     ).stdout.splitlines()[1].split()[:3])
     assert sizes["weights_bytes"] == N * 4 + N  # const float tiny_wf[16] and const int8_t tiny_wq[16]
+    assert sizes["bundle_code_bytes"] == object_text_bytes(tiny_objects(elf.parent))  # nothing gc'd
     assert sizes["arena_bytes"] == N
     nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
     address = {fields[2]: int(fields[0], 16) for fields in map(str.split, nm.splitlines()) if len(fields) == 3}
@@ -360,3 +382,8 @@ def test_cmake_qemu_test_target_builds_and_runs_the_selftest(tmp_path: Path) -> 
     run = subprocess.run(["cmake", "--build", str(build), "--target", "qemu-test"], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "instructions per inference (QEMU -icount, not cycles):" in run.stdout
+    elf = build / "cortex_m" / "selftest.elf"
+    sizes = read_sizes(elf, sorted((build / "cortex_m").rglob("*.su")), stack_root="tiny_run",
+                       bundle_sources=TINY_SOURCES)
+    assert sizes["bundle_code_bytes"] == object_text_bytes(tiny_objects(build / "cortex_m"))
+    assert sizes["stack_peak_exact"] and sizes["stack_peak_chain"][0] == "tiny_run"
