@@ -20,11 +20,13 @@ from packager.cortex_m import (
     QEMU_TEST_CMAKE_INCLUDE,
     QEMU_TEST_MAKE_INCLUDE,
     SELFTEST_ELF,
+    CortexMBuildError,
     CortexMTarget,
     cortex_m_target,
     missing_tools,
     read_sizes,
     run_qemu,
+    run_selftest,
     write_cortex_m_support,
 )
 from packager.cortex_m.support import COMPILE_FLAGS, LINK_FLAGS, SUPPORT_DIR
@@ -302,6 +304,25 @@ def test_sizes_agree_with_berkeley_size_and_the_c_declarations(tiny_build: tuple
     assert sizes["other_static_ram_bytes"] == ram_span - N
     assert sizes["flash_bytes"] == text + data
     assert sizes["bss_bytes"] == bss
+
+
+def test_run_selftest_gives_the_manifest_its_verdict_instructions_and_bytes(tmp_path: Path) -> None:
+    target = cortex_m_target("cortex-m7")
+    write_tiny_bundle(tmp_path, target)
+    entry = run_selftest(tmp_path, "tiny", target, RUN_TIMEOUT_S, arena_symbol="tiny_arena").manifest_entry()
+    assert entry["board"] == "mps2-an500" and entry["selftest_exit_code"] == 0
+    assert "not cycles" in entry["instructions_note"]
+    assert entry["instructions_per_inference"] == run_qemu(tmp_path / SELFTEST_ELF, target.board).instructions
+    assert entry["arena_bytes"] == N and entry["weights_bytes"] == N * 4 + N
+    assert entry["stack_peak_chain"][0] == "tiny_run"
+
+
+def test_run_selftest_names_the_compiler_error_of_a_broken_bundle(tmp_path: Path) -> None:
+    target = cortex_m_target("cortex-m4f")
+    write_tiny_bundle(tmp_path, target)
+    (tmp_path / "tiny_kernels.c").write_text("void tiny_dot_f32(void) { undeclared_thing(); }\n")
+    with pytest.raises(CortexMBuildError, match="tiny_kernels.c.*undeclared_thing"):
+        run_selftest(tmp_path, "tiny", target, RUN_TIMEOUT_S)
 
 
 @pytest.mark.parametrize("target_name", ["cortex-m4f", "cortex-m0plus"])

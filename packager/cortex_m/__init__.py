@@ -5,6 +5,7 @@
 - `tools`: the host programs needed (`missing_tools()`).
 - `qemu`: `run_qemu(elf, board, timeout_s)` -> exit status, output, instructions per inference.
 - `sizes`: `read_sizes(elf, su_files, ...)` -> flash/RAM bytes and the stack peak of the run call.
+- `selftest`: `run_selftest(out_dir, name, target)`: build, run and measure in one call (manifest entry).
 - `stack`: the stack peak method (-fstack-usage frames along the call graph of the linked ELF).
 """
 
@@ -19,6 +20,7 @@ from packager.cortex_m.boards import (
     cortex_m_target,
 )
 from packager.cortex_m.qemu import QemuError, QemuResult, QemuTimeoutError, qemu_command, run_qemu
+from packager.cortex_m.selftest import CortexMBuildError, CortexMSelfTest, build_selftest_elf, run_selftest
 from packager.cortex_m.sizes import read_sizes
 from packager.cortex_m.stack import StackPeak, stack_peak
 from packager.cortex_m.support import (
@@ -41,17 +43,21 @@ __all__ = [
     "REQUIRED_TOOLS",
     "SELFTEST_ELF",
     "Board",
+    "CortexMBuildError",
+    "CortexMSelfTest",
     "CortexMTarget",
     "MemoryRegion",
     "QemuError",
     "QemuResult",
     "QemuTimeoutError",
     "StackPeak",
+    "build_selftest_elf",
     "cortex_m_target",
     "missing_tools",
     "qemu_command",
     "read_sizes",
     "run_qemu",
+    "run_selftest",
     "stack_peak",
     "write_cortex_m_support",
 ]
