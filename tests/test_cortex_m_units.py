@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from packager.cortex_m import QemuError, cortex_m_target, run_qemu, stack_peak, write_cortex_m_support
+from packager.cortex_m import (
+    BOARDS,
+    Board,
+    MemoryRegion,
+    QemuError,
+    cortex_m_target,
+    run_qemu,
+    stack_peak,
+    write_cortex_m_support,
+)
 from packager.cortex_m.sizes import section_kind
 from packager.cortex_m.stack import DisassembledFunction, StackFrame, pushed_bytes, read_stack_frames
+from packager.cortex_m.support import ticks_per_instruction
 
 
 def frames(**bytes_by_function: int) -> dict[str, StackFrame]:
@@ -110,3 +121,11 @@ def test_the_make_fragment_leaves_the_bundle_default_goal(tmp_path: Path, includ
 def test_running_a_missing_elf_is_an_error_not_a_failed_selftest(tmp_path: Path) -> None:
     with pytest.raises(QemuError, match="no ELF to run: .*absent.elf"):
         run_qemu(tmp_path / "absent.elf", cortex_m_target("cortex-m4f").board, timeout_s=10)
+
+
+def test_ticks_per_instruction_follow_from_the_timer_clock_and_the_icount_shift() -> None:
+    assert ticks_per_instruction(BOARDS["mps2-an386"]) == Fraction(128 * 25, 1000)  # 128 ns at 25 MHz
+    assert ticks_per_instruction(BOARDS["mps2-an505"]) == Fraction(128 * 20, 1000)  # 128 ns at 20 MHz
+    slow = Board("slow", "cortex-m4", MemoryRegion(0, 1), MemoryRegion(0, 1), 0x40000000, 1_000_000, 8)
+    with pytest.raises(ValueError, match="slow: 0.128 timer ticks per instruction"):
+        ticks_per_instruction(slow)

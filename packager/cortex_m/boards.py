@@ -6,10 +6,11 @@ hard-codes an address, a machine name or a `-mcpu`.
 
 Facts (QEMU 7.2, hw/arm/mps2.c and hw/arm/mps2-tz.c, checked by the tests on the real emulator):
 - mps2-an385/an386/an500 boot from a vector table at 0x0; SSRAM1 (4 MiB) at 0x0, SSRAM2/3 (4 MiB) at
-  0x20000000; the CMSDK APB timer0 at 0x40000000 is clocked at 25 MHz.
+  0x20000000; the CMSDK APB timer0 at 0x40000000 is clocked at 25 MHz and raises IRQ 8.
 - mps2-an505 (SSE-200 style IoT Kit, TrustZone) starts the Cortex-M33 in Secure state from VTOR_S =
   0x10000000, the Secure alias of SSRAM1 (4 MiB); SSRAM2 and SSRAM3 (2 MiB each, contiguous) are at
-  0x28000000, Secure alias 0x38000000; the IoT Kit timer0 (Secure alias 0x50000000) is clocked at 20 MHz.
+  0x28000000, Secure alias 0x38000000; the IoT Kit timer0 (Secure alias 0x50000000) is clocked at 20 MHz
+  and raises IRQ 3.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class MemoryRegion:
 
 @dataclass(frozen=True)
 class Board:
-    """A QEMU machine: `name` is the `-M` argument; `timer0_base`/`timer0_hz` locate the CMSDK APB timer0."""
+    """A QEMU machine: `name` is the `-M` argument; `timer0_*` locate the CMSDK APB timer0 (base address,
+    input clock in Hz, interrupt number)."""
 
     name: str
     core: str  # the core QEMU emulates on this board
@@ -51,6 +53,7 @@ class Board:
     ram: MemoryRegion  # .data, .bss, heap and the stack (at its top)
     timer0_base: int
     timer0_hz: int
+    timer0_irq: int
 
 
 @dataclass(frozen=True)
@@ -71,13 +74,13 @@ BOARDS: dict[str, Board] = {
     board.name: board
     for board in (
         Board("mps2-an385", "cortex-m3", MemoryRegion(0x00000000, 4 * MIB), MemoryRegion(0x20000000, 4 * MIB),
-              0x40000000, 25_000_000),
+              0x40000000, 25_000_000, 8),
         Board("mps2-an386", "cortex-m4", MemoryRegion(0x00000000, 4 * MIB), MemoryRegion(0x20000000, 4 * MIB),
-              0x40000000, 25_000_000),
+              0x40000000, 25_000_000, 8),
         Board("mps2-an500", "cortex-m7", MemoryRegion(0x00000000, 4 * MIB), MemoryRegion(0x20000000, 4 * MIB),
-              0x40000000, 25_000_000),
+              0x40000000, 25_000_000, 8),
         Board("mps2-an505", "cortex-m33", MemoryRegion(0x10000000, 4 * MIB), MemoryRegion(0x38000000, 4 * MIB),
-              0x50000000, 20_000_000),
+              0x50000000, 20_000_000, 3),
     )
 }
 

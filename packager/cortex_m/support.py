@@ -12,6 +12,7 @@ target's flags and runs it under `qemu-system-arm -semihosting`: its exit status
 from __future__ import annotations
 
 import shlex
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -80,6 +81,7 @@ def write_cortex_m_support(out_dir: Path, name: str, target: CortexMTarget,
 def board_header(target: CortexMTarget) -> str:
     """lp_board.h: the board's timer, the -icount shift and the fault exit statuses, as C macros."""
     board = target.board
+    ticks = ticks_per_instruction(board)
     lines = [
         f"/* {board.name} ({board.core}) running {target.name} code: generated from packager/cortex_m/boards.py. */",
         "#ifndef LP_BOARD_H",
@@ -87,11 +89,26 @@ def board_header(target: CortexMTarget) -> str:
         f'#define LP_BOARD_NAME "{board.name}"',
         f"#define LP_TIMER0_BASE 0x{board.timer0_base:08X}u",
         f"#define LP_TIMER0_HZ {board.timer0_hz}u",
+        f"#define LP_TIMER0_IRQ {board.timer0_irq}",
         f"#define LP_ICOUNT_SHIFT {ICOUNT_SHIFT} /* must match qemu-system-arm -icount shift=N */",
+        "/* timer0 ticks per executed instruction: 2^shift ns x Hz / 1e9, as a reduced fraction */",
+        f"#define LP_TICKS_PER_INSTRUCTION_NUM {ticks.numerator}u",
+        f"#define LP_TICKS_PER_INSTRUCTION_DEN {ticks.denominator}u",
     ]
     lines += [f"#define LP_EXIT_{fault.upper()} {status}" for fault, status in FAULT_EXIT_CODES.items()]
     lines += ["#endif /* LP_BOARD_H */", ""]
     return "\n".join(lines)
+
+
+def ticks_per_instruction(board: Board) -> Fraction:
+    """timer0 ticks per instruction under `-icount shift=ICOUNT_SHIFT`: 2**shift ns at `timer0_hz`.
+
+    ValueError below 2 ticks: the reading (whole ticks) could then round to a wrong instruction count.
+    """
+    ticks = Fraction(board.timer0_hz << ICOUNT_SHIFT, 1_000_000_000)
+    if ticks < 2:
+        raise ValueError(f"{board.name}: {float(ticks):g} timer ticks per instruction is too coarse to count")
+    return ticks
 
 
 def linker_script(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> str:

@@ -63,10 +63,17 @@ LP_FAULT_HANDLER(UsageFault_Handler, "UsageFault", LP_EXIT_USAGEFAULT)
 LP_FAULT_HANDLER(SecureFault_Handler, "SecureFault", LP_EXIT_SECUREFAULT)
 LP_FAULT_HANDLER(Unexpected_Handler, "unexpected interrupt", LP_EXIT_UNEXPECTEDINTERRUPT)
 
+/* lp_icount.c counts timer0's wraps in this handler; without it, timer0's interrupt is unexpected. */
+void Timer0_Handler(void) __attribute__((weak, alias("Unexpected_Handler")));
+
 typedef void (*lp_vector)(void);
 
 #define LP_SYSTEM_VECTORS 16
 #define LP_EXTERNAL_INTERRUPTS 32
+#define LP_TIMER0_VECTOR (LP_SYSTEM_VECTORS + LP_TIMER0_IRQ)
+#if LP_TIMER0_IRQ < 1 || LP_TIMER0_IRQ >= LP_EXTERNAL_INTERRUPTS - 1
+#error "the vector table below assumes timer0's IRQ is neither the first nor the last"
+#endif
 
 __attribute__((section(".vectors"), used)) const lp_vector lp_vector_table[LP_SYSTEM_VECTORS +
                                                                           LP_EXTERNAL_INTERRUPTS] = {
@@ -86,7 +93,9 @@ __attribute__((section(".vectors"), used)) const lp_vector lp_vector_table[LP_SY
     0,
     Unexpected_Handler, /* PendSV */
     Unexpected_Handler, /* SysTick */
-    [LP_SYSTEM_VECTORS ... LP_SYSTEM_VECTORS + LP_EXTERNAL_INTERRUPTS - 1] = Unexpected_Handler, /* IRQs */
+    [LP_SYSTEM_VECTORS ... LP_TIMER0_VECTOR - 1] = Unexpected_Handler,
+    [LP_TIMER0_VECTOR] = Timer0_Handler,
+    [LP_TIMER0_VECTOR + 1 ... LP_SYSTEM_VECTORS + LP_EXTERNAL_INTERRUPTS - 1] = Unexpected_Handler,
 };
 
 void Reset_Handler(void)
