@@ -115,6 +115,9 @@ void Reset_Handler(void)
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__) || defined(__ARM_ARCH_8M_MAIN__)
     LP_SHCSR |= 0x7u << 16; /* MemManage, BusFault, UsageFault get their own handlers, not HardFault */
     LP_CCR |= 1u << 4;      /* integer division by zero traps (UsageFault), as it does on the host */
+#if defined(__ARM_FEATURE_CMSE)
+    LP_SHCSR |= 1u << 19; /* and SecureFault on an ARMv8-M core with the Security Extension */
+#endif
 #elif defined(__ARM_ARCH_6M__)
     /* ARMv6-M code may run on a Cortex-M3 board: make unaligned accesses fault there as on a Cortex-M0+
      * (a HardFault). On an ARMv6-M core this bit is read-as-one and the write does nothing. */
