@@ -15,9 +15,10 @@ fail() {
 }
 
 missing_packages() {
-    local package
+    local package status
     for package in "${PACKAGES[@]}"; do
-        if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+        status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+        if [[ $status != "install ok installed" ]]; then
             echo "$package"
         fi
     done
