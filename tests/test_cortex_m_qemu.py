@@ -369,6 +369,19 @@ def test_cortex_m0plus_code_is_armv6m_soft_float_and_runs_on_the_m3_board(tmp_pa
     assert run_qemu(elf, target.board, RUN_TIMEOUT_S).exit_code == 0
 
 
+@pytest.mark.parametrize("target_name", TARGETS)
+def test_our_support_sources_compile_without_a_warning(tmp_path: Path, target_name: str) -> None:
+    target = cortex_m_target(target_name)
+    support = tmp_path / SUPPORT_DIR
+    write_cortex_m_support(tmp_path, "tiny", target)
+    for source in ("startup.c", "lp_icount.c"):
+        compiled = subprocess.run(
+            ["arm-none-eabi-gcc", *target.cpu_flags, *COMPILE_FLAGS, "-O2", "-Werror", "-Wconversion", "-Wshadow",
+             f"-I{support}", "-c", str(support / source), "-o", str(tmp_path / f"{source}.o")],
+            capture_output=True, text=True, check=False)
+        assert compiled.returncode == 0, compiled.stderr
+
+
 def _build_spin(out: Path, target: CortexMTarget, trips: tuple[int, ...]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / "spin.S").write_text(_SPIN_ASM)

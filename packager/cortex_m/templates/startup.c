@@ -63,8 +63,11 @@ LP_FAULT_HANDLER(UsageFault_Handler, "UsageFault", LP_EXIT_USAGEFAULT)
 LP_FAULT_HANDLER(SecureFault_Handler, "SecureFault", LP_EXIT_SECUREFAULT)
 LP_FAULT_HANDLER(Unexpected_Handler, "unexpected interrupt", LP_EXIT_UNEXPECTEDINTERRUPT)
 
-/* lp_icount.c counts timer0's wraps in this handler; without it, timer0's interrupt is unexpected. */
-void Timer0_Handler(void) __attribute__((weak, alias("Unexpected_Handler")));
+/* lp_icount.c counts timer0's wraps in its own Timer0_Handler; without it, the interrupt is unexpected. */
+void __attribute__((weak)) Timer0_Handler(void)
+{
+    Unexpected_Handler();
+}
 
 typedef void (*lp_vector)(void);
 
