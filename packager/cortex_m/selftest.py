@@ -13,7 +13,7 @@ from pathlib import Path
 from packager.cortex_m.boards import CortexMTarget
 from packager.cortex_m.qemu import QemuResult, run_qemu
 from packager.cortex_m.sizes import read_sizes
-from packager.cortex_m.support import CROSS_BUILD_DIR, SELFTEST_ELF, SUPPORT_DIR
+from packager.cortex_m.support import CROSS_BUILD_DIR, SELFTEST_ELF, SUPPORT_DIR, model_code_stems
 
 INSTRUCTIONS_NOTE = "instructions executed under QEMU -icount, not cycles of a real core"
 
@@ -66,6 +66,6 @@ def run_selftest(out_dir: Path, name: str, target: CortexMTarget, timeout_s: flo
         sorted((Path(out_dir) / CROSS_BUILD_DIR).rglob("*.su")),
         stack_root=f"{name}_run",
         arena_symbol=arena_symbol,
-        bundle_sources=(f"{name}_kernels", f"{name}_model"),
+        bundle_sources=model_code_stems(name),
     )
     return CortexMSelfTest(target, result, sizes)

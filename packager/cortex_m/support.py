@@ -50,9 +50,21 @@ _SUPPORT_SOURCES = ("startup.c", "lp_icount.c")
 _SUPPORT_HEADERS = ("lp_board.h", "lp_icount.h")
 
 
+MODEL_CODE_SUFFIXES = ("_kernels", "_model")
+"""`<name>_kernels.c` and `<name>_model.c` hold the bundle's code: its kernels and its run function."""
+
+WEIGHTS_SUFFIX = "_weights"
+"""`<name>_weights.c` holds the constants; the linker script gives its objects' .rodata its own section."""
+
+
 def bundle_sources(name: str) -> list[str]:
     """The bundle's C files of the self-test, relative to OUT/."""
-    return [f"{name}_kernels.c", f"{name}_model.c", f"{name}_weights.c", "selftest.c"]
+    return [f"{name}{suffix}.c" for suffix in MODEL_CODE_SUFFIXES + (WEIGHTS_SUFFIX,)] + ["selftest.c"]
+
+
+def model_code_stems(name: str) -> tuple[str, ...]:
+    """The names, without extension, of the bundle's code files (for read_sizes' bundle_sources)."""
+    return tuple(f"{name}{suffix}" for suffix in MODEL_CODE_SUFFIXES)
 
 
 def write_cortex_m_support(out_dir: Path, name: str, target: CortexMTarget,
@@ -115,6 +127,7 @@ def linker_script(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> str:
     """link.ld for `board`'s memory map, reserving `stack_bytes` at the top of RAM."""
     return Template(_template("link.ld.in")).substitute(
         board=board.name,
+        weights_suffix=WEIGHTS_SUFFIX,
         flash_origin=f"0x{board.flash.origin:08X}",
         flash_length=f"0x{board.flash.length:X}",
         ram_origin=f"0x{board.ram.origin:08X}",
