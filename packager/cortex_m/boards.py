@@ -1,0 +1,112 @@
+"""The emulated boards and the cores compiled for them, as data.
+
+One table of QEMU boards (memory map, timer) and one of compile targets (a core's compiler flags and the
+board that runs its code). Every other module of `packager.cortex_m` reads these tables; nothing else
+hard-codes an address, a machine name or a `-mcpu`.
+
+Facts (QEMU 7.2, hw/arm/mps2.c and hw/arm/mps2-tz.c, checked by the tests on the real emulator):
+- mps2-an385/an386/an500 boot from a vector table at 0x0; SSRAM1 (4 MiB) at 0x0, SSRAM2/3 (4 MiB) at
+  0x20000000; the CMSDK APB timer0 at 0x40000000 is clocked at 25 MHz and raises IRQ 8.
+- mps2-an505 (SSE-200 style IoT Kit, TrustZone) starts the Cortex-M33 in Secure state from VTOR_S =
+  0x10000000, the Secure alias of SSRAM1 (4 MiB); SSRAM2 and SSRAM3 (2 MiB each, contiguous) are at
+  0x28000000, Secure alias 0x38000000; the IoT Kit timer0 (Secure alias 0x50000000) is clocked at 20 MHz
+  and raises IRQ 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MIB = 1024 * 1024
+
+ICOUNT_SHIFT = 7
+"""QEMU `-icount shift=N`: every executed instruction advances the virtual clock by 2**N ns."""
+
+FAULT_EXIT_CODES: dict[str, int] = {
+    "NMI": 90,
+    "HardFault": 91,
+    "MemManage": 92,
+    "BusFault": 93,
+    "UsageFault": 94,
+    "SecureFault": 95,
+    "UnexpectedInterrupt": 96,
+}
+"""QEMU exit status the startup code gives for each exception (a self-test itself exits 0 or 1)."""
+
+
+@dataclass(frozen=True)
+class MemoryRegion:
+    """A range of the core's address space; `origin` and `length` in bytes."""
+
+    origin: int
+    length: int
+
+
+@dataclass(frozen=True)
+class Board:
+    """A QEMU machine: `name` is the `-M` argument; `timer0_*` locate the CMSDK APB timer0 (base address,
+    input clock in Hz, interrupt number)."""
+
+    name: str
+    core: str  # the core QEMU emulates on this board
+    flash: MemoryRegion  # where code, constants and the vector table go (the core boots from its origin)
+    ram: MemoryRegion  # .data, .bss, heap and the stack (at its top)
+    timer0_base: int
+    timer0_hz: int
+    timer0_irq: int
+
+
+@dataclass(frozen=True)
+class CortexMTarget:
+    """A core class code is compiled for, and the board that runs that code.
+
+    `cpu_flags` select the instruction set and float ABI, at compile and at link time (they pick the
+    newlib multilib). `hard_float` says the code uses FPU registers, so the startup code enables the FPU.
+    """
+
+    name: str
+    board: Board
+    cpu_flags: tuple[str, ...]
+    hard_float: bool
+
+
+BOARDS: dict[str, Board] = {
+    board.name: board
+    for board in (
+        Board("mps2-an385", "cortex-m3", MemoryRegion(0x00000000, 4 * MIB), MemoryRegion(0x20000000, 4 * MIB),
+              0x40000000, 25_000_000, 8),
+        Board("mps2-an386", "cortex-m4", MemoryRegion(0x00000000, 4 * MIB), MemoryRegion(0x20000000, 4 * MIB),
+              0x40000000, 25_000_000, 8),
+        Board("mps2-an500", "cortex-m7", MemoryRegion(0x00000000, 4 * MIB), MemoryRegion(0x20000000, 4 * MIB),
+              0x40000000, 25_000_000, 8),
+        Board("mps2-an505", "cortex-m33", MemoryRegion(0x10000000, 4 * MIB), MemoryRegion(0x38000000, 4 * MIB),
+              0x50000000, 20_000_000, 3),
+    )
+}
+
+CORTEX_M_TARGETS: dict[str, CortexMTarget] = {
+    target.name: target
+    for target in (
+        CortexMTarget("cortex-m0plus", BOARDS["mps2-an385"], ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
+                      hard_float=False),
+        CortexMTarget("cortex-m3", BOARDS["mps2-an385"], ("-mcpu=cortex-m3", "-mthumb", "-mfloat-abi=soft"),
+                      hard_float=False),
+        CortexMTarget("cortex-m4f", BOARDS["mps2-an386"],
+                      ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"), hard_float=True),
+        CortexMTarget("cortex-m7", BOARDS["mps2-an500"],
+                      ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"), hard_float=True),
+        CortexMTarget("cortex-m33", BOARDS["mps2-an505"],
+                      ("-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"), hard_float=True),
+    )
+}
+"""Keyed by the core class a device profile names. Code for an M0+ runs on the AN385's Cortex-M3: ARMv6-M
+Thumb is a subset of ARMv7-M Thumb-2 (the tests run such a build)."""
+
+
+def cortex_m_target(name: str) -> CortexMTarget:
+    """The target called `name` (e.g. "cortex-m4f"); ValueError naming the known ones otherwise."""
+    try:
+        return CORTEX_M_TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown Cortex-M target {name!r}; known: {', '.join(sorted(CORTEX_M_TARGETS))}") from None
+

@@ -1,0 +1,131 @@
+"""Flash and RAM bytes of a self-test ELF (arm-none-eabi-size) and the stack peak of one call (-fstack-usage).
+
+Sections come from our linker script (templates/link.ld.in), so their names are a closed set:
+`.weights` holds the constants of every `*_weights.c` (flash), `.data` is initialised RAM (its image also
+takes flash), `.bss` is zeroed RAM (the arena is in it), and the rest of the allocated sections is code and
+other read-only data in flash.
+
+The bundle's own code (its kernels and run function, without libc, libm, libgcc and the self-test harness)
+is read from the linker map next to the ELF (`selftest.map`, which both qemu-test builds write): the input
+sections its object files put in `.text`. The stack peak of the run call comes from
+`packager.cortex_m.stack` (method described there).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from packager.cortex_m.stack import disassemble, read_stack_frames, stack_peak
+from packager.cortex_m.tools import tool_output
+
+SECTION_KINDS: dict[str, str] = {
+    ".vectors": "code",
+    ".text": "code",
+    ".ARM.extab": "code",
+    ".ARM.exidx": "code",
+    ".preinit_array": "code",
+    ".init_array": "code",
+    ".fini_array": "code",
+    ".weights": "weights",
+    ".data": "data",
+    ".bss": "bss",
+}
+"""Each allocated output section of our linker script and what its bytes are."""
+
+_NOT_ALLOCATED = (".debug", ".comment", ".ARM.attributes", ".stab")
+
+_MAP_START = "Linker script and memory map"
+_MAP_OUTPUT_SECTION = re.compile(r"^(\.\S+)")
+_MAP_INPUT_SECTION = re.compile(r"^ (\.\S+)(?:\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+))?$")
+_MAP_CONTINUATION = re.compile(r"^\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+)$")
+
+def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = None,
+               arena_symbol: str | None = None, bundle_sources: Iterable[str] = ()) -> dict[str, object]:
+    """Bytes of `elf` by kind, for the manifest; all sizes in bytes.
+
+    Keys: code_bytes, weights_bytes, data_bytes, bss_bytes, flash_bytes (code + weights + data image),
+    static_ram_bytes (data + bss); when `arena_symbol` names a symbol of the ELF: arena_bytes and
+    other_static_ram_bytes (static RAM besides the arena); when `bundle_sources` names the bundle's C files
+    without their extension (e.g. "m_kernels", "m_model"): bundle_code_bytes, their part of code_bytes;
+    when `stack_root` is given: stack_peak_bytes,
+    stack_peak_chain, stack_peak_exact, stack_estimated_functions. The heap newlib's printf takes at run time
+    (self-test harness, not the bundle) is not included.
+    """
+    by_kind = {"code": 0, "weights": 0, "data": 0, "bss": 0}
+    for section, size in section_sizes(elf).items():
+        kind = section_kind(section, elf)
+        if kind is not None:
+            by_kind[kind] += size
+    sizes: dict[str, object] = {f"{kind}_bytes": size for kind, size in by_kind.items()}
+    sizes["flash_bytes"] = by_kind["code"] + by_kind["weights"] + by_kind["data"]
+    sizes["static_ram_bytes"] = by_kind["data"] + by_kind["bss"]
+    if arena_symbol is not None:
+        sizes["arena_bytes"] = symbol_size(elf, arena_symbol)
+        sizes["other_static_ram_bytes"] = by_kind["data"] + by_kind["bss"] - sizes["arena_bytes"]
+    stems = tuple(bundle_sources)
+    if stems:
+        sizes["bundle_code_bytes"] = mapped_code_bytes(Path(elf).with_suffix(".map"), stems)
+    if stack_root is not None:
+        peak = stack_peak(stack_root, read_stack_frames(su_files), disassemble(elf))
+        sizes["stack_peak_bytes"] = peak.bytes
+        sizes["stack_peak_chain"] = list(peak.chain)
+        sizes["stack_peak_exact"] = peak.exact
+        sizes["stack_estimated_functions"] = list(peak.estimated_functions)
+    return sizes
+
+
+def section_sizes(elf: Path) -> dict[str, int]:
+    """Every section of `elf` and its bytes, from `arm-none-eabi-size -A -d`."""
+    sizes = {}
+    for line in tool_output("arm-none-eabi-size", "-A", "-d", str(elf)).splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[0].startswith(".") and fields[1].isdigit():
+            sizes[fields[0]] = int(fields[1])
+    return sizes
+
+
+def section_kind(section: str, elf: Path) -> str | None:
+    """What `section`'s bytes are ("code", "weights", "data", "bss"); None for non-allocated sections."""
+    if section.startswith(_NOT_ALLOCATED):
+        return None
+    try:
+        return SECTION_KINDS[section]
+    except KeyError:
+        raise ValueError(f"{elf}: section {section} is not one our linker script defines") from None
+
+
+def symbol_size(elf: Path, symbol: str) -> int:
+    """Bytes of `symbol` in `elf` (from `arm-none-eabi-nm -S`); ValueError if absent."""
+    for line in tool_output("arm-none-eabi-nm", "-S", str(elf)).splitlines():
+        fields = line.split()
+        if len(fields) == 4 and fields[3] == symbol:
+            return int(fields[1], 16)
+    raise ValueError(f"{elf}: no sized symbol {symbol}")
+
+
+def mapped_code_bytes(map_file: Path, stems: tuple[str, ...]) -> int:
+    """Bytes the objects of sources `stems` (`m_model` matches m_model.o and m_model.c.obj) put in `.text`,
+    from a GNU ld map file."""
+    total = 0
+    output_section = ""
+    pending_input = False
+    lines = map_file.read_text(encoding="utf-8").splitlines()
+    for line in lines[lines.index(_MAP_START) + 1:]:
+        output = _MAP_OUTPUT_SECTION.match(line)
+        if output:
+            output_section = output.group(1)
+            continue
+        placed = None
+        single_line = _MAP_INPUT_SECTION.match(line)
+        if single_line:
+            pending_input = single_line.group(2) is None
+            placed = None if pending_input else single_line.group(2, 3)
+        elif pending_input:
+            continuation = _MAP_CONTINUATION.match(line)
+            placed = continuation.group(1, 2) if continuation else None
+            pending_input = False
+        if placed and output_section == ".text" and Path(placed[1]).name.split(".")[0] in stems:
+            total += int(placed[0], 16)
+    return total

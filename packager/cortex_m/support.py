@@ -1,0 +1,182 @@
+"""Write what a bundle needs to run its self-test on an emulated Cortex-M into `OUT/cortex_m/`.
+
+Contract with the bundle (issue 3's layout): OUT/ holds `<name>_kernels.c <name>_model.c <name>_weights.c
+selftest.c` and `<name>.h`; selftest.c's `main()` returns 0 when the outputs match. The cross build defines
+`LP_CORTEX_M`, so selftest.c can measure one inference with `cortex_m/lp_icount.h` under `#ifdef LP_CORTEX_M`.
+
+The bundle's Makefile adds the line `QEMU_TEST_MAKE_INCLUDE` and its CMakeLists.txt the line
+`QEMU_TEST_CMAKE_INCLUDE`; both then have a `qemu-test` target that builds the self-test ELF with the
+target's flags and runs it under `qemu-system-arm -semihosting`: its exit status is the verdict.
+"""
+
+from __future__ import annotations
+
+import shlex
+from fractions import Fraction
+from importlib import resources
+from pathlib import Path
+from string import Template
+
+from packager.cortex_m.boards import FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
+from packager.cortex_m.qemu import qemu_command
+
+SUPPORT_DIR = "cortex_m"
+"""The subdirectory of the bundle that holds the Cortex-M files."""
+
+CROSS_BUILD_DIR = "build-cortex-m"
+"""Where `make cortex-m-elf` puts objects, `.su` files, selftest.map and the ELF, relative to OUT/."""
+
+SELFTEST_ELF = f"{CROSS_BUILD_DIR}/selftest.elf"
+"""The self-test ELF `make cortex-m-elf` builds, relative to OUT/."""
+
+QEMU_TEST_MAKE_INCLUDE = f"include {SUPPORT_DIR}/qemu-test.mk"
+QEMU_TEST_CMAKE_INCLUDE = f"include({SUPPORT_DIR}/qemu-test.cmake)"
+
+DEFAULT_STACK_BYTES = 16 * 1024
+"""RAM the linker script reserves below the top for the stack (the link fails if static data leaves less)."""
+
+COMPILE_FLAGS: tuple[str, ...] = (
+    "-std=c99", "-Wall", "-Wextra", "-ffunction-sections", "-fdata-sections", "-fstack-usage", "-DLP_CORTEX_M",
+)
+"""Cross-compile flags besides the target's cpu flags and the optimisation level (-O2)."""
+
+LINK_FLAGS: tuple[str, ...] = (
+    "--specs=nano.specs", "--specs=rdimon.specs", "-Wl,-u,_printf_float", "-Wl,--gc-sections",
+)
+"""Link flags besides the cpu flags and `-T <linker script>`: newlib-nano with semihosting stdio (rdimon)."""
+
+_COPIED_FILES = ("startup.c", "lp_icount.c", "lp_icount.h", "qemu-test.cmake", "arm-none-eabi.cmake")
+_SUPPORT_SOURCES = ("startup.c", "lp_icount.c")
+_SUPPORT_HEADERS = ("lp_board.h", "lp_icount.h")
+
+
+MODEL_CODE_SUFFIXES = ("_kernels", "_model")
+"""`<name>_kernels.c` and `<name>_model.c` hold the bundle's code: its kernels and its run function."""
+
+WEIGHTS_SUFFIX = "_weights"
+"""`<name>_weights.c` holds the constants; the linker script gives its objects' .rodata its own section."""
+
+
+def bundle_sources(name: str) -> list[str]:
+    """The bundle's C files of the self-test, relative to OUT/."""
+    return [f"{name}{suffix}.c" for suffix in MODEL_CODE_SUFFIXES + (WEIGHTS_SUFFIX,)] + ["selftest.c"]
+
+
+def model_code_stems(name: str) -> tuple[str, ...]:
+    """The names, without extension, of the bundle's code files (for read_sizes' bundle_sources)."""
+    return tuple(f"{name}{suffix}" for suffix in MODEL_CODE_SUFFIXES)
+
+
+def write_cortex_m_support(out_dir: Path, name: str, target: CortexMTarget,
+                           stack_bytes: int = DEFAULT_STACK_BYTES) -> list[Path]:
+    """Write OUT/cortex_m/ for model `name` on `target`; return the files written.
+
+    Files: startup.c, lp_icount.c, lp_icount.h (copied), lp_board.h, link.ld, qemu-test.mk, CMakeLists.txt
+    (generated for the target's board), qemu-test.cmake and arm-none-eabi.cmake (copied).
+    """
+    support_dir = Path(out_dir) / SUPPORT_DIR
+    support_dir.mkdir(parents=True, exist_ok=True)
+    generated = {
+        "lp_board.h": board_header(target),
+        "link.ld": linker_script(target.board, stack_bytes),
+        "qemu-test.mk": makefile_fragment(name, target),
+        "CMakeLists.txt": cmake_project(name, target),
+    }
+    written = []
+    for file_name in _COPIED_FILES:
+        written.append(_write(support_dir / file_name, _template(file_name)))
+    for file_name, text in generated.items():
+        written.append(_write(support_dir / file_name, text))
+    return written
+
+
+def board_header(target: CortexMTarget) -> str:
+    """lp_board.h: the board's timer, the -icount shift and the fault exit statuses, as C macros."""
+    board = target.board
+    ticks = ticks_per_instruction(board)
+    lines = [
+        f"/* {board.name} ({board.core}) running {target.name} code: generated from packager/cortex_m/boards.py. */",
+        "#ifndef LP_BOARD_H",
+        "#define LP_BOARD_H",
+        f'#define LP_BOARD_NAME "{board.name}"',
+        f"#define LP_TIMER0_BASE 0x{board.timer0_base:08X}u",
+        f"#define LP_TIMER0_HZ {board.timer0_hz}u",
+        f"#define LP_TIMER0_IRQ {board.timer0_irq}",
+        f"#define LP_ICOUNT_SHIFT {ICOUNT_SHIFT} /* must match qemu-system-arm -icount shift=N */",
+        "/* timer0 ticks per executed instruction: 2^shift ns x Hz / 1e9, as a reduced fraction */",
+        f"#define LP_TICKS_PER_INSTRUCTION_NUM {ticks.numerator}u",
+        f"#define LP_TICKS_PER_INSTRUCTION_DEN {ticks.denominator}u",
+    ]
+    lines += [f"#define LP_EXIT_{fault.upper()} {status}" for fault, status in FAULT_EXIT_CODES.items()]
+    lines += ["#endif /* LP_BOARD_H */", ""]
+    return "\n".join(lines)
+
+
+def ticks_per_instruction(board: Board) -> Fraction:
+    """timer0 ticks per instruction under `-icount shift=ICOUNT_SHIFT`: 2**shift ns at `timer0_hz`.
+
+    ValueError below 2 ticks: the reading (whole ticks) could then round to a wrong instruction count.
+    """
+    ticks = Fraction(board.timer0_hz << ICOUNT_SHIFT, 1_000_000_000)
+    if ticks < 2:
+        raise ValueError(f"{board.name}: {float(ticks):g} timer ticks per instruction is too coarse to count")
+    return ticks
+
+
+def linker_script(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> str:
+    """link.ld for `board`'s memory map, reserving `stack_bytes` at the top of RAM."""
+    return Template(_template("link.ld.in")).substitute(
+        board=board.name,
+        weights_suffix=WEIGHTS_SUFFIX,
+        flash_origin=f"0x{board.flash.origin:08X}",
+        flash_length=f"0x{board.flash.length:X}",
+        ram_origin=f"0x{board.ram.origin:08X}",
+        ram_length=f"0x{board.ram.length:X}",
+        stack_bytes=f"0x{stack_bytes:X}",
+    )
+
+
+def makefile_fragment(name: str, target: CortexMTarget) -> str:
+    """cortex_m/qemu-test.mk: targets `cortex-m-elf` (builds SELFTEST_ELF) and `qemu-test` (runs it)."""
+    return Template(_template("qemu-test.mk.in")).substitute(
+        target=target.name,
+        board=target.board.name,
+        build_dir=CROSS_BUILD_DIR,
+        elf=SELFTEST_ELF,
+        fault_range=_fault_range(),
+        cpu_flags=" ".join(target.cpu_flags),
+        cflags=" ".join(COMPILE_FLAGS + ("-I.", f"-I{SUPPORT_DIR}")),
+        ldflags=" ".join((f"-T {SUPPORT_DIR}/link.ld",) + LINK_FLAGS),
+        sources=" ".join(bundle_sources(name) + [f"{SUPPORT_DIR}/{source}" for source in _SUPPORT_SOURCES]),
+        headers=" ".join([f"{name}.h"] + [f"{SUPPORT_DIR}/{header}" for header in _SUPPORT_HEADERS]),
+        qemu_args=shlex.join(qemu_command(target.board)[1:]),
+    )
+
+
+def cmake_project(name: str, target: CortexMTarget) -> str:
+    """cortex_m/CMakeLists.txt: the cross-compiled `selftest.elf` and a `qemu-test` target."""
+    sources = [f"${{LP_BUNDLE_DIR}}/{source}" for source in bundle_sources(name)] + list(_SUPPORT_SOURCES)
+    return Template(_template("CMakeLists.txt.in")).substitute(
+        target=target.name,
+        board=target.board.name,
+        name=name,
+        cpu_flags=" ".join(target.cpu_flags),
+        cflags=" ".join(COMPILE_FLAGS),
+        cmake_ldflags=" ".join(("-T${CMAKE_CURRENT_SOURCE_DIR}/link.ld",) + LINK_FLAGS),
+        cmake_sources=" ".join(sources),
+        qemu_args=" ".join(qemu_command(target.board)[1:]),
+    )
+
+
+def _fault_range() -> str:
+    statuses = sorted(FAULT_EXIT_CODES.values())
+    return f"{statuses[0]}-{statuses[-1]}"
+
+
+def _template(file_name: str) -> str:
+    return resources.files("packager.cortex_m").joinpath("templates", file_name).read_text(encoding="utf-8")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path

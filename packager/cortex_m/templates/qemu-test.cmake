@@ -1,0 +1,15 @@
+# `cmake --build <dir> --target qemu-test`: builds cortex_m/ with the arm-none-eabi toolchain as an
+# external project and runs the self-test under QEMU; exit status is the verdict. Not part of `all`, so the
+# host build needs no cross compiler. Include from the bundle's CMakeLists.txt: include(cortex_m/qemu-test.cmake)
+include(ExternalProject)
+ExternalProject_Add(cortex_m_selftest
+    SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR}
+    BINARY_DIR ${CMAKE_CURRENT_BINARY_DIR}/cortex_m
+    CMAKE_ARGS -DCMAKE_TOOLCHAIN_FILE=${CMAKE_CURRENT_LIST_DIR}/arm-none-eabi.cmake
+    BUILD_ALWAYS ON
+    INSTALL_COMMAND ""
+    EXCLUDE_FROM_ALL ON)
+add_custom_target(qemu-test
+    COMMAND ${CMAKE_COMMAND} --build ${CMAKE_CURRENT_BINARY_DIR}/cortex_m --target qemu-test
+    DEPENDS cortex_m_selftest
+    USES_TERMINAL)

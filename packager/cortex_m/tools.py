@@ -1,0 +1,22 @@
+"""The host programs the Cortex-M build, size reading and runs need, and how to call them."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+REQUIRED_TOOLS: tuple[str, ...] = (
+    "arm-none-eabi-gcc", "arm-none-eabi-size", "arm-none-eabi-nm", "arm-none-eabi-objdump", "qemu-system-arm",
+)
+"""Debian packages gcc-arm-none-eabi, libnewlib-arm-none-eabi, binutils-arm-none-eabi and qemu-system-arm
+provide them; scripts/install_deps.sh installs those."""
+
+
+def missing_tools() -> list[str]:
+    """The REQUIRED_TOOLS not found on PATH."""
+    return [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
+
+
+def tool_output(*command: str) -> str:
+    """The stdout of `command`; CalledProcessError (with its stderr) if it fails."""
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout

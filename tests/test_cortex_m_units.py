@@ -1,0 +1,131 @@
+"""packager.cortex_m without the cross tools: stack-peak arithmetic, .su parsing, lookups, the Make fragment."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from packager.cortex_m import (
+    BOARDS,
+    Board,
+    MemoryRegion,
+    QemuError,
+    cortex_m_target,
+    run_qemu,
+    stack_peak,
+    write_cortex_m_support,
+)
+from packager.cortex_m.sizes import section_kind
+from packager.cortex_m.stack import DisassembledFunction, StackFrame, pushed_bytes, read_stack_frames
+from packager.cortex_m.support import ticks_per_instruction
+
+
+def frames(**bytes_by_function: int) -> dict[str, StackFrame]:
+    return {name: StackFrame(name, size, dynamic=False) for name, size in bytes_by_function.items()}
+
+
+def code(callees_by_function: dict[str, set[str]], **estimated_bytes: int) -> dict[str, DisassembledFunction]:
+    return {name: DisassembledFunction(frozenset(callees), StackFrame(name, estimated_bytes.get(name, 0), False))
+            for name, callees in callees_by_function.items()}
+
+
+def test_stack_peak_is_the_deepest_sum_of_frames_along_a_call_chain() -> None:
+    graph = code({"run": {"conv", "dense"}, "conv": {"im2col"}, "dense": set(), "im2col": set()})
+    peak = stack_peak("run", frames(run=24, conv=16, im2col=32, dense=64), graph)
+    assert peak.bytes == 24 + 64  # run -> dense (88) beats run -> conv -> im2col (72)
+    assert peak.chain == ("run", "dense")
+    assert peak.exact
+
+
+def test_stack_peak_takes_the_disassembled_frame_when_there_is_no_su_entry() -> None:
+    graph = code({"run": {"kernel"}, "kernel": {"expf"}, "expf": {"__math_oflow"}, "__math_oflow": set()},
+                 run=99, expf=24, __math_oflow=8)
+    peak = stack_peak("run", frames(run=8, kernel=40), graph)
+    assert peak.bytes == 8 + 40 + 24 + 8  # the .su frame of run (8) wins over its disassembled 99
+    assert peak.estimated_functions == ("__math_oflow", "expf")
+    assert not peak.exact
+
+
+def test_stack_peak_marks_dynamic_frames_as_lower_bounds() -> None:
+    peak = stack_peak("run", {"run": StackFrame("run", 32, dynamic=True)}, code({"run": set()}))
+    assert (peak.bytes, peak.dynamic_functions, peak.exact) == (32, ("run",), False)
+
+
+def test_stack_peak_refuses_recursion_and_names_the_cycle() -> None:
+    with pytest.raises(ValueError, match="run -> a -> b -> a"):
+        stack_peak("run", frames(run=8, a=8, b=8), code({"run": {"a"}, "a": {"b"}, "b": {"a"}}))
+
+
+def test_stack_peak_names_a_root_that_is_not_in_the_elf() -> None:
+    with pytest.raises(ValueError, match="model_run"):
+        stack_peak("model_run", {}, code({"main": set()}))
+
+
+@pytest.mark.parametrize(("mnemonic", "operands", "expected"), [
+    ("push", "{r4, r5, r6, r7, lr}", 20),
+    ("stmdb", "sp!, {r4, r5, r6, r7, r8, r9, sl, fp, lr}", 36),
+    ("vpush", "{d8-d15}", 64),
+    ("vpush", "{s16-s19}", 16),
+    ("str.w", "lr, [sp, #-8]!", 8),
+    ("strd", "r4, r5, [sp, #-8]!", 8),
+    ("sub", "sp, #92 @ 0x5c", 92),
+    ("sub.w", "sp, sp, #1024", 1024),
+    ("sub", "sp, r3", None),  # alloca: no bound
+    ("stmdb", "r0!, {r4, r5}", 0),  # not the stack
+    ("sub", "r3, r3, #1", 0),
+    ("ldr", "r3, [sp, #4]", 0),
+])
+def test_pushed_bytes_reads_how_far_an_instruction_moves_sp(mnemonic: str, operands: str,
+                                                           expected: int | None) -> None:
+    assert pushed_bytes(mnemonic, operands) == expected
+
+
+def test_su_lines_give_each_function_its_largest_frame(tmp_path: Path) -> None:
+    (tmp_path / "a.su").write_text("a.c:3:6:helper\t16\tstatic\nmodel.c:9:5:model_run\t40\tdynamic,bounded\n")
+    (tmp_path / "b.su").write_text("b.c:7:13:helper\t24\tstatic\n")
+    parsed = read_stack_frames([tmp_path / "a.su", tmp_path / "b.su"])
+    assert parsed == {
+        "helper": StackFrame("helper", 24, dynamic=False),
+        "model_run": StackFrame("model_run", 40, dynamic=True),
+    }
+
+
+def test_an_unknown_section_is_an_error_not_a_silent_miscount() -> None:
+    assert section_kind(".weights", Path("x.elf")) == "weights"
+    assert section_kind(".debug_info", Path("x.elf")) is None
+    with pytest.raises(ValueError, match=r"x\.elf: section \.ram_func"):
+        section_kind(".ram_func", Path("x.elf"))
+
+
+def test_unknown_target_names_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="cortex-m55.*cortex-m0plus, cortex-m3, cortex-m33, cortex-m4f, cortex-m7"):
+        cortex_m_target("cortex-m55")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+@pytest.mark.parametrize("include_first", [True, False])
+def test_the_make_fragment_leaves_the_bundle_default_goal(tmp_path: Path, include_first: bool) -> None:
+    write_cortex_m_support(tmp_path, "tiny", cortex_m_target("cortex-m4f"))
+    host_rule = "all:\n\t@echo host build\n"
+    include = "include cortex_m/qemu-test.mk\n"
+    (tmp_path / "Makefile").write_text(include + host_rule if include_first else host_rule + include)
+    dry_run = subprocess.run(["make", "-n", "-C", str(tmp_path)], capture_output=True, text=True, check=True)
+    assert "echo host build" in dry_run.stdout
+    assert "arm-none-eabi-gcc" not in dry_run.stdout
+
+
+def test_running_a_missing_elf_is_an_error_not_a_failed_selftest(tmp_path: Path) -> None:
+    with pytest.raises(QemuError, match="no ELF to run: .*absent.elf"):
+        run_qemu(tmp_path / "absent.elf", cortex_m_target("cortex-m4f").board, timeout_s=10)
+
+
+def test_ticks_per_instruction_follow_from_the_timer_clock_and_the_icount_shift() -> None:
+    assert ticks_per_instruction(BOARDS["mps2-an386"]) == Fraction(128 * 25, 1000)  # 128 ns at 25 MHz
+    assert ticks_per_instruction(BOARDS["mps2-an505"]) == Fraction(128 * 20, 1000)  # 128 ns at 20 MHz
+    slow = Board("slow", "cortex-m4", MemoryRegion(0, 1), MemoryRegion(0, 1), 0x40000000, 1_000_000, 8)
+    with pytest.raises(ValueError, match="slow: 0.128 timer ticks per instruction"):
+        ticks_per_instruction(slow)
