@@ -1,4 +1,4 @@
-"""Build the bundle with its own Makefile and run its self-test on the host."""
+"""Build the bundle with its own Makefile and run its self-test (on the host, or on the emulated board)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,11 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from packager.build_files import BuildConfig
+
+HOST_BUILD = {"CC": "cc", "AR": "ar", "CFLAGS": "-std=c99 -O2", "LDFLAGS": ""}
+"""Make variables that build the bundle for the host, whatever the target profile's compiler."""
 
 
 class BuildError(Exception):
@@ -18,20 +23,63 @@ class SelftestResult:
     exit_code: int
     max_errors: tuple[float, ...]  # per output, as the self-test printed them
     output: str
+    where: str  # "host" or the emulated board
+    instructions: int | None = None  # per inference, on the emulated board (not cycles)
 
 
-def build(bundle_dir: Path, extra_cflags: str = "-Werror", timeout_s: float = 900) -> None:
-    """`make all` in `bundle_dir` with `extra_cflags`; raise BuildError with the first error line."""
-    proc = subprocess.run(
-        ["make", "-s", "all", f"EXTRA_CFLAGS={extra_cflags}"],
-        cwd=bundle_dir, capture_output=True, text=True, timeout=timeout_s,
-    )
+def make(bundle_dir: Path, goal: str, variables: dict[str, str] | None = None, timeout_s: float = 900) -> None:
+    """`make <goal>` in `bundle_dir` with warnings as errors; raise BuildError with the first error line."""
+    settings = {"EXTRA_CFLAGS": "-Werror", **(variables or {})}
+    proc = subprocess.run(["make", "-s", goal, *(f"{k}={v}" for k, v in settings.items())],
+                          cwd=bundle_dir, capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode != 0:
         errors = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()
-        raise BuildError(errors[0] if errors else f"make exited with {proc.returncode}")
+        raise BuildError(errors[0] if errors else f"make {goal} exited with {proc.returncode}")
 
 
-def run_selftest(bundle_dir: Path, timeout_s: float = 600) -> SelftestResult:
+def _result(exit_code: int, output: str, where: str, instructions: int | None = None) -> SelftestResult:
+    errors = tuple(float(x) for x in re.findall(r"max abs error (\S+)", output))
+    return SelftestResult(exit_code == 0, exit_code, errors, output, where, instructions)
+
+
+def run_host_selftest(bundle_dir: Path, timeout_s: float = 600) -> SelftestResult:
     proc = subprocess.run(["./selftest"], cwd=bundle_dir, capture_output=True, text=True, timeout=timeout_s)
-    errors = tuple(float(x) for x in re.findall(r"max abs error (\S+)", proc.stdout))
-    return SelftestResult(proc.returncode == 0, proc.returncode, errors, proc.stdout)
+    return _result(proc.returncode, proc.stdout, "host")
+
+
+def build_bundle(bundle_dir: Path, config: BuildConfig) -> None:
+    """Build lib<model>.a with the target's compiler, and the self-test program where it will run.
+
+    The self-test runs on the emulated board when the profile has one, else on the host: built with the
+    target's compiler when that makes host programs, else with the host's `cc` (the C is checked on the host;
+    the device's build is the library's).
+    """
+    if config.emulated_target:
+        from packager.cortex_m import CortexMBuildError, build_selftest_elf
+
+        make(bundle_dir, "lib")
+        try:
+            build_selftest_elf(bundle_dir)
+        except CortexMBuildError as err:
+            raise BuildError(str(err).splitlines()[-1]) from err
+    elif config.runs_on_host:
+        make(bundle_dir, "all")
+    else:
+        make(bundle_dir, "selftest", HOST_BUILD)
+        host_selftest = bundle_dir / "selftest"
+        kept = host_selftest.rename(bundle_dir / "selftest.host")
+        make(bundle_dir, "clean")
+        kept.rename(host_selftest)
+        make(bundle_dir, "lib")
+
+
+def selftest_bundle(bundle_dir: Path, model: str, config: BuildConfig) -> tuple[SelftestResult, dict]:
+    """Run the self-test built by build_bundle; the dict holds the emulated board's measurements (or {})."""
+    if config.emulated_target:
+        from packager.cortex_m import cortex_m_target, run_selftest
+
+        run = run_selftest(bundle_dir, model, cortex_m_target(config.emulated_target),
+                           arena_symbol=f"{model}_arena")
+        result = _result(run.result.exit_code, run.result.stdout, run.target.board.name, run.result.instructions)
+        return result, run.manifest_entry()
+    return run_host_selftest(bundle_dir), {}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from packager.cortex_m import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE
 
 
 @dataclass(frozen=True)
@@ -15,8 +17,8 @@ class BuildConfig:
     ldflags: tuple[str, ...] = ()
     libs: tuple[str, ...] = ("-lm",)
     warnings: tuple[str, ...] = ("-Wall", "-Wextra")
-    runs_on_host: bool = True  # False when the self-test needs an emulator or the device
-    extra_make: str = field(default="", compare=False)  # extra Makefile rules (e.g. qemu-test)
+    runs_on_host: bool = True  # the compiler makes host programs: `make all` also builds the self-test
+    emulated_target: str | None = None  # a packager.cortex_m target whose board runs the self-test (qemu-test)
 
 
 def sources(model: str) -> list[str]:
@@ -39,8 +41,9 @@ def write_makefile(model: str, config: BuildConfig) -> str:
         f"SRCS = {srcs}",
         "OBJS = $(SRCS:.c=.o)",
         "",
-        ".PHONY: all check clean",
-        f"all: lib{model}.a selftest",
+        ".PHONY: all lib check clean",
+        f"all: lib{model}.a{' selftest' if config.runs_on_host else ''}",
+        f"lib: lib{model}.a",
         "",
         "%.o: %.c",
         "\t$(CC) $(CFLAGS) $(WARNINGS) $(EXTRA_CFLAGS) -c -o $@ $<",
@@ -51,15 +54,15 @@ def write_makefile(model: str, config: BuildConfig) -> str:
         f"selftest: selftest.c lib{model}.a",
         f"\t$(CC) $(CFLAGS) $(WARNINGS) $(EXTRA_CFLAGS) $(LDFLAGS) -o $@ selftest.c lib{model}.a $(LDLIBS)",
         "",
-        "check: selftest",
-        "\t./selftest",
-        "",
         "clean:",
         f"\trm -f $(OBJS) lib{model}.a selftest",
         "",
     ]
-    if config.extra_make:
-        lines.append(config.extra_make)
+    if config.emulated_target:
+        lines += [f"# The self-test on the emulated {config.emulated_target}: `make qemu-test`.", QEMU_TEST_MAKE_INCLUDE,
+                  "check: qemu-test", ""]
+    elif config.runs_on_host:
+        lines += ["check: selftest", "\t./selftest", ""]
     return "\n".join(lines)
 
 
@@ -83,12 +86,24 @@ def write_cmakelists(model: str, config: BuildConfig) -> str:
             f"  target_link_libraries({model} PUBLIC ${{MATH_LIBRARY}})",
             "endif()",
             "",
-            f"add_executable({model}_selftest selftest.c)",
-            f"target_compile_options({model}_selftest PRIVATE {flags})",
-            f"target_link_libraries({model}_selftest PRIVATE {model})",
-            "",
-            "enable_testing()",
-            f"add_test(NAME {model}_selftest COMMAND {model}_selftest)",
-            "",
+            *_cmake_selftest(model, config, flags),
         ]
     )
+
+
+def _cmake_selftest(model: str, config: BuildConfig, flags: str) -> list[str]:
+    if config.emulated_target:
+        return [f"# The self-test on the emulated {config.emulated_target}: the `qemu-test` target. Configure the",
+                "# library for the device with -DCMAKE_TOOLCHAIN_FILE=cortex_m/arm-none-eabi.cmake.",
+                QEMU_TEST_CMAKE_INCLUDE, ""]
+    if not config.runs_on_host:
+        return []
+    return [
+        f"add_executable({model}_selftest selftest.c)",
+        f"target_compile_options({model}_selftest PRIVATE {flags})",
+        f"target_link_libraries({model}_selftest PRIVATE {model})",
+        "",
+        "enable_testing()",
+        f"add_test(NAME {model}_selftest COMMAND {model}_selftest)",
+        "",
+    ]

@@ -10,6 +10,7 @@ import numpy as np
 
 from memory_planner.api import Buffer, MemoryPlan
 from packager.aot_entry import write_model_c
+from packager.cortex_m import cortex_m_target, write_cortex_m_support
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
 from packager.header import write_header
 from packager.internal_header import write_internal_header
@@ -61,6 +62,8 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
+    if bundle.config.emulated_target:
+        paths += write_cortex_m_support(out_dir, m, cortex_m_target(bundle.config.emulated_target))
     for name, text in files.items():
         path = out_dir / name
         path.write_text(text)

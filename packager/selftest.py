@@ -37,6 +37,9 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         "#include <stdio.h>",
         "",
         f'#include "{m}.h"',
+        "#ifdef LP_CORTEX_M",
+        '#include "lp_icount.h" /* the emulated board counts the instructions of one inference */',
+        "#endif",
         "",
     ]
     for index, (io, values) in enumerate(zip(inputs, vectors.inputs)):
@@ -79,15 +82,25 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         "  double error;",
         "  double scale;",
     ]
+    lines.append("  int status;")
     single = len(inputs) == 1 and len(outputs) == 1
     if single:
-        lines.append(f"  int status = {m}_run(selftest_input0, selftest_output0);")
+        run_call = f"{m}_run(selftest_input0, selftest_output0)"
     else:
         lines.append(f"  {m}_inputs_t inputs;")
         lines.append(f"  {m}_outputs_t outputs;")
         lines += [f"  inputs.{io.field} = selftest_input{k};" for k, io in enumerate(inputs)]
         lines += [f"  outputs.{io.field} = selftest_output{k};" for k, io in enumerate(outputs)]
-        lines.append(f"  int status = {m}_run(&inputs, &outputs);")
+        run_call = f"{m}_run(&inputs, &outputs)"
+    lines += [
+        "#ifdef LP_CORTEX_M",
+        "  uint32_t icount_start = lp_icount_start();",
+        f"  status = {run_call};",
+        "  lp_icount_report(lp_icount_elapsed(icount_start));",
+        "#else",
+        f"  status = {run_call};",
+        "#endif",
+    ]
     reference = vectors.reference.replace("\\", "").replace('"', "'")
     lines += [
         f'  printf("selftest: {m} compared with {reference}\\n");',

@@ -8,6 +8,8 @@ extras=""
 if [ "${1:-}" = "--test" ]; then
   extras="[test]"
 fi
+# Debian packages: the Cortex-M cross toolchain and QEMU (bundles for device profiles build and run on them).
+bash scripts/install_deps.sh
 if [ ! -x .venv/bin/python ]; then
   echo "install: creating .venv"
   python3 -m venv .venv

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import shutil
 import subprocess
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -12,7 +13,9 @@ import memory_planner
 from memory_planner.api import MemoryPlan
 from packager import BundleInputs, TestVectors, write_bundle
 from packager.archive import archive
-from packager.build import BuildError, SelftestResult, build, run_selftest
+from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
+from packager.cortex_m import CORTEX_M_TARGETS
+from packager.manifest import manifest, manifest_json
 from packager.build_files import BuildConfig
 from tvm_ext.compile import CompileError
 from tvm_ext.compile._interim_buffers import arena_buffers
@@ -124,21 +127,32 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
                 alignment=profile.alignment_bytes, facts=facts,
             ),
         )
+    if shutil.which(config.cc) is None:
+        raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed here")
     with stage("build", lambda: f"lib{plan.model}.a {library.stat().st_size:,} B"):
         try:
-            build(folder)
+            build_bundle(folder, config)
         except BuildError as err:
             raise CompileError(f"{file_name}: the generated bundle does not build: {err}") from err
         library = folder / f"lib{plan.model}.a"
-    with stage("self-test", lambda: "PASS" if result.passed else "FAIL"):
-        result = run_selftest(folder)
+    with stage("self-test", lambda: f"{'PASS' if result.passed else 'FAIL'} on {result.where}" + (
+            f", {result.instructions:,} instructions per inference (QEMU -icount, not cycles)"
+            if result.instructions else "")):
+        result, measured = selftest_bundle(folder, plan.model, config)
     if not result.passed:
         raise CompileError(
-            f"{file_name}: self-test against {reference} failed (max abs error per output: "
+            f"{file_name}: self-test against {reference} failed on {result.where} (max abs error per output: "
             f"{', '.join(f'{e:.3g}' for e in result.max_errors) or 'none'}; exit code {result.exit_code})"
         )
-    for leftover in list(folder.glob("*.o")) + [folder / "selftest"]:
-        leftover.unlink(missing_ok=True)
+    facts["selftest"].update(passed=True, where=result.where, max_abs_errors=list(result.max_errors))
+    if measured:
+        facts["cortex_m"] = measured
+    (folder / "manifest.json").write_text(manifest_json(manifest(plan, memory, buffers, facts)))
+    for leftover in [*folder.glob("*.o"), folder / "selftest", folder / "build-cortex-m"]:
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+        else:
+            leftover.unlink(missing_ok=True)
     tarball = archive(folder, plan.model, top=plan.model)
     return FolderResult(plan, memory, library, tarball, result)
 
@@ -148,6 +162,7 @@ def build_config(profile) -> BuildConfig:
     return BuildConfig(
         cc=profile.c_compiler, ar=profile.tool("ar"), cflags=profile.cflags, ldflags=profile.ldflags,
         runs_on_host=profile.qemu_board is None,
+        emulated_target=profile.name if profile.name in CORTEX_M_TARGETS else None,
     )
 
 
