@@ -60,11 +60,13 @@ def hand_made_bundle(expected: np.ndarray):
 @pytest.mark.parametrize("expected, passes", [([[-1.5, 7.0]], True), ([[-1.5, 7.001]], False)])
 def test_hand_made_plan_builds_and_self_tests(tmp_path, expected, passes):
     from packager import write_bundle
-    from packager.build import build, run_selftest
+    from packager.build import build_bundle, selftest_bundle
 
-    write_bundle(tmp_path, hand_made_bundle(np.array(expected, np.float32)))
-    build(tmp_path)
-    result = run_selftest(tmp_path)
+    bundle = hand_made_bundle(np.array(expected, np.float32))
+    write_bundle(tmp_path, bundle)
+    build_bundle(tmp_path, bundle.config)
+    result, measured = selftest_bundle(tmp_path, "hand", bundle.config)
+    assert measured == {} and result.where == "host"
     assert result.passed is passes
     assert result.exit_code == (0 if passes else 1)
     model_c = (tmp_path / "hand_model.c").read_text()
