@@ -22,6 +22,7 @@ class SelftestResult:
     passed: bool
     exit_code: int
     max_errors: tuple[float, ...]  # per output, as the self-test printed them
+    checksums: tuple[str, ...]  # per output: FNV-1a of its bytes, as the self-test printed them
     output: str
     where: str  # "host" or the emulated board
     instructions: int | None = None  # per inference, on the emulated board (not cycles)
@@ -39,7 +40,8 @@ def make(bundle_dir: Path, goal: str, variables: dict[str, str] | None = None, t
 
 def _result(exit_code: int, output: str, where: str, instructions: int | None = None) -> SelftestResult:
     errors = tuple(float(x) for x in re.findall(r"max abs error (\S+)", output))
-    return SelftestResult(exit_code == 0, exit_code, errors, output, where, instructions)
+    checksums = tuple(re.findall(r"checksum ([0-9a-f]{8})", output))
+    return SelftestResult(exit_code == 0, exit_code, errors, checksums, output, where, instructions)
 
 
 def run_host_selftest(bundle_dir: Path, timeout_s: float = 600) -> SelftestResult:

@@ -1,7 +1,7 @@
 """`selftest.c`: runs the bundle on an embedded input and compares with the reference runtime's output.
 
 Exit status 0 when every output is within tolerance, 1 on a mismatch, 2 when the run call fails. It prints
-the largest error of each output. Float outputs pass when |ours - reference| <= RTOL * max|reference| for
+the largest error of each output and a checksum of its bytes (to compare builds for different machines). Float outputs pass when |ours - reference| <= RTOL * max|reference| for
 every element (tolerance relative to the output's scale); integer outputs when the difference is at most
 ATOL_LSB steps.
 """
@@ -70,6 +70,20 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         "}",
         "",
     ]
+    lines += [
+        "/* FNV-1a hash of `bytes` bytes: lets builds for different machines show they computed the same bits. */",
+        "static unsigned long checksum(const void* data, size_t bytes)",
+        "{",
+        "  const unsigned char* p = (const unsigned char*)data;",
+        "  unsigned long hash = 2166136261ul;",
+        "  size_t i;",
+        "  for (i = 0; i < bytes; ++i) {",
+        "    hash = ((hash ^ p[i]) * 16777619ul) & 0xfffffffful;",
+        "  }",
+        "  return hash;",
+        "}",
+        "",
+    ]
     biggest = max(io.elements for io in outputs)
     lines += [
         f"static double selftest_got[{biggest}];",
@@ -120,6 +134,7 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
             f"  error = max_error(selftest_got, selftest_want, {io.elements}u, &scale);",
             f'  printf("selftest: output {index} max abs error %.9g (allowed %.9g, scale %.9g)\\n",',
             f"         error, {allowed}, scale);",
+            f'  printf("selftest: output {index} checksum %08lx\\n", checksum(selftest_output{index}, sizeof(selftest_output{index})));',
             f"  if (!(error <= {allowed})) {{",
             "    failed = 1;",
             "  }",

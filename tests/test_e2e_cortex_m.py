@@ -1,0 +1,47 @@
+"""Bundles for a Cortex-M profile build with arm-none-eabi-gcc and pass their self-test on the emulated board
+(QEMU), with the outputs of the host build; the manifest records flash, RAM and instructions per inference."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tvm_ext.compile import compile
+
+# Float models that fit cortex-m4f's 256 KiB SRAM / 1 MiB flash (ad01_fp32's 1.06 MB of weights do not).
+FLOAT_MODELS = ["tflm/hello_world_float.tflite", "mlperf_tiny/pretrainedResnet.tflite", "mlperf_tiny/vww_96_float.tflite"]
+
+
+def host_and_device(model, tmp_path, device: str):
+    host = compile(model, "lowpower", tmp_path / "host", name="m")
+    board = compile(model, device, tmp_path / device, name="m")
+    return host, board
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", FLOAT_MODELS, ids=lambda m: m.split("/")[1])
+def test_float_model_runs_on_cortex_m4f(shared_models, tmp_path, model):
+    host, board = host_and_device(shared_models / model, tmp_path, "cortex-m4f")
+    assert board.selftest.passed and board.selftest.where == "mps2-an386", board.selftest.output
+    assert board.selftest.instructions and board.selftest.instructions > 0
+    # The same float32 arithmetic in the same order; only libm's expf (newlib vs glibc) may differ by an ulp,
+    # which the self-test's 1e-5 tolerance against LiteRT covers.
+    for on_host, on_board in zip(host.selftest.max_errors, board.selftest.max_errors):
+        assert abs(on_host - on_board) <= 1e-6
+
+
+def test_example_runs_on_every_emulated_profile(tmp_path):
+    from tvm_ext.example import EXAMPLE_NAME, write_example_model
+
+    model = write_example_model(tmp_path / f"{EXAMPLE_NAME}.onnx")
+    host = compile(model, "lowpower", tmp_path / "host")
+    for device, board in [("cortex-m4f", "mps2-an386"), ("cortex-m7", "mps2-an500"), ("cortex-m33", "mps2-an505")]:
+        bundle = compile(model, device, tmp_path / device)
+        assert bundle.selftest.passed and bundle.selftest.where == board, bundle.selftest.output
+        assert bundle.selftest.max_errors[0] == pytest.approx(host.selftest.max_errors[0], abs=1e-6), device
+        facts = json.loads((bundle.out_dir / "manifest.json").read_text())["cortex_m"]
+        assert facts["board"] == board and facts["instructions_per_inference"] == bundle.selftest.instructions
+        assert facts["arena_bytes"] == bundle.arena_bytes
+        assert facts["weights_bytes"] >= bundle.weight_bytes
+        assert facts["stack_peak_bytes"] > 0 and facts["flash_bytes"] > facts["weights_bytes"]
