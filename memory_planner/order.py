@@ -1,0 +1,120 @@
+"""Operator order: among the valid orders of a plan's calls, pick one with a low peak of live bytes.
+
+Valid orders keep every dependency of the plan's order on a storage (a view's bytes are its root's):
+a call comes after the last earlier call that wrote a storage it touches, and a call that writes a
+storage comes after the earlier calls that read it since its last write.
+
+The search is a dynamic program over the sets of calls already run (down-sets of the dependency DAG):
+the best peak from a set is the minimum over the calls ready to run of max(bytes live while that call
+runs, best peak after it). Chains have one state per step; skips (ResNet) and parallel branches add a
+few. When the states exceed `max_states`, a greedy order (run the ready call with the fewest live bytes)
+stands in. The search counts bytes without in-place hand-overs; the returned order is the one, of the
+searched order and the plan's own, with the smaller `liveness.lower_bound` (the plan's own on a tie),
+so it is never worse than the plan's order. Deterministic: ties go to the lower call index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory_planner.from_plan import ARENA_ROLES, buffers_from_plan
+from memory_planner.liveness import lower_bound
+from tvm_ext.plan import ExecutionPlan
+
+DEFAULT_MAX_STATES = 20_000
+
+
+class _TooManyStates(Exception):
+    """The dynamic program needs more states than its budget."""
+
+
+@dataclass(frozen=True)
+class _CallGraph:
+    """Calls as bits: which calls each call waits for, and which calls touch each arena storage."""
+
+    depends_on: list[int]  # depends_on[c]: bit mask of calls that must run before call c
+    storages: list[tuple[int, int]]  # (bit mask of calls touching it, bytes) per arena storage
+    touches: list[int]  # touches[c]: bit mask of storage indices call c touches
+
+    @classmethod
+    def of(cls, plan: ExecutionPlan) -> _CallGraph:
+        depends_on = [0] * len(plan.calls)
+        last_writer: dict[str, int] = {}
+        readers: dict[str, int] = {}
+        touchers: dict[str, int] = {}
+        for c, call in enumerate(plan.calls):
+            writes = {plan.storage_of(n) for n in call.outputs + call.scratch}
+            for root in {plan.storage_of(n) for n in call.args}:
+                if root in last_writer:
+                    depends_on[c] |= 1 << last_writer[root]
+                if root in writes:
+                    depends_on[c] |= readers.pop(root, 0)
+                else:
+                    readers[root] = readers.get(root, 0) | 1 << c
+                touchers[root] = touchers.get(root, 0) | 1 << c
+            for root in writes:
+                last_writer[root] = c
+        arena = [r for r in touchers if plan.tensors[r].role in ARENA_ROLES]
+        storages = [(touchers[r], plan.tensors[r].nbytes) for r in arena]
+        touches = [sum(1 << s for s, (mask, _) in enumerate(storages) if mask >> c & 1) for c in range(len(plan.calls))]
+        return cls(depends_on, storages, touches)
+
+    def live_bytes(self, done: int, call: int) -> int:
+        """Bytes live while `call` runs after the calls in `done`: storages it touches, and storages
+        touched both by a call already run and by a call still to run after it."""
+        later = ~(done | 1 << call)
+        total = 0
+        for s, (mask, nbytes) in enumerate(self.storages):
+            if self.touches[call] >> s & 1 or (mask & done and mask & later):
+                total += nbytes
+        return total
+
+    def ready(self, done: int) -> list[int]:
+        return [c for c in range(len(self.depends_on)) if not done >> c & 1 and self.depends_on[c] & ~done == 0]
+
+
+def _dynamic_program(graph: _CallGraph, max_states: int) -> list[int]:
+    everything = (1 << len(graph.depends_on)) - 1
+    best: dict[int, tuple[int, int]] = {everything: (0, -1)}  # done -> (peak from here, next call)
+
+    def solve(done: int) -> int:
+        if done not in best:
+            if len(best) >= max_states:
+                raise _TooManyStates
+            choices = ((max(graph.live_bytes(done, c), solve(done | 1 << c)), c) for c in graph.ready(done))
+            best[done] = min(choices)
+        return best[done][0]
+
+    solve(0)
+    order, done = [], 0
+    while done != everything:
+        call = best[done][1]
+        order.append(call)
+        done |= 1 << call
+    return order
+
+
+def _greedy(graph: _CallGraph) -> list[int]:
+    order, done = [], 0
+    for _ in graph.depends_on:
+        call = min(graph.ready(done), key=lambda c: (graph.live_bytes(done, c), c))
+        order.append(call)
+        done |= 1 << call
+    return order
+
+
+def _peak(plan: ExecutionPlan, order: Sequence[int]) -> int:
+    return lower_bound(buffers_from_plan(plan, order))
+
+
+def choose_order(plan: ExecutionPlan, max_states: int = DEFAULT_MAX_STATES) -> list[int]:
+    """A valid order of `plan.calls` (indices) whose peak of live arena bytes is as low as the search
+    finds, and never above the plan's own order's."""
+    graph = _CallGraph.of(plan)
+    try:
+        searched = _dynamic_program(graph, max_states)
+    except (_TooManyStates, RecursionError):
+        searched = _greedy(graph)
+    own = list(range(len(plan.calls)))
+    return searched if _peak(plan, searched) < _peak(plan, own) else own

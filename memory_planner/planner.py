@@ -1,0 +1,62 @@
+"""`plan_memory`: validate buffers, merge in-place chains, run strategies, report the arena and its proof."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory_planner.api import Buffer, MemoryPlan
+from memory_planner.inplace import merge_inplace
+from memory_planner.liveness import lower_bound
+from memory_planner.strategies import HEURISTICS, STRATEGIES, exact
+from memory_planner.strategies.placement import Placement, arena_bytes
+
+AUTO = "auto"
+
+
+def _validate(buffers: Sequence[Buffer]) -> None:
+    """Raise ValueError naming the first buffer that breaks the contract of `Buffer`."""
+    seen: set[str] = set()
+    for b in buffers:
+        if b.name in seen:
+            raise ValueError(f"buffer {b.name!r}: name used twice")
+        seen.add(b.name)
+        if b.nbytes < 0 or b.first_step < 0 or b.last_step < b.first_step:
+            raise ValueError(f"buffer {b.name!r}: bad size or live range ({b.nbytes} bytes, steps {b.first_step}..{b.last_step})")
+        if b.alignment <= 0 or b.alignment & (b.alignment - 1):
+            raise ValueError(f"buffer {b.name!r}: alignment {b.alignment} is not a power of two")
+
+
+def _auto(blocks: Sequence[Buffer]) -> tuple[str, Placement]:
+    """The best heuristic placement; then the exact search, only if that placement is above the bound."""
+    name, placement = min(
+        ((h, STRATEGIES[h](blocks)) for h in HEURISTICS), key=lambda hp: arena_bytes(blocks, hp[1].offsets)
+    )
+    if arena_bytes(blocks, placement.offsets) == lower_bound(blocks):
+        return name, placement
+    searched = exact.place(blocks, incumbent=placement.offsets)
+    if arena_bytes(blocks, searched.offsets) < arena_bytes(blocks, placement.offsets):
+        return "exact", searched
+    return name, Placement(placement.offsets, searched.proved_minimal)
+
+
+def plan_memory(buffers: list[Buffer], strategy: str = AUTO) -> MemoryPlan:
+    """Place every buffer in one arena with the named strategy ("auto": heuristics, then exact search).
+
+    `lower_bound` is the largest number of bytes live at one step, with in-place hand-overs counted
+    once. `optimal` is True only when proved: the arena equals that bound, or the exact search ran to
+    its end on buffers where no in-place chain was merged (merging is a choice the search does not undo).
+    """
+    _validate(buffers)
+    if strategy != AUTO and strategy not in STRATEGIES:
+        raise ValueError(f"unknown memory planning strategy {strategy!r}; choose from {[AUTO, *STRATEGIES]}")
+    merged = merge_inplace(buffers)
+    if strategy == AUTO:
+        strategy, placement = _auto(merged.blocks)
+    else:
+        placement = STRATEGIES[strategy](merged.blocks)
+    offsets = merged.expand(placement.offsets)
+    arena = arena_bytes(buffers, offsets)
+    bound = lower_bound(buffers)
+    no_merges = len(merged.blocks) == len(buffers)
+    optimal = arena == bound or (placement.proved_minimal and no_merges)
+    return MemoryPlan(offsets, arena, bound, strategy, optimal)
