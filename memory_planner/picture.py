@@ -2,7 +2,7 @@
 
 Each buffer is a rectangle from its first to its last step and from its offset to its end, labelled
 with `Buffer.label` (the layer) or its name; offset 0 is at the bottom. A dashed line marks the lower
-bound and a solid one the arena's top, so the gap between them is the bytes the plan loses.
+bound (labelled at the right) and a solid one the arena's top (labelled at the left), so the gap between them is the bytes the plan loses.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from memory_planner.api import Buffer, MemoryPlan
 
 PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd")
 PLOT_WIDTH, PLOT_HEIGHT = 900, 480  # pixels
-MARGIN_LEFT, MARGIN_TOP, MARGIN_BOTTOM = 90, 40, 50  # pixels
+MARGIN_LEFT, MARGIN_TOP, MARGIN_BOTTOM = 110, 40, 50  # pixels
 
 
 def _text(x: float, y: float, text: str, size: int = 11, anchor: str = "start", extra: str = "") -> str:
@@ -54,10 +54,15 @@ def memory_plan_svg(buffers: Sequence[Buffer], plan: MemoryPlan) -> str:
             + _text(3, (y1 - y0) / 2 + 4, label, 10)
             + "</svg></g>"
         )
-    for value, style, name in ((plan.lower_bound, 'stroke-dasharray="6 4"', "lower bound"), (plan.arena_bytes, "", "arena")):
-        y = y_of(value)
-        parts.append(f'<line x1="{MARGIN_LEFT}" y1="{y:.1f}" x2="{MARGIN_LEFT + PLOT_WIDTH}" y2="{y:.1f}" stroke="#c00" {style}/>')
-        parts.append(_text(MARGIN_LEFT - 4, y + 4, f"{name} {value}", 10, "end"))
+    right = MARGIN_LEFT + PLOT_WIDTH
+    bound_y, arena_y = y_of(plan.lower_bound), y_of(plan.arena_bytes)
+    parts += [
+        f'<line x1="{MARGIN_LEFT}" y1="{arena_y:.1f}" x2="{right}" y2="{arena_y:.1f}" stroke="#c00"/>',
+        _text(MARGIN_LEFT - 4, arena_y + 4, f"arena {plan.arena_bytes}", 10, "end"),
+        f'<line x1="{MARGIN_LEFT}" y1="{bound_y:.1f}" x2="{right}" y2="{bound_y:.1f}" stroke="#00c" '
+        'stroke-width="1.5" stroke-dasharray="6 4"/>',
+        _text(right - 4, bound_y + 14, f"lower bound {plan.lower_bound}", 11, "end", ' fill="#00c"'),
+    ]
     parts += [
         f'<line x1="{MARGIN_LEFT}" y1="{bottom}" x2="{MARGIN_LEFT + PLOT_WIDTH}" y2="{bottom}" stroke="black"/>',
         f'<line x1="{MARGIN_LEFT}" y1="{MARGIN_TOP}" x2="{MARGIN_LEFT}" y2="{bottom}" stroke="black"/>',
