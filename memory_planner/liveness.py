@@ -32,19 +32,43 @@ def shares_at_handover(buffer: Buffer, by_name: dict[str, Buffer]) -> bool:
     return source.last_step == buffer.first_step and buffer.nbytes <= source.nbytes
 
 
-def bytes_live_per_step(buffers: Sequence[Buffer]) -> list[int]:
-    """Bytes live at each step 0..last step of any buffer (in-place hand-overs counted once)."""
+def live_per_step(buffers: Sequence[Buffer]) -> list[list[Buffer]]:
+    """The buffers holding bytes of their own at each step 0..last step of any buffer: a buffer is left
+    out at the step where it takes over its `inplace_of` buffer's bytes."""
     steps = max((b.last_step for b in buffers), default=-1) + 1
-    live = [0] * steps
+    live: list[list[Buffer]] = [[] for _ in range(steps)]
     by_name = {b.name: b for b in buffers}
     for buffer in buffers:
-        for step in range(buffer.first_step, buffer.last_step + 1):
-            live[step] += buffer.nbytes
-        if shares_at_handover(buffer, by_name):
-            live[buffer.first_step] -= buffer.nbytes
+        first = buffer.first_step + shares_at_handover(buffer, by_name)
+        for step in range(first, buffer.last_step + 1):
+            live[step].append(buffer)
     return live
+
+
+def bytes_live_per_step(buffers: Sequence[Buffer]) -> list[int]:
+    """Bytes live at each step 0..last step of any buffer (in-place hand-overs counted once)."""
+    return [sum(b.nbytes for b in at_step) for at_step in live_per_step(buffers)]
 
 
 def lower_bound(buffers: Sequence[Buffer]) -> int:
     """The largest number of bytes live at one step: no arena for this order can be smaller (bytes)."""
     return max(bytes_live_per_step(buffers), default=0)
+
+
+def _stack_bound(at_step: Sequence[Buffer]) -> int:
+    if not at_step:
+        return 0
+    grain = min(b.alignment for b in at_step)
+    padded = [-(-b.nbytes // grain) * grain for b in at_step]
+    return sum(padded) - max(p - b.nbytes for p, b in zip(padded, at_step))
+
+
+def aligned_lower_bound(buffers: Sequence[Buffer]) -> int:
+    """A bound >= `lower_bound` that counts alignment (bytes).
+
+    At one step, take the live buffers by offset: each offset is a multiple of the smallest alignment
+    `g` among them (alignments are powers of two), so each buffer but the top one takes its size
+    rounded up to `g` before the next starts. The stack is at least the sum of the rounded sizes minus
+    the largest rounding.
+    """
+    return max((_stack_bound(at_step) for at_step in live_per_step(buffers)), default=0)

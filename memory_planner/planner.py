@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.inplace import merge_inplace
-from memory_planner.liveness import lower_bound
+from memory_planner.liveness import aligned_lower_bound, lower_bound
 from memory_planner.strategies import HEURISTICS, STRATEGIES, exact
 from memory_planner.strategies.placement import Placement, arena_bytes
 
@@ -31,7 +31,7 @@ def _auto(blocks: Sequence[Buffer]) -> tuple[str, Placement]:
     name, placement = min(
         ((h, STRATEGIES[h](blocks)) for h in HEURISTICS), key=lambda hp: arena_bytes(blocks, hp[1].offsets)
     )
-    if arena_bytes(blocks, placement.offsets) == lower_bound(blocks):
+    if arena_bytes(blocks, placement.offsets) == aligned_lower_bound(blocks):
         return name, placement
     searched = exact.place(blocks, incumbent=placement.offsets)
     if arena_bytes(blocks, searched.offsets) < arena_bytes(blocks, placement.offsets):
@@ -43,8 +43,9 @@ def plan_memory(buffers: list[Buffer], strategy: str = AUTO) -> MemoryPlan:
     """Place every buffer in one arena with the named strategy ("auto": heuristics, then exact search).
 
     `lower_bound` is the largest number of bytes live at one step, with in-place hand-overs counted
-    once. `optimal` is True only when proved: the arena equals that bound, or the exact search ran to
-    its end on buffers where no in-place chain was merged (merging is a choice the search does not undo).
+    once. `optimal` is True only when proved: the arena equals that bound or the tighter one that counts
+    alignment (`liveness.aligned_lower_bound`), or the exact search ran to its end on buffers where no
+    in-place chain was merged (merging is a choice the search does not undo).
     """
     _validate(buffers)
     if strategy != AUTO and strategy not in STRATEGIES:
@@ -56,7 +57,6 @@ def plan_memory(buffers: list[Buffer], strategy: str = AUTO) -> MemoryPlan:
         placement = STRATEGIES[strategy](merged.blocks)
     offsets = merged.expand(placement.offsets)
     arena = arena_bytes(buffers, offsets)
-    bound = lower_bound(buffers)
     no_merges = len(merged.blocks) == len(buffers)
-    optimal = arena == bound or (placement.proved_minimal and no_merges)
-    return MemoryPlan(offsets, arena, bound, strategy, optimal)
+    optimal = arena == aligned_lower_bound(buffers) or (placement.proved_minimal and no_merges)
+    return MemoryPlan(offsets, arena, lower_bound(buffers), strategy, optimal)

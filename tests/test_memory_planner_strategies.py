@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from memory_planner import Buffer, plan_memory
 from memory_planner.check import check_plan
+from memory_planner.liveness import aligned_lower_bound, lower_bound
 from memory_planner.strategies import STRATEGIES
 from memory_planner_cases import RESNET8_BUFFERS, RESNET8_LOWER_BOUND
 
@@ -178,3 +179,9 @@ def test_heuristics_claim_optimal_only_when_they_are(buffers: list[Buffer]) -> N
         plan = plan_memory(buffers, strategy)
         assert plan.arena_bytes >= optimum
         assert not plan.optimal or plan.arena_bytes == optimum
+
+
+@settings(max_examples=60, deadline=None)
+@given(buffer_sets(max_buffers=4, inplace=False, max_bytes=40, alignments=(4, 8, 16)))
+def test_the_aligned_bound_never_exceeds_the_optimum(buffers: list[Buffer]) -> None:
+    assert lower_bound(buffers) <= aligned_lower_bound(buffers) <= brute_force_arena(buffers)
