@@ -73,7 +73,8 @@ def check_plan(buffers: Sequence[Buffer], plan: MemoryPlan) -> None:
         if offset < 0 or offset % b.alignment:
             raise PlanError(f"buffer {b.name!r}: offset {offset} is not a non-negative multiple of {b.alignment}")
         if offset + b.nbytes > plan.arena_bytes:
-            raise PlanError(f"buffer {b.name!r}: ends at {offset + b.nbytes}, past the arena's {plan.arena_bytes} bytes")
+            end = offset + b.nbytes
+            raise PlanError(f"buffer {b.name!r}: ends at {end}, past the arena's {plan.arena_bytes} bytes")
     for a, b in combinations(buffers, 2):
         _check_pair(a, b, offsets)
     peak = _peak_live_bytes(buffers)

@@ -2,7 +2,8 @@
 
 Each buffer is a rectangle from its first to its last step and from its offset to its end, labelled
 with `Buffer.label` (the layer) or its name; offset 0 is at the bottom. A dashed line marks the lower
-bound (labelled at the right) and a solid one the arena's top (labelled at the left), so the gap between them is the bytes the plan loses.
+bound (labelled at the right) and a solid one the arena's top (labelled at the left), so the gap
+between them is the bytes the plan loses.
 """
 
 from __future__ import annotations
@@ -43,11 +44,13 @@ def memory_plan_svg(buffers: Sequence[Buffer], plan: MemoryPlan) -> str:
               f"strategy {plan.strategy}{', optimal' if plan.optimal else ''}", 13),
     ]
     for i, b in enumerate(buffers):
-        x, y0, y1 = MARGIN_LEFT + b.first_step * step_px, y_of(plan.offsets[b.name] + b.nbytes), y_of(plan.offsets[b.name])
+        offset = plan.offsets[b.name]
+        x, y0, y1 = MARGIN_LEFT + b.first_step * step_px, y_of(offset + b.nbytes), y_of(offset)
         w = (b.last_step - b.first_step + 1) * step_px
         label = b.label or b.name
+        title = f"{b.name}: {b.nbytes} B at {offset}, steps {b.first_step}..{b.last_step}"
         parts.append(
-            f'<g><title>{escape(f"{b.name}: {b.nbytes} B at {plan.offsets[b.name]}, steps {b.first_step}..{b.last_step}")}</title>'
+            f'<g><title>{escape(title)}</title>'
             f'<rect x="{x:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{y1 - y0:.1f}" '
             f'fill="{PALETTE[i % len(PALETTE)]}" stroke="#333" stroke-width="0.8"/>'
             f'<svg x="{x:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{y1 - y0:.1f}">'  # clips the label

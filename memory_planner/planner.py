@@ -21,7 +21,8 @@ def _validate(buffers: Sequence[Buffer]) -> None:
             raise ValueError(f"buffer {b.name!r}: name used twice")
         seen.add(b.name)
         if b.nbytes < 0 or b.first_step < 0 or b.last_step < b.first_step:
-            raise ValueError(f"buffer {b.name!r}: bad size or live range ({b.nbytes} bytes, steps {b.first_step}..{b.last_step})")
+            live = f"{b.nbytes} bytes, steps {b.first_step}..{b.last_step}"
+            raise ValueError(f"buffer {b.name!r}: bad size or live range ({live})")
         if b.alignment <= 0 or b.alignment & (b.alignment - 1):
             raise ValueError(f"buffer {b.name!r}: alignment {b.alignment} is not a power of two")
 

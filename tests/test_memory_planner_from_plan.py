@@ -76,7 +76,7 @@ def test_planned_block_passes_the_checker_and_maps_views() -> None:
 
 def test_read_before_write_is_one_clear_error() -> None:
     plan = residual_block_plan()
-    with pytest.raises(ValueError, match="model net: tensor 'conv1' is read by kernel k_conv2 .step 1. before any call"):
+    with pytest.raises(ValueError, match=r"model net: tensor 'conv1' is read by kernel k_conv2 \(step 1\) before any"):
         buffers_from_plan(plan, order=[0, 3, 1, 2, 4, 5, 6])
 
 

@@ -10,7 +10,13 @@ from memory_planner import Buffer, plan_memory
 from memory_planner.check import check_plan
 from memory_planner.liveness import aligned_lower_bound, lower_bound
 from memory_planner.strategies import STRATEGIES
-from memory_planner_cases import RESNET8_BUFFERS, RESNET8_LOWER_BOUND
+from memory_planner_cases import (
+    AD01_BUFFERS,
+    AD01_GREEDY_ARENA,
+    AD01_LOWER_BOUND,
+    RESNET8_BUFFERS,
+    RESNET8_LOWER_BOUND,
+)
 
 ALL_STRATEGIES = ["auto", *STRATEGIES]
 
@@ -81,6 +87,17 @@ def test_resnet8_reaches_the_lower_bound(strategy: str) -> None:
     assert plan.lower_bound == RESNET8_LOWER_BOUND
     assert plan.arena_bytes == RESNET8_LOWER_BOUND
     assert plan.optimal
+
+
+def test_exact_closes_greedys_gap_on_the_autoencoder() -> None:
+    greedy = plan_memory(AD01_BUFFERS, "greedy_by_size")
+    auto = plan_memory(AD01_BUFFERS)
+    for plan in (greedy, auto):
+        check_plan(AD01_BUFFERS, plan)
+    assert (greedy.arena_bytes, greedy.optimal) == (AD01_GREEDY_ARENA, False)
+    assert (auto.arena_bytes, auto.lower_bound, auto.strategy, auto.optimal) == (
+        AD01_LOWER_BOUND, AD01_LOWER_BOUND, "exact", True
+    )
 
 
 def test_auto_beats_greedy_on_a_set_that_traps_it() -> None:
