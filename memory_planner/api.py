@@ -15,10 +15,10 @@ from dataclasses import dataclass
 class Buffer:
     """One block of arena bytes. `alignment` is in bytes and a power of two; `label` is for people.
 
-    `inplace_of` names another buffer whose bytes this one may take: that buffer's last step is this
-    buffer's first step, this buffer is not larger, and the kernel at that step reads each element of
-    it before writing this buffer's element at the same offset. Placing the two at the same offset is
-    then legal although both are live at that step; placing them apart is legal too.
+    `inplace_of` names another buffer whose bytes this one may take: that buffer was born at an earlier
+    step, its last step is this buffer's first step, this buffer is not larger, and the kernel at that
+    step reads each element of it before writing this buffer's element at the same offset. Placing the
+    two at the same offset is then legal although both are live at that step; apart is legal too.
     """
 
     name: str

@@ -5,8 +5,8 @@
 - every offset is >= 0 and a multiple of its buffer's alignment;
 - every buffer ends inside the arena (offset + bytes <= arena bytes);
 - no two buffers live at a same step share a byte, except an in-place hand-over: B names A in
-  `inplace_of`, both sit at one offset, their only shared step is A's last and B's first, and B is not
-  larger than A;
+  `inplace_of`, both sit at one offset, their only shared step is A's last and B's first, A was born
+  before it, and B is not larger than A;
 - the plan's lower bound is the largest number of bytes live at one step (recounted here by a sweep
   over start and end events, a hand-over counted once), and the arena is not below it.
 """
@@ -23,13 +23,17 @@ class PlanError(ValueError):
     """A memory plan breaks one of the rules `check_plan` verifies."""
 
 
-def _is_handover(source: Buffer, taker: Buffer, offsets: dict[str, int]) -> bool:
+def _may_take(taker: Buffer, source: Buffer) -> bool:
+    """Whether `taker` may reuse `source`'s bytes at their one shared step."""
     return (
         taker.inplace_of == source.name
-        and offsets[taker.name] == offsets[source.name]
-        and source.last_step == taker.first_step
+        and source.first_step < source.last_step == taker.first_step
         and taker.nbytes <= source.nbytes
     )
+
+
+def _is_handover(source: Buffer, taker: Buffer, offsets: dict[str, int]) -> bool:
+    return _may_take(taker, source) and offsets[taker.name] == offsets[source.name]
 
 
 def _check_pair(a: Buffer, b: Buffer, offsets: dict[str, int]) -> None:
@@ -50,7 +54,7 @@ def _peak_live_bytes(buffers: Sequence[Buffer]) -> int:
         events[b.first_step] = events.get(b.first_step, 0) + b.nbytes
         events[b.last_step + 1] = events.get(b.last_step + 1, 0) - b.nbytes
         source = by_name.get(b.inplace_of or "")
-        if source is not None and source.last_step == b.first_step and b.nbytes <= source.nbytes:
+        if source is not None and _may_take(b, source):
             events[b.first_step] -= b.nbytes  # the taker reuses the source's bytes at the hand-over step
             events[b.first_step + 1] = events.get(b.first_step + 1, 0) + b.nbytes
     peak = live = 0

@@ -24,12 +24,12 @@ def live_ranges(steps: Sequence[Collection[str]]) -> dict[str, tuple[int, int]]:
 
 
 def shares_at_handover(buffer: Buffer, by_name: dict[str, Buffer]) -> bool:
-    """True when `buffer` may take its `inplace_of` buffer's bytes: that buffer exists, dies at the
-    step `buffer` is born, and is at least as large."""
+    """True when `buffer` may take its `inplace_of` buffer's bytes: that buffer exists, was born at an
+    earlier step, dies at the step `buffer` is born, and is at least as large."""
     if buffer.inplace_of is None or buffer.inplace_of not in by_name:
         return False
     source = by_name[buffer.inplace_of]
-    return source.last_step == buffer.first_step and buffer.nbytes <= source.nbytes
+    return source.first_step < source.last_step == buffer.first_step and buffer.nbytes <= source.nbytes
 
 
 def live_per_step(buffers: Sequence[Buffer]) -> list[list[Buffer]]:

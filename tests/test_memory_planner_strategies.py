@@ -30,7 +30,8 @@ def naive_lower_bound(buffers: list[Buffer]) -> int:
         live = [b for b in buffers if b.first_step <= step <= b.last_step]
         shared = [
             b for b in live
-            if b.inplace_of in by_name and by_name[b.inplace_of].last_step == step == b.first_step
+            if b.inplace_of in by_name
+            and by_name[b.inplace_of].first_step < by_name[b.inplace_of].last_step == step == b.first_step
             and b.nbytes <= by_name[b.inplace_of].nbytes
         ]
         return sum(b.nbytes for b in live) - sum(b.nbytes for b in shared)
