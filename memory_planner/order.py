@@ -22,7 +22,7 @@ from memory_planner.from_plan import ARENA_ROLES, buffers_from_plan
 from memory_planner.liveness import lower_bound
 from tvm_ext.plan import ExecutionPlan
 
-DEFAULT_MAX_STATES = 20_000
+DEFAULT_MAX_STATES = 10_000  # about 0.2 s of search in CPython
 
 
 class _TooManyStates(Exception):
@@ -31,11 +31,18 @@ class _TooManyStates(Exception):
 
 @dataclass(frozen=True)
 class _CallGraph:
-    """Calls as bits: which calls each call waits for, and which calls touch each arena storage."""
+    """Calls as bits: which calls each call waits for, and which calls touch each arena storage.
+
+    A storage is resident after the calls in `done` when a call in `done` and a call outside it touch
+    it; every resident storage is live while the next call runs, and so are the storages that call
+    touches first. So bytes live during a call = resident bytes + bytes it touches first, and both
+    update per call from the storages it touches alone.
+    """
 
     depends_on: list[int]  # depends_on[c]: bit mask of calls that must run before call c
     storages: list[tuple[int, int]]  # (bit mask of calls touching it, bytes) per arena storage
-    touches: list[int]  # touches[c]: bit mask of storage indices call c touches
+    touches: list[list[int]]  # touches[c]: indices of the storages call c touches
+    dependents: list[list[int]]  # dependents[c]: the calls that wait for call c
 
     @classmethod
     def of(cls, plan: ExecutionPlan) -> _CallGraph:
@@ -57,36 +64,50 @@ class _CallGraph:
                 last_writer[root] = c
         arena = [r for r in touchers if plan.tensors[r].role in ARENA_ROLES]
         storages = [(touchers[r], plan.tensors[r].nbytes) for r in arena]
-        touches = [sum(1 << s for s, (mask, _) in enumerate(storages) if mask >> c & 1) for c in range(len(plan.calls))]
-        return cls(depends_on, storages, touches)
+        touches = [[s for s, (mask, _) in enumerate(storages) if mask >> c & 1] for c in range(len(plan.calls))]
+        dependents = [[k for k, deps in enumerate(depends_on) if deps >> c & 1] for c in range(len(plan.calls))]
+        return cls(depends_on, storages, touches, dependents)
 
-    def live_bytes(self, done: int, call: int) -> int:
-        """Bytes live while `call` runs after the calls in `done`: storages it touches, and storages
-        touched both by a call already run and by a call still to run after it."""
-        later = ~(done | 1 << call)
-        total = 0
-        for s, (mask, nbytes) in enumerate(self.storages):
-            if self.touches[call] >> s & 1 or (mask & done and mask & later):
-                total += nbytes
-        return total
+    def step(self, done: int, resident: int, call: int) -> tuple[int, int]:
+        """(bytes live while `call` runs after `done`, bytes resident after it), given the bytes
+        `resident` after `done`."""
+        during = after = resident
+        for s in self.touches[call]:
+            mask, nbytes = self.storages[s]
+            if not mask & done:
+                during += nbytes
+                after += nbytes
+            if not mask & ~(done | 1 << call):
+                after -= nbytes
+        return during, after
 
-    def ready(self, done: int) -> list[int]:
-        return [c for c in range(len(self.depends_on)) if not done >> c & 1 and self.depends_on[c] & ~done == 0]
+    def ready_after(self, ready: tuple[int, ...], done: int, call: int) -> tuple[int, ...]:
+        """The calls ready once `call`, one of `ready` after `done`, has run."""
+        done |= 1 << call
+        unlocked = (k for k in self.dependents[call] if self.depends_on[k] & ~done == 0)
+        return tuple(sorted([c for c in ready if c != call] + list(unlocked)))
+
+    @property
+    def roots(self) -> tuple[int, ...]:
+        return tuple(c for c, deps in enumerate(self.depends_on) if deps == 0)
 
 
 def _dynamic_program(graph: _CallGraph, max_states: int) -> list[int]:
     everything = (1 << len(graph.depends_on)) - 1
     best: dict[int, tuple[int, int]] = {everything: (0, -1)}  # done -> (peak from here, next call)
 
-    def solve(done: int) -> int:
+    def solve(done: int, resident: int, ready: tuple[int, ...]) -> int:
         if done not in best:
             if len(best) >= max_states:
                 raise _TooManyStates
-            choices = ((max(graph.live_bytes(done, c), solve(done | 1 << c)), c) for c in graph.ready(done))
+            choices = []
+            for c in ready:
+                during, after = graph.step(done, resident, c)
+                choices.append((max(during, solve(done | 1 << c, after, graph.ready_after(ready, done, c))), c))
             best[done] = min(choices)
         return best[done][0]
 
-    solve(0)
+    solve(0, 0, graph.roots)
     order, done = [], 0
     while done != everything:
         call = best[done][1]
@@ -96,11 +117,13 @@ def _dynamic_program(graph: _CallGraph, max_states: int) -> list[int]:
 
 
 def _greedy(graph: _CallGraph) -> list[int]:
-    order, done = [], 0
+    order, done, resident, ready = [], 0, 0, graph.roots
     for _ in graph.depends_on:
-        call = min(graph.ready(done), key=lambda c: (graph.live_bytes(done, c), c))
+        steps = {c: graph.step(done, resident, c) for c in ready}
+        call = min(steps, key=lambda c: (steps[c][0], c))
         order.append(call)
-        done |= 1 << call
+        ready = graph.ready_after(ready, done, call)
+        done, resident = done | 1 << call, steps[call][1]
     return order
 
 
