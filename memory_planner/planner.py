@@ -28,12 +28,17 @@ def _validate(buffers: Sequence[Buffer]) -> None:
 
 
 def _auto(blocks: Sequence[Buffer]) -> tuple[str, Placement]:
-    """The best heuristic placement; then the exact search, only if that placement is above the bound."""
-    name, placement = min(
-        ((h, STRATEGIES[h](blocks)) for h in HEURISTICS), key=lambda hp: arena_bytes(blocks, hp[1].offsets)
-    )
-    if arena_bytes(blocks, placement.offsets) == aligned_lower_bound(blocks):
-        return name, placement
+    """The heuristics, cheapest first, until one reaches the bound; then, only if none did, the exact
+    search from the best of them. Ties go to the earlier strategy."""
+    bound = aligned_lower_bound(blocks)
+    best: tuple[int, str, Placement] | None = None
+    for heuristic in HEURISTICS:
+        placement = STRATEGIES[heuristic](blocks)
+        if best is None or arena_bytes(blocks, placement.offsets) < best[0]:
+            best = (arena_bytes(blocks, placement.offsets), heuristic, placement)
+        if best[0] == bound:
+            return best[1:]
+    _, name, placement = best
     searched = exact.place(blocks, incumbent=placement.offsets)
     if arena_bytes(blocks, searched.offsets) < arena_bytes(blocks, placement.offsets):
         return "exact", searched

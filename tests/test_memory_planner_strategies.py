@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from memory_planner import Buffer, plan_memory
 from memory_planner.check import check_plan
 from memory_planner.liveness import aligned_lower_bound, lower_bound
-from memory_planner.strategies import STRATEGIES
+from memory_planner.strategies import HEURISTICS, STRATEGIES
 from memory_planner_cases import (
     AD01_BUFFERS,
     AD01_GREEDY_ARENA,
@@ -90,25 +90,26 @@ def test_resnet8_reaches_the_lower_bound(strategy: str) -> None:
     assert plan.optimal
 
 
-def test_exact_closes_greedys_gap_on_the_autoencoder() -> None:
+@pytest.mark.parametrize("strategy", ["hill_climb", "exact", "auto"])
+def test_search_closes_greedys_gap_on_the_autoencoder(strategy: str) -> None:
     greedy = plan_memory(AD01_BUFFERS, "greedy_by_size")
-    auto = plan_memory(AD01_BUFFERS)
-    for plan in (greedy, auto):
+    searched = plan_memory(AD01_BUFFERS, strategy)
+    for plan in (greedy, searched):
         check_plan(AD01_BUFFERS, plan)
     assert (greedy.arena_bytes, greedy.optimal) == (AD01_GREEDY_ARENA, False)
-    assert (auto.arena_bytes, auto.lower_bound, auto.strategy, auto.optimal) == (
-        AD01_LOWER_BOUND, AD01_LOWER_BOUND, "exact", True
-    )
+    assert plan_memory(AD01_BUFFERS, "best_of_orders").arena_bytes == AD01_GREEDY_ARENA
+    assert (searched.arena_bytes, searched.lower_bound, searched.optimal) == (AD01_LOWER_BOUND, AD01_LOWER_BOUND, True)
 
 
-def test_auto_beats_greedy_on_a_set_that_traps_it() -> None:
+@pytest.mark.parametrize("strategy", ["hill_climb", "exact", "auto"])
+def test_search_beats_greedy_on_a_set_that_traps_it(strategy: str) -> None:
     greedy = plan_memory(GREEDY_TRAP, "greedy_by_size")
-    auto = plan_memory(GREEDY_TRAP)
-    for plan in (greedy, auto):
+    searched = plan_memory(GREEDY_TRAP, strategy)
+    for plan in (greedy, searched):
         check_plan(GREEDY_TRAP, plan)
     assert plan_memory(GREEDY_TRAP, "best_of_orders").arena_bytes == greedy.arena_bytes == 112
-    assert brute_force_arena(GREEDY_TRAP) == auto.arena_bytes == auto.lower_bound == 96
-    assert auto.strategy == "exact" and auto.optimal and not greedy.optimal
+    assert brute_force_arena(GREEDY_TRAP) == searched.arena_bytes == searched.lower_bound == 96
+    assert searched.optimal and not greedy.optimal
 
 
 def test_inplace_pair_shares_bytes_and_lowers_the_bound() -> None:
@@ -175,7 +176,7 @@ def test_every_strategy_gives_a_plan_the_checker_accepts(buffers: list[Buffer]) 
         check_plan(buffers, plan)
         assert plan.lower_bound == naive_lower_bound(buffers)
         assert plan.arena_bytes >= plan.lower_bound
-    assert plans["auto"].arena_bytes <= min(plans[h].arena_bytes for h in ("greedy_by_size", "best_of_orders"))
+    assert plans["auto"].arena_bytes <= min(plans[h].arena_bytes for h in HEURISTICS)
     assert plan_memory(buffers) == plans["auto"], "same input, same plan"
 
 
@@ -193,7 +194,7 @@ def test_exact_equals_brute_force_on_small_sets(buffers: list[Buffer]) -> None:
 @given(SMALL_SETS)
 def test_heuristics_claim_optimal_only_when_they_are(buffers: list[Buffer]) -> None:
     optimum = brute_force_arena(buffers)
-    for strategy in ("greedy_by_size", "best_of_orders"):
+    for strategy in ("greedy_by_size", "best_of_orders", "hill_climb"):
         plan = plan_memory(buffers, strategy)
         assert plan.arena_bytes >= optimum
         assert not plan.optimal or plan.arena_bytes == optimum

@@ -14,7 +14,7 @@ unplaced buffers live at `t`; and at least each unplaced buffer's lowest free of
 
 Determinism. The budget counts work (buffer pairs examined), not seconds, so the same input gives the
 same plan on any machine. DEFAULT_WORK_BUDGET (about 0.5-1.9 M units a second measured in CPython
-on a shared core) keeps the search under about a second.
+on a shared core) keeps the search well under a second.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from memory_planner.liveness import aligned_lower_bound
 from memory_planner.strategies import greedy_by_size
 from memory_planner.strategies.placement import Placement, arena_bytes, first_fit, time_conflicts
 
-DEFAULT_WORK_BUDGET = 600_000
+DEFAULT_WORK_BUDGET = 400_000
 
 
 class _BudgetSpent(Exception):

@@ -63,10 +63,13 @@ def best_fit(nbytes: int, alignment: int, occupied: Sequence[Interval]) -> int:
     return offset if best is None else best[1]
 
 
-def place_in_order(buffers: Sequence[Buffer], order: Sequence[int], fit: Fit) -> dict[str, int]:
+def place_in_order(
+    buffers: Sequence[Buffer], order: Sequence[int], fit: Fit, conflicts: Sequence[Sequence[int]] | None = None
+) -> dict[str, int]:
     """Place buffers one by one in `order` (indices), each where `fit` puts it among the placed buffers
-    that are live at one of its steps."""
-    conflicts = time_conflicts(buffers)
+    that are live at one of its steps; `conflicts` is `time_conflicts(buffers)` when the caller has it."""
+    if conflicts is None:
+        conflicts = time_conflicts(buffers)
     offsets: dict[int, int] = {}
     for i in order:
         occupied = [(offsets[j], offsets[j] + buffers[j].nbytes) for j in conflicts[i] if j in offsets]
