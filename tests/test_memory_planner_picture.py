@@ -7,8 +7,7 @@ import xml.etree.ElementTree as ET
 
 from memory_planner import plan_memory
 from memory_planner.picture import MARGIN_LEFT, MARGIN_TOP, PLOT_HEIGHT, PLOT_WIDTH, memory_plan_svg
-from memory_planner_cases import RESNET8_BUFFERS
-from test_memory_planner_strategies import GREEDY_TRAP
+from memory_planner_cases import GREEDY_TRAP, RESNET8_BUFFERS
 
 SVG = "{http://www.w3.org/2000/svg}"
 
