@@ -1,9 +1,9 @@
 """A picture of a memory plan as plain SVG text (no dependency): step on x, offset on y.
 
 Each buffer is a rectangle from its first to its last step and from its offset to its end, labelled
-with `Buffer.label` (the layer) or its name; offset 0 is at the bottom. A dashed line marks the lower
-bound (labelled at the right) and a solid one the arena's top (labelled at the left), so the gap
-between them is the bytes the plan loses.
+with `Buffer.label` (the layer) or its name, and says so when it sits in place of another; offset 0 is
+at the bottom. A dashed line marks the lower bound (labelled at the right) and a solid one the arena's
+top (labelled at the left), so the gap between them is the bytes the plan loses.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def memory_plan_svg(buffers: Sequence[Buffer], plan: MemoryPlan) -> str:
         offset = plan.offsets[b.name]
         x, y0, y1 = MARGIN_LEFT + b.first_step * step_px, y_of(offset + b.nbytes), y_of(offset)
         w = (b.last_step - b.first_step + 1) * step_px
-        label = b.label or b.name
+        shares = b.inplace_of is not None and plan.offsets.get(b.inplace_of) == offset
+        label = (b.label or b.name) + (f" (in place of {b.inplace_of})" if shares else "")
         title = f"{b.name}: {b.nbytes} B at {offset}, steps {b.first_step}..{b.last_step}"
         parts.append(
             f'<g><title>{escape(title)}</title>'

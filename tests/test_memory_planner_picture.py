@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 
 from memory_planner import plan_memory
 from memory_planner.picture import MARGIN_LEFT, MARGIN_TOP, PLOT_HEIGHT, PLOT_WIDTH, memory_plan_svg
-from memory_planner_cases import GREEDY_TRAP, RESNET8_BUFFERS
+from memory_planner.from_plan import buffers_from_plan
+from memory_planner_cases import GREEDY_TRAP, RESNET8_BUFFERS, residual_block_plan
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -40,3 +41,10 @@ def test_lower_bound_line_below_a_loose_arena_and_escaped_labels() -> None:
     texts = [t.text for t in root.iter(f"{SVG}text")]
     assert "lower bound 96" in texts and "arena 112" in texts
     assert {f"{b.name} <a&b>" for b in buffers} <= set(texts)
+
+
+def test_an_inplace_buffer_says_whose_bytes_it_takes() -> None:
+    buffers = buffers_from_plan(residual_block_plan())
+    root = ET.fromstring(memory_plan_svg(buffers, plan_memory(buffers)))
+    texts = [t.text for t in root.iter(f"{SVG}text")]
+    assert "add (in place of conv2)" in texts and "conv2" in texts
