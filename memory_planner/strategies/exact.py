@@ -141,7 +141,7 @@ def place(
     if search.best_arena > search.target:
         try:
             search.run(floor=0, last=-1, top=0, lowest={i: 0 for i in range(len(buffers))})
-        except _BudgetSpent:
+        except (_BudgetSpent, RecursionError):  # one level per buffer: ~1000 buffers exceed Python's stack
             finished = False
     offsets = {b.name: off for b, off in zip(buffers, search.best_offsets)}
     return Placement(offsets, proved_minimal=finished or search.best_arena <= search.target)
