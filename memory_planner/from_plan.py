@@ -1,0 +1,98 @@
+"""Read an ExecutionPlan's arena buffers: one per storage, live from its writer to its last reader.
+
+Which tensors are arena buffers: a tensor and all its views (reshape, flatten: `Tensor.view_of`) share
+one storage, the root of the chain, so a root gives one buffer and a reshape costs nothing. A root whose
+role is INTERMEDIATE lives from the step that writes it to the last step that reads it or any of its
+views; a SCRATCH root lives at the step(s) of the calls that use it. INPUT and OUTPUT tensors live in the
+caller's buffers and CONSTANTs in flash, so they are not in the arena.
+
+In-place facts: `KernelCall.access.inplace_outputs` pairs (output, input). The output's buffer gets
+`inplace_of = <input's storage>` when that call is the input storage's last use, the call writes the
+output there first, both are arena INTERMEDIATEs, and the output is not larger (writing a larger output
+element k would overwrite input bytes past element k that the kernel has not read yet).
+
+Steps are positions in `order` (indices into `plan.calls`; default: the plan's own order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory_planner.api import Buffer, MemoryPlan
+from memory_planner.liveness import live_ranges
+from tvm_ext.plan import ExecutionPlan, KernelCall, TensorRole
+
+ARENA_ROLES = (TensorRole.INTERMEDIATE, TensorRole.SCRATCH)
+
+
+def _storages(plan: ExecutionPlan, call: KernelCall, names: Sequence[str]) -> list[str]:
+    unknown = [n for n in names if n not in plan.tensors]
+    if unknown:
+        raise ValueError(f"model {plan.model}: kernel {call.kernel} names unknown tensor {unknown[0]!r}")
+    return [plan.storage_of(n) for n in names]
+
+
+def _checked_order(plan: ExecutionPlan, order: Sequence[int] | None) -> list[int]:
+    if order is None:
+        return list(range(len(plan.calls)))
+    if sorted(order) != list(range(len(plan.calls))):
+        raise ValueError(f"model {plan.model}: order {list(order)} is not a permutation of its {len(plan.calls)} calls")
+    return list(order)
+
+
+def buffers_from_plan(plan: ExecutionPlan, order: Sequence[int] | None = None, alignment: int = 16) -> list[Buffer]:
+    """The arena buffers of `plan` run in `order`, named after their root tensor, `alignment` in bytes,
+    labelled with the layer that produces them; listed by first step, then by first mention."""
+    calls = [plan.calls[i] for i in _checked_order(plan, order)]
+    written = [set(_storages(plan, c, c.outputs + c.scratch)) for c in calls]
+    touched = [_storages(plan, c, c.args) for c in calls]
+    ranges = {
+        root: steps
+        for root, steps in live_ranges(touched).items()
+        if plan.tensors[root].role in ARENA_ROLES
+    }
+    for root, (first, _) in ranges.items():
+        if root not in written[first]:
+            raise ValueError(
+                f"model {plan.model}: tensor {root!r} is read by kernel {calls[first].kernel} (step {first}) "
+                "before any call writes it"
+            )
+    taken_from = _inplace_sources(plan, calls, ranges)
+    buffers = []
+    for root, (first, last) in ranges.items():
+        tensor = plan.tensors[root]
+        label = tensor.layer or "/".join(calls[first].layers)
+        if tensor.role is TensorRole.SCRATCH:
+            label += " (scratch)"
+        buffers.append(Buffer(root, tensor.nbytes, first, last, alignment, label, taken_from.get(root)))
+    return buffers
+
+
+def _inplace_sources(
+    plan: ExecutionPlan, calls: Sequence[KernelCall], ranges: dict[str, tuple[int, int]]
+) -> dict[str, str]:
+    """Map output storage -> input storage for each legal in-place pair (module docstring); each input
+    storage is given to at most one output, the first the plan lists."""
+    sources: dict[str, str] = {}
+    for step, call in enumerate(calls):
+        for output, input_ in call.access.inplace_outputs:
+            out, src = _storages(plan, call, (output, input_))
+            legal = (
+                out != src
+                and plan.tensors[out].role is TensorRole.INTERMEDIATE
+                and plan.tensors[src].role is TensorRole.INTERMEDIATE
+                and ranges[out][0] == step
+                and ranges[src][1] == step
+                and plan.tensors[out].nbytes <= plan.tensors[src].nbytes
+                and out not in sources
+                and src not in sources.values()
+            )
+            if legal:
+                sources[out] = src
+    return sources
+
+
+def tensor_offsets(plan: ExecutionPlan, memory_plan: MemoryPlan) -> dict[str, int]:
+    """The arena offset (bytes) of every tensor whose storage is in the arena, views included."""
+    roots = {name: plan.storage_of(name) for name in plan.tensors}
+    return {name: memory_plan.offsets[root] for name, root in roots.items() if root in memory_plan.offsets}

@@ -1,0 +1,69 @@
+"""A stronger heuristic: greedy placement under several priority orders and two gap rules, best kept.
+
+Each order is a published greedy rule (Pisarchyk & Lee 2020, arXiv 2001.03288; TVM USMP's greedy
+variants): by size, by how long a buffer lives, by size x lifetime, by the number of buffers it
+conflicts with, and "by breadth" (walk the steps from the one with the most live bytes down, placing
+that step's buffers largest first). Each order is tried with first fit and with best fit (smallest gap
+that holds it); the placement with the smallest arena wins, ties to the earlier rule, so the result is
+deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from memory_planner.api import Buffer
+from memory_planner.liveness import bytes_live_per_step
+from memory_planner.strategies.placement import (
+    Placement,
+    arena_bytes,
+    best_fit,
+    first_fit,
+    place_in_order,
+    time_conflicts,
+)
+
+Order = Callable[[Sequence[Buffer]], list[int]]
+
+
+def _by_key(key: Callable[[Buffer], tuple[int, ...]]) -> Order:
+    return lambda buffers: sorted(range(len(buffers)), key=lambda i: key(buffers[i]))
+
+
+def _span(b: Buffer) -> int:
+    return b.last_step - b.first_step + 1
+
+
+def _by_conflicts(buffers: Sequence[Buffer]) -> list[int]:
+    degree = [sum(buffers[j].nbytes for j in js) for js in time_conflicts(buffers)]
+    return sorted(range(len(buffers)), key=lambda i: (-degree[i], -buffers[i].nbytes))
+
+
+def _by_breadth(buffers: Sequence[Buffer]) -> list[int]:
+    live = bytes_live_per_step(buffers)
+    order: list[int] = []
+    seen: set[int] = set()
+    for step in sorted(range(len(live)), key=lambda s: -live[s]):
+        at_step = [i for i, b in enumerate(buffers) if b.first_step <= step <= b.last_step and i not in seen]
+        at_step.sort(key=lambda i: -buffers[i].nbytes)
+        order += at_step
+        seen.update(at_step)
+    return order
+
+
+ORDERS: tuple[Order, ...] = (
+    _by_key(lambda b: (-b.nbytes,)),
+    _by_key(lambda b: (-_span(b), -b.nbytes)),
+    _by_key(lambda b: (-b.nbytes * _span(b), -b.nbytes)),
+    _by_key(lambda b: (b.first_step, -b.nbytes)),
+    _by_conflicts,
+    _by_breadth,
+)
+
+
+def place(buffers: Sequence[Buffer]) -> Placement:
+    """The smallest-arena placement over every (order, gap rule) pair."""
+    candidates = (
+        place_in_order(buffers, order(buffers), fit) for order in ORDERS for fit in (first_fit, best_fit)
+    )
+    return Placement(min(candidates, key=lambda offsets: arena_bytes(buffers, offsets)))

@@ -1,0 +1,147 @@
+"""Exact placement by branch and bound, stopped at the lower bound or a work budget.
+
+Search space. Any placement can be pushed into a normal form where no buffer can move to a lower
+aligned offset without overlapping another buffer live at one of its steps (each move lowers the sum
+of offsets, so pushing ends). In that form, taking buffers in (offset, index) order, each sits at the
+lowest aligned offset free among the buffers taken before it: a lower free gap would also be free of
+the buffers after it, which all lie above it. So the search picks which buffer comes next, puts it at
+its lowest free offset, and keeps only picks that continue the (offset, index) order; this enumerates
+every normal form once, so a search that runs to the end proves its best arena minimal.
+
+Bounds. Buffers not yet placed all go at or above the last placed offset `floor`, so at every step
+`t` the arena is at least `floor` + bytes that placed buffers live at `t` hold above `floor` + bytes of
+unplaced buffers live at `t`; and at least each unplaced buffer's lowest free offset plus its size.
+
+Determinism. The budget counts work (buffer pairs examined), not seconds, so the same input gives the
+same plan on any machine. DEFAULT_WORK_BUDGET (about 0.5-1.9 M units a second measured in CPython
+on a shared core) keeps the search well under a second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from memory_planner.api import Buffer
+from memory_planner.liveness import aligned_lower_bound
+from memory_planner.strategies import greedy_by_size
+from memory_planner.strategies.placement import Placement, arena_bytes, first_fit, time_conflicts
+
+DEFAULT_WORK_BUDGET = 400_000
+
+
+class _BudgetSpent(Exception):
+    """Raised inside the search when the work budget is used up."""
+
+
+@dataclass
+class _Search:
+    buffers: Sequence[Buffer]
+    target: int  # stop as soon as an arena this small is found (the lower bound)
+    best_arena: int
+    best_offsets: list[int]
+    work_left: int
+    conflicts: list[list[int]] = field(init=False)
+    offsets: list[int | None] = field(init=False)
+    unplaced_live: list[int] = field(init=False)  # bytes of unplaced buffers live at each step
+
+    def __post_init__(self) -> None:
+        self.conflicts = time_conflicts(self.buffers)
+        self.offsets = [None] * len(self.buffers)
+        steps = max((b.last_step for b in self.buffers), default=-1) + 1
+        self.unplaced_live = [0] * steps
+        for b in self.buffers:
+            self._add_live(b, b.nbytes)
+
+    def _add_live(self, b: Buffer, nbytes: int) -> None:
+        for step in range(b.first_step, b.last_step + 1):
+            self.unplaced_live[step] += nbytes
+
+    def _spend(self, work: int) -> None:
+        self.work_left -= work
+        if self.work_left < 0:
+            raise _BudgetSpent
+
+    def _lowest_free(self, i: int) -> int:
+        """Lowest aligned offset where buffer i fits among the placed buffers live with it."""
+        occupied = [
+            (off, off + self.buffers[j].nbytes) for j in self.conflicts[i] if (off := self.offsets[j]) is not None
+        ]
+        self._spend(len(self.conflicts[i]) + 1)
+        b = self.buffers[i]
+        return first_fit(b.nbytes, b.alignment, occupied)
+
+    def _bound(self, floor: int, top: int, lowest: dict[int, int]) -> int:
+        """A lower bound on every arena below this node (see the module docstring)."""
+        bound = max([top] + [max(off, floor) + self.buffers[i].nbytes for i, off in lowest.items()])
+        above_floor = list(self.unplaced_live)
+        work = len(self.buffers) + len(above_floor)
+        for j, off in enumerate(self.offsets):
+            b = self.buffers[j]
+            if off is not None and off + b.nbytes > floor:
+                held = off + b.nbytes - max(off, floor)
+                for step in range(b.first_step, b.last_step + 1):
+                    above_floor[step] += held
+                work += b.last_step - b.first_step + 1
+        self._spend(work)
+        return max(bound, floor + max(above_floor, default=0))
+
+    def _after_placing(self, i: int, lowest: dict[int, int]) -> dict[int, int]:
+        """The unplaced buffers' lowest free offsets once buffer i is placed: only those live with i
+        whose lowest free bytes it now covers move up (more placed buffers never lower an offset)."""
+        b, off = self.buffers[i], self.offsets[i]
+        moved = {
+            k: self._lowest_free(k)
+            for k in self.conflicts[i]
+            if k in lowest and lowest[k] < off + b.nbytes and off < lowest[k] + self.buffers[k].nbytes
+        }
+        self._spend(len(self.conflicts[i]) + 1)
+        return {k: moved.get(k, v) for k, v in lowest.items() if k != i}
+
+    def run(self, floor: int, last: int, top: int, lowest: dict[int, int]) -> None:
+        """Extend the placement whose last buffer (index `last`) sits at `floor`; `top` is its arena and
+        `lowest` maps each unplaced buffer to its lowest free offset among the placed ones."""
+        if not lowest:
+            if top < self.best_arena:
+                self.best_arena = top
+                self.best_offsets = list(self.offsets)  # type: ignore[arg-type]
+            return
+        if self._bound(floor, top, lowest) >= self.best_arena:
+            return
+        picks = sorted((off, -self.buffers[i].nbytes, i) for i, off in lowest.items() if (off, i) > (floor, last))
+        for off, _, i in picks:
+            b = self.buffers[i]
+            self.offsets[i] = off
+            self._add_live(b, -b.nbytes)
+            self.run(off, i, max(top, off + b.nbytes), self._after_placing(i, lowest))
+            self._add_live(b, b.nbytes)
+            self.offsets[i] = None
+            if self.best_arena <= self.target:
+                return
+
+
+def place(
+    buffers: Sequence[Buffer],
+    incumbent: dict[str, int] | None = None,
+    work_budget: int = DEFAULT_WORK_BUDGET,
+) -> Placement:
+    """Search for the smallest arena; start from `incumbent` (default: greedy by size) and return it
+    unchanged unless the search finds a smaller one. `proved_minimal` is True when the arena reaches the
+    lower bound or the search ran to its end within `work_budget`."""
+    if incumbent is None:
+        incumbent = greedy_by_size.place(buffers).offsets
+    search = _Search(
+        buffers=buffers,
+        target=aligned_lower_bound(buffers),
+        best_arena=arena_bytes(buffers, incumbent),
+        best_offsets=[incumbent[b.name] for b in buffers],
+        work_left=work_budget,
+    )
+    finished = True
+    if search.best_arena > search.target:
+        try:
+            search.run(floor=0, last=-1, top=0, lowest={i: 0 for i in range(len(buffers))})
+        except (_BudgetSpent, RecursionError):  # one level per buffer: ~1000 buffers exceed Python's stack
+            finished = False
+    offsets = {b.name: off for b, off in zip(buffers, search.best_offsets)}
+    return Placement(offsets, proved_minimal=finished or search.best_arena <= search.target)

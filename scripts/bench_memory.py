@@ -1,0 +1,99 @@
+"""Benchmark the memory planner on every shared model against TFLite Micro's own arena (not a test).
+
+    python scripts/bench_memory.py [--models ../shared/models] [--target lowpower]
+
+For each .tflite model: compile it with `tvm_ext.compile` (which plans with `memory_planner`), read our
+arena and lower bound from the bundle, and in the same run read TFLite Micro's arena for the same model
+with the `tflite-micro` package (`print_allocations()`: head = planned tensors, tail = bookkeeping).
+TFLM's head also holds the model's input and output tensors, which our bundle keeps in the caller's
+buffers, so the last ratio adds those bytes to ours (the issue's targets compare our arena with the
+head). Planning time is the "planning" stage's time as the compiler logs it. A model that does not
+compile gets its one-line error instead of numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ALLOCATION = re.compile(r"Arena allocation (head|tail) (\d+) bytes")
+STAGE = re.compile(r"^planning\s+([\d.]+) s")
+
+
+@dataclass(frozen=True)
+class TflmArena:
+    """TFLite Micro's arena for one model, in bytes."""
+
+    head: int
+    tail: int
+
+
+def tflm_arena(model: Path) -> TflmArena:
+    """Run TFLM's allocator on `model` and read what `print_allocations()` writes to the C stderr."""
+    from tflite_micro import runtime
+
+    interpreter = runtime.Interpreter.from_file(str(model))
+    with tempfile.TemporaryFile(mode="w+b") as captured:
+        saved = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(captured.fileno(), 2)
+        try:
+            interpreter.print_allocations()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        found = dict((kind, int(n)) for kind, n in ALLOCATION.findall(captured.read().decode(errors="replace")))
+    return TflmArena(found["head"], found["tail"])
+
+
+def io_bytes(plan) -> int:
+    """Bytes of the model's input and output tensors (in TFLM's arena, in the caller's buffers here)."""
+    return sum(plan.tensors[name].nbytes for name in plan.inputs + plan.outputs)
+
+
+def bench(model: Path, target: str, scratch: Path) -> str:
+    """One table row for `model`."""
+    import tvm_ext.compile as compiler
+
+    log: list[str] = []
+    try:
+        bundle = compiler.compile(model, target, scratch / model.stem, force=True, log=log.append)
+    except compiler.CompileError as err:
+        return f"| {model.stem} | error: {err} |"
+    memory = bundle.memory
+    planning = next((float(m.group(1)) for line in log if (m := STAGE.match(line.strip()))), float("nan"))
+    tflm = tflm_arena(model)
+    ours_io = memory.arena_bytes + io_bytes(bundle.plan)
+    return (
+        f"| {model.stem} | {memory.lower_bound} | {memory.arena_bytes} | {memory.strategy} | {memory.optimal} "
+        f"| {tflm.head} | {tflm.head + tflm.tail} | {memory.arena_bytes / memory.lower_bound:.3f} "
+        f"| {memory.arena_bytes / tflm.head:.3f} | {memory.arena_bytes / (tflm.head + tflm.tail):.3f} "
+        f"| {ours_io / tflm.head:.3f} | {planning:.2f} |"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default_models = Path(os.environ.get("TVM_EXT_MODELS", ROOT.parent / "shared" / "models"))
+    parser.add_argument("--models", type=Path, default=default_models)
+    parser.add_argument("--target", default="lowpower")
+    args = parser.parse_args()
+    models = sorted(args.models.rglob("*.tflite"))
+    print("| model | lower bound | our arena | strategy | optimal | TFLM head | TFLM head+tail | ours/bound "
+          "| ours/TFLM head | ours/TFLM head+tail | (ours+I/O)/TFLM head | planning s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as scratch:
+        for model in models:
+            print(bench(model, args.target, Path(scratch)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
