@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from memory_planner.api import Buffer, MemoryPlan
+from memory_planner.picture import memory_plan_svg
 from packager.aot_entry import write_model_c
 from packager.cortex_m import cortex_m_target, write_cortex_m_support
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
@@ -59,6 +60,7 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
         "Makefile": write_makefile(m, bundle.config),
         "CMakeLists.txt": write_cmakelists(m, bundle.config),
         "manifest.json": manifest_json(manifest(plan, bundle.memory, bundle.buffers, bundle.facts)),
+        "memory_plan.svg": memory_plan_svg(bundle.buffers, bundle.memory),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -30,6 +30,8 @@ def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], fac
         if root in live:
             entry["offset"] = memory.offsets[root]
             entry["live_steps"] = [live[root].first_step, live[root].last_step]
+            if live[root].inplace_of is not None:
+                entry["inplace_of"] = live[root].inplace_of
         tensors.append(entry)
     return {
         "manifest_version": MANIFEST_VERSION,

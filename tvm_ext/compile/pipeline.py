@@ -9,8 +9,12 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
-import memory_planner
+from memory_planner import plan_memory
 from memory_planner.api import MemoryPlan
+from memory_planner.check import PlanError as PlanCheckError
+from memory_planner.check import check_plan
+from memory_planner.from_plan import buffers_from_plan
+from memory_planner.order import choose_order
 from packager import BundleInputs, TestVectors, write_bundle
 from packager.archive import archive
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
@@ -18,7 +22,6 @@ from packager.cortex_m import CORTEX_M_TARGETS
 from packager.manifest import manifest, manifest_json
 from packager.build_files import BuildConfig
 from tvm_ext.compile import CompileError
-from tvm_ext.compile._interim_buffers import arena_buffers
 from tvm_ext.plan import ExecutionPlan
 
 
@@ -85,9 +88,16 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
     except (ModelImportError, PlanError) as err:
         raise CompileError(str(err)) from err
 
-    with stage("planning", lambda: f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B"):
-        buffers = arena_buffers(plan, profile.alignment_bytes)
-        memory = memory_planner.plan_memory(buffers)
+    with stage("planning", lambda: f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B, "
+               f"{memory.strategy}{', optimal' if memory.optimal else ''}"):
+        order = choose_order(plan)
+        plan.calls = [plan.calls[i] for i in order]
+        buffers = buffers_from_plan(plan, alignment=profile.alignment_bytes)
+        memory = plan_memory(buffers)
+        try:
+            check_plan(buffers, memory)
+        except PlanCheckError as err:
+            raise RuntimeError(f"the memory planner produced an invalid plan: {err}") from err
     try:
         target.check_fits(profile, plan.model, memory.arena_bytes, plan.weight_bytes())
     except target.ResourceError as err:
