@@ -60,12 +60,12 @@ def io_bytes(plan) -> int:
 
 def bench(model: Path, target: str, scratch: Path) -> str:
     """One table row for `model`."""
-    import tvm_ext.compile as compiler
+    from tvm_ext.compile import CompileError, compile
 
     log: list[str] = []
     try:
-        bundle = compiler.compile(model, target, scratch / model.stem, force=True, log=log.append)
-    except compiler.CompileError as err:
+        bundle = compile(model, target, scratch / model.stem, force=True, log=log.append)
+    except CompileError as err:
         return f"| {model.stem} | error: {err} |"
     memory = bundle.memory
     planning = next((float(m.group(1)) for line in log if (m := STAGE.match(line.strip()))), float("nan"))
