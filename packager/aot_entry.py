@@ -6,6 +6,7 @@ place, also through views), or `arena + offset` from the memory plan.
 
 from __future__ import annotations
 
+from memory_planner.api import Buffer
 from packager.c_text import comment, macro_prefix
 from packager.header import run_signature
 from packager.internal_header import weight_symbol
@@ -24,8 +25,30 @@ def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointe
     return f"({tensor.c_type}*)(arena + {offsets[root]}u)"
 
 
-def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor],
-                  offsets: dict[str, int], arena_bytes: int, alignment: int) -> str:
+def arena_gaps(buffers: list[Buffer], offsets: dict[str, int], arena_bytes: int, step: int) -> list[tuple[int, int]]:
+    """The [begin, end) byte ranges of the arena that no buffer live at `step` occupies."""
+    taken = sorted((offsets[b.name], offsets[b.name] + b.nbytes) for b in buffers if b.first_step <= step <= b.last_step)
+    gaps, cursor = [], 0
+    for begin, end in taken:
+        if begin > cursor:
+            gaps.append((cursor, begin))
+        cursor = max(cursor, end)
+    if cursor < arena_bytes:
+        gaps.append((cursor, arena_bytes))
+    return gaps
+
+
+def _poison_lines(M: str, gaps: list[tuple[int, int]]) -> list[str]:
+    if not gaps:
+        return []
+    calls = [f"  poison(arena, {begin}u, {end}u);" for begin, end in gaps]
+    return [f"#ifdef {M}_POISON_ARENA", *calls, "#endif"]
+
+
+def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], offsets: dict[str, int],
+                  buffers: list[Buffer], arena_bytes: int, alignment: int) -> str:
+    """The entry function. Built with -D<MODEL>_POISON_ARENA, it fills every arena byte that no live buffer
+    holds with 0xA5 before each call: a plan that let a kernel read bytes it does not own fails its self-test."""
     m, M = plan.model, macro_prefix(plan.model)
     single = len(inputs) == 1 and len(outputs) == 1
     io_pointer = {}
@@ -50,6 +73,17 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         f'#include "{m}.h"',
         f'#include "{m}_internal.h"',
         "",
+        f"#ifdef {M}_POISON_ARENA",
+        "/* Fills arena[begin, end) with a pattern no model computes by chance (a test build only). */",
+        "static void poison(uint8_t* arena, size_t begin, size_t end)",
+        "{",
+        "  size_t i;",
+        "  for (i = begin; i < end; ++i) {",
+        "    arena[i] = 0xA5u;",
+        "  }",
+        "}",
+        "#endif",
+        "",
         run_signature(plan, inputs, outputs, with_arena=True),
         "{",
         f"  if ({' || '.join(null_checks)}) {{",
@@ -66,7 +100,8 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     for step, call in enumerate(plan.calls):
         layers = "; ".join(call.layers) or "(no layer name)"
         args = ", ".join(_argument(plan, a, offsets, io_pointer) for a in call.args)
-        lines += [f"  /* {step}: {comment(layers)} */", f"  {call.kernel}({args});"]
+        lines += [f"  /* {step}: {comment(layers)} */", *_poison_lines(M, arena_gaps(buffers, offsets, arena_bytes, step)),
+                  f"  {call.kernel}({args});"]
     call_args = "input, output" if single else "inputs, outputs"
     lines += [
         f"  return {M}_OK;",
