@@ -25,6 +25,8 @@ def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], fac
             "shape": list(tensor.shape),
             "bytes": tensor.nbytes,
         }
+        if tensor.layout:
+            entry["layout"] = tensor.layout
         if tensor.view_of is not None:
             entry["view_of"] = tensor.view_of
         if root in live:
@@ -49,7 +51,7 @@ def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], fac
         "outputs": plan.outputs,
         "kernels": sorted({call.kernel for call in plan.calls}),
         "calls": [
-            {"step": step, "kernel": c.kernel, "layers": list(c.layers), "args": list(c.args)}
+            {"step": step, "kernel": c.kernel, "layers": list(c.layers), "args": list(c.args), "subgraph": c.subgraph}
             for step, c in enumerate(plan.calls)
         ],
         "tensors": tensors,

@@ -6,6 +6,7 @@ tuple of outputs. Anything else is an error naming the binding: the plan never s
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,9 @@ from tvm_ext.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, Tensor, TensorR
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
+
+
+_MODEL_LAYOUT = {"tflite": "NHWC", "onnx": "NCHW"}
 
 
 class PlanError(Exception):
@@ -77,7 +81,10 @@ class _PlanBuilder:
         raise PlanError(f"{self.model.path.name}: unsupported argument {type(expr).__name__} in layer {layer}")
 
     def add(self, name: str, shape, dtype: str, role: TensorRole, layer: str, view_of: str | None = None) -> str:
-        self.tensors[name] = Tensor(name, tuple(int(d) for d in shape), dtype, role, layer, view_of=view_of)
+        shape = tuple(int(d) for d in shape)
+        # Image tensors keep the model's own layout: TFLite's NHWC, ONNX's NCHW.
+        layout = _MODEL_LAYOUT.get(self.model.format, "") if len(shape) == 4 and role is not TensorRole.CONSTANT else ""
+        self.tensors[name] = Tensor(name, shape, dtype, role, layer, view_of=view_of, layout=layout)
         return name
 
     def add_var(self, var: relax.Var, role: TensorRole, layer: str, view_of: str | None = None) -> str:
@@ -163,6 +170,4 @@ def _mark_output_storage(plan: ExecutionPlan, model: ImportedModel) -> None:
             )
         roots.add(root)
         tensor = plan.tensors[root]
-        plan.tensors[root] = Tensor(
-            tensor.name, tensor.shape, tensor.dtype, TensorRole.OUTPUT, tensor.layer, tensor.quant, tensor.view_of
-        )
+        plan.tensors[root] = dataclasses.replace(tensor, role=TensorRole.OUTPUT)
