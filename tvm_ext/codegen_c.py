@@ -1,9 +1,9 @@
 """PrimFuncs -> plain C kernels with TVM's C code generator and a TIR pipeline of ours.
 
 Each kernel becomes `void <name>(const T* in..., T* out..., T* scratch...)`: no TVM headers, no TVM-FFI
-calling convention, no workspace allocation. Kernel-internal buffers larger than `LOCAL_BUFFER_MAX_BYTES`
-become scratch pointer parameters (the caller places them in the arena); smaller ones (accumulators) stay
-local arrays. `generate_c` is a pure function of (kernels, target): a worker process can run it.
+calling convention, no workspace allocation. Kernel-internal global buffers larger than
+`LOCAL_BUFFER_MAX_BYTES` become scratch pointer parameters (the caller places them in the arena); smaller
+ones (accumulators) and buffers declared "local" by a kernel's author stay local arrays. `generate_c` is a pure function of (kernels, target): a worker process can run it.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def _buffer_bytes(buf) -> int:
 def _without_allocs(stmt: tirx.Stmt, taken: list) -> tirx.Stmt | None:
     """`stmt` with every scratch-sized AllocBuffer removed (appended to `taken`); None if nothing is left."""
     if isinstance(stmt, tirx.AllocBuffer):
-        if _buffer_bytes(stmt.buffer) > LOCAL_BUFFER_MAX_BYTES:
+        # A "local" buffer is the kernel author's explicit choice of a few registers' worth of temporaries.
+        if stmt.buffer.scope() in ("", "global") and _buffer_bytes(stmt.buffer) > LOCAL_BUFFER_MAX_BYTES:
             taken.append(stmt.buffer)
             return None
         return stmt
