@@ -20,14 +20,21 @@ def add_int8(
     """out = clamp(MBQM(MBQM(lhs'<<20) + MBQM(rhs'<<20)) + out_zp), lhs' = lhs - lhs_zp (TFLite AddFunc)."""
     shape = [max(int(a), int(b)) for a, b in zip(lhs.shape, rhs.shape)]
 
-    def scaled(tensor, zero_point, multiplier_shift, index):
-        centered = _broadcast_read(tensor, index).astype("int32") - zero_point
-        return multiply_by_quantized_multiplier(
-            wrapping_left_shift(centered, params.left_shift), *multiplier_shift, rounding
-        )
+    def rescaled(tensor: te.Tensor, zero_point: int, multiplier_shift: tuple[int, int], name: str) -> te.Tensor:
+        def value(*index):
+            centered = _broadcast_read(tensor, index).astype("int32") - zero_point
+            return multiply_by_quantized_multiplier(
+                wrapping_left_shift(centered, params.left_shift), *multiplier_shift, rounding
+            )
+
+        return te.compute(shape, value, name=name)
+
+    # Separate stages keep each TIR expression small (one fixed-point multiply each).
+    lhs_scaled = rescaled(lhs, lhs_zero_point, params.input1, "lhs_scaled")
+    rhs_scaled = rescaled(rhs, rhs_zero_point, params.input2, "rhs_scaled")
 
     def value(*index):
-        raw_sum = scaled(lhs, lhs_zero_point, params.input1, index) + scaled(rhs, rhs_zero_point, params.input2, index)
+        raw_sum = lhs_scaled(*index) + rhs_scaled(*index)
         out = multiply_by_quantized_multiplier(raw_sum, *params.output, rounding) + output_zero_point
         return clamp_to_int8(out, activation.low, activation.high)
 

@@ -41,7 +41,8 @@ def requantize(
 ) -> PrimExpr:
     """int8 output = clamp(MBQM(acc + bias[channel], M[channel], shift[channel]) + zero_point)."""
     if bias is not None:
-        acc = acc + bias[channel]
+        # int32 wrap-around as the C reference's int32 addition behaves, without signed-overflow UB.
+        acc = tirx.Cast("int32", tirx.Cast("int64", acc) + tirx.Cast("int64", bias(channel)))
     scaled = multiply_by_quantized_multiplier(
         acc, _at(stage.multiplier, channel), _at(stage.shift, channel), stage.rounding
     )
