@@ -26,6 +26,7 @@ from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 import tvm
+import tvm_ffi
 from tvm import relax, tirx, topi
 from tvm.ir import Op
 from tvm.ir.expr import Constant
@@ -56,15 +57,20 @@ OP_INDEX_ATTR = "tvm_ext.tflite_op_index"
 FALLBACK_ATTR = "tvm_ext.float_fallback_layers"
 
 
-class UnsupportedOperatorError(Exception):
-    """An operator of a quantized model that the pass cannot lower to exact integer arithmetic."""
+@tvm_ffi.register_error
+class UnsupportedOperatorError(RuntimeError):
+    """An operator of a quantized model that the pass cannot lower to exact integer arithmetic.
 
-    def __init__(self, model: str, operator: str, layer: str) -> None:
-        super().__init__(
+    The pass runs behind TVM's FFI, which re-creates the exception from its message alone: the one-line
+    message (model, operator, layer) is the contract; build it with ``at``.
+    """
+
+    @classmethod
+    def at(cls, model: str, operator: str, layer: str) -> "UnsupportedOperatorError":
+        return cls(
             f"{model}: operator {operator} at layer {layer} has no exact int8 lowering "
             "(allow_float_fallback=True keeps it on the float path)"
         )
-        self.model, self.operator, self.layer = model, operator, layer
 
 
 class _NoMatch(Exception):
@@ -98,9 +104,15 @@ class _Graph:
         if isinstance(expr, relax.Var):
             self.uses[expr] += 1
 
+    def value_of(self, expr: relax.Expr) -> relax.Expr:
+        """The expression bound to ``expr``, following ``a = b`` aliases (expr itself if unbound)."""
+        while isinstance(expr, relax.Var) and expr in self.producer:
+            expr = self.producer[expr]
+        return expr
+
     def call(self, expr: relax.Expr, op_name: str) -> relax.Call:
         """The call to ``op_name`` that produces ``expr``; raises _NoMatch naming what produces it."""
-        value = self.producer.get(expr, expr) if isinstance(expr, relax.Var) else expr
+        value = self.value_of(expr)
         if isinstance(value, relax.Call) and isinstance(value.op, Op) and value.op.name == op_name:
             return value
         raise _NoMatch(_describe(value))
@@ -112,7 +124,7 @@ class _Graph:
             return None
 
     def constant(self, expr: relax.Expr) -> np.ndarray:
-        value = self.producer.get(expr, expr) if isinstance(expr, relax.Var) else expr
+        value = self.value_of(expr)
         if isinstance(value, Constant):
             return value.value.numpy()
         raise _NoMatch(_describe(value))
@@ -226,6 +238,9 @@ class _MainRewriter:
 
     def _lower_binding(self, binding: relax.Binding) -> None:
         value = binding.value
+        if isinstance(value, relax.Var) and value in self.var_map:
+            self._set(binding.var, self.var_map[value])
+            return
         if not (isinstance(value, relax.Call) and isinstance(value.op, Op)):
             return
         lowering = _LOWERINGS.get(value.op.name)
@@ -316,7 +331,7 @@ class _MainRewriter:
     def _fallback(self, binding: relax.Binding, operator: str) -> None:
         layer = binding.var.name
         if not self.options.allow_float_fallback:
-            raise UnsupportedOperatorError(self.options.model_name, operator, layer)
+            raise UnsupportedOperatorError.at(self.options.model_name, operator, layer)
         self.fallback_layers.append(f"{operator} {layer}")
         self.op_index += 1
         self._set(binding.var, self._reemit(binding.var))
@@ -331,7 +346,7 @@ class _MainRewriter:
             self.var_map[expr] = new_var
             return new_var
         if isinstance(expr, relax.Call):
-            return relax.Call(expr.op, [self._reemit(arg) for arg in expr.args], expr.attrs, expr.sinfo_args)
+            return relax.Call(expr.op, [self._reemit(arg) for arg in expr.args], expr.attrs, expr.ty_args)
         if isinstance(expr, relax.Tuple):
             return relax.Tuple([self._reemit(field) for field in expr.fields])
         return expr
