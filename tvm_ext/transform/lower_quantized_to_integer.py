@@ -52,8 +52,7 @@ from ..kernels.quant_params import (
     softmax_params,
 )
 
-LAYER_ATTR = "tvm_ext.layer"
-OP_INDEX_ATTR = "tvm_ext.tflite_op_index"
+LAYERS_ATTR = "tvm_ext.layers"
 FALLBACK_ATTR = "tvm_ext.float_fallback_layers"
 
 
@@ -163,8 +162,12 @@ class LowerQuantizedToInteger:
         raising UnsupportedOperatorError; the layers that took it are listed in main's
         ``tvm_ext.float_fallback_layers`` attribute and in ``self.float_fallback_layers``.
     model_name: named in errors.
-    layer_names: optional name per TFLite operator index (e.g. each operator's output tensor name),
-        used in each kernel's ``tvm_ext.layer`` attribute.
+    layer_names: optional name per TFLite operator index (e.g. each operator's output tensor name).
+
+    Output: main's calls are ``R.call_tir`` to TE PrimFuncs (identical kernels are shared, so a PrimFunc
+    is not a layer). The result Var of each call is named ``<kind>_<TFLite operator index>`` (e.g.
+    ``conv_2d_3``), and main's ``tvm_ext.layers`` attribute lists "<KIND> <name or #index>" per kernel
+    call in call order.
     """
 
     def __init__(
@@ -196,7 +199,7 @@ class _MainRewriter:
         self.graph = _Graph(func)
         self.bb = relax.BlockBuilder()
         self.var_map: dict = {}
-        self.layer_attrs: dict[str, tuple[str, int]] = {}
+        self.layers: list[str] = []
         self.fallback_layers: list[str] = []
         self.op_index = 0
 
@@ -212,6 +215,7 @@ class _MainRewriter:
                         self._lower_binding(binding)
                 output = self.bb.emit_output(self._output(self.func.body.body))
             attrs = {"num_input": self.func.attrs["num_input"]} if "num_input" in self.func.attrs else {}
+            attrs[LAYERS_ATTR] = self.layers
             if self.fallback_layers:
                 attrs[FALLBACK_ATTR] = self.fallback_layers
             self.bb.emit_func_output(output)
@@ -220,10 +224,6 @@ class _MainRewriter:
         for key, value in attrs.items():
             main = main.with_attr(key, value)
         new_mod["main"] = main
-        for gvar, func in list(new_mod.functions.items()):
-            if gvar.name_hint in self.layer_attrs:
-                layer, index = self.layer_attrs[gvar.name_hint]
-                new_mod[gvar] = func.with_attr(LAYER_ATTR, layer).with_attr(OP_INDEX_ATTR, index)
         return new_mod
 
     def _output(self, expr: relax.Expr) -> relax.Expr:
@@ -280,21 +280,16 @@ class _MainRewriter:
             raise _NoMatch(_describe(self.graph.producer.get(dequantize.args[0], dequantize.args[0])))
         return self.var_map[dequantize.args[0]], self._quant(dequantize.args[1], dequantize.args[2])
 
-    def _next_layer(self, kind: str) -> tuple[str, int]:
+    def _emit(self, kind: str, kernel: Callable, *args, **kwargs) -> relax.Var:
+        """Emit one kernel call for the next TFLite operator; its result Var is named <kind>_<op index>."""
         index = self.op_index
         self.op_index += 1
         names = self.options.layer_names
-        name = names[index] if names is not None and index < len(names) else f"{kind}#{index}"
-        return f"{kind} {name}" if names is not None else name, index
-
-    def _emit(self, kind: str, kernel: Callable, *args, **kwargs) -> relax.Var:
-        layer, index = self._next_layer(kind)
-        name = f"{kind.lower()}_{index}"
+        self.layers.append(f"{kind} {names[index]}" if names is not None else f"{kind} #{index}")
         tensors = {key: value for key, value in kwargs.items() if isinstance(value, relax.Expr)}
         static = {key: value for key, value in kwargs.items() if key not in tensors}
-        var = self.bb.emit_te(functools.partial(kernel, **static), *args, primfunc_name_hint=name, **tensors)
-        self.layer_attrs[name] = (layer, index)
-        return var
+        return self.bb.emit_te(functools.partial(kernel, **static), *args, primfunc_name_hint=kind.lower(),
+                               name_hint=f"{kind.lower()}_{index}", **tensors)
 
     def _emit_with_clip(self, var: relax.Var, emit: Callable[[ActivationRange], relax.Var],
                         activation: ActivationRange) -> relax.Var:
