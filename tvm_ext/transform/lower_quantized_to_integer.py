@@ -19,6 +19,7 @@ Recognised patterns (``dq`` = dequantize, ``q`` = quantize, ``[act]`` = optional
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections import Counter
 from dataclasses import dataclass
@@ -54,6 +55,9 @@ from ..kernels.quant_params import (
 
 LAYERS_ATTR = "tvm_ext.layers"
 FALLBACK_ATTR = "tvm_ext.float_fallback_layers"
+# Relax ops that are the computation of exactly one TFLite operator in the frontend's QDQ output.
+CORE_OPS = frozenset({"relax.nn.conv2d", "relax.matmul", "relax.nn.softmax", "relax.nn.avg_pool2d",
+                      "relax.nn.max_pool2d"})
 
 
 @tvm_ffi.register_error
@@ -94,10 +98,39 @@ class _Graph:
     def __init__(self, func: relax.Function) -> None:
         self.bindings = [b for block in func.body.blocks for b in block.bindings]
         self.producer = {b.var: b.value for b in self.bindings}
+        self.params = set(func.params)
+        self._position = {b.value: i for i, b in enumerate(self.bindings)}
+        self._core_positions = [i for i, b in enumerate(self.bindings) if self._is_operator_core(b.value)]
         self.uses: Counter = Counter()
         for binding in self.bindings:
             relax.analysis.post_order_visit(binding.value, self._count)
         relax.analysis.post_order_visit(func.body.body, self._count)
+
+    def _is_operator_core(self, value: relax.Expr) -> bool:
+        """Whether ``value`` is the computation of one TFLite operator (the frontend emits these in order)."""
+        if not (isinstance(value, relax.Call) and isinstance(value.op, Op)):
+            return False
+        name = value.op.name
+        if name in CORE_OPS:
+            return True
+        if name == "relax.add":  # ADD, not a bias add: no operand is a dequantized constant
+            return all(not isinstance(self.value_of(self.dequantized_source(arg)), Constant) for arg in value.args)
+        if name == "relax.reshape":  # RESHAPE of an int8 activation, not of dequantized weights
+            return str(value.ty.dtype) == "int8" and not isinstance(self.value_of(value.args[0]), Constant)
+        return name == "relax.quantize" and value.args[0] in self.params  # QUANTIZE of a float model input
+
+    def dequantized_source(self, expr: relax.Expr) -> relax.Expr:
+        """The first argument of the dequantize producing expr, else expr."""
+        dequantize = self.maybe_call(expr, "relax.dequantize")
+        return dequantize.args[0] if dequantize is not None else expr
+
+    def operator_index(self, core: relax.Call) -> int:
+        """TFLite operator index of the operator whose computation is ``core``.
+
+        An output DEQUANTIZE, not a binding of its own kind, gets the index after every operator before it.
+        """
+        position = self._position.get(core, len(self.bindings))
+        return bisect.bisect_left(self._core_positions, position)
 
     def _count(self, expr: relax.Expr) -> None:
         if isinstance(expr, relax.Var):
@@ -201,7 +234,6 @@ class _MainRewriter:
         self.var_map: dict = {}
         self.layers: list[str] = []
         self.fallback_layers: list[str] = []
-        self.op_index = 0
 
     # ----------------------------------------------------------------------------------- driver
     def run(self) -> tvm.IRModule:
@@ -234,36 +266,40 @@ class _MainRewriter:
         dequantize = self.graph.call(expr, "relax.dequantize")
         source = self.var_map[dequantize.args[0]]
         q = self._quant(dequantize.args[1], dequantize.args[2])
-        return self._emit("DEQUANTIZE", dequantize_int8, source, scale=float(q.scale), zero_point=q.zero_point)
+        return self._emit("DEQUANTIZE", dequantize, dequantize_int8, source, scale=float(q.scale), zero_point=q.zero_point)
 
     def _lower_binding(self, binding: relax.Binding) -> None:
+        """Lower the binding if it ends a TFLite operator; other bindings are parts of patterns."""
         value = binding.value
         if isinstance(value, relax.Var) and value in self.var_map:
             self._set(binding.var, self.var_map[value])
             return
-        if not (isinstance(value, relax.Call) and isinstance(value.op, Op)):
-            return
-        lowering = _LOWERINGS.get(value.op.name)
-        if lowering is None or (value.op.name == "relax.reshape" and not self._is_activation(value.args[0])):
-            return
-        if value.op.name == "relax.quantize" and value.args[0] in self.var_map:
-            self._set(binding.var, self._quantize_edge(value))
-            return
-        if value.op.name == "relax.astype" and not self._is_average_pool(value):
+        lowering = self._lowering_for(value)
+        if lowering is None:
             return
         try:
-            self._set(binding.var, lowering(self, binding.var, value))
+            self._set(binding.var, lowering(binding.var, value))
         except _NoMatch as missing:
             self._fallback(binding, missing.operator)
 
+    def _lowering_for(self, value: relax.Expr) -> Optional[Callable[[relax.Var, relax.Call], relax.Var]]:
+        """The lowering of the operator that ``value`` completes, or None if it completes none."""
+        if not (isinstance(value, relax.Call) and isinstance(value.op, Op)):
+            return None
+        name = value.op.name
+        if name == "relax.quantize":
+            return self.lower_quantize_edge if value.args[0] in self.var_map else self.lower_quantize
+        if name == "relax.astype" and str(value.attrs.dtype) == "int8":
+            pooled = self.graph.maybe_call(value.args[0], "relax.nn.avg_pool2d") is not None
+            return self.lower_average_pool if pooled else None
+        if name == "relax.nn.max_pool2d" and value.args[0] in self.var_map:
+            return self.lower_max_pool
+        if name == "relax.reshape" and value.args[0] in self.var_map:
+            return self.lower_reshape
+        return None
+
     def _set(self, var: relax.Var, new_var: relax.Var) -> None:
         self.var_map[var] = new_var
-
-    def _is_activation(self, expr: relax.Expr) -> bool:
-        return expr in self.var_map
-
-    def _is_average_pool(self, call: relax.Call) -> bool:
-        return call.attrs.dtype == "int8" and self.graph.maybe_call(call.args[0], "relax.nn.avg_pool2d") is not None
 
     # ---------------------------------------------------------------------------------- helpers
     def _quant(self, scale: relax.Expr, zero_point: relax.Expr) -> _Quant:
@@ -280,10 +316,9 @@ class _MainRewriter:
             raise _NoMatch(_describe(self.graph.producer.get(dequantize.args[0], dequantize.args[0])))
         return self.var_map[dequantize.args[0]], self._quant(dequantize.args[1], dequantize.args[2])
 
-    def _emit(self, kind: str, kernel: Callable, *args, **kwargs) -> relax.Var:
-        """Emit one kernel call for the next TFLite operator; its result Var is named <kind>_<op index>."""
-        index = self.op_index
-        self.op_index += 1
+    def _emit(self, kind: str, core: relax.Call, kernel: Callable, *args, **kwargs) -> relax.Var:
+        """Emit the kernel of the TFLite operator computed by ``core``; the result Var is <kind>_<op index>."""
+        index = self.graph.operator_index(core)
         names = self.options.layer_names
         self.layers.append(f"{kind} {names[index]}" if names is not None else f"{kind} #{index}")
         tensors = {key: value for key, value in kwargs.items() if isinstance(value, relax.Expr)}
@@ -295,7 +330,7 @@ class _MainRewriter:
                         activation: ActivationRange) -> relax.Var:
         """Emit a kernel, folding a following int8 clip (the frontend's fused RELU/RELU6) into it."""
         clip = self.graph.single_user(var, "relax.clip")
-        if clip is None or clip.value.ty.dtype != "int8":
+        if clip is None or str(clip.value.ty.dtype) != "int8":
             return emit(activation)
         low, high = (int(float(arg.value)) for arg in clip.value.args[1:3])
         result = emit(activation.intersect(low, high))
@@ -328,7 +363,6 @@ class _MainRewriter:
         if not self.options.allow_float_fallback:
             raise UnsupportedOperatorError.at(self.options.model_name, operator, layer)
         self.fallback_layers.append(f"{operator} {layer}")
-        self.op_index += 1
         self._set(binding.var, self._reemit(binding.var))
 
     def _reemit(self, expr: relax.Expr) -> relax.Expr:
@@ -347,9 +381,9 @@ class _MainRewriter:
         return expr
 
     # ------------------------------------------------------------------------------- lowerings
-    def _quantize_edge(self, call: relax.Call) -> relax.Var:
+    def lower_quantize_edge(self, _var: relax.Var, call: relax.Call) -> relax.Var:
         q = self._quant(call.args[1], call.args[2])
-        return self._emit("QUANTIZE", quantize_int8, self.var_map[call.args[0]], scale=float(q.scale), zero_point=q.zero_point)
+        return self._emit("QUANTIZE", call, quantize_int8, self.var_map[call.args[0]], scale=float(q.scale), zero_point=q.zero_point)
 
     def lower_quantize(self, var: relax.Var, call: relax.Call) -> relax.Var:
         out = self._quant(call.args[1], call.args[2])
@@ -419,7 +453,7 @@ class _MainRewriter:
         else:
             raise _NoMatch(f"relax.nn.conv2d (groups={groups}, kernel_layout={attrs.kernel_layout})")
         multipliers, shifts = conv_multipliers(data_q.scale, filter_scales, out.scale, self.options.rounding)
-        return self._mac_kernel(var, kind, kernel, data, weight_const, bias, data_q, out, activation,
+        return self._mac_kernel(var, conv, kind, kernel, data, weight_const, bias, data_q, out, activation,
                                 multipliers, shifts, geometry)
 
     def _fully_connected(self, var, matmul: relax.Call, bias_expr, out: _Quant, activation: ActivationRange):
@@ -434,16 +468,16 @@ class _MainRewriter:
             multipliers, shifts = np.array([m]), np.array([s])
         else:
             multipliers, shifts = conv_multipliers(data_q.scale, filter_scales, out.scale, self.options.rounding)
-        return self._mac_kernel(var, "FULLY_CONNECTED", fully_connected_int8, data, weight_const, bias, data_q,
+        return self._mac_kernel(var, matmul, "FULLY_CONNECTED", fully_connected_int8, data, weight_const, bias, data_q,
                                 out, activation, multipliers, shifts, {})
 
-    def _mac_kernel(self, var, kind, kernel, data, weight, bias, data_q, out, activation, multipliers, shifts,
+    def _mac_kernel(self, var, core, kind, kernel, data, weight, bias, data_q, out, activation, multipliers, shifts,
                     geometry):
         multiplier, shift, channel_tensors = self._channel_params(multipliers, shifts)
 
         def emit(final_activation: ActivationRange) -> relax.Var:
             stage = self._output_stage(out, final_activation, multiplier, shift)
-            return self._emit(kind, kernel, data, relax.const(weight), bias, input_zero_point=data_q.zero_point,
+            return self._emit(kind, core, kernel, data, relax.const(weight), bias, input_zero_point=data_q.zero_point,
                               output=stage, **geometry, **channel_tensors)
 
         return self._emit_with_clip(var, emit, activation)
@@ -455,7 +489,7 @@ class _MainRewriter:
         params = add_params(lhs_q.scale, rhs_q.scale, out.scale, self.options.rounding)
 
         def emit(final_activation: ActivationRange) -> relax.Var:
-            return self._emit("ADD", add_int8, lhs, rhs, lhs_zero_point=lhs_q.zero_point,
+            return self._emit("ADD", add, add_int8, lhs, rhs, lhs_zero_point=lhs_q.zero_point,
                               rhs_zero_point=rhs_q.zero_point, output_zero_point=out.zero_point, params=params,
                               activation=final_activation, rounding=self.options.rounding)
 
@@ -468,7 +502,7 @@ class _MainRewriter:
         if int(softmax.attrs.axis) not in (-1, rank - 1) or out.zero_point != -128 or out.scale != np.float32(1 / 256):
             raise _NoMatch("relax.nn.softmax (axis or output quantization other than TFLite's)")
         params = softmax_params(1.0, data_q.scale, self.options.rounding)
-        return self._emit("SOFTMAX", softmax_int8, data, params=params, rounding=self.options.rounding)
+        return self._emit("SOFTMAX", softmax, softmax_int8, data, params=params, rounding=self.options.rounding)
 
     def lower_average_pool(self, var: relax.Var, call: relax.Call) -> relax.Var:
         pool = self.graph.call(call.args[0], "relax.nn.avg_pool2d")
@@ -476,8 +510,6 @@ class _MainRewriter:
         return self._pool(var, pool, widen.args[0], average_pool2d_int8, "AVERAGE_POOL_2D")
 
     def lower_max_pool(self, var: relax.Var, call: relax.Call) -> relax.Var:
-        if call.args[0] not in self.var_map:
-            raise _NoMatch("relax.nn.max_pool2d (float input)")
         return self._pool(var, call, call.args[0], max_pool2d_int8, "MAX_POOL_2D")
 
     def _pool(self, var: relax.Var, pool: relax.Call, source: relax.Expr, kernel, kind: str):
@@ -487,18 +519,10 @@ class _MainRewriter:
         geometry = dict(pool=_ints(attrs.pool_size), strides=_ints(attrs.strides), padding=_ints(attrs.padding))
 
         def emit(final_activation: ActivationRange) -> relax.Var:
-            return self._emit(kind, kernel, self.var_map[source], activation=final_activation, **geometry)
+            return self._emit(kind, pool, kernel, self.var_map[source], activation=final_activation, **geometry)
 
         return self._emit_with_clip(var, emit, ActivationRange())
 
     def lower_reshape(self, var: relax.Var, call: relax.Call) -> relax.Var:
         shape = _ints(call.ty.shape)
-        return self._emit("RESHAPE", topi.reshape, self.var_map[call.args[0]], shape)
-
-
-_LOWERINGS: dict[str, Callable] = {
-    "relax.quantize": _MainRewriter.lower_quantize,
-    "relax.astype": _MainRewriter.lower_average_pool,
-    "relax.nn.max_pool2d": _MainRewriter.lower_max_pool,
-    "relax.reshape": _MainRewriter.lower_reshape,
-}
+        return self._emit("RESHAPE", call, topi.reshape, self.var_map[call.args[0]], shape)
