@@ -166,11 +166,12 @@ def test_depthwise_conv2d_matches_reference(case, depth_multiplier, rounding):
 
 
 @pytest.mark.parametrize("rounding", ROUNDINGS)
-@pytest.mark.parametrize("in_zp, out_zp", [(-128, 127), (127, -128), (0, 5)])
-def test_fully_connected_matches_reference(in_zp, out_zp, rounding):
+@pytest.mark.parametrize("in_zp, out_zp, bias_dtype", [(-128, 127, np.int32), (127, -128, np.int16), (0, 5, np.int32)])
+def test_fully_connected_matches_reference(in_zp, out_zp, bias_dtype, rounding):
     rng = _rng(3)
     x, w = _int8(rng, (2, 33)), _int8(rng, (7, 33))
-    bias = rng.integers(-(2**20), 2**20, 7).astype(np.int32)
+    limit = np.iinfo(bias_dtype).max
+    bias = rng.integers(-limit, limit, 7).astype(bias_dtype)
     multiplier, shift = quantize_multiplier(0.0123, rounding)
     stage = OutputStage(multiplier, shift, out_zp, ActivationRange(), rounding)
     got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=in_zp, output=stage), [x, w, bias])

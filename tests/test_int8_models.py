@@ -33,7 +33,7 @@ MODELS = [
     pytest.param("mlperf_tiny/pretrainedResnet_quant.tflite", id="pretrainedResnet_quant", marks=pytest.mark.slow),
     pytest.param("mlperf_tiny/vww_96_int8.tflite", id="vww_96_int8", marks=pytest.mark.slow),
 ]
-INTEGER_DTYPES = {"int8", "int32"}
+INTEGER_DTYPES = {"int8", "int16", "int32"}
 
 
 @dataclass
@@ -118,7 +118,7 @@ def test_every_kernel_output_matches_tflite_micro_bit_exactly(lowered_models, re
 
 @pytest.mark.parametrize("relative", MODELS[:3])
 def test_lowered_main_is_integer_only(lowered_models, relative):
-    """main calls only TE kernels; weights stay int8 and biases int32 (no float constant materialises)."""
+    """main calls only TE kernels; weights stay int8, biases int32/int16 (no float constant materialises)."""
     main = _lowered(lowered_models, relative).lowered["main"]
     for block in main.body.blocks:
         for binding in block.bindings:

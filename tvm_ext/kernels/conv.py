@@ -48,7 +48,7 @@ def conv2d_int8(
 
     Per-channel ``multiplier``/``shift`` tensors, when given, replace those of ``output``.
     """
-    stage = _with_channel_params(output, multiplier, shift)
+    stage = output.per_channel(multiplier, shift)
     kh, kw, cin, cout = (int(d) for d in weight.shape)
     out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)
     centered = _centered_input(data, input_zero_point, padding, (out_h, out_w), (kh, kw), strides, dilation)
@@ -74,7 +74,7 @@ def depthwise_conv2d_int8(
 
     Output channel o reads input channel o // depth_multiplier, as in TFLite.
     """
-    stage = _with_channel_params(output, multiplier, shift)
+    stage = output.per_channel(multiplier, shift)
     kh, kw, cout = (int(d) for d in weight.shape)
     depth_multiplier = cout // int(data.shape[3])
     out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)
@@ -93,8 +93,3 @@ def depthwise_conv2d_int8(
         acc.shape, lambda b, y, x, o: requantize(acc[b, y, x, o], o, stage, bias), name="depthwise_conv2d_int8"
     )
 
-
-def _with_channel_params(stage: OutputStage, multiplier, shift) -> OutputStage:
-    if multiplier is None:
-        return stage
-    return OutputStage(multiplier, shift, stage.zero_point, stage.activation, stage.rounding)

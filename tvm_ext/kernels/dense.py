@@ -14,8 +14,7 @@ def fully_connected_int8(
     output: OutputStage, multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
 ) -> te.Tensor:
     """data (N, K) int8, weight (O, K) int8 as TFLite stores it, bias int32[O] -> (N, O) int8."""
-    if multiplier is not None:
-        output = OutputStage(multiplier, shift, output.zero_point, output.activation, output.rounding)
+    output = output.per_channel(multiplier, shift)
     batch, depth = (int(d) for d in data.shape)
     units = int(weight.shape[0])
     k = te.reduce_axis((0, depth), "k")

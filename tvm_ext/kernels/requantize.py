@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -27,6 +28,10 @@ class OutputStage:
     zero_point: int
     activation: ActivationRange
     rounding: Rounding
+
+    def per_channel(self, multiplier: Optional[te.Tensor], shift: Optional[te.Tensor]) -> "OutputStage":
+        """This stage with per-channel multiplier/shift tensors, when given."""
+        return self if multiplier is None else dataclasses.replace(self, multiplier=multiplier, shift=shift)
 
 
 def _at(param: ChannelParam, channel: PrimExpr) -> Union[int, PrimExpr]:

@@ -15,6 +15,12 @@ Recognised patterns (``dq`` = dequantize, ``q`` = quantize, ``[act]`` = optional
   MAX_POOL_2D                  max_pool2d(x) [-> clip]
   RESHAPE                      reshape(x) on int8
   QUANTIZE / DEQUANTIZE        q(float model input), dq(x) as a model output
+
+Input: an IRModule whose ``main`` is the frontend's QDQ graph (run this before LegalizeOps and before
+FoldConstant). Output: ``main`` holds only ``R.call_tir`` calls to TE PrimFuncs (plus the re-emitted float
+ops of layers that took the float fallback); int8 tensors flow between kernels; weights are int8 and
+biases int32 Relax constants; per-channel requantization adds an int32 multiplier and an int8 shift
+constant per output channel (per-tensor values are immediates in the kernel).
 """
 
 from __future__ import annotations
@@ -177,6 +183,12 @@ def _describe(value: relax.Expr) -> str:
     if isinstance(value, relax.Call) and isinstance(value.op, Op):
         return value.op.name
     return type(value).__name__
+
+
+def _narrowest_lossless(bias: np.ndarray) -> np.ndarray:
+    """int32 bias stored as int16 when every value fits (exactly the same integers, half the flash)."""
+    fits = bias.size == 0 or (bias.min() >= np.iinfo(np.int16).min and bias.max() <= np.iinfo(np.int16).max)
+    return bias.astype(np.int16) if fits else bias
 
 
 def _ints(values) -> list[int]:
@@ -414,7 +426,7 @@ class _MainRewriter:
         bias = self.graph.constant(dequantize.args[0])
         if bias.dtype != np.int32:
             raise _NoMatch(f"bias of type {bias.dtype}")
-        return relax.const(bias.reshape(-1))
+        return relax.const(_narrowest_lossless(bias.reshape(-1)))
 
     def _weight(self, expr: relax.Expr) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """int8 weight constant behind dequantize, its per-channel scales, and the transforms after it."""
