@@ -1,5 +1,6 @@
 """Our Relax passes, each an ordinary `tvm.transform` pass that users can put into their own pipelines."""
 
 from tvm_ext.transform.fuse_keeping_layers import FuseOpsKeepingLayers
+from tvm_ext.transform.lower_quantized_to_integer import LowerQuantizedToInteger, UnsupportedOperatorError
 
-__all__ = ["FuseOpsKeepingLayers"]
+__all__ = ["FuseOpsKeepingLayers", "LowerQuantizedToInteger", "UnsupportedOperatorError"]

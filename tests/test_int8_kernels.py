@@ -1,0 +1,239 @@
+"""Each integer TE kernel, built for the host, against the numpy reference of TFLite's rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm")
+from tvm import te  # noqa: E402
+
+import tflite_int8_reference as ref  # noqa: E402
+from tvm_ext.kernels import (  # noqa: E402
+    OutputStage,
+    Rounding,
+    add_int8,
+    average_pool2d_int8,
+    conv2d_int8,
+    depthwise_conv2d_int8,
+    fully_connected_int8,
+    max_pool2d_int8,
+    softmax_int8,
+)
+from tvm_ext.kernels.fixed_point import (  # noqa: E402
+    multiply_by_quantized_multiplier,
+    saturating_rounding_doubling_high_mul,
+)
+from tvm_ext.kernels.quant_params import ActivationRange, add_params, quantize_multiplier, softmax_params  # noqa: E402
+
+ROUNDINGS = [Rounding.DOUBLE, Rounding.SINGLE]
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def run_te(build, inputs: list[np.ndarray]) -> np.ndarray:
+    """Build ``build(*placeholders)`` for llvm and run it on ``inputs``."""
+    placeholders = [te.placeholder(a.shape, str(a.dtype), name=f"in{i}") for i, a in enumerate(inputs)]
+    out = build(*placeholders)
+    func = te.create_prim_func([*placeholders, out])
+    lib = tvm.tirx.build(tvm.IRModule({"main": func}), target="llvm")
+    dev = tvm.cpu()
+    args = [tvm.runtime.tensor(a, dev) for a in inputs]
+    result = tvm.runtime.tensor(np.zeros([int(d) for d in out.shape], str(out.dtype)), dev)
+    lib["main"](*args, result)
+    return result.numpy()
+
+
+# ------------------------------------------------------------------------------ fixed point
+EDGE_VALUES = np.array(
+    [0, 1, -1, 2, -2, 3, -3, 63, -63, 64, -64, 65, -65, 1 << 20, -(1 << 20), (1 << 30) + 1, -(1 << 30) - 1,
+     INT32_MAX, INT32_MIN, INT32_MIN + 1, INT32_MAX - 1],
+    np.int32,
+)
+
+
+def _mbqm_values() -> np.ndarray:
+    rng = np.random.default_rng(7)
+    return np.concatenate([EDGE_VALUES, rng.integers(INT32_MIN, INT32_MAX, 2000, dtype=np.int64).astype(np.int32),
+                           rng.integers(-5000, 5000, 2000).astype(np.int32)])
+
+
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize(
+    "multiplier, shift",
+    [(1 << 30, -1), (1 << 30, 0), (1518500250, -7), (1073741825, -31), (2147483647, 0), (1518500250, 3),
+     (1999999999, 1), (1 << 30, 30)],
+)
+def test_multiply_by_quantized_multiplier_matches_reference(multiplier, shift, rounding):
+    values = _mbqm_values()
+    if shift > 0:  # TFLite requires the left-shifted value to fit int32 for shift > 0 in single rounding
+        values = (values >> (shift + 1)).astype(np.int32) if rounding is Rounding.SINGLE else values
+    got = run_te(
+        lambda x: te.compute(x.shape, lambda i: multiply_by_quantized_multiplier(x[i], multiplier, shift, rounding)),
+        [values],
+    )
+    want = ref.multiply_by_quantized_multiplier(values, multiplier, shift, rounding is Rounding.SINGLE)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_double_rounding_differs_from_single_on_ties():
+    """The two modes must actually differ (else a mode switch could be silently ignored)."""
+    x = np.arange(-64, 64, dtype=np.int32)
+    double = ref.multiply_by_quantized_multiplier(x, 1 << 30, -1, single_rounding=False)
+    single = ref.multiply_by_quantized_multiplier(x, 1 << 30, -1, single_rounding=True)
+    assert np.any(double != single)
+    # Negative ties round away from zero with double rounding: -2 * 0.25 = -0.5 -> -1.
+    assert ref.multiply_by_quantized_multiplier(np.int64(-2), 1 << 30, -1) == -1
+    assert ref.multiply_by_quantized_multiplier(np.int64(-2), 1 << 30, -1, single_rounding=True) == 0
+
+
+def test_saturating_doubling_high_mul_saturates_at_int32_limits():
+    a = np.array([INT32_MIN, INT32_MIN, INT32_MAX, INT32_MAX, -5, 7, INT32_MIN + 1], np.int32)
+    b = np.array([INT32_MIN, INT32_MAX, INT32_MAX, INT32_MIN, -3, 1 << 30, INT32_MIN], np.int32)
+    got = run_te(lambda p, q: te.compute(p.shape, lambda i: saturating_rounding_doubling_high_mul(p[i], q[i])), [a, b])
+    np.testing.assert_array_equal(got, ref.srdhm(a, b))
+    assert got[0] == INT32_MAX
+
+
+@pytest.mark.parametrize("real", [0.0, 1e-12, 0.25, 0.5, 0.999999999, 1.0, 1.5, 3.7e-5, 123.456, 2.0**35])
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+def test_quantize_multiplier_matches_reference(real, rounding):
+    assert quantize_multiplier(real, rounding) == ref.quantize_multiplier(real, rounding is Rounding.SINGLE)
+
+
+# ---------------------------------------------------------------------------------- kernels
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _int8(rng, shape) -> np.ndarray:
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+def _channel_requant(rng, channels: int, rounding: Rounding):
+    reals = rng.uniform(1e-4, 4.0, channels)
+    reals[0] = 2.5  # shift > 0 on channel 0
+    pairs = [quantize_multiplier(r, rounding) for r in reals]
+    return np.array([m for m, _ in pairs], np.int32), np.array([s for _, s in pairs], np.int8)
+
+
+CONV_CASES = [
+    # (input HW, kernel HW, strides, padding (t, l, b, r), in_zp, out_zp, act)
+    ((7, 6), (3, 3), (1, 1), (1, 1, 1, 1), -128, 127, (-128, 127)),   # SAME, odd kernel
+    ((8, 7), (4, 2), (2, 2), (1, 0, 2, 1), 127, -128, (-128, 127)),   # SAME, even kernel, stride 2
+    ((5, 5), (2, 2), (1, 1), (0, 0, 1, 1), 3, -128, (-128, 40)),      # SAME even kernel, RELU6-like clamp
+    ((6, 6), (3, 3), (2, 2), (0, 0, 0, 0), -5, 10, (10, 127)),        # VALID, RELU clamp at out_zp
+]
+
+
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d_matches_reference(case, rounding):
+    hw, khw, strides, padding, in_zp, out_zp, act = case
+    rng = _rng(1)
+    x, w = _int8(rng, (1, *hw, 3)), _int8(rng, (*khw, 3, 5))
+    bias = rng.integers(-20000, 20000, 5).astype(np.int32)
+    multipliers, shifts = _channel_requant(rng, 5, rounding)
+    stage = OutputStage(0, 0, out_zp, ActivationRange(*act), rounding)
+    got = run_te(
+        lambda a, b, c, m, s: conv2d_int8(a, b, c, input_zero_point=in_zp, output=stage, strides=strides,
+                                          padding=padding, dilation=(1, 1), multiplier=m, shift=s),
+        [x, w, bias, multipliers, shifts],
+    )
+    want = ref.conv2d(x, w, bias, in_zp, out_zp, multipliers, shifts.astype(np.int64), strides, padding, (1, 1), act,
+                      rounding is Rounding.SINGLE)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("case", CONV_CASES)
+@pytest.mark.parametrize("depth_multiplier", [1, 2])
+def test_depthwise_conv2d_matches_reference(case, depth_multiplier, rounding):
+    hw, khw, strides, padding, in_zp, out_zp, act = case
+    rng = _rng(2)
+    channels = 4
+    x, w = _int8(rng, (1, *hw, channels)), _int8(rng, (*khw, channels * depth_multiplier))
+    bias = rng.integers(-20000, 20000, channels * depth_multiplier).astype(np.int32)
+    multipliers, shifts = _channel_requant(rng, channels * depth_multiplier, rounding)
+    stage = OutputStage(0, 0, out_zp, ActivationRange(*act), rounding)
+    got = run_te(
+        lambda a, b, c, m, s: depthwise_conv2d_int8(a, b, c, input_zero_point=in_zp, output=stage, strides=strides,
+                                                    padding=padding, dilation=(1, 1), multiplier=m, shift=s),
+        [x, w, bias, multipliers, shifts],
+    )
+    want = ref.depthwise_conv2d(x, w, bias, in_zp, out_zp, multipliers, shifts.astype(np.int64), strides, padding,
+                                (1, 1), act, rounding is Rounding.SINGLE)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("in_zp, out_zp, bias_dtype", [(-128, 127, np.int32), (127, -128, np.int16), (0, 5, np.int32)])
+def test_fully_connected_matches_reference(in_zp, out_zp, bias_dtype, rounding):
+    rng = _rng(3)
+    x, w = _int8(rng, (2, 33)), _int8(rng, (7, 33))
+    limit = np.iinfo(bias_dtype).max
+    bias = rng.integers(-limit, limit, 7).astype(bias_dtype)
+    multiplier, shift = quantize_multiplier(0.0123, rounding)
+    stage = OutputStage(multiplier, shift, out_zp, ActivationRange(), rounding)
+    got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=in_zp, output=stage), [x, w, bias])
+    want = ref.fully_connected(x, w, bias, in_zp, out_zp, multiplier, shift, single_rounding=rounding is Rounding.SINGLE)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_accumulator_saturating_bias_wraps_like_int32():
+    """A bias at the int32 limit: the accumulator wraps exactly as the C reference's int32 does."""
+    x, w = np.full((1, 4), 127, np.int8), np.full((1, 4), 127, np.int8)
+    bias = np.array([INT32_MAX - 10], np.int32)
+    stage = OutputStage(1 << 30, -20, 0, ActivationRange(), Rounding.DOUBLE)
+    got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=-128, output=stage), [x, w, bias])
+    want = ref.fully_connected(x, w, bias, -128, 0, 1 << 30, -20)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("shapes", [((1, 4, 4, 3), (1, 4, 4, 3)), ((1, 4, 4, 3), (1, 1, 1, 3))])
+def test_add_matches_reference(shapes, rounding):
+    rng = _rng(4)
+    a, b = _int8(rng, shapes[0]), _int8(rng, shapes[1])
+    scales = (np.float32(0.0393), np.float32(0.1042), np.float32(0.0509))
+    params = add_params(*scales, rounding)
+    got = run_te(
+        lambda p, q: add_int8(p, q, lhs_zero_point=-128, rhs_zero_point=4, output_zero_point=127, params=params,
+                              activation=ActivationRange(-100, 127), rounding=rounding),
+        [a, b],
+    )
+    want = ref.add(a, np.broadcast_to(b, shapes[0]), -128, 4, 127, *scales, act=(-100, 127),
+                   single_rounding=rounding is Rounding.SINGLE)
+    np.testing.assert_array_equal(got, want)
+
+
+POOL_CASES = [((6, 5), (3, 3), (2, 2), (1, 1, 1, 1)), ((6, 6), (2, 2), (2, 2), (0, 0, 0, 0)),
+              ((5, 5), (5, 5), (5, 5), (0, 0, 0, 0)), ((4, 4), (2, 2), (1, 1), (0, 0, 1, 1))]
+
+
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_average_pool_matches_reference(case):
+    hw, pool, strides, padding = case
+    x = _int8(_rng(5), (1, *hw, 3))
+    got = run_te(lambda a: average_pool2d_int8(a, pool=pool, strides=strides, padding=padding,
+                                               activation=ActivationRange(-120, 100)), [x])
+    np.testing.assert_array_equal(got, ref.average_pool2d(x, pool, strides, padding, (-120, 100)))
+
+
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_max_pool_matches_reference(case):
+    hw, pool, strides, padding = case
+    x = _int8(_rng(6), (1, *hw, 3))
+    got = run_te(lambda a: max_pool2d_int8(a, pool=pool, strides=strides, padding=padding,
+                                           activation=ActivationRange(-128, 90)), [x])
+    np.testing.assert_array_equal(got, ref.max_pool2d(x, pool, strides, padding, (-128, 90)))
+
+
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("input_scale", [0.1446925, 0.0039, 0.9, 7.5])
+def test_softmax_matches_reference(input_scale, rounding):
+    rng = _rng(8)
+    x = np.concatenate([_int8(rng, (6, 12)), np.full((1, 12), 5, np.int8), np.array([[127] + [-128] * 11], np.int8)])
+    params = softmax_params(1.0, np.float32(input_scale), rounding)
+    got = run_te(lambda a: softmax_int8(a, params=params, rounding=rounding), [x])
+    want = ref.softmax(x, np.float32(input_scale), single_rounding=rounding is Rounding.SINGLE)
+    np.testing.assert_array_equal(got, want)

@@ -1,0 +1,131 @@
+"""The int8 shared models, lowered by LowerQuantizedToInteger and run on the Relax VM, against TFLite Micro.
+
+Every model runs 20 deterministic random int8 inputs; every kernel's output (the model's intermediate
+tensors, mapped through the TFLite operator index each kernel carries) must equal TFLM's tensor exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm")
+tflite = pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from tflite_micro import runtime  # noqa: E402
+
+from tvm import relax  # noqa: E402
+from tvm.relax.frontend.tflite import from_tflite  # noqa: E402
+
+from tvm_ext.transform import LowerQuantizedToInteger  # noqa: E402
+
+MODELS_DIR = Path(os.environ.get("TVM_EXT_MODELS", Path(__file__).resolve().parents[1] / ".." / "shared" / "models"))
+NUM_INPUTS = 20
+MODELS = [
+    pytest.param("tflm/hello_world_int8.tflite", id="hello_world_int8"),
+    pytest.param("mlperf_tiny/ad01_int8.tflite", id="ad01_int8"),
+    pytest.param("mlperf_tiny/kws_ref_model.tflite", id="kws_ref_model"),
+    pytest.param("mlperf_tiny/str_ww_ref_model.tflite", id="str_ww_ref_model", marks=pytest.mark.slow),
+    pytest.param("mlperf_tiny/pretrainedResnet_quant.tflite", id="pretrainedResnet_quant", marks=pytest.mark.slow),
+    pytest.param("mlperf_tiny/vww_96_int8.tflite", id="vww_96_int8", marks=pytest.mark.slow),
+]
+INTEGER_DTYPES = {"int8", "int16", "int32"}
+
+
+@dataclass
+class LoweredModel:
+    """A model lowered to integer kernels and built for the host, with every kernel's output exposed."""
+
+    path: Path
+    tflite_model: object
+    lowered: tvm.IRModule
+    vm: relax.VirtualMachine
+    op_indices: list[int]  # TFLite operator index of each probe output
+
+
+def _expose_all_kernel_outputs(mod: tvm.IRModule) -> tuple[tvm.IRModule, list[int]]:
+    """main returning every call_tir result, and each one's TFLite operator index (from its Var name)."""
+    mod = relax.transform.ToNonDataflow()(mod)
+    main = mod["main"]
+    results, indices = [], []
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(value, relax.Call) and value.op.name == "relax.call_tir":
+                results.append(binding.var)
+                indices.append(int(binding.var.name.rsplit("_", 1)[1]))
+    outputs = relax.Tuple(results)
+    probe = relax.Function(main.params, relax.SeqExpr(main.body.blocks, outputs), ret_ty=relax.TupleType([r.ty for r in results]))
+    mod["main"] = probe
+    return mod, indices
+
+
+_CACHE: dict[str, LoweredModel] = {}
+
+
+@pytest.fixture(scope="module")
+def lowered_models():
+    """Models are lowered and built once per test module (building is the slow part)."""
+    yield _CACHE
+
+
+def _lowered(cache: dict, relative: str) -> LoweredModel:
+    if relative not in cache:
+        path = MODELS_DIR / relative
+        if not path.exists():
+            pytest.skip(f"shared model {path} not found (set TVM_EXT_MODELS)")
+        model = tflite.Model.GetRootAsModel(path.read_bytes(), 0)
+        lowered = LowerQuantizedToInteger(model_name=path.name)(from_tflite(model))
+        probe, indices = _expose_all_kernel_outputs(lowered)
+        vm = relax.VirtualMachine(relax.build(probe, target="llvm"), tvm.cpu())
+        cache[relative] = LoweredModel(path, model, lowered, vm, indices)
+    return cache[relative]
+
+
+def _random_inputs(interpreter, seed: int) -> np.ndarray:
+    details = interpreter.get_input_details(0)
+    return np.random.default_rng(seed).integers(-128, 128, details["shape"]).astype(details["dtype"])
+
+
+@pytest.mark.parametrize("relative", MODELS)
+def test_every_kernel_output_matches_tflite_micro_bit_exactly(lowered_models, relative):
+    model = _lowered(lowered_models, relative)
+    interpreter = runtime.Interpreter.from_file(
+        str(model.path), intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors
+    )
+    subgraph = model.tflite_model.Subgraphs(0)
+    output_tensor = [subgraph.Operators(i).Outputs(0) for i in range(subgraph.OperatorsLength())]
+    assert sorted(model.op_indices) == list(range(subgraph.OperatorsLength())), "one kernel per TFLite operator"
+    worst = 0
+    for seed in range(NUM_INPUTS):
+        x = _random_inputs(interpreter, seed)
+        interpreter.set_input(x, 0)
+        interpreter.invoke()
+        ours = model.vm["main"](tvm.runtime.tensor(x))
+        for position, op_index in enumerate(model.op_indices):
+            theirs = interpreter.GetTensor(output_tensor[op_index], 0)["tensor_data"]
+            got = ours[position].numpy()
+            assert got.shape == tuple(theirs.shape), f"operator {op_index}"
+            worst = max(worst, int(np.abs(got.astype(np.int32) - theirs.astype(np.int32)).max()))
+        last = model.op_indices.index(max(model.op_indices))
+        np.testing.assert_array_equal(ours[last].numpy(), interpreter.get_output(0))
+    assert worst == 0, f"{model.path.name}: max difference {worst} LSB"
+
+
+@pytest.mark.parametrize("relative", MODELS[:3])
+def test_lowered_main_is_integer_only(lowered_models, relative):
+    """main calls only TE kernels; weights stay int8, biases int32/int16 (no float constant materialises)."""
+    main = _lowered(lowered_models, relative).lowered["main"]
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(value, relax.Var):
+                continue
+            assert value.op.name == "relax.call_tir", value.op.name
+            for arg in value.args[1].fields:
+                assert str(arg.ty.dtype) in INTEGER_DTYPES, f"{binding.var.name}: {arg.ty.dtype}"
+            assert str(value.ty.dtype) == "int8"

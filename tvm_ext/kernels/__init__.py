@@ -1,0 +1,28 @@
+"""TE/TIR compute definitions of TFLite's int8 kernels and the fixed-point requantization helpers.
+
+Every kernel is pure TE, so TVM's C codegen writes it as plain integer C: int32 accumulation and
+TFLite's fixed-point multiplier/shift (double or single rounding, see ``fixed_point.Rounding``).
+"""
+
+from .conv import conv2d_int8, depthwise_conv2d_int8
+from .dense import fully_connected_int8
+from .edges import dequantize_int8, quantize_int8
+from .elementwise import add_int8
+from .fixed_point import Rounding
+from .pool import average_pool2d_int8, max_pool2d_int8
+from .requantize import OutputStage
+from .softmax import softmax_int8
+
+__all__ = [
+    "OutputStage",
+    "Rounding",
+    "add_int8",
+    "average_pool2d_int8",
+    "conv2d_int8",
+    "depthwise_conv2d_int8",
+    "dequantize_int8",
+    "fully_connected_int8",
+    "max_pool2d_int8",
+    "quantize_int8",
+    "softmax_int8",
+]

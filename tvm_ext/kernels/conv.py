@@ -1,0 +1,95 @@
+"""TE definitions of TFLite's int8 CONV_2D and DEPTHWISE_CONV_2D (NHWC, int32 accumulation).
+
+Padding follows the reference kernels: taps outside the input contribute nothing, which equals padding
+the input with its zero point. ``padding`` is (top, left, bottom, right) in elements.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from tvm import te, tirx
+
+from .requantize import OutputStage, requantize
+
+
+def _centered_input(
+    data: te.Tensor, zero_point: int, padding: Sequence[int], out_hw: tuple[int, int],
+    kernel_hw: tuple[int, int], strides: Sequence[int], dilation: Sequence[int],
+) -> te.Tensor:
+    """int32 (x - zero_point) with zeros outside the image, over the padded extent the kernel reads."""
+    n, h, w, c = (int(d) for d in data.shape)
+    top, left = padding[0], padding[1]
+    padded_h = (out_hw[0] - 1) * strides[0] + (kernel_hw[0] - 1) * dilation[0] + 1
+    padded_w = (out_hw[1] - 1) * strides[1] + (kernel_hw[1] - 1) * dilation[1] + 1
+
+    def value(b, y, x, ch):
+        iy, ix = y - top, x - left
+        inside = tirx.all(iy >= 0, iy < h, ix >= 0, ix < w)
+        centered = data[b, iy, ix, ch].astype("int32") - zero_point
+        return tirx.if_then_else(inside, centered, tirx.const(0, "int32"))
+
+    return te.compute((n, padded_h, padded_w, c), value, name="centered_input")
+
+
+def _output_hw(data: te.Tensor, kernel_hw, strides, padding, dilation) -> tuple[int, int]:
+    _, h, w, _ = (int(d) for d in data.shape)
+    out_h = (h + padding[0] + padding[2] - (kernel_hw[0] - 1) * dilation[0] - 1) // strides[0] + 1
+    out_w = (w + padding[1] + padding[3] - (kernel_hw[1] - 1) * dilation[1] - 1) // strides[1] + 1
+    return out_h, out_w
+
+
+def conv2d_int8(
+    data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
+    output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+    multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
+) -> te.Tensor:
+    """CONV_2D: data NHWC int8, weight HWIO int8, bias int32[O] -> NHWC int8.
+
+    Per-channel ``multiplier``/``shift`` tensors, when given, replace those of ``output``.
+    """
+    stage = output.per_channel(multiplier, shift)
+    kh, kw, cin, cout = (int(d) for d in weight.shape)
+    out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)
+    centered = _centered_input(data, input_zero_point, padding, (out_h, out_w), (kh, kw), strides, dilation)
+    ry, rx, rc = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx"), te.reduce_axis((0, cin), "rc")
+    acc = te.compute(
+        (int(data.shape[0]), out_h, out_w, cout),
+        lambda b, y, x, o: te.sum(
+            centered[b, y * strides[0] + ry * dilation[0], x * strides[1] + rx * dilation[1], rc]
+            * weight[ry, rx, rc, o].astype("int32"),
+            axis=[ry, rx, rc],
+        ),
+        name="acc",
+    )
+    return te.compute(acc.shape, lambda b, y, x, o: requantize(acc[b, y, x, o], o, stage, bias), name="conv2d_int8")
+
+
+def depthwise_conv2d_int8(
+    data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
+    output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+    multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
+) -> te.Tensor:
+    """DEPTHWISE_CONV_2D: data NHWC int8, weight (KH, KW, C*depth_multiplier) int8 -> NHWC int8.
+
+    Output channel o reads input channel o // depth_multiplier, as in TFLite.
+    """
+    stage = output.per_channel(multiplier, shift)
+    kh, kw, cout = (int(d) for d in weight.shape)
+    depth_multiplier = cout // int(data.shape[3])
+    out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)
+    centered = _centered_input(data, input_zero_point, padding, (out_h, out_w), (kh, kw), strides, dilation)
+    ry, rx = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
+    acc = te.compute(
+        (int(data.shape[0]), out_h, out_w, cout),
+        lambda b, y, x, o: te.sum(
+            centered[b, y * strides[0] + ry * dilation[0], x * strides[1] + rx * dilation[1], o // depth_multiplier]
+            * weight[ry, rx, o].astype("int32"),
+            axis=[ry, rx],
+        ),
+        name="acc",
+    )
+    return te.compute(
+        acc.shape, lambda b, y, x, o: requantize(acc[b, y, x, o], o, stage, bias), name="depthwise_conv2d_int8"
+    )
+

@@ -1,0 +1,28 @@
+"""TE definition of TFLite's int8 FULLY_CONNECTED (int32 accumulation)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from tvm import te
+
+from .requantize import OutputStage, requantize
+
+
+def fully_connected_int8(
+    data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
+    output: OutputStage, multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
+) -> te.Tensor:
+    """data (N, K) int8, weight (O, K) int8 as TFLite stores it, bias int32[O] -> (N, O) int8."""
+    output = output.per_channel(multiplier, shift)
+    batch, depth = (int(d) for d in data.shape)
+    units = int(weight.shape[0])
+    k = te.reduce_axis((0, depth), "k")
+    acc = te.compute(
+        (batch, units),
+        lambda n, o: te.sum(
+            (data[n, k].astype("int32") - input_zero_point) * weight[o, k].astype("int32"), axis=k
+        ),
+        name="acc",
+    )
+    return te.compute((batch, units), lambda n, o: requantize(acc[n, o], o, output, bias), name="fully_connected_int8")

@@ -1,0 +1,111 @@
+"""TIR expression builders for TFLite's fixed-point integer arithmetic.
+
+Every helper takes and returns int32 TIR expressions and computes internally in int64, so TVM's C
+codegen writes plain integer C (no extern calls, no float). The semantics are TFLite's
+(tensorflow/lite/kernels/internal/common.{h,cc}) and gemmlowp's fixedpoint.h, re-derived here:
+
+- ``saturating_rounding_doubling_high_mul(a, b)``: (a*b + nudge) / 2^31 truncated toward zero, with
+  nudge = 2^30 for a non-negative product and 1 - 2^30 otherwise; INT32_MAX when a == b == INT32_MIN.
+- ``rounding_divide_by_pot(x, e)``: x / 2^e rounded to nearest, ties away from zero.
+- ``multiply_by_quantized_multiplier(x, m, shift, rounding)``: DOUBLE rounding is TFLite's default
+  (the two helpers above in sequence), SINGLE rounding is TFLITE_SINGLE_ROUNDING / CMSIS-NN:
+  (x*m + 2^(30-shift)) >> (31-shift).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Union
+
+from tvm import tirx
+from tvm.ir.expr import Expr as PrimExpr
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+IntExpr = Union[int, PrimExpr]
+
+
+class Rounding(enum.Enum):
+    """How requantization rounds: TFLite's default DOUBLE rounding or SINGLE rounding."""
+
+    DOUBLE = "double"
+    SINGLE = "single"
+
+
+def _i64(x: IntExpr) -> PrimExpr:
+    return tirx.const(x, "int64") if isinstance(x, int) else tirx.Cast("int64", x)
+
+
+def _i32(x: IntExpr) -> PrimExpr:
+    return tirx.const(x, "int32") if isinstance(x, int) else tirx.Cast("int32", x)
+
+
+def _select(cond: PrimExpr, then: IntExpr, other: IntExpr, dtype: str) -> PrimExpr:
+    cast = _i64 if dtype == "int64" else _i32
+    return tirx.Select(cond, cast(then), cast(other))
+
+
+def saturating_rounding_doubling_high_mul(a: IntExpr, b: IntExpr) -> PrimExpr:
+    """gemmlowp SaturatingRoundingDoublingHighMul of two int32 values (int32 result)."""
+    ab = _i64(a) * _i64(b)
+    nudge = _select(ab >= 0, 1 << 30, 1 - (1 << 30), "int64")
+    high = _i32(tirx.truncdiv(ab + nudge, tirx.const(1 << 31, "int64")))
+    if isinstance(b, int) and b != INT32_MIN or isinstance(a, int) and a != INT32_MIN:
+        return high
+    # Compared in int64 so that the simplifier's rewrites (e.g. x + c == INT32_MIN) cannot overflow int32.
+    overflow = tirx.all(_i64(a) == _i64(b), _i64(a) == tirx.const(INT32_MIN, "int64"))
+    return tirx.Select(overflow, tirx.const(INT32_MAX, "int32"), high)
+
+
+def rounding_divide_by_pot(x: IntExpr, exponent: IntExpr) -> PrimExpr:
+    """gemmlowp RoundingDivideByPOT: x / 2^exponent, nearest, ties away from zero (0 <= exponent <= 31)."""
+    if isinstance(exponent, int) and exponent == 0:
+        return _i32(x)
+    x64 = _i64(x)
+    mask = (tirx.const(1, "int64") << _i64(exponent)) - 1
+    remainder = x64 & mask
+    threshold = (mask >> 1) + _select(x64 < 0, 1, 0, "int64")
+    return _i32((x64 >> _i64(exponent)) + _select(remainder > threshold, 1, 0, "int64"))
+
+
+def saturating_left_shift(x: IntExpr, exponent: int) -> PrimExpr:
+    """gemmlowp SaturatingRoundingMultiplyByPOT for a positive compile-time exponent."""
+    threshold = (1 << (31 - exponent)) - 1
+    x32 = _i32(x)
+    shifted = _i32(_i64(x32) << exponent)
+    return tirx.Select(
+        x32 > threshold,
+        tirx.const(INT32_MAX, "int32"),
+        tirx.Select(x32 < -threshold, tirx.const(INT32_MIN, "int32"), shifted),
+    )
+
+
+def wrapping_left_shift(x: IntExpr, exponent: IntExpr) -> PrimExpr:
+    """int32 ``x * (1 << exponent)`` with two's-complement wrap-around, as the C reference computes it."""
+    if isinstance(exponent, int) and exponent == 0:
+        return _i32(x)
+    return _i32(_i64(x) << _i64(exponent))
+
+
+def _positive_part(shift: IntExpr) -> IntExpr:
+    return max(shift, 0) if isinstance(shift, int) else tirx.max(shift, 0)
+
+
+def multiply_by_quantized_multiplier(
+    x: IntExpr, multiplier: IntExpr, shift: IntExpr, rounding: Rounding
+) -> PrimExpr:
+    """TFLite MultiplyByQuantizedMultiplier(int32 x, int32 multiplier >= 0, shift) -> int32."""
+    if rounding is Rounding.SINGLE:
+        total_shift = 31 - shift if isinstance(shift, int) else 31 - _i64(shift)
+        round_term = tirx.const(1, "int64") << (_i64(total_shift) - 1)
+        return _i32((_i64(x) * _i64(multiplier) + round_term) >> _i64(total_shift))
+    left_shift = _positive_part(shift)
+    right_shift = _positive_part(-shift)
+    high = saturating_rounding_doubling_high_mul(wrapping_left_shift(x, left_shift), multiplier)
+    return rounding_divide_by_pot(high, right_shift)
+
+
+def clamp_to_int8(x: IntExpr, act_min: int, act_max: int) -> PrimExpr:
+    """Clamp an int32 value to [act_min, act_max] (a subrange of int8) and narrow it to int8."""
+    return tirx.Cast("int8", tirx.max(tirx.min(_i32(x), act_max), act_min))

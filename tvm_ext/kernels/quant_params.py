@@ -1,0 +1,126 @@
+"""Compile-time quantization parameters, computed the way TFLite Micro's Prepare() computes them.
+
+Pure Python/numpy (no TVM): multipliers and shifts become immediates or int32/int8 constants of the
+integer kernels. Facts re-derived from tensorflow/lite/kernels/internal/quantization_util.cc and
+tensorflow/lite/kernels/kernel_util.cc; scales are float32 values as stored in the model.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fixed_point import Rounding
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+def quantize_multiplier(real_multiplier: float, rounding: Rounding) -> tuple[int, int]:
+    """TFLite QuantizeMultiplier: real = multiplier * 2^(shift - 31), multiplier in [2^30, 2^31)."""
+    if real_multiplier == 0.0:
+        return 0, 0
+    fraction, shift = math.frexp(real_multiplier)
+    q_fixed = _round_half_away(fraction * (1 << 31))
+    if q_fixed == 1 << 31:
+        q_fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    if rounding is Rounding.SINGLE and shift > 30:
+        return (1 << 31) - 1, 30
+    return int(q_fixed), int(shift)
+
+
+def _round_half_away(x: float) -> int:
+    """std::round: nearest integer, ties away from zero."""
+    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+
+
+def quantize_real(value: float, scale: np.float32, zero_point: int) -> int:
+    """TFLite's Quantize() used for activation bounds: zero_point + round(float32(value / scale))."""
+    return zero_point + _round_half_away(float(np.float32(value) / np.float32(scale)))
+
+
+@dataclass(frozen=True)
+class ActivationRange:
+    """Inclusive int8 bounds of a fused activation (RELU/RELU6 as a clamp), in output quantized units."""
+
+    low: int = INT8_MIN
+    high: int = INT8_MAX
+
+    def intersect(self, low: int, high: int) -> "ActivationRange":
+        return ActivationRange(max(self.low, low), min(self.high, high))
+
+    def with_float_clip(self, low: float, high: float, scale: np.float32, zero_point: int) -> "ActivationRange":
+        """Apply a float-domain clip [low, high] (RELU is low=0, high=inf) as TFLite quantizes its bounds."""
+        q_low = quantize_real(low, scale, zero_point) if math.isfinite(low) else INT8_MIN
+        q_high = quantize_real(high, scale, zero_point) if math.isfinite(high) else INT8_MAX
+        return self.intersect(q_low, q_high)
+
+
+def conv_multipliers(
+    input_scale: np.float32, filter_scales: np.ndarray, output_scale: np.float32, rounding: Rounding
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel (multiplier, shift) of CONV_2D/DEPTHWISE_CONV_2D and per-channel FULLY_CONNECTED.
+
+    effective = double(input_scale) * double(filter_scale[c]) / double(output_scale).
+    """
+    pairs = [
+        quantize_multiplier(float(input_scale) * float(s) / float(output_scale), rounding)
+        for s in np.asarray(filter_scales, dtype=np.float32).reshape(-1)
+    ]
+    return np.array([m for m, _ in pairs], np.int32), np.array([s for _, s in pairs], np.int32)
+
+
+def fully_connected_multiplier(
+    input_scale: np.float32, filter_scale: np.float32, output_scale: np.float32, rounding: Rounding
+) -> tuple[int, int]:
+    """Per-tensor FULLY_CONNECTED: the scale product is taken in float32 before widening to double."""
+    product = np.float32(input_scale) * np.float32(filter_scale)
+    return quantize_multiplier(float(product) / float(output_scale), rounding)
+
+
+@dataclass(frozen=True)
+class AddParams:
+    """TFLite int8 ADD: both inputs are shifted left by 20 bits, then rescaled to a common scale."""
+
+    left_shift: int
+    input1: tuple[int, int]
+    input2: tuple[int, int]
+    output: tuple[int, int]
+
+
+def add_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding) -> AddParams:
+    """Multipliers of TFLite's int8 ADD (micro/kernels/add_common.cc)."""
+    left_shift = 20
+    twice_max = 2.0 * float(max(np.float32(scale1), np.float32(scale2)))
+    return AddParams(
+        left_shift=left_shift,
+        input1=quantize_multiplier(float(scale1) / twice_max, rounding),
+        input2=quantize_multiplier(float(scale2) / twice_max, rounding),
+        output=quantize_multiplier(twice_max / ((1 << left_shift) * float(output_scale)), rounding),
+    )
+
+
+SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
+
+
+@dataclass(frozen=True)
+class SoftmaxParams:
+    """TFLite int8 SOFTMAX: input scaling into Q5.26 and the smallest difference that still counts."""
+
+    input_multiplier: int
+    input_left_shift: int
+    diff_min: int
+
+
+def softmax_params(beta: float, input_scale: np.float32, rounding: Rounding) -> SoftmaxParams:
+    """PreprocessSoftmaxScaling + CalculateInputRadius for kScaledDiffIntegerBits = 5."""
+    bits = SOFTMAX_SCALED_DIFF_INTEGER_BITS
+    max_real = float((1 << 30) - 1) if rounding is Rounding.SINGLE else float((1 << 31) - 1)
+    real = min(float(beta) * float(input_scale) * (1 << (31 - bits)), max_real)
+    multiplier, left_shift = quantize_multiplier(real, rounding)
+    radius = math.floor(((1 << bits) - 1) * (1 << (31 - bits)) / (1 << left_shift))
+    return SoftmaxParams(multiplier, left_shift, -radius)
