@@ -16,6 +16,7 @@ import tvm
 from tvm import s_tir, tirx
 
 PIPELINE_NAME = "tvm_ext_plain_c"
+CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
 LOCAL_BUFFER_MAX_BYTES = 64
 NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"
 SCRATCH_ATTR = "tvm_ext.scratch_bytes"
@@ -98,6 +99,9 @@ def _plain_c_signature(func: tirx.PrimFunc) -> tirx.PrimFunc:
         ptr = tirx.Var(buf.name, tirx.buffer_data_pointer_type(buf))
         params.append(ptr)
         decls.append(tirx.DeclBuffer(buf, data=ptr))
+        if isinstance(buf.elem_offset, tirx.Var):
+            # A TE extern stage's buffer may leave its offset symbolic; our tensors start at their pointer.
+            decls.append(tirx.Bind(buf.elem_offset, tirx.const(0, str(buf.elem_offset.ty.dtype))))
     new_func = tirx.PrimFunc(params, tirx.SeqStmt(decls + [body]), func.ret_type, func.attrs)
     return new_func.with_attr(SCRATCH_ATTR, [[str(b.dtype), _buffer_bytes(b)] for b in taken])
 
@@ -109,6 +113,7 @@ def plain_c_signature(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm
 
 
 def _lowering_passes() -> tvm.transform.Pass:
+    """Scheduled PrimFuncs -> flat TIR with pointer parameters (the main pass of our TIR pipeline)."""
     return tvm.transform.Sequential(
         [
             s_tir.transform.CanonicalizeLoop(),
@@ -117,27 +122,33 @@ def _lowering_passes() -> tvm.transform.Pass:
             s_tir.transform.ConvertBlocksToOpaque(),
             s_tir.transform.CompactBufferAllocation(),
             s_tir.transform.LowerMatchBuffer(),
-            s_tir.transform.StmtSimplify(),
             s_tir.transform.LowerOpaqueBlock(),
             tirx.transform.FlattenBuffer(),
             tirx.transform.NarrowDataType(32),
-            s_tir.transform.LoopPartition(),
             tirx.transform.StorageRewrite(),
-            tirx.transform.UnrollLoop(),
-            tirx.transform.StmtSimplify(),
-            tirx.transform.RemoveNoOp(),
             plain_c_signature,
+            tirx.transform.StmtSimplify(),  # also folds the zero offsets plain_c_signature binds
         ],
         name="tvm_ext.lower_to_plain_c",
     )
 
 
+def _finalize() -> tvm.transform.Pass:
+    return tvm.transform.Sequential([tirx.transform.LowerIntrin()])
+
+
 def _plain_c_pipeline():
-    finalize = lambda: tvm.transform.Sequential([tirx.transform.LowerIntrin()])  # noqa: E731
-    return _lowering_passes(), finalize, finalize
+    return _lowering_passes(), _finalize, _finalize
 
 
+def _codegen_only_pipeline():
+    return tvm.transform.Sequential([]), _finalize, _finalize
+
+
+# For users: tvm.tirx.build(mod, target="c", pipeline="tvm_ext_plain_c") gives our plain C kernels.
 tvm.tirx.compilation_pipeline.register_tir_pipeline(PIPELINE_NAME, _plain_c_pipeline)
+# For generate_c, which lowers first (to read the scratch parameters) and then only generates code.
+tvm.tirx.compilation_pipeline.register_tir_pipeline(CODEGEN_ONLY_PIPELINE_NAME, _codegen_only_pipeline)
 
 
 _TVM_BOILERPLATE = re.compile(
@@ -147,9 +158,20 @@ _TVM_BOILERPLATE = re.compile(
 )
 
 
+_ZERO_OFFSET = re.compile(r"^\s*int(?:32|64)_t (elem_offset\w*) = \(int(?:32|64)_t\)0;\n", re.MULTILINE)
+
+
+def _without_unused_offsets(text: str) -> str:
+    """Drop the zero offsets plain_c_signature binds once the simplifier has folded every use of them."""
+    for match in list(_ZERO_OFFSET.finditer(text)):
+        if len(re.findall(rf"\b{match.group(1)}\b", text)) == 1:
+            text = text.replace(match.group(0), "", 1)
+    return text
+
+
 def _clean_source(raw: str, signatures: dict[str, KernelSignature]) -> str:
     """TVM's C text without its runtime boilerplate, with `const` on every kernel's input pointers."""
-    text = _TVM_BOILERPLATE.sub("", raw).replace("TVM_DLL ", "")
+    text = _without_unused_offsets(_TVM_BOILERPLATE.sub("", raw).replace("TVM_DLL ", ""))
     for sig in signatures.values():
         pattern = re.compile(rf"^void {re.escape(sig.name)}\((.*)\)", re.MULTILINE)
 
@@ -175,6 +197,5 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target) -> 
         scratch = tuple(ScratchBuffer(str(dtype), int(nbytes)) for dtype, nbytes in func.attrs[SCRATCH_ATTR])
         num_inputs = len(func.params) - num_outputs - len(scratch)
         signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch)
-    # The pipeline's passes leave already-lowered functions unchanged, so building `lowered` lowers nothing twice.
-    raw = tvm.tirx.build(lowered, target=target, pipeline=PIPELINE_NAME).inspect_source()
+    raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     return KernelSource(_clean_source(raw, signatures), signatures)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,7 @@ class ImportedModel:
     layers: list[str]  # layers[N] is the model layer bound to Relax vars named `layer<N>`
     inputs: list[TensorSpec]
     outputs: list[TensorSpec]
+    operator_names: list[str] = field(default_factory=list)  # TFLite: a name per operator index
 
 
 class ModelImportError(Exception):
@@ -142,6 +143,10 @@ def _import_tflite(path: Path) -> ImportedModel:
         raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
     mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
     subgraph = model.Subgraphs(0)
+    operator_names = [
+        subgraph.Tensors(subgraph.Operators(i).Outputs(0)).Name().decode().split(";")[0]
+        for i in range(subgraph.OperatorsLength())
+    ]
 
     def spec(index: int) -> TensorSpec:
         tensor = subgraph.Tensors(index)
@@ -157,6 +162,7 @@ def _import_tflite(path: Path) -> ImportedModel:
         layers=layers,
         inputs=[spec(i) for i in subgraph.InputsAsNumpy()],
         outputs=[spec(i) for i in subgraph.OutputsAsNumpy()],
+        operator_names=operator_names,
     )
 
 

@@ -12,20 +12,25 @@ from tvm import relax, tirx
 
 import target
 from tvm_ext.schedule import inline_intermediates
-from tvm_ext.transform import FuseOpsKeepingLayers
+from tvm_ext.transform import FuseOpsKeepingLayers, LowerQuantizedToInteger
 
 target.register_with_tvm()
 
 
-def relax_pipeline(target_name: str = "lowpower") -> tvm.transform.Pass:
+def relax_pipeline(target_name: str = "lowpower", model_name: str = "model",
+                   operator_names: list[str] | None = None) -> tvm.transform.Pass:
     """The ordered Relax passes from an imported model to fused PrimFuncs, for the profile `target_name`.
 
     An ordinary `tvm.transform.Sequential`: users can put it (or any pass of `tvm_ext.transform`) into
-    their own pipelines.
+    their own pipelines. `model_name` and `operator_names` (a name per TFLite operator) only label errors
+    and the integer kernels' layers.
     """
-    target.load_profile(target_name)  # the int8 lowering will take its rounding mode from the profile
+    profile = target.load_profile(target_name)
     return tvm.transform.Sequential(
         [
+            # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
+            LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name,
+                                    layer_names=operator_names or None),
             relax.transform.FoldConstant(),
             relax.transform.LegalizeOps(),
             # Weight transposes and other constant-only kernels are computed here, not on the device.
@@ -51,6 +56,7 @@ def schedule_kernels(mod: tvm.IRModule) -> tvm.IRModule:
     return tvm.IRModule(scheduled, attrs=mod.attrs)
 
 
-def lower_to_kernels(mod: tvm.IRModule, target_name: str = "lowpower") -> tvm.IRModule:
+def lower_to_kernels(mod: tvm.IRModule, target_name: str = "lowpower", model_name: str = "model",
+                     operator_names: list[str] | None = None) -> tvm.IRModule:
     """Run the Relax pipeline for `target_name` and schedule each kernel."""
-    return schedule_kernels(relax_pipeline(target_name)(mod))
+    return schedule_kernels(relax_pipeline(target_name, model_name, operator_names)(mod))

@@ -80,7 +80,7 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
         with stage("import", lambda: f"{file_name}: {len(imported.layers)} layers ({imported.format})"):
             imported = import_model(model, name) if from_file else from_relax(model, name or "model")
         with stage("passes", lambda: f"{len(kernels)} kernels"):
-            lowered = lower_to_kernels(imported.mod, profile.name)
+            lowered = lower_to_kernels(imported.mod, profile.name, imported.path.name, imported.operator_names)
             kernels, c_name_of = unique_kernels(lowered, imported.name)
         with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
             source = generate_c(kernels, tvm_target)

@@ -45,8 +45,9 @@ class _Lets:
 
     def __init__(self) -> None:
         self._values: list[PrimExpr] = []
-        self.scratch = tirx.decl_buffer((len(EXP_BARREL_SHIFTER) + 32,), "int32", name="fixed_point_temps",
-                                        scope="local")
+        # Global scope: TVM's C code generator prints no "local" buffers; tvm_ext.codegen_c makes this one
+        # an arena scratch argument.
+        self.scratch = tirx.decl_buffer((len(EXP_BARREL_SHIFTER) + 32,), "int32", name="fixed_point_temps")
 
     def bind(self, name: str, value: PrimExpr) -> PrimExpr:
         del name  # the position in the scratch array identifies the value

@@ -38,6 +38,8 @@ from tvm import relax, tirx, topi
 from tvm.ir import Op
 from tvm.ir.expr import Constant
 
+from tvm_ext.frontend import LAYER_VAR_PREFIX
+
 from ..kernels import (
     OutputStage,
     Rounding,
@@ -210,9 +212,9 @@ class LowerQuantizedToInteger:
     layer_names: optional name per TFLite operator index (e.g. each operator's output tensor name).
 
     Output: main's calls are ``R.call_tir`` to TE PrimFuncs (identical kernels are shared, so a PrimFunc
-    is not a layer). The result Var of each call is named ``<kind>_<TFLite operator index>`` (e.g.
-    ``conv_2d_3``), and main's ``tvm_ext.layers`` attribute lists "<KIND> <name or #index>" per kernel
-    call in call order.
+    is not a layer). The result Var of call N is named ``layer<N>`` and main's ``tvm_ext.layers``
+    attribute lists "<name> (<KIND>)" (or "<KIND> #<operator index>") per kernel call in call order. A
+    module with no quantize/dequantize (a float model) is returned unchanged.
     """
 
     def __init__(
@@ -229,10 +231,22 @@ class LowerQuantizedToInteger:
         self.float_fallback_layers: list[str] = []
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        if not _is_quantized(mod["main"]):
+            return mod  # a float model: nothing to lower
         rewriter = _MainRewriter(self, mod["main"])
         new_mod = rewriter.run()
         self.float_fallback_layers = rewriter.fallback_layers
         return new_mod
+
+
+def _is_quantized(func: relax.Function) -> bool:
+    """Whether `func` quantizes or dequantizes anything (the QDQ form of a quantized model)."""
+    qdq = (Op.get("relax.quantize"), Op.get("relax.dequantize"))
+    return any(
+        isinstance(b.value, relax.Call) and any(b.value.op.same_as(op) for op in qdq)
+        for block in func.body.blocks
+        for b in block.bindings
+    )
 
 
 class _MainRewriter:
@@ -329,14 +343,16 @@ class _MainRewriter:
         return self.var_map[dequantize.args[0]], self._quant(dequantize.args[1], dequantize.args[2])
 
     def _emit(self, kind: str, core: relax.Call, kernel: Callable, *args, **kwargs) -> relax.Var:
-        """Emit the kernel of the TFLite operator computed by ``core``; the result Var is <kind>_<op index>."""
+        """Emit the kernel of the TFLite operator computed by ``core``; the result Var is layer<N>."""
         index = self.graph.operator_index(core)
         names = self.options.layer_names
-        self.layers.append(f"{kind} {names[index]}" if names is not None else f"{kind} #{index}")
+        self.layers.append(f"{names[index]} ({kind})" if names is not None and index < len(names) else f"{kind} #{index}")
         tensors = {key: value for key, value in kwargs.items() if isinstance(value, relax.Expr)}
         static = {key: value for key, value in kwargs.items() if key not in tensors}
+        # Named `layer<N>`, N indexing main's `tvm_ext.layers`: the convention of tvm_ext.frontend, which
+        # FuseOpsKeepingLayers reads to name each fused kernel's layers.
         return self.bb.emit_te(functools.partial(kernel, **static), *args, primfunc_name_hint=kind.lower(),
-                               name_hint=f"{kind.lower()}_{index}", **tensors)
+                               name_hint=f"{LAYER_VAR_PREFIX}{len(self.layers) - 1}", **tensors)
 
     def _emit_with_clip(self, var: relax.Var, emit: Callable[[ActivationRange], relax.Var],
                         activation: ActivationRange) -> relax.Var:
