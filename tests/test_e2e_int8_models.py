@@ -1,0 +1,83 @@
+"""Every shared int8 model's bundle, built as C and called on 20 deterministic random inputs, gives outputs
+identical to the TFLite Micro interpreter's: 0 LSB on every element. The same C on the emulated Cortex-M4F
+gives the host's bits."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import subprocess
+
+import numpy as np
+import pytest
+from tflite_micro import runtime
+
+from tvm_ext.compile import compile
+
+INT8_MODELS = [
+    "tflm/hello_world_int8.tflite",
+    "mlperf_tiny/ad01_int8.tflite",
+    "mlperf_tiny/kws_ref_model.tflite",
+    pytest.param("mlperf_tiny/str_ww_ref_model.tflite", marks=pytest.mark.slow),
+    pytest.param("mlperf_tiny/pretrainedResnet_quant.tflite", marks=pytest.mark.slow),
+    pytest.param("mlperf_tiny/vww_96_int8.tflite", marks=pytest.mark.slow),
+]
+RUNS = 20
+
+
+def shared_library(bundle, tmp_path) -> ctypes.CDLL:
+    """The bundle's C built as a shared library, to call its run function from Python."""
+    m = bundle.plan.model
+    sources = [str(bundle.out_dir / f"{m}_{part}.c") for part in ("kernels", "model", "weights")]
+    library = tmp_path / f"lib{m}.so"
+    subprocess.run(["cc", "-std=c99", "-O2", "-shared", "-fPIC", "-o", str(library), *sources, "-lm"], check=True)
+    return ctypes.CDLL(str(library))
+
+
+def io_arrays(bundle):
+    plan = bundle.plan
+    ins = [np.zeros(plan.tensors[n].shape, plan.tensors[n].dtype) for n in plan.inputs]
+    outs = [np.zeros(plan.tensors[n].shape, plan.tensors[n].dtype) for n in plan.outputs]
+    return ins, outs
+
+
+@pytest.mark.parametrize("model", INT8_MODELS, ids=lambda m: m.split("/")[1])
+def test_bundle_is_bit_exact_with_tflite_micro(shared_models, tmp_path, model):
+    bundle = compile(shared_models / model, "lowpower", tmp_path / "out")
+    assert bundle.selftest.passed, bundle.selftest.output
+    library = shared_library(bundle, tmp_path)
+    run = getattr(library, f"{bundle.plan.model}_run")
+    ins, outs = io_arrays(bundle)
+    assert len(ins) == 1 and len(outs) == 1, "the shared int8 models have one input and one output"
+    interpreter = runtime.Interpreter.from_file(str(shared_models / model))
+    rng = np.random.default_rng(2026)
+    worst = 0
+    for _ in range(RUNS):
+        info = np.iinfo(ins[0].dtype)
+        ins[0][...] = rng.integers(info.min, info.max + 1, ins[0].shape)
+        assert run(ins[0].ctypes.data_as(ctypes.c_void_p), outs[0].ctypes.data_as(ctypes.c_void_p)) == 0
+        interpreter.set_input(ins[0], 0)
+        interpreter.invoke()
+        expected = np.asarray(interpreter.get_output(0))
+        worst = max(worst, int(np.max(np.abs(outs[0].astype(np.int32) - expected.astype(np.int32)))))
+    assert worst == 0
+
+
+def test_weights_stay_integer_in_flash(shared_models, tmp_path):
+    bundle = compile(shared_models / "mlperf_tiny/kws_ref_model.tflite", "lowpower", tmp_path / "out")
+    assert {t.dtype for t in bundle.plan.constants()} <= {"int8", "int16", "int32"}
+    # The model's int8 weights and int32 biases: 24,376 B in its TFLite buffers; at most 1.1x in the bundle.
+    assert bundle.weight_bytes <= 1.1 * 24_376
+    kernels = (bundle.out_dir / "kws_ref_model_kernels.c").read_text()
+    assert not re.search(r"\b(float|double)\b", kernels)
+    assert not re.search(r"\b(expf?|logf?|sqrtf?|tanhf?|roundf?)\s*\(", kernels)
+
+
+@pytest.mark.parametrize("model, device", [("tflm/hello_world_int8.tflite", "cortex-m0plus"),
+                                           ("mlperf_tiny/kws_ref_model.tflite", "cortex-m4f")])
+def test_int8_bundle_on_the_emulated_core_gives_the_host_bits(shared_models, tmp_path, model, device):
+    host = compile(shared_models / model, "lowpower", tmp_path / "host", name="m")
+    board = compile(shared_models / model, device, tmp_path / device, name="m")
+    assert board.selftest.passed and board.selftest.where.startswith("mps2-"), board.selftest.output
+    assert board.selftest.checksums == host.selftest.checksums
+    assert board.selftest.instructions
