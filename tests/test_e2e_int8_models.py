@@ -25,6 +25,19 @@ INT8_MODELS = [
 RUNS = 20
 
 
+@pytest.fixture(scope="module")
+def host_bundle(shared_models, tmp_path_factory):
+    """The host bundle of a model, compiled once per test module."""
+    bundles = {}
+
+    def get(model: str):
+        if model not in bundles:
+            bundles[model] = compile(shared_models / model, "lowpower", tmp_path_factory.mktemp("int8") / "out")
+        return bundles[model]
+
+    return get
+
+
 def shared_library(bundle, tmp_path) -> ctypes.CDLL:
     """The bundle's C built as a shared library, to call its run function from Python."""
     m = bundle.plan.model
@@ -42,8 +55,8 @@ def io_arrays(bundle):
 
 
 @pytest.mark.parametrize("model", INT8_MODELS, ids=lambda m: m.split("/")[1])
-def test_bundle_is_bit_exact_with_tflite_micro(shared_models, tmp_path, model):
-    bundle = compile(shared_models / model, "lowpower", tmp_path / "out")
+def test_bundle_is_bit_exact_with_tflite_micro(shared_models, host_bundle, tmp_path, model):
+    bundle = host_bundle(model)
     assert bundle.selftest.passed, bundle.selftest.output
     library = shared_library(bundle, tmp_path)
     run = getattr(library, f"{bundle.plan.model}_run")
@@ -63,8 +76,8 @@ def test_bundle_is_bit_exact_with_tflite_micro(shared_models, tmp_path, model):
     assert worst == 0
 
 
-def test_weights_stay_integer_in_flash(shared_models, tmp_path):
-    bundle = compile(shared_models / "mlperf_tiny/kws_ref_model.tflite", "lowpower", tmp_path / "out")
+def test_weights_stay_integer_in_flash(host_bundle):
+    bundle = host_bundle("mlperf_tiny/kws_ref_model.tflite")
     assert {t.dtype for t in bundle.plan.constants()} <= {"int8", "int16", "int32"}
     # The model's int8 weights and int32 biases: 24,376 B in its TFLite buffers; at most 1.1x in the bundle.
     assert bundle.weight_bytes <= 1.1 * 24_376
@@ -73,11 +86,18 @@ def test_weights_stay_integer_in_flash(shared_models, tmp_path):
     assert not re.search(r"\b(expf?|logf?|sqrtf?|tanhf?|roundf?)\s*\(", kernels)
 
 
-@pytest.mark.parametrize("model, device", [("tflm/hello_world_int8.tflite", "cortex-m0plus"),
-                                           ("mlperf_tiny/kws_ref_model.tflite", "cortex-m4f")])
-def test_int8_bundle_on_the_emulated_core_gives_the_host_bits(shared_models, tmp_path, model, device):
-    host = compile(shared_models / model, "lowpower", tmp_path / "host", name="m")
-    board = compile(shared_models / model, device, tmp_path / device, name="m")
+@pytest.mark.parametrize("model, device", [
+    ("tflm/hello_world_int8.tflite", "cortex-m0plus"),
+    ("tflm/hello_world_int8.tflite", "cortex-m4f"),
+    ("mlperf_tiny/ad01_int8.tflite", "cortex-m4f"),
+    ("mlperf_tiny/kws_ref_model.tflite", "cortex-m4f"),
+    pytest.param("mlperf_tiny/str_ww_ref_model.tflite", "cortex-m4f", marks=pytest.mark.slow),
+    pytest.param("mlperf_tiny/pretrainedResnet_quant.tflite", "cortex-m4f", marks=pytest.mark.slow),
+    pytest.param("mlperf_tiny/vww_96_int8.tflite", "cortex-m4f", marks=pytest.mark.slow),
+])
+def test_int8_bundle_on_the_emulated_core_gives_the_host_bits(shared_models, host_bundle, tmp_path, model, device):
+    host = host_bundle(model)
+    board = compile(shared_models / model, device, tmp_path / device)
     assert board.selftest.passed and board.selftest.where.startswith("mps2-"), board.selftest.output
     assert board.selftest.checksums == host.selftest.checksums
     assert board.selftest.instructions

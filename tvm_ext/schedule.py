@@ -11,10 +11,35 @@ from __future__ import annotations
 from tvm import s_tir, tirx
 
 
+def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
+    """Whether a consumer of `producer` reads its buffer at more than one place: inlining would copy the
+    producer's whole expression into each (the requantization arithmetic then grows without bound)."""
+    written = [region.source.name for region in sch.get(producer).writes]
+    for consumer in sch.get_consumers(producer):
+        body = str(sch.get(consumer).body)
+        if any(body.count(f"{name}[") > 1 for name in written):
+            return True
+    return False
+
+
+def _compute_at_consumers(sch: s_tir.Schedule, root) -> None:
+    """Compute each producer its consumer reads repeatedly inside the consumer's innermost loop: one
+    element at a time, so its buffer shrinks to a few bytes instead of a whole tensor."""
+    for block in reversed(sch.get_child_blocks(root)):
+        consumers = sch.get_consumers(block)
+        if len(consumers) == 1 and _read_repeatedly(sch, block):
+            try:
+                sch.compute_at(block, sch.get_loops(consumers[0])[-1])
+            except s_tir.ScheduleError:
+                continue
+
+
 def _inline_all(sch: s_tir.Schedule, root, inline) -> bool:
     """Apply `inline` (compute_inline or reverse_compute_inline) to every child block it accepts."""
     changed = False
     for block in sch.get_child_blocks(root):
+        if inline == sch.compute_inline and _read_repeatedly(sch, block):
+            continue
         try:
             inline(block)
             changed = True
@@ -48,6 +73,7 @@ def inline_intermediates(func: tirx.PrimFunc) -> tirx.PrimFunc:
         pass
     while _inline_all(sch, root, sch.reverse_compute_inline):
         pass
+    _compute_at_consumers(sch, root)
     for block in _reduction_blocks(sch, root):
         loops = sch.get_loops(block)
         iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
