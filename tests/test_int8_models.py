@@ -22,6 +22,7 @@ from tvm import relax  # noqa: E402
 from tvm.relax.frontend.tflite import from_tflite  # noqa: E402
 
 from tvm_ext.transform import LowerQuantizedToInteger  # noqa: E402
+from tvm_ext.transform.lower_quantized_to_integer import OPERATOR_INDICES_ATTR  # noqa: E402
 
 MODELS_DIR = Path(os.environ.get("TVM_EXT_MODELS", Path(__file__).resolve().parents[1] / ".." / "shared" / "models"))
 NUM_INPUTS = 20
@@ -48,7 +49,8 @@ class LoweredModel:
 
 
 def _expose_all_kernel_outputs(mod: tvm.IRModule) -> tuple[tvm.IRModule, list[int]]:
-    """main returning every call_tir result, and each one's TFLite operator index (from its Var name)."""
+    """main returning every call_tir result, and each one's TFLite operator index (the pass's record)."""
+    operator_indices = [int(i) for i in mod["main"].attrs[OPERATOR_INDICES_ATTR]]
     mod = relax.transform.ToNonDataflow()(mod)
     main = mod["main"]
     results, indices = [], []
@@ -57,7 +59,7 @@ def _expose_all_kernel_outputs(mod: tvm.IRModule) -> tuple[tvm.IRModule, list[in
             value = binding.value
             if isinstance(value, relax.Call) and value.op.name == "relax.call_tir":
                 results.append(binding.var)
-                indices.append(int(binding.var.name.rsplit("_", 1)[1]))
+                indices.append(operator_indices[len(indices)])
     outputs = relax.Tuple(results)
     probe = relax.Function(main.params, relax.SeqExpr(main.body.blocks, outputs), ret_ty=relax.TupleType([r.ty for r in results]))
     mod["main"] = probe

@@ -62,6 +62,7 @@ from ..kernels.quant_params import (
 )
 
 LAYERS_ATTR = "tvm_ext.layers"
+OPERATOR_INDICES_ATTR = "tvm_ext.operator_indices"
 FALLBACK_ATTR = "tvm_ext.float_fallback_layers"
 # Relax ops that are the computation of exactly one TFLite operator in the frontend's QDQ output.
 CORE_OPS = frozenset({"relax.nn.conv2d", "relax.matmul", "relax.nn.softmax", "relax.nn.avg_pool2d",
@@ -212,8 +213,9 @@ class LowerQuantizedToInteger:
     layer_names: optional name per TFLite operator index (e.g. each operator's output tensor name).
 
     Output: main's calls are ``R.call_tir`` to TE PrimFuncs (identical kernels are shared, so a PrimFunc
-    is not a layer). The result Var of call N is named ``layer<N>`` and main's ``tvm_ext.layers``
-    attribute lists "<name> (<KIND>)" (or "<KIND> #<operator index>") per kernel call in call order. A
+    is not a layer). The result Var of call N is named ``layer<N>``; main's ``tvm_ext.layers`` attribute
+    lists "<name> (<KIND>)" (or "<KIND> #<operator index>") and ``tvm_ext.operator_indices`` the TFLite
+    operator index, per kernel call in call order. A
     module with no quantize/dequantize (a float model) is returned unchanged.
     """
 
@@ -259,6 +261,7 @@ class _MainRewriter:
         self.bb = relax.BlockBuilder()
         self.var_map: dict = {}
         self.layers: list[str] = []
+        self.operator_indices: list[int] = []
         self.fallback_layers: list[str] = []
 
     # ----------------------------------------------------------------------------------- driver
@@ -274,6 +277,7 @@ class _MainRewriter:
                 output = self.bb.emit_output(self._output(self.func.body.body))
             attrs = {"num_input": self.func.attrs["num_input"]} if "num_input" in self.func.attrs else {}
             attrs[LAYERS_ATTR] = self.layers
+            attrs[OPERATOR_INDICES_ATTR] = self.operator_indices
             if self.fallback_layers:
                 attrs[FALLBACK_ATTR] = self.fallback_layers
             self.bb.emit_func_output(output)
@@ -345,6 +349,7 @@ class _MainRewriter:
     def _emit(self, kind: str, core: relax.Call, kernel: Callable, *args, **kwargs) -> relax.Var:
         """Emit the kernel of the TFLite operator computed by ``core``; the result Var is layer<N>."""
         index = self.graph.operator_index(core)
+        self.operator_indices.append(index)
         names = self.options.layer_names
         self.layers.append(f"{names[index]} ({kind})" if names is not None and index < len(names) else f"{kind} #{index}")
         tensors = {key: value for key, value in kwargs.items() if isinstance(value, relax.Expr)}
