@@ -59,7 +59,6 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
         "selftest.c": write_selftest(plan, inputs, outputs, bundle.vectors),
         "Makefile": write_makefile(m, bundle.config),
         "CMakeLists.txt": write_cmakelists(m, bundle.config),
-        "manifest.json": manifest_json(manifest(plan, bundle.memory, bundle.buffers, bundle.facts)),
         "memory_plan.svg": memory_plan_svg(bundle.buffers, bundle.memory),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -70,4 +69,12 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
         path = out_dir / name
         path.write_text(text)
         paths.append(path)
+    paths.append(write_manifest(out_dir, bundle))
     return paths
+
+
+def write_manifest(out_dir: Path, bundle: BundleInputs) -> Path:
+    """(Re)write manifest.json from `bundle`, e.g. once build and self-test results are in `bundle.facts`."""
+    path = out_dir / "manifest.json"
+    path.write_text(manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, bundle.facts)))
+    return path

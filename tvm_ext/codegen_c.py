@@ -83,12 +83,7 @@ def _without_allocs(stmt: tirx.Stmt, taken: list) -> tirx.Stmt | None:
 
 
 def _plain_c_signature(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    """Buffer parameters become pointer parameters; large internal buffers become scratch parameters.
-
-    Idempotent: a function that already has pointer parameters is returned as it is.
-    """
-    if func.attrs is not None and SCRATCH_ATTR in func.attrs:
-        return func
+    """Buffer parameters become pointer parameters; large internal buffers become scratch parameters."""
     taken: list = []
     body = _without_allocs(func.body, taken) or tirx.Evaluate(0)
     params, decls = [], []

@@ -34,7 +34,7 @@ def _is_integer_model(specs: list[TensorSpec]) -> bool:
     return any(np.dtype(s.dtype).kind in "iu" for s in specs)
 
 
-class ReferenceError(Exception):
+class ReferenceRuntimeError(Exception):
     """The reference runtime cannot run the model; the message names the runtime and its complaint."""
 
 
@@ -51,7 +51,7 @@ def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input
         return runner()
     except Exception as err:  # noqa: BLE001 - each runtime raises its own types; all mean "cannot run it"
         detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ReferenceError(f"{path.name}: the reference runtime {runtime} cannot run the model: {detail}") from err
+        raise ReferenceRuntimeError(f"{path.name}: the reference runtime {runtime} cannot run the model: {detail}") from err
 
 
 def run_relax_vm(mod, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:

@@ -15,11 +15,10 @@ from memory_planner.check import PlanError as PlanCheckError
 from memory_planner.check import check_plan
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.order import choose_order
-from packager import BundleInputs, TestVectors, write_bundle
+from packager import BundleInputs, TestVectors, write_bundle, write_manifest
 from packager.archive import archive
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
 from packager.cortex_m import CORTEX_M_TARGETS
-from packager.manifest import manifest, manifest_json
 from packager.build_files import BuildConfig
 from tvm_ext.compile import CompileError
 from tvm_ext.plan import ExecutionPlan
@@ -72,7 +71,7 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
     from tvm_ext.frontend import ModelImportError, from_relax, import_model
     from tvm_ext.lower import lower_to_kernels
     from tvm_ext.transform import UnsupportedOperatorError
-    from tvm_ext.reference import ReferenceError, run_reference, run_relax_vm, test_inputs
+    from tvm_ext.reference import ReferenceRuntimeError, run_reference, run_relax_vm, test_inputs
 
     target.register_with_tvm()
     tvm_target = tvm.target.Target(profile.tvm_tag)
@@ -113,7 +112,7 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
                 )
             else:
                 expected, reference = run_relax_vm(model, inputs)
-        except ReferenceError as err:
+        except ReferenceRuntimeError as err:
             raise CompileError(str(err)) from err
 
     facts = {
@@ -129,15 +128,13 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
         "headroom": target.headroom(profile, memory.arena_bytes, plan.weight_bytes()),
     }
     with stage("packaging", lambda: f"{len(files)} files"):
-        files = write_bundle(
-            folder,
-            BundleInputs(
-                plan=plan, memory=memory, buffers=buffers, kernels_c=source.c_text, constants=constants,
-                vectors=TestVectors(inputs, expected, reference), config=config,
-                input_names=[s.name for s in imported.inputs], output_names=[s.name for s in imported.outputs],
-                alignment=profile.alignment_bytes, facts=facts,
-            ),
+        bundle_inputs = BundleInputs(
+            plan=plan, memory=memory, buffers=buffers, kernels_c=source.c_text, constants=constants,
+            vectors=TestVectors(inputs, expected, reference), config=config,
+            input_names=[s.name for s in imported.inputs], output_names=[s.name for s in imported.outputs],
+            alignment=profile.alignment_bytes, facts=facts,
         )
+        files = write_bundle(folder, bundle_inputs)
     if shutil.which(config.cc) is None:
         raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed here")
     with stage("build", lambda: f"lib{plan.model}.a {library.stat().st_size:,} B"):
@@ -158,7 +155,8 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
     facts["selftest"].update(passed=True, where=result.where, max_abs_errors=list(result.max_errors))
     if measured:
         facts["cortex_m"] = measured
-    (folder / "manifest.json").write_text(manifest_json(manifest(plan, memory, buffers, facts)))
+    # bundle_inputs.facts is `facts`: the manifest now carries the build and self-test results too.
+    write_manifest(folder, bundle_inputs)
     for leftover in [*folder.glob("*.o"), folder / "selftest", folder / "build-cortex-m"]:
         if leftover.is_dir():
             shutil.rmtree(leftover)
