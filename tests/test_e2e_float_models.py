@@ -1,5 +1,7 @@
 """End-to-end: every shared float model becomes a bundle that builds with the C compiler and whose self-test
-matches LiteRT's reference kernels within 1e-5 of the output's scale (the self-test's own comparison)."""
+matches LiteRT's reference kernels within 1e-5 of the output's scale (the self-test's own comparison). Each
+bundle, and the built-in example's, also builds without a warning under -Wconversion -Wshadow and passes its
+self-test under ASan and UBSan."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ import tarfile
 
 import pytest
 
+from strict_build import strict_sanitized_selftest
 from tvm_ext.compile import compile
+from tvm_ext.example import EXAMPLE_NAME, write_example_model
 
 FLOAT_MODELS = [
     "tflm/hello_world_float.tflite",
@@ -73,3 +77,14 @@ def test_every_call_names_its_layer(float_bundle):
     comments = re.findall(r"/\* (\d+): (.*) \*/", model_c)
     assert len(comments) == len(float_bundle.plan.calls)
     assert all(layer and layer != "(no layer name)" for _, layer in comments)
+
+
+def test_builds_warning_free_and_passes_under_sanitizers(float_bundle, tmp_path):
+    proc = strict_sanitized_selftest(float_bundle.out_dir, tmp_path)
+    assert proc.returncode == 0 and "PASS" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_example_builds_warning_free_and_passes_under_sanitizers(tmp_path):
+    example = compile(write_example_model(tmp_path / f"{EXAMPLE_NAME}.onnx"), "lowpower", tmp_path / "out")
+    proc = strict_sanitized_selftest(example.out_dir, tmp_path / "strict")
+    assert proc.returncode == 0 and "PASS" in proc.stdout, proc.stdout + proc.stderr

@@ -164,9 +164,15 @@ def _without_unused_offsets(text: str) -> str:
     return text
 
 
+# TVM prints the int32 constant INT32_MIN as `-2147483648`: the negation of a literal too large for int,
+# so C types it long (long long on ILP32) and -Wconversion flags the narrowing back to int32_t.
+_BARE_INT32_MIN = re.compile(r"(?<!\(int64_t\))-2147483648\b")
+
+
 def _clean_source(raw: str, signatures: dict[str, KernelSignature]) -> str:
     """TVM's C text without its runtime boilerplate, with `const` on every kernel's input pointers."""
     text = _without_unused_offsets(_TVM_BOILERPLATE.sub("", raw).replace("TVM_DLL ", ""))
+    text = _BARE_INT32_MIN.sub("INT32_MIN", text)
     for sig in signatures.values():
         pattern = re.compile(rf"^void {re.escape(sig.name)}\((.*)\)", re.MULTILINE)
 

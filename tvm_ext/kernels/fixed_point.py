@@ -10,6 +10,8 @@ codegen writes plain integer C (no extern calls, no float). The semantics are TF
 - ``multiply_by_quantized_multiplier(x, m, shift, rounding)``: DOUBLE rounding is TFLite's default
   (the two helpers above in sequence), SINGLE rounding is TFLITE_SINGLE_ROUNDING / CMSIS-NN:
   (x*m + 2^(30-shift)) >> (31-shift).
+
+No expression shifts a negative value left, which C leaves undefined: scaling up by 2^e is a multiplication.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def saturating_left_shift(x: IntExpr, exponent: int) -> PrimExpr:
     """gemmlowp SaturatingRoundingMultiplyByPOT for a positive compile-time exponent."""
     threshold = (1 << (31 - exponent)) - 1
     x32 = _i32(x)
-    shifted = _i32(_i64(x32) << exponent)
+    shifted = _i32(_i64(x32) * (1 << exponent))
     return tirx.Select(
         x32 > threshold,
         tirx.const(INT32_MAX, "int32"),
@@ -82,10 +84,13 @@ def saturating_left_shift(x: IntExpr, exponent: int) -> PrimExpr:
 
 
 def wrapping_left_shift(x: IntExpr, exponent: IntExpr) -> PrimExpr:
-    """int32 ``x * (1 << exponent)`` with two's-complement wrap-around, as the C reference computes it."""
+    """int32 ``x * (1 << exponent)`` with two's-complement wrap-around, as the C reference computes it.
+
+    A multiplication in int64, not ``x << exponent``: shifting a negative value left is undefined in C.
+    """
     if isinstance(exponent, int) and exponent == 0:
         return _i32(x)
-    return _i32(_i64(x) << _i64(exponent))
+    return _i32(_i64(x) * (tirx.const(1, "int64") << _i64(exponent)))
 
 
 def _positive_part(shift: IntExpr) -> IntExpr:
