@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,3 +23,9 @@ def models_dir() -> Path:
 @pytest.fixture(scope="session")
 def shared_models() -> Path:
     return models_dir()
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """`python -m tvm_ext.compile ARGS` from the repository, with its exit code, stdout and stderr."""
+    return subprocess.run([sys.executable, "-m", "tvm_ext.compile", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=900)

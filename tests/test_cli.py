@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
-from conftest import REPO
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tvm_ext.compile", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=900)
+from conftest import run_cli
 
 
 def test_example_compiles_builds_and_passes(tmp_path):
