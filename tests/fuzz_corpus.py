@@ -181,7 +181,8 @@ class TinyTensor:
     shape: tuple[int, ...]
     type_code: int
     buffer: int
-    quantized: bool = False
+    zero_points: tuple[int, ...] = ()  # one per scale, on dimension 0; none: not quantized
+    scale: float = 0.05
 
 
 @dataclass
@@ -189,6 +190,9 @@ class TinyOperator:
     opcode_index: int
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    # An all-defaults FullyConnectedOptions table (TFLite reads a missing one as defaults; TVM's converter
+    # requires it).
+    fully_connected_options: bool = False
 
 
 @dataclass
@@ -204,7 +208,7 @@ class TinyTflite:
             TinyTensor("dense/output", (1, 3), FLOAT32, 0),
         ]
     )
-    operators: list[TinyOperator] = field(default_factory=lambda: [TinyOperator(0, (0, 1, 2), (3,))])
+    operators: list[TinyOperator] = field(default_factory=lambda: [TinyOperator(0, (0, 1, 2), (3,), True)])
     inputs: tuple[int, ...] = (0,)
     outputs: tuple[int, ...] = (3,)
     buffers: list[bytes] = field(
@@ -260,12 +264,14 @@ def build_tflite(spec: TinyTflite) -> bytes:
         name = b.CreateString(tensor.name)
         shape = int_vector(tensor.shape)
         quant = None
-        if tensor.quantized:
-            b.StartVector(4, 1, 4)
-            b.PrependFloat32(0.05)
+        if tensor.zero_points:
+            b.StartVector(4, len(tensor.zero_points), 4)
+            for _ in tensor.zero_points:
+                b.PrependFloat32(tensor.scale)
             scales = b.EndVector()
-            b.StartVector(8, 1, 8)
-            b.PrependInt64(0)
+            b.StartVector(8, len(tensor.zero_points), 8)
+            for zero_point in reversed(tensor.zero_points):
+                b.PrependInt64(zero_point)
             zero_points = b.EndVector()
             tflite.QuantizationParametersStart(b)
             tflite.QuantizationParametersAddScale(b, scales)
@@ -282,10 +288,16 @@ def build_tflite(spec: TinyTflite) -> bytes:
     operators = []
     for op in spec.operators:
         inputs, outputs = int_vector(op.inputs), int_vector(op.outputs)
+        if op.fully_connected_options:
+            tflite.FullyConnectedOptionsStart(b)
+            options = tflite.FullyConnectedOptionsEnd(b)
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, op.opcode_index)
         tflite.OperatorAddInputs(b, inputs)
         tflite.OperatorAddOutputs(b, outputs)
+        if op.fully_connected_options:
+            tflite.OperatorAddBuiltinOptionsType(b, tflite.BuiltinOptions.FullyConnectedOptions)
+            tflite.OperatorAddBuiltinOptions(b, options)
         operators.append(tflite.OperatorEnd(b))
     subgraphs = []
     for _ in range(spec.subgraph_copies):
@@ -339,8 +351,24 @@ def _with_offline_plan(words: list[int]) -> TinyTflite:
 
 def _hybrid() -> TinyTflite:
     spec = TinyTflite()
-    spec.tensors[1] = TinyTensor("weights_int8", (3, 4), INT8, 1, quantized=True)
+    spec.tensors[1] = TinyTensor("weights_int8", (3, 4), INT8, 1, zero_points=(0,))
     spec.buffers[1] = np.arange(12, dtype=np.int8).tobytes()
+    return spec
+
+
+def _int8_fully_connected(
+    input_zero_point: int = 0, weight_zero_points: tuple[int, ...] = (0,), output_quantized: bool = True
+) -> TinyTflite:
+    """The tiny model's FULLY_CONNECTED in int8 (int32 bias), with the quantization a case gets wrong."""
+    spec = TinyTflite()
+    spec.tensors = [
+        TinyTensor("input", (1, 4), INT8, 0, zero_points=(input_zero_point,)),
+        TinyTensor("weights", (3, 4), INT8, 1, zero_points=weight_zero_points),
+        # TFLite's rule for integer kernels: bias scale = input scale x weight scale.
+        TinyTensor("bias", (3,), INT32, 2, zero_points=(0,) * len(weight_zero_points), scale=0.05 * 0.05),
+        TinyTensor("dense/output", (1, 3), INT8, 0, zero_points=(0,) if output_quantized else ()),
+    ]
+    spec.buffers = [b"", np.arange(-6, 6, dtype=np.int8).tobytes(), np.arange(3, dtype="<i4").tobytes()]
     return spec
 
 
@@ -348,10 +376,10 @@ def _int8_sub_and_custom() -> TinyTflite:
     spec = TinyTflite()
     spec.opcodes = [(SUB, 1, None), (CUSTOM, 1, "MyVendorOp")]
     spec.tensors = [
-        TinyTensor("input", (1, 4), INT8, 0, quantized=True),
-        TinyTensor("offset", (1, 4), INT8, 1, quantized=True),
-        TinyTensor("sub/output", (1, 4), INT8, 0, quantized=True),
-        TinyTensor("vendor/output", (1, 4), INT8, 0, quantized=True),
+        TinyTensor("input", (1, 4), INT8, 0, zero_points=(0,)),
+        TinyTensor("offset", (1, 4), INT8, 1, zero_points=(0,)),
+        TinyTensor("sub/output", (1, 4), INT8, 0, zero_points=(0,)),
+        TinyTensor("vendor/output", (1, 4), INT8, 0, zero_points=(0,)),
     ]
     spec.buffers = [b"", bytes(4)]
     spec.operators = [TinyOperator(0, (0, 1), (2,)), TinyOperator(1, (2,), (3,))]
@@ -369,6 +397,13 @@ def _aliased_vectors() -> TinyTflite:
 
 TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None]] = {
     "valid tiny model": (TinyTflite, None),
+    "valid int8 tiny model": (_int8_fully_connected, None),
+    "int8 output without a scale": (lambda: _int8_fully_connected(output_quantized=False), ErrorKind.TENSOR),
+    "zero point outside int8": (lambda: _int8_fully_connected(input_zero_point=200), ErrorKind.TENSOR),
+    "per-channel weights with a non-zero zero point": (
+        lambda: _int8_fully_connected(weight_zero_points=(0, 5, 0)),
+        ErrorKind.TENSOR,
+    ),
     "two subgraphs": (lambda: replace(TinyTflite(), subgraph_copies=2), ErrorKind.SUBGRAPHS),
     "no subgraph": (lambda: replace(TinyTflite(), subgraph_copies=0), ErrorKind.SUBGRAPHS),
     "operator version 99": (

@@ -5,6 +5,7 @@ folder left beside it; an existing OUT is left as it was. Internal errors exit w
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import fuzz_corpus
@@ -51,6 +52,17 @@ def test_bad_model_is_refused_in_one_line_and_leaves_no_output(kind, tmp_path):
     model.write_bytes(case.data)
     out = tmp_path / "out"
     assert_refused_in_one_line(run_cli(str(model), "-o", str(out)), case.file_name, out)
+
+
+def test_operator_tvm_cannot_convert_is_named_in_one_line(tmp_path):
+    """TFLite reads a FULLY_CONNECTED without options as the defaults; TVM's converter asserts on it. The line
+    names the layer, and TVM's C++ warning about the builder it abandoned stays off stderr."""
+    model = tmp_path / "no_options.tflite"
+    spec = replace(fuzz_corpus.TinyTflite(), operators=[fuzz_corpus.TinyOperator(0, (0, 1, 2), (3,))])
+    model.write_bytes(fuzz_corpus.build_tflite(spec))
+    out = tmp_path / "out"
+    line = assert_refused_in_one_line(run_cli(str(model), "-o", str(out)), model.name, out)
+    assert "layer dense/output (FULLY_CONNECTED): TVM cannot import it" in line
 
 
 def test_unknown_profile_is_refused_in_one_line(shared_models, tmp_path):

@@ -8,6 +8,7 @@ attributes every kernel call to the layers it implements.
 from __future__ import annotations
 
 import re
+import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,13 +126,14 @@ def _import_tflite(path: Path) -> ImportedModel:
 
         def _named(self, convert):
             def convert_and_name(op):
-                result = convert(op=op)
-                if result is None:
-                    return None
                 output_name = self.get_output_tensors(op)[0].tensor.Name().decode()
                 # TFLite joins the names of fused graph ops with ';': the first is the layer's own.
                 layer = f"{output_name.split(';')[0]} ({self.get_op_code_str(op)})"
-                return _bind_layer_output(self.bb, result, layers, layer)
+                try:
+                    result = convert(op=op)
+                    return None if result is None else _bind_layer_output(self.bb, result, layers, layer)
+                except Exception as err:  # noqa: BLE001 - a conversion or type failure is this operator's
+                    raise ModelImportError(f"{path.name}: layer {layer}: {_import_failure(err)}") from err
 
             return convert_and_name
 
@@ -139,7 +141,7 @@ def _import_tflite(path: Path) -> ImportedModel:
     model = tflite.Model.GetRootAsModel(buf, 0)
     try:
         mod = tflite_frontend.from_tflite(model, op_converter=LayerNamingConverter)
-    except tvm.error.OpNotImplemented as err:
+    except tvm.error.OpError as err:  # TVM's errors for operators a model gets wrong or TVM lacks
         raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
     mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
     subgraph = model.Subgraphs(0)
@@ -177,10 +179,13 @@ def _import_onnx(path: Path) -> ImportedModel:
         """TVM's ONNX importer, binding each node's result to a var named after the node."""
 
         def _convert_operator(self, op_name, inputs, attrs, opset):
-            result = super()._convert_operator(op_name, inputs, attrs, opset)
             node_name = attrs.get("tvm_custom", {}).get("name")
             layer = f"{node_name} ({op_name})" if node_name else op_name
-            return _bind_layer_output(self.bb, result, layers, layer)
+            try:
+                result = super()._convert_operator(op_name, inputs, attrs, opset)
+                return _bind_layer_output(self.bb, result, layers, layer)
+            except Exception as err:  # noqa: BLE001 - a conversion or type failure is this node's
+                raise ModelImportError(f"{path.name}: node {layer}: {_import_failure(err)}") from err
 
     model = onnx.load(str(path))
     initializers = {init.name for init in model.graph.initializer}
@@ -199,7 +204,7 @@ def _import_onnx(path: Path) -> ImportedModel:
             # The importer warns for each input it renames to a valid identifier; the plan keeps the model's names.
             warnings.simplefilter("ignore", UserWarning)
             mod = importer.from_onnx(model.graph, opset)
-    except tvm.error.OpNotImplemented as err:
+    except tvm.error.OpError as err:  # TVM's errors for operators a model gets wrong or TVM lacks
         raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
     mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
     return ImportedModel(
@@ -211,6 +216,15 @@ def _import_onnx(path: Path) -> ImportedModel:
         inputs=[spec(i) for i in graph_inputs],
         outputs=[spec(o) for o in model.graph.output],
     )
+
+
+def _import_failure(err: Exception) -> str:
+    """One line on why TVM could not import an operator: its message, else where it failed."""
+    if str(err).strip():
+        return f"TVM cannot import it: {_first_line(err)}"
+    failed_at = traceback.extract_tb(err.__traceback__)[-1]
+    return (f"TVM cannot import it ({type(err).__name__} at {Path(failed_at.filename).name}:"
+            f"{failed_at.lineno}: {failed_at.line})")
 
 
 def _first_line(err: Exception) -> str:

@@ -1,15 +1,20 @@
 """`python -m tvm_ext.compile MODEL --target lowpower -o OUT`: compile a model into a C bundle.
 
 Prints one line per stage with its time, then a summary. Exit codes: 0 the bundle is built and its
-self-test passed; 2 the model or its bundle is at fault (one line on stderr); 3 an internal error.
+self-test passed; 2 the model or its bundle is at fault (one line on stderr); 3 an internal error;
+130 interrupted. OUT is only ever replaced by a bundle whose self-test passed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
+import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tvm_ext.compile import CompileError, compile
@@ -27,31 +32,66 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _stderr_held_back(enabled: bool) -> Iterator[Callable[[], None]]:
+    """Send everything written to file descriptor 2 (TVM's C++ log included) to a temporary file.
+
+    Yields `release()`, which copies what was held back to the real stderr; without it the text is dropped.
+    A failed compilation must end in exactly one line, yet TVM's C++ destructors warn when an exception
+    abandons an IR builder mid-conversion ("BlockBuilder destroyed with remaining blocks!"); those objects
+    die while the exception is handled, so the redirection lasts until after they are collected.
+    """
+    if not enabled:
+        yield lambda: None
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+
+        def release() -> None:
+            held.seek(0)
+            os.write(saved, held.read())
+
+        os.dup2(held.fileno(), 2)
+        try:
+            yield release
+        finally:
+            gc.collect()
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     out = Path(args.out)
-    try:
-        if args.example:
-            from tvm_ext.example import EXAMPLE_NAME, write_example_model
+    failure: tuple[int, str] | None = None
+    with _stderr_held_back(enabled=not args.debug) as release:
+        try:
+            if args.example:
+                from tvm_ext.example import EXAMPLE_NAME, write_example_model
 
-            model = write_example_model(Path(tempfile.mkdtemp()) / f"{EXAMPLE_NAME}.onnx")
-        else:
-            model = Path(args.model)
-        bundle = compile(model, args.target, out, force=args.force, log=lambda line: print(f"[tvm_ext] {line}"))
-    except CompileError as err:
-        if args.debug:
-            traceback.print_exc()
-        print(f"tvm_ext.compile: error: {err}", file=sys.stderr)
-        return 2
-    except Exception as err:  # noqa: BLE001 - anything else is our bug: say so, in one line
-        if args.debug:
-            traceback.print_exc()
-        print(
-            f"tvm_ext.compile: internal error: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
-            " (please report it with the output of --debug)",
-            file=sys.stderr,
-        )
-        return 3
+                model = write_example_model(Path(tempfile.mkdtemp()) / f"{EXAMPLE_NAME}.onnx")
+            else:
+                model = Path(args.model)
+            bundle = compile(model, args.target, out, force=args.force,
+                             log=lambda line: print(f"[tvm_ext] {line}", flush=True))
+            release()
+        except CompileError as err:
+            if args.debug:
+                traceback.print_exc()
+            failure = (2, f"tvm_ext.compile: error: {err}")
+        except KeyboardInterrupt:
+            failure = (130, "tvm_ext.compile: interrupted")
+        except Exception as err:  # noqa: BLE001 - anything else is our bug: say so, in one line
+            if args.debug:
+                traceback.print_exc()
+            first_line = str(err).splitlines()[0] if str(err) else ""
+            failure = (3, f"tvm_ext.compile: internal error: {type(err).__name__}: {first_line}"
+                          " (please report it with the output of --debug)")
+    if failure is not None:
+        print(failure[1], file=sys.stderr)
+        return failure[0]
     memory = bundle.memory
     print(
         f"[tvm_ext] {bundle.plan.model}: arena {memory.arena_bytes:,} B (lower bound {memory.lower_bound:,} B, "

@@ -15,7 +15,7 @@ from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, quote
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
 from .limits import MAX_TENSOR_BYTES, shape_problem, tensor_bytes
 from .operator_support import TFLITE_CUSTOM_CODES, tflite_refusal
-from .tflite_reader import TfliteModel, TfliteOperator, TfliteSubgraph, TfliteTensor, read_tflite
+from .tflite_reader import TfliteModel, TfliteOperator, TfliteQuantization, TfliteSubgraph, TfliteTensor, read_tflite
 from .tflite_versions import known_versions
 
 FILE_IDENTIFIER = b"TFL3"
@@ -30,6 +30,13 @@ class _DType:
     name: str
     bits: int
     integer: bool  # quantizable integer type
+
+    @property
+    def value_range(self) -> tuple[int, int]:
+        """Smallest and largest value of a quantizable integer type."""
+        if self.name.startswith("u"):
+            return 0, (1 << self.bits) - 1
+        return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
 
 
 # TFLite TensorType codes (schema.fbs) our compiler accepts. STRING, COMPLEX64/128, RESOURCE and VARIANT
@@ -98,6 +105,7 @@ def check_tflite(model: str, path: str, data: bytes) -> ModelFacts:
     _check_graph(model, flat, graph, op_names)
     _check_offline_plan(model, flat)
     _check_hybrid(model, flat, graph, op_names)
+    _check_quantized_operators(model, graph, op_names)
     _check_operator_support(model, flat, graph, op_names)
     return _facts(path, flat, graph, op_names)
 
@@ -175,11 +183,25 @@ def _check_tensors(model: str, graph: TfliteSubgraph) -> None:
                 f"{_tensor_label(tensor)} {list(tensor.shape)} has {quant.scales} per-channel scales "
                 f"on dimension {quant.dimension}"
             )
+        problem = _zero_point_problem(quant, dtype)
+        if problem:
+            problems.add(f"{_tensor_label(tensor)} {problem}")
     for role, indices in (("input", graph.inputs), ("output", graph.outputs)):
         for index in indices:
             if 0 in graph.tensors[index].shape:
                 problems.add(f"model {role} {_tensor_label(graph.tensors[index])} has no elements")
     problems.raise_if_any()
+
+
+def _zero_point_problem(quant: TfliteQuantization, dtype: _DType) -> str | None:
+    """What is wrong with a tensor's zero points, if anything: TFLite's per-channel quantization has every
+    zero point 0, and a zero point must be a value of the tensor's type."""
+    low, high = quant.zero_point_range
+    if quant.scales > 1 and (low, high) != (0, 0):
+        return f"has per-channel zero points in [{low}, {high}]; per-channel quantization needs them all 0"
+    if dtype.integer and not dtype.value_range[0] <= low <= high <= dtype.value_range[1]:
+        return f"has zero points in [{low}, {high}], outside {dtype.name}'s range"
+    return None
 
 
 def _check_buffers(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> None:
@@ -328,6 +350,23 @@ def _check_hybrid(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names
     problems = ProblemList(model, ErrorKind.HYBRID, "hybrid (dynamic-range quantized) model", "not supported")
     for (name, weight_dtype), layers in hybrid.items():
         problems.add(f"operator {name} at {layers_phrase(layers)} has float input and {weight_dtype} weights")
+    problems.raise_if_any()
+
+
+def _check_quantized_operators(model: str, graph: TfliteSubgraph, op_names: list[str]) -> None:
+    """In an operator with quantized tensors, every tensor of a quantizable integer type has a scale:
+    TFLite's integer kernels cannot run without one."""
+    unscaled: dict[int, list[str]] = {}  # tensor index -> layers of the quantized operators using it
+    for op, name in zip(graph.operators, op_names, strict=True):
+        tensors = [graph.tensors[i] for i in (*op.inputs, *op.outputs) if i >= 0]
+        if any(_is_quantized(t) for t in tensors):
+            for tensor in tensors:
+                if _DTYPES[tensor.type_code].integer and tensor.quantization is None:
+                    unscaled.setdefault(tensor.index, []).append(f"{_layer(graph, op)} ({name})")
+    problems = ProblemList(model, ErrorKind.TENSOR, "bad tensor")
+    for index, layers in unscaled.items():
+        problems.add(f"{_tensor_label(graph.tensors[index])} has no quantization scale, yet quantized "
+                     f"operators use it at {layers_phrase(layers)}")
     problems.raise_if_any()
 
 

@@ -36,6 +36,7 @@ class TfliteQuantization:
     zero_points: int
     scales_positive_finite: bool
     dimension: int
+    zero_point_range: tuple[int, int]  # smallest and largest zero point; (0, 0) when there are none
 
 
 @dataclass(frozen=True)
@@ -243,12 +244,16 @@ def _read_quantization(reader: _BoundedReader, what: str, quant) -> TfliteQuanti
     if not isinstance(scales, np.ndarray) or scales.shape != (n_scales,):
         raise reader.fail(f"{what} scales run past the end of the file")
     n_zero_points = reader.length(what, quant.ZeroPointLength)
+    zero_point_range = (0, 0)
     if n_zero_points:
         zero_points = reader.get(what, quant.ZeroPointAsNumpy)
         if not isinstance(zero_points, np.ndarray) or zero_points.shape != (n_zero_points,):
             raise reader.fail(f"{what} zero points run past the end of the file")
+        zero_point_range = (int(zero_points.min()), int(zero_points.max()))
     positive = bool(np.all(np.isfinite(scales)) and np.all(scales > 0))
-    return TfliteQuantization(n_scales, n_zero_points, positive, reader.get(what, quant.QuantizedDimension))
+    return TfliteQuantization(
+        n_scales, n_zero_points, positive, reader.get(what, quant.QuantizedDimension), zero_point_range
+    )
 
 
 def _read_operator(reader: _BoundedReader, graph, o: int) -> TfliteOperator:
