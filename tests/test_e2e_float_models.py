@@ -12,7 +12,7 @@ import tarfile
 
 import pytest
 
-from strict_build import strict_sanitized_selftest
+from c_checks import loops_without_constant_bounds, strict_sanitized_selftest
 from tvm_ext.compile import compile
 from tvm_ext.example import EXAMPLE_NAME, write_example_model
 
@@ -77,6 +77,10 @@ def test_every_call_names_its_layer(float_bundle):
     comments = re.findall(r"/\* (\d+): (.*) \*/", model_c)
     assert len(comments) == len(float_bundle.plan.calls)
     assert all(layer and layer != "(no layer name)" for _, layer in comments)
+
+
+def test_every_loop_bound_is_a_constant(float_bundle):
+    assert loops_without_constant_bounds(float_bundle.out_dir, float_bundle.plan.model) == []
 
 
 def test_builds_warning_free_and_passes_under_sanitizers(float_bundle, tmp_path):

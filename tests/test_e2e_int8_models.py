@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from tflite_micro import runtime
 
-from strict_build import strict_sanitized_selftest
+from c_checks import loops_without_constant_bounds, strict_sanitized_selftest
 from tvm_ext.compile import compile
 
 INT8_MODELS = [
@@ -82,6 +82,12 @@ def test_bundle_is_bit_exact_with_tflite_micro(shared_models, host_bundle, tmp_p
 def test_builds_warning_free_and_passes_under_sanitizers(host_bundle, tmp_path, model):
     proc = strict_sanitized_selftest(host_bundle(model).out_dir, tmp_path)
     assert proc.returncode == 0 and "PASS" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("model", INT8_MODELS, ids=lambda m: m.split("/")[1])
+def test_every_loop_bound_is_a_constant(host_bundle, model):
+    bundle = host_bundle(model)
+    assert loops_without_constant_bounds(bundle.out_dir, bundle.plan.model) == []
 
 
 def test_weights_stay_integer_in_flash(host_bundle):

@@ -13,7 +13,7 @@ tvm = pytest.importorskip("tvm")
 from tvm import te  # noqa: E402
 
 import tflite_int8_reference as ref  # noqa: E402
-from strict_build import SANITIZE, STRICT_WARNINGS  # noqa: E402
+from c_checks import SANITIZE, STRICT_WARNINGS  # noqa: E402
 from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, generate_c  # noqa: E402
 from tvm_ext.kernels.fixed_point import (  # noqa: E402
     Rounding,

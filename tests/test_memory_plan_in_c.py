@@ -13,7 +13,7 @@ from packager.aot_entry import write_model_c
 from packager.io_names import io_tensors
 from tvm_ext.compile import compile
 
-from strict_build import SANITIZE
+from c_checks import SANITIZE
 
 
 @pytest.fixture(scope="module")
