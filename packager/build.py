@@ -56,7 +56,7 @@ def build_bundle(bundle_dir: Path, config: BuildConfig) -> None:
     target's compiler when that makes host programs, else with the host's `cc` (the C is checked on the host;
     the device's build is the library's).
     """
-    if config.emulated_target:
+    if config.emulated:
         from packager.cortex_m import CortexMBuildError, build_selftest_elf
 
         make(bundle_dir, "lib")
@@ -76,11 +76,10 @@ def build_bundle(bundle_dir: Path, config: BuildConfig) -> None:
 
 def selftest_bundle(bundle_dir: Path, model: str, config: BuildConfig) -> tuple[SelftestResult, dict]:
     """Run the self-test built by build_bundle; the dict holds the emulated board's measurements (or {})."""
-    if config.emulated_target:
-        from packager.cortex_m import cortex_m_target, run_selftest
+    if config.emulated:
+        from packager.cortex_m import run_selftest
 
-        run = run_selftest(bundle_dir, model, cortex_m_target(config.emulated_target),
-                           arena_symbol=f"{model}_arena")
+        run = run_selftest(bundle_dir, model, config.emulated, arena_symbol=f"{model}_arena")
         result = _result(run.result.exit_code, run.result.stdout, run.target.board.name, run.result.instructions)
         return result, run.manifest_entry()
     return run_host_selftest(bundle_dir), {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from packager.cortex_m import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE
+from packager.cortex_m import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, CortexMTarget
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class BuildConfig:
     libs: tuple[str, ...] = ("-lm",)
     warnings: tuple[str, ...] = ("-Wall", "-Wextra")
     runs_on_host: bool = True  # the compiler makes host programs: `make all` also builds the self-test
-    emulated_target: str | None = None  # a packager.cortex_m target whose board runs the self-test (qemu-test)
+    emulated: CortexMTarget | None = None  # the core and board that run the self-test (qemu-test), if any
 
 
 def sources(model: str) -> list[str]:
@@ -58,8 +58,8 @@ def write_makefile(model: str, config: BuildConfig) -> str:
         f"\trm -f $(OBJS) lib{model}.a selftest",
         "",
     ]
-    if config.emulated_target:
-        lines += [f"# The self-test on the emulated {config.emulated_target}: `make qemu-test`.", QEMU_TEST_MAKE_INCLUDE,
+    if config.emulated:
+        lines += [f"# The self-test on the emulated {config.emulated.name}: `make qemu-test`.", QEMU_TEST_MAKE_INCLUDE,
                   "check: qemu-test", ""]
     elif config.runs_on_host:
         lines += ["check: selftest", "\t./selftest", ""]
@@ -92,8 +92,8 @@ def write_cmakelists(model: str, config: BuildConfig) -> str:
 
 
 def _cmake_selftest(model: str, config: BuildConfig, flags: str) -> list[str]:
-    if config.emulated_target:
-        return [f"# The self-test on the emulated {config.emulated_target}: the `qemu-test` target. Configure the",
+    if config.emulated:
+        return [f"# The self-test on the emulated {config.emulated.name}: the `qemu-test` target. Configure the",
                 "# library for the device with -DCMAKE_TOOLCHAIN_FILE=cortex_m/arm-none-eabi.cmake.",
                 QEMU_TEST_CMAKE_INCLUDE, ""]
     if not config.runs_on_host:

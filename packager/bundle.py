@@ -11,7 +11,7 @@ import numpy as np
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.picture import memory_plan_svg
 from packager.aot_entry import write_model_c
-from packager.cortex_m import cortex_m_target, write_cortex_m_support
+from packager.cortex_m import write_cortex_m_support
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
 from packager.header import write_header
 from packager.internal_header import write_internal_header
@@ -63,8 +63,8 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    if bundle.config.emulated_target:
-        paths += write_cortex_m_support(out_dir, m, cortex_m_target(bundle.config.emulated_target))
+    if bundle.config.emulated:
+        paths += write_cortex_m_support(out_dir, m, bundle.config.emulated)
     for name, text in files.items():
         path = out_dir / name
         path.write_text(text)

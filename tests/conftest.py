@@ -25,6 +25,14 @@ def shared_models() -> Path:
     return models_dir()
 
 
+def profile_target(profile_name: str):
+    """The Cortex-M target (core flags and QEMU board) the compiler uses for a device profile."""
+    import target
+    from tvm_ext.compile.pipeline import emulated_target
+
+    return emulated_target(target.load_profile(profile_name))
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     """`python -m tvm_ext.compile ARGS` from the repository, with its exit code, stdout and stderr."""
     return subprocess.run([sys.executable, "-m", "tvm_ext.compile", *args], cwd=REPO, capture_output=True,

@@ -15,20 +15,19 @@ import numpy as np
 import pytest
 
 from packager.cortex_m import (
-    CORTEX_M_TARGETS,
     FAULT_EXIT_CODES,
     QEMU_TEST_CMAKE_INCLUDE,
     QEMU_TEST_MAKE_INCLUDE,
     SELFTEST_ELF,
     CortexMBuildError,
     CortexMTarget,
-    cortex_m_target,
     missing_tools,
     read_sizes,
     run_qemu,
     run_selftest,
     write_cortex_m_support,
 )
+from conftest import profile_target
 from packager.cortex_m.support import COMPILE_FLAGS, LINK_FLAGS, SUPPORT_DIR
 
 _MISSING = missing_tools()
@@ -40,7 +39,7 @@ if _MISSING:
 
 N = 16
 RUN_TIMEOUT_S = 60.0
-TARGETS = sorted(CORTEX_M_TARGETS)
+TARGETS = ["cortex-m0plus", "cortex-m33", "cortex-m4f", "cortex-m7"]  # the profiles with a QEMU board
 
 _TINY_HEADER = """\
 #ifndef TINY_H
@@ -232,7 +231,7 @@ def build_tiny(out: Path, target: CortexMTarget, **options: object) -> Path:
 
 @pytest.fixture(scope="module", params=TARGETS)
 def tiny_build(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[CortexMTarget, Path]:
-    target = cortex_m_target(request.param)
+    target = profile_target(request.param)
     out = tmp_path_factory.mktemp(f"tiny-{target.name}")
     return target, build_tiny(out, target)
 
@@ -307,7 +306,7 @@ def test_sizes_agree_with_berkeley_size_and_the_c_declarations(tiny_build: tuple
 
 
 def test_run_selftest_gives_the_manifest_its_verdict_instructions_and_bytes(tmp_path: Path) -> None:
-    target = cortex_m_target("cortex-m7")
+    target = profile_target("cortex-m7")
     write_tiny_bundle(tmp_path, target)
     entry = run_selftest(tmp_path, "tiny", target, RUN_TIMEOUT_S, arena_symbol="tiny_arena").manifest_entry()
     assert entry["board"] == "mps2-an500" and entry["selftest_exit_code"] == 0
@@ -318,7 +317,7 @@ def test_run_selftest_gives_the_manifest_its_verdict_instructions_and_bytes(tmp_
 
 
 def test_run_selftest_names_the_compiler_error_of_a_broken_bundle(tmp_path: Path) -> None:
-    target = cortex_m_target("cortex-m4f")
+    target = profile_target("cortex-m4f")
     write_tiny_bundle(tmp_path, target)
     (tmp_path / "tiny_kernels.c").write_text("void tiny_dot_f32(void) { undeclared_thing(); }\n")
     with pytest.raises(CortexMBuildError, match="tiny_kernels.c.*undeclared_thing"):
@@ -327,7 +326,7 @@ def test_run_selftest_names_the_compiler_error_of_a_broken_bundle(tmp_path: Path
 
 @pytest.mark.parametrize("target_name", ["cortex-m4f", "cortex-m0plus"])
 def test_a_failing_selftest_gives_a_nonzero_status_through_make(tmp_path: Path, target_name: str) -> None:
-    target = cortex_m_target(target_name)
+    target = profile_target(target_name)
     elf = build_tiny(tmp_path, target, wrong_expectation=True)
     assert run_qemu(elf, target.board, RUN_TIMEOUT_S).exit_code == 1
     assert make(tmp_path, "qemu-test").returncode != 0
@@ -347,7 +346,7 @@ UNALIGNED_LOAD = "{ volatile uintptr_t a = (uintptr_t)&x[1] + 1u; (void)*(volati
     ("cortex-m4f", UNALIGNED_LOAD, None),  # allowed on ARMv7-M
 ])
 def test_a_fault_exits_with_its_own_status(tmp_path: Path, target_name: str, probe: str, fault: str | None) -> None:
-    target = cortex_m_target(target_name)
+    target = profile_target(target_name)
     result = run_qemu(build_tiny(tmp_path, target, probe=probe), target.board, RUN_TIMEOUT_S)
     if fault is None:
         assert result.exit_code == 0, result.stdout
@@ -357,7 +356,7 @@ def test_a_fault_exits_with_its_own_status(tmp_path: Path, target_name: str, pro
 
 
 def test_cortex_m0plus_code_is_armv6m_soft_float_and_runs_on_the_m3_board(tmp_path: Path) -> None:
-    target = cortex_m_target("cortex-m0plus")
+    target = profile_target("cortex-m0plus")
     elf = build_tiny(tmp_path, target)
     attributes = subprocess.run(["arm-none-eabi-readelf", "-A", str(elf)], capture_output=True, text=True,
                                 check=True).stdout
@@ -371,7 +370,7 @@ def test_cortex_m0plus_code_is_armv6m_soft_float_and_runs_on_the_m3_board(tmp_pa
 
 @pytest.mark.parametrize("target_name", TARGETS)
 def test_our_support_sources_compile_without_a_warning(tmp_path: Path, target_name: str) -> None:
-    target = cortex_m_target(target_name)
+    target = profile_target(target_name)
     support = tmp_path / SUPPORT_DIR
     write_cortex_m_support(tmp_path, "tiny", target)
     for source in ("startup.c", "lp_icount.c"):
@@ -408,7 +407,7 @@ def spin_counts(elf: Path, target: CortexMTarget, timeout_s: float = RUN_TIMEOUT
 
 @pytest.mark.parametrize("target_name", TARGETS)
 def test_instruction_count_grows_by_exactly_the_loop_instructions(tmp_path: Path, target_name: str) -> None:
-    target = cortex_m_target(target_name)
+    target = profile_target(target_name)
     counts = spin_counts(_build_spin(tmp_path, target, (1000, 2000, 50000)), target)
     assert counts.keys() == {1000, 2000, 50000}
     assert counts[2000] - counts[1000] == 2 * 1000
@@ -428,7 +427,7 @@ def handler_instructions(elf: Path, function: str) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("target_name", ["cortex-m4f", "cortex-m33"])  # timer0 is IRQ 8 on the AN386, 3 on the AN505
 def test_instruction_count_survives_timer_wraps(tmp_path: Path, target_name: str) -> None:
-    target = cortex_m_target(target_name)
+    target = profile_target(target_name)
     long_run = 900_000_000  # 1.8e9 instructions: one wrap of the 32-bit timer on either board
     elf = _build_spin(tmp_path, target, (1000, long_run))
     counts = spin_counts(elf, target, timeout_s=300)
@@ -439,7 +438,7 @@ def test_instruction_count_survives_timer_wraps(tmp_path: Path, target_name: str
 
 @pytest.mark.slow
 def test_cmake_qemu_test_target_builds_and_runs_the_selftest(tmp_path: Path) -> None:
-    target = cortex_m_target("cortex-m4f")
+    target = profile_target("cortex-m4f")
     write_tiny_bundle(tmp_path, target)
     (tmp_path / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(tiny C)\n"

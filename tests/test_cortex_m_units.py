@@ -14,11 +14,11 @@ from packager.cortex_m import (
     Board,
     MemoryRegion,
     QemuError,
-    cortex_m_target,
     run_qemu,
     stack_peak,
     write_cortex_m_support,
 )
+from conftest import profile_target
 from packager.cortex_m.sizes import section_kind
 from packager.cortex_m.stack import DisassembledFunction, StackFrame, pushed_bytes, read_stack_frames
 from packager.cortex_m.support import ticks_per_instruction
@@ -101,15 +101,26 @@ def test_an_unknown_section_is_an_error_not_a_silent_miscount() -> None:
         section_kind(".ram_func", Path("x.elf"))
 
 
-def test_unknown_target_names_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="cortex-m55.*cortex-m0plus, cortex-m3, cortex-m33, cortex-m4f, cortex-m7"):
-        cortex_m_target("cortex-m55")
+def test_the_emulated_selftest_is_compiled_with_the_profiles_flags(tmp_path: Path) -> None:
+    """One source for a core's flags: the profile. (A table of its own once gave the M7 self-test
+    -mfpu=fpv5-d16 while its library was built with the profile's fpv5-sp-d16.)"""
+    m7 = profile_target("cortex-m7")
+    assert (m7.board.name, m7.hard_float) == ("mps2-an500", True)
+    write_cortex_m_support(tmp_path, "tiny", m7)
+    fragment = (tmp_path / "cortex_m" / "qemu-test.mk").read_text()
+    assert "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16" in fragment
+    assert not profile_target("cortex-m0plus").hard_float
+
+
+@pytest.mark.parametrize("profile_name", ["lowpower", "cortex-m55", "hifi4"])
+def test_profiles_without_one_of_our_boards_have_no_emulated_target(profile_name: str) -> None:
+    assert profile_target(profile_name) is None
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 @pytest.mark.parametrize("include_first", [True, False])
 def test_the_make_fragment_leaves_the_bundle_default_goal(tmp_path: Path, include_first: bool) -> None:
-    write_cortex_m_support(tmp_path, "tiny", cortex_m_target("cortex-m4f"))
+    write_cortex_m_support(tmp_path, "tiny", profile_target("cortex-m4f"))
     host_rule = "all:\n\t@echo host build\n"
     include = "include cortex_m/qemu-test.mk\n"
     (tmp_path / "Makefile").write_text(include + host_rule if include_first else host_rule + include)
@@ -120,7 +131,7 @@ def test_the_make_fragment_leaves_the_bundle_default_goal(tmp_path: Path, includ
 
 def test_running_a_missing_elf_is_an_error_not_a_failed_selftest(tmp_path: Path) -> None:
     with pytest.raises(QemuError, match="no ELF to run: .*absent.elf"):
-        run_qemu(tmp_path / "absent.elf", cortex_m_target("cortex-m4f").board, timeout_s=10)
+        run_qemu(tmp_path / "absent.elf", profile_target("cortex-m4f").board, timeout_s=10)
 
 
 def test_ticks_per_instruction_follow_from_the_timer_clock_and_the_icount_shift() -> None:

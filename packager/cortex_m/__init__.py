@@ -1,6 +1,6 @@
 """Run a bundle's self-test on an emulated Cortex-M (QEMU's MPS2 boards); no TVM import.
 
-- `boards`: the board table (memory map, QEMU machine, timer) and the compile targets (cpu flags).
+- `boards`: the board table (memory map, QEMU machine, timer) and the compile target record (cpu flags).
 - `support`: writes OUT/cortex_m/ (our startup code, linker script, icount API, qemu-test Make/CMake files).
 - `tools`: the host programs needed (`missing_tools()`).
 - `qemu`: `run_qemu(elf, board, timeout_s)` -> exit status, output, instructions per inference.
@@ -11,13 +11,11 @@
 
 from packager.cortex_m.boards import (
     BOARDS,
-    CORTEX_M_TARGETS,
     FAULT_EXIT_CODES,
     ICOUNT_SHIFT,
     Board,
     CortexMTarget,
     MemoryRegion,
-    cortex_m_target,
 )
 from packager.cortex_m.qemu import QemuError, QemuResult, QemuTimeoutError, qemu_command, run_qemu
 from packager.cortex_m.selftest import CortexMBuildError, CortexMSelfTest, build_selftest_elf, run_selftest
@@ -34,7 +32,6 @@ from packager.cortex_m.tools import REQUIRED_TOOLS, missing_tools
 
 __all__ = [
     "BOARDS",
-    "CORTEX_M_TARGETS",
     "CROSS_BUILD_DIR",
     "FAULT_EXIT_CODES",
     "ICOUNT_SHIFT",
@@ -52,7 +49,6 @@ __all__ = [
     "QemuTimeoutError",
     "StackPeak",
     "build_selftest_elf",
-    "cortex_m_target",
     "missing_tools",
     "qemu_command",
     "read_sizes",

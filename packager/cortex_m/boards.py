@@ -1,8 +1,9 @@
 """The emulated boards and the cores compiled for them, as data.
 
-One table of QEMU boards (memory map, timer) and one of compile targets (a core's compiler flags and the
-board that runs its code). Every other module of `packager.cortex_m` reads these tables; nothing else
-hard-codes an address, a machine name or a `-mcpu`.
+One table of QEMU boards (memory map, timer), and the record of a compile target: a core's compiler flags
+and the board that runs its code. The flags come from the device profile (the compiler flags its bundle
+is built with), so the emulated self-test runs exactly the code the library ships; every other module of
+`packager.cortex_m` reads these records, and nothing else hard-codes an address or a machine name.
 
 Facts (QEMU 7.2, hw/arm/mps2.c and hw/arm/mps2-tz.c, checked by the tests on the real emulator):
 - mps2-an385/an386/an500 boot from a vector table at 0x0; SSRAM1 (4 MiB) at 0x0, SSRAM2/3 (4 MiB) at
@@ -62,6 +63,7 @@ class CortexMTarget:
 
     `cpu_flags` select the instruction set and float ABI, at compile and at link time (they pick the
     newlib multilib). `hard_float` says the code uses FPU registers, so the startup code enables the FPU.
+    Code for an M0+ runs on the AN385's Cortex-M3: ARMv6-M Thumb is a subset of ARMv7-M Thumb-2.
     """
 
     name: str
@@ -83,30 +85,3 @@ BOARDS: dict[str, Board] = {
               0x50000000, 20_000_000, 3),
     )
 }
-
-CORTEX_M_TARGETS: dict[str, CortexMTarget] = {
-    target.name: target
-    for target in (
-        CortexMTarget("cortex-m0plus", BOARDS["mps2-an385"], ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
-                      hard_float=False),
-        CortexMTarget("cortex-m3", BOARDS["mps2-an385"], ("-mcpu=cortex-m3", "-mthumb", "-mfloat-abi=soft"),
-                      hard_float=False),
-        CortexMTarget("cortex-m4f", BOARDS["mps2-an386"],
-                      ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"), hard_float=True),
-        CortexMTarget("cortex-m7", BOARDS["mps2-an500"],
-                      ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"), hard_float=True),
-        CortexMTarget("cortex-m33", BOARDS["mps2-an505"],
-                      ("-mcpu=cortex-m33", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"), hard_float=True),
-    )
-}
-"""Keyed by the core class a device profile names. Code for an M0+ runs on the AN385's Cortex-M3: ARMv6-M
-Thumb is a subset of ARMv7-M Thumb-2 (the tests run such a build)."""
-
-
-def cortex_m_target(name: str) -> CortexMTarget:
-    """The target called `name` (e.g. "cortex-m4f"); ValueError naming the known ones otherwise."""
-    try:
-        return CORTEX_M_TARGETS[name]
-    except KeyError:
-        raise ValueError(f"unknown Cortex-M target {name!r}; known: {', '.join(sorted(CORTEX_M_TARGETS))}") from None
-

@@ -18,8 +18,8 @@ from memory_planner.order import choose_order
 from packager import BundleInputs, TestVectors, write_bundle, write_manifest
 from packager.archive import archive
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
-from packager.cortex_m import CORTEX_M_TARGETS
 from packager.build_files import BuildConfig
+from packager.cortex_m import BOARDS, CortexMTarget
 from tvm_ext.compile import CompileError
 from tvm_ext.plan import ExecutionPlan
 
@@ -171,8 +171,16 @@ def build_config(profile) -> BuildConfig:
     return BuildConfig(
         cc=profile.c_compiler, ar=profile.tool("ar"), cflags=profile.cflags, ldflags=profile.ldflags,
         runs_on_host=profile.qemu_board is None,
-        emulated_target=profile.name if profile.name in CORTEX_M_TARGETS else None,
+        emulated=emulated_target(profile),
     )
+
+
+def emulated_target(profile) -> CortexMTarget | None:
+    """The core and board that run the profile's self-test, compiled with the profile's own flags; None when
+    none of our QEMU boards emulates the profile's core (its self-test then runs on the host)."""
+    if profile.qemu_board not in BOARDS:
+        return None
+    return CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.machine_flags, profile.hardware_float)
 
 
 def _installed(dist: str) -> bool:
