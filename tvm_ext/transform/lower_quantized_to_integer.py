@@ -188,6 +188,26 @@ def _describe(value: relax.Expr) -> str:
     return type(value).__name__
 
 
+def _kernel_key(kind: str, kernel: Callable, static: dict, operands: Sequence[relax.Expr]) -> Optional[tuple]:
+    """What makes two kernel calls the same PrimFunc: the operator, the TE kernel, its compile-time
+    parameters and each operand's shape and dtype; None when a parameter cannot be compared (no reuse)."""
+    types = []
+    for operand in operands:
+        ty = operand.ty if isinstance(operand, relax.Expr) else None
+        if not isinstance(ty, relax.TensorType) or ty.shape is None:
+            return None
+        types.append((tuple(int(d) for d in ty.shape.values), str(ty.dtype)))
+    parameters = tuple(
+        (name, tuple(value) if isinstance(value, list) else value) for name, value in sorted(static.items())
+    )
+    key = (kind, kernel, parameters, tuple(types))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def _narrowest_lossless(bias: np.ndarray) -> np.ndarray:
     """int32 bias stored as int16 when every value fits (exactly the same integers, half the flash)."""
     fits = bias.size == 0 or (bias.min() >= np.iinfo(np.int16).min and bias.max() <= np.iinfo(np.int16).max)
@@ -263,6 +283,7 @@ class _MainRewriter:
         self.layers: list[str] = []
         self.operator_indices: list[int] = []
         self.fallback_layers: list[str] = []
+        self.kernels: dict[tuple, tuple[tvm.ir.GlobalVar, relax.TensorType]] = {}  # see _kernel_key
 
     # ----------------------------------------------------------------------------------- driver
     def run(self) -> tvm.IRModule:
@@ -356,8 +377,20 @@ class _MainRewriter:
         static = {key: value for key, value in kwargs.items() if key not in tensors}
         # Named `layer<N>`, N indexing main's `tvm_ext.layers`: the convention of tvm_ext.frontend, which
         # FuseOpsKeepingLayers reads to name each fused kernel's layers.
-        return self.bb.emit_te(functools.partial(kernel, **static), *args, primfunc_name_hint=kind.lower(),
-                               name_hint=f"{LAYER_VAR_PREFIX}{len(self.layers) - 1}", **tensors)
+        name_hint = f"{LAYER_VAR_PREFIX}{len(self.layers) - 1}"
+        operands = [*args, *tensors.values()]
+        key = _kernel_key(kind, kernel, static, operands)
+        if key in self.kernels:
+            # The same kernel on other data (a repeated layer): TE would build an identical PrimFunc again,
+            # the pass's costliest step (about 0.5 s per int8 convolution).
+            function, out_ty = self.kernels[key]
+            return self.bb.emit(relax.call_tir(function, relax.Tuple(operands), out_ty), name_hint=name_hint)
+        var = self.bb.emit_te(functools.partial(kernel, **static), *args, primfunc_name_hint=kind.lower(),
+                              name_hint=name_hint, **tensors)
+        call = self.bb.lookup_binding(var)
+        if key is not None and all(a.same_as(b) for a, b in zip(call.args[1].fields, operands, strict=True)):
+            self.kernels[key] = (call.args[0], call.ty_args[0])
+        return var
 
     def _emit_with_clip(self, var: relax.Var, emit: Callable[[ActivationRange], relax.Var],
                         activation: ActivationRange) -> relax.Var:
