@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.liveness import live_ranges
-from tvm_ext.plan import ExecutionPlan, KernelCall, TensorRole
+from memory_planner.plan import ExecutionPlan, KernelCall, TensorRole
 
 ARENA_ROLES = (TensorRole.INTERMEDIATE, TensorRole.SCRATCH)
 

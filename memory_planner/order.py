@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from memory_planner.from_plan import ARENA_ROLES, buffers_from_plan
 from memory_planner.liveness import lower_bound
-from tvm_ext.plan import ExecutionPlan
+from memory_planner.plan import ExecutionPlan
 
 DEFAULT_MAX_STATES = 10_000  # about 0.2 s of search in CPython
 

@@ -7,11 +7,11 @@ place, also through views), or `arena + offset` from the memory plan.
 from __future__ import annotations
 
 from memory_planner.api import Buffer
+from memory_planner.plan import ExecutionPlan, TensorRole
 from packager.c_text import comment, macro_prefix
 from packager.header import run_signature
 from packager.internal_header import weight_symbol
 from packager.io_names import IoTensor
-from tvm_ext.plan import ExecutionPlan, TensorRole
 
 
 def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointer: dict[str, str]) -> str:

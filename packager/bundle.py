@@ -10,16 +10,16 @@ import numpy as np
 
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.picture import memory_plan_svg
+from memory_planner.plan import ExecutionPlan
 from packager.aot_entry import write_model_c
-from packager.cortex_m import write_cortex_m_support
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
+from packager.cortex_m import write_cortex_m_support
 from packager.header import write_header
 from packager.internal_header import write_internal_header
 from packager.io_names import io_tensors
 from packager.manifest import manifest, manifest_json
 from packager.selftest import TestVectors, write_selftest
 from packager.weights import write_weights
-from tvm_ext.plan import ExecutionPlan
 
 
 @dataclass

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from memory_planner.plan import ExecutionPlan
 from packager.c_text import comment, macro_prefix
 from packager.io_names import IoTensor
-from tvm_ext.plan import ExecutionPlan
 
 STATUS_CODES = (
     ("OK", 0, "the outputs are written"),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from memory_planner.plan import ExecutionPlan
 from packager.c_text import macro_prefix
-from tvm_ext.plan import ExecutionPlan
 
 
 def kernel_prototypes(kernels_c: str) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tvm_ext.plan import ExecutionPlan, Tensor
+from memory_planner.plan import ExecutionPlan, Tensor
 
 
 @dataclass(frozen=True)

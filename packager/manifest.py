@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from memory_planner.api import Buffer, MemoryPlan
-from tvm_ext.plan import ExecutionPlan
+from memory_planner.plan import ExecutionPlan
 
 MANIFEST_VERSION = 1
 

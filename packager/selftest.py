@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memory_planner.plan import ExecutionPlan
 from packager.c_text import array_body, comment, macro_prefix
 from packager.io_names import IoTensor
-from tvm_ext.plan import ExecutionPlan
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from memory_planner.plan import ExecutionPlan
 from packager.c_text import array_body, comment, macro_prefix
 from packager.internal_header import weight_symbol
-from tvm_ext.plan import ExecutionPlan
 
 
 def write_weights(plan: ExecutionPlan, constants: dict[str, np.ndarray], alignment: int) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory_planner.api import Buffer
-from tvm_ext.plan import ExecutionPlan, KernelAccess, KernelCall, Tensor, TensorRole
+from memory_planner.plan import ExecutionPlan, KernelAccess, KernelCall, Tensor, TensorRole
 
 KB = 1024
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from memory_planner_cases import make_plan, residual_block_plan, tensor
 
 from memory_planner import Buffer, plan_memory
 from memory_planner.check import check_plan
 from memory_planner.from_plan import buffers_from_plan, tensor_offsets
-from memory_planner_cases import make_plan, residual_block_plan, tensor
-from tvm_ext.plan import KernelAccess, KernelCall, TensorRole
+from memory_planner.plan import KernelAccess, KernelCall, TensorRole
 
 # residual_block_plan's calls: 0 conv0, 1 skip, 2 conv1 (+pad), 3 conv2, 4 add (in place over conv2),
 # 5 fc reading the flatten view of add, 6 softmax writing the output.

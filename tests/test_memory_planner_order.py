@@ -7,12 +7,12 @@ from itertools import permutations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memory_planner_cases import make_plan, residual_block_plan, tensor
 
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.liveness import lower_bound
 from memory_planner.order import choose_order
-from memory_planner_cases import make_plan, residual_block_plan, tensor
-from tvm_ext.plan import ExecutionPlan, KernelAccess, KernelCall, TensorRole
+from memory_planner.plan import ExecutionPlan, KernelAccess, KernelCall, TensorRole
 
 
 def valid(plan: ExecutionPlan, order: tuple[int, ...] | list[int]) -> bool:

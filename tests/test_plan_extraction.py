@@ -6,11 +6,11 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from memory_planner.plan import TensorRole
 from tvm_ext.codegen_c import generate_c
 from tvm_ext.extract_plan import extract_plan, unique_kernels
 from tvm_ext.frontend import ImportedModel, TensorSpec
 from tvm_ext.lower import lower_to_kernels
-from tvm_ext.plan import TensorRole
 
 
 def tiny_model() -> ImportedModel:

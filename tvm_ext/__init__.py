@@ -1,7 +1,7 @@
 """tvm_ext: TFLite/ONNX models to framework-free C bundles for low-power processors, as a TVM plugin.
 
-Importing this package does not import TVM: `tvm_ext.plan` is plain data that `memory_planner` and
-`packager` use without loading TVM. The public API:
+Importing this package does not import TVM. The execution plan it produces (`memory_planner.plan`) is plain
+data that `memory_planner` and `packager` use without importing TVM or tvm_ext. The public API:
 
 - `tvm_ext.compile(model, target="lowpower", out="out") -> Bundle`: a .tflite/.onnx file or a Relax IRModule
   to a built and self-tested bundle folder (also `python -m tvm_ext.compile`).

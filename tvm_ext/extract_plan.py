@@ -14,9 +14,9 @@ import tvm
 import tvm_ffi
 from tvm import relax, tirx
 
+from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, Tensor, TensorRole
 from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, KernelSignature
 from tvm_ext.frontend import ImportedModel
-from tvm_ext.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, Tensor, TensorRole
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from memory_planner.api import MemoryPlan
+from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
-from tvm_ext.plan import ExecutionPlan
 
 
 class CompileError(Exception):

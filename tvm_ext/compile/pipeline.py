@@ -15,13 +15,13 @@ from memory_planner.check import PlanError as PlanCheckError
 from memory_planner.check import check_plan
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.order import choose_order
+from memory_planner.plan import ExecutionPlan
 from packager import BundleInputs, TestVectors, write_bundle, write_manifest
 from packager.archive import archive
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig
 from packager.cortex_m import BOARDS, CortexMTarget
 from tvm_ext.compile import CompileError
-from tvm_ext.plan import ExecutionPlan
 
 
 @dataclass
@@ -70,8 +70,8 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
     from tvm_ext.extract_plan import PlanError, extract_plan, unique_kernels
     from tvm_ext.frontend import ModelImportError, from_relax, import_model
     from tvm_ext.lower import lower_to_kernels
-    from tvm_ext.transform import UnsupportedOperatorError
     from tvm_ext.reference import ReferenceRuntimeError, run_reference, run_relax_vm, test_inputs
+    from tvm_ext.transform import UnsupportedOperatorError
 
     target.register_with_tvm()
     tvm_target = tvm.target.Target(profile.tvm_tag)

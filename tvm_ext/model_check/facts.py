@@ -16,7 +16,7 @@ class ModelFormat(str, enum.Enum):
 class TensorFacts:
     """A model input or output: its name in the model, static shape (element counts) and dtype name.
 
-    dtype uses the names of `tvm_ext.plan.DTYPE_BYTES` ("float32", "int8", ...).
+    dtype uses the names of `memory_planner.plan.DTYPE_BYTES` ("float32", "int8", ...).
     """
 
     name: str

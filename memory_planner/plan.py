@@ -1,7 +1,7 @@
 """The execution plan: the only object that crosses from `tvm_ext` into `memory_planner` and `packager`.
 
-Plain dataclasses, no TVM objects, so the planner and the packager import no TVM and can be tested on a
-hand-made plan. The plan lists, in execution order, the kernel calls of one model over named, typed tensors.
+Plain dataclasses, no TVM objects. It lives here, in the pure-Python planner, so that neither the planner
+nor the packager imports TVM or tvm_ext, and both can be tested on a hand-made plan. The plan lists, in execution order, the kernel calls of one model over named, typed tensors.
 
 Contract:
 - Every tensor name is a valid C identifier, unique in the plan, and stable from one build to the next.
