@@ -17,8 +17,9 @@ STRICT_WARNINGS = "-Wconversion -Wshadow -Werror"  # on top of the Makefile's -W
 
 
 def strict_sanitized_selftest(bundle_dir: Path, work_dir: Path, extra_cflags: str = "") -> subprocess.CompletedProcess:
-    """Copy ``bundle_dir`` into ``work_dir``, build it with gcc, the strict warnings and the sanitizers, and
-    run its self-test; a failed build raises ``CalledProcessError`` with the compiler's messages."""
+    """Copy ``bundle_dir`` into ``work_dir``, build it with gcc, the strict warnings, the sanitizers and
+    ``extra_cflags`` (e.g. a -D for a test build), and run its self-test; a failed build raises
+    ``CalledProcessError`` with the compiler's messages."""
     copy = work_dir / bundle_dir.name
     shutil.copytree(bundle_dir, copy)  # creates work_dir too
     subprocess.run(["make", "-s", "clean"], cwd=copy, check=True)

@@ -18,6 +18,7 @@ variants start from are marked `must_pass`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import random
 import signal
@@ -629,9 +630,13 @@ def not_a_model_cases() -> list[BadModel]:
     ]
 
 
-def all_cases() -> list[BadModel]:
-    """The whole corpus: real-model corruptions (when the shared models are present) and synthetic cases."""
+@functools.cache
+def all_cases() -> tuple[BadModel, ...]:
+    """The whole corpus: real-model corruptions (when the shared models are present) and synthetic cases.
+
+    Built once per test session (about 5 s): three test modules read it.
+    """
     cases = not_a_model_cases() + tiny_tflite_cases() + onnx_cases()
     for path in shared_tflite_models():
         cases += real_tflite_cases(path)
-    return cases
+    return tuple(cases)

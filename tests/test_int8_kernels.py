@@ -210,22 +210,17 @@ POOL_CASES = [((6, 5), (3, 3), (2, 2), (1, 1, 1, 1)), ((6, 6), (2, 2), (2, 2), (
               ((5, 5), (5, 5), (5, 5), (0, 0, 0, 0)), ((4, 4), (2, 2), (1, 1), (0, 0, 1, 1))]
 
 
+@pytest.mark.parametrize("kernel, reference, seed, activation", [
+    (average_pool2d_int8, ref.average_pool2d, 5, (-120, 100)),
+    (max_pool2d_int8, ref.max_pool2d, 6, (-128, 90)),
+], ids=["average", "max"])
 @pytest.mark.parametrize("case", POOL_CASES)
-def test_average_pool_matches_reference(case):
+def test_pool_matches_reference(case, kernel, reference, seed, activation):
     hw, pool, strides, padding = case
-    x = _int8(_rng(5), (1, *hw, 3))
-    got = run_te(lambda a: average_pool2d_int8(a, pool=pool, strides=strides, padding=padding,
-                                               activation=ActivationRange(-120, 100)), [x])
-    np.testing.assert_array_equal(got, ref.average_pool2d(x, pool, strides, padding, (-120, 100)))
-
-
-@pytest.mark.parametrize("case", POOL_CASES)
-def test_max_pool_matches_reference(case):
-    hw, pool, strides, padding = case
-    x = _int8(_rng(6), (1, *hw, 3))
-    got = run_te(lambda a: max_pool2d_int8(a, pool=pool, strides=strides, padding=padding,
-                                           activation=ActivationRange(-128, 90)), [x])
-    np.testing.assert_array_equal(got, ref.max_pool2d(x, pool, strides, padding, (-128, 90)))
+    x = _int8(_rng(seed), (1, *hw, 3))
+    got = run_te(lambda a: kernel(a, pool=pool, strides=strides, padding=padding,
+                                  activation=ActivationRange(*activation)), [x])
+    np.testing.assert_array_equal(got, reference(x, pool, strides, padding, activation))
 
 
 @pytest.mark.parametrize("rounding", ROUNDINGS)

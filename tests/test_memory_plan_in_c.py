@@ -13,7 +13,7 @@ from packager.aot_entry import write_model_c
 from packager.io_names import io_tensors
 from tvm_ext.compile import compile
 
-from c_checks import SANITIZE
+from c_checks import strict_sanitized_selftest
 
 
 @pytest.fixture(scope="module")
@@ -22,12 +22,8 @@ def resnet(shared_models, tmp_path_factory):
                    tmp_path_factory.mktemp("rn") / "out")
 
 
-def poisoned_selftest(bundle) -> subprocess.CompletedProcess:
-    macro = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
-    subprocess.run(["make", "-s", "clean"], cwd=bundle.out_dir, check=True)
-    subprocess.run(["make", "-s", "all", f"EXTRA_CFLAGS=-Werror {macro} {SANITIZE}", f"LDFLAGS={SANITIZE}"],
-                   cwd=bundle.out_dir, check=True, capture_output=True)
-    return subprocess.run(["./selftest"], cwd=bundle.out_dir, capture_output=True, text=True)
+def poisoned_selftest(bundle, work_dir) -> subprocess.CompletedProcess:
+    return strict_sanitized_selftest(bundle.out_dir, work_dir, f"-D{bundle.plan.model.upper()}_POISON_ARENA")
 
 
 def rewrite_model_c(bundle, buffers) -> None:
@@ -38,18 +34,18 @@ def rewrite_model_c(bundle, buffers) -> None:
     (bundle.out_dir / f"{plan.model}_model.c").write_text(text)
 
 
-def test_poisoned_gaps_and_asan_still_match_the_reference(resnet):
-    proc = poisoned_selftest(resnet)
+def test_poisoned_gaps_and_asan_still_match_the_reference(resnet, tmp_path):
+    proc = poisoned_selftest(resnet, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS" in proc.stdout
 
 
-def test_poisoning_catches_a_buffer_freed_one_step_early(resnet):
+def test_poisoning_catches_a_buffer_freed_one_step_early(resnet, tmp_path):
     buffers = buffers_from_plan(resnet.plan, alignment=16)
     victim = next(b for b in buffers if b.last_step > b.first_step + 1)
     wrong = [dataclasses.replace(b, last_step=b.last_step - 1) if b is victim else b for b in buffers]
     rewrite_model_c(resnet, wrong)
     try:
-        assert poisoned_selftest(resnet).returncode != 0
+        assert poisoned_selftest(resnet, tmp_path).returncode != 0
     finally:
         rewrite_model_c(resnet, buffers)
