@@ -18,14 +18,67 @@ class BuildError(Exception):
 
 
 @dataclass(frozen=True)
+class Mismatch:
+    """The first place where one output of the bundle disagrees with the reference, as selftest.c printed it.
+
+    `element` is the flat index of the first failing element, or None when only the checksum of an output
+    that must be bit-identical differs; `got` and `expected` are the printed values (or checksums).
+    """
+
+    output: int
+    element: int | None
+    failing_elements: int  # how many elements differ (0 when only the checksum does)
+    total_elements: int  # the output's element count (0 when only the checksum differs)
+    got: str
+    expected: str
+    detail: str  # why it fails: "abs error 0.5, allowed 1e-05", "not the same non-finite class", ...
+
+    def describe(self) -> str:
+        """One line: which output, where, both values, and by how much."""
+        where = (f"element {self.element} ({self.failing_elements} of {self.total_elements} differ)"
+                 if self.element is not None else "checksum")
+        return f"output {self.output}, {where}: got {self.got}, expected {self.expected} ({self.detail})"
+
+
+@dataclass(frozen=True)
+class OutputReport:
+    """What the self-test printed about one output."""
+
+    max_abs_error: float
+    checksum: str  # FNV-1a of the bundle's output bytes, 8 hex digits
+    reference_checksum: str  # the same of the reference's output, computed by the packager
+    non_finite: dict[str, int] | None  # the reference's NaN, +Inf and -Inf element counts (float outputs)
+
+    @property
+    def bit_identical(self) -> bool:
+        return self.checksum == self.reference_checksum
+
+    def facts(self) -> dict:
+        """This report as the manifest's `selftest.outputs` entry."""
+        entry: dict = {"max_abs_error": self.max_abs_error, "checksum": self.checksum,
+                       "reference_checksum": self.reference_checksum, "bit_identical": self.bit_identical}
+        if self.non_finite is not None:
+            entry["reference_non_finite"] = self.non_finite
+        return entry
+
+
+@dataclass(frozen=True)
 class SelftestResult:
     passed: bool
     exit_code: int
-    max_errors: tuple[float, ...]  # per output, as the self-test printed them
-    checksums: tuple[str, ...]  # per output: FNV-1a of its bytes, as the self-test printed them
+    outputs: tuple[OutputReport, ...]  # per output, in the model's order
+    mismatches: tuple[Mismatch, ...]  # the failing outputs, one each (several for a float output and its checksum)
     output: str
     where: str  # "host" or the emulated board
     instructions: int | None = None  # per inference, on the emulated board (not cycles)
+
+    @property
+    def max_errors(self) -> tuple[float, ...]:
+        return tuple(report.max_abs_error for report in self.outputs)
+
+    @property
+    def checksums(self) -> tuple[str, ...]:
+        return tuple(report.checksum for report in self.outputs)
 
 
 def make(bundle_dir: Path, goal: str, variables: dict[str, str] | None = None, timeout_s: float = 900) -> None:
@@ -38,10 +91,27 @@ def make(bundle_dir: Path, goal: str, variables: dict[str, str] | None = None, t
         raise BuildError(errors[0] if errors else f"make {goal} exited with {proc.returncode}")
 
 
+_MAX_ERROR = re.compile(r"selftest: output (\d+) max abs error (\S+)")
+_CHECKSUM = re.compile(r"selftest: output (\d+) checksum ([0-9a-f]{8}), reference ([0-9a-f]{8})")
+_NON_FINITE = re.compile(r"selftest: output (\d+) reference has (\d+) NaN, (\d+) \+Inf, (\d+) -Inf")
+_MISMATCH = re.compile(r"selftest: output (\d+) mismatch (?:at element (\d+) \((\d+) of (\d+) differ\)"
+                       r"|in the checksum): got (\S+), expected (\S+) \((.*)\)")
+"""The lines of packager/selftest.py's C that `_result` reads back (selftest.c's only channel is stdout)."""
+
+
 def _result(exit_code: int, output: str, where: str, instructions: int | None = None) -> SelftestResult:
-    errors = tuple(float(x) for x in re.findall(r"max abs error (\S+)", output))
-    checksums = tuple(re.findall(r"checksum ([0-9a-f]{8})", output))
-    return SelftestResult(exit_code == 0, exit_code, errors, checksums, output, where, instructions)
+    max_errors = {int(m[1]): float(m[2]) for m in _MAX_ERROR.finditer(output)}
+    checksums = {int(m[1]): (m[2], m[3]) for m in _CHECKSUM.finditer(output)}
+    non_finite = {int(m[1]): {"nan": int(m[2]), "+inf": int(m[3]), "-inf": int(m[4])}
+                  for m in _NON_FINITE.finditer(output)}
+    reports = tuple(
+        OutputReport(max_errors[k], *checksums[k], non_finite.get(k)) for k in sorted(max_errors) if k in checksums
+    )
+    mismatches = tuple(
+        Mismatch(int(m[1]), int(m[2]) if m[2] else None, int(m[3] or 0), int(m[4] or 0), m[5], m[6], m[7])
+        for m in _MISMATCH.finditer(output)
+    )
+    return SelftestResult(exit_code == 0, exit_code, reports, mismatches, output, where, instructions)
 
 
 def run_host_selftest(bundle_dir: Path, timeout_s: float = 600) -> SelftestResult:

@@ -28,7 +28,8 @@ def c_literal(value, dtype: str) -> str:
     if dtype == "int32" and int(value) == -(2**31):
         return "(-2147483647 - 1)"
     if dtype == "int64":
-        return f"INT64_C({int(value)})"
+        # -2^63 has no literal: 9223372036854775808 does not fit int64_t (a warning, and unsigned).
+        return "(-INT64_C(9223372036854775807) - 1)" if int(value) == -(2**63) else f"INT64_C({int(value)})"
     return str(int(value))
 
 

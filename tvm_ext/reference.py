@@ -58,7 +58,10 @@ def run_relax_vm(mod, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
     """Outputs of a user's Relax module on TVM's own Relax VM, compiled with LLVM for the host.
 
     The reference for modules that come from no model file: the same graph through a different code
-    generator and executor than the bundle's.
+    generator and executor than the bundle's. Give it the module exactly as the user gave it, before any of
+    our passes ran on it: a Python pass may edit the IRModule object it receives in place (`mod["main"] =
+    ...` changes that object, unlike TVM's C++ passes), and a reference taken from our passes' work could
+    not catch their bugs.
     """
     import tvm
     from tvm import relax

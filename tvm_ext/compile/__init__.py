@@ -24,6 +24,12 @@ class CompileError(Exception):
     """A failure the user can act on; `str()` is one line naming the model and what is wrong."""
 
 
+class SelftestMismatchError(Exception):
+    """The bundle built but disagrees with the reference runtime (or its run call failed) on the embedded
+    input: a bug of tvm_ext, not of the model. `str()` is one line naming the model, the output, the first
+    failing element, both values and by how much."""
+
+
 @dataclass
 class Bundle:
     """A compiled bundle on disk and what it was made from."""
@@ -71,7 +77,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     TVM's Relax VM on the host). `name` is the bundle's C prefix (default: the model file's stem, or "model");
     `force` replaces a non-empty `out`; `log` receives one line per stage.
 
-    Raises CompileError (one line naming the model) for anything wrong with the model or its bundle.
+    Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
+    SelftestMismatchError when the built bundle disagrees with the reference (our bug).
     """
     from tvm_ext.compile.pipeline import compile_to_folder
 

@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tvm_ext.compile import CompileError, compile
+from tvm_ext.compile import CompileError, SelftestMismatchError, compile
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -81,6 +81,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.debug:
                 traceback.print_exc()
             failure = (2, f"tvm_ext.compile: error: {err}")
+        except SelftestMismatchError as err:
+            if args.debug:
+                traceback.print_exc()
+            failure = (3, f"tvm_ext.compile: internal error: {err} (a bug of tvm_ext, not of the model;"
+                          " please report it with the output of --debug)")
         except KeyboardInterrupt:
             failure = (130, "tvm_ext.compile: interrupted")
         except Exception as err:  # noqa: BLE001 - anything else is our bug: say so, in one line
