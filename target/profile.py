@@ -104,4 +104,9 @@ class Profile:
     @property
     def tvm_tag(self) -> str:
         """The TVM target tag this profile registers as: "lowpower" or "lowpower-<name>"."""
-        return self.name if self.name == GENERIC_PROFILE_NAME else TAG_PREFIX + self.name
+        return tvm_tag_of(self.name)
+
+
+def tvm_tag_of(profile_name: str) -> str:
+    """The TVM target tag of the profile named `profile_name`: "lowpower" or "lowpower-<name>"."""
+    return profile_name if profile_name == GENERIC_PROFILE_NAME else TAG_PREFIX + profile_name
