@@ -168,9 +168,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
     return FolderResult(plan, memory, library, tarball, result)
 
 
-def build_config(profile: Profile) -> BuildConfig:
-    """The bundle's one build configuration, from the target profile: its compiler and flags feed the
-    Makefile, the CMakeLists.txt and the emulated self-test's build alike."""
+def build_config(profile) -> BuildConfig:
+    """The bundle's compiler and flags, from the target profile."""
     return BuildConfig(
         cc=profile.c_compiler, ar=profile.tool("ar"), cflags=profile.cflags, ldflags=profile.ldflags,
         runs_on_host=profile.qemu_board is None,
