@@ -87,12 +87,6 @@ class Profile:
         return self.fpu != "none"
 
     @property
-    def machine_flags(self) -> tuple[str, ...]:
-        """The `-m` flags of `cflags` (core, instruction set, float ABI, FPU), in order: what selects the
-        code generated and, at link time, the C library variant."""
-        return tuple(flag for flag in self.cflags if flag.startswith("-m"))
-
-    @property
     def hardware_double(self) -> bool:
         """True when float64 arithmetic runs on an FPU."""
         return self.fpu == "double"

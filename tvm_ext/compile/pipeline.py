@@ -182,7 +182,7 @@ def emulated_target(profile: Profile) -> CortexMTarget | None:
     none of our QEMU boards emulates the profile's core (its self-test then runs on the host)."""
     if profile.qemu_board not in BOARDS:
         return None
-    return CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.machine_flags, profile.hardware_float)
+    return CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.hardware_float)
 
 
 def _installed(dist: str) -> bool:
