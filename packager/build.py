@@ -9,10 +9,6 @@ from pathlib import Path
 
 from packager.build_files import BuildConfig
 
-HOST_BUILD = {"CC": "cc", "AR": "ar", "CFLAGS": "-std=c99 -O2", "LDFLAGS": ""}
-"""Make variables that build the bundle for the host, whatever the target profile's compiler."""
-
-
 class BuildError(Exception):
     """The bundle did not build; the message holds the compiler's first error line."""
 
@@ -123,8 +119,8 @@ def build_bundle(bundle_dir: Path, config: BuildConfig) -> None:
     """Build lib<model>.a with the target's compiler, and the self-test program where it will run.
 
     The self-test runs on the emulated board when the profile has one, else on the host: built with the
-    target's compiler when that makes host programs, else with the host's `cc` (the C is checked on the host;
-    the device's build is the library's).
+    target's compiler when that makes host programs, else with the host's `cc` and the profile's portable
+    flags (`BuildConfig.on_host`: the C is checked on the host; the device's build is the library's).
     """
     if config.emulated:
         from packager.cortex_m import CortexMBuildError, build_selftest_elf
@@ -137,7 +133,7 @@ def build_bundle(bundle_dir: Path, config: BuildConfig) -> None:
     elif config.runs_on_host:
         make(bundle_dir, "all")
     else:
-        make(bundle_dir, "selftest", HOST_BUILD)
+        make(bundle_dir, "selftest", config.on_host().make_variables())
         # The host's objects must not end up in the device library: make would reuse them.
         for host_object in [*bundle_dir.glob("*.o"), *bundle_dir.glob("lib*.a")]:
             host_object.unlink()

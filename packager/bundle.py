@@ -64,7 +64,7 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     if bundle.config.emulated:
-        paths += write_cortex_m_support(out_dir, m, bundle.config.emulated)
+        paths += write_cortex_m_support(out_dir, m, bundle.config)
     for name, text in files.items():
         path = out_dir / name
         path.write_text(text)

@@ -1,6 +1,7 @@
 """Device profiles (data files under target/profiles/) and their registration as TVM target tags.
 
-`import target` does not import TVM: profiles load and the resource check runs without it. The TVM-facing
+`import target` does not import TVM: profiles load, a user's target resolves to its Profile
+(`resolve_profile`) and the resource check runs without it. The TVM-facing
 functions (`register_with_tvm`, `register_profile_with_tvm`, `is_lowpower_target`, `profile_for_target`,
 `tag_config`) live in `target.tvm_tags` and import TVM on first use.
 """
@@ -11,12 +12,14 @@ from typing import Any
 
 from target.loading import load_profile, profile_names
 from target.profile import Profile, ProfileError
+from target.resolve import TargetSpec, resolve_profile
 from target.resources import ResourceError, check_fits, headroom
 
 __all__ = [
     "Profile",
     "ProfileError",
     "ResourceError",
+    "TargetSpec",
     "check_fits",
     "headroom",
     "is_lowpower_target",
@@ -25,6 +28,7 @@ __all__ = [
     "profile_names",
     "register_profile_with_tvm",
     "register_with_tvm",
+    "resolve_profile",
     "tag_config",
 ]
 

@@ -87,12 +87,6 @@ class Profile:
         return self.fpu != "none"
 
     @property
-    def machine_flags(self) -> tuple[str, ...]:
-        """The `-m` flags of `cflags` (core, instruction set, float ABI, FPU), in order: what selects the
-        code generated and, at link time, the C library variant."""
-        return tuple(flag for flag in self.cflags if flag.startswith("-m"))
-
-    @property
     def hardware_double(self) -> bool:
         """True when float64 arithmetic runs on an FPU."""
         return self.fpu == "double"
@@ -104,4 +98,9 @@ class Profile:
     @property
     def tvm_tag(self) -> str:
         """The TVM target tag this profile registers as: "lowpower" or "lowpower-<name>"."""
-        return self.name if self.name == GENERIC_PROFILE_NAME else TAG_PREFIX + self.name
+        return tvm_tag_of(self.name)
+
+
+def tvm_tag_of(profile_name: str) -> str:
+    """The TVM target tag of the profile named `profile_name`: "lowpower" or "lowpower-<name>"."""
+    return profile_name if profile_name == GENERIC_PROFILE_NAME else TAG_PREFIX + profile_name

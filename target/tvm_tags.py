@@ -6,7 +6,8 @@ and friends import this module on first use).
 A profile registers as tag `profile.tvm_tag` ("lowpower" for the generic profile, "lowpower-<name>" for the
 others) on TVM's existing `c` kind; TVM 0.27 has no Python API for a new target kind. The built target keeps
 no tag (`Target("lowpower-cortex-m4f").tag == ""`), so ours are recognised by the "lowpower" key and mapped
-back to their profile through the `model` attribute, which holds the profile's name.
+back to the registered Profile object through the `model` attribute, which holds the profile's name.
+`target.resolve_profile` turns whatever a user names as target (a Target too) into that Profile.
 """
 
 from __future__ import annotations
@@ -14,12 +15,10 @@ from __future__ import annotations
 import tvm
 
 from target.loading import load_profile, profile_names
-from target.profile import Profile, ProfileError
+from target.profile import Profile, ProfileError, tvm_tag_of
+from target.resolve import registered_profile, remember_registered
 
 LOWPOWER_KEY = "lowpower"
-
-# Profiles registered in this process, by name: the built-ins and any user profile registered from a file.
-_registered: dict[str, Profile] = {}
 
 
 def tag_config(profile: Profile) -> dict[str, object]:
@@ -48,7 +47,7 @@ def register_profile_with_tvm(profile: Profile) -> tvm.target.Target:
     `Target("lowpower-my_board")` work.
     """
     tvm.target.register_tag(profile.tvm_tag, tag_config(profile), override=True)
-    _registered[profile.name] = profile
+    remember_registered(profile)
     return tvm.target.Target(profile.tvm_tag)
 
 
@@ -66,15 +65,19 @@ def is_lowpower_target(target: tvm.target.Target | str | dict) -> bool:
 
 
 def profile_for_target(target: tvm.target.Target | str | dict) -> Profile:
-    """The profile a lowpower target was registered from. Raises ProfileError for any other target."""
+    """The Profile object a lowpower target was registered from (or the built-in profile its `model` names).
+
+    Raises ProfileError for any other target.
+    """
     target = tvm.target.Target(target)
     if LOWPOWER_KEY not in target.keys:
         raise ProfileError(f"target {target.kind.name} with keys {list(target.keys)} is not a lowpower target")
-    name = target.attrs.get("model")
-    if name in _registered:
-        return _registered[name]
+    name = str(target.attrs.get("model"))
+    registered = registered_profile(tvm_tag_of(name))
+    if registered is not None:
+        return registered
     if name in profile_names():
-        return load_profile(str(name))
+        return load_profile(name)
     raise ProfileError(
         f"lowpower target has model {name!r}, which names no built-in or registered profile; "
         "build it from a tag such as Target('lowpower-cortex-m4f')"

@@ -25,12 +25,17 @@ def shared_models() -> Path:
     return models_dir()
 
 
+def profile_build_config(profile_name: str):
+    """The build configuration (compiler, flags, emulated target) the compiler uses for a device profile."""
+    import target
+    from tvm_ext.compile.pipeline import build_config
+
+    return build_config(target.load_profile(profile_name))
+
+
 def profile_target(profile_name: str):
     """The Cortex-M target (core flags and QEMU board) the compiler uses for a device profile."""
-    import target
-    from tvm_ext.compile.pipeline import emulated_target
-
-    return emulated_target(target.load_profile(profile_name))
+    return profile_build_config(profile_name).emulated
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

@@ -27,8 +27,8 @@ from packager.cortex_m import (
     run_selftest,
     write_cortex_m_support,
 )
-from conftest import profile_target
-from packager.cortex_m.support import COMPILE_FLAGS, LINK_FLAGS, SUPPORT_DIR
+from conftest import profile_build_config, profile_target
+from packager.cortex_m.support import SUPPORT_DIR, selftest_compile_flags, selftest_link_flags
 
 _MISSING = missing_tools()
 if _MISSING:
@@ -215,7 +215,7 @@ def write_tiny_bundle(out: Path, target: CortexMTarget, wrong_expectation: bool 
     }
     for name, text in files.items():
         (out / name).write_text(text)
-    write_cortex_m_support(out, "tiny", target)
+    write_cortex_m_support(out, "tiny", profile_build_config(target.name))
 
 
 def make(bundle: Path, goal: str) -> subprocess.CompletedProcess[str]:
@@ -370,12 +370,12 @@ def test_cortex_m0plus_code_is_armv6m_soft_float_and_runs_on_the_m3_board(tmp_pa
 
 @pytest.mark.parametrize("target_name", TARGETS)
 def test_our_support_sources_compile_without_a_warning(tmp_path: Path, target_name: str) -> None:
-    target = profile_target(target_name)
+    config = profile_build_config(target_name)
     support = tmp_path / SUPPORT_DIR
-    write_cortex_m_support(tmp_path, "tiny", target)
+    write_cortex_m_support(tmp_path, "tiny", config)
     for source in ("startup.c", "lp_icount.c"):
         compiled = subprocess.run(
-            ["arm-none-eabi-gcc", *target.cpu_flags, *COMPILE_FLAGS, "-O2", "-Werror", "-Wconversion", "-Wshadow",
+            [config.cc, *selftest_compile_flags(config), "-Werror", "-Wconversion", "-Wshadow",
              f"-I{support}", "-c", str(support / source), "-o", str(tmp_path / f"{source}.o")],
             capture_output=True, text=True, check=False)
         assert compiled.returncode == 0, compiled.stderr
@@ -385,13 +385,14 @@ def _build_spin(out: Path, target: CortexMTarget, trips: tuple[int, ...]) -> Pat
     out.mkdir(parents=True, exist_ok=True)
     (out / "spin.S").write_text(_SPIN_ASM)
     (out / "main.c").write_text(_SPIN_MAIN)
-    write_cortex_m_support(out, "spin", target)
+    config = profile_build_config(target.name)
+    write_cortex_m_support(out, "spin", config)
     support = out / SUPPORT_DIR
     elf = out / "spin.elf"
     subprocess.run(
-        ["arm-none-eabi-gcc", *target.cpu_flags, *COMPILE_FLAGS, "-O2", f"-DSPIN_TRIPS={','.join(map(str, trips))}",
+        [config.cc, *selftest_compile_flags(config), f"-DSPIN_TRIPS={','.join(map(str, trips))}",
          f"-I{support}", "-T", str(support / "link.ld"),
-         *LINK_FLAGS, str(out / "main.c"), str(out / "spin.S"), str(support / "startup.c"),
+         *selftest_link_flags(config), str(out / "main.c"), str(out / "spin.S"), str(support / "startup.c"),
          str(support / "lp_icount.c"), "-o", str(elf)],
         check=True, cwd=out,
     )

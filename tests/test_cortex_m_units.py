@@ -18,7 +18,7 @@ from packager.cortex_m import (
     stack_peak,
     write_cortex_m_support,
 )
-from conftest import profile_target
+from conftest import profile_build_config, profile_target
 from packager.cortex_m.sizes import section_kind
 from packager.cortex_m.stack import DisassembledFunction, StackFrame, pushed_bytes, read_stack_frames
 from packager.cortex_m.support import ticks_per_instruction
@@ -106,7 +106,7 @@ def test_the_emulated_selftest_is_compiled_with_the_profiles_flags(tmp_path: Pat
     -mfpu=fpv5-d16 while its library was built with the profile's fpv5-sp-d16.)"""
     m7 = profile_target("cortex-m7")
     assert (m7.board.name, m7.hard_float) == ("mps2-an500", True)
-    write_cortex_m_support(tmp_path, "tiny", m7)
+    write_cortex_m_support(tmp_path, "tiny", profile_build_config("cortex-m7"))
     fragment = (tmp_path / "cortex_m" / "qemu-test.mk").read_text()
     assert "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-sp-d16" in fragment
     assert not profile_target("cortex-m0plus").hard_float
@@ -120,7 +120,7 @@ def test_profiles_without_one_of_our_boards_have_no_emulated_target(profile_name
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 @pytest.mark.parametrize("include_first", [True, False])
 def test_the_make_fragment_leaves_the_bundle_default_goal(tmp_path: Path, include_first: bool) -> None:
-    write_cortex_m_support(tmp_path, "tiny", profile_target("cortex-m4f"))
+    write_cortex_m_support(tmp_path, "tiny", profile_build_config("cortex-m4f"))
     host_rule = "all:\n\t@echo host build\n"
     include = "include cortex_m/qemu-test.mk\n"
     (tmp_path / "Makefile").write_text(include + host_rule if include_first else host_rule + include)

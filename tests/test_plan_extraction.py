@@ -7,6 +7,7 @@ import tvm
 from tvm import relax
 
 from memory_planner.plan import TensorRole
+from target import load_profile
 from tvm_ext.codegen_c import generate_c
 from tvm_ext.extract_plan import extract_plan, unique_kernels
 from tvm_ext.frontend import ImportedModel, TensorSpec
@@ -38,7 +39,7 @@ def test_plan_of_a_tiny_module():
     lowered = lower_to_kernels(model.mod)
     kernels, c_name_of = unique_kernels(lowered, "tiny")
     source = generate_c(kernels, tvm.target.Target({"kind": "c"}))
-    plan, constants = extract_plan(lowered, model, "lowpower", c_name_of, source.signatures)
+    plan, constants = extract_plan(lowered, model, load_profile("lowpower"), c_name_of, source.signatures)
 
     assert [call.layers for call in plan.calls] == [("fc",), ("softmax",)]
     fc, softmax = plan.calls

@@ -7,23 +7,19 @@ data that `memory_planner` and `packager` use without importing TVM or tvm_ext. 
   to a built and self-tested bundle folder (also `python -m tvm_ext.compile`).
 - `tvm_ext.pipeline(target="lowpower") -> tvm.transform.Sequential`: the Relax passes we run, for your own
   pipelines; `tvm_ext.transform` holds each of our passes.
-- The device profiles are TVM target tags (`tvm.target.Target("lowpower-cortex-m4f")`), registered when
-  `tvm_ext` is imported after `tvm`, or by any tvm_ext module that uses TVM.
+- The device profiles are TVM target tags (`tvm.target.Target("lowpower-cortex-m4f")`), registered as soon
+  as both `tvm_ext` and `tvm` are imported, in either order (see target/tvm_import_hook.py).
 """
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
+from target.tvm_import_hook import register_when_tvm_is_imported
 from tvm_ext.compile import Bundle, CompileError, compile  # noqa: A004 - the public name users expect
 
-if "tvm" in sys.modules:
-    # A TVM user imported TVM first: make `tvm.target.Target("lowpower-cortex-m4f")` work right away.
-    # (Every tvm_ext module that imports TVM registers the tags too.)
-    import target as _target
-
-    _target.register_with_tvm()
+# Now if TVM is loaded, else right after `import tvm` runs: without loading TVM here.
+register_when_tvm_is_imported()
 
 __all__ = ["Bundle", "CompileError", "compile", "pipeline", "transform"]
 

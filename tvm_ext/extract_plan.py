@@ -15,6 +15,7 @@ import tvm_ffi
 from tvm import relax, tirx
 
 from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, Tensor, TensorRole
+from target.profile import Profile
 from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, KernelSignature
 from tvm_ext.frontend import ImportedModel
 
@@ -103,11 +104,11 @@ def _bindings(main: relax.Function) -> list:
 def extract_plan(
     mod: tvm.IRModule,
     model: ImportedModel,
-    target_name: str,
+    profile: Profile,
     c_name_of: dict[str, str],
     signatures: dict[str, KernelSignature],
 ) -> tuple[ExecutionPlan, dict[str, np.ndarray]]:
-    """The plan of `mod["main"]` and its constants (tensor name -> array)."""
+    """The plan of `mod["main"]` for the device `profile`, and its constants (tensor name -> array)."""
     main = mod["main"]
     builder = _PlanBuilder(model, {}, {}, {})
     inputs = []
@@ -141,7 +142,7 @@ def extract_plan(
             raise PlanError(f"{model.path.name}: layer {layer or '?'} lowers to an unsupported step {value.op}")
 
     outputs = [builder.tensor_for(expr, "") for expr in _output_exprs(main, _bindings(main))]
-    plan = ExecutionPlan(model.name, str(model.path), target_name, builder.tensors, calls, inputs, outputs)
+    plan = ExecutionPlan(model.name, str(model.path), profile.name, builder.tensors, calls, inputs, outputs)
     _mark_output_storage(plan, model)
     return plan, builder.constants
 

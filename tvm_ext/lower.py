@@ -10,22 +10,22 @@ from __future__ import annotations
 import tvm
 from tvm import relax, tirx
 
-import target
+from target.resolve import TargetSpec, resolve_profile
 from tvm_ext.schedule import inline_intermediates
 from tvm_ext.transform import FuseOpsKeepingLayers, LowerQuantizedToInteger
 
-target.register_with_tvm()
 
-
-def relax_pipeline(target_name: str = "lowpower", model_name: str = "model",
+def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model",
                    operator_names: list[str] | None = None) -> tvm.transform.Pass:
-    """The ordered Relax passes from an imported model to fused PrimFuncs, for the profile `target_name`.
+    """The ordered Relax passes from an imported model to fused PrimFuncs, for the device `target`.
 
-    An ordinary `tvm.transform.Sequential`: users can put it (or any pass of `tvm_ext.transform`) into
-    their own pipelines. `model_name` and `operator_names` (a name per TFLite operator) only label errors
+    `target` is a lowpower `tvm.target.Target` (the compiler passes the one it resolved; the Profile is read
+    from it), or anything else `target.resolve_profile` takes: a profile name or tag, a profile file, a
+    `Profile`. An ordinary `tvm.transform.Sequential`: users can put it (or any pass of `tvm_ext.transform`)
+    into their own pipelines. `model_name` and `operator_names` (a name per TFLite operator) only label errors
     and the integer kernels' layers.
     """
-    profile = target.load_profile(target_name)
+    profile = resolve_profile(target)
     return tvm.transform.Sequential(
         [
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
@@ -56,7 +56,7 @@ def schedule_kernels(mod: tvm.IRModule) -> tvm.IRModule:
     return tvm.IRModule(scheduled, attrs=mod.attrs)
 
 
-def lower_to_kernels(mod: tvm.IRModule, target_name: str = "lowpower", model_name: str = "model",
+def lower_to_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower", model_name: str = "model",
                      operator_names: list[str] | None = None) -> tvm.IRModule:
-    """Run the Relax pipeline for `target_name` and schedule each kernel."""
-    return schedule_kernels(relax_pipeline(target_name, model_name, operator_names)(mod))
+    """Run the Relax pipeline for `target` (as relax_pipeline takes it) and schedule each kernel."""
+    return schedule_kernels(relax_pipeline(target, model_name, operator_names)(mod))

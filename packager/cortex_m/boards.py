@@ -1,9 +1,9 @@
 """The emulated boards and the cores compiled for them, as data.
 
-One table of QEMU boards (memory map, timer), and the record of a compile target: a core's compiler flags
-and the board that runs its code. The flags come from the device profile (the compiler flags its bundle
-is built with), so the emulated self-test runs exactly the code the library ships; every other module of
-`packager.cortex_m` reads these records, and nothing else hard-codes an address or a machine name.
+One table of QEMU boards (memory map, timer), and the record of a compile target: a core and the board
+that runs its code. Its compiler flags are not here: the bundle's one `BuildConfig` (from the device
+profile) holds them, so the emulated self-test runs exactly the code the library ships; every other module
+of `packager.cortex_m` reads these records, and nothing else hard-codes an address or a machine name.
 
 Facts (QEMU 7.2, hw/arm/mps2.c and hw/arm/mps2-tz.c, checked by the tests on the real emulator):
 - mps2-an385/an386/an500 boot from a vector table at 0x0; SSRAM1 (4 MiB) at 0x0, SSRAM2/3 (4 MiB) at
@@ -61,14 +61,12 @@ class Board:
 class CortexMTarget:
     """A core class code is compiled for, and the board that runs that code.
 
-    `cpu_flags` select the instruction set and float ABI, at compile and at link time (they pick the
-    newlib multilib). `hard_float` says the code uses FPU registers, so the startup code enables the FPU.
-    Code for an M0+ runs on the AN385's Cortex-M3: ARMv6-M Thumb is a subset of ARMv7-M Thumb-2.
+    `hard_float` says the code uses FPU registers, so the startup code enables the FPU. Code for an M0+
+    runs on the AN385's Cortex-M3: ARMv6-M Thumb is a subset of ARMv7-M Thumb-2.
     """
 
     name: str
     board: Board
-    cpu_flags: tuple[str, ...]
     hard_float: bool
 
 

@@ -34,7 +34,8 @@ SECTION_KINDS: dict[str, str] = {
 }
 """Each allocated output section of our linker script and what its bytes are."""
 
-_NOT_ALLOCATED = (".debug", ".comment", ".ARM.attributes", ".stab")
+# Sections that occupy no memory on the device; ".GCC.command.line" comes from a profile's -frecord-gcc-switches.
+_NOT_ALLOCATED = (".debug", ".comment", ".ARM.attributes", ".stab", ".GCC.command.line")
 
 _MAP_START = "Linker script and memory map"
 _MAP_OUTPUT_SECTION = re.compile(r"^(\.\S+)")

@@ -5,8 +5,10 @@ selftest.c` and `<name>.h`; selftest.c's `main()` returns 0 when the outputs mat
 `LP_CORTEX_M`, so selftest.c can measure one inference with `cortex_m/lp_icount.h` under `#ifdef LP_CORTEX_M`.
 
 The bundle's Makefile adds the line `QEMU_TEST_MAKE_INCLUDE` and its CMakeLists.txt the line
-`QEMU_TEST_CMAKE_INCLUDE`; both then have a `qemu-test` target that builds the self-test ELF with the
-target's flags and runs it under `qemu-system-arm -semihosting`: its exit status is the verdict.
+`QEMU_TEST_CMAKE_INCLUDE`; both then have a `qemu-test` target that builds the self-test ELF and runs it
+under `qemu-system-arm -semihosting`: its exit status is the verdict. The ELF is compiled with the bundle's
+`BuildConfig` (the compiler and every flag the shipped library is compiled with) plus only COMPILE_FLAGS,
+which do not change the code: the instructions and sizes measured are those of the code that ships.
 """
 
 from __future__ import annotations
@@ -16,9 +18,13 @@ from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from string import Template
+from typing import TYPE_CHECKING
 
 from packager.cortex_m.boards import FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
 from packager.cortex_m.qemu import qemu_command
+
+if TYPE_CHECKING:  # packager.build_files imports this package: no import cycle at run time
+    from packager.build_files import BuildConfig
 
 SUPPORT_DIR = "cortex_m"
 """The subdirectory of the bundle that holds the Cortex-M files."""
@@ -35,15 +41,15 @@ QEMU_TEST_CMAKE_INCLUDE = f"include({SUPPORT_DIR}/qemu-test.cmake)"
 DEFAULT_STACK_BYTES = 16 * 1024
 """RAM the linker script reserves below the top for the stack (the link fails if static data leaves less)."""
 
-COMPILE_FLAGS: tuple[str, ...] = (
-    "-std=c99", "-Wall", "-Wextra", "-ffunction-sections", "-fdata-sections", "-fstack-usage", "-DLP_CORTEX_M",
-)
-"""Cross-compile flags besides the target's cpu flags and the optimisation level (-O2)."""
+COMPILE_FLAGS: tuple[str, ...] = ("-fstack-usage", "-DLP_CORTEX_M")
+"""What the self-test's cross build adds to the library's compile flags: stack usage files (for the stack
+peak) and the macro that lets selftest.c count instructions. Neither changes the library's code."""
 
 LINK_FLAGS: tuple[str, ...] = (
     "--specs=nano.specs", "--specs=rdimon.specs", "-Wl,-u,_printf_float", "-Wl,--gc-sections",
 )
-"""Link flags besides the cpu flags and `-T <linker script>`: newlib-nano with semihosting stdio (rdimon)."""
+"""What the self-test's link needs besides `-T <linker script>` (added to the profile's link flags, each once):
+newlib-nano with semihosting stdio (rdimon)."""
 
 _COPIED_FILES = ("startup.c", "lp_icount.c", "lp_icount.h", "qemu-test.cmake", "arm-none-eabi.cmake")
 _SUPPORT_SOURCES = ("startup.c", "lp_icount.c")
@@ -67,20 +73,22 @@ def model_code_stems(name: str) -> tuple[str, ...]:
     return tuple(f"{name}{suffix}" for suffix in MODEL_CODE_SUFFIXES)
 
 
-def write_cortex_m_support(out_dir: Path, name: str, target: CortexMTarget,
+def write_cortex_m_support(out_dir: Path, name: str, config: BuildConfig,
                            stack_bytes: int = DEFAULT_STACK_BYTES) -> list[Path]:
-    """Write OUT/cortex_m/ for model `name` on `target`; return the files written.
+    """Write OUT/cortex_m/ for model `name` built as `config` says, on `config.emulated`; return the files.
 
     Files: startup.c, lp_icount.c, lp_icount.h (copied), lp_board.h, link.ld, qemu-test.mk, CMakeLists.txt
-    (generated for the target's board), qemu-test.cmake and arm-none-eabi.cmake (copied).
+    (generated for the target's board and flags), qemu-test.cmake and arm-none-eabi.cmake (copied).
+    Raises ValueError when `config` has no emulated target.
     """
+    target = _emulated(config)
     support_dir = Path(out_dir) / SUPPORT_DIR
     support_dir.mkdir(parents=True, exist_ok=True)
     generated = {
         "lp_board.h": board_header(target),
         "link.ld": linker_script(target.board, stack_bytes),
-        "qemu-test.mk": makefile_fragment(name, target),
-        "CMakeLists.txt": cmake_project(name, target),
+        "qemu-test.mk": makefile_fragment(name, config),
+        "CMakeLists.txt": cmake_project(name, config),
     }
     written = []
     for file_name in _COPIED_FILES:
@@ -136,36 +144,54 @@ def linker_script(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> str:
     )
 
 
-def makefile_fragment(name: str, target: CortexMTarget) -> str:
+def selftest_compile_flags(config: BuildConfig) -> tuple[str, ...]:
+    """The self-test ELF's compile flags: the library's (`config.compile_flags`), then COMPILE_FLAGS."""
+    return (*config.compile_flags, *COMPILE_FLAGS)
+
+
+def selftest_link_flags(config: BuildConfig) -> tuple[str, ...]:
+    """The self-test ELF's link flags besides the linker script: the profile's, then LINK_FLAGS it lacks."""
+    return (*config.ldflags, *(flag for flag in LINK_FLAGS if flag not in config.ldflags))
+
+
+def makefile_fragment(name: str, config: BuildConfig) -> str:
     """cortex_m/qemu-test.mk: targets `cortex-m-elf` (builds SELFTEST_ELF) and `qemu-test` (runs it)."""
+    target = _emulated(config)
     return Template(_template("qemu-test.mk.in")).substitute(
         target=target.name,
         board=target.board.name,
         build_dir=CROSS_BUILD_DIR,
         elf=SELFTEST_ELF,
         fault_range=_fault_range(),
-        cpu_flags=" ".join(target.cpu_flags),
-        cflags=" ".join(COMPILE_FLAGS + ("-I.", f"-I{SUPPORT_DIR}")),
-        ldflags=" ".join((f"-T {SUPPORT_DIR}/link.ld",) + LINK_FLAGS),
+        cc=config.cc,
+        cflags=" ".join((*selftest_compile_flags(config), "-I.", f"-I{SUPPORT_DIR}")),
+        ldflags=" ".join((*selftest_link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld")),
+        libs=" ".join(config.libs),
         sources=" ".join(bundle_sources(name) + [f"{SUPPORT_DIR}/{source}" for source in _SUPPORT_SOURCES]),
         headers=" ".join([f"{name}.h"] + [f"{SUPPORT_DIR}/{header}" for header in _SUPPORT_HEADERS]),
         qemu_args=shlex.join(qemu_command(target.board)[1:]),
     )
 
 
-def cmake_project(name: str, target: CortexMTarget) -> str:
+def cmake_project(name: str, config: BuildConfig) -> str:
     """cortex_m/CMakeLists.txt: the cross-compiled `selftest.elf` and a `qemu-test` target."""
+    target = _emulated(config)
     sources = [f"${{LP_BUNDLE_DIR}}/{source}" for source in bundle_sources(name)] + list(_SUPPORT_SOURCES)
     return Template(_template("CMakeLists.txt.in")).substitute(
         target=target.name,
         board=target.board.name,
         name=name,
-        cpu_flags=" ".join(target.cpu_flags),
-        cflags=" ".join(COMPILE_FLAGS),
-        cmake_ldflags=" ".join(("-T${CMAKE_CURRENT_SOURCE_DIR}/link.ld",) + LINK_FLAGS),
+        cflags=" ".join(selftest_compile_flags(config)),
+        cmake_ldflags=" ".join((*selftest_link_flags(config), "-T${CMAKE_CURRENT_SOURCE_DIR}/link.ld")),
         cmake_sources=" ".join(sources),
         qemu_args=" ".join(qemu_command(target.board)[1:]),
     )
+
+
+def _emulated(config: BuildConfig) -> CortexMTarget:
+    if config.emulated is None:
+        raise ValueError("the Cortex-M self-test needs a build config with an emulated target")
+    return config.emulated
 
 
 def _fault_range() -> str:

@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 from memory_planner.api import MemoryPlan
 from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
+from target.resolve import TargetSpec
 
 
 class CompileError(Exception):
@@ -64,7 +65,7 @@ def _stage(log: Callable[[str], None], name: str, detail: Callable[[], str] | No
 
 def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     model: "str | Path | tvm.IRModule",
-    target: str = "lowpower",
+    target: TargetSpec = "lowpower",
     out: str | Path = "out",
     *,
     name: str | None = None,
@@ -74,7 +75,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
     `model` is a .tflite or .onnx file, or a Relax IRModule the user built (its self-test reference is then
-    TVM's Relax VM on the host). `name` is the bundle's C prefix (default: the model file's stem, or "model");
+    TVM's Relax VM on the host). `target` is a profile name, tag or file, a `Profile` or a lowpower TVM Target
+    (`target.resolve_profile`). `name` is the bundle's C prefix (default: the model file's stem, or "model");
     `force` replaces a non-empty `out`; `log` receives one line per stage.
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and

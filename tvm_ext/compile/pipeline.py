@@ -21,6 +21,8 @@ from packager.archive import archive
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig
 from packager.cortex_m import BOARDS, CortexMTarget
+from target.profile import Profile
+from target.resolve import TargetSpec
 from tvm_ext.compile import CompileError, SelftestMismatchError
 
 
@@ -41,18 +43,19 @@ def _compiler_version(cc: str) -> str:
         return f"{cc} (not found)"
 
 
-def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | None = None) -> FolderResult:
+def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name: str | None = None) -> FolderResult:
     """Compile `model` (a model file's Path or a Relax IRModule) into `folder` (which exists and is empty).
 
-    `stage(name, detail)` times a stage; `name` is the bundle's C prefix (default: the model file's stem,
-    or "model" for an IRModule).
+    `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
+    stages get that Profile object, or the TVM Target registered from it. `stage(name, detail)` times a stage;
+    `name` is the bundle's C prefix (default: the model file's stem, or "model" for an IRModule).
     """
     import target
 
     from_file = isinstance(model, Path)
     file_name = model.name if from_file else f"{name or 'model'} (Relax module)"
     try:
-        profile = target.load_profile(target_name)
+        profile = target.resolve_profile(target_spec)
     except target.ProfileError as err:
         raise CompileError(f"{file_name}: {err}") from err
     if from_file:
@@ -73,8 +76,7 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
     from tvm_ext.reference import ReferenceRuntimeError, run_reference, run_relax_vm, test_inputs
     from tvm_ext.transform import UnsupportedOperatorError
 
-    target.register_with_tvm()
-    tvm_target = tvm.target.Target(profile.tvm_tag)
+    tvm_target = target.register_profile_with_tvm(profile)
     config = build_config(profile)
     try:
         with stage("import", lambda: f"{file_name}: {len(imported.layers)} layers ({imported.format})"):
@@ -87,11 +89,11 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
             with stage("reference", lambda: reference):
                 expected, reference = run_relax_vm(model, inputs)
         with stage("passes", lambda: f"{len(kernels)} kernels"):
-            lowered = lower_to_kernels(imported.mod, profile.name, imported.path.name, imported.operator_names)
+            lowered = lower_to_kernels(imported.mod, tvm_target, imported.path.name, imported.operator_names)
             kernels, c_name_of = unique_kernels(lowered, imported.name)
         with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
             source = generate_c(kernels, tvm_target)
-            plan, constants = extract_plan(lowered, imported, profile.name, c_name_of, source.signatures)
+            plan, constants = extract_plan(lowered, imported, profile, c_name_of, source.signatures)
     except (ModelImportError, PlanError, UnsupportedOperatorError) as err:
         raise CompileError(str(err).strip().splitlines()[-1]) from err
 
@@ -188,12 +190,12 @@ def build_config(profile) -> BuildConfig:
     )
 
 
-def emulated_target(profile) -> CortexMTarget | None:
+def emulated_target(profile: Profile) -> CortexMTarget | None:
     """The core and board that run the profile's self-test, compiled with the profile's own flags; None when
     none of our QEMU boards emulates the profile's core (its self-test then runs on the host)."""
     if profile.qemu_board not in BOARDS:
         return None
-    return CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.machine_flags, profile.hardware_float)
+    return CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.hardware_float)
 
 
 def _installed(dist: str) -> bool:
