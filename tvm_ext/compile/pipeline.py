@@ -67,7 +67,7 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
     import tvm
 
     from tvm_ext.codegen_c import generate_c
-    from tvm_ext.extract_plan import PlanError, extract_plan, unique_kernels
+    from tvm_ext.extract_plan import PlanError, add_output_copies, extract_plan, unique_kernels
     from tvm_ext.frontend import ModelImportError, from_relax, import_model
     from tvm_ext.lower import lower_to_kernels
     from tvm_ext.reference import ReferenceRuntimeError, run_reference, run_relax_vm, test_inputs
@@ -81,6 +81,7 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
             imported = import_model(model, name) if from_file else from_relax(model, name or "model")
         with stage("passes", lambda: f"{len(kernels)} kernels"):
             lowered = lower_to_kernels(imported.mod, profile.name, imported.path.name, imported.operator_names)
+            lowered = add_output_copies(lowered, imported)
             kernels, c_name_of = unique_kernels(lowered, imported.name)
         with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
             source = generate_c(kernels, tvm_target)
