@@ -131,3 +131,19 @@ def test_runtime_refusal_is_one_readable_line(tmp_path: Path) -> None:
     assert text.startswith("relu16.onnx: the reference runtime onnxruntime cannot run the model: "), text
     assert "'my_relu'" in text and "ONNXRuntimeError" not in text and "NOT_IMPLEMENTED" not in text, text
     assert "\n" not in text
+
+
+def test_runtime_failure_drops_the_cpp_location_and_signature(tmp_path: Path) -> None:
+    """A kernel failing at run time: onnxruntime's message carries a source path and a C++ signature."""
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 4])
+    shape = helper.make_tensor_value_info("S", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Reshape", ["X", "S"], ["Y"], name="my_reshape")], "g", [x, shape], [y])
+    path = tmp_path / "reshape.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
+    specs = [TensorSpec("X", (1, 4), "float32"), TensorSpec("S", (2,), "int64")]
+    with pytest.raises(reference.ReferenceRuntimeError) as raised:
+        reference.run_reference(path, "onnx", [np.ones((1, 4), "float32"), np.array([3, 3])], specs, 1)
+    text = str(raised.value)
+    assert "'my_reshape'" in text and "cannot be reshaped to the requested shape" in text, text
+    assert "onnxruntime::" not in text and ".h:" not in text and "was false" not in text, text

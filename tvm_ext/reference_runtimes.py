@@ -31,8 +31,14 @@ MAX_ERROR_CHARS = 240
 
 # onnxruntime's status prefix, "[ONNXRuntimeError] : 1 : FAIL : ", carries nothing for the user.
 _ORT_STATUS_PREFIX = re.compile(r"^\s*\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*")
-# pybind11's list of C++ overloads ("... The following argument types are supported: 1. (self: ...) -> ...").
-_PYBIND_SIGNATURES = re.compile(r"\s*The following argument types are supported:.*$", re.DOTALL)
+# A C++ source location, with the C++ signature onnxruntime puts after it: "/onnxruntime_src/.../reshape_helper.h:91
+# onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, ..., bool) " (LiteRT: the location).
+_SOURCE_LOCATION = re.compile(
+    r"(?:/?[\w.+-]+/)*[\w.+-]+\.(?:h|hh|hpp|c|cc|cpp):\d+\s+"
+    r"(?:[\w:<>,*&~ ]*?[\w>]::[\w~<>]+\((?:[^()]|\([^()]*\))*\)(?:\s*const)?\s*)?"
+)
+# The failed C++ check before onnxruntime's sentence: "input_shape_size == size was false. ".
+_FAILED_CHECK = re.compile(r"\s[^\s.:'{}][^.:'{}]*\bwas false\.\s")
 _WHITESPACE = re.compile(r"\s+")
 
 
@@ -74,8 +80,9 @@ def read_arrays(folder: Path, stem: str, count: int) -> list[np.ndarray]:
 
 
 def readable_error(err: Exception) -> str:
-    """A runtime's exception as one line: onnxruntime's status prefix and pybind11's C++ signatures cut."""
-    text = _PYBIND_SIGNATURES.sub("", _ORT_STATUS_PREFIX.sub("", str(err)))
+    """A runtime's exception as one line, without onnxruntime's status prefix, C++ source locations and
+    signatures, or the C++ condition that failed."""
+    text = _FAILED_CHECK.sub(" ", _SOURCE_LOCATION.sub(" ", _ORT_STATUS_PREFIX.sub("", str(err))))
     text = _WHITESPACE.sub(" ", text).strip() or type(err).__name__
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
