@@ -1,7 +1,7 @@
 """Valid models whose outputs have no storage of their own compile and pass their self-test.
 
-An output that is a model input or a view of one (Identity, Flatten, Reshape of the input), or the same
-tensor as another output (`Y` and `Identity(Y)`), gets a copy kernel: the bundle writes every output buffer.
+An output that is a model input or a view of one (Identity, Flatten, Reshape of the input), a constant, or
+the same tensor as another output (`Y` and `Identity(Y)`), gets a copy kernel: the bundle writes every output buffer.
 """
 
 from __future__ import annotations
@@ -46,6 +46,13 @@ def reshape_of_input_beside_a_result() -> onnx.ModelProto:
     return _model(nodes, [_value("X", [2, 6])], [_value("R", [3, 4]), _value("A", [2, 6])], [shape])
 
 
+def constant_output_beside_a_result() -> onnx.ModelProto:
+    value = helper.make_tensor("value", TensorProto.FLOAT, [1, 4], [1.0, 2.0, 3.0, 4.0])
+    nodes = [helper.make_node("Relu", ["X"], ["Y"], name="relu"),
+             helper.make_node("Constant", [], ["C"], name="const", value=value)]
+    return _model(nodes, [_value("X", [1, 4])], [_value("Y", [1, 4]), _value("C", [1, 4])])
+
+
 @pytest.mark.parametrize(
     ("make", "copied_outputs"),
     [
@@ -53,8 +60,9 @@ def reshape_of_input_beside_a_result() -> onnx.ModelProto:
         (uint8_identity, ["Y"]),
         (flatten_of_input, ["F"]),
         (reshape_of_input_beside_a_result, ["R"]),
+        (constant_output_beside_a_result, ["C"]),
     ],
-    ids=["output and its identity", "uint8 identity", "flatten of input", "reshape of input"],
+    ids=["output and its identity", "uint8 identity", "flatten of input", "reshape of input", "constant output"],
 )
 def test_output_without_own_storage_compiles_and_passes(tmp_path: Path, make, copied_outputs) -> None:
     path = tmp_path / f"{make.__name__}.onnx"
