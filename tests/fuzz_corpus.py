@@ -5,7 +5,8 @@ Three sources:
   identifier, huge or negative shape dims, out-of-range buffer/tensor/opcode indices, huge vector lengths;
 - a tiny TFLite model written with the `tflite` package's flatbuffer builder, then varied field by field:
   two subgraphs, unknown operator version, short constant buffer, hybrid weights, unsupported operators,
-  offline memory-plan metadata (valid and broken), an input that is also the output, no operators;
+  offline memory-plan metadata (valid and broken), an input that is also the output, no operators,
+  an input with constant data;
 - small ONNX models written with onnx.helper: a cycle, an empty graph, an input that is also the output,
   dynamic input shapes, wrong initializer sizes, unsupported operators, external data, checker failures;
 plus files that are not models at all (empty, text).
@@ -388,6 +389,14 @@ def _int8_sub_and_custom() -> TinyTflite:
     return spec
 
 
+def constant_input() -> TinyTflite:
+    """The tiny model with constant data in its input's buffer (LiteRT segfaults setting such an input)."""
+    spec = TinyTflite()
+    spec.buffers.append(np.ones(4, dtype="<f4").tobytes())
+    spec.tensors[0] = replace(spec.tensors[0], buffer=len(spec.buffers) - 1)
+    return spec
+
+
 def _aliased_vectors() -> TinyTflite:
     """20,000 operators reading one shared 20,000-entry vector: 4e8 entries declared in a ~0.5 MB file."""
     spec = TinyTflite()
@@ -431,6 +440,7 @@ TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None
     ),
     "input is also output": (lambda: replace(TinyTflite(), outputs=(0,)), ErrorKind.GRAPH),
     "no operators": (lambda: replace(TinyTflite(), operators=[]), ErrorKind.GRAPH),
+    "input with constant data": (constant_input, ErrorKind.GRAPH),
     "reads a tensor nothing writes": (
         lambda: replace(TinyTflite(), operators=[TinyOperator(0, (3, 1, 2), (3,))]),
         ErrorKind.GRAPH,

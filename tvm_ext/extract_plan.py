@@ -2,6 +2,7 @@
 
 `main` must be one dataflow block of: `call_tir` of PrimFuncs, `R.reshape` (a view), var aliases, and a
 tuple of outputs. Anything else is an error naming the binding: the plan never silently drops a step.
+`add_output_copies` runs first: it gives every model output storage of its own.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import tvm
 import tvm_ffi
-from tvm import relax, tirx
+from tvm import relax, te, tirx
 
 from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, Tensor, TensorRole
 from target.profile import Profile
@@ -24,10 +25,103 @@ _RESHAPE = tvm.ir.Op.get("relax.reshape")
 
 
 _MODEL_LAYOUT = {"tflite": "NHWC", "onnx": "NCHW"}
+_BINDING_LAYERS_ATTR = "tvm_ext.binding_layers"
 
 
 class PlanError(Exception):
     """The lowered module has a construct the plan cannot express; the message names it."""
+
+
+def add_output_copies(mod: tvm.IRModule, model: ImportedModel) -> tvm.IRModule:
+    """`mod` with a copy kernel for each model output that has no storage of its own.
+
+    The bundle writes every output into the caller's buffer, so an output must be the result of a kernel
+    and of no other output. An output that is a model input or a view of one (Identity, Flatten or Reshape
+    of an input), a constant, or the storage of an earlier output (`Y` and `Identity(Y)`) gets a `call_tir`
+    of a copy PrimFunc (a TE identity, compiled by the same C code generator as every kernel), labelled with
+    the output's name. Returns `mod` unchanged when every output has its own storage.
+    """
+    main = mod["main"]
+    bindings = _bindings(main)
+    outputs = _output_exprs(main, bindings)
+    copied = _outputs_without_own_storage(outputs, bindings)
+    if not copied:
+        return mod
+    mod = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)
+    fields = list(outputs)
+    copies = []
+    copy_layers = []
+    for index in copied:
+        name = f"output_copy{index}"
+        mod[name] = _copy_kernel(outputs[index].ty)
+        fields[index] = relax.Var(name, outputs[index].ty)
+        call = relax.call_tir(mod.get_global_var(name), relax.Tuple([outputs[index]]), outputs[index].ty)
+        copies.append(relax.VarBinding(fields[index], call))
+        output_name = model.outputs[index].name if index < len(model.outputs) else name
+        copy_layers.append([f"{output_name} (output copy)"])
+    mod["main"] = _with_bindings_appended(main, bindings, copies, copy_layers, fields)
+    return mod
+
+
+def _outputs_without_own_storage(outputs: list[relax.Expr], bindings: list) -> list[int]:
+    """Indices of the outputs whose storage is not a kernel result distinct from every earlier output's."""
+    value_of = {b.var: b.value for b in bindings}
+    taken: set[relax.Var] = set()
+    copied = []
+    for index, expr in enumerate(outputs):
+        # Follow aliases and reshapes (views) to the storage: a call_tir result, or a parameter or constant.
+        while isinstance(expr, relax.Var) and (
+            isinstance(value_of.get(expr), relax.Var)
+            or (isinstance(value_of.get(expr), relax.Call) and value_of[expr].op.same_as(_RESHAPE))
+        ):
+            value = value_of[expr]
+            expr = value if isinstance(value, relax.Var) else value.args[0]
+        computed = isinstance(expr, relax.Var) and isinstance(value_of.get(expr), relax.Call)
+        if not computed or expr in taken:
+            copied.append(index)
+        else:
+            taken.add(expr)
+    return copied
+
+
+def _copy_kernel(ty: relax.TensorType) -> tirx.PrimFunc:
+    """A PrimFunc writing a copy of its one input (shape and dtype of `ty`) to its one output."""
+    shape = [int(d) for d in ty.shape.values]
+    source = te.placeholder(shape, str(ty.dtype), name="source")
+    copy = te.compute(shape, lambda *index: source(*index), name="copy")
+    return te.create_prim_func([source, copy])
+
+
+def _with_bindings_appended(main: relax.Function, bindings: list, appended: list, appended_layers: list,
+                            fields: list[relax.Expr]) -> relax.Function:
+    """`main` with `appended` bindings after its last binding and `fields` as its outputs.
+
+    The bindings go into the last block (a dataflow block's outputs are visible only there), or a new block
+    when there is none; a tuple of outputs bound in that block is rebound after them. The layer names of
+    the bindings (attribute `tvm_ext.binding_layers`) follow the same order.
+    """
+    blocks = list(main.body.blocks)
+    result = main.body.body
+    layers = [list(names) for names in main.attrs.get(_BINDING_LAYERS_ATTR, [])][: len(bindings)]
+    layers += [[] for _ in range(len(bindings) - len(layers))]
+    last = blocks.pop() if blocks else relax.BindingBlock([])
+    tuple_binding = next(
+        (b for b in last.bindings if b.var.same_as(result) and isinstance(b.value, relax.Tuple)), None
+    )
+    kept = [b for b in last.bindings if tuple_binding is None or not b.same_as(tuple_binding)]
+    tail = list(appended)
+    if tuple_binding is not None:
+        tail.append(relax.VarBinding(tuple_binding.var, relax.Tuple(fields)))
+        index = next(i for i, b in enumerate(bindings) if b.same_as(tuple_binding))
+        layers = layers[:index] + layers[index + 1:] + appended_layers + [layers[index]]
+        body = result
+    else:
+        layers += appended_layers
+        body = relax.Tuple(fields) if isinstance(result, relax.Tuple) else fields[0]
+    block_type = relax.DataflowBlock if isinstance(last, relax.DataflowBlock) else relax.BindingBlock
+    blocks.append(block_type(kept + tail))
+    function = relax.Function(main.params, relax.SeqExpr(blocks, body), main.ret_ty, main.is_pure, main.attrs)
+    return function.with_attr(_BINDING_LAYERS_ATTR, layers)
 
 
 def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimFunc], dict[str, str]]:
@@ -70,7 +164,7 @@ class _PlanBuilder:
         """The plan tensor name of a call argument (a var or a constant)."""
         if isinstance(expr, relax.Var):
             if expr not in self.name_of:
-                raise PlanError(f"{self.model.path.name}: value {expr.name} is used before it is computed")
+                raise PlanError(f"{self.model.path.name}: {_layer_label(layer)} reads a value before it is computed")
             return self.name_of[expr]
         if isinstance(expr, tvm.ir.expr.Constant):
             if expr not in self.name_of:
@@ -79,7 +173,9 @@ class _PlanBuilder:
                 self.constants[name] = value
                 self.name_of[expr] = self.add(name, value.shape, str(value.dtype), TensorRole.CONSTANT, layer)
             return self.name_of[expr]
-        raise PlanError(f"{self.model.path.name}: unsupported argument {type(expr).__name__} in layer {layer}")
+        raise PlanError(
+            f"{self.model.path.name}: {_layer_label(layer)} lowers to an unsupported argument {type(expr).__name__}"
+        )
 
     def add(self, name: str, shape, dtype: str, role: TensorRole, layer: str, view_of: str | None = None) -> str:
         shape = tuple(int(d) for d in shape)
@@ -91,10 +187,15 @@ class _PlanBuilder:
     def add_var(self, var: relax.Var, role: TensorRole, layer: str, view_of: str | None = None) -> str:
         ty = var.ty
         if not isinstance(ty, relax.TensorType) or ty.shape is None:
-            raise PlanError(f"{self.model.path.name}: layer {layer} has a non-tensor or dynamic result")
+            raise PlanError(f"{self.model.path.name}: {_layer_label(layer)} has a non-tensor or dynamic result")
         name = f"act{sum(1 for t in self.tensors.values() if t.role is not TensorRole.CONSTANT)}"
         self.name_of[var] = name
         return self.add(name, [int(d) for d in ty.shape.values], str(ty.dtype), role, layer, view_of)
+
+
+def _layer_label(layer: str) -> str:
+    """A model layer as messages name it: `layer 'conv1 (Conv)'`, or `a layer without a name`."""
+    return f"layer {layer!r}" if layer else "a layer without a name"
 
 
 def _bindings(main: relax.Function) -> list:
@@ -114,7 +215,7 @@ def extract_plan(
     inputs = []
     for param, spec in zip(main.params, model.inputs):
         inputs.append(builder.add_var(param, TensorRole.INPUT, spec.name))
-    layers_per_binding = [[str(n) for n in names] for names in main.attrs.get("tvm_ext.binding_layers", [])]
+    layers_per_binding = [[str(n) for n in names] for names in main.attrs.get(_BINDING_LAYERS_ATTR, [])]
     calls: list[KernelCall] = []
     for index, binding in enumerate(_bindings(main)):
         layers = tuple(layers_per_binding[index]) if index < len(layers_per_binding) else ()
@@ -139,7 +240,8 @@ def extract_plan(
         elif isinstance(value, relax.Tuple):
             continue
         else:
-            raise PlanError(f"{model.path.name}: layer {layer or '?'} lowers to an unsupported step {value.op}")
+            step = value.op.name if isinstance(value, relax.Call) else type(value).__name__
+            raise PlanError(f"{model.path.name}: {_layer_label(layer)} lowers to an unsupported step {step}")
 
     outputs = [builder.tensor_for(expr, "") for expr in _output_exprs(main, _bindings(main))]
     plan = ExecutionPlan(model.name, str(model.path), profile.name, builder.tensors, calls, inputs, outputs)
@@ -159,15 +261,19 @@ def _output_exprs(main: relax.Function, bindings: list) -> list[relax.Expr]:
 
 
 def _mark_output_storage(plan: ExecutionPlan, model: ImportedModel) -> None:
-    """Give the storage of every model output the OUTPUT role: the kernel writes the caller's buffer."""
+    """Give the storage of every model output the OUTPUT role: the kernel writes the caller's buffer.
+
+    `add_output_copies` gave each output storage of its own: an output without is our bug (RuntimeError).
+    """
     roots = set()
-    for name in plan.outputs:
+    for index, name in enumerate(plan.outputs):
         root = plan.storage_of(name)
         role = plan.tensors[root].role
         if role is not TensorRole.INTERMEDIATE or root in roots:
-            raise PlanError(
-                f"{model.path.name}: output {plan.tensors[name].layer or name} is not computed by the model "
-                f"(it is its {role.value} tensor)"
+            output = model.outputs[index].name if index < len(model.outputs) else plan.tensors[name].layer
+            raise RuntimeError(
+                f"{model.path.name}: output {output!r} has no storage of its own (it is a {role.value} tensor "
+                "or another output's), although add_output_copies ran"
             )
         roots.add(root)
         tensor = plan.tensors[root]

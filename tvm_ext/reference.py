@@ -2,16 +2,33 @@
 
 Float TFLite models run on LiteRT, int8 TFLite models on TFLite Micro (the golden for integer kernels),
 ONNX models on onnxruntime. The compiler's own output is never used as the expected output.
+
+Each runtime runs in a child process (`tvm_ext.reference_runtimes`): a runtime that crashes (a signal) or
+hangs on a model is reported as ReferenceRuntimeError, one line, instead of taking the compiler down.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import version
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tvm_ext.frontend import TensorSpec
+from tvm_ext.reference_runtimes import RESULT_FILE, Request, Runtime, read_arrays, write_arrays
+
+if TYPE_CHECKING:
+    from tvm_ext.frontend import TensorSpec
+
+# A reference runtime still running after this many seconds is stopped (the largest shared model takes
+# a few seconds).
+REFERENCE_TIMEOUT_SECONDS = 600
+_PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_inputs(specs: list[TensorSpec], seed: int = 0) -> list[np.ndarray]:
@@ -40,18 +57,55 @@ class ReferenceRuntimeError(Exception):
 
 def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input_specs: list[TensorSpec],
                   num_outputs: int) -> tuple[list[np.ndarray], str]:
-    """The reference runtime's outputs for `inputs`, and the runtime's name and version."""
+    """The reference runtime's outputs for `inputs`, and the runtime's name and version.
+
+    Raises ReferenceRuntimeError when the runtime refuses the model, crashes or outlives
+    REFERENCE_TIMEOUT_SECONDS.
+    """
     if model_format == "onnx":
-        runner, runtime = (lambda: _run_onnxruntime(path, inputs, input_specs)), "onnxruntime"
+        runtime = Runtime.ONNXRUNTIME
     elif _is_integer_model(input_specs):
-        runner, runtime = (lambda: _run_tflite_micro(path, inputs, num_outputs)), "TFLite Micro"
+        runtime = Runtime.TFLITE_MICRO
     else:
-        runner, runtime = (lambda: _run_litert(path, inputs)), "LiteRT"
+        runtime = Runtime.LITERT
+    request = Request(runtime, str(path.resolve()), tuple(s.name for s in input_specs), num_outputs)
+    with tempfile.TemporaryDirectory(prefix="tvm_ext_reference.") as folder:
+        failure = _run_in_child(request, inputs, Path(folder))
+        if failure is None:
+            result = json.loads((Path(folder) / RESULT_FILE).read_text())
+            if "error" not in result:
+                return read_arrays(Path(folder), "output", result["outputs"]), result["runtime"]
+            failure = f"cannot run the model: {result['error']}"
+    raise ReferenceRuntimeError(f"{path.name}: the reference runtime {runtime.value} {failure}")
+
+
+def _run_in_child(request: Request, inputs: list[np.ndarray], folder: Path) -> str | None:
+    """Run `request` in `python -m tvm_ext.reference_runtimes folder`: None when the child wrote its
+    result, else how it failed ("crashed (SIGSEGV)", ...)."""
+    request.write(folder)
+    write_arrays(folder, "input", inputs)
+    env = dict(os.environ)
+    # The child imports tvm_ext from wherever this process did (a source tree need not be installed).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(_PACKAGE_ROOT)) if p)
     try:
-        return runner()
-    except Exception as err:  # noqa: BLE001 - each runtime raises its own types; all mean "cannot run it"
-        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ReferenceRuntimeError(f"{path.name}: the reference runtime {runtime} cannot run the model: {detail}") from err
+        proc = subprocess.run([sys.executable, "-m", "tvm_ext.reference_runtimes", str(folder)], env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
+                              timeout=REFERENCE_TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        return f"did not finish within {REFERENCE_TIMEOUT_SECONDS} s (stopped)"
+    if proc.returncode < 0:
+        return f"crashed on the model ({_signal_name(-proc.returncode)})"
+    if proc.returncode != 0 or not (folder / RESULT_FILE).is_file():
+        last_line = next((line.strip() for line in reversed(proc.stderr.splitlines()) if line.strip()), "")
+        return f"exited with status {proc.returncode}" + (f": {last_line[:200]}" if last_line else "")
+    return None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def run_relax_vm(mod, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
@@ -71,37 +125,3 @@ def run_relax_vm(mod, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
     result = vm["main"](*[tvm.runtime.tensor(x) for x in inputs])
     fields = [result] if hasattr(result, "numpy") else list(result)
     return [f.numpy() for f in fields], f"TVM {tvm.__version__} Relax VM (llvm)"
-
-
-def _run_onnxruntime(path: Path, inputs: list[np.ndarray], specs: list[TensorSpec]):
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3  # errors only: its warnings about old opsets are not ours to print
-    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    feeds = {spec.name: value for spec, value in zip(specs, inputs)}
-    return session.run(None, feeds), f"onnxruntime {onnxruntime.__version__}"
-
-
-def _run_litert(path: Path, inputs: list[np.ndarray]):
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
-    # The reference kernels, not XNNPACK: the reference is the one LiteRT documents as exact.
-    interpreter = Interpreter(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    interpreter.allocate_tensors()
-    for detail, value in zip(interpreter.get_input_details(), inputs):
-        interpreter.set_tensor(detail["index"], value)
-    interpreter.invoke()
-    outputs = [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
-    return outputs, f"LiteRT {version('ai-edge-litert')}"
-
-
-def _run_tflite_micro(path: Path, inputs: list[np.ndarray], num_outputs: int):
-    from tflite_micro import runtime
-
-    interpreter = runtime.Interpreter.from_file(str(path))
-    for index, value in enumerate(inputs):
-        interpreter.set_input(value, index)
-    interpreter.invoke()
-    outputs = [np.array(interpreter.get_output(index)).copy() for index in range(num_outputs)]
-    return outputs, f"TFLite Micro (tflite-micro {version('tflite-micro')})"

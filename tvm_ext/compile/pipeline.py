@@ -70,7 +70,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
     import tvm
 
     from tvm_ext.codegen_c import generate_c
-    from tvm_ext.extract_plan import PlanError, extract_plan, unique_kernels
+    from tvm_ext.extract_plan import PlanError, add_output_copies, extract_plan, unique_kernels
     from tvm_ext.frontend import ModelImportError, from_relax, import_model
     from tvm_ext.lower import lower_to_kernels
     from tvm_ext.reference import ReferenceRuntimeError, run_reference, run_relax_vm, test_inputs
@@ -90,6 +90,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
                 expected, reference = run_relax_vm(model, inputs)
         with stage("passes", lambda: f"{len(kernels)} kernels"):
             lowered = lower_to_kernels(imported.mod, tvm_target, imported.path.name, imported.operator_names)
+            lowered = add_output_copies(lowered, imported)
             kernels, c_name_of = unique_kernels(lowered, imported.name)
         with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
             source = generate_c(kernels, tvm_target)

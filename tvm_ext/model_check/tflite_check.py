@@ -103,6 +103,7 @@ def check_tflite(model: str, path: str, data: bytes) -> ModelFacts:
     _check_buffers(model, flat, graph)
     op_names = _operator_names(model, flat, graph)
     _check_graph(model, flat, graph, op_names)
+    _check_constant_inputs(model, flat, graph)
     _check_offline_plan(model, flat)
     _check_hybrid(model, flat, graph, op_names)
     _check_quantized_operators(model, graph, op_names)
@@ -288,6 +289,17 @@ def _check_graph(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names:
         problems.add("the model has no inputs")
     if not graph.outputs:
         problems.add("the model has no outputs")
+    problems.raise_if_any()
+
+
+def _check_constant_inputs(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> None:
+    """Refuse model inputs whose buffer holds data: the caller fills an input, and LiteRT crashes (a
+    segmentation fault, not an error) when asked to set one."""
+    problems = ProblemList(model, ErrorKind.GRAPH, "bad graph")
+    for index in graph.inputs:
+        tensor = graph.tensors[index]
+        if _is_constant(flat, tensor):
+            problems.add(f"model input {_tensor_label(tensor)} has constant data (buffer {tensor.buffer})")
     problems.raise_if_any()
 
 

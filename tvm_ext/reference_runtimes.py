@@ -1,0 +1,147 @@
+"""The reference runtimes themselves, run in a child process: `python -m tvm_ext.reference_runtimes FOLDER`.
+
+A runtime may crash on a model (LiteRT segfaults on some malformed files) or hang; in a child process that
+takes only the child down, and `tvm_ext.reference` reports it in one line. This module imports neither TVM
+nor the compiler, only numpy and the one runtime it runs.
+
+The exchange, all in FOLDER (written by the parent, private to one run):
+- in: `request.json` (a `Request`), `input<i>.npy` for each model input in order;
+- out, when the runtime ran: `output<i>.npy` for each output and `result.json`
+  `{"runtime": "<name version>", "outputs": <count>}`;
+  when it raised an error: `result.json` `{"error": "<one readable line>"}`. Exit status 0 in both cases;
+  anything else (a signal, another status) means the runtime crashed.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+import sys
+from dataclasses import asdict, dataclass
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+REQUEST_FILE = "request.json"
+RESULT_FILE = "result.json"
+# Longest runtime complaint passed on, in characters: the first sentence names the problem.
+MAX_ERROR_CHARS = 240
+
+# onnxruntime's status prefix, "[ONNXRuntimeError] : 1 : FAIL : ", carries nothing for the user.
+_ORT_STATUS_PREFIX = re.compile(r"^\s*\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*")
+# A C++ source location, with the C++ signature onnxruntime puts after it: "/onnxruntime_src/.../reshape_helper.h:91
+# onnxruntime::ReshapeHelper::ReshapeHelper(const onnxruntime::TensorShape&, ..., bool) " (LiteRT: the location).
+_SOURCE_LOCATION = re.compile(
+    r"(?:/?[\w.+-]+/)*[\w.+-]+\.(?:h|hh|hpp|c|cc|cpp):\d+\s+"
+    r"(?:[\w:<>,*&~ ]*?[\w>]::[\w~<>]+\((?:[^()]|\([^()]*\))*\)(?:\s*const)?\s*)?"
+)
+# The failed C++ check before onnxruntime's sentence: "input_shape_size == size was false. ".
+_FAILED_CHECK = re.compile(r"\s[^\s.:'{}][^.:'{}]*\bwas false\.\s")
+_WHITESPACE = re.compile(r"\s+")
+
+
+class Runtime(str, enum.Enum):
+    """A reference runtime, by the name messages give it."""
+
+    ONNXRUNTIME = "onnxruntime"
+    LITERT = "LiteRT"
+    TFLITE_MICRO = "TFLite Micro"
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the child runs: `runtime` on the model file `model` (an absolute path), whose inputs are named
+    `input_names` (in order) and which has `num_outputs` outputs."""
+
+    runtime: Runtime
+    model: str
+    input_names: tuple[str, ...]
+    num_outputs: int
+
+    def write(self, folder: Path) -> None:
+        (folder / REQUEST_FILE).write_text(json.dumps(asdict(self)))
+
+    @classmethod
+    def read(cls, folder: Path) -> Request:
+        fields = json.loads((folder / REQUEST_FILE).read_text())
+        return cls(Runtime(fields["runtime"]), fields["model"], tuple(fields["input_names"]), fields["num_outputs"])
+
+
+def write_arrays(folder: Path, stem: str, arrays: list[np.ndarray]) -> None:
+    """`arrays` as `<stem>0.npy`, `<stem>1.npy`, ... (no pickled objects)."""
+    for index, array in enumerate(arrays):
+        np.save(folder / f"{stem}{index}.npy", np.asarray(array), allow_pickle=False)
+
+
+def read_arrays(folder: Path, stem: str, count: int) -> list[np.ndarray]:
+    return [np.load(folder / f"{stem}{index}.npy", allow_pickle=False) for index in range(count)]
+
+
+def readable_error(err: Exception) -> str:
+    """A runtime's exception as one line, without onnxruntime's status prefix, C++ source locations and
+    signatures, or the C++ condition that failed."""
+    text = _FAILED_CHECK.sub(" ", _SOURCE_LOCATION.sub(" ", _ORT_STATUS_PREFIX.sub("", str(err))))
+    text = _WHITESPACE.sub(" ", text).strip() or type(err).__name__
+    return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
+
+
+def _run_onnxruntime(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3  # errors only: its warnings about old opsets are not ours to print
+    session = onnxruntime.InferenceSession(request.model, options, providers=["CPUExecutionProvider"])
+    outputs = session.run(None, dict(zip(request.input_names, inputs, strict=True)))
+    return outputs, f"onnxruntime {onnxruntime.__version__}"
+
+
+def _run_litert(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    # The reference kernels, not XNNPACK: the reference is the one LiteRT documents as exact.
+    interpreter = Interpreter(model_path=request.model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    for detail, value in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], value)
+    interpreter.invoke()
+    outputs = [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
+    return outputs, f"LiteRT {version('ai-edge-litert')}"
+
+
+def _run_tflite_micro(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
+    from tflite_micro import runtime
+
+    interpreter = runtime.Interpreter.from_file(request.model)
+    for index, value in enumerate(inputs):
+        interpreter.set_input(value, index)
+    interpreter.invoke()
+    outputs = [np.array(interpreter.get_output(index)).copy() for index in range(request.num_outputs)]
+    return outputs, f"TFLite Micro (tflite-micro {version('tflite-micro')})"
+
+
+_RUNNERS = {
+    Runtime.ONNXRUNTIME: _run_onnxruntime,
+    Runtime.LITERT: _run_litert,
+    Runtime.TFLITE_MICRO: _run_tflite_micro,
+}
+
+
+def main(folder: Path) -> int:
+    """Run the request in `folder` and write its result there; 0 unless the runtime crashes us."""
+    request = Request.read(folder)
+    inputs = read_arrays(folder, "input", len(request.input_names))
+    try:
+        outputs, runtime = _RUNNERS[request.runtime](request, inputs)
+    except Exception as err:  # noqa: BLE001 - each runtime raises its own types; all mean "cannot run it"
+        result: dict[str, str | int] = {"error": readable_error(err)}
+    else:
+        write_arrays(folder, "output", outputs)
+        result = {"runtime": runtime, "outputs": len(outputs)}
+    (folder / RESULT_FILE).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))
