@@ -47,10 +47,42 @@ class ModelImportError(Exception):
     """The frontend could not import the model; the message names the model and the operator."""
 
 
+# C99/C11/C23 keywords, and C++'s (the header is `extern "C"` for C++ callers).
+_KEYWORDS = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto if inline int long
+    register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+    alignas alignof bool constexpr false nullptr static_assert thread_local true typeof typeof_unqual
+    asm catch class const_cast delete dynamic_cast explicit export friend mutable namespace new noexcept operator
+    private protected public reinterpret_cast template this throw try typeid typename using virtual
+    main
+""".split())
+# Prefixes the bundle's names `<prefix>_...` and `<PREFIX>_...` must not start with: our own self-test and
+# Cortex-M support names, and the names C reserves or keeps for its library (C23 7.33: int*_t, is*, to*,
+# str*, mem*, wcs*, SIG*, LC_*, PRI*, SCN*, FE_*, FP_*, INT*/UINT* macros, threads and atomics).
+# (E<upper> macros, kept for <errno.h>, are not listed: the bundle never includes <errno.h>.)
+_RESERVED_PREFIX = re.compile(
+    r"^(selftest|lp_|u?int|is[a-z]|to[a-z]|str[a-z]|mem[a-z]|wcs[a-z]|atomic_|cnd_|mtx_|thrd_|tss_"
+    r"|sig|lc_|pri|scn|fe_|fp_|e[0-9])",
+    re.IGNORECASE,
+)
+_FALLBACK_PREFIX = "model_"
+
+
 def c_identifier(text: str) -> str:
-    """`text` made into a C identifier: non-alphanumerics become `_`, a leading digit gets a `m_` prefix."""
-    ident = re.sub(r"[^0-9A-Za-z_]", "_", text).strip("_") or "model"
-    return f"m_{ident}" if ident[0].isdigit() else ident
+    """`text` (a file name) made into the bundle's C prefix: non-alphanumerics become `_`; a prefix that is
+    empty, starts with a digit, is a keyword or starts like a reserved or bundle-internal name gets
+    `model_` in front. So `<prefix>_run`, `<PREFIX>_ARENA_BYTES`, ... never hit a C or C++ keyword, a
+    reserved identifier or a name the self-test uses."""
+    ident = re.sub(r"[^0-9A-Za-z_]", "_", text).strip("_")
+    if not ident or ident[0].isdigit() or ident.lower() in _KEYWORDS or _RESERVED_PREFIX.match(ident):
+        return f"{_FALLBACK_PREFIX}{ident}".rstrip("_")
+    return ident
+
+
+def tflite_name(raw: bytes | None) -> str:
+    """A TFLite name (flatbuffer bytes, any encoding) as text: UTF-8, with every byte that is not valid
+    UTF-8 written `\\xNN` (lossless and visible). The one place TFLite names are decoded."""
+    return (raw or b"").decode("utf-8", errors="backslashreplace")
 
 
 def import_model(path: str | Path, name: str | None = None) -> ImportedModel:
@@ -126,7 +158,7 @@ def _import_tflite(path: Path) -> ImportedModel:
 
         def _named(self, convert):
             def convert_and_name(op):
-                output_name = self.get_output_tensors(op)[0].tensor.Name().decode()
+                output_name = tflite_name(self.get_output_tensors(op)[0].tensor.Name())
                 # TFLite joins the names of fused graph ops with ';': the first is the layer's own.
                 layer = f"{output_name.split(';')[0]} ({self.get_op_code_str(op)})"
                 try:
@@ -139,21 +171,26 @@ def _import_tflite(path: Path) -> ImportedModel:
 
     buf = path.read_bytes()
     model = tflite.Model.GetRootAsModel(buf, 0)
+    strict_tensor_name = tflite_frontend.get_tensor_name
+    # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte: ours never fails.
+    tflite_frontend.get_tensor_name = lambda graph, index: tflite_name(graph.Tensors(index).Name()) or f"t{index}"
     try:
         mod = tflite_frontend.from_tflite(model, op_converter=LayerNamingConverter)
     except tvm.error.OpError as err:  # TVM's errors for operators a model gets wrong or TVM lacks
         raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
+    finally:
+        tflite_frontend.get_tensor_name = strict_tensor_name
     mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
     subgraph = model.Subgraphs(0)
     operator_names = [
-        subgraph.Tensors(subgraph.Operators(i).Outputs(0)).Name().decode().split(";")[0]
+        tflite_name(subgraph.Tensors(subgraph.Operators(i).Outputs(0)).Name()).split(";")[0]
         for i in range(subgraph.OperatorsLength())
     ]
 
     def spec(index: int) -> TensorSpec:
         tensor = subgraph.Tensors(index)
         return TensorSpec(
-            tensor.Name().decode(), tuple(int(d) for d in tensor.ShapeAsNumpy()), _TFLITE_DTYPES[tensor.Type()]
+            tflite_name(tensor.Name()), tuple(int(d) for d in tensor.ShapeAsNumpy()), _TFLITE_DTYPES[tensor.Type()]
         )
 
     return ImportedModel(
