@@ -95,6 +95,7 @@ def import_model(path: str | Path, name: str | None = None) -> ImportedModel:
     if suffix in (".tflite", ".onnx"):
         imported = _import_tflite(path) if suffix == ".tflite" else _import_onnx(path)
         imported.name = c_identifier(name or path.stem)
+        imported.mod = with_generated_var_names(imported.mod)
         return imported
     raise ModelImportError(f"{path.name}: unknown model format '{suffix}' (expected .tflite or .onnx)")
 
@@ -119,11 +120,50 @@ def from_relax(mod: tvm.IRModule, name: str = "model") -> ImportedModel:
         name=c_identifier(name),
         path=Path(f"{name}.relax"),
         format="relax",
-        mod=mod,
+        mod=with_generated_var_names(mod),
         layers=layers,
         inputs=[spec(p.name, p.ty) for p in main.params],
         outputs=[spec(f"output{i}", ty) for i, ty in enumerate(ret_fields)],
     )
+
+
+_OUR_LAYER_VAR = re.compile(rf"{LAYER_VAR_PREFIX}\d+$")
+
+
+@relax.expr_functor.mutator
+class _GeneratedVarNames(relax.PyExprMutator):
+    """Renames every var of a function whose name is not one of our `layer<N>`: parameters `input<i>`, the
+    rest `v<n>`, in visiting order. TVM's frontends name vars after the model's tensors, and TVM's
+    C code generator names kernel buffers and parameters after vars: after this, no model text can."""
+
+    def __init__(self, mod: tvm.IRModule, params: list[relax.Var]) -> None:
+        super().__init__(mod)
+        self.params = params
+        self.renamed = 0
+
+    def _rename(self, var: relax.Var, make) -> relax.Var:
+        if _OUR_LAYER_VAR.match(var.name):
+            return var
+        index = next((i for i, p in enumerate(self.params) if p.same_as(var)), None)
+        name = f"input{index}" if index is not None else f"v{self.renamed}"
+        self.renamed += index is None
+        new = make(name, var.ty)
+        self.set_var_remap(var, new)
+        return new
+
+    def visit_var_def_(self, var: relax.Var) -> relax.Var:
+        return self._rename(var, relax.Var)
+
+    def visit_dataflow_var_def_(self, var: relax.DataflowVar) -> relax.Var:
+        return self._rename(var, relax.DataflowVar)
+
+
+def with_generated_var_names(mod: tvm.IRModule) -> tvm.IRModule:
+    """`mod` with `main`'s vars renamed by `_GeneratedVarNames` (its attributes kept)."""
+    main = mod["main"]
+    renamed = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)  # the caller's module stays as it was
+    renamed["main"] = _GeneratedVarNames(mod, list(main.params)).visit_expr(main)
+    return renamed
 
 
 def _layer_var_name(layers: list[str], layer: str) -> str:
