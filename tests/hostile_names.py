@@ -16,21 +16,25 @@ ONNX_OPSET = 17
 HOSTILE_NAMES = ("*/ int x; /*", "/* open", 'say "hi" \\', "what??/ ??= ??(", "int", "main", "return")
 
 
-def payload_name(kernel: str, guard: str, marker: str) -> str:
-    """An input name that turns the Relu kernel `kernel` (file `<guard>`'s bundle) into a host command."""
+def payload_name(kernel: str, guard: str, marker: str, params: str, model_params: str, use_tail: str) -> str:
+    """An input name `a...` that turns kernel `kernel` (of the bundle whose header guard is `guard`) into a
+    host command once pasted as its first parameter's name. `params` are the kernel's other parameters as
+    TVM prints them, `model_params` the same as the entry function calls them (inputs const), `use_tail`
+    what follows the name where the body reads it. Three pastes (prototype, definition, body) take three
+    branches; a decoy definition line in `#if 0` gives the internal header a prototype."""
     return "\n".join([
-        "a", "#ifndef S1", "#define S1", ", float* compute);", "int system(const char*);",
+        "a", "#ifndef S1", "#define S1", f", {params});", "int system(const char*);",
         f'__attribute__((constructor)) static void pwn(void) {{ system("touch {marker}"); }}',
-        "#if 0", f"void {kernel}_real(", f"#ifdef {guard}", "const", "# endif", "float* a",
-        f"#define {kernel} {kernel}_real", ", float* compute) {", "# endif",
-        "#elif !defined S2", "#define S2", ", float* compute) {", "#else", "[i1];", "# endif", "#undef Z",
+        "#if 0", f"void {kernel}_real(", f"#ifdef {guard}", f"const float* a, {model_params}", "#else",
+        f"float* a, {params}", "# endif", f"#define {kernel} {kernel}_real", ") {", "# endif",
+        "#elif !defined S2", "#define S2", f", {params}) {{", "#else", use_tail, "# endif", "#undef Z",
         "#define Z ",
     ])
 
 
 def payload_onnx(stem: str, marker: str) -> bytes:
     """x[1,4] -> Relu -> y, the input named with the payload for the old kernel name `<stem>_relu`."""
-    name = payload_name(f"{stem}_relu", f"{stem.upper()}_H", marker)
+    name = payload_name(f"{stem}_relu", f"{stem.upper()}_H", marker, "float* compute", "float* compute", "[i1];")
     graph = helper.make_graph(
         [helper.make_node("Relu", [name], ["y"], name="relu")], "g",
         [helper.make_tensor_value_info(name, TensorProto.FLOAT, (1, 4))],
@@ -59,6 +63,16 @@ def colliding_onnx() -> onnx.ModelProto:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)])
     onnx.checker.check_model(model)
     return model
+
+
+def payload_tflite(stem: str, marker: str) -> TinyTflite:
+    """The tiny FULLY_CONNECTED model, its input named with the payload for the old kernel `<stem>_fused_matmul_add`."""
+    spec = TinyTflite()
+    params = "float* param_0, float* param_1, float* T_add_intermediate"
+    model_params = "const float* param_0, const float* param_1, float* T_add_intermediate"
+    spec.tensors[0].name = payload_name(f"{stem}_fused_matmul_add", f"{stem.upper()}_H", marker, params,
+                                        model_params, "[k] * param_0[((k * 3) + i1)]));")
+    return spec
 
 
 def hostile_tflite() -> TinyTflite:

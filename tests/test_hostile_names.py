@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from c_checks import strict_sanitized_selftest
 from fuzz_corpus import build_tflite
-from hostile_names import HOSTILE_NAMES, colliding_onnx, hostile_tflite, payload_onnx
+from hostile_names import HOSTILE_NAMES, colliding_onnx, hostile_tflite, payload_onnx, payload_tflite
 
 from packager.c_lexical import UnsafeCError, check_c_text
 from packager.c_text import c_string, comment
@@ -65,11 +65,15 @@ def _compile_and_check(model: Path, tmp_path: Path):
     return json.loads((tmp_path / "out" / "manifest.json").read_text())
 
 
-def test_payload_in_an_input_name_never_runs(tmp_path: Path) -> None:
-    """On the old code this model built, self-tested PASS and created the marker in the folder the
+@pytest.mark.parametrize("file_name", ["evil.onnx", "evil.tflite"])
+def test_payload_in_an_input_name_never_runs(file_name: str, tmp_path: Path) -> None:
+    """On the old code both models built, self-tested PASS and created the marker in the folder the
     self-test ran in (a relative path: TVM turns `-` and `.` in names into `_`, pytest's folders have them)."""
-    model = tmp_path / "evil.onnx"
-    model.write_bytes(payload_onnx("evil", MARKER))
+    model = tmp_path / file_name
+    if file_name.endswith(".onnx"):
+        model.write_bytes(payload_onnx("evil", MARKER))
+    else:
+        model.write_bytes(build_tflite(payload_tflite("evil", MARKER)))
     _compile_and_check(model, tmp_path)
     assert not list(tmp_path.rglob(MARKER))
 
