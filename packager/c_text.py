@@ -13,27 +13,26 @@ _COMMENT_PAIRS = {"/": "*", "*": "/"}  # each character that makes a comment del
 
 
 def comment(text: str) -> str:
-    r"""`text` (model text: any characters) made safe anywhere inside a `/* ... */` comment, on one line.
+    r"""`text` (model text: any characters) made safe inside a `/* ... */` comment, on one line.
 
     The result is printable ASCII only and holds no `*/`, no `/*` and no `??` (gcc -std=c99 reads
-    trigraphs: `??/` is a backslash). A backslash becomes `\\`; a `/` or `*` next to its partner, or at
-    either end, gets a backslash before it; a `?` after a `?` or at either end becomes `\?`; whitespace
-    runs become one space; every other byte outside printable ASCII (control characters, the UTF-8 bytes
-    of non-ASCII characters) is written `\xNN`. So no model name can end the comment or change the code.
+    trigraphs: `??/` is a backslash), provided the characters right beside it are none of `/`, `*`, `?`
+    (our templates put spaces or punctuation there). A backslash becomes `\\`; a `/` or `*` next to its
+    partner gets a backslash before it; a `?` after a `?` becomes `\?`; whitespace runs become one space;
+    every other byte outside printable ASCII (control characters, the UTF-8 bytes of non-ASCII
+    characters) is written `\xNN`. So no model name can end the comment or change the code.
     """
     chars = " ".join(text.split())
     out = []
     for i, char in enumerate(chars):
-        before = chars[i - 1] if i > 0 else None
-        after = chars[i + 1] if i + 1 < len(chars) else None
+        before = chars[i - 1] if i > 0 else ""
+        after = chars[i + 1] if i + 1 < len(chars) else ""
         if char == "\\":
             out.append("\\\\")
         elif char in _COMMENT_PAIRS:
-            partner = _COMMENT_PAIRS[char]
-            at_edge = before is None or after is None
-            out.append(f"\\{char}" if at_edge or partner in (before, after) else char)
-        elif char == "?":
-            out.append("\\?" if before in (None, "?") or after is None else "?")
+            out.append(f"\\{char}" if _COMMENT_PAIRS[char] in (before, after) else char)
+        elif char == "?" and before == "?":
+            out.append("\\?")
         elif " " <= char <= "~":
             out.append(char)
         else:

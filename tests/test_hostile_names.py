@@ -4,6 +4,7 @@ the bundle's lexical check can fail."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 from pathlib import Path
@@ -39,6 +40,14 @@ def test_escaped_text_is_exact_in_a_string_and_inert_in_a_comment(tmp_path: Path
     # A NUL ends fputs's string: C strings stop there, as the name would in any C API.
     expected = b"".join(t.encode("utf-8").split(b"\x00")[0] + b"|" for t in NASTY_TEXTS)
     assert printed == expected
+
+
+def test_comment_never_holds_a_delimiter_or_trigraph_for_any_short_text() -> None:
+    """Every text of up to 5 characters over the dangerous alphabet, placed as our templates place it."""
+    for length in range(1, 6):
+        for chars in itertools.product("/*?=\\ a", repeat=length):
+            inside = f"/* {comment(''.join(chars))} */"[2:-2]
+            assert "*/" not in inside and "/*" not in inside and "??" not in inside, chars
 
 
 def test_lexical_check_passes_our_c_and_fails_on_code_from_a_name() -> None:
