@@ -178,7 +178,7 @@ FULLY_CONNECTED, CUSTOM, SUB = 9, 32, 41
 
 @dataclass
 class TinyTensor:
-    name: str
+    name: str | bytes  # bytes are written as they are (a name that is not UTF-8)
     shape: tuple[int, ...]
     type_code: int
     buffer: int
