@@ -12,6 +12,7 @@ from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.picture import memory_plan_svg
 from memory_planner.plan import ExecutionPlan
 from packager.aot_entry import write_model_c
+from packager.c_lexical import check_c_text
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
 from packager.cortex_m import write_cortex_m_support
 from packager.header import write_header
@@ -46,8 +47,8 @@ class BundleInputs:
 def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     """Write the bundle's source files, build files and manifest into `out_dir`; return their paths."""
     plan, m = bundle.plan, bundle.plan.model
-    inputs = io_tensors(plan, plan.inputs, bundle.input_names)
-    outputs = io_tensors(plan, plan.outputs, bundle.output_names)
+    inputs = io_tensors(plan, plan.inputs, bundle.input_names, "input")
+    outputs = io_tensors(plan, plan.outputs, bundle.output_names, "output")
     arena = bundle.memory.arena_bytes
     files = {
         f"{m}.h": write_header(plan, inputs, outputs, arena, bundle.alignment),
@@ -61,6 +62,9 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
         "CMakeLists.txt": write_cmakelists(m, bundle.config),
         "memory_plan.svg": memory_plan_svg(bundle.buffers, bundle.memory),
     }
+    for name, text in files.items():
+        if name.endswith((".c", ".h")):
+            check_c_text(name, text)  # raises UnsafeCError (an internal error) before anything is written
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     if bundle.config.emulated:

@@ -9,9 +9,55 @@ import numpy as np
 VALUES_PER_LINE = 8
 
 
+_COMMENT_PAIRS = {"/": "*", "*": "/"}  # each character that makes a comment delimiter with the other
+
+
 def comment(text: str) -> str:
-    """`text` safe inside a /* */ comment, on one line."""
-    return " ".join(text.replace("*/", "* /").split())
+    r"""`text` (model text: any characters) made safe inside a `/* ... */` comment, on one line.
+
+    The result is printable ASCII only and holds no `*/`, no `/*` and no `??` (gcc -std=c99 reads
+    trigraphs: `??/` is a backslash), provided the characters right beside it are none of `/`, `*`, `?`
+    (our templates put spaces or punctuation there). A backslash becomes `\\`; a `/` or `*` next to its
+    partner gets a backslash before it; a `?` after a `?` becomes `\?`; whitespace runs become one space;
+    every other byte outside printable ASCII (control characters, the UTF-8 bytes of non-ASCII
+    characters) is written `\xNN`. So no model name can end the comment or change the code.
+    """
+    chars = " ".join(text.split())
+    out = []
+    for i, char in enumerate(chars):
+        before = chars[i - 1] if i > 0 else ""
+        after = chars[i + 1] if i + 1 < len(chars) else ""
+        if char == "\\":
+            out.append("\\\\")
+        elif char in _COMMENT_PAIRS:
+            out.append(f"\\{char}" if _COMMENT_PAIRS[char] in (before, after) else char)
+        elif char == "?" and before == "?":
+            out.append("\\?")
+        elif " " <= char <= "~":
+            out.append(char)
+        else:
+            out.append("".join(f"\\x{byte:02x}" for byte in char.encode("utf-8", "backslashreplace")))
+    return "".join(out)
+
+
+def c_string(text: str) -> str:
+    r"""`text` (model text: any characters) as one C99 string literal, quotes included, ASCII only.
+
+    Printable ASCII stands for itself except `"`, `\\` and `?` (always escaped, so no trigraph can
+    form); every other byte of its UTF-8 encoding is a three-digit octal escape, which cannot take the
+    next character into the escape the way `\\x` would. A `%` stays: pass the literal to printf as an
+    argument, never as the format.
+    """
+    out = []
+    for byte in text.encode("utf-8", "backslashreplace"):
+        char = chr(byte)
+        if char in '"\\?':
+            out.append("\\" + char)
+        elif 0x20 <= byte <= 0x7E:
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
 
 
 def c_literal(value, dtype: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from memory_planner.plan import ExecutionPlan, Tensor
@@ -10,7 +9,8 @@ from memory_planner.plan import ExecutionPlan, Tensor
 
 @dataclass(frozen=True)
 class IoTensor:
-    """One model input or output: the plan tensor, the model's own name for it, and its C field name."""
+    """One model input or output: the plan tensor, the model's own name for it (any text: escape it), and
+    its C field name (ours)."""
 
     tensor: Tensor
     model_name: str
@@ -33,18 +33,10 @@ class IoTensor:
         return self.tensor.nbytes
 
 
-def _field_name(text: str, taken: set[str]) -> str:
-    base = re.sub(r"[^0-9A-Za-z_]", "_", text).strip("_").lower() or "tensor"
-    if base[0].isdigit():
-        base = f"t_{base}"
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
-    taken.add(name)
-    return name
+def io_tensors(plan: ExecutionPlan, names: list[str], model_names: list[str], kind: str) -> list[IoTensor]:
+    """IoTensors for plan tensors `names` (the model's `kind`s: "input" or "output"), in order.
 
-
-def io_tensors(plan: ExecutionPlan, names: list[str], model_names: list[str]) -> list[IoTensor]:
-    """IoTensors for plan tensors `names`, named in the API after `model_names` (the model's own names)."""
-    taken: set[str] = set()
-    return [IoTensor(plan.tensors[n], m, _field_name(m, taken)) for n, m in zip(names, model_names)]
+    Their C fields are `<kind><index>` (`input0`, `output1`): the model's own names (`model_names`) go
+    only into comments, escaped, so no model name is ever C code or collides with another.
+    """
+    return [IoTensor(plan.tensors[n], m, f"{kind}{index}") for index, (n, m) in enumerate(zip(names, model_names))]

@@ -22,7 +22,7 @@ from string import Template
 import numpy as np
 
 from memory_planner.plan import ExecutionPlan
-from packager.c_text import array_body, comment, macro_prefix
+from packager.c_text import array_body, c_string, comment, macro_prefix
 from packager.io_names import IoTensor
 
 
@@ -290,9 +290,8 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         f"  status = {run_call};",
         "#endif",
     ]
-    reference = vectors.reference.replace("\\", "").replace('"', "'")
     lines += [
-        f'  printf("selftest: {m} compared with {reference}\\n");',
+        f'  printf("selftest: {m} compared with %s\\n", {c_string(vectors.reference)});',
         f"  if (status != {M}_OK) {{",
         '    printf("selftest: run failed with status %d\\n", status);',
         "    return 2;",

@@ -179,7 +179,7 @@ FULLY_CONNECTED, CUSTOM, SUB = 9, 32, 41
 
 @dataclass
 class TinyTensor:
-    name: str
+    name: str | bytes  # bytes are written as they are (a name that is not UTF-8)
     shape: tuple[int, ...]
     type_code: int
     buffer: int
@@ -405,9 +405,16 @@ def _aliased_vectors() -> TinyTflite:
     return spec
 
 
+def _hostile_names() -> TinyTflite:
+    from hostile_names import hostile_tflite  # imports this module: loaded on first use
+
+    return hostile_tflite()
+
+
 TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None]] = {
     "valid tiny model": (TinyTflite, None),
     "valid int8 tiny model": (_int8_fully_connected, None),
+    "valid tiny model with hostile tensor names": (_hostile_names, None),
     "int8 output without a scale": (lambda: _int8_fully_connected(output_quantized=False), ErrorKind.TENSOR),
     "zero point outside int8": (lambda: _int8_fully_connected(input_zero_point=200), ErrorKind.TENSOR),
     "per-channel weights with a non-zero zero point": (
@@ -586,8 +593,15 @@ def _checker_failure() -> onnx.ModelProto:
     return model
 
 
+def _colliding_hostile_names() -> onnx.ModelProto:
+    from hostile_names import colliding_onnx  # imports this module: loaded on first use
+
+    return colliding_onnx()
+
+
 ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]] = {
     "valid small model": (small_onnx_model, None),
+    "valid model with hostile and colliding names": (_colliding_hostile_names, None),
     "cycle": (_cycle, ErrorKind.GRAPH),
     "empty graph": (lambda: _graph_model([], [_vector("x")], [_vector("y")]), ErrorKind.GRAPH),
     "input is also output": (_input_is_output, ErrorKind.GRAPH),

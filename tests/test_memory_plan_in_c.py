@@ -28,8 +28,8 @@ def poisoned_selftest(bundle, work_dir) -> subprocess.CompletedProcess:
 
 def rewrite_model_c(bundle, buffers) -> None:
     plan = bundle.plan
-    inputs = io_tensors(plan, plan.inputs, plan.inputs)
-    outputs = io_tensors(plan, plan.outputs, plan.outputs)
+    inputs = io_tensors(plan, plan.inputs, plan.inputs, "input")
+    outputs = io_tensors(plan, plan.outputs, plan.outputs, "output")
     text = write_model_c(plan, inputs, outputs, bundle.memory.offsets, buffers, bundle.arena_bytes, 16)
     (bundle.out_dir / f"{plan.model}_model.c").write_text(text)
 

@@ -82,16 +82,31 @@ def _without_allocs(stmt: tirx.Stmt, taken: list) -> tirx.Stmt | None:
     return stmt
 
 
+def _parameter_names(func: tirx.PrimFunc, num_scratch: int) -> list[str]:
+    """C names for `func`'s parameters then its `num_scratch` scratch buffers, by role and index only.
+
+    TVM names a kernel's parameters after the Relax vars it was legalized from, and those can carry a
+    model's tensor names: our C never takes a parameter name from anywhere but here.
+    """
+    if NUM_OUTPUTS_ATTR not in (func.attrs or {}):  # a user's PrimFunc through the registered pipeline
+        return [f"arg{i}" for i in range(len(func.params))] + [f"scratch{k}" for k in range(num_scratch)]
+    num_outputs = int(func.attrs[NUM_OUTPUTS_ATTR])
+    num_inputs = len(func.params) - num_outputs
+    return ([f"input{i}" for i in range(num_inputs)] + [f"output{j}" for j in range(num_outputs)]
+            + [f"scratch{k}" for k in range(num_scratch)])
+
+
 def _plain_c_signature(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    """Buffer parameters become pointer parameters; large internal buffers become scratch parameters."""
+    """Buffer parameters become pointer parameters named by role (`input0`, `output0`, `scratch0`);
+    large internal buffers become scratch parameters."""
     taken: list = []
     body = _without_allocs(func.body, taken) or tirx.Evaluate(0)
     params, decls = [], []
-    for buf in list(func.params) + taken:
+    for buf, name in zip(list(func.params) + taken, _parameter_names(func, len(taken))):
         if not tirx.is_buffer_var(buf):
             params.append(buf)
             continue
-        ptr = tirx.Var(buf.name, tirx.buffer_data_pointer_type(buf))
+        ptr = tirx.Var(name, tirx.buffer_data_pointer_type(buf))
         params.append(ptr)
         decls.append(tirx.DeclBuffer(buf, data=ptr))
         if isinstance(buf.elem_offset, tirx.Var):

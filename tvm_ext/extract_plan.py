@@ -8,6 +8,7 @@ tuple of outputs. Anything else is an error naming the binding: the plan never s
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,7 +129,9 @@ def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimF
     """The PrimFuncs `main` calls, structurally equal ones merged into one C function.
 
     Returns (C name -> PrimFunc with NUM_OUTPUTS_ATTR set, PrimFunc name in `mod` -> C name). C names are
-    `<prefix>_<first PrimFunc name>`, stable from build to build.
+    `<prefix>_<kind>_<index>`: the kind is the first PrimFunc's name cut to `[a-z0-9_]` (TVM's operator
+    vocabulary, e.g. `fused_conv2d_add_relu`), the index counts distinct kernels, so names are unique and
+    stable from build to build and no model text reaches them.
     """
     kernels: dict[str, tirx.PrimFunc] = {}
     c_name_of: dict[str, str] = {}
@@ -146,11 +149,16 @@ def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimF
         key = tvm_ffi.structural_hash(func)
         same = next((n for n in by_hash.get(key, []) if tvm_ffi.structural_equal(kernels[n], func)), None)
         if same is None:
-            same = f"{prefix}_{gvar.name_hint}"
+            same = f"{prefix}_{_kernel_kind(gvar.name_hint)}_{len(kernels)}"
             kernels[same] = func
             by_hash.setdefault(key, []).append(same)
         c_name_of[gvar.name_hint] = same
     return kernels, c_name_of
+
+
+def _kernel_kind(name_hint: str) -> str:
+    """A PrimFunc's name reduced to lowercase letters, digits and single underscores (at most 40 chars)."""
+    return re.sub(r"[^a-z0-9]+", "_", name_hint.lower()).strip("_")[:40].strip("_") or "kernel"
 
 
 @dataclass

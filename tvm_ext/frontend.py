@@ -47,10 +47,42 @@ class ModelImportError(Exception):
     """The frontend could not import the model; the message names the model and the operator."""
 
 
+# C99/C11/C23 keywords, and C++'s (the header is `extern "C"` for C++ callers).
+_KEYWORDS = frozenset("""
+    auto break case char const continue default do double else enum extern float for goto if inline int long
+    register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+    alignas alignof bool constexpr false nullptr static_assert thread_local true typeof typeof_unqual
+    asm catch class const_cast delete dynamic_cast explicit export friend mutable namespace new noexcept operator
+    private protected public reinterpret_cast template this throw try typeid typename using virtual
+    main
+""".split())
+# Prefixes the bundle's names `<prefix>_...` and `<PREFIX>_...` must not start with: our own self-test and
+# Cortex-M support names, and the names C reserves or keeps for its library (C23 7.33: int*_t, is*, to*,
+# str*, mem*, wcs*, SIG*, LC_*, PRI*, SCN*, FE_*, FP_*, INT*/UINT* macros, threads and atomics).
+# (E<upper> macros, kept for <errno.h>, are not listed: the bundle never includes <errno.h>.)
+_RESERVED_PREFIX = re.compile(
+    r"^(selftest|lp_|u?int|is[a-z]|to[a-z]|str[a-z]|mem[a-z]|wcs[a-z]|atomic_|cnd_|mtx_|thrd_|tss_"
+    r"|sig|lc_|pri|scn|fe_|fp_|e[0-9])",
+    re.IGNORECASE,
+)
+_FALLBACK_PREFIX = "model_"
+
+
 def c_identifier(text: str) -> str:
-    """`text` made into a C identifier: non-alphanumerics become `_`, a leading digit gets a `m_` prefix."""
-    ident = re.sub(r"[^0-9A-Za-z_]", "_", text).strip("_") or "model"
-    return f"m_{ident}" if ident[0].isdigit() else ident
+    """`text` (a file name) made into the bundle's C prefix: non-alphanumerics become `_`; a prefix that is
+    empty, starts with a digit, is a keyword or starts like a reserved or bundle-internal name gets
+    `model_` in front. So `<prefix>_run`, `<PREFIX>_ARENA_BYTES`, ... never hit a C or C++ keyword, a
+    reserved identifier or a name the self-test uses."""
+    ident = re.sub(r"[^0-9A-Za-z_]", "_", text).strip("_")
+    if not ident or ident[0].isdigit() or ident.lower() in _KEYWORDS or _RESERVED_PREFIX.match(ident):
+        return f"{_FALLBACK_PREFIX}{ident}".rstrip("_")
+    return ident
+
+
+def tflite_name(raw: bytes | None) -> str:
+    """A TFLite name (flatbuffer bytes, any encoding) as text: UTF-8, with every byte that is not valid
+    UTF-8 written `\\xNN` (lossless and visible). The one place TFLite names are decoded."""
+    return (raw or b"").decode("utf-8", errors="backslashreplace")
 
 
 def import_model(path: str | Path, name: str | None = None) -> ImportedModel:
@@ -63,6 +95,7 @@ def import_model(path: str | Path, name: str | None = None) -> ImportedModel:
     if suffix in (".tflite", ".onnx"):
         imported = _import_tflite(path) if suffix == ".tflite" else _import_onnx(path)
         imported.name = c_identifier(name or path.stem)
+        imported.mod = with_generated_var_names(imported.mod)
         return imported
     raise ModelImportError(f"{path.name}: unknown model format '{suffix}' (expected .tflite or .onnx)")
 
@@ -87,11 +120,50 @@ def from_relax(mod: tvm.IRModule, name: str = "model") -> ImportedModel:
         name=c_identifier(name),
         path=Path(f"{name}.relax"),
         format="relax",
-        mod=mod,
+        mod=with_generated_var_names(mod),
         layers=layers,
         inputs=[spec(p.name, p.ty) for p in main.params],
         outputs=[spec(f"output{i}", ty) for i, ty in enumerate(ret_fields)],
     )
+
+
+_OUR_LAYER_VAR = re.compile(rf"{LAYER_VAR_PREFIX}\d+$")
+
+
+@relax.expr_functor.mutator
+class _GeneratedVarNames(relax.PyExprMutator):
+    """Renames every var of a function whose name is not one of our `layer<N>`: parameters `input<i>`, the
+    rest `v<n>`, in visiting order. TVM's frontends name vars after the model's tensors, and TVM's
+    C code generator names kernel buffers and parameters after vars: after this, no model text can."""
+
+    def __init__(self, mod: tvm.IRModule, params: list[relax.Var]) -> None:
+        super().__init__(mod)
+        self.params = params
+        self.renamed = 0
+
+    def _rename(self, var: relax.Var, make) -> relax.Var:
+        if _OUR_LAYER_VAR.match(var.name):
+            return var
+        index = next((i for i, p in enumerate(self.params) if p.same_as(var)), None)
+        name = f"input{index}" if index is not None else f"v{self.renamed}"
+        self.renamed += index is None
+        new = make(name, var.ty)
+        self.set_var_remap(var, new)
+        return new
+
+    def visit_var_def_(self, var: relax.Var) -> relax.Var:
+        return self._rename(var, relax.Var)
+
+    def visit_dataflow_var_def_(self, var: relax.DataflowVar) -> relax.Var:
+        return self._rename(var, relax.DataflowVar)
+
+
+def with_generated_var_names(mod: tvm.IRModule) -> tvm.IRModule:
+    """`mod` with `main`'s vars renamed by `_GeneratedVarNames` (its attributes kept)."""
+    main = mod["main"]
+    renamed = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)  # the caller's module stays as it was
+    renamed["main"] = _GeneratedVarNames(mod, list(main.params)).visit_expr(main)
+    return renamed
 
 
 def _layer_var_name(layers: list[str], layer: str) -> str:
@@ -126,7 +198,7 @@ def _import_tflite(path: Path) -> ImportedModel:
 
         def _named(self, convert):
             def convert_and_name(op):
-                output_name = self.get_output_tensors(op)[0].tensor.Name().decode()
+                output_name = tflite_name(self.get_output_tensors(op)[0].tensor.Name())
                 # TFLite joins the names of fused graph ops with ';': the first is the layer's own.
                 layer = f"{output_name.split(';')[0]} ({self.get_op_code_str(op)})"
                 try:
@@ -139,21 +211,26 @@ def _import_tflite(path: Path) -> ImportedModel:
 
     buf = path.read_bytes()
     model = tflite.Model.GetRootAsModel(buf, 0)
+    strict_tensor_name = tflite_frontend.get_tensor_name
+    # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte: ours never fails.
+    tflite_frontend.get_tensor_name = lambda graph, index: tflite_name(graph.Tensors(index).Name()) or f"t{index}"
     try:
         mod = tflite_frontend.from_tflite(model, op_converter=LayerNamingConverter)
     except tvm.error.OpError as err:  # TVM's errors for operators a model gets wrong or TVM lacks
         raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
+    finally:
+        tflite_frontend.get_tensor_name = strict_tensor_name
     mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
     subgraph = model.Subgraphs(0)
     operator_names = [
-        subgraph.Tensors(subgraph.Operators(i).Outputs(0)).Name().decode().split(";")[0]
+        tflite_name(subgraph.Tensors(subgraph.Operators(i).Outputs(0)).Name()).split(";")[0]
         for i in range(subgraph.OperatorsLength())
     ]
 
     def spec(index: int) -> TensorSpec:
         tensor = subgraph.Tensors(index)
         return TensorSpec(
-            tensor.Name().decode(), tuple(int(d) for d in tensor.ShapeAsNumpy()), _TFLITE_DTYPES[tensor.Type()]
+            tflite_name(tensor.Name()), tuple(int(d) for d in tensor.ShapeAsNumpy()), _TFLITE_DTYPES[tensor.Type()]
         )
 
     return ImportedModel(
