@@ -2,7 +2,7 @@
 
 Model names reach the C only through `packager.c_text.comment` and `c_string`; every identifier is ours.
 This check holds the result to that: outside comments and string literals only identifiers, numbers,
-punctuation and whitespace; preprocessor lines only the directives and headers we emit; printable ASCII
+punctuation, whitespace and character literals; preprocessor lines only the directives and headers we emit; printable ASCII
 only, no trigraph (`??x`), no backslash outside a string's escapes, no `/*` inside a comment. A failure is
 our bug (an escaper missed something), never the model's: it raises `UnsafeCError`, an internal error.
 """
@@ -14,8 +14,9 @@ import re
 _TOKEN = re.compile(
     r"(?P<code>(?:[A-Za-z0-9_ \t\n{}()\[\];,.+\-*%<>=!&|^~?:]|/(?![*/]))+)"
     r'|(?P<string>"(?:[ !#-\[\]-~]|\\[\\"?nt]|\\[0-7]{3})*")'  # printable ASCII but " and \, or escapes
+    r"|(?P<char>'(?:[ -&(-\[\]-~]|\\[\\'0nt])')"  # one printable ASCII char but ' and \, or an escape
     r"|(?P<comment>/\*(?:[ -)+-.0-~\n]|\*(?!/)|/(?!\*))*\*/)"  # printable ASCII and newlines, no /*
-    r'|(?P<directive>#[ \t]*(?:include[ \t]+(?:<(?:stddef|stdint|stdbool|stdio|math)\.h>|"\w+\.h")(?=[ \t]*(?:\n|/\*))'
+    r'|(?P<directive>#[ \t]*(?:include[ \t]+(?:<(?:stddef|stdint|stdbool|stdio|string|math)\.h>|"\w+\.h")(?=[ \t]*(?:\n|/\*))'
     r"|(?:ifndef|ifdef|if|define|endif|else|undef)\b))"
 )
 

@@ -70,6 +70,6 @@ def test_output_without_own_storage_compiles_and_passes(tmp_path: Path, make, co
     bundle = compile_model(path, target="lowpower", out=tmp_path / "out")
     assert bundle.selftest.passed
     assert len(bundle.selftest.max_errors) == len(bundle.plan.outputs)
-    entry = (tmp_path / "out" / f"{make.__name__}_model.c").read_text()
+    entry = (tmp_path / "out" / f"{bundle.plan.model}_model.c").read_text()
     for name in copied_outputs:
         assert f"{name} (output copy)" in entry, entry
