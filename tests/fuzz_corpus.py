@@ -128,12 +128,6 @@ def real_tflite_cases(path: Path) -> list[BadModel]:
         BadModel("huge declared shape", name, huge_shape, ErrorKind.TENSOR),
         BadModel("negative shape dim", name, _patch(data, shape_at, "<i", -1), ErrorKind.TENSOR),
         BadModel(
-            "negative buffer index",
-            name,
-            _patch(data, _field_position(input_tensor, _TENSOR_BUFFER), "<i", -1),
-            ErrorKind.INDEX,
-        ),
-        BadModel(
             "operator reads tensor -5",
             name,
             _patch(data, _vector_position(operator, _OPERATOR_INPUTS), "<i", -5),
@@ -147,6 +141,12 @@ def real_tflite_cases(path: Path) -> list[BadModel]:
         ),
         BadModel("root offset past the end", name, _patch(data, 0, "<I", len(data) + 4), ErrorKind.STRUCTURE),
     ]
+    # A tensor's buffer index is stored only when it is not the default 0: patch the first tensor that has one.
+    for i in range(graph.TensorsLength()):
+        buffer_at = _field_position(graph.Tensors(i), _TENSOR_BUFFER)
+        if buffer_at:
+            cases.append(BadModel("negative buffer index", name, _patch(data, buffer_at, "<i", -1), ErrorKind.INDEX))
+            break
     # The opcode index is stored only when it is not the default 0: patch the first operator that has one.
     for i in range(graph.OperatorsLength()):
         opcode_at = _field_position(graph.Operators(i), _OPERATOR_OPCODE_INDEX)
