@@ -7,8 +7,8 @@ when it built and its self-test passed: `out` never holds half a bundle.
 
 from __future__ import annotations
 
+import os
 import shutil
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,25 +69,24 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
 
     `model` is a .tflite or .onnx file, or a Relax IRModule the user built (its self-test reference is then
     TVM's Relax VM on the host). `name` is the bundle's C prefix (default: the model file's stem, or "model");
-    `force` replaces a non-empty `out`; `log` receives one line per stage.
+    `force` replaces a non-empty `out`; `log` receives one line per stage. How `out` is checked and filled
+    (nothing of the user's is deleted without `force`): `tvm_ext.compile.output_folder`.
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle.
     """
+    from tvm_ext.compile.output_folder import check_output_folder, make_staging_folder, move_into_place
     from tvm_ext.compile.pipeline import compile_to_folder
 
     out = Path(out)
+    out_absolute = Path(os.path.abspath(out))  # "." and ".." named: the staging folder goes beside OUT
     if isinstance(model, str):
         model = Path(model)
     label = model.name if isinstance(model, Path) else (name or "model")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise CompileError(f"{label}: output folder {out} is not empty (use --force to replace it)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    check_output_folder(out_absolute, model if isinstance(model, Path) else None, label, force)
+    staging = make_staging_folder(out_absolute, label)
     try:
         result = compile_to_folder(model, target, staging, _stage_logger(log), name)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        move_into_place(staging, out_absolute, force, label)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
