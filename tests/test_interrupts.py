@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from tvm_ext import command_process
+from tvm_ext.compile import __main__ as cli
 
 SUMMARY_MARK = "self-test PASS ->"
 
@@ -95,3 +97,21 @@ def test_sigint_during_the_passes_of_a_larger_model(delay_seconds, shared_models
     out = tmp_path / "out"
     proc = interrupted_run([str(shared_models / "mlperf_tiny/kws_ref_model.tflite")], out, delay_seconds)
     assert_ended_by_the_signal(proc, out, signal.SIGINT, "tvm_ext.compile: interrupted")
+
+
+def test_an_interrupt_a_library_swallows_still_stops_the_compile_at_the_next_stage(monkeypatch, capsys, tmp_path):
+    """Some library code catches what an interrupt became (once in about 30 runs of the example, the compile went
+    on to a complete bundle and exit 0): the command stops at the end of the stage it arrived in."""
+    monkeypatch.setattr(command_process, "_received", None)  # restored after the test: the handler sets it
+
+    def compile_inside_a_library_that_swallows_interrupts(model, target, out, *, force, log):
+        try:
+            command_process._handle(signal.SIGINT, None)  # what the installed handler does on Ctrl-C
+        except KeyboardInterrupt:
+            pass
+        log("check         0.01 s")
+        pytest.fail("the compile went on after the stage the interrupt arrived in")
+
+    monkeypatch.setattr(cli, "compile", compile_inside_a_library_that_swallows_interrupts)
+    assert cli.main(["model.tflite", "-o", str(tmp_path / "out")]) == 130
+    assert capsys.readouterr().err == "tvm_ext.compile: interrupted\n"

@@ -11,7 +11,7 @@ The handlers act in three phases. Before the work starts (imports, arguments) th
 they write the line and end the process at once. Inside `work_that_unwinds()` the first signal raises
 KeyboardInterrupt so that cleanup runs (later signals are ignored, so cleanup is not cut short), and
 `received_signal()` remembers it even when TVM's FFI turns the KeyboardInterrupt raised inside a C++ callback
-into a RuntimeError. After the work the outcome is decided and signals are ignored.
+into a RuntimeError, and `stop_if_signalled()` stops the work at its next step if a library swallowed it. After the work the outcome is decided and signals are ignored.
 """
 
 from __future__ import annotations
@@ -70,6 +70,13 @@ def exit_code(signum: int) -> int:
 def received_signal() -> int | None:
     """The signal that interrupted the work, if one did."""
     return _received
+
+
+def stop_if_signalled() -> None:
+    """Raise KeyboardInterrupt if a signal arrived: call it between steps of the work, so that an interrupt some
+    library swallowed (or turned into an exception it handled) still stops the work at the next step."""
+    if _received is not None:
+        raise KeyboardInterrupt
 
 
 @contextmanager

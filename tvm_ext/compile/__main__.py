@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tvm_ext.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
-                                     work_that_unwinds)
+                                     stop_if_signalled, work_that_unwinds)
 from tvm_ext.compile import Bundle, CompileError, compile
 
 
@@ -76,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.ExitStack() as temporary:
                 model = _example_model(Path(temporary.enter_context(tempfile.TemporaryDirectory()))) \
                     if args.example else Path(args.model)
-                bundle = compile(model, args.target, out, force=args.force,
-                                 log=lambda line: print(f"[tvm_ext] {line}", flush=True))
+                bundle = compile(model, args.target, out, force=args.force, log=_print_stage_and_stop_if_signalled)
             release()
         except CompileError as err:
             if args.debug:
@@ -108,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _print_stage_and_stop_if_signalled(line: str) -> None:
+    """Print a finished stage's line; then stop, before the next stage, if an interrupt was swallowed in it."""
+    print(f"[tvm_ext] {line}", flush=True)
+    stop_if_signalled()
+
+
 def _example_model(folder: Path) -> Path:
     """The built-in example model, written into `folder`."""
     from tvm_ext.example import EXAMPLE_NAME, write_example_model
@@ -118,7 +123,15 @@ def _example_model(folder: Path) -> Path:
 def run() -> None:
     """The console script `tvm-ext-compile` and `python -m tvm_ext.compile`: run main() and exit with its code."""
     install_signal_handlers()  # already installed when `tvm_ext` was imported by this command; idempotent
-    sys.exit(main())
+    code = main()
+    if received_signal() is not None:
+        # Cleanup is done. Python's own shutdown would end the process by the signal instead of with our code
+        # when the KeyboardInterrupt passed through code a C extension ran with PyRun_* (then it marks the
+        # interrupt as unhandled even though we handled it): end here.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":
