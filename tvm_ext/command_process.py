@@ -30,6 +30,7 @@ HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 _working = False  # inside work_that_unwinds(): a signal raises KeyboardInterrupt instead of ending the process
 _received: int | None = None
+_stderr_at_install: int | None = None  # a duplicate of file descriptor 2 before the CLI redirects it
 
 
 def prepare_if_compile_command() -> None:
@@ -52,6 +53,9 @@ def _take_working_directory_off_the_import_path() -> None:
 
 def install_signal_handlers() -> None:
     """Handle SIGINT and SIGTERM as the module docstring says, for the rest of the process (idempotent)."""
+    global _stderr_at_install
+    if _stderr_at_install is None:
+        _stderr_at_install = os.dup(2)
     for signum in HANDLED_SIGNALS:
         signal.signal(signum, _handle)
 
@@ -101,6 +105,6 @@ def _handle(signum: int, _frame: object) -> None:
         return
     _received = signum
     if not _working:
-        os.write(2, (interrupted_line(signum) + "\n").encode())
+        os.write(_stderr_at_install, (interrupted_line(signum) + "\n").encode())  # even while 2 is held back
         os._exit(exit_code(signum))
     raise KeyboardInterrupt
