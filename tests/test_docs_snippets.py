@@ -5,7 +5,8 @@ Fenced blocks only, each with a language:
   following the page would;
 - `bash`: each block runs on its own with `bash -euo pipefail`, the installed `tvm-ext-compile` on PATH, unless
   the line before it is `<!-- not run by tests/test_docs_snippets.py: <reason> -->`;
-- `toml`: a file the page goes on to use; its first line `# <file name>: ...` names it;
+- `toml`: a file the pages go on to use (any page: docs/ points to target/README.md's); its first line
+  `# <file name>: ...` names it;
 - `text`: not code.
 All run in a fresh folder holding `model.tflite` (TFLM's hello_world_float) and `model.onnx` (the built-in
 example): the model files the snippets name.
@@ -90,9 +91,10 @@ def reader_folder(shared_models, tmp_path) -> Path:
     return tmp_path
 
 
-def write_toml_files(document: str, folder: Path) -> None:
+def write_toml_files(folder: Path) -> None:
+    """Every document's toml files: a page may use a file another page shows (docs -> target/README.md)."""
     for snippet in ALL_SNIPPETS:
-        if snippet.document == document and snippet.language == "toml":
+        if snippet.language == "toml":
             (folder / TOML_FILE_NAME.match(snippet.code).group(1)).write_text(snippet.code)
 
 
@@ -113,7 +115,7 @@ def test_every_snippet_says_what_it_is(snippet):
 
 @pytest.mark.parametrize("document", DOCUMENTS_WITH_PYTHON)
 def test_python_snippets_run_in_order(document, reader_folder):
-    write_toml_files(document, reader_folder)
+    write_toml_files(reader_folder)
     blocks = [(snippet.where, snippet.code) for snippet in ALL_SNIPPETS
               if snippet.document == document and snippet.language == "python"]
     runner = ("import json, sys\nnamespace = {'__name__': '__main__'}\n"
@@ -126,7 +128,7 @@ def test_python_snippets_run_in_order(document, reader_folder):
 
 @pytest.mark.parametrize("snippet", [marked(snippet) for snippet in SHELL_SNIPPETS])
 def test_shell_snippet_runs(snippet, reader_folder):
-    write_toml_files(snippet.document, reader_folder)
+    write_toml_files(reader_folder)
     environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", snippet.code], cwd=reader_folder, env=environment,
                           capture_output=True, text=True, timeout=900)

@@ -13,17 +13,13 @@ data that `memory_planner` and `packager` use without importing TVM or tvm_ext. 
 """
 
 from __future__ import annotations
-
 from tvm_ext import command_process as _command_process
+_command_process.prepare_if_compile_command()  # before our packages load: see tvm_ext/command_process.py
 
-# First, before our other packages are imported: in `python -m tvm_ext.compile` the working directory must not
-# shadow them, and an interrupt must end in one line from the very start.
-_command_process.prepare_if_compile_command()
+import sys
+from typing import Any
 
-import sys  # noqa: E402 - after the guard above
-from typing import Any  # noqa: E402
-
-from tvm_ext.compile import Bundle, CompileError, compile  # noqa: A004,E402 - the public name users expect
+from tvm_ext.compile import Bundle, CompileError, compile  # noqa: A004 - the public name users expect
 
 if "tvm" in sys.modules:
     # A TVM user imported TVM first: make `tvm.target.Target("lowpower-cortex-m4f")` work right away.

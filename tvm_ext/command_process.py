@@ -9,9 +9,10 @@ calls `prepare_if_compile_command()`, which, in those processes only:
 
 The handlers act in three phases. Before the work starts (imports, arguments) there is nothing to clean up:
 they write the line and end the process at once. Inside `work_that_unwinds()` the first signal raises
-KeyboardInterrupt so that cleanup runs (later signals are ignored, so cleanup is not cut short), and
+KeyboardInterrupt so that cleanup runs (later signals are ignored, so cleanup is not cut short);
 `received_signal()` remembers it even when TVM's FFI turns the KeyboardInterrupt raised inside a C++ callback
-into a RuntimeError, and `stop_if_signalled()` stops the work at its next step if a library swallowed it. After the work the outcome is decided and signals are ignored.
+into a RuntimeError, and `stop_if_signalled()` stops the work at its next step if a library swallowed it.
+After the work the outcome is decided and signals are ignored (SIG_IGN).
 """
 
 from __future__ import annotations
