@@ -2,7 +2,8 @@
 
 Stages, each timed and reported through `log`: import, passes, codegen, planning, reference, packaging,
 build, self-test. The bundle is written into a temporary folder beside `out` and renamed into place only
-when it built and its self-test passed: `out` never holds half a bundle.
+when it built and its self-test passed: `out` never holds half a bundle, and nothing of the user's in `out`
+is deleted without `force` (`tvm_ext.compile.output_folder`).
 """
 
 from __future__ import annotations
@@ -69,8 +70,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
 
     `model` is a .tflite or .onnx file, or a Relax IRModule the user built (its self-test reference is then
     TVM's Relax VM on the host). `name` is the bundle's C prefix (default: the model file's stem, or "model");
-    `force` replaces a non-empty `out`; `log` receives one line per stage. How `out` is checked and filled
-    (nothing of the user's is deleted without `force`): `tvm_ext.compile.output_folder`.
+    `force` replaces a non-empty `out`; `log` receives one line per stage.
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle.
     """

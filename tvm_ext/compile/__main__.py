@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tvm_ext.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
                                      stop_if_signalled, work_that_unwinds)
-from tvm_ext.compile import Bundle, CompileError, compile
+from tvm_ext.compile import CompileError, compile
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command with `argv` (default: sys.argv[1:]); return the exit code."""
     args = _parser().parse_args(argv)
     out = Path(args.out)
-    bundle: Bundle | None = None
+    bundle = None  # the Bundle, once compile() returned
     failure: tuple[int, str] | None = None
     with _stderr_held_back(enabled=not args.debug) as release, work_that_unwinds():
         try:
