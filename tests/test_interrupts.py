@@ -64,19 +64,20 @@ def assert_ended_by_the_signal(proc: subprocess.CompletedProcess, out: Path, sig
     assert not list(out.parent.glob(f".{out.name}.*")), "a staging folder was left behind"
 
 
-@pytest.mark.parametrize("delay_seconds", [0.0, 0.05, 0.2, 0.5, 1.0])
+@pytest.mark.parametrize("delay_seconds", [0.0, 0.05, 0.2, 0.5])
 def test_sigint_while_compiling_the_example(delay_seconds, tmp_path):
-    """The example takes about 2 s: every delay here falls inside the compile."""
+    """The example takes about 2 s here, loading TVM alone about 0.8 s: every delay falls inside the compile."""
     out = tmp_path / "out"
     proc = interrupted_run(["--example"], out, delay_seconds)
     assert_ended_by_the_signal(proc, out, signal.SIGINT, "tvm_ext.compile: interrupted")
 
 
-def test_sigint_near_the_end_of_the_example_ends_it_or_leaves_the_whole_bundle(tmp_path):
-    """At 2 s the compile may just have finished: then an interrupt no longer changes the outcome (exit 0,
-    the bundle in place); otherwise it ends the compile as any other interrupt."""
+@pytest.mark.parametrize("delay_seconds", [1.0, 2.0])
+def test_sigint_late_in_the_example_ends_it_or_leaves_the_whole_bundle(delay_seconds, tmp_path):
+    """Late, the compile may just have finished (on a faster machine): then an interrupt no longer changes the
+    outcome (exit 0, the bundle in place); otherwise it ends the compile as any other interrupt."""
     out = tmp_path / "out"
-    proc = interrupted_run(["--example"], out, 2.0)
+    proc = interrupted_run(["--example"], out, delay_seconds)
     if proc.returncode == 0:
         assert SUMMARY_MARK in proc.stdout and (out / "libexample_kws_cnn.a").is_file(), proc.stdout
         assert not list(out.parent.glob(f".{out.name}.*"))
@@ -84,7 +85,7 @@ def test_sigint_near_the_end_of_the_example_ends_it_or_leaves_the_whole_bundle(t
         assert_ended_by_the_signal(proc, out, signal.SIGINT, "tvm_ext.compile: interrupted")
 
 
-@pytest.mark.parametrize("delay_seconds", [0.0, 1.0])
+@pytest.mark.parametrize("delay_seconds", [0.0, 0.5])
 def test_sigterm_is_handled_like_an_interrupt(delay_seconds, tmp_path):
     out = tmp_path / "out"
     proc = interrupted_run(["--example"], out, delay_seconds, signal.SIGTERM)
@@ -93,7 +94,7 @@ def test_sigterm_is_handled_like_an_interrupt(delay_seconds, tmp_path):
 
 @pytest.mark.parametrize("delay_seconds", [2.0, 3.0, 4.0])
 def test_sigint_during_the_passes_of_a_larger_model(delay_seconds, shared_models, tmp_path):
-    """kws_ref_model's passes take a few seconds (its whole compile about 7 s on an idle machine)."""
+    """kws_ref_model's passes take a few seconds (its whole compile took about 7 s here)."""
     out = tmp_path / "out"
     proc = interrupted_run([str(shared_models / "mlperf_tiny/kws_ref_model.tflite")], out, delay_seconds)
     assert_ended_by_the_signal(proc, out, signal.SIGINT, "tvm_ext.compile: interrupted")
