@@ -4,7 +4,8 @@ Importing this package does not import TVM. The execution plan it produces (`mem
 data that `memory_planner` and `packager` use without importing TVM or tvm_ext. The public API:
 
 - `tvm_ext.compile(model, target="lowpower", out="out") -> Bundle`: a .tflite/.onnx file or a Relax IRModule
-  to a built and self-tested bundle folder (also `python -m tvm_ext.compile`).
+  to a built and self-tested bundle folder (also the command `tvm-ext-compile`, or
+  `python -m tvm_ext.compile`).
 - `tvm_ext.pipeline(target="lowpower") -> tvm.transform.Sequential`: the Relax passes we run, for your own
   pipelines; `tvm_ext.transform` holds each of our passes.
 - The device profiles are TVM target tags (`tvm.target.Target("lowpower-cortex-m4f")`), registered as soon
@@ -12,6 +13,8 @@ data that `memory_planner` and `packager` use without importing TVM or tvm_ext. 
 """
 
 from __future__ import annotations
+from tvm_ext import command_process as _command_process
+_command_process.prepare_if_compile_command()  # before our packages load: see tvm_ext/command_process.py
 
 from typing import Any
 

@@ -2,13 +2,14 @@
 
 Stages, each timed and reported through `log`: import, passes, codegen, planning, reference, packaging,
 build, self-test. The bundle is written into a temporary folder beside `out` and renamed into place only
-when it built and its self-test passed: `out` never holds half a bundle.
+when it built and its self-test passed: `out` never holds half a bundle, and nothing of the user's in `out`
+is deleted without `force` (`tvm_ext.compile.output_folder`).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -82,21 +83,19 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     SelftestMismatchError when the built bundle disagrees with the reference (our bug).
     """
+    from tvm_ext.compile.output_folder import check_output_folder, make_staging_folder, move_into_place
     from tvm_ext.compile.pipeline import compile_to_folder
 
     out = Path(out)
+    out_absolute = Path(os.path.abspath(out))  # "." and ".." named: the staging folder goes beside OUT
     if isinstance(model, str):
         model = Path(model)
     label = model.name if isinstance(model, Path) else (name or "model")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise CompileError(f"{label}: output folder {out} is not empty (use --force to replace it)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    check_output_folder(out_absolute, model if isinstance(model, Path) else None, label, force)
+    staging = make_staging_folder(out_absolute, label)
     try:
         result = compile_to_folder(model, target, staging, _stage_logger(log), name)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        move_into_place(staging, out_absolute, force, label)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

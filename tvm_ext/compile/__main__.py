@@ -1,8 +1,9 @@
 """`python -m tvm_ext.compile MODEL --target lowpower -o OUT`: compile a model into a C bundle.
 
 Prints one line per stage with its time, then a summary. Exit codes: 0 the bundle is built and its
-self-test passed; 2 the model or its bundle is at fault (one line on stderr); 3 an internal error;
-130 interrupted. OUT is only ever replaced by a bundle whose self-test passed.
+self-test passed; 2 the model, its bundle or OUT is at fault (one line on stderr); 3 an internal error;
+130 interrupted (SIGINT), 143 terminated (SIGTERM), at any moment, in one line and with nothing left behind
+(`tvm_ext.command_process`). OUT is only ever replaced by a bundle whose self-test passed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from tvm_ext.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
+                                     stop_if_signalled, work_that_unwinds)
 from tvm_ext.compile import CompileError, SelftestMismatchError, compile
 
 
@@ -63,19 +66,17 @@ def _stderr_held_back(enabled: bool) -> Iterator[Callable[[], None]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command with `argv` (default: sys.argv[1:]); return the exit code."""
     args = _parser().parse_args(argv)
     out = Path(args.out)
+    bundle = None  # the Bundle, once compile() returned
     failure: tuple[int, str] | None = None
-    with _stderr_held_back(enabled=not args.debug) as release:
+    with _stderr_held_back(enabled=not args.debug) as release, work_that_unwinds():
         try:
-            if args.example:
-                from tvm_ext.example import EXAMPLE_NAME, write_example_model
-
-                model = write_example_model(Path(tempfile.mkdtemp()) / f"{EXAMPLE_NAME}.onnx")
-            else:
-                model = Path(args.model)
-            bundle = compile(model, args.target, out, force=args.force,
-                             log=lambda line: print(f"[tvm_ext] {line}", flush=True))
+            with contextlib.ExitStack() as temporary:
+                model = _example_model(Path(temporary.enter_context(tempfile.TemporaryDirectory()))) \
+                    if args.example else Path(args.model)
+                bundle = compile(model, args.target, out, force=args.force, log=_print_stage_and_stop_if_signalled)
             release()
         except CompileError as err:
             if args.debug:
@@ -94,9 +95,13 @@ def main(argv: list[str] | None = None) -> int:
             first_line = str(err).splitlines()[0] if str(err) else ""
             failure = (3, f"tvm_ext.compile: internal error: {type(err).__name__}: {first_line}"
                           " (please report it with the output of --debug)")
-    if failure is not None:
-        print(failure[1], file=sys.stderr)
-        return failure[0]
+    if bundle is None:  # once the bundle is in place, an interrupt no longer changes the outcome
+        if received_signal() is not None:
+            # whatever the interrupt became on its way out (TVM's FFI makes it a RuntimeError), it was one
+            failure = (exit_code(received_signal()), interrupted_line(received_signal()))
+        code, line = failure  # without a bundle, one of the except clauses above set it
+        print(line, file=sys.stderr)
+        return code
     memory = bundle.memory
     print(
         f"[tvm_ext] {bundle.plan.model}: arena {memory.arena_bytes:,} B (lower bound {memory.lower_bound:,} B, "
@@ -107,5 +112,32 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _print_stage_and_stop_if_signalled(line: str) -> None:
+    """Print a finished stage's line; then stop, before the next stage, if an interrupt was swallowed in it."""
+    print(f"[tvm_ext] {line}", flush=True)
+    stop_if_signalled()
+
+
+def _example_model(folder: Path) -> Path:
+    """The built-in example model, written into `folder`."""
+    from tvm_ext.example import EXAMPLE_NAME, write_example_model
+
+    return write_example_model(folder / f"{EXAMPLE_NAME}.onnx")
+
+
+def run() -> None:
+    """The console script `tvm-ext-compile` and `python -m tvm_ext.compile`: run main() and exit with its code."""
+    install_signal_handlers()  # already installed when `tvm_ext` was imported by this command; idempotent
+    code = main()
+    if received_signal() is not None:
+        # Cleanup is done. Python's own shutdown would end the process by the signal instead of with our code
+        # when the KeyboardInterrupt passed through code a C extension ran with PyRun_* (then it marks the
+        # interrupt as unhandled even though we handled it): end here.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

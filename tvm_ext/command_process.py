@@ -1,0 +1,111 @@
+"""What the compile command's process needs before anything else of ours is imported (stdlib only).
+
+`python -m tvm_ext.compile` and the console script `tvm-ext-compile` import `tvm_ext` first; its first line
+calls `prepare_if_compile_command()`, which, in those processes only:
+- takes the working directory off the import path (`python -m` puts it first, where a `target/` folder, as in
+  every Rust or Maven project, would shadow our top-level `target`, `packager` and `memory_planner` packages);
+- installs the SIGINT and SIGTERM handlers, so that an interrupt at any moment ends the process with one
+  stderr line and exit code 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
+
+The handlers act in three phases. Before the work starts (imports, arguments) there is nothing to clean up:
+they write the line and end the process at once. Inside `work_that_unwinds()` the first signal raises
+KeyboardInterrupt so that cleanup runs (later signals are ignored, so cleanup is not cut short);
+`received_signal()` remembers it even when TVM's FFI turns the KeyboardInterrupt raised inside a C++ callback
+into a RuntimeError, and `stop_if_signalled()` stops the work at its next step if a library swallowed it.
+After the work the outcome is decided and signals are ignored (SIG_IGN).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+COMMAND_MODULE = "tvm_ext.compile"
+COMMAND_SCRIPT = "tvm-ext-compile"  # [project.scripts] in pyproject.toml
+HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+_working = False  # inside work_that_unwinds(): a signal raises KeyboardInterrupt instead of ending the process
+_received: int | None = None
+_stderr_at_install: int | None = None  # a duplicate of file descriptor 2 before the CLI redirects it
+
+
+def prepare_if_compile_command() -> None:
+    """In the compile command's process (see the module docstring), protect imports and install the handlers."""
+    if Path(sys.argv[0]).name == COMMAND_SCRIPT:
+        install_signal_handlers()
+    elif sys.argv[:1] == ["-m"] and (COMMAND_MODULE in sys.orig_argv or f"-m{COMMAND_MODULE}" in sys.orig_argv):
+        # sys.argv[0] is "-m" only while `python -m` imports the packages of the module it runs
+        _take_working_directory_off_the_import_path()
+        install_signal_handlers()
+
+
+def _take_working_directory_off_the_import_path() -> None:
+    """Replace sys.path[0] (the working directory, under `python -m`) by the folder our packages come from."""
+    if sys.flags.safe_path or not sys.path:
+        return
+    if os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(os.getcwd()):
+        sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+
+def install_signal_handlers() -> None:
+    """Handle SIGINT and SIGTERM as the module docstring says, for the rest of the process (idempotent)."""
+    global _stderr_at_install
+    if _stderr_at_install is None:
+        _stderr_at_install = os.dup(2)
+    for signum in HANDLED_SIGNALS:
+        signal.signal(signum, _handle)
+
+
+def interrupted_line(signum: int) -> str:
+    """The one stderr line for a process ended by `signum`."""
+    return "tvm_ext.compile: interrupted" if signum == signal.SIGINT else \
+        f"tvm_ext.compile: terminated by {signal.Signals(signum).name}"
+
+
+def exit_code(signum: int) -> int:
+    """The exit code for a process ended by `signum`: 128 + its number, as shells report it."""
+    return 128 + signum
+
+
+def received_signal() -> int | None:
+    """The signal that interrupted the work, if one did."""
+    return _received
+
+
+def stop_if_signalled() -> None:
+    """Raise KeyboardInterrupt if a signal arrived: call it between steps of the work, so that an interrupt some
+    library swallowed (or turned into an exception it handled) still stops the work at the next step."""
+    if _received is not None:
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def work_that_unwinds() -> Iterator[None]:
+    """Inside: a signal raises KeyboardInterrupt (once). After: signals are ignored (the outcome is decided)."""
+    global _working
+    _working = True
+    try:
+        yield
+    finally:
+        _working = False
+        for signum in HANDLED_SIGNALS:
+            if signal.getsignal(signum) is _handle:
+                # SIG_IGN rather than our handler returning: Python resets its own handlers to the default
+                # (ending the process by the signal) while it shuts down, but leaves SIG_IGN in place
+                signal.signal(signum, signal.SIG_IGN)
+
+
+def _handle(signum: int, _frame: object) -> None:
+    global _received
+    if _received is not None:
+        return
+    _received = signum
+    if not _working:
+        os.write(_stderr_at_install, (interrupted_line(signum) + "\n").encode())  # even while 2 is held back
+        os._exit(exit_code(signum))
+    raise KeyboardInterrupt
