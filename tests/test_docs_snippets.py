@@ -33,12 +33,6 @@ NOT_RUN = re.compile(r"<!-- not run by tests/test_docs_snippets\.py: (.+) -->\s*
 LANGUAGES = {"python", "bash", "toml", "text"}
 TOML_FILE_NAME = re.compile(r"# ([\w.-]+\.toml): ")
 # Blocks that fail only for a reason another change removes: (document, text in the block) -> reason.
-KNOWN_FAILURES = {
-    ("target/README.md", "--target my_board.toml"):
-        "custom profiles: the command cannot compile for a profile file yet (its TVM tag is not registered)",
-}
-
-
 @dataclass(frozen=True)
 class Snippet:
     """One fenced block: where it is, its language, its text, and why it is not run (None: it runs)."""
@@ -68,17 +62,6 @@ def snippets(document: Path) -> list[Snippet]:
 ALL_SNIPPETS = [snippet for document in DOCUMENTS for snippet in snippets(document)]
 SHELL_SNIPPETS = [snippet for snippet in ALL_SNIPPETS if snippet.language == "bash" and not snippet.not_run_because]
 DOCUMENTS_WITH_PYTHON = sorted({snippet.document for snippet in ALL_SNIPPETS if snippet.language == "python"})
-
-
-def known_failure(snippet: Snippet) -> str | None:
-    return next((reason for (document, text), reason in KNOWN_FAILURES.items()
-                 if document == snippet.document and text in snippet.code), None)
-
-
-def marked(snippet: Snippet):
-    reason = known_failure(snippet)
-    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
-    return pytest.param(snippet, id=snippet.where, marks=marks)
 
 
 @pytest.fixture
@@ -126,7 +109,7 @@ def test_python_snippets_run_in_order(document, reader_folder):
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
-@pytest.mark.parametrize("snippet", [marked(snippet) for snippet in SHELL_SNIPPETS])
+@pytest.mark.parametrize("snippet", SHELL_SNIPPETS, ids=[snippet.where for snippet in SHELL_SNIPPETS])
 def test_shell_snippet_runs(snippet, reader_folder):
     write_toml_files(reader_folder)
     environment = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}

@@ -88,7 +88,9 @@ def _run_in_child(request: Request, inputs: list[np.ndarray], folder: Path) -> s
     # The child imports tvm_ext from wherever this process did (a source tree need not be installed).
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(_PACKAGE_ROOT)) if p)
     try:
-        proc = subprocess.run([sys.executable, "-m", "tvm_ext.reference_runtimes", str(folder)], env=env,
+        # In its own folder: `-m` puts the working directory first on the import path, and the user's (a
+        # Rust or Maven project's `target/`) must not shadow our packages.
+        proc = subprocess.run([sys.executable, "-m", "tvm_ext.reference_runtimes", str(folder)], env=env, cwd=folder,
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
                               timeout=REFERENCE_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
