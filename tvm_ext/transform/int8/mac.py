@@ -7,6 +7,7 @@ from typing import Callable, Optional
 
 import numpy as np
 from tvm import relax, te
+from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding
@@ -43,7 +44,7 @@ class MacKernel:
     data: relax.Expr
     input_zero_point: int
     weight: np.ndarray  # int8, in the kernel's layout
-    bias: Optional[relax.Constant]
+    bias: Optional[Constant]
     multipliers: np.ndarray
     shifts: np.ndarray
     output_zero_point: int
@@ -73,7 +74,7 @@ class MacOperands:
     core: relax.Call
     data: Int8Input
     weight: Int8Weight
-    bias: Optional[relax.Constant]
+    bias: Optional[Constant]
     out: QuantizedOutput
 
 

@@ -12,6 +12,7 @@ from typing import Optional
 
 import numpy as np
 from tvm import relax
+from tvm.ir.expr import Constant
 from tvm.relax.dpl import DFPattern, is_const, is_op, wildcard
 
 from ...kernels.quant_params import ActivationRange
@@ -86,7 +87,7 @@ class BiasPattern:
     def __init__(self) -> None:
         self.pattern = is_op("relax.dequantize")(is_const(), wildcard(), wildcard())
 
-    def read(self, matched: Matched, ctx: LoweringContext) -> Optional[relax.Constant]:
+    def read(self, matched: Matched, ctx: LoweringContext) -> Optional[Constant]:
         """The bias as stored in flash: int16 when every value fits (the same integers, half the bytes)."""
         bias = ctx.graph.constant(matched[self.pattern].args[0])
         if bias is None or bias.dtype != np.int32:
