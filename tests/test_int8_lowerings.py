@@ -23,7 +23,7 @@ from tvm_ext.kernels import (  # noqa: E402
 )
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers  # noqa: E402
 from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS  # noqa: E402
-from tvm_ext.transform import LowerQuantizedToInteger  # noqa: E402
+from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError  # noqa: E402
 from tvm_ext.transform.int8 import LOWERINGS, conv, lowered_operators, softmax  # noqa: E402
 from tvm_ext.transform.int8.graph import Graph  # noqa: E402
 from tvm_ext.transform.int8.lowering import FixedCall, LoweringContext, Mismatch  # noqa: E402
@@ -194,3 +194,20 @@ def test_softmax_matches_only_tflites_output_quantization(scale, zero_point, low
         assert isinstance(record, FixedCall) and record.call.kind == "SOFTMAX"
     else:
         assert record == Mismatch("relax.nn.softmax")
+
+
+@I.ir_module
+class FloatOutputBefore:
+    @R.function
+    def main(x: R.Tensor((1, 8), "int8")):
+        with R.dataflow():
+            gv = R.sigmoid(R.dequantize(x, R.const(0.05, "float32"), R.const(3, "int32"), axis=0))
+            R.output(gv)
+        return gv
+
+
+def test_a_model_output_no_lowering_completes_is_an_unsupported_operator():
+    """A float output that is not the DEQUANTIZE of a lowered tensor names its operator (it escaped the
+    pass as an internal error before the lowerings returned records)."""
+    with pytest.raises(UnsupportedOperatorError, match=r"^tiny\.tflite: operator relax\.sigmoid at layer gv "):
+        LowerQuantizedToInteger(model_name="tiny.tflite")(FloatOutputBefore)

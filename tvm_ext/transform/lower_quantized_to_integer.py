@@ -11,15 +11,7 @@ table; this module is the driver: it walks main's bindings, asks the table which
 emits the matched kernel call (folding a following int8 clip) and sends what no lowering matches to the
 float fallback or to UnsupportedOperatorError.
 
-Recognised patterns (``dq`` = dequantize, ``q`` = quantize, ``[act]`` = optional float relu/clip):
-  CONV_2D / DEPTHWISE_CONV_2D  q([act](add(conv2d(dq(x), dq(W)), dq(b)))) [-> clip]
-  FULLY_CONNECTED              q([act](add(matmul(dq(x), dq(W^T)), dq(b)))) [-> clip]
-  ADD                          q([act](add(dq(a), dq(b)))) [-> clip]
-  SOFTMAX                      q(softmax(dq(x)))   (the frontend drops beta: beta = 1)
-  AVERAGE_POOL_2D              astype_i8(avg_pool2d(astype_i32(x))) [-> clip]
-  MAX_POOL_2D                  max_pool2d(x) [-> clip]
-  RESHAPE                      reshape(x) on int8
-  QUANTIZE / DEQUANTIZE        q(float model input), dq(x) as a model output
+Each lowering's module states the pattern it recognises (``int8/conv.py``, ``int8/softmax.py``, ...).
 
 Input: an IRModule whose ``main`` is the frontend's QDQ graph (run this before LegalizeOps and before
 FoldConstant). Output: ``main`` holds only ``R.call_tir`` calls to TE PrimFuncs (plus the re-emitted float
@@ -185,7 +177,7 @@ class _MainRewriter:
         if isinstance(result, relax.Var):
             return result
         operator = result.found if isinstance(result, Mismatch) else describe(value)
-        raise UnsupportedOperatorError.at(self.options.model_name, operator, getattr(expr, "name_hint", "output"))
+        raise UnsupportedOperatorError.at(self.options.model_name, operator, expr.name)
 
     def _fallback(self, binding: relax.Binding, operator: str) -> None:
         layer = binding.var.name
