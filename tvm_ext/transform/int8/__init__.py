@@ -1,0 +1,28 @@
+"""The int8 lowerings of ``LowerQuantizedToInteger``, one module per TFLite operator (or family).
+
+``LOWERINGS`` is the one registration table: adding an operator is adding its module (a
+``tvm_ext.transform.int8.lowering.Lowering``) to this tuple, plus its test. Order matters only among the
+lowerings that complete the same binding (the quantize that ends a float operator): the first match wins.
+"""
+
+from __future__ import annotations
+
+from . import add, conv, edges, fully_connected, pool, reshape, softmax
+from .lowering import Lowering
+
+LOWERINGS: tuple[Lowering, ...] = (
+    conv.LOWERING,
+    fully_connected.LOWERING,
+    add.LOWERING,
+    softmax.LOWERING,
+    pool.AVERAGE_POOL,
+    pool.MAX_POOL,
+    reshape.LOWERING,
+    edges.QUANTIZE,
+    edges.DEQUANTIZE,
+)
+
+
+def lowered_operators() -> frozenset[str]:
+    """Every TFLite operator name some lowering of the table emits."""
+    return frozenset().union(*(lowering.operators for lowering in LOWERINGS))

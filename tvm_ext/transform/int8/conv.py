@@ -1,0 +1,43 @@
+"""CONV_2D and DEPTHWISE_CONV_2D: ``q([act](add(conv2d(dq(x), dq(W)), dq(b))))`` -> one integer conv kernel."""
+
+from __future__ import annotations
+
+from typing import Union
+
+from tvm import relax
+
+from ...kernels import conv2d_int8, depthwise_conv2d_int8
+from ...kernels.quant_params import conv_multipliers
+from .lowering import Lowering, LoweringContext, Mismatch
+from .mac import Conv2DGeometry, MacKernel, MacPattern
+from .patterns import ends_float_operator, float_operator_mismatch
+
+_PATTERN = MacPattern("relax.nn.conv2d")
+
+
+def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismatch]:
+    """NHWC conv2d with an HWIO kernel (groups 1) or a depthwise HWOI kernel (groups = input channels)."""
+    operands = _PATTERN.read(quantize, ctx)
+    if operands is None:
+        return float_operator_mismatch(quantize, ctx)
+    conv, weight = operands.core, operands.weight.values
+    attrs = conv.attrs
+    if attrs.data_layout != "NHWC" or attrs.out_layout != "NHWC":
+        return float_operator_mismatch(quantize, ctx)
+    groups = int(attrs.groups)
+    if groups == 1 and attrs.kernel_layout == "HWIO":
+        kind, kernel = "CONV_2D", conv2d_int8
+    elif groups == int(conv.args[0].ty.shape[3]) and attrs.kernel_layout == "HWOI":
+        kind, kernel = "DEPTHWISE_CONV_2D", depthwise_conv2d_int8
+        weight = weight.reshape(weight.shape[-3], weight.shape[-2], int(conv.ty.shape[3]))
+    else:
+        return float_operator_mismatch(quantize, ctx)
+    data, out = operands.data, operands.out
+    multipliers, shifts = conv_multipliers(data.quant.scale, operands.weight.scales, out.quant.scale, ctx.rounding)
+    geometry = Conv2DGeometry(*(tuple(int(v) for v in values)
+                                for values in (attrs.strides, attrs.padding, attrs.dilation)))
+    return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
+                     shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry)
+
+
+LOWERING = Lowering(frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"}), ends_float_operator, match)

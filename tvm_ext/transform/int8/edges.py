@@ -1,0 +1,49 @@
+"""QUANTIZE of a float model input and DEQUANTIZE of a model output: the float edges of an int8 model."""
+
+from __future__ import annotations
+
+from typing import Union
+
+from tvm import relax
+from tvm.relax.dpl import is_const, is_op, wildcard
+
+from ...kernels import dequantize_int8, quantize_int8
+from .graph import describe
+from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch, Site
+
+_QUANTIZE = is_op("relax.quantize")(wildcard(), wildcard(), wildcard())
+_DEQUANTIZE = is_op("relax.dequantize")(wildcard(), is_const(), is_const())
+
+
+def _ends_quantize(value: relax.Expr, ctx: LoweringContext) -> bool:
+    """A quantize of a tensor already in the lowered graph (a float model input)."""
+    return bool(_QUANTIZE.match(value)) and value.args[0] in ctx.lowered
+
+
+def _ends_dequantize(value: relax.Expr, _ctx: LoweringContext) -> bool:
+    return bool(_DEQUANTIZE.match(value))
+
+
+def _edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    """The element-wise edge kernel of ``call`` (a quantize or dequantize) on its lowered input."""
+    source = call.args[0]
+    if source not in ctx.lowered:
+        return Mismatch(describe(ctx.graph.value_of(source)))
+    q = ctx.graph.quant(call.args[1], call.args[2])
+    if q is None:
+        return Mismatch("per-channel activation quantization")
+    kernel = quantize_int8 if kind == "QUANTIZE" else dequantize_int8
+    return FixedCall(KernelCall(kind, call, kernel, (ctx.lowered[source],),
+                                {"scale": float(q.scale), "zero_point": q.zero_point}))
+
+
+def _match_quantize(call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    return _edge("QUANTIZE", call, ctx)
+
+
+def _match_dequantize(call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    return _edge("DEQUANTIZE", call, ctx)
+
+
+QUANTIZE = Lowering(frozenset({"QUANTIZE"}), _ends_quantize, _match_quantize)
+DEQUANTIZE = Lowering(frozenset({"DEQUANTIZE"}), _ends_dequantize, _match_dequantize, Site.MODEL_OUTPUT)

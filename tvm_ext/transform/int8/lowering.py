@@ -1,0 +1,108 @@
+"""What an int8 operator lowering is: the records a match returns and the entry of the registration table.
+
+A lowering recognises, in the frontend's QDQ graph, the Relax expressions of one (or a family of) TFLite
+operators with a pattern of ``tvm.relax.dpl`` and returns a record of the integer kernel call that
+replaces them. It never emits anything itself: the driver (``lower_quantized_to_integer``) emits the
+record's ``KernelCall`` and folds a following int8 clip into the record's activation range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Protocol, Union
+
+from tvm import relax, te
+
+from ...kernels import Rounding
+from ...kernels.quant_params import ActivationRange
+from .graph import Graph
+
+
+@dataclass(frozen=True)
+class LoweringContext:
+    """What a lowering reads: the original graph, the lowered Var of each original Var lowered so far
+    (int8 tensors of the new graph), and the rounding mode of the kernels."""
+
+    graph: Graph
+    lowered: dict[relax.Var, relax.Expr]
+    rounding: Rounding
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One call of a TE kernel of ``tvm_ext.kernels``: what replaces one TFLite operator.
+
+    ``kwargs`` values that are Relax expressions are tensor operands of the kernel; the others are its
+    compile-time parameters (they become immediates in the C).
+    """
+
+    kind: str  # TFLite operator name, e.g. "CONV_2D"
+    core: relax.Call  # the Relax call computing the operator in the original graph (gives its index)
+    kernel: Callable[..., te.Tensor]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+class OperatorMatch(Protocol):
+    """A matched operator, as data. ``activation`` is the kernel's clamp range, or None when the kernel
+    has no activation stage (a following int8 clip is then not folded into it)."""
+
+    activation: Optional[ActivationRange]
+
+    def kernel_call(self, activation: Optional[ActivationRange]) -> KernelCall:
+        """The kernel call, clamping to ``activation`` (``self.activation`` narrowed by a fused clip)."""
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """The expression ends an operator of this lowering but is not one it can lower exactly;
+    ``found`` names what was found instead (the operator named in UnsupportedOperatorError)."""
+
+    found: str
+
+
+class Site(enum.Enum):
+    """Where a lowering's operator ends: at a binding of main, or at one of main's outputs."""
+
+    BINDING = "binding"
+    MODEL_OUTPUT = "model output"
+
+
+@dataclass(frozen=True)
+class Lowering:
+    """One entry of the registration table (``tvm_ext.transform.int8.LOWERINGS``).
+
+    ``completes(value, ctx)``: whether ``value`` (a binding's value, or the producer of a model output)
+    ends an operator this lowering is responsible for; cheap, and true for at most one family of
+    lowerings. ``match(value, ctx)``: the operator as a record, or the Mismatch that sends it to the
+    float fallback.
+    """
+
+    operators: frozenset[str]  # TFLite operator names this lowering emits
+    completes: Callable[[relax.Expr, LoweringContext], bool]
+    match: Callable[[relax.Call, LoweringContext], Union[OperatorMatch, Mismatch]]
+    site: Site = Site.BINDING
+
+
+@dataclass(frozen=True)
+class FixedCall:
+    """A matched operator without an activation stage (SOFTMAX, RESHAPE, the QUANTIZE/DEQUANTIZE edges)."""
+
+    call: KernelCall
+    activation: None = None
+
+    def kernel_call(self, activation: None) -> KernelCall:
+        return self.call
+
+
+@dataclass(frozen=True)
+class ClampedCall:
+    """A matched operator whose kernel takes its int8 clamp as the keyword ``activation`` (ADD, pools)."""
+
+    call: KernelCall  # without ``activation``
+    activation: ActivationRange
+
+    def kernel_call(self, activation: ActivationRange) -> KernelCall:
+        return dataclasses.replace(self.call, kwargs={**self.call.kwargs, "activation": activation})

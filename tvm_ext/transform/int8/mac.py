@@ -1,0 +1,99 @@
+"""The multiply-accumulate kernels (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED) as one record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+from tvm import relax, te
+from tvm.ir.expr import Constant
+from tvm.relax.dpl import is_op
+
+from ...kernels import OutputStage, Rounding
+from ...kernels.quant_params import ActivationRange
+from .lowering import KernelCall, LoweringContext
+from .patterns import (BiasPattern, DequantizedActivation, Int8Input, Int8Weight, QuantizedOutput, QuantizedResult,
+                       WeightPattern, extract, with_bias)
+
+
+@dataclass(frozen=True)
+class Conv2DGeometry:
+    """Strides, padding (top, left, bottom, right) and dilation of a 2-D convolution, in elements."""
+
+    strides: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+
+    def params(self) -> dict[str, list[int]]:
+        return {"strides": list(self.strides), "padding": list(self.padding), "dilation": list(self.dilation)}
+
+
+@dataclass(frozen=True, eq=False)
+class MacKernel:
+    """A matched MAC operator: int8 data x int8 weight + int32 bias, requantized per output channel.
+
+    ``multipliers``/``shifts`` are TFLite's fixed-point requantization per output channel (one entry when
+    per-tensor); ``activation`` the int8 clamp of the fused float activation; ``geometry`` None for
+    FULLY_CONNECTED.
+    """
+
+    kind: str
+    core: relax.Call
+    kernel: Callable[..., te.Tensor]
+    data: relax.Expr
+    input_zero_point: int
+    weight: np.ndarray  # int8, in the kernel's layout
+    bias: Optional[Constant]
+    multipliers: np.ndarray
+    shifts: np.ndarray
+    output_zero_point: int
+    activation: ActivationRange
+    rounding: Rounding
+    geometry: Optional[Conv2DGeometry] = None
+
+    def kernel_call(self, activation: ActivationRange) -> KernelCall:
+        """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
+        and an int8 shift constant per output channel."""
+        if np.all(self.multipliers == self.multipliers[0]) and np.all(self.shifts == self.shifts[0]):
+            multiplier, shift, channel_tensors = int(self.multipliers[0]), int(self.shifts[0]), {}
+        else:
+            multiplier, shift = 0, 0
+            channel_tensors = {"multiplier": relax.const(self.multipliers.astype(np.int32)),
+                               "shift": relax.const(self.shifts.astype(np.int8))}
+        stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding)
+        geometry = self.geometry.params() if self.geometry is not None else {}
+        return KernelCall(self.kind, self.core, self.kernel, (self.data, relax.const(self.weight), self.bias),
+                          {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **channel_tensors})
+
+
+@dataclass(frozen=True)
+class MacOperands:
+    """What a MAC pattern matched: the core call and its operands as quantization facts."""
+
+    core: relax.Call
+    data: Int8Input
+    weight: Int8Weight
+    bias: Optional[Constant]
+    out: QuantizedOutput
+
+
+class MacPattern:
+    """``q([act](add(op(dq(x), weight), dq(b))))``, the bias optional, for the Relax MAC op ``op_name``."""
+
+    def __init__(self, op_name: str) -> None:
+        self._input, self._weight, self._bias = DequantizedActivation(), WeightPattern(), BiasPattern()
+        self._core = is_op(op_name)(self._input.pattern, self._weight.pattern)
+        self._result = QuantizedResult(with_bias(self._core, self._bias))
+
+    def read(self, quantize: relax.Call, ctx: LoweringContext) -> Optional[MacOperands]:
+        """The operands, or None when the pattern or one of its quantization facts does not fit."""
+        matched = extract(self._result.pattern, quantize, ctx)
+        if matched is None:
+            return None
+        data, weight, out = (part.read(matched, ctx) for part in (self._input, self._weight, self._result))
+        has_bias = self._bias.pattern in matched
+        bias = self._bias.read(matched, ctx) if has_bias else None
+        if data is None or weight is None or out is None or (has_bias and bias is None):
+            return None
+        return MacOperands(matched[self._core], data, weight, bias, out)

@@ -1,0 +1,46 @@
+"""SOFTMAX: ``q(softmax(dq(x)))`` over the last axis -> TFLite's integer softmax kernel."""
+
+from __future__ import annotations
+
+from typing import Union
+
+import numpy as np
+from tvm import relax
+from tvm.relax.dpl import is_op
+
+from ...kernels import softmax_int8
+from ...kernels.quant_params import softmax_params
+from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from .patterns import DequantizedActivation, QuantizedResult, ends_float_operator, extract, float_operator_mismatch
+
+# TFLite requires an int8 softmax output quantized with scale 1/256 and zero point -128, so that the
+# output's 256 levels cover [0, 1) (SoftmaxPrepare in tensorflow/lite/kernels/activations.cc and TFLite
+# Micro's softmax_common.cc check both); the integer kernel writes exactly that quantization.
+SOFTMAX_OUTPUT_SCALE = np.float32(1 / 256)
+SOFTMAX_OUTPUT_ZERO_POINT = -128
+# TVM's TFLite frontend imports SOFTMAX without its beta, i.e. with beta = 1.
+FRONTEND_BETA = 1.0
+
+_INPUT = DequantizedActivation()
+_SOFTMAX = is_op("relax.nn.softmax")(_INPUT.pattern)
+_RESULT = QuantizedResult(_SOFTMAX)
+
+
+def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    matched = extract(_RESULT.pattern, quantize, ctx)
+    if matched is None:
+        return float_operator_mismatch(quantize, ctx)
+    softmax = matched[_SOFTMAX]
+    data, out = _INPUT.read(matched, ctx), _RESULT.read(matched, ctx)
+    if data is None or out is None:
+        return float_operator_mismatch(quantize, ctx)
+    last_axis = int(softmax.attrs.axis) in (-1, len(softmax.args[0].ty.shape) - 1)
+    if (not last_axis or out.quant.zero_point != SOFTMAX_OUTPUT_ZERO_POINT
+            or out.quant.scale != SOFTMAX_OUTPUT_SCALE):
+        return float_operator_mismatch(quantize, ctx)
+    params = softmax_params(FRONTEND_BETA, data.quant.scale, ctx.rounding)
+    return FixedCall(KernelCall("SOFTMAX", softmax, softmax_int8, (data.tensor,),
+                                {"params": params, "rounding": ctx.rounding}))
+
+
+LOWERING = Lowering(frozenset({"SOFTMAX"}), ends_float_operator, match)
