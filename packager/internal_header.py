@@ -25,6 +25,7 @@ def write_internal_header(plan: ExecutionPlan, kernels_c: str) -> str:
         f"#ifndef {guard}",
         f"#define {guard}",
         "",
+        "#include <stdbool.h> /* TVM's C code generator writes bool */",
         "#include <stdint.h>",
         "",
         "#if defined(__GNUC__) || defined(__clang__)",

@@ -62,6 +62,11 @@ _WEIGHT_TYPES = {"int8", "uint8", "int4"}
 _CUSTOM_BUILTIN = 32  # BuiltinOperator.CUSTOM
 
 
+def tflite_dtype_name(code: int) -> str:
+    """Our dtype name ("float32", "uint16", ...) of a TFLite TensorType code the model check accepts."""
+    return _DTYPES[code].name
+
+
 def _type_name(code: int) -> str:
     """TFLite's name of a TensorType code ("STRING"), or the number when the schema does not know it."""
     from tflite.TensorType import TensorType
