@@ -12,7 +12,7 @@ from tvm import relax, tirx
 
 import target
 from tvm_ext.schedule import inline_intermediates
-from tvm_ext.transform import FuseOpsKeepingLayers, LowerQuantizedToInteger
+from tvm_ext.transform import DropEmptyConcatPieces, FuseOpsKeepingLayers, LowerQuantizedToInteger
 
 target.register_with_tvm()
 
@@ -32,6 +32,7 @@ def relax_pipeline(target_name: str = "lowpower", model_name: str = "model",
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name,
                                     layer_names=operator_names or None),
             relax.transform.FoldConstant(),
+            DropEmptyConcatPieces(),
             relax.transform.LegalizeOps(),
             # Weight transposes and other constant-only kernels are computed here, not on the device.
             relax.transform.FoldConstant(),

@@ -1,6 +1,7 @@
 """Our Relax passes, each an ordinary `tvm.transform` pass that users can put into their own pipelines."""
 
+from tvm_ext.transform.drop_empty_concat_pieces import DropEmptyConcatPieces
 from tvm_ext.transform.fuse_keeping_layers import FuseOpsKeepingLayers
 from tvm_ext.transform.lower_quantized_to_integer import LowerQuantizedToInteger, UnsupportedOperatorError
 
-__all__ = ["FuseOpsKeepingLayers", "LowerQuantizedToInteger", "UnsupportedOperatorError"]
+__all__ = ["DropEmptyConcatPieces", "FuseOpsKeepingLayers", "LowerQuantizedToInteger", "UnsupportedOperatorError"]
