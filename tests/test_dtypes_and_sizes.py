@@ -104,6 +104,15 @@ def test_float16_weights_read_by_dequantize_compile_as_float32(tmp_path: Path) -
     assert_compiles_and_passes(write(tmp_path, "fp16_weights.tflite", fuzz_corpus.build_tflite(spec)))
 
 
+def tflite_add(type_code: int) -> fuzz_corpus.TinyTflite:
+    """sum = a + b, every tensor of TFLite TensorType `type_code`."""
+    tensors = [fuzz_corpus.TinyTensor(name, (1, 4), type_code, 0) for name in ("a", "b", "sum")]
+    add = 0  # BuiltinOperator.ADD
+    return fuzz_corpus.TinyTflite(opcodes=[(add, 1, None)], tensors=tensors,
+                                  operators=[fuzz_corpus.TinyOperator(0, (0, 1), (2,))], inputs=(0, 1),
+                                  outputs=(2,), buffers=[b""])
+
+
 REFUSED = {
     "float16 ONNX input": ("f16.onnx", fuzz_corpus.float16_relu_onnx, ("input 'x' is float16",)),
     "float16 ONNX intermediate": (
@@ -111,6 +120,12 @@ REFUSED = {
     ),
     "float16 TFLite input": (
         "f16.tflite", lambda: fuzz_corpus.float16_input_tflite(), ("tensor 0 'input' is float16",)
+    ),
+    "uint16 TFLite tensors (TVM's TFLite frontend has no uint16)": (
+        "add_u16.tflite", lambda: tflite_add(16), ("tensor 0 'a' has unsupported type UINT16",)
+    ),
+    "float64 TFLite tensors (nor float64)": (
+        "add_f64.tflite", lambda: tflite_add(10), ("tensor 0 'a' has unsupported type FLOAT64",)
     ),
     "denormal scale": (
         "denormal.tflite",

@@ -41,7 +41,8 @@ class _DType:
 
 
 # TFLite TensorType codes (schema.fbs) our compiler accepts. STRING, COMPLEX64/128, RESOURCE and VARIANT
-# are refused: they have no fixed element size or no meaning in a C bundle.
+# are refused: they have no fixed element size or no meaning in a C bundle; FLOAT64, UINT16 and BFLOAT16
+# too: TVM's TFLite frontend has no dtype for them (a KeyError inside TVM).
 _DTYPES: dict[int, _DType] = {
     0: _DType("float32", 32, False),
     1: _DType("float16", 16, False),
@@ -51,12 +52,9 @@ _DTYPES: dict[int, _DType] = {
     6: _DType("bool", 8, False),
     7: _DType("int16", 16, True),
     9: _DType("int8", 8, True),
-    10: _DType("float64", 64, False),
     12: _DType("uint64", 64, False),
     15: _DType("uint32", 32, False),
-    16: _DType("uint16", 16, False),
     17: _DType("int4", 4, True),
-    18: _DType("bfloat16", 16, False),
 }
 _FLOAT32 = 0
 _WEIGHT_TYPES = {"int8", "uint8", "int4"}
