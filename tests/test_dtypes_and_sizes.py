@@ -170,3 +170,33 @@ def test_oversized_tensor_is_refused_by_the_model_check_itself(tmp_path: Path) -
     with pytest.raises(ModelError) as raised:
         check_model(write(tmp_path, "expand.onnx", fuzz_corpus.expand_to_2_32_onnx()))
     assert raised.value.kind is ErrorKind.TENSOR
+
+
+def broadcast_to_2_32_module():
+    """A user's Relax module: a constant broadcast to [65536, 65536] (16 GiB of float32), summed, added to x."""
+    from tvm import relax
+
+    builder = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 4), "float32"))
+    with builder.function("main", [x]):
+        with builder.dataflow():
+            one = relax.const(1.0, "float32")
+            big = builder.emit(relax.op.broadcast_to(one, relax.ShapeExpr([65536, 65536])), name_hint="big")
+            total = builder.emit(relax.op.sum(big))
+            y = builder.emit_output(relax.op.add(x, total))
+        builder.emit_func_output(y)
+    return builder.get()
+
+
+def test_relax_module_with_a_tensor_no_target_fits_is_refused_before_folding(tmp_path: Path) -> None:
+    """No model check sees a user's Relax module: the pass pipeline refuses it before FoldConstant would
+    compute the 16 GiB broadcast on the host."""
+    from tvm_ext.compile import CompileError, compile
+
+    out = tmp_path / "out"
+    with pytest.raises(CompileError) as raised:
+        compile(broadcast_to_2_32_module(), "lowpower", out, name="big")
+    text = str(raised.value)
+    assert "\n" not in text and text.startswith("big.relax: "), text
+    assert f"tensor big float32[65536, 65536] needs {2**32 * 4} bytes" in text, text
+    assert list(tmp_path.iterdir()) == []

@@ -12,7 +12,12 @@ from tvm import relax, tirx
 
 import target
 from tvm_ext.schedule import inline_intermediates
-from tvm_ext.transform import DropEmptyConcatPieces, FuseOpsKeepingLayers, LowerQuantizedToInteger
+from tvm_ext.transform import (
+    DropEmptyConcatPieces,
+    FuseOpsKeepingLayers,
+    LowerQuantizedToInteger,
+    RefuseOversizedTensors,
+)
 
 target.register_with_tvm()
 
@@ -28,6 +33,8 @@ def relax_pipeline(target_name: str = "lowpower", model_name: str = "model",
     profile = target.load_profile(target_name)
     return tvm.transform.Sequential(
         [
+            # Before any folding: FoldConstant would compute a tensor that fits no target on the host.
+            RefuseOversizedTensors(model_name),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name,
                                     layer_names=operator_names or None),

@@ -71,7 +71,7 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
     from tvm_ext.frontend import ModelImportError, from_relax, import_model
     from tvm_ext.lower import lower_to_kernels
     from tvm_ext.reference import ReferenceRuntimeError, run_reference, run_relax_vm, test_inputs
-    from tvm_ext.transform import UnsupportedOperatorError
+    from tvm_ext.transform import OversizedTensorError, UnsupportedOperatorError
 
     target.register_with_tvm()
     tvm_target = tvm.target.Target(profile.tvm_tag)
@@ -85,7 +85,7 @@ def compile_to_folder(model, target_name: str, folder: Path, stage, name: str | 
         with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
             source = generate_c(kernels, tvm_target)
             plan, constants = extract_plan(lowered, imported, profile.name, c_name_of, source.signatures)
-    except (ModelImportError, PlanError, UnsupportedOperatorError) as err:
+    except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
         raise CompileError(str(err).strip().splitlines()[-1]) from err
 
     with stage("planning", lambda: f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B, "
