@@ -23,6 +23,9 @@ DTYPE_BYTES: dict[str, int] = {
     "int16": 2,
     "int8": 1,
     "uint8": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
     "bool": 1,
     "int64": 8,
     "float64": 8,
@@ -36,7 +39,10 @@ DTYPE_C_TYPE: dict[str, str] = {
     "int16": "int16_t",
     "int8": "int8_t",
     "uint8": "uint8_t",
-    "bool": "int8_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
+    "bool": "bool",  # <stdbool.h>: TVM's C code generator writes bool for bool buffers
 }
 
 

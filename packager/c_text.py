@@ -7,6 +7,10 @@ import math
 import numpy as np
 
 VALUES_PER_LINE = 8
+_FLOAT_SUFFIXES = {"float32": "f", "float64": ""}
+# <stdint.h> macros giving a decimal literal the integer type's width and signedness: without them a uint64
+# value above INT64_MAX has no C99 type, and a uint32 one above INT32_MAX is a signed long long.
+_WIDE_INTEGER_MACROS = {"int64": "INT64_C", "uint32": "UINT32_C", "uint64": "UINT64_C"}
 
 
 _COMMENT_PAIRS = {"/": "*", "*": "/"}  # each character that makes a comment delimiter with the other
@@ -61,22 +65,27 @@ def c_string(text: str) -> str:
 
 
 def c_literal(value, dtype: str) -> str:
-    """One element as an exact C99 literal: hex floats for float32, decimals for integers."""
-    if dtype == "float32":
-        value = float(value)
-        if math.isnan(value):
-            return "NAN"
-        if math.isinf(value):
-            return "HUGE_VALF" if value > 0 else "-HUGE_VALF"
-        mantissa, exponent = value.hex().split("p")
-        mantissa = mantissa.rstrip("0").rstrip(".")
-        return f"{mantissa}p{exponent}f"
+    """One element as an exact C99 literal: hex floats for float32/float64, decimals for integers."""
+    if dtype in _FLOAT_SUFFIXES:
+        return _float_literal(float(value), _FLOAT_SUFFIXES[dtype])
     if dtype == "int32" and int(value) == -(2**31):
         return "(-2147483647 - 1)"
-    if dtype == "int64":
-        # -2^63 has no literal: 9223372036854775808 does not fit int64_t (a warning, and unsigned).
-        return "(-INT64_C(9223372036854775807) - 1)" if int(value) == -(2**63) else f"INT64_C({int(value)})"
+    if dtype == "int64" and int(value) == -(2**63):
+        return "(-INT64_C(9223372036854775807) - 1)"
+    if dtype in _WIDE_INTEGER_MACROS:
+        return f"{_WIDE_INTEGER_MACROS[dtype]}({int(value)})"
     return str(int(value))
+
+
+def _float_literal(value: float, suffix: str) -> str:
+    """`value` as an exact hexadecimal floating literal with `suffix` ("f": float, "": double)."""
+    if math.isnan(value):
+        return "NAN"
+    if math.isinf(value):
+        return ("" if value > 0 else "-") + f"HUGE_VAL{suffix.upper()}"
+    mantissa, exponent = value.hex().split("p")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}p{exponent}{suffix}"
 
 
 def array_body(values: np.ndarray, dtype: str, indent: str = "  ") -> str:

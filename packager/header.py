@@ -34,6 +34,7 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         f"#ifndef {guard}",
         f"#define {guard}",
         "",
+        "#include <stdbool.h>",
         "#include <stddef.h>",
         "#include <stdint.h>",
         "",

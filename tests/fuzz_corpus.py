@@ -173,8 +173,8 @@ def real_tflite_cases(path: Path) -> list[BadModel]:
 # ----------------------------------------------------------------------------------------------------------
 # A tiny TFLite model written with the flatbuffer builder: input [1,4] -> FULLY_CONNECTED -> output [1,3].
 
-FLOAT32, INT32, INT8 = 0, 2, 9
-FULLY_CONNECTED, CUSTOM, SUB = 9, 32, 41
+FLOAT32, FLOAT16, INT32, INT8 = 0, 1, 2, 9
+FULLY_CONNECTED, RELU, CUSTOM, SUB = 9, 19, 32, 41
 
 
 @dataclass
@@ -411,6 +411,34 @@ def _hostile_names() -> TinyTflite:
     return hostile_tflite()
 
 
+def with_scales(spec: TinyTflite, scales: dict[str, float]) -> TinyTflite:
+    """`spec` with the quantization scale of each named tensor replaced."""
+    spec.tensors = [replace(t, scale=scales.get(t.name, t.scale)) for t in spec.tensors]
+    return spec
+
+
+def float16_input_tflite() -> TinyTflite:
+    spec = TinyTflite()
+    spec.tensors[0] = replace(spec.tensors[0], type_code=FLOAT16)
+    return spec
+
+
+OVERSIZED_ELEMENTS = 2**25  # float32: 128 MiB, more than any built-in profile's memory (hifi4: 64 MiB flash)
+
+
+def oversized_relu_tflite() -> TinyTflite:
+    """input [1, 2^25] -> RELU -> output: every byte of it declared, none of it stored in the file."""
+    shape = (1, OVERSIZED_ELEMENTS)
+    return TinyTflite(
+        opcodes=[(RELU, 1, None)],
+        tensors=[TinyTensor("input", shape, FLOAT32, 0), TinyTensor("relu/output", shape, FLOAT32, 0)],
+        operators=[TinyOperator(0, (0,), (1,))],
+        inputs=(0,),
+        outputs=(1,),
+        buffers=[b""],
+    )
+
+
 TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None]] = {
     "valid tiny model": (TinyTflite, None),
     "valid int8 tiny model": (_int8_fully_connected, None),
@@ -421,6 +449,20 @@ TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None
         lambda: _int8_fully_connected(weight_zero_points=(0, 5, 0)),
         ErrorKind.TENSOR,
     ),
+    "denormal quantization scale": (
+        lambda: with_scales(_int8_fully_connected(), {"input": 1e-45}),
+        ErrorKind.TENSOR,
+    ),
+    "requantization multiplier above 2^30": (
+        lambda: with_scales(_int8_fully_connected(), {"dense/output": 1e-30}),
+        ErrorKind.TENSOR,
+    ),
+    "requantization multiplier below 2^-32": (
+        lambda: with_scales(_int8_fully_connected(), {"input": 1e-15, "weights": 1e-15, "bias": 1e-30}),
+        ErrorKind.TENSOR,
+    ),
+    "float16 input": (float16_input_tflite, ErrorKind.TENSOR),
+    "tensor larger than any target": (oversized_relu_tflite, ErrorKind.TENSOR),
     "two subgraphs": (lambda: replace(TinyTflite(), subgraph_copies=2), ErrorKind.SUBGRAPHS),
     "no subgraph": (lambda: replace(TinyTflite(), subgraph_copies=0), ErrorKind.SUBGRAPHS),
     "operator version 99": (
@@ -599,6 +641,38 @@ def _colliding_hostile_names() -> onnx.ModelProto:
     return colliding_onnx()
 
 
+def float16_relu_onnx() -> onnx.ModelProto:
+    value = helper.make_tensor_value_info
+    return _graph_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [value("x", TensorProto.FLOAT16, (1, 4))],
+        [value("y", TensorProto.FLOAT16, (1, 4))],
+    )
+
+
+def float16_inside_onnx() -> onnx.ModelProto:
+    """float32 in and out, float16 between: x -> Cast(float16) -> Cast(float32) -> y."""
+    nodes = [
+        helper.make_node("Cast", ["x"], ["half"], name="to_half", to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["half"], ["y"], name="to_float", to=TensorProto.FLOAT),
+    ]
+    return _graph_model(nodes, [_vector("x")], [_vector("y")])
+
+
+def expand_to_2_32_onnx() -> onnx.ModelProto:
+    """A one-element constant expanded to [65536, 65536] (16 GiB of float32), summed, added to x."""
+    nodes = [
+        helper.make_node("Expand", ["one", "big_shape"], ["big"], name="expand"),
+        helper.make_node("ReduceSum", ["big"], ["total"], name="sum", keepdims=0),
+        helper.make_node("Add", ["x", "total"], ["y"], name="add"),
+    ]
+    constants = [
+        helper.make_tensor("one", TensorProto.FLOAT, (1,), [1.0]),
+        helper.make_tensor("big_shape", TensorProto.INT64, (2,), [65536, 65536]),
+    ]
+    return _graph_model(nodes, [_vector("x")], [_vector("y")], constants)
+
+
 ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]] = {
     "valid small model": (small_onnx_model, None),
     "valid model with hostile and colliding names": (_colliding_hostile_names, None),
@@ -612,6 +686,9 @@ ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]]
     "external data": (_external_data, ErrorKind.EXTERNAL_DATA),
     "wrong kernel rank": (_checker_failure, ErrorKind.ONNX_CHECKER),
     "no opset": (lambda: replace_opsets(small_onnx_model()), ErrorKind.STRUCTURE),
+    "float16 input": (float16_relu_onnx, ErrorKind.TENSOR),
+    "float16 intermediate": (float16_inside_onnx, ErrorKind.TENSOR),
+    "Expand to 2^32 elements": (expand_to_2_32_onnx, ErrorKind.TENSOR),
 }
 
 

@@ -180,12 +180,11 @@ def _bind_layer_output(bb: relax.BlockBuilder, value: relax.Expr, layers: list[s
     return value
 
 
-_TFLITE_DTYPES = {0: "float32", 2: "int32", 3: "uint8", 4: "int64", 7: "int16", 9: "int8", 6: "bool"}
-
-
 def _import_tflite(path: Path) -> ImportedModel:
     import tflite
     from tvm.relax.frontend.tflite import tflite_frontend
+
+    from tvm_ext.model_check.tflite_check import tflite_dtype_name
 
     layers: list[str] = []
 
@@ -230,7 +229,7 @@ def _import_tflite(path: Path) -> ImportedModel:
     def spec(index: int) -> TensorSpec:
         tensor = subgraph.Tensors(index)
         return TensorSpec(
-            tflite_name(tensor.Name()), tuple(int(d) for d in tensor.ShapeAsNumpy()), _TFLITE_DTYPES[tensor.Type()]
+            tflite_name(tensor.Name()), tuple(int(d) for d in tensor.ShapeAsNumpy()), tflite_dtype_name(tensor.Type())
         )
 
     return ImportedModel(

@@ -12,7 +12,12 @@ from tvm import relax, tirx
 
 from target.resolve import TargetSpec, resolve_profile
 from tvm_ext.schedule import inline_intermediates
-from tvm_ext.transform import FuseOpsKeepingLayers, LowerQuantizedToInteger
+from tvm_ext.transform import (
+    DropEmptyConcatPieces,
+    FuseOpsKeepingLayers,
+    LowerQuantizedToInteger,
+    RefuseOversizedTensors,
+)
 
 
 def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model",
@@ -28,10 +33,13 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model",
     profile = resolve_profile(target)
     return tvm.transform.Sequential(
         [
+            # Before any folding: FoldConstant would compute a tensor that fits no target on the host.
+            RefuseOversizedTensors(model_name),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name,
                                     layer_names=operator_names or None),
             relax.transform.FoldConstant(),
+            DropEmptyConcatPieces(),
             relax.transform.LegalizeOps(),
             # Weight transposes and other constant-only kernels are computed here, not on the device.
             relax.transform.FoldConstant(),

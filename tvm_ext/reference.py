@@ -32,12 +32,15 @@ _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_inputs(specs: list[TensorSpec], seed: int = 0) -> list[np.ndarray]:
-    """Deterministic inputs: floats uniform in [-1, 1), integers uniform over the type's range."""
+    """Deterministic inputs: floats uniform in [-1, 1), bools uniform, 1-byte integers uniform over the
+    type's range, wider integers in [0, 10)."""
     rng = np.random.default_rng(seed)
     arrays = []
     for spec in specs:
         dtype = np.dtype(spec.dtype)
-        if dtype.kind == "f":
+        if dtype.kind == "b":
+            arrays.append(rng.integers(0, 2, spec.shape).astype(dtype))
+        elif dtype.kind == "f":
             arrays.append(rng.uniform(-1.0, 1.0, spec.shape).astype(dtype))
         elif dtype.kind in "iu" and dtype.itemsize == 1:
             info = np.iinfo(dtype)

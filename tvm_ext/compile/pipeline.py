@@ -74,7 +74,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
     from tvm_ext.frontend import ModelImportError, from_relax, import_model
     from tvm_ext.lower import lower_to_kernels
     from tvm_ext.reference import ReferenceRuntimeError, run_reference, run_relax_vm, test_inputs
-    from tvm_ext.transform import UnsupportedOperatorError
+    from tvm_ext.transform import OversizedTensorError, UnsupportedOperatorError
 
     tvm_target = target.register_profile_with_tvm(profile)
     config = build_config(profile)
@@ -95,7 +95,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
         with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
             source = generate_c(kernels, tvm_target)
             plan, constants = extract_plan(lowered, imported, profile, c_name_of, source.signatures)
-    except (ModelImportError, PlanError, UnsupportedOperatorError) as err:
+    except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
         raise CompileError(str(err).strip().splitlines()[-1]) from err
 
     with stage("planning", lambda: f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B, "

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, one_line, quote
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
-from .limits import shape_problem, tensor_bytes
+from .limits import has_c_type, oversize_problem, shape_problem, tensor_bytes
 from .operator_support import onnx_refusal
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -78,7 +78,10 @@ def check_onnx(model: str, path: str, data: bytes) -> ModelFacts:
     _check_inputs(model, graph, dtypes)
     _check_constants(model, graph, dtypes)
     _run_checker(model, proto)
-    outputs = _output_facts(model, proto, dtypes)
+    inferred = _infer_shapes(proto)
+    _check_c_types(model, inferred.graph, dtypes)
+    _check_sizes(model, inferred.graph, dtypes)
+    outputs = _output_facts(model, proto, inferred, dtypes)
     _check_operator_support(model, graph)
     return _facts(path, proto, dtypes, outputs)
 
@@ -328,17 +331,73 @@ def _run_checker(model: str, proto) -> None:
         raise ModelError(model, ErrorKind.ONNX_CHECKER, f"onnx.checker: {one_line(first, 300)}") from None
 
 
-def _output_facts(model: str, proto, dtypes: dict[int, _DType]) -> tuple[TensorFacts, ...]:
-    """Graph outputs with static shapes, from the model or, when it leaves them open, ONNX shape inference."""
+def _infer_shapes(proto):
+    """`proto` with ONNX's inferred types and shapes of every tensor (`graph.value_info`), constant shape
+    inputs propagated (data_prop: Expand, Reshape, ConstantOfShape of constant shapes get static shapes).
+
+    Shapes are inferred from dims alone; no tensor is computed. Falls back to `proto` when inference fails.
+    """
     import onnx.shape_inference
 
     try:
-        inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True).graph.output
-    except (
-        Exception
-    ):  # noqa: BLE001 - inference already passed in the checker; fall back to the declared outputs
-        inferred = proto.graph.output
-    by_name = {value.name: value for value in inferred}
+        return onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    except Exception:  # noqa: BLE001 - inference already passed in the checker; keep what the model declares
+        return proto
+
+
+def _typed_values(graph) -> Iterator[tuple[str, int, tuple[int, ...] | None]]:
+    """(label, ONNX element type, dims or None when not all known) of every tensor of an inferred graph:
+    inputs, outputs, intermediates and constants."""
+    initializers = {t.name for t in graph.initializer}
+    writers = {name: _node_label(i, node) for i, node in enumerate(graph.node) for name in node.output}
+    roles = [("input", v) for v in graph.input if v.name not in initializers]
+    roles += [("output", v) for v in graph.output] + [("tensor", v) for v in graph.value_info]
+    for role, value in roles:
+        if value.type.WhichOneof("value") != "tensor_type":
+            continue
+        written_by = f" written by node {writers[value.name]}" if role == "tensor" and value.name in writers else ""
+        yield f"{role} {quote(value.name)}{written_by}", value.type.tensor_type.elem_type, _known_dims(value)
+    for label, tensor in _tensor_protos(graph):
+        yield label, tensor.data_type, tuple(tensor.dims)
+
+
+def _known_dims(value) -> tuple[int, ...] | None:
+    """A ValueInfo's dims when every one is a known value (0 included), else None."""
+    tensor_type = value.type.tensor_type
+    if not tensor_type.HasField("shape"):
+        return None
+    dims = tuple(dim.dim_value if dim.HasField("dim_value") else -1 for dim in tensor_type.shape.dim)
+    return None if any(d < 0 for d in dims) else dims
+
+
+def _check_c_types(model: str, graph, dtypes: dict[int, _DType]) -> None:
+    """Every tensor has a C99 type in the bundle: float16 and bfloat16 have none (TVM's ONNX import keeps
+    them as they are), so a model using them anywhere, even inside, is refused."""
+    problems = ProblemList(
+        model, ErrorKind.TENSOR, "tensors of a type C99 has no portable type for", "convert the model to float32"
+    )
+    for label, elem_type, _ in _typed_values(graph):
+        dtype = dtypes.get(elem_type)
+        if dtype is not None and not has_c_type(dtype.name):
+            problems.add(f"{label} is {dtype.name}")
+    problems.raise_if_any()
+
+
+def _check_sizes(model: str, graph, dtypes: dict[int, _DType]) -> None:
+    """No tensor, intermediates and constant-folded ones included, is larger than any target's memory."""
+    problems = ProblemList(model, ErrorKind.TENSOR, "tensors too large for any target")
+    for label, elem_type, dims in _typed_values(graph):
+        dtype = dtypes.get(elem_type)
+        problem = None if dtype is None or dims is None else oversize_problem(dims, dtype.bits)
+        if problem:
+            problems.add(f"{label} {dtype.name}{problem}")
+    problems.raise_if_any()
+
+
+def _output_facts(model: str, proto, inferred, dtypes: dict[int, _DType]) -> tuple[TensorFacts, ...]:
+    """Graph outputs with static shapes, from the model or, when it leaves them open, ONNX shape inference
+    (`inferred`, from `_infer_shapes`)."""
+    by_name = {value.name: value for value in inferred.graph.output}
     problems = ProblemList(model, ErrorKind.TENSOR, "bad model output")
     facts = []
     for declared in proto.graph.output:

@@ -7,13 +7,14 @@ Each rule gathers every problem of its kind and raises them together; rules run 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, quote
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
-from .limits import MAX_TENSOR_BYTES, shape_problem, tensor_bytes
+from .limits import MAX_TENSOR_BYTES, has_c_type, oversize_problem, shape_problem, tensor_bytes
 from .operator_support import TFLITE_CUSTOM_CODES, tflite_refusal
 from .tflite_reader import TfliteModel, TfliteOperator, TfliteQuantization, TfliteSubgraph, TfliteTensor, read_tflite
 from .tflite_versions import known_versions
@@ -40,7 +41,8 @@ class _DType:
 
 
 # TFLite TensorType codes (schema.fbs) our compiler accepts. STRING, COMPLEX64/128, RESOURCE and VARIANT
-# are refused: they have no fixed element size or no meaning in a C bundle.
+# are refused: they have no fixed element size or no meaning in a C bundle; FLOAT64, UINT16 and BFLOAT16
+# too: TVM's TFLite frontend has no dtype for them (a KeyError inside TVM).
 _DTYPES: dict[int, _DType] = {
     0: _DType("float32", 32, False),
     1: _DType("float16", 16, False),
@@ -50,16 +52,28 @@ _DTYPES: dict[int, _DType] = {
     6: _DType("bool", 8, False),
     7: _DType("int16", 16, True),
     9: _DType("int8", 8, True),
-    10: _DType("float64", 64, False),
     12: _DType("uint64", 64, False),
     15: _DType("uint32", 32, False),
-    16: _DType("uint16", 16, False),
     17: _DType("int4", 4, True),
-    18: _DType("bfloat16", 16, False),
 }
 _FLOAT32 = 0
 _WEIGHT_TYPES = {"int8", "uint8", "int4"}
 _CUSTOM_BUILTIN = 32  # BuiltinOperator.CUSTOM
+_SMALLEST_NORMAL_FLOAT32 = float(np.finfo(np.float32).tiny)
+_LARGEST_FLOAT32 = float(np.finfo(np.float32).max)
+# TFLite's QuantizeMultiplier stores a requantization multiplier as a Q31 fraction in [0.5, 1) times
+# 2^shift, shift <= 30 (it saturates larger ones); it flushes multipliers with a shift below -31 to zero.
+_MAX_MULTIPLIER_SHIFT = 30
+_MIN_MULTIPLIER_SHIFT = -31
+# Operators whose requantization multiplier is input scale x weight scale / output scale.
+_WEIGHTED_OPERATORS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "CONV_3D"})
+# Reads a float16 constant only to give float32: TVM's import turns the pair into a float32 constant.
+_DEQUANTIZE = "DEQUANTIZE"
+
+
+def tflite_dtype_name(code: int) -> str:
+    """Our dtype name ("float32", "uint16", ...) of a TFLite TensorType code the model check accepts."""
+    return _DTYPES[code].name
 
 
 def _type_name(code: int) -> str:
@@ -100,13 +114,16 @@ def check_tflite(model: str, path: str, data: bytes) -> ModelFacts:
     graph = flat.subgraphs[0]
     _check_indices(model, flat, graph)
     _check_tensors(model, graph)
+    _check_sizes(model, graph)
     _check_buffers(model, flat, graph)
     op_names = _operator_names(model, flat, graph)
+    _check_c_types(model, flat, graph, op_names)
     _check_graph(model, flat, graph, op_names)
     _check_constant_inputs(model, flat, graph)
     _check_offline_plan(model, flat)
     _check_hybrid(model, flat, graph, op_names)
     _check_quantized_operators(model, graph, op_names)
+    _check_requantization_multipliers(model, graph, op_names)
     _check_operator_support(model, flat, graph, op_names)
     return _facts(path, flat, graph, op_names)
 
@@ -171,8 +188,12 @@ def _check_tensors(model: str, graph: TfliteSubgraph) -> None:
         quant = tensor.quantization
         if quant is None:
             continue
-        if not quant.scales_positive_finite:
-            problems.add(f"{_tensor_label(tensor)} has a quantization scale that is not a positive number")
+        low, high = quant.scale_range
+        if not _SMALLEST_NORMAL_FLOAT32 <= low <= high <= _LARGEST_FLOAT32:  # False for NaN
+            problems.add(
+                f"{_tensor_label(tensor)} has quantization scales in [{low:.9g}, {high:.9g}], not all positive "
+                "normal finite float32 values"
+            )
         if quant.zero_points != quant.scales:
             problems.add(
                 f"{_tensor_label(tensor)} has {quant.scales} scales but {quant.zero_points} zero points"
@@ -191,6 +212,37 @@ def _check_tensors(model: str, graph: TfliteSubgraph) -> None:
         for index in indices:
             if 0 in graph.tensors[index].shape:
                 problems.add(f"model {role} {_tensor_label(graph.tensors[index])} has no elements")
+    problems.raise_if_any()
+
+
+def _check_sizes(model: str, graph: TfliteSubgraph) -> None:
+    """No tensor is larger than any target's memory (shapes already checked by `_check_tensors`)."""
+    problems = ProblemList(model, ErrorKind.TENSOR, "tensors too large for any target")
+    for tensor in graph.tensors:
+        dtype = _DTYPES[tensor.type_code]
+        problem = oversize_problem(tensor.shape, dtype.bits)
+        if problem:
+            problems.add(f"{_tensor_label(tensor)} {dtype.name}{problem}")
+    problems.raise_if_any()
+
+
+def _check_c_types(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> None:
+    """Every tensor the bundle holds has a C99 type. Exempt: float16 constants only DEQUANTIZE reads (the
+    float16-quantized format: TVM imports them as float32 constants) and constant weights of a quantized
+    integer type (int4), which integer kernels read."""
+    readers: dict[int, set[str]] = {}
+    for op, name in zip(graph.operators, op_names, strict=True):
+        for index in op.inputs:
+            readers.setdefault(index, set()).add(name)
+    problems = ProblemList(
+        model, ErrorKind.TENSOR, "tensors of a type C99 has no portable type for", "convert the model to float32"
+    )
+    for tensor in graph.tensors:
+        dtype = _DTYPES[tensor.type_code]
+        constant = _is_constant(flat, tensor) and tensor.index not in graph.outputs
+        dequantized = dtype.name == "float16" and readers.get(tensor.index, set()) <= {_DEQUANTIZE}
+        if not has_c_type(dtype.name) and not (constant and (dequantized or dtype.integer)):
+            problems.add(f"{_tensor_label(tensor)} is {dtype.name}")
     problems.raise_if_any()
 
 
@@ -380,6 +432,35 @@ def _check_quantized_operators(model: str, graph: TfliteSubgraph, op_names: list
         problems.add(f"{_tensor_label(graph.tensors[index])} has no quantization scale, yet quantized "
                      f"operators use it at {layers_phrase(layers)}")
     problems.raise_if_any()
+
+
+def _check_requantization_multipliers(model: str, graph: TfliteSubgraph, op_names: list[str]) -> None:
+    """Each quantized CONV/FULLY_CONNECTED's multipliers, input scale x weight scale / output scale per
+    channel, are ones TFLite's QuantizeMultiplier can express: none of 2^30 or more (a shift above 30), and not
+    all below 2^-32 (flushed to zero, the output would not depend on the input). Some channels flushing to
+    zero is TFLite's own behaviour and real models have it."""
+    problems = ProblemList(model, ErrorKind.TENSOR, "requantization multipliers TFLite cannot express")
+    for op, name in zip(graph.operators, op_names, strict=True):
+        if name not in _WEIGHTED_OPERATORS or len(op.inputs) < 2 or not op.outputs:
+            continue
+        tensors = [graph.tensors[i] for i in (op.inputs[0], op.inputs[1], op.outputs[0]) if i >= 0]
+        if len(tensors) < 3 or not all(_is_quantized(t) for t in tensors):
+            continue
+        (in_low, in_high), (w_low, w_high), (out_low, out_high) = (t.quantization.scale_range for t in tensors)
+        low, high = in_low * w_low / out_high, in_high * w_high / out_low
+        if not _MIN_MULTIPLIER_SHIFT <= _quantize_multiplier_shift(high) <= _MAX_MULTIPLIER_SHIFT:
+            problems.add(
+                f"{_tensor_label(tensors[2])} of {name} at layer {quote(_layer(graph, op))}: input scale x weight "
+                f"scale / output scale in [{low:.3g}, {high:.3g}], its largest outside [2^-32, 2^30)"
+            )
+    problems.raise_if_any()
+
+
+def _quantize_multiplier_shift(multiplier: float) -> int:
+    """The shift TFLite's QuantizeMultiplier gives a positive `multiplier` before flushing or saturating:
+    frexp's exponent, one more when the Q31 fraction rounds up to 2^31."""
+    fraction, shift = math.frexp(multiplier)
+    return shift + 1 if round(fraction * 2**31) == 2**31 else shift
 
 
 def _check_operator_support(

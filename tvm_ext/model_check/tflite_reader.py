@@ -34,7 +34,7 @@ class TfliteQuantization:
 
     scales: int
     zero_points: int
-    scales_positive_finite: bool
+    scale_range: tuple[float, float]  # smallest and largest scale (float32 values; NaN when any is NaN)
     dimension: int
     zero_point_range: tuple[int, int]  # smallest and largest zero point; (0, 0) when there are none
 
@@ -250,9 +250,9 @@ def _read_quantization(reader: _BoundedReader, what: str, quant) -> TfliteQuanti
         if not isinstance(zero_points, np.ndarray) or zero_points.shape != (n_zero_points,):
             raise reader.fail(f"{what} zero points run past the end of the file")
         zero_point_range = (int(zero_points.min()), int(zero_points.max()))
-    positive = bool(np.all(np.isfinite(scales)) and np.all(scales > 0))
+    scale_range = (float(scales.min()), float(scales.max()))  # numpy's min and max propagate NaN
     return TfliteQuantization(
-        n_scales, n_zero_points, positive, reader.get(what, quant.QuantizedDimension), zero_point_range
+        n_scales, n_zero_points, scale_range, reader.get(what, quant.QuantizedDimension), zero_point_range
     )
 
 

@@ -1,6 +1,15 @@
 """Our Relax passes, each an ordinary `tvm.transform` pass that users can put into their own pipelines."""
 
+from tvm_ext.transform.drop_empty_concat_pieces import DropEmptyConcatPieces
 from tvm_ext.transform.fuse_keeping_layers import FuseOpsKeepingLayers
 from tvm_ext.transform.lower_quantized_to_integer import LowerQuantizedToInteger, UnsupportedOperatorError
+from tvm_ext.transform.refuse_oversized_tensors import OversizedTensorError, RefuseOversizedTensors
 
-__all__ = ["FuseOpsKeepingLayers", "LowerQuantizedToInteger", "UnsupportedOperatorError"]
+__all__ = [
+    "DropEmptyConcatPieces",
+    "FuseOpsKeepingLayers",
+    "LowerQuantizedToInteger",
+    "OversizedTensorError",
+    "RefuseOversizedTensors",
+    "UnsupportedOperatorError",
+]
