@@ -140,6 +140,7 @@ class _GeneratedVarNames(relax.PyExprMutator):
         super().__init__(mod)
         self.params = params
         self.renamed = 0
+        self.original_names: dict[str, str] = {}  # generated name -> the name it replaced
 
     def _rename(self, var: relax.Var, make) -> relax.Var:
         if _OUR_LAYER_VAR.match(var.name):
@@ -148,6 +149,7 @@ class _GeneratedVarNames(relax.PyExprMutator):
         name = f"input{index}" if index is not None else f"v{self.renamed}"
         self.renamed += index is None
         new = make(name, var.ty)
+        self.original_names[name] = var.name
         self.set_var_remap(var, new)
         return new
 
@@ -158,11 +160,17 @@ class _GeneratedVarNames(relax.PyExprMutator):
         return self._rename(var, relax.DataflowVar)
 
 
+ORIGINAL_VAR_NAMES_ATTR = "tvm_ext.original_var_names"
+
+
 def with_generated_var_names(mod: tvm.IRModule) -> tvm.IRModule:
-    """`mod` with `main`'s vars renamed by `_GeneratedVarNames` (its attributes kept)."""
+    """`mod` with `main`'s vars renamed by `_GeneratedVarNames` (its attributes kept). `main`'s attribute
+    ORIGINAL_VAR_NAMES_ATTR maps each generated name to the model's own, for messages (never for C)."""
     main = mod["main"]
+    renamer = _GeneratedVarNames(mod, list(main.params))
+    renamed_main = renamer.visit_expr(main)
     renamed = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)  # the caller's module stays as it was
-    renamed["main"] = _GeneratedVarNames(mod, list(main.params)).visit_expr(main)
+    renamed["main"] = renamed_main.with_attr(ORIGINAL_VAR_NAMES_ATTR, renamer.original_names)
     return renamed
 
 

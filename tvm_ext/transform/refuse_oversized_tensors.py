@@ -37,13 +37,16 @@ class RefuseOversizedTensors:
         main = mod["main"]
         layers = [str(n) for n in (main.attrs or {}).get("tvm_ext.layers", [])]
         layer_of = _binding_layers(main)
+        # The model's own names: the compiler renamed every var (tvm_ext.frontend.with_generated_var_names).
+        model_name_of = {str(k): str(v) for k, v in (main.attrs or {}).get("tvm_ext.original_var_names", {}).items()}
         bindings = [binding.var for block in main.body.blocks for binding in block.bindings]
         for var in [*main.params, *bindings]:
             problem = _oversize_problem(var.ty)
             if problem:
                 index = layer_of.get(var)
                 layer = f" (layer {layers[index]})" if index is not None and index < len(layers) else ""
-                raise OversizedTensorError(f"{self.model_name}: tensor {var.name}{layer} {problem}")
+                name = model_name_of.get(var.name, var.name)
+                raise OversizedTensorError(f"{self.model_name}: tensor {name}{layer} {problem}")
         return mod
 
 
