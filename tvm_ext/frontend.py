@@ -194,6 +194,7 @@ def _import_tflite(path: Path) -> ImportedModel:
 
         def __init__(self, model, subgraph, exp_tab, bb):
             super().__init__(model, subgraph, exp_tab, bb)
+            self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             self.convert_map = {op: self._named(fn) for op, fn in self.convert_map.items()}
 
         def _named(self, convert):
@@ -208,6 +209,46 @@ def _import_tflite(path: Path) -> ImportedModel:
                     raise ModelImportError(f"{path.name}: layer {layer}: {_import_failure(err)}") from err
 
             return convert_and_name
+
+        def get_tensors(self, tensors_idx_list):
+            """TVM's tensor wrappers, with the quantized axis of a 1-D tensor set to its only axis: the
+            converter writes the weights' dimension (3) on depthwise biases, which TFLite Micro ignores
+            and `relax.dequantize` refuses."""
+            wrappers = super().get_tensors(tensors_idx_list)
+            for wrapper in wrappers:
+                if wrapper.qnn_params and wrapper.tensor.ShapeLength() == 1:
+                    wrapper.qnn_params["axis"] = 0
+            return wrappers
+
+        def convert_fully_connected(self, op):
+            """FULLY_CONNECTED as TFLite runs it: without keep_num_dims, an input of any rank is flattened
+            to [elements / input units, input units] first (TVM's converter multiplies it as it is)."""
+            from tflite.FullyConnectedOptions import FullyConnectedOptions
+
+            options = FullyConnectedOptions()
+            options.Init(op.BuiltinOptions().Bytes, op.BuiltinOptions().Pos)
+            data, weight = self.get_input_tensors(op)[:2]
+            input_units = int(self.get_tensor_shape(weight)[1])
+            data_shape = [int(d) for d in self.get_tensor_shape(data)]
+            if options.KeepNumDims() or len(data_shape) == 2 or input_units == 0:
+                return super().convert_fully_connected(op)
+            rows = int(np.prod(data_shape)) // input_units
+            if rows * input_units != int(np.prod(data_shape)):
+                raise ModelImportError(f"{path.name}: FULLY_CONNECTED input {data_shape} does not split into "
+                                       f"rows of {input_units} (the weights' input units)")
+            flattened = self.bb.normalize(relax.op.reshape(self.get_tensor_expr(data), (rows, input_units)))
+            self._flattened_inputs[data.tensor_idx] = flattened
+            try:
+                return super().convert_fully_connected(op)
+            finally:
+                del self._flattened_inputs[data.tensor_idx]
+
+        def get_tensor_expr(self, tensor, is_sparse=False):
+            """The tensor's expression, or its flattened form while a FULLY_CONNECTED is converted."""
+            flattened = self._flattened_inputs.get(tensor.tensor_idx)
+            if flattened is not None:
+                return flattened
+            return super().get_tensor_expr(tensor, is_sparse)
 
     buf = path.read_bytes()
     model = tflite.Model.GetRootAsModel(buf, 0)
