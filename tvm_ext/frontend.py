@@ -211,12 +211,14 @@ def _import_tflite(path: Path) -> ImportedModel:
             return convert_and_name
 
         def get_tensors(self, tensors_idx_list):
-            """TVM's tensor wrappers, with the quantized axis of a 1-D tensor set to its only axis: the
-            converter writes the weights' dimension (3) on depthwise biases, which TFLite Micro ignores
-            and `relax.dequantize` refuses."""
+            """TVM's tensor wrappers, with the quantized axis set to 0 where the file's cannot matter: a 1-D
+            tensor has only that axis (the converter writes the weights' dimension, 3, on depthwise biases:
+            TFLite Micro ignores it, `relax.dequantize` refuses it) and one scale applies to every axis
+            (TVM refuses a per-tensor depthwise kernel on dimension 3)."""
             wrappers = super().get_tensors(tensors_idx_list)
             for wrapper in wrappers:
-                if wrapper.qnn_params and wrapper.tensor.ShapeLength() == 1:
+                if wrapper.qnn_params and (wrapper.tensor.ShapeLength() == 1
+                                           or wrapper.tensor.Quantization().ScaleLength() == 1):
                     wrapper.qnn_params["axis"] = 0
             return wrappers
 
