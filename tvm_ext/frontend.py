@@ -223,27 +223,31 @@ def _import_tflite(path: Path) -> ImportedModel:
             return wrappers
 
         def convert_fully_connected(self, op):
-            """FULLY_CONNECTED as TFLite runs it: without keep_num_dims, an input of any rank is flattened
-            to [elements / input units, input units] first (TVM's converter multiplies it as it is)."""
+            """FULLY_CONNECTED as TFLite runs it, on an input of any rank read as rows of the weights' input
+            units: without keep_num_dims the output is [rows, units]; with it, the input's shape with its
+            last dimension made `units`. (TVM's converter multiplies a higher-rank input as it is, which
+            our int8 lowering and TFLite's flattening disagree with.)"""
             from tflite.FullyConnectedOptions import FullyConnectedOptions
 
-            options = FullyConnectedOptions()
-            options.Init(op.BuiltinOptions().Bytes, op.BuiltinOptions().Pos)
             data, weight = self.get_input_tensors(op)[:2]
-            input_units = int(self.get_tensor_shape(weight)[1])
+            units, input_units = (int(d) for d in self.get_tensor_shape(weight))
             data_shape = [int(d) for d in self.get_tensor_shape(data)]
-            if options.KeepNumDims() or len(data_shape) == 2 or input_units == 0:
+            if len(data_shape) == 2 or input_units == 0:
                 return super().convert_fully_connected(op)
-            rows = int(np.prod(data_shape)) // input_units
-            if rows * input_units != int(np.prod(data_shape)):
+            elements = int(np.prod(data_shape))
+            if elements % input_units:
                 raise ModelImportError(f"{path.name}: FULLY_CONNECTED input {data_shape} does not split into "
                                        f"rows of {input_units} (the weights' input units)")
-            flattened = self.bb.normalize(relax.op.reshape(self.get_tensor_expr(data), (rows, input_units)))
-            self._flattened_inputs[data.tensor_idx] = flattened
+            rows = self.bb.normalize(relax.op.reshape(self.get_tensor_expr(data), (elements // input_units,
+                                                                                   input_units)))
+            self._flattened_inputs[data.tensor_idx] = rows
             try:
-                return super().convert_fully_connected(op)
+                out = super().convert_fully_connected(op)
             finally:
                 del self._flattened_inputs[data.tensor_idx]
+            options = FullyConnectedOptions()
+            options.Init(op.BuiltinOptions().Bytes, op.BuiltinOptions().Pos)
+            return relax.op.reshape(out, data_shape[:-1] + [units]) if options.KeepNumDims() else out
 
         def get_tensor_expr(self, tensor, is_sparse=False):
             """The tensor's expression, or its flattened form while a FULLY_CONNECTED is converted."""
