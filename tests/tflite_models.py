@@ -12,6 +12,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from fuzz_corpus import subgraph_table
+
 INT8, INT32 = 9, 2
 DEPTHWISE_CONV_2D, FULLY_CONNECTED = 4, 9
 SAME, VALID = 0, 1
@@ -113,13 +115,7 @@ def build_int8_tflite(graph: Int8Graph) -> bytes:
         tflite.OperatorAddBuiltinOptions(b, options)
         operators.append(tflite.OperatorEnd(b))
     tensor_vector, operator_vector = offsets(tensors), offsets(operators)
-    inputs, outputs = ints(graph.inputs), ints(graph.outputs)
-    tflite.SubGraphStart(b)
-    tflite.SubGraphAddTensors(b, tensor_vector)
-    tflite.SubGraphAddOperators(b, operator_vector)
-    tflite.SubGraphAddInputs(b, inputs)
-    tflite.SubGraphAddOutputs(b, outputs)
-    subgraph = tflite.SubGraphEnd(b)
+    subgraph = subgraph_table(b, tensor_vector, operator_vector, ints(graph.inputs), ints(graph.outputs))
     opcodes = []
     for builtin in builtins:
         tflite.OperatorCodeStart(b)
