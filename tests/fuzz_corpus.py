@@ -247,6 +247,18 @@ def _table_vector(builder, offsets: list[int]) -> int:
     return builder.EndVector()
 
 
+def subgraph_table(builder, tensors: int, operators: int, inputs: int, outputs: int) -> int:
+    """A SubGraph table of vectors already written (offsets in `builder`)."""
+    import tflite
+
+    tflite.SubGraphStart(builder)
+    tflite.SubGraphAddTensors(builder, tensors)
+    tflite.SubGraphAddOperators(builder, operators)
+    tflite.SubGraphAddInputs(builder, inputs)
+    tflite.SubGraphAddOutputs(builder, outputs)
+    return tflite.SubGraphEnd(builder)
+
+
 def build_tflite(spec: TinyTflite) -> bytes:
     """Serialize `spec` as a .tflite flatbuffer with the "TFL3" identifier."""
     import flatbuffers
@@ -305,12 +317,7 @@ def build_tflite(spec: TinyTflite) -> bytes:
     for _ in range(spec.subgraph_copies):
         tensor_vector, operator_vector = _table_vector(b, tensors), _table_vector(b, operators)
         inputs, outputs = int_vector(spec.inputs), int_vector(spec.outputs)
-        tflite.SubGraphStart(b)
-        tflite.SubGraphAddTensors(b, tensor_vector)
-        tflite.SubGraphAddOperators(b, operator_vector)
-        tflite.SubGraphAddInputs(b, inputs)
-        tflite.SubGraphAddOutputs(b, outputs)
-        subgraphs.append(tflite.SubGraphEnd(b))
+        subgraphs.append(subgraph_table(b, tensor_vector, operator_vector, inputs, outputs))
     opcodes = []
     for builtin, version, custom in spec.opcodes:
         custom_name = b.CreateString(custom) if custom else None

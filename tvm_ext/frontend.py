@@ -201,6 +201,7 @@ def _import_tflite(path: Path) -> ImportedModel:
 
         def __init__(self, model, subgraph, exp_tab, bb):
             super().__init__(model, subgraph, exp_tab, bb)
+            self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             self.convert_map = {op: self._named(fn) for op, fn in self.convert_map.items()}
 
         def _named(self, convert):
@@ -215,6 +216,52 @@ def _import_tflite(path: Path) -> ImportedModel:
                     raise ModelImportError(f"{path.name}: layer {layer}: {_import_failure(err)}") from err
 
             return convert_and_name
+
+        def get_tensors(self, tensors_idx_list):
+            """TVM's tensor wrappers, with the quantized axis set to 0 where the file's cannot matter: a 1-D
+            tensor has only that axis (the converter writes the weights' dimension, 3, on depthwise biases:
+            TFLite Micro ignores it, `relax.dequantize` refuses it) and one scale applies to every axis
+            (TVM refuses a per-tensor depthwise kernel on dimension 3)."""
+            wrappers = super().get_tensors(tensors_idx_list)
+            for wrapper in wrappers:
+                if wrapper.qnn_params and (wrapper.tensor.ShapeLength() == 1
+                                           or wrapper.tensor.Quantization().ScaleLength() == 1):
+                    wrapper.qnn_params["axis"] = 0
+            return wrappers
+
+        def convert_fully_connected(self, op):
+            """FULLY_CONNECTED as TFLite runs it, on an input of any rank read as rows of the weights' input
+            units: without keep_num_dims the output is [rows, units]; with it, the input's shape with its
+            last dimension made `units`. (TVM's converter multiplies a higher-rank input as it is, which
+            our int8 lowering and TFLite's flattening disagree with.)"""
+            from tflite.FullyConnectedOptions import FullyConnectedOptions
+
+            data, weight = self.get_input_tensors(op)[:2]
+            units, input_units = (int(d) for d in self.get_tensor_shape(weight))
+            data_shape = [int(d) for d in self.get_tensor_shape(data)]
+            if len(data_shape) == 2 or input_units == 0:
+                return super().convert_fully_connected(op)
+            elements = int(np.prod(data_shape))
+            if elements % input_units:
+                raise ModelImportError(f"{path.name}: FULLY_CONNECTED input {data_shape} does not split into "
+                                       f"rows of {input_units} (the weights' input units)")
+            rows = self.bb.normalize(relax.op.reshape(self.get_tensor_expr(data), (elements // input_units,
+                                                                                   input_units)))
+            self._flattened_inputs[data.tensor_idx] = rows
+            try:
+                out = super().convert_fully_connected(op)
+            finally:
+                del self._flattened_inputs[data.tensor_idx]
+            options = FullyConnectedOptions()
+            options.Init(op.BuiltinOptions().Bytes, op.BuiltinOptions().Pos)
+            return relax.op.reshape(out, data_shape[:-1] + [units]) if options.KeepNumDims() else out
+
+        def get_tensor_expr(self, tensor, is_sparse=False):
+            """The tensor's expression, or its flattened form while a FULLY_CONNECTED is converted."""
+            flattened = self._flattened_inputs.get(tensor.tensor_idx)
+            if flattened is not None:
+                return flattened
+            return super().get_tensor_expr(tensor, is_sparse)
 
     buf = path.read_bytes()
     model = tflite.Model.GetRootAsModel(buf, 0)

@@ -40,6 +40,10 @@ _SOURCE_LOCATION = re.compile(
 # The failed C++ check before onnxruntime's sentence: "input_shape_size == size was false. ".
 _FAILED_CHECK = re.compile(r"\s[^\s.:'{}][^.:'{}]*\bwas false\.\s")
 _WHITESPACE = re.compile(r"\s+")
+# Largest arena TFLite Micro is given, in bytes (far above any model a microcontroller runs).
+TFLM_MAX_ARENA_BYTES = 1 << 30
+# The message of TFLM's Python interpreter when the tensors do not fit its arena.
+_TFLM_ALLOCATION_FAILURE = "failed to allocate tensors"
 
 
 class Runtime(str, enum.Enum):
@@ -110,10 +114,24 @@ def _run_litert(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.nda
     return outputs, f"LiteRT {version('ai-edge-litert')}"
 
 
-def _run_tflite_micro(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
+def _tflite_micro_interpreter(model: str):
+    """TFLite Micro's interpreter for `model` on an arena large enough: its default arena (10x the file's
+    bytes) cannot hold the tensors of a model with large activations and few weights, so the arena is
+    doubled, from that default, until TFLM allocates the tensors or TFLM_MAX_ARENA_BYTES is reached."""
     from tflite_micro import runtime
 
-    interpreter = runtime.Interpreter.from_file(request.model)
+    arena_bytes = 10 * Path(model).stat().st_size
+    while True:
+        try:
+            return runtime.Interpreter.from_file(model, arena_size=arena_bytes)
+        except RuntimeError as err:
+            if _TFLM_ALLOCATION_FAILURE not in str(err) or 2 * arena_bytes > TFLM_MAX_ARENA_BYTES:
+                raise
+        arena_bytes *= 2
+
+
+def _run_tflite_micro(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
+    interpreter = _tflite_micro_interpreter(request.model)
     for index, value in enumerate(inputs):
         interpreter.set_input(value, index)
     interpreter.invoke()

@@ -47,7 +47,7 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     """Bytes of `elf` by kind, for the manifest; all sizes in bytes.
 
     Keys: code_bytes, weights_bytes, data_bytes, bss_bytes, flash_bytes (code + weights + data image),
-    static_ram_bytes (data + bss); when `arena_symbol` names a symbol of the ELF: arena_bytes and
+    static_ram_bytes (data + bss); when `arena_symbol` is given: arena_bytes (see arena_size) and
     other_static_ram_bytes (static RAM besides the arena); when `bundle_sources` names the bundle's C files
     without their extension (e.g. "m_kernels", "m_model"): bundle_code_bytes, their part of code_bytes;
     when `stack_root` is given: stack_peak_bytes,
@@ -63,7 +63,7 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     sizes["flash_bytes"] = by_kind["code"] + by_kind["weights"] + by_kind["data"]
     sizes["static_ram_bytes"] = by_kind["data"] + by_kind["bss"]
     if arena_symbol is not None:
-        sizes["arena_bytes"] = symbol_size(elf, arena_symbol)
+        sizes["arena_bytes"] = arena_size(elf, arena_symbol)
         sizes["other_static_ram_bytes"] = by_kind["data"] + by_kind["bss"] - sizes["arena_bytes"]
     stems = tuple(bundle_sources)
     if stems:
@@ -104,6 +104,16 @@ def symbol_size(elf: Path, symbol: str) -> int:
         if len(fields) == 4 and fields[3] == symbol:
             return int(fields[1], 16)
     raise ValueError(f"{elf}: no sized symbol {symbol}")
+
+
+def arena_size(elf: Path, symbol: str) -> int:
+    """Bytes of the static arena `symbol` in `elf`: 0 when the ELF has no such symbol. The compiler drops
+    the arena of a model that needs none (its placeholder array, which no instruction reads), while an
+    arena the kernels use is always linked."""
+    try:
+        return symbol_size(elf, symbol)
+    except ValueError:
+        return 0
 
 
 def mapped_code_bytes(map_file: Path, stems: tuple[str, ...]) -> int:

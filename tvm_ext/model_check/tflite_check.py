@@ -198,9 +198,7 @@ def _check_tensors(model: str, graph: TfliteSubgraph) -> None:
             problems.add(
                 f"{_tensor_label(tensor)} has {quant.scales} scales but {quant.zero_points} zero points"
             )
-        if quant.scales > 1 and not (
-            0 <= quant.dimension < len(tensor.shape) and tensor.shape[quant.dimension] == quant.scales
-        ):
+        if quant.scales > 1 and not _scales_fit_axis(quant, tensor.shape):
             problems.add(
                 f"{_tensor_label(tensor)} {list(tensor.shape)} has {quant.scales} per-channel scales "
                 f"on dimension {quant.dimension}"
@@ -244,6 +242,16 @@ def _check_c_types(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_name
         if not has_c_type(dtype.name) and not (constant and (dequantized or dtype.integer)):
             problems.add(f"{_tensor_label(tensor)} is {dtype.name}")
     problems.raise_if_any()
+
+
+def _scales_fit_axis(quant: TfliteQuantization, shape: tuple[int, ...]) -> bool:
+    """Whether a per-channel tensor has one scale per element of its quantized dimension. A 1-D tensor
+    whose scale count equals its length is quantized along its only axis, whatever dimension the file
+    names: TFLite's converter writes the weights' dimension (3) on depthwise biases, and TFLite Micro,
+    our int8 reference, runs such files."""
+    if len(shape) == 1:
+        return shape[0] == quant.scales
+    return 0 <= quant.dimension < len(shape) and shape[quant.dimension] == quant.scales
 
 
 def _zero_point_problem(quant: TfliteQuantization, dtype: _DType) -> str | None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Optional, Union
 
+import numpy as np
 from tvm import relax
 
 from ...kernels import conv2d_int8, depthwise_conv2d_int8
 from ...kernels.quant_params import conv_multipliers
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import Conv2DGeometry, MacKernel, MacPattern
-from .patterns import ends_float_operator, float_operator_mismatch
+from .patterns import Int8Weight, ends_float_operator, float_operator_mismatch
 
 _PATTERN = MacPattern("relax.nn.conv2d")
 
@@ -20,8 +21,10 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     operands = _PATTERN.read(quantize, ctx)
     if operands is None:
         return float_operator_mismatch(quantize, ctx)
-    conv, weight = operands.core, operands.weight.values
-    attrs = conv.attrs
+    conv, attrs = operands.core, operands.core.attrs
+    weight = _weight_as_convolved(operands.weight, conv)
+    if weight is None:
+        return float_operator_mismatch(quantize, ctx)
     if attrs.data_layout != "NHWC" or attrs.out_layout != "NHWC":
         return float_operator_mismatch(quantize, ctx)
     groups = int(attrs.groups)
@@ -29,7 +32,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         kind, kernel = "CONV_2D", conv2d_int8
     elif groups == int(conv.args[0].ty.shape[3]) and attrs.kernel_layout == "HWOI":
         kind, kernel = "DEPTHWISE_CONV_2D", depthwise_conv2d_int8
-        weight = weight.reshape(weight.shape[-3], weight.shape[-2], int(conv.ty.shape[3]))
+        weight = weight.reshape(weight.shape[0], weight.shape[1], int(conv.ty.shape[3]))
     else:
         return float_operator_mismatch(quantize, ctx)
     data, out = operands.data, operands.out
@@ -38,6 +41,15 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
                                 for values in (attrs.strides, attrs.padding, attrs.dilation)))
     return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                      shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry)
+
+
+def _weight_as_convolved(weight: Int8Weight, conv: relax.Call) -> Optional[np.ndarray]:
+    """The int8 weight values in the shape the convolution reads them: the frontend reshapes a depthwise
+    kernel (1, KH, KW, C*M) after dequantizing it, to (KH, KW, 1, M) (HWIO, one input channel) or
+    (KH, KW, C*M, 1) (HWOI); a reshape keeps the element order. None for a transposed weight."""
+    if weight.permuted:
+        return None
+    return weight.values.reshape([int(d) for d in conv.args[1].ty.shape])
 
 
 LOWERING = Lowering(frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"}), ends_float_operator, match)
