@@ -15,18 +15,22 @@ from tvm_ext.model_check import ErrorKind, ModelError, ModelFormat, check_model
 
 MODELS = fuzz_corpus.shared_models_dir()
 HYBRID_MODEL = "kws_ref_model_float32.tflite"
-README_DTYPES = {"f32": "float32", "i8": "int8"}
+README_DTYPES = {"f32": "float32", "i8": "int8", "i16": "int16", "i32": "int32"}
+# A README input cell: "1x49x10x1 i8", "2 x 1x128x128x1 i8" (two inputs alike), "1x96 i16 -> 1x2 i32", with a
+# remark in parentheses after it.
+README_INPUT = re.compile(r"(?:(\d+) x )?([\dx]+) (f32|i8|i16|i32)\b.*")
 
 
-def readme_inputs() -> dict[str, tuple[tuple[int, ...], str]]:
-    """model file name -> (input shape, dtype) from the table in the models' README ("1x49x10x1 i8")."""
+def readme_inputs() -> dict[str, list[tuple[tuple[int, ...], str]]]:
+    """model file name -> [(input shape, dtype), ...] from the table in the models' README."""
     table = {}
     for line in (MODELS / "README.md").read_text().splitlines():
         cells = [cell.strip() for cell in line.split("|")]
-        match = re.fullmatch(r"([\dx]+) (f32|i8)", cells[3]) if len(cells) > 4 else None
+        match = README_INPUT.fullmatch(cells[3]) if len(cells) > 4 else None
         if match:
-            shape = tuple(int(d) for d in match.group(1).split("x"))
-            table[Path(cells[1]).name] = (shape, README_DTYPES[match.group(2)])
+            count, dims, dtype = match.groups()
+            shape = tuple(int(d) for d in dims.split("x"))
+            table[Path(cells[1]).name] = [(shape, README_DTYPES[dtype])] * int(count or 1)
     return table
 
 
@@ -38,12 +42,11 @@ TFLITE_MODELS = fuzz_corpus.shared_tflite_models()
 def test_shared_tflite_model_passes_with_readme_facts(path: Path) -> None:
     facts = check_model(path)
     assert facts.format is ModelFormat.TFLITE
-    assert len(facts.inputs) == 1 and len(facts.outputs) == 1 and facts.operators
+    assert facts.inputs and len(facts.outputs) == 1 and facts.operators
     expected = readme_inputs().get(path.name)
     if expected is not None:  # str_ww_ref_model's README row says "see model"
-        shape, dtype = expected
-        assert (facts.inputs[0].shape, facts.inputs[0].dtype) == (shape, dtype)
-        assert facts.quantized == (dtype == "int8")
+        assert [(tensor.shape, tensor.dtype) for tensor in facts.inputs] == expected
+        assert facts.quantized == (expected[0][1] != "float32")
 
 
 def test_readme_table_covers_the_models() -> None:
