@@ -15,6 +15,9 @@ from dataclasses import dataclass
 import tvm
 from tvm import s_tir, tirx
 
+from packager.fixed_point_c import requantize_helper_name
+from tvm_ext.kernels.fixed_point import calls_to_c_helpers
+
 PIPELINE_NAME = "tvm_ext_plain_c"
 CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
 LOCAL_BUFFER_MAX_BYTES = 64
@@ -46,6 +49,7 @@ class KernelSource:
 
     c_text: str
     signatures: dict[str, KernelSignature]
+    requantize_roundings: tuple[str, ...] = ()  # the `packager.fixed_point_c` helpers the kernels call
 
 
 def _buffer_bytes(buf) -> int:
@@ -184,9 +188,15 @@ def _without_unused_offsets(text: str) -> str:
 _BARE_INT32_MIN = re.compile(r"(?<!\(int64_t\))-2147483648\b")
 
 
-def _clean_source(raw: str, signatures: dict[str, KernelSignature]) -> str:
-    """TVM's C text without its runtime boilerplate, with `const` on every kernel's input pointers."""
+def _clean_source(raw: str, signatures: dict[str, KernelSignature], helpers: tuple[str, ...]) -> str:
+    """TVM's C text without its runtime boilerplate, with `const` on every kernel's input pointers.
+
+    TVM declares every extern function a kernel calls, once per kernel: the declarations of our `helpers`
+    go, since the internal header defines them.
+    """
     text = _without_unused_offsets(_TVM_BOILERPLATE.sub("", raw).replace("TVM_DLL ", ""))
+    for helper in helpers:
+        text = text.replace(f"int32_t {helper}(int32_t, int32_t, int32_t);\n", "")
     text = _BARE_INT32_MIN.sub("INT32_MIN", text)
     for sig in signatures.values():
         pattern = re.compile(rf"^void {re.escape(sig.name)}\((.*)\)", re.MULTILINE)
@@ -200,10 +210,12 @@ def _clean_source(raw: str, signatures: dict[str, KernelSignature]) -> str:
     return "#include <stdint.h>\n" + text.lstrip()
 
 
-def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target) -> KernelSource:
+def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, prefix: str = "tvm_ext") -> KernelSource:
     """C source for `kernels` (name -> PrimFunc carrying the NUM_OUTPUTS_ATTR attribute).
 
-    Pure function of its arguments; the C function names are the dict's keys.
+    Pure function of its arguments; the C function names are the dict's keys. Requantizations become calls
+    of the helpers `<prefix>_requantize_<rounding>` (`packager.fixed_point_c`), which the C text does not
+    define: `requantize_roundings` names the ones it calls.
     """
     mod = tvm.IRModule({name: f.with_attr("global_symbol", name) for name, f in kernels.items()})
     lowered = _lowering_passes()(tirx.transform.BindTarget(target)(mod))
@@ -213,5 +225,8 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target) -> 
         scratch = tuple(ScratchBuffer(str(dtype), int(nbytes)) for dtype, nbytes in func.attrs[SCRATCH_ATTR])
         num_inputs = len(func.params) - num_outputs - len(scratch)
         signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch)
-    raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
-    return KernelSource(_clean_source(raw, signatures), signatures)
+    with calls_to_c_helpers(prefix) as roundings:
+        raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
+    used = tuple(sorted(r.value for r in roundings))
+    helpers = tuple(requantize_helper_name(prefix, rounding) for rounding in used)
+    return KernelSource(_clean_source(raw, signatures, helpers), signatures, used)
