@@ -124,7 +124,7 @@ class ExecutionPlan:
     """The ordered kernel calls of one model's main function over its tensors."""
 
     model: str  # C identifier used as the bundle's prefix
-    source: str  # the model file (or "<relax module>")
+    source: str  # the model file's base name, no folder (or "<relax module>")
     target: str  # the target profile's name
     tensors: dict[str, Tensor]
     calls: list[KernelCall]

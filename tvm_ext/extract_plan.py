@@ -252,7 +252,8 @@ def extract_plan(
             raise PlanError(f"{model.path.name}: {_layer_label(layer)} lowers to an unsupported step {step}")
 
     outputs = [builder.tensor_for(expr, "") for expr in _output_exprs(main, _bindings(main))]
-    plan = ExecutionPlan(model.name, str(model.path), profile.name, builder.tensors, calls, inputs, outputs)
+    # The base name only: a bundle never records where the model was on the machine that compiled it.
+    plan = ExecutionPlan(model.name, model.path.name, profile.name, builder.tensors, calls, inputs, outputs)
     _mark_output_storage(plan, model)
     return plan, builder.constants
 
