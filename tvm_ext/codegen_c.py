@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import tvm
 from tvm import s_tir, tirx
 
+from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.fixed_point_c import requantize_helper_name
 from tvm_ext.kernels.fixed_point import calls_to_c_helpers
 
@@ -23,24 +24,6 @@ CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
 LOCAL_BUFFER_MAX_BYTES = 64
 NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"
 SCRATCH_ATTR = "tvm_ext.scratch_bytes"
-
-
-@dataclass(frozen=True)
-class ScratchBuffer:
-    """A kernel-internal buffer passed as a pointer parameter: its element type and its bytes."""
-
-    dtype: str
-    nbytes: int
-
-
-@dataclass(frozen=True)
-class KernelSignature:
-    """A generated kernel's C parameters: inputs, then outputs, then scratch buffers."""
-
-    name: str
-    num_inputs: int
-    num_outputs: int
-    scratch: tuple[ScratchBuffer, ...]
 
 
 @dataclass(frozen=True)
@@ -189,7 +172,8 @@ _BARE_INT32_MIN = re.compile(r"(?<!\(int64_t\))-2147483648\b")
 
 
 def _clean_source(raw: str, signatures: dict[str, KernelSignature], helpers: tuple[str, ...]) -> str:
-    """TVM's C text without its runtime boilerplate, with `const` on every kernel's input pointers.
+    """TVM's C text without its runtime boilerplate and its forward declarations, each kernel's definition
+    opening with the signature's own prototype (`const` on its inputs), as the internal header declares it.
 
     TVM declares every extern function a kernel calls, once per kernel: the declarations of our `helpers`
     go, since the internal header defines them.
@@ -199,15 +183,16 @@ def _clean_source(raw: str, signatures: dict[str, KernelSignature], helpers: tup
         text = text.replace(f"int32_t {helper}(int32_t, int32_t, int32_t);\n", "")
     text = _BARE_INT32_MIN.sub("INT32_MIN", text)
     for sig in signatures.values():
-        pattern = re.compile(rf"^void {re.escape(sig.name)}\((.*)\)", re.MULTILINE)
-
-        def add_const(match: re.Match, sig: KernelSignature = sig) -> str:
-            params = [p.strip() for p in match.group(1).split(",")]
-            params = [f"const {p}" if i < sig.num_inputs else p for i, p in enumerate(params)]
-            return f"void {sig.name}({', '.join(params)})"
-
-        text = pattern.sub(add_const, text)
+        text = re.sub(rf"^void {re.escape(sig.name)}\(.*\);\n", "", text, flags=re.MULTILINE)
+        text = re.sub(rf"^void {re.escape(sig.name)}\(.*\) {{$", f"{sig.c_prototype} {{", text, flags=re.MULTILINE)
     return "#include <stdint.h>\n" + text.lstrip()
+
+
+def _parameter(var: tirx.Var, read_only: bool) -> KernelParameter:
+    """A lowered kernel's pointer parameter as data (every parameter is one after plain_c_signature)."""
+    if not isinstance(var.ty, tvm.ir.PointerType):
+        raise RuntimeError(f"kernel parameter {var.name} is not a pointer after plain_c_signature")
+    return KernelParameter(var.name, str(var.ty.element_type.dtype), read_only)
 
 
 def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, prefix: str = "tvm_ext") -> KernelSource:
@@ -224,7 +209,8 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         num_outputs = int(func.attrs[NUM_OUTPUTS_ATTR])
         scratch = tuple(ScratchBuffer(str(dtype), int(nbytes)) for dtype, nbytes in func.attrs[SCRATCH_ATTR])
         num_inputs = len(func.params) - num_outputs - len(scratch)
-        signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch)
+        parameters = tuple(_parameter(p, i < num_inputs) for i, p in enumerate(func.params))
+        signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters)
     with calls_to_c_helpers(prefix) as roundings:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     used = tuple(sorted(r.value for r in roundings))

@@ -16,9 +16,9 @@ import tvm
 import tvm_ffi
 from tvm import relax, te, tirx
 
-from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, Tensor, TensorRole
+from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSignature, Tensor, TensorRole
 from target.profile import Profile
-from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, KernelSignature
+from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR
 from tvm_ext.frontend import ImportedModel
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")

@@ -137,6 +137,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
     with stage("packaging", lambda: f"{len(files)} files"):
         bundle_inputs = BundleInputs(
             plan=plan, memory=memory, buffers=buffers, kernels_c=source.c_text,
+            kernel_signatures=tuple(source.signatures.values()),
             requantize_roundings=source.requantize_roundings, constants=constants,
             vectors=TestVectors(inputs, expected, reference), config=config,
             input_names=[s.name for s in imported.inputs], output_names=[s.name for s in imported.outputs],
