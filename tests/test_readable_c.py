@@ -91,3 +91,37 @@ def test_bundle_records_the_model_base_name_only(hello_world_bundle):
         if path.suffix in (".c", ".h", ".json"):
             text = path.read_text()
             assert str(models_dir()) not in text and "shared/models" not in text, path.name
+
+
+def _bundle_c(folder) -> str:
+    return "\n".join(path.read_text() for path in sorted(folder.iterdir()) if path.suffix in (".c", ".h"))
+
+
+def test_kernels_constants_and_parameters_are_named_by_role(hello_world_bundle):
+    text = _bundle_c(hello_world_bundle)
+    internal = (hello_world_bundle / "hello_world_int8_internal.h").read_text()
+    assert "param_" not in text and not re.search(r"\bweight\d+\b", text)
+    assert not re.search(r"[(,] ?(?:const )?\w+\* [A-Z]\b", text), "a single-letter parameter"
+    # Kernels by kind and output shape, without TVM's de-duplication digits (fully_connected1, ...).
+    prototypes = re.findall(r"^void (\w+)\((.*)\);$", internal, re.MULTILINE)
+    assert [name for name, _ in prototypes] == [
+        "hello_world_int8_fully_connected_1", "hello_world_int8_fully_connected_16",
+        "hello_world_int8_fully_connected_16_2"]
+    assert all(params == "const int8_t* input0, const int8_t* weights, const int16_t* bias, int8_t* output0"
+               for _, params in prototypes)
+    # Constants by the call that uses them and the parameter they are passed as.
+    assert re.findall(r"^extern const \w+ hello_world_int8_(\w+)\[", internal, re.MULTILINE) == [
+        "l0_weights", "l0_bias", "l1_weights", "l1_bias", "l2_weights", "l2_bias"]
+
+
+def test_prototypes_come_from_the_signatures_not_the_c_text():
+    from memory_planner.plan import ExecutionPlan, KernelParameter, KernelSignature
+    from packager.internal_header import write_internal_header
+
+    plan = ExecutionPlan("m", "m.tflite", "lowpower", {}, [], [], [])
+    signature = KernelSignature("m_add_4", 2, 1, (), (KernelParameter("input0", "int8", True),
+                                                      KernelParameter("bias", "int32", True),
+                                                      KernelParameter("output0", "int8", False)))
+    header = write_internal_header(plan, [signature], ("single",))
+    assert "void m_add_4(const int8_t* input0, const int32_t* bias, int8_t* output0);" in header
+    assert header.count("static inline int32_t m_requantize_single(") == 1

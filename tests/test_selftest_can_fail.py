@@ -46,7 +46,8 @@ def copy_bundle(outputs: list[tuple[str, list, list]]):
                           [np.array(want, dtype) for dtype, _, want in outputs], "hand-written values")
     return BundleInputs(
         plan=plan, memory=MemoryPlan({"s": 0}, 16, 16, "by hand", True), buffers=[Buffer("s", 16, 0, 0, 16, "copy")],
-        kernels_c="\n".join(kernels), kernel_signatures=tuple(signatures), constants={}, vectors=vectors, config=BuildConfig(),
+        kernels_c="\n".join(kernels), kernel_signatures=tuple(signatures), constants={}, vectors=vectors,
+        config=BuildConfig(),
         input_names=plan.inputs, output_names=plan.outputs,
     )
 

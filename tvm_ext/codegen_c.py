@@ -23,6 +23,10 @@ PIPELINE_NAME = "tvm_ext_plain_c"
 CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
 LOCAL_BUFFER_MAX_BYTES = 64
 NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"
+# Per input operand, the name of the TE kernel parameter it is (set by the int8 pass's emitter).
+OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"
+# Those roles that name a C parameter of their own; every other input is `input<k>`.
+ROLE_PARAMETER_NAMES = {"weight": "weights", "bias": "bias", "multiplier": "multiplier", "shift": "shift"}
 SCRATCH_ATTR = "tvm_ext.scratch_bytes"
 
 
@@ -70,7 +74,8 @@ def _without_allocs(stmt: tirx.Stmt, taken: list) -> tirx.Stmt | None:
 
 
 def _parameter_names(func: tirx.PrimFunc, num_scratch: int) -> list[str]:
-    """C names for `func`'s parameters then its `num_scratch` scratch buffers, by role and index only.
+    """C names for `func`'s parameters then its `num_scratch` scratch buffers, by role and index only:
+    `weights`, `bias`, `multiplier`, `shift` where OPERAND_ROLES_ATTR says so, else `input<k>`.
 
     TVM names a kernel's parameters after the Relax vars it was legalized from, and those can carry a
     model's tensor names: our C never takes a parameter name from anywhere but here.
@@ -79,8 +84,12 @@ def _parameter_names(func: tirx.PrimFunc, num_scratch: int) -> list[str]:
         return [f"arg{i}" for i in range(len(func.params))] + [f"scratch{k}" for k in range(num_scratch)]
     num_outputs = int(func.attrs[NUM_OUTPUTS_ATTR])
     num_inputs = len(func.params) - num_outputs
-    return ([f"input{i}" for i in range(num_inputs)] + [f"output{j}" for j in range(num_outputs)]
-            + [f"scratch{k}" for k in range(num_scratch)])
+    roles = [str(r) for r in func.attrs.get(OPERAND_ROLES_ATTR, [])]
+    if len(roles) != num_inputs:
+        roles = ["" for _ in range(num_inputs)]
+    data = iter(range(num_inputs))
+    inputs = [ROLE_PARAMETER_NAMES.get(role) or f"input{next(data)}" for role in roles]
+    return inputs + [f"output{j}" for j in range(num_outputs)] + [f"scratch{k}" for k in range(num_scratch)]
 
 
 def _plain_c_signature(func: tirx.PrimFunc) -> tirx.PrimFunc:

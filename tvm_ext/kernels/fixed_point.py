@@ -140,7 +140,9 @@ class _HelperCalls:
     used: set[Rounding]
 
 
-_HELPER_CALLS: contextvars.ContextVar[Optional[_HelperCalls]] = contextvars.ContextVar("tvm_ext_helper_calls", default=None)
+_HELPER_CALLS: contextvars.ContextVar[Optional[_HelperCalls]] = contextvars.ContextVar(
+    "tvm_ext_helper_calls", default=None
+)
 
 
 @contextlib.contextmanager
