@@ -1,4 +1,5 @@
-"""`<model>_internal.h`: what the bundle's own C files share (kernel prototypes, weight declarations)."""
+"""`<model>_internal.h`: what the bundle's own C files share (kernel prototypes written from their
+signatures, the requantization helpers, weight declarations)."""
 
 from __future__ import annotations
 
