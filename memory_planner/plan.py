@@ -125,12 +125,53 @@ class KernelCall:
         return self.inputs + self.outputs + self.scratch
 
 
+@dataclass(frozen=True)
+class KernelParameter:
+    """One pointer parameter of a generated kernel: its C name (ours), element dtype, whether only read."""
+
+    name: str
+    dtype: str
+    read_only: bool
+
+    @property
+    def c_declaration(self) -> str:
+        """The parameter as C declares it, e.g. `const int8_t* input0`."""
+        return f"{'const ' if self.read_only else ''}{DTYPE_C_TYPE[self.dtype]}* {self.name}"
+
+
+@dataclass(frozen=True)
+class ScratchBuffer:
+    """A kernel-internal buffer passed as a pointer parameter: its element type and its bytes."""
+
+    dtype: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    """A generated kernel's C parameters: `num_inputs` inputs, then `num_outputs` outputs, then scratch.
+
+    `parameters` holds all of them in that order; `scratch` the sizes of the last `len(scratch)`.
+    """
+
+    name: str
+    num_inputs: int
+    num_outputs: int
+    scratch: tuple[ScratchBuffer, ...]
+    parameters: tuple[KernelParameter, ...]
+
+    @property
+    def c_prototype(self) -> str:
+        """`void name(const T* input0, ..., T* output0, ..., T* scratch0)` without a `;`."""
+        return f"void {self.name}({', '.join(p.c_declaration for p in self.parameters)})"
+
+
 @dataclass
 class ExecutionPlan:
     """The ordered kernel calls of one model's main function over its tensors."""
 
     model: str  # C identifier used as the bundle's prefix
-    source: str  # the model file (or "<relax module>")
+    source: str  # the model file's base name, no folder (or "<relax module>")
     target: str  # the target profile's name
     tensors: dict[str, Tensor]
     calls: list[KernelCall]

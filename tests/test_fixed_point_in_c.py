@@ -14,6 +14,7 @@ from tvm import te  # noqa: E402
 
 import tflite_int8_reference as ref  # noqa: E402
 from c_checks import SANITIZE, STRICT_WARNINGS  # noqa: E402
+from packager.fixed_point_c import requantize_helpers_c  # noqa: E402
 from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, generate_c  # noqa: E402
 from tvm_ext.kernels.fixed_point import (  # noqa: E402
     Rounding,
@@ -40,7 +41,8 @@ def run_in_c(tmp_path, kernels: dict) -> tuple[str, dict[str, np.ndarray]]:
     values = ", ".join(f"{v}" if v != -2**31 else "INT32_MIN" for v in VALUES.tolist())
     calls = "\n".join(f'  {name}(x, y); printf("{name}"); for (int i = 0; i < N; ++i) printf(" %ld", (long)y[i]);'
                       ' printf("\\n");' for name in kernels)
-    main = (f"#include <stdio.h>\n#include <stdint.h>\n{source.c_text}\n"
+    helpers = requantize_helpers_c("tvm_ext", source.requantize_roundings)
+    main = (f"#include <stdio.h>\n#include <stdint.h>\n{helpers}{source.c_text}\n"
             f"#define N {len(VALUES)}\nint main(void) {{\n  const int32_t x[N] = {{{values}}};\n"
             f"  int32_t y[N];\n{calls}\n  return 0;\n}}\n")
     (tmp_path / "fixed_point.c").write_text(main)

@@ -25,6 +25,7 @@ from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multi
 from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS  # noqa: E402
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError  # noqa: E402
 from tvm_ext.transform.int8 import LOWERINGS, conv, lowered_operators, softmax  # noqa: E402
+from tvm_ext.transform.int8.emit import record_operand_roles  # noqa: E402
 from tvm_ext.transform.int8.graph import Graph  # noqa: E402
 from tvm_ext.transform.int8.lowering import FixedCall, LoweringContext, Mismatch  # noqa: E402
 from tvm_ext.transform.int8.mac import Conv2DGeometry, MacKernel  # noqa: E402
@@ -45,8 +46,12 @@ def _expected(build, layers: list[str]) -> tvm.IRModule:
 
 
 def _kernel(bb, kind: str, index: int, kernel, *args, **params) -> relax.Var:
-    return bb.emit_te(functools.partial(kernel, **params), *args, primfunc_name_hint=kind.lower(),
-                      name_hint=f"layer{index}")
+    tensors = {key: value for key, value in params.items() if isinstance(value, relax.Expr)}
+    static = {key: value for key, value in params.items() if key not in tensors}
+    var = bb.emit_te(functools.partial(kernel, **static), *args, primfunc_name_hint=kind.lower(),
+                     name_hint=f"layer{index}", **tensors)
+    record_operand_roles(bb, kernel, args, tensors, bb.lookup_binding(var))
+    return var
 
 
 def test_the_table_lowers_exactly_the_operators_the_model_check_accepts_for_int8():

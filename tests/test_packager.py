@@ -25,8 +25,12 @@ void k_sum_pairs(const float* x, float* y, float* scratch) {
 
 def hand_made_bundle(expected: np.ndarray):
     from memory_planner.api import Buffer, MemoryPlan
-    from memory_planner.plan import ExecutionPlan, KernelCall, Tensor, TensorRole
+    from memory_planner.plan import (ExecutionPlan, KernelCall, KernelParameter, KernelSignature, ScratchBuffer,
+                                     Tensor, TensorRole)
     from packager import BuildConfig, BundleInputs, TestVectors
+
+    def floats(*names: str, read_only: bool) -> tuple:
+        return tuple(KernelParameter(name, "float32", read_only) for name in names)
 
     tensors = {
         "x": Tensor("x", (1, 4), "float32", TensorRole.INPUT, "x"),
@@ -46,6 +50,11 @@ def hand_made_bundle(expected: np.ndarray):
     x = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
     return BundleInputs(
         plan=plan, memory=memory, buffers=buffers, kernels_c="#include <stdint.h>\n" + KERNELS_C,
+        kernel_signatures=(
+            KernelSignature("k_scale", 2, 1, (), floats("x", "w", read_only=True) + floats("y", read_only=False)),
+            KernelSignature("k_sum_pairs", 1, 1, (ScratchBuffer("float32", 16),),
+                            floats("x", read_only=True) + floats("y", "scratch", read_only=False)),
+        ),
         constants={"w": np.array([0.5, -1.0, 2.0, 0.25], np.float32)},
         vectors=TestVectors([x], [expected], "hand arithmetic"), config=BuildConfig(),
         input_names=["x"], output_names=["y"],

@@ -20,16 +20,21 @@ INF, NAN = float("inf"), float("nan")
 def copy_bundle(outputs: list[tuple[str, list, list]]):
     """A bundle with one copy kernel per (dtype, what the bundle outputs, what the reference expects)."""
     from memory_planner.api import Buffer, MemoryPlan
-    from memory_planner.plan import DTYPE_C_TYPE, ExecutionPlan, KernelCall, Tensor, TensorRole
+    from memory_planner.plan import (DTYPE_C_TYPE, ExecutionPlan, KernelCall, KernelParameter, KernelSignature,
+                                     ScratchBuffer, Tensor, TensorRole)
     from packager import BuildConfig, BundleInputs, TestVectors
 
-    tensors, calls, kernels = {}, [], ["#include <stdint.h>"]
+    tensors, calls, kernels, signatures = {}, [], ["#include <stdint.h>"], []
     for k, (dtype, got, _) in enumerate(outputs):
         c_type, count = DTYPE_C_TYPE[dtype], len(got)
         tensors[f"x{k}"] = Tensor(f"x{k}", (count,), dtype, TensorRole.INPUT, "in")
         tensors[f"y{k}"] = Tensor(f"y{k}", (count,), dtype, TensorRole.OUTPUT, "copy")
         calls.append(KernelCall(f"k_copy{k}", ("copy",), (f"x{k}",), (f"y{k}",), ("s",) if k == 0 else ()))
         scratch = ", float* scratch" if k == 0 else ""
+        scratch_parameters = (KernelParameter("scratch", "float32", False),) if k == 0 else ()
+        signatures.append(KernelSignature(
+            f"k_copy{k}", 1, 1, (ScratchBuffer("float32", 16),) if k == 0 else (),
+            (KernelParameter("x", dtype, True), KernelParameter("y", dtype, False)) + scratch_parameters))
         kernels.append(f"void k_copy{k}(const {c_type}* x, {c_type}* y{scratch}) {{\n"
                        + ("  scratch[0] = 0.0f;\n" if k == 0 else "")
                        + f"  for (int32_t i = 0; i < {count}; ++i) {{\n    y[i] = x[i];\n  }}\n}}\n")
@@ -41,7 +46,8 @@ def copy_bundle(outputs: list[tuple[str, list, list]]):
                           [np.array(want, dtype) for dtype, _, want in outputs], "hand-written values")
     return BundleInputs(
         plan=plan, memory=MemoryPlan({"s": 0}, 16, 16, "by hand", True), buffers=[Buffer("s", 16, 0, 0, 16, "copy")],
-        kernels_c="\n".join(kernels), constants={}, vectors=vectors, config=BuildConfig(),
+        kernels_c="\n".join(kernels), kernel_signatures=tuple(signatures), constants={}, vectors=vectors,
+        config=BuildConfig(),
         input_names=plan.inputs, output_names=plan.outputs,
     )
 

@@ -15,29 +15,19 @@ from dataclasses import dataclass
 import tvm
 from tvm import s_tir, tirx
 
+from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
+from packager.fixed_point_c import requantize_helper_name
+from tvm_ext.kernels.fixed_point import calls_to_c_helpers
+
 PIPELINE_NAME = "tvm_ext_plain_c"
 CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
 LOCAL_BUFFER_MAX_BYTES = 64
 NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"
+# Per input operand, the name of the TE kernel parameter it is (set by the int8 pass's emitter).
+OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"
+# Those roles that name a C parameter of their own; every other input is `input<k>`.
+ROLE_PARAMETER_NAMES = {"weight": "weights", "bias": "bias", "multiplier": "multiplier", "shift": "shift"}
 SCRATCH_ATTR = "tvm_ext.scratch_bytes"
-
-
-@dataclass(frozen=True)
-class ScratchBuffer:
-    """A kernel-internal buffer passed as a pointer parameter: its element type and its bytes."""
-
-    dtype: str
-    nbytes: int
-
-
-@dataclass(frozen=True)
-class KernelSignature:
-    """A generated kernel's C parameters: inputs, then outputs, then scratch buffers."""
-
-    name: str
-    num_inputs: int
-    num_outputs: int
-    scratch: tuple[ScratchBuffer, ...]
 
 
 @dataclass(frozen=True)
@@ -46,6 +36,7 @@ class KernelSource:
 
     c_text: str
     signatures: dict[str, KernelSignature]
+    requantize_roundings: tuple[str, ...] = ()  # the `packager.fixed_point_c` helpers the kernels call
 
 
 def _buffer_bytes(buf) -> int:
@@ -83,7 +74,8 @@ def _without_allocs(stmt: tirx.Stmt, taken: list) -> tirx.Stmt | None:
 
 
 def _parameter_names(func: tirx.PrimFunc, num_scratch: int) -> list[str]:
-    """C names for `func`'s parameters then its `num_scratch` scratch buffers, by role and index only.
+    """C names for `func`'s parameters then its `num_scratch` scratch buffers, by role and index only:
+    `weights`, `bias`, `multiplier`, `shift` where OPERAND_ROLES_ATTR says so, else `input<k>`.
 
     TVM names a kernel's parameters after the Relax vars it was legalized from, and those can carry a
     model's tensor names: our C never takes a parameter name from anywhere but here.
@@ -92,8 +84,12 @@ def _parameter_names(func: tirx.PrimFunc, num_scratch: int) -> list[str]:
         return [f"arg{i}" for i in range(len(func.params))] + [f"scratch{k}" for k in range(num_scratch)]
     num_outputs = int(func.attrs[NUM_OUTPUTS_ATTR])
     num_inputs = len(func.params) - num_outputs
-    return ([f"input{i}" for i in range(num_inputs)] + [f"output{j}" for j in range(num_outputs)]
-            + [f"scratch{k}" for k in range(num_scratch)])
+    roles = [str(r) for r in func.attrs.get(OPERAND_ROLES_ATTR, [])]
+    if len(roles) != num_inputs:
+        roles = ["" for _ in range(num_inputs)]
+    data = iter(range(num_inputs))
+    inputs = [ROLE_PARAMETER_NAMES.get(role) or f"input{next(data)}" for role in roles]
+    return inputs + [f"output{j}" for j in range(num_outputs)] + [f"scratch{k}" for k in range(num_scratch)]
 
 
 def _plain_c_signature(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -184,26 +180,36 @@ def _without_unused_offsets(text: str) -> str:
 _BARE_INT32_MIN = re.compile(r"(?<!\(int64_t\))-2147483648\b")
 
 
-def _clean_source(raw: str, signatures: dict[str, KernelSignature]) -> str:
-    """TVM's C text without its runtime boilerplate, with `const` on every kernel's input pointers."""
+def _clean_source(raw: str, signatures: dict[str, KernelSignature], helpers: tuple[str, ...]) -> str:
+    """TVM's C text without its runtime boilerplate and its forward declarations, each kernel's definition
+    opening with the signature's own prototype (`const` on its inputs), as the internal header declares it.
+
+    TVM declares every extern function a kernel calls, once per kernel: the declarations of our `helpers`
+    go, since the internal header defines them.
+    """
     text = _without_unused_offsets(_TVM_BOILERPLATE.sub("", raw).replace("TVM_DLL ", ""))
+    for helper in helpers:
+        text = text.replace(f"int32_t {helper}(int32_t, int32_t, int32_t);\n", "")
     text = _BARE_INT32_MIN.sub("INT32_MIN", text)
     for sig in signatures.values():
-        pattern = re.compile(rf"^void {re.escape(sig.name)}\((.*)\)", re.MULTILINE)
-
-        def add_const(match: re.Match, sig: KernelSignature = sig) -> str:
-            params = [p.strip() for p in match.group(1).split(",")]
-            params = [f"const {p}" if i < sig.num_inputs else p for i, p in enumerate(params)]
-            return f"void {sig.name}({', '.join(params)})"
-
-        text = pattern.sub(add_const, text)
+        text = re.sub(rf"^void {re.escape(sig.name)}\(.*\);\n", "", text, flags=re.MULTILINE)
+        text = re.sub(rf"^void {re.escape(sig.name)}\(.*\) {{$", f"{sig.c_prototype} {{", text, flags=re.MULTILINE)
     return "#include <stdint.h>\n" + text.lstrip()
 
 
-def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target) -> KernelSource:
+def _parameter(var: tirx.Var, read_only: bool) -> KernelParameter:
+    """A lowered kernel's pointer parameter as data (every parameter is one after plain_c_signature)."""
+    if not isinstance(var.ty, tvm.ir.PointerType):
+        raise RuntimeError(f"kernel parameter {var.name} is not a pointer after plain_c_signature")
+    return KernelParameter(var.name, str(var.ty.element_type.dtype), read_only)
+
+
+def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, prefix: str = "tvm_ext") -> KernelSource:
     """C source for `kernels` (name -> PrimFunc carrying the NUM_OUTPUTS_ATTR attribute).
 
-    Pure function of its arguments; the C function names are the dict's keys.
+    Pure function of its arguments; the C function names are the dict's keys. Requantizations become calls
+    of the helpers `<prefix>_requantize_<rounding>` (`packager.fixed_point_c`), which the C text does not
+    define: `requantize_roundings` names the ones it calls.
     """
     mod = tvm.IRModule({name: f.with_attr("global_symbol", name) for name, f in kernels.items()})
     lowered = _lowering_passes()(tirx.transform.BindTarget(target)(mod))
@@ -212,6 +218,10 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target) -> 
         num_outputs = int(func.attrs[NUM_OUTPUTS_ATTR])
         scratch = tuple(ScratchBuffer(str(dtype), int(nbytes)) for dtype, nbytes in func.attrs[SCRATCH_ATTR])
         num_inputs = len(func.params) - num_outputs - len(scratch)
-        signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch)
-    raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
-    return KernelSource(_clean_source(raw, signatures), signatures)
+        parameters = tuple(_parameter(p, i < num_inputs) for i, p in enumerate(func.params))
+        signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters)
+    with calls_to_c_helpers(prefix) as roundings:
+        raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
+    used = tuple(sorted(r.value for r in roundings))
+    helpers = tuple(requantize_helper_name(prefix, rounding) for rounding in used)
+    return KernelSource(_clean_source(raw, signatures, helpers), signatures, used)

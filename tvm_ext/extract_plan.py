@@ -16,9 +16,9 @@ import tvm
 import tvm_ffi
 from tvm import relax, te, tirx
 
-from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, Tensor, TensorRole
+from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSignature, Tensor, TensorRole
 from target.profile import Profile
-from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, KernelSignature
+from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR
 from tvm_ext.frontend import ImportedModel
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
@@ -129,9 +129,11 @@ def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimF
     """The PrimFuncs `main` calls, structurally equal ones merged into one C function.
 
     Returns (C name -> PrimFunc with NUM_OUTPUTS_ATTR set, PrimFunc name in `mod` -> C name). C names are
-    `<prefix>_<kind>_<index>`: the kind is the first PrimFunc's name cut to `[a-z0-9_]` (TVM's operator
-    vocabulary, e.g. `fused_conv2d_add_relu`), the index counts distinct kernels, so names are unique and
-    stable from build to build and no model text reaches them.
+    `<prefix>_<kind>_<shape>`: the kind is the first PrimFunc's name cut to `[a-z0-9_]` without TVM's
+    de-duplication digits (TVM's operator vocabulary, e.g. `fused_conv2d_add_relu`), the shape its first
+    output's dimensions after the leading ones (`25x5x64`); a name taken by an earlier distinct kernel gets
+    `_2`, `_3`, ... in call order. So names are unique and stable from build to build and no model text
+    reaches them.
     """
     kernels: dict[str, tirx.PrimFunc] = {}
     c_name_of: dict[str, str] = {}
@@ -149,7 +151,8 @@ def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimF
         key = tvm_ffi.structural_hash(func)
         same = next((n for n in by_hash.get(key, []) if tvm_ffi.structural_equal(kernels[n], func)), None)
         if same is None:
-            same = f"{prefix}_{_kernel_kind(gvar.name_hint)}_{len(kernels)}"
+            first_output = out_ty.fields[0] if isinstance(out_ty, relax.TupleType) else out_ty
+            same = _first_free(f"{prefix}_{_kernel_kind(gvar.name_hint)}_{_shape_label(first_output)}", kernels)
             kernels[same] = func
             by_hash.setdefault(key, []).append(same)
         c_name_of[gvar.name_hint] = same
@@ -157,8 +160,29 @@ def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimF
 
 
 def _kernel_kind(name_hint: str) -> str:
-    """A PrimFunc's name reduced to lowercase letters, digits and single underscores (at most 40 chars)."""
-    return re.sub(r"[^a-z0-9]+", "_", name_hint.lower()).strip("_")[:40].strip("_") or "kernel"
+    """A PrimFunc's name reduced to lowercase letters, digits and single underscores (at most 40 chars),
+    without the digits TVM appends to a word to de-duplicate names (`conv_2d1` -> `conv_2d`)."""
+    words = re.sub(r"[^a-z0-9]+", "_", name_hint.lower()).strip("_").split("_")
+    kind = "_".join(re.sub(r"(?<=[a-z])[0-9]+$", "", word) for word in words)
+    return kind[:40].strip("_") or "kernel"
+
+
+def _shape_label(ty: relax.TensorType) -> str:
+    """`25x5x64` for a (1, 25, 5, 64) tensor: the dimensions after the leading ones ("1" if all are)."""
+    dims = [int(d) for d in ty.shape.values] if isinstance(ty, relax.TensorType) and ty.shape is not None else []
+    while len(dims) > 1 and dims[0] == 1:
+        dims.pop(0)
+    return "x".join(str(d) for d in dims) or "1"
+
+
+def _first_free(name: str, taken: dict[str, object]) -> str:
+    """`name`, or `name_2`, `name_3`, ... : the first not in `taken`."""
+    count = 1
+    candidate = name
+    while candidate in taken:
+        count += 1
+        candidate = f"{name}_{count}"
+    return candidate
 
 
 @dataclass
@@ -168,8 +192,12 @@ class _PlanBuilder:
     name_of: dict[relax.Expr, str]
     constants: dict[str, np.ndarray]
 
-    def tensor_for(self, expr: relax.Expr, layer: str) -> str:
-        """The plan tensor name of a call argument (a var or a constant)."""
+    def tensor_for(self, expr: relax.Expr, layer: str, constant_name: str = "") -> str:
+        """The plan tensor name of a call argument (a var or a constant).
+
+        A constant seen for the first time is named `constant_name` (e.g. `l3_bias`: the call's index and
+        the kernel parameter it is passed as), or `constant<N>` when the caller gives none.
+        """
         if isinstance(expr, relax.Var):
             if expr not in self.name_of:
                 raise PlanError(f"{self.model.path.name}: {_layer_label(layer)} reads a value before it is computed")
@@ -177,7 +205,7 @@ class _PlanBuilder:
         if isinstance(expr, tvm.ir.expr.Constant):
             if expr not in self.name_of:
                 value = expr.value.numpy()
-                name = f"weight{len(self.constants)}"
+                name = constant_name or f"constant{len(self.constants)}"
                 self.constants[name] = value
                 self.name_of[expr] = self.add(name, value.shape, str(value.dtype), TensorRole.CONSTANT, layer)
             return self.name_of[expr]
@@ -230,9 +258,11 @@ def extract_plan(
         layer = layers[-1] if layers else ""
         value = binding.value
         if isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR):
-            args = tuple(builder.tensor_for(a, layer) for a in value.args[1].fields)
-            output = builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer)
             kernel = c_name_of[value.args[0].name_hint]
+            parameters = signatures[kernel].parameters
+            args = tuple(builder.tensor_for(a, layer, f"l{len(calls)}_{parameter.name}")
+                         for a, parameter in zip(value.args[1].fields, parameters))
+            output = builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer)
             scratch = tuple(
                 builder.add(
                     f"{output}_scratch{k}", (buf.nbytes // DTYPE_BYTES[buf.dtype],), buf.dtype, TensorRole.SCRATCH, layer
@@ -252,7 +282,8 @@ def extract_plan(
             raise PlanError(f"{model.path.name}: {_layer_label(layer)} lowers to an unsupported step {step}")
 
     outputs = [builder.tensor_for(expr, "") for expr in _output_exprs(main, _bindings(main))]
-    plan = ExecutionPlan(model.name, str(model.path), profile.name, builder.tensors, calls, inputs, outputs)
+    # The base name only: a bundle never records where the model was on the machine that compiled it.
+    plan = ExecutionPlan(model.name, model.path.name, profile.name, builder.tensors, calls, inputs, outputs)
     _mark_output_storage(plan, model)
     return plan, builder.constants
 

@@ -93,7 +93,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
             lowered = add_output_copies(lowered, imported)
             kernels, c_name_of = unique_kernels(lowered, imported.name)
         with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
-            source = generate_c(kernels, tvm_target)
+            source = generate_c(kernels, tvm_target, imported.name)
             plan, constants = extract_plan(lowered, imported, profile, c_name_of, source.signatures)
     except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
         raise CompileError(str(err).strip().splitlines()[-1]) from err
@@ -136,7 +136,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
     }
     with stage("packaging", lambda: f"{len(files)} files"):
         bundle_inputs = BundleInputs(
-            plan=plan, memory=memory, buffers=buffers, kernels_c=source.c_text, constants=constants,
+            plan=plan, memory=memory, buffers=buffers, kernels_c=source.c_text,
+            kernel_signatures=tuple(source.signatures.values()),
+            requantize_roundings=source.requantize_roundings, constants=constants,
             vectors=TestVectors(inputs, expected, reference), config=config,
             input_names=[s.name for s in imported.inputs], output_names=[s.name for s in imported.outputs],
             alignment=profile.alignment_bytes, facts=facts,

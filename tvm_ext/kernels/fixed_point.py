@@ -9,17 +9,28 @@ codegen writes plain integer C (no extern calls, no float). The semantics are TF
 - ``rounding_divide_by_pot(x, e)``: x / 2^e rounded to nearest, ties away from zero.
 - ``multiply_by_quantized_multiplier(x, m, shift, rounding)``: DOUBLE rounding is TFLite's default
   (the two helpers above in sequence), SINGLE rounding is TFLITE_SINGLE_ROUNDING / CMSIS-NN:
-  (x*m + 2^(30-shift)) >> (31-shift).
+  (x*m + 2^(30-shift)) >> (31-shift). It is one call of an operator of ours (`REQUANTIZE_OPS`), so that
+  a bundle's C calls one `static inline` helper (`packager.fixed_point_c`) instead of repeating the
+  arithmetic in every kernel: TVM's LowerIntrin expands the call into the arithmetic below on every
+  target, except in C generated inside `calls_to_c_helpers(prefix)`, where it becomes a call of
+  `<prefix>_requantize_<rounding>`.
 
 No expression shifts a negative value left, which C leaves undefined: scaling up by 2^e is a multiplication.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import dataclasses
 import enum
-from typing import Union
+from collections.abc import Iterator
+from typing import Optional, Union
 
+import tvm
 from tvm import tirx
+
+from packager.fixed_point_c import requantize_helper_name
 from tvm.ir.expr import Expr as PrimExpr
 
 INT32_MIN = -(2**31)
@@ -97,10 +108,10 @@ def _positive_part(shift: IntExpr) -> IntExpr:
     return max(shift, 0) if isinstance(shift, int) else tirx.max(shift, 0)
 
 
-def multiply_by_quantized_multiplier(
+def expand_multiply_by_quantized_multiplier(
     x: IntExpr, multiplier: IntExpr, shift: IntExpr, rounding: Rounding
 ) -> PrimExpr:
-    """TFLite MultiplyByQuantizedMultiplier(int32 x, int32 multiplier >= 0, shift) -> int32."""
+    """TFLite MultiplyByQuantizedMultiplier(int32 x, int32 multiplier >= 0, shift) -> int32, as arithmetic."""
     if rounding is Rounding.SINGLE:
         total_shift = 31 - shift if isinstance(shift, int) else 31 - _i64(shift)
         round_term = tirx.const(1, "int64") << (_i64(total_shift) - 1)
@@ -109,6 +120,72 @@ def multiply_by_quantized_multiplier(
     right_shift = _positive_part(-shift)
     high = saturating_rounding_doubling_high_mul(wrapping_left_shift(x, left_shift), multiplier)
     return rounding_divide_by_pot(high, right_shift)
+
+
+REQUANTIZE_OPS = {rounding: f"tvm_ext.multiply_by_quantized_multiplier_{rounding.value}" for rounding in Rounding}
+
+
+def multiply_by_quantized_multiplier(
+    x: IntExpr, multiplier: IntExpr, shift: IntExpr, rounding: Rounding
+) -> PrimExpr:
+    """TFLite MultiplyByQuantizedMultiplier(int32 x, int32 multiplier >= 0, shift) -> int32, as one call."""
+    return tirx.call_intrin("int32", REQUANTIZE_OPS[rounding], _i32(x), _i32(multiplier), _i32(shift))
+
+
+@dataclasses.dataclass
+class _HelperCalls:
+    """While C is generated for a bundle: its helpers' prefix, and the roundings whose helper it calls."""
+
+    prefix: str
+    used: set[Rounding]
+
+
+_HELPER_CALLS: contextvars.ContextVar[Optional[_HelperCalls]] = contextvars.ContextVar(
+    "tvm_ext_helper_calls", default=None
+)
+
+
+@contextlib.contextmanager
+def calls_to_c_helpers(prefix: str) -> Iterator[set[Rounding]]:
+    """Within this block, C code generation calls `<prefix>_requantize_<rounding>` for each requantization.
+
+    Yields the set of roundings whose helper the generated C calls (filled in as code is generated).
+    """
+    calls = _HelperCalls(prefix, set())
+    token = _HELPER_CALLS.set(calls)
+    try:
+        yield calls.used
+    finally:
+        _HELPER_CALLS.reset(token)
+
+
+def _python_int(x: PrimExpr) -> IntExpr:
+    """A constant argument as a Python int, so that the expansion specializes on it as it did in TE."""
+    return int(x.value) if isinstance(x, tirx.IntImm) else x
+
+
+def _register_requantize_op(rounding: Rounding) -> None:
+    name = REQUANTIZE_OPS[rounding]
+
+    def expand(call: PrimExpr) -> PrimExpr:
+        x, multiplier, shift = (_python_int(a) for a in call.args)
+        return expand_multiply_by_quantized_multiplier(x, multiplier, shift, rounding)
+
+    def to_c(call: PrimExpr) -> PrimExpr:
+        calls = _HELPER_CALLS.get()
+        if calls is None:  # a user's C build: no helper is defined there
+            return expand(call)
+        calls.used.add(rounding)
+        return tirx.call_pure_extern("int32", requantize_helper_name(calls.prefix, rounding.value), *call.args)
+
+    tvm.ir.register_op_attr(name, "TCallEffectKind", tirx.CallEffectKind.Pure.value)
+    tvm.ir.register_op_attr(name, "TScriptPrinterName", name.replace(".", "_"))
+    tirx.register_intrin_lowering(name, "default", f=expand)
+    tirx.register_intrin_lowering(name, "c", f=to_c)
+
+
+for _rounding in Rounding:
+    _register_requantize_op(_rounding)
 
 
 def clamp_to_int8(x: IntExpr, act_min: int, act_max: int) -> PrimExpr:

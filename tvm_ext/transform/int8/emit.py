@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
-from typing import Optional, Sequence
+import inspect
+from typing import Callable, Optional, Sequence
 
 import tvm
 from tvm import relax
 
+from tvm_ext.codegen_c import OPERAND_ROLES_ATTR
 from tvm_ext.frontend import LAYER_VAR_PREFIX
 
 from .graph import Graph
@@ -32,6 +34,22 @@ def kernel_key(call: KernelCall, static: dict, operands: Sequence[relax.Expr]) -
     except TypeError:
         return None
     return key
+
+
+def record_operand_roles(bb: relax.BlockBuilder, kernel: Callable, args: Sequence, tensors: dict,
+                         binding: relax.Call) -> None:
+    """Give the PrimFunc `binding` (emitted by `bb.emit_te(kernel, *args, **tensors)`) the attribute
+    OPERAND_ROLES_ATTR: for each of its operands, the name of the TE kernel parameter it is passed as
+    (`data`, `weight`, `bias`, `multiplier`, `shift`, ...), which names the C parameters and constants."""
+    named = [*zip(inspect.signature(kernel).parameters, args), *tensors.items()]
+    roles = []
+    for operand in binding.args[1].fields:
+        role = next((name for name, value in named if isinstance(value, relax.Expr) and value.same_as(operand)), None)
+        if role is None:
+            return  # an operand we cannot attribute: the kernel keeps positional names
+        roles.append(role)
+    gvar = binding.args[0]
+    bb.update_func(gvar, bb.get()[gvar].with_attr(OPERAND_ROLES_ATTR, roles))
 
 
 class KernelEmitter:
@@ -71,6 +89,7 @@ class KernelEmitter:
         var = self.bb.emit_te(functools.partial(call.kernel, **static), *call.args,
                               primfunc_name_hint=call.kind.lower(), name_hint=name_hint, **tensors)
         binding = self.bb.lookup_binding(var)
+        record_operand_roles(self.bb, call.kernel, call.args, tensors, binding)
         if key is not None and all(a.same_as(b) for a, b in zip(binding.args[1].fields, operands, strict=True)):
             self._kernels[key] = (binding.args[0], binding.ty_args[0])
         return var

@@ -1,0 +1,72 @@
+"""The bundle's requantization helpers: TFLite's MultiplyByQuantizedMultiplier as `static inline` C.
+
+Written once in `<model>_internal.h` and called from every integer kernel as
+`<prefix>_requantize_<rounding>(acc, multiplier, shift)` (`tvm_ext.kernels.fixed_point` names the call).
+Bit-exact with TFLite (tensorflow/lite/kernels/internal/common.{h,cc}, gemmlowp fixedpoint.h), re-derived:
+
+- "double" (TFLite's default): SaturatingRoundingDoublingHighMul(x * 2^max(shift, 0), multiplier), then
+  RoundingDivideByPOT by max(-shift, 0); INT32_MIN * INT32_MIN saturates to INT32_MAX.
+- "single" (TFLITE_SINGLE_ROUNDING, CMSIS-NN): (x * multiplier + 2^(30 - shift)) >> (31 - shift).
+
+int32 arithmetic with one 64-bit multiply; no undefined behaviour: scaling up is a multiplication (never a
+left shift of a negative value), and a negative value is divided by a power of two through its complement
+(`~(~v >> e)` equals the floor of v / 2^e), so nothing shifts a negative value either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+ROUNDINGS = ("double", "single")
+
+
+def requantize_helper_name(prefix: str, rounding: str) -> str:
+    """The C name of the helper for `rounding` ("double" or "single") in the bundle `prefix`."""
+    return f"{prefix}_requantize_{rounding}"
+
+
+def _floor_shift(value: str, exponent: str, c_type: str) -> str:
+    """C for floor(value / 2^exponent) that never shifts a negative value."""
+    return f"({value} < 0 ? ({c_type})~(~{value} >> {exponent}) : ({c_type})({value} >> {exponent}))"
+
+
+def _double(prefix: str) -> str:
+    return f"""/* TFLite's MultiplyByQuantizedMultiplier, double rounding: round(acc * multiplier * 2^(shift - 31)). */
+static inline int32_t {requantize_helper_name(prefix, "double")}(int32_t acc, int32_t multiplier, int32_t shift)
+{{
+    const int32_t left_shift = shift > 0 ? shift : 0;
+    const int32_t right_shift = shift > 0 ? 0 : -shift;
+    /* acc * 2^left_shift, wrapping as TFLite's int32 multiplication does. */
+    const int32_t scaled = (int32_t)((int64_t)acc * ((int64_t)1 << left_shift));
+    /* SaturatingRoundingDoublingHighMul(scaled, multiplier) */
+    const int64_t product = (int64_t)scaled * (int64_t)multiplier;
+    const int64_t nudge = product >= 0 ? (int64_t)1 << 30 : 1 - ((int64_t)1 << 30);
+    const int32_t high = (scaled == INT32_MIN && multiplier == INT32_MIN)
+        ? INT32_MAX : (int32_t)((product + nudge) / ((int64_t)1 << 31));
+    /* RoundingDivideByPOT(high, right_shift): nearest, ties away from zero. */
+    const int32_t mask = (int32_t)(((int64_t)1 << right_shift) - 1);
+    const int32_t remainder = high & mask;
+    const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
+    return {_floor_shift("high", "right_shift", "int32_t")} + (remainder > threshold ? 1 : 0);
+}}
+"""
+
+
+def _single(prefix: str) -> str:
+    return f"""/* TFLite's MultiplyByQuantizedMultiplier, single rounding: round(acc * multiplier * 2^(shift - 31)). */
+static inline int32_t {requantize_helper_name(prefix, "single")}(int32_t acc, int32_t multiplier, int32_t shift)
+{{
+    const int32_t total_shift = 31 - shift;
+    const int64_t rounded = (int64_t)acc * (int64_t)multiplier + ((int64_t)1 << (total_shift - 1));
+    return (int32_t){_floor_shift("rounded", "total_shift", "int64_t")};
+}}
+"""
+
+
+_WRITERS = {"double": _double, "single": _single}
+
+
+def requantize_helpers_c(prefix: str, roundings: Iterable[str]) -> str:
+    """The C definitions of the helpers for `roundings` (each "double" or "single"), in a fixed order."""
+    wanted = set(roundings)
+    return "\n".join(_WRITERS[r](prefix) for r in ROUNDINGS if r in wanted)
