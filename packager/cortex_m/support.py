@@ -20,8 +20,8 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING
 
-from packager.cortex_m.boards import FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
-from packager.cortex_m.qemu import qemu_command
+from emulator.boards import FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
+from emulator.qemu import qemu_command
 
 if TYPE_CHECKING:  # packager.build_files imports this package: no import cycle at run time
     from packager.build_files import BuildConfig

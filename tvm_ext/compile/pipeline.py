@@ -20,7 +20,7 @@ from packager import BundleInputs, TestVectors, write_bundle, write_manifest
 from packager.archive import archive
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig
-from packager.cortex_m import BOARDS, CortexMTarget
+from emulator.boards import BOARDS, CortexMTarget
 from target.profile import Profile
 from target.resolve import TargetSpec
 from tvm_ext.compile import CompileError, SelftestMismatchError
