@@ -31,21 +31,6 @@ DTYPE_BYTES: dict[str, int] = {
     "float64": 8,
 }
 
-DTYPE_C_TYPE: dict[str, str] = {
-    "float32": "float",
-    "float64": "double",
-    "int64": "int64_t",
-    "int32": "int32_t",
-    "int16": "int16_t",
-    "int8": "int8_t",
-    "uint8": "uint8_t",
-    "uint16": "uint16_t",
-    "uint32": "uint32_t",
-    "uint64": "uint64_t",
-    "bool": "bool",  # <stdbool.h>: TVM's C code generator writes bool for bool buffers
-}
-
-
 class TensorRole(str, enum.Enum):
     """Where a tensor's bytes live and who owns them."""
 
@@ -90,10 +75,6 @@ class Tensor:
     def nbytes(self) -> int:
         """Bytes the tensor's data occupies (no padding)."""
         return self.elements * DTYPE_BYTES[self.dtype]
-
-    @property
-    def c_type(self) -> str:
-        return DTYPE_C_TYPE[self.dtype]
 
 
 @dataclass(frozen=True)

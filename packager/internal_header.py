@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from memory_planner.plan import ExecutionPlan
+from packager.c_types import c_type_of
 from packager.c_text import macro_prefix
 
 
@@ -43,6 +44,6 @@ def write_internal_header(plan: ExecutionPlan, kernels_c: str) -> str:
         "/* Weights (const: they stay in flash). */",
     ]
     for tensor in plan.constants():
-        lines.append(f"extern const {tensor.c_type} {weight_symbol(plan, tensor.name)}[{tensor.elements}];")
+        lines.append(f"extern const {c_type_of(tensor.dtype)} {weight_symbol(plan, tensor.name)}[{tensor.elements}];")
     lines += ["", f"#endif /* {guard} */", ""]
     return "\n".join(lines)
