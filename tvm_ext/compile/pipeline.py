@@ -11,7 +11,7 @@ from pathlib import Path
 
 from memory_planner import plan_memory
 from memory_planner.api import MemoryPlan
-from memory_planner.check import PlanError as PlanCheckError
+from memory_planner.check import InvalidMemoryPlanError
 from memory_planner.check import check_plan
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.order import choose_order
@@ -106,7 +106,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
         memory = plan_memory(buffers)
         try:
             check_plan(buffers, memory)
-        except PlanCheckError as err:
+        except InvalidMemoryPlanError as err:
             raise RuntimeError(f"the memory planner produced an invalid plan: {err}") from err
     try:
         target.check_fits(profile, plan.model, memory.arena_bytes, plan.weight_bytes())
