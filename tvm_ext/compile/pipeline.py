@@ -34,6 +34,7 @@ from tvm_ext.compile import CompileError, SelftestMismatchError
 
 if TYPE_CHECKING:
     import tvm
+    from tvm import tirx
 
     from tvm_ext.codegen_c import KernelSource
     from tvm_ext.frontend import ImportedModel
@@ -88,7 +89,7 @@ class Lowered:
     """The module after our passes, its kernels by C name, and each PrimFunc's C name."""
 
     mod: tvm.IRModule
-    kernels: dict[str, Any]
+    kernels: dict[str, tirx.PrimFunc]
     c_name_of: dict[str, str]
 
 
