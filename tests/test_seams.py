@@ -141,3 +141,15 @@ def test_the_manifest_is_written_once_at_the_end_with_the_final_facts(tmp_path: 
                                     "where": "host", "max_abs_errors": [], "outputs": []}
     assert not any(path.exists() for path in leftovers) and not (tmp_path / "build-cortex-m").exists()
     assert tarball == tmp_path / "hand.tar.gz" and tarball.is_file()
+
+
+def test_lp_board_h_names_the_file_it_is_generated_from() -> None:
+    """The board table moved to emulator/: the generated header's comment must not send a reader to a file
+    that no longer exists."""
+    import re
+
+    from conftest import REPO, profile_target
+    from packager.cortex_m.support import board_header
+
+    source = re.search(r"generated from (\S+)\. \*/", board_header(profile_target("cortex-m4f"))).group(1)
+    assert (REPO / source).is_file(), source

@@ -103,7 +103,7 @@ def board_header(target: CortexMTarget) -> str:
     board = target.board
     ticks = ticks_per_instruction(board)
     lines = [
-        f"/* {board.name} ({board.core}) running {target.name} code: generated from packager/cortex_m/boards.py. */",
+        f"/* {board.name} ({board.core}) running {target.name} code: generated from emulator/boards.py. */",
         "#ifndef LP_BOARD_H",
         "#define LP_BOARD_H",
         f'#define LP_BOARD_NAME "{board.name}"',
