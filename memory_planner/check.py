@@ -1,6 +1,6 @@
 """An independent checker for memory plans. It shares no code with the strategies or with liveness.
 
-`check_plan(buffers, plan)` raises `PlanError` (one line naming the buffers at fault) unless:
+`check_plan(buffers, plan)` raises `InvalidMemoryPlanError` (one line naming the buffers at fault) unless:
 - every buffer, and nothing else, has an offset;
 - every offset is >= 0 and a multiple of its buffer's alignment;
 - every buffer ends inside the arena (offset + bytes <= arena bytes);
@@ -19,7 +19,7 @@ from itertools import combinations
 from memory_planner.api import Buffer, MemoryPlan
 
 
-class PlanError(ValueError):
+class InvalidMemoryPlanError(ValueError):
     """A memory plan breaks one of the rules `check_plan` verifies."""
 
 
@@ -41,7 +41,7 @@ def _check_pair(a: Buffer, b: Buffer, offsets: dict[str, int]) -> None:
     a_lo, b_lo = offsets[a.name], offsets[b.name]
     bytes_shared = a.nbytes > 0 and b.nbytes > 0 and a_lo < b_lo + b.nbytes and b_lo < a_lo + a.nbytes
     if live_together and bytes_shared and not (_is_handover(a, b, offsets) or _is_handover(b, a, offsets)):
-        raise PlanError(
+        raise InvalidMemoryPlanError(
             f"buffers {a.name!r} [{a_lo}, {a_lo + a.nbytes}) steps {a.first_step}..{a.last_step} and "
             f"{b.name!r} [{b_lo}, {b_lo + b.nbytes}) steps {b.first_step}..{b.last_step} overlap while both live"
         )
@@ -65,25 +65,25 @@ def _peak_live_bytes(buffers: Sequence[Buffer]) -> int:
 
 
 def check_plan(buffers: Sequence[Buffer], plan: MemoryPlan) -> None:
-    """Raise PlanError unless `plan` places `buffers` legally (rules in the module docstring)."""
+    """Raise InvalidMemoryPlanError unless `plan` places `buffers` legally (rules in the module docstring)."""
     offsets = plan.offsets
     names = [b.name for b in buffers]
     missing = [n for n in names if n not in offsets]
     unknown = sorted(set(offsets) - set(names))
     if missing or unknown:
-        raise PlanError(f"offsets missing for {missing} and given for unknown buffers {unknown}")
+        raise InvalidMemoryPlanError(f"offsets missing for {missing} and given for unknown buffers {unknown}")
     for b in buffers:
         offset = offsets[b.name]
         if offset < 0 or offset % b.alignment:
-            raise PlanError(f"buffer {b.name!r}: offset {offset} is not a non-negative multiple of {b.alignment}")
+            raise InvalidMemoryPlanError(f"buffer {b.name!r}: offset {offset} is not a non-negative multiple of {b.alignment}")
         if offset + b.nbytes > plan.arena_bytes:
             end = offset + b.nbytes
-            raise PlanError(f"buffer {b.name!r}: ends at {end}, past the arena's {plan.arena_bytes} bytes")
+            raise InvalidMemoryPlanError(f"buffer {b.name!r}: ends at {end}, past the arena's {plan.arena_bytes} bytes")
     for a, b in combinations(buffers, 2):
         _check_pair(a, b, offsets)
     peak = _peak_live_bytes(buffers)
     if plan.lower_bound != peak or plan.arena_bytes < peak:
-        raise PlanError(
+        raise InvalidMemoryPlanError(
             f"lower bound {plan.lower_bound} and arena {plan.arena_bytes} bytes disagree with the "
             f"{peak} bytes live at the busiest step"
         )

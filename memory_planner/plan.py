@@ -31,21 +31,6 @@ DTYPE_BYTES: dict[str, int] = {
     "float64": 8,
 }
 
-DTYPE_C_TYPE: dict[str, str] = {
-    "float32": "float",
-    "float64": "double",
-    "int64": "int64_t",
-    "int32": "int32_t",
-    "int16": "int16_t",
-    "int8": "int8_t",
-    "uint8": "uint8_t",
-    "uint16": "uint16_t",
-    "uint32": "uint32_t",
-    "uint64": "uint64_t",
-    "bool": "bool",  # <stdbool.h>: TVM's C code generator writes bool for bool buffers
-}
-
-
 class TensorRole(str, enum.Enum):
     """Where a tensor's bytes live and who owns them."""
 
@@ -91,10 +76,6 @@ class Tensor:
         """Bytes the tensor's data occupies (no padding)."""
         return self.elements * DTYPE_BYTES[self.dtype]
 
-    @property
-    def c_type(self) -> str:
-        return DTYPE_C_TYPE[self.dtype]
-
 
 @dataclass(frozen=True)
 class KernelAccess:
@@ -133,11 +114,6 @@ class KernelParameter:
     dtype: str
     read_only: bool
 
-    @property
-    def c_declaration(self) -> str:
-        """The parameter as C declares it, e.g. `const int8_t* input0`."""
-        return f"{'const ' if self.read_only else ''}{DTYPE_C_TYPE[self.dtype]}* {self.name}"
-
 
 @dataclass(frozen=True)
 class ScratchBuffer:
@@ -159,11 +135,6 @@ class KernelSignature:
     num_outputs: int
     scratch: tuple[ScratchBuffer, ...]
     parameters: tuple[KernelParameter, ...]
-
-    @property
-    def c_prototype(self) -> str:
-        """`void name(const T* input0, ..., T* output0, ..., T* scratch0)` without a `;`."""
-        return f"void {self.name}({', '.join(p.c_declaration for p in self.parameters)})"
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Bundle writing and building: plan + memory plan + kernel C + weights -> files (no TVM import)."""
 
-from packager.bundle import BundleInputs, BuildConfig, TestVectors, write_bundle, write_manifest
+from packager.bundle import BundleInputs, BuildConfig, TestVectors, write_bundle
+from packager.finish import BundleFacts, finish_bundle
 
-__all__ = ["BundleInputs", "BuildConfig", "TestVectors", "write_bundle", "write_manifest"]
+__all__ = ["BundleFacts", "BundleInputs", "BuildConfig", "TestVectors", "finish_bundle", "write_bundle"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from memory_planner.api import Buffer
 from memory_planner.plan import ExecutionPlan, TensorRole
+from packager.c_types import c_type_of
 from packager.c_text import comment, macro_prefix
 from packager.header import run_signature
 from packager.internal_header import weight_symbol
@@ -22,7 +23,7 @@ def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointe
         return weight_symbol(plan, root)
     if role in (TensorRole.INPUT, TensorRole.OUTPUT):
         return io_pointer[root]
-    return f"({tensor.c_type}*)(arena + {offsets[root]}u)"
+    return f"({c_type_of(tensor.dtype)}*)(arena + {offsets[root]}u)"
 
 
 def arena_gaps(buffers: list[Buffer], offsets: dict[str, int], arena_bytes: int, step: int) -> list[tuple[int, int]]:

@@ -123,7 +123,7 @@ def build_bundle(bundle_dir: Path, config: BuildConfig) -> None:
     flags (`BuildConfig.on_host`: the C is checked on the host; the device's build is the library's).
     """
     if config.emulated:
-        from packager.cortex_m import CortexMBuildError, build_selftest_elf
+        from emulator.selftest import CortexMBuildError, build_selftest_elf
 
         make(bundle_dir, "lib")
         try:
@@ -143,7 +143,7 @@ def build_bundle(bundle_dir: Path, config: BuildConfig) -> None:
 def selftest_bundle(bundle_dir: Path, model: str, config: BuildConfig) -> tuple[SelftestResult, dict]:
     """Run the self-test built by build_bundle; the dict holds the emulated board's measurements (or {})."""
     if config.emulated:
-        from packager.cortex_m import run_selftest
+        from emulator.selftest import run_selftest
 
         run = run_selftest(bundle_dir, model, config.emulated, arena_symbol=f"{model}_arena")
         result = _result(run.result.exit_code, run.result.stdout, run.target.board.name, run.result.instructions)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from packager.cortex_m import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, CortexMTarget
+from emulator.boards import CortexMTarget
+from packager.cortex_m import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE
 
 C_STANDARD_FLAG = "-std=c99"
 """The bundle's C is C99 (CMake: CMAKE_C_STANDARD 99 without extensions)."""

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
 import numpy as np
 
 from memory_planner.api import Buffer, MemoryPlan
@@ -18,7 +16,6 @@ from packager.cortex_m import write_cortex_m_support
 from packager.header import write_header
 from packager.internal_header import write_internal_header
 from packager.io_names import io_tensors
-from packager.manifest import manifest, manifest_json
 from packager.selftest import TestVectors, write_selftest
 from packager.weights import write_weights
 
@@ -43,11 +40,11 @@ class BundleInputs:
     output_names: list[str]
     requantize_roundings: tuple[str, ...] = ()  # the packager.fixed_point_c helpers `kernels_c` calls
     alignment: int = 16
-    facts: dict[str, Any] = field(default_factory=dict)
 
 
 def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
-    """Write the bundle's source files, build files and manifest into `out_dir`; return their paths."""
+    """Write the bundle's source and build files into `out_dir`; return their paths. manifest.json is
+    written once the bundle is built and self-tested (`packager.finish.finish_bundle`)."""
     plan, m = bundle.plan, bundle.plan.model
     inputs = io_tensors(plan, plan.inputs, bundle.input_names, "input")
     outputs = io_tensors(plan, plan.outputs, bundle.output_names, "output")
@@ -75,12 +72,4 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
         path = out_dir / name
         path.write_text(text)
         paths.append(path)
-    paths.append(write_manifest(out_dir, bundle))
     return paths
-
-
-def write_manifest(out_dir: Path, bundle: BundleInputs) -> Path:
-    """(Re)write manifest.json from `bundle`, e.g. once build and self-test results are in `bundle.facts`."""
-    path = out_dir / "manifest.json"
-    path.write_text(manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, bundle.facts)))
-    return path

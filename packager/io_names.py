@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memory_planner.plan import ExecutionPlan, Tensor
+from packager.c_types import c_type_of
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class IoTensor:
 
     @property
     def c_type(self) -> str:
-        return self.tensor.c_type
+        return c_type_of(self.tensor.dtype)
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from memory_planner.plan import ExecutionPlan
+from packager.c_types import c_type_of
 from packager.c_text import array_body, comment, macro_prefix
 from packager.internal_header import weight_symbol
 
@@ -24,7 +25,7 @@ def write_weights(plan: ExecutionPlan, constants: dict[str, np.ndarray], alignme
         shape = " x ".join(map(str, tensor.shape)) or "scalar"
         lines += [
             f"/* {comment(tensor.layer)}: {tensor.dtype}[{shape}] */",
-            f"const {tensor.c_type} {weight_symbol(plan, tensor.name)}[{tensor.elements}] {M}_ALIGNED({alignment}) = "
+            f"const {c_type_of(tensor.dtype)} {weight_symbol(plan, tensor.name)}[{tensor.elements}] {M}_ALIGNED({alignment}) = "
             + array_body(values.astype(np.dtype(tensor.dtype), copy=False), tensor.dtype)
             + ";",
             "",

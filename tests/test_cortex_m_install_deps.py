@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from packager.cortex_m import missing_tools
+from emulator.tools import missing_tools
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "install_deps.sh"
 

@@ -14,19 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from packager.cortex_m import (
-    FAULT_EXIT_CODES,
-    QEMU_TEST_CMAKE_INCLUDE,
-    QEMU_TEST_MAKE_INCLUDE,
-    SELFTEST_ELF,
-    CortexMBuildError,
-    CortexMTarget,
-    missing_tools,
-    read_sizes,
-    run_qemu,
-    run_selftest,
-    write_cortex_m_support,
-)
+from emulator.boards import FAULT_EXIT_CODES, CortexMTarget
+from emulator.qemu import run_qemu
+from emulator.selftest import CortexMBuildError, run_selftest
+from emulator.sizes import read_sizes
+from emulator.tools import missing_tools
+from packager.cortex_m import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
 from conftest import profile_build_config, profile_target
 from packager.cortex_m.support import SUPPORT_DIR, selftest_compile_flags, selftest_link_flags
 

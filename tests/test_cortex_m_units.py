@@ -1,4 +1,4 @@
-"""packager.cortex_m without the cross tools: stack-peak arithmetic, .su parsing, lookups, the Make fragment."""
+"""emulator and packager.cortex_m without the cross tools: stack-peak arithmetic, .su parsing, lookups, the Make fragment."""
 
 from __future__ import annotations
 
@@ -9,18 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from packager.cortex_m import (
-    BOARDS,
-    Board,
-    MemoryRegion,
-    QemuError,
-    run_qemu,
-    stack_peak,
-    write_cortex_m_support,
-)
+from emulator.boards import BOARDS, Board, MemoryRegion
+from emulator.qemu import QemuError, run_qemu
+from emulator.stack import stack_peak
+from packager.cortex_m import write_cortex_m_support
 from conftest import profile_build_config, profile_target
-from packager.cortex_m.sizes import section_kind
-from packager.cortex_m.stack import DisassembledFunction, StackFrame, pushed_bytes, read_stack_frames
+from emulator.sizes import section_kind
+from emulator.stack import DisassembledFunction, StackFrame, pushed_bytes, read_stack_frames
 from packager.cortex_m.support import ticks_per_instruction
 
 

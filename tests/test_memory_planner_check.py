@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory_planner import Buffer, MemoryPlan
-from memory_planner.check import PlanError, check_plan
+from memory_planner.check import InvalidMemoryPlanError, check_plan
 
 A = Buffer("a", 32, 0, 1)
 B = Buffer("b", 16, 1, 2)
@@ -48,12 +48,12 @@ def test_legal_plans_pass(buffers: list[Buffer], memory_plan: MemoryPlan) -> Non
     ],
 )
 def test_bad_plans_are_rejected(buffers: list[Buffer], memory_plan: MemoryPlan, message: str) -> None:
-    with pytest.raises(PlanError, match=message):
+    with pytest.raises(InvalidMemoryPlanError, match=message):
         check_plan(buffers, memory_plan)
 
 
 def test_a_buffer_born_and_dead_at_the_hand_over_step_gives_no_bytes() -> None:
     # b takes a's bytes at step 0, where a is also born: no kernel writes and reads a at one step
     a, b = Buffer("a", 16, 0, 0), Buffer("b", 16, 0, 1, inplace_of="a")
-    with pytest.raises(PlanError, match="overlap while both live"):
+    with pytest.raises(InvalidMemoryPlanError, match="overlap while both live"):
         check_plan([a, b], plan({"a": 0, "b": 0}, 16, 32))

@@ -1,5 +1,5 @@
-"""memory_planner and packager stay free of TVM: importing every module of both loads neither TVM nor
-tvm_ext (the plan they read, memory_planner.plan, is plain data)."""
+"""memory_planner, packager and emulator stay free of TVM: importing every module of them loads neither TVM
+nor tvm_ext (the plan they read, memory_planner.plan, is plain data)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,14 @@ def modules_of(package: str) -> list[str]:
 
 
 MODULES = [*modules_of("memory_planner"), *modules_of("memory_planner.strategies"),
-           *modules_of("packager"), *modules_of("packager.cortex_m")]
+           *modules_of("packager"), *modules_of("packager.cortex_m"), *modules_of("emulator")]
 
 
-def test_planner_and_packager_load_no_tvm_and_no_tvm_ext() -> None:
+def test_planner_packager_and_emulator_load_no_tvm_and_no_tvm_ext() -> None:
     code = ("import sys\n" + "".join(f"import {m}\n" for m in MODULES)
             + "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('tvm', 'tvm_ext'))\n"
             + "assert not loaded, loaded\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert len(MODULES) > 20
+    assert {f"emulator.{m}" for m in ("boards", "qemu", "selftest", "sizes", "stack", "tools")} <= set(MODULES)

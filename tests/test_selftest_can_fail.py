@@ -20,13 +20,14 @@ INF, NAN = float("inf"), float("nan")
 def copy_bundle(outputs: list[tuple[str, list, list]]):
     """A bundle with one copy kernel per (dtype, what the bundle outputs, what the reference expects)."""
     from memory_planner.api import Buffer, MemoryPlan
-    from memory_planner.plan import (DTYPE_C_TYPE, ExecutionPlan, KernelCall, KernelParameter, KernelSignature,
+    from memory_planner.plan import (ExecutionPlan, KernelCall, KernelParameter, KernelSignature,
                                      ScratchBuffer, Tensor, TensorRole)
     from packager import BuildConfig, BundleInputs, TestVectors
+    from packager.c_types import c_type_of
 
     tensors, calls, kernels, signatures = {}, [], ["#include <stdint.h>"], []
     for k, (dtype, got, _) in enumerate(outputs):
-        c_type, count = DTYPE_C_TYPE[dtype], len(got)
+        c_type, count = c_type_of(dtype), len(got)
         tensors[f"x{k}"] = Tensor(f"x{k}", (count,), dtype, TensorRole.INPUT, "in")
         tensors[f"y{k}"] = Tensor(f"y{k}", (count,), dtype, TensorRole.OUTPUT, "copy")
         calls.append(KernelCall(f"k_copy{k}", ("copy",), (f"x{k}",), (f"y{k}",), ("s",) if k == 0 else ()))

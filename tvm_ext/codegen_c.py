@@ -16,6 +16,7 @@ import tvm
 from tvm import s_tir, tirx
 
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
+from packager.c_types import c_prototype
 from packager.fixed_point_c import requantize_helper_name
 from tvm_ext.kernels.fixed_point import calls_to_c_helpers
 
@@ -193,7 +194,7 @@ def _clean_source(raw: str, signatures: dict[str, KernelSignature], helpers: tup
     text = _BARE_INT32_MIN.sub("INT32_MIN", text)
     for sig in signatures.values():
         text = re.sub(rf"^void {re.escape(sig.name)}\(.*\);\n", "", text, flags=re.MULTILINE)
-        text = re.sub(rf"^void {re.escape(sig.name)}\(.*\) {{$", f"{sig.c_prototype} {{", text, flags=re.MULTILINE)
+        text = re.sub(rf"^void {re.escape(sig.name)}\(.*\) {{$", f"{c_prototype(sig)} {{", text, flags=re.MULTILINE)
     return "#include <stdint.h>\n" + text.lstrip()
 
 

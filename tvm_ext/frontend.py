@@ -93,11 +93,20 @@ def import_model(path: str | Path, name: str | None = None) -> ImportedModel:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in (".tflite", ".onnx"):
-        imported = _import_tflite(path) if suffix == ".tflite" else _import_onnx(path)
-        imported.name = c_identifier(name or path.stem)
-        imported.mod = with_generated_var_names(imported.mod)
-        return imported
+        return import_model_data(path, path.read_bytes(), suffix[1:], name)
     raise ModelImportError(f"{path.name}: unknown model format '{suffix}' (expected .tflite or .onnx)")
+
+
+def import_model_data(path: Path, data: bytes, model_format: str, name: str | None = None) -> ImportedModel:
+    """Import the bytes `data` of the model file `path` (read once, by the model check) into Relax.
+
+    `model_format` is "tflite" or "onnx" (the check's finding, from the extension or the TFLite identifier);
+    `path` names the model in messages; `name` as for `import_model`.
+    """
+    imported = _import_tflite(path, data) if model_format == "tflite" else _import_onnx(path, data)
+    imported.name = c_identifier(name or path.stem)
+    imported.mod = with_generated_var_names(imported.mod)
+    return imported
 
 
 def from_relax(mod: tvm.IRModule, name: str = "model") -> ImportedModel:
@@ -188,7 +197,7 @@ def _bind_layer_output(bb: relax.BlockBuilder, value: relax.Expr, layers: list[s
     return value
 
 
-def _import_tflite(path: Path) -> ImportedModel:
+def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
     import tflite
     from tvm.relax.frontend.tflite import tflite_frontend
 
@@ -263,7 +272,6 @@ def _import_tflite(path: Path) -> ImportedModel:
                 return flattened
             return super().get_tensor_expr(tensor, is_sparse)
 
-    buf = path.read_bytes()
     model = tflite.Model.GetRootAsModel(buf, 0)
     strict_tensor_name = tflite_frontend.get_tensor_name
     # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte: ours never fails.
@@ -299,7 +307,7 @@ def _import_tflite(path: Path) -> ImportedModel:
     )
 
 
-def _import_onnx(path: Path) -> ImportedModel:
+def _import_onnx(path: Path, data: bytes) -> ImportedModel:
     import onnx
     from onnx import helper
     from tvm.relax.frontend.onnx import onnx_frontend
@@ -318,7 +326,7 @@ def _import_onnx(path: Path) -> ImportedModel:
             except Exception as err:  # noqa: BLE001 - a conversion or type failure is this node's
                 raise ModelImportError(f"{path.name}: node {layer}: {_import_failure(err)}") from err
 
-    model = onnx.load(str(path))
+    model = onnx.load_model_from_string(data)  # external data is refused by the model check
     initializers = {init.name for init in model.graph.initializer}
     graph_inputs = [i for i in model.graph.input if i.name not in initializers]
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import shlex
 from fractions import Fraction
-from importlib import resources
 from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING
 
-from packager.cortex_m.boards import FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
-from packager.cortex_m.qemu import qemu_command
+from emulator.boards import FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
+from emulator.qemu import qemu_command
+from packager.template_files import template_text
 
 if TYPE_CHECKING:  # packager.build_files imports this package: no import cycle at run time
     from packager.build_files import BuildConfig
@@ -92,7 +92,7 @@ def write_cortex_m_support(out_dir: Path, name: str, config: BuildConfig,
     }
     written = []
     for file_name in _COPIED_FILES:
-        written.append(_write(support_dir / file_name, _template(file_name)))
+        written.append(_write(support_dir / file_name, template_text("packager.cortex_m", file_name)))
     for file_name, text in generated.items():
         written.append(_write(support_dir / file_name, text))
     return written
@@ -103,7 +103,7 @@ def board_header(target: CortexMTarget) -> str:
     board = target.board
     ticks = ticks_per_instruction(board)
     lines = [
-        f"/* {board.name} ({board.core}) running {target.name} code: generated from packager/cortex_m/boards.py. */",
+        f"/* {board.name} ({board.core}) running {target.name} code: generated from emulator/boards.py. */",
         "#ifndef LP_BOARD_H",
         "#define LP_BOARD_H",
         f'#define LP_BOARD_NAME "{board.name}"',
@@ -133,7 +133,7 @@ def ticks_per_instruction(board: Board) -> Fraction:
 
 def linker_script(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> str:
     """link.ld for `board`'s memory map, reserving `stack_bytes` at the top of RAM."""
-    return Template(_template("link.ld.in")).substitute(
+    return Template(template_text("packager.cortex_m", "link.ld.in")).substitute(
         board=board.name,
         weights_suffix=WEIGHTS_SUFFIX,
         flash_origin=f"0x{board.flash.origin:08X}",
@@ -157,7 +157,7 @@ def selftest_link_flags(config: BuildConfig) -> tuple[str, ...]:
 def makefile_fragment(name: str, config: BuildConfig) -> str:
     """cortex_m/qemu-test.mk: targets `cortex-m-elf` (builds SELFTEST_ELF) and `qemu-test` (runs it)."""
     target = _emulated(config)
-    return Template(_template("qemu-test.mk.in")).substitute(
+    return Template(template_text("packager.cortex_m", "qemu-test.mk.in")).substitute(
         target=target.name,
         board=target.board.name,
         build_dir=CROSS_BUILD_DIR,
@@ -177,7 +177,7 @@ def cmake_project(name: str, config: BuildConfig) -> str:
     """cortex_m/CMakeLists.txt: the cross-compiled `selftest.elf` and a `qemu-test` target."""
     target = _emulated(config)
     sources = [f"${{LP_BUNDLE_DIR}}/{source}" for source in bundle_sources(name)] + list(_SUPPORT_SOURCES)
-    return Template(_template("CMakeLists.txt.in")).substitute(
+    return Template(template_text("packager.cortex_m", "CMakeLists.txt.in")).substitute(
         target=target.name,
         board=target.board.name,
         name=name,
@@ -197,10 +197,6 @@ def _emulated(config: BuildConfig) -> CortexMTarget:
 def _fault_range() -> str:
     statuses = sorted(FAULT_EXIT_CODES.values())
     return f"{statuses[0]}-{statuses[-1]}"
-
-
-def _template(file_name: str) -> str:
-    return resources.files("packager.cortex_m").joinpath("templates", file_name).read_text(encoding="utf-8")
 
 
 def _write(path: Path, text: str) -> Path:

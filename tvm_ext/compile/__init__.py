@@ -11,15 +11,16 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, TypeVar
 
 from memory_planner.api import MemoryPlan
 from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
 from target.resolve import TargetSpec
+
+T = TypeVar("T")
 
 
 class CompileError(Exception):
@@ -56,12 +57,14 @@ class Bundle:
         return sorted(p for p in self.out_dir.iterdir() if p.is_file())
 
 
-@contextmanager
-def _stage(log: Callable[[str], None], name: str, detail: Callable[[], str] | None = None) -> Iterator[None]:
+def _stage(log: Callable[[str], None], name: str, work: Callable[[], T], describe: Callable[[T], str]) -> T:
+    """Run one stage: `work()`, then log `<name> <seconds> s  <describe(result)>`; return the result. An
+    exception from `work` passes through, and no line is logged."""
     start = time.perf_counter()
-    yield
+    result = work()
     seconds = time.perf_counter() - start
-    log(f"{name:<10} {seconds:7.2f} s" + (f"  {detail()}" if detail else ""))
+    log(f"{name:<10} {seconds:7.2f} s  {describe(result)}")
+    return result
 
 
 def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
@@ -104,7 +107,9 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
 
 
 def _stage_logger(log: Callable[[str], None]):
-    def stage(name: str, detail: Callable[[], str] | None = None):
-        return _stage(log, name, detail)
+    """The `stage(name, work, describe)` the pipeline runs each stage through, logging to `log`."""
+
+    def stage(name: str, work: Callable[[], T], describe: Callable[[T], str]) -> T:
+        return _stage(log, name, work, describe)
 
     return stage

@@ -1,32 +1,56 @@
-"""The compiler's stages in order, from a model file to a built and self-tested bundle folder."""
+"""The compiler's stages in order, from a model file to a built and self-tested bundle folder.
+
+Each stage is a function from earlier stages' results (small frozen records: Checked, Imported, Lowered,
+Generated, Planned, Referenced, Packaged, Built, Tested) to its own; `compile_to_folder` runs each through
+the one `stage(name, work, describe)` wrapper, which times it and logs one line, and only chains them.
+The model file is read once, by the check; TVM is imported only after the check passed.
+"""
 
 from __future__ import annotations
 
 import platform
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
+import numpy as np
+
+from emulator.boards import BOARDS, CortexMTarget
 from memory_planner import plan_memory
-from memory_planner.api import MemoryPlan
-from memory_planner.check import PlanError as PlanCheckError
-from memory_planner.check import check_plan
+from memory_planner.api import Buffer, MemoryPlan
+from memory_planner.check import InvalidMemoryPlanError, check_plan
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.order import choose_order
 from memory_planner.plan import ExecutionPlan
-from packager import BundleInputs, TestVectors, write_bundle, write_manifest
-from packager.archive import archive
+from packager import BundleFacts, BundleInputs, TestVectors, finish_bundle, write_bundle
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig
-from packager.cortex_m import BOARDS, CortexMTarget
 from target.profile import Profile
 from target.resolve import TargetSpec
 from tvm_ext.compile import CompileError, SelftestMismatchError
 
+if TYPE_CHECKING:
+    import tvm
+    from tvm import tirx
 
-@dataclass
+    from tvm_ext.codegen_c import KernelSource
+    from tvm_ext.frontend import ImportedModel
+    from tvm_ext.model_check import ModelFacts
+
+T = TypeVar("T")
+
+
+class Stage(Protocol):
+    """Runs `work()`, logs the stage's line `<name> <seconds>  <describe(result)>` and returns the result;
+    an exception from `work` passes through with no line logged."""
+
+    def __call__(self, name: str, work: Callable[[], T], describe: Callable[[T], str]) -> T: ...
+
+
+@dataclass(frozen=True)
 class FolderResult:
     plan: ExecutionPlan
     memory: MemoryPlan
@@ -35,19 +59,87 @@ class FolderResult:
     selftest: SelftestResult
 
 
-def _compiler_version(cc: str) -> str:
-    try:
-        proc = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
-        return proc.stdout.splitlines()[0] if proc.stdout else cc
-    except OSError:
-        return f"{cc} (not found)"
+@dataclass(frozen=True)
+class Checked:
+    """A model file that passed the model check: its bytes (the only read of the file) and the check's facts."""
+
+    path: Path
+    data: bytes
+    facts: ModelFacts
 
 
-def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name: str | None = None) -> FolderResult:
+@dataclass(frozen=True)
+class Imported:
+    """The model in Relax, and the input the self-test embeds (one array per model input)."""
+
+    model: ImportedModel
+    inputs: list[np.ndarray]
+
+
+@dataclass(frozen=True)
+class Referenced:
+    """The reference runtime's outputs for the self-test's input, and the runtime's name and version."""
+
+    expected: list[np.ndarray]
+    runtime: str
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """The module after our passes, its kernels by C name, and each PrimFunc's C name."""
+
+    mod: tvm.IRModule
+    kernels: dict[str, tirx.PrimFunc]
+    c_name_of: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Generated:
+    """The kernels' C, and the execution plan (calls in the module's order) with the weights it names."""
+
+    source: KernelSource
+    plan: ExecutionPlan
+    constants: dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Planned:
+    """The plan with its calls in the chosen order, the arena's buffers and their checked offsets."""
+
+    plan: ExecutionPlan
+    buffers: list[Buffer]
+    memory: MemoryPlan
+
+
+@dataclass(frozen=True)
+class Packaged:
+    """What the packager wrote the bundle's files from, and the files."""
+
+    bundle: BundleInputs
+    files: list[Path]
+
+
+@dataclass(frozen=True)
+class Built:
+    """The static library built with the profile's compiler."""
+
+    library: Path
+
+
+@dataclass(frozen=True)
+class Tested:
+    """The self-test's verdict, and the emulated board's measurements ({} on the host)."""
+
+    result: SelftestResult
+    measured: dict[str, Any]
+
+
+def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
+                      name: str | None = None) -> FolderResult:
     """Compile `model` (a model file's Path or a Relax IRModule) into `folder` (which exists and is empty).
 
     `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
-    stages get that Profile object, or the TVM Target registered from it. `stage(name, detail)` times a stage;
+    stages get that Profile object, or the TVM Target registered from it. `stage` times and logs each stage;
     `name` is the bundle's C prefix (default: the model file's stem, or "model" for an IRModule).
     """
     import target
@@ -58,119 +150,200 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
         profile = target.resolve_profile(target_spec)
     except target.ProfileError as err:
         raise CompileError(f"{file_name}: {err}") from err
+    checked = None
     if from_file:
-        from tvm_ext.model_check import ModelError, check_model
+        checked = stage("check", lambda: check(model), lambda c: (
+            f"{file_name}: {len(c.facts.operators)} operators, {c.facts.format.value}"))
 
-        with stage("check", lambda: f"{file_name}: {len(facts.operators)} operators, {facts.format.value}"):
-            try:
-                facts = check_model(model)
-            except ModelError as err:
-                raise CompileError(str(err)) from err
-
-    import tvm
-
-    from tvm_ext.codegen_c import generate_c
-    from tvm_ext.extract_plan import PlanError, add_output_copies, extract_plan, unique_kernels
-    from tvm_ext.frontend import ModelImportError, from_relax, import_model
-    from tvm_ext.lower import lower_to_kernels
-    from tvm_ext.reference import ReferenceRuntimeError, run_reference, run_relax_vm, test_inputs
+    from tvm_ext.extract_plan import PlanError
+    from tvm_ext.frontend import ModelImportError
     from tvm_ext.transform import OversizedTensorError, UnsupportedOperatorError
 
     tvm_target = target.register_profile_with_tvm(profile)
     config = build_config(profile)
     try:
-        with stage("import", lambda: f"{file_name}: {len(imported.layers)} layers ({imported.format})"):
-            imported = import_model(model, name) if from_file else from_relax(model, name or "model")
-        inputs = test_inputs(imported.inputs)
-        if not from_file:
+        imported = stage("import", lambda: import_(model, checked, name), lambda i: (
+            f"{file_name}: {len(i.model.layers)} layers ({i.model.format})"))
+        if checked is None:
             # Now, before any of our passes: they receive the user's own IRModule object, and a Python pass
             # that assigns `mod["main"] = ...` edits that object in place, so a reference run afterwards
             # would check our passes against themselves.
-            with stage("reference", lambda: reference):
-                expected, reference = run_relax_vm(model, inputs)
-        with stage("passes", lambda: f"{len(kernels)} kernels"):
-            lowered = lower_to_kernels(imported.mod, tvm_target, imported.path.name, imported.operator_names)
-            lowered = add_output_copies(lowered, imported)
-            kernels, c_name_of = unique_kernels(lowered, imported.name)
-        with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
-            source = generate_c(kernels, tvm_target, imported.name)
-            plan, constants = extract_plan(lowered, imported, profile, c_name_of, source.signatures)
+            referenced = stage("reference", lambda: reference_relax(model, imported), _runtime)
+        lowered = stage("passes", lambda: passes(imported, tvm_target), lambda low: f"{len(low.kernels)} kernels")
+        generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target),
+                          lambda gen: f"{len(gen.source.c_text):,} B of C")
     except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
         raise CompileError(str(err).strip().splitlines()[-1]) from err
 
-    with stage("planning", lambda: f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B, "
-               f"{memory.strategy}{', optimal' if memory.optimal else ''}"):
-        order = choose_order(plan)
-        plan.calls = [plan.calls[i] for i in order]
-        buffers = buffers_from_plan(plan, alignment=profile.alignment_bytes)
-        memory = plan_memory(buffers)
-        try:
-            check_plan(buffers, memory)
-        except PlanCheckError as err:
-            raise RuntimeError(f"the memory planner produced an invalid plan: {err}") from err
+    planned = stage("planning", lambda: planning(generated.plan, profile), _describe_memory)
     try:
-        target.check_fits(profile, plan.model, memory.arena_bytes, plan.weight_bytes())
+        target.check_fits(profile, planned.plan.model, planned.memory.arena_bytes, planned.plan.weight_bytes())
     except target.ResourceError as err:
         raise CompileError(str(err)) from err
+    if checked is not None:
+        referenced = stage("reference", lambda: reference_file(checked, imported), _runtime)
 
-    if from_file:
-        with stage("reference", lambda: reference):
-            try:
-                expected, reference = run_reference(
-                    model, imported.format, inputs, imported.inputs, len(imported.outputs)
-                )
-            except ReferenceRuntimeError as err:
-                raise CompileError(str(err)) from err
+    packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
+                                                    config), lambda p: f"{len(p.files)} files")
+    if shutil.which(config.cc) is None:
+        raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed here")
+    built = stage("build", lambda: build(folder, planned.plan, config, file_name),
+                  lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
+    tested = stage("self-test", lambda: self_test(folder, planned.plan, config), _describe_selftest)
+    if not tested.result.passed:
+        raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
+    tarball = finish_bundle(folder, packaged.bundle, bundle_facts(profile, config, planned, tested))
+    return FolderResult(planned.plan, planned.memory, built.library, tarball, tested.result)
 
-    facts = {
-        "tools": {
+
+def check(path: Path) -> Checked:
+    """Read the model file once and check it (no TVM); CompileError with the check's one line."""
+    from tvm_ext.model_check import ModelError, check_model_data, read_model_file
+
+    try:
+        data = read_model_file(path)
+        return Checked(path, data, check_model_data(path, data))
+    except ModelError as err:
+        raise CompileError(str(err)) from err
+
+
+def import_(model, checked: Checked | None, name: str | None) -> Imported:
+    """The checked file's bytes in the format the check found (or the user's Relax module) as Relax, and the
+    self-test's input."""
+    from tvm_ext.frontend import from_relax, import_model_data
+    from tvm_ext.reference import test_inputs
+
+    if checked is None:
+        imported = from_relax(model, name or "model")
+    else:
+        imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
+    return Imported(imported, test_inputs(imported.inputs))
+
+
+def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
+    """The user's Relax module run by TVM's Relax VM on the host: the reference for a module from no file."""
+    from tvm_ext.reference import run_relax_vm
+
+    return Referenced(*run_relax_vm(mod, imported.inputs))
+
+
+def reference_file(checked: Checked, imported: Imported) -> Referenced:
+    """The model file run by its reference runtime, in a child process (which reads the file by its path)."""
+    from tvm_ext.reference import ReferenceRuntimeError, run_reference
+
+    model = imported.model
+    try:
+        return Referenced(*run_reference(checked.path, checked.facts.format.value, imported.inputs, model.inputs,
+                                         len(model.outputs)))
+    except ReferenceRuntimeError as err:
+        raise CompileError(str(err)) from err
+
+
+def passes(imported: Imported, tvm_target: tvm.target.Target) -> Lowered:
+    """Our Relax and TIR passes: the model as fused, scheduled kernels, each once under its C name."""
+    from tvm_ext.extract_plan import add_output_copies, unique_kernels
+    from tvm_ext.lower import lower_to_kernels
+
+    model = imported.model
+    lowered = lower_to_kernels(model.mod, tvm_target, model.path.name, model.operator_names)
+    lowered = add_output_copies(lowered, model)
+    kernels, c_name_of = unique_kernels(lowered, model.name)
+    return Lowered(lowered, kernels, c_name_of)
+
+
+def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: tvm.target.Target) -> Generated:
+    """The kernels' C from TVM's C code generator, and the execution plan of the lowered module."""
+    from tvm_ext.codegen_c import generate_c
+    from tvm_ext.extract_plan import extract_plan
+
+    source = generate_c(lowered.kernels, tvm_target, imported.model.name)
+    plan, constants = extract_plan(lowered.mod, imported.model, profile, lowered.c_name_of, source.signatures)
+    return Generated(source, plan, constants)
+
+
+def planning(plan: ExecutionPlan, profile: Profile) -> Planned:
+    """The call order with the lowest peak, as a new plan, and its arena placement, checked independently."""
+    order = choose_order(plan)
+    ordered = replace(plan, calls=[plan.calls[i] for i in order])
+    buffers = buffers_from_plan(ordered, alignment=profile.alignment_bytes)
+    memory = plan_memory(buffers)
+    try:
+        check_plan(buffers, memory)
+    except InvalidMemoryPlanError as err:
+        raise RuntimeError(f"the memory planner produced an invalid plan: {err}") from err
+    return Planned(ordered, buffers, memory)
+
+
+def packaging(folder: Path, imported: Imported, generated: Generated, planned: Planned, referenced: Referenced,
+              profile: Profile, config: BuildConfig) -> Packaged:
+    """The bundle's source and build files, written into `folder` (the manifest comes with finish_bundle)."""
+    bundle = BundleInputs(
+        plan=planned.plan, memory=planned.memory, buffers=planned.buffers, kernels_c=generated.source.c_text,
+        kernel_signatures=tuple(generated.source.signatures.values()),
+        requantize_roundings=generated.source.requantize_roundings, constants=generated.constants, vectors=TestVectors(imported.inputs, referenced.expected, referenced.runtime),
+        config=config, input_names=[s.name for s in imported.model.inputs],
+        output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
+    )
+    return Packaged(bundle, write_bundle(folder, bundle))
+
+
+def build(folder: Path, plan: ExecutionPlan, config: BuildConfig, file_name: str) -> Built:
+    """lib<model>.a and the self-test program; CompileError with the compiler's first error."""
+    try:
+        build_bundle(folder, config)
+    except BuildError as err:
+        raise CompileError(f"{file_name}: the generated bundle does not build: {err}") from err
+    return Built(folder / f"lib{plan.model}.a")
+
+
+def self_test(folder: Path, plan: ExecutionPlan, config: BuildConfig) -> Tested:
+    """Run the self-test where the profile says (host or emulated board); the verdict is the caller's to judge."""
+    return Tested(*selftest_bundle(folder, plan.model, config))
+
+
+def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested: Tested) -> BundleFacts:
+    """What the manifest records beyond the plans: tool versions, the profile, its headroom, the self-test."""
+    import target
+    import tvm
+
+    return BundleFacts(
+        tools={
             "tvm_ext": version("tvm-ext-lowpower") if _installed("tvm-ext-lowpower") else "source",
             "apache-tvm": tvm.__version__,
             "python": platform.python_version(),
             "cc": _compiler_version(config.cc),
         },
-        "selftest": {"reference": reference, "rtol": 1e-5, "atol_lsb": 0},
-        "profile": {"name": profile.name, "source": profile.source, "cpu": profile.cpu, "fpu": profile.fpu,
-                    "simd": profile.simd, "int8_rounding": profile.int8_rounding},
-        "headroom": target.headroom(profile, memory.arena_bytes, plan.weight_bytes()),
-    }
-    with stage("packaging", lambda: f"{len(files)} files"):
-        bundle_inputs = BundleInputs(
-            plan=plan, memory=memory, buffers=buffers, kernels_c=source.c_text,
-            kernel_signatures=tuple(source.signatures.values()),
-            requantize_roundings=source.requantize_roundings, constants=constants,
-            vectors=TestVectors(inputs, expected, reference), config=config,
-            input_names=[s.name for s in imported.inputs], output_names=[s.name for s in imported.outputs],
-            alignment=profile.alignment_bytes, facts=facts,
-        )
-        files = write_bundle(folder, bundle_inputs)
-    if shutil.which(config.cc) is None:
-        raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed here")
-    with stage("build", lambda: f"lib{plan.model}.a {library.stat().st_size:,} B"):
-        try:
-            build_bundle(folder, config)
-        except BuildError as err:
-            raise CompileError(f"{file_name}: the generated bundle does not build: {err}") from err
-        library = folder / f"lib{plan.model}.a"
-    with stage("self-test", lambda: f"{'PASS' if result.passed else 'FAIL'} on {result.where}" + (
-            f", {result.instructions:,} instructions per inference (QEMU -icount, not cycles)"
-            if result.instructions else "")):
-        result, measured = selftest_bundle(folder, plan.model, config)
-    if not result.passed:
-        raise SelftestMismatchError(f"{file_name}: {_selftest_failure(result, reference)}")
-    facts["selftest"].update(passed=True, where=result.where, max_abs_errors=list(result.max_errors),
-                             outputs=[report.facts() for report in result.outputs])
-    if measured:
-        facts["cortex_m"] = measured
-    # bundle_inputs.facts is `facts`: the manifest now carries the build and self-test results too.
-    write_manifest(folder, bundle_inputs)
-    for leftover in [*folder.glob("*.o"), folder / "selftest", folder / "build-cortex-m"]:
-        if leftover.is_dir():
-            shutil.rmtree(leftover)
-        else:
-            leftover.unlink(missing_ok=True)
-    tarball = archive(folder, plan.model, top=plan.model)
-    return FolderResult(plan, memory, library, tarball, result)
+        profile={"name": profile.name, "source": profile.source, "cpu": profile.cpu, "fpu": profile.fpu,
+                 "simd": profile.simd, "int8_rounding": profile.int8_rounding},
+        headroom=target.headroom(profile, planned.memory.arena_bytes, planned.plan.weight_bytes()),
+        selftest=tested.result,
+        measured=tested.measured,
+    )
+
+
+def _runtime(referenced: Referenced) -> str:
+    return referenced.runtime
+
+
+def _describe_memory(planned: Planned) -> str:
+    memory = planned.memory
+    return (f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B, "
+            f"{memory.strategy}{', optimal' if memory.optimal else ''}")
+
+
+def _describe_selftest(tested: Tested) -> str:
+    result = tested.result
+    return f"{'PASS' if result.passed else 'FAIL'} on {result.where}" + (
+        f", {result.instructions:,} instructions per inference (QEMU -icount, not cycles)"
+        if result.instructions else "")
+
+
+def _compiler_version(cc: str) -> str:
+    try:
+        proc = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+        return proc.stdout.splitlines()[0] if proc.stdout else cc
+    except OSError:
+        return f"{cc} (not found)"
 
 
 def _selftest_failure(result: SelftestResult, reference: str) -> str:

@@ -2,7 +2,8 @@
 
 `check_model(path)` reads a .tflite or .onnx file, checks its structure, shapes, constant data, graph and
 operators, and returns `ModelFacts`, or raises `ModelError` whose `str()` is one line
-`<model file name>: <what and where>` listing every problem of the first kind found.
+`<model file name>: <what and where>` listing every problem of the first kind found. A caller that uses
+the bytes again (the compiler's import) calls `read_model_file` and `check_model_data` instead.
 
 Importing this package imports neither TVM nor ONNX; TVM's converter lists are read on first use
 (see `operator_support`).
@@ -25,6 +26,8 @@ __all__ = [
     "OperatorFacts",
     "TensorFacts",
     "check_model",
+    "check_model_data",
+    "read_model_file",
 ]
 
 # Smallest file that can hold a flatbuffer root offset and the 4-byte file identifier.
@@ -39,9 +42,20 @@ def check_model(path: str | Path) -> ModelFacts:
     TFLite identifier is read as TFLite, anything else is refused. Never raises anything but ModelError
     for a bad file; work and memory are bounded by the file size.
     """
+    return check_model_data(path, read_model_file(path))
+
+
+def read_model_file(path: str | Path) -> bytes:
+    """The model file's bytes, read once, or ModelError(FILE): unreadable, not a regular file (a FIFO or
+    device could stream forever), empty, or larger than the formats allow."""
+    return _read_bytes(Path(path).name, Path(path))
+
+
+def check_model_data(path: str | Path, data: bytes) -> ModelFacts:
+    """`check_model` on the bytes `data` that `read_model_file(path)` returned (`path` names the model and
+    its extension gives the format); for a caller that uses the bytes again after the check."""
     path = Path(path)
     model = path.name
-    data = _read_bytes(model, path)
     suffix = path.suffix.lower()
     is_tflite = suffix == ".tflite" or (suffix != ".onnx" and data[_TFLITE_IDENTIFIER_AT] == b"TFL3")
     if is_tflite:

@@ -65,6 +65,6 @@ def oversize_problem(shape: tuple[int, ...], bits_per_element: int) -> str | Non
 
 def has_c_type(dtype_name: str) -> bool:
     """Whether the bundle has a C99 type for elements of `dtype_name` (float16 and bfloat16 have none)."""
-    from memory_planner.plan import DTYPE_C_TYPE
+    from packager.c_types import C_TYPE_OF_DTYPE
 
-    return dtype_name in DTYPE_C_TYPE
+    return dtype_name in C_TYPE_OF_DTYPE

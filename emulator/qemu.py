@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from packager.cortex_m.boards import ICOUNT_SHIFT, Board
+from emulator.boards import ICOUNT_SHIFT, Board
 
 INSTRUCTIONS_LINE = re.compile(r"instructions per inference \(QEMU -icount, not cycles\): (\d+)")
 """The line lp_icount_report() prints."""

@@ -8,7 +8,7 @@ other read-only data in flash.
 The bundle's own code (its kernels and run function, without libc, libm, libgcc and the self-test harness)
 is read from the linker map next to the ELF (`selftest.map`, which both qemu-test builds write): the input
 sections its object files put in `.text`. The stack peak of the run call comes from
-`packager.cortex_m.stack` (method described there).
+`emulator.stack` (method described there).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from packager.cortex_m.stack import disassemble, read_stack_frames, stack_peak
-from packager.cortex_m.tools import tool_output
+from emulator.stack import disassemble, read_stack_frames, stack_peak
+from emulator.tools import tool_output
 
 SECTION_KINDS: dict[str, str] = {
     ".vectors": "code",

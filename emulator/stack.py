@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from packager.cortex_m.tools import tool_output
+from emulator.tools import tool_output
 
 _FUNCTION_HEADER = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 _INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\s+(\S+)\s*(.*)$")

@@ -10,9 +10,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from packager.cortex_m.boards import CortexMTarget
-from packager.cortex_m.qemu import QemuResult, run_qemu
-from packager.cortex_m.sizes import read_sizes
+from emulator.boards import CortexMTarget
+from emulator.qemu import QemuResult, run_qemu
+from emulator.sizes import read_sizes
 from packager.cortex_m.support import CROSS_BUILD_DIR, SELFTEST_ELF, SUPPORT_DIR, model_code_stems
 
 INSTRUCTIONS_NOTE = "instructions executed under QEMU -icount, not cycles of a real core"

@@ -1,0 +1,13 @@
+"""Run a bundle's self-test on an emulated Cortex-M (QEMU's MPS2 boards) and measure it; no TVM import.
+
+Beside the packager, which writes the bundle's files (`packager.cortex_m` writes OUT/cortex_m/); this package
+runs and measures what was written. Import the module you need (this file imports none of them, so that
+`emulator.selftest`, which reads the bundle layout from `packager.cortex_m.support`, forms no import cycle):
+
+- `boards`: the board table (memory map, QEMU machine, timer) and the compile target record (cpu flags).
+- `tools`: the host programs needed (`missing_tools()`).
+- `qemu`: `run_qemu(elf, board, timeout_s)` -> exit status, output, instructions per inference.
+- `sizes`: `read_sizes(elf, su_files, ...)` -> flash/RAM bytes and the stack peak of the run call.
+- `selftest`: `run_selftest(out_dir, name, target)`: build, run and measure in one call (manifest entry).
+- `stack`: the stack peak method (-fstack-usage frames along the call graph of the linked ELF).
+"""

@@ -1,0 +1,67 @@
+"""The last step of a bundle, once it is built and self-tested: its manifest, the archive, no leftovers."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packager.archive import archive
+from packager.build import SelftestResult
+from packager.bundle import BundleInputs
+from packager.cortex_m import CROSS_BUILD_DIR
+from packager.manifest import manifest, manifest_json
+
+HOST_SELFTEST_PROGRAM = "selftest"
+"""The self-test program the bundle's Makefile links on the host (`make selftest`)."""
+
+
+@dataclass(frozen=True)
+class BundleFacts:
+    """What the manifest records beyond the plan and the memory plan, all known once the self-test ran.
+
+    `tools` maps each tool to its version; `profile` and `headroom` describe the target profile and how much
+    of its SRAM and flash (bytes) the bundle leaves; `measured` holds the emulated board's measurements
+    ({} when the self-test ran on the host).
+    """
+
+    tools: dict[str, str]
+    profile: dict[str, Any]
+    headroom: dict[str, Any]
+    selftest: SelftestResult
+    measured: dict[str, Any]
+
+    def manifest_entries(self, bundle: BundleInputs) -> dict[str, Any]:
+        """The manifest's entries for these facts, in the manifest's order; the self-test's tolerances are
+        those `bundle.vectors` embedded in selftest.c."""
+        vectors = bundle.vectors
+        entries: dict[str, Any] = {
+            "tools": self.tools,
+            "selftest": {
+                "reference": vectors.reference, "rtol": vectors.rtol, "atol_lsb": vectors.atol_lsb,
+                "passed": self.selftest.passed, "where": self.selftest.where,
+                "max_abs_errors": list(self.selftest.max_errors),
+                "outputs": [report.facts() for report in self.selftest.outputs],
+            },
+            "profile": self.profile,
+            "headroom": self.headroom,
+        }
+        if self.measured:
+            entries["cortex_m"] = self.measured
+        return entries
+
+
+def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Path:
+    """Finish the bundle `write_bundle` wrote into `out_dir` and the build built: write manifest.json (once,
+    with `facts`), delete the build's intermediate files (objects, the host self-test program, the cross
+    build's folder), then archive the folder; return the archive's path (`<model>.tar.gz`)."""
+    (out_dir / "manifest.json").write_text(
+        manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle)))
+    )
+    for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, out_dir / CROSS_BUILD_DIR]:
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+        else:
+            leftover.unlink(missing_ok=True)
+    return archive(out_dir, bundle.plan.model, top=bundle.plan.model)
