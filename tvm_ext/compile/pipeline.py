@@ -209,12 +209,15 @@ def check(path: Path) -> Checked:
 
 def import_(model, checked: Checked | None, name: str | None) -> Imported:
     """The checked file's bytes in the format the check found (or the user's Relax module) as Relax, and the
-    self-test's input."""
+    self-test's input. A Relax module, which no model check sees, is held to the check's size limit here,
+    before its reference run would compute a tensor that fits no target on the host."""
     from tvm_ext.frontend import from_relax, import_model_data
     from tvm_ext.reference import test_inputs
+    from tvm_ext.transform import RefuseOversizedTensors
 
     if checked is None:
         imported = from_relax(model, name or "model")
+        RefuseOversizedTensors(imported.path.name)(imported.mod)
     else:
         imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
     return Imported(imported, test_inputs(imported.inputs))
