@@ -89,7 +89,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage, name:
             with stage("reference", lambda: reference):
                 expected, reference = run_relax_vm(model, inputs)
         with stage("passes", lambda: f"{len(kernels)} kernels"):
-            lowered = lower_to_kernels(imported.mod, tvm_target, imported.path.name, imported.operator_names)
+            lowered = lower_to_kernels(imported.mod, tvm_target, imported.path.name)
             lowered = add_output_copies(lowered, imported)
             kernels, c_name_of = unique_kernels(lowered, imported.name)
         with stage("codegen", lambda: f"{len(source.c_text):,} B of C"):
