@@ -117,3 +117,14 @@ def test_example_weights_are_labelled_with_the_layer_that_reads_them(tmp_path):
     assert [call.layers for call in plan.calls[1:]] == [("pool1 (MaxPool)",), ("conv2 (Conv)", "relu2 (Relu)"),
                                                         ("global_pool (GlobalAveragePool)",), ("fc (Gemm)",),
                                                         ("softmax (Softmax)",)]
+
+
+def test_frontend_records_each_onnx_node_with_its_index(tmp_path):
+    path = tmp_path / "example.onnx"
+    write_example_model(path)
+    model = import_model(path)
+    assert [(r.name, r.kind, r.operator_index) for r in model.layers] == [
+        ("conv1", "Conv", 0), ("relu1", "Relu", 1), ("pool1", "MaxPool", 2), ("conv2", "Conv", 3),
+        ("relu2", "Relu", 4), ("global_pool", "GlobalAveragePool", 5), ("flatten", "Flatten", 6), ("fc", "Gemm", 7),
+        ("softmax", "Softmax", 8)]
+    assert Layers.of(model.mod["main"]).records == tuple(model.layers)
