@@ -41,7 +41,8 @@ def _expected(build, kinds: list[str]) -> tvm.IRModule:
         bb.emit_func_output(output)
     mod = bb.get()
     # A hand-written module has no frontend records: call i's record is the nameless "<KIND> #i".
-    calls = [b for b in bindings_of(mod["main"]) if isinstance(b.value, relax.Call) and b.value.op.name == "relax.call_tir"]
+    calls = [b for b in bindings_of(mod["main"])
+             if isinstance(b.value, relax.Call) and b.value.op.name == "relax.call_tir"]
     per_binding = [[calls.index(b)] if b in calls else [] for b in bindings_of(mod["main"])]
     records = [LayerRecord("", kind, index) for index, kind in enumerate(kinds)]
     mod["main"] = with_layers(mod["main"], records, per_binding)

@@ -54,7 +54,8 @@ def _sample_tree() -> tirx.Stmt:
     stmts = [tirx.Evaluate(e) for e in exprs]
     stmts += [tirx.BufferStore(buf, load, [n]), tirx.Bind(tirx.Var("b", "int32"), n),
               tirx.AssertStmt(n > 0, ir.StringImm("RuntimeError"), [ir.StringImm("n")]),
-              tirx.AllocBuffer(tirx.decl_buffer((4,), "int8", name="tmp")), tirx.DeclBuffer(buf, data=tirx.Var("p", tirx.buffer_data_pointer_type(buf))),
+              tirx.AllocBuffer(tirx.decl_buffer((4,), "int8", name="tmp")),
+              tirx.DeclBuffer(buf, data=tirx.Var("p", tirx.buffer_data_pointer_type(buf))),
               tirx.IfThenElse(n < 1, tirx.Evaluate(0), tirx.Evaluate(1)),
               tirx.While(n < 1, tirx.Break()), tirx.While(n < 1, tirx.Continue()),
               tirx.AttrStmt(n, "pragma", 1, tirx.Evaluate(0))]
