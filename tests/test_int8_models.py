@@ -19,10 +19,10 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 from tflite_micro import runtime  # noqa: E402
 
 from tvm import relax  # noqa: E402
-from tvm.relax.frontend.tflite import from_tflite  # noqa: E402
 
 from tvm_ext.transform import LowerQuantizedToInteger  # noqa: E402
-from tvm_ext.transform.lower_quantized_to_integer import OPERATOR_INDICES_ATTR  # noqa: E402
+from tvm_ext.frontend import import_model  # noqa: E402
+from tvm_ext.layers import Layers, bindings_of  # noqa: E402
 
 MODELS_DIR = Path(os.environ.get("TVM_EXT_MODELS", Path(__file__).resolve().parents[1] / ".." / "shared" / "models"))
 NUM_INPUTS = 20
@@ -50,7 +50,10 @@ class LoweredModel:
 
 def _expose_all_kernel_outputs(mod: tvm.IRModule) -> tuple[tvm.IRModule, list[int]]:
     """main returning every call_tir result, and each one's TFLite operator index (the pass's record)."""
-    operator_indices = [int(i) for i in mod["main"].attrs[OPERATOR_INDICES_ATTR]]
+    layers = Layers.of(mod["main"])
+    operator_indices = [layers.of_binding(position)[0].operator_index
+                        for position, binding in enumerate(bindings_of(mod["main"]))
+                        if isinstance(binding.value, relax.Call) and binding.value.op.name == "relax.call_tir"]
     mod = relax.transform.ToNonDataflow()(mod)
     main = mod["main"]
     results, indices = [], []
@@ -81,7 +84,8 @@ def _lowered(cache: dict, relative: str) -> LoweredModel:
         if not path.exists():
             pytest.skip(f"shared model {path} not found (set TVM_EXT_MODELS)")
         model = tflite.Model.GetRootAsModel(path.read_bytes(), 0)
-        lowered = LowerQuantizedToInteger(model_name=path.name)(from_tflite(model))
+        # Our frontend: its layer records give each kernel call its TFLite operator index.
+        lowered = LowerQuantizedToInteger(model_name=path.name)(import_model(path).mod)
         probe, indices = _expose_all_kernel_outputs(lowered)
         vm = relax.VirtualMachine(relax.build(probe, target="llvm"), tvm.cpu())
         cache[relative] = LoweredModel(path, model, lowered, vm, indices)

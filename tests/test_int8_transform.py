@@ -10,7 +10,7 @@ from tvm import relax  # noqa: E402
 
 import tflite_int8_reference as ref  # noqa: E402
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError  # noqa: E402
-from tvm_ext.transform.lower_quantized_to_integer import FALLBACK_ATTR, LAYERS_ATTR  # noqa: E402
+from tvm_ext.layers import FALLBACK_ATTR, Layers  # noqa: E402
 
 IN_SCALE, IN_ZP = np.float32(0.0244801), -128
 W_SCALE = np.float32(0.0040390)
@@ -85,7 +85,7 @@ def test_rounding_mode_is_a_pass_parameter(fc_case, rounding):
 def test_float_model_edges_become_quantize_and_dequantize_kernels(fc_case):
     weight, bias, _ = fc_case
     lowered = LowerQuantizedToInteger()(_fully_connected_module(weight, bias, float_edges=True))
-    assert [str(layer) for layer in lowered["main"].attrs[LAYERS_ATTR]] == ["QUANTIZE #0", "FULLY_CONNECTED #1",
+    assert [record.label for record in Layers.of(lowered["main"]).records] == ["QUANTIZE #0", "FULLY_CONNECTED #1",
                                                                             "DEQUANTIZE #2"]
     x = np.linspace(-4.0, 3.0, 80, dtype=np.float32).reshape(2, 40)
     quantized = np.clip(np.sign(x / IN_SCALE) * np.floor(np.abs(x / IN_SCALE) + 0.5) + IN_ZP, -128, 127).astype(np.int8)

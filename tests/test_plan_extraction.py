@@ -11,6 +11,7 @@ from target import load_profile
 from tvm_ext.codegen_c import generate_c
 from tvm_ext.extract_plan import extract_plan, unique_kernels
 from tvm_ext.frontend import ImportedModel, TensorSpec
+from tvm_ext.layers import LayerRecord, with_layers
 from tvm_ext.lower import lower_to_kernels
 
 
@@ -24,13 +25,15 @@ def tiny_model() -> ImportedModel:
     with bb.function("main", [x]):
         with bb.dataflow():
             mm = bb.emit(relax.op.matmul(x, weight))
-            fc = bb.emit(relax.op.nn.relu(relax.op.add(mm, bias)), name_hint="layer0")
+            fc = bb.emit(relax.op.nn.relu(relax.op.add(mm, bias)))
             flat = bb.emit(relax.op.reshape(fc, (2, 2)))
-            out = bb.emit_output(bb.emit(relax.op.nn.softmax(flat), name_hint="layer1"))
+            out = bb.emit_output(bb.emit(relax.op.nn.softmax(flat)))
         bb.emit_func_output(out)
     mod = bb.get()
-    mod["main"] = mod["main"].with_attr("tvm_ext.layers", ["fc", "softmax"])
-    return ImportedModel("tiny", __import__("pathlib").Path("tiny.onnx"), "onnx", mod, ["fc", "softmax"],
+    records = [LayerRecord("fc", "Gemm", 0), LayerRecord("softmax", "Softmax", 1)]
+    # Bindings: matmul, add (normalized out of the relu), relu -> fc; reshape, softmax, output -> softmax.
+    mod["main"] = with_layers(mod["main"], records, [[0], [0], [0], [1], [1], [1]])
+    return ImportedModel("tiny", __import__("pathlib").Path("tiny.onnx"), "onnx", mod, records,
                          [TensorSpec("x", (1, 8), "float32")], [TensorSpec("y", (2, 2), "float32")])
 
 
@@ -41,7 +44,7 @@ def test_plan_of_a_tiny_module():
     source = generate_c(kernels, tvm.target.Target({"kind": "c"}))
     plan, constants = extract_plan(lowered, model, load_profile("lowpower"), c_name_of, source.signatures)
 
-    assert [call.layers for call in plan.calls] == [("fc",), ("softmax",)]
+    assert [call.layers for call in plan.calls] == [("fc (Gemm)",), ("softmax (Softmax)",)]
     fc, softmax = plan.calls
     assert plan.tensors[fc.inputs[0]].role is TensorRole.INPUT
     assert [plan.tensors[a].role for a in fc.inputs[1:]] == [TensorRole.CONSTANT, TensorRole.CONSTANT]

@@ -10,17 +10,19 @@ from tvm import relax
 
 from tvm_ext.extract_plan import PlanError, extract_plan
 from tvm_ext.frontend import ImportedModel, TensorSpec
+from tvm_ext.layers import LayerRecord, with_layers
 
 TENSOR = relax.TensorType([1, 4], "float32")
-LAYER = "dense_1/MatMul (FullyConnected)"
+RECORD = LayerRecord("dense_1/MatMul", "FullyConnected", 0)
+LAYER = RECORD.label
 
 
 def _refusal(value: relax.Expr, model_input: relax.Var) -> str:
     """The PlanError of a `main` whose one binding, labelled LAYER, computes `value`."""
     result = relax.Var("gv", TENSOR)
     body = relax.SeqExpr([relax.DataflowBlock([relax.VarBinding(result, value)])], result)
-    main = relax.Function([model_input], body, TENSOR).with_attr("tvm_ext.binding_layers", [[LAYER]])
-    model = ImportedModel("tiny", Path("tiny.onnx"), "onnx", tvm.IRModule({"main": main}), [LAYER],
+    main = with_layers(relax.Function([model_input], body, TENSOR), [RECORD], [[0]])
+    model = ImportedModel("tiny", Path("tiny.onnx"), "onnx", tvm.IRModule({"main": main}), [RECORD],
                           [TensorSpec("input", (1, 4), "float32")], [TensorSpec("logits", (1, 4), "float32")])
     with pytest.raises(PlanError) as raised:
         extract_plan(model.mod, model, "lowpower", {}, {})

@@ -19,6 +19,7 @@ from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
 from packager.fixed_point_c import requantize_helper_name
 from tvm_ext.kernels.fixed_point import calls_to_c_helpers
+from tvm_ext.tir_walk import map_child_stmts
 
 PIPELINE_NAME = "tvm_ext_plain_c"
 CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
@@ -45,33 +46,15 @@ def _buffer_bytes(buf) -> int:
 
 
 def _without_allocs(stmt: tirx.Stmt, taken: list) -> tirx.Stmt | None:
-    """`stmt` with every scratch-sized AllocBuffer removed (appended to `taken`); None if nothing is left."""
+    """`stmt` with every scratch-sized AllocBuffer removed (appended to `taken`); None if nothing is left.
+    Every statement kind is rewritten through `tir_walk.map_child_stmts` (an unknown kind raises)."""
     if isinstance(stmt, tirx.AllocBuffer):
         # A "local" buffer is the kernel author's explicit choice of a few registers' worth of temporaries.
         if stmt.buffer.scope() in ("", "global") and _buffer_bytes(stmt.buffer) > LOCAL_BUFFER_MAX_BYTES:
             taken.append(stmt.buffer)
             return None
         return stmt
-    if isinstance(stmt, tirx.SeqStmt):
-        kept = [s for s in (_without_allocs(s, taken) for s in stmt.seq) if s is not None]
-        if not kept:
-            return None
-        return kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
-    if isinstance(stmt, tirx.For):
-        body = _without_allocs(stmt.body, taken) or tirx.Evaluate(0)
-        return tirx.For(
-            stmt.loop_var, stmt.min, stmt.extent, stmt.kind, body, stmt.thread_binding, stmt.annotations, stmt.step
-        )
-    if isinstance(stmt, tirx.IfThenElse):
-        then_case = _without_allocs(stmt.then_case, taken) or tirx.Evaluate(0)
-        else_case = _without_allocs(stmt.else_case, taken) if stmt.else_case is not None else None
-        return tirx.IfThenElse(stmt.condition, then_case, else_case)
-    if isinstance(stmt, tirx.AttrStmt):
-        body = _without_allocs(stmt.body, taken) or tirx.Evaluate(0)
-        return tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value, body)
-    if isinstance(stmt, tirx.While):
-        return tirx.While(stmt.condition, _without_allocs(stmt.body, taken) or tirx.Evaluate(0))
-    return stmt
+    return map_child_stmts(stmt, lambda child: _without_allocs(child, taken))
 
 
 def _parameter_names(func: tirx.PrimFunc, num_scratch: int) -> list[str]:

@@ -20,13 +20,13 @@ from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSi
 from target.profile import Profile
 from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR
 from tvm_ext.frontend import ImportedModel
+from tvm_ext.layers import LayerRecord, Layers, with_layers
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
 
 
 _MODEL_LAYOUT = {"tflite": "NHWC", "onnx": "NCHW"}
-_BINDING_LAYERS_ATTR = "tvm_ext.binding_layers"
 
 
 class PlanError(Exception):
@@ -59,7 +59,7 @@ def add_output_copies(mod: tvm.IRModule, model: ImportedModel) -> tvm.IRModule:
         call = relax.call_tir(mod.get_global_var(name), relax.Tuple([outputs[index]]), outputs[index].ty)
         copies.append(relax.VarBinding(fields[index], call))
         output_name = model.outputs[index].name if index < len(model.outputs) else name
-        copy_layers.append([f"{output_name} (output copy)"])
+        copy_layers.append(LayerRecord(output_name, "output copy", index))
     mod["main"] = _with_bindings_appended(main, bindings, copies, copy_layers, fields)
     return mod
 
@@ -99,12 +99,15 @@ def _with_bindings_appended(main: relax.Function, bindings: list, appended: list
 
     The bindings go into the last block (a dataflow block's outputs are visible only there), or a new block
     when there is none; a tuple of outputs bound in that block is rebound after them. The layer names of
-    the bindings (attribute `tvm_ext.binding_layers`) follow the same order.
+    the bindings (tvm_ext.layers) follow the same order; each appended binding implements its record of
+    `appended_layers`.
     """
     blocks = list(main.body.blocks)
     result = main.body.body
-    layers = [list(names) for names in main.attrs.get(_BINDING_LAYERS_ATTR, [])][: len(bindings)]
-    layers += [[] for _ in range(len(bindings) - len(layers))]
+    existing = Layers.of(main)
+    records = list(existing.records) + list(appended_layers)
+    layers = [list(existing.bindings[i]) if i < len(existing.bindings) else [] for i in range(len(bindings))]
+    appended_layers = [[len(existing.records) + k] for k in range(len(appended_layers))]
     last = blocks.pop() if blocks else relax.BindingBlock([])
     tuple_binding = next(
         (b for b in last.bindings if b.var.same_as(result) and isinstance(b.value, relax.Tuple)), None
@@ -122,7 +125,7 @@ def _with_bindings_appended(main: relax.Function, bindings: list, appended: list
     block_type = relax.DataflowBlock if isinstance(last, relax.DataflowBlock) else relax.BindingBlock
     blocks.append(block_type(kept + tail))
     function = relax.Function(main.params, relax.SeqExpr(blocks, body), main.ret_ty, main.is_pure, main.attrs)
-    return function.with_attr(_BINDING_LAYERS_ATTR, layers)
+    return with_layers(function, records, layers, existing.constants)
 
 
 def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimFunc], dict[str, str]]:
@@ -191,12 +194,14 @@ class _PlanBuilder:
     tensors: dict[str, Tensor]
     name_of: dict[relax.Expr, str]
     constants: dict[str, np.ndarray]
+    layers: Layers
 
     def tensor_for(self, expr: relax.Expr, layer: str, constant_name: str = "") -> str:
         """The plan tensor name of a call argument (a var or a constant).
 
         A constant seen for the first time is named `constant_name` (e.g. `l3_bias`: the call's index and
-        the kernel parameter it is passed as), or `constant<N>` when the caller gives none.
+        the kernel parameter it is passed as), or `constant<N>` when the caller gives none, and is labelled
+        with the layers that read it (its records), else with `layer`.
         """
         if isinstance(expr, relax.Var):
             if expr not in self.name_of:
@@ -207,7 +212,8 @@ class _PlanBuilder:
                 value = expr.value.numpy()
                 name = constant_name or f"constant{len(self.constants)}"
                 self.constants[name] = value
-                self.name_of[expr] = self.add(name, value.shape, str(value.dtype), TensorRole.CONSTANT, layer)
+                readers = "; ".join(record.label for record in self.layers.of_constant(expr)) or layer
+                self.name_of[expr] = self.add(name, value.shape, str(value.dtype), TensorRole.CONSTANT, readers)
             return self.name_of[expr]
         raise PlanError(
             f"{self.model.path.name}: {_layer_label(layer)} lowers to an unsupported argument {type(expr).__name__}"
@@ -247,15 +253,14 @@ def extract_plan(
 ) -> tuple[ExecutionPlan, dict[str, np.ndarray]]:
     """The plan of `mod["main"]` for the device `profile`, and its constants (tensor name -> array)."""
     main = mod["main"]
-    builder = _PlanBuilder(model, {}, {}, {})
+    builder = _PlanBuilder(model, {}, {}, {}, Layers.of(main))
     inputs = []
     for param, spec in zip(main.params, model.inputs):
         inputs.append(builder.add_var(param, TensorRole.INPUT, spec.name))
-    layers_per_binding = [[str(n) for n in names] for names in main.attrs.get(_BINDING_LAYERS_ATTR, [])]
     calls: list[KernelCall] = []
     for index, binding in enumerate(_bindings(main)):
-        layers = tuple(layers_per_binding[index]) if index < len(layers_per_binding) else ()
-        layer = layers[-1] if layers else ""
+        layers = tuple(record.label for record in builder.layers.of_binding(index))
+        layer = layers[-1] if layers else ""  # the layer whose result the binding's value is (model order)
         value = binding.value
         if isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR):
             kernel = c_name_of[value.args[0].name_hint]

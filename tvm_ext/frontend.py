@@ -1,8 +1,8 @@
 """Import a TFLite or ONNX model with TVM's own frontends, keeping the model's layer names.
 
-TVM's frontends drop the model's layer names. We keep them by binding the value each model operator
-returns to a Relax variable named `layer<N>` (N indexes `ImportedModel.layers`); `tvm_ext.layers` later
-attributes every kernel call to the layers it implements.
+TVM's frontends drop the model's layer names. We keep them as data: a `tvm_ext.layers.LayerRecord` per
+model operator, and per binding of `main` the records it implements (see tvm_ext.layers), which every pass
+carries forward to the kernel calls.
 """
 
 from __future__ import annotations
@@ -10,14 +10,16 @@ from __future__ import annotations
 import re
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import tvm
 from tvm import relax
 
-LAYER_VAR_PREFIX = "layer"
+from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, bindings_of, with_layers
+
+_LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
 
 
 @dataclass(frozen=True)
@@ -37,10 +39,9 @@ class ImportedModel:
     path: Path
     format: str  # "tflite" or "onnx"
     mod: tvm.IRModule
-    layers: list[str]  # layers[N] is the model layer bound to Relax vars named `layer<N>`
+    layers: list[LayerRecord]  # the model's operators that became Relax bindings, in model order
     inputs: list[TensorSpec]
     outputs: list[TensorSpec]
-    operator_names: list[str] = field(default_factory=list)  # TFLite: a name per operator index
 
 
 class ModelImportError(Exception):
@@ -105,7 +106,6 @@ def import_model_data(path: Path, data: bytes, model_format: str, name: str | No
     """
     imported = _import_tflite(path, data) if model_format == "tflite" else _import_onnx(path, data)
     imported.name = c_identifier(name or path.stem)
-    imported.mod = with_generated_var_names(imported.mod)
     return imported
 
 
@@ -113,7 +113,7 @@ def from_relax(mod: tvm.IRModule, name: str = "model") -> ImportedModel:
     """Wrap a Relax module a user built (BlockBuilder, a frontend, their own passes) as an imported model.
 
     `main` must take tensors of static shape and return a tensor or a tuple of tensors. Layer names come from
-    vars named `layer<N>` when the module has them (`tvm_ext.layers` attribute), else calls are unnamed.
+    `main`'s layer records when the module carries them (tvm_ext.layers), else calls are unnamed.
     """
     main = mod["main"]
 
@@ -124,7 +124,7 @@ def from_relax(mod: tvm.IRModule, name: str = "model") -> ImportedModel:
 
     ret = main.ret_ty
     ret_fields = list(ret.fields) if isinstance(ret, relax.TupleType) else [ret]
-    layers = [str(n) for n in (main.attrs or {}).get("tvm_ext.layers", [])]
+    layers = list(Layers.of(main).records)
     return ImportedModel(
         name=c_identifier(name),
         path=Path(f"{name}.relax"),
@@ -136,23 +136,21 @@ def from_relax(mod: tvm.IRModule, name: str = "model") -> ImportedModel:
     )
 
 
-_OUR_LAYER_VAR = re.compile(rf"{LAYER_VAR_PREFIX}\d+$")
-
-
 @relax.expr_functor.mutator
 class _GeneratedVarNames(relax.PyExprMutator):
-    """Renames every var of a function whose name is not one of our `layer<N>`: parameters `input<i>`, the
-    rest `v<n>`, in visiting order. TVM's frontends name vars after the model's tensors, and TVM's
-    C code generator names kernel buffers and parameters after vars: after this, no model text can."""
+    """Renames every var of a function but the `kept` ones (our own operator results): parameters
+    `input<i>`, the rest `v<n>`, in visiting order. TVM's frontends name vars after the model's tensors, and
+    TVM's C code generator names kernel buffers and parameters after vars: after this, no model text can."""
 
-    def __init__(self, mod: tvm.IRModule, params: list[relax.Var]) -> None:
+    def __init__(self, mod: tvm.IRModule, params: list[relax.Var], kept: set[relax.Var]) -> None:
         super().__init__(mod)
         self.params = params
+        self.kept = kept
         self.renamed = 0
         self.original_names: dict[str, str] = {}  # generated name -> the name it replaced
 
     def _rename(self, var: relax.Var, make) -> relax.Var:
-        if _OUR_LAYER_VAR.match(var.name):
+        if var in self.kept:
             return var
         index = next((i for i, p in enumerate(self.params) if p.same_as(var)), None)
         name = f"input{index}" if index is not None else f"v{self.renamed}"
@@ -169,32 +167,55 @@ class _GeneratedVarNames(relax.PyExprMutator):
         return self._rename(var, relax.DataflowVar)
 
 
-ORIGINAL_VAR_NAMES_ATTR = "tvm_ext.original_var_names"
-
-
-def with_generated_var_names(mod: tvm.IRModule) -> tvm.IRModule:
-    """`mod` with `main`'s vars renamed by `_GeneratedVarNames` (its attributes kept). `main`'s attribute
+def with_generated_var_names(mod: tvm.IRModule, kept: frozenset[relax.Var] = frozenset()) -> tvm.IRModule:
+    """`mod` with `main`'s vars but `kept` renamed by `_GeneratedVarNames` (its attributes kept: the renaming
+    maps each binding to one binding in the same place, so the layer records stay valid). `main`'s attribute
     ORIGINAL_VAR_NAMES_ATTR maps each generated name to the model's own, for messages (never for C)."""
     main = mod["main"]
-    renamer = _GeneratedVarNames(mod, list(main.params))
+    renamer = _GeneratedVarNames(mod, list(main.params), set(kept))
     renamed_main = renamer.visit_expr(main)
     renamed = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)  # the caller's module stays as it was
     renamed["main"] = renamed_main.with_attr(ORIGINAL_VAR_NAMES_ATTR, renamer.original_names)
     return renamed
 
 
-def _layer_var_name(layers: list[str], layer: str) -> str:
-    layers.append(layer)
-    return f"{LAYER_VAR_PREFIX}{len(layers) - 1}"
+class _OperatorResults:
+    """The records of a frontend's operators, and the var each operator's result is bound to."""
 
+    def __init__(self) -> None:
+        self.records: list[LayerRecord] = []
+        self.result_vars: dict[relax.Var, int] = {}  # an operator's result var -> its record's position
 
-def _bind_layer_output(bb: relax.BlockBuilder, value: relax.Expr, layers: list[str], layer: str) -> relax.Expr:
-    """Bind an operator's single tensor result to a var named after its layer; leave tuples alone."""
-    if isinstance(value, relax.Call):
-        value = bb.normalize(value)
-        if isinstance(value.ty, relax.TensorType):
-            return bb.emit(value, name_hint=_layer_var_name(layers, layer))
-    return value
+    def bind(self, bb: relax.BlockBuilder, value: relax.Expr, record: LayerRecord) -> relax.Expr:
+        """Bind an operator's single tensor result to a var of its own and record it; leave tuples alone."""
+        if isinstance(value, relax.Call):
+            value = bb.normalize(value)
+            if isinstance(value.ty, relax.TensorType):
+                var = bb.emit(value, name_hint=f"{_LAYER_VAR_PREFIX}{len(self.records)}")
+                self.result_vars[var] = len(self.records)
+                self.records.append(record)
+                return var
+        return value
+
+    def attach(self, mod: tvm.IRModule) -> tvm.IRModule:
+        """`mod` with main's bindings attributed to the records: an operator's result var is that operator;
+        the frontend binds an operator's inner values before its result, so any other binding belongs to the
+        next result var (the last one when none follows). Then main's other vars are renamed."""
+        main = mod["main"]
+        per_binding: list[list[int]] = []
+        pending = 0
+        last: list[int] = []
+        for binding in bindings_of(main):
+            if binding.var in self.result_vars:
+                last = [self.result_vars[binding.var]]
+                per_binding[len(per_binding) - pending:] = [last] * pending
+                pending = 0
+                per_binding.append(last)
+            else:
+                per_binding.append(last)
+                pending += 1
+        mod["main"] = with_layers(main, self.records, per_binding)
+        return with_generated_var_names(mod, frozenset(self.result_vars))
 
 
 def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
@@ -203,26 +224,29 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
 
     from tvm_ext.model_check.tflite_check import tflite_dtype_name
 
-    layers: list[str] = []
+    results = _OperatorResults()
 
     class LayerNamingConverter(tflite_frontend.OperatorConverter):
-        """TVM's TFLite converter, binding each operator's result to a var named after its layer."""
+        """TVM's TFLite converter, binding each operator's result to a var of its own and recording it."""
 
         def __init__(self, model, subgraph, exp_tab, bb):
             super().__init__(model, subgraph, exp_tab, bb)
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             self.convert_map = {op: self._named(fn) for op, fn in self.convert_map.items()}
+            # Where each operator's table starts in the flatbuffer -> its operator index.
+            self.operator_index = {subgraph.Operators(i)._tab.Pos: i for i in range(subgraph.OperatorsLength())}
 
         def _named(self, convert):
             def convert_and_name(op):
                 output_name = tflite_name(self.get_output_tensors(op)[0].tensor.Name())
                 # TFLite joins the names of fused graph ops with ';': the first is the layer's own.
-                layer = f"{output_name.split(';')[0]} ({self.get_op_code_str(op)})"
+                record = LayerRecord(output_name.split(";")[0], self.get_op_code_str(op),
+                                     self.operator_index[op._tab.Pos])
                 try:
                     result = convert(op=op)
-                    return None if result is None else _bind_layer_output(self.bb, result, layers, layer)
+                    return None if result is None else results.bind(self.bb, result, record)
                 except Exception as err:  # noqa: BLE001 - a conversion or type failure is this operator's
-                    raise ModelImportError(f"{path.name}: layer {layer}: {_import_failure(err)}") from err
+                    raise ModelImportError(f"{path.name}: layer {record.label}: {_import_failure(err)}") from err
 
             return convert_and_name
 
@@ -282,12 +306,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
         raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
     finally:
         tflite_frontend.get_tensor_name = strict_tensor_name
-    mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
+    mod = results.attach(mod)
     subgraph = model.Subgraphs(0)
-    operator_names = [
-        tflite_name(subgraph.Tensors(subgraph.Operators(i).Outputs(0)).Name()).split(";")[0]
-        for i in range(subgraph.OperatorsLength())
-    ]
 
     def spec(index: int) -> TensorSpec:
         tensor = subgraph.Tensors(index)
@@ -300,10 +320,9 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
         path=path,
         format="tflite",
         mod=mod,
-        layers=layers,
+        layers=results.records,
         inputs=[spec(i) for i in subgraph.InputsAsNumpy()],
         outputs=[spec(i) for i in subgraph.OutputsAsNumpy()],
-        operator_names=operator_names,
     )
 
 
@@ -312,19 +331,26 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
     from onnx import helper
     from tvm.relax.frontend.onnx import onnx_frontend
 
-    layers: list[str] = []
+    results = _OperatorResults()
 
     class LayerNamingImporter(onnx_frontend.ONNXGraphImporter):
-        """TVM's ONNX importer, binding each node's result to a var named after the node."""
+        """TVM's ONNX importer, binding each node's result to a var of its own and recording it."""
+
+        nodes_seen = 0  # the importer parses each node (and nothing else of type NodeProto) once, in order
+
+        def _parse_value_proto(self, value_proto):
+            if isinstance(value_proto, onnx.NodeProto):
+                self.node_index = self.nodes_seen
+                self.nodes_seen += 1
+            return super()._parse_value_proto(value_proto)
 
         def _convert_operator(self, op_name, inputs, attrs, opset):
-            node_name = attrs.get("tvm_custom", {}).get("name")
-            layer = f"{node_name} ({op_name})" if node_name else op_name
+            record = LayerRecord(attrs.get("tvm_custom", {}).get("name") or "", op_name, self.node_index)
             try:
                 result = super()._convert_operator(op_name, inputs, attrs, opset)
-                return _bind_layer_output(self.bb, result, layers, layer)
+                return results.bind(self.bb, result, record)
             except Exception as err:  # noqa: BLE001 - a conversion or type failure is this node's
-                raise ModelImportError(f"{path.name}: node {layer}: {_import_failure(err)}") from err
+                raise ModelImportError(f"{path.name}: node {record.label}: {_import_failure(err)}") from err
 
     model = onnx.load_model_from_string(data)  # external data is refused by the model check
     initializers = {init.name for init in model.graph.initializer}
@@ -345,13 +371,12 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
             mod = importer.from_onnx(model.graph, opset)
     except tvm.error.OpError as err:  # TVM's errors for operators a model gets wrong or TVM lacks
         raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
-    mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
     return ImportedModel(
         name=path.stem,
         path=path,
         format="onnx",
-        mod=mod,
-        layers=layers,
+        mod=results.attach(mod),
+        layers=results.records,
         inputs=[spec(i) for i in graph_inputs],
         outputs=[spec(o) for o in model.graph.output],
     )

@@ -1,8 +1,8 @@
 """Relax -> fused PrimFuncs: the Relax pass pipeline and the per-kernel schedules.
 
 After `relax_pipeline()`, `main` is a dataflow block of `call_tir` calls to fused PrimFuncs (one per
-kernel), `R.reshape` views, and constants; its attribute `tvm_ext.binding_layers` names each binding's
-model layers.
+kernel), `R.reshape` views, and constants; it carries the layer records of tvm_ext.layers (every pass
+here keeps them).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import tvm
 from tvm import relax, tirx
 
 from target.resolve import TargetSpec, resolve_profile
+from tvm_ext.layers import keeping_layers
 from tvm_ext.schedule import inline_intermediates
 from tvm_ext.transform import (
     DropEmptyConcatPieces,
@@ -20,15 +21,14 @@ from tvm_ext.transform import (
 )
 
 
-def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model",
-                   operator_names: list[str] | None = None) -> tvm.transform.Pass:
+def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -> tvm.transform.Pass:
     """The ordered Relax passes from an imported model to fused PrimFuncs, for the device `target`.
 
     `target` is a lowpower `tvm.target.Target` (the compiler passes the one it resolved; the Profile is read
     from it), or anything else `target.resolve_profile` takes: a profile name or tag, a profile file, a
     `Profile`. An ordinary `tvm.transform.Sequential`: users can put it (or any pass of `tvm_ext.transform`)
-    into their own pipelines. `model_name` and `operator_names` (a name per TFLite operator) only label errors
-    and the integer kernels' layers.
+    into their own pipelines. `model_name` only labels errors. TVM's passes are wrapped with
+    `keeping_layers`, so main's layer records reach the kernel calls.
     """
     profile = resolve_profile(target)
     return tvm.transform.Sequential(
@@ -36,18 +36,17 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model",
             # Before any folding: FoldConstant would compute a tensor that fits no target on the host.
             RefuseOversizedTensors(model_name),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
-            LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name,
-                                    layer_names=operator_names or None),
-            relax.transform.FoldConstant(),
-            DropEmptyConcatPieces(),
-            relax.transform.LegalizeOps(),
+            LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name),
+            keeping_layers(relax.transform.FoldConstant()),
+            keeping_layers(DropEmptyConcatPieces()),
+            keeping_layers(relax.transform.LegalizeOps()),
             # Weight transposes and other constant-only kernels are computed here, not on the device.
-            relax.transform.FoldConstant(),
-            relax.transform.RewriteDataflowReshape(),
-            relax.transform.AnnotateTIROpPattern(),
+            keeping_layers(relax.transform.FoldConstant()),
+            keeping_layers(relax.transform.RewriteDataflowReshape()),
+            keeping_layers(relax.transform.AnnotateTIROpPattern()),
             FuseOpsKeepingLayers(),
-            relax.transform.FuseTIR(),
-            relax.transform.DeadCodeElimination(),
+            keeping_layers(relax.transform.FuseTIR()),
+            keeping_layers(relax.transform.DeadCodeElimination()),
         ],
         name="tvm_ext.relax_pipeline",
     )
@@ -64,7 +63,6 @@ def schedule_kernels(mod: tvm.IRModule) -> tvm.IRModule:
     return tvm.IRModule(scheduled, attrs=mod.attrs)
 
 
-def lower_to_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower", model_name: str = "model",
-                     operator_names: list[str] | None = None) -> tvm.IRModule:
+def lower_to_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower", model_name: str = "model") -> tvm.IRModule:
     """Run the Relax pipeline for `target` (as relax_pipeline takes it) and schedule each kernel."""
-    return schedule_kernels(relax_pipeline(target, model_name, operator_names)(mod))
+    return schedule_kernels(relax_pipeline(target, model_name)(mod))

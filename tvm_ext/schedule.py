@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from tvm import s_tir, tirx
 
+from tvm_ext.tir_walk import buffer_loads
+
 
 def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
-    """Whether a consumer of `producer` reads its buffer at more than one place: inlining would copy the
+    """Whether a consumer of `producer` loads its buffer at more than one place: inlining would copy the
     producer's whole expression into each (the requantization arithmetic then grows without bound)."""
-    written = [region.source.name for region in sch.get(producer).writes]
+    written = [region.source for region in sch.get(producer).writes]
     for consumer in sch.get_consumers(producer):
-        body = str(sch.get(consumer).body)
-        if any(body.count(f"{name}[") > 1 for name in written):
+        loads = buffer_loads(sch.get(consumer).body)
+        if any(loads[buffer] > 1 for buffer in written):
             return True
     return False
 

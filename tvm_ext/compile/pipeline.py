@@ -248,7 +248,7 @@ def passes(imported: Imported, tvm_target: tvm.target.Target) -> Lowered:
     from tvm_ext.lower import lower_to_kernels
 
     model = imported.model
-    lowered = lower_to_kernels(model.mod, tvm_target, model.path.name, model.operator_names)
+    lowered = lower_to_kernels(model.mod, tvm_target, model.path.name)
     lowered = add_output_copies(lowered, model)
     kernels, c_name_of = unique_kernels(lowered, model.name)
     return Lowered(lowered, kernels, c_name_of)

@@ -22,7 +22,7 @@ constant per output channel (per-tensor values are immediates in the kernel).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Optional, Union
 
 import tvm
 import tvm_ffi
@@ -30,15 +30,11 @@ from tvm import relax
 from tvm.ir import Op
 
 from ..kernels import Rounding
+from ..layers import FALLBACK_ATTR, LayerRecord, bindings_of, with_layers
 from .int8 import LOWERINGS
 from .int8.emit import KernelEmitter
 from .int8.graph import Graph, describe
 from .int8.lowering import LoweringContext, Mismatch, Site
-
-LAYERS_ATTR = "tvm_ext.layers"
-OPERATOR_INDICES_ATTR = "tvm_ext.operator_indices"
-FALLBACK_ATTR = "tvm_ext.float_fallback_layers"
-
 
 @tvm_ffi.register_error
 class UnsupportedOperatorError(RuntimeError):
@@ -68,12 +64,11 @@ class LowerQuantizedToInteger:
         raising UnsupportedOperatorError; the layers that took it are listed in main's
         ``tvm_ext.float_fallback_layers`` attribute and in ``self.float_fallback_layers``.
     model_name: named in errors.
-    layer_names: optional name per TFLite operator index (e.g. each operator's output tensor name).
 
     Output: main's calls are ``R.call_tir`` to TE PrimFuncs (identical kernels are shared, so a PrimFunc
-    is not a layer). The result Var of call N is named ``layer<N>``; main's ``tvm_ext.layers`` attribute
-    lists "<name> (<KIND>)" (or "<KIND> #<operator index>") and ``tvm_ext.operator_indices`` the TFLite
-    operator index, per kernel call in call order. A
+    is not a layer). Main carries layer records (tvm_ext.layers): one per kernel call in call order, the
+    frontend's record of its TFLite operator with the kernel's kind (see ``KernelEmitter``), then the
+    frontend's records of the layers that took the float fallback; each binding names its record. A
     module with no quantize/dequantize (a float model) is returned unchanged.
     """
 
@@ -82,12 +77,10 @@ class LowerQuantizedToInteger:
         rounding: Union[str, Rounding] = Rounding.DOUBLE,
         allow_float_fallback: bool = False,
         model_name: str = "model",
-        layer_names: Optional[Sequence[str]] = None,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
-        self.layer_names = list(layer_names) if layer_names is not None else None
         self.float_fallback_layers: list[str] = []
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
@@ -119,8 +112,9 @@ class _MainRewriter:
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
         self.context = LoweringContext(self.graph, self.lowered, options.rounding)
-        self.emitter = KernelEmitter(self.bb, self.graph, options.layer_names)
+        self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
+        self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer
 
     def run(self) -> tvm.IRModule:
         with self.bb.function("main", list(self.func.params)):
@@ -131,16 +125,25 @@ class _MainRewriter:
                 output = self.bb.emit_output(self._output(self.func.body.body))
             self.bb.emit_func_output(output)
         attrs = {"num_input": self.func.attrs["num_input"]} if "num_input" in self.func.attrs else {}
-        attrs[LAYERS_ATTR] = self.emitter.layers
-        attrs[OPERATOR_INDICES_ATTR] = self.emitter.operator_indices
         if self.fallback_layers:
             attrs[FALLBACK_ATTR] = self.fallback_layers
         new_mod = self.bb.get()
         main = new_mod["main"]
         for key, value in attrs.items():
             main = main.with_attr(key, value)
-        new_mod["main"] = main
+        new_mod["main"] = self._with_layer_records(main)
         return new_mod
+
+    def _with_layer_records(self, main: relax.Function) -> relax.Function:
+        """``main`` carrying the kernel calls' records, then the float fallback's, each binding its own."""
+        records = list(self.emitter.records)
+        position_of = dict(self.emitter.records_of_var)
+        for var, record in self.fallback_records.items():
+            if record not in records:
+                records.append(record)
+            position_of[var] = records.index(record)
+        per_binding = [[position_of[b.var]] if b.var in position_of else [] for b in bindings_of(main)]
+        return with_layers(main, records, per_binding)
 
     def _lower(self, var: relax.Var, value: relax.Expr, site: Site) -> Optional[Union[relax.Var, Mismatch]]:
         """The lowered result of the operator ``value`` completes (at ``var``); the first Mismatch when the
@@ -186,19 +189,21 @@ class _MainRewriter:
         if not self.options.allow_float_fallback:
             raise UnsupportedOperatorError.at(self.options.model_name, operator, layer)
         self.fallback_layers.append(f"{operator} {layer}")
-        self.lowered[binding.var] = self._reemit(binding.var)
+        self.lowered[binding.var] = self._reemit(binding.var, self.graph.records_of(binding.value))
 
-    def _reemit(self, expr: relax.Expr) -> relax.Expr:
+    def _reemit(self, expr: relax.Expr, records: tuple[LayerRecord, ...]) -> relax.Expr:
         """Re-emit the original float QDQ expression producing expr, on the new graph's variables."""
         if isinstance(expr, relax.Var):
             if expr in self.lowered:
                 return self.lowered[expr]
             value = self.graph.producer[expr]
-            new_var = self.bb.emit(self._reemit(value))
+            new_var = self.bb.emit(self._reemit(value, records))
             self.lowered[expr] = new_var
+            if records:
+                self.fallback_records[new_var] = records[0]
             return new_var
         if isinstance(expr, relax.Call):
-            return relax.Call(expr.op, [self._reemit(arg) for arg in expr.args], expr.attrs, expr.ty_args)
+            return relax.Call(expr.op, [self._reemit(arg, records) for arg in expr.args], expr.attrs, expr.ty_args)
         if isinstance(expr, relax.Tuple):
-            return relax.Tuple([self._reemit(field) for field in expr.fields])
+            return relax.Tuple([self._reemit(field, records) for field in expr.fields])
         return expr

@@ -13,7 +13,7 @@ import tvm_ffi
 from tvm import relax, tirx
 
 from tvm_ext.model_check.limits import oversize_problem
-from tvm_ext.transform.fuse_keeping_layers import _binding_layers
+from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, Layers, bindings_of
 
 
 @tvm_ffi.register_error
@@ -35,16 +35,15 @@ class RefuseOversizedTensors:
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         main = mod["main"]
-        layers = [str(n) for n in (main.attrs or {}).get("tvm_ext.layers", [])]
-        layer_of = _binding_layers(main)
+        layers = Layers.of(main)
         # The model's own names: the compiler renamed every var (tvm_ext.frontend.with_generated_var_names).
-        model_name_of = {str(k): str(v) for k, v in (main.attrs or {}).get("tvm_ext.original_var_names", {}).items()}
-        bindings = [binding.var for block in main.body.blocks for binding in block.bindings]
-        for var in [*main.params, *bindings]:
+        model_name_of = {str(k): str(v) for k, v in (main.attrs or {}).get(ORIGINAL_VAR_NAMES_ATTR, {}).items()}
+        sized = [(param, ()) for param in main.params]
+        sized += [(binding.var, layers.of_binding(i)) for i, binding in enumerate(bindings_of(main))]
+        for var, records in sized:
             problem = _oversize_problem(var.ty)
             if problem:
-                index = layer_of.get(var)
-                layer = f" (layer {layers[index]})" if index is not None and index < len(layers) else ""
+                layer = f" (layer {'; '.join(r.label for r in records)})" if records else ""
                 name = model_name_of.get(var.name, var.name)
                 raise OversizedTensorError(f"{self.model_name}: tensor {name}{layer} {problem}")
         return mod

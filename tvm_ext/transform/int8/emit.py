@@ -10,7 +10,7 @@ import tvm
 from tvm import relax
 
 from tvm_ext.codegen_c import OPERAND_ROLES_ATTR
-from tvm_ext.frontend import LAYER_VAR_PREFIX
+from tvm_ext.layers import LayerRecord
 
 from .graph import Graph
 from .lowering import KernelCall, OperatorMatch
@@ -53,32 +53,38 @@ def record_operand_roles(bb: relax.BlockBuilder, kernel: Callable, args: Sequenc
 
 
 class KernelEmitter:
-    """Emits kernel calls with a BlockBuilder and records, per call, its layer label and TFLite index.
+    """Emits kernel calls with a BlockBuilder and records, per call, the layer it implements.
 
-    ``layers[i]`` is "<name> (<KIND>)" (or "<KIND> #<operator index>") and ``operator_indices[i]`` the
-    operator index of the i-th call, whose result Var is named ``layer<i>``.
+    ``records[i]`` is the record of the i-th kernel call: the frontend's record of the TFLite operator
+    whose computation is the call's ``core``, with the kernel's kind (e.g. "CONV_2D"); for a module without
+    frontend records, a record without a name whose index is the call's. ``records_of_var`` maps each
+    emitted result Var to its record's position.
     """
 
-    def __init__(self, bb: relax.BlockBuilder, graph: Graph, layer_names: Optional[Sequence[str]]) -> None:
+    def __init__(self, bb: relax.BlockBuilder, graph: Graph) -> None:
         self.bb = bb
         self.graph = graph
-        self.layer_names = layer_names
-        self.layers: list[str] = []
-        self.operator_indices: list[int] = []
+        self.records: list[LayerRecord] = []
+        self.records_of_var: dict[relax.Var, int] = {}
         self._kernels: dict[tuple, tuple[tvm.ir.GlobalVar, relax.TensorType]] = {}  # see kernel_key
 
+    def _record(self, call: KernelCall) -> LayerRecord:
+        """The record of ``call``: its operator's frontend record (the frontend gives its binding one)."""
+        operator = self.graph.records_of(call.core)
+        if not operator:
+            return LayerRecord("", call.kind, len(self.records))
+        return LayerRecord(operator[0].name, call.kind, operator[0].operator_index)
+
     def emit(self, call: KernelCall) -> relax.Var:
-        """Emit the kernel of the TFLite operator computed by ``call.core``; the result Var is layer<N>."""
-        index = self.graph.operator_index(call.core)
-        self.operator_indices.append(index)
-        names = self.layer_names
-        self.layers.append(f"{names[index]} ({call.kind})" if names is not None and index < len(names)
-                           else f"{call.kind} #{index}")
+        """Emit the kernel of the TFLite operator computed by ``call.core``, recording its layer."""
+        self.records.append(self._record(call))
+        var = self._emit_kernel(call, name_hint=f"layer{len(self.records) - 1}")
+        self.records_of_var[var] = len(self.records) - 1
+        return var
+
+    def _emit_kernel(self, call: KernelCall, name_hint: str) -> relax.Var:
         tensors = {key: value for key, value in call.kwargs.items() if isinstance(value, relax.Expr)}
         static = {key: value for key, value in call.kwargs.items() if key not in tensors}
-        # Named `layer<N>`, N indexing main's `tvm_ext.layers`: the convention of tvm_ext.frontend, which
-        # FuseOpsKeepingLayers reads to name each fused kernel's layers.
-        name_hint = f"{LAYER_VAR_PREFIX}{len(self.layers) - 1}"
         operands = [*call.args, *tensors.values()]
         key = kernel_key(call, static, operands)
         if key in self._kernels:

@@ -1,8 +1,7 @@
-"""Read-only view of the frontend's QDQ ``main``: producers, uses, constants and TFLite operator indices."""
+"""Read-only view of the frontend's QDQ ``main``: producers, uses, constants and each binding's layer records."""
 
 from __future__ import annotations
 
-import bisect
 from collections import Counter
 from dataclasses import dataclass
 from typing import Optional
@@ -12,9 +11,7 @@ from tvm import relax
 from tvm.ir import Op
 from tvm.ir.expr import Constant
 
-# Relax ops that are the computation of exactly one TFLite operator in the frontend's QDQ output.
-CORE_OPS = frozenset({"relax.nn.conv2d", "relax.matmul", "relax.nn.softmax", "relax.nn.avg_pool2d",
-                      "relax.nn.max_pool2d"})
+from tvm_ext.layers import LayerRecord, Layers
 
 
 @dataclass(frozen=True)
@@ -38,16 +35,17 @@ def is_call_to(value: relax.Expr, op_name: str) -> bool:
 
 
 class Graph:
-    """Main's bindings in order, each Var's producer, use counts, and the var-to-value map of the
-    dataflow pattern matcher (``tvm.relax.dpl``), built once per function."""
+    """Main's bindings in order, each Var's producer, use counts, the layer records the frontend gave each
+    binding, and the var-to-value map of the dataflow pattern matcher (``tvm.relax.dpl``), built once per
+    function."""
 
     def __init__(self, func: relax.Function) -> None:
         self.bindings = [b for block in func.body.blocks for b in block.bindings]
         self.producer = {b.var: b.value for b in self.bindings}
         self.var2val = relax.analysis.get_var2val(func)
         self.params = set(func.params)
+        self.layers = Layers.of(func)
         self._position = {b.value: i for i, b in enumerate(self.bindings)}
-        self._core_positions = [i for i, b in enumerate(self.bindings) if self._is_operator_core(b.value)]
         self.uses: Counter = Counter()
         for binding in self.bindings:
             relax.analysis.post_order_visit(binding.value, self._count)
@@ -57,31 +55,10 @@ class Graph:
         if isinstance(expr, relax.Var):
             self.uses[expr] += 1
 
-    def _is_operator_core(self, value: relax.Expr) -> bool:
-        """Whether ``value`` is the computation of one TFLite operator (the frontend emits these in order)."""
-        if not (isinstance(value, relax.Call) and isinstance(value.op, Op)):
-            return False
-        name = value.op.name
-        if name in CORE_OPS:
-            return True
-        if name == "relax.add":  # ADD, not a bias add: no operand is a dequantized constant
-            return all(not isinstance(self.value_of(self._dequantized_source(arg)), Constant) for arg in value.args)
-        if name == "relax.reshape":  # RESHAPE of an int8 activation, not of dequantized weights
-            return str(value.ty.dtype) == "int8" and not isinstance(self.value_of(value.args[0]), Constant)
-        return name == "relax.quantize" and value.args[0] in self.params  # QUANTIZE of a float model input
-
-    def _dequantized_source(self, expr: relax.Expr) -> relax.Expr:
-        """The first argument of the dequantize producing expr, else expr."""
-        value = self.value_of(expr)
-        return value.args[0] if is_call_to(value, "relax.dequantize") else expr
-
-    def operator_index(self, core: relax.Call) -> int:
-        """TFLite operator index of the operator whose computation is ``core``.
-
-        An output DEQUANTIZE, not a binding of its own kind, gets the index after every operator before it.
-        """
-        position = self._position.get(core, len(self.bindings))
-        return bisect.bisect_left(self._core_positions, position)
+    def records_of(self, core: relax.Expr) -> tuple[LayerRecord, ...]:
+        """The layer records of the binding whose value is ``core`` (none without one, or without records)."""
+        position = self._position.get(core)
+        return () if position is None else self.layers.of_binding(position)
 
     def value_of(self, expr: relax.Expr) -> relax.Expr:
         """The expression bound to ``expr``, following ``a = b`` aliases (expr itself if unbound)."""

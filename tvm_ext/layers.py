@@ -1,0 +1,188 @@
+"""Which model layer each binding of a Relax `main` implements, as data every pass carries forward; and the
+keys of the `tvm_ext.*` attributes of `main` that hold it.
+
+The frontend creates one LayerRecord per model operator. `main` then carries:
+  LAYERS_ATTR          the records, in model order (a record is named by its position in this list);
+  BINDING_LAYERS_ATTR  per binding of `main`, in binding order, the positions of the records it implements;
+  CONSTANT_LAYERS_ATTR each Relax constant an operator reads -> the positions of the records of the operator
+                       that reads it (a weight belongs to the layer that consumes it, not to a layer fused
+                       after it).
+A pass that rewrites `main` either sets these itself (the int8 pass, the frontend) or is wrapped with
+`keeping_layers`, which carries them from the function before the pass to the function after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+import tvm
+from tvm import relax
+from tvm.ir.expr import Constant
+
+LAYERS_ATTR = "tvm_ext.layers"
+BINDING_LAYERS_ATTR = "tvm_ext.binding_layers"
+CONSTANT_LAYERS_ATTR = "tvm_ext.constant_layers"
+FALLBACK_ATTR = "tvm_ext.float_fallback_layers"  # the int8 pass: "<operator> <var>" per float-fallback binding
+ORIGINAL_VAR_NAMES_ATTR = "tvm_ext.original_var_names"  # generated var name -> the model's own (messages only)
+
+
+@dataclass(frozen=True)
+class LayerRecord:
+    """One operator of the model: its name in the model file (TFLite: its output tensor's name up to the first
+    ';'; ONNX: the node name; may be empty), its kind (TFLite operator code such as "CONV_2D", ONNX op type
+    such as "Conv"), and its index among the model's operators (TFLite operator index, ONNX node index;
+    for a hand-written module without model records, the kernel call's index)."""
+
+    name: str
+    kind: str
+    operator_index: int
+
+    @property
+    def label(self) -> str:
+        """The layer as the bundle's comments name it: `conv1 (Conv)`, or `CONV_2D #3` without a name."""
+        return f"{self.name} ({self.kind})" if self.name else f"{self.kind} #{self.operator_index}"
+
+    def as_attr(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "operator_index": self.operator_index}
+
+    @classmethod
+    def from_attr(cls, value) -> "LayerRecord":
+        return cls(str(value["name"]), str(value["kind"]), int(value["operator_index"]))
+
+
+Indices = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Layers:
+    """The layer data of one function: its records, each binding's record positions, each constant's."""
+
+    records: tuple[LayerRecord, ...]
+    bindings: tuple[Indices, ...]
+    constants: dict  # Constant -> Indices
+
+    @classmethod
+    def of(cls, func: relax.Function) -> "Layers":
+        """The layer data `func` carries (empty when it carries none, e.g. a module a user built by hand)."""
+        attrs = func.attrs or {}
+        records = tuple(LayerRecord.from_attr(r) for r in attrs.get(LAYERS_ATTR, []))
+        bindings = tuple(tuple(int(i) for i in b) for b in attrs.get(BINDING_LAYERS_ATTR, []))
+        constants = {c: tuple(int(i) for i in v) for c, v in attrs.get(CONSTANT_LAYERS_ATTR, {}).items()}
+        return cls(records, bindings, constants)
+
+    def of_binding(self, position: int) -> tuple[LayerRecord, ...]:
+        """The records of the binding at `position` of the function's bindings (none beyond the list)."""
+        return tuple(self.records[i] for i in self.bindings[position]) if position < len(self.bindings) else ()
+
+    def of_constant(self, constant: Constant) -> tuple[LayerRecord, ...]:
+        """The records of the operators that read `constant` (none when no record names it)."""
+        return tuple(self.records[i] for i in self.constants.get(constant, ()))
+
+
+def bindings_of(func: relax.Function) -> list[relax.Binding]:
+    """`func`'s bindings in order, over all its blocks."""
+    return [b for block in func.body.blocks for b in block.bindings]
+
+
+def with_layers(func: relax.Function, records: Sequence[LayerRecord], binding_records: Sequence[Iterable[int]],
+                constants: Optional[dict] = None) -> relax.Function:
+    """`func` carrying `records`, one list of record positions per binding (in order), and the records of each
+    constant; constants not given are attributed to the first binding that reads them."""
+    binding_records = [sorted(set(indices)) for indices in binding_records]
+    constant_records = dict(constants or {})
+    for binding, indices in zip(bindings_of(func), binding_records):
+        for constant in _constants_read(binding.value):
+            constant_records.setdefault(constant, tuple(indices))
+    return (func.with_attr(LAYERS_ATTR, [r.as_attr() for r in records])
+            .with_attr(BINDING_LAYERS_ATTR, binding_records)
+            .with_attr(CONSTANT_LAYERS_ATTR, {c: list(v) for c, v in constant_records.items()}))
+
+
+def _constants_read(value: relax.Expr) -> list[Constant]:
+    """The constants `value` reads directly: call arguments, also inside a tuple argument."""
+    if isinstance(value, relax.Call):
+        return [c for arg in value.args for c in _constants_read(arg)]
+    if isinstance(value, relax.Tuple):
+        return [c for field in value.fields for c in _constants_read(field)]
+    return [value] if isinstance(value, Constant) else []
+
+
+def _vars_read(value: relax.Expr) -> list[relax.Var]:
+    """The vars `value` reads directly (call arguments, tuple fields, an alias)."""
+    if isinstance(value, relax.Var):
+        return [value]
+    if isinstance(value, relax.Call):
+        return [v for arg in value.args for v in _vars_read(arg)]
+    if isinstance(value, relax.Tuple):
+        return [v for field in value.fields for v in _vars_read(field)]
+    if isinstance(value, relax.TupleGetItem):
+        return _vars_read(value.tuple_value)
+    return []
+
+
+def carry_layers(before: relax.Function, after: relax.Function) -> relax.Function:
+    """`after` (what a pass made of `before`) carrying `before`'s layer data.
+
+    Where `after` reads a new var at the place (same reader, same argument) where `before` read a var it no
+    longer binds, the new var replaces the old one: FuseOps' call of a fused group replaces the group's
+    result. A binding keeps the records of the binding of `before` whose var it has or replaces, plus those
+    of every binding of `before` that `after` no longer has and whose value it needed (through other such
+    bindings, not through a replaced var): the operators fused into the group, the constant-only steps
+    FoldConstant computed away. Any other binding with a new var takes the records of the first later binding
+    that reads it (LegalizeOps emits an operator's inner steps before its result). Constants keep their
+    records; a new constant is attributed to its first reader.
+    """
+    layers = Layers.of(before)
+    if not layers.records:
+        return after
+    old = bindings_of(before)
+    records_of = {b.var: layers.bindings[i] if i < len(layers.bindings) else () for i, b in enumerate(old)}
+    value_of = {b.var: b.value for b in old}
+    new = bindings_of(after)
+    kept = {b.var for b in new if b.var in value_of}
+    replaced: dict[relax.Var, relax.Var] = {}  # a new var of `after` -> the var of `before` it replaces
+    readers = [(value_of[b.var], b.value) for b in new if b.var in value_of]
+    for old_value, new_value in readers + [(before.body.body, after.body.body)]:
+        old_reads, new_reads = _vars_read(old_value), _vars_read(new_value)
+        if len(old_reads) == len(new_reads):
+            for old_var, new_var in zip(old_reads, new_reads):
+                if old_var in value_of and old_var not in kept and new_var not in value_of:
+                    replaced.setdefault(new_var, old_var)
+    replacing = set(replaced.values())
+
+    def with_dropped_ancestry(var: relax.Var) -> set[int]:
+        found, stack, seen = set(records_of[var]), [var], {var}
+        while stack:
+            for source in _vars_read(value_of[stack.pop()]):
+                if source in value_of and source not in kept and source not in replacing and source not in seen:
+                    seen.add(source)
+                    found |= set(records_of[source])
+                    stack.append(source)
+        return found
+
+    per_binding: list[set[int]] = []
+    for binding in new:
+        origin = binding.var if binding.var in value_of else replaced.get(binding.var)
+        per_binding.append(with_dropped_ancestry(origin) if origin is not None else set())
+    first_reader: dict[relax.Var, int] = {}
+    for position, binding in enumerate(new):
+        for source in _vars_read(binding.value):
+            first_reader.setdefault(source, position)
+    for position in reversed(range(len(new))):
+        if not per_binding[position] and new[position].var in first_reader:
+            per_binding[position] = set(per_binding[first_reader[new[position].var]])
+    return with_layers(after, layers.records, per_binding, layers.constants)
+
+
+def keeping_layers(inner: tvm.transform.Pass) -> tvm.transform.Pass:
+    """`inner` (a pass rewriting `main`), followed by `carry_layers` from `main` before it to `main` after."""
+
+    @tvm.transform.module_pass(opt_level=0, name=f"KeepingLayers({inner.info.name})")
+    def run(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        before = mod["main"]
+        result = inner(mod)
+        result["main"] = carry_layers(before, result["main"])
+        return result
+
+    return run

@@ -1,0 +1,141 @@
+"""One complete walk over TIR: every statement and expression node kind of TVM 0.27's `tvm.tirx` (and the
+schedulable blocks of `tvm.s_tir`), by its exact class. A node of a kind not listed here raises
+UnknownTirNode instead of being skipped: a new TVM that adds a kind fails loudly, never silently.
+
+TVM 0.27's Python API has no TIR visitor; this module is ours. `children` lists a node's sub-nodes,
+`walk` visits a tree in pre-order, `buffer_loads` counts loads per buffer, `map_child_stmts` rebuilds a
+statement with its child statements rewritten.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable, Iterator, Optional
+
+from tvm import ir, s_tir, tirx
+from tvm.ir.prim import expr as prim
+
+Node = object  # a tirx.Stmt or a TIR expression (tvm.ir.Expr)
+
+
+class UnknownTirNode(TypeError):
+    """A TIR node of a kind this walker does not know (a TVM newer than the one it was written for)."""
+
+
+def _binary(node) -> list:
+    return [node.a, node.b]
+
+
+def _region(regions) -> list:
+    """The index expressions of buffer regions (a block's reads and writes, a match_buffer's source)."""
+    return [e for region in regions for r in region.region for e in (r.min, r.extent)]
+
+
+def _optional(*nodes) -> list:
+    return [n for n in nodes if n is not None]
+
+
+def _ints(*values) -> list:
+    """The expressions among `values` (a vector's lanes may be a plain int)."""
+    return [v for v in values if isinstance(v, ir.Expr)]
+
+
+_EXPRESSIONS: dict[type, Callable[[object], list]] = {
+    **{kind: _binary for kind in (
+        prim.Add, prim.Sub, prim.Mul, prim.Div, prim.Mod, prim.FloorDiv, prim.FloorMod, prim.Min, prim.Max,
+        prim.EQ, prim.NE, prim.LT, prim.LE, prim.GT, prim.GE, prim.And, prim.Or,
+        prim.LShift, prim.RShift, prim.BitwiseAnd, prim.BitwiseOr, prim.BitwiseXor)},
+    prim.Not: lambda n: [n.a],
+    prim.BitwiseNot: lambda n: [n.a],
+    prim.Cast: lambda n: [n.value],
+    prim.Select: lambda n: [n.condition, n.true_value, n.false_value],
+    prim.Ramp: lambda n: [n.base, n.stride, *_ints(n.lanes)],
+    prim.Broadcast: lambda n: [n.value, *_ints(n.lanes)],
+    prim.Shuffle: lambda n: [*n.vectors, *n.indices],
+    prim.Let: lambda n: [n.var, n.value, n.body],
+    ir.Var: lambda n: [],
+    prim.IntImm: lambda n: [],
+    prim.FloatImm: lambda n: [],
+    ir.StringImm: lambda n: [],
+    ir.Call: lambda n: [a for a in n.args if isinstance(a, ir.Expr)],
+    ir.TensorLoad: lambda n: [n.source, *n.indices],  # tirx.BufferLoad builds these
+    tirx.Reduce: lambda n: [*n.source, *n.init, *(a.var for a in n.axis), n.condition],
+}
+
+_STATEMENTS: dict[type, Callable[[object], list]] = {
+    tirx.Bind: lambda n: [n.var, n.value],
+    tirx.AssertStmt: lambda n: [n.condition, *n.message_parts],
+    tirx.For: lambda n: [n.loop_var, n.min, n.extent, *_optional(n.step), n.body],
+    tirx.While: lambda n: [n.condition, n.body],
+    tirx.BufferStore: lambda n: [n.buffer, n.value, *n.indices],
+    tirx.AllocBuffer: lambda n: [n.buffer],
+    tirx.DeclBuffer: lambda n: [n.buffer, *_optional(n.data)],
+    tirx.AttrStmt: lambda n: [*_ints(n.value), n.body],
+    tirx.SeqStmt: lambda n: list(n.seq),
+    tirx.IfThenElse: lambda n: [n.condition, n.then_case, *_optional(n.else_case)],
+    tirx.Evaluate: lambda n: [n.value],
+    tirx.Return: lambda n: _ints(n.value),
+    tirx.Break: lambda n: [],
+    tirx.Continue: lambda n: [],
+    tirx.ScopeIdDefStmt: lambda n: [*getattr(n, "def").def_ids, *getattr(n, "def").extents],
+    tirx.TilePrimitiveCall: lambda n: [a for a in n.args if isinstance(a, ir.Expr)],
+    s_tir.SBlockRealize: lambda n: [*n.iter_values, n.predicate, n.block],
+    s_tir.SBlock: lambda n: [*(e for iv in n.iter_vars for e in (iv.var, iv.dom.min, iv.dom.extent)),
+                             *_region(n.reads), *_region(n.writes), *_region(m.source for m in n.match_buffers),
+                             *_optional(n.init), n.body],
+}
+
+KNOWN_KINDS: frozenset[type] = frozenset(_EXPRESSIONS) | frozenset(_STATEMENTS)
+
+
+def children(node: Node) -> list:
+    """The statements and expressions directly inside `node`, in source order; UnknownTirNode for a kind
+    this walker does not know."""
+    kind = type(node)
+    visit = _STATEMENTS.get(kind) or _EXPRESSIONS.get(kind)
+    if visit is None:
+        raise UnknownTirNode(f"tvm_ext.tir_walk does not know the TIR node kind {kind.__module__}.{kind.__name__}")
+    return visit(node)
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node of the tree under `node` (itself included), in pre-order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+def buffer_loads(node: Node) -> Counter:
+    """How many loads of each buffer (its data var) the tree under `node` holds."""
+    return Counter(n.source for n in walk(node) if isinstance(n, ir.TensorLoad))
+
+
+def map_child_stmts(stmt: tirx.Stmt, rewrite: Callable[[tirx.Stmt], Optional[tirx.Stmt]]) -> Optional[tirx.Stmt]:
+    """`stmt` with each statement directly inside it replaced by `rewrite(child)`, where None removes the
+    child: a sequence left empty is None, a loop or branch body left empty is `Evaluate(0)`. A statement
+    without child statements is returned as it is; an unknown kind raises UnknownTirNode."""
+    kind = type(stmt)
+    if kind not in _STATEMENTS:
+        raise UnknownTirNode(f"tvm_ext.tir_walk does not know the TIR statement kind {kind.__module__}.{kind.__name__}")
+    if kind is tirx.SeqStmt:
+        kept = [s for s in (rewrite(child) for child in stmt.seq) if s is not None]
+        return None if not kept else kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
+
+    def body(child: tirx.Stmt) -> tirx.Stmt:
+        return rewrite(child) or tirx.Evaluate(0)
+
+    if kind is tirx.For:
+        return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, body(stmt.body), stmt.thread_binding,
+                        stmt.annotations, stmt.step)
+    if kind is tirx.IfThenElse:
+        else_case = rewrite(stmt.else_case) if stmt.else_case is not None else None
+        return tirx.IfThenElse(stmt.condition, body(stmt.then_case), else_case)
+    if kind is tirx.AttrStmt:
+        return tirx.AttrStmt(stmt.node, stmt.attr_key, stmt.value, body(stmt.body))
+    if kind is tirx.While:
+        return tirx.While(stmt.condition, body(stmt.body))
+    if kind in (s_tir.SBlockRealize, s_tir.SBlock):
+        raise UnknownTirNode(f"tvm_ext.tir_walk does not rewrite inside {kind.__name__} (schedule it first)")
+    return stmt
