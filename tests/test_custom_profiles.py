@@ -98,7 +98,9 @@ def assert_built_for_the_board(bundle_dir: Path, double_rounding_kernels: str) -
     assert recorded.count(" -O1") == 3 and " -O2" not in recorded, recorded  # kernels, model, weights
     kernels = kernels_c(bundle_dir)
     assert kernels != double_rounding_kernels
-    assert "2147483648" in double_rounding_kernels and "2147483648" not in kernels  # no doubling high multiply
+    # Every kernel requantizes through the bundle's helper for the profile's rounding.
+    assert f"{MODEL}_requantize_double(" in double_rounding_kernels and "_requantize_double(" not in kernels
+    assert f"{MODEL}_requantize_single(" in kernels
 
 
 def test_the_command_line_builds_with_every_change_of_the_board_file(cli_bundle: Path,
