@@ -17,6 +17,8 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from .model_check.tflite_layers import tflite_layer_name
+
 LAYER_VAR_PREFIX = "layer"
 
 
@@ -198,9 +200,11 @@ def _import_tflite(path: Path) -> ImportedModel:
 
         def _named(self, convert):
             def convert_and_name(op):
-                output_name = tflite_name(self.get_output_tensors(op)[0].tensor.Name())
+                output = self.get_output_tensors(op)[0]
                 # TFLite joins the names of fused graph ops with ';': the first is the layer's own.
-                layer = f"{output_name.split(';')[0]} ({self.get_op_code_str(op)})"
+                output_name = tflite_name(output.tensor.Name()).split(";")[0]
+                layer_name = tflite_layer_name(output_name, operator_index_by_output[output.tensor_idx])
+                layer = f"{layer_name} ({self.get_op_code_str(op)})"
                 try:
                     result = convert(op=op)
                     return None if result is None else _bind_layer_output(self.bb, result, layers, layer)
@@ -211,6 +215,8 @@ def _import_tflite(path: Path) -> ImportedModel:
 
     buf = path.read_bytes()
     model = tflite.Model.GetRootAsModel(buf, 0)
+    subgraph = model.Subgraphs(0)
+    operator_index_by_output = {int(subgraph.Operators(i).Outputs(0)): i for i in range(subgraph.OperatorsLength())}
     strict_tensor_name = tflite_frontend.get_tensor_name
     # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte: ours never fails.
     tflite_frontend.get_tensor_name = lambda graph, index: tflite_name(graph.Tensors(index).Name()) or f"t{index}"
@@ -221,9 +227,8 @@ def _import_tflite(path: Path) -> ImportedModel:
     finally:
         tflite_frontend.get_tensor_name = strict_tensor_name
     mod["main"] = mod["main"].with_attr("tvm_ext.layers", layers)
-    subgraph = model.Subgraphs(0)
     operator_names = [
-        tflite_name(subgraph.Tensors(subgraph.Operators(i).Outputs(0)).Name()).split(";")[0]
+        tflite_layer_name(tflite_name(subgraph.Tensors(subgraph.Operators(i).Outputs(0)).Name()).split(";")[0], i)
         for i in range(subgraph.OperatorsLength())
     ]
 
