@@ -1,0 +1,94 @@
+"""SVDF: our integer kernels, built for the host, against TFLite Micro on one-operator models this test builds,
+over several invocations (the state carries from one to the next)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm")
+from tflite_micro import runtime  # noqa: E402
+from tvm import te  # noqa: E402
+
+from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
+from tvm_ext.kernels import Rounding  # noqa: E402
+from tvm_ext.kernels.svdf import svdf_multipliers, svdf_output, svdf_state_update  # noqa: E402
+
+INVOCATIONS = 3
+
+
+def _host_function(build, arrays: list[np.ndarray]):
+    """``build(*placeholders)`` built for llvm, as a numpy function of arrays shaped like ``arrays``."""
+    placeholders = [te.placeholder(a.shape, str(a.dtype), name=f"in{i}") for i, a in enumerate(arrays)]
+    out = build(*placeholders)
+    lib = tvm.tirx.build(tvm.IRModule({"main": te.create_prim_func([*placeholders, out])}), target="llvm")
+
+    def run(*values: np.ndarray) -> np.ndarray:
+        dev = tvm.cpu()
+        result = tvm.runtime.tensor(np.zeros([int(d) for d in out.shape], str(out.dtype)), dev)
+        lib["main"](*(tvm.runtime.tensor(v, dev) for v in values), result)
+        return result.numpy()
+
+    return run
+
+
+def _ours(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The outputs of our two kernels over ``inputs``, the state starting at its zero point as TFLM resets it."""
+    data, feature, time, bias, state, output = svdf_tensors(spec)
+    scales = svdf_multipliers(data.scale, feature.scale, state.scale, time.scale, output.scale, Rounding.DOUBLE)
+    feature_w = np.frombuffer(feature.data, np.int8).reshape(feature.shape)
+    time_w = np.frombuffer(time.data, spec.state_dtype).reshape(time.shape)
+    bias_v = np.frombuffer(bias.data, "<i4") if spec.bias else None  # our kernel without bias vs TFLM's zeros
+    values = np.full(state.shape, state.zero_point, spec.state_dtype)
+    update = _host_function(
+        functools.partial(svdf_state_update, memory=spec.memory, input_zero_point=data.zero_point,
+                          state_zero_point=state.zero_point, multiplier=scales.feature[0], shift=scales.feature[1],
+                          rounding=Rounding.DOUBLE),
+        [inputs[0], values, feature_w],
+    )
+    weights = [time_w] + ([bias_v] if bias_v is not None else [])
+    output_stage = functools.partial(svdf_output, rank=spec.rank, state_zero_point=state.zero_point,
+                                     multiplier=scales.time[0], shift=scales.time[1],
+                                     output_zero_point=output.zero_point, rounding=Rounding.DOUBLE)
+    outputs = _host_function(lambda s, t, *b: output_stage(s, t, b[0] if b else None), [values, *weights])
+    results = []
+    for x in inputs:
+        values = update(x, values, feature_w)
+        results.append(outputs(values, *weights))
+    return results
+
+
+def _tflm(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    model = build_svdf_model(spec)  # TFLM reads these bytes, it does not copy them: they must outlive it
+    interpreter = runtime.Interpreter.from_bytes(model)
+    results = []
+    for x in inputs:
+        interpreter.set_input(x, 0)
+        interpreter.invoke()
+        results.append(np.array(interpreter.get_output(0)).copy())
+    return results
+
+
+SPECS = [
+    SvdfSpec(),
+    SvdfSpec(rank=2, memory=3, seed=1),
+    SvdfSpec(rank=2, memory=8, bias=False, seed=2),
+    SvdfSpec(rank=1, memory=1, relu=True, seed=3),
+    SvdfSpec(batch=2, units=4, rank=2, memory=5, relu=True, seed=4),
+    SvdfSpec(state_dtype="int8", seed=5),
+    SvdfSpec(state_dtype="int8", rank=2, memory=6, bias=False, relu=True, seed=6),
+]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.state_dtype}-r{s.rank}-m{s.memory}-b{s.batch}"
+                         f"{'-bias' if s.bias else ''}{'-relu' if s.relu else ''}")
+def test_kernels_match_tflm_over_invocations(spec: SvdfSpec) -> None:
+    rng = np.random.default_rng(spec.seed + 100)
+    inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS)]
+    expected = _tflm(spec, inputs)
+    saturated = np.mean([np.isin(e, (-128, 127)).mean() for e in expected])
+    assert saturated < 0.5, "the test model's scales leave too little of the output range to compare"
+    for invocation, (ours, theirs) in enumerate(zip(_ours(spec, inputs), expected, strict=True)):
+        np.testing.assert_array_equal(ours, theirs, err_msg=f"invocation {invocation}")

@@ -1,0 +1,96 @@
+"""TE definitions of TFLite Micro's integer SVDF (int8 input and output; int16 or int8 state and time weights).
+
+One SVDF invocation is two kernels, because the activation state is read and rewritten in place:
+
+- ``svdf_state_update(data, state, weight_feature)`` -> the new state, the same shape and dtype as ``state``:
+  every filter's memory moves one step left and its newest (last) column becomes the feature product
+  ``clamp_T(MBQM(sum_k (data[b, k] - input_zero_point) * weight_feature[f, k], M1, shift1)) + state_zero_point``,
+  narrowed to T (a wrap-around in C's conversion, as TFLM's assignment does). The new state's element
+  ``i`` reads the old state's element ``i + 1`` only, so the kernel may write over its input state.
+- ``svdf_output(state, weight_time, bias)`` -> int8 (batch, units): per filter the time product
+  ``sum_m weight_time[f, m] * (state[b, f*memory + m] - state_zero_point)``, summed over the ``rank`` filters
+  of each unit, plus the bias, rescaled by (M2, shift2), plus the output zero point, clamped to int8.
+  TFLM applies no fused activation in its integer SVDF: neither does this kernel.
+
+State layout as TFLite stores it: (batch, filters * memory), filter-major. The multipliers are TFLM's
+``QuantizeMultiplier`` of ``svdf_multipliers`` below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from tvm import te, tirx
+
+from .fixed_point import Rounding, multiply_by_quantized_multiplier
+from .quant_params import ActivationRange, quantize_multiplier
+from .requantize import OutputStage, requantize
+
+STATE_DTYPES: dict[str, tuple[int, int]] = {"int16": (-(2**15), 2**15 - 1), "int8": (-128, 127)}
+
+
+@dataclass(frozen=True)
+class SvdfRequantization:
+    """TFLM's two SVDF rescalings as (multiplier, shift): input x feature -> state, state x time -> output."""
+
+    feature: tuple[int, int]
+    time: tuple[int, int]
+
+
+def svdf_multipliers(input_scale: float, feature_scale: float, state_scale: float, time_scale: float,
+                     output_scale: float, rounding: Rounding) -> SvdfRequantization:
+    """TFLM's effective scales, each a float32 product and quotient widened to double, then quantized."""
+    feature = np.float32(input_scale) * np.float32(feature_scale) / np.float32(state_scale)
+    time = np.float32(state_scale) * np.float32(time_scale) / np.float32(output_scale)
+    return SvdfRequantization(quantize_multiplier(float(feature), rounding), quantize_multiplier(float(time), rounding))
+
+
+def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tensor, *, memory: int,
+                      input_zero_point: int, state_zero_point: int, multiplier: int, shift: int,
+                      rounding: Rounding) -> te.Tensor:
+    """data (B, I) int8, state (B, F*memory) int16/int8, weight_feature (F, I) int8 -> the new state."""
+    batch, depth = (int(d) for d in data.shape)
+    filters = int(weight_feature.shape[0])
+    dtype = str(state.dtype)
+    low, high = STATE_DTYPES[dtype]
+    k = te.reduce_axis((0, depth), "k")
+    feature = te.compute(
+        (batch, filters),
+        lambda b, f: te.sum((data[b, k].astype("int32") - input_zero_point) * weight_feature[f, k].astype("int32"),
+                            axis=k),
+        name="svdf_feature",
+    )
+
+    def newest(b, f):
+        scaled = multiply_by_quantized_multiplier(feature[b, f], multiplier, shift, rounding)
+        return tirx.Cast(dtype, tirx.max(tirx.min(scaled, high), low) + state_zero_point)
+
+    last = filters * memory - 1
+    return te.compute(
+        (batch, filters * memory),
+        lambda b, i: tirx.Select(tirx.truncmod(i, memory) == memory - 1, newest(b, tirx.truncdiv(i, memory)),
+                                 state[b, tirx.min(i + 1, last)]),
+        name="svdf_state_update",
+    )
+
+
+def svdf_output(state: te.Tensor, weight_time: te.Tensor, bias: Optional[te.Tensor], *, rank: int,
+                state_zero_point: int, multiplier: int, shift: int, output_zero_point: int,
+                rounding: Rounding) -> te.Tensor:
+    """state (B, F*M), weight_time (F, M) of the state's dtype, bias int32[F/rank] or None -> int8 (B, F/rank)."""
+    batch = int(state.shape[0])
+    filters, memory = (int(d) for d in weight_time.shape)
+    m = te.reduce_axis((0, memory), "m")
+    time = te.compute(
+        (batch, filters),
+        lambda b, f: te.sum(weight_time[f, m].astype("int32") * (state[b, f * memory + m].astype("int32")
+                                                                  - state_zero_point), axis=m),
+        name="svdf_time",
+    )
+    r = te.reduce_axis((0, rank), "r")
+    units = filters // rank
+    acc = te.compute((batch, units), lambda b, u: te.sum(time[b, u * rank + r], axis=r), name="svdf_sum")
+    stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding)
+    return te.compute((batch, units), lambda b, u: requantize(acc[b, u], u, stage, bias), name="svdf_output")
