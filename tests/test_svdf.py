@@ -4,6 +4,8 @@ over several invocations (the state carries from one to the next)."""
 from __future__ import annotations
 
 import functools
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,9 +14,15 @@ tvm = pytest.importorskip("tvm")
 from tflite_micro import runtime  # noqa: E402
 from tvm import te  # noqa: E402
 
+import tvm_ext  # noqa: E402
 from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
-from tvm_ext.kernels.svdf import svdf_multipliers, svdf_output, svdf_state_update  # noqa: E402
+from tvm_ext.kernels.svdf import (  # noqa: E402
+    svdf_feature_multiplier,
+    svdf_output,
+    svdf_state_update,
+    svdf_time_multiplier,
+)
 
 INVOCATIONS = 3
 
@@ -37,20 +45,22 @@ def _host_function(build, arrays: list[np.ndarray]):
 def _ours(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """The outputs of our two kernels over ``inputs``, the state starting at its zero point as TFLM resets it."""
     data, feature, time, bias, state, output = svdf_tensors(spec)
-    scales = svdf_multipliers(data.scale, feature.scale, state.scale, time.scale, output.scale, Rounding.DOUBLE)
+    feature_multiplier, feature_shift = svdf_feature_multiplier(data.scale, feature.scale, state.scale,
+                                                                Rounding.DOUBLE)
+    time_multiplier, time_shift = svdf_time_multiplier(state.scale, time.scale, output.scale, Rounding.DOUBLE)
     feature_w = np.frombuffer(feature.data, np.int8).reshape(feature.shape)
     time_w = np.frombuffer(time.data, spec.state_dtype).reshape(time.shape)
     bias_v = np.frombuffer(bias.data, "<i4") if spec.bias else None  # our kernel without bias vs TFLM's zeros
     values = np.full(state.shape, state.zero_point, spec.state_dtype)
     update = _host_function(
         functools.partial(svdf_state_update, memory=spec.memory, input_zero_point=data.zero_point,
-                          state_zero_point=state.zero_point, multiplier=scales.feature[0], shift=scales.feature[1],
+                          state_zero_point=state.zero_point, multiplier=feature_multiplier, shift=feature_shift,
                           rounding=Rounding.DOUBLE),
         [inputs[0], values, feature_w],
     )
     weights = [time_w] + ([bias_v] if bias_v is not None else [])
     output_stage = functools.partial(svdf_output, rank=spec.rank, state_zero_point=state.zero_point,
-                                     multiplier=scales.time[0], shift=scales.time[1],
+                                     multiplier=time_multiplier, shift=time_shift,
                                      output_zero_point=output.zero_point, rounding=Rounding.DOUBLE)
     outputs = _host_function(lambda s, t, *b: output_stage(s, t, b[0] if b else None), [values, *weights])
     results = []
@@ -92,3 +102,67 @@ def test_kernels_match_tflm_over_invocations(spec: SvdfSpec) -> None:
     assert saturated < 0.5, "the test model's scales leave too little of the output range to compare"
     for invocation, (ours, theirs) in enumerate(zip(_ours(spec, inputs), expected, strict=True)):
         np.testing.assert_array_equal(ours, theirs, err_msg=f"invocation {invocation}")
+
+
+# ------------------------------------------------------------------------------------- whole bundles
+DRIVER_C = """\
+#include <stdio.h>
+#include "{m}.h"
+static const int8_t inputs[{runs}][{size}] = {{{inputs}}};
+int main(void) {{
+  int8_t output[{M}_OUTPUT0_ELEMENTS];
+  int run;
+  unsigned i;
+  for (run = 0; run < {runs}; ++run) {{
+    if (run == {runs} - 1) {{
+      {m}_reset();
+    }}
+    if ({m}_run(inputs[run], output) != {M}_OK) {{
+      return 1;
+    }}
+    for (i = 0u; i < {M}_OUTPUT0_ELEMENTS; ++i) {{
+      printf("%d ", output[i]);
+    }}
+    printf("\\n");
+  }}
+  return 0;
+}}
+"""
+
+BUNDLE_SPECS = [SvdfSpec(rank=2, memory=5, seed=11), SvdfSpec(state_dtype="int8", rank=1, memory=3, seed=12)]
+
+
+def _bundle(spec: SvdfSpec, tmp_path: Path, target: str):
+    model = tmp_path / "svdf_layer.tflite"
+    model.write_bytes(build_svdf_model(spec))
+    return tvm_ext.compile(model, target=target, out=tmp_path / target)
+
+
+@pytest.mark.parametrize("spec", BUNDLE_SPECS, ids=lambda s: s.state_dtype)
+def test_bundle_keeps_state_across_runs_like_tflm(spec: SvdfSpec, tmp_path: Path) -> None:
+    """The self-test (TFLM's first invocation) passes; then runs 2 and 3 carry the state as TFLM's invocations
+    do, and a run after `<model>_reset()` is the first one again."""
+    bundle = _bundle(spec, tmp_path, "lowpower")
+    assert bundle.selftest.passed, bundle.selftest.output
+    rng = np.random.default_rng(spec.seed)
+    inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS)]
+    expected = _tflm(spec, inputs) + _tflm(spec, inputs[:1])
+    out = tmp_path / "lowpower"
+    m = "svdf_layer"
+    rows = ", ".join("{" + ", ".join(str(v) for v in x.reshape(-1)) + "}" for x in inputs + inputs[:1])
+    (out / "driver.c").write_text(DRIVER_C.format(m=m, M=m.upper(), runs=INVOCATIONS + 1, size=inputs[0].size,
+                                                  inputs=rows))
+    sources = [str(out / f"{name}.c") for name in ("driver", f"{m}_model", f"{m}_kernels", f"{m}_weights")]
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror", "-o",
+                    str(out / "driver"), *sources], check=True)
+    printed = subprocess.run([str(out / "driver")], check=True, capture_output=True, text=True).stdout
+    runs = [np.array(line.split(), np.int8) for line in printed.splitlines()]
+    for run, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
+        np.testing.assert_array_equal(ours, theirs.reshape(-1), err_msg=f"run {run}")
+    assert "state0" in (out / "manifest.json").read_text()
+
+
+@pytest.mark.slow
+def test_bundle_on_cortex_m4f(tmp_path: Path) -> None:
+    bundle = _bundle(BUNDLE_SPECS[0], tmp_path, "cortex-m4f")
+    assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output

@@ -17,6 +17,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from .frontend_svdf import convert_svdf
 from .model_check.tflite_layers import tflite_layer_name
 
 LAYER_VAR_PREFIX = "layer"
@@ -196,7 +197,10 @@ def _import_tflite(path: Path) -> ImportedModel:
 
         def __init__(self, model, subgraph, exp_tab, bb):
             super().__init__(model, subgraph, exp_tab, bb)
-            self.convert_map = {op: self._named(fn) for op, fn in self.convert_map.items()}
+            # Quantized operators TVM 0.27 does not convert (its SVDF converter is float only and drops the state).
+            own = {"SVDF": lambda op: convert_svdf(self, op)}
+            self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
+            self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys()
 
         def _named(self, convert):
             def convert_and_name(op):

@@ -63,7 +63,10 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     sizes["flash_bytes"] = by_kind["code"] + by_kind["weights"] + by_kind["data"]
     sizes["static_ram_bytes"] = by_kind["data"] + by_kind["bss"]
     if arena_symbol is not None:
-        sizes["arena_bytes"] = symbol_size(elf, arena_symbol)
+        try:
+            sizes["arena_bytes"] = symbol_size(elf, arena_symbol)
+        except ValueError:  # a 0-byte arena nothing reads (e.g. one SVDF layer): the compiler dropped it
+            sizes["arena_bytes"] = 0
         sizes["other_static_ram_bytes"] = by_kind["data"] + by_kind["bss"] - sizes["arena_bytes"]
     stems = tuple(bundle_sources)
     if stems:

@@ -12,6 +12,8 @@ from tvm import relax
 from tvm.ir import Op
 from tvm.ir.expr import Constant
 
+from ...frontend_svdf import SVDF_OUTPUT
+
 # Relax ops that are the computation of exactly one TFLite operator in the frontend's QDQ output.
 CORE_OPS = frozenset({"relax.nn.conv2d", "relax.matmul", "relax.nn.softmax", "relax.nn.avg_pool2d",
                       "relax.nn.max_pool2d"})
@@ -68,6 +70,8 @@ class Graph:
             return all(not isinstance(self.value_of(self._dequantized_source(arg)), Constant) for arg in value.args)
         if name == "relax.reshape":  # RESHAPE of an int8 activation, not of dequantized weights
             return str(value.ty.dtype) == "int8" and not isinstance(self.value_of(value.args[0]), Constant)
+        if name == "relax.call_dps_packed":  # SVDF's second step (its first step precedes it: the same index)
+            return getattr(value.args[0], "global_symbol", None) == SVDF_OUTPUT
         return name == "relax.quantize" and value.args[0] in self.params  # QUANTIZE of a float model input
 
     def _dequantized_source(self, expr: relax.Expr) -> relax.Expr:
