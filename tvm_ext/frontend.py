@@ -7,6 +7,7 @@ attributes every kernel call to the layers it implements.
 
 from __future__ import annotations
 
+import functools
 import re
 import traceback
 import warnings
@@ -17,6 +18,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from .frontend_quantize import convert_quantize
 from .frontend_svdf import convert_svdf
 from .model_check.tflite_layers import tflite_layer_name
 
@@ -197,8 +199,10 @@ def _import_tflite(path: Path) -> ImportedModel:
 
         def __init__(self, model, subgraph, exp_tab, bb):
             super().__init__(model, subgraph, exp_tab, bb)
-            # Quantized operators TVM 0.27 does not convert (its SVDF converter is float only and drops the state).
-            own = {"SVDF": lambda op: convert_svdf(self, op)}
+            # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
+            # QUANTIZE to int32 (relax.quantize has no int32 output).
+            own = {"SVDF": lambda op: convert_svdf(self, op),
+                   "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"])}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys()
 

@@ -12,6 +12,7 @@ from tvm import relax
 from tvm.ir import Op
 from tvm.ir.expr import Constant
 
+from ...frontend_quantize import REQUANTIZE_TO_INT32
 from ...frontend_svdf import SVDF_OUTPUT
 
 # Relax ops that are the computation of exactly one TFLite operator in the frontend's QDQ output.
@@ -71,7 +72,9 @@ class Graph:
         if name == "relax.reshape":  # RESHAPE of an int8 activation, not of dequantized weights
             return str(value.ty.dtype) == "int8" and not isinstance(self.value_of(value.args[0]), Constant)
         if name == "relax.call_dps_packed":  # SVDF's second step (its first step precedes it: the same index)
-            return getattr(value.args[0], "global_symbol", None) == SVDF_OUTPUT
+            return getattr(value.args[0], "global_symbol", None) in (SVDF_OUTPUT, REQUANTIZE_TO_INT32)
+        if name == "relax.quantize" and is_call_to(self.value_of(value.args[0]), "relax.dequantize"):
+            return True  # an integer QUANTIZE (a requantization)
         return name == "relax.quantize" and value.args[0] in self.params  # QUANTIZE of a float model input
 
     def _dequantized_source(self, expr: relax.Expr) -> relax.Expr:
