@@ -1,8 +1,6 @@
-"""Builds one-operator TFLite SVDF models (int8 input and output, int16 or int8 state) for the SVDF tests.
-
-Our own flatbuffer writer in the manner of fuzz_corpus.build_tflite, with what SVDF needs and that builder
-lacks: SVDFOptions and a variable state tensor. Scales are picked so that TFLM's Prepare accepts the model
-(bias scale = state scale x time weight scale). A model without bias gets an all-zero bias tensor instead of an
+"""Builds one-operator TFLite SVDF models (int8 input and output, int16 or int8 state) for the SVDF tests, with
+fuzz_corpus.build_tflite (SVDFOptions through its `builtin_options`, the state a variable tensor). Scales are
+picked so that TFLM's Prepare accepts the model (bias scale = state scale x time weight scale). A model without bias gets an all-zero bias tensor instead of an
 omitted (-1) input: TFLM's Prepare reads the bias's scale unconditionally and crashes on an omitted one
 (tflite-micro issue #1751), and an all-zero bias is what its integer kernel adds when there is none.
 """
@@ -11,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import fuzz_corpus
 import numpy as np
 
-FLOAT32, INT32, INT16, INT8 = 0, 2, 7, 9
-_TYPE_CODES = {"int32": INT32, "int16": INT16, "int8": INT8}
+_TYPE_CODES = {"int32": 2, "int16": 7, "int8": 9}
 
 
 @dataclass(frozen=True)
@@ -68,90 +66,23 @@ def svdf_tensors(spec: SvdfSpec) -> list[_Tensor]:
 
 def build_svdf_model(spec: SvdfSpec) -> bytes:
     """The .tflite bytes of ``input -> SVDF -> output`` as `spec` describes it."""
-    import flatbuffers
     import tflite
 
     tensors = svdf_tensors(spec)
-    b = flatbuffers.Builder(1024)
     buffers = [b""] + [t.data for t in tensors if t.data]
-    buffer_offsets = []
-    for data in buffers:
-        vector = b.CreateByteVector(data) if data else None
-        tflite.BufferStart(b)
-        if vector is not None:
-            tflite.BufferAddData(b, vector)
-        buffer_offsets.append(tflite.BufferEnd(b))
-    next_buffer = 1
-    tensor_offsets = []
-    for index, tensor in enumerate(tensors):
-        buffer = 0
-        if tensor.data:
-            buffer, next_buffer = next_buffer, next_buffer + 1
-        name = b.CreateString(f"svdf_t{index}")
-        shape = _int_vector(b, tensor.shape)
-        tflite.QuantizationParametersStartScaleVector(b, 1)
-        b.PrependFloat32(tensor.scale)
-        scales = b.EndVector()
-        tflite.QuantizationParametersStartZeroPointVector(b, 1)
-        b.PrependInt64(tensor.zero_point)
-        zero_points = b.EndVector()
-        tflite.QuantizationParametersStart(b)
-        tflite.QuantizationParametersAddScale(b, scales)
-        tflite.QuantizationParametersAddZeroPoint(b, zero_points)
-        quantization = tflite.QuantizationParametersEnd(b)
-        tflite.TensorStart(b)
-        tflite.TensorAddShape(b, shape)
-        tflite.TensorAddType(b, _TYPE_CODES[tensor.dtype])
-        tflite.TensorAddBuffer(b, buffer)
-        tflite.TensorAddName(b, name)
-        tflite.TensorAddQuantization(b, quantization)
-        tflite.TensorAddIsVariable(b, tensor.variable)
-        tensor_offsets.append(tflite.TensorEnd(b))
-    op_inputs = _int_vector(b, (0, 1, 2, 3, 4))
-    op_outputs = _int_vector(b, (5,))
-    tflite.SVDFOptionsStart(b)
-    tflite.SVDFOptionsAddRank(b, spec.rank)
-    tflite.SVDFOptionsAddFusedActivationFunction(b, tflite.ActivationFunctionType.RELU if spec.relu else 0)
-    options = tflite.SVDFOptionsEnd(b)
-    tflite.OperatorStart(b)
-    tflite.OperatorAddOpcodeIndex(b, 0)
-    tflite.OperatorAddInputs(b, op_inputs)
-    tflite.OperatorAddOutputs(b, op_outputs)
-    tflite.OperatorAddBuiltinOptionsType(b, tflite.BuiltinOptions.SVDFOptions)
-    tflite.OperatorAddBuiltinOptions(b, options)
-    operator = tflite.OperatorEnd(b)
-    tensor_vector, operator_vector = _table_vector(b, tensor_offsets), _table_vector(b, [operator])
-    graph_inputs, graph_outputs = _int_vector(b, (0,)), _int_vector(b, (5,))
-    tflite.SubGraphStart(b)
-    tflite.SubGraphAddTensors(b, tensor_vector)
-    tflite.SubGraphAddOperators(b, operator_vector)
-    tflite.SubGraphAddInputs(b, graph_inputs)
-    tflite.SubGraphAddOutputs(b, graph_outputs)
-    subgraph = tflite.SubGraphEnd(b)
-    tflite.OperatorCodeStart(b)
-    tflite.OperatorCodeAddBuiltinCode(b, tflite.BuiltinOperator.SVDF)
-    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, tflite.BuiltinOperator.SVDF)
-    tflite.OperatorCodeAddVersion(b, 3)
-    opcode = tflite.OperatorCodeEnd(b)
-    vectors = [_table_vector(b, items) for items in ([opcode], [subgraph], buffer_offsets)]
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, vectors[0])
-    tflite.ModelAddSubgraphs(b, vectors[1])
-    tflite.ModelAddBuffers(b, vectors[2])
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    buffer_of = iter(range(1, len(buffers)))
 
+    def options(b) -> tuple[int, int]:
+        tflite.SVDFOptionsStart(b)
+        tflite.SVDFOptionsAddRank(b, spec.rank)
+        tflite.SVDFOptionsAddFusedActivationFunction(b, tflite.ActivationFunctionType.RELU if spec.relu else 0)
+        return tflite.BuiltinOptions.SVDFOptions, tflite.SVDFOptionsEnd(b)
 
-def _int_vector(b, values: tuple[int, ...]) -> int:
-    b.StartVector(4, len(values), 4)
-    for value in reversed(values):
-        b.PrependInt32(value)
-    return b.EndVector()
-
-
-def _table_vector(b, offsets: list[int]) -> int:
-    b.StartVector(4, len(offsets), 4)
-    for offset in reversed(offsets):
-        b.PrependUOffsetTRelative(offset)
-    return b.EndVector()
+    return fuzz_corpus.build_tflite(fuzz_corpus.TinyTflite(
+        opcodes=[(tflite.BuiltinOperator.SVDF, 3, None)],
+        tensors=[fuzz_corpus.TinyTensor(f"svdf_t{index}", t.shape, _TYPE_CODES[t.dtype],
+                                        next(buffer_of) if t.data else 0, (t.zero_point,), t.scale, t.variable)
+                 for index, t in enumerate(tensors)],
+        operators=[fuzz_corpus.TinyOperator(0, (0, 1, 2, 3, 4), (5,), builtin_options=options)],
+        inputs=(0,), outputs=(5,), buffers=buffers,
+    ))

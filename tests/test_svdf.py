@@ -166,3 +166,20 @@ def test_bundle_keeps_state_across_runs_like_tflm(spec: SvdfSpec, tmp_path: Path
 def test_bundle_on_cortex_m4f(tmp_path: Path) -> None:
     bundle = _bundle(BUNDLE_SPECS[0], tmp_path, "cortex-m4f")
     assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
+
+
+# ------------------------------------------------------------------------------------- TFLM's keyword models
+KEYWORD_MODELS = ["keyword_scrambled.tflite", "keyword_scrambled_8bit.tflite"]  # int16 and int8 SVDF state
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["lowpower", "cortex-m4f"])
+@pytest.mark.parametrize("name", KEYWORD_MODELS)
+def test_keyword_models_match_tflm(name: str, target: str, shared_models: Path, tmp_path: Path) -> None:
+    """TFLM's keyword benchmark (SVDF, int16 input, int8 -> int16 SOFTMAX, int16 -> int32 QUANTIZE): the
+    self-test compares the bundle's first run with TFLM's first invocation, exactly."""
+    bundle = tvm_ext.compile(shared_models / "tflm" / name, target=target, out=tmp_path / "out")
+    assert bundle.selftest.passed, bundle.selftest.output
+    assert bundle.selftest.where == ("host" if target == "lowpower" else "mps2-an386")
+    header = (tmp_path / "out" / f"{Path(name).stem}.h").read_text()
+    assert f"void {Path(name).stem}_reset(void);" in header

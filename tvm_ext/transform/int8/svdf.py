@@ -10,6 +10,7 @@ Both kernels are the layer's ("SVDF"); the scales are TFLM's (``tvm_ext.kernels.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Union
 
 import numpy as np
@@ -50,45 +51,61 @@ def _constant(expr: relax.Expr, ctx: LoweringContext) -> tuple[Optional[np.ndarr
     return (None, None) if source is None else (ctx.graph.constant(source), quant)
 
 
-def _activation(expr: relax.Expr, ctx: LoweringContext) -> tuple[Optional[relax.Expr], Optional[Quant]]:
-    source, quant = _dequantized(expr, ctx)
-    return (ctx.lowered[source], quant) if source in ctx.lowered else (None, None)
+@dataclass(frozen=True)
+class _Operands:
+    """A step's operands: an int8/int16 activation of the lowered graph, then two dequantized constants."""
+
+    activation: relax.Expr
+    activation_quant: Quant
+    first: np.ndarray
+    first_quant: Quant
+    second: np.ndarray
+    second_quant: Optional[Quant]
+
+
+def _operands(step: relax.Call, ctx: LoweringContext) -> Optional[_Operands]:
+    activation, first, second = step.args[1].fields
+    source, activation_quant = _dequantized(activation, ctx)
+    first, first_quant = _constant(first, ctx)
+    second, second_quant = _constant(second, ctx)
+    if source not in ctx.lowered or activation_quant is None or first is None or first_quant is None \
+            or second is None:
+        return None
+    return _Operands(ctx.lowered[source], activation_quant, first, first_quant, second, second_quant)
+
+
+_NOT_PER_TENSOR = Mismatch("SVDF with operands that are not per-tensor quantized")
 
 
 def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
-    step = _step(quantize, ctx, SVDF_STATE_UPDATE)
-    data, feature, state = step.args[1].fields
-    data, data_quant = _activation(data, ctx)
-    feature, feature_quant = _constant(feature, ctx)
-    initial, state_quant = _constant(state, ctx)
-    if data is None or feature is None or initial is None or None in (data_quant, feature_quant, state_quant):
-        return Mismatch("SVDF with operands that are not per-tensor quantized")
-    multiplier, shift = svdf_feature_multiplier(data_quant.scale, feature_quant.scale, state_quant.scale,
-                                                ctx.rounding)
-    memory = int(initial.shape[1]) // int(feature.shape[0])
+    """Operands: the input, weights_feature, the state's reset value."""
+    operands = _operands(_step(quantize, ctx, SVDF_STATE_UPDATE), ctx)
+    if operands is None or operands.second_quant is None:
+        return _NOT_PER_TENSOR
+    data, feature, initial, state = operands.activation_quant, operands.first, operands.second, operands.second_quant
+    multiplier, shift = svdf_feature_multiplier(data.scale, operands.first_quant.scale, state.scale, ctx.rounding)
     return FixedCall(KernelCall(
-        "SVDF", step, svdf_state_update, (data, relax.const(initial), relax.const(feature)),
-        {"memory": memory, "input_zero_point": data_quant.zero_point, "state_zero_point": state_quant.zero_point,
-         "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding},
+        "SVDF", _step(quantize, ctx, SVDF_STATE_UPDATE), svdf_state_update,
+        (operands.activation, relax.const(initial), relax.const(feature)),
+        {"memory": int(initial.shape[1]) // int(feature.shape[0]), "input_zero_point": data.zero_point,
+         "state_zero_point": state.zero_point, "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding},
         {STATE_OPERAND_ATTR: 1, "op_pattern": _OPAQUE},
     ))
 
 
 def _match_output(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
-    step = _step(quantize, ctx, SVDF_OUTPUT)
-    state, time, bias = step.args[1].fields
-    state, state_quant = _activation(state, ctx)
-    time, time_quant = _constant(time, ctx)
-    bias, _ = _constant(bias, ctx)
-    output_quant = ctx.graph.quant(quantize.args[1], quantize.args[2])
-    if state is None or time is None or bias is None or None in (state_quant, time_quant, output_quant):
-        return Mismatch("SVDF with operands that are not per-tensor quantized")
-    multiplier, shift = svdf_time_multiplier(state_quant.scale, time_quant.scale, output_quant.scale, ctx.rounding)
-    units = int(quantize.ty.shape.values[1])
+    """Operands: the new state, weights_time, the bias."""
+    operands = _operands(_step(quantize, ctx, SVDF_OUTPUT), ctx)
+    output = ctx.graph.quant(quantize.args[1], quantize.args[2])
+    if operands is None or output is None:
+        return _NOT_PER_TENSOR
+    state, time = operands.activation_quant, operands.first
+    multiplier, shift = svdf_time_multiplier(state.scale, operands.first_quant.scale, output.scale, ctx.rounding)
     return FixedCall(KernelCall(
-        "SVDF", step, svdf_output, (state, relax.const(time), relax.const(bias)),
-        {"rank": int(time.shape[0]) // units, "state_zero_point": state_quant.zero_point, "multiplier": multiplier,
-         "shift": shift, "output_zero_point": output_quant.zero_point, "rounding": ctx.rounding},
+        "SVDF", _step(quantize, ctx, SVDF_OUTPUT), svdf_output,
+        (operands.activation, relax.const(time), relax.const(operands.second)),
+        {"rank": int(time.shape[0]) // int(quantize.ty.shape.values[1]), "state_zero_point": state.zero_point,
+         "multiplier": multiplier, "shift": shift, "output_zero_point": output.zero_point, "rounding": ctx.rounding},
     ))
 
 
