@@ -1,8 +1,9 @@
 """Builds one-operator TFLite SVDF models (int8 input and output, int16 or int8 state) for the SVDF tests, with
 fuzz_corpus.build_tflite (SVDFOptions through its `builtin_options`, the state a variable tensor). Scales are
-picked so that TFLM's Prepare accepts the model (bias scale = state scale x time weight scale). A model without bias gets an all-zero bias tensor instead of an
-omitted (-1) input: TFLM's Prepare reads the bias's scale unconditionally and crashes on an omitted one
-(tflite-micro issue #1751), and an all-zero bias is what its integer kernel adds when there is none.
+picked so that TFLM's Prepare accepts the model (bias scale = state scale x time weight scale). A model without
+bias gets an all-zero bias tensor instead of an omitted (-1) input: TFLM's Prepare reads the bias's scale
+unconditionally and crashes on an omitted one (tflite-micro issue #1751), and an all-zero bias is what its
+integer kernel adds when there is none.
 """
 
 from __future__ import annotations

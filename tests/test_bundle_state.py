@@ -85,7 +85,8 @@ def test_state_lives_across_runs_and_resets(tmp_path) -> None:
     header = (tmp_path / "stateful.h").read_text()
     assert "void stateful_reset(void);" in header and "#define STATEFUL_STATE_BYTES 8u" in header
     (tmp_path / "driver.c").write_text(DRIVER_C)
-    sources = [str(tmp_path / f"{name}.c") for name in ("driver", "stateful_model", "stateful_kernels", "stateful_weights")]
+    sources = [str(tmp_path / f"{name}.c")
+               for name in ("driver", "stateful_model", "stateful_kernels", "stateful_weights")]
     subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror", "-o",
                     str(tmp_path / "driver"), *sources], check=True)
     printed = subprocess.run([str(tmp_path / "driver")], check=True, capture_output=True, text=True).stdout
