@@ -1,5 +1,6 @@
 """QUANTIZE between integer types: ``q(dq(x))`` (int8/int16 -> int8/int16), or our frontend's marker for an int32
-output (``tvm_ext.frontend_quantize``) -> TFLM's Requantize, with its effective scale double(in) / double(out)."""
+output (``tvm_ext.frontend_quantize``) -> TFLM's Requantize, with its effective scale double(in) / double(out).
+Registered as part of ``edges.QUANTIZE``: one lowering per TFLite operator."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ...frontend_quantize import REQUANTIZE_TO_INT32
 from ...kernels.edges import requantize_integer
 from ...kernels.quant_params import quantize_multiplier
 from .graph import Quant, is_call_to
-from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from .lowering import FixedCall, KernelCall, LoweringContext, Mismatch
 
 
 def _operands(value: relax.Expr, ctx: LoweringContext) -> Optional[tuple[relax.Expr, relax.Expr, relax.Expr]]:
@@ -29,11 +30,13 @@ def _operands(value: relax.Expr, ctx: LoweringContext) -> Optional[tuple[relax.E
     return dequantize, scale, zero_point
 
 
-def _completes(value: relax.Expr, ctx: LoweringContext) -> bool:
+def completes(value: relax.Expr, ctx: LoweringContext) -> bool:
+    """Whether ``value`` is an integer QUANTIZE of a tensor already lowered."""
     return _operands(value, ctx) is not None
 
 
-def _match(value: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+def match(value: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    """The requantization kernel of the integer QUANTIZE ``value`` (``completes`` holds)."""
     dequantize, scale, zero_point = _operands(value, ctx)
     source: Optional[Quant] = ctx.graph.quant(dequantize.args[1], dequantize.args[2])
     target: Optional[Quant] = ctx.graph.quant(scale, zero_point)
@@ -46,5 +49,3 @@ def _match(value: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch
          "output_zero_point": target.zero_point, "out_dtype": str(value.ty.dtype), "rounding": ctx.rounding},
     ))
 
-
-LOWERING = Lowering(frozenset({"QUANTIZE"}), _completes, _match)
