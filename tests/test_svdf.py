@@ -14,6 +14,7 @@ tvm = pytest.importorskip("tvm")
 from tflite_micro import runtime  # noqa: E402
 from tvm import te  # noqa: E402
 
+import fuzz_corpus  # noqa: E402
 import tvm_ext  # noqa: E402
 from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
@@ -183,3 +184,28 @@ def test_keyword_models_match_tflm(name: str, target: str, shared_models: Path, 
     assert bundle.selftest.where == ("host" if target == "lowpower" else "mps2-an386")
     header = (tmp_path / "out" / f"{Path(name).stem}.h").read_text()
     assert f"void {Path(name).stem}_reset(void);" in header
+
+
+def test_float_svdf_is_refused_for_its_state(tmp_path: Path) -> None:
+    """TVM's float SVDF converter makes the state a constant: a bundle would forget it between runs."""
+    import tflite
+
+    from tvm_ext.model_check import ModelError, check_model
+
+    float32 = fuzz_corpus.FLOAT32
+    spec = fuzz_corpus.TinyTflite(
+        opcodes=[(tflite.BuiltinOperator.SVDF, 1, None)],
+        tensors=[fuzz_corpus.TinyTensor("input", (1, 4), float32, 0),
+                 fuzz_corpus.TinyTensor("feature", (2, 4), float32, 1),
+                 fuzz_corpus.TinyTensor("time", (2, 3), float32, 2),
+                 fuzz_corpus.TinyTensor("bias", (2,), float32, 3),
+                 fuzz_corpus.TinyTensor("state", (1, 6), float32, 0, variable=True),
+                 fuzz_corpus.TinyTensor("svdf/output", (1, 2), float32, 0)],
+        operators=[fuzz_corpus.TinyOperator(0, (0, 1, 2, 3, 4), (5,))],
+        inputs=(0,), outputs=(5,),
+        buffers=[b"", bytes(32), bytes(24), bytes(8)],
+    )
+    path = tmp_path / "float_svdf.tflite"
+    path.write_bytes(fuzz_corpus.build_tflite(spec))
+    with pytest.raises(ModelError, match=r"SVDF \(keeps state between inferences.*at layer 'svdf/output'"):
+        check_model(path)
