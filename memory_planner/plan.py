@@ -39,6 +39,10 @@ class TensorRole(str, enum.Enum):
     CONSTANT = "constant"  # weights: `const` arrays in flash, never in the arena
     INTERMEDIATE = "intermediate"  # activations between kernels: in the arena
     SCRATCH = "scratch"  # a kernel's internal buffer: in the arena for that one call
+    # A variable tensor (TFLite SVDF's activation state): a static buffer of the bundle that keeps its value from
+    # one run to the next, starts at (and `<model>_reset()` restores) `ExecutionPlan.state_reset[name]` in every
+    # element; never in the arena. A kernel rewrites it through a view (`view_of`) that is its output.
+    STATE = "state"
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,10 @@ class ExecutionPlan:
     calls: list[KernelCall]
     inputs: list[str]
     outputs: list[str]
+    state_reset: dict[str, int] = field(default_factory=dict)  # STATE tensor name -> its value after a reset
+
+    def states(self) -> list[Tensor]:
+        return [t for t in self.tensors.values() if t.role is TensorRole.STATE]
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]

@@ -1,7 +1,7 @@
 """`<model>_model.c`: the entry function that calls the kernels in order on one arena.
 
 Every tensor argument is one of: a weight array, the caller's input or output buffer (read and written in
-place, also through views), or `arena + offset` from the memory plan.
+place, also through views), the bundle's static state (`packager.state`), or `arena + offset` from the memory plan.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from packager.c_text import comment, macro_prefix
 from packager.header import run_signature
 from packager.internal_header import weight_symbol
 from packager.io_names import IoTensor
+from packager.state import state_definitions, state_symbol
 
 
 def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointer: dict[str, str]) -> str:
@@ -23,6 +24,8 @@ def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointe
         return weight_symbol(plan, root)
     if role in (TensorRole.INPUT, TensorRole.OUTPUT):
         return io_pointer[root]
+    if role is TensorRole.STATE:
+        return state_symbol(plan, root)
     return f"({c_type_of(tensor.dtype)}*)(arena + {offsets[root]}u)"
 
 
@@ -85,6 +88,7 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         "}",
         "#endif",
         "",
+        *state_definitions(plan),
         run_signature(plan, inputs, outputs, with_arena=True),
         "{",
         f"  if ({' || '.join(null_checks)}) {{",

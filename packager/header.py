@@ -5,6 +5,7 @@ from __future__ import annotations
 from memory_planner.plan import ExecutionPlan
 from packager.c_text import comment, macro_prefix
 from packager.io_names import IoTensor
+from packager.state import reset_signature, state_bytes
 
 STATUS_CODES = (
     ("OK", 0, "the outputs are written"),
@@ -47,6 +48,8 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         f"#define {M}_ARENA_ALIGNMENT {alignment}u",
         "/* Bytes of constant weights (in flash). */",
         f"#define {M}_WEIGHT_BYTES {plan.weight_bytes()}u",
+        "/* Bytes of the model's state (the bundle's static RAM, kept from one run to the next; 0: none). */",
+        f"#define {M}_STATE_BYTES {state_bytes(plan)}u",
         f"#define {M}_INPUT_COUNT {len(inputs)}u",
         f"#define {M}_OUTPUT_COUNT {len(outputs)}u",
     ]
@@ -73,6 +76,7 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         run_signature(plan, inputs, outputs, with_arena=False) + ";",
         "#endif",
         "",
+        *_reset_declaration(plan),
         "#ifdef __cplusplus",
         "}",
         "#endif",
@@ -81,6 +85,19 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         "",
     ]
     return "\n".join(lines)
+
+
+def _reset_declaration(plan: ExecutionPlan) -> list[str]:
+    if not plan.states():
+        return []
+    return [
+        "/* The model keeps state between runs (TFLite variable tensors, e.g. SVDF's memory): each run reads the",
+        " * state the previous run left, as TFLite Micro's Invoke() does. The state is the bundle's own static",
+        " * memory, not the arena, so one bundle is one model instance and the run functions are not reentrant.",
+        " * It starts at its reset value; call this to start a new sequence (TFLM's ResetVariableTensors()). */",
+        reset_signature(plan) + ";",
+        "",
+    ]
 
 
 def _io_structs(model: str, inputs: list[IoTensor], outputs: list[IoTensor]) -> list[str]:

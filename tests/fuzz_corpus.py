@@ -25,6 +25,7 @@ import random
 import signal
 import struct
 from collections.abc import Callable, Iterator
+from typing import Any
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -185,6 +186,7 @@ class TinyTensor:
     buffer: int
     zero_points: tuple[int, ...] = ()  # one per scale, on dimension 0; none: not quantized
     scale: float = 0.05
+    variable: bool = False  # a variable tensor (e.g. SVDF's state)
 
 
 @dataclass
@@ -195,6 +197,8 @@ class TinyOperator:
     # An all-defaults FullyConnectedOptions table (TFLite reads a missing one as defaults; TVM's converter
     # requires it).
     fully_connected_options: bool = False
+    # Writes another options table with the builder: returns (its tflite.BuiltinOptions type, its offset).
+    builtin_options: Callable[[Any], tuple[int, int]] | None = None
 
 
 @dataclass
@@ -298,6 +302,8 @@ def build_tflite(spec: TinyTflite) -> bytes:
         tflite.TensorAddName(b, name)
         if quant is not None:
             tflite.TensorAddQuantization(b, quant)
+        if tensor.variable:
+            tflite.TensorAddIsVariable(b, True)
         tensors.append(tflite.TensorEnd(b))
     operators = []
     for op in spec.operators:
@@ -305,12 +311,17 @@ def build_tflite(spec: TinyTflite) -> bytes:
         if op.fully_connected_options:
             tflite.FullyConnectedOptionsStart(b)
             options = tflite.FullyConnectedOptionsEnd(b)
+        if op.builtin_options is not None:
+            options_type, options = op.builtin_options(b)
         tflite.OperatorStart(b)
         tflite.OperatorAddOpcodeIndex(b, op.opcode_index)
         tflite.OperatorAddInputs(b, inputs)
         tflite.OperatorAddOutputs(b, outputs)
         if op.fully_connected_options:
             tflite.OperatorAddBuiltinOptionsType(b, tflite.BuiltinOptions.FullyConnectedOptions)
+            tflite.OperatorAddBuiltinOptions(b, options)
+        if op.builtin_options is not None:
+            tflite.OperatorAddBuiltinOptionsType(b, options_type)
             tflite.OperatorAddBuiltinOptions(b, options)
         operators.append(tflite.OperatorEnd(b))
     subgraphs = []

@@ -152,11 +152,19 @@ _ZERO_OFFSET = re.compile(r"^\s*int(?:32|64)_t (elem_offset\w*) = \(int(?:32|64)
 
 
 def _without_unused_offsets(text: str) -> str:
-    """Drop the zero offsets plain_c_signature binds once the simplifier has folded every use of them."""
-    for match in list(_ZERO_OFFSET.finditer(text)):
-        if len(re.findall(rf"\b{match.group(1)}\b", text)) == 1:
-            text = text.replace(match.group(0), "", 1)
-    return text
+    """Drop the zero offsets plain_c_signature binds once the simplifier has folded every use of them.
+
+    Each offset is looked up in its own function only (to the function's closing brace): two kernels (e.g. two
+    SVDF state updates) may each declare an `elem_offset`, one used and one not."""
+    while True:
+        for match in _ZERO_OFFSET.finditer(text):
+            end = text.find("\n}\n", match.end())
+            function_rest = text[match.end():end if end >= 0 else len(text)]
+            if not re.search(rf"\b{match.group(1)}\b", function_rest):
+                text = text[:match.start()] + text[match.end():]
+                break
+        else:
+            return text
 
 
 # TVM prints the int32 constant INT32_MIN as `-2147483648`: the negation of a literal too large for int,

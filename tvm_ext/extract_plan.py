@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import tvm
@@ -21,6 +21,7 @@ from target.profile import Profile
 from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR
 from tvm_ext.frontend import ImportedModel
 from tvm_ext.layers import LayerRecord, Layers, with_layers
+from tvm_ext.transform.int8.svdf import STATE_OPERAND_ATTR
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
@@ -195,6 +196,7 @@ class _PlanBuilder:
     name_of: dict[relax.Expr, str]
     constants: dict[str, np.ndarray]
     layers: Layers
+    state_reset: dict[str, int] = field(default_factory=dict)  # STATE tensor -> its reset value
 
     def tensor_for(self, expr: relax.Expr, layer: str, constant_name: str = "") -> str:
         """The plan tensor name of a call argument (a var or a constant).
@@ -219,6 +221,15 @@ class _PlanBuilder:
             f"{self.model.path.name}: {_layer_label(layer)} lowers to an unsupported argument {type(expr).__name__}"
         )
 
+    def state_for(self, expr: relax.Expr, layer: str) -> str:
+        """A STATE tensor for the constant `expr`, whose every element is the state's reset value."""
+        value = expr.value.numpy() if isinstance(expr, tvm.ir.expr.Constant) else None
+        if value is None or value.size == 0 or np.any(value != value.flat[0]):
+            raise PlanError(f"{self.model.path.name}: {_layer_label(layer)} has a state without one reset value")
+        name = self.add(f"state{len(self.state_reset)}", value.shape, str(value.dtype), TensorRole.STATE, layer)
+        self.state_reset[name] = int(value.flat[0])
+        return name
+
     def add(self, name: str, shape, dtype: str, role: TensorRole, layer: str, view_of: str | None = None) -> str:
         shape = tuple(int(d) for d in shape)
         # Image tensors keep the model's own layout: TFLite's NHWC, ONNX's NCHW.
@@ -233,6 +244,12 @@ class _PlanBuilder:
         name = f"act{sum(1 for t in self.tensors.values() if t.role is not TensorRole.CONSTANT)}"
         self.name_of[var] = name
         return self.add(name, [int(d) for d in ty.shape.values], str(ty.dtype), role, layer, view_of)
+
+
+def _state_operand(kernel: relax.Expr) -> int | None:
+    """The index of the operand a kernel rewrites as the model's state (int8/svdf.py's attribute), else None."""
+    attrs = kernel.attrs if isinstance(kernel, tirx.PrimFunc) else None
+    return int(attrs[STATE_OPERAND_ATTR]) if attrs is not None and STATE_OPERAND_ATTR in attrs else None
 
 
 def _layer_label(layer: str) -> str:
@@ -265,9 +282,13 @@ def extract_plan(
         if isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR):
             kernel = c_name_of[value.args[0].name_hint]
             parameters = signatures[kernel].parameters
-            args = tuple(builder.tensor_for(a, layer, f"l{len(calls)}_{parameter.name}")
-                         for a, parameter in zip(value.args[1].fields, parameters))
-            output = builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer)
+            state_operand = _state_operand(mod[value.args[0]])
+            args = tuple(builder.state_for(a, layer) if k == state_operand
+                         else builder.tensor_for(a, layer, f"l{len(calls)}_{parameter.name}")
+                         for k, (a, parameter) in enumerate(zip(value.args[1].fields, parameters)))
+            # A kernel that rewrites the model's state writes its output over the state (see int8/svdf.py).
+            state = args[state_operand] if state_operand is not None else None
+            output = builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=state)
             scratch = tuple(
                 builder.add(
                     f"{output}_scratch{k}", (buf.nbytes // DTYPE_BYTES[buf.dtype],), buf.dtype, TensorRole.SCRATCH, layer
@@ -288,7 +309,8 @@ def extract_plan(
 
     outputs = [builder.tensor_for(expr, "") for expr in _output_exprs(main, _bindings(main))]
     # The base name only: a bundle never records where the model was on the machine that compiled it.
-    plan = ExecutionPlan(model.name, model.path.name, profile.name, builder.tensors, calls, inputs, outputs)
+    plan = ExecutionPlan(model.name, model.path.name, profile.name, builder.tensors, calls, inputs, outputs,
+                         builder.state_reset)
     _mark_output_storage(plan, model)
     return plan, builder.constants
 

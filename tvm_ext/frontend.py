@@ -7,6 +7,7 @@ carries forward to the kernel calls.
 
 from __future__ import annotations
 
+import functools
 import re
 import traceback
 import warnings
@@ -20,6 +21,9 @@ from tvm import relax
 from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, bindings_of, with_layers
 
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
+from .frontend_quantize import convert_quantize
+from .frontend_svdf import convert_svdf
+from .model_check.tflite_layers import tflite_layer_name
 
 
 @dataclass(frozen=True)
@@ -232,16 +236,23 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
         def __init__(self, model, subgraph, exp_tab, bb):
             super().__init__(model, subgraph, exp_tab, bb)
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
-            self.convert_map = {op: self._named(fn) for op, fn in self.convert_map.items()}
+            # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
+            # QUANTIZE to int32 (relax.quantize has no int32 output).
+            own = {"SVDF": lambda op: convert_svdf(self, op),
+                   "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"])}
+            self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
+            self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys()
             # Where each operator's table starts in the flatbuffer -> its operator index.
             self.operator_index = {subgraph.Operators(i)._tab.Pos: i for i in range(subgraph.OperatorsLength())}
 
         def _named(self, convert):
             def convert_and_name(op):
-                output_name = tflite_name(self.get_output_tensors(op)[0].tensor.Name())
-                # TFLite joins the names of fused graph ops with ';': the first is the layer's own.
-                record = LayerRecord(output_name.split(";")[0], self.get_op_code_str(op),
-                                     self.operator_index[op._tab.Pos])
+                output = self.get_output_tensors(op)[0]
+                index = self.operator_index[op._tab.Pos]
+                # TFLite joins the names of fused graph ops with ';': the first is the layer's own. An operator
+                # whose output has no name is named by its index, as the model check names it.
+                name = tflite_layer_name(tflite_name(output.tensor.Name()).split(";")[0], index)
+                record = LayerRecord(name, self.get_op_code_str(op), index)
                 try:
                     result = convert(op=op)
                     return None if result is None else results.bind(self.bb, result, record)
@@ -297,6 +308,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             return super().get_tensor_expr(tensor, is_sparse)
 
     model = tflite.Model.GetRootAsModel(buf, 0)
+    subgraph = model.Subgraphs(0)
+    operator_index_by_output = {int(subgraph.Operators(i).Outputs(0)): i for i in range(subgraph.OperatorsLength())}
     strict_tensor_name = tflite_frontend.get_tensor_name
     # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte: ours never fails.
     tflite_frontend.get_tensor_name = lambda graph, index: tflite_name(graph.Tensors(index).Name()) or f"t{index}"

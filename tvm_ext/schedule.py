@@ -66,7 +66,10 @@ def inline_intermediates(func: tirx.PrimFunc) -> tirx.PrimFunc:
     per output element (only where values are stored changes).
     """
     sch = s_tir.Schedule(func)
-    root = sch.get_sblock("root")
+    try:
+        root = sch.get_sblock("root")
+    except s_tir.ScheduleError:
+        return func  # one TE extern stage (e.g. SVDF's state update) is the whole function: nothing to move
     if any(not sch.get(block).iter_vars for block in sch.get_child_blocks(root)):
         # An opaque block (a TE extern stage, e.g. the int8 softmax) hides its reads and writes from the
         # schedule's dependence analysis: moving stages around it could reorder them. Leave it as written.

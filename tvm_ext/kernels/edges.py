@@ -1,4 +1,5 @@
-"""TE definitions of QUANTIZE (float32 -> int8) and DEQUANTIZE (int8 -> float32) at a model's edges.
+"""TE definitions of QUANTIZE (float32 -> int8) and DEQUANTIZE (int8 -> float32) at a model's edges, and of the
+integer QUANTIZE (a requantization, e.g. the int16 input and int32 output of TFLM's keyword_scrambled models).
 
 These are the only kernels with float arithmetic; the pass emits them only where a model's own input
 or output is float. Rules of TFLite's reference kernels: q = clamp(round(x / scale) + zp), rounding half
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from tvm import te, tirx
 
-from .fixed_point import clamp_to_int8
+from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier
 
 
 def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int) -> te.Tensor:
@@ -32,3 +33,23 @@ def dequantize_int8(data: te.Tensor, *, scale: float, zero_point: int) -> te.Ten
         ),
         name="dequantize_int8",
     )
+
+
+INTEGER_RANGES: dict[str, tuple[int, int]] = {"int8": (-128, 127), "int16": (-(2**15), 2**15 - 1),
+                                              "int32": (-(2**31), 2**31 - 1)}
+
+
+def requantize_integer(data: te.Tensor, *, input_zero_point: int, multiplier: int, shift: int,
+                       output_zero_point: int, out_dtype: str, rounding: Rounding) -> te.Tensor:
+    """An integer QUANTIZE (int8/int16 -> int8/int16/int32): TFLM's Requantize,
+    clamp(MBQM(q - input_zero_point, multiplier, shift) + output_zero_point) in ``out_dtype``."""
+    low, high = INTEGER_RANGES[out_dtype]
+
+    def value(*i):
+        scaled = multiply_by_quantized_multiplier(data(*i).astype("int32") - input_zero_point, multiplier, shift,
+                                                  rounding)
+        if out_dtype == "int32":  # the clamp to int32 is the identity; the zero point is added in int64, wrapped
+            return tirx.Cast("int32", tirx.Cast("int64", scaled) + output_zero_point)
+        return tirx.Cast(out_dtype, tirx.max(tirx.min(scaled + output_zero_point, high), low))
+
+    return te.compute(data.shape, value, name="requantize")

@@ -16,7 +16,6 @@ from tvm.ir.expr import Expr as PrimExpr
 from .fixed_point import (
     INT32_MAX,
     Rounding,
-    clamp_to_int8,
     multiply_by_quantized_multiplier,
     rounding_divide_by_pot,
     saturating_left_shift,
@@ -127,8 +126,12 @@ def _count_leading_zeros(x: PrimExpr) -> PrimExpr:
     return 32 - bit_length
 
 
-def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding) -> te.Tensor:
-    """Softmax over the last axis of an int8 tensor; output int8 with scale 1/256 and zero point -128."""
+def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding, out_dtype: str = "int8") -> te.Tensor:
+    """Softmax over the last axis of an int8 tensor; output int8 with scale 1/256 and zero point -128, or int16
+    with scale 1/65536 and zero point -32768 (TFLM's int8-in, int16-out softmax: the same arithmetic, the
+    output exponent and offset of the wider type)."""
+    bits = 8 if out_dtype == "int8" else 16
+    out_min, out_max = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     shape = [int(d) for d in data.shape]
     depth = shape[-1]
     k = te.reduce_axis((0, depth), "k")
@@ -164,14 +167,15 @@ def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding) 
 
     def output_exponent(*r):
         num_bits_over_unit = ACCUMULATION_INTEGER_BITS - _count_leading_zeros(sum_of_exps(*r))
-        return num_bits_over_unit + 31 - 8
+        return num_bits_over_unit + 31 - bits
 
     scale = _rowwise("reciprocal_q0_31", shape[:-1], [sum_of_exps], reciprocal)
     exponent = te.compute(shape[:-1], output_exponent, name="output_exponent")
 
     def output(*index):
         r = index[:-1]
-        value = rounding_divide_by_pot(mul(scale(*r), exps(*index)), exponent(*r)) - 128
-        return tirx.Select(diff(index) >= params.diff_min, clamp_to_int8(value, -128, 127), tirx.const(-128, "int8"))
+        value = rounding_divide_by_pot(mul(scale(*r), exps(*index)), exponent(*r)) + out_min
+        clamped = tirx.Cast(out_dtype, tirx.max(tirx.min(value, out_max), out_min))
+        return tirx.Select(diff(index) >= params.diff_min, clamped, tirx.const(out_min, out_dtype))
 
     return te.compute(shape, output, name="softmax_int8")

@@ -30,8 +30,13 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "QUANTIZE",
         "RESHAPE",
         "SOFTMAX",
+        "SVDF",
     }
 )
+
+# Operators with state whose stateful conversion is ours and integer only (tvm_ext/frontend_svdf.py): TVM 0.27's
+# float converter would make the state a constant, and a bundle that forgets it between runs.
+TFLITE_STATEFUL_INT8_ONLY: frozenset[str] = frozenset({"SVDF"})
 
 _CONTROL_FLOW = "control flow (needs several subgraphs)"
 _STATE = "keeps state between inferences"
@@ -114,6 +119,8 @@ def tflite_refusal(op: str, quantized: bool) -> str | None:
     """
     if op in TFLITE_EXCLUDED:
         return TFLITE_EXCLUDED[op]
+    if op in TFLITE_STATEFUL_INT8_ONLY and not quantized:
+        return f"{_STATE}: only its integer form has a stateful kernel in our pipeline"
     if op not in tvm_tflite_ops():
         return "no converter in TVM 0.27"
     if quantized and op not in TFLITE_INT8_OPS:

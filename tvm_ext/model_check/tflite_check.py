@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, quote
+from .tflite_layers import tflite_layer_name
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
 from .limits import MAX_TENSOR_BYTES, has_c_type, oversize_problem, shape_problem, tensor_bytes
 from .operator_support import TFLITE_CUSTOM_CODES, tflite_refusal
@@ -133,10 +134,10 @@ def _tensor_label(tensor: TfliteTensor) -> str:
 
 
 def _layer(graph: TfliteSubgraph, op: TfliteOperator) -> str:
-    """An operator's layer name: its first output tensor's name (TFLite operators have no names)."""
+    """An operator's layer name: its first output tensor's name, or its index when that is missing or unnamed."""
     if op.outputs and 0 <= op.outputs[0] < len(graph.tensors):
-        return graph.tensors[op.outputs[0]].name
-    return f"operator {op.index}"
+        return tflite_layer_name(graph.tensors[op.outputs[0]].name, op.index)
+    return tflite_layer_name("", op.index)
 
 
 def _check_subgraphs(model: str, flat: TfliteModel) -> None:

@@ -7,10 +7,11 @@ lowerings that complete the same binding (the quantize that ends a float operato
 
 from __future__ import annotations
 
-from . import add, conv, edges, fully_connected, pool, reshape, softmax
+from . import add, conv, edges, fully_connected, pool, reshape, softmax, svdf
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
+    svdf.LOWERING,  # before the MAC lowerings, which would also claim SVDF's quantizes (and not match)
     conv.LOWERING,
     fully_connected.LOWERING,
     add.LOWERING,

@@ -1,4 +1,4 @@
-"""QUANTIZE of a float model input and DEQUANTIZE of a model output: the float edges of an int8 model."""
+"""QUANTIZE (of a float model input, or between integer types: requantize.py) and DEQUANTIZE of a model output."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 
 from ...kernels import dequantize_int8, quantize_int8
+from . import requantize
 from .graph import describe
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch, Site
 
@@ -37,7 +38,14 @@ def _edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall,
                                 {"scale": float(q.scale), "zero_point": q.zero_point}))
 
 
+def _completes_quantize(value: relax.Expr, ctx: LoweringContext) -> bool:
+    return _ends_quantize(value, ctx) or requantize.completes(value, ctx)
+
+
 def _match_quantize(call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    """A float model input's QUANTIZE, or an integer one (a requantization, ``requantize.py``)."""
+    if requantize.completes(call, ctx):
+        return requantize.match(call, ctx)
     return _edge("QUANTIZE", call, ctx)
 
 
@@ -45,5 +53,5 @@ def _match_dequantize(call: relax.Call, ctx: LoweringContext) -> Union[FixedCall
     return _edge("DEQUANTIZE", call, ctx)
 
 
-QUANTIZE = Lowering(frozenset({"QUANTIZE"}), _ends_quantize, _match_quantize)
+QUANTIZE = Lowering(frozenset({"QUANTIZE"}), _completes_quantize, _match_quantize)
 DEQUANTIZE = Lowering(frozenset({"DEQUANTIZE"}), _ends_dequantize, _match_dequantize, Site.MODEL_OUTPUT)

@@ -28,7 +28,7 @@ def kernel_key(call: KernelCall, static: dict, operands: Sequence[relax.Expr]) -
     parameters = tuple(
         (name, tuple(value) if isinstance(value, list) else value) for name, value in sorted(static.items())
     )
-    key = (call.kind, call.kernel, parameters, tuple(types))
+    key = (call.kind, call.kernel, parameters, tuple(types), tuple(sorted(call.func_attrs.items())))
     try:
         hash(key)
     except TypeError:
@@ -96,6 +96,9 @@ class KernelEmitter:
                               primfunc_name_hint=call.kind.lower(), name_hint=name_hint, **tensors)
         binding = self.bb.lookup_binding(var)
         record_operand_roles(self.bb, call.kernel, call.args, tensors, binding)
+        if call.func_attrs:
+            function = binding.args[0]
+            self.bb.update_func(function, self.bb.get()[function].with_attrs(call.func_attrs))
         if key is not None and all(a.same_as(b) for a, b in zip(binding.args[1].fields, operands, strict=True)):
             self._kernels[key] = (binding.args[0], binding.ty_args[0])
         return var

@@ -43,6 +43,7 @@ class KernelCall:
     kernel: Callable[..., te.Tensor]
     args: tuple[Any, ...]
     kwargs: dict[str, Any] = field(default_factory=dict)
+    func_attrs: dict[str, Any] = field(default_factory=dict)  # set on the kernel's PrimFunc (e.g. SVDF's state)
 
 
 class OperatorMatch(Protocol):

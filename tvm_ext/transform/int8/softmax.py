@@ -18,6 +18,10 @@ from .patterns import DequantizedActivation, QuantizedResult, ends_float_operato
 # Micro's softmax_common.cc check both); the integer kernel writes exactly that quantization.
 SOFTMAX_OUTPUT_SCALE = np.float32(1 / 256)
 SOFTMAX_OUTPUT_ZERO_POINT = -128
+# An int16 output (TFLM's int8-in, int16-out softmax): zero point -32768 and a scale within 0.1 % of 1/65536,
+# TFLM's checks (its keyword_scrambled models store 1/65535).
+INT16_OUTPUT_SCALE = 1 / 65536
+INT16_OUTPUT_ZERO_POINT = -32768
 # TVM's TFLite frontend imports SOFTMAX without its beta, i.e. with beta = 1.
 FRONTEND_BETA = 1.0
 
@@ -35,12 +39,20 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     if data is None or out is None:
         return float_operator_mismatch(quantize, ctx)
     last_axis = int(softmax.attrs.axis) in (-1, len(softmax.args[0].ty.shape) - 1)
-    if (not last_axis or out.quant.zero_point != SOFTMAX_OUTPUT_ZERO_POINT
-            or out.quant.scale != SOFTMAX_OUTPUT_SCALE):
+    out_dtype = str(quantize.ty.dtype)
+    if not last_axis or not _standard_output(out_dtype, out.quant.scale, out.quant.zero_point):
         return float_operator_mismatch(quantize, ctx)
     params = softmax_params(FRONTEND_BETA, data.quant.scale, ctx.rounding)
     return FixedCall(KernelCall("SOFTMAX", softmax, softmax_int8, (data.tensor,),
-                                {"params": params, "rounding": ctx.rounding}))
+                                {"params": params, "rounding": ctx.rounding, "out_dtype": out_dtype}))
+
+
+def _standard_output(dtype: str, scale: np.float32, zero_point: int) -> bool:
+    """Whether the output quantization is the one TFLM requires of an int8 softmax writing ``dtype``."""
+    if dtype == "int8":
+        return zero_point == SOFTMAX_OUTPUT_ZERO_POINT and scale == SOFTMAX_OUTPUT_SCALE
+    return (dtype == "int16" and zero_point == INT16_OUTPUT_ZERO_POINT
+            and abs(float(scale) - INT16_OUTPUT_SCALE) <= 0.001 * INT16_OUTPUT_SCALE)
 
 
 LOWERING = Lowering(frozenset({"SOFTMAX"}), ends_float_operator, match)

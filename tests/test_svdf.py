@@ -1,0 +1,211 @@
+"""SVDF: our integer kernels, built for the host, against TFLite Micro on one-operator models this test builds,
+over several invocations (the state carries from one to the next)."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm")
+from tflite_micro import runtime  # noqa: E402
+from tvm import te  # noqa: E402
+
+import fuzz_corpus  # noqa: E402
+import tvm_ext  # noqa: E402
+from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
+from tvm_ext.kernels import Rounding  # noqa: E402
+from tvm_ext.kernels.svdf import (  # noqa: E402
+    svdf_feature_multiplier,
+    svdf_output,
+    svdf_state_update,
+    svdf_time_multiplier,
+)
+
+INVOCATIONS = 3
+
+
+def _host_function(build, arrays: list[np.ndarray]):
+    """``build(*placeholders)`` built for llvm, as a numpy function of arrays shaped like ``arrays``."""
+    placeholders = [te.placeholder(a.shape, str(a.dtype), name=f"in{i}") for i, a in enumerate(arrays)]
+    out = build(*placeholders)
+    lib = tvm.tirx.build(tvm.IRModule({"main": te.create_prim_func([*placeholders, out])}), target="llvm")
+
+    def run(*values: np.ndarray) -> np.ndarray:
+        dev = tvm.cpu()
+        result = tvm.runtime.tensor(np.zeros([int(d) for d in out.shape], str(out.dtype)), dev)
+        lib["main"](*(tvm.runtime.tensor(v, dev) for v in values), result)
+        return result.numpy()
+
+    return run
+
+
+def _ours(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The outputs of our two kernels over ``inputs``, the state starting at its zero point as TFLM resets it."""
+    data, feature, time, bias, state, output = svdf_tensors(spec)
+    feature_multiplier, feature_shift = svdf_feature_multiplier(data.scale, feature.scale, state.scale,
+                                                                Rounding.DOUBLE)
+    time_multiplier, time_shift = svdf_time_multiplier(state.scale, time.scale, output.scale, Rounding.DOUBLE)
+    feature_w = np.frombuffer(feature.data, np.int8).reshape(feature.shape)
+    time_w = np.frombuffer(time.data, spec.state_dtype).reshape(time.shape)
+    bias_v = np.frombuffer(bias.data, "<i4") if spec.bias else None  # our kernel without bias vs TFLM's zeros
+    values = np.full(state.shape, state.zero_point, spec.state_dtype)
+    update = _host_function(
+        functools.partial(svdf_state_update, memory=spec.memory, input_zero_point=data.zero_point,
+                          state_zero_point=state.zero_point, multiplier=feature_multiplier, shift=feature_shift,
+                          rounding=Rounding.DOUBLE),
+        [inputs[0], values, feature_w],
+    )
+    weights = [time_w] + ([bias_v] if bias_v is not None else [])
+    output_stage = functools.partial(svdf_output, rank=spec.rank, state_zero_point=state.zero_point,
+                                     multiplier=time_multiplier, shift=time_shift,
+                                     output_zero_point=output.zero_point, rounding=Rounding.DOUBLE)
+    outputs = _host_function(lambda s, t, *b: output_stage(s, t, b[0] if b else None), [values, *weights])
+    results = []
+    for x in inputs:
+        values = update(x, values, feature_w)
+        results.append(outputs(values, *weights))
+    return results
+
+
+def _tflm(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    model = build_svdf_model(spec)  # TFLM reads these bytes, it does not copy them: they must outlive it
+    interpreter = runtime.Interpreter.from_bytes(model)
+    results = []
+    for x in inputs:
+        interpreter.set_input(x, 0)
+        interpreter.invoke()
+        results.append(np.array(interpreter.get_output(0)).copy())
+    return results
+
+
+SPECS = [
+    SvdfSpec(),
+    SvdfSpec(rank=2, memory=3, seed=1),
+    SvdfSpec(rank=2, memory=8, bias=False, seed=2),
+    SvdfSpec(rank=1, memory=1, relu=True, seed=3),
+    SvdfSpec(batch=2, units=4, rank=2, memory=5, relu=True, seed=4),
+    SvdfSpec(state_dtype="int8", seed=5),
+    SvdfSpec(state_dtype="int8", rank=2, memory=6, bias=False, relu=True, seed=6),
+]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.state_dtype}-r{s.rank}-m{s.memory}-b{s.batch}"
+                         f"{'-bias' if s.bias else ''}{'-relu' if s.relu else ''}")
+def test_kernels_match_tflm_over_invocations(spec: SvdfSpec) -> None:
+    rng = np.random.default_rng(spec.seed + 100)
+    inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS)]
+    expected = _tflm(spec, inputs)
+    saturated = np.mean([np.isin(e, (-128, 127)).mean() for e in expected])
+    assert saturated < 0.5, "the test model's scales leave too little of the output range to compare"
+    for invocation, (ours, theirs) in enumerate(zip(_ours(spec, inputs), expected, strict=True)):
+        np.testing.assert_array_equal(ours, theirs, err_msg=f"invocation {invocation}")
+
+
+# ------------------------------------------------------------------------------------- whole bundles
+DRIVER_C = """\
+#include <stdio.h>
+#include "{m}.h"
+static const int8_t inputs[{runs}][{size}] = {{{inputs}}};
+int main(void) {{
+  int8_t output[{M}_OUTPUT0_ELEMENTS];
+  int run;
+  unsigned i;
+  for (run = 0; run < {runs}; ++run) {{
+    if (run == {runs} - 1) {{
+      {m}_reset();
+    }}
+    if ({m}_run(inputs[run], output) != {M}_OK) {{
+      return 1;
+    }}
+    for (i = 0u; i < {M}_OUTPUT0_ELEMENTS; ++i) {{
+      printf("%d ", output[i]);
+    }}
+    printf("\\n");
+  }}
+  return 0;
+}}
+"""
+
+BUNDLE_SPECS = [SvdfSpec(rank=2, memory=5, seed=11), SvdfSpec(state_dtype="int8", rank=1, memory=3, seed=12)]
+
+
+def _bundle(spec: SvdfSpec, tmp_path: Path, target: str):
+    model = tmp_path / "svdf_layer.tflite"
+    model.write_bytes(build_svdf_model(spec))
+    return tvm_ext.compile(model, target=target, out=tmp_path / target)
+
+
+@pytest.mark.parametrize("spec", BUNDLE_SPECS, ids=lambda s: s.state_dtype)
+def test_bundle_keeps_state_across_runs_like_tflm(spec: SvdfSpec, tmp_path: Path) -> None:
+    """The self-test (TFLM's first invocation) passes; then runs 2 and 3 carry the state as TFLM's invocations
+    do, and a run after `<model>_reset()` is the first one again."""
+    bundle = _bundle(spec, tmp_path, "lowpower")
+    assert bundle.selftest.passed, bundle.selftest.output
+    rng = np.random.default_rng(spec.seed)
+    inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS)]
+    expected = _tflm(spec, inputs) + _tflm(spec, inputs[:1])
+    out = tmp_path / "lowpower"
+    m = "svdf_layer"
+    rows = ", ".join("{" + ", ".join(str(v) for v in x.reshape(-1)) + "}" for x in inputs + inputs[:1])
+    (out / "driver.c").write_text(DRIVER_C.format(m=m, M=m.upper(), runs=INVOCATIONS + 1, size=inputs[0].size,
+                                                  inputs=rows))
+    sources = [str(out / f"{name}.c") for name in ("driver", f"{m}_model", f"{m}_kernels", f"{m}_weights")]
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror", "-o",
+                    str(out / "driver"), *sources], check=True)
+    printed = subprocess.run([str(out / "driver")], check=True, capture_output=True, text=True).stdout
+    runs = [np.array(line.split(), np.int8) for line in printed.splitlines()]
+    for run, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
+        np.testing.assert_array_equal(ours, theirs.reshape(-1), err_msg=f"run {run}")
+    assert "state0" in (out / "manifest.json").read_text()
+
+
+@pytest.mark.slow
+def test_bundle_on_cortex_m4f(tmp_path: Path) -> None:
+    bundle = _bundle(BUNDLE_SPECS[0], tmp_path, "cortex-m4f")
+    assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
+
+
+# ------------------------------------------------------------------------------------- TFLM's keyword models
+KEYWORD_MODELS = ["keyword_scrambled.tflite", "keyword_scrambled_8bit.tflite"]  # int16 and int8 SVDF state
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["lowpower", "cortex-m4f"])
+@pytest.mark.parametrize("name", KEYWORD_MODELS)
+def test_keyword_models_match_tflm(name: str, target: str, shared_models: Path, tmp_path: Path) -> None:
+    """TFLM's keyword benchmark (SVDF, int16 input, int8 -> int16 SOFTMAX, int16 -> int32 QUANTIZE): the
+    self-test compares the bundle's first run with TFLM's first invocation, exactly."""
+    bundle = tvm_ext.compile(shared_models / "tflm" / name, target=target, out=tmp_path / "out")
+    assert bundle.selftest.passed, bundle.selftest.output
+    assert bundle.selftest.where == ("host" if target == "lowpower" else "mps2-an386")
+    header = (tmp_path / "out" / f"{Path(name).stem}.h").read_text()
+    assert f"void {Path(name).stem}_reset(void);" in header
+
+
+def test_float_svdf_is_refused_for_its_state(tmp_path: Path) -> None:
+    """TVM's float SVDF converter makes the state a constant: a bundle would forget it between runs."""
+    import tflite
+
+    from tvm_ext.model_check import ModelError, check_model
+
+    float32 = fuzz_corpus.FLOAT32
+    spec = fuzz_corpus.TinyTflite(
+        opcodes=[(tflite.BuiltinOperator.SVDF, 1, None)],
+        tensors=[fuzz_corpus.TinyTensor("input", (1, 4), float32, 0),
+                 fuzz_corpus.TinyTensor("feature", (2, 4), float32, 1),
+                 fuzz_corpus.TinyTensor("time", (2, 3), float32, 2),
+                 fuzz_corpus.TinyTensor("bias", (2,), float32, 3),
+                 fuzz_corpus.TinyTensor("state", (1, 6), float32, 0, variable=True),
+                 fuzz_corpus.TinyTensor("svdf/output", (1, 2), float32, 0)],
+        operators=[fuzz_corpus.TinyOperator(0, (0, 1, 2, 3, 4), (5,))],
+        inputs=(0,), outputs=(5,),
+        buffers=[b"", bytes(32), bytes(24), bytes(8)],
+    )
+    path = tmp_path / "float_svdf.tflite"
+    path.write_bytes(fuzz_corpus.build_tflite(spec))
+    with pytest.raises(ModelError, match=r"SVDF \(keeps state between inferences.*at layer 'svdf/output'"):
+        check_model(path)

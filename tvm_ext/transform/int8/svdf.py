@@ -1,0 +1,123 @@
+"""SVDF: the two QDQ steps of ``tvm_ext.frontend_svdf`` -> TFLM's integer SVDF as two kernels.
+
+``new_state = q(svdf_state_update(dq(x), dq(W_feature), dq(S0)))`` -> ``svdf_state_update`` on the int8 input,
+the state and the int8 feature weights. Its PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state
+among its operands: the plan makes that operand the bundle's static state, ``S0`` its reset value, and the
+kernel's output a view of it, written in place) and opaque, so that fusion never turns the state into a
+kernel-local buffer. ``output = q(svdf_output(dq(new_state), dq(W_time), dq(b)))`` -> ``svdf_output``.
+Both kernels are the layer's ("SVDF"); the scales are TFLM's (``tvm_ext.kernels.svdf``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+import numpy as np
+from tvm import relax
+from tvm.relax.dpl import is_op, wildcard
+
+from ...frontend_svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
+from ...kernels.svdf import svdf_feature_multiplier, svdf_output, svdf_state_update, svdf_time_multiplier
+from .graph import Quant, is_call_to
+from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+
+STATE_OPERAND_ATTR = "tvm_ext.state_operand"
+_OPAQUE = 8  # TVM's OpPatternKind kOpaque: FuseOps leaves the kernel alone
+
+_QUANTIZE = is_op("relax.quantize")(wildcard(), wildcard(), wildcard())
+
+
+def _step(value: relax.Expr, ctx: LoweringContext, symbol: str) -> Optional[relax.Call]:
+    """The frontend's SVDF step ``symbol`` that ``value`` quantizes, else None."""
+    if not _QUANTIZE.match(value):
+        return None
+    step = ctx.graph.value_of(value.args[0])
+    if is_call_to(step, "relax.call_dps_packed") and getattr(step.args[0], "global_symbol", None) == symbol:
+        return step
+    return None
+
+
+def _dequantized(expr: relax.Expr, ctx: LoweringContext) -> tuple[Optional[relax.Expr], Optional[Quant]]:
+    """The source and per-tensor quantization of the dequantize producing ``expr``."""
+    value = ctx.graph.value_of(expr)
+    if not is_call_to(value, "relax.dequantize"):
+        return None, None
+    return value.args[0], ctx.graph.quant(value.args[1], value.args[2])
+
+
+def _constant(expr: relax.Expr, ctx: LoweringContext) -> tuple[Optional[np.ndarray], Optional[Quant]]:
+    source, quant = _dequantized(expr, ctx)
+    return (None, None) if source is None else (ctx.graph.constant(source), quant)
+
+
+@dataclass(frozen=True)
+class _Operands:
+    """A step's operands: an int8/int16 activation of the lowered graph, then two dequantized constants."""
+
+    activation: relax.Expr
+    activation_quant: Quant
+    first: np.ndarray
+    first_quant: Quant
+    second: np.ndarray
+    second_quant: Optional[Quant]
+
+
+def _operands(step: relax.Call, ctx: LoweringContext) -> Optional[_Operands]:
+    activation, first, second = step.args[1].fields
+    source, activation_quant = _dequantized(activation, ctx)
+    first, first_quant = _constant(first, ctx)
+    second, second_quant = _constant(second, ctx)
+    if source not in ctx.lowered or activation_quant is None or first is None or first_quant is None \
+            or second is None:
+        return None
+    return _Operands(ctx.lowered[source], activation_quant, first, first_quant, second, second_quant)
+
+
+_NOT_PER_TENSOR = Mismatch("SVDF with operands that are not per-tensor quantized")
+
+
+def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    """Operands: the input, weights_feature, the state's reset value."""
+    operands = _operands(_step(quantize, ctx, SVDF_STATE_UPDATE), ctx)
+    if operands is None or operands.second_quant is None:
+        return _NOT_PER_TENSOR
+    data, feature, initial, state = operands.activation_quant, operands.first, operands.second, operands.second_quant
+    multiplier, shift = svdf_feature_multiplier(data.scale, operands.first_quant.scale, state.scale, ctx.rounding)
+    return FixedCall(KernelCall(
+        "SVDF", _step(quantize, ctx, SVDF_STATE_UPDATE), svdf_state_update,
+        (operands.activation, relax.const(initial), relax.const(feature)),
+        {"memory": int(initial.shape[1]) // int(feature.shape[0]), "input_zero_point": data.zero_point,
+         "state_zero_point": state.zero_point, "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding},
+        {STATE_OPERAND_ATTR: 1, "op_pattern": _OPAQUE},
+    ))
+
+
+def _match_output(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    """Operands: the new state, weights_time, the bias."""
+    operands = _operands(_step(quantize, ctx, SVDF_OUTPUT), ctx)
+    output = ctx.graph.quant(quantize.args[1], quantize.args[2])
+    if operands is None or output is None:
+        return _NOT_PER_TENSOR
+    state, time = operands.activation_quant, operands.first
+    multiplier, shift = svdf_time_multiplier(state.scale, operands.first_quant.scale, output.scale, ctx.rounding)
+    return FixedCall(KernelCall(
+        "SVDF", _step(quantize, ctx, SVDF_OUTPUT), svdf_output,
+        (operands.activation, relax.const(time), relax.const(operands.second)),
+        {"rank": int(time.shape[0]) // int(quantize.ty.shape.values[1]), "state_zero_point": state.zero_point,
+         "multiplier": multiplier, "shift": shift, "output_zero_point": output.zero_point, "rounding": ctx.rounding},
+    ))
+
+
+def _completes(value: relax.Expr, ctx: LoweringContext) -> bool:
+    return any(_step(value, ctx, symbol) is not None for symbol in (SVDF_STATE_UPDATE, SVDF_OUTPUT))
+
+
+def _match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    """Either step of the SVDF: each is one kernel of the layer."""
+    if _step(quantize, ctx, SVDF_STATE_UPDATE) is not None:
+        return _match_state_update(quantize, ctx)
+    return _match_output(quantize, ctx)
+
+
+LOWERING = Lowering(frozenset({"SVDF"}), _completes, _match)
