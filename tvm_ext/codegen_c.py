@@ -184,6 +184,20 @@ def _without_unused_offsets(text: str) -> str:
 _BARE_INT32_MIN = re.compile(r"(?<!\(int64_t\))-2147483648\b")
 
 
+def _with_unused_parameters_marked(text: str, name: str) -> str:
+    """Kernel ``name`` with ``(void)p;`` for each parameter its body never reads: a kernel the simplifier
+    folded to a constant (e.g. an int8 product whose clamp makes it constant) still takes its operands,
+    which -Wunused-parameter would reject."""
+    definition = re.search(rf"^void {re.escape(name)}\(([^)\n]*)\) {{\n(.*?)^}}\n", text, re.MULTILINE | re.DOTALL)
+    if definition is None:
+        return text
+    parameters = [p.strip().split()[-1].lstrip("*") for p in definition.group(1).split(",") if p.strip()]
+    body = definition.group(2)
+    unused = [p for p in parameters if not re.search(rf"\b{re.escape(p)}\b", body)]
+    marks = "".join(f"  (void){p};\n" for p in unused)
+    return text[:definition.start(2)] + marks + text[definition.start(2):]
+
+
 def _clean_source(raw: str, signatures: dict[str, KernelSignature]) -> str:
     """TVM's C text without its runtime boilerplate, with `const` on every kernel's input pointers."""
     text = _without_unused_offsets(_TVM_BOILERPLATE.sub("", raw).replace("TVM_DLL ", ""))
@@ -196,7 +210,7 @@ def _clean_source(raw: str, signatures: dict[str, KernelSignature]) -> str:
             params = [f"const {p}" if i < sig.num_inputs else p for i, p in enumerate(params)]
             return f"void {sig.name}({', '.join(params)})"
 
-        text = pattern.sub(add_const, text)
+        text = _with_unused_parameters_marked(pattern.sub(add_const, text), sig.name)
     return "#include <stdint.h>\n" + text.lstrip()
 
 
