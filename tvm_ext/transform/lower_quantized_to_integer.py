@@ -173,6 +173,8 @@ class _MainRewriter:
         if expr in self.lowered:
             return self.lowered[expr]
         value = self.graph.value_of(expr)
+        if isinstance(value, relax.Tuple):  # several outputs, bound to one Var before main returns it
+            return self._output(value)
         result = self._lower(expr, value, Site.MODEL_OUTPUT)
         if isinstance(result, relax.Var):
             return result
