@@ -7,7 +7,7 @@ TFLite's fixed-point multiplier/shift (double or single rounding, see ``fixed_po
 from .conv import conv2d_int8, depthwise_conv2d_int8
 from .dense import fully_connected_int8
 from .edges import dequantize_int8, quantize_int8
-from .elementwise import add_int8
+from .elementwise import add_int8, mul_int8, sub_int8
 from .fixed_point import Rounding
 from .pool import average_pool2d_int8, max_pool2d_int8
 from .requantize import OutputStage
@@ -23,6 +23,8 @@ __all__ = [
     "dequantize_int8",
     "fully_connected_int8",
     "max_pool2d_int8",
+    "mul_int8",
     "quantize_int8",
     "softmax_int8",
+    "sub_int8",
 ]

@@ -1,41 +1,83 @@
-"""TE definition of TFLite's int8 ADD (with numpy-style broadcasting of equal-rank inputs)."""
+"""TE definitions of TFLite's int8 binary elementwise kernels (ADD, SUB, MUL) with TFLite's broadcasting.
+
+Broadcasting is numpy's (and TFLite's BroadcastBinaryFunction): shapes are aligned on their last axis, a
+missing leading axis or an axis of extent 1 is repeated; so a rank-0 (scalar) operand broadcasts everywhere.
+"""
 
 from __future__ import annotations
 
-from tvm import te, tirx
+from typing import Sequence
+
+from tvm import te
 from tvm.ir.expr import Expr as PrimExpr
 
 from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier, wrapping_left_shift
-from .quant_params import ActivationRange, AddParams
+from .quant_params import ActivationRange, AddParams, MulParams
 
 
-def _broadcast_read(tensor: te.Tensor, index) -> PrimExpr:
-    return tensor(*(0 if int(d) == 1 else i for d, i in zip(tensor.shape, index)))
+def broadcast_shape(lhs: te.Tensor, rhs: te.Tensor) -> list[int]:
+    """The output shape of two broadcast operands (numpy's rule; the frontend has checked they conform)."""
+    rank = max(len(lhs.shape), len(rhs.shape))
+    padded = [[1] * (rank - len(t.shape)) + [int(d) for d in t.shape] for t in (lhs, rhs)]
+    return [max(a, b) for a, b in zip(*padded)]
 
 
-def add_int8(
-    lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int, output_zero_point: int,
-    params: AddParams, activation: ActivationRange, rounding: Rounding,
+def broadcast_read(tensor: te.Tensor, index: Sequence[PrimExpr]) -> PrimExpr:
+    """``tensor`` at the output ``index``: trailing axes aligned, axes of extent 1 read at 0."""
+    own = index[len(index) - len(tensor.shape):]
+    return tensor(*(0 if int(d) == 1 else i for d, i in zip(tensor.shape, own)))
+
+
+def _add_or_sub_int8(
+    lhs: te.Tensor, rhs: te.Tensor, sign: int, name: str, *, lhs_zero_point: int, rhs_zero_point: int,
+    output_zero_point: int, params: AddParams, activation: ActivationRange, rounding: Rounding,
 ) -> te.Tensor:
-    """out = clamp(MBQM(MBQM(lhs'<<20) + MBQM(rhs'<<20)) + out_zp), lhs' = lhs - lhs_zp (TFLite AddFunc)."""
-    shape = [max(int(a), int(b)) for a, b in zip(lhs.shape, rhs.shape)]
+    """out = clamp(MBQM(MBQM(lhs'<<20) + sign * MBQM(rhs'<<20)) + out_zp), x' = x - x_zp (TFLite AddFunc,
+    SubFunc); ``sign`` is 1 for ADD, -1 for SUB."""
+    shape = broadcast_shape(lhs, rhs)
 
-    def rescaled(tensor: te.Tensor, zero_point: int, multiplier_shift: tuple[int, int], name: str) -> te.Tensor:
+    def rescaled(tensor: te.Tensor, zero_point: int, multiplier_shift: tuple[int, int], stage: str) -> te.Tensor:
         def value(*index):
-            centered = _broadcast_read(tensor, index).astype("int32") - zero_point
+            centered = broadcast_read(tensor, index).astype("int32") - zero_point
             return multiply_by_quantized_multiplier(
                 wrapping_left_shift(centered, params.left_shift), *multiplier_shift, rounding
             )
 
-        return te.compute(shape, value, name=name)
+        return te.compute(shape, value, name=stage)
 
     # Separate stages keep each TIR expression small (one fixed-point multiply each).
     lhs_scaled = rescaled(lhs, lhs_zero_point, params.input1, "lhs_scaled")
     rhs_scaled = rescaled(rhs, rhs_zero_point, params.input2, "rhs_scaled")
 
     def value(*index):
-        raw_sum = lhs_scaled(*index) + rhs_scaled(*index)
-        out = multiply_by_quantized_multiplier(raw_sum, *params.output, rounding) + output_zero_point
+        raw = lhs_scaled(*index) + rhs_scaled(*index) if sign > 0 else lhs_scaled(*index) - rhs_scaled(*index)
+        out = multiply_by_quantized_multiplier(raw, *params.output, rounding) + output_zero_point
         return clamp_to_int8(out, activation.low, activation.high)
 
-    return te.compute(shape, value, name="add_int8")
+    return te.compute(shape, value, name=name)
+
+
+def add_int8(lhs: te.Tensor, rhs: te.Tensor, **quantization) -> te.Tensor:
+    """TFLite's int8 ADD; keywords as ``_add_or_sub_int8``."""
+    return _add_or_sub_int8(lhs, rhs, 1, "add_int8", **quantization)
+
+
+def sub_int8(lhs: te.Tensor, rhs: te.Tensor, **quantization) -> te.Tensor:
+    """TFLite's int8 SUB (lhs - rhs); keywords as ``_add_or_sub_int8``."""
+    return _add_or_sub_int8(lhs, rhs, -1, "sub_int8", **quantization)
+
+
+def mul_int8(
+    lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int, output_zero_point: int,
+    params: MulParams, activation: ActivationRange, rounding: Rounding,
+) -> te.Tensor:
+    """out = clamp(MBQM((lhs - lhs_zp) * (rhs - rhs_zp)) + out_zp) (TFLite's MulElementwise; the product of
+    two centered int8 values, at most 255 * 255 in magnitude, fits int32)."""
+
+    def value(*index):
+        product = ((broadcast_read(lhs, index).astype("int32") - lhs_zero_point)
+                   * (broadcast_read(rhs, index).astype("int32") - rhs_zero_point))
+        out = multiply_by_quantized_multiplier(product, *params.output, rounding) + output_zero_point
+        return clamp_to_int8(out, activation.low, activation.high)
+
+    return te.compute(broadcast_shape(lhs, rhs), value, name="mul_int8")

@@ -104,6 +104,18 @@ def add_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32,
     )
 
 
+@dataclass(frozen=True)
+class MulParams:
+    """TFLite int8 MUL: one rescale of the product of the centered inputs."""
+
+    output: tuple[int, int]
+
+
+def mul_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding) -> MulParams:
+    """Multiplier of TFLite's int8 MUL (micro/kernels/mul_common.cc): scale1 * scale2 / output_scale in double."""
+    return MulParams(quantize_multiplier(float(scale1) * float(scale2) / float(output_scale), rounding))
+
+
 SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
 
 

@@ -27,9 +27,11 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "DEQUANTIZE",
         "FULLY_CONNECTED",
         "MAX_POOL_2D",
+        "MUL",
         "QUANTIZE",
         "RESHAPE",
         "SOFTMAX",
+        "SUB",
     }
 )
 

@@ -8,12 +8,16 @@ lowerings that complete the same binding (the quantize that ends a float operato
 from __future__ import annotations
 
 from . import add, conv, edges, fully_connected, pool, reshape, softmax
+from . import mul
+from . import sub
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
     conv.LOWERING,
     fully_connected.LOWERING,
     add.LOWERING,
+    mul.LOWERING,
+    sub.LOWERING,
     softmax.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,

@@ -14,7 +14,7 @@ from tvm.ir.expr import Constant
 
 # Relax ops that are the computation of exactly one TFLite operator in the frontend's QDQ output.
 CORE_OPS = frozenset({"relax.nn.conv2d", "relax.matmul", "relax.nn.softmax", "relax.nn.avg_pool2d",
-                      "relax.nn.max_pool2d"})
+                      "relax.nn.max_pool2d", "relax.multiply", "relax.subtract"})
 
 
 @dataclass(frozen=True)
@@ -64,11 +64,15 @@ class Graph:
         name = value.op.name
         if name in CORE_OPS:
             return True
-        if name == "relax.add":  # ADD, not a bias add: no operand is a dequantized constant
-            return all(not isinstance(self.value_of(self._dequantized_source(arg)), Constant) for arg in value.args)
+        if name == "relax.add":  # ADD, not a bias add: no operand is a dequantized int32 constant
+            return all(not self._is_int32_constant(self._dequantized_source(arg)) for arg in value.args)
         if name == "relax.reshape":  # RESHAPE of an int8 activation, not of dequantized weights
             return str(value.ty.dtype) == "int8" and not isinstance(self.value_of(value.args[0]), Constant)
         return name == "relax.quantize" and value.args[0] in self.params  # QUANTIZE of a float model input
+
+    def _is_int32_constant(self, expr: relax.Expr) -> bool:
+        values = self.constant(expr)
+        return values is not None and values.dtype == np.int32
 
     def _dequantized_source(self, expr: relax.Expr) -> relax.Expr:
         """The first argument of the dequantize producing expr, else expr."""
