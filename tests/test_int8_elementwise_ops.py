@@ -87,6 +87,28 @@ def binary_model(builtin: str, options_table: str) -> Model:
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 
+UNARY_SHAPES = ((3, 7), (1, 1, 1, 1), (2, 3, 5), (5,), ())
+# (input, output) per-tensor quantizations, cycled through the shapes: the same (as converters write RELU6),
+# a rescale above and below one, zero points at both ends of int8 (6.0 beyond int8 at scale 0.01).
+UNARY_QUANTIZATIONS = (
+    (Quantization((0.05,), (-20,)), Quantization((0.05,), (-20,))),
+    (Quantization((0.05,), (3,)), Quantization((0.03,), (-128,))),
+    (Quantization((0.01,), (-128,)), Quantization((0.2,), (127,))),
+)
+UNARY_OPERATORS = ("RELU", "RELU6")
+
+
+def unary_model(builtin: str) -> Model:
+    """One ``builtin`` operator per shape, each with its own graph input and output."""
+    tensors, operators = [], []
+    for index, shape in enumerate(UNARY_SHAPES):
+        in_quant, out_quant = UNARY_QUANTIZATIONS[index % len(UNARY_QUANTIZATIONS)]
+        tensors += [Tensor(f"case{index}_in", shape, "int8", in_quant),
+                    Tensor(f"case{index}_out", shape, "int8", out_quant)]
+        operators.append(Operator(builtin, (2 * index,), (2 * index + 1,)))
+    return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
+
+
 def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
     """Compile ``model`` for lowpower; its self-test and RUNS random inputs must match TFLite Micro exactly."""
     path = tmp_path / "model.tflite"
@@ -127,3 +149,8 @@ def test_an_int8_operator_without_a_lowering_is_refused_in_one_line_naming_it(tm
         compile(path, "lowpower", tmp_path / "out")
     message = str(refused.value)
     assert "\n" not in message and "PRELU" in message, message
+
+
+@pytest.mark.parametrize("builtin", UNARY_OPERATORS)
+def test_activation_operator_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    assert_bit_exact_with_tflite_micro(unary_model(builtin), tmp_path)

@@ -116,6 +116,16 @@ def mul_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32,
     return MulParams(quantize_multiplier(float(scale1) * float(scale2) / float(output_scale), rounding))
 
 
+def rescale_multiplier(input_scale: np.float32, output_scale: np.float32, rounding: Rounding) -> tuple[int, int]:
+    """(multiplier, shift) of input_scale / output_scale in double (TFLM's CalculateReluOpData)."""
+    return quantize_multiplier(float(input_scale) / float(output_scale), rounding)
+
+
+def float_to_int8(value: float, scale: np.float32, zero_point: int) -> int:
+    """TFLM's FloatToQuantizedType<int8_t>: quantize_real, saturated to int8."""
+    return min(max(quantize_real(value, scale, zero_point), INT8_MIN), INT8_MAX)
+
+
 SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
 
 

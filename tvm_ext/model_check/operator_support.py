@@ -29,6 +29,8 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "MAX_POOL_2D",
         "MUL",
         "QUANTIZE",
+        "RELU",
+        "RELU6",
         "RESHAPE",
         "SOFTMAX",
         "SUB",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from . import add, conv, edges, fully_connected, pool, reshape, softmax
 from . import mul
 from . import sub
+from . import relu
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -18,6 +19,8 @@ LOWERINGS: tuple[Lowering, ...] = (
     add.LOWERING,
     mul.LOWERING,
     sub.LOWERING,
+    relu.RELU,
+    relu.RELU6,
     softmax.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,

@@ -66,6 +66,8 @@ class Graph:
             return True
         if name == "relax.add":  # ADD, not a bias add: no operand is a dequantized int32 constant
             return all(not self._is_int32_constant(self._dequantized_source(arg)) for arg in value.args)
+        if name in ("relax.nn.relu", "relax.clip"):  # RELU/RELU6 of an int8 activation, not a fused activation
+            return is_call_to(self.value_of(value.args[0]), "relax.dequantize")
         if name == "relax.reshape":  # RESHAPE of an int8 activation, not of dequantized weights
             return str(value.ty.dtype) == "int8" and not isinstance(self.value_of(value.args[0]), Constant)
         return name == "relax.quantize" and value.args[0] in self.params  # QUANTIZE of a float model input
