@@ -1,8 +1,10 @@
-"""TE definitions of TFLite Micro's int8 activation kernels RELU and RELU6 (micro/kernels/activations_common.cc)."""
+"""TE definitions of TFLite Micro's int8 activation kernels RELU, RELU6 (micro/kernels/activations_common.cc)
+and LEAKY_RELU (reference_ops::QuantizeLeakyRelu)."""
 
 from __future__ import annotations
 
-from tvm import te
+from tvm import te, tirx
+from tvm.ir.expr import Expr as PrimExpr
 
 from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier
 from .quant_params import ActivationRange
@@ -16,11 +18,29 @@ def relu_int8(
     to the output quantization, clamped at the output's zero)."""
 
     def value(*index):
-        centered = data(*index).astype("int32") - input_zero_point
-        out = multiply_by_quantized_multiplier(centered, *multiplier, rounding) + output_zero_point
-        return clamp_to_int8(out, activation.low, activation.high)
+        out = multiply_by_quantized_multiplier(_centered(data, index, input_zero_point), *multiplier, rounding)
+        return clamp_to_int8(out + output_zero_point, activation.low, activation.high)
 
     return te.compute([int(d) for d in data.shape], value, name="relu_int8")
+
+
+def _centered(data: te.Tensor, index, zero_point: int) -> PrimExpr:
+    return data(*index).astype("int32") - zero_point
+
+
+def leaky_relu_int8(
+    data: te.Tensor, *, input_zero_point: int, output_zero_point: int, identity: tuple[int, int],
+    alpha: tuple[int, int], rounding: Rounding,
+) -> te.Tensor:
+    """out = clamp(MBQM(x', identity if x' >= 0 else alpha) + out_zp), x' = x - in_zp (QuantizeLeakyRelu)."""
+
+    def value(*index):
+        centered = _centered(data, index, input_zero_point)
+        scaled = tirx.Select(centered >= 0, multiply_by_quantized_multiplier(centered, *identity, rounding),
+                             multiply_by_quantized_multiplier(centered, *alpha, rounding))
+        return clamp_to_int8(scaled + output_zero_point, -128, 127)
+
+    return te.compute([int(d) for d in data.shape], value, name="leaky_relu_int8")
 
 
 def relu6_int8(data: te.Tensor, *, bounds: ActivationRange) -> te.Tensor:

@@ -121,6 +121,23 @@ def rescale_multiplier(input_scale: np.float32, output_scale: np.float32, roundi
     return quantize_multiplier(float(input_scale) / float(output_scale), rounding)
 
 
+@dataclass(frozen=True)
+class LeakyReluParams:
+    """TFLite int8 LEAKY_RELU: the rescale of non-negative and of negative centered inputs."""
+
+    identity: tuple[int, int]
+    alpha: tuple[int, int]
+
+
+def leaky_relu_params(input_scale: np.float32, alpha: np.float32, output_scale: np.float32,
+                      rounding: Rounding) -> LeakyReluParams:
+    """TFLM's LeakyReluPrepare: both ratios are computed in float32, then widened to double."""
+    identity = np.float32(input_scale) / np.float32(output_scale)
+    alpha_ratio = np.float32(input_scale) * np.float32(alpha) / np.float32(output_scale)
+    return LeakyReluParams(quantize_multiplier(float(identity), rounding),
+                           quantize_multiplier(float(alpha_ratio), rounding))
+
+
 def float_to_int8(value: float, scale: np.float32, zero_point: int) -> int:
     """TFLM's FloatToQuantizedType<int8_t>: quantize_real, saturated to int8."""
     return min(max(quantize_real(value, scale, zero_point), INT8_MIN), INT8_MAX)

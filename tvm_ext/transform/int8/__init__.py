@@ -11,6 +11,7 @@ from . import add, conv, edges, fully_connected, pool, reshape, softmax
 from . import mul
 from . import sub
 from . import relu
+from . import leaky_relu
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -21,6 +22,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     sub.LOWERING,
     relu.RELU,
     relu.RELU6,
+    leaky_relu.LOWERING,
     softmax.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
