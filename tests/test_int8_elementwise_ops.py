@@ -60,14 +60,16 @@ QUANTIZATIONS = (
     (Quantization((0.5,), (-128,)), Quantization((0.25,), (127,)), Quantization((0.1,), (5,))),
     (Quantization((0.003,), (0,)), Quantization((0.2,), (-7,)), Quantization((0.02,), (0,))),
 )
-OPERATORS = {  # TFLite builtin: its options table
+OPERATORS = {  # TFLite builtin: its options table, if it has a fused activation
     "ADD": "AddOptions",
     "SUB": "SubOptions",
     "MUL": "MulOptions",
+    "MAXIMUM": None,
+    "MINIMUM": None,
 }
 
 
-def binary_model(builtin: str, options_table: str) -> Model:
+def binary_model(builtin: str, options_table: Optional[str]) -> Model:
     """One ``builtin`` operator per case, each with its own graph inputs and output."""
     tensors, operators, inputs, outputs = [], [], [], []
     for index, case in enumerate(BINARY_CASES):
@@ -82,8 +84,8 @@ def binary_model(builtin: str, options_table: str) -> Model:
         outputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_out", np.broadcast_shapes(case.lhs, case.rhs), "int8", out_quant))
         activation = ACTIVATIONS[index % len(ACTIVATIONS)]
-        operators.append(Operator(builtin, tuple(operands), (outputs[-1],),
-                                  Options(options_table, {"FusedActivationFunction": activation})))
+        options = Options(options_table, {"FusedActivationFunction": activation}) if options_table else None
+        operators.append(Operator(builtin, tuple(operands), (outputs[-1],), options))
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 

@@ -81,3 +81,18 @@ def mul_int8(
         return clamp_to_int8(out, activation.low, activation.high)
 
     return te.compute(broadcast_shape(lhs, rhs), value, name="mul_int8")
+
+
+def maximum_int8(lhs: te.Tensor, rhs: te.Tensor) -> te.Tensor:
+    """out = max(lhs, rhs) on the stored int8 values: TFLM's MAXIMUM compares the raw values, whatever
+    the operands' and output's quantization."""
+    return te.compute(broadcast_shape(lhs, rhs),
+                      lambda *index: te.max(broadcast_read(lhs, index), broadcast_read(rhs, index)),
+                      name="maximum_int8")
+
+
+def minimum_int8(lhs: te.Tensor, rhs: te.Tensor) -> te.Tensor:
+    """out = min(lhs, rhs) on the stored int8 values (TFLM's MINIMUM, as ``maximum_int8``)."""
+    return te.compute(broadcast_shape(lhs, rhs),
+                      lambda *index: te.min(broadcast_read(lhs, index), broadcast_read(rhs, index)),
+                      name="minimum_int8")

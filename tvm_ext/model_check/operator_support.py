@@ -28,6 +28,8 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "FULLY_CONNECTED",
         "LEAKY_RELU",
         "MAX_POOL_2D",
+        "MAXIMUM",
+        "MINIMUM",
         "MUL",
         "QUANTIZE",
         "RELU",

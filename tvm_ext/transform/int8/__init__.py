@@ -12,6 +12,7 @@ from . import mul
 from . import sub
 from . import relu
 from . import leaky_relu
+from . import maximum_minimum
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -23,6 +24,8 @@ LOWERINGS: tuple[Lowering, ...] = (
     relu.RELU,
     relu.RELU6,
     leaky_relu.LOWERING,
+    maximum_minimum.MAXIMUM,
+    maximum_minimum.MINIMUM,
     softmax.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
