@@ -66,6 +66,7 @@ OPERATORS = {  # TFLite builtin: its options table, if it has a fused activation
     "MUL": "MulOptions",
     "MAXIMUM": None,
     "MINIMUM": None,
+    "SQUARED_DIFFERENCE": None,
 }
 
 

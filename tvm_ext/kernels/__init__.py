@@ -8,7 +8,7 @@ from .activation import leaky_relu_int8, relu6_int8, relu_int8
 from .conv import conv2d_int8, depthwise_conv2d_int8
 from .dense import fully_connected_int8
 from .edges import dequantize_int8, quantize_int8
-from .elementwise import add_int8, maximum_int8, minimum_int8, mul_int8, sub_int8
+from .elementwise import add_int8, maximum_int8, minimum_int8, mul_int8, squared_difference_int8, sub_int8
 from .fixed_point import Rounding
 from .pool import average_pool2d_int8, max_pool2d_int8
 from .requantize import OutputStage
@@ -32,5 +32,6 @@ __all__ = [
     "relu6_int8",
     "relu_int8",
     "softmax_int8",
+    "squared_difference_int8",
     "sub_int8",
 ]

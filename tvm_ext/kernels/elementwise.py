@@ -28,6 +28,19 @@ def broadcast_read(tensor: te.Tensor, index: Sequence[PrimExpr]) -> PrimExpr:
     return tensor(*(0 if int(d) == 1 else i for d, i in zip(tensor.shape, own)))
 
 
+def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: int,
+              multiplier_shift: tuple[int, int], rounding: Rounding, name: str) -> te.Tensor:
+    """MBQM((x - zero_point) << left_shift), broadcast to ``shape``: an operand on the common scale of ADD,
+    SUB and SQUARED_DIFFERENCE. A stage of its own keeps each TIR expression small (one fixed-point
+    multiply each)."""
+
+    def value(*index):
+        centered = broadcast_read(tensor, index).astype("int32") - zero_point
+        return multiply_by_quantized_multiplier(wrapping_left_shift(centered, left_shift), *multiplier_shift, rounding)
+
+    return te.compute(shape, value, name=name)
+
+
 def _add_or_sub_int8(
     lhs: te.Tensor, rhs: te.Tensor, sign: int, name: str, *, lhs_zero_point: int, rhs_zero_point: int,
     output_zero_point: int, params: AddParams, activation: ActivationRange, rounding: Rounding,
@@ -35,19 +48,8 @@ def _add_or_sub_int8(
     """out = clamp(MBQM(MBQM(lhs'<<20) + sign * MBQM(rhs'<<20)) + out_zp), x' = x - x_zp (TFLite AddFunc,
     SubFunc); ``sign`` is 1 for ADD, -1 for SUB."""
     shape = broadcast_shape(lhs, rhs)
-
-    def rescaled(tensor: te.Tensor, zero_point: int, multiplier_shift: tuple[int, int], stage: str) -> te.Tensor:
-        def value(*index):
-            centered = broadcast_read(tensor, index).astype("int32") - zero_point
-            return multiply_by_quantized_multiplier(
-                wrapping_left_shift(centered, params.left_shift), *multiplier_shift, rounding
-            )
-
-        return te.compute(shape, value, name=stage)
-
-    # Separate stages keep each TIR expression small (one fixed-point multiply each).
-    lhs_scaled = rescaled(lhs, lhs_zero_point, params.input1, "lhs_scaled")
-    rhs_scaled = rescaled(rhs, rhs_zero_point, params.input2, "rhs_scaled")
+    lhs_scaled = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled")
+    rhs_scaled = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled")
 
     def value(*index):
         raw = lhs_scaled(*index) + rhs_scaled(*index) if sign > 0 else lhs_scaled(*index) - rhs_scaled(*index)
@@ -96,3 +98,21 @@ def minimum_int8(lhs: te.Tensor, rhs: te.Tensor) -> te.Tensor:
     return te.compute(broadcast_shape(lhs, rhs),
                       lambda *index: te.min(broadcast_read(lhs, index), broadcast_read(rhs, index)),
                       name="minimum_int8")
+
+
+def squared_difference_int8(
+    lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int, output_zero_point: int,
+    params: AddParams, rounding: Rounding,
+) -> te.Tensor:
+    """out = clamp(MBQM(d * d) + out_zp), d = MBQM(lhs'<<7) - MBQM(rhs'<<7) (TFLM's SquaredDifference; |d| is
+    below 2^15, so d * d fits int32)."""
+    shape = broadcast_shape(lhs, rhs)
+    lhs_scaled = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled")
+    rhs_scaled = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled")
+
+    def value(*index):
+        difference = lhs_scaled(*index) - rhs_scaled(*index)
+        out = multiply_by_quantized_multiplier(difference * difference, *params.output, rounding)
+        return clamp_to_int8(out + output_zero_point, -128, 127)
+
+    return te.compute(shape, value, name="squared_difference_int8")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -84,7 +85,8 @@ def fully_connected_multiplier(
 
 @dataclass(frozen=True)
 class AddParams:
-    """TFLite int8 ADD: both inputs are shifted left by 20 bits, then rescaled to a common scale."""
+    """TFLite int8 ADD, SUB, SQUARED_DIFFERENCE: both centered inputs are shifted left by ``left_shift`` bits,
+    then rescaled to a common scale; ``output`` rescales the result."""
 
     left_shift: int
     input1: tuple[int, int]
@@ -92,16 +94,34 @@ class AddParams:
     output: tuple[int, int]
 
 
-def add_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding) -> AddParams:
-    """Multipliers of TFLite's int8 ADD (micro/kernels/add_common.cc)."""
-    left_shift = 20
+def _common_scale_params(scale1: np.float32, scale2: np.float32, left_shift: int,
+                         output_real: Callable[[float], float], rounding: Rounding) -> AddParams:
+    """Both inputs rescaled to twice the larger input scale; ``output_real(twice_max)`` is the output's ratio."""
     twice_max = 2.0 * float(max(np.float32(scale1), np.float32(scale2)))
     return AddParams(
         left_shift=left_shift,
         input1=quantize_multiplier(float(scale1) / twice_max, rounding),
         input2=quantize_multiplier(float(scale2) / twice_max, rounding),
-        output=quantize_multiplier(twice_max / ((1 << left_shift) * float(output_scale)), rounding),
+        output=quantize_multiplier(output_real(twice_max), rounding),
     )
+
+
+def add_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding) -> AddParams:
+    """Multipliers of TFLite's int8 ADD and SUB (micro/kernels/add_common.cc, sub_common.cc)."""
+    left_shift = 20
+    return _common_scale_params(scale1, scale2, left_shift,
+                                lambda twice_max: twice_max / ((1 << left_shift) * float(output_scale)), rounding)
+
+
+def squared_difference_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32,
+                              rounding: Rounding) -> AddParams:
+    """Multipliers of TFLM's int8 SQUARED_DIFFERENCE: ADD's common scale with a left shift of 7; the output
+    ratio undoes both shifts of the squared difference."""
+    left_shift = 7
+    # (1 << 14) * output_scale is a float32 product in TFLM (exact: a power of two).
+    denominator = float(np.float32((1 << (2 * left_shift)) * np.float32(output_scale)))
+    return _common_scale_params(scale1, scale2, left_shift,
+                                lambda twice_max: twice_max * twice_max / denominator, rounding)
 
 
 @dataclass(frozen=True)

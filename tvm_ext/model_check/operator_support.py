@@ -36,6 +36,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "RELU6",
         "RESHAPE",
         "SOFTMAX",
+        "SQUARED_DIFFERENCE",
         "SUB",
     }
 )

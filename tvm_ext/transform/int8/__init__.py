@@ -13,6 +13,7 @@ from . import sub
 from . import relu
 from . import leaky_relu
 from . import maximum_minimum
+from . import squared_difference
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -26,6 +27,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     leaky_relu.LOWERING,
     maximum_minimum.MAXIMUM,
     maximum_minimum.MINIMUM,
+    squared_difference.LOWERING,
     softmax.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,

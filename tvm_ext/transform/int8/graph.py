@@ -14,8 +14,8 @@ from tvm.ir.expr import Constant
 
 # Relax ops that are the computation of exactly one TFLite operator in the frontend's QDQ output.
 CORE_OPS = frozenset({"relax.nn.conv2d", "relax.matmul", "relax.nn.softmax", "relax.nn.avg_pool2d",
-                      "relax.nn.max_pool2d", "relax.multiply", "relax.subtract",
-                      "relax.nn.leakyrelu", "relax.maximum", "relax.minimum"})
+                      "relax.nn.max_pool2d", "relax.subtract", "relax.nn.leakyrelu", "relax.maximum",
+                      "relax.minimum"})
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,8 @@ class Graph:
             return True
         if name == "relax.add":  # ADD, not a bias add: no operand is a dequantized int32 constant
             return all(not self._is_int32_constant(self._dequantized_source(arg)) for arg in value.args)
+        if name == "relax.multiply":  # MUL, not the square ending SQUARED_DIFFERENCE (its subtract is the core)
+            return not value.args[0].same_as(value.args[1])
         if name in ("relax.nn.relu", "relax.clip"):  # RELU/RELU6 of an int8 activation, not a fused activation
             return is_call_to(self.value_of(value.args[0]), "relax.dequantize")
         if name == "relax.reshape":  # RESHAPE of an int8 activation, not of dequantized weights
