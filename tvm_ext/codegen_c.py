@@ -171,12 +171,21 @@ _TVM_BOILERPLATE = re.compile(
 _ZERO_OFFSET = re.compile(r"^\s*int(?:32|64)_t (elem_offset\w*) = \(int(?:32|64)_t\)0;\n", re.MULTILINE)
 
 
+_DEFINITION = re.compile(r"^void \w+\([^)\n]*\) \{\n.*?^\}\n", re.MULTILINE | re.DOTALL)
+
+
 def _without_unused_offsets(text: str) -> str:
-    """Drop the zero offsets plain_c_signature binds once the simplifier has folded every use of them."""
-    for match in list(_ZERO_OFFSET.finditer(text)):
-        if len(re.findall(rf"\b{match.group(1)}\b", text)) == 1:
-            text = text.replace(match.group(0), "", 1)
-    return text
+    """Drop the zero offsets plain_c_signature binds once the simplifier has folded every use of them
+    (counted per function: several kernels each declare their own ``elem_offset``)."""
+
+    def cleaned(definition: re.Match) -> str:
+        body = definition.group(0)
+        for match in list(_ZERO_OFFSET.finditer(body)):
+            if len(re.findall(rf"\b{match.group(1)}\b", body)) == 1:
+                body = body.replace(match.group(0), "", 1)
+        return body
+
+    return _DEFINITION.sub(cleaned, text)
 
 
 # TVM prints the int32 constant INT32_MIN as `-2147483648`: the negation of a literal too large for int,
