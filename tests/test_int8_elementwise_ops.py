@@ -92,27 +92,38 @@ def binary_model(builtin: str, options_table: Optional[str]) -> Model:
 
 UNARY_SHAPES = ((3, 7), (1, 1, 1, 1), (2, 3, 5), (5,), ())
 # (input, output) per-tensor quantizations, cycled through the shapes: the same (as converters write RELU6),
-# a rescale above and below one, zero points at both ends of int8 (6.0 beyond int8 at scale 0.01).
+# a rescale above and below one, zero points at both ends of int8 (6.0 beyond int8 at scale 0.01), a scale
+# wide enough for LOGISTIC to saturate beyond its input radius.
 UNARY_QUANTIZATIONS = (
     (Quantization((0.05,), (-20,)), Quantization((0.05,), (-20,))),
     (Quantization((0.05,), (3,)), Quantization((0.03,), (-128,))),
     (Quantization((0.01,), (-128,)), Quantization((0.2,), (127,))),
+    (Quantization((0.2,), (10,)), Quantization((0.1,), (-3,))),
 )
-UNARY_OPERATORS = {  # TFLite builtin: its options, if it has any
-    "RELU": None,
-    "RELU6": None,
-    "LEAKY_RELU": Options("LeakyReluOptions", {"Alpha": 0.3}),
+@dataclass(frozen=True)
+class Unary:
+    """How a unary operator is built: its options table, and the output quantization it requires."""
+
+    options: Optional[Options] = None
+    output: Optional[Quantization] = None
+
+
+UNARY_OPERATORS = {
+    "RELU": Unary(),
+    "RELU6": Unary(),
+    "LEAKY_RELU": Unary(Options("LeakyReluOptions", {"Alpha": 0.3})),
+    "LOGISTIC": Unary(output=Quantization((1 / 256,), (-128,))),
 }
 
 
-def unary_model(builtin: str, options: Optional[Options]) -> Model:
+def unary_model(builtin: str, unary: Unary) -> Model:
     """One ``builtin`` operator per shape, each with its own graph input and output."""
     tensors, operators = [], []
     for index, shape in enumerate(UNARY_SHAPES):
         in_quant, out_quant = UNARY_QUANTIZATIONS[index % len(UNARY_QUANTIZATIONS)]
         tensors += [Tensor(f"case{index}_in", shape, "int8", in_quant),
-                    Tensor(f"case{index}_out", shape, "int8", out_quant)]
-        operators.append(Operator(builtin, (2 * index,), (2 * index + 1,), options))
+                    Tensor(f"case{index}_out", shape, "int8", unary.output or out_quant)]
+        operators.append(Operator(builtin, (2 * index,), (2 * index + 1,), unary.options))
     return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
 
 

@@ -183,3 +183,26 @@ def softmax_params(beta: float, input_scale: np.float32, rounding: Rounding) -> 
     multiplier, left_shift = quantize_multiplier(real, rounding)
     radius = math.floor(((1 << bits) - 1) * (1 << (31 - bits)) / (1 << left_shift))
     return SoftmaxParams(multiplier, left_shift, -radius)
+
+
+LOGISTIC_INPUT_INTEGER_BITS = 4
+
+
+@dataclass(frozen=True)
+class LogisticParams:
+    """TFLite int8 LOGISTIC: the rescale of the centered input into Q4.27 and the radius beyond which the
+    output saturates (in input units)."""
+
+    input_zero_point: int
+    input_multiplier: int
+    input_left_shift: int
+    input_range_radius: int
+
+
+def logistic_params(input_scale: np.float32, input_zero_point: int) -> LogisticParams:
+    """TFLM's CalculateArithmeticOpData for int8: frexp of scale * 2^27, then CalculateInputRadius."""
+    bits = LOGISTIC_INPUT_INTEGER_BITS
+    fraction, left_shift = math.frexp(float(input_scale) * float(1 << (31 - bits)))
+    multiplier = _round_half_away(fraction * (1 << 31))
+    radius = math.floor(math.ldexp(((1 << bits) - 1) * float(1 << (31 - bits)), -left_shift))
+    return LogisticParams(input_zero_point, multiplier, left_shift, radius)

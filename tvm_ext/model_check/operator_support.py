@@ -27,6 +27,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "DEQUANTIZE",
         "FULLY_CONNECTED",
         "LEAKY_RELU",
+        "LOGISTIC",
         "MAX_POOL_2D",
         "MAXIMUM",
         "MINIMUM",

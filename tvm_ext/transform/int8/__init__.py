@@ -14,6 +14,7 @@ from . import relu
 from . import leaky_relu
 from . import maximum_minimum
 from . import squared_difference
+from . import logistic
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -28,6 +29,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     maximum_minimum.MAXIMUM,
     maximum_minimum.MINIMUM,
     squared_difference.LOWERING,
+    logistic.LOWERING,
     softmax.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
