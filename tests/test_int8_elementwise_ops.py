@@ -113,6 +113,7 @@ UNARY_OPERATORS = {
     "RELU6": Unary(),
     "LEAKY_RELU": Unary(Options("LeakyReluOptions", {"Alpha": 0.3})),
     "LOGISTIC": Unary(output=Quantization((1 / 256,), (-128,))),
+    "TANH": Unary(output=Quantization((1 / 128,), (0,))),
 }
 
 

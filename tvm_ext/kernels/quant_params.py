@@ -190,8 +190,8 @@ LOGISTIC_INPUT_INTEGER_BITS = 4
 
 @dataclass(frozen=True)
 class LogisticParams:
-    """TFLite int8 LOGISTIC: the rescale of the centered input into Q4.27 and the radius beyond which the
-    output saturates (in input units)."""
+    """TFLite int8 LOGISTIC and TANH: the rescale of the centered input into Q4.27 and the radius beyond
+    which the output saturates (in input units)."""
 
     input_zero_point: int
     input_multiplier: int
@@ -200,7 +200,8 @@ class LogisticParams:
 
 
 def logistic_params(input_scale: np.float32, input_zero_point: int) -> LogisticParams:
-    """TFLM's CalculateArithmeticOpData for int8: frexp of scale * 2^27, then CalculateInputRadius."""
+    """TFLM's CalculateArithmeticOpData (logistic and tanh) for int8: frexp of scale * 2^27, then
+    CalculateInputRadius."""
     bits = LOGISTIC_INPUT_INTEGER_BITS
     fraction, left_shift = math.frexp(float(input_scale) * float(1 << (31 - bits)))
     multiplier = _round_half_away(fraction * (1 << 31))

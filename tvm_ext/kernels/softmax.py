@@ -108,8 +108,8 @@ def exp_on_negative_values(lets: Lets, a: PrimExpr, integer_bits: int = SOFTMAX_
     return tirx.Select(a == 0, tirx.const(INT32_MAX, "int32"), result)
 
 
-def one_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
-    """gemmlowp 1/(1+a) for a Q0.31 a in [0, 1), as Q0.31 (three Newton-Raphson steps in Q2.29)."""
+def _half_denominator_reciprocal(lets: Lets, a: PrimExpr) -> PrimExpr:
+    """2/(1+a) as Q2.29 for a Q0.31 a in [0, 1]: three Newton-Raphson steps from 48/17 - 32/17 * d, d = (1+a)/2."""
     total = tirx.Cast("int64", a) + INT32_MAX
     half_denominator = lets.bind(
         "half_denominator", tirx.Cast("int32", tirx.truncdiv(total + tirx.Select(total >= 0, 1, -1).astype("int64"), 2))
@@ -118,7 +118,17 @@ def one_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
     for _ in range(3):
         one_minus = lets.bind("one_minus", (1 << 29) - mul(half_denominator, x))
         x = lets.bind("nr", x + saturating_left_shift(mul(x, one_minus), 2))
-    return saturating_left_shift(x, 1)
+    return x
+
+
+def one_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
+    """gemmlowp 1/(1+a) for a Q0.31 a in [0, 1), as Q0.31."""
+    return saturating_left_shift(_half_denominator_reciprocal(lets, a), 1)
+
+
+def one_minus_x_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
+    """gemmlowp (1-a)/(1+a) for a Q0.31 a in [0, 1], as Q0.31: 2/(1+a) - 1 rescaled from Q2.29."""
+    return saturating_left_shift(_half_denominator_reciprocal(lets, a) - (1 << 29), 2)
 
 
 def _count_leading_zeros(x: PrimExpr) -> PrimExpr:

@@ -39,6 +39,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "SOFTMAX",
         "SQUARED_DIFFERENCE",
         "SUB",
+        "TANH",
     }
 )
 

@@ -15,7 +15,7 @@ from tvm.ir.expr import Constant
 # Relax ops that are the computation of exactly one TFLite operator in the frontend's QDQ output.
 CORE_OPS = frozenset({"relax.nn.conv2d", "relax.matmul", "relax.nn.softmax", "relax.nn.avg_pool2d",
                       "relax.nn.max_pool2d", "relax.subtract", "relax.nn.leakyrelu", "relax.maximum",
-                      "relax.minimum", "relax.sigmoid"})
+                      "relax.minimum", "relax.sigmoid", "relax.tanh"})
 
 
 @dataclass(frozen=True)
