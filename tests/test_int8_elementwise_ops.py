@@ -10,6 +10,7 @@ TFLite Micro, and the bundle's C, called on random inputs, must equal TFLite Mic
 from __future__ import annotations
 
 import ctypes
+import json
 from dataclasses import dataclass
 from typing import Optional
 
@@ -135,6 +136,10 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
     bundle = compile(path, "lowpower", tmp_path / "out")
     report = bundle.selftest.output
     assert bundle.selftest.passed and report.count("(bit-identical)") == len(model.outputs), report
+    # Each kernel is labelled with its own operator (the pass found each operator's TFLite index).
+    calls = json.loads((bundle.out_dir / "manifest.json").read_text())["calls"]
+    labels = {layer for call in calls for layer in call["layers"]}
+    assert labels >= {f"{model.tensors[op.outputs[0]].name} ({op.builtin})" for op in model.operators}, labels
     run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
     interpreter = runtime.Interpreter.from_file(str(path))
     ins = [np.zeros(model.tensors[i].shape, np.int8) for i in model.inputs]

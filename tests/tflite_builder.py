@@ -92,7 +92,8 @@ def _offset_vector(b, offsets: list[int]) -> int:
     return b.EndVector()
 
 
-def _quantization(b, quant: Quantization) -> int:
+def quantization_table(b, quant: Quantization) -> int:
+    """Write ``quant`` as a QuantizationParameters table with builder ``b``; its offset."""
     import tflite
 
     b.StartVector(4, len(quant.scales), 4)
@@ -138,7 +139,7 @@ def build(model: Model) -> bytes:
     tensors, next_buffer = [], 1
     for tensor in model.tensors:
         name, shape = b.CreateString(tensor.name), _int_vector(b, tensor.shape)
-        quant = _quantization(b, tensor.quantization) if tensor.quantization else None
+        quant = quantization_table(b, tensor.quantization) if tensor.quantization else None
         tflite.TensorStart(b)
         tflite.TensorAddShape(b, shape)
         tflite.TensorAddType(b, getattr(tflite.TensorType, _TENSOR_TYPES[tensor.dtype]))

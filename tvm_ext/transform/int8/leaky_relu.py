@@ -11,7 +11,7 @@ from tvm.relax.dpl import is_const, is_op
 from ...kernels import leaky_relu_int8
 from ...kernels.quant_params import leaky_relu_params
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
-from .patterns import DequantizedActivation, ends_float_operator, extract, float_operator_mismatch
+from .patterns import DequantizedActivation, ends_float_operator, float_operator_mismatch, match_unary
 
 _INPUT = DequantizedActivation()
 _LEAKY_RELU = is_op("relax.nn.leakyrelu")(_INPUT.pattern)
@@ -19,15 +19,13 @@ _RESULT = is_op("relax.quantize")(_LEAKY_RELU, is_const(), is_const())
 
 
 def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
-    matched = extract(_RESULT, quantize, ctx)
-    data = _INPUT.read(matched, ctx) if matched is not None else None
-    out = ctx.graph.quant(quantize.args[1], quantize.args[2])
-    if data is None or out is None:
+    unary = match_unary(_RESULT, _INPUT, quantize, ctx)
+    if unary is None:
         return float_operator_mismatch(quantize, ctx)
+    data, out, core = unary.data, unary.out, unary.matched[_LEAKY_RELU]
     # The frontend passes TFLite's float32 alpha as the attribute (a double holding the same value).
-    alpha = np.float32(matched[_LEAKY_RELU].attrs.alpha)
-    params = leaky_relu_params(data.quant.scale, alpha, out.scale, ctx.rounding)
-    return FixedCall(KernelCall("LEAKY_RELU", matched[_LEAKY_RELU], leaky_relu_int8, (data.tensor,),
+    params = leaky_relu_params(data.quant.scale, np.float32(core.attrs.alpha), out.scale, ctx.rounding)
+    return FixedCall(KernelCall("LEAKY_RELU", core, leaky_relu_int8, (data.tensor,),
                                 {"input_zero_point": data.quant.zero_point, "output_zero_point": out.zero_point,
                                  "identity": params.identity, "alpha": params.alpha, "rounding": ctx.rounding}))
 

@@ -12,7 +12,7 @@ from ...kernels import logistic_int8, tanh_int8
 from ...kernels.quant_params import logistic_params
 from .graph import Quant
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
-from .patterns import DequantizedActivation, ends_float_operator, extract, float_operator_mismatch
+from .patterns import DequantizedActivation, ends_float_operator, float_operator_mismatch, match_unary
 
 # The output quantization TFLite requires of each (its Prepare checks it); the kernel writes exactly that.
 LOGISTIC_OUTPUT = Quant(np.float32(1 / 256), -128)
@@ -27,12 +27,11 @@ def _lowering(kind: str, relax_op: str, kernel: Kernel, output: Quant) -> Loweri
     result = is_op("relax.quantize")(core, is_const(), is_const())
 
     def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
-        matched = extract(result, quantize, ctx)
-        data = data_operand.read(matched, ctx) if matched is not None else None
-        if data is None or ctx.graph.quant(quantize.args[1], quantize.args[2]) != output:
+        unary = match_unary(result, data_operand, quantize, ctx)
+        if unary is None or unary.out != output:
             return float_operator_mismatch(quantize, ctx)
-        params = logistic_params(data.quant.scale, data.quant.zero_point)
-        return FixedCall(KernelCall(kind, matched[core], kernel, (data.tensor,),
+        params = logistic_params(unary.data.quant.scale, unary.data.quant.zero_point)
+        return FixedCall(KernelCall(kind, unary.matched[core], kernel, (unary.data.tensor,),
                                     {"params": params, "rounding": ctx.rounding}))
 
     return Lowering(frozenset({kind}), ends_float_operator, match)

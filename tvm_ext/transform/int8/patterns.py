@@ -66,6 +66,25 @@ class DequantizedOperand(DequantizedActivation):
 
 
 @dataclass(frozen=True)
+class UnaryMatch:
+    """A quantized unary operator of an int8 activation: the match, its operand, its output quantization."""
+
+    matched: Matched
+    data: Int8Input
+    out: Quant
+
+
+def match_unary(result: DFPattern, operand: DequantizedActivation, quantize: relax.Call,
+                ctx: LoweringContext) -> Optional[UnaryMatch]:
+    """``result`` (a quantize of a unary operator of ``operand``) matched at ``quantize``; None when it does
+    not match or a quantization is not per-tensor."""
+    matched = extract(result, quantize, ctx)
+    data = operand.read(matched, ctx) if matched is not None else None
+    out = ctx.graph.quant(quantize.args[1], quantize.args[2])
+    return UnaryMatch(matched, data, out) if data is not None and out is not None else None
+
+
+@dataclass(frozen=True)
 class Int8Weight:
     """A symmetric int8 weight constant: its values as stored, per-channel float32 scales, and whether the
     frontend transposed (``permute_dims``) and reshaped it after reading it."""

@@ -11,7 +11,7 @@ from tvm.relax.dpl import DFPattern, is_const, is_op, wildcard
 from ...kernels import relu6_int8, relu_int8
 from ...kernels.quant_params import ActivationRange, float_to_int8, rescale_multiplier
 from .lowering import ClampedCall, FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
-from .patterns import DequantizedActivation, ends_float_operator, extract, float_operator_mismatch
+from .patterns import DequantizedActivation, ends_float_operator, float_operator_mismatch, match_unary
 
 RELU6_BOUNDS = (0.0, 6.0)  # the float clip the frontend imports RELU6 as
 
@@ -28,12 +28,11 @@ _RELU_RESULT, _RELU6_RESULT = _quantized(_RELU), _quantized(_RELU6)
 
 
 def match_relu(quantize: relax.Call, ctx: LoweringContext) -> Union[ClampedCall, Mismatch]:
-    matched = extract(_RELU_RESULT, quantize, ctx)
-    data = _RELU_INPUT.read(matched, ctx) if matched is not None else None
-    out = ctx.graph.quant(quantize.args[1], quantize.args[2])
-    if data is None or out is None:
+    unary = match_unary(_RELU_RESULT, _RELU_INPUT, quantize, ctx)
+    if unary is None:
         return float_operator_mismatch(quantize, ctx)
-    call = KernelCall("RELU", matched[_RELU], relu_int8, (data.tensor,),
+    data, out = unary.data, unary.out
+    call = KernelCall("RELU", unary.matched[_RELU], relu_int8, (data.tensor,),
                       {"input_zero_point": data.quant.zero_point, "output_zero_point": out.zero_point,
                        "multiplier": rescale_multiplier(data.quant.scale, out.scale, ctx.rounding),
                        "rounding": ctx.rounding})
@@ -41,13 +40,13 @@ def match_relu(quantize: relax.Call, ctx: LoweringContext) -> Union[ClampedCall,
 
 
 def match_relu6(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
-    matched = extract(_RELU6_RESULT, quantize, ctx)
-    data = _RELU6_INPUT.read(matched, ctx) if matched is not None else None
-    if data is None or tuple(float(arg.value) for arg in matched[_RELU6].args[1:3]) != RELU6_BOUNDS:
+    unary = match_unary(_RELU6_RESULT, _RELU6_INPUT, quantize, ctx)
+    if unary is None or tuple(float(arg.value) for arg in unary.matched[_RELU6].args[1:3]) != RELU6_BOUNDS:
         return float_operator_mismatch(quantize, ctx)
-    bounds = ActivationRange(float_to_int8(0.0, data.quant.scale, data.quant.zero_point),
-                             float_to_int8(6.0, data.quant.scale, data.quant.zero_point))
-    return FixedCall(KernelCall("RELU6", matched[_RELU6], relu6_int8, (data.tensor,), {"bounds": bounds}))
+    quant = unary.data.quant
+    bounds = ActivationRange(float_to_int8(0.0, quant.scale, quant.zero_point),
+                             float_to_int8(6.0, quant.scale, quant.zero_point))
+    return FixedCall(KernelCall("RELU6", unary.matched[_RELU6], relu6_int8, (unary.data.tensor,), {"bounds": bounds}))
 
 
 RELU = Lowering(frozenset({"RELU"}), ends_float_operator, match_relu)
