@@ -173,7 +173,7 @@ class _MainRewriter:
         if expr in self.lowered:
             return self.lowered[expr]
         value = self.graph.value_of(expr)
-        if isinstance(value, relax.Tuple):  # several outputs, bound to one Var before main returns it
+        if isinstance(value, relax.Tuple):  # the frontend binds a model's several outputs to one var
             return self._output(value)
         result = self._lower(expr, value, Site.MODEL_OUTPUT)
         if isinstance(result, relax.Var):
