@@ -171,19 +171,24 @@ _TVM_BOILERPLATE = re.compile(
 _ZERO_OFFSET = re.compile(r"^\s*int(?:32|64)_t (elem_offset\w*) = \(int(?:32|64)_t\)0;\n", re.MULTILINE)
 
 
-_DEFINITION = re.compile(r"^void \w+\([^)\n]*\) \{\n.*?^\}\n", re.MULTILINE | re.DOTALL)
+_DEFINITION = re.compile(r"^void \w+\(([^)\n]*)\) \{\n(.*?)^\}\n", re.MULTILINE | re.DOTALL)
 
 
 def _without_unused_offsets(text: str) -> str:
-    """Drop the zero offsets plain_c_signature binds once the simplifier has folded every use of them
-    (counted per function: several kernels each declare their own ``elem_offset``)."""
+    """The leftovers of the simplifier's folding, per kernel definition: drop the zero offsets
+    plain_c_signature binds once every use of them is folded (several kernels each declare their own
+    ``elem_offset``), and mark ``(void)p;`` each parameter the body no longer reads (a kernel folded to a
+    constant, e.g. an int8 product its clamp makes constant, still takes its operands: -Wunused-parameter)."""
 
     def cleaned(definition: re.Match) -> str:
-        body = definition.group(0)
+        whole, body = definition.group(0), definition.group(2)
         for match in list(_ZERO_OFFSET.finditer(body)):
             if len(re.findall(rf"\b{match.group(1)}\b", body)) == 1:
                 body = body.replace(match.group(0), "", 1)
-        return body
+        parameters = [p.strip().split()[-1].lstrip("*") for p in definition.group(1).split(",") if p.strip()]
+        unused = [p for p in parameters if not re.search(rf"\b{re.escape(p)}\b", body)]
+        opening = whole[:definition.start(2) - definition.start(0)]
+        return opening + "".join(f"  (void){p};\n" for p in unused) + body + "}\n"
 
     return _DEFINITION.sub(cleaned, text)
 
@@ -191,20 +196,6 @@ def _without_unused_offsets(text: str) -> str:
 # TVM prints the int32 constant INT32_MIN as `-2147483648`: the negation of a literal too large for int,
 # so C types it long (long long on ILP32) and -Wconversion flags the narrowing back to int32_t.
 _BARE_INT32_MIN = re.compile(r"(?<!\(int64_t\))-2147483648\b")
-
-
-def _with_unused_parameters_marked(text: str, name: str) -> str:
-    """Kernel ``name`` with ``(void)p;`` for each parameter its body never reads: a kernel the simplifier
-    folded to a constant (e.g. an int8 product whose clamp makes it constant) still takes its operands,
-    which -Wunused-parameter would reject."""
-    definition = re.search(rf"^void {re.escape(name)}\(([^)\n]*)\) {{\n(.*?)^}}\n", text, re.MULTILINE | re.DOTALL)
-    if definition is None:
-        return text
-    parameters = [p.strip().split()[-1].lstrip("*") for p in definition.group(1).split(",") if p.strip()]
-    body = definition.group(2)
-    unused = [p for p in parameters if not re.search(rf"\b{re.escape(p)}\b", body)]
-    marks = "".join(f"  (void){p};\n" for p in unused)
-    return text[:definition.start(2)] + marks + text[definition.start(2):]
 
 
 def _clean_source(raw: str, signatures: dict[str, KernelSignature]) -> str:
@@ -219,7 +210,7 @@ def _clean_source(raw: str, signatures: dict[str, KernelSignature]) -> str:
             params = [f"const {p}" if i < sig.num_inputs else p for i, p in enumerate(params)]
             return f"void {sig.name}({', '.join(params)})"
 
-        text = _with_unused_parameters_marked(pattern.sub(add_const, text), sig.name)
+        text = pattern.sub(add_const, text)
     return "#include <stdint.h>\n" + text.lstrip()
 
 
