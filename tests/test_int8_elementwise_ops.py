@@ -94,12 +94,14 @@ def binary_model(builtin: str, options_table: Optional[str]) -> Model:
 UNARY_SHAPES = ((3, 7), (1, 1, 1, 1), (2, 3, 5), (5,), ())
 # (input, output) per-tensor quantizations, cycled through the shapes: the same (as converters write RELU6),
 # a rescale above and below one, zero points at both ends of int8 (6.0 beyond int8 at scale 0.01), a scale
-# wide enough for LOGISTIC to saturate beyond its input radius.
+# wide enough for LOGISTIC to saturate beyond its input radius, one fine enough for HARD_SWISH's "relu-ish"
+# rescale to shift right (scales 0.05 and 0.2 shift it left, 0.01 not at all).
 UNARY_QUANTIZATIONS = (
     (Quantization((0.05,), (-20,)), Quantization((0.05,), (-20,))),
     (Quantization((0.05,), (3,)), Quantization((0.03,), (-128,))),
     (Quantization((0.01,), (-128,)), Quantization((0.2,), (127,))),
     (Quantization((0.2,), (10,)), Quantization((0.1,), (-3,))),
+    (Quantization((0.002,), (0,)), Quantization((0.001,), (-5,))),
 )
 @dataclass(frozen=True)
 class Unary:
@@ -115,6 +117,7 @@ UNARY_OPERATORS = {
     "LEAKY_RELU": Unary(Options("LeakyReluOptions", {"Alpha": 0.3})),
     "LOGISTIC": Unary(output=Quantization((1 / 256,), (-128,))),
     "TANH": Unary(output=Quantization((1 / 128,), (0,))),
+    "HARD_SWISH": Unary(),
 }
 
 

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from .fixed_point import Rounding
+from .fixed_point import INT32_MAX, Rounding
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -207,3 +207,31 @@ def logistic_params(input_scale: np.float32, input_zero_point: int) -> LogisticP
     multiplier = _round_half_away(fraction * (1 << 31))
     radius = math.floor(math.ldexp(((1 << bits) - 1) * float(1 << (31 - bits)), -left_shift))
     return LogisticParams(input_zero_point, multiplier, left_shift, radius)
+
+
+@dataclass(frozen=True)
+class HardSwishParams:
+    """TFLite int8 HARD_SWISH: int16 fixed-point multipliers (Q0.15) and exponents of the two rescales."""
+
+    output_multiplier: int
+    output_exponent: int  # <= 0 (TFLite refuses a model needing a left shift here)
+    reluish_multiplier: int
+    reluish_exponent: int
+
+
+def _int16_multiplier(multiplier: int) -> int:
+    """TFLite's DownScaleInt32ToInt16Multiplier: a Q0.31 multiplier rounded to Q0.15."""
+    rounding_offset = 1 << 15
+    if multiplier >= INT32_MAX - rounding_offset:
+        return (1 << 15) - 1
+    return (multiplier + rounding_offset) >> 16
+
+
+def hard_swish_params(input_scale: np.float32, output_scale: np.float32, rounding: Rounding) -> HardSwishParams:
+    """TFLM's HardSwishPrepare: the ratios are float32 quotients, widened to double."""
+    hires_input_scale = np.float32(1.0 / 128.0) * np.float32(input_scale)
+    reluish_scale = np.float32(3.0) / np.float32(32768.0)
+    output_multiplier, output_exponent = quantize_multiplier(float(hires_input_scale / np.float32(output_scale)), rounding)
+    reluish_multiplier, reluish_exponent = quantize_multiplier(float(hires_input_scale / reluish_scale), rounding)
+    return HardSwishParams(_int16_multiplier(output_multiplier), output_exponent,
+                           _int16_multiplier(reluish_multiplier), reluish_exponent)

@@ -26,6 +26,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "DEPTHWISE_CONV_2D",
         "DEQUANTIZE",
         "FULLY_CONNECTED",
+        "HARD_SWISH",
         "LEAKY_RELU",
         "LOGISTIC",
         "MAX_POOL_2D",

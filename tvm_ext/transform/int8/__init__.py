@@ -15,6 +15,7 @@ from . import leaky_relu
 from . import maximum_minimum
 from . import squared_difference
 from . import logistic
+from . import hard_swish
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -31,6 +32,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     squared_difference.LOWERING,
     logistic.LOGISTIC,
     logistic.TANH,
+    hard_swish.LOWERING,
     softmax.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,

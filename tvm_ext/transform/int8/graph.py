@@ -15,7 +15,8 @@ from tvm.ir.expr import Constant
 # Relax ops that are the computation of exactly one TFLite operator in the frontend's QDQ output.
 CORE_OPS = frozenset({"relax.nn.conv2d", "relax.matmul", "relax.nn.softmax", "relax.nn.avg_pool2d",
                       "relax.nn.max_pool2d", "relax.subtract", "relax.nn.leakyrelu", "relax.maximum",
-                      "relax.minimum", "relax.sigmoid", "relax.tanh"})
+                      "relax.minimum", "relax.sigmoid", "relax.tanh",
+                      "relax.divide"})
 
 
 @dataclass(frozen=True)
@@ -65,24 +66,20 @@ class Graph:
         name = value.op.name
         if name in CORE_OPS:
             return True
-        if name == "relax.add":  # ADD, not a bias add: no operand is a dequantized int32 constant
-            return all(not self._is_int32_constant(self._dequantized_source(arg)) for arg in value.args)
-        if name == "relax.multiply":  # MUL, not the square ending SQUARED_DIFFERENCE (its subtract is the core)
-            return not value.args[0].same_as(value.args[1])
+        if name in ("relax.add", "relax.multiply"):
+            # ADD and MUL of int8 operands; not a bias add (of a dequantized int32 constant), nor the square
+            # of SQUARED_DIFFERENCE, nor HARD_SWISH's x + 3 and x * relu6(x + 3) (its divide is the core)
+            return all(self._dequantizes_int8(arg) for arg in value.args)
         if name in ("relax.nn.relu", "relax.clip"):  # RELU/RELU6 of an int8 activation, not a fused activation
             return is_call_to(self.value_of(value.args[0]), "relax.dequantize")
         if name == "relax.reshape":  # RESHAPE of an int8 activation, not of dequantized weights
             return str(value.ty.dtype) == "int8" and not isinstance(self.value_of(value.args[0]), Constant)
         return name == "relax.quantize" and value.args[0] in self.params  # QUANTIZE of a float model input
 
-    def _is_int32_constant(self, expr: relax.Expr) -> bool:
-        values = self.constant(expr)
-        return values is not None and values.dtype == np.int32
-
-    def _dequantized_source(self, expr: relax.Expr) -> relax.Expr:
-        """The first argument of the dequantize producing expr, else expr."""
+    def _dequantizes_int8(self, expr: relax.Expr) -> bool:
+        """Whether expr is a dequantize of an int8 tensor (an activation or an int8 constant)."""
         value = self.value_of(expr)
-        return value.args[0] if is_call_to(value, "relax.dequantize") else expr
+        return is_call_to(value, "relax.dequantize") and str(value.args[0].ty.dtype) == "int8"
 
     def operator_index(self, core: relax.Call) -> int:
         """TFLite operator index of the operator whose computation is ``core``.
