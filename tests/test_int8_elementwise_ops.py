@@ -4,7 +4,8 @@ Each operator gets one model built here (tests/tflite_builder.py) holding severa
 of it, each with its own inputs and output: awkward shapes (odd sizes, one channel), broadcasting on each
 axis, a lower-rank and a scalar operand, constant operands, every fused activation and scales whose
 rescale is above and below one. The bundle's own self-test must report every output bit-identical to
-TFLite Micro, and the bundle's C, called on random inputs, must equal TFLite Micro's outputs exactly.
+TFLite Micro (also built with the strict warnings and the sanitizers), and the bundle's C, called on random
+inputs, must equal TFLite Micro's outputs exactly.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
 from tflite_micro import runtime  # noqa: E402
 
+from c_checks import strict_sanitized_selftest  # noqa: E402
 from test_e2e_int8_models import shared_library  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import CompileError, compile  # noqa: E402
@@ -143,6 +145,8 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
     calls = json.loads((bundle.out_dir / "manifest.json").read_text())["calls"]
     labels = {layer for call in calls for layer in call["layers"]}
     assert labels >= {f"{model.tensors[op.outputs[0]].name} ({op.builtin})" for op in model.operators}, labels
+    strict = strict_sanitized_selftest(bundle.out_dir, tmp_path / "strict")
+    assert strict.returncode == 0 and "PASS" in strict.stdout, strict.stdout + strict.stderr
     run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
     interpreter = runtime.Interpreter.from_file(str(path))
     ins = [np.zeros(model.tensors[i].shape, np.int8) for i in model.inputs]
