@@ -34,6 +34,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from tvm_ext.model_check import ErrorKind
+from tflite_builder import Quantization, quantization_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TRUNCATION_LENGTHS = (4, 7, 8, 12, 16, 24, 64, 256)  # plus half and all-but-one byte of each model
@@ -283,18 +284,8 @@ def build_tflite(spec: TinyTflite) -> bytes:
         shape = int_vector(tensor.shape)
         quant = None
         if tensor.zero_points:
-            b.StartVector(4, len(tensor.zero_points), 4)
-            for _ in tensor.zero_points:
-                b.PrependFloat32(tensor.scale)
-            scales = b.EndVector()
-            b.StartVector(8, len(tensor.zero_points), 8)
-            for zero_point in reversed(tensor.zero_points):
-                b.PrependInt64(zero_point)
-            zero_points = b.EndVector()
-            tflite.QuantizationParametersStart(b)
-            tflite.QuantizationParametersAddScale(b, scales)
-            tflite.QuantizationParametersAddZeroPoint(b, zero_points)
-            quant = tflite.QuantizationParametersEnd(b)
+            scales = (tensor.scale,) * len(tensor.zero_points)
+            quant = quantization_table(b, Quantization(scales, tensor.zero_points))
         tflite.TensorStart(b)
         tflite.TensorAddShape(b, shape)
         tflite.TensorAddType(b, tensor.type_code)

@@ -151,20 +151,26 @@ _TVM_BOILERPLATE = re.compile(
 _ZERO_OFFSET = re.compile(r"^\s*int(?:32|64)_t (elem_offset\w*) = \(int(?:32|64)_t\)0;\n", re.MULTILINE)
 
 
-def _without_unused_offsets(text: str) -> str:
-    """Drop the zero offsets plain_c_signature binds once the simplifier has folded every use of them.
+_DEFINITION = re.compile(r"^void \w+\(([^)\n]*)\) \{\n(.*?)^\}\n", re.MULTILINE | re.DOTALL)
 
-    Each offset is looked up in its own function only (to the function's closing brace): two kernels (e.g. two
-    SVDF state updates) may each declare an `elem_offset`, one used and one not."""
-    while True:
-        for match in _ZERO_OFFSET.finditer(text):
-            end = text.find("\n}\n", match.end())
-            function_rest = text[match.end():end if end >= 0 else len(text)]
-            if not re.search(rf"\b{match.group(1)}\b", function_rest):
-                text = text[:match.start()] + text[match.end():]
-                break
-        else:
-            return text
+
+def _without_unused_offsets(text: str) -> str:
+    """The leftovers of the simplifier's folding, per kernel definition: drop the zero offsets
+    plain_c_signature binds once every use of them is folded (several kernels each declare their own
+    ``elem_offset``), and mark ``(void)p;`` each parameter the body no longer reads (a kernel folded to a
+    constant, e.g. an int8 product its clamp makes constant, still takes its operands: -Wunused-parameter)."""
+
+    def cleaned(definition: re.Match) -> str:
+        whole, body = definition.group(0), definition.group(2)
+        for match in list(_ZERO_OFFSET.finditer(body)):
+            if len(re.findall(rf"\b{match.group(1)}\b", body)) == 1:
+                body = body.replace(match.group(0), "", 1)
+        parameters = [p.strip().split()[-1].lstrip("*") for p in definition.group(1).split(",") if p.strip()]
+        unused = [p for p in parameters if not re.search(rf"\b{re.escape(p)}\b", body)]
+        opening = whole[:definition.start(2) - definition.start(0)]
+        return opening + "".join(f"  (void){p};\n" for p in unused) + body + "}\n"
+
+    return _DEFINITION.sub(cleaned, text)
 
 
 # TVM prints the int32 constant INT32_MIN as `-2147483648`: the negation of a literal too large for int,

@@ -1,41 +1,118 @@
-"""TE definition of TFLite's int8 ADD (with numpy-style broadcasting of equal-rank inputs)."""
+"""TE definitions of TFLite's int8 binary elementwise kernels (ADD, SUB, MUL) with TFLite's broadcasting.
+
+Broadcasting is numpy's (and TFLite's BroadcastBinaryFunction): shapes are aligned on their last axis, a
+missing leading axis or an axis of extent 1 is repeated; so a rank-0 (scalar) operand broadcasts everywhere.
+"""
 
 from __future__ import annotations
 
-from tvm import te, tirx
+from typing import Sequence
+
+from tvm import te
 from tvm.ir.expr import Expr as PrimExpr
 
 from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier, wrapping_left_shift
-from .quant_params import ActivationRange, AddParams
+from .quant_params import ActivationRange, AddParams, MulParams
 
 
-def _broadcast_read(tensor: te.Tensor, index) -> PrimExpr:
-    return tensor(*(0 if int(d) == 1 else i for d, i in zip(tensor.shape, index)))
+def broadcast_shape(lhs: te.Tensor, rhs: te.Tensor) -> list[int]:
+    """The output shape of two broadcast operands (numpy's rule; the frontend has checked they conform)."""
+    rank = max(len(lhs.shape), len(rhs.shape))
+    padded = [[1] * (rank - len(t.shape)) + [int(d) for d in t.shape] for t in (lhs, rhs)]
+    return [max(a, b) for a, b in zip(*padded)]
 
 
-def add_int8(
-    lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int, output_zero_point: int,
-    params: AddParams, activation: ActivationRange, rounding: Rounding,
-) -> te.Tensor:
-    """out = clamp(MBQM(MBQM(lhs'<<20) + MBQM(rhs'<<20)) + out_zp), lhs' = lhs - lhs_zp (TFLite AddFunc)."""
-    shape = [max(int(a), int(b)) for a, b in zip(lhs.shape, rhs.shape)]
+def broadcast_read(tensor: te.Tensor, index: Sequence[PrimExpr]) -> PrimExpr:
+    """``tensor`` at the output ``index``: trailing axes aligned, axes of extent 1 read at 0."""
+    own = index[len(index) - len(tensor.shape):]
+    return tensor(*(0 if int(d) == 1 else i for d, i in zip(tensor.shape, own)))
 
-    def rescaled(tensor: te.Tensor, zero_point: int, multiplier_shift: tuple[int, int], name: str) -> te.Tensor:
-        def value(*index):
-            centered = _broadcast_read(tensor, index).astype("int32") - zero_point
-            return multiply_by_quantized_multiplier(
-                wrapping_left_shift(centered, params.left_shift), *multiplier_shift, rounding
-            )
 
-        return te.compute(shape, value, name=name)
-
-    # Separate stages keep each TIR expression small (one fixed-point multiply each).
-    lhs_scaled = rescaled(lhs, lhs_zero_point, params.input1, "lhs_scaled")
-    rhs_scaled = rescaled(rhs, rhs_zero_point, params.input2, "rhs_scaled")
+def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: int,
+              multiplier_shift: tuple[int, int], rounding: Rounding, name: str) -> te.Tensor:
+    """MBQM((x - zero_point) << left_shift), broadcast to ``shape``: an operand on the common scale of ADD,
+    SUB and SQUARED_DIFFERENCE. A stage of its own keeps each TIR expression small (one fixed-point
+    multiply each)."""
 
     def value(*index):
-        raw_sum = lhs_scaled(*index) + rhs_scaled(*index)
-        out = multiply_by_quantized_multiplier(raw_sum, *params.output, rounding) + output_zero_point
+        centered = broadcast_read(tensor, index).astype("int32") - zero_point
+        return multiply_by_quantized_multiplier(wrapping_left_shift(centered, left_shift), *multiplier_shift, rounding)
+
+    return te.compute(shape, value, name=name)
+
+
+def _add_or_sub_int8(
+    lhs: te.Tensor, rhs: te.Tensor, sign: int, name: str, *, lhs_zero_point: int, rhs_zero_point: int,
+    output_zero_point: int, params: AddParams, activation: ActivationRange, rounding: Rounding,
+) -> te.Tensor:
+    """out = clamp(MBQM(MBQM(lhs'<<20) + sign * MBQM(rhs'<<20)) + out_zp), x' = x - x_zp (TFLite AddFunc,
+    SubFunc); ``sign`` is 1 for ADD, -1 for SUB."""
+    shape = broadcast_shape(lhs, rhs)
+    lhs_scaled = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled")
+    rhs_scaled = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled")
+
+    def value(*index):
+        raw = lhs_scaled(*index) + rhs_scaled(*index) if sign > 0 else lhs_scaled(*index) - rhs_scaled(*index)
+        out = multiply_by_quantized_multiplier(raw, *params.output, rounding) + output_zero_point
         return clamp_to_int8(out, activation.low, activation.high)
 
-    return te.compute(shape, value, name="add_int8")
+    return te.compute(shape, value, name=name)
+
+
+def add_int8(lhs: te.Tensor, rhs: te.Tensor, **quantization) -> te.Tensor:
+    """TFLite's int8 ADD; keywords as ``_add_or_sub_int8``."""
+    return _add_or_sub_int8(lhs, rhs, 1, "add_int8", **quantization)
+
+
+def sub_int8(lhs: te.Tensor, rhs: te.Tensor, **quantization) -> te.Tensor:
+    """TFLite's int8 SUB (lhs - rhs); keywords as ``_add_or_sub_int8``."""
+    return _add_or_sub_int8(lhs, rhs, -1, "sub_int8", **quantization)
+
+
+def mul_int8(
+    lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int, output_zero_point: int,
+    params: MulParams, activation: ActivationRange, rounding: Rounding,
+) -> te.Tensor:
+    """out = clamp(MBQM((lhs - lhs_zp) * (rhs - rhs_zp)) + out_zp) (TFLite's MulElementwise; the product of
+    two centered int8 values, at most 255 * 255 in magnitude, fits int32)."""
+
+    def value(*index):
+        product = ((broadcast_read(lhs, index).astype("int32") - lhs_zero_point)
+                   * (broadcast_read(rhs, index).astype("int32") - rhs_zero_point))
+        out = multiply_by_quantized_multiplier(product, *params.output, rounding) + output_zero_point
+        return clamp_to_int8(out, activation.low, activation.high)
+
+    return te.compute(broadcast_shape(lhs, rhs), value, name="mul_int8")
+
+
+def maximum_int8(lhs: te.Tensor, rhs: te.Tensor) -> te.Tensor:
+    """out = max(lhs, rhs) on the stored int8 values: TFLM's MAXIMUM compares the raw values, whatever
+    the operands' and output's quantization."""
+    return te.compute(broadcast_shape(lhs, rhs),
+                      lambda *index: te.max(broadcast_read(lhs, index), broadcast_read(rhs, index)),
+                      name="maximum_int8")
+
+
+def minimum_int8(lhs: te.Tensor, rhs: te.Tensor) -> te.Tensor:
+    """out = min(lhs, rhs) on the stored int8 values (TFLM's MINIMUM, as ``maximum_int8``)."""
+    return te.compute(broadcast_shape(lhs, rhs),
+                      lambda *index: te.min(broadcast_read(lhs, index), broadcast_read(rhs, index)),
+                      name="minimum_int8")
+
+
+def squared_difference_int8(
+    lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int, output_zero_point: int,
+    params: AddParams, rounding: Rounding,
+) -> te.Tensor:
+    """out = clamp(MBQM(d * d) + out_zp), d = MBQM(lhs'<<7) - MBQM(rhs'<<7) (TFLM's SquaredDifference; |d| is
+    below 2^15, so d * d fits int32)."""
+    shape = broadcast_shape(lhs, rhs)
+    lhs_scaled = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled")
+    rhs_scaled = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled")
+
+    def value(*index):
+        difference = lhs_scaled(*index) - rhs_scaled(*index)
+        out = multiply_by_quantized_multiplier(difference * difference, *params.output, rounding)
+        return clamp_to_int8(out + output_zero_point, -128, 127)
+
+    return te.compute(shape, value, name="squared_difference_int8")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from .fixed_point import Rounding
+from .fixed_point import INT32_MAX, Rounding
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -84,7 +85,8 @@ def fully_connected_multiplier(
 
 @dataclass(frozen=True)
 class AddParams:
-    """TFLite int8 ADD: both inputs are shifted left by 20 bits, then rescaled to a common scale."""
+    """TFLite int8 ADD, SUB, SQUARED_DIFFERENCE: both centered inputs are shifted left by ``left_shift`` bits,
+    then rescaled to a common scale; ``output`` rescales the result."""
 
     left_shift: int
     input1: tuple[int, int]
@@ -92,16 +94,73 @@ class AddParams:
     output: tuple[int, int]
 
 
-def add_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding) -> AddParams:
-    """Multipliers of TFLite's int8 ADD (micro/kernels/add_common.cc)."""
-    left_shift = 20
+def _common_scale_params(scale1: np.float32, scale2: np.float32, left_shift: int,
+                         output_real: Callable[[float], float], rounding: Rounding) -> AddParams:
+    """Both inputs rescaled to twice the larger input scale; ``output_real(twice_max)`` is the output's ratio."""
     twice_max = 2.0 * float(max(np.float32(scale1), np.float32(scale2)))
     return AddParams(
         left_shift=left_shift,
         input1=quantize_multiplier(float(scale1) / twice_max, rounding),
         input2=quantize_multiplier(float(scale2) / twice_max, rounding),
-        output=quantize_multiplier(twice_max / ((1 << left_shift) * float(output_scale)), rounding),
+        output=quantize_multiplier(output_real(twice_max), rounding),
     )
+
+
+def add_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding) -> AddParams:
+    """Multipliers of TFLite's int8 ADD and SUB (micro/kernels/add_common.cc, sub_common.cc)."""
+    left_shift = 20
+    return _common_scale_params(scale1, scale2, left_shift,
+                                lambda twice_max: twice_max / ((1 << left_shift) * float(output_scale)), rounding)
+
+
+def squared_difference_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32,
+                              rounding: Rounding) -> AddParams:
+    """Multipliers of TFLM's int8 SQUARED_DIFFERENCE: ADD's common scale with a left shift of 7; the output
+    ratio undoes both shifts of the squared difference."""
+    left_shift = 7
+    # (1 << 14) * output_scale is a float32 product in TFLM (exact: a power of two).
+    denominator = float(np.float32((1 << (2 * left_shift)) * np.float32(output_scale)))
+    return _common_scale_params(scale1, scale2, left_shift,
+                                lambda twice_max: twice_max * twice_max / denominator, rounding)
+
+
+@dataclass(frozen=True)
+class MulParams:
+    """TFLite int8 MUL: one rescale of the product of the centered inputs."""
+
+    output: tuple[int, int]
+
+
+def mul_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding) -> MulParams:
+    """Multiplier of TFLite's int8 MUL (micro/kernels/mul_common.cc): scale1 * scale2 / output_scale in double."""
+    return MulParams(quantize_multiplier(float(scale1) * float(scale2) / float(output_scale), rounding))
+
+
+def rescale_multiplier(input_scale: np.float32, output_scale: np.float32, rounding: Rounding) -> tuple[int, int]:
+    """(multiplier, shift) of input_scale / output_scale in double (TFLM's CalculateReluOpData)."""
+    return quantize_multiplier(float(input_scale) / float(output_scale), rounding)
+
+
+@dataclass(frozen=True)
+class LeakyReluParams:
+    """TFLite int8 LEAKY_RELU: the rescale of non-negative and of negative centered inputs."""
+
+    identity: tuple[int, int]
+    alpha: tuple[int, int]
+
+
+def leaky_relu_params(input_scale: np.float32, alpha: np.float32, output_scale: np.float32,
+                      rounding: Rounding) -> LeakyReluParams:
+    """TFLM's LeakyReluPrepare: both ratios are computed in float32, then widened to double."""
+    identity = np.float32(input_scale) / np.float32(output_scale)
+    alpha_ratio = np.float32(input_scale) * np.float32(alpha) / np.float32(output_scale)
+    return LeakyReluParams(quantize_multiplier(float(identity), rounding),
+                           quantize_multiplier(float(alpha_ratio), rounding))
+
+
+def float_to_int8(value: float, scale: np.float32, zero_point: int) -> int:
+    """TFLM's FloatToQuantizedType<int8_t>: quantize_real, saturated to int8."""
+    return min(max(quantize_real(value, scale, zero_point), INT8_MIN), INT8_MAX)
 
 
 SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
@@ -124,3 +183,55 @@ def softmax_params(beta: float, input_scale: np.float32, rounding: Rounding) -> 
     multiplier, left_shift = quantize_multiplier(real, rounding)
     radius = math.floor(((1 << bits) - 1) * (1 << (31 - bits)) / (1 << left_shift))
     return SoftmaxParams(multiplier, left_shift, -radius)
+
+
+LOGISTIC_INPUT_INTEGER_BITS = 4
+
+
+@dataclass(frozen=True)
+class LogisticParams:
+    """TFLite int8 LOGISTIC and TANH: the rescale of the centered input into Q4.27 and the radius beyond
+    which the output saturates (in input units)."""
+
+    input_zero_point: int
+    input_multiplier: int
+    input_left_shift: int
+    input_range_radius: int
+
+
+def logistic_params(input_scale: np.float32, input_zero_point: int) -> LogisticParams:
+    """TFLM's CalculateArithmeticOpData (logistic and tanh) for int8: frexp of scale * 2^27, then
+    CalculateInputRadius."""
+    bits = LOGISTIC_INPUT_INTEGER_BITS
+    fraction, left_shift = math.frexp(float(input_scale) * float(1 << (31 - bits)))
+    multiplier = _round_half_away(fraction * (1 << 31))
+    radius = math.floor(math.ldexp(((1 << bits) - 1) * float(1 << (31 - bits)), -left_shift))
+    return LogisticParams(input_zero_point, multiplier, left_shift, radius)
+
+
+@dataclass(frozen=True)
+class HardSwishParams:
+    """TFLite int8 HARD_SWISH: int16 fixed-point multipliers (Q0.15) and exponents of the two rescales."""
+
+    output_multiplier: int
+    output_exponent: int  # <= 0 (TFLite refuses a model needing a left shift here)
+    reluish_multiplier: int
+    reluish_exponent: int
+
+
+def _int16_multiplier(multiplier: int) -> int:
+    """TFLite's DownScaleInt32ToInt16Multiplier: a Q0.31 multiplier rounded to Q0.15."""
+    rounding_offset = 1 << 15
+    if multiplier >= INT32_MAX - rounding_offset:
+        return (1 << 15) - 1
+    return (multiplier + rounding_offset) >> 16
+
+
+def hard_swish_params(input_scale: np.float32, output_scale: np.float32, rounding: Rounding) -> HardSwishParams:
+    """TFLM's HardSwishPrepare: the ratios are float32 quotients, widened to double."""
+    hires_input_scale = np.float32(1.0 / 128.0) * np.float32(input_scale)
+    reluish_scale = np.float32(3.0) / np.float32(32768.0)
+    output_multiplier, output_exponent = quantize_multiplier(float(hires_input_scale / np.float32(output_scale)), rounding)
+    reluish_multiplier, reluish_exponent = quantize_multiplier(float(hires_input_scale / reluish_scale), rounding)
+    return HardSwishParams(_int16_multiplier(output_multiplier), output_exponent,
+                           _int16_multiplier(reluish_multiplier), reluish_exponent)

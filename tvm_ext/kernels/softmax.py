@@ -34,7 +34,7 @@ FORTY_EIGHT_SEVENTEENTHS = 1515870810
 MINUS_THIRTY_TWO_SEVENTEENTHS = -1010580540
 
 
-class _Lets:
+class Lets:
     """Names intermediate values: each is stored once into a small local array and read back.
 
     TIR ``Let``/``Bind`` would be the natural form, but TVM 0.27's buffer-region analysis substitutes
@@ -61,7 +61,7 @@ class _Lets:
         return tirx.SeqStmt([tirx.AllocBuffer(self.scratch), *stores, store])
 
 
-def _rowwise(name: str, shape: list[int], inputs: list[te.Tensor], value: Callable) -> te.Tensor:
+def rowwise(name: str, shape: list[int], inputs: list[te.Tensor], value: Callable) -> te.Tensor:
     """An int32 tensor of ``shape`` whose element is ``value(lets, input_buffers, index)``.
 
     Written as a TE extern stage: plain serial loops whose body computes each intermediate once.
@@ -69,17 +69,17 @@ def _rowwise(name: str, shape: list[int], inputs: list[te.Tensor], value: Callab
 
     def build(ins, outs):
         index = [tirx.Var(f"i{axis}", "int32") for axis in range(len(shape))]
-        lets = _Lets()
+        lets = Lets()
         result = value(lets, ins, index)
         body = lets.then_store(tirx.BufferStore(outs[0], result, index))
         for axis in reversed(range(len(shape))):
             body = tirx.For(index[axis], 0, shape[axis], tirx.ForKind.SERIAL, body)
         return body
 
-    return te.extern(shape, inputs, build, name=name, dtype="int32")
+    return te.extern(tuple(shape), inputs, build, name=name, dtype="int32")
 
 
-def _exp_on_interval_between_negative_one_quarter_and_zero(lets: _Lets, a: PrimExpr) -> PrimExpr:
+def _exp_on_interval_between_negative_one_quarter_and_zero(lets: Lets, a: PrimExpr) -> PrimExpr:
     """exp(a) for a in [-1/4, 0), both Q0.31: Taylor expansion around -1/8."""
     x = lets.bind("x", a + (1 << 28))
     x2 = lets.bind("x2", mul(x, x))
@@ -89,26 +89,26 @@ def _exp_on_interval_between_negative_one_quarter_and_zero(lets: _Lets, a: PrimE
     return EXP_MINUS_ONE_EIGHTH + mul(EXP_MINUS_ONE_EIGHTH, x + poly)
 
 
-def exp_on_negative_values(lets: _Lets, a: PrimExpr) -> PrimExpr:
-    """gemmlowp exp of a Q5.26 value a <= 0, as Q0.31."""
-    fractional_bits = 31 - SOFTMAX_SCALED_DIFF_INTEGER_BITS
+def exp_on_negative_values(lets: Lets, a: PrimExpr, integer_bits: int = SOFTMAX_SCALED_DIFF_INTEGER_BITS) -> PrimExpr:
+    """gemmlowp exp of a value a <= 0 with ``integer_bits`` integer bits (Q5.26 in softmax), as Q0.31."""
+    fractional_bits = 31 - integer_bits
     one_quarter = 1 << (fractional_bits - 2)
     a_mod = lets.bind("a_mod_quarter_minus_quarter", (a & (one_quarter - 1)) - one_quarter)
     result = lets.bind(
         "exp_base",
-        _exp_on_interval_between_negative_one_quarter_and_zero(
-            lets, saturating_left_shift(a_mod, SOFTMAX_SCALED_DIFF_INTEGER_BITS)
-        ),
+        _exp_on_interval_between_negative_one_quarter_and_zero(lets, saturating_left_shift(a_mod, integer_bits)),
     )
     remainder = lets.bind("remainder", a_mod - a)
     for exponent, multiplier in EXP_BARREL_SHIFTER:
+        if exponent >= integer_bits:  # a remainder bit the input cannot have
+            continue
         bit = 1 << (fractional_bits + exponent)
         result = lets.bind("exp_acc", tirx.Select((remainder & bit) != 0, mul(result, multiplier), result))
     return tirx.Select(a == 0, tirx.const(INT32_MAX, "int32"), result)
 
 
-def _one_over_one_plus_x(lets: _Lets, a: PrimExpr) -> PrimExpr:
-    """gemmlowp 1/(1+a) for a Q0.31 a in [0, 1), as Q0.31 (three Newton-Raphson steps in Q2.29)."""
+def _half_denominator_reciprocal(lets: Lets, a: PrimExpr) -> PrimExpr:
+    """2/(1+a) as Q2.29 for a Q0.31 a in [0, 1]: three Newton-Raphson steps from 48/17 - 32/17 * d, d = (1+a)/2."""
     total = tirx.Cast("int64", a) + INT32_MAX
     half_denominator = lets.bind(
         "half_denominator", tirx.Cast("int32", tirx.truncdiv(total + tirx.Select(total >= 0, 1, -1).astype("int64"), 2))
@@ -117,7 +117,17 @@ def _one_over_one_plus_x(lets: _Lets, a: PrimExpr) -> PrimExpr:
     for _ in range(3):
         one_minus = lets.bind("one_minus", (1 << 29) - mul(half_denominator, x))
         x = lets.bind("nr", x + saturating_left_shift(mul(x, one_minus), 2))
-    return saturating_left_shift(x, 1)
+    return x
+
+
+def one_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
+    """gemmlowp 1/(1+a) for a Q0.31 a in [0, 1), as Q0.31."""
+    return saturating_left_shift(_half_denominator_reciprocal(lets, a), 1)
+
+
+def one_minus_x_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
+    """gemmlowp (1-a)/(1+a) for a Q0.31 a in [0, 1], as Q0.31: 2/(1+a) - 1 rescaled from Q2.29."""
+    return saturating_left_shift(_half_denominator_reciprocal(lets, a) - (1 << 29), 2)
 
 
 def _count_leading_zeros(x: PrimExpr) -> PrimExpr:
@@ -140,7 +150,7 @@ def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding, 
     def diff(index) -> PrimExpr:
         return data(*index).astype("int32") - row_max(*index[:-1]).astype("int32")
 
-    def exp_term(lets: _Lets, ins, index) -> PrimExpr:
+    def exp_term(lets: Lets, ins, index) -> PrimExpr:
         d = lets.bind("diff", ins[0][index].astype("int32") - ins[1][index[:-1]].astype("int32"))
         scaled = lets.bind(
             "scaled_diff",
@@ -148,7 +158,7 @@ def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding, 
         )
         return tirx.Select(d >= params.diff_min, exp_on_negative_values(lets, scaled), tirx.const(0, "int32"))
 
-    exps = _rowwise("exp_q0_31", shape, [data, row_max], exp_term)
+    exps = rowwise("exp_q0_31", shape, [data, row_max], exp_term)
     j = te.reduce_axis((0, depth), "j")
     sum_of_exps = te.compute(
         shape[:-1],
@@ -156,20 +166,20 @@ def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding, 
         name="sum_of_exps_q12_19",
     )
 
-    def reciprocal(lets: _Lets, ins, r) -> PrimExpr:
+    def reciprocal(lets: Lets, ins, r) -> PrimExpr:
         total = lets.bind("sum", ins[0][r])
         headroom = lets.bind("headroom_plus_one", _count_leading_zeros(total))
         shifted = lets.bind(
             "shifted_sum_minus_one",
             tirx.Cast("int32", (tirx.Cast("int64", total) << tirx.Cast("int64", headroom)) - (1 << 31)),
         )
-        return _one_over_one_plus_x(lets, shifted)
+        return one_over_one_plus_x(lets, shifted)
 
     def output_exponent(*r):
         num_bits_over_unit = ACCUMULATION_INTEGER_BITS - _count_leading_zeros(sum_of_exps(*r))
         return num_bits_over_unit + 31 - bits
 
-    scale = _rowwise("reciprocal_q0_31", shape[:-1], [sum_of_exps], reciprocal)
+    scale = rowwise("reciprocal_q0_31", shape[:-1], [sum_of_exps], reciprocal)
     exponent = te.compute(shape[:-1], output_exponent, name="output_exponent")
 
     def output(*index):

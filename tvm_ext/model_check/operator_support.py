@@ -26,11 +26,22 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "DEPTHWISE_CONV_2D",
         "DEQUANTIZE",
         "FULLY_CONNECTED",
+        "HARD_SWISH",
+        "LEAKY_RELU",
+        "LOGISTIC",
         "MAX_POOL_2D",
+        "MAXIMUM",
+        "MINIMUM",
+        "MUL",
         "QUANTIZE",
+        "RELU",
+        "RELU6",
         "RESHAPE",
         "SOFTMAX",
+        "SQUARED_DIFFERENCE",
+        "SUB",
         "SVDF",
+        "TANH",
     }
 )
 

@@ -8,6 +8,14 @@ lowerings that complete the same binding (the quantize that ends a float operato
 from __future__ import annotations
 
 from . import add, conv, edges, fully_connected, pool, reshape, softmax, svdf
+from . import mul
+from . import sub
+from . import relu
+from . import leaky_relu
+from . import maximum_minimum
+from . import squared_difference
+from . import logistic
+from . import hard_swish
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -15,6 +23,17 @@ LOWERINGS: tuple[Lowering, ...] = (
     conv.LOWERING,
     fully_connected.LOWERING,
     add.LOWERING,
+    mul.LOWERING,
+    sub.LOWERING,
+    relu.RELU,
+    relu.RELU6,
+    leaky_relu.LOWERING,
+    maximum_minimum.MAXIMUM,
+    maximum_minimum.MINIMUM,
+    squared_difference.LOWERING,
+    logistic.LOGISTIC,
+    logistic.TANH,
+    hard_swish.LOWERING,
     softmax.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,

@@ -50,6 +50,40 @@ class DequantizedActivation:
         return Int8Input(ctx.lowered[source], quant)
 
 
+class DequantizedOperand(DequantizedActivation):
+    """An int8 operand of an elementwise operator: an activation already lowered, or an int8 constant
+    (TFLite's constant operand, e.g. a scalar; it stays an int8 constant of the kernel)."""
+
+    def read(self, matched: Matched, ctx: LoweringContext) -> Optional[Int8Input]:
+        activation = super().read(matched, ctx)
+        if activation is not None:
+            return activation
+        call = matched[self.pattern]
+        values, quant = ctx.graph.constant(call.args[0]), ctx.graph.quant(call.args[1], call.args[2])
+        if values is None or values.dtype != np.int8 or quant is None:
+            return None
+        return Int8Input(relax.const(values), quant)
+
+
+@dataclass(frozen=True)
+class UnaryMatch:
+    """A quantized unary operator of an int8 activation: the match, its operand, its output quantization."""
+
+    matched: Matched
+    data: Int8Input
+    out: Quant
+
+
+def match_unary(result: DFPattern, operand: DequantizedActivation, quantize: relax.Call,
+                ctx: LoweringContext) -> Optional[UnaryMatch]:
+    """``result`` (a quantize of a unary operator of ``operand``) matched at ``quantize``; None when it does
+    not match or a quantization is not per-tensor."""
+    matched = extract(result, quantize, ctx)
+    data = operand.read(matched, ctx) if matched is not None else None
+    out = ctx.graph.quant(quantize.args[1], quantize.args[2])
+    return UnaryMatch(matched, data, out) if data is not None and out is not None else None
+
+
 @dataclass(frozen=True)
 class Int8Weight:
     """A symmetric int8 weight constant: its values as stored, per-channel float32 scales, and whether the

@@ -1,0 +1,187 @@
+"""int8 elementwise operators through the real pipeline (tvm_ext.compile, lowpower), bit-exact with TFLite Micro.
+
+Each operator gets one model built here (tests/tflite_builder.py) holding several independent instances
+of it, each with its own inputs and output: awkward shapes (odd sizes, one channel), broadcasting on each
+axis, a lower-rank and a scalar operand, constant operands, every fused activation and scales whose
+rescale is above and below one. The bundle's own self-test must report every output bit-identical to
+TFLite Micro (also built with the strict warnings and the sanitizers), and the bundle's C, called on random
+inputs, must equal TFLite Micro's outputs exactly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pytest
+
+tflite = pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
+from tflite_micro import runtime  # noqa: E402
+
+from c_checks import strict_sanitized_selftest  # noqa: E402
+from test_e2e_int8_models import shared_library  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tvm_ext.compile import CompileError, compile  # noqa: E402
+
+RUNS = 20
+ACTIVATIONS = (ActivationFunctionType.NONE, ActivationFunctionType.RELU, ActivationFunctionType.RELU6,
+               ActivationFunctionType.RELU_N1_TO_1)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One instance of a binary operator: operand shapes, and an operand's constant values if it has one."""
+
+    lhs: tuple[int, ...]
+    rhs: tuple[int, ...]
+    constant_lhs: Optional[np.ndarray] = None
+    constant_rhs: Optional[np.ndarray] = None
+
+
+_RNG = np.random.default_rng(15)
+BINARY_CASES = (
+    Case((3, 7), (3, 7)),  # odd sizes
+    Case((1, 1, 1, 1), (1, 1, 1, 1)),  # one element, one channel
+    Case((2, 3, 5), (1, 3, 5)),  # broadcast on axis 0
+    Case((2, 3, 5), (2, 1, 5)),  # ... axis 1
+    Case((2, 3, 5), (2, 3, 1)),  # ... axis 2
+    Case((1, 3, 1), (2, 1, 5)),  # both operands broadcast
+    Case((2, 1, 3, 5), (5,)),  # lower rank
+    Case((2, 3), ()),  # scalar input
+    Case((2, 3), (), constant_rhs=np.array(-77, np.int8)),  # constant scalar
+    Case((3, 1), (3, 4), constant_lhs=_RNG.integers(-128, 128, (3, 1)).astype(np.int8)),  # constant tensor
+)
+# (lhs, rhs, output) per-tensor quantizations, cycled through the cases: rescales above and below one,
+# zero points at both ends of int8.
+QUANTIZATIONS = (
+    (Quantization((0.05,), (3,)), Quantization((0.07,), (-2,)), Quantization((0.04,), (-10,))),
+    (Quantization((0.5,), (-128,)), Quantization((0.25,), (127,)), Quantization((0.1,), (5,))),
+    (Quantization((0.003,), (0,)), Quantization((0.2,), (-7,)), Quantization((0.02,), (0,))),
+)
+OPERATORS = {  # TFLite builtin: its options table, if it has a fused activation
+    "ADD": "AddOptions",
+    "SUB": "SubOptions",
+    "MUL": "MulOptions",
+    "MAXIMUM": None,
+    "MINIMUM": None,
+    "SQUARED_DIFFERENCE": None,
+}
+
+
+def binary_model(builtin: str, options_table: Optional[str]) -> Model:
+    """One ``builtin`` operator per case, each with its own graph inputs and output."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, case in enumerate(BINARY_CASES):
+        lhs_quant, rhs_quant, out_quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        operands = []
+        for side, shape, quant, constant in (("lhs", case.lhs, lhs_quant, case.constant_lhs),
+                                            ("rhs", case.rhs, rhs_quant, case.constant_rhs)):
+            operands.append(len(tensors))
+            if constant is None:
+                inputs.append(len(tensors))
+            tensors.append(Tensor(f"case{index}_{side}", shape, "int8", quant, data=constant))
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", np.broadcast_shapes(case.lhs, case.rhs), "int8", out_quant))
+        activation = ACTIVATIONS[index % len(ACTIVATIONS)]
+        options = Options(options_table, {"FusedActivationFunction": activation}) if options_table else None
+        operators.append(Operator(builtin, tuple(operands), (outputs[-1],), options))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+UNARY_SHAPES = ((3, 7), (1, 1, 1, 1), (2, 3, 5), (5,), ())
+# (input, output) per-tensor quantizations, cycled through the shapes: the same (as converters write RELU6),
+# a rescale above and below one, zero points at both ends of int8 (6.0 beyond int8 at scale 0.01), a scale
+# wide enough for LOGISTIC to saturate beyond its input radius, one fine enough for HARD_SWISH's "relu-ish"
+# rescale to shift right (scales 0.05 and 0.2 shift it left, 0.01 not at all).
+UNARY_QUANTIZATIONS = (
+    (Quantization((0.05,), (-20,)), Quantization((0.05,), (-20,))),
+    (Quantization((0.05,), (3,)), Quantization((0.03,), (-128,))),
+    (Quantization((0.01,), (-128,)), Quantization((0.2,), (127,))),
+    (Quantization((0.2,), (10,)), Quantization((0.1,), (-3,))),
+    (Quantization((0.002,), (0,)), Quantization((0.001,), (-5,))),
+)
+@dataclass(frozen=True)
+class Unary:
+    """How a unary operator is built: its options table, and the output quantization it requires."""
+
+    options: Optional[Options] = None
+    output: Optional[Quantization] = None
+
+
+UNARY_OPERATORS = {
+    "RELU": Unary(),
+    "RELU6": Unary(),
+    "LEAKY_RELU": Unary(Options("LeakyReluOptions", {"Alpha": 0.3})),
+    "LOGISTIC": Unary(output=Quantization((1 / 256,), (-128,))),
+    "TANH": Unary(output=Quantization((1 / 128,), (0,))),
+    "HARD_SWISH": Unary(),
+}
+
+
+def unary_model(builtin: str, unary: Unary) -> Model:
+    """One ``builtin`` operator per shape, each with its own graph input and output."""
+    tensors, operators = [], []
+    for index, shape in enumerate(UNARY_SHAPES):
+        in_quant, out_quant = UNARY_QUANTIZATIONS[index % len(UNARY_QUANTIZATIONS)]
+        tensors += [Tensor(f"case{index}_in", shape, "int8", in_quant),
+                    Tensor(f"case{index}_out", shape, "int8", unary.output or out_quant)]
+        operators.append(Operator(builtin, (2 * index,), (2 * index + 1,), unary.options))
+    return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
+
+
+def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
+    """Compile ``model`` for lowpower; its self-test and RUNS random inputs must match TFLite Micro exactly."""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(model))
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    report = bundle.selftest.output
+    assert bundle.selftest.passed and report.count("(bit-identical)") == len(model.outputs), report
+    # Each kernel is labelled with its own operator (the pass found each operator's TFLite index).
+    calls = json.loads((bundle.out_dir / "manifest.json").read_text())["calls"]
+    labels = {layer for call in calls for layer in call["layers"]}
+    assert labels >= {f"{model.tensors[op.outputs[0]].name} ({op.builtin})" for op in model.operators}, labels
+    strict = strict_sanitized_selftest(bundle.out_dir, tmp_path / "strict")
+    assert strict.returncode == 0 and "PASS" in strict.stdout, strict.stdout + strict.stderr
+    run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
+    interpreter = runtime.Interpreter.from_file(str(path))
+    ins = [np.zeros(model.tensors[i].shape, np.int8) for i in model.inputs]
+    outs = [np.zeros(model.tensors[i].shape, np.int8) for i in model.outputs]
+    in_struct = (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins))
+    out_struct = (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs))
+    rng = np.random.default_rng(2026)
+    for _ in range(RUNS):
+        for position, array in enumerate(ins):
+            array[...] = rng.integers(-128, 128, array.shape)
+            interpreter.set_input(array, position)
+        assert run(ctypes.byref(in_struct), ctypes.byref(out_struct)) == 0
+        interpreter.invoke()
+        for position, array in enumerate(outs):
+            np.testing.assert_array_equal(array, np.asarray(interpreter.get_output(position)),
+                                          err_msg=model.tensors[model.outputs[position]].name)
+
+
+@pytest.mark.parametrize("builtin", sorted(OPERATORS))
+def test_binary_operator_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    assert_bit_exact_with_tflite_micro(binary_model(builtin, OPERATORS[builtin]), tmp_path)
+
+
+def test_an_int8_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
+    quant = Quantization((0.05,), (0,))
+    prelu = Model([Tensor("x", (1, 4), "int8", quant), Tensor("alpha", (4,), "int8", quant, np.ones(4, np.int8)),
+                   Tensor("y", (1, 4), "int8", quant)], [Operator("PRELU", (0, 1), (2,))], (0,), (2,))
+    path = tmp_path / "prelu.tflite"
+    path.write_bytes(build(prelu))
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)
+    assert "\n" not in message and "PRELU" in message, message
+
+
+@pytest.mark.parametrize("builtin", UNARY_OPERATORS)
+def test_activation_operator_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    assert_bit_exact_with_tflite_micro(unary_model(builtin, UNARY_OPERATORS[builtin]), tmp_path)

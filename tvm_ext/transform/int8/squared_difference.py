@@ -1,0 +1,36 @@
+"""SQUARED_DIFFERENCE: ``q(d * d)`` with ``d = subtract(dq(a), dq(b))`` (the frontend's import), each operand
+an int8 activation or constant, broadcast -> TFLite Micro's integer SQUARED_DIFFERENCE kernel."""
+
+from __future__ import annotations
+
+from typing import Union
+
+from tvm import relax
+from tvm.relax.dpl import is_const, is_op
+
+from ...kernels import squared_difference_int8
+from ...kernels.quant_params import squared_difference_params
+from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from .patterns import DequantizedOperand, ends_float_operator, extract, float_operator_mismatch
+
+_LHS, _RHS = DequantizedOperand(), DequantizedOperand()
+_DIFFERENCE = is_op("relax.subtract")(_LHS.pattern, _RHS.pattern)
+_RESULT = is_op("relax.quantize")(is_op("relax.multiply")(_DIFFERENCE, _DIFFERENCE), is_const(), is_const())
+
+
+def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    matched = extract(_RESULT, quantize, ctx)
+    if matched is None:
+        return float_operator_mismatch(quantize, ctx)
+    lhs, rhs = _LHS.read(matched, ctx), _RHS.read(matched, ctx)
+    out = ctx.graph.quant(quantize.args[1], quantize.args[2])
+    if lhs is None or rhs is None or out is None:
+        return float_operator_mismatch(quantize, ctx)
+    params = squared_difference_params(lhs.quant.scale, rhs.quant.scale, out.scale, ctx.rounding)
+    return FixedCall(KernelCall("SQUARED_DIFFERENCE", matched[_DIFFERENCE], squared_difference_int8,
+                                (lhs.tensor, rhs.tensor),
+                                {"lhs_zero_point": lhs.quant.zero_point, "rhs_zero_point": rhs.quant.zero_point,
+                                 "output_zero_point": out.zero_point, "params": params, "rounding": ctx.rounding}))
+
+
+LOWERING = Lowering(frozenset({"SQUARED_DIFFERENCE"}), ends_float_operator, match)
