@@ -32,7 +32,9 @@ _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_inputs(specs: list[TensorSpec], seed: int = 0) -> list[np.ndarray]:
-    """Deterministic inputs: floats uniform in [-1, 1), integers uniform over the type's range."""
+    """Deterministic inputs: floats uniform in [-1, 1); integers never zero (an integer Div or Mod by an
+    input would otherwise divide by zero, which crashes the reference runtime): 8-bit ones uniform over the
+    type's nonzero values, wider ones uniform in [1, 9]; booleans 90 % true."""
     rng = np.random.default_rng(seed)
     arrays = []
     for spec in specs:
@@ -41,7 +43,10 @@ def test_inputs(specs: list[TensorSpec], seed: int = 0) -> list[np.ndarray]:
             arrays.append(rng.uniform(-1.0, 1.0, spec.shape).astype(dtype))
         elif dtype.kind in "iu" and dtype.itemsize == 1:
             info = np.iinfo(dtype)
-            arrays.append(rng.integers(info.min, info.max + 1, spec.shape).astype(dtype))
+            values = rng.integers(info.min, info.max, spec.shape)  # one value fewer than the type holds,
+            arrays.append((values + (values >= 0)).astype(dtype))  # shifted over zero
+        elif dtype.kind in "iu":
+            arrays.append(rng.integers(1, 10, spec.shape).astype(dtype))
         else:
             arrays.append(rng.integers(0, 10, spec.shape).astype(dtype))
     return arrays
