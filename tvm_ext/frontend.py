@@ -250,6 +250,8 @@ def _import_onnx(path: Path) -> ImportedModel:
     from onnx import helper
     from tvm.relax.frontend.onnx import onnx_frontend
 
+    from tvm_ext.onnx_conv_transpose import output_shape_as_pads
+
     layers: list[str] = []
 
     class LayerNamingImporter(onnx_frontend.ONNXGraphImporter):
@@ -259,6 +261,9 @@ def _import_onnx(path: Path) -> ImportedModel:
             node_name = attrs.get("tvm_custom", {}).get("name")
             layer = f"{node_name} ({op_name})" if node_name else op_name
             try:
+                if op_name == "ConvTranspose" and "output_shape" in attrs:
+                    data_shape, weight_shape = (_static_dims(x) for x in inputs[:2])
+                    attrs = output_shape_as_pads(attrs, data_shape[2:], weight_shape[2:])
                 result = super()._convert_operator(op_name, inputs, attrs, opset)
                 return _bind_layer_output(self.bb, result, layers, layer)
             except Exception as err:  # noqa: BLE001 - a conversion or type failure is this node's
@@ -293,6 +298,11 @@ def _import_onnx(path: Path) -> ImportedModel:
         inputs=[spec(i) for i in graph_inputs],
         outputs=[spec(o) for o in model.graph.output],
     )
+
+
+def _static_dims(value: relax.Expr) -> list[int]:
+    """The static shape of a Relax tensor value (the model check made every shape static)."""
+    return [int(d) for d in value.ty.shape.values]
 
 
 def _import_failure(err: Exception) -> str:
