@@ -238,7 +238,13 @@ class Worker:
 
 
 def serve() -> None:
-    """The worker's loop (see Worker): a test that raises anything but CompileError is a crash."""
+    """The worker's loop (see Worker): a test that raises anything but CompileError is a crash.
+
+    The protocol has stdout to itself: whatever else writes to file descriptor 1 (TVM's converters print
+    there) goes to the log on stderr."""
+    protocol = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     for line in sys.stdin:
         test_dir = Path(line.strip())
         try:
@@ -247,7 +253,7 @@ def serve() -> None:
             message = next((part for part in str(err).splitlines() if part.strip()), "")
             result = ("crash", f"{type(err).__name__}: {message[:300]}")
         (test_dir / "result.json").write_text(json.dumps(result))
-        print(test_dir, flush=True)
+        print(test_dir, file=protocol, flush=True)
 
 
 def run_all(folder: Path, selected: dict[str, str], jobs: int) -> list[Outcome]:
