@@ -251,11 +251,18 @@ def _import_onnx(path: Path) -> ImportedModel:
     from tvm.relax.frontend.onnx import onnx_frontend
 
     from tvm_ext.onnx_conv_transpose import output_shape_as_pads
+    from tvm_ext.onnx_integer_ops import CONVERTERS as ONNX_CONVERTERS
 
     layers: list[str] = []
 
     class LayerNamingImporter(onnx_frontend.ONNXGraphImporter):
         """TVM's ONNX importer, binding each node's result to a var named after the node."""
+
+        def _check_for_unsupported_ops(self, graph):
+            """TVM's check, for the nodes our converters leave to TVM."""
+            theirs = onnx.GraphProto()
+            theirs.node.extend(node for node in graph.node if node.op_type not in ONNX_CONVERTERS)
+            super()._check_for_unsupported_ops(theirs)
 
         def _convert_operator(self, op_name, inputs, attrs, opset):
             node_name = attrs.get("tvm_custom", {}).get("name")
@@ -264,7 +271,10 @@ def _import_onnx(path: Path) -> ImportedModel:
                 if op_name == "ConvTranspose" and "output_shape" in attrs:
                     data_shape, weight_shape = (_static_dims(x) for x in inputs[:2])
                     attrs = output_shape_as_pads(attrs, data_shape[2:], weight_shape[2:])
-                result = super()._convert_operator(op_name, inputs, attrs, opset)
+                if op_name in ONNX_CONVERTERS:
+                    result = ONNX_CONVERTERS[op_name](self.bb, inputs, attrs)
+                else:
+                    result = super()._convert_operator(op_name, inputs, attrs, opset)
                 return _bind_layer_output(self.bb, result, layers, layer)
             except Exception as err:  # noqa: BLE001 - a conversion or type failure is this node's
                 raise ModelImportError(f"{path.name}: node {layer}: {_import_failure(err)}") from err
