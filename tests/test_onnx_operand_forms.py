@@ -99,3 +99,16 @@ def test_maxpool_with_indices_output_is_refused(tmp_path):
     with pytest.raises(ModelError, match=r"MaxPool \(its Indices output \(the argmax\) is not converted by TVM "
                                          r"0\.27\) at layer 'pool'$"):
         check_model(path)
+
+
+@pytest.mark.parametrize(("op", "operand", "index"), [("Reshape", "shape", 1), ("Resize", "scales", 2),
+                                                     ("Pad", "pads", 1)])
+def test_shape_operands_from_a_graph_input_are_refused_naming_the_operand(tmp_path, op, operand, index):
+    names = ["x", "", "", ""][: index + 1]
+    names[index] = "operand"
+    nodes = [helper.make_node(op, names, ["y"], name="op")]
+    inputs = [_float("x", [1, 1, 2, 2]), _int64("operand", [8]) if op == "Pad" else
+              (_int64("operand", [2]) if op == "Reshape" else _float("operand", [4]))]
+    path = _save(tmp_path, nodes, inputs, [_float("y", [2, 2] if op == "Reshape" else [1, 1, 4, 4])])
+    with pytest.raises(ModelError, match=rf"{op} \(its {operand} must be constants .*\) at layer 'op'$"):
+        check_model(path)

@@ -1,9 +1,10 @@
 """ONNX operator forms TVM 0.27 imports but cannot compile: operands that must be known at compile time.
 
 TVM's ONNX converters read some operands as compile-time values (Slice's starts/ends/axes/steps,
-Squeeze's and Unsqueeze's axes, the scale and zero point of QuantizeLinear and DequantizeLinear). When such
-an operand is computed from a graph input, TVM imports the node into a dynamic-shape or data-dependent form
-that fails later, inside lowering or code generation. Likewise MaxPool's optional second output (the
+Squeeze's and Unsqueeze's axes, the scale and zero point of QuantizeLinear and DequantizeLinear, Reshape's
+shape, Resize's roi/scales/sizes, Pad's pads, ReduceMean's axes). When such an operand is computed from a
+graph input, TVM imports the node into a dynamic-shape or data-dependent form that fails later, inside
+lowering or code generation, or refuses it with a message about its own types. Likewise MaxPool's optional second output (the
 argmax indices) is not converted. These forms are refused here, in one line naming the node and operand.
 
 An operand is "known at compile time" when no graph input reaches it: initializers, Constant nodes, and
@@ -19,6 +20,10 @@ COMPILE_TIME_OPERANDS: dict[str, dict[int, str]] = {
     "Unsqueeze": {1: "axes"},
     "QuantizeLinear": {1: "y_scale", 2: "y_zero_point"},
     "DequantizeLinear": {1: "x_scale", 2: "x_zero_point"},
+    "Reshape": {1: "shape"},
+    "Resize": {1: "roi", 2: "scales", 3: "sizes"},
+    "Pad": {1: "pads", 2: "constant_value", 3: "axes"},
+    "ReduceMean": {1: "axes"},
 }
 # Operators whose outputs depend only on their input's (static) shape, never on its values.
 _SHAPE_ONLY = frozenset({"Shape", "Size"})
