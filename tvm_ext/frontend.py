@@ -344,6 +344,9 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
     from onnx import helper
     from tvm.relax.frontend.onnx import onnx_frontend
 
+    from tvm_ext.onnx_conv_transpose import output_shape_as_pads
+    from tvm_ext.onnx_integer_ops import CONVERTERS as ONNX_CONVERTERS
+
     results = _OperatorResults()
 
     class LayerNamingImporter(onnx_frontend.ONNXGraphImporter):
@@ -357,10 +360,22 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
                 self.nodes_seen += 1
             return super()._parse_value_proto(value_proto)
 
+        def _check_for_unsupported_ops(self, graph):
+            """TVM's check, for the nodes our converters leave to TVM."""
+            theirs = onnx.GraphProto()
+            theirs.node.extend(node for node in graph.node if node.op_type not in ONNX_CONVERTERS)
+            super()._check_for_unsupported_ops(theirs)
+
         def _convert_operator(self, op_name, inputs, attrs, opset):
             record = LayerRecord(attrs.get("tvm_custom", {}).get("name") or "", op_name, self.node_index)
             try:
-                result = super()._convert_operator(op_name, inputs, attrs, opset)
+                if op_name == "ConvTranspose" and "output_shape" in attrs:
+                    data_shape, weight_shape = (_static_dims(x) for x in inputs[:2])
+                    attrs = output_shape_as_pads(attrs, data_shape[2:], weight_shape[2:])
+                if op_name in ONNX_CONVERTERS:
+                    result = ONNX_CONVERTERS[op_name](self.bb, inputs, attrs)
+                else:
+                    result = super()._convert_operator(op_name, inputs, attrs, opset)
                 return results.bind(self.bb, result, record)
             except Exception as err:  # noqa: BLE001 - a conversion or type failure is this node's
                 raise ModelImportError(f"{path.name}: node {record.label}: {_import_failure(err)}") from err
@@ -393,6 +408,11 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
         inputs=[spec(i) for i in graph_inputs],
         outputs=[spec(o) for o in model.graph.output],
     )
+
+
+def _static_dims(value: relax.Expr) -> list[int]:
+    """The static shape of a Relax tensor value (the model check made every shape static)."""
+    return [int(d) for d in value.ty.shape.values]
 
 
 def _import_failure(err: Exception) -> str:

@@ -31,9 +31,15 @@ REFERENCE_TIMEOUT_SECONDS = 600
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_inputs(specs: list[TensorSpec], seed: int = 0) -> list[np.ndarray]:
+DIVIDING_OPERATORS = frozenset({"Div", "Mod", "DIV", "FLOOR_DIV", "FLOOR_MOD"})
+"""ONNX and TFLite operators that may divide by an input: a model with one gets `nonzero_integers` inputs."""
+
+
+def test_inputs(specs: list[TensorSpec], seed: int = 0, nonzero_integers: bool = False) -> list[np.ndarray]:
     """Deterministic inputs: floats uniform in [-1, 1), bools uniform, 1-byte integers uniform over the
-    type's range, wider integers in [0, 10)."""
+    type's range, wider integers in [0, 10). With `nonzero_integers` (a model that divides by an input: an
+    integer Div or Mod would divide by zero and crash the reference runtime), integers are never zero:
+    1-byte ones uniform over the type's nonzero values, wider ones in [1, 10)."""
     rng = np.random.default_rng(seed)
     arrays = []
     for spec in specs:
@@ -42,11 +48,15 @@ def test_inputs(specs: list[TensorSpec], seed: int = 0) -> list[np.ndarray]:
             arrays.append(rng.integers(0, 2, spec.shape).astype(dtype))
         elif dtype.kind == "f":
             arrays.append(rng.uniform(-1.0, 1.0, spec.shape).astype(dtype))
+        elif dtype.kind in "iu" and dtype.itemsize == 1 and nonzero_integers:
+            info = np.iinfo(dtype)
+            values = rng.integers(info.min, info.max, spec.shape)  # one value fewer than the type holds,
+            arrays.append((values + (values >= 0)).astype(dtype))  # shifted over zero
         elif dtype.kind in "iu" and dtype.itemsize == 1:
             info = np.iinfo(dtype)
             arrays.append(rng.integers(info.min, info.max + 1, spec.shape).astype(dtype))
         else:
-            arrays.append(rng.integers(0, 10, spec.shape).astype(dtype))
+            arrays.append(rng.integers(int(nonzero_integers), 10, spec.shape).astype(dtype))
     return arrays
 
 

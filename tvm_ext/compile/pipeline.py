@@ -212,15 +212,16 @@ def import_(model, checked: Checked | None, name: str | None) -> Imported:
     self-test's input. A Relax module, which no model check sees, is held to the check's size limit here,
     before its reference run would compute a tensor that fits no target on the host."""
     from tvm_ext.frontend import from_relax, import_model_data
-    from tvm_ext.reference import test_inputs
+    from tvm_ext.reference import DIVIDING_OPERATORS, test_inputs
     from tvm_ext.transform import RefuseOversizedTensors
 
     if checked is None:
         imported = from_relax(model, name or "model")
         RefuseOversizedTensors(imported.path.name)(imported.mod)
-    else:
-        imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
-    return Imported(imported, test_inputs(imported.inputs))
+        return Imported(imported, test_inputs(imported.inputs))
+    imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
+    divides = any(operator.op in DIVIDING_OPERATORS for operator in checked.facts.operators)
+    return Imported(imported, test_inputs(imported.inputs, nonzero_integers=divides))
 
 
 def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:

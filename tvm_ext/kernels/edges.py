@@ -1,5 +1,6 @@
-"""TE definitions of QUANTIZE (float32 -> int8) and DEQUANTIZE (int8 -> float32) at a model's edges, and of the
-integer QUANTIZE (a requantization, e.g. the int16 input and int32 output of TFLM's keyword_scrambled models).
+"""TE definitions of QUANTIZE (float32 -> int8, uint8 or int16) and DEQUANTIZE (back to float32) at a model's
+edges (uint8 and int16 for ONNX QuantizeLinear and DequantizeLinear), and of the integer QUANTIZE (a
+requantization, e.g. the int16 input and int32 output of TFLM's keyword_scrambled models).
 
 These are the only kernels with float arithmetic; the pass emits them only where a model's own input
 or output is float. Rules of TFLite's reference kernels: q = clamp(round(x / scale) + zp), rounding half
@@ -8,18 +9,21 @@ away from zero on the float32 quotient; x = float32(double(scale) * (q - zp)).
 
 from __future__ import annotations
 
+import numpy as np
 from tvm import te, tirx
 
-from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, clamp_to_int8, clamp_to_type, multiply_by_quantized_multiplier
 
 
-def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int) -> te.Tensor:
-    """float32 -> int8 with TFLite's AffineQuantize rule."""
+def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int, dtype: str = "int8") -> te.Tensor:
+    """float32 -> `dtype` (int8 by default; uint8 or int16 for an ONNX QuantizeLinear to them) with
+    TFLite's AffineQuantize rule, clamped to `dtype`'s range."""
+    info = np.iinfo(dtype)
 
     def value(*i):
         quotient = data(*i) / tirx.const(scale, "float32")
         rounded = tirx.Select(quotient >= 0, tirx.floor(quotient + 0.5), tirx.ceil(quotient - 0.5))
-        return clamp_to_int8(tirx.Cast("int32", rounded) + zero_point, -128, 127)
+        return clamp_to_type(tirx.Cast("int32", rounded) + zero_point, int(info.min), int(info.max), dtype)
 
     return te.compute(data.shape, value, name="quantize_int8")
 

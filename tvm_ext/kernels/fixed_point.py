@@ -190,4 +190,9 @@ for _rounding in Rounding:
 
 def clamp_to_int8(x: IntExpr, act_min: int, act_max: int) -> PrimExpr:
     """Clamp an int32 value to [act_min, act_max] (a subrange of int8) and narrow it to int8."""
-    return tirx.Cast("int8", tirx.max(tirx.min(_i32(x), act_max), act_min))
+    return clamp_to_type(x, act_min, act_max, "int8")
+
+
+def clamp_to_type(x: IntExpr, low: int, high: int, dtype: str) -> PrimExpr:
+    """Clamp an int32 value to [low, high] (a subrange of the integer type `dtype`) and narrow it to `dtype`."""
+    return tirx.Cast(dtype, tirx.max(tirx.min(_i32(x), high), low))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, one_line, quote
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
 from .limits import has_c_type, oversize_problem, shape_problem, tensor_bytes
+from .onnx_operands import operand_refusals
 from .operator_support import onnx_refusal
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -413,10 +414,11 @@ def _output_facts(model: str, proto, inferred, dtypes: dict[int, _DType]) -> tup
 
 
 def _check_operator_support(model: str, graph) -> None:
+    reasons = [(index, onnx_refusal(node.domain, node.op_type)) for index, node in enumerate(graph.node)]
     refused: dict[tuple[str, str], list[str]] = {}
-    for index, node in enumerate(graph.node):
-        reason = onnx_refusal(node.domain, node.op_type)
+    for index, reason in [*reasons, *operand_refusals(graph)]:
         if reason is not None:
+            node = graph.node[index]
             op = one_line(f"{node.domain}:{node.op_type}" if node.domain else node.op_type, 60)
             refused.setdefault((op, reason), []).append(_layer(index, node))
     problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")

@@ -117,10 +117,12 @@ def tvm_tflite_ops() -> frozenset[str]:
 
 @functools.cache
 def tvm_onnx_ops() -> frozenset[str]:
-    """ONNX op_types TVM 0.27's ONNX frontend converts (imports TVM)."""
+    """ONNX op_types TVM 0.27's ONNX frontend converts, or our importer converts for it (imports TVM)."""
     from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
 
-    return frozenset(_get_convert_map())
+    from tvm_ext.onnx_integer_ops import CONVERTERS
+
+    return frozenset(_get_convert_map()) | frozenset(CONVERTERS)
 
 
 def tflite_refusal(op: str, quantized: bool) -> str | None:

@@ -33,9 +33,11 @@ def _edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall,
     q = ctx.graph.quant(call.args[1], call.args[2])
     if q is None:
         return Mismatch("per-channel activation quantization")
-    kernel = quantize_int8 if kind == "QUANTIZE" else dequantize_int8
-    return FixedCall(KernelCall(kind, call, kernel, (ctx.lowered[source],),
-                                {"scale": float(q.scale), "zero_point": q.zero_point}))
+    params = {"scale": float(q.scale), "zero_point": q.zero_point}
+    if kind == "QUANTIZE":  # to int8, or to uint8 or int16 (ONNX): the kernel writes the call's own type
+        return FixedCall(KernelCall(kind, call, quantize_int8, (ctx.lowered[source],),
+                                    {**params, "dtype": str(call.ty.dtype)}))
+    return FixedCall(KernelCall(kind, call, dequantize_int8, (ctx.lowered[source],), params))
 
 
 def _completes_quantize(value: relax.Expr, ctx: LoweringContext) -> bool:
