@@ -6,25 +6,21 @@ tensors, mapped through the TFLite operator index each kernel carries) must equa
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tflite
+import tvm
+from tflite_micro import runtime  # the golden reference
+from tvm import relax
+from tvm.relax.frontend.tflite import from_tflite
 
-tvm = pytest.importorskip("tvm")
-tflite = pytest.importorskip("tflite")
-pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
-from tflite_micro import runtime  # noqa: E402
+from conftest import models_dir
+from tvm_ext.transform import LowerQuantizedToInteger
+from tvm_ext.transform.lower_quantized_to_integer import OPERATOR_INDICES_ATTR
 
-from tvm import relax  # noqa: E402
-from tvm.relax.frontend.tflite import from_tflite  # noqa: E402
-
-from tvm_ext.transform import LowerQuantizedToInteger  # noqa: E402
-from tvm_ext.transform.lower_quantized_to_integer import OPERATOR_INDICES_ATTR  # noqa: E402
-
-MODELS_DIR = Path(os.environ.get("TVM_EXT_MODELS", Path(__file__).resolve().parents[1] / ".." / "shared" / "models"))
 NUM_INPUTS = 20
 MODELS = [
     pytest.param("tflm/hello_world_int8.tflite", id="hello_world_int8"),
@@ -77,9 +73,7 @@ def lowered_models():
 
 def _lowered(cache: dict, relative: str) -> LoweredModel:
     if relative not in cache:
-        path = MODELS_DIR / relative
-        if not path.exists():
-            pytest.skip(f"shared model {path} not found (set TVM_EXT_MODELS)")
+        path = models_dir() / relative
         model = tflite.Model.GetRootAsModel(path.read_bytes(), 0)
         lowered = LowerQuantizedToInteger(model_name=path.name)(from_tflite(model))
         probe, indices = _expose_all_kernel_outputs(lowered)

@@ -11,9 +11,10 @@ import fuzz_corpus
 import onnx
 import pytest
 
+from conftest import models_dir
 from tvm_ext.model_check import ErrorKind, ModelError, ModelFormat, check_model
 
-MODELS = fuzz_corpus.shared_models_dir()
+MODELS = models_dir()  # raises when the shared models are missing: they are never optional
 HYBRID_MODEL = "kws_ref_model_float32.tflite"
 README_DTYPES = {"f32": "float32", "i8": "int8"}
 
@@ -30,7 +31,6 @@ def readme_inputs() -> dict[str, tuple[tuple[int, ...], str]]:
     return table
 
 
-pytestmark = pytest.mark.skipif(not MODELS.is_dir(), reason=f"shared models not found at {MODELS}")
 TFLITE_MODELS = fuzz_corpus.shared_tflite_models()
 
 
