@@ -1,13 +1,19 @@
-"""Shared fixtures: where the shared models are, and how a test compiles one."""
+"""Shared fixtures: where the shared models are, and how a test compiles one (once per session: `compiled`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 import pytest
+
+if TYPE_CHECKING:
+    from tvm_ext.compile import Bundle
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -42,3 +48,61 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     """`python -m tvm_ext.compile ARGS` from the repository, with its exit code, stdout and stderr."""
     return subprocess.run([sys.executable, "-m", "tvm_ext.compile", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=900)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The session's bundle cache: each (model, target) pair is compiled once per test session.
+#
+#     def test_x(compiled, tmp_path):
+#         bundle = compiled("mlperf_tiny/vww_96_float.tflite", "cortex-m4f")   # shared: read it, never write
+#         mine = writable_copy(bundle, tmp_path)                              # a copy a test may modify
+#
+# `model` is a path relative to the shared models, or a ModelFactory (e.g. `example_model` below) that
+# writes the model into a folder; pass the same function object everywhere, since it is the cache key.
+
+ModelFactory = Callable[[Path], Path]
+"""Writes a model file into the folder it is given (which exists and is empty) and returns the file's path."""
+
+
+def example_model(folder: Path) -> Path:
+    """The built-in example model (ONNX), written into `folder`."""
+    from tvm_ext.example import EXAMPLE_NAME, write_example_model
+
+    return write_example_model(folder / f"{EXAMPLE_NAME}.onnx")
+
+
+class BundleCache:
+    """Bundles compiled once per session into a session temp folder, keyed by (model, target profile name).
+
+    The bundles it returns are shared by every test that asks for the same pair: tests must treat their
+    folders and plans as read-only (use `writable_copy` to change a file).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._bundles: dict[tuple[str | ModelFactory, str], "Bundle"] = {}
+
+    def __call__(self, model: str | ModelFactory, target: str = "lowpower") -> "Bundle":
+        key = (model, target)
+        if key not in self._bundles:
+            from tvm_ext.compile import compile
+
+            folder = self._root / f"{len(self._bundles):03d}"
+            folder.mkdir()
+            path = models_dir() / model if isinstance(model, str) else model(folder / "model")
+            self._bundles[key] = compile(path, target, folder / "out")
+        return self._bundles[key]
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> BundleCache:
+    """`compiled(model, target="lowpower") -> Bundle`, compiled once per session (see BundleCache)."""
+    return BundleCache(tmp_path_factory.mktemp("compiled"))
+
+
+def writable_copy(bundle: "Bundle", folder: Path) -> "Bundle":
+    """A copy of `bundle`'s folder inside `folder`, as a Bundle whose paths point into the copy."""
+    out_dir = folder / bundle.out_dir.name
+    shutil.copytree(bundle.out_dir, out_dir)
+    return dataclasses.replace(bundle, out_dir=out_dir, library=out_dir / bundle.library.relative_to(bundle.out_dir),
+                               archive=out_dir / bundle.archive.relative_to(bundle.out_dir))

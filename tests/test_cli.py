@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from conftest import run_cli
+from conftest import example_model, run_cli, writable_copy
 
 
 def test_example_compiles_builds_and_passes(tmp_path):
@@ -18,9 +18,8 @@ def test_example_compiles_builds_and_passes(tmp_path):
     assert (out / "libexample_kws_cnn.a").is_file()
 
 
-def test_cmake_builds_and_ctest_passes(tmp_path):
-    out = tmp_path / "example"
-    assert run_cli("--example", "-o", str(out)).returncode == 0
+def test_cmake_builds_and_ctest_passes(compiled, tmp_path):
+    out = writable_copy(compiled(example_model), tmp_path).out_dir
     build = tmp_path / "cmake-build"
     subprocess.run(["cmake", "-S", str(out), "-B", str(build)], check=True, capture_output=True)
     subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)

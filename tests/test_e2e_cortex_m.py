@@ -7,22 +7,16 @@ import json
 
 import pytest
 
-from tvm_ext.compile import compile
+from conftest import example_model
 
 # Float models that fit cortex-m4f's 256 KiB SRAM / 1 MiB flash (ad01_fp32's 1.06 MB of weights do not).
 FLOAT_MODELS = ["tflm/hello_world_float.tflite", "mlperf_tiny/pretrainedResnet.tflite", "mlperf_tiny/vww_96_float.tflite"]
 
 
-def host_and_device(model, tmp_path, device: str):
-    host = compile(model, "lowpower", tmp_path / "host", name="m")
-    board = compile(model, device, tmp_path / device, name="m")
-    return host, board
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("model", FLOAT_MODELS, ids=lambda m: m.split("/")[1])
-def test_float_model_runs_on_cortex_m4f(shared_models, tmp_path, model):
-    host, board = host_and_device(shared_models / model, tmp_path, "cortex-m4f")
+def test_float_model_runs_on_cortex_m4f(compiled, model):
+    host, board = compiled(model), compiled(model, "cortex-m4f")
     assert board.selftest.passed and board.selftest.where == "mps2-an386", board.selftest.output
     assert board.selftest.instructions and board.selftest.instructions > 0
     # The same float32 arithmetic in the same order; only libm's expf (newlib vs glibc) may differ by an ulp,
@@ -31,13 +25,10 @@ def test_float_model_runs_on_cortex_m4f(shared_models, tmp_path, model):
         assert abs(on_host - on_board) <= 1e-6
 
 
-def test_example_runs_on_every_emulated_profile(tmp_path):
-    from tvm_ext.example import EXAMPLE_NAME, write_example_model
-
-    model = write_example_model(tmp_path / f"{EXAMPLE_NAME}.onnx")
-    host = compile(model, "lowpower", tmp_path / "host")
+def test_example_runs_on_every_emulated_profile(compiled):
+    host = compiled(example_model)
     for device, board in [("cortex-m4f", "mps2-an386"), ("cortex-m7", "mps2-an500"), ("cortex-m33", "mps2-an505")]:
-        bundle = compile(model, device, tmp_path / device)
+        bundle = compiled(example_model, device)
         assert bundle.selftest.passed and bundle.selftest.where == board, bundle.selftest.output
         assert bundle.selftest.max_errors[0] == pytest.approx(host.selftest.max_errors[0], abs=1e-6), device
         facts = json.loads((bundle.out_dir / "manifest.json").read_text())["cortex_m"]

@@ -13,8 +13,7 @@ import tarfile
 import pytest
 
 from c_checks import loops_without_constant_bounds, strict_sanitized_selftest
-from tvm_ext.compile import compile
-from tvm_ext.example import EXAMPLE_NAME, write_example_model
+from conftest import example_model
 
 FLOAT_MODELS = [
     "tflm/hello_world_float.tflite",
@@ -24,9 +23,9 @@ FLOAT_MODELS = [
 ]
 
 
-@pytest.fixture(scope="module", params=FLOAT_MODELS, ids=lambda m: m.split("/")[1])
-def float_bundle(request, shared_models, tmp_path_factory):
-    return compile(shared_models / request.param, "lowpower", tmp_path_factory.mktemp("b") / "out")
+@pytest.fixture(params=FLOAT_MODELS, ids=lambda m: m.split("/")[1])
+def float_bundle(request, compiled):
+    return compiled(request.param)
 
 
 def test_selftest_matches_litert(float_bundle):
@@ -88,7 +87,7 @@ def test_builds_warning_free_and_passes_under_sanitizers(float_bundle, tmp_path)
     assert proc.returncode == 0 and "PASS" in proc.stdout, proc.stdout + proc.stderr
 
 
-def test_example_builds_warning_free_and_passes_under_sanitizers(tmp_path):
-    example = compile(write_example_model(tmp_path / f"{EXAMPLE_NAME}.onnx"), "lowpower", tmp_path / "out")
+def test_example_builds_warning_free_and_passes_under_sanitizers(compiled, tmp_path):
+    example = compiled(example_model)
     proc = strict_sanitized_selftest(example.out_dir, tmp_path / "strict")
     assert proc.returncode == 0 and "PASS" in proc.stdout, proc.stdout + proc.stderr

@@ -14,7 +14,6 @@ import pytest
 from tflite_micro import runtime
 
 from c_checks import loops_without_constant_bounds, strict_sanitized_selftest
-from tvm_ext.compile import compile
 
 INT8_MODELS = [
     "tflm/hello_world_int8.tflite",
@@ -25,19 +24,6 @@ INT8_MODELS = [
     pytest.param("mlperf_tiny/vww_96_int8.tflite", marks=pytest.mark.slow),
 ]
 RUNS = 20
-
-
-@pytest.fixture(scope="module")
-def host_bundle(shared_models, tmp_path_factory):
-    """The host bundle of a model, compiled once per test module."""
-    bundles = {}
-
-    def get(model: str):
-        if model not in bundles:
-            bundles[model] = compile(shared_models / model, "lowpower", tmp_path_factory.mktemp("int8") / "out")
-        return bundles[model]
-
-    return get
 
 
 def shared_library(bundle, tmp_path) -> ctypes.CDLL:
@@ -57,8 +43,8 @@ def io_arrays(bundle):
 
 
 @pytest.mark.parametrize("model", INT8_MODELS, ids=lambda m: m.split("/")[1])
-def test_bundle_is_bit_exact_with_tflite_micro(shared_models, host_bundle, tmp_path, model):
-    bundle = host_bundle(model)
+def test_bundle_is_bit_exact_with_tflite_micro(shared_models, compiled, tmp_path, model):
+    bundle = compiled(model)
     assert bundle.selftest.passed, bundle.selftest.output
     library = shared_library(bundle, tmp_path)
     run = getattr(library, f"{bundle.plan.model}_run")
@@ -79,19 +65,19 @@ def test_bundle_is_bit_exact_with_tflite_micro(shared_models, host_bundle, tmp_p
 
 
 @pytest.mark.parametrize("model", INT8_MODELS, ids=lambda m: m.split("/")[1])
-def test_builds_warning_free_and_passes_under_sanitizers(host_bundle, tmp_path, model):
-    proc = strict_sanitized_selftest(host_bundle(model).out_dir, tmp_path)
+def test_builds_warning_free_and_passes_under_sanitizers(compiled, tmp_path, model):
+    proc = strict_sanitized_selftest(compiled(model).out_dir, tmp_path)
     assert proc.returncode == 0 and "PASS" in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("model", INT8_MODELS, ids=lambda m: m.split("/")[1])
-def test_every_loop_bound_is_a_constant(host_bundle, model):
-    bundle = host_bundle(model)
+def test_every_loop_bound_is_a_constant(compiled, model):
+    bundle = compiled(model)
     assert loops_without_constant_bounds(bundle.out_dir, bundle.plan.model) == []
 
 
-def test_weights_stay_integer_in_flash(host_bundle):
-    bundle = host_bundle("mlperf_tiny/kws_ref_model.tflite")
+def test_weights_stay_integer_in_flash(compiled):
+    bundle = compiled("mlperf_tiny/kws_ref_model.tflite")
     assert {t.dtype for t in bundle.plan.constants()} <= {"int8", "int16", "int32"}
     # The model's int8 weights and int32 biases: 24,376 B in its TFLite buffers; at most 1.1x in the bundle.
     assert bundle.weight_bytes <= 1.1 * 24_376
@@ -109,9 +95,9 @@ def test_weights_stay_integer_in_flash(host_bundle):
     pytest.param("mlperf_tiny/pretrainedResnet_quant.tflite", "cortex-m4f", marks=pytest.mark.slow),
     pytest.param("mlperf_tiny/vww_96_int8.tflite", "cortex-m4f", marks=pytest.mark.slow),
 ])
-def test_int8_bundle_on_the_emulated_core_gives_the_host_bits(shared_models, host_bundle, tmp_path, model, device):
-    host = host_bundle(model)
-    board = compile(shared_models / model, device, tmp_path / device)
+def test_int8_bundle_on_the_emulated_core_gives_the_host_bits(compiled, model, device):
+    host = compiled(model)
+    board = compiled(model, device)
     assert board.selftest.passed and board.selftest.where.startswith("mps2-"), board.selftest.output
     assert board.selftest.checksums == host.selftest.checksums
     assert board.selftest.instructions

@@ -7,16 +7,15 @@ from __future__ import annotations
 import subprocess
 
 import numpy as np
-import pytest
 
-tvm = pytest.importorskip("tvm")
-from tvm import te  # noqa: E402
+import tvm
+from tvm import te
 
-import tflite_int8_reference as ref  # noqa: E402
-from c_checks import SANITIZE, STRICT_WARNINGS  # noqa: E402
-from packager.fixed_point_c import requantize_helpers_c  # noqa: E402
-from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, generate_c  # noqa: E402
-from tvm_ext.kernels.fixed_point import (  # noqa: E402
+import tflite_int8_reference as ref
+from c_checks import SANITIZE, STRICT_WARNINGS
+from packager.fixed_point_c import requantize_helpers_c
+from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, generate_c
+from tvm_ext.kernels.fixed_point import (
     Rounding,
     multiply_by_quantized_multiplier,
     saturating_left_shift,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-tvm = pytest.importorskip("tvm")
-from tvm import te  # noqa: E402
+import tvm
+from tvm import te
 
-import tflite_int8_reference as ref  # noqa: E402
-from tvm_ext.kernels import (  # noqa: E402
+import tflite_int8_reference as ref
+from tvm_ext.kernels import (
     OutputStage,
     Rounding,
     add_int8,
@@ -20,11 +20,11 @@ from tvm_ext.kernels import (  # noqa: E402
     max_pool2d_int8,
     softmax_int8,
 )
-from tvm_ext.kernels.fixed_point import (  # noqa: E402
+from tvm_ext.kernels.fixed_point import (
     multiply_by_quantized_multiplier,
     saturating_rounding_doubling_high_mul,
 )
-from tvm_ext.kernels.quant_params import ActivationRange, add_params, quantize_multiplier, softmax_params  # noqa: E402
+from tvm_ext.kernels.quant_params import ActivationRange, add_params, quantize_multiplier, softmax_params
 
 ROUNDINGS = [Rounding.DOUBLE, Rounding.SINGLE]
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

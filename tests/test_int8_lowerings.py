@@ -8,12 +8,12 @@ import functools
 import numpy as np
 import pytest
 
-tvm = pytest.importorskip("tvm")
-from tvm import relax, topi  # noqa: E402
-from tvm.script import ir as I  # noqa: E402
-from tvm.script import relax as R  # noqa: E402
+import tvm
+from tvm import relax, topi
+from tvm.script import ir as I
+from tvm.script import relax as R
 
-from tvm_ext.kernels import (  # noqa: E402
+from tvm_ext.kernels import (
     Rounding,
     add_int8,
     conv2d_int8,
@@ -21,15 +21,15 @@ from tvm_ext.kernels import (  # noqa: E402
     max_pool2d_int8,
     quantize_int8,
 )
-from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers  # noqa: E402
-from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS  # noqa: E402
-from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError  # noqa: E402
-from tvm_ext.transform.int8 import LOWERINGS, conv, lowered_operators, softmax  # noqa: E402
-from tvm_ext.transform.int8.emit import record_operand_roles  # noqa: E402
-from tvm_ext.transform.int8.graph import Graph  # noqa: E402
-from tvm_ext.transform.int8.lowering import FixedCall, LoweringContext, Mismatch  # noqa: E402
-from tvm_ext.transform.int8.mac import Conv2DGeometry, MacKernel  # noqa: E402
-from tvm_ext.layers import LayerRecord, bindings_of, with_layers  # noqa: E402
+from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers
+from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS
+from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
+from tvm_ext.transform.int8 import LOWERINGS, conv, lowered_operators, softmax
+from tvm_ext.transform.int8.emit import record_operand_roles
+from tvm_ext.transform.int8.graph import Graph
+from tvm_ext.transform.int8.lowering import FixedCall, LoweringContext, Mismatch
+from tvm_ext.transform.int8.mac import Conv2DGeometry, MacKernel
+from tvm_ext.layers import LayerRecord, bindings_of, with_layers
 
 
 def _expected(build, kinds: list[str]) -> tvm.IRModule:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-tvm = pytest.importorskip("tvm")
-from tvm import relax  # noqa: E402
+import tvm
+from tvm import relax
 
-import tflite_int8_reference as ref  # noqa: E402
-from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError  # noqa: E402
-from tvm_ext.layers import FALLBACK_ATTR, Layers  # noqa: E402
+import tflite_int8_reference as ref
+from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
+from tvm_ext.layers import FALLBACK_ATTR, Layers
 
 IN_SCALE, IN_ZP = np.float32(0.0244801), -128
 W_SCALE = np.float32(0.0040390)

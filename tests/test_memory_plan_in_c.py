@@ -11,15 +11,13 @@ import pytest
 from memory_planner.from_plan import buffers_from_plan
 from packager.aot_entry import write_model_c
 from packager.io_names import io_tensors
-from tvm_ext.compile import compile
-
 from c_checks import strict_sanitized_selftest
+from conftest import writable_copy
 
 
-@pytest.fixture(scope="module")
-def resnet(shared_models, tmp_path_factory):
-    return compile(shared_models / "mlperf_tiny/pretrainedResnet.tflite", "lowpower",
-                   tmp_path_factory.mktemp("rn") / "out")
+@pytest.fixture
+def resnet(compiled):
+    return compiled("mlperf_tiny/pretrainedResnet.tflite")
 
 
 def poisoned_selftest(bundle, work_dir) -> subprocess.CompletedProcess:
@@ -44,8 +42,6 @@ def test_poisoning_catches_a_buffer_freed_one_step_early(resnet, tmp_path):
     buffers = buffers_from_plan(resnet.plan, alignment=16)
     victim = next(b for b in buffers if b.last_step > b.first_step + 1)
     wrong = [dataclasses.replace(b, last_step=b.last_step - 1) if b is victim else b for b in buffers]
-    rewrite_model_c(resnet, wrong)
-    try:
-        assert poisoned_selftest(resnet, tmp_path).returncode != 0
-    finally:
-        rewrite_model_c(resnet, buffers)
+    mine = writable_copy(resnet, tmp_path / "wrong")
+    rewrite_model_c(mine, wrong)
+    assert poisoned_selftest(mine, tmp_path / "build").returncode != 0

@@ -11,9 +11,10 @@ import fuzz_corpus
 import onnx
 import pytest
 
+from conftest import models_dir
 from tvm_ext.model_check import ErrorKind, ModelError, ModelFormat, check_model
 
-MODELS = fuzz_corpus.shared_models_dir()
+MODELS = models_dir()  # raises when the shared models are missing: they are never optional
 HYBRID_MODEL = "kws_ref_model_float32.tflite"
 README_DTYPES = {"f32": "float32", "i8": "int8", "i16": "int16", "i32": "int32"}
 # A README input cell: "1x49x10x1 i8", "2 x 1x128x128x1 i8" (two inputs alike), "1x96 i16 -> 1x2 i32", with a
@@ -34,7 +35,6 @@ def readme_inputs() -> dict[str, list[tuple[tuple[int, ...], str]]]:
     return table
 
 
-pytestmark = pytest.mark.skipif(not MODELS.is_dir(), reason=f"shared models not found at {MODELS}")
 TFLITE_MODELS = fuzz_corpus.shared_tflite_models()
 
 
