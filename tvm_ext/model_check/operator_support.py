@@ -42,6 +42,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "SUB",
         "SVDF",
         "TANH",
+        "TRANSPOSE_CONV",
     }
 )
 

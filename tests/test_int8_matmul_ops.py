@@ -1,0 +1,85 @@
+"""int8 TRANSPOSE_CONV (and the refusal of BATCH_MATMUL and UNIDIRECTIONAL_SEQUENCE_LSTM) through the real
+pipeline (tvm_ext.compile, lowpower), bit-exact with TFLite Micro.
+
+One model holds several independent TRANSPOSE_CONV instances (tests/tflite_builder.py), each with its own
+input and output: SAME and VALID padding, strides 1 and 2 (also unequal), an odd padding split, batch 2, one
+channel, per-channel and per-tensor weights, with and without bias. The bundle's self-test and its C on
+random inputs must equal TFLite Micro exactly (tests/test_int8_elementwise_ops.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+tflite = pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from tflite.Padding import Padding  # noqa: E402
+
+from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tvm_ext.compile import CompileError, compile  # noqa: E402
+
+
+@dataclass(frozen=True)
+class TransposeConvCase:
+    """One TRANSPOSE_CONV: input NHWC, kernel (out channels, KH, KW), strides, padding, output NHWC."""
+
+    input_shape: tuple[int, int, int, int]
+    kernel: tuple[int, int, int]
+    strides: tuple[int, int]
+    padding: int  # tflite.Padding
+    output_shape: tuple[int, int, int, int]
+    bias: bool
+    per_channel: bool = True
+
+
+TRANSPOSE_CONV_CASES = (
+    TransposeConvCase((1, 3, 4, 3), (4, 3, 3), (2, 2), Padding.SAME, (1, 6, 8, 4), bias=True),
+    TransposeConvCase((1, 4, 3, 2), (3, 2, 3), (1, 1), Padding.VALID, (1, 5, 5, 3), bias=False),
+    TransposeConvCase((1, 3, 3, 1), (2, 3, 3), (2, 2), Padding.VALID, (1, 7, 7, 2), bias=True),
+    TransposeConvCase((1, 5, 4, 2), (3, 3, 2), (1, 1), Padding.SAME, (1, 5, 4, 3), bias=True),  # odd split
+    TransposeConvCase((2, 2, 3, 2), (2, 4, 4), (2, 2), Padding.SAME, (2, 4, 6, 2), bias=False),  # batch 2
+    TransposeConvCase((1, 3, 2, 3), (1, 2, 3), (2, 1), Padding.VALID, (1, 6, 4, 1), bias=True, per_channel=False),
+)
+
+
+def transpose_conv_model(cases: tuple[TransposeConvCase, ...]) -> Model:
+    """One TRANSPOSE_CONV per case: inputs (output_shape, weights, input[, bias]) as TFLite orders them."""
+    rng = np.random.default_rng(7)
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, case in enumerate(cases):
+        cout, kh, kw = case.kernel
+        cin = case.input_shape[3]
+        in_scale, out_scale = 0.02 + 0.01 * index, 0.05 + 0.02 * index
+        scales = tuple(float(s) for s in (rng.uniform(0.002, 0.02, cout) if case.per_channel else [0.01] * cout))
+        if not case.per_channel:
+            scales = scales[:1]
+        first = len(tensors)
+        tensors += [
+            Tensor(f"case{index}_output_shape", (4,), "int32", data=np.array(case.output_shape, np.int32)),
+            Tensor(f"case{index}_weights", (cout, kh, kw, cin), "int8", Quantization(scales, (0,) * len(scales)),
+                   data=rng.integers(-127, 128, (cout, kh, kw, cin)).astype(np.int8)),
+            Tensor(f"case{index}_in", case.input_shape, "int8", Quantization((in_scale,), (index * 9 - 20,))),
+        ]
+        operands = [first, first + 1, first + 2]
+        inputs.append(first + 2)
+        if case.bias:
+            bias_scales = tuple(in_scale * s for s in scales)
+            operands.append(len(tensors))
+            tensors.append(Tensor(f"case{index}_bias", (cout,), "int32",
+                                  Quantization(bias_scales, (0,) * len(bias_scales)),
+                                  data=rng.integers(-3000, 3000, cout).astype(np.int32)))
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", case.output_shape, "int8",
+                              Quantization((out_scale,), (5 - index * 7,))))
+        options = Options("TransposeConvOptions",
+                          {"Padding": case.padding, "StrideH": case.strides[0], "StrideW": case.strides[1]})
+        operators.append(Operator("TRANSPOSE_CONV", tuple(operands), (outputs[-1],), options, version=3))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_transpose_conv_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(transpose_conv_model(TRANSPOSE_CONV_CASES), tmp_path)
