@@ -3,7 +3,7 @@ pipeline (tvm_ext.compile, lowpower), bit-exact with TFLite Micro.
 
 One model holds several independent TRANSPOSE_CONV instances (tests/tflite_builder.py), each with its own
 input and output: SAME and VALID padding, strides 1 and 2 (also unequal), an odd padding split, batch 2, one
-channel, per-channel and per-tensor weights, with and without bias. The bundle's self-test and its C on
+channel, per-channel and per-tensor weights, with and without bias, each fused activation. The bundle's self-test and its C on
 random inputs must equal TFLite Micro exactly (tests/test_int8_elementwise_ops.py).
 """
 
@@ -16,6 +16,7 @@ import pytest
 
 tflite = pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from tflite.ActivationFunctionType import ActivationFunctionType as Act  # noqa: E402
 from tflite.Padding import Padding  # noqa: E402
 
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
@@ -34,15 +35,18 @@ class TransposeConvCase:
     output_shape: tuple[int, int, int, int]
     bias: bool
     per_channel: bool = True
+    activation: int = Act.NONE  # the fused activation (TVM's converter drops it; TFLite Micro clamps)
 
 
 TRANSPOSE_CONV_CASES = (
-    TransposeConvCase((1, 3, 4, 3), (4, 3, 3), (2, 2), Padding.SAME, (1, 6, 8, 4), bias=True),
+    TransposeConvCase((1, 3, 4, 3), (4, 3, 3), (2, 2), Padding.SAME, (1, 6, 8, 4), bias=True, activation=Act.RELU),
     TransposeConvCase((1, 4, 3, 2), (3, 2, 3), (1, 1), Padding.VALID, (1, 5, 5, 3), bias=False),
     TransposeConvCase((1, 3, 3, 1), (2, 3, 3), (2, 2), Padding.VALID, (1, 7, 7, 2), bias=True),
-    TransposeConvCase((1, 5, 4, 2), (3, 3, 2), (1, 1), Padding.SAME, (1, 5, 4, 3), bias=True),  # odd split
+    TransposeConvCase((1, 5, 4, 2), (3, 3, 2), (1, 1), Padding.SAME, (1, 5, 4, 3), bias=True,  # odd split
+                      activation=Act.RELU6),
     TransposeConvCase((2, 2, 3, 2), (2, 4, 4), (2, 2), Padding.SAME, (2, 4, 6, 2), bias=False),  # batch 2
-    TransposeConvCase((1, 3, 2, 3), (1, 2, 3), (2, 1), Padding.VALID, (1, 6, 4, 1), bias=True, per_channel=False),
+    TransposeConvCase((1, 3, 2, 3), (1, 2, 3), (2, 1), Padding.VALID, (1, 6, 4, 1), bias=True, per_channel=False,
+                      activation=Act.RELU_N1_TO_1),
 )
 
 
@@ -75,11 +79,13 @@ def transpose_conv_model(cases: tuple[TransposeConvCase, ...]) -> Model:
         outputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_out", case.output_shape, "int8",
                               Quantization((out_scale,), (5 - index * 7,))))
-        options = Options("TransposeConvOptions",
-                          {"Padding": case.padding, "StrideH": case.strides[0], "StrideW": case.strides[1]})
+        options = Options("TransposeConvOptions", {"Padding": case.padding, "StrideH": case.strides[0],
+                                                   "StrideW": case.strides[1],
+                                                   "FusedActivationFunction": case.activation})
         operators.append(Operator("TRANSPOSE_CONV", tuple(operands), (outputs[-1],), options, version=3))
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 
 def test_transpose_conv_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(transpose_conv_model(TRANSPOSE_CONV_CASES), tmp_path)
+
