@@ -89,3 +89,54 @@ def transpose_conv_model(cases: tuple[TransposeConvCase, ...]) -> Model:
 def test_transpose_conv_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(transpose_conv_model(TRANSPOSE_CONV_CASES), tmp_path)
 
+
+
+@dataclass(frozen=True)
+class BatchMatMulCase:
+    """One BATCH_MATMUL: operand shapes as stored, adj_x/adj_y, and whether rhs is a constant."""
+
+    lhs: tuple[int, ...]
+    rhs: tuple[int, ...]
+    adj_x: bool = False
+    adj_y: bool = False
+    constant_rhs: bool = False
+
+
+BATCH_MATMUL_CASES = (
+    BatchMatMulCase((2, 3, 4), (2, 4, 5)),
+    BatchMatMulCase((2, 4, 3), (2, 4, 5), adj_x=True),
+    BatchMatMulCase((1, 3, 4), (3, 5, 4), adj_y=True),  # lhs batch broadcast
+    BatchMatMulCase((2, 1, 4, 3), (1, 3, 5, 4), adj_x=True, adj_y=True),  # both broadcast, rank 4
+    BatchMatMulCase((2, 3, 4), (4, 2), constant_rhs=True),  # lower-rank constant operand
+    BatchMatMulCase((3, 7), (7, 1)),  # rank 2, one output column
+)
+
+
+def _batch_matmul_output_shape(case: BatchMatMulCase) -> tuple[int, ...]:
+    rows = case.lhs[-1] if case.adj_x else case.lhs[-2]
+    cols = case.rhs[-2] if case.adj_y else case.rhs[-1]
+    return tuple(np.broadcast_shapes(case.lhs[:-2], case.rhs[:-2])) + (rows, cols)
+
+
+def batch_matmul_model(cases: tuple[BatchMatMulCase, ...]) -> Model:
+    """One BATCH_MATMUL per case, each with its own graph inputs and output; zero points at both ends."""
+    rng = np.random.default_rng(11)
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, case in enumerate(cases):
+        lhs_quant = Quantization((0.03 + 0.01 * index,), (index * 11 - 30,))
+        rhs_quant = Quantization((0.02,), (-128 if index % 2 else 7,))
+        rhs_data = rng.integers(-128, 128, case.rhs).astype(np.int8) if case.constant_rhs else None
+        first = len(tensors)
+        tensors += [Tensor(f"case{index}_lhs", case.lhs, "int8", lhs_quant),
+                    Tensor(f"case{index}_rhs", case.rhs, "int8", rhs_quant, data=rhs_data)]
+        inputs += [first] + ([] if case.constant_rhs else [first + 1])
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", _batch_matmul_output_shape(case), "int8",
+                              Quantization((0.3 + 0.2 * index,), (3 - index,))))
+        options = Options("BatchMatMulOptions", {"AdjX": case.adj_x, "AdjY": case.adj_y})
+        operators.append(Operator("BATCH_MATMUL", (first, first + 1), (outputs[-1],), options))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_batch_matmul_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(batch_matmul_model(BATCH_MATMUL_CASES), tmp_path)
