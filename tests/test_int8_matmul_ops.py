@@ -1,10 +1,12 @@
-"""int8 TRANSPOSE_CONV (and the refusal of BATCH_MATMUL and UNIDIRECTIONAL_SEQUENCE_LSTM) through the real
-pipeline (tvm_ext.compile, lowpower), bit-exact with TFLite Micro.
+"""int8 TRANSPOSE_CONV and BATCH_MATMUL through the real pipeline (tvm_ext.compile, lowpower), bit-exact with
+TFLite Micro, and the one-line refusal of UNIDIRECTIONAL_SEQUENCE_LSTM.
 
-One model holds several independent TRANSPOSE_CONV instances (tests/tflite_builder.py), each with its own
-input and output: SAME and VALID padding, strides 1 and 2 (also unequal), an odd padding split, batch 2, one
-channel, per-channel and per-tensor weights, with and without bias, each fused activation. The bundle's self-test and its C on
-random inputs must equal TFLite Micro exactly (tests/test_int8_elementwise_ops.py).
+One model per operator holds several independent instances (tests/tflite_builder.py), each with its own
+inputs and output. TRANSPOSE_CONV: SAME and VALID padding, strides 1, 2 and 3 (also unequal), an odd padding
+split, kernels smaller than the stride, batch 2, one channel, per-channel and per-tensor weights, with and
+without bias, each fused activation. BATCH_MATMUL: adj_x/adj_y, broadcast batch dimensions, ranks 2 to 4, a
+constant operand. The bundle's self-test and its C on random inputs must equal TFLite Micro exactly
+(tests/test_int8_elementwise_ops.py).
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ TRANSPOSE_CONV_CASES = (
     TransposeConvCase((2, 2, 3, 2), (2, 4, 4), (2, 2), Padding.SAME, (2, 4, 6, 2), bias=False),  # batch 2
     TransposeConvCase((1, 3, 2, 3), (1, 2, 3), (2, 1), Padding.VALID, (1, 6, 4, 1), bias=True, per_channel=False,
                       activation=Act.RELU_N1_TO_1),
+    # kernels smaller than the stride: the last output rows/columns are reached by no input (bias alone)
+    TransposeConvCase((1, 2, 3, 2), (2, 1, 1), (2, 2), Padding.VALID, (1, 4, 6, 2), bias=True),
+    TransposeConvCase((1, 3, 2, 1), (3, 1, 2), (3, 3), Padding.SAME, (1, 9, 6, 3), bias=True),
 )
 
 
@@ -177,3 +182,14 @@ def test_an_int8_lstm_is_refused_in_one_line_naming_it(tmp_path):
         compile(path, "lowpower", tmp_path / "out")
     message = str(refused.value)
     assert "\n" not in message and "UNIDIRECTIONAL_SEQUENCE_LSTM" in message and "unsupported" in message, message
+
+
+def test_a_transpose_conv_output_beyond_its_stride_is_refused_in_one_line(tmp_path):
+    """An output_shape more than stride-1 rows past the last input's reach cannot be Relax's output padding."""
+    case = TransposeConvCase((1, 2, 2, 1), (1, 1, 1), (2, 2), Padding.VALID, (1, 6, 4, 1), bias=False)
+    path = tmp_path / "far.tflite"
+    path.write_bytes(build(transpose_conv_model((case,))))
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)
+    assert "\n" not in message and "TRANSPOSE_CONV output_shape [6, 4]" in message, message

@@ -4,8 +4,9 @@ TFLite Micro's reference kernel scatters: each input pixel adds ``(x - zero_poin
 accumulator of the output pixels its kernel window covers, output ``(iy * stride - pad_top + ky, ...)``.
 This kernel gathers the same terms per output pixel (integer sums do not depend on their order): output
 ``oy`` reads input ``iy = (oy + pad_top - ky) / stride`` for every tap ``ky`` where the division is exact and
-``iy`` is inside the input. ``padding`` is (top, left, bottom, right) in elements; the output spatial size
-is ``(in - 1) * stride + kernel - top - bottom`` (TFLite's output_shape, as the frontend's padding makes it).
+``iy`` is inside the input. ``padding`` is (top, left, bottom, right) in elements, bottom/right negative
+for output rows/columns past the last input's reach; the output spatial size is
+``(in - 1) * stride + kernel - top - bottom`` (TFLite's output_shape).
 """
 
 from __future__ import annotations
