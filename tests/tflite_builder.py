@@ -45,6 +45,7 @@ class Tensor:
     dtype: str  # a numpy dtype name, see _TENSOR_TYPES
     quantization: Optional[Quantization] = None
     data: Optional[np.ndarray] = None
+    variable: bool = False  # a TFLite variable tensor (an operator's state, e.g. an LSTM's)
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,8 @@ def build(model: Model) -> bytes:
             next_buffer += 1
         if quant is not None:
             tflite.TensorAddQuantization(b, quant)
+        if tensor.variable:
+            tflite.TensorAddIsVariable(b, True)
         tensors.append(tflite.TensorEnd(b))
     builtins = sorted({op.builtin for op in model.operators})
     operators = []

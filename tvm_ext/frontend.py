@@ -21,8 +21,10 @@ from tvm import relax
 from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, bindings_of, with_layers
 
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
+from .frontend_batch_matmul import convert_batch_matmul
 from .frontend_quantize import convert_quantize
 from .frontend_svdf import convert_svdf
+from .frontend_transpose_conv import convert_transpose_conv
 from .model_check.tflite_layers import tflite_layer_name
 
 
@@ -237,9 +239,14 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             super().__init__(model, subgraph, exp_tab, bb)
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
-            # QUANTIZE to int32 (relax.quantize has no int32 output).
+            # QUANTIZE to int32 (relax.quantize has no int32 output); TRANSPOSE_CONV's converter drops its
+            # activation; BATCH_MATMUL's is float only.
             own = {"SVDF": lambda op: convert_svdf(self, op),
-                   "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"])}
+                   "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
+                   "BATCH_MATMUL": functools.partial(convert_batch_matmul, self,
+                                                     tvm_convert=self.convert_map["BATCH_MATMUL"]),
+                   "TRANSPOSE_CONV": functools.partial(convert_transpose_conv, self,
+                                                       tvm_convert=self.convert_map["TRANSPOSE_CONV"])}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys()
             # Where each operator's table starts in the flatbuffer -> its operator index.

@@ -22,6 +22,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
     {
         "ADD",
         "AVERAGE_POOL_2D",
+        "BATCH_MATMUL",
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
         "DEQUANTIZE",
@@ -42,6 +43,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "SUB",
         "SVDF",
         "TANH",
+        "TRANSPOSE_CONV",
     }
 )
 

@@ -16,11 +16,15 @@ from . import maximum_minimum
 from . import squared_difference
 from . import logistic
 from . import hard_swish
+from . import transpose_conv
+from . import batch_matmul
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
     svdf.LOWERING,  # before the MAC lowerings, which would also claim SVDF's quantizes (and not match)
     conv.LOWERING,
+    transpose_conv.LOWERING,
+    batch_matmul.LOWERING,
     fully_connected.LOWERING,
     add.LOWERING,
     mul.LOWERING,

@@ -1,0 +1,83 @@
+"""TFLite TRANSPOSE_CONV -> Relax as TFLite Micro computes it; TVM 0.27's converter gets two things wrong:
+
+- it drops the fused activation (TFLite Micro clamps): ours goes where TVM's CONV_2D converter puts it in
+  float, on the float result before the output's quantize (``q(act(add(conv2d_transpose(dq(x), dq(W)),
+  dq(b))))``), so the int8 lowering reads it as the kernel's clamp with TFLite's rounding of the bounds;
+- it sizes the output from the padding alone, one to stride-1 rows/columns short of TFLite's output_shape when
+  the kernel is smaller than the stride (the rows no input pixel reaches, which hold the bias alone):
+  ours sets ``output_padding`` to the difference.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import tvm
+from tvm import relax
+
+_CONV2D_TRANSPOSE = "relax.nn.conv2d_transpose"
+
+
+class TransposeConvConversionError(ValueError):
+    """The TRANSPOSE_CONV is one our converter does not take (the message says why)."""
+
+
+def _output_padding(conv: relax.Call, input_hw: list[int], kernel_hw: list[int], output_hw: list[int]) -> list[int]:
+    """The rows and columns TFLite's output_shape adds beyond what ``conv`` (without output padding) yields."""
+    strides, padding = [int(v) for v in conv.attrs.strides], [int(v) for v in conv.attrs.padding]
+    extra = [output_hw[axis] - ((input_hw[axis] - 1) * strides[axis] + kernel_hw[axis] - padding[axis]
+                                - padding[axis + 2]) for axis in (0, 1)]
+    if not all(0 <= rows < stride for rows, stride in zip(extra, strides)):
+        raise TransposeConvConversionError(
+            f"TRANSPOSE_CONV output_shape {output_hw} (height, width) does not fit its input {input_hw}, kernel "
+            f"{kernel_hw} and strides {strides}")
+    return extra
+
+
+def _with_output_padding(expr: relax.Expr, output_padding: list[int]) -> relax.Expr:
+    """``expr`` (TVM's converted TRANSPOSE_CONV, a tree of calls) with its conv2d_transpose's output_padding."""
+    if not isinstance(expr, relax.Call):
+        return expr
+    if isinstance(expr.op, tvm.ir.Op) and expr.op.name == _CONV2D_TRANSPOSE:
+        a = expr.attrs
+        return relax.op.nn.conv2d_transpose(
+            expr.args[0], expr.args[1], strides=a.strides, padding=a.padding, output_padding=output_padding,
+            dilation=a.dilation, groups=a.groups, data_layout=a.data_layout, kernel_layout=a.kernel_layout,
+            out_layout=a.out_layout, out_dtype=a.out_dtype)
+    return relax.Call(expr.op, [_with_output_padding(arg, output_padding) for arg in expr.args], expr.attrs,
+                      expr.ty_args)
+
+
+def _conv2d_transpose_in(expr: relax.Expr) -> relax.Call:
+    """The conv2d_transpose call inside TVM's converted TRANSPOSE_CONV ``expr``."""
+    while expr.op.name != _CONV2D_TRANSPOSE:
+        expr = expr.args[0]
+    return expr
+
+
+def convert_transpose_conv(converter, op, tvm_convert: Callable[[object], relax.Expr]) -> relax.Expr:
+    """``tvm_convert(op)`` (TVM's TRANSPOSE_CONV) with TFLite's output size and fused activation."""
+    from tflite.ActivationFunctionType import ActivationFunctionType
+    from tflite.TransposeConvOptions import TransposeConvOptions
+
+    converted = tvm_convert(op)
+    _, weights, data = converter.get_input_tensors(op)[:3]
+    output = converter.get_output_tensors(op)[0]
+    shape_of = converter.get_tensor_shape
+    output_padding = _output_padding(_conv2d_transpose_in(converted), [int(d) for d in shape_of(data)[1:3]],
+                                     [int(d) for d in shape_of(weights)[1:3]],
+                                     [int(d) for d in shape_of(output)[1:3]])
+    if any(output_padding):
+        converted = _with_output_padding(converted, output_padding)
+    table = op.BuiltinOptions()
+    options = TransposeConvOptions()
+    if table is not None:
+        options.Init(table.Bytes, table.Pos)
+    activation = options.FusedActivationFunction() if table is not None else ActivationFunctionType.NONE
+    if activation == ActivationFunctionType.NONE:
+        return converted
+    if not output.qnn_params:
+        return converter.convert_fused_activation_function(converted, activation)
+    # TVM's quantized result is ``quantize(float result)``: the activation goes between the two.
+    float_result = converter.convert_fused_activation_function(converted.args[0], activation)
+    return converter.quantize(float_result, output)

@@ -1,0 +1,47 @@
+"""TE definition of TFLite's int8 BATCH_MATMUL (int32 accumulation, per-tensor requantization, broadcast batch).
+
+output[..., i, j] = requantize(sum_k (lhs[..., i, k] - lhs_zp) * (rhs[..., k, j] - rhs_zp)), with ``adj_x``
+reading lhs as [..., k, i] and ``adj_y`` rhs as [..., j, k]; batch dimensions broadcast (numpy rules, the
+lower-rank operand aligned right) as TFLite Micro's reference kernel does.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from tvm import te
+
+from .fixed_point import Rounding
+from .quant_params import ActivationRange
+from .requantize import OutputStage, requantize
+
+
+def _batch_index(shape: Sequence[int], batch: Sequence, out_batch_rank: int) -> list:
+    """The index into an operand's batch dimensions ``shape`` for output batch index ``batch``."""
+    offset = out_batch_rank - len(shape)
+    return [0 if extent == 1 else batch[offset + axis] for axis, extent in enumerate(shape)]
+
+
+def batch_matmul_int8(
+    lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int, adj_x: bool, adj_y: bool,
+    multiplier: int, shift: int, output_zero_point: int, activation: ActivationRange, rounding: Rounding,
+) -> te.Tensor:
+    """BATCH_MATMUL: int8 lhs [..., M, K] (adj_x: [..., K, M]) x int8 rhs [..., K, N] (adj_y: [..., N, K])."""
+    lhs_shape, rhs_shape = [int(d) for d in lhs.shape], [int(d) for d in rhs.shape]
+    rows = lhs_shape[-1] if adj_x else lhs_shape[-2]
+    depth = lhs_shape[-2] if adj_x else lhs_shape[-1]
+    cols = rhs_shape[-2] if adj_y else rhs_shape[-1]
+    batch_shape = tuple(int(d) for d in np.broadcast_shapes(tuple(lhs_shape[:-2]), tuple(rhs_shape[:-2])))
+    stage = OutputStage(multiplier, shift, output_zero_point, activation, rounding)
+    k = te.reduce_axis((0, depth), "k")
+
+    def acc_at(*index):
+        batch, i, j = index[:-2], index[-2], index[-1]
+        lhs_at = _batch_index(lhs_shape[:-2], batch, len(batch_shape)) + ([k, i] if adj_x else [i, k])
+        rhs_at = _batch_index(rhs_shape[:-2], batch, len(batch_shape)) + ([j, k] if adj_y else [k, j])
+        return te.sum((lhs[tuple(lhs_at)].astype("int32") - lhs_zero_point)
+                      * (rhs[tuple(rhs_at)].astype("int32") - rhs_zero_point), axis=k)
+
+    acc = te.compute(batch_shape + (rows, cols), acc_at, name="acc")
+    return te.compute(acc.shape, lambda *index: requantize(acc[index], 0, stage), name="batch_matmul_int8")
