@@ -134,8 +134,10 @@ def unary_model(builtin: str, unary: Unary) -> Model:
     return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
 
 
-def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
-    """Compile ``model`` for lowpower; its self-test and RUNS random inputs must match TFLite Micro exactly."""
+def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[str] = frozenset()) -> None:
+    """Compile ``model`` for lowpower; its self-test and RUNS random inputs must match TFLite Micro exactly.
+    ``views`` names the outputs whose operator must become a view (no kernel of its own, only the copy into
+    the caller's output buffer)."""
     path = tmp_path / "model.tflite"
     path.write_bytes(build(model))
     bundle = compile(path, "lowpower", tmp_path / "out")
@@ -144,7 +146,9 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
     # Each kernel is labelled with its own operator (the pass found each operator's TFLite index).
     calls = json.loads((bundle.out_dir / "manifest.json").read_text())["calls"]
     labels = {layer for call in calls for layer in call["layers"]}
-    assert labels >= {f"{model.tensors[op.outputs[0]].name} ({op.builtin})" for op in model.operators}, labels
+    names = [model.tensors[op.outputs[0]].name for op in model.operators]
+    assert labels >= {f"{name} ({'output copy' if name in views else op.builtin})"
+                      for name, op in zip(names, model.operators)}, labels
     strict = strict_sanitized_selftest(bundle.out_dir, tmp_path / "strict")
     assert strict.returncode == 0 and "PASS" in strict.stdout, strict.stdout + strict.stderr
     run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")

@@ -33,6 +33,8 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "MAXIMUM",
         "MINIMUM",
         "MUL",
+        "PAD",
+        "PADV2",
         "QUANTIZE",
         "RELU",
         "RELU6",
@@ -42,6 +44,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "SUB",
         "SVDF",
         "TANH",
+        "TRANSPOSE",
     }
 )
 

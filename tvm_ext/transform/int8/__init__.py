@@ -16,6 +16,7 @@ from . import maximum_minimum
 from . import squared_difference
 from . import logistic
 from . import hard_swish
+from . import data_movement
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -38,6 +39,8 @@ LOWERINGS: tuple[Lowering, ...] = (
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
     reshape.LOWERING,
+    data_movement.TRANSPOSE,
+    data_movement.PAD,
     edges.QUANTIZE,
     edges.DEQUANTIZE,
 )

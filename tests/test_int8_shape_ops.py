@@ -1,0 +1,116 @@
+"""int8 data-movement operators through the real pipeline (tvm_ext.compile, lowpower), bit-exact with TFLite Micro.
+
+TRANSPOSE, PAD and PADV2 keep one quantization: the bundle copies the stored int8 values (PAD's fill is the
+zero point, PADV2's its stored int8 constant). Each operator gets one model holding several independent
+instances, each with its own input and output: odd sizes, one channel, size-1 dimensions, every rank the
+kernels take (1-D to 5-D), padding on each axis alone, zero points at both ends of int8. The bundle's self-test
+must be bit-identical and its C, called on random inputs, must equal TFLite Micro exactly
+(``assert_bit_exact_with_tflite_micro``). The operators still without a lowering are refused in one line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+
+from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tvm_ext.compile import CompileError, compile  # noqa: E402
+
+QUANTIZATIONS = (Quantization((0.05,), (3,)), Quantization((0.5,), (-128,)), Quantization((0.003,), (127,)))
+
+# (input shape, permutation): each rank, identity, reversal, size-1 and odd dimensions moved.
+PERMUTATIONS = (
+    ((3, 7), (1, 0)),
+    ((1, 5, 1), (2, 0, 1)),
+    ((2, 3, 5), (0, 1, 2)),
+    ((1, 3, 5, 1), (0, 3, 1, 2)),
+    ((2, 1, 3, 5), (3, 2, 1, 0)),
+    ((2, 3, 1, 5, 3), (4, 0, 3, 1, 2)),
+    ((1, 1, 1, 1), (3, 1, 2, 0)),
+)
+
+# (input shape, paddings (before, after) per axis): one axis at a time, every axis, nothing, 1-D to 5-D.
+PADDINGS = (
+    ((5,), ((2, 3),)),
+    ((3, 7), ((1, 0), (0, 0))),
+    ((3, 7), ((0, 0), (0, 2))),
+    ((1, 3, 5, 1), ((0, 0), (1, 1), (2, 0), (0, 3))),
+    ((2, 1, 3, 1), ((1, 2), (0, 1), (1, 0), (2, 2))),
+    ((1, 1, 1, 1), ((0, 0), (0, 0), (0, 0), (0, 0))),
+    ((2, 1, 3, 2, 1), ((0, 1), (1, 0), (0, 0), (2, 1), (1, 1))),
+)
+PADV2_VALUES = (-128, 127, 0, -7, 55, 3, -1)  # the stored int8 constant, one per case
+
+
+def _padded(shape: tuple[int, ...], paddings) -> tuple[int, ...]:
+    return tuple(size + before + after for size, (before, after) in zip(shape, paddings))
+
+
+def _is_view(shape: tuple[int, ...], permutation: tuple[int, ...]) -> bool:
+    """Whether the permutation keeps the order of the axes longer than one: the same bytes, a view."""
+    moved = [axis for axis in permutation if shape[axis] != 1]
+    return moved == sorted(moved)
+
+
+TRANSPOSE_VIEWS = frozenset(f"case{index}_out" for index, case in enumerate(PERMUTATIONS) if _is_view(*case))
+PAD_VIEWS = frozenset(f"case{index}_out" for index, (_, paddings) in enumerate(PADDINGS) if not np.any(paddings))
+
+
+def transpose_model() -> Model:
+    """One TRANSPOSE per case of PERMUTATIONS, each with its own input, permutation constant and output."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, permutation) in enumerate(PERMUTATIONS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        outputs.append(len(tensors) + 2)
+        tensors += [Tensor(f"case{index}_in", shape, "int8", quant),
+                    Tensor(f"case{index}_perm", (len(shape),), "int32", data=np.array(permutation, np.int32)),
+                    Tensor(f"case{index}_out", tuple(shape[axis] for axis in permutation), "int8", quant)]
+        operators.append(Operator("TRANSPOSE", (inputs[-1], inputs[-1] + 1), (outputs[-1],)))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def pad_model(builtin: str) -> Model:
+    """One PAD (or PADV2, with its int8 constant) per case of PADDINGS, each with its own tensors."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, paddings) in enumerate(PADDINGS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        operands = [len(tensors), len(tensors) + 1]
+        tensors += [Tensor(f"case{index}_in", shape, "int8", quant),
+                    Tensor(f"case{index}_paddings", (len(shape), 2), "int32", data=np.array(paddings, np.int32))]
+        if builtin == "PADV2":
+            operands.append(len(tensors))
+            tensors.append(Tensor(f"case{index}_value", (1,), "int8", quant,
+                                  data=np.array([PADV2_VALUES[index]], np.int8)))
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", _padded(shape, paddings), "int8", quant))
+        operators.append(Operator(builtin, tuple(operands), (outputs[-1],)))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_transpose_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(transpose_model(), tmp_path, TRANSPOSE_VIEWS)
+
+
+@pytest.mark.parametrize("builtin", ("PAD", "PADV2"))
+def test_pad_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    assert_bit_exact_with_tflite_micro(pad_model(builtin), tmp_path, PAD_VIEWS)
+
+
+def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
+    quant = Quantization((0.05,), (0,))
+    concatenation = Model([Tensor("a", (1, 3), "int8", quant), Tensor("b", (1, 2), "int8", quant),
+                           Tensor("y", (1, 5), "int8", quant)],
+                          [Operator("CONCATENATION", (0, 1), (2,), Options("ConcatenationOptions", {"Axis": 1}))],
+                          (0, 1), (2,))
+    path = tmp_path / "concatenation.tflite"
+    path.write_bytes(build(concatenation))
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)
+    assert "\n" not in message and "CONCATENATION" in message, message

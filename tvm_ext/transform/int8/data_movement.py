@@ -1,0 +1,50 @@
+"""Data-movement operators the frontend applies to the int8 tensor itself (no dequantize/quantize around them):
+TRANSPOSE (``permute_dims(x, axes)``), PAD and PADV2 (``nn.pad(x, widths, value)``).
+
+They keep one quantization (TVM's converter asserts PAD's input and output agree, as TFLite Micro requires
+of the zero point), so each is a copy kernel of the stored int8 values with no requantization. PAD's value
+is the one the frontend wrote, already in the quantized domain: the zero point for PAD (TFLite Micro pads
+with the output's, equal to the input's), PADV2's stored int8 constant as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from tvm import relax, topi
+from tvm.relax.dpl import DFPattern, is_op, wildcard
+
+from .lowering import FixedCall, KernelCall, Lowering, LoweringContext
+
+PAD_OPERATORS = frozenset({"PAD", "PADV2"})
+
+
+def _int8_operand_lowering(operators: frozenset[str], pattern: DFPattern,
+                           kernel_call: Callable[[relax.Call, LoweringContext], KernelCall]) -> Lowering:
+    """A lowering of ``pattern`` (a Relax op applied to an int8 tensor already lowered) to ``kernel_call``."""
+
+    def completes(value: relax.Expr, ctx: LoweringContext) -> bool:
+        return bool(pattern.match(value)) and value.args[0] in ctx.lowered
+
+    def match(call: relax.Call, ctx: LoweringContext) -> FixedCall:
+        return FixedCall(kernel_call(call, ctx))
+
+    return Lowering(operators, completes, match)
+
+
+def _transpose(call: relax.Call, ctx: LoweringContext) -> KernelCall:
+    axes = None if call.attrs.axes is None else [int(axis) for axis in call.attrs.axes]  # None: reversed
+    return KernelCall("TRANSPOSE", call, topi.transpose, (ctx.lowered[call.args[0]],), {"axes": axes})
+
+
+def _pad(call: relax.Call, ctx: LoweringContext) -> KernelCall:
+    widths = [int(width) for width in call.attrs.pad_width]  # (before, after) of each axis in turn
+    value = int(float(call.attrs.pad_value))
+    records = ctx.graph.records_of(call)
+    kind = records[0].kind if records and records[0].kind in PAD_OPERATORS else "PAD"
+    return KernelCall(kind, call, topi.nn.pad, (ctx.lowered[call.args[0]],),
+                      {"pad_before": widths[0::2], "pad_after": widths[1::2], "pad_value": value})
+
+
+TRANSPOSE = _int8_operand_lowering(frozenset({"TRANSPOSE"}), is_op("relax.permute_dims")(wildcard()), _transpose)
+PAD = _int8_operand_lowering(PAD_OPERATORS, is_op("relax.nn.pad")(wildcard()), _pad)
