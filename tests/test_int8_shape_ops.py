@@ -13,8 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("tflite")
+tflite = pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+
+from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
 
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
@@ -102,15 +104,76 @@ def test_pad_is_bit_exact_with_tflite_micro(builtin, tmp_path):
     assert_bit_exact_with_tflite_micro(pad_model(builtin), tmp_path, PAD_VIEWS)
 
 
-def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
-    quant = Quantization((0.05,), (0,))
-    concatenation = Model([Tensor("a", (1, 3), "int8", quant), Tensor("b", (1, 2), "int8", quant),
-                           Tensor("y", (1, 5), "int8", quant)],
-                          [Operator("CONCATENATION", (0, 1), (2,), Options("ConcatenationOptions", {"Axis": 1}))],
-                          (0, 1), (2,))
-    path = tmp_path / "concatenation.tflite"
-    path.write_bytes(build(concatenation))
+# (input shapes, axis): each axis of 1-D to 4-D (TFLite Micro's limit), negative axes, size-1 and odd sizes,
+# one to four inputs.
+CONCATENATIONS = (
+    (((3,), (1,), (5,)), 0),
+    (((2, 3), (2, 1)), 1),
+    (((1, 3), (2, 3), (1, 3)), -2),
+    (((1, 3, 5, 1), (1, 3, 2, 1)), -2),
+    (((2, 1, 3, 1), (2, 1, 3, 1), (2, 1, 3, 2), (2, 1, 3, 1)), 3),
+    (((1, 1, 1, 1),), 1),
+    (((1, 2, 3, 5), (3, 2, 3, 5)), -4),
+    (((2, 1, 3, 5), (2, 4, 3, 5)), 1),
+)
+CONCATENATION_VIEWS = frozenset(f"case{index}_out" for index, (shapes, _) in enumerate(CONCATENATIONS)
+                                if len(shapes) == 1)  # one input: a copy of it, a view
+
+
+def _concatenated(shapes: tuple[tuple[int, ...], ...], axis: int) -> tuple[int, ...]:
+    total = sum(shape[axis] for shape in shapes)
+    return tuple(total if dim == axis % len(shapes[0]) else size for dim, size in enumerate(shapes[0]))
+
+
+def concatenation_model(quantizations=None, activation: int = 0) -> Model:
+    """One CONCATENATION per case of CONCATENATIONS, each with its own inputs and output, every input
+    quantized as its output unless ``quantizations`` gives (inputs, output) for every case."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shapes, axis) in enumerate(CONCATENATIONS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        in_quant, out_quant = quantizations or (quant, quant)
+        operands = tuple(range(len(tensors), len(tensors) + len(shapes)))
+        inputs += operands
+        tensors += [Tensor(f"case{index}_in{piece}", shape, "int8", in_quant) for piece, shape in enumerate(shapes)]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", _concatenated(shapes, axis), "int8", out_quant))
+        options = Options("ConcatenationOptions", {"Axis": axis, "FusedActivationFunction": activation})
+        operators.append(Operator("CONCATENATION", operands, (outputs[-1],), options))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_concatenation_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(concatenation_model(), tmp_path, CONCATENATION_VIEWS)
+
+
+def _refusal(model: Model, tmp_path) -> str:
+    """The one-line message the compile of ``model`` is refused with."""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(model))
     with pytest.raises(CompileError) as refused:
         compile(path, "lowpower", tmp_path / "out")
     message = str(refused.value)
-    assert "\n" not in message and "CONCATENATION" in message, message
+    assert "\n" not in message, message
+    return message
+
+
+@pytest.mark.parametrize("quantizations", (
+    (Quantization((0.05,), (3,)), Quantization((0.1,), (3,))),  # the scale differs
+    (Quantization((0.05,), (3,)), Quantization((0.05,), (-3,))),  # the zero point differs
+))
+def test_a_concatenation_requantizing_its_inputs_is_refused_as_tflite_micro_refuses_it(quantizations, tmp_path):
+    message = _refusal(concatenation_model(quantizations), tmp_path)
+    assert "CONCATENATION" in message and "quantized unlike its output" in message, message
+
+
+def test_a_concatenation_with_a_fused_activation_is_refused_as_tflite_micro_refuses_it(tmp_path):
+    message = _refusal(concatenation_model(activation=ActivationFunctionType.RELU), tmp_path)
+    assert "CONCATENATION" in message, message
+
+
+def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
+    quant = Quantization((0.05,), (0,))
+    split = Model([Tensor("axis", (), "int32", data=np.array(1, np.int32)), Tensor("x", (1, 4), "int8", quant),
+                   Tensor("y0", (1, 2), "int8", quant), Tensor("y1", (1, 2), "int8", quant)],
+                  [Operator("SPLIT", (0, 1), (2, 3), Options("SplitOptions", {"NumSplits": 2}))], (1,), (2, 3))
+    assert "SPLIT" in _refusal(split, tmp_path)

@@ -22,6 +22,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
     {
         "ADD",
         "AVERAGE_POOL_2D",
+        "CONCATENATION",
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
         "DEQUANTIZE",

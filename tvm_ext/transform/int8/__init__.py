@@ -17,10 +17,12 @@ from . import squared_difference
 from . import logistic
 from . import hard_swish
 from . import data_movement
+from . import concatenation
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
     svdf.LOWERING,  # before the MAC lowerings, which would also claim SVDF's quantizes (and not match)
+    concatenation.LOWERING,  # before the lowerings of any float operator, so its own Mismatch is the one named
     conv.LOWERING,
     fully_connected.LOWERING,
     add.LOWERING,
