@@ -171,6 +171,54 @@ def test_a_concatenation_with_a_fused_activation_is_refused_as_tflite_micro_refu
     assert "CONCATENATION" in message, message
 
 
+# (input shape, squeezed axes): one, several, negative, none (every size-1 axis), down to a scalar.
+SQUEEZES = (
+    ((1, 3, 1, 5), (0,)),
+    ((1, 3, 1, 5), (-2, 0)),
+    ((2, 1, 3, 1), ()),
+    ((1, 1, 1, 1), ()),
+    ((3, 1), (1,)),
+)
+# (input shape, new axis): each position, negative ones, of a scalar.
+EXPANSIONS = (((3, 5), 0), ((3, 5), 1), ((3, 5), 2), ((3, 5), -1), ((2, 1, 3), -4), ((), 0), ((1, 7, 1, 2), -3))
+
+
+def _squeezed(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    dropped = {axis % len(shape) for axis in axes} if axes else {axis for axis, size in enumerate(shape) if size == 1}
+    return tuple(size for axis, size in enumerate(shape) if axis not in dropped)
+
+
+def _expanded(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    position = axis % (len(shape) + 1)
+    return shape[:position] + (1,) + shape[position:]
+
+
+def reshaping_model(builtin: str) -> Model:
+    """One SQUEEZE per case of SQUEEZES, or one EXPAND_DIMS (its axis a constant) per case of EXPANSIONS."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, axes) in enumerate(SQUEEZES if builtin == "SQUEEZE" else EXPANSIONS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_in", shape, "int8", quant))
+        if builtin == "SQUEEZE":
+            operands, options, out_shape = (inputs[-1],), Options("SqueezeOptions", {"SqueezeDims": axes}), \
+                _squeezed(shape, axes)
+        else:
+            tensors.append(Tensor(f"case{index}_axis", (1,), "int32", data=np.array([axes], np.int32)))
+            operands, options, out_shape = (inputs[-1], inputs[-1] + 1), None, _expanded(shape, axes)
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", out_shape, "int8", quant))
+        operators.append(Operator(builtin, operands, (outputs[-1],), options))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+@pytest.mark.parametrize("builtin", ("SQUEEZE", "EXPAND_DIMS"))
+def test_squeeze_and_expand_dims_are_views_bit_exact_with_tflite_micro(builtin, tmp_path):
+    model = reshaping_model(builtin)
+    views = frozenset(model.tensors[index].name for index in model.outputs)  # each only renames the shape
+    assert_bit_exact_with_tflite_micro(model, tmp_path, views)
+
+
 def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
     quant = Quantization((0.05,), (0,))
     split = Model([Tensor("axis", (), "int32", data=np.array(1, np.int32)), Tensor("x", (1, 4), "int8", quant),

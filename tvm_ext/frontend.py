@@ -21,6 +21,7 @@ from tvm import relax
 from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, bindings_of, with_layers
 
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
+from .frontend_expand_dims import convert_expand_dims
 from .frontend_quantize import convert_quantize
 from .frontend_svdf import convert_svdf
 from .model_check.tflite_layers import tflite_layer_name
@@ -237,13 +238,13 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             super().__init__(model, subgraph, exp_tab, bb)
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
-            # QUANTIZE to int32 (relax.quantize has no int32 output).
-            own = {"SVDF": lambda op: convert_svdf(self, op),
+            # QUANTIZE to int32 (relax.quantize has no int32 output), EXPAND_DIMS (TVM's converter fails on any model).
+            own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"])}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
             # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).
-            data_movement = {"PAD", "PADV2", "TRANSPOSE"}
+            data_movement = {"PAD", "PADV2", "SQUEEZE", "TRANSPOSE"}
             self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys() | data_movement
             # Where each operator's table starts in the flatbuffer -> its operator index.
             self.operator_index = {subgraph.Operators(i)._tab.Pos: i for i in range(subgraph.OperatorsLength())}

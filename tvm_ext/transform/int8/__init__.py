@@ -43,6 +43,8 @@ LOWERINGS: tuple[Lowering, ...] = (
     reshape.LOWERING,
     data_movement.TRANSPOSE,
     data_movement.PAD,
+    data_movement.SQUEEZE,
+    data_movement.EXPAND_DIMS,
     edges.QUANTIZE,
     edges.DEQUANTIZE,
 )

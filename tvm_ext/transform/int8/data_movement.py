@@ -1,5 +1,7 @@
 """Data-movement operators the frontend applies to the int8 tensor itself (no dequantize/quantize around them):
-TRANSPOSE (``permute_dims(x, axes)``), PAD and PADV2 (``nn.pad(x, widths, value)``).
+TRANSPOSE (``permute_dims(x, axes)``), PAD and PADV2 (``nn.pad(x, widths, value)``), SQUEEZE and EXPAND_DIMS
+(``squeeze(x, axes)``, ``expand_dims(x, axis)``: reshapes to the shape the frontend inferred, which
+``RewriteDataflowReshape`` turns into views of the input's bytes).
 
 They keep one quantization (TVM's converter asserts PAD's input and output agree, as TFLite Micro requires
 of the zero point), so each is a copy kernel of the stored int8 values with no requantization. PAD's value
@@ -46,5 +48,19 @@ def _pad(call: relax.Call, ctx: LoweringContext) -> KernelCall:
                       {"pad_before": widths[0::2], "pad_after": widths[1::2], "pad_value": value})
 
 
+def _reshape_to_result(kind: str) -> Callable[[relax.Call, LoweringContext], KernelCall]:
+    """The kernel call of an operator that only changes the shape: a reshape to its result's shape."""
+
+    def kernel_call(call: relax.Call, ctx: LoweringContext) -> KernelCall:
+        shape = [int(size) for size in call.ty.shape]
+        return KernelCall(kind, call, topi.reshape, (ctx.lowered[call.args[0]],), {"newshape": shape})
+
+    return kernel_call
+
+
 TRANSPOSE = _int8_operand_lowering(frozenset({"TRANSPOSE"}), is_op("relax.permute_dims")(wildcard()), _transpose)
 PAD = _int8_operand_lowering(PAD_OPERATORS, is_op("relax.nn.pad")(wildcard()), _pad)
+SQUEEZE = _int8_operand_lowering(frozenset({"SQUEEZE"}), is_op("relax.squeeze")(wildcard()),
+                                 _reshape_to_result("SQUEEZE"))
+EXPAND_DIMS = _int8_operand_lowering(frozenset({"EXPAND_DIMS"}), is_op("relax.expand_dims")(wildcard()),
+                                     _reshape_to_result("EXPAND_DIMS"))
