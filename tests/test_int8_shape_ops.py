@@ -219,6 +219,41 @@ def test_squeeze_and_expand_dims_are_views_bit_exact_with_tflite_micro(builtin, 
     assert_bit_exact_with_tflite_micro(model, tmp_path, views)
 
 
+# (input shape, begin, size): each axis alone, every axis, size -1 (to the end), the whole tensor, 1-D to 5-D.
+SLICES = (
+    ((7,), (2,), (3,)),
+    ((3, 7), (1, 0), (1, -1)),
+    ((3, 7), (0, 6), (3, 1)),
+    ((1, 5, 3, 1), (0, 1, 1, 0), (1, 3, -1, 1)),
+    ((2, 1, 3, 5), (1, 0, 2, 4), (-1, -1, 1, 1)),
+    ((1, 1, 1, 1), (0, 0, 0, 0), (1, 1, 1, 1)),
+    ((2, 3, 1, 5, 3), (0, 1, 0, 1, 2), (2, 2, 1, 3, 1)),
+)
+
+
+def slice_model() -> Model:
+    """One SLICE per case of SLICES, each with its own input, begin and size constants and output."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, begin, size) in enumerate(SLICES):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        out_shape = tuple(dim - start if length == -1 else length for dim, start, length in zip(shape, begin, size))
+        tensors += [Tensor(f"case{index}_in", shape, "int8", quant),
+                    Tensor(f"case{index}_begin", (len(shape),), "int32", data=np.array(begin, np.int32)),
+                    Tensor(f"case{index}_size", (len(shape),), "int32", data=np.array(size, np.int32)),
+                    Tensor(f"case{index}_out", out_shape, "int8", quant)]
+        outputs.append(len(tensors) - 1)
+        operators.append(Operator("SLICE", (inputs[-1], inputs[-1] + 1, inputs[-1] + 2), (outputs[-1],)))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_slice_is_bit_exact_with_tflite_micro(tmp_path):
+    model = slice_model()
+    views = frozenset(model.tensors[output].name for output, (shape, _, _) in zip(model.outputs, SLICES)
+                      if model.tensors[output].shape == shape)  # the whole tensor: a view
+    assert_bit_exact_with_tflite_micro(model, tmp_path, views)
+
+
 def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
     quant = Quantization((0.05,), (0,))
     split = Model([Tensor("axis", (), "int32", data=np.array(1, np.int32)), Tensor("x", (1, 4), "int8", quant),

@@ -41,6 +41,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "RELU",
         "RELU6",
         "RESHAPE",
+        "SLICE",
         "SOFTMAX",
         "SQUARED_DIFFERENCE",
         "SQUEEZE",

@@ -45,6 +45,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     data_movement.PAD,
     data_movement.SQUEEZE,
     data_movement.EXPAND_DIMS,
+    data_movement.SLICE,
     edges.QUANTIZE,
     edges.DEQUANTIZE,
 )

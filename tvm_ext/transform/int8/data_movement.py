@@ -1,7 +1,8 @@
 """Data-movement operators the frontend applies to the int8 tensor itself (no dequantize/quantize around them):
 TRANSPOSE (``permute_dims(x, axes)``), PAD and PADV2 (``nn.pad(x, widths, value)``), SQUEEZE and EXPAND_DIMS
 (``squeeze(x, axes)``, ``expand_dims(x, axis)``: reshapes to the shape the frontend inferred, which
-``RewriteDataflowReshape`` turns into views of the input's bytes).
+``RewriteDataflowReshape`` turns into views of the input's bytes), SLICE (``strided_slice(x, axes, begin, end)``,
+the frontend having resolved its sizes into ends).
 
 They keep one quantization (TVM's converter asserts PAD's input and output agree, as TFLite Micro requires
 of the zero point), so each is a copy kernel of the stored int8 values with no requantization. PAD's value
@@ -48,6 +49,13 @@ def _pad(call: relax.Call, ctx: LoweringContext) -> KernelCall:
                       {"pad_before": widths[0::2], "pad_after": widths[1::2], "pad_value": value})
 
 
+def _slice(call: relax.Call, ctx: LoweringContext) -> KernelCall:
+    axes, begin, end, *strides = ([int(value.value) for value in operand.fields] for operand in call.args[1:])
+    return KernelCall("SLICE", call, topi.strided_slice, (ctx.lowered[call.args[0]],),
+                      {"begin": begin, "end": end, "strides": strides[0] if strides else None, "axes": axes,
+                       "assume_inbound": bool(call.attrs.assume_inbound)})
+
+
 def _reshape_to_result(kind: str) -> Callable[[relax.Call, LoweringContext], KernelCall]:
     """The kernel call of an operator that only changes the shape: a reshape to its result's shape."""
 
@@ -59,8 +67,10 @@ def _reshape_to_result(kind: str) -> Callable[[relax.Call, LoweringContext], Ker
 
 
 TRANSPOSE = _int8_operand_lowering(frozenset({"TRANSPOSE"}), is_op("relax.permute_dims")(wildcard()), _transpose)
-PAD = _int8_operand_lowering(PAD_OPERATORS, is_op("relax.nn.pad")(wildcard()), _pad)
+PAD = _int8_operand_lowering(PAD_OPERATORS, is_op("relax.nn.pad")(wildcard()).has_attr({"pad_mode": "constant"}), _pad)
 SQUEEZE = _int8_operand_lowering(frozenset({"SQUEEZE"}), is_op("relax.squeeze")(wildcard()),
                                  _reshape_to_result("SQUEEZE"))
 EXPAND_DIMS = _int8_operand_lowering(frozenset({"EXPAND_DIMS"}), is_op("relax.expand_dims")(wildcard()),
                                      _reshape_to_result("EXPAND_DIMS"))
+SLICE = _int8_operand_lowering(frozenset({"SLICE"}),
+                               is_op("relax.strided_slice")(wildcard(), varg_default_wildcard=True), _slice)
