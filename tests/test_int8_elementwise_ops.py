@@ -157,12 +157,16 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[
     outs = [np.zeros(model.tensors[i].shape, np.int8) for i in model.outputs]
     in_struct = (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins))
     out_struct = (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs))
+    # One input and one output: the run function takes the buffers themselves, else structs of pointers.
+    single = len(ins) == 1 and len(outs) == 1
+    arguments = (ctypes.c_void_p(in_struct[0]), ctypes.c_void_p(out_struct[0])) if single else \
+        (ctypes.byref(in_struct), ctypes.byref(out_struct))
     rng = np.random.default_rng(2026)
     for _ in range(RUNS):
         for position, array in enumerate(ins):
             array[...] = rng.integers(-128, 128, array.shape)
             interpreter.set_input(array, position)
-        assert run(ctypes.byref(in_struct), ctypes.byref(out_struct)) == 0
+        assert run(*arguments) == 0
         interpreter.invoke()
         for position, array in enumerate(outs):
             np.testing.assert_array_equal(array, np.asarray(interpreter.get_output(position)),

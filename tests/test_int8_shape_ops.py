@@ -254,6 +254,52 @@ def test_slice_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(model, tmp_path, views)
 
 
+def _mac_operands(tensors: list[Tensor], name: str, weight_shape: tuple[int, ...], channel_axis: int,
+                 input_scale: float, rng: np.random.Generator) -> tuple[int, int]:
+    """Append a per-channel int8 weight (channels on ``channel_axis``) and its int32 bias; their indices."""
+    channels = weight_shape[channel_axis]
+    scales = tuple(float(scale) for scale in rng.uniform(0.002, 0.02, channels))
+    tensors.append(Tensor(f"{name}_weights", weight_shape, "int8", Quantization(scales, (0,) * channels, channel_axis),
+                          rng.integers(-127, 128, weight_shape).astype(np.int8)))
+    tensors.append(Tensor(f"{name}_bias", (channels,), "int32",
+                          Quantization(tuple(input_scale * scale for scale in scales), (0,) * channels),
+                          rng.integers(-2000, 2000, channels).astype(np.int32)))
+    return len(tensors) - 2, len(tensors) - 1
+
+
+def inverted_residual_block() -> Model:
+    """MobileNetV2's stride-2 block: 1x1 CONV_2D expanding 3 channels to 6 (RELU6), PAD by one pixel,
+    3x3 DEPTHWISE_CONV_2D of stride 2 VALID (RELU6), 1x1 CONV_2D projecting to 4 channels; odd 7x7 input."""
+    rng = np.random.default_rng(15)
+    x, expanded, projected = Quantization((0.02,), (-3,)), Quantization((0.03,), (-128,)), Quantization((0.05,), (7,))
+    tensors = [Tensor("input", (1, 7, 7, 3), "int8", x)]
+    weights, bias = _mac_operands(tensors, "expand", (6, 1, 1, 3), 0, 0.02, rng)
+    tensors.append(Tensor("expand", (1, 7, 7, 6), "int8", expanded))
+    operators = [Operator("CONV_2D", (0, weights, bias), (len(tensors) - 1,),
+                          Options("Conv2DOptions", {"Padding": 1, "StrideW": 1, "StrideH": 1,
+                                                    "FusedActivationFunction": ActivationFunctionType.RELU6}))]
+    tensors.append(Tensor("paddings", (4, 2), "int32", data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32)))
+    tensors.append(Tensor("pad", (1, 9, 9, 6), "int8", expanded))
+    operators.append(Operator("PAD", (len(tensors) - 3, len(tensors) - 2), (len(tensors) - 1,)))
+    padded = len(tensors) - 1
+    weights, bias = _mac_operands(tensors, "depthwise", (1, 3, 3, 6), 3, 0.03, rng)
+    tensors.append(Tensor("depthwise", (1, 4, 4, 6), "int8", expanded))
+    operators.append(Operator("DEPTHWISE_CONV_2D", (padded, weights, bias), (len(tensors) - 1,),
+                              Options("DepthwiseConv2DOptions", {
+                                  "Padding": 1, "StrideW": 2, "StrideH": 2, "DepthMultiplier": 1,
+                                  "FusedActivationFunction": ActivationFunctionType.RELU6})))
+    depthwise = len(tensors) - 1
+    weights, bias = _mac_operands(tensors, "project", (4, 1, 1, 6), 0, 0.03, rng)
+    tensors.append(Tensor("project", (1, 4, 4, 4), "int8", projected))
+    operators.append(Operator("CONV_2D", (depthwise, weights, bias), (len(tensors) - 1,),
+                              Options("Conv2DOptions", {"Padding": 1, "StrideW": 1, "StrideH": 1})))
+    return Model(tensors, operators, (0,), (len(tensors) - 1,))
+
+
+def test_a_mobilenet_v2_block_with_pad_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(inverted_residual_block(), tmp_path)
+
+
 def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
     quant = Quantization((0.05,), (0,))
     split = Model([Tensor("axis", (), "int32", data=np.array(1, np.int32)), Tensor("x", (1, 4), "int8", quant),
