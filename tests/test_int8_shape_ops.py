@@ -254,6 +254,32 @@ def test_slice_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(model, tmp_path, views)
 
 
+# (input shape, number of values, axis): each position of the new axis, negative ones, one value, scalars.
+PACKS = (((3, 5), 2, 0), ((3, 5), 3, 1), ((3, 5), 2, 2), ((1, 3), 2, -1), ((2, 1, 3), 4, -4), ((), 3, 0),
+         ((7,), 1, -2))
+
+
+def pack_model() -> Model:
+    """One PACK per case of PACKS, each with its own inputs and output."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, count, axis) in enumerate(PACKS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        values = tuple(range(len(tensors), len(tensors) + count))
+        inputs += values
+        tensors += [Tensor(f"case{index}_in{value}", shape, "int8", quant) for value in range(count)]
+        outputs.append(len(tensors))
+        position = axis % (len(shape) + 1)
+        tensors.append(Tensor(f"case{index}_out", shape[:position] + (count,) + shape[position:], "int8", quant))
+        operators.append(Operator("PACK", values, (outputs[-1],),
+                                  Options("PackOptions", {"ValuesCount": count, "Axis": axis})))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_pack_is_bit_exact_with_tflite_micro(tmp_path):
+    views = frozenset(f"case{index}_out" for index, (_, count, _) in enumerate(PACKS) if count == 1)
+    assert_bit_exact_with_tflite_micro(pack_model(), tmp_path, views)
+
+
 def _mac_operands(tensors: list[Tensor], name: str, weight_shape: tuple[int, ...], channel_axis: int,
                  input_scale: float, rng: np.random.Generator) -> tuple[int, int]:
     """Append a per-channel int8 weight (channels on ``channel_axis``) and its int32 bias; their indices."""

@@ -22,6 +22,7 @@ from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, binding
 
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
 from .frontend_expand_dims import convert_expand_dims
+from .frontend_pack import convert_pack
 from .frontend_quantize import convert_quantize
 from .frontend_svdf import convert_svdf
 from .model_check.tflite_layers import tflite_layer_name
@@ -238,8 +239,10 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             super().__init__(model, subgraph, exp_tab, bb)
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
-            # QUANTIZE to int32 (relax.quantize has no int32 output), EXPAND_DIMS (TVM's converter fails on any model).
+            # QUANTIZE to int32 (relax.quantize has no int32 output), EXPAND_DIMS and PACK (TVM's converters fail on
+            # any model).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
+                   "PACK": lambda op: convert_pack(self, op),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"])}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8

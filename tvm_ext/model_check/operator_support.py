@@ -35,6 +35,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "MAXIMUM",
         "MINIMUM",
         "MUL",
+        "PACK",
         "PAD",
         "PADV2",
         "QUANTIZE",

@@ -18,6 +18,7 @@ from . import logistic
 from . import hard_swish
 from . import data_movement
 from . import concatenation
+from . import pack
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -46,6 +47,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     data_movement.SQUEEZE,
     data_movement.EXPAND_DIMS,
     data_movement.SLICE,
+    pack.LOWERING,
     edges.QUANTIZE,
     edges.DEQUANTIZE,
 )
