@@ -10,6 +10,8 @@ must be bit-identical and its C, called on random inputs, must equal TFLite Micr
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 
@@ -252,6 +254,56 @@ def test_slice_is_bit_exact_with_tflite_micro(tmp_path):
     views = frozenset(model.tensors[output].name for output, (shape, _, _) in zip(model.outputs, SLICES)
                       if model.tensors[output].shape == shape)  # the whole tensor: a view
     assert_bit_exact_with_tflite_micro(model, tmp_path, views)
+
+
+@dataclass(frozen=True)
+class StridedSlice:
+    """One STRIDED_SLICE: input shape, begin, end, strides, its masks, and the output shape TFLite gives it."""
+
+    shape: tuple[int, ...]
+    begin: tuple[int, ...]
+    end: tuple[int, ...]
+    strides: tuple[int, ...]
+    out: tuple[int, ...]
+    begin_mask: int = 0
+    end_mask: int = 0
+    shrink_axis_mask: int = 0
+
+
+STRIDED_SLICES = (
+    StridedSlice((7,), (1,), (6,), (2,), (3,)),  # a stride
+    StridedSlice((7,), (-1,), (-8,), (-1,), (7,)),  # reversed, negative indices
+    StridedSlice((3, 7), (2, 5), (0, 1), (-1, -2), (2, 2)),  # negative strides on each axis
+    StridedSlice((3, 7), (1, 2), (2, 5), (1, 1), (3, 7), begin_mask=0b11, end_mask=0b11),  # masks: everything
+    StridedSlice((3, 7), (1, 2), (2, 5), (1, 3), (2, 2), begin_mask=0b01, end_mask=0b10),  # masks on one axis each
+    StridedSlice((2, 3, 5), (1, 0, -1), (2, 3, 5), (1, 1, 1), (3,), shrink_axis_mask=0b101),  # shrink two axes
+    StridedSlice((1, 5, 3, 1), (0, 4, 0, 0), (1, 0, 3, 1), (1, -2, 2, 1), (1, 3, 2, 1), end_mask=0b10),
+    StridedSlice((2, 1, 3, 5), (0, 0, 0, 0), (2, 1, 3, 5), (1, 1, -1, 3), (2, 1, 3, 2), begin_mask=0b0100,
+                 end_mask=0b0100),
+)
+
+
+def strided_slice_model() -> Model:
+    """One STRIDED_SLICE per case of STRIDED_SLICES, each with its own tensors."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, case in enumerate(STRIDED_SLICES):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_in", case.shape, "int8", quant))
+        tensors += [Tensor(f"case{index}_{name}", (len(values),), "int32", data=np.array(values, np.int32))
+                    for name, values in (("begin", case.begin), ("end", case.end), ("strides", case.strides))]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", case.out, "int8", quant))
+        options = Options("StridedSliceOptions", {"BeginMask": case.begin_mask, "EndMask": case.end_mask,
+                                                  "ShrinkAxisMask": case.shrink_axis_mask})
+        operators.append(Operator("STRIDED_SLICE", tuple(range(inputs[-1], inputs[-1] + 4)), (outputs[-1],), options))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_strided_slice_is_bit_exact_with_tflite_micro(tmp_path):
+    views = frozenset(f"case{index}_out" for index, case in enumerate(STRIDED_SLICES)
+                      if case.out == case.shape and set(case.strides) == {1})  # all of it, in order
+    assert_bit_exact_with_tflite_micro(strided_slice_model(), tmp_path, views)
 
 
 # (input shape, number of values, axis): each position of the new axis, negative ones, one value, scalars.

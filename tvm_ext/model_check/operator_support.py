@@ -46,6 +46,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "SOFTMAX",
         "SQUARED_DIFFERENCE",
         "SQUEEZE",
+        "STRIDED_SLICE",
         "SUB",
         "SVDF",
         "TANH",

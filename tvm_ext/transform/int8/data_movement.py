@@ -20,6 +20,7 @@ from tvm.relax.dpl import DFPattern, is_op, wildcard
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext
 
 PAD_OPERATORS = frozenset({"PAD", "PADV2"})
+SLICE_OPERATORS = frozenset({"SLICE", "STRIDED_SLICE"})
 
 
 def _int8_operand_lowering(operators: frozenset[str], pattern: DFPattern,
@@ -40,18 +41,22 @@ def _transpose(call: relax.Call, ctx: LoweringContext) -> KernelCall:
     return KernelCall("TRANSPOSE", call, topi.transpose, (ctx.lowered[call.args[0]],), {"axes": axes})
 
 
+def _operator(call: relax.Call, ctx: LoweringContext, operators: frozenset[str], default: str) -> str:
+    """Which of ``operators`` the frontend imported as ``call`` (its layer record says), else ``default``."""
+    records = ctx.graph.records_of(call)
+    return records[0].kind if records and records[0].kind in operators else default
+
+
 def _pad(call: relax.Call, ctx: LoweringContext) -> KernelCall:
     widths = [int(width) for width in call.attrs.pad_width]  # (before, after) of each axis in turn
     value = int(float(call.attrs.pad_value))
-    records = ctx.graph.records_of(call)
-    kind = records[0].kind if records and records[0].kind in PAD_OPERATORS else "PAD"
-    return KernelCall(kind, call, topi.nn.pad, (ctx.lowered[call.args[0]],),
+    return KernelCall(_operator(call, ctx, PAD_OPERATORS, "PAD"), call, topi.nn.pad, (ctx.lowered[call.args[0]],),
                       {"pad_before": widths[0::2], "pad_after": widths[1::2], "pad_value": value})
 
 
 def _slice(call: relax.Call, ctx: LoweringContext) -> KernelCall:
     axes, begin, end, *strides = ([int(value.value) for value in operand.fields] for operand in call.args[1:])
-    return KernelCall("SLICE", call, topi.strided_slice, (ctx.lowered[call.args[0]],),
+    return KernelCall(_operator(call, ctx, SLICE_OPERATORS, "SLICE"), call, topi.strided_slice, (ctx.lowered[call.args[0]],),
                       {"begin": begin, "end": end, "strides": strides[0] if strides else None, "axes": axes,
                        "assume_inbound": bool(call.attrs.assume_inbound)})
 
@@ -72,5 +77,5 @@ SQUEEZE = _int8_operand_lowering(frozenset({"SQUEEZE"}), is_op("relax.squeeze")(
                                  _reshape_to_result("SQUEEZE"))
 EXPAND_DIMS = _int8_operand_lowering(frozenset({"EXPAND_DIMS"}), is_op("relax.expand_dims")(wildcard()),
                                      _reshape_to_result("EXPAND_DIMS"))
-SLICE = _int8_operand_lowering(frozenset({"SLICE"}),
+SLICE = _int8_operand_lowering(SLICE_OPERATORS,
                                is_op("relax.strided_slice")(wildcard(), varg_default_wildcard=True), _slice)
