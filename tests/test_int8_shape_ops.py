@@ -332,6 +332,54 @@ def test_pack_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(pack_model(), tmp_path, views)
 
 
+# (input shape, sizes of the pieces, axis): each axis, negative ones, one piece, pieces of size one, 1-D to 4-D;
+# SPLIT takes the cases whose pieces are equal, SPLIT_V every case.
+SPLITS = (
+    ((6,), (2, 2, 2), 0),
+    ((3, 4), (1, 1, 1), 0),
+    ((3, 4), (2, 2), -1),
+    ((1, 5, 3, 1), (1, 3, 1), 1),
+    ((2, 1, 3, 4), (4,), -1),
+    ((2, 1, 6, 3), (1, 2, 3), -2),
+    ((5, 3), (2, 3), 0),
+)
+
+
+def split_model(builtin: str) -> Model:
+    """One SPLIT (or SPLIT_V) per case of SPLITS it can express, each of its own input's RELU (a model of data
+    movement alone has no quantize or dequantize for the int8 pass to start from), with its own outputs."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, sizes, axis) in enumerate(SPLITS):
+        if builtin == "SPLIT" and len(set(sizes)) != 1:
+            continue
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        tensors += [Tensor(f"case{index}_in", shape, "int8", quant), Tensor(f"case{index}_relu", shape, "int8", quant)]
+        operators.append(Operator("RELU", (inputs[-1],), (inputs[-1] + 1,)))
+        data = inputs[-1] + 1
+        tensors.append(Tensor(f"case{index}_axis", (), "int32", data=np.array(axis, np.int32)))
+        if builtin == "SPLIT":
+            operands, options = (data + 1, data), Options("SplitOptions", {"NumSplits": len(sizes)})
+        else:
+            tensors.append(Tensor(f"case{index}_sizes", (len(sizes),), "int32", data=np.array(sizes, np.int32)))
+            operands = (data, data + 2, data + 1)
+            options = Options("SplitVOptions", {"NumSplits": len(sizes)})
+        pieces = tuple(range(len(tensors), len(tensors) + len(sizes)))
+        outputs += pieces
+        tensors += [Tensor(f"case{index}_out{piece}", shape[:axis % len(shape)] + (size,) +
+                           shape[axis % len(shape) + 1:], "int8", quant) for piece, size in enumerate(sizes)]
+        operators.append(Operator(builtin, operands, pieces, options))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+@pytest.mark.parametrize("builtin", ("SPLIT", "SPLIT_V"))
+def test_split_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    model = split_model(builtin)
+    views = frozenset(model.tensors[operator.outputs[0]].name for operator in model.operators
+                      if operator.builtin == builtin and len(operator.outputs) == 1)  # one piece: all of the input
+    assert_bit_exact_with_tflite_micro(model, tmp_path, views)
+
+
 def _mac_operands(tensors: list[Tensor], name: str, weight_shape: tuple[int, ...], channel_axis: int,
                  input_scale: float, rng: np.random.Generator) -> tuple[int, int]:
     """Append a per-channel int8 weight (channels on ``channel_axis``) and its int32 bias; their indices."""
@@ -380,7 +428,7 @@ def test_a_mobilenet_v2_block_with_pad_is_bit_exact_with_tflite_micro(tmp_path):
 
 def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
     quant = Quantization((0.05,), (0,))
-    split = Model([Tensor("axis", (), "int32", data=np.array(1, np.int32)), Tensor("x", (1, 4), "int8", quant),
-                   Tensor("y0", (1, 2), "int8", quant), Tensor("y1", (1, 2), "int8", quant)],
-                  [Operator("SPLIT", (0, 1), (2, 3), Options("SplitOptions", {"NumSplits": 2}))], (1,), (2, 3))
-    assert "SPLIT" in _refusal(split, tmp_path)
+    unpack = Model([Tensor("x", (2, 4), "int8", quant), Tensor("y0", (4,), "int8", quant),
+                    Tensor("y1", (4,), "int8", quant)],
+                   [Operator("UNPACK", (0,), (1, 2), Options("UnpackOptions", {"Num": 2, "Axis": 0}))], (0,), (1, 2))
+    assert "UNPACK" in _refusal(unpack, tmp_path)

@@ -193,10 +193,11 @@ class _OperatorResults:
         self.result_vars: dict[relax.Var, int] = {}  # an operator's result var -> its record's position
 
     def bind(self, bb: relax.BlockBuilder, value: relax.Expr, record: LayerRecord) -> relax.Expr:
-        """Bind an operator's single tensor result to a var of its own and record it; leave tuples alone."""
+        """Bind an operator's result (a call: one tensor, or the tuple of SPLIT's pieces) to a var of its own and
+        record it; leave tuples of expressions alone."""
         if isinstance(value, relax.Call):
             value = bb.normalize(value)
-            if isinstance(value.ty, relax.TensorType):
+            if isinstance(value.ty, (relax.TensorType, relax.TupleType)):
                 var = bb.emit(value, name_hint=f"{_LAYER_VAR_PREFIX}{len(self.records)}")
                 self.result_vars[var] = len(self.records)
                 self.records.append(record)
@@ -247,7 +248,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
             # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).
-            data_movement = {"PAD", "PADV2", "SLICE", "SQUEEZE", "STRIDED_SLICE", "TRANSPOSE"}
+            data_movement = {"PAD", "PADV2", "SLICE", "SPLIT", "SPLIT_V", "SQUEEZE", "STRIDED_SLICE", "TRANSPOSE"}
             self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys() | data_movement
             # Where each operator's table starts in the flatbuffer -> its operator index.
             self.operator_index = {subgraph.Operators(i)._tab.Pos: i for i in range(subgraph.OperatorsLength())}

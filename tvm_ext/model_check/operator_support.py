@@ -44,6 +44,8 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "RESHAPE",
         "SLICE",
         "SOFTMAX",
+        "SPLIT",
+        "SPLIT_V",
         "SQUARED_DIFFERENCE",
         "SQUEEZE",
         "STRIDED_SLICE",

@@ -19,6 +19,7 @@ from . import hard_swish
 from . import data_movement
 from . import concatenation
 from . import pack
+from . import split
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -48,6 +49,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     data_movement.EXPAND_DIMS,
     data_movement.SLICE,
     pack.LOWERING,
+    split.LOWERING,
     edges.QUANTIZE,
     edges.DEQUANTIZE,
 )

@@ -41,7 +41,7 @@ def _transpose(call: relax.Call, ctx: LoweringContext) -> KernelCall:
     return KernelCall("TRANSPOSE", call, topi.transpose, (ctx.lowered[call.args[0]],), {"axes": axes})
 
 
-def _operator(call: relax.Call, ctx: LoweringContext, operators: frozenset[str], default: str) -> str:
+def recorded_operator(call: relax.Call, ctx: LoweringContext, operators: frozenset[str], default: str) -> str:
     """Which of ``operators`` the frontend imported as ``call`` (its layer record says), else ``default``."""
     records = ctx.graph.records_of(call)
     return records[0].kind if records and records[0].kind in operators else default
@@ -50,13 +50,15 @@ def _operator(call: relax.Call, ctx: LoweringContext, operators: frozenset[str],
 def _pad(call: relax.Call, ctx: LoweringContext) -> KernelCall:
     widths = [int(width) for width in call.attrs.pad_width]  # (before, after) of each axis in turn
     value = int(float(call.attrs.pad_value))
-    return KernelCall(_operator(call, ctx, PAD_OPERATORS, "PAD"), call, topi.nn.pad, (ctx.lowered[call.args[0]],),
+    return KernelCall(recorded_operator(call, ctx, PAD_OPERATORS, "PAD"), call, topi.nn.pad,
+                      (ctx.lowered[call.args[0]],),
                       {"pad_before": widths[0::2], "pad_after": widths[1::2], "pad_value": value})
 
 
 def _slice(call: relax.Call, ctx: LoweringContext) -> KernelCall:
     axes, begin, end, *strides = ([int(value.value) for value in operand.fields] for operand in call.args[1:])
-    return KernelCall(_operator(call, ctx, SLICE_OPERATORS, "SLICE"), call, topi.strided_slice, (ctx.lowered[call.args[0]],),
+    return KernelCall(recorded_operator(call, ctx, SLICE_OPERATORS, "SLICE"), call, topi.strided_slice,
+                      (ctx.lowered[call.args[0]],),
                       {"begin": begin, "end": end, "strides": strides[0] if strides else None, "axes": axes,
                        "assume_inbound": bool(call.attrs.assume_inbound)})
 
