@@ -1,13 +1,15 @@
 """int8 data-movement operators through the real pipeline (tvm_ext.compile, lowpower), bit-exact with TFLite Micro.
 
-TRANSPOSE, PAD and PADV2 keep one quantization: the bundle copies the stored int8 values (PAD's fill is the
-zero point, PADV2's its stored int8 constant). Each operator gets one model holding several independent
-instances, each with its own input and output: odd sizes, one channel, size-1 dimensions, every rank the
-kernels take (1-D to 5-D), padding on each axis alone, zero points at both ends of int8. The bundle's self-test
-must be bit-identical and its C, called on random inputs, must equal TFLite Micro exactly
-(``assert_bit_exact_with_tflite_micro``). The operators still without a lowering are refused in one line.
+CONCATENATION, PAD, PADV2, TRANSPOSE, STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, PACK, SQUEEZE and EXPAND_DIMS keep one
+quantization: the bundle copies the stored int8 values (PAD's fill is the zero point, PADV2's its stored int8
+constant), or uses a view where no byte moves. Each operator gets one model holding several independent
+instances, each with its own inputs and outputs: odd sizes, one channel, size-1 dimensions, every rank the
+kernels take, each axis and negative axes, zero points at both ends of int8. The bundle's self-test must be
+bit-identical and its C, called on random inputs, must equal TFLite Micro exactly
+(``assert_bit_exact_with_tflite_micro``). A MobileNetV2 block puts PAD between convolutions. What TFLite Micro
+refuses (a CONCATENATION that would requantize, or with a fused activation) and UNPACK, still without a
+lowering, are refused in one line naming the operator.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,8 +1,9 @@
 """Data-movement operators the frontend applies to the int8 tensor itself (no dequantize/quantize around them):
 TRANSPOSE (``permute_dims(x, axes)``), PAD and PADV2 (``nn.pad(x, widths, value)``), SQUEEZE and EXPAND_DIMS
 (``squeeze(x, axes)``, ``expand_dims(x, axis)``: reshapes to the shape the frontend inferred, which
-``RewriteDataflowReshape`` turns into views of the input's bytes), SLICE (``strided_slice(x, axes, begin, end)``,
-the frontend having resolved its sizes into ends).
+``RewriteDataflowReshape`` turns into views of the input's bytes), SLICE and STRIDED_SLICE
+(``strided_slice(x, axes, begin, end[, strides])``: the frontend resolved SLICE's sizes into ends and
+STRIDED_SLICE's masks into one slice, and a reshape where it shrinks axes).
 
 They keep one quantization (TVM's converter asserts PAD's input and output agree, as TFLite Micro requires
 of the zero point), so each is a copy kernel of the stored int8 values with no requantization. PAD's value
