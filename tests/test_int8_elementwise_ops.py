@@ -134,8 +134,9 @@ def unary_model(builtin: str, unary: Unary) -> Model:
     return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
 
 
-def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
-    """Compile ``model`` for lowpower; its self-test and RUNS random inputs must match TFLite Micro exactly."""
+def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[str] = frozenset()) -> None:
+    """Compile ``model`` for lowpower; its self-test and RUNS random inputs must match TFLite Micro exactly.
+    ``views`` names the outputs whose operator must become a view (no kernel of its own)."""
     path = tmp_path / "model.tflite"
     path.write_bytes(build(model))
     bundle = compile(path, "lowpower", tmp_path / "out")
@@ -144,7 +145,10 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
     # Each kernel is labelled with its own operator (the pass found each operator's TFLite index).
     calls = json.loads((bundle.out_dir / "manifest.json").read_text())["calls"]
     labels = {layer for call in calls for layer in call["layers"]}
-    assert labels >= {f"{model.tensors[op.outputs[0]].name} ({op.builtin})" for op in model.operators}, labels
+    kernels = {model.tensors[op.outputs[0]].name: f"{model.tensors[op.outputs[0]].name} ({op.builtin})"
+               for op in model.operators}
+    assert labels >= {label for name, label in kernels.items() if name not in views}, labels
+    assert not labels & {label for name, label in kernels.items() if name in views}, labels
     strict = strict_sanitized_selftest(bundle.out_dir, tmp_path / "strict")
     assert strict.returncode == 0 and "PASS" in strict.stdout, strict.stdout + strict.stderr
     run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
@@ -153,12 +157,16 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
     outs = [np.zeros(model.tensors[i].shape, np.int8) for i in model.outputs]
     in_struct = (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins))
     out_struct = (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs))
+    # One input and one output: the run function takes the buffers themselves, else structs of pointers.
+    single = len(ins) == 1 and len(outs) == 1
+    arguments = (ctypes.c_void_p(in_struct[0]), ctypes.c_void_p(out_struct[0])) if single else \
+        (ctypes.byref(in_struct), ctypes.byref(out_struct))
     rng = np.random.default_rng(2026)
     for _ in range(RUNS):
         for position, array in enumerate(ins):
             array[...] = rng.integers(-128, 128, array.shape)
             interpreter.set_input(array, position)
-        assert run(ctypes.byref(in_struct), ctypes.byref(out_struct)) == 0
+        assert run(*arguments) == 0
         interpreter.invoke()
         for position, array in enumerate(outs):
             np.testing.assert_array_equal(array, np.asarray(interpreter.get_output(position)),

@@ -12,8 +12,9 @@ A model is data (``Model``: tensors, operators, graph inputs/outputs); ``build(m
                    options=Options("MulOptions", {"FusedActivationFunction": ActivationFunctionType.RELU}))
     Path("mul.tflite").write_bytes(build(Model([x, two, y], [mul], inputs=(0,), outputs=(2,))))
 
-Limits (kept small on purpose): one subgraph; options fields are scalars (ints, floats, bools); a tensor's
-constant data is stored little-endian in its own buffer (buffer 0 is TFLite's empty sentinel).
+Limits (kept small on purpose): one subgraph; options fields are scalars (ints, floats, bools) or tuples of
+ints (int32 vectors, e.g. SqueezeOptions' SqueezeDims); a tensor's constant data is stored little-endian in
+its own buffer (buffer 0 is TFLite's empty sentinel).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class Options:
     defaults."""
 
     table: str
-    fields: dict[str, Union[int, float, bool]] = field(default_factory=dict)
+    fields: dict[str, Union[int, float, bool, tuple[int, ...]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -116,9 +117,10 @@ def _options(b, options: Options) -> int:
     """The options table, written through the generated ``<Table>Start/Add<Field>/End`` functions."""
     import tflite
 
+    vectors = {name: _int_vector(b, value) for name, value in options.fields.items() if isinstance(value, tuple)}
     getattr(tflite, f"{options.table}Start")(b)
     for name, value in options.fields.items():
-        getattr(tflite, f"{options.table}Add{name}")(b, value)
+        getattr(tflite, f"{options.table}Add{name}")(b, vectors.get(name, value))
     return getattr(tflite, f"{options.table}End")(b)
 
 

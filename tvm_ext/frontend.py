@@ -22,6 +22,8 @@ from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, binding
 
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
 from .frontend_batch_matmul import convert_batch_matmul
+from .frontend_expand_dims import convert_expand_dims
+from .frontend_pack import convert_pack
 from .frontend_quantize import convert_quantize
 from .frontend_svdf import convert_svdf
 from .frontend_transpose_conv import convert_transpose_conv
@@ -193,10 +195,11 @@ class _OperatorResults:
         self.result_vars: dict[relax.Var, int] = {}  # an operator's result var -> its record's position
 
     def bind(self, bb: relax.BlockBuilder, value: relax.Expr, record: LayerRecord) -> relax.Expr:
-        """Bind an operator's single tensor result to a var of its own and record it; leave tuples alone."""
+        """Bind an operator's result (a call: one tensor, or the tuple of SPLIT's pieces) to a var of its own and
+        record it; leave tuples of expressions alone."""
         if isinstance(value, relax.Call):
             value = bb.normalize(value)
-            if isinstance(value.ty, relax.TensorType):
+            if isinstance(value.ty, (relax.TensorType, relax.TupleType)):
                 var = bb.emit(value, name_hint=f"{_LAYER_VAR_PREFIX}{len(self.records)}")
                 self.result_vars[var] = len(self.records)
                 self.records.append(record)
@@ -240,15 +243,19 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
             # QUANTIZE to int32 (relax.quantize has no int32 output); TRANSPOSE_CONV's converter drops its
-            # activation; BATCH_MATMUL's is float only.
-            own = {"SVDF": lambda op: convert_svdf(self, op),
+            # activation; BATCH_MATMUL's is float only; EXPAND_DIMS and PACK (TVM's converters fail on any model).
+            own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
+                   "PACK": lambda op: convert_pack(self, op),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
                    "BATCH_MATMUL": functools.partial(convert_batch_matmul, self,
                                                      tvm_convert=self.convert_map["BATCH_MATMUL"]),
                    "TRANSPOSE_CONV": functools.partial(convert_transpose_conv, self,
                                                        tvm_convert=self.convert_map["TRANSPOSE_CONV"])}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
-            self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys()
+            # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
+            # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).
+            data_movement = {"PAD", "PADV2", "SLICE", "SPLIT", "SPLIT_V", "SQUEEZE", "STRIDED_SLICE", "TRANSPOSE"}
+            self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys() | data_movement
             # Where each operator's table starts in the flatbuffer -> its operator index.
             self.operator_index = {subgraph.Operators(i)._tab.Pos: i for i in range(subgraph.OperatorsLength())}
 

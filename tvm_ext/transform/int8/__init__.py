@@ -18,10 +18,15 @@ from . import logistic
 from . import hard_swish
 from . import transpose_conv
 from . import batch_matmul
+from . import data_movement
+from . import concatenation
+from . import pack
+from . import split
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
     svdf.LOWERING,  # before the MAC lowerings, which would also claim SVDF's quantizes (and not match)
+    concatenation.LOWERING,  # before the lowerings of any float operator, so its own Mismatch is the one named
     conv.LOWERING,
     transpose_conv.LOWERING,
     batch_matmul.LOWERING,
@@ -42,6 +47,13 @@ LOWERINGS: tuple[Lowering, ...] = (
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
     reshape.LOWERING,
+    data_movement.TRANSPOSE,
+    data_movement.PAD,
+    data_movement.SQUEEZE,
+    data_movement.EXPAND_DIMS,
+    data_movement.SLICE,
+    pack.LOWERING,
+    split.LOWERING,
     edges.QUANTIZE,
     edges.DEQUANTIZE,
 )

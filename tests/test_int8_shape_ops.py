@@ -1,0 +1,436 @@
+"""int8 data-movement operators through the real pipeline (tvm_ext.compile, lowpower), bit-exact with TFLite Micro.
+
+CONCATENATION, PAD, PADV2, TRANSPOSE, STRIDED_SLICE, SLICE, SPLIT, SPLIT_V, PACK, SQUEEZE and EXPAND_DIMS keep one
+quantization: the bundle copies the stored int8 values (PAD's fill is the zero point, PADV2's its stored int8
+constant), or uses a view where no byte moves. Each operator gets one model holding several independent
+instances, each with its own inputs and outputs: odd sizes, one channel, size-1 dimensions, every rank the
+kernels take, each axis and negative axes, zero points at both ends of int8. The bundle's self-test must be
+bit-identical and its C, called on random inputs, must equal TFLite Micro exactly
+(``assert_bit_exact_with_tflite_micro``). A MobileNetV2 block puts PAD between convolutions. What TFLite Micro
+refuses (a CONCATENATION that would requantize, or with a fused activation) and UNPACK, still without a
+lowering, are refused in one line naming the operator.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+tflite = pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+
+from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
+
+from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tvm_ext.compile import CompileError, compile  # noqa: E402
+
+QUANTIZATIONS = (Quantization((0.05,), (3,)), Quantization((0.5,), (-128,)), Quantization((0.003,), (127,)))
+
+# (input shape, permutation): each rank, identity, reversal, size-1 and odd dimensions moved.
+PERMUTATIONS = (
+    ((3, 7), (1, 0)),
+    ((1, 5, 1), (2, 0, 1)),
+    ((2, 3, 5), (0, 1, 2)),
+    ((1, 3, 5, 1), (0, 3, 1, 2)),
+    ((2, 1, 3, 5), (3, 2, 1, 0)),
+    ((2, 3, 1, 5, 3), (4, 0, 3, 1, 2)),
+    ((1, 1, 1, 1), (3, 1, 2, 0)),
+)
+
+# (input shape, paddings (before, after) per axis): one axis at a time, every axis, nothing, 1-D to 5-D.
+PADDINGS = (
+    ((5,), ((2, 3),)),
+    ((3, 7), ((1, 0), (0, 0))),
+    ((3, 7), ((0, 0), (0, 2))),
+    ((1, 3, 5, 1), ((0, 0), (1, 1), (2, 0), (0, 3))),
+    ((2, 1, 3, 1), ((1, 2), (0, 1), (1, 0), (2, 2))),
+    ((1, 1, 1, 1), ((0, 0), (0, 0), (0, 0), (0, 0))),
+    ((2, 1, 3, 2, 1), ((0, 1), (1, 0), (0, 0), (2, 1), (1, 1))),
+)
+PADV2_VALUES = (-128, 127, 0, -7, 55, 3, -1)  # the stored int8 constant, one per case
+
+
+def _padded(shape: tuple[int, ...], paddings) -> tuple[int, ...]:
+    return tuple(size + before + after for size, (before, after) in zip(shape, paddings))
+
+
+def _is_view(shape: tuple[int, ...], permutation: tuple[int, ...]) -> bool:
+    """Whether the permutation keeps the order of the axes longer than one: the same bytes, a view."""
+    moved = [axis for axis in permutation if shape[axis] != 1]
+    return moved == sorted(moved)
+
+
+TRANSPOSE_VIEWS = frozenset(f"case{index}_out" for index, case in enumerate(PERMUTATIONS) if _is_view(*case))
+PAD_VIEWS = frozenset(f"case{index}_out" for index, (_, paddings) in enumerate(PADDINGS) if not np.any(paddings))
+
+
+def transpose_model() -> Model:
+    """One TRANSPOSE per case of PERMUTATIONS, each with its own input, permutation constant and output."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, permutation) in enumerate(PERMUTATIONS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        outputs.append(len(tensors) + 2)
+        tensors += [Tensor(f"case{index}_in", shape, "int8", quant),
+                    Tensor(f"case{index}_perm", (len(shape),), "int32", data=np.array(permutation, np.int32)),
+                    Tensor(f"case{index}_out", tuple(shape[axis] for axis in permutation), "int8", quant)]
+        operators.append(Operator("TRANSPOSE", (inputs[-1], inputs[-1] + 1), (outputs[-1],)))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def pad_model(builtin: str) -> Model:
+    """One PAD (or PADV2, with its int8 constant) per case of PADDINGS, each with its own tensors."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, paddings) in enumerate(PADDINGS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        operands = [len(tensors), len(tensors) + 1]
+        tensors += [Tensor(f"case{index}_in", shape, "int8", quant),
+                    Tensor(f"case{index}_paddings", (len(shape), 2), "int32", data=np.array(paddings, np.int32))]
+        if builtin == "PADV2":
+            operands.append(len(tensors))
+            tensors.append(Tensor(f"case{index}_value", (1,), "int8", quant,
+                                  data=np.array([PADV2_VALUES[index]], np.int8)))
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", _padded(shape, paddings), "int8", quant))
+        operators.append(Operator(builtin, tuple(operands), (outputs[-1],)))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_transpose_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(transpose_model(), tmp_path, TRANSPOSE_VIEWS)
+
+
+@pytest.mark.parametrize("builtin", ("PAD", "PADV2"))
+def test_pad_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    assert_bit_exact_with_tflite_micro(pad_model(builtin), tmp_path, PAD_VIEWS)
+
+
+# (input shapes, axis): each axis of 1-D to 4-D (TFLite Micro's limit), negative axes, size-1 and odd sizes,
+# one to four inputs.
+CONCATENATIONS = (
+    (((3,), (1,), (5,)), 0),
+    (((2, 3), (2, 1)), 1),
+    (((1, 3), (2, 3), (1, 3)), -2),
+    (((1, 3, 5, 1), (1, 3, 2, 1)), -2),
+    (((2, 1, 3, 1), (2, 1, 3, 1), (2, 1, 3, 2), (2, 1, 3, 1)), 3),
+    (((1, 1, 1, 1),), 1),
+    (((1, 2, 3, 5), (3, 2, 3, 5)), -4),
+    (((2, 1, 3, 5), (2, 4, 3, 5)), 1),
+)
+CONCATENATION_VIEWS = frozenset(f"case{index}_out" for index, (shapes, _) in enumerate(CONCATENATIONS)
+                                if len(shapes) == 1)  # one input: a copy of it, a view
+
+
+def _concatenated(shapes: tuple[tuple[int, ...], ...], axis: int) -> tuple[int, ...]:
+    total = sum(shape[axis] for shape in shapes)
+    return tuple(total if dim == axis % len(shapes[0]) else size for dim, size in enumerate(shapes[0]))
+
+
+def concatenation_model(quantizations=None, activation: int = 0) -> Model:
+    """One CONCATENATION per case of CONCATENATIONS, each with its own inputs and output, every input
+    quantized as its output unless ``quantizations`` gives (inputs, output) for every case."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shapes, axis) in enumerate(CONCATENATIONS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        in_quant, out_quant = quantizations or (quant, quant)
+        operands = tuple(range(len(tensors), len(tensors) + len(shapes)))
+        inputs += operands
+        tensors += [Tensor(f"case{index}_in{piece}", shape, "int8", in_quant) for piece, shape in enumerate(shapes)]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", _concatenated(shapes, axis), "int8", out_quant))
+        options = Options("ConcatenationOptions", {"Axis": axis, "FusedActivationFunction": activation})
+        operators.append(Operator("CONCATENATION", operands, (outputs[-1],), options))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_concatenation_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(concatenation_model(), tmp_path, CONCATENATION_VIEWS)
+
+
+def _refusal(model: Model, tmp_path) -> str:
+    """The one-line message the compile of ``model`` is refused with."""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(model))
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)
+    assert "\n" not in message, message
+    return message
+
+
+@pytest.mark.parametrize("quantizations", (
+    (Quantization((0.05,), (3,)), Quantization((0.1,), (3,))),  # the scale differs
+    (Quantization((0.05,), (3,)), Quantization((0.05,), (-3,))),  # the zero point differs
+))
+def test_a_concatenation_requantizing_its_inputs_is_refused_as_tflite_micro_refuses_it(quantizations, tmp_path):
+    message = _refusal(concatenation_model(quantizations), tmp_path)
+    assert "CONCATENATION" in message and "quantized unlike its output" in message, message
+
+
+def test_a_concatenation_with_a_fused_activation_is_refused_as_tflite_micro_refuses_it(tmp_path):
+    message = _refusal(concatenation_model(activation=ActivationFunctionType.RELU), tmp_path)
+    assert "CONCATENATION" in message, message
+
+
+# (input shape, squeezed axes): one, several, negative, none (every size-1 axis), down to a scalar.
+SQUEEZES = (
+    ((1, 3, 1, 5), (0,)),
+    ((1, 3, 1, 5), (-2, 0)),
+    ((2, 1, 3, 1), ()),
+    ((1, 1, 1, 1), ()),
+    ((3, 1), (1,)),
+)
+# (input shape, new axis): each position, negative ones, of a scalar.
+EXPANSIONS = (((3, 5), 0), ((3, 5), 1), ((3, 5), 2), ((3, 5), -1), ((2, 1, 3), -4), ((), 0), ((1, 7, 1, 2), -3))
+
+
+def _squeezed(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    dropped = {axis % len(shape) for axis in axes} if axes else {axis for axis, size in enumerate(shape) if size == 1}
+    return tuple(size for axis, size in enumerate(shape) if axis not in dropped)
+
+
+def _expanded(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    position = axis % (len(shape) + 1)
+    return shape[:position] + (1,) + shape[position:]
+
+
+def reshaping_model(builtin: str) -> Model:
+    """One SQUEEZE per case of SQUEEZES, or one EXPAND_DIMS (its axis a constant) per case of EXPANSIONS."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, axes) in enumerate(SQUEEZES if builtin == "SQUEEZE" else EXPANSIONS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_in", shape, "int8", quant))
+        if builtin == "SQUEEZE":
+            operands, options, out_shape = (inputs[-1],), Options("SqueezeOptions", {"SqueezeDims": axes}), \
+                _squeezed(shape, axes)
+        else:
+            tensors.append(Tensor(f"case{index}_axis", (1,), "int32", data=np.array([axes], np.int32)))
+            operands, options, out_shape = (inputs[-1], inputs[-1] + 1), None, _expanded(shape, axes)
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", out_shape, "int8", quant))
+        operators.append(Operator(builtin, operands, (outputs[-1],), options))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+@pytest.mark.parametrize("builtin", ("SQUEEZE", "EXPAND_DIMS"))
+def test_squeeze_and_expand_dims_are_views_bit_exact_with_tflite_micro(builtin, tmp_path):
+    model = reshaping_model(builtin)
+    views = frozenset(model.tensors[index].name for index in model.outputs)  # each only renames the shape
+    assert_bit_exact_with_tflite_micro(model, tmp_path, views)
+
+
+# (input shape, begin, size): each axis alone, every axis, size -1 (to the end), the whole tensor, 1-D to 5-D.
+SLICES = (
+    ((7,), (2,), (3,)),
+    ((3, 7), (1, 0), (1, -1)),
+    ((3, 7), (0, 6), (3, 1)),
+    ((1, 5, 3, 1), (0, 1, 1, 0), (1, 3, -1, 1)),
+    ((2, 1, 3, 5), (1, 0, 2, 4), (-1, -1, 1, 1)),
+    ((1, 1, 1, 1), (0, 0, 0, 0), (1, 1, 1, 1)),
+    ((2, 3, 1, 5, 3), (0, 1, 0, 1, 2), (2, 2, 1, 3, 1)),
+)
+
+
+def slice_model() -> Model:
+    """One SLICE per case of SLICES, each with its own input, begin and size constants and output."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, begin, size) in enumerate(SLICES):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        out_shape = tuple(dim - start if length == -1 else length for dim, start, length in zip(shape, begin, size))
+        tensors += [Tensor(f"case{index}_in", shape, "int8", quant),
+                    Tensor(f"case{index}_begin", (len(shape),), "int32", data=np.array(begin, np.int32)),
+                    Tensor(f"case{index}_size", (len(shape),), "int32", data=np.array(size, np.int32)),
+                    Tensor(f"case{index}_out", out_shape, "int8", quant)]
+        outputs.append(len(tensors) - 1)
+        operators.append(Operator("SLICE", (inputs[-1], inputs[-1] + 1, inputs[-1] + 2), (outputs[-1],)))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_slice_is_bit_exact_with_tflite_micro(tmp_path):
+    model = slice_model()
+    views = frozenset(model.tensors[output].name for output, (shape, _, _) in zip(model.outputs, SLICES)
+                      if model.tensors[output].shape == shape)  # the whole tensor: a view
+    assert_bit_exact_with_tflite_micro(model, tmp_path, views)
+
+
+@dataclass(frozen=True)
+class StridedSlice:
+    """One STRIDED_SLICE: input shape, begin, end, strides, its masks, and the output shape TFLite gives it."""
+
+    shape: tuple[int, ...]
+    begin: tuple[int, ...]
+    end: tuple[int, ...]
+    strides: tuple[int, ...]
+    out: tuple[int, ...]
+    begin_mask: int = 0
+    end_mask: int = 0
+    shrink_axis_mask: int = 0
+
+
+STRIDED_SLICES = (
+    StridedSlice((7,), (1,), (6,), (2,), (3,)),  # a stride
+    StridedSlice((7,), (-1,), (-8,), (-1,), (7,)),  # reversed, negative indices
+    StridedSlice((3, 7), (2, 5), (0, 1), (-1, -2), (2, 2)),  # negative strides on each axis
+    StridedSlice((3, 7), (1, 2), (2, 5), (1, 1), (3, 7), begin_mask=0b11, end_mask=0b11),  # masks: everything
+    StridedSlice((3, 7), (1, 2), (2, 5), (1, 3), (2, 2), begin_mask=0b01, end_mask=0b10),  # masks on one axis each
+    StridedSlice((2, 3, 5), (1, 0, -1), (2, 3, 5), (1, 1, 1), (3,), shrink_axis_mask=0b101),  # shrink two axes
+    StridedSlice((1, 5, 3, 1), (0, 4, 0, 0), (1, 0, 3, 1), (1, -2, 2, 1), (1, 3, 2, 1), end_mask=0b10),
+    StridedSlice((2, 1, 3, 5), (0, 0, 0, 0), (2, 1, 3, 5), (1, 1, -1, 3), (2, 1, 3, 2), begin_mask=0b0100,
+                 end_mask=0b0100),
+)
+
+
+def strided_slice_model() -> Model:
+    """One STRIDED_SLICE per case of STRIDED_SLICES, each with its own tensors."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, case in enumerate(STRIDED_SLICES):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_in", case.shape, "int8", quant))
+        tensors += [Tensor(f"case{index}_{name}", (len(values),), "int32", data=np.array(values, np.int32))
+                    for name, values in (("begin", case.begin), ("end", case.end), ("strides", case.strides))]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", case.out, "int8", quant))
+        options = Options("StridedSliceOptions", {"BeginMask": case.begin_mask, "EndMask": case.end_mask,
+                                                  "ShrinkAxisMask": case.shrink_axis_mask})
+        operators.append(Operator("STRIDED_SLICE", tuple(range(inputs[-1], inputs[-1] + 4)), (outputs[-1],), options))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_strided_slice_is_bit_exact_with_tflite_micro(tmp_path):
+    views = frozenset(f"case{index}_out" for index, case in enumerate(STRIDED_SLICES)
+                      if case.out == case.shape and set(case.strides) == {1})  # all of it, in order
+    assert_bit_exact_with_tflite_micro(strided_slice_model(), tmp_path, views)
+
+
+# (input shape, number of values, axis): each position of the new axis, negative ones, one value, scalars.
+PACKS = (((3, 5), 2, 0), ((3, 5), 3, 1), ((3, 5), 2, 2), ((1, 3), 2, -1), ((2, 1, 3), 4, -4), ((), 3, 0),
+         ((7,), 1, -2))
+
+
+def pack_model() -> Model:
+    """One PACK per case of PACKS, each with its own inputs and output."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, count, axis) in enumerate(PACKS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        values = tuple(range(len(tensors), len(tensors) + count))
+        inputs += values
+        tensors += [Tensor(f"case{index}_in{value}", shape, "int8", quant) for value in range(count)]
+        outputs.append(len(tensors))
+        position = axis % (len(shape) + 1)
+        tensors.append(Tensor(f"case{index}_out", shape[:position] + (count,) + shape[position:], "int8", quant))
+        operators.append(Operator("PACK", values, (outputs[-1],),
+                                  Options("PackOptions", {"ValuesCount": count, "Axis": axis})))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_pack_is_bit_exact_with_tflite_micro(tmp_path):
+    views = frozenset(f"case{index}_out" for index, (_, count, _) in enumerate(PACKS) if count == 1)
+    assert_bit_exact_with_tflite_micro(pack_model(), tmp_path, views)
+
+
+# (input shape, sizes of the pieces, axis): each axis, negative ones, one piece, pieces of size one, 1-D to 4-D;
+# SPLIT takes the cases whose pieces are equal, SPLIT_V every case.
+SPLITS = (
+    ((6,), (2, 2, 2), 0),
+    ((3, 4), (1, 1, 1), 0),
+    ((3, 4), (2, 2), -1),
+    ((1, 5, 3, 1), (1, 3, 1), 1),
+    ((2, 1, 3, 4), (4,), -1),
+    ((2, 1, 6, 3), (1, 2, 3), -2),
+    ((5, 3), (2, 3), 0),
+)
+
+
+def split_model(builtin: str) -> Model:
+    """One SPLIT (or SPLIT_V) per case of SPLITS it can express, each of its own input's RELU (a model of data
+    movement alone has no quantize or dequantize for the int8 pass to start from), with its own outputs."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, sizes, axis) in enumerate(SPLITS):
+        if builtin == "SPLIT" and len(set(sizes)) != 1:
+            continue
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        inputs.append(len(tensors))
+        tensors += [Tensor(f"case{index}_in", shape, "int8", quant), Tensor(f"case{index}_relu", shape, "int8", quant)]
+        operators.append(Operator("RELU", (inputs[-1],), (inputs[-1] + 1,)))
+        data = inputs[-1] + 1
+        tensors.append(Tensor(f"case{index}_axis", (), "int32", data=np.array(axis, np.int32)))
+        if builtin == "SPLIT":
+            operands, options = (data + 1, data), Options("SplitOptions", {"NumSplits": len(sizes)})
+        else:
+            tensors.append(Tensor(f"case{index}_sizes", (len(sizes),), "int32", data=np.array(sizes, np.int32)))
+            operands = (data, data + 2, data + 1)
+            options = Options("SplitVOptions", {"NumSplits": len(sizes)})
+        pieces = tuple(range(len(tensors), len(tensors) + len(sizes)))
+        outputs += pieces
+        tensors += [Tensor(f"case{index}_out{piece}", shape[:axis % len(shape)] + (size,) +
+                           shape[axis % len(shape) + 1:], "int8", quant) for piece, size in enumerate(sizes)]
+        operators.append(Operator(builtin, operands, pieces, options))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+@pytest.mark.parametrize("builtin", ("SPLIT", "SPLIT_V"))
+def test_split_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    model = split_model(builtin)
+    views = frozenset(model.tensors[operator.outputs[0]].name for operator in model.operators
+                      if operator.builtin == builtin and len(operator.outputs) == 1)  # one piece: all of the input
+    assert_bit_exact_with_tflite_micro(model, tmp_path, views)
+
+
+def _mac_operands(tensors: list[Tensor], name: str, weight_shape: tuple[int, ...], channel_axis: int,
+                 input_scale: float, rng: np.random.Generator) -> tuple[int, int]:
+    """Append a per-channel int8 weight (channels on ``channel_axis``) and its int32 bias; their indices."""
+    channels = weight_shape[channel_axis]
+    scales = tuple(float(scale) for scale in rng.uniform(0.002, 0.02, channels))
+    tensors.append(Tensor(f"{name}_weights", weight_shape, "int8", Quantization(scales, (0,) * channels, channel_axis),
+                          rng.integers(-127, 128, weight_shape).astype(np.int8)))
+    tensors.append(Tensor(f"{name}_bias", (channels,), "int32",
+                          Quantization(tuple(input_scale * scale for scale in scales), (0,) * channels),
+                          rng.integers(-2000, 2000, channels).astype(np.int32)))
+    return len(tensors) - 2, len(tensors) - 1
+
+
+def inverted_residual_block() -> Model:
+    """MobileNetV2's stride-2 block: 1x1 CONV_2D expanding 3 channels to 6 (RELU6), PAD by one pixel,
+    3x3 DEPTHWISE_CONV_2D of stride 2 VALID (RELU6), 1x1 CONV_2D projecting to 4 channels; odd 7x7 input."""
+    rng = np.random.default_rng(15)
+    x, expanded, projected = Quantization((0.02,), (-3,)), Quantization((0.03,), (-128,)), Quantization((0.05,), (7,))
+    tensors = [Tensor("input", (1, 7, 7, 3), "int8", x)]
+    weights, bias = _mac_operands(tensors, "expand", (6, 1, 1, 3), 0, 0.02, rng)
+    tensors.append(Tensor("expand", (1, 7, 7, 6), "int8", expanded))
+    operators = [Operator("CONV_2D", (0, weights, bias), (len(tensors) - 1,),
+                          Options("Conv2DOptions", {"Padding": 1, "StrideW": 1, "StrideH": 1,
+                                                    "FusedActivationFunction": ActivationFunctionType.RELU6}))]
+    tensors.append(Tensor("paddings", (4, 2), "int32", data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32)))
+    tensors.append(Tensor("pad", (1, 9, 9, 6), "int8", expanded))
+    operators.append(Operator("PAD", (len(tensors) - 3, len(tensors) - 2), (len(tensors) - 1,)))
+    padded = len(tensors) - 1
+    weights, bias = _mac_operands(tensors, "depthwise", (1, 3, 3, 6), 3, 0.03, rng)
+    tensors.append(Tensor("depthwise", (1, 4, 4, 6), "int8", expanded))
+    operators.append(Operator("DEPTHWISE_CONV_2D", (padded, weights, bias), (len(tensors) - 1,),
+                              Options("DepthwiseConv2DOptions", {
+                                  "Padding": 1, "StrideW": 2, "StrideH": 2, "DepthMultiplier": 1,
+                                  "FusedActivationFunction": ActivationFunctionType.RELU6})))
+    depthwise = len(tensors) - 1
+    weights, bias = _mac_operands(tensors, "project", (4, 1, 1, 6), 0, 0.03, rng)
+    tensors.append(Tensor("project", (1, 4, 4, 4), "int8", projected))
+    operators.append(Operator("CONV_2D", (depthwise, weights, bias), (len(tensors) - 1,),
+                              Options("Conv2DOptions", {"Padding": 1, "StrideW": 1, "StrideH": 1})))
+    return Model(tensors, operators, (0,), (len(tensors) - 1,))
+
+
+def test_a_mobilenet_v2_block_with_pad_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(inverted_residual_block(), tmp_path)
+
+
+def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
+    quant = Quantization((0.05,), (0,))
+    unpack = Model([Tensor("x", (2, 4), "int8", quant), Tensor("y0", (4,), "int8", quant),
+                    Tensor("y1", (4,), "int8", quant)],
+                   [Operator("UNPACK", (0,), (1, 2), Options("UnpackOptions", {"Num": 2, "Axis": 0}))], (0,), (1, 2))
+    assert "UNPACK" in _refusal(unpack, tmp_path)
