@@ -135,7 +135,8 @@ def unary_model(builtin: str, unary: Unary) -> Model:
 
 
 def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
-    """Compile ``model`` for lowpower; its self-test and RUNS random inputs must match TFLite Micro exactly."""
+    """Compile ``model`` for lowpower; its self-test and RUNS random inputs (over the whole range of each
+    input's integer type) must match TFLite Micro exactly."""
     path = tmp_path / "model.tflite"
     path.write_bytes(build(model))
     bundle = compile(path, "lowpower", tmp_path / "out")
@@ -149,14 +150,15 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
     assert strict.returncode == 0 and "PASS" in strict.stdout, strict.stdout + strict.stderr
     run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
     interpreter = runtime.Interpreter.from_file(str(path))
-    ins = [np.zeros(model.tensors[i].shape, np.int8) for i in model.inputs]
-    outs = [np.zeros(model.tensors[i].shape, np.int8) for i in model.outputs]
+    ins = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.inputs]
+    outs = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.outputs]
     in_struct = (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins))
     out_struct = (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs))
     rng = np.random.default_rng(2026)
     for _ in range(RUNS):
         for position, array in enumerate(ins):
-            array[...] = rng.integers(-128, 128, array.shape)
+            array[...] = rng.integers(np.iinfo(array.dtype).min, np.iinfo(array.dtype).max, array.shape,
+                                      endpoint=True)
             interpreter.set_input(array, position)
         assert run(ctypes.byref(in_struct), ctypes.byref(out_struct)) == 0
         interpreter.invoke()
