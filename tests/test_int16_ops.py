@@ -19,7 +19,8 @@ from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
 from tflite.Padding import Padding  # noqa: E402
 
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
-from tflite_builder import Model, Operator, Options, Quantization, Tensor  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tvm_ext.compile import CompileError, compile  # noqa: E402
 
 ACTIVATIONS = (ActivationFunctionType.NONE, ActivationFunctionType.RELU, ActivationFunctionType.RELU6,
                ActivationFunctionType.RELU_N1_TO_1)
@@ -144,3 +145,39 @@ def test_16x8_convolution_is_bit_exact_with_tflite_micro(builtin, tmp_path):
 
 def test_16x8_fully_connected_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(fully_connected_model(), tmp_path)
+
+
+def test_a_16x8_conv_then_fully_connected_model_is_bit_exact_with_tflite_micro(tmp_path):
+    """Two 16x8 layers end to end: the convolution's int16 output (rank 4) is the FULLY_CONNECTED's input."""
+    built = _Builder.empty()
+    data = built.add(Tensor("image", (1, 6, 5, 2), "int16", _symmetric(INPUT_SCALE)))
+    weight, bias = built.weights_and_bias("conv", (4, 3, 3, 2), 4, INPUT_SCALE, 0, bias_magnitude=50_000)
+    features = built.add(Tensor("features", (1, 3, 3, 4), "int16", _symmetric(0.001)))
+    conv = Options("Conv2DOptions", {"Padding": Padding.SAME, "StrideH": 2, "StrideW": 2,
+                                     "FusedActivationFunction": ActivationFunctionType.RELU})
+    built.operators.append(Operator("CONV_2D", (data, weight, bias), (features,), conv, version=2))
+    fc_scale = 0.01
+    fc_weight = built.add(Tensor("fc_w", (3, 36), "int8", _symmetric(fc_scale),
+                                 _RNG.integers(-127, 128, (3, 36)).astype(np.int8)))
+    fc_bias = built.add(Tensor("fc_b", (3,), "int64", _symmetric(0.001 * fc_scale),
+                               _RNG.integers(-10_000, 10_000, 3).astype(np.int64)))
+    logits = built.add(Tensor("logits", (1, 3), "int16", _symmetric(0.002)))
+    built.operators.append(Operator("FULLY_CONNECTED", (features, fc_weight, fc_bias), (logits,),
+                                    Options("FullyConnectedOptions", {}), version=4))
+    built.inputs.append(data)
+    built.outputs.append(logits)
+    assert_bit_exact_with_tflite_micro(built.model(), tmp_path)
+
+
+def test_a_16x8_operator_without_a_16x8_lowering_is_refused_in_one_line_naming_it(tmp_path):
+    """ADD has an int8 lowering, not a 16x8 one: the model check refuses the int16 form before TVM loads."""
+    quant = _symmetric(0.001)
+    add = Model([Tensor("a", (1, 4), "int16", quant), Tensor("b", (1, 4), "int16", quant),
+                 Tensor("sum", (1, 4), "int16", quant)], [Operator("ADD", (0, 1), (2,), Options("AddOptions"))],
+                (0, 1), (2,))
+    path = tmp_path / "add16.tflite"
+    path.write_bytes(build(add))
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)
+    assert "\n" not in message and "16x8 ADD" in message, message

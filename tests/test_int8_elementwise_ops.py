@@ -152,15 +152,18 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
     interpreter = runtime.Interpreter.from_file(str(path))
     ins = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.inputs]
     outs = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.outputs]
-    in_struct = (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins))
-    out_struct = (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs))
+    # One input and one output are passed as they are; several as structs of pointers.
+    in_arg = ctypes.c_void_p(ins[0].ctypes.data) if len(ins) == 1 else ctypes.byref(
+        (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins)))
+    out_arg = ctypes.c_void_p(outs[0].ctypes.data) if len(outs) == 1 else ctypes.byref(
+        (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs)))
     rng = np.random.default_rng(2026)
     for _ in range(RUNS):
         for position, array in enumerate(ins):
             array[...] = rng.integers(np.iinfo(array.dtype).min, np.iinfo(array.dtype).max, array.shape,
                                       endpoint=True)
             interpreter.set_input(array, position)
-        assert run(ctypes.byref(in_struct), ctypes.byref(out_struct)) == 0
+        assert run(in_arg, out_arg) == 0
         interpreter.invoke()
         for position, array in enumerate(outs):
             np.testing.assert_array_equal(array, np.asarray(interpreter.get_output(position)),
