@@ -115,7 +115,17 @@ def _common_scale_params(scale1: np.float32, scale2: np.float32, left_shift: int
 
 def add_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding) -> AddParams:
     """Multipliers of TFLite's int8 ADD and SUB (micro/kernels/add_common.cc, sub_common.cc)."""
-    left_shift = 20
+    return _add_params_shifted(scale1, scale2, output_scale, rounding, left_shift=20)
+
+
+def add_params_int16(scale1: np.float32, scale2: np.float32, output_scale: np.float32,
+                     rounding: Rounding) -> AddParams:
+    """Multipliers of TFLite Micro's int16 ADD: the int8 arithmetic with a left shift of 15 (add_common.cc)."""
+    return _add_params_shifted(scale1, scale2, output_scale, rounding, left_shift=15)
+
+
+def _add_params_shifted(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding,
+                        left_shift: int) -> AddParams:
     return _common_scale_params(scale1, scale2, left_shift,
                                 lambda twice_max: twice_max / ((1 << left_shift) * float(output_scale)), rounding)
 

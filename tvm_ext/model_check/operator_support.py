@@ -49,6 +49,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
 # The 16x8 variants (int16 activations) bit-exact with TFLite Micro.
 TFLITE_16X8_OPS: frozenset[str] = frozenset(
     {
+        "ADD",
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
         "FULLY_CONNECTED",
