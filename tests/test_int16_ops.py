@@ -211,3 +211,42 @@ def test_a_16x8_operator_without_a_16x8_lowering_is_refused_in_one_line_naming_i
         compile(path, "lowpower", tmp_path / "out")
     message = str(refused.value)
     assert "\n" not in message and "16x8 SUB" in message, message
+
+
+def _edges_model(float_input: bool) -> Model:
+    """A 16x8 FULLY_CONNECTED with a float edge: float input -> QUANTIZE to int16 -> FC (int16 output), or int16
+    input -> FC -> DEQUANTIZE to a float output."""
+    built = _Builder.empty()
+    scale = 0.02
+    if float_input:
+        source = built.add(Tensor("x", (2, 9), "float32"))
+        data = built.add(Tensor("x_q", (2, 9), "int16", _symmetric(INPUT_SCALE)))
+        built.operators.append(Operator("QUANTIZE", (source,), (data,)))
+    else:
+        source = data = built.add(Tensor("x", (2, 9), "int16", _symmetric(INPUT_SCALE)))
+    weight = built.add(Tensor("w", (4, 9), "int8", _symmetric(scale), _RNG.integers(-127, 128, (4, 9)).astype(np.int8)))
+    bias = built.add(Tensor("b", (4,), "int64", _symmetric(INPUT_SCALE * scale),
+                            _RNG.integers(-30_000, 30_000, 4).astype(np.int64)))
+    result = dense = built.add(Tensor("dense", (2, 4), "int16", _symmetric(0.003)))
+    built.operators.append(Operator("FULLY_CONNECTED", (data, weight, bias), (dense,),
+                                    Options("FullyConnectedOptions", {}), version=4))
+    if not float_input:
+        result = built.add(Tensor("y", (2, 4), "float32"))
+        built.operators.append(Operator("DEQUANTIZE", (dense,), (result,)))
+    built.inputs.append(source)
+    built.outputs.append(result)
+    return built.model()
+
+
+def test_a_float_input_quantized_to_int16_is_bit_exact_with_tflite_micro(tmp_path):
+    path = tmp_path / "quantize16.tflite"
+    path.write_bytes(build(_edges_model(float_input=True)))
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    assert bundle.selftest.passed and "(bit-identical)" in bundle.selftest.output, bundle.selftest.output
+
+
+def test_an_int16_output_dequantized_to_float_passes_its_self_test(tmp_path):
+    """A float output is compared with LiteRT within the float tolerance (its reference for float outputs)."""
+    path = tmp_path / "dequantize16.tflite"
+    path.write_bytes(build(_edges_model(float_input=False)))
+    assert compile(path, "lowpower", tmp_path / "out").selftest.passed

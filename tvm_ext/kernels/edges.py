@@ -10,22 +10,27 @@ from __future__ import annotations
 
 from tvm import te, tirx
 
-from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, clamp_to, multiply_by_quantized_multiplier
 
 
-def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int) -> te.Tensor:
-    """float32 -> int8 with TFLite's AffineQuantize rule."""
+INTEGER_RANGES: dict[str, tuple[int, int]] = {"int8": (-128, 127), "int16": (-(2**15), 2**15 - 1),
+                                              "int32": (-(2**31), 2**31 - 1)}
+
+
+def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int, out_dtype: str = "int8") -> te.Tensor:
+    """float32 -> int8 (or int16, a 16x8 model's input) with TFLite's AffineQuantize rule."""
+    low, high = INTEGER_RANGES[out_dtype]
 
     def value(*i):
         quotient = data(*i) / tirx.const(scale, "float32")
         rounded = tirx.Select(quotient >= 0, tirx.floor(quotient + 0.5), tirx.ceil(quotient - 0.5))
-        return clamp_to_int8(tirx.Cast("int32", rounded) + zero_point, -128, 127)
+        return clamp_to(tirx.Cast("int32", rounded) + zero_point, low, high, out_dtype)
 
     return te.compute(data.shape, value, name="quantize_int8")
 
 
 def dequantize_int8(data: te.Tensor, *, scale: float, zero_point: int) -> te.Tensor:
-    """int8 -> float32: scale * (q - zero_point), the product taken in double as TFLite does."""
+    """int8 (or int16) -> float32: scale * (q - zero_point), the product taken in double as TFLite does."""
     return te.compute(
         data.shape,
         lambda *i: tirx.Cast(
@@ -33,10 +38,6 @@ def dequantize_int8(data: te.Tensor, *, scale: float, zero_point: int) -> te.Ten
         ),
         name="dequantize_int8",
     )
-
-
-INTEGER_RANGES: dict[str, tuple[int, int]] = {"int8": (-128, 127), "int16": (-(2**15), 2**15 - 1),
-                                              "int32": (-(2**31), 2**31 - 1)}
 
 
 def requantize_integer(data: te.Tensor, *, input_zero_point: int, multiplier: int, shift: int,

@@ -33,9 +33,12 @@ def _edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall,
     q = ctx.graph.quant(call.args[1], call.args[2])
     if q is None:
         return Mismatch("per-channel activation quantization")
-    kernel = quantize_int8 if kind == "QUANTIZE" else dequantize_int8
+    if kind == "QUANTIZE":
+        kernel, out_type = quantize_int8, {"out_dtype": str(call.ty.dtype)}
+    else:
+        kernel, out_type = dequantize_int8, {}
     return FixedCall(KernelCall(kind, call, kernel, (ctx.lowered[source],),
-                                {"scale": float(q.scale), "zero_point": q.zero_point}))
+                                {"scale": float(q.scale), "zero_point": q.zero_point, **out_type}))
 
 
 def _completes_quantize(value: relax.Expr, ctx: LoweringContext) -> bool:
