@@ -179,12 +179,17 @@ def test_an_int8_operator_without_a_lowering_is_refused_in_one_line_naming_it(tm
     quant = Quantization((0.05,), (0,))
     prelu = Model([Tensor("x", (1, 4), "int8", quant), Tensor("alpha", (4,), "int8", quant, np.ones(4, np.int8)),
                    Tensor("y", (1, 4), "int8", quant)], [Operator("PRELU", (0, 1), (2,))], (0,), (2,))
-    path = tmp_path / "prelu.tflite"
-    path.write_bytes(build(prelu))
+    assert_refused_in_one_line(prelu, "PRELU", tmp_path)
+
+
+def assert_refused_in_one_line(model: Model, operator: str, tmp_path) -> None:
+    """Compiling ``model`` fails with a one-line error naming ``operator``."""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(model))
     with pytest.raises(CompileError) as refused:
         compile(path, "lowpower", tmp_path / "out")
     message = str(refused.value)
-    assert "\n" not in message and "PRELU" in message, message
+    assert "\n" not in message and operator in message, message
 
 
 @pytest.mark.parametrize("builtin", UNARY_OPERATORS)
