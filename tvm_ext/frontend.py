@@ -277,7 +277,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
 
         def dequantize(self, expr, tensor):
             """TVM's dequantize, but of an int64 tensor (a 16x8 operator's bias), which relax.dequantize refuses."""
-            if expr.ty.dtype == "int64" and tensor.qnn_params:
+            if isinstance(expr.ty, relax.TensorType) and expr.ty.dtype == "int64" and tensor.qnn_params:
                 return dequantize_int64(expr, tensor.qnn_params["scale"])
             return super().dequantize(expr, tensor)
 
