@@ -35,7 +35,7 @@ class MacKernel:
     weight + int64 bias -> int16, zero points 0), requantized per output channel.
 
     ``multipliers``/``shifts`` are TFLite's fixed-point requantization per output channel (one entry when
-    per-tensor); ``activation`` the int8 clamp of the fused float activation; ``geometry`` None for
+    per-tensor); ``activation`` the clamp (in the output type) of the fused activation; ``geometry`` None for
     FULLY_CONNECTED.
     """
 
@@ -81,11 +81,9 @@ class MacOperands:
 
 @dataclass(frozen=True)
 class _MacTypes:
-    """The types of one MAC variant TFLite Micro runs: data, output, bias (None: the bias may be absent),
-    and whether its activations must be symmetric (zero points 0)."""
+    """What one MAC variant TFLite Micro runs requires beyond its data and output types: the bias type (None:
+    an int32 bias or none) and whether its activations are symmetric (zero points 0)."""
 
-    data: str
-    output: str
     bias: Optional[str]
     symmetric: bool
 
@@ -96,8 +94,8 @@ class _MacTypes:
 
 
 _MAC_TYPES = {  # (data, output) -> the variant
-    ("int8", "int8"): _MacTypes("int8", "int8", None, symmetric=False),
-    ("int16", "int16"): _MacTypes("int16", "int16", "int64", symmetric=True),  # 16x8, int64 bias as TFLite writes
+    ("int8", "int8"): _MacTypes(None, symmetric=False),
+    ("int16", "int16"): _MacTypes("int64", symmetric=True),  # 16x8, with the int64 bias TFLite's converter writes
 }
 
 

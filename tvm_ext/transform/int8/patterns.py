@@ -128,7 +128,7 @@ class BiasPattern:
 
     def read(self, matched: Matched, ctx: LoweringContext) -> Optional[Constant]:
         """The bias as stored in flash, in the narrowest of int16, int32 and its own type that holds every
-        value (the same integers, fewer bytes); ``bias_dtype`` tells what the model stored."""
+        value (the same integers, fewer bytes); ``stored_dtype`` tells what the model stored."""
         bias = ctx.graph.constant(matched[self.values])
         if bias is None or bias.dtype not in (np.int32, np.int64):
             return None
