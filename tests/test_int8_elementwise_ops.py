@@ -135,8 +135,9 @@ def unary_model(builtin: str, unary: Unary) -> Model:
 
 
 def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[str] = frozenset()) -> None:
-    """Compile ``model`` for lowpower; its self-test and RUNS random inputs must match TFLite Micro exactly.
-    ``views`` names the outputs whose operator must become a view (no kernel of its own)."""
+    """Compile ``model`` for lowpower; its self-test and RUNS random inputs (over the whole range of each
+    input's integer type) must match TFLite Micro exactly. ``views`` names the outputs whose operator must
+    become a view (no kernel of its own)."""
     path = tmp_path / "model.tflite"
     path.write_bytes(build(model))
     bundle = compile(path, "lowpower", tmp_path / "out")
@@ -153,20 +154,20 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[
     assert strict.returncode == 0 and "PASS" in strict.stdout, strict.stdout + strict.stderr
     run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
     interpreter = runtime.Interpreter.from_file(str(path))
-    ins = [np.zeros(model.tensors[i].shape, np.int8) for i in model.inputs]
-    outs = [np.zeros(model.tensors[i].shape, np.int8) for i in model.outputs]
-    in_struct = (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins))
-    out_struct = (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs))
-    # One input and one output: the run function takes the buffers themselves, else structs of pointers.
-    single = len(ins) == 1 and len(outs) == 1
-    arguments = (ctypes.c_void_p(in_struct[0]), ctypes.c_void_p(out_struct[0])) if single else \
-        (ctypes.byref(in_struct), ctypes.byref(out_struct))
+    ins = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.inputs]
+    outs = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.outputs]
+    # One input and one output are passed as they are; several as structs of pointers.
+    in_arg = ctypes.c_void_p(ins[0].ctypes.data) if len(ins) == 1 else ctypes.byref(
+        (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins)))
+    out_arg = ctypes.c_void_p(outs[0].ctypes.data) if len(outs) == 1 else ctypes.byref(
+        (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs)))
     rng = np.random.default_rng(2026)
     for _ in range(RUNS):
         for position, array in enumerate(ins):
-            array[...] = rng.integers(-128, 128, array.shape)
+            array[...] = rng.integers(np.iinfo(array.dtype).min, np.iinfo(array.dtype).max, array.shape,
+                                      endpoint=True)
             interpreter.set_input(array, position)
-        assert run(*arguments) == 0
+        assert run(in_arg, out_arg) == 0
         interpreter.invoke()
         for position, array in enumerate(outs):
             np.testing.assert_array_equal(array, np.asarray(interpreter.get_output(position)),
@@ -182,12 +183,17 @@ def test_an_int8_operator_without_a_lowering_is_refused_in_one_line_naming_it(tm
     quant = Quantization((0.05,), (0,))
     prelu = Model([Tensor("x", (1, 4), "int8", quant), Tensor("alpha", (4,), "int8", quant, np.ones(4, np.int8)),
                    Tensor("y", (1, 4), "int8", quant)], [Operator("PRELU", (0, 1), (2,))], (0,), (2,))
-    path = tmp_path / "prelu.tflite"
-    path.write_bytes(build(prelu))
+    assert_refused_in_one_line(prelu, "PRELU", tmp_path)
+
+
+def assert_refused_in_one_line(model: Model, operator: str, tmp_path) -> None:
+    """Compiling ``model`` fails with a one-line error naming ``operator``."""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(model))
     with pytest.raises(CompileError) as refused:
         compile(path, "lowpower", tmp_path / "out")
     message = str(refused.value)
-    assert "\n" not in message and "PRELU" in message, message
+    assert "\n" not in message and operator in message, message
 
 
 @pytest.mark.parametrize("builtin", UNARY_OPERATORS)

@@ -24,6 +24,7 @@ _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a na
 from .frontend_batch_matmul import convert_batch_matmul
 from .frontend_expand_dims import convert_expand_dims
 from .frontend_pack import convert_pack
+from .frontend_constants import dequantize_int64, with_array_dtypes
 from .frontend_quantize import convert_quantize
 from .frontend_svdf import convert_svdf
 from .frontend_transpose_conv import convert_transpose_conv
@@ -239,6 +240,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
         """TVM's TFLite converter, binding each operator's result to a var of its own and recording it."""
 
         def __init__(self, model, subgraph, exp_tab, bb):
+            exp_tab.new_const = with_array_dtypes(exp_tab.new_const)  # int64 biases of 16x8 operators
             super().__init__(model, subgraph, exp_tab, bb)
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
@@ -286,6 +288,12 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                                            or wrapper.tensor.Quantization().ScaleLength() == 1):
                     wrapper.qnn_params["axis"] = 0
             return wrappers
+
+        def dequantize(self, expr, tensor):
+            """TVM's dequantize, but of an int64 tensor (a 16x8 operator's bias), which relax.dequantize refuses."""
+            if isinstance(expr.ty, relax.TensorType) and expr.ty.dtype == "int64" and tensor.qnn_params:
+                return dequantize_int64(expr, tensor.qnn_params["scale"])
+            return super().dequantize(expr, tensor)
 
         def convert_fully_connected(self, op):
             """FULLY_CONNECTED as TFLite runs it, on an input of any rank read as rows of the weights' input

@@ -1,4 +1,5 @@
-"""TE definitions of TFLite's int8 CONV_2D and DEPTHWISE_CONV_2D (NHWC, int32 accumulation).
+"""TE definitions of TFLite's int8 CONV_2D and DEPTHWISE_CONV_2D (NHWC, int32 accumulation), and of their
+16x8 variants (int16 data, int8 weights, int64 accumulation and bias: TFLite Micro's int16 ConvPerChannel).
 
 Padding follows the reference kernels: taps outside the input contribute nothing, which equals padding
 the input with its zero point. ``padding`` is (top, left, bottom, right) in elements.
@@ -10,15 +11,17 @@ from typing import Optional, Sequence
 
 from tvm import te, tirx
 
-from .requantize import OutputStage, requantize
+from .requantize import OutputStage, accumulator_dtype, requantize
 
 
 def _centered_input(
     data: te.Tensor, zero_point: int, padding: Sequence[int], out_hw: tuple[int, int],
     kernel_hw: tuple[int, int], strides: Sequence[int], dilation: Sequence[int],
 ) -> te.Tensor:
-    """int32 (x - zero_point) with zeros outside the image, over the padded extent the kernel reads."""
+    """(x - zero_point) in the accumulator type with zeros outside the image, over the padded extent the
+    kernel reads."""
     n, h, w, c = (int(d) for d in data.shape)
+    accumulator = accumulator_dtype(data)
     top, left = padding[0], padding[1]
     padded_h = (out_hw[0] - 1) * strides[0] + (kernel_hw[0] - 1) * dilation[0] + 1
     padded_w = (out_hw[1] - 1) * strides[1] + (kernel_hw[1] - 1) * dilation[1] + 1
@@ -26,8 +29,8 @@ def _centered_input(
     def value(b, y, x, ch):
         iy, ix = y - top, x - left
         inside = tirx.all(iy >= 0, iy < h, ix >= 0, ix < w)
-        centered = data[b, iy, ix, ch].astype("int32") - zero_point
-        return tirx.if_then_else(inside, centered, tirx.const(0, "int32"))
+        centered = data[b, iy, ix, ch].astype(accumulator) - zero_point
+        return tirx.if_then_else(inside, centered, tirx.const(0, accumulator))
 
     return te.compute((n, padded_h, padded_w, c), value, name="centered_input")
 
@@ -44,7 +47,8 @@ def conv2d_int8(
     output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
     multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
 ) -> te.Tensor:
-    """CONV_2D: data NHWC int8, weight HWIO int8, bias int32[O] -> NHWC int8.
+    """CONV_2D: data NHWC int8, weight HWIO int8, bias int32[O] -> NHWC int8 (int16 data, int64 bias ->
+    int16: 16x8).
 
     Per-channel ``multiplier``/``shift`` tensors, when given, replace those of ``output``.
     """
@@ -57,7 +61,7 @@ def conv2d_int8(
         (int(data.shape[0]), out_h, out_w, cout),
         lambda b, y, x, o: te.sum(
             centered[b, y * strides[0] + ry * dilation[0], x * strides[1] + rx * dilation[1], rc]
-            * weight[ry, rx, rc, o].astype("int32"),
+            * weight[ry, rx, rc, o].astype(centered.dtype),
             axis=[ry, rx, rc],
         ),
         name="acc",
@@ -70,7 +74,8 @@ def depthwise_conv2d_int8(
     output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
     multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
 ) -> te.Tensor:
-    """DEPTHWISE_CONV_2D: data NHWC int8, weight (KH, KW, C*depth_multiplier) int8 -> NHWC int8.
+    """DEPTHWISE_CONV_2D: data NHWC int8, weight (KH, KW, C*depth_multiplier) int8 -> NHWC int8 (int16
+    data -> int16: 16x8).
 
     Output channel o reads input channel o // depth_multiplier, as in TFLite.
     """
@@ -84,7 +89,7 @@ def depthwise_conv2d_int8(
         (int(data.shape[0]), out_h, out_w, cout),
         lambda b, y, x, o: te.sum(
             centered[b, y * strides[0] + ry * dilation[0], x * strides[1] + rx * dilation[1], o // depth_multiplier]
-            * weight[ry, rx, o].astype("int32"),
+            * weight[ry, rx, o].astype(centered.dtype),
             axis=[ry, rx],
         ),
         name="acc",

@@ -1,4 +1,5 @@
-"""TE definition of TFLite's int8 FULLY_CONNECTED (int32 accumulation)."""
+"""TE definition of TFLite's int8 FULLY_CONNECTED (int32 accumulation) and its 16x8 variant (int16 data,
+int64 accumulation and bias)."""
 
 from __future__ import annotations
 
@@ -6,22 +7,24 @@ from typing import Optional
 
 from tvm import te
 
-from .requantize import OutputStage, requantize
+from .requantize import OutputStage, accumulator_dtype, requantize
 
 
 def fully_connected_int8(
     data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
     output: OutputStage, multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
 ) -> te.Tensor:
-    """data (N, K) int8, weight (O, K) int8 as TFLite stores it, bias int32[O] -> (N, O) int8."""
+    """data (N, K) int8, weight (O, K) int8 as TFLite stores it, bias int32[O] -> (N, O) int8; int16 data
+    with int64 bias -> int16 (16x8)."""
     output = output.per_channel(multiplier, shift)
     batch, depth = (int(d) for d in data.shape)
     units = int(weight.shape[0])
+    accumulator = accumulator_dtype(data)
     k = te.reduce_axis((0, depth), "k")
     acc = te.compute(
         (batch, units),
         lambda n, o: te.sum(
-            (data[n, k].astype("int32") - input_zero_point) * weight[o, k].astype("int32"), axis=k
+            (data[n, k].astype(accumulator) - input_zero_point) * weight[o, k].astype(accumulator), axis=k
         ),
         name="acc",
     )

@@ -16,7 +16,8 @@ from .fixed_point import Rounding, clamp_to_int8, clamp_to_type, multiply_by_qua
 
 
 def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int, dtype: str = "int8") -> te.Tensor:
-    """float32 -> `dtype` (int8 by default; uint8 or int16 for an ONNX QuantizeLinear to them) with
+    """float32 -> `dtype` (int8 by default; int16 for a 16x8 model's input, uint8 or int16 for an ONNX
+    QuantizeLinear to them) with
     TFLite's AffineQuantize rule, clamped to `dtype`'s range."""
     info = np.iinfo(dtype)
 
@@ -29,7 +30,7 @@ def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int, dtype: str 
 
 
 def dequantize_int8(data: te.Tensor, *, scale: float, zero_point: int) -> te.Tensor:
-    """int8 -> float32: scale * (q - zero_point), the product taken in double as TFLite does."""
+    """int8 (or int16) -> float32: scale * (q - zero_point), the product taken in double as TFLite does."""
     return te.compute(
         data.shape,
         lambda *i: tirx.Cast(
@@ -39,21 +40,17 @@ def dequantize_int8(data: te.Tensor, *, scale: float, zero_point: int) -> te.Ten
     )
 
 
-INTEGER_RANGES: dict[str, tuple[int, int]] = {"int8": (-128, 127), "int16": (-(2**15), 2**15 - 1),
-                                              "int32": (-(2**31), 2**31 - 1)}
-
-
 def requantize_integer(data: te.Tensor, *, input_zero_point: int, multiplier: int, shift: int,
                        output_zero_point: int, out_dtype: str, rounding: Rounding) -> te.Tensor:
     """An integer QUANTIZE (int8/int16 -> int8/int16/int32): TFLM's Requantize,
     clamp(MBQM(q - input_zero_point, multiplier, shift) + output_zero_point) in ``out_dtype``."""
-    low, high = INTEGER_RANGES[out_dtype]
+    info = np.iinfo(out_dtype)
 
     def value(*i):
         scaled = multiply_by_quantized_multiplier(data(*i).astype("int32") - input_zero_point, multiplier, shift,
                                                   rounding)
         if out_dtype == "int32":  # the clamp to int32 is the identity; the zero point is added in int64, wrapped
             return tirx.Cast("int32", tirx.Cast("int64", scaled) + output_zero_point)
-        return tirx.Cast(out_dtype, tirx.max(tirx.min(scaled + output_zero_point, high), low))
+        return clamp_to_type(scaled + output_zero_point, int(info.min), int(info.max), out_dtype)
 
     return te.compute(data.shape, value, name="requantize")

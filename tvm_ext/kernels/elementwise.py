@@ -11,7 +11,7 @@ from typing import Sequence
 from tvm import te
 from tvm.ir.expr import Expr as PrimExpr
 
-from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier, wrapping_left_shift
+from .fixed_point import Rounding, clamp_to_type, clamp_to_int8, multiply_by_quantized_multiplier, wrapping_left_shift
 from .quant_params import ActivationRange, AddParams, MulParams
 
 
@@ -46,7 +46,8 @@ def _add_or_sub_int8(
     output_zero_point: int, params: AddParams, activation: ActivationRange, rounding: Rounding,
 ) -> te.Tensor:
     """out = clamp(MBQM(MBQM(lhs'<<20) + sign * MBQM(rhs'<<20)) + out_zp), x' = x - x_zp (TFLite AddFunc,
-    SubFunc); ``sign`` is 1 for ADD, -1 for SUB."""
+    SubFunc); ``sign`` is 1 for ADD, -1 for SUB. The output has the operands' type (int8, or int16 as TFLite
+    Micro's int16 ADD, whose left shift is 15)."""
     shape = broadcast_shape(lhs, rhs)
     lhs_scaled = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled")
     rhs_scaled = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled")
@@ -54,7 +55,7 @@ def _add_or_sub_int8(
     def value(*index):
         raw = lhs_scaled(*index) + rhs_scaled(*index) if sign > 0 else lhs_scaled(*index) - rhs_scaled(*index)
         out = multiply_by_quantized_multiplier(raw, *params.output, rounding) + output_zero_point
-        return clamp_to_int8(out, activation.low, activation.high)
+        return clamp_to_type(out, activation.low, activation.high, lhs.dtype)
 
     return te.compute(shape, value, name=name)
 

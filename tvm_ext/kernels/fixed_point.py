@@ -188,6 +188,16 @@ for _rounding in Rounding:
     _register_requantize_op(_rounding)
 
 
+def multiply_by_quantized_multiplier_int64(x: PrimExpr, multiplier: IntExpr, shift: IntExpr) -> PrimExpr:
+    """TFLite MultiplyByQuantizedMultiplier(int64 x, int32 multiplier >= 0, shift) -> int32, the 16x8 MAC
+    operators' requantization (the same with either rounding): the multiplier rounded to 15 bits, then one
+    rounding right shift by 15 - shift of the int64 product (x within +-2^47, so nothing overflows)."""
+    reduced = _select(_i64(multiplier) < 0x7FFF0000, (_i64(multiplier) + (1 << 15)) >> 16, 0x7FFF, "int64")
+    total_shift = 15 - shift if isinstance(shift, int) else 15 - _i64(shift)
+    round_term = tirx.const(1, "int64") << (_i64(total_shift) - 1)
+    return _i32((_i64(x) * reduced + round_term) >> _i64(total_shift))
+
+
 def clamp_to_int8(x: IntExpr, act_min: int, act_max: int) -> PrimExpr:
     """Clamp an int32 value to [act_min, act_max] (a subrange of int8) and narrow it to int8."""
     return clamp_to_type(x, act_min, act_max, "int8")

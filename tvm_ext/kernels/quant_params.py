@@ -46,18 +46,25 @@ def quantize_real(value: float, scale: np.float32, zero_point: int) -> int:
 
 @dataclass(frozen=True)
 class ActivationRange:
-    """Inclusive int8 bounds of a fused activation (RELU/RELU6 as a clamp), in output quantized units."""
+    """Inclusive bounds of a fused activation (RELU/RELU6 as a clamp), in output quantized units: int8's by
+    default, ``of_dtype`` for another output type (int16 in 16x8 operators)."""
 
     low: int = INT8_MIN
     high: int = INT8_MAX
+
+    @classmethod
+    def of_dtype(cls, dtype: str) -> "ActivationRange":
+        """No activation: the whole range of the integer output type ``dtype``."""
+        info = np.iinfo(dtype)
+        return cls(int(info.min), int(info.max))
 
     def intersect(self, low: int, high: int) -> "ActivationRange":
         return ActivationRange(max(self.low, low), min(self.high, high))
 
     def with_float_clip(self, low: float, high: float, scale: np.float32, zero_point: int) -> "ActivationRange":
         """Apply a float-domain clip [low, high] (RELU is low=0, high=inf) as TFLite quantizes its bounds."""
-        q_low = quantize_real(low, scale, zero_point) if math.isfinite(low) else INT8_MIN
-        q_high = quantize_real(high, scale, zero_point) if math.isfinite(high) else INT8_MAX
+        q_low = quantize_real(low, scale, zero_point) if math.isfinite(low) else self.low
+        q_high = quantize_real(high, scale, zero_point) if math.isfinite(high) else self.high
         return self.intersect(q_low, q_high)
 
 
@@ -108,7 +115,17 @@ def _common_scale_params(scale1: np.float32, scale2: np.float32, left_shift: int
 
 def add_params(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding) -> AddParams:
     """Multipliers of TFLite's int8 ADD and SUB (micro/kernels/add_common.cc, sub_common.cc)."""
-    left_shift = 20
+    return _add_params_shifted(scale1, scale2, output_scale, rounding, left_shift=20)
+
+
+def add_params_int16(scale1: np.float32, scale2: np.float32, output_scale: np.float32,
+                     rounding: Rounding) -> AddParams:
+    """Multipliers of TFLite Micro's int16 ADD: the int8 arithmetic with a left shift of 15 (add_common.cc)."""
+    return _add_params_shifted(scale1, scale2, output_scale, rounding, left_shift=15)
+
+
+def _add_params_shifted(scale1: np.float32, scale2: np.float32, output_scale: np.float32, rounding: Rounding,
+                        left_shift: int) -> AddParams:
     return _common_scale_params(scale1, scale2, left_shift,
                                 lambda twice_max: twice_max / ((1 << left_shift) * float(output_scale)), rounding)
 

@@ -9,7 +9,7 @@ from typing import Optional, Union
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, clamp_to_type, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_int64
 from .quant_params import ActivationRange
 
 ChannelParam = Union[int, te.Tensor]
@@ -17,7 +17,8 @@ ChannelParam = Union[int, te.Tensor]
 
 @dataclass(frozen=True)
 class OutputStage:
-    """How an int32 accumulator becomes an int8 output (TFLite's per-channel or per-tensor rule).
+    """How an accumulator becomes an integer output (TFLite's per-channel or per-tensor rule): an int32
+    accumulator of int8 data an int8 output, an int64 one of int16 data (16x8 operators) an int16 output.
 
     ``multiplier``/``shift`` are Python ints (per-tensor, baked into the kernel) or 1-D int32/int8
     tensors indexed by output channel (per-channel, passed to the kernel as constants).
@@ -34,6 +35,11 @@ class OutputStage:
         return self if multiplier is None else dataclasses.replace(self, multiplier=multiplier, shift=shift)
 
 
+def accumulator_dtype(data: te.Tensor) -> str:
+    """The MAC accumulator of ``data``: int64 for int16 data (16x8 operators), else int32."""
+    return "int64" if data.dtype == "int16" else "int32"
+
+
 def _at(param: ChannelParam, channel: PrimExpr) -> Union[int, PrimExpr]:
     if isinstance(param, int):
         return param
@@ -44,11 +50,19 @@ def _at(param: ChannelParam, channel: PrimExpr) -> Union[int, PrimExpr]:
 def requantize(
     acc: PrimExpr, channel: PrimExpr, stage: OutputStage, bias: Optional[te.Tensor] = None
 ) -> PrimExpr:
-    """int8 output = clamp(MBQM(acc + bias[channel], M[channel], shift[channel]) + zero_point)."""
-    if bias is not None:
-        # int32 wrap-around as the C reference's int32 addition behaves, without signed-overflow UB.
-        acc = tirx.Cast("int32", tirx.Cast("int64", acc) + tirx.Cast("int64", bias(channel)))
-    scaled = multiply_by_quantized_multiplier(
-        acc, _at(stage.multiplier, channel), _at(stage.shift, channel), stage.rounding
-    )
-    return clamp_to_int8(scaled + stage.zero_point, stage.activation.low, stage.activation.high)
+    """output = clamp(MBQM(acc + bias[channel], M[channel], shift[channel]) + zero_point).
+
+    An int32 ``acc`` gives int8 (TFLite's int32 MBQM); an int64 ``acc`` gives int16 with TFLite's int64
+    MBQM, as TFLite Micro's 16x8 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED with int64 bias.
+    """
+    multiplier, shift = _at(stage.multiplier, channel), _at(stage.shift, channel)
+    if acc.dtype == "int64":
+        if bias is not None:
+            acc = acc + tirx.Cast("int64", bias(channel))
+        scaled, dtype = multiply_by_quantized_multiplier_int64(acc, multiplier, shift), "int16"
+    else:
+        if bias is not None:
+            # int32 wrap-around as the C reference's int32 addition behaves, without signed-overflow UB.
+            acc = tirx.Cast("int32", tirx.Cast("int64", acc) + tirx.Cast("int64", bias(channel)))
+        scaled, dtype = multiply_by_quantized_multiplier(acc, multiplier, shift, stage.rounding), "int8"
+    return clamp_to_type(scaled + stage.zero_point, stage.activation.low, stage.activation.high, dtype)

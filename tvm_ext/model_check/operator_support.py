@@ -5,7 +5,8 @@ An operator is supported when TVM 0.27's frontend converts it AND our pipeline c
   cannot become a static, stateless C kernel over one arena: control flow, state, randomness,
   data-dependent output shapes, frontend markers);
 - quantized TFLite operators (any int8/uint8/int16 tensor with quantization parameters): only
-  `TFLITE_INT8_OPS`, the integer kernel set of our int8 pipeline.
+  `TFLITE_INT8_OPS`, the integer kernel set of our int8 pipeline; those whose first input and first output
+  are int16 (16x8: int16 activations, int8 weights) only `TFLITE_16X8_OPS`.
 
 Why TVM's converter lists are read lazily rather than copied here: they are the ground truth of what the
 import step can do, they change with TVM, and a copy would silently drift. Reading them costs one
@@ -55,6 +56,16 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "TANH",
         "TRANSPOSE",
         "TRANSPOSE_CONV",
+    }
+)
+
+# The 16x8 variants (int16 activations) bit-exact with TFLite Micro.
+TFLITE_16X8_OPS: frozenset[str] = frozenset(
+    {
+        "ADD",
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "FULLY_CONNECTED",
     }
 )
 
@@ -138,10 +149,11 @@ def tvm_onnx_ops() -> frozenset[str]:
     return frozenset(_get_convert_map()) | frozenset(CONVERTERS)
 
 
-def tflite_refusal(op: str, quantized: bool) -> str | None:
+def tflite_refusal(op: str, quantized: bool, int16_activations: bool = False) -> str | None:
     """Why our compiler refuses TFLite operator `op` (builtin name), or None when it is supported.
 
-    `quantized` says whether the operator reads or writes a quantized tensor.
+    `quantized` says whether the operator reads or writes a quantized tensor; `int16_activations` whether its
+    first input and first output are int16 (a 16x8 operator).
     """
     if op in TFLITE_EXCLUDED:
         return TFLITE_EXCLUDED[op]
@@ -149,6 +161,8 @@ def tflite_refusal(op: str, quantized: bool) -> str | None:
         return f"{_STATE}: only its integer form has a stateful kernel in our pipeline"
     if op not in tvm_tflite_ops():
         return "no converter in TVM 0.27"
+    if quantized and int16_activations and op not in TFLITE_16X8_OPS:
+        return "no 16x8 (int16-activation) kernel in our pipeline"
     if quantized and op not in TFLITE_INT8_OPS:
         return "no int8 kernel in our pipeline"
     return None

@@ -411,6 +411,12 @@ def _is_quantized(tensor: TfliteTensor) -> bool:
     return tensor.quantization is not None and _DTYPES[tensor.type_code].integer
 
 
+def _has_int16_activations(graph: TfliteSubgraph, op: TfliteOperator) -> bool:
+    """Whether the operator's first input and first output are int16 (a 16x8 operator)."""
+    ends = [graph.tensors[i] for i in (op.inputs[:1] + op.outputs[:1]) if i >= 0]
+    return len(ends) == 2 and all(_DTYPES[t.type_code].name == "int16" for t in ends)
+
+
 def _check_hybrid(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> None:
     """Refuse operators with a float activation input and integer constant weights, grouped by operator."""
     hybrid: dict[tuple[str, str], list[str]] = {}
@@ -479,9 +485,10 @@ def _check_operator_support(
     for op, name in zip(graph.operators, op_names, strict=True):
         tensors = [graph.tensors[i] for i in (*op.inputs, *op.outputs) if i >= 0]
         quantized = any(_is_quantized(t) for t in tensors)
-        reason = "custom operator" if name.startswith("CUSTOM:") else tflite_refusal(name, quantized)
+        int16 = _has_int16_activations(graph, op)
+        reason = "custom operator" if name.startswith("CUSTOM:") else tflite_refusal(name, quantized, int16)
         if reason is not None:
-            label = f"int8 {name}" if quantized else name
+            label = f"{'16x8' if int16 else 'int8'} {name}" if quantized else name
             refused.setdefault((label, reason), []).append(_layer(graph, op))
     problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")
     for (label, reason), layers in refused.items():

@@ -104,10 +104,10 @@ class KernelEmitter:
         return var
 
     def emit_match(self, var: relax.Var, match: OperatorMatch, lowered: dict) -> relax.Var:
-        """Emit a matched operator ending at ``var``, folding a following int8 clip (the frontend's fused
+        """Emit a matched operator ending at ``var``, folding a following int8 (int16: 16x8) clip (the frontend's fused
         RELU/RELU6) into its activation; the clip's Var is then mapped to the same result in ``lowered``."""
         clip = self.graph.single_user(var, "relax.clip") if match.activation is not None else None
-        if clip is None or str(clip.value.ty.dtype) != "int8":
+        if clip is None or str(clip.value.ty.dtype) not in ("int8", "int16"):
             return self.emit(match.kernel_call(match.activation))
         low, high = (int(float(arg.value)) for arg in clip.value.args[1:3])
         result = self.emit(match.kernel_call(match.activation.intersect(low, high)))

@@ -31,10 +31,11 @@ class Conv2DGeometry:
 
 @dataclass(frozen=True, eq=False)
 class MacKernel:
-    """A matched MAC operator: int8 data x int8 weight + int32 bias, requantized per output channel.
+    """A matched MAC operator: int8 data x int8 weight + int32 bias -> int8, or 16x8 (int16 data x int8
+    weight + int64 bias -> int16, zero points 0), requantized per output channel.
 
     ``multipliers``/``shifts`` are TFLite's fixed-point requantization per output channel (one entry when
-    per-tensor); ``activation`` the int8 clamp of the fused float activation; ``geometry`` None for
+    per-tensor); ``activation`` the clamp (in the output type) of the fused activation; ``geometry`` None for
     FULLY_CONNECTED.
     """
 
@@ -78,8 +79,29 @@ class MacOperands:
     out: QuantizedOutput
 
 
+@dataclass(frozen=True)
+class _MacTypes:
+    """What one MAC variant TFLite Micro runs requires beyond its data and output types: the bias type (None:
+    an int32 bias or none) and whether its activations are symmetric (zero points 0)."""
+
+    bias: Optional[str]
+    symmetric: bool
+
+    def admits(self, operands: "MacOperands", bias_dtype: Optional[str]) -> bool:
+        zero_points = (operands.data.quant.zero_point, operands.out.quant.zero_point)
+        return ((self.bias is None and bias_dtype in (None, "int32")) or bias_dtype == self.bias) and (
+            not self.symmetric or zero_points == (0, 0))
+
+
+_MAC_TYPES = {  # (data, output) -> the variant
+    ("int8", "int8"): _MacTypes(None, symmetric=False),
+    ("int16", "int16"): _MacTypes("int64", symmetric=True),  # 16x8, with the int64 bias TFLite's converter writes
+}
+
+
 class MacPattern:
-    """``q([act](add(op(dq(x), weight), dq(b))))``, the bias optional, for the Relax MAC op ``op_name``."""
+    """``q([act](add(op(dq(x), weight), dq(b))))``, the bias optional, for the Relax MAC op ``op_name``: an
+    int8 operator, or a 16x8 one (``_MAC_TYPES``)."""
 
     def __init__(self, op_name: str) -> None:
         self._input, self._weight, self._bias = DequantizedActivation(), WeightPattern(), BiasPattern()
@@ -96,4 +118,7 @@ class MacPattern:
         bias = self._bias.read(matched, ctx) if has_bias else None
         if data is None or weight is None or out is None or (has_bias and bias is None):
             return None
-        return MacOperands(matched[self._core], data, weight, bias, out)
+        operands = MacOperands(matched[self._core], data, weight, bias, out)
+        types = _MAC_TYPES.get((str(data.tensor.ty.dtype), str(matched[self._result.pattern].ty.dtype)))
+        bias_dtype = self._bias.stored_dtype(matched, ctx) if has_bias else None
+        return operands if types is not None and types.admits(operands, bias_dtype) else None

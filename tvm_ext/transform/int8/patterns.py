@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 from tvm.relax.dpl import DFPattern, is_const, is_op, wildcard
@@ -116,19 +117,30 @@ class WeightPattern:
 
 
 class BiasPattern:
-    """``dequantize(b, scale, zero_point)`` with b an int32 constant (the bias of a MAC operator)."""
+    """``dequantize(b, scale, zero_point)`` with b an int32 constant (the bias of a MAC operator), or int64
+    (a 16x8 MAC operator's)."""
 
     def __init__(self) -> None:
-        self.pattern = is_op("relax.dequantize")(is_const(), wildcard(), wildcard())
+        self.values = is_const()
+        dequantize = is_op("relax.dequantize")(self.values, wildcard(), wildcard())
+        widened = is_op("relax.multiply")(is_op("relax.astype")(self.values), wildcard())  # frontend_constants
+        self.pattern = dequantize | widened
 
     def read(self, matched: Matched, ctx: LoweringContext) -> Optional[Constant]:
-        """The bias as stored in flash: int16 when every value fits (the same integers, half the bytes)."""
-        bias = ctx.graph.constant(matched[self.pattern].args[0])
-        if bias is None or bias.dtype != np.int32:
+        """The bias as stored in flash, in the narrowest of int16, int32 and its own type that holds every
+        value (the same integers, fewer bytes); ``stored_dtype`` tells what the model stored."""
+        bias = ctx.graph.constant(matched[self.values])
+        if bias is None or bias.dtype not in (np.int32, np.int64):
             return None
         bias = bias.reshape(-1)
-        fits = bias.size == 0 or (bias.min() >= np.iinfo(np.int16).min and bias.max() <= np.iinfo(np.int16).max)
-        return relax.const(bias.astype(np.int16) if fits else bias)
+        for narrow in (np.int16, np.int32):
+            if bias.size == 0 or (bias.min() >= np.iinfo(narrow).min and bias.max() <= np.iinfo(narrow).max):
+                return relax.const(bias.astype(narrow))
+        return relax.const(tvm.runtime.tensor(bias))  # relax.const(int64 array) would narrow it to int32
+
+    def stored_dtype(self, matched: Matched, ctx: LoweringContext) -> str:
+        """The bias type the model stored (int32, or int64 in 16x8 operators)."""
+        return str(ctx.graph.constant(matched[self.values]).dtype)
 
 
 def with_bias(core: DFPattern, bias: BiasPattern) -> DFPattern:
@@ -158,7 +170,7 @@ class QuantizedResult:
         out = ctx.graph.quant(quantize.args[1], quantize.args[2])
         if out is None:
             return None
-        activation = ActivationRange()
+        activation = ActivationRange.of_dtype(str(quantize.attrs.out_dtype))
         if self.relu in matched:
             activation = activation.with_float_clip(0.0, float("inf"), out.scale, out.zero_point)
         elif self.clip in matched:
