@@ -31,6 +31,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "LOGISTIC",
         "MAX_POOL_2D",
         "MAXIMUM",
+        "MEAN",
         "MINIMUM",
         "MUL",
         "QUANTIZE",

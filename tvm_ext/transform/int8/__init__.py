@@ -16,6 +16,7 @@ from . import maximum_minimum
 from . import squared_difference
 from . import logistic
 from . import hard_swish
+from . import reduce
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -35,6 +36,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     logistic.TANH,
     hard_swish.LOWERING,
     softmax.LOWERING,
+    reduce.MEAN,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
     reshape.LOWERING,

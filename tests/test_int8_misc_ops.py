@@ -1,0 +1,78 @@
+"""int8 reductions through the real pipeline (tvm_ext.compile, lowpower), bit-exact with TFLite Micro.
+
+One model per operator holds several independent instances, each with its own input and output: 4-D
+spatial means (axes 1 and 2 in either order, kept or not), each single axis (negative too), all axes (a
+scalar result), size-1 and one-channel tensors, odd sizes, element counts that are and are not powers of
+two, equal and different input/output quantizations. The comparison (self-test and random inputs against
+TFLite Micro, exactly) is tests/test_int8_elementwise_ops.py's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tvm_ext.compile import CompileError, compile  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """One instance of a reducer: input shape, TFLite's axis tensor, keep_dims."""
+
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    keep_dims: bool
+
+    def output_shape(self) -> tuple[int, ...]:
+        reduced = {axis % len(self.shape) for axis in self.axes}
+        return tuple(1 if axis in reduced else extent for axis, extent in enumerate(self.shape)
+                     if self.keep_dims or axis not in reduced)
+
+
+REDUCTIONS = (
+    Reduction((1, 5, 7, 3), (1, 2), True),  # the 4-D spatial mean
+    Reduction((2, 5, 7, 3), (2, 1), False),  # ... axes in the other order, dropped, two batches
+    Reduction((1, 4, 4, 1), (1, 2), True),  # ... a power-of-two count, one channel
+    Reduction((2, 3, 5), (0,), False),  # each axis
+    Reduction((2, 3, 5), (1,), True),
+    Reduction((2, 3, 5), (-1,), True),  # a negative axis
+    Reduction((3, 7), (0, 1), False),  # every axis: a scalar
+    Reduction((1, 1, 1, 1), (3,), True),  # one element
+    Reduction((4, 1, 6), (1,), False),  # a size-1 axis
+    Reduction((2, 3, 4, 5), (0, 2, 3), True),  # three axes
+    Reduction((1, 17, 19, 1), (1, 2), False),  # a large odd count (323)
+)
+# (input, output) per-tensor quantizations, cycled through the cases: the same (as converters write MEAN),
+# rescales above and below one, zero points at both ends of int8.
+QUANTIZATIONS = (
+    (Quantization((0.05,), (-20,)), Quantization((0.05,), (-20,))),
+    (Quantization((0.05,), (3,)), Quantization((0.03,), (-128,))),
+    (Quantization((0.01,), (-128,)), Quantization((0.2,), (127,))),
+    (Quantization((0.2,), (10,)), Quantization((0.1,), (-3,))),
+)
+
+
+def reduction_model(builtin: str, output_scale_factor: float = 1.0) -> Model:
+    """One ``builtin`` reducer per case of REDUCTIONS, each with its own graph input and output; output scales
+    multiplied by ``output_scale_factor`` (a SUM's range grows with its element count)."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, case in enumerate(REDUCTIONS):
+        in_quant, out_quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        out_quant = Quantization((out_quant.scales[0] * output_scale_factor,), out_quant.zero_points)
+        inputs.append(len(tensors))
+        tensors += [Tensor(f"case{index}_in", case.shape, "int8", in_quant),
+                    Tensor(f"case{index}_axis", (len(case.axes),), "int32", data=np.array(case.axes, np.int32))]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", case.output_shape(), "int8", out_quant))
+        operators.append(Operator(builtin, (inputs[-1], inputs[-1] + 1), (outputs[-1],),
+                                  Options("ReducerOptions", {"KeepDims": case.keep_dims})))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_mean_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(reduction_model("MEAN"), tmp_path)
