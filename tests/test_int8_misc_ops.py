@@ -76,3 +76,7 @@ def reduction_model(builtin: str, output_scale_factor: float = 1.0) -> Model:
 
 def test_mean_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(reduction_model("MEAN"), tmp_path)
+
+
+def test_sum_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(reduction_model("SUM", output_scale_factor=8.0), tmp_path)

@@ -41,6 +41,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "SOFTMAX",
         "SQUARED_DIFFERENCE",
         "SUB",
+        "SUM",
         "SVDF",
         "TANH",
     }

@@ -37,6 +37,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     hard_swish.LOWERING,
     softmax.LOWERING,
     reduce.MEAN,
+    reduce.SUM,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
     reshape.LOWERING,
