@@ -6,28 +6,25 @@ from typing import Callable, Union
 
 import numpy as np
 from tvm import relax
-from tvm.relax.dpl import is_const, is_op
 
 from ...kernels import Rounding
 from ...kernels.reduce import mean_or_sum_int8
 from ...kernels.reduce_params import ReduceParams, mean_params, sum_params
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
-from .patterns import DequantizedActivation, ends_float_operator, float_operator_mismatch, match_unary
+from .patterns import QuantizedUnary, ends_float_operator
 
 ParamsOf = Callable[[np.float32, np.float32, int, Rounding], ReduceParams]
 
 
 def _reduce_lowering(kind: str, relax_op: str, params_of: ParamsOf) -> Lowering:
     """The lowering of the TFLite reducer ``kind``, which the frontend writes as ``relax_op`` in QDQ form."""
-    operand = DequantizedActivation()
-    reduce = is_op(relax_op)(operand.pattern)
-    result = is_op("relax.quantize")(reduce, is_const(), is_const())
+    pattern = QuantizedUnary(relax_op)
 
     def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
-        unary = match_unary(result, operand, quantize, ctx)
-        if unary is None:
-            return float_operator_mismatch(quantize, ctx)
-        data, out, core = unary.data, unary.out, unary.matched[reduce]
+        unary = pattern.match(quantize, ctx)
+        if isinstance(unary, Mismatch):
+            return unary
+        data, out, core = unary.data, unary.out, unary.matched[pattern.core]
         shape = [int(d) for d in core.args[0].ty.shape]
         axes = sorted({int(a) % len(shape) for a in core.attrs.axis} if core.attrs.axis is not None
                       else range(len(shape)))
