@@ -150,7 +150,7 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path) -> None:
     run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
     interpreter = runtime.Interpreter.from_file(str(path))
     ins = [np.zeros(model.tensors[i].shape, np.int8) for i in model.inputs]
-    outs = [np.zeros(model.tensors[i].shape, np.int8) for i in model.outputs]
+    outs = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.outputs]
     in_struct = (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins))
     out_struct = (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs))
     rng = np.random.default_rng(2026)

@@ -9,6 +9,7 @@ TFLite Micro, exactly) is tests/test_int8_elementwise_ops.py's.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +85,6 @@ def test_sum_is_bit_exact_with_tflite_micro(tmp_path):
 
 _QUANT = Quantization((0.05,), (0,))
 UNFINISHED = {  # int8 operators of this family without a bit-exact lowering yet: (operands, output)
-    "ARG_MAX": ((Tensor("axis", (), "int32", data=np.array(1, np.int32)),), Tensor("y", (1,), "int32")),
     "PRELU": ((Tensor("alpha", (4,), "int8", _QUANT, np.ones(4, np.int8)),), Tensor("y", (1, 4), "int8", _QUANT)),
     "L2_NORMALIZATION": ((), Tensor("y", (1, 4), "int8", Quantization((1 / 128,), (0,)))),
 }
@@ -102,3 +102,36 @@ def test_an_unfinished_int8_operator_is_refused_in_one_line_naming_it(builtin, t
         compile(path, "lowpower", tmp_path / "out")
     message = str(refused.value)
     assert "\n" not in message and builtin in message, message
+
+
+ARG_MAX_CASES = (  # (input shape, TFLite's axis): each axis, a negative one, a scalar result, a size-1 axis, and
+    # long axes (300 values of 256: the largest value repeats, so ties must pick the first index)
+    ((2, 3, 5), 0), ((2, 3, 5), 1), ((2, 3, 5), -1), ((7,), 0), ((1, 1, 1, 1), 3), ((1, 4, 1, 6), 2),
+    ((2, 300), 1), ((300, 3), 0),
+)
+
+
+def arg_max_model() -> Model:
+    """One ARG_MAX (int32 output) per case, and one MEAN: a model with QDQ operators, which the int8 pass
+    lowers (an ARG_MAX-only model has no quantize or dequantize and takes the float path)."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    quant = Quantization((0.05,), (-3,))
+    for index, (shape, axis) in enumerate(ARG_MAX_CASES):
+        inputs.append(len(tensors))
+        tensors += [Tensor(f"case{index}_in", shape, "int8", quant),
+                    Tensor(f"case{index}_axis", (), "int32", data=np.array(axis, np.int32))]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", shape[:axis % len(shape)] + shape[axis % len(shape) + 1:], "int32"))
+        operators.append(Operator("ARG_MAX", (inputs[-1], inputs[-1] + 1), (outputs[-1],),
+                                  Options("ArgMaxOptions", {"OutputType": 2})))  # TensorType.INT32
+    mean = reduction_model("MEAN")
+    offset = len(tensors)
+    tensors += [dataclasses.replace(tensor, name=f"mean_{tensor.name}") for tensor in mean.tensors[:3]]
+    operators.append(Operator("MEAN", (offset, offset + 1), (offset + 2,), mean.operators[0].options))
+    return Model(tensors, operators, (*inputs, offset), (*outputs, offset + 2))
+
+
+def test_arg_max_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(arg_max_model(), tmp_path)
+    kernels = (tmp_path / "out" / "model_kernels.c").read_text()
+    assert kernels.count("arg_max") >= len(ARG_MAX_CASES) and "argmax" not in kernels  # ours, not TOPI's

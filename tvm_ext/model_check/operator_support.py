@@ -21,6 +21,7 @@ import functools
 TFLITE_INT8_OPS: frozenset[str] = frozenset(
     {
         "ADD",
+        "ARG_MAX",
         "AVERAGE_POOL_2D",
         "CONV_2D",
         "DEPTHWISE_CONV_2D",

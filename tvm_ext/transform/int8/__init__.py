@@ -17,6 +17,7 @@ from . import squared_difference
 from . import logistic
 from . import hard_swish
 from . import reduce
+from . import arg_max
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -38,6 +39,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     softmax.LOWERING,
     reduce.MEAN,
     reduce.SUM,
+    arg_max.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
     reshape.LOWERING,
