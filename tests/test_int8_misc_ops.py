@@ -83,6 +83,46 @@ def test_sum_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(reduction_model("SUM", output_scale_factor=8.0), tmp_path)
 
 
+
+@dataclass(frozen=True)
+class Resize:
+    """One instance of a resize: NHWC input shape, output (height, width), TFLite's two options."""
+
+    shape: tuple[int, int, int, int]
+    size: tuple[int, int]
+    align_corners: bool
+    half_pixel_centers: bool
+
+
+RESIZES = tuple(  # TFLite Micro refuses align_corners with half_pixel_centers: the other three, up and down
+    Resize(shape, size, align, half)
+    for align, half in ((False, False), (True, False), (False, True))
+    for shape, size in (((1, 3, 5, 1), (7, 9)), ((2, 7, 9, 3), (3, 4)), ((1, 4, 5, 2), (4, 11)),
+                        ((1, 1, 1, 1), (3, 2)), ((1, 5, 3, 1), (1, 1)), ((1, 4, 4, 2), (4, 4)))
+)
+
+
+def resize_model(builtin: str, options_table: str) -> Model:
+    """One ``builtin`` per case of RESIZES, each with its own graph input and output (the same quantization
+    in and out, as TFLite requires; cycled through QUANTIZATIONS' inputs)."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, case in enumerate(RESIZES):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)][0]
+        inputs.append(len(tensors))
+        tensors += [Tensor(f"case{index}_in", case.shape, "int8", quant),
+                    Tensor(f"case{index}_size", (2,), "int32", data=np.array(case.size, np.int32))]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", (case.shape[0], *case.size, case.shape[3]), "int8", quant))
+        operators.append(Operator(builtin, (inputs[-1], inputs[-1] + 1), (outputs[-1],),
+                                  Options(options_table, {"AlignCorners": case.align_corners,
+                                                          "HalfPixelCenters": case.half_pixel_centers})))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_resize_bilinear_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(resize_model("RESIZE_BILINEAR", "ResizeBilinearOptions"), tmp_path)
+
+
 _QUANT = Quantization((0.05,), (0,))
 UNFINISHED = {  # int8 operators of this family without a bit-exact lowering yet: (operands, output)
     "PRELU": ((Tensor("alpha", (4,), "int8", _QUANT, np.ones(4, np.int8)),), Tensor("y", (1, 4), "int8", _QUANT)),
@@ -135,3 +175,17 @@ def test_arg_max_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(arg_max_model(), tmp_path)
     kernels = (tmp_path / "out" / "model_kernels.c").read_text()
     assert kernels.count("arg_max") >= len(ARG_MAX_CASES) and "argmax" not in kernels  # ours, not TOPI's
+
+
+def test_a_requantizing_resize_bilinear_is_refused_in_one_line(tmp_path):
+    # TFLite Micro interpolates the raw int8 values: with another output quantization the float model and
+    # TFLite Micro disagree, and there is no exact integer form to lower to.
+    resize = resize_model("RESIZE_BILINEAR", "ResizeBilinearOptions")
+    out = resize.tensors[2]
+    tensors = [*resize.tensors[:2], dataclasses.replace(out, quantization=Quantization((0.1,), (0,)))]
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(Model(tensors, resize.operators[:1], (0,), (2,))))
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)  # the pass names the Relax operator the frontend wrote for it
+    assert "\n" not in message and "resize2d" in message, message

@@ -39,6 +39,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "RELU",
         "RELU6",
         "RESHAPE",
+        "RESIZE_BILINEAR",
         "SOFTMAX",
         "SQUARED_DIFFERENCE",
         "SUB",

@@ -18,6 +18,7 @@ from . import logistic
 from . import hard_swish
 from . import reduce
 from . import arg_max
+from . import resize
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -40,6 +41,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     reduce.MEAN,
     reduce.SUM,
     arg_max.LOWERING,
+    resize.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
     reshape.LOWERING,
