@@ -94,19 +94,20 @@ class Resize:
     half_pixel_centers: bool
 
 
-RESIZES = tuple(  # TFLite Micro refuses align_corners with half_pixel_centers: the other three, up and down
+OPTION_PAIRS = ((False, False), (True, False), (False, True), (True, True))  # (align_corners, half_pixel_centers)
+RESIZES = tuple(  # every option pair, up and down, one pixel, one output pixel, the same size
     Resize(shape, size, align, half)
-    for align, half in ((False, False), (True, False), (False, True))
+    for align, half in OPTION_PAIRS
     for shape, size in (((1, 3, 5, 1), (7, 9)), ((2, 7, 9, 3), (3, 4)), ((1, 4, 5, 2), (4, 11)),
                         ((1, 1, 1, 1), (3, 2)), ((1, 5, 3, 1), (1, 1)), ((1, 4, 4, 2), (4, 4)))
 )
 
 
-def resize_model(builtin: str, options_table: str) -> Model:
+def resize_model(builtin: str, options_table: str, resizes: tuple[Resize, ...] = RESIZES) -> Model:
     """One ``builtin`` per case of RESIZES, each with its own graph input and output (the same quantization
     in and out, as TFLite requires; cycled through QUANTIZATIONS' inputs)."""
     tensors, operators, inputs, outputs = [], [], [], []
-    for index, case in enumerate(RESIZES):
+    for index, case in enumerate(resizes):
         quant = QUANTIZATIONS[index % len(QUANTIZATIONS)][0]
         inputs.append(len(tensors))
         tensors += [Tensor(f"case{index}_in", case.shape, "int8", quant),
@@ -120,7 +121,14 @@ def resize_model(builtin: str, options_table: str) -> Model:
 
 
 def test_resize_bilinear_is_bit_exact_with_tflite_micro(tmp_path):
-    assert_bit_exact_with_tflite_micro(resize_model("RESIZE_BILINEAR", "ResizeBilinearOptions"), tmp_path)
+    # TFLite Micro refuses align_corners with half_pixel_centers in RESIZE_BILINEAR
+    runnable = tuple(case for case in RESIZES if not (case.align_corners and case.half_pixel_centers))
+    assert_bit_exact_with_tflite_micro(resize_model("RESIZE_BILINEAR", "ResizeBilinearOptions", runnable), tmp_path)
+
+
+def test_resize_nearest_neighbor_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(resize_model("RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"),
+                                       tmp_path)
 
 
 _QUANT = Quantization((0.05,), (0,))
@@ -177,15 +185,19 @@ def test_arg_max_is_bit_exact_with_tflite_micro(tmp_path):
     assert kernels.count("arg_max") >= len(ARG_MAX_CASES) and "argmax" not in kernels  # ours, not TOPI's
 
 
-def test_a_requantizing_resize_bilinear_is_refused_in_one_line(tmp_path):
-    # TFLite Micro interpolates the raw int8 values: with another output quantization the float model and
+@pytest.mark.parametrize("builtin, options_table, named", [
+    ("RESIZE_BILINEAR", "ResizeBilinearOptions", "resize2d"),  # the pass names the Relax operator of it
+    ("RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions", "RESIZE_NEAREST_NEIGHBOR"),  # our converter
+])
+def test_a_requantizing_resize_is_refused_in_one_line(builtin, options_table, named, tmp_path):
+    # TFLite Micro resizes the raw int8 values: with another output quantization the float model and
     # TFLite Micro disagree, and there is no exact integer form to lower to.
-    resize = resize_model("RESIZE_BILINEAR", "ResizeBilinearOptions")
+    resize = resize_model(builtin, options_table)
     out = resize.tensors[2]
     tensors = [*resize.tensors[:2], dataclasses.replace(out, quantization=Quantization((0.1,), (0,)))]
     path = tmp_path / "model.tflite"
     path.write_bytes(build(Model(tensors, resize.operators[:1], (0,), (2,))))
     with pytest.raises(CompileError) as refused:
         compile(path, "lowpower", tmp_path / "out")
-    message = str(refused.value)  # the pass names the Relax operator the frontend wrote for it
-    assert "\n" not in message and "resize2d" in message, message
+    message = str(refused.value)
+    assert "\n" not in message and named in message, message

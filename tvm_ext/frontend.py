@@ -23,6 +23,7 @@ from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, binding
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
 from .frontend_arg_max import convert_arg_max
 from .frontend_quantize import convert_quantize
+from .frontend_resize_nearest import convert_resize_nearest_neighbor
 from .frontend_svdf import convert_svdf
 from .model_check.tflite_layers import tflite_layer_name
 
@@ -238,10 +239,14 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             super().__init__(model, subgraph, exp_tab, bb)
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
-            # QUANTIZE to int32 (relax.quantize has no int32 output), ARG_MAX (no QDQ form).
+            # QUANTIZE to int32 (relax.quantize has no int32 output), ARG_MAX (no QDQ form),
+            # RESIZE_NEAREST_NEIGHBOR (no QDQ form, and no coordinate mode for align_corners with half_pixel_centers).
             own = {"SVDF": lambda op: convert_svdf(self, op),
                    "ARG_MAX": functools.partial(convert_arg_max, self, tvm_convert=self.convert_map["ARG_MAX"]),
-                   "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"])}
+                   "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
+                   "RESIZE_NEAREST_NEIGHBOR": functools.partial(
+                       convert_resize_nearest_neighbor, self,
+                       tvm_convert=self.convert_map["RESIZE_NEAREST_NEIGHBOR"])}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys()
             # Where each operator's table starts in the flatbuffer -> its operator index.

@@ -40,6 +40,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "RELU6",
         "RESHAPE",
         "RESIZE_BILINEAR",
+        "RESIZE_NEAREST_NEIGHBOR",
         "SOFTMAX",
         "SQUARED_DIFFERENCE",
         "SUB",
