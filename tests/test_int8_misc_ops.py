@@ -131,9 +131,42 @@ def test_resize_nearest_neighbor_is_bit_exact_with_tflite_micro(tmp_path):
                                        tmp_path)
 
 
+
+_ALPHA_RNG = np.random.default_rng(15)
+PRELU_CASES = (  # (input shape, alpha shape): alpha along each axis, per channel, a scalar, the full shape
+    ((1, 5, 7, 3), (3,)), ((1, 5, 7, 3), (1, 1, 3)), ((2, 3, 5), (3, 1)), ((2, 3, 5), (2, 1, 1)),
+    ((3, 7), ()), ((1, 1, 1, 1), (1,)), ((2, 3, 5), (2, 3, 5)),
+)
+# (input, alpha, output) quantizations, cycled through the cases: both rescales above and below one, alpha's
+# zero point away from zero.
+PRELU_QUANTIZATIONS = (
+    (Quantization((0.05,), (-20,)), Quantization((0.01,), (0,)), Quantization((0.05,), (-20,))),
+    (Quantization((0.05,), (3,)), Quantization((0.004,), (-7,)), Quantization((0.03,), (-128,))),
+    (Quantization((0.01,), (-128,)), Quantization((0.02,), (100,)), Quantization((0.2,), (127,))),
+)
+
+
+def prelu_model() -> Model:
+    """One PRELU per case of PRELU_CASES with a random constant alpha, each with its own graph input and output."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, alpha_shape) in enumerate(PRELU_CASES):
+        in_quant, alpha_quant, out_quant = PRELU_QUANTIZATIONS[index % len(PRELU_QUANTIZATIONS)]
+        alpha = _ALPHA_RNG.integers(-128, 128, alpha_shape).astype(np.int8)
+        inputs.append(len(tensors))
+        tensors += [Tensor(f"case{index}_in", shape, "int8", in_quant),
+                    Tensor(f"case{index}_alpha", alpha_shape, "int8", alpha_quant, data=alpha)]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", shape, "int8", out_quant))
+        operators.append(Operator("PRELU", (inputs[-1], inputs[-1] + 1), (outputs[-1],)))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_prelu_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(prelu_model(), tmp_path)
+
+
 _QUANT = Quantization((0.05,), (0,))
 UNFINISHED = {  # int8 operators of this family without a bit-exact lowering yet: (operands, output)
-    "PRELU": ((Tensor("alpha", (4,), "int8", _QUANT, np.ones(4, np.int8)),), Tensor("y", (1, 4), "int8", _QUANT)),
     "L2_NORMALIZATION": ((), Tensor("y", (1, 4), "int8", Quantization((1 / 128,), (0,)))),
 }
 

@@ -35,6 +35,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "MEAN",
         "MINIMUM",
         "MUL",
+        "PRELU",
         "QUANTIZE",
         "RELU",
         "RELU6",

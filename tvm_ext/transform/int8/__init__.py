@@ -19,6 +19,7 @@ from . import hard_swish
 from . import reduce
 from . import arg_max
 from . import resize
+from . import prelu
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -43,6 +44,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     arg_max.LOWERING,
     resize.BILINEAR,
     resize.NEAREST_NEIGHBOR,
+    prelu.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
     reshape.LOWERING,
