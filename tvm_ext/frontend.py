@@ -22,6 +22,7 @@ from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, binding
 
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
 from .frontend_arg_max import convert_arg_max
+from .frontend_l2_normalization import convert_l2_normalization
 from .frontend_prelu import convert_prelu
 from .frontend_quantize import convert_quantize
 from .frontend_resize_nearest import convert_resize_nearest_neighbor
@@ -240,11 +241,13 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             super().__init__(model, subgraph, exp_tab, bb)
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
-            # QUANTIZE to int32 (relax.quantize has no int32 output), ARG_MAX (no QDQ form), PRELU (TVM's applies to
-            # the raw int8 values), RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners
-            # with half_pixel_centers).
+            # QUANTIZE to int32 (relax.quantize has no int32 output), ARG_MAX and L2_NORMALIZATION (no QDQ form),
+            # PRELU (TVM's applies to the raw int8 values), RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate
+            # mode for align_corners with half_pixel_centers).
             own = {"SVDF": lambda op: convert_svdf(self, op),
                    "ARG_MAX": functools.partial(convert_arg_max, self, tvm_convert=self.convert_map["ARG_MAX"]),
+                   "L2_NORMALIZATION": functools.partial(convert_l2_normalization, self,
+                                                         tvm_convert=self.convert_map["L2_NORMALIZATION"]),
                    "PRELU": functools.partial(convert_prelu, self, tvm_convert=self.convert_map["PRELU"]),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
                    "RESIZE_NEAREST_NEIGHBOR": functools.partial(

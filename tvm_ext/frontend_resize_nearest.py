@@ -32,7 +32,10 @@ def nearest_indices(input_size: int, output_size: int, align_corners: bool, half
     indices = []
     for index in range(output_size):
         position = float((np.float32(index) + offset) * scale)  # exact: a float32 value
-        chosen = int(math.copysign(math.floor(abs(position) + 0.5), position)) if align_corners else math.floor(position)
+        if align_corners:  # TfLiteRound: half away from zero
+            chosen = int(math.copysign(math.floor(abs(position) + 0.5), position))
+        else:
+            chosen = math.floor(position)
         chosen = min(chosen, input_size - 1)
         indices.append(max(chosen, 0) if half_pixel_centers else chosen)
     return np.array(indices, np.int32)

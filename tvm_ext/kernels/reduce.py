@@ -23,7 +23,8 @@ def mean_or_sum_int8(
     count = 1
     for axis in reduced:
         count *= shape[axis]
-    out_shape = [1 if axis in reduced else extent for axis, extent in enumerate(shape) if keepdims or axis not in reduced]
+    out_shape = [1 if axis in reduced else extent
+                 for axis, extent in enumerate(shape) if keepdims or axis not in reduced]
 
     def input_index(out_index):
         kept = iter(out_index if not keepdims else [i for axis, i in enumerate(out_index) if axis not in reduced])

@@ -28,6 +28,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "DEQUANTIZE",
         "FULLY_CONNECTED",
         "HARD_SWISH",
+        "L2_NORMALIZATION",
         "LEAKY_RELU",
         "LOGISTIC",
         "MAX_POOL_2D",

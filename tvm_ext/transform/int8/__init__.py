@@ -20,6 +20,7 @@ from . import reduce
 from . import arg_max
 from . import resize
 from . import prelu
+from . import l2_normalization
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -45,6 +46,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     resize.BILINEAR,
     resize.NEAREST_NEIGHBOR,
     prelu.LOWERING,
+    l2_normalization.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
     reshape.LOWERING,

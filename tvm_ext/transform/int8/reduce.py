@@ -42,5 +42,10 @@ def _reduce_lowering(kind: str, relax_op: str, params_of: ParamsOf) -> Lowering:
 
 
 MEAN = _reduce_lowering("MEAN", "relax.mean", mean_params)
-SUM = _reduce_lowering("SUM", "relax.sum",
-                       lambda input_scale, output_scale, count, rounding: sum_params(input_scale, output_scale, rounding))
+def _sum_params(input_scale: np.float32, output_scale: np.float32, count: int, rounding: Rounding) -> ReduceParams:
+    """SUM's rescale, which does not depend on the element count."""
+    del count
+    return sum_params(input_scale, output_scale, rounding)
+
+
+SUM = _reduce_lowering("SUM", "relax.sum", _sum_params)
