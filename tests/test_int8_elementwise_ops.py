@@ -179,13 +179,6 @@ def test_binary_operator_is_bit_exact_with_tflite_micro(builtin, tmp_path):
     assert_bit_exact_with_tflite_micro(binary_model(builtin, OPERATORS[builtin]), tmp_path)
 
 
-def test_an_int8_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
-    quant = Quantization((0.05,), (0,))
-    prelu = Model([Tensor("x", (1, 4), "int8", quant), Tensor("alpha", (4,), "int8", quant, np.ones(4, np.int8)),
-                   Tensor("y", (1, 4), "int8", quant)], [Operator("PRELU", (0, 1), (2,))], (0,), (2,))
-    assert_refused_in_one_line(prelu, "PRELU", tmp_path)
-
-
 def assert_refused_in_one_line(model: Model, operator: str, tmp_path) -> None:
     """Compiling ``model`` fails with a one-line error naming ``operator``."""
     path = tmp_path / "model.tflite"

@@ -25,7 +25,11 @@ from .frontend_batch_matmul import convert_batch_matmul
 from .frontend_expand_dims import convert_expand_dims
 from .frontend_pack import convert_pack
 from .frontend_constants import dequantize_int64, with_array_dtypes
+from .frontend_arg_max import convert_arg_max
+from .frontend_l2_normalization import convert_l2_normalization
+from .frontend_prelu import convert_prelu
 from .frontend_quantize import convert_quantize
+from .frontend_resize_nearest import convert_resize_nearest_neighbor
 from .frontend_svdf import convert_svdf
 from .frontend_transpose_conv import convert_transpose_conv
 from .model_check.tflite_layers import tflite_layer_name
@@ -245,14 +249,23 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
             # QUANTIZE to int32 (relax.quantize has no int32 output); TRANSPOSE_CONV's converter drops its
-            # activation; BATCH_MATMUL's is float only; EXPAND_DIMS and PACK (TVM's converters fail on any model).
+            # activation; BATCH_MATMUL's is float only; EXPAND_DIMS and PACK (TVM's converters fail on any model);
+            # ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's applies to the raw int8 values);
+            # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
                    "PACK": lambda op: convert_pack(self, op),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
                    "BATCH_MATMUL": functools.partial(convert_batch_matmul, self,
                                                      tvm_convert=self.convert_map["BATCH_MATMUL"]),
                    "TRANSPOSE_CONV": functools.partial(convert_transpose_conv, self,
-                                                       tvm_convert=self.convert_map["TRANSPOSE_CONV"])}
+                                                       tvm_convert=self.convert_map["TRANSPOSE_CONV"]),
+                   "ARG_MAX": functools.partial(convert_arg_max, self, tvm_convert=self.convert_map["ARG_MAX"]),
+                   "L2_NORMALIZATION": functools.partial(convert_l2_normalization, self,
+                                                         tvm_convert=self.convert_map["L2_NORMALIZATION"]),
+                   "PRELU": functools.partial(convert_prelu, self, tvm_convert=self.convert_map["PRELU"]),
+                   "RESIZE_NEAREST_NEIGHBOR": functools.partial(
+                       convert_resize_nearest_neighbor, self,
+                       tvm_convert=self.convert_map["RESIZE_NEAREST_NEIGHBOR"])}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
             # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).

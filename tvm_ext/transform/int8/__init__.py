@@ -22,6 +22,11 @@ from . import data_movement
 from . import concatenation
 from . import pack
 from . import split
+from . import reduce
+from . import arg_max
+from . import resize
+from . import prelu
+from . import l2_normalization
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -44,6 +49,13 @@ LOWERINGS: tuple[Lowering, ...] = (
     logistic.TANH,
     hard_swish.LOWERING,
     softmax.LOWERING,
+    reduce.MEAN,
+    reduce.SUM,
+    arg_max.LOWERING,
+    resize.BILINEAR,
+    resize.NEAREST_NEIGHBOR,
+    prelu.LOWERING,
+    l2_normalization.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
     reshape.LOWERING,

@@ -198,3 +198,19 @@ def float_operator_mismatch(quantize: relax.Call, ctx: LoweringContext) -> Misma
     if _FLOAT_ACTIVATION.match(ctx.graph.value_of(operand)):
         operand = ctx.graph.value_of(operand).args[0]
     return Mismatch(describe(ctx.graph.producer.get(operand, operand)))
+
+
+class QuantizedUnary:
+    """``quantize(<relax_op>(dequantize(x)), scale, zero_point)``: a float operator of one int8 activation
+    in QDQ form; ``core`` is the pattern of the float operator's call, whose further arguments (not
+    activations, e.g. resize2d's size) match ``attributes``."""
+
+    def __init__(self, relax_op: str, *attributes: DFPattern) -> None:
+        self.operand = DequantizedActivation()
+        self.core = is_op(relax_op)(self.operand.pattern, *attributes)
+        self.result = is_op("relax.quantize")(self.core, is_const(), is_const())
+
+    def match(self, quantize: relax.Call, ctx: LoweringContext) -> UnaryMatch | Mismatch:
+        """The match at ``quantize``, or why the float operator it ends has no integer lowering."""
+        unary = match_unary(self.result, self.operand, quantize, ctx)
+        return unary if unary is not None else float_operator_mismatch(quantize, ctx)
