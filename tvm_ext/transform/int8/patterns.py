@@ -126,9 +126,15 @@ class BiasPattern:
         bias = ctx.graph.constant(matched[self.pattern].args[0])
         if bias is None or bias.dtype != np.int32:
             return None
-        bias = bias.reshape(-1)
-        fits = bias.size == 0 or (bias.min() >= np.iinfo(np.int16).min and bias.max() <= np.iinfo(np.int16).max)
-        return relax.const(bias.astype(np.int16) if fits else bias)
+        return bias_constant(bias)
+
+
+def bias_constant(bias: np.ndarray) -> Constant:
+    """int32 bias values as stored in flash, flattened: int16 when every value fits (the same integers, half
+    the bytes)."""
+    bias = bias.reshape(-1)
+    fits = bias.size == 0 or (bias.min() >= np.iinfo(np.int16).min and bias.max() <= np.iinfo(np.int16).max)
+    return relax.const(bias.astype(np.int16) if fits else bias)
 
 
 def with_bias(core: DFPattern, bias: BiasPattern) -> DFPattern:
