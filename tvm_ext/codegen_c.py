@@ -116,6 +116,7 @@ def _lowering_passes() -> tvm.transform.Pass:
             tirx.transform.FlattenBuffer(),
             tirx.transform.NarrowDataType(32),
             tirx.transform.StorageRewrite(),
+            tirx.transform.UnrollLoop(),  # the loops the schedule marked unrolled (register tiles)
             plain_c_signature,
             tirx.transform.StmtSimplify(),  # also folds the zero offsets plain_c_signature binds
         ],

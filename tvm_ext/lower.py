@@ -12,7 +12,7 @@ from tvm import relax, tirx
 
 from target.resolve import TargetSpec, resolve_profile
 from tvm_ext.layers import keeping_layers
-from tvm_ext.schedule import inline_intermediates
+from tvm_ext.schedule import inline_intermediates, output_channel_tile
 from tvm_ext.transform import (
     DropEmptyConcatPieces,
     FuseOpsKeepingLayers,
@@ -52,12 +52,14 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
     )
 
 
-def schedule_kernels(mod: tvm.IRModule) -> tvm.IRModule:
-    """Every PrimFunc of `mod` with its intermediates inlined (see tvm_ext.schedule)."""
+def schedule_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower") -> tvm.IRModule:
+    """Every PrimFunc of `mod` with its intermediates inlined and its accumulators tiled for `target`'s
+    core (see tvm_ext.schedule)."""
+    channel_tile = output_channel_tile(resolve_profile(target))
     scheduled = {}
     for gvar, func in mod.functions.items():
         if isinstance(func, tirx.PrimFunc):
-            scheduled[gvar] = inline_intermediates(func)
+            scheduled[gvar] = inline_intermediates(func, channel_tile)
         else:
             scheduled[gvar] = func
     return tvm.IRModule(scheduled, attrs=mod.attrs)
@@ -65,4 +67,4 @@ def schedule_kernels(mod: tvm.IRModule) -> tvm.IRModule:
 
 def lower_to_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower", model_name: str = "model") -> tvm.IRModule:
     """Run the Relax pipeline for `target` (as relax_pipeline takes it) and schedule each kernel."""
-    return schedule_kernels(relax_pipeline(target, model_name)(mod))
+    return schedule_kernels(relax_pipeline(target, model_name)(mod), target)

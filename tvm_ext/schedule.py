@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from tvm import s_tir, tirx
 
+from target.profile import Profile
 from tvm_ext.tir_walk import buffer_loads
+
+
+def output_channel_tile(profile: Profile) -> int:
+    """Output channels a MAC kernel accumulates at once on ``profile``'s core: 2 on Armv6-M (eight low
+    registers), 4 elsewhere (four accumulators, the two pointers and the loop counter stay in registers)."""
+    return 2 if profile.arch == "armv6-m" else 4
 
 
 def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
@@ -59,8 +66,9 @@ def _reduction_blocks(sch: s_tir.Schedule, root) -> list:
     return blocks
 
 
-def inline_intermediates(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    """Inline producers and epilogues; give each reduction a one-element accumulator.
+def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1) -> tirx.PrimFunc:
+    """Inline producers and epilogues; give each reduction a one-element accumulator, or ``channel_tile``
+    accumulators for as many output channels where that count divides the channels (see _tile_channels).
 
     Contract: the result computes exactly the same values in the same order of floating-point operations
     per output element (only where values are stored changes).
@@ -86,6 +94,9 @@ def inline_intermediates(func: tirx.PrimFunc) -> tirx.PrimFunc:
         if first_reduce >= len(loops):
             continue
         consumers = sch.get_consumers(block)
+        tiled = _tile_channels(sch, block, loops, first_reduce, channel_tile)
+        if tiled is not None:
+            loops, first_reduce = tiled
         sch.decompose_reduction(block, loops[first_reduce])
         if len(consumers) == 1 and first_reduce > 0:
             try:
@@ -93,3 +104,24 @@ def inline_intermediates(func: tirx.PrimFunc) -> tirx.PrimFunc:
             except s_tir.ScheduleError:
                 pass
     return sch.mod["main"]
+
+
+def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int):
+    """Accumulate ``tile`` output channels (the loop just outside the reduction) at once: the channel loop
+    is split, its inner part moved below the reduction loops and unrolled, so each input value loaded in
+    the reduction feeds ``tile`` multiply-accumulates held in registers. Returns the new loops and the
+    index of the first reduction loop, or None (tile 1, or a channel count it does not divide).
+    The order of the additions into each output element is unchanged."""
+    if tile <= 1 or first_reduce == 0:
+        return None
+    channels = sch.get(loops[first_reduce - 1]).extent
+    if not isinstance(channels, tirx.IntImm) or int(channels) % tile or int(channels) == tile:
+        return None
+    if not all(isinstance(sch.get(loop).body, tirx.For) for loop in loops[first_reduce - 1:-1]):
+        return None  # another statement sits between the loops: they cannot be reordered
+    outer, inner = sch.split(loops[first_reduce - 1], [None, tile])
+    reductions = loops[first_reduce:]
+    sch.reorder(outer, *reductions, inner)
+    sch.unroll(inner)
+    return sch.get_loops(block), first_reduce
+

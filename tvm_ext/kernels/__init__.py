@@ -5,7 +5,7 @@ TFLite's fixed-point multiplier/shift (double or single rounding, see ``fixed_po
 """
 
 from .activation import hard_swish_int8, leaky_relu_int8, relu6_int8, relu_int8
-from .conv import conv2d_int8, depthwise_conv2d_int8
+from .conv import WeightLayout, conv2d_int8, depthwise_conv2d_int8
 from .dense import fully_connected_int8
 from .edges import dequantize_int8, quantize_int8
 from .elementwise import add_int8, maximum_int8, minimum_int8, mul_int8, squared_difference_int8, sub_int8
@@ -18,6 +18,7 @@ from .softmax import softmax_int8
 __all__ = [
     "OutputStage",
     "Rounding",
+    "WeightLayout",
     "add_int8",
     "average_pool2d_int8",
     "conv2d_int8",

@@ -3,10 +3,15 @@
 
 Padding follows the reference kernels: taps outside the input contribute nothing, which equals padding
 the input with its zero point. ``padding`` is (top, left, bottom, right) in elements.
+
+With ``zero_point_in_bias`` the caller has folded the input zero point into the bias at compile time
+(``fold_zero_point_into_bias``): the kernel multiplies the raw int8 values, the input padded with its
+zero point, so no MAC subtracts it.
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Optional, Sequence
 
 from tvm import te, tirx
@@ -14,12 +19,21 @@ from tvm import te, tirx
 from .requantize import OutputStage, accumulator_dtype, requantize
 
 
+class WeightLayout(enum.Enum):
+    """The axis order of a CONV_2D weight: HWIO as TVM's frontend gives it, or OHWI (TFLite's own order) where
+    the reduction over (ry, rx, rc) reads contiguous memory for each output channel."""
+
+    HWIO = "HWIO"
+    OHWI = "OHWI"
+
+
 def _centered_input(
     data: te.Tensor, zero_point: int, padding: Sequence[int], out_hw: tuple[int, int],
-    kernel_hw: tuple[int, int], strides: Sequence[int], dilation: Sequence[int],
+    kernel_hw: tuple[int, int], strides: Sequence[int], dilation: Sequence[int], zero_point_in_bias: bool,
 ) -> te.Tensor:
     """(x - zero_point) in the accumulator type with zeros outside the image, over the padded extent the
-    kernel reads."""
+    kernel reads; with ``zero_point_in_bias``, x in the accumulator type with the zero point outside (the
+    bias holds the correction)."""
     n, h, w, c = (int(d) for d in data.shape)
     accumulator = accumulator_dtype(data)
     top, left = padding[0], padding[1]
@@ -29,6 +43,8 @@ def _centered_input(
     def value(b, y, x, ch):
         iy, ix = y - top, x - left
         inside = tirx.all(iy >= 0, iy < h, ix >= 0, ix < w)
+        if zero_point_in_bias:
+            return tirx.if_then_else(inside, data[b, iy, ix, ch].astype(accumulator), tirx.const(zero_point, accumulator))
         centered = data[b, iy, ix, ch].astype(accumulator) - zero_point
         return tirx.if_then_else(inside, centered, tirx.const(0, accumulator))
 
@@ -45,23 +61,32 @@ def _output_hw(data: te.Tensor, kernel_hw, strides, padding, dilation) -> tuple[
 def conv2d_int8(
     data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
     output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
-    multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
+    multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None, zero_point_in_bias: bool = False,
+    weight_layout: WeightLayout = WeightLayout.HWIO,
 ) -> te.Tensor:
-    """CONV_2D: data NHWC int8, weight HWIO int8, bias int32[O] -> NHWC int8 (int16 data, int64 bias ->
-    int16: 16x8).
+    """CONV_2D: data NHWC int8, weight int8 in ``weight_layout`` (HWIO by default), bias int32[O] -> NHWC int8
+    (int16 data, int64 bias -> int16: 16x8).
 
     Per-channel ``multiplier``/``shift`` tensors, when given, replace those of ``output``.
     """
     stage = output.per_channel(multiplier, shift)
-    kh, kw, cin, cout = (int(d) for d in weight.shape)
+    if weight_layout is WeightLayout.OHWI:
+        cout, kh, kw, cin = (int(d) for d in weight.shape)
+    else:
+        kh, kw, cin, cout = (int(d) for d in weight.shape)
+
+    def weight_at(ry, rx, rc, o):
+        return weight[o, ry, rx, rc] if weight_layout is WeightLayout.OHWI else weight[ry, rx, rc, o]
+
     out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)
-    centered = _centered_input(data, input_zero_point, padding, (out_h, out_w), (kh, kw), strides, dilation)
+    centered = _centered_input(data, input_zero_point, padding, (out_h, out_w), (kh, kw), strides, dilation,
+                               zero_point_in_bias)
     ry, rx, rc = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx"), te.reduce_axis((0, cin), "rc")
     acc = te.compute(
         (int(data.shape[0]), out_h, out_w, cout),
         lambda b, y, x, o: te.sum(
             centered[b, y * strides[0] + ry * dilation[0], x * strides[1] + rx * dilation[1], rc]
-            * weight[ry, rx, rc, o].astype(centered.dtype),
+            * weight_at(ry, rx, rc, o).astype(centered.dtype),
             axis=[ry, rx, rc],
         ),
         name="acc",
@@ -72,7 +97,7 @@ def conv2d_int8(
 def depthwise_conv2d_int8(
     data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
     output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
-    multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
+    multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None, zero_point_in_bias: bool = False,
 ) -> te.Tensor:
     """DEPTHWISE_CONV_2D: data NHWC int8, weight (KH, KW, C*depth_multiplier) int8 -> NHWC int8 (int16
     data -> int16: 16x8).
@@ -83,7 +108,8 @@ def depthwise_conv2d_int8(
     kh, kw, cout = (int(d) for d in weight.shape)
     depth_multiplier = cout // int(data.shape[3])
     out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)
-    centered = _centered_input(data, input_zero_point, padding, (out_h, out_w), (kh, kw), strides, dilation)
+    centered = _centered_input(data, input_zero_point, padding, (out_h, out_w), (kh, kw), strides, dilation,
+                               zero_point_in_bias)
     ry, rx = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
     acc = te.compute(
         (int(data.shape[0]), out_h, out_w, cout),

@@ -7,7 +7,7 @@ from typing import Optional, Union
 import numpy as np
 from tvm import relax
 
-from ...kernels import conv2d_int8, depthwise_conv2d_int8
+from ...kernels import WeightLayout, conv2d_int8, depthwise_conv2d_int8
 from ...kernels.quant_params import conv_multipliers
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import Conv2DGeometry, MacKernel, MacPattern
@@ -29,9 +29,10 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         return float_operator_mismatch(quantize, ctx)
     groups = int(attrs.groups)
     if groups == 1 and attrs.kernel_layout == "HWIO":
-        kind, kernel = "CONV_2D", conv2d_int8
+        # The kernel reads OHWI: each output channel's reduction reads its weights contiguously.
+        kind, kernel, layout = "CONV_2D", conv2d_int8, WeightLayout.OHWI
     elif groups == int(conv.args[0].ty.shape[3]) and attrs.kernel_layout == "HWOI":
-        kind, kernel = "DEPTHWISE_CONV_2D", depthwise_conv2d_int8
+        kind, kernel, layout = "DEPTHWISE_CONV_2D", depthwise_conv2d_int8, None
         weight = weight.reshape(weight.shape[0], weight.shape[1], int(conv.ty.shape[3]))
     else:
         return float_operator_mismatch(quantize, ctx)
@@ -40,7 +41,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     geometry = Conv2DGeometry(*(tuple(int(v) for v in values)
                                 for values in (attrs.strides, attrs.padding, attrs.dilation)))
     return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
-                     shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry)
+                     shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
+                     weight_layout=layout, folds_zero_point=True)
 
 
 def _weight_as_convolved(weight: Int8Weight, conv: relax.Call) -> Optional[np.ndarray]:

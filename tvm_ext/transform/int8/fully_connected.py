@@ -31,7 +31,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         multipliers, shifts = conv_multipliers(data.quant.scale, weight.scales, out.quant.scale, ctx.rounding)
     return MacKernel("FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point,
                      weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
-                     ctx.rounding)
+                     ctx.rounding, channel_axis=0, folds_zero_point=True)
 
 
 LOWERING = Lowering(frozenset({"FULLY_CONNECTED"}), ends_float_operator, match)

@@ -10,11 +10,12 @@ from tvm import relax, te
 from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
-from ...kernels import OutputStage, Rounding
+from ...kernels import OutputStage, Rounding, WeightLayout
 from ...kernels.quant_params import ActivationRange
+from ...kernels.zero_point_fold import fold_zero_point_into_bias
 from .lowering import KernelCall, LoweringContext
 from .patterns import (BiasPattern, DequantizedActivation, Int8Input, Int8Weight, QuantizedOutput, QuantizedResult,
-                       WeightPattern, extract, with_bias)
+                       WeightPattern, bias_constant, extract, with_bias)
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,8 @@ class MacKernel:
 
     ``multipliers``/``shifts`` are TFLite's fixed-point requantization per output channel (one entry when
     per-tensor); ``activation`` the clamp (in the output type) of the fused activation; ``geometry`` None for
-    FULLY_CONNECTED.
+    FULLY_CONNECTED; ``channel_axis`` the output-channel axis of ``weight``; ``weight_layout`` the axis
+    order the CONV_2D kernel is given its HWIO ``weight`` in (None for the kernels without that parameter).
     """
 
     kind: str
@@ -44,7 +46,7 @@ class MacKernel:
     kernel: Callable[..., te.Tensor]
     data: relax.Expr
     input_zero_point: int
-    weight: np.ndarray  # int8, in the kernel's layout
+    weight: np.ndarray  # int8, as matched (CONV_2D: HWIO, re-laid out per weight_layout in kernel_call)
     bias: Optional[Constant]
     multipliers: np.ndarray
     shifts: np.ndarray
@@ -52,10 +54,17 @@ class MacKernel:
     activation: ActivationRange
     rounding: Rounding
     geometry: Optional[Conv2DGeometry] = None
+    channel_axis: int = -1
+    weight_layout: Optional[WeightLayout] = None
+    # Whether the kernel takes ``zero_point_in_bias``: true only where every output sums every tap of its
+    # window, a padded tap holding the zero point (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED; not
+    # TRANSPOSE_CONV, whose border outputs sum fewer taps than the rest).
+    folds_zero_point: bool = False
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
-        and an int8 shift constant per output channel."""
+        and an int8 shift constant per output channel. The input zero point is folded into the bias
+        where the folded bias fits the bias's storage."""
         if np.all(self.multipliers == self.multipliers[0]) and np.all(self.shifts == self.shifts[0]):
             multiplier, shift, channel_tensors = int(self.multipliers[0]), int(self.shifts[0]), {}
         else:
@@ -64,8 +73,15 @@ class MacKernel:
                                "shift": relax.const(self.shifts.astype(np.int8))}
         stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding)
         geometry = self.geometry.params() if self.geometry is not None else {}
-        return KernelCall(self.kind, self.core, self.kernel, (self.data, relax.const(self.weight), self.bias),
-                          {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **channel_tensors})
+        layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
+        folded = None if self.bias is None or not self.folds_zero_point else fold_zero_point_into_bias(
+            self.bias.value.numpy(), self.weight, self.input_zero_point, self.channel_axis)
+        bias = self.bias if folded is None else bias_constant(folded)
+        weight = self.weight if self.weight_layout is not WeightLayout.OHWI else self.weight.transpose(3, 0, 1, 2)
+        weight_constant = relax.const(np.ascontiguousarray(weight))
+        return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
+                          {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout,
+                           **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})})
 
 
 @dataclass(frozen=True)

@@ -132,15 +132,21 @@ class BiasPattern:
         bias = ctx.graph.constant(matched[self.values])
         if bias is None or bias.dtype not in (np.int32, np.int64):
             return None
-        bias = bias.reshape(-1)
-        for narrow in (np.int16, np.int32):
-            if bias.size == 0 or (bias.min() >= np.iinfo(narrow).min and bias.max() <= np.iinfo(narrow).max):
-                return relax.const(bias.astype(narrow))
-        return relax.const(tvm.runtime.tensor(bias))  # relax.const(int64 array) would narrow it to int32
+        return bias_constant(bias)
 
     def stored_dtype(self, matched: Matched, ctx: LoweringContext) -> str:
         """The bias type the model stored (int32, or int64 in 16x8 operators)."""
         return str(ctx.graph.constant(matched[self.values]).dtype)
+
+
+def bias_constant(bias: np.ndarray) -> Constant:
+    """Bias values as stored in flash, flattened, in the narrowest of int16 and int32 that holds every value
+    (the same integers, fewer bytes), else int64 (16x8 operators)."""
+    bias = bias.reshape(-1)
+    for narrow in (np.int16, np.int32):
+        if bias.size == 0 or (bias.min() >= np.iinfo(narrow).min and bias.max() <= np.iinfo(narrow).max):
+            return relax.const(bias.astype(narrow))
+    return relax.const(tvm.runtime.tensor(bias))  # relax.const(int64 array) would narrow it to int32
 
 
 def with_bias(core: DFPattern, bias: BiasPattern) -> DFPattern:
