@@ -14,7 +14,8 @@ from tvm import te
 import tflite_int8_reference as ref
 from c_checks import SANITIZE, STRICT_WARNINGS
 from packager.fixed_point_c import requantize_helpers_c
-from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, generate_c
+from tvm_ext.codegen_c import generate_c
+from tvm_ext.layers import NUM_OUTPUTS_ATTR
 from tvm_ext.kernels.fixed_point import (
     Rounding,
     multiply_by_quantized_multiplier,

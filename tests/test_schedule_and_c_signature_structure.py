@@ -12,7 +12,8 @@ from tvm.script import tirx as T
 
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
-from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR, generate_c
+from tvm_ext.codegen_c import generate_c
+from tvm_ext.layers import NUM_OUTPUTS_ATTR
 from tvm_ext.schedule import inline_intermediates
 
 

@@ -19,17 +19,14 @@ from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
 from packager.fixed_point_c import requantize_helper_name
 from tvm_ext.kernels.fixed_point import calls_to_c_helpers
+from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR
 from tvm_ext.tir_walk import map_child_stmts
 
 PIPELINE_NAME = "tvm_ext_plain_c"
 CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
 LOCAL_BUFFER_MAX_BYTES = 64
-NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"
-# Per input operand, the name of the TE kernel parameter it is (set by the int8 pass's emitter).
-OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"
 # Those roles that name a C parameter of their own; every other input is `input<k>`.
 ROLE_PARAMETER_NAMES = {"weight": "weights", "bias": "bias", "multiplier": "multiplier", "shift": "shift"}
-SCRATCH_ATTR = "tvm_ext.scratch_bytes"
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,8 @@ from tvm import relax, te, tirx
 
 from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSignature, Tensor, TensorRole
 from target.profile import Profile
-from tvm_ext.codegen_c import NUM_OUTPUTS_ATTR
 from tvm_ext.frontend import ImportedModel
-from tvm_ext.layers import LayerRecord, Layers, with_layers
-from tvm_ext.transform.int8.svdf import STATE_OPERAND_ATTR
+from tvm_ext.layers import NUM_OUTPUTS_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers, with_layers
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")

@@ -343,8 +343,6 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             return super().get_tensor_expr(tensor, is_sparse)
 
     model = tflite.Model.GetRootAsModel(buf, 0)
-    subgraph = model.Subgraphs(0)
-    operator_index_by_output = {int(subgraph.Operators(i).Outputs(0)): i for i in range(subgraph.OperatorsLength())}
     strict_tensor_name = tflite_frontend.get_tensor_name
     # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte: ours never fails.
     tflite_frontend.get_tensor_name = lambda graph, index: tflite_name(graph.Tensors(index).Name()) or f"t{index}"

@@ -9,6 +9,9 @@ The frontend creates one LayerRecord per model operator. `main` then carries:
                        after it).
 A pass that rewrites `main` either sets these itself (the int8 pass, the frontend) or is wrapped with
 `keeping_layers`, which carries them from the function before the pass to the function after it.
+
+This module also owns every other `tvm_ext.*` attribute key: the model's own var names on `main`, and the
+attributes the passes put on the kernels' PrimFuncs for code generation and the plan.
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ BINDING_LAYERS_ATTR = "tvm_ext.binding_layers"
 CONSTANT_LAYERS_ATTR = "tvm_ext.constant_layers"
 FALLBACK_ATTR = "tvm_ext.float_fallback_layers"  # the int8 pass: "<operator> <var>" per float-fallback binding
 ORIGINAL_VAR_NAMES_ATTR = "tvm_ext.original_var_names"  # generated var name -> the model's own (messages only)
+# Attributes of the kernels' PrimFuncs:
+NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"  # how many of the last parameters are outputs (extract_plan -> codegen)
+OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"  # per input operand, the TE kernel parameter it is (int8 emitter)
+SCRATCH_ATTR = "tvm_ext.scratch_bytes"  # [dtype, bytes] of each internal buffer made a parameter (codegen)
+STATE_OPERAND_ATTR = "tvm_ext.state_operand"  # the operand a kernel rewrites as the model's state (int8 SVDF)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import te, tirx
 
-from .fixed_point import Rounding, clamp_to_int8, clamp_to_type, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, clamp_to_type, multiply_by_quantized_multiplier
 
 
 def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int, dtype: str = "int8") -> te.Tensor:

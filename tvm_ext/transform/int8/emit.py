@@ -9,8 +9,7 @@ from typing import Callable, Optional, Sequence
 import tvm
 from tvm import relax
 
-from tvm_ext.codegen_c import OPERAND_ROLES_ATTR
-from tvm_ext.layers import LayerRecord
+from tvm_ext.layers import OPERAND_ROLES_ATTR, LayerRecord
 
 from .graph import Graph
 from .lowering import KernelCall, OperatorMatch

@@ -20,9 +20,10 @@ from tvm.relax.dpl import is_op, wildcard
 from ...frontend_svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
 from ...kernels.svdf import svdf_feature_multiplier, svdf_output, svdf_state_update, svdf_time_multiplier
 from .graph import Quant, is_call_to
+from tvm_ext.layers import STATE_OPERAND_ATTR
+
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 
-STATE_OPERAND_ATTR = "tvm_ext.state_operand"
 _OPAQUE = 8  # TVM's OpPatternKind kOpaque: FuseOps leaves the kernel alone
 
 _QUANTIZE = is_op("relax.quantize")(wildcard(), wildcard(), wildcard())
