@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 COMMAND_MODULE = "tvm_ext.compile"
 COMMAND_SCRIPT = "tvm-ext-compile"  # [project.scripts] in pyproject.toml
@@ -59,6 +60,7 @@ def install_signal_handlers() -> None:
         _stderr_at_install = os.dup(2)
     for signum in HANDLED_SIGNALS:
         signal.signal(signum, _handle)
+    signal.signal(signal.SIGALRM, _raise_once_no_import_runs)
 
 
 def interrupted_line(signum: int) -> str:
@@ -100,7 +102,12 @@ def work_that_unwinds() -> Iterator[None]:
                 signal.signal(signum, signal.SIG_IGN)
 
 
-def _handle(signum: int, _frame: object) -> None:
+# While a module is imported, KeyboardInterrupt is held back and tried again after this many seconds: raised
+# inside a C extension's module initialisation (onnx's pybind11 module), it crashed the process (SIGSEGV).
+IMPORT_RETRY_SECONDS = 0.02
+
+
+def _handle(signum: int, frame: FrameType | None) -> None:
     global _received
     if _received is not None:
         return
@@ -108,4 +115,24 @@ def _handle(signum: int, _frame: object) -> None:
     if not _working:
         os.write(_stderr_at_install, (interrupted_line(signum) + "\n").encode())  # even while 2 is held back
         os._exit(exit_code(signum))
+    _raise_once_no_import_runs(signal.SIGALRM, frame)
+
+
+def _raise_once_no_import_runs(_signum: int, frame: FrameType | None) -> None:
+    """Raise KeyboardInterrupt for the received signal, unless a module is being imported: then try again
+    IMPORT_RETRY_SECONDS later (SIGALRM)."""
+    if _received is None or not _working:
+        return
+    if _importing(frame):
+        signal.setitimer(signal.ITIMER_REAL, IMPORT_RETRY_SECONDS)
+        return
     raise KeyboardInterrupt
+
+
+def _importing(frame: FrameType | None) -> bool:
+    """Whether the interrupted code runs inside an import (a frame of importlib's bootstrap on the stack)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
