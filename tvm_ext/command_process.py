@@ -12,7 +12,9 @@ they write the line and end the process at once. Inside `work_that_unwinds()` th
 KeyboardInterrupt so that cleanup runs (later signals are ignored, so cleanup is not cut short);
 `received_signal()` remembers it even when TVM's FFI turns the KeyboardInterrupt raised inside a C++ callback
 into a RuntimeError, and `stop_if_signalled()` stops the work at its next step if a library swallowed it.
-After the work the outcome is decided and signals are ignored (SIG_IGN).
+Inside `interrupts_held_back()` (and while a module is imported) the KeyboardInterrupt waits until the block
+ends: cleanup and renames that must not stop halfway run there. After the work, or from `outcome_decided()`
+on, the outcome is decided and signals are ignored (SIG_IGN).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 _working = False  # inside work_that_unwinds(): a signal raises KeyboardInterrupt instead of ending the process
 _received: int | None = None
+_raised = False  # the KeyboardInterrupt for _received was raised: the retry timer must not raise a second one
+_held_back = 0  # depth of interrupts_held_back() blocks
 _stderr_at_install: int | None = None  # a duplicate of file descriptor 2 before the CLI redirects it
 
 
@@ -60,7 +64,7 @@ def install_signal_handlers() -> None:
         _stderr_at_install = os.dup(2)
     for signum in HANDLED_SIGNALS:
         signal.signal(signum, _handle)
-    signal.signal(signal.SIGALRM, _raise_once_no_import_runs)
+    signal.signal(signal.SIGALRM, _raise_once_unless_held_back)
 
 
 def interrupted_line(signum: int) -> str:
@@ -82,8 +86,24 @@ def received_signal() -> int | None:
 def stop_if_signalled() -> None:
     """Raise KeyboardInterrupt if a signal arrived: call it between steps of the work, so that an interrupt some
     library swallowed (or turned into an exception it handled) still stops the work at the next step."""
+    global _raised
     if _received is not None:
+        _raised = True
+        signal.setitimer(signal.ITIMER_REAL, 0)  # a retry still pending would interrupt the cleanup
         raise KeyboardInterrupt
+
+
+@contextmanager
+def interrupts_held_back() -> Iterator[None]:
+    """Inside, a signal's KeyboardInterrupt waits until the block ends (it is retried every
+    RETRY_SECONDS): wrap steps that must not stop halfway, such as deleting a staging folder or the two
+    renames that replace an output folder. Outside the compile command it changes nothing."""
+    global _held_back
+    _held_back += 1
+    try:
+        yield
+    finally:
+        _held_back -= 1
 
 
 @contextmanager
@@ -94,17 +114,29 @@ def work_that_unwinds() -> Iterator[None]:
     try:
         yield
     finally:
-        _working = False
-        for signum in HANDLED_SIGNALS:
-            if signal.getsignal(signum) is _handle:
-                # SIG_IGN rather than our handler returning: Python resets its own handlers to the default
-                # (ending the process by the signal) while it shuts down, but leaves SIG_IGN in place
-                signal.signal(signum, signal.SIG_IGN)
+        outcome_decided()
 
 
-# While a module is imported, KeyboardInterrupt is held back and tried again after this many seconds: raised
-# inside a C extension's module initialisation (onnx's pybind11 module), it crashed the process (SIGSEGV).
-IMPORT_RETRY_SECONDS = 0.02
+def outcome_decided() -> None:
+    """From now on signals are ignored: call it once the result is in place (the bundle renamed into OUT), so
+    that a late interrupt cannot report a failure for a bundle that exists. Outside the compile command, and
+    after the work, it changes nothing."""
+    global _working
+    if not _working:
+        return
+    _working = False
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    for signum in HANDLED_SIGNALS:
+        if signal.getsignal(signum) is _handle:
+            # SIG_IGN rather than our handler returning: Python resets its own handlers to the default
+            # (ending the process by the signal) while it shuts down, but leaves SIG_IGN in place
+            signal.signal(signum, signal.SIG_IGN)
+
+
+# While a module is imported or inside interrupts_held_back(), KeyboardInterrupt is held back and tried again
+# after this many seconds (raised inside a C extension's module initialisation, onnx's pybind11 module, it
+# crashed the process with SIGSEGV).
+RETRY_SECONDS = 0.02
 
 
 def _handle(signum: int, frame: FrameType | None) -> None:
@@ -115,17 +147,19 @@ def _handle(signum: int, frame: FrameType | None) -> None:
     if not _working:
         os.write(_stderr_at_install, (interrupted_line(signum) + "\n").encode())  # even while 2 is held back
         os._exit(exit_code(signum))
-    _raise_once_no_import_runs(signal.SIGALRM, frame)
+    _raise_once_unless_held_back(signal.SIGALRM, frame)
 
 
-def _raise_once_no_import_runs(_signum: int, frame: FrameType | None) -> None:
-    """Raise KeyboardInterrupt for the received signal, unless a module is being imported: then try again
-    IMPORT_RETRY_SECONDS later (SIGALRM)."""
-    if _received is None or not _working:
+def _raise_once_unless_held_back(_signum: int, frame: FrameType | None) -> None:
+    """Raise KeyboardInterrupt for the received signal, once, unless a module is being imported or the
+    interrupt is held back: then try again RETRY_SECONDS later (SIGALRM)."""
+    global _raised
+    if _received is None or not _working or _raised:
         return
-    if _importing(frame):
-        signal.setitimer(signal.ITIMER_REAL, IMPORT_RETRY_SECONDS)
+    if _held_back or _importing(frame):
+        signal.setitimer(signal.ITIMER_REAL, RETRY_SECONDS)
         return
+    _raised = True
     raise KeyboardInterrupt
 
 

@@ -19,6 +19,7 @@ from memory_planner.api import MemoryPlan
 from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
 from target.resolve import TargetSpec
+from tvm_ext.command_process import interrupts_held_back, outcome_decided
 
 T = TypeVar("T")
 
@@ -95,12 +96,18 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         model = Path(model)
     label = model.name if isinstance(model, Path) else (name or "model")
     check_output_folder(out_absolute, model if isinstance(model, Path) else None, label, force)
-    staging = make_staging_folder(out_absolute, label)
+    staging: Path | None = None
     try:
+        with interrupts_held_back():  # no interrupt between creating the folder and knowing its name
+            staging = make_staging_folder(out_absolute, label)
         result = compile_to_folder(model, target, staging, _stage_logger(log), name)
-        move_into_place(staging, out_absolute, force, label)
+        with interrupts_held_back():  # with --force, OUT is renamed aside first: both renames, or neither
+            move_into_place(staging, out_absolute, force, label)
+            outcome_decided()
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            with interrupts_held_back():
+                shutil.rmtree(staging, ignore_errors=True)
         raise
     return Bundle(out, result.plan, result.memory, out / result.library.name, out / result.archive.name,
                   result.selftest)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tvm_ext.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
                                      stop_if_signalled, work_that_unwinds)
-from tvm_ext.compile import CompileError, SelftestMismatchError, compile
+from tvm_ext.compile import Bundle, CompileError, SelftestMismatchError, compile
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,38 +68,18 @@ def _stderr_held_back(enabled: bool) -> Iterator[Callable[[], None]]:
 def main(argv: list[str] | None = None) -> int:
     """Run the command with `argv` (default: sys.argv[1:]); return the exit code."""
     args = _parser().parse_args(argv)
-    out = Path(args.out)
-    bundle = None  # the Bundle, once compile() returned
+    bundle: Bundle | None = None
     failure: tuple[int, str] | None = None
     with _stderr_held_back(enabled=not args.debug) as release, work_that_unwinds():
         try:
-            with contextlib.ExitStack() as temporary:
-                model = _example_model(Path(temporary.enter_context(tempfile.TemporaryDirectory()))) \
-                    if args.example else Path(args.model)
-                bundle = compile(model, args.target, out, force=args.force, log=_print_stage_and_stop_if_signalled)
-            release()
-        except CompileError as err:
-            if args.debug:
-                traceback.print_exc()
-            failure = (2, f"tvm_ext.compile: error: {err}")
-        except SelftestMismatchError as err:
-            if args.debug:
-                traceback.print_exc()
-            failure = (3, f"tvm_ext.compile: internal error: {err} (a bug of tvm_ext, not of the model;"
-                          " please report it with the output of --debug)")
+            bundle, failure = _compile_or_failure(args, release)
         except KeyboardInterrupt:
-            failure = (130, "tvm_ext.compile: interrupted")
-        except Exception as err:  # noqa: BLE001 - anything else is our bug: say so, in one line
-            if args.debug:
-                traceback.print_exc()
-            first_line = str(err).splitlines()[0] if str(err) else ""
-            failure = (3, f"tvm_ext.compile: internal error: {type(err).__name__}: {first_line}"
-                          " (please report it with the output of --debug)")
+            pass  # raised while a failure was being handled: the signal decides the outcome below
     if bundle is None:  # once the bundle is in place, an interrupt no longer changes the outcome
         if received_signal() is not None:
             # whatever the interrupt became on its way out (TVM's FFI makes it a RuntimeError), it was one
             failure = (exit_code(received_signal()), interrupted_line(received_signal()))
-        code, line = failure  # without a bundle, one of the except clauses above set it
+        code, line = failure  # without a bundle and a signal, _compile_or_failure returned a failure
         print(line, file=sys.stderr)
         return code
     memory = bundle.memory
@@ -110,6 +90,36 @@ def main(argv: list[str] | None = None) -> int:
         f"self-test {'PASS' if bundle.selftest.passed else 'FAIL'} -> {bundle.out_dir}"
     )
     return 0
+
+
+def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
+                        ) -> tuple[Bundle | None, tuple[int, str] | None]:
+    """Compile as `args` say: the Bundle (stderr released), or no Bundle and (exit code, stderr line)."""
+    try:
+        with contextlib.ExitStack() as temporary:
+            model = _example_model(Path(temporary.enter_context(tempfile.TemporaryDirectory()))) \
+                if args.example else Path(args.model)
+            bundle = compile(model, args.target, Path(args.out), force=args.force,
+                             log=_print_stage_and_stop_if_signalled)
+        release()
+        return bundle, None
+    except CompileError as err:
+        if args.debug:
+            traceback.print_exc()
+        return None, (2, f"tvm_ext.compile: error: {err}")
+    except SelftestMismatchError as err:
+        if args.debug:
+            traceback.print_exc()
+        return None, (3, f"tvm_ext.compile: internal error: {err} (a bug of tvm_ext, not of the model;"
+                         " please report it with the output of --debug)")
+    except KeyboardInterrupt:
+        return None, (130, "tvm_ext.compile: interrupted")
+    except Exception as err:  # noqa: BLE001 - anything else is our bug: say so, in one line
+        if args.debug:
+            traceback.print_exc()
+        first_line = str(err).splitlines()[0] if str(err) else ""
+        return None, (3, f"tvm_ext.compile: internal error: {type(err).__name__}: {first_line}"
+                         " (please report it with the output of --debug)")
 
 
 def _print_stage_and_stop_if_signalled(line: str) -> None:
