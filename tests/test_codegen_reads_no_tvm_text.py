@@ -100,4 +100,5 @@ def test_map_leaves_rebuilds_only_where_a_leaf_changed():
     assert n not in set(walk(renamed)) and m in set(walk(renamed))
     tvm.ir.assert_structural_equal(renamed.body.seq[1].then_case.value, m + 1)
     with pytest.raises(UnknownTirNode, match="AssertStmt"):
-        map_leaves(tirx.AssertStmt(n > 0, tvm.ir.StringImm("RuntimeError"), []), lambda leaf: m if leaf.same_as(n) else leaf)
+        map_leaves(tirx.AssertStmt(n > 0, tvm.ir.StringImm("RuntimeError"), []),
+                   lambda leaf: m if leaf.same_as(n) else leaf)
