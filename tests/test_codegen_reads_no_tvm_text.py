@@ -102,3 +102,13 @@ def test_map_leaves_rebuilds_only_where_a_leaf_changed():
     with pytest.raises(UnknownTirNode, match="AssertStmt"):
         map_leaves(tirx.AssertStmt(n > 0, tvm.ir.StringImm("RuntimeError"), []),
                    lambda leaf: m if leaf.same_as(n) else leaf)
+
+
+def test_only_binds_of_constants_nothing_reads_are_dropped():
+    unread, read, computed = tirx.Var("unread", "int32"), tirx.Var("read", "int32"), tirx.Var("computed", "int32")
+    out = tirx.decl_buffer((1,), "int32", name="out")
+    body = tirx.SeqStmt([tirx.Bind(unread, 0), tirx.Bind(read, 5), tirx.Bind(computed, read * 2),
+                         tirx.BufferStore(out, read + 1, [0])])
+    func = tirx.PrimFunc([out], body)
+    kept = codegen_c.drop_unread_constant_binds(tvm.IRModule({"f": func}))["f"].body
+    assert [stmt.var.name for stmt in kept.seq if isinstance(stmt, tirx.Bind)] == ["read", "computed"]
