@@ -53,7 +53,7 @@ def test_plan_of_a_tiny_module():
     assert plan.tensors[softmax.inputs[0]].view_of == fc.outputs[0]
     assert plan.tensors[fc.outputs[0]].role is TensorRole.INTERMEDIATE
     assert plan.tensors[plan.storage_of(plan.outputs[0])].role is TensorRole.OUTPUT
-    assert {k: v.shape for k, v in constants.items()} == {"l0_input1": (8, 4), "l0_input2": (4,)}
+    assert {k: v.shape for k, v in constants.items()} == {"l0_weights": (8, 4), "l0_bias": (4,)}
     assert plan.weight_bytes() == (32 + 4) * 4
 
     assert "tvm/" not in source.c_text and "TVMBackend" not in source.c_text

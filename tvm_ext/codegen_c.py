@@ -4,12 +4,15 @@ Each kernel becomes `void <name>(const T* in..., T* out..., T* scratch...)`: no 
 calling convention, no workspace allocation. Kernel-internal global buffers larger than
 `LOCAL_BUFFER_MAX_BYTES` become scratch pointer parameters (the caller places them in the arena); smaller
 ones (accumulators) and buffers declared "local" by a kernel's author stay local arrays. `generate_c` is a pure function of (kernels, target): a worker process can run it.
+
+No C text is edited: what TVM's printer would print badly is fixed in the TIR first (unread zero offsets,
+INT32_MIN), and everything around the kernel bodies is written from the KernelSignatures; `kernel_bodies`
+is the one step that reads TVM's text, and only cuts the bodies out of it.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import tvm
@@ -17,10 +20,9 @@ from tvm import s_tir, tirx
 
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
-from packager.fixed_point_c import requantize_helper_name
-from tvm_ext.kernels.fixed_point import calls_to_c_helpers
+from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR
-from tvm_ext.tir_walk import map_child_stmts
+from tvm_ext.tir_walk import map_child_stmts, map_leaves, vars_read, walk
 
 PIPELINE_NAME = "tvm_ext_plain_c"
 CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
@@ -93,6 +95,21 @@ def _plain_c_signature(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return new_func.with_attr(SCRATCH_ATTR, [[str(b.dtype), _buffer_bytes(b)] for b in taken])
 
 
+def _without_unread_constant_binds(stmt: tirx.Stmt, read: set) -> tirx.Stmt | None:
+    """`stmt` without the `Bind`s of a constant that nothing in `read` reads (None if nothing is left)."""
+    if isinstance(stmt, tirx.Bind) and isinstance(stmt.value, tirx.IntImm) and stmt.var not in read:
+        return None
+    return map_child_stmts(stmt, lambda child: _without_unread_constant_binds(child, read))
+
+
+@tirx.transform.prim_func_pass(opt_level=0, name="tvm_ext.DropUnreadConstantBinds")
+def drop_unread_constant_binds(func: tirx.PrimFunc, _mod, _ctx) -> tirx.PrimFunc:
+    """`func` without the zero offsets plain_c_signature binds once the simplifier has folded every use of
+    them (TVM's printer would declare each as an unused local)."""
+    body = _without_unread_constant_binds(func.body, vars_read(func.body)) or tirx.Evaluate(0)
+    return tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
+
+
 @tvm.transform.module_pass(opt_level=0, name="tvm_ext.PlainCSignature")
 def plain_c_signature(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
     """The module pass form of `_plain_c_signature`, run after buffers are flattened."""
@@ -116,13 +133,32 @@ def _lowering_passes() -> tvm.transform.Pass:
             tirx.transform.UnrollLoop(),  # the loops the schedule marked unrolled (register tiles)
             plain_c_signature,
             tirx.transform.StmtSimplify(),  # also folds the zero offsets plain_c_signature binds
+            drop_unread_constant_binds,
         ],
         name="tvm_ext.lower_to_plain_c",
     )
 
 
+def _spelled_int32_min(leaf):
+    """INT32_MIN as `(-2147483647 - 1)` (how <stdint.h> spells it), any other leaf as it is.
+
+    TVM prints an int32 constant as its decimal value: `-2147483648` is the negation of a literal too large
+    for int, so C types it long (long long on ILP32) and -Wconversion flags its narrowing back to int32_t.
+    """
+    if isinstance(leaf, tirx.IntImm) and str(leaf.ty.dtype) == "int32" and int(leaf) == INT32_MIN:
+        return tirx.Sub(tirx.IntImm("int32", INT32_MIN + 1), tirx.IntImm("int32", 1))
+    return leaf
+
+
+@tirx.transform.prim_func_pass(opt_level=0, name="tvm_ext.SpellInt32Min")
+def spell_int32_min(func: tirx.PrimFunc, _mod, _ctx) -> tirx.PrimFunc:
+    """`func` with every int32 constant INT32_MIN an expression TVM's C printer writes as C can type it.
+    Runs last (a simplifier would fold the expression back into the constant)."""
+    return tirx.PrimFunc(func.params, map_leaves(func.body, _spelled_int32_min), func.ret_type, func.attrs)
+
+
 def _finalize() -> tvm.transform.Pass:
-    return tvm.transform.Sequential([tirx.transform.LowerIntrin()])
+    return tvm.transform.Sequential([tirx.transform.LowerIntrin(), spell_int32_min])
 
 
 def _plain_c_pipeline():
@@ -139,58 +175,63 @@ tvm.tirx.compilation_pipeline.register_tir_pipeline(PIPELINE_NAME, _plain_c_pipe
 tvm.tirx.compilation_pipeline.register_tir_pipeline(CODEGEN_ONLY_PIPELINE_NAME, _codegen_only_pipeline)
 
 
-_TVM_BOILERPLATE = re.compile(
-    r'^(// tvm target:.*|#define TVM_EXPORTS|#include "tvm/.*"|void\* __tvm_ffi__library_ctx = NULL;'
-    r'|#ifdef __cplusplus|extern "C"|#endif)\n',
-    re.MULTILINE,
-)
+# TVM's C host code generator (`target.build.c`, TVM's src/target/source/codegen_c_host.cc) cannot be told to
+# leave out its runtime prologue (TVM headers, `__tvm_ffi__library_ctx`), the forward declaration of every
+# function and of every extern function a kernel calls (our requantize helpers, `expf`), nor its
+# `extern "C" TVM_DLL` prefix, and it cannot print `const` on a parameter. So we take only each kernel's
+# body from its text and write everything around the bodies ourselves, from the KernelSignatures.
+_DEFINITION_OPENING = "TVM_DLL void "
+_DEFINITION_CLOSING = "}"
+KERNELS_C_INCLUDES = ("stdint.h", "math.h", "stdbool.h")  # what TVM's kernel bodies use: intN_t, expf, bool
 
 
-_ZERO_OFFSET = re.compile(r"^\s*int(?:32|64)_t (elem_offset\w*) = \(int(?:32|64)_t\)0;\n", re.MULTILINE)
+def kernel_bodies(tvm_c_text: str, names: set[str]) -> dict[str, str]:
+    """The body of each kernel definition in TVM's C text (its lines between the definition's opening line
+    and its closing `}` at the start of a line), by kernel name: the one step that reads TVM's printed C.
 
-
-_DEFINITION = re.compile(r"^void \w+\(([^)\n]*)\) \{\n(.*?)^\}\n", re.MULTILINE | re.DOTALL)
-
-
-def _without_unused_offsets(text: str) -> str:
-    """The leftovers of the simplifier's folding, per kernel definition: drop the zero offsets
-    plain_c_signature binds once every use of them is folded (several kernels each declare their own
-    ``elem_offset``), and mark ``(void)p;`` each parameter the body no longer reads (a kernel folded to a
-    constant, e.g. an int8 product its clamp makes constant, still takes its operands: -Wunused-parameter)."""
-
-    def cleaned(definition: re.Match) -> str:
-        whole, body = definition.group(0), definition.group(2)
-        for match in list(_ZERO_OFFSET.finditer(body)):
-            if len(re.findall(rf"\b{match.group(1)}\b", body)) == 1:
-                body = body.replace(match.group(0), "", 1)
-        parameters = [p.strip().split()[-1].lstrip("*") for p in definition.group(1).split(",") if p.strip()]
-        unused = [p for p in parameters if not re.search(rf"\b{re.escape(p)}\b", body)]
-        opening = whole[:definition.start(2) - definition.start(0)]
-        return opening + "".join(f"  (void){p};\n" for p in unused) + body + "}\n"
-
-    return _DEFINITION.sub(cleaned, text)
-
-
-# TVM prints the int32 constant INT32_MIN as `-2147483648`: the negation of a literal too large for int,
-# so C types it long (long long on ILP32) and -Wconversion flags the narrowing back to int32_t.
-_BARE_INT32_MIN = re.compile(r"(?<!\(int64_t\))-2147483648\b")
-
-
-def _clean_source(raw: str, signatures: dict[str, KernelSignature], helpers: tuple[str, ...]) -> str:
-    """TVM's C text without its runtime boilerplate and its forward declarations, each kernel's definition
-    opening with the signature's own prototype (`const` on its inputs), as the internal header declares it.
-
-    TVM declares every extern function a kernel calls, once per kernel: the declarations of our `helpers`
-    go, since the internal header defines them.
+    A definition opens with a line `TVM_DLL void <name>(...) {`. RuntimeError when a kernel of `names`
+    has no definition (TVM's printer changed), so a change never passes silently.
     """
-    text = _without_unused_offsets(_TVM_BOILERPLATE.sub("", raw).replace("TVM_DLL ", ""))
-    for helper in helpers:
-        text = text.replace(f"int32_t {helper}(int32_t, int32_t, int32_t);\n", "")
-    text = _BARE_INT32_MIN.sub("INT32_MIN", text)
-    for sig in signatures.values():
-        text = re.sub(rf"^void {re.escape(sig.name)}\(.*\);\n", "", text, flags=re.MULTILINE)
-        text = re.sub(rf"^void {re.escape(sig.name)}\(.*\) {{$", f"{c_prototype(sig)} {{", text, flags=re.MULTILINE)
-    return "#include <stdint.h>\n" + text.lstrip()
+    bodies: dict[str, str] = {}
+    body: list[str] | None = None  # the lines of the definition being read
+    for line in tvm_c_text.splitlines(keepends=True):
+        if body is not None:
+            if line.rstrip("\n") == _DEFINITION_CLOSING:
+                bodies[name] = "".join(body)
+                body = None
+            else:
+                body.append(line)
+        elif line.startswith(_DEFINITION_OPENING) and line.rstrip("\n").endswith(") {"):
+            name = line[len(_DEFINITION_OPENING):line.index("(")]
+            body = [] if name in names else None
+    missing = sorted(names - set(bodies))
+    if missing:
+        raise RuntimeError(f"TVM's C text has no definition of the kernels {', '.join(missing)}")
+    return bodies
+
+
+def _unused_parameters(func: tirx.PrimFunc) -> list[str]:
+    """The names of `func`'s pointer parameters its lowered body never reads or writes (a kernel folded to a
+    constant, e.g. an int8 product its clamp makes constant, still takes its operands)."""
+    declared = {}  # a buffer var -> the parameter it is the buffer of
+    for node in walk(func.body):
+        if isinstance(node, tirx.DeclBuffer) and node.data is not None:
+            declared[node.buffer] = node.data
+    used = vars_read(func.body)
+    used |= {declared[var] for var in used if var in declared}
+    return [p.name for p in func.params if p not in used]
+
+
+def kernels_c(bodies: dict[str, str], signatures: dict[str, KernelSignature], unused: dict[str, list[str]]) -> str:
+    """The C text of the kernels: the includes, then each kernel (by name) opening with its signature's own
+    prototype (`const` on its inputs, as the internal header declares it), `(void)p;` for each of its
+    `unused` parameters (-Wunused-parameter), and its body."""
+    definitions = [
+        f"{c_prototype(signatures[name])} {{\n" + "".join(f"  (void){p};\n" for p in unused[name]) + bodies[name]
+        + f"{_DEFINITION_CLOSING}\n"
+        for name in sorted(signatures)
+    ]
+    return "".join(f"#include <{header}>\n" for header in KERNELS_C_INCLUDES) + "\n".join(definitions)
 
 
 def _parameter(var: tirx.Var, read_only: bool) -> KernelParameter:
@@ -218,6 +259,6 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters)
     with calls_to_c_helpers(prefix) as roundings:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
-    used = tuple(sorted(r.value for r in roundings))
-    helpers = tuple(requantize_helper_name(prefix, rounding) for rounding in used)
-    return KernelSource(_clean_source(raw, signatures, helpers), signatures, used)
+    unused = {gvar.name_hint: _unused_parameters(func) for gvar, func in lowered.functions.items()}
+    text = kernels_c(kernel_bodies(raw, set(signatures)), signatures, unused)
+    return KernelSource(text, signatures, tuple(sorted(r.value for r in roundings)))

@@ -8,7 +8,6 @@ tuple of outputs. Anything else is an error naming the binding: the plan never s
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +18,8 @@ from tvm import relax, te, tirx
 from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSignature, Tensor, TensorRole
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel
-from tvm_ext.layers import NUM_OUTPUTS_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers, with_layers
+from tvm_ext.kernel_names import constant_roles, kernel_kind, kernel_window
+from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers, with_layers
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
@@ -131,11 +131,12 @@ def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimF
     """The PrimFuncs `main` calls, structurally equal ones merged into one C function.
 
     Returns (C name -> PrimFunc with NUM_OUTPUTS_ATTR set, PrimFunc name in `mod` -> C name). C names are
-    `<prefix>_<kind>_<shape>`: the kind is the first PrimFunc's name cut to `[a-z0-9_]` without TVM's
-    de-duplication digits (TVM's operator vocabulary, e.g. `fused_conv2d_add_relu`), the shape its first
-    output's dimensions after the leading ones (`25x5x64`); a name taken by an earlier distinct kernel gets
-    `_2`, `_3`, ... in call order. So names are unique and stable from build to build and no model text
-    reaches them.
+    `<prefix>_<kind>[_<window>]_<shape>` (tvm_ext.kernel_names): the kind is the first PrimFunc's name in
+    TVM's operator vocabulary without FuseOps' `fused` and TVM's de-duplication digits (`conv2d_add_relu`),
+    the window its sliding window if it has one (`3x3_s2`), the shape its first output's dimensions after the
+    leading ones (`25x5x64`); a name taken by an earlier distinct kernel gets `_2`, `_3`, ... in call order.
+    So names are unique and stable from build to build and no model text reaches them. A kernel without
+    operand roles (TVM's legalized float operators) gets them from its constants (`constant_roles`).
     """
     kernels: dict[str, tirx.PrimFunc] = {}
     c_name_of: dict[str, str] = {}
@@ -149,24 +150,29 @@ def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimF
             continue
         out_ty = binding.var.ty
         num_outputs = len(out_ty.fields) if isinstance(out_ty, relax.TupleType) else 1
-        func = mod[gvar].with_attr(NUM_OUTPUTS_ATTR, num_outputs).without_attr("global_symbol")
+        func = _with_constant_roles(mod[gvar].with_attr(NUM_OUTPUTS_ATTR, num_outputs), value.args[1].fields)
+        func = func.without_attr("global_symbol")
         key = tvm_ffi.structural_hash(func)
         same = next((n for n in by_hash.get(key, []) if tvm_ffi.structural_equal(kernels[n], func)), None)
         if same is None:
             first_output = out_ty.fields[0] if isinstance(out_ty, relax.TupleType) else out_ty
-            same = _first_free(f"{prefix}_{_kernel_kind(gvar.name_hint)}_{_shape_label(first_output)}", kernels)
+            window = kernel_window(func)
+            kind = kernel_kind(gvar.name_hint) + (f"_{window.label}" if window is not None else "")
+            same = _first_free(f"{prefix}_{kind}_{_shape_label(first_output)}", kernels)
             kernels[same] = func
             by_hash.setdefault(key, []).append(same)
         c_name_of[gvar.name_hint] = same
     return kernels, c_name_of
 
 
-def _kernel_kind(name_hint: str) -> str:
-    """A PrimFunc's name reduced to lowercase letters, digits and single underscores (at most 40 chars),
-    without the digits TVM appends to a word to de-duplicate names (`conv_2d1` -> `conv_2d`)."""
-    words = re.sub(r"[^a-z0-9]+", "_", name_hint.lower()).strip("_").split("_")
-    kind = "_".join(re.sub(r"(?<=[a-z])[0-9]+$", "", word) for word in words)
-    return kind[:40].strip("_") or "kernel"
+def _with_constant_roles(func: tirx.PrimFunc, operands) -> tirx.PrimFunc:
+    """`func` with OPERAND_ROLES_ATTR from `constant_roles` when it has none and they are known."""
+    if OPERAND_ROLES_ATTR in (func.attrs or {}):
+        return func
+    num_inputs = len(func.params) - int(func.attrs[NUM_OUTPUTS_ATTR])
+    constant = [isinstance(operand, tvm.ir.expr.Constant) for operand in operands]
+    roles = constant_roles(func, num_inputs, constant) if len(constant) == num_inputs else None
+    return func if roles is None else func.with_attr(OPERAND_ROLES_ATTR, roles)
 
 
 def _shape_label(ty: relax.TensorType) -> str:

@@ -3,8 +3,9 @@ schedulable blocks of `tvm.s_tir`), by its exact class. A node of a kind not lis
 UnknownTirNode instead of being skipped: a new TVM that adds a kind fails loudly, never silently.
 
 TVM 0.27's Python API has no TIR visitor; this module is ours. `children` lists a node's sub-nodes,
-`walk` visits a tree in pre-order, `buffer_loads` counts loads per buffer, `map_child_stmts` rebuilds a
-statement with its child statements rewritten.
+`walk` visits a tree in pre-order, `buffer_loads` counts loads per buffer, `vars_read` collects the variables
+a tree reads, `map_child_stmts` rebuilds a statement with its child statements rewritten, `map_leaves` rebuilds
+a tree with its constants and variables rewritten.
 """
 
 from __future__ import annotations
@@ -112,6 +113,15 @@ def buffer_loads(node: Node) -> Counter:
     return Counter(n.source for n in walk(node) if isinstance(n, ir.TensorLoad))
 
 
+def vars_read(node: Node) -> set:
+    """Every variable the tree under `node` reads: loop variables, bound variables where they are used,
+    buffers loaded or stored, pointers. Not the variable a `Bind` defines, nor a buffer or pointer that only
+    a `DeclBuffer` or `AllocBuffer` declares."""
+    return {child for current in walk(node) if not isinstance(current, (tirx.DeclBuffer, tirx.AllocBuffer))
+            for child in (children(current) if not isinstance(current, tirx.Bind) else [current.value])
+            if isinstance(child, ir.Var)}
+
+
 def map_child_stmts(stmt: tirx.Stmt, rewrite: Callable[[tirx.Stmt], Optional[tirx.Stmt]]) -> Optional[tirx.Stmt]:
     """`stmt` with each statement directly inside it replaced by `rewrite(child)`, where None removes the
     child: a sequence left empty is None, a loop or branch body left empty is `Evaluate(0)`. A statement
@@ -139,3 +149,44 @@ def map_child_stmts(stmt: tirx.Stmt, rewrite: Callable[[tirx.Stmt], Optional[tir
     if kind in (s_tir.SBlockRealize, s_tir.SBlock):
         raise UnknownTirNode(f"tvm_ext.tir_walk does not rewrite inside {kind.__name__} (schedule it first)")
     return stmt
+
+
+_BINARY_KINDS = frozenset(kind for kind, visit in _EXPRESSIONS.items() if visit is _binary)
+
+# How each node kind is rebuilt from its direct children (in the order `children` lists them).
+_REBUILD: dict[type, Callable[[object, list], object]] = {
+    **{kind: (lambda n, c: type(n)(c[0], c[1])) for kind in _BINARY_KINDS},
+    prim.Not: lambda n, c: prim.Not(c[0]),
+    prim.BitwiseNot: lambda n, c: prim.BitwiseNot(c[0]),
+    prim.Cast: lambda n, c: prim.Cast(n.ty, c[0]),
+    prim.Select: lambda n, c: prim.Select(c[0], c[1], c[2]),
+    prim.Let: lambda n, c: prim.Let(c[0], c[1], c[2]),
+    ir.Call: lambda n, c: ir.Call(n.op, [c.pop(0) if isinstance(a, ir.Expr) else a for a in n.args], n.attrs,
+                                  ret_ty=n.ty),
+    ir.TensorLoad: lambda n, c: tirx.BufferLoad(c[0], c[1:]),
+    tirx.Bind: lambda n, c: tirx.Bind(c[0], c[1]),
+    tirx.BufferStore: lambda n, c: tirx.BufferStore(c[0], c[1], c[2:]),
+    tirx.Evaluate: lambda n, c: tirx.Evaluate(c[0]),
+    tirx.IfThenElse: lambda n, c: tirx.IfThenElse(c[0], c[1], c[2] if n.else_case is not None else None),
+    tirx.For: lambda n, c: tirx.For(c[0], c[1], c[2], n.kind, c[-1], n.thread_binding, n.annotations,
+                                    c[3] if n.step is not None else None),
+    tirx.While: lambda n, c: tirx.While(c[0], c[1]),
+    tirx.AttrStmt: lambda n, c: tirx.AttrStmt(n.node, n.attr_key, c[0] if len(c) == 2 else n.value, c[-1]),
+    tirx.SeqStmt: lambda n, c: tirx.SeqStmt(c),
+}
+
+
+def map_leaves(node: Node, rewrite: Callable[[Node], Node]) -> Node:
+    """The tree under `node` with each leaf (constant, variable, buffer) replaced by `rewrite(leaf)`; a node
+    is rebuilt only where a leaf under it changed. UnknownTirNode for a kind `children` does not know, or a
+    changed leaf under a kind this function cannot rebuild."""
+    parts = children(node)
+    if not parts:
+        return rewrite(node)
+    mapped = [map_leaves(part, rewrite) for part in parts]
+    if all(new.same_as(old) for new, old in zip(mapped, parts)):
+        return node
+    kind = type(node)
+    if kind not in _REBUILD:
+        raise UnknownTirNode(f"tvm_ext.tir_walk does not rebuild the TIR node kind {kind.__module__}.{kind.__name__}")
+    return _REBUILD[kind](node, mapped)
