@@ -17,7 +17,9 @@ from tvm import s_tir, tirx
 
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
+from packager.dual_mac_c import dual_mac_helper_name
 from packager.fixed_point_c import requantize_helper_name
+from tvm_ext.dual_mac import calls_to_dual_mac_helper
 from tvm_ext.kernels.fixed_point import calls_to_c_helpers
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR
 from tvm_ext.tir_walk import map_child_stmts
@@ -36,6 +38,7 @@ class KernelSource:
     c_text: str
     signatures: dict[str, KernelSignature]
     requantize_roundings: tuple[str, ...] = ()  # the `packager.fixed_point_c` helpers the kernels call
+    dual_mac: bool = False  # whether the kernels call the `packager.dual_mac_c` helper
 
 
 def _buffer_bytes(buf) -> int:
@@ -185,7 +188,7 @@ def _clean_source(raw: str, signatures: dict[str, KernelSignature], helpers: tup
     """
     text = _without_unused_offsets(_TVM_BOILERPLATE.sub("", raw).replace("TVM_DLL ", ""))
     for helper in helpers:
-        text = text.replace(f"int32_t {helper}(int32_t, int32_t, int32_t);\n", "")
+        text = re.sub(rf"^int32_t {re.escape(helper)}\(.*\);\n", "", text, flags=re.MULTILINE)
     text = _BARE_INT32_MIN.sub("INT32_MIN", text)
     for sig in signatures.values():
         text = re.sub(rf"^void {re.escape(sig.name)}\(.*\);\n", "", text, flags=re.MULTILINE)
@@ -216,8 +219,9 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         num_inputs = len(func.params) - num_outputs - len(scratch)
         parameters = tuple(_parameter(p, i < num_inputs) for i, p in enumerate(func.params))
         signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters)
-    with calls_to_c_helpers(prefix) as roundings:
+    with calls_to_c_helpers(prefix) as roundings, calls_to_dual_mac_helper(prefix) as dual_mac:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     used = tuple(sorted(r.value for r in roundings))
     helpers = tuple(requantize_helper_name(prefix, rounding) for rounding in used)
-    return KernelSource(_clean_source(raw, signatures, helpers), signatures, used)
+    helpers += (dual_mac_helper_name(prefix),) if dual_mac.used else ()
+    return KernelSource(_clean_source(raw, signatures, helpers), signatures, used, dual_mac.used)
