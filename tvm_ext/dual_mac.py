@@ -268,20 +268,15 @@ def _call_block(reduction: _Reduction, bindings: dict, inner: list, geometry: _G
     call = tirx.call_intrin(
         "int32", DUAL_MAC_OP, tirx.address_of(acc), tirx.address_of(x), geometry.x_row_stride, tirx.address_of(w),
         geometry.w_channel_stride, geometry.rows, geometry.row_len)
-    x_extent = (geometry.rows - 1) * geometry.x_row_stride + geometry.row_len
-    w_extent = (DUAL_MAC_CHANNELS - 1) * geometry.w_channel_stride + geometry.rows * geometry.row_len
-    reads = [_flat_region(acc, DUAL_MAC_CHANNELS), _flat_region(x, x_extent), _flat_region(w, w_extent)]
-    block = s_tir.SBlock([], reads, [_flat_region(acc, DUAL_MAC_CHANNELS)], "dual_mac", tirx.Evaluate(call))
+    # The helper writes the tile's accumulators (consecutive on the last axis: the channel step is 1) and
+    # reads the whole input and weight parameters as far as this block's dependences go.
+    tile = tirx.BufferRegion(acc.source, [*(tvm.ir.Range.from_min_extent(i, 1) for i in acc.indices[:-1]),
+                                          tvm.ir.Range.from_min_extent(acc.indices[-1], DUAL_MAC_CHANNELS)])
+    reads = [tile, _whole(x.source), _whole(w.source)]
+    block = s_tir.SBlock([], reads, [tile], "dual_mac", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
 
 
-def _flat_region(load: TensorLoad, elements: int) -> tirx.BufferRegion:
-    """A region of ``load.buffer`` holding the ``elements`` elements from ``load``'s: along the last axis when
-    they fit in it, else the whole buffer (a kernel parameter: no buffer is compacted by it)."""
-    shape = [int(d) for d in load.source.shape]
-    last = load.indices[-1]
-    if isinstance(last, tirx.IntImm) and int(last) + elements <= shape[-1] or elements == 1 or (
-            len(shape) >= 1 and elements <= shape[-1] and not isinstance(last, tirx.IntImm)):
-        ranges = [tvm.ir.Range.from_min_extent(i, 1) for i in load.indices[:-1]]
-        return tirx.BufferRegion(load.source, [*ranges, tvm.ir.Range.from_min_extent(last, elements)])
-    return tirx.BufferRegion(load.source, [tvm.ir.Range.from_min_extent(0, d) for d in shape])
+def _whole(buffer) -> tirx.BufferRegion:
+    """All of ``buffer``."""
+    return tirx.BufferRegion(buffer, [tvm.ir.Range.from_min_extent(0, d) for d in buffer.shape])
