@@ -16,7 +16,7 @@ _TOKEN = re.compile(
     r'|(?P<string>"(?:[ !#-\[\]-~]|\\[\\"?nt]|\\[0-7]{3})*")'  # printable ASCII but " and \, or escapes
     r"|(?P<char>'(?:[ -&(-\[\]-~]|\\[\\'0nt])')"  # one printable ASCII char but ' and \, or an escape
     r"|(?P<comment>/\*(?:[ -)+-.0-~\n]|\*(?!/)|/(?!\*))*\*/)"  # printable ASCII and newlines, no /*
-    r'|(?P<directive>#[ \t]*(?:include[ \t]+(?:<(?:stddef|stdint|stdbool|stdio|string|math)\.h>|"\w+\.h")(?=[ \t]*(?:\n|/\*))'
+    r'|(?P<directive>#[ \t]*(?:include[ \t]+(?:<(?:stddef|stdint|stdbool|stdio|string|math|arm_acle)\.h>|"\w+\.h")(?=[ \t]*(?:\n|/\*))'
     r"|(?:ifndef|ifdef|if|define|endif|else|undef)\b))"
 )
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from memory_planner.plan import ExecutionPlan, KernelSignature
 from packager.c_types import c_prototype, c_type_of
 from packager.c_text import macro_prefix
+from packager.dual_mac_c import dual_mac_helper_c
 from packager.fixed_point_c import requantize_helpers_c
 
 
@@ -16,9 +17,11 @@ def weight_symbol(plan: ExecutionPlan, tensor_name: str) -> str:
 
 
 def write_internal_header(
-    plan: ExecutionPlan, kernels: Sequence[KernelSignature], requantize_roundings: tuple[str, ...]
+    plan: ExecutionPlan, kernels: Sequence[KernelSignature], requantize_roundings: tuple[str, ...],
+    dual_mac: bool = False,
 ) -> str:
-    """The internal header: the `kernels`' prototypes, the requantization helpers they call, the weights."""
+    """The internal header: the `kernels`' prototypes, the requantization helpers they call, the dual MAC
+    helper where they call it (`dual_mac`), the weights."""
     M = macro_prefix(plan.model)
     guard = f"{M}_INTERNAL_H"
     lines = [
@@ -44,6 +47,8 @@ def write_internal_header(
     ]
     if requantize_roundings:
         lines += [requantize_helpers_c(plan.model, requantize_roundings)]
+    if dual_mac:
+        lines += [dual_mac_helper_c(plan.model)]
     lines += [
         "/* Weights (const: they stay in flash). */",
     ]

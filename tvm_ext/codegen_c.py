@@ -20,6 +20,7 @@ from tvm import s_tir, tirx
 
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
+from tvm_ext.dual_mac import calls_to_dual_mac_helper
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR
 from tvm_ext.tir_walk import map_child_stmts, map_leaves, vars_read, walk
@@ -38,6 +39,7 @@ class KernelSource:
     c_text: str
     signatures: dict[str, KernelSignature]
     requantize_roundings: tuple[str, ...] = ()  # the `packager.fixed_point_c` helpers the kernels call
+    dual_mac: bool = False  # whether the kernels call the `packager.dual_mac_c` helper
 
 
 def _buffer_bytes(buf) -> int:
@@ -257,8 +259,8 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         num_inputs = len(func.params) - num_outputs - len(scratch)
         parameters = tuple(_parameter(p, i < num_inputs) for i, p in enumerate(func.params))
         signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters)
-    with calls_to_c_helpers(prefix) as roundings:
+    with calls_to_c_helpers(prefix) as roundings, calls_to_dual_mac_helper(prefix) as dual_mac:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     unused = {gvar.name_hint: _unused_parameters(func) for gvar, func in lowered.functions.items()}
     text = kernels_c(kernel_bodies(raw, set(signatures)), signatures, unused)
-    return KernelSource(text, signatures, tuple(sorted(r.value for r in roundings)))
+    return KernelSource(text, signatures, tuple(sorted(r.value for r in roundings)), dual_mac.used)

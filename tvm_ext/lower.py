@@ -12,7 +12,7 @@ from tvm import relax, tirx
 
 from target.resolve import TargetSpec, resolve_profile
 from tvm_ext.layers import keeping_layers
-from tvm_ext.schedule import inline_intermediates, output_channel_tile
+from tvm_ext.schedule import inline_intermediates, output_channel_tile, uses_dual_mac
 from tvm_ext.transform import (
     DropEmptyConcatPieces,
     FuseOpsKeepingLayers,
@@ -55,11 +55,12 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
 def schedule_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower") -> tvm.IRModule:
     """Every PrimFunc of `mod` with its intermediates inlined and its accumulators tiled for `target`'s
     core (see tvm_ext.schedule)."""
-    channel_tile = output_channel_tile(resolve_profile(target))
+    profile = resolve_profile(target)
+    channel_tile, dual_mac = output_channel_tile(profile), uses_dual_mac(profile)
     scheduled = {}
     for gvar, func in mod.functions.items():
         if isinstance(func, tirx.PrimFunc):
-            scheduled[gvar] = inline_intermediates(func, channel_tile)
+            scheduled[gvar] = inline_intermediates(func, channel_tile, dual_mac)
         else:
             scheduled[gvar] = func
     return tvm.IRModule(scheduled, attrs=mod.attrs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from tvm import s_tir, tirx
 
 from target.profile import Profile
+from tvm_ext.dual_mac import dual_mac_call
 from tvm_ext.tir_walk import buffer_loads
 
 
@@ -18,6 +19,12 @@ def output_channel_tile(profile: Profile) -> int:
     """Output channels a MAC kernel accumulates at once on ``profile``'s core: 2 on Armv6-M (eight low
     registers), 4 elsewhere (four accumulators, the two pointers and the loop counter stay in registers)."""
     return 2 if profile.arch == "armv6-m" else 4
+
+
+def uses_dual_mac(profile: Profile) -> bool:
+    """Whether MAC kernels on ``profile``'s core call the SMLAD helper (``tvm_ext.dual_mac``): cores with the
+    DSP extension (``simd = "dsp"``)."""
+    return profile.simd == "dsp"
 
 
 def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
@@ -66,9 +73,10 @@ def _reduction_blocks(sch: s_tir.Schedule, root) -> list:
     return blocks
 
 
-def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1) -> tirx.PrimFunc:
+def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: bool = False) -> tirx.PrimFunc:
     """Inline producers and epilogues; give each reduction a one-element accumulator, or ``channel_tile``
-    accumulators for as many output channels where that count divides the channels (see _tile_channels).
+    accumulators for as many output channels where that count divides the channels (see _tile_channels);
+    with ``dual_mac``, a tiled int8 reduction the SMLAD helper computes becomes its call (tvm_ext.dual_mac).
 
     Contract: the result computes exactly the same values in the same order of floating-point operations
     per output element (only where values are stored changes).
@@ -103,6 +111,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1) -> tirx.Pri
                 sch.reverse_compute_at(consumers[0], loops[first_reduce - 1])
             except s_tir.ScheduleError:
                 pass
+        if dual_mac and tiled is not None:
+            dual_mac_call(sch, block, loops, first_reduce)
     return sch.mod["main"]
 
 

@@ -284,7 +284,7 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
     bundle = BundleInputs(
         plan=planned.plan, memory=planned.memory, buffers=planned.buffers, kernels_c=generated.source.c_text,
         kernel_signatures=tuple(generated.source.signatures.values()),
-        requantize_roundings=generated.source.requantize_roundings, constants=generated.constants, vectors=TestVectors(imported.inputs, referenced.expected, referenced.runtime),
+        requantize_roundings=generated.source.requantize_roundings, dual_mac=generated.source.dual_mac, constants=generated.constants, vectors=TestVectors(imported.inputs, referenced.expected, referenced.runtime),
         config=config, input_names=[s.name for s in imported.model.inputs],
         output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
     )

@@ -74,14 +74,21 @@ class MacKernel:
         stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding)
         geometry = self.geometry.params() if self.geometry is not None else {}
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
+        # The fold widens an int16-stored bias to int32 (2 bytes per channel) rather than give it up: the
+        # dual MAC (tvm_ext.dual_mac) multiplies raw int8 values only.
         folded = None if self.bias is None or not self.folds_zero_point else fold_zero_point_into_bias(
-            self.bias.value.numpy(), self.weight, self.input_zero_point, self.channel_axis)
+            _at_least_int32(self.bias.value.numpy()), self.weight, self.input_zero_point, self.channel_axis)
         bias = self.bias if folded is None else bias_constant(folded)
         weight = self.weight if self.weight_layout is not WeightLayout.OHWI else self.weight.transpose(3, 0, 1, 2)
         weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
                           {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout,
                            **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})})
+
+
+def _at_least_int32(bias: np.ndarray) -> np.ndarray:
+    """A bias stored narrower than int32 widened to int32 (the same values)."""
+    return bias.astype(np.int32) if bias.dtype.itemsize < 4 else bias
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,282 @@
+"""The dual 16-bit multiply-accumulate (SMLAD) of DSP cores, reached from a scheduled MAC kernel.
+
+On a profile with ``simd = "dsp"`` the reduction of a CONV_2D or FULLY_CONNECTED kernel tiled to 4 output
+channels (``tvm_ext.schedule``) is replaced by one call of ``<prefix>_dual_mac_s8x4`` per output pixel and
+channel tile: a `static inline` C helper of the bundle (``packager.dual_mac_c``) that reads four int8
+inputs and four int8 weights per 32-bit load, widens them to int16 pairs with SXTB16 and multiply-accumulates
+two pairs per SMLAD. The helper reads the inputs as ``rows`` runs of ``row_len`` contiguous bytes
+(``x_row_stride`` bytes apart: the kernel rows of a convolution window) and each channel's weights as one
+contiguous run (OHWI), so the weights need no other compile-time layout: SXTB16 splits the input word and the
+weight word the same way (bytes 0 and 2, then 1 and 3), so the pairs line up.
+
+Which reductions qualify (``dual_mac_call``): int32 ``acc[..] += int32(x[..]) * int32(w[..])`` over int8 x
+and w, both read affinely with the innermost reduction index contiguous, and no padding test (a padded
+convolution keeps its scalar loop). The sums are integer sums in another order: bit-exact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Optional
+
+import tvm
+import tvm_ffi
+from tvm import s_tir, tirx
+from tvm.ir import TensorLoad
+
+from packager.dual_mac_c import DUAL_MAC_CHANNELS, dual_mac_helper_name
+
+DUAL_MAC_OP = "tvm_ext.dual_mac_s8x4"
+
+
+@dataclass
+class _DualMacCalls:
+    """While C is generated for a bundle: its helpers' prefix and whether a kernel calls the dual MAC."""
+
+    prefix: str
+    used: bool = False
+
+
+_CALLS: contextvars.ContextVar[Optional[_DualMacCalls]] = contextvars.ContextVar("tvm_ext_dual_mac", default=None)
+
+
+@contextlib.contextmanager
+def calls_to_dual_mac_helper(prefix: str) -> Iterator[_DualMacCalls]:
+    """Within this block, C code generation calls ``<prefix>_dual_mac_s8x4``; the yielded record's ``used``
+    says, once the C is generated, whether any kernel calls it."""
+    calls = _DualMacCalls(prefix)
+    token = _CALLS.set(calls)
+    try:
+        yield calls
+    finally:
+        _CALLS.reset(token)
+
+
+def _to_c(call: tirx.Expr) -> tirx.Expr:
+    calls = _CALLS.get()
+    if calls is None:
+        raise RuntimeError(f"{DUAL_MAC_OP} is C code of a tvm_ext bundle: generate it inside calls_to_dual_mac_helper")
+    calls.used = True
+    return tirx.call_extern("int32", dual_mac_helper_name(calls.prefix), *call.args)
+
+
+tvm.ir.register_op_attr(DUAL_MAC_OP, "TCallEffectKind", tirx.CallEffectKind.UpdateState.value)
+tvm.ir.register_op_attr(DUAL_MAC_OP, "TScriptPrinterName", DUAL_MAC_OP.replace(".", "_"))
+tirx.register_intrin_lowering(DUAL_MAC_OP, "c", f=_to_c)
+
+
+# --- affine index expressions -------------------------------------------------------------------------------
+
+_BINARY = {tirx.Add: lambda a, b: a + b, tirx.Sub: lambda a, b: a - b, tirx.Mul: lambda a, b: a * b,
+           tirx.FloorDiv: lambda a, b: a // b, tirx.FloorMod: lambda a, b: a % b}
+
+
+def _evaluate(expr, values: dict) -> int:
+    """The integer value of an index expression with every variable given in ``values`` (KeyError else)."""
+    if isinstance(expr, tirx.IntImm):
+        return int(expr.value)
+    if isinstance(expr, tirx.Var):
+        return values[expr]
+    if isinstance(expr, tirx.Cast):
+        return _evaluate(expr.value, values)
+    if type(expr) in _BINARY:
+        return _BINARY[type(expr)](_evaluate(expr.a, values), _evaluate(expr.b, values))
+    raise KeyError(type(expr).__name__)
+
+
+def _substitute(expr, mapping: dict):
+    """``expr`` with the variables of ``mapping`` replaced (index arithmetic only; KeyError for other nodes)."""
+    if isinstance(expr, tirx.Var):
+        return mapping.get(expr, expr)
+    if isinstance(expr, tirx.IntImm):
+        return expr
+    if isinstance(expr, tirx.Cast):
+        return tirx.Cast(str(expr.ty.dtype), _substitute(expr.value, mapping))
+    if type(expr) in _BINARY:
+        return type(expr)(_substitute(expr.a, mapping), _substitute(expr.b, mapping))
+    raise KeyError(type(expr).__name__)
+
+
+def _buffer(access):
+    """The buffer a load (TensorLoad) or a store (BufferStore) accesses."""
+    return access.buffer if isinstance(access, tirx.BufferStore) else access.source
+
+
+def _flat_offset(access, values: dict) -> int:
+    """The element offset a load or store accesses with ``values`` for its variables (compact row-major)."""
+    offset = 0
+    for index, extent in zip(access.indices, _buffer(access).shape):
+        offset = offset * int(extent) + _evaluate(index, values)
+    return offset
+
+
+# --- the reduction the helper computes ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Reduction:
+    """What one scheduled update block reads: the input and weight loads, the accumulator store."""
+
+    store: tirx.BufferStore
+    data: TensorLoad
+    weight: TensorLoad
+
+
+def _int8_load(expr) -> Optional[TensorLoad]:
+    if isinstance(expr, tirx.Cast) and str(expr.ty.dtype) == "int32" and isinstance(expr.value, TensorLoad):
+        return expr.value if str(expr.value.source.dtype) == "int8" else None
+    return None
+
+
+def _reduction(block: s_tir.SBlock) -> Optional[_Reduction]:
+    """The block's ``acc = acc + int32(x) * int32(w)``, or None for any other body."""
+    store = block.body
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
+        return None
+    value = store.value
+    if not isinstance(value, tirx.Add) or not isinstance(value.a, TensorLoad) or not isinstance(value.b, tirx.Mul):
+        return None
+    if not value.a.source.same_as(store.buffer) or not all(
+            tvm_ffi.structural_equal(i, j) for i, j in zip(value.a.indices, store.indices)):
+        return None
+    data, weight = _int8_load(value.b.a), _int8_load(value.b.b)
+    if data is None or weight is None:
+        return None
+    return _Reduction(store, data, weight)
+
+
+def dual_mac_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
+    """Replace the reduction loops ``loops[first_reduce:]`` of ``block`` (the reduction loops, then the
+    unit-stride loop of DUAL_MAC_CHANNELS output channels, innermost) by one call of the dual-MAC helper,
+    when it computes exactly what they do (see the module docstring). Returns whether it did."""
+    node = sch.get(block)
+    reduction = _reduction(node)
+    reduce_loops = [sch.get(loop) for loop in loops[first_reduce:-1]]
+    channel_loop = sch.get(loops[-1])
+    if reduction is None or not reduce_loops or int(channel_loop.extent) != DUAL_MAC_CHANNELS:
+        return False
+    if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in [*reduce_loops, channel_loop]):
+        return False
+    bindings = {iv.var: value for iv, value in zip(node.iter_vars, _realize_of(sch, block).iter_values)}
+    inner = [loop.loop_var for loop in reduce_loops] + [channel_loop.loop_var]
+    extents = [int(loop.extent) for loop in reduce_loops]
+    try:
+        geometry = _geometry(reduction, bindings, inner, extents)
+    except KeyError:
+        return False  # an index form we do not evaluate: keep the scalar loop
+    if geometry is None:
+        return False
+    sch.state.replace(sch.get_sref(loops[first_reduce]), _call_block(reduction, bindings, inner, geometry))
+    return True
+
+
+def _realize_of(sch: s_tir.Schedule, block) -> s_tir.SBlockRealize:
+    """The SBlockRealize binding ``block``'s iteration variables (the body of its innermost loop)."""
+    loop = sch.get(sch.get_loops(block)[-1])
+    return loop.body
+
+
+@dataclass(frozen=True)
+class _Geometry:
+    """The helper's strides and extents, in elements: ``rows`` runs of ``row_len`` inputs ``x_row_stride``
+    apart, each channel's weights ``w_channel_stride`` apart (the reduction's weights contiguous)."""
+
+    x_row_stride: int
+    w_channel_stride: int
+    rows: int
+    row_len: int
+
+
+def _geometry(reduction: _Reduction, bindings: dict, inner: list, extents: list[int]) -> Optional[_Geometry]:
+    """The helper's geometry when the loads fit it: the last reduction loops read the input contiguously
+    (each a run inside the next), the first one (of several) steps by a constant row stride, and every
+    channel reads its weights as one contiguous run in the reduction's order."""
+    outer = {var: 0 for var in _free_vars(bindings) if not any(var.same_as(v) for v in inner)}
+
+    def offset(load: TensorLoad, point: list[int]) -> int:
+        values = dict(outer)
+        values.update(zip(inner, point))
+        block_values = {block_var: _evaluate(value, values) for block_var, value in bindings.items()}
+        return _flat_offset(load, block_values)
+
+    origin = [0] * (len(extents) + 1)
+
+    def step(load: TensorLoad, axis: int) -> int:
+        point = list(origin)
+        point[axis] = 1
+        return offset(load, point) - offset(load, origin)
+
+    # Inputs: innermost reduction contiguous, each further inner loop a run after the previous one.
+    run = 1
+    for axis in range(len(extents) - 1, 0, -1):
+        if step(reduction.data, axis) != run:
+            return None
+        run *= extents[axis]
+    rows, row_len = (extents[0], run) if len(extents) > 1 else (1, extents[0])
+    if len(extents) == 1 and step(reduction.data, 0) != 1:
+        return None
+    x_row_stride = step(reduction.data, 0) if len(extents) > 1 else row_len
+    # Weights: the whole reduction contiguous per channel, the channels a constant stride apart.
+    run = 1
+    for axis in range(len(extents) - 1, -1, -1):
+        if step(reduction.weight, axis) != run:
+            return None
+        run *= extents[axis]
+    if step(reduction.data, len(extents)) != 0:
+        return None  # the input must not depend on the output channel
+    w_channel_stride = step(reduction.weight, len(extents))
+    if w_channel_stride < run or step(reduction.store, len(extents)) != 1:
+        return None
+    if any(step(reduction.store, axis) != 0 for axis in range(len(extents))):
+        return None
+    # Linearity over the whole window (a floordiv/floormod index could step evenly at the origin only).
+    corner = [e - 1 for e in extents] + [DUAL_MAC_CHANNELS - 1]
+    expected_x = offset(reduction.data, origin) + (rows - 1) * x_row_stride + row_len - 1
+    expected_w = offset(reduction.weight, origin) + (DUAL_MAC_CHANNELS - 1) * w_channel_stride + run - 1
+    if offset(reduction.data, corner) != expected_x or offset(reduction.weight, corner) != expected_w:
+        return None
+    return _Geometry(x_row_stride, w_channel_stride, rows, row_len)
+
+
+def _free_vars(bindings: dict) -> list:
+    found: list = []
+    stack = list(bindings.values())
+    while stack:
+        expr = stack.pop()
+        if isinstance(expr, tirx.Var):
+            if not any(expr.same_as(v) for v in found):
+                found.append(expr)
+        elif isinstance(expr, tirx.Cast):
+            stack.append(expr.value)
+        elif type(expr) in _BINARY:
+            stack += [expr.a, expr.b]
+    return found
+
+
+def _call_block(reduction: _Reduction, bindings: dict, inner: list, geometry: _Geometry) -> s_tir.SBlockRealize:
+    """An opaque block calling the helper at the window's origin (the reduction and channel loops at 0)."""
+    at_origin = {var: tirx.const(0, str(var.ty.dtype)) for var in inner}
+    block_values = {var: _substitute(value, at_origin) for var, value in bindings.items()}
+
+    def origin(load) -> TensorLoad:
+        return tirx.BufferLoad(_buffer(load), [_substitute(i, block_values) for i in load.indices])
+
+    acc, x, w = origin(reduction.store), origin(reduction.data), origin(reduction.weight)
+    call = tirx.call_intrin(
+        "int32", DUAL_MAC_OP, tirx.address_of(acc), tirx.address_of(x), geometry.x_row_stride, tirx.address_of(w),
+        geometry.w_channel_stride, geometry.rows, geometry.row_len)
+    # The helper writes the tile's accumulators (consecutive on the last axis: the channel step is 1) and
+    # reads the whole input and weight parameters as far as this block's dependences go.
+    tile = tirx.BufferRegion(acc.source, [*(tvm.ir.Range.from_min_extent(i, 1) for i in acc.indices[:-1]),
+                                          tvm.ir.Range.from_min_extent(acc.indices[-1], DUAL_MAC_CHANNELS)])
+    reads = [tile, _whole(x.source), _whole(w.source)]
+    block = s_tir.SBlock([], reads, [tile], "dual_mac", tirx.Evaluate(call))
+    return s_tir.SBlockRealize([], True, block)
+
+
+def _whole(buffer) -> tirx.BufferRegion:
+    """All of ``buffer``."""
+    return tirx.BufferRegion(buffer, [tvm.ir.Range.from_min_extent(0, d) for d in buffer.shape])
