@@ -10,8 +10,9 @@ from typing import Any
 from packager.archive import archive
 from packager.build import SelftestResult
 from packager.bundle import BundleInputs
-from packager.cortex_m import CROSS_BUILD_DIR
+from packager.cortex_m import CROSS_BUILD_DIR, PROFILE_BUILD_DIR
 from packager.manifest import manifest, manifest_json
+from packager.report import REPORT_FILE, LayerReport, layer_report
 
 HOST_SELFTEST_PROGRAM = "selftest"
 """The self-test program the bundle's Makefile links on the host (`make selftest`)."""
@@ -32,6 +33,10 @@ class BundleFacts:
     selftest: SelftestResult
     measured: dict[str, Any]
 
+    def layer_report(self, bundle: BundleInputs) -> LayerReport:
+        """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
+        return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions)
+
     def manifest_entries(self, bundle: BundleInputs) -> dict[str, Any]:
         """The manifest's entries for these facts, in the manifest's order; the self-test's tolerances are
         those `bundle.vectors` embedded in selftest.c."""
@@ -46,6 +51,7 @@ class BundleFacts:
             },
             "profile": self.profile,
             "headroom": self.headroom,
+            "layer_report": self.layer_report(bundle).facts(),
         }
         if self.measured:
             entries["cortex_m"] = self.measured
@@ -54,12 +60,14 @@ class BundleFacts:
 
 def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Path:
     """Finish the bundle `write_bundle` wrote into `out_dir` and the build built: write manifest.json (once,
-    with `facts`), delete the build's intermediate files (objects, the host self-test program, the cross
+    with `facts`) and report.md (the same per-call facts, packager.report), delete the build's intermediate files (objects, the host self-test program, the cross
     build's folder), then archive the folder; return the archive's path (`<model>.tar.gz`)."""
     (out_dir / "manifest.json").write_text(
         manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle)))
     )
-    for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, out_dir / CROSS_BUILD_DIR]:
+    (out_dir / REPORT_FILE).write_text(facts.layer_report(bundle).markdown())
+    for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, out_dir / CROSS_BUILD_DIR,
+                     out_dir / PROFILE_BUILD_DIR]:
         if leftover.is_dir():
             shutil.rmtree(leftover)
         else:
