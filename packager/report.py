@@ -73,10 +73,6 @@ class LayerReport:
         """The sum of the calls' instructions (None when not measured)."""
         return sum(c.instructions or 0 for c in self.calls) if self.measured else None
 
-    def most_expensive(self, count: int) -> list[CallCost]:
-        """The `count` calls with the most instructions, most first (none when not measured)."""
-        return sorted(self.calls, key=lambda c: (-(c.instructions or 0), c.step))[:count] if self.measured else []
-
     def facts(self) -> dict[str, Any]:
         """The manifest's `layer_report` entry: the same facts as report.md."""
         calls = []
