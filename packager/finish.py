@@ -42,6 +42,7 @@ class BundleFacts:
         those `bundle.vectors` embedded in selftest.c."""
         vectors = bundle.vectors
         entries: dict[str, Any] = {
+            "layer_report": self.layer_report(bundle).facts(),
             "tools": self.tools,
             "selftest": {
                 "reference": vectors.reference, "rtol": vectors.rtol, "atol_lsb": vectors.atol_lsb,
@@ -51,7 +52,6 @@ class BundleFacts:
             },
             "profile": self.profile,
             "headroom": self.headroom,
-            "layer_report": self.layer_report(bundle).facts(),
         }
         if self.measured:
             entries["cortex_m"] = self.measured
