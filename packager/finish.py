@@ -10,7 +10,7 @@ from typing import Any
 from packager.archive import archive
 from packager.build import SelftestResult
 from packager.bundle import BundleInputs
-from packager.cortex_m import CROSS_BUILD_DIR, PROFILE_BUILD_DIR
+from packager.cortex_m import CROSS_BUILD_DIR
 from packager.manifest import manifest, manifest_json
 from packager.report import REPORT_FILE, LayerReport, layer_report
 
@@ -66,8 +66,7 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
         manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle)))
     )
     (out_dir / REPORT_FILE).write_text(facts.layer_report(bundle).markdown())
-    for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, out_dir / CROSS_BUILD_DIR,
-                     out_dir / PROFILE_BUILD_DIR]:
+    for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, out_dir / CROSS_BUILD_DIR]:
         if leftover.is_dir():
             shutil.rmtree(leftover)
         else:

@@ -228,6 +228,7 @@ def test_cortex_m4f_call_instructions_add_up_to_the_inference_and_leave_the_libr
     assert all(c["instructions_per_mac"] == pytest.approx(c["instructions"] / c["macs"]) for c in facts["calls"])
 
     assert not (out / PROFILE_ELF).parent.exists()  # the profiling build leaves no objects in the bundle
+    assert not (out / SELFTEST_ELF).parent.exists()
     # The bound: rebuild both ELFs (finish_bundle deleted them) and read the run functions' code bytes.
     library = out / f"lib{name}.a"
     shipped_library = _sha256(library)

@@ -8,7 +8,6 @@ Running and measuring that self-test (QEMU, sizes, stack peak) is the `emulator`
 
 from packager.cortex_m.support import (
     CROSS_BUILD_DIR,
-    PROFILE_BUILD_DIR,
     PROFILE_ELF,
     QEMU_TEST_CMAKE_INCLUDE,
     QEMU_TEST_MAKE_INCLUDE,
@@ -19,7 +18,6 @@ from packager.cortex_m.support import (
 
 __all__ = [
     "CROSS_BUILD_DIR",
-    "PROFILE_BUILD_DIR",
     "PROFILE_ELF",
     "QEMU_TEST_CMAKE_INCLUDE",
     "QEMU_TEST_MAKE_INCLUDE",

@@ -35,11 +35,9 @@ CROSS_BUILD_DIR = "build-cortex-m"
 SELFTEST_ELF = f"{CROSS_BUILD_DIR}/selftest.elf"
 """The self-test ELF `make cortex-m-elf` builds, relative to OUT/."""
 
-PROFILE_BUILD_DIR = "build-cortex-m-profile"
-"""Where `make cortex-m-profile-elf` puts the profiling build's objects and ELF, relative to OUT/."""
-
-PROFILE_ELF = f"{PROFILE_BUILD_DIR}/profile.elf"
-"""The profiling build's ELF: the self-test with the run function of `profiled_model_source`, relative to OUT/."""
+PROFILE_ELF = f"{CROSS_BUILD_DIR}/profile.elf"
+"""The profiling build's ELF, relative to OUT/: the self-test's objects (the same files, compiled alike), but
+the run function of `profiled_model_source`."""
 
 QEMU_TEST_MAKE_INCLUDE = f"include {SUPPORT_DIR}/qemu-test.mk"
 QEMU_TEST_CMAKE_INCLUDE = f"include({SUPPORT_DIR}/qemu-test.cmake)"
@@ -189,7 +187,6 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
         libs=" ".join(config.libs),
         sources=" ".join(bundle_sources(name) + [f"{SUPPORT_DIR}/{source}" for source in _SUPPORT_SOURCES]),
         headers=" ".join([f"{name}.h"] + [f"{SUPPORT_DIR}/{header}" for header in _SUPPORT_HEADERS]),
-        profile_build_dir=PROFILE_BUILD_DIR,
         profile_elf=PROFILE_ELF,
         profile_sources=" ".join(profile_sources(name)),
         qemu_args=shlex.join(qemu_command(target.board)[1:]),
