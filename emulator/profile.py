@@ -1,7 +1,7 @@
 """Run a bundle's PROFILING build on its emulated board: the instructions of each kernel call of one inference.
 
 The profiling build (`make -f cortex_m/qemu-test.mk cortex-m-profile-elf`, see packager.cortex_m.support) is
-the self-test compiled exactly as the shipped code, except that its run function is
+the self-test, from the same objects compiled as the shipped code, except that its run function is
 cortex_m/<model>_model_profiled.c: each kernel call sits between a start and a reading of the board's
 instruction counter (cortex_m/lp_icount.h), and cortex_m/lp_call_profile.c prints each count, and once the
 count of an empty start/reading pair. A call's instructions here are its count less that empty count: the
@@ -12,13 +12,13 @@ the few register moves the counter's calls make the compiler add around each cal
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from emulator.boards import Board
 from emulator.qemu import run_qemu
-from packager.cortex_m.support import PROFILE_ELF, SUPPORT_DIR
+from emulator.selftest import make_cross
+from packager.cortex_m.support import PROFILE_ELF
 
 _EMPTY_REGION = re.compile(r"^profile: empty region (\d+)$", re.MULTILINE)
 _CALL = re.compile(r"^profile: call (\d+) (\d+)$", re.MULTILINE)
@@ -26,7 +26,8 @@ _CALL = re.compile(r"^profile: call (\d+) (\d+)$", re.MULTILINE)
 
 
 class CallProfileError(RuntimeError):
-    """The profiling build did not build, did not pass its self-test, or printed no count for some call."""
+    """The profiling build did not pass its self-test, or printed no count for some call (a failed build is
+    emulator.selftest's CortexMBuildError)."""
 
 
 @dataclass(frozen=True)
@@ -51,11 +52,7 @@ def read_call_profile(stdout: str) -> CallProfile:
 
 def run_call_profile(out_dir: Path, board: Board, timeout_s: float = 600.0) -> CallProfile:
     """Build OUT/'s profiling build, run it on `board` and read the instructions of each of its calls."""
-    build = subprocess.run(["make", "-s", "-C", str(out_dir), "-f", f"{SUPPORT_DIR}/qemu-test.mk",
-                            "cortex-m-profile-elf"], capture_output=True, text=True, check=False)
-    if build.returncode != 0:
-        tail = "\n".join(build.stderr.strip().splitlines()[-20:])
-        raise CallProfileError(f"the profiling build of {out_dir} failed:\n{tail}")
+    make_cross(out_dir, "cortex-m-profile-elf")
     result = run_qemu(Path(out_dir) / PROFILE_ELF, board, timeout_s)
     if result.exit_code != 0:
         raise CallProfileError(f"the profiling build of {out_dir} ended with exit code {result.exit_code} on "
