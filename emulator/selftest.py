@@ -46,13 +46,18 @@ class CortexMSelfTest:
         }
 
 
-def build_selftest_elf(out_dir: Path) -> Path:
-    """Cross-compile OUT/'s self-test with OUT/cortex_m/qemu-test.mk; return the ELF's path."""
-    build = subprocess.run(["make", "-s", "-C", str(out_dir), "-f", f"{SUPPORT_DIR}/qemu-test.mk", "cortex-m-elf"],
+def make_cross(out_dir: Path, goal: str) -> None:
+    """`make <goal>` of OUT/cortex_m/qemu-test.mk; CortexMBuildError with the compiler's last lines."""
+    build = subprocess.run(["make", "-s", "-C", str(out_dir), "-f", f"{SUPPORT_DIR}/qemu-test.mk", goal],
                            capture_output=True, text=True, check=False)
     if build.returncode != 0:
         tail = "\n".join(build.stderr.strip().splitlines()[-20:])
-        raise CortexMBuildError(f"cross build of {out_dir} failed:\n{tail}")
+        raise CortexMBuildError(f"cross build ({goal}) of {out_dir} failed:\n{tail}")
+
+
+def build_selftest_elf(out_dir: Path) -> Path:
+    """Cross-compile OUT/'s self-test with OUT/cortex_m/qemu-test.mk; return the ELF's path."""
+    make_cross(out_dir, "cortex-m-elf")
     return Path(out_dir) / SELFTEST_ELF
 
 

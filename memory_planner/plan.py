@@ -93,8 +93,22 @@ class KernelAccess:
 
 
 @dataclass(frozen=True)
+class ModelOperator:
+    """One operator of the model file a call implements: its name there (may be empty), its kind (TFLite
+    operator code such as "CONV_2D", ONNX op type such as "Conv") and its index among the model's operators."""
+
+    name: str
+    kind: str
+    index: int
+
+
+@dataclass(frozen=True)
 class KernelCall:
-    """One call of a generated kernel: `kernel(inputs..., outputs..., scratch...)`."""
+    """One call of a generated kernel: `kernel(inputs..., outputs..., scratch...)`.
+
+    `layers` are the comments' labels of the model operators the call implements, `operators` the same
+    operators as data (empty for a hand-made plan); `macs` its multiply-accumulates (tvm_ext.macs).
+    """
 
     kernel: str
     layers: tuple[str, ...]
@@ -103,6 +117,8 @@ class KernelCall:
     scratch: tuple[str, ...] = ()
     access: KernelAccess = field(default_factory=KernelAccess)
     subgraph: int = 0
+    operators: tuple[ModelOperator, ...] = ()
+    macs: int = 0
 
     @property
     def args(self) -> tuple[str, ...]:

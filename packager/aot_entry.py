@@ -49,10 +49,23 @@ def _poison_lines(M: str, gaps: list[tuple[int, int]]) -> list[str]:
     return [f"#ifdef {M}_POISON_ARENA", *calls, "#endif"]
 
 
+_PROFILE_INCLUDES = ('#include "lp_icount.h"', '#include "lp_call_profile.h"')
+
+
+def _counted(step: int, kernel_call: str) -> list[str]:
+    """`kernel_call` between a start and a reading of the instruction counter, the count printed for `step`."""
+    return ["  {", "    const uint32_t lp_start = lp_icount_start();", f"    {kernel_call}",
+            f"    lp_profile_call({step}u, lp_icount_elapsed(lp_start));", "  }"]
+
+
 def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], offsets: dict[str, int],
-                  buffers: list[Buffer], arena_bytes: int, alignment: int) -> str:
+                  buffers: list[Buffer], arena_bytes: int, alignment: int, profile_calls: bool = False) -> str:
     """The entry function. Built with -D<MODEL>_POISON_ARENA, it fills every arena byte that no live buffer
-    holds with 0xA5 before each call: a plan that let a kernel read bytes it does not own fails its self-test."""
+    holds with 0xA5 before each call: a plan that let a kernel read bytes it does not own fails its self-test.
+
+    With `profile_calls` it is the Cortex-M profiling build's run function (never the shipped one): each
+    kernel call sits between the board's instruction counter's start and reading (cortex_m/lp_icount.h),
+    and cortex_m/lp_call_profile.h prints each call's count (see packager.cortex_m.profile)."""
     m, M = plan.model, macro_prefix(plan.model)
     single = len(inputs) == 1 and len(outputs) == 1
     io_pointer = {}
@@ -76,6 +89,7 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         "",
         f'#include "{m}.h"',
         f'#include "{m}_internal.h"',
+        *(_PROFILE_INCLUDES if profile_calls else ()),
         "",
         f"#ifdef {M}_POISON_ARENA",
         "/* Fills arena[begin, end) with a pattern no model computes by chance (a test build only). */",
@@ -102,11 +116,14 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         lines += [f"  if (arena_bytes < {M}_ARENA_BYTES) {{", f"    return {M}_ERROR_ARENA_TOO_SMALL;", "  }"]
     else:
         lines.append("  (void)arena_bytes; /* this model needs no arena */")
+    if profile_calls:
+        lines.append("  lp_profile_empty_region(); /* what the counter counts of itself, for each call's count */")
     for step, call in enumerate(plan.calls):
         layers = "; ".join(call.layers) or "(no layer name)"
         args = ", ".join(_argument(plan, a, offsets, io_pointer) for a in call.args)
+        kernel_call = f"{call.kernel}({args});"
         lines += [f"  /* {step}: {comment(layers)} */", *_poison_lines(M, arena_gaps(buffers, offsets, arena_bytes, step)),
-                  f"  {call.kernel}({args});"]
+                  *(_counted(step, kernel_call) if profile_calls else [f"  {kernel_call}"])]
     call_args = "input, output" if single else "inputs, outputs"
     lines += [
         f"  return {M}_OK;",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packager.build_files import BuildConfig
@@ -67,6 +67,7 @@ class SelftestResult:
     output: str
     where: str  # "host" or the emulated board
     instructions: int | None = None  # per inference, on the emulated board (not cycles)
+    call_instructions: tuple[int, ...] | None = None  # per kernel call, by the profiling build (emulated only)
 
     @property
     def max_errors(self) -> tuple[float, ...]:
@@ -141,11 +142,18 @@ def build_bundle(bundle_dir: Path, config: BuildConfig) -> None:
 
 
 def selftest_bundle(bundle_dir: Path, model: str, config: BuildConfig) -> tuple[SelftestResult, dict]:
-    """Run the self-test built by build_bundle; the dict holds the emulated board's measurements (or {})."""
+    """Run the self-test built by build_bundle; the dict holds the emulated board's measurements (or {}). On an
+    emulated board a passing self-test is followed by the profiling build (emulator.profile), whose per-call
+    instructions the result carries as `call_instructions`."""
     if config.emulated:
         from emulator.selftest import run_selftest
 
+        from emulator.profile import run_call_profile
+
         run = run_selftest(bundle_dir, model, config.emulated, arena_symbol=f"{model}_arena")
         result = _result(run.result.exit_code, run.result.stdout, run.target.board.name, run.result.instructions)
+        if result.passed:
+            profile = run_call_profile(bundle_dir, config.emulated.board)
+            result = replace(result, call_instructions=profile.instructions)
         return result, run.manifest_entry()
     return run_host_selftest(bundle_dir), {}

@@ -12,7 +12,7 @@ from memory_planner.plan import ExecutionPlan, KernelSignature
 from packager.aot_entry import write_model_c
 from packager.c_lexical import check_c_text
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
-from packager.cortex_m import write_cortex_m_support
+from packager.cortex_m import profiled_model_source, write_cortex_m_support
 from packager.header import write_header
 from packager.internal_header import write_internal_header
 from packager.io_names import io_tensors
@@ -63,6 +63,9 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
         "CMakeLists.txt": write_cmakelists(m, bundle.config),
         "memory_plan.svg": memory_plan_svg(bundle.buffers, bundle.memory),
     }
+    if bundle.config.emulated:
+        files[profiled_model_source(m)] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
+                                                        arena, bundle.alignment, profile_calls=True)
     for name, text in files.items():
         if name.endswith((".c", ".h")):
             check_c_text(name, text)  # raises UnsafeCError (an internal error) before anything is written

@@ -12,6 +12,7 @@ from packager.build import SelftestResult
 from packager.bundle import BundleInputs
 from packager.cortex_m import CROSS_BUILD_DIR
 from packager.manifest import manifest, manifest_json
+from packager.report import REPORT_FILE, LayerReport, layer_report
 
 HOST_SELFTEST_PROGRAM = "selftest"
 """The self-test program the bundle's Makefile links on the host (`make selftest`)."""
@@ -32,11 +33,16 @@ class BundleFacts:
     selftest: SelftestResult
     measured: dict[str, Any]
 
+    def layer_report(self, bundle: BundleInputs) -> LayerReport:
+        """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
+        return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions)
+
     def manifest_entries(self, bundle: BundleInputs) -> dict[str, Any]:
         """The manifest's entries for these facts, in the manifest's order; the self-test's tolerances are
         those `bundle.vectors` embedded in selftest.c."""
         vectors = bundle.vectors
         entries: dict[str, Any] = {
+            "layer_report": self.layer_report(bundle).facts(),
             "tools": self.tools,
             "selftest": {
                 "reference": vectors.reference, "rtol": vectors.rtol, "atol_lsb": vectors.atol_lsb,
@@ -54,11 +60,12 @@ class BundleFacts:
 
 def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Path:
     """Finish the bundle `write_bundle` wrote into `out_dir` and the build built: write manifest.json (once,
-    with `facts`), delete the build's intermediate files (objects, the host self-test program, the cross
+    with `facts`) and report.md (the same per-call facts, packager.report), delete the build's intermediate files (objects, the host self-test program, the cross
     build's folder), then archive the folder; return the archive's path (`<model>.tar.gz`)."""
     (out_dir / "manifest.json").write_text(
         manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle)))
     )
+    (out_dir / REPORT_FILE).write_text(facts.layer_report(bundle).markdown())
     for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, out_dir / CROSS_BUILD_DIR]:
         if leftover.is_dir():
             shutil.rmtree(leftover)

@@ -5,16 +5,17 @@
 Compiles every shared model for the profile (a model that does not fit gets its one-line reason) and prints,
 per model: our instructions per inference (QEMU -icount: instructions executed, not cycles of a real core),
 TFLite Micro's with its reference kernels and with CMSIS-NN (TFLM_INSTRUCTIONS below, cited, not measured
-here), our ratio to TFLM + CMSIS-NN, the model's multiply-accumulates (CONV_2D, DEPTHWISE_CONV_2D,
-FULLY_CONNECTED, counted from the TFLite file), our instructions per MAC, and the bundle's code bytes (kernels
-and run function, no weights, no libc).
+here), our ratio to TFLM + CMSIS-NN, the model's multiply-accumulates (the bundle's report: convolutions,
+depthwise convolutions, fully connected layers, matrix multiplies), our instructions per MAC, and the bundle's
+code bytes (kernels and run function, no weights, no libc). Then, per model, its three most expensive kernel
+calls (from the bundle's per-call report, counted by its profiling build): instructions, share of the whole
+inference, instructions per MAC, so a reader sees which kernel holds a model back.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import tempfile
@@ -45,44 +46,43 @@ TFLM_INSTRUCTIONS: dict[str, tuple[int, Optional[int]]] = {
 COLUMNS = ("model", "ours", "TFLM ref", "TFLM CMSIS-NN", "ours / CMSIS-NN", "MACs", "ours / MAC", "code B")
 
 
-def count_macs(model: Path) -> int:
-    """Multiply-accumulates of one inference: output elements x taps of every CONV_2D, DEPTHWISE_CONV_2D and
-    FULLY_CONNECTED in the file's first subgraph."""
-    import tflite
+HOT_CALLS = 3
+"""How many of each model's most expensive kernel calls the second table lists."""
 
-    root = tflite.Model.GetRootAsModel(model.read_bytes(), 0)
-    names = {v: k for k, v in tflite.BuiltinOperator.__dict__.items() if not k.startswith("_")}
-    graph = root.Subgraphs(0)
-    macs = 0
-    for i in range(graph.OperatorsLength()):
-        op = graph.Operators(i)
-        code = root.OperatorCodes(op.OpcodeIndex())
-        name = names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()))
-        if name not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
-            continue
-        out_elements = math.prod(graph.Tensors(op.Outputs(0)).ShapeAsNumpy())
-        weight_shape = graph.Tensors(op.Inputs(1)).ShapeAsNumpy()
-        # CONV_2D OHWI: taps KH*KW*I; DEPTHWISE (1, KH, KW, O): KH*KW; FULLY_CONNECTED (O, K): K.
-        taps = {"CONV_2D": math.prod(weight_shape[1:]), "DEPTHWISE_CONV_2D": math.prod(weight_shape[1:3]),
-                "FULLY_CONNECTED": int(weight_shape[-1])}[name]
-        macs += int(out_elements) * int(taps)
-    return macs
+HOT_COLUMNS = ("model", "step", "layer(s)", "operator", "kernel", "instructions", "share", "instr. / MAC")
 
 
-def row(model: Path, target: str, scratch: Path) -> str:
+def row(model: Path, target: str, scratch: Path) -> tuple[str, list[str]]:
+    """The model's row of the main table, and its HOT_CALLS most expensive calls' rows, from the bundle's
+    manifest (its `cortex_m` measurements and its `layer_report`, the facts of report.md)."""
     from tvm_ext.compile import CompileError, compile
 
     try:
         bundle = compile(model, target, scratch / model.stem, force=True)
     except CompileError as err:
-        return f"| {model.stem} | {err} |"
-    facts = json.loads((bundle.out_dir / "manifest.json").read_text())["cortex_m"]
+        return f"| {model.stem} | {err} |", []
+    manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
+    facts, report = manifest["cortex_m"], manifest["layer_report"]
     ours = int(facts["instructions_per_inference"])
     reference, cmsis = TFLM_INSTRUCTIONS.get(model.stem, (None, None))
-    macs = count_macs(model)
+    macs = int(report["totals"]["macs"])
     cells = (f"{ours:,}", _count(reference), _count(cmsis), f"{ours / cmsis:.2f}" if cmsis else "-",
              f"{macs:,}", f"{ours / macs:.1f}" if macs else "-", f"{int(facts['bundle_code_bytes']):,}")
-    return f"| {model.stem} | " + " | ".join(cells) + " |"
+    return f"| {model.stem} | " + " | ".join(cells) + " |", hot_calls(model.stem, report["calls"], ours)
+
+
+def hot_calls(model: str, calls: list[dict], inference_instructions: int) -> list[str]:
+    """Rows of the HOT_CALLS calls with the most instructions: which kernel holds the model back."""
+    rows = []
+    for call in sorted(calls, key=lambda call: -call["instructions"])[:HOT_CALLS]:
+        layers = "; ".join(f"{layer['name']} #{layer['index']}".strip() for layer in call["layers"]) or "-"
+        operators = " + ".join(layer["operator"] for layer in call["layers"]) or "-"
+        per_mac = call["instructions_per_mac"]
+        cells = (model, str(call["step"]), layers, operators, call["kernel"], f"{call['instructions']:,}",
+                 f"{100 * call['instructions'] / inference_instructions:.1f}%",
+                 f"{per_mac:.1f}" if per_mac is not None else "-")
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
 
 
 def _count(value: Optional[int]) -> str:
@@ -101,9 +101,17 @@ def main() -> int:
           "../shared/docs/cortex-m-under-qemu.md.")
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
+    hot = []
     with tempfile.TemporaryDirectory() as scratch:
         for model in models:
-            print(row(model, args.target, Path(scratch)), flush=True)
+            model_row, model_hot = row(model, args.target, Path(scratch))
+            print(model_row, flush=True)
+            hot += model_hot
+    print(f"\nThe {HOT_CALLS} most expensive kernel calls of each model (from its report.md's facts; share of the "
+          "whole inference):")
+    print("| " + " | ".join(HOT_COLUMNS) + " |")
+    print("|" + "---|" * len(HOT_COLUMNS))
+    print("\n".join(hot))
     return 0
 
 

@@ -15,11 +15,14 @@ import tvm
 import tvm_ffi
 from tvm import relax, te, tirx
 
-from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSignature, Tensor, TensorRole
+from memory_planner.plan import (
+    DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSignature, ModelOperator, Tensor, TensorRole,
+)
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel
 from tvm_ext.kernel_names import constant_roles, kernel_kind, kernel_window
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers, with_layers
+from tvm_ext.macs import mac_count_of, with_mac_count
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
@@ -89,7 +92,7 @@ def _copy_kernel(ty: relax.TensorType) -> tirx.PrimFunc:
     shape = [int(d) for d in ty.shape.values]
     source = te.placeholder(shape, str(ty.dtype), name="source")
     copy = te.compute(shape, lambda *index: source(*index), name="copy")
-    return te.create_prim_func([source, copy])
+    return with_mac_count(te.create_prim_func([source, copy]))
 
 
 def _with_bindings_appended(main: relax.Function, bindings: list, appended: list, appended_layers: list,
@@ -280,7 +283,8 @@ def extract_plan(
         inputs.append(builder.add_var(param, TensorRole.INPUT, spec.name))
     calls: list[KernelCall] = []
     for index, binding in enumerate(_bindings(main)):
-        layers = tuple(record.label for record in builder.layers.of_binding(index))
+        records = builder.layers.of_binding(index)
+        layers = tuple(record.label for record in records)
         layer = layers[-1] if layers else ""  # the layer whose result the binding's value is (model order)
         value = binding.value
         if isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR):
@@ -299,7 +303,9 @@ def extract_plan(
                 )
                 for k, buf in enumerate(signatures[kernel].scratch)
             )
-            calls.append(KernelCall(kernel, layers, args, (output,), scratch))
+            operators = tuple(ModelOperator(r.name, r.kind, r.operator_index) for r in records)
+            calls.append(KernelCall(kernel, layers, args, (output,), scratch, operators=operators,
+                                    macs=mac_count_of(mod[value.args[0]])))
         elif isinstance(value, relax.Call) and value.op.same_as(_RESHAPE):
             source = builder.tensor_for(value.args[0], layer)
             builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=source)

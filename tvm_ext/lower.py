@@ -12,6 +12,7 @@ from tvm import relax, tirx
 
 from target.resolve import TargetSpec, resolve_profile
 from tvm_ext.layers import keeping_layers
+from tvm_ext.macs import with_mac_counts
 from tvm_ext.schedule import inline_intermediates, output_channel_tile, uses_dual_mac
 from tvm_ext.transform import (
     DropEmptyConcatPieces,
@@ -67,5 +68,6 @@ def schedule_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower") -> tvm.
 
 
 def lower_to_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower", model_name: str = "model") -> tvm.IRModule:
-    """Run the Relax pipeline for `target` (as relax_pipeline takes it) and schedule each kernel."""
-    return schedule_kernels(relax_pipeline(target, model_name)(mod), target)
+    """Run the Relax pipeline for `target` (as relax_pipeline takes it) and schedule each kernel; each kernel
+    carries the MACs counted before its schedule (tvm_ext.macs)."""
+    return schedule_kernels(with_mac_counts(relax_pipeline(target, model_name)(mod)), target)

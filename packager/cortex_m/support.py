@@ -35,6 +35,10 @@ CROSS_BUILD_DIR = "build-cortex-m"
 SELFTEST_ELF = f"{CROSS_BUILD_DIR}/selftest.elf"
 """The self-test ELF `make cortex-m-elf` builds, relative to OUT/."""
 
+PROFILE_ELF = f"{CROSS_BUILD_DIR}/profile.elf"
+"""The profiling build's ELF, relative to OUT/: the self-test's objects (the same files, compiled alike), but
+the run function of `profiled_model_source`."""
+
 QEMU_TEST_MAKE_INCLUDE = f"include {SUPPORT_DIR}/qemu-test.mk"
 QEMU_TEST_CMAKE_INCLUDE = f"include({SUPPORT_DIR}/qemu-test.cmake)"
 
@@ -51,9 +55,10 @@ LINK_FLAGS: tuple[str, ...] = (
 """What the self-test's link needs besides `-T <linker script>` (added to the profile's link flags, each once):
 newlib-nano with semihosting stdio (rdimon)."""
 
-_COPIED_FILES = ("startup.c", "lp_icount.c", "lp_icount.h", "qemu-test.cmake", "arm-none-eabi.cmake")
+_COPIED_FILES = ("startup.c", "lp_icount.c", "lp_icount.h", "lp_call_profile.c", "lp_call_profile.h",
+                 "qemu-test.cmake", "arm-none-eabi.cmake")
 _SUPPORT_SOURCES = ("startup.c", "lp_icount.c")
-_SUPPORT_HEADERS = ("lp_board.h", "lp_icount.h")
+_SUPPORT_HEADERS = ("lp_board.h", "lp_icount.h", "lp_call_profile.h")
 
 
 MODEL_CODE_SUFFIXES = ("_kernels", "_model")
@@ -66,6 +71,19 @@ WEIGHTS_SUFFIX = "_weights"
 def bundle_sources(name: str) -> list[str]:
     """The bundle's C files of the self-test, relative to OUT/."""
     return [f"{name}{suffix}.c" for suffix in MODEL_CODE_SUFFIXES + (WEIGHTS_SUFFIX,)] + ["selftest.c"]
+
+
+def profiled_model_source(name: str) -> str:
+    """The profiling build's run function (`<name>_model.c` with each call counted), relative to OUT/."""
+    return f"{SUPPORT_DIR}/{name}_model_profiled.c"
+
+
+def profile_sources(name: str) -> list[str]:
+    """The profiling build's C files, relative to OUT/: the self-test's, with the profiled run function in place
+    of `<name>_model.c`, and the counter's and the per-call report's support files."""
+    model_c = f"{name}_model.c"
+    bundle = [profiled_model_source(name) if source == model_c else source for source in bundle_sources(name)]
+    return bundle + [f"{SUPPORT_DIR}/{source}" for source in (*_SUPPORT_SOURCES, "lp_call_profile.c")]
 
 
 def model_code_stems(name: str) -> tuple[str, ...]:
@@ -169,6 +187,8 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
         libs=" ".join(config.libs),
         sources=" ".join(bundle_sources(name) + [f"{SUPPORT_DIR}/{source}" for source in _SUPPORT_SOURCES]),
         headers=" ".join([f"{name}.h"] + [f"{SUPPORT_DIR}/{header}" for header in _SUPPORT_HEADERS]),
+        profile_elf=PROFILE_ELF,
+        profile_sources=" ".join(profile_sources(name)),
         qemu_args=shlex.join(qemu_command(target.board)[1:]),
     )
 

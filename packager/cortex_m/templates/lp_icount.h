@@ -25,6 +25,9 @@ uint64_t lp_icount_elapsed(uint32_t start);
 /* timer0's interrupt handler (in the vector table): counts the timer's wraps. */
 void Timer0_Handler(void);
 
+/* Prints `value` in decimal and a newline on stdout (newlib-nano's printf has no 64-bit conversions). */
+void lp_icount_print_decimal(uint64_t value);
+
 /* Prints "instructions per inference (QEMU -icount, not cycles): N" on stdout. */
 void lp_icount_report(uint64_t instructions);
 

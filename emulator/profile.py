@@ -1,0 +1,60 @@
+"""Run a bundle's PROFILING build on its emulated board: the instructions of each kernel call of one inference.
+
+The profiling build (`make -f cortex_m/qemu-test.mk cortex-m-profile-elf`, see packager.cortex_m.support) is
+the self-test, from the same objects compiled as the shipped code, except that its run function is
+cortex_m/<model>_model_profiled.c: each kernel call sits between a start and a reading of the board's
+instruction counter (cortex_m/lp_icount.h), and cortex_m/lp_call_profile.c prints each count, and once the
+count of an empty start/reading pair. A call's instructions here are its count less that empty count: the
+kernel's own instructions with the call's argument set-up, as the shipped run function executes them (up to
+the few register moves the counter's calls make the compiler add around each call).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from emulator.boards import Board
+from emulator.qemu import run_qemu
+from emulator.selftest import make_cross
+from packager.cortex_m.support import PROFILE_ELF
+
+_EMPTY_REGION = re.compile(r"^profile: empty region (\d+)$", re.MULTILINE)
+_CALL = re.compile(r"^profile: call (\d+) (\d+)$", re.MULTILINE)
+"""The lines cortex_m/lp_call_profile.c prints."""
+
+
+class CallProfileError(RuntimeError):
+    """The profiling build did not pass its self-test, or printed no count for some call (a failed build is
+    emulator.selftest's CortexMBuildError)."""
+
+
+@dataclass(frozen=True)
+class CallProfile:
+    """Instructions (QEMU -icount, not cycles) of each kernel call of one inference, in call order, with the
+    counter's own instructions (`empty_region`, the count of an empty start/reading pair) taken off."""
+
+    instructions: tuple[int, ...]
+    empty_region: int
+
+
+def read_call_profile(stdout: str) -> CallProfile:
+    """The per-call counts in the profiling build's output: one empty-region count, one count per call 0..N-1."""
+    empty = _EMPTY_REGION.findall(stdout)
+    counted = {int(step): int(count) for step, count in _CALL.findall(stdout)}
+    if len(empty) != 1 or sorted(counted) != list(range(len(counted))):
+        raise CallProfileError(f"the profiling build printed {len(empty)} empty-region counts and counts for "
+                               f"calls {sorted(counted)}, not one and calls 0 to N-1")
+    overhead = int(empty[0])
+    return CallProfile(tuple(counted[step] - overhead for step in range(len(counted))), overhead)
+
+
+def run_call_profile(out_dir: Path, board: Board, timeout_s: float = 600.0) -> CallProfile:
+    """Build OUT/'s profiling build, run it on `board` and read the instructions of each of its calls."""
+    make_cross(out_dir, "cortex-m-profile-elf")
+    result = run_qemu(Path(out_dir) / PROFILE_ELF, board, timeout_s)
+    if result.exit_code != 0:
+        raise CallProfileError(f"the profiling build of {out_dir} ended with exit code {result.exit_code} on "
+                               f"{board.name}")
+    return read_call_profile(result.stdout)

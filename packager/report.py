@@ -1,0 +1,207 @@
+"""`report.md` and the manifest's `layer_report`: per kernel call of the run function, where the work, the bytes
+and (on an emulated core) the instructions go, as STM32Cube.AI's analyze report and TFLM's MicroProfiler show.
+
+Written from plain data: the plan (each call's model operators, MACs, tensors) and the profiling build's
+per-call instruction counts (emulator.profile), never from TVM objects. Per call:
+- MACs: multiply-accumulates (tvm_ext.macs: reductions of products; padded taps count);
+- weight bytes: the constants the call reads (a constant read by two calls counts in both);
+- activation bytes read: the non-constant inputs the call reads (model inputs, activations, state);
+  written: its outputs. Scratch buffers count in neither;
+- instructions (emulated profiles only): executed under QEMU -icount (not cycles), by the profiling build.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, TensorRole
+
+REPORT_FILE = "report.md"
+
+NOT_MEASURED = ("not measured (the {target} profile's self-test runs on the host, not on an emulated core; "
+                "compile for a Cortex-M profile, cortex-m0plus, cortex-m4f, cortex-m7 or cortex-m33, to count "
+                "instructions per call)")
+"""Why a report has no instruction columns (formatted with the target's name)."""
+
+_MARKDOWN_SPECIAL = set("\\`*_{}[]<>()#+-.!|~&")
+
+
+@dataclass(frozen=True)
+class CallCost:
+    """One kernel call: what it implements, its shapes and its costs (bytes are bytes)."""
+
+    step: int
+    kernel: str
+    operators: tuple[ModelOperator, ...]  # the model operators it implements (none in a hand-made plan)
+    labels: tuple[str, ...]  # the plan's labels of those operators (the bundle's comments)
+    input_shapes: tuple[tuple[int, ...], ...]  # the non-constant inputs'
+    output_shapes: tuple[tuple[int, ...], ...]
+    macs: int
+    weight_bytes: int
+    activation_read_bytes: int
+    activation_written_bytes: int
+    instructions: Optional[int]
+
+    @property
+    def instructions_per_mac(self) -> Optional[float]:
+        return self.instructions / self.macs if self.instructions is not None and self.macs else None
+
+
+@dataclass(frozen=True)
+class LayerReport:
+    """The per-call report of one bundle. `inference_instructions` is the shipped run function's count of one
+    whole inference (None off an emulated core); `not_measured` says why there are no instruction counts."""
+
+    model: str
+    source: str
+    target: str
+    calls: tuple[CallCost, ...]
+    inference_instructions: Optional[int]
+    not_measured: Optional[str]
+
+    @property
+    def measured(self) -> bool:
+        return self.not_measured is None
+
+    @property
+    def total_macs(self) -> int:
+        return sum(c.macs for c in self.calls)
+
+    @property
+    def call_instructions(self) -> Optional[int]:
+        """The sum of the calls' instructions (None when not measured)."""
+        return sum(c.instructions or 0 for c in self.calls) if self.measured else None
+
+    def facts(self) -> dict[str, Any]:
+        """The manifest's `layer_report` entry: the same facts as report.md."""
+        calls = []
+        for c in self.calls:
+            entry: dict[str, Any] = {
+                "step": c.step, "kernel": c.kernel,
+                "layers": [{"name": op.name, "operator": op.kind, "index": op.index} for op in c.operators],
+                "input_shapes": [list(s) for s in c.input_shapes], "output_shapes": [list(s) for s in c.output_shapes],
+                "macs": c.macs, "weight_bytes": c.weight_bytes, "activation_read_bytes": c.activation_read_bytes,
+                "activation_written_bytes": c.activation_written_bytes,
+            }
+            if self.measured:
+                entry["instructions"] = c.instructions
+                entry["instructions_per_mac"] = c.instructions_per_mac
+            calls.append(entry)
+        totals: dict[str, Any] = {
+            "macs": self.total_macs,
+            "weight_bytes": sum(c.weight_bytes for c in self.calls),
+            "activation_read_bytes": sum(c.activation_read_bytes for c in self.calls),
+            "activation_written_bytes": sum(c.activation_written_bytes for c in self.calls),
+        }
+        if self.measured:
+            totals["call_instructions"] = self.call_instructions
+            totals["inference_instructions"] = self.inference_instructions
+        return {"calls": calls, "totals": totals,
+                "instructions": "QEMU -icount, not cycles, by the profiling build of the run function"
+                if self.measured else self.not_measured}
+
+    def markdown(self) -> str:
+        """report.md's text."""
+        head = ["step", "layer(s)", "operator", "kernel", "input shapes", "output shapes", "MACs", "weight B",
+                "act. read B", "act. written B"] + (["instructions", "share", "instr./MAC"] if self.measured else [])
+        total_instructions = self.inference_instructions or 0
+        lines = [
+            f"# Per-layer report: `{self.model}`",
+            "",
+            f"Model {_text(self.source)}, target profile {_text(self.target)}, {len(self.calls)} kernel calls of the "
+            "run function in execution order. MACs: multiply-accumulates of the convolutions, depthwise "
+            "convolutions, fully connected layers and matrix multiplies (padded taps count). Weight bytes: the "
+            "constants a call reads. Activation bytes: what a call reads (inputs, activations, state) and writes.",
+            "",
+        ]
+        if self.measured:
+            lines += [
+                "Instructions: executed under QEMU -icount (instructions, not cycles), counted around each call by "
+                "the bundle's own instruction counter in a profiling build of the run function "
+                "(cortex_m/*_model_profiled.c, `make qemu-profile`); the shipped library is not that build. "
+                "Share: of the whole inference as the shipped run function runs it.",
+                "",
+            ]
+        else:
+            lines += [f"Instructions per call: {self.not_measured}.", ""]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for c in self.calls:
+            cells = [str(c.step), _layers(c), " + ".join(_text(op.kind) for op in c.operators) or "-", f"`{c.kernel}`",
+                     _shapes(c.input_shapes), _shapes(c.output_shapes), f"{c.macs:,}", f"{c.weight_bytes:,}",
+                     f"{c.activation_read_bytes:,}", f"{c.activation_written_bytes:,}"]
+            if self.measured:
+                cells += [f"{c.instructions:,}", _share(c.instructions or 0, total_instructions),
+                          _per_mac(c.instructions_per_mac)]
+            lines.append("| " + " | ".join(cells) + " |")
+        facts = self.facts()["totals"]
+        lines += ["", "## Totals", "",
+                  f"- MACs: {facts['macs']:,}",
+                  f"- weight bytes read: {facts['weight_bytes']:,}",
+                  f"- activation bytes read: {facts['activation_read_bytes']:,}, written: "
+                  f"{facts['activation_written_bytes']:,}"]
+        if self.measured:
+            calls_total = self.call_instructions or 0
+            lines += [
+                f"- instructions per inference (shipped run function): {total_instructions:,}",
+                f"- instructions of the calls: {calls_total:,} ({_share(calls_total, total_instructions)}); "
+                f"the rest, {total_instructions - calls_total:,}, is the run function's own code (argument "
+                "checks, return) and the counter's own instructions",
+                f"- instructions per MAC: {_per_mac(total_instructions / self.total_macs if self.total_macs else None)}",
+            ]
+        else:
+            lines.append(f"- instructions: {self.not_measured}")
+        return "\n".join(lines) + "\n"
+
+
+def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]],
+                 inference_instructions: Optional[int]) -> LayerReport:
+    """The report of `plan` (its calls in execution order). `call_instructions` holds one count per call, in the
+    same order, when the bundle ran on an emulated core (else None); ValueError when the counts do not match
+    the calls one to one."""
+    if call_instructions is not None and len(call_instructions) != len(plan.calls):
+        raise ValueError(f"{len(call_instructions)} instruction counts for the {len(plan.calls)} calls of {plan.model}")
+    calls = tuple(
+        _call_cost(plan, step, call, call_instructions[step] if call_instructions is not None else None)
+        for step, call in enumerate(plan.calls)
+    )
+    not_measured = None if call_instructions is not None else NOT_MEASURED.format(target=plan.target)
+    return LayerReport(plan.model, plan.source, plan.target, calls, inference_instructions, not_measured)
+
+
+def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: Optional[int]) -> CallCost:
+    inputs = [plan.tensors[name] for name in call.inputs]
+    weights = [t for t in inputs if plan.tensors[plan.storage_of(t.name)].role is TensorRole.CONSTANT]
+    activations = [t for t in inputs if t not in weights]
+    outputs = [plan.tensors[name] for name in call.outputs]
+    return CallCost(
+        step=step, kernel=call.kernel, operators=call.operators, labels=call.layers,
+        input_shapes=tuple(t.shape for t in activations), output_shapes=tuple(t.shape for t in outputs),
+        macs=call.macs, weight_bytes=sum(t.nbytes for t in weights),
+        activation_read_bytes=sum(t.nbytes for t in activations),
+        activation_written_bytes=sum(t.nbytes for t in outputs), instructions=instructions,
+    )
+
+
+def _layers(call: CallCost) -> str:
+    """The model operators of `call` as `name #index` (their plan labels when the plan has no operators)."""
+    if call.operators:
+        return "; ".join(f"{_text(op.name)} #{op.index}".lstrip() for op in call.operators)
+    return "; ".join(_text(label) for label in call.labels) or "-"
+
+
+def _text(text: str) -> str:
+    """Model text made literal in a Markdown table cell: one line, every Markdown character escaped."""
+    return "".join(f"\\{char}" if char in _MARKDOWN_SPECIAL else char for char in " ".join(text.split()))
+
+
+def _shapes(shapes: tuple[tuple[int, ...], ...]) -> str:
+    return ", ".join("x".join(str(d) for d in shape) or "scalar" for shape in shapes) or "-"
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _per_mac(value: Optional[float]) -> str:
+    return f"{value:.1f}" if value is not None else "-"
