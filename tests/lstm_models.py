@@ -4,7 +4,8 @@ The operator's 24 inputs in TFLite's order: the input, the four input weights (i
 gate), the four recurrent weights, three absent peepholes, the four gate biases, an absent projection
 (weights and bias), the hidden ("output") state and the cell state (variable tensors), four absent layer
 norm coefficients. int8 input, output and hidden state, int8 weights, int32 biases, int16 cell state.
-``absent`` names inputs to fill anyway (with a constant), to build what TFLite Micro refuses.
+``filled`` names optional inputs to give a tensor anyway, ``absent`` required ones to leave out (-1), to build
+what TFLite Micro refuses.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class LstmSpec:
     hidden_zero_point: int = -21
     input_zero_point: int = 3
     filled: tuple[int, ...] = ()  # optional inputs (indices) given a tensor, which TFLite Micro refuses
+    absent: tuple[int, ...] = ()  # required inputs (indices) left out, which TFLite Micro refuses
     seed: int = 0
 
     @property
@@ -85,21 +87,9 @@ def build_lstm_model(spec: LstmSpec) -> bytes:
     inputs += [constant(f"layer_norm{k}") if k in spec.filled else -1 for k in LAYER_NORM_INPUTS]
     tensors.append(Tensor("lstm/output", spec.output_shape, "int8",
                           Quantization((HIDDEN_SCALE,), (spec.hidden_zero_point,))))
+    inputs = [-1 if index in spec.absent else tensor for index, tensor in enumerate(inputs)]
     options = Options("UnidirectionalSequenceLSTMOptions", {
         "FusedActivationFunction": spec.activation, "CellClip": spec.cell_clip, "TimeMajor": spec.time_major})
     lstm = Operator("UNIDIRECTIONAL_SEQUENCE_LSTM", tuple(inputs), (len(tensors) - 1,), options)
     return build(Model(tensors, [lstm], inputs=(0,), outputs=(len(tensors) - 1,)))
 
-
-def tflm_invocations(spec: LstmSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """TFLite Micro's outputs for ``inputs``, one invocation each (the state carries from one to the next)."""
-    from tflite_micro import runtime
-
-    model = build_lstm_model(spec)  # TFLM reads these bytes, it does not copy them: they must outlive it
-    interpreter = runtime.Interpreter.from_bytes(model)
-    results = []
-    for x in inputs:
-        interpreter.set_input(x, 0)
-        interpreter.invoke()
-        results.append(np.array(interpreter.get_output(0)).copy())
-    return results

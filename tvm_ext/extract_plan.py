@@ -19,7 +19,8 @@ from tvm import relax, te, tirx
 from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSignature, Tensor, TensorRole
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel
-from tvm_ext.layers import NUM_OUTPUTS_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers, with_layers
+from tvm_ext.layers import (NUM_OUTPUTS_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers, rewritten_operands,
+                            with_layers)
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
@@ -281,7 +282,8 @@ def extract_plan(
             kernel = c_name_of[value.args[0].name_hint]
             parameters = signatures[kernel].parameters
             state_operand = _state_operand(mod[value.args[0]])
-            args = tuple(builder.state_for(a, layer) if k == state_operand
+            states = rewritten_operands(mod[value.args[0]]) | ({state_operand} - {None})
+            args = tuple(builder.state_for(a, layer) if k in states
                          else builder.tensor_for(a, layer, f"l{len(calls)}_{parameter.name}")
                          for k, (a, parameter) in enumerate(zip(value.args[1].fields, parameters)))
             # A kernel that rewrites the model's state writes its output over the state (see int8/svdf.py).

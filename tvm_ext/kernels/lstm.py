@@ -6,7 +6,7 @@ same numbers), each gate g of (input, forget, cell, output):
 
     in  = clamp16(MBQM(sum_k (Wg[u, k] - wzp) * (x[k] - input_zp) + bias_g[u], M_in_g))
     rec = clamp16(MBQM(sum_k (Rg[u, k] - rzp) * (h[k] - hidden_zp), M_rec_g))
-    gate_g[u] = sigmoid16(clamp16(in + rec))      (tanh16 for the cell gate: TFLite files can only say TANH)
+    gate_g[u] = sigmoid16(clamp16(in + rec))      (tanh16 for the cell gate: TFLM takes no other)
 
 the gate inputs in Q3.12 and the gates in Q0.15 (scales 2^-12 and 2^-15, fixed by TFLM); then
 
@@ -80,6 +80,9 @@ class TanhScaling:
 
     multiplier: int
     right_shift: int
+
+
+GATE_INPUT_TANH = TanhScaling(3, 0)  # tanh of a Q3.12 gate input (TFLM's cell_state_scale_power -12)
 
 
 @dataclass(frozen=True)
@@ -222,9 +225,6 @@ def _tanh16(temps: _Temps, table: tirx.Buffer, x: PrimExpr,
     return stmts, tirx.Select(temps[0] >= 0, positive, negative) >> 8
 
 
-GATE_INPUT_TANH = TanhScaling(3, 0)  # tanh of a Q3.12 gate input (TFLM's cell_state_scale_power -12)
-
-
 def _mbqm(x: PrimExpr, requantization: Requantization, rounding: Rounding) -> PrimExpr:
     return multiply_by_quantized_multiplier(x, requantization.multiplier, requantization.shift, rounding)
 
@@ -245,7 +245,7 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         out = outs[0]
         gates = tirx.decl_buffer((4, units), "int16", name="lstm_gates")
         temps = _Temps()
-        b, t, u = (tirx.Var(name, "int32") for name in ("b", "t", "u"))
+        b, t = tirx.Var("b", "int32"), tirx.Var("t", "int32")
         row = (t, b) if params.time_major else (b, t)
 
         def accumulate(count: int, term, start: PrimExpr) -> list[tirx.Stmt]:
@@ -255,6 +255,7 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
                     tirx.For(k, 0, count, tirx.ForKind.SERIAL, temps.store(0, temps[0] + term(k)))]
 
         def gate(index: int, gate_params: GateParams) -> tirx.Stmt:
+            u = tirx.Var("u", "int32")  # each loop its own variable: TIR defines a variable once
             in_zp, rec_zp = gate_params.input_weights_zero_point, gate_params.recurrent_weights_zero_point
             body = accumulate(depth, lambda k: (w_in[index, u, k].astype("int32") - in_zp)
                               * (x[(*row, k)].astype("int32") - params.input_zero_point), b_gate[index, u])
@@ -269,6 +270,8 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
                 stmts, value = _sigmoid16(temps, lut, temps[3])
             body += stmts + [tirx.BufferStore(gates, tirx.Cast("int16", value), [index, u])]
             return tirx.For(u, 0, units, tirx.ForKind.SERIAL, tirx.SeqStmt(body))
+
+        u = tirx.Var("u", "int32")
 
         def gate_value(name: str) -> PrimExpr:
             return gates[GATES.index(name), u].astype("int32")
