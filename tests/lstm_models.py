@@ -54,42 +54,50 @@ HIDDEN_SCALE = 0.0047
 WEIGHT_SCALES = (0.0041, 0.0037, 0.0052, 0.0045)  # per gate, the input weights; the recurrent ones x 1.1
 
 
-def build_lstm_model(spec: LstmSpec) -> bytes:
-    """The model's flatbuffer: input -> UNIDIRECTIONAL_SEQUENCE_LSTM -> output (the weights random)."""
-    rng = np.random.default_rng(spec.seed)
-    tensors = [Tensor("input", spec.input_shape, "int8", Quantization((INPUT_SCALE,), (spec.input_zero_point,)))]
+def _lstm_layer(spec: LstmSpec, rng: np.random.Generator, tensors: list[Tensor], layer: int) -> int:
+    """Append layer ``layer``'s tensors (its input is the last tensor of ``tensors``) and return its operator."""
+    source = len(tensors) - 1
+    depth, input_scale = tensors[source].shape[2], tensors[source].quantization.scales[0]
+    prefix = f"lstm{layer}/"
 
     def weights(name: str, columns: int, scale: float) -> int:
         data = rng.integers(-127, 128, (spec.units, columns)).astype(np.int8)
-        tensors.append(Tensor(name, (spec.units, columns), "int8", Quantization((scale,), (0,)), data))
+        tensors.append(Tensor(prefix + name, (spec.units, columns), "int8", Quantization((scale,), (0,)), data))
         return len(tensors) - 1
 
     def constant(name: str) -> int:
-        tensors.append(Tensor(name, (spec.units,), "int16", Quantization((1.0 / 64,), (0,)),
+        tensors.append(Tensor(prefix + name, (spec.units,), "int16", Quantization((1.0 / 64,), (0,)),
                               rng.integers(-64, 64, spec.units).astype(np.int16)))
         return len(tensors) - 1
 
-    inputs = [0]
-    inputs += [weights(f"{gate}_weights", spec.inputs, scale) for gate, scale in zip(GATES, WEIGHT_SCALES)]
+    inputs = [source]
+    inputs += [weights(f"{gate}_weights", depth, scale) for gate, scale in zip(GATES, WEIGHT_SCALES)]
     inputs += [weights(f"{gate}_recurrent", spec.units, scale * 1.1) for gate, scale in zip(GATES, WEIGHT_SCALES)]
     inputs += [constant(f"peephole{k}") if k in spec.filled else -1 for k in PEEPHOLE_INPUTS]
     for scale in WEIGHT_SCALES:
-        bias_scale = INPUT_SCALE * scale
-        tensors.append(Tensor(f"bias{len(inputs)}", (spec.units,), "int32", Quantization((bias_scale,), (0,)),
+        bias_scale = input_scale * scale
+        tensors.append(Tensor(f"{prefix}bias{len(inputs)}", (spec.units,), "int32", Quantization((bias_scale,), (0,)),
                               np.round(rng.uniform(-0.6, 0.6, spec.units) / bias_scale).astype(np.int32)))
         inputs.append(len(tensors) - 1)
     inputs += [constant(f"projection{k}") if k in spec.filled else -1 for k in PROJECTION_INPUTS]
-    tensors.append(Tensor("hidden_state", (spec.batch, spec.units), "int8",
+    tensors.append(Tensor(prefix + "hidden_state", (spec.batch, spec.units), "int8",
                           Quantization((HIDDEN_SCALE,), (spec.hidden_zero_point,)), variable=True))
-    tensors.append(Tensor("cell_state", (spec.batch, spec.units), "int16", Quantization((spec.cell_scale,), (0,)),
-                          variable=True))
+    tensors.append(Tensor(prefix + "cell_state", (spec.batch, spec.units), "int16",
+                          Quantization((spec.cell_scale,), (0,)), variable=True))
     inputs += [len(tensors) - 2, len(tensors) - 1]
     inputs += [constant(f"layer_norm{k}") if k in spec.filled else -1 for k in LAYER_NORM_INPUTS]
-    tensors.append(Tensor("lstm/output", spec.output_shape, "int8",
+    tensors.append(Tensor(prefix + "output", spec.output_shape, "int8",
                           Quantization((HIDDEN_SCALE,), (spec.hidden_zero_point,))))
     inputs = [-1 if index in spec.absent else tensor for index, tensor in enumerate(inputs)]
     options = Options("UnidirectionalSequenceLSTMOptions", {
         "FusedActivationFunction": spec.activation, "CellClip": spec.cell_clip, "TimeMajor": spec.time_major})
-    lstm = Operator("UNIDIRECTIONAL_SEQUENCE_LSTM", tuple(inputs), (len(tensors) - 1,), options)
-    return build(Model(tensors, [lstm], inputs=(0,), outputs=(len(tensors) - 1,)))
+    return Operator("UNIDIRECTIONAL_SEQUENCE_LSTM", tuple(inputs), (len(tensors) - 1,), options)
 
+
+def build_lstm_model(spec: LstmSpec, layers: int = 1) -> bytes:
+    """The model's flatbuffer: input -> ``layers`` stacked UNIDIRECTIONAL_SEQUENCE_LSTMs (each with its own
+    random weights and states) -> output."""
+    rng = np.random.default_rng(spec.seed)
+    tensors = [Tensor("input", spec.input_shape, "int8", Quantization((INPUT_SCALE,), (spec.input_zero_point,)))]
+    operators = [_lstm_layer(spec, rng, tensors, layer) for layer in range(layers)]
+    return build(Model(tensors, operators, inputs=(0,), outputs=(len(tensors) - 1,)))

@@ -71,6 +71,24 @@ def test_bundle_matches_tflm_over_invocations_and_after_a_reset(spec: LstmSpec, 
     assert "state0" in manifest and "state1" in manifest  # the hidden and the cell state
 
 
+def test_stacked_layers_each_keep_their_own_state(tmp_path: Path) -> None:
+    """Two LSTMs in a row (the second reads the first's sequence): four states, one kernel each layer."""
+    spec = LstmSpec(batch=2, time=3, units=4, seed=8)
+    path = tmp_path / f"{MODEL}.tflite"
+    path.write_bytes(build_lstm_model(spec, layers=2))
+    out = tmp_path / "lowpower"
+    bundle = tvm_ext.compile(path, target="lowpower", out=out)
+    assert bundle.selftest.passed and "bit-identical" in bundle.selftest.output, bundle.selftest.output
+    rng = np.random.default_rng(9)
+    inputs = [rng.integers(-128, 128, spec.input_shape, dtype=np.int8) for _ in range(INVOCATIONS)]
+    model = build_lstm_model(spec, layers=2)
+    expected = tflm_invocations(model, inputs) + tflm_invocations(model, inputs[:1])
+    runs = run_with_reset_last(out, MODEL, inputs + inputs[:1])
+    for run, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
+        np.testing.assert_array_equal(ours, theirs.reshape(-1), err_msg=f"run {run}")
+    assert "state3" in (out / "manifest.json").read_text()
+
+
 def test_the_state_carries_into_the_next_invocation() -> None:
     """The test's premise: with the same input twice, TFLM's second output differs from its first (the states
     after the first invocation are not the reset ones), so the comparisons above see the carried state."""
