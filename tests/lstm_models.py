@@ -4,13 +4,14 @@ The operator's 24 inputs in TFLite's order: the input, the four input weights (i
 gate), the four recurrent weights, three absent peepholes, the four gate biases, an absent projection
 (weights and bias), the hidden ("output") state and the cell state (variable tensors), four absent layer
 norm coefficients. int8 input, output and hidden state, int8 weights, int32 biases, int16 cell state.
-``filled`` names optional inputs to give a tensor anyway, ``absent`` required ones to leave out (-1), to build
-what TFLite Micro refuses.
+``filled`` names optional inputs to give a tensor anyway, ``absent`` required ones to leave out (-1), and
+``declared_time_major`` contradicts the tensors' layout, to build what TFLite Micro refuses.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 from tflite.ActivationFunctionType import ActivationFunctionType
@@ -37,6 +38,7 @@ class LstmSpec:
     input_zero_point: int = 3
     filled: tuple[int, ...] = ()  # optional inputs (indices) given a tensor, which TFLite Micro refuses
     absent: tuple[int, ...] = ()  # required inputs (indices) left out, which TFLite Micro refuses
+    declared_time_major: Optional[bool] = None  # the options' time_major when not the tensors' layout (refused)
     seed: int = 0
 
     @property
@@ -90,7 +92,8 @@ def _lstm_layer(spec: LstmSpec, rng: np.random.Generator, tensors: list[Tensor],
                           Quantization((HIDDEN_SCALE,), (spec.hidden_zero_point,))))
     inputs = [-1 if index in spec.absent else tensor for index, tensor in enumerate(inputs)]
     options = Options("UnidirectionalSequenceLSTMOptions", {
-        "FusedActivationFunction": spec.activation, "CellClip": spec.cell_clip, "TimeMajor": spec.time_major})
+        "FusedActivationFunction": spec.activation, "CellClip": spec.cell_clip,
+        "TimeMajor": spec.time_major if spec.declared_time_major is None else spec.declared_time_major})
     return Operator("UNIDIRECTIONAL_SEQUENCE_LSTM", tuple(inputs), (len(tensors) - 1,), options)
 
 
