@@ -282,7 +282,8 @@ def extract_plan(
             kernel = c_name_of[value.args[0].name_hint]
             parameters = signatures[kernel].parameters
             state_operand = _state_operand(mod[value.args[0]])
-            states = rewritten_operands(mod[value.args[0]]) | ({state_operand} - {None})
+            rewritten = rewritten_operands(mod[value.args[0]])  # in place, besides the output (int8/lstm.py)
+            states = rewritten if state_operand is None else rewritten | {state_operand}
             args = tuple(builder.state_for(a, layer) if k in states
                          else builder.tensor_for(a, layer, f"l{len(calls)}_{parameter.name}")
                          for k, (a, parameter) in enumerate(zip(value.args[1].fields, parameters)))
