@@ -39,9 +39,11 @@ class TensorRole(str, enum.Enum):
     CONSTANT = "constant"  # weights: `const` arrays in flash, never in the arena
     INTERMEDIATE = "intermediate"  # activations between kernels: in the arena
     SCRATCH = "scratch"  # a kernel's internal buffer: in the arena for that one call
-    # A variable tensor (TFLite SVDF's activation state): a static buffer of the bundle that keeps its value from
-    # one run to the next, starts at (and `<model>_reset()` restores) `ExecutionPlan.state_reset[name]` in every
-    # element; never in the arena. A kernel rewrites it through a view (`view_of`) that is its output.
+    # A variable tensor (TFLite SVDF's activation state, an LSTM's hidden and cell state): a static buffer of the
+    # bundle that keeps its value from one run to the next, starts at (and `<model>_reset()` restores)
+    # `ExecutionPlan.state_reset[name]` in every element; never in the arena. A kernel rewrites it through a view
+    # (`view_of`) that is its output (SVDF), or in place as one of its operands (LSTM: tvm_ext.layers'
+    # STATE_OPERANDS_ATTR).
     STATE = "state"
 
 

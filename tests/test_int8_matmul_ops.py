@@ -1,5 +1,5 @@
 """int8 TRANSPOSE_CONV and BATCH_MATMUL through the real pipeline (tvm_ext.compile, lowpower), bit-exact with
-TFLite Micro, and the one-line refusal of UNIDIRECTIONAL_SEQUENCE_LSTM.
+TFLite Micro (UNIDIRECTIONAL_SEQUENCE_LSTM, once refused here, is tests/test_int8_lstm.py's).
 
 One model per operator holds several independent instances (tests/tflite_builder.py), each with its own
 inputs and output. TRANSPOSE_CONV: SAME and VALID padding, strides 1, 2 and 3 (also unequal), an odd padding
@@ -20,7 +20,6 @@ tflite = pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from tflite.ActivationFunctionType import ActivationFunctionType as Act  # noqa: E402
 from tflite.Padding import Padding  # noqa: E402
-from tflite_micro import runtime  # noqa: E402
 
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
@@ -146,42 +145,6 @@ def batch_matmul_model(cases: tuple[BatchMatMulCase, ...]) -> Model:
 
 def test_batch_matmul_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(batch_matmul_model(BATCH_MATMUL_CASES), tmp_path)
-
-
-def lstm_model() -> Model:
-    """A Keras-style int8 UNIDIRECTIONAL_SEQUENCE_LSTM (no peephole, projection or layer norm): batch 1,
-    3 time steps, 3 inputs, 2 units; the absent optional operands are -1 as TFLite writes them."""
-    rng = np.random.default_rng(5)
-    weight_quant = Quantization((0.01,), (0,))
-    tensors = [Tensor("x", (1, 3, 3), "int8", Quantization((0.05,), (2,)))]
-    tensors += [Tensor(f"input_to_{gate}", (2, 3), "int8", weight_quant, rng.integers(-127, 128, (2, 3)).astype(np.int8))
-                for gate in ("input", "forget", "cell", "output")]
-    tensors += [Tensor(f"recurrent_to_{gate}", (2, 2), "int8", weight_quant,
-                       rng.integers(-127, 128, (2, 2)).astype(np.int8)) for gate in ("input", "forget", "cell", "output")]
-    tensors += [Tensor(f"{gate}_bias", (2,), "int32", Quantization((0.0005,), (0,)),
-                       rng.integers(-500, 500, 2).astype(np.int32)) for gate in ("input", "forget", "cell", "output")]
-    tensors += [Tensor("output_state", (1, 2), "int8", Quantization((0.02,), (-3,)), variable=True),
-                Tensor("cell_state", (1, 2), "int16", Quantization((2.0 ** -11,), (0,)), variable=True),
-                Tensor("y", (1, 3, 2), "int8", Quantization((0.02,), (-3,)))]
-    absent = -1
-    inputs = (0, 1, 2, 3, 4, 5, 6, 7, 8, absent, absent, absent, 9, 10, 11, 12, absent, absent, 13, 14,
-              absent, absent, absent, absent)
-    lstm = Operator("UNIDIRECTIONAL_SEQUENCE_LSTM", inputs, (15,),
-                    Options("UnidirectionalSequenceLSTMOptions", {"FusedActivationFunction": Act.TANH,
-                                                                  "TimeMajor": False}))
-    return Model(tensors, [lstm], (0,), (15,))
-
-
-def test_an_int8_lstm_is_refused_in_one_line_naming_it(tmp_path):
-    """UNIDIRECTIONAL_SEQUENCE_LSTM has no integer lowering yet: refused before anything is built (the model
-    itself is valid: TFLite Micro runs it)."""
-    path = tmp_path / "lstm.tflite"
-    path.write_bytes(build(lstm_model()))
-    runtime.Interpreter.from_file(str(path)).invoke()
-    with pytest.raises(CompileError) as refused:
-        compile(path, "lowpower", tmp_path / "out")
-    message = str(refused.value)
-    assert "\n" not in message and "UNIDIRECTIONAL_SEQUENCE_LSTM" in message and "unsupported" in message, message
 
 
 def test_a_transpose_conv_output_beyond_its_stride_is_refused_in_one_line(tmp_path):

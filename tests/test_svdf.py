@@ -4,18 +4,17 @@ over several invocations (the state carries from one to the next)."""
 from __future__ import annotations
 
 import functools
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 tvm = pytest.importorskip("tvm")
-from tflite_micro import runtime  # noqa: E402
 from tvm import te  # noqa: E402
 
 import fuzz_corpus  # noqa: E402
 import tvm_ext  # noqa: E402
+from stateful_bundle_driver import run_with_reset_last, tflm_invocations  # noqa: E402
 from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.svdf import (  # noqa: E402
@@ -72,14 +71,7 @@ def _ours(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 
 def _tflm(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    model = build_svdf_model(spec)  # TFLM reads these bytes, it does not copy them: they must outlive it
-    interpreter = runtime.Interpreter.from_bytes(model)
-    results = []
-    for x in inputs:
-        interpreter.set_input(x, 0)
-        interpreter.invoke()
-        results.append(np.array(interpreter.get_output(0)).copy())
-    return results
+    return tflm_invocations(build_svdf_model(spec), inputs)
 
 
 SPECS = [
@@ -106,30 +98,6 @@ def test_kernels_match_tflm_over_invocations(spec: SvdfSpec) -> None:
 
 
 # ------------------------------------------------------------------------------------- whole bundles
-DRIVER_C = """\
-#include <stdio.h>
-#include "{m}.h"
-static const int8_t inputs[{runs}][{size}] = {{{inputs}}};
-int main(void) {{
-  int8_t output[{M}_OUTPUT0_ELEMENTS];
-  int run;
-  unsigned i;
-  for (run = 0; run < {runs}; ++run) {{
-    if (run == {runs} - 1) {{
-      {m}_reset();
-    }}
-    if ({m}_run(inputs[run], output) != {M}_OK) {{
-      return 1;
-    }}
-    for (i = 0u; i < {M}_OUTPUT0_ELEMENTS; ++i) {{
-      printf("%d ", output[i]);
-    }}
-    printf("\\n");
-  }}
-  return 0;
-}}
-"""
-
 BUNDLE_SPECS = [SvdfSpec(rank=2, memory=5, seed=11), SvdfSpec(state_dtype="int8", rank=1, memory=3, seed=12)]
 
 
@@ -149,15 +117,7 @@ def test_bundle_keeps_state_across_runs_like_tflm(spec: SvdfSpec, tmp_path: Path
     inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS)]
     expected = _tflm(spec, inputs) + _tflm(spec, inputs[:1])
     out = tmp_path / "lowpower"
-    m = "svdf_layer"
-    rows = ", ".join("{" + ", ".join(str(v) for v in x.reshape(-1)) + "}" for x in inputs + inputs[:1])
-    (out / "driver.c").write_text(DRIVER_C.format(m=m, M=m.upper(), runs=INVOCATIONS + 1, size=inputs[0].size,
-                                                  inputs=rows))
-    sources = [str(out / f"{name}.c") for name in ("driver", f"{m}_model", f"{m}_kernels", f"{m}_weights")]
-    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror", "-o",
-                    str(out / "driver"), *sources], check=True)
-    printed = subprocess.run([str(out / "driver")], check=True, capture_output=True, text=True).stdout
-    runs = [np.array(line.split(), np.int8) for line in printed.splitlines()]
+    runs = run_with_reset_last(out, "svdf_layer", inputs + inputs[:1])
     for run, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
         np.testing.assert_array_equal(ours, theirs.reshape(-1), err_msg=f"run {run}")
     assert "state0" in (out / "manifest.json").read_text()

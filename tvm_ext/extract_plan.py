@@ -21,7 +21,8 @@ from memory_planner.plan import (
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel
 from tvm_ext.kernel_names import constant_roles, kernel_kind, kernel_window
-from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers, with_layers
+from tvm_ext.layers import (NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers,
+                            rewritten_operands, with_layers)
 from tvm_ext.macs import mac_count_of, with_mac_count
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
@@ -291,7 +292,9 @@ def extract_plan(
             kernel = c_name_of[value.args[0].name_hint]
             parameters = signatures[kernel].parameters
             state_operand = _state_operand(mod[value.args[0]])
-            args = tuple(builder.state_for(a, layer) if k == state_operand
+            rewritten = rewritten_operands(mod[value.args[0]])  # in place, besides the output (int8/lstm.py)
+            states = rewritten if state_operand is None else rewritten | {state_operand}
+            args = tuple(builder.state_for(a, layer) if k in states
                          else builder.tensor_for(a, layer, f"l{len(calls)}_{parameter.name}")
                          for k, (a, parameter) in enumerate(zip(value.args[1].fields, parameters)))
             # A kernel that rewrites the model's state writes its output over the state (see int8/svdf.py).

@@ -27,6 +27,7 @@ from .frontend_pack import convert_pack
 from .frontend_constants import dequantize_int64, with_array_dtypes
 from .frontend_arg_max import convert_arg_max
 from .frontend_l2_normalization import convert_l2_normalization
+from .frontend_lstm import convert_unidirectional_sequence_lstm
 from .frontend_prelu import convert_prelu
 from .frontend_quantize import convert_quantize
 from .frontend_resize_nearest import convert_resize_nearest_neighbor
@@ -251,7 +252,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             # QUANTIZE to int32 (relax.quantize has no int32 output); TRANSPOSE_CONV's converter drops its
             # activation; BATCH_MATMUL's is float only; EXPAND_DIMS and PACK (TVM's converters fail on any model);
             # ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's applies to the raw int8 values);
-            # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers).
+            # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers);
+            # UNIDIRECTIONAL_SEQUENCE_LSTM (TVM's is float only and makes the state a constant).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
                    "PACK": lambda op: convert_pack(self, op),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
@@ -265,7 +267,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                    "PRELU": functools.partial(convert_prelu, self, tvm_convert=self.convert_map["PRELU"]),
                    "RESIZE_NEAREST_NEIGHBOR": functools.partial(
                        convert_resize_nearest_neighbor, self,
-                       tvm_convert=self.convert_map["RESIZE_NEAREST_NEIGHBOR"])}
+                       tvm_convert=self.convert_map["RESIZE_NEAREST_NEIGHBOR"]),
+                   "UNIDIRECTIONAL_SEQUENCE_LSTM": functools.partial(convert_unidirectional_sequence_lstm, self)}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
             # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).

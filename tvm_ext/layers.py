@@ -34,6 +34,18 @@ OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"  # per input operand, the TE kernel
 SCRATCH_ATTR = "tvm_ext.scratch_bytes"  # [dtype, bytes] of each internal buffer made a parameter (codegen)
 STATE_OPERAND_ATTR = "tvm_ext.state_operand"  # the operand a kernel rewrites as the model's state (int8 SVDF)
 MACS_ATTR = "tvm_ext.macs"  # multiply-accumulates of one call, counted before scheduling (tvm_ext.macs)
+# The operands a kernel rewrites in place as the model's state besides computing its own output (int8 LSTM;
+# read with `rewritten_operands`):
+STATE_OPERANDS_ATTR = "tvm_ext.state_operands"
+
+
+def rewritten_operands(kernel: tvm.ir.BaseFunc) -> frozenset[int]:
+    """The indices of the operands the PrimFunc ``kernel`` rewrites in place besides its output (its
+    STATE_OPERANDS_ATTR): the plan makes them state, the C signature leaves them without `const`."""
+    attrs = kernel.attrs
+    if attrs is None or STATE_OPERANDS_ATTR not in attrs:
+        return frozenset()
+    return frozenset(int(k) for k in attrs[STATE_OPERANDS_ATTR])
 
 
 @dataclass(frozen=True)

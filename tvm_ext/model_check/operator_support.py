@@ -63,6 +63,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "TANH",
         "TRANSPOSE",
         "TRANSPOSE_CONV",
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
     }
 )
 
@@ -76,9 +77,9 @@ TFLITE_16X8_OPS: frozenset[str] = frozenset(
     }
 )
 
-# Operators with state whose stateful conversion is ours and integer only (tvm_ext/frontend_svdf.py): TVM 0.27's
-# float converter would make the state a constant, and a bundle that forgets it between runs.
-TFLITE_STATEFUL_INT8_ONLY: frozenset[str] = frozenset({"SVDF"})
+# Operators with state whose stateful conversion is ours and integer only (tvm_ext/frontend_svdf.py, frontend_lstm.py):
+# TVM 0.27's float converters would make the state a constant, and a bundle that forgets it between runs.
+TFLITE_STATEFUL_INT8_ONLY: frozenset[str] = frozenset({"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"})
 
 _CONTROL_FLOW = "control flow (needs several subgraphs)"
 _STATE = "keeps state between inferences"

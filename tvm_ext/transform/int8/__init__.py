@@ -27,10 +27,12 @@ from . import arg_max
 from . import resize
 from . import prelu
 from . import l2_normalization
+from . import lstm
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
     svdf.LOWERING,  # before the MAC lowerings, which would also claim SVDF's quantizes (and not match)
+    lstm.LOWERING,
     concatenation.LOWERING,  # before the lowerings of any float operator, so its own Mismatch is the one named
     conv.LOWERING,
     transpose_conv.LOWERING,

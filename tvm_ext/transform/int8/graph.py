@@ -82,6 +82,24 @@ class Graph:
             return None
         return Quant(np.float32(scales[0]), int(zero_points[0]))
 
+    def dequantized(self, expr: relax.Expr) -> tuple[Optional[relax.Expr], Optional[Quant]]:
+        """The source and per-tensor quantization of the dequantize ``expr`` is (or is bound to); (None, None)
+        when it is no dequantize."""
+        value = self.value_of(expr)
+        if not is_call_to(value, "relax.dequantize"):
+            return None, None
+        return value.args[0], self.quant(value.args[1], value.args[2])
+
+    def quantized_packed_call(self, value: relax.Expr, symbol: str) -> Optional[relax.Call]:
+        """The ``call_dps_packed`` of ``symbol`` (one of our frontend's opaque float steps) that the quantize
+        ``value`` quantizes, else None."""
+        if not is_call_to(value, "relax.quantize"):
+            return None
+        step = self.value_of(value.args[0])
+        if is_call_to(step, "relax.call_dps_packed") and getattr(step.args[0], "global_symbol", None) == symbol:
+            return step
+        return None
+
     def single_user(self, var: relax.Var, op_name: str) -> Optional[relax.Binding]:
         """The binding that is var's only use, if it is a call to ``op_name``."""
         if self.uses[var] != 1:

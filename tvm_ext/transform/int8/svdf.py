@@ -15,40 +15,24 @@ from typing import Optional, Union
 
 import numpy as np
 from tvm import relax
-from tvm.relax.dpl import is_op, wildcard
 
 from ...frontend_svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
 from ...kernels.svdf import svdf_feature_multiplier, svdf_output, svdf_state_update, svdf_time_multiplier
-from .graph import Quant, is_call_to
+from .graph import Quant
 from tvm_ext.layers import STATE_OPERAND_ATTR
 
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 
 _OPAQUE = 8  # TVM's OpPatternKind kOpaque: FuseOps leaves the kernel alone
 
-_QUANTIZE = is_op("relax.quantize")(wildcard(), wildcard(), wildcard())
-
 
 def _step(value: relax.Expr, ctx: LoweringContext, symbol: str) -> Optional[relax.Call]:
     """The frontend's SVDF step ``symbol`` that ``value`` quantizes, else None."""
-    if not _QUANTIZE.match(value):
-        return None
-    step = ctx.graph.value_of(value.args[0])
-    if is_call_to(step, "relax.call_dps_packed") and getattr(step.args[0], "global_symbol", None) == symbol:
-        return step
-    return None
-
-
-def _dequantized(expr: relax.Expr, ctx: LoweringContext) -> tuple[Optional[relax.Expr], Optional[Quant]]:
-    """The source and per-tensor quantization of the dequantize producing ``expr``."""
-    value = ctx.graph.value_of(expr)
-    if not is_call_to(value, "relax.dequantize"):
-        return None, None
-    return value.args[0], ctx.graph.quant(value.args[1], value.args[2])
+    return ctx.graph.quantized_packed_call(value, symbol)
 
 
 def _constant(expr: relax.Expr, ctx: LoweringContext) -> tuple[Optional[np.ndarray], Optional[Quant]]:
-    source, quant = _dequantized(expr, ctx)
+    source, quant = ctx.graph.dequantized(expr)
     return (None, None) if source is None else (ctx.graph.constant(source), quant)
 
 
@@ -66,7 +50,7 @@ class _Operands:
 
 def _operands(step: relax.Call, ctx: LoweringContext) -> Optional[_Operands]:
     activation, first, second = step.args[1].fields
-    source, activation_quant = _dequantized(activation, ctx)
+    source, activation_quant = ctx.graph.dequantized(activation)
     first, first_quant = _constant(first, ctx)
     second, second_quant = _constant(second, ctx)
     if source not in ctx.lowered or activation_quant is None or first is None or first_quant is None \

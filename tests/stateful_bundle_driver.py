@@ -1,0 +1,64 @@
+"""Stateful models (SVDF, LSTM) invoked several times: by TFLite Micro, and as a compiled bundle run in one
+process as an application runs it (the state carries from one run to the next, the last run follows
+`<model>_reset()`).
+
+One int8 input and one int8 output. The driver is built from the bundle's own sources with the project's
+warning flags and run on the host.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+DRIVER_C = """\
+#include <stdio.h>
+#include "{m}.h"
+static const int8_t inputs[{runs}][{size}] = {{{inputs}}};
+int main(void) {{
+  int8_t output[{M}_OUTPUT0_ELEMENTS];
+  int run;
+  unsigned i;
+  for (run = 0; run < {runs}; ++run) {{
+    if (run == {runs} - 1) {{
+      {m}_reset();
+    }}
+    if ({m}_run(inputs[run], output) != {M}_OK) {{
+      return 1;
+    }}
+    for (i = 0u; i < {M}_OUTPUT0_ELEMENTS; ++i) {{
+      printf("%d ", output[i]);
+    }}
+    printf("\\n");
+  }}
+  return 0;
+}}
+"""
+
+
+def run_with_reset_last(out: Path, model: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The bundle in ``out`` (model name ``model``) run on each of ``inputs`` in turn, `<model>_reset()` called
+    before the last run; each run's output, flat."""
+    rows = ", ".join("{" + ", ".join(str(v) for v in x.reshape(-1)) + "}" for x in inputs)
+    (out / "driver.c").write_text(DRIVER_C.format(m=model, M=model.upper(), runs=len(inputs), size=inputs[0].size,
+                                                  inputs=rows))
+    sources = [str(out / f"{name}.c") for name in ("driver", f"{model}_model", f"{model}_kernels", f"{model}_weights")]
+    subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror", "-o",
+                    str(out / "driver"), *sources], check=True)
+    printed = subprocess.run([str(out / "driver")], check=True, capture_output=True, text=True).stdout
+    return [np.array(line.split(), np.int8) for line in printed.splitlines()]
+
+
+def tflm_invocations(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """TFLite Micro's outputs for ``inputs``, one invocation of ``model`` each (the state carries)."""
+    from tflite_micro import runtime
+
+    interpreter = runtime.Interpreter.from_bytes(model)  # TFLM reads ``model``, it does not copy it
+    results = []
+    for x in inputs:
+        interpreter.set_input(x, 0)
+        interpreter.invoke()
+        results.append(np.array(interpreter.get_output(0)).copy())
+    return results

@@ -1,0 +1,306 @@
+"""TE definition of TFLite Micro's integer UNIDIRECTIONAL_SEQUENCE_LSTM (int8 activations and weights, int16 cell
+state, int32 biases; no CIFG, peephole, projection or layer norm: TFLM refuses those), as lstm_eval computes it.
+
+Per batch row and time step (rows are independent, so TFLM's time-major order over whole batches gives the
+same numbers), each gate g of (input, forget, cell, output):
+
+    in  = clamp16(MBQM(sum_k (Wg[u, k] - wzp) * (x[k] - input_zp) + bias_g[u], M_in_g))
+    rec = clamp16(MBQM(sum_k (Rg[u, k] - rzp) * (h[k] - hidden_zp), M_rec_g))
+    gate_g[u] = sigmoid16(clamp16(in + rec))      (tanh16 for the cell gate: TFLM takes no other)
+
+the gate inputs in Q3.12 and the gates in Q0.15 (scales 2^-12 and 2^-15, fixed by TFLM); then
+
+    c = clamp16(MBQM(forget * c, M_fc)) +sat clamp16(MBQM(input * cell, M_ic)), clipped to +-cell_clip if set
+    h = clamp8(MBQM(tanh16(c) * output, M_h) + hidden_zp),  output[t, b] = h
+
+sigmoid16 / tanh16 are TFLite's int16 LOGISTIC / TANH (reference_integer_ops), which interpolate TFLite's
+256-entry table of sigmoid(i / 24) in 0.16 fixed point (``SIGMOID_TABLE``, a constant operand of the kernel).
+The kernel rewrites its hidden and cell state operands in place: they are the bundle's state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from tvm import te, tirx
+from tvm.ir.expr import Expr as PrimExpr
+
+from .fixed_point import Rounding, multiply_by_quantized_multiplier
+from .quant_params import fully_connected_multiplier, quantize_multiplier
+
+GATES = ("input", "forget", "cell", "output")  # TFLite's order of the weights and biases
+GATE_INPUT_SCALE = np.float32(2.0**-12)  # Q3.12: the fully connected outputs, the nonlinearities' input
+GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: the gates
+INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
+
+# TFLite's sigmoid_table_uint16: sigmoid(i / 24) in 0.16 fixed point, as TFLite rounded it (the numbers are the
+# arithmetic's definition: they differ by one from a plain rounding at 44 entries).
+SIGMOID_TABLE = np.array([
+    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064, 42688,
+    43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409,
+    51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
+    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370, 60565, 60753, 60935, 61110,
+    61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186,
+    63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
+    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786, 64816, 64845, 64873, 64900,
+    64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079, 65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208,
+    65221, 65234, 65246, 65258, 65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
+    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433, 65438, 65442, 65445, 65449,
+    65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491,
+    65493, 65495, 65497, 65498, 65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
+    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524,
+    65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530,
+    65530, 65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
+    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65535,
+], np.uint16)
+
+
+@dataclass(frozen=True)
+class Requantization:
+    """A TFLite (multiplier, shift) pair: real = multiplier * 2^(shift - 31)."""
+
+    multiplier: int
+    shift: int
+
+
+@dataclass(frozen=True)
+class GateParams:
+    """One gate's two fully connected products into Q3.12, and its weights' zero points."""
+
+    input_fc: Requantization
+    recurrent_fc: Requantization
+    input_weights_zero_point: int
+    recurrent_weights_zero_point: int
+
+
+@dataclass(frozen=True)
+class TanhScaling:
+    """TFLite's int16 TANH input scaling: x * multiplier, then a rounding arithmetic right shift."""
+
+    multiplier: int
+    right_shift: int
+
+
+GATE_INPUT_TANH = TanhScaling(3, 0)  # tanh of a Q3.12 gate input (TFLM's cell_state_scale_power -12)
+
+
+@dataclass(frozen=True)
+class LstmParams:
+    """Everything the integer LSTM computes with besides its tensors (``lstm_params`` derives it as TFLM does)."""
+
+    gates: tuple[GateParams, ...]  # in GATES order
+    input_zero_point: int
+    hidden_zero_point: int
+    forget_times_cell: Requantization  # Q0.15 x cell -> cell
+    input_times_cell_gate: Requantization  # Q0.15 x Q0.15 -> cell
+    tanh_cell_times_output: Requantization  # Q0.15 x Q0.15 -> hidden state
+    cell_tanh: TanhScaling  # the cell state (its scale a power of two) into tanh's Q3.12
+    quantized_cell_clip: int  # 0: no clipping
+    time_major: bool
+    rounding: Rounding
+
+
+def _inter_gate_mul(scale1: float, scale2: float, output_scale: float, rounding: Rounding) -> Requantization:
+    """TFLM's CreateInterGateMulParams: the scales' product and quotient in double."""
+    return Requantization(*quantize_multiplier(float(scale1) * float(scale2) / float(output_scale), rounding))
+
+
+def cell_scale_power(cell_scale: float) -> int:
+    """TFLite's CheckedLog2 of the cell state's scale: log2 in float32, rounded half away from zero."""
+    log2 = np.float32(np.log(np.float32(cell_scale))) * (np.float32(1.0) / np.float32(np.log(np.float32(2.0))))
+    return int(np.sign(log2) * np.floor(np.abs(log2) + np.float32(0.5)))
+
+
+def cell_tanh_scaling(cell_scale: float) -> TanhScaling:
+    """TFLM's lstm_internal::Tanh input scaling for a cell state of scale 2^p: Q(15 + p - 3) into Q3.12."""
+    left_shift = 15 + cell_scale_power(cell_scale) - 3
+    return TanhScaling(3 << left_shift, 0) if left_shift >= 0 else TanhScaling(3, -left_shift)
+
+
+def quantized_cell_clip(cell_clip: float, cell_scale: float) -> int:
+    """TFLM's quantized_cell_clip: clip / scale in double, bounded to int16, truncated toward zero."""
+    if not cell_clip > 0:
+        return 0
+    return int(min(max(float(np.float32(cell_clip)) / float(np.float32(cell_scale)), -32768.0), 32767.0))
+
+
+@dataclass(frozen=True)
+class LstmQuantization:
+    """The operator's scales and zero points as the model gives them (float32 scales)."""
+
+    input_scale: float
+    input_zero_point: int
+    input_weight_scales: tuple[float, ...]  # per gate, GATES order
+    input_weight_zero_points: tuple[int, ...]
+    recurrent_weight_scales: tuple[float, ...]
+    recurrent_weight_zero_points: tuple[int, ...]
+    hidden_scale: float
+    hidden_zero_point: int
+    cell_scale: float
+
+
+def lstm_params(quant: LstmQuantization, *, cell_clip: float, time_major: bool, rounding: Rounding) -> LstmParams:
+    """TFLM's PrepareGateParametersInteger and CreateLstmCellStateInfo for ``quant``."""
+    gates = tuple(
+        GateParams(
+            Requantization(*fully_connected_multiplier(np.float32(quant.input_scale), np.float32(in_scale),
+                                                       GATE_INPUT_SCALE, rounding)),
+            Requantization(*fully_connected_multiplier(np.float32(quant.hidden_scale), np.float32(rec_scale),
+                                                       GATE_INPUT_SCALE, rounding)),
+            in_zero_point, rec_zero_point)
+        for in_scale, rec_scale, in_zero_point, rec_zero_point in zip(
+            quant.input_weight_scales, quant.recurrent_weight_scales, quant.input_weight_zero_points,
+            quant.recurrent_weight_zero_points, strict=True)
+    )
+    cell = float(np.float32(quant.cell_scale))
+    return LstmParams(
+        gates=gates,
+        input_zero_point=quant.input_zero_point,
+        hidden_zero_point=quant.hidden_zero_point,
+        forget_times_cell=_inter_gate_mul(GATE_OUTPUT_SCALE, cell, cell, rounding),
+        input_times_cell_gate=_inter_gate_mul(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE, cell, rounding),
+        tanh_cell_times_output=_inter_gate_mul(GATE_OUTPUT_SCALE, GATE_OUTPUT_SCALE,
+                                               float(np.float32(quant.hidden_scale)), rounding),
+        cell_tanh=cell_tanh_scaling(cell),
+        quantized_cell_clip=quantized_cell_clip(cell_clip, cell),
+        time_major=time_major,
+        rounding=rounding,
+    )
+
+
+def _clamp16(x: PrimExpr) -> PrimExpr:
+    return tirx.max(tirx.min(x, INT16_MAX), INT16_MIN)
+
+
+class _Temps:
+    """Named int32 intermediates, each stored into a small local array and read back (see softmax.Lets: the
+    C is a sequence of assignments, and TVM's analyses never substitute one value into the next)."""
+
+    SLOTS = 4
+
+    def __init__(self) -> None:
+        self.buffer = tirx.decl_buffer((self.SLOTS,), "int32", name="lstm_temps")
+
+    def __getitem__(self, slot: int) -> PrimExpr:
+        return self.buffer[slot]
+
+    def store(self, slot: int, value: PrimExpr) -> tirx.Stmt:
+        return tirx.BufferStore(self.buffer, value, [slot])
+
+
+def _interpolated(temps: _Temps, table: tirx.Buffer, value: PrimExpr, fraction_bits: int,
+                  saturated: int) -> list[tirx.Stmt]:
+    """temps[1] = |value| looked up in ``table`` with linear interpolation over ``fraction_bits`` low bits
+    (``saturated`` from index 255 on), as TFLite's int16 LOGISTIC and TANH do; temps[0] keeps ``value``."""
+    index = tirx.min(temps[1] >> fraction_bits, 254)
+    low = table[index].astype("int32")
+    high = table[index + 1].astype("int32")
+    fraction = temps[1] & ((1 << fraction_bits) - 1)
+    return [
+        temps.store(0, value),
+        temps.store(1, tirx.abs(temps[0])),
+        temps.store(1, tirx.Select(temps[1] >> fraction_bits >= 255, tirx.const(saturated, "int32"),
+                                   (low << fraction_bits) + fraction * (high - low))),
+    ]
+
+
+def _sigmoid16(temps: _Temps, table: tirx.Buffer, x: PrimExpr) -> tuple[list[tirx.Stmt], PrimExpr]:
+    """TFLite's int16 LOGISTIC of a Q3.12 ``x`` (input multiplier 3, no shift) -> Q0.15."""
+    stmts = _interpolated(temps, table, x * 3, 9, 0x7FFF << 10)
+    positive = temps[1] + (1 << 9)
+    negative = (1 << 25) - temps[1] + (1 << 9) - 1
+    return stmts, tirx.Select(temps[0] >= 0, positive, negative) >> 10
+
+
+def _tanh16(temps: _Temps, table: tirx.Buffer, x: PrimExpr,
+            scaling: TanhScaling) -> tuple[list[tirx.Stmt], PrimExpr]:
+    """TFLite's int16 TANH of ``x`` scaled by ``scaling`` into Q3.12 -> Q0.15."""
+    scaled = x * scaling.multiplier
+    if scaling.right_shift:
+        scaled = (scaled + (1 << (scaling.right_shift - 1))) >> scaling.right_shift
+    stmts = _interpolated(temps, table, scaled, 8, 0xFFFF << 8)
+    positive = temps[1] - (1 << 23) + (1 << 7)
+    negative = (1 << 23) - temps[1] + (1 << 7) - 1
+    return stmts, tirx.Select(temps[0] >= 0, positive, negative) >> 8
+
+
+def _mbqm(x: PrimExpr, requantization: Requantization, rounding: Rounding) -> PrimExpr:
+    return multiply_by_quantized_multiplier(x, requantization.multiplier, requantization.shift, rounding)
+
+
+def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights: te.Tensor,
+              recurrent_weights: te.Tensor, bias: te.Tensor, table: te.Tensor, *, params: LstmParams) -> te.Tensor:
+    """data int8 (T, B, I) time-major or (B, T, I), hidden int8 (B, U), cell int16 (B, U), input_weights int8
+    (4, U, I), recurrent_weights int8 (4, U, U), bias int32 (4, U), table uint16 (256,) -> int8 output shaped
+    like ``data`` with U for I. Rewrites ``hidden`` and ``cell`` in place (the state after the last step)."""
+    first, second = int(data.shape[0]), int(data.shape[1])
+    steps, batch = (first, second) if params.time_major else (second, first)
+    depth = int(data.shape[2])
+    units = int(hidden.shape[1])
+    rounding = params.rounding
+
+    def build(ins, outs):
+        x, h, c, w_in, w_rec, b_gate, lut = ins
+        out = outs[0]
+        gates = tirx.decl_buffer((4, units), "int16", name="lstm_gates")
+        temps = _Temps()
+        b, t = tirx.Var("b", "int32"), tirx.Var("t", "int32")
+        row = (t, b) if params.time_major else (b, t)
+
+        def accumulate(count: int, term, start: PrimExpr) -> list[tirx.Stmt]:
+            """temps[0] = start + the sum of term(k) over k < count (a loop variable of its own per loop)."""
+            k = tirx.Var("k", "int32")
+            return [temps.store(0, start),
+                    tirx.For(k, 0, count, tirx.ForKind.SERIAL, temps.store(0, temps[0] + term(k)))]
+
+        def gate(index: int, gate_params: GateParams) -> tirx.Stmt:
+            u = tirx.Var("u", "int32")  # each loop its own variable: TIR defines a variable once
+            in_zp, rec_zp = gate_params.input_weights_zero_point, gate_params.recurrent_weights_zero_point
+            body = accumulate(depth, lambda k: (w_in[index, u, k].astype("int32") - in_zp)
+                              * (x[(*row, k)].astype("int32") - params.input_zero_point), b_gate[index, u])
+            body.append(temps.store(2, _clamp16(_mbqm(temps[0], gate_params.input_fc, rounding))))
+            body += accumulate(units, lambda k: (w_rec[index, u, k].astype("int32") - rec_zp)
+                               * (h[b, k].astype("int32") - params.hidden_zero_point), tirx.const(0, "int32"))
+            body.append(temps.store(3, _clamp16(temps[2] + _clamp16(_mbqm(temps[0], gate_params.recurrent_fc,
+                                                                          rounding)))))
+            if GATES[index] == "cell":
+                stmts, value = _tanh16(temps, lut, temps[3], GATE_INPUT_TANH)
+            else:
+                stmts, value = _sigmoid16(temps, lut, temps[3])
+            body += stmts + [tirx.BufferStore(gates, tirx.Cast("int16", value), [index, u])]
+            return tirx.For(u, 0, units, tirx.ForKind.SERIAL, tirx.SeqStmt(body))
+
+        u = tirx.Var("u", "int32")
+
+        def gate_value(name: str) -> PrimExpr:
+            return gates[GATES.index(name), u].astype("int32")
+
+        clip = params.quantized_cell_clip
+        cell_sum = _clamp16(temps[0] + temps[1])
+        if clip:
+            cell_sum = tirx.max(tirx.min(cell_sum, clip), -clip)
+        tanh_stmts, tanh_cell = _tanh16(temps, lut, temps[2], params.cell_tanh)
+        hidden_value = tirx.max(tirx.min(
+            _mbqm(temps[3] * gate_value("output"), params.tanh_cell_times_output, rounding)
+            + params.hidden_zero_point, 127), -128)
+        update = tirx.For(u, 0, units, tirx.ForKind.SERIAL, tirx.SeqStmt([
+            temps.store(0, _clamp16(_mbqm(gate_value("forget") * c[b, u].astype("int32"),
+                                          params.forget_times_cell, rounding))),
+            temps.store(1, _clamp16(_mbqm(gate_value("input") * gate_value("cell"),
+                                          params.input_times_cell_gate, rounding))),
+            temps.store(2, cell_sum),
+            tirx.BufferStore(c, tirx.Cast("int16", temps[2]), [b, u]),
+            *tanh_stmts,
+            temps.store(3, tanh_cell),
+            temps.store(3, hidden_value),
+            tirx.BufferStore(h, tirx.Cast("int8", temps[3]), [b, u]),
+            tirx.BufferStore(out, tirx.Cast("int8", temps[3]), [*row, u]),
+        ]))
+        step = tirx.SeqStmt([gate(index, gate_params) for index, gate_params in enumerate(params.gates)] + [update])
+        loops = tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.For(t, 0, steps, tirx.ForKind.SERIAL, step))
+        return tirx.SeqStmt([tirx.AllocBuffer(gates), tirx.AllocBuffer(temps.buffer), loops])
+
+    out_shape = (*data.shape[:2], units)
+    return te.extern(out_shape, [data, hidden, cell, input_weights, recurrent_weights, bias, table], build,
+                     name="lstm", dtype="int8")

@@ -1,0 +1,75 @@
+"""UNIDIRECTIONAL_SEQUENCE_LSTM: the QDQ step of ``tvm_ext.frontend_lstm`` -> TFLM's integer LSTM as one kernel.
+
+``output = q(lstm(dq(x), dq(H0), dq(C0), dq(W_input[4]), dq(W_recurrent[4]), bias[4]))`` -> ``lstm_int8`` on the
+int8 input, the hidden and cell states, the four gates' weights and biases stacked (gate-major, TFLite's gate
+order) and TFLite's sigmoid table. Its PrimFunc is marked with ``STATE_OPERANDS_ATTR`` (the hidden and cell
+state operands: the plan makes them the bundle's static state, ``H0`` and ``C0`` their reset values; the kernel
+rewrites them in place) and opaque, so that fusion never turns a state into a kernel-local buffer. The scales
+are TFLM's (``tvm_ext.kernels.lstm.lstm_params``).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import numpy as np
+from tvm import relax
+
+from ...frontend_lstm import CELL_CLIP_ATTR, LSTM, TIME_MAJOR_ATTR
+from ...kernels.lstm import SIGMOID_TABLE, LstmQuantization, lstm_int8, lstm_params
+from .graph import Quant
+from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from tvm_ext.layers import STATE_OPERANDS_ATTR
+
+_OPAQUE = 8  # TVM's OpPatternKind kOpaque: FuseOps leaves the kernel alone
+_HIDDEN, _CELL = 1, 2  # the kernel's state operands
+_NOT_PER_TENSOR = Mismatch("UNIDIRECTIONAL_SEQUENCE_LSTM with operands that are not per-tensor quantized")
+
+
+def _dequantized_constants(fields, ctx: LoweringContext) -> Optional[list[tuple[np.ndarray, Quant]]]:
+    """Each dequantized constant of ``fields`` as (value, quantization), None unless all are."""
+    constants = []
+    for field in fields:
+        source, quant = ctx.graph.dequantized(field)
+        value = None if source is None else ctx.graph.constant(source)
+        if value is None or quant is None:
+            return None
+        constants.append((value, quant))
+    return constants
+
+
+def _match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    step = ctx.graph.quantized_packed_call(quantize, LSTM)
+    fields = step.args[1].fields
+    source, input_quant = ctx.graph.dequantized(fields[0])
+    constants = _dequantized_constants(fields[1:11], ctx)
+    biases = [ctx.graph.constant(field) for field in fields[11:15]]
+    if source not in ctx.lowered or input_quant is None or constants is None or any(b is None for b in biases):
+        return _NOT_PER_TENSOR
+    (hidden, hidden_quant), (cell, cell_quant) = constants[:2]
+    input_weights, recurrent_weights = constants[2:6], constants[6:10]
+    quant = LstmQuantization(
+        input_scale=float(input_quant.scale), input_zero_point=input_quant.zero_point,
+        input_weight_scales=tuple(float(q.scale) for _, q in input_weights),
+        input_weight_zero_points=tuple(q.zero_point for _, q in input_weights),
+        recurrent_weight_scales=tuple(float(q.scale) for _, q in recurrent_weights),
+        recurrent_weight_zero_points=tuple(q.zero_point for _, q in recurrent_weights),
+        hidden_scale=float(hidden_quant.scale), hidden_zero_point=hidden_quant.zero_point,
+        cell_scale=float(cell_quant.scale),
+    )
+    callee = step.args[0]
+    params = lstm_params(quant, cell_clip=float(callee.attrs[CELL_CLIP_ATTR]),
+                         time_major=bool(callee.attrs[TIME_MAJOR_ATTR]), rounding=ctx.rounding)
+    operands = (ctx.lowered[source], relax.const(hidden), relax.const(cell),
+                relax.const(np.stack([w for w, _ in input_weights])),
+                relax.const(np.stack([w for w, _ in recurrent_weights])),
+                relax.const(np.stack(biases).astype(np.int32)), relax.const(SIGMOID_TABLE))
+    return FixedCall(KernelCall("UNIDIRECTIONAL_SEQUENCE_LSTM", step, lstm_int8, operands, {"params": params},
+                                {STATE_OPERANDS_ATTR: (_HIDDEN, _CELL), "op_pattern": _OPAQUE}))
+
+
+def _completes(value: relax.Expr, ctx: LoweringContext) -> bool:
+    return ctx.graph.quantized_packed_call(value, LSTM) is not None
+
+
+LOWERING = Lowering(frozenset({"UNIDIRECTIONAL_SEQUENCE_LSTM"}), _completes, _match)
