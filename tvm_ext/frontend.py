@@ -32,6 +32,7 @@ from .frontend_quantize import convert_quantize
 from .frontend_resize_nearest import convert_resize_nearest_neighbor
 from .frontend_svdf import convert_svdf
 from .frontend_transpose_conv import convert_transpose_conv
+from .frontend_unpack import convert_unpack
 from .model_check.tflite_layers import tflite_layer_name
 
 
@@ -200,16 +201,19 @@ class _OperatorResults:
         self.result_vars: dict[relax.Var, int] = {}  # an operator's result var -> its record's position
 
     def bind(self, bb: relax.BlockBuilder, value: relax.Expr, record: LayerRecord) -> relax.Expr:
-        """Bind an operator's result (a call: one tensor, or the tuple of SPLIT's pieces) to a var of its own and
-        record it; leave tuples of expressions alone."""
-        if isinstance(value, relax.Call):
-            value = bb.normalize(value)
-            if isinstance(value.ty, (relax.TensorType, relax.TupleType)):
-                var = bb.emit(value, name_hint=f"{_LAYER_VAR_PREFIX}{len(self.records)}")
-                self.result_vars[var] = len(self.records)
-                self.records.append(record)
-                return var
-        return value
+        """Bind an operator's result (a call: one tensor, or the tuple of SPLIT's pieces; or a tuple of calls,
+        UNPACK's outputs) to vars of its own, each call to one, and record it; leave other values alone."""
+        calls = list(value.fields) if isinstance(value, relax.Tuple) else [value]
+        if not calls or not all(isinstance(call, relax.Call) for call in calls):
+            return value
+        normalized = [bb.normalize(call) for call in calls]
+        if not all(isinstance(call.ty, (relax.TensorType, relax.TupleType)) for call in normalized):
+            return value
+        position = len(self.records)
+        self.records.append(record)
+        bound = [bb.emit(call, name_hint=f"{_LAYER_VAR_PREFIX}{position}") for call in normalized]
+        self.result_vars.update(dict.fromkeys(bound, position))
+        return relax.Tuple(bound) if isinstance(value, relax.Tuple) else bound[0]
 
     def attach(self, mod: tvm.IRModule) -> tvm.IRModule:
         """`mod` with main's bindings attributed to the records: an operator's result var is that operator;
@@ -249,11 +253,12 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
             # QUANTIZE to int32 (relax.quantize has no int32 output); TRANSPOSE_CONV's converter drops its
-            # activation; BATCH_MATMUL's is float only; EXPAND_DIMS and PACK (TVM's converters fail on any model);
+            # activation; BATCH_MATMUL's is float only; EXPAND_DIMS, PACK and UNPACK (TVM's converters
+            # fail on any model, UNPACK on any of several outputs);
             # ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's applies to the raw int8 values);
             # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
-                   "PACK": lambda op: convert_pack(self, op),
+                   "PACK": lambda op: convert_pack(self, op), "UNPACK": lambda op: convert_unpack(self, op),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
                    "BATCH_MATMUL": functools.partial(convert_batch_matmul, self,
                                                      tvm_convert=self.convert_map["BATCH_MATMUL"]),

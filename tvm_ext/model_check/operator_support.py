@@ -63,6 +63,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "TANH",
         "TRANSPOSE",
         "TRANSPOSE_CONV",
+        "UNPACK",
     }
 )
 
