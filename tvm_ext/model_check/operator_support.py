@@ -74,6 +74,7 @@ TFLITE_16X8_OPS: frozenset[str] = frozenset(
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
         "FULLY_CONNECTED",
+        "SOFTMAX",
     }
 )
 

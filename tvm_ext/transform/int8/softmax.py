@@ -1,4 +1,5 @@
-"""SOFTMAX: ``q(softmax(dq(x)))`` over the last axis -> TFLite's integer softmax kernel."""
+"""SOFTMAX: ``q(softmax(dq(x)))`` over the last axis -> TFLite's integer softmax kernel (an int16 input: the
+16x8 kernel of ``softmax_int16``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ...kernels import softmax_int8
 from ...kernels.quant_params import softmax_params
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedActivation, QuantizedResult, ends_float_operator, extract, float_operator_mismatch
+from .softmax_int16 import match_int16
 
 # TFLite requires an int8 softmax output quantized with scale 1/256 and zero point -128, so that the
 # output's 256 levels cover [0, 1) (SoftmaxPrepare in tensorflow/lite/kernels/activations.cc and TFLite
@@ -39,6 +41,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     if data is None or out is None:
         return float_operator_mismatch(quantize, ctx)
     last_axis = int(softmax.attrs.axis) in (-1, len(softmax.args[0].ty.shape) - 1)
+    if last_axis and str(data.tensor.ty.dtype) == "int16":
+        return match_int16(quantize, softmax, data, out, FRONTEND_BETA, ctx)
     out_dtype = str(quantize.ty.dtype)
     if not last_axis or not _standard_output(out_dtype, out.quant.scale, out.quant.zero_point):
         return float_operator_mismatch(quantize, ctx)
