@@ -156,10 +156,11 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[
     interpreter = _tflite_micro_interpreter(str(path))  # an arena as large as the compile's reference needed
     ins = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.inputs]
     outs = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.outputs]
-    # One input and one output are passed as they are; several as structs of pointers.
-    in_arg = ctypes.c_void_p(ins[0].ctypes.data) if len(ins) == 1 else ctypes.byref(
+    # One input and one output are passed as they are; with several of either, both as structs of pointers.
+    plain = len(ins) == len(outs) == 1
+    in_arg = ctypes.c_void_p(ins[0].ctypes.data) if plain else ctypes.byref(
         (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins)))
-    out_arg = ctypes.c_void_p(outs[0].ctypes.data) if len(outs) == 1 else ctypes.byref(
+    out_arg = ctypes.c_void_p(outs[0].ctypes.data) if plain else ctypes.byref(
         (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs)))
     rng = np.random.default_rng(2026)
     for _ in range(RUNS):

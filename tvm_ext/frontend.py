@@ -31,6 +31,7 @@ from .frontend_prelu import convert_prelu
 from .frontend_quantize import convert_quantize
 from .frontend_resize_nearest import convert_resize_nearest_neighbor
 from .frontend_svdf import convert_svdf
+from .frontend_tensor_names import tensor_name_table
 from .frontend_transpose_conv import convert_transpose_conv
 from .frontend_unpack import convert_unpack
 from .model_check.tflite_layers import tflite_layer_name
@@ -349,8 +350,10 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
 
     model = tflite.Model.GetRootAsModel(buf, 0)
     strict_tensor_name = tflite_frontend.get_tensor_name
-    # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte: ours never fails.
-    tflite_frontend.get_tensor_name = lambda graph, index: tflite_name(graph.Tensors(index).Name()) or f"t{index}"
+    # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte, and keys its tensors by
+    # name: ours never fails, and names each tensor of the (one) subgraph apart from the others.
+    tensor_names = tensor_name_table(model.Subgraphs(0), tflite_name)
+    tflite_frontend.get_tensor_name = lambda graph, index: tensor_names[index]
     try:
         mod = tflite_frontend.from_tflite(model, op_converter=LayerNamingConverter)
     except tvm.error.OpError as err:  # TVM's errors for operators a model gets wrong or TVM lacks
