@@ -24,6 +24,7 @@ _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a na
 from .frontend_batch_matmul import convert_batch_matmul
 from .frontend_expand_dims import convert_expand_dims
 from .frontend_pack import convert_pack
+from .frontend_pad import convert_pad
 from .frontend_constants import dequantize_int64, with_array_dtypes
 from .frontend_arg_max import convert_arg_max
 from .frontend_l2_normalization import convert_l2_normalization
@@ -256,7 +257,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             # QUANTIZE to int32 (relax.quantize has no int32 output); TRANSPOSE_CONV's converter drops its
             # activation; BATCH_MATMUL's is float only; EXPAND_DIMS, PACK and UNPACK (TVM's converters
             # fail on any model, UNPACK on any of several outputs);
-            # ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's applies to the raw int8 values);
+            # ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's applies to the raw int8 values); PAD and PADV2
+            # (TVM's refuses an input quantized unlike the output, which TFLite Micro pads as it is);
             # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
                    "PACK": lambda op: convert_pack(self, op), "UNPACK": lambda op: convert_unpack(self, op),
@@ -269,6 +271,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                    "L2_NORMALIZATION": functools.partial(convert_l2_normalization, self,
                                                          tvm_convert=self.convert_map["L2_NORMALIZATION"]),
                    "PRELU": functools.partial(convert_prelu, self, tvm_convert=self.convert_map["PRELU"]),
+                   "PAD": functools.partial(convert_pad, self, tvm_convert=self.convert_map["PAD"]),
+                   "PADV2": functools.partial(convert_pad, self, tvm_convert=self.convert_map["PADV2"]),
                    "RESIZE_NEAREST_NEIGHBOR": functools.partial(
                        convert_resize_nearest_neighbor, self,
                        tvm_convert=self.convert_map["RESIZE_NEAREST_NEIGHBOR"])}
