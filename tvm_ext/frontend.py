@@ -31,6 +31,7 @@ from .frontend_l2_normalization import convert_l2_normalization
 from .frontend_prelu import convert_prelu
 from .frontend_quantize import convert_quantize
 from .frontend_resize_nearest import convert_resize_nearest_neighbor
+from .frontend_softmax import convert_softmax
 from .frontend_svdf import convert_svdf
 from .frontend_tensor_names import tensor_name_table
 from .frontend_transpose_conv import convert_transpose_conv
@@ -258,7 +259,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             # activation; BATCH_MATMUL's is float only; EXPAND_DIMS, PACK and UNPACK (TVM's converters
             # fail on any model, UNPACK on any of several outputs);
             # ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's applies to the raw int8 values); PAD and PADV2
-            # (TVM's refuses an input quantized unlike the output, which TFLite Micro pads as it is);
+            # (TVM's refuses an input quantized unlike the output, which TFLite Micro pads as it is); SOFTMAX (TVM's
+            # drops beta);
             # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
                    "PACK": lambda op: convert_pack(self, op), "UNPACK": lambda op: convert_unpack(self, op),
@@ -271,6 +273,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                    "L2_NORMALIZATION": functools.partial(convert_l2_normalization, self,
                                                          tvm_convert=self.convert_map["L2_NORMALIZATION"]),
                    "PRELU": functools.partial(convert_prelu, self, tvm_convert=self.convert_map["PRELU"]),
+                   "SOFTMAX": functools.partial(convert_softmax, self, tvm_convert=self.convert_map["SOFTMAX"]),
                    "PAD": functools.partial(convert_pad, self, tvm_convert=self.convert_map["PAD"]),
                    "PADV2": functools.partial(convert_pad, self, tvm_convert=self.convert_map["PADV2"]),
                    "RESIZE_NEAREST_NEIGHBOR": functools.partial(
