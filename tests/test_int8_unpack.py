@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 
-from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
+from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro, assert_refused_in_one_line  # noqa: E402
 from test_int8_shape_ops import QUANTIZATIONS  # noqa: E402
 from tflite_builder import Model, Operator, Options, Tensor  # noqa: E402
 
@@ -54,3 +54,12 @@ def unpack_model() -> Model:
 def test_unpack_is_bit_exact_with_tflite_micro(tmp_path):
     views = frozenset(f"case{index}_out0" for index, (shape, axis) in enumerate(UNPACKS) if shape[axis] == 1)
     assert_bit_exact_with_tflite_micro(unpack_model(), tmp_path, views)
+
+
+@pytest.mark.parametrize("num, outputs", ((3, 3), (2, 3)))  # num beyond the axis; more outputs than num
+def test_an_unpack_whose_num_or_outputs_differ_from_its_axis_is_refused_in_one_line(num, outputs, tmp_path):
+    quant = QUANTIZATIONS[0]
+    pieces = tuple(range(1, outputs + 1))
+    model = Model([Tensor("x", (2, 4), "int8", quant)] + [Tensor(f"y{i}", (4,), "int8", quant) for i in pieces],
+                  [Operator("UNPACK", (0,), pieces, Options("UnpackOptions", {"Num": num, "Axis": 0}))], (0,), pieces)
+    assert_refused_in_one_line(model, "(UNPACK): UNPACK of num", tmp_path)

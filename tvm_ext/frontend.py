@@ -30,6 +30,7 @@ from .frontend_arg_max import convert_arg_max
 from .frontend_l2_normalization import convert_l2_normalization
 from .frontend_prelu import convert_prelu
 from .frontend_quantize import convert_quantize
+from .frontend_refusal import OperatorRefused
 from .frontend_resize_nearest import convert_resize_nearest_neighbor
 from .frontend_softmax import convert_softmax
 from .frontend_svdf import convert_svdf
@@ -464,7 +465,10 @@ def _static_dims(value: relax.Expr) -> list[int]:
 
 
 def _import_failure(err: Exception) -> str:
-    """One line on why TVM could not import an operator: its message, else where it failed."""
+    """One line on why TVM could not import an operator: its message, else where it failed; or why our converter
+    refused it (OperatorRefused: the model's fault, its message alone)."""
+    if isinstance(err, OperatorRefused):
+        return str(err)
     if str(err).strip():
         return f"TVM cannot import it: {_first_line(err)}"
     failed_at = traceback.extract_tb(err.__traceback__)[-1]

@@ -11,8 +11,10 @@ from typing import Callable
 import numpy as np
 from tvm import relax
 
+from .frontend_refusal import OperatorRefused
 
-class PadQuantizationError(ValueError):
+
+class PadQuantizationError(OperatorRefused):
     """A PADV2 whose constant TFLite Micro refuses: not one value, or not quantized as the output."""
 
 
