@@ -63,4 +63,5 @@ def test_the_tables_are_tflite_micros():
     (OUTPUT, 3),  # ... and the input zero point 0
 ))
 def test_a_16x8_softmax_quantized_unlike_tflite_micros_is_refused_in_one_line(output, input_zero_point, tmp_path):
-    assert_refused_in_one_line(softmax_model(output, input_zero_point), "softmax", tmp_path)  # relax.nn.softmax
+    # The line names the model's layer and operator (it once named the pass's var, "layer0").
+    assert_refused_in_one_line(softmax_model(output, input_zero_point), "at layer case0_out (SOFTMAX)", tmp_path)
