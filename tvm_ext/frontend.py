@@ -257,11 +257,10 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
             # QUANTIZE to int32 (relax.quantize has no int32 output); TRANSPOSE_CONV's converter drops its
-            # activation; BATCH_MATMUL's is float only; EXPAND_DIMS, PACK and UNPACK (TVM's converters
-            # fail on any model, UNPACK on any of several outputs);
-            # ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's applies to the raw int8 values); PAD and PADV2
-            # (TVM's refuses an input quantized unlike the output, which TFLite Micro pads as it is); SOFTMAX (TVM's
-            # drops beta);
+            # activation; BATCH_MATMUL's is float only; EXPAND_DIMS, PACK and UNPACK (TVM's converters fail on any
+            # model, UNPACK on any of several outputs); ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's
+            # applies to the raw int8 values); PAD and PADV2 (TVM's refuses an input quantized unlike the output,
+            # which TFLite Micro pads as it is); SOFTMAX (TVM's drops beta);
             # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
                    "PACK": lambda op: convert_pack(self, op), "UNPACK": lambda op: convert_unpack(self, op),

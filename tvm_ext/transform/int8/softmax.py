@@ -24,6 +24,7 @@ SOFTMAX_OUTPUT_ZERO_POINT = -128
 # TFLM's checks (its keyword_scrambled models store 1/65535).
 INT16_OUTPUT_SCALE = 1 / 65536
 INT16_OUTPUT_ZERO_POINT = -32768
+
 _INPUT = DequantizedActivation()
 # The frontend (tvm_ext.frontend_softmax) multiplies the input by beta where beta is not 1.
 _BETA = is_op("relax.multiply")(_INPUT.pattern, is_const())
