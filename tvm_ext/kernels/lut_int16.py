@@ -63,7 +63,9 @@ def populate_lut_int16(transform: FloatFunction, input_scale: float, input_zero_
 
 def lut_lookup(table, value: PrimExpr) -> PrimExpr:
     """``LUTLookup(int16 value, table)`` as an int32 expression: ``table`` a TE tensor or buffer of
-    LUT_INT16_SIZE int16 values, ``value`` an int32 expression within int16 (read twice: pass a load)."""
+    LUT_INT16_SIZE int16 values, ``value`` an int16 expression, or an int32 one within int16 (read twice: pass a
+    load)."""
+    value = value.astype("int32")
     index = (value >> 7) + 256
     base = table[index].astype("int32")
     slope = table[index + 1].astype("int32") - base

@@ -58,8 +58,8 @@ def softmax_int16(data: te.Tensor, exp_lut: te.Tensor, one_over_one_plus_x_lut: 
     k = te.reduce_axis((0, depth), "k")
     row_max = te.compute(rows, lambda *r: te.max(data(*r, k), axis=k), name="row_max")
     centred = te.compute(shape, lambda *i: _saturated_int16(multiply_by_quantized_multiplier(
-        data(*i).astype("int32") - row_max(*i[:-1]).astype("int32"), multiplier, shift, rounding) + 32767),
-        name="centred_scaled_diff")
+        data(*i).astype("int32") - row_max(*i[:-1]).astype("int32"), multiplier, shift, rounding) + 32767
+    ).astype("int16"), name="centred_scaled_diff")  # int16, as TFLite stores it: half the scratch of int32
     exps = te.compute(shape, lambda *i: lut_lookup(exp_lut, centred(*i)), name="exp_q0_15")
     j = te.reduce_axis((0, depth), "j")
     sum_of_exps = te.compute(rows, lambda *r: te.sum(exps(*r, j), axis=j), name="sum_of_exps_q16_15")
