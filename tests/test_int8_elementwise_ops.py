@@ -21,12 +21,12 @@ import pytest
 tflite = pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
-from tflite_micro import runtime  # noqa: E402
 
 from c_checks import strict_sanitized_selftest  # noqa: E402
 from test_e2e_int8_models import shared_library  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import CompileError, compile  # noqa: E402
+from tvm_ext.reference_runtimes import _tflite_micro_interpreter  # noqa: E402
 
 RUNS = 20
 ACTIVATIONS = (ActivationFunctionType.NONE, ActivationFunctionType.RELU, ActivationFunctionType.RELU6,
@@ -153,13 +153,14 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[
     strict = strict_sanitized_selftest(bundle.out_dir, tmp_path / "strict")
     assert strict.returncode == 0 and "PASS" in strict.stdout, strict.stdout + strict.stderr
     run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
-    interpreter = runtime.Interpreter.from_file(str(path))
+    interpreter = _tflite_micro_interpreter(str(path))  # an arena as large as the compile's reference needed
     ins = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.inputs]
     outs = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.outputs]
-    # One input and one output are passed as they are; several as structs of pointers.
-    in_arg = ctypes.c_void_p(ins[0].ctypes.data) if len(ins) == 1 else ctypes.byref(
+    # One input and one output are passed as they are; with several of either, both as structs of pointers.
+    plain = len(ins) == len(outs) == 1
+    in_arg = ctypes.c_void_p(ins[0].ctypes.data) if plain else ctypes.byref(
         (ctypes.c_void_p * len(ins))(*(a.ctypes.data for a in ins)))
-    out_arg = ctypes.c_void_p(outs[0].ctypes.data) if len(outs) == 1 else ctypes.byref(
+    out_arg = ctypes.c_void_p(outs[0].ctypes.data) if plain else ctypes.byref(
         (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs)))
     rng = np.random.default_rng(2026)
     for _ in range(RUNS):

@@ -7,8 +7,8 @@ instances, each with its own inputs and outputs: odd sizes, one channel, size-1 
 kernels take, each axis and negative axes, zero points at both ends of int8. The bundle's self-test must be
 bit-identical and its C, called on random inputs, must equal TFLite Micro exactly
 (``assert_bit_exact_with_tflite_micro``). A MobileNetV2 block puts PAD between convolutions. What TFLite Micro
-refuses (a CONCATENATION that would requantize, or with a fused activation) and UNPACK, still without a
-lowering, are refused in one line naming the operator.
+refuses (a CONCATENATION that would requantize, or with a fused activation) and DEPTH_TO_SPACE, still without
+a lowering, are refused in one line naming the operator.
 """
 from __future__ import annotations
 
@@ -430,7 +430,7 @@ def test_a_mobilenet_v2_block_with_pad_is_bit_exact_with_tflite_micro(tmp_path):
 
 def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
     quant = Quantization((0.05,), (0,))
-    unpack = Model([Tensor("x", (2, 4), "int8", quant), Tensor("y0", (4,), "int8", quant),
-                    Tensor("y1", (4,), "int8", quant)],
-                   [Operator("UNPACK", (0,), (1, 2), Options("UnpackOptions", {"Num": 2, "Axis": 0}))], (0,), (1, 2))
-    assert "UNPACK" in _refusal(unpack, tmp_path)
+    depth_to_space = Model([Tensor("x", (1, 2, 2, 4), "int8", quant), Tensor("y", (1, 4, 4, 1), "int8", quant)],
+                           [Operator("DEPTH_TO_SPACE", (0,), (1,), Options("DepthToSpaceOptions", {"BlockSize": 2}))],
+                           (0,), (1,))
+    assert "DEPTH_TO_SPACE" in _refusal(depth_to_space, tmp_path)

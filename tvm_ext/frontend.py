@@ -24,15 +24,20 @@ _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a na
 from .frontend_batch_matmul import convert_batch_matmul
 from .frontend_expand_dims import convert_expand_dims
 from .frontend_pack import convert_pack
+from .frontend_pad import convert_pad
 from .frontend_constants import dequantize_int64, with_array_dtypes
 from .frontend_arg_max import convert_arg_max
 from .frontend_l2_normalization import convert_l2_normalization
 from .frontend_lstm import convert_unidirectional_sequence_lstm
 from .frontend_prelu import convert_prelu
 from .frontend_quantize import convert_quantize
+from .frontend_refusal import OperatorRefused
 from .frontend_resize_nearest import convert_resize_nearest_neighbor
+from .frontend_softmax import convert_softmax
 from .frontend_svdf import convert_svdf
+from .frontend_tensor_names import tensor_name_table
 from .frontend_transpose_conv import convert_transpose_conv
+from .frontend_unpack import convert_unpack
 from .model_check.tflite_layers import tflite_layer_name
 
 
@@ -201,16 +206,19 @@ class _OperatorResults:
         self.result_vars: dict[relax.Var, int] = {}  # an operator's result var -> its record's position
 
     def bind(self, bb: relax.BlockBuilder, value: relax.Expr, record: LayerRecord) -> relax.Expr:
-        """Bind an operator's result (a call: one tensor, or the tuple of SPLIT's pieces) to a var of its own and
-        record it; leave tuples of expressions alone."""
-        if isinstance(value, relax.Call):
-            value = bb.normalize(value)
-            if isinstance(value.ty, (relax.TensorType, relax.TupleType)):
-                var = bb.emit(value, name_hint=f"{_LAYER_VAR_PREFIX}{len(self.records)}")
-                self.result_vars[var] = len(self.records)
-                self.records.append(record)
-                return var
-        return value
+        """Bind an operator's result (a call: one tensor, or the tuple of SPLIT's pieces; or a tuple of calls,
+        UNPACK's outputs) to vars of its own, each call to one, and record it; leave other values alone."""
+        calls = list(value.fields) if isinstance(value, relax.Tuple) else [value]
+        if not calls or not all(isinstance(call, relax.Call) for call in calls):
+            return value
+        normalized = [bb.normalize(call) for call in calls]
+        if not all(isinstance(call.ty, (relax.TensorType, relax.TupleType)) for call in normalized):
+            return value
+        position = len(self.records)
+        self.records.append(record)
+        bound = [bb.emit(call, name_hint=f"{_LAYER_VAR_PREFIX}{position}") for call in normalized]
+        self.result_vars.update(dict.fromkeys(bound, position))
+        return relax.Tuple(bound) if isinstance(value, relax.Tuple) else bound[0]
 
     def attach(self, mod: tvm.IRModule) -> tvm.IRModule:
         """`mod` with main's bindings attributed to the records: an operator's result var is that operator;
@@ -250,12 +258,14 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
             # QUANTIZE to int32 (relax.quantize has no int32 output); TRANSPOSE_CONV's converter drops its
-            # activation; BATCH_MATMUL's is float only; EXPAND_DIMS and PACK (TVM's converters fail on any model);
-            # ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's applies to the raw int8 values);
+            # activation; BATCH_MATMUL's is float only; EXPAND_DIMS, PACK and UNPACK (TVM's converters fail on any
+            # model, UNPACK on any of several outputs); ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's
+            # applies to the raw int8 values); PAD and PADV2 (TVM's refuses an input quantized unlike the output,
+            # which TFLite Micro pads as it is); SOFTMAX (TVM's drops beta);
             # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers);
             # UNIDIRECTIONAL_SEQUENCE_LSTM (TVM's is float only and makes the state a constant).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
-                   "PACK": lambda op: convert_pack(self, op),
+                   "PACK": lambda op: convert_pack(self, op), "UNPACK": lambda op: convert_unpack(self, op),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
                    "BATCH_MATMUL": functools.partial(convert_batch_matmul, self,
                                                      tvm_convert=self.convert_map["BATCH_MATMUL"]),
@@ -265,6 +275,9 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                    "L2_NORMALIZATION": functools.partial(convert_l2_normalization, self,
                                                          tvm_convert=self.convert_map["L2_NORMALIZATION"]),
                    "PRELU": functools.partial(convert_prelu, self, tvm_convert=self.convert_map["PRELU"]),
+                   "SOFTMAX": functools.partial(convert_softmax, self, tvm_convert=self.convert_map["SOFTMAX"]),
+                   "PAD": functools.partial(convert_pad, self, tvm_convert=self.convert_map["PAD"]),
+                   "PADV2": functools.partial(convert_pad, self, tvm_convert=self.convert_map["PADV2"]),
                    "RESIZE_NEAREST_NEIGHBOR": functools.partial(
                        convert_resize_nearest_neighbor, self,
                        tvm_convert=self.convert_map["RESIZE_NEAREST_NEIGHBOR"]),
@@ -347,8 +360,10 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
 
     model = tflite.Model.GetRootAsModel(buf, 0)
     strict_tensor_name = tflite_frontend.get_tensor_name
-    # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte: ours never fails.
-    tflite_frontend.get_tensor_name = lambda graph, index: tflite_name(graph.Tensors(index).Name()) or f"t{index}"
+    # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte, and keys its tensors by
+    # name: ours never fails, and names each tensor of the (one) subgraph apart from the others.
+    tensor_names = tensor_name_table(model.Subgraphs(0), tflite_name)
+    tflite_frontend.get_tensor_name = lambda graph, index: tensor_names[index]
     try:
         mod = tflite_frontend.from_tflite(model, op_converter=LayerNamingConverter)
     except tvm.error.OpError as err:  # TVM's errors for operators a model gets wrong or TVM lacks
@@ -452,7 +467,10 @@ def _static_dims(value: relax.Expr) -> list[int]:
 
 
 def _import_failure(err: Exception) -> str:
-    """One line on why TVM could not import an operator: its message, else where it failed."""
+    """One line on why TVM could not import an operator: its message, else where it failed; or why our converter
+    refused it (OperatorRefused: the model's fault, its message alone)."""
+    if isinstance(err, OperatorRefused):
+        return str(err)
     if str(err).strip():
         return f"TVM cannot import it: {_first_line(err)}"
     failed_at = traceback.extract_tb(err.__traceback__)[-1]

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from tvm import relax
 
+from .frontend_refusal import OperatorRefused
+
 LSTM = "tvm_ext.unidirectional_sequence_lstm"
 TIME_MAJOR_ATTR = "time_major"
 CELL_CLIP_ATTR = "cell_clip"
@@ -45,7 +47,7 @@ _TYPES = {0: "int8", HIDDEN_STATE: "int8", CELL_STATE: "int16",
           **{index: "int8" for index in (*INPUT_WEIGHTS, *RECURRENT_WEIGHTS)}, **{index: "int32" for index in BIASES}}
 
 
-class LstmConversionError(ValueError):
+class LstmConversionError(OperatorRefused):
     """The LSTM is one our converter does not take (the message names the tensor and says why)."""
 
 

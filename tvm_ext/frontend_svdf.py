@@ -17,13 +17,15 @@ from __future__ import annotations
 import numpy as np
 from tvm import relax
 
+from .frontend_refusal import OperatorRefused
+
 SVDF_STATE_UPDATE = "tvm_ext.svdf_state_update"
 SVDF_OUTPUT = "tvm_ext.svdf_output"
 
 _STATE_DTYPES = ("int16", "int8")
 
 
-class SvdfConversionError(ValueError):
+class SvdfConversionError(OperatorRefused):
     """The SVDF operator is one our converter does not take (the message says why)."""
 
 
@@ -37,6 +39,10 @@ def convert_svdf(converter, op) -> relax.Expr:
     state_dtype = converter.get_tensor_type_str(state.tensor.Type())
     if not all(t.qnn_params for t in (data, feature, time, bias, state, output)) or state_dtype not in _STATE_DTYPES:
         raise SvdfConversionError("only the integer SVDF (int8 input, int16 or int8 state) is supported")
+    time_dtype = converter.get_tensor_type_str(time.tensor.Type())
+    if time_dtype != state_dtype:
+        raise SvdfConversionError(f"SVDF time weights ({time_dtype}) and state ({state_dtype}) of different types: "
+                                  "TFLite Micro reads the state as the time weights' type")
 
     def dequantized_constant(tensor) -> relax.Expr:
         return converter.dequantize(relax.const(converter.get_tensor_value(tensor)), tensor)

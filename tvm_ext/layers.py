@@ -165,6 +165,8 @@ def carry_layers(before: relax.Function, after: relax.Function) -> relax.Functio
     replaced: dict[relax.Var, relax.Var] = {}  # a new var of `after` -> the var of `before` it replaces
     readers = [(value_of[b.var], b.value) for b in new if b.var in value_of]
     for old_value, new_value in readers + [(before.body.body, after.body.body)]:
+        if isinstance(old_value, relax.Var) and not isinstance(new_value, relax.Var):
+            continue  # an alias now bound to the computation itself (FuseTIR): it replaces nothing it reads
         old_reads, new_reads = _vars_read(old_value), _vars_read(new_value)
         if len(old_reads) == len(new_reads):
             for old_var, new_var in zip(old_reads, new_reads):

@@ -130,7 +130,7 @@ def one_minus_x_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
     return saturating_left_shift(_half_denominator_reciprocal(lets, a) - (1 << 29), 2)
 
 
-def _count_leading_zeros(x: PrimExpr) -> PrimExpr:
+def count_leading_zeros(x: PrimExpr) -> PrimExpr:
     """Leading zeros of a positive int32 seen as uint32 (32 minus its bit length)."""
     bit_length = sum(tirx.Select(x >= (1 << k), 1, 0) for k in range(31))
     return 32 - bit_length
@@ -168,7 +168,7 @@ def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding, 
 
     def reciprocal(lets: Lets, ins, r) -> PrimExpr:
         total = lets.bind("sum", ins[0][r])
-        headroom = lets.bind("headroom_plus_one", _count_leading_zeros(total))
+        headroom = lets.bind("headroom_plus_one", count_leading_zeros(total))
         shifted = lets.bind(
             "shifted_sum_minus_one",
             tirx.Cast("int32", (tirx.Cast("int64", total) << tirx.Cast("int64", headroom)) - (1 << 31)),
@@ -176,7 +176,7 @@ def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding, 
         return one_over_one_plus_x(lets, shifted)
 
     def output_exponent(*r):
-        num_bits_over_unit = ACCUMULATION_INTEGER_BITS - _count_leading_zeros(sum_of_exps(*r))
+        num_bits_over_unit = ACCUMULATION_INTEGER_BITS - count_leading_zeros(sum_of_exps(*r))
         return num_bits_over_unit + 31 - bits
 
     scale = rowwise("reciprocal_q0_31", shape[:-1], [sum_of_exps], reciprocal)

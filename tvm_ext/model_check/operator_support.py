@@ -64,6 +64,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "TRANSPOSE",
         "TRANSPOSE_CONV",
         "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        "UNPACK",
     }
 )
 
@@ -74,6 +75,7 @@ TFLITE_16X8_OPS: frozenset[str] = frozenset(
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
         "FULLY_CONNECTED",
+        "SOFTMAX",
     }
 )
 

@@ -182,14 +182,19 @@ class _MainRewriter:
         if isinstance(result, relax.Var):
             return result
         operator = result.found if isinstance(result, Mismatch) else describe(value)
-        raise UnsupportedOperatorError.at(self.options.model_name, operator, expr.name)
+        raise UnsupportedOperatorError.at(self.options.model_name, operator, self._layer(value, expr))
 
     def _fallback(self, binding: relax.Binding, operator: str) -> None:
-        layer = binding.var.name
         if not self.options.allow_float_fallback:
-            raise UnsupportedOperatorError.at(self.options.model_name, operator, layer)
-        self.fallback_layers.append(f"{operator} {layer}")
+            raise UnsupportedOperatorError.at(self.options.model_name, operator, self._layer(binding.value, binding.var))
+        self.fallback_layers.append(f"{operator} {binding.var.name}")
         self.lowered[binding.var] = self._reemit(binding.var, self.graph.records_of(binding.value))
+
+    def _layer(self, value: relax.Expr, var: relax.Var) -> str:
+        """The layer ``value`` (bound to ``var``) implements, for messages: the model's (`case0_out (SOFTMAX)`),
+        else the var's name (a module without layer records)."""
+        records = self.graph.records_of(value)
+        return records[0].label if records else var.name
 
     def _reemit(self, expr: relax.Expr, records: tuple[LayerRecord, ...]) -> relax.Expr:
         """Re-emit the original float QDQ expression producing expr, on the new graph's variables."""

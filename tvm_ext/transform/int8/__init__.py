@@ -21,6 +21,7 @@ from . import batch_matmul
 from . import data_movement
 from . import concatenation
 from . import pack
+from . import unpack
 from . import split
 from . import reduce
 from . import arg_max
@@ -67,6 +68,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     data_movement.EXPAND_DIMS,
     data_movement.SLICE,
     pack.LOWERING,
+    unpack.LOWERING,
     split.LOWERING,
     edges.QUANTIZE,
     edges.DEQUANTIZE,

@@ -9,11 +9,13 @@ from tvm import relax
 
 from ...kernels import WeightLayout, conv2d_int8, depthwise_conv2d_int8
 from ...kernels.quant_params import conv_multipliers
+from .data_movement import recorded_operator
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import Conv2DGeometry, MacKernel, MacPattern
 from .patterns import Int8Weight, ends_float_operator, float_operator_mismatch
 
 _PATTERN = MacPattern("relax.nn.conv2d")
+_OPERATORS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
 
 
 def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismatch]:
@@ -29,8 +31,10 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         return float_operator_mismatch(quantize, ctx)
     groups = int(attrs.groups)
     if groups == 1 and attrs.kernel_layout == "HWIO":
-        # The kernel reads OHWI: each output channel's reduction reads its weights contiguously.
-        kind, kernel, layout = "CONV_2D", conv2d_int8, WeightLayout.OHWI
+        # The kernel reads OHWI: each output channel's reduction reads its weights contiguously. A
+        # DEPTHWISE_CONV_2D of one input channel is imported as this convolution: it keeps its own name.
+        kind = recorded_operator(conv, ctx, _OPERATORS, "CONV_2D")
+        kernel, layout = conv2d_int8, WeightLayout.OHWI
     elif groups == int(conv.args[0].ty.shape[3]) and attrs.kernel_layout == "HWOI":
         kind, kernel, layout = "DEPTHWISE_CONV_2D", depthwise_conv2d_int8, None
         weight = weight.reshape(weight.shape[0], weight.shape[1], int(conv.ty.shape[3]))
@@ -54,4 +58,4 @@ def _weight_as_convolved(weight: Int8Weight, conv: relax.Call) -> Optional[np.nd
     return weight.values.reshape([int(d) for d in conv.args[1].ty.shape])
 
 
-LOWERING = Lowering(frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"}), ends_float_operator, match)
+LOWERING = Lowering(_OPERATORS, ends_float_operator, match)

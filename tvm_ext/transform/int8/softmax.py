@@ -1,17 +1,19 @@
-"""SOFTMAX: ``q(softmax(dq(x)))`` over the last axis -> TFLite's integer softmax kernel."""
+"""SOFTMAX: ``q(softmax(dq(x)))`` over the last axis -> TFLite's integer softmax kernel (an int16 input: the
+16x8 kernel of ``softmax_int16``)."""
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Optional, Union
 
 import numpy as np
 from tvm import relax
-from tvm.relax.dpl import is_op
+from tvm.relax.dpl import is_const, is_op
 
 from ...kernels import softmax_int8
 from ...kernels.quant_params import softmax_params
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedActivation, QuantizedResult, ends_float_operator, extract, float_operator_mismatch
+from .softmax_int16 import match_int16
 
 # TFLite requires an int8 softmax output quantized with scale 1/256 and zero point -128, so that the
 # output's 256 levels cover [0, 1) (SoftmaxPrepare in tensorflow/lite/kernels/activations.cc and TFLite
@@ -22,11 +24,11 @@ SOFTMAX_OUTPUT_ZERO_POINT = -128
 # TFLM's checks (its keyword_scrambled models store 1/65535).
 INT16_OUTPUT_SCALE = 1 / 65536
 INT16_OUTPUT_ZERO_POINT = -32768
-# TVM's TFLite frontend imports SOFTMAX without its beta, i.e. with beta = 1.
-FRONTEND_BETA = 1.0
 
 _INPUT = DequantizedActivation()
-_SOFTMAX = is_op("relax.nn.softmax")(_INPUT.pattern)
+# The frontend (tvm_ext.frontend_softmax) multiplies the input by beta where beta is not 1.
+_BETA = is_op("relax.multiply")(_INPUT.pattern, is_const())
+_SOFTMAX = is_op("relax.nn.softmax")(_BETA | _INPUT.pattern)
 _RESULT = QuantizedResult(_SOFTMAX)
 
 
@@ -38,13 +40,27 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     data, out = _INPUT.read(matched, ctx), _RESULT.read(matched, ctx)
     if data is None or out is None:
         return float_operator_mismatch(quantize, ctx)
+    beta = _beta(matched, ctx)
+    if beta is None:
+        return float_operator_mismatch(quantize, ctx)
     last_axis = int(softmax.attrs.axis) in (-1, len(softmax.args[0].ty.shape) - 1)
+    if last_axis and str(data.tensor.ty.dtype) == "int16":
+        return match_int16(quantize, softmax, data, out, beta, ctx)
     out_dtype = str(quantize.ty.dtype)
     if not last_axis or not _standard_output(out_dtype, out.quant.scale, out.quant.zero_point):
         return float_operator_mismatch(quantize, ctx)
-    params = softmax_params(FRONTEND_BETA, data.quant.scale, ctx.rounding)
+    params = softmax_params(beta, data.quant.scale, ctx.rounding)
     return FixedCall(KernelCall("SOFTMAX", softmax, softmax_int8, (data.tensor,),
                                 {"params": params, "rounding": ctx.rounding, "out_dtype": out_dtype}))
+
+
+def _beta(matched: dict, ctx: LoweringContext) -> Optional[float]:
+    """The softmax's beta: 1, or the frontend's multiplier of the input; None unless one positive value (with a
+    positive beta the row maximum of the input is that of the scaled input, which the kernels rely on)."""
+    if _BETA not in matched:
+        return 1.0
+    beta = ctx.graph.constant(matched[_BETA].args[1])
+    return float(beta.reshape(())) if beta is not None and beta.size == 1 and beta.reshape(()) > 0 else None
 
 
 def _standard_output(dtype: str, scale: np.float32, zero_point: int) -> bool:
