@@ -20,6 +20,7 @@ from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSi
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers, with_layers
+from tvm_ext.transform.partition_subgraphs import binding_subgraphs
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
@@ -269,6 +270,7 @@ def extract_plan(
     """The plan of `mod["main"]` for the device `profile`, and its constants (tensor name -> array)."""
     main = mod["main"]
     builder = _PlanBuilder(model, {}, {}, {}, Layers.of(main))
+    subgraphs = binding_subgraphs(main)
     inputs = []
     for param, spec in zip(main.params, model.inputs):
         inputs.append(builder.add_var(param, TensorRole.INPUT, spec.name))
@@ -293,7 +295,7 @@ def extract_plan(
                 )
                 for k, buf in enumerate(signatures[kernel].scratch)
             )
-            calls.append(KernelCall(kernel, layers, args, (output,), scratch))
+            calls.append(KernelCall(kernel, layers, args, (output,), scratch, subgraph=subgraphs[index]))
         elif isinstance(value, relax.Call) and value.op.same_as(_RESHAPE):
             source = builder.tensor_for(value.args[0], layer)
             builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=source)

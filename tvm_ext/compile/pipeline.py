@@ -169,7 +169,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             # that assigns `mod["main"] = ...` edits that object in place, so a reference run afterwards
             # would check our passes against themselves.
             referenced = stage("reference", lambda: reference_relax(model, imported), _runtime)
-        lowered = stage("passes", lambda: passes(imported, tvm_target), lambda low: f"{len(low.kernels)} kernels")
+        lowered = stage("passes", lambda: passes(imported, profile, tvm_target), _describe_kernels)
         generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target),
                           lambda gen: f"{len(gen.source.c_text):,} B of C")
     except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
@@ -243,14 +243,16 @@ def reference_file(checked: Checked, imported: Imported) -> Referenced:
         raise CompileError(str(err)) from err
 
 
-def passes(imported: Imported, tvm_target: tvm.target.Target) -> Lowered:
-    """Our Relax and TIR passes: the model as fused, scheduled kernels, each once under its C name."""
+def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target) -> Lowered:
+    """Our Relax and TIR passes: the model as fused, scheduled kernels, each once under its C name, and main's
+    bindings split into the profile's subgraphs."""
     from tvm_ext.extract_plan import add_output_copies, unique_kernels
     from tvm_ext.lower import lower_to_kernels
+    from tvm_ext.transform import PartitionSubgraphs
 
     model = imported.model
     lowered = lower_to_kernels(model.mod, tvm_target, model.path.name)
-    lowered = add_output_copies(lowered, model)
+    lowered = PartitionSubgraphs(profile)(add_output_copies(lowered, model))
     kernels, c_name_of = unique_kernels(lowered, model.name)
     return Lowered(lowered, kernels, c_name_of)
 
@@ -318,11 +320,18 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested
             "cc": _compiler_version(config.cc),
         },
         profile={"name": profile.name, "source": profile.source, "cpu": profile.cpu, "fpu": profile.fpu,
-                 "simd": profile.simd, "int8_rounding": profile.int8_rounding},
+                 "simd": profile.simd, "int8_rounding": profile.int8_rounding,
+                 "subgraph_bytes": profile.subgraph_bytes},
         headroom=target.headroom(profile, planned.memory.arena_bytes, planned.plan.weight_bytes()),
         selftest=tested.result,
         measured=tested.measured,
     )
+
+
+def _describe_kernels(lowered: Lowered) -> str:
+    from tvm_ext.transform.partition_subgraphs import binding_subgraphs
+
+    return f"{len(lowered.kernels)} kernels, {len(set(binding_subgraphs(lowered.mod['main'])))} subgraphs"
 
 
 def _runtime(referenced: Referenced) -> str:
