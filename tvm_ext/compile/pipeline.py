@@ -135,12 +135,13 @@ class Tested:
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
-                      name: str | None = None) -> FolderResult:
+                      name: str | None = None, jobs: int = 1) -> FolderResult:
     """Compile `model` (a model file's Path or a Relax IRModule) into `folder` (which exists and is empty).
 
     `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
     stages get that Profile object, or the TVM Target registered from it. `stage` times and logs each stage;
-    `name` is the bundle's C prefix (default: the model file's stem, or "model" for an IRModule).
+    `name` is the bundle's C prefix (default: the model file's stem, or "model" for an IRModule); `jobs` the
+    number of processes that generate the kernels' C (the bundle is the same for any number).
     """
     import target
 
@@ -170,7 +171,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             # would check our passes against themselves.
             referenced = stage("reference", lambda: reference_relax(model, imported), _runtime)
         lowered = stage("passes", lambda: passes(imported, profile, tvm_target), _describe_kernels)
-        generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target),
+        generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, jobs),
                           lambda gen: f"{len(gen.source.c_text):,} B of C")
     except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
         raise CompileError(str(err).strip().splitlines()[-1]) from err
@@ -257,12 +258,15 @@ def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target) 
     return Lowered(lowered, kernels, c_name_of)
 
 
-def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: tvm.target.Target) -> Generated:
-    """The kernels' C from TVM's C code generator, and the execution plan of the lowered module."""
-    from tvm_ext.codegen_c import generate_c
+def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: tvm.target.Target,
+            jobs: int) -> Generated:
+    """The kernels' C from TVM's C code generator, per subgraph on `jobs` worker processes, and the execution
+    plan of the lowered module."""
     from tvm_ext.extract_plan import extract_plan
+    from tvm_ext.subgraph_codegen import generate_kernels, subgraph_kernels
 
-    source = generate_c(lowered.kernels, tvm_target, imported.model.name)
+    subgraphs = subgraph_kernels(lowered.mod, lowered.kernels, lowered.c_name_of)
+    source = generate_kernels(subgraphs, tvm_target, imported.model.name, jobs)
     plan, constants = extract_plan(lowered.mod, imported.model, profile, lowered.c_name_of, source.signatures)
     return Generated(source, plan, constants)
 

@@ -1,0 +1,150 @@
+"""The kernels' C generated per subgraph (PartitionSubgraphs), in a pool of worker processes, combined into one.
+
+`generate_subgraph(subgraph, target, prefix)` is a pure function: `codegen_c.generate_c` on the kernels the
+subgraph's calls are the first to use. Each distinct kernel (unique_kernels merged structurally equal
+PrimFuncs under one C name) belongs to exactly one subgraph, so it is generated once per model. The results
+are combined in subgraph order, whatever the number of workers: `jobs=1` and `jobs=N` give the same C.
+
+The workers are forked ('fork' start method), and they must be: TVM 0.27 cannot serialize TIR (pickling a
+PrimFunc, `tvm.ir.save_json` and `tvm_ffi`'s JSON graph of even `tirx.const(1)` end in a segmentation
+fault), and TVMScript does not parse our requantization intrinsic back, so a 'spawn' or 'forkserver' worker
+cannot receive a kernel; a forked one inherits them. Forking is safe here: at that point the compiler's
+process runs no TVM thread (the passes and the C code generator are single-threaded; numpy's OpenBLAS pool
+registers its own fork handlers), and a worker only runs TIR passes and the C code generator. It starts in
+milliseconds, where a spawned interpreter spends 3.0-3.5 s importing TVM and our code generator (measured on
+this 2-core machine, loaded), more than vww_96_int8's whole code generation (1-2 s).
+
+A worker ignores SIGINT: the compiler's process handles it and SIGTERM (tvm_ext.command_process) and
+terminates its workers; on Linux the kernel also kills them when the compiler's process ends in any other
+way (SIGKILL). A worker that dies (a crash, a kill) ends the compile with an internal error.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import tvm
+from tvm import relax, tirx
+
+from memory_planner.plan import KernelSignature
+from tvm_ext.codegen_c import KernelSource, generate_c
+from tvm_ext.command_process import interrupts_held_back
+from tvm_ext.transform.partition_subgraphs import binding_subgraphs
+
+_CALL_TIR = tvm.ir.Op.get("relax.call_tir")
+
+
+@dataclass(frozen=True)
+class SubgraphKernels:
+    """The kernels whose first call lies in subgraph `subgraph`: C name -> PrimFunc, in first-call order."""
+
+    subgraph: int
+    kernels: dict[str, tirx.PrimFunc]
+
+
+def subgraph_kernels(mod: tvm.IRModule, kernels: dict[str, tirx.PrimFunc],
+                     c_name_of: dict[str, str]) -> list[SubgraphKernels]:
+    """`kernels` (as unique_kernels returns them, with `c_name_of`) grouped by the subgraph of main's binding
+    that calls each first; subgraphs that call no new kernel are left out."""
+    main = mod["main"]
+    bindings = [b for block in main.body.blocks for b in block.bindings]
+    grouped: dict[int, dict[str, tirx.PrimFunc]] = {}
+    placed: set[str] = set()
+    for binding, subgraph in zip(bindings, binding_subgraphs(main)):
+        value = binding.value
+        if not (isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR)):
+            continue
+        name = c_name_of[value.args[0].name_hint]
+        if name not in placed:
+            placed.add(name)
+            grouped.setdefault(subgraph, {})[name] = kernels[name]
+    return [SubgraphKernels(subgraph, grouped[subgraph]) for subgraph in sorted(grouped)]
+
+
+def generate_subgraph(subgraph: SubgraphKernels, target: tvm.target.Target, prefix: str) -> KernelSource:
+    """The C of one subgraph's kernels: a pure function of its arguments (see codegen_c.generate_c)."""
+    return generate_c(subgraph.kernels, target, prefix)
+
+
+def combine(sources: list[KernelSource]) -> KernelSource:
+    """One KernelSource from the subgraphs' sources, in their order: each `#include` line a source opens
+    with once, at the top, then the sources' kernels; every signature; every requantization helper."""
+    includes: list[str] = []
+    bodies: list[str] = []
+    signatures: dict[str, KernelSignature] = {}
+    for source in sources:
+        lines = source.c_text.splitlines(keepends=True)
+        opening = 0
+        while opening < len(lines) and lines[opening].startswith("#include "):
+            opening += 1
+        includes += [line for line in lines[:opening] if line not in includes]
+        bodies.append("".join(lines[opening:]))
+        signatures.update(source.signatures)
+    roundings = tuple(sorted({r for source in sources for r in source.requantize_roundings}))
+    return KernelSource("".join(includes) + "".join(bodies), signatures, roundings)
+
+
+def generate_kernels(subgraphs: list[SubgraphKernels], target: tvm.target.Target, prefix: str,
+                     jobs: int) -> KernelSource:
+    """The C of every subgraph's kernels, generated by `jobs` worker processes (in this process for 1)."""
+    if jobs <= 1 or len(subgraphs) <= 1:
+        return combine([generate_subgraph(s, target, prefix) for s in subgraphs])
+    with _workers(min(jobs, len(subgraphs)), subgraphs, target, prefix) as pool:
+        try:
+            with interrupts_held_back():  # the first submit forks the workers: none may escape the pool's list
+                futures = [pool.submit(_generate_inherited, index) for index in range(len(subgraphs))]
+            return combine([future.result() for future in futures])
+        except BrokenProcessPool as err:
+            raise RuntimeError("a code generation worker process ended abruptly (crashed or was killed)") from err
+
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends
+# What a forked worker inherited from the compiler's process (see `_workers`): the subgraphs, the target and
+# the prefix of this one compile. Set in the worker only, once, by its initializer; never in the compiler.
+_inherited: tuple[list[SubgraphKernels], tvm.target.Target, str] | None = None
+
+
+def _start_worker(compiler: int, subgraphs: list[SubgraphKernels], target: tvm.target.Target, prefix: str) -> None:
+    """A forked worker's first step: leave signals to the compiler's process (pid `compiler`), end with it
+    however it ends (on Linux), keep what it inherited."""
+    global _inherited
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.setitimer(signal.ITIMER_REAL, 0)  # a retry timer of command_process armed at the fork
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    if os.getppid() != compiler:  # it ended before prctl: nobody waits for this worker
+        os._exit(1)
+    _inherited = (subgraphs, target, prefix)
+
+
+def _generate_inherited(index: int) -> KernelSource:
+    subgraphs, target, prefix = _inherited
+    return generate_subgraph(subgraphs[index], target, prefix)
+
+
+@contextmanager
+def _workers(count: int, subgraphs: list[SubgraphKernels], target: tvm.target.Target,
+             prefix: str) -> Iterator[ProcessPoolExecutor]:
+    """A pool of `count` forked workers that inherit `subgraphs`, `target` and `prefix` (the initializer's
+    arguments are inherited, not pickled, under 'fork'). On any exit every worker is ended and waited for;
+    on an exception (an interrupt among them) the running ones are terminated first."""
+    pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_start_worker, initargs=(os.getpid(), subgraphs, target, prefix))
+    try:
+        yield pool
+    except BaseException:
+        for process in list(pool._processes.values()):  # noqa: SLF001 - the executor offers no terminate()
+            process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
