@@ -88,3 +88,22 @@ def test_the_plan_and_the_manifest_record_the_subgraphs(tmp_path):
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert [call["subgraph"] for call in manifest["calls"]] == ids
     assert manifest["profile"]["subgraph_bytes"] == 2048
+
+
+def test_subgraph_bytes_is_optional_in_a_profile_file_and_checked(tmp_path):
+    """A profile file without the field gets DEFAULT_SUBGRAPH_BYTES; one that gives it gets it checked."""
+    import tomllib
+
+    from target.loading import BUILTIN_DIR
+    from target.profile import DEFAULT_SUBGRAPH_BYTES
+
+    fields = tomllib.loads((BUILTIN_DIR / "lowpower.toml").read_text()) | {"name": "board"}
+    for value, expected in ((None, DEFAULT_SUBGRAPH_BYTES), (4096, 4096), (0, None)):
+        table = {key: v for key, v in (fields | {"subgraph_bytes": value}).items() if v is not None}
+        path = tmp_path / "board.json"
+        path.write_text(json.dumps(table))
+        if expected is None:
+            with pytest.raises(target.ProfileError, match="field 'subgraph_bytes' must be a positive whole number"):
+                target.load_profile(path)
+        else:
+            assert target.load_profile(path).subgraph_bytes == expected
