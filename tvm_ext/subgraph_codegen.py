@@ -10,9 +10,10 @@ PrimFunc, `tvm.ir.save_json` and `tvm_ffi`'s JSON graph of even `tirx.const(1)` 
 fault), and TVMScript does not parse our requantization intrinsic back, so a 'spawn' or 'forkserver' worker
 cannot receive a kernel; a forked one inherits them. Forking is safe here: at that point the compiler's
 process runs no TVM thread (the passes and the C code generator are single-threaded; numpy's OpenBLAS pool
-registers its own fork handlers), and a worker only runs TIR passes and the C code generator. It starts in
-milliseconds, where a spawned interpreter spends 3.0-3.5 s importing TVM and our code generator (measured on
-this 2-core machine, loaded), more than vww_96_int8's whole code generation (1-2 s).
+registers its own fork handlers), and a worker only runs TIR passes and the C code generator. A pool of two
+is ready in 0.07 s forked, where with TVM and our code generator imported in each worker it takes 5.4 s
+under 'forkserver' and 6.4 s under 'spawn' (this 2-core machine at load 9; 3.0-3.5 s for one import),
+more than vww_96_int8's whole code generation (1-2 s).
 
 A worker ignores SIGINT: the compiler's process handles it and SIGTERM (tvm_ext.command_process) and
 terminates its workers; on Linux the kernel also kills them when the compiler's process ends in any other
