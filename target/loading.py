@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from target.profile import (
+    DEFAULT_SUBGRAPH_BYTES,
     FPU_VALUES,
     INT8_ROUNDING_VALUES,
     SIMD_VALUES,
@@ -109,8 +110,9 @@ FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "ldflags": _flags,
     "binutils_prefix": _prefix,
     "qemu_board": _board,
+    "subgraph_bytes": _byte_count,
 }
-_OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None}
+_OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None, "subgraph_bytes": DEFAULT_SUBGRAPH_BYTES}
 _EXTENDS = "extends"
 
 

@@ -27,6 +27,8 @@ SIMD_VALUES: tuple[str, ...] = ("none", "dsp", "mve", "hifi")
 # CMSIS_NN_USE_SINGLE_ROUNDING). See ../shared/docs/int8-and-memory.md.
 INT8_ROUNDING_VALUES: tuple[str, ...] = ("double", "single")
 
+DEFAULT_SUBGRAPH_BYTES = 65_536  # 64 KiB: a Cortex-M7's DTCM on the STM32F746, a typical fast local memory
+
 GENERIC_PROFILE_NAME = "lowpower"
 TAG_PREFIX = "lowpower-"
 
@@ -61,6 +63,10 @@ class Profile:
             arm-none-eabi-size); "" for the host's.
         qemu_board: the `qemu-system-arm -M` board that runs this profile's code, or None.
         source: the file the profile was read from (for messages and the manifest).
+        subgraph_bytes: the largest working set, in bytes (weights plus the activations its kernels read
+            or write), of consecutive layers kept in one subgraph (tvm_ext.transform.PartitionSubgraphs):
+            the size of the core's fast local memory (a TCM or its share of SRAM); a file that gives none
+            gets DEFAULT_SUBGRAPH_BYTES.
     """
 
     name: str
@@ -80,6 +86,7 @@ class Profile:
     binutils_prefix: str
     qemu_board: str | None
     source: str
+    subgraph_bytes: int = DEFAULT_SUBGRAPH_BYTES
 
     @property
     def hardware_float(self) -> bool:

@@ -34,12 +34,18 @@ ROLE_PARAMETER_NAMES = {"weight": "weights", "bias": "bias", "multiplier": "mult
 
 @dataclass(frozen=True)
 class KernelSource:
-    """The C text of all kernels (no includes beyond the C standard library) and their signatures."""
+    """The kernels' C: each kernel's definition by name (in the order kernels.c lists them), their signatures,
+    and the bundle helpers they call."""
 
-    c_text: str
+    definitions: dict[str, str]
     signatures: dict[str, KernelSignature]
     requantize_roundings: tuple[str, ...] = ()  # the `packager.fixed_point_c` helpers the kernels call
     dual_mac: bool = False  # whether the kernels call the `packager.dual_mac_c` helper
+
+    @property
+    def c_text(self) -> str:
+        """kernels.c: the C standard headers TVM's bodies use, then every definition."""
+        return "".join(f"#include <{header}>\n" for header in KERNELS_C_INCLUDES) + "\n".join(self.definitions.values())
 
 
 def _buffer_bytes(buf) -> int:
@@ -224,16 +230,16 @@ def _unused_parameters(func: tirx.PrimFunc) -> list[str]:
     return [p.name for p in func.params if p not in used]
 
 
-def kernels_c(bodies: dict[str, str], signatures: dict[str, KernelSignature], unused: dict[str, list[str]]) -> str:
-    """The C text of the kernels: the includes, then each kernel (by name) opening with its signature's own
-    prototype (`const` on its inputs, as the internal header declares it), `(void)p;` for each of its
-    `unused` parameters (-Wunused-parameter), and its body."""
-    definitions = [
-        f"{c_prototype(signatures[name])} {{\n" + "".join(f"  (void){p};\n" for p in unused[name]) + bodies[name]
-        + f"{_DEFINITION_CLOSING}\n"
+def kernel_definitions(bodies: dict[str, str], signatures: dict[str, KernelSignature],
+                       unused: dict[str, list[str]]) -> dict[str, str]:
+    """Each kernel's C definition, by name in name order: its signature's own prototype (`const` on its inputs,
+    as the internal header declares it), `(void)p;` for each of its `unused` parameters (-Wunused-parameter),
+    and its body."""
+    return {
+        name: f"{c_prototype(signatures[name])} {{\n" + "".join(f"  (void){p};\n" for p in unused[name])
+        + bodies[name] + f"{_DEFINITION_CLOSING}\n"
         for name in sorted(signatures)
-    ]
-    return "".join(f"#include <{header}>\n" for header in KERNELS_C_INCLUDES) + "\n".join(definitions)
+    }
 
 
 def _parameter(var: tirx.Var, read_only: bool) -> KernelParameter:
@@ -263,5 +269,5 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
     with calls_to_c_helpers(prefix) as roundings, calls_to_dual_mac_helper(prefix) as dual_mac:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     unused = {gvar.name_hint: _unused_parameters(func) for gvar, func in lowered.functions.items()}
-    text = kernels_c(kernel_bodies(raw, set(signatures)), signatures, unused)
-    return KernelSource(text, signatures, tuple(sorted(r.value for r in roundings)), dual_mac.used)
+    definitions = kernel_definitions(kernel_bodies(raw, set(signatures)), signatures, unused)
+    return KernelSource(definitions, signatures, tuple(sorted(r.value for r in roundings)), dual_mac.used)

@@ -24,6 +24,7 @@ from tvm_ext.kernel_names import constant_roles, kernel_kind, kernel_window
 from tvm_ext.layers import (NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers,
                             rewritten_operands, with_layers)
 from tvm_ext.macs import mac_count_of, with_mac_count
+from tvm_ext.transform.partition_subgraphs import binding_subgraphs
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
@@ -279,6 +280,7 @@ def extract_plan(
     """The plan of `mod["main"]` for the device `profile`, and its constants (tensor name -> array)."""
     main = mod["main"]
     builder = _PlanBuilder(model, {}, {}, {}, Layers.of(main))
+    subgraphs = binding_subgraphs(main)
     inputs = []
     for param, spec in zip(main.params, model.inputs):
         inputs.append(builder.add_var(param, TensorRole.INPUT, spec.name))
@@ -308,7 +310,7 @@ def extract_plan(
             )
             operators = tuple(ModelOperator(r.name, r.kind, r.operator_index) for r in records)
             calls.append(KernelCall(kernel, layers, args, (output,), scratch, operators=operators,
-                                    macs=mac_count_of(mod[value.args[0]])))
+                                    macs=mac_count_of(mod[value.args[0]]), subgraph=subgraphs[index]))
         elif isinstance(value, relax.Call) and value.op.same_as(_RESHAPE):
             source = builder.tensor_for(value.args[0], layer)
             builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=source)

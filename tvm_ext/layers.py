@@ -27,6 +27,7 @@ LAYERS_ATTR = "tvm_ext.layers"
 BINDING_LAYERS_ATTR = "tvm_ext.binding_layers"
 CONSTANT_LAYERS_ATTR = "tvm_ext.constant_layers"
 FALLBACK_ATTR = "tvm_ext.float_fallback_layers"  # the int8 pass: "<operator> <var>" per float-fallback binding
+BINDING_SUBGRAPHS_ATTR = "tvm_ext.binding_subgraphs"  # per binding of main, its subgraph (PartitionSubgraphs)
 ORIGINAL_VAR_NAMES_ATTR = "tvm_ext.original_var_names"  # generated var name -> the model's own (messages only)
 # Attributes of the kernels' PrimFuncs:
 NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"  # how many of the last parameters are outputs (extract_plan -> codegen)

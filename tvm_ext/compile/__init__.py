@@ -76,13 +76,15 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     name: str | None = None,
     force: bool = False,
     log: Callable[[str], None] = lambda line: None,
+    jobs: int | None = None,
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
     `model` is a .tflite or .onnx file, or a Relax IRModule the user built (its self-test reference is then
     TVM's Relax VM on the host). `target` is a profile name, tag or file, a `Profile` or a lowpower TVM Target
     (`target.resolve_profile`). `name` is the bundle's C prefix (default: the model file's stem, or "model");
-    `force` replaces a non-empty `out`; `log` receives one line per stage.
+    `force` replaces a non-empty `out`; `log` receives one line per stage; `jobs` is the number of processes
+    that generate the kernels' C (default: the machine's cores; the bundle is the same for any number).
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     SelftestMismatchError when the built bundle disagrees with the reference (our bug).
@@ -100,7 +102,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     try:
         with interrupts_held_back():  # no interrupt between creating the folder and knowing its name
             staging = make_staging_folder(out_absolute, label)
-        result = compile_to_folder(model, target, staging, _stage_logger(log), name)
+        result = compile_to_folder(model, target, staging, _stage_logger(log), name,
+                                   default_jobs() if jobs is None else jobs)
         with interrupts_held_back():  # with --force, OUT is renamed aside first: both renames, or neither
             move_into_place(staging, out_absolute, force, label)
             outcome_decided()
@@ -111,6 +114,11 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         raise
     return Bundle(out, result.plan, result.memory, out / result.library.name, out / result.archive.name,
                   result.selftest)
+
+
+def default_jobs() -> int:
+    """The cores this process may run on: the default number of code generation processes."""
+    return len(os.sched_getaffinity(0))
 
 
 def _stage_logger(log: Callable[[str], None]):

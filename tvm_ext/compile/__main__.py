@@ -32,7 +32,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--out", default="out", help="output folder (default: out)")
     parser.add_argument("--force", action="store_true", help="replace a non-empty output folder")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                        help="processes that generate the kernels' C (default: the machine's cores)")
     return parser
+
+
+def _positive(text: str) -> int:
+    """--jobs: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1 (got {text!r})")
+    return int(text)
 
 
 @contextlib.contextmanager
@@ -100,7 +109,7 @@ def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
             model = _example_model(Path(temporary.enter_context(tempfile.TemporaryDirectory()))) \
                 if args.example else Path(args.model)
             bundle = compile(model, args.target, Path(args.out), force=args.force,
-                             log=_print_stage_and_stop_if_signalled)
+                             log=_print_stage_and_stop_if_signalled, jobs=args.jobs)
         release()
         return bundle, None
     except CompileError as err:

@@ -135,12 +135,13 @@ class Tested:
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
-                      name: str | None = None) -> FolderResult:
+                      name: str | None = None, jobs: int = 1) -> FolderResult:
     """Compile `model` (a model file's Path or a Relax IRModule) into `folder` (which exists and is empty).
 
     `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
     stages get that Profile object, or the TVM Target registered from it. `stage` times and logs each stage;
-    `name` is the bundle's C prefix (default: the model file's stem, or "model" for an IRModule).
+    `name` is the bundle's C prefix (default: the model file's stem, or "model" for an IRModule); `jobs` the
+    number of processes that generate the kernels' C (the bundle is the same for any number).
     """
     import target
 
@@ -169,8 +170,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             # that assigns `mod["main"] = ...` edits that object in place, so a reference run afterwards
             # would check our passes against themselves.
             referenced = stage("reference", lambda: reference_relax(model, imported), _runtime)
-        lowered = stage("passes", lambda: passes(imported, tvm_target), lambda low: f"{len(low.kernels)} kernels")
-        generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target),
+        lowered = stage("passes", lambda: passes(imported, profile, tvm_target), _describe_kernels)
+        generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, jobs),
                           lambda gen: f"{len(gen.source.c_text):,} B of C")
     except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
         raise CompileError(str(err).strip().splitlines()[-1]) from err
@@ -243,24 +244,29 @@ def reference_file(checked: Checked, imported: Imported) -> Referenced:
         raise CompileError(str(err)) from err
 
 
-def passes(imported: Imported, tvm_target: tvm.target.Target) -> Lowered:
-    """Our Relax and TIR passes: the model as fused, scheduled kernels, each once under its C name."""
+def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target) -> Lowered:
+    """Our Relax and TIR passes: the model as fused, scheduled kernels, each once under its C name, and main's
+    bindings split into the profile's subgraphs."""
     from tvm_ext.extract_plan import add_output_copies, unique_kernels
     from tvm_ext.lower import lower_to_kernels
+    from tvm_ext.transform import PartitionSubgraphs
 
     model = imported.model
     lowered = lower_to_kernels(model.mod, tvm_target, model.path.name)
-    lowered = add_output_copies(lowered, model)
+    lowered = PartitionSubgraphs(profile)(add_output_copies(lowered, model))
     kernels, c_name_of = unique_kernels(lowered, model.name)
     return Lowered(lowered, kernels, c_name_of)
 
 
-def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: tvm.target.Target) -> Generated:
-    """The kernels' C from TVM's C code generator, and the execution plan of the lowered module."""
-    from tvm_ext.codegen_c import generate_c
+def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: tvm.target.Target,
+            jobs: int) -> Generated:
+    """The kernels' C from TVM's C code generator, per subgraph on `jobs` worker processes, and the execution
+    plan of the lowered module."""
     from tvm_ext.extract_plan import extract_plan
+    from tvm_ext.subgraph_codegen import generate_kernels, subgraph_kernels
 
-    source = generate_c(lowered.kernels, tvm_target, imported.model.name)
+    subgraphs = subgraph_kernels(lowered.mod, lowered.kernels, lowered.c_name_of)
+    source = generate_kernels(subgraphs, tvm_target, imported.model.name, jobs)
     plan, constants = extract_plan(lowered.mod, imported.model, profile, lowered.c_name_of, source.signatures)
     return Generated(source, plan, constants)
 
@@ -318,11 +324,18 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested
             "cc": _compiler_version(config.cc),
         },
         profile={"name": profile.name, "source": profile.source, "cpu": profile.cpu, "fpu": profile.fpu,
-                 "simd": profile.simd, "int8_rounding": profile.int8_rounding},
+                 "simd": profile.simd, "int8_rounding": profile.int8_rounding,
+                 "subgraph_bytes": profile.subgraph_bytes},
         headroom=target.headroom(profile, planned.memory.arena_bytes, planned.plan.weight_bytes()),
         selftest=tested.result,
         measured=tested.measured,
     )
+
+
+def _describe_kernels(lowered: Lowered) -> str:
+    from tvm_ext.transform.partition_subgraphs import binding_subgraphs
+
+    return f"{len(lowered.kernels)} kernels, {len(set(binding_subgraphs(lowered.mod['main'])))} subgraphs"
 
 
 def _runtime(referenced: Referenced) -> str:

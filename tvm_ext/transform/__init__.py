@@ -3,6 +3,7 @@
 from tvm_ext.transform.drop_empty_concat_pieces import DropEmptyConcatPieces
 from tvm_ext.transform.fuse_keeping_layers import FuseOpsKeepingLayers
 from tvm_ext.transform.lower_quantized_to_integer import LowerQuantizedToInteger, UnsupportedOperatorError
+from tvm_ext.transform.partition_subgraphs import PartitionSubgraphs
 from tvm_ext.transform.refuse_oversized_tensors import OversizedTensorError, RefuseOversizedTensors
 
 __all__ = [
@@ -10,6 +11,7 @@ __all__ = [
     "FuseOpsKeepingLayers",
     "LowerQuantizedToInteger",
     "OversizedTensorError",
+    "PartitionSubgraphs",
     "RefuseOversizedTensors",
     "UnsupportedOperatorError",
 ]
