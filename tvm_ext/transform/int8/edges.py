@@ -35,8 +35,10 @@ def _edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall,
         return Mismatch("per-channel activation quantization")
     params = {"scale": float(q.scale), "zero_point": q.zero_point}
     if kind == "QUANTIZE":  # to int8, or to uint8 or int16 (ONNX): the kernel writes the call's own type
+        # ONNX QuantizeLinear rounds half to even, TFLite's QUANTIZE half away from zero.
+        onnx = any(record.kind == "QuantizeLinear" for record in ctx.graph.records_of(call))
         return FixedCall(KernelCall(kind, call, quantize_int8, (ctx.lowered[source],),
-                                    {**params, "dtype": str(call.ty.dtype)}))
+                                    {**params, "dtype": str(call.ty.dtype), "ties_to_even": onnx}))
     return FixedCall(KernelCall(kind, call, dequantize_int8, (ctx.lowered[source],), params))
 
 

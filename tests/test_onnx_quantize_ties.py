@@ -1,0 +1,44 @@
+"""ONNX QuantizeLinear rounds half to even (ONNX's definition, onnxruntime's result); the bundle used TFLite's
+half away from zero, which differs exactly on the ties, which the self-test's random inputs never hit."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from tvm_ext.compile import compile
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "onnx_conformance.py"
+_spec = importlib.util.spec_from_file_location("onnx_conformance", SCRIPT)
+conformance = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("onnx_conformance", conformance)
+_spec.loader.exec_module(conformance)
+
+
+@pytest.mark.parametrize(("dtype", "zero_point"), [(np.int8, -1), (np.uint8, 128)])
+def test_quantize_linear_rounds_ties_to_even_like_onnxruntime(tmp_path, dtype, zero_point):
+    onnx_type = TensorProto.INT8 if dtype == np.int8 else TensorProto.UINT8
+    node = helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["q"], name="quantize")
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [12])],
+        [helper.make_tensor_value_info("q", onnx_type, [12])],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "scale"), numpy_helper.from_array(np.array(zero_point, dtype), "zp")],
+    )
+    path = tmp_path / "quantize.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    # x / 0.5 = +-0.5, +-1.5, +-2.5, ...: ties, where half to even and half away from zero disagree; plus the
+    # float32 neighbours of a tie and values beyond the type's range.
+    x = np.array([0.25, 0.75, 1.25, -0.25, -0.75, -1.25, 0.24999999, 0.25000003, 60.25, -60.75, 1e9, -1e9], np.float32)
+    expected = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = conformance.run_bundle(bundle.out_dir, bundle.plan.model, [x], [expected])[0]
+    np.testing.assert_array_equal(got, expected)
+    info = np.iinfo(dtype)
+    np.testing.assert_array_equal(expected, np.clip(np.rint(x / np.float32(0.5)) + zero_point, info.min, info.max))
