@@ -4,7 +4,7 @@ requantization, e.g. the int16 input and int32 output of TFLM's keyword_scramble
 
 These are the only kernels with float arithmetic; the pass emits them only where a model's own input
 or output is float. Rules of TFLite's reference kernels: q = clamp(round(x / scale) + zp), rounding half
-away from zero on the float32 quotient (ONNX QuantizeLinear: half to even); x = float32(double(scale) * (q - zp)).
+away from zero on the float32 quotient; x = float32(double(scale) * (q - zp)).
 """
 
 from __future__ import annotations
@@ -13,21 +13,16 @@ import numpy as np
 from tvm import te, tirx
 
 from .fixed_point import Rounding, clamp_to_type, multiply_by_quantized_multiplier
-from .onnx_qlinear import saturate_half_to_even
 
 
-def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int, dtype: str = "int8",
-                  ties_to_even: bool = False) -> te.Tensor:
+def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int, dtype: str = "int8") -> te.Tensor:
     """float32 -> `dtype` (int8 by default; int16 for a 16x8 model's input, uint8 or int16 for an ONNX
-    QuantizeLinear to them), clamped to `dtype`'s range: TFLite's AffineQuantize rule (the float32 quotient
-    rounded half away from zero), or with `ties_to_even` ONNX QuantizeLinear's (rounded half to even, as
-    onnxruntime does)."""
+    QuantizeLinear to them) with
+    TFLite's AffineQuantize rule, clamped to `dtype`'s range."""
     info = np.iinfo(dtype)
 
     def value(*i):
         quotient = data(*i) / tirx.const(scale, "float32")
-        if ties_to_even:
-            return saturate_half_to_even(quotient, tirx.const(zero_point, "int32"), dtype)
         rounded = tirx.Select(quotient >= 0, tirx.floor(quotient + 0.5), tirx.ceil(quotient - 0.5))
         return clamp_to_type(tirx.Cast("int32", rounded) + zero_point, int(info.min), int(info.max), dtype)
 

@@ -134,3 +134,20 @@ def qlinear_matmul(
     dtype = str(y_zero_point.dtype)
     return te.compute(shape, lambda *index: _requantized(accumulator(*index), a_scale, b_scale, y_scale,
                                                          y_zero_point, index[-1], dtype), name="qlinear_matmul")
+
+
+def quantize_linear(data: te.Tensor, scale: te.Tensor, *, zero_point: int, dtype: str) -> te.Tensor:
+    """ONNX QuantizeLinear, per tensor, as onnxruntime computes it: saturate(round(x / scale) + zero_point),
+    the float32 quotient rounded half to even. ``scale`` is a [1] float32 tensor, not an immediate: TVM's C
+    code generator prints a float immediate with 7 significant digits, which changes most float32 scales
+    (they need 9)."""
+    zp = tirx.const(zero_point, "int32")
+    return te.compute(data.shape, lambda *i: saturate_half_to_even(data(*i) / _scalar(scale), zp, dtype),
+                      name="quantize_linear")
+
+
+def dequantize_linear(data: te.Tensor, scale: te.Tensor, *, zero_point: int) -> te.Tensor:
+    """ONNX DequantizeLinear, per tensor, as onnxruntime computes it: float32(q - zero_point) * scale in
+    float32 (``scale`` a [1] float32 tensor, as in ``quantize_linear``)."""
+    return te.compute(data.shape, lambda *i: (data(*i).astype("int32") - zero_point).astype("float32") * _scalar(scale),
+                      name="dequantize_linear")

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from typing import Union
 
+import numpy as np
 from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 
 from ...kernels import dequantize_int8, quantize_int8
+from ...kernels.onnx_qlinear import dequantize_linear, quantize_linear
 from . import requantize
-from .graph import describe
+from .graph import Quant, describe
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch, Site
 
 _QUANTIZE = is_op("relax.quantize")(wildcard(), wildcard(), wildcard())
+ONNX_EDGES = ("QuantizeLinear", "DequantizeLinear")  # the frontend's records of the ONNX operators
 _DEQUANTIZE = is_op("relax.dequantize")(wildcard(), is_const(), is_const())
 
 
@@ -33,13 +36,23 @@ def _edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall,
     q = ctx.graph.quant(call.args[1], call.args[2])
     if q is None:
         return Mismatch("per-channel activation quantization")
+    if any(record.kind in ONNX_EDGES for record in ctx.graph.records_of(call)):
+        return FixedCall(_onnx_edge(kind, call, ctx.lowered[source], q))
     params = {"scale": float(q.scale), "zero_point": q.zero_point}
-    if kind == "QUANTIZE":  # to int8, or to uint8 or int16 (ONNX): the kernel writes the call's own type
-        # ONNX QuantizeLinear rounds half to even, TFLite's QUANTIZE half away from zero.
-        onnx = any(record.kind == "QuantizeLinear" for record in ctx.graph.records_of(call))
+    if kind == "QUANTIZE":  # to int8, or to int16 (16x8): the kernel writes the call's own type
         return FixedCall(KernelCall(kind, call, quantize_int8, (ctx.lowered[source],),
-                                    {**params, "dtype": str(call.ty.dtype), "ties_to_even": onnx}))
+                                    {**params, "dtype": str(call.ty.dtype)}))
     return FixedCall(KernelCall(kind, call, dequantize_int8, (ctx.lowered[source],), params))
+
+
+def _onnx_edge(kind: str, call: relax.Call, source: relax.Expr, q: Quant) -> KernelCall:
+    """ONNX QuantizeLinear (to int8, uint8 or int16) or DequantizeLinear: onnxruntime's float32 arithmetic,
+    rounding half to even (TFLite's QUANTIZE rounds half away from zero), the scale a constant tensor."""
+    scale = relax.const(np.array([q.scale], np.float32))
+    if kind == "QUANTIZE":
+        return KernelCall(kind, call, quantize_linear, (source,),
+                          {"scale": scale, "zero_point": q.zero_point, "dtype": str(call.ty.dtype)})
+    return KernelCall(kind, call, dequantize_linear, (source,), {"scale": scale, "zero_point": q.zero_point})
 
 
 def _completes_quantize(value: relax.Expr, ctx: LoweringContext) -> bool:
