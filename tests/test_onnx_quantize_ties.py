@@ -42,3 +42,27 @@ def test_quantize_linear_rounds_ties_to_even_like_onnxruntime(tmp_path, dtype, z
     np.testing.assert_array_equal(got, expected)
     info = np.iinfo(dtype)
     np.testing.assert_array_equal(expected, np.clip(np.rint(x / np.float32(0.5)) + zero_point, info.min, info.max))
+
+
+@pytest.mark.parametrize("op", ["QuantizeLinear", "DequantizeLinear"])
+def test_quantize_and_dequantize_with_scale_and_zero_point_as_graph_inputs_compile(tmp_path, op):
+    # Refused by the model check before (TVM's own lowering of a runtime scale failed); per axis 1 here.
+    quantize = op == "QuantizeLinear"
+    data_type, out_type = (TensorProto.FLOAT, TensorProto.UINT8) if quantize else (TensorProto.UINT8, TensorProto.FLOAT)
+    node = helper.make_node(op, ["x", "scale", "zp"], ["y"], name="edge", axis=1)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", data_type, [2, 3, 4]),
+                      helper.make_tensor_value_info("scale", TensorProto.FLOAT, [3]),
+                      helper.make_tensor_value_info("zp", TensorProto.UINT8, [3])],
+        [helper.make_tensor_value_info("y", out_type, [2, 3, 4])])
+    path = tmp_path / "edge.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), str(path))
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((2, 3, 4)) * 3).astype(np.float32) if quantize else \
+        rng.integers(0, 256, (2, 3, 4)).astype(np.uint8)
+    scale, zp = np.array([0.5, 0.013, 0.07], np.float32), np.array([0, 128, 255], np.uint8)
+    feeds = {"x": x, "scale": scale, "zp": zp}
+    expected = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = conformance.run_bundle(bundle.out_dir, bundle.plan.model, [x, scale, zp], [expected])[0]
+    np.testing.assert_array_equal(got, expected)

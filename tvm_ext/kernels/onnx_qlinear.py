@@ -136,18 +136,23 @@ def qlinear_matmul(
                                                          y_zero_point, index[-1], dtype), name="qlinear_matmul")
 
 
-def quantize_linear(data: te.Tensor, scale: te.Tensor, *, zero_point: int, dtype: str) -> te.Tensor:
-    """ONNX QuantizeLinear, per tensor, as onnxruntime computes it: saturate(round(x / scale) + zero_point),
-    the float32 quotient rounded half to even. ``scale`` is a [1] float32 tensor, not an immediate: TVM's C
-    code generator prints a float immediate with 7 significant digits, which changes most float32 scales
-    (they need 9)."""
-    zp = tirx.const(zero_point, "int32")
-    return te.compute(data.shape, lambda *i: saturate_half_to_even(data(*i) / _scalar(scale), zp, dtype),
-                      name="quantize_linear")
+def _along(tensor: te.Tensor, index: Sequence[tirx.PrimExpr], axis: int) -> tirx.PrimExpr:
+    """The element of a per-tensor (one element) or per-axis ([C] along ``axis``) tensor for ``index``."""
+    return _per_channel(tensor, index[axis])
 
 
-def dequantize_linear(data: te.Tensor, scale: te.Tensor, *, zero_point: int) -> te.Tensor:
-    """ONNX DequantizeLinear, per tensor, as onnxruntime computes it: float32(q - zero_point) * scale in
-    float32 (``scale`` a [1] float32 tensor, as in ``quantize_linear``)."""
-    return te.compute(data.shape, lambda *i: (data(*i).astype("int32") - zero_point).astype("float32") * _scalar(scale),
-                      name="dequantize_linear")
+def quantize_linear(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor, *, axis: int) -> te.Tensor:
+    """ONNX QuantizeLinear, per tensor or per axis, as onnxruntime computes it: saturate(round(x / scale) +
+    zero_point) in zero_point's type, the float32 quotient rounded half to even. ``scale`` and ``zero_point``
+    are tensors (constants or graph inputs), never immediates: TVM's C code generator prints a float
+    immediate with 7 significant digits, which changes most float32 scales (they need 9)."""
+    dtype = str(zero_point.dtype)
+    return te.compute(data.shape, lambda *i: saturate_half_to_even(
+        data(*i) / _along(scale, i, axis), _along(zero_point, i, axis).astype("int32"), dtype), name="quantize_linear")
+
+
+def dequantize_linear(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor, *, axis: int) -> te.Tensor:
+    """ONNX DequantizeLinear, per tensor or per axis, as onnxruntime computes it: float32(q - zero_point) *
+    scale in float32 (tensors as in ``quantize_linear``)."""
+    return te.compute(data.shape, lambda *i: (data(*i).astype("int32") - _along(zero_point, i, axis).astype("int32"))
+                      .astype("float32") * _along(scale, i, axis), name="dequantize_linear")

@@ -25,6 +25,17 @@ def marker_of(value: relax.Expr) -> str | None:
     return symbol if symbol in MARKERS else None
 
 
+def tensor_operand(tensor: relax.Expr, ctx: LoweringContext) -> Union[relax.Expr, Mismatch]:
+    """A kernel operand for ``tensor``: the constant it is, or its lowered tensor; a Mismatch naming what
+    computes it otherwise (a float-path value)."""
+    value = ctx.graph.value_of(tensor)
+    if isinstance(value, Constant):
+        return value
+    if tensor in ctx.lowered:
+        return ctx.lowered[tensor]
+    return Mismatch(describe(value))
+
+
 def _completes(value: relax.Expr, _ctx: LoweringContext) -> bool:
     return marker_of(value) is not None
 
@@ -33,15 +44,10 @@ def _match(call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]
     fields = list(call.args[1].fields)
     is_conv = marker_of(call) == QLINEAR_CONV
     tensors = fields[:-4] if is_conv else fields
-    operands = []
-    for tensor in tensors:
-        value = ctx.graph.value_of(tensor)
-        if isinstance(value, Constant):
-            operands.append(value)
-        elif tensor in ctx.lowered:
-            operands.append(ctx.lowered[tensor])
-        else:
-            return Mismatch(describe(value))
+    operands = [tensor_operand(tensor, ctx) for tensor in tensors]
+    mismatch = next((o for o in operands if isinstance(o, Mismatch)), None)
+    if mismatch is not None:
+        return mismatch
     kind = "QLinearConv" if is_conv else "QLinearMatMul"
     if not is_conv:
         return FixedCall(KernelCall(kind, call, qlinear_matmul, tuple(operands)))
