@@ -15,7 +15,9 @@ soft-float routines are IEEE-exact too, only slower. Rounding half to even is co
 The accumulator is int32: sum((x - x_zero_point) * (w - w_zero_point)) (+ bias), padding counting as
 the zero point (a padded tap contributes nothing). Scales and zero points are tensors (graph inputs or
 constants): per-tensor (shape [] or [1]) or, for the weights, per output channel (QLinearConv: [M];
-QLinearMatMul: per column of B, [N]).
+QLinearMatMul: per column of B, [N]). When the three scales are constants, the compiler computes the
+multiplier per channel once, with the same float32 operations, and the kernel reads it; otherwise the
+kernel computes it for each output element.
 """
 
 from __future__ import annotations
@@ -59,22 +61,32 @@ def _per_channel(tensor: te.Tensor, channel: tirx.PrimExpr) -> tirx.PrimExpr:
     return tensor[channel] if int(np.prod([int(d) for d in tensor.shape])) > 1 else _scalar(tensor)
 
 
-def _requantized(accumulator: tirx.PrimExpr, input_scale: te.Tensor, weight_scale: te.Tensor,
-                 output_scale: te.Tensor, output_zero_point: te.Tensor, channel: tirx.PrimExpr,
+def _multiplier(channel: tirx.PrimExpr, multiplier: Optional[te.Tensor], input_scale: Optional[te.Tensor],
+                weight_scale: Optional[te.Tensor], output_scale: Optional[te.Tensor]) -> tirx.PrimExpr:
+    """The float32 requantization multiplier of output channel ``channel``: read from ``multiplier`` ([1] or
+    [channels]; the compiler computed it from constant scales with the same float32 operations), else
+    computed from the three scale tensors (graph inputs) as (input_scale * weight_scale) / output_scale."""
+    if multiplier is not None:
+        return _per_channel(multiplier, channel)
+    return _scalar(input_scale) * _per_channel(weight_scale, channel) / _scalar(output_scale)
+
+
+def _requantized(accumulator: tirx.PrimExpr, multiplier: tirx.PrimExpr, output_zero_point: te.Tensor,
                  dtype: str) -> tirx.PrimExpr:
     """onnxruntime's float32 requantization of one int32 accumulator (see the module docstring)."""
-    multiplier = _scalar(input_scale) * _per_channel(weight_scale, channel) / _scalar(output_scale)
     return saturate_half_to_even(accumulator.astype("float32") * multiplier,
                                  _scalar(output_zero_point).astype("int32"), dtype)
 
 
 def qlinear_conv2d(
-    x: te.Tensor, x_scale: te.Tensor, x_zero_point: te.Tensor, w: te.Tensor, w_scale: te.Tensor,
-    w_zero_point: te.Tensor, y_scale: te.Tensor, y_zero_point: te.Tensor, bias: Optional[te.Tensor] = None, *,
+    x: te.Tensor, w: te.Tensor, *, x_zero_point: te.Tensor, w_zero_point: te.Tensor, y_zero_point: te.Tensor,
     strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int], group: int,
+    bias: Optional[te.Tensor] = None, multiplier: Optional[te.Tensor] = None, x_scale: Optional[te.Tensor] = None,
+    w_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None,
 ) -> te.Tensor:
     """QLinearConv, 2-D: x NCHW (int8 or uint8), w [M, C/group, kH, kW], bias int32 [M] -> NCHW in
-    y_zero_point's type. ``pads`` is ONNX's (top, left, bottom, right) in elements."""
+    y_zero_point's type. ``pads`` is ONNX's (top, left, bottom, right) in elements. The requantization
+    multiplier: ``multiplier``, or the three scales (see ``_multiplier``)."""
     n, channels, height, width = (int(d) for d in x.shape)
     out_channels, group_channels, kernel_h, kernel_w = (int(d) for d in w.shape)
     out_h = (height + pads[0] + pads[2] - (kernel_h - 1) * dilations[0] - 1) // strides[0] + 1
@@ -100,17 +112,19 @@ def qlinear_conv2d(
 
     def output(b, o, oy, ox):
         total = accumulator[b, o, oy, ox] + (bias[o] if bias is not None else tirx.const(0, "int32"))
-        return _requantized(total, x_scale, w_scale, y_scale, y_zero_point, o, dtype)
+        return _requantized(total, _multiplier(o, multiplier, x_scale, w_scale, y_scale), y_zero_point, dtype)
 
     return te.compute((n, out_channels, out_h, out_w), output, name="qlinear_conv")
 
 
 def qlinear_matmul(
-    a: te.Tensor, a_scale: te.Tensor, a_zero_point: te.Tensor, b: te.Tensor, b_scale: te.Tensor,
-    b_zero_point: te.Tensor, y_scale: te.Tensor, y_zero_point: te.Tensor,
+    a: te.Tensor, b: te.Tensor, *, a_zero_point: te.Tensor, b_zero_point: te.Tensor, y_zero_point: te.Tensor,
+    multiplier: Optional[te.Tensor] = None, a_scale: Optional[te.Tensor] = None,
+    b_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None,
 ) -> te.Tensor:
     """QLinearMatMul: a [..., M, K] times b [..., K, N] (int8 or uint8, batch axes broadcast as numpy does)
-    -> [..., M, N] in y_zero_point's type; b's scale and zero point per tensor or per column [N]."""
+    -> [..., M, N] in y_zero_point's type; b's scale and zero point per tensor or per column [N]; the
+    requantization multiplier as in ``qlinear_conv2d``."""
     a_shape, b_shape = [int(d) for d in a.shape], [int(d) for d in b.shape]
     batch = list(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
     rows, depth, columns = a_shape[-2], a_shape[-1], b_shape[-1]
@@ -132,8 +146,9 @@ def qlinear_matmul(
     shape = (*batch, rows, columns)
     accumulator = te.compute(shape, accumulate, name="accumulator")
     dtype = str(y_zero_point.dtype)
-    return te.compute(shape, lambda *index: _requantized(accumulator(*index), a_scale, b_scale, y_scale,
-                                                         y_zero_point, index[-1], dtype), name="qlinear_matmul")
+    return te.compute(shape, lambda *index: _requantized(
+        accumulator(*index), _multiplier(index[-1], multiplier, a_scale, b_scale, y_scale), y_zero_point, dtype),
+        name="qlinear_matmul")
 
 
 def _along(tensor: te.Tensor, index: Sequence[tirx.PrimExpr], axis: int) -> tirx.PrimExpr:
