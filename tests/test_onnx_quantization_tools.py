@@ -46,10 +46,13 @@ class _Calibration(quantization.CalibrationDataReader):
         return next(self.batches, None)
 
 
-@pytest.mark.parametrize(("quant_format", "per_channel", "activation_type"), [
-    ("QDQ", True, "QInt8"), ("QDQ", False, "QUInt8"), ("QOperator", True, "QInt8"), ("QOperator", False, "QUInt8"),
+@pytest.mark.parametrize(("quant_format", "per_channel", "activation_type", "target"), [
+    ("QDQ", True, "QInt8", "lowpower"), ("QDQ", False, "QUInt8", "lowpower"), ("QOperator", True, "QInt8", "lowpower"),
+    ("QOperator", False, "QUInt8", "lowpower"),
+    # On QEMU: hard float (an FPU with fused multiply-add the compiler could contract into) and soft-float.
+    ("QDQ", True, "QInt8", "cortex-m4f"), ("QOperator", False, "QUInt8", "cortex-m0plus"),
 ])
-def test_onnxruntime_quantized_cnn_takes_the_integer_path(tmp_path, quant_format, per_channel, activation_type):
+def test_onnxruntime_quantized_cnn_takes_the_integer_path(tmp_path, quant_format, per_channel, activation_type, target):
     _float_cnn(tmp_path / "float.onnx")
     path = tmp_path / f"cnn_{quant_format}.onnx"
     quantization.quantize_static(
@@ -57,7 +60,7 @@ def test_onnxruntime_quantized_cnn_takes_the_integer_path(tmp_path, quant_format
         per_channel=per_channel, activation_type=getattr(quantization.QuantType, activation_type),
         weight_type=getattr(quantization.QuantType, activation_type),
     )
-    bundle = compile(path, "lowpower", tmp_path / "out")
+    bundle = compile(path, target, tmp_path / "out")
     selftest = json.loads((bundle.out_dir / "manifest.json").read_text())["selftest"]
     assert selftest["passed"] and selftest["reference"].startswith("onnxruntime"), selftest
     assert all(output["bit_identical"] for output in selftest["outputs"]), selftest
