@@ -29,7 +29,8 @@ def test_quantize_linear_rounds_ties_to_even_like_onnxruntime(tmp_path, dtype, z
     graph = helper.make_graph(
         [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [12])],
         [helper.make_tensor_value_info("q", onnx_type, [12])],
-        [numpy_helper.from_array(np.array(0.5, np.float32), "scale"), numpy_helper.from_array(np.array(zero_point, dtype), "zp")],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "scale"),
+         numpy_helper.from_array(np.array(zero_point, dtype), "zp")],
     )
     path = tmp_path / "quantize.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
