@@ -83,15 +83,6 @@ def test_axes_computed_from_a_shape_are_constants(tmp_path):
     check_model(_save(tmp_path, nodes, [_float("x", [1, 2])], [_float("y", [1, 1, 2])], constants))
 
 
-def test_dequantize_with_scale_from_a_graph_input_is_refused(tmp_path):
-    nodes = [helper.make_node("DequantizeLinear", ["x", "scale", "zp"], ["y"], name="dq")]
-    inputs = [helper.make_tensor_value_info("x", TensorProto.UINT8, [4]), _float("scale", [])]
-    zp = numpy_helper.from_array(np.array(3, np.uint8), "zp")
-    path = _save(tmp_path, nodes, inputs, [_float("y", [4])], [zp])
-    with pytest.raises(ModelError, match=r"DequantizeLinear \(its x_scale must be constants"):
-        check_model(path)
-
-
 def test_maxpool_with_indices_output_is_refused(tmp_path):
     nodes = [helper.make_node("MaxPool", ["x"], ["y", "indices"], kernel_shape=[2, 2], name="pool")]
     outputs = [_float("y", [1, 1, 1, 1]), _int64("indices", [1, 1, 1, 1])]

@@ -397,6 +397,7 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
 
     from tvm_ext.onnx_conv_transpose import output_shape_as_pads
     from tvm_ext.onnx_integer_ops import CONVERTERS as ONNX_CONVERTERS
+    from tvm_ext.onnx_qdq_fusion import fuse_qdq
 
     results = _OperatorResults()
 
@@ -432,6 +433,7 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
                 raise ModelImportError(f"{path.name}: node {record.label}: {_import_failure(err)}") from err
 
     model = onnx.load_model_from_string(data)  # external data is refused by the model check
+    model = fuse_qdq(model)  # onnxruntime's QDQ groups as QLinearConv / QLinearMatMul, as onnxruntime runs them
     initializers = {init.name for init in model.graph.initializer}
     graph_inputs = [i for i in model.graph.input if i.name not in initializers]
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from tvm import relax
 
+from tvm_ext.onnx_qlinear_ops import CONVERTERS as QLINEAR_CONVERTERS
+
 
 def conv_integer(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
     """An ONNX ConvInteger node in Relax; raises ValueError for the forms it does not convert (1-D, 3-D,
@@ -49,4 +51,5 @@ def _minus_zero_point(bb: relax.BlockBuilder, value: relax.Expr, zero_point: rel
 # ONNX op_type -> converter(bb, inputs, attrs), for operators TVM 0.27 does not convert.
 CONVERTERS: dict[str, Callable[[relax.BlockBuilder, Sequence[relax.Expr | None], dict[str, Any]], relax.Expr]] = {
     "ConvInteger": conv_integer,
+    **QLINEAR_CONVERTERS,
 }

@@ -1,10 +1,11 @@
-"""TE definitions of QUANTIZE (float32 -> int8, uint8 or int16) and DEQUANTIZE (back to float32) at a model's
-edges (uint8 and int16 for ONNX QuantizeLinear and DequantizeLinear), and of the integer QUANTIZE (a
-requantization, e.g. the int16 input and int32 output of TFLM's keyword_scrambled models).
+"""TE definitions of TFLite's QUANTIZE (float32 -> int8 or int16) and DEQUANTIZE (back to float32) at a model's
+edges, and of the integer QUANTIZE (a requantization, e.g. the int16 input and int32 output of TFLM's
+keyword_scrambled models). ONNX's QuantizeLinear and DequantizeLinear have their own kernels
+(``onnx_qlinear``: onnxruntime's rounding).
 
-These are the only kernels with float arithmetic; the pass emits them only where a model's own input
-or output is float. Rules of TFLite's reference kernels: q = clamp(round(x / scale) + zp), rounding half
-away from zero on the float32 quotient; x = float32(double(scale) * (q - zp)).
+The pass emits the float ones only where a model's own input or output is float. Rules of TFLite's
+reference kernels: q = clamp(round(x / scale) + zp), rounding half away from zero on the float32 quotient;
+x = float32(double(scale) * (q - zp)).
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from .fixed_point import Rounding, clamp_to_type, multiply_by_quantized_multipli
 
 
 def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int, dtype: str = "int8") -> te.Tensor:
-    """float32 -> `dtype` (int8 by default; int16 for a 16x8 model's input, uint8 or int16 for an ONNX
-    QuantizeLinear to them) with
-    TFLite's AffineQuantize rule, clamped to `dtype`'s range."""
+    """float32 -> `dtype` (int8 by default; int16 for a 16x8 model's input) with TFLite's AffineQuantize
+    rule, clamped to `dtype`'s range."""
     info = np.iinfo(dtype)
 
     def value(*i):

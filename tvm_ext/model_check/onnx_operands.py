@@ -1,8 +1,7 @@
 """ONNX operator forms TVM 0.27 imports but cannot compile: operands that must be known at compile time.
 
 TVM's ONNX converters read some operands as compile-time values (Slice's starts/ends/axes/steps,
-Squeeze's and Unsqueeze's axes, the scale and zero point of QuantizeLinear and DequantizeLinear, Reshape's
-shape, Resize's roi/scales/sizes, Pad's pads, ReduceMean's axes). When such an operand is computed from a
+Squeeze's and Unsqueeze's axes, Reshape's shape, Resize's roi/scales/sizes, Pad's pads, ReduceMean's axes). When such an operand is computed from a
 graph input, TVM imports the node into a dynamic-shape or data-dependent form that fails later, inside
 lowering or code generation, or refuses it with a message about its own types. Likewise MaxPool's optional second output (the
 argmax indices) is not converted. These forms are refused here, in one line naming the node and operand.
@@ -18,8 +17,6 @@ COMPILE_TIME_OPERANDS: dict[str, dict[int, str]] = {
     "Slice": {1: "starts", 2: "ends", 3: "axes", 4: "steps"},
     "Squeeze": {1: "axes"},
     "Unsqueeze": {1: "axes"},
-    "QuantizeLinear": {1: "y_scale", 2: "y_zero_point"},
-    "DequantizeLinear": {1: "x_scale", 2: "x_zero_point"},
     "Reshape": {1: "shape"},
     "Resize": {1: "roi", 2: "scales", 3: "sizes"},
     "Pad": {1: "pads", 2: "constant_value", 3: "axes"},

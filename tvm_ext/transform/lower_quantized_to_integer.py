@@ -31,7 +31,7 @@ from tvm.ir import Op
 
 from ..kernels import Rounding
 from ..layers import FALLBACK_ATTR, LayerRecord, bindings_of, with_layers
-from .int8 import LOWERINGS
+from .int8 import LOWERINGS, onnx_qlinear
 from .int8.emit import KernelEmitter
 from .int8.graph import Graph, describe
 from .int8.lowering import LoweringContext, Mismatch, Site
@@ -93,10 +93,12 @@ class LowerQuantizedToInteger:
 
 
 def _is_quantized(func: relax.Function) -> bool:
-    """Whether `func` quantizes or dequantizes anything (the QDQ form of a quantized model)."""
+    """Whether `func` quantizes or dequantizes anything (the QDQ form of a quantized model) or holds an ONNX
+    QLinear operator (``int8.onnx_qlinear``)."""
     qdq = (Op.get("relax.quantize"), Op.get("relax.dequantize"))
     return any(
-        isinstance(b.value, relax.Call) and any(b.value.op.same_as(op) for op in qdq)
+        isinstance(b.value, relax.Call)
+        and (any(b.value.op.same_as(op) for op in qdq) or onnx_qlinear.marker_of(b.value) is not None)
         for block in func.body.blocks
         for b in block.bindings
     )

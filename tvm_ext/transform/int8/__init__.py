@@ -29,6 +29,7 @@ from . import resize
 from . import prelu
 from . import l2_normalization
 from . import lstm
+from . import onnx_qlinear
 from .lowering import Lowering
 
 LOWERINGS: tuple[Lowering, ...] = (
@@ -59,6 +60,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     resize.NEAREST_NEIGHBOR,
     prelu.LOWERING,
     l2_normalization.LOWERING,
+    onnx_qlinear.LOWERING,
     pool.AVERAGE_POOL,
     pool.MAX_POOL,
     reshape.LOWERING,

@@ -8,11 +8,14 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 
 from ...kernels import dequantize_int8, quantize_int8
+from ...kernels.onnx_qlinear import dequantize_linear, quantize_linear
 from . import requantize
-from .graph import describe
+from .onnx_qlinear import tensor_operand
+from .graph import describe, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch, Site
 
 _QUANTIZE = is_op("relax.quantize")(wildcard(), wildcard(), wildcard())
+ONNX_EDGES = ("QuantizeLinear", "DequantizeLinear")  # the frontend's records of the ONNX operators
 _DEQUANTIZE = is_op("relax.dequantize")(wildcard(), is_const(), is_const())
 
 
@@ -21,8 +24,13 @@ def _ends_quantize(value: relax.Expr, ctx: LoweringContext) -> bool:
     return bool(_QUANTIZE.match(value)) and value.args[0] in ctx.lowered
 
 
-def _ends_dequantize(value: relax.Expr, _ctx: LoweringContext) -> bool:
-    return bool(_DEQUANTIZE.match(value))
+def _ends_dequantize(value: relax.Expr, ctx: LoweringContext) -> bool:
+    return bool(_DEQUANTIZE.match(value)) or (is_call_to(value, "relax.dequantize") and _is_onnx(value, ctx))
+
+
+def _is_onnx(call: relax.Call, ctx: LoweringContext) -> bool:
+    """Whether ``call`` is the frontend's ONNX QuantizeLinear or DequantizeLinear."""
+    return any(record.kind in ONNX_EDGES for record in ctx.graph.records_of(call))
 
 
 def _edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
@@ -30,14 +38,29 @@ def _edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall,
     source = call.args[0]
     if source not in ctx.lowered:
         return Mismatch(describe(ctx.graph.value_of(source)))
+    if _is_onnx(call, ctx):
+        return _onnx_edge(kind, call, ctx)
     q = ctx.graph.quant(call.args[1], call.args[2])
     if q is None:
         return Mismatch("per-channel activation quantization")
     params = {"scale": float(q.scale), "zero_point": q.zero_point}
-    if kind == "QUANTIZE":  # to int8, or to uint8 or int16 (ONNX): the kernel writes the call's own type
+    if kind == "QUANTIZE":  # to int8, or to int16 (16x8): the kernel writes the call's own type
         return FixedCall(KernelCall(kind, call, quantize_int8, (ctx.lowered[source],),
                                     {**params, "dtype": str(call.ty.dtype)}))
     return FixedCall(KernelCall(kind, call, dequantize_int8, (ctx.lowered[source],), params))
+
+
+def _onnx_edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    """ONNX QuantizeLinear or DequantizeLinear, per tensor or per axis, their scale and zero point constants
+    or graph inputs: onnxruntime's float32 arithmetic, rounding half to even (TFLite's QUANTIZE rounds half
+    away from zero)."""
+    operands = [tensor_operand(arg, ctx) for arg in call.args[:3]]
+    mismatch = next((o for o in operands if isinstance(o, Mismatch)), None)
+    if mismatch is not None:
+        return mismatch
+    kernel = quantize_linear if kind == "QUANTIZE" else dequantize_linear
+    axis = int(call.attrs.axis) % len(call.args[0].ty.shape.values)
+    return FixedCall(KernelCall(kind, call, kernel, tuple(operands), {"axis": axis}))
 
 
 def _completes_quantize(value: relax.Expr, ctx: LoweringContext) -> bool:

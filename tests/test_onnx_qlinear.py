@@ -1,0 +1,117 @@
+"""ONNX QLinearConv and QLinearMatMul (no converter in TVM 0.27: refused before) take the integer path and
+equal onnxruntime bit for bit (the self-test compares integer outputs exactly), ties and accumulators
+beyond float32's 2^24 included."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from memory_planner.plan import TensorRole
+from onnx import TensorProto, helper, numpy_helper
+
+from tvm_ext.compile import compile
+from tvm_ext.kernels.onnx_qlinear import round_half_to_even
+
+ONNX_TYPE = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
+
+
+def _save(tmp_path, node, inputs, output_type, constants, opset):
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", output_type, None)],
+                              constants)
+    model = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]))
+    path = tmp_path / "qlinear.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def _quant(name: str, scale, zero_point, dtype) -> list[onnx.TensorProto]:
+    return [numpy_helper.from_array(np.asarray(scale, np.float32), f"{name}_scale"),
+            numpy_helper.from_array(np.asarray(zero_point, dtype), f"{name}_zero_point")]
+
+
+def _assert_integer_bundle_matches_onnxruntime(bundle, kernel: str):
+    assert bundle.selftest.passed and "onnxruntime" in bundle.selftest.output, bundle.selftest.output
+    assert any(kernel in call.kernel for call in bundle.plan.calls), [c.kernel for c in bundle.plan.calls]
+    # Only the scales (constants) are float: every activation is an integer tensor.
+    activations = [t for t in bundle.plan.tensors.values() if t.role is not TensorRole.CONSTANT]
+    assert all(np.dtype(t.dtype).kind in "iu" for t in activations), activations
+
+
+CONV_CASES = {
+    # x type, w type, (x, w, y) scales (w's per tensor or per output channel), largest |weight|, bias, attributes
+    "uint8_per_tensor_pads_strides": (np.uint8, np.uint8, (0.02, 0.03, 0.7), None, True,
+                                      {"pads": [1, 2, 0, 1], "strides": [2, 1]}),
+    "int8_per_channel_group_dilation": (np.int8, np.int8, (0.02, [0.02, 0.05, 0.011, 0.3], 0.7), None, True,
+                                        {"group": 2, "dilations": [2, 1], "pads": [1, 1, 1, 1]}),
+    "uint8_int8_no_bias_same_upper": (np.uint8, np.int8, (0.02, [0.01, 0.02, 0.04, 0.08], 0.7), None, False,
+                                      {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    # x_scale * w_scale / y_scale = 1/8 exactly and small weights: about one output in eight is a tie, where
+    # rounding half away from zero differs from half to even.
+    "ties_round_half_to_even": (np.int8, np.int8, (0.5, 0.25, 1.0), 1, False, {}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONV_CASES))
+def test_qlinear_conv_matches_onnxruntime(tmp_path, case):
+    x_type, w_type, (x_scale, w_scale, y_scale), weight_high, bias, attrs = CONV_CASES[case]
+    rng = np.random.default_rng(7)
+    group = attrs.get("group", 1)
+    info = np.iinfo(w_type)
+    low, high = (info.min, info.max) if weight_high is None else (-weight_high, weight_high)
+    weights = rng.integers(low, high + 1, (4, 4 // group, 3, 3)).astype(w_type)
+    w_zero_point = np.zeros(np.shape(w_scale), w_type) if w_type == np.int8 else np.full(np.shape(w_scale), 131, w_type)
+    x_zero_point = 128 if x_type == np.uint8 else -3
+    constants = [numpy_helper.from_array(weights, "w"), *_quant("x", x_scale, x_zero_point, x_type),
+                 *_quant("w", w_scale, w_zero_point, w_type), *_quant("y", y_scale, 5, x_type)]
+    inputs = ["x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point"]
+    if bias:
+        constants.append(numpy_helper.from_array(rng.integers(-20000, 20000, 4).astype(np.int32), "b"))
+        inputs.append("b")
+    node = helper.make_node("QLinearConv", inputs, ["y"], name="conv", **attrs)
+    path = _save(tmp_path, node, [helper.make_tensor_value_info("x", ONNX_TYPE[x_type], [1, 4, 9, 8])],
+                 ONNX_TYPE[x_type], constants, 10)
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    _assert_integer_bundle_matches_onnxruntime(bundle, "qlinearconv")
+
+
+def test_qlinear_conv_accumulators_beyond_float32_precision_match_onnxruntime(tmp_path):
+    # 16 channels x 6x6 taps of 255 * 255: accumulators up to 37.4e6 > 2^24, rounded to float32 as onnxruntime does.
+    weights = np.full((2, 16, 6, 6), 255, np.uint8)
+    constants = [numpy_helper.from_array(weights, "w"), *_quant("x", 1.0, 0, np.uint8), *_quant("w", 1.0, 0, np.uint8),
+                 *_quant("y", 1.7e5, 3, np.uint8)]
+    node = helper.make_node("QLinearConv", ["x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale",
+                                            "y_zero_point"], ["y"], name="conv")
+    path = _save(tmp_path, node, [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 16, 7, 7])],
+                 TensorProto.UINT8, constants, 10)
+    _assert_integer_bundle_matches_onnxruntime(compile(path, "lowpower", tmp_path / "out"), "qlinearconv")
+
+
+@pytest.mark.parametrize(("dtype", "b_scale"), [(np.uint8, 0.05), (np.int8, [0.01, 0.02, 0.03, 0.04, 0.5])])
+def test_qlinear_matmul_matches_onnxruntime(tmp_path, dtype, b_scale):
+    rng = np.random.default_rng(3)
+    info = np.iinfo(dtype)
+    b = rng.integers(info.min, info.max + 1, (6, 5)).astype(dtype)
+    zero_point = 0 if dtype == np.int8 else 100
+    constants = [numpy_helper.from_array(b, "b"), *_quant("a", 0.04, zero_point, dtype),
+                 *_quant("b", b_scale, np.full(np.shape(b_scale), zero_point, dtype), dtype),
+                 *_quant("y", 0.3, 7, dtype)]
+    node = helper.make_node("QLinearMatMul", ["a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point",
+                                              "y_scale", "y_zero_point"], ["y"], name="matmul")
+    path = _save(tmp_path, node, [helper.make_tensor_value_info("a", ONNX_TYPE[dtype], [3, 6])], ONNX_TYPE[dtype],
+                 constants, 21)
+    _assert_integer_bundle_matches_onnxruntime(compile(path, "lowpower", tmp_path / "out"), "qlinearmatmul")
+
+
+def test_round_half_to_even_is_exact_on_ties_and_large_values():
+    import tvm
+    from tvm import te
+
+    values = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 2.5000002, 8388607.5, -8388609.0, 3e9, 1e-40],
+                      np.float32)
+    x = te.placeholder(values.shape, "float32", name="x")
+    y = te.compute(values.shape, lambda i: round_half_to_even(x[i]), name="y")
+    run = tvm.compile(te.create_prim_func([x, y]), target="llvm")
+    out = tvm.runtime.tensor(np.zeros_like(values))
+    run(tvm.runtime.tensor(values), out)
+    np.testing.assert_array_equal(out.numpy(), np.rint(values))

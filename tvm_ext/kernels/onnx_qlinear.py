@@ -1,0 +1,173 @@
+"""TE definitions of ONNX's QLinearConv and QLinearMatMul, with ONNX's requantization computed the way
+onnxruntime computes it.
+
+ONNX defines y = saturate(round(acc * (x_scale * w_scale / y_scale)) + y_zero_point) with float scales and
+rounding half to even; onnxruntime (MLAS) computes it in float32: the multiplier as (x_scale * w_scale) /
+y_scale, each step rounded to float32; float32(acc) * multiplier; clamped to [qmin - zp, qmax - zp] in
+float32; rounded half to even; plus the zero point. The kernels do exactly these IEEE float32 operations,
+in that order, so the result equals onnxruntime's bit for bit for every int32 accumulator, including the
+ones above 2^24 that float32 cannot hold exactly (both round them the same way), and including ties.
+A fixed-point multiplier (TFLite's MultiplyByQuantizedMultiplier) would not: its 31-bit multiplier and
+its rounding differ from float32's in tie and near-tie cases. On a core without an FPU the C compiler's
+soft-float routines are IEEE-exact too, only slower. Rounding half to even is computed from `floor`
+(exact for every finite float), not from the C library's current rounding mode.
+
+The accumulator is int32: sum((x - x_zero_point) * (w - w_zero_point)) (+ bias), padding counting as
+the zero point (a padded tap contributes nothing). Scales and zero points are tensors (graph inputs or
+constants): per-tensor (shape [] or [1]) or, for the weights, per output channel (QLinearConv: [M];
+QLinearMatMul: per column of B, [N]). When the three scales are constants, the compiler computes the
+multiplier per channel once, with the same float32 operations, and the kernel reads it; otherwise the
+kernel computes it for each output element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+import numpy as np
+from tvm import te, tirx
+
+
+def round_half_to_even(value: tirx.PrimExpr) -> tirx.PrimExpr:
+    """``value`` (float32) rounded to the nearest integer, ties to the even one, as float32: exact for every
+    finite float (``value - floor(value)`` is exact)."""
+    below = tirx.floor(value)
+    fraction = value - below
+    half = tirx.const(0.5, "float32")
+    below_is_odd = below - tirx.const(2.0, "float32") * tirx.floor(below * half) == tirx.const(1.0, "float32")
+    up = tirx.any(fraction > half, tirx.all(fraction == half, below_is_odd))
+    return tirx.Select(up, below + tirx.const(1.0, "float32"), below)
+
+
+def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype: str) -> tirx.PrimExpr:
+    """ONNX's saturate(round(value) + zero_point) in ``dtype`` (float32 ``value``, int32 ``zero_point``):
+    clamped to [min - zero_point, max - zero_point] in float32 first (so no cast overflows; rounding is
+    monotone and keeps integers, so clamping first equals clamping after), then rounded half to even."""
+    info = np.iinfo(dtype)
+    low = (tirx.const(int(info.min), "int32") - zero_point).astype("float32")
+    high = (tirx.const(int(info.max), "int32") - zero_point).astype("float32")
+    clamped = tirx.max(tirx.min(value, high), low)
+    return (round_half_to_even(clamped).astype("int32") + zero_point).astype(dtype)
+
+
+def _scalar(tensor: te.Tensor) -> tirx.PrimExpr:
+    """The one element of a per-tensor scale or zero point (shape [] or [1])."""
+    return tensor(*([0] * len(tensor.shape)))
+
+
+def _per_channel(tensor: te.Tensor, channel: tirx.PrimExpr) -> tirx.PrimExpr:
+    """Element ``channel`` of a per-channel tensor, or the one element of a per-tensor one."""
+    return tensor[channel] if int(np.prod([int(d) for d in tensor.shape])) > 1 else _scalar(tensor)
+
+
+def _multiplier(channel: tirx.PrimExpr, multiplier: Optional[te.Tensor], input_scale: Optional[te.Tensor],
+                weight_scale: Optional[te.Tensor], output_scale: Optional[te.Tensor]) -> tirx.PrimExpr:
+    """The float32 requantization multiplier of output channel ``channel``: read from ``multiplier`` ([1] or
+    [channels]; the compiler computed it from constant scales with the same float32 operations), else
+    computed from the three scale tensors (graph inputs) as (input_scale * weight_scale) / output_scale."""
+    if multiplier is not None:
+        return _per_channel(multiplier, channel)
+    return _scalar(input_scale) * _per_channel(weight_scale, channel) / _scalar(output_scale)
+
+
+def _requantized(accumulator: tirx.PrimExpr, multiplier: tirx.PrimExpr, output_zero_point: te.Tensor,
+                 dtype: str) -> tirx.PrimExpr:
+    """onnxruntime's float32 requantization of one int32 accumulator (see the module docstring)."""
+    return saturate_half_to_even(accumulator.astype("float32") * multiplier,
+                                 _scalar(output_zero_point).astype("int32"), dtype)
+
+
+def qlinear_conv2d(
+    x: te.Tensor, w: te.Tensor, *, x_zero_point: te.Tensor, w_zero_point: te.Tensor, y_zero_point: te.Tensor,
+    strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int], group: int,
+    bias: Optional[te.Tensor] = None, multiplier: Optional[te.Tensor] = None, x_scale: Optional[te.Tensor] = None,
+    w_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None,
+) -> te.Tensor:
+    """QLinearConv, 2-D: x NCHW (int8 or uint8), w [M, C/group, kH, kW], bias int32 [M] -> NCHW in
+    y_zero_point's type. ``pads`` is ONNX's (top, left, bottom, right) in elements. The requantization
+    multiplier: ``multiplier``, or the three scales (see ``_multiplier``)."""
+    n, channels, height, width = (int(d) for d in x.shape)
+    out_channels, group_channels, kernel_h, kernel_w = (int(d) for d in w.shape)
+    out_h = (height + pads[0] + pads[2] - (kernel_h - 1) * dilations[0] - 1) // strides[0] + 1
+    out_w = (width + pads[1] + pads[3] - (kernel_w - 1) * dilations[1] - 1) // strides[1] + 1
+    outputs_per_group = out_channels // group
+    x_zp = _scalar(x_zero_point).astype("int32")
+    rc = te.reduce_axis((0, group_channels), name="rc")
+    ry = te.reduce_axis((0, kernel_h), name="ry")
+    rx = te.reduce_axis((0, kernel_w), name="rx")
+
+    def centered_x(b, channel, iy, ix):
+        inside = tirx.all(iy >= 0, iy < height, ix >= 0, ix < width)
+        return tirx.if_then_else(inside, x[b, channel, iy, ix].astype("int32") - x_zp, tirx.const(0, "int32"))
+
+    def accumulate(b, o, oy, ox):
+        tap = centered_x(b, (o // outputs_per_group) * group_channels + rc,
+                         oy * strides[0] - pads[0] + ry * dilations[0], ox * strides[1] - pads[1] + rx * dilations[1])
+        weight = w[o, rc, ry, rx].astype("int32") - _per_channel(w_zero_point, o).astype("int32")
+        return te.sum(tap * weight, axis=[rc, ry, rx])
+
+    accumulator = te.compute((n, out_channels, out_h, out_w), accumulate, name="accumulator")
+    dtype = str(y_zero_point.dtype)
+
+    def output(b, o, oy, ox):
+        total = accumulator[b, o, oy, ox] + (bias[o] if bias is not None else tirx.const(0, "int32"))
+        return _requantized(total, _multiplier(o, multiplier, x_scale, w_scale, y_scale), y_zero_point, dtype)
+
+    return te.compute((n, out_channels, out_h, out_w), output, name="qlinear_conv")
+
+
+def qlinear_matmul(
+    a: te.Tensor, b: te.Tensor, *, a_zero_point: te.Tensor, b_zero_point: te.Tensor, y_zero_point: te.Tensor,
+    multiplier: Optional[te.Tensor] = None, a_scale: Optional[te.Tensor] = None,
+    b_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None,
+) -> te.Tensor:
+    """QLinearMatMul: a [..., M, K] times b [..., K, N] (int8 or uint8, batch axes broadcast as numpy does)
+    -> [..., M, N] in y_zero_point's type; b's scale and zero point per tensor or per column [N]; the
+    requantization multiplier as in ``qlinear_conv2d``."""
+    a_shape, b_shape = [int(d) for d in a.shape], [int(d) for d in b.shape]
+    batch = list(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
+    rows, depth, columns = a_shape[-2], a_shape[-1], b_shape[-1]
+    a_zp = _scalar(a_zero_point).astype("int32")
+    k = te.reduce_axis((0, depth), name="k")
+
+    def batch_index(shape: list[int], index: Sequence[tirx.PrimExpr]) -> list[tirx.PrimExpr]:
+        """The batch indices of an operand of batch shape ``shape[:-2]`` (broadcast axes read element 0)."""
+        own = shape[:-2]
+        tail = list(index)[len(index) - len(own):] if own else []
+        return [0 if size == 1 else i for size, i in zip(own, tail)]
+
+    def accumulate(*index):
+        *outer, i, j = index
+        left = a[(*batch_index(a_shape, outer), i, k)].astype("int32") - a_zp
+        right = b[(*batch_index(b_shape, outer), k, j)].astype("int32") - _per_channel(b_zero_point, j).astype("int32")
+        return te.sum(left * right, axis=[k])
+
+    shape = (*batch, rows, columns)
+    accumulator = te.compute(shape, accumulate, name="accumulator")
+    dtype = str(y_zero_point.dtype)
+    return te.compute(shape, lambda *index: _requantized(
+        accumulator(*index), _multiplier(index[-1], multiplier, a_scale, b_scale, y_scale), y_zero_point, dtype),
+        name="qlinear_matmul")
+
+
+def _along(tensor: te.Tensor, index: Sequence[tirx.PrimExpr], axis: int) -> tirx.PrimExpr:
+    """The element of a per-tensor (one element) or per-axis ([C] along ``axis``) tensor for ``index``."""
+    return _per_channel(tensor, index[axis])
+
+
+def quantize_linear(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor, *, axis: int) -> te.Tensor:
+    """ONNX QuantizeLinear, per tensor or per axis, as onnxruntime computes it: saturate(round(x / scale) +
+    zero_point) in zero_point's type, the float32 quotient rounded half to even. ``scale`` and ``zero_point``
+    are tensors (constants or graph inputs), never immediates: TVM's C code generator prints a float
+    immediate with 7 significant digits, which changes most float32 scales (they need 9)."""
+    dtype = str(zero_point.dtype)
+    return te.compute(data.shape, lambda *i: saturate_half_to_even(
+        data(*i) / _along(scale, i, axis), _along(zero_point, i, axis).astype("int32"), dtype), name="quantize_linear")
+
+
+def dequantize_linear(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor, *, axis: int) -> te.Tensor:
+    """ONNX DequantizeLinear, per tensor or per axis, as onnxruntime computes it: float32(q - zero_point) *
+    scale in float32 (tensors as in ``quantize_linear``)."""
+    return te.compute(data.shape, lambda *i: (data(*i).astype("int32") - _along(zero_point, i, axis).astype("int32"))
+                      .astype("float32") * _along(scale, i, axis), name="dequantize_linear")
