@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import hashlib
 import os
+import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -72,10 +76,12 @@ def example_model(folder: Path) -> Path:
 
 
 class BundleCache:
-    """Bundles compiled once per session into a session temp folder, keyed by (model, target profile name).
+    """Bundles compiled once per session, keyed by (model, target profile name).
 
-    The bundles it returns are shared by every test that asks for the same pair: tests must treat their
-    folders and plans as read-only (use `writable_copy` to change a file).
+    Under pytest-xdist the session's workers share one cache folder: the first worker to ask for a pair compiles
+    it while holding that pair's lock file, and saves the Bundle (pickled) beside it; the others wait for the
+    lock and load it. The bundles it returns are shared by every test that asks for the same pair: tests must
+    treat their folders and plans as read-only (use `writable_copy` to change a file).
     """
 
     def __init__(self, root: Path) -> None:
@@ -85,19 +91,39 @@ class BundleCache:
     def __call__(self, model: str | ModelFactory, target: str = "lowpower") -> "Bundle":
         key = (model, target)
         if key not in self._bundles:
+            self._bundles[key] = self._compiled_once(model, target)
+        return self._bundles[key]
+
+    def _compiled_once(self, model: str | ModelFactory, target: str) -> "Bundle":
+        """The pair's bundle from the shared folder, compiled there first unless a worker already did."""
+        name = model if isinstance(model, str) else f"{model.__module__}.{model.__qualname__}"
+        digest = hashlib.sha256(f"{name}\0{target}".encode()).hexdigest()[:8]
+        folder = self._root / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-{target}-{digest}"
+        saved = folder / "bundle.pickle"
+        with open(self._root / f"{folder.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+            if saved.is_file():
+                return pickle.loads(saved.read_bytes())
             from tvm_ext.compile import compile
 
-            folder = self._root / f"{len(self._bundles):03d}"
-            folder.mkdir()
+            shutil.rmtree(folder, ignore_errors=True)  # what a compile that raised left behind
+            (folder / "model").mkdir(parents=True)
             path = models_dir() / model if isinstance(model, str) else model(folder / "model")
-            self._bundles[key] = compile(path, target, folder / "out")
-        return self._bundles[key]
+            bundle = compile(path, target, folder / "out")
+            saved.with_suffix(".partial").write_bytes(pickle.dumps(bundle))
+            saved.with_suffix(".partial").replace(saved)
+            return bundle
 
 
 @pytest.fixture(scope="session")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> BundleCache:
     """`compiled(model, target="lowpower") -> Bundle`, compiled once per session (see BundleCache)."""
-    return BundleCache(tmp_path_factory.mktemp("compiled"))
+    base = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:  # a worker's base is <the session's base>/<worker id>
+        base = base.parent
+    root = base / "compiled"
+    root.mkdir(exist_ok=True)
+    return BundleCache(root)
 
 
 def writable_copy(bundle: "Bundle", folder: Path) -> "Bundle":
