@@ -77,8 +77,10 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     try:
         calibration = load_calibration(request.calibration, model.inputs)
         quantized = quantize_model(model, calibration, profile, RangeMethod(request.ranges))
-    except (CalibrationError, QuantizeError) as err:
+    except CalibrationError as err:
         raise CompileError(f"{path.name}: {err}") from err
+    except QuantizeError as err:  # names the model itself
+        raise CompileError(str(err)) from err
     except UnsupportedOperatorError as err:  # the quantized form of a layer the int8 pass has no kernel for
         raise CompileError(str(err).strip().splitlines()[-1]) from err
     costs = "; ".join(f"{where}: {cost.describe()}" for where, cost in quantized.accuracy.items())

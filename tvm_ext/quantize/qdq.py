@@ -173,9 +173,9 @@ class _Rewriter:
             return self._emit(relax.op.dequantize(value.var, relax.const(value.quant.scale),
                                                   relax.const(value.quant.zero_point, "int32"), -1, "float32"),
                               indices)
-        if not isinstance(arg, Constant):
-            return arg  # a shape or other non-tensor argument
         op = binding.value.op.name
+        if not isinstance(arg, Constant) or (op == "relax.clip" and position > 0):
+            return arg  # a shape, a clip's bound or another argument that is not a tensor operand
         if op == "relax.nn.conv2d" and position == 1:
             return self._conv_weight(binding, arg, indices)
         if op == "relax.add" and position == 1 and binding.value.args[0] in self.floats:
@@ -222,7 +222,7 @@ class _Rewriter:
     def _error(self, binding: relax.VarBinding, what: str) -> QuantizeError:
         layers = Layers.of(self.main)
         position = [b.var for b in bindings_of(self.main)].index(binding.var)
-        names = ", ".join(r.label() for r in layers.of_binding(position)) or "(unnamed)"
+        names = ", ".join(r.label for r in layers.of_binding(position)) or "(unnamed)"
         return QuantizeError(f"{self.model_name}: cannot quantize {what} at layer {names}")
 
 
