@@ -20,13 +20,17 @@ def _manifest(folder):
     return json.loads((folder / "manifest.json").read_text())
 
 
+def _quantized_hello_world(out, mode: str) -> tuple[str, dict]:
+    """`--quantize mode --calibration random` of hello_world_float into `out`: its stdout and manifest."""
+    proc = run_cli(str(models_dir() / HELLO_WORLD), "--quantize", mode, "--calibration", "random", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, _manifest(out)
+
+
 def test_hello_world_float_quantized_on_random_calibration(tmp_path):
     out = tmp_path / "out"
-    proc = run_cli(str(models_dir() / HELLO_WORLD), "--quantize", "int8", "--calibration", "random",
-                   "-o", str(out))
-    assert proc.returncode == 0, proc.stderr
-    assert "quantize   int8 on random: uniform [-1, 1), 100 samples" in proc.stdout
-    manifest = _manifest(out)
+    stdout, manifest = _quantized_hello_world(out, "int8")
+    assert "quantize   int8 on random: uniform [-1, 1), 100 samples" in stdout
     quantization = manifest["quantization"]
     assert quantization["calibration_random"] is True
     assert manifest["selftest"]["passed"] and "Relax VM" in manifest["selftest"]["reference"]
@@ -67,12 +71,9 @@ def test_classifier_quantized_on_an_npz_file_with_percentile_ranges(tmp_path):
 
 
 def test_auto_says_what_it_decided_and_why(tmp_path):
-    out = tmp_path / "out"
-    proc = run_cli(str(models_dir() / HELLO_WORLD), "--quantize", "auto", "--calibration", "random",
-                   "-o", str(out))
-    assert proc.returncode == 0, proc.stderr
-    assert "quantize   quantizing to int8: lowpower has no FPU" in proc.stdout
-    assert _manifest(out)["quantization"]["decision"].startswith("quantizing to int8: lowpower has no FPU")
+    stdout, manifest = _quantized_hello_world(tmp_path / "out", "auto")
+    assert "quantize   quantizing to int8: lowpower has no FPU" in stdout
+    assert manifest["quantization"]["decision"].startswith("quantizing to int8: lowpower has no FPU")
 
 
 def test_a_quantized_model_that_still_does_not_fit_is_refused_by_bytes(tmp_path):
