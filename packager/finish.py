@@ -32,6 +32,7 @@ class BundleFacts:
     headroom: dict[str, Any]
     selftest: SelftestResult
     measured: dict[str, Any]
+    quantization: dict[str, Any] | None = None  # how a float model was quantized (tvm_ext.compile.quantized)
 
     def layer_report(self, bundle: BundleInputs) -> LayerReport:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
@@ -55,6 +56,8 @@ class BundleFacts:
         }
         if self.measured:
             entries["cortex_m"] = self.measured
+        if self.quantization is not None:
+            entries["quantization"] = self.quantization
         return entries
 
 

@@ -77,6 +77,9 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     force: bool = False,
     log: Callable[[str], None] = lambda line: None,
     jobs: int | None = None,
+    quantize: str | None = None,
+    calibration: str | Path | None = None,
+    ranges: str = "minmax",
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -85,6 +88,10 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     (`target.resolve_profile`). `name` is the bundle's C prefix (default: the model file's stem, or "model");
     `force` replaces a non-empty `out`; `log` receives one line per stage; `jobs` is the number of processes
     that generate the kernels' C (default: the machine's cores; the bundle is the same for any number).
+    `quantize` "int8" quantizes a float model file to int8 on `calibration` (an .npz with an array per model
+    input, N samples, or "random"), with activation `ranges` "minmax" or "percentile"; "auto" does so when
+    the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide). The manifest's
+    "quantization" entry records the scheme, the calibration and the accuracy cost against the float model.
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     SelftestMismatchError when the built bundle disagrees with the reference (our bug).
@@ -98,12 +105,22 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         model = Path(model)
     label = model.name if isinstance(model, Path) else (name or "model")
     check_output_folder(out_absolute, model if isinstance(model, Path) else None, label, force)
+    from tvm_ext.compile.quantized import QuantizeRequest, check_request, quantized_module
+
+    check_request(label, quantize, calibration)
+    quantization: dict | None = None
+    if quantize is not None:
+        if not isinstance(model, Path):
+            raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
+        name = name or model.stem
+        model, quantization = quantized_module(model, target, QuantizeRequest(quantize, calibration, ranges),
+                                               log)
     staging: Path | None = None
     try:
         with interrupts_held_back():  # no interrupt between creating the folder and knowing its name
             staging = make_staging_folder(out_absolute, label)
         result = compile_to_folder(model, target, staging, _stage_logger(log), name,
-                                   default_jobs() if jobs is None else jobs)
+                                   default_jobs() if jobs is None else jobs, quantization)
         with interrupts_held_back():  # with --force, OUT is renamed aside first: both renames, or neither
             move_into_place(staging, out_absolute, force, label)
             outcome_decided()

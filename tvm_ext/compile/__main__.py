@@ -34,6 +34,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
                         help="processes that generate the kernels' C (default: the machine's cores)")
+    parser.add_argument("--quantize", choices=("int8", "auto"), default=None,
+                        help="quantize a float model to int8 (auto: when the profile has no FPU or the float "
+                             "model does not fit it)")
+    parser.add_argument("--calibration", default=None, metavar="DATA.npz",
+                        help="calibration samples for --quantize: an .npz with an array per model input "
+                             "(N samples), or 'random' (uniform noise, recorded in the manifest)")
+    parser.add_argument("--ranges", choices=("minmax", "percentile"), default="minmax",
+                        help="activation ranges from the calibration data (default: minmax)")
     return parser
 
 
@@ -109,7 +117,8 @@ def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
             model = _example_model(Path(temporary.enter_context(tempfile.TemporaryDirectory()))) \
                 if args.example else Path(args.model)
             bundle = compile(model, args.target, Path(args.out), force=args.force,
-                             log=_print_stage_and_stop_if_signalled, jobs=args.jobs)
+                             log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
+                             calibration=args.calibration, ranges=args.ranges)
         release()
         return bundle, None
     except CompileError as err:

@@ -135,13 +135,14 @@ class Tested:
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
-                      name: str | None = None, jobs: int = 1) -> FolderResult:
+                      name: str | None = None, jobs: int = 1, quantization: dict | None = None) -> FolderResult:
     """Compile `model` (a model file's Path or a Relax IRModule) into `folder` (which exists and is empty).
 
     `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
     stages get that Profile object, or the TVM Target registered from it. `stage` times and logs each stage;
     `name` is the bundle's C prefix (default: the model file's stem, or "model" for an IRModule); `jobs` the
-    number of processes that generate the kernels' C (the bundle is the same for any number).
+    number of processes that generate the kernels' C (the bundle is the same for any number); `quantization`
+    the manifest's record of how a float model was quantized into `model` (tvm_ext.compile.quantized).
     """
     import target
 
@@ -193,7 +194,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     tested = stage("self-test", lambda: self_test(folder, planned.plan, config), _describe_selftest)
     if not tested.result.passed:
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
-    tarball = finish_bundle(folder, packaged.bundle, bundle_facts(profile, config, planned, tested))
+    tarball = finish_bundle(folder, packaged.bundle,
+                            replace(bundle_facts(profile, config, planned, tested), quantization=quantization))
     return FolderResult(planned.plan, planned.memory, built.library, tarball, tested.result)
 
 

@@ -1,0 +1,59 @@
+"""A small float TFLite classifier for the quantization tests, built with tests/tflite_builder.py: CONV_2D
+(RELU6) -> DEPTHWISE_CONV_2D (RELU) -> ADD (of both) -> AVERAGE_POOL_2D -> MAX_POOL_2D -> RESHAPE ->
+FULLY_CONNECTED -> SOFTMAX, on a 1x6x6x2 input: every operator the first quantization slice handles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tflite_builder import Model, Operator, Options, Tensor, build
+
+INPUT_SHAPE = (1, 6, 6, 2)
+CLASSES = 5
+
+
+def write_float_classifier(folder: Path, seed: int = 3) -> Path:
+    rng = np.random.default_rng(seed)
+
+    def weights(*shape: int) -> np.ndarray:
+        return rng.normal(0.0, 0.5, shape).astype(np.float32)
+
+    tensors = [
+        Tensor("input", INPUT_SHAPE, "float32"),
+        Tensor("conv_w", (4, 3, 3, 2), "float32", data=weights(4, 3, 3, 2)),
+        Tensor("conv_b", (4,), "float32", data=weights(4)),
+        Tensor("conv", (1, 6, 6, 4), "float32"),
+        Tensor("dw_w", (1, 3, 3, 4), "float32", data=weights(1, 3, 3, 4)),
+        Tensor("dw_b", (4,), "float32", data=weights(4)),
+        Tensor("dw", (1, 6, 6, 4), "float32"),
+        Tensor("sum", (1, 6, 6, 4), "float32"),
+        Tensor("avg", (1, 3, 3, 4), "float32"),
+        Tensor("max", (1, 2, 2, 4), "float32"),
+        Tensor("flat", (1, 16), "float32"),
+        Tensor("fc_w", (CLASSES, 16), "float32", data=weights(CLASSES, 16)),
+        Tensor("fc_b", (CLASSES,), "float32", data=weights(CLASSES)),
+        Tensor("logits", (1, CLASSES), "float32"),
+        Tensor("probabilities", (1, CLASSES), "float32"),
+        Tensor("new_shape", (2,), "int32", data=np.array([1, 16], np.int32)),
+    ]
+    same = {"Padding": 0, "StrideW": 1, "StrideH": 1}
+    operators = [
+        Operator("CONV_2D", (0, 1, 2), (3,), Options("Conv2DOptions", {**same, "FusedActivationFunction": 3})),
+        Operator("DEPTHWISE_CONV_2D", (3, 4, 5), (6,),
+                 Options("DepthwiseConv2DOptions", {**same, "DepthMultiplier": 1, "FusedActivationFunction": 1})),
+        Operator("ADD", (3, 6), (7,), Options("AddOptions", {})),
+        Operator("AVERAGE_POOL_2D", (7,), (8,),
+                 Options("Pool2DOptions", {"Padding": 1, "StrideW": 2, "StrideH": 2, "FilterWidth": 2,
+                                           "FilterHeight": 2})),
+        Operator("MAX_POOL_2D", (8,), (9,),
+                 Options("Pool2DOptions", {"Padding": 1, "StrideW": 1, "StrideH": 1, "FilterWidth": 2,
+                                           "FilterHeight": 2})),
+        Operator("RESHAPE", (9, 15), (10,), Options("ReshapeOptions", {"NewShape": (1, 16)})),
+        Operator("FULLY_CONNECTED", (10, 11, 12), (13,), Options("FullyConnectedOptions", {})),
+        Operator("SOFTMAX", (13,), (14,), Options("SoftmaxOptions", {"Beta": 1.0})),
+    ]
+    path = folder / "float_classifier.tflite"
+    path.write_bytes(build(Model(tensors, operators, inputs=(0,), outputs=(14,))))
+    return path

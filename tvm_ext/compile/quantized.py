@@ -1,0 +1,88 @@
+"""`compile(..., quantize=..., calibration=...)`: the float model file -> the integer Relax module the
+pipeline compiles, with the manifest's "quantization" entry (tvm_ext.quantize does the work).
+
+Refused in one line (CompileError): quantizing without calibration data (never calibrated on random noise
+unless `calibration="random"` says so), calibration data without quantizing, a model that is not float, a
+calibration file that does not fit the model's inputs, a layer the quantizer cannot handle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from tvm_ext.compile import CompileError
+
+if TYPE_CHECKING:
+    import tvm
+
+QUANTIZE_MODES = ("int8", "auto")
+
+
+@dataclass(frozen=True)
+class QuantizeRequest:
+    """`mode` "int8" or "auto"; `calibration` an .npz path or "random"; `ranges` "minmax" or "percentile"."""
+
+    mode: str
+    calibration: str | Path | None
+    ranges: str = "minmax"
+
+
+def check_request(model_label: str, quantize: str | None, calibration: str | Path | None) -> None:
+    """The refusals that need no model: an unknown mode, quantizing without calibration, the reverse."""
+    if quantize is None:
+        if calibration is not None:
+            raise CompileError(f"{model_label}: calibration data given without --quantize")
+        return
+    if quantize not in QUANTIZE_MODES:
+        raise CompileError(f"{model_label}: --quantize takes {' or '.join(QUANTIZE_MODES)}, not {quantize!r}")
+    if calibration is None:
+        raise CompileError(f"{model_label}: --quantize {quantize} needs calibration data: --calibration DATA.npz "
+                           "(an array per model input, N samples), or --calibration random to calibrate on "
+                           "uniform noise in [-1, 1) (recorded in the manifest)")
+
+
+def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log: Callable[[str], None]
+                     ) -> tuple["Path | tvm.IRModule", dict]:
+    """What the pipeline compiles for `path` under `request`: the integer module and its manifest facts, or
+    (auto deciding to keep float) the path itself and the decision's facts. Logs the decision and the
+    accuracy cost, one line each."""
+    import target
+    from tvm_ext.compile.pipeline import check, import_
+    from tvm_ext.frontend import ModelImportError
+    from tvm_ext.quantize import (CalibrationError, QuantizeError, RangeMethod, decide, load_calibration,
+                                  quantize_model)
+    from tvm_ext.transform import UnsupportedOperatorError
+
+    try:
+        profile = target.resolve_profile(target_spec)
+    except target.ProfileError as err:
+        raise CompileError(f"{path.name}: {err}") from err
+    try:
+        imported = import_(path, check(path), None)
+    except ModelImportError as err:
+        raise CompileError(str(err).strip().splitlines()[-1]) from err
+    model = imported.model
+    if any(spec.dtype != "float32" for spec in model.inputs):
+        raise CompileError(f"{path.name}: --quantize takes a model with float32 inputs; "
+                           f"{', '.join(f'{s.name!r} is {s.dtype}' for s in model.inputs if s.dtype != 'float32')}")
+    facts: dict = {}
+    if request.mode == "auto":
+        decision = decide(model.mod["main"], profile)
+        log(f"quantize   {decision.reason}")
+        facts["decision"] = decision.reason
+        if not decision.quantize:
+            return path, facts
+    try:
+        calibration = load_calibration(request.calibration, model.inputs)
+        quantized = quantize_model(model, calibration, profile, RangeMethod(request.ranges))
+    except CalibrationError as err:
+        raise CompileError(f"{path.name}: {err}") from err
+    except QuantizeError as err:  # names the model itself
+        raise CompileError(str(err)) from err
+    except UnsupportedOperatorError as err:  # the quantized form of a layer the int8 pass has no kernel for
+        raise CompileError(str(err).strip().splitlines()[-1]) from err
+    costs = "; ".join(f"{where}: {cost.describe()}" for where, cost in quantized.accuracy.items())
+    log(f"quantize   int8 on {calibration.source}; accuracy against float: {costs}")
+    return quantized.mod, {**facts, **quantized.facts}

@@ -1,0 +1,17 @@
+"""Post-training quantization of a float model to int8 for a device profile (issue 18).
+
+`calibration` reads the samples, `ranges` observes activation ranges, `qdq` rewrites the float Relax main
+into the QDQ form LowerQuantizedToInteger lowers, `prepare` chains them and measures the accuracy cost
+(`accuracy`), `decide` answers `--quantize auto`.
+"""
+
+from .accuracy import AccuracyCost, Metric
+from .calibration import RANDOM, Calibration, CalibrationError, load_calibration
+from .decide import Decision, decide
+from .prepare import QuantizedModel, quantize_model
+from .qdq import QuantizeError
+from .ranges import ActivationQuant, RangeMethod
+
+__all__ = ["AccuracyCost", "ActivationQuant", "Calibration", "CalibrationError", "Decision", "Metric",
+           "QuantizeError", "QuantizedModel", "RANDOM", "RangeMethod", "decide", "load_calibration",
+           "quantize_model"]

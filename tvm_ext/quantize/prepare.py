@@ -1,0 +1,77 @@
+"""A float model -> its int8 integer Relax module, with the facts the manifest records about it.
+
+The steps: observe each activation's range on the calibration samples (float main on TVM's Relax VM),
+rewrite main into the QDQ form of the quantized model (`qdq`), lower that with LowerQuantizedToInteger
+(TFLite Micro's integer kernels, the profile's rounding), and run the integer module on the host on the
+same samples (quantized inputs) for the accuracy cost against the float model. The integer module is what
+the compiler then compiles; the self-test compares the bundle bit-exactly with that same module on TVM's
+Relax VM, the integer reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import tvm
+
+from target.profile import Profile
+from tvm_ext.frontend import ImportedModel
+from tvm_ext.transform import LowerQuantizedToInteger
+
+from .accuracy import AccuracyCost, accuracy_cost, metric_for
+from .calibration import RANDOM_SAMPLES, Calibration, random_samples
+from .qdq import QuantizedGraph, layer_outputs, quantize_graph
+from .ranges import ActivationQuant, RangeMethod, observe_ranges, run_on_samples
+
+HELD_BACK_SEED = 2  # random calibration: the held-back samples come from the same distribution, another seed
+
+
+@dataclass(frozen=True)
+class QuantizedModel:
+    """The integer Relax module of the quantized model and the manifest's "quantization" entry."""
+
+    mod: tvm.IRModule
+    facts: dict
+    accuracy: dict[str, AccuracyCost]  # "calibration" and, with random calibration, "held_back"
+
+
+def quantize_model(model: ImportedModel, calibration: Calibration, profile: Profile,
+                   method: RangeMethod = RangeMethod.MINMAX) -> QuantizedModel:
+    """`model` (float) quantized to int8 on `calibration`'s samples for `profile`; raises
+    qdq.QuantizeError (one line) for a layer the quantizer cannot handle."""
+    main = model.mod["main"]
+    taps = layer_outputs(main)
+    quants, float_outputs = observe_ranges(model.mod, taps, calibration.samples, method)
+    input_quants = [ActivationQuant.of_range(min(float(s[i].min()) for s in calibration.samples),
+                                             max(float(s[i].max()) for s in calibration.samples))
+                    for i in range(len(model.inputs))]
+    graph = quantize_graph(model.mod, input_quants, quants, model.path.name)
+    integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name)(graph.mod)
+    metric = metric_for(model.layers[-1].kind if model.layers else "")
+    accuracy = {"calibration": _cost(integer, graph, calibration.samples, float_outputs, metric)}
+    if calibration.random:
+        held_back = random_samples(model.inputs, RANDOM_SAMPLES, HELD_BACK_SEED)
+        held_float = [outputs[0] for outputs in run_on_samples(model.mod, held_back)]
+        accuracy["held_back"] = _cost(integer, graph, held_back, held_float, metric)
+    facts = {
+        "dtype": "int8",
+        "weights": "per-channel symmetric int8",
+        "activations": "per-tensor asymmetric int8",
+        "biases": "int32, scale = input scale x weight scale",
+        "ranges": method.value,
+        "calibration": calibration.source,
+        "calibration_random": calibration.random,
+        "inputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.inputs, graph.inputs)],
+        "outputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.outputs, graph.outputs)],
+        "accuracy": {where: cost.facts() for where, cost in accuracy.items()},
+        "integer_reference": "the lowered integer graph on TVM's Relax VM (llvm), bit-exact",
+    }
+    return QuantizedModel(integer, facts, accuracy)
+
+
+def _cost(integer: tvm.IRModule, graph: QuantizedGraph, samples: list[list[np.ndarray]],
+          float_outputs: list[np.ndarray], metric) -> AccuracyCost:
+    quantized_inputs = [[q.quantize(x) for q, x in zip(graph.inputs, sample)] for sample in samples]
+    int8_outputs = [graph.outputs[0].dequantize(outputs[0]) for outputs in run_on_samples(integer, quantized_inputs)]
+    return accuracy_cost(metric, float_outputs, int8_outputs)

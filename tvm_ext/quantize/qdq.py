@@ -1,0 +1,243 @@
+"""A float Relax main -> the QDQ form of the same model quantized to int8, as TVM's TFLite frontend imports
+a quantized TFLite model (``dequantize -> float op -> quantize``), so that LowerQuantizedToInteger lowers it
+to TFLite's integer kernels unchanged.
+
+Quantization (TFLite's post-training full-integer scheme):
+- weights of conv2d (NHWC; HWIO or depthwise HWOI kernels) and of matmul (``permute_dims`` of a constant):
+  int8, symmetric, one scale per output channel, max |w| / 127;
+- the bias added to such a call: int32 with scale input_scale x weight_scale[channel], zero point 0;
+- every activation that leaves a layer (and each model input): int8, per-tensor asymmetric, from its
+  calibrated range (`ranges.ActivationQuant`); SOFTMAX outputs 1/256 and -128 as TFLite requires; RESHAPE
+  and pooling run on the int8 tensor and keep their input's quantization, as TFLite's converter does.
+The quantized main takes and returns int8 tensors (the quantization of each is in `QuantizedGraph`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.ir.expr import Constant
+
+from tvm_ext.layers import Layers, bindings_of, with_layers
+
+from .ranges import ActivationQuant
+
+SOFTMAX_QUANT = ActivationQuant(np.float32(1.0 / 256.0), -128)
+_PASSTHROUGH = frozenset({"relax.reshape", "relax.nn.max_pool2d", "relax.nn.avg_pool2d"})
+_MAC = frozenset({"relax.nn.conv2d", "relax.matmul"})
+
+
+class QuantizeError(Exception):
+    """The float model has something the quantizer does not handle; one line naming the layer and operator."""
+
+
+@dataclass(frozen=True)
+class QuantizedGraph:
+    """The QDQ module, and the int8 quantization of its inputs and outputs (in main's order)."""
+
+    mod: tvm.IRModule
+    inputs: list[ActivationQuant]
+    outputs: list[ActivationQuant]
+
+
+def layer_outputs(main: relax.Function) -> list[relax.Var]:
+    """main's vars read by a binding of another layer or returned: the tensors that leave a layer (the
+    activations to quantize), in binding order. Aliases (``v = w``) are looked through."""
+    layers = Layers.of(main)
+    bindings = bindings_of(main)
+    layer_of = {b.var: layers.bindings[i] if i < len(layers.bindings) else () for i, b in enumerate(bindings)}
+    alias = {b.var: b.value for b in bindings if isinstance(b.value, relax.Var)}
+    leaving: list[relax.Var] = []
+
+    def mark(var: relax.Var) -> None:
+        while var in alias:
+            var = alias[var]
+        if var in layer_of and var not in leaving:
+            leaving.append(var)
+
+    for binding in bindings:
+        for arg in _args(binding.value):
+            if isinstance(arg, relax.Var) and arg in layer_of and layer_of[arg] != layer_of[binding.var]:
+                mark(arg)
+    mark(main.body.body)
+    return sorted(leaving, key=[b.var for b in bindings].index)
+
+
+def _args(value: relax.Expr) -> list[relax.Expr]:
+    return list(value.args) if isinstance(value, relax.Call) else [value] if isinstance(value, relax.Var) else []
+
+
+def quantize_graph(mod: tvm.IRModule, input_quants: list[ActivationQuant],
+                   quant_of: dict[relax.Var, ActivationQuant], model_name: str) -> QuantizedGraph:
+    """The QDQ module of `mod`'s float main with int8 inputs quantized as `input_quants` and each layer
+    output var quantized as `quant_of` says (softmax and pass-through outputs get their fixed rule)."""
+    return _Rewriter(mod["main"], input_quants, quant_of, model_name).run()
+
+
+@dataclass
+class _Int8Value:
+    """An int8 tensor of the quantized main and its quantization."""
+
+    var: relax.Expr
+    quant: ActivationQuant
+
+
+@dataclass
+class _Rewriter:
+    main: relax.Function
+    input_quants: list[ActivationQuant]
+    quant_of: dict[relax.Var, ActivationQuant]
+    model_name: str
+    bb: relax.BlockBuilder = field(default_factory=relax.BlockBuilder)
+    int8: dict = field(default_factory=dict)  # float var of the old main -> _Int8Value
+    floats: dict = field(default_factory=dict)  # float var of the old main (inside its layer) -> new expr
+    mac_scales: dict = field(default_factory=dict)  # new var of a MAC call -> its accumulator scales (float64)
+    weight_scales: dict = field(default_factory=dict)  # new dequantized-weight var -> per-channel scales
+    binding_records: list = field(default_factory=list)
+
+    def run(self) -> QuantizedGraph:
+        layers = Layers.of(self.main)
+        params = [relax.Var(p.name, relax.TensorType(p.ty.shape, "int8")) for p in self.main.params]
+        for old, new, quant in zip(self.main.params, params, self.input_quants):
+            self.int8[old] = _Int8Value(new, quant)
+        outputs = set(layer_outputs(self.main))
+        alias = {}
+        with self.bb.function("main", params):
+            with self.bb.dataflow():
+                for position, binding in enumerate(bindings_of(self.main)):
+                    indices = layers.bindings[position] if position < len(layers.bindings) else ()
+                    if isinstance(binding.value, relax.Var):
+                        alias[binding.var] = alias.get(binding.value, binding.value)
+                        continue
+                    self._binding(binding, indices, binding.var in outputs)
+                returned = self.main.body.body
+                result = self.int8[alias.get(returned, returned)]
+                out = self.bb.emit_output(result.var)
+                self.binding_records.append(self.binding_records[-1] if self.binding_records else ())
+            self.bb.emit_func_output(out)
+        func = with_layers(self.bb.get()["main"], layers.records, self.binding_records)
+        return QuantizedGraph(tvm.IRModule({"main": func}), list(self.input_quants), [result.quant])
+
+    def _emit(self, expr: relax.Expr, indices) -> relax.Var:
+        self.binding_records.append(tuple(indices))
+        return self.bb.emit(expr)
+
+    def _binding(self, binding: relax.VarBinding, indices, leaves_layer: bool) -> None:
+        value = binding.value
+        if not isinstance(value, relax.Call):
+            raise self._error(binding, f"a {type(value).__name__} binding")
+        op = value.op.name
+        if op in ("relax.quantize", "relax.dequantize"):
+            raise self._error(binding, f"an already quantized tensor ({op})")
+        if op == "relax.permute_dims" and _is_matmul_weight(value):
+            self.floats[binding.var] = self._matmul_weight(value.args[0], indices)
+            return
+        if op in _PASSTHROUGH and value.args[0] in self.int8:
+            self._passthrough(binding, indices, leaves_layer)
+            return
+        args = [self._operand(binding, position, arg, indices) for position, arg in enumerate(value.args)]
+        new = self._emit(relax.Call(value.op, args, value.attrs, value.ty_args), indices)
+        if op in _MAC:
+            self.mac_scales[new] = self._accumulator_scales(binding, args)
+        if leaves_layer:
+            quant = SOFTMAX_QUANT if op == "relax.nn.softmax" else self.quant_of[binding.var]
+            self.int8[binding.var] = _Int8Value(self._emit(
+                relax.op.quantize(new, relax.const(quant.scale), relax.const(quant.zero_point, "int32"), -1, "int8"),
+                indices), quant)
+        else:
+            self.floats[binding.var] = new
+
+    def _passthrough(self, binding: relax.VarBinding, indices, leaves_layer: bool) -> None:
+        """reshape, max_pool2d or avg_pool2d of an int8 tensor: on the int8 values, the same quantization
+        (avg_pool2d widened to int32 and narrowed back, the form the int8 pass lowers)."""
+        value, source = binding.value, self.int8[binding.value.args[0]]
+        if not leaves_layer:
+            raise self._error(binding, "a pooling or reshape inside a layer")
+        if value.op.name == "relax.nn.avg_pool2d":
+            wide = self._emit(relax.op.astype(source.var, "int32"), indices)
+            pooled = self._emit(relax.Call(value.op, [wide], value.attrs, value.ty_args), indices)
+            new = self._emit(relax.op.astype(pooled, "int8"), indices)
+        else:
+            new = self._emit(relax.Call(value.op, [source.var, *value.args[1:]], value.attrs, value.ty_args),
+                             indices)
+        self.int8[binding.var] = _Int8Value(new, source.quant)
+
+    def _operand(self, binding: relax.VarBinding, position: int, arg: relax.Expr, indices) -> relax.Expr:
+        if isinstance(arg, relax.Var) and arg in self.floats:
+            return self.floats[arg]
+        if isinstance(arg, relax.Var) and arg in self.int8:
+            value = self.int8[arg]
+            return self._emit(relax.op.dequantize(value.var, relax.const(value.quant.scale),
+                                                  relax.const(value.quant.zero_point, "int32"), -1, "float32"),
+                              indices)
+        op = binding.value.op.name
+        if not isinstance(arg, Constant) or (op == "relax.clip" and position > 0):
+            return arg  # a shape, a clip's bound or another argument that is not a tensor operand
+        if op == "relax.nn.conv2d" and position == 1:
+            return self._conv_weight(binding, arg, indices)
+        if op == "relax.add" and position == 1 and binding.value.args[0] in self.floats:
+            scales = self.mac_scales.get(self.floats[binding.value.args[0]])
+            if scales is not None:
+                return self._bias(arg, scales, indices)
+        raise self._error(binding, f"a constant operand {position} of {op}")
+
+    def _conv_weight(self, binding: relax.VarBinding, weight: Constant, indices) -> relax.Expr:
+        attrs = binding.value.attrs
+        axis = {"HWIO": 3, "HWOI": 2}.get(str(attrs.kernel_layout))
+        if axis is None or str(attrs.data_layout) != "NHWC":
+            raise self._error(binding, f"a conv2d with {attrs.data_layout}/{attrs.kernel_layout} layouts")
+        values, scales = _per_channel_int8(weight.value.numpy(), axis)
+        new = self._emit(relax.op.dequantize(relax.const(values), relax.const(scales),
+                                             relax.const(np.zeros(scales.size, np.int32)), axis, "float32"), indices)
+        self.weight_scales[new] = scales
+        return new
+
+    def _matmul_weight(self, weight: Constant, indices) -> relax.Expr:
+        """The (out, in) weight a FULLY_CONNECTED stores, per output channel (axis 0); made (in, out)
+        by permute_dims, then dequantized, as the frontend imports an int8 FULLY_CONNECTED."""
+        values, scales = _per_channel_int8(weight.value.numpy(), 0)
+        permuted = self._emit(relax.op.permute_dims(relax.const(values), [1, 0]), indices)
+        new = self._emit(relax.op.dequantize(permuted, relax.const(scales), relax.const(np.zeros(scales.size, np.int32)),
+                                             1, "float32"), indices)
+        self.weight_scales[new] = scales
+        return new
+
+    def _accumulator_scales(self, binding: relax.VarBinding, args: list[relax.Expr]) -> np.ndarray:
+        data = binding.value.args[0]
+        if data not in self.int8:
+            raise self._error(binding, f"a {binding.value.op.name} whose input is computed inside its layer")
+        return float(self.int8[data].quant.scale) * self.weight_scales[args[1]].astype(np.float64)
+
+    def _bias(self, bias: Constant, scales: np.ndarray, indices) -> relax.Expr:
+        values = bias.value.numpy().astype(np.float64).reshape(-1)
+        if values.size != scales.size:
+            raise QuantizeError(f"{self.model_name}: a bias of {values.size} values for {scales.size} channels")
+        quantized = np.clip(np.round(values / scales), -(2**31), 2**31 - 1).astype(np.int32)
+        return self._emit(relax.op.dequantize(relax.const(quantized), relax.const(scales.astype(np.float32)),
+                                              relax.const(np.zeros(scales.size, np.int32)), 0, "float32"), indices)
+
+    def _error(self, binding: relax.VarBinding, what: str) -> QuantizeError:
+        layers = Layers.of(self.main)
+        position = [b.var for b in bindings_of(self.main)].index(binding.var)
+        names = ", ".join(r.label for r in layers.of_binding(position)) or "(unnamed)"
+        return QuantizeError(f"{self.model_name}: cannot quantize {what} at layer {names}")
+
+
+def _is_matmul_weight(permute: relax.Call) -> bool:
+    return isinstance(permute.args[0], Constant) and len(permute.args[0].value.shape) == 2
+
+
+def _per_channel_int8(weight: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per channel along `axis`: scale = max |w| / 127 (1.0 for an all-zero channel),
+    values rounded half away from zero, clamped to [-127, 127]."""
+    moved = np.moveaxis(weight.astype(np.float64), axis, 0)
+    peak = np.abs(moved.reshape(moved.shape[0], -1)).max(axis=1)
+    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    shape = [1] * weight.ndim
+    shape[axis] = -1
+    scaled = weight / scales.astype(np.float64).reshape(shape)
+    values = np.clip(np.sign(scaled) * np.floor(np.abs(scaled) + 0.5), -127, 127).astype(np.int8)
+    return values, scales

@@ -1,0 +1,121 @@
+"""Activation ranges observed on calibration data, and the int8 quantization TFLite derives from a range.
+
+The observation runs the float Relax `main` on TVM's Relax VM (LLVM, on the host) with every tapped var
+returned as an extra output, one calibration sample at a time.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from tvm_ext.layers import bindings_of
+
+INT8_MIN, INT8_MAX = -128, 127
+
+
+class RangeMethod(enum.Enum):
+    """How a tensor's calibration values become its quantization range.
+
+    MINMAX (the default): the smallest and largest value seen. It is what TFLite's converter does, never clips
+    a value the calibration set produced, and needs no tuning; with a few hundred samples it is the safer
+    choice. PERCENTILE: the `percentile`-th and (100 - `percentile`)-th percentiles of all values seen, which
+    trades clipping rare outliers for a finer step on the rest (long-tailed activations).
+    """
+
+    MINMAX = "minmax"
+    PERCENTILE = "percentile"
+
+
+@dataclass(frozen=True)
+class ActivationQuant:
+    """Per-tensor asymmetric int8 quantization: real = scale * (q - zero_point); scale float32 > 0."""
+
+    scale: np.float32
+    zero_point: int
+
+    @classmethod
+    def of_range(cls, low: float, high: float) -> "ActivationQuant":
+        """TFLite's rule: the range widened to hold 0, scale = (high - low) / 255, the zero point rounded
+        (so that 0.0 is exactly representable) and clamped to int8. A range of one value gets scale 1."""
+        low, high = min(0.0, float(low)), max(0.0, float(high))
+        scale = np.float32((high - low) / (INT8_MAX - INT8_MIN)) if high > low else np.float32(1.0)
+        zero_point = int(np.clip(round(INT8_MIN - low / float(scale)), INT8_MIN, INT8_MAX))
+        return cls(scale, zero_point)
+
+    def quantize(self, values: np.ndarray) -> np.ndarray:
+        """`values` (float) as int8, round half away from zero then clamp, as TFLite's QUANTIZE."""
+        scaled = np.asarray(values, np.float64) / float(self.scale)
+        rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5) + self.zero_point
+        return np.clip(rounded, INT8_MIN, INT8_MAX).astype(np.int8)
+
+    def dequantize(self, values: np.ndarray) -> np.ndarray:
+        return ((values.astype(np.float32) - np.float32(self.zero_point)) * self.scale).astype(np.float32)
+
+    def facts(self) -> dict:
+        return {"scale": float(self.scale), "zero_point": self.zero_point}
+
+
+def with_taps(mod: tvm.IRModule, taps: list[relax.Var]) -> tvm.IRModule:
+    """`mod` whose main returns a tuple: its own output, then the values of `taps` (vars of main)."""
+    main = mod["main"]
+    bb = relax.BlockBuilder()
+    mapping: dict[relax.Var, relax.Expr] = {}
+    with bb.function("main", list(main.params)):
+        with bb.dataflow():
+            for binding in bindings_of(main):
+                mapping[binding.var] = bb.emit(substitute(binding.value, mapping))
+            result = bb.emit_output(relax.Tuple([substitute(main.body.body, mapping)]
+                                                + [mapping[var] for var in taps]))
+        bb.emit_func_output(result)
+    return bb.get()
+
+
+def substitute(value: relax.Expr, mapping: dict) -> relax.Expr:
+    """`value` (a call, tuple, var or constant of main) with its vars replaced as `mapping` says."""
+    if isinstance(value, relax.Var):
+        return mapping.get(value, value)
+    if isinstance(value, relax.Tuple):
+        return relax.Tuple([substitute(field, mapping) for field in value.fields])
+    if isinstance(value, relax.Call):
+        return relax.Call(value.op, [substitute(arg, mapping) for arg in value.args], value.attrs, value.ty_args)
+    if isinstance(value, relax.TupleGetItem):
+        return relax.TupleGetItem(substitute(value.tuple_value, mapping), value.index)
+    return value
+
+
+def run_on_samples(mod: tvm.IRModule, samples: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+    """main of `mod` on each sample (one array per input) on the Relax VM; per sample, its outputs."""
+    executable = relax.build(mod, target="llvm")
+    vm = relax.VirtualMachine(executable, tvm.cpu())
+    results = []
+    for sample in samples:
+        out = vm["main"](*[tvm.runtime.tensor(np.ascontiguousarray(x)) for x in sample])
+        fields = [out] if hasattr(out, "numpy") else list(out)
+        results.append([_flatten(f) for f in fields])
+    return results
+
+
+def _flatten(field) -> np.ndarray:
+    return field.numpy() if hasattr(field, "numpy") else np.stack([_flatten(f) for f in field])
+
+
+def observe_ranges(mod: tvm.IRModule, taps: list[relax.Var], samples: list[list[np.ndarray]],
+                   method: RangeMethod, percentile: float = 99.99
+                   ) -> tuple[dict[relax.Var, ActivationQuant], list[np.ndarray]]:
+    """The quantization of each tapped var of main from its values over `samples`, and main's own (first)
+    output on each sample."""
+    outputs = run_on_samples(with_taps(mod, taps), samples)
+    quants = {}
+    for position, var in enumerate(taps, start=1):
+        values = np.concatenate([sample[position].reshape(-1) for sample in outputs])
+        if method is RangeMethod.PERCENTILE:
+            low, high = np.percentile(values, [100.0 - percentile, percentile])
+        else:
+            low, high = values.min(), values.max()
+        quants[var] = ActivationQuant.of_range(low, high)
+    return quants, [sample[0] for sample in outputs]
