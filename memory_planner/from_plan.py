@@ -6,10 +6,12 @@ role is INTERMEDIATE lives from the step that writes it to the last step that re
 views; a SCRATCH root lives at the step(s) of the calls that use it. INPUT and OUTPUT tensors live in the
 caller's buffers and CONSTANTs in flash, so they are not in the arena.
 
-In-place facts: `KernelCall.access.inplace_outputs` pairs (output, input). The output's buffer gets
-`inplace_of = <input's storage>` when that call is the input storage's last use, the call writes the
-output there first, both are arena INTERMEDIATEs, and the output is not larger (writing a larger output
-element k would overwrite input bytes past element k that the kernel has not read yet).
+In-place facts: `KernelCall.access.inplace_outputs` (`InplaceOutput`). The output's buffer gets
+`inplace_of = <input's storage>` (and the fact's stream order) when that call is the input storage's last
+use, the call writes the output there first, and both are arena INTERMEDIATEs; without a stream order the
+output must not be larger (writing a larger output element k would overwrite input bytes past element k
+that the kernel has not read yet); with one, the input storage must be passed to the call only once (its
+order covers the reads through one parameter).
 
 Steps are positions in `order` (indices into `plan.calls`; default: the plan's own order).
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory_planner.api import Buffer, MemoryPlan
+from memory_planner.api import Buffer, MemoryPlan, StreamOrder
 from memory_planner.liveness import live_ranges
 from memory_planner.plan import ExecutionPlan, KernelCall, TensorRole
 
@@ -64,31 +66,35 @@ def buffers_from_plan(plan: ExecutionPlan, order: Sequence[int] | None = None, a
         label = tensor.layer or "/".join(calls[first].layers)
         if tensor.role is TensorRole.SCRATCH:
             label += " (scratch)"
-        buffers.append(Buffer(root, tensor.nbytes, first, last, alignment, label, taken_from.get(root)))
+        source, stream = taken_from.get(root, (None, None))
+        buffers.append(Buffer(root, tensor.nbytes, first, last, alignment, label, source, stream))
     return buffers
 
 
 def _inplace_sources(
     plan: ExecutionPlan, calls: Sequence[KernelCall], ranges: dict[str, tuple[int, int]]
-) -> dict[str, str]:
-    """Map output storage -> input storage for each legal in-place pair (module docstring); each input
-    storage is given to at most one output, the first the plan lists."""
-    sources: dict[str, str] = {}
+) -> dict[str, tuple[str, StreamOrder | None]]:
+    """Map output storage -> (input storage, stream order) for each legal in-place fact (module docstring);
+    each input storage is given to at most one output, the first the plan lists."""
+    sources: dict[str, tuple[str, StreamOrder | None]] = {}
     for step, call in enumerate(calls):
-        for output, input_ in call.access.inplace_outputs:
-            out, src = _storages(plan, call, (output, input_))
+        passed = _storages(plan, call, call.args)
+        for fact in call.access.inplace_outputs:
+            out, src = _storages(plan, call, (fact.output, fact.input))
+            fits = plan.tensors[out].nbytes <= plan.tensors[src].nbytes if fact.stream is None \
+                else passed.count(src) == 1
             legal = (
                 out != src
                 and plan.tensors[out].role is TensorRole.INTERMEDIATE
                 and plan.tensors[src].role is TensorRole.INTERMEDIATE
                 and ranges[out][0] == step
                 and ranges[src][1] == step
-                and plan.tensors[out].nbytes <= plan.tensors[src].nbytes
+                and fits
                 and out not in sources
-                and src not in sources.values()
+                and src not in (taken for taken, _ in sources.values())
             )
             if legal:
-                sources[out] = src
+                sources[out] = (src, fact.stream)
     return sources
 
 

@@ -21,6 +21,7 @@ from packager.fixed_point_c import requantize_helper_name
 from tvm_ext.kernels.fixed_point import calls_to_c_helpers
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR
 from tvm_ext.tir_walk import map_child_stmts
+from tvm_ext.stream_order import stream_orders
 
 PIPELINE_NAME = "tvm_ext_plain_c"
 CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
@@ -215,7 +216,8 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         scratch = tuple(ScratchBuffer(str(dtype), int(nbytes)) for dtype, nbytes in func.attrs[SCRATCH_ATTR])
         num_inputs = len(func.params) - num_outputs - len(scratch)
         parameters = tuple(_parameter(p, i < num_inputs) for i, p in enumerate(func.params))
-        signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters)
+        signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters,
+                                                     stream_orders(func, num_inputs, num_outputs))
     with calls_to_c_helpers(prefix) as roundings:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     used = tuple(sorted(r.value for r in roundings))

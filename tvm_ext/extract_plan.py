@@ -16,7 +16,8 @@ import tvm
 import tvm_ffi
 from tvm import relax, te, tirx
 
-from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSignature, Tensor, TensorRole
+from memory_planner.plan import (DTYPE_BYTES, ExecutionPlan, InplaceOutput, KernelAccess, KernelCall, KernelSignature,
+                                  Tensor, TensorRole)
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers, with_layers
@@ -293,7 +294,8 @@ def extract_plan(
                 )
                 for k, buf in enumerate(signatures[kernel].scratch)
             )
-            calls.append(KernelCall(kernel, layers, args, (output,), scratch))
+            calls.append(KernelCall(kernel, layers, args, (output,), scratch,
+                                    _access(signatures[kernel], args, (output,))))
         elif isinstance(value, relax.Call) and value.op.same_as(_RESHAPE):
             source = builder.tensor_for(value.args[0], layer)
             builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=source)
@@ -311,6 +313,11 @@ def extract_plan(
                          builder.state_reset)
     _mark_output_storage(plan, model)
     return plan, builder.constants
+
+
+def _access(signature: KernelSignature, inputs: tuple[str, ...], outputs: tuple[str, ...]) -> KernelAccess:
+    """The call's in-place facts: the kernel's stream orders, its parameters named by the call's tensors."""
+    return KernelAccess(tuple(InplaceOutput(outputs[s.output], inputs[s.input], s.order) for s in signature.streams))
 
 
 def _output_exprs(main: relax.Function, bindings: list) -> list[relax.Expr]:
