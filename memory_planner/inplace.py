@@ -1,9 +1,11 @@
-"""Hand-overs: merge each chain of buffers that take over their predecessor's bytes into one block.
+"""Hand-overs: merge each chain of same-offset hand-overs into one block; keep stream hand-overs as pairs.
 
-If B takes A's bytes (`liveness.handovers`: B names A in `inplace_of` and the hand-over is legal), the two
-can be one rectangle from A's first step to B's last step: B at the block's start, A `distance` bytes above
-it (rounded up to A's alignment: further apart is legal too), as large as their union. Chains (A <- B <- C)
-merge whole: C at 0, B above C, A above B. Each buffer gives its bytes to at most one successor.
+If B takes A's bytes at one offset (`liveness.handovers`, B without a stream order), the two can be one
+rectangle from A's first step to B's last step, as large as A (B is not larger), at one offset. Chains
+(A <- B <- C) merge whole. A hand-over with a stream order stays two blocks: the taker's block names the
+source's block in `inplace_of` and keeps the order, and the strategies treat the pair as a soft conflict
+(`strategies.placement.time_conflicts`), so each taker finds its own distance below its source instead of
+a chain stacking every distance on top of the last. Each buffer gives its bytes to at most one successor.
 """
 
 from __future__ import annotations
@@ -17,47 +19,46 @@ from memory_planner.liveness import handovers
 
 @dataclass(frozen=True)
 class MergedBuffers:
-    """Rectangles for the strategies, and for each one (by name) the buffers it holds with their offsets
-    (bytes) inside it, in chain order."""
+    """Blocks for the strategies, and for each one (by name) the buffers it holds at its offset, in chain order."""
 
     blocks: list[Buffer]
-    members: dict[str, list[tuple[str, int]]]
+    members: dict[str, list[str]]
 
     def expand(self, block_offsets: dict[str, int]) -> dict[str, int]:
-        """Every buffer's offset (bytes): the offset of the block that holds it plus its place inside."""
-        return {name: block_offsets[block] + inside
-                for block, names in self.members.items() for name, inside in names}
-
-
-def _align_up(value: int, alignment: int) -> int:
-    return (value + alignment - 1) & -alignment
+        """Every buffer's offset (bytes): the offset of the block that holds it."""
+        return {name: block_offsets[block] for block, names in self.members.items() for name in names}
 
 
 def merge_inplace(buffers: Sequence[Buffer]) -> MergedBuffers:
-    """Merge legal hand-over chains; buffers without a hand-over stay as they are (minus `inplace_of`)."""
+    """Merge same-offset hand-over chains; keep stream hand-overs between the blocks (module docstring);
+    buffers without a hand-over stay as they are (minus `inplace_of`)."""
     by_name = {b.name: b for b in buffers}
     shared = handovers(buffers)
-    successor = {h.source.name: taker for taker, h in shared.items()}
-    blocks: list[Buffer] = []
-    members: dict[str, list[tuple[str, int]]] = {}
+    same_offset = {taker for taker, h in shared.items() if h.taker.stream is None}
+    successor = {shared[taker].source.name: taker for taker in same_offset}
+    chains: list[list[Buffer]] = []
+    block_of: dict[str, str] = {}
     for head in buffers:
-        if head.name in shared:
+        if head.name in same_offset:
             continue
-        chain = [head]
-        while chain[-1].name in successor:
-            chain.append(by_name[successor[chain[-1].name]])
-        inside = {chain[-1].name: 0}  # the last taker starts lowest; each source sits above its taker
-        for taker, source in zip(reversed(chain), reversed(chain[:-1])):
-            inside[source.name] = _align_up(inside[taker.name] + shared[taker.name].distance, source.alignment)
+        chains.append([head])
+        while chains[-1][-1].name in successor:
+            chains[-1].append(by_name[successor[chains[-1][-1].name]])
+        block_of.update((b.name, head.name) for b in chains[-1])
+    blocks: list[Buffer] = []
+    for chain in chains:
+        head = chain[0]
+        streamed = shared.get(head.name)
         blocks.append(
             Buffer(
                 name=head.name,
-                nbytes=max(inside[b.name] + b.nbytes for b in chain),
+                nbytes=max(b.nbytes for b in chain),
                 first_step=head.first_step,
                 last_step=chain[-1].last_step,
                 alignment=max(b.alignment for b in chain),
                 label=head.label,
+                inplace_of=None if streamed is None else block_of[streamed.source.name],
+                stream=None if streamed is None else head.stream,
             )
         )
-        members[head.name] = [(b.name, inside[b.name]) for b in chain]
-    return MergedBuffers(blocks, members)
+    return MergedBuffers(blocks, {chain[0].name: [b.name for b in chain] for chain in chains})
