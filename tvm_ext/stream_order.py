@@ -7,7 +7,10 @@ table of operator kinds:
 
 - The kernel's body is a sequence of top-level statements. Each top-level loop is cut into at most
   `PASSES_PER_LOOP` passes of consecutive iterations in its own order (it must be a serial loop with a
-  constant extent); any other top-level statement is one pass.
+  constant extent); while the loops nested directly in it (serial, constant extent) keep the number of
+  passes within that cap, each of their iterations is a pass of its own too (a row loop over a pixel
+  loop: one pass per pixel, so the write front follows the read front pixel by pixel). Any other
+  top-level statement is one pass.
 - In each pass, the bytes read of an input (written of an output) are bounded by TVM's integer analysis of
   every load (store) index, the pass's iterations and every inner loop bound to their ranges. Conditions
   are ignored (a guarded load counts as a read): the bounds may be wider than the truth, never narrower,
@@ -18,6 +21,7 @@ table of operator kinds:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -35,12 +39,11 @@ _UNBOUNDED = 2**62  # const_int_bound reports an unknown bound as +-(2**63 - 1)
 
 @dataclass(frozen=True)
 class _Pass:
-    """One pass: a top-level statement, and for a loop the range of its variable this pass runs."""
+    """One pass: the statement it runs, with each enclosing loop of a top-level nest bound to the
+    iterations (first, count) this pass runs of it."""
 
-    stmt: tirx.Stmt
-    loop: tirx.For | None = None
-    first: int = 0
-    count: int = 1
+    body: tirx.Stmt
+    loops: tuple[tuple[tirx.For, int, int], ...] = ()
 
 
 def stream_orders(func: tirx.PrimFunc, num_inputs: int, num_outputs: int) -> tuple[ParameterStream, ...]:
@@ -74,14 +77,27 @@ def _top_level(stmt: tirx.Stmt) -> Iterator[tirx.Stmt]:
         yield stmt
 
 
+def _is_serial_constant_loop(stmt: tirx.Stmt) -> bool:
+    return (isinstance(stmt, tirx.For) and stmt.kind == tirx.ForKind.SERIAL
+            and isinstance(stmt.min, prim.IntImm) and isinstance(stmt.extent, prim.IntImm))
+
+
 def _passes(stmt: tirx.Stmt) -> list[_Pass]:
-    """`stmt` cut into passes: chunks of a serial constant-extent loop in order, else the whole of it."""
-    if not (isinstance(stmt, tirx.For) and stmt.kind == tirx.ForKind.SERIAL
-            and isinstance(stmt.min, prim.IntImm) and isinstance(stmt.extent, prim.IntImm)):
+    """`stmt` cut into passes (module docstring), in the order the kernel runs them."""
+    if not _is_serial_constant_loop(stmt):
         return [_Pass(stmt)]
+    nest, count = [stmt], int(stmt.extent)
+    while _is_serial_constant_loop(nest[-1].body) and count * int(nest[-1].body.extent) <= PASSES_PER_LOOP:
+        nest.append(nest[-1].body)
+        count *= int(nest[-1].extent)
+    if len(nest) > 1:  # every iteration of the nest is a pass
+        ranges = [range(int(loop.min), int(loop.min) + int(loop.extent)) for loop in nest]
+        return [_Pass(nest[-1].body, tuple((loop, i, 1) for loop, i in zip(nest, point)))
+                for point in itertools.product(*ranges)]
     start, extent = int(stmt.min), int(stmt.extent)
     chunk = -(-extent // PASSES_PER_LOOP)
-    return [_Pass(stmt, stmt, first, min(chunk, start + extent - first)) for first in range(start, start + extent, chunk)]
+    return [_Pass(stmt.body, ((stmt, first, min(chunk, start + extent - first)),))
+            for first in range(start, start + extent, chunk)]
 
 
 class _Pointers:
@@ -148,13 +164,10 @@ def _bytes_accessed(one_pass: _Pass, pointers: _Pointers) -> dict[int, Interval 
     """Byte bounds [start, end) of the accesses through each parameter (by id) in one pass (loads of an input
     are its reads, stores to an output its writes); None: not finite."""
     analyzer = Analyzer()
-    if one_pass.loop is not None:
-        analyzer.bind(one_pass.loop.loop_var, ir.Range.from_min_extent(one_pass.first, one_pass.count))
-        body = one_pass.loop.body
-    else:
-        body = one_pass.stmt
+    for loop, first, count in one_pass.loops:
+        analyzer.bind(loop.loop_var, ir.Range.from_min_extent(first, count))
     bounds: dict[int, Interval | None] = {}
-    for node in tir_walk.walk(body):
+    for node in tir_walk.walk(one_pass.body):
         if isinstance(node, tirx.For):
             analyzer.bind(node.loop_var, ir.Range.from_min_extent(node.min, node.extent))
         elif isinstance(node, (tirx.Bind, prim.Let)):
