@@ -2,23 +2,62 @@
 
 Pure Python, no TVM. Steps are the positions of kernel calls in execution order (0, 1, ...). A buffer is
 live from `first_step` to `last_step` inclusive; two buffers whose ranges share a step must not overlap,
-with one exception: a buffer with `inplace_of` set may sit at exactly the same offset as the buffer it
-names, because the kernel at their hand-over step writes it over that buffer (see `Buffer`).
+with one exception: a buffer with `inplace_of` set may share bytes with the buffer it names at their
+hand-over step, because the kernel there writes it over that buffer in a known order (see `Buffer` and
+`StreamOrder`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+Interval = tuple[int, int]  # bytes [start, end), end exclusive
+
+
+@dataclass(frozen=True)
+class StreamOrder:
+    """The order in which a kernel reads one input while it writes one output, pass by pass.
+
+    The kernel runs `len(reads)` passes in order (the iterations of its outermost loop, in the order its
+    schedule emits them). In pass k it reads the input's bytes within `reads[k]` and writes the output's
+    bytes within `writes[k]`, both relative to the start of their own buffer; (0, 0) means none. Within a
+    pass, reads and writes may interleave in any order. So the output may share bytes with the input if
+    every pass writes only below the input bytes that this pass or a later one still reads: the output's
+    write front stays behind the input's read front.
+    """
+
+    reads: tuple[Interval, ...]
+    writes: tuple[Interval, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.reads) != len(self.writes):
+            raise ValueError(f"stream order: {len(self.reads)} read intervals but {len(self.writes)} write intervals")
+
+    def lead_bytes(self) -> int:
+        """How far (bytes) the output's start must lie below the input's start when they overlap: the
+        largest excess of a pass's write end over the lowest input byte still to be read then. May be
+        negative (the output may then even start above the input)."""
+        lead = None
+        unread: int | None = None  # lowest input byte read by this pass or a later one
+        for (read_start, read_end), (write_start, write_end) in reversed(list(zip(self.reads, self.writes))):
+            if read_start < read_end:
+                unread = read_start if unread is None else min(unread, read_start)
+            if write_start < write_end and unread is not None:
+                lead = write_end - unread if lead is None else max(lead, write_end - unread)
+        return 0 if lead is None else lead
+
 
 @dataclass(frozen=True)
 class Buffer:
     """One block of arena bytes. `alignment` is in bytes and a power of two; `label` is for people.
 
-    `inplace_of` names another buffer whose bytes this one may take: that buffer was born at an earlier
-    step, its last step is this buffer's first step, this buffer is not larger, and the kernel at that
-    step reads each element of it before writing this buffer's element at the same offset. Placing the
-    two at the same offset is then legal although both are live at that step; apart is legal too.
+    `inplace_of` names another buffer (the source) whose bytes this one may take: the source was born at
+    an earlier step and its last step is this buffer's first step, where one kernel reads the source and
+    writes this buffer. `stream` says in what order (see `StreamOrder`): the two may then overlap if this
+    buffer starts at least `stream.lead_bytes()` below the source. Without `stream`, the kernel reads each
+    element of the source before it writes this buffer's element at the same offset (an elementwise
+    operator) and this buffer is not larger: the two may sit at exactly the same offset. Apart is always
+    legal.
     """
 
     name: str
@@ -28,6 +67,7 @@ class Buffer:
     alignment: int = 16
     label: str = ""
     inplace_of: str | None = None
+    stream: StreamOrder | None = None
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,14 @@
 - every buffer, and nothing else, has an offset;
 - every offset is >= 0 and a multiple of its buffer's alignment;
 - every buffer ends inside the arena (offset + bytes <= arena bytes);
-- no two buffers live at a same step share a byte, except an in-place hand-over: B names A in
-  `inplace_of`, both sit at one offset, their only shared step is A's last and B's first, A was born
-  before it, and B is not larger than A;
+- no two buffers live at a same step share a byte, except at a hand-over: B names A in `inplace_of`, no
+  buffer listed before B names A, their only shared step is A's last and B's first, A was born before
+  it, and either B has no stream order, both sit at one offset and B is not larger than A, or B's stream
+  order, simulated pass by pass at the two offsets, never writes a byte of A that this pass or a later
+  one still reads;
 - the plan's lower bound is the largest number of bytes live at one step (recounted here by a sweep
-  over start and end events, a hand-over counted once), and the arena is not below it.
+  over start and end events; at a hand-over the pair counts as their union at the smallest legal
+  distance, found by simulating the stream order), and the arena is not below it.
 """
 
 from __future__ import annotations
@@ -23,40 +26,94 @@ class InvalidMemoryPlanError(ValueError):
     """A memory plan breaks one of the rules `check_plan` verifies."""
 
 
-def _may_take(taker: Buffer, source: Buffer) -> bool:
-    """Whether `taker` may reuse `source`'s bytes at their one shared step."""
-    return (
-        taker.inplace_of == source.name
-        and source.first_step < source.last_step == taker.first_step
-        and taker.nbytes <= source.nbytes
-    )
+def _writes_stay_behind_reads(taker: Buffer, source_above_taker: int) -> bool:
+    """Simulate `taker.stream` with the source starting `source_above_taker` bytes above the taker: whether
+    every pass writes only below every source byte that this pass or a later one reads."""
+    stream = taker.stream
+    assert stream is not None
+    for k, (write_start, write_end) in enumerate(stream.writes):
+        if write_start >= write_end:
+            continue
+        for read_start, read_end in stream.reads[k:]:
+            if read_start < read_end and write_end > source_above_taker + read_start:
+                return False
+    return True
 
 
-def _is_handover(source: Buffer, taker: Buffer, offsets: dict[str, int]) -> bool:
-    return _may_take(taker, source) and offsets[taker.name] == offsets[source.name]
+def _smallest_legal_distance(taker: Buffer) -> int:
+    """The smallest distance >= 0 (bytes) the source may start above `taker` at their hand-over, by bisection
+    over the simulation (a legal distance stays legal when it grows); `taker.nbytes` if none below it is."""
+    low, high = 0, taker.nbytes
+    while low < high:
+        middle = (low + high) // 2
+        if _writes_stay_behind_reads(taker, middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
-def _check_pair(a: Buffer, b: Buffer, offsets: dict[str, int]) -> None:
+def _shares(taker: Buffer, source: Buffer) -> bool:
+    """Whether `taker` may share bytes with the `source` it names at all (offsets aside)."""
+    if taker is source or not source.first_step < source.last_step == taker.first_step:
+        return False
+    if taker.stream is None:
+        return taker.nbytes <= source.nbytes
+    return _smallest_legal_distance(taker) < taker.nbytes
+
+
+def _source_of(taker: Buffer, buffers: Sequence[Buffer]) -> Buffer | None:
+    """The buffer `taker` shares bytes with at its hand-over: the one it names, if they may share and no
+    buffer listed before `taker` may share with it."""
+    source = next((b for b in buffers if b.name == taker.inplace_of), None)
+    if source is None or not _shares(taker, source):
+        return None
+    for b in buffers:
+        if b is taker:
+            return source
+        if b.inplace_of == source.name and _shares(b, source):
+            return None
+    return None
+
+
+def _legal_overlap(source: Buffer, taker: Buffer, offsets: dict[str, int]) -> bool:
+    if taker.stream is None:
+        return offsets[taker.name] == offsets[source.name] and taker.nbytes <= source.nbytes
+    return _writes_stay_behind_reads(taker, offsets[source.name] - offsets[taker.name])
+
+
+def _check_pair(a: Buffer, b: Buffer, offsets: dict[str, int], buffers: Sequence[Buffer]) -> None:
     live_together = a.first_step <= b.last_step and b.first_step <= a.last_step
     a_lo, b_lo = offsets[a.name], offsets[b.name]
     bytes_shared = a.nbytes > 0 and b.nbytes > 0 and a_lo < b_lo + b.nbytes and b_lo < a_lo + a.nbytes
-    if live_together and bytes_shared and not (_is_handover(a, b, offsets) or _is_handover(b, a, offsets)):
-        raise InvalidMemoryPlanError(
-            f"buffers {a.name!r} [{a_lo}, {a_lo + a.nbytes}) steps {a.first_step}..{a.last_step} and "
-            f"{b.name!r} [{b_lo}, {b_lo + b.nbytes}) steps {b.first_step}..{b.last_step} overlap while both live"
-        )
+    if not (live_together and bytes_shared):
+        return
+    for source, taker in ((a, b), (b, a)):
+        if _source_of(taker, buffers) is source and _legal_overlap(source, taker, offsets):
+            return
+    raise InvalidMemoryPlanError(
+        f"buffers {a.name!r} [{a_lo}, {a_lo + a.nbytes}) steps {a.first_step}..{a.last_step} and "
+        f"{b.name!r} [{b_lo}, {b_lo + b.nbytes}) steps {b.first_step}..{b.last_step} overlap while both live"
+    )
+
+
+def _union_at_handover(source: Buffer, taker: Buffer) -> int:
+    """The fewest bytes the pair spans at their hand-over step (they may share: `_shares`)."""
+    if taker.stream is None:
+        return source.nbytes
+    return max(taker.nbytes, _smallest_legal_distance(taker) + source.nbytes)
 
 
 def _peak_live_bytes(buffers: Sequence[Buffer]) -> int:
-    by_name = {b.name: b for b in buffers}
     events: dict[int, int] = {}
     for b in buffers:
         events[b.first_step] = events.get(b.first_step, 0) + b.nbytes
         events[b.last_step + 1] = events.get(b.last_step + 1, 0) - b.nbytes
-        source = by_name.get(b.inplace_of or "")
-        if source is not None and _may_take(b, source):
-            events[b.first_step] -= b.nbytes  # the taker reuses the source's bytes at the hand-over step
-            events[b.first_step + 1] = events.get(b.first_step + 1, 0) + b.nbytes
+        source = _source_of(b, buffers) if b.inplace_of else None
+        if source is not None:
+            saved = source.nbytes + b.nbytes - _union_at_handover(source, b)
+            events[b.first_step] -= saved  # the pair shares bytes at the hand-over step only
+            events[b.first_step + 1] = events.get(b.first_step + 1, 0) + saved
     peak = live = 0
     for step in sorted(events):
         live += events[step]
@@ -80,7 +137,7 @@ def check_plan(buffers: Sequence[Buffer], plan: MemoryPlan) -> None:
             end = offset + b.nbytes
             raise InvalidMemoryPlanError(f"buffer {b.name!r}: ends at {end}, past the arena's {plan.arena_bytes} bytes")
     for a, b in combinations(buffers, 2):
-        _check_pair(a, b, offsets)
+        _check_pair(a, b, offsets, buffers)
     peak = _peak_live_bytes(buffers)
     if plan.lower_bound != peak or plan.arena_bytes < peak:
         raise InvalidMemoryPlanError(

@@ -4,12 +4,19 @@ Which tensors are arena buffers: a tensor and all its views (reshape, flatten: `
 one storage, the root of the chain, so a root gives one buffer and a reshape costs nothing. A root whose
 role is INTERMEDIATE lives from the step that writes it to the last step that reads it or any of its
 views; a SCRATCH root lives at the step(s) of the calls that use it. INPUT and OUTPUT tensors live in the
-caller's buffers and CONSTANTs in flash, so they are not in the arena.
+caller's buffers and CONSTANTs in flash, so they are not in the arena; with `io_in_arena` INPUT and OUTPUT
+roots are arena buffers too, an input from step 0 (the caller fills it before the run) to its last reader,
+an output from its writer to the last step (the caller reads it after the run), so other buffers may reuse
+an input's bytes once it is read and an output's bytes until it is written.
 
-In-place facts: `KernelCall.access.inplace_outputs` pairs (output, input). The output's buffer gets
-`inplace_of = <input's storage>` when that call is the input storage's last use, the call writes the
-output there first, both are arena INTERMEDIATEs, and the output is not larger (writing a larger output
-element k would overwrite input bytes past element k that the kernel has not read yet).
+In-place facts: `KernelCall.access.inplace_outputs` (`InplaceOutput`). The output's buffer gets
+`inplace_of = <input's storage>` (and the fact's stream order) when that call is the input storage's last
+use, the call writes the output there first, and both are arena INTERMEDIATEs; without a stream order the
+output must not be larger (writing a larger output element k would overwrite input bytes past element k
+that the kernel has not read yet); with one, the input storage must be passed to the call only once (its
+order covers the reads through one parameter). With `io_in_arena` the input may be the model's input and
+the output the model's output (a model input read only at step 0 is born there too, so it gives no bytes
+away at that step: `Buffer.inplace_of` needs a source born earlier).
 
 Steps are positions in `order` (indices into `plan.calls`; default: the plan's own order).
 """
@@ -18,11 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory_planner.api import Buffer, MemoryPlan
+from memory_planner.api import Buffer, MemoryPlan, StreamOrder
 from memory_planner.liveness import live_ranges
 from memory_planner.plan import ExecutionPlan, KernelCall, TensorRole
 
 ARENA_ROLES = (TensorRole.INTERMEDIATE, TensorRole.SCRATCH)
+IO_ROLES = (TensorRole.INPUT, TensorRole.OUTPUT)
 
 
 def _storages(plan: ExecutionPlan, call: KernelCall, names: Sequence[str]) -> list[str]:
@@ -40,55 +48,72 @@ def _checked_order(plan: ExecutionPlan, order: Sequence[int] | None) -> list[int
     return list(order)
 
 
-def buffers_from_plan(plan: ExecutionPlan, order: Sequence[int] | None = None, alignment: int = 16) -> list[Buffer]:
+def buffers_from_plan(
+    plan: ExecutionPlan, order: Sequence[int] | None = None, alignment: int = 16, io_in_arena: bool = False
+) -> list[Buffer]:
     """The arena buffers of `plan` run in `order`, named after their root tensor, `alignment` in bytes,
-    labelled with the layer that produces them; listed by first step, then by first mention."""
+    labelled with the layer that produces them; listed by first step, then by first mention. `io_in_arena`:
+    the model's inputs and outputs are arena buffers too (module docstring)."""
     calls = [plan.calls[i] for i in _checked_order(plan, order)]
     written = [set(_storages(plan, c, c.outputs + c.scratch)) for c in calls]
     touched = [_storages(plan, c, c.args) for c in calls]
+    roles = ARENA_ROLES + IO_ROLES if io_in_arena else ARENA_ROLES
     ranges = {
-        root: steps
+        root: _held(plan.tensors[root].role, steps, len(calls))
         for root, steps in live_ranges(touched).items()
-        if plan.tensors[root].role in ARENA_ROLES
+        if plan.tensors[root].role in roles
     }
     for root, (first, _) in ranges.items():
-        if root not in written[first]:
+        if plan.tensors[root].role is not TensorRole.INPUT and root not in written[first]:
             raise ValueError(
                 f"model {plan.model}: tensor {root!r} is read by kernel {calls[first].kernel} (step {first}) "
                 "before any call writes it"
             )
     taken_from = _inplace_sources(plan, calls, ranges)
     buffers = []
-    for root, (first, last) in ranges.items():
+    for root, (first, last) in sorted(ranges.items(), key=lambda item: item[1][0]):  # stable: then by mention
         tensor = plan.tensors[root]
         label = tensor.layer or "/".join(calls[first].layers)
         if tensor.role is TensorRole.SCRATCH:
             label += " (scratch)"
-        buffers.append(Buffer(root, tensor.nbytes, first, last, alignment, label, taken_from.get(root)))
+        source, stream = taken_from.get(root, (None, None))
+        buffers.append(Buffer(root, tensor.nbytes, first, last, alignment, label, source, stream))
     return buffers
+
+
+def _held(role: TensorRole, touched: tuple[int, int], steps: int) -> tuple[int, int]:
+    """The steps (first, last) a storage holds its bytes: those that touch it, an input's from step 0 and an
+    output's to the last of the `steps` steps."""
+    first, last = touched
+    return (0 if role is TensorRole.INPUT else first, steps - 1 if role is TensorRole.OUTPUT else last)
 
 
 def _inplace_sources(
     plan: ExecutionPlan, calls: Sequence[KernelCall], ranges: dict[str, tuple[int, int]]
-) -> dict[str, str]:
-    """Map output storage -> input storage for each legal in-place pair (module docstring); each input
-    storage is given to at most one output, the first the plan lists."""
-    sources: dict[str, str] = {}
+) -> dict[str, tuple[str, StreamOrder | None]]:
+    """Map output storage -> (input storage, stream order) for each legal in-place fact (module docstring);
+    each input storage is given to at most one output, the first the plan lists."""
+    sources: dict[str, tuple[str, StreamOrder | None]] = {}
     for step, call in enumerate(calls):
-        for output, input_ in call.access.inplace_outputs:
-            out, src = _storages(plan, call, (output, input_))
+        passed = _storages(plan, call, call.args)
+        for fact in call.access.inplace_outputs:
+            out, src = _storages(plan, call, (fact.output, fact.input))
+            fits = plan.tensors[out].nbytes <= plan.tensors[src].nbytes if fact.stream is None \
+                else passed.count(src) == 1
             legal = (
                 out != src
-                and plan.tensors[out].role is TensorRole.INTERMEDIATE
-                and plan.tensors[src].role is TensorRole.INTERMEDIATE
+                and plan.tensors[out].role in (TensorRole.INTERMEDIATE, TensorRole.OUTPUT)
+                and plan.tensors[src].role in (TensorRole.INTERMEDIATE, TensorRole.INPUT)
+                and out in ranges
+                and src in ranges
                 and ranges[out][0] == step
                 and ranges[src][1] == step
-                and plan.tensors[out].nbytes <= plan.tensors[src].nbytes
+                and fits
                 and out not in sources
-                and src not in sources.values()
+                and src not in (taken for taken, _ in sources.values())
             )
             if legal:
-                sources[out] = src
+                sources[out] = (src, fact.stream)
     return sources
 
 

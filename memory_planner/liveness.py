@@ -3,12 +3,13 @@
 A step is one kernel call in execution order. A name is live from the first step that touches it to
 the last step that touches it, inclusive. The lower bound on any arena for a fixed order is the largest
 number of bytes live at one step; a buffer that takes over its `inplace_of` buffer at their shared step
-adds nothing at that step (the two share bytes there), so the pair counts as the larger of the two.
+shares bytes with it there, so the pair counts as the bytes of their union (`Handover`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 
 from memory_planner.api import Buffer
 
@@ -23,25 +24,61 @@ def live_ranges(steps: Sequence[Collection[str]]) -> dict[str, tuple[int, int]]:
     return ranges
 
 
-def shares_at_handover(buffer: Buffer, by_name: dict[str, Buffer]) -> bool:
-    """True when `buffer` may take its `inplace_of` buffer's bytes: that buffer exists, was born at an
-    earlier step, dies at the step `buffer` is born, and is at least as large."""
-    if buffer.inplace_of is None or buffer.inplace_of not in by_name:
-        return False
-    source = by_name[buffer.inplace_of]
-    return source.first_step < source.last_step == buffer.first_step and buffer.nbytes <= source.nbytes
+@dataclass(frozen=True)
+class Handover:
+    """A taker shares bytes with its source at their hand-over step: the source starts `distance` bytes
+    (>= 0, unaligned) above the taker, and the two span `union_bytes` there."""
+
+    taker: Buffer
+    source: Buffer
+    distance: int
+
+    @property
+    def union_bytes(self) -> int:
+        return max(self.taker.nbytes, self.distance + self.source.nbytes)
+
+
+def handovers(buffers: Sequence[Buffer]) -> dict[str, Handover]:
+    """The legal hand-overs by taker name. Legal: the taker's `inplace_of` buffer exists, was born at an
+    earlier step and dies at the step the taker is born; without a stream order the taker is not larger
+    (distance 0); with one, the distance is the order's lead (at least 0) and smaller than the taker (else
+    sharing saves nothing). A source gives its bytes to the first buffer listed with a legal hand-over."""
+    by_name = {b.name: b for b in buffers}
+    found: dict[str, Handover] = {}
+    given: set[str] = set()
+    for taker in buffers:
+        source = by_name.get(taker.inplace_of or "")
+        if source is None or source.name in given or taker.name == source.name:
+            continue
+        if not source.first_step < source.last_step == taker.first_step:
+            continue
+        if taker.stream is None:
+            distance = 0 if taker.nbytes <= source.nbytes else None
+        else:
+            distance = max(taker.stream.lead_bytes(), 0)
+            distance = distance if distance < taker.nbytes else None
+        if distance is not None:
+            found[taker.name] = Handover(taker, source, distance)
+            given.add(source.name)
+    return found
 
 
 def live_per_step(buffers: Sequence[Buffer]) -> list[list[Buffer]]:
-    """The buffers holding bytes of their own at each step 0..last step of any buffer: a buffer is left
-    out at the step where it takes over its `inplace_of` buffer's bytes."""
+    """The blocks of bytes live at each step 0..last step of any buffer: each buffer over its live range,
+    except that at a hand-over step the source and its taker are one block of their union's bytes (with the
+    source's alignment when both start at one offset, else the taker's, which starts lowest)."""
     steps = max((b.last_step for b in buffers), default=-1) + 1
     live: list[list[Buffer]] = [[] for _ in range(steps)]
-    by_name = {b.name: b for b in buffers}
+    shared = handovers(buffers)
+    sources = {h.source.name: h for h in shared.values()}
     for buffer in buffers:
-        first = buffer.first_step + shares_at_handover(buffer, by_name)
-        for step in range(first, buffer.last_step + 1):
-            live[step].append(buffer)
+        for step in range(buffer.first_step, buffer.last_step + 1):
+            handover = shared.get(buffer.name) if step == buffer.first_step else sources.get(buffer.name)
+            if handover is None or step != handover.taker.first_step:
+                live[step].append(buffer)
+            elif buffer is handover.taker:  # the pair's one block, counted once
+                lowest = handover.source if handover.distance == 0 else handover.taker
+                live[step].append(replace(lowest, nbytes=handover.union_bytes))
     return live
 
 

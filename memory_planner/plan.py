@@ -17,6 +17,8 @@ import enum
 import math
 from dataclasses import dataclass, field
 
+from memory_planner.api import StreamOrder
+
 DTYPE_BYTES: dict[str, int] = {
     "float32": 4,
     "int32": 4,
@@ -84,14 +86,22 @@ class Tensor:
 
 
 @dataclass(frozen=True)
+class InplaceOutput:
+    """A kernel may write tensor `output` over bytes of its input tensor `input`: element by element at the
+    same offsets (it reads each input element before it writes the output element there, and the output
+    is not larger) when `stream` is None, else in the order `stream` gives (bytes relative to each tensor)."""
+
+    output: str
+    input: str
+    stream: StreamOrder | None = None
+
+
+@dataclass(frozen=True)
 class KernelAccess:
-    """What a kernel's access order allows the memory planner to do (facts, not requests).
+    """What a kernel's access order allows the memory planner to do (facts, not requests): the outputs it
+    may write over its inputs' bytes."""
 
-    `inplace_outputs` pairs (output, input) where the output may take the input's bytes because the kernel
-    reads each input element before it writes the output element at the same offset (elementwise ops).
-    """
-
-    inplace_outputs: tuple[tuple[str, str], ...] = ()
+    inplace_outputs: tuple[InplaceOutput, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,10 +156,21 @@ class ScratchBuffer:
 
 
 @dataclass(frozen=True)
+class ParameterStream:
+    """In what order a kernel writes its output parameter `output` (index among its outputs) while it reads
+    its input parameter `input` (index among its inputs): bytes relative to each parameter's pointer."""
+
+    output: int
+    input: int
+    order: StreamOrder
+
+
+@dataclass(frozen=True)
 class KernelSignature:
     """A generated kernel's C parameters: `num_inputs` inputs, then `num_outputs` outputs, then scratch.
 
-    `parameters` holds all of them in that order; `scratch` the sizes of the last `len(scratch)`.
+    `parameters` holds all of them in that order; `scratch` the sizes of the last `len(scratch)`; `streams`
+    the access orders known for (output, input) pairs of parameters.
     """
 
     name: str
@@ -157,6 +178,7 @@ class KernelSignature:
     num_outputs: int
     scratch: tuple[ScratchBuffer, ...]
     parameters: tuple[KernelParameter, ...]
+    streams: tuple[ParameterStream, ...] = ()
 
 
 @dataclass

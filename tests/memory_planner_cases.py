@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory_planner.api import Buffer
-from memory_planner.plan import ExecutionPlan, KernelAccess, KernelCall, Tensor, TensorRole
+from memory_planner.plan import ExecutionPlan, InplaceOutput, KernelAccess, KernelCall, Tensor, TensorRole
 
 KB = 1024
 
@@ -87,7 +87,7 @@ def residual_block_plan() -> ExecutionPlan:
         KernelCall("k_skip", ("skip",), ("conv0", "w"), ("skip",)),
         KernelCall("k_conv1", ("conv1",), ("conv0", "w"), ("conv1",), ("pad",)),
         KernelCall("k_conv2", ("conv2",), ("conv1", "w"), ("conv2",)),
-        KernelCall("k_add", ("add",), ("conv2", "skip"), ("add",), access=KernelAccess((("add", "conv2"),))),
+        KernelCall("k_add", ("add",), ("conv2", "skip"), ("add",), access=KernelAccess((InplaceOutput("add", "conv2"),))),
         KernelCall("k_fc", ("fc",), ("flat", "w"), ("fc",)),
         KernelCall("k_softmax", ("softmax",), ("fc",), ("y",)),
     ]

@@ -10,7 +10,7 @@ from memory_planner_cases import make_plan, residual_block_plan, tensor
 from memory_planner import Buffer, plan_memory
 from memory_planner.check import check_plan
 from memory_planner.from_plan import buffers_from_plan, tensor_offsets
-from memory_planner.plan import KernelAccess, KernelCall, TensorRole
+from memory_planner.plan import InplaceOutput, KernelAccess, KernelCall, TensorRole
 
 # residual_block_plan's calls: 0 conv0, 1 skip, 2 conv1 (+pad), 3 conv2, 4 add (in place over conv2),
 # 5 fc reading the flatten view of add, 6 softmax writing the output.
@@ -42,7 +42,7 @@ def test_alignment_is_passed_to_every_buffer() -> None:
 def test_inplace_is_dropped_when_the_input_is_read_later() -> None:
     plan = residual_block_plan()
     calls = list(plan.calls)
-    calls[4] = dataclasses.replace(calls[4], access=KernelAccess((("add", "conv2"), ("add", "skip"))))
+    calls[4] = dataclasses.replace(calls[4], access=KernelAccess((InplaceOutput("add", "conv2"), InplaceOutput("add", "skip"))))
     plan.calls = calls
     plan.calls[5] = dataclasses.replace(plan.calls[5], inputs=("flat", "conv2"))  # conv2 now read at step 5
     taken = {b.name: b.inplace_of for b in buffers_from_plan(plan)}
@@ -55,7 +55,7 @@ def test_inplace_is_dropped_when_the_output_is_larger() -> None:
         [tensor("x", (4,), r.INPUT), tensor("small", (4,)), tensor("wide", (8,)), tensor("y", (8,), r.OUTPUT)],
         [
             KernelCall("k0", ("small",), ("x",), ("small",)),
-            KernelCall("k1", ("wide",), ("small",), ("wide",), access=KernelAccess((("wide", "small"),))),
+            KernelCall("k1", ("wide",), ("small",), ("wide",), access=KernelAccess((InplaceOutput("wide", "small"),))),
             KernelCall("k2", ("y",), ("wide",), ("y",)),
         ],
     )

@@ -7,7 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_planner import Buffer, plan_memory
-from memory_planner.check import check_plan
+from memory_planner.api import StreamOrder
+from memory_planner.api import MemoryPlan
+from memory_planner.check import InvalidMemoryPlanError, check_plan
 from memory_planner.liveness import aligned_lower_bound, lower_bound
 from memory_planner.strategies import HEURISTICS, STRATEGIES
 from memory_planner_cases import (
@@ -23,19 +25,36 @@ ALL_STRATEGIES = ["auto", *STRATEGIES]
 
 
 def naive_lower_bound(buffers: list[Buffer]) -> int:
-    """Bytes live at the busiest step, in-place hand-overs counted once (a third, plain count)."""
+    """Bytes live at the busiest step, a hand-over counted as the pair's union (a third, plain count: the
+    union from a distance tried byte by byte)."""
     by_name = {b.name: b for b in buffers}
     steps = {s for b in buffers for s in range(b.first_step, b.last_step + 1)}
 
+    def distance(taker: Buffer) -> int:  # where the source may start above the taker; None: nowhere useful
+        source = by_name.get(taker.inplace_of or "")
+        if source is None or source is taker or not source.first_step < source.last_step == taker.first_step:
+            return None
+        if taker.stream is None:
+            return 0 if taker.nbytes <= source.nbytes else None
+        for d in range(taker.nbytes):
+            if all(w_end <= d + r_start for k, (w_start, w_end) in enumerate(taker.stream.writes) if w_start < w_end
+                   for r_start, r_end in taker.stream.reads[k:] if r_start < r_end):
+                return d
+        return None
+
+    takers: dict[str, Buffer] = {}  # source -> its first taker with a useful distance
+    for b in buffers:
+        if distance(b) is not None:
+            takers.setdefault(b.inplace_of, b)
+
     def at(step: int) -> int:
         live = [b for b in buffers if b.first_step <= step <= b.last_step]
-        shared = [
-            b for b in live
-            if b.inplace_of in by_name
-            and by_name[b.inplace_of].first_step < by_name[b.inplace_of].last_step == step == b.first_step
-            and b.nbytes <= by_name[b.inplace_of].nbytes
-        ]
-        return sum(b.nbytes for b in live) - sum(b.nbytes for b in shared)
+        total = sum(b.nbytes for b in live)
+        for source, taker in takers.items():
+            if taker.first_step == step:
+                union = max(taker.nbytes, distance(taker) + by_name[source].nbytes)
+                total -= by_name[source].nbytes + taker.nbytes - union
+        return total
 
     return max((at(s) for s in steps), default=0)
 
@@ -140,17 +159,33 @@ def buffer_sets(
     for i in range(count):
         first = draw(st.integers(0, 6))
         source = draw(st.sampled_from([None] + [f"b{j}" for j in range(i)])) if inplace and i else None
+        nbytes = draw(st.integers(0, max_bytes))
+        stream = draw(stream_orders(buffers[int(source[1:])].nbytes, nbytes)) if source and draw(st.booleans()) else None
         buffers.append(
             Buffer(
                 f"b{i}",
-                draw(st.integers(0, max_bytes)),
+                nbytes,
                 first,
                 first + draw(st.integers(0, 4)),
                 alignment=draw(st.sampled_from(alignments)),
                 inplace_of=source,
+                stream=stream,
             )
         )
     return buffers
+
+
+@st.composite
+def stream_orders(draw, source_bytes: int, taker_bytes: int) -> StreamOrder:
+    """A random access order over 1 to 5 passes: each reads some source bytes and writes some taker bytes."""
+
+    def interval(nbytes: int) -> tuple[int, int]:
+        start = draw(st.integers(0, nbytes))
+        return start, draw(st.integers(start, nbytes))
+
+    passes = draw(st.integers(1, 5))
+    return StreamOrder(tuple(interval(source_bytes) for _ in range(passes)),
+                       tuple(interval(taker_bytes) for _ in range(passes)))
 
 
 # Small enough for the brute force: at most 5 buffers of at most 64 bytes on a 16-byte grid.
@@ -193,3 +228,30 @@ def test_heuristics_claim_optimal_only_when_they_are(buffers: list[Buffer]) -> N
 @given(buffer_sets(max_buffers=4, inplace=False, max_bytes=40, alignments=(4, 8, 16)))
 def test_the_aligned_bound_never_exceeds_the_optimum(buffers: list[Buffer]) -> None:
     assert lower_bound(buffers) <= aligned_lower_bound(buffers) <= brute_force_arena(buffers)
+
+
+def test_a_stream_order_lets_a_growing_output_start_below_its_input() -> None:
+    """vww_96_int8's peak: a 1x1 convolution 48x48x8 -> 48x48x16 written row by row (each pass reads one input
+    row of 384 B and writes one output row of 768 B). The output may run up to the input's unread rows: the
+    pair needs 18,432 + 18,816 B (the output's lead over the last input row), not the sum 55,296 B."""
+    rows = 48
+    stream = StreamOrder(tuple((384 * k, 384 * (k + 1)) for k in range(rows)),
+                         tuple((768 * k, 768 * (k + 1)) for k in range(rows)))
+    assert stream.lead_bytes() == 768 * rows - 384 * (rows - 1) == 18_816
+    before = Buffer("input", 18_432, 0, 1)
+    conv = Buffer("conv", 36_864, 1, 2, inplace_of="input", stream=stream)
+    plan = plan_memory([before, conv])
+    check_plan([before, conv], plan)
+    assert (plan.lower_bound, plan.arena_bytes) == (18_816 + 18_432, 18_816 + 18_432)
+    assert plan.offsets["input"] - plan.offsets["conv"] == 18_816
+
+
+def test_the_checker_refuses_an_output_that_overtakes_its_input_read_front() -> None:
+    stream = StreamOrder(((0, 16), (16, 32)), ((0, 32), (32, 64)))  # each pass writes twice what it reads
+    source, taker = Buffer("x", 32, 0, 1, alignment=1), Buffer("y", 64, 1, 2, alignment=1, inplace_of="x", stream=stream)
+    assert stream.lead_bytes() == 48
+    legal = MemoryPlan({"y": 0, "x": 48}, 80, 80, "hand-made", False)
+    check_plan([source, taker], legal)
+    one_byte_too_close = MemoryPlan({"y": 0, "x": 47}, 80, 80, "hand-made", False)
+    with pytest.raises(InvalidMemoryPlanError, match="overlap while both live"):
+        check_plan([source, taker], one_byte_too_close)

@@ -23,6 +23,7 @@ from packager.c_types import c_prototype
 from tvm_ext.dual_mac import calls_to_dual_mac_helper
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR, rewritten_operands
+from tvm_ext.stream_order import stream_orders
 from tvm_ext.tir_walk import map_child_stmts, map_leaves, vars_read, walk
 
 PIPELINE_NAME = "tvm_ext_plain_c"
@@ -265,7 +266,8 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         num_inputs = len(func.params) - num_outputs - len(scratch)
         rewritten = rewritten_operands(func)  # the state a kernel updates in place is an input, not const
         parameters = tuple(_parameter(p, i < num_inputs and i not in rewritten) for i, p in enumerate(func.params))
-        signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters)
+        signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters,
+                                                     stream_orders(func, num_inputs, num_outputs))
     with calls_to_c_helpers(prefix) as roundings, calls_to_dual_mac_helper(prefix) as dual_mac:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     unused = {gvar.name_hint: _unused_parameters(func) for gvar, func in lowered.functions.items()}

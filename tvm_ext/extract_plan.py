@@ -16,7 +16,8 @@ import tvm_ffi
 from tvm import relax, te, tirx
 
 from memory_planner.plan import (
-    DTYPE_BYTES, ExecutionPlan, KernelCall, KernelSignature, ModelOperator, Tensor, TensorRole,
+    DTYPE_BYTES, ExecutionPlan, InplaceOutput, KernelAccess, KernelCall, KernelSignature, ModelOperator, Tensor,
+    TensorRole,
 )
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel
@@ -309,7 +310,8 @@ def extract_plan(
                 for k, buf in enumerate(signatures[kernel].scratch)
             )
             operators = tuple(ModelOperator(r.name, r.kind, r.operator_index) for r in records)
-            calls.append(KernelCall(kernel, layers, args, (output,), scratch, operators=operators,
+            calls.append(KernelCall(kernel, layers, args, (output,), scratch,
+                                    _access(signatures[kernel], args, (output,)), operators=operators,
                                     macs=mac_count_of(mod[value.args[0]]), subgraph=subgraphs[index]))
         elif isinstance(value, relax.Call) and value.op.same_as(_RESHAPE):
             source = builder.tensor_for(value.args[0], layer)
@@ -328,6 +330,11 @@ def extract_plan(
                          builder.state_reset)
     _mark_output_storage(plan, model)
     return plan, builder.constants
+
+
+def _access(signature: KernelSignature, inputs: tuple[str, ...], outputs: tuple[str, ...]) -> KernelAccess:
+    """The call's in-place facts: the kernel's stream orders, its parameters named by the call's tensors."""
+    return KernelAccess(tuple(InplaceOutput(outputs[s.output], inputs[s.input], s.order) for s in signature.streams))
 
 
 def _output_exprs(main: relax.Function, bindings: list) -> list[relax.Expr]:

@@ -1,8 +1,9 @@
 """Placement strategies, one module each, all with the same signature, chosen by name.
 
 A strategy is `place(buffers) -> Placement`: an offset in bytes for every buffer such that buffers live
-at a same step do not overlap and each offset is a multiple of its buffer's alignment. Strategies see
-plain rectangles: `plan_memory` has already merged in-place pairs into one buffer.
+at a same step do not overlap and each offset is a multiple of its buffer's alignment. `plan_memory` has
+already merged same-offset hand-overs into one buffer; a hand-over with a stream order is a soft conflict
+(`placement.time_conflicts`): the pair may overlap with the source at least its distance above the taker.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def _span(b: Buffer) -> int:
 
 
 def _by_conflicts(buffers: Sequence[Buffer]) -> list[int]:
-    degree = [sum(buffers[j].nbytes for j in js) for js in time_conflicts(buffers)]
+    degree = [sum(buffers[j].nbytes for j, _, _ in js) for js in time_conflicts(buffers)]
     return sorted(range(len(buffers)), key=lambda i: (-degree[i], -buffers[i].nbytes))
 
 

@@ -8,9 +8,15 @@ the buffers after it, which all lie above it. So the search picks which buffer c
 its lowest free offset, and keeps only picks that continue the (offset, index) order; this enumerates
 every normal form once, so a search that runs to the end proves its best arena minimal.
 
+Hand-overs with a stream order are soft conflicts (`placement.time_conflicts`); the normal-form argument
+holds for them too: moving a buffer down, away from the buffers above it, keeps a taker at least its
+distance below its source and a source below its taker disjoint.
+
 Bounds. Buffers not yet placed all go at or above the last placed offset `floor`, so at every step
 `t` the arena is at least `floor` + bytes that placed buffers live at `t` hold above `floor` + bytes of
-unplaced buffers live at `t`; and at least each unplaced buffer's lowest free offset plus its size.
+unplaced buffers live at `t`, minus at a hand-over step what the pair may share there (at most their
+shared bytes at the smallest distance, and at most what each of the two counted); and at least each
+unplaced buffer's lowest free offset plus its size.
 
 Determinism. The budget counts work (buffer pairs examined), not seconds, so the same input gives the
 same plan on any machine. DEFAULT_WORK_BUDGET (about 0.5-1.9 M units a second measured in CPython
@@ -23,15 +29,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memory_planner.api import Buffer
-from memory_planner.liveness import aligned_lower_bound
+from memory_planner.liveness import aligned_lower_bound, handovers
 from memory_planner.strategies import greedy_by_size
-from memory_planner.strategies.placement import Placement, arena_bytes, first_fit, time_conflicts
+from memory_planner.strategies.placement import Blocker, Placement, arena_bytes, first_fit, time_conflicts
 
 DEFAULT_WORK_BUDGET = 400_000
 
 
 class _BudgetSpent(Exception):
     """Raised inside the search when the work budget is used up."""
+
+
+@dataclass(frozen=True)
+class _SharedBytes:
+    """Taker and source (indices) of a hand-over with a stream order may share up to `nbytes` at `step`."""
+
+    taker: int
+    source: int
+    step: int
+    nbytes: int
 
 
 @dataclass
@@ -41,12 +57,24 @@ class _Search:
     best_arena: int
     best_offsets: list[int]
     work_left: int
-    conflicts: list[list[int]] = field(init=False)
+    conflicts: list[list[Blocker]] = field(init=False)
+    blocks_for: list[list[Blocker]] = field(init=False)  # [i]: i at o blocks [o + start, o + end) for `index`
+    shared: list[_SharedBytes] = field(init=False)
     offsets: list[int | None] = field(init=False)
     unplaced_live: list[int] = field(init=False)  # bytes of unplaced buffers live at each step
 
     def __post_init__(self) -> None:
         self.conflicts = time_conflicts(self.buffers)
+        self.blocks_for = [[] for _ in self.buffers]
+        for k, blockers in enumerate(self.conflicts):
+            for i, start, end in blockers:
+                self.blocks_for[i].append(Blocker(k, start, end))
+        index = {b.name: i for i, b in enumerate(self.buffers)}
+        self.shared = [
+            _SharedBytes(index[h.taker.name], index[h.source.name], h.taker.first_step,
+                         h.taker.nbytes + h.source.nbytes - h.union_bytes)
+            for h in handovers(self.buffers).values() if h.taker.stream is not None
+        ]
         self.offsets = [None] * len(self.buffers)
         steps = max((b.last_step for b in self.buffers), default=-1) + 1
         self.unplaced_live = [0] * steps
@@ -65,7 +93,7 @@ class _Search:
     def _lowest_free(self, i: int) -> int:
         """Lowest aligned offset where buffer i fits among the placed buffers live with it."""
         occupied = [
-            (off, off + self.buffers[j].nbytes) for j in self.conflicts[i] if (off := self.offsets[j]) is not None
+            (off + start, off + end) for j, start, end in self.conflicts[i] if (off := self.offsets[j]) is not None
         ]
         self._spend(len(self.conflicts[i]) + 1)
         b = self.buffers[i]
@@ -75,27 +103,36 @@ class _Search:
         """A lower bound on every arena below this node (see the module docstring)."""
         bound = max([top] + [max(off, floor) + self.buffers[i].nbytes for i, off in lowest.items()])
         above_floor = list(self.unplaced_live)
-        work = len(self.buffers) + len(above_floor)
+        work = len(self.buffers) + len(above_floor) + len(self.shared)
         for j, off in enumerate(self.offsets):
             b = self.buffers[j]
             if off is not None and off + b.nbytes > floor:
-                held = off + b.nbytes - max(off, floor)
+                held = self._counted(j, floor)
                 for step in range(b.first_step, b.last_step + 1):
                     above_floor[step] += held
                 work += b.last_step - b.first_step + 1
+        for pair in self.shared:
+            above_floor[pair.step] -= min(pair.nbytes, self._counted(pair.taker, floor),
+                                          self._counted(pair.source, floor))
         self._spend(work)
         return max(bound, floor + max(above_floor, default=0))
+
+    def _counted(self, j: int, floor: int) -> int:
+        """The bytes `_bound` counts for buffer j above `floor`: all if unplaced, else those it holds there."""
+        off, nbytes = self.offsets[j], self.buffers[j].nbytes
+        return nbytes if off is None else max(off + nbytes - max(off, floor), 0)
 
     def _after_placing(self, i: int, lowest: dict[int, int]) -> dict[int, int]:
         """The unplaced buffers' lowest free offsets once buffer i is placed: only those live with i
         whose lowest free bytes it now covers move up (more placed buffers never lower an offset)."""
-        b, off = self.buffers[i], self.offsets[i]
+        off = self.offsets[i]
+        assert off is not None
         moved = {
             k: self._lowest_free(k)
-            for k in self.conflicts[i]
-            if k in lowest and lowest[k] < off + b.nbytes and off < lowest[k] + self.buffers[k].nbytes
+            for k, start, end in self.blocks_for[i]
+            if k in lowest and lowest[k] < off + end and off + start < lowest[k] + self.buffers[k].nbytes
         }
-        self._spend(len(self.conflicts[i]) + 1)
+        self._spend(len(self.blocks_for[i]) + 1)
         return {k: moved.get(k, v) for k, v in lowest.items() if k != i}
 
     def run(self, floor: int, last: int, top: int, lowest: dict[int, int]) -> None:

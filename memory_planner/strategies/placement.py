@@ -1,17 +1,34 @@
 """Building blocks the placement strategies share: time conflicts and the gap a buffer fits in.
 
 Offsets and sizes are bytes. An occupied interval is (start, end), end exclusive.
+
+Hand-overs with a stream order (`liveness.handovers`) are soft conflicts: taker T may overlap its source S
+when S starts at least `distance` d above T. So for T a placed S blocks only [o_S + T.nbytes - d, o_S +
+S.nbytes) (T then ends at or below o_S + T.nbytes - d, i.e. starts at least d below S, or lies above S), and
+for S a placed T blocks only [o_T, o_T + d). That interval may be empty or even reversed (start > end): it
+still forbids what it must, because a buffer of n bytes at x collides with [start, end) exactly when
+x < end and start < x + n, which `first_fit` and `best_fit` test in that form.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from memory_planner.api import Buffer
+from memory_planner.liveness import handovers
 
 Interval = tuple[int, int]
 Fit = Callable[[int, int, Sequence[Interval]], int]
+
+
+class Blocker(NamedTuple):
+    """Buffer `index`, once placed at offset o, blocks bytes [o + start, o + end) for the buffer being placed."""
+
+    index: int
+    start: int
+    end: int
 
 
 @dataclass(frozen=True)
@@ -28,11 +45,19 @@ def align_up(value: int, alignment: int) -> int:
     return (value + alignment - 1) & -alignment
 
 
-def time_conflicts(buffers: Sequence[Buffer]) -> list[list[int]]:
-    """For each buffer (by index), the indices of the other buffers live at one of its steps."""
+def time_conflicts(buffers: Sequence[Buffer]) -> list[list[Blocker]]:
+    """For each buffer (by index), the other buffers live at one of its steps and the bytes each blocks for
+    it: all of its own, or less at a hand-over with a stream order (module docstring)."""
+    index = {b.name: i for i, b in enumerate(buffers)}
+    soft: dict[tuple[int, int], Interval] = {}
+    for h in handovers(buffers).values():
+        if h.taker.stream is not None:
+            taker, source = index[h.taker.name], index[h.source.name]
+            soft[taker, source] = (h.taker.nbytes - h.distance, h.source.nbytes)
+            soft[source, taker] = (0, h.distance)
     return [
-        [j for j, other in enumerate(buffers) if j != i and other.first_step <= b.last_step
-         and b.first_step <= other.last_step]
+        [Blocker(j, *soft.get((i, j), (0, other.nbytes))) for j, other in enumerate(buffers)
+         if j != i and other.first_step <= b.last_step and b.first_step <= other.last_step]
         for i, b in enumerate(buffers)
     ]
 
@@ -64,15 +89,15 @@ def best_fit(nbytes: int, alignment: int, occupied: Sequence[Interval]) -> int:
 
 
 def place_in_order(
-    buffers: Sequence[Buffer], order: Sequence[int], fit: Fit, conflicts: Sequence[Sequence[int]] | None = None
+    buffers: Sequence[Buffer], order: Sequence[int], fit: Fit, conflicts: Sequence[Sequence[Blocker]] | None = None
 ) -> dict[str, int]:
-    """Place buffers one by one in `order` (indices), each where `fit` puts it among the placed buffers
-    that are live at one of its steps; `conflicts` is `time_conflicts(buffers)` when the caller has it."""
+    """Place buffers one by one in `order` (indices), each where `fit` puts it among the bytes the placed
+    buffers live at one of its steps block; `conflicts` is `time_conflicts(buffers)` when the caller has it."""
     if conflicts is None:
         conflicts = time_conflicts(buffers)
     offsets: dict[int, int] = {}
     for i in order:
-        occupied = [(offsets[j], offsets[j] + buffers[j].nbytes) for j in conflicts[i] if j in offsets]
+        occupied = [(offsets[j] + start, offsets[j] + end) for j, start, end in conflicts[i] if j in offsets]
         offsets[i] = fit(buffers[i].nbytes, buffers[i].alignment, occupied)
     return {buffers[i].name: off for i, off in offsets.items()}
 

@@ -1,0 +1,195 @@
+"""Stream orders: in what order a lowered kernel reads each input while it writes each output, from its TIR.
+
+The memory planner may let an output share bytes with an input that dies at the kernel's call if the
+kernel's write front stays behind its read front (`memory_planner.api.StreamOrder`). This module derives
+that order from the kernel as it is scheduled and lowered (flat buffers, pointer parameters), not from a
+table of operator kinds:
+
+- The kernel's body is a sequence of top-level statements. Each top-level loop is cut into at most
+  `PASSES_PER_LOOP` passes of consecutive iterations in its own order (it must be a serial loop with a
+  constant extent); while the loops nested directly in it (serial, constant extent) keep the number of
+  passes within that cap, each of their iterations is a pass of its own too (a row loop over a pixel
+  loop: one pass per pixel, so the write front follows the read front pixel by pixel). Any other
+  top-level statement is one pass.
+- In each pass, the bytes read of an input (written of an output) are bounded by TVM's integer analysis of
+  every load (store) index, the pass's iterations and every inner loop bound to their ranges. Conditions
+  are ignored (a guarded load counts as a read): the bounds may be wider than the truth, never narrower,
+  and a wider bound only asks for more distance between the two buffers.
+- A kernel that uses an input or output pointer in any other way (an address handed to a helper, a
+  vector of unknown extent) or whose bounds are not finite gets no stream order for that pointer.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tvm import ir, tirx
+from tvm.ir.prim import expr as prim
+from tvm.sym import Analyzer
+
+from memory_planner.api import Interval, StreamOrder
+from memory_planner.plan import DTYPE_BYTES, ParameterStream
+from tvm_ext import tir_walk
+
+PASSES_PER_LOOP = 256
+_UNBOUNDED = 2**62  # const_int_bound reports an unknown bound as +-(2**63 - 1)
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """One pass: the statement it runs, with each enclosing loop of a top-level nest bound to the
+    iterations (first, count) this pass runs of it."""
+
+    body: tirx.Stmt
+    loops: tuple[tuple[tirx.For, int, int], ...] = ()
+
+
+def stream_orders(func: tirx.PrimFunc, num_inputs: int, num_outputs: int) -> tuple[ParameterStream, ...]:
+    """Every (output, input) pair of the lowered kernel `func` whose order this module can derive."""
+    params = list(func.params)
+    inputs, outputs = params[:num_inputs], params[num_inputs:num_inputs + num_outputs]
+    pointers = _Pointers(func.body, inputs + outputs)
+    plain = [id(p) for p in pointers.plainly_accessed(func.body)]
+    reads: dict[int, list[Interval]] = {i: [] for i, p in enumerate(inputs) if id(p) in plain}
+    writes: dict[int, list[Interval]] = {o: [] for o, p in enumerate(outputs) if id(p) in plain}
+    for one_pass in (p for stmt in _top_level(func.body) for p in _passes(stmt)):
+        accessed = _bytes_accessed(one_pass, pointers)
+        for index, param, found in [(i, inputs[i], reads) for i in reads] + [(o, outputs[o], writes) for o in writes]:
+            bounds = accessed.get(id(param), (0, 0))
+            if bounds is None:
+                del found[index]
+            else:
+                found[index].append(bounds)
+    return tuple(ParameterStream(o, i, StreamOrder(tuple(reads[i]), tuple(writes[o])))
+                 for o in writes for i in reads)
+
+
+def _top_level(stmt: tirx.Stmt) -> Iterator[tirx.Stmt]:
+    """The statements the kernel runs one after the other (buffer declarations left out, attributes opened)."""
+    if isinstance(stmt, tirx.SeqStmt):
+        for child in stmt.seq:
+            yield from _top_level(child)
+    elif isinstance(stmt, tirx.AttrStmt):
+        yield from _top_level(stmt.body)
+    elif not isinstance(stmt, (tirx.DeclBuffer, tirx.AllocBuffer)):
+        yield stmt
+
+
+def _is_serial_constant_loop(stmt: tirx.Stmt) -> bool:
+    return (isinstance(stmt, tirx.For) and stmt.kind == tirx.ForKind.SERIAL
+            and isinstance(stmt.min, prim.IntImm) and isinstance(stmt.extent, prim.IntImm))
+
+
+def _passes(stmt: tirx.Stmt) -> list[_Pass]:
+    """`stmt` cut into passes (module docstring), in the order the kernel runs them."""
+    if not _is_serial_constant_loop(stmt):
+        return [_Pass(stmt)]
+    nest, count = [stmt], int(stmt.extent)
+    while _is_serial_constant_loop(nest[-1].body) and count * int(nest[-1].body.extent) <= PASSES_PER_LOOP:
+        nest.append(nest[-1].body)
+        count *= int(nest[-1].extent)
+    if len(nest) > 1:  # every iteration of the nest is a pass
+        ranges = [range(int(loop.min), int(loop.min) + int(loop.extent)) for loop in nest]
+        return [_Pass(nest[-1].body, tuple((loop, i, 1) for loop, i in zip(nest, point)))
+                for point in itertools.product(*ranges)]
+    start, extent = int(stmt.min), int(stmt.extent)
+    chunk = -(-extent // PASSES_PER_LOOP)
+    return [_Pass(stmt.body, ((stmt, first, min(chunk, start + extent - first)),))
+            for first in range(start, start + extent, chunk)]
+
+
+class _Pointers:
+    """The kernel's pointer parameters and the buffers declared over them (directly, or over the data of a
+    buffer declared over them: TVM 0.27 spells a buffer's pointer `tirx.buffer_data(buffer)`)."""
+
+    def __init__(self, body: tirx.Stmt, params: list[ir.Var]) -> None:
+        self.params = params
+        self._buffers: list[tuple[ir.Var, ir.Var]] = []  # (a buffer, the parameter it lies over)
+        for node in tir_walk.walk(body):
+            if isinstance(node, tirx.DeclBuffer) and node.data is not None:
+                param = self._param_of_pointer(node.data)
+                if param is not None:
+                    self._buffers.append((node.buffer, param))
+
+    def _param_of_pointer(self, pointer: ir.Expr) -> ir.Var | None:
+        if isinstance(pointer, ir.Call) and pointer.op.name == "tirx.buffer_data":
+            return self.param_of(pointer.args[0])
+        return next((param for param in self.params if pointer.same_as(param)), None)
+
+    def param_of(self, buffer: ir.Expr) -> ir.Var | None:
+        """The parameter whose bytes `buffer` lies over, if it is one of ours."""
+        return next((param for known, param in self._buffers if buffer.same_as(known)), None)
+
+    def _owner(self, var: ir.Var) -> ir.Var | None:
+        """The parameter `var` is, or whose bytes the buffer `var` lies over."""
+        param = next((param for param in self.params if var.same_as(param)), None)
+        return param if param is not None else self.param_of(var)
+
+    def plainly_accessed(self, body: tirx.Stmt) -> list[ir.Var]:
+        """The parameters whose every use in `body` is a buffer declared over them, loaded or stored scalar by
+        scalar: then the loads' and stores' indices are all their accesses. Not so: a pointer or buffer named
+        anywhere else (its data handed to a call, bound to another name), a vector load or store, a load
+        whose address is taken (`address_of`, for a helper that reads from there on)."""
+        named = {id(p): 0 for p in self.params}  # the parameter and its buffers, wherever they appear
+        expected = {id(p): 0 for p in self.params}  # ... where a plain use puts them
+        not_plain: set[int] = set()
+        for node in tir_walk.walk(body):
+            if isinstance(node, ir.Var) and (param := self._owner(node)) is not None:
+                named[id(param)] += 1
+            elif isinstance(node, tirx.DeclBuffer) and (param := self.param_of(node.buffer)) is not None:
+                expected[id(param)] += 2  # the buffer, and the pointer (or buffer) its data names
+            elif isinstance(node, (ir.TensorLoad, tirx.BufferStore)) \
+                    and (param := self.param_of(_buffer_of(node))) is not None:
+                expected[id(param)] += 1
+                if _is_vector(node.indices):
+                    not_plain.add(id(param))
+            elif isinstance(node, ir.Call) and node.op.name == "tirx.address_of":
+                not_plain.update(id(param) for arg in node.args if isinstance(arg, ir.TensorLoad)
+                                 and (param := self.param_of(arg.source)) is not None)
+        return [p for p in self.params if named[id(p)] == expected[id(p)] and id(p) not in not_plain]
+
+
+def _buffer_of(access) -> ir.Var:
+    """The buffer a load or store goes through."""
+    return access.source if isinstance(access, ir.TensorLoad) else access.buffer
+
+
+def _is_vector(indices) -> bool:
+    return any(isinstance(i, (prim.Ramp, prim.Broadcast)) for i in indices)
+
+
+def _bytes_accessed(one_pass: _Pass, pointers: _Pointers) -> dict[int, Interval | None]:
+    """Byte bounds [start, end) of the accesses through each parameter (by id) in one pass (loads of an input
+    are its reads, stores to an output its writes); None: not finite."""
+    analyzer = Analyzer()
+    for loop, first, count in one_pass.loops:
+        analyzer.bind(loop.loop_var, ir.Range.from_min_extent(first, count))
+    bounds: dict[int, Interval | None] = {}
+    for node in tir_walk.walk(one_pass.body):
+        if isinstance(node, tirx.For):
+            analyzer.bind(node.loop_var, ir.Range.from_min_extent(node.min, node.extent))
+        elif isinstance(node, (tirx.Bind, prim.Let)):
+            analyzer.bind(node.var, node.value)
+        elif isinstance(node, (ir.TensorLoad, tirx.BufferStore)):
+            param = pointers.param_of(_buffer_of(node))
+            if param is not None:
+                dtype = node.source.dtype if isinstance(node, ir.TensorLoad) else node.buffer.dtype
+                _widen(bounds, id(param), node.indices, DTYPE_BYTES[str(dtype)], analyzer)
+    return bounds
+
+
+def _widen(bounds: dict[int, Interval | None], key: int, indices, itemsize: int, analyzer: Analyzer) -> None:
+    """Widen `bounds[key]` by one flat access at `indices` of `itemsize`-byte elements."""
+    if key in bounds and bounds[key] is None:
+        return
+    element = analyzer.const_int_bound(indices[0]) if len(indices) == 1 else None
+    if element is None or element.min_value <= -_UNBOUNDED or element.max_value >= _UNBOUNDED:
+        bounds[key] = None
+        return
+    # a guarded load may compute an index below 0 (a padded border) that it never reads: no byte lies there
+    start, end = max(element.min_value, 0) * itemsize, max(element.max_value + 1, 0) * itemsize
+    if key in bounds:
+        start, end = min(start, bounds[key][0]), max(end, bounds[key][1])
+    bounds[key] = (start, end)
