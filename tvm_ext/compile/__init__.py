@@ -13,13 +13,16 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from memory_planner.api import MemoryPlan
 from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
 from target.resolve import TargetSpec
 from tvm_ext.command_process import interrupts_held_back, outcome_decided
+
+if TYPE_CHECKING:
+    from tvm_ext.compile.pipeline import FolderResult
 
 T = TypeVar("T")
 
@@ -77,6 +80,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     force: bool = False,
     log: Callable[[str], None] = lambda line: None,
     jobs: int | None = None,
+    scheduler: str | None = None,
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -84,26 +88,49 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     TVM's Relax VM on the host). `target` is a profile name, tag or file, a `Profile` or a lowpower TVM Target
     (`target.resolve_profile`). `name` is the bundle's C prefix (default: the model file's stem, or "model");
     `force` replaces a non-empty `out`; `log` receives one line per stage; `jobs` is the number of processes
-    that generate the kernels' C (default: the machine's cores; the bundle is the same for any number).
+    that generate the kernels' C (default: the machine's cores; the bundle is the same for any number);
+    `scheduler` the address of a Dask distributed scheduler whose workers compile instead of this process
+    (`tvm_ext.cluster`; a model file only, and the workers generate the C with one process each).
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     SelftestMismatchError when the built bundle disagrees with the reference (our bug).
     """
-    from tvm_ext.compile.output_folder import check_output_folder, make_staging_folder, move_into_place
     from tvm_ext.compile.pipeline import compile_to_folder
 
-    out = Path(out)
-    out_absolute = Path(os.path.abspath(out))  # "." and ".." named: the staging folder goes beside OUT
     if isinstance(model, str):
         model = Path(model)
     label = model.name if isinstance(model, Path) else (name or "model")
-    check_output_folder(out_absolute, model if isinstance(model, Path) else None, label, force)
+    if scheduler is None:
+        def fill(staging: Path) -> FolderResult:
+            return compile_to_folder(model, target, staging, stage_logger(log), name,
+                                     default_jobs() if jobs is None else jobs)
+    else:
+        from tvm_ext.cluster import compile_on_cluster
+
+        if not isinstance(model, Path):
+            raise CompileError(f"{label}: a Relax module cannot be compiled on a cluster (TVM cannot serialize "
+                               "it); give the model file")
+
+        def fill(staging: Path) -> FolderResult:
+            return compile_on_cluster(scheduler, model, target, staging, name, log)
+
+    return fill_bundle_folder(Path(out), label, model if isinstance(model, Path) else None, force, fill)
+
+
+def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
+                       fill: Callable[[Path], FolderResult]) -> Bundle:
+    """The Bundle in `out`, written by `fill(staging)` into a staging folder beside it and renamed into place
+    only when `fill` returned (see `tvm_ext.compile.output_folder`). `label` starts error lines; `model` is the
+    model file `out` must not hold (None for a Relax module); `force` replaces a non-empty `out`."""
+    from tvm_ext.compile.output_folder import check_output_folder, make_staging_folder, move_into_place
+
+    out_absolute = Path(os.path.abspath(out))  # "." and ".." named: the staging folder goes beside OUT
+    check_output_folder(out_absolute, model, label, force)
     staging: Path | None = None
     try:
         with interrupts_held_back():  # no interrupt between creating the folder and knowing its name
             staging = make_staging_folder(out_absolute, label)
-        result = compile_to_folder(model, target, staging, _stage_logger(log), name,
-                                   default_jobs() if jobs is None else jobs)
+        result = fill(staging)
         with interrupts_held_back():  # with --force, OUT is renamed aside first: both renames, or neither
             move_into_place(staging, out_absolute, force, label)
             outcome_decided()
@@ -121,7 +148,7 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def _stage_logger(log: Callable[[str], None]):
+def stage_logger(log: Callable[[str], None]):
     """The `stage(name, work, describe)` the pipeline runs each stage through, logging to `log`."""
 
     def stage(name: str, work: Callable[[], T], describe: Callable[[T], str]) -> T:
