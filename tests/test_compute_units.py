@@ -110,3 +110,54 @@ def test_the_cost_model_is_calibrated_from_a_bundles_measured_instructions():
     assert instructions_per_mac_by_kind(report) == {"CONV_2D": 2.5, "FULLY_CONNECTED": 1900 / 288}
     unmeasured = {"calls": [{k: v for k, v in entry("CONV_2D", 100, 250).items() if k != "instructions"}]}
     assert instructions_per_mac_by_kind(unmeasured) == {}
+
+
+CONV_AND_HOST = """extends = "lowpower"
+name = "conv-and-host"
+subgraph_bytes = 64
+[[units]]
+name = "conv_unit"
+operators = ["Conv", "Relu", "MaxPool"]
+c_compiler = "cc"
+cflags = ["-O3"]
+instructions_per_mac = { Conv = 1.0 }
+[[units]]
+name = "host"
+c_compiler = "cc"
+cflags = ["-O1"]
+default_instructions_per_mac = 4
+"""
+
+
+def test_the_manifest_names_each_subgraphs_unit_and_score(tmp_path: Path):
+    """The example in 64-byte subgraphs (one call each): conv1+relu1, pool1, conv2+relu2 on the conv unit (1
+    instruction per MAC against 4, nothing moved: the model's input is in shared memory); the global pool, which
+    only the host runs, pays for the 7,680 bytes conv2 left on the conv unit; fc (Gemm, 192 MACs) and the
+    softmax stay on the host, where their input already is."""
+    import json
+
+    import tvm_ext
+    from conftest import example_model
+
+    profile = tmp_path / "conv-and-host.toml"
+    profile.write_text(CONV_AND_HOST)
+    bundle = tvm_ext.compile(example_model(tmp_path), target=profile, out=tmp_path / "out", jobs=1)
+    manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
+    assert manifest["profile"]["units"] == ["conv_unit", "host"]
+    assert [(s["unit"], s["score"]) for s in manifest["subgraph_units"]] == [
+        ("conv_unit", 35280.0), ("conv_unit", 0.0), ("conv_unit", 138240.0), ("host", 7680.0), ("host", 768.0),
+        ("host", 0.0)]
+    assert [s["subgraph"] for s in manifest["subgraph_units"]] == list(range(6))
+
+
+def test_a_profile_whose_units_miss_an_operator_is_refused_in_one_line(tmp_path: Path):
+    from conftest import run_cli
+
+    profile = tmp_path / "conv-only.toml"
+    profile.write_text(CONV_AND_HOST[:CONV_AND_HOST.index('[[units]]\nname = "host"')])
+    done = run_cli("--example", "--target", str(profile), "-o", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "tvm_ext.compile: error: example_kws_cnn.onnx: the conv-and-host profile's compute units: subgraph 3: "
+        "no compute unit runs all of GlobalAveragePool"]
+    assert not (tmp_path / "out").exists()

@@ -8,6 +8,7 @@ The model file is read once, by the check; TVM is imported only after the check 
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import shutil
 import subprocess
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from tvm_ext.codegen_c import KernelSource
     from tvm_ext.frontend import ImportedModel
     from tvm_ext.model_check import ModelFacts
+    from tvm_ext.unit_assignment import UnitChoice
 
 T = TypeVar("T")
 
@@ -177,6 +179,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         raise CompileError(str(err).strip().splitlines()[-1]) from err
 
     planned = stage("planning", lambda: planning(generated.plan, profile), _describe_memory)
+    units = subgraph_units(planned.plan, profile, file_name)
     try:
         target.check_fits(profile, planned.plan.model, planned.memory.arena_bytes, planned.plan.weight_bytes())
     except target.ResourceError as err:
@@ -193,7 +196,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     tested = stage("self-test", lambda: self_test(folder, planned.plan, config), _describe_selftest)
     if not tested.result.passed:
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
-    tarball = finish_bundle(folder, packaged.bundle, bundle_facts(profile, config, planned, tested))
+    tarball = finish_bundle(folder, packaged.bundle, bundle_facts(profile, config, planned, tested, units))
     return FolderResult(planned.plan, planned.memory, built.library, tarball, tested.result)
 
 
@@ -311,7 +314,19 @@ def self_test(folder: Path, plan: ExecutionPlan, config: BuildConfig) -> Tested:
     return Tested(*selftest_bundle(folder, plan.model, config))
 
 
-def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested: Tested) -> BundleFacts:
+def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> list[UnitChoice]:
+    """Each subgraph's compute unit among the profile's (tvm_ext.unit_assignment); CompileError when none
+    runs a subgraph's operators."""
+    from tvm_ext.unit_assignment import NoUnitError, assign_units
+
+    try:
+        return assign_units(plan, profile.compute_units)
+    except NoUnitError as err:
+        raise CompileError(f"{file_name}: the {profile.name} profile's compute units: {err}") from err
+
+
+def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested: Tested,
+                 units: list[UnitChoice]) -> BundleFacts:
     """What the manifest records beyond the plans: tool versions, the profile, its headroom, the self-test."""
     import target
     import tvm
@@ -325,10 +340,11 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested
         },
         profile={"name": profile.name, "source": profile.source, "cpu": profile.cpu, "fpu": profile.fpu,
                  "simd": profile.simd, "int8_rounding": profile.int8_rounding,
-                 "subgraph_bytes": profile.subgraph_bytes},
+                 "subgraph_bytes": profile.subgraph_bytes, "units": [unit.name for unit in profile.compute_units]},
         headroom=target.headroom(profile, planned.memory.arena_bytes, planned.plan.weight_bytes()),
         selftest=tested.result,
         measured=tested.measured,
+        subgraph_units=tuple(dataclasses.asdict(choice) for choice in units),
     )
 
 
