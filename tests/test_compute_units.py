@@ -60,14 +60,17 @@ def test_a_profile_without_units_has_its_own_core_as_the_one_unit():
     assert [c.unit for c in assign_units(chain_plan(), profile.compute_units)] == ["cortex_m4f"] * 3
 
 
-TWO_UNITS = """extends = "lowpower"
-name = "two-units"
+
+
+CONV_AND_HOST = """extends = "lowpower"
+name = "conv-and-host"
+subgraph_bytes = 64
 [[units]]
-name = "mac_unit"
-operators = ["FULLY_CONNECTED"]
+name = "conv_unit"
+operators = ["Conv", "Relu", "MaxPool"]
 c_compiler = "cc"
 cflags = ["-O3"]
-instructions_per_mac = { FULLY_CONNECTED = 1.5 }
+instructions_per_mac = { Conv = 1.0 }
 [[units]]
 name = "host"
 c_compiler = "cc"
@@ -77,21 +80,22 @@ default_instructions_per_mac = 4
 
 
 def test_a_profile_file_lists_its_units(tmp_path: Path):
-    path = tmp_path / "two-units.toml"
-    path.write_text(TWO_UNITS)
-    assert target.load_profile(path).compute_units == (MAC_UNIT, HOST)
+    path = tmp_path / "conv-and-host.toml"
+    path.write_text(CONV_AND_HOST)
+    conv_unit = ComputeUnit("conv_unit", "cc", ("-O3",), frozenset({"Conv", "Relu", "MaxPool"}), {"Conv": 1.0})
+    assert target.load_profile(path).compute_units == (conv_unit, HOST)
 
 
 @pytest.mark.parametrize("change, message", [
     (("cflags = [\"-O1\"]\n", ""), "unit 'host': missing field 'cflags'"),
     (("default_instructions_per_mac = 4", "default_instructions_per_mac = 0"),
      "unit 'host': field 'default_instructions_per_mac' has a bad value 0"),
-    (('name = "host"', 'name = "mac_unit"'), "names the same unit twice"),
-    (("operators", "operator"), "unit 'mac_unit': unknown field 'operator'"),
+    (('name = "host"', 'name = "conv_unit"'), "names the same unit twice"),
+    (("operators", "operator"), "unit 'conv_unit': unknown field 'operator'"),
 ])
 def test_a_bad_unit_is_one_line_naming_the_file_the_unit_and_the_field(tmp_path: Path, change, message):
-    path = tmp_path / "two-units.toml"
-    path.write_text(TWO_UNITS.replace(*change))
+    path = tmp_path / "conv-and-host.toml"
+    path.write_text(CONV_AND_HOST.replace(*change))
     with pytest.raises(target.ProfileError) as err:
         target.load_profile(path)
     assert str(err.value).startswith(f"{path}: field 'units' ") and message in str(err.value)
@@ -112,36 +116,34 @@ def test_the_cost_model_is_calibrated_from_a_bundles_measured_instructions():
     assert instructions_per_mac_by_kind(unmeasured) == {}
 
 
-CONV_AND_HOST = """extends = "lowpower"
-name = "conv-and-host"
-subgraph_bytes = 64
-[[units]]
-name = "conv_unit"
-operators = ["Conv", "Relu", "MaxPool"]
-c_compiler = "cc"
-cflags = ["-O3"]
-instructions_per_mac = { Conv = 1.0 }
-[[units]]
-name = "host"
-c_compiler = "cc"
-cflags = ["-O1"]
-default_instructions_per_mac = 4
-"""
-
-
-def test_the_manifest_names_each_subgraphs_unit_and_score(tmp_path: Path):
+def test_each_unit_gets_its_kernel_library_and_the_manifest_names_each_subgraphs_unit_and_score(tmp_path: Path):
     """The example in 64-byte subgraphs (one call each): conv1+relu1, pool1, conv2+relu2 on the conv unit (1
     instruction per MAC against 4, nothing moved: the model's input is in shared memory); the global pool, which
     only the host runs, pays for the 7,680 bytes conv2 left on the conv unit; fc (Gemm, 192 MACs) and the
-    softmax stay on the host, where their input already is."""
+    softmax stay on the host, where their input already is. Each unit's kernels are in its own file, compiled
+    with its flags; the outputs are bit for bit those of the same model in the same subgraphs on one unit."""
     import json
 
     import tvm_ext
     from conftest import example_model
+    from test_partition_subgraphs import lowpower
 
     profile = tmp_path / "conv-and-host.toml"
     profile.write_text(CONV_AND_HOST)
-    bundle = tvm_ext.compile(example_model(tmp_path), target=profile, out=tmp_path / "out", jobs=1)
+    model = example_model(tmp_path)
+    bundle = tvm_ext.compile(model, target=profile, out=tmp_path / "out", jobs=1)
+    single = tvm_ext.compile(model, target=lowpower(64), out=tmp_path / "single", jobs=1)
+    assert bundle.selftest.passed and bundle.selftest.checksums == single.selftest.checksums
+    kernels = {path.name.removeprefix("example_kws_cnn_kernels_"): path.read_text()
+               for path in bundle.out_dir.glob("example_kws_cnn_kernels*.c")}
+    assert sorted(kernels) == ["conv_unit.c", "host.c"]
+    defined = {unit: [call.kernel for call in bundle.plan.calls if f"{call.kernel}(" in text]
+               for unit, text in kernels.items()}
+    assert [k.removeprefix("example_kws_cnn_")[:6] for k in defined["conv_unit.c"]] == ["conv2d", "max_po", "conv2d"]
+    assert len(defined["host.c"]) == 3 and not set(defined["host.c"]) & set(defined["conv_unit.c"])
+    makefile = (bundle.out_dir / "Makefile").read_text()
+    assert "example_kws_cnn_kernels_conv_unit.o: CFLAGS = -std=c99 -O3\n" in makefile
+    assert "example_kws_cnn_kernels_host.o: CFLAGS = -std=c99 -O1\n" in makefile
     manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
     assert manifest["profile"]["units"] == ["conv_unit", "host"]
     assert [(s["unit"], s["score"]) for s in manifest["subgraph_units"]] == [
@@ -161,3 +163,15 @@ def test_a_profile_whose_units_miss_an_operator_is_refused_in_one_line(tmp_path:
         "tvm_ext.compile: error: example_kws_cnn.onnx: the conv-and-host profile's compute units: subgraph 3: "
         "no compute unit runs all of GlobalAveragePool"]
     assert not (tmp_path / "out").exists()
+
+
+def test_units_on_an_emulated_profile_are_refused_in_one_line(tmp_path: Path):
+    from conftest import run_cli
+
+    profile = tmp_path / "m4-units.toml"
+    profile.write_text(CONV_AND_HOST.replace('extends = "lowpower"\nname = "conv-and-host"',
+                                             'extends = "cortex-m4f"\nname = "m4-units"'))
+    done = run_cli("--example", "--target", str(profile), "-o", str(tmp_path / "out"))
+    assert (done.returncode, done.stderr.splitlines()) == (2, [
+        "tvm_ext.compile: error: example_kws_cnn.onnx: the m4-units profile lists compute units, which are built "
+        "for the host only so far; give a profile without qemu_board"])

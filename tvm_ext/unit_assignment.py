@@ -75,3 +75,17 @@ def _score(plan: ExecutionPlan, calls: list[KernelCall], read: set[str], unit: C
                 if plan.tensor(name).role is TensorRole.INTERMEDIATE
                 and unit_of_writer.get(name, unit.name) != unit.name)
     return compute + moved
+
+
+def kernels_by_unit(plan: ExecutionPlan, choices: list[UnitChoice], units: tuple[ComputeUnit, ...]
+                    ) -> dict[str, list[str]]:
+    """Each unit's kernels (C names, in order of first call), every unit of `units` listed: a kernel belongs to
+    the unit of the first subgraph (in subgraph order) that calls it."""
+    unit_of_subgraph = {choice.subgraph: choice.unit for choice in choices}
+    grouped: dict[str, list[str]] = {unit.name: [] for unit in units}
+    placed: set[str] = set()
+    for call in sorted(plan.calls, key=lambda call: call.subgraph):
+        if call.kernel not in placed:
+            placed.add(call.kernel)
+            grouped[unit_of_subgraph[call.subgraph]].append(call.kernel)
+    return grouped

@@ -29,6 +29,7 @@ from memory_planner.plan import ExecutionPlan
 from packager import BundleFacts, BundleInputs, TestVectors, finish_bundle, write_bundle
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig
+from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
 from tvm_ext.compile import CompileError, SelftestMismatchError
@@ -188,7 +189,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         referenced = stage("reference", lambda: reference_file(checked, imported), _runtime)
 
     packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
-                                                    config), lambda p: f"{len(p.files)} files")
+                                                    config, units), lambda p: f"{len(p.files)} files")
     if shutil.which(config.cc) is None:
         raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed here")
     built = stage("build", lambda: build(folder, planned.plan, config, file_name),
@@ -288,14 +289,19 @@ def planning(plan: ExecutionPlan, profile: Profile) -> Planned:
 
 
 def packaging(folder: Path, imported: Imported, generated: Generated, planned: Planned, referenced: Referenced,
-              profile: Profile, config: BuildConfig) -> Packaged:
-    """The bundle's source and build files, written into `folder` (the manifest comes with finish_bundle)."""
+              profile: Profile, config: BuildConfig, units: list[UnitChoice]) -> Packaged:
+    """The bundle's source and build files, written into `folder` (the manifest comes with finish_bundle);
+    one kernels file per compute unit when the profile lists units."""
+    from tvm_ext.unit_assignment import kernels_by_unit
+
+    by_unit = kernels_by_unit(planned.plan, units, profile.units) if profile.units else {}
     bundle = BundleInputs(
         plan=planned.plan, memory=planned.memory, buffers=planned.buffers, kernels_c=generated.source.c_text,
         kernel_signatures=tuple(generated.source.signatures.values()),
         requantize_roundings=generated.source.requantize_roundings, dual_mac=generated.source.dual_mac, constants=generated.constants, vectors=TestVectors(imported.inputs, referenced.expected, referenced.runtime),
         config=config, input_names=[s.name for s in imported.model.inputs],
         output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
+        kernels_c_by_unit={unit: generated.source.c_text_of(names) for unit, names in by_unit.items()},
     )
     return Packaged(bundle, write_bundle(folder, bundle))
 
@@ -319,6 +325,9 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
     runs a subgraph's operators."""
     from tvm_ext.unit_assignment import NoUnitError, assign_units
 
+    if profile.units and emulated_target(profile) is not None:
+        raise CompileError(f"{file_name}: the {profile.name} profile lists compute units, which are built for the "
+                           "host only so far; give a profile without qemu_board")
     try:
         return assign_units(plan, profile.compute_units)
     except NoUnitError as err:
@@ -396,6 +405,7 @@ def build_config(profile) -> BuildConfig:
         cc=profile.c_compiler, ar=profile.tool("ar"), cflags=profile.cflags, ldflags=profile.ldflags,
         runs_on_host=profile.qemu_board is None,
         emulated=emulated_target(profile),
+        units=tuple(UnitBuild(unit.name, unit.c_compiler, unit.cflags) for unit in profile.units),
     )
 
 
