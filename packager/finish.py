@@ -33,6 +33,7 @@ class BundleFacts:
     selftest: SelftestResult
     measured: dict[str, Any]
     quantization: dict[str, Any] | None = None  # how a float model was quantized (tvm_ext.compile.quantized)
+    subgraph_units: tuple[dict[str, Any], ...] = ()  # each subgraph's compute unit and score (tvm_ext.unit_assignment)
 
     def layer_report(self, bundle: BundleInputs) -> LayerReport:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
@@ -44,6 +45,7 @@ class BundleFacts:
         vectors = bundle.vectors
         entries: dict[str, Any] = {
             "layer_report": self.layer_report(bundle).facts(),
+            "subgraph_units": list(self.subgraph_units),
             "tools": self.tools,
             "selftest": {
                 "reference": vectors.reference, "rtol": vectors.rtol, "atol_lsb": vectors.atol_lsb,

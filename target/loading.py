@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from target.compute_unit import ComputeUnit, units_from_tables
 from target.profile import (
     DEFAULT_SUBGRAPH_BYTES,
     FPU_VALUES,
@@ -85,6 +86,16 @@ def _flags(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _units(value: Any) -> tuple[ComputeUnit, ...]:
+    """The compute units (`target.compute_unit`); None, the default, for none listed."""
+    if value is None:
+        return ()
+    try:
+        return units_from_tables(value)
+    except ValueError as err:
+        raise _BadValue(str(err)) from None
+
+
 def _board(value: Any) -> str | None:
     """A QEMU board name; "none" (TOML has no null) or JSON null mean no emulated board."""
     if value is None or value == "none":
@@ -111,8 +122,9 @@ FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "binutils_prefix": _prefix,
     "qemu_board": _board,
     "subgraph_bytes": _byte_count,
+    "units": _units,
 }
-_OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None, "subgraph_bytes": DEFAULT_SUBGRAPH_BYTES}
+_OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None, "subgraph_bytes": DEFAULT_SUBGRAPH_BYTES, "units": None}
 _EXTENDS = "extends"
 
 

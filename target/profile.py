@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from target.compute_unit import ComputeUnit
+
 Fpu = Literal["none", "single", "double"]
 Simd = Literal["none", "dsp", "mve", "hifi"]
 Int8Rounding = Literal["double", "single"]
@@ -67,6 +69,7 @@ class Profile:
             or write), of consecutive layers kept in one subgraph (tvm_ext.transform.PartitionSubgraphs):
             the size of the core's fast local memory (a TCM or its share of SRAM); a file that gives none
             gets DEFAULT_SUBGRAPH_BYTES.
+        units: the compute units the file lists (`target.compute_unit`), () when it lists none.
     """
 
     name: str
@@ -87,6 +90,14 @@ class Profile:
     qemu_board: str | None
     source: str
     subgraph_bytes: int = DEFAULT_SUBGRAPH_BYTES
+    units: tuple[ComputeUnit, ...] = ()
+
+    @property
+    def compute_units(self) -> tuple[ComputeUnit, ...]:
+        """The units subgraphs are assigned to: the listed ones, or the profile's own core, running every
+        operator kind at one instruction per MAC."""
+        return self.units or (ComputeUnit(self.name.replace("-", "_").replace(".", "_"), self.c_compiler,
+                                          self.cflags),)
 
     @property
     def hardware_float(self) -> bool:

@@ -13,6 +13,7 @@ is the one step that reads TVM's text, and only cuts the bodies out of it.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import tvm
@@ -46,7 +47,12 @@ class KernelSource:
     @property
     def c_text(self) -> str:
         """kernels.c: the C standard headers TVM's bodies use, then every definition."""
-        return "".join(f"#include <{header}>\n" for header in KERNELS_C_INCLUDES) + "\n".join(self.definitions.values())
+        return self.c_text_of(self.definitions)
+
+    def c_text_of(self, names: Collection[str]) -> str:
+        """A kernels file of the kernels `names` only (in this source's order): the headers, their definitions."""
+        return "".join(f"#include <{header}>\n" for header in KERNELS_C_INCLUDES) + "\n".join(
+            text for name, text in self.definitions.items() if name in names)
 
 
 def _buffer_bytes(buf) -> int:

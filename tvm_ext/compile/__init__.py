@@ -13,13 +13,16 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from memory_planner.api import MemoryPlan
 from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
 from target.resolve import TargetSpec
 from tvm_ext.command_process import interrupts_held_back, outcome_decided
+
+if TYPE_CHECKING:
+    from tvm_ext.compile.pipeline import FolderResult
 
 T = TypeVar("T")
 
@@ -80,6 +83,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     quantize: str | None = None,
     calibration: str | Path | None = None,
     ranges: str = "minmax",
+    scheduler: str | None = None,
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -92,35 +96,59 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     input, N samples, or "random"), with activation `ranges` "minmax" or "percentile"; "auto" does so when
     the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide). The manifest's
     "quantization" entry records the scheme, the calibration and the accuracy cost against the float model.
+    `scheduler` is the address of a Dask distributed scheduler whose workers compile instead of this process
+    (`tvm_ext.cluster`; a model file only, not quantized, and the workers generate the C with one process each).
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     SelftestMismatchError when the built bundle disagrees with the reference (our bug).
     """
-    from tvm_ext.compile.output_folder import check_output_folder, make_staging_folder, move_into_place
     from tvm_ext.compile.pipeline import compile_to_folder
+    from tvm_ext.compile.quantized import QuantizeRequest, check_request, quantized_module
 
-    out = Path(out)
-    out_absolute = Path(os.path.abspath(out))  # "." and ".." named: the staging folder goes beside OUT
     if isinstance(model, str):
         model = Path(model)
     label = model.name if isinstance(model, Path) else (name or "model")
-    check_output_folder(out_absolute, model if isinstance(model, Path) else None, label, force)
-    from tvm_ext.compile.quantized import QuantizeRequest, check_request, quantized_module
-
     check_request(label, quantize, calibration)
-    quantization: dict | None = None
-    if quantize is not None:
+    if quantize is not None and not isinstance(model, Path):
+        raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
+    if scheduler is None:
+        def fill(staging: Path) -> FolderResult:
+            source, bundle_name, quantization = model, name, None
+            if quantize is not None:
+                bundle_name = name or model.stem
+                source, quantization = quantized_module(model, target, QuantizeRequest(quantize, calibration, ranges),
+                                                        log)
+            return compile_to_folder(source, target, staging, stage_logger(log), bundle_name,
+                                     default_jobs() if jobs is None else jobs, quantization)
+    else:
+        from tvm_ext.cluster import compile_on_cluster
+
         if not isinstance(model, Path):
-            raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
-        name = name or model.stem
-        model, quantization = quantized_module(model, target, QuantizeRequest(quantize, calibration, ranges),
-                                               log)
+            raise CompileError(f"{label}: a Relax module cannot be compiled on a cluster (TVM cannot serialize "
+                               "it); give the model file")
+        if quantize is not None:
+            raise CompileError(f"{label}: --quantize is not available with --scheduler; quantize locally")
+
+        def fill(staging: Path) -> FolderResult:
+            return compile_on_cluster(scheduler, model, target, staging, name, log)
+
+    return fill_bundle_folder(Path(out), label, model if isinstance(model, Path) else None, force, fill)
+
+
+def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
+                       fill: Callable[[Path], FolderResult]) -> Bundle:
+    """The Bundle in `out`, written by `fill(staging)` into a staging folder beside it and renamed into place
+    only when `fill` returned (see `tvm_ext.compile.output_folder`). `label` starts error lines; `model` is the
+    model file `out` must not hold (None for a Relax module); `force` replaces a non-empty `out`."""
+    from tvm_ext.compile.output_folder import check_output_folder, make_staging_folder, move_into_place
+
+    out_absolute = Path(os.path.abspath(out))  # "." and ".." named: the staging folder goes beside OUT
+    check_output_folder(out_absolute, model, label, force)
     staging: Path | None = None
     try:
         with interrupts_held_back():  # no interrupt between creating the folder and knowing its name
             staging = make_staging_folder(out_absolute, label)
-        result = compile_to_folder(model, target, staging, _stage_logger(log), name,
-                                   default_jobs() if jobs is None else jobs, quantization)
+        result = fill(staging)
         with interrupts_held_back():  # with --force, OUT is renamed aside first: both renames, or neither
             move_into_place(staging, out_absolute, force, label)
             outcome_decided()
@@ -138,7 +166,7 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0))
 
 
-def _stage_logger(log: Callable[[str], None]):
+def stage_logger(log: Callable[[str], None]):
     """The `stage(name, work, describe)` the pipeline runs each stage through, logging to `log`."""
 
     def stage(name: str, work: Callable[[], T], describe: Callable[[T], str]) -> T:

@@ -32,8 +32,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--out", default="out", help="output folder (default: out)")
     parser.add_argument("--force", action="store_true", help="replace a non-empty output folder")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
-                        help="processes that generate the kernels' C (default: the machine's cores)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                       help="processes that generate the kernels' C (default: the machine's cores)")
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="compile on a worker of this Dask distributed scheduler (tcp://host:8786)")
     parser.add_argument("--quantize", choices=("int8", "auto"), default=None,
                         help="quantize a float model to int8 (auto: when the profile has no FPU or the float "
                              "model does not fit it)")
@@ -118,7 +121,7 @@ def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
                 if args.example else Path(args.model)
             bundle = compile(model, args.target, Path(args.out), force=args.force,
                              log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
-                             calibration=args.calibration, ranges=args.ranges)
+                             calibration=args.calibration, ranges=args.ranges, scheduler=args.scheduler)
         release()
         return bundle, None
     except CompileError as err:

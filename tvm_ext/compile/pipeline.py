@@ -8,6 +8,7 @@ The model file is read once, by the check; TVM is imported only after the check 
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import shutil
 import subprocess
@@ -28,6 +29,7 @@ from memory_planner.plan import ExecutionPlan
 from packager import BundleFacts, BundleInputs, TestVectors, finish_bundle, write_bundle
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig
+from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
 from tvm_ext.compile import CompileError, SelftestMismatchError
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from tvm_ext.codegen_c import KernelSource
     from tvm_ext.frontend import ImportedModel
     from tvm_ext.model_check import ModelFacts
+    from tvm_ext.unit_assignment import UnitChoice
 
 T = TypeVar("T")
 
@@ -178,6 +181,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         raise CompileError(str(err).strip().splitlines()[-1]) from err
 
     planned = stage("planning", lambda: planning(generated.plan, profile), _describe_memory)
+    units = subgraph_units(planned.plan, profile, file_name)
     try:
         target.check_fits(profile, planned.plan.model, planned.memory.arena_bytes, planned.plan.weight_bytes())
     except target.ResourceError as err:
@@ -186,7 +190,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         referenced = stage("reference", lambda: reference_file(checked, imported), _runtime)
 
     packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
-                                                    config), lambda p: f"{len(p.files)} files")
+                                                    config, units), lambda p: f"{len(p.files)} files")
     if shutil.which(config.cc) is None:
         raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed here")
     built = stage("build", lambda: build(folder, planned.plan, config, file_name),
@@ -194,8 +198,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     tested = stage("self-test", lambda: self_test(folder, planned.plan, config), _describe_selftest)
     if not tested.result.passed:
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
-    tarball = finish_bundle(folder, packaged.bundle,
-                            replace(bundle_facts(profile, config, planned, tested), quantization=quantization))
+    tarball = finish_bundle(folder, packaged.bundle, bundle_facts(profile, config, planned, tested, units, quantization))
     return FolderResult(planned.plan, planned.memory, built.library, tarball, tested.result)
 
 
@@ -287,14 +290,19 @@ def planning(plan: ExecutionPlan, profile: Profile) -> Planned:
 
 
 def packaging(folder: Path, imported: Imported, generated: Generated, planned: Planned, referenced: Referenced,
-              profile: Profile, config: BuildConfig) -> Packaged:
-    """The bundle's source and build files, written into `folder` (the manifest comes with finish_bundle)."""
+              profile: Profile, config: BuildConfig, units: list[UnitChoice]) -> Packaged:
+    """The bundle's source and build files, written into `folder` (the manifest comes with finish_bundle);
+    one kernels file per compute unit when the profile lists units."""
+    from tvm_ext.unit_assignment import kernels_by_unit
+
+    by_unit = kernels_by_unit(planned.plan, units, profile.units) if profile.units else {}
     bundle = BundleInputs(
         plan=planned.plan, memory=planned.memory, buffers=planned.buffers, kernels_c=generated.source.c_text,
         kernel_signatures=tuple(generated.source.signatures.values()),
         requantize_roundings=generated.source.requantize_roundings, dual_mac=generated.source.dual_mac, constants=generated.constants, vectors=TestVectors(imported.inputs, referenced.expected, referenced.runtime),
         config=config, input_names=[s.name for s in imported.model.inputs],
         output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
+        kernels_c_by_unit={unit: generated.source.c_text_of(names) for unit, names in by_unit.items()},
     )
     return Packaged(bundle, write_bundle(folder, bundle))
 
@@ -313,8 +321,24 @@ def self_test(folder: Path, plan: ExecutionPlan, config: BuildConfig) -> Tested:
     return Tested(*selftest_bundle(folder, plan.model, config))
 
 
-def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested: Tested) -> BundleFacts:
-    """What the manifest records beyond the plans: tool versions, the profile, its headroom, the self-test."""
+def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> list[UnitChoice]:
+    """Each subgraph's compute unit among the profile's (tvm_ext.unit_assignment); CompileError when none
+    runs a subgraph's operators."""
+    from tvm_ext.unit_assignment import NoUnitError, assign_units
+
+    if profile.units and emulated_target(profile) is not None:
+        raise CompileError(f"{file_name}: the {profile.name} profile lists compute units, which are built for the "
+                           "host only so far; give a profile without qemu_board")
+    try:
+        return assign_units(plan, profile.compute_units)
+    except NoUnitError as err:
+        raise CompileError(f"{file_name}: the {profile.name} profile's compute units: {err}") from err
+
+
+def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested: Tested,
+                 units: list[UnitChoice], quantization: dict | None) -> BundleFacts:
+    """What the manifest records beyond the plans: tool versions, the profile, its headroom, the self-test,
+    each subgraph's compute unit, and how a float model was quantized (None: it was not)."""
     import target
     import tvm
 
@@ -327,10 +351,12 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested
         },
         profile={"name": profile.name, "source": profile.source, "cpu": profile.cpu, "fpu": profile.fpu,
                  "simd": profile.simd, "int8_rounding": profile.int8_rounding,
-                 "subgraph_bytes": profile.subgraph_bytes},
+                 "subgraph_bytes": profile.subgraph_bytes, "units": [unit.name for unit in profile.compute_units]},
         headroom=target.headroom(profile, planned.memory.arena_bytes, planned.plan.weight_bytes()),
         selftest=tested.result,
         measured=tested.measured,
+        subgraph_units=tuple(dataclasses.asdict(choice) for choice in units),
+        quantization=quantization,
     )
 
 
@@ -382,6 +408,7 @@ def build_config(profile) -> BuildConfig:
         cc=profile.c_compiler, ar=profile.tool("ar"), cflags=profile.cflags, ldflags=profile.ldflags,
         runs_on_host=profile.qemu_board is None,
         emulated=emulated_target(profile),
+        units=tuple(UnitBuild(unit.name, unit.c_compiler, unit.cflags) for unit in profile.units),
     )
 
 
