@@ -114,7 +114,7 @@ def test_an_interrupt_a_library_swallows_still_stops_the_compile_at_the_next_sta
     on to a complete bundle and exit 0): the command stops at the end of the stage it arrived in."""
     monkeypatch.setattr(command_process, "_received", None)  # restored after the test: the handler sets it
 
-    def compile_inside_a_library_that_swallows_interrupts(model, target, out, *, force, log, jobs):
+    def compile_inside_a_library_that_swallows_interrupts(model, target, out, *, force, log, **options):
         try:
             command_process._handle(signal.SIGINT, None)  # what the installed handler does on Ctrl-C
         except KeyboardInterrupt:
