@@ -6,8 +6,9 @@ calling convention, no workspace allocation. Kernel-internal global buffers larg
 ones (accumulators) and buffers declared "local" by a kernel's author stay local arrays. `generate_c` is a pure function of (kernels, target): a worker process can run it.
 
 No C text is edited: what TVM's printer would print badly is fixed in the TIR first (unread zero offsets,
-INT32_MIN), and everything around the kernel bodies is written from the KernelSignatures; `kernel_bodies`
-is the one step that reads TVM's text, and only cuts the bodies out of it.
+INT32_MIN, float constants its 7 significant digits would round), and everything around the kernel bodies
+is written from the KernelSignatures; `kernel_bodies` is the one step that reads TVM's text, and only cuts
+the bodies out of it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tvm import s_tir, tirx
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
 from tvm_ext.dual_mac import calls_to_dual_mac_helper
+from tvm_ext.exact_float_constants import exact_float_constants
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR, rewritten_operands
 from tvm_ext.stream_order import stream_orders
@@ -173,7 +175,8 @@ def spell_int32_min(func: tirx.PrimFunc, _mod, _ctx) -> tirx.PrimFunc:
 
 
 def _finalize() -> tvm.transform.Pass:
-    return tvm.transform.Sequential([tirx.transform.LowerIntrin(), spell_int32_min])
+    """The passes right before code generation: what TVM's C printer would print wrongly, spelled in the TIR."""
+    return tvm.transform.Sequential([tirx.transform.LowerIntrin(), spell_int32_min, exact_float_constants])
 
 
 def _plain_c_pipeline():

@@ -159,8 +159,7 @@ def _along(tensor: te.Tensor, index: Sequence[tirx.PrimExpr], axis: int) -> tirx
 def quantize_linear(data: te.Tensor, scale: te.Tensor, zero_point: te.Tensor, *, axis: int) -> te.Tensor:
     """ONNX QuantizeLinear, per tensor or per axis, as onnxruntime computes it: saturate(round(x / scale) +
     zero_point) in zero_point's type, the float32 quotient rounded half to even. ``scale`` and ``zero_point``
-    are tensors (constants or graph inputs), never immediates: TVM's C code generator prints a float
-    immediate with 7 significant digits, which changes most float32 scales (they need 9)."""
+    are tensors (constants or graph inputs)."""
     dtype = str(zero_point.dtype)
     return te.compute(data.shape, lambda *i: saturate_half_to_even(
         data(*i) / _along(scale, i, axis), _along(zero_point, i, axis).astype("int32"), dtype), name="quantize_linear")
