@@ -84,7 +84,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     TVM's Relax VM on the host). `target` is a profile name, tag or file, a `Profile` or a lowpower TVM Target
     (`target.resolve_profile`). `name` is the bundle's C prefix (default: the model file's stem, or "model");
     `force` replaces a non-empty `out`; `log` receives one line per stage; `jobs` is the number of processes
-    that generate the kernels' C (default: the machine's cores; the bundle is the same for any number).
+    that generate the kernels' C and of compilers that build the bundle (default: the machine's cores; the
+    bundle is the same for any number).
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     SelftestMismatchError when the built bundle disagrees with the reference (our bug).

@@ -33,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--force", action="store_true", help="replace a non-empty output folder")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
-                        help="processes that generate the kernels' C (default: the machine's cores)")
+                        help="processes that generate the kernels' C, and compilers that build the bundle "
+                             "(default: the machine's cores)")
     return parser
 
 
