@@ -115,7 +115,7 @@ class RunningReference:
         self._runtime = request.runtime
         self._deadline = time.monotonic() + REFERENCE_TIMEOUT_SECONDS
         self._timeout_seconds = REFERENCE_TIMEOUT_SECONDS
-        with interrupts_held_back():  # the folder and the child are known to __exit__ once they exist
+        with interrupts_held_back():  # the folder and the child exist together, or neither does
             self._folder = Path(tempfile.mkdtemp(prefix="tvm_ext_reference."))
             try:
                 self._child = self._start_child(request, inputs)

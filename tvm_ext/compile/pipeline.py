@@ -31,6 +31,7 @@ from packager.build import BuildError, SelftestResult, build_bundle, selftest_bu
 from packager.build_files import BuildConfig
 from target.profile import Profile
 from target.resolve import TargetSpec
+from tvm_ext.command_process import interrupts_held_back
 from tvm_ext.compile import CompileError, SelftestMismatchError
 
 if TYPE_CHECKING:
@@ -177,8 +178,10 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 referenced = stage("reference", lambda: reference_relax(model, imported), _runtime)
             else:
                 # Its child process runs beside the passes and the code generation; its result (or its
-                # complaint) is taken at the "reference" stage below, in the stages' order.
-                reference = running.enter_context(start_reference_file(checked, imported))
+                # complaint) is taken at the "reference" stage below, in the stages' order. No interrupt
+                # between its start and `running` knowing it.
+                with interrupts_held_back():
+                    reference = running.enter_context(start_reference_file(checked, imported))
             lowered = stage("passes", lambda: passes(imported, profile, tvm_target), _describe_kernels)
             generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, jobs),
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
