@@ -78,10 +78,12 @@ class SelftestResult:
         return tuple(report.checksum for report in self.outputs)
 
 
-def make(bundle_dir: Path, goal: str, variables: dict[str, str] | None = None, timeout_s: float = 900) -> None:
-    """`make <goal>` in `bundle_dir` with warnings as errors; raise BuildError with the first error line."""
+def make(bundle_dir: Path, goal: str, variables: dict[str, str] | None = None, timeout_s: float = 900,
+         jobs: int = 1) -> None:
+    """`make <goal>` in `bundle_dir` with warnings as errors, running up to `jobs` compilers at once (the
+    library's sources are independent objects); raise BuildError with the first error line."""
     settings = {"EXTRA_CFLAGS": "-Werror", **(variables or {})}
-    proc = subprocess.run(["make", "-s", goal, *(f"{k}={v}" for k, v in settings.items())],
+    proc = subprocess.run(["make", "-s", f"-j{max(1, jobs)}", goal, *(f"{k}={v}" for k, v in settings.items())],
                           cwd=bundle_dir, capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode != 0:
         errors = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()
@@ -116,8 +118,9 @@ def run_host_selftest(bundle_dir: Path, timeout_s: float = 600) -> SelftestResul
     return _result(proc.returncode, proc.stdout, "host")
 
 
-def build_bundle(bundle_dir: Path, config: BuildConfig) -> None:
-    """Build lib<model>.a with the target's compiler, and the self-test program where it will run.
+def build_bundle(bundle_dir: Path, config: BuildConfig, jobs: int = 1) -> None:
+    """Build lib<model>.a with the target's compiler, and the self-test program where it will run; `jobs`
+    compilers at once (the library is the same for any number: `ar` takes its objects in the Makefile's order).
 
     The self-test runs on the emulated board when the profile has one, else on the host: built with the
     target's compiler when that makes host programs, else with the host's `cc` and the profile's portable
@@ -126,19 +129,19 @@ def build_bundle(bundle_dir: Path, config: BuildConfig) -> None:
     if config.emulated:
         from emulator.selftest import CortexMBuildError, build_selftest_elf
 
-        make(bundle_dir, "lib")
+        make(bundle_dir, "lib", jobs=jobs)
         try:
             build_selftest_elf(bundle_dir)
         except CortexMBuildError as err:
             raise BuildError(str(err).splitlines()[-1]) from err
     elif config.runs_on_host:
-        make(bundle_dir, "all")
+        make(bundle_dir, "all", jobs=jobs)
     else:
-        make(bundle_dir, "selftest", config.on_host().make_variables())
+        make(bundle_dir, "selftest", config.on_host().make_variables(), jobs=jobs)
         # The host's objects must not end up in the device library: make would reuse them.
         for host_object in [*bundle_dir.glob("*.o"), *bundle_dir.glob("lib*.a")]:
             host_object.unlink()
-        make(bundle_dir, "lib")
+        make(bundle_dir, "lib", jobs=jobs)
 
 
 def selftest_bundle(bundle_dir: Path, model: str, config: BuildConfig) -> tuple[SelftestResult, dict]:

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tvm_ext.command_process import interrupts_held_back
 from tvm_ext.reference_runtimes import RESULT_FILE, Request, Runtime, read_arrays, write_arrays
 
 if TYPE_CHECKING:
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 # a few seconds).
 REFERENCE_TIMEOUT_SECONDS = 600
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+_STDERR_FILE = "stderr.txt"  # the child's stderr, in its exchange folder
 
 
 DIVIDING_OPERATORS = frozenset({"Div", "Mod", "DIV", "FLOOR_DIV", "FLOOR_MOD"})
@@ -75,6 +79,14 @@ def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input
     Raises ReferenceRuntimeError when the runtime refuses the model, crashes or outlives
     REFERENCE_TIMEOUT_SECONDS.
     """
+    with start_reference(path, model_format, inputs, input_specs, num_outputs) as running:
+        return running.result()
+
+
+def start_reference(path: Path, model_format: str, inputs: list[np.ndarray], input_specs: list[TensorSpec],
+                    num_outputs: int) -> RunningReference:
+    """The reference runtime started on `inputs` in its child process, to be awaited with `result()` (see
+    RunningReference); the arguments are run_reference's."""
     if model_format == "onnx":
         runtime = Runtime.ONNXRUNTIME
     elif _is_integer_model(input_specs):
@@ -82,38 +94,83 @@ def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input
     else:
         runtime = Runtime.LITERT
     request = Request(runtime, str(path.resolve()), tuple(s.name for s in input_specs), num_outputs)
-    with tempfile.TemporaryDirectory(prefix="tvm_ext_reference.") as folder:
-        failure = _run_in_child(request, inputs, Path(folder))
+    return RunningReference(path.name, request, inputs)
+
+
+class RunningReference:
+    """A reference runtime running in its child process (`python -m tvm_ext.reference_runtimes FOLDER`),
+    started on construction, while the caller goes on with other work (the child needs only the model file
+    and the inputs, written into FOLDER first).
+
+    Contract: `result()` waits for the child, at most REFERENCE_TIMEOUT_SECONDS after its start (then stops
+    it), and returns its outputs and the runtime's name, or raises ReferenceRuntimeError (one line naming the
+    model file). Use the object as a context manager: leaving the block, however (an error or an interrupt
+    in the caller's other work), kills a child still running, waits for it and deletes FOLDER, so that no
+    process and no file outlives the block. The child writes its stderr into FOLDER, so nothing in this
+    process has to read a pipe meanwhile (no thread).
+    """
+
+    def __init__(self, model_name: str, request: Request, inputs: list[np.ndarray]) -> None:
+        self._model_name = model_name
+        self._runtime = request.runtime
+        self._deadline = time.monotonic() + REFERENCE_TIMEOUT_SECONDS
+        self._timeout_seconds = REFERENCE_TIMEOUT_SECONDS
+        with interrupts_held_back():  # the folder and the child exist together, or neither does
+            self._folder = Path(tempfile.mkdtemp(prefix="tvm_ext_reference."))
+            try:
+                self._child = self._start_child(request, inputs)
+            except BaseException:
+                shutil.rmtree(self._folder, ignore_errors=True)
+                raise
+
+    def _start_child(self, request: Request, inputs: list[np.ndarray]) -> subprocess.Popen:
+        request.write(self._folder)
+        write_arrays(self._folder, "input", inputs)
+        env = dict(os.environ)
+        # The child imports tvm_ext from wherever this process did (a source tree need not be installed).
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(_PACKAGE_ROOT)) if p)
+        with open(self._folder / _STDERR_FILE, "wb") as stderr:
+            # In its own folder: `-m` puts the working directory first on the import path, and the user's (a
+            # Rust or Maven project's `target/`) must not shadow our packages.
+            return subprocess.Popen([sys.executable, "-m", "tvm_ext.reference_runtimes", str(self._folder)],
+                                    env=env, cwd=self._folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=stderr)
+
+    def __enter__(self) -> RunningReference:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        with interrupts_held_back():
+            if self._child.poll() is None:
+                self._child.kill()
+            self._child.wait()
+            shutil.rmtree(self._folder, ignore_errors=True)
+
+    def result(self) -> tuple[list[np.ndarray], str]:
+        """The runtime's outputs and name and version, once the child ended (see the class's contract)."""
+        failure = self._wait()
         if failure is None:
-            result = json.loads((Path(folder) / RESULT_FILE).read_text())
+            result = json.loads((self._folder / RESULT_FILE).read_text())
             if "error" not in result:
-                return read_arrays(Path(folder), "output", result["outputs"]), result["runtime"]
+                return read_arrays(self._folder, "output", result["outputs"]), result["runtime"]
             failure = f"cannot run the model: {result['error']}"
-    raise ReferenceRuntimeError(f"{path.name}: the reference runtime {runtime.value} {failure}")
+        raise ReferenceRuntimeError(f"{self._model_name}: the reference runtime {self._runtime.value} {failure}")
 
-
-def _run_in_child(request: Request, inputs: list[np.ndarray], folder: Path) -> str | None:
-    """Run `request` in `python -m tvm_ext.reference_runtimes folder`: None when the child wrote its
-    result, else how it failed ("crashed (SIGSEGV)", ...)."""
-    request.write(folder)
-    write_arrays(folder, "input", inputs)
-    env = dict(os.environ)
-    # The child imports tvm_ext from wherever this process did (a source tree need not be installed).
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(_PACKAGE_ROOT)) if p)
-    try:
-        # In its own folder: `-m` puts the working directory first on the import path, and the user's (a
-        # Rust or Maven project's `target/`) must not shadow our packages.
-        proc = subprocess.run([sys.executable, "-m", "tvm_ext.reference_runtimes", str(folder)], env=env, cwd=folder,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
-                              timeout=REFERENCE_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        return f"did not finish within {REFERENCE_TIMEOUT_SECONDS} s (stopped)"
-    if proc.returncode < 0:
-        return f"crashed on the model ({_signal_name(-proc.returncode)})"
-    if proc.returncode != 0 or not (folder / RESULT_FILE).is_file():
-        last_line = next((line.strip() for line in reversed(proc.stderr.splitlines()) if line.strip()), "")
-        return f"exited with status {proc.returncode}" + (f": {last_line[:200]}" if last_line else "")
-    return None
+    def _wait(self) -> str | None:
+        """None when the child wrote its result, else how it failed ("crashed (SIGSEGV)", ...)."""
+        try:
+            returncode = self._child.wait(timeout=max(0.0, self._deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self._child.kill()
+            self._child.wait()
+            return f"did not finish within {self._timeout_seconds} s (stopped)"
+        if returncode < 0:
+            return f"crashed on the model ({_signal_name(-returncode)})"
+        if returncode != 0 or not (self._folder / RESULT_FILE).is_file():
+            stderr = (self._folder / _STDERR_FILE).read_text(errors="replace")
+            last_line = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
+            return f"exited with status {returncode}" + (f": {last_line[:200]}" if last_line else "")
+        return None
 
 
 def _signal_name(number: int) -> str:

@@ -91,7 +91,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     TVM's Relax VM on the host). `target` is a profile name, tag or file, a `Profile` or a lowpower TVM Target
     (`target.resolve_profile`). `name` is the bundle's C prefix (default: the model file's stem, or "model");
     `force` replaces a non-empty `out`; `log` receives one line per stage; `jobs` is the number of processes
-    that generate the kernels' C (default: the machine's cores; the bundle is the same for any number).
+    that generate the kernels' C and of compilers that build the bundle (default: the machine's cores; the
+    bundle is the same for any number).
     `quantize` "int8" quantizes a float model file to int8 on `calibration` (an .npz with an array per model
     input, N samples, or "random"), with activation `ranges` "minmax" or "percentile"; "auto" does so when
     the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide). The manifest's

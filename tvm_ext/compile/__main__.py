@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--jobs", type=_positive, default=None, metavar="N",
-                       help="processes that generate the kernels' C (default: the machine's cores)")
+                       help="processes that generate the kernels' C, and compilers that build the bundle "
+                            "(default: the machine's cores)")
     where.add_argument("--scheduler", metavar="ADDRESS",
                        help="compile on a worker of this Dask distributed scheduler (tcp://host:8786)")
     parser.add_argument("--quantize", choices=("int8", "auto"), default=None,

@@ -12,6 +12,7 @@ import dataclasses
 import platform
 import shutil
 import subprocess
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
@@ -32,6 +33,7 @@ from packager.build_files import BuildConfig
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
+from tvm_ext.command_process import interrupts_held_back
 from tvm_ext.compile import CompileError, SelftestMismatchError
 
 if TYPE_CHECKING:
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from tvm_ext.frontend import ImportedModel
     from tvm_ext.model_check import ModelFacts
     from tvm_ext.unit_assignment import UnitChoice
+    from tvm_ext.reference import RunningReference
 
 T = TypeVar("T")
 
@@ -144,8 +147,11 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
     stages get that Profile object, or the TVM Target registered from it. `stage` times and logs each stage;
     `name` is the bundle's C prefix (default: the model file's stem, or "model" for an IRModule); `jobs` the
-    number of processes that generate the kernels' C (the bundle is the same for any number); `quantization`
-    the manifest's record of how a float model was quantized into `model` (tvm_ext.compile.quantized).
+    number of processes that generate the kernels' C and of compilers that build the bundle (the bundle is the
+    same for any number); `quantization` the manifest's record of how a float model was quantized into `model`
+    (tvm_ext.compile.quantized).
+    A model file's reference runtime runs in its child process from the import on, beside the passes and
+    the code generation (`tvm_ext.reference.RunningReference`).
     """
     import target
 
@@ -166,34 +172,41 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
     tvm_target = target.register_profile_with_tvm(profile)
     config = build_config(profile)
-    try:
-        imported = stage("import", lambda: import_(model, checked, name), lambda i: (
-            f"{file_name}: {len(i.model.layers)} layers ({i.model.format})"))
-        if checked is None:
-            # Now, before any of our passes: they receive the user's own IRModule object, and a Python pass
-            # that assigns `mod["main"] = ...` edits that object in place, so a reference run afterwards
-            # would check our passes against themselves.
-            referenced = stage("reference", lambda: reference_relax(model, imported), _runtime)
-        lowered = stage("passes", lambda: passes(imported, profile, tvm_target), _describe_kernels)
-        generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, jobs),
-                          lambda gen: f"{len(gen.source.c_text):,} B of C")
-    except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
-        raise CompileError(str(err).strip().splitlines()[-1]) from err
+    with ExitStack() as running:
+        try:
+            imported = stage("import", lambda: import_(model, checked, name), lambda i: (
+                f"{file_name}: {len(i.model.layers)} layers ({i.model.format})"))
+            if checked is None:
+                # Now, before any of our passes: they receive the user's own IRModule object, and a Python pass
+                # that assigns `mod["main"] = ...` edits that object in place, so a reference run afterwards
+                # would check our passes against themselves.
+                referenced = stage("reference", lambda: reference_relax(model, imported), _runtime)
+            else:
+                # Its child process runs beside the passes and the code generation; its result (or its
+                # complaint) is taken at the "reference" stage below, in the stages' order. No interrupt
+                # between its start and `running` knowing it.
+                with interrupts_held_back():
+                    reference = running.enter_context(start_reference_file(checked, imported))
+            lowered = stage("passes", lambda: passes(imported, profile, tvm_target), _describe_kernels)
+            generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, jobs),
+                              lambda gen: f"{len(gen.source.c_text):,} B of C")
+        except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
+            raise CompileError(str(err).strip().splitlines()[-1]) from err
 
-    planned = stage("planning", lambda: planning(generated.plan, profile), _describe_memory)
-    units = subgraph_units(planned.plan, profile, file_name)
-    try:
-        target.check_fits(profile, planned.plan.model, planned.memory.arena_bytes, planned.plan.weight_bytes())
-    except target.ResourceError as err:
-        raise CompileError(str(err)) from err
-    if checked is not None:
-        referenced = stage("reference", lambda: reference_file(checked, imported), _runtime)
+        planned = stage("planning", lambda: planning(generated.plan, profile), _describe_memory)
+        units = subgraph_units(planned.plan, profile, file_name)
+        try:
+            target.check_fits(profile, planned.plan.model, planned.memory.arena_bytes, planned.plan.weight_bytes())
+        except target.ResourceError as err:
+            raise CompileError(str(err)) from err
+        if checked is not None:
+            referenced = stage("reference", lambda: reference_file(reference), _runtime)
 
     packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
                                                     config, units), lambda p: f"{len(p.files)} files")
     if shutil.which(config.cc) is None:
         raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed here")
-    built = stage("build", lambda: build(folder, planned.plan, config, file_name),
+    built = stage("build", lambda: build(folder, planned.plan, config, file_name, jobs),
                   lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
     tested = stage("self-test", lambda: self_test(folder, planned.plan, config), _describe_selftest)
     if not tested.result.passed:
@@ -237,14 +250,22 @@ def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
     return Referenced(*run_relax_vm(mod, imported.inputs))
 
 
-def reference_file(checked: Checked, imported: Imported) -> Referenced:
-    """The model file run by its reference runtime, in a child process (which reads the file by its path)."""
-    from tvm_ext.reference import ReferenceRuntimeError, run_reference
+def start_reference_file(checked: Checked, imported: Imported) -> RunningReference:
+    """The model file's reference runtime started on the self-test's input, in a child process (which reads
+    the file by its path): awaited by `reference_file`, stopped when the caller's `with` block ends."""
+    from tvm_ext.reference import start_reference
 
     model = imported.model
+    return start_reference(checked.path, checked.facts.format.value, imported.inputs, model.inputs,
+                           len(model.outputs))
+
+
+def reference_file(running: RunningReference) -> Referenced:
+    """The reference runtime's outputs, once its child process ended; CompileError with its one line."""
+    from tvm_ext.reference import ReferenceRuntimeError
+
     try:
-        return Referenced(*run_reference(checked.path, checked.facts.format.value, imported.inputs, model.inputs,
-                                         len(model.outputs)))
+        return Referenced(*running.result())
     except ReferenceRuntimeError as err:
         raise CompileError(str(err)) from err
 
@@ -307,10 +328,11 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
     return Packaged(bundle, write_bundle(folder, bundle))
 
 
-def build(folder: Path, plan: ExecutionPlan, config: BuildConfig, file_name: str) -> Built:
-    """lib<model>.a and the self-test program; CompileError with the compiler's first error."""
+def build(folder: Path, plan: ExecutionPlan, config: BuildConfig, file_name: str, jobs: int) -> Built:
+    """lib<model>.a and the self-test program, `jobs` compilers at once; CompileError with the compiler's
+    first error."""
     try:
-        build_bundle(folder, config)
+        build_bundle(folder, config, jobs)
     except BuildError as err:
         raise CompileError(f"{file_name}: the generated bundle does not build: {err}") from err
     return Built(folder / f"lib{plan.model}.a")
