@@ -28,6 +28,7 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from packager.dual_mac_c import DUAL_MAC_CHANNELS, dual_mac_helper_name
+from tvm_ext.index_expr import INDEX_OPERATORS, evaluate_index, substitute_index
 
 DUAL_MAC_OP = "tvm_ext.dual_mac_s8x4"
 
@@ -68,36 +69,7 @@ tvm.ir.register_op_attr(DUAL_MAC_OP, "TScriptPrinterName", DUAL_MAC_OP.replace("
 tirx.register_intrin_lowering(DUAL_MAC_OP, "c", f=_to_c)
 
 
-# --- affine index expressions -------------------------------------------------------------------------------
-
-_BINARY = {tirx.Add: lambda a, b: a + b, tirx.Sub: lambda a, b: a - b, tirx.Mul: lambda a, b: a * b,
-           tirx.FloorDiv: lambda a, b: a // b, tirx.FloorMod: lambda a, b: a % b}
-
-
-def _evaluate(expr, values: dict) -> int:
-    """The integer value of an index expression with every variable given in ``values`` (KeyError else)."""
-    if isinstance(expr, tirx.IntImm):
-        return int(expr.value)
-    if isinstance(expr, tirx.Var):
-        return values[expr]
-    if isinstance(expr, tirx.Cast):
-        return _evaluate(expr.value, values)
-    if type(expr) in _BINARY:
-        return _BINARY[type(expr)](_evaluate(expr.a, values), _evaluate(expr.b, values))
-    raise KeyError(type(expr).__name__)
-
-
-def _substitute(expr, mapping: dict):
-    """``expr`` with the variables of ``mapping`` replaced (index arithmetic only; KeyError for other nodes)."""
-    if isinstance(expr, tirx.Var):
-        return mapping.get(expr, expr)
-    if isinstance(expr, tirx.IntImm):
-        return expr
-    if isinstance(expr, tirx.Cast):
-        return tirx.Cast(str(expr.ty.dtype), _substitute(expr.value, mapping))
-    if type(expr) in _BINARY:
-        return type(expr)(_substitute(expr.a, mapping), _substitute(expr.b, mapping))
-    raise KeyError(type(expr).__name__)
+# --- loads and stores ---------------------------------------------------------------------------------------
 
 
 def _buffer(access):
@@ -109,7 +81,7 @@ def _flat_offset(access, values: dict) -> int:
     """The element offset a load or store accesses with ``values`` for its variables (compact row-major)."""
     offset = 0
     for index, extent in zip(access.indices, _buffer(access).shape):
-        offset = offset * int(extent) + _evaluate(index, values)
+        offset = offset * int(extent) + evaluate_index(index, values)
     return offset
 
 
@@ -152,25 +124,34 @@ def dual_mac_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) ->
     """Replace the reduction loops ``loops[first_reduce:]`` of ``block`` (the reduction loops, then the
     unit-stride loop of DUAL_MAC_CHANNELS output channels, innermost) by one call of the dual-MAC helper,
     when it computes exactly what they do (see the module docstring). Returns whether it did."""
-    node = sch.get(block)
+    call = dual_mac_replacement(_realize_of(sch, block), [sch.get(loop) for loop in loops[first_reduce:]])
+    if call is None:
+        return False
+    sch.state.replace(sch.get_sref(loops[first_reduce]), call)
+    return True
+
+
+def dual_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The helper's call block that computes what ``loops`` (For nodes: the reduction loops, then the
+    unit-stride loop of DUAL_MAC_CHANNELS output channels, innermost, around ``realize``) compute, or None
+    where it would not compute exactly that."""
+    node = realize.block
     reduction = _reduction(node)
-    reduce_loops = [sch.get(loop) for loop in loops[first_reduce:-1]]
-    channel_loop = sch.get(loops[-1])
+    reduce_loops, channel_loop = loops[:-1], loops[-1]
     if reduction is None or not reduce_loops or int(channel_loop.extent) != DUAL_MAC_CHANNELS:
-        return False
+        return None
     if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in [*reduce_loops, channel_loop]):
-        return False
-    bindings = {iv.var: value for iv, value in zip(node.iter_vars, _realize_of(sch, block).iter_values)}
+        return None
+    bindings = {iv.var: value for iv, value in zip(node.iter_vars, realize.iter_values)}
     inner = [loop.loop_var for loop in reduce_loops] + [channel_loop.loop_var]
     extents = [int(loop.extent) for loop in reduce_loops]
     try:
         geometry = _geometry(reduction, bindings, inner, extents)
     except KeyError:
-        return False  # an index form we do not evaluate: keep the scalar loop
+        return None  # an index form we do not evaluate: keep the scalar loop
     if geometry is None:
-        return False
-    sch.state.replace(sch.get_sref(loops[first_reduce]), _call_block(reduction, bindings, inner, geometry))
-    return True
+        return None
+    return _call_block(reduction, bindings, inner, geometry)
 
 
 def _realize_of(sch: s_tir.Schedule, block) -> s_tir.SBlockRealize:
@@ -199,7 +180,7 @@ def _geometry(reduction: _Reduction, bindings: dict, inner: list, extents: list[
     def offset(load: TensorLoad, point: list[int]) -> int:
         values = dict(outer)
         values.update(zip(inner, point))
-        block_values = {block_var: _evaluate(value, values) for block_var, value in bindings.items()}
+        block_values = {block_var: evaluate_index(value, values) for block_var, value in bindings.items()}
         return _flat_offset(load, block_values)
 
     origin = [0] * (len(extents) + 1)
@@ -251,7 +232,7 @@ def _free_vars(bindings: dict) -> list:
                 found.append(expr)
         elif isinstance(expr, tirx.Cast):
             stack.append(expr.value)
-        elif type(expr) in _BINARY:
+        elif type(expr) in INDEX_OPERATORS:
             stack += [expr.a, expr.b]
     return found
 
@@ -259,10 +240,10 @@ def _free_vars(bindings: dict) -> list:
 def _call_block(reduction: _Reduction, bindings: dict, inner: list, geometry: _Geometry) -> s_tir.SBlockRealize:
     """An opaque block calling the helper at the window's origin (the reduction and channel loops at 0)."""
     at_origin = {var: tirx.const(0, str(var.ty.dtype)) for var in inner}
-    block_values = {var: _substitute(value, at_origin) for var, value in bindings.items()}
+    block_values = {var: substitute_index(value, at_origin) for var, value in bindings.items()}
 
     def origin(load) -> TensorLoad:
-        return tirx.BufferLoad(_buffer(load), [_substitute(i, block_values) for i in load.indices])
+        return tirx.BufferLoad(_buffer(load), [substitute_index(i, block_values) for i in load.indices])
 
     acc, x, w = origin(reduction.store), origin(reduction.data), origin(reduction.weight)
     call = tirx.call_intrin(
