@@ -11,7 +11,7 @@ The interior ranges are found by evaluating the test's conjuncts over every tap 
 arithmetic of ``tvm_ext.index_expr``): a conjunct on the pixel loop ``y`` and the tap loops below it holds in
 the interior range for every tap. In the interior copy the tap is read directly (``if_then_else`` replaced
 by its true value: the same number), so the sums are unchanged: bit-exact. There, on a DSP core, the
-reduction becomes the dual-MAC call (``tvm_ext.dual_mac``) where it fits.
+reduction becomes a MAC helper's call (``tvm_ext.depthwise_mac``) where one fits.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Optional
 import tvm
 from tvm import s_tir, tirx
 
-from tvm_ext.dual_mac import dual_mac_replacement
+from tvm_ext.depthwise_mac import mac_helper_replacement
 from tvm_ext.index_expr import evaluate_index, substitute_index
 from tvm_ext.tir_walk import map_child_stmts, vars_read
 
@@ -141,7 +141,11 @@ def _interior_branch(tap: _GuardedTap, dual_mac: bool):
             return None
         bounds.append((tap.loops[index], interior))
     pixel_loop = tap.loops[innermost]
-    clean = _without_guard(pixel_loop.body, tap, innermost, dual_mac)
+    inner_loops = tap.loops[innermost + 1:]
+    clean = _with_helper(pixel_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_interior"), inner_loops,
+                         dual_mac)
+    tap_depths = [depth_ for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps]
+    border = _border_taps(pixel_loop.body, tap, max(tap_depths), dual_mac) if tap_depths else pixel_loop.body
     tests = []
     for loop, (low, high) in bounds:
         var, first, end = loop.loop_var, int(loop.min), int(loop.min) + int(loop.extent)
@@ -154,7 +158,7 @@ def _interior_branch(tap: _GuardedTap, dual_mac: bool):
     condition = tests[0]
     for test in tests[1:]:
         condition = tirx.And(condition, test)
-    return pixel_loop, tirx.IfThenElse(condition, clean, pixel_loop.body)
+    return pixel_loop, tirx.IfThenElse(condition, clean, border)
 
 
 def _interior_range(loops: list, index: int, entries: list) -> Optional[tuple[int, int]]:
@@ -182,25 +186,46 @@ def _holds_for_every_tap(conjunct, loops: list, index: int, value: int, taps: li
     return True
 
 
-def _without_guard(stmt: tirx.Stmt, tap: _GuardedTap, pixel_depth: int, dual_mac: bool) -> tirx.Stmt:
-    """``stmt`` (the innermost pixel loop's body) with the tap read unguarded, and with ``dual_mac`` its
-    reduction loops as the helper's call where it fits."""
+def _tap_read_as(tap: _GuardedTap, value, suffix: str) -> s_tir.SBlockRealize:
+    """The update block with its guarded tap replaced by ``value`` (the guard's true or false value), named
+    with ``suffix``."""
     block = tap.realize.block
     store = block.body
     product_ = store.value.b
-    unguarded = tap.guard.args[1]
-    factors = [unguarded if factor.same_as(tap.guard) else factor for factor in (product_.a, product_.b)]
+    factors = [value if factor.same_as(tap.guard) else factor for factor in (product_.a, product_.b)]
     new_store = tirx.BufferStore(store.buffer, tirx.Add(store.value.a, tirx.Mul(*factors)), store.indices)
-    new_block = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint + "_interior", new_store,
+    new_block = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint + suffix, new_store,
                              block.init, block.alloc_buffers, block.match_buffers, block.annotations)
-    realize = s_tir.SBlockRealize(tap.realize.iter_values, tap.realize.predicate, new_block)
-    inner_loops = tap.loops[pixel_depth + 1:]
-    start = _first_reduction_loop(realize, inner_loops) if dual_mac else None
-    if start is not None:
-        call = dual_mac_replacement(realize, inner_loops[start:])
+    return s_tir.SBlockRealize(tap.realize.iter_values, tap.realize.predicate, new_block)
+
+
+def _with_helper(stmt: tirx.Stmt, tap: _GuardedTap, realize: s_tir.SBlockRealize, loops: list,
+                 dual_mac: bool) -> tirx.Stmt:
+    """``stmt`` with the update block ``realize`` in place of the guarded one, and with ``dual_mac`` its
+    reduction ``loops`` (the loops below ``stmt``'s, outermost first) as a MAC helper's call where one fits."""
+    if dual_mac and loops:
+        # From the first reduction loop; where the window loops are all outside (one tap), the channel loop.
+        start = _first_reduction_loop(realize, loops)
+        start = len(loops) - 1 if start is None else start
+        call = mac_helper_replacement(realize, loops[start:])
         if call is not None:
-            return _replace(stmt, inner_loops[start], call)
+            return _replace(stmt, loops[start], call)
     return _replace(stmt, tap.realize, realize)
+
+
+def _border_taps(stmt: tirx.Stmt, tap: _GuardedTap, tap_depth: int, dual_mac: bool) -> tirx.Stmt:
+    """``stmt`` (a border pixel's loops) with the test asked once per tap, at the innermost loop the test
+    reads (``tap.loops[tap_depth]``), instead of once per multiply-accumulate: inside the image the tap's
+    channels are read unguarded (through a MAC helper with ``dual_mac``), outside they take the guard's
+    false value."""
+    tap_loop = tap.loops[tap_depth]
+    condition = tap.conjuncts[0]
+    for conjunct in tap.conjuncts[1:]:
+        condition = tirx.And(condition, conjunct)
+    inside = _with_helper(tap_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_inside"),
+                          tap.loops[tap_depth + 1:], dual_mac)
+    outside = _replace(tap_loop.body, tap.realize, _tap_read_as(tap, tap.guard.args[2], "_padded"))
+    return _replace(stmt, tap_loop.body, tirx.IfThenElse(condition, inside, outside))
 
 
 def _first_reduction_loop(realize: s_tir.SBlockRealize, loops: list) -> Optional[int]:

@@ -12,7 +12,7 @@ from tvm import s_tir, tirx
 
 from target.profile import Profile
 from tvm_ext.border_split import split_border
-from tvm_ext.dual_mac import dual_mac_call
+from tvm_ext.depthwise_mac import mac_helper_call
 from tvm_ext.tir_walk import buffer_loads
 
 
@@ -77,7 +77,7 @@ def _reduction_blocks(sch: s_tir.Schedule, root) -> list:
 def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: bool = False) -> tirx.PrimFunc:
     """Inline producers and epilogues; give each reduction a one-element accumulator, or ``channel_tile``
     accumulators for as many output channels where that count divides the channels (see _tile_channels);
-    with ``dual_mac``, a tiled int8 reduction the SMLAD helper computes becomes its call (tvm_ext.dual_mac);
+    with ``dual_mac``, a tiled int8 reduction a MAC helper computes becomes its call (tvm_ext.depthwise_mac);
     a padded integer convolution's border is split from its interior (tvm_ext.border_split).
 
     Contract: the result computes exactly the same values in the same order of floating-point operations
@@ -114,7 +114,7 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
             except s_tir.ScheduleError:
                 pass
         if dual_mac and tiled is not None:
-            dual_mac_call(sch, block, loops, first_reduce)
+            mac_helper_call(sch, block, loops, first_reduce)
     return split_border(sch.mod["main"], dual_mac)
 
 
