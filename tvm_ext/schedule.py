@@ -13,6 +13,7 @@ from tvm import s_tir, tirx
 from target.profile import Profile
 from tvm_ext.border_split import split_border
 from tvm_ext.depthwise_mac import mac_helper_call
+from tvm_ext.kernel_names import with_window_recorded
 from tvm_ext.tir_walk import buffer_loads
 
 
@@ -97,6 +98,7 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
     while _inline_all(sch, root, sch.reverse_compute_inline):
         pass
     _compute_at_consumers(sch, root)
+    inlined = sch.mod["main"]  # its window is still read by its reduction (see with_window_recorded)
     for block in _reduction_blocks(sch, root):
         loops = sch.get_loops(block)
         iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
@@ -115,7 +117,7 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
                 pass
         if dual_mac and tiled is not None:
             mac_helper_call(sch, block, loops, first_reduce)
-    return split_border(sch.mod["main"], dual_mac)
+    return with_window_recorded(inlined, split_border(sch.mod["main"], dual_mac))
 
 
 def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int):
