@@ -71,8 +71,8 @@ MODELS = {
     "conv": lambda: _padded_model(False, 5, [(8, *window[1:]) for window in WINDOWS], seed=11),
     # 3 input channels, depth multiplier 2: 6 output channels, an odd count of pairs.
     "depthwise": lambda: _padded_model(True, 3, WINDOWS, seed=12),
-    # 4 input channels, depth multiplier 2: 8 output channels, tiled by four.
-    "depthwise_tiled": lambda: _padded_model(True, 4, WINDOWS, seed=13),
+    # 8 input channels, depth multiplier 1: tiled by four, the depthwise MAC helper on the m4f.
+    "depthwise_tiled": lambda: _padded_model(True, 8, [(1, *window[1:]) for window in WINDOWS], seed=13),
 }
 
 
@@ -152,11 +152,13 @@ def _guarded_taps(node) -> list:
 
 
 def test_interior_tir_reads_taps_unguarded():
-    """In the TIR: one pixel branch whose interior holds no if_then_else; the border keeps the guarded tap."""
+    """In the TIR: no tap is guarded per MAC; the pixel's branch (the outermost) has no test in its interior
+    and one per tap in its border."""
     func = _scheduled_depthwise((7, 6), (3, 3))
-    branches = _statements(func.body, tirx.IfThenElse)
-    assert len(branches) == 1
-    assert _guarded_taps(func.body) and not _guarded_taps(branches[0].then_case)
+    assert not _guarded_taps(func.body)
+    pixel = _statements(func.body, tirx.IfThenElse)[0]
+    assert not _statements(pixel.then_case, tirx.IfThenElse)
+    assert len(_statements(pixel.else_case, tirx.IfThenElse)) == 1
 
 
 def test_kernel_without_interior_is_left_as_it_was():

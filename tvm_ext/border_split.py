@@ -64,7 +64,9 @@ def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
     block = root.block
     new_root = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body, block.init,
                             block.alloc_buffers, block.match_buffers, block.annotations)
-    return func.with_body(s_tir.SBlockRealize(root.iter_values, root.predicate, new_root))
+    split_func = func.with_body(s_tir.SBlockRealize(root.iter_values, root.predicate, new_root))
+    # The pixel's statements are now in several branches: each copy's loops get variables of their own.
+    return s_tir.transform.ConvertSSA()(tvm.IRModule({"main": split_func}))["main"]
 
 
 def _guarded_taps(stmt: tirx.Stmt, loops: list):
