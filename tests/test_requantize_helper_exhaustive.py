@@ -46,8 +46,8 @@ def test_double_rounding_helper_matches_tflite_on_random_and_extreme_values(tmp_
     source.write_text(_PROGRAM.format(helpers=requantize_helpers_c("m", ["double"]),
                                       name=requantize_helper_name("m", "double")))
     program = tmp_path / "requantize"
-    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), *SANITIZE.split(), str(source), "-o",
-                    str(program)], check=True)
+    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), *SANITIZE.split(),
+                    str(source), "-o", str(program)], check=True)
     cases = _cases(500_000)
     run = subprocess.run([str(program)], input=cases.tobytes(), capture_output=True, check=True)
     got = np.frombuffer(run.stdout, np.int32)

@@ -81,7 +81,7 @@ def _guarded_taps(stmt: tirx.Stmt, loops: list):
         if guard is not None:
             bindings = {iv.var: value for iv, value in zip(stmt.block.iter_vars, stmt.iter_values)}
             try:
-                conjuncts = [substitute_comparison(c, bindings) for c in _conjuncts(guard.args[0])]
+                conjuncts = [_substitute_comparison(c, bindings) for c in _conjuncts(guard.args[0])]
             except KeyError:
                 yield None
                 return
@@ -113,7 +113,7 @@ def _conjuncts(condition) -> list:
     return [condition]
 
 
-def substitute_comparison(comparison, mapping: dict):
+def _substitute_comparison(comparison, mapping: dict):
     """``comparison`` (a < b, <=, >, >=) with the variables of ``mapping`` replaced in both sides."""
     return type(comparison)(substitute_index(comparison.a, mapping), substitute_index(comparison.b, mapping))
 

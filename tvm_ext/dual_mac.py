@@ -11,7 +11,8 @@ weight word the same way (bytes 0 and 2, then 1 and 3), so the pairs line up.
 
 Which reductions qualify (``dual_mac_replacement``): int32 ``acc[..] += int32(x[..]) * int32(w[..])`` over int8 x
 and w, both read affinely with the innermost reduction index contiguous, and no padding test (a padded
-convolution's interior qualifies once ``tvm_ext.border_split`` has separated it from the border). The sums are integer sums in another order: bit-exact.
+convolution's interior qualifies once ``tvm_ext.border_split`` has separated it from the border). The sums
+are integer sums in another order: bit-exact.
 """
 
 from __future__ import annotations
