@@ -12,6 +12,8 @@ not a multiple of four end in the portable loop. Integer sums in another order: 
 
 from __future__ import annotations
 
+from packager.depthwise_mac_c import depthwise_mac_helper_c
+
 DUAL_MAC_CHANNELS = 4  # output channels per call: four accumulators stay in registers beside the pointers
 
 
@@ -21,7 +23,8 @@ def dual_mac_helper_name(prefix: str) -> str:
 
 
 def dual_mac_helper_c(prefix: str) -> str:
-    """The C definition of the helper (and of the two word operations it uses) for the bundle `prefix`."""
+    """The C definition of the helper (and of the two word operations it uses) for the bundle `prefix`,
+    followed by the depthwise helper that shares them (`packager.depthwise_mac_c`)."""
     name = dual_mac_helper_name(prefix)
     return f"""#include <string.h> /* memcpy: a 32-bit load of four int8 at any alignment */
 #if defined(__ARM_FEATURE_DSP)
@@ -53,7 +56,7 @@ static inline int32_t {prefix}_mac_s8x4(int32_t acc, int32_t x02, int32_t x13, i
 
 /* acc[c] += sum over r < rows, k < row_len of x[r * x_row_stride + k] * w[c * w_channel_stride + r * row_len + k],
    for the four channels c < 4 (strides and lengths in elements). */
-static inline int32_t {name}(int32_t *acc, const int8_t *x, int32_t x_row_stride, const int8_t *w,
+static inline int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, int32_t x_row_stride,
                                   int32_t w_channel_stride, int32_t rows, int32_t row_len)
 {{
     int32_t acc0 = acc[0], acc1 = acc[1], acc2 = acc[2], acc3 = acc[3];
@@ -89,4 +92,4 @@ static inline int32_t {name}(int32_t *acc, const int8_t *x, int32_t x_row_stride
     acc[3] = acc3;
     return 0;
 }}
-"""
+""" + depthwise_mac_helper_c(prefix)

@@ -36,15 +36,18 @@ static inline int32_t {requantize_helper_name(prefix, "double")}(int32_t acc, in
 {{
     const int32_t left_shift = shift > 0 ? shift : 0;
     const int32_t right_shift = shift > 0 ? 0 : -shift;
-    /* acc * 2^left_shift, wrapping as TFLite's int32 multiplication does. */
-    const int32_t scaled = (int32_t)((int64_t)acc * ((int64_t)1 << left_shift));
-    /* SaturatingRoundingDoublingHighMul(scaled, multiplier) */
+    /* acc * 2^left_shift, wrapping as TFLite's int32 multiplication does (an unsigned shift: no UB). */
+    const int32_t scaled = (int32_t)((uint32_t)acc << left_shift);
+    /* SaturatingRoundingDoublingHighMul(scaled, multiplier): (product + nudge) / 2^31 truncated, the nudge
+       +2^30 or 1 - 2^30 by the product's sign, i.e. the magnitude (~product when negative: |product| - 1)
+       plus 2^30, shifted, and the sign put back. */
     const int64_t product = (int64_t)scaled * (int64_t)multiplier;
-    const int64_t nudge = product >= 0 ? (int64_t)1 << 30 : 1 - ((int64_t)1 << 30);
+    const uint64_t magnitude = product < 0 ? ~(uint64_t)product : (uint64_t)product;
+    const int32_t rounded = (int32_t)((magnitude + ((uint64_t)1 << 30)) >> 31);
     const int32_t high = (scaled == INT32_MIN && multiplier == INT32_MIN)
-        ? INT32_MAX : (int32_t)((product + nudge) / ((int64_t)1 << 31));
+        ? INT32_MAX : (product < 0 ? -rounded : rounded);
     /* RoundingDivideByPOT(high, right_shift): nearest, ties away from zero. */
-    const int32_t mask = (int32_t)(((int64_t)1 << right_shift) - 1);
+    const int32_t mask = (int32_t)(((uint32_t)1 << right_shift) - 1u);
     const int32_t remainder = high & mask;
     const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
     return {_floor_shift("high", "right_shift", "int32_t")} + (remainder > threshold ? 1 : 0);

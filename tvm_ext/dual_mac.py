@@ -9,16 +9,17 @@ two pairs per SMLAD. The helper reads the inputs as ``rows`` runs of ``row_len``
 contiguous run (OHWI), so the weights need no other compile-time layout: SXTB16 splits the input word and the
 weight word the same way (bytes 0 and 2, then 1 and 3), so the pairs line up.
 
-Which reductions qualify (``dual_mac_call``): int32 ``acc[..] += int32(x[..]) * int32(w[..])`` over int8 x
+Which reductions qualify (``dual_mac_replacement``): int32 ``acc[..] += int32(x[..]) * int32(w[..])`` over int8 x
 and w, both read affinely with the innermost reduction index contiguous, and no padding test (a padded
-convolution keeps its scalar loop). The sums are integer sums in another order: bit-exact.
+convolution's interior qualifies once ``tvm_ext.border_split`` has separated it from the border). The sums
+are integer sums in another order: bit-exact.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Optional
 
@@ -28,6 +29,7 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from packager.dual_mac_c import DUAL_MAC_CHANNELS, dual_mac_helper_name
+from tvm_ext.index_expr import INDEX_OPERATORS, evaluate_index, substitute_index
 
 DUAL_MAC_OP = "tvm_ext.dual_mac_s8x4"
 
@@ -55,49 +57,26 @@ def calls_to_dual_mac_helper(prefix: str) -> Iterator[_DualMacCalls]:
         _CALLS.reset(token)
 
 
-def _to_c(call: tirx.Expr) -> tirx.Expr:
-    calls = _CALLS.get()
-    if calls is None:
-        raise RuntimeError(f"{DUAL_MAC_OP} is C code of a tvm_ext bundle: generate it inside calls_to_dual_mac_helper")
-    calls.used = True
-    return tirx.call_extern("int32", dual_mac_helper_name(calls.prefix), *call.args)
+def register_mac_helper(op: str, helper_name: Callable[[str], str]) -> None:
+    """Register ``op``, a call of the bundle's MAC helper ``helper_name(prefix)``, for C code generation
+    (inside ``calls_to_dual_mac_helper``, which records that the bundle's MAC helpers are needed)."""
+
+    def to_c(call: tirx.Expr) -> tirx.Expr:
+        calls = _CALLS.get()
+        if calls is None:
+            raise RuntimeError(f"{op} is C code of a tvm_ext bundle: generate it inside calls_to_dual_mac_helper")
+        calls.used = True
+        return tirx.call_extern("int32", helper_name(calls.prefix), *call.args)
+
+    tvm.ir.register_op_attr(op, "TCallEffectKind", tirx.CallEffectKind.UpdateState.value)
+    tvm.ir.register_op_attr(op, "TScriptPrinterName", op.replace(".", "_"))
+    tirx.register_intrin_lowering(op, "c", f=to_c)
 
 
-tvm.ir.register_op_attr(DUAL_MAC_OP, "TCallEffectKind", tirx.CallEffectKind.UpdateState.value)
-tvm.ir.register_op_attr(DUAL_MAC_OP, "TScriptPrinterName", DUAL_MAC_OP.replace(".", "_"))
-tirx.register_intrin_lowering(DUAL_MAC_OP, "c", f=_to_c)
+register_mac_helper(DUAL_MAC_OP, dual_mac_helper_name)
 
 
-# --- affine index expressions -------------------------------------------------------------------------------
-
-_BINARY = {tirx.Add: lambda a, b: a + b, tirx.Sub: lambda a, b: a - b, tirx.Mul: lambda a, b: a * b,
-           tirx.FloorDiv: lambda a, b: a // b, tirx.FloorMod: lambda a, b: a % b}
-
-
-def _evaluate(expr, values: dict) -> int:
-    """The integer value of an index expression with every variable given in ``values`` (KeyError else)."""
-    if isinstance(expr, tirx.IntImm):
-        return int(expr.value)
-    if isinstance(expr, tirx.Var):
-        return values[expr]
-    if isinstance(expr, tirx.Cast):
-        return _evaluate(expr.value, values)
-    if type(expr) in _BINARY:
-        return _BINARY[type(expr)](_evaluate(expr.a, values), _evaluate(expr.b, values))
-    raise KeyError(type(expr).__name__)
-
-
-def _substitute(expr, mapping: dict):
-    """``expr`` with the variables of ``mapping`` replaced (index arithmetic only; KeyError for other nodes)."""
-    if isinstance(expr, tirx.Var):
-        return mapping.get(expr, expr)
-    if isinstance(expr, tirx.IntImm):
-        return expr
-    if isinstance(expr, tirx.Cast):
-        return tirx.Cast(str(expr.ty.dtype), _substitute(expr.value, mapping))
-    if type(expr) in _BINARY:
-        return type(expr)(_substitute(expr.a, mapping), _substitute(expr.b, mapping))
-    raise KeyError(type(expr).__name__)
+# --- loads and stores ---------------------------------------------------------------------------------------
 
 
 def _buffer(access):
@@ -109,7 +88,7 @@ def _flat_offset(access, values: dict) -> int:
     """The element offset a load or store accesses with ``values`` for its variables (compact row-major)."""
     offset = 0
     for index, extent in zip(access.indices, _buffer(access).shape):
-        offset = offset * int(extent) + _evaluate(index, values)
+        offset = offset * int(extent) + evaluate_index(index, values)
     return offset
 
 
@@ -117,7 +96,7 @@ def _flat_offset(access, values: dict) -> int:
 
 
 @dataclass(frozen=True)
-class _Reduction:
+class MacReduction:
     """What one scheduled update block reads: the input and weight loads, the accumulator store."""
 
     store: tirx.BufferStore
@@ -131,7 +110,7 @@ def _int8_load(expr) -> Optional[TensorLoad]:
     return None
 
 
-def _reduction(block: s_tir.SBlock) -> Optional[_Reduction]:
+def mac_reduction(block: s_tir.SBlock) -> Optional[MacReduction]:
     """The block's ``acc = acc + int32(x) * int32(w)``, or None for any other body."""
     store = block.body
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
@@ -145,38 +124,30 @@ def _reduction(block: s_tir.SBlock) -> Optional[_Reduction]:
     data, weight = _int8_load(value.b.a), _int8_load(value.b.b)
     if data is None or weight is None:
         return None
-    return _Reduction(store, data, weight)
+    return MacReduction(store, data, weight)
 
 
-def dual_mac_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
-    """Replace the reduction loops ``loops[first_reduce:]`` of ``block`` (the reduction loops, then the
-    unit-stride loop of DUAL_MAC_CHANNELS output channels, innermost) by one call of the dual-MAC helper,
-    when it computes exactly what they do (see the module docstring). Returns whether it did."""
-    node = sch.get(block)
-    reduction = _reduction(node)
-    reduce_loops = [sch.get(loop) for loop in loops[first_reduce:-1]]
-    channel_loop = sch.get(loops[-1])
+def dual_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The helper's call block that computes what ``loops`` (For nodes: the reduction loops, then the
+    unit-stride loop of DUAL_MAC_CHANNELS output channels, innermost, around ``realize``) compute, or None
+    where it would not compute exactly that."""
+    node = realize.block
+    reduction = mac_reduction(node)
+    reduce_loops, channel_loop = loops[:-1], loops[-1]
     if reduction is None or not reduce_loops or int(channel_loop.extent) != DUAL_MAC_CHANNELS:
-        return False
+        return None
     if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in [*reduce_loops, channel_loop]):
-        return False
-    bindings = {iv.var: value for iv, value in zip(node.iter_vars, _realize_of(sch, block).iter_values)}
+        return None
+    bindings = {iv.var: value for iv, value in zip(node.iter_vars, realize.iter_values)}
     inner = [loop.loop_var for loop in reduce_loops] + [channel_loop.loop_var]
     extents = [int(loop.extent) for loop in reduce_loops]
     try:
         geometry = _geometry(reduction, bindings, inner, extents)
     except KeyError:
-        return False  # an index form we do not evaluate: keep the scalar loop
+        return None  # an index form we do not evaluate: keep the scalar loop
     if geometry is None:
-        return False
-    sch.state.replace(sch.get_sref(loops[first_reduce]), _call_block(reduction, bindings, inner, geometry))
-    return True
-
-
-def _realize_of(sch: s_tir.Schedule, block) -> s_tir.SBlockRealize:
-    """The SBlockRealize binding ``block``'s iteration variables (the body of its innermost loop)."""
-    loop = sch.get(sch.get_loops(block)[-1])
-    return loop.body
+        return None
+    return _call_block(reduction, bindings, inner, geometry)
 
 
 @dataclass(frozen=True)
@@ -190,24 +161,35 @@ class _Geometry:
     row_len: int
 
 
-def _geometry(reduction: _Reduction, bindings: dict, inner: list, extents: list[int]) -> Optional[_Geometry]:
+class AccessOffsets:
+    """Element offsets of a block's loads and stores at points of its inner loops (``inner``: the loop
+    variables, every other variable at 0), from the block's ``bindings`` of iteration variables."""
+
+    def __init__(self, bindings: dict, inner: list) -> None:
+        self.bindings, self.inner = bindings, inner
+        self.outer = {var: 0 for var in _free_vars(bindings) if not any(var.same_as(v) for v in inner)}
+        self.origin = [0] * len(inner)
+
+    def offset(self, access, point: list[int]) -> int:
+        """The offset ``access`` reads or writes with the inner loops at ``point``."""
+        values = dict(self.outer)
+        values.update(zip(self.inner, point))
+        block_values = {block_var: evaluate_index(value, values) for block_var, value in self.bindings.items()}
+        return _flat_offset(access, block_values)
+
+    def step(self, access, axis: int) -> int:
+        """How far ``access`` moves when inner loop ``axis`` steps from the origin by one."""
+        point = list(self.origin)
+        point[axis] = 1
+        return self.offset(access, point) - self.offset(access, self.origin)
+
+
+def _geometry(reduction: MacReduction, bindings: dict, inner: list, extents: list[int]) -> Optional[_Geometry]:
     """The helper's geometry when the loads fit it: the last reduction loops read the input contiguously
     (each a run inside the next), the first one (of several) steps by a constant row stride, and every
     channel reads its weights as one contiguous run in the reduction's order."""
-    outer = {var: 0 for var in _free_vars(bindings) if not any(var.same_as(v) for v in inner)}
-
-    def offset(load: TensorLoad, point: list[int]) -> int:
-        values = dict(outer)
-        values.update(zip(inner, point))
-        block_values = {block_var: _evaluate(value, values) for block_var, value in bindings.items()}
-        return _flat_offset(load, block_values)
-
-    origin = [0] * (len(extents) + 1)
-
-    def step(load: TensorLoad, axis: int) -> int:
-        point = list(origin)
-        point[axis] = 1
-        return offset(load, point) - offset(load, origin)
+    offsets = AccessOffsets(bindings, inner)
+    origin, offset, step = offsets.origin, offsets.offset, offsets.step
 
     # Inputs: innermost reduction contiguous, each further inner loop a run after the previous one.
     run = 1
@@ -251,23 +233,28 @@ def _free_vars(bindings: dict) -> list:
                 found.append(expr)
         elif isinstance(expr, tirx.Cast):
             stack.append(expr.value)
-        elif type(expr) in _BINARY:
+        elif type(expr) in INDEX_OPERATORS:
             stack += [expr.a, expr.b]
     return found
 
 
-def _call_block(reduction: _Reduction, bindings: dict, inner: list, geometry: _Geometry) -> s_tir.SBlockRealize:
-    """An opaque block calling the helper at the window's origin (the reduction and channel loops at 0)."""
+def _call_block(reduction: MacReduction, bindings: dict, inner: list, geometry: _Geometry) -> s_tir.SBlockRealize:
+    return helper_call_block(DUAL_MAC_OP, reduction, bindings, inner, [
+        geometry.x_row_stride, geometry.w_channel_stride, geometry.rows, geometry.row_len])
+
+
+def helper_call_block(op: str, reduction: MacReduction, bindings: dict, inner: list,
+                      sizes: list[int]) -> s_tir.SBlockRealize:
+    """An opaque block calling the helper ``op`` with the accumulators, input and weights at the window's
+    origin (the inner loops at 0), each followed by ``sizes`` as it expects them."""
     at_origin = {var: tirx.const(0, str(var.ty.dtype)) for var in inner}
-    block_values = {var: _substitute(value, at_origin) for var, value in bindings.items()}
+    block_values = {var: substitute_index(value, at_origin) for var, value in bindings.items()}
 
     def origin(load) -> TensorLoad:
-        return tirx.BufferLoad(_buffer(load), [_substitute(i, block_values) for i in load.indices])
+        return tirx.BufferLoad(_buffer(load), [substitute_index(i, block_values) for i in load.indices])
 
     acc, x, w = origin(reduction.store), origin(reduction.data), origin(reduction.weight)
-    call = tirx.call_intrin(
-        "int32", DUAL_MAC_OP, tirx.address_of(acc), tirx.address_of(x), geometry.x_row_stride, tirx.address_of(w),
-        geometry.w_channel_stride, geometry.rows, geometry.row_len)
+    call = tirx.call_intrin("int32", op, tirx.address_of(acc), tirx.address_of(x), tirx.address_of(w), *sizes)
     # The helper writes the tile's accumulators (consecutive on the last axis: the channel step is 1) and
     # reads the whole input and weight parameters as far as this block's dependences go.
     tile = tirx.BufferRegion(acc.source, [*(tvm.ir.Range.from_min_extent(i, 1) for i in acc.indices[:-1]),

@@ -19,6 +19,9 @@ from tvm_ext.tir_walk import vars_read, walk
 _FUSED_PREFIX = "fused"  # FuseOps' first word of a fused kernel's name: it says nothing about the kernel
 KIND_MAX_CHARS = 40
 MIN_WINDOW_DIMS = 2
+# The window a kernel had before scheduling, recorded on it: a MAC helper's call (tvm_ext.depthwise_mac) hides
+# the reads the window is read from.
+WINDOW_ATTR = "tvm_ext.window"
 
 
 @functools.lru_cache(maxsize=1)
@@ -104,8 +107,11 @@ def kernel_window(func: tirx.PrimFunc) -> Optional[Window]:
     variable, where s is a position (no other operand the reduction reads, the weights, is indexed by s: a
     depthwise convolution's channel also moves with the output channel and a reduction of extent 1). One
     windowed dimension alone is not taken: it is as often a reduction over contiguous chunks (SVDF's
-    feature stage) as a 1-D convolution.
+    feature stage) as a 1-D convolution. A window recorded by ``with_window_recorded`` is taken as it is.
     """
+    recorded = (func.attrs or {}).get(WINDOW_ATTR)
+    if recorded is not None:
+        return Window(*(tuple(int(v) for v in column) for column in recorded))
     for block in _reduction_blocks(func):
         spatial = {iv.var: iv.dom.extent for iv in block.iter_vars if int(iv.iter_type) == tirx.IterVar.DataPar}
         reduce = {iv.var: iv.dom.extent for iv in block.iter_vars if int(iv.iter_type) == tirx.IterVar.CommReduce}
@@ -136,3 +142,11 @@ def constant_roles(func: tirx.PrimFunc, num_inputs: int, constant: Sequence[bool
         roles[k] = "bias"
     return roles
 
+
+def with_window_recorded(inlined: tirx.PrimFunc, scheduled: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``scheduled`` with the window of ``inlined`` (the same kernel before its reductions were scheduled),
+    if it has one, recorded for ``kernel_window``."""
+    window = kernel_window(inlined)
+    if window is None:
+        return scheduled
+    return scheduled.with_attr(WINDOW_ATTR, [list(window.size), list(window.stride), list(window.dilation)])

@@ -11,7 +11,9 @@ from __future__ import annotations
 from tvm import s_tir, tirx
 
 from target.profile import Profile
-from tvm_ext.dual_mac import dual_mac_call
+from tvm_ext.border_split import split_border
+from tvm_ext.depthwise_mac import mac_helper_call
+from tvm_ext.kernel_names import with_window_recorded
 from tvm_ext.tir_walk import buffer_loads
 
 
@@ -76,7 +78,8 @@ def _reduction_blocks(sch: s_tir.Schedule, root) -> list:
 def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: bool = False) -> tirx.PrimFunc:
     """Inline producers and epilogues; give each reduction a one-element accumulator, or ``channel_tile``
     accumulators for as many output channels where that count divides the channels (see _tile_channels);
-    with ``dual_mac``, a tiled int8 reduction the SMLAD helper computes becomes its call (tvm_ext.dual_mac).
+    with ``dual_mac``, a tiled int8 reduction a MAC helper computes becomes its call (tvm_ext.depthwise_mac);
+    a padded integer convolution's border is split from its interior (tvm_ext.border_split).
 
     Contract: the result computes exactly the same values in the same order of floating-point operations
     per output element (only where values are stored changes).
@@ -95,6 +98,7 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
     while _inline_all(sch, root, sch.reverse_compute_inline):
         pass
     _compute_at_consumers(sch, root)
+    inlined = sch.mod["main"]  # its window is still read by its reduction (see with_window_recorded)
     for block in _reduction_blocks(sch, root):
         loops = sch.get_loops(block)
         iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
@@ -112,8 +116,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
             except s_tir.ScheduleError:
                 pass
         if dual_mac and tiled is not None:
-            dual_mac_call(sch, block, loops, first_reduce)
-    return sch.mod["main"]
+            mac_helper_call(sch, block, loops, first_reduce)
+    return with_window_recorded(inlined, split_border(sch.mod["main"], dual_mac))
 
 
 def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int):

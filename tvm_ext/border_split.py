@@ -1,0 +1,251 @@
+"""The padded border of an int8 convolution split from its interior: the interior runs without bounds tests.
+
+A padded CONV_2D or DEPTHWISE_CONV_2D (``tvm_ext.kernels.conv``) reads each tap through
+``if_then_else(inside, x, zero point)``: the test runs on every MAC although it fails only where the window
+overhangs the image. ``split_border`` rewrites a scheduled kernel so that each output pixel first asks once
+whether its window lies inside the image:
+
+    for y, x:  if (y0 <= y < y1 && x0 <= x < x1) { the pixel's loops without the test } else { as before }
+
+The interior ranges are found by evaluating the test's conjuncts over every tap of the window (the index
+arithmetic of ``tvm_ext.index_expr``): a conjunct on the pixel loop ``y`` and the tap loops below it holds in
+the interior range for every tap. In the interior copy the tap is read directly (``if_then_else`` replaced
+by its true value: the same number), so the sums are unchanged: bit-exact. There, on a DSP core, the
+reduction becomes a MAC helper's call (``tvm_ext.depthwise_mac``) where one fits.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from itertools import product
+from typing import Optional
+
+import tvm
+from tvm import s_tir, tirx
+
+from tvm_ext.depthwise_mac import mac_helper_replacement
+from tvm_ext.index_expr import evaluate_index, substitute_index
+from tvm_ext.tir_walk import map_child_stmts, vars_read
+
+_IF_THEN_ELSE = "prim.if_then_else"
+_COMPARISONS = {tirx.LT: operator.lt, tirx.LE: operator.le, tirx.GT: operator.gt, tirx.GE: operator.ge}
+
+
+@dataclass(frozen=True)
+class _GuardedTap:
+    """The update block whose tap is guarded, with the loops around it (outermost first), the
+    ``if_then_else`` call and the test's conjuncts over loop variables."""
+
+    realize: s_tir.SBlockRealize
+    loops: list
+    guard: tvm.ir.Call
+    conjuncts: list
+
+
+def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
+    """``func`` with its one guarded convolution tap (if any) split as the module docstring says; with
+    ``dual_mac``, the interior's reduction as the dual-MAC call where it fits. Unchanged when the kernel has
+    no guarded tap, several, or a form this module does not evaluate."""
+    root = func.body
+    if not isinstance(root, s_tir.SBlockRealize):
+        return func
+    taps = [tap for tap in _guarded_taps(root.block.body, []) if tap is not None]
+    if len(taps) != 1:
+        return func
+    try:
+        split = _interior_branch(taps[0], dual_mac)
+    except KeyError:
+        return func  # an index or test form we do not evaluate: keep the guarded loop
+    if split is None:
+        return func
+    pixel_loop, branch = split
+    body = _replace(root.block.body, pixel_loop.body, branch)
+    block = root.block
+    new_root = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body, block.init,
+                            block.alloc_buffers, block.match_buffers, block.annotations)
+    split_func = func.with_body(s_tir.SBlockRealize(root.iter_values, root.predicate, new_root))
+    # The pixel's statements are now in several branches: each copy's loops get variables of their own.
+    return s_tir.transform.ConvertSSA()(tvm.IRModule({"main": split_func}))["main"]
+
+
+def _guarded_taps(stmt: tirx.Stmt, loops: list):
+    """Each update block under ``stmt`` whose stored value multiplies a guarded tap, with its loops."""
+    if isinstance(stmt, tirx.SeqStmt):
+        for child in stmt.seq:
+            yield from _guarded_taps(child, loops)
+    elif isinstance(stmt, tirx.For):
+        yield from _guarded_taps(stmt.body, [*loops, stmt])
+    elif isinstance(stmt, s_tir.SBlockRealize):
+        guard = _guard(stmt.block.body)
+        if guard is not None:
+            bindings = {iv.var: value for iv, value in zip(stmt.block.iter_vars, stmt.iter_values)}
+            try:
+                conjuncts = [_substitute_comparison(c, bindings) for c in _conjuncts(guard.args[0])]
+            except KeyError:
+                yield None
+                return
+            yield _GuardedTap(stmt, loops, guard, conjuncts)
+    else:
+        yield None  # another statement kind between the loops: not a kernel this module knows
+
+
+def _guard(body) -> Optional[tvm.ir.Call]:
+    """The ``if_then_else`` of ``acc = acc + guarded * w`` (or ``w * guarded``), else None."""
+    if not isinstance(body, tirx.BufferStore) or not isinstance(body.value, tirx.Add):
+        return None
+    if not str(body.buffer.dtype).startswith("int"):
+        return None  # integer kernels only: the float kernels are scheduled elsewhere
+    product_ = body.value.b
+    if not isinstance(product_, tirx.Mul):
+        return None
+    for factor in (product_.a, product_.b):
+        if isinstance(factor, tvm.ir.Call) and factor.op.name == _IF_THEN_ELSE:
+            return factor
+    return None
+
+
+def _conjuncts(condition) -> list:
+    if isinstance(condition, tirx.And):
+        return _conjuncts(condition.a) + _conjuncts(condition.b)
+    if type(condition) not in _COMPARISONS:
+        raise KeyError(type(condition).__name__)
+    return [condition]
+
+
+def _substitute_comparison(comparison, mapping: dict):
+    """``comparison`` (a < b, <=, >, >=) with the variables of ``mapping`` replaced in both sides."""
+    return type(comparison)(substitute_index(comparison.a, mapping), substitute_index(comparison.b, mapping))
+
+
+def _holds(comparison, values: dict) -> bool:
+    return _COMPARISONS[type(comparison)](evaluate_index(comparison.a, values), evaluate_index(comparison.b, values))
+
+
+def _interior_branch(tap: _GuardedTap, dual_mac: bool):
+    """(the innermost pixel loop, the IfThenElse its body becomes), or None where no pixel is interior or
+    the test is on loops this split cannot separate."""
+    depth = {loop.loop_var: index for index, loop in enumerate(tap.loops)}
+    pixel_conjuncts: dict[int, list] = {}
+    for conjunct in tap.conjuncts:
+        used = sorted(depth[var] for var in vars_read(conjunct) if var in depth)
+        if not used:
+            raise KeyError("a test on no loop")
+        pixel_conjuncts.setdefault(used[0], []).append((conjunct, used[1:]))
+    pixel_depths = sorted(pixel_conjuncts)
+    innermost = pixel_depths[-1]
+    if any(depth_ <= innermost for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps):
+        return None  # a tap loop above a pixel loop: no one test per pixel decides the window
+    bounds = []
+    for index in pixel_depths:
+        interior = _interior_range(tap.loops, index, pixel_conjuncts[index])
+        if interior is None:
+            return None
+        bounds.append((tap.loops[index], interior))
+    pixel_loop = tap.loops[innermost]
+    inner_loops = tap.loops[innermost + 1:]
+    clean = _with_helper(pixel_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_interior"), inner_loops,
+                         dual_mac)
+    tap_depths = [depth_ for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps]
+    border = _border_taps(pixel_loop.body, tap, max(tap_depths), dual_mac) if tap_depths else pixel_loop.body
+    tests = []
+    for loop, (low, high) in bounds:
+        var, first, end = loop.loop_var, int(loop.min), int(loop.min) + int(loop.extent)
+        if low > first:
+            tests.append(tirx.LE(tirx.const(low, var.ty.dtype), var))
+        if high < end:
+            tests.append(tirx.LT(var, tirx.const(high, var.ty.dtype)))
+    if not tests:
+        return pixel_loop, clean
+    condition = tests[0]
+    for test in tests[1:]:
+        condition = tirx.And(condition, test)
+    return pixel_loop, tirx.IfThenElse(condition, clean, border)
+
+
+def _interior_range(loops: list, index: int, entries: list) -> Optional[tuple[int, int]]:
+    """[low, high) of loop ``index`` where every conjunct of ``entries`` holds for every value of its tap
+    loops, or None where that set is empty or not one range."""
+    loop = loops[index]
+    if not all(isinstance(loops[i].extent, tirx.IntImm) for i in [index, *(d for _, taps in entries for d in taps)]):
+        return None
+    inside = []
+    for value in range(int(loop.min), int(loop.min) + int(loop.extent)):
+        if all(_holds_for_every_tap(conjunct, loops, index, value, taps) for conjunct, taps in entries):
+            inside.append(value)
+    if not inside or inside[-1] - inside[0] + 1 != len(inside):
+        return None
+    return inside[0], inside[-1] + 1
+
+
+def _holds_for_every_tap(conjunct, loops: list, index: int, value: int, taps: list[int]) -> bool:
+    ranges = [range(int(loops[d].min), int(loops[d].min) + int(loops[d].extent)) for d in taps]
+    for point in product(*ranges):
+        values = {loops[index].loop_var: value}
+        values.update((loops[d].loop_var, v) for d, v in zip(taps, point))
+        if not _holds(conjunct, values):
+            return False
+    return True
+
+
+def _tap_read_as(tap: _GuardedTap, value, suffix: str) -> s_tir.SBlockRealize:
+    """The update block with its guarded tap replaced by ``value`` (the guard's true or false value), named
+    with ``suffix``."""
+    block = tap.realize.block
+    store = block.body
+    product_ = store.value.b
+    factors = [value if factor.same_as(tap.guard) else factor for factor in (product_.a, product_.b)]
+    new_store = tirx.BufferStore(store.buffer, tirx.Add(store.value.a, tirx.Mul(*factors)), store.indices)
+    new_block = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint + suffix, new_store,
+                             block.init, block.alloc_buffers, block.match_buffers, block.annotations)
+    return s_tir.SBlockRealize(tap.realize.iter_values, tap.realize.predicate, new_block)
+
+
+def _with_helper(stmt: tirx.Stmt, tap: _GuardedTap, realize: s_tir.SBlockRealize, loops: list,
+                 dual_mac: bool) -> tirx.Stmt:
+    """``stmt`` with the update block ``realize`` in place of the guarded one, and with ``dual_mac`` its
+    reduction ``loops`` (the loops below ``stmt``'s, outermost first) as a MAC helper's call where one fits."""
+    if dual_mac and loops:
+        # From the first reduction loop; where the window loops are all outside (one tap), the channel loop.
+        start = _first_reduction_loop(realize, loops)
+        start = len(loops) - 1 if start is None else start
+        call = mac_helper_replacement(realize, loops[start:])
+        if call is not None:
+            return _replace(stmt, loops[start], call)
+    return _replace(stmt, tap.realize, realize)
+
+
+def _border_taps(stmt: tirx.Stmt, tap: _GuardedTap, tap_depth: int, dual_mac: bool) -> tirx.Stmt:
+    """``stmt`` (a border pixel's loops) with the test asked once per tap, at the innermost loop the test
+    reads (``tap.loops[tap_depth]``), instead of once per multiply-accumulate: inside the image the tap's
+    channels are read unguarded (through a MAC helper with ``dual_mac``), outside they take the guard's
+    false value."""
+    tap_loop = tap.loops[tap_depth]
+    condition = tap.conjuncts[0]
+    for conjunct in tap.conjuncts[1:]:
+        condition = tirx.And(condition, conjunct)
+    inside = _with_helper(tap_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_inside"),
+                          tap.loops[tap_depth + 1:], dual_mac)
+    outside = _replace(tap_loop.body, tap.realize, _tap_read_as(tap, tap.guard.args[2], "_padded"))
+    return _replace(stmt, tap_loop.body, tirx.IfThenElse(condition, inside, outside))
+
+
+def _first_reduction_loop(realize: s_tir.SBlockRealize, loops: list) -> Optional[int]:
+    """Index in ``loops`` of the outermost loop a reduction iteration variable of the block is bound to."""
+    reduce_vars = set()
+    for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+        if iv.iter_type == tirx.IterVar.CommReduce:
+            reduce_vars |= vars_read(tirx.Evaluate(value))  # the binding itself may be the variable
+    for index, loop in enumerate(loops):
+        if loop.loop_var in reduce_vars:
+            return index
+    return None
+
+
+def _replace(stmt: tirx.Stmt, target: tirx.Stmt, replacement: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with the statement ``target`` (found through loops, sequences and branches) replaced."""
+    if stmt.same_as(target):
+        return replacement
+    if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)):
+        return stmt
+    return map_child_stmts(stmt, lambda child: _replace(child, target, replacement))

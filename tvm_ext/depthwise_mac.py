@@ -1,0 +1,82 @@
+"""The depthwise MAC helper of DSP cores, reached from a scheduled int8 DEPTHWISE_CONV_2D kernel; and the one
+entry that turns a tiled MAC reduction into whichever helper computes it (``mac_helper_replacement``).
+
+A depthwise reduction tiled to four output channels (``tvm_ext.schedule``: the window loops, then the four
+channels innermost) becomes one call of ``<prefix>_depthwise_mac_s8x4`` (``packager.depthwise_mac_c``) per
+output pixel and channel tile when input, weights and accumulators are four consecutive channels at every tap
+(a depth multiplier of 1: with 2, two output channels read one input channel) and the taps step by constant
+strides (rows, then columns of the window). Each channel's sum is added in the same order: bit-exact.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from tvm import s_tir, tirx
+
+from packager.depthwise_mac_c import depthwise_mac_helper_name
+from tvm_ext.dual_mac import (DUAL_MAC_CHANNELS, AccessOffsets, MacReduction, dual_mac_replacement, helper_call_block,
+                              mac_reduction, register_mac_helper)
+
+DEPTHWISE_MAC_OP = "tvm_ext.depthwise_mac_s8x4"
+register_mac_helper(DEPTHWISE_MAC_OP, depthwise_mac_helper_name)
+
+
+def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
+    """Replace the reduction loops ``loops[first_reduce:]`` of ``block`` (the reduction loops, then the
+    unit-stride loop of DUAL_MAC_CHANNELS output channels, innermost) by the call of a MAC helper that
+    computes exactly what they do. Returns whether it did."""
+    realize = sch.get(sch.get_loops(block)[-1]).body
+    call = mac_helper_replacement(realize, [sch.get(loop) for loop in loops[first_reduce:]])
+    if call is None:
+        return False
+    sch.state.replace(sch.get_sref(loops[first_reduce]), call)
+    return True
+
+
+def mac_helper_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The dual MAC's call block (``tvm_ext.dual_mac``), else the depthwise helper's, computing what the For
+    nodes ``loops`` around ``realize`` compute; None where neither computes exactly that."""
+    return dual_mac_replacement(realize, loops) or depthwise_mac_replacement(realize, loops)
+
+
+def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The depthwise helper's call block for ``loops`` (up to two window loops, then the channel loop), or
+    None where the loads do not fit it (see the module docstring)."""
+    reduction = mac_reduction(realize.block)
+    window, channel = loops[:-1], loops[-1]
+    if reduction is None or len(window) > 2 or not isinstance(channel.extent, tirx.IntImm):
+        return None
+    if int(channel.extent) != DUAL_MAC_CHANNELS:
+        return None
+    if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
+        return None
+    bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+    inner = [loop.loop_var for loop in loops]
+    extents = [int(loop.extent) for loop in window]
+    try:
+        sizes = _window_sizes(reduction, AccessOffsets(bindings, inner), extents)
+    except KeyError:
+        return None  # an index form we do not evaluate: keep the scalar loop
+    return None if sizes is None else helper_call_block(DEPTHWISE_MAC_OP, reduction, bindings, inner, sizes)
+
+
+def _window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int]) -> Optional[list[int]]:
+    """[x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols] in elements when every tap reads
+    four consecutive channels of input and weights and the window steps by constant strides, else None."""
+    data, weight, store = reduction.data, reduction.weight, reduction.store
+    channel = len(extents)
+    if any(offsets.step(access, channel) != 1 for access in (data, weight, store)):
+        return None
+    if any(offsets.step(store, axis) != 0 for axis in range(channel)):
+        return None
+    steps = [(offsets.step(data, axis), offsets.step(weight, axis)) for axis in range(channel)]
+    (x_row, w_row), rows = ((0, 0), 1) if channel < 2 else (steps[0], extents[0])
+    (x_col, w_col), cols = ((0, 0), 1) if channel < 1 else (steps[-1], extents[-1])
+    # Linearity over the whole window (a floordiv/floormod index could step evenly at the origin only).
+    corner = [e - 1 for e in extents] + [DUAL_MAC_CHANNELS - 1]
+    for access, row, col in ((data, x_row, x_col), (weight, w_row, w_col)):
+        expected = offsets.offset(access, offsets.origin) + (rows - 1) * row + (cols - 1) * col + DUAL_MAC_CHANNELS - 1
+        if offsets.offset(access, corner) != expected:
+            return None
+    return [x_row, x_col, w_row, w_col, rows, cols]
