@@ -40,6 +40,7 @@ from .frontend_transpose_conv import convert_transpose_conv
 from .frontend_unpack import convert_unpack
 from .model_check.tflite_layers import tflite_layer_name
 
+_CONVOLUTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})  # their third input, the bias, may be omitted
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -317,6 +318,21 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                                            or wrapper.tensor.Quantization().ScaleLength() == 1):
                     wrapper.qnn_params["axis"] = 0
             return wrappers
+
+        def get_input_tensors(self, op):
+            """TVM's input wrappers, without a convolution's omitted bias (index -1, which TFLite Micro runs as
+            no bias on a CONV_2D): TVM's convolution converter reads any third input as a bias tensor."""
+            wrappers = super().get_input_tensors(op)
+            if len(wrappers) == 3 and wrappers[2].tensor_idx < 0 and self.get_op_code_str(op) in _CONVOLUTIONS:
+                return wrappers[:2]
+            return wrappers
+
+        def convert_conv(self, op, conv_type):
+            """TVM's convolution, but a DEPTHWISE_CONV_2D without a bias is refused: TFLite Micro's kernel
+            crashes on it, so nothing could check our bundle."""
+            if conv_type == "depthwise" and len(self.get_input_tensors(op)) == 2:
+                raise OperatorRefused("DEPTHWISE_CONV_2D without a bias (TFLite Micro cannot run it)")
+            return super().convert_conv(op, conv_type)
 
         def dequantize(self, expr, tensor):
             """TVM's dequantize, but of an int64 tensor (a 16x8 operator's bias), which relax.dequantize refuses."""
