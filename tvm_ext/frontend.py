@@ -31,6 +31,7 @@ from .frontend_l2_normalization import convert_l2_normalization
 from .frontend_lstm import convert_unidirectional_sequence_lstm
 from .frontend_prelu import convert_prelu
 from .frontend_quantize import convert_quantize
+from .frontend_quantized import QUANTIZED_MODEL_ATTR, tflite_has_quantized_tensors
 from .frontend_refusal import OperatorRefused
 from .frontend_resize_nearest import convert_resize_nearest_neighbor
 from .frontend_softmax import convert_softmax
@@ -388,6 +389,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
         tflite_frontend.get_tensor_name = strict_tensor_name
     mod = results.attach(mod)
     subgraph = model.Subgraphs(0)
+    if tflite_has_quantized_tensors(subgraph, tflite_dtype_name):
+        mod["main"] = mod["main"].with_attr(QUANTIZED_MODEL_ATTR, True)
 
     def spec(index: int) -> TensorSpec:
         tensor = subgraph.Tensors(index)
