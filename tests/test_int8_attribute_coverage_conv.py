@@ -3,10 +3,11 @@
 One model per operator (tests/tflite_builder.py) holds several independent instances, each with its own
 graph input and output: every fused activation (NONE, RELU, RELU6, RELU_N1_TO_1), SAME and VALID padding,
 stride 2 on odd sizes and unequal strides, dilation > 1 with SAME and VALID (also with a stride), one input
-channel, one output channel, one pixel, batch 2, per-channel and per-tensor weights, a CONV_2D without a bias
-(a DEPTHWISE_CONV_2D without one is refused: TFLite Micro crashes on it); depth multipliers 1, 2 and 4; FULLY_CONNECTED with keep_num_dims both ways on a 3-D input. Compiled through
-tvm_ext.compile (lowpower): the bundle's self-test must report every output bit-identical and its C must
-equal TFLite Micro exactly on random inputs (tests/test_int8_elementwise_ops.py's shared check).
+channel, one output channel, one pixel, batch 2, per-channel and per-tensor weights, a CONV_2D without a
+bias (a DEPTHWISE_CONV_2D without one is refused: TFLite Micro crashes on it); depth multipliers 1, 2 and 4;
+FULLY_CONNECTED with keep_num_dims both ways on 3-D and 4-D inputs, without a bias, per-channel weights.
+Compiled through tvm_ext.compile (lowpower): the bundle's self-test must report every output bit-identical
+and its C must equal TFLite Micro exactly on random inputs (tests/test_int8_elementwise_ops.py's check).
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ class DenseCase:
     activation: int = Act.NONE
     bias: bool = True
     output: Quantization = Quantization((0.2,), (5,))
+    per_channel: bool = False
 
     def input_units(self) -> int:
         """TFLite reads the input as rows of the weight's input units: the last dimension with keep_num_dims,
@@ -152,18 +154,18 @@ DENSE_CASES = (
     DenseCase((1, 9), 3, activation=Act.RELU_N1_TO_1, bias=False, output=Quantization((0.01,), (0,))),  # no bias
     DenseCase((3, 1), 1, bias=False),  # one input unit, one unit, no bias
     DenseCase((1, 2, 2, 5), 3, keep_num_dims=True, activation=Act.RELU),  # 4-D input kept 4-D
+    DenseCase((2, 6), 4, per_channel=True),  # per-channel weights
 )
 
 
 def dense_model(cases: tuple[DenseCase, ...] = DENSE_CASES) -> Model:
-    """One FULLY_CONNECTED per case (per-tensor weights, TFLite Micro's int8 form), each with its own graph
-    input and output."""
+    """One FULLY_CONNECTED per case, each with its own graph input and output."""
     tensors, operators, inputs, outputs = [], [], [], []
     for index, case in enumerate(cases):
         inputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_in", case.input_shape, "int8", INPUT))
         weight, bias = _weights_and_bias(tensors, f"case{index}", (case.units, case.input_units()), case.units, 0,
-                                         per_channel=False, bias=case.bias)
+                                         per_channel=case.per_channel, bias=case.bias)
         outputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_out", case.output_shape(), "int8", case.output))
         options = Options("FullyConnectedOptions", {"FusedActivationFunction": case.activation,
