@@ -1,10 +1,10 @@
-"""int8 SOFTMAX and RESHAPE on awkward shapes (issue 15), bit-exact with TFLite Micro.
+"""int8 SOFTMAX, RESHAPE and int8 -> int8 QUANTIZE on awkward shapes (issue 15), bit-exact with TFLite Micro.
 
 SOFTMAX (tests/test_softmax_beta.py covers beta on (2, 9)): ranks 1 to 4, one element, a row of one, odd
 rows, input scales whose rescale saturates TFLite's input radius. RESHAPE: to and from rank 1, a -1 in the
-new shape, the new shape as a constant tensor and as the options' vector only, one element. Every model is
-made of these operators alone, which TVM imports without quantize/dequantize (the frontend marks the model
-quantized). Compiled through tvm_ext.compile (lowpower), checked as tests/test_int8_elementwise_ops.py does.
+new shape, the new shape as a constant tensor and as the options' vector only, one element. SOFTMAX and
+RESHAPE models are made of these operators alone, which TVM imports without quantize/dequantize (the frontend
+marks the model quantized). QUANTIZE: rescales above and below one, zero points at both ends of int8. Compiled through tvm_ext.compile (lowpower), checked as tests/test_int8_elementwise_ops.py does.
 """
 
 from __future__ import annotations
@@ -77,3 +77,26 @@ def test_softmax_shapes_are_bit_exact_with_tflite_micro(tmp_path):
 def test_reshapes_are_views_bit_exact_with_tflite_micro(tmp_path):
     model = reshape_model()
     assert_bit_exact_with_tflite_micro(model, tmp_path, frozenset(model.tensors[i].name for i in model.outputs))
+
+
+# (shape, input quantization, output quantization): int8 -> int8 QUANTIZE (a requantize), rescales above and
+# below one, zero points at both ends of int8, one element.
+REQUANTIZES = (
+    ((3, 7), Quantization((0.05,), (3,)), Quantization((0.02,), (-128,))),
+    ((1, 1, 1, 1), Quantization((0.01,), (-128,)), Quantization((0.3,), (127,))),
+    ((2, 3, 5), Quantization((0.2,), (10,)), Quantization((0.2,), (-10,))),
+)
+
+
+def requantize_model() -> Model:
+    """One int8 -> int8 QUANTIZE per case of REQUANTIZES, each with its own graph input and output."""
+    tensors, operators = [], []
+    for index, (shape, in_quant, out_quant) in enumerate(REQUANTIZES):
+        tensors += [Tensor(f"case{index}_in", shape, "int8", in_quant),
+                    Tensor(f"case{index}_out", shape, "int8", out_quant)]
+        operators.append(Operator("QUANTIZE", (2 * index,), (2 * index + 1,)))
+    return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
+
+
+def test_int8_requantize_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(requantize_model(), tmp_path)
