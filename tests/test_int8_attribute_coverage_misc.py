@@ -4,7 +4,8 @@ SOFTMAX (tests/test_softmax_beta.py covers beta on (2, 9)): ranks 1 to 4, one el
 rows, input scales whose rescale saturates TFLite's input radius. RESHAPE: to and from rank 1, a -1 in the
 new shape, the new shape as a constant tensor and as the options' vector only, one element. SOFTMAX and
 RESHAPE models are made of these operators alone, which TVM imports without quantize/dequantize (the frontend
-marks the model quantized). QUANTIZE: rescales above and below one, zero points at both ends of int8. Compiled through tvm_ext.compile (lowpower), checked as tests/test_int8_elementwise_ops.py does.
+marks the model quantized). QUANTIZE: rescales above and below one, zero points at both ends of int8.
+Compiled through tvm_ext.compile (lowpower), checked as tests/test_int8_elementwise_ops.py does.
 """
 
 from __future__ import annotations
