@@ -52,8 +52,9 @@ def convolution_model() -> Model:
         depthwise = builtin == "DEPTHWISE_CONV_2D"
         inputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_in", shape, "int16", INPUT))
-        weight, bias_index = _weights(tensors, f"case{index}", (1, 3, 3, out_c) if depthwise else (out_c, 3, 3, shape[3]),
-                                      out_c, 3 if depthwise else 0, per_channel, bias)
+        weight_shape = (1, 3, 3, out_c) if depthwise else (out_c, 3, 3, shape[3])
+        weight, bias_index = _weights(tensors, f"case{index}", weight_shape, out_c, 3 if depthwise else 0,
+                                      per_channel, bias)
         outputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_out", out_shape, "int16", Quantization((0.002,), (0,))))
         fields = {"Padding": Padding.SAME, "StrideH": strides[0], "StrideW": strides[1],

@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 
-from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
+from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro, assert_refused_in_one_line  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor  # noqa: E402
 
 SOFTMAX_OUTPUT = Quantization((1 / 256,), (-128,))  # the output quantization TFLite Micro requires
@@ -101,3 +101,17 @@ def requantize_model() -> Model:
 
 def test_int8_requantize_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(requantize_model(), tmp_path)
+
+
+@pytest.mark.parametrize("option, name, output_shape", [("EllipsisMask", "ellipsis_mask", (3, 7)),
+                                                        ("NewAxisMask", "new_axis_mask", (1, 3, 7)),
+                                                        ("Offset", "offset", (3, 5))])
+def test_a_strided_slice_option_tflite_micro_lacks_is_refused_in_one_line(option, name, output_shape, tmp_path):
+    quant = Quantization((0.05,), (1,))
+    vectors = {"begin": (0, 2), "end": (3, 5), "strides": (1, 1)}
+    tensors = [Tensor("x", (3, 7), "int8", quant),
+               *(Tensor(key, (2,), "int32", data=np.array(values, np.int32)) for key, values in vectors.items()),
+               Tensor("y", output_shape, "int8", quant)]
+    options = Options("StridedSliceOptions", {option: True})
+    model = Model(tensors, [Operator("STRIDED_SLICE", (0, 1, 2, 3), (4,), options)], (0,), (4,))
+    assert_refused_in_one_line(model, f"STRIDED_SLICE with {name}", tmp_path)

@@ -35,6 +35,7 @@ from .frontend_quantized import QUANTIZED_MODEL_ATTR, tflite_has_quantized_tenso
 from .frontend_refusal import OperatorRefused
 from .frontend_resize_nearest import convert_resize_nearest_neighbor
 from .frontend_softmax import convert_softmax
+from .frontend_strided_slice import convert_strided_slice
 from .frontend_svdf import convert_svdf
 from .frontend_tensor_names import tensor_name_table
 from .frontend_transpose_conv import convert_transpose_conv
@@ -278,6 +279,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                                                          tvm_convert=self.convert_map["L2_NORMALIZATION"]),
                    "PRELU": functools.partial(convert_prelu, self, tvm_convert=self.convert_map["PRELU"]),
                    "SOFTMAX": functools.partial(convert_softmax, self, tvm_convert=self.convert_map["SOFTMAX"]),
+                   "STRIDED_SLICE": functools.partial(convert_strided_slice, self,
+                                                      tvm_convert=self.convert_map["STRIDED_SLICE"]),
                    "PAD": functools.partial(convert_pad, self, tvm_convert=self.convert_map["PAD"]),
                    "PADV2": functools.partial(convert_pad, self, tvm_convert=self.convert_map["PADV2"]),
                    "RESIZE_NEAREST_NEIGHBOR": functools.partial(
