@@ -264,7 +264,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             # activation; BATCH_MATMUL's is float only; EXPAND_DIMS, PACK and UNPACK (TVM's converters fail on any
             # model, UNPACK on any of several outputs); ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's
             # applies to the raw int8 values); PAD and PADV2 (TVM's refuses an input quantized unlike the output,
-            # which TFLite Micro pads as it is); SOFTMAX (TVM's drops beta);
+            # which TFLite Micro pads as it is); SOFTMAX (TVM's drops beta); STRIDED_SLICE (ours refuses the options
+            # TFLite Micro does not implement);
             # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers);
             # UNIDIRECTIONAL_SEQUENCE_LSTM (TVM's is float only and makes the state a constant).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
