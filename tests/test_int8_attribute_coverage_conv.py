@@ -3,8 +3,9 @@
 One model per operator (tests/tflite_builder.py) holds several independent instances, each with its own
 graph input and output: every fused activation (NONE, RELU, RELU6, RELU_N1_TO_1), SAME and VALID padding,
 stride 2 on odd sizes and unequal strides, dilation > 1 with SAME and VALID (also with a stride), one input
-channel, one output channel, one pixel, batch 2, per-channel and per-tensor weights, a CONV_2D without a
-bias (a DEPTHWISE_CONV_2D without one is refused: TFLite Micro crashes on it); depth multipliers 1, 2 and 4;
+channel, one output channel, one pixel, batch 2, SAME padding with input zero points -128 and 127,
+per-channel and per-tensor weights, a CONV_2D without a bias (a DEPTHWISE_CONV_2D without one is refused:
+TFLite Micro crashes on it); depth multipliers 1, 2 and 4;
 FULLY_CONNECTED with keep_num_dims both ways on 3-D and 4-D inputs, without a bias, per-channel weights.
 Compiled through tvm_ext.compile (lowpower): the bundle's self-test must report every output bit-identical
 and its C must equal TFLite Micro exactly on random inputs (tests/test_int8_elementwise_ops.py's check).
@@ -34,7 +35,7 @@ _RNG = np.random.default_rng(1515)
 class ConvCase:
     """One convolution: input NHWC, kernel (KH, KW), output channels of a CONV_2D (the depth multiplier of a
     DEPTHWISE_CONV_2D), strides, dilation, padding, fused activation, weights per channel or per tensor, bias,
-    output quantization (scale, zero point)."""
+    output quantization (scale, zero point), input quantization."""
 
     input_shape: tuple[int, int, int, int]
     kernel_hw: tuple[int, int]
@@ -46,6 +47,7 @@ class ConvCase:
     per_channel: bool = True
     bias: bool = True
     output: Quantization = Quantization((0.15,), (5,))
+    input: Quantization = INPUT
 
 
 CONV_CASES = (
@@ -61,6 +63,7 @@ CONV_CASES = (
              output=Quantization((0.03,), (-100,))),  # dilation and stride on an odd size, SAME
     ConvCase((1, 5, 5, 3), (5, 5), 2, padding=Padding.VALID, activation=Act.RELU_N1_TO_1, per_channel=False,
              output=Quantization((0.008,), (-1,))),  # the kernel covers the whole input
+    ConvCase((1, 5, 4, 2), (3, 3), 3, strides=(2, 2), input=Quantization((0.02,), (-128,))),  # SAME pads with -128
 )
 
 DEPTHWISE_CASES = (
@@ -74,6 +77,7 @@ DEPTHWISE_CASES = (
     ConvCase((1, 5, 8, 2), (3, 3), 2, strides=(2, 2), dilation=(2, 2), activation=Act.RELU6,
              output=Quantization((0.03,), (-100,))),  # dilation and stride, SAME
     ConvCase((1, 1, 1, 4), (1, 1), 1, activation=Act.RELU),  # one pixel
+    ConvCase((1, 5, 4, 2), (3, 3), 2, input=Quantization((0.02,), (127,))),  # SAME pads with 127
 )
 
 
@@ -83,16 +87,16 @@ def _output_size(size: int, kernel: int, stride: int, dilation: int, padding: in
 
 
 def _weights_and_bias(tensors: list[Tensor], name: str, shape: tuple[int, ...], channels: int, axis: int,
-                      per_channel: bool, bias: bool) -> tuple[int, int]:
-    """Append an int8 weight (scales per channel along ``axis``, or one) and its int32 bias (or none) to
-    ``tensors``; their indices (NO_TENSOR for no bias)."""
+                      per_channel: bool, bias: bool, input_scale: float = INPUT.scales[0]) -> tuple[int, int]:
+    """Append an int8 weight (scales per channel along ``axis``, or one) and its int32 bias (or none, else
+    scaled by ``input_scale`` times the weight's) to ``tensors``; their indices (NO_TENSOR for no bias)."""
     count = channels if per_channel else 1
     scales = tuple(float(s) for s in _RNG.uniform(0.003, 0.02, count))
     tensors.append(Tensor(f"{name}_w", shape, "int8", Quantization(scales, (0,) * count, axis),
                           _RNG.integers(-127, 128, shape).astype(np.int8)))
     if not bias:
         return len(tensors) - 1, NO_TENSOR
-    bias_scales = tuple(INPUT.scales[0] * s for s in scales)
+    bias_scales = tuple(input_scale * s for s in scales)
     tensors.append(Tensor(f"{name}_b", (channels,), "int32", Quantization(bias_scales, (0,) * count, axis),
                           _RNG.integers(-3000, 3000, channels).astype(np.int32)))
     return len(tensors) - 2, len(tensors) - 1
@@ -106,10 +110,10 @@ def convolution_model(builtin: str, cases: tuple[ConvCase, ...]) -> Model:
         (batch, h, w, c), (kh, kw) = case.input_shape, case.kernel_hw
         out_c = c * case.channels if depthwise else case.channels
         inputs.append(len(tensors))
-        tensors.append(Tensor(f"case{index}_in", case.input_shape, "int8", INPUT))
+        tensors.append(Tensor(f"case{index}_in", case.input_shape, "int8", case.input))
         weight, bias = _weights_and_bias(tensors, f"case{index}", (1, kh, kw, out_c) if depthwise else
                                          (out_c, kh, kw, c), out_c, 3 if depthwise else 0, case.per_channel,
-                                         case.bias)
+                                         case.bias, case.input.scales[0])
         out_hw = tuple(_output_size(size, k, s, d, case.padding)
                        for size, k, s, d in zip((h, w), case.kernel_hw, case.strides, case.dilation))
         outputs.append(len(tensors))
