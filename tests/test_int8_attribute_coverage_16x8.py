@@ -6,7 +6,6 @@ zero point 0, int8 weights, int64 biases; checked as tests/test_int8_elementwise
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 pytest.importorskip("tflite")
@@ -14,28 +13,18 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 from tflite.ActivationFunctionType import ActivationFunctionType as Act  # noqa: E402
 from tflite.Padding import Padding  # noqa: E402
 
+from test_int8_attribute_coverage_conv import weights_and_bias  # noqa: E402
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor  # noqa: E402
 
 INPUT = Quantization((0.0004,), (0,))
-NO_TENSOR = -1  # TFLite's index of an omitted optional input
-_RNG = np.random.default_rng(168)
 
 
 def _weights(tensors: list[Tensor], name: str, shape: tuple[int, ...], channels: int, axis: int,
              per_channel: bool, bias: bool) -> tuple[int, int]:
-    """Append an int8 weight (scales per channel along ``axis``, or one) and its int64 bias (or none) to
-    ``tensors``; their indices (NO_TENSOR for no bias)."""
-    count = channels if per_channel else 1
-    scales = tuple(float(s) for s in _RNG.uniform(0.001, 0.05, count))
-    tensors.append(Tensor(f"{name}_w", shape, "int8", Quantization(scales, (0,) * count, axis),
-                          _RNG.integers(-127, 128, shape).astype(np.int8)))
-    if not bias:
-        return len(tensors) - 1, NO_TENSOR
-    tensors.append(Tensor(f"{name}_b", (channels,), "int64",
-                          Quantization(tuple(INPUT.scales[0] * s for s in scales), (0,) * count, axis),
-                          _RNG.integers(-100_000, 100_001, channels).astype(np.int64)))
-    return len(tensors) - 2, len(tensors) - 1
+    """A 16x8 operator's int8 weight and int64 bias (or none) appended to ``tensors``: their indices."""
+    return weights_and_bias(tensors, name, shape, channels, axis, per_channel, bias, INPUT.scales[0], "int64",
+                            100_000, (0.001, 0.05))
 
 
 def convolution_model() -> Model:

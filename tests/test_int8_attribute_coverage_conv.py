@@ -86,19 +86,21 @@ def _output_size(size: int, kernel: int, stride: int, dilation: int, padding: in
     return -(-size // stride) if padding == Padding.SAME else (size - effective) // stride + 1
 
 
-def _weights_and_bias(tensors: list[Tensor], name: str, shape: tuple[int, ...], channels: int, axis: int,
-                      per_channel: bool, bias: bool, input_scale: float = INPUT.scales[0]) -> tuple[int, int]:
-    """Append an int8 weight (scales per channel along ``axis``, or one) and its int32 bias (or none, else
-    scaled by ``input_scale`` times the weight's) to ``tensors``; their indices (NO_TENSOR for no bias)."""
+def weights_and_bias(tensors: list[Tensor], name: str, shape: tuple[int, ...], channels: int, axis: int,
+                     per_channel: bool, bias: bool, input_scale: float = INPUT.scales[0], bias_dtype: str = "int32",
+                     bias_magnitude: int = 3000, scale_range: tuple[float, float] = (0.003, 0.02)) -> tuple[int, int]:
+    """Append a random int8 weight (scales in ``scale_range``, per channel along ``axis`` or one) and its random
+    ``bias_dtype`` bias within +-``bias_magnitude`` (or none; scaled by ``input_scale`` times the weight's) to
+    ``tensors``; their indices (NO_TENSOR for no bias)."""
     count = channels if per_channel else 1
-    scales = tuple(float(s) for s in _RNG.uniform(0.003, 0.02, count))
+    scales = tuple(float(s) for s in _RNG.uniform(*scale_range, count))
     tensors.append(Tensor(f"{name}_w", shape, "int8", Quantization(scales, (0,) * count, axis),
                           _RNG.integers(-127, 128, shape).astype(np.int8)))
     if not bias:
         return len(tensors) - 1, NO_TENSOR
     bias_scales = tuple(input_scale * s for s in scales)
-    tensors.append(Tensor(f"{name}_b", (channels,), "int32", Quantization(bias_scales, (0,) * count, axis),
-                          _RNG.integers(-3000, 3000, channels).astype(np.int32)))
+    tensors.append(Tensor(f"{name}_b", (channels,), bias_dtype, Quantization(bias_scales, (0,) * count, axis),
+                          _RNG.integers(-bias_magnitude, bias_magnitude + 1, channels).astype(bias_dtype)))
     return len(tensors) - 2, len(tensors) - 1
 
 
@@ -111,7 +113,7 @@ def convolution_model(builtin: str, cases: tuple[ConvCase, ...]) -> Model:
         out_c = c * case.channels if depthwise else case.channels
         inputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_in", case.input_shape, "int8", case.input))
-        weight, bias = _weights_and_bias(tensors, f"case{index}", (1, kh, kw, out_c) if depthwise else
+        weight, bias = weights_and_bias(tensors, f"case{index}", (1, kh, kw, out_c) if depthwise else
                                          (out_c, kh, kw, c), out_c, 3 if depthwise else 0, case.per_channel,
                                          case.bias, case.input.scales[0])
         out_hw = tuple(_output_size(size, k, s, d, case.padding)
@@ -168,7 +170,7 @@ def dense_model(cases: tuple[DenseCase, ...] = DENSE_CASES) -> Model:
     for index, case in enumerate(cases):
         inputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_in", case.input_shape, "int8", INPUT))
-        weight, bias = _weights_and_bias(tensors, f"case{index}", (case.units, case.input_units()), case.units, 0,
+        weight, bias = weights_and_bias(tensors, f"case{index}", (case.units, case.input_units()), case.units, 0,
                                          per_channel=case.per_channel, bias=case.bias)
         outputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_out", case.output_shape(), "int8", case.output))
