@@ -70,7 +70,6 @@ def reshape_model() -> Model:
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 
-@pytest.mark.slow  # about 23 s: six SOFTMAX kernels
 def test_softmax_shapes_are_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(softmax_model(), tmp_path)
 
