@@ -31,15 +31,18 @@ from .frontend_l2_normalization import convert_l2_normalization
 from .frontend_lstm import convert_unidirectional_sequence_lstm
 from .frontend_prelu import convert_prelu
 from .frontend_quantize import convert_quantize
+from .frontend_quantized import QUANTIZED_MODEL_ATTR, tflite_has_quantized_tensors
 from .frontend_refusal import OperatorRefused
 from .frontend_resize_nearest import convert_resize_nearest_neighbor
 from .frontend_softmax import convert_softmax
+from .frontend_strided_slice import convert_strided_slice
 from .frontend_svdf import convert_svdf
 from .frontend_tensor_names import tensor_name_table
 from .frontend_transpose_conv import convert_transpose_conv
 from .frontend_unpack import convert_unpack
 from .model_check.tflite_layers import tflite_layer_name
 
+_CONVOLUTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})  # their third input, the bias, may be omitted
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -261,7 +264,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             # activation; BATCH_MATMUL's is float only; EXPAND_DIMS, PACK and UNPACK (TVM's converters fail on any
             # model, UNPACK on any of several outputs); ARG_MAX and L2_NORMALIZATION (no QDQ form); PRELU (TVM's
             # applies to the raw int8 values); PAD and PADV2 (TVM's refuses an input quantized unlike the output,
-            # which TFLite Micro pads as it is); SOFTMAX (TVM's drops beta);
+            # which TFLite Micro pads as it is); SOFTMAX (TVM's drops beta); STRIDED_SLICE (ours refuses the options
+            # TFLite Micro does not implement);
             # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers);
             # UNIDIRECTIONAL_SEQUENCE_LSTM (TVM's is float only and makes the state a constant).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
@@ -276,6 +280,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                                                          tvm_convert=self.convert_map["L2_NORMALIZATION"]),
                    "PRELU": functools.partial(convert_prelu, self, tvm_convert=self.convert_map["PRELU"]),
                    "SOFTMAX": functools.partial(convert_softmax, self, tvm_convert=self.convert_map["SOFTMAX"]),
+                   "STRIDED_SLICE": functools.partial(convert_strided_slice, self,
+                                                      tvm_convert=self.convert_map["STRIDED_SLICE"]),
                    "PAD": functools.partial(convert_pad, self, tvm_convert=self.convert_map["PAD"]),
                    "PADV2": functools.partial(convert_pad, self, tvm_convert=self.convert_map["PADV2"]),
                    "RESIZE_NEAREST_NEIGHBOR": functools.partial(
@@ -317,6 +323,21 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                                            or wrapper.tensor.Quantization().ScaleLength() == 1):
                     wrapper.qnn_params["axis"] = 0
             return wrappers
+
+        def get_input_tensors(self, op):
+            """TVM's input wrappers, without a convolution's omitted bias (index -1, which TFLite Micro runs as
+            no bias on a CONV_2D): TVM's convolution converter reads any third input as a bias tensor."""
+            wrappers = super().get_input_tensors(op)
+            if len(wrappers) == 3 and wrappers[2].tensor_idx < 0 and self.get_op_code_str(op) in _CONVOLUTIONS:
+                return wrappers[:2]
+            return wrappers
+
+        def convert_conv(self, op, conv_type):
+            """TVM's convolution, but a DEPTHWISE_CONV_2D without a bias is refused: TFLite Micro's kernel
+            crashes on it, so nothing could check our bundle."""
+            if conv_type == "depthwise" and len(self.get_input_tensors(op)) == 2:
+                raise OperatorRefused("DEPTHWISE_CONV_2D without a bias (TFLite Micro cannot run it)")
+            return super().convert_conv(op, conv_type)
 
         def dequantize(self, expr, tensor):
             """TVM's dequantize, but of an int64 tensor (a 16x8 operator's bias), which relax.dequantize refuses."""
@@ -372,6 +393,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
         tflite_frontend.get_tensor_name = strict_tensor_name
     mod = results.attach(mod)
     subgraph = model.Subgraphs(0)
+    if tflite_has_quantized_tensors(subgraph, tflite_dtype_name):
+        mod["main"] = mod["main"].with_attr(QUANTIZED_MODEL_ATTR, True)
 
     def spec(index: int) -> TensorSpec:
         tensor = subgraph.Tensors(index)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from tvm import relax
 
+from .frontend_refusal import OperatorRefused
+
 
 class ArgMaxConversionError(ValueError):
     """The ARG_MAX operator is one our converter does not take (the message says why)."""
@@ -23,5 +25,7 @@ def convert_arg_max(converter, op, tvm_convert) -> relax.Expr:
     if axis_value.size != 1:
         raise ArgMaxConversionError(f"ARG_MAX axis tensor holds {axis_value.size} values, not one")
     output_dtype = converter.get_tensor_type_str(converter.get_output_tensors(op)[0].tensor.Type())
+    if output_dtype != "int32":
+        raise OperatorRefused(f"ARG_MAX with an {output_dtype} output (TFLite Micro runs int32 only)")
     reduced = relax.op.argmax(converter.get_tensor_expr(data), axis=int(axis_value[0]), keepdims=False)
     return relax.op.astype(reduced, output_dtype)

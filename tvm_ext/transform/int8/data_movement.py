@@ -58,9 +58,11 @@ def _pad(call: relax.Call, ctx: LoweringContext) -> KernelCall:
 
 def _slice(call: relax.Call, ctx: LoweringContext) -> KernelCall:
     axes, begin, end, *strides = ([int(value.value) for value in operand.fields] for operand in call.args[1:])
+    # SLICE has no strides: topi's strided_slice with axes needs one per axis.
     return KernelCall(recorded_operator(call, ctx, SLICE_OPERATORS, "SLICE"), call, topi.strided_slice,
                       (ctx.lowered[call.args[0]],),
-                      {"begin": begin, "end": end, "strides": strides[0] if strides else None, "axes": axes,
+                      {"begin": begin, "end": end, "strides": strides[0] if strides else [1] * len(axes),
+                       "axes": axes,
                        "assume_inbound": bool(call.attrs.assume_inbound)})
 
 

@@ -104,15 +104,15 @@ class MacOperands:
 
 @dataclass(frozen=True)
 class _MacTypes:
-    """What one MAC variant TFLite Micro runs requires beyond its data and output types: the bias type (None:
-    an int32 bias or none) and whether its activations are symmetric (zero points 0)."""
+    """What one MAC variant TFLite Micro runs requires beyond its data and output types: the bias type when
+    there is one (None: int32) and whether its activations are symmetric (zero points 0)."""
 
     bias: Optional[str]
     symmetric: bool
 
     def admits(self, operands: "MacOperands", bias_dtype: Optional[str]) -> bool:
         zero_points = (operands.data.quant.zero_point, operands.out.quant.zero_point)
-        return ((self.bias is None and bias_dtype in (None, "int32")) or bias_dtype == self.bias) and (
+        return bias_dtype in (None, self.bias or "int32") and (
             not self.symmetric or zero_points == (0, 0))
 
 
