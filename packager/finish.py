@@ -65,8 +65,9 @@ class BundleFacts:
 
 def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Path:
     """Finish the bundle `write_bundle` wrote into `out_dir` and the build built: write manifest.json (once,
-    with `facts`) and report.md (the same per-call facts, packager.report), delete the build's intermediate files (objects, the host self-test program, the cross
-    build's folder), then archive the folder; return the archive's path (`<model>.tar.gz`)."""
+    with `facts`) and report.md (the same per-call facts, packager.report), delete the build's intermediate
+    files (objects, the host self-test program, the cross build's folder), then archive the folder; return the
+    archive's path (`<model>.tar.gz`)."""
     (out_dir / "manifest.json").write_text(
         manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle)))
     )

@@ -211,7 +211,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     tested = stage("self-test", lambda: self_test(folder, planned.plan, config), _describe_selftest)
     if not tested.result.passed:
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
-    tarball = finish_bundle(folder, packaged.bundle, bundle_facts(profile, config, planned, tested, units, quantization))
+    facts = bundle_facts(profile, config, planned, tested, units, quantization)
+    tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, built.library, tarball, tested.result)
 
 
@@ -320,7 +321,9 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
     bundle = BundleInputs(
         plan=planned.plan, memory=planned.memory, buffers=planned.buffers, kernels_c=generated.source.c_text,
         kernel_signatures=tuple(generated.source.signatures.values()),
-        requantize_roundings=generated.source.requantize_roundings, dual_mac=generated.source.dual_mac, constants=generated.constants, vectors=TestVectors(imported.inputs, referenced.expected, referenced.runtime),
+        requantize_roundings=generated.source.requantize_roundings, dual_mac=generated.source.dual_mac,
+        constants=generated.constants,
+        vectors=TestVectors(imported.inputs, referenced.expected, referenced.runtime),
         config=config, input_names=[s.name for s in imported.model.inputs],
         output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
         kernels_c_by_unit={unit: generated.source.c_text_of(names) for unit, names in by_unit.items()},
