@@ -22,6 +22,7 @@ from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
 from tvm_ext.dual_mac import calls_to_dual_mac_helper
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
+from tvm_ext.padding_test_hoist import hoist_padding_tests
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR, rewritten_operands
 from tvm_ext.tir_walk import map_child_stmts, map_leaves, vars_read, walk
 
@@ -136,6 +137,7 @@ def _lowering_passes() -> tvm.transform.Pass:
             s_tir.transform.LowerMatchBuffer(),
             s_tir.transform.LowerOpaqueBlock(),
             tirx.transform.FlattenBuffer(),
+            hoist_padding_tests,  # float convolutions: the border's bounds test out of the MAC loop
             tirx.transform.NarrowDataType(32),
             tirx.transform.StorageRewrite(),
             tirx.transform.UnrollLoop(),  # the loops the schedule marked unrolled (register tiles)
