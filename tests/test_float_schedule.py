@@ -1,6 +1,6 @@
 """Float convolutions scheduled for Cortex-M cores: the padded border's bounds test taken out of the
-multiply-accumulate loop (tvm_ext/padding_test_hoist.py), and float models computing what LiteRT computes
-on the emulated cortex-m4f."""
+multiply-accumulate loop (tvm_ext/padding_test_hoist.py), the float channel tile the profile chooses
+(tvm_ext/float_schedule.py), and float models computing what LiteRT computes on the emulated cortex-m4f."""
 
 from __future__ import annotations
 
@@ -14,10 +14,14 @@ tvm = pytest.importorskip("tvm")
 import tvm_ffi  # noqa: E402
 from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
 from tflite.Padding import Padding  # noqa: E402
+from tvm import te, topi  # noqa: E402
 from tvm.script import tirx as T  # noqa: E402
 
+from target.resolve import resolve_profile  # noqa: E402
 from tflite_builder import Model, Operator, Options, Tensor, build  # noqa: E402
+from tvm_ext.float_schedule import FPU_CHANNEL_TILES, float_channel_tiles  # noqa: E402
 from tvm_ext.padding_test_hoist import hoist_padding_tests  # noqa: E402
+from tvm_ext.schedule import inline_intermediates  # noqa: E402
 
 
 def _hoisted(func):
@@ -137,3 +141,38 @@ def test_float_convolutions_match_litert_on_cortex_m4f(compiled):
     # Measured (the bundle's own counter): 5.4 instructions per MAC with the border test once per tap, 7.1 with
     # the test in the MAC loop.
     assert conv["instructions_per_mac"] < 6.5, conv
+
+
+@pytest.mark.parametrize("profile, tiles", [("cortex-m4f", (8, 4)), ("cortex-m7", (8, 4)), ("cortex-m33", (8, 4)),
+                                            ("cortex-m0plus", ()), ("lowpower", ()), ("hifi4", ())])
+def test_profile_chooses_the_float_tiles(profile, tiles):
+    assert float_channel_tiles(resolve_profile(profile)) == tiles
+
+
+def _float_conv(channels: int, seed: int) -> tuple[tvm.tirx.PrimFunc, list[np.ndarray]]:
+    """TOPI's float NHWC 3x3 conv (SAME) of a [1, 6, 5, 3] input into `channels`, and random operands."""
+    rng = np.random.default_rng(seed)
+    x = te.placeholder((1, 6, 5, 3), "float32", name="x")
+    w = te.placeholder((3, 3, 3, channels), "float32", name="w")
+    out = topi.nn.conv(x, w, 1, 1, 1, 1, "NHWC", "HWIO")
+    operands = [rng.standard_normal(shape).astype(np.float32) for shape in ((1, 6, 5, 3), (3, 3, 3, channels))]
+    return te.create_prim_func([x, w, out]), operands
+
+
+def _run(func: tvm.tirx.PrimFunc, operands: list[np.ndarray], out_shape: tuple[int, ...]) -> np.ndarray:
+    lib = tvm.tirx.build(tvm.IRModule({"main": func}), target="llvm")
+    dev = tvm.cpu()
+    result = tvm.runtime.tensor(np.zeros(out_shape, np.float32), dev)
+    lib["main"](*[tvm.runtime.tensor(a, dev) for a in operands], result)
+    return result.numpy()
+
+
+@pytest.mark.parametrize("channels, unrolled", [(16, 8), (8, 4), (6, 1)])
+def test_float_conv_takes_the_widest_tile_and_computes_the_same_bits(channels, unrolled):
+    func, operands = _float_conv(channels, seed=channels)
+    untiled = _run(inline_intermediates(func), operands, (1, 6, 5, channels))
+    scheduled = inline_intermediates(func, 4, float_tiles=FPU_CHANNEL_TILES)
+    np.testing.assert_array_equal(_run(scheduled, operands, (1, 6, 5, channels)), untiled)
+    script = scheduled.script()
+    assert (f"T.unroll({unrolled})" in script) == (unrolled > 1)
+    assert all(f"T.unroll({tile})" not in script for tile in FPU_CHANNEL_TILES if tile != unrolled)
