@@ -5,6 +5,7 @@ multiply-accumulate loop (tvm_ext/padding_test_hoist.py), the float channel tile
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from tvm.script import tirx as T  # noqa: E402
 
 from target.resolve import resolve_profile  # noqa: E402
 from tflite_builder import Model, Operator, Options, Tensor, build  # noqa: E402
-from tvm_ext.float_schedule import FPU_CHANNEL_TILES, float_channel_tiles  # noqa: E402
+from tvm_ext.float_schedule import FPU_CHANNEL_TILES, PIXEL_TILE, float_channel_tiles  # noqa: E402
 from tvm_ext.padding_test_hoist import hoist_padding_tests  # noqa: E402
 from tvm_ext.schedule import inline_intermediates  # noqa: E402
 
@@ -149,13 +150,14 @@ def test_profile_chooses_the_float_tiles(profile, tiles):
     assert float_channel_tiles(resolve_profile(profile)) == tiles
 
 
-def _float_conv(channels: int, seed: int) -> tuple[tvm.tirx.PrimFunc, list[np.ndarray]]:
-    """TOPI's float NHWC 3x3 conv (SAME) of a [1, 6, 5, 3] input into `channels`, and random operands."""
+def _float_conv(channels: int, seed: int, kernel: int = 3) -> tuple[tvm.tirx.PrimFunc, list[np.ndarray]]:
+    """TOPI's float NHWC `kernel` x `kernel` conv (SAME) of a [1, 6, 4, 3] input into `channels`, and random
+    operands."""
     rng = np.random.default_rng(seed)
-    x = te.placeholder((1, 6, 5, 3), "float32", name="x")
-    w = te.placeholder((3, 3, 3, channels), "float32", name="w")
-    out = topi.nn.conv(x, w, 1, 1, 1, 1, "NHWC", "HWIO")
-    operands = [rng.standard_normal(shape).astype(np.float32) for shape in ((1, 6, 5, 3), (3, 3, 3, channels))]
+    x = te.placeholder((1, 6, 4, 3), "float32", name="x")
+    w = te.placeholder((kernel, kernel, 3, channels), "float32", name="w")
+    out = topi.nn.conv(x, w, 1, kernel // 2, 1, 1, "NHWC", "HWIO")
+    operands = [rng.standard_normal(shape).astype(np.float32) for shape in ((1, 6, 4, 3), (kernel, kernel, 3, channels))]
     return te.create_prim_func([x, w, out]), operands
 
 
@@ -167,12 +169,14 @@ def _run(func: tvm.tirx.PrimFunc, operands: list[np.ndarray], out_shape: tuple[i
     return result.numpy()
 
 
-@pytest.mark.parametrize("channels, unrolled", [(16, 8), (8, 4), (6, 1)])
-def test_float_conv_takes_the_widest_tile_and_computes_the_same_bits(channels, unrolled):
-    func, operands = _float_conv(channels, seed=channels)
-    untiled = _run(inline_intermediates(func), operands, (1, 6, 5, channels))
+@pytest.mark.parametrize("kernel, channels, channel_tile, pixel_tile", [
+    (3, 16, 8, 1), (3, 8, 4, 1), (3, 6, 1, 1), (1, 16, 8, PIXEL_TILE), (1, 6, 1, 1)])
+def test_float_conv_tiles_and_computes_the_same_bits(kernel, channels, channel_tile, pixel_tile):
+    """The widest channel tile that divides the channels; pixels as well without padding (1x1: a matrix
+    multiply); the same bits as the untiled kernel."""
+    func, operands = _float_conv(channels, seed=channels, kernel=kernel)
+    untiled = _run(inline_intermediates(func), operands, (1, 6, 4, channels))
     scheduled = inline_intermediates(func, 4, float_tiles=FPU_CHANNEL_TILES)
-    np.testing.assert_array_equal(_run(scheduled, operands, (1, 6, 5, channels)), untiled)
-    script = scheduled.script()
-    assert (f"T.unroll({unrolled})" in script) == (unrolled > 1)
-    assert all(f"T.unroll({tile})" not in script for tile in FPU_CHANNEL_TILES if tile != unrolled)
+    np.testing.assert_array_equal(_run(scheduled, operands, (1, 6, 4, channels)), untiled)
+    unrolled = sorted(int(n) for n in re.findall(r"T\.unroll\((\d+)\)", scheduled.script()))
+    assert set(unrolled) == {tile for tile in (channel_tile, pixel_tile) if tile > 1}

@@ -12,7 +12,7 @@ from tvm import s_tir, tirx
 
 from target.profile import Profile
 from tvm_ext.dual_mac import dual_mac_call
-from tvm_ext.float_schedule import accumulates_float
+from tvm_ext.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.tir_walk import buffer_loads
 
 
@@ -78,7 +78,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
                          float_tiles: tuple[int, ...] = ()) -> tirx.PrimFunc:
     """Inline producers and epilogues; give each reduction a one-element accumulator, or ``channel_tile``
     accumulators for as many output channels where that count divides the channels (see _tile_channels);
-    a float reduction takes the first of ``float_tiles`` (tvm_ext.float_schedule) that divides them instead;
+    a float reduction takes the first of ``float_tiles`` (tvm_ext.float_schedule) that divides them instead,
+    and without padding also accumulates neighbouring pixels (float_schedule.tile_pixels);
     with ``dual_mac``, a tiled int8 reduction the SMLAD helper computes becomes its call (tvm_ext.dual_mac).
 
     Contract: the result computes exactly the same values in the same order of floating-point operations
@@ -105,9 +106,12 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         if first_reduce >= len(loops):
             continue
         consumers = sch.get_consumers(block)
-        tiles = float_tiles if float_tiles and accumulates_float(sch, block) else (channel_tile,)
+        float_tiled = bool(float_tiles) and accumulates_float(sch, block)
+        tiles = float_tiles if float_tiled else (channel_tile,)
         tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile) for tile in tiles)
                       if t is not None), None)
+        if float_tiled and tiled is not None:
+            tiled = tile_pixels(sch, block, *tiled) or tiled
         if tiled is not None:
             loops, first_reduce = tiled
         sch.decompose_reduction(block, loops[first_reduce])
