@@ -99,8 +99,48 @@ def mixed_expected(x: T.Buffer((32,), "float32"), w: T.Buffer((72,), "float32"),
             out[yy * 8 + xx * 2 + rc] = acc[0]
 
 
+# A tile of two output pixels (unrolled): two tests. A tile inside the image runs without tests, one that
+# touches the border takes a copy with each accumulation under its own test.
+@T.prim_func(private=True)
+def pixel_tile_before(x: T.Buffer((16,), "float32"), w: T.Buffer((6,), "float32"), out: T.Buffer((8,), "float32")):
+    for xo in range(4):
+        acc = T.alloc_buffer((2,))
+        acc[0] = T.float32(0.0)
+        acc[1] = T.float32(0.0)
+        for rx, rc in T.grid(3, 2):
+            acc[0] = acc[0] + T.if_then_else(1 <= xo * 2 + rx and xo * 2 + rx < 9,
+                                             x[xo * 4 + rx * 2 + rc - 2], T.float32(0.0)) * w[rx * 2 + rc]
+            acc[1] = acc[1] + T.if_then_else(1 <= xo * 2 + rx + 1 and xo * 2 + rx + 1 < 9,
+                                             x[xo * 4 + rx * 2 + rc], T.float32(0.0)) * w[rx * 2 + rc]
+        out[xo * 2] = acc[0]
+        out[xo * 2 + 1] = acc[1]
+
+
+@T.prim_func(private=True)
+def pixel_tile_expected(x: T.Buffer((16,), "float32"), w: T.Buffer((6,), "float32"), out: T.Buffer((8,), "float32")):
+    for xo in range(4):
+        acc = T.alloc_buffer((2,))
+        acc[0] = T.float32(0.0)
+        acc[1] = T.float32(0.0)
+        for rx in range(3):
+            if 1 <= xo * 2 + rx and xo * 2 + rx < 9 and (1 <= xo * 2 + rx + 1 and xo * 2 + rx + 1 < 9):
+                for rc in range(2):
+                    acc[0] = acc[0] + x[xo * 4 + rx * 2 + rc - 2] * w[rx * 2 + rc]
+                    acc[1] = acc[1] + x[xo * 4 + rx * 2 + rc] * w[rx * 2 + rc]
+            else:
+                for rc in range(2):
+                    if 1 <= xo * 2 + rx and xo * 2 + rx < 9:
+                        acc[0] = acc[0] + x[xo * 4 + rx * 2 + rc - 2] * w[rx * 2 + rc]
+                    if 1 <= xo * 2 + rx + 1 and xo * 2 + rx + 1 < 9:
+                        acc[1] = acc[1] + x[xo * 4 + rx * 2 + rc] * w[rx * 2 + rc]
+        out[xo * 2] = acc[0]
+        out[xo * 2 + 1] = acc[1]
+
+
 @pytest.mark.parametrize("before, expected", [(conv_before, conv_expected), (mixed_before, mixed_expected),
-                                              (int8_conv, int8_conv)], ids=["conv", "mixed", "int8"])
+                                              (pixel_tile_before, pixel_tile_expected),
+                                              (int8_conv, int8_conv)],
+                         ids=["conv", "mixed", "pixel-tile", "int8"])
 def test_border_tests_leave_the_mac_loop(before, expected):
     assert tvm_ffi.structural_equal(_hoisted(before), expected, map_free_vars=True)
 
@@ -170,10 +210,10 @@ def _run(func: tvm.tirx.PrimFunc, operands: list[np.ndarray], out_shape: tuple[i
 
 
 @pytest.mark.parametrize("kernel, channels, channel_tile, pixel_tile", [
-    (3, 16, 8, 1), (3, 8, 4, 1), (3, 6, 1, 1), (1, 16, 8, PIXEL_TILE), (1, 6, 1, 1)])
+    (3, 16, 8, PIXEL_TILE), (3, 8, 4, PIXEL_TILE), (3, 6, 1, 1), (1, 16, 8, PIXEL_TILE), (1, 6, 1, 1)])
 def test_float_conv_tiles_and_computes_the_same_bits(kernel, channels, channel_tile, pixel_tile):
-    """The widest channel tile that divides the channels; pixels as well without padding (1x1: a matrix
-    multiply); the same bits as the untiled kernel."""
+    """The widest channel tile that divides the channels, with a tile of pixels where the channels are tiled;
+    the same bits as the untiled kernel."""
     func, operands = _float_conv(channels, seed=channels, kernel=kernel)
     untiled = _run(inline_intermediates(func), operands, (1, 6, 4, channels))
     scheduled = inline_intermediates(func, 4, float_tiles=FPU_CHANNEL_TILES)

@@ -137,10 +137,10 @@ def _lowering_passes() -> tvm.transform.Pass:
             s_tir.transform.LowerMatchBuffer(),
             s_tir.transform.LowerOpaqueBlock(),
             tirx.transform.FlattenBuffer(),
-            hoist_padding_tests,  # float convolutions: the border's bounds test out of the MAC loop
             tirx.transform.NarrowDataType(32),
             tirx.transform.StorageRewrite(),
             tirx.transform.UnrollLoop(),  # the loops the schedule marked unrolled (register tiles)
+            hoist_padding_tests,  # float convolutions: the border's bounds test out of the MAC loop
             plain_c_signature,
             tirx.transform.StmtSimplify(),  # also folds the zero offsets plain_c_signature binds
             drop_unread_constant_binds,

@@ -14,21 +14,18 @@ from __future__ import annotations
 
 from typing import Optional
 
-import tvm
-from tvm import ir, s_tir, tirx
+from tvm import s_tir, tirx
 
 from target.profile import Profile
-from tvm_ext.tir_walk import walk
 
 FPU_CHANNEL_TILES: tuple[int, ...] = (8, 4)
 """The float tiles tried on an FPU core, widest first: the first one that divides a kernel's channels."""
 
 PIXEL_TILE = 2
-"""Neighbouring output pixels an unpadded float convolution accumulates with its channel tile: each weight
+"""Neighbouring output pixels a float convolution accumulates with its channel tile: each weight
 loaded then feeds PIXEL_TILE MACs (8 channels x 2 pixels: 16 accumulators, 8 weights, 2 inputs in 26 of the
 32 single-precision registers)."""
 
-_IF_THEN_ELSE = tvm.ir.Op.get("prim.if_then_else")
 
 
 def float_channel_tiles(profile: Profile) -> tuple[int, ...]:
@@ -47,9 +44,9 @@ def tile_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> O
     matrix multiply of pixels by output channels: the pixel loop (just outside the channel tile's outer loop,
     ``loops[first_reduce - 2]``) is split and its inner part moved beside the channel tile, below the
     reduction, and unrolled. Returns the new loops and index of the first reduction loop, or None (a pixel
-    count PIXEL_TILE does not divide, or a padded input: its bounds test would differ per pixel of the tile,
-    see tvm_ext.padding_test_hoist). The order of the additions into each output element is unchanged."""
-    if first_reduce < 2 or _reads_padding(sch.get(block).body):
+    count PIXEL_TILE does not divide). A padded input's tile tests all its pixels at once, outside the MAC
+    loop (tvm_ext.padding_test_hoist). The order of the additions into each output element is unchanged."""
+    if first_reduce < 2:
         return None
     pixels = sch.get(loops[first_reduce - 2]).extent
     if not isinstance(pixels, tirx.IntImm) or int(pixels) % PIXEL_TILE:
@@ -59,7 +56,3 @@ def tile_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> O
     sch.unroll(inner)
     return sch.get_loops(block), first_reduce
 
-
-def _reads_padding(body) -> bool:
-    """Whether a block body reads through an ``if_then_else`` (a padded input)."""
-    return any(isinstance(node, ir.Call) and node.op.same_as(_IF_THEN_ELSE) for node in walk(body))

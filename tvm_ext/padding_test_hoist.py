@@ -16,6 +16,7 @@ Integer kernels (their padding is the input zero point, tvm_ext/kernels/conv.py)
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import tvm
@@ -23,7 +24,7 @@ import tvm_ffi
 from tvm import ir, tirx
 from tvm.ir.prim import expr as prim
 
-from tvm_ext.tir_walk import buffer_loads, map_child_stmts, vars_read, walk
+from tvm_ext.tir_walk import buffer_loads, map_child_stmts, map_leaves, vars_read, walk
 
 _IF_THEN_ELSE = tvm.ir.Op.get("prim.if_then_else")
 
@@ -46,9 +47,9 @@ def _padded_accumulation(store: tirx.BufferStore) -> Optional[tuple[ir.Expr, ir.
     return inside, value, term.b
 
 
-def _shared_test(stmt: tirx.Stmt) -> Optional[ir.Expr]:
-    """The one bounds test every store under `stmt` accumulates through, if `stmt` holds nothing but loops,
-    sequences and such stores, and the test reads no loop variable of `stmt` and no buffer; else None."""
+def _invariant_tests(stmt: tirx.Stmt) -> Optional[list[ir.Expr]]:
+    """The distinct bounds tests the stores under `stmt` accumulate through, if `stmt` holds nothing but
+    loops, sequences and such stores, and no test reads a loop variable of `stmt` or a buffer; else None."""
     tests, loop_vars = [], set()
     for node in walk(stmt):
         if isinstance(node, tirx.For):
@@ -57,18 +58,17 @@ def _shared_test(stmt: tirx.Stmt) -> Optional[ir.Expr]:
             matched = _padded_accumulation(node)
             if matched is None:
                 return None
-            tests.append(matched[0])
+            if not any(tvm_ffi.structural_equal(matched[0], test) for test in tests):
+                tests.append(matched[0])
         elif isinstance(node, tirx.Stmt) and not isinstance(node, tirx.SeqStmt):
             return None
-    if not tests or any(not tvm_ffi.structural_equal(test, tests[0]) for test in tests[1:]):
+    if not tests or any(vars_read(test) & loop_vars or buffer_loads(test) for test in tests):
         return None
-    if vars_read(tests[0]) & loop_vars or buffer_loads(tests[0]):
-        return None
-    return tests[0]
+    return tests
 
 
 def _without_test(stmt: tirx.Stmt) -> tirx.Stmt:
-    """`stmt` (of which _shared_test found the test) with each accumulation reading its value directly."""
+    """`stmt` (of which _invariant_tests found the tests) with each accumulation reading its value directly."""
     if isinstance(stmt, tirx.BufferStore):
         _, value, weight = _padded_accumulation(stmt)
         accumulator = stmt.value.a
@@ -77,15 +77,31 @@ def _without_test(stmt: tirx.Stmt) -> tirx.Stmt:
     return map_child_stmts(stmt, _without_test)
 
 
+def _each_under_its_test(stmt: tirx.Stmt) -> tirx.Stmt:
+    """`stmt` (of which _invariant_tests found the tests) with each accumulation under its own test; its loops
+    get fresh variables (this copy sits beside the one without tests, and a variable is defined once)."""
+    if isinstance(stmt, tirx.BufferStore):
+        return tirx.IfThenElse(_padded_accumulation(stmt)[0], _without_test(stmt), None)
+    if isinstance(stmt, tirx.For):
+        old, fresh = stmt.loop_var, tirx.Var(stmt.loop_var.name, stmt.loop_var.ty)
+        stmt = map_leaves(stmt, lambda leaf: fresh if leaf.same_as(old) else leaf)
+    return map_child_stmts(stmt, _each_under_its_test)
+
+
 def hoist_padding_tests_in(stmt: tirx.Stmt) -> tirx.Stmt:
-    """`stmt` with each outermost statement _shared_test accepts put under its test (see the module)."""
-    test = _shared_test(stmt)
-    if test is not None:
-        return tirx.IfThenElse(test, _without_test(stmt), None)
-    return map_child_stmts(stmt, hoist_padding_tests_in)
+    """`stmt` with each outermost statement _invariant_tests accepts put under its test; where its stores
+    have several tests (a tile of output pixels, tvm_ext.float_schedule.tile_pixels), under all of them at
+    once, and a tile that touches the border takes a copy with each accumulation under its own test."""
+    tests = _invariant_tests(stmt)
+    if tests is None:
+        return map_child_stmts(stmt, hoist_padding_tests_in)
+    if len(tests) == 1:
+        return tirx.IfThenElse(tests[0], _without_test(stmt), None)
+    return tirx.IfThenElse(functools.reduce(tirx.And, tests), _without_test(stmt), _each_under_its_test(stmt))
 
 
 @tirx.transform.prim_func_pass(opt_level=0, name="tvm_ext.HoistPaddingTests")
 def hoist_padding_tests(func: tirx.PrimFunc, _mod, _ctx) -> tirx.PrimFunc:
-    """The pass form of `hoist_padding_tests_in`, for lowered TIR (no blocks left)."""
+    """The pass form of `hoist_padding_tests_in`, for lowered TIR (no blocks left) whose register
+    tiles are unrolled (a tile's loop variable would otherwise hide which test belongs to which pixel)."""
     return tirx.PrimFunc(func.params, hoist_padding_tests_in(func.body), func.ret_type, func.attrs)
