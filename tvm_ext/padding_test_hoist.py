@@ -6,7 +6,9 @@ reads only the output position and the kernel tap, never the input channel: this
 after the blocks are gone) wraps the outermost statement whose every store is such an accumulation with
 one shared test in a single ``if (inside)``, and the stores inside read ``x[...]`` directly. A 3x3
 convolution over C input channels then tests once per tap and C channels, not once per MAC; interior
-pixels never take the padded path, border pixels skip the padded taps.
+pixels never take the padded path, border pixels skip the padded taps. A register tile of several pixels
+(unrolled before this pass runs) has one test per pixel: the tile runs without tests where all of them hold,
+and a copy with a test per accumulation where the tile touches the border.
 
 Contract: an accumulation ``acc = acc + if_then_else(inside, a, 0.0f) * w`` skipped where ``inside`` is false
 added ``0.0f * w`` (+0 or -0) to an accumulator that starts at +0 and so is never -0 (round to nearest):
