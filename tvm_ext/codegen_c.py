@@ -25,6 +25,7 @@ from packager.c_types import c_prototype
 from tvm_ext.dual_mac import calls_to_dual_mac_helper
 from tvm_ext.exact_float_constants import exact_float_constants
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
+from tvm_ext.padding_test_hoist import hoist_padding_tests
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR, rewritten_operands
 from tvm_ext.stream_order import stream_orders
 from tvm_ext.tir_walk import map_child_stmts, map_leaves, vars_read, walk
@@ -148,6 +149,7 @@ def _lowering_passes() -> tvm.transform.Pass:
             tirx.transform.NarrowDataType(32),
             tirx.transform.StorageRewrite(),
             tirx.transform.UnrollLoop(),  # the loops the schedule marked unrolled (register tiles)
+            hoist_padding_tests,  # float convolutions: the border's bounds test out of the MAC loop
             plain_c_signature,
             tirx.transform.StmtSimplify(),  # also folds the zero offsets plain_c_signature binds
             drop_unread_constant_binds,

@@ -11,6 +11,7 @@ import tvm
 from tvm import relax, tirx
 
 from target.resolve import TargetSpec, resolve_profile
+from tvm_ext.float_schedule import float_channel_tiles
 from tvm_ext.layers import keeping_layers
 from tvm_ext.macs import with_mac_counts
 from tvm_ext.schedule import inline_intermediates, output_channel_tile, uses_dual_mac
@@ -58,10 +59,11 @@ def schedule_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower") -> tvm.
     core (see tvm_ext.schedule)."""
     profile = resolve_profile(target)
     channel_tile, dual_mac = output_channel_tile(profile), uses_dual_mac(profile)
+    float_tiles = float_channel_tiles(profile)
     scheduled = {}
     for gvar, func in mod.functions.items():
         if isinstance(func, tirx.PrimFunc):
-            scheduled[gvar] = inline_intermediates(func, channel_tile, dual_mac)
+            scheduled[gvar] = inline_intermediates(func, channel_tile, dual_mac, float_tiles)
         else:
             scheduled[gvar] = func
     return tvm.IRModule(scheduled, attrs=mod.attrs)

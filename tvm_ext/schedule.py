@@ -13,6 +13,7 @@ from tvm import s_tir, tirx
 from target.profile import Profile
 from tvm_ext.border_split import split_border
 from tvm_ext.depthwise_mac import mac_helper_call
+from tvm_ext.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.kernel_names import with_window_recorded
 from tvm_ext.tir_walk import buffer_loads
 
@@ -75,9 +76,12 @@ def _reduction_blocks(sch: s_tir.Schedule, root) -> list:
     return blocks
 
 
-def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: bool = False) -> tirx.PrimFunc:
+def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: bool = False,
+                         float_tiles: tuple[int, ...] = ()) -> tirx.PrimFunc:
     """Inline producers and epilogues; give each reduction a one-element accumulator, or ``channel_tile``
     accumulators for as many output channels where that count divides the channels (see _tile_channels);
+    a float reduction takes the first of ``float_tiles`` (tvm_ext.float_schedule) that divides them instead,
+    and without padding also accumulates neighbouring pixels (float_schedule.tile_pixels);
     with ``dual_mac``, a tiled int8 reduction a MAC helper computes becomes its call (tvm_ext.depthwise_mac);
     a padded integer convolution's border is split from its interior (tvm_ext.border_split).
 
@@ -106,7 +110,12 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         if first_reduce >= len(loops):
             continue
         consumers = sch.get_consumers(block)
-        tiled = _tile_channels(sch, block, loops, first_reduce, channel_tile)
+        float_tiled = bool(float_tiles) and accumulates_float(sch, block)
+        tiles = float_tiles if float_tiled else (channel_tile,)
+        tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile) for tile in tiles)
+                      if t is not None), None)
+        if float_tiled and tiled is not None:
+            tiled = tile_pixels(sch, block, *tiled) or tiled
         if tiled is not None:
             loops, first_reduce = tiled
         sch.decompose_reduction(block, loops[first_reduce])
