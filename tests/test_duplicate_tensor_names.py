@@ -55,7 +55,7 @@ def test_float_inputs_of_one_name_match_litert(tmp_path):
 
 
 def test_every_tensor_gets_a_name_of_its_own():
-    from tvm_ext.frontend_tensor_names import unique_tensor_names
+    from tvm_ext.frontend.tflite_ops.tensor_names import unique_tensor_names
 
     names = ["x", "x", "", "y", "x#1", ""]  # a shared name, no names, and a name like a generated one
     keys = unique_tensor_names(names)

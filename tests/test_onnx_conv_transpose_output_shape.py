@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tvm_ext.compile import compile
-from tvm_ext.onnx_conv_transpose import OutputShapeError, output_shape_as_pads
+from tvm_ext.frontend.onnx_ops.conv_transpose import OutputShapeError, output_shape_as_pads
 
 
 def test_pads_follow_the_onnx_rule():

@@ -1,11 +1,11 @@
-"""tvm_ext.onnx_qdq_fusion: which QDQ groups become QLinearConv / QLinearMatMul, and which stay as they are."""
+"""tvm_ext.frontend.onnx_ops.qdq_fusion: which QDQ groups become QLinearConv / QLinearMatMul, and which stay as they are."""
 
 from __future__ import annotations
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from tvm_ext.onnx_qdq_fusion import fuse_qdq
+from tvm_ext.frontend.onnx_ops.qdq_fusion import fuse_qdq
 
 
 def _quant(name: str, scale: float, zero_point: int) -> list:

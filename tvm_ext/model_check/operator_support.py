@@ -79,7 +79,7 @@ TFLITE_16X8_OPS: frozenset[str] = frozenset(
     }
 )
 
-# Operators with state whose stateful conversion is ours and integer only (tvm_ext/frontend_svdf.py, frontend_lstm.py):
+# Operators with state whose stateful conversion is ours and integer only (tvm_ext/frontend/tflite_ops/svdf.py, frontend_lstm.py):
 # TVM 0.27's float converters would make the state a constant, and a bundle that forgets it between runs.
 TFLITE_STATEFUL_INT8_ONLY: frozenset[str] = frozenset({"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"})
 
@@ -154,7 +154,7 @@ def tvm_onnx_ops() -> frozenset[str]:
     """ONNX op_types TVM 0.27's ONNX frontend converts, or our importer converts for it (imports TVM)."""
     from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
 
-    from tvm_ext.onnx_integer_ops import CONVERTERS
+    from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS
 
     return frozenset(_get_convert_map()) | frozenset(CONVERTERS)
 

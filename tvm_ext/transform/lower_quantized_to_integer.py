@@ -29,7 +29,7 @@ import tvm_ffi
 from tvm import relax
 from tvm.ir import Op
 
-from ..frontend_quantized import QUANTIZED_MODEL_ATTR
+from ..frontend.tflite_ops.quantized import QUANTIZED_MODEL_ATTR
 from ..kernels import Rounding
 from ..layers import FALLBACK_ATTR, LayerRecord, bindings_of, with_layers
 from .int8 import LOWERINGS, onnx_qlinear
@@ -96,7 +96,7 @@ class LowerQuantizedToInteger:
 def _is_quantized(func: relax.Function) -> bool:
     """Whether `func` quantizes or dequantizes anything (the QDQ form of a quantized model), holds an ONNX
     QLinear operator (``int8.onnx_qlinear``), or is marked quantized by the frontend (a quantized model
-    without any QDQ, e.g. pools alone: tvm_ext/frontend_quantized.py)."""
+    without any QDQ, e.g. pools alone: tvm_ext/frontend/tflite_ops/quantized.py)."""
     if func.attrs is not None and QUANTIZED_MODEL_ATTR in func.attrs:
         return True
     qdq = (Op.get("relax.quantize"), Op.get("relax.dequantize"))

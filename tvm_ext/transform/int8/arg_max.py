@@ -1,4 +1,4 @@
-"""ARG_MAX: ``astype(argmax(x, axis), int32|int64)`` on an int8 tensor already lowered (tvm_ext/frontend_arg_max.py)
+"""ARG_MAX: ``astype(argmax(x, axis), int32|int64)`` on an int8 tensor already lowered (tvm_ext/frontend/tflite_ops/arg_max.py)
 -> TFLite's ARG_MAX kernel, ties to the first index."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""BATCH_MATMUL: ``q(matmul([permute](dq(a)), [permute](dq(b))))`` (tvm_ext/frontend_batch_matmul.py), each
+"""BATCH_MATMUL: ``q(matmul([permute](dq(a)), [permute](dq(b))))`` (tvm_ext/frontend/tflite_ops/batch_matmul.py), each
 operand an int8 activation or constant -> TFLite's integer batch matmul kernel."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""L2_NORMALIZATION: ``q(call_dps_packed(L2_NORMALIZATION, [dq(x)]))`` (tvm_ext/frontend_l2_normalization.py)
+"""L2_NORMALIZATION: ``q(call_dps_packed(L2_NORMALIZATION, [dq(x)]))`` (tvm_ext/frontend/tflite_ops/l2_normalization.py)
 -> TFLite Micro's integer L2 normalization over the last axis.
 
 TFLite Micro writes the result in 1/128 units with zero point 0 whatever the output tensor says, so the
@@ -12,7 +12,7 @@ from typing import Optional, Union
 import numpy as np
 from tvm import relax
 
-from ...frontend_l2_normalization import L2_NORMALIZATION
+from ...frontend.tflite_ops.l2_normalization import L2_NORMALIZATION
 from ...kernels.l2_normalization import OUTPUT_FRACTION_BITS, l2_normalization_int8
 from .graph import Quant, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch

@@ -1,4 +1,4 @@
-"""UNIDIRECTIONAL_SEQUENCE_LSTM: the QDQ step of ``tvm_ext.frontend_lstm`` -> TFLM's integer LSTM as one kernel.
+"""UNIDIRECTIONAL_SEQUENCE_LSTM: the QDQ step of ``tvm_ext.frontend.tflite_ops.lstm`` -> TFLM's integer LSTM as one kernel.
 
 ``output = q(lstm(dq(x), dq(H0), dq(C0), dq(W_input[4]), dq(W_recurrent[4]), bias[4]))`` -> ``lstm_int8`` on the
 int8 input, the hidden and cell states, the four gates' weights and biases stacked (gate-major, TFLite's gate
@@ -15,7 +15,7 @@ from typing import Optional, Union
 import numpy as np
 from tvm import relax
 
-from ...frontend_lstm import CELL_CLIP_ATTR, LSTM, TIME_MAJOR_ATTR
+from ...frontend.tflite_ops.lstm import CELL_CLIP_ATTR, LSTM, TIME_MAJOR_ATTR
 from ...kernels.lstm import SIGMOID_TABLE, LstmQuantization, lstm_int8, lstm_params
 from .graph import Quant
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch

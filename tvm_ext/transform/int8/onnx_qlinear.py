@@ -1,4 +1,4 @@
-"""ONNX QLinearConv and QLinearMatMul: our frontend's markers (``tvm_ext.onnx_qlinear_ops``) -> one kernel of
+"""ONNX QLinearConv and QLinearMatMul: our frontend's markers (``tvm_ext.frontend.onnx_ops.qlinear_ops``) -> one kernel of
 ``tvm_ext.kernels.onnx_qlinear`` each (onnxruntime's float32 requantization, rounding half to even).
 
 The marker's tensor operands are the node's inputs: constants stay Relax constants, the others must be
@@ -14,7 +14,7 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
-from ...onnx_qlinear_ops import MARKERS, QLINEAR_CONV, QLINEAR_MATMUL
+from ...frontend.onnx_ops.qlinear_ops import MARKERS, QLINEAR_CONV, QLINEAR_MATMUL
 from .graph import describe, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 

@@ -1,5 +1,5 @@
 """PACK of int8 activations: ``stack([x0, x1, ...], axis)`` of the int8 tensors themselves (our frontend's
-converter, ``tvm_ext.frontend_pack``) -> a copy kernel, as TFLite Micro's kernel copies the stored values."""
+converter, ``tvm_ext.frontend.tflite_ops.pack``) -> a copy kernel, as TFLite Micro's kernel copies the stored values."""
 
 from __future__ import annotations
 

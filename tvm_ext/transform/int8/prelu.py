@@ -1,4 +1,4 @@
-"""PRELU: ``q(where(x >= 0, x, x * dq(alpha)))`` with x = dq(input) (tvm_ext/frontend_prelu.py) -> TFLite's
+"""PRELU: ``q(where(x >= 0, x, x * dq(alpha)))`` with x = dq(input) (tvm_ext/frontend/tflite_ops/prelu.py) -> TFLite's
 integer PRELU with its two output multipliers."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """QUANTIZE between integer types: ``q(dq(x))`` (int8/int16 -> int8/int16), or our frontend's marker for an int32
-output (``tvm_ext.frontend_quantize``) -> TFLM's Requantize, with its effective scale double(in) / double(out).
+output (``tvm_ext.frontend.tflite_ops.quantize``) -> TFLM's Requantize, with its effective scale double(in) / double(out).
 Registered as part of ``edges.QUANTIZE``: one lowering per TFLite operator."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Optional, Union
 
 from tvm import relax
 
-from ...frontend_quantize import REQUANTIZE_TO_INT32
+from ...frontend.tflite_ops.quantize import REQUANTIZE_TO_INT32
 from ...kernels.edges import requantize_integer
 from ...kernels.quant_params import quantize_multiplier
 from .graph import Quant, is_call_to

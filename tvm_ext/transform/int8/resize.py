@@ -1,5 +1,5 @@
 """RESIZE_BILINEAR: ``q(image.resize2d(dq(x), linear, NHWC))`` -> TFLite's integer bilinear resize;
-RESIZE_NEAREST_NEIGHBOR: ``q(take(take(dq(x), rows, axis=1), columns, axis=2))`` (tvm_ext/frontend_resize_nearest.py)
+RESIZE_NEAREST_NEIGHBOR: ``q(take(take(dq(x), rows, axis=1), columns, axis=2))`` (tvm_ext/frontend/tflite_ops/resize_nearest.py)
 -> a gather of the int8 values.
 
 TFLite Micro resizes the int8 values themselves (no requantization), so the lowerings take only an

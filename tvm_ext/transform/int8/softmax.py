@@ -26,7 +26,7 @@ INT16_OUTPUT_SCALE = 1 / 65536
 INT16_OUTPUT_ZERO_POINT = -32768
 
 _INPUT = DequantizedActivation()
-# The frontend (tvm_ext.frontend_softmax) multiplies the input by beta where beta is not 1.
+# The frontend (tvm_ext.frontend.tflite_ops.softmax) multiplies the input by beta where beta is not 1.
 _BETA = is_op("relax.multiply")(_INPUT.pattern, is_const())
 _SOFTMAX = is_op("relax.nn.softmax")(_BETA | _INPUT.pattern)
 _RESULT = QuantizedResult(_SOFTMAX)

@@ -1,4 +1,4 @@
-"""SVDF: the two QDQ steps of ``tvm_ext.frontend_svdf`` -> TFLM's integer SVDF as two kernels.
+"""SVDF: the two QDQ steps of ``tvm_ext.frontend.tflite_ops.svdf`` -> TFLM's integer SVDF as two kernels.
 
 ``new_state = q(svdf_state_update(dq(x), dq(W_feature), dq(S0)))`` -> ``svdf_state_update`` on the int8 input,
 the state and the int8 feature weights. Its PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state
@@ -16,7 +16,7 @@ from typing import Optional, Union
 import numpy as np
 from tvm import relax
 
-from ...frontend_svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
+from ...frontend.tflite_ops.svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
 from ...kernels.svdf import svdf_feature_multiplier, svdf_output, svdf_state_update, svdf_time_multiplier
 from .graph import Quant
 from tvm_ext.layers import STATE_OPERAND_ATTR

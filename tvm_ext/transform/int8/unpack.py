@@ -1,5 +1,5 @@
 """UNPACK of an int8 activation: each output ``take(x, i, axis)`` (our frontend's converter,
-``tvm_ext.frontend_unpack``) -> a copy kernel of that slice, as TFLite Micro's kernel copies the stored values;
+``tvm_ext.frontend.tflite_ops.unpack``) -> a copy kernel of that slice, as TFLite Micro's kernel copies the stored values;
 an input whose axis has size one (UNPACK into one output) is only reshaped, a view."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tvm import relax
 
-from .frontend_refusal import OperatorRefused
+from .refusal import OperatorRefused
 
 
 def convert_strided_slice(converter, op, tvm_convert) -> relax.Expr:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tvm import relax
 
-from .frontend_refusal import OperatorRefused
+from .refusal import OperatorRefused
 
 
 def convert_unpack(converter, op) -> relax.Expr:

@@ -12,7 +12,7 @@ from typing import Any
 
 from tvm import relax
 
-from tvm_ext.onnx_qlinear_ops import CONVERTERS as QLINEAR_CONVERTERS
+from tvm_ext.frontend.onnx_ops.qlinear_ops import CONVERTERS as QLINEAR_CONVERTERS
 
 
 def conv_integer(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:

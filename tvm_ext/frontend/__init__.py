@@ -20,29 +20,31 @@ from tvm import relax
 
 from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, bindings_of, with_layers
 
+from .tflite_ops.arg_max import convert_arg_max
+from .tflite_ops.batch_matmul import convert_batch_matmul
+from .tflite_ops.constants import dequantize_int64, with_array_dtypes
+from .tflite_ops.expand_dims import convert_expand_dims
+from .tflite_ops.l2_normalization import convert_l2_normalization
+from .tflite_ops.lstm import convert_unidirectional_sequence_lstm
+from .tflite_ops.pack import convert_pack
+from .tflite_ops.pad import convert_pad
+from .tflite_ops.prelu import convert_prelu
+from .tflite_ops.quantize import convert_quantize
+from .tflite_ops.quantized import QUANTIZED_MODEL_ATTR, tflite_has_quantized_tensors
+from .tflite_ops.refusal import OperatorRefused
+from .tflite_ops.resize_nearest import convert_resize_nearest_neighbor
+from .tflite_ops.softmax import convert_softmax
+from .tflite_ops.strided_slice import convert_strided_slice
+from .tflite_ops.svdf import convert_svdf
+from .tflite_ops.tensor_names import tensor_name_table
+from .tflite_ops.transpose_conv import convert_transpose_conv
+from .tflite_ops.unpack import convert_unpack
+from ..model_check.tflite_layers import tflite_layer_name
+
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
-from .frontend_batch_matmul import convert_batch_matmul
-from .frontend_expand_dims import convert_expand_dims
-from .frontend_pack import convert_pack
-from .frontend_pad import convert_pad
-from .frontend_constants import dequantize_int64, with_array_dtypes
-from .frontend_arg_max import convert_arg_max
-from .frontend_l2_normalization import convert_l2_normalization
-from .frontend_lstm import convert_unidirectional_sequence_lstm
-from .frontend_prelu import convert_prelu
-from .frontend_quantize import convert_quantize
-from .frontend_quantized import QUANTIZED_MODEL_ATTR, tflite_has_quantized_tensors
-from .frontend_refusal import OperatorRefused
-from .frontend_resize_nearest import convert_resize_nearest_neighbor
-from .frontend_softmax import convert_softmax
-from .frontend_strided_slice import convert_strided_slice
-from .frontend_svdf import convert_svdf
-from .frontend_tensor_names import tensor_name_table
-from .frontend_transpose_conv import convert_transpose_conv
-from .frontend_unpack import convert_unpack
-from .model_check.tflite_layers import tflite_layer_name
 
 _CONVOLUTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})  # their third input, the bias, may be omitted
+
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -418,9 +420,9 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
     from onnx import helper
     from tvm.relax.frontend.onnx import onnx_frontend
 
-    from tvm_ext.onnx_conv_transpose import output_shape_as_pads
-    from tvm_ext.onnx_integer_ops import CONVERTERS as ONNX_CONVERTERS
-    from tvm_ext.onnx_qdq_fusion import fuse_qdq
+    from tvm_ext.frontend.onnx_ops.conv_transpose import output_shape_as_pads
+    from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS as ONNX_CONVERTERS
+    from tvm_ext.frontend.onnx_ops.qdq_fusion import fuse_qdq
 
     results = _OperatorResults()
 

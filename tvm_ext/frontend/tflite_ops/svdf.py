@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import relax
 
-from .frontend_refusal import OperatorRefused
+from .refusal import OperatorRefused
 
 SVDF_STATE_UPDATE = "tvm_ext.svdf_state_update"
 SVDF_OUTPUT = "tvm_ext.svdf_output"

@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 from tvm import relax
 
-from .frontend_refusal import OperatorRefused
+from .refusal import OperatorRefused
 
 
 class PadQuantizationError(OperatorRefused):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tvm import relax
 
-from .frontend_refusal import OperatorRefused
+from .refusal import OperatorRefused
 
 
 class ArgMaxConversionError(ValueError):

@@ -5,7 +5,7 @@ float operators between DequantizeLinear and QuantizeLinear nodes; onnxruntime r
 -> Conv -> Q`` as one QLinearConv and ``DQ(a), DQ(b) -> MatMul -> Q`` as one QLinearMatMul (integer
 accumulation, float32 requantization), and drops a DequantizeLinear / QuantizeLinear pair of the same
 parameters around an operator that only moves elements. This rewrite does the same on the ONNX graph
-before import, so those groups take the integer path (``tvm_ext.onnx_qlinear_ops``) and compute what
+before import, so those groups take the integer path (``tvm_ext.frontend.onnx_ops.qlinear_ops``) and compute what
 onnxruntime computes.
 
 A group is fused only when every scale and zero point is a constant (an initializer or a Constant node) and

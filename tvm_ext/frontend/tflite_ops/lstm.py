@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import relax
 
-from .frontend_refusal import OperatorRefused
+from .refusal import OperatorRefused
 
 LSTM = "tvm_ext.unidirectional_sequence_lstm"
 TIME_MAJOR_ATTR = "time_major"
