@@ -79,7 +79,7 @@ TFLITE_16X8_OPS: frozenset[str] = frozenset(
     }
 )
 
-# Operators with state whose stateful conversion is ours and integer only (tvm_ext/frontend/tflite_ops/svdf.py, frontend_lstm.py):
+# Operators with state whose stateful conversion is ours and integer only (tvm_ext/frontend/tflite_ops/svdf.py, lstm.py):
 # TVM 0.27's float converters would make the state a constant, and a bundle that forgets it between runs.
 TFLITE_STATEFUL_INT8_ONLY: frozenset[str] = frozenset({"SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM"})
 

@@ -123,7 +123,7 @@ class BiasPattern:
     def __init__(self) -> None:
         self.values = is_const()
         dequantize = is_op("relax.dequantize")(self.values, wildcard(), wildcard())
-        widened = is_op("relax.multiply")(is_op("relax.astype")(self.values), wildcard())  # frontend_constants
+        widened = is_op("relax.multiply")(is_op("relax.astype")(self.values), wildcard())  # frontend/tflite_ops/constants.py
         self.pattern = dequantize | widened
 
     def read(self, matched: Matched, ctx: LoweringContext) -> Optional[Constant]:
