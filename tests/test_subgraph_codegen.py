@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -69,10 +70,11 @@ def test_the_bundle_is_the_same_for_one_and_for_two_jobs(tmp_path):
 
 
 def children(pid: int) -> list[int]:
-    """The code generation workers of the compiler `pid`: its children but the reference runtime's, which
-    may still run beside the code generation."""
+    """The code generation workers of the compiler `pid`: its living children but the reference runtime's,
+    which may still run beside the code generation (or have ended: a zombie has no command line, and killing
+    it would change nothing)."""
     pids = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    return [child for child in pids if b"tvm_ext.reference_runtimes" not in _cmdline(child)]
+    return [child for child in pids if _cmdline(child) and b"tvm_ext.reference_runtimes" not in _cmdline(child)]
 
 
 def _cmdline(pid: int) -> bytes:
@@ -82,10 +84,28 @@ def _cmdline(pid: int) -> bytes:
         return b"tvm_ext.reference_runtimes"
 
 
-def run_until_the_workers_start(shared_models: Path, out: Path, act) -> subprocess.CompletedProcess:
-    """Compile vww_96_int8 (11 subgraphs) with --jobs 2; once its passes finished and the code generation's
-    workers appeared, call `act(compiler pid, worker pids)`; wait for the end."""
-    command = [sys.executable, "-m", "tvm_ext.compile", str(shared_models / "mlperf_tiny/vww_96_int8.tflite"),
+# The compile command with each worker's task slowed down by 3 s, so that a worker killed when it appears
+# dies in the middle of its task (a worker that already finished its tasks could die unnoticed: in CI one did).
+SLOW_WORKERS_COMMAND = """
+import sys, time
+sys.argv = ["tvm-ext-compile", *sys.argv[1:]]  # our console script's name: our handlers, as in the real command
+import tvm_ext.subgraph_codegen as subgraph_codegen
+generate = subgraph_codegen.generate_subgraph
+def generate_slowly(*args):
+    time.sleep(3)
+    return generate(*args)
+subgraph_codegen.generate_subgraph = generate_slowly
+from tvm_ext.compile.__main__ import run
+run()
+"""
+
+
+def run_until_the_workers_start(shared_models: Path, out: Path, act, python_args: tuple[str, ...] = (
+        "-m", "tvm_ext.compile")) -> subprocess.CompletedProcess:
+    """Compile vww_96_int8 (11 subgraphs) with --jobs 2 (`python_args` run the command); once its passes
+    finished and the code generation's workers appeared, call `act(compiler pid, worker pids)`; wait for the
+    end."""
+    command = [sys.executable, *python_args, str(shared_models / "mlperf_tiny/vww_96_int8.tflite"),
                "--jobs", "2", "-o", str(out)]
     proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     printed = ""
@@ -106,8 +126,8 @@ def run_until_the_workers_start(shared_models: Path, out: Path, act) -> subproce
 
 def test_a_crashed_worker_is_an_internal_error_and_leaves_nothing(shared_models, tmp_path):
     out = tmp_path / "out"
-    proc = run_until_the_workers_start(shared_models, out, lambda pid, workers: Path(f"/proc/{workers[0]}").exists()
-                                       and subprocess.run(["kill", "-KILL", str(workers[0])]))
+    proc = run_until_the_workers_start(shared_models, out, lambda pid, workers: os.kill(workers[0], signal.SIGKILL),
+                                       python_args=("-c", SLOW_WORKERS_COMMAND))
     assert proc.returncode == 3, (proc.returncode, proc.stderr)
     assert proc.stderr.startswith("tvm_ext.compile: internal error: RuntimeError: a code generation worker")
     assert proc.stderr.count("\n") == 1, proc.stderr
