@@ -121,3 +121,10 @@ def tensor_offsets(plan: ExecutionPlan, memory_plan: MemoryPlan) -> dict[str, in
     """The arena offset (bytes) of every tensor whose storage is in the arena, views included."""
     roots = {name: plan.storage_of(name) for name in plan.tensors}
     return {name: memory_plan.offsets[root] for name, root in roots.items() if root in memory_plan.offsets}
+
+
+def total_ram_bytes(plan: ExecutionPlan, memory_plan: MemoryPlan) -> int:
+    """The RAM one inference needs, in bytes: the arena plus the model's inputs and outputs that are the
+    caller's buffers outside it (none when they were planned into the arena: `io_in_arena`)."""
+    outside = {plan.storage_of(n) for n in (*plan.inputs, *plan.outputs)} - set(memory_plan.offsets)
+    return memory_plan.arena_bytes + sum(plan.tensors[root].nbytes for root in outside)

@@ -1,7 +1,9 @@
 """`<model>_model.c`: the entry function that calls the kernels in order on one arena.
 
 Every tensor argument is one of: a weight array, the caller's input or output buffer (read and written in
-place, also through views), the bundle's static state (`packager.state`), or `arena + offset` from the memory plan.
+place, also through views), the bundle's static state (`packager.state`), or `arena + offset` from the memory plan
+(inputs and outputs too when they were planned into the arena: then the run functions take no I/O arguments
+and `<model>_input0()`... give their places in the static arena).
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ from memory_planner.api import Buffer
 from memory_planner.plan import ExecutionPlan, TensorRole
 from packager.c_types import c_type_of
 from packager.c_text import comment, macro_prefix
-from packager.header import run_signature
+from packager.header import io_accessor_signature, run_signature
 from packager.internal_header import weight_symbol
-from packager.io_names import IoTensor
+from packager.io_names import IoTensor, io_in_arena
 from packager.state import state_definitions, state_symbol
 
 
@@ -22,7 +24,7 @@ def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointe
     role = plan.tensors[root].role
     if role is TensorRole.CONSTANT:
         return weight_symbol(plan, root)
-    if role in (TensorRole.INPUT, TensorRole.OUTPUT):
+    if role in (TensorRole.INPUT, TensorRole.OUTPUT) and root in io_pointer:
         return io_pointer[root]
     if role is TensorRole.STATE:
         return state_symbol(plan, root)
@@ -40,6 +42,16 @@ def arena_gaps(buffers: list[Buffer], offsets: dict[str, int], arena_bytes: int,
     if cursor < arena_bytes:
         gaps.append((cursor, arena_bytes))
     return gaps
+
+
+def _accessor_definitions(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor]) -> list[str]:
+    """`<model>_input0()`...: each input's and output's place in the static arena (all have arena offsets)."""
+    lines = []
+    for io, is_input in [*((io, True) for io in inputs), *((io, False) for io in outputs)]:
+        const = "" if is_input else "const "
+        lines += ["", io_accessor_signature(plan, io, is_input), "{",
+                  f"  return ({const}{io.c_type}*)({plan.model}_arena + {io.arena_offset}u);", "}"]
+    return lines
 
 
 def _poison_lines(M: str, gaps: list[tuple[int, int]]) -> list[str]:
@@ -67,16 +79,17 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     kernel call sits between the board's instruction counter's start and reading (cortex_m/lp_icount.h),
     and cortex_m/lp_call_profile.h prints each call's count (see packager.cortex_m.profile)."""
     m, M = plan.model, macro_prefix(plan.model)
+    in_arena = io_in_arena(inputs, outputs)
     single = len(inputs) == 1 and len(outputs) == 1
     io_pointer = {}
-    for io in inputs:
+    for io in [] if in_arena else inputs:
         io_pointer[plan.storage_of(io.tensor.name)] = "input" if single else f"inputs->{io.field}"
-    for io in outputs:
+    for io in [] if in_arena else outputs:
         io_pointer[plan.storage_of(io.tensor.name)] = "output" if single else f"outputs->{io.field}"
     null_checks = ["arena == NULL"]
-    if single:
+    if single and not in_arena:
         null_checks += ["input == NULL", "output == NULL"]
-    else:
+    elif not in_arena:
         null_checks += ["inputs == NULL", "outputs == NULL"]
         null_checks += [f"inputs->{io.field} == NULL" for io in inputs]
         null_checks += [f"outputs->{io.field} == NULL" for io in outputs]
@@ -124,7 +137,7 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         kernel_call = f"{call.kernel}({args});"
         lines += [f"  /* {step}: {comment(layers)} */", *_poison_lines(M, arena_gaps(buffers, offsets, arena_bytes, step)),
                   *(_counted(step, kernel_call) if profile_calls else [f"  {kernel_call}"])]
-    call_args = "input, output" if single else "inputs, outputs"
+    call_args = "" if in_arena else ", input, output" if single else ", inputs, outputs"
     lines += [
         f"  return {M}_OK;",
         "}",
@@ -134,8 +147,9 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         "",
         run_signature(plan, inputs, outputs, with_arena=False),
         "{",
-        f"  return {m}_run_with_arena({m}_arena, sizeof({m}_arena), {call_args});",
+        f"  return {m}_run_with_arena({m}_arena, sizeof({m}_arena){call_args});",
         "}",
+        *(_accessor_definitions(plan, inputs, outputs) if in_arena else []),
         "#endif",
         "",
     ]

@@ -42,6 +42,7 @@ class BundleInputs:
     requantize_roundings: tuple[str, ...] = ()  # the packager.fixed_point_c helpers `kernels_c` calls
     dual_mac: bool = False  # whether `kernels_c` calls the packager.dual_mac_c helper
     alignment: int = 16
+    io_in_arena: bool = False  # the memory plan places the model's inputs and outputs in the arena
     kernels_c_by_unit: dict[str, str] = field(default_factory=dict)  # unit -> its kernels' C, when units are listed
 
 
@@ -49,8 +50,9 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     """Write the bundle's source and build files into `out_dir`; return their paths. manifest.json is
     written once the bundle is built and self-tested (`packager.finish.finish_bundle`)."""
     plan, m = bundle.plan, bundle.plan.model
-    inputs = io_tensors(plan, plan.inputs, bundle.input_names, "input")
-    outputs = io_tensors(plan, plan.outputs, bundle.output_names, "output")
+    offsets = bundle.memory.offsets if bundle.io_in_arena else None
+    inputs = io_tensors(plan, plan.inputs, bundle.input_names, "input", offsets)
+    outputs = io_tensors(plan, plan.outputs, bundle.output_names, "output", offsets)
     arena = bundle.memory.arena_bytes
     files = {
         f"{m}.h": write_header(plan, inputs, outputs, arena, bundle.alignment),

@@ -69,7 +69,8 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
     files (objects, the host self-test program, the cross build's folder), then archive the folder; return the
     archive's path (`<model>.tar.gz`)."""
     (out_dir / "manifest.json").write_text(
-        manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle)))
+        manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle),
+                               bundle.io_in_arena))
     )
     (out_dir / REPORT_FILE).write_text(facts.layer_report(bundle).markdown())
     for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, out_dir / CROSS_BUILD_DIR]:

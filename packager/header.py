@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memory_planner.plan import ExecutionPlan
 from packager.c_text import comment, macro_prefix
-from packager.io_names import IoTensor
+from packager.io_names import IoTensor, io_in_arena
 from packager.state import reset_signature, state_bytes
 
 STATUS_CODES = (
@@ -16,12 +16,23 @@ STATUS_CODES = (
 
 
 def run_signature(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], with_arena: bool) -> str:
-    """The C prototype of `<model>_run` (or `<model>_run_with_arena`), without the trailing semicolon."""
-    arena = "uint8_t* arena, size_t arena_bytes, " if with_arena else ""
+    """The C prototype of `<model>_run` (or `<model>_run_with_arena`), without the trailing semicolon; with
+    the inputs and outputs in the arena it takes none of them."""
     name = f"{plan.model}_run_with_arena" if with_arena else f"{plan.model}_run"
-    if len(inputs) == 1 and len(outputs) == 1:
-        return f"int {name}({arena}const {inputs[0].c_type}* input, {outputs[0].c_type}* output)"
-    return f"int {name}({arena}const {plan.model}_inputs_t* inputs, {plan.model}_outputs_t* outputs)"
+    params = ["uint8_t* arena", "size_t arena_bytes"] if with_arena else []
+    if not io_in_arena(inputs, outputs):
+        if len(inputs) == 1 and len(outputs) == 1:
+            params += [f"const {inputs[0].c_type}* input", f"{outputs[0].c_type}* output"]
+        else:
+            params += [f"const {plan.model}_inputs_t* inputs", f"{plan.model}_outputs_t* outputs"]
+    return f"int {name}({', '.join(params) or 'void'})"
+
+
+def io_accessor_signature(plan: ExecutionPlan, io: IoTensor, is_input: bool) -> str:
+    """The C prototype of `<model>_<field>`, the place of an input (writable) or output (read-only) in the
+    bundle's static arena, without the trailing semicolon."""
+    const = "" if is_input else "const "
+    return f"{const}{io.c_type}* {plan.model}_{io.field}(void)"
 
 
 def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], arena_bytes: int,
@@ -60,20 +71,28 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
                 f"#define {M}_{kind}{index}_ELEMENTS {io.elements}u",
                 f"#define {M}_{kind}{index}_BYTES {io.nbytes}u",
             ]
+            if io.arena_offset is not None:
+                lines.append(f"#define {M}_{kind}{index}_OFFSET {io.arena_offset}u /* bytes from the arena's start */")
     lines += ["", "/* Status codes returned by the run functions. */"]
     for name, value, meaning in STATUS_CODES:
         lines.append(f"#define {M}_{name} {value} /* {meaning.replace('<MODEL>', M)} */")
     lines.append("")
-    if not (len(inputs) == 1 and len(outputs) == 1):
+    in_arena = io_in_arena(inputs, outputs)
+    if not (len(inputs) == 1 and len(outputs) == 1 or in_arena):
         lines += _io_structs(m, inputs, outputs)
+    where_io = (f" * {M}_ARENA_ALIGNMENT). Inputs and outputs are the caller's buffers, read and written in place. */"
+                if not in_arena else
+                f" * {M}_ARENA_ALIGNMENT). The inputs and outputs are in the arena: write input k at arena +\n"
+                f" * {M}_INPUTk_OFFSET before the run, read output k at arena + {M}_OUTPUTk_OFFSET after it. */")
     lines += [
         "/* Runs one inference on the caller's arena (at least <M>_ARENA_BYTES bytes, aligned to".replace("<M>", M),
-        f" * {M}_ARENA_ALIGNMENT). Inputs and outputs are the caller's buffers, read and written in place. */",
+        where_io,
         run_signature(plan, inputs, outputs, with_arena=True) + ";",
         "",
         f"#ifndef {M}_NO_STATIC_ARENA",
         f"/* Runs one inference on the bundle's own static arena. Define {M}_NO_STATIC_ARENA to leave it out. */",
         run_signature(plan, inputs, outputs, with_arena=False) + ";",
+        *(_accessor_declarations(plan, inputs, outputs) if in_arena else []),
         "#endif",
         "",
         *_reset_declaration(plan),
@@ -85,6 +104,15 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         "",
     ]
     return "\n".join(lines)
+
+
+def _accessor_declarations(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor]) -> list[str]:
+    return [
+        "/* The inputs' and outputs' places in the static arena: fill the inputs before each run (the run reuses",
+        " * an input's bytes once it has read them), read the outputs after it. */",
+        *(io_accessor_signature(plan, io, is_input=True) + ";" for io in inputs),
+        *(io_accessor_signature(plan, io, is_input=False) + ";" for io in outputs),
+    ]
 
 
 def _reset_declaration(plan: ExecutionPlan) -> list[str]:

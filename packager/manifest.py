@@ -6,13 +6,18 @@ import json
 from typing import Any
 
 from memory_planner.api import Buffer, MemoryPlan
+from memory_planner.from_plan import total_ram_bytes
 from memory_planner.plan import ExecutionPlan
 
 MANIFEST_VERSION = 1
 
 
-def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], facts: dict[str, Any]) -> dict:
-    """The manifest as a JSON-ready dict. `facts` adds entries such as tool versions and build results."""
+def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], facts: dict[str, Any],
+             io_in_arena: bool = False) -> dict:
+    """The manifest as a JSON-ready dict. `facts` adds entries such as tool versions and build results;
+    with `io_in_arena` (the inputs and outputs planned into the arena) the arena entry says so and gives the
+    total RAM in bytes (then the arena's size; a default manifest has neither key)."""
+    io_entries = {"io_in_arena": True, "total_ram_bytes": total_ram_bytes(plan, memory)} if io_in_arena else {}
     live = {b.name: b for b in buffers}
     tensors = []
     for tensor in plan.tensors.values():
@@ -45,6 +50,7 @@ def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], fac
             "lower_bound_bytes": memory.lower_bound,
             "strategy": memory.strategy,
             "optimal": memory.optimal,
+            **io_entries,
         },
         "weight_bytes": plan.weight_bytes(),
         "inputs": plan.inputs,

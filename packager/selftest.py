@@ -24,7 +24,7 @@ import numpy as np
 
 from memory_planner.plan import ExecutionPlan
 from packager.c_text import array_body, c_string, comment, macro_prefix
-from packager.io_names import IoTensor
+from packager.io_names import IoTensor, io_in_arena
 from packager.template_files import template_text
 
 
@@ -108,7 +108,12 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         "  int status;",
     ]
     single = len(inputs) == 1 and len(outputs) == 1
-    if single:
+    in_arena = io_in_arena(inputs, outputs)
+    if in_arena:  # the inputs are written to, and the outputs copied from, their places in the static arena
+        lines += [f"  memcpy({m}_{io.field}(), selftest_input{k}, sizeof(selftest_input{k}));"
+                  for k, io in enumerate(inputs)]
+        run_call = f"{m}_run()"
+    elif single:
         run_call = f"{m}_run(selftest_input0, selftest_output0)"
     else:
         lines.append(f"  {m}_inputs_t inputs;")
@@ -132,6 +137,9 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         "    return 2;",
         "  }",
     ]
+    if in_arena:
+        lines += [f"  memcpy(selftest_output{k}, {m}_{io.field}(), sizeof(selftest_output{k}));"
+                  for k, io in enumerate(outputs)]
     for index, (io, values) in enumerate(zip(outputs, vectors.expected)):
         arrays = f"selftest_output{index}, selftest_expected{index}, {io.elements}u"
         if _is_float(io):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 from memory_planner.api import MemoryPlan
+from memory_planner.from_plan import total_ram_bytes
 from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
 from target.resolve import TargetSpec
@@ -53,6 +54,11 @@ class Bundle:
         return self.memory.arena_bytes
 
     @property
+    def total_ram_bytes(self) -> int:
+        """The arena plus the inputs and outputs outside it (memory_planner.from_plan.total_ram_bytes)."""
+        return total_ram_bytes(self.plan, self.memory)
+
+    @property
     def weight_bytes(self) -> int:
         return self.plan.weight_bytes()
 
@@ -84,6 +90,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     calibration: str | Path | None = None,
     ranges: str = "minmax",
     scheduler: str | None = None,
+    io_in_arena: bool = False,
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -99,6 +106,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     "quantization" entry records the scheme, the calibration and the accuracy cost against the float model.
     `scheduler` is the address of a Dask distributed scheduler whose workers compile instead of this process
     (`tvm_ext.cluster`; a model file only, not quantized, and the workers generate the C with one process each).
+    `io_in_arena` plans the model's inputs and outputs into the arena: the header gives their places
+    (`<MODEL>_INPUT0_OFFSET`, `<model>_input0()`) and the run functions take no I/O arguments.
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     SelftestMismatchError when the built bundle disagrees with the reference (our bug).
@@ -120,7 +129,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                 source, quantization = quantized_module(model, target, QuantizeRequest(quantize, calibration, ranges),
                                                         log)
             return compile_to_folder(source, target, staging, stage_logger(log), bundle_name,
-                                     default_jobs() if jobs is None else jobs, quantization)
+                                     default_jobs() if jobs is None else jobs, quantization, io_in_arena)
     else:
         from tvm_ext.cluster import compile_on_cluster
 
@@ -129,6 +138,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                                "it); give the model file")
         if quantize is not None:
             raise CompileError(f"{label}: --quantize is not available with --scheduler; quantize locally")
+        if io_in_arena:
+            raise CompileError(f"{label}: --io-in-arena is not available with --scheduler; compile locally")
 
         def fill(staging: Path) -> FolderResult:
             return compile_on_cluster(scheduler, model, target, staging, name, log)

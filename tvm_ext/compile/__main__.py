@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
                              "(N samples), or 'random' (uniform noise, recorded in the manifest)")
     parser.add_argument("--ranges", choices=("minmax", "percentile"), default="minmax",
                         help="activation ranges from the calibration data (default: minmax)")
+    parser.add_argument("--io-in-arena", action="store_true",
+                        help="place the model's inputs and outputs in the arena (the header gives their places; "
+                             "the run functions take no input or output arguments)")
     return parser
 
 
@@ -106,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     memory = bundle.memory
     print(
         f"[tvm_ext] {bundle.plan.model}: arena {memory.arena_bytes:,} B (lower bound {memory.lower_bound:,} B, "
-        f"{'optimal' if memory.optimal else memory.strategy}), weights {bundle.weight_bytes:,} B, "
+        f"{'optimal' if memory.optimal else memory.strategy}), total RAM {bundle.total_ram_bytes:,} B "
+        f"(arena + I/O outside it), weights {bundle.weight_bytes:,} B, "
         f"{len({c.kernel for c in bundle.plan.calls})} kernels in {len(bundle.plan.calls)} calls, "
         f"self-test {'PASS' if bundle.selftest.passed else 'FAIL'} -> {bundle.out_dir}"
     )
@@ -122,7 +126,8 @@ def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
                 if args.example else Path(args.model)
             bundle = compile(model, args.target, Path(args.out), force=args.force,
                              log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
-                             calibration=args.calibration, ranges=args.ranges, scheduler=args.scheduler)
+                             calibration=args.calibration, ranges=args.ranges, scheduler=args.scheduler,
+                             io_in_arena=args.io_in_arena)
         release()
         return bundle, None
     except CompileError as err:

@@ -110,11 +110,13 @@ class Generated:
 
 @dataclass(frozen=True)
 class Planned:
-    """The plan with its calls in the chosen order, the arena's buffers and their checked offsets."""
+    """The plan with its calls in the chosen order, the arena's buffers and their checked offsets;
+    `io_in_arena`: the model's inputs and outputs are among the buffers (`buffers_from_plan`)."""
 
     plan: ExecutionPlan
     buffers: list[Buffer]
     memory: MemoryPlan
+    io_in_arena: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,8 @@ class Tested:
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
-                      name: str | None = None, jobs: int = 1, quantization: dict | None = None) -> FolderResult:
+                      name: str | None = None, jobs: int = 1, quantization: dict | None = None,
+                      io_in_arena: bool = False) -> FolderResult:
     """Compile `model` (a model file's Path or a Relax IRModule) into `folder` (which exists and is empty).
 
     `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
@@ -149,7 +152,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     `name` is the bundle's C prefix (default: the model file's stem, or "model" for an IRModule); `jobs` the
     number of processes that generate the kernels' C and of compilers that build the bundle (the bundle is the
     same for any number); `quantization` the manifest's record of how a float model was quantized into `model`
-    (tvm_ext.compile.quantized).
+    (tvm_ext.compile.quantized); `io_in_arena` plans the model's inputs and outputs into the arena (the
+    bundle's header then gives their places and the run functions take no I/O arguments).
     A model file's reference runtime runs in its child process from the import on, beside the passes and
     the code generation (`tvm_ext.reference.RunningReference`).
     """
@@ -193,7 +197,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
             raise CompileError(str(err).strip().splitlines()[-1]) from err
 
-        planned = stage("planning", lambda: planning(generated.plan, profile), _describe_memory)
+        planned = stage("planning", lambda: planning(generated.plan, profile, io_in_arena), _describe_memory)
         units = subgraph_units(planned.plan, profile, file_name)
         try:
             target.check_fits(profile, planned.plan.model, planned.memory.arena_bytes, planned.plan.weight_bytes())
@@ -298,17 +302,18 @@ def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: 
     return Generated(source, plan, constants)
 
 
-def planning(plan: ExecutionPlan, profile: Profile) -> Planned:
-    """The call order with the lowest peak, as a new plan, and its arena placement, checked independently."""
+def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -> Planned:
+    """The call order with the lowest peak, as a new plan, and its arena placement, checked independently;
+    with `io_in_arena` the model's inputs and outputs are placed in the arena too."""
     order = choose_order(plan)
     ordered = replace(plan, calls=[plan.calls[i] for i in order])
-    buffers = buffers_from_plan(ordered, alignment=profile.alignment_bytes)
+    buffers = buffers_from_plan(ordered, alignment=profile.alignment_bytes, io_in_arena=io_in_arena)
     memory = plan_memory(buffers)
     try:
         check_plan(buffers, memory)
     except InvalidMemoryPlanError as err:
         raise RuntimeError(f"the memory planner produced an invalid plan: {err}") from err
-    return Planned(ordered, buffers, memory)
+    return Planned(ordered, buffers, memory, io_in_arena)
 
 
 def packaging(folder: Path, imported: Imported, generated: Generated, planned: Planned, referenced: Referenced,
@@ -327,6 +332,7 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
         config=config, input_names=[s.name for s in imported.model.inputs],
         output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
         kernels_c_by_unit={unit: generated.source.c_text_of(names) for unit, names in by_unit.items()},
+        io_in_arena=planned.io_in_arena,
     )
     return Packaged(bundle, write_bundle(folder, bundle))
 
