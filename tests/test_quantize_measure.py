@@ -44,3 +44,16 @@ def test_a_quantized_model_over_the_sram_is_refused_with_the_byte_count(tmp_path
     assert lines[0].startswith("tvm_ext.compile: error: hello_world_float"), lines[0]
     assert "arena needs 32 B of SRAM but tiny-m0plus has 16 B (16 B over)" in lines[0]
     assert not out.exists()
+
+
+def test_each_layer_records_its_quantization_error_on_the_calibration_data(hello_world_quantized):
+    layers = hello_world_quantized.layers
+    facts = hello_world_quantized.facts["layer_errors"]
+    assert [error.facts() for error in layers] == facts
+    assert len(layers) == 3  # hello_world_float: three FULLY_CONNECTED layers
+    assert all("FULLY_CONNECTED" in error.layer for error in layers), layers
+    assert all(0.0 < error.relative_error < 0.05 for error in layers), layers  # int8 near, not equal to, float
+    # The last layer's output is the model's output: its error is the model's cost on the same samples, up to the
+    # integer kernels' requantization rounding, which the QDQ graph the layer errors are measured on leaves out.
+    model_cost = hello_world_quantized.accuracy["calibration"].value
+    assert abs(layers[-1].relative_error - model_cost) < 0.25 * model_cost, (layers[-1], model_cost)

@@ -21,6 +21,7 @@ from tvm_ext.transform import LowerQuantizedToInteger
 
 from .accuracy import AccuracyCost, accuracy_cost, metric_for
 from .calibration import Calibration, random_samples
+from .layer_error import LayerError, layer_errors
 from .qdq import QuantizedGraph, layer_outputs, quantize_graph
 from .ranges import ActivationQuant, RangeMethod, observe_ranges, run_on_samples
 
@@ -35,6 +36,7 @@ class QuantizedModel:
     mod: tvm.IRModule
     facts: dict
     accuracy: dict[str, AccuracyCost]  # "calibration" and, with random calibration, "held_back"
+    layers: list[LayerError]  # each layer output's quantization error on the calibration samples
 
 
 def quantize_model(model: ImportedModel, calibration: Calibration, profile: Profile,
@@ -57,6 +59,7 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         held_back = random_samples(model.inputs, HELD_BACK_SAMPLES, HELD_BACK_SEED)
         held_float = [outputs[0] for outputs in run_on_samples(model.mod, held_back)]
         accuracy["held_back"] = _cost(integer, graph, held_back, held_float, metric)
+    errors = layer_errors(model.mod, graph, taps, calibration.samples)
     facts = {
         "dtype": "int8",
         "weights": "per-channel symmetric int8",
@@ -69,9 +72,10 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         "inputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.inputs, graph.inputs)],
         "outputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.outputs, graph.outputs)],
         "accuracy": {where: cost.facts() for where, cost in accuracy.items()},
+        "layer_errors": [error.facts() for error in errors],
         "integer_reference": "the lowered integer graph on TVM's Relax VM (llvm), bit-exact",
     }
-    return QuantizedModel(integer, facts, accuracy)
+    return QuantizedModel(integer, facts, accuracy, errors)
 
 
 def held_back_description() -> str:
