@@ -8,8 +8,9 @@ print arena and flash (weight) bytes of both, instructions per inference of both
 under QEMU -icount on emulated profiles such as cortex-m4f; "-" on a profile without an emulator), and
 the accuracy cost the quantized bundle's manifest records: on the calibration samples and on 200
 held-back samples drawn from the same distribution with another seed (top-1 agreement with the float
-model for the classifiers, relative L2 error for the others). A bundle that does not compile (e.g. does
-not fit the profile) gets its one-line error instead of numbers.
+model for the classifiers, with how many classes the float model predicts on those samples: one class
+makes the agreement uninformative; relative L2 error for the others). A bundle that does not compile
+(e.g. does not fit the profile) gets its one-line error instead of numbers.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _cost(cost: dict | None) -> str:
     if cost is None:
         return "-"
     if cost["metric"] == "top1_agreement":
-        return f"top-1 {100 * cost['value']:.1f}% of {cost['samples']}"
+        return f"top-1 {100 * cost['value']:.1f}% of {cost['samples']} ({cost['float_classes']} float classes)"
     return f"rel.err {100 * cost['value']:.2f}% on {cost['samples']}"
 
 

@@ -57,3 +57,19 @@ def test_each_layer_records_its_quantization_error_on_the_calibration_data(hello
     # integer kernels' requantization rounding, which the QDQ graph the layer errors are measured on leaves out.
     model_cost = hello_world_quantized.accuracy["calibration"].value
     assert abs(layers[-1].relative_error - model_cost) < 0.25 * model_cost, (layers[-1], model_cost)
+
+
+def test_top1_agreement_says_how_many_classes_the_float_model_predicts():
+    import numpy as np
+
+    from tvm_ext.quantize.accuracy import Metric, accuracy_cost
+
+    float_outputs = [np.array([0.9, 0.1]), np.array([0.2, 0.8]), np.array([0.3, 0.7])]
+    int8_outputs = [np.array([0.8, 0.2]), np.array([0.3, 0.7]), np.array([0.6, 0.4])]
+    cost = accuracy_cost(Metric.TOP1_AGREEMENT, float_outputs, int8_outputs)
+    assert cost.value == pytest.approx(2 / 3) and cost.float_classes == 2
+    assert cost.facts()["float_classes"] == 2 and "(float predicts 2 classes)" in cost.describe()
+    # Noise inputs that all land in one class make 100% agreement say nothing: the count shows it.
+    one_class = accuracy_cost(Metric.TOP1_AGREEMENT, float_outputs[:1] * 4, int8_outputs[:1] * 4)
+    assert (one_class.value, one_class.float_classes) == (1.0, 1)
+    assert "float_classes" not in accuracy_cost(Metric.RELATIVE_ERROR, float_outputs, int8_outputs).facts()
