@@ -3,9 +3,9 @@
 The steps: observe each activation's range on the calibration samples (float main on TVM's Relax VM),
 rewrite main into the QDQ form of the quantized model (`qdq`), lower that with LowerQuantizedToInteger
 (TFLite Micro's integer kernels, the profile's rounding), and run the integer module on the host on the
-same samples (quantized inputs) for the accuracy cost against the float model. The integer module is what
-the compiler then compiles; the self-test compares the bundle bit-exactly with that same module on TVM's
-Relax VM, the integer reference.
+same samples (quantized inputs) for the accuracy cost against the float model, and the QDQ graph for each
+layer's quantization error (`layer_error`). The integer module is what the compiler then compiles; the
+self-test compares the bundle bit-exactly with that same module on TVM's Relax VM, the integer reference.
 """
 
 from __future__ import annotations
