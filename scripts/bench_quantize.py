@@ -1,13 +1,16 @@
 """Float vs int8 bundles of the shared float models, and the accuracy int8 costs (not a test).
 
-    python scripts/bench_quantize.py [--models ../shared/models] [--target lowpower] [MODEL ...]
+    python scripts/bench_quantize.py [--models ../shared/models] [--target cortex-m4f] [MODEL ...]
 
 For each model: compile the float model, then the same model with `quantize="int8"` calibrated on
 `calibration="random"` (100 samples uniform in [-1, 1), the distribution the self-test draws from), and
-print arena and flash (weight) bytes of both, and the accuracy cost the quantized bundle's manifest
-records: on the calibration samples and on 100 held-back samples of the same distribution (top-1
-agreement with the float model for the classifiers, relative L2 error for the others). A bundle that
-does not compile (e.g. does not fit the profile) gets its one-line error instead of numbers.
+print arena and flash (weight) bytes of both, instructions per inference of both (the self-test's run
+under QEMU -icount on emulated profiles such as cortex-m4f; "-" on a profile without an emulator), and
+the accuracy cost the quantized bundle's manifest records: on the calibration samples and on 200
+held-back samples drawn from the same distribution with another seed (top-1 agreement with the float
+model for the classifiers, with how many classes the float model predicts on those samples: one class
+makes the agreement uninformative; relative L2 error for the others). A bundle that does not compile
+(e.g. does not fit the profile) gets its one-line error instead of numbers.
 """
 
 from __future__ import annotations
@@ -35,12 +38,21 @@ def _compile(model: Path, target: str, out: Path, **quantize):
         return str(err)
 
 
+def _sizes(bundle) -> tuple[str, str, str]:
+    """Arena bytes, flash (weight) bytes and instructions per inference of `bundle`, or "-" each for an
+    error line (and instructions "-" when the self-test did not run under an emulator)."""
+    if isinstance(bundle, str):
+        return "-", "-", "-"
+    instructions = bundle.selftest.instructions
+    return f"{bundle.arena_bytes:,}", f"{bundle.weight_bytes:,}", f"{instructions:,}" if instructions else "-"
+
+
 def _cost(cost: dict | None) -> str:
     if cost is None:
         return "-"
     if cost["metric"] == "top1_agreement":
-        return f"top-1 {100 * cost['value']:.1f}%"
-    return f"rel.err {100 * cost['value']:.2f}%"
+        return f"top-1 {100 * cost['value']:.1f}% of {cost['samples']} ({cost['float_classes']} float classes)"
+    return f"rel.err {100 * cost['value']:.2f}% on {cost['samples']}"
 
 
 def main() -> int:
@@ -48,10 +60,16 @@ def main() -> int:
     parser.add_argument("models", nargs="*", default=list(MODELS), help="models under --models")
     parser.add_argument("--models", dest="folder", type=Path,
                         default=Path(os.environ.get("TVM_EXT_MODELS", ROOT.parent / "shared" / "models")))
-    parser.add_argument("--target", default="lowpower")
+    parser.add_argument("--target", default="cortex-m4f")
     args = parser.parse_args()
-    print(f"| model | float arena B | int8 arena B | float flash B | int8 flash B | calibration | held-back |")
-    print("|---|---:|---:|---:|---:|---|---|")
+    from tvm_ext.quantize.calibration import RANDOM_SAMPLES, RANDOM_SEED
+    from tvm_ext.quantize.prepare import held_back_description
+
+    print(f"target {args.target}; calibration random: uniform [-1, 1), {RANDOM_SAMPLES} samples, seed {RANDOM_SEED}; "
+          f"held-back {held_back_description()} (the calibration's distribution)")
+    print("| model | float arena B | int8 arena B | float flash B | int8 flash B | float instr. | int8 instr. "
+          "| calibration | held-back |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
     with tempfile.TemporaryDirectory(prefix="bench_quantize.") as tmp:
         for relative in args.models:
             model = args.folder / relative
@@ -62,11 +80,9 @@ def main() -> int:
                 accuracy = {}
             else:
                 accuracy = json.loads((int8_bundle.out_dir / "manifest.json").read_text())["quantization"]["accuracy"]
-            cells = []
-            for bundle in (float_bundle, int8_bundle):
-                cells.append(("-", "-") if isinstance(bundle, str) else
-                             (f"{bundle.arena_bytes:,}", f"{bundle.weight_bytes:,}"))
+            cells = [_sizes(float_bundle), _sizes(int8_bundle)]
             print(f"| {model.stem} | {cells[0][0]} | {cells[1][0]} | {cells[0][1]} | {cells[1][1]} | "
+                  f"{cells[0][2]} | {cells[1][2]} | "
                   f"{_cost(accuracy.get('calibration'))} | {_cost(accuracy.get('held_back'))} |", flush=True)
             for kind, bundle in (("float", float_bundle), ("int8", int8_bundle)):
                 if isinstance(bundle, str):

@@ -27,18 +27,23 @@ def metric_for(last_layer_kind: str) -> Metric:
 
 @dataclass(frozen=True)
 class AccuracyCost:
-    """One metric's value over `samples` samples (its first output only when a model has several)."""
+    """One metric's value over `samples` samples (its first output only when a model has several).
+    `float_classes` (TOP1_AGREEMENT only): how many distinct classes the float model's top-1 takes on those
+    samples; 1 says the agreement is uninformative (e.g. noise inputs all landing in one class)."""
 
     metric: Metric
     value: float
     samples: int
+    float_classes: int | None = None
 
     def facts(self) -> dict:
-        return {"metric": self.metric.value, "value": self.value, "samples": self.samples}
+        classes = {} if self.float_classes is None else {"float_classes": self.float_classes}
+        return {"metric": self.metric.value, "value": self.value, "samples": self.samples, **classes}
 
     def describe(self) -> str:
         if self.metric is Metric.TOP1_AGREEMENT:
-            return f"top-1 agreement {100 * self.value:.1f}% on {self.samples} samples"
+            return (f"top-1 agreement {100 * self.value:.1f}% on {self.samples} samples "
+                    f"(float predicts {self.float_classes} classes)")
         return f"relative error {100 * self.value:.2f}% on {self.samples} samples"
 
 
@@ -47,9 +52,10 @@ def accuracy_cost(metric: Metric, float_outputs: list[np.ndarray], int8_outputs:
     reference = np.stack([np.asarray(o, np.float64).reshape(-1) for o in float_outputs])
     quantized = np.stack([np.asarray(o, np.float64).reshape(-1) for o in int8_outputs])
     if metric is Metric.TOP1_AGREEMENT:
-        value = float(np.mean(reference.argmax(axis=1) == quantized.argmax(axis=1)))
-    else:
-        norm = float(np.linalg.norm(reference))
-        value = float(np.linalg.norm(quantized - reference) / norm) if norm > 0 else float(
-            np.linalg.norm(quantized - reference))
+        classes = reference.argmax(axis=1)
+        value = float(np.mean(classes == quantized.argmax(axis=1)))
+        return AccuracyCost(metric, value, len(float_outputs), len(np.unique(classes)))
+    norm = float(np.linalg.norm(reference))
+    value = float(np.linalg.norm(quantized - reference) / norm) if norm > 0 else float(
+        np.linalg.norm(quantized - reference))
     return AccuracyCost(metric, value, len(float_outputs))

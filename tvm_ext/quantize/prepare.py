@@ -3,9 +3,9 @@
 The steps: observe each activation's range on the calibration samples (float main on TVM's Relax VM),
 rewrite main into the QDQ form of the quantized model (`qdq`), lower that with LowerQuantizedToInteger
 (TFLite Micro's integer kernels, the profile's rounding), and run the integer module on the host on the
-same samples (quantized inputs) for the accuracy cost against the float model. The integer module is what
-the compiler then compiles; the self-test compares the bundle bit-exactly with that same module on TVM's
-Relax VM, the integer reference.
+same samples (quantized inputs) for the accuracy cost against the float model, and the QDQ graph for each
+layer's quantization error (`layer_error`). The integer module is what the compiler then compiles; the
+self-test compares the bundle bit-exactly with that same module on TVM's Relax VM, the integer reference.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from tvm_ext.frontend import ImportedModel
 from tvm_ext.transform import LowerQuantizedToInteger
 
 from .accuracy import AccuracyCost, accuracy_cost, metric_for
-from .calibration import RANDOM_SAMPLES, Calibration, random_samples
+from .calibration import Calibration, random_samples
+from .layer_error import LayerError, layer_errors
 from .qdq import QuantizedGraph, layer_outputs, quantize_graph
 from .ranges import ActivationQuant, RangeMethod, observe_ranges, run_on_samples
 
 HELD_BACK_SEED = 2  # random calibration: the held-back samples come from the same distribution, another seed
+HELD_BACK_SAMPLES = 200  # the issue's figure for the held-back accuracy
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class QuantizedModel:
     mod: tvm.IRModule
     facts: dict
     accuracy: dict[str, AccuracyCost]  # "calibration" and, with random calibration, "held_back"
+    layers: list[LayerError]  # each layer output's quantization error on the calibration samples
 
 
 def quantize_model(model: ImportedModel, calibration: Calibration, profile: Profile,
@@ -50,10 +53,13 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name)(graph.mod)
     metric = metric_for(model.layers[-1].kind if model.layers else "")
     accuracy = {"calibration": _cost(integer, graph, calibration.samples, float_outputs, metric)}
+    held_back_source = None
     if calibration.random:
-        held_back = random_samples(model.inputs, RANDOM_SAMPLES, HELD_BACK_SEED)
+        held_back_source = held_back_description()
+        held_back = random_samples(model.inputs, HELD_BACK_SAMPLES, HELD_BACK_SEED)
         held_float = [outputs[0] for outputs in run_on_samples(model.mod, held_back)]
         accuracy["held_back"] = _cost(integer, graph, held_back, held_float, metric)
+    errors = layer_errors(model.mod, graph, taps, calibration.samples)
     facts = {
         "dtype": "int8",
         "weights": "per-channel symmetric int8",
@@ -62,12 +68,20 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         "ranges": method.value,
         "calibration": calibration.source,
         "calibration_random": calibration.random,
+        **({"held_back": held_back_source} if held_back_source else {}),
         "inputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.inputs, graph.inputs)],
         "outputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.outputs, graph.outputs)],
         "accuracy": {where: cost.facts() for where, cost in accuracy.items()},
+        "layer_errors": [error.facts() for error in errors],
         "integer_reference": "the lowered integer graph on TVM's Relax VM (llvm), bit-exact",
     }
-    return QuantizedModel(integer, facts, accuracy)
+    return QuantizedModel(integer, facts, accuracy, errors)
+
+
+def held_back_description() -> str:
+    """Where the held-back samples of a random calibration come from: the calibration's distribution
+    (uniform [-1, 1)), another seed."""
+    return f"random: uniform [-1, 1), {HELD_BACK_SAMPLES} samples, seed {HELD_BACK_SEED}"
 
 
 def _cost(integer: tvm.IRModule, graph: QuantizedGraph, samples: list[list[np.ndarray]],

@@ -36,11 +36,13 @@ class QuantizeError(Exception):
 
 @dataclass(frozen=True)
 class QuantizedGraph:
-    """The QDQ module, and the int8 quantization of its inputs and outputs (in main's order)."""
+    """The QDQ module, and the int8 quantization of its inputs and outputs (in main's order); `activations`
+    maps each input and layer output var of the float main to its int8 var in the QDQ main and quantization."""
 
     mod: tvm.IRModule
     inputs: list[ActivationQuant]
     outputs: list[ActivationQuant]
+    activations: dict[relax.Var, "Int8Value"]
 
 
 def layer_outputs(main: relax.Function) -> list[relax.Var]:
@@ -78,7 +80,7 @@ def quantize_graph(mod: tvm.IRModule, input_quants: list[ActivationQuant],
 
 
 @dataclass
-class _Int8Value:
+class Int8Value:
     """An int8 tensor of the quantized main and its quantization."""
 
     var: relax.Expr
@@ -92,7 +94,7 @@ class _Rewriter:
     quant_of: dict[relax.Var, ActivationQuant]
     model_name: str
     bb: relax.BlockBuilder = field(default_factory=relax.BlockBuilder)
-    int8: dict = field(default_factory=dict)  # float var of the old main -> _Int8Value
+    int8: dict = field(default_factory=dict)  # float var of the old main -> Int8Value
     floats: dict = field(default_factory=dict)  # float var of the old main (inside its layer) -> new expr
     mac_scales: dict = field(default_factory=dict)  # new var of a MAC call -> its accumulator scales (float64)
     weight_scales: dict = field(default_factory=dict)  # new dequantized-weight var -> per-channel scales
@@ -102,7 +104,7 @@ class _Rewriter:
         layers = Layers.of(self.main)
         params = [relax.Var(p.name, relax.TensorType(p.ty.shape, "int8")) for p in self.main.params]
         for old, new, quant in zip(self.main.params, params, self.input_quants):
-            self.int8[old] = _Int8Value(new, quant)
+            self.int8[old] = Int8Value(new, quant)
         outputs = set(layer_outputs(self.main))
         alias = {}
         with self.bb.function("main", params):
@@ -119,7 +121,7 @@ class _Rewriter:
                 self.binding_records.append(self.binding_records[-1] if self.binding_records else ())
             self.bb.emit_func_output(out)
         func = with_layers(self.bb.get()["main"], layers.records, self.binding_records)
-        return QuantizedGraph(tvm.IRModule({"main": func}), list(self.input_quants), [result.quant])
+        return QuantizedGraph(tvm.IRModule({"main": func}), list(self.input_quants), [result.quant], dict(self.int8))
 
     def _emit(self, expr: relax.Expr, indices) -> relax.Var:
         self.binding_records.append(tuple(indices))
@@ -144,7 +146,7 @@ class _Rewriter:
             self.mac_scales[new] = self._accumulator_scales(binding, args)
         if leaves_layer:
             quant = SOFTMAX_QUANT if op == "relax.nn.softmax" else self.quant_of[binding.var]
-            self.int8[binding.var] = _Int8Value(self._emit(
+            self.int8[binding.var] = Int8Value(self._emit(
                 relax.op.quantize(new, relax.const(quant.scale), relax.const(quant.zero_point, "int32"), -1, "int8"),
                 indices), quant)
         else:
@@ -163,7 +165,7 @@ class _Rewriter:
         else:
             new = self._emit(relax.Call(value.op, [source.var, *value.args[1:]], value.attrs, value.ty_args),
                              indices)
-        self.int8[binding.var] = _Int8Value(new, source.quant)
+        self.int8[binding.var] = Int8Value(new, source.quant)
 
     def _operand(self, binding: relax.VarBinding, position: int, arg: relax.Expr, indices) -> relax.Expr:
         if isinstance(arg, relax.Var) and arg in self.floats:
