@@ -34,23 +34,25 @@ def _double(prefix: str) -> str:
     return f"""/* TFLite's MultiplyByQuantizedMultiplier, double rounding: round(acc * multiplier * 2^(shift - 31)). */
 static inline int32_t {requantize_helper_name(prefix, "double")}(int32_t acc, int32_t multiplier, int32_t shift)
 {{
-    const int32_t left_shift = shift > 0 ? shift : 0;
-    const int32_t right_shift = shift > 0 ? 0 : -shift;
+    /* max(shift, 0) and max(-shift, 0) without branches (x & ~(x >> 31) clears a negative x). */
+    const uint32_t left_shift = (uint32_t)(shift & ~(shift >> 31));
+    const uint32_t right_shift = (uint32_t)(-shift & ~(-shift >> 31));
     /* acc * 2^left_shift, wrapping as TFLite's int32 multiplication does (an unsigned shift: no UB). */
     const int32_t scaled = (int32_t)((uint32_t)acc << left_shift);
-    /* SaturatingRoundingDoublingHighMul(scaled, multiplier): (product + nudge) / 2^31 truncated, the nudge
-       +2^30 or 1 - 2^30 by the product's sign, i.e. the magnitude (~product when negative: |product| - 1)
-       plus 2^30, shifted, and the sign put back. */
-    const int64_t product = (int64_t)scaled * (int64_t)multiplier;
-    const uint64_t magnitude = product < 0 ? ~(uint64_t)product : (uint64_t)product;
-    const int32_t rounded = (int32_t)((magnitude + ((uint64_t)1 << 30)) >> 31);
-    const int32_t high = (scaled == INT32_MIN && multiplier == INT32_MIN)
-        ? INT32_MAX : (product < 0 ? -rounded : rounded);
-    /* RoundingDivideByPOT(high, right_shift): nearest, ties away from zero. */
-    const int32_t mask = (int32_t)(((uint32_t)1 << right_shift) - 1u);
-    const int32_t remainder = high & mask;
-    const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
-    return {_floor_shift("high", "right_shift", "int32_t")} + (remainder > threshold ? 1 : 0);
+    /* SaturatingRoundingDoublingHighMul(scaled, multiplier): TFLite adds 2^30 or 1 - 2^30 by the product's
+       sign and truncates toward zero, which for either sign is floor((product + 2^30) / 2^31): bits 31..62
+       of the sum, taken in unsigned arithmetic (one SMLAL on Arm). Only INT32_MIN * INT32_MIN = 2^62 gives
+       2^31, which wraps to INT32_MIN and saturates; every other product's result exceeds INT32_MIN. */
+    const uint64_t nudged = (uint64_t)((int64_t)scaled * (int64_t)multiplier) + ((uint64_t)1 << 30);
+    const int32_t wrapped = (int32_t)(uint32_t)(nudged >> 31);
+    const int32_t high = wrapped == INT32_MIN ? INT32_MAX : wrapped;
+    /* RoundingDivideByPOT(high, right_shift), nearest, ties away from zero: the floor, plus 1 when the
+       remainder (0 <= remainder < 2^e) plus 2^(e-1) (2^(e-1) - 1 for a negative high; 0 when e = 0)
+       reaches 2^e. The sum stays below 2^32. */
+    const uint32_t mask = ((uint32_t)1 << right_shift) - 1u;
+    const uint32_t nudge = (mask + 1u - (uint32_t)(high < 0)) >> 1;
+    const uint32_t round_up = (((uint32_t)high & mask) + nudge) >> right_shift;
+    return {_floor_shift("high", "right_shift", "int32_t")} + (int32_t)round_up;
 }}
 """
 
