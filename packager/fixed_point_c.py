@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-ROUNDINGS = ("double", "double_right_shift", "single")
+# The helpers: one per rounding, and double rounding's right-shift-only variant.
+HELPERS = ("double", "double_right_shift", "single")
 RIGHT_SHIFT_ONLY = "double_right_shift"
 
 
 def requantize_helper_name(prefix: str, rounding: str) -> str:
-    """The C name of the helper for `rounding` (one of ROUNDINGS) in the bundle `prefix`."""
+    """The C name of the helper for `rounding` (one of HELPERS) in the bundle `prefix`."""
     return f"{prefix}_requantize_{rounding}"
 
 
@@ -92,6 +93,6 @@ _WRITERS = {"double": _double, RIGHT_SHIFT_ONLY: _double_right_shift, "single": 
 
 
 def requantize_helpers_c(prefix: str, roundings: Iterable[str]) -> str:
-    """The C definitions of the helpers for `roundings` (each one of ROUNDINGS), in a fixed order."""
+    """The C definitions of the helpers for `roundings` (each one of HELPERS), in a fixed order."""
     wanted = set(roundings)
-    return "\n".join(_WRITERS[r](prefix) for r in ROUNDINGS if r in wanted)
+    return "\n".join(_WRITERS[r](prefix) for r in HELPERS if r in wanted)

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from packager.fixed_point_c import RIGHT_SHIFT_ONLY, ROUNDINGS, requantize_helper_name, requantize_helpers_c
+from packager.fixed_point_c import HELPERS, RIGHT_SHIFT_ONLY, requantize_helper_name, requantize_helpers_c
 
 # Instructions per helper, measured with arm-none-eabi-gcc 12.2 (the rewrite: 32 and 16).
 MOST_INSTRUCTIONS = {"double": 32, RIGHT_SHIFT_ONLY: 16}
@@ -21,7 +21,7 @@ MOST_INSTRUCTIONS = {"double": 32, RIGHT_SHIFT_ONLY: 16}
 def _instruction_counts(tmp_path) -> dict[str, int]:
     """Function name -> instructions in its disassembly, for every helper compiled as an ordinary function."""
     source = tmp_path / "helpers.c"
-    source.write_text("#include <stdint.h>\n" + requantize_helpers_c("m", ROUNDINGS).replace("static inline ", ""))
+    source.write_text("#include <stdint.h>\n" + requantize_helpers_c("m", HELPERS).replace("static inline ", ""))
     obj = tmp_path / "helpers.o"
     subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-O2", "-c", str(source), "-o", str(obj)],
                    check=True)

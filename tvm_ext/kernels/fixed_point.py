@@ -30,7 +30,7 @@ from typing import Optional, Union
 import tvm
 from tvm import tirx
 
-from packager.fixed_point_c import RIGHT_SHIFT_ONLY, ROUNDINGS, requantize_helper_name
+from packager.fixed_point_c import HELPERS, RIGHT_SHIFT_ONLY, requantize_helper_name
 from tvm.ir.expr import Expr as PrimExpr
 
 INT32_MIN = -(2**31)
@@ -122,9 +122,9 @@ def expand_multiply_by_quantized_multiplier(
     return rounding_divide_by_pot(high, right_shift)
 
 
-# One operator per C helper (`packager.fixed_point_c.ROUNDINGS`): a rounding, or double rounding's
+# One operator per C helper (`packager.fixed_point_c.HELPERS`): a rounding, or double rounding's
 # right-shift-only variant.
-REQUANTIZE_OPS = {helper: f"tvm_ext.multiply_by_quantized_multiplier_{helper}" for helper in ROUNDINGS}
+REQUANTIZE_OPS = {helper: f"tvm_ext.multiply_by_quantized_multiplier_{helper}" for helper in HELPERS}
 
 
 def multiply_by_quantized_multiplier(
@@ -156,7 +156,7 @@ _HELPER_CALLS: contextvars.ContextVar[Optional[_HelperCalls]] = contextvars.Cont
 def calls_to_c_helpers(prefix: str) -> Iterator[set[str]]:
     """Within this block, C code generation calls `<prefix>_requantize_<helper>` for each requantization.
 
-    Yields the set of helpers (`packager.fixed_point_c.ROUNDINGS`) the generated C calls (filled in as code
+    Yields the set of helpers (`packager.fixed_point_c.HELPERS`) the generated C calls (filled in as code
     is generated).
     """
     calls = _HelperCalls(prefix, set())
@@ -193,7 +193,7 @@ def _register_requantize_op(helper: str) -> None:
     tirx.register_intrin_lowering(name, "c", f=to_c)
 
 
-for _helper in ROUNDINGS:
+for _helper in HELPERS:
     _register_requantize_op(_helper)
 
 
