@@ -7,9 +7,9 @@ Bit-exact with TFLite (tensorflow/lite/kernels/internal/common.{h,cc}, gemmlowp 
 - "double" (TFLite's default): SaturatingRoundingDoublingHighMul(x * 2^max(shift, 0), multiplier), then
   RoundingDivideByPOT by max(-shift, 0); INT32_MIN * INT32_MIN saturates to INT32_MAX.
 - "single" (TFLITE_SINGLE_ROUNDING, CMSIS-NN): (x * multiplier + 2^(30 - shift)) >> (31 - shift).
-- "double_right_shift": "double" where the caller guarantees shift <= 0 and multiplier != INT32_MIN (a layer
+- "double_right_shift": "double" where the caller guarantees shift < 0 and multiplier != INT32_MIN (a layer
   whose every channel's constants are so, as TFLite's QuantizeMultiplier gives for scales below 1/2): no left
-  shift, and the high multiply cannot saturate.
+  shift, the high multiply cannot saturate, and the rounding right shift is three instructions on Arm.
 
 int32 arithmetic with one 64-bit multiply; no undefined behaviour: scaling up is a multiplication (never a
 left shift of a negative value), and a negative value is divided by a power of two through its complement
@@ -68,13 +68,18 @@ static inline int32_t {requantize_helper_name(prefix, "double")}(int32_t acc, in
 
 
 def _double_right_shift(prefix: str) -> str:
-    return f"""/* As {requantize_helper_name(prefix, "double")}, for shift <= 0 and multiplier != INT32_MIN only. */
+    return f"""/* As {requantize_helper_name(prefix, "double")}, for shift < 0 and multiplier != INT32_MIN only. */
 static inline int32_t {requantize_helper_name(prefix, RIGHT_SHIFT_ONLY)}(int32_t acc, int32_t multiplier, int32_t shift)
 {{
-    const uint32_t right_shift = (uint32_t)-shift;
     const int32_t scaled = acc;
-{_NUDGED_PRODUCT}    const int32_t high = (int32_t)(uint32_t)(nudged >> 31);
-{_ROUNDING_DIVIDE_HIGH}}}
+{_NUDGED_PRODUCT}    const int32_t high = (int32_t)(uint32_t)(nudged >> 31);  /* > INT32_MIN: no saturation */
+    /* RoundingDivideByPOT(high, e), e = -shift >= 1, is floor((high - neg + 2^(e-1)) / 2^e) (neg: 1 for a
+       negative high), which is ceil(t / 2) for t = floor((high - neg) / 2^(e-1)), and ceil(t / 2) = t - floor(t / 2). */
+    const int32_t lowered = high - (int32_t)((uint32_t)high >> 31);
+    const uint32_t e_minus_1 = (uint32_t)(-1 - shift);
+    const int32_t t = {_floor_shift("lowered", "e_minus_1", "int32_t")};
+    return t - {_floor_shift("t", "1", "int32_t")};
+}}
 """
 
 

@@ -2,7 +2,7 @@
 instructions per output (one 64-bit product, its magnitude rounded, no 64-bit division), gives TFLite's
 MultiplyByQuantizedMultiplier bit for bit: against the numpy reference on half a million random
 (accumulator, multiplier, shift) triples plus every extreme, built strict and run under UBSan and ASan. The
-right-shift-only variant likewise, on the triples of its domain (shift <= 0, multiplier != INT32_MIN)."""
+right-shift-only variant likewise, on the triples of its domain (shift < 0, multiplier != INT32_MIN)."""
 
 from __future__ import annotations
 
@@ -66,6 +66,6 @@ def test_double_rounding_helper_matches_tflite_on_random_and_extreme_values(tmp_
 
 def test_right_shift_only_helper_matches_tflite_on_its_domain(tmp_path):
     cases = _cases(500_000)
-    in_domain = cases[(cases[:, 2] <= 0) & (cases[:, 1] != -2**31)]
-    assert len(in_domain) > 250_000
+    in_domain = cases[(cases[:, 2] < 0) & (cases[:, 1] != -2**31)]
+    assert len(in_domain) > 200_000
     _check_helper(tmp_path, RIGHT_SHIFT_ONLY, in_domain)

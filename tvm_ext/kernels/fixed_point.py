@@ -132,7 +132,7 @@ def multiply_by_quantized_multiplier(
 ) -> PrimExpr:
     """TFLite MultiplyByQuantizedMultiplier(int32 x, int32 multiplier >= 0, shift) -> int32, as one call.
 
-    ``right_shift_only``: the caller guarantees shift <= 0 and multiplier != INT32_MIN (every channel of a
+    ``right_shift_only``: the caller guarantees shift < 0 and multiplier != INT32_MIN (every channel of a
     layer, known at compile time), so double rounding may call its cheaper variant (same results).
     """
     helper = RIGHT_SHIFT_ONLY if right_shift_only and rounding is Rounding.DOUBLE else rounding.value

@@ -22,7 +22,7 @@ class OutputStage:
 
     ``multiplier``/``shift`` are Python ints (per-tensor, baked into the kernel) or 1-D int32/int8
     tensors indexed by output channel (per-channel, passed to the kernel as constants).
-    ``right_shift_only``: every channel's shift is <= 0 and no multiplier is INT32_MIN (known from the
+    ``right_shift_only``: every channel's shift is < 0 and no multiplier is INT32_MIN (known from the
     constants at compile time), so the requantization may use its cheaper right-shift-only helper.
     """
 

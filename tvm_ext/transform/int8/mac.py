@@ -72,7 +72,7 @@ class MacKernel:
             multiplier, shift = 0, 0
             channel_tensors = {"multiplier": relax.const(self.multipliers.astype(np.int32)),
                                "shift": relax.const(self.shifts.astype(np.int8))}
-        right_shift_only = bool(np.all(self.shifts <= 0) and np.all(self.multipliers != INT32_MIN))
+        right_shift_only = bool(np.all(self.shifts < 0) and np.all(self.multipliers != INT32_MIN))
         stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only)
         geometry = self.geometry.params() if self.geometry is not None else {}
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
