@@ -7,6 +7,9 @@ Bit-exact with TFLite (tensorflow/lite/kernels/internal/common.{h,cc}, gemmlowp 
 - "double" (TFLite's default): SaturatingRoundingDoublingHighMul(x * 2^max(shift, 0), multiplier), then
   RoundingDivideByPOT by max(-shift, 0); INT32_MIN * INT32_MIN saturates to INT32_MAX.
 - "single" (TFLITE_SINGLE_ROUNDING, CMSIS-NN): (x * multiplier + 2^(30 - shift)) >> (31 - shift).
+- "double_right_shift": "double" where the caller guarantees shift < 0 and multiplier != INT32_MIN (a layer
+  whose every channel's constants are so, as TFLite's QuantizeMultiplier gives for scales below 1/2): no left
+  shift, the high multiply cannot saturate, and the rounding right shift is three instructions on Arm.
 
 int32 arithmetic with one 64-bit multiply; no undefined behaviour: scaling up is a multiplication (never a
 left shift of a negative value), and a negative value is divided by a power of two through its complement
@@ -17,11 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-ROUNDINGS = ("double", "single")
+# The helpers: one per rounding, and double rounding's right-shift-only variant.
+HELPERS = ("double", "double_right_shift", "single")
+RIGHT_SHIFT_ONLY = "double_right_shift"
 
 
 def requantize_helper_name(prefix: str, rounding: str) -> str:
-    """The C name of the helper for `rounding` ("double" or "single") in the bundle `prefix`."""
+    """The C name of the helper for `rounding` (one of HELPERS) in the bundle `prefix`."""
     return f"{prefix}_requantize_{rounding}"
 
 
@@ -30,27 +35,50 @@ def _floor_shift(value: str, exponent: str, c_type: str) -> str:
     return f"({value} < 0 ? ({c_type})~(~{value} >> {exponent}) : ({c_type})({value} >> {exponent}))"
 
 
+_NUDGED_PRODUCT = """    /* SaturatingRoundingDoublingHighMul(scaled, multiplier): TFLite adds 2^30 or 1 - 2^30 by the product's
+       sign and truncates toward zero, which for either sign is floor((product + 2^30) / 2^31): bits 31..62
+       of the sum, taken in unsigned arithmetic (one SMLAL on Arm). Only INT32_MIN * INT32_MIN = 2^62 gives
+       2^31, which wraps to INT32_MIN; every other product's result exceeds INT32_MIN. */
+    const uint64_t nudged = (uint64_t)((int64_t)scaled * (int64_t)multiplier) + ((uint64_t)1 << 30);
+"""
+
+_ROUNDING_DIVIDE_HIGH = f"""    /* RoundingDivideByPOT(high, right_shift), nearest, ties away from zero: the floor, plus 1 when the
+       remainder (0 <= remainder < 2^e) plus 2^(e-1) (2^(e-1) - 1 for a negative high; 0 when e = 0)
+       reaches 2^e. The sum stays below 2^32. */
+    const uint32_t mask = ((uint32_t)1 << right_shift) - 1u;
+    const uint32_t nudge = (mask + 1u - (uint32_t)(high < 0)) >> 1;
+    const uint32_t round_up = (((uint32_t)high & mask) + nudge) >> right_shift;
+    return {_floor_shift("high", "right_shift", "int32_t")} + (int32_t)round_up;
+"""
+
+
 def _double(prefix: str) -> str:
     return f"""/* TFLite's MultiplyByQuantizedMultiplier, double rounding: round(acc * multiplier * 2^(shift - 31)). */
 static inline int32_t {requantize_helper_name(prefix, "double")}(int32_t acc, int32_t multiplier, int32_t shift)
 {{
-    const int32_t left_shift = shift > 0 ? shift : 0;
-    const int32_t right_shift = shift > 0 ? 0 : -shift;
+    /* max(shift, 0) and max(-shift, 0) without branches (x & ~(x >> 31) clears a negative x). */
+    const uint32_t left_shift = (uint32_t)(shift & ~(shift >> 31));
+    const uint32_t right_shift = (uint32_t)(-shift & ~(-shift >> 31));
     /* acc * 2^left_shift, wrapping as TFLite's int32 multiplication does (an unsigned shift: no UB). */
     const int32_t scaled = (int32_t)((uint32_t)acc << left_shift);
-    /* SaturatingRoundingDoublingHighMul(scaled, multiplier): (product + nudge) / 2^31 truncated, the nudge
-       +2^30 or 1 - 2^30 by the product's sign, i.e. the magnitude (~product when negative: |product| - 1)
-       plus 2^30, shifted, and the sign put back. */
-    const int64_t product = (int64_t)scaled * (int64_t)multiplier;
-    const uint64_t magnitude = product < 0 ? ~(uint64_t)product : (uint64_t)product;
-    const int32_t rounded = (int32_t)((magnitude + ((uint64_t)1 << 30)) >> 31);
-    const int32_t high = (scaled == INT32_MIN && multiplier == INT32_MIN)
-        ? INT32_MAX : (product < 0 ? -rounded : rounded);
-    /* RoundingDivideByPOT(high, right_shift): nearest, ties away from zero. */
-    const int32_t mask = (int32_t)(((uint32_t)1 << right_shift) - 1u);
-    const int32_t remainder = high & mask;
-    const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
-    return {_floor_shift("high", "right_shift", "int32_t")} + (remainder > threshold ? 1 : 0);
+{_NUDGED_PRODUCT}    const int32_t wrapped = (int32_t)(uint32_t)(nudged >> 31);
+    const int32_t high = wrapped == INT32_MIN ? INT32_MAX : wrapped;  /* the saturation */
+{_ROUNDING_DIVIDE_HIGH}}}
+"""
+
+
+def _double_right_shift(prefix: str) -> str:
+    return f"""/* As {requantize_helper_name(prefix, "double")}, for shift < 0 and multiplier != INT32_MIN only. */
+static inline int32_t {requantize_helper_name(prefix, RIGHT_SHIFT_ONLY)}(int32_t acc, int32_t multiplier, int32_t shift)
+{{
+    const int32_t scaled = acc;
+{_NUDGED_PRODUCT}    const int32_t high = (int32_t)(uint32_t)(nudged >> 31);  /* > INT32_MIN: no saturation */
+    /* RoundingDivideByPOT(high, e), e = -shift >= 1, is floor((high - neg + 2^(e-1)) / 2^e) (neg: 1 for a
+       negative high), which is ceil(t / 2) for t = floor((high - neg) / 2^(e-1)), and ceil(t / 2) = t - floor(t / 2). */
+    const int32_t lowered = high - (int32_t)((uint32_t)high >> 31);
+    const uint32_t e_minus_1 = (uint32_t)(-1 - shift);
+    const int32_t t = {_floor_shift("lowered", "e_minus_1", "int32_t")};
+    return t - {_floor_shift("t", "1", "int32_t")};
 }}
 """
 
@@ -66,10 +94,10 @@ static inline int32_t {requantize_helper_name(prefix, "single")}(int32_t acc, in
 """
 
 
-_WRITERS = {"double": _double, "single": _single}
+_WRITERS = {"double": _double, RIGHT_SHIFT_ONLY: _double_right_shift, "single": _single}
 
 
 def requantize_helpers_c(prefix: str, roundings: Iterable[str]) -> str:
-    """The C definitions of the helpers for `roundings` (each "double" or "single"), in a fixed order."""
+    """The C definitions of the helpers for `roundings` (each one of HELPERS), in a fixed order."""
     wanted = set(roundings)
-    return "\n".join(_WRITERS[r](prefix) for r in ROUNDINGS if r in wanted)
+    return "\n".join(_WRITERS[r](prefix) for r in HELPERS if r in wanted)

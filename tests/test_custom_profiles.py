@@ -100,7 +100,7 @@ def assert_built_for_the_board(bundle_dir: Path, double_rounding_kernels: str) -
     kernels = kernels_c(bundle_dir)
     assert kernels != double_rounding_kernels
     # Every kernel requantizes through the bundle's helper for the profile's rounding.
-    assert f"{MODEL}_requantize_double(" in double_rounding_kernels and "_requantize_double(" not in kernels
+    assert f"{MODEL}_requantize_double" in double_rounding_kernels and "_requantize_double" not in kernels
     assert f"{MODEL}_requantize_single(" in kernels
 
 

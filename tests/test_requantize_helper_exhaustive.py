@@ -1,7 +1,8 @@
 """The bundle's double-rounding requantization helper (packager/fixed_point_c.py), rewritten for fewer
 instructions per output (one 64-bit product, its magnitude rounded, no 64-bit division), gives TFLite's
 MultiplyByQuantizedMultiplier bit for bit: against the numpy reference on half a million random
-(accumulator, multiplier, shift) triples plus every extreme, built strict and run under UBSan and ASan."""
+(accumulator, multiplier, shift) triples plus every extreme, built strict and run under UBSan and ASan. The
+right-shift-only variant likewise, on the triples of its domain (shift < 0, multiplier != INT32_MIN)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 
 import tflite_int8_reference as ref
 from c_checks import SANITIZE, STRICT_WARNINGS
-from packager.fixed_point_c import requantize_helper_name, requantize_helpers_c
+from packager.fixed_point_c import RIGHT_SHIFT_ONLY, requantize_helper_name, requantize_helpers_c
 
 _PROGRAM = """#include <stdint.h>
 #include <stdio.h>
@@ -41,14 +42,15 @@ def _cases(count: int) -> np.ndarray:
     return np.concatenate([np.stack([acc, multiplier, shift], axis=1), grid]).astype(np.int32)
 
 
-def test_double_rounding_helper_matches_tflite_on_random_and_extreme_values(tmp_path):
+def _check_helper(tmp_path, rounding: str, cases: np.ndarray) -> None:
+    """Runs the helper for `rounding` on every (accumulator, multiplier, shift) row of `cases` and requires
+    TFLite's double-rounding result on each."""
     source = tmp_path / "requantize.c"
-    source.write_text(_PROGRAM.format(helpers=requantize_helpers_c("m", ["double"]),
-                                      name=requantize_helper_name("m", "double")))
+    source.write_text(_PROGRAM.format(helpers=requantize_helpers_c("m", [rounding]),
+                                      name=requantize_helper_name("m", rounding)))
     program = tmp_path / "requantize"
     subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), *SANITIZE.split(),
                     str(source), "-o", str(program)], check=True)
-    cases = _cases(500_000)
     run = subprocess.run([str(program)], input=cases.tobytes(), capture_output=True, check=True)
     got = np.frombuffer(run.stdout, np.int32)
     acc, multiplier, shift = (cases[:, i].astype(np.int64) for i in range(3))
@@ -56,3 +58,14 @@ def test_double_rounding_helper_matches_tflite_on_random_and_extreme_values(tmp_
     assert run.stderr == b"", run.stderr.decode()[:2000]
     mismatches = np.flatnonzero(got != expected)
     assert not mismatches.size, [tuple(cases[i]) + (got[i], expected[i]) for i in mismatches[:5]]
+
+
+def test_double_rounding_helper_matches_tflite_on_random_and_extreme_values(tmp_path):
+    _check_helper(tmp_path, "double", _cases(500_000))
+
+
+def test_right_shift_only_helper_matches_tflite_on_its_domain(tmp_path):
+    cases = _cases(500_000)
+    in_domain = cases[(cases[:, 2] < 0) & (cases[:, 1] != -2**31)]
+    assert len(in_domain) > 200_000
+    _check_helper(tmp_path, RIGHT_SHIFT_ONLY, in_domain)

@@ -283,4 +283,4 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     unused = {gvar.name_hint: _unused_parameters(func) for gvar, func in lowered.functions.items()}
     definitions = kernel_definitions(kernel_bodies(raw, set(signatures)), signatures, unused)
-    return KernelSource(definitions, signatures, tuple(sorted(r.value for r in roundings)), dual_mac.used)
+    return KernelSource(definitions, signatures, tuple(sorted(roundings)), dual_mac.used)

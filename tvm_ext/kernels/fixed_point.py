@@ -30,7 +30,7 @@ from typing import Optional, Union
 import tvm
 from tvm import tirx
 
-from packager.fixed_point_c import requantize_helper_name
+from packager.fixed_point_c import HELPERS, RIGHT_SHIFT_ONLY, requantize_helper_name
 from tvm.ir.expr import Expr as PrimExpr
 
 INT32_MIN = -(2**31)
@@ -122,14 +122,21 @@ def expand_multiply_by_quantized_multiplier(
     return rounding_divide_by_pot(high, right_shift)
 
 
-REQUANTIZE_OPS = {rounding: f"tvm_ext.multiply_by_quantized_multiplier_{rounding.value}" for rounding in Rounding}
+# One operator per C helper (`packager.fixed_point_c.HELPERS`): a rounding, or double rounding's
+# right-shift-only variant.
+REQUANTIZE_OPS = {helper: f"tvm_ext.multiply_by_quantized_multiplier_{helper}" for helper in HELPERS}
 
 
 def multiply_by_quantized_multiplier(
-    x: IntExpr, multiplier: IntExpr, shift: IntExpr, rounding: Rounding
+    x: IntExpr, multiplier: IntExpr, shift: IntExpr, rounding: Rounding, right_shift_only: bool = False
 ) -> PrimExpr:
-    """TFLite MultiplyByQuantizedMultiplier(int32 x, int32 multiplier >= 0, shift) -> int32, as one call."""
-    return tirx.call_intrin("int32", REQUANTIZE_OPS[rounding], _i32(x), _i32(multiplier), _i32(shift))
+    """TFLite MultiplyByQuantizedMultiplier(int32 x, int32 multiplier >= 0, shift) -> int32, as one call.
+
+    ``right_shift_only``: the caller guarantees shift < 0 and multiplier != INT32_MIN (every channel of a
+    layer, known at compile time), so double rounding may call its cheaper variant (same results).
+    """
+    helper = RIGHT_SHIFT_ONLY if right_shift_only and rounding is Rounding.DOUBLE else rounding.value
+    return tirx.call_intrin("int32", REQUANTIZE_OPS[helper], _i32(x), _i32(multiplier), _i32(shift))
 
 
 @dataclasses.dataclass
@@ -137,7 +144,7 @@ class _HelperCalls:
     """While C is generated for a bundle: its helpers' prefix, and the roundings whose helper it calls."""
 
     prefix: str
-    used: set[Rounding]
+    used: set[str]
 
 
 _HELPER_CALLS: contextvars.ContextVar[Optional[_HelperCalls]] = contextvars.ContextVar(
@@ -146,10 +153,11 @@ _HELPER_CALLS: contextvars.ContextVar[Optional[_HelperCalls]] = contextvars.Cont
 
 
 @contextlib.contextmanager
-def calls_to_c_helpers(prefix: str) -> Iterator[set[Rounding]]:
-    """Within this block, C code generation calls `<prefix>_requantize_<rounding>` for each requantization.
+def calls_to_c_helpers(prefix: str) -> Iterator[set[str]]:
+    """Within this block, C code generation calls `<prefix>_requantize_<helper>` for each requantization.
 
-    Yields the set of roundings whose helper the generated C calls (filled in as code is generated).
+    Yields the set of helpers (`packager.fixed_point_c.HELPERS`) the generated C calls (filled in as code
+    is generated).
     """
     calls = _HelperCalls(prefix, set())
     token = _HELPER_CALLS.set(calls)
@@ -164,8 +172,9 @@ def _python_int(x: PrimExpr) -> IntExpr:
     return int(x.value) if isinstance(x, tirx.IntImm) else x
 
 
-def _register_requantize_op(rounding: Rounding) -> None:
-    name = REQUANTIZE_OPS[rounding]
+def _register_requantize_op(helper: str) -> None:
+    name = REQUANTIZE_OPS[helper]
+    rounding = Rounding.SINGLE if helper == Rounding.SINGLE.value else Rounding.DOUBLE
 
     def expand(call: PrimExpr) -> PrimExpr:
         x, multiplier, shift = (_python_int(a) for a in call.args)
@@ -175,8 +184,8 @@ def _register_requantize_op(rounding: Rounding) -> None:
         calls = _HELPER_CALLS.get()
         if calls is None:  # a user's C build: no helper is defined there
             return expand(call)
-        calls.used.add(rounding)
-        return tirx.call_pure_extern("int32", requantize_helper_name(calls.prefix, rounding.value), *call.args)
+        calls.used.add(helper)
+        return tirx.call_pure_extern("int32", requantize_helper_name(calls.prefix, helper), *call.args)
 
     tvm.ir.register_op_attr(name, "TCallEffectKind", tirx.CallEffectKind.Pure.value)
     tvm.ir.register_op_attr(name, "TScriptPrinterName", name.replace(".", "_"))
@@ -184,8 +193,8 @@ def _register_requantize_op(rounding: Rounding) -> None:
     tirx.register_intrin_lowering(name, "c", f=to_c)
 
 
-for _rounding in Rounding:
-    _register_requantize_op(_rounding)
+for _helper in HELPERS:
+    _register_requantize_op(_helper)
 
 
 def multiply_by_quantized_multiplier_int64(x: PrimExpr, multiplier: IntExpr, shift: IntExpr) -> PrimExpr:

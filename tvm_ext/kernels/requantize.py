@@ -22,6 +22,8 @@ class OutputStage:
 
     ``multiplier``/``shift`` are Python ints (per-tensor, baked into the kernel) or 1-D int32/int8
     tensors indexed by output channel (per-channel, passed to the kernel as constants).
+    ``right_shift_only``: every channel's shift is < 0 and no multiplier is INT32_MIN (known from the
+    constants at compile time), so the requantization may use its cheaper right-shift-only helper.
     """
 
     multiplier: ChannelParam
@@ -29,6 +31,7 @@ class OutputStage:
     zero_point: int
     activation: ActivationRange
     rounding: Rounding
+    right_shift_only: bool = False
 
     def per_channel(self, multiplier: Optional[te.Tensor], shift: Optional[te.Tensor]) -> "OutputStage":
         """This stage with per-channel multiplier/shift tensors, when given."""
@@ -64,5 +67,6 @@ def requantize(
         if bias is not None:
             # int32 wrap-around as the C reference's int32 addition behaves, without signed-overflow UB.
             acc = tirx.Cast("int32", tirx.Cast("int64", acc) + tirx.Cast("int64", bias(channel)))
-        scaled, dtype = multiply_by_quantized_multiplier(acc, multiplier, shift, stage.rounding), "int8"
+        scaled = multiply_by_quantized_multiplier(acc, multiplier, shift, stage.rounding, stage.right_shift_only)
+        dtype = "int8"
     return clamp_to_type(scaled + stage.zero_point, stage.activation.low, stage.activation.high, dtype)

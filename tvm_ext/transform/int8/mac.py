@@ -11,6 +11,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
+from ...kernels.fixed_point import INT32_MIN
 from ...kernels.quant_params import ActivationRange
 from ...kernels.zero_point_fold import fold_zero_point_into_bias
 from .lowering import KernelCall, LoweringContext
@@ -71,7 +72,8 @@ class MacKernel:
             multiplier, shift = 0, 0
             channel_tensors = {"multiplier": relax.const(self.multipliers.astype(np.int32)),
                                "shift": relax.const(self.shifts.astype(np.int8))}
-        stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding)
+        right_shift_only = bool(np.all(self.shifts < 0) and np.all(self.multipliers != INT32_MIN))
+        stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only)
         geometry = self.geometry.params() if self.geometry is not None else {}
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
         # The fold widens an int16-stored bias to int32 (2 bytes per channel) rather than give it up: the
