@@ -90,7 +90,7 @@ _one_compile_at_a_time = threading.Lock()
 def compile_job(job: CompileJob) -> CompiledJob:
     """The worker function: compile `job` in a temporary folder and return the bundle's files. Raises what the
     pipeline raises (CompileError, SelftestMismatchError, ...), which Dask raises again on the client."""
-    from tvm_ext.compile.pipeline import compile_to_folder
+    from tvm_ext.compile.pipeline import BundleOptions, compile_to_folder
 
     lines: list[str] = []
     with _one_compile_at_a_time, tempfile.TemporaryDirectory(prefix="tvm_ext_job_") as work:
@@ -99,7 +99,7 @@ def compile_job(job: CompileJob) -> CompiledJob:
         model.write_bytes(job.model_data)
         folder = Path(work) / "bundle"
         folder.mkdir()
-        result = compile_to_folder(model, job.profile, folder, stage_logger(lines.append), job.name, jobs=1)
+        result = compile_to_folder(model, job.profile, folder, stage_logger(lines.append), BundleOptions(job.name))
         files = {str(path.relative_to(folder)): BundleFile(path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
                  for path in sorted(folder.rglob("*")) if path.is_file()}
     return CompiledJob(result, files, tuple(lines))

@@ -112,7 +112,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     SelftestMismatchError when the built bundle disagrees with the reference (our bug).
     """
-    from tvm_ext.compile.pipeline import compile_to_folder
+    from tvm_ext.compile.pipeline import BundleOptions, compile_to_folder
     from tvm_ext.compile.quantized import QuantizeRequest, check_request, quantized_module
 
     if isinstance(model, str):
@@ -128,8 +128,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                 bundle_name = name or model.stem
                 source, quantization = quantized_module(model, target, QuantizeRequest(quantize, calibration, ranges),
                                                         log)
-            return compile_to_folder(source, target, staging, stage_logger(log), bundle_name,
-                                     default_jobs() if jobs is None else jobs, quantization, io_in_arena)
+            options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs, quantization, io_in_arena)
+            return compile_to_folder(source, target, staging, stage_logger(log), options)
     else:
         from tvm_ext.cluster import compile_on_cluster
 

@@ -142,25 +142,38 @@ class Tested:
     measured: dict[str, Any]
 
 
-def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
-                      name: str | None = None, jobs: int = 1, quantization: dict | None = None,
-                      io_in_arena: bool = False) -> FolderResult:
-    """Compile `model` (a model file's Path or a Relax IRModule) into `folder` (which exists and is empty).
+@dataclass(frozen=True)
+class BundleOptions:
+    """The choices of one compile besides the model and the target.
 
-    `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
-    stages get that Profile object, or the TVM Target registered from it. `stage` times and logs each stage;
     `name` is the bundle's C prefix (default: the model file's stem, or "model" for an IRModule); `jobs` the
     number of processes that generate the kernels' C and of compilers that build the bundle (the bundle is the
-    same for any number); `quantization` the manifest's record of how a float model was quantized into `model`
-    (tvm_ext.compile.quantized); `io_in_arena` plans the model's inputs and outputs into the arena (the
-    bundle's header then gives their places and the run functions take no I/O arguments).
+    same for any number); `quantization` the manifest's record of how a float model was quantized into the
+    model compiled (tvm_ext.compile.quantized; None: it was not); `io_in_arena` plans the model's inputs and
+    outputs into the arena (the bundle's header then gives their places and the run functions take no I/O
+    arguments).
+    """
+
+    name: str | None = None
+    jobs: int = 1
+    quantization: dict | None = None
+    io_in_arena: bool = False
+
+
+def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
+                      options: BundleOptions = BundleOptions()) -> FolderResult:
+    """Compile `model` (a model file's Path or a Relax IRModule) into `folder` (which exists and is empty), as
+    `options` say.
+
+    `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
+    stages get that Profile object, or the TVM Target registered from it. `stage` times and logs each stage.
     A model file's reference runtime runs in its child process from the import on, beside the passes and
     the code generation (`tvm_ext.reference.RunningReference`).
     """
     import target
 
     from_file = isinstance(model, Path)
-    file_name = model.name if from_file else f"{name or 'model'} (Relax module)"
+    file_name = model.name if from_file else f"{options.name or 'model'} (Relax module)"
     try:
         profile = target.resolve_profile(target_spec)
     except target.ProfileError as err:
@@ -178,7 +191,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     config = build_config(profile)
     with ExitStack() as running:
         try:
-            imported = stage("import", lambda: import_(model, checked, name), lambda i: (
+            imported = stage("import", lambda: import_(model, checked, options.name), lambda i: (
                 f"{file_name}: {len(i.model.layers)} layers ({i.model.format})"))
             if checked is None:
                 # Now, before any of our passes: they receive the user's own IRModule object, and a Python pass
@@ -192,12 +205,12 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 with interrupts_held_back():
                     reference = running.enter_context(start_reference_file(checked, imported))
             lowered = stage("passes", lambda: passes(imported, profile, tvm_target), _describe_kernels)
-            generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, jobs),
+            generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, options.jobs),
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
         except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
             raise CompileError(str(err).strip().splitlines()[-1]) from err
 
-        planned = stage("planning", lambda: planning(generated.plan, profile, io_in_arena), _describe_memory)
+        planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
         units = subgraph_units(planned.plan, profile, file_name)
         try:
             target.check_fits(profile, planned.plan.model, planned.memory.arena_bytes, planned.plan.weight_bytes())
@@ -210,12 +223,12 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                                                     config, units), lambda p: f"{len(p.files)} files")
     if shutil.which(config.cc) is None:
         raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed here")
-    built = stage("build", lambda: build(folder, planned.plan, config, file_name, jobs),
+    built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs),
                   lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
     tested = stage("self-test", lambda: self_test(folder, planned.plan, config), _describe_selftest)
     if not tested.result.passed:
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
-    facts = bundle_facts(profile, config, planned, tested, units, quantization)
+    facts = bundle_facts(profile, config, planned, tested, units, options.quantization)
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, built.library, tarball, tested.result)
 
