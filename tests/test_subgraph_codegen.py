@@ -84,28 +84,10 @@ def _cmdline(pid: int) -> bytes:
         return b"tvm_ext.reference_runtimes"
 
 
-# The compile command with each worker's task slowed down by 3 s, so that a worker killed when it appears
-# dies in the middle of its task (a worker that already finished its tasks could die unnoticed: in CI one did).
-SLOW_WORKERS_COMMAND = """
-import sys, time
-sys.argv = ["tvm-ext-compile", *sys.argv[1:]]  # our console script's name: our handlers, as in the real command
-import tvm_ext.subgraph_codegen as subgraph_codegen
-generate = subgraph_codegen.generate_subgraph
-def generate_slowly(*args):
-    time.sleep(3)
-    return generate(*args)
-subgraph_codegen.generate_subgraph = generate_slowly
-from tvm_ext.compile.__main__ import run
-run()
-"""
-
-
-def run_until_the_workers_start(shared_models: Path, out: Path, act, python_args: tuple[str, ...] = (
-        "-m", "tvm_ext.compile")) -> subprocess.CompletedProcess:
-    """Compile vww_96_int8 (11 subgraphs) with --jobs 2 (`python_args` run the command); once its passes
-    finished and the code generation's workers appeared, call `act(compiler pid, worker pids)`; wait for the
-    end."""
-    command = [sys.executable, *python_args, str(shared_models / "mlperf_tiny/vww_96_int8.tflite"),
+def run_until_the_workers_start(shared_models: Path, out: Path, act) -> subprocess.CompletedProcess:
+    """Compile vww_96_int8 (11 subgraphs) with --jobs 2; once its passes finished and the code generation's
+    workers appeared, call `act(compiler pid, worker pids)`; wait for the end."""
+    command = [sys.executable, "-m", "tvm_ext.compile", str(shared_models / "mlperf_tiny/vww_96_int8.tflite"),
                "--jobs", "2", "-o", str(out)]
     proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     printed = ""
@@ -126,8 +108,7 @@ def run_until_the_workers_start(shared_models: Path, out: Path, act, python_args
 
 def test_a_crashed_worker_is_an_internal_error_and_leaves_nothing(shared_models, tmp_path):
     out = tmp_path / "out"
-    proc = run_until_the_workers_start(shared_models, out, lambda pid, workers: os.kill(workers[0], signal.SIGKILL),
-                                       python_args=("-c", SLOW_WORKERS_COMMAND))
+    proc = run_until_the_workers_start(shared_models, out, lambda pid, workers: os.kill(workers[0], signal.SIGKILL))
     assert proc.returncode == 3, (proc.returncode, proc.stderr)
     assert proc.stderr.startswith("tvm_ext.compile: internal error: RuntimeError: a code generation worker")
     assert proc.stderr.count("\n") == 1, proc.stderr
