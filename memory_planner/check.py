@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import combinations
 
 from memory_planner.api import Buffer, MemoryPlan
@@ -53,27 +54,44 @@ def _smallest_legal_distance(taker: Buffer) -> int:
     return low
 
 
-def _shares(taker: Buffer, source: Buffer) -> bool:
-    """Whether `taker` may share bytes with the `source` it names at all (offsets aside)."""
+@dataclass(frozen=True)
+class _HandOver:
+    """A taker's legal sharing with its source: `distance` is the smallest distance (bytes) the source may
+    start above it (0 without a stream order: both at one offset)."""
+
+    source: Buffer
+    distance: int
+
+    def union_bytes(self, taker: Buffer) -> int:
+        """The fewest bytes the pair spans at their hand-over step."""
+        return max(taker.nbytes, self.distance + self.source.nbytes)
+
+
+def _hand_over(taker: Buffer, source: Buffer) -> _HandOver | None:
+    """How `taker` may share bytes with the `source` it names (offsets aside), or None if it may not."""
     if taker is source or not source.first_step < source.last_step == taker.first_step:
-        return False
-    if taker.stream is None:
-        return taker.nbytes <= source.nbytes
-    return _smallest_legal_distance(taker) < taker.nbytes
-
-
-def _source_of(taker: Buffer, buffers: Sequence[Buffer]) -> Buffer | None:
-    """The buffer `taker` shares bytes with at its hand-over: the one it names, if they may share and no
-    buffer listed before `taker` may share with it."""
-    source = next((b for b in buffers if b.name == taker.inplace_of), None)
-    if source is None or not _shares(taker, source):
         return None
+    if taker.stream is None:
+        return _HandOver(source, 0) if taker.nbytes <= source.nbytes else None
+    distance = _smallest_legal_distance(taker)
+    return _HandOver(source, distance) if distance < taker.nbytes else None
+
+
+def _hand_overs(buffers: Sequence[Buffer]) -> dict[str, _HandOver]:
+    """By taker name, the buffers that share bytes with their source at their hand-over: the one each names,
+    if they may share and no buffer listed before it may share with that source. Computed once per check."""
+    by_name: dict[str, Buffer] = {}
     for b in buffers:
-        if b is taker:
-            return source
-        if b.inplace_of == source.name and _shares(b, source):
-            return None
-    return None
+        by_name.setdefault(b.name, b)
+    found: dict[str, _HandOver] = {}
+    given: set[str] = set()
+    for taker in buffers:
+        source = by_name.get(taker.inplace_of or "")
+        hand_over = _hand_over(taker, source) if source is not None and source.name not in given else None
+        if hand_over is not None:
+            found[taker.name] = hand_over
+            given.add(source.name)
+    return found
 
 
 def _legal_overlap(source: Buffer, taker: Buffer, offsets: dict[str, int]) -> bool:
@@ -82,14 +100,15 @@ def _legal_overlap(source: Buffer, taker: Buffer, offsets: dict[str, int]) -> bo
     return _writes_stay_behind_reads(taker, offsets[source.name] - offsets[taker.name])
 
 
-def _check_pair(a: Buffer, b: Buffer, offsets: dict[str, int], buffers: Sequence[Buffer]) -> None:
+def _check_pair(a: Buffer, b: Buffer, offsets: dict[str, int], hand_overs: dict[str, _HandOver]) -> None:
     live_together = a.first_step <= b.last_step and b.first_step <= a.last_step
     a_lo, b_lo = offsets[a.name], offsets[b.name]
     bytes_shared = a.nbytes > 0 and b.nbytes > 0 and a_lo < b_lo + b.nbytes and b_lo < a_lo + a.nbytes
     if not (live_together and bytes_shared):
         return
     for source, taker in ((a, b), (b, a)):
-        if _source_of(taker, buffers) is source and _legal_overlap(source, taker, offsets):
+        hand_over = hand_overs.get(taker.name)
+        if hand_over is not None and hand_over.source is source and _legal_overlap(source, taker, offsets):
             return
     raise InvalidMemoryPlanError(
         f"buffers {a.name!r} [{a_lo}, {a_lo + a.nbytes}) steps {a.first_step}..{a.last_step} and "
@@ -97,21 +116,14 @@ def _check_pair(a: Buffer, b: Buffer, offsets: dict[str, int], buffers: Sequence
     )
 
 
-def _union_at_handover(source: Buffer, taker: Buffer) -> int:
-    """The fewest bytes the pair spans at their hand-over step (they may share: `_shares`)."""
-    if taker.stream is None:
-        return source.nbytes
-    return max(taker.nbytes, _smallest_legal_distance(taker) + source.nbytes)
-
-
-def _peak_live_bytes(buffers: Sequence[Buffer]) -> int:
+def _peak_live_bytes(buffers: Sequence[Buffer], hand_overs: dict[str, _HandOver]) -> int:
     events: dict[int, int] = {}
     for b in buffers:
         events[b.first_step] = events.get(b.first_step, 0) + b.nbytes
         events[b.last_step + 1] = events.get(b.last_step + 1, 0) - b.nbytes
-        source = _source_of(b, buffers) if b.inplace_of else None
-        if source is not None:
-            saved = source.nbytes + b.nbytes - _union_at_handover(source, b)
+        hand_over = hand_overs.get(b.name)
+        if hand_over is not None:
+            saved = hand_over.source.nbytes + b.nbytes - hand_over.union_bytes(b)
             events[b.first_step] -= saved  # the pair shares bytes at the hand-over step only
             events[b.first_step + 1] = events.get(b.first_step + 1, 0) + saved
     peak = live = 0
@@ -136,9 +148,10 @@ def check_plan(buffers: Sequence[Buffer], plan: MemoryPlan) -> None:
         if offset + b.nbytes > plan.arena_bytes:
             end = offset + b.nbytes
             raise InvalidMemoryPlanError(f"buffer {b.name!r}: ends at {end}, past the arena's {plan.arena_bytes} bytes")
+    hand_overs = _hand_overs(buffers)
     for a, b in combinations(buffers, 2):
-        _check_pair(a, b, offsets, buffers)
-    peak = _peak_live_bytes(buffers)
+        _check_pair(a, b, offsets, hand_overs)
+    peak = _peak_live_bytes(buffers, hand_overs)
     if plan.lower_bound != peak or plan.arena_bytes < peak:
         raise InvalidMemoryPlanError(
             f"lower bound {plan.lower_bound} and arena {plan.arena_bytes} bytes disagree with the "
