@@ -7,7 +7,10 @@ window tap's four input channels with the tap's four weights: channels innermost
 each tap is one 32-bit load of inputs and one of weights. Where the compiler defines `__ARM_FEATURE_DSP`,
 SXTB16 widens both words into int16 pairs (bytes 0 and 2, then 1 and 3) and SMLABB/SMLATT multiply-accumulate
 the bottom and the top halves: four MACs from two loads and four extensions. Elsewhere the same sums in
-portable C. Each channel's products are added in the window's order, as the scalar loop adds them: bit-exact.
+portable C. The sums are held in locals (registers once the helper is inlined) and stored once per call.
+A 3x3 window (the common depthwise kernel; the kernels pass the sizes as constants, so the test folds away
+where the helper is inlined) runs as nine straight-line taps: no loop counters, no pointer steps between
+taps, only loads at constant offsets. Each channel's products are integer sums: bit-exact in any order.
 """
 
 from __future__ import annotations
@@ -19,39 +22,56 @@ def depthwise_mac_helper_name(prefix: str) -> str:
 
 
 def depthwise_mac_helper_c(prefix: str) -> str:
-    """The C definition of the helper for the bundle `prefix` (after `packager.dual_mac_c`'s definitions)."""
+    """The C definition of the helper (and of its one-tap step) for the bundle `prefix` (after
+    `packager.dual_mac_c`'s definitions)."""
     name = depthwise_mac_helper_name(prefix)
+    tap = f"{prefix}_depthwise_tap_s8x4"
     return f"""
+/* sums[c] += x[c] * w[c] for the four channels c < 4: one window tap. */
+static inline void {tap}(int32_t *sums, const int8_t *x, const int8_t *w)
+{{
+#if defined(__ARM_FEATURE_DSP)
+    const int32_t inputs = {prefix}_load_s8x4(x), weights = {prefix}_load_s8x4(w);
+    const int32_t x02 = __sxtb16(inputs), w02 = __sxtb16(weights);
+    const int32_t x13 = {prefix}_sxtb16_ror8(inputs), w13 = {prefix}_sxtb16_ror8(weights);
+    sums[0] = __smlabb(x02, w02, sums[0]);
+    sums[1] = __smlabb(x13, w13, sums[1]);
+    sums[2] = __smlatt(x02, w02, sums[2]);
+    sums[3] = __smlatt(x13, w13, sums[3]);
+#else
+    sums[0] += x[0] * w[0];
+    sums[1] += x[1] * w[1];
+    sums[2] += x[2] * w[2];
+    sums[3] += x[3] * w[3];
+#endif
+}}
+
 /* acc[c] += sum over r < rows, k < cols of x[r * x_row_stride + k * x_col_stride + c]
    * w[r * w_row_stride + k * w_col_stride + c], for the four channels c < 4 (strides in elements). */
 static inline int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, int32_t x_row_stride,
                                   int32_t x_col_stride, int32_t w_row_stride, int32_t w_col_stride, int32_t rows,
                                   int32_t cols)
 {{
-    int32_t acc0 = acc[0], acc1 = acc[1], acc2 = acc[2], acc3 = acc[3];
-    for (int32_t r = 0; r < rows; ++r) {{
-        const int8_t *xk = x + r * x_row_stride, *wk = w + r * w_row_stride;
-        for (int32_t k = 0; k < cols; ++k, xk += x_col_stride, wk += w_col_stride) {{
-#if defined(__ARM_FEATURE_DSP)
-            const int32_t inputs = {prefix}_load_s8x4(xk), weights = {prefix}_load_s8x4(wk);
-            const int32_t x02 = __sxtb16(inputs), w02 = __sxtb16(weights);
-            const int32_t x13 = {prefix}_sxtb16_ror8(inputs), w13 = {prefix}_sxtb16_ror8(weights);
-            acc0 = __smlabb(x02, w02, acc0);
-            acc1 = __smlabb(x13, w13, acc1);
-            acc2 = __smlatt(x02, w02, acc2);
-            acc3 = __smlatt(x13, w13, acc3);
-#else
-            acc0 += xk[0] * wk[0];
-            acc1 += xk[1] * wk[1];
-            acc2 += xk[2] * wk[2];
-            acc3 += xk[3] * wk[3];
-#endif
+    int32_t sums[4] = {{acc[0], acc[1], acc[2], acc[3]}};
+    if (rows == 3 && cols == 3) {{
+        for (int32_t r = 0; r < 3; ++r) {{
+            const int8_t *xr = x + r * x_row_stride, *wr = w + r * w_row_stride;
+            {tap}(sums, xr, wr);
+            {tap}(sums, xr + x_col_stride, wr + w_col_stride);
+            {tap}(sums, xr + 2 * x_col_stride, wr + 2 * w_col_stride);
+        }}
+    }} else {{
+        for (int32_t r = 0; r < rows; ++r) {{
+            const int8_t *xk = x + r * x_row_stride, *wk = w + r * w_row_stride;
+            for (int32_t k = 0; k < cols; ++k, xk += x_col_stride, wk += w_col_stride) {{
+                {tap}(sums, xk, wk);
+            }}
         }}
     }}
-    acc[0] = acc0;
-    acc[1] = acc1;
-    acc[2] = acc2;
-    acc[3] = acc3;
+    acc[0] = sums[0];
+    acc[1] = sums[1];
+    acc[2] = sums[2];
+    acc[3] = sums[3];
     return 0;
 }}
 """
