@@ -8,9 +8,10 @@ each tap is one 32-bit load of inputs and one of weights. Where the compiler def
 SXTB16 widens both words into int16 pairs (bytes 0 and 2, then 1 and 3) and SMLABB/SMLATT multiply-accumulate
 the bottom and the top halves: four MACs from two loads and four extensions. Elsewhere the same sums in
 portable C. The sums are held in locals (registers once the helper is inlined) and stored once per call.
-A 3x3 window (the common depthwise kernel; the kernels pass the sizes as constants, so the test folds away
-where the helper is inlined) runs as nine straight-line taps: no loop counters, no pointer steps between
-taps, only loads at constant offsets. Each channel's products are integer sums: bit-exact in any order.
+Both window loops step by three taps (rows) written out, then the one or two left: the kernels pass the
+sizes as constants, so where the helper is inlined a window of up to 3x3 taps (the common depthwise kernel,
+and the clipped windows of its padded border) runs as straight-line taps: no loop counters, only loads at
+constant offsets. Each channel's products are integer sums: bit-exact in any order.
 """
 
 from __future__ import annotations
@@ -22,13 +23,23 @@ def depthwise_mac_helper_name(prefix: str) -> str:
 
 
 def depthwise_mac_helper_c(prefix: str) -> str:
-    """The C definition of the helper (and of its one-tap step) for the bundle `prefix` (after
+    """The C definition of the helper (and of its one-tap and one-row steps) for the bundle `prefix` (after
     `packager.dual_mac_c`'s definitions)."""
     name = depthwise_mac_helper_name(prefix)
     tap = f"{prefix}_depthwise_tap_s8x4"
+    row = f"{prefix}_depthwise_row_s8x4"
+    inline = f"{prefix.upper()}_DEPTHWISE_INLINE"
     return f"""
+/* Inlined wherever called, whatever gcc's size estimate: the sizes are constants there, so the window's
+   loops fold to straight-line taps (an out-of-line copy would loop, and keep the sums in memory). */
+#if defined(__GNUC__)
+#define {inline} inline __attribute__((always_inline))
+#else
+#define {inline} inline
+#endif
+
 /* sums[c] += x[c] * w[c] for the four channels c < 4: one window tap. */
-static inline void {tap}(int32_t *sums, const int8_t *x, const int8_t *w)
+static {inline} void {tap}(int32_t *sums, const int8_t *x, const int8_t *w)
 {{
 #if defined(__ARM_FEATURE_DSP)
     const int32_t inputs = {prefix}_load_s8x4(x), weights = {prefix}_load_s8x4(w);
@@ -46,27 +57,42 @@ static inline void {tap}(int32_t *sums, const int8_t *x, const int8_t *w)
 #endif
 }}
 
+/* The taps k < cols of one window row (strides in elements): three per step, then the one or two left. */
+static {inline} void {row}(int32_t *sums, const int8_t *x, const int8_t *w, int32_t x_col_stride,
+                                  int32_t w_col_stride, int32_t cols)
+{{
+    int32_t k = 0;
+    for (; k + 3 <= cols; k += 3) {{
+        {tap}(sums, x + k * x_col_stride, w + k * w_col_stride);
+        {tap}(sums, x + (k + 1) * x_col_stride, w + (k + 1) * w_col_stride);
+        {tap}(sums, x + (k + 2) * x_col_stride, w + (k + 2) * w_col_stride);
+    }}
+    if (k < cols) {{
+        {tap}(sums, x + k * x_col_stride, w + k * w_col_stride);
+    }}
+    if (k + 1 < cols) {{
+        {tap}(sums, x + (k + 1) * x_col_stride, w + (k + 1) * w_col_stride);
+    }}
+}}
+
 /* acc[c] += sum over r < rows, k < cols of x[r * x_row_stride + k * x_col_stride + c]
    * w[r * w_row_stride + k * w_col_stride + c], for the four channels c < 4 (strides in elements). */
-static inline int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, int32_t x_row_stride,
+static {inline} int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, int32_t x_row_stride,
                                   int32_t x_col_stride, int32_t w_row_stride, int32_t w_col_stride, int32_t rows,
                                   int32_t cols)
 {{
     int32_t sums[4] = {{acc[0], acc[1], acc[2], acc[3]}};
-    if (rows == 3 && cols == 3) {{
-        for (int32_t r = 0; r < 3; ++r) {{
-            const int8_t *xr = x + r * x_row_stride, *wr = w + r * w_row_stride;
-            {tap}(sums, xr, wr);
-            {tap}(sums, xr + x_col_stride, wr + w_col_stride);
-            {tap}(sums, xr + 2 * x_col_stride, wr + 2 * w_col_stride);
-        }}
-    }} else {{
-        for (int32_t r = 0; r < rows; ++r) {{
-            const int8_t *xk = x + r * x_row_stride, *wk = w + r * w_row_stride;
-            for (int32_t k = 0; k < cols; ++k, xk += x_col_stride, wk += w_col_stride) {{
-                {tap}(sums, xk, wk);
-            }}
-        }}
+    int32_t r = 0;
+    for (; r + 3 <= rows; r += 3) {{
+        {row}(sums, x + r * x_row_stride, w + r * w_row_stride, x_col_stride, w_col_stride, cols);
+        {row}(sums, x + (r + 1) * x_row_stride, w + (r + 1) * w_row_stride, x_col_stride, w_col_stride, cols);
+        {row}(sums, x + (r + 2) * x_row_stride, w + (r + 2) * w_row_stride, x_col_stride, w_col_stride, cols);
+    }}
+    if (r < rows) {{
+        {row}(sums, x + r * x_row_stride, w + r * w_row_stride, x_col_stride, w_col_stride, cols);
+    }}
+    if (r + 1 < rows) {{
+        {row}(sums, x + (r + 1) * x_row_stride, w + (r + 1) * w_row_stride, x_col_stride, w_col_stride, cols);
     }}
     acc[0] = sums[0];
     acc[1] = sums[1];
