@@ -11,7 +11,10 @@ portable C. The sums are held in locals (registers once the helper is inlined) a
 Both window loops step by three taps (rows) written out, then the one or two left: the kernels pass the
 sizes as constants, so where the helper is inlined a window of up to 3x3 taps (the common depthwise kernel,
 and the clipped windows of its padded border) runs as straight-line taps: no loop counters, only loads at
-constant offsets. Each channel's products are integer sums: bit-exact in any order.
+constant offsets. `<prefix>_depthwise_box_s8x4` is the same helper kept out of line (one copy per bundle) for
+the clipped windows of a padded border (`tvm_ext.border_split`), whose sizes differ per rectangle: code
+bytes for a few more instructions per call on border pixels. Each channel's products are integer sums:
+bit-exact in any order.
 """
 
 from __future__ import annotations
@@ -22,20 +25,29 @@ def depthwise_mac_helper_name(prefix: str) -> str:
     return f"{prefix}_depthwise_mac_s8x4"
 
 
+def depthwise_box_helper_name(prefix: str) -> str:
+    """The C name of the helper's one out-of-line copy in the bundle `prefix` (same arguments and sums)."""
+    return f"{prefix}_depthwise_box_s8x4"
+
+
 def depthwise_mac_helper_c(prefix: str) -> str:
     """The C definition of the helper (and of its one-tap and one-row steps) for the bundle `prefix` (after
     `packager.dual_mac_c`'s definitions)."""
     name = depthwise_mac_helper_name(prefix)
     tap = f"{prefix}_depthwise_tap_s8x4"
     row = f"{prefix}_depthwise_row_s8x4"
+    box = depthwise_box_helper_name(prefix)
+    outlined = f"{prefix.upper()}_DEPTHWISE_OUTLINED"
     inline = f"{prefix.upper()}_DEPTHWISE_INLINE"
     return f"""
 /* Inlined wherever called, whatever gcc's size estimate: the sizes are constants there, so the window's
    loops fold to straight-line taps (an out-of-line copy would loop, and keep the sums in memory). */
 #if defined(__GNUC__)
 #define {inline} inline __attribute__((always_inline))
+#define {outlined} __attribute__((noinline, unused))
 #else
 #define {inline} inline
+#define {outlined}
 #endif
 
 /* sums[c] += x[c] * w[c] for the four channels c < 4: one window tap. */
@@ -99,5 +111,14 @@ static {inline} int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, i
     acc[2] = sums[2];
     acc[3] = sums[3];
     return 0;
+}}
+
+/* The same sums, one out-of-line copy for the bundle: the clipped windows of padded borders, whose sizes
+   differ per rectangle of the border (inlined, each rectangle would be a copy of its taps). */
+static {outlined} int32_t {box}(int32_t *acc, const int8_t *x, const int8_t *w, int32_t x_row_stride,
+                                  int32_t x_col_stride, int32_t w_row_stride, int32_t w_col_stride, int32_t rows,
+                                  int32_t cols)
+{{
+    return {name}(acc, x, w, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols);
 }}
 """

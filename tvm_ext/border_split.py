@@ -25,7 +25,7 @@ import tvm
 from tvm import s_tir, tirx
 
 from tvm_ext.border_regions import COMPARISONS, holds, loop_range, outside_boxes, pixel_segments
-from tvm_ext.depthwise_mac import mac_helper_replacement
+from tvm_ext.depthwise_mac import DEPTHWISE_BOX_OP, DEPTHWISE_MAC_OP, mac_helper_replacement
 from tvm_ext.index_expr import substitute_index
 from tvm_ext.tir_walk import map_child_stmts, vars_read
 
@@ -195,14 +195,15 @@ def _border_regions(tap: _GuardedTap):
         found = pixel_segments(tap.loops[pixel], [(tap.loops[t], tap_conjuncts[t]) for t in taps])
         if found is None:
             return None
-        segments.append((tap.loops[pixel].loop_var, [(segment.end, dict(zip(taps, segment.taps))) for segment in found]))
+        choices = [(segment.end, dict(zip(taps, segment.taps))) for segment in found]
+        segments.append((tap.loops[pixel].loop_var, choices))
     inside = _tap_read_as(tap, tap.guard.args[1], "_inside")
     padded = _tap_read_as(tap, tap.guard.args[2], "_padded")
     window = [(int(loop.min), int(loop.min) + int(loop.extent)) for loop in chain]
 
     def region(box: dict) -> tirx.Stmt:
         ranges = [box.get(d, full) for d, full in zip(chain_depths, window)]
-        reduction = [_box_reduction(chain, inside, ranges)]
+        reduction = [_box_reduction(chain, inside, ranges, window)]
         reduction += [_loop_nest(chain, padded, outside) for outside in outside_boxes(ranges, window)]
         return _sequence(reduction)
 
@@ -212,7 +213,8 @@ def _border_regions(tap: _GuardedTap):
         var, choices = segments[level]
         stmt = select(level + 1, {**box, **choices[-1][1]})
         for end, taps in reversed(choices[:-1]):
-            stmt = tirx.IfThenElse(tirx.LT(var, tirx.const(end, var.ty.dtype)), select(level + 1, {**box, **taps}), stmt)
+            below = tirx.LT(var, tirx.const(end, var.ty.dtype))
+            stmt = tirx.IfThenElse(below, select(level + 1, {**box, **taps}), stmt)
         return stmt
 
     if prod(len(choices) for _, choices in segments) > MAX_REGIONS:
@@ -233,15 +235,17 @@ def _loop_nest(chain: list, realize: s_tir.SBlockRealize, ranges: list) -> tirx.
     return body
 
 
-def _box_reduction(chain: list, realize: s_tir.SBlockRealize, box: list) -> tirx.Stmt:
+def _box_reduction(chain: list, realize: s_tir.SBlockRealize, box: list, window: list) -> tirx.Stmt:
     """The reduction of ``realize`` over ``box`` of the loops ``chain``: as the MAC helper's call where one
-    fits (the loops shifted to start at 0, as the helper's replacement requires), else as loops."""
+    fits (the loops shifted to start at 0, as the helper's replacement requires; a depthwise box smaller than
+    the ``window`` calls the helper's out-of-line copy), else as loops."""
     shift = {loop.loop_var: loop.loop_var + first for loop, (first, _) in zip(chain, box) if first}
     shifted = s_tir.SBlockRealize([substitute_index(value, shift) for value in realize.iter_values],
                                   realize.predicate, realize.block)
     loops = [tirx.For(loop.loop_var, 0, end - first, loop.kind, tirx.Evaluate(0)) for loop, (first, end) in
              zip(chain, box)]
-    return mac_helper_replacement(shifted, loops) or _loop_nest(chain, realize, box)
+    op = DEPTHWISE_MAC_OP if box == window else DEPTHWISE_BOX_OP
+    return mac_helper_replacement(shifted, loops, op) or _loop_nest(chain, realize, box)
 
 
 def _interior_range(loops: list, index: int, entries: list) -> Optional[tuple[int, int]]:
