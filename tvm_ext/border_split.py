@@ -12,6 +12,12 @@ arithmetic of ``tvm_ext.index_expr``): a conjunct on the pixel loop ``y`` and th
 the interior range for every tap. In the interior copy the tap is read directly (``if_then_else`` replaced
 by its true value: the same number), so the sums are unchanged: bit-exact. There, on a DSP core, the
 reduction becomes a MAC helper's call (``tvm_ext.depthwise_mac``) where one fits.
+
+On a DSP core, where each test conjunct relates one pixel loop to one tap loop and the border makes at most
+MAX_REGIONS rectangles, the border is not tested per tap at all: ``tvm_ext.border_regions`` finds at compile
+time the rectangles of pixels that read the same box of image taps, and each pixel's reduction picks its
+rectangle (tests on the pixel loops only), runs the MAC helper over the box and adds the padding's products
+(the guard's false value) over the rest of the window. Integer sums in another order: bit-exact.
 """
 
 from __future__ import annotations
@@ -48,7 +54,8 @@ class _GuardedTap:
 
 def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
     """``func`` with its one guarded convolution tap (if any) split as the module docstring says; with
-    ``dual_mac``, the interior's reduction as the dual-MAC call where it fits. Unchanged when the kernel has
+    ``dual_mac``, the border cut into rectangles where it can be, and the reductions as MAC helper calls
+    where they fit. Unchanged when the kernel has
     no guarded tap, several, or a form this module does not evaluate."""
     root = func.body
     if not isinstance(root, s_tir.SBlockRealize):
