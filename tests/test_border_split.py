@@ -3,7 +3,8 @@ awkward windows (odd image sizes, a 3x4 window, stride 2, dilation 2, depth mult
 pads differ top/bottom and left/right) run bit-exactly with TFLite Micro on cortex-m4f under QEMU and in the
 host build of the same bundle, and each padded kernel asks once per output pixel whether its window is inside
 the image: the interior branch has no bounds test (on the DSP core a tiled convolution's interior is the dual
-MAC call).
+MAC call). On the DSP core a border of at most 9 rectangles is cut into them instead (tvm_ext/border_regions.py):
+no test reads a tap loop at all.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tvm_ext.kernels.fixed_point import Rounding  # noqa: E402
 from tvm_ext.kernels.quant_params import ActivationRange  # noqa: E402
 from tvm_ext.kernels.requantize import OutputStage  # noqa: E402
 from tvm_ext.schedule import inline_intermediates  # noqa: E402
-from tvm_ext.tir_walk import walk  # noqa: E402
+from tvm_ext.tir_walk import vars_read, walk  # noqa: E402
 
 SAME = 0  # tflite.Padding
 IMAGE = (9, 8)  # odd height, even width: SAME pads of stride 2 differ on the two sides
@@ -91,6 +92,16 @@ def _kernel_bodies(kernels_c: str) -> dict[str, list[str]]:
     return bodies
 
 
+def kernels_bit_exact_everywhere(tmp_path, name: str, model_bytes: bytes) -> dict[str, list[str]]:
+    """The kernels of the model's cortex-m4f bundle (``_kernel_bodies``), after checking that it matches TFLite
+    Micro under QEMU and in its host build, and builds warning-free for both."""
+    board = bit_exact_on_cortex_m4f(tmp_path, name, model_bytes)
+    _strict_build(board.out_dir, tmp_path / "arm", [])  # the DSP helpers, warning-free with arm-none-eabi-gcc
+    host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
+    assert "PASS" in host.stdout, host.stdout
+    return _kernel_bodies((board.out_dir / f"{board.plan.model}_kernels.c").read_text())
+
+
 def _interior_branch(body: list[str]) -> list[str]:
     """The lines of the first `if` of ``body`` up to its `} else {` at the same indentation."""
     start = next(i for i, line in enumerate(body) if line.lstrip().startswith("if ("))
@@ -107,34 +118,35 @@ def _pixel_test(line: str) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_padded_kernels_split_their_border_and_stay_bit_exact(tmp_path, name):
-    board = bit_exact_on_cortex_m4f(tmp_path, name, MODELS[name]())
-    _strict_build(board.out_dir, tmp_path / "arm", [])  # the DSP helpers, warning-free with arm-none-eabi-gcc
-    host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
-    assert "PASS" in host.stdout, host.stdout
-
-    kernels = _kernel_bodies((board.out_dir / f"{board.plan.model}_kernels.c").read_text())
+    kernels = kernels_bit_exact_everywhere(tmp_path, name, MODELS[name]())
     convolutions = {kernel: body for kernel, body in kernels.items() if "conv" in kernel}
     assert len(convolutions) == len(WINDOWS), sorted(kernels)
     for kernel, body in convolutions.items():
         first_if = next(line for line in body if line.lstrip().startswith("if ("))
         # The first test is the pixel's: it compares the output row and column loops with constants only.
         assert _pixel_test(first_if) <= {"y", "x"}, (kernel, first_if)
-        interior = _interior_branch(body)
-        assert interior and not any("if (" in line for line in interior), (kernel, interior)
         helper = "dual_mac_s8x4" if name == "conv" else "depthwise_mac_s8x4" if name == "depthwise_tiled" else None
+        tests = [_pixel_test(line) for line in body if line.lstrip().startswith("if (")]
+        if all(test <= {"y", "x"} for test in tests):
+            # Cut into rectangles of the border (tvm_ext.border_regions): the tests pick one, none is per tap.
+            interior = body
+        else:
+            interior = _interior_branch(body)
+            assert interior and not any("if (" in line for line in interior), (kernel, interior)
         if helper and "_d2_" not in kernel:  # a dilated window's taps are not one contiguous run
             assert any(helper in line for line in interior), kernel
 
 
-def _scheduled_depthwise(image: tuple[int, int], kernel: tuple[int, int]) -> tirx.PrimFunc:
-    """A padded int8 depthwise kernel (8 channels, pads of 1 on every side) scheduled as for cortex-m4f."""
+def _scheduled_depthwise(image: tuple[int, int], kernel: tuple[int, int], dual_mac: bool = True) -> tirx.PrimFunc:
+    """A padded int8 depthwise kernel (8 channels, pads of 1 on every side) scheduled as for cortex-m4f (or,
+    without ``dual_mac``, for a core without the DSP extension)."""
     data = te.placeholder((1, *image, 8), "int8", name="data")
     weight = te.placeholder((*kernel, 8), "int8", name="weight")
     bias = te.placeholder((8,), "int32", name="bias")
     stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
     out = depthwise_conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(1, 1),
                                 padding=(1, 1, 1, 1), dilation=(1, 1), zero_point_in_bias=True)
-    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, True)
+    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, dual_mac)
 
 
 def _statements(node, kind) -> list:
@@ -148,15 +160,33 @@ def _guarded_taps(node) -> list:
 
 
 def test_interior_tir_reads_taps_unguarded():
-    """In the TIR: no tap is guarded per MAC; the pixel's branch (the outermost) has no test in its interior
-    and one per tap in its border."""
-    func = _scheduled_depthwise((7, 6), (3, 3))
+    """In the TIR of a core without the DSP extension: no tap is guarded per MAC; the pixel's branch (the
+    outermost) has no test in its interior and one per tap in its border."""
+    func = _scheduled_depthwise((7, 6), (3, 3), dual_mac=False)
     assert not _guarded_taps(func.body)
     pixel = _statements(func.body, tirx.IfThenElse)[0]
     assert not _statements(pixel.then_case, tirx.IfThenElse)
     assert len(_statements(pixel.else_case, tirx.IfThenElse)) == 1
 
 
+def test_dsp_core_tir_tests_no_tap():
+    """On a DSP core the border is cut into rectangles of pixels (tvm_ext.border_regions): no tap is guarded
+    and no test reads a tap loop; with pads of 1, the output row picks one of 3 row ranges (2 tests), then
+    the column one of 3 column ranges (2 tests in each)."""
+    func = _scheduled_depthwise((7, 6), (3, 3))
+    assert not _guarded_taps(func.body)
+    tests = _statements(func.body, tirx.IfThenElse)
+    assert all({var.name for var in vars_read(test.condition)} <= {"y", "x"} for test in tests), tests
+    assert len(tests) == 2 + 3 * 2
+
+
 def test_kernel_without_interior_is_left_as_it_was():
     """A 3x3 window on a 1x1 image overhangs at every pixel: no pixel is interior, nothing is split."""
-    assert not _statements(_scheduled_depthwise((1, 1), (3, 3)).body, tirx.IfThenElse)
+    assert not _statements(_scheduled_depthwise((1, 1), (3, 3), dual_mac=False).body, tirx.IfThenElse)
+
+
+def test_dsp_core_kernel_without_interior_is_one_rectangle():
+    """On a DSP core the same pixel is one rectangle of the border: its image tap (the centre) and its padded
+    taps, no test at all and no guarded tap left."""
+    func = _scheduled_depthwise((1, 1), (3, 3))
+    assert not _statements(func.body, tirx.IfThenElse) and not _guarded_taps(func.body)

@@ -12,24 +12,33 @@ arithmetic of ``tvm_ext.index_expr``): a conjunct on the pixel loop ``y`` and th
 the interior range for every tap. In the interior copy the tap is read directly (``if_then_else`` replaced
 by its true value: the same number), so the sums are unchanged: bit-exact. There, on a DSP core, the
 reduction becomes a MAC helper's call (``tvm_ext.depthwise_mac``) where one fits.
+
+On a DSP core, where each test conjunct relates one pixel loop to one tap loop and the border makes at most
+MAX_REGIONS rectangles, the border is not tested per tap at all: ``tvm_ext.border_regions`` finds at compile
+time the rectangles of pixels that read the same box of image taps, and each pixel's reduction picks its
+rectangle (tests on the pixel loops only), runs the MAC helper over the box and adds the padding's products
+(the guard's false value) over the rest of the window. Integer sums in another order: bit-exact.
 """
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from itertools import product
+from math import prod
 from typing import Optional
 
 import tvm
 from tvm import s_tir, tirx
 
-from tvm_ext.depthwise_mac import mac_helper_replacement
-from tvm_ext.index_expr import evaluate_index, substitute_index
+from tvm_ext.border_regions import COMPARISONS, holds, loop_range, outside_boxes, pixel_segments
+from tvm_ext.depthwise_mac import DEPTHWISE_BOX_OP, DEPTHWISE_MAC_OP, mac_helper_replacement
+from tvm_ext.index_expr import substitute_index
 from tvm_ext.tir_walk import map_child_stmts, vars_read
 
 _IF_THEN_ELSE = "prim.if_then_else"
-_COMPARISONS = {tirx.LT: operator.lt, tirx.LE: operator.le, tirx.GT: operator.gt, tirx.GE: operator.ge}
+MAX_REGIONS = 9
+"""Most rectangles a border is cut into (a 3x3 window padded by 1 makes 9): each is a copy of the reduction's
+code, so a wide window with wide padding keeps the per-tap tests instead of growing the code."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +54,8 @@ class _GuardedTap:
 
 def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
     """``func`` with its one guarded convolution tap (if any) split as the module docstring says; with
-    ``dual_mac``, the interior's reduction as the dual-MAC call where it fits. Unchanged when the kernel has
+    ``dual_mac``, the border cut into rectangles where it can be, and the reductions as MAC helper calls
+    where they fit. Unchanged when the kernel has
     no guarded tap, several, or a form this module does not evaluate."""
     root = func.body
     if not isinstance(root, s_tir.SBlockRealize):
@@ -54,13 +64,13 @@ def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
     if len(taps) != 1:
         return func
     try:
-        split = _interior_branch(taps[0], dual_mac)
+        split = (_border_regions(taps[0]) if dual_mac else None) or _interior_branch(taps[0], dual_mac)
     except KeyError:
         return func  # an index or test form we do not evaluate: keep the guarded loop
     if split is None:
         return func
-    pixel_loop, branch = split
-    body = _replace(root.block.body, pixel_loop.body, branch)
+    target, replacement = split
+    body = _replace(root.block.body, target, replacement)
     block = root.block
     new_root = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body, block.init,
                             block.alloc_buffers, block.match_buffers, block.annotations)
@@ -108,7 +118,7 @@ def _guard(body) -> Optional[tvm.ir.Call]:
 def _conjuncts(condition) -> list:
     if isinstance(condition, tirx.And):
         return _conjuncts(condition.a) + _conjuncts(condition.b)
-    if type(condition) not in _COMPARISONS:
+    if type(condition) not in COMPARISONS:
         raise KeyError(type(condition).__name__)
     return [condition]
 
@@ -118,12 +128,8 @@ def _substitute_comparison(comparison, mapping: dict):
     return type(comparison)(substitute_index(comparison.a, mapping), substitute_index(comparison.b, mapping))
 
 
-def _holds(comparison, values: dict) -> bool:
-    return _COMPARISONS[type(comparison)](evaluate_index(comparison.a, values), evaluate_index(comparison.b, values))
-
-
 def _interior_branch(tap: _GuardedTap, dual_mac: bool):
-    """(the innermost pixel loop, the IfThenElse its body becomes), or None where no pixel is interior or
+    """(the innermost pixel loop's body, the IfThenElse it becomes), or None where no pixel is interior or
     the test is on loops this split cannot separate."""
     depth = {loop.loop_var: index for index, loop in enumerate(tap.loops)}
     pixel_conjuncts: dict[int, list] = {}
@@ -156,11 +162,97 @@ def _interior_branch(tap: _GuardedTap, dual_mac: bool):
         if high < end:
             tests.append(tirx.LT(var, tirx.const(high, var.ty.dtype)))
     if not tests:
-        return pixel_loop, clean
+        return pixel_loop.body, clean
     condition = tests[0]
     for test in tests[1:]:
         condition = tirx.And(condition, test)
-    return pixel_loop, tirx.IfThenElse(condition, clean, border)
+    return pixel_loop.body, tirx.IfThenElse(condition, clean, border)
+
+
+def _border_regions(tap: _GuardedTap):
+    """(the reduction's outermost loop, the branches it becomes: one per rectangle of pixels reading the
+    same taps of the image, ``tvm_ext.border_regions``), or None where a conjunct of the test is not one pixel
+    loop against one tap loop, the tap loops are not the reduction's, or there are more than MAX_REGIONS
+    rectangles. Each rectangle's reduction runs the MAC helper over its box of image taps and adds the
+    padding's products over the rest of the window (the guard's false value): the tests left at run time
+    pick the rectangle, once per reduction (the accumulators' zeroing and the epilogue stay one copy)."""
+    depth = {loop.loop_var: index for index, loop in enumerate(tap.loops)}
+    pixel_of_tap: dict[int, int] = {}
+    tap_conjuncts: dict[int, list] = {}
+    for conjunct in tap.conjuncts:
+        used = sorted(depth[var] for var in vars_read(conjunct) if var in depth)
+        if len(used) != 2 or pixel_of_tap.setdefault(used[1], used[0]) != used[0]:
+            return None
+        tap_conjuncts.setdefault(used[1], []).append(conjunct)
+    pixel_depths = sorted(set(pixel_of_tap.values()))
+    innermost = pixel_depths[-1]
+    start = _first_reduction_loop(tap.realize, tap.loops[innermost + 1:])
+    if start is None:
+        return None
+    chain_depths = list(range(innermost + 1 + start, len(tap.loops)))
+    chain = [tap.loops[d] for d in chain_depths]
+    if not all(body.same_as(inner) for body, inner in zip([loop.body for loop in chain], [*chain[1:], tap.realize])):
+        return None  # another statement between the reduction loops
+    if not set(pixel_of_tap) <= set(chain_depths) or not all(
+            isinstance(tap.loops[d].extent, tirx.IntImm) for d in [*pixel_depths, *chain_depths]):
+        return None
+    segments = []
+    for pixel in pixel_depths:
+        taps = sorted(t for t, p in pixel_of_tap.items() if p == pixel)
+        found = pixel_segments(tap.loops[pixel], [(tap.loops[t], tap_conjuncts[t]) for t in taps])
+        if found is None:
+            return None
+        choices = [(segment.end, dict(zip(taps, segment.taps))) for segment in found]
+        segments.append((tap.loops[pixel].loop_var, choices))
+    inside = _tap_read_as(tap, tap.guard.args[1], "_inside")
+    padded = _tap_read_as(tap, tap.guard.args[2], "_padded")
+    window = [(int(loop.min), int(loop.min) + int(loop.extent)) for loop in chain]
+
+    def region(box: dict) -> tirx.Stmt:
+        ranges = [box.get(d, full) for d, full in zip(chain_depths, window)]
+        reduction = [_box_reduction(chain, inside, ranges, window)]
+        reduction += [_loop_nest(chain, padded, outside) for outside in outside_boxes(ranges, window)]
+        return _sequence(reduction)
+
+    def select(level: int, box: dict) -> tirx.Stmt:
+        if level == len(segments):
+            return region(box)
+        var, choices = segments[level]
+        stmt = select(level + 1, {**box, **choices[-1][1]})
+        for end, taps in reversed(choices[:-1]):
+            below = tirx.LT(var, tirx.const(end, var.ty.dtype))
+            stmt = tirx.IfThenElse(below, select(level + 1, {**box, **taps}), stmt)
+        return stmt
+
+    if prod(len(choices) for _, choices in segments) > MAX_REGIONS:
+        return None
+    return chain[0], select(0, {})
+
+
+def _sequence(stmts: list) -> tirx.Stmt:
+    """``stmts`` in order (TIR has no SeqStmt of one statement)."""
+    return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)
+
+
+def _loop_nest(chain: list, realize: s_tir.SBlockRealize, ranges: list) -> tirx.Stmt:
+    """The loops ``chain`` (outermost first) around ``realize``, each over its range of ``ranges``."""
+    body = realize
+    for loop, (first, end) in reversed(list(zip(chain, ranges))):
+        body = tirx.For(loop.loop_var, first, end - first, loop.kind, body, loop.thread_binding, loop.annotations)
+    return body
+
+
+def _box_reduction(chain: list, realize: s_tir.SBlockRealize, box: list, window: list) -> tirx.Stmt:
+    """The reduction of ``realize`` over ``box`` of the loops ``chain``: as the MAC helper's call where one
+    fits (the loops shifted to start at 0, as the helper's replacement requires; a depthwise box smaller than
+    the ``window`` calls the helper's out-of-line copy), else as loops."""
+    shift = {loop.loop_var: loop.loop_var + first for loop, (first, _) in zip(chain, box) if first}
+    shifted = s_tir.SBlockRealize([substitute_index(value, shift) for value in realize.iter_values],
+                                  realize.predicate, realize.block)
+    loops = [tirx.For(loop.loop_var, 0, end - first, loop.kind, tirx.Evaluate(0)) for loop, (first, end) in
+             zip(chain, box)]
+    op = DEPTHWISE_MAC_OP if box == window else DEPTHWISE_BOX_OP
+    return mac_helper_replacement(shifted, loops, op) or _loop_nest(chain, realize, box)
 
 
 def _interior_range(loops: list, index: int, entries: list) -> Optional[tuple[int, int]]:
@@ -183,7 +275,7 @@ def _holds_for_every_tap(conjunct, loops: list, index: int, value: int, taps: li
     for point in product(*ranges):
         values = {loops[index].loop_var: value}
         values.update((loops[d].loop_var, v) for d, v in zip(taps, point))
-        if not _holds(conjunct, values):
+        if not holds(conjunct, values):
             return False
     return True
 

@@ -14,12 +14,15 @@ from typing import Optional
 
 from tvm import s_tir, tirx
 
-from packager.depthwise_mac_c import depthwise_mac_helper_name
+from packager.depthwise_mac_c import depthwise_box_helper_name, depthwise_mac_helper_name
 from tvm_ext.dual_mac import (DUAL_MAC_CHANNELS, AccessOffsets, MacReduction, dual_mac_replacement, helper_call_block,
                               mac_reduction, register_mac_helper)
 
 DEPTHWISE_MAC_OP = "tvm_ext.depthwise_mac_s8x4"
 register_mac_helper(DEPTHWISE_MAC_OP, depthwise_mac_helper_name)
+DEPTHWISE_BOX_OP = "tvm_ext.depthwise_box_s8x4"
+"""The same helper's out-of-line copy: for the clipped windows of a padded border (tvm_ext.border_split)."""
+register_mac_helper(DEPTHWISE_BOX_OP, depthwise_box_helper_name)
 
 
 def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
@@ -34,15 +37,18 @@ def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) 
     return True
 
 
-def mac_helper_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
-    """The dual MAC's call block (``tvm_ext.dual_mac``), else the depthwise helper's, computing what the For
-    nodes ``loops`` around ``realize`` compute; None where neither computes exactly that."""
-    return dual_mac_replacement(realize, loops) or depthwise_mac_replacement(realize, loops)
+def mac_helper_replacement(realize: s_tir.SBlockRealize, loops: list,
+                           depthwise_op: str = DEPTHWISE_MAC_OP) -> Optional[s_tir.SBlockRealize]:
+    """The dual MAC's call block (``tvm_ext.dual_mac``), else the depthwise helper's (``depthwise_op``: the
+    inlined one, or DEPTHWISE_BOX_OP), computing what the For nodes ``loops`` around ``realize`` compute;
+    None where neither computes exactly that."""
+    return dual_mac_replacement(realize, loops) or depthwise_mac_replacement(realize, loops, depthwise_op)
 
 
-def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
-    """The depthwise helper's call block for ``loops`` (up to two window loops, then the channel loop), or
-    None where the loads do not fit it (see the module docstring)."""
+def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
+                              op: str = DEPTHWISE_MAC_OP) -> Optional[s_tir.SBlockRealize]:
+    """The call block of the depthwise helper ``op`` for ``loops`` (up to two window loops, then the channel
+    loop), or None where the loads do not fit it (see the module docstring)."""
     reduction = mac_reduction(realize.block)
     window, channel = loops[:-1], loops[-1]
     if reduction is None or len(window) > 2 or not isinstance(channel.extent, tirx.IntImm):
@@ -58,7 +64,7 @@ def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Opti
         sizes = _window_sizes(reduction, AccessOffsets(bindings, inner), extents)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
-    return None if sizes is None else helper_call_block(DEPTHWISE_MAC_OP, reduction, bindings, inner, sizes)
+    return None if sizes is None else helper_call_block(op, reduction, bindings, inner, sizes)
 
 
 def _window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int]) -> Optional[list[int]]:
