@@ -1,0 +1,341 @@
+"""A data layout (NCHW or NHWC) per subgraph of an imported float model, chosen by a cost estimate.
+
+TFLite models arrive channels-last (NHWC), ONNX models channels-first (NCHW). Before the Relax pipeline
+(tvm_ext.lower) legalizes the operators, `choose_layouts(main, profile, force)` splits `main` into subgraphs
+with PartitionSubgraphs' rules (tvm_ext.transform.partition_subgraphs, each operator call counted as a
+kernel) and picks a layout per subgraph; the pass `ConvertLayoutPerSubgraph(plan)` rewrites each subgraph
+whose layout changes with TVM's `relax.transform.ConvertLayout`, applied to that subgraph alone (lifted into
+a function of its own): its conv2d (weights permuted by a `permute_dims` of the constant, which the
+pipeline's FoldConstant computes at compile time) and the layout-agnostic operators around it (bias add,
+relu, pools, residual adds) then work in the new layout, and `permute_dims` appear only where the subgraph
+meets the model's layout: at its entries, at its exits, and before an operator that fixes the model's
+order (a flatten's reshape; it ends the subgraph's spatial part). Where one subgraph's exit transform is
+undone by the next one's entry transform, the pair is dropped.
+
+The cost model (instructions on the subgraph's core, estimated before any kernel exists):
+
+    estimate(subgraph, layout) = sum over its conv2d of MACs x CONV_INSTRUCTIONS_PER_MAC[layout]
+                                 + bytes of its 4-D activations permuted at its borders (entries whose
+                                   producer, model input or earlier subgraph, has another layout; exits and
+                                   flattens when the layout is not the model's) x TRANSPOSE_INSTRUCTIONS_PER_BYTE
+
+Subgraphs are chosen in order (an entry's layout is what the subgraph before it chose); the lower estimate
+wins, a tie keeps the model's layout. The constants are measured on cortex-m4f with QEMU
+(scripts/bench_layout.py): our float schedules (tvm_ext.float_schedule) tile output channels and pixels,
+which in NHWC are the innermost, contiguous loops of the convolution. Quantized operators keep the layout
+they arrive in (the int8 kernels are channels-last): a forced layout on a model with them is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import tvm
+from tvm import relax
+from tvm.ir.expr import Constant
+
+from target.profile import Profile
+from tvm_ext.layers import BINDING_LAYERS_ATTR, CONSTANT_LAYERS_ATTR, LAYERS_ATTR, Layers, bindings_of, with_layers
+from tvm_ext.transform.partition_subgraphs import partition_subgraphs
+
+LAYOUTS = ("NCHW", "NHWC")
+"""The data layouts a subgraph can take."""
+
+KERNEL_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}
+"""The conv2d weight layout that goes with each data layout (HWIO: TOPI's NHWC convolution reads it)."""
+
+CONV_INSTRUCTIONS_PER_MAC = {"NCHW": 4.6, "NHWC": 3.7}
+"""Instructions per multiply-accumulate of a float 3x3 conv2d kernel with its bias, relu and residual add, in
+each layout, on cortex-m4f (QEMU -icount, per call, tests/onnx_conv_nets.py's 16x16 net, 8 -> 8 channels:
+NCHW 167,960 and NHWC 134,663 instructions for 36,864 MACs; its first conv, 3 input channels, took 4.6 and
+4.8: few input channels favour NCHW, which the estimate does not see)."""
+
+TRANSPOSE_INSTRUCTIONS_PER_BYTE = 1.9
+"""Instructions per byte of a permute_dims kernel moving a float 4-D activation on cortex-m4f (the same
+net: 5,770 instructions for 3,072 bytes, 2,570 for 2,048)."""
+
+_SPATIAL_OPS = {"relax.nn.conv2d": "data_layout", "relax.nn.max_pool2d": "layout", "relax.nn.avg_pool2d": "layout"}
+_QUANTIZED_OPS = {"relax.quantize", "relax.dequantize"}
+_VIEW_OPS = {"relax.reshape"}
+
+
+class LayoutError(ValueError):
+    """A forced layout cannot be applied to the model; the message names the operator."""
+
+
+@dataclass(frozen=True)
+class LayoutChoice:
+    """Subgraph `subgraph` runs in `layout`; `estimate` holds each candidate layout's estimated instructions
+    (see the module docstring; {} when the subgraph has no spatial operator and keeps the model's layout)."""
+
+    subgraph: int
+    layout: str
+    estimate: dict[str, float] = field(default_factory=dict, hash=False)
+
+    def facts(self) -> dict:
+        """This choice as the manifest's `subgraph_layouts` entry."""
+        return {"subgraph": self.subgraph, "layout": self.layout,
+                "estimated_instructions": {layout: round(cost) for layout, cost in self.estimate.items()}}
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    """Each binding's subgraph (binding order) and each subgraph's choice (subgraph order)."""
+
+    subgraph_of_binding: tuple[int, ...]
+    choices: tuple[LayoutChoice, ...]
+
+
+def operator_operands(binding: relax.Binding) -> Optional[list[relax.Expr]]:
+    """A binding that calls a Relax operator (a reshape excepted: it becomes a view) is a kernel reading its
+    tensor arguments; anything else (an alias, a tuple, a view) is none (partition_subgraphs' KernelOperands)."""
+    value = binding.value
+    if not isinstance(value, relax.Call) or not isinstance(value.op, tvm.ir.Op) or value.op.name in _VIEW_OPS:
+        return None
+    read = []
+    for arg in value.args:
+        fields = arg.fields if isinstance(arg, relax.Tuple) else [arg]
+        read += [f for f in fields if isinstance(f, (relax.Var, Constant))]
+    return read
+
+
+def choose_layouts(main: relax.Function, profile: Profile, force: Optional[str] = None) -> LayoutPlan:
+    """The subgraphs of `main` and each one's layout (see the module docstring): `force` ("NCHW" or "NHWC")
+    puts every subgraph with a spatial operator into that layout, None lets the estimate choose.
+    LayoutError when `force` is given and a subgraph holds a quantized operator."""
+    ids = partition_subgraphs(main, profile, operator_operands)
+    bindings = bindings_of(main)
+    model_layout = _model_layout(bindings)
+    layout_of_value: dict[relax.Var, str] = {param: model_layout for param in main.params}
+    choices = []
+    for subgraph in sorted(set(ids)):
+        run = [b for b, i in zip(bindings, ids) if i == subgraph]
+        if force is not None:
+            _refuse_quantized(run, subgraph, force)
+        if model_layout is None or _quantized(run) or not any(_spatial_layout(b) for b in run):
+            choice = LayoutChoice(subgraph, model_layout or LAYOUTS[0])
+        else:
+            estimate = {layout: _estimate(run, layout, model_layout, layout_of_value, main, bindings)
+                        for layout in LAYOUTS}
+            best = force or min(LAYOUTS, key=lambda layout: (estimate[layout], layout != model_layout))
+            choice = LayoutChoice(subgraph, best, estimate)
+        choices.append(choice)
+        for binding in run:
+            layout_of_value[binding.var] = choice.layout
+    return LayoutPlan(ids, tuple(choices))
+
+
+def _model_layout(bindings: Sequence[relax.Binding]) -> Optional[str]:
+    """The layout of the model's spatial operators (the first one's; None without any)."""
+    return next((layout for layout in map(_spatial_layout, bindings) if layout), None)
+
+
+def _spatial_layout(binding: relax.Binding) -> Optional[str]:
+    value = binding.value
+    if isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op) and value.op.name in _SPATIAL_OPS:
+        return str(getattr(value.attrs, _SPATIAL_OPS[value.op.name]))
+    return None
+
+
+def _quantized(run: Sequence[relax.Binding]) -> Optional[str]:
+    """The first quantized operator of `run` (its Relax name), or None."""
+    for binding in run:
+        value = binding.value
+        if isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op) and value.op.name in _QUANTIZED_OPS:
+            return value.op.name
+    return None
+
+
+def _refuse_quantized(run: Sequence[relax.Binding], subgraph: int, force: str) -> None:
+    operator = _quantized(run)
+    if operator is not None:
+        raise LayoutError(f"--layout {force.lower()} is not supported for quantized models ({operator} in "
+                          f"subgraph {subgraph}): their int8 kernels keep the layout they arrive in; use --layout auto")
+
+
+def _estimate(run: Sequence[relax.Binding], layout: str, model_layout: str,
+              layout_of_value: dict[relax.Var, str], main: relax.Function,
+              bindings: Sequence[relax.Binding]) -> float:
+    """Estimated instructions of `run` in `layout` (the module docstring's cost model)."""
+    defined = {b.var for b in run}
+    compute = sum(_conv_macs(b) for b in run) * CONV_INSTRUCTIONS_PER_MAC[layout]
+    entries = {v for b in run for v in relax.analysis.free_vars(b.value) if v not in defined}
+    moved = sum(_bytes4d(v) for v in entries if layout_of_value.get(v, model_layout) != layout)
+    if layout != model_layout:
+        later = [b.value for b in bindings[bindings.index(run[-1]) + 1:]] + [main.body.body]
+        read_later = {v for value in later for v in relax.analysis.free_vars(value)}
+        moved += sum(_bytes4d(b.var) for b in run if b.var in read_later)
+        moved += sum(_bytes4d(v) for b in run if _is_flatten(b) for v in relax.analysis.free_vars(b.value))
+    return compute + moved * TRANSPOSE_INSTRUCTIONS_PER_BYTE
+
+
+def _conv_macs(binding: relax.Binding) -> int:
+    """Multiply-accumulates of a conv2d binding (0 for anything else): output elements x weights per output."""
+    value = binding.value
+    if not (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op) and value.op.name == "relax.nn.conv2d"):
+        return 0
+    out = [int(d) for d in binding.var.ty.shape.values]
+    weight = [int(d) for d in value.args[1].ty.shape.values]
+    return math.prod(out) * math.prod(weight) // weight[str(value.attrs.kernel_layout).index("O")]
+
+
+def _bytes4d(var: relax.Var) -> int:
+    """Bytes of a 4-D tensor (0 for any other rank: it has no layout to permute)."""
+    sinfo = var.ty
+    if not isinstance(sinfo, relax.TensorType) or sinfo.ndim != 4:
+        return 0
+    return math.prod(int(d) for d in sinfo.shape.values) * tvm.DataType(sinfo.dtype).bits // 8
+
+
+def _is_flatten(binding: relax.Binding) -> bool:
+    value = binding.value
+    return (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op) and value.op.name in _VIEW_OPS
+            and _bytes4d(value.args[0]) > 0 and binding.var.ty.ndim != 4)
+
+
+@tvm.transform.module_pass(opt_level=0, name="ConvertLayoutPerSubgraph")
+class ConvertLayoutPerSubgraph:
+    """`main` with each subgraph of `plan` whose layout differs from its operators' rewritten into it (see the
+    module docstring); the layer records are carried (a new binding takes those of the binding it was made
+    from, by name, else those of its first reader)."""
+
+    def __init__(self, plan: LayoutPlan) -> None:
+        self.plan = plan
+
+    def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        mod = tvm.IRModule(dict(mod.functions.items()), attrs=mod.attrs)
+        mod["main"] = convert_layouts(mod["main"], self.plan)
+        return mod
+
+
+def convert_layouts(main: relax.Function, plan: LayoutPlan) -> relax.Function:
+    """`main` rewritten as ConvertLayoutPerSubgraph says."""
+    bindings = bindings_of(main)
+    if len(bindings) != len(plan.subgraph_of_binding):
+        raise ValueError(f"the layout plan has {len(plan.subgraph_of_binding)} bindings, main {len(bindings)}")
+    layout_of = {choice.subgraph: choice.layout for choice in plan.choices}
+    model_layout = _model_layout(bindings)
+    if model_layout is None or all(layout == model_layout for layout in layout_of.values()):
+        return main
+    attrs = {k: v for k, v in (main.attrs or {}).items()
+             if k not in (LAYERS_ATTR, BINDING_LAYERS_ATTR, CONSTANT_LAYERS_ATTR)}
+    builder = relax.BlockBuilder()
+    mapped: dict[relax.Var, relax.Expr] = {}
+    with builder.function("main", list(main.params), attrs=attrs, private=False):
+        with builder.dataflow():
+            start = 0
+            for stop in [*_run_ends(plan.subgraph_of_binding), len(bindings)]:
+                run = bindings[start:stop]
+                layout = layout_of[plan.subgraph_of_binding[start]]
+                if layout == model_layout or _quantized(run) or not any(_spatial_layout(b) for b in run):
+                    _emit_run(builder, run, mapped)
+                else:
+                    _emit_converted(builder, run, layout, mapped, bindings[stop:], main.body.body)
+                start = stop
+            output = builder.emit_output(_substitute(main.body.body, mapped))
+        builder.emit_func_output(output)
+    # An exit transform the next subgraph's entry undid is read by nothing: dropped here.
+    converted = relax.analysis.remove_all_unused(builder.get()["main"])
+    return _with_layers_by_name(main, converted)
+
+
+def _run_ends(ids: Sequence[int]) -> list[int]:
+    return [i for i in range(1, len(ids)) if ids[i] != ids[i - 1]]
+
+
+def _substitute(expr: relax.Expr, mapped: dict[relax.Var, relax.Expr]) -> relax.Expr:
+    """`expr` (a binding's value: a call, tuple, item or var) with its vars replaced as `mapped` says."""
+    if isinstance(expr, relax.Var):
+        return mapped.get(expr, expr)
+    if isinstance(expr, relax.Call):
+        return relax.Call(expr.op, [_substitute(a, mapped) for a in expr.args], expr.attrs, expr.ty_args)
+    if isinstance(expr, relax.Tuple):
+        return relax.Tuple([_substitute(f, mapped) for f in expr.fields])
+    if isinstance(expr, relax.TupleGetItem):
+        return relax.TupleGetItem(_substitute(expr.tuple_value, mapped), expr.index)
+    return expr
+
+
+def _emit_run(builder: relax.BlockBuilder, run: Sequence[relax.Binding], mapped: dict) -> None:
+    for binding in run:
+        mapped[binding.var] = _emit_value(builder, _substitute(binding.value, mapped), binding.var.name)
+
+
+def _emit_value(builder: relax.BlockBuilder, value: relax.Expr, name: str) -> relax.Expr:
+    """Emit `value` as a binding named `name`; a permute_dims undoing the permute_dims that produced its
+    input emits nothing and yields that permute's input."""
+    undone = _undone_permute(builder, value)
+    if undone is not None:
+        return undone
+    if isinstance(value, relax.Var):
+        return value
+    return builder.emit(value, name_hint=name)
+
+
+def _undone_permute(builder: relax.BlockBuilder, value: relax.Expr) -> Optional[relax.Expr]:
+    if not _is_permute(value) or not isinstance(value.args[0], relax.Var):
+        return None
+    producer = builder.lookup_binding(value.args[0])
+    if producer is None or not _is_permute(producer):
+        return None
+    first, second = [int(a) for a in producer.attrs.axes], [int(a) for a in value.attrs.axes]
+    return producer.args[0] if [first[a] for a in second] == list(range(len(first))) else None
+
+
+def _is_permute(value) -> bool:
+    return (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op)
+            and value.op.name == "relax.permute_dims" and value.attrs.axes is not None)
+
+
+def _emit_converted(builder: relax.BlockBuilder, run: Sequence[relax.Binding], layout: str, mapped: dict,
+                    rest: Sequence[relax.Binding], result: relax.Expr) -> None:
+    """Emit `run` rewritten into `layout`: lifted into a function of its own (its entries the parameters,
+    the values read after it the results), converted by relax.transform.ConvertLayout, inlined back."""
+    defined = [b.var for b in run]
+    entries = list(dict.fromkeys(v for b in run for v in relax.analysis.free_vars(b.value) if v not in defined))
+    read_later = {v for value in [b.value for b in rest] + [result] for v in relax.analysis.free_vars(value)}
+    exits = [v for v in defined if v in read_later]
+    lifted = relax.BlockBuilder()
+    params = [relax.Var(v.name, v.ty) for v in entries]
+    with lifted.function("main", params):
+        with lifted.dataflow():
+            inner = dict(zip(entries, params))
+            for binding in run:
+                inner[binding.var] = lifted.emit(_substitute(binding.value, inner), name_hint=binding.var.name)
+            outputs = [lifted.emit_output(inner[v]) for v in exits]
+        lifted.emit_func_output(relax.Tuple(outputs))
+    desired = {"relax.nn.conv2d": [layout, KERNEL_LAYOUT[layout]]}
+    function = relax.transform.ConvertLayout(desired)(lifted.get())["main"]
+    inner_mapped = {param: mapped.get(entry, entry) for param, entry in zip(function.params, entries)}
+    for binding in bindings_of(function):
+        inner_mapped[binding.var] = _emit_value(builder, _substitute(binding.value, inner_mapped),
+                                                binding.var.name)
+    for var, out in zip(exits, function.body.body.fields):
+        mapped[var] = _substitute(out, inner_mapped)
+
+
+def _with_layers_by_name(before: relax.Function, after: relax.Function) -> relax.Function:
+    """`after` carrying `before`'s layer records: a binding of `after` takes the records of the binding of
+    `before` with its name, else those of its first reader (a permute_dims takes its conv's or consumer's),
+    else (the function's result) those of the binding it aliases."""
+    layers = Layers.of(before)
+    if not layers.records:
+        return after
+    records_by_name = {b.var.name: layers.bindings[i] for i, b in enumerate(bindings_of(before))
+                       if i < len(layers.bindings)}
+    new = bindings_of(after)
+    per_binding = [set(records_by_name.get(b.var.name, ())) for b in new]
+    first_reader: dict[relax.Var, int] = {}
+    for position, binding in enumerate(new):
+        for source in relax.analysis.free_vars(binding.value):
+            first_reader.setdefault(source, position)
+    for position in reversed(range(len(new))):
+        if not per_binding[position] and new[position].var in first_reader:
+            per_binding[position] = set(per_binding[first_reader[new[position].var]])
+    position_of = {binding.var: position for position, binding in enumerate(new)}
+    for position, binding in enumerate(new):
+        if not per_binding[position] and binding.value in position_of:
+            per_binding[position] = set(per_binding[position_of[binding.value]])
+    return with_layers(after, layers.records, per_binding, layers.constants)
