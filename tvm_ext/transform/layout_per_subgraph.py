@@ -3,23 +3,27 @@
 TFLite models arrive channels-last (NHWC), ONNX models channels-first (NCHW). Before the Relax pipeline
 (tvm_ext.lower) legalizes the operators, `choose_layouts(main, profile, force)` splits `main` into subgraphs
 with PartitionSubgraphs' rules (tvm_ext.transform.partition_subgraphs, each operator call counted as a
-kernel) and picks a layout per subgraph; the pass `ConvertLayoutPerSubgraph(plan)` rewrites each subgraph
-whose layout changes with TVM's `relax.transform.ConvertLayout`, applied to that subgraph alone (lifted into
-a function of its own): its conv2d (weights permuted by a `permute_dims` of the constant, which the
-pipeline's FoldConstant computes at compile time) and the layout-agnostic operators around it (bias add,
-relu, pools, residual adds) then work in the new layout, and `permute_dims` appear only where the subgraph
+kernel) and picks a layout per subgraph (a subgraph without a convolution takes the layout of the subgraph
+before it: `layout_groups`); the pass `ConvertLayoutPerSubgraph(plan)` rewrites each
+group whose layout changes with TVM's `relax.transform.ConvertLayout`, applied to that group alone (lifted
+into a function of its own): its conv2d (weights permuted by a `permute_dims` of the constant, which the
+pipeline's FoldConstant computes at compile time), its pools and the layout-agnostic operators around them
+(bias add, relu, residual adds) then work in the new layout, and `permute_dims` appear only where the group
 meets the model's layout: at its entries, at its exits, and before an operator that fixes the model's
-order (a flatten's reshape; it ends the subgraph's spatial part). Where one subgraph's exit transform is
-undone by the next one's entry transform, the pair is dropped.
+order (a flatten's reshape; it ends the group's spatial part). Where one group's exit transform is undone
+by the next one's entry transform, the pair is dropped.
 
 The cost model (instructions on the subgraph's core, estimated before any kernel exists):
 
-    estimate(subgraph, layout) = sum over its conv2d of MACs x CONV_INSTRUCTIONS_PER_MAC[layout]
-                                 + bytes of its 4-D activations permuted at its borders (entries whose
-                                   producer, model input or earlier subgraph, has another layout; exits and
-                                   flattens when the layout is not the model's) x TRANSPOSE_INSTRUCTIONS_PER_BYTE
+    estimate(group, layout) = sum over its conv2d of MACs x (CONV_INSTRUCTIONS_PER_MAC[layout] where the
+                                loop just outside the reduction, output channels in NHWC, output columns in
+                                NCHW, takes the profile's accumulator tile, else UNTILED_INSTRUCTIONS_PER_MAC)
+                              + bytes of its 4-D activations permuted at its borders (entries whose
+                                producer, model input or earlier group, has another layout; exits and
+                                flattens when the layout is not the model's) x TRANSPOSE_INSTRUCTIONS_PER_BYTE
 
-Subgraphs are chosen in order (an entry's layout is what the subgraph before it chose); the lower estimate
+Groups are chosen in order (an entry's layout is what the group before it chose; an exit is counted as if
+the next group kept the model's layout); the lower estimate
 wins, a tie keeps the model's layout. The constants are measured on cortex-m4f with QEMU
 (scripts/bench_layout.py): our float schedules (tvm_ext.float_schedule) tile output channels and pixels,
 which in NHWC are the innermost, contiguous loops of the convolution. Quantized operators keep the layout
@@ -37,6 +41,8 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from target.profile import Profile
+from tvm_ext.float_schedule import float_channel_tiles
+from tvm_ext.schedule import output_channel_tile
 from tvm_ext.layers import BINDING_LAYERS_ATTR, CONSTANT_LAYERS_ATTR, LAYERS_ATTR, Layers, bindings_of, with_layers
 from tvm_ext.transform.partition_subgraphs import partition_subgraphs
 
@@ -48,15 +54,20 @@ KERNEL_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}
 
 CONV_INSTRUCTIONS_PER_MAC = {"NCHW": 4.6, "NHWC": 3.7}
 """Instructions per multiply-accumulate of a float 3x3 conv2d kernel with its bias, relu and residual add, in
-each layout, on cortex-m4f (QEMU -icount, per call, tests/onnx_conv_nets.py's 16x16 net, 8 -> 8 channels:
-NCHW 167,960 and NHWC 134,663 instructions for 36,864 MACs; its first conv, 3 input channels, took 4.6 and
-4.8: few input channels favour NCHW, which the estimate does not see)."""
+each layout, its accumulators tiled (tvm_ext.float_schedule), on cortex-m4f (QEMU -icount, per call,
+tests/onnx_conv_nets.py's 16x16 net, 8 -> 8 channels: NCHW 167,960 and NHWC 134,663 instructions for 36,864
+MACs; its first conv, 3 input channels, took 4.6 and 4.8: few input channels favour NCHW, which the
+estimate does not see)."""
+
+UNTILED_INSTRUCTIONS_PER_MAC = 12.3
+"""The same for a conv2d whose accumulators are not tiled (cortex-m4f, the 32x32 net with 4 channels in
+NHWC: 452,275 instructions for 36,864 MACs of its 4 -> 4 channel conv; its 1 -> 4 channel conv took 19)."""
 
 TRANSPOSE_INSTRUCTIONS_PER_BYTE = 1.9
 """Instructions per byte of a permute_dims kernel moving a float 4-D activation on cortex-m4f (the same
 net: 5,770 instructions for 3,072 bytes, 2,570 for 2,048)."""
 
-_SPATIAL_OPS = {"relax.nn.conv2d": "data_layout", "relax.nn.max_pool2d": "layout", "relax.nn.avg_pool2d": "layout"}
+_SPATIAL_OPS = {"relax.nn.conv2d": "data_layout"}  # the operators whose layout is chosen; the others follow
 _QUANTIZED_OPS = {"relax.quantize", "relax.dequantize"}
 _VIEW_OPS = {"relax.reshape"}
 
@@ -68,7 +79,7 @@ class LayoutError(ValueError):
 @dataclass(frozen=True)
 class LayoutChoice:
     """Subgraph `subgraph` runs in `layout`; `estimate` holds each candidate layout's estimated instructions
-    (see the module docstring; {} when the subgraph has no spatial operator and keeps the model's layout)."""
+    (see the module docstring; {} when it follows the subgraph before it or has no convolution)."""
 
     subgraph: int
     layout: str
@@ -103,36 +114,51 @@ def operator_operands(binding: relax.Binding) -> Optional[list[relax.Expr]]:
 
 def choose_layouts(main: relax.Function, profile: Profile, force: Optional[str] = None) -> LayoutPlan:
     """The subgraphs of `main` and each one's layout (see the module docstring): `force` ("NCHW" or "NHWC")
-    puts every subgraph with a spatial operator into that layout, None lets the estimate choose.
+    puts every subgraph with a convolution into that layout, None lets the estimate choose.
     LayoutError when `force` is given and a subgraph holds a quantized operator."""
     ids = partition_subgraphs(main, profile, operator_operands)
     bindings = bindings_of(main)
     model_layout = _model_layout(bindings)
     layout_of_value: dict[relax.Var, str] = {param: model_layout for param in main.params}
     choices = []
-    for subgraph in sorted(set(ids)):
-        run = [b for b, i in zip(bindings, ids) if i == subgraph]
+    for start, stop in layout_groups(bindings, ids):
+        run, lead = bindings[start:stop], ids[start]
         if force is not None:
-            _refuse_quantized(run, subgraph, force)
-        if model_layout is None or _quantized(run) or not any(_spatial_layout(b) for b in run):
-            choice = LayoutChoice(subgraph, model_layout or LAYOUTS[0])
+            _refuse_quantized(run, lead, force)
+        if model_layout is None or _quantized(run) or not any(_conv_layout(b) for b in run):
+            layout, estimate = model_layout or LAYOUTS[0], {}
         else:
-            estimate = {layout: _estimate(run, layout, model_layout, layout_of_value, main, bindings)
-                        for layout in LAYOUTS}
-            best = force or min(LAYOUTS, key=lambda layout: (estimate[layout], layout != model_layout))
-            choice = LayoutChoice(subgraph, best, estimate)
-        choices.append(choice)
+            estimate = {layout: _estimate(run, layout, model_layout, layout_of_value, main, bindings,
+                                          _accumulator_tiles(profile)) for layout in LAYOUTS}
+            layout = force or min(LAYOUTS, key=lambda candidate: (estimate[candidate], candidate != model_layout))
+        choices += [LayoutChoice(subgraph, layout, estimate if subgraph == lead else {})
+                    for subgraph in dict.fromkeys(ids[start:stop])]
         for binding in run:
-            layout_of_value[binding.var] = choice.layout
+            layout_of_value[binding.var] = layout
     return LayoutPlan(ids, tuple(choices))
 
 
+def layout_groups(bindings: Sequence[relax.Binding], ids: Sequence[int]) -> list[tuple[int, int]]:
+    """The binding ranges [start, stop) that take one layout: a subgraph's bindings, joined by each following
+    subgraph without a convolution (a relu, pool or residual add after a conv's subgraph, a flatten and what
+    follows it; ConvertLayout converts these only by following their input), which then needs no transform
+    at the border between them."""
+    starts = [i for i in range(len(ids)) if i == 0 or ids[i] != ids[i - 1]]
+    groups: list[tuple[int, int]] = []
+    for start, stop in zip(starts, [*starts[1:], len(ids)]):
+        if groups and not any(_conv_layout(b) for b in bindings[start:stop]):
+            groups[-1] = (groups[-1][0], stop)
+        else:
+            groups.append((start, stop))
+    return groups
+
+
 def _model_layout(bindings: Sequence[relax.Binding]) -> Optional[str]:
-    """The layout of the model's spatial operators (the first one's; None without any)."""
-    return next((layout for layout in map(_spatial_layout, bindings) if layout), None)
+    """The layout of the model's convolutions (the first one's; None without any)."""
+    return next((layout for layout in map(_conv_layout, bindings) if layout), None)
 
 
-def _spatial_layout(binding: relax.Binding) -> Optional[str]:
+def _conv_layout(binding: relax.Binding) -> Optional[str]:
     value = binding.value
     if isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op) and value.op.name in _SPATIAL_OPS:
         return str(getattr(value.attrs, _SPATIAL_OPS[value.op.name]))
@@ -155,12 +181,17 @@ def _refuse_quantized(run: Sequence[relax.Binding], subgraph: int, force: str) -
                           f"subgraph {subgraph}): their int8 kernels keep the layout they arrive in; use --layout auto")
 
 
+def _accumulator_tiles(profile: Profile) -> tuple[int, ...]:
+    """The tiles a float convolution's accumulators try on `profile` (tvm_ext.schedule.inline_intermediates)."""
+    return float_channel_tiles(profile) or (output_channel_tile(profile),)
+
+
 def _estimate(run: Sequence[relax.Binding], layout: str, model_layout: str,
               layout_of_value: dict[relax.Var, str], main: relax.Function,
-              bindings: Sequence[relax.Binding]) -> float:
+              bindings: Sequence[relax.Binding], tiles: tuple[int, ...]) -> float:
     """Estimated instructions of `run` in `layout` (the module docstring's cost model)."""
     defined = {b.var for b in run}
-    compute = sum(_conv_macs(b) for b in run) * CONV_INSTRUCTIONS_PER_MAC[layout]
+    compute = sum(_conv_macs(b) * _instructions_per_mac(b, layout, tiles) for b in run)
     entries = {v for b in run for v in relax.analysis.free_vars(b.value) if v not in defined}
     moved = sum(_bytes4d(v) for v in entries if layout_of_value.get(v, model_layout) != layout)
     if layout != model_layout:
@@ -169,6 +200,19 @@ def _estimate(run: Sequence[relax.Binding], layout: str, model_layout: str,
         moved += sum(_bytes4d(b.var) for b in run if b.var in read_later)
         moved += sum(_bytes4d(v) for b in run if _is_flatten(b) for v in relax.analysis.free_vars(b.value))
     return compute + moved * TRANSPOSE_INSTRUCTIONS_PER_BYTE
+
+
+def _instructions_per_mac(binding: relax.Binding, layout: str, tiles: tuple[int, ...]) -> float:
+    """A conv2d's estimated instructions per MAC in `layout`: tiled when one of `tiles` divides the loop just
+    outside its reduction (NHWC: output channels, NCHW: output columns) and is not all of it, as
+    tvm_ext.schedule._tile_channels tiles."""
+    if _conv_layout(binding) is None:
+        return 0.0
+    shape = [int(d) for d in binding.var.ty.shape.values]
+    model_order = str(binding.value.attrs.out_layout)
+    extent = shape[model_order.index("C" if layout == "NHWC" else "W")]
+    tiled = any(tile > 1 and extent % tile == 0 and extent != tile for tile in tiles)
+    return CONV_INSTRUCTIONS_PER_MAC[layout] if tiled else UNTILED_INSTRUCTIONS_PER_MAC
 
 
 def _conv_macs(binding: relax.Binding) -> int:
@@ -225,24 +269,18 @@ def convert_layouts(main: relax.Function, plan: LayoutPlan) -> relax.Function:
     mapped: dict[relax.Var, relax.Expr] = {}
     with builder.function("main", list(main.params), attrs=attrs, private=False):
         with builder.dataflow():
-            start = 0
-            for stop in [*_run_ends(plan.subgraph_of_binding), len(bindings)]:
+            for start, stop in layout_groups(bindings, plan.subgraph_of_binding):
                 run = bindings[start:stop]
                 layout = layout_of[plan.subgraph_of_binding[start]]
-                if layout == model_layout or _quantized(run) or not any(_spatial_layout(b) for b in run):
+                if layout == model_layout or _quantized(run) or not any(_conv_layout(b) for b in run):
                     _emit_run(builder, run, mapped)
                 else:
                     _emit_converted(builder, run, layout, mapped, bindings[stop:], main.body.body)
-                start = stop
             output = builder.emit_output(_substitute(main.body.body, mapped))
         builder.emit_func_output(output)
     # An exit transform the next subgraph's entry undid is read by nothing: dropped here.
     converted = relax.analysis.remove_all_unused(builder.get()["main"])
     return _with_layers_by_name(main, converted)
-
-
-def _run_ends(ids: Sequence[int]) -> list[int]:
-    return [i for i in range(1, len(ids)) if ids[i] != ids[i - 1]]
 
 
 def _substitute(expr: relax.Expr, mapped: dict[relax.Var, relax.Expr]) -> relax.Expr:
