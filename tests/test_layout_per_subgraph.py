@@ -84,23 +84,27 @@ def test_a_plan_keeping_the_models_layout_changes_nothing():
     tvm.ir.assert_structural_equal(ConvertLayoutPerSubgraph(plan)(before)["main"], before["main"])
 
 
-def _conv(channels: int, size: int) -> relax.Function:
-    """x (1, channels, size, size) -> a 3x3 conv2d with as many output channels, NCHW."""
+def _conv(channels: int, size: int, in_channels: int | None = None) -> relax.Function:
+    """x (1, in_channels, size, size) -> a 3x3 conv2d with `channels` output channels (as many input channels
+    by default), NCHW."""
+    in_channels = in_channels or channels
     bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType((1, channels, size, size), "float32"))
+    x = relax.Var("x", relax.TensorType((1, in_channels, size, size), "float32"))
     with bb.function("main", [x]):
         with bb.dataflow():
-            weight = relax.const(np.ones((channels, channels, 3, 3), "float32"))
+            weight = relax.const(np.ones((channels, in_channels, 3, 3), "float32"))
             out = bb.emit_output(relax.op.nn.conv2d(x, weight, padding=1))
         bb.emit_func_output(out)
     return bb.get()["main"]
 
 
-@pytest.mark.parametrize("channels, size, chosen", [(8, 16, "NHWC"), (4, 32, "NCHW")])
-def test_the_estimate_prefers_the_layout_whose_accumulators_are_tiled(channels, size, chosen):
+@pytest.mark.parametrize("channels, size, in_channels, chosen", [(8, 16, 8, "NHWC"), (4, 32, 4, "NCHW"),
+                                                                 (8, 16, 3, "NCHW")])
+def test_the_estimate_prefers_the_layout_whose_accumulators_are_tiled(channels, size, in_channels, chosen):
     """cortex-m4f tiles 8 or 4 accumulators along the loop outside the reduction (NHWC: output channels,
-    NCHW: output columns), never all of it: 4 channels are not tiled in NHWC, 32 columns are in NCHW."""
-    plan = choose_layouts(_conv(channels, size), resolve_profile("cortex-m4f"))
+    NCHW: output columns), never all of it: 4 channels are not tiled in NHWC, 32 columns are in NCHW; with
+    3 input channels NHWC's reduction is too short to gain."""
+    plan = choose_layouts(_conv(channels, size, in_channels), resolve_profile("cortex-m4f"))
     assert [c.layout for c in plan.choices] == [chosen]
     assert min(plan.choices[0].estimate, key=plan.choices[0].estimate.get) == chosen
 

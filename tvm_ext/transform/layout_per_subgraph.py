@@ -17,7 +17,9 @@ The cost model (instructions on the subgraph's core, estimated before any kernel
 
     estimate(group, layout) = sum over its conv2d of MACs x (CONV_INSTRUCTIONS_PER_MAC[layout] where the
                                 loop just outside the reduction, output channels in NHWC, output columns in
-                                NCHW, takes the profile's accumulator tile, else UNTILED_INSTRUCTIONS_PER_MAC)
+                                NCHW, takes the profile's accumulator tile, and it has NHWC_FULL_CHANNELS
+                                input channels per group in NHWC; NHWC_FEW_CHANNELS_INSTRUCTIONS_PER_MAC with
+                                fewer; UNTILED_INSTRUCTIONS_PER_MAC untiled)
                               + bytes of its 4-D activations permuted at its borders (entries whose
                                 producer, model input or earlier group, has another layout; exits and
                                 flattens when the layout is not the model's) x TRANSPOSE_INSTRUCTIONS_PER_BYTE
@@ -56,8 +58,12 @@ CONV_INSTRUCTIONS_PER_MAC = {"NCHW": 4.6, "NHWC": 3.7}
 """Instructions per multiply-accumulate of a float 3x3 conv2d kernel with its bias, relu and residual add, in
 each layout, its accumulators tiled (tvm_ext.float_schedule), on cortex-m4f (QEMU -icount, per call,
 tests/onnx_conv_nets.py's 16x16 net, 8 -> 8 channels: NCHW 167,960 and NHWC 134,663 instructions for 36,864
-MACs; its first conv, 3 input channels, took 4.6 and 4.8: few input channels favour NCHW, which the
-estimate does not see)."""
+MACs). In NHWC a reduction over fewer than NHWC_FULL_CHANNELS input channels per group costs
+NHWC_FEW_CHANNELS_INSTRUCTIONS_PER_MAC instead (the same net's first conv, 3 input channels: NCHW 4.6, NHWC
+4.8; a depthwise conv, 1 per group: 8.6 in both)."""
+
+NHWC_FULL_CHANNELS = 8
+NHWC_FEW_CHANNELS_INSTRUCTIONS_PER_MAC = 4.8
 
 UNTILED_INSTRUCTIONS_PER_MAC = 12.3
 """The same for a conv2d whose accumulators are not tiled (cortex-m4f, the 32x32 net with 4 channels in
@@ -205,14 +211,20 @@ def _estimate(run: Sequence[relax.Binding], layout: str, model_layout: str,
 def _instructions_per_mac(binding: relax.Binding, layout: str, tiles: tuple[int, ...]) -> float:
     """A conv2d's estimated instructions per MAC in `layout`: tiled when one of `tiles` divides the loop just
     outside its reduction (NHWC: output channels, NCHW: output columns) and is not all of it, as
-    tvm_ext.schedule._tile_channels tiles."""
+    tvm_ext.schedule._tile_channels tiles; in NHWC dearer with few input channels per group."""
     if _conv_layout(binding) is None:
         return 0.0
     shape = [int(d) for d in binding.var.ty.shape.values]
     model_order = str(binding.value.attrs.out_layout)
     extent = shape[model_order.index("C" if layout == "NHWC" else "W")]
     tiled = any(tile > 1 and extent % tile == 0 and extent != tile for tile in tiles)
-    return CONV_INSTRUCTIONS_PER_MAC[layout] if tiled else UNTILED_INSTRUCTIONS_PER_MAC
+    if not tiled:
+        return UNTILED_INSTRUCTIONS_PER_MAC
+    kernel_layout = str(binding.value.attrs.kernel_layout)
+    channels_per_group = int(binding.value.args[1].ty.shape.values[kernel_layout.index("I")])
+    if layout == "NHWC" and channels_per_group < NHWC_FULL_CHANNELS:
+        return NHWC_FEW_CHANNELS_INSTRUCTIONS_PER_MAC
+    return CONV_INSTRUCTIONS_PER_MAC[layout]
 
 
 def _conv_macs(binding: relax.Binding) -> int:
