@@ -99,11 +99,10 @@ def _conv(channels: int, size: int, in_channels: int | None = None) -> relax.Fun
 
 
 @pytest.mark.parametrize("channels, size, in_channels, chosen", [(8, 16, 8, "NHWC"), (4, 32, 4, "NCHW"),
-                                                                 (8, 16, 3, "NCHW")])
+                                                                 (8, 32, 3, "NHWC"), (4, 16, 1, "NCHW")])
 def test_the_estimate_prefers_the_layout_whose_accumulators_are_tiled(channels, size, in_channels, chosen):
     """cortex-m4f tiles 8 or 4 accumulators along the loop outside the reduction (NHWC: output channels,
-    NCHW: output columns), never all of it: 4 channels are not tiled in NHWC, 32 columns are in NCHW; with
-    3 input channels NHWC's reduction is too short to gain."""
+    NCHW: output columns), never all of it: 4 channels are not tiled in NHWC, 32 or 16 columns are in NCHW."""
     plan = choose_layouts(_conv(channels, size, in_channels), resolve_profile("cortex-m4f"))
     assert [c.layout for c in plan.choices] == [chosen]
     assert min(plan.choices[0].estimate, key=plan.choices[0].estimate.get) == chosen
@@ -125,7 +124,7 @@ def test_a_forced_layout_is_refused_for_a_quantized_model():
         bb.emit_func_output(out)
     with pytest.raises(LayoutError, match="--layout nhwc is not supported for quantized models"):
         choose_layouts(bb.get()["main"], resolve_profile("lowpower"), "NHWC")
-    assert [c.layout for c in choose_layouts(bb.get()["main"], resolve_profile("lowpower")).choices] == ["NCHW"]
+    assert choose_layouts(bb.get()["main"], resolve_profile("lowpower")).choices == ()
 
 
 def test_nchw_convolution_sums_its_taps_row_first():
@@ -165,4 +164,4 @@ def test_cli_refuses_a_forced_layout_on_a_quantized_model_in_one_line(shared_mod
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "tvm_ext.compile: error: hello_world_int8.tflite: --layout nhwc is not supported for quantized models "
-        "(relax.dequantize in subgraph 0): their int8 kernels keep the layout they arrive in; use --layout auto"]
+        "(relax.dequantize): their int8 kernels keep the layout they arrive in; use --layout auto"]

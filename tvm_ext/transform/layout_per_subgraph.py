@@ -17,9 +17,7 @@ The cost model (instructions on the subgraph's core, estimated before any kernel
 
     estimate(group, layout) = sum over its conv2d of MACs x (CONV_INSTRUCTIONS_PER_MAC[layout] where the
                                 loop just outside the reduction, output channels in NHWC, output columns in
-                                NCHW, takes the profile's accumulator tile, and it has NHWC_FULL_CHANNELS
-                                input channels per group in NHWC; NHWC_FEW_CHANNELS_INSTRUCTIONS_PER_MAC with
-                                fewer; UNTILED_INSTRUCTIONS_PER_MAC untiled)
+                                NCHW, takes the profile's accumulator tile; else UNTILED_INSTRUCTIONS_PER_MAC)
                               + bytes of its 4-D activations permuted at its borders (entries whose
                                 producer, model input or earlier group, has another layout; exits and
                                 flattens when the layout is not the model's) x TRANSPOSE_INSTRUCTIONS_PER_BYTE
@@ -44,8 +42,8 @@ from tvm.ir.expr import Constant
 
 from target.profile import Profile
 from tvm_ext.float_schedule import float_channel_tiles
-from tvm_ext.schedule import output_channel_tile
 from tvm_ext.layers import BINDING_LAYERS_ATTR, CONSTANT_LAYERS_ATTR, LAYERS_ATTR, Layers, bindings_of, with_layers
+from tvm_ext.schedule import output_channel_tile
 from tvm_ext.transform.partition_subgraphs import partition_subgraphs
 
 LAYOUTS = ("NCHW", "NHWC")
@@ -58,12 +56,9 @@ CONV_INSTRUCTIONS_PER_MAC = {"NCHW": 4.6, "NHWC": 3.7}
 """Instructions per multiply-accumulate of a float 3x3 conv2d kernel with its bias, relu and residual add, in
 each layout, its accumulators tiled (tvm_ext.float_schedule), on cortex-m4f (QEMU -icount, per call,
 tests/onnx_conv_nets.py's 16x16 net, 8 -> 8 channels: NCHW 167,960 and NHWC 134,663 instructions for 36,864
-MACs). In NHWC a reduction over fewer than NHWC_FULL_CHANNELS input channels per group costs
-NHWC_FEW_CHANNELS_INSTRUCTIONS_PER_MAC instead (the same net's first conv, 3 input channels: NCHW 4.6, NHWC
-4.8; a depthwise conv, 1 per group: 8.6 in both)."""
-
-NHWC_FULL_CHANNELS = 8
-NHWC_FEW_CHANNELS_INSTRUCTIONS_PER_MAC = 4.8
+MACs). Not modelled: the reduction's length. The same net's first conv (3 input channels, 8 output
+channels) took NCHW 4.6 and NHWC 4.8; a 3 -> 16 channel first conv on 32x32 gains about 0.7 in NHWC
+(scripts/bench_layout.py); a depthwise conv took 8.5 and 8.6."""
 
 UNTILED_INSTRUCTIONS_PER_MAC = 12.3
 """The same for a conv2d whose accumulators are not tiled (cortex-m4f, the 32x32 net with 4 channels in
@@ -120,19 +115,24 @@ def operator_operands(binding: relax.Binding) -> Optional[list[relax.Expr]]:
 
 def choose_layouts(main: relax.Function, profile: Profile, force: Optional[str] = None) -> LayoutPlan:
     """The subgraphs of `main` and each one's layout (see the module docstring): `force` ("NCHW" or "NHWC")
-    puts every subgraph with a convolution into that layout, None lets the estimate choose.
-    LayoutError when `force` is given and a subgraph holds a quantized operator."""
-    ids = partition_subgraphs(main, profile, operator_operands)
+    puts every subgraph with a convolution into that layout, None lets the estimate choose. A model without
+    a convolution, or with quantized operators, has no choice to make: no choices (and one subgraph).
+    LayoutError when `force` is given and the model holds a quantized operator."""
     bindings = bindings_of(main)
+    quantized = _quantized(bindings)
+    if force is not None and quantized:
+        raise LayoutError(f"--layout {force.lower()} is not supported for quantized models ({quantized}): their "
+                          "int8 kernels keep the layout they arrive in; use --layout auto")
     model_layout = _model_layout(bindings)
+    if model_layout is None or quantized:
+        return LayoutPlan(tuple(0 for _ in bindings), ())
+    ids = partition_subgraphs(main, profile, operator_operands)
     layout_of_value: dict[relax.Var, str] = {param: model_layout for param in main.params}
     choices = []
     for start, stop in layout_groups(bindings, ids):
         run, lead = bindings[start:stop], ids[start]
-        if force is not None:
-            _refuse_quantized(run, lead, force)
-        if model_layout is None or _quantized(run) or not any(_conv_layout(b) for b in run):
-            layout, estimate = model_layout or LAYOUTS[0], {}
+        if not any(_conv_layout(b) for b in run):
+            layout, estimate = model_layout, {}
         else:
             estimate = {layout: _estimate(run, layout, model_layout, layout_of_value, main, bindings,
                                           _accumulator_tiles(profile)) for layout in LAYOUTS}
@@ -180,13 +180,6 @@ def _quantized(run: Sequence[relax.Binding]) -> Optional[str]:
     return None
 
 
-def _refuse_quantized(run: Sequence[relax.Binding], subgraph: int, force: str) -> None:
-    operator = _quantized(run)
-    if operator is not None:
-        raise LayoutError(f"--layout {force.lower()} is not supported for quantized models ({operator} in "
-                          f"subgraph {subgraph}): their int8 kernels keep the layout they arrive in; use --layout auto")
-
-
 def _accumulator_tiles(profile: Profile) -> tuple[int, ...]:
     """The tiles a float convolution's accumulators try on `profile` (tvm_ext.schedule.inline_intermediates)."""
     return float_channel_tiles(profile) or (output_channel_tile(profile),)
@@ -211,20 +204,14 @@ def _estimate(run: Sequence[relax.Binding], layout: str, model_layout: str,
 def _instructions_per_mac(binding: relax.Binding, layout: str, tiles: tuple[int, ...]) -> float:
     """A conv2d's estimated instructions per MAC in `layout`: tiled when one of `tiles` divides the loop just
     outside its reduction (NHWC: output channels, NCHW: output columns) and is not all of it, as
-    tvm_ext.schedule._tile_channels tiles; in NHWC dearer with few input channels per group."""
+    tvm_ext.schedule._tile_channels tiles."""
     if _conv_layout(binding) is None:
         return 0.0
     shape = [int(d) for d in binding.var.ty.shape.values]
     model_order = str(binding.value.attrs.out_layout)
     extent = shape[model_order.index("C" if layout == "NHWC" else "W")]
     tiled = any(tile > 1 and extent % tile == 0 and extent != tile for tile in tiles)
-    if not tiled:
-        return UNTILED_INSTRUCTIONS_PER_MAC
-    kernel_layout = str(binding.value.attrs.kernel_layout)
-    channels_per_group = int(binding.value.args[1].ty.shape.values[kernel_layout.index("I")])
-    if layout == "NHWC" and channels_per_group < NHWC_FULL_CHANNELS:
-        return NHWC_FEW_CHANNELS_INSTRUCTIONS_PER_MAC
-    return CONV_INSTRUCTIONS_PER_MAC[layout]
+    return CONV_INSTRUCTIONS_PER_MAC[layout] if tiled else UNTILED_INSTRUCTIONS_PER_MAC
 
 
 def _conv_macs(binding: relax.Binding) -> int:
@@ -273,7 +260,7 @@ def convert_layouts(main: relax.Function, plan: LayoutPlan) -> relax.Function:
         raise ValueError(f"the layout plan has {len(plan.subgraph_of_binding)} bindings, main {len(bindings)}")
     layout_of = {choice.subgraph: choice.layout for choice in plan.choices}
     model_layout = _model_layout(bindings)
-    if model_layout is None or all(layout == model_layout for layout in layout_of.values()):
+    if all(layout == model_layout for layout in layout_of.values()):
         return main
     attrs = {k: v for k, v in (main.attrs or {}).items()
              if k not in (LAYERS_ATTR, BINDING_LAYERS_ATTR, CONSTANT_LAYERS_ATTR)}
@@ -284,7 +271,7 @@ def convert_layouts(main: relax.Function, plan: LayoutPlan) -> relax.Function:
             for start, stop in layout_groups(bindings, plan.subgraph_of_binding):
                 run = bindings[start:stop]
                 layout = layout_of[plan.subgraph_of_binding[start]]
-                if layout == model_layout or _quantized(run) or not any(_conv_layout(b) for b in run):
+                if layout == model_layout or not any(_conv_layout(b) for b in run):
                     _emit_run(builder, run, mapped)
                 else:
                     _emit_converted(builder, run, layout, mapped, bindings[stop:], main.body.body)
