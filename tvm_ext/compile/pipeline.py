@@ -41,9 +41,9 @@ if TYPE_CHECKING:
     from tvm import tirx
 
     from tvm_ext.codegen_c import KernelSource
-    from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.frontend import ImportedModel
     from tvm_ext.model_check import ModelFacts
+    from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.unit_assignment import UnitChoice
     from tvm_ext.reference import RunningReference
 

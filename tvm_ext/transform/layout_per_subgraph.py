@@ -134,7 +134,8 @@ def choose_layouts(main: relax.Function, profile: Profile, force: Optional[str] 
         if not any(_conv_layout(b) for b in run):
             layout, estimate = model_layout, {}
         else:
-            estimate = {layout: _estimate(run, layout, model_layout, layout_of_value, main, bindings,
+            read_later = _read_after(bindings[stop:], main.body.body)
+            estimate = {layout: _estimate(run, layout, model_layout, layout_of_value, read_later,
                                           _accumulator_tiles(profile)) for layout in LAYOUTS}
             layout = force or min(LAYOUTS, key=lambda candidate: (estimate[candidate], candidate != model_layout))
         choices += [LayoutChoice(subgraph, layout, estimate if subgraph == lead else {})
@@ -185,17 +186,20 @@ def _accumulator_tiles(profile: Profile) -> tuple[int, ...]:
     return float_channel_tiles(profile) or (output_channel_tile(profile),)
 
 
+def _read_after(rest: Sequence[relax.Binding], result: relax.Expr) -> set[relax.Var]:
+    """The vars the bindings `rest` (those after a group) or the function's `result` read."""
+    return {v for value in [*(b.value for b in rest), result] for v in relax.analysis.free_vars(value)}
+
+
 def _estimate(run: Sequence[relax.Binding], layout: str, model_layout: str,
-              layout_of_value: dict[relax.Var, str], main: relax.Function,
-              bindings: Sequence[relax.Binding], tiles: tuple[int, ...]) -> float:
-    """Estimated instructions of `run` in `layout` (the module docstring's cost model)."""
+              layout_of_value: dict[relax.Var, str], read_later: set[relax.Var], tiles: tuple[int, ...]) -> float:
+    """Estimated instructions of `run` in `layout` (the module docstring's cost model); `read_later`: the vars
+    read after `run`."""
     defined = {b.var for b in run}
     compute = sum(_conv_macs(b) * _instructions_per_mac(b, layout, tiles) for b in run)
     entries = {v for b in run for v in relax.analysis.free_vars(b.value) if v not in defined}
     moved = sum(_bytes4d(v) for v in entries if layout_of_value.get(v, model_layout) != layout)
     if layout != model_layout:
-        later = [b.value for b in bindings[bindings.index(run[-1]) + 1:]] + [main.body.body]
-        read_later = {v for value in later for v in relax.analysis.free_vars(value)}
         moved += sum(_bytes4d(b.var) for b in run if b.var in read_later)
         moved += sum(_bytes4d(v) for b in run if _is_flatten(b) for v in relax.analysis.free_vars(b.value))
     return compute + moved * TRANSPOSE_INSTRUCTIONS_PER_BYTE
@@ -216,9 +220,9 @@ def _instructions_per_mac(binding: relax.Binding, layout: str, tiles: tuple[int,
 
 def _conv_macs(binding: relax.Binding) -> int:
     """Multiply-accumulates of a conv2d binding (0 for anything else): output elements x weights per output."""
-    value = binding.value
-    if not (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op) and value.op.name == "relax.nn.conv2d"):
+    if _conv_layout(binding) is None:
         return 0
+    value = binding.value
     out = [int(d) for d in binding.var.ty.shape.values]
     weight = [int(d) for d in value.args[1].ty.shape.values]
     return math.prod(out) * math.prod(weight) // weight[str(value.attrs.kernel_layout).index("O")]
@@ -226,10 +230,10 @@ def _conv_macs(binding: relax.Binding) -> int:
 
 def _bytes4d(var: relax.Var) -> int:
     """Bytes of a 4-D tensor (0 for any other rank: it has no layout to permute)."""
-    sinfo = var.ty
-    if not isinstance(sinfo, relax.TensorType) or sinfo.ndim != 4:
+    ty = var.ty
+    if not isinstance(ty, relax.TensorType) or ty.ndim != 4:
         return 0
-    return math.prod(int(d) for d in sinfo.shape.values) * tvm.DataType(sinfo.dtype).bits // 8
+    return math.prod(int(d) for d in ty.shape.values) * tvm.DataType(ty.dtype).bits // 8
 
 
 def _is_flatten(binding: relax.Binding) -> bool:
@@ -332,7 +336,7 @@ def _emit_converted(builder: relax.BlockBuilder, run: Sequence[relax.Binding], l
     the values read after it the results), converted by relax.transform.ConvertLayout, inlined back."""
     defined = [b.var for b in run]
     entries = list(dict.fromkeys(v for b in run for v in relax.analysis.free_vars(b.value) if v not in defined))
-    read_later = {v for value in [b.value for b in rest] + [result] for v in relax.analysis.free_vars(value)}
+    read_later = _read_after(rest, result)
     exits = [v for v in defined if v in read_later]
     lifted = relax.BlockBuilder()
     params = [relax.Var(v.name, v.ty) for v in entries]
