@@ -127,22 +127,26 @@ def test_a_forced_layout_is_refused_for_a_quantized_model():
     assert choose_layouts(bb.get()["main"], resolve_profile("lowpower")).choices == ()
 
 
-def test_nchw_convolution_sums_its_taps_row_first():
-    data = te.placeholder((1, 2, 5, 5), name="data")
-    weight = te.placeholder((3, 2, 3, 3), name="weight")
-    func = te.create_prim_func([data, weight, topi.nn.conv2d_nchw(data, weight, 1, 1, 1)])
+@pytest.mark.parametrize("block, groups", [("conv2d_nchw", 1), ("group_conv2d_nchw", 2)])
+def test_nchw_convolution_sums_its_taps_row_first(block, groups):
+    data = te.placeholder((1, 4, 5, 5), name="data")
+    weight = te.placeholder((6, 4 // groups, 3, 3), name="weight")
+    conv = topi.nn.conv2d_nchw(data, weight, 1, 1, 1) if groups == 1 else \
+        topi.nn.group_conv2d_nchw(data, weight, 1, 1, 1, groups)
+    func = te.create_prim_func([data, weight, conv])
 
     def reduction_loops(f) -> list[str]:
         sch = s_tir.Schedule(f)
-        return [str(sch.get(loop).loop_var.name) for loop in sch.get_loops(sch.get_sblock("conv2d_nchw"))[-3:]]
+        return [str(sch.get(loop).loop_var.name) for loop in sch.get_loops(sch.get_sblock(block))[-3:]]
 
     assert reduction_loops(func) == ["rc", "ry", "rx"]
     assert reduction_loops(taps_row_first(func)) == ["ry", "rx", "rc"]
 
 
-def test_onnx_conv_net_in_each_layout_gives_the_same_bits(tmp_path):
+@pytest.mark.parametrize("group", [1, 2], ids=["conv", "grouped_conv"])
+def test_onnx_conv_net_in_each_layout_gives_the_same_bits(group, tmp_path):
     model = tmp_path / "convnet.onnx"
-    onnx.save(residual_conv_net(), model)
+    onnx.save(residual_conv_net(group=group), model)
     checksums = {}
     for layout in ("nchw", "nhwc", "auto"):
         bundle = tvm_ext.compile(model, target="lowpower", out=tmp_path / layout, jobs=1, layout=layout)
