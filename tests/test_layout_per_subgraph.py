@@ -155,6 +155,8 @@ def test_onnx_conv_net_in_each_layout_gives_the_same_bits(group, tmp_path):
         recorded = json.loads((tmp_path / layout / "manifest.json").read_text())["subgraph_layouts"]
         conv_subgraph = recorded[0]
         assert conv_subgraph["layout"] == ("NHWC" if layout == "auto" else layout.upper())
+        assert conv_subgraph["layers"][:3] == ["conv1 (Conv)", "relu1 (Relu)", "pool1 (MaxPool)"]
+        assert [layer for entry in recorded for layer in entry["layers"]][-1] == "fc (Gemm)"
         estimate = conv_subgraph["estimated_instructions"]
         assert estimate["NHWC"] < estimate["NCHW"]
         kernels = (tmp_path / layout / "convnet_kernels.c").read_text()

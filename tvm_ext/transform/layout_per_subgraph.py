@@ -79,16 +79,18 @@ class LayoutError(ValueError):
 
 @dataclass(frozen=True)
 class LayoutChoice:
-    """Subgraph `subgraph` runs in `layout`; `estimate` holds each candidate layout's estimated instructions
-    (see the module docstring; {} when it follows the subgraph before it or has no convolution)."""
+    """Subgraph `subgraph` (of the imported model: the model layers `layers`, as LayerRecord labels) runs in
+    `layout`; `estimate` holds each candidate layout's estimated instructions (see the module docstring; {}
+    when it follows the subgraph before it or has no convolution)."""
 
     subgraph: int
     layout: str
     estimate: dict[str, float] = field(default_factory=dict, hash=False)
+    layers: tuple[str, ...] = ()
 
     def facts(self) -> dict:
         """This choice as the manifest's `subgraph_layouts` entry."""
-        return {"subgraph": self.subgraph, "layout": self.layout,
+        return {"subgraph": self.subgraph, "layers": list(self.layers), "layout": self.layout,
                 "estimated_instructions": {layout: round(cost) for layout, cost in self.estimate.items()}}
 
 
@@ -138,11 +140,19 @@ def choose_layouts(main: relax.Function, profile: Profile, force: Optional[str] 
             estimate = {layout: _estimate(run, layout, model_layout, layout_of_value, read_later,
                                           _accumulator_tiles(profile)) for layout in LAYOUTS}
             layout = force or min(LAYOUTS, key=lambda candidate: (estimate[candidate], candidate != model_layout))
-        choices += [LayoutChoice(subgraph, layout, estimate if subgraph == lead else {})
+        choices += [LayoutChoice(subgraph, layout, estimate if subgraph == lead else {},
+                                 _layer_labels(main, ids, subgraph))
                     for subgraph in dict.fromkeys(ids[start:stop])]
         for binding in run:
             layout_of_value[binding.var] = layout
     return LayoutPlan(ids, tuple(choices))
+
+
+def _layer_labels(main: relax.Function, ids: Sequence[int], subgraph: int) -> tuple[str, ...]:
+    """The labels of the model layers the bindings of `subgraph` implement, in model order."""
+    layers = Layers.of(main)
+    records = {record for position, i in enumerate(ids) if i == subgraph for record in layers.of_binding(position)}
+    return tuple(record.label for record in sorted(records, key=lambda record: record.operator_index))
 
 
 def layout_groups(bindings: Sequence[relax.Binding], ids: Sequence[int]) -> list[tuple[int, int]]:
