@@ -34,6 +34,9 @@ class BundleFacts:
     measured: dict[str, Any]
     quantization: dict[str, Any] | None = None  # how a float model was quantized (tvm_ext.compile.quantized)
     subgraph_units: tuple[dict[str, Any], ...] = ()  # each subgraph's compute unit and score (tvm_ext.unit_assignment)
+    # each subgraph's data layout and estimates (tvm_ext.transform.layout_per_subgraph; its subgraphs are those
+    # of the imported model, before the passes)
+    subgraph_layouts: tuple[dict[str, Any], ...] = ()
 
     def layer_report(self, bundle: BundleInputs) -> LayerReport:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
@@ -46,6 +49,7 @@ class BundleFacts:
         entries: dict[str, Any] = {
             "layer_report": self.layer_report(bundle).facts(),
             "subgraph_units": list(self.subgraph_units),
+            "subgraph_layouts": list(self.subgraph_layouts),
             "tools": self.tools,
             "selftest": {
                 "reference": vectors.reference, "rtol": vectors.rtol, "atol_lsb": vectors.atol_lsb,

@@ -141,7 +141,8 @@ def test_example_report_counts_the_onnx_macs_and_has_no_instruction_columns_on_t
     report = (bundle.out_dir / "report.md").read_text()
     assert "instructions per call)" in report and "| instructions |" not in report
     assert "not measured (the lowpower profile's self-test runs on the host" in report
-    assert f"| 2 | conv2 #3; relu2 #4 | Conv + Relu | `{bundle.plan.calls[2].kernel}` | 1x8x24x5 | 1x16x24x5 | " \
+    # channels-last shapes: the passes run the example's convolutions in NHWC (the manifest's subgraph_layouts)
+    assert f"| 2 | conv2 #3; relu2 #4 | Conv + Relu | `{bundle.plan.calls[2].kernel}` | 1x24x5x8 | 1x24x5x16 | " \
            f"{expected[3]:,} | " in report
 
 

@@ -11,6 +11,7 @@ import tvm
 from tvm import relax, tirx
 
 from target.resolve import TargetSpec, resolve_profile
+from tvm_ext.conv_tap_order import taps_row_first
 from tvm_ext.float_schedule import float_channel_tiles
 from tvm_ext.layers import keeping_layers
 from tvm_ext.macs import with_mac_counts
@@ -55,15 +56,15 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
 
 
 def schedule_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower") -> tvm.IRModule:
-    """Every PrimFunc of `mod` with its intermediates inlined and its accumulators tiled for `target`'s
-    core (see tvm_ext.schedule)."""
+    """Every PrimFunc of `mod` with its NCHW convolutions' taps in NHWC's order (tvm_ext.conv_tap_order),
+    its intermediates inlined and its accumulators tiled for `target`'s core (see tvm_ext.schedule)."""
     profile = resolve_profile(target)
     channel_tile, dual_mac = output_channel_tile(profile), uses_dual_mac(profile)
     float_tiles = float_channel_tiles(profile)
     scheduled = {}
     for gvar, func in mod.functions.items():
         if isinstance(func, tirx.PrimFunc):
-            scheduled[gvar] = inline_intermediates(func, channel_tile, dual_mac, float_tiles)
+            scheduled[gvar] = inline_intermediates(taps_row_first(func), channel_tile, dual_mac, float_tiles)
         else:
             scheduled[gvar] = func
     return tvm.IRModule(scheduled, attrs=mod.attrs)

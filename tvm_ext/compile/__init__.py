@@ -91,6 +91,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     ranges: str = "minmax",
     scheduler: str | None = None,
     io_in_arena: bool = False,
+    layout: str = "auto",
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -108,6 +109,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     (`tvm_ext.cluster`; a model file only, not quantized, and the workers generate the C with one process each).
     `io_in_arena` plans the model's inputs and outputs into the arena: the header gives their places
     (`<MODEL>_INPUT0_OFFSET`, `<model>_input0()`) and the run functions take no I/O arguments.
+    `layout` "nchw" or "nhwc" puts every subgraph of a float model into that data layout; "auto" lets the
+    passes choose per subgraph (tvm_ext.transform.layout_per_subgraph; the manifest's "subgraph_layouts").
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     SelftestMismatchError when the built bundle disagrees with the reference (our bug).
@@ -128,7 +131,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                 bundle_name = name or model.stem
                 source, quantization = quantized_module(model, target, QuantizeRequest(quantize, calibration, ranges),
                                                         log)
-            options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs, quantization, io_in_arena)
+            options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs, quantization, io_in_arena,
+                                    None if layout == "auto" else layout.upper())
             return compile_to_folder(source, target, staging, stage_logger(log), options)
     else:
         from tvm_ext.cluster import compile_on_cluster
@@ -140,6 +144,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             raise CompileError(f"{label}: --quantize is not available with --scheduler; quantize locally")
         if io_in_arena:
             raise CompileError(f"{label}: --io-in-arena is not available with --scheduler; compile locally")
+        if layout != "auto":
+            raise CompileError(f"{label}: --layout {layout} is not available with --scheduler; compile locally")
 
         def fill(staging: Path) -> FolderResult:
             return compile_on_cluster(scheduler, model, target, staging, name, log)

@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--io-in-arena", action="store_true",
                         help="place the model's inputs and outputs in the arena (the header gives their places; "
                              "the run functions take no input or output arguments)")
+    parser.add_argument("--layout", choices=("auto", "nchw", "nhwc"), default="auto",
+                        help="data layout of a float model's convolutions (default: auto, chosen per subgraph "
+                             "by an instruction estimate)")
     return parser
 
 
@@ -127,7 +130,7 @@ def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
             bundle = compile(model, args.target, Path(args.out), force=args.force,
                              log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
                              calibration=args.calibration, ranges=args.ranges, scheduler=args.scheduler,
-                             io_in_arena=args.io_in_arena)
+                             io_in_arena=args.io_in_arena, layout=args.layout)
         release()
         return bundle, None
     except CompileError as err:

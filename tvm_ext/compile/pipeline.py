@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from tvm_ext.codegen_c import KernelSource
     from tvm_ext.frontend import ImportedModel
     from tvm_ext.model_check import ModelFacts
+    from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.unit_assignment import UnitChoice
     from tvm_ext.reference import RunningReference
 
@@ -92,11 +93,13 @@ class Referenced:
 
 @dataclass(frozen=True)
 class Lowered:
-    """The module after our passes, its kernels by C name, and each PrimFunc's C name."""
+    """The module after our passes, its kernels by C name, each PrimFunc's C name, and the data layout the
+    passes chose for each subgraph of the imported model (tvm_ext.transform.layout_per_subgraph)."""
 
     mod: tvm.IRModule
     kernels: dict[str, tirx.PrimFunc]
     c_name_of: dict[str, str]
+    layouts: tuple[LayoutChoice, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -151,13 +154,15 @@ class BundleOptions:
     same for any number); `quantization` the manifest's record of how a float model was quantized into the
     model compiled (tvm_ext.compile.quantized; None: it was not); `io_in_arena` plans the model's inputs and
     outputs into the arena (the bundle's header then gives their places and the run functions take no I/O
-    arguments).
+    arguments); `layout` ("NCHW" or "NHWC") puts every subgraph of a float model into that data layout, None
+    lets the passes choose per subgraph (tvm_ext.transform.layout_per_subgraph).
     """
 
     name: str | None = None
     jobs: int = 1
     quantization: dict | None = None
     io_in_arena: bool = False
+    layout: str | None = None
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
@@ -204,7 +209,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 # between its start and `running` knowing it.
                 with interrupts_held_back():
                     reference = running.enter_context(start_reference_file(checked, imported))
-            lowered = stage("passes", lambda: passes(imported, profile, tvm_target), _describe_kernels)
+            lowered = stage("passes", lambda: passes(imported, profile, tvm_target, options.layout), _describe_kernels)
             generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, options.jobs),
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
         except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
@@ -228,7 +233,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     tested = stage("self-test", lambda: self_test(folder, planned.plan, config), _describe_selftest)
     if not tested.result.passed:
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
-    facts = bundle_facts(profile, config, planned, tested, units, options.quantization)
+    facts = bundle_facts(profile, config, planned, tested, units, options.quantization, lowered.layouts)
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, built.library, tarball, tested.result)
 
@@ -288,18 +293,25 @@ def reference_file(running: RunningReference) -> Referenced:
         raise CompileError(str(err)) from err
 
 
-def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target) -> Lowered:
-    """Our Relax and TIR passes: the model as fused, scheduled kernels, each once under its C name, and main's
-    bindings split into the profile's subgraphs."""
+def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, layout: str | None = None
+           ) -> Lowered:
+    """Our Relax and TIR passes: the model in the data layout chosen per subgraph (`layout` forces one), as
+    fused, scheduled kernels, each once under its C name, and main's bindings split into the profile's
+    subgraphs."""
     from tvm_ext.extract_plan import add_output_copies, unique_kernels
     from tvm_ext.lower import lower_to_kernels
-    from tvm_ext.transform import PartitionSubgraphs
+    from tvm_ext.transform import ConvertLayoutPerSubgraph, PartitionSubgraphs
+    from tvm_ext.transform.layout_per_subgraph import LayoutError, choose_layouts
 
     model = imported.model
-    lowered = lower_to_kernels(model.mod, tvm_target, model.path.name)
+    try:
+        layouts = choose_layouts(model.mod["main"], profile, layout)
+    except LayoutError as err:
+        raise CompileError(f"{model.path.name}: {err}") from err
+    lowered = lower_to_kernels(ConvertLayoutPerSubgraph(layouts)(model.mod), tvm_target, model.path.name)
     lowered = PartitionSubgraphs(profile)(add_output_copies(lowered, model))
     kernels, c_name_of = unique_kernels(lowered, model.name)
-    return Lowered(lowered, kernels, c_name_of)
+    return Lowered(lowered, kernels, c_name_of, layouts.choices)
 
 
 def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: tvm.target.Target,
@@ -380,9 +392,10 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
 
 
 def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested: Tested,
-                 units: list[UnitChoice], quantization: dict | None) -> BundleFacts:
+                 units: list[UnitChoice], quantization: dict | None,
+                 layouts: tuple[LayoutChoice, ...] = ()) -> BundleFacts:
     """What the manifest records beyond the plans: tool versions, the profile, its headroom, the self-test,
-    each subgraph's compute unit, and how a float model was quantized (None: it was not)."""
+    each subgraph's compute unit and data layout, and how a float model was quantized (None: it was not)."""
     import target
     import tvm
 
@@ -401,6 +414,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested
         measured=tested.measured,
         subgraph_units=tuple(dataclasses.asdict(choice) for choice in units),
         quantization=quantization,
+        subgraph_layouts=tuple(choice.facts() for choice in layouts),
     )
 
 

@@ -20,6 +20,7 @@ binding), which the execution plan copies into each call's `subgraph`.
 from __future__ import annotations
 
 import math
+from typing import Callable, Optional, Sequence
 
 import tvm
 from tvm import relax
@@ -37,22 +38,30 @@ def _bytes(ty) -> int:
     return math.prod(int(d) for d in ty.shape.values) * tvm.DataType(str(ty.dtype)).bits // 8
 
 
-def _is_kernel(binding) -> bool:
+KernelOperands = Callable[[relax.Binding], Optional[Sequence[relax.Expr]]]
+"""What counts as a kernel: the operands a binding's kernel reads, or None when the binding is no kernel."""
+
+
+def call_tir_operands(binding: relax.Binding) -> Optional[Sequence[relax.Expr]]:
+    """The operands of a `call_tir` binding (a kernel after the passes); None for a view, alias or tuple."""
     value = binding.value
-    return isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR)
+    if isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR):
+        return list(value.args[1].fields)
+    return None
 
 
-def _working_set(binding) -> dict:
+def _working_set(binding, operands: KernelOperands) -> dict:
     """The tensors (Relax vars and constants -> bytes) the kernel of `binding` reads or writes; {} for a view."""
-    if not _is_kernel(binding):
+    read = operands(binding)
+    if read is None:
         return {}
     touched = {binding.var: _bytes(binding.var.ty)}
-    for arg in binding.value.args[1].fields:
+    for arg in read:
         touched[arg] = _bytes(arg.ty)
     return touched
 
 
-def _single_entry_cuts(main: relax.Function, bindings: list) -> list[int]:
+def _single_entry_cuts(main: relax.Function, bindings: list, operands: KernelOperands) -> list[int]:
     """The binding indices before which a cut leaves exactly one value crossing it, at kernels only."""
     defined = {param: -1 for param in main.params}
     last_use: dict[relax.Var, int] = {}
@@ -65,23 +74,26 @@ def _single_entry_cuts(main: relax.Function, bindings: list) -> list[int]:
     cuts = []
     for index in range(1, len(bindings)):
         crossing = sum(1 for var, used in last_use.items() if defined.get(var, -1) < index <= used)
-        if crossing == 1 and _is_kernel(bindings[index]):
+        if crossing == 1 and operands(bindings[index]) is not None:
             cuts.append(index)
     return cuts
 
 
-def partition_subgraphs(main: relax.Function, profile: Profile) -> tuple[int, ...]:
-    """The subgraph id of each binding of `main`, in binding order (see the module docstring)."""
+def partition_subgraphs(main: relax.Function, profile: Profile,
+                        operands: KernelOperands = call_tir_operands) -> tuple[int, ...]:
+    """The subgraph id of each binding of `main`, in binding order (see the module docstring); `operands`
+    says which bindings are kernels and what they read (before the passes, tvm_ext.transform.layout_per_subgraph
+    counts each operator call as one)."""
     bindings = [b for block in main.body.blocks for b in block.bindings]
     if not bindings:
         return ()
-    bounds = [0, *_single_entry_cuts(main, bindings), len(bindings)]
+    bounds = [0, *_single_entry_cuts(main, bindings, operands), len(bindings)]
     ids: list[int] = []
     subgraph, working_set = 0, {}
     for start, stop in zip(bounds, bounds[1:]):
         piece: dict = {}
         for binding in bindings[start:stop]:
-            piece.update(_working_set(binding))
+            piece.update(_working_set(binding, operands))
         merged = working_set | piece
         if working_set and sum(merged.values()) > profile.subgraph_bytes:
             subgraph, merged = subgraph + 1, piece
