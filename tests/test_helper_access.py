@@ -82,7 +82,8 @@ def _conv_chain_model() -> bytes:
         weights = rng.integers(-127, 128, (out_channels, kernel, kernel, in_channels)).astype(np.int8)
         first = len(model.tensors)
         model.tensors += [
-            Tensor(f"conv{index}/weights", weights.shape, "int8", Quantization(scales, (0,) * out_channels, 0), weights),
+            Tensor(f"conv{index}/weights", weights.shape, "int8", Quantization(scales, (0,) * out_channels, 0),
+                   weights),
             Tensor(f"conv{index}/bias", (out_channels,), "int32",
                    Quantization(tuple(0.05 * s for s in scales), (0,) * out_channels, 0),
                    rng.integers(-3000, 3000, out_channels).astype(np.int32)),
