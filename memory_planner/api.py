@@ -52,12 +52,17 @@ class Buffer:
     """One block of arena bytes. `alignment` is in bytes and a power of two; `label` is for people.
 
     `inplace_of` names another buffer (the source) whose bytes this one may take: the source was born at
-    an earlier step and its last step is this buffer's first step, where one kernel reads the source and
-    writes this buffer. `stream` says in what order (see `StreamOrder`): the two may then overlap if this
-    buffer starts at least `stream.lead_bytes()` below the source. Without `stream`, the kernel reads each
-    element of the source before it writes this buffer's element at the same offset (an elementwise
-    operator) and this buffer is not larger: the two may sit at exactly the same offset. Apart is always
-    legal.
+    an earlier step (or is `filled_before`) and its last step is this buffer's first step, where one kernel
+    reads the source and writes this buffer. `stream` says in what order (see `StreamOrder`): the two may
+    then overlap if this buffer starts at least `stream.lead_bytes()` below the source. Without `stream`,
+    the kernel reads each element of the source before it writes this buffer's element at the same offset
+    (an elementwise operator) and this buffer is not larger: the two may sit at exactly the same offset.
+    Apart is always legal.
+
+    `filled_before`: the caller fills this buffer before its first step (a model input planned into the
+    arena), so the kernel there only reads it and it may give its bytes away at that very step. Any other
+    source must be born before its hand-over step (the kernel that writes it at its first step could still
+    be writing it while it writes the taker).
     """
 
     name: str
@@ -68,6 +73,7 @@ class Buffer:
     label: str = ""
     inplace_of: str | None = None
     stream: StreamOrder | None = None
+    filled_before: bool = False
 
 
 @dataclass(frozen=True)

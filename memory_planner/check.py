@@ -6,9 +6,9 @@
 - every buffer ends inside the arena (offset + bytes <= arena bytes);
 - no two buffers live at a same step share a byte, except at a hand-over: B names A in `inplace_of`, no
   buffer listed before B names A, their only shared step is A's last and B's first, A was born before
-  it, and either B has no stream order, both sit at one offset and B is not larger than A, or B's stream
-  order, simulated pass by pass at the two offsets, never writes a byte of A that this pass or a later
-  one still reads;
+  it (or filled by the caller before the run: `filled_before`), and either B has no stream order, both
+  sit at one offset and B is not larger than A, or B's stream order, simulated pass by pass at the two
+  offsets, never writes a byte of A that this pass or a later one still reads;
 - the plan's lower bound is the largest number of bytes live at one step (recounted here by a sweep
   over start and end events; at a hand-over the pair counts as their union at the smallest legal
   distance, found by simulating the stream order), and the arena is not below it.
@@ -69,7 +69,8 @@ class _HandOver:
 
 def _hand_over(taker: Buffer, source: Buffer) -> _HandOver | None:
     """How `taker` may share bytes with the `source` it names (offsets aside), or None if it may not."""
-    if taker is source or not source.first_step < source.last_step == taker.first_step:
+    if taker is source or source.last_step != taker.first_step \
+            or not (source.first_step < source.last_step or source.filled_before):
         return None
     if taker.stream is None:
         return _HandOver(source, 0) if taker.nbytes <= source.nbytes else None

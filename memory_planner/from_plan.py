@@ -15,8 +15,8 @@ use, the call writes the output there first, and both are arena INTERMEDIATEs; w
 output must not be larger (writing a larger output element k would overwrite input bytes past element k
 that the kernel has not read yet); with one, the input storage must be passed to the call only once (its
 order covers the reads through one parameter). With `io_in_arena` the input may be the model's input and
-the output the model's output (a model input read only at step 0 is born there too, so it gives no bytes
-away at that step: `Buffer.inplace_of` needs a source born earlier).
+the output the model's output (a model input is `Buffer.filled_before`: the caller fills it before the
+run, so it gives its bytes away even at step 0, where it is born).
 
 Steps are positions in `order` (indices into `plan.calls`; default: the plan's own order).
 """
@@ -77,7 +77,8 @@ def buffers_from_plan(
         if tensor.role is TensorRole.SCRATCH:
             label += " (scratch)"
         source, stream = taken_from.get(root, (None, None))
-        buffers.append(Buffer(root, tensor.nbytes, first, last, alignment, label, source, stream))
+        buffers.append(Buffer(root, tensor.nbytes, first, last, alignment, label, source, stream,
+                              filled_before=tensor.role is TensorRole.INPUT))
     return buffers
 
 

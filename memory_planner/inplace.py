@@ -59,6 +59,7 @@ def merge_inplace(buffers: Sequence[Buffer]) -> MergedBuffers:
                 label=head.label,
                 inplace_of=None if streamed is None else block_of[streamed.source.name],
                 stream=None if streamed is None else head.stream,
+                filled_before=head.filled_before,
             )
         )
     return MergedBuffers(blocks, {chain[0].name: [b.name for b in chain] for chain in chains})

@@ -40,9 +40,10 @@ class Handover:
 
 def handovers(buffers: Sequence[Buffer]) -> dict[str, Handover]:
     """The legal hand-overs by taker name. Legal: the taker's `inplace_of` buffer exists, was born at an
-    earlier step and dies at the step the taker is born; without a stream order the taker is not larger
-    (distance 0); with one, the distance is the order's lead (at least 0) and smaller than the taker (else
-    sharing saves nothing). A source gives its bytes to the first buffer listed with a legal hand-over."""
+    earlier step (or is `filled_before`) and dies at the step the taker is born; without a stream order the
+    taker is not larger (distance 0); with one, the distance is the order's lead (at least 0) and smaller
+    than the taker (else sharing saves nothing). A source gives its bytes to the first buffer listed with a
+    legal hand-over."""
     by_name = {b.name: b for b in buffers}
     found: dict[str, Handover] = {}
     given: set[str] = set()
@@ -50,7 +51,8 @@ def handovers(buffers: Sequence[Buffer]) -> dict[str, Handover]:
         source = by_name.get(taker.inplace_of or "")
         if source is None or source.name in given or taker.name == source.name:
             continue
-        if not source.first_step < source.last_step == taker.first_step:
+        born_before = source.first_step < source.last_step or source.filled_before
+        if source.last_step != taker.first_step or not born_before:
             continue
         if taker.stream is None:
             distance = 0 if taker.nbytes <= source.nbytes else None
@@ -73,7 +75,8 @@ def live_per_step(buffers: Sequence[Buffer]) -> list[list[Buffer]]:
     sources = {h.source.name: h for h in shared.values()}
     for buffer in buffers:
         for step in range(buffer.first_step, buffer.last_step + 1):
-            handover = shared.get(buffer.name) if step == buffer.first_step else sources.get(buffer.name)
+            taken, given = shared.get(buffer.name), sources.get(buffer.name)  # at its first, at its last step
+            handover = taken if taken is not None and step == buffer.first_step else given
             if handover is None or step != handover.taker.first_step:
                 live[step].append(buffer)
             elif buffer is handover.taker:  # the pair's one block, counted once

@@ -17,12 +17,21 @@ from tvm import s_tir, tirx
 from packager.depthwise_mac_c import depthwise_box_helper_name, depthwise_mac_helper_name
 from tvm_ext.dual_mac import (DUAL_MAC_CHANNELS, AccessOffsets, MacReduction, dual_mac_replacement, helper_call_block,
                               mac_reduction, register_mac_helper)
+from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
 
 DEPTHWISE_MAC_OP = "tvm_ext.depthwise_mac_s8x4"
-register_mac_helper(DEPTHWISE_MAC_OP, depthwise_mac_helper_name)
+# The call (acc, x, w, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols): acc[c] for c < 4,
+# x[r * x_row_stride + k * x_col_stride + c] and w[r * w_row_stride + k * w_col_stride + c] for r < rows,
+# k < cols, c < 4 (``tvm_ext.helper_access``).
+DEPTHWISE_MAC_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(DUAL_MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(Arg(7), Arg(3)), Axis(Arg(8), Arg(4)), Axis(DUAL_MAC_CHANNELS, 1))),
+    PointerAccess(2, (Axis(Arg(7), Arg(5)), Axis(Arg(8), Arg(6)), Axis(DUAL_MAC_CHANNELS, 1))),
+))
+register_mac_helper(DEPTHWISE_MAC_OP, depthwise_mac_helper_name, DEPTHWISE_MAC_ACCESS)
 DEPTHWISE_BOX_OP = "tvm_ext.depthwise_box_s8x4"
 """The same helper's out-of-line copy: for the clipped windows of a padded border (tvm_ext.border_split)."""
-register_mac_helper(DEPTHWISE_BOX_OP, depthwise_box_helper_name)
+register_mac_helper(DEPTHWISE_BOX_OP, depthwise_box_helper_name, DEPTHWISE_MAC_ACCESS)
 
 
 def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:

@@ -29,6 +29,7 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from packager.dual_mac_c import DUAL_MAC_CHANNELS, dual_mac_helper_name
+from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_helper_access
 from tvm_ext.index_expr import INDEX_OPERATORS, evaluate_index, substitute_index
 
 DUAL_MAC_OP = "tvm_ext.dual_mac_s8x4"
@@ -57,9 +58,11 @@ def calls_to_dual_mac_helper(prefix: str) -> Iterator[_DualMacCalls]:
         _CALLS.reset(token)
 
 
-def register_mac_helper(op: str, helper_name: Callable[[str], str]) -> None:
+def register_mac_helper(op: str, helper_name: Callable[[str], str], access: Optional[HelperAccess] = None) -> None:
     """Register ``op``, a call of the bundle's MAC helper ``helper_name(prefix)``, for C code generation
-    (inside ``calls_to_dual_mac_helper``, which records that the bundle's MAC helpers are needed)."""
+    (inside ``calls_to_dual_mac_helper``, which records that the bundle's MAC helpers are needed), and
+    ``access``: the elements a call reads and writes through its pointers (``tvm_ext.helper_access``; keep it
+    in step with the helper's C: the memory planner lets buffers overlap by it)."""
 
     def to_c(call: tirx.Expr) -> tirx.Expr:
         calls = _CALLS.get()
@@ -71,9 +74,18 @@ def register_mac_helper(op: str, helper_name: Callable[[str], str]) -> None:
     tvm.ir.register_op_attr(op, "TCallEffectKind", tirx.CallEffectKind.UpdateState.value)
     tvm.ir.register_op_attr(op, "TScriptPrinterName", op.replace(".", "_"))
     tirx.register_intrin_lowering(op, "c", f=to_c)
+    if access is not None:
+        register_helper_access(op, access)
 
 
-register_mac_helper(DUAL_MAC_OP, dual_mac_helper_name)
+# The dual MAC's call (acc, x, w, x_row_stride, w_channel_stride, rows, row_len): acc[c] for c < 4,
+# x[r * x_row_stride + k] and w[c * w_channel_stride + r * row_len + k] for r < rows, k < row_len.
+DUAL_MAC_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(DUAL_MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(Arg(5), Arg(3)), Axis(Arg(6), 1))),
+    PointerAccess(2, (Axis(DUAL_MAC_CHANNELS, Arg(4)), Axis(Arg(5), Arg(6)), Axis(Arg(6), 1))),
+))
+register_mac_helper(DUAL_MAC_OP, dual_mac_helper_name, DUAL_MAC_ACCESS)
 
 
 # --- loads and stores ---------------------------------------------------------------------------------------

@@ -15,8 +15,11 @@ table of operator kinds:
   every load (store) index, the pass's iterations and every inner loop bound to their ranges. Conditions
   are ignored (a guarded load counts as a read): the bounds may be wider than the truth, never narrower,
   and a wider bound only asks for more distance between the two buffers.
-- A kernel that uses an input or output pointer in any other way (an address handed to a helper, a
-  vector of unknown extent) or whose bounds are not finite gets no stream order for that pointer.
+- An address handed to a helper whose op has a `tvm_ext.helper_access` record (the DSP MAC helpers) is an
+  access too: the record gives the elements the call reaches from that address, its sizes read from the
+  call's constant arguments, and the address's index is bounded like a load's.
+- A kernel that uses an input or output pointer in any other way (an address handed to a helper without a
+  record, a vector of unknown extent) or whose bounds are not finite gets no stream order for that pointer.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from tvm.sym import Analyzer
 from memory_planner.api import Interval, StreamOrder
 from memory_planner.plan import DTYPE_BYTES, ParameterStream
 from tvm_ext import tir_walk
+from tvm_ext.helper_access import PointerAccess, helper_access
 
 PASSES_PER_LOOP = 256
 _UNBOUNDED = 2**62  # const_int_bound reports an unknown bound as +-(2**63 - 1)
@@ -135,6 +139,7 @@ class _Pointers:
         named = {id(p): 0 for p in self.params}  # the parameter and its buffers, wherever they appear
         expected = {id(p): 0 for p in self.params}  # ... where a plain use puts them
         not_plain: set[int] = set()
+        described = [address for call, access in _helper_calls(body) for address, _ in _addresses(call, access)]
         for node in tir_walk.walk(body):
             if isinstance(node, ir.Var) and (param := self._owner(node)) is not None:
                 named[id(param)] += 1
@@ -145,7 +150,8 @@ class _Pointers:
                 expected[id(param)] += 1
                 if _is_vector(node.indices):
                     not_plain.add(id(param))
-            elif isinstance(node, ir.Call) and node.op.name == "tirx.address_of":
+            elif isinstance(node, ir.Call) and node.op.name == "tirx.address_of" \
+                    and not any(node.same_as(address) for address in described):
                 not_plain.update(id(param) for arg in node.args if isinstance(arg, ir.TensorLoad)
                                  and (param := self.param_of(arg.source)) is not None)
         return [p for p in self.params if named[id(p)] == expected[id(p)] and id(p) not in not_plain]
@@ -154,6 +160,24 @@ class _Pointers:
 def _buffer_of(access) -> ir.Var:
     """The buffer a load or store goes through."""
     return access.source if isinstance(access, ir.TensorLoad) else access.buffer
+
+
+def _helper_calls(body: tirx.Stmt) -> Iterator[tuple[ir.Call, list[PointerAccess]]]:
+    """The calls in `body` of ops with a helper access record, each with the record's pointer accesses."""
+    for node in tir_walk.walk(body):
+        if isinstance(node, ir.Call) and isinstance(node.op, ir.Op) \
+                and (access := helper_access(node.op.name)) is not None:
+            yield node, list(access.pointers)
+
+
+def _addresses(call: ir.Call, accesses: list[PointerAccess]) -> Iterator[tuple[ir.Call, PointerAccess]]:
+    """Each pointer argument of `call` that its record describes and that is the address of a load
+    (``address_of(buffer[index])``), with its access."""
+    for access in accesses:
+        address = call.args[access.argument] if access.argument < len(call.args) else None
+        if isinstance(address, ir.Call) and address.op.name == "tirx.address_of" \
+                and len(address.args) == 1 and isinstance(address.args[0], ir.TensorLoad):
+            yield address, access
 
 
 def _is_vector(indices) -> bool:
@@ -177,7 +201,27 @@ def _bytes_accessed(one_pass: _Pass, pointers: _Pointers) -> dict[int, Interval 
             if param is not None:
                 dtype = node.source.dtype if isinstance(node, ir.TensorLoad) else node.buffer.dtype
                 _widen(bounds, id(param), node.indices, DTYPE_BYTES[str(dtype)], analyzer)
+        elif isinstance(node, ir.Call) and isinstance(node.op, ir.Op) \
+                and (access := helper_access(node.op.name)) is not None:
+            _widen_by_call(bounds, node, list(access.pointers), pointers, analyzer)
     return bounds
+
+
+def _widen_by_call(bounds: dict[int, Interval | None], call: ir.Call, accesses: list[PointerAccess],
+                   pointers: _Pointers, analyzer: Analyzer) -> None:
+    """Widen `bounds` by the elements a helper `call` reaches through the addresses its record describes."""
+    arguments = [int(arg.value) if isinstance(arg, prim.IntImm) else None for arg in call.args]
+    for address, access in _addresses(call, accesses):
+        load = address.args[0]
+        param = pointers.param_of(load.source)
+        if param is None:
+            continue
+        span = access.span(arguments)
+        if span is None or len(load.indices) != 1:
+            bounds[id(param)] = None
+        elif span[0] <= span[1]:
+            _widen(bounds, id(param), [load.indices[0] + span[0]], DTYPE_BYTES[str(load.source.dtype)], analyzer)
+            _widen(bounds, id(param), [load.indices[0] + span[1]], DTYPE_BYTES[str(load.source.dtype)], analyzer)
 
 
 def _widen(bounds: dict[int, Interval | None], key: int, indices, itemsize: int, analyzer: Analyzer) -> None:
