@@ -11,7 +11,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
-from ...kernels.fixed_point import INT32_MIN
+from ...kernels.fixed_point import INT32_MIN, fits_small_input
 from ...kernels.quant_params import ActivationRange
 from ...kernels.zero_point_fold import fold_zero_point_into_bias
 from .lowering import KernelCall, LoweringContext
@@ -73,7 +73,8 @@ class MacKernel:
             channel_tensors = {"multiplier": relax.const(self.multipliers.astype(np.int32)),
                                "shift": relax.const(self.shifts.astype(np.int8))}
         right_shift_only = bool(np.all(self.shifts < 0) and np.all(self.multipliers != INT32_MIN))
-        stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only)
+        stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only,
+                            self._small_accumulator())
         geometry = self.geometry.params() if self.geometry is not None else {}
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
         # The fold widens an int16-stored bias to int32 (2 bytes per channel) rather than give it up: the
@@ -86,6 +87,21 @@ class MacKernel:
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
                           {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout,
                            **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})})
+
+    def _small_accumulator(self) -> bool:
+        """Whether every int8 accumulator, raw (its input zero point folded into the bias) or centered, and
+        each plus its bias, lies in [-2^30, 2^30) (`OutputStage.small_accumulator`). Each output sums each of
+        its channel's weights at most once, times an input (x - zero point, or x, or a padded zero point), so
+        |sum| <= (sum of the channel's |w|) * (largest |input|)."""
+        if self.weight.dtype != np.int8:
+            return False
+        axes = tuple(axis for axis in range(self.weight.ndim) if axis != self.channel_axis % self.weight.ndim)
+        weight_l1 = np.abs(self.weight.astype(np.int64)).sum(axis=axes)
+        largest_centered = max(abs(-128 - self.input_zero_point), abs(127 - self.input_zero_point))
+        bias = (np.zeros_like(weight_l1) if self.bias is None
+                else np.abs(self.bias.value.numpy().astype(np.int64)).reshape(weight_l1.shape))
+        largest = max(int((weight_l1 * largest_centered + bias).max(initial=0)), int(weight_l1.max(initial=0)) * 128)
+        return fits_small_input(-largest, largest)
 
 
 def _at_least_int32(bias: np.ndarray) -> np.ndarray:
