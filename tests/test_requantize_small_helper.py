@@ -3,7 +3,8 @@ and the int8 saturation helper (packager/fixed_point_c.py) give TFLite's results
 domains, checked on the host (their portable C, strict warnings, UBSan and ASan) and under QEMU on the
 Cortex-M profiles (their SMMULR / SSAT code where the core has it) against the numpy reference over random
 values and every edge (accumulators -2^30 and 2^30 - 1, shifts -31..-1, multipliers 0 and 2^30 .. 2^31 - 1);
-a MAC layer takes the variant exactly when its accumulators are provably small."""
+a MAC layer takes the variant exactly when its accumulators are provably small, and an int8 ADD takes it for
+its three rescales (the magnitude bounds it relies on are checked against the reference)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ from emulator.tools import missing_tools
 from packager.cortex_m import QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
 from packager.fixed_point_c import (SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT, requantize_helper_name,
                                     requantize_helpers_c)
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
+from tvm_ext.compile import compile
 from tvm_ext.kernels import Rounding
+from tvm_ext.kernels.fixed_point import quantized_multiplier_bound
 from tvm_ext.kernels.quant_params import ActivationRange
 from tvm_ext.transform.int8.mac import MacKernel
 
@@ -155,3 +159,31 @@ def test_helpers_match_tflite_under_qemu(tmp_path: Path, profile: str):
     assert built.returncode == 0, built.stderr
     result = run_qemu(tmp_path / SELFTEST_ELF, config.emulated.board, 120)
     assert result.exit_code == 0 and "wrong 0" in result.stdout, result.stdout + result.stderr
+
+
+def test_quantized_multiplier_bound_holds_for_the_largest_input():
+    rng = np.random.default_rng(9)
+    largest = rng.integers(1, 2**31, 20_000)
+    multiplier = rng.integers(2**30, 2**31, 20_000)
+    shift = rng.integers(-31, 1, 20_000)
+    for sign in (-1, 1):
+        reached = np.abs(ref.multiply_by_quantized_multiplier(sign * largest, multiplier, shift))
+        bounds = np.array([quantized_multiplier_bound(int(a), int(m), int(e))
+                           for a, m, e in zip(largest, multiplier, shift)])
+        assert np.all(reached <= bounds) and np.all(bounds - reached <= 2)
+
+
+def test_int8_add_rescales_with_the_small_helper_bit_exactly_under_qemu(tmp_path):
+    """TFLite's ADD of two inputs of different scales: the larger's rescale is an exact halving, the other's
+    and the output's the small-accumulator helper; the self-test on the emulated Cortex-M4F (SMMULR) matches
+    TFLite Micro bit for bit."""
+    quantizations = (Quantization((0.05,), (-128,)), Quantization((0.11,), (127,)), Quantization((0.13,), (-3,)))
+    tensors = [Tensor(name, (2, 9, 16), "int8", quant) for name, quant in zip(("lhs", "rhs", "out"), quantizations)]
+    add = Operator("ADD", (0, 1), (2,), Options("AddOptions", {"FusedActivationFunction": 0}))
+    model = tmp_path / "add.tflite"
+    model.write_bytes(build(Model(tensors, [add], (0, 1), (2,))))
+    bundle = compile(model, "cortex-m4f", tmp_path / "out")
+    assert bundle.selftest.passed
+    kernels = (tmp_path / "out" / "add_kernels.c").read_text()
+    small = requantize_helper_name("add", SMALL_RIGHT_SHIFT)
+    assert kernels.count(f"{small}(") == 2 and "requantize_double(" not in kernels

@@ -151,6 +151,24 @@ def fits_small_input(low: int, high: int) -> bool:
     return -SMALL_ACCUMULATOR_LIMIT <= low and high < SMALL_ACCUMULATOR_LIMIT
 
 
+def multiply_by_constant_quantized_multiplier(
+    x: IntExpr, multiplier: int, shift: int, rounding: Rounding, largest: int
+) -> PrimExpr:
+    """`multiply_by_quantized_multiplier` with compile-time ``multiplier`` and ``shift`` of an ``x`` known to
+    satisfy |x| <= ``largest``: the cheapest helper whose contract the constants and the bound meet."""
+    multiplier, shift = int(multiplier), int(shift)
+    right_shift_only = shift < 0 and multiplier != INT32_MIN
+    return multiply_by_quantized_multiplier(x, multiplier, shift, rounding, right_shift_only,
+                                            fits_small_input(-largest, largest))
+
+
+def quantized_multiplier_bound(largest: int, multiplier: int, shift: int) -> int:
+    """An upper bound of |MultiplyByQuantizedMultiplier(x, multiplier >= 0, shift)| for |x| <= ``largest``:
+    |x| * multiplier * 2^(shift - 31), rounded up, plus one for either rounding."""
+    numerator = int(largest) * int(multiplier) * 2 ** max(int(shift), 0)
+    return -(-numerator // 2 ** (31 + max(-int(shift), 0))) + 1
+
+
 @dataclasses.dataclass
 class _HelperCalls:
     """While C is generated for a bundle: its helpers' prefix, and the roundings whose helper it calls."""
