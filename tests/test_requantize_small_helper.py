@@ -87,10 +87,11 @@ def test_saturation_helper_clamps_to_int8(tmp_path):
     np.testing.assert_array_equal(got, np.clip(values, -128, 127))
 
 
-def _fully_connected(weight: np.ndarray, bias: np.ndarray, input_zero_point: int) -> MacKernel:
+def _fully_connected(weight: np.ndarray, bias: np.ndarray, input_zero_point: int, dtype: str = "int8") -> MacKernel:
     """A FULLY_CONNECTED record (weight [units, depth]) with only what the accumulator bound reads set."""
     units = weight.shape[0]
-    return MacKernel("FULLY_CONNECTED", None, None, None, input_zero_point, weight, relax.const(bias),
+    data = relax.Var("data", relax.TensorType((1, weight.shape[1]), dtype))
+    return MacKernel("FULLY_CONNECTED", None, None, data, input_zero_point, weight, relax.const(bias),
                      np.full(units, 2**30), np.full(units, -3), 0, ActivationRange(-128, 127),
                      Rounding.DOUBLE, channel_axis=0)
 
@@ -106,6 +107,11 @@ def test_layer_is_small_exactly_when_its_largest_accumulator_stays_below_2_pow_3
     assert _fully_connected(weight, np.array([slack, 0], np.int32), input_zero_point)._small_accumulator()
     assert not _fully_connected(weight, np.array([slack + 1, 0], np.int32), input_zero_point)._small_accumulator()
     assert not _fully_connected(weight, np.array([-slack - 1, 0], np.int32), input_zero_point)._small_accumulator()
+
+
+def test_a_16x8_layer_is_never_small():
+    """int16 data accumulates in int64: the int8 bound does not hold (nor apply)."""
+    assert not _fully_connected(np.ones((1, 4), np.int8), np.zeros(1, np.int32), 0, "int16")._small_accumulator()
 
 
 _ARM_SELFTEST = """#include <stdint.h>

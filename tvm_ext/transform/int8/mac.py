@@ -93,7 +93,7 @@ class MacKernel:
         each plus its bias, lies in [-2^30, 2^30) (`OutputStage.small_accumulator`). Each output sums each of
         its channel's weights at most once, times an input (x - zero point, or x, or a padded zero point), so
         |sum| <= (sum of the channel's |w|) * (largest |input|)."""
-        if self.weight.dtype != np.int8:
+        if self.weight.dtype != np.int8 or self.data.ty.dtype != "int8":  # 16x8: int64 accumulators
             return False
         axes = tuple(axis for axis in range(self.weight.ndim) if axis != self.channel_axis % self.weight.ndim)
         weight_l1 = np.abs(self.weight.astype(np.int64)).sum(axis=axes)
