@@ -74,7 +74,7 @@ class MacKernel:
                                "shift": relax.const(self.shifts.astype(np.int8))}
         right_shift_only = bool(np.all(self.shifts < 0) and np.all(self.multipliers != INT32_MIN))
         stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only,
-                            self._small_accumulator())
+                            self._small_accumulator(), bool(np.all(self.shifts <= 0)))
         geometry = self.geometry.params() if self.geometry is not None else {}
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
         # The fold widens an int16-stored bias to int32 (2 bytes per channel) rather than give it up: the
