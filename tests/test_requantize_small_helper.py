@@ -111,15 +111,15 @@ def _epilogue(kernel: MacKernel, activation: ActivationRange = FULL_RANGE) -> tu
 
 @pytest.mark.parametrize("input_zero_point", [-128, 0, 127])
 def test_layer_is_small_exactly_when_its_largest_accumulator_stays_below_2_pow_30(input_zero_point):
-    # One output channel of all -128 weights: |sum| reaches depth * 128 * largest |x - zero point|. The
-    # shift 10 keeps every channel's outputs from saturating whatever the bias (no bias is replaced).
+    # One output channel of all -128 weights: |sum| reaches depth * 128 * largest |x - zero point|. Its
+    # accumulators span both signs, so it cannot saturate one way whatever the bias: no bias is replaced.
     largest_input = max(abs(-128 - input_zero_point), abs(127 - input_zero_point))
     depth = (SMALL_ACCUMULATOR_LIMIT - 1) // (128 * largest_input)
     weight = np.full((2, depth), -128, np.int8)
     weight[1] = 1  # a small second channel: the largest channel decides
     slack = SMALL_ACCUMULATOR_LIMIT - 1 - depth * 128 * largest_input
     for bias, small in ((slack, True), (slack + 1, False), (-slack - 1, False)):
-        assert _epilogue(_fully_connected(weight, np.array([bias, 0], np.int32), input_zero_point, shift=10))[0] is small
+        assert _epilogue(_fully_connected(weight, np.array([bias, 0], np.int32), input_zero_point))[0] is small
 
 
 def test_a_16x8_layer_is_never_small():
@@ -147,6 +147,62 @@ def test_a_channel_saturated_by_its_bias_gets_a_small_bias_with_the_same_outputs
     unsaturated = np.array([2**30 + 5, 7], np.int32)
     small, given = _epilogue(_fully_connected(weight[:2], unsaturated, -128, shift=-24))
     assert not small and given.tolist() == unsaturated.tolist()
+
+
+_ARM_SELFTEST = """#include <stdint.h>
+#include <stdio.h>
+#include "rq.h"
+{helpers}
+static const int32_t cases[][4] = {{RQ_CASES}};
+int main(void)
+{{
+    unsigned wrong = 0;
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; ++i) {{
+        const int32_t requantized = {requantize}(cases[i][0], cases[i][1], cases[i][2]);
+        const int32_t saturated = {saturate}(cases[i][0]);
+        const int32_t clamped = cases[i][0] < -128 ? -128 : (cases[i][0] > 127 ? 127 : cases[i][0]);
+        if (requantized != cases[i][3] || saturated != clamped) {{
+            if (wrong++ < 5u) {{
+                printf("case %u: %ld %ld %ld -> %ld, %ld\\n", i, (long)cases[i][0], (long)cases[i][1],
+                       (long)cases[i][2], (long)requantized, (long)saturated);
+            }}
+        }}
+    }}
+    printf("wrong %u\\n", wrong);
+    return wrong != 0u;
+}}
+"""
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.parametrize("helper", sorted(SMALL_HELPERS))
+@pytest.mark.parametrize("profile", ["cortex-m4f", "cortex-m0plus"])
+def test_helpers_match_tflite_under_qemu(tmp_path: Path, profile: str, helper: str):
+    """cortex-m4f runs the SMMULR and SSAT code, cortex-m0plus (no DSP) the portable C."""
+    rng = np.random.default_rng(5)
+    largest_shift = SMALL_HELPERS[helper]
+    cases = np.concatenate([_small_cases(0, largest_shift),
+                            _small_cases(2000, largest_shift)[rng.choice(2000, 1000, replace=False)]])
+    expected = ref.multiply_by_quantized_multiplier(cases[:, 0], cases[:, 1], cases[:, 2])
+    rows = ", ".join("{%d, %d, %d, %d}" % (a, m, e, r) for (a, m, e), r in zip(cases.tolist(), expected.tolist()))
+    helpers = requantize_helpers_c("rq", [helper, SATURATE_INT8])
+    files = {
+        "rq.h": f"#define RQ_CASES {rows}\n",
+        "selftest.c": _ARM_SELFTEST.format(helpers=helpers, requantize=requantize_helper_name("rq", helper),
+                                           saturate=requantize_helper_name("rq", SATURATE_INT8)),
+        "rq_kernels.c": "typedef int rq_kernels_empty;\n",
+        "rq_model.c": "typedef int rq_model_empty;\n",
+        "rq_weights.c": "typedef int rq_weights_empty;\n",
+        "Makefile": f"all:\n\t@echo host build\n\n{QEMU_TEST_MAKE_INCLUDE}\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    config = profile_build_config(profile)
+    write_cortex_m_support(tmp_path, "rq", config)
+    built = subprocess.run(["make", "-s", "-C", str(tmp_path), "cortex-m-elf"], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    result = run_qemu(tmp_path / SELFTEST_ELF, config.emulated.board, 120)
+    assert result.exit_code == 0 and "wrong 0" in result.stdout, result.stdout + result.stderr
 
 
 def test_quantized_multiplier_bound_holds_for_the_largest_input():

@@ -17,7 +17,8 @@ from .fixed_point import fits_small_input
 from .quant_params import ActivationRange
 
 
-def _replacement(bias: int, reach: int, multiplier: int, shift: int, zero_point: int, activation: ActivationRange) -> int:
+def _replacement(bias: int, reach: int, multiplier: int, shift: int, zero_point: int,
+                 activation: ActivationRange) -> int:
     """The bias nearest zero giving channel outputs identical to ``bias``'s, or ``bias``."""
     if multiplier <= 0:
         return bias

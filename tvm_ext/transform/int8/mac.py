@@ -66,7 +66,9 @@ class MacKernel:
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
         and an int8 shift constant per output channel. The input zero point is folded into the bias
-        where the folded bias fits the bias's storage."""
+        where the folded bias fits the bias's storage; a channel saturated by its bias gets a smaller one
+        (`saturated_bias`), and a layer whose accumulators plus bias are provably small the cheaper
+        requantization (`OutputStage.small_accumulator`)."""
         if np.all(self.multipliers == self.multipliers[0]) and np.all(self.shifts == self.shifts[0]):
             multiplier, shift, channel_tensors = int(self.multipliers[0]), int(self.shifts[0]), {}
         else:
@@ -88,9 +90,8 @@ class MacKernel:
         # dual MAC (tvm_ext.dual_mac) multiplies raw int8 values only.
         folded = None if bias_values is None or not self.folds_zero_point else fold_zero_point_into_bias(
             _at_least_int32(bias_values), self.weight, self.input_zero_point, self.channel_axis)
-        bias = self.bias
-        if folded is not None or (bias_values is not None and np.any(bias_values != self.bias.value.numpy().reshape(-1))):
-            bias = bias_constant(folded if folded is not None else bias_values)
+        replaced = bias_values is not None and not np.array_equal(bias_values, self.bias.value.numpy().reshape(-1))
+        bias = bias_constant(folded) if folded is not None else bias_constant(bias_values) if replaced else self.bias
         weight = self.weight if self.weight_layout is not WeightLayout.OHWI else self.weight.transpose(3, 0, 1, 2)
         weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
