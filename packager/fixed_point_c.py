@@ -13,7 +13,6 @@ Bit-exact with TFLite (tensorflow/lite/kernels/internal/common.{h,cc}, gemmlowp 
 - "double_small": "double_right_shift" where the caller also guarantees -2^30 <= acc < 2^30 (known at
   compile time from the weights, bias and input range): 2 * acc is an int32, so the doubling high multiply
   is the high word of a rounding 32x32 multiply (one SMMULR on Arm cores with the DSP instructions).
-- "double_small_no_left_shift": "double_small" for shift <= 0 (one instruction more).
 
 One more helper, "saturate_int8", clamps to [-128, 127] (one SSAT where the core saturates).
 
@@ -27,10 +26,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 # The requantization helpers: one per rounding, and double rounding's right-shift-only variants.
-REQUANTIZE_HELPERS = ("double", "double_right_shift", "double_small", "double_small_no_left_shift", "single")
+REQUANTIZE_HELPERS = ("double", "double_right_shift", "double_small", "single")
 RIGHT_SHIFT_ONLY = "double_right_shift"
 SMALL_RIGHT_SHIFT = "double_small"
-SMALL_NO_LEFT_SHIFT = "double_small_no_left_shift"
 SMALL_ACCUMULATOR_LIMIT = 2**30
 """The small variant's accumulators lie in [-SMALL_ACCUMULATOR_LIMIT, SMALL_ACCUMULATOR_LIMIT)."""
 SATURATE_INT8 = "saturate_int8"
@@ -65,28 +63,12 @@ _ROUNDING_DIVIDE_HIGH = f"""    /* RoundingDivideByPOT(high, right_shift), neare
 """
 
 
-def _rounding_right_shift(value: str, exponent_minus_1: str) -> str:
-    """C returning RoundingDivideByPOT(value, e) for `value`, an int32 C expression of the sign of `high`, and
-    e >= 1 (`exponent_minus_1`: C for e - 1)."""
-    return f"""    /* RoundingDivideByPOT(value, e), e >= 1, is floor((value - neg + 2^(e-1)) / 2^e) (neg: 1 for a negative
-       value), which is ceil(t / 2) for t = floor((value - neg) / 2^(e-1)), and ceil(t / 2) = t - floor(t / 2). */
-    const int32_t lowered = {value} - (int32_t)((uint32_t)high >> 31);
-    const uint32_t e_minus_1 = (uint32_t)({exponent_minus_1});
+_ROUNDING_RIGHT_SHIFT = f"""    /* RoundingDivideByPOT(high, e), e = -shift >= 1, is floor((high - neg + 2^(e-1)) / 2^e) (neg: 1 for a
+       negative high), which is ceil(t / 2) for t = floor((high - neg) / 2^(e-1)), and ceil(t / 2) = t - floor(t / 2). */
+    const int32_t lowered = high - (int32_t)((uint32_t)high >> 31);
+    const uint32_t e_minus_1 = (uint32_t)(-1 - shift);
     const int32_t t = {_floor_shift("lowered", "e_minus_1", "int32_t")};
     return t - {_floor_shift("t", "1", "int32_t")};
-"""
-
-
-_ROUNDING_RIGHT_SHIFT = _rounding_right_shift("high", "-1 - shift")  # e = -shift >= 1
-
-_SMALL_HIGH = """    const int32_t doubled = acc * 2;
-#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
-    int32_t high;
-    __asm__("smmulr %0, %1, %2" : "=r"(high) : "r"(doubled), "r"(multiplier));
-#else
-    const uint64_t nudged = (uint64_t)((int64_t)doubled * (int64_t)multiplier) + ((uint64_t)1 << 31);
-    const int32_t high = (int32_t)(uint32_t)(nudged >> 32);
-#endif
 """
 
 
@@ -121,16 +103,15 @@ def _double_small(prefix: str) -> str:
    = floor((2 * acc * multiplier + 2^31) / 2^32), the high word of a rounding multiply (SMMULR). */
 static inline int32_t {requantize_helper_name(prefix, SMALL_RIGHT_SHIFT)}(int32_t acc, int32_t multiplier, int32_t shift)
 {{
-{_SMALL_HIGH}{_ROUNDING_RIGHT_SHIFT}}}
-"""
-
-
-def _double_small_no_left_shift(prefix: str) -> str:
-    return f"""/* As {requantize_helper_name(prefix, SMALL_RIGHT_SHIFT)}, for shift <= 0: RoundingDivideByPOT(high, e) equals
-   RoundingDivideByPOT(2 * high, e + 1) (the same quotient, rounded alike), and |high| < 2^30. */
-static inline int32_t {requantize_helper_name(prefix, SMALL_NO_LEFT_SHIFT)}(int32_t acc, int32_t multiplier, int32_t shift)
-{{
-{_SMALL_HIGH}{_rounding_right_shift("high * 2", "-shift")}}}
+    const int32_t doubled = acc * 2;
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+    int32_t high;
+    __asm__("smmulr %0, %1, %2" : "=r"(high) : "r"(doubled), "r"(multiplier));
+#else
+    const uint64_t nudged = (uint64_t)((int64_t)doubled * (int64_t)multiplier) + ((uint64_t)1 << 31);
+    const int32_t high = (int32_t)(uint32_t)(nudged >> 32);
+#endif
+{_ROUNDING_RIGHT_SHIFT}}}
 """
 
 
@@ -160,7 +141,7 @@ static inline int32_t {requantize_helper_name(prefix, "single")}(int32_t acc, in
 
 
 _WRITERS = {"double": _double, RIGHT_SHIFT_ONLY: _double_right_shift, SMALL_RIGHT_SHIFT: _double_small,
-            SMALL_NO_LEFT_SHIFT: _double_small_no_left_shift, "single": _single, SATURATE_INT8: _saturate_int8}
+            "single": _single, SATURATE_INT8: _saturate_int8}
 
 
 def requantize_helpers_c(prefix: str, roundings: Iterable[str]) -> str:

@@ -31,7 +31,7 @@ import tvm
 from tvm import tirx
 
 from packager.fixed_point_c import (REQUANTIZE_HELPERS, RIGHT_SHIFT_ONLY, SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT,
-                                    SMALL_NO_LEFT_SHIFT, SMALL_RIGHT_SHIFT, requantize_helper_name)
+                                    SMALL_RIGHT_SHIFT, requantize_helper_name)
 from tvm.ir.expr import Expr as PrimExpr
 
 INT32_MIN = -(2**31)
@@ -131,20 +131,18 @@ SATURATE_INT8_OP = "tvm_ext.saturate_int8"
 
 def multiply_by_quantized_multiplier(
     x: IntExpr, multiplier: IntExpr, shift: IntExpr, rounding: Rounding, right_shift_only: bool = False,
-    small_input: bool = False, no_left_shift: bool = False,
+    small_input: bool = False,
 ) -> PrimExpr:
     """TFLite MultiplyByQuantizedMultiplier(int32 x, int32 multiplier >= 0, shift) -> int32, as one call.
 
     ``right_shift_only``: the caller guarantees shift < 0 and multiplier != INT32_MIN (every channel of a
     layer, known at compile time), so double rounding may call its cheaper variant (same results).
-    ``small_input``: the caller guarantees -2^30 <= x < 2^30 (`SMALL_ACCUMULATOR_LIMIT`), which makes that
-    variant cheaper still, and gives one to shifts <= 0 where the caller guarantees those (``no_left_shift``).
+    ``small_input``: the caller also guarantees -2^30 <= x < 2^30 (`SMALL_ACCUMULATOR_LIMIT`), which
+    makes that variant cheaper still.
     """
     helper = rounding.value
-    if rounding is Rounding.DOUBLE and small_input and (right_shift_only or no_left_shift):
-        helper = SMALL_RIGHT_SHIFT if right_shift_only else SMALL_NO_LEFT_SHIFT
-    elif rounding is Rounding.DOUBLE and right_shift_only:
-        helper = RIGHT_SHIFT_ONLY
+    if right_shift_only and rounding is Rounding.DOUBLE:
+        helper = SMALL_RIGHT_SHIFT if small_input else RIGHT_SHIFT_ONLY
     return tirx.call_intrin("int32", REQUANTIZE_OPS[helper], _i32(x), _i32(multiplier), _i32(shift))
 
 
@@ -161,7 +159,7 @@ def multiply_by_constant_quantized_multiplier(
     multiplier, shift = int(multiplier), int(shift)
     right_shift_only = shift < 0 and multiplier != INT32_MIN
     return multiply_by_quantized_multiplier(x, multiplier, shift, rounding, right_shift_only,
-                                            fits_small_input(-largest, largest), shift <= 0)
+                                            fits_small_input(-largest, largest))
 
 
 def quantized_multiplier_bound(largest: int, multiplier: int, shift: int) -> int:

@@ -26,8 +26,7 @@ class OutputStage:
     constants at compile time), so the requantization may use its cheaper right-shift-only helper.
     ``small_accumulator``: every int32 accumulator plus its bias lies in [-2^30, 2^30) (bounded at compile
     time from the weights, bias and input range: `fixed_point.fits_small_input`), so the bias is added in
-    int32 (it cannot wrap) and the requantization may use its cheaper small-input helpers, one of which
-    needs ``no_left_shift``: every channel's shift is <= 0.
+    int32 (it cannot wrap) and the right-shift-only helper may use its cheaper small-input variant.
     """
 
     multiplier: ChannelParam
@@ -37,7 +36,6 @@ class OutputStage:
     rounding: Rounding
     right_shift_only: bool = False
     small_accumulator: bool = False
-    no_left_shift: bool = False
 
     def per_channel(self, multiplier: Optional[te.Tensor], shift: Optional[te.Tensor]) -> "OutputStage":
         """This stage with per-channel multiplier/shift tensors, when given."""
@@ -76,6 +74,6 @@ def requantize(
             # int32 wrap-around as the C reference's int32 addition behaves, without signed-overflow UB.
             acc = tirx.Cast("int32", tirx.Cast("int64", acc) + tirx.Cast("int64", bias(channel)))
         scaled = multiply_by_quantized_multiplier(acc, multiplier, shift, stage.rounding, stage.right_shift_only,
-                                                  stage.small_accumulator, stage.no_left_shift)
+                                                  stage.small_accumulator)
         dtype = "int8"
     return clamp_to_type(scaled + stage.zero_point, stage.activation.low, stage.activation.high, dtype)

@@ -83,7 +83,7 @@ class MacKernel:
                                          activation)
         small = reach is not None and _fits_small(reach, bias_values)
         stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only,
-                            small, bool(np.all(self.shifts <= 0)))
+                            small)
         geometry = self.geometry.params() if self.geometry is not None else {}
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
         # The fold widens an int16-stored bias to int32 (2 bytes per channel) rather than give it up: the
