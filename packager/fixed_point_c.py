@@ -10,6 +10,11 @@ Bit-exact with TFLite (tensorflow/lite/kernels/internal/common.{h,cc}, gemmlowp 
 - "double_right_shift": "double" where the caller guarantees shift < 0 and multiplier != INT32_MIN (a layer
   whose every channel's constants are so, as TFLite's QuantizeMultiplier gives for scales below 1/2): no left
   shift, the high multiply cannot saturate, and the rounding right shift is three instructions on Arm.
+- "double_small": "double_right_shift" where the caller also guarantees -2^30 <= acc < 2^30 (known at
+  compile time from the weights, bias and input range): 2 * acc is an int32, so the doubling high multiply
+  is the high word of a rounding 32x32 multiply (one SMMULR on Arm cores with the DSP instructions).
+
+One more helper, "saturate_int8", clamps to [-128, 127] (one SSAT where the core saturates).
 
 int32 arithmetic with one 64-bit multiply; no undefined behaviour: scaling up is a multiplication (never a
 left shift of a negative value), and a negative value is divided by a power of two through its complement
@@ -20,14 +25,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-# The helpers: one per rounding, and double rounding's right-shift-only variant.
-HELPERS = ("double", "double_right_shift", "single")
+# The requantization helpers: one per rounding, and double rounding's right-shift-only variants.
+REQUANTIZE_HELPERS = ("double", "double_right_shift", "double_small", "single")
 RIGHT_SHIFT_ONLY = "double_right_shift"
+SMALL_RIGHT_SHIFT = "double_small"
+SMALL_ACCUMULATOR_LIMIT = 2**30
+"""The small variant's accumulators lie in [-SMALL_ACCUMULATOR_LIMIT, SMALL_ACCUMULATOR_LIMIT)."""
+SATURATE_INT8 = "saturate_int8"
+# Every helper of this module, in the order a header defines them.
+HELPERS = (*REQUANTIZE_HELPERS, SATURATE_INT8)
 
 
 def requantize_helper_name(prefix: str, rounding: str) -> str:
     """The C name of the helper for `rounding` (one of HELPERS) in the bundle `prefix`."""
-    return f"{prefix}_requantize_{rounding}"
+    return f"{prefix}_{rounding}" if rounding == SATURATE_INT8 else f"{prefix}_requantize_{rounding}"
 
 
 def _floor_shift(value: str, exponent: str, c_type: str) -> str:
@@ -52,6 +63,15 @@ _ROUNDING_DIVIDE_HIGH = f"""    /* RoundingDivideByPOT(high, right_shift), neare
 """
 
 
+_ROUNDING_RIGHT_SHIFT = f"""    /* RoundingDivideByPOT(high, e), e = -shift >= 1, is floor((high - neg + 2^(e-1)) / 2^e) (neg: 1 for a
+       negative high), which is ceil(t / 2) for t = floor((high - neg) / 2^(e-1)), and ceil(t / 2) = t - floor(t / 2). */
+    const int32_t lowered = high - (int32_t)((uint32_t)high >> 31);
+    const uint32_t e_minus_1 = (uint32_t)(-1 - shift);
+    const int32_t t = {_floor_shift("lowered", "e_minus_1", "int32_t")};
+    return t - {_floor_shift("t", "1", "int32_t")};
+"""
+
+
 def _double(prefix: str) -> str:
     return f"""/* TFLite's MultiplyByQuantizedMultiplier, double rounding: round(acc * multiplier * 2^(shift - 31)). */
 static inline int32_t {requantize_helper_name(prefix, "double")}(int32_t acc, int32_t multiplier, int32_t shift)
@@ -73,12 +93,38 @@ static inline int32_t {requantize_helper_name(prefix, RIGHT_SHIFT_ONLY)}(int32_t
 {{
     const int32_t scaled = acc;
 {_NUDGED_PRODUCT}    const int32_t high = (int32_t)(uint32_t)(nudged >> 31);  /* > INT32_MIN: no saturation */
-    /* RoundingDivideByPOT(high, e), e = -shift >= 1, is floor((high - neg + 2^(e-1)) / 2^e) (neg: 1 for a
-       negative high), which is ceil(t / 2) for t = floor((high - neg) / 2^(e-1)), and ceil(t / 2) = t - floor(t / 2). */
-    const int32_t lowered = high - (int32_t)((uint32_t)high >> 31);
-    const uint32_t e_minus_1 = (uint32_t)(-1 - shift);
-    const int32_t t = {_floor_shift("lowered", "e_minus_1", "int32_t")};
-    return t - {_floor_shift("t", "1", "int32_t")};
+{_ROUNDING_RIGHT_SHIFT}}}
+"""
+
+
+def _double_small(prefix: str) -> str:
+    return f"""/* As {requantize_helper_name(prefix, RIGHT_SHIFT_ONLY)}, for -2^30 <= acc < 2^30 only: then
+   SaturatingRoundingDoublingHighMul(acc, multiplier) = floor((acc * multiplier + 2^30) / 2^31)
+   = floor((2 * acc * multiplier + 2^31) / 2^32), the high word of a rounding multiply (SMMULR). */
+static inline int32_t {requantize_helper_name(prefix, SMALL_RIGHT_SHIFT)}(int32_t acc, int32_t multiplier, int32_t shift)
+{{
+    const int32_t doubled = acc * 2;
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+    int32_t high;
+    __asm__("smmulr %0, %1, %2" : "=r"(high) : "r"(doubled), "r"(multiplier));
+#else
+    const uint64_t nudged = (uint64_t)((int64_t)doubled * (int64_t)multiplier) + ((uint64_t)1 << 31);
+    const int32_t high = (int32_t)(uint32_t)(nudged >> 32);
+#endif
+{_ROUNDING_RIGHT_SHIFT}}}
+"""
+
+
+def _saturate_int8(prefix: str) -> str:
+    return f"""/* x clamped to [-128, 127] (one SSAT where the core has the saturation instructions: the builtin behind
+   ACLE's __ssat, whose macro gcc 12 warns about under -Wsign-conversion). */
+static inline int32_t {requantize_helper_name(prefix, SATURATE_INT8)}(int32_t x)
+{{
+#if defined(__ARM_FEATURE_SAT) && defined(__GNUC__)
+    return (int32_t)__builtin_arm_ssat(x, 8);
+#else
+    return x < -128 ? -128 : (x > 127 ? 127 : x);
+#endif
 }}
 """
 
@@ -94,7 +140,8 @@ static inline int32_t {requantize_helper_name(prefix, "single")}(int32_t acc, in
 """
 
 
-_WRITERS = {"double": _double, RIGHT_SHIFT_ONLY: _double_right_shift, "single": _single}
+_WRITERS = {"double": _double, RIGHT_SHIFT_ONLY: _double_right_shift, SMALL_RIGHT_SHIFT: _double_small,
+            "single": _single, SATURATE_INT8: _saturate_int8}
 
 
 def requantize_helpers_c(prefix: str, roundings: Iterable[str]) -> str:

@@ -13,7 +13,7 @@ import pytest
 import tflite_int8_reference as ref
 from c_checks import SANITIZE, STRICT_WARNINGS
 from conftest import models_dir
-from packager.fixed_point_c import RIGHT_SHIFT_ONLY, requantize_helper_name, requantize_helpers_c
+from packager.fixed_point_c import SMALL_RIGHT_SHIFT, requantize_helper_name, requantize_helpers_c
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 # Accumulators at the edges of int32 and around the rounding ties of small shifts.
@@ -75,8 +75,9 @@ def hello_world_bundle(tmp_path_factory):
 def test_requantization_is_one_helper_called_from_every_kernel(hello_world_bundle):
     internal = (hello_world_bundle / "hello_world_int8_internal.h").read_text()
     kernels = (hello_world_bundle / "hello_world_int8_kernels.c").read_text()
-    # Every layer's shifts are right shifts: the cheaper variant of the double-rounding helper, chosen at compile time.
-    helper = requantize_helper_name("hello_world_int8", RIGHT_SHIFT_ONLY)
+    # Every layer's shifts are right shifts and its accumulators small: the cheapest variant of the
+    # double-rounding helper, chosen at compile time.
+    helper = requantize_helper_name("hello_world_int8", SMALL_RIGHT_SHIFT)
     assert internal.count(f"static inline int32_t {helper}(") == 1
     assert "requantize" not in kernels.replace(f"{helper}(", "")  # no second definition or declaration
     definitions = re.findall(r"^void \w+\([^)\n]*\) \{$(.*?)^\}$", kernels, re.MULTILINE | re.DOTALL)

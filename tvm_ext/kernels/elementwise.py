@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 from tvm import te
 from tvm.ir.expr import Expr as PrimExpr
 
-from .fixed_point import Rounding, clamp_to_type, clamp_to_int8, multiply_by_quantized_multiplier, wrapping_left_shift
+from .fixed_point import (INT32_MAX, Rounding, clamp_to_int8, clamp_to_type, multiply_by_constant_quantized_multiplier,
+                          multiply_by_quantized_multiplier, quantized_multiplier_bound, wrapping_left_shift)
 from .quant_params import ActivationRange, AddParams, MulParams
 
 
@@ -28,17 +30,34 @@ def broadcast_read(tensor: te.Tensor, index: Sequence[PrimExpr]) -> PrimExpr:
     return tensor(*(0 if int(d) == 1 else i for d, i in zip(tensor.shape, own)))
 
 
+def largest_centered(dtype: str, zero_point: int) -> int:
+    """The largest |x - zero_point| of a value x of the integer type ``dtype``."""
+    limits = np.iinfo(str(dtype))
+    return max(abs(int(limits.min) - zero_point), abs(int(limits.max) - zero_point))
+
+
 def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: int,
-              multiplier_shift: tuple[int, int], rounding: Rounding, name: str) -> te.Tensor:
+              multiplier_shift: tuple[int, int], rounding: Rounding, name: str) -> tuple[te.Tensor, int]:
     """MBQM((x - zero_point) << left_shift), broadcast to ``shape``: an operand on the common scale of ADD,
-    SUB and SQUARED_DIFFERENCE. A stage of its own keeps each TIR expression small (one fixed-point
-    multiply each)."""
+    SUB and SQUARED_DIFFERENCE, and the largest magnitude it takes. A stage of its own keeps each TIR
+    expression small (one fixed-point multiply each). The larger-scale operand's multiplier is 2^30 with
+    shift 0 (a ratio of 1/2): MBQM then halves an even value exactly, one shift by left_shift - 1."""
+    multiplier, shift = multiplier_shift
+    largest = largest_centered(tensor.dtype, zero_point) << left_shift
+    halves_exactly = (multiplier, shift) == (1 << 30, 0) and left_shift >= 1 and largest <= INT32_MAX
 
     def value(*index):
         centered = broadcast_read(tensor, index).astype("int32") - zero_point
-        return multiply_by_quantized_multiplier(wrapping_left_shift(centered, left_shift), *multiplier_shift, rounding)
+        if halves_exactly:
+            return centered * (1 << (left_shift - 1))
+        if largest > INT32_MAX:  # the left shift may wrap: the general helper, as TFLite's int32 arithmetic
+            return multiply_by_quantized_multiplier(wrapping_left_shift(centered, left_shift), multiplier, shift,
+                                                    rounding)
+        return multiply_by_constant_quantized_multiplier(centered * (1 << left_shift), multiplier, shift, rounding,
+                                                         largest)
 
-    return te.compute(shape, value, name=name)
+    bound = min(quantized_multiplier_bound(largest, multiplier, shift), INT32_MAX)
+    return te.compute(shape, value, name=name), bound
 
 
 def _add_or_sub_int8(
@@ -49,13 +68,15 @@ def _add_or_sub_int8(
     SubFunc); ``sign`` is 1 for ADD, -1 for SUB. The output has the operands' type (int8, or int16 as TFLite
     Micro's int16 ADD, whose left shift is 15)."""
     shape = broadcast_shape(lhs, rhs)
-    lhs_scaled = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled")
-    rhs_scaled = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled")
+    lhs_scaled, lhs_largest = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding,
+                                        "lhs_scaled")
+    rhs_scaled, rhs_largest = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding,
+                                        "rhs_scaled")
 
     def value(*index):
         raw = lhs_scaled(*index) + rhs_scaled(*index) if sign > 0 else lhs_scaled(*index) - rhs_scaled(*index)
-        out = multiply_by_quantized_multiplier(raw, *params.output, rounding) + output_zero_point
-        return clamp_to_type(out, activation.low, activation.high, lhs.dtype)
+        out = multiply_by_constant_quantized_multiplier(raw, *params.output, rounding, lhs_largest + rhs_largest)
+        return clamp_to_type(out + output_zero_point, activation.low, activation.high, lhs.dtype)
 
     return te.compute(shape, value, name=name)
 
@@ -76,11 +97,12 @@ def mul_int8(
 ) -> te.Tensor:
     """out = clamp(MBQM((lhs - lhs_zp) * (rhs - rhs_zp)) + out_zp) (TFLite's MulElementwise; the product of
     two centered int8 values, at most 255 * 255 in magnitude, fits int32)."""
+    largest = largest_centered("int8", lhs_zero_point) * largest_centered("int8", rhs_zero_point)
 
     def value(*index):
         product = ((broadcast_read(lhs, index).astype("int32") - lhs_zero_point)
                    * (broadcast_read(rhs, index).astype("int32") - rhs_zero_point))
-        out = multiply_by_quantized_multiplier(product, *params.output, rounding) + output_zero_point
+        out = multiply_by_constant_quantized_multiplier(product, *params.output, rounding, largest) + output_zero_point
         return clamp_to_int8(out, activation.low, activation.high)
 
     return te.compute(broadcast_shape(lhs, rhs), value, name="mul_int8")
@@ -108,12 +130,15 @@ def squared_difference_int8(
     """out = clamp(MBQM(d * d) + out_zp), d = MBQM(lhs'<<7) - MBQM(rhs'<<7) (TFLM's SquaredDifference; |d| is
     below 2^15, so d * d fits int32)."""
     shape = broadcast_shape(lhs, rhs)
-    lhs_scaled = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled")
-    rhs_scaled = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled")
+    lhs_scaled, lhs_largest = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding,
+                                        "lhs_scaled")
+    rhs_scaled, rhs_largest = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding,
+                                        "rhs_scaled")
 
     def value(*index):
         difference = lhs_scaled(*index) - rhs_scaled(*index)
-        out = multiply_by_quantized_multiplier(difference * difference, *params.output, rounding)
+        out = multiply_by_constant_quantized_multiplier(difference * difference, *params.output, rounding,
+                                                        (lhs_largest + rhs_largest) ** 2)
         return clamp_to_int8(out + output_zero_point, -128, 127)
 
     return te.compute(shape, value, name="squared_difference_int8")

@@ -30,7 +30,8 @@ from typing import Optional, Union
 import tvm
 from tvm import tirx
 
-from packager.fixed_point_c import HELPERS, RIGHT_SHIFT_ONLY, requantize_helper_name
+from packager.fixed_point_c import (REQUANTIZE_HELPERS, RIGHT_SHIFT_ONLY, SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT,
+                                    SMALL_RIGHT_SHIFT, requantize_helper_name)
 from tvm.ir.expr import Expr as PrimExpr
 
 INT32_MIN = -(2**31)
@@ -122,21 +123,50 @@ def expand_multiply_by_quantized_multiplier(
     return rounding_divide_by_pot(high, right_shift)
 
 
-# One operator per C helper (`packager.fixed_point_c.HELPERS`): a rounding, or double rounding's
-# right-shift-only variant.
-REQUANTIZE_OPS = {helper: f"tvm_ext.multiply_by_quantized_multiplier_{helper}" for helper in HELPERS}
+# One operator per requantization helper (`packager.fixed_point_c.REQUANTIZE_HELPERS`): a rounding, or one
+# of double rounding's right-shift-only variants.
+REQUANTIZE_OPS = {helper: f"tvm_ext.multiply_by_quantized_multiplier_{helper}" for helper in REQUANTIZE_HELPERS}
+SATURATE_INT8_OP = "tvm_ext.saturate_int8"
 
 
 def multiply_by_quantized_multiplier(
-    x: IntExpr, multiplier: IntExpr, shift: IntExpr, rounding: Rounding, right_shift_only: bool = False
+    x: IntExpr, multiplier: IntExpr, shift: IntExpr, rounding: Rounding, right_shift_only: bool = False,
+    small_input: bool = False,
 ) -> PrimExpr:
     """TFLite MultiplyByQuantizedMultiplier(int32 x, int32 multiplier >= 0, shift) -> int32, as one call.
 
     ``right_shift_only``: the caller guarantees shift < 0 and multiplier != INT32_MIN (every channel of a
     layer, known at compile time), so double rounding may call its cheaper variant (same results).
+    ``small_input``: the caller also guarantees -2^30 <= x < 2^30 (`SMALL_ACCUMULATOR_LIMIT`), which
+    makes that variant cheaper still.
     """
-    helper = RIGHT_SHIFT_ONLY if right_shift_only and rounding is Rounding.DOUBLE else rounding.value
+    helper = rounding.value
+    if right_shift_only and rounding is Rounding.DOUBLE:
+        helper = SMALL_RIGHT_SHIFT if small_input else RIGHT_SHIFT_ONLY
     return tirx.call_intrin("int32", REQUANTIZE_OPS[helper], _i32(x), _i32(multiplier), _i32(shift))
+
+
+def fits_small_input(low: int, high: int) -> bool:
+    """Whether every integer in [low, high] is a ``small_input`` of `multiply_by_quantized_multiplier`."""
+    return -SMALL_ACCUMULATOR_LIMIT <= low and high < SMALL_ACCUMULATOR_LIMIT
+
+
+def multiply_by_constant_quantized_multiplier(
+    x: IntExpr, multiplier: int, shift: int, rounding: Rounding, largest: int
+) -> PrimExpr:
+    """`multiply_by_quantized_multiplier` with compile-time ``multiplier`` and ``shift`` of an ``x`` known to
+    satisfy |x| <= ``largest``: the cheapest helper whose contract the constants and the bound meet."""
+    multiplier, shift = int(multiplier), int(shift)
+    right_shift_only = shift < 0 and multiplier != INT32_MIN
+    return multiply_by_quantized_multiplier(x, multiplier, shift, rounding, right_shift_only,
+                                            fits_small_input(-largest, largest))
+
+
+def quantized_multiplier_bound(largest: int, multiplier: int, shift: int) -> int:
+    """An upper bound of |MultiplyByQuantizedMultiplier(x, multiplier >= 0, shift)| for |x| <= ``largest``:
+    |x| * multiplier * 2^(shift - 31), rounded up, plus one for either rounding."""
+    numerator = int(largest) * int(multiplier) * 2 ** max(int(shift), 0)
+    return -(-numerator // 2 ** (31 + max(-int(shift), 0))) + 1
 
 
 @dataclasses.dataclass
@@ -172,13 +202,9 @@ def _python_int(x: PrimExpr) -> IntExpr:
     return int(x.value) if isinstance(x, tirx.IntImm) else x
 
 
-def _register_requantize_op(helper: str) -> None:
-    name = REQUANTIZE_OPS[helper]
-    rounding = Rounding.SINGLE if helper == Rounding.SINGLE.value else Rounding.DOUBLE
-
-    def expand(call: PrimExpr) -> PrimExpr:
-        x, multiplier, shift = (_python_int(a) for a in call.args)
-        return expand_multiply_by_quantized_multiplier(x, multiplier, shift, rounding)
+def _register_helper_op(name: str, helper: str, expand) -> None:
+    """The operator `name`: `expand(call)` (its arithmetic) on every target, a call of the bundle's C
+    helper `helper` in C generated inside `calls_to_c_helpers`."""
 
     def to_c(call: PrimExpr) -> PrimExpr:
         calls = _HELPER_CALLS.get()
@@ -193,8 +219,19 @@ def _register_requantize_op(helper: str) -> None:
     tirx.register_intrin_lowering(name, "c", f=to_c)
 
 
-for _helper in HELPERS:
+def _register_requantize_op(helper: str) -> None:
+    rounding = Rounding.SINGLE if helper == Rounding.SINGLE.value else Rounding.DOUBLE
+
+    def expand(call: PrimExpr) -> PrimExpr:
+        x, multiplier, shift = (_python_int(a) for a in call.args)
+        return expand_multiply_by_quantized_multiplier(x, multiplier, shift, rounding)
+
+    _register_helper_op(REQUANTIZE_OPS[helper], helper, expand)
+
+
+for _helper in REQUANTIZE_HELPERS:
     _register_requantize_op(_helper)
+_register_helper_op(SATURATE_INT8_OP, SATURATE_INT8, lambda call: tirx.max(tirx.min(call.args[0], 127), -128))
 
 
 def multiply_by_quantized_multiplier_int64(x: PrimExpr, multiplier: IntExpr, shift: IntExpr) -> PrimExpr:
@@ -213,5 +250,8 @@ def clamp_to_int8(x: IntExpr, act_min: int, act_max: int) -> PrimExpr:
 
 
 def clamp_to_type(x: IntExpr, low: int, high: int, dtype: str) -> PrimExpr:
-    """Clamp an int32 value to [low, high] (a subrange of the integer type `dtype`) and narrow it to `dtype`."""
+    """Clamp an int32 value to [low, high] (a subrange of the integer type `dtype`) and narrow it to `dtype`.
+    The whole int8 range is one call of the bundle's saturation helper (one SSAT on Arm)."""
+    if dtype == "int8" and (low, high) == (-128, 127):
+        return tirx.Cast(dtype, tirx.call_intrin("int32", SATURATE_INT8_OP, _i32(x)))
     return tirx.Cast(dtype, tirx.max(tirx.min(_i32(x), high), low))

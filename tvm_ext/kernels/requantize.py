@@ -24,6 +24,9 @@ class OutputStage:
     tensors indexed by output channel (per-channel, passed to the kernel as constants).
     ``right_shift_only``: every channel's shift is < 0 and no multiplier is INT32_MIN (known from the
     constants at compile time), so the requantization may use its cheaper right-shift-only helper.
+    ``small_accumulator``: every int32 accumulator plus its bias lies in [-2^30, 2^30) (bounded at compile
+    time from the weights, bias and input range: `fixed_point.fits_small_input`), so the bias is added in
+    int32 (it cannot wrap) and the right-shift-only helper may use its cheaper small-input variant.
     """
 
     multiplier: ChannelParam
@@ -32,6 +35,7 @@ class OutputStage:
     activation: ActivationRange
     rounding: Rounding
     right_shift_only: bool = False
+    small_accumulator: bool = False
 
     def per_channel(self, multiplier: Optional[te.Tensor], shift: Optional[te.Tensor]) -> "OutputStage":
         """This stage with per-channel multiplier/shift tensors, when given."""
@@ -64,9 +68,12 @@ def requantize(
             acc = acc + tirx.Cast("int64", bias(channel))
         scaled, dtype = multiply_by_quantized_multiplier_int64(acc, multiplier, shift), "int16"
     else:
-        if bias is not None:
+        if bias is not None and stage.small_accumulator:
+            acc = acc + bias(channel)  # the sum is within int32 (and so are its operands): no wrap-around
+        elif bias is not None:
             # int32 wrap-around as the C reference's int32 addition behaves, without signed-overflow UB.
             acc = tirx.Cast("int32", tirx.Cast("int64", acc) + tirx.Cast("int64", bias(channel)))
-        scaled = multiply_by_quantized_multiplier(acc, multiplier, shift, stage.rounding, stage.right_shift_only)
+        scaled = multiply_by_quantized_multiplier(acc, multiplier, shift, stage.rounding, stage.right_shift_only,
+                                                  stage.small_accumulator)
         dtype = "int8"
     return clamp_to_type(scaled + stage.zero_point, stage.activation.low, stage.activation.high, dtype)

@@ -11,8 +11,9 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
-from ...kernels.fixed_point import INT32_MIN
+from ...kernels.fixed_point import INT32_MIN, fits_small_input
 from ...kernels.quant_params import ActivationRange
+from ...kernels.saturated_bias import saturated_bias
 from ...kernels.zero_point_fold import fold_zero_point_into_bias
 from .lowering import KernelCall, LoweringContext
 from .patterns import (BiasPattern, DequantizedActivation, Int8Input, Int8Weight, QuantizedOutput, QuantizedResult,
@@ -65,7 +66,9 @@ class MacKernel:
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
         and an int8 shift constant per output channel. The input zero point is folded into the bias
-        where the folded bias fits the bias's storage."""
+        where the folded bias fits the bias's storage; a channel saturated by its bias gets a smaller one
+        (`saturated_bias`), and a layer whose accumulators plus bias are provably small the cheaper
+        requantization (`OutputStage.small_accumulator`)."""
         if np.all(self.multipliers == self.multipliers[0]) and np.all(self.shifts == self.shifts[0]):
             multiplier, shift, channel_tensors = int(self.multipliers[0]), int(self.shifts[0]), {}
         else:
@@ -73,19 +76,45 @@ class MacKernel:
             channel_tensors = {"multiplier": relax.const(self.multipliers.astype(np.int32)),
                                "shift": relax.const(self.shifts.astype(np.int8))}
         right_shift_only = bool(np.all(self.shifts < 0) and np.all(self.multipliers != INT32_MIN))
-        stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only)
+        reach = self._accumulator_reach()
+        bias_values = None if self.bias is None else self.bias.value.numpy().reshape(-1)
+        if bias_values is not None and reach is not None:
+            bias_values = saturated_bias(bias_values, reach, self.multipliers, self.shifts, self.output_zero_point,
+                                         activation)
+        small = reach is not None and _fits_small(reach, bias_values)
+        stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only,
+                            small)
         geometry = self.geometry.params() if self.geometry is not None else {}
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
         # The fold widens an int16-stored bias to int32 (2 bytes per channel) rather than give it up: the
         # dual MAC (tvm_ext.dual_mac) multiplies raw int8 values only.
-        folded = None if self.bias is None or not self.folds_zero_point else fold_zero_point_into_bias(
-            _at_least_int32(self.bias.value.numpy()), self.weight, self.input_zero_point, self.channel_axis)
-        bias = self.bias if folded is None else bias_constant(folded)
+        folded = None if bias_values is None or not self.folds_zero_point else fold_zero_point_into_bias(
+            _at_least_int32(bias_values), self.weight, self.input_zero_point, self.channel_axis)
+        replaced = bias_values is not None and not np.array_equal(bias_values, self.bias.value.numpy().reshape(-1))
+        bias = bias_constant(folded) if folded is not None else bias_constant(bias_values) if replaced else self.bias
         weight = self.weight if self.weight_layout is not WeightLayout.OHWI else self.weight.transpose(3, 0, 1, 2)
         weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
                           {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout,
                            **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})})
+
+    def _accumulator_reach(self) -> Optional[np.ndarray]:
+        """The largest |accumulator| of each output channel before its bias (int64), None for 16x8 layers
+        (int64 accumulators). Each output sums each of its channel's weights at most once, times an input
+        (x - zero point, or x with the zero point folded into the bias, or a padded zero point), so |sum| <=
+        (sum of the channel's |w|) * (largest |input|)."""
+        if self.weight.dtype != np.int8 or self.data.ty.dtype != "int8":
+            return None
+        axes = tuple(axis for axis in range(self.weight.ndim) if axis != self.channel_axis % self.weight.ndim)
+        weight_l1 = np.abs(self.weight.astype(np.int64)).sum(axis=axes)
+        largest_centered = max(abs(-128 - self.input_zero_point), abs(127 - self.input_zero_point))
+        return weight_l1 * largest_centered  # >= 128 * weight_l1, the raw values' (folded zero point) reach
+
+
+def _fits_small(reach: np.ndarray, bias: Optional[np.ndarray]) -> bool:
+    """Whether every accumulator (|acc| <= reach) plus its channel's bias is small (`OutputStage.small_accumulator`)."""
+    largest = reach + (0 if bias is None else np.abs(bias.astype(np.int64)))
+    return fits_small_input(-int(largest.max(initial=0)), int(largest.max(initial=0)))
 
 
 def _at_least_int32(bias: np.ndarray) -> np.ndarray:

@@ -1,0 +1,226 @@
+"""The cheap requantization epilogue (issue 16): the small-accumulator variant of the double-rounding helper
+and the int8 saturation helper (packager/fixed_point_c.py) give TFLite's results bit for bit on their
+domains, checked on the host (their portable C, strict warnings, UBSan and ASan) and under QEMU on the
+Cortex-M profiles (their SMMULR / SSAT code where the core has it) against the numpy reference over random
+values and every edge (accumulators -2^30 and 2^30 - 1, shifts -31..-1, multipliers 0 and 2^30 .. 2^31 - 1);
+a MAC layer takes the variant exactly when its accumulators are provably small, and an int8 ADD takes it for
+its three rescales (the magnitude bounds it relies on are checked against the reference)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tvm import relax
+
+import tflite_int8_reference as ref
+from c_checks import SANITIZE, STRICT_WARNINGS
+from conftest import profile_build_config
+from emulator.qemu import run_qemu
+from emulator.tools import missing_tools
+from packager.cortex_m import QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
+from packager.fixed_point_c import (SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT, requantize_helper_name,
+                                    requantize_helpers_c)
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
+from tvm_ext.compile import compile
+from tvm_ext.kernels import Rounding
+from tvm_ext.kernels.fixed_point import quantized_multiplier_bound
+from tvm_ext.kernels.quant_params import ActivationRange
+from tvm_ext.transform.int8.mac import MacKernel
+
+_PROGRAM = """#include <stdint.h>
+#include <stdio.h>
+{helpers}
+int main(void)
+{{
+    int32_t triple[3];
+    while (fread(triple, sizeof triple, 1, stdin) == 1) {{
+        const int32_t result = {call};
+        fwrite(&result, sizeof result, 1, stdout);
+    }}
+    return 0;
+}}
+"""
+
+
+def _run_helper(tmp_path, helper: str, call: str, cases: np.ndarray) -> np.ndarray:
+    """`call` (C over triple[0..2]) with `helper` defined, on every row of the int32 [n, 3] `cases`."""
+    source = tmp_path / "helper.c"
+    source.write_text(_PROGRAM.format(helpers=requantize_helpers_c("m", [helper]), call=call))
+    program = tmp_path / "helper"
+    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), *SANITIZE.split(),
+                    str(source), "-o", str(program)], check=True)
+    run = subprocess.run([str(program)], input=cases.astype(np.int32).tobytes(), capture_output=True, check=True)
+    assert run.stderr == b"", run.stderr.decode()[:2000]
+    return np.frombuffer(run.stdout, np.int32)
+
+
+def _small_cases(count: int) -> np.ndarray:
+    """[n, 3]: accumulators in [-2^30, 2^30) (half of them near zero), multipliers in [2^30, 2^31) or 0,
+    shifts -31..-1; plus the grid of every edge accumulator x edge multiplier x shift."""
+    rng = np.random.default_rng(16)
+    limit = SMALL_ACCUMULATOR_LIMIT
+    acc = np.concatenate([rng.integers(-limit, limit, count // 2), rng.integers(-70_000, 70_000, count // 2)])
+    multiplier = rng.integers(2**30, 2**31, count)
+    shift = rng.integers(-31, 0, count)
+    edge_acc = [-limit, -limit + 1, -(2**29), -3, -2, -1, 0, 1, 2, 3, 2**29, limit - 2, limit - 1]
+    edge_multiplier = [0, 2**30, 2**30 + 1, 3 * 2**29, 2**31 - 2, 2**31 - 1]
+    grid = [(a, m, s) for a in edge_acc for m in edge_multiplier for s in range(-31, 0)]
+    return np.concatenate([np.stack([acc, multiplier, shift], axis=1), np.array(grid)]).astype(np.int64)
+
+
+def test_small_accumulator_helper_matches_tflite_on_its_domain(tmp_path):
+    cases = _small_cases(400_000)
+    got = _run_helper(tmp_path, SMALL_RIGHT_SHIFT,
+                      f"{requantize_helper_name('m', SMALL_RIGHT_SHIFT)}(triple[0], triple[1], triple[2])", cases)
+    expected = ref.multiply_by_quantized_multiplier(cases[:, 0], cases[:, 1], cases[:, 2]).astype(np.int32)
+    mismatches = np.flatnonzero(got != expected)
+    assert not mismatches.size, [tuple(cases[i]) + (got[i], expected[i]) for i in mismatches[:5]]
+
+
+def test_saturation_helper_clamps_to_int8(tmp_path):
+    values = np.concatenate([np.arange(-70_000, 70_000), [-2**31, -2**31 + 1, 2**31 - 2, 2**31 - 1]])
+    cases = np.stack([values, np.zeros_like(values), np.zeros_like(values)], axis=1)
+    got = _run_helper(tmp_path, SATURATE_INT8, f"{requantize_helper_name('m', SATURATE_INT8)}(triple[0])", cases)
+    np.testing.assert_array_equal(got, np.clip(values, -128, 127))
+
+
+FULL_RANGE = ActivationRange(-128, 127)
+
+
+def _fully_connected(weight: np.ndarray, bias: np.ndarray, input_zero_point: int, dtype: str = "int8",
+                     shift: int = -3) -> MacKernel:
+    """A FULLY_CONNECTED record (weight [units, depth], multiplier 2^30) with only what its epilogue reads."""
+    units = weight.shape[0]
+    data = relax.Var("data", relax.TensorType((1, weight.shape[1]), dtype))
+    return MacKernel("FULLY_CONNECTED", None, None, data, input_zero_point, weight, relax.const(bias),
+                     np.full(units, 2**30), np.full(units, shift), 0, FULL_RANGE, Rounding.DOUBLE, channel_axis=0)
+
+
+def _epilogue(kernel: MacKernel, activation: ActivationRange = FULL_RANGE) -> tuple[bool, np.ndarray]:
+    """Whether the layer's requantization takes the small-accumulator helpers, and the bias it is given."""
+    call = kernel.kernel_call(activation)
+    return call.kwargs["output"].small_accumulator, call.args[2].value.numpy()
+
+
+@pytest.mark.parametrize("input_zero_point", [-128, 0, 127])
+def test_layer_is_small_exactly_when_its_largest_accumulator_stays_below_2_pow_30(input_zero_point):
+    # One output channel of all -128 weights: |sum| reaches depth * 128 * largest |x - zero point|. Its
+    # accumulators span both signs, so it cannot saturate one way whatever the bias: no bias is replaced.
+    largest_input = max(abs(-128 - input_zero_point), abs(127 - input_zero_point))
+    depth = (SMALL_ACCUMULATOR_LIMIT - 1) // (128 * largest_input)
+    weight = np.full((2, depth), -128, np.int8)
+    weight[1] = 1  # a small second channel: the largest channel decides
+    slack = SMALL_ACCUMULATOR_LIMIT - 1 - depth * 128 * largest_input
+    for bias, small in ((slack, True), (slack + 1, False), (-slack - 1, False)):
+        assert _epilogue(_fully_connected(weight, np.array([bias, 0], np.int32), input_zero_point))[0] is small
+
+
+def test_a_16x8_layer_is_never_small():
+    """int16 data accumulates in int64: the int8 bound does not hold (nor apply)."""
+    assert not _epilogue(_fully_connected(np.ones((1, 4), np.int8), np.zeros(1, np.int32), 0, "int16"))[0]
+
+
+def test_a_channel_saturated_by_its_bias_gets_a_small_bias_with_the_same_outputs():
+    """A dead channel's huge bias (as vww_96_int8's 2^30) is replaced by the smallest that saturates its
+    outputs alike, checked against the reference over the channel's whole accumulator range; a channel that
+    does not saturate keeps its bias (and the layer its general helper)."""
+    weight = np.full((3, 16), 100, np.int8)
+    reach = 16 * 100 * 255  # input zero point -128: |x - zp| <= 255
+    bias = np.array([2**30 + 5, -(2**30) - 5, 7], np.int32)
+    small, given = _epilogue(_fully_connected(weight[:2], bias[:2], -128, shift=-7))
+    assert small and np.all(np.abs(given.astype(np.int64)) + reach < SMALL_ACCUMULATOR_LIMIT)
+    accumulators = np.linspace(-reach, reach, 4001).astype(np.int64)
+    for channel in range(2):
+        for activation in (FULL_RANGE, ActivationRange(-128, 50)):
+            old = ref.multiply_by_quantized_multiplier(accumulators + int(bias[channel]), 2**30, -7)
+            new = ref.multiply_by_quantized_multiplier(accumulators + int(given[channel]), 2**30, -7)
+            np.testing.assert_array_equal(np.clip(new, activation.low, activation.high),
+                                          np.clip(old, activation.low, activation.high))
+    # shift -24: the channel's outputs stay near 32, not saturated: it keeps its bias, the layer is not small.
+    unsaturated = np.array([2**30 + 5, 7], np.int32)
+    small, given = _epilogue(_fully_connected(weight[:2], unsaturated, -128, shift=-24))
+    assert not small and given.tolist() == unsaturated.tolist()
+
+
+_ARM_SELFTEST = """#include <stdint.h>
+#include <stdio.h>
+#include "rq.h"
+{helpers}
+static const int32_t cases[][4] = {{RQ_CASES}};
+int main(void)
+{{
+    unsigned wrong = 0;
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; ++i) {{
+        const int32_t requantized = {requantize}(cases[i][0], cases[i][1], cases[i][2]);
+        const int32_t saturated = {saturate}(cases[i][0]);
+        const int32_t clamped = cases[i][0] < -128 ? -128 : (cases[i][0] > 127 ? 127 : cases[i][0]);
+        if (requantized != cases[i][3] || saturated != clamped) {{
+            if (wrong++ < 5u) {{
+                printf("case %u: %ld %ld %ld -> %ld, %ld\\n", i, (long)cases[i][0], (long)cases[i][1],
+                       (long)cases[i][2], (long)requantized, (long)saturated);
+            }}
+        }}
+    }}
+    printf("wrong %u\\n", wrong);
+    return wrong != 0u;
+}}
+"""
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.parametrize("profile", ["cortex-m4f", "cortex-m0plus"])
+def test_helpers_match_tflite_under_qemu(tmp_path: Path, profile: str):
+    """cortex-m4f runs the SMMULR and SSAT code, cortex-m0plus (no DSP) the portable C."""
+    rng = np.random.default_rng(5)
+    cases = np.concatenate([_small_cases(0), _small_cases(2000)[rng.choice(2000, 1000, replace=False)]])
+    expected = ref.multiply_by_quantized_multiplier(cases[:, 0], cases[:, 1], cases[:, 2])
+    rows = ", ".join("{%d, %d, %d, %d}" % (a, m, e, r) for (a, m, e), r in zip(cases.tolist(), expected.tolist()))
+    helpers = requantize_helpers_c("rq", [SMALL_RIGHT_SHIFT, SATURATE_INT8])
+    files = {
+        "rq.h": f"#define RQ_CASES {rows}\n",
+        "selftest.c": _ARM_SELFTEST.format(helpers=helpers, requantize=requantize_helper_name("rq", SMALL_RIGHT_SHIFT),
+                                           saturate=requantize_helper_name("rq", SATURATE_INT8)),
+        "rq_kernels.c": "typedef int rq_kernels_empty;\n",
+        "rq_model.c": "typedef int rq_model_empty;\n",
+        "rq_weights.c": "typedef int rq_weights_empty;\n",
+        "Makefile": f"all:\n\t@echo host build\n\n{QEMU_TEST_MAKE_INCLUDE}\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    config = profile_build_config(profile)
+    write_cortex_m_support(tmp_path, "rq", config)
+    built = subprocess.run(["make", "-s", "-C", str(tmp_path), "cortex-m-elf"], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    result = run_qemu(tmp_path / SELFTEST_ELF, config.emulated.board, 120)
+    assert result.exit_code == 0 and "wrong 0" in result.stdout, result.stdout + result.stderr
+
+
+def test_quantized_multiplier_bound_holds_for_the_largest_input():
+    rng = np.random.default_rng(9)
+    largest = rng.integers(1, 2**31, 20_000)
+    multiplier = rng.integers(2**30, 2**31, 20_000)
+    shift = rng.integers(-31, 1, 20_000)
+    for sign in (-1, 1):
+        reached = np.abs(ref.multiply_by_quantized_multiplier(sign * largest, multiplier, shift))
+        bounds = np.array([quantized_multiplier_bound(int(a), int(m), int(e))
+                           for a, m, e in zip(largest, multiplier, shift)])
+        assert np.all(reached <= bounds) and np.all(bounds - reached <= 2)
+
+
+def test_int8_add_rescales_with_the_small_helper_bit_exactly_under_qemu(tmp_path):
+    """TFLite's ADD of two inputs of different scales: the larger's rescale is an exact halving, the other's
+    and the output's the small-accumulator helper; the self-test on the emulated Cortex-M4F (SMMULR) matches
+    TFLite Micro bit for bit."""
+    quantizations = (Quantization((0.05,), (-128,)), Quantization((0.11,), (127,)), Quantization((0.13,), (-3,)))
+    tensors = [Tensor(name, (2, 9, 16), "int8", quant) for name, quant in zip(("lhs", "rhs", "out"), quantizations)]
+    add = Operator("ADD", (0, 1), (2,), Options("AddOptions", {"FusedActivationFunction": 0}))
+    model = tmp_path / "add.tflite"
+    model.write_bytes(build(Model(tensors, [add], (0, 1), (2,))))
+    bundle = compile(model, "cortex-m4f", tmp_path / "out")
+    assert bundle.selftest.passed
+    kernels = (tmp_path / "out" / "add_kernels.c").read_text()
+    small = requantize_helper_name("add", SMALL_RIGHT_SHIFT)
+    assert kernels.count(f"{small}(") == 2 and "requantize_double(" not in kernels
