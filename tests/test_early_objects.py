@@ -88,19 +88,19 @@ sleep 60
 """
 
 
-def slow_compiler(tmp_path: Path, monkeypatch) -> tuple[Path, Path]:
-    """A fake compiler that records its pid in the returned markers folder and sleeps."""
+def fake_compiler(tmp_path: Path, monkeypatch, script: str) -> tuple[Path, Path]:
+    """An executable `script` in `tmp_path` (the fake compiler) and the folder "markers" it finds in $MARKERS."""
     markers = tmp_path / "markers"
     markers.mkdir()
-    fake_cc = tmp_path / "slow-cc"
-    fake_cc.write_text(SLOW_CC)
+    fake_cc = tmp_path / "fake-cc"
+    fake_cc.write_text(script)
     fake_cc.chmod(fake_cc.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("MARKERS", str(markers))
     return fake_cc, markers
 
 
 def test_leaving_the_block_ends_the_running_compilers(tmp_path, monkeypatch):
-    fake_cc, markers = slow_compiler(tmp_path, monkeypatch)
+    fake_cc, markers = fake_compiler(tmp_path, monkeypatch, SLOW_CC)
     folder = tmp_path / "bundle"
     folder.mkdir()
     with pytest.raises(KeyboardInterrupt):
@@ -145,7 +145,7 @@ def test_an_interrupt_while_the_kernels_compile_leaves_nothing(tmp_path, monkeyp
     import tvm_ext
     from tvm_ext.example import EXAMPLE_NAME, write_example_model
 
-    fake_cc, markers = slow_compiler(tmp_path, monkeypatch)
+    fake_cc, markers = fake_compiler(tmp_path, monkeypatch, SLOW_CC)
     model = write_example_model(tmp_path / f"{EXAMPLE_NAME}.onnx")
     profile = dataclasses.replace(target.resolve_profile("lowpower"), c_compiler=str(fake_cc))
     before = set(tmp_path.iterdir())
