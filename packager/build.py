@@ -78,13 +78,19 @@ class SelftestResult:
         return tuple(report.checksum for report in self.outputs)
 
 
+def make_command(goal: str, variables: dict[str, str] | None = None, jobs: int = 1) -> list[str]:
+    """The command line of `make <goal>` with warnings as errors and the Makefile variables `variables`
+    overridden, running up to `jobs` compilers at once, in a bundle's folder."""
+    settings = {"EXTRA_CFLAGS": "-Werror", **(variables or {})}
+    return ["make", "-s", f"-j{max(1, jobs)}", goal, *(f"{k}={v}" for k, v in settings.items())]
+
+
 def make(bundle_dir: Path, goal: str, variables: dict[str, str] | None = None, timeout_s: float = 900,
          jobs: int = 1) -> None:
-    """`make <goal>` in `bundle_dir` with warnings as errors, running up to `jobs` compilers at once (the
+    """`make <goal>` in `bundle_dir` (`make_command`), running up to `jobs` compilers at once (the
     library's sources are independent objects); raise BuildError with the first error line."""
-    settings = {"EXTRA_CFLAGS": "-Werror", **(variables or {})}
-    proc = subprocess.run(["make", "-s", f"-j{max(1, jobs)}", goal, *(f"{k}={v}" for k, v in settings.items())],
-                          cwd=bundle_dir, capture_output=True, text=True, timeout=timeout_s)
+    proc = subprocess.run(make_command(goal, variables, jobs), cwd=bundle_dir, capture_output=True, text=True,
+                          timeout=timeout_s)
     if proc.returncode != 0:
         errors = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()
         raise BuildError(errors[0] if errors else f"make {goal} exited with {proc.returncode}")

@@ -4,13 +4,13 @@ code generation, and ends with the compile however it ends; the bundle's C files
 from __future__ import annotations
 
 import os
-import stat
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_early_objects import fake_compiler
 from test_packager import hand_made_bundle
 
 from tvm_ext.compile import CompileError
@@ -73,12 +73,7 @@ def test_the_bundle_sources_compile_in_parallel_with_two_jobs(tmp_path, monkeypa
     from packager import write_bundle
     from packager.build import build_bundle, selftest_bundle
 
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    fake_cc = tmp_path / "fake-cc"
-    fake_cc.write_text(FAKE_CC)
-    fake_cc.chmod(fake_cc.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("MARKERS", str(markers))
+    fake_cc, markers = fake_compiler(tmp_path, monkeypatch, FAKE_CC)
     bundle = hand_made_bundle(np.array([[-1.5, 7.0]], np.float32))
     bundle = replace(bundle, config=replace(bundle.config, cc=str(fake_cc)))
     folder = tmp_path / "bundle"

@@ -93,10 +93,17 @@ def generate_kernels(subgraphs: list[SubgraphKernels], target: tvm.target.Target
     with _workers(min(jobs, len(subgraphs)), subgraphs, target, prefix) as pool:
         try:
             with interrupts_held_back():  # the first submit forks the workers: none may escape the pool's list
-                futures = [pool.submit(_generate_inherited, index) for index in range(len(subgraphs))]
-            return combine([future.result() for future in futures])
+                futures = {index: pool.submit(_generate_inherited, index) for index in largest_first(subgraphs)}
+            return combine([futures[index].result() for index in range(len(subgraphs))])
         except BrokenProcessPool as err:
             raise RuntimeError("a code generation worker process ended abruptly (crashed or was killed)") from err
+
+
+def largest_first(subgraphs: list[SubgraphKernels]) -> list[int]:
+    """The subgraphs' indices, most kernels first (ties in their order): the order the workers take them in,
+    so that a long subgraph does not start last and leave the other workers idle while it runs (vww_96_int8's
+    five-kernel subgraph takes 0.56 s of its 1.9 s of code generation; in subgraph order it came fifth)."""
+    return sorted(range(len(subgraphs)), key=lambda index: -len(subgraphs[index].kernels))
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent ends

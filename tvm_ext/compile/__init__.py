@@ -9,6 +9,7 @@ is deleted without `force` (`tvm_ext.compile.output_folder`).
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import time
 from dataclasses import dataclass
@@ -67,13 +68,21 @@ class Bundle:
         return sorted(p for p in self.out_dir.iterdir() if p.is_file())
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user and system) of this process and of its children that ended and were waited for."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def _stage(log: Callable[[str], None], name: str, work: Callable[[], T], describe: Callable[[T], str]) -> T:
-    """Run one stage: `work()`, then log `<name> <seconds> s  <describe(result)>`; return the result. An
-    exception from `work` passes through, and no line is logged."""
-    start = time.perf_counter()
+    """Run one stage: `work()`, then log `<name> <wall seconds> s  CPU <seconds> s  <describe(result)>`;
+    return the result. CPU counts this process and the children waited for during the stage (code generation
+    workers, compilers, the reference runtime when its result is taken). An exception from `work` passes
+    through, and no line is logged."""
+    start, cpu_start = time.perf_counter(), cpu_seconds()
     result = work()
-    seconds = time.perf_counter() - start
-    log(f"{name:<10} {seconds:7.2f} s  {describe(result)}")
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
+    log(f"{name:<10} {seconds:7.2f} s  CPU {cpu:5.2f} s  {describe(result)}")
     return result
 
 

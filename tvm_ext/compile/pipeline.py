@@ -29,12 +29,14 @@ from memory_planner.order import choose_order
 from memory_planner.plan import ExecutionPlan
 from packager import BundleFacts, BundleInputs, TestVectors, finish_bundle, write_bundle
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
-from packager.build_files import BuildConfig
+from packager.build_files import BuildConfig, write_makefile
+from packager.bundle import library_sources
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
 from tvm_ext.command_process import interrupts_held_back
-from tvm_ext.compile import CompileError, SelftestMismatchError
+from tvm_ext.compile import CompileError, SelftestMismatchError, early_objects
+from tvm_ext.compile.early_objects import EarlyObjects
 
 if TYPE_CHECKING:
     import tvm
@@ -214,6 +216,11 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
         except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
             raise CompileError(str(err).strip().splitlines()[-1]) from err
+        early = None
+        if options.jobs > 1 and early_objects.eligible(config):  # beside the planning and the packaging
+            with interrupts_held_back():  # the makes started are ended with `running`
+                early = running.enter_context(early_objects.compiling_early(
+                    folder, early_sources(generated, profile, config)))
 
         planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
         units = subgraph_units(planned.plan, profile, file_name)
@@ -224,12 +231,13 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         if checked is not None:
             referenced = stage("reference", lambda: reference_file(reference), _runtime)
 
-    packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
-                                                    config, units), lambda p: f"{len(p.files)} files")
-    if shutil.which(config.cc) is None:
-        raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed here")
-    built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs),
-                  lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
+        packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
+                                                        config, units), lambda p: f"{len(p.files)} files")
+        if shutil.which(config.cc) is None:
+            raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed "
+                               "here")
+        built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs, early),
+                      lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
     tested = stage("self-test", lambda: self_test(folder, planned.plan, config), _describe_selftest)
     if not tested.result.passed:
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
@@ -362,9 +370,23 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
     return Packaged(bundle, write_bundle(folder, bundle))
 
 
-def build(folder: Path, plan: ExecutionPlan, config: BuildConfig, file_name: str, jobs: int) -> Built:
-    """lib<model>.a and the self-test program, `jobs` compilers at once; CompileError with the compiler's
-    first error."""
+def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -> dict[str, str]:
+    """The bundle's files that the memory plan does not change (tvm_ext.compile.early_objects), as `packaging`
+    writes them for a profile without compute units."""
+    model = generated.plan.model
+    source = generated.source
+    return {**library_sources(generated.plan, {f"{model}_kernels.c": source.c_text},
+                              tuple(source.signatures.values()), source.requantize_roundings, source.dual_mac,
+                              generated.constants, profile.alignment_bytes),
+            "Makefile": write_makefile(model, config)}
+
+
+def build(folder: Path, plan: ExecutionPlan, config: BuildConfig, file_name: str, jobs: int,
+          early: EarlyObjects | None = None) -> Built:
+    """lib<model>.a and the self-test program, `jobs` compilers at once, keeping the `early` objects that are
+    the build's (EarlyObjects.settle); CompileError with the compiler's first error."""
+    if early is not None:
+        early.settle()
     try:
         build_bundle(folder, config, jobs)
     except BuildError as err:
