@@ -24,6 +24,7 @@ from typing import Optional
 import tvm
 from tvm import s_tir, tirx
 
+from tvm_ext.border_window import WindowedBorder, has_short_rows, window_buffer, windowed_border
 from tvm_ext.depthwise_mac import mac_helper_replacement
 from tvm_ext.index_expr import evaluate_index, substitute_index
 from tvm_ext.tir_walk import map_child_stmts, vars_read
@@ -59,11 +60,11 @@ def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
         return func  # an index or test form we do not evaluate: keep the guarded loop
     if split is None:
         return func
-    pixel_loop, branch = split
+    pixel_loop, branch, windows = split
     body = _replace(root.block.body, pixel_loop.body, branch)
     block = root.block
     new_root = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body, block.init,
-                            block.alloc_buffers, block.match_buffers, block.annotations)
+                            [*block.alloc_buffers, *windows], block.match_buffers, block.annotations)
     split_func = func.with_body(s_tir.SBlockRealize(root.iter_values, root.predicate, new_root))
     # The pixel's statements are now in several branches: each copy's loops get variables of their own.
     return s_tir.transform.ConvertSSA()(tvm.IRModule({"main": split_func}))["main"]
@@ -123,8 +124,8 @@ def _holds(comparison, values: dict) -> bool:
 
 
 def _interior_branch(tap: _GuardedTap, dual_mac: bool):
-    """(the innermost pixel loop, the IfThenElse its body becomes), or None where no pixel is interior or
-    the test is on loops this split cannot separate."""
+    """(the innermost pixel loop, the IfThenElse its body becomes, the buffers the border allocates), or
+    None where no pixel is interior or the test is on loops this split cannot separate."""
     depth = {loop.loop_var: index for index, loop in enumerate(tap.loops)}
     pixel_conjuncts: dict[int, list] = {}
     for conjunct in tap.conjuncts:
@@ -144,10 +145,20 @@ def _interior_branch(tap: _GuardedTap, dual_mac: bool):
         bounds.append((tap.loops[index], interior))
     pixel_loop = tap.loops[innermost]
     inner_loops = tap.loops[innermost + 1:]
-    clean = _with_helper(pixel_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_interior"), inner_loops,
-                         dual_mac)
     tap_depths = [depth_ for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps]
-    border = _border_taps(pixel_loop.body, tap, max(tap_depths), dual_mac) if tap_depths else pixel_loop.body
+    first = _first_reduction_loop(tap.realize, inner_loops) if dual_mac else None
+    window = window_buffer(inner_loops, first) if first is not None else None
+    windowed = _windowed(tap, inner_loops, first, None, window) if first is not None and has_short_rows(
+        inner_loops, first) else None
+    clean = _with_window(pixel_loop.body, windowed) if windowed is not None else _with_helper(
+        pixel_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_interior"), inner_loops, dual_mac)
+    windowed_border_ = _windowed(tap, inner_loops, first, max(tap_depths) - innermost - 1, window) if (
+        first is not None and tap_depths) else None
+    if windowed_border_ is not None:
+        border = _with_window(pixel_loop.body, windowed_border_)
+    else:
+        border = _border_taps(pixel_loop.body, tap, max(tap_depths), dual_mac) if tap_depths else pixel_loop.body
+    windows = [window] if windowed is not None or windowed_border_ is not None else []
     tests = []
     for loop, (low, high) in bounds:
         var, first, end = loop.loop_var, int(loop.min), int(loop.min) + int(loop.extent)
@@ -156,11 +167,27 @@ def _interior_branch(tap: _GuardedTap, dual_mac: bool):
         if high < end:
             tests.append(tirx.LT(var, tirx.const(high, var.ty.dtype)))
     if not tests:
-        return pixel_loop, clean
+        return pixel_loop, clean, [window] if windowed is not None else []
     condition = tests[0]
     for test in tests[1:]:
         condition = tirx.And(condition, test)
-    return pixel_loop, tirx.IfThenElse(condition, clean, border)
+    return pixel_loop, tirx.IfThenElse(condition, clean, border), windows
+
+
+def _windowed(tap: _GuardedTap, loops: list, first: int, test_depth: Optional[int],
+              window: tirx.Buffer) -> Optional[WindowedBorder]:
+    """The copied-window form (``tvm_ext.border_window``) of a pixel whose loops below the pixel loop are
+    ``loops`` (``loops[first]`` the first reduction loop, ``loops[test_depth]`` the innermost the guard's
+    test reads, None inside the image); None where it does not fit."""
+    try:
+        return windowed_border(tap.realize, tap.guard, loops, first, test_depth, window)
+    except KeyError:
+        return None  # an index form we do not evaluate: keep the loops as they are
+
+
+def _with_window(pixel_body: tirx.Stmt, windowed: WindowedBorder) -> tirx.Stmt:
+    """A pixel's statements with the window copied first and its reduction the helper's call."""
+    return tirx.SeqStmt([windowed.copy, _replace(pixel_body, windowed.reduction, windowed.call)])
 
 
 def _interior_range(loops: list, index: int, entries: list) -> Optional[tuple[int, int]]:

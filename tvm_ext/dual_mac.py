@@ -220,6 +220,9 @@ def _geometry(reduction: MacReduction, bindings: dict, inner: list, extents: lis
     expected_w = offset(reduction.weight, origin) + (DUAL_MAC_CHANNELS - 1) * w_channel_stride + run - 1
     if offset(reduction.data, corner) != expected_x or offset(reduction.weight, corner) != expected_w:
         return None
+    if x_row_stride == row_len:  # the rows follow each other (a copied window): one run, one loop
+        rows, row_len = 1, rows * row_len
+        x_row_stride = row_len
     return _Geometry(x_row_stride, w_channel_stride, rows, row_len)
 
 
