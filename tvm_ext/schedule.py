@@ -8,6 +8,7 @@ what remains becomes a scratch buffer that the memory planner places in the aren
 
 from __future__ import annotations
 
+import tvm
 from tvm import s_tir, tirx
 
 from target.profile import Profile
@@ -15,7 +16,7 @@ from tvm_ext.border_split import split_border
 from tvm_ext.depthwise_mac import mac_helper_call
 from tvm_ext.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.kernel_names import with_window_recorded
-from tvm_ext.tir_walk import buffer_loads
+from tvm_ext.tir_walk import buffer_loads, walk
 
 
 def output_channel_tile(profile: Profile) -> int:
@@ -114,7 +115,7 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         tiles = float_tiles if float_tiled else (channel_tile,)
         tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile) for tile in tiles)
                       if t is not None), None)
-        if float_tiled and tiled is not None:
+        if tiled is not None and (float_tiled or (dual_mac and not _reads_padding(sch.get(block)))):
             tiled = tile_pixels(sch, block, *tiled) or tiled
         if tiled is not None:
             loops, first_reduce = tiled
@@ -127,6 +128,12 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         if dual_mac and tiled is not None:
             mac_helper_call(sch, block, loops, first_reduce)
     return with_window_recorded(inlined, split_border(sch.mod["main"], dual_mac))
+
+
+def _reads_padding(block: s_tir.SBlock) -> bool:
+    """Whether ``block`` reads a padded input (an ``if_then_else`` tap): its pixels stay untiled, for the
+    border split (tvm_ext.border_split) to find one test per pixel."""
+    return any(isinstance(node, tvm.ir.Call) and node.op.name == "prim.if_then_else" for node in walk(block.body))
 
 
 def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int):
