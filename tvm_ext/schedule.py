@@ -115,7 +115,7 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         tiles = float_tiles if float_tiled else (channel_tile,)
         tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile) for tile in tiles)
                       if t is not None), None)
-        if tiled is not None and (float_tiled or (dual_mac and not _reads_padding(sch.get(block)))):
+        if tiled is not None and (float_tiled or (dual_mac and _pays_two_pixels(sch, block, *tiled))):
             tiled = tile_pixels(sch, block, *tiled) or tiled
         if tiled is not None:
             loops, first_reduce = tiled
@@ -130,10 +130,26 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
     return with_window_recorded(inlined, split_border(sch.mod["main"], dual_mac))
 
 
-def _reads_padding(block: s_tir.SBlock) -> bool:
-    """Whether ``block`` reads a padded input (an ``if_then_else`` tap): its pixels stay untiled, for the
-    border split (tvm_ext.border_split) to find one test per pixel."""
-    return any(isinstance(node, tvm.ir.Call) and node.op.name == "prim.if_then_else" for node in walk(block.body))
+TWO_PIXEL_MIN_REDUCTION = 32
+"""The shortest reduction (MACs per output) a dual-MAC kernel tiles two pixels for: shorter ones (vww's 1x1
+convolutions on 8 and 16 channels, measured under QEMU) lose more to the two-pixel helper's two passes than
+its shared weights save."""
+
+
+def _pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
+    """Whether the channel-tiled int8 reduction ``block`` (its loops ``loops``, the channel tile innermost)
+    accumulates two pixels per dual-MAC call: a reduction of at least TWO_PIXEL_MIN_REDUCTION, and no padded
+    input (an ``if_then_else`` tap: its pixels stay untiled, for the border split, tvm_ext.border_split, to
+    find one test per pixel)."""
+    length = 1
+    for loop in loops[first_reduce:-1]:
+        extent = sch.get(loop).extent
+        if not isinstance(extent, tirx.IntImm):
+            return False
+        length *= int(extent)
+    padded = any(isinstance(node, tvm.ir.Call) and node.op.name == "prim.if_then_else"
+                 for node in walk(sch.get(block).body))
+    return length >= TWO_PIXEL_MIN_REDUCTION and not padded
 
 
 def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int):
