@@ -133,15 +133,11 @@ static inline int32_t {name}(int32_t *acc_a, int32_t *acc_b, const int8_t *x, co
                 b1 = __smlad(b13, w1_13, __smlad(b02, w1_02, b1));
             }}
 #endif
-            for (; k < row_len; ++k) {{
-                const int32_t value_a = xa[k], value_b = xb[k];
-                a0 += value_a * w0[k];
-                a1 += value_a * w1[k];
-                b0 += value_b * w0[k];
-                b1 += value_b * w1[k];
+            for (; k < row_len; ++k) {{  /* the last bytes of a row (the whole row without DSP) */
+                a0 += xa[k] * w0[k], a1 += xa[k] * w1[k];
+                b0 += xb[k] * w0[k], b1 += xb[k] * w1[k];
             }}
-            w0 += row_len;
-            w1 += row_len;
+            w0 += row_len, w1 += row_len;
         }}
         acc_a[c] = a0;
         acc_a[c + 1] = a1;
