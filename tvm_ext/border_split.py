@@ -27,6 +27,7 @@ from tvm import s_tir, tirx
 from tvm_ext.border_window import WindowedBorder, has_short_rows, window_buffer, windowed_border
 from tvm_ext.depthwise_mac import mac_helper_replacement
 from tvm_ext.index_expr import evaluate_index, substitute_index
+from tvm_ext.pixel_pairs import pair_tests, paired_pixel_body
 from tvm_ext.tir_walk import map_child_stmts, vars_read
 
 _IF_THEN_ELSE = "prim.if_then_else"
@@ -159,19 +160,45 @@ def _interior_branch(tap: _GuardedTap, dual_mac: bool):
     else:
         border = _border_taps(pixel_loop.body, tap, max(tap_depths), dual_mac) if tap_depths else pixel_loop.body
     windows = [window] if windowed is not None or windowed_border_ is not None else []
-    tests = []
+    tests, row_tests = [], []
     for loop, (low, high) in bounds:
-        var, first, end = loop.loop_var, int(loop.min), int(loop.min) + int(loop.extent)
-        if low > first:
-            tests.append(tirx.LE(tirx.const(low, var.ty.dtype), var))
+        var, start, end = loop.loop_var, int(loop.min), int(loop.min) + int(loop.extent)
+        loop_tests = []
+        if low > start:
+            loop_tests.append(tirx.LE(tirx.const(low, var.ty.dtype), var))
         if high < end:
-            tests.append(tirx.LT(var, tirx.const(high, var.ty.dtype)))
+            loop_tests.append(tirx.LT(var, tirx.const(high, var.ty.dtype)))
+        tests += loop_tests
+        row_tests += [] if loop.same_as(pixel_loop) else loop_tests
     if not tests:
         return pixel_loop, clean, [window] if windowed is not None else []
+    branch = tirx.IfThenElse(_conjunction(tests), clean, border)
+    if first is not None and windowed is None:
+        branch = _paired(tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests, branch)
+    return pixel_loop, branch, windows
+
+
+def _conjunction(tests: list) -> tirx.Expr:
     condition = tests[0]
     for test in tests[1:]:
         condition = tirx.And(condition, test)
-    return pixel_loop, tirx.IfThenElse(condition, clean, border), windows
+    return condition
+
+
+def _paired(tap: _GuardedTap, pixel_loop: tirx.For, loops: list, first: int, interior: tuple[int, int],
+            row_tests: list, branch: tirx.Stmt) -> tirx.Stmt:
+    """``branch`` (a pixel's statements) preceded by the pairs of interior pixels (``tvm_ext.pixel_pairs``)
+    of the columns ``interior`` ([low, high) of ``pixel_loop``) in the rows where ``row_tests`` hold;
+    ``branch`` itself where no pair fits."""
+    low, high = interior
+    pairs = (high - low) // 2
+    body = paired_pixel_body(pixel_loop.body, _tap_read_as(tap, tap.guard.args[1], "_pair"), loops, first,
+                             pixel_loop.loop_var) if pairs else None
+    if body is None:
+        return branch
+    starts, ends = pair_tests(pixel_loop.loop_var, low, pairs)
+    return tirx.IfThenElse(_conjunction([*row_tests, starts]), body,
+                           tirx.IfThenElse(tirx.Not(_conjunction([*row_tests, ends])), branch, None))
 
 
 def _windowed(tap: _GuardedTap, loops: list, first: int, test_depth: Optional[int],
