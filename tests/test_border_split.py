@@ -121,7 +121,8 @@ def test_padded_kernels_split_their_border_and_stay_bit_exact(tmp_path, name):
         assert _pixel_test(first_if) <= {"y", "x"}, (kernel, first_if)
         interior = _interior_branch(body)
         assert interior and not any("if (" in line for line in interior), (kernel, interior)
-        helper = "dual_mac_s8x4" if name == "conv" else "depthwise_mac_s8x4" if name == "depthwise_tiled" else None
+        helper = "dual_mac_s8x" if name == "conv" else "depthwise_mac_s8x4" if name == "depthwise_tiled" else None
+        # The dual MAC of one pixel (dual_mac_s8x4) or of an interior pair (dual_mac_s8x2x4).
         if helper and "_d2_" not in kernel:  # a dilated window's taps are not one contiguous run
             assert any(helper in line for line in interior), kernel
 

@@ -32,34 +32,50 @@ def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, in
     return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, True)
 
 
-def _helper_calls(func: tirx.PrimFunc) -> list[tuple[str, list[int]]]:
-    """Each MAC helper call of ``func``: its op name and its integer size arguments."""
-    return [(call.op.name, [int(a) for a in call.args if isinstance(a, tirx.IntImm)]) for call in walk(func.body)
+def _helper_calls(node) -> list[tuple[str, list[int]]]:
+    """Each MAC helper call under ``node``: its op name and its integer size arguments."""
+    return [(call.op.name, [int(a) for a in call.args if isinstance(a, tirx.IntImm)]) for call in walk(node)
             if isinstance(call, ir.Call) and call.op.name.startswith("tvm_ext.dual_mac")]
 
 
 def test_long_reduction_on_an_even_pixel_count_takes_two_pixels_per_call():
     """A 1x1 convolution on 37 channels over 6 columns: two pixels 37 bytes apart per call, the weights of
     a channel 37 apart; a 3x3 window on 5 channels: three rows of 15, the pixels 5 apart."""
-    assert _helper_calls(_scheduled_conv((3, 6), 37, (1, 1))) == [(TWO_PIXELS, [6 * 37, 37, 1, 37, 37])]
-    assert _helper_calls(_scheduled_conv((5, 6), 5, (3, 3))) == [(TWO_PIXELS, [30, 45, 3, 15, 5])]
+    assert _helper_calls(_scheduled_conv((3, 6), 37, (1, 1)).body) == [(TWO_PIXELS, [6 * 37, 37, 1, 37, 37])]
+    assert _helper_calls(_scheduled_conv((5, 6), 5, (3, 3)).body) == [(TWO_PIXELS, [30, 45, 3, 15, 5])]
 
 
 @pytest.mark.parametrize("image, channels", [((3, 5), 37), ((3, 6), 16)])
 def test_odd_pixel_count_or_short_reduction_keeps_one_pixel(image, channels):
     """Five columns (the tile of two does not divide them) or a reduction of 16: one pixel per call."""
-    assert [name for name, _ in _helper_calls(_scheduled_conv(image, channels, (1, 1)))] == [ONE_PIXEL]
+    assert [name for name, _ in _helper_calls(_scheduled_conv(image, channels, (1, 1)).body)] == [ONE_PIXEL]
+
+
+def test_padded_interior_pixels_go_in_pairs():
+    """A padded 3x3 window on 16 channels, 7 interior columns: the pixel branch first starts a pair at
+    every other interior column (one two-pixel call: the second pixel 16 bytes on), then the pixel as before
+    (the seventh interior column one pixel, the border its copied window)."""
+    from test_dual_mac_window import _scheduled_conv as _scheduled_padded_conv
+
+    func = _scheduled_padded_conv((6, 9), 16, (3, 3), 1, (1, 1, 1, 1))
+    pixel = next(node for node in walk(func.body) if isinstance(node, tirx.IfThenElse))
+    assert _helper_calls(pixel.then_case) == [(TWO_PIXELS, [9 * 16, 144, 3, 48, 16])]
+    assert [name for name, _ in _helper_calls(pixel.else_case)] == [ONE_PIXEL, ONE_PIXEL]
 
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from test_dual_mac import VALID, _conv_model, _strict_build, bit_exact_on_cortex_m4f  # noqa: E402
+from test_dual_mac_window import _first_conv_model  # noqa: E402
 from tflite_models import fully_connected_model  # noqa: E402
 
 MODELS = {
     # 37 channels (nine words and a byte): 1x1 on 7x6 (two pixels), 1x1 stride 2 on 3 columns (one pixel),
     # 12 output channels; a 3x3 VALID window on 4 columns (two pixels, three rows of 111 bytes).
     "conv": lambda: _conv_model(37, [(8, 1, 1, 1, VALID), (12, 1, 1, 2, VALID), (4, 3, 3, 1, VALID)], seed=31),
+    # SAME-padded 3x3 windows on 16 channels of a 7x9 image: 7 interior columns (three pairs and a single)
+    # at stride 1, and stride 2.
+    "padded": lambda: _first_conv_model(16, (7, 9), [(8, 3, 3, 1), (12, 3, 3, 2)], seed=33),
     # Four rows of 35 units (eight words and three bytes): two rows per call.
     "dense": lambda: fully_connected_model((4, 35), 8, keep_num_dims=False, seed=32),
 }

@@ -64,12 +64,10 @@ def test_short_rows_and_border_are_one_helper_call_over_the_whole_window(channel
 
 
 def test_long_rows_stay_rows_in_the_interior():
-    """With 16 input channels a 3x3 window row is 48 contiguous bytes: the interior reads the rows in place
-    (no copy), the border copies its window."""
+    """With 16 input channels a 3x3 window row is 48 contiguous bytes: an interior pixel reads the rows in
+    place (no copy; paired interior pixels, tvm_ext.pixel_pairs, too), the border copies its window."""
     func = _scheduled_conv((9, 8), 16, (3, 3), 1, (1, 1, 1, 1))
-    branch = _pixel_branch(func)
-    assert _helper_calls(branch.then_case) == [[8 * 16, 3 * 3 * 16, 3, 3 * 16]]
-    assert _helper_calls(branch.else_case) == [[144, 144, 1, 144]]
+    assert _helper_calls(func.body) == [[8 * 16, 3 * 3 * 16, 3, 3 * 16], [144, 144, 1, 144]]
 
 
 pytest.importorskip("tflite")

@@ -48,7 +48,7 @@ def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops
 def pair_tests(pixel: tirx.Var, low: int, pairs: int) -> tuple[tirx.Expr, tirx.Expr]:
     """(``pixel`` starts one of the ``pairs`` pairs tiling the columns from ``low``, ``pixel`` ends one)."""
     dtype = pixel.ty.dtype
-    parity = tirx.EQ(tirx.bitwise_and(pixel, tirx.const(1, dtype)), tirx.const(low % 2, dtype))
+    parity = tirx.EQ(tirx.FloorMod(pixel, tirx.const(2, dtype)), tirx.const(low % 2, dtype))
     end = tirx.const(low + 2 * pairs, dtype)
     starts = tirx.And(tirx.And(tirx.LE(tirx.const(low, dtype), pixel), tirx.LT(pixel, end)), parity)
     ends = tirx.And(tirx.And(tirx.LT(tirx.const(low, dtype), pixel), tirx.LT(pixel, end)), tirx.Not(parity))
