@@ -1,6 +1,7 @@
 """Two output pixels per dual-MAC call (tvm_ext/dual_mac.py, `<prefix>_dual_mac_s8x2x4` of
-packager/dual_mac_c.py): an unpadded int8 convolution whose reduction is long enough and whose pixel count is
-even accumulates two neighbouring pixels per call, each weight word feeding both. Checked in the scheduled TIR
+packager/dual_mac_c.py): an int8 convolution whose reduction is long enough accumulates two neighbouring
+pixels per call, each weight word feeding both (an even pixel count from the schedule, an odd one and a padded
+interior from tvm_ext.pixel_pairs). Checked in the scheduled TIR
 (which kernels take it, with which strides) and bit-exactly against TFLite Micro under QEMU and in the host
 build (the helper's portable path), on reductions that end in a tail of 1-3 bytes, odd and even pixel counts,
 rows of a 3x3 window and a fully connected layer.
@@ -45,10 +46,16 @@ def test_long_reduction_on_an_even_pixel_count_takes_two_pixels_per_call():
     assert _helper_calls(_scheduled_conv((5, 6), 5, (3, 3)).body) == [(TWO_PIXELS, [30, 45, 3, 15, 5])]
 
 
-@pytest.mark.parametrize("image, channels", [((3, 5), 37), ((3, 6), 16)])
-def test_odd_pixel_count_or_short_reduction_keeps_one_pixel(image, channels):
-    """Five columns (the tile of two does not divide them) or a reduction of 16: one pixel per call."""
-    assert [name for name, _ in _helper_calls(_scheduled_conv(image, channels, (1, 1)).body)] == [ONE_PIXEL]
+def test_odd_pixel_count_pairs_all_but_the_last_pixel():
+    """Five columns (the schedule's split by two does not divide them): pairs of columns from the first, the
+    fifth column on its own (tvm_ext.pixel_pairs.pair_odd_pixel_row)."""
+    calls = _helper_calls(_scheduled_conv((3, 5), 37, (1, 1)).body)
+    assert calls == [(TWO_PIXELS, [5 * 37, 37, 1, 37, 37]), (ONE_PIXEL, [5 * 37, 37, 1, 37])]
+
+
+def test_short_reduction_keeps_one_pixel():
+    """A reduction of 16 MACs: one pixel per call (the two-pixel helper's two passes would cost more)."""
+    assert [name for name, _ in _helper_calls(_scheduled_conv((3, 6), 16, (1, 1)).body)] == [ONE_PIXEL]
 
 
 def test_padded_interior_pixels_go_in_pairs():
@@ -70,8 +77,8 @@ from test_dual_mac_window import _first_conv_model  # noqa: E402
 from tflite_models import fully_connected_model  # noqa: E402
 
 MODELS = {
-    # 37 channels (nine words and a byte): 1x1 on 7x6 (two pixels), 1x1 stride 2 on 3 columns (one pixel),
-    # 12 output channels; a 3x3 VALID window on 4 columns (two pixels, three rows of 111 bytes).
+    # 37 channels (nine words and a byte): 1x1 on 7x6 (two pixels), 1x1 stride 2 on 3 columns (a pair and a
+    # single pixel), 12 output channels; a 3x3 VALID window on 4 columns (two pixels, three rows of 111 bytes).
     "conv": lambda: _conv_model(37, [(8, 1, 1, 1, VALID), (12, 1, 1, 2, VALID), (4, 3, 3, 1, VALID)], seed=31),
     # SAME-padded 3x3 windows on 16 channels of a 7x9 image: 7 interior columns (three pairs and a single)
     # at stride 1, and stride 2.

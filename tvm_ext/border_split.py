@@ -28,7 +28,7 @@ from tvm_ext.border_window import WindowedBorder, has_short_rows, window_buffer,
 from tvm_ext.depthwise_mac import mac_helper_replacement
 from tvm_ext.index_expr import evaluate_index, substitute_index
 from tvm_ext.pixel_pairs import pair_tests, paired_pixel_body
-from tvm_ext.tir_walk import map_child_stmts, vars_read
+from tvm_ext.tir_walk import replace_stmt, vars_read
 
 _IF_THEN_ELSE = "prim.if_then_else"
 _COMPARISONS = {tirx.LT: operator.lt, tirx.LE: operator.le, tirx.GT: operator.gt, tirx.GE: operator.ge}
@@ -62,7 +62,7 @@ def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
     if split is None:
         return func
     pixel_loop, branch, windows = split
-    body = _replace(root.block.body, pixel_loop.body, branch)
+    body = replace_stmt(root.block.body, pixel_loop.body, branch)
     block = root.block
     new_root = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body, block.init,
                             [*block.alloc_buffers, *windows], block.match_buffers, block.annotations)
@@ -214,7 +214,7 @@ def _windowed(tap: _GuardedTap, loops: list, first: int, test_depth: Optional[in
 
 def _with_window(pixel_body: tirx.Stmt, windowed: WindowedBorder) -> tirx.Stmt:
     """A pixel's statements with the window copied first and its reduction the helper's call."""
-    return tirx.SeqStmt([windowed.copy, _replace(pixel_body, windowed.reduction, windowed.call)])
+    return tirx.SeqStmt([windowed.copy, replace_stmt(pixel_body, windowed.reduction, windowed.call)])
 
 
 def _interior_range(loops: list, index: int, entries: list) -> Optional[tuple[int, int]]:
@@ -265,8 +265,8 @@ def _with_helper(stmt: tirx.Stmt, tap: _GuardedTap, realize: s_tir.SBlockRealize
         start = len(loops) - 1 if start is None else start
         call = mac_helper_replacement(realize, loops[start:])
         if call is not None:
-            return _replace(stmt, loops[start], call)
-    return _replace(stmt, tap.realize, realize)
+            return replace_stmt(stmt, loops[start], call)
+    return replace_stmt(stmt, tap.realize, realize)
 
 
 def _border_taps(stmt: tirx.Stmt, tap: _GuardedTap, tap_depth: int, dual_mac: bool) -> tirx.Stmt:
@@ -280,8 +280,8 @@ def _border_taps(stmt: tirx.Stmt, tap: _GuardedTap, tap_depth: int, dual_mac: bo
         condition = tirx.And(condition, conjunct)
     inside = _with_helper(tap_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_inside"),
                           tap.loops[tap_depth + 1:], dual_mac)
-    outside = _replace(tap_loop.body, tap.realize, _tap_read_as(tap, tap.guard.args[2], "_padded"))
-    return _replace(stmt, tap_loop.body, tirx.IfThenElse(condition, inside, outside))
+    outside = replace_stmt(tap_loop.body, tap.realize, _tap_read_as(tap, tap.guard.args[2], "_padded"))
+    return replace_stmt(stmt, tap_loop.body, tirx.IfThenElse(condition, inside, outside))
 
 
 def _first_reduction_loop(realize: s_tir.SBlockRealize, loops: list) -> Optional[int]:
@@ -294,12 +294,3 @@ def _first_reduction_loop(realize: s_tir.SBlockRealize, loops: list) -> Optional
         if loop.loop_var in reduce_vars:
             return index
     return None
-
-
-def _replace(stmt: tirx.Stmt, target: tirx.Stmt, replacement: tirx.Stmt) -> tirx.Stmt:
-    """``stmt`` with the statement ``target`` (found through loops, sequences and branches) replaced."""
-    if stmt.same_as(target):
-        return replacement
-    if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)):
-        return stmt
-    return map_child_stmts(stmt, lambda child: _replace(child, target, replacement))

@@ -9,18 +9,23 @@ either, so the split pixel loop's body becomes
     else if (interior row && x ends a pair)   { nothing: done with the pair }
     else                                      { the pixel as before: interior or border }
 
-where the pairs tile the interior columns [lo, lo + 2n) from lo. Each pixel's accumulators are initialised
-and requantized as before, once per pixel; each sum keeps its order: bit-exact.
+where the pairs tile the interior columns [lo, lo + 2n) from lo. An unpadded convolution whose pixel count
+the schedule's split by two does not divide (kws's 5 columns) gets the same form after scheduling
+(``pair_odd_pixel_row``): pairs from the first column, the last one on its own. Each pixel's accumulators are
+initialised and requantized as before, once per pixel; each sum keeps its order: bit-exact.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
+import tvm
 from tvm import s_tir, tirx
 
+from tvm_ext.depthwise_mac import mac_helper_replacement
 from tvm_ext.dual_mac import DUAL_MAC_PIXELS, dual_mac_replacement
 from tvm_ext.index_expr import substitute_index
+from tvm_ext.tir_walk import replace_stmt
 
 
 def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops: list, first_reduction: int,
@@ -98,3 +103,50 @@ def _at_pixel(stmt: tirx.Stmt, mapping: dict) -> tirx.Stmt:
     if isinstance(stmt, tirx.SeqStmt):
         return tirx.SeqStmt([_at_pixel(child, mapping) for child in stmt.seq])
     raise KeyError(type(stmt).__name__)
+
+
+def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
+    """``func`` with the unpadded MAC reduction of the update block ``block_name`` (its loops from the root:
+    the pixel loop, the channel tile's outer loop, then from ``first_reduction`` the reduction loops and the
+    channel tile) as dual-MAC calls: pairs of pixels where a pair fits (a pixel count the schedule's split by
+    two does not divide, kws's 5 columns), the last pixel on its own. ``func`` unchanged where no helper
+    computes the reduction."""
+    root = func.body
+    found = _block_with_loops(root.block.body, block_name, []) if isinstance(root, s_tir.SBlockRealize) else None
+    if found is None or first_reduction < 2:
+        return func
+    realize, loops = found
+    pixel_loop, inner = loops[first_reduction - 2], loops[first_reduction - 1:]
+    single_call = mac_helper_replacement(realize, inner[1:])
+    if single_call is None or not isinstance(pixel_loop.extent, tirx.IntImm):
+        return func
+    single = replace_stmt(pixel_loop.body, inner[1], single_call)
+    pairs = int(pixel_loop.extent) // DUAL_MAC_PIXELS
+    paired = paired_pixel_body(pixel_loop.body, realize, inner, 1, pixel_loop.loop_var) if pairs else None
+    body = single
+    if paired is not None:
+        starts, ends = pair_tests(pixel_loop.loop_var, int(pixel_loop.min), pairs)
+        body = tirx.IfThenElse(starts, paired, tirx.IfThenElse(tirx.Not(ends), single, None))
+    new_loop = tirx.For(pixel_loop.loop_var, pixel_loop.min, pixel_loop.extent, pixel_loop.kind, body,
+                        pixel_loop.thread_binding, pixel_loop.annotations, pixel_loop.step)
+    block = root.block
+    new_root = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint,
+                            replace_stmt(block.body, pixel_loop, new_loop), block.init, block.alloc_buffers,
+                            block.match_buffers, block.annotations)
+    paired_func = func.with_body(s_tir.SBlockRealize(root.iter_values, root.predicate, new_root))
+    # The pixel's statements are now in several branches: each copy's loops get variables of their own.
+    return s_tir.transform.ConvertSSA()(tvm.IRModule({"main": paired_func}))["main"]
+
+
+def _block_with_loops(stmt: tirx.Stmt, name: str, loops: list):
+    """(the realize of the block ``name`` under ``stmt``, the loops around it from ``stmt`` down), or None."""
+    if isinstance(stmt, s_tir.SBlockRealize):
+        if stmt.block.name_hint == name:
+            return stmt, loops
+        return None
+    if isinstance(stmt, tirx.For):
+        return _block_with_loops(stmt.body, name, [*loops, stmt])
+    if isinstance(stmt, tirx.SeqStmt):
+        return next((found for found in (_block_with_loops(child, name, loops) for child in stmt.seq)
+                     if found is not None), None)
+    return None

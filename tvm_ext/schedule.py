@@ -16,6 +16,7 @@ from tvm_ext.border_split import split_border
 from tvm_ext.depthwise_mac import mac_helper_call
 from tvm_ext.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.kernel_names import with_window_recorded
+from tvm_ext.pixel_pairs import pair_odd_pixel_row
 from tvm_ext.tir_walk import buffer_loads, walk
 
 
@@ -104,6 +105,7 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         pass
     _compute_at_consumers(sch, root)
     inlined = sch.mod["main"]  # its window is still read by its reduction (see with_window_recorded)
+    odd_rows: list[tuple[str, int]] = []  # (update block, first reduction loop) to pair after scheduling
     for block in _reduction_blocks(sch, root):
         loops = sch.get_loops(block)
         iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
@@ -115,8 +117,10 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         tiles = float_tiles if float_tiled else (channel_tile,)
         tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile) for tile in tiles)
                       if t is not None), None)
-        if tiled is not None and (float_tiled or (dual_mac and _pays_two_pixels(sch, block, *tiled))):
-            tiled = tile_pixels(sch, block, *tiled) or tiled
+        pairs = dual_mac and tiled is not None and not float_tiled and _pays_two_pixels(sch, block, *tiled)
+        pixel_tiled = tile_pixels(sch, block, *tiled) if tiled is not None and (float_tiled or pairs) else None
+        odd_row = pairs and pixel_tiled is None  # a pixel count two does not divide: pairs after scheduling
+        tiled = pixel_tiled or tiled
         if tiled is not None:
             loops, first_reduce = tiled
         sch.decompose_reduction(block, loops[first_reduce])
@@ -125,9 +129,14 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
                 sch.reverse_compute_at(consumers[0], loops[first_reduce - 1])
             except s_tir.ScheduleError:
                 pass
-        if dual_mac and tiled is not None:
+        if odd_row:
+            odd_rows.append((sch.get(block).name_hint, first_reduce))
+        elif dual_mac and tiled is not None:
             mac_helper_call(sch, block, loops, first_reduce)
-    return with_window_recorded(inlined, split_border(sch.mod["main"], dual_mac))
+    scheduled = sch.mod["main"]
+    for name, first_reduce in odd_rows:
+        scheduled = pair_odd_pixel_row(scheduled, name, first_reduce)
+    return with_window_recorded(inlined, split_border(scheduled, dual_mac))
 
 
 TWO_PIXEL_MIN_REDUCTION = 32
