@@ -22,6 +22,11 @@ def dual_mac_helper_name(prefix: str) -> str:
     return f"{prefix}_dual_mac_s8x4"
 
 
+def dual_mac_2px_helper_name(prefix: str) -> str:
+    """The C name of the two-pixel helper in the bundle `prefix`."""
+    return f"{prefix}_dual_mac_s8x2x4"
+
+
 def dual_mac_helper_c(prefix: str) -> str:
     """The C definition of the helper (and of the two word operations it uses) for the bundle `prefix`,
     followed by the depthwise helper that shares them (`packager.depthwise_mac_c`)."""
@@ -92,4 +97,53 @@ static inline int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, int
     acc[3] = acc3;
     return 0;
 }}
-""" + depthwise_mac_helper_c(prefix)
+""" + _two_pixel_helper_c(prefix) + depthwise_mac_helper_c(prefix)
+
+
+def _two_pixel_helper_c(prefix: str) -> str:
+    """The two-pixel helper: each weight word loaded and widened feeds both pixels. It runs as two 2x2 tiles
+    (channels 0 and 1, then 2 and 3): four accumulators, four input pairs and a weight pair stay in
+    registers with the pointers (a 2x4 tile's eight accumulators would not)."""
+    name = dual_mac_2px_helper_name(prefix)
+    return f"""
+/* acc_p[c] += sum over r < rows, k < row_len of x[p * x_pixel_stride + r * x_row_stride + k]
+   * w[c * w_channel_stride + r * row_len + k], for the two pixels p < 2 (acc_0: acc_a, acc_1: acc_b) and the
+   four channels c < 4 (strides and lengths in elements). */
+static inline int32_t {name}(int32_t *acc_a, int32_t *acc_b, const int8_t *x, const int8_t *w,
+                                    int32_t x_row_stride, int32_t w_channel_stride, int32_t rows, int32_t row_len,
+                                    int32_t x_pixel_stride)
+{{
+    for (int32_t c = 0; c < 4; c += 2) {{
+        int32_t a0 = acc_a[c], a1 = acc_a[c + 1], b0 = acc_b[c], b1 = acc_b[c + 1];
+        const int8_t *w0 = w + c * w_channel_stride, *w1 = w0 + w_channel_stride;
+        for (int32_t r = 0; r < rows; ++r) {{
+            const int8_t *xa = x + r * x_row_stride, *xb = xa + x_pixel_stride;
+            int32_t k = 0;
+#if defined(__ARM_FEATURE_DSP)
+            for (; k + 4 <= row_len; k += 4) {{
+                const int32_t word_a = {prefix}_load_s8x4(xa + k), word_b = {prefix}_load_s8x4(xb + k);
+                const int32_t a02 = __sxtb16(word_a), a13 = {prefix}_sxtb16_ror8(word_a);
+                const int32_t b02 = __sxtb16(word_b), b13 = {prefix}_sxtb16_ror8(word_b);
+                const int32_t weights0 = {prefix}_load_s8x4(w0 + k), weights1 = {prefix}_load_s8x4(w1 + k);
+                const int32_t w0_02 = __sxtb16(weights0), w0_13 = {prefix}_sxtb16_ror8(weights0);
+                a0 = __smlad(a13, w0_13, __smlad(a02, w0_02, a0));
+                b0 = __smlad(b13, w0_13, __smlad(b02, w0_02, b0));
+                const int32_t w1_02 = __sxtb16(weights1), w1_13 = {prefix}_sxtb16_ror8(weights1);
+                a1 = __smlad(a13, w1_13, __smlad(a02, w1_02, a1));
+                b1 = __smlad(b13, w1_13, __smlad(b02, w1_02, b1));
+            }}
+#endif
+            for (; k < row_len; ++k) {{  /* the last bytes of a row (the whole row without DSP) */
+                a0 += xa[k] * w0[k], a1 += xa[k] * w1[k];
+                b0 += xb[k] * w0[k], b1 += xb[k] * w1[k];
+            }}
+            w0 += row_len, w1 += row_len;
+        }}
+        acc_a[c] = a0;
+        acc_a[c + 1] = a1;
+        acc_b[c] = b0;
+        acc_b[c + 1] = b1;
+    }}
+    return 0;
+}}
+"""

@@ -125,7 +125,8 @@ def test_padded_kernels_split_their_border_and_stay_bit_exact(tmp_path, name):
         first_if = next(line for line in body if line.lstrip().startswith("if ("))
         # The first test is the pixel's: it compares the output row and column loops with constants only.
         assert _pixel_test(first_if) <= {"y", "x"}, (kernel, first_if)
-        helper = "dual_mac_s8x4" if name == "conv" else "depthwise_mac_s8x4" if name == "depthwise_tiled" else None
+        helper = "dual_mac_s8x" if name == "conv" else "depthwise_mac_s8x4" if name == "depthwise_tiled" else None
+        # The dual MAC of one pixel (dual_mac_s8x4) or of an interior pair (dual_mac_s8x2x4).
         tests = [_pixel_test(line) for line in body if line.lstrip().startswith("if (")]
         if all(test <= {"y", "x"} for test in tests):
             # Cut into rectangles of the border (tvm_ext.border_regions): the tests pick one, none is per tap.

@@ -13,8 +13,10 @@ the interior range for every tap. In the interior copy the tap is read directly 
 by its true value: the same number), so the sums are unchanged: bit-exact. There, on a DSP core, the
 reduction becomes a MAC helper's call (``tvm_ext.depthwise_mac``) where one fits.
 
-On a DSP core, where each test conjunct relates one pixel loop to one tap loop and the border makes at most
-MAX_REGIONS rectangles, the border is not tested per tap at all: ``tvm_ext.border_regions`` finds at compile
+On a DSP core, a convolution's border pixel copies its window once and its interior pixels go in pairs
+(``tvm_ext.border_window``, ``tvm_ext.pixel_pairs``). A border without a copied window (depthwise), where each
+test conjunct relates one pixel loop to one tap loop and the border makes at most MAX_REGIONS rectangles, is
+not tested per tap at all: ``tvm_ext.border_regions`` finds at compile
 time the rectangles of pixels that read the same box of image taps, and each pixel's reduction picks its
 rectangle (tests on the pixel loops only), runs the MAC helper over the box and adds the padding's products
 (the guard's false value) over the rest of the window. Integer sums in another order: bit-exact.
@@ -30,10 +32,12 @@ from typing import Optional
 import tvm
 from tvm import s_tir, tirx
 
-from tvm_ext.border_regions import COMPARISONS, holds, loop_range, outside_boxes, pixel_segments
+from tvm_ext.border_regions import COMPARISONS, holds, outside_boxes, pixel_segments
+from tvm_ext.border_window import WindowedBorder, has_short_rows, window_buffer, windowed_border
 from tvm_ext.depthwise_mac import DEPTHWISE_BOX_OP, DEPTHWISE_MAC_OP, mac_helper_replacement
 from tvm_ext.index_expr import substitute_index
-from tvm_ext.tir_walk import map_child_stmts, vars_read
+from tvm_ext.pixel_pairs import pair_tests, paired_pixel_body
+from tvm_ext.tir_walk import replace_stmt, vars_read
 
 _IF_THEN_ELSE = "prim.if_then_else"
 MAX_REGIONS = 9
@@ -54,9 +58,10 @@ class _GuardedTap:
 
 def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
     """``func`` with its one guarded convolution tap (if any) split as the module docstring says; with
-    ``dual_mac``, the border cut into rectangles where it can be, and the reductions as MAC helper calls
-    where they fit. Unchanged when the kernel has
-    no guarded tap, several, or a form this module does not evaluate."""
+    ``dual_mac``, the reductions as MAC helper calls where they fit: a convolution's border pixels copy their
+    window once (``tvm_ext.border_window``), other borders (depthwise) are cut into rectangles of pixels where
+    they can be (``_border_regions``). Unchanged when the kernel has no guarded tap, several, or a form this
+    module does not evaluate."""
     root = func.body
     if not isinstance(root, s_tir.SBlockRealize):
         return func
@@ -64,16 +69,20 @@ def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
     if len(taps) != 1:
         return func
     try:
-        split = (_border_regions(taps[0]) if dual_mac else None) or _interior_branch(taps[0], dual_mac)
+        split = _interior_branch(taps[0], dual_mac)
+        if dual_mac and (split is None or not split[2]):
+            # No window copied (a depthwise border): cut into rectangles of pixels where it can be.
+            regions = _border_regions(taps[0])
+            split = (*regions, []) if regions is not None else split
     except KeyError:
         return func  # an index or test form we do not evaluate: keep the guarded loop
     if split is None:
         return func
-    target, replacement = split
-    body = _replace(root.block.body, target, replacement)
+    target, replacement, windows = split
+    body = replace_stmt(root.block.body, target, replacement)
     block = root.block
     new_root = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body, block.init,
-                            block.alloc_buffers, block.match_buffers, block.annotations)
+                            [*block.alloc_buffers, *windows], block.match_buffers, block.annotations)
     split_func = func.with_body(s_tir.SBlockRealize(root.iter_values, root.predicate, new_root))
     # The pixel's statements are now in several branches: each copy's loops get variables of their own.
     return s_tir.transform.ConvertSSA()(tvm.IRModule({"main": split_func}))["main"]
@@ -129,8 +138,8 @@ def _substitute_comparison(comparison, mapping: dict):
 
 
 def _interior_branch(tap: _GuardedTap, dual_mac: bool):
-    """(the innermost pixel loop's body, the IfThenElse it becomes), or None where no pixel is interior or
-    the test is on loops this split cannot separate."""
+    """(the innermost pixel loop's body, the IfThenElse it becomes, the buffers the border allocates), or
+    None where no pixel is interior or the test is on loops this split cannot separate."""
     depth = {loop.loop_var: index for index, loop in enumerate(tap.loops)}
     pixel_conjuncts: dict[int, list] = {}
     for conjunct in tap.conjuncts:
@@ -150,23 +159,75 @@ def _interior_branch(tap: _GuardedTap, dual_mac: bool):
         bounds.append((tap.loops[index], interior))
     pixel_loop = tap.loops[innermost]
     inner_loops = tap.loops[innermost + 1:]
-    clean = _with_helper(pixel_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_interior"), inner_loops,
-                         dual_mac)
     tap_depths = [depth_ for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps]
-    border = _border_taps(pixel_loop.body, tap, max(tap_depths), dual_mac) if tap_depths else pixel_loop.body
-    tests = []
+    first = _first_reduction_loop(tap.realize, inner_loops) if dual_mac else None
+    window = window_buffer(inner_loops, first) if first is not None else None
+    windowed = _windowed(tap, inner_loops, first, None, window) if first is not None and has_short_rows(
+        inner_loops, first) else None
+    clean = _with_window(pixel_loop.body, windowed) if windowed is not None else _with_helper(
+        pixel_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_interior"), inner_loops, dual_mac)
+    windowed_border_ = _windowed(tap, inner_loops, first, max(tap_depths) - innermost - 1, window) if (
+        first is not None and tap_depths) else None
+    if windowed_border_ is not None:
+        border = _with_window(pixel_loop.body, windowed_border_)
+    else:
+        border = _border_taps(pixel_loop.body, tap, max(tap_depths), dual_mac) if tap_depths else pixel_loop.body
+    windows = [window] if windowed is not None or windowed_border_ is not None else []
+    tests, row_tests = [], []
     for loop, (low, high) in bounds:
-        var, first, end = loop.loop_var, int(loop.min), int(loop.min) + int(loop.extent)
-        if low > first:
-            tests.append(tirx.LE(tirx.const(low, var.ty.dtype), var))
+        var, start, end = loop.loop_var, int(loop.min), int(loop.min) + int(loop.extent)
+        loop_tests = []
+        if low > start:
+            loop_tests.append(tirx.LE(tirx.const(low, var.ty.dtype), var))
         if high < end:
-            tests.append(tirx.LT(var, tirx.const(high, var.ty.dtype)))
+            loop_tests.append(tirx.LT(var, tirx.const(high, var.ty.dtype)))
+        tests += loop_tests
+        row_tests += [] if loop.same_as(pixel_loop) else loop_tests
     if not tests:
-        return pixel_loop.body, clean
+        return pixel_loop.body, clean, [window] if windowed is not None else []
+    branch = tirx.IfThenElse(_conjunction(tests), clean, border)
+    if first is not None and windowed is None:
+        branch = _paired(tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests, branch)
+    return pixel_loop.body, branch, windows
+
+
+def _conjunction(tests: list) -> tirx.Expr:
     condition = tests[0]
     for test in tests[1:]:
         condition = tirx.And(condition, test)
-    return pixel_loop.body, tirx.IfThenElse(condition, clean, border)
+    return condition
+
+
+def _paired(tap: _GuardedTap, pixel_loop: tirx.For, loops: list, first: int, interior: tuple[int, int],
+            row_tests: list, branch: tirx.Stmt) -> tirx.Stmt:
+    """``branch`` (a pixel's statements) preceded by the pairs of interior pixels (``tvm_ext.pixel_pairs``)
+    of the columns ``interior`` ([low, high) of ``pixel_loop``) in the rows where ``row_tests`` hold;
+    ``branch`` itself where no pair fits."""
+    low, high = interior
+    pairs = (high - low) // 2
+    body = paired_pixel_body(pixel_loop.body, _tap_read_as(tap, tap.guard.args[1], "_pair"), loops, first,
+                             pixel_loop.loop_var) if pairs else None
+    if body is None:
+        return branch
+    starts, ends = pair_tests(pixel_loop.loop_var, low, pairs)
+    return tirx.IfThenElse(_conjunction([*row_tests, starts]), body,
+                           tirx.IfThenElse(tirx.Not(_conjunction([*row_tests, ends])), branch, None))
+
+
+def _windowed(tap: _GuardedTap, loops: list, first: int, test_depth: Optional[int],
+              window: tirx.Buffer) -> Optional[WindowedBorder]:
+    """The copied-window form (``tvm_ext.border_window``) of a pixel whose loops below the pixel loop are
+    ``loops`` (``loops[first]`` the first reduction loop, ``loops[test_depth]`` the innermost the guard's
+    test reads, None inside the image); None where it does not fit."""
+    try:
+        return windowed_border(tap.realize, tap.guard, loops, first, test_depth, window)
+    except KeyError:
+        return None  # an index form we do not evaluate: keep the loops as they are
+
+
+def _with_window(pixel_body: tirx.Stmt, windowed: WindowedBorder) -> tirx.Stmt:
+    """A pixel's statements with the window copied first and its reduction the helper's call."""
+    return tirx.SeqStmt([windowed.copy, replace_stmt(pixel_body, windowed.reduction, windowed.call)])
 
 
 def _border_regions(tap: _GuardedTap):
@@ -303,8 +364,8 @@ def _with_helper(stmt: tirx.Stmt, tap: _GuardedTap, realize: s_tir.SBlockRealize
         start = len(loops) - 1 if start is None else start
         call = mac_helper_replacement(realize, loops[start:])
         if call is not None:
-            return _replace(stmt, loops[start], call)
-    return _replace(stmt, tap.realize, realize)
+            return replace_stmt(stmt, loops[start], call)
+    return replace_stmt(stmt, tap.realize, realize)
 
 
 def _border_taps(stmt: tirx.Stmt, tap: _GuardedTap, tap_depth: int, dual_mac: bool) -> tirx.Stmt:
@@ -318,8 +379,8 @@ def _border_taps(stmt: tirx.Stmt, tap: _GuardedTap, tap_depth: int, dual_mac: bo
         condition = tirx.And(condition, conjunct)
     inside = _with_helper(tap_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_inside"),
                           tap.loops[tap_depth + 1:], dual_mac)
-    outside = _replace(tap_loop.body, tap.realize, _tap_read_as(tap, tap.guard.args[2], "_padded"))
-    return _replace(stmt, tap_loop.body, tirx.IfThenElse(condition, inside, outside))
+    outside = replace_stmt(tap_loop.body, tap.realize, _tap_read_as(tap, tap.guard.args[2], "_padded"))
+    return replace_stmt(stmt, tap_loop.body, tirx.IfThenElse(condition, inside, outside))
 
 
 def _first_reduction_loop(realize: s_tir.SBlockRealize, loops: list) -> Optional[int]:
@@ -332,12 +393,3 @@ def _first_reduction_loop(realize: s_tir.SBlockRealize, loops: list) -> Optional
         if loop.loop_var in reduce_vars:
             return index
     return None
-
-
-def _replace(stmt: tirx.Stmt, target: tirx.Stmt, replacement: tirx.Stmt) -> tirx.Stmt:
-    """``stmt`` with the statement ``target`` (found through loops, sequences and branches) replaced."""
-    if stmt.same_as(target):
-        return replacement
-    if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)):
-        return stmt
-    return map_child_stmts(stmt, lambda child: _replace(child, target, replacement))

@@ -28,11 +28,13 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from packager.dual_mac_c import DUAL_MAC_CHANNELS, dual_mac_helper_name
+from packager.dual_mac_c import DUAL_MAC_CHANNELS, dual_mac_2px_helper_name, dual_mac_helper_name
 from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_helper_access
 from tvm_ext.index_expr import INDEX_OPERATORS, evaluate_index, substitute_index
 
 DUAL_MAC_OP = "tvm_ext.dual_mac_s8x4"
+DUAL_MAC_2PX_OP = "tvm_ext.dual_mac_s8x2x4"
+DUAL_MAC_PIXELS = 2  # output pixels the two-pixel helper accumulates beside its four channels
 
 
 @dataclass
@@ -86,6 +88,16 @@ DUAL_MAC_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(DUAL_MAC_CHANNELS, Arg(4)), Axis(Arg(5), Arg(6)), Axis(Arg(6), 1))),
 ))
 register_mac_helper(DUAL_MAC_OP, dual_mac_helper_name, DUAL_MAC_ACCESS)
+# The two-pixel dual MAC's call (acc_a, acc_b, x, w, x_row_stride, w_channel_stride, rows, row_len,
+# x_pixel_stride): acc_a[c] and acc_b[c] for c < 4, x[p * x_pixel_stride + r * x_row_stride + k] for p < 2, and
+# w[c * w_channel_stride + r * row_len + k] for r < rows, k < row_len.
+DUAL_MAC_2PX_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(DUAL_MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(DUAL_MAC_CHANNELS, 1),)),
+    PointerAccess(2, (Axis(DUAL_MAC_PIXELS, Arg(8)), Axis(Arg(6), Arg(4)), Axis(Arg(7), 1))),
+    PointerAccess(3, (Axis(DUAL_MAC_CHANNELS, Arg(5)), Axis(Arg(6), Arg(7)), Axis(Arg(7), 1))),
+))
+register_mac_helper(DUAL_MAC_2PX_OP, dual_mac_2px_helper_name, DUAL_MAC_2PX_ACCESS)
 
 
 # --- loads and stores ---------------------------------------------------------------------------------------
@@ -140,21 +152,25 @@ def mac_reduction(block: s_tir.SBlock) -> Optional[MacReduction]:
 
 
 def dual_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
-    """The helper's call block that computes what ``loops`` (For nodes: the reduction loops, then the
-    unit-stride loop of DUAL_MAC_CHANNELS output channels, innermost, around ``realize``) compute, or None
-    where it would not compute exactly that."""
+    """The helper's call block that computes what ``loops`` (For nodes: the reduction loops, then optionally
+    a loop of DUAL_MAC_PIXELS output pixels, then the unit-stride loop of DUAL_MAC_CHANNELS output channels,
+    innermost, around ``realize``) compute, or None where it would not compute exactly that."""
     node = realize.block
     reduction = mac_reduction(node)
-    reduce_loops, channel_loop = loops[:-1], loops[-1]
-    if reduction is None or not reduce_loops or int(channel_loop.extent) != DUAL_MAC_CHANNELS:
+    if reduction is None or int(loops[-1].extent) != DUAL_MAC_CHANNELS:
         return None
-    if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in [*reduce_loops, channel_loop]):
+    if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
         return None
     bindings = {iv.var: value for iv, value in zip(node.iter_vars, realize.iter_values)}
-    inner = [loop.loop_var for loop in reduce_loops] + [channel_loop.loop_var]
-    extents = [int(loop.extent) for loop in reduce_loops]
+    inner = [loop.loop_var for loop in loops]
+    offsets = AccessOffsets(bindings, inner)
     try:
-        geometry = _geometry(reduction, bindings, inner, extents)
+        # A loop just outside the channels along which the accumulator moves is a loop of output pixels.
+        pixels = len(loops) > 2 and offsets.step(reduction.store, len(loops) - 2) != 0
+        reduce_loops = loops[:-2] if pixels else loops[:-1]
+        if not reduce_loops or (pixels and int(loops[-2].extent) != DUAL_MAC_PIXELS):
+            return None
+        geometry = _geometry(reduction, offsets, [int(loop.extent) for loop in reduce_loops], pixels)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
     if geometry is None:
@@ -165,12 +181,16 @@ def dual_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[
 @dataclass(frozen=True)
 class _Geometry:
     """The helper's strides and extents, in elements: ``rows`` runs of ``row_len`` inputs ``x_row_stride``
-    apart, each channel's weights ``w_channel_stride`` apart (the reduction's weights contiguous)."""
+    apart, each channel's weights ``w_channel_stride`` apart (the reduction's weights contiguous); with two
+    pixels, the second pixel's inputs ``x_pixel_stride`` and its accumulators ``acc_pixel_stride`` after the
+    first's (None: one pixel)."""
 
     x_row_stride: int
     w_channel_stride: int
     rows: int
     row_len: int
+    x_pixel_stride: Optional[int] = None
+    acc_pixel_stride: Optional[int] = None
 
 
 class AccessOffsets:
@@ -184,10 +204,17 @@ class AccessOffsets:
 
     def offset(self, access, point: list[int]) -> int:
         """The offset ``access`` reads or writes with the inner loops at ``point``."""
+        return _flat_offset(access, self._block_values(point))
+
+    def index(self, access, point: list[int]) -> list[int]:
+        """The indices ``access`` reads or writes with the inner loops at ``point``, one per buffer axis."""
+        block_values = self._block_values(point)
+        return [evaluate_index(index, block_values) for index in access.indices]
+
+    def _block_values(self, point: list[int]) -> dict:
         values = dict(self.outer)
         values.update(zip(self.inner, point))
-        block_values = {block_var: evaluate_index(value, values) for block_var, value in self.bindings.items()}
-        return _flat_offset(access, block_values)
+        return {block_var: evaluate_index(value, values) for block_var, value in self.bindings.items()}
 
     def step(self, access, axis: int) -> int:
         """How far ``access`` moves when inner loop ``axis`` steps from the origin by one."""
@@ -196,12 +223,14 @@ class AccessOffsets:
         return self.offset(access, point) - self.offset(access, self.origin)
 
 
-def _geometry(reduction: MacReduction, bindings: dict, inner: list, extents: list[int]) -> Optional[_Geometry]:
-    """The helper's geometry when the loads fit it: the last reduction loops read the input contiguously
-    (each a run inside the next), the first one (of several) steps by a constant row stride, and every
-    channel reads its weights as one contiguous run in the reduction's order."""
-    offsets = AccessOffsets(bindings, inner)
+def _geometry(reduction: MacReduction, offsets: AccessOffsets, extents: list[int],
+              pixels: bool) -> Optional[_Geometry]:
+    """The helper's geometry when the loads fit it: the last reduction loops (``extents``) read the input
+    contiguously (each a run inside the next), the first one (of several) steps by a constant row stride, and
+    every channel reads its weights as one contiguous run in the reduction's order; with ``pixels`` the loop
+    after the reduction moves the input and the accumulators, not the weights."""
     origin, offset, step = offsets.origin, offsets.offset, offsets.step
+    channel = len(extents) + (1 if pixels else 0)  # the channel loop's axis
 
     # Inputs: innermost reduction contiguous, each further inner loop a run after the previous one.
     run = 1
@@ -219,19 +248,32 @@ def _geometry(reduction: MacReduction, bindings: dict, inner: list, extents: lis
         if step(reduction.weight, axis) != run:
             return None
         run *= extents[axis]
-    if step(reduction.data, len(extents)) != 0:
+    if step(reduction.data, channel) != 0:
         return None  # the input must not depend on the output channel
-    w_channel_stride = step(reduction.weight, len(extents))
-    if w_channel_stride < run or step(reduction.store, len(extents)) != 1:
+    w_channel_stride = step(reduction.weight, channel)
+    if w_channel_stride < run or step(reduction.store, channel) != 1:
         return None
     if any(step(reduction.store, axis) != 0 for axis in range(len(extents))):
         return None
+    x_pixel_stride = step(reduction.data, len(extents)) if pixels else 0
+    acc_pixel_stride = step(reduction.store, len(extents)) if pixels else 0
+    if pixels and (step(reduction.weight, len(extents)) != 0 or acc_pixel_stride < DUAL_MAC_CHANNELS):
+        return None  # the pixels must share the weights and keep their accumulators apart
     # Linearity over the whole window (a floordiv/floormod index could step evenly at the origin only).
-    corner = [e - 1 for e in extents] + [DUAL_MAC_CHANNELS - 1]
-    expected_x = offset(reduction.data, origin) + (rows - 1) * x_row_stride + row_len - 1
+    last_pixel = DUAL_MAC_PIXELS - 1 if pixels else 0
+    corner = [e - 1 for e in extents] + ([last_pixel] if pixels else []) + [DUAL_MAC_CHANNELS - 1]
+    expected_x = (offset(reduction.data, origin) + (rows - 1) * x_row_stride + row_len - 1
+                  + last_pixel * x_pixel_stride)
     expected_w = offset(reduction.weight, origin) + (DUAL_MAC_CHANNELS - 1) * w_channel_stride + run - 1
-    if offset(reduction.data, corner) != expected_x or offset(reduction.weight, corner) != expected_w:
+    expected_acc = offset(reduction.store, origin) + last_pixel * acc_pixel_stride + DUAL_MAC_CHANNELS - 1
+    if (offset(reduction.data, corner) != expected_x or offset(reduction.weight, corner) != expected_w
+            or offset(reduction.store, corner) != expected_acc):
         return None
+    if x_row_stride == row_len:  # the rows follow each other (a copied window): one run, one loop
+        rows, row_len = 1, rows * row_len
+        x_row_stride = row_len
+    if pixels:
+        return _Geometry(x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride, acc_pixel_stride)
     return _Geometry(x_row_stride, w_channel_stride, rows, row_len)
 
 
@@ -251,26 +293,43 @@ def _free_vars(bindings: dict) -> list:
 
 
 def _call_block(reduction: MacReduction, bindings: dict, inner: list, geometry: _Geometry) -> s_tir.SBlockRealize:
-    return helper_call_block(DUAL_MAC_OP, reduction, bindings, inner, [
-        geometry.x_row_stride, geometry.w_channel_stride, geometry.rows, geometry.row_len])
+    sizes = [geometry.x_row_stride, geometry.w_channel_stride, geometry.rows, geometry.row_len]
+    if geometry.x_pixel_stride is None:
+        return helper_call_block(DUAL_MAC_OP, reduction, bindings, inner, sizes)
+    offsets = AccessOffsets(bindings, inner)
+    corner = [0] * len(inner)
+    corner[-2:] = [DUAL_MAC_PIXELS - 1, DUAL_MAC_CHANNELS - 1]
+    tile = [offsets.index(reduction.store, corner)[axis] - first + 1
+            for axis, first in enumerate(offsets.index(reduction.store, offsets.origin))]
+    return helper_call_block(DUAL_MAC_2PX_OP, reduction, bindings, inner, [*sizes, geometry.x_pixel_stride], tile,
+                             second_pixel=len(inner) - 2)
 
 
-def helper_call_block(op: str, reduction: MacReduction, bindings: dict, inner: list,
-                      sizes: list[int]) -> s_tir.SBlockRealize:
+def helper_call_block(op: str, reduction: MacReduction, bindings: dict, inner: list, sizes: list[int],
+                      tile_extents: Optional[list[int]] = None,
+                      second_pixel: Optional[int] = None) -> s_tir.SBlockRealize:
     """An opaque block calling the helper ``op`` with the accumulators, input and weights at the window's
-    origin (the inner loops at 0), each followed by ``sizes`` as it expects them."""
-    at_origin = {var: tirx.const(0, str(var.ty.dtype)) for var in inner}
-    block_values = {var: substitute_index(value, at_origin) for var, value in bindings.items()}
+    origin (the inner loops at 0), each followed by ``sizes`` as it expects them. The accumulators it writes:
+    ``tile_extents`` per axis from the origin (by default DUAL_MAC_CHANNELS consecutive ones on the last axis).
+    With ``second_pixel`` (the index in ``inner`` of a loop of pixels) the second pixel's accumulators (that
+    loop at 1) follow the first's as a pointer of their own: a local accumulator buffer is compacted after
+    this call is made, so its strides are not known here."""
 
-    def origin(load) -> TensorLoad:
+    def at(load, point: dict) -> TensorLoad:
+        block_values = {var: substitute_index(value, point) for var, value in bindings.items()}
         return tirx.BufferLoad(_buffer(load), [substitute_index(i, block_values) for i in load.indices])
 
-    acc, x, w = origin(reduction.store), origin(reduction.data), origin(reduction.weight)
-    call = tirx.call_intrin("int32", op, tirx.address_of(acc), tirx.address_of(x), tirx.address_of(w), *sizes)
-    # The helper writes the tile's accumulators (consecutive on the last axis: the channel step is 1) and
-    # reads the whole input and weight parameters as far as this block's dependences go.
-    tile = tirx.BufferRegion(acc.source, [*(tvm.ir.Range.from_min_extent(i, 1) for i in acc.indices[:-1]),
-                                          tvm.ir.Range.from_min_extent(acc.indices[-1], DUAL_MAC_CHANNELS)])
+    at_origin = {var: tirx.const(0, str(var.ty.dtype)) for var in inner}
+    acc, x, w = (at(load, at_origin) for load in (reduction.store, reduction.data, reduction.weight))
+    pointers = [tirx.address_of(acc)]
+    if second_pixel is not None:
+        var = inner[second_pixel]
+        pointers.append(tirx.address_of(at(reduction.store, {**at_origin, var: tirx.const(1, str(var.ty.dtype))})))
+    call = tirx.call_intrin("int32", op, *pointers, tirx.address_of(x), tirx.address_of(w), *sizes)
+    # The helper writes the tile's accumulators and reads the whole input and weight parameters as far as
+    # this block's dependences go.
+    extents = tile_extents or [1] * (len(acc.indices) - 1) + [DUAL_MAC_CHANNELS]
+    tile = tirx.BufferRegion(acc.source, [tvm.ir.Range.from_min_extent(i, e) for i, e in zip(acc.indices, extents)])
     reads = [tile, _whole(x.source), _whole(w.source)]
     block = s_tir.SBlock([], reads, [tile], "dual_mac", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)

@@ -8,6 +8,7 @@ what remains becomes a scratch buffer that the memory planner places in the aren
 
 from __future__ import annotations
 
+import tvm
 from tvm import s_tir, tirx
 
 from target.profile import Profile
@@ -15,7 +16,8 @@ from tvm_ext.border_split import split_border
 from tvm_ext.depthwise_mac import mac_helper_call
 from tvm_ext.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.kernel_names import with_window_recorded
-from tvm_ext.tir_walk import buffer_loads
+from tvm_ext.pixel_pairs import pair_odd_pixel_row
+from tvm_ext.tir_walk import buffer_loads, walk
 
 
 def output_channel_tile(profile: Profile) -> int:
@@ -103,6 +105,7 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         pass
     _compute_at_consumers(sch, root)
     inlined = sch.mod["main"]  # its window is still read by its reduction (see with_window_recorded)
+    odd_rows: list[tuple[str, int]] = []  # (update block, first reduction loop) to pair after scheduling
     for block in _reduction_blocks(sch, root):
         loops = sch.get_loops(block)
         iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
@@ -114,8 +117,10 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         tiles = float_tiles if float_tiled else (channel_tile,)
         tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile) for tile in tiles)
                       if t is not None), None)
-        if float_tiled and tiled is not None:
-            tiled = tile_pixels(sch, block, *tiled) or tiled
+        pairs = dual_mac and tiled is not None and not float_tiled and _pays_two_pixels(sch, block, *tiled)
+        pixel_tiled = tile_pixels(sch, block, *tiled) if tiled is not None and (float_tiled or pairs) else None
+        odd_row = pairs and pixel_tiled is None  # a pixel count two does not divide: pairs after scheduling
+        tiled = pixel_tiled or tiled
         if tiled is not None:
             loops, first_reduce = tiled
         sch.decompose_reduction(block, loops[first_reduce])
@@ -124,9 +129,36 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
                 sch.reverse_compute_at(consumers[0], loops[first_reduce - 1])
             except s_tir.ScheduleError:
                 pass
-        if dual_mac and tiled is not None:
+        if odd_row:
+            odd_rows.append((sch.get(block).name_hint, first_reduce))
+        elif dual_mac and tiled is not None:
             mac_helper_call(sch, block, loops, first_reduce)
-    return with_window_recorded(inlined, split_border(sch.mod["main"], dual_mac))
+    scheduled = sch.mod["main"]
+    for name, first_reduce in odd_rows:
+        scheduled = pair_odd_pixel_row(scheduled, name, first_reduce)
+    return with_window_recorded(inlined, split_border(scheduled, dual_mac))
+
+
+TWO_PIXEL_MIN_REDUCTION = 32
+"""The shortest reduction (MACs per output) a dual-MAC kernel tiles two pixels for: shorter ones (vww's 1x1
+convolutions on 8 and 16 channels, measured under QEMU) lose more to the two-pixel helper's two passes than
+its shared weights save."""
+
+
+def _pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
+    """Whether the channel-tiled int8 reduction ``block`` (its loops ``loops``, the channel tile innermost)
+    accumulates two pixels per dual-MAC call: a reduction of at least TWO_PIXEL_MIN_REDUCTION, and no padded
+    input (an ``if_then_else`` tap: its pixels stay untiled, for the border split, tvm_ext.border_split, to
+    find one test per pixel)."""
+    length = 1
+    for loop in loops[first_reduce:-1]:
+        extent = sch.get(loop).extent
+        if not isinstance(extent, tirx.IntImm):
+            return False
+        length *= int(extent)
+    padded = any(isinstance(node, tvm.ir.Call) and node.op.name == "prim.if_then_else"
+                 for node in walk(sch.get(block).body))
+    return length >= TWO_PIXEL_MIN_REDUCTION and not padded
 
 
 def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int):

@@ -190,3 +190,13 @@ def map_leaves(node: Node, rewrite: Callable[[Node], Node]) -> Node:
     if kind not in _REBUILD:
         raise UnknownTirNode(f"tvm_ext.tir_walk does not rebuild the TIR node kind {kind.__module__}.{kind.__name__}")
     return _REBUILD[kind](node, mapped)
+
+
+def replace_stmt(stmt: tirx.Stmt, target: tirx.Stmt, replacement: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with the statement ``target`` (found through loops, sequences and branches, not inside
+    blocks) replaced by ``replacement``."""
+    if stmt.same_as(target):
+        return replacement
+    if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)):
+        return stmt
+    return map_child_stmts(stmt, lambda child: replace_stmt(child, target, replacement))

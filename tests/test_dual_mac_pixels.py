@@ -1,0 +1,100 @@
+"""Two output pixels per dual-MAC call (tvm_ext/dual_mac.py, `<prefix>_dual_mac_s8x2x4` of
+packager/dual_mac_c.py): an int8 convolution whose reduction is long enough accumulates two neighbouring
+pixels per call, each weight word feeding both (an even pixel count from the schedule, an odd one and a padded
+interior from tvm_ext.pixel_pairs). Checked in the scheduled TIR
+(which kernels take it, with which strides) and bit-exactly against TFLite Micro under QEMU and in the host
+build (the helper's portable path), on reductions that end in a tail of 1-3 bytes, odd and even pixel counts,
+rows of a 3x3 window and a fully connected layer.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tvm import ir, te, tirx
+
+from tvm_ext.kernels.conv import WeightLayout, conv2d_int8
+from tvm_ext.kernels.fixed_point import Rounding
+from tvm_ext.kernels.quant_params import ActivationRange
+from tvm_ext.kernels.requantize import OutputStage
+from tvm_ext.schedule import inline_intermediates
+from tvm_ext.tir_walk import walk
+
+TWO_PIXELS, ONE_PIXEL = "tvm_ext.dual_mac_s8x2x4", "tvm_ext.dual_mac_s8x4"
+
+
+def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, int]) -> tirx.PrimFunc:
+    """An unpadded int8 CONV_2D (8 output channels, OHWI weights) scheduled as for cortex-m4f."""
+    data = te.placeholder((1, *image, channels), "int8", name="data")
+    weight = te.placeholder((8, *window, channels), "int8", name="weight")
+    bias = te.placeholder((8,), "int32", name="bias")
+    stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
+    out = conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(1, 1), padding=(0, 0, 0, 0),
+                      dilation=(1, 1), zero_point_in_bias=True, weight_layout=WeightLayout.OHWI)
+    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, True)
+
+
+def _helper_calls(node) -> list[tuple[str, list[int]]]:
+    """Each MAC helper call under ``node``: its op name and its integer size arguments."""
+    return [(call.op.name, [int(a) for a in call.args if isinstance(a, tirx.IntImm)]) for call in walk(node)
+            if isinstance(call, ir.Call) and call.op.name.startswith("tvm_ext.dual_mac")]
+
+
+def test_long_reduction_on_an_even_pixel_count_takes_two_pixels_per_call():
+    """A 1x1 convolution on 37 channels over 6 columns: two pixels 37 bytes apart per call, the weights of
+    a channel 37 apart; a 3x3 window on 5 channels: three rows of 15, the pixels 5 apart."""
+    assert _helper_calls(_scheduled_conv((3, 6), 37, (1, 1)).body) == [(TWO_PIXELS, [6 * 37, 37, 1, 37, 37])]
+    assert _helper_calls(_scheduled_conv((5, 6), 5, (3, 3)).body) == [(TWO_PIXELS, [30, 45, 3, 15, 5])]
+
+
+def test_odd_pixel_count_pairs_all_but_the_last_pixel():
+    """Five columns (the schedule's split by two does not divide them): pairs of columns from the first, the
+    fifth column on its own (tvm_ext.pixel_pairs.pair_odd_pixel_row)."""
+    calls = _helper_calls(_scheduled_conv((3, 5), 37, (1, 1)).body)
+    assert calls == [(TWO_PIXELS, [5 * 37, 37, 1, 37, 37]), (ONE_PIXEL, [5 * 37, 37, 1, 37])]
+
+
+def test_short_reduction_keeps_one_pixel():
+    """A reduction of 16 MACs: one pixel per call (the two-pixel helper's two passes would cost more)."""
+    assert [name for name, _ in _helper_calls(_scheduled_conv((3, 6), 16, (1, 1)).body)] == [ONE_PIXEL]
+
+
+def test_padded_interior_pixels_go_in_pairs():
+    """A padded 3x3 window on 16 channels, 7 interior columns: the pixel branch first starts a pair at
+    every other interior column (one two-pixel call: the second pixel 16 bytes on), then the pixel as before
+    (the seventh interior column one pixel, the border its copied window)."""
+    from test_dual_mac_window import _scheduled_conv as _scheduled_padded_conv
+
+    func = _scheduled_padded_conv((6, 9), 16, (3, 3), 1, (1, 1, 1, 1))
+    pixel = next(node for node in walk(func.body) if isinstance(node, tirx.IfThenElse))
+    assert _helper_calls(pixel.then_case) == [(TWO_PIXELS, [9 * 16, 144, 3, 48, 16])]
+    assert [name for name, _ in _helper_calls(pixel.else_case)] == [ONE_PIXEL, ONE_PIXEL]
+
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from test_dual_mac import VALID, _conv_model, _strict_build, bit_exact_on_cortex_m4f  # noqa: E402
+from test_dual_mac_window import _first_conv_model  # noqa: E402
+from tflite_models import fully_connected_model  # noqa: E402
+
+MODELS = {
+    # 37 channels (nine words and a byte): 1x1 on 7x6 (two pixels), 1x1 stride 2 on 3 columns (a pair and a
+    # single pixel), 12 output channels; a 3x3 VALID window on 4 columns (two pixels, three rows of 111 bytes).
+    "conv": lambda: _conv_model(37, [(8, 1, 1, 1, VALID), (12, 1, 1, 2, VALID), (4, 3, 3, 1, VALID)], seed=31),
+    # SAME-padded 3x3 windows on 16 channels of a 7x9 image: 7 interior columns (three pairs and a single)
+    # at stride 1, and stride 2.
+    "padded": lambda: _first_conv_model(16, (7, 9), [(8, 3, 3, 1), (12, 3, 3, 2)], seed=33),
+    # Four rows of 35 units (eight words and three bytes): two rows per call.
+    "dense": lambda: fully_connected_model((4, 35), 8, keep_num_dims=False, seed=32),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_two_pixel_kernels_are_bit_exact_on_cortex_m4f_and_on_the_host(tmp_path, name):
+    board = bit_exact_on_cortex_m4f(tmp_path, name, MODELS[name]())
+    header = (board.out_dir / f"{board.plan.model}_internal.h").read_text()
+    assert "dual_mac_s8x2x4(" in (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert "__smlad" in header
+    _strict_build(board.out_dir, tmp_path / "arm", [])  # warning-free with arm-none-eabi-gcc
+    host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
+    assert "PASS" in host.stdout, host.stdout

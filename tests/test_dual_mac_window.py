@@ -1,0 +1,122 @@
+"""A convolution pixel's window copied once for the dual MAC (tvm_ext/border_window.py): at the padded border
+and, where the window rows are short, in the interior, every channel tile is ONE helper call over the whole
+window (KH * KW * Cin contiguous bytes), instead of one call per tap (one input channel: one call per
+multiply-accumulate) or per short row. Checked in the scheduled TIR, and bit-exactly against TFLite Micro
+under QEMU and in the host build (the helper's portable path) on the shapes that take it: one input channel
+with a 10x4 stride-2 window (kws's first convolution), three input channels with a 3x3 stride-2 window (vww's
+and the ResNet's), output channel counts the tile does and does not divide, odd images.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tvm import ir, te, tirx
+
+from tvm_ext.dual_mac import DUAL_MAC_OP
+from tvm_ext.kernels.conv import WeightLayout, conv2d_int8
+from tvm_ext.kernels.fixed_point import Rounding
+from tvm_ext.kernels.quant_params import ActivationRange
+from tvm_ext.kernels.requantize import OutputStage
+from tvm_ext.schedule import inline_intermediates
+from tvm_ext.tir_walk import walk
+
+
+def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, int], stride: int,
+                    padding: tuple[int, int, int, int]) -> tirx.PrimFunc:
+    """A padded int8 CONV_2D (8 output channels, OHWI weights, zero point folded) scheduled as for cortex-m4f."""
+    data = te.placeholder((1, *image, channels), "int8", name="data")
+    weight = te.placeholder((8, *window, channels), "int8", name="weight")
+    bias = te.placeholder((8,), "int32", name="bias")
+    stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
+    out = conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(stride, stride),
+                      padding=padding, dilation=(1, 1), zero_point_in_bias=True, weight_layout=WeightLayout.OHWI)
+    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, True)
+
+
+def _helper_calls(node) -> list:
+    """The dual MAC calls under ``node``, each as its size arguments (x_row_stride, w_channel_stride, rows,
+    row_len)."""
+    return [[int(a) for a in call.args[3:]] for call in walk(node)
+            if isinstance(call, ir.Call) and getattr(call.op, "name", "") == DUAL_MAC_OP]
+
+
+def _pixel_branch(func: tirx.PrimFunc) -> tirx.IfThenElse:
+    return next(node for node in walk(func.body) if isinstance(node, tirx.IfThenElse))
+
+
+@pytest.mark.parametrize("channels, window, stride, padding", [
+    (1, (10, 4), 2, (4, 1, 5, 1)),  # kws's first convolution on a smaller image
+    (3, (3, 3), 2, (0, 0, 1, 1)),  # vww's first convolution: SAME pads only bottom and right
+    (3, (3, 3), 1, (1, 1, 1, 1)),  # the ResNet's first convolution
+])
+def test_short_rows_and_border_are_one_helper_call_over_the_whole_window(channels, window, stride, padding):
+    """Interior and border: one call per channel tile, one run of KH * KW * Cin bytes; the border asks its test
+    once per tap (around the copy), never around a MAC."""
+    func = _scheduled_conv((10, 10), channels, window, stride, padding)
+    whole = window[0] * window[1] * channels
+    branch = _pixel_branch(func)
+    for case in (branch.then_case, branch.else_case):
+        assert _helper_calls(case) == [[whole, whole, 1, whole]], case
+    border_tests = [node for node in walk(branch.else_case) if isinstance(node, tirx.IfThenElse)]
+    assert len(border_tests) == 1  # the window copy's, once per tap
+    assert not _helper_calls(border_tests[0])
+
+
+def test_long_rows_stay_rows_in_the_interior():
+    """With 16 input channels a 3x3 window row is 48 contiguous bytes: an interior pixel reads the rows in
+    place (no copy; paired interior pixels, tvm_ext.pixel_pairs, too), the border copies its window."""
+    func = _scheduled_conv((9, 8), 16, (3, 3), 1, (1, 1, 1, 1))
+    assert _helper_calls(func.body) == [[8 * 16, 3 * 3 * 16, 3, 3 * 16], [144, 144, 1, 144]]
+
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from test_dual_mac import _strict_build, bit_exact_on_cortex_m4f  # noqa: E402
+
+SAME = 0  # tflite.Padding
+
+
+def _first_conv_model(channels: int, image: tuple[int, int], cases: list[tuple[int, int, int, int]],
+                      seed: int) -> bytes:
+    """One int8 input [1, *image, channels] (zero point 83, as kws's) and one SAME-padded CONV_2D per case
+    (output channels, kernel height, kernel width, stride), each a model output."""
+    rng = np.random.default_rng(seed)
+    model = Model([Tensor("input", (1, *image, channels), "int8", Quantization((0.05,), (83,)))], [], (0,), ())
+    for index, (out_channels, kh, kw, stride) in enumerate(cases):
+        scales = tuple(0.004 + 0.001 * (o % 5) for o in range(out_channels))
+        weights = rng.integers(-127, 128, (out_channels, kh, kw, channels)).astype(np.int8)
+        bias = rng.integers(-3000, 3000, out_channels).astype(np.int32)
+        out_shape = (1, -(-image[0] // stride), -(-image[1] // stride), out_channels)
+        first = len(model.tensors)
+        model.tensors += [
+            Tensor(f"conv{index}/weights", weights.shape, "int8", Quantization(scales, (0,) * out_channels, 0), weights),
+            Tensor(f"conv{index}/bias", (out_channels,), "int32",
+                   Quantization(tuple(0.05 * s for s in scales), (0,) * out_channels, 0), bias),
+            Tensor(f"conv{index}/output", out_shape, "int8", Quantization((0.3,), (-5,)))]
+        options = Options("Conv2DOptions", {"Padding": SAME, "StrideW": stride, "StrideH": stride,
+                                            "DilationWFactor": 1, "DilationHFactor": 1})
+        model.operators.append(Operator("CONV_2D", (0, first, first + 1), (first + 2,), options, 3))
+        model.outputs += (first + 2,)
+    return build(model)
+
+
+MODELS = {
+    # kws's first convolution (10x4 stride 2, one channel) on an odd 13x7 image; 12 and 6 output channels
+    # (6: the tile of four does not divide it, the scalar path).
+    "one_channel": lambda: _first_conv_model(1, (13, 7), [(12, 10, 4, 2), (6, 10, 4, 2), (8, 3, 3, 1)], seed=21),
+    # Three channels: 3x3 stride 2 (27-byte window: six words and a three-byte tail) and stride 1.
+    "three_channels": lambda: _first_conv_model(3, (9, 11), [(8, 3, 3, 2), (4, 3, 3, 1), (12, 2, 3, 1)], seed=22),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_windowed_convolutions_are_bit_exact_on_cortex_m4f_and_on_the_host(tmp_path, name):
+    board = bit_exact_on_cortex_m4f(tmp_path, name, MODELS[name]())
+    kernels_c = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert "window" in kernels_c  # the copied window is what this test exercises
+    _strict_build(board.out_dir, tmp_path / "arm", [])  # warning-free with arm-none-eabi-gcc
+    host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
+    assert "PASS" in host.stdout, host.stdout

@@ -1,0 +1,152 @@
+"""The interior of a padded int8 convolution two pixels at a time: the two-pixel dual MAC there too.
+
+An unpadded convolution takes two neighbouring pixels per dual-MAC call from its schedule
+(``tvm_ext.schedule``); a padded one keeps one pixel per iteration, for ``tvm_ext.border_split`` to ask once
+per pixel whether its window is inside the image. In the interior the two pixels' windows need no test
+either, so the split pixel loop's body becomes
+
+    if (interior row && x starts a pair)      { both pixels: one two-pixel call per channel tile }
+    else if (interior row && x ends a pair)   { nothing: done with the pair }
+    else                                      { the pixel as before: interior or border }
+
+where the pairs tile the interior columns [lo, lo + 2n) from lo. An unpadded convolution whose pixel count
+the schedule's split by two does not divide (kws's 5 columns) gets the same form after scheduling
+(``pair_odd_pixel_row``): pairs from the first column, the last one on its own. Each pixel's accumulators are
+initialised and requantized as before, once per pixel; each sum keeps its order: bit-exact.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import tvm
+from tvm import s_tir, tirx
+
+from tvm_ext.depthwise_mac import mac_helper_replacement
+from tvm_ext.dual_mac import DUAL_MAC_PIXELS, dual_mac_replacement
+from tvm_ext.index_expr import substitute_index
+from tvm_ext.tir_walk import replace_stmt
+
+
+def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops: list, first_reduction: int,
+                      pixel: tirx.Var) -> Optional[tirx.Stmt]:
+    """The statements computing pixels ``pixel`` and ``pixel + 1`` of an interior row: ``pixel_body`` (one
+    pixel's statements: the loops ``loops`` below the pixel loop, the unguarded update block ``realize``,
+    the reduction ``loops[first_reduction:]`` with the channel tile innermost) with the reduction as one
+    two-pixel dual-MAC call and every other statement beside it (initialisation, epilogue) once per pixel.
+    None where the reduction's statements do not have that form or the call does not fit."""
+    pixel_loop = tirx.For(tirx.Var("pixel_pair", pixel.ty.dtype), tirx.const(0, pixel.ty.dtype),
+                          tirx.const(DUAL_MAC_PIXELS, pixel.ty.dtype), tirx.ForKind.SERIAL, tirx.Evaluate(0))
+    try:
+        shifted = _realize_at(realize, {pixel: pixel + pixel_loop.loop_var})
+    except KeyError:
+        return None
+    call = dual_mac_replacement(shifted, [*loops[first_reduction:-1], pixel_loop, loops[-1]])
+    if call is None:
+        return None
+    try:
+        return _pair_around(pixel_body, loops[first_reduction], call, pixel)
+    except KeyError:
+        return None
+
+
+def pair_tests(pixel: tirx.Var, low: int, pairs: int) -> tuple[tirx.Expr, tirx.Expr]:
+    """(``pixel`` starts one of the ``pairs`` pairs tiling the columns from ``low``, ``pixel`` ends one)."""
+    dtype = pixel.ty.dtype
+    parity = tirx.EQ(tirx.FloorMod(pixel, tirx.const(2, dtype)), tirx.const(low % 2, dtype))
+    end = tirx.const(low + 2 * pairs, dtype)
+    starts = tirx.And(tirx.And(tirx.LE(tirx.const(low, dtype), pixel), tirx.LT(pixel, end)), parity)
+    ends = tirx.And(tirx.And(tirx.LT(tirx.const(low, dtype), pixel), tirx.LT(pixel, end)), tirx.Not(parity))
+    return starts, ends
+
+
+def _realize_at(realize: s_tir.SBlockRealize, mapping: dict) -> s_tir.SBlockRealize:
+    """``realize`` with the variables of ``mapping`` replaced in its bindings (KeyError: a form we do not
+    rewrite)."""
+    values = [substitute_index(value, mapping) for value in realize.iter_values]
+    if not isinstance(realize.predicate, tirx.IntImm):
+        raise KeyError("a predicated block")
+    return s_tir.SBlockRealize(values, realize.predicate, realize.block)
+
+
+def _pair_around(stmt: tirx.Stmt, reduction: tirx.For, call: s_tir.SBlockRealize, pixel: tirx.Var) -> tirx.Stmt:
+    """``stmt`` with ``reduction`` replaced by ``call`` and each statement of the sequence holding it
+    repeated for ``pixel`` and ``pixel + 1``; the loops above that sequence kept (KeyError: another form)."""
+    if isinstance(stmt, tirx.For):
+        return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind,
+                        _pair_around(stmt.body, reduction, call, pixel), stmt.thread_binding, stmt.annotations,
+                        stmt.step)
+    if not isinstance(stmt, tirx.SeqStmt) or not any(child.same_as(reduction) for child in stmt.seq):
+        raise KeyError(type(stmt).__name__)
+    first, second = [], []
+    for child in stmt.seq:
+        if child.same_as(reduction):
+            first.append(call)
+        else:
+            first.append(child)
+            second.append(_at_pixel(child, {pixel: pixel + 1}))
+    # Each pixel's initialisation before the call, each one's epilogue after it.
+    at = next(i for i, child in enumerate(stmt.seq) if child.same_as(reduction))
+    return tirx.SeqStmt([*first[:at], *second[:at], call, *first[at + 1:], *second[at:]])
+
+
+def _at_pixel(stmt: tirx.Stmt, mapping: dict) -> tirx.Stmt:
+    """``stmt`` (loops around blocks) with the variables of ``mapping`` replaced in the blocks' bindings
+    (KeyError: another statement kind, or a loop bound that reads them)."""
+    if isinstance(stmt, s_tir.SBlockRealize):
+        if not stmt.block.iter_vars:
+            raise KeyError("an opaque block")
+        return _realize_at(stmt, mapping)
+    if isinstance(stmt, tirx.For):
+        return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, _at_pixel(stmt.body, mapping),
+                        stmt.thread_binding, stmt.annotations, stmt.step)
+    if isinstance(stmt, tirx.SeqStmt):
+        return tirx.SeqStmt([_at_pixel(child, mapping) for child in stmt.seq])
+    raise KeyError(type(stmt).__name__)
+
+
+def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
+    """``func`` with the unpadded MAC reduction of the update block ``block_name`` (its loops from the root:
+    the pixel loop, the channel tile's outer loop, then from ``first_reduction`` the reduction loops and the
+    channel tile) as dual-MAC calls: pairs of pixels where a pair fits (a pixel count the schedule's split by
+    two does not divide, kws's 5 columns), the last pixel on its own. ``func`` unchanged where no helper
+    computes the reduction."""
+    root = func.body
+    found = _block_with_loops(root.block.body, block_name, []) if isinstance(root, s_tir.SBlockRealize) else None
+    if found is None or first_reduction < 2:
+        return func
+    realize, loops = found
+    pixel_loop, inner = loops[first_reduction - 2], loops[first_reduction - 1:]
+    single_call = mac_helper_replacement(realize, inner[1:])
+    if single_call is None or not isinstance(pixel_loop.extent, tirx.IntImm):
+        return func
+    single = replace_stmt(pixel_loop.body, inner[1], single_call)
+    pairs = int(pixel_loop.extent) // DUAL_MAC_PIXELS
+    paired = paired_pixel_body(pixel_loop.body, realize, inner, 1, pixel_loop.loop_var) if pairs else None
+    body = single
+    if paired is not None:
+        starts, ends = pair_tests(pixel_loop.loop_var, int(pixel_loop.min), pairs)
+        body = tirx.IfThenElse(starts, paired, tirx.IfThenElse(tirx.Not(ends), single, None))
+    new_loop = tirx.For(pixel_loop.loop_var, pixel_loop.min, pixel_loop.extent, pixel_loop.kind, body,
+                        pixel_loop.thread_binding, pixel_loop.annotations, pixel_loop.step)
+    block = root.block
+    new_root = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint,
+                            replace_stmt(block.body, pixel_loop, new_loop), block.init, block.alloc_buffers,
+                            block.match_buffers, block.annotations)
+    paired_func = func.with_body(s_tir.SBlockRealize(root.iter_values, root.predicate, new_root))
+    # The pixel's statements are now in several branches: each copy's loops get variables of their own.
+    return s_tir.transform.ConvertSSA()(tvm.IRModule({"main": paired_func}))["main"]
+
+
+def _block_with_loops(stmt: tirx.Stmt, name: str, loops: list):
+    """(the realize of the block ``name`` under ``stmt``, the loops around it from ``stmt`` down), or None."""
+    if isinstance(stmt, s_tir.SBlockRealize):
+        if stmt.block.name_hint == name:
+            return stmt, loops
+        return None
+    if isinstance(stmt, tirx.For):
+        return _block_with_loops(stmt.body, name, [*loops, stmt])
+    if isinstance(stmt, tirx.SeqStmt):
+        return next((found for found in (_block_with_loops(child, name, loops) for child in stmt.seq)
+                     if found is not None), None)
+    return None
