@@ -63,13 +63,12 @@ def test_helpers_are_written_in_a_fixed_order_once_each():
     assert requantize_helpers_c("m", []) == ""
 
 
-@pytest.fixture(scope="module")
-def hello_world_bundle(tmp_path_factory):
-    tvm_ext = pytest.importorskip("tvm_ext")
-    out = tmp_path_factory.mktemp("readable") / "hello"
-    bundle = tvm_ext.compile(str(models_dir() / "tflm" / "hello_world_int8.tflite"), target="lowpower", out=str(out))
+@pytest.fixture
+def hello_world_bundle(compiled):
+    """hello_world_int8's host bundle folder, from the session's cache (test_e2e_int8_models compiles it too)."""
+    bundle = compiled("tflm/hello_world_int8.tflite")
     assert bundle.selftest.passed
-    return out
+    return bundle.out_dir
 
 
 def test_requantization_is_one_helper_called_from_every_kernel(hello_world_bundle):

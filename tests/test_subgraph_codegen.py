@@ -74,14 +74,14 @@ def children(pid: int) -> list[int]:
     which may still run beside the code generation (or have ended: a zombie has no command line, and killing
     it would change nothing)."""
     pids = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    return [child for child in pids if _cmdline(child) and b"tvm_ext.reference_runtimes" not in _cmdline(child)]
+    return [child for child in pids if _cmdline(child) and b"reference_runtimes.py" not in _cmdline(child)]
 
 
 def _cmdline(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except FileNotFoundError:  # it ended meanwhile
-        return b"tvm_ext.reference_runtimes"
+        return b"reference_runtimes.py"
 
 
 def run_until_the_workers_start(shared_models: Path, out: Path, act) -> subprocess.CompletedProcess:

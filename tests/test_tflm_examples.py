@@ -64,8 +64,8 @@ def test_tflite_micro_reference_runs_a_model_larger_than_its_default_arena(share
 
 @pytest.mark.parametrize("device", ["lowpower", "cortex-m4f"])
 @pytest.mark.parametrize("model", ["micro_speech_quantized", "simple_add_model"])
-def test_example_model_matches_tflite_micro(shared_models, tmp_path, model, device):
-    bundle = compile(shared_models / f"tflm/{model}.tflite", device, tmp_path / "out")
+def test_example_model_matches_tflite_micro(compiled, model, device):
+    bundle = compiled(f"tflm/{model}.tflite", device)
     assert bundle.selftest.passed and set(bundle.selftest.max_errors) == {0}, bundle.selftest.output
     if device != "lowpower":
         assert bundle.selftest.where.startswith("mps2-") and bundle.selftest.instructions
@@ -89,16 +89,15 @@ def bit_exact_over_random_inputs(bundle, model_path, tmp_path) -> int:
     return worst
 
 
-def test_micro_speech_is_bit_exact_over_random_inputs(shared_models, tmp_path):
-    model = shared_models / "tflm/micro_speech_quantized.tflite"
-    bundle = compile(model, "lowpower", tmp_path / "out")
-    assert bit_exact_over_random_inputs(bundle, model, tmp_path) == 0
+def test_micro_speech_is_bit_exact_over_random_inputs(compiled, shared_models, tmp_path):
+    bundle = compiled("tflm/micro_speech_quantized.tflite")  # the bundle test_example_model_matches_... checks
+    assert bit_exact_over_random_inputs(bundle, shared_models / "tflm/micro_speech_quantized.tflite", tmp_path) == 0
 
 
-@pytest.fixture(scope="module")
-def person_detect(shared_models, tmp_path_factory):
-    """person_detect's host bundle, compiled once for this module (about a minute)."""
-    return compile(shared_models / "tflm/person_detect.tflite", "lowpower", tmp_path_factory.mktemp("pd") / "out")
+@pytest.fixture
+def person_detect(compiled):
+    """person_detect's host bundle, compiled once per session (about a minute)."""
+    return compiled("tflm/person_detect.tflite")
 
 
 @pytest.mark.slow
@@ -108,8 +107,8 @@ def test_person_detect_is_bit_exact_over_random_inputs(person_detect, shared_mod
 
 
 @pytest.mark.slow
-def test_person_detect_on_the_emulated_cortex_m4f_gives_the_host_bits(person_detect, shared_models, tmp_path):
-    board = compile(shared_models / "tflm/person_detect.tflite", "cortex-m4f", tmp_path / "m4f")
+def test_person_detect_on_the_emulated_cortex_m4f_gives_the_host_bits(person_detect, compiled):
+    board = compiled("tflm/person_detect.tflite", "cortex-m4f")
     assert board.selftest.passed and board.selftest.where.startswith("mps2-"), board.selftest.output
     assert board.selftest.checksums == person_detect.selftest.checksums
     assert board.selftest.instructions

@@ -10,7 +10,6 @@ hangs on a model is reported as ReferenceRuntimeError, one line, instead of taki
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tvm_ext import reference_runtimes
 from tvm_ext.command_process import interrupts_held_back
 from tvm_ext.reference_runtimes import RESULT_FILE, Request, Runtime, read_arrays, write_arrays
 
@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 # A reference runtime still running after this many seconds is stopped (the largest shared model takes
 # a few seconds).
 REFERENCE_TIMEOUT_SECONDS = 600
-_PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+# The child runs this file as a script, not `-m tvm_ext.reference_runtimes`: `-m` would import the tvm_ext package
+# first (the compiler's API, the packager, ...), about a third of the child's CPU time, for nothing it uses.
+_RUNTIMES_SCRIPT = Path(reference_runtimes.__file__).resolve()
 _STDERR_FILE = "stderr.txt"  # the child's stderr, in its exchange folder
 
 
@@ -98,7 +100,7 @@ def start_reference(path: Path, model_format: str, inputs: list[np.ndarray], inp
 
 
 class RunningReference:
-    """A reference runtime running in its child process (`python -m tvm_ext.reference_runtimes FOLDER`),
+    """A reference runtime running in its child process (`python -P .../tvm_ext/reference_runtimes.py FOLDER`),
     started on construction, while the caller goes on with other work (the child needs only the model file
     and the inputs, written into FOLDER first).
 
@@ -126,14 +128,11 @@ class RunningReference:
     def _start_child(self, request: Request, inputs: list[np.ndarray]) -> subprocess.Popen:
         request.write(self._folder)
         write_arrays(self._folder, "input", inputs)
-        env = dict(os.environ)
-        # The child imports tvm_ext from wherever this process did (a source tree need not be installed).
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(_PACKAGE_ROOT)) if p)
         with open(self._folder / _STDERR_FILE, "wb") as stderr:
-            # In its own folder: `-m` puts the working directory first on the import path, and the user's (a
-            # Rust or Maven project's `target/`) must not shadow our packages.
-            return subprocess.Popen([sys.executable, "-m", "tvm_ext.reference_runtimes", str(self._folder)],
-                                    env=env, cwd=self._folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            # `-P`: neither the script's folder (tvm_ext/, whose module names could shadow a runtime's imports)
+            # nor the working directory goes first on the import path; and it runs in its own folder anyway.
+            return subprocess.Popen([sys.executable, "-P", str(_RUNTIMES_SCRIPT), str(self._folder)],
+                                    cwd=self._folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=stderr)
 
     def __enter__(self) -> RunningReference:

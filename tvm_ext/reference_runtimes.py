@@ -1,4 +1,4 @@
-"""The reference runtimes themselves, run in a child process: `python -m tvm_ext.reference_runtimes FOLDER`.
+"""The reference runtimes themselves, run in a child process: `python -P tvm_ext/reference_runtimes.py FOLDER`.
 
 A runtime may crash on a model (LiteRT segfaults on some malformed files) or hang; in a child process that
 takes only the child down, and `tvm_ext.reference` reports it in one line. This module imports neither TVM
