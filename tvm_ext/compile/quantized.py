@@ -89,5 +89,6 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     except UnsupportedOperatorError as err:  # the quantized form of a layer the int8 pass has no kernel for
         raise CompileError(str(err).strip().splitlines()[-1]) from err
     costs = "; ".join(f"{where}: {cost.describe()}" for where, cost in quantized.accuracy.items())
-    log(f"quantize   int8 on {calibration.source}; accuracy against float: {costs}")
+    log(f"quantize   int8 on {calibration.source}; {quantized.precision}")
+    log(f"quantize   accuracy against float: {costs}")
     return quantized.mod, {**facts, **quantized.facts}

@@ -22,6 +22,7 @@ from tvm_ext.transform import LowerQuantizedToInteger
 from .accuracy import AccuracyCost, accuracy_cost, metric_for
 from .calibration import Calibration, random_samples
 from .layer_error import LayerError, layer_errors
+from .mixed_precision import choose_precision
 from .qdq import QuantizedGraph, layer_outputs, quantize_graph
 from .ranges import ActivationQuant, RangeMethod, observe_ranges, run_on_samples
 
@@ -36,7 +37,8 @@ class QuantizedModel:
     mod: tvm.IRModule
     facts: dict
     accuracy: dict[str, AccuracyCost]  # "calibration" and, with held-back samples, "held_back"
-    layers: list[LayerError]  # each layer output's quantization error on the calibration samples
+    layers: list[LayerError]  # each layer output's quantization error on the calibration samples, its precision
+    precision: str  # the mixed-precision decision line (mixed_precision.choose_precision)
 
 
 def quantize_model(model: ImportedModel, calibration: Calibration, profile: Profile,
@@ -53,7 +55,11 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
                     for i in range(len(model.inputs))]
     graph = quantize_graph(model.mod, input_quants, quants, model.path.name)
     integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name)(graph.mod)
-    errors = layer_errors(model.mod, graph, taps, calibration.samples)
+    choice = choose_precision(main, taps, layer_errors(model.mod, graph, taps, calibration.samples), profile)
+    if choice.float_layers:  # the all-int8 lowering above refused any layer without an int8 kernel
+        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers)
+        integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name,
+                                          allow_float_fallback=True)(graph.mod)
     metric = metric_for(model.layers[-1].kind if model.layers else "")
     accuracy = {"calibration": _cost(integer, graph, calibration.samples, float_outputs, metric)}
     if held_back is None and calibration.random:
@@ -74,10 +80,11 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         "inputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.inputs, graph.inputs)],
         "outputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.outputs, graph.outputs)],
         "accuracy": {where: cost.facts() for where, cost in accuracy.items()},
-        "layer_errors": [error.facts() for error in errors],
+        "layer_errors": [error.facts() for error in choice.layers],
+        "precision": choice.reason,
         "integer_reference": "the lowered integer graph on TVM's Relax VM (llvm), bit-exact",
     }
-    return QuantizedModel(integer, facts, accuracy, errors)
+    return QuantizedModel(integer, facts, accuracy, choice.layers, choice.reason)
 
 
 def held_back_description() -> str:
