@@ -102,7 +102,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     that generate the kernels' C and of compilers that build the bundle (default: the machine's cores; the
     bundle is the same for any number).
     `quantize` "int8" quantizes a float model file to int8 on `calibration` (an .npz with an array per model
-    input, N samples, or "random"), with activation `ranges` "minmax" or "percentile"; "auto" does so when
+    input, N samples, or "random"), with activation `ranges` "minmax", "percentile" or "mse"; "auto" does so when
     the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide). The manifest's
     "quantization" entry records the scheme, the calibration and the accuracy cost against the float model,
     also on `held_back` (an .npz like `calibration`'s: samples of the same distribution kept out of it).
@@ -129,8 +129,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             source, bundle_name, quantization = model, name, None
             if quantize is not None:
                 bundle_name = name or model.stem
-                source, quantization = quantized_module(model, target, QuantizeRequest(quantize, calibration, ranges, held_back),
-                                                        log)
+                request = QuantizeRequest(quantize, calibration, ranges, held_back)
+                source, quantization = quantized_module(model, target, request, log)
             options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs, quantization, io_in_arena)
             return compile_to_folder(source, target, staging, stage_logger(log), options)
     else:

@@ -22,7 +22,7 @@ QUANTIZE_MODES = ("int8", "auto")
 
 @dataclass(frozen=True)
 class QuantizeRequest:
-    """`mode` "int8" or "auto"; `calibration` an .npz path or "random"; `ranges` "minmax" or "percentile";
+    """`mode` "int8" or "auto"; `calibration` an .npz path or "random"; `ranges` "minmax", "percentile" or "mse";
     `held_back` an .npz path of samples kept out of the calibration, to measure the accuracy cost on."""
 
     mode: str
