@@ -12,7 +12,7 @@ histogram on those samples: one class makes the agreement uninformative; relativ
 The image classifiers (pretrainedResnet, vww_96_float) are calibrated on 200 crops of natural photographs
 and judged on 200 other crops (scripts/natural_images.py); the other models on `calibration="random"`
 (uniform in [-1, 1), held back: another seed). A bundle that does not compile (e.g. does not fit the
-profile) gets its one-line error instead of numbers.
+profile) gets its one-line error instead of numbers; stderr also gets each int8 bundle's mixed-precision decision.
 """
 
 from __future__ import annotations
@@ -106,14 +106,15 @@ def main() -> int:
             float_bundle = _compile(model, args.target, Path(tmp) / f"{model.stem}_float")
             int8_bundle = _compile(model, args.target, Path(tmp) / f"{model.stem}_int8", quantize="int8",
                                    **_image_calibration(model, Path(tmp)))
-            if isinstance(int8_bundle, str):
-                accuracy = {}
-            else:
-                accuracy = json.loads((int8_bundle.out_dir / "manifest.json").read_text())["quantization"]["accuracy"]
+            quantization = {} if isinstance(int8_bundle, str) else json.loads(
+                (int8_bundle.out_dir / "manifest.json").read_text())["quantization"]
+            accuracy = quantization.get("accuracy", {})
             cells = [_sizes(float_bundle), _sizes(int8_bundle)]
             print(f"| {model.stem} | {cells[0][0]} | {cells[1][0]} | {cells[0][1]} | {cells[1][1]} | "
                   f"{cells[0][2]} | {cells[1][2]} | "
                   f"{_cost(accuracy.get('calibration'))} | {_cost(accuracy.get('held_back'))} |", flush=True)
+            if quantization:
+                print(f"  {model.stem}: {quantization['precision']}", file=sys.stderr, flush=True)
             for kind, bundle in (("float", float_bundle), ("int8", int8_bundle)):
                 if isinstance(bundle, str):
                     print(f"  {model.stem} {kind}: {bundle}", file=sys.stderr, flush=True)
