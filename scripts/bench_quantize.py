@@ -1,16 +1,18 @@
 """Float vs int8 bundles of the shared float models, and the accuracy int8 costs (not a test).
 
+    pip install -e '.[bench]'   # scikit-image: its photographs for the image classifiers
     python scripts/bench_quantize.py [--models ../shared/models] [--target cortex-m4f] [MODEL ...]
 
-For each model: compile the float model, then the same model with `quantize="int8"` calibrated on
-`calibration="random"` (100 samples uniform in [-1, 1), the distribution the self-test draws from), and
-print arena and flash (weight) bytes of both, instructions per inference of both (the self-test's run
-under QEMU -icount on emulated profiles such as cortex-m4f; "-" on a profile without an emulator), and
-the accuracy cost the quantized bundle's manifest records: on the calibration samples and on 200
-held-back samples drawn from the same distribution with another seed (top-1 agreement with the float
-model for the classifiers, with how many classes the float model predicts on those samples: one class
-makes the agreement uninformative; relative L2 error for the others). A bundle that does not compile
-(e.g. does not fit the profile) gets its one-line error instead of numbers.
+For each model: compile the float model, then the same model with `quantize="int8"`, and print arena and
+flash (weight) bytes of both, instructions per inference of both (the self-test's run under QEMU -icount on
+emulated profiles such as cortex-m4f; "-" on a profile without an emulator), and the accuracy cost the
+quantized bundle's manifest records: on the calibration samples and on 200 held-back samples of the same
+distribution (top-1 agreement with the float model for the classifiers, with the float model's class
+histogram on those samples: one class makes the agreement uninformative; relative L2 error for the others).
+The image classifiers (pretrainedResnet, vww_96_float) are calibrated on 200 crops of natural photographs
+and judged on 200 other crops (scripts/natural_images.py); the other models on `calibration="random"`
+(uniform in [-1, 1), held back: another seed). A bundle that does not compile (e.g. does not fit the
+profile) gets its one-line error instead of numbers; stderr also gets each int8 bundle's mixed-precision decision.
 """
 
 from __future__ import annotations
@@ -22,9 +24,35 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tflm/hello_world_float.tflite", "mlperf_tiny/ad01_fp32.tflite", "mlperf_tiny/pretrainedResnet.tflite",
           "mlperf_tiny/vww_96_float.tflite")
+
+
+IMAGE_SAMPLES = 200  # calibration crops, and as many held back
+
+
+def _image_calibration(model: Path, folder: Path) -> dict:
+    """compile()'s calibration and held_back for an image classifier: .npz files of natural-image crops in
+    `folder` (natural_images.py), or random calibration for any other model."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import natural_images
+
+    pixels = natural_images.PIXEL_RANGES.get(model.stem)
+    if pixels is None:
+        return {"calibration": "random"}
+    import tflite
+
+    graph = tflite.Model.GetRootAs(model.read_bytes()).Subgraphs(0)
+    shape = tuple(int(d) for d in graph.Tensors(graph.Inputs(0)).ShapeAsNumpy())
+    photos = natural_images.photographs()
+    files = {}
+    for kind, seed in (("calibration", natural_images.CALIBRATION_SEED), ("held_back", natural_images.HELD_BACK_SEED)):
+        files[kind] = folder / f"{model.stem}_{kind}.npz"
+        np.savez(files[kind], natural_images.draw(photos, IMAGE_SAMPLES, shape[1:3], pixels, seed))
+    return files
 
 
 def _compile(model: Path, target: str, out: Path, **quantize):
@@ -51,7 +79,8 @@ def _cost(cost: dict | None) -> str:
     if cost is None:
         return "-"
     if cost["metric"] == "top1_agreement":
-        return f"top-1 {100 * cost['value']:.1f}% of {cost['samples']} ({cost['float_classes']} float classes)"
+        return (f"top-1 {100 * cost['value']:.1f}% of {cost['samples']} (float classes "
+                f"{'/'.join(map(str, cost['float_class_counts']))})")
     return f"rel.err {100 * cost['value']:.2f}% on {cost['samples']}"
 
 
@@ -65,8 +94,9 @@ def main() -> int:
     from tvm_ext.quantize.calibration import RANDOM_SAMPLES, RANDOM_SEED
     from tvm_ext.quantize.prepare import held_back_description
 
-    print(f"target {args.target}; calibration random: uniform [-1, 1), {RANDOM_SAMPLES} samples, seed {RANDOM_SEED}; "
-          f"held-back {held_back_description()} (the calibration's distribution)")
+    print(f"target {args.target}; image classifiers: {IMAGE_SAMPLES} natural-image crops to calibrate, "
+          f"{IMAGE_SAMPLES} others held back; other models: calibration random: uniform [-1, 1), "
+          f"{RANDOM_SAMPLES} samples, seed {RANDOM_SEED}; held-back {held_back_description()}")
     print("| model | float arena B | int8 arena B | float flash B | int8 flash B | float instr. | int8 instr. "
           "| calibration | held-back |")
     print("|---|---:|---:|---:|---:|---:|---:|---|---|")
@@ -75,15 +105,16 @@ def main() -> int:
             model = args.folder / relative
             float_bundle = _compile(model, args.target, Path(tmp) / f"{model.stem}_float")
             int8_bundle = _compile(model, args.target, Path(tmp) / f"{model.stem}_int8", quantize="int8",
-                                   calibration="random")
-            if isinstance(int8_bundle, str):
-                accuracy = {}
-            else:
-                accuracy = json.loads((int8_bundle.out_dir / "manifest.json").read_text())["quantization"]["accuracy"]
+                                   **_image_calibration(model, Path(tmp)))
+            quantization = {} if isinstance(int8_bundle, str) else json.loads(
+                (int8_bundle.out_dir / "manifest.json").read_text())["quantization"]
+            accuracy = quantization.get("accuracy", {})
             cells = [_sizes(float_bundle), _sizes(int8_bundle)]
             print(f"| {model.stem} | {cells[0][0]} | {cells[1][0]} | {cells[0][1]} | {cells[1][1]} | "
                   f"{cells[0][2]} | {cells[1][2]} | "
                   f"{_cost(accuracy.get('calibration'))} | {_cost(accuracy.get('held_back'))} |", flush=True)
+            if quantization:
+                print(f"  {model.stem}: {quantization['precision']}", file=sys.stderr, flush=True)
             for kind, bundle in (("float", float_bundle), ("int8", int8_bundle)):
                 if isinstance(bundle, str):
                     print(f"  {model.stem} {kind}: {bundle}", file=sys.stderr, flush=True)

@@ -57,3 +57,36 @@ def write_float_classifier(folder: Path, seed: int = 3) -> Path:
     path = folder / "float_classifier.tflite"
     path.write_bytes(build(Model(tensors, operators, inputs=(0,), outputs=(14,))))
     return path
+
+
+DEAD_UNIT_INPUT = (1, 8)
+DEAD_UNIT_WEIGHT = 40.0  # the weight a dead hidden unit feeds each output of the second layer
+DEAD_UNIT_LAYERS = 6
+
+
+def write_dead_unit_regressor(folder: Path, seed: int = 5) -> Path:
+    """DEAD_UNIT_LAYERS FULLY_CONNECTED layers (RELU but the last) on a 1x8 input, 16 units each and 4 out,
+    badly quantizable in one place: hidden unit 0 of the first layer is dead (bias -100, its RELU output
+    always 0) and the second layer weighs it with DEAD_UNIT_WEIGHT in every output channel. Float never sees
+    that weight act, but int8's per-channel scale (max |w| / 127) becomes ~80x coarser than the channel's
+    other weights (~N(0, 0.35)) need, so the second layer's int8 output is far off; the others' are not."""
+    rng = np.random.default_rng(seed)
+    sizes = [DEAD_UNIT_INPUT[1]] + [16] * (DEAD_UNIT_LAYERS - 1) + [4]
+    tensors = [Tensor("input", DEAD_UNIT_INPUT, "float32")]
+    operators = []
+    for index, (inner, outer) in enumerate(zip(sizes, sizes[1:])):
+        weight, bias = rng.normal(0.0, 0.35, (outer, inner)), rng.normal(0.0, 0.35, outer)
+        if index == 0:
+            bias[0] = -100.0
+        if index == 1:
+            weight[:, 0] = DEAD_UNIT_WEIGHT
+        source = len(tensors) - 1
+        tensors += [Tensor(f"fc{index}_w", (outer, inner), "float32", data=weight.astype(np.float32)),
+                    Tensor(f"fc{index}_b", (outer,), "float32", data=bias.astype(np.float32)),
+                    Tensor(f"fc{index}", (1, outer), "float32")]
+        relu = 1 if index < DEAD_UNIT_LAYERS - 1 else 0
+        operators.append(Operator("FULLY_CONNECTED", (source, source + 1, source + 2), (source + 3,),
+                                  Options("FullyConnectedOptions", {"FusedActivationFunction": relu})))
+    path = folder / "dead_unit_regressor.tflite"
+    path.write_bytes(build(Model(tensors, operators, inputs=(0,), outputs=(len(tensors) - 1,))))
+    return path

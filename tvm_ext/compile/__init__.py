@@ -98,6 +98,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     quantize: str | None = None,
     calibration: str | Path | None = None,
     ranges: str = "minmax",
+    held_back: str | Path | None = None,
     scheduler: str | None = None,
     io_in_arena: bool = False,
     layout: str = "auto",
@@ -111,9 +112,10 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     that generate the kernels' C and of compilers that build the bundle (default: the machine's cores; the
     bundle is the same for any number).
     `quantize` "int8" quantizes a float model file to int8 on `calibration` (an .npz with an array per model
-    input, N samples, or "random"), with activation `ranges` "minmax" or "percentile"; "auto" does so when
+    input, N samples, or "random"), with activation `ranges` "minmax", "percentile" or "mse"; "auto" does so when
     the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide). The manifest's
-    "quantization" entry records the scheme, the calibration and the accuracy cost against the float model.
+    "quantization" entry records the scheme, the calibration and the accuracy cost against the float model,
+    also on `held_back` (an .npz like `calibration`'s: samples of the same distribution kept out of it).
     `scheduler` is the address of a Dask distributed scheduler whose workers compile instead of this process
     (`tvm_ext.cluster`; a model file only, not quantized, and the workers generate the C with one process each).
     `io_in_arena` plans the model's inputs and outputs into the arena: the header gives their places
@@ -130,7 +132,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     if isinstance(model, str):
         model = Path(model)
     label = model.name if isinstance(model, Path) else (name or "model")
-    check_request(label, quantize, calibration)
+    held_back = None if held_back is None else Path(held_back)
+    check_request(label, quantize, calibration, held_back)
     if quantize is not None and not isinstance(model, Path):
         raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
     if scheduler is None:
@@ -138,8 +141,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             source, bundle_name, quantization = model, name, None
             if quantize is not None:
                 bundle_name = name or model.stem
-                source, quantization = quantized_module(model, target, QuantizeRequest(quantize, calibration, ranges),
-                                                        log)
+                request = QuantizeRequest(quantize, calibration, ranges, held_back)
+                source, quantization = quantized_module(model, target, request, log)
             options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs, quantization, io_in_arena,
                                     None if layout == "auto" else layout.upper())
             return compile_to_folder(source, target, staging, stage_logger(log), options)

@@ -44,8 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--calibration", default=None, metavar="DATA.npz",
                         help="calibration samples for --quantize: an .npz with an array per model input "
                              "(N samples), or 'random' (uniform noise, recorded in the manifest)")
-    parser.add_argument("--ranges", choices=("minmax", "percentile"), default="minmax",
+    parser.add_argument("--ranges", choices=("minmax", "percentile", "mse"), default="minmax",
                         help="activation ranges from the calibration data (default: minmax)")
+    parser.add_argument("--held-back", default=None, metavar="DATA.npz",
+                        help="samples of the calibration's distribution kept out of it (an .npz like "
+                             "--calibration's), on which the manifest also records the accuracy cost")
     parser.add_argument("--io-in-arena", action="store_true",
                         help="place the model's inputs and outputs in the arena (the header gives their places; "
                              "the run functions take no input or output arguments)")
@@ -129,8 +132,8 @@ def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
                 if args.example else Path(args.model)
             bundle = compile(model, args.target, Path(args.out), force=args.force,
                              log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
-                             calibration=args.calibration, ranges=args.ranges, scheduler=args.scheduler,
-                             io_in_arena=args.io_in_arena, layout=args.layout)
+                             calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
+                             scheduler=args.scheduler, io_in_arena=args.io_in_arena, layout=args.layout)
         release()
         return bundle, None
     except CompileError as err:

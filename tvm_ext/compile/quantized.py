@@ -22,18 +22,22 @@ QUANTIZE_MODES = ("int8", "auto")
 
 @dataclass(frozen=True)
 class QuantizeRequest:
-    """`mode` "int8" or "auto"; `calibration` an .npz path or "random"; `ranges` "minmax" or "percentile"."""
+    """`mode` "int8" or "auto"; `calibration` an .npz path or "random"; `ranges` "minmax", "percentile" or "mse";
+    `held_back` an .npz path of samples kept out of the calibration, to measure the accuracy cost on."""
 
     mode: str
     calibration: str | Path | None
     ranges: str = "minmax"
+    held_back: Path | None = None
 
 
-def check_request(model_label: str, quantize: str | None, calibration: str | Path | None) -> None:
+def check_request(model_label: str, quantize: str | None, calibration: str | Path | None,
+                  held_back: Path | None = None) -> None:
     """The refusals that need no model: an unknown mode, quantizing without calibration, the reverse."""
     if quantize is None:
-        if calibration is not None:
-            raise CompileError(f"{model_label}: calibration data given without --quantize")
+        if calibration is not None or held_back is not None:
+            raise CompileError(f"{model_label}: {'calibration' if calibration is not None else 'held-back'} "
+                               "data given without --quantize")
         return
     if quantize not in QUANTIZE_MODES:
         raise CompileError(f"{model_label}: --quantize takes {' or '.join(QUANTIZE_MODES)}, not {quantize!r}")
@@ -76,7 +80,8 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
             return path, facts
     try:
         calibration = load_calibration(request.calibration, model.inputs)
-        quantized = quantize_model(model, calibration, profile, RangeMethod(request.ranges))
+        held_back = None if request.held_back is None else load_calibration(request.held_back, model.inputs)
+        quantized = quantize_model(model, calibration, profile, RangeMethod(request.ranges), held_back)
     except CalibrationError as err:
         raise CompileError(f"{path.name}: {err}") from err
     except QuantizeError as err:  # names the model itself
@@ -84,5 +89,6 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     except UnsupportedOperatorError as err:  # the quantized form of a layer the int8 pass has no kernel for
         raise CompileError(str(err).strip().splitlines()[-1]) from err
     costs = "; ".join(f"{where}: {cost.describe()}" for where, cost in quantized.accuracy.items())
-    log(f"quantize   int8 on {calibration.source}; accuracy against float: {costs}")
+    log(f"quantize   int8 on {calibration.source}; {quantized.precision}")
+    log(f"quantize   accuracy against float: {costs}")
     return quantized.mod, {**facts, **quantized.facts}

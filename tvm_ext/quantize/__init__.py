@@ -2,7 +2,8 @@
 
 `calibration` reads the samples, `ranges` observes activation ranges, `qdq` rewrites the float Relax main
 into the QDQ form LowerQuantizedToInteger lowers, `prepare` chains them and measures the accuracy cost
-(`accuracy`) and each layer's quantization error (`layer_error`), `decide` answers `--quantize auto`.
+(`accuracy`) and each layer's quantization error (`layer_error`), which `mixed_precision` reads to keep a layer
+float where it pays; `decide` answers `--quantize auto`.
 """
 
 from .accuracy import AccuracyCost, Metric

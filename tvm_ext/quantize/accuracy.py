@@ -29,15 +29,18 @@ def metric_for(last_layer_kind: str) -> Metric:
 class AccuracyCost:
     """One metric's value over `samples` samples (its first output only when a model has several).
     `float_classes` (TOP1_AGREEMENT only): how many distinct classes the float model's top-1 takes on those
-    samples; 1 says the agreement is uninformative (e.g. noise inputs all landing in one class)."""
+    samples; 1 says the agreement is uninformative (e.g. noise inputs all landing in one class).
+    `float_class_counts` (TOP1_AGREEMENT only): how many samples the float model puts in each class, by index."""
 
     metric: Metric
     value: float
     samples: int
     float_classes: int | None = None
+    float_class_counts: tuple[int, ...] | None = None
 
     def facts(self) -> dict:
-        classes = {} if self.float_classes is None else {"float_classes": self.float_classes}
+        classes = {} if self.float_classes is None else {"float_classes": self.float_classes,
+                                                         "float_class_counts": list(self.float_class_counts or ())}
         return {"metric": self.metric.value, "value": self.value, "samples": self.samples, **classes}
 
     def describe(self) -> str:
@@ -54,7 +57,8 @@ def accuracy_cost(metric: Metric, float_outputs: list[np.ndarray], int8_outputs:
     if metric is Metric.TOP1_AGREEMENT:
         classes = reference.argmax(axis=1)
         value = float(np.mean(classes == quantized.argmax(axis=1)))
-        return AccuracyCost(metric, value, len(float_outputs), len(np.unique(classes)))
+        counts = tuple(int(count) for count in np.bincount(classes, minlength=reference.shape[1]))
+        return AccuracyCost(metric, value, len(float_outputs), len(np.unique(classes)), counts)
     norm = float(np.linalg.norm(reference))
     value = float(np.linalg.norm(quantized - reference) / norm) if norm > 0 else float(
         np.linalg.norm(quantized - reference))

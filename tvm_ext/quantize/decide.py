@@ -16,9 +16,9 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from target.profile import Profile
-from tvm_ext.layers import Layers, bindings_of
+from tvm_ext.layers import bindings_of
 
-from .qdq import layer_outputs
+from .qdq import layer_of_vars, layer_outputs
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,8 @@ def float_weight_bytes(main: relax.Function) -> int:
 
 def float_arena_lower_bound(main: relax.Function) -> int:
     """The largest sum of bytes of the activations one layer reads from other layers and writes for them."""
-    layers = Layers.of(main)
     bindings = bindings_of(main)
-    layer_of = {b.var: layers.bindings[i] if i < len(layers.bindings) else () for i, b in enumerate(bindings)}
+    layer_of = layer_of_vars(main)
     returned = main.body.body
     leaving = [v for v in layer_outputs(main) if not v.same_as(returned)]
     live: dict[tuple, set] = {}

@@ -26,13 +26,17 @@ from .ranges import run_on_samples, with_taps
 @dataclass(frozen=True)
 class LayerError:
     """One layer output's relative L2 error ||int8 - float||_2 / ||float||_2 over all calibration samples
-    (the absolute L2 error where the float output is all zero)."""
+    (the absolute L2 error where the float output is all zero) with every layer int8; once the precision is
+    chosen (`mixed_precision`), the part of it the layer adds and the layer's precision, "int8" or "float"."""
 
     layer: str  # the layer's label, e.g. "conv1 (CONV_2D)" or "CONV_2D #3"
     relative_error: float
+    added_error: float | None = None
+    precision: str = "int8"
 
     def facts(self) -> dict:
-        return {"layer": self.layer, "relative_error": self.relative_error}
+        added = {} if self.added_error is None else {"added_error": self.added_error}
+        return {"layer": self.layer, "relative_error": self.relative_error, **added, "precision": self.precision}
 
 
 def layer_errors(float_mod: tvm.IRModule, graph: QuantizedGraph, taps: list[relax.Var],

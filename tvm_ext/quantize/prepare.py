@@ -22,6 +22,7 @@ from tvm_ext.transform import LowerQuantizedToInteger
 from .accuracy import AccuracyCost, accuracy_cost, metric_for
 from .calibration import Calibration, random_samples
 from .layer_error import LayerError, layer_errors
+from .mixed_precision import choose_precision
 from .qdq import QuantizedGraph, layer_outputs, quantize_graph
 from .ranges import ActivationQuant, RangeMethod, observe_ranges, run_on_samples
 
@@ -35,14 +36,17 @@ class QuantizedModel:
 
     mod: tvm.IRModule
     facts: dict
-    accuracy: dict[str, AccuracyCost]  # "calibration" and, with random calibration, "held_back"
-    layers: list[LayerError]  # each layer output's quantization error on the calibration samples
+    accuracy: dict[str, AccuracyCost]  # "calibration" and, with held-back samples, "held_back"
+    layers: list[LayerError]  # each layer output's quantization error on the calibration samples, its precision
+    precision: str  # the mixed-precision decision line (mixed_precision.choose_precision)
 
 
 def quantize_model(model: ImportedModel, calibration: Calibration, profile: Profile,
-                   method: RangeMethod = RangeMethod.MINMAX) -> QuantizedModel:
-    """`model` (float) quantized to int8 on `calibration`'s samples for `profile`; raises
-    qdq.QuantizeError (one line) for a layer the quantizer cannot handle."""
+                   method: RangeMethod = RangeMethod.MINMAX, held_back: Calibration | None = None) -> QuantizedModel:
+    """`model` (float) quantized to int8 on `calibration`'s samples for `profile`, its accuracy cost also
+    measured on `held_back` (samples of the calibration's distribution kept out of it; by default, with
+    random calibration, 200 more random samples of another seed); raises qdq.QuantizeError (one line) for a
+    layer the quantizer cannot handle."""
     main = model.mod["main"]
     taps = layer_outputs(main)
     quants, float_outputs = observe_ranges(model.mod, taps, calibration.samples, method)
@@ -51,15 +55,19 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
                     for i in range(len(model.inputs))]
     graph = quantize_graph(model.mod, input_quants, quants, model.path.name)
     integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name)(graph.mod)
+    choice = choose_precision(main, taps, layer_errors(model.mod, graph, taps, calibration.samples), profile)
+    if choice.float_layers:  # the all-int8 lowering above refused any layer without an int8 kernel
+        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers)
+        integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name,
+                                          allow_float_fallback=True)(graph.mod)
     metric = metric_for(model.layers[-1].kind if model.layers else "")
     accuracy = {"calibration": _cost(integer, graph, calibration.samples, float_outputs, metric)}
-    held_back_source = None
-    if calibration.random:
-        held_back_source = held_back_description()
-        held_back = random_samples(model.inputs, HELD_BACK_SAMPLES, HELD_BACK_SEED)
-        held_float = [outputs[0] for outputs in run_on_samples(model.mod, held_back)]
-        accuracy["held_back"] = _cost(integer, graph, held_back, held_float, metric)
-    errors = layer_errors(model.mod, graph, taps, calibration.samples)
+    if held_back is None and calibration.random:
+        held_back = Calibration(random_samples(model.inputs, HELD_BACK_SAMPLES, HELD_BACK_SEED),
+                                held_back_description(), True)
+    if held_back is not None:
+        held_float = [outputs[0] for outputs in run_on_samples(model.mod, held_back.samples)]
+        accuracy["held_back"] = _cost(integer, graph, held_back.samples, held_float, metric)
     facts = {
         "dtype": "int8",
         "weights": "per-channel symmetric int8",
@@ -68,14 +76,15 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         "ranges": method.value,
         "calibration": calibration.source,
         "calibration_random": calibration.random,
-        **({"held_back": held_back_source} if held_back_source else {}),
+        **({"held_back": held_back.source} if held_back is not None else {}),
         "inputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.inputs, graph.inputs)],
         "outputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.outputs, graph.outputs)],
         "accuracy": {where: cost.facts() for where, cost in accuracy.items()},
-        "layer_errors": [error.facts() for error in errors],
+        "layer_errors": [error.facts() for error in choice.layers],
+        "precision": choice.reason,
         "integer_reference": "the lowered integer graph on TVM's Relax VM (llvm), bit-exact",
     }
-    return QuantizedModel(integer, facts, accuracy, errors)
+    return QuantizedModel(integer, facts, accuracy, choice.layers, choice.reason)
 
 
 def held_back_description() -> str:

@@ -8,7 +8,9 @@ Quantization (TFLite's post-training full-integer scheme):
 - the bias added to such a call: int32 with scale input_scale x weight_scale[channel], zero point 0;
 - every activation that leaves a layer (and each model input): int8, per-tensor asymmetric, from its
   calibrated range (`ranges.ActivationQuant`); SOFTMAX outputs 1/256 and -128 as TFLite requires; RESHAPE
-  and pooling run on the int8 tensor and keep their input's quantization, as TFLite's converter does.
+  and pooling run on the int8 tensor and keep their input's quantization, as TFLite's converter does;
+- a layer named in `float_layers` (mixed precision) keeps its float weights and arithmetic: its int8 inputs
+  are dequantized, its output quantized, so it runs as float kernels between the int8 ones.
 The quantized main takes and returns int8 tensors (the quantization of each is in `QuantizedGraph`).
 """
 
@@ -26,7 +28,8 @@ from tvm_ext.layers import Layers, bindings_of, with_layers
 from .ranges import ActivationQuant
 
 SOFTMAX_QUANT = ActivationQuant(np.float32(1.0 / 256.0), -128)
-_PASSTHROUGH = frozenset({"relax.reshape", "relax.nn.max_pool2d", "relax.nn.avg_pool2d"})
+PASSTHROUGH = frozenset({"relax.reshape", "relax.nn.max_pool2d", "relax.nn.avg_pool2d"})
+SOFTMAX = "relax.nn.softmax"  # its output quantization is fixed: SOFTMAX_QUANT
 _MAC = frozenset({"relax.nn.conv2d", "relax.matmul"})
 
 
@@ -48,9 +51,8 @@ class QuantizedGraph:
 def layer_outputs(main: relax.Function) -> list[relax.Var]:
     """main's vars read by a binding of another layer or returned: the tensors that leave a layer (the
     activations to quantize), in binding order. Aliases (``v = w``) are looked through."""
-    layers = Layers.of(main)
     bindings = bindings_of(main)
-    layer_of = {b.var: layers.bindings[i] if i < len(layers.bindings) else () for i, b in enumerate(bindings)}
+    layer_of = layer_of_vars(main)
     alias = {b.var: b.value for b in bindings if isinstance(b.value, relax.Var)}
     leaving: list[relax.Var] = []
 
@@ -68,15 +70,26 @@ def layer_outputs(main: relax.Function) -> list[relax.Var]:
     return sorted(leaving, key=[b.var for b in bindings].index)
 
 
+def layer_of_vars(main: relax.Function) -> dict[relax.Var, tuple[int, ...]]:
+    """Each binding var of main -> its layer (the indices of its layer records; () for none)."""
+    layers = Layers.of(main)
+    return {binding.var: layers.bindings[position] if position < len(layers.bindings) else ()
+            for position, binding in enumerate(bindings_of(main))}
+
+
 def _args(value: relax.Expr) -> list[relax.Expr]:
     return list(value.args) if isinstance(value, relax.Call) else [value] if isinstance(value, relax.Var) else []
 
 
 def quantize_graph(mod: tvm.IRModule, input_quants: list[ActivationQuant],
-                   quant_of: dict[relax.Var, ActivationQuant], model_name: str) -> QuantizedGraph:
+                   quant_of: dict[relax.Var, ActivationQuant], model_name: str,
+                   float_layers: frozenset[relax.Var] = frozenset()) -> QuantizedGraph:
     """The QDQ module of `mod`'s float main with int8 inputs quantized as `input_quants` and each layer
-    output var quantized as `quant_of` says (softmax and pass-through outputs get their fixed rule)."""
-    return _Rewriter(mod["main"], input_quants, quant_of, model_name).run()
+    output var quantized as `quant_of` says (softmax and pass-through outputs get their fixed rule); the
+    layers of the output vars in `float_layers` keep float weights and arithmetic."""
+    layer_of = layer_of_vars(mod["main"])
+    kept = frozenset(layer_of[var] for var in float_layers)
+    return _Rewriter(mod["main"], input_quants, quant_of, model_name, kept).run()
 
 
 @dataclass
@@ -93,6 +106,7 @@ class _Rewriter:
     input_quants: list[ActivationQuant]
     quant_of: dict[relax.Var, ActivationQuant]
     model_name: str
+    float_layers: frozenset  # the layers (binding record tuples) that keep float weights and arithmetic
     bb: relax.BlockBuilder = field(default_factory=relax.BlockBuilder)
     int8: dict = field(default_factory=dict)  # float var of the old main -> Int8Value
     floats: dict = field(default_factory=dict)  # float var of the old main (inside its layer) -> new expr
@@ -134,18 +148,19 @@ class _Rewriter:
         op = value.op.name
         if op in ("relax.quantize", "relax.dequantize"):
             raise self._error(binding, f"an already quantized tensor ({op})")
-        if op == "relax.permute_dims" and _is_matmul_weight(value):
+        floating = tuple(indices) in self.float_layers
+        if op == "relax.permute_dims" and _is_matmul_weight(value) and not floating:
             self.floats[binding.var] = self._matmul_weight(value.args[0], indices)
             return
-        if op in _PASSTHROUGH and value.args[0] in self.int8:
+        if op in PASSTHROUGH and value.args[0] in self.int8 and not floating:
             self._passthrough(binding, indices, leaves_layer)
             return
-        args = [self._operand(binding, position, arg, indices) for position, arg in enumerate(value.args)]
+        args = [self._operand(binding, position, arg, indices, floating) for position, arg in enumerate(value.args)]
         new = self._emit(relax.Call(value.op, args, value.attrs, value.ty_args), indices)
-        if op in _MAC:
+        if op in _MAC and not floating:
             self.mac_scales[new] = self._accumulator_scales(binding, args)
         if leaves_layer:
-            quant = SOFTMAX_QUANT if op == "relax.nn.softmax" else self.quant_of[binding.var]
+            quant = SOFTMAX_QUANT if op == SOFTMAX else self.quant_of[binding.var]
             self.int8[binding.var] = Int8Value(self._emit(
                 relax.op.quantize(new, relax.const(quant.scale), relax.const(quant.zero_point, "int32"), -1, "int8"),
                 indices), quant)
@@ -167,7 +182,8 @@ class _Rewriter:
                              indices)
         self.int8[binding.var] = Int8Value(new, source.quant)
 
-    def _operand(self, binding: relax.VarBinding, position: int, arg: relax.Expr, indices) -> relax.Expr:
+    def _operand(self, binding: relax.VarBinding, position: int, arg: relax.Expr, indices,
+                 floating: bool) -> relax.Expr:
         if isinstance(arg, relax.Var) and arg in self.floats:
             return self.floats[arg]
         if isinstance(arg, relax.Var) and arg in self.int8:
@@ -176,8 +192,8 @@ class _Rewriter:
                                                   relax.const(value.quant.zero_point, "int32"), -1, "float32"),
                               indices)
         op = binding.value.op.name
-        if not isinstance(arg, Constant) or (op == "relax.clip" and position > 0):
-            return arg  # a shape, a clip's bound or another argument that is not a tensor operand
+        if not isinstance(arg, Constant) or (op == "relax.clip" and position > 0) or floating:
+            return arg  # a shape, a clip's bound, a float layer's constant or another non-tensor operand
         if op == "relax.nn.conv2d" and position == 1:
             return self._conv_weight(binding, arg, indices)
         if op == "relax.add" and position == 1 and binding.value.args[0] in self.floats:

@@ -87,6 +87,8 @@ class LowerQuantizedToInteger:
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         if not _is_quantized(mod["main"]):
             return mod  # a float model: nothing to lower
+        if _lowered_with_float_layers(mod["main"]):
+            return mod  # already lowered, its float layers kept by choice (tvm_ext.quantize: mixed precision)
         rewriter = _MainRewriter(self, mod["main"])
         new_mod = rewriter.run()
         self.float_fallback_layers = rewriter.fallback_layers
@@ -106,6 +108,12 @@ def _is_quantized(func: relax.Function) -> bool:
         for block in func.body.blocks
         for b in block.bindings
     )
+
+
+def _lowered_with_float_layers(func: relax.Function) -> bool:
+    """Whether `func` is this pass's own output that kept float-fallback layers: its quantize/dequantize
+    around them are not a QDQ model to lower (an all-integer output has none and passes as a float model)."""
+    return func.attrs is not None and FALLBACK_ATTR in func.attrs
 
 
 class _MainRewriter:
