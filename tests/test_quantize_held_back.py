@@ -42,3 +42,13 @@ def test_held_back_data_without_quantize_is_refused_in_one_line(tmp_path):
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert "held-back data given without --quantize" in lines[0], lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_random_held_back_samples_are_refused_in_one_line(tmp_path):
+    """'random' would draw the calibration's own noise samples again: nothing held back would be judged."""
+    proc = run_cli(str(models_dir() / "tflm/hello_world_float.tflite"), "--quantize", "int8", "--calibration",
+                   "random", "--held-back", "random", "-o", str(tmp_path / "out"))
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "--held-back takes an .npz" in lines[0], lines[0]
+    assert not (tmp_path / "out").exists()

@@ -39,6 +39,7 @@ def test_the_layer_far_over_the_budget_stays_float_and_the_error_drops(regressor
     facts = mixed.facts["layer_errors"]
     assert facts[1]["precision"] == "float" and facts[1]["added_error"] > 0.1 and facts[0]["precision"] == "int8"
     assert mixed.facts["precision"] == mixed.precision
+    assert mixed.facts["dtype"] == "int8 with float layers"
     # Measured: 24.4 % -> 1.25 % on the calibration samples, 27.6 % -> 4.5 % held back.
     for where in ("calibration", "held_back"):
         assert mixed.accuracy[where].value < 0.25 * all_int8.accuracy[where].value, where
@@ -48,6 +49,7 @@ def test_a_profile_without_fpu_keeps_every_layer_int8(regressor):
     all_int8 = _quantized(regressor, "lowpower")
     assert all_int8.precision == "all layers int8: lowpower has no FPU"
     assert {layer.precision for layer in all_int8.layers} == {"int8"}
+    assert all_int8.facts["dtype"] == "int8"
     assert all_int8.accuracy["calibration"].value > 0.1  # the outlier weight's cost stays
 
 

@@ -41,6 +41,9 @@ def check_request(model_label: str, quantize: str | None, calibration: str | Pat
         return
     if quantize not in QUANTIZE_MODES:
         raise CompileError(f"{model_label}: --quantize takes {' or '.join(QUANTIZE_MODES)}, not {quantize!r}")
+    if held_back is not None and str(held_back) == "random":
+        raise CompileError(f"{model_label}: --held-back takes an .npz of samples kept out of the calibration, not "
+                           "'random' (--calibration random already judges on noise samples of its own)")
     if calibration is None:
         raise CompileError(f"{model_label}: --quantize {quantize} needs calibration data: --calibration DATA.npz "
                            "(an array per model input, N samples), or --calibration random to calibrate on "

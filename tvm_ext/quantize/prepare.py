@@ -69,7 +69,7 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         held_float = [outputs[0] for outputs in run_on_samples(model.mod, held_back.samples)]
         accuracy["held_back"] = _cost(integer, graph, held_back.samples, held_float, metric)
     facts = {
-        "dtype": "int8",
+        "dtype": "int8 with float layers" if choice.float_layers else "int8",
         "weights": "per-channel symmetric int8",
         "activations": "per-tensor asymmetric int8",
         "biases": "int32, scale = input scale x weight scale",
