@@ -8,7 +8,7 @@ shared step. Checked on a hand case and, for the exact search, against a brute f
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from memory_planner import Buffer, plan_memory
@@ -116,6 +116,12 @@ def brute_force_arena(buffers: list[Buffer]) -> int:
 
 @settings(max_examples=150, deadline=None)
 @given(streamed_sets())
+@example([  # issue 19: b1 at 16 over its taker b2 (distance 0), b3 below both; the search put b1 at 0
+    Buffer("b0", 0, 0, 0),
+    Buffer("b1", 17, 0, 1),
+    Buffer("b2", 33, 1, 2, inplace_of="b1", stream=StreamOrder(((0, 0),), ((0, 0),))),
+    Buffer("b3", 2, 2, 2, inplace_of="b2", stream=StreamOrder(((0, 1),), ((0, 1),))),
+]).via("discovered failure")
 def test_exact_search_equals_brute_force_with_streamed_hand_overs(buffers: list[Buffer]) -> None:
     optimum = brute_force_arena(buffers)
     for strategy in ("exact", "auto"):

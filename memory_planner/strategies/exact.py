@@ -2,15 +2,19 @@
 
 Search space. Any placement can be pushed into a normal form where no buffer can move to a lower
 aligned offset without overlapping another buffer live at one of its steps (each move lowers the sum
-of offsets, so pushing ends). In that form, taking buffers in (offset, index) order, each sits at the
+of offsets, so pushing ends). In that form, taking buffers in (offset, rank) order, each sits at the
 lowest aligned offset free among the buffers taken before it: a lower free gap would also be free of
 the buffers after it, which all lie above it. So the search picks which buffer comes next, puts it at
-its lowest free offset, and keeps only picks that continue the (offset, index) order; this enumerates
+its lowest free offset, and keeps only picks that continue the (offset, rank) order; this enumerates
 every normal form once, so a search that runs to the end proves its best arena minimal.
 
 Hand-overs with a stream order are soft conflicts (`placement.time_conflicts`); the normal-form argument
 holds for them too: moving a buffer down, away from the buffers above it, keeps a taker at least its
-distance below its source and a source below its taker disjoint.
+distance below its source and a source below its taker disjoint. One exception forces the rank: a taker
+at distance 0 blocks its source from no byte at its own offset, yet from every lower offset where the two
+would overlap; so a source sharing its taker's offset is not at its lowest free offset among the buffers
+before it unless the taker comes first. The rank (`_takers_first`) puts every taker before its source
+and otherwise follows the index.
 
 Bounds. Buffers not yet placed all go at or above the last placed offset `floor`, so at every step
 `t` the arena is at least `floor` + bytes that placed buffers live at `t` hold above `floor` + bytes of
@@ -62,6 +66,7 @@ class _Search:
     shared: list[_SharedBytes] = field(init=False)
     offsets: list[int | None] = field(init=False)
     unplaced_live: list[int] = field(init=False)  # bytes of unplaced buffers live at each step
+    rank: list[int] = field(init=False)  # [i]: buffer i's place in the tie order at one offset
 
     def __post_init__(self) -> None:
         self.conflicts = time_conflicts(self.buffers)
@@ -75,6 +80,7 @@ class _Search:
                          h.taker.nbytes + h.source.nbytes - h.union_bytes)
             for h in handovers(self.buffers).values() if h.taker.stream is not None
         ]
+        self.rank = _takers_first(len(self.buffers), self.shared)
         self.offsets = [None] * len(self.buffers)
         steps = max((b.last_step for b in self.buffers), default=-1) + 1
         self.unplaced_live = [0] * steps
@@ -135,9 +141,9 @@ class _Search:
         self._spend(len(self.blocks_for[i]) + 1)
         return {k: moved.get(k, v) for k, v in lowest.items() if k != i}
 
-    def run(self, floor: int, last: int, top: int, lowest: dict[int, int]) -> None:
-        """Extend the placement whose last buffer (index `last`) sits at `floor`; `top` is its arena and
-        `lowest` maps each unplaced buffer to its lowest free offset among the placed ones."""
+    def run(self, floor: int, last_rank: int, top: int, lowest: dict[int, int]) -> None:
+        """Extend the placement whose last buffer (of rank `last_rank`) sits at `floor`; `top` is its arena
+        and `lowest` maps each unplaced buffer to its lowest free offset among the placed ones."""
         if not lowest:
             if top < self.best_arena:
                 self.best_arena = top
@@ -145,16 +151,34 @@ class _Search:
             return
         if self._bound(floor, top, lowest) >= self.best_arena:
             return
-        picks = sorted((off, -self.buffers[i].nbytes, i) for i, off in lowest.items() if (off, i) > (floor, last))
+        picks = sorted((off, -self.buffers[i].nbytes, i) for i, off in lowest.items()
+                       if (off, self.rank[i]) > (floor, last_rank))
         for off, _, i in picks:
             b = self.buffers[i]
             self.offsets[i] = off
             self._add_live(b, -b.nbytes)
-            self.run(off, i, max(top, off + b.nbytes), self._after_placing(i, lowest))
+            self.run(off, self.rank[i], max(top, off + b.nbytes), self._after_placing(i, lowest))
             self._add_live(b, b.nbytes)
             self.offsets[i] = None
             if self.best_arena <= self.target:
                 return
+
+
+def _takers_first(count: int, shared: Sequence[_SharedBytes]) -> list[int]:
+    """A rank (0..count-1) for each of `count` buffers that puts every taker in `shared` before its source:
+    by the number of hand-overs down the chain of takers from the buffer, then by index."""
+    taker_of = {pair.source: pair.taker for pair in shared}
+    takers_below = [0] * count
+    for i in range(count):
+        j = i
+        while j in taker_of and takers_below[i] < count:  # the bound only matters for a cycle of hand-overs
+            j = taker_of[j]
+            takers_below[i] += 1
+    order = sorted(range(count), key=lambda i: (takers_below[i], i))
+    rank = [0] * count
+    for position, i in enumerate(order):
+        rank[i] = position
+    return rank
 
 
 def place(
@@ -177,7 +201,7 @@ def place(
     finished = True
     if search.best_arena > search.target:
         try:
-            search.run(floor=0, last=-1, top=0, lowest={i: 0 for i in range(len(buffers))})
+            search.run(floor=0, last_rank=-1, top=0, lowest={i: 0 for i in range(len(buffers))})
         except (_BudgetSpent, RecursionError):  # one level per buffer: ~1000 buffers exceed Python's stack
             finished = False
     offsets = {b.name: off for b, off in zip(buffers, search.best_offsets)}
