@@ -13,6 +13,7 @@ not a multiple of four end in the portable loop. Integer sums in another order: 
 from __future__ import annotations
 
 from packager.depthwise_mac_c import depthwise_mac_helper_c
+from packager.dual_mac_q15_c import dual_mac_q15_helper_c
 
 DUAL_MAC_CHANNELS = 4  # output channels per call: four accumulators stay in registers beside the pointers
 
@@ -29,7 +30,8 @@ def dual_mac_2px_helper_name(prefix: str) -> str:
 
 def dual_mac_helper_c(prefix: str) -> str:
     """The C definition of the helper (and of the two word operations it uses) for the bundle `prefix`,
-    followed by the depthwise helper that shares them (`packager.depthwise_mac_c`)."""
+    followed by the helpers that share them: the two-pixel MAC on widened inputs (`packager.dual_mac_q15_c`)
+    and the depthwise helper (`packager.depthwise_mac_c`)."""
     name = dual_mac_helper_name(prefix)
     return f"""#include <string.h> /* memcpy: a 32-bit load of four int8 at any alignment */
 #if defined(__ARM_FEATURE_DSP)
@@ -97,7 +99,7 @@ static inline int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, int
     acc[3] = acc3;
     return 0;
 }}
-""" + _two_pixel_helper_c(prefix) + depthwise_mac_helper_c(prefix)
+""" + _two_pixel_helper_c(prefix) + dual_mac_q15_helper_c(prefix) + depthwise_mac_helper_c(prefix)
 
 
 def _two_pixel_helper_c(prefix: str) -> str:
