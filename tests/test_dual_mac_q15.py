@@ -97,3 +97,22 @@ def test_padded_interior_pairs_widen_once_per_pair():
     pair = _pair_branch(_scheduled_padded_conv((6, 9), 16, (3, 3), 1, (1, 1, 1, 1)))
     assert _calls_under(pair.seq[0]) == [(WIDEN_Q15_OP, [9 * 16, 3, 48, 16])]
     assert _calls_under(pair.seq[1]) == [(DUAL_MAC_Q15_OP, [144, 3, 48])]
+
+
+def test_access_records_cover_what_the_helpers_reach():
+    """The records the memory planner reads (tvm_ext.helper_access) bound every element the C reaches: the
+    two windows, the scratch's words, the four channels' weights and accumulators."""
+    from packager.dual_mac_q15_c import q15_scratch_words
+    from tvm_ext.pair_q15 import DUAL_MAC_Q15_ACCESS, WIDEN_Q15_ACCESS
+
+    for rows, row_len, x_row, x_pixel, w_channel in ((1, 37, 185, 37, 37), (3, 7, 20, 5, 22), (2, 2, 2, 4, 4)):
+        words = q15_scratch_words(rows, row_len)
+        scratch, x = (span for span in (p.span([None, None, x_row, rows, row_len, x_pixel])
+                                        for p in WIDEN_Q15_ACCESS.pointers))
+        assert scratch[0] <= 0 and scratch[1] >= words - 1
+        assert x == (0, x_pixel + (rows - 1) * x_row + row_len - 1)
+        acc_a, acc_b, q, w = (p.span([None, None, None, None, w_channel, rows, row_len])
+                              for p in DUAL_MAC_Q15_ACCESS.pointers)
+        assert acc_a == acc_b == (0, 3)
+        assert q[0] <= 0 and q[1] >= words - 1
+        assert w == (0, 3 * w_channel + rows * row_len - 1)
