@@ -15,6 +15,8 @@ bit-exact.
 
 from __future__ import annotations
 
+from packager.mac_tile_c import TILE_STORE_C, smlad_2x2_tile_c
+
 
 
 def q15_scratch_words(rows: int, row_len: int) -> int:
@@ -112,13 +114,7 @@ static inline int32_t {mac}(int32_t *acc_a, int32_t *acc_b, const int32_t *q, co
                 int32_t a02, a13, b02, b13;
                 qa = {prefix}_load_q15x2(qa, &a02, &a13);
                 qb = {prefix}_load_q15x2(qb, &b02, &b13);
-                const int32_t w0_02 = __sxtb16(weights0), w0_13 = {prefix}_sxtb16_ror8(weights0);
-                a0 = __smlad(a13, w0_13, __smlad(a02, w0_02, a0));
-                b0 = __smlad(b13, w0_13, __smlad(b02, w0_02, b0));
-                const int32_t w1_02 = __sxtb16(weights1), w1_13 = {prefix}_sxtb16_ror8(weights1);
-                a1 = __smlad(a13, w1_13, __smlad(a02, w1_02, a1));
-                b1 = __smlad(b13, w1_13, __smlad(b02, w1_02, b1));
-#else
+{smlad_2x2_tile_c(prefix, "                ")}#else
                 a0 += {prefix}_dot_s16x2(qa[0], w0[k], w0[k + 2]) + {prefix}_dot_s16x2(qa[1], w0[k + 1], w0[k + 3]);
                 a1 += {prefix}_dot_s16x2(qa[0], w1[k], w1[k + 2]) + {prefix}_dot_s16x2(qa[1], w1[k + 1], w1[k + 3]);
                 b0 += {prefix}_dot_s16x2(qb[0], w0[k], w0[k + 2]) + {prefix}_dot_s16x2(qb[1], w0[k + 1], w0[k + 3]);
@@ -133,11 +129,7 @@ static inline int32_t {mac}(int32_t *acc_a, int32_t *acc_b, const int32_t *q, co
             }}
             w0 += row_len, w1 += row_len;
         }}
-        acc_a[c] = a0;
-        acc_a[c + 1] = a1;
-        acc_b[c] = b0;
-        acc_b[c + 1] = b1;
-    }}
+{TILE_STORE_C}    }}
     return 0;
 }}
 """
