@@ -12,7 +12,10 @@ not a multiple of four end in the portable loop. Integer sums in another order: 
 
 from __future__ import annotations
 
+from packager.mac_tile_c import TILE_STORE_C, smlad_2x2_tile_c
+
 from packager.depthwise_mac_c import depthwise_mac_helper_c
+from packager.dual_mac_q15_c import dual_mac_q15_helper_c
 
 DUAL_MAC_CHANNELS = 4  # output channels per call: four accumulators stay in registers beside the pointers
 
@@ -29,7 +32,8 @@ def dual_mac_2px_helper_name(prefix: str) -> str:
 
 def dual_mac_helper_c(prefix: str) -> str:
     """The C definition of the helper (and of the two word operations it uses) for the bundle `prefix`,
-    followed by the depthwise helper that shares them (`packager.depthwise_mac_c`)."""
+    followed by the helpers that share them: the two-pixel MAC on widened inputs (`packager.dual_mac_q15_c`)
+    and the depthwise helper (`packager.depthwise_mac_c`)."""
     name = dual_mac_helper_name(prefix)
     return f"""#include <string.h> /* memcpy: a 32-bit load of four int8 at any alignment */
 #if defined(__ARM_FEATURE_DSP)
@@ -97,7 +101,7 @@ static inline int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, int
     acc[3] = acc3;
     return 0;
 }}
-""" + _two_pixel_helper_c(prefix) + depthwise_mac_helper_c(prefix)
+""" + _two_pixel_helper_c(prefix) + dual_mac_q15_helper_c(prefix) + depthwise_mac_helper_c(prefix)
 
 
 def _two_pixel_helper_c(prefix: str) -> str:
@@ -125,13 +129,7 @@ static inline int32_t {name}(int32_t *acc_a, int32_t *acc_b, const int8_t *x, co
                 const int32_t a02 = __sxtb16(word_a), a13 = {prefix}_sxtb16_ror8(word_a);
                 const int32_t b02 = __sxtb16(word_b), b13 = {prefix}_sxtb16_ror8(word_b);
                 const int32_t weights0 = {prefix}_load_s8x4(w0 + k), weights1 = {prefix}_load_s8x4(w1 + k);
-                const int32_t w0_02 = __sxtb16(weights0), w0_13 = {prefix}_sxtb16_ror8(weights0);
-                a0 = __smlad(a13, w0_13, __smlad(a02, w0_02, a0));
-                b0 = __smlad(b13, w0_13, __smlad(b02, w0_02, b0));
-                const int32_t w1_02 = __sxtb16(weights1), w1_13 = {prefix}_sxtb16_ror8(weights1);
-                a1 = __smlad(a13, w1_13, __smlad(a02, w1_02, a1));
-                b1 = __smlad(b13, w1_13, __smlad(b02, w1_02, b1));
-            }}
+{smlad_2x2_tile_c(prefix, "                ")}            }}
 #endif
             for (; k < row_len; ++k) {{  /* the last bytes of a row (the whole row without DSP) */
                 a0 += xa[k] * w0[k], a1 += xa[k] * w1[k];
@@ -139,11 +137,7 @@ static inline int32_t {name}(int32_t *acc_a, int32_t *acc_b, const int8_t *x, co
             }}
             w0 += row_len, w1 += row_len;
         }}
-        acc_a[c] = a0;
-        acc_a[c + 1] = a1;
-        acc_b[c] = b0;
-        acc_b[c + 1] = b1;
-    }}
+{TILE_STORE_C}    }}
     return 0;
 }}
 """

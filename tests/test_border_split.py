@@ -125,8 +125,10 @@ def test_padded_kernels_split_their_border_and_stay_bit_exact(tmp_path, name):
         first_if = next(line for line in body if line.lstrip().startswith("if ("))
         # The first test is the pixel's: it compares the output row and column loops with constants only.
         assert _pixel_test(first_if) <= {"y", "x"}, (kernel, first_if)
-        helper = "dual_mac_s8x" if name == "conv" else "depthwise_mac_s8x4" if name == "depthwise_tiled" else None
-        # The dual MAC of one pixel (dual_mac_s8x4) or of an interior pair (dual_mac_s8x2x4).
+        helpers = (("dual_mac_s8x", "dual_mac_q15x") if name == "conv" else ("depthwise_mac_s8x4",)
+                   if name == "depthwise_tiled" else ())
+        # The dual MAC of one pixel (dual_mac_s8x4) or of an interior pair (dual_mac_q15x2x4 on its widened
+        # windows, tvm_ext.pair_q15).
         tests = [_pixel_test(line) for line in body if line.lstrip().startswith("if (")]
         if all(test <= {"y", "x"} for test in tests):
             # Cut into rectangles of the border (tvm_ext.border_regions): the tests pick one, none is per tap.
@@ -134,8 +136,8 @@ def test_padded_kernels_split_their_border_and_stay_bit_exact(tmp_path, name):
         else:
             interior = _interior_branch(body)
             assert interior and not any("if (" in line for line in interior), (kernel, interior)
-        if helper and "_d2_" not in kernel:  # a dilated window's taps are not one contiguous run
-            assert any(helper in line for line in interior), kernel
+        if helpers and "_d2_" not in kernel:  # a dilated window's taps are not one contiguous run
+            assert any(helper in line for line in interior for helper in helpers), kernel
 
 
 def _scheduled_depthwise(image: tuple[int, int], kernel: tuple[int, int], dual_mac: bool = True) -> tirx.PrimFunc:

@@ -20,6 +20,7 @@ from tvm_ext.schedule import inline_intermediates
 from tvm_ext.tir_walk import walk
 
 TWO_PIXELS, ONE_PIXEL = "tvm_ext.dual_mac_s8x2x4", "tvm_ext.dual_mac_s8x4"
+WIDENED_PAIR = "tvm_ext.dual_mac_q15x2x4"  # the pairs of tvm_ext.pixel_pairs (tvm_ext.pair_q15)
 
 
 def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, int]) -> tirx.PrimFunc:
@@ -50,7 +51,7 @@ def test_odd_pixel_count_pairs_all_but_the_last_pixel():
     """Five columns (the schedule's split by two does not divide them): pairs of columns from the first, the
     fifth column on its own (tvm_ext.pixel_pairs.pair_odd_pixel_row)."""
     calls = _helper_calls(_scheduled_conv((3, 5), 37, (1, 1)).body)
-    assert calls == [(TWO_PIXELS, [5 * 37, 37, 1, 37, 37]), (ONE_PIXEL, [5 * 37, 37, 1, 37])]
+    assert calls == [(WIDENED_PAIR, [37, 1, 37]), (ONE_PIXEL, [5 * 37, 37, 1, 37])]
 
 
 def test_short_reduction_keeps_one_pixel():
@@ -60,13 +61,13 @@ def test_short_reduction_keeps_one_pixel():
 
 def test_padded_interior_pixels_go_in_pairs():
     """A padded 3x3 window on 16 channels, 7 interior columns: the pixel branch first starts a pair at
-    every other interior column (one two-pixel call: the second pixel 16 bytes on), then the pixel as before
+    every other interior column (one two-pixel call on the pair's widened windows), then the pixel as before
     (the seventh interior column one pixel, the border its copied window)."""
     from test_dual_mac_window import _scheduled_conv as _scheduled_padded_conv
 
     func = _scheduled_padded_conv((6, 9), 16, (3, 3), 1, (1, 1, 1, 1))
     pixel = next(node for node in walk(func.body) if isinstance(node, tirx.IfThenElse))
-    assert _helper_calls(pixel.then_case) == [(TWO_PIXELS, [9 * 16, 144, 3, 48, 16])]
+    assert _helper_calls(pixel.then_case) == [(WIDENED_PAIR, [144, 3, 48])]
     assert [name for name, _ in _helper_calls(pixel.else_case)] == [ONE_PIXEL, ONE_PIXEL]
 
 
@@ -93,7 +94,8 @@ MODELS = {
 def test_two_pixel_kernels_are_bit_exact_on_cortex_m4f_and_on_the_host(tmp_path, name):
     board = bit_exact_on_cortex_m4f(tmp_path, name, MODELS[name]())
     header = (board.out_dir / f"{board.plan.model}_internal.h").read_text()
-    assert "dual_mac_s8x2x4(" in (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert "dual_mac_s8x2x4(" in kernels or "dual_mac_q15x2x4(" in kernels  # the int8 or the widened pairs
     assert "__smlad" in header
     _strict_build(board.out_dir, tmp_path / "arm", [])  # warning-free with arm-none-eabi-gcc
     host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])

@@ -187,7 +187,8 @@ def _interior_branch(tap: _GuardedTap, dual_mac: bool):
         return pixel_loop.body, clean, [window] if windowed is not None else []
     branch = tirx.IfThenElse(_conjunction(tests), clean, border)
     if first is not None and windowed is None:
-        branch = _paired(tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests, branch)
+        branch, scratch = _paired(tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests, branch)
+        windows += scratch
     return pixel_loop.body, branch, windows
 
 
@@ -199,19 +200,20 @@ def _conjunction(tests: list) -> tirx.Expr:
 
 
 def _paired(tap: _GuardedTap, pixel_loop: tirx.For, loops: list, first: int, interior: tuple[int, int],
-            row_tests: list, branch: tirx.Stmt) -> tirx.Stmt:
+            row_tests: list, branch: tirx.Stmt) -> tuple[tirx.Stmt, list[tirx.Buffer]]:
     """``branch`` (a pixel's statements) preceded by the pairs of interior pixels (``tvm_ext.pixel_pairs``)
-    of the columns ``interior`` ([low, high) of ``pixel_loop``) in the rows where ``row_tests`` hold;
-    ``branch`` itself where no pair fits."""
+    of the columns ``interior`` ([low, high) of ``pixel_loop``) in the rows where ``row_tests`` hold, and the
+    scratch buffers the pairs use; ``branch`` itself where no pair fits."""
     low, high = interior
     pairs = (high - low) // 2
-    body = paired_pixel_body(pixel_loop.body, _tap_read_as(tap, tap.guard.args[1], "_pair"), loops, first,
-                             pixel_loop.loop_var) if pairs else None
-    if body is None:
-        return branch
+    paired = paired_pixel_body(pixel_loop.body, _tap_read_as(tap, tap.guard.args[1], "_pair"), loops, first,
+                               pixel_loop.loop_var) if pairs else None
+    if paired is None:
+        return branch, []
+    body, scratch = paired
     starts, ends = pair_tests(pixel_loop.loop_var, low, pairs)
     return tirx.IfThenElse(_conjunction([*row_tests, starts]), body,
-                           tirx.IfThenElse(tirx.Not(_conjunction([*row_tests, ends])), branch, None))
+                           tirx.IfThenElse(tirx.Not(_conjunction([*row_tests, ends])), branch, None)), scratch
 
 
 def _windowed(tap: _GuardedTap, loops: list, first: int, test_depth: Optional[int],

@@ -25,16 +25,19 @@ from tvm import s_tir, tirx
 from tvm_ext.depthwise_mac import mac_helper_replacement
 from tvm_ext.dual_mac import DUAL_MAC_PIXELS, dual_mac_replacement
 from tvm_ext.index_expr import substitute_index
+from tvm_ext.pair_q15 import widened_pair
 from tvm_ext.tir_walk import replace_stmt
 
 
 def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops: list, first_reduction: int,
-                      pixel: tirx.Var) -> Optional[tirx.Stmt]:
-    """The statements computing pixels ``pixel`` and ``pixel + 1`` of an interior row: ``pixel_body`` (one
-    pixel's statements: the loops ``loops`` below the pixel loop, the unguarded update block ``realize``,
-    the reduction ``loops[first_reduction:]`` with the channel tile innermost) with the reduction as one
-    two-pixel dual-MAC call and every other statement beside it (initialisation, epilogue) once per pixel.
-    None where the reduction's statements do not have that form or the call does not fit."""
+                      pixel: tirx.Var) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
+    """The statements computing pixels ``pixel`` and ``pixel + 1`` of an interior row, and the scratch
+    buffers they use: ``pixel_body`` (one pixel's statements: the loops ``loops`` below the pixel loop, the
+    unguarded update block ``realize``, the reduction ``loops[first_reduction:]`` with the channel tile
+    innermost) with the reduction as one two-pixel dual-MAC call and every other statement beside it
+    (initialisation, epilogue) once per pixel; the pair's inputs widened once before its channel tiles where
+    they can be (``tvm_ext.pair_q15``). None where the reduction's statements do not have that form or the
+    call does not fit."""
     pixel_loop = tirx.For(tirx.Var("pixel_pair", pixel.ty.dtype), tirx.const(0, pixel.ty.dtype),
                           tirx.const(DUAL_MAC_PIXELS, pixel.ty.dtype), tirx.ForKind.SERIAL, tirx.Evaluate(0))
     try:
@@ -44,10 +47,14 @@ def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops
     call = dual_mac_replacement(shifted, [*loops[first_reduction:-1], pixel_loop, loops[-1]])
     if call is None:
         return None
+    widened = widened_pair(call, loops[:first_reduction])
     try:
-        return _pair_around(pixel_body, loops[first_reduction], call, pixel)
+        if widened is None:
+            return _pair_around(pixel_body, loops[first_reduction], call, pixel), []
+        paired = _pair_around(pixel_body, loops[first_reduction], widened.call, pixel)
     except KeyError:
         return None
+    return tirx.SeqStmt([widened.widen, paired]), [widened.scratch]
 
 
 def pair_tests(pixel: tirx.Var, low: int, pairs: int) -> tuple[tirx.Expr, tirx.Expr]:
@@ -123,15 +130,17 @@ def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: in
     single = replace_stmt(pixel_loop.body, inner[1], single_call)
     pairs = int(pixel_loop.extent) // DUAL_MAC_PIXELS
     paired = paired_pixel_body(pixel_loop.body, realize, inner, 1, pixel_loop.loop_var) if pairs else None
-    body = single
+    body, scratch = single, []
     if paired is not None:
         starts, ends = pair_tests(pixel_loop.loop_var, int(pixel_loop.min), pairs)
-        body = tirx.IfThenElse(starts, paired, tirx.IfThenElse(tirx.Not(ends), single, None))
+        body = tirx.IfThenElse(starts, paired[0], tirx.IfThenElse(tirx.Not(ends), single, None))
+        scratch = paired[1]
     new_loop = tirx.For(pixel_loop.loop_var, pixel_loop.min, pixel_loop.extent, pixel_loop.kind, body,
                         pixel_loop.thread_binding, pixel_loop.annotations, pixel_loop.step)
     block = root.block
     new_root = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint,
-                            replace_stmt(block.body, pixel_loop, new_loop), block.init, block.alloc_buffers,
+                            replace_stmt(block.body, pixel_loop, new_loop), block.init,
+                            [*block.alloc_buffers, *scratch],
                             block.match_buffers, block.annotations)
     paired_func = func.with_body(s_tir.SBlockRealize(root.iter_values, root.predicate, new_root))
     # The pixel's statements are now in several branches: each copy's loops get variables of their own.
