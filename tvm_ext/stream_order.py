@@ -191,7 +191,7 @@ def _bytes_accessed(one_pass: _Pass, pointers: _Pointers) -> dict[int, Interval 
     for loop, first, count in one_pass.loops:
         analyzer.bind(loop.loop_var, ir.Range.from_min_extent(first, count))
     bounds: dict[int, Interval | None] = {}
-    for node in tir_walk.walk(one_pass.body):
+    for node in _reachable(one_pass.body, analyzer):
         if isinstance(node, tirx.For):
             analyzer.bind(node.loop_var, ir.Range.from_min_extent(node.min, node.extent))
         elif isinstance(node, (tirx.Bind, prim.Let)):
@@ -205,6 +205,27 @@ def _bytes_accessed(one_pass: _Pass, pointers: _Pointers) -> dict[int, Interval 
                 and (access := helper_access(node.op.name)) is not None:
             _widen_by_call(bounds, node, list(access.pointers), pointers, analyzer)
     return bounds
+
+
+def _reachable(body: tirx.Stmt, analyzer: Analyzer) -> Iterator[ir.Node]:
+    """The nodes of `body` in pre-order, like `tir_walk.walk`, without the branch of an `IfThenElse` whose
+    condition `analyzer` proves false (true, for the else branch) with what the caller has bound by then:
+    this pass's iterations, the loops and bindings around the branch. Only a branch that never runs in
+    this pass is left out, so the bounds stay at least as wide as the truth."""
+    stack: list[ir.Node] = [body]
+    while stack:
+        current = stack.pop()
+        yield current  # the caller binds a loop's variable before its body is reached
+        if isinstance(current, tirx.IfThenElse):
+            condition = current.condition
+            reached = [condition]
+            if not analyzer.can_prove(tirx.Not(condition)):
+                reached.append(current.then_case)
+            if current.else_case is not None and not analyzer.can_prove(condition):
+                reached.append(current.else_case)
+        else:
+            reached = tir_walk.children(current)
+        stack.extend(reversed(reached))
 
 
 def _widen_by_call(bounds: dict[int, Interval | None], call: ir.Call, accesses: list[PointerAccess],
