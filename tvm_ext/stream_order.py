@@ -12,9 +12,11 @@ table of operator kinds:
   loop: one pass per pixel, so the write front follows the read front pixel by pixel). Any other
   top-level statement is one pass.
 - In each pass, the bytes read of an input (written of an output) are bounded by TVM's integer analysis of
-  every load (store) index, the pass's iterations and every inner loop bound to their ranges. Conditions
-  are ignored (a guarded load counts as a read): the bounds may be wider than the truth, never narrower,
-  and a wider bound only asks for more distance between the two buffers.
+  every load (store) index, the pass's iterations and every inner loop bound to their ranges. A branch
+  whose condition the analysis proves false in this pass (a paired pixel's branch at an odd column, a
+  border's branch on an interior row) is left out; any other condition is ignored (a guarded load counts
+  as a read): the bounds may be wider than the truth, never narrower, and a wider bound only asks for
+  more distance between the two buffers.
 - An address handed to a helper whose op has a `tvm_ext.helper_access` record (the DSP MAC helpers) is an
   access too: the record gives the elements the call reaches from that address, its sizes read from the
   call's constant arguments, and the address's index is bounded like a load's.
