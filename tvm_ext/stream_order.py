@@ -12,9 +12,11 @@ table of operator kinds:
   loop: one pass per pixel, so the write front follows the read front pixel by pixel). Any other
   top-level statement is one pass.
 - In each pass, the bytes read of an input (written of an output) are bounded by TVM's integer analysis of
-  every load (store) index, the pass's iterations and every inner loop bound to their ranges. Conditions
-  are ignored (a guarded load counts as a read): the bounds may be wider than the truth, never narrower,
-  and a wider bound only asks for more distance between the two buffers.
+  every load (store) index, the pass's iterations and every inner loop bound to their ranges. A branch
+  whose condition the analysis proves false in this pass (a paired pixel's branch at an odd column, a
+  border's branch on an interior row) is left out; any other condition is ignored (a guarded load counts
+  as a read): the bounds may be wider than the truth, never narrower, and a wider bound only asks for
+  more distance between the two buffers.
 - An address handed to a helper whose op has a `tvm_ext.helper_access` record (the DSP MAC helpers) is an
   access too: the record gives the elements the call reaches from that address, its sizes read from the
   call's constant arguments, and the address's index is bounded like a load's.
@@ -191,7 +193,7 @@ def _bytes_accessed(one_pass: _Pass, pointers: _Pointers) -> dict[int, Interval 
     for loop, first, count in one_pass.loops:
         analyzer.bind(loop.loop_var, ir.Range.from_min_extent(first, count))
     bounds: dict[int, Interval | None] = {}
-    for node in tir_walk.walk(one_pass.body):
+    for node in _reachable(one_pass.body, analyzer):
         if isinstance(node, tirx.For):
             analyzer.bind(node.loop_var, ir.Range.from_min_extent(node.min, node.extent))
         elif isinstance(node, (tirx.Bind, prim.Let)):
@@ -205,6 +207,27 @@ def _bytes_accessed(one_pass: _Pass, pointers: _Pointers) -> dict[int, Interval 
                 and (access := helper_access(node.op.name)) is not None:
             _widen_by_call(bounds, node, list(access.pointers), pointers, analyzer)
     return bounds
+
+
+def _reachable(body: tirx.Stmt, analyzer: Analyzer) -> Iterator[ir.Node]:
+    """The nodes of `body` in pre-order, like `tir_walk.walk`, without the branch of an `IfThenElse` whose
+    condition `analyzer` proves false (true, for the else branch) with what the caller has bound by then:
+    this pass's iterations, the loops and bindings around the branch. Only a branch that never runs in
+    this pass is left out, so the bounds stay at least as wide as the truth."""
+    stack: list[ir.Node] = [body]
+    while stack:
+        current = stack.pop()
+        yield current  # the caller binds a loop's variable before its body is reached
+        if isinstance(current, tirx.IfThenElse):
+            condition = current.condition
+            reached = [condition]
+            if not analyzer.can_prove(tirx.Not(condition)):
+                reached.append(current.then_case)
+            if current.else_case is not None and not analyzer.can_prove(condition):
+                reached.append(current.else_case)
+        else:
+            reached = tir_walk.children(current)
+        stack.extend(reversed(reached))
 
 
 def _widen_by_call(bounds: dict[int, Interval | None], call: ir.Call, accesses: list[PointerAccess],
