@@ -14,7 +14,12 @@ Bit-exact with TFLite (tensorflow/lite/kernels/internal/common.{h,cc}, gemmlowp 
   compile time from the weights, bias and input range): 2 * acc is an int32, so the doubling high multiply
   is the high word of a rounding 32x32 multiply (one SMMULR on Arm cores with the DSP instructions).
 
-One more helper, "saturate_int8", clamps to [-128, 127] (one SSAT where the core saturates).
+Two more helpers: "saturate_int8" clamps to [-128, 127] (one SSAT where the core saturates), and
+"count_leading_zeros" is TFLite's CountLeadingZeros of a uint32 (32 for 0; one CLZ on Arm), which softmax
+and L2_NORMALIZATION use to normalise their sums. "inv_sqrt_multiplier" is the multiplier of TFLite's
+GetInvSqrtQuantizedMultiplierExp (L2_NORMALIZATION's 1/sqrt of a row's sum of squares); it calls "double"
+(with shift 0: gemmlowp's SaturatingRoundingDoublingHighMul) and "count_leading_zeros", which a header then
+defines too (`HELPER_DEPENDENCIES`).
 
 int32 arithmetic with one 64-bit multiply; no undefined behaviour: scaling up is a multiplication (never a
 left shift of a negative value), and a negative value is divided by a power of two through its complement
@@ -32,13 +37,17 @@ SMALL_RIGHT_SHIFT = "double_small"
 SMALL_ACCUMULATOR_LIMIT = 2**30
 """The small variant's accumulators lie in [-SMALL_ACCUMULATOR_LIMIT, SMALL_ACCUMULATOR_LIMIT)."""
 SATURATE_INT8 = "saturate_int8"
-# Every helper of this module, in the order a header defines them.
-HELPERS = (*REQUANTIZE_HELPERS, SATURATE_INT8)
+COUNT_LEADING_ZEROS = "count_leading_zeros"
+INV_SQRT_MULTIPLIER = "inv_sqrt_multiplier"
+# Every helper of this module, in the order a header defines them (a helper after those it calls).
+HELPERS = (*REQUANTIZE_HELPERS, SATURATE_INT8, COUNT_LEADING_ZEROS, INV_SQRT_MULTIPLIER)
+HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS)}
+"""The helpers each helper calls."""
 
 
 def requantize_helper_name(prefix: str, rounding: str) -> str:
     """The C name of the helper for `rounding` (one of HELPERS) in the bundle `prefix`."""
-    return f"{prefix}_{rounding}" if rounding == SATURATE_INT8 else f"{prefix}_requantize_{rounding}"
+    return f"{prefix}_requantize_{rounding}" if rounding in REQUANTIZE_HELPERS else f"{prefix}_{rounding}"
 
 
 def _floor_shift(value: str, exponent: str, c_type: str) -> str:
@@ -129,6 +138,72 @@ static inline int32_t {requantize_helper_name(prefix, SATURATE_INT8)}(int32_t x)
 """
 
 
+def _count_leading_zeros(prefix: str) -> str:
+    return f"""/* TFLite's CountLeadingZeros of a uint32: the zero bits above its highest set bit, 32 for x = 0
+   (__builtin_clz, one CLZ on Arm, is undefined for 0). */
+static inline int32_t {requantize_helper_name(prefix, COUNT_LEADING_ZEROS)}(uint32_t x)
+{{
+#if (defined(__GNUC__) || defined(__clang__)) && __SIZEOF_INT__ == 4
+    return x == 0u ? 32 : (int32_t)__builtin_clz(x);
+#else
+    int32_t zeros = 0;
+    while (zeros < 32 && (x & 0x80000000u) == 0u) {{
+        x <<= 1;
+        zeros++;
+    }}
+    return zeros;
+#endif
+}}
+"""
+
+
+def _inv_sqrt_multiplier(prefix: str) -> str:
+    high_mul = requantize_helper_name(prefix, "double")
+    shift_left = f"{prefix}_saturating_left_shift"
+    return f"""/* gemmlowp's SaturatingRoundingMultiplyByPOT<exponent> for 0 < exponent < 31: x * 2^exponent, saturated. */
+static inline int32_t {shift_left}(int32_t x, uint32_t exponent)
+{{
+    const int32_t threshold = (int32_t)((1u << (31u - exponent)) - 1u);
+    if (x > threshold) {{
+        return INT32_MAX;
+    }}
+    if (x < -threshold) {{
+        return INT32_MIN;
+    }}
+    return (int32_t)((uint32_t)x << exponent);
+}}
+
+/* The multiplier of TFLite's GetInvSqrtQuantizedMultiplierExp(acc) for acc >= 0 (INT32_MAX for acc <= 1):
+   acc normalised into [2^27, 2^29) by pairs of bits, five Newton-Raphson steps of 1/sqrt in gemmlowp fixed
+   point with 3 integer bits ({high_mul}(a, b, 0) is SaturatingRoundingDoublingHighMul), times
+   sqrt(2)/2, scaled up where the shift is negative (the shift itself is computed by the caller). */
+static inline int32_t {requantize_helper_name(prefix, INV_SQRT_MULTIPLIER)}(int32_t acc)
+{{
+    if (acc <= 1) {{
+        return INT32_MAX;
+    }}
+    int32_t input = acc;
+    int32_t shift = 11;
+    if (input >= (1 << 29)) {{  /* acc < 2^31: once at most */
+        input /= 4;
+        shift++;
+    }}
+    const int32_t pairs = ({requantize_helper_name(prefix, COUNT_LEADING_ZEROS)}((uint32_t)input) - 1) / 2 - 1;
+    shift -= pairs;
+    input <<= 2 * pairs;  /* positive, below 2^29 */
+    const int32_t raw_input = input >> 1;
+    const int32_t half_input = (raw_input >> 1) + (raw_input & 1);  /* RoundingDivideByPOT(raw_input, 1) */
+    int32_t x = 1 << 28;  /* 1.0 */
+    for (int step = 0; step < 5; step++) {{
+        const int32_t x3 = {shift_left}({high_mul}({high_mul}(x, x, 0), x, 0), 6u);
+        x = {shift_left}({high_mul}((1 << 28) + (1 << 27), x, 0) - {high_mul}(half_input, x3, 0), 3u);
+    }}
+    const int32_t multiplier = {high_mul}(x, 1518500250, 0);  /* times sqrt(2)/2 */
+    return shift < 0 ? (int32_t)((uint32_t)multiplier << (uint32_t)-shift) : multiplier;
+}}
+"""
+
+
 def _single(prefix: str) -> str:
     return f"""/* TFLite's MultiplyByQuantizedMultiplier, single rounding: round(acc * multiplier * 2^(shift - 31)). */
 static inline int32_t {requantize_helper_name(prefix, "single")}(int32_t acc, int32_t multiplier, int32_t shift)
@@ -141,10 +216,13 @@ static inline int32_t {requantize_helper_name(prefix, "single")}(int32_t acc, in
 
 
 _WRITERS = {"double": _double, RIGHT_SHIFT_ONLY: _double_right_shift, SMALL_RIGHT_SHIFT: _double_small,
-            "single": _single, SATURATE_INT8: _saturate_int8}
+            "single": _single, SATURATE_INT8: _saturate_int8,
+            COUNT_LEADING_ZEROS: _count_leading_zeros, INV_SQRT_MULTIPLIER: _inv_sqrt_multiplier}
 
 
 def requantize_helpers_c(prefix: str, roundings: Iterable[str]) -> str:
-    """The C definitions of the helpers for `roundings` (each one of HELPERS), in a fixed order."""
+    """The C definitions of the helpers for `roundings` (each one of HELPERS) and of those they call, in a
+    fixed order."""
     wanted = set(roundings)
+    wanted.update(*(HELPER_DEPENDENCIES.get(r, ()) for r in tuple(wanted)))
     return "\n".join(_WRITERS[r](prefix) for r in HELPERS if r in wanted)

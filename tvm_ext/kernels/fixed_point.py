@@ -30,8 +30,8 @@ from typing import Optional, Union
 import tvm
 from tvm import tirx
 
-from packager.fixed_point_c import (REQUANTIZE_HELPERS, RIGHT_SHIFT_ONLY, SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT,
-                                    SMALL_RIGHT_SHIFT, requantize_helper_name)
+from packager.fixed_point_c import (COUNT_LEADING_ZEROS, REQUANTIZE_HELPERS, RIGHT_SHIFT_ONLY, SATURATE_INT8,
+                                    SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT, requantize_helper_name)
 from tvm.ir.expr import Expr as PrimExpr
 
 INT32_MIN = -(2**31)
@@ -127,6 +127,7 @@ def expand_multiply_by_quantized_multiplier(
 # of double rounding's right-shift-only variants.
 REQUANTIZE_OPS = {helper: f"tvm_ext.multiply_by_quantized_multiplier_{helper}" for helper in REQUANTIZE_HELPERS}
 SATURATE_INT8_OP = "tvm_ext.saturate_int8"
+COUNT_LEADING_ZEROS_OP = "tvm_ext.count_leading_zeros"
 
 
 def multiply_by_quantized_multiplier(
@@ -202,7 +203,7 @@ def _python_int(x: PrimExpr) -> IntExpr:
     return int(x.value) if isinstance(x, tirx.IntImm) else x
 
 
-def _register_helper_op(name: str, helper: str, expand) -> None:
+def register_helper_op(name: str, helper: str, expand) -> None:
     """The operator `name`: `expand(call)` (its arithmetic) on every target, a call of the bundle's C
     helper `helper` in C generated inside `calls_to_c_helpers`."""
 
@@ -226,12 +227,28 @@ def _register_requantize_op(helper: str) -> None:
         x, multiplier, shift = (_python_int(a) for a in call.args)
         return expand_multiply_by_quantized_multiplier(x, multiplier, shift, rounding)
 
-    _register_helper_op(REQUANTIZE_OPS[helper], helper, expand)
+    register_helper_op(REQUANTIZE_OPS[helper], helper, expand)
 
 
 for _helper in REQUANTIZE_HELPERS:
     _register_requantize_op(_helper)
-_register_helper_op(SATURATE_INT8_OP, SATURATE_INT8, lambda call: tirx.max(tirx.min(call.args[0], 127), -128))
+register_helper_op(SATURATE_INT8_OP, SATURATE_INT8, lambda call: tirx.max(tirx.min(call.args[0], 127), -128))
+
+
+def _expand_count_leading_zeros(call: PrimExpr) -> PrimExpr:
+    """32 minus the bit length of the uint32 argument, as comparisons (the C helper is one CLZ)."""
+    x = call.args[0]
+    bit_length = sum(tirx.Select(x >= tirx.const(1 << k, "uint32"), 1, 0) for k in range(32))
+    return 32 - bit_length
+
+
+register_helper_op(COUNT_LEADING_ZEROS_OP, COUNT_LEADING_ZEROS, _expand_count_leading_zeros)
+
+
+def count_leading_zeros(x: IntExpr) -> PrimExpr:
+    """TFLite's CountLeadingZeros(static_cast<uint32_t>(x)) of an int32 ``x``, as one call (int32 result):
+    32 for 0, 0 for a negative ``x``."""
+    return tirx.call_intrin("int32", COUNT_LEADING_ZEROS_OP, tirx.Cast("uint32", _i32(x)))
 
 
 def multiply_by_quantized_multiplier_int64(x: PrimExpr, multiplier: IntExpr, shift: IntExpr) -> PrimExpr:

@@ -16,6 +16,7 @@ from tvm.ir.expr import Expr as PrimExpr
 from .fixed_point import (
     INT32_MAX,
     Rounding,
+    count_leading_zeros,
     multiply_by_quantized_multiplier,
     rounding_divide_by_pot,
     saturating_left_shift,
@@ -57,6 +58,8 @@ class Lets:
         return self.scratch[slot]
 
     def then_store(self, store: tirx.Stmt) -> tirx.Stmt:
+        if not self._values:  # nothing named: no scratch array
+            return store
         stores = [tirx.BufferStore(self.scratch, value, [slot]) for slot, value in enumerate(self._values)]
         return tirx.SeqStmt([tirx.AllocBuffer(self.scratch), *stores, store])
 
@@ -128,12 +131,6 @@ def one_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
 def one_minus_x_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
     """gemmlowp (1-a)/(1+a) for a Q0.31 a in [0, 1], as Q0.31: 2/(1+a) - 1 rescaled from Q2.29."""
     return saturating_left_shift(_half_denominator_reciprocal(lets, a) - (1 << 29), 2)
-
-
-def count_leading_zeros(x: PrimExpr) -> PrimExpr:
-    """Leading zeros of a positive int32 seen as uint32 (32 minus its bit length)."""
-    bit_length = sum(tirx.Select(x >= (1 << k), 1, 0) for k in range(31))
-    return 32 - bit_length
 
 
 def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding, out_dtype: str = "int8") -> te.Tensor:

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from tvm import te, tirx
 
-from .fixed_point import Rounding, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, count_leading_zeros, multiply_by_quantized_multiplier
 from .lut_int16 import exp_float32, lut_lookup, populate_lut_int16
 from .quant_params import quantize_multiplier
-from .softmax import count_leading_zeros
 
 INPUT_RANGE = 65535  # int16 max - min: the exp table's input covers [-10, 0] over it
 EXP_TABLE_RANGE = 10.0
