@@ -211,6 +211,8 @@ def register_helper_op(name: str, helper: str, expand) -> None:
         calls = _HELPER_CALLS.get()
         if calls is None:  # a user's C build: no helper is defined there
             return expand(call)
+        if any(str(arg.ty.dtype) == "int64" for arg in call.args):
+            return expand(call)  # TVM widened the arguments (int64 index arithmetic): the helpers take int32
         calls.used.add(helper)
         return tirx.call_pure_extern("int32", requantize_helper_name(calls.prefix, helper), *call.args)
 
@@ -232,7 +234,8 @@ def _register_requantize_op(helper: str) -> None:
 
 for _helper in REQUANTIZE_HELPERS:
     _register_requantize_op(_helper)
-register_helper_op(SATURATE_INT8_OP, SATURATE_INT8, lambda call: tirx.max(tirx.min(call.args[0], 127), -128))
+register_helper_op(SATURATE_INT8_OP, SATURATE_INT8,
+                   lambda call: tirx.Cast("int32", tirx.max(tirx.min(call.args[0], 127), -128)))
 
 
 def _expand_count_leading_zeros(call: PrimExpr) -> PrimExpr:

@@ -41,7 +41,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
                               tuple(int(v) for v in attrs.dilation))
     return MacKernel("TRANSPOSE_CONV", conv, conv2d_transpose_int8, data.tensor, data.quant.zero_point,
                      weight_ohwi, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
-                     ctx.rounding, geometry)
+                     ctx.rounding, geometry, channel_axis=0)
 
 
 LOWERING = Lowering(frozenset({"TRANSPOSE_CONV"}), ends_float_operator, match)
