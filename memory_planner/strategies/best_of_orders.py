@@ -2,8 +2,8 @@
 
 Each order is a published greedy rule (Pisarchyk & Lee 2020, arXiv 2001.03288; TVM USMP's greedy
 variants): by size, by how long a buffer lives, by size x lifetime, by the number of buffers it
-conflicts with, and "by breadth" (walk the steps from the one with the most live bytes down, placing
-that step's buffers largest first). Each order is tried with first fit and with best fit (smallest gap
+conflicts with, "by breadth" (walk the steps from the one with the most live bytes down, placing
+that step's buffers largest first), and "by hand-over chains" (ours, below). Each order is tried with first fit and with best fit (smallest gap
 that holds it); the placement with the smallest arena wins, ties to the earlier rule, so the result is
 deterministic.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from memory_planner.api import Buffer
-from memory_planner.liveness import bytes_live_per_step
+from memory_planner.liveness import bytes_live_per_step, handovers
 from memory_planner.strategies.placement import (
     Placement,
     arena_bytes,
@@ -51,6 +51,25 @@ def _by_breadth(buffers: Sequence[Buffer]) -> list[int]:
     return order
 
 
+def _by_handover_chains(buffers: Sequence[Buffer]) -> list[int]:
+    """Each chain of streamed hand-overs (source, its taker, that taker's taker...) as one unit, units by
+    their largest member, largest first (ties to the earlier born). Within a unit, largest first and, among
+    equals, the last taker first: first fit then puts each source just its distance above its taker, a
+    staircase the chain descends, where any other order makes a taker jump above its placed source or
+    leaves a small buffer (a kernel's scratch) where the staircase must go."""
+    index = {b.name: i for i, b in enumerate(buffers)}
+    source_of = {index[h.taker.name]: index[h.source.name] for h in handovers(buffers).values() if h.taker.stream}
+    sources = set(source_of.values())
+    chains: list[list[int]] = []
+    for last in (i for i in range(len(buffers)) if i not in sources):
+        chain = [last]
+        while chain[-1] in source_of:
+            chain.append(source_of[chain[-1]])
+        chains.append(sorted(chain, key=lambda i: -buffers[i].nbytes))
+    chains.sort(key=lambda chain: (-buffers[chain[0]].nbytes, min(buffers[i].first_step for i in chain)))
+    return [i for chain in chains for i in chain]
+
+
 ORDERS: tuple[Order, ...] = (
     _by_key(lambda b: (-b.nbytes,)),
     _by_key(lambda b: (-_span(b), -b.nbytes)),
@@ -58,6 +77,7 @@ ORDERS: tuple[Order, ...] = (
     _by_key(lambda b: (b.first_step, -b.nbytes)),
     _by_conflicts,
     _by_breadth,
+    _by_handover_chains,
 )
 
 
