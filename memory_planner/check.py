@@ -9,6 +9,8 @@
   it (or filled by the caller before the run: `filled_before`), and either B has no stream order, both
   sit at one offset and B is not larger than A, or B's stream order, simulated pass by pass at the two
   offsets, never writes a byte of A that this pass or a later one still reads;
+- no hand-overs form a cycle (A takes B's bytes and B takes A's, or a longer ring): no execution can read
+  each source before its taker writes it;
 - the plan's lower bound is the largest number of bytes live at one step (recounted here by a sweep
   over start and end events; at a hand-over the pair counts as their union at the smallest legal
   distance, found by simulating the stream order), and the arena is not below it.
@@ -95,6 +97,20 @@ def _hand_overs(buffers: Sequence[Buffer]) -> dict[str, _HandOver]:
     return found
 
 
+def _check_no_cycle(hand_overs: dict[str, _HandOver]) -> None:
+    """Raise unless following each taker's source, then that buffer's source and so on, never leads back to
+    the taker (a ring has at most as many buffers as there are takers)."""
+    for taker in hand_overs:
+        ring = [taker]
+        source = hand_overs[taker].source.name
+        while source != taker and source in hand_overs and len(ring) <= len(hand_overs):
+            ring.append(source)
+            source = hand_overs[source].source.name
+        if source == taker:
+            names = " -> ".join(repr(name) for name in [*ring, taker])
+            raise InvalidMemoryPlanError(f"hand-overs {names} form a cycle (each takes the bytes of the next)")
+
+
 def _legal_overlap(source: Buffer, taker: Buffer, offsets: dict[str, int]) -> bool:
     if taker.stream is None:
         return offsets[taker.name] == offsets[source.name] and taker.nbytes <= source.nbytes
@@ -150,6 +166,7 @@ def check_plan(buffers: Sequence[Buffer], plan: MemoryPlan) -> None:
             end = offset + b.nbytes
             raise InvalidMemoryPlanError(f"buffer {b.name!r}: ends at {end}, past the arena's {plan.arena_bytes} bytes")
     hand_overs = _hand_overs(buffers)
+    _check_no_cycle(hand_overs)
     for a, b in combinations(buffers, 2):
         _check_pair(a, b, offsets, hand_overs)
     peak = _peak_live_bytes(buffers, hand_overs)

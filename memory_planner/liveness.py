@@ -38,12 +38,18 @@ class Handover:
         return max(self.taker.nbytes, self.distance + self.source.nbytes)
 
 
+class HandoverCycleError(ValueError):
+    """Legal hand-overs that form a cycle (A takes B's bytes and B takes A's, or a longer ring): each kernel
+    would have to read its source before another writes it, which no execution can do. Only one-step
+    buffers that are all `filled_before` at one step can form one; whoever made such buffers has a bug."""
+
+
 def handovers(buffers: Sequence[Buffer]) -> dict[str, Handover]:
     """The legal hand-overs by taker name. Legal: the taker's `inplace_of` buffer exists, was born at an
     earlier step (or is `filled_before`) and dies at the step the taker is born; without a stream order the
     taker is not larger (distance 0); with one, the distance is the order's lead (at least 0) and smaller
     than the taker (else sharing saves nothing). A source gives its bytes to the first buffer listed with a
-    legal hand-over."""
+    legal hand-over. Raises HandoverCycleError if the legal hand-overs form a cycle."""
     by_name = {b.name: b for b in buffers}
     found: dict[str, Handover] = {}
     given: set[str] = set()
@@ -62,7 +68,27 @@ def handovers(buffers: Sequence[Buffer]) -> dict[str, Handover]:
         if distance is not None:
             found[taker.name] = Handover(taker, source, distance)
             given.add(source.name)
+    _reject_cycles(found)
     return found
+
+
+def _reject_cycles(found: dict[str, Handover]) -> None:
+    """Raise HandoverCycleError naming the buffers of the first cycle among `found` (taker name -> its
+    hand-over), each followed by the one whose bytes it takes. Each taker has one source, so following
+    sources from any taker either leaves the takers or comes back to a buffer already on the walk."""
+    cleared: set[str] = set()  # takers whose walk leaves the takers
+    for start in found:
+        walk: list[str] = []
+        name = start
+        while name in found and name not in cleared and name not in walk:
+            walk.append(name)
+            name = found[name].source.name
+        if name in walk:
+            ring = walk[walk.index(name):] + [name]
+            names = " -> ".join(repr(n) for n in ring)
+            raise HandoverCycleError(f"in-place hand-overs {names} form a cycle that no execution can satisfy "
+                                     "(each buffer takes the bytes of the next)")
+        cleared.update(walk)
 
 
 def live_per_step(buffers: Sequence[Buffer]) -> list[list[Buffer]]:

@@ -24,7 +24,7 @@ import contextlib
 import contextvars
 import dataclasses
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Optional, Union
 
 import tvm
@@ -203,22 +203,30 @@ def _python_int(x: PrimExpr) -> IntExpr:
     return int(x.value) if isinstance(x, tirx.IntImm) else x
 
 
-def register_helper_op(name: str, helper: str, expand) -> None:
-    """The operator `name`: `expand(call)` (its arithmetic) on every target, a call of the bundle's C
-    helper `helper` in C generated inside `calls_to_c_helpers`."""
+def register_helper_op(name: str, helper: str, expand: Optional[Callable[[PrimExpr], PrimExpr]]) -> None:
+    """The operator `name`: a call of the bundle's C helper `helper` in C generated inside
+    `calls_to_c_helpers`, and `expand(call)` (its arithmetic) everywhere else. With `expand` None only
+    that C helper implements it: lowering it anywhere else raises RuntimeError at once (a bug of tvm_ext:
+    no bundle lowers it elsewhere)."""
+
+    def elsewhere(call: PrimExpr) -> PrimExpr:
+        if expand is None:
+            raise RuntimeError(f"operator {name} is implemented only by the C code generation of a bundle (its "
+                               f"{helper} helper), not for another target nor in C outside a bundle")
+        return expand(call)
 
     def to_c(call: PrimExpr) -> PrimExpr:
         calls = _HELPER_CALLS.get()
         if calls is None:  # a user's C build: no helper is defined there
-            return expand(call)
+            return elsewhere(call)
         if any(str(arg.ty.dtype) == "int64" for arg in call.args):
-            return expand(call)  # TVM widened the arguments (int64 index arithmetic): the helpers take int32
+            return elsewhere(call)  # TVM widened the arguments (int64 index arithmetic): the helpers take int32
         calls.used.add(helper)
         return tirx.call_pure_extern("int32", requantize_helper_name(calls.prefix, helper), *call.args)
 
     tvm.ir.register_op_attr(name, "TCallEffectKind", tirx.CallEffectKind.Pure.value)
     tvm.ir.register_op_attr(name, "TScriptPrinterName", name.replace(".", "_"))
-    tirx.register_intrin_lowering(name, "default", f=expand)
+    tirx.register_intrin_lowering(name, "default", f=elsewhere)
     tirx.register_intrin_lowering(name, "c", f=to_c)
 
 

@@ -4,7 +4,9 @@ Per row: acc = sum((x - zp)^2) in int32, then TFLite's GetInvSqrtQuantizedMultip
 (normalise acc into [2^27, 2^29) by pairs of bits, five Newton-Raphson steps of gemmlowp fixed point
 with 3 integer bits, times sqrt(2)/2), and out = clamp(MBQM(x - zp, multiplier, shift + 7)): int8 in 1/128
 units with zero point 0. The multiplier is one call of an operator of ours, which a bundle's C makes a call of
-its `<prefix>_inv_sqrt_multiplier` helper (`packager.fixed_point_c`) and every other target the arithmetic here.
+its `<prefix>_inv_sqrt_multiplier` helper (`packager.fixed_point_c`). Only that helper implements it: lowering
+the operator for any other target (or C outside a bundle) raises at once (`fixed_point.register_helper_op`):
+its arithmetic as TIR did not finish an llvm build in 12 minutes, and no bundle needs it.
 """
 
 from __future__ import annotations
@@ -14,17 +16,12 @@ from tvm.ir.expr import Expr as PrimExpr
 
 from packager.fixed_point_c import INV_SQRT_MULTIPLIER
 
-from .fixed_point import (INT32_MAX, Rounding, clamp_to_int8, count_leading_zeros, multiply_by_quantized_multiplier,
-                          register_helper_op, rounding_divide_by_pot)
+from .fixed_point import (Rounding, clamp_to_int8, count_leading_zeros, multiply_by_quantized_multiplier,
+                          register_helper_op)
 from .softmax import rowwise
-from .fixed_point import saturating_left_shift, saturating_rounding_doubling_high_mul as mul
 
 OUTPUT_FRACTION_BITS = 7  # the output is in 1/128 units
 _LARGE = 1 << 29  # acc at or above it is divided by 4 first (once: acc < 2^31)
-HALF_THREE = (1 << 28) + (1 << 27)  # 1.5 with 3 integer bits
-ONE = 1 << 28  # 1.0 with 3 integer bits
-HALF_SQRT_2 = 1518500250  # sqrt(2)/2 with 0 integer bits
-NEWTON_STEPS = 5
 INV_SQRT_MULTIPLIER_OP = "tvm_ext.inv_sqrt_multiplier"
 
 
@@ -37,41 +34,7 @@ def _normalised(acc: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
     return reduced * (tirx.const(1, "int32") << (2 * pairs)), shift - pairs
 
 
-class _LetChain:
-    """Names intermediate values as TIR ``Let`` bindings around one expression (each computed once)."""
-
-    def __init__(self) -> None:
-        self._bindings: list[tuple[tirx.Var, PrimExpr]] = []
-
-    def bind(self, name: str, value: PrimExpr) -> PrimExpr:
-        var = tirx.Var(name, "int32")
-        self._bindings.append((var, value))
-        return var
-
-    def around(self, body: PrimExpr) -> PrimExpr:
-        for var, value in reversed(self._bindings):
-            body = tirx.Let(var, value, body)
-        return body
-
-
-def _expand_inv_sqrt_multiplier(call: PrimExpr) -> PrimExpr:
-    """The multiplier of GetInvSqrtQuantizedMultiplierExp(acc) (INT32_MAX for acc <= 1), as arithmetic."""
-    acc = call.args[0]
-    lets = _LetChain()
-    normalised, shift = _normalised(acc)
-    normalised = lets.bind("normalised", normalised)
-    half_input = lets.bind("half_input", rounding_divide_by_pot(tirx.shift_right(normalised, 1), 1))
-    x = tirx.const(ONE, "int32")
-    for _ in range(NEWTON_STEPS):
-        x3 = lets.bind("x3", saturating_left_shift(mul(mul(x, x), x), 6))
-        x = lets.bind("x", saturating_left_shift(mul(HALF_THREE, x) - mul(half_input, x3), 3))
-    raw = lets.bind("raw", mul(x, HALF_SQRT_2))
-    shift = lets.bind("shift", shift)
-    scaled = tirx.Select(shift < 0, raw * (tirx.const(1, "int32") << tirx.max(-shift, 0)), raw)
-    return lets.around(tirx.Select(acc <= 1, tirx.const(INT32_MAX, "int32"), scaled))
-
-
-register_helper_op(INV_SQRT_MULTIPLIER_OP, INV_SQRT_MULTIPLIER, _expand_inv_sqrt_multiplier)
+register_helper_op(INV_SQRT_MULTIPLIER_OP, INV_SQRT_MULTIPLIER, None)
 
 
 def _inv_sqrt_left_shift(acc: PrimExpr) -> PrimExpr:

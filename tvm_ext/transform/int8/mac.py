@@ -13,7 +13,6 @@ from tvm.relax.dpl import is_op
 from ...kernels import OutputStage, Rounding, WeightLayout
 from ...kernels.fixed_point import INT32_MIN, fits_small_input
 from ...kernels.quant_params import ActivationRange
-from ...kernels.saturated_bias import saturated_bias
 from ...kernels.zero_point_fold import fold_zero_point_into_bias
 from .lowering import KernelCall, LoweringContext
 from .patterns import (BiasPattern, DequantizedActivation, Int8Input, Int8Weight, QuantizedOutput, QuantizedResult,
@@ -66,9 +65,8 @@ class MacKernel:
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
         and an int8 shift constant per output channel. The input zero point is folded into the bias
-        where the folded bias fits the bias's storage; a channel saturated by its bias gets a smaller one
-        (`saturated_bias`), and a layer whose accumulators plus bias are provably small the cheaper
-        requantization (`OutputStage.small_accumulator`)."""
+        where the folded bias fits the bias's storage, and a layer whose accumulators plus bias are provably
+        small takes the cheaper requantization (`OutputStage.small_accumulator`)."""
         if np.all(self.multipliers == self.multipliers[0]) and np.all(self.shifts == self.shifts[0]):
             multiplier, shift, channel_tensors = int(self.multipliers[0]), int(self.shifts[0]), {}
         else:
@@ -78,9 +76,6 @@ class MacKernel:
         right_shift_only = bool(np.all(self.shifts < 0) and np.all(self.multipliers != INT32_MIN))
         reach = self._accumulator_reach()
         bias_values = None if self.bias is None else self.bias.value.numpy().reshape(-1)
-        if bias_values is not None and reach is not None:
-            bias_values = saturated_bias(bias_values, reach, self.multipliers, self.shifts, self.output_zero_point,
-                                         activation)
         small = reach is not None and _fits_small(reach, bias_values)
         stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only,
                             small)
@@ -90,8 +85,7 @@ class MacKernel:
         # dual MAC (tvm_ext.dual_mac) multiplies raw int8 values only.
         folded = None if bias_values is None or not self.folds_zero_point else fold_zero_point_into_bias(
             _at_least_int32(bias_values), self.weight, self.input_zero_point, self.channel_axis)
-        replaced = bias_values is not None and not np.array_equal(bias_values, self.bias.value.numpy().reshape(-1))
-        bias = bias_constant(folded) if folded is not None else bias_constant(bias_values) if replaced else self.bias
+        bias = self.bias if folded is None else bias_constant(folded)
         weight = self.weight if self.weight_layout is not WeightLayout.OHWI else self.weight.transpose(3, 0, 1, 2)
         weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
