@@ -6,7 +6,8 @@ lone pixels at the one-pixel cost. Where pixel ``p`` of the fused index ``row * 
 its input window at ``p`` times a constant stride and writes its accumulators likewise (a 1x1 convolution of
 stride 1 without padding: a matrix multiply over rows x columns pixels), the row and column loops are fused
 first, so the pairs run across rows: 125 pixels are 62 pairs and one lone pixel, not 25 x (2 pairs + 1).
-Only the loops are fused: each output's sum keeps its order (bit-exact).
+Only the iteration changes (and the layout of the kernel's own accumulators): each output's sum keeps its
+order (bit-exact).
 """
 
 from __future__ import annotations
@@ -19,21 +20,22 @@ from tvm import s_tir, tirx
 from tvm_ext.dual_mac import DUAL_MAC_PIXELS, AccessOffsets, mac_reduction
 
 
-def fuse_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> Optional[tuple[list, int]]:
-    """Fuse the output row and column loops of the channel-tiled int8 MAC reduction ``block`` (its loops
-    ``loops``: the row loop, the column loop and the channel tile's outer loop just above the reduction,
-    which starts at ``first_reduce``) into one pixel loop when the columns are odd (a row would leave a
-    pixel unpaired), there are several rows, and the input window and the accumulators move by one
-    constant stride per fused pixel over the whole image (the weights not at all), the accumulators an
-NHWC buffer of those rows and columns (laid out by the fused pixel from then on). Returns the new loops
-    and the index of the first reduction loop, or None (left as it was)."""
-    if first_reduce < 3:
+def flatten_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> Optional[tuple[list, int]]:
+    """Iterate the int8 MAC reduction ``block`` (its loops ``loops`` trivially bound: batch, rows, columns,
+    output channels, then from ``first_reduce`` the reduction) and its epilogue by one fused pixel index
+    ``row * columns + column`` when the columns are odd (a row would leave a pixel unpaired), there are
+    several rows, the input window and the accumulators move by one constant stride per fused pixel over
+    the whole image (the weights not at all), and the accumulators are an NHWC buffer of the kernel's own
+    read by one epilogue block over the same axes (both then iterated, and the accumulators laid out, by
+    the fused pixel: a pair's second pixel lies one pixel after the first wherever it is). Returns the new
+    loops and the index of the first reduction loop, or None (left as it was)."""
+    if first_reduce != 4:
         return None
-    rows, columns = sch.get(loops[first_reduce - 3]), sch.get(loops[first_reduce - 2])
-    if not all(isinstance(loop.extent, tirx.IntImm) and isinstance(loop.min, tirx.IntImm) and int(loop.min) == 0
-               for loop in (rows, columns)):
+    rows, columns = sch.get(loops[1]), sch.get(loops[2])
+    if not all(isinstance(loop.extent, tirx.IntImm) for loop in (rows, columns)):
         return None
-    if int(columns.extent) % DUAL_MAC_PIXELS == 0 or int(rows.extent) < 2 or not rows.body.same_as(columns):
+    extents = (int(rows.extent), int(columns.extent))
+    if extents[1] % DUAL_MAC_PIXELS == 0 or extents[0] < 2:
         return None
     realize = sch.get(loops[-1]).body
     reduction = mac_reduction(realize.block) if isinstance(realize, s_tir.SBlockRealize) else None
@@ -41,20 +43,35 @@ NHWC buffer of those rows and columns (laid out by the fused pixel from then on)
         return None
     bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
     offsets = AccessOffsets(bindings, [rows.loop_var, columns.loop_var])
-    extents = (int(rows.extent), int(columns.extent))
     try:
         even = all(_even_along_pixels(offsets, access, extents) for access in (reduction.data, reduction.store))
         still = offsets.step(reduction.weight, 0) == 0 and offsets.step(reduction.weight, 1) == 0
     except KeyError:
-        return None  # an index form we do not evaluate: keep the rows
-    shape = [int(extent) if isinstance(extent, tirx.IntImm) else None for extent in reduction.store.buffer.shape]
-    if not even or not still or len(shape) != 4 or tuple(shape[1:3]) != extents:
+        return None  # an index form we do not evaluate (a padded tap): keep the rows
+    if not even or not still or not _nhwc(reduction.store.buffer.shape, extents) \
+            or not any(reduction.store.buffer.same_as(own) for own in sch.get(sch.get_sblock("root")).alloc_buffers):
         return None
-    # The accumulators by the fused pixel too: a pair's second pixel then lies one pixel after the first
-    # (indexed by row and column, the pair's region spans two rows, and so would its scratch buffer).
-    sch.transform_layout(block, ("write", 0), lambda n, row, column, channel: (n, row * extents[1] + column, channel))
-    sch.fuse(loops[first_reduce - 3], loops[first_reduce - 2])
+    consumers = sch.get_consumers(block)
+    if len(consumers) != 1 or not _nhwc([iv.dom.extent for iv in sch.get(consumers[0]).iter_vars], extents):
+        return None
+
+    def fused(batch, row, column, *rest):
+        return (batch, row * extents[1] + column, *rest)
+
+    axes = len(realize.block.iter_vars)
+    try:
+        sch.transform_block_layout(block, tirx.IndexMap.from_func(fused, ndim=axes, index_dtype="int32"))
+        sch.transform_block_layout(consumers[0], tirx.IndexMap.from_func(fused, ndim=4, index_dtype="int32"))
+    except s_tir.ScheduleError:
+        return None  # not a loop nest of their own (an epilogue iterated by pixels, if it was, is harmless)
+    sch.transform_layout(block, ("write", 0), fused)
     return sch.get_loops(block), first_reduce - 1
+
+
+def _nhwc(shape, extents: tuple[int, int]) -> bool:
+    """Whether ``shape`` is four constant extents, the middle two ``extents`` (rows, columns)."""
+    return len(shape) == 4 and all(isinstance(extent, tirx.IntImm) for extent in shape) \
+        and (int(shape[1]), int(shape[2])) == extents
 
 
 def _even_along_pixels(offsets: AccessOffsets, access, extents: tuple[int, int]) -> bool:

@@ -14,7 +14,7 @@ from tvm import s_tir, tirx
 from target.profile import Profile
 from tvm_ext.border_split import split_border
 from tvm_ext.depthwise_mac import mac_helper_call
-from tvm_ext.flat_pixels import fuse_odd_pixel_rows
+from tvm_ext.flat_pixels import flatten_odd_pixel_rows
 from tvm_ext.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.kernel_names import with_window_recorded
 from tvm_ext.pixel_pairs import pair_odd_pixel_row
@@ -113,14 +113,14 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         first_reduce = iter_types.index(tirx.IterVar.CommReduce)
         if first_reduce >= len(loops):
             continue
+        if dual_mac:  # odd rows of a matrix multiply: pairs across them (tvm_ext.flat_pixels)
+            loops, first_reduce = flatten_odd_pixel_rows(sch, block, loops, first_reduce) or (loops, first_reduce)
         consumers = sch.get_consumers(block)
         float_tiled = bool(float_tiles) and accumulates_float(sch, block)
         tiles = float_tiles if float_tiled else (channel_tile,)
         tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile) for tile in tiles)
                       if t is not None), None)
         pairs = dual_mac and tiled is not None and not float_tiled and _pays_two_pixels(sch, block, *tiled)
-        if pairs:  # odd rows of a matrix multiply: pair across them (tvm_ext.flat_pixels)
-            tiled = fuse_odd_pixel_rows(sch, block, *tiled) or tiled
         pixel_tiled = tile_pixels(sch, block, *tiled) if tiled is not None and (float_tiled or pairs) else None
         odd_row = pairs and pixel_tiled is None  # a pixel count two does not divide: pairs after scheduling
         tiled = pixel_tiled or tiled
