@@ -70,26 +70,7 @@ def test_windows_not_evenly_spaced_across_rows_keep_their_rows():
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from test_dual_mac import bit_exact_on_cortex_m4f  # noqa: E402
-
-
-def _conv_1x1_model(rows: int, columns: int, in_channels: int, out_channels: int, seed: int) -> bytes:
-    """int8 [1, rows, columns, in_channels] -> CONV_2D 1x1, stride 1, VALID, per-channel weights."""
-    from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
-
-    rng = np.random.default_rng(seed)
-    scales = tuple(0.004 + 0.001 * (o % 5) for o in range(out_channels))
-    weights = rng.integers(-127, 128, (out_channels, 1, 1, in_channels)).astype(np.int8)
-    model = Model([
-        Tensor("input", (1, rows, columns, in_channels), "int8", Quantization((0.05,), (-3,))),
-        Tensor("weights", weights.shape, "int8", Quantization(scales, (0,) * out_channels, 0), weights),
-        Tensor("bias", (out_channels,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * out_channels, 0),
-               rng.integers(-3000, 3000, out_channels).astype(np.int32)),
-        Tensor("output", (1, rows, columns, out_channels), "int8", Quantization((0.06,), (2,))),
-    ], [], (0,), (3,))
-    options = Options("Conv2DOptions", {"Padding": 1, "StrideW": 1, "StrideH": 1,
-                                        "DilationWFactor": 1, "DilationHFactor": 1})
-    model.operators.append(Operator("CONV_2D", (0, 1, 2), (3,), options, 3))
-    return build(model)
+from test_stream_order_pixel_pairs import _conv_1x1_model  # noqa: E402
 
 
 @pytest.mark.slow

@@ -4,10 +4,11 @@ The two-pixel dual MAC (``tvm_ext.dual_mac``) pairs neighbouring output pixels o
 Per row, a row of odd width leaves its last pixel alone: kws's 1x1 convolutions over 25 x 5 pixels ran 25
 lone pixels at the one-pixel cost. Where pixel ``p`` of the fused index ``row * columns + column`` reads
 its input window at ``p`` times a constant stride and writes its accumulators likewise (a 1x1 convolution of
-stride 1 without padding: a matrix multiply over rows x columns pixels), the row and column loops are fused
-first, so the pairs run across rows: 125 pixels are 62 pairs and one lone pixel, not 25 x (2 pairs + 1).
-Only the iteration changes (and the layout of the kernel's own accumulators): each output's sum keeps its
-order (bit-exact).
+stride 1 without padding: a matrix multiply over rows x columns pixels), the reduction and its epilogue
+iterate by that index before the schedule tiles them, so the pairs run across rows: 125 pixels are 62 pairs
+and one lone pixel, not 25 x (2 pairs + 1). Only the iteration changes (and the layout of the kernel's own
+accumulators): each output's sum keeps its order (bit-exact). The window's loops of one iteration (a 1x1
+window's) come out of the new layout as spatial axes; they still sit below the channels, as before.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def flatten_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce
         return None
     realize = sch.get(loops[-1]).body
     reduction = mac_reduction(realize.block) if isinstance(realize, s_tir.SBlockRealize) else None
-    if reduction is None:
+    if reduction is None or not (realize.iter_values[1].same_as(rows.loop_var)
+                                 and realize.iter_values[2].same_as(columns.loop_var)):
         return None
     bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
     offsets = AccessOffsets(bindings, [rows.loop_var, columns.loop_var])
