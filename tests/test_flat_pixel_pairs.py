@@ -63,7 +63,8 @@ def test_windows_not_evenly_spaced_across_rows_keep_their_rows():
     """A 3x3 window on a 5x5 image (3 output columns): the next row's first window is not one column
     stride after the previous row's last, so its pixels pair per row as before (a pixel loop per row)."""
     func = _scheduled_conv((5, 5), 16, (3, 3))
-    assert [int(loop.extent) for loop in _loops_around(func.body, WIDENED_PAIR)] == [1, 3, 3, 2]  # batch, rows, columns, tiles
+    loops = _loops_around(func.body, WIDENED_PAIR)
+    assert [int(loop.extent) for loop in loops] == [1, 3, 3, 2]  # batch, rows, columns, channel tiles
     assert _lone_pixels(func) == 3  # the third column of each row
 
 
