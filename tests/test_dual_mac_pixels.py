@@ -48,9 +48,10 @@ def test_long_reduction_on_an_even_pixel_count_takes_two_pixels_per_call():
 
 
 def test_odd_pixel_count_pairs_all_but_the_last_pixel():
-    """Five columns (the schedule's split by two does not divide them): pairs of columns from the first, the
-    fifth column on its own (tvm_ext.pixel_pairs.pair_odd_pixel_row)."""
-    calls = _helper_calls(_scheduled_conv((3, 5), 37, (1, 1)).body)
+    """One row of five columns (the schedule's split by two does not divide them): pairs of columns from the
+    first, the fifth column on its own (tvm_ext.pixel_pairs.pair_odd_pixel_row; several such rows pair
+    across rows: test_flat_pixel_pairs)."""
+    calls = _helper_calls(_scheduled_conv((1, 5), 37, (1, 1)).body)
     assert calls == [(WIDENED_PAIR, [37, 1, 37]), (ONE_PIXEL, [5 * 37, 37, 1, 37])]
 
 

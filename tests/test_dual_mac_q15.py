@@ -78,12 +78,13 @@ def _pair_branch(func: tirx.PrimFunc) -> tirx.Stmt:
 
 
 def test_odd_pixel_count_pairs_widen_once_per_pair():
-    """Five columns, a 1x1 window on 37 channels, 8 output channels (two channel tiles): the pair widens
-    one row of 37 bytes per pixel (the pixels 37 apart) once, then each channel tile calls the MAC on the
-    scratch (the channels' weights 37 apart)."""
+    """One row of five columns (several pair across rows: test_flat_pixel_pairs), a 1x1 window on 37
+    channels, 8 output channels (two channel tiles): the pair widens one row of 37 bytes per pixel (the
+    pixels 37 apart) once, then each channel tile calls the MAC on the scratch (the channels' weights 37
+    apart)."""
     from test_dual_mac_pixels import _scheduled_conv
 
-    pair = _pair_branch(_scheduled_conv((3, 5), 37, (1, 1)))
+    pair = _pair_branch(_scheduled_conv((1, 5), 37, (1, 1)))
     assert isinstance(pair, tirx.SeqStmt) and isinstance(pair.seq[1], tirx.For)  # widen, then the tiles
     assert _calls_under(pair.seq[0]) == [(WIDEN_Q15_OP, [5 * 37, 1, 37, 37])]
     assert _calls_under(pair.seq[1]) == [(DUAL_MAC_Q15_OP, [37, 1, 37])]

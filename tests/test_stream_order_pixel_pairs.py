@@ -1,8 +1,9 @@
 """The stream order of a kernel that computes two output pixels per dual-MAC call (`tvm_ext.pixel_pairs`).
 
-An unpadded 1x1 convolution over 5 columns on cortex-m4f runs, per pixel x of a row, `if (x starts a pair)
-{pixels x and x + 1} else if (x does not end a pair) {pixel x}`. Each pixel is a pass of its stream order;
-the pass of a pair's second pixel runs neither branch, and the last column only its single pixel.
+An unpadded 1x1 convolution over 3 rows of 5 columns on cortex-m4f runs, per pixel x of the image (rows and
+columns fused: tvm_ext.flat_pixels), `if (x starts a pair) {pixels x and x + 1} else if (x does not end a
+pair) {pixel x}`. Each pixel is a pass of its stream order; the pass of a pair's second pixel runs neither
+branch, and the last pixel only its single pixel.
 `tvm_ext.stream_order` leaves out a branch the pass's iterations prove never runs, so the order is exactly
 that, within both buffers (it used to count both branches in every pass: a pass per odd column reading and
 writing two pixels, the last pixel's pass reaching one pixel past the end of both tensors).
@@ -17,20 +18,22 @@ from memory_planner.api import StreamOrder
 ROWS, COLUMNS, IN_CHANNELS, OUT_CHANNELS = 3, 5, 37, 8
 
 
-def _conv_1x1_model() -> bytes:
-    """int8 [1, 3, 5, 37] -> CONV_2D 1x1 (8 channels): a reduction of 37 bytes, long enough for two pixels
-    per call, over 5 columns (pairs from the first column, the fifth on its own)."""
+def _conv_1x1_model(rows: int = ROWS, columns: int = COLUMNS, in_channels: int = IN_CHANNELS,
+                    out_channels: int = OUT_CHANNELS, seed: int = 19) -> bytes:
+    """int8 [1, rows, columns, in_channels] -> CONV_2D 1x1, stride 1, VALID (out_channels): by default
+    [1, 3, 5, 37] -> 8 channels, a reduction of 37 bytes, long enough for two pixels per call, over 15
+    pixels (pairs across rows, the last on its own)."""
     from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 
-    rng = np.random.default_rng(19)
-    scales = tuple(0.004 + 0.001 * (o % 5) for o in range(OUT_CHANNELS))
-    weights = rng.integers(-127, 128, (OUT_CHANNELS, 1, 1, IN_CHANNELS)).astype(np.int8)
+    rng = np.random.default_rng(seed)
+    scales = tuple(0.004 + 0.001 * (o % 5) for o in range(out_channels))
+    weights = rng.integers(-127, 128, (out_channels, 1, 1, in_channels)).astype(np.int8)
     model = Model([
-        Tensor("input", (1, ROWS, COLUMNS, IN_CHANNELS), "int8", Quantization((0.05,), (-3,))),
-        Tensor("weights", weights.shape, "int8", Quantization(scales, (0,) * OUT_CHANNELS, 0), weights),
-        Tensor("bias", (OUT_CHANNELS,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * OUT_CHANNELS, 0),
-               rng.integers(-3000, 3000, OUT_CHANNELS).astype(np.int32)),
-        Tensor("output", (1, ROWS, COLUMNS, OUT_CHANNELS), "int8", Quantization((0.05,), (-3,))),
+        Tensor("input", (1, rows, columns, in_channels), "int8", Quantization((0.05,), (-3,))),
+        Tensor("weights", weights.shape, "int8", Quantization(scales, (0,) * out_channels, 0), weights),
+        Tensor("bias", (out_channels,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * out_channels, 0),
+               rng.integers(-3000, 3000, out_channels).astype(np.int32)),
+        Tensor("output", (1, rows, columns, out_channels), "int8", Quantization((0.05,), (-3,))),
     ], [], (0,), (3,))
     options = Options("Conv2DOptions", {"Padding": 1, "StrideW": 1, "StrideH": 1,
                                         "DilationWFactor": 1, "DilationHFactor": 1})
@@ -40,12 +43,10 @@ def _conv_1x1_model() -> bytes:
 
 def _expected_order() -> StreamOrder:
     reads, writes = [], []
-    for row in range(ROWS):
-        for column in range(COLUMNS):
-            pixel = row * COLUMNS + column
-            pixels = 2 if column in (0, 2) else 0 if column in (1, 3) else 1
-            reads.append((IN_CHANNELS * pixel, IN_CHANNELS * (pixel + pixels)) if pixels else (0, 0))
-            writes.append((OUT_CHANNELS * pixel, OUT_CHANNELS * (pixel + pixels)) if pixels else (0, 0))
+    for pixel in range(ROWS * COLUMNS):  # pairs across rows (tvm_ext.flat_pixels), the last pixel alone
+        pixels = 1 if pixel == ROWS * COLUMNS - 1 else 2 if pixel % 2 == 0 else 0
+        reads.append((IN_CHANNELS * pixel, IN_CHANNELS * (pixel + pixels)) if pixels else (0, 0))
+        writes.append((OUT_CHANNELS * pixel, OUT_CHANNELS * (pixel + pixels)) if pixels else (0, 0))
     return StreamOrder(tuple(reads), tuple(writes))
 
 

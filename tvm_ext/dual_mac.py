@@ -232,10 +232,11 @@ def _geometry(reduction: MacReduction, offsets: AccessOffsets, extents: list[int
     origin, offset, step = offsets.origin, offsets.offset, offsets.step
     channel = len(extents) + (1 if pixels else 0)  # the channel loop's axis
 
-    # Inputs: innermost reduction contiguous, each further inner loop a run after the previous one.
+    # Inputs: innermost reduction contiguous, each further inner loop a run after the previous one (a loop of
+    # one iteration never steps: a 1x1 window iterated by fused pixels reads nothing along it).
     run = 1
     for axis in range(len(extents) - 1, 0, -1):
-        if step(reduction.data, axis) != run:
+        if extents[axis] > 1 and step(reduction.data, axis) != run:
             return None
         run *= extents[axis]
     rows, row_len = (extents[0], run) if len(extents) > 1 else (1, extents[0])
@@ -245,7 +246,7 @@ def _geometry(reduction: MacReduction, offsets: AccessOffsets, extents: list[int
     # Weights: the whole reduction contiguous per channel, the channels a constant stride apart.
     run = 1
     for axis in range(len(extents) - 1, -1, -1):
-        if step(reduction.weight, axis) != run:
+        if extents[axis] > 1 and step(reduction.weight, axis) != run:
             return None
         run *= extents[axis]
     if step(reduction.data, channel) != 0:

@@ -14,6 +14,7 @@ from tvm import s_tir, tirx
 from target.profile import Profile
 from tvm_ext.border_split import split_border
 from tvm_ext.depthwise_mac import mac_helper_call
+from tvm_ext.flat_pixels import flatten_odd_pixel_rows
 from tvm_ext.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.kernel_names import with_window_recorded
 from tvm_ext.pixel_pairs import pair_odd_pixel_row
@@ -112,6 +113,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         first_reduce = iter_types.index(tirx.IterVar.CommReduce)
         if first_reduce >= len(loops):
             continue
+        if dual_mac:  # odd rows of a matrix multiply: pairs across them (tvm_ext.flat_pixels)
+            loops, first_reduce = flatten_odd_pixel_rows(sch, block, loops, first_reduce) or (loops, first_reduce)
         consumers = sch.get_consumers(block)
         float_tiled = bool(float_tiles) and accumulates_float(sch, block)
         tiles = float_tiles if float_tiled else (channel_tile,)
