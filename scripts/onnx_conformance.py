@@ -18,7 +18,11 @@ tolerances (ONNX's `rtol`/`atol`; integers exactly). Outcome per test:
 
 Prints a table per family and the totals and the wall time; exits 1 on any crash or wrong output.
 
-    python scripts/onnx_conformance.py [-j 2] [-k SUBSTRING] [--verbose]
+    python scripts/onnx_conformance.py [-j 2] [-k SUBSTRING] [--family NAME ...] [--verbose]
+
+Collecting the tests from the onnx package takes most of a minute (its generators compute every expected
+output, 3-D pooling included), so a caller that runs the suite in parts writes them once
+(`--write-tests DIR`) and runs each part on that folder (`--tests DIR --family NAME ...`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import ctypes
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,6 +41,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -94,7 +100,7 @@ def family_of(name: str) -> str | None:
     return best[1] if best else None
 
 
-def write_tests(folder: Path, substring: str | None) -> dict[str, str]:
+def write_tests(folder: Path, substring: str | None = None) -> dict[str, str]:
     """Write every selected node test as `folder/<name>/model.onnx` and `test_data_set_0/{input,output}_<i>.pb`
     plus `tolerance.json`; return {name: family}."""
     import warnings
@@ -122,6 +128,19 @@ def write_tests(folder: Path, substring: str | None) -> dict[str, str]:
                 (data / f"{kind}_{i}.pb").write_bytes(tensor.SerializeToString())
         (folder / case.name / "tolerance.json").write_text(json.dumps({"rtol": case.rtol, "atol": case.atol}))
         selected[case.name] = family
+    return selected
+
+
+def copy_written_tests(source: Path, folder: Path, wanted: Callable[[str, str], bool]) -> dict[str, str]:
+    """Copy the tests `write_tests` wrote into `source` whose (name, family) is `wanted` into `folder`
+    (`source` is only read); return {name: family} of the copies."""
+    selected = {}
+    for model in sorted(source.glob("*/model.onnx")):
+        name = model.parent.name
+        family = family_of(name)
+        if family is not None and wanted(name, family):
+            shutil.copytree(model.parent, folder / name)
+            selected[name] = family
     return selected
 
 
@@ -306,6 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-j", "--jobs", type=int, default=2, help="tests compiled at once (default 2)")
     parser.add_argument("-k", dest="substring", help="only tests whose name contains this")
+    parser.add_argument("--family", action="append", choices=sorted(FAMILIES),
+                        help="only tests of this family (repeatable; default all)")
+    parser.add_argument("--tests", type=Path, metavar="DIR",
+                        help="run the tests written into DIR by --write-tests (DIR is only read)")
+    parser.add_argument("--write-tests", type=Path, metavar="DIR",
+                        help="only write the selected tests into DIR (an empty or new folder) and exit")
     parser.add_argument("--verbose", action="store_true", help="list every test, not only crashes and wrong ones")
     parser.add_argument("--json", type=Path, help="also write the outcomes to this file")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -313,9 +338,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         serve()
         return 0
+    if args.write_tests:
+        args.write_tests.mkdir(parents=True, exist_ok=True)
+        print(f"{len(write_tests(args.write_tests, args.substring))} tests written into {args.write_tests}")
+        return 0
+
+    def wanted(name: str, family: str) -> bool:
+        return (not args.substring or args.substring in name) and (not args.family or family in args.family)
+
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="onnx_conformance.") as folder:
-        selected = write_tests(Path(folder), args.substring)
+        if args.tests:
+            selected = copy_written_tests(args.tests, Path(folder), wanted)
+        else:
+            selected = {name: family for name, family in write_tests(Path(folder), args.substring).items()
+                        if wanted(name, family)}
+        if not selected:
+            print("onnx_conformance: error: no node test selected", file=sys.stderr)
+            return 2
         results = run_all(Path(folder), selected, args.jobs)
     print_table(results, time.monotonic() - start, args.verbose)
     if args.json:

@@ -115,15 +115,21 @@ class BundleCache:
             return bundle
 
 
-@pytest.fixture(scope="session")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> BundleCache:
-    """`compiled(model, target="lowpower") -> Bundle`, compiled once per session (see BundleCache)."""
+def session_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """The folder `name` in the test session's base folder, created if new: under pytest-xdist every worker
+    gets the same one (guard what workers write there with a lock file, as BundleCache does)."""
     base = tmp_path_factory.getbasetemp()
     if "PYTEST_XDIST_WORKER" in os.environ:  # a worker's base is <the session's base>/<worker id>
         base = base.parent
-    root = base / "compiled"
-    root.mkdir(exist_ok=True)
-    return BundleCache(root)
+    folder = base / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> BundleCache:
+    """`compiled(model, target="lowpower") -> Bundle`, compiled once per session (see BundleCache)."""
+    return BundleCache(session_folder(tmp_path_factory, "compiled"))
 
 
 def writable_copy(bundle: "Bundle", folder: Path) -> "Bundle":

@@ -115,13 +115,11 @@ def test_a_dual_mac_convolution_takes_over_its_input_on_cortex_m4f(tmp_path) -> 
 
 
 @pytest.mark.slow
-def test_kws_on_cortex_m4f_needs_less_arena_than_before_helper_records(shared_models, tmp_path) -> None:
+def test_kws_on_cortex_m4f_needs_less_arena_than_before_helper_records(compiled) -> None:
     """kws_ref_model on cortex-m4f: 16,256 B of arena while its MAC helpers hid their accesses (10,048 B on
     lowpower, whose kernels have no helper calls); 16,000 B once they were recorded but while the planner
     missed the chain of streamed hand-overs (two activations side by side); 10,304 B with it (issue 19),
     so below 11,000 B only with the hand-overs, with the QEMU self-test passing."""
-    from tvm_ext.compile import compile
-
-    bundle = compile(shared_models / "mlperf_tiny" / "kws_ref_model.tflite", "cortex-m4f", tmp_path / "kws")
+    bundle = compiled("mlperf_tiny/kws_ref_model.tflite", "cortex-m4f")  # the session's, shared with the e2e tests
     assert bundle.selftest.passed and bundle.selftest.where.startswith("mps2-"), bundle.selftest.output
     assert bundle.memory.arena_bytes < 11_000
