@@ -86,3 +86,21 @@ def _conv_bias(main) -> np.ndarray:
              if isinstance(b.value, relax.Call) and b.value.op.name == "relax.call_tir"]
     assert len(calls) == 1
     return calls[0].args[1].fields[2].value.numpy()
+
+
+@pytest.mark.slow  # compiles a bundle and runs its self-test under QEMU
+def test_dead_channel_conv_takes_the_dual_mac_on_cortex_m4f(tmp_path):
+    """Compiled for cortex-m4f, the quantized convolution multiplies raw int8 values with the dual 16-bit MAC
+    (its input zero point folded into the bias), and the bundle is bit-exact with the integer reference;
+    with the clipped bias it added the zero point to every input in its own reduction loop instead."""
+    import tvm_ext
+
+    calibration = tmp_path / "pixels.npz"  # inputs in [0, 1): input zero point -128, as after a RELU
+    np.savez(calibration, np.random.default_rng(2).uniform(0.0, 1.0, (20, *INPUT_SHAPE[1:])).astype(np.float32))
+    bundle = tvm_ext.compile(_write_conv_relu6(tmp_path), target="cortex-m4f", out=tmp_path / "out",
+                             quantize="int8", calibration=calibration, jobs=1)
+    assert bundle.selftest.passed
+    kernels = (tmp_path / "out" / "dead_channel_conv_kernels.c").read_text()
+    conv = kernels[kernels.index("void dead_channel_conv_conv_2d"):]
+    conv = conv[:conv.index("\n}\n")]
+    assert "dead_channel_conv_dual_mac_" in conv, conv
