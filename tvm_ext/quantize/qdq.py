@@ -5,7 +5,9 @@ to TFLite's integer kernels unchanged.
 Quantization (TFLite's post-training full-integer scheme):
 - weights of conv2d (NHWC; HWIO or depthwise HWOI kernels) and of matmul (``permute_dims`` of a constant):
   int8, symmetric, one scale per output channel, max |w| / 127;
-- the bias added to such a call: int32 with scale input_scale x weight_scale[channel], zero point 0;
+- the bias added to such a call: int32 with scale input_scale x weight_scale[channel], zero point 0; a
+  channel whose bias would reach half the int32 range gets a wider weight scale instead, as TFLite's
+  quantizer does (`bias_range`);
 - every activation that leaves a layer (and each model input): int8, per-tensor asymmetric, from its
   calibrated range (`ranges.ActivationQuant`); SOFTMAX outputs 1/256 and -128 as TFLite requires; RESHAPE
   and pooling run on the int8 tensor and keep their input's quantization, as TFLite's converter does;
@@ -25,6 +27,7 @@ from tvm.ir.expr import Constant
 
 from tvm_ext.layers import Layers, bindings_of, with_layers
 
+from .bias_range import least_weight_scales
 from .ranges import ActivationQuant
 
 SOFTMAX_QUANT = ActivationQuant(np.float32(1.0 / 256.0), -128)
@@ -113,9 +116,11 @@ class _Rewriter:
     mac_scales: dict = field(default_factory=dict)  # new var of a MAC call -> its accumulator scales (float64)
     weight_scales: dict = field(default_factory=dict)  # new dequantized-weight var -> per-channel scales
     binding_records: list = field(default_factory=list)
+    mac_biases: dict = field(default_factory=dict)  # weight owner var (_mac_biases) -> (MAC's data, bias)
 
     def run(self) -> QuantizedGraph:
         layers = Layers.of(self.main)
+        self.mac_biases = _mac_biases(self.main)
         params = [relax.Var(p.name, relax.TensorType(p.ty.shape, "int8")) for p in self.main.params]
         for old, new, quant in zip(self.main.params, params, self.input_quants):
             self.int8[old] = Int8Value(new, quant)
@@ -150,7 +155,7 @@ class _Rewriter:
             raise self._error(binding, f"an already quantized tensor ({op})")
         floating = tuple(indices) in self.float_layers
         if op == "relax.permute_dims" and _is_matmul_weight(value) and not floating:
-            self.floats[binding.var] = self._matmul_weight(value.args[0], indices)
+            self.floats[binding.var] = self._matmul_weight(value.args[0], self._least_scales(binding.var), indices)
             return
         if op in PASSTHROUGH and value.args[0] in self.int8 and not floating:
             self._passthrough(binding, indices, leaves_layer)
@@ -207,21 +212,29 @@ class _Rewriter:
         axis = {"HWIO": 3, "HWOI": 2}.get(str(attrs.kernel_layout))
         if axis is None or str(attrs.data_layout) != "NHWC":
             raise self._error(binding, f"a conv2d with {attrs.data_layout}/{attrs.kernel_layout} layouts")
-        values, scales = _per_channel_int8(weight.value.numpy(), axis)
+        values, scales = _per_channel_int8(weight.value.numpy(), axis, self._least_scales(binding.var))
         new = self._emit(relax.op.dequantize(relax.const(values), relax.const(scales),
                                              relax.const(np.zeros(scales.size, np.int32)), axis, "float32"), indices)
         self.weight_scales[new] = scales
         return new
 
-    def _matmul_weight(self, weight: Constant, indices) -> relax.Expr:
+    def _matmul_weight(self, weight: Constant, least_scales: np.ndarray | None, indices) -> relax.Expr:
         """The (out, in) weight a FULLY_CONNECTED stores, per output channel (axis 0); made (in, out)
         by permute_dims, then dequantized, as the frontend imports an int8 FULLY_CONNECTED."""
-        values, scales = _per_channel_int8(weight.value.numpy(), 0)
+        values, scales = _per_channel_int8(weight.value.numpy(), 0, least_scales)
         permuted = self._emit(relax.op.permute_dims(relax.const(values), [1, 0]), indices)
         new = self._emit(relax.op.dequantize(permuted, relax.const(scales), relax.const(np.zeros(scales.size, np.int32)),
                                              1, "float32"), indices)
         self.weight_scales[new] = scales
         return new
+
+    def _least_scales(self, owner: relax.Var) -> np.ndarray | None:
+        """The least weight scales the bias of the MAC whose weight `owner` holds allows (`bias_range`), or
+        None: no bias, or an input not quantized yet (the MAC then is refused by _accumulator_scales)."""
+        data, bias = self.mac_biases.get(owner, (None, None))
+        if data not in self.int8:
+            return None
+        return least_weight_scales(bias.value.numpy(), self.int8[data].quant.scale)
 
     def _accumulator_scales(self, binding: relax.VarBinding, args: list[relax.Expr]) -> np.ndarray:
         data = binding.value.args[0]
@@ -244,16 +257,39 @@ class _Rewriter:
         return QuantizeError(f"{self.model_name}: cannot quantize {what} at layer {names}")
 
 
+def _mac_biases(main: relax.Function) -> dict[relax.Var, tuple[relax.Expr, Constant]]:
+    """Each MAC of main with a constant added to its result -> (its data operand, that bias constant), keyed
+    by the var that holds the MAC's weight: the conv2d binding itself, or the permute_dims of a matmul's."""
+    bindings = bindings_of(main)
+    value_of = {b.var: b.value for b in bindings}
+    biases = {}
+    for binding in bindings:
+        add = binding.value
+        if not (isinstance(add, relax.Call) and add.op.name == "relax.add" and isinstance(add.args[1], Constant)):
+            continue
+        mac = value_of.get(add.args[0])
+        if not isinstance(mac, relax.Call) or mac.op.name not in _MAC:
+            continue
+        owner = add.args[0] if mac.op.name == "relax.nn.conv2d" else mac.args[1]
+        biases[owner] = (mac.args[0], add.args[1])
+    return biases
+
+
 def _is_matmul_weight(permute: relax.Call) -> bool:
     return isinstance(permute.args[0], Constant) and len(permute.args[0].value.shape) == 2
 
 
-def _per_channel_int8(weight: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric int8 per channel along `axis`: scale = max |w| / 127 (1.0 for an all-zero channel),
-    values rounded half away from zero, clamped to [-127, 127]."""
+def _per_channel_int8(weight: np.ndarray, axis: int,
+                      least_scales: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per channel along `axis`: scale = max |w| / 127 (1.0 for an all-zero channel), or
+    the channel's `least_scales` entry where that is larger (`bias_range`); values rounded half away
+    from zero, clamped to [-127, 127]."""
     moved = np.moveaxis(weight.astype(np.float64), axis, 0)
     peak = np.abs(moved.reshape(moved.shape[0], -1)).max(axis=1)
-    scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    scales = np.where(peak > 0, peak / 127.0, 1.0)
+    if least_scales is not None and least_scales.size == scales.size:
+        scales = np.maximum(scales, least_scales)
+    scales = scales.astype(np.float32)
     shape = [1] * weight.ndim
     shape[axis] = -1
     scaled = weight / scales.astype(np.float64).reshape(shape)
