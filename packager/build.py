@@ -92,8 +92,17 @@ def make(bundle_dir: Path, goal: str, variables: dict[str, str] | None = None, t
     proc = subprocess.run(make_command(goal, variables, jobs), cwd=bundle_dir, capture_output=True, text=True,
                           timeout=timeout_s)
     if proc.returncode != 0:
-        errors = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()
-        raise BuildError(errors[0] if errors else f"make {goal} exited with {proc.returncode}")
+        raise BuildError(first_error(proc.stderr) or f"make {goal} exited with {proc.returncode}")
+
+
+def first_error(stderr: str) -> str | None:
+    """The line of a failed build's stderr that says what went wrong: the first compiler error or linker
+    complaint (`undefined reference`), not the linker driver's or make's summary of it; else the first line."""
+    lines = stderr.splitlines()
+    summaries = ("collect2:", "make:", "make[")
+    causes = [line for line in lines if ("error" in line or "undefined reference" in line)
+              and not line.startswith(summaries)]
+    return (causes or lines or [None])[0]
 
 
 _MAX_ERROR = re.compile(r"selftest: output (\d+) max abs error (\S+)")

@@ -15,6 +15,7 @@ import pytest
 
 import target
 from packager.build_files import BuildConfig, write_makefile
+from packager.bundle import replace_file
 from tvm_ext.compile import pipeline
 from tvm_ext.compile.early_objects import compiling_early
 
@@ -57,7 +58,7 @@ def test_an_object_is_kept_when_the_packager_rewrote_the_same_files(tmp_path):
     sources = small_library(tmp_path, "int m_kernel(void) { return 1; }\n")
     with compiling_early(tmp_path, sources) as early:
         for name, text in sources.items():  # as write_bundle does, with the same text
-            (tmp_path / name).write_text(text)
+            replace_file(tmp_path / name, text)
         assert early.settle() == ["m_kernels.o"]
     assert up_to_date(tmp_path, "m_kernels.o")
 
