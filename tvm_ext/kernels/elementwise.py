@@ -60,6 +60,14 @@ def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: 
     return te.compute(shape, value, name=name), bound
 
 
+def _rescaled_operands(lhs: te.Tensor, rhs: te.Tensor, shape: list[int], lhs_zero_point: int, rhs_zero_point: int,
+                       params: AddParams, rounding: Rounding) -> tuple[tuple[te.Tensor, int], tuple[te.Tensor, int]]:
+    """Both operands of a binary operator on their common scale (`_rescaled` with `params`' left shift and each
+    operand's multiplier), as stages "lhs_scaled" and "rhs_scaled", each with its largest magnitude."""
+    return (_rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled"),
+            _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled"))
+
+
 def _add_or_sub_int8(
     lhs: te.Tensor, rhs: te.Tensor, sign: int, name: str, *, lhs_zero_point: int, rhs_zero_point: int,
     output_zero_point: int, params: AddParams, activation: ActivationRange, rounding: Rounding,
@@ -68,10 +76,8 @@ def _add_or_sub_int8(
     SubFunc); ``sign`` is 1 for ADD, -1 for SUB. The output has the operands' type (int8, or int16 as TFLite
     Micro's int16 ADD, whose left shift is 15)."""
     shape = broadcast_shape(lhs, rhs)
-    lhs_scaled, lhs_largest = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding,
-                                        "lhs_scaled")
-    rhs_scaled, rhs_largest = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding,
-                                        "rhs_scaled")
+    (lhs_scaled, lhs_largest), (rhs_scaled, rhs_largest) = _rescaled_operands(
+        lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding)
 
     def value(*index):
         raw = lhs_scaled(*index) + rhs_scaled(*index) if sign > 0 else lhs_scaled(*index) - rhs_scaled(*index)
@@ -130,10 +136,8 @@ def squared_difference_int8(
     """out = clamp(MBQM(d * d) + out_zp), d = MBQM(lhs'<<7) - MBQM(rhs'<<7) (TFLM's SquaredDifference; |d| is
     below 2^15, so d * d fits int32)."""
     shape = broadcast_shape(lhs, rhs)
-    lhs_scaled, lhs_largest = _rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding,
-                                        "lhs_scaled")
-    rhs_scaled, rhs_largest = _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding,
-                                        "rhs_scaled")
+    (lhs_scaled, lhs_largest), (rhs_scaled, rhs_largest) = _rescaled_operands(
+        lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding)
 
     def value(*index):
         difference = lhs_scaled(*index) - rhs_scaled(*index)
