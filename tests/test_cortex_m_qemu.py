@@ -19,7 +19,8 @@ from emulator.qemu import run_qemu
 from emulator.selftest import CortexMBuildError, run_selftest
 from emulator.sizes import read_sizes
 from emulator.tools import missing_tools
-from packager.cortex_m import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
+from packager.cortex_m import (QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, profiled_model_source,
+                               write_cortex_m_support)
 from conftest import profile_build_config, profile_target
 from packager.cortex_m.support import SUPPORT_DIR, selftest_compile_flags, selftest_link_flags
 
@@ -209,6 +210,8 @@ def write_tiny_bundle(out: Path, target: CortexMTarget, wrong_expectation: bool 
     for name, text in files.items():
         (out / name).write_text(text)
     write_cortex_m_support(out, "tiny", profile_build_config(target.name))
+    # Every bundle has its profiling build's run function (the packager writes it); the tiny one counts nothing.
+    (out / profiled_model_source("tiny")).write_text(_TINY_MODEL)
 
 
 def make(bundle: Path, goal: str) -> subprocess.CompletedProcess[str]:

@@ -248,3 +248,22 @@ def test_cortex_m4f_call_instructions_add_up_to_the_inference_and_leave_the_libr
     assert "lp_icount" not in symbols and "lp_profile" not in symbols
     assert "lp_icount" not in (out / f"{name}_model.c").read_text()
     assert "lp_profile_call(2u," in (out / "cortex_m" / f"{name}_model_profiled.c").read_text()
+
+
+@pytest.mark.slow  # about 15 s: the device library and both board programs built with CMake, two QEMU runs
+@pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"), reason="no arm-none-eabi/QEMU here")
+def test_cmake_profiling_build_counts_the_calls_the_manifest_reports(compiled, tmp_path):
+    """A CMake user gets the profiling build too (`--target qemu-profile`, configured for the device), and it
+    counts each kernel call's instructions exactly as the Makefile's build that filled the manifest did."""
+    bundle = compiled("tflm/hello_world_int8.tflite", "cortex-m4f")
+    counts = [call["instructions"] for call in _manifest(bundle.out_dir)["layer_report"]["calls"]]
+    build = tmp_path / "build"
+    toolchain = bundle.out_dir / "cortex_m" / "arm-none-eabi.cmake"
+    subprocess.run(["cmake", "-S", str(bundle.out_dir), "-B", str(build), f"-DCMAKE_TOOLCHAIN_FILE={toolchain}"],
+                   check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    assert not (build / "cortex_m" / "profile.elf").exists()  # not part of the default build
+    run = subprocess.run(["cmake", "--build", str(build), "--target", "qemu-profile"], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert list(read_call_profile(run.stdout).instructions) == counts

@@ -194,9 +194,10 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
 
 
 def cmake_project(name: str, config: BuildConfig) -> str:
-    """cortex_m/CMakeLists.txt: the cross-compiled `selftest.elf` and a `qemu-test` target."""
+    """cortex_m/CMakeLists.txt: the cross-compiled `selftest.elf` with a `qemu-test` target, and the profiling
+    build's `profile.elf` with a `qemu-profile` target (not built by default)."""
     target = _emulated(config)
-    sources = [f"${{LP_BUNDLE_DIR}}/{source}" for source in bundle_sources(name)] + list(_SUPPORT_SOURCES)
+    sources = _cmake_paths(bundle_sources(name) + [f"{SUPPORT_DIR}/{source}" for source in _SUPPORT_SOURCES])
     return Template(template_text("packager.cortex_m", "CMakeLists.txt.in")).substitute(
         target=target.name,
         board=target.board.name,
@@ -204,8 +205,17 @@ def cmake_project(name: str, config: BuildConfig) -> str:
         cflags=" ".join(selftest_compile_flags(config)),
         cmake_ldflags=" ".join((*selftest_link_flags(config), "-T${CMAKE_CURRENT_SOURCE_DIR}/link.ld")),
         cmake_sources=" ".join(sources),
+        cmake_profile_sources=" ".join(_cmake_paths(profile_sources(name))),
         qemu_args=" ".join(qemu_command(target.board)[1:]),
     )
+
+
+def _cmake_paths(sources: list[str]) -> list[str]:
+    """Paths relative to OUT/ as cortex_m/CMakeLists.txt names them: its own files bare, the bundle's under
+    ${LP_BUNDLE_DIR}."""
+    prefix = f"{SUPPORT_DIR}/"
+    return [source.removeprefix(prefix) if source.startswith(prefix) else f"${{LP_BUNDLE_DIR}}/{source}"
+            for source in sources]
 
 
 def _emulated(config: BuildConfig) -> CortexMTarget:

@@ -1,4 +1,4 @@
-# `cmake --build <dir> --target qemu-test`: builds cortex_m/ with the arm-none-eabi toolchain as an
+# `cmake --build <dir> --target qemu-test` (or qemu-profile, the profiling build): builds cortex_m/ with the arm-none-eabi toolchain as an
 # external project and runs the self-test under QEMU; exit status is the verdict. Not part of `all`, so the
 # host build needs no cross compiler. Include from the bundle's CMakeLists.txt: include(cortex_m/qemu-test.cmake)
 include(ExternalProject)
@@ -9,7 +9,9 @@ ExternalProject_Add(cortex_m_selftest
     BUILD_ALWAYS ON
     INSTALL_COMMAND ""
     EXCLUDE_FROM_ALL ON)
-add_custom_target(qemu-test
-    COMMAND ${CMAKE_COMMAND} --build ${CMAKE_CURRENT_BINARY_DIR}/cortex_m --target qemu-test
-    DEPENDS cortex_m_selftest
-    USES_TERMINAL)
+foreach(board_target qemu-test qemu-profile)
+    add_custom_target(${board_target}
+        COMMAND ${CMAKE_COMMAND} --build ${CMAKE_CURRENT_BINARY_DIR}/cortex_m --target ${board_target}
+        DEPENDS cortex_m_selftest
+        USES_TERMINAL)
+endforeach()
