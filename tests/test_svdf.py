@@ -19,6 +19,7 @@ from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.svdf import (  # noqa: E402
     svdf_feature_multiplier,
+    svdf_feature_offsets,
     svdf_output,
     svdf_state_update,
     svdf_time_multiplier,
@@ -52,11 +53,11 @@ def _ours(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
     time_w = np.frombuffer(time.data, spec.state_dtype).reshape(time.shape)
     bias_v = np.frombuffer(bias.data, "<i4") if spec.bias else None  # our kernel without bias vs TFLM's zeros
     values = np.full(state.shape, state.zero_point, spec.state_dtype)
+    offsets = svdf_feature_offsets(feature_w, data.zero_point)
     update = _host_function(
-        functools.partial(svdf_state_update, memory=spec.memory, input_zero_point=data.zero_point,
-                          state_zero_point=state.zero_point, multiplier=feature_multiplier, shift=feature_shift,
+        functools.partial(svdf_state_update, memory=spec.memory, state_zero_point=state.zero_point, multiplier=feature_multiplier, shift=feature_shift,
                           rounding=Rounding.DOUBLE),
-        [inputs[0], values, feature_w],
+        [inputs[0], values, feature_w, offsets],
     )
     weights = [time_w] + ([bias_v] if bias_v is not None else [])
     output_stage = functools.partial(svdf_output, rank=spec.rank, state_zero_point=state.zero_point,
@@ -65,7 +66,7 @@ def _ours(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
     outputs = _host_function(lambda s, t, *b: output_stage(s, t, b[0] if b else None), [values, *weights])
     results = []
     for x in inputs:
-        values = update(x, values, feature_w)
+        values = update(x, values, feature_w, offsets)
         results.append(outputs(values, *weights))
     return results
 

@@ -1,7 +1,7 @@
 """SVDF: the two QDQ steps of ``tvm_ext.frontend.tflite_ops.svdf`` -> TFLM's integer SVDF as two kernels.
 
 ``new_state = q(svdf_state_update(dq(x), dq(W_feature), dq(S0)))`` -> ``svdf_state_update`` on the int8 input,
-the state and the int8 feature weights. Its PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state
+the state, the int8 feature weights and their sums times the input zero point (``svdf_feature_offsets``). Its PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state
 among its operands: the plan makes that operand the bundle's static state, ``S0`` its reset value, and the
 kernel's output a view of it, written in place) and opaque, so that fusion never turns the state into a
 kernel-local buffer. ``output = q(svdf_output(dq(new_state), dq(W_time), dq(b)))`` -> ``svdf_output``.
@@ -17,7 +17,7 @@ import numpy as np
 from tvm import relax
 
 from ...frontend.tflite_ops.svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
-from ...kernels.svdf import svdf_feature_multiplier, svdf_output, svdf_state_update, svdf_time_multiplier
+from ...kernels.svdf import svdf_feature_multiplier, svdf_feature_offsets, svdf_output, svdf_state_update, svdf_time_multiplier
 from .graph import Quant
 from tvm_ext.layers import STATE_OPERAND_ATTR
 
@@ -71,9 +71,9 @@ def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[Fix
     multiplier, shift = svdf_feature_multiplier(data.scale, operands.first_quant.scale, state.scale, ctx.rounding)
     return FixedCall(KernelCall(
         "SVDF", _step(quantize, ctx, SVDF_STATE_UPDATE), svdf_state_update,
-        (operands.activation, relax.const(initial), relax.const(feature)),
-        {"memory": int(initial.shape[1]) // int(feature.shape[0]), "input_zero_point": data.zero_point,
-         "state_zero_point": state.zero_point, "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding},
+        (operands.activation, relax.const(initial), relax.const(feature),
+         relax.const(svdf_feature_offsets(feature, data.zero_point))),
+        {"memory": int(initial.shape[1]) // int(feature.shape[0]), "state_zero_point": state.zero_point, "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding},
         {STATE_OPERAND_ATTR: 1, "op_pattern": _OPAQUE},
     ))
 
