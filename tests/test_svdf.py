@@ -14,7 +14,7 @@ from tvm import te  # noqa: E402
 
 import fuzz_corpus  # noqa: E402
 import tvm_ext  # noqa: E402
-from stateful_bundle_driver import run_with_reset_last, tflm_invocations  # noqa: E402
+from stateful_bundle_driver import run_with_reset_last, run_with_reset_last_on_qemu, tflm_invocations  # noqa: E402
 from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.svdf import (  # noqa: E402
@@ -124,10 +124,27 @@ def test_bundle_keeps_state_across_runs_like_tflm(spec: SvdfSpec, tmp_path: Path
     assert "state0" in (out / "manifest.json").read_text()
 
 
+# Shapes the dual MAC state update takes in parts: whole tiles of four filters and a remainder, inputs that are
+# not a multiple of four, two batches, ranks 1 and 2, both state types.
+QEMU_SPECS = [SvdfSpec(batch=2, inputs=9, units=7, rank=1, memory=5, state_dtype="int8", seed=21),
+              SvdfSpec(inputs=13, units=5, rank=2, memory=3, seed=22)]
+
+
 @pytest.mark.slow
-def test_bundle_on_cortex_m4f(tmp_path: Path) -> None:
-    bundle = _bundle(BUNDLE_SPECS[0], tmp_path, "cortex-m4f")
+@pytest.mark.parametrize("spec", QEMU_SPECS, ids=lambda s: s.state_dtype)
+def test_bundle_on_cortex_m4f_keeps_state_like_tflm(spec: SvdfSpec, tmp_path: Path) -> None:
+    """On the emulated Cortex-M4F (dual MAC feature product, word-copied state shift): every run of several,
+    and a run after `<model>_reset()`, equal TFLM's invocations."""
+    bundle = _bundle(spec, tmp_path, "cortex-m4f")
     assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
+    kernels = (tmp_path / "cortex-m4f" / "svdf_layer_kernels.c").read_text()
+    assert "svdf_layer_dual_mac_s8x4(" in kernels and "svdf_layer_copy_ascending(" in kernels
+    rng = np.random.default_rng(spec.seed)
+    inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS + 2)]
+    expected = _tflm(spec, inputs) + _tflm(spec, inputs[:1])
+    runs = run_with_reset_last_on_qemu(tmp_path / "cortex-m4f", "svdf_layer", inputs + inputs[:1])
+    for run, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
+        np.testing.assert_array_equal(ours, theirs.reshape(-1), err_msg=f"run {run}")
 
 
 # ------------------------------------------------------------------------------------- TFLM's keyword models
