@@ -27,6 +27,7 @@ from tvm import s_tir, te, tirx
 from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier
 from .quant_params import ActivationRange, quantize_multiplier
 from .requantize import OutputStage, requantize
+from .zero_point_fold import fold_zero_point_into_bias
 
 STATE_DTYPES: dict[str, tuple[int, int]] = {"int16": (-(2**15), 2**15 - 1), "int8": (-128, 127)}
 
@@ -137,21 +138,40 @@ def _feature_product_block(acc: tirx.Buffer, x: tirx.Buffer, weights: tirx.Buffe
     return realize
 
 
+def svdf_time_offsets(bias: np.ndarray, weight_time: np.ndarray, rank: int,
+                      state_zero_point: int) -> Optional[np.ndarray]:
+    """The state zero point folded into the int32 bias[F/rank]: ``bias[u] - state_zero_point * (sum of the time
+    weights of unit u's rank filters)``, so that ``svdf_output`` with ``state_zero_point`` 0 computes the same
+    values; None where an entry does not fit int32 (the kernel then subtracts the zero point itself)."""
+    per_unit = weight_time.reshape(weight_time.shape[0] // rank, -1)
+    return fold_zero_point_into_bias(bias.astype(np.int32), per_unit, state_zero_point, channel_axis=0)
+
+
 def svdf_output(state: te.Tensor, weight_time: te.Tensor, bias: Optional[te.Tensor], *, rank: int,
                 state_zero_point: int, multiplier: int, shift: int, output_zero_point: int,
-                rounding: Rounding) -> te.Tensor:
-    """state (B, F*M), weight_time (F, M) of the state's dtype, bias int32[F/rank] or None -> int8 (B, F/rank)."""
+                rounding: Rounding, right_shift_only: bool = False, small_accumulator: bool = False) -> te.Tensor:
+    """state (B, F*M), weight_time (F, M) of the state's dtype, bias int32[F/rank] or None -> int8 (B, F/rank).
+    ``right_shift_only`` and ``small_accumulator``: what the caller proved of the constants
+    (``OutputStage``).
+
+    With ``state_zero_point`` 0 (a bias that ``svdf_time_offsets`` folded it into) the time product
+    multiplies raw values: on DSP cores, the row dot product's form (``tvm_ext.row_dot``)."""
     batch = int(state.shape[0])
     filters, memory = (int(d) for d in weight_time.shape)
     m = te.reduce_axis((0, memory), "m")
+
+    def centred(value: tirx.PrimExpr) -> tirx.PrimExpr:
+        return value - state_zero_point if state_zero_point else value
+
     time = te.compute(
         (batch, filters),
-        lambda b, f: te.sum(weight_time[f, m].astype("int32") * (state[b, f * memory + m].astype("int32")
-                                                                  - state_zero_point), axis=m),
+        lambda b, f: te.sum(weight_time[f, m].astype("int32") * centred(state[b, f * memory + m].astype("int32")),
+                            axis=m),
         name="svdf_time",
     )
     r = te.reduce_axis((0, rank), "r")
     units = filters // rank
     acc = te.compute((batch, units), lambda b, u: te.sum(time[b, u * rank + r], axis=r), name="svdf_sum")
-    stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding)
+    stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding, right_shift_only,
+                        small_accumulator)
     return te.compute((batch, units), lambda b, u: requantize(acc[b, u], u, stage, bias), name="svdf_output")
