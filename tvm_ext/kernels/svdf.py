@@ -2,15 +2,17 @@
 
 One SVDF invocation is two kernels, because the activation state is read and rewritten in place:
 
-- ``svdf_state_update(data, state, weight_feature)`` -> the new state, the same shape and dtype as ``state``:
-  every filter's memory moves one step left and its newest (last) column becomes the feature product
-  ``clamp_T(MBQM(sum_k (data[b, k] - input_zero_point) * weight_feature[f, k], M1, shift1)) + state_zero_point``,
-  narrowed to T (a wrap-around in C's conversion, as TFLM's assignment does). The kernel may write over its
-  input state (see ``svdf_state_update``).
+- ``svdf_state_update(data, state, weight_feature, feature_offsets)`` -> the new state, the same shape and dtype
+  as ``state``: every filter's memory moves one step left and its newest (last) column becomes the feature
+  product ``clamp_T(MBQM(sum_k (data[b, k] - input_zero_point) * weight_feature[f, k], M1, shift1)) +
+  state_zero_point``, narrowed to T (a wrap-around in C's conversion, as TFLM's assignment does); the input
+  zero point's part is the compile-time ``feature_offsets`` (``svdf_feature_offsets``). The kernel may write
+  over its input state (see ``svdf_state_update``).
 - ``svdf_output(state, weight_time, bias)`` -> int8 (batch, units): per filter the time product
   ``sum_m weight_time[f, m] * (state[b, f*memory + m] - state_zero_point)``, summed over the ``rank`` filters
-  of each unit, plus the bias, rescaled by (M2, shift2), plus the output zero point, clamped to int8.
-  TFLM applies no fused activation in its integer SVDF: neither does this kernel.
+  of each unit, plus the bias, rescaled by (M2, shift2), plus the output zero point, clamped to int8 (the
+  zero point's part may be folded into the bias: ``svdf_time_offsets``). TFLM applies no fused activation in
+  its integer SVDF: neither does this kernel.
 
 State layout as TFLite stores it: (batch, filters * memory), filter-major. The multipliers are TFLM's
 ``QuantizeMultiplier`` of the effective scales (``svdf_feature_multiplier``, ``svdf_time_multiplier``).
