@@ -16,6 +16,7 @@ from packager.mac_tile_c import TILE_STORE_C, smlad_2x2_tile_c
 
 from packager.depthwise_mac_c import depthwise_mac_helper_c
 from packager.dual_mac_q15_c import dual_mac_q15_helper_c
+from packager.row_dot_c import row_dot_helper_c
 
 DUAL_MAC_CHANNELS = 4  # output channels per call: four accumulators stay in registers beside the pointers
 
@@ -32,10 +33,10 @@ def dual_mac_2px_helper_name(prefix: str) -> str:
 
 def dual_mac_helper_c(prefix: str) -> str:
     """The C definition of the helper (and of the two word operations it uses) for the bundle `prefix`,
-    followed by the helpers that share them: the two-pixel MAC on widened inputs (`packager.dual_mac_q15_c`)
-    and the depthwise helper (`packager.depthwise_mac_c`)."""
+    followed by the helpers that share them: the two-pixel MAC on widened inputs (`packager.dual_mac_q15_c`),
+    the depthwise helper (`packager.depthwise_mac_c`) and the row dot product (`packager.row_dot_c`)."""
     name = dual_mac_helper_name(prefix)
-    return f"""#include <string.h> /* memcpy: a 32-bit load of four int8 at any alignment */
+    return (f"""#include <string.h> /* memcpy: a 32-bit load of four int8 at any alignment */
 #if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
 
@@ -102,6 +103,7 @@ static inline int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, int
     return 0;
 }}
 """ + _two_pixel_helper_c(prefix) + dual_mac_q15_helper_c(prefix) + depthwise_mac_helper_c(prefix)
+            + row_dot_helper_c(prefix))
 
 
 def _two_pixel_helper_c(prefix: str) -> str:

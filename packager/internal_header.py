@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from memory_planner.plan import ExecutionPlan, KernelSignature
 from packager.c_types import c_prototype, c_type_of
 from packager.c_text import macro_prefix
+from packager.copy_c import copy_helper_c
 from packager.dual_mac_c import dual_mac_helper_c
 from packager.fixed_point_c import requantize_helpers_c
 
@@ -48,7 +49,7 @@ def write_internal_header(
     if requantize_roundings:
         lines += [requantize_helpers_c(plan.model, requantize_roundings)]
     if dual_mac:
-        lines += [dual_mac_helper_c(plan.model)]
+        lines += [dual_mac_helper_c(plan.model), copy_helper_c(plan.model)]
     lines += [
         "/* Weights (const: they stay in flash). */",
     ]

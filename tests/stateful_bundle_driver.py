@@ -38,17 +38,38 @@ int main(void) {{
 """
 
 
-def run_with_reset_last(out: Path, model: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """The bundle in ``out`` (model name ``model``) run on each of ``inputs`` in turn, `<model>_reset()` called
-    before the last run; each run's output, flat."""
+def _write_driver(out: Path, model: str, inputs: list[np.ndarray]) -> list[str]:
+    """Write ``out``/driver.c for ``inputs``; the bundle's C files the driver links with, driver.c first."""
     rows = ", ".join("{" + ", ".join(str(v) for v in x.reshape(-1)) + "}" for x in inputs)
     (out / "driver.c").write_text(DRIVER_C.format(m=model, M=model.upper(), runs=len(inputs), size=inputs[0].size,
                                                   inputs=rows))
-    sources = [str(out / f"{name}.c") for name in ("driver", f"{model}_model", f"{model}_kernels", f"{model}_weights")]
+    return ["driver.c", f"{model}_model.c", f"{model}_kernels.c", f"{model}_weights.c"]
+
+
+def _outputs(printed: str) -> list[np.ndarray]:
+    return [np.array(line.split(), np.int8) for line in printed.splitlines()]
+
+
+def run_with_reset_last(out: Path, model: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The bundle in ``out`` (model name ``model``) run on each of ``inputs`` in turn, `<model>_reset()` called
+    before the last run; each run's output, flat."""
+    sources = [str(out / name) for name in _write_driver(out, model, inputs)]
     subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror", "-o",
                     str(out / "driver"), *sources], check=True)
-    printed = subprocess.run([str(out / "driver")], check=True, capture_output=True, text=True).stdout
-    return [np.array(line.split(), np.int8) for line in printed.splitlines()]
+    return _outputs(subprocess.run([str(out / "driver")], check=True, capture_output=True, text=True).stdout)
+
+
+def run_with_reset_last_on_qemu(out: Path, model: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """As `run_with_reset_last`, for a cortex-m4f bundle: the driver built by the bundle's own cortex-m4f
+    rules (its library's flags) in place of the self-test, and run on QEMU's mps2-an386."""
+    sources = _write_driver(out, model, inputs) + ["cortex_m/startup.c", "cortex_m/lp_icount.c"]
+    elf = "build-cortex-m/driver.elf"
+    subprocess.run(["make", "-s", "-C", str(out), "-f", "cortex_m/qemu-test.mk", "cortex-m-elf",
+                    f"CORTEX_M_SRCS={' '.join(sources)}", f"CORTEX_M_ELF={elf}"], check=True, capture_output=True)
+    printed = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none",
+                              "-semihosting", "-kernel", str(out / elf)],
+                             check=True, capture_output=True, text=True, timeout=120).stdout
+    return _outputs(printed)
 
 
 def tflm_invocations(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:

@@ -16,6 +16,8 @@ from tvm.script import tirx as T
 from memory_planner.api import StreamOrder
 from tvm_ext.depthwise_mac import DEPTHWISE_MAC_OP
 from tvm_ext.dual_mac import DUAL_MAC_OP
+from tvm_ext.extern_helpers import COPY_OP
+from tvm_ext.row_dot import ROW_DOT_OP
 from test_stream_order import signature
 
 
@@ -53,6 +55,35 @@ def test_a_depthwise_mac_call_is_bounded_by_its_access_record() -> None:
     writes = tuple((16 * i, 16 * i + 16) for i in range(4))
     assert streams[(0, 0)] == StreamOrder(tuple((4 * i, 4 * i + 8) for i in range(4)), writes)
     assert streams[(0, 1)] == StreamOrder(((0, 8),) * 4, writes)
+
+
+def test_a_row_dot_call_is_bounded_by_its_access_record() -> None:
+    """Output tile i of four filters, each a row of 6 state values and 6 time weights (rows 6 apart): x bytes
+    [24i, 24i + 24), w bytes [24i, 24i + 24), out bytes [16i, 16i + 16)."""
+
+    @T.prim_func
+    def func(x: T.Buffer((48,), "int8"), w: T.Buffer((48,), "int8"), out: T.Buffer((8,), "int32")):
+        for i in range(2):
+            T.evaluate(T.call_intrin("int32", ROW_DOT_OP, T.address_of(out[i * 4]), T.address_of(x[i * 24]),
+                                     T.address_of(w[i * 24]), 6, 6, 6))
+
+    streams = streams_by_pair(func)
+    writes = tuple((16 * i, 16 * i + 16) for i in range(2))
+    reads = tuple((24 * i, 24 * i + 24) for i in range(2))
+    assert streams[(0, 0)] == StreamOrder(reads, writes)
+    assert streams[(0, 1)] == StreamOrder(reads, writes)
+
+
+def test_a_copy_call_is_bounded_by_its_access_record() -> None:
+    """Two runs of 3 int16 copied 3 elements down: x bytes [6 + 6i, 12 + 6i) to out bytes [6i, 6i + 6)."""
+
+    @T.prim_func
+    def func(x: T.Buffer((12,), "int16"), out: T.Buffer((6,), "int16")):
+        for i in range(2):
+            T.evaluate(T.call_intrin("int32", COPY_OP, T.address_of(out[i * 3]), T.address_of(x[3 + i * 3]), 3, 2))
+
+    assert streams_by_pair(func)[(0, 0)] == StreamOrder(tuple((6 + 6 * i, 12 + 6 * i) for i in range(2)),
+                                                       tuple((6 * i, 6 * i + 6) for i in range(2)))
 
 
 def test_a_helper_size_that_is_not_a_constant_gives_no_order() -> None:

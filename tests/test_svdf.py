@@ -14,14 +14,16 @@ from tvm import te  # noqa: E402
 
 import fuzz_corpus  # noqa: E402
 import tvm_ext  # noqa: E402
-from stateful_bundle_driver import run_with_reset_last, tflm_invocations  # noqa: E402
+from stateful_bundle_driver import run_with_reset_last, run_with_reset_last_on_qemu, tflm_invocations  # noqa: E402
 from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.svdf import (  # noqa: E402
     svdf_feature_multiplier,
+    svdf_feature_offsets,
     svdf_output,
     svdf_state_update,
     svdf_time_multiplier,
+    svdf_time_offsets,
 )
 
 INVOCATIONS = 3
@@ -42,8 +44,9 @@ def _host_function(build, arrays: list[np.ndarray]):
     return run
 
 
-def _ours(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """The outputs of our two kernels over ``inputs``, the state starting at its zero point as TFLM resets it."""
+def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False) -> list[np.ndarray]:
+    """The outputs of our two kernels over ``inputs``, the state starting at its zero point as TFLM resets it;
+    with ``fold``, the state zero point folded into the bias as the lowering folds it (svdf_time_offsets)."""
     data, feature, time, bias, state, output = svdf_tensors(spec)
     feature_multiplier, feature_shift = svdf_feature_multiplier(data.scale, feature.scale, state.scale,
                                                                 Rounding.DOUBLE)
@@ -52,20 +55,24 @@ def _ours(spec: SvdfSpec, inputs: list[np.ndarray]) -> list[np.ndarray]:
     time_w = np.frombuffer(time.data, spec.state_dtype).reshape(time.shape)
     bias_v = np.frombuffer(bias.data, "<i4") if spec.bias else None  # our kernel without bias vs TFLM's zeros
     values = np.full(state.shape, state.zero_point, spec.state_dtype)
+    offsets = svdf_feature_offsets(feature_w, data.zero_point)
     update = _host_function(
-        functools.partial(svdf_state_update, memory=spec.memory, input_zero_point=data.zero_point,
-                          state_zero_point=state.zero_point, multiplier=feature_multiplier, shift=feature_shift,
+        functools.partial(svdf_state_update, memory=spec.memory, state_zero_point=state.zero_point, multiplier=feature_multiplier, shift=feature_shift,
                           rounding=Rounding.DOUBLE),
-        [inputs[0], values, feature_w],
+        [inputs[0], values, feature_w, offsets],
     )
+    time_zero_point = state.zero_point
+    if fold:
+        unfolded = bias_v if bias_v is not None else np.zeros(time_w.shape[0] // spec.rank, np.int32)
+        bias_v, time_zero_point = svdf_time_offsets(unfolded, time_w, spec.rank, state.zero_point), 0
     weights = [time_w] + ([bias_v] if bias_v is not None else [])
-    output_stage = functools.partial(svdf_output, rank=spec.rank, state_zero_point=state.zero_point,
+    output_stage = functools.partial(svdf_output, rank=spec.rank, state_zero_point=time_zero_point,
                                      multiplier=time_multiplier, shift=time_shift,
                                      output_zero_point=output.zero_point, rounding=Rounding.DOUBLE)
     outputs = _host_function(lambda s, t, *b: output_stage(s, t, b[0] if b else None), [values, *weights])
     results = []
     for x in inputs:
-        values = update(x, values, feature_w)
+        values = update(x, values, feature_w, offsets)
         results.append(outputs(values, *weights))
     return results
 
@@ -87,13 +94,14 @@ SPECS = [
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.state_dtype}-r{s.rank}-m{s.memory}-b{s.batch}"
                          f"{'-bias' if s.bias else ''}{'-relu' if s.relu else ''}")
-def test_kernels_match_tflm_over_invocations(spec: SvdfSpec) -> None:
+@pytest.mark.parametrize("fold", [False, True], ids=["zero_point", "folded"])
+def test_kernels_match_tflm_over_invocations(spec: SvdfSpec, fold: bool) -> None:
     rng = np.random.default_rng(spec.seed + 100)
     inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS)]
     expected = _tflm(spec, inputs)
     saturated = np.mean([np.isin(e, (-128, 127)).mean() for e in expected])
     assert saturated < 0.5, "the test model's scales leave too little of the output range to compare"
-    for invocation, (ours, theirs) in enumerate(zip(_ours(spec, inputs), expected, strict=True)):
+    for invocation, (ours, theirs) in enumerate(zip(_ours(spec, inputs, fold), expected, strict=True)):
         np.testing.assert_array_equal(ours, theirs, err_msg=f"invocation {invocation}")
 
 
@@ -123,10 +131,32 @@ def test_bundle_keeps_state_across_runs_like_tflm(spec: SvdfSpec, tmp_path: Path
     assert "state0" in (out / "manifest.json").read_text()
 
 
+# Shapes the DSP helpers take in parts: whole tiles of four filters and a remainder, inputs and memories that
+# are not a multiple of four, two batches, ranks 1 and 2, both state types; with the helpers each calls.
+QEMU_SPECS = [
+    (SvdfSpec(batch=2, inputs=9, units=7, rank=1, memory=5, state_dtype="int8", seed=21), ("dual_mac_s8x4",)),
+    (SvdfSpec(batch=2, inputs=11, units=4, rank=2, memory=7, state_dtype="int8", seed=23),
+     ("dual_mac_s8x4", "row_dot_s8x4")),
+    (SvdfSpec(inputs=13, units=5, rank=2, memory=3, seed=22), ("dual_mac_s8x4",)),
+]
+
+
 @pytest.mark.slow
-def test_bundle_on_cortex_m4f(tmp_path: Path) -> None:
-    bundle = _bundle(BUNDLE_SPECS[0], tmp_path, "cortex-m4f")
+@pytest.mark.parametrize("spec, helpers", QEMU_SPECS, ids=lambda s: getattr(s, "state_dtype", ""))
+def test_bundle_on_cortex_m4f_keeps_state_like_tflm(spec: SvdfSpec, helpers: tuple[str, ...], tmp_path: Path) -> None:
+    """On the emulated Cortex-M4F (dual MAC feature product, word-copied state shift, row dot time product):
+    every run of several, and a run after `<model>_reset()`, equal TFLM's invocations."""
+    bundle = _bundle(spec, tmp_path, "cortex-m4f")
     assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
+    kernels = (tmp_path / "cortex-m4f" / "svdf_layer_kernels.c").read_text()
+    for helper in ("copy_ascending", *helpers):
+        assert f"svdf_layer_{helper}(" in kernels, helper
+    rng = np.random.default_rng(spec.seed)
+    inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS + 2)]
+    expected = _tflm(spec, inputs) + _tflm(spec, inputs[:1])
+    runs = run_with_reset_last_on_qemu(tmp_path / "cortex-m4f", "svdf_layer", inputs + inputs[:1])
+    for run, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
+        np.testing.assert_array_equal(ours, theirs.reshape(-1), err_msg=f"run {run}")
 
 
 # ------------------------------------------------------------------------------------- TFLM's keyword models

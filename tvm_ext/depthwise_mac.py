@@ -18,6 +18,7 @@ from packager.depthwise_mac_c import depthwise_box_helper_name, depthwise_mac_he
 from tvm_ext.dual_mac import (DUAL_MAC_CHANNELS, AccessOffsets, MacReduction, dual_mac_replacement, helper_call_block,
                               mac_reduction, register_mac_helper)
 from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.row_dot import row_dot_replacement
 
 DEPTHWISE_MAC_OP = "tvm_ext.depthwise_mac_s8x4"
 # The call (acc, x, w, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols): acc[c] for c < 4,
@@ -49,9 +50,10 @@ def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) 
 def mac_helper_replacement(realize: s_tir.SBlockRealize, loops: list,
                            depthwise_op: str = DEPTHWISE_MAC_OP) -> Optional[s_tir.SBlockRealize]:
     """The dual MAC's call block (``tvm_ext.dual_mac``), else the depthwise helper's (``depthwise_op``: the
-    inlined one, or DEPTHWISE_BOX_OP), computing what the For nodes ``loops`` around ``realize`` compute;
-    None where neither computes exactly that."""
-    return dual_mac_replacement(realize, loops) or depthwise_mac_replacement(realize, loops, depthwise_op)
+    inlined one, or DEPTHWISE_BOX_OP), else the row dot product's (``tvm_ext.row_dot``), computing what the
+    For nodes ``loops`` around ``realize`` compute; None where none computes exactly that."""
+    return (dual_mac_replacement(realize, loops) or depthwise_mac_replacement(realize, loops, depthwise_op)
+            or row_dot_replacement(realize, loops))
 
 
 def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,

@@ -58,7 +58,7 @@ def _macs_under(stmt: tirx.Stmt, trips: int) -> int:
 
 def _accumulates_products(block: s_tir.SBlock) -> bool:
     """Whether `block` reduces over some iteration variable by `out = out + product` (either order)."""
-    if block.init is None or not any(iv.iter_type == _REDUCTION for iv in block.iter_vars):
+    if not any(iv.iter_type == _REDUCTION for iv in block.iter_vars):
         return False
     body = block.body
     if not isinstance(body, tirx.BufferStore) or not isinstance(body.value, prim.Add):

@@ -14,6 +14,7 @@ from tvm import s_tir, tirx
 from target.profile import Profile
 from tvm_ext.border_split import split_border
 from tvm_ext.depthwise_mac import mac_helper_call
+from tvm_ext.extern_helpers import extern_helper_calls
 from tvm_ext.flat_pixels import flatten_odd_pixel_rows
 from tvm_ext.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.kernel_names import with_window_recorded
@@ -95,7 +96,9 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
     try:
         root = sch.get_sblock("root")
     except s_tir.ScheduleError:
-        return func  # one TE extern stage (e.g. SVDF's state update) is the whole function: nothing to move
+        # One TE extern stage (e.g. SVDF's state update) is the whole function: nothing to move; on DSP cores
+        # the helpers compute the loops written in their forms (tvm_ext.extern_helpers).
+        return extern_helper_calls(func) if dual_mac else func
     if any(not sch.get(block).iter_vars for block in sch.get_child_blocks(root)):
         # An opaque block (a TE extern stage, e.g. the int8 softmax) hides its reads and writes from the
         # schedule's dependence analysis: moving stages around it could reorder them. Leave it as written.

@@ -2,15 +2,17 @@
 
 One SVDF invocation is two kernels, because the activation state is read and rewritten in place:
 
-- ``svdf_state_update(data, state, weight_feature)`` -> the new state, the same shape and dtype as ``state``:
-  every filter's memory moves one step left and its newest (last) column becomes the feature product
-  ``clamp_T(MBQM(sum_k (data[b, k] - input_zero_point) * weight_feature[f, k], M1, shift1)) + state_zero_point``,
-  narrowed to T (a wrap-around in C's conversion, as TFLM's assignment does). The kernel may write over its
-  input state (see ``svdf_state_update``).
+- ``svdf_state_update(data, state, weight_feature, feature_offsets)`` -> the new state, the same shape and dtype
+  as ``state``: every filter's memory moves one step left and its newest (last) column becomes the feature
+  product ``clamp_T(MBQM(sum_k (data[b, k] - input_zero_point) * weight_feature[f, k], M1, shift1)) +
+  state_zero_point``, narrowed to T (a wrap-around in C's conversion, as TFLM's assignment does); the input
+  zero point's part is the compile-time ``feature_offsets`` (``svdf_feature_offsets``). The kernel may write
+  over its input state (see ``svdf_state_update``).
 - ``svdf_output(state, weight_time, bias)`` -> int8 (batch, units): per filter the time product
   ``sum_m weight_time[f, m] * (state[b, f*memory + m] - state_zero_point)``, summed over the ``rank`` filters
-  of each unit, plus the bias, rescaled by (M2, shift2), plus the output zero point, clamped to int8.
-  TFLM applies no fused activation in its integer SVDF: neither does this kernel.
+  of each unit, plus the bias, rescaled by (M2, shift2), plus the output zero point, clamped to int8 (the
+  zero point's part may be folded into the bias: ``svdf_time_offsets``). TFLM applies no fused activation in
+  its integer SVDF: neither does this kernel.
 
 State layout as TFLite stores it: (batch, filters * memory), filter-major. The multipliers are TFLM's
 ``QuantizeMultiplier`` of the effective scales (``svdf_feature_multiplier``, ``svdf_time_multiplier``).
@@ -21,11 +23,13 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-from tvm import te, tirx
+import tvm
+from tvm import s_tir, te, tirx
 
-from .fixed_point import Rounding, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier
 from .quant_params import ActivationRange, quantize_multiplier
 from .requantize import OutputStage, requantize
+from .zero_point_fold import fold_zero_point_into_bias
 
 STATE_DTYPES: dict[str, tuple[int, int]] = {"int16": (-(2**15), 2**15 - 1), "int8": (-128, 127)}
 
@@ -45,59 +49,131 @@ def svdf_time_multiplier(state_scale: float, time_scale: float, output_scale: fl
                                rounding)
 
 
-def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tensor, *, memory: int,
-                      input_zero_point: int, state_zero_point: int, multiplier: int, shift: int,
-                      rounding: Rounding) -> te.Tensor:
-    """data (B, I) int8, state (B, F*memory) int16/int8, weight_feature (F, I) int8 -> the new state.
+def svdf_feature_offsets(weight_feature: np.ndarray, input_zero_point: int) -> np.ndarray:
+    """The input zero point folded out of the feature product: int32[F] ``-input_zero_point * sum_k
+    weight_feature[f, k]``, so that ``sum_k (x_k - zp) * w_fk = offset_f + sum_k x_k * w_fk`` (CMSIS-NN's
+    kernel sum): the product's inner loop then multiplies raw int8 values (exact in int32 for any depth
+    below 2^16)."""
+    sums = weight_feature.astype(np.int64).sum(axis=1)
+    return (-np.int64(input_zero_point) * sums).astype(np.int32)
 
-    A TE extern stage of plain serial loops, per filter: the shift, then the feature product in a one-element
-    int32 accumulator (a scratch buffer), then the newest column. Written so, the requantization reads the
-    accumulator, not a reduction the schedule would move into the shift's loop, and the kernel is correct
-    when its output is its state input (it writes element i after reading element i + 1).
+
+FEATURE_TILE = 4
+"""Filters whose feature products one pass over the input accumulates (the dual MAC's four channels,
+``packager.dual_mac_c.DUAL_MAC_CHANNELS``); a remainder of fewer filters is one shorter tile."""
+
+
+def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tensor, feature_offsets: te.Tensor, *,
+                      memory: int, state_zero_point: int, multiplier: int, shift: int,
+                      rounding: Rounding) -> te.Tensor:
+    """data (B, I) int8, state (B, F*memory) int16/int8, weight_feature (F, I) int8, feature_offsets int32[F]
+    (``svdf_feature_offsets``) -> the new state.
+
+    A TE extern stage of plain serial loops, per batch: first the whole row's shift, one ascending copy
+    ``new[b, i] = old[b, i + 1]`` (it moves every filter's memory one step left; each filter's last column
+    then holds the next filter's first, overwritten below), then per tile of FEATURE_TILE filters the
+    feature products in as many int32 accumulators (a local buffer; the product is one reduction block over
+    the input, which a DSP schedule turns into the dual MAC, ``tvm_ext.extern_helpers``), then each filter's
+    newest column. The kernel is correct when its output is its state input: the copy writes element i
+    after reading element i + 1, and the products read no state.
     """
     batch, depth = (int(d) for d in data.shape)
     filters = int(weight_feature.shape[0])
     dtype = str(state.dtype)
     low, high = STATE_DTYPES[dtype]
+    largest = depth * 255 * 128  # |sum_k (x_k - zp) * w_k| with x - zp in [-255, 255], w in [-128, 127]
 
     def build(ins, outs):
-        x, old, weights = ins
+        x, old, weights, offsets = ins
         new = outs[0]
-        acc = tirx.decl_buffer((1,), "int32", name="svdf_feature_acc")
-        b, f, m, k = (tirx.Var(name, "int32") for name in ("b", "f", "m", "k"))
-        shift_memory = tirx.For(m, 0, memory - 1, tirx.ForKind.SERIAL,
-                                tirx.BufferStore(new, old[b, f * memory + m + 1], [b, f * memory + m]))
-        product = (x[b, k].astype("int32") - input_zero_point) * weights[f, k].astype("int32")
-        accumulate = tirx.SeqStmt([
-            tirx.BufferStore(acc, tirx.const(0, "int32"), [0]),
-            tirx.For(k, 0, depth, tirx.ForKind.SERIAL, tirx.BufferStore(acc, acc[0] + product, [0])),
-        ])
-        scaled = multiply_by_quantized_multiplier(acc[0], multiplier, shift, rounding)
-        newest = tirx.Cast(dtype, tirx.max(tirx.min(scaled, high), low) + state_zero_point)
-        per_filter = tirx.SeqStmt([shift_memory, accumulate,
-                                   tirx.BufferStore(new, newest, [b, f * memory + memory - 1])])
-        loops = tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.For(f, 0, filters, tirx.ForKind.SERIAL, per_filter))
-        return tirx.SeqStmt([tirx.AllocBuffer(acc), loops])
+        acc = tirx.decl_buffer((FEATURE_TILE,), "int32", name="svdf_feature_acc")
+        b = tirx.Var("b", "int32")
 
-    return te.extern((batch, filters * memory), [data, state, weight_feature], build, name="svdf_state_update",
-                     dtype=dtype)
+        def feature_tile(first: tirx.PrimExpr, count: int) -> tirx.Stmt:
+            """Filters first .. first + count - 1: accumulators from their offsets, products, newest column."""
+            c_init, c_mac, c_write, k = (tirx.Var(name, "int32") for name in ("c_init", "c", "c_write", "k"))
+            init = tirx.For(c_init, 0, count, tirx.ForKind.SERIAL,
+                            tirx.BufferStore(acc, offsets[first + c_init], [c_init]))
+            product = _feature_product_block(acc, x, weights, b, first, count)
+            mac = tirx.For(k, 0, depth, tirx.ForKind.SERIAL,
+                           tirx.For(c_mac, 0, count, tirx.ForKind.SERIAL, product(c_mac, k)))
+            scaled = multiply_by_constant_quantized_multiplier(acc[c_write], multiplier, shift, rounding, largest)
+            newest = tirx.Cast(dtype, tirx.max(tirx.min(scaled, high), low) + state_zero_point)
+            write = tirx.For(c_write, 0, count, tirx.ForKind.SERIAL,
+                             tirx.BufferStore(new, newest, [b, (first + c_write) * memory + memory - 1]))
+            return tirx.SeqStmt([init, mac, write])
+
+        i, t = tirx.Var("i", "int32"), tirx.Var("t", "int32")
+        steps = [tirx.For(i, 0, filters * memory - 1, tirx.ForKind.SERIAL,
+                          tirx.BufferStore(new, old[b, i + 1], [b, i]))]
+        whole, rest = divmod(filters, FEATURE_TILE)
+        if whole:
+            steps.append(tirx.For(t, 0, whole, tirx.ForKind.SERIAL, feature_tile(t * FEATURE_TILE, FEATURE_TILE)))
+        if rest:
+            steps.append(feature_tile(tirx.const(whole * FEATURE_TILE, "int32"), rest))
+        return tirx.SeqStmt([tirx.AllocBuffer(acc), tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.SeqStmt(steps))])
+
+    return te.extern((batch, filters * memory), [data, state, weight_feature, feature_offsets], build,
+                     name="svdf_state_update", dtype=dtype)
+
+
+def _feature_product_block(acc: tirx.Buffer, x: tirx.Buffer, weights: tirx.Buffer, b: tirx.Var,
+                           first: tirx.PrimExpr, count: int):
+    """``(c, k) -> block``: ``acc[c] += int32(x[b, k]) * int32(weights[first + c, k])`` as a reduction block
+    over k (its iteration variables bound to the loops; no init: the accumulators start at the offsets),
+    the form ``tvm_ext.dual_mac.dual_mac_replacement`` reads and ``tvm_ext.macs`` counts."""
+    (batch, depth), filters = (int(d) for d in x.shape), int(weights.shape[0])
+    vb, vf, vc = (tirx.IterVar(tvm.ir.Range(0, extent), tirx.Var(name, "int32"), tirx.IterVar.DataPar)
+                  for name, extent in (("vb", batch), ("vf", filters), ("vc", count)))
+    vk = tirx.IterVar(tvm.ir.Range(0, depth), tirx.Var("vk", "int32"), tirx.IterVar.CommReduce)
+    update = tirx.BufferStore(
+        acc, acc[vc.var] + x[vb.var, vk.var].astype("int32") * weights[vf.var, vk.var].astype("int32"), [vc.var])
+    reads = [tirx.BufferRegion(acc, [tvm.ir.Range.from_min_extent(vc.var, 1)]),
+             tirx.BufferRegion(x, [tvm.ir.Range.from_min_extent(vb.var, 1), tvm.ir.Range.from_min_extent(vk.var, 1)]),
+             tirx.BufferRegion(weights, [tvm.ir.Range.from_min_extent(vf.var, 1),
+                                         tvm.ir.Range.from_min_extent(vk.var, 1)])]
+    block = s_tir.SBlock([vb, vf, vc, vk], reads, reads[:1], "svdf_feature_product", update)
+
+    def realize(c: tirx.Var, k: tirx.Var) -> s_tir.SBlockRealize:
+        return s_tir.SBlockRealize([b, first + c, c, k], True, block)
+
+    return realize
+
+
+def svdf_time_offsets(bias: np.ndarray, weight_time: np.ndarray, rank: int,
+                      state_zero_point: int) -> Optional[np.ndarray]:
+    """The state zero point folded into the int32 bias[F/rank]: ``bias[u] - state_zero_point * (sum of the time
+    weights of unit u's rank filters)``, so that ``svdf_output`` with ``state_zero_point`` 0 computes the same
+    values; None where an entry does not fit int32 (the kernel then subtracts the zero point itself)."""
+    per_unit = weight_time.reshape(weight_time.shape[0] // rank, -1)
+    return fold_zero_point_into_bias(bias.astype(np.int32), per_unit, state_zero_point, channel_axis=0)
 
 
 def svdf_output(state: te.Tensor, weight_time: te.Tensor, bias: Optional[te.Tensor], *, rank: int,
                 state_zero_point: int, multiplier: int, shift: int, output_zero_point: int,
-                rounding: Rounding) -> te.Tensor:
-    """state (B, F*M), weight_time (F, M) of the state's dtype, bias int32[F/rank] or None -> int8 (B, F/rank)."""
+                rounding: Rounding, right_shift_only: bool = False, small_accumulator: bool = False) -> te.Tensor:
+    """state (B, F*M), weight_time (F, M) of the state's dtype, bias int32[F/rank] or None -> int8 (B, F/rank).
+    ``right_shift_only`` and ``small_accumulator``: what the caller proved of the constants
+    (``OutputStage``).
+
+    With ``state_zero_point`` 0 (a bias that ``svdf_time_offsets`` folded it into) the time product
+    multiplies raw values: on DSP cores, the row dot product's form (``tvm_ext.row_dot``)."""
     batch = int(state.shape[0])
     filters, memory = (int(d) for d in weight_time.shape)
     m = te.reduce_axis((0, memory), "m")
+
+    def centred(value: tirx.PrimExpr) -> tirx.PrimExpr:
+        return value - state_zero_point if state_zero_point else value
+
     time = te.compute(
         (batch, filters),
-        lambda b, f: te.sum(weight_time[f, m].astype("int32") * (state[b, f * memory + m].astype("int32")
-                                                                  - state_zero_point), axis=m),
+        lambda b, f: te.sum(weight_time[f, m].astype("int32") * centred(state[b, f * memory + m].astype("int32")),
+                            axis=m),
         name="svdf_time",
     )
     r = te.reduce_axis((0, rank), "r")
     units = filters // rank
     acc = te.compute((batch, units), lambda b, u: te.sum(time[b, u * rank + r], axis=r), name="svdf_sum")
-    stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding)
+    stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding, right_shift_only,
+                        small_accumulator)
     return te.compute((batch, units), lambda b, u: requantize(acc[b, u], u, stage, bias), name="svdf_output")

@@ -76,7 +76,7 @@ class MacKernel:
         right_shift_only = bool(np.all(self.shifts < 0) and np.all(self.multipliers != INT32_MIN))
         reach = self._accumulator_reach()
         bias_values = None if self.bias is None else self.bias.value.numpy().reshape(-1)
-        small = reach is not None and _fits_small(reach, bias_values)
+        small = reach is not None and fits_small_accumulator(reach, bias_values)
         stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only,
                             small)
         geometry = self.geometry.params() if self.geometry is not None else {}
@@ -105,7 +105,7 @@ class MacKernel:
         return weight_l1 * largest_centered  # >= 128 * weight_l1, the raw values' (folded zero point) reach
 
 
-def _fits_small(reach: np.ndarray, bias: Optional[np.ndarray]) -> bool:
+def fits_small_accumulator(reach: np.ndarray, bias: Optional[np.ndarray]) -> bool:
     """Whether every accumulator (|acc| <= reach) plus its channel's bias is small (`OutputStage.small_accumulator`)."""
     largest = reach + (0 if bias is None else np.abs(bias.astype(np.int64)))
     return fits_small_input(-int(largest.max(initial=0)), int(largest.max(initial=0)))

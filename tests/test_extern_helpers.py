@@ -1,0 +1,89 @@
+"""The bundle's helpers in SVDF's state update (one TE extern stage, tvm_ext.extern_helpers): on a DSP core the
+feature product of each whole tile of four filters is one dual MAC call and the state's shift one ascending
+copy; a remainder of fewer filters keeps its scalar loop; other cores keep the loops as written. And the time
+product, its state zero point folded, as the row dot product (tvm_ext.row_dot)."""
+
+from __future__ import annotations
+
+import pytest
+
+tvm = pytest.importorskip("tvm")
+from tvm import te, tirx  # noqa: E402
+
+from tvm_ext.dual_mac import DUAL_MAC_OP  # noqa: E402
+from tvm_ext.extern_helpers import COPY_OP  # noqa: E402
+from tvm_ext.kernels import Rounding  # noqa: E402
+from tvm_ext.kernels.svdf import svdf_output, svdf_state_update  # noqa: E402
+from tvm_ext.row_dot import ROW_DOT_OP  # noqa: E402
+from tvm_ext.schedule import inline_intermediates  # noqa: E402
+from tvm_ext.tir_walk import walk  # noqa: E402
+
+
+def _state_update(filters: int, depth: int = 9, memory: int = 5, batch: int = 2) -> tirx.PrimFunc:
+    data = te.placeholder((batch, depth), "int8", name="data")
+    state = te.placeholder((batch, filters * memory), "int16", name="state")
+    weights = te.placeholder((filters, depth), "int8", name="weights")
+    offsets = te.placeholder((filters,), "int32", name="offsets")
+    out = svdf_state_update(data, state, weights, offsets, memory=memory, state_zero_point=0,
+                            multiplier=1 << 30, shift=-3, rounding=Rounding.DOUBLE)
+    return te.create_prim_func([data, state, weights, offsets, out])
+
+
+def _calls(func: tirx.PrimFunc) -> list:
+    """The helper calls of ``func`` as (op name, arguments)."""
+    return [(node.op.name, list(node.args)) for node in walk(func.body)
+            if isinstance(node, tvm.ir.Call) and node.op.name in (DUAL_MAC_OP, COPY_OP)]
+
+
+def _product_blocks(func: tirx.PrimFunc) -> int:
+    return sum(1 for node in walk(func.body) if isinstance(node, tvm.s_tir.SBlock)
+               and node.name_hint == "svdf_feature_product")
+
+
+def test_dsp_state_update_calls_the_dual_mac_and_the_copy() -> None:
+    scheduled = inline_intermediates(_state_update(filters=8), 4, dual_mac=True)
+    calls = _calls(scheduled)
+    macs = [args for op, args in calls if op == DUAL_MAC_OP]
+    assert len(macs) == 1 and [int(a) for a in macs[0][3:]] == [9, 9, 1, 9]  # x stride, w stride, rows, row_len
+    copies = [args for op, args in calls if op == COPY_OP]
+    shift = [args for args in copies if int(args[3]) == 2]  # the int16 state: 8 * 5 - 1 elements of 2 bytes
+    assert len(shift) == 1 and int(shift[0][2]) == 39
+    assert _product_blocks(scheduled) == 0
+
+
+def test_a_remainder_of_filters_keeps_its_scalar_product() -> None:
+    scheduled = inline_intermediates(_state_update(filters=7), 4, dual_mac=True)
+    assert sum(op == DUAL_MAC_OP for op, _ in _calls(scheduled)) == 1
+    assert _product_blocks(scheduled) == 1  # the last three filters
+
+
+def test_cores_without_dsp_keep_the_loops() -> None:
+    func = _state_update(filters=8)
+    assert inline_intermediates(func, 4, dual_mac=False).same_as(func)
+    assert _calls(func) == [] and _product_blocks(func) == 1
+
+
+# ------------------------------------------------------------------------- the time product (tvm_ext.row_dot)
+def _output_stage(state_zero_point: int, dtype: str = "int8") -> tirx.PrimFunc:
+    state = te.placeholder((1, 8 * 6), dtype, name="state")
+    time = te.placeholder((8, 6), dtype, name="time")
+    bias = te.placeholder((4,), "int32", name="bias")
+    out = svdf_output(state, time, bias, rank=2, state_zero_point=state_zero_point, multiplier=1 << 30, shift=-3,
+                      output_zero_point=0, rounding=Rounding.DOUBLE)
+    return te.create_prim_func([state, time, bias, out])
+
+
+def _row_dots(func: tirx.PrimFunc) -> list:
+    return [[int(a) for a in node.args[3:]] for node in walk(func.body)
+            if isinstance(node, tvm.ir.Call) and node.op.name == ROW_DOT_OP]
+
+
+def test_dsp_time_product_of_a_folded_zero_point_calls_the_row_dot_product() -> None:
+    """Four filters' rows of six state values and six time weights: strides 6 and 6, rows of 6."""
+    assert _row_dots(inline_intermediates(_output_stage(0), 4, dual_mac=True)) == [[6, 6, 6]]
+
+
+@pytest.mark.parametrize("zero_point, dtype", [(5, "int8"), (0, "int16")])
+def test_a_time_product_the_helper_cannot_compute_keeps_its_loop(zero_point: int, dtype: str) -> None:
+    """A zero point left in the product, or int16 state (no SXTB16 pairs to make): no call."""
+    assert _row_dots(inline_intermediates(_output_stage(zero_point, dtype), 4, dual_mac=True)) == []

@@ -1,0 +1,105 @@
+"""The bundle's helpers in a kernel written as one TE extern stage (the SVDF state update), on DSP cores.
+
+No schedule moves the loops of such a kernel (``tvm_ext.schedule`` leaves it as written): its author writes
+them in the forms this module recognizes, and ``extern_helper_calls`` replaces each by a helper call that
+computes exactly what it does:
+
+- a MAC reduction block under its loops (the reduction loops, then the unit-stride loop of DUAL_MAC_CHANNELS
+  accumulators, innermost): the dual MAC (``tvm_ext.dual_mac.dual_mac_replacement``);
+- a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``
+  (``packager.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
+  ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Optional
+
+import numpy as np
+from tvm import s_tir, tirx
+from tvm.ir import TensorLoad
+
+from packager.copy_c import copy_helper_name
+from tvm_ext.dual_mac import dual_mac_replacement, register_mac_helper
+from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.index_expr import evaluate_index, substitute_index
+from tvm_ext.tir_walk import map_child_stmts
+
+COPY_OP = "tvm_ext.copy_ascending"
+# The call (dst, src, count, element_bytes): dst[i] and src[i] for i < count, in elements of their own type.
+COPY_ACCESS = HelperAccess((PointerAccess(0, (Axis(Arg(2), 1),)), PointerAccess(1, (Axis(Arg(2), 1),))))
+register_mac_helper(COPY_OP, copy_helper_name, COPY_ACCESS)
+
+
+def extern_helper_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` (one TE extern stage: a root block around its statements) with each loop nest of a form
+    above replaced by its helper's call; any other function unchanged."""
+    realize = func.body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        return func
+    root = realize.block
+    body = _with_helper_calls(root.body)
+    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body, root.init,
+                         root.alloc_buffers, root.match_buffers, root.annotations)
+    return func.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
+
+
+def _with_helper_calls(stmt: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with every nest a helper computes replaced by its call (outermost nests first)."""
+    if isinstance(stmt, tirx.For):
+        call = _mac_call(stmt) or _copy_call(stmt)
+        if call is not None:
+            return call
+    if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)) or not isinstance(stmt, tirx.Stmt):
+        return stmt
+    return map_child_stmts(stmt, _with_helper_calls)
+
+
+def _mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
+    """The dual MAC's call computing the perfect loop nest ``loop`` around a MAC block, else None."""
+    loops = [loop]
+    while isinstance(loops[-1].body, tirx.For):
+        loops.append(loops[-1].body)
+    realize = loops[-1].body
+    if len(loops) < 2 or not isinstance(realize, s_tir.SBlockRealize):
+        return None
+    return dual_mac_replacement(realize, loops)
+
+
+def _copy_call(loop: tirx.For) -> Optional[tirx.Stmt]:
+    """The ascending copy's call for ``loop`` when it is ``dst[..] = src[..]`` with both indices stepping one
+    element per iteration from 0 (every other variable fixed), else None."""
+    store = loop.body
+    if not isinstance(store, tirx.BufferStore) or not isinstance(store.value, TensorLoad):
+        return None
+    load = store.value
+    if str(load.source.dtype) != str(store.buffer.dtype) or not isinstance(loop.extent, tirx.IntImm) \
+            or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
+        return None
+    count = int(loop.extent)
+    if count < 2:
+        return None
+    try:
+        for buffer, indices in ((store.buffer, store.indices), (load.source, load.indices)):
+            first, last = (_flat_offset(buffer, indices, loop.loop_var, i) for i in (0, count - 1))
+            if last - first != count - 1 or _flat_offset(buffer, indices, loop.loop_var, 1) != first + 1:
+                return None
+        at_start = {loop.loop_var: tirx.const(0, str(loop.loop_var.ty.dtype))}
+        dst = tirx.BufferLoad(store.buffer, [substitute_index(i, at_start) for i in store.indices])
+        src = tirx.BufferLoad(load.source, [substitute_index(i, at_start) for i in load.indices])
+    except KeyError:
+        return None  # an index form we do not evaluate: keep the loop
+    element_bytes = np.dtype(str(store.buffer.dtype)).itemsize
+    return tirx.Evaluate(tirx.call_intrin("int32", COPY_OP, tirx.address_of(dst), tirx.address_of(src), count,
+                                          element_bytes))
+
+
+def _flat_offset(buffer: tirx.Buffer, indices, var: tirx.Var, value: int) -> int:
+    """The row-major element offset ``indices`` reach in ``buffer`` with ``var`` at ``value`` and every
+    other variable at 0."""
+    values: defaultdict = defaultdict(int, {var: value})
+    offset = 0
+    for index, extent in zip(indices, buffer.shape):
+        offset = offset * int(extent) + evaluate_index(index, values)
+    return offset

@@ -1,0 +1,59 @@
+"""Dot products of four rows with four other rows, on DSP cores: the SVDF time product.
+
+A reduction tiled to DUAL_MAC_CHANNELS output channels (``tvm_ext.schedule``: one reduction loop, then the
+four channels innermost) in which both operands move with the channel, ``acc[c] += x[c * x_channel_stride + k]
+* w[c * w_channel_stride + k]`` over int8 x and w (the dual MAC needs an input shared by the channels, the
+depthwise helper consecutive channels), becomes one call of ``<prefix>_row_dot_s8x4`` (``packager.row_dot_c``):
+per channel, four inputs and four weights per 32-bit load, two SMLADs. Integer sums in another order:
+bit-exact.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from tvm import s_tir, tirx
+
+from packager.dual_mac_c import DUAL_MAC_CHANNELS
+from packager.row_dot_c import row_dot_helper_name
+from tvm_ext.dual_mac import AccessOffsets, helper_call_block, mac_reduction, register_mac_helper
+from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
+
+ROW_DOT_OP = "tvm_ext.row_dot_s8x4"
+# The call (acc, x, w, x_channel_stride, w_channel_stride, row_len): acc[c] for c < 4,
+# x[c * x_channel_stride + k] and w[c * w_channel_stride + k] for k < row_len.
+ROW_DOT_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(DUAL_MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(DUAL_MAC_CHANNELS, Arg(3)), Axis(Arg(5), 1))),
+    PointerAccess(2, (Axis(DUAL_MAC_CHANNELS, Arg(4)), Axis(Arg(5), 1))),
+))
+register_mac_helper(ROW_DOT_OP, row_dot_helper_name, ROW_DOT_ACCESS)
+
+
+def row_dot_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The helper's call block computing what ``loops`` (For nodes: one reduction loop, then the loop of
+    DUAL_MAC_CHANNELS output channels) compute around ``realize``, or None where the loads do not fit it."""
+    reduction = mac_reduction(realize.block)
+    if reduction is None or len(loops) != 2 or not all(
+            isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
+        return None
+    row_len = int(loops[0].extent)
+    if int(loops[1].extent) != DUAL_MAC_CHANNELS:
+        return None
+    bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+    inner = [loop.loop_var for loop in loops]
+    offsets = AccessOffsets(bindings, inner)
+    try:
+        if offsets.step(reduction.store, 0) != 0 or offsets.step(reduction.store, 1) != 1:
+            return None
+        strides = []
+        for access in (reduction.data, reduction.weight):
+            stride = offsets.step(access, 1)
+            corner = offsets.offset(access, [row_len - 1, DUAL_MAC_CHANNELS - 1])
+            expected = offsets.offset(access, offsets.origin) + row_len - 1 + (DUAL_MAC_CHANNELS - 1) * stride
+            if offsets.step(access, 0) != 1 or corner != expected:
+                return None
+            strides.append(stride)
+    except KeyError:
+        return None  # an index form we do not evaluate: keep the scalar loop
+    return helper_call_block(ROW_DOT_OP, reduction, bindings, inner, [*strides, row_len])
