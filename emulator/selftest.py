@@ -46,18 +46,24 @@ class CortexMSelfTest:
         }
 
 
-def make_cross(out_dir: Path, goal: str) -> None:
-    """`make <goal>` of OUT/cortex_m/qemu-test.mk; CortexMBuildError with the compiler's last lines."""
-    build = subprocess.run(["make", "-s", "-C", str(out_dir), "-f", f"{SUPPORT_DIR}/qemu-test.mk", goal],
-                           capture_output=True, text=True, check=False)
+def cross_make_command(goal: str, jobs: int = 1) -> list[str]:
+    """The command line of `make <goal>` of cortex_m/qemu-test.mk in a bundle's folder, `jobs` compilers at once."""
+    return ["make", "-s", f"-j{max(1, jobs)}", "-f", f"{SUPPORT_DIR}/qemu-test.mk", goal]
+
+
+def make_cross(out_dir: Path, goal: str, jobs: int = 1) -> None:
+    """`make <goal>` of OUT/cortex_m/qemu-test.mk, `jobs` compilers at once; CortexMBuildError with the
+    compiler's last lines."""
+    build = subprocess.run(cross_make_command(goal, jobs), cwd=out_dir, capture_output=True, text=True, check=False)
     if build.returncode != 0:
         tail = "\n".join(build.stderr.strip().splitlines()[-20:])
         raise CortexMBuildError(f"cross build ({goal}) of {out_dir} failed:\n{tail}")
 
 
-def build_selftest_elf(out_dir: Path) -> Path:
-    """Cross-compile OUT/'s self-test with OUT/cortex_m/qemu-test.mk; return the ELF's path."""
-    make_cross(out_dir, "cortex-m-elf")
+def build_selftest_elf(out_dir: Path, jobs: int = 1) -> Path:
+    """Cross-compile OUT/'s self-test with OUT/cortex_m/qemu-test.mk, `jobs` compilers at once; return the
+    ELF's path."""
+    make_cross(out_dir, "cortex-m-elf", jobs)
     return Path(out_dir) / SELFTEST_ELF
 
 

@@ -146,7 +146,7 @@ def build_bundle(bundle_dir: Path, config: BuildConfig, jobs: int = 1) -> None:
 
         make(bundle_dir, "lib", jobs=jobs)
         try:
-            build_selftest_elf(bundle_dir)
+            build_selftest_elf(bundle_dir, jobs)
         except CortexMBuildError as err:
             raise BuildError(str(err).splitlines()[-1]) from err
     elif config.runs_on_host:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -15,6 +13,7 @@ from packager.aot_entry import write_model_c
 from packager.c_lexical import check_c_text
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
 from packager.cortex_m import profiled_model_source, write_cortex_m_support
+from packager.files import replace_file
 from packager.header import write_header
 from packager.internal_header import write_internal_header
 from packager.io_names import io_tensors
@@ -81,22 +80,6 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
         replace_file(path, text)
         paths.append(path)
     return paths
-
-
-def replace_file(path: Path, text: str) -> None:
-    """Write `text` to `path` by renaming a finished file over it, never truncating it in place: a compiler
-    that is reading the old file (tvm_ext.compile.early_objects compiles the library's sources while the
-    bundle is written) reads all of the old text or all of the new, never a part of either."""
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
-    # Created as open() creates files (mode 0o666 less the umask), which mkstemp's 0o600 would not be.
-    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(handle, "w") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
 
 
 def library_sources(plan: ExecutionPlan, kernel_files: dict[str, str], kernel_signatures: tuple[KernelSignature, ...],

@@ -1,4 +1,4 @@
-"""The packager replaces each bundle file whole (packager.bundle.replace_file): the library's sources are
+"""The packager replaces each bundle file whole (packager.files.replace_file): the library's sources are
 already being compiled when the packager writes them again (tvm_ext.compile.early_objects), and a file
 truncated and rewritten in place let a compiler read part of it: an object without its symbols that linked
 into `undefined reference` errors, once in about 40 compiles of a small model on a loaded machine."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from packager.bundle import replace_file
+from packager.files import replace_file
 from packager.build import first_error
 
 

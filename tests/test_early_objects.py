@@ -15,9 +15,11 @@ import pytest
 
 import target
 from packager.build_files import BuildConfig, write_makefile
-from packager.bundle import replace_file
+from packager.files import replace_file
 from tvm_ext.compile import pipeline
-from tvm_ext.compile.early_objects import compiling_early
+from emulator.tools import missing_tools
+from packager.cortex_m import CROSS_BUILD_DIR
+from tvm_ext.compile.early_objects import EarlyObjects, compiling_early
 
 WAIT_SECONDS = 60  # for a compiler on this shared, loaded 2-core machine
 
@@ -163,3 +165,30 @@ def test_an_interrupt_while_the_kernels_compile_leaves_nothing(tmp_path, monkeyp
     assert not running(compilers[0])
     assert set(tmp_path.iterdir()) == before
     assert os.listdir(markers) == ["cc.pid"]
+
+
+@pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"), reason="no arm-none-eabi/QEMU here")
+def test_on_an_emulated_board_the_self_test_objects_compile_early_too(tmp_path, monkeypatch):
+    """cortex-m4f with jobs=2: the self-test ELF's objects of the kernels and weights (its own flags, in
+    CROSS_BUILD_DIR) are compiled beside the planning as the library's are, and kept by the build; the
+    bundle's files, its library and its measurements are those of jobs=1."""
+    import tvm_ext
+    from tvm_ext.example import EXAMPLE_NAME, write_example_model
+
+    model = write_example_model(tmp_path / f"{EXAMPLE_NAME}.onnx")
+    kept: list[list[str]] = []
+    settle = EarlyObjects.settle
+
+    def watched_settle(self):
+        kept.append(sorted(settle(self)))
+        return kept[-1]
+
+    monkeypatch.setattr(EarlyObjects, "settle", watched_settle)
+    bundles = [tvm_ext.compile(model, target="cortex-m4f", out=tmp_path / f"jobs{jobs}", jobs=jobs) for jobs in (1, 2)]
+    stems = (f"{EXAMPLE_NAME}_kernels", f"{EXAMPLE_NAME}_weights")
+    assert kept == [sorted([*(f"{stem}.o" for stem in stems), *(f"{CROSS_BUILD_DIR}/{stem}.o" for stem in stems)])]
+    serial, parallel = bundles
+    assert serial.library.read_bytes() == parallel.library.read_bytes()
+    assert [p.name for p in serial.files] == [p.name for p in parallel.files]
+    assert all((serial.out_dir / p.name).read_bytes() == (parallel.out_dir / p.name).read_bytes()
+               for p in serial.files if p.name != serial.archive.name)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from emulator.boards import FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
 from emulator.qemu import qemu_command
+from packager.files import replace_file
 from packager.template_files import template_text
 
 if TYPE_CHECKING:  # packager.build_files imports this package: no import cycle at run time
@@ -58,7 +59,6 @@ newlib-nano with semihosting stdio (rdimon)."""
 _COPIED_FILES = ("startup.c", "lp_icount.c", "lp_icount.h", "lp_call_profile.c", "lp_call_profile.h",
                  "qemu-test.cmake", "arm-none-eabi.cmake")
 _SUPPORT_SOURCES = ("startup.c", "lp_icount.c")
-_SUPPORT_HEADERS = ("lp_board.h", "lp_icount.h", "lp_call_profile.h")
 
 
 MODEL_CODE_SUFFIXES = ("_kernels", "_model")
@@ -186,7 +186,6 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
         ldflags=" ".join((*selftest_link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld")),
         libs=" ".join(config.libs),
         sources=" ".join(bundle_sources(name) + [f"{SUPPORT_DIR}/{source}" for source in _SUPPORT_SOURCES]),
-        headers=" ".join([f"{name}.h"] + [f"{SUPPORT_DIR}/{header}" for header in _SUPPORT_HEADERS]),
         profile_elf=PROFILE_ELF,
         profile_sources=" ".join(profile_sources(name)),
         qemu_args=shlex.join(qemu_command(target.board)[1:]),
@@ -230,5 +229,5 @@ def _fault_range() -> str:
 
 
 def _write(path: Path, text: str) -> Path:
-    path.write_text(text, encoding="utf-8")
+    replace_file(path, text)  # qemu-test.mk may already be read by an early make (tvm_ext.compile.early_objects)
     return path

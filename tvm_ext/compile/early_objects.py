@@ -4,7 +4,9 @@ The internal header, the kernels' C, the weights' C (`packager.bundle.library_so
 (`packager.build_files.write_makefile`) depend neither on the call order nor on the memory plan. Once the
 code generation is done, `compiling_early` writes them into the staging folder and starts one `make` per
 object there (the bundle's own Makefile rule, `packager.build.make_command`): the kernels' file, the
-largest compile of the build, then runs while this process plans the memory and writes the other files.
+largest compile of the build, then runs while this process plans the memory and writes the other files. On
+an emulated board's profile the self-test ELF compiles the same sources once more with its own flags
+(cortex_m/qemu-test.mk, whose objects list their headers in .d files): those objects start early too.
 
 `EarlyObjects.settle()`, called before the build, waits for those makes and keeps an object only when its
 make succeeded and every file it was made from is still byte-identical on disk (the packager rewrote each
@@ -27,8 +29,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from emulator.selftest import cross_make_command
 from packager.build import make_command
 from packager.build_files import BuildConfig
+from packager.cortex_m import CROSS_BUILD_DIR
+from packager.files import replace_file
 from tvm_ext.command_process import interrupts_held_back
 
 SOURCE_SUFFIX = ".c"
@@ -73,19 +78,34 @@ def eligible(config: BuildConfig) -> bool:
     return (config.runs_on_host or config.emulated is not None) and not config.units
 
 
+def object_makes(sources: list[str], cross_build: bool) -> dict[str, list[str]]:
+    """The objects the build compiles from the C files among `sources` (file names relative to the bundle),
+    each with the `make` command that compiles it as the build does: the library's object by the bundle's
+    Makefile and, with `cross_build` (an emulated board's profile), the self-test ELF's object in
+    CROSS_BUILD_DIR by cortex_m/qemu-test.mk (which `sources` must then hold), compiled with its own flags."""
+    makes = {}
+    for name in sources:
+        if name.endswith(SOURCE_SUFFIX):
+            stem = name.removesuffix(SOURCE_SUFFIX)
+            makes[f"{stem}.o"] = make_command(f"{stem}.o")
+            if cross_build:
+                makes[f"{CROSS_BUILD_DIR}/{stem}.o"] = cross_make_command(f"{CROSS_BUILD_DIR}/{stem}.o")
+    return makes
+
+
 @contextmanager
-def compiling_early(folder: Path, sources: dict[str, str]) -> Iterator[EarlyObjects]:
-    """Write `sources` (file name -> text, with the Makefile) into `folder` and start one `make` for the
-    object of each C source among them, each in its own process group. On leaving the block the makes still
-    running are ended and waited for."""
+def compiling_early(folder: Path, sources: dict[str, str], cross_build: bool = False) -> Iterator[EarlyObjects]:
+    """Write `sources` (file name -> text, with the Makefile, and with `cross_build` cortex_m/qemu-test.mk) into
+    `folder` and start one `make` for each object of `object_makes`, each in its own process group. On leaving
+    the block the makes still running are ended and waited for."""
     for name, text in sources.items():
-        (folder / name).write_text(text)
-    objects = [name.removesuffix(SOURCE_SUFFIX) + ".o" for name in sources if name.endswith(SOURCE_SUFFIX)]
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        replace_file(folder / name, text)
     early = EarlyObjects(folder, {}, sources)
     try:
-        for name in objects:
+        for name, command in object_makes(list(sources), cross_build).items():
             with interrupts_held_back():  # a started make is in `early.makes`, to be ended with the block
-                early.makes[name] = subprocess.Popen(make_command(name), cwd=folder, stdout=subprocess.DEVNULL,
+                early.makes[name] = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL,
                                                      stderr=subprocess.DEVNULL, start_new_session=True)
         yield early
     finally:
@@ -94,8 +114,8 @@ def compiling_early(folder: Path, sources: dict[str, str]) -> Iterator[EarlyObje
 
 
 def _holds(path: Path, text: str) -> bool:
-    """Whether the file at `path` holds exactly `text` (as `Path.write_text` wrote it)."""
+    """Whether the file at `path` holds exactly `text` (as `replace_file` wrote it)."""
     try:
-        return path.read_text() == text
+        return path.read_text(encoding="utf-8") == text
     except FileNotFoundError:
         return False

@@ -31,6 +31,7 @@ from packager import BundleFacts, BundleInputs, TestVectors, finish_bundle, writ
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig, write_makefile
 from packager.bundle import library_sources
+from packager.cortex_m.support import SUPPORT_DIR, makefile_fragment
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
@@ -220,7 +221,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         if options.jobs > 1 and early_objects.eligible(config):  # beside the planning and the packaging
             with interrupts_held_back():  # the makes started are ended with `running`
                 early = running.enter_context(early_objects.compiling_early(
-                    folder, early_sources(generated, profile, config)))
+                    folder, early_sources(generated, profile, config), cross_build=config.emulated is not None))
 
         planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
         units = subgraph_units(planned.plan, profile, file_name)
@@ -372,13 +373,17 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
 
 def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -> dict[str, str]:
     """The bundle's files that the memory plan does not change (tvm_ext.compile.early_objects), as `packaging`
-    writes them for a profile without compute units."""
+    writes them for a profile without compute units: the library's sources, the Makefile and, for an emulated
+    board, the self-test ELF's cortex_m/qemu-test.mk."""
     model = generated.plan.model
     source = generated.source
-    return {**library_sources(generated.plan, {f"{model}_kernels.c": source.c_text},
-                              tuple(source.signatures.values()), source.requantize_roundings, source.dual_mac,
-                              generated.constants, profile.alignment_bytes),
-            "Makefile": write_makefile(model, config)}
+    files = {**library_sources(generated.plan, {f"{model}_kernels.c": source.c_text},
+                               tuple(source.signatures.values()), source.requantize_roundings, source.dual_mac,
+                               generated.constants, profile.alignment_bytes),
+             "Makefile": write_makefile(model, config)}
+    if config.emulated is not None:  # the self-test ELF's rules, for its own objects of the same sources
+        files[f"{SUPPORT_DIR}/qemu-test.mk"] = makefile_fragment(model, config)
+    return files
 
 
 def build(folder: Path, plan: ExecutionPlan, config: BuildConfig, file_name: str, jobs: int,
