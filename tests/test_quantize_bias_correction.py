@@ -49,7 +49,8 @@ def _graphs(conv):
     samples = _samples(64, 1)
     taps = layer_outputs(conv.mod["main"])
     quants, _ = observe_ranges(conv.mod, taps, samples, RangeMethod.MINMAX)
-    inputs = [ActivationQuant.of_range(min(float(s[0].min()) for s in samples), max(float(s[0].max()) for s in samples))]
+    inputs = [ActivationQuant.of_range(min(float(s[0].min()) for s in samples),
+                                       max(float(s[0].max()) for s in samples))]
     plain = quantize_graph(conv.mod, inputs, quants, "conv")
     shifts = weight_error_means(conv.mod, plain, samples)
     return plain, quantize_graph(conv.mod, inputs, quants, "conv", bias_shifts=shifts), shifts, samples

@@ -2,9 +2,9 @@
 
 `calibration` reads the samples, `ranges` observes activation ranges, `qdq` rewrites the float Relax main
 into the QDQ form LowerQuantizedToInteger lowers, `bias_correction` measures the mean error the weights'
-rounding adds to each MAC's output channels (subtracted from their biases), `prepare` chains them and measures the accuracy cost
-(`accuracy`) and each layer's quantization error (`layer_error`), which `mixed_precision` reads to keep a layer
-float where it pays; `decide` answers `--quantize auto`.
+rounding adds to each MAC's output channels (subtracted from their biases), `prepare` chains them and
+measures the accuracy cost (`accuracy`) and each layer's quantization error (`layer_error`), which
+`mixed_precision` reads to keep a layer float where it pays; `decide` answers `--quantize auto`.
 """
 
 from .accuracy import AccuracyCost, Metric

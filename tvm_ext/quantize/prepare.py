@@ -44,7 +44,8 @@ class QuantizedModel:
 
 
 def quantize_model(model: ImportedModel, calibration: Calibration, profile: Profile,
-                   method: RangeMethod = RangeMethod.PERCENTILE, held_back: Calibration | None = None) -> QuantizedModel:
+                   method: RangeMethod = RangeMethod.PERCENTILE,
+                   held_back: Calibration | None = None) -> QuantizedModel:
     """`model` (float) quantized to int8 on `calibration`'s samples for `profile`, its accuracy cost also
     measured on `held_back` (samples of the calibration's distribution kept out of it; by default, with
     random calibration, 200 more random samples of another seed); raises qdq.QuantizeError (one line) for a
