@@ -73,3 +73,16 @@ def test_top1_agreement_says_how_many_classes_the_float_model_predicts():
     one_class = accuracy_cost(Metric.TOP1_AGREEMENT, float_outputs[:1] * 4, int8_outputs[:1] * 4)
     assert (one_class.value, one_class.float_classes) == (1.0, 1)
     assert "float_classes" not in accuracy_cost(Metric.RELATIVE_ERROR, float_outputs, int8_outputs).facts()
+
+
+def test_ranges_default_to_percentiles_and_biases_are_corrected(hello_world_quantized):
+    import inspect
+
+    import tvm_ext
+    from tvm_ext.compile.__main__ import _parser
+
+    facts = hello_world_quantized.facts
+    assert facts["ranges"] == "percentile"
+    assert facts["bias_correction"].startswith("empirical: each int8 MAC's bias less the mean error"), facts
+    assert inspect.signature(tvm_ext.compile).parameters["ranges"].default == "percentile"
+    assert _parser().parse_args(["model.tflite"]).ranges == "percentile"

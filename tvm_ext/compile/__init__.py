@@ -97,7 +97,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     jobs: int | None = None,
     quantize: str | None = None,
     calibration: str | Path | None = None,
-    ranges: str = "minmax",
+    ranges: str = "percentile",
     held_back: str | Path | None = None,
     scheduler: str | None = None,
     io_in_arena: bool = False,
@@ -112,9 +112,9 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     that generate the kernels' C and of compilers that build the bundle (default: the machine's cores; the
     bundle is the same for any number).
     `quantize` "int8" quantizes a float model file to int8 on `calibration` (an .npz with an array per model
-    input, N samples, or "random"), with activation `ranges` "minmax", "percentile" or "mse"; "auto" does so when
-    the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide). The manifest's
-    "quantization" entry records the scheme, the calibration and the accuracy cost against the float model,
+    input, N samples, or "random"), with activation `ranges` "percentile" (the default), "minmax" or "mse";
+    "auto" does so when the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide). The
+    manifest's "quantization" entry records the scheme, the calibration and the accuracy cost against the float model,
     also on `held_back` (an .npz like `calibration`'s: samples of the same distribution kept out of it).
     `scheduler` is the address of a Dask distributed scheduler whose workers compile instead of this process
     (`tvm_ext.cluster`; a model file only, not quantized, and the workers generate the C with one process each).

@@ -44,8 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--calibration", default=None, metavar="DATA.npz",
                         help="calibration samples for --quantize: an .npz with an array per model input "
                              "(N samples), or 'random' (uniform noise, recorded in the manifest)")
-    parser.add_argument("--ranges", choices=("minmax", "percentile", "mse"), default="minmax",
-                        help="activation ranges from the calibration data (default: minmax)")
+    parser.add_argument("--ranges", choices=("minmax", "percentile", "mse"), default="percentile",
+                        help="activation ranges from the calibration data (default: percentile)")
     parser.add_argument("--held-back", default=None, metavar="DATA.npz",
                         help="samples of the calibration's distribution kept out of it (an .npz like "
                              "--calibration's), on which the manifest also records the accuracy cost")

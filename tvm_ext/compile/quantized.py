@@ -27,7 +27,7 @@ class QuantizeRequest:
 
     mode: str
     calibration: str | Path | None
-    ranges: str = "minmax"
+    ranges: str = "percentile"
     held_back: Path | None = None
 
 

@@ -1,7 +1,8 @@
 """A float model -> its int8 integer Relax module, with the facts the manifest records about it.
 
 The steps: observe each activation's range on the calibration samples (float main on TVM's Relax VM),
-rewrite main into the QDQ form of the quantized model (`qdq`), lower that with LowerQuantizedToInteger
+rewrite main into the QDQ form of the quantized model (`qdq`), its biases corrected for the mean error of
+the weights' rounding on the same samples (`bias_correction`), lower that with LowerQuantizedToInteger
 (TFLite Micro's integer kernels, the profile's rounding), and run the integer module on the host on the
 same samples (quantized inputs) for the accuracy cost against the float model, and the QDQ graph for each
 layer's quantization error (`layer_error`). The integer module is what the compiler then compiles; the
@@ -20,6 +21,7 @@ from tvm_ext.frontend import ImportedModel
 from tvm_ext.transform import LowerQuantizedToInteger
 
 from .accuracy import AccuracyCost, accuracy_cost, metric_for
+from .bias_correction import weight_error_means
 from .calibration import Calibration, random_samples
 from .layer_error import LayerError, layer_errors
 from .mixed_precision import choose_precision
@@ -42,7 +44,8 @@ class QuantizedModel:
 
 
 def quantize_model(model: ImportedModel, calibration: Calibration, profile: Profile,
-                   method: RangeMethod = RangeMethod.MINMAX, held_back: Calibration | None = None) -> QuantizedModel:
+                   method: RangeMethod = RangeMethod.PERCENTILE,
+                   held_back: Calibration | None = None) -> QuantizedModel:
     """`model` (float) quantized to int8 on `calibration`'s samples for `profile`, its accuracy cost also
     measured on `held_back` (samples of the calibration's distribution kept out of it; by default, with
     random calibration, 200 more random samples of another seed); raises qdq.QuantizeError (one line) for a
@@ -53,11 +56,13 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     input_quants = [ActivationQuant.of_range(min(float(s[i].min()) for s in calibration.samples),
                                              max(float(s[i].max()) for s in calibration.samples))
                     for i in range(len(model.inputs))]
-    graph = quantize_graph(model.mod, input_quants, quants, model.path.name)
+    shifts = weight_error_means(model.mod, quantize_graph(model.mod, input_quants, quants, model.path.name),
+                                calibration.samples)
+    graph = quantize_graph(model.mod, input_quants, quants, model.path.name, bias_shifts=shifts)
     integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name)(graph.mod)
     choice = choose_precision(main, taps, layer_errors(model.mod, graph, taps, calibration.samples), profile)
     if choice.float_layers:  # the all-int8 lowering above refused any layer without an int8 kernel
-        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers)
+        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers, shifts)
         integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name,
                                           allow_float_fallback=True)(graph.mod)
     metric = metric_for(model.layers[-1].kind if model.layers else "")
@@ -73,6 +78,8 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         "weights": "per-channel symmetric int8",
         "activations": "per-tensor asymmetric int8",
         "biases": "int32, scale = input scale x weight scale",
+        "bias_correction": f"empirical: each int8 MAC's bias less the mean error its weight rounding adds per "
+                           f"output channel on the {len(calibration.samples)} calibration samples",
         "ranges": method.value,
         "calibration": calibration.source,
         "calibration_random": calibration.random,

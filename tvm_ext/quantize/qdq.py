@@ -7,7 +7,8 @@ Quantization (TFLite's post-training full-integer scheme):
   int8, symmetric, one scale per output channel, max |w| / 127;
 - the bias added to such a call: int32 with scale input_scale x weight_scale[channel], zero point 0; a
   channel whose bias would reach half the int32 range gets a wider weight scale instead, as TFLite's
-  quantizer does (`bias_range`);
+  quantizer does (`bias_range`); a MAC named in `bias_shifts` has that amount subtracted from its float bias
+  first (empirical bias correction, `bias_correction`);
 - every activation that leaves a layer (and each model input): int8, per-tensor asymmetric, from its
   calibrated range (`ranges.ActivationQuant`); SOFTMAX outputs 1/256 and -128 as TFLite requires; RESHAPE
   and pooling run on the int8 tensor and keep their input's quantization, as TFLite's converter does;
@@ -18,6 +19,7 @@ The quantized main takes and returns int8 tensors (the quantization of each is i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +51,8 @@ class QuantizedGraph:
     inputs: list[ActivationQuant]
     outputs: list[ActivationQuant]
     activations: dict[relax.Var, "Int8Value"]
+    weight_errors: dict[relax.Var, np.ndarray]  # each int8 MAC var of the float main -> dequantized int8 - float
+    # weight, float32, in the layout of the MAC's weight operand (HWIO/HWOI for conv2d, (in, out) for matmul)
 
 
 def layer_outputs(main: relax.Function) -> list[relax.Var]:
@@ -86,13 +90,16 @@ def _args(value: relax.Expr) -> list[relax.Expr]:
 
 def quantize_graph(mod: tvm.IRModule, input_quants: list[ActivationQuant],
                    quant_of: dict[relax.Var, ActivationQuant], model_name: str,
-                   float_layers: frozenset[relax.Var] = frozenset()) -> QuantizedGraph:
+                   float_layers: frozenset[relax.Var] = frozenset(),
+                   bias_shifts: Mapping[relax.Var, np.ndarray] | None = None) -> QuantizedGraph:
     """The QDQ module of `mod`'s float main with int8 inputs quantized as `input_quants` and each layer
     output var quantized as `quant_of` says (softmax and pass-through outputs get their fixed rule); the
-    layers of the output vars in `float_layers` keep float weights and arithmetic."""
+    layers of the output vars in `float_layers` keep float weights and arithmetic. `bias_shifts` maps a MAC
+    var of main (conv2d or matmul) to what is subtracted from its float bias, per output channel, before the
+    bias is quantized (the bias range rule still reads the bias as the model stores it)."""
     layer_of = layer_of_vars(mod["main"])
     kept = frozenset(layer_of[var] for var in float_layers)
-    return _Rewriter(mod["main"], input_quants, quant_of, model_name, kept).run()
+    return _Rewriter(mod["main"], input_quants, quant_of, model_name, kept, dict(bias_shifts or {})).run()
 
 
 @dataclass
@@ -110,11 +117,14 @@ class _Rewriter:
     quant_of: dict[relax.Var, ActivationQuant]
     model_name: str
     float_layers: frozenset  # the layers (binding record tuples) that keep float weights and arithmetic
+    bias_shifts: dict  # MAC var of the old main -> float amount subtracted from its bias, per output channel
     bb: relax.BlockBuilder = field(default_factory=relax.BlockBuilder)
     int8: dict = field(default_factory=dict)  # float var of the old main -> Int8Value
     floats: dict = field(default_factory=dict)  # float var of the old main (inside its layer) -> new expr
     mac_scales: dict = field(default_factory=dict)  # new var of a MAC call -> its accumulator scales (float64)
     weight_scales: dict = field(default_factory=dict)  # new dequantized-weight var -> per-channel scales
+    weight_deltas: dict = field(default_factory=dict)  # new dequantized-weight var -> dequantized - float weight
+    weight_errors: dict = field(default_factory=dict)  # MAC var of the old main -> its weight's weight_deltas
     binding_records: list = field(default_factory=list)
     mac_biases: dict = field(default_factory=dict)  # weight owner var (_mac_biases) -> (MAC's data, bias)
 
@@ -140,7 +150,8 @@ class _Rewriter:
                 self.binding_records.append(self.binding_records[-1] if self.binding_records else ())
             self.bb.emit_func_output(out)
         func = with_layers(self.bb.get()["main"], layers.records, self.binding_records)
-        return QuantizedGraph(tvm.IRModule({"main": func}), list(self.input_quants), [result.quant], dict(self.int8))
+        return QuantizedGraph(tvm.IRModule({"main": func}), list(self.input_quants), [result.quant], dict(self.int8),
+                              dict(self.weight_errors))
 
     def _emit(self, expr: relax.Expr, indices) -> relax.Var:
         self.binding_records.append(tuple(indices))
@@ -164,6 +175,7 @@ class _Rewriter:
         new = self._emit(relax.Call(value.op, args, value.attrs, value.ty_args), indices)
         if op in _MAC and not floating:
             self.mac_scales[new] = self._accumulator_scales(binding, args)
+            self.weight_errors[binding.var] = self.weight_deltas[args[1]]
         if leaves_layer:
             quant = SOFTMAX_QUANT if op == SOFTMAX else self.quant_of[binding.var]
             self.int8[binding.var] = Int8Value(self._emit(
@@ -204,7 +216,7 @@ class _Rewriter:
         if op == "relax.add" and position == 1 and binding.value.args[0] in self.floats:
             scales = self.mac_scales.get(self.floats[binding.value.args[0]])
             if scales is not None:
-                return self._bias(arg, scales, indices)
+                return self._bias(arg, self.bias_shifts.get(binding.value.args[0]), scales, indices)
         raise self._error(binding, f"a constant operand {position} of {op}")
 
     def _conv_weight(self, binding: relax.VarBinding, weight: Constant, indices) -> relax.Expr:
@@ -216,6 +228,7 @@ class _Rewriter:
         new = self._emit(relax.op.dequantize(relax.const(values), relax.const(scales),
                                              relax.const(np.zeros(scales.size, np.int32)), axis, "float32"), indices)
         self.weight_scales[new] = scales
+        self.weight_deltas[new] = _dequantized(values, scales, axis) - weight.value.numpy()
         return new
 
     def _matmul_weight(self, weight: Constant, least_scales: np.ndarray | None, indices) -> relax.Expr:
@@ -226,6 +239,7 @@ class _Rewriter:
         new = self._emit(relax.op.dequantize(permuted, relax.const(scales), relax.const(np.zeros(scales.size, np.int32)),
                                              1, "float32"), indices)
         self.weight_scales[new] = scales
+        self.weight_deltas[new] = (_dequantized(values, scales, 0) - weight.value.numpy()).T
         return new
 
     def _least_scales(self, owner: relax.Var) -> np.ndarray | None:
@@ -242,8 +256,10 @@ class _Rewriter:
             raise self._error(binding, f"a {binding.value.op.name} whose input is computed inside its layer")
         return float(self.int8[data].quant.scale) * self.weight_scales[args[1]].astype(np.float64)
 
-    def _bias(self, bias: Constant, scales: np.ndarray, indices) -> relax.Expr:
+    def _bias(self, bias: Constant, shift: np.ndarray | None, scales: np.ndarray, indices) -> relax.Expr:
         values = bias.value.numpy().astype(np.float64).reshape(-1)
+        if shift is not None:
+            values = values - np.asarray(shift, np.float64).reshape(-1)
         if values.size != scales.size:
             raise QuantizeError(f"{self.model_name}: a bias of {values.size} values for {scales.size} channels")
         quantized = np.clip(np.round(values / scales), -(2**31), 2**31 - 1).astype(np.int32)
@@ -277,6 +293,14 @@ def _mac_biases(main: relax.Function) -> dict[relax.Var, tuple[relax.Expr, Const
 
 def _is_matmul_weight(permute: relax.Call) -> bool:
     return isinstance(permute.args[0], Constant) and len(permute.args[0].value.shape) == 2
+
+
+def _dequantized(values: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
+    """The float32 weight the QDQ graph's dequantize of int8 `values` (per-channel `scales` along `axis`)
+    computes."""
+    shape = [1] * values.ndim
+    shape[axis] = -1
+    return values.astype(np.float32) * scales.reshape(shape)
 
 
 def _per_channel_int8(weight: np.ndarray, axis: int,

@@ -21,10 +21,14 @@ INT8_MIN, INT8_MAX = -128, 127
 class RangeMethod(enum.Enum):
     """How a tensor's calibration values become its quantization range.
 
-    MINMAX (the default): the smallest and largest value seen. It is what TFLite's converter does, never clips
-    a value the calibration set produced, and needs no tuning; with a few hundred samples it is the safer
-    choice. PERCENTILE: the `percentile`-th and (100 - `percentile`)-th percentiles of all values seen, which
-    trades clipping rare outliers for a finer step on the rest (long-tailed activations). MSE: the range
+    PERCENTILE (the default): the 99.99th and 0.01st percentiles of all values seen (`percentile`), which
+    trades clipping rare outliers for a finer step on the rest: the percentile calibration of Wu et al. 2020
+    ("Integer Quantization for Deep Learning Inference", 99.99 among their choices) and TensorRT. Trained
+    CNNs' activations are long-tailed: on 200 natural-image crops pretrainedResnet's ranges shrink to 54-97 %
+    of MINMAX's, and the int8 model's top-1 agreement with the float model on 600 other crops rises from
+    87.0 % (MINMAX) to 92.3 % (MSE: 91.3 %). MINMAX: the smallest and largest value seen, what TFLite's
+    converter does; it never clips a value the calibration set produced, so one outlier sample sets the
+    step of the whole tensor. MSE: the range
     [f x min, f x max] (f in MSE_FRACTIONS) whose int8 grid, clipping included, has the smallest mean squared
     error over the values seen (at most MSE_VALUES of them, an evenly spaced subset): the step and the
     clipping traded by measurement, not by a fixed percentile.
