@@ -5,8 +5,9 @@ The photographs are the ones scikit-image ships inside its wheel (`skimage.data`
 a person - astronaut, cameraman, 200 faces of LFW -, a cat, coffee, a rocket, a horse, coins, a clock, a
 retina, the Hubble deep field, textures, text): the only natural images a package registry gives us.
 Each sample is a random crop (a side of 30-100 % of the photo's shorter side, aspect 3:4 to 4:3), flipped
-left-right half of the time, resized to the model's input and scaled to the pixel range the model was
-trained on. Two seeds give two disjoint draws of the same distribution: the calibration set and the
+left-right half of the time, resized to the model's input, rounded to whole 8-bit pixels (what a camera
+delivers, and what both models were trained on: CIFAR-10's and the VWW set's 8-bit images; their int8 twins
+take exactly those values) and scaled to the pixel range the model was trained on. Two seeds give two disjoint draws of the same distribution: the calibration set and the
 held-back set.
 
     pip install 'tvm_ext[bench]'   # scikit-image
@@ -84,5 +85,5 @@ def draw(photos: list[np.ndarray], count: int, shape: tuple[int, int], pixels: P
         if rng.random() < 0.5:
             crop = crop[:, ::-1]
         resized = resize(crop, shape, order=1, anti_aliasing=True, preserve_range=True)
-        samples[index] = np.clip(resized, 0.0, 255.0) * pixels.scale
+        samples[index] = np.rint(np.clip(resized, 0.0, 255.0)) * pixels.scale
     return samples
