@@ -50,9 +50,10 @@ def _compute_at_consumers(sch: s_tir.Schedule, root) -> None:
     element at a time, so its buffer shrinks to a few bytes instead of a whole tensor."""
     for block in reversed(sch.get_child_blocks(root)):
         consumers = sch.get_consumers(block)
-        if len(consumers) == 1 and _read_repeatedly(sch, block):
+        loops = sch.get_loops(consumers[0]) if len(consumers) == 1 else []
+        if loops and _read_repeatedly(sch, block):  # a scalar consumer has no loop: the producer stays apart
             try:
-                sch.compute_at(block, sch.get_loops(consumers[0])[-1])
+                sch.compute_at(block, loops[-1])
             except s_tir.ScheduleError:
                 continue
 

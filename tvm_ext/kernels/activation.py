@@ -72,21 +72,33 @@ def hard_swish_int8(data: te.Tensor, *, input_zero_point: int, output_zero_point
     """TFLite's int8 HardSwish (reference_ops::HardSwish): x * relu6(x + 3) / 6 in int16 fixed point. The
     input on a 2^7 finer scale is rescaled twice: onto the output scale (before its final shift), and onto
     the "relu-ish" scale where 3.0 is 2^15, saturated to [-1, 1] and mapped to [0, 1]; their product
-    (truncating doubling high mul) is shifted onto the output scale."""
+    (truncating doubling high mul) is shifted onto the output scale. Each step is a stage of its own: as one
+    expression, the steps' repeated operands made `te.create_prim_func` take 3.7 s for one kernel whose
+    relu-ish exponent is negative (0.01 s in stages; the schedule inlines or computes them per element)."""
 
-    def value(*index):
-        hires = (data(*index).astype("int32") - input_zero_point) * (1 << 7)
-        preshift_output_scale = _int16_rounding_doubling_high_mul(hires, params.output_multiplier)
+    shape = [int(d) for d in data.shape]
+    hires = te.compute(shape, lambda *index: (data(*index).astype("int32") - input_zero_point) * (1 << 7),
+                       name="hires_input")
+
+    def reluish_0_1(*index):
         exponent = params.reluish_exponent
-        reluish = _int16_saturating_left_shift(hires, exponent - 1) if exponent > 0 else hires
+        reluish = _int16_saturating_left_shift(hires(*index), exponent - 1) if exponent > 0 else hires(*index)
         reluish = _int16_rounding_doubling_high_mul(reluish, params.reluish_multiplier)
         if exponent > 0:
             reluish = _int16_saturating_left_shift(reluish, 1)
         elif exponent < 0:
             reluish = rounding_divide_by_pot(reluish, -exponent)
-        reluish_0_1 = (reluish + (1 << 15)) >> 1
-        preshift = tirx.truncdiv(reluish_0_1 * preshift_output_scale, 1 << 15)
-        out = rounding_divide_by_pot(preshift, -params.output_exponent) + output_zero_point
+        return (reluish + (1 << 15)) >> 1
+
+    reluish = te.compute(shape, reluish_0_1, name="reluish_0_1")
+    preshift_output_scale = te.compute(
+        shape, lambda *index: _int16_rounding_doubling_high_mul(hires(*index), params.output_multiplier),
+        name="preshift_output_scale")
+    preshift = te.compute(shape, lambda *index: tirx.truncdiv(reluish(*index) * preshift_output_scale(*index),
+                                                              1 << 15), name="preshift")
+
+    def value(*index):
+        out = rounding_divide_by_pot(preshift(*index), -params.output_exponent) + output_zero_point
         return clamp_to_int8(out, -128, 127)
 
-    return te.compute([int(d) for d in data.shape], value, name="hard_swish_int8")
+    return te.compute(shape, value, name="hard_swish_int8")
