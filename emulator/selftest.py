@@ -13,7 +13,7 @@ from pathlib import Path
 from emulator.boards import CortexMTarget
 from emulator.qemu import QemuResult, run_qemu
 from emulator.sizes import read_sizes
-from packager.cortex_m.support import CROSS_BUILD_DIR, SELFTEST_ELF, SUPPORT_DIR, model_code_stems
+from packager.cortex_m.support import CROSS_BUILD_DIR, QEMU_TEST_MAKEFILE, SELFTEST_ELF, model_code_stems
 
 INSTRUCTIONS_NOTE = "instructions executed under QEMU -icount, not cycles of a real core"
 
@@ -48,7 +48,7 @@ class CortexMSelfTest:
 
 def cross_make_command(goal: str, jobs: int = 1) -> list[str]:
     """The command line of `make <goal>` of cortex_m/qemu-test.mk in a bundle's folder, `jobs` compilers at once."""
-    return ["make", "-s", f"-j{max(1, jobs)}", "-f", f"{SUPPORT_DIR}/qemu-test.mk", goal]
+    return ["make", "-s", f"-j{max(1, jobs)}", "-f", QEMU_TEST_MAKEFILE, goal]
 
 
 def make_cross(out_dir: Path, goal: str, jobs: int = 1) -> None:

@@ -74,7 +74,7 @@ def twin_agreement(float_model: Path, twin: Path, samples: np.ndarray) -> str:
             value = sample[None]
             if quantized:
                 scale, zero_point = given["quantization"]
-                value = np.clip(np.round(value / scale) + zero_point, -128, 127).astype(given["dtype"])
+                value = np.clip(np.round(value / scale) + zero_point, -128, 127)
             interpreter.set_tensor(given["index"], value.astype(given["dtype"]))
             interpreter.invoke()
             classes.append(int(np.argmax(interpreter.get_tensor(result["index"]))))
@@ -136,7 +136,10 @@ def main() -> int:
             samples = _image_calibration(model, Path(tmp))
             int8_bundle = _compile(model, args.target, Path(tmp) / f"{model.stem}_int8", quantize="int8", **samples)
             twin = INT8_TWINS.get(model.stem)
-            twin_cell = twin_agreement(model, args.folder / twin, np.load(samples["held_back"])["arr_0"]) if twin else "-"
+            twin_cell = "-"
+            if twin:
+                held_back = np.load(samples["held_back"])["arr_0"]
+                twin_cell = twin_agreement(model, args.folder / twin, held_back)
             quantization = {} if isinstance(int8_bundle, str) else json.loads(
                 (int8_bundle.out_dir / "manifest.json").read_text())["quantization"]
             accuracy = quantization.get("accuracy", {})

@@ -7,8 +7,8 @@ retina, the Hubble deep field, textures, text): the only natural images a packag
 Each sample is a random crop (a side of 30-100 % of the photo's shorter side, aspect 3:4 to 4:3), flipped
 left-right half of the time, resized to the model's input, rounded to whole 8-bit pixels (what a camera
 delivers, and what both models were trained on: CIFAR-10's and the VWW set's 8-bit images; their int8 twins
-take exactly those values) and scaled to the pixel range the model was trained on. Two seeds give two disjoint draws of the same distribution: the calibration set and the
-held-back set.
+take exactly those values) and scaled to the pixel range the model was trained on. Two seeds give two
+disjoint draws of the same distribution: the calibration set and the held-back set.
 
     pip install 'tvm_ext[bench]'   # scikit-image
 """

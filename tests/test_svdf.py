@@ -57,8 +57,8 @@ def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False) -> list[
     values = np.full(state.shape, state.zero_point, spec.state_dtype)
     offsets = svdf_feature_offsets(feature_w, data.zero_point)
     update = _host_function(
-        functools.partial(svdf_state_update, memory=spec.memory, state_zero_point=state.zero_point, multiplier=feature_multiplier, shift=feature_shift,
-                          rounding=Rounding.DOUBLE),
+        functools.partial(svdf_state_update, memory=spec.memory, state_zero_point=state.zero_point,
+                          multiplier=feature_multiplier, shift=feature_shift, rounding=Rounding.DOUBLE),
         [inputs[0], values, feature_w, offsets],
     )
     time_zero_point = state.zero_point

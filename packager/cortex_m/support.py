@@ -40,7 +40,10 @@ PROFILE_ELF = f"{CROSS_BUILD_DIR}/profile.elf"
 """The profiling build's ELF, relative to OUT/: the self-test's objects (the same files, compiled alike), but
 the run function of `profiled_model_source`."""
 
-QEMU_TEST_MAKE_INCLUDE = f"include {SUPPORT_DIR}/qemu-test.mk"
+QEMU_TEST_MAKEFILE = f"{SUPPORT_DIR}/qemu-test.mk"
+"""The self-test ELF's Makefile (`makefile_fragment`), relative to OUT/."""
+
+QEMU_TEST_MAKE_INCLUDE = f"include {QEMU_TEST_MAKEFILE}"
 QEMU_TEST_CMAKE_INCLUDE = f"include({SUPPORT_DIR}/qemu-test.cmake)"
 
 DEFAULT_STACK_BYTES = 16 * 1024

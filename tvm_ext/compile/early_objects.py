@@ -32,7 +32,7 @@ from pathlib import Path
 from emulator.selftest import cross_make_command
 from packager.build import make_command
 from packager.build_files import BuildConfig
-from packager.cortex_m import CROSS_BUILD_DIR
+from packager.cortex_m.support import CROSS_BUILD_DIR, QEMU_TEST_MAKEFILE
 from packager.files import replace_file
 from tvm_ext.command_process import interrupts_held_back
 
@@ -78,11 +78,12 @@ def eligible(config: BuildConfig) -> bool:
     return (config.runs_on_host or config.emulated is not None) and not config.units
 
 
-def object_makes(sources: list[str], cross_build: bool) -> dict[str, list[str]]:
+def object_makes(sources: list[str]) -> dict[str, list[str]]:
     """The objects the build compiles from the C files among `sources` (file names relative to the bundle),
     each with the `make` command that compiles it as the build does: the library's object by the bundle's
-    Makefile and, with `cross_build` (an emulated board's profile), the self-test ELF's object in
-    CROSS_BUILD_DIR by cortex_m/qemu-test.mk (which `sources` must then hold), compiled with its own flags."""
+    Makefile and, where `sources` hold the self-test ELF's Makefile (QEMU_TEST_MAKEFILE: an emulated board's
+    profile), that ELF's object in CROSS_BUILD_DIR, compiled with its own flags."""
+    cross_build = QEMU_TEST_MAKEFILE in sources
     makes = {}
     for name in sources:
         if name.endswith(SOURCE_SUFFIX):
@@ -94,8 +95,8 @@ def object_makes(sources: list[str], cross_build: bool) -> dict[str, list[str]]:
 
 
 @contextmanager
-def compiling_early(folder: Path, sources: dict[str, str], cross_build: bool = False) -> Iterator[EarlyObjects]:
-    """Write `sources` (file name -> text, with the Makefile, and with `cross_build` cortex_m/qemu-test.mk) into
+def compiling_early(folder: Path, sources: dict[str, str]) -> Iterator[EarlyObjects]:
+    """Write `sources` (file name -> text, with the Makefile, and for an emulated board QEMU_TEST_MAKEFILE) into
     `folder` and start one `make` for each object of `object_makes`, each in its own process group. On leaving
     the block the makes still running are ended and waited for."""
     for name, text in sources.items():
@@ -103,7 +104,7 @@ def compiling_early(folder: Path, sources: dict[str, str], cross_build: bool = F
         replace_file(folder / name, text)
     early = EarlyObjects(folder, {}, sources)
     try:
-        for name, command in object_makes(list(sources), cross_build).items():
+        for name, command in object_makes(list(sources)).items():
             with interrupts_held_back():  # a started make is in `early.makes`, to be ended with the block
                 early.makes[name] = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL,
                                                      stderr=subprocess.DEVNULL, start_new_session=True)

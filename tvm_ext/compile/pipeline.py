@@ -31,7 +31,7 @@ from packager import BundleFacts, BundleInputs, TestVectors, finish_bundle, writ
 from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig, write_makefile
 from packager.bundle import library_sources
-from packager.cortex_m.support import SUPPORT_DIR, makefile_fragment
+from packager.cortex_m.support import QEMU_TEST_MAKEFILE, makefile_fragment
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
@@ -221,7 +221,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         if options.jobs > 1 and early_objects.eligible(config):  # beside the planning and the packaging
             with interrupts_held_back():  # the makes started are ended with `running`
                 early = running.enter_context(early_objects.compiling_early(
-                    folder, early_sources(generated, profile, config), cross_build=config.emulated is not None))
+                    folder, early_sources(generated, profile, config)))
 
         planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
         units = subgraph_units(planned.plan, profile, file_name)
@@ -382,7 +382,7 @@ def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -
                                generated.constants, profile.alignment_bytes),
              "Makefile": write_makefile(model, config)}
     if config.emulated is not None:  # the self-test ELF's rules, for its own objects of the same sources
-        files[f"{SUPPORT_DIR}/qemu-test.mk"] = makefile_fragment(model, config)
+        files[QEMU_TEST_MAKEFILE] = makefile_fragment(model, config)
     return files
 
 

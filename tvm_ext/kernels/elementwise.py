@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 from tvm import te
 from tvm.ir.expr import Expr as PrimExpr
 
-from .fixed_point import (INT32_MAX, Rounding, clamp_to_int8, clamp_to_type, multiply_by_constant_quantized_multiplier,
-                          multiply_by_quantized_multiplier, quantized_multiplier_bound, wrapping_left_shift)
+from .fixed_point import (INT32_MAX, Rounding, clamp_to_int8, clamp_to_type, largest_centered,
+                          multiply_by_constant_quantized_multiplier, multiply_by_quantized_multiplier,
+                          quantized_multiplier_bound, wrapping_left_shift)
 from .quant_params import ActivationRange, AddParams, MulParams
 
 
@@ -28,12 +28,6 @@ def broadcast_read(tensor: te.Tensor, index: Sequence[PrimExpr]) -> PrimExpr:
     """``tensor`` at the output ``index``: trailing axes aligned, axes of extent 1 read at 0."""
     own = index[len(index) - len(tensor.shape):]
     return tensor(*(0 if int(d) == 1 else i for d, i in zip(tensor.shape, own)))
-
-
-def largest_centered(dtype: str, zero_point: int) -> int:
-    """The largest |x - zero_point| of a value x of the integer type ``dtype``."""
-    limits = np.iinfo(str(dtype))
-    return max(abs(int(limits.min) - zero_point), abs(int(limits.max) - zero_point))
 
 
 def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: int,

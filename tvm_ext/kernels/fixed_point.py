@@ -27,6 +27,7 @@ import enum
 from collections.abc import Callable, Iterator
 from typing import Optional, Union
 
+import numpy as np
 import tvm
 from tvm import tirx
 
@@ -152,14 +153,25 @@ def fits_small_input(low: int, high: int) -> bool:
     return -SMALL_ACCUMULATOR_LIMIT <= low and high < SMALL_ACCUMULATOR_LIMIT
 
 
+def largest_centered(dtype: str, zero_point: int) -> int:
+    """The largest |x - zero_point| of a value x of the integer type ``dtype``."""
+    limits = np.iinfo(str(dtype))
+    return max(abs(int(limits.min) - zero_point), abs(int(limits.max) - zero_point))
+
+
+def shifts_right_only(multipliers, shifts) -> bool:
+    """Whether every shift (an int or an array of them) is < 0 and no multiplier is INT32_MIN: the contract of
+    `multiply_by_quantized_multiplier`'s ``right_shift_only``."""
+    return bool(np.all(np.asarray(shifts) < 0) and np.all(np.asarray(multipliers) != INT32_MIN))
+
+
 def multiply_by_constant_quantized_multiplier(
     x: IntExpr, multiplier: int, shift: int, rounding: Rounding, largest: int
 ) -> PrimExpr:
     """`multiply_by_quantized_multiplier` with compile-time ``multiplier`` and ``shift`` of an ``x`` known to
     satisfy |x| <= ``largest``: the cheapest helper whose contract the constants and the bound meet."""
     multiplier, shift = int(multiplier), int(shift)
-    right_shift_only = shift < 0 and multiplier != INT32_MIN
-    return multiply_by_quantized_multiplier(x, multiplier, shift, rounding, right_shift_only,
+    return multiply_by_quantized_multiplier(x, multiplier, shift, rounding, shifts_right_only(multiplier, shift),
                                             fits_small_input(-largest, largest))
 
 

@@ -11,7 +11,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
-from ...kernels.fixed_point import INT32_MIN, fits_small_input
+from ...kernels.fixed_point import fits_small_input, largest_centered, shifts_right_only
 from ...kernels.quant_params import ActivationRange
 from ...kernels.zero_point_fold import fold_zero_point_into_bias
 from .lowering import KernelCall, LoweringContext
@@ -73,7 +73,7 @@ class MacKernel:
             multiplier, shift = 0, 0
             channel_tensors = {"multiplier": relax.const(self.multipliers.astype(np.int32)),
                                "shift": relax.const(self.shifts.astype(np.int8))}
-        right_shift_only = bool(np.all(self.shifts < 0) and np.all(self.multipliers != INT32_MIN))
+        right_shift_only = shifts_right_only(self.multipliers, self.shifts)
         reach = self._accumulator_reach()
         bias_values = None if self.bias is None else self.bias.value.numpy().reshape(-1)
         small = reach is not None and fits_small_accumulator(reach, bias_values)
@@ -101,8 +101,8 @@ class MacKernel:
             return None
         axes = tuple(axis for axis in range(self.weight.ndim) if axis != self.channel_axis % self.weight.ndim)
         weight_l1 = np.abs(self.weight.astype(np.int64)).sum(axis=axes)
-        largest_centered = max(abs(-128 - self.input_zero_point), abs(127 - self.input_zero_point))
-        return weight_l1 * largest_centered  # >= 128 * weight_l1, the raw values' (folded zero point) reach
+        # >= 128 * weight_l1, the raw values' (folded zero point) reach
+        return weight_l1 * largest_centered("int8", self.input_zero_point)
 
 
 def fits_small_accumulator(reach: np.ndarray, bias: Optional[np.ndarray]) -> bool:

@@ -1,11 +1,12 @@
 """SVDF: the two QDQ steps of ``tvm_ext.frontend.tflite_ops.svdf`` -> TFLM's integer SVDF as two kernels.
 
 ``new_state = q(svdf_state_update(dq(x), dq(W_feature), dq(S0)))`` -> ``svdf_state_update`` on the int8 input,
-the state, the int8 feature weights and their sums times the input zero point (``svdf_feature_offsets``). Its PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state
-among its operands: the plan makes that operand the bundle's static state, ``S0`` its reset value, and the
-kernel's output a view of it, written in place) and opaque, so that fusion never turns the state into a
-kernel-local buffer. ``output = q(svdf_output(dq(new_state), dq(W_time), dq(b)))`` -> ``svdf_output``, the state zero point folded into
-the bias where it fits (``svdf_time_offsets``).
+the state, the int8 feature weights and their sums times the input zero point (``svdf_feature_offsets``). Its
+PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state among its operands: the plan makes that
+operand the bundle's static state, ``S0`` its reset value, and the kernel's output a view of it, written in
+place) and opaque, so that fusion never turns the state into a kernel-local buffer.
+``output = q(svdf_output(dq(new_state), dq(W_time), dq(b)))`` -> ``svdf_output``, the state zero point folded
+into the bias where it fits (``svdf_time_offsets``).
 Both kernels are the layer's ("SVDF"); the scales are TFLM's (``tvm_ext.kernels.svdf``).
 """
 
@@ -18,8 +19,8 @@ import numpy as np
 from tvm import relax
 
 from ...frontend.tflite_ops.svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
-from ...kernels.fixed_point import INT32_MIN
-from ...kernels.svdf import (STATE_DTYPES, svdf_feature_multiplier, svdf_feature_offsets, svdf_output, svdf_state_update,
+from ...kernels.fixed_point import largest_centered, shifts_right_only
+from ...kernels.svdf import (svdf_feature_multiplier, svdf_feature_offsets, svdf_output, svdf_state_update,
                              svdf_time_multiplier, svdf_time_offsets)
 from .graph import Quant
 from .mac import fits_small_accumulator
@@ -77,7 +78,8 @@ def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[Fix
         "SVDF", _step(quantize, ctx, SVDF_STATE_UPDATE), svdf_state_update,
         (operands.activation, relax.const(initial), relax.const(feature),
          relax.const(svdf_feature_offsets(feature, data.zero_point))),
-        {"memory": int(initial.shape[1]) // int(feature.shape[0]), "state_zero_point": state.zero_point, "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding},
+        {"memory": int(initial.shape[1]) // int(feature.shape[0]), "state_zero_point": state.zero_point,
+         "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding},
         {STATE_OPERAND_ATTR: 1, "op_pattern": _OPAQUE},
     ))
 
@@ -98,7 +100,7 @@ def _match_output(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall
         (operands.activation, relax.const(time), relax.const(bias)),
         {"rank": rank, "state_zero_point": state_zero_point, "multiplier": multiplier, "shift": shift,
          "output_zero_point": output.zero_point, "rounding": ctx.rounding,
-         "right_shift_only": shift < 0 and multiplier != INT32_MIN,
+         "right_shift_only": shifts_right_only(multiplier, shift),
          "small_accumulator": fits_small_accumulator(_time_reach(time, rank, state_zero_point), bias)},
     ))
 
@@ -106,9 +108,8 @@ def _match_output(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall
 def _time_reach(time: np.ndarray, rank: int, state_zero_point: int) -> np.ndarray:
     """The largest |time product summed over a unit's rank filters| of each unit (int64): the sum of its time
     weights' |w| times the largest |state - state_zero_point| of the state's type."""
-    low, high = STATE_DTYPES[str(time.dtype)]
     weight_l1 = np.abs(time.astype(np.int64)).reshape(time.shape[0] // rank, -1).sum(axis=1)
-    return weight_l1 * max(abs(low - state_zero_point), abs(high - state_zero_point))
+    return weight_l1 * largest_centered(str(time.dtype), state_zero_point)
 
 
 def _completes(value: relax.Expr, ctx: LoweringContext) -> bool:
