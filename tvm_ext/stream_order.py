@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Union
 
 from tvm import ir, tirx
 from tvm.ir.prim import expr as prim
@@ -60,14 +61,16 @@ def stream_orders(func: tirx.PrimFunc, num_inputs: int, num_outputs: int) -> tup
     plain = [id(p) for p in pointers.plainly_accessed(func.body)]
     reads: dict[int, list[Interval]] = {i: [] for i, p in enumerate(inputs) if id(p) in plain}
     writes: dict[int, list[Interval]] = {o: [] for o, p in enumerate(outputs) if id(p) in plain}
-    for one_pass in (p for stmt in _top_level(func.body) for p in _passes(stmt)):
-        accessed = _bytes_accessed(one_pass, pointers)
-        for index, param, found in [(i, inputs[i], reads) for i in reads] + [(o, outputs[o], writes) for o in writes]:
-            bounds = accessed.get(id(param), (0, 0))
-            if bounds is None:
-                del found[index]
-            else:
-                found[index].append(bounds)
+    for passes in (_passes(stmt) for stmt in _top_level(func.body)):
+        skeleton = _skeleton(passes[0].body, pointers)  # every pass of a statement runs the same body
+        for accessed in (_bytes_accessed(one_pass, skeleton, pointers) for one_pass in passes):
+            for index, param, found in [(i, inputs[i], reads) for i in reads] + [(o, outputs[o], writes)
+                                                                                 for o in writes]:
+                bounds = accessed.get(id(param), (0, 0))
+                if bounds is None:
+                    del found[index]
+                else:
+                    found[index].append(bounds)
     return tuple(ParameterStream(o, i, StreamOrder(tuple(reads[i]), tuple(writes[o])))
                  for o in writes for i in reads)
 
@@ -186,47 +189,124 @@ def _is_vector(indices) -> bool:
     return any(isinstance(i, (prim.Ramp, prim.Broadcast)) for i in indices)
 
 
-def _bytes_accessed(one_pass: _Pass, pointers: _Pointers) -> dict[int, Interval | None]:
+def _bytes_accessed(one_pass: _Pass, skeleton: list[_Item], pointers: _Pointers) -> dict[int, Interval | None]:
     """Byte bounds [start, end) of the accesses through each parameter (by id) in one pass (loads of an input
-    are its reads, stores to an output its writes); None: not finite."""
+    are its reads, stores to an output its writes), its body given as its `_skeleton`; None: not finite."""
     analyzer = Analyzer()
     for loop, first, count in one_pass.loops:
         analyzer.bind(loop.loop_var, ir.Range.from_min_extent(first, count))
     bounds: dict[int, Interval | None] = {}
-    for node in _reachable(one_pass.body, analyzer):
+    for node in _reachable(skeleton, analyzer):
         if isinstance(node, tirx.For):
             analyzer.bind(node.loop_var, ir.Range.from_min_extent(node.min, node.extent))
         elif isinstance(node, (tirx.Bind, prim.Let)):
             analyzer.bind(node.var, node.value)
-        elif isinstance(node, (ir.TensorLoad, tirx.BufferStore)):
-            param = pointers.param_of(_buffer_of(node))
-            if param is not None:
-                dtype = node.source.dtype if isinstance(node, ir.TensorLoad) else node.buffer.dtype
-                _widen(bounds, id(param), node.indices, DTYPE_BYTES[str(dtype)], analyzer)
-        elif isinstance(node, ir.Call) and isinstance(node.op, ir.Op) \
-                and (access := helper_access(node.op.name)) is not None:
-            _widen_by_call(bounds, node, list(access.pointers), pointers, analyzer)
+        elif isinstance(node, _Access):
+            _widen(bounds, node.param, node.indices, node.itemsize, analyzer)
+        elif isinstance(node, ir.Call):
+            _widen_by_call(bounds, node, list(helper_access(node.op.name).pointers), pointers, analyzer)
     return bounds
 
 
-def _reachable(body: tirx.Stmt, analyzer: Analyzer) -> Iterator[ir.Node]:
-    """The nodes of `body` in pre-order, like `tir_walk.walk`, without the branch of an `IfThenElse` whose
-    condition `analyzer` proves false (true, for the else branch) with what the caller has bound by then:
-    this pass's iterations, the loops and bindings around the branch. Only a branch that never runs in
-    this pass is left out, so the bounds stay at least as wide as the truth."""
-    stack: list[ir.Node] = [body]
+@dataclass(frozen=True)
+class _Access:
+    """A load or store through a parameter's buffer: the parameter (by id), the indices, the element's bytes."""
+
+    param: int
+    indices: list
+    itemsize: int
+
+
+# A skeleton item: what _bytes_accessed acts on by itself (a load or store through a parameter, a helper
+# call with an access record, a Bind statement), or a scope with the skeleton of what lies inside it: (a For or a Let, [inside]),
+# (an IfThenElse, [its condition's, its then branch's, its else branch's]).
+_Item = Union[ir.Node, tuple[ir.Node, list[list["_Item"]]]]
+
+
+def _skeleton(body: tirx.Stmt, pointers: _Pointers) -> list[_Item]:
+    """The nodes of `body` that `_bytes_accessed` acts on, in pre-order, inside the loops, lets and branches
+    around them; what cannot matter to it (arithmetic, a load of a local buffer, a loop or branch without
+    accesses) left out. Built once per statement and read once per pass: the passes of a loop run the same
+    body."""
+    root = _SkeletonFrame(body, pointers)
+    stack = [root]
     while stack:
-        current = stack.pop()
-        yield current  # the caller binds a loop's variable before its body is reached
-        if isinstance(current, tirx.IfThenElse):
-            condition = current.condition
-            reached = [condition]
-            if not analyzer.can_prove(tirx.Not(condition)):
-                reached.append(current.then_case)
-            if current.else_case is not None and not analyzer.can_prove(condition):
-                reached.append(current.else_case)
+        child = stack[-1].next_child()
+        if child is not None:
+            stack.append(_SkeletonFrame(child, pointers))
         else:
-            reached = tir_walk.children(current)
+            done = stack.pop()
+            if stack:
+                stack[-1].collected[stack[-1].part].extend(done.items())
+    return root.items()
+
+
+class _SkeletonFrame:
+    """A node being reduced to its skeleton (`_skeleton`, which walks without recursion: an unrolled sum
+    nests deeper than Python's stack): its children in parts (an IfThenElse: condition, then, else; any
+    other node: one part) and the skeleton collected of each part so far."""
+
+    def __init__(self, node: ir.Node, pointers: _Pointers) -> None:
+        self.node = node
+        self._pointers = pointers
+        if isinstance(node, tirx.IfThenElse):
+            self.parts = [[node.condition], [node.then_case], [node.else_case] if node.else_case is not None else []]
+        else:
+            self.parts = [tir_walk.children(node)]
+        self.collected: list[list[_Item]] = [[] for _ in self.parts]
+        self.part, self._next = 0, 0
+
+    def next_child(self) -> ir.Node | None:
+        """The next child to reduce (its skeleton then goes to `collected[part]`), None when all were."""
+        while self.part < len(self.parts):
+            if self._next < len(self.parts[self.part]):
+                self._next += 1
+                return self.parts[self.part][self._next - 1]
+            if self.part == len(self.parts) - 1:
+                return None
+            self.part, self._next = self.part + 1, 0
+        return None
+
+    def items(self) -> list[_Item]:
+        """This node's skeleton, once every child's was collected."""
+        node, inside = self.node, self.collected
+        if isinstance(node, tirx.IfThenElse):
+            return [(node, inside)] if any(inside) else []
+        if isinstance(node, (tirx.For, prim.Let)):
+            return [(node, inside)] if inside[0] else []
+        if isinstance(node, (ir.TensorLoad, tirx.BufferStore)):
+            param = self._pointers.param_of(_buffer_of(node))
+            if param is None:
+                return inside[0]
+            dtype = node.source.dtype if isinstance(node, ir.TensorLoad) else node.buffer.dtype
+            return [_Access(id(param), list(node.indices), DTYPE_BYTES[str(dtype)]), *inside[0]]
+        acts = isinstance(node, tirx.Bind) or (
+            isinstance(node, ir.Call) and isinstance(node.op, ir.Op) and helper_access(node.op.name) is not None)
+        return [node, *inside[0]] if acts else inside[0]
+
+
+def _reachable(skeleton: list[_Item], analyzer: Analyzer) -> Iterator[ir.Node]:
+    """The nodes of `skeleton` in pre-order, without the branch of an `IfThenElse` whose condition `analyzer`
+    proves false (true, for the else branch) with what the caller has bound by then: this pass's iterations,
+    the loops and bindings around the branch. Only a branch that never runs in this pass is left out, so the
+    bounds stay at least as wide as the truth."""
+    stack: list[_Item] = list(reversed(skeleton))
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, tuple):
+            yield item
+            continue
+        node, inside = item
+        if isinstance(node, tirx.IfThenElse):
+            condition, then_case, else_case = inside
+            reached = list(condition)
+            if not analyzer.can_prove(tirx.Not(node.condition)):
+                reached += then_case
+            if node.else_case is not None and not analyzer.can_prove(node.condition):
+                reached += else_case
+        else:
+            yield node  # the caller binds a loop's variable or a let's before what lies inside is reached
+            reached = inside[0]
         stack.extend(reversed(reached))
 
 
