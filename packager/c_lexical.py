@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 _TOKEN = re.compile(
-    r"(?P<code>(?:[A-Za-z0-9_ \t\n{}()\[\];,.+\-*%<>=!&|^~?:]|/(?![*/]))+)"
+    r"(?P<code>(?:[A-Za-z0-9_ \t\n{}()\[\];,.+\-*%<>=!&|^~?:]+|/(?![*/]))+)"
     r'|(?P<string>"(?:[ !#-\[\]-~]|\\[\\"?nt]|\\[0-7]{3})*")'  # printable ASCII but " and \, or escapes
     r"|(?P<char>'(?:[ -&(-\[\]-~]|\\[\\'0nt])')"  # one printable ASCII char but ' and \, or an escape
     r"|(?P<comment>/\*(?:[ -)+-.0-~\n]|\*(?!/)|/(?!\*))*\*/)"  # printable ASCII and newlines, no /*
