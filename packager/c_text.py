@@ -90,7 +90,7 @@ def _float_literal(value: float, suffix: str) -> str:
 
 def array_body(values: np.ndarray, dtype: str, indent: str = "  ") -> str:
     """The `{ ... }` initializer of a flat C array, VALUES_PER_LINE values per line."""
-    flat = [c_literal(v, dtype) for v in np.asarray(values).reshape(-1)]
+    flat = [c_literal(v, dtype) for v in np.asarray(values).reshape(-1).tolist()]  # Python numbers: faster
     lines = [
         indent + ", ".join(flat[i : i + VALUES_PER_LINE]) + "," for i in range(0, len(flat), VALUES_PER_LINE)
     ]
