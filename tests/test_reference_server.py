@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from test_reference_isolation import fake_package
-from tvm_ext import reference
+from tvm_ext import reference, reference_server
 from tvm_ext.frontend import TensorSpec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,55 +128,77 @@ def test_leaving_the_block_early_stops_the_run(models: Path) -> None:
 
 
 CHILD = """
-import os, signal, sys
+import os, signal, sys, time
 from pathlib import Path
 import numpy as np
-from tvm_ext import reference
+from tvm_ext import reference, reference_server
 from tvm_ext.frontend import TensorSpec
 from test_reference_server import server_pids
 path = Path(sys.argv[1])
 reference.run_reference(path, "onnx", [np.zeros((1, 4), "float32")], [TensorSpec("x", (1, 4), "float32")], 1)
-print(*server_pids(), flush=True)
 if sys.argv[2] == "killed":
+    print(*server_pids(), flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
+# A forked process holds the server's stdin open (as a code generation worker would): only atexit stops it.
+holder = os.fork()
+if holder == 0:
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    time.sleep(60)
+    os._exit(0)
+print(*server_pids(), holder, flush=True)
 """
 
 
 @pytest.mark.parametrize("how", ["exits", "killed"])
 def test_no_server_outlives_its_process(models: Path, how: str) -> None:
+    """At exit (atexit) the process stops its server, even while another process holds the server's stdin
+    open; killed (no atexit), its server sees its stdin close."""
     path = models / "model.onnx"
     path.write_bytes(b"")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.environ["PYTHONPATH"], str(REPO), str(REPO / "tests")]))
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path), how], env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == (0 if how == "exits" else -signal.SIGKILL), proc.stderr[-2000:]
-    servers = [int(pid) for pid in proc.stdout.split()]
-    assert len(servers) == 1, proc.stdout
-    if how == "killed":  # no atexit: the server sees its stdin close
+    server, *holder = (int(pid) for pid in proc.stdout.split())
+    assert len(holder) == (1 if how == "exits" else 0), proc.stdout
+    if how == "killed":
         deadline = time.monotonic() + 10
-        while not ended(servers[0]) and time.monotonic() < deadline:
+        while not ended(server) and time.monotonic() < deadline:
             time.sleep(0.05)
-    assert ended(servers[0])
+    try:
+        assert ended(server)
+    finally:
+        for pid in holder:
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_forked_process_gets_its_own_server(models: Path) -> None:
+    """Forked while a run is in flight (as the code generation's workers are), a process neither uses nor
+    stops its parent's server."""
     run(models, "first.onnx")
     servers = server_pids()
-    read_end, write_end = os.pipe()
-    child = os.fork()
-    if child == 0:
-        status = 1
-        try:
-            os.close(read_end)
-            run(models, "in_child.onnx")
-            os.write(write_end, " ".join(map(str, server_pids())).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        child_servers = {int(pid) for pid in pipe.read().split()}
-    assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
+    path = models / "in_flight.onnx"
+    path.write_bytes(b"")
+    with reference.start_reference(path, "onnx", [INPUT], [TensorSpec("x", (1, 4), "float32")], 1) as running:
+        read_end, write_end = os.pipe()
+        child = os.fork()
+        if child == 0:
+            status = 1
+            try:
+                os.close(read_end)
+                run(models, "in_child.onnx")
+                os.write(write_end, " ".join(map(str, server_pids())).encode())
+                reference_server.stop_servers()  # as its atexit would: its own server only
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write_end)
+        with os.fdopen(read_end) as pipe:
+            child_servers = {int(pid) for pid in pipe.read().split()}
+        assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
+        assert (running.result()[0][0] == INPUT).all()
     assert len(child_servers) == 1 and child_servers.isdisjoint(servers)
     assert (run(models, "after.onnx")[0] == INPUT).all()
     assert server_pids() == servers
