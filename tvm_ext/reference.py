@@ -3,8 +3,9 @@
 Float TFLite models run on LiteRT, int8 TFLite models on TFLite Micro (the golden for integer kernels),
 ONNX models on onnxruntime. The compiler's own output is never used as the expected output.
 
-Each runtime runs in a child process (`tvm_ext.reference_runtimes`): a runtime that crashes (a signal) or
-hangs on a model is reported as ReferenceRuntimeError, one line, instead of taking the compiler down.
+Each run is a process of its own, forked by a long-lived server (`tvm_ext.reference_server`, running
+`tvm_ext.reference_runtimes`): a runtime that crashes (a signal) or hangs on a model is reported as
+ReferenceRuntimeError, one line, instead of taking the compiler down.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,9 +20,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tvm_ext import reference_runtimes
 from tvm_ext.command_process import interrupts_held_back
-from tvm_ext.reference_runtimes import RESULT_FILE, Request, Runtime, read_arrays, write_arrays
+from tvm_ext.reference_runtimes import RESULT_FILE, STDERR_FILE, Request, Runtime, read_arrays, write_arrays
+from tvm_ext.reference_server import ServedRun
 
 if TYPE_CHECKING:
     from tvm_ext.frontend import TensorSpec
@@ -31,10 +30,6 @@ if TYPE_CHECKING:
 # A reference runtime still running after this many seconds is stopped (the largest shared model takes
 # a few seconds).
 REFERENCE_TIMEOUT_SECONDS = 600
-# The child runs this file as a script, not `-m tvm_ext.reference_runtimes`: `-m` would import the tvm_ext package
-# first (the compiler's API, the packager, ...), about a third of the child's CPU time, for nothing it uses.
-_RUNTIMES_SCRIPT = Path(reference_runtimes.__file__).resolve()
-_STDERR_FILE = "stderr.txt"  # the child's stderr, in its exchange folder
 
 
 DIVIDING_OPERATORS = frozenset({"Div", "Mod", "DIV", "FLOOR_DIV", "FLOOR_MOD"})
@@ -87,7 +82,7 @@ def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input
 
 def start_reference(path: Path, model_format: str, inputs: list[np.ndarray], input_specs: list[TensorSpec],
                     num_outputs: int) -> RunningReference:
-    """The reference runtime started on `inputs` in its child process, to be awaited with `result()` (see
+    """The reference runtime started on `inputs` in its process, to be awaited with `result()` (see
     RunningReference); the arguments are run_reference's."""
     if model_format == "onnx":
         runtime = Runtime.ONNXRUNTIME
@@ -100,15 +95,15 @@ def start_reference(path: Path, model_format: str, inputs: list[np.ndarray], inp
 
 
 class RunningReference:
-    """A reference runtime running in its child process (`python -P .../tvm_ext/reference_runtimes.py FOLDER`),
-    started on construction, while the caller goes on with other work (the child needs only the model file
-    and the inputs, written into FOLDER first).
+    """A reference runtime running in its process (`reference_runtimes.main(FOLDER)`, forked by a server: see
+    `tvm_ext.reference_server`), started on construction, while the caller goes on with other work (the run
+    needs only the model file and the inputs, written into FOLDER first).
 
-    Contract: `result()` waits for the child, at most REFERENCE_TIMEOUT_SECONDS after its start (then stops
+    Contract: `result()` waits for the run, at most REFERENCE_TIMEOUT_SECONDS after its start (then stops
     it), and returns its outputs and the runtime's name, or raises ReferenceRuntimeError (one line naming the
     model file). Use the object as a context manager: leaving the block, however (an error or an interrupt
-    in the caller's other work), kills a child still running, waits for it and deletes FOLDER, so that no
-    process and no file outlives the block. The child writes its stderr into FOLDER, so nothing in this
+    in the caller's other work), kills a run still running, waits for it and deletes FOLDER, so that no
+    process and no file outlives the block. The run writes its stderr into FOLDER, so nothing in this
     process has to read a pipe meanwhile (no thread).
     """
 
@@ -117,36 +112,30 @@ class RunningReference:
         self._runtime = request.runtime
         self._deadline = time.monotonic() + REFERENCE_TIMEOUT_SECONDS
         self._timeout_seconds = REFERENCE_TIMEOUT_SECONDS
-        with interrupts_held_back():  # the folder and the child exist together, or neither does
+        with interrupts_held_back():  # the folder and the run exist together, or neither does
             self._folder = Path(tempfile.mkdtemp(prefix="tvm_ext_reference."))
             try:
-                self._child = self._start_child(request, inputs)
+                self._run = self._start_run(request, inputs)
             except BaseException:
                 shutil.rmtree(self._folder, ignore_errors=True)
                 raise
 
-    def _start_child(self, request: Request, inputs: list[np.ndarray]) -> subprocess.Popen:
+    def _start_run(self, request: Request, inputs: list[np.ndarray]) -> ServedRun:
         request.write(self._folder)
         write_arrays(self._folder, "input", inputs)
-        with open(self._folder / _STDERR_FILE, "wb") as stderr:
-            # `-P`: neither the script's folder (tvm_ext/, whose module names could shadow a runtime's imports)
-            # nor the working directory goes first on the import path; and it runs in its own folder anyway.
-            return subprocess.Popen([sys.executable, "-P", str(_RUNTIMES_SCRIPT), str(self._folder)],
-                                    cwd=self._folder, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=stderr)
+        (self._folder / STDERR_FILE).touch()  # there even if the run ends before it opens it
+        return ServedRun(self._folder)
 
     def __enter__(self) -> RunningReference:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         with interrupts_held_back():
-            if self._child.poll() is None:
-                self._child.kill()
-            self._child.wait()
+            self._run.stop()
             shutil.rmtree(self._folder, ignore_errors=True)
 
     def result(self) -> tuple[list[np.ndarray], str]:
-        """The runtime's outputs and name and version, once the child ended (see the class's contract)."""
+        """The runtime's outputs and name and version, once the run ended (see the class's contract)."""
         failure = self._wait()
         if failure is None:
             result = json.loads((self._folder / RESULT_FILE).read_text())
@@ -156,17 +145,15 @@ class RunningReference:
         raise ReferenceRuntimeError(f"{self._model_name}: the reference runtime {self._runtime.value} {failure}")
 
     def _wait(self) -> str | None:
-        """None when the child wrote its result, else how it failed ("crashed (SIGSEGV)", ...)."""
-        try:
-            returncode = self._child.wait(timeout=max(0.0, self._deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            self._child.kill()
-            self._child.wait()
+        """None when the run wrote its result, else how it failed ("crashed (SIGSEGV)", ...)."""
+        returncode = self._run.wait(self._deadline)
+        if returncode is None:
+            self._run.stop()
             return f"did not finish within {self._timeout_seconds} s (stopped)"
         if returncode < 0:
             return f"crashed on the model ({_signal_name(-returncode)})"
         if returncode != 0 or not (self._folder / RESULT_FILE).is_file():
-            stderr = (self._folder / _STDERR_FILE).read_text(errors="replace")
+            stderr = (self._folder / STDERR_FILE).read_text(errors="replace")
             last_line = next((line.strip() for line in reversed(stderr.splitlines()) if line.strip()), "")
             return f"exited with status {returncode}" + (f": {last_line[:200]}" if last_line else "")
         return None

@@ -1,31 +1,38 @@
-"""The reference runtimes themselves, run in a child process: `python -P tvm_ext/reference_runtimes.py FOLDER`.
+"""The reference runtimes themselves, run outside the compiler's process by a fork server:
+`python -P tvm_ext/reference_runtimes.py` (see `serve`; `tvm_ext.reference_server` starts and talks to it).
 
-A runtime may crash on a model (LiteRT segfaults on some malformed files) or hang; in a child process that
-takes only the child down, and `tvm_ext.reference` reports it in one line. This module imports neither TVM
-nor the compiler, only numpy and the one runtime it runs.
+A runtime may crash on a model (LiteRT segfaults on some malformed files) or hang; in a process of its own
+that takes only that process down, and `tvm_ext.reference` reports it in one line. This module imports
+neither TVM nor the compiler, only numpy and the runtimes it runs.
 
 The exchange, all in FOLDER (written by the parent, private to one run):
 - in: `request.json` (a `Request`), `input<i>.npy` for each model input in order;
 - out, when the runtime ran: `output<i>.npy` for each output and `result.json`
   `{"runtime": "<name version>", "outputs": <count>}`;
   when it raised an error: `result.json` `{"error": "<one readable line>"}`. Exit status 0 in both cases;
-  anything else (a signal, another status) means the runtime crashed.
+  anything else (a signal, another status) means the runtime crashed; its stderr is in `stderr.txt`.
 """
 
 from __future__ import annotations
 
 import enum
+import importlib
 import json
+import os
 import re
+import signal
 import sys
+import traceback
 from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
 REQUEST_FILE = "request.json"
 RESULT_FILE = "result.json"
+STDERR_FILE = "stderr.txt"
 # Longest runtime complaint passed on, in characters: the first sentence names the problem.
 MAX_ERROR_CHARS = 240
 
@@ -161,5 +168,60 @@ def main(folder: Path) -> int:
     return 0
 
 
+# The module each runtime's runner imports, imported by the server before it forks a run of that runtime.
+_RUNTIME_MODULES = {
+    Runtime.ONNXRUNTIME: "onnxruntime",
+    Runtime.LITERT: "ai_edge_litert.interpreter",
+    Runtime.TFLITE_MICRO: "tflite_micro",
+}
+
+
+def serve() -> int:
+    """The fork server: for each line of stdin, the path of an exchange FOLDER, fork a process that runs
+    `main(FOLDER)` (see `_run_forked`), write `started <pid>`, wait for it and write `ended <pid> <status>`
+    (`status`: os.waitpid's wait status), each a line on stdout, flushed; return 0 at the end of stdin.
+
+    The server imports numpy once, and each runtime's module the first time a request needs it, so that every
+    run is a fork that inherits them (the point: they are most of a run's CPU time). It never runs a model
+    itself, so each run starts from the same state. A runtime's import that fails here is left to the run,
+    which fails on it as a process of its own would. SIGINT is ignored (the compiler's process decides what an
+    interrupt stops); a run restores Python's handler.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while line := sys.stdin.readline():
+        folder = Path(line.rstrip("\n"))
+        try:
+            importlib.import_module(_RUNTIME_MODULES[Request.read(folder).runtime])
+        except Exception:  # noqa: BLE001, S110 - the run repeats the read and the import, and reports their error
+            pass
+        pid = os.fork()
+        if pid == 0:
+            _run_forked(folder)
+        print(f"started {pid}", flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(f"ended {pid} {status}", flush=True)
+    return 0
+
+
+def _run_forked(folder: Path) -> NoReturn:
+    """In the forked process: run `main(folder)` there, with stdin and stdout on /dev/null and stderr into
+    `folder/STDERR_FILE`, and end with its status (1 and the traceback on stderr if it raised), as a process
+    of its own would."""
+    status = 1
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(folder)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.dup2(os.open(STDERR_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 2)
+        status = main(folder)
+    except BaseException:  # noqa: BLE001 - whatever it is, it is the run's failure, reported by its status
+        traceback.print_exc()
+    finally:
+        sys.stderr.flush()
+        os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(serve())

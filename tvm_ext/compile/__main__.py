@@ -179,6 +179,10 @@ def run() -> None:
     """The console script `tvm-ext-compile` and `python -m tvm_ext.compile`: run main() and exit with its code."""
     install_signal_handlers()  # already installed when `tvm_ext` was imported by this command; idempotent
     code = main()
+    # os._exit skips atexit: the reference runtimes' servers are stopped here (not imported if never used).
+    reference_server = sys.modules.get("tvm_ext.reference_server")
+    if reference_server is not None:
+        reference_server.stop_servers()
     # Cleanup is done: every child was waited for and every temporary folder deleted by its `with` block.
     # End here, not by Python's own shutdown: with TVM loaded, tearing the interpreter down (its modules,
     # TVM's objects and registries) takes about 0.8 CPU seconds (vww_96_int8 on this 2-core machine), time

@@ -175,7 +175,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
     `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
     stages get that Profile object, or the TVM Target registered from it. `stage` times and logs each stage.
-    A model file's reference runtime runs in its child process from the import on, beside the passes and
+    A model file's reference runtime runs in a process of its own from the import on, beside the passes and
     the code generation (`tvm_ext.reference.RunningReference`).
     """
     import target
@@ -207,7 +207,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 # would check our passes against themselves.
                 referenced = stage("reference", lambda: reference_relax(model, imported), _runtime)
             else:
-                # Its child process runs beside the passes and the code generation; its result (or its
+                # Its process runs beside the passes and the code generation; its result (or its
                 # complaint) is taken at the "reference" stage below, in the stages' order. No interrupt
                 # between its start and `running` knowing it.
                 with interrupts_held_back():
@@ -283,8 +283,8 @@ def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
 
 
 def start_reference_file(checked: Checked, imported: Imported) -> RunningReference:
-    """The model file's reference runtime started on the self-test's input, in a child process (which reads
-    the file by its path): awaited by `reference_file`, stopped when the caller's `with` block ends."""
+    """The model file's reference runtime started on the self-test's input, in a process of its own (which
+    reads the file by its path): awaited by `reference_file`, stopped when the caller's `with` block ends."""
     from tvm_ext.reference import start_reference
 
     model = imported.model
@@ -293,7 +293,7 @@ def start_reference_file(checked: Checked, imported: Imported) -> RunningReferen
 
 
 def reference_file(running: RunningReference) -> Referenced:
-    """The reference runtime's outputs, once its child process ended; CompileError with its one line."""
+    """The reference runtime's outputs, once its process ended; CompileError with its one line."""
     from tvm_ext.reference import ReferenceRuntimeError
 
     try:
