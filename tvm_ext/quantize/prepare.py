@@ -21,12 +21,12 @@ from tvm_ext.frontend import ImportedModel
 from tvm_ext.transform import LowerQuantizedToInteger
 
 from .accuracy import AccuracyCost, accuracy_cost, metric_for
-from .bias_correction import weight_error_means
 from .calibration import Calibration, random_samples
 from .layer_error import LayerError, layer_errors
 from .mixed_precision import choose_precision
 from .qdq import QuantizedGraph, layer_outputs, quantize_graph
 from .ranges import ActivationQuant, RangeMethod, observe_ranges, run_on_samples
+from .weight_rounding import DAMPING, hessian_roundings
 
 HELD_BACK_SEED = 2  # random calibration: the held-back samples come from the same distribution, another seed
 HELD_BACK_SAMPLES = 200  # the issue's figure for the held-back accuracy
@@ -56,13 +56,13 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     input_quants = [ActivationQuant.of_range(min(float(s[i].min()) for s in calibration.samples),
                                              max(float(s[i].max()) for s in calibration.samples))
                     for i in range(len(model.inputs))]
-    shifts = weight_error_means(model.mod, quantize_graph(model.mod, input_quants, quants, model.path.name),
-                                calibration.samples)
-    graph = quantize_graph(model.mod, input_quants, quants, model.path.name, bias_shifts=shifts)
+    roundings = hessian_roundings(model.mod, calibration.samples)
+    graph = quantize_graph(model.mod, input_quants, quants, model.path.name, roundings=roundings)
     integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name)(graph.mod)
     choice = choose_precision(main, taps, layer_errors(model.mod, graph, taps, calibration.samples), profile)
     if choice.float_layers:  # the all-int8 lowering above refused any layer without an int8 kernel
-        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers, shifts)
+        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers,
+                               roundings=roundings)
         integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name,
                                           allow_float_fallback=True)(graph.mod)
     metric = metric_for(model.layers[-1].kind if model.layers else "")
@@ -78,8 +78,10 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         "weights": "per-channel symmetric int8",
         "activations": "per-tensor asymmetric int8",
         "biases": "int32, scale = input scale x weight scale",
-        "bias_correction": f"empirical: each int8 MAC's bias less the mean error its weight rounding adds per "
-                           f"output channel on the {len(calibration.samples)} calibration samples",
+        "weight_rounding": f"GPTQ: each conv/dense weight's int8 values chosen column by column to minimize "
+                           f"its layer's output error on the {len(calibration.samples)} calibration samples' "
+                           f"float inputs (H = X X^T, damping {DAMPING:g} x mean diag; per-group H for "
+                           f"depthwise), scales unchanged",
         "ranges": method.value,
         "calibration": calibration.source,
         "calibration_random": calibration.random,

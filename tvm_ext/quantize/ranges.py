@@ -7,6 +7,7 @@ returned as an extra output, one calibration sample at a time.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,14 +103,17 @@ def substitute(value: relax.Expr, mapping: dict) -> relax.Expr:
 
 def run_on_samples(mod: tvm.IRModule, samples: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
     """main of `mod` on each sample (one array per input) on the Relax VM; per sample, its outputs."""
+    return list(each_sample_outputs(mod, samples))
+
+
+def each_sample_outputs(mod: tvm.IRModule, samples: list[list[np.ndarray]]) -> Iterator[list[np.ndarray]]:
+    """run_on_samples one sample at a time, for a reader that keeps only a summary of each."""
     executable = relax.build(mod, target="llvm")
     vm = relax.VirtualMachine(executable, tvm.cpu())
-    results = []
     for sample in samples:
         out = vm["main"](*[tvm.runtime.tensor(np.ascontiguousarray(x)) for x in sample])
         fields = [out] if hasattr(out, "numpy") else list(out)
-        results.append([_flatten(f) for f in fields])
-    return results
+        yield [_flatten(f) for f in fields]
 
 
 def _flatten(field) -> np.ndarray:
