@@ -30,7 +30,7 @@ from tvm.ir.expr import Constant
 from tvm_ext.layers import Layers, bindings_of, with_layers
 
 from .bias_range import least_weight_scales
-from .ranges import ActivationQuant
+from .ranges import ActivationQuant, with_taps
 from .weight_rounding import WeightRounding, round_half_away
 
 SOFTMAX_QUANT = ActivationQuant(np.float32(1.0 / 256.0), -128)
@@ -54,6 +54,23 @@ class QuantizedGraph:
     activations: dict[relax.Var, "Int8Value"]
     weight_errors: dict[relax.Var, np.ndarray]  # each int8 MAC var of the float main -> dequantized int8 - float
     # weight, float32, in the layout of the MAC's weight operand (HWIO/HWOI for conv2d, (in, out) for matmul)
+
+    def on_host(self, float_vars: list[relax.Var]) -> tvm.IRModule:
+        """The QDQ module whose main returns its output, then the int8 values of `float_vars` (inputs and
+        layer output vars of the float main), as the integer kernels compute them, for the Relax VM: TVM's
+        avg_pool2d truncates an int32 mean toward zero where TFLite's AVERAGE_POOL_2D rounds it half away from zero, so
+        each int8 average pool runs in float64, rounded (the lowering reads `mod`, unchanged)."""
+        return with_taps(self.mod, [self.activations[var].var for var in float_vars], _emit_rounding_pools)
+
+
+def _emit_rounding_pools(bb: relax.BlockBuilder, value: relax.Expr) -> relax.Expr:
+    """`value` emitted, an avg_pool2d of int32 values as TFLite's rounding mean of them (int32)."""
+    if not (isinstance(value, relax.Call) and value.op.name == "relax.nn.avg_pool2d"
+            and str(value.args[0].ty.dtype) == "int32"):
+        return bb.emit(value)
+    mean = bb.emit(relax.Call(value.op, [bb.emit(relax.op.astype(value.args[0], "float64"))], value.attrs))
+    half_up = relax.op.floor(relax.op.add(relax.op.abs(mean), relax.const(0.5, "float64")))
+    return bb.emit(relax.op.astype(relax.op.multiply(relax.op.sign(mean), half_up), "int32"))
 
 
 def layer_outputs(main: relax.Function) -> list[relax.Var]:

@@ -7,7 +7,7 @@ returned as an extra output, one calibration sample at a time.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,17 +73,20 @@ class ActivationQuant:
         return {"scale": float(self.scale), "zero_point": self.zero_point}
 
 
-def with_taps(mod: tvm.IRModule, taps: list[relax.Var]) -> tvm.IRModule:
-    """`mod` whose main returns a tuple: its own output, then the values of `taps` (vars of main)."""
+def with_taps(mod: tvm.IRModule, taps: list[relax.Var],
+              emit: Callable[[relax.BlockBuilder, relax.Expr], relax.Expr] | None = None) -> tvm.IRModule:
+    """`mod` whose main returns a tuple: its own output, then the values of `taps` (vars or params of
+    main). `emit` (default: the block builder's own) emits each binding's value, e.g. as something else."""
     main = mod["main"]
     bb = relax.BlockBuilder()
     mapping: dict[relax.Var, relax.Expr] = {}
     with bb.function("main", list(main.params)):
         with bb.dataflow():
             for binding in bindings_of(main):
-                mapping[binding.var] = bb.emit(substitute(binding.value, mapping))
+                value = substitute(binding.value, mapping)
+                mapping[binding.var] = emit(bb, value) if emit is not None else bb.emit(value)
             result = bb.emit_output(relax.Tuple([substitute(main.body.body, mapping)]
-                                                + [mapping[var] for var in taps]))
+                                                + [mapping.get(var, var) for var in taps]))
         bb.emit_func_output(result)
     return bb.get()
 
