@@ -1,8 +1,9 @@
 """A float model -> its int8 integer Relax module, with the facts the manifest records about it.
 
 The steps: observe each activation's range on the calibration samples (float main on TVM's Relax VM),
-rewrite main into the QDQ form of the quantized model (`qdq`), its biases corrected for the mean error of
-the weights' rounding on the same samples (`bias_correction`), lower that with LowerQuantizedToInteger
+rewrite main into the QDQ form of the quantized model (`qdq`), its weights' int8 values chosen against each
+layer's output error on the same samples (`weight_rounding`, GPTQ), its biases corrected for the mean error
+that rounding still adds (`bias_correction`), lower that with LowerQuantizedToInteger
 (TFLite Micro's integer kernels, the profile's rounding), and run the integer module on the host on the
 same samples (quantized inputs) for the accuracy cost against the float model, and the QDQ graph for each
 layer's quantization error (`layer_error`). The integer module is what the compiler then compiles; the
@@ -21,6 +22,7 @@ from tvm_ext.frontend import ImportedModel
 from tvm_ext.transform import LowerQuantizedToInteger
 
 from .accuracy import AccuracyCost, accuracy_cost, metric_for
+from .bias_correction import weight_error_means
 from .calibration import Calibration, random_samples
 from .layer_error import LayerError, layer_errors
 from .mixed_precision import choose_precision
@@ -57,12 +59,15 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
                                              max(float(s[i].max()) for s in calibration.samples))
                     for i in range(len(model.inputs))]
     roundings = hessian_roundings(model.mod, calibration.samples)
-    graph = quantize_graph(model.mod, input_quants, quants, model.path.name, roundings=roundings)
+    shifts = weight_error_means(model.mod, quantize_graph(model.mod, input_quants, quants, model.path.name,
+                                                          roundings=roundings), calibration.samples)
+    graph = quantize_graph(model.mod, input_quants, quants, model.path.name, bias_shifts=shifts,
+                           roundings=roundings)
     integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name)(graph.mod)
     choice = choose_precision(main, taps, layer_errors(model.mod, graph, taps, calibration.samples), profile)
     if choice.float_layers:  # the all-int8 lowering above refused any layer without an int8 kernel
-        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers,
-                               roundings=roundings)
+        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers, shifts,
+                               roundings)
         integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name,
                                           allow_float_fallback=True)(graph.mod)
     metric = metric_for(model.layers[-1].kind if model.layers else "")
@@ -82,6 +87,8 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
                            f"its layer's output error on the {len(calibration.samples)} calibration samples' "
                            f"float inputs (H = X X^T, damping {DAMPING:g} x mean diag; per-group H for "
                            f"depthwise), scales unchanged",
+        "bias_correction": f"empirical: each int8 MAC's bias less the mean error its weight rounding adds per "
+                           f"output channel on the {len(calibration.samples)} calibration samples",
         "ranges": method.value,
         "calibration": calibration.source,
         "calibration_random": calibration.random,

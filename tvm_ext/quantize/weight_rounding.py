@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import tvm
@@ -28,9 +27,6 @@ from tvm.ir.expr import Constant
 from tvm_ext.layers import bindings_of
 
 from .ranges import each_sample_outputs, with_taps
-
-if TYPE_CHECKING:
-    from .qdq import QuantizedGraph
 
 DAMPING = 0.01  # of the mean diagonal of H, added to its diagonal (GPTQ's 1 %)
 INT8_LIMIT = 127
@@ -46,13 +42,8 @@ def hessian_round(scaled: np.ndarray, hessian: np.ndarray) -> np.ndarray:
     """`scaled` (groups, rows, K): weights divided by their output channel's scale; `hessian` (groups, K, K):
     each group's sum of x x^T over its calibration input columns x. The int8 values (float64 array of
     whole numbers in [-127, 127]) GPTQ rounds them to, same shape."""
-    groups, _, width = scaled.shape
-    h = np.array(hessian, np.float64)
-    diagonal = np.arange(width)
-    dead = h[:, diagonal, diagonal] <= 0  # an input column that is always zero: its weight does not matter
-    h[:, diagonal, diagonal] = np.where(dead, 1.0, h[:, diagonal, diagonal])
-    h[:, diagonal, diagonal] += DAMPING * h[:, diagonal, diagonal].mean(axis=1, keepdims=True)
-    upper = np.linalg.cholesky(np.linalg.inv(h)).transpose(0, 2, 1)  # H^-1 = U^T U, U upper triangular
+    width = scaled.shape[2]
+    upper = np.linalg.cholesky(np.linalg.inv(_damped(hessian))).transpose(0, 2, 1)  # H^-1 = U^T U, U upper
     work = np.array(scaled, np.float64)
     values = np.empty_like(work)
     for column in range(width):
@@ -60,6 +51,16 @@ def hessian_round(scaled: np.ndarray, hessian: np.ndarray) -> np.ndarray:
         error = (work[:, :, column] - values[:, :, column]) / upper[:, None, column, column]
         work[:, :, column + 1:] -= error[:, :, None] * upper[:, None, column, column + 1:]
     return values
+
+
+def _damped(hessian: np.ndarray) -> np.ndarray:
+    """`hessian` (groups, K, K) with DAMPING x its mean diagonal added to the diagonal, and 1 on the diagonal
+    of an input column that is always zero (its weight does not matter): positive definite."""
+    h = np.array(hessian, np.float64)
+    diagonal = np.arange(h.shape[1])
+    h[:, diagonal, diagonal] = np.where(h[:, diagonal, diagonal] <= 0, 1.0, h[:, diagonal, diagonal])
+    h[:, diagonal, diagonal] += DAMPING * h[:, diagonal, diagonal].mean(axis=1, keepdims=True)
+    return h
 
 
 @dataclass(frozen=True)
@@ -131,28 +132,19 @@ class HessianRounding:
         return self.geometry.weight(values, scaled.shape).astype(np.int8)
 
 
-def hessian_roundings(float_mod: tvm.IRModule, samples: list[list[np.ndarray]],
-                      graph: QuantizedGraph | None = None) -> dict[relax.Var, HessianRounding]:
+def hessian_roundings(float_mod: tvm.IRModule, samples: list[list[np.ndarray]]) -> dict[relax.Var, HessianRounding]:
     """Each conv2d and matmul of `float_mod`'s main with a constant weight -> its HessianRounding from its
-    inputs on `samples` (float), keyed by the var that holds its weight (the conv2d itself, the permute_dims
-    of a matmul's stored weight), as qdq.quantize_graph takes them. The inputs are the float model's, or
-    with `graph` (a QDQ graph of `float_mod`) that graph's int8 inputs of the MAC, dequantized."""
+    float inputs on `samples`, keyed by the var that holds its weight (the conv2d itself, the permute_dims
+    of a matmul's stored weight), as qdq.quantize_graph takes them."""
     main = float_mod["main"]
     params = list(main.params)
     macs = _macs(main)
-    data_vars = list(dict.fromkeys(data for _, data, _ in macs if data not in params))
-    if graph is None:
-        run, inputs = with_taps(float_mod, data_vars), samples
-        decode = {data: np.asarray for data in [*params, *data_vars]}
-    else:
-        run = with_taps(graph.mod, [graph.activations[data].var for data in data_vars])
-        inputs = [[q.quantize(x) for q, x in zip(graph.inputs, sample)] for sample in samples]
-        decode = {data: graph.activations[data].quant.dequantize for data in [*params, *data_vars]}
+    tapped = list(dict.fromkeys(data for _, data, _ in macs if data not in params))
     hessians: dict[relax.Var, np.ndarray] = {}
-    for sample, outputs in zip(inputs, each_sample_outputs(run, inputs)):
-        values = {**dict(zip(params, sample)), **dict(zip(data_vars, outputs[1:]))}
+    for sample, outputs in zip(samples, each_sample_outputs(with_taps(float_mod, tapped), samples)):
+        values = {**dict(zip(params, sample)), **dict(zip(tapped, outputs[1:]))}
         for owner, data, geometry in macs:
-            columns = geometry.patches(np.asarray(decode[data](values[data]), np.float64))
+            columns = geometry.patches(np.asarray(values[data], np.float64))
             gram = np.einsum("gpk,gpl->gkl", columns, columns)
             hessians[owner] = hessians[owner] + gram if owner in hessians else gram
     return {owner: HessianRounding(geometry, hessians[owner]) for owner, _, geometry in macs}
