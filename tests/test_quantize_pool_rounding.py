@@ -1,7 +1,8 @@
 """The QDQ graph as the host runs it (`QuantizedGraph.on_host`, what layer errors read) computes an int8
 AVERAGE_POOL_2D as TFLite's kernel and the integer module do, the mean rounded half away from zero; the
-Relax VM's own avg_pool2d of int32 values truncates it toward zero (issue 18: on pretrainedResnet that truncation alone made
-the QDQ graph's top-1 disagree with the integer module's)."""
+Relax VM's own avg_pool2d of int32 values truncates it toward zero (issue 18: on pretrainedResnet that
+truncation made the QDQ graph's top-1 disagree with the integer module's on 7.5% of 200 crops, 3.0% with
+the rounding, with round-to-nearest weights)."""
 
 from __future__ import annotations
 

@@ -163,7 +163,8 @@ def _macs(main: relax.Function) -> list[tuple[relax.Var, relax.Expr, MacGeometry
             owner, weight = binding.var, call.args[1]
         else:
             owner, permute = call.args[1], value_of.get(call.args[1])
-            weight = permute.args[0] if isinstance(permute, relax.Call) and permute.op.name == "relax.permute_dims" else None
+            permuted = isinstance(permute, relax.Call) and permute.op.name == "relax.permute_dims"
+            weight = permute.args[0] if permuted else None
         geometry = geometry_of(call)
         if isinstance(weight, Constant) and geometry is not None:
             macs.append((owner, call.args[0], geometry))
