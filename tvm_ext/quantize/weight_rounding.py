@@ -107,9 +107,10 @@ class MacGeometry:
 
 
 def geometry_of(call: relax.Call) -> MacGeometry | None:
-    """The MacGeometry of a conv2d (NHWC, HWIO or HWOI) or matmul call of main, or None for another."""
+    """The MacGeometry of a conv2d (NHWC, HWIO or HWOI) or matmul (of a matrix) call of main, or None for
+    another (its weight is then rounded to nearest)."""
     if call.op.name == "relax.matmul":
-        return MacGeometry("OI")
+        return MacGeometry("OI") if len(call.args[0].ty.shape) == 2 else None
     attrs = call.attrs
     if str(attrs.data_layout) != "NHWC" or str(attrs.kernel_layout) not in ("HWIO", "HWOI"):
         return None
