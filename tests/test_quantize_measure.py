@@ -75,7 +75,7 @@ def test_top1_agreement_says_how_many_classes_the_float_model_predicts():
     assert "float_classes" not in accuracy_cost(Metric.RELATIVE_ERROR, float_outputs, int8_outputs).facts()
 
 
-def test_ranges_default_to_percentiles_and_biases_are_corrected(hello_world_quantized):
+def test_ranges_default_to_percentiles_weights_are_gptq_rounded_and_biases_corrected(hello_world_quantized):
     import inspect
 
     import tvm_ext
@@ -83,6 +83,7 @@ def test_ranges_default_to_percentiles_and_biases_are_corrected(hello_world_quan
 
     facts = hello_world_quantized.facts
     assert facts["ranges"] == "percentile"
+    assert facts["weight_rounding"].startswith("GPTQ: each conv/dense weight's int8 values"), facts
     assert facts["bias_correction"].startswith("empirical: each int8 MAC's bias less the mean error"), facts
     assert inspect.signature(tvm_ext.compile).parameters["ranges"].default == "percentile"
     assert _parser().parse_args(["model.tflite"]).ranges == "percentile"

@@ -52,7 +52,10 @@ def test_a_profile_without_fpu_keeps_every_layer_int8(regressor):
     assert all_int8.precision == "all layers int8: lowpower has no FPU"
     assert {layer.precision for layer in all_int8.layers} == {"int8"}
     assert all_int8.facts["dtype"] == "int8"
-    assert all_int8.accuracy["calibration"].value > 0.1  # the outlier weight's cost stays
+    # The outlier weight's cost stays: 13.0 % with round-to-nearest weights, 9.85 % with GPTQ's rounding,
+    # which moves part of the coarse scale's error onto the channel's other weights (a smaller cost, not a
+    # looser check of the int8 model).
+    assert all_int8.accuracy["calibration"].value > 0.05
 
 
 def test_a_well_quantizable_model_stays_all_int8_on_an_fpu():

@@ -2,10 +2,11 @@
 output of the same layer on the calibration samples, the measured error budget a mixed-precision choice
 reads from the manifest.
 
-The int8 outputs are the QDQ graph's (`qdq`, run on TVM's Relax VM on the host): every activation rounded
-to its int8 grid, the arithmetic between them in float. The error of a layer is therefore what int8
-activations and weights cost up to and including that layer (it accumulates the earlier layers' error),
-without the integer kernels' requantization rounding, which is a fraction of one step of the output grid.
+The int8 outputs are the QDQ graph's (`qdq`, run on TVM's Relax VM on the host, its average pools rounded as
+TFLite's): every activation rounded to its int8 grid, the arithmetic between them in float. The error of a
+layer is therefore what int8 activations and weights cost up to and including that layer (it accumulates the
+earlier layers' error), without the integer kernels' requantization rounding, which is a fraction of one
+step of the output grid.
 """
 
 from __future__ import annotations
@@ -46,8 +47,7 @@ def layer_errors(float_mod: tvm.IRModule, graph: QuantizedGraph, taps: list[rela
     main = float_mod["main"]
     float_values = run_on_samples(with_taps(float_mod, taps), samples)
     quantized_inputs = [[q.quantize(x) for q, x in zip(graph.inputs, sample)] for sample in samples]
-    int8_values = run_on_samples(with_taps(graph.mod, [graph.activations[var].var for var in taps]),
-                                 quantized_inputs)
+    int8_values = run_on_samples(graph.on_host(taps), quantized_inputs)
     labels = _labels(main)
     errors = []
     for position, var in enumerate(taps, start=1):

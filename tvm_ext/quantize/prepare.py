@@ -1,8 +1,9 @@
 """A float model -> its int8 integer Relax module, with the facts the manifest records about it.
 
 The steps: observe each activation's range on the calibration samples (float main on TVM's Relax VM),
-rewrite main into the QDQ form of the quantized model (`qdq`), its biases corrected for the mean error of
-the weights' rounding on the same samples (`bias_correction`), lower that with LowerQuantizedToInteger
+rewrite main into the QDQ form of the quantized model (`qdq`), its weights' int8 values chosen against each
+layer's output error on the same samples (`weight_rounding`, GPTQ), its biases corrected for the mean error
+that rounding still adds (`bias_correction`), lower that with LowerQuantizedToInteger
 (TFLite Micro's integer kernels, the profile's rounding), and run the integer module on the host on the
 same samples (quantized inputs) for the accuracy cost against the float model, and the QDQ graph for each
 layer's quantization error (`layer_error`). The integer module is what the compiler then compiles; the
@@ -27,6 +28,7 @@ from .layer_error import LayerError, layer_errors
 from .mixed_precision import choose_precision
 from .qdq import QuantizedGraph, layer_outputs, quantize_graph
 from .ranges import ActivationQuant, RangeMethod, observe_ranges, run_on_samples
+from .weight_rounding import DAMPING, hessian_roundings
 
 HELD_BACK_SEED = 2  # random calibration: the held-back samples come from the same distribution, another seed
 HELD_BACK_SAMPLES = 200  # the issue's figure for the held-back accuracy
@@ -56,13 +58,16 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     input_quants = [ActivationQuant.of_range(min(float(s[i].min()) for s in calibration.samples),
                                              max(float(s[i].max()) for s in calibration.samples))
                     for i in range(len(model.inputs))]
-    shifts = weight_error_means(model.mod, quantize_graph(model.mod, input_quants, quants, model.path.name),
-                                calibration.samples)
-    graph = quantize_graph(model.mod, input_quants, quants, model.path.name, bias_shifts=shifts)
+    roundings = hessian_roundings(model.mod, calibration.samples)
+    shifts = weight_error_means(model.mod, quantize_graph(model.mod, input_quants, quants, model.path.name,
+                                                          roundings=roundings), calibration.samples)
+    graph = quantize_graph(model.mod, input_quants, quants, model.path.name, bias_shifts=shifts,
+                           roundings=roundings)
     integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name)(graph.mod)
     choice = choose_precision(main, taps, layer_errors(model.mod, graph, taps, calibration.samples), profile)
     if choice.float_layers:  # the all-int8 lowering above refused any layer without an int8 kernel
-        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers, shifts)
+        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers, shifts,
+                               roundings)
         integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name,
                                           allow_float_fallback=True)(graph.mod)
     metric = metric_for(model.layers[-1].kind if model.layers else "")
@@ -78,6 +83,10 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         "weights": "per-channel symmetric int8",
         "activations": "per-tensor asymmetric int8",
         "biases": "int32, scale = input scale x weight scale",
+        "weight_rounding": f"GPTQ: each conv/dense weight's int8 values chosen column by column to minimize "
+                           f"its layer's output error on the {len(calibration.samples)} calibration samples' "
+                           f"float inputs (H = X X^T, damping {DAMPING:g} x mean diag; per-group H for "
+                           f"depthwise), scales unchanged",
         "bias_correction": f"empirical: each int8 MAC's bias less the mean error its weight rounding adds per "
                            f"output channel on the {len(calibration.samples)} calibration samples",
         "ranges": method.value,

@@ -30,7 +30,8 @@ from tvm.ir.expr import Constant
 from tvm_ext.layers import Layers, bindings_of, with_layers
 
 from .bias_range import least_weight_scales
-from .ranges import ActivationQuant
+from .ranges import ActivationQuant, with_taps
+from .weight_rounding import WeightRounding, round_half_away
 
 SOFTMAX_QUANT = ActivationQuant(np.float32(1.0 / 256.0), -128)
 PASSTHROUGH = frozenset({"relax.reshape", "relax.nn.max_pool2d", "relax.nn.avg_pool2d"})
@@ -53,6 +54,23 @@ class QuantizedGraph:
     activations: dict[relax.Var, "Int8Value"]
     weight_errors: dict[relax.Var, np.ndarray]  # each int8 MAC var of the float main -> dequantized int8 - float
     # weight, float32, in the layout of the MAC's weight operand (HWIO/HWOI for conv2d, (in, out) for matmul)
+
+    def on_host(self, float_vars: list[relax.Var]) -> tvm.IRModule:
+        """The QDQ module whose main returns its output, then the int8 values of `float_vars` (inputs and
+        layer output vars of the float main), as the integer kernels compute them, for the Relax VM: TVM's
+        avg_pool2d truncates an int32 mean toward zero where TFLite's AVERAGE_POOL_2D rounds it half away from zero, so
+        each int8 average pool runs in float64, rounded (the lowering reads `mod`, unchanged)."""
+        return with_taps(self.mod, [self.activations[var].var for var in float_vars], _emit_rounding_pools)
+
+
+def _emit_rounding_pools(bb: relax.BlockBuilder, value: relax.Expr) -> relax.Expr:
+    """`value` emitted, an avg_pool2d of int32 values as TFLite's rounding mean of them (int32)."""
+    if not (isinstance(value, relax.Call) and value.op.name == "relax.nn.avg_pool2d"
+            and str(value.args[0].ty.dtype) == "int32"):
+        return bb.emit(value)
+    mean = bb.emit(relax.Call(value.op, [bb.emit(relax.op.astype(value.args[0], "float64"))], value.attrs))
+    half_up = relax.op.floor(relax.op.add(relax.op.abs(mean), relax.const(0.5, "float64")))
+    return bb.emit(relax.op.astype(relax.op.multiply(relax.op.sign(mean), half_up), "int32"))
 
 
 def layer_outputs(main: relax.Function) -> list[relax.Var]:
@@ -91,15 +109,19 @@ def _args(value: relax.Expr) -> list[relax.Expr]:
 def quantize_graph(mod: tvm.IRModule, input_quants: list[ActivationQuant],
                    quant_of: dict[relax.Var, ActivationQuant], model_name: str,
                    float_layers: frozenset[relax.Var] = frozenset(),
-                   bias_shifts: Mapping[relax.Var, np.ndarray] | None = None) -> QuantizedGraph:
+                   bias_shifts: Mapping[relax.Var, np.ndarray] | None = None,
+                   roundings: Mapping[relax.Var, WeightRounding] | None = None) -> QuantizedGraph:
     """The QDQ module of `mod`'s float main with int8 inputs quantized as `input_quants` and each layer
     output var quantized as `quant_of` says (softmax and pass-through outputs get their fixed rule); the
     layers of the output vars in `float_layers` keep float weights and arithmetic. `bias_shifts` maps a MAC
     var of main (conv2d or matmul) to what is subtracted from its float bias, per output channel, before the
-    bias is quantized (the bias range rule still reads the bias as the model stores it)."""
+    bias is quantized (the bias range rule still reads the bias as the model stores it). `roundings` maps
+    the var that holds a MAC's weight (the conv2d itself, the permute_dims of a matmul's stored weight) to
+    how its scaled weights become int8 values (`weight_rounding`), round to nearest for the others."""
     layer_of = layer_of_vars(mod["main"])
     kept = frozenset(layer_of[var] for var in float_layers)
-    return _Rewriter(mod["main"], input_quants, quant_of, model_name, kept, dict(bias_shifts or {})).run()
+    return _Rewriter(mod["main"], input_quants, quant_of, model_name, kept, dict(bias_shifts or {}),
+                     dict(roundings or {})).run()
 
 
 @dataclass
@@ -118,6 +140,7 @@ class _Rewriter:
     model_name: str
     float_layers: frozenset  # the layers (binding record tuples) that keep float weights and arithmetic
     bias_shifts: dict  # MAC var of the old main -> float amount subtracted from its bias, per output channel
+    roundings: dict  # weight owner var of the old main -> its WeightRounding
     bb: relax.BlockBuilder = field(default_factory=relax.BlockBuilder)
     int8: dict = field(default_factory=dict)  # float var of the old main -> Int8Value
     floats: dict = field(default_factory=dict)  # float var of the old main (inside its layer) -> new expr
@@ -166,7 +189,8 @@ class _Rewriter:
             raise self._error(binding, f"an already quantized tensor ({op})")
         floating = tuple(indices) in self.float_layers
         if op == "relax.permute_dims" and _is_matmul_weight(value) and not floating:
-            self.floats[binding.var] = self._matmul_weight(value.args[0], self._least_scales(binding.var), indices)
+            self.floats[binding.var] = self._matmul_weight(value.args[0], self._least_scales(binding.var),
+                                                           self.roundings.get(binding.var), indices)
             return
         if op in PASSTHROUGH and value.args[0] in self.int8 and not floating:
             self._passthrough(binding, indices, leaves_layer)
@@ -224,17 +248,19 @@ class _Rewriter:
         axis = {"HWIO": 3, "HWOI": 2}.get(str(attrs.kernel_layout))
         if axis is None or str(attrs.data_layout) != "NHWC":
             raise self._error(binding, f"a conv2d with {attrs.data_layout}/{attrs.kernel_layout} layouts")
-        values, scales = _per_channel_int8(weight.value.numpy(), axis, self._least_scales(binding.var))
+        values, scales = _per_channel_int8(weight.value.numpy(), axis, self._least_scales(binding.var),
+                                           self.roundings.get(binding.var))
         new = self._emit(relax.op.dequantize(relax.const(values), relax.const(scales),
                                              relax.const(np.zeros(scales.size, np.int32)), axis, "float32"), indices)
         self.weight_scales[new] = scales
         self.weight_deltas[new] = _dequantized(values, scales, axis) - weight.value.numpy()
         return new
 
-    def _matmul_weight(self, weight: Constant, least_scales: np.ndarray | None, indices) -> relax.Expr:
+    def _matmul_weight(self, weight: Constant, least_scales: np.ndarray | None,
+                       rounding: WeightRounding | None, indices) -> relax.Expr:
         """The (out, in) weight a FULLY_CONNECTED stores, per output channel (axis 0); made (in, out)
         by permute_dims, then dequantized, as the frontend imports an int8 FULLY_CONNECTED."""
-        values, scales = _per_channel_int8(weight.value.numpy(), 0, least_scales)
+        values, scales = _per_channel_int8(weight.value.numpy(), 0, least_scales, rounding)
         permuted = self._emit(relax.op.permute_dims(relax.const(values), [1, 0]), indices)
         new = self._emit(relax.op.dequantize(permuted, relax.const(scales), relax.const(np.zeros(scales.size, np.int32)),
                                              1, "float32"), indices)
@@ -303,11 +329,11 @@ def _dequantized(values: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarra
     return values.astype(np.float32) * scales.reshape(shape)
 
 
-def _per_channel_int8(weight: np.ndarray, axis: int,
-                      least_scales: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _per_channel_int8(weight: np.ndarray, axis: int, least_scales: np.ndarray | None = None,
+                      rounding: WeightRounding | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric int8 per channel along `axis`: scale = max |w| / 127 (1.0 for an all-zero channel), or
     the channel's `least_scales` entry where that is larger (`bias_range`); values rounded half away
-    from zero, clamped to [-127, 127]."""
+    from zero, clamped to [-127, 127], or by `rounding` from the weight divided by the scales."""
     moved = np.moveaxis(weight.astype(np.float64), axis, 0)
     peak = np.abs(moved.reshape(moved.shape[0], -1)).max(axis=1)
     scales = np.where(peak > 0, peak / 127.0, 1.0)
@@ -317,5 +343,5 @@ def _per_channel_int8(weight: np.ndarray, axis: int,
     shape = [1] * weight.ndim
     shape[axis] = -1
     scaled = weight / scales.astype(np.float64).reshape(shape)
-    values = np.clip(np.sign(scaled) * np.floor(np.abs(scaled) + 0.5), -127, 127).astype(np.int8)
+    values = rounding(scaled) if rounding is not None else round_half_away(scaled).astype(np.int8)
     return values, scales

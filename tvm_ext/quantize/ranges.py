@@ -7,6 +7,7 @@ returned as an extra output, one calibration sample at a time.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,17 +73,20 @@ class ActivationQuant:
         return {"scale": float(self.scale), "zero_point": self.zero_point}
 
 
-def with_taps(mod: tvm.IRModule, taps: list[relax.Var]) -> tvm.IRModule:
-    """`mod` whose main returns a tuple: its own output, then the values of `taps` (vars of main)."""
+def with_taps(mod: tvm.IRModule, taps: list[relax.Var],
+              emit: Callable[[relax.BlockBuilder, relax.Expr], relax.Expr] | None = None) -> tvm.IRModule:
+    """`mod` whose main returns a tuple: its own output, then the values of `taps` (vars or params of
+    main). `emit` (default: the block builder's own) emits each binding's value, e.g. as something else."""
     main = mod["main"]
     bb = relax.BlockBuilder()
     mapping: dict[relax.Var, relax.Expr] = {}
     with bb.function("main", list(main.params)):
         with bb.dataflow():
             for binding in bindings_of(main):
-                mapping[binding.var] = bb.emit(substitute(binding.value, mapping))
+                value = substitute(binding.value, mapping)
+                mapping[binding.var] = emit(bb, value) if emit is not None else bb.emit(value)
             result = bb.emit_output(relax.Tuple([substitute(main.body.body, mapping)]
-                                                + [mapping[var] for var in taps]))
+                                                + [mapping.get(var, var) for var in taps]))
         bb.emit_func_output(result)
     return bb.get()
 
@@ -102,14 +106,17 @@ def substitute(value: relax.Expr, mapping: dict) -> relax.Expr:
 
 def run_on_samples(mod: tvm.IRModule, samples: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
     """main of `mod` on each sample (one array per input) on the Relax VM; per sample, its outputs."""
+    return list(each_sample_outputs(mod, samples))
+
+
+def each_sample_outputs(mod: tvm.IRModule, samples: list[list[np.ndarray]]) -> Iterator[list[np.ndarray]]:
+    """run_on_samples one sample at a time, for a reader that keeps only a summary of each."""
     executable = relax.build(mod, target="llvm")
     vm = relax.VirtualMachine(executable, tvm.cpu())
-    results = []
     for sample in samples:
         out = vm["main"](*[tvm.runtime.tensor(np.ascontiguousarray(x)) for x in sample])
         fields = [out] if hasattr(out, "numpy") else list(out)
-        results.append([_flatten(f) for f in fields])
-    return results
+        yield [_flatten(f) for f in fields]
 
 
 def _flatten(field) -> np.ndarray:
