@@ -40,9 +40,10 @@ def test_the_layer_far_over_the_budget_stays_float_and_the_error_drops(regressor
     assert facts[1]["precision"] == "float" and facts[1]["added_error"] > 0.1 and facts[0]["precision"] == "int8"
     assert mixed.facts["precision"] == mixed.precision
     assert mixed.facts["dtype"] == "int8 with float layers"
-    # Measured: 13.0 % -> 1.4 % on the calibration samples, 14.1 % -> 4.6 % held back. The held-back bound was
-    # 0.25 x when all int8 gave 27.6 %: bias correction takes part of the coarse scale's error out of the int8
-    # layer there, so the float layer's gain is smaller, not the float layer's error larger (4.5 % then).
+    # Measured (GPTQ weights, bias correction): 9.85 % -> 1.4 % on the calibration samples, 12.3 % -> 4.6 %
+    # held back. The held-back bound was 0.25 x when all int8 gave 27.6 %: bias correction and GPTQ take part
+    # of the coarse scale's error out of the int8 layer there, so the float layer's gain is smaller, not the
+    # float layer's error larger (4.5 % then).
     assert mixed.accuracy["calibration"].value < 0.25 * all_int8.accuracy["calibration"].value
     assert mixed.accuracy["held_back"].value < 0.4 * all_int8.accuracy["held_back"].value
 
