@@ -10,7 +10,7 @@ from .dense import fully_connected_int8
 from .edges import dequantize_int8, quantize_int8
 from .elementwise import add_int8, maximum_int8, minimum_int8, mul_int8, squared_difference_int8, sub_int8
 from .fixed_point import Rounding
-from .logistic import logistic_int8, tanh_int8
+from .lookup import lookup_int8
 from .pool import average_pool2d_int8, max_pool2d_int8
 from .requantize import OutputStage
 from .softmax import softmax_int8
@@ -27,7 +27,7 @@ __all__ = [
     "fully_connected_int8",
     "hard_swish_int8",
     "leaky_relu_int8",
-    "logistic_int8",
+    "lookup_int8",
     "max_pool2d_int8",
     "maximum_int8",
     "minimum_int8",
@@ -38,5 +38,4 @@ __all__ = [
     "softmax_int8",
     "squared_difference_int8",
     "sub_int8",
-    "tanh_int8",
 ]
