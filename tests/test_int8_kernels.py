@@ -236,6 +236,16 @@ def test_softmax_matches_reference(input_scale, rounding):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("input_scale, beta", [(0.0039, 1.0), (0.1446925, 1.0), (0.9, 1.0), (0.1, 0.5), (0.03, 3.0)])
+def test_softmax_of_every_difference_matches_reference(input_scale, beta, rounding):
+    """A row holding every int8 value has every difference 0..255 to its maximum: every exp table entry."""
+    x = np.stack([np.arange(-128, 128), np.arange(127, -129, -1)]).astype(np.int8)
+    table = softmax_exp_table(softmax_params(beta, np.float32(input_scale), rounding), rounding)
+    want = ref.softmax(x, np.float32(input_scale), beta, single_rounding=rounding is Rounding.SINGLE)
+    np.testing.assert_array_equal(run_te(softmax_int8, [x, table]), want)
+
+
 def test_lookup_reads_the_entry_of_each_int8_value():
     x = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)[:, ::-1]
     table = _int8(_rng(9), (256,))
