@@ -197,22 +197,29 @@ def test_activation_operator_is_bit_exact_with_tflite_micro(builtin, tmp_path):
     assert_bit_exact_with_tflite_micro(unary_model(builtin, UNARY_OPERATORS[builtin]), tmp_path)
 
 
-# Input quantizations of the exhaustive LOGISTIC and TANH check: fine scales whose whole int8 range stays inside
-# the input radius, coarse ones that saturate beyond it, zero points at both ends of int8 and between.
-EXHAUSTIVE_QUANTIZATIONS = (Quantization((0.002,), (0,)), Quantization((0.02,), (-128,)),
-                            Quantization((0.0478,), (37,)), Quantization((0.1,), (127,)),
-                            Quantization((0.5,), (-3,)))
+# (input, output) quantizations of the exhaustive check of the table operators (LOGISTIC and TANH write their
+# fixed output quantization instead): fine input scales whose whole int8 range stays inside LOGISTIC's input
+# radius, coarse ones that saturate beyond it, HARD_SWISH's "relu-ish" rescale shifting right (0.002), not at all
+# (0.01) and left (the others), zero points at both ends of int8 and between.
+EXHAUSTIVE_QUANTIZATIONS = (
+    (Quantization((0.002,), (0,)), Quantization((0.001,), (-5,))),
+    (Quantization((0.01,), (-128,)), Quantization((0.02,), (-20,))),
+    (Quantization((0.02,), (-128,)), Quantization((0.03,), (-128,))),
+    (Quantization((0.0478,), (37,)), Quantization((0.05,), (3,))),
+    (Quantization((0.1,), (127,)), Quantization((0.2,), (127,))),
+    (Quantization((0.5,), (-3,)), Quantization((0.1,), (-3,))),
+)
 INT8_VALUES = np.arange(-128, 128).astype(np.int8)
 
 
-@pytest.mark.parametrize("builtin", ["LOGISTIC", "TANH"])
-def test_every_int8_input_of_logistic_and_tanh_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+@pytest.mark.parametrize("builtin", ["LOGISTIC", "TANH", "HARD_SWISH"])
+def test_every_int8_input_of_a_table_operator_is_bit_exact_with_tflite_micro(builtin, tmp_path):
     """All 256 inputs of one instance per quantization of EXHAUSTIVE_QUANTIZATIONS: every table entry."""
     unary = UNARY_OPERATORS[builtin]
     tensors, operators = [], []
-    for index, quant in enumerate(EXHAUSTIVE_QUANTIZATIONS):
-        tensors += [Tensor(f"case{index}_in", INT8_VALUES.shape, "int8", quant),
-                    Tensor(f"case{index}_out", INT8_VALUES.shape, "int8", unary.output)]
+    for index, (in_quant, out_quant) in enumerate(EXHAUSTIVE_QUANTIZATIONS):
+        tensors += [Tensor(f"case{index}_in", INT8_VALUES.shape, "int8", in_quant),
+                    Tensor(f"case{index}_out", INT8_VALUES.shape, "int8", unary.output or out_quant)]
         operators.append(Operator(builtin, (2 * index,), (2 * index + 1,)))
     model = Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
     assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=[INT8_VALUES] * len(EXHAUSTIVE_QUANTIZATIONS))

@@ -4,7 +4,7 @@ Every kernel is pure TE, so TVM's C codegen writes it as plain integer C: int32 
 TFLite's fixed-point multiplier/shift (double or single rounding, see ``fixed_point.Rounding``).
 """
 
-from .activation import hard_swish_int8, leaky_relu_int8, relu6_int8, relu_int8
+from .activation import leaky_relu_int8, relu6_int8, relu_int8
 from .conv import WeightLayout, conv2d_int8, depthwise_conv2d_int8
 from .dense import fully_connected_int8
 from .edges import dequantize_int8, quantize_int8
@@ -25,7 +25,6 @@ __all__ = [
     "depthwise_conv2d_int8",
     "dequantize_int8",
     "fully_connected_int8",
-    "hard_swish_int8",
     "leaky_relu_int8",
     "lookup_int8",
     "max_pool2d_int8",

@@ -23,7 +23,7 @@ FORTY_EIGHT_SEVENTEENTHS = 1515870810
 MINUS_THIRTY_TWO_SEVENTEENTHS = -1010580540
 
 
-def _truncating_divide_by_pot(x: np.ndarray, exponent: int) -> np.ndarray:
+def truncating_divide_by_pot(x: np.ndarray, exponent: int) -> np.ndarray:
     """C's ``x / 2^exponent`` on int64: the quotient truncated toward zero."""
     return np.where(x >= 0, x >> exponent, -((-x) >> exponent))
 
@@ -32,7 +32,7 @@ def saturating_rounding_doubling_high_mul(a: np.ndarray, b) -> np.ndarray:
     """gemmlowp SaturatingRoundingDoublingHighMul: (a*b + nudge) / 2^31 truncated, INT32_MAX for MIN*MIN."""
     a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
     product = a * b
-    high = _truncating_divide_by_pot(product + np.where(product >= 0, 1 << 30, 1 - (1 << 30)), 31)
+    high = truncating_divide_by_pot(product + np.where(product >= 0, 1 << 30, 1 - (1 << 30)), 31)
     return np.where((a == b) & (a == INT32_MIN), INT32_MAX, high)
 
 
@@ -94,7 +94,7 @@ def _half_denominator_reciprocal(a: np.ndarray) -> np.ndarray:
     d = (1+a)/2 (gemmlowp's RoundingHalfSum of a and one)."""
     mul = saturating_rounding_doubling_high_mul
     total = a + INT32_MAX
-    half_denominator = _truncating_divide_by_pot(total + np.where(total >= 0, 1, -1), 1)
+    half_denominator = truncating_divide_by_pot(total + np.where(total >= 0, 1, -1), 1)
     x = FORTY_EIGHT_SEVENTEENTHS + mul(half_denominator, MINUS_THIRTY_TWO_SEVENTEENTHS)
     for _ in range(3):
         x = x + saturating_left_shift(mul(x, (1 << 29) - mul(half_denominator, x)), 2)
@@ -123,3 +123,18 @@ def tanh(a: np.ndarray, integer_bits: int) -> np.ndarray:
     e = exp(-2|a|) (the same raw value read with one more integer bit), negated for a < 0; 0 at 0."""
     t = one_minus_x_over_one_plus_x(exp_on_negative_values(-np.abs(a), integer_bits + 1))
     return np.where(a == 0, 0, np.where(a < 0, -t, t))
+
+
+INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
+
+
+def int16_rounding_doubling_high_mul(a: np.ndarray, b: int) -> np.ndarray:
+    """gemmlowp SaturatingRoundingDoublingHighMul of int16 values, ``b`` a multiplier other than INT16_MIN (the
+    one saturating case cannot occur): (a*b + nudge) / 2^15 truncated, nudge 2^14 or 1 - 2^14 by the sign."""
+    product = a * b
+    return truncating_divide_by_pot(product + np.where(product >= 0, 1 << 14, 1 - (1 << 14)), 15)
+
+
+def int16_saturating_left_shift(x: np.ndarray, amount: int) -> np.ndarray:
+    """TFLite's int16 SaturatingLeftShift: x * 2^amount clamped to int16."""
+    return np.clip(x * (1 << amount), INT16_MIN, INT16_MAX)

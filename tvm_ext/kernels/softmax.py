@@ -24,9 +24,9 @@ from .fixed_point import (
 from .fixed_point_numpy import FORTY_EIGHT_SEVENTEENTHS, MINUS_THIRTY_TWO_SEVENTEENTHS
 
 ACCUMULATION_INTEGER_BITS = 12
-# int32 slots of a Lets scratch array: the row reciprocal names 11 values; more than 64 bytes, so that it stays an
-# arena scratch argument (codegen_c.LOCAL_BUFFER_MAX_BYTES), as TVM's C printer writes no local arrays.
-FIXED_POINT_TEMPS = 24
+# The int32 values one Lets may name (the row reciprocal names 11): an upper bound, TVM keeps the slots used, and
+# a scratch array of at most codegen_c.LOCAL_BUFFER_MAX_BYTES stays a local array of the C function.
+FIXED_POINT_TEMPS = 16
 
 
 class Lets:
@@ -39,8 +39,8 @@ class Lets:
 
     def __init__(self) -> None:
         self._values: list[PrimExpr] = []
-        # Global scope: TVM's C code generator prints no "local" buffers; tvm_ext.codegen_c makes this one
-        # an arena scratch argument.
+        # Global scope: TVM's C code generator prints no "local" buffers; tvm_ext.codegen_c makes this one a
+        # local array of the C function, or an arena scratch argument when larger than LOCAL_BUFFER_MAX_BYTES.
         self.scratch = tirx.decl_buffer((FIXED_POINT_TEMPS,), "int32", name="fixed_point_temps")
 
     def bind(self, name: str, value: PrimExpr) -> PrimExpr:

@@ -3,7 +3,6 @@ lookup of the int8 input in a 256-entry table of its outputs (``kernels.int8_tab
 
 from __future__ import annotations
 
-import functools
 from typing import Callable, Union
 
 import numpy as np
@@ -17,6 +16,7 @@ from ...kernels.quant_params import LogisticParams, logistic_params
 from .graph import Quant
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedActivation, ends_float_operator, float_operator_mismatch, match_unary
+from .tables import table_constant
 
 # The output quantization TFLite requires of each (its Prepare checks it); the table holds exactly that.
 LOGISTIC_OUTPUT = Quant(np.float32(1 / 256), -128)
@@ -30,18 +30,13 @@ def _lowering(kind: str, relax_op: str, table: TableFunction, output: Quant) -> 
     core = is_op(relax_op)(data_operand.pattern)
     result = is_op("relax.quantize")(core, is_const(), is_const())
 
-    @functools.cache
-    def table_constant(params: LogisticParams, rounding: Rounding) -> relax.Constant:
-        """One Relax constant per table: layers of the same input quantization share one weight."""
-        return relax.const(table(params, rounding))
-
     def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
         unary = match_unary(result, data_operand, quantize, ctx)
         if unary is None or unary.out != output:
             return float_operator_mismatch(quantize, ctx)
         params = logistic_params(unary.data.quant.scale, unary.data.quant.zero_point)
         return FixedCall(KernelCall(kind, unary.matched[core], lookup_int8,
-                                    (unary.data.tensor, table_constant(params, ctx.rounding))))
+                                    (unary.data.tensor, table_constant(table, params, ctx.rounding))))
 
     return Lowering(frozenset({kind}), ends_float_operator, match)
 
