@@ -24,7 +24,7 @@ from .fixed_point import (
 from .fixed_point_numpy import FORTY_EIGHT_SEVENTEENTHS, MINUS_THIRTY_TWO_SEVENTEENTHS
 
 ACCUMULATION_INTEGER_BITS = 12
-# The int32 values one Lets may name (the row reciprocal names 11): an upper bound, TVM keeps the slots used, and
+# The int32 values one Lets may name (the row reciprocal names 14): an upper bound, TVM keeps the slots used, and
 # a scratch array of at most codegen_c.LOCAL_BUFFER_MAX_BYTES stays a local array of the C function.
 FIXED_POINT_TEMPS = 16
 
@@ -85,7 +85,7 @@ def _half_denominator_reciprocal(lets: Lets, a: PrimExpr) -> PrimExpr:
     x = lets.bind("nr", FORTY_EIGHT_SEVENTEENTHS + mul(half_denominator, MINUS_THIRTY_TWO_SEVENTEENTHS))
     for _ in range(3):
         one_minus = lets.bind("one_minus", (1 << 29) - mul(half_denominator, x))
-        x = lets.bind("nr", x + saturating_left_shift(mul(x, one_minus), 2))
+        x = lets.bind("nr", x + saturating_left_shift(lets.bind("nr_step", mul(x, one_minus)), 2))
     return x
 
 
