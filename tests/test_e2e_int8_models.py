@@ -80,10 +80,13 @@ def test_weights_stay_integer_in_flash(compiled):
     bundle = compiled("mlperf_tiny/kws_ref_model.tflite")
     assert {t.dtype for t in bundle.plan.constants()} <= {"int8", "int16", "int32"}
     # The model's int8 weights and int32 biases: 24,376 B in its TFLite buffers. The bundle adds what TFLite Micro
-    # computes at start-up instead: each output channel's requantization multiplier (int32) and shift (int8).
+    # computes at start-up or per element instead: each output channel's requantization multiplier (int32) and
+    # shift (int8), and the softmax's table of exp terms (int32[256]).
     channels = sum(t.elements for t in bundle.plan.constants() if t.name.endswith("_multiplier"))
     assert channels >= 500  # kws: 64 + 4 x (64 + 64) + 12 output channels
-    assert bundle.weight_bytes <= 24_376 + 5 * channels
+    exp_tables = [t for t in bundle.plan.constants() if t.name.endswith("_exp_table")]
+    assert [(t.dtype, t.elements) for t in exp_tables] == [("int32", 256)]
+    assert bundle.weight_bytes <= 24_376 + 5 * channels + 4 * 256
     kernels = (bundle.out_dir / "kws_ref_model_kernels.c").read_text()
     assert not re.search(r"\b(float|double)\b", kernels)
     assert not re.search(r"\b(expf?|logf?|sqrtf?|tanhf?|roundf?)\s*\(", kernels)

@@ -74,6 +74,37 @@ def test_softmax_shapes_are_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(softmax_model(), tmp_path)
 
 
+# (input scale, beta) of the exhaustive softmax check: scales from fine (no difference reaches TFLite's cut) to
+# coarse (most differences are beyond it), betas below and above one.
+EXHAUSTIVE_SOFTMAXES = ((0.0039, 1.0), (0.05, 1.0), (0.1446925, 1.0), (0.9, 1.0), (7.5, 1.0), (0.1, 0.5), (0.03, 3.0))
+# Row 0 holds every int8 value: every difference 0..255 to its maximum (127). Row 1 holds 126 twice, then the
+# values down to -128 (two elements at its maximum, differences 0..254); row 2 is one value (every difference 0).
+EXHAUSTIVE_ROWS = np.stack([np.arange(-128, 128), np.concatenate([[126], np.arange(126, -129, -1)]),
+                            np.full(256, -5)]).astype(np.int8)
+# Row d is (127, 127 - d): its second output is exp(-d)/(1 + exp(-d)), one exp table entry alone. Written as
+# int16 (scale 1/65536, zero point -32768, TFLM's int8-in int16-out softmax), 16 bits of it are compared.
+EXHAUSTIVE_PAIRS = np.stack([np.full(256, 127), np.arange(127, -129, -1)], axis=1).astype(np.int8)
+INT16_SOFTMAX_OUTPUT = Quantization((1 / 65536,), (-32768,))
+
+
+def test_every_softmax_difference_is_bit_exact_with_tflite_micro(tmp_path):
+    """Per case of EXHAUSTIVE_SOFTMAXES, every difference 0..255 to the row maximum (every entry of the exp
+    table): in long rows written as int8, and alone beside the maximum written as int16. The zero point does
+    not matter to softmax (differences only)."""
+    tensors, operators, inputs = [], [], []
+    for index, (scale, beta) in enumerate(EXHAUSTIVE_SOFTMAXES):
+        options = Options("SoftmaxOptions", {"Beta": beta})
+        in_quant = Quantization((scale,), (index - 3,))
+        for kind, values, dtype, out_quant in (("rows", EXHAUSTIVE_ROWS, "int8", SOFTMAX_OUTPUT),
+                                               ("pairs", EXHAUSTIVE_PAIRS, "int16", INT16_SOFTMAX_OUTPUT)):
+            tensors += [Tensor(f"case{index}_{kind}_in", values.shape, "int8", in_quant),
+                        Tensor(f"case{index}_{kind}_out", values.shape, dtype, out_quant)]
+            operators.append(Operator("SOFTMAX", (len(tensors) - 2,), (len(tensors) - 1,), options))
+            inputs.append(values)
+    model = Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
+    assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=inputs)
+
+
 def test_reshapes_are_views_bit_exact_with_tflite_micro(tmp_path):
     model = reshape_model()
     assert_bit_exact_with_tflite_micro(model, tmp_path, frozenset(model.tensors[i].name for i in model.outputs))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import json
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import pytest
@@ -134,10 +134,11 @@ def unary_model(builtin: str, unary: Unary) -> Model:
     return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
 
 
-def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[str] = frozenset()) -> None:
-    """Compile ``model`` for lowpower; its self-test and RUNS random inputs (over the whole range of each
-    input's integer type) must match TFLite Micro exactly. ``views`` names the outputs whose operator must
-    become a view (no kernel of its own)."""
+def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[str] = frozenset(),
+                                       inputs: Sequence[np.ndarray] = ()) -> None:
+    """Compile ``model`` for lowpower; its self-test, the given ``inputs`` (one value per graph input, if any)
+    and RUNS random inputs (over the whole range of each input's integer type) must match TFLite Micro exactly.
+    ``views`` names the outputs whose operator must become a view (no kernel of its own)."""
     path = tmp_path / "model.tflite"
     path.write_bytes(build(model))
     bundle = compile(path, "lowpower", tmp_path / "out")
@@ -163,10 +164,11 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[
     out_arg = ctypes.c_void_p(outs[0].ctypes.data) if plain else ctypes.byref(
         (ctypes.c_void_p * len(outs))(*(a.ctypes.data for a in outs)))
     rng = np.random.default_rng(2026)
-    for _ in range(RUNS):
-        for position, array in enumerate(ins):
-            array[...] = rng.integers(np.iinfo(array.dtype).min, np.iinfo(array.dtype).max, array.shape,
-                                      endpoint=True)
+    random_inputs = ([rng.integers(np.iinfo(a.dtype).min, np.iinfo(a.dtype).max, a.shape, endpoint=True) for a in ins]
+                     for _ in range(RUNS))
+    for values in ([inputs] if inputs else []) + list(random_inputs):
+        for position, (array, value) in enumerate(zip(ins, values, strict=True)):
+            array[...] = value
             interpreter.set_input(array, position)
         assert run(in_arg, out_arg) == 0
         interpreter.invoke()
@@ -193,3 +195,31 @@ def assert_refused_in_one_line(model: Model, operator: str, tmp_path) -> None:
 @pytest.mark.parametrize("builtin", UNARY_OPERATORS)
 def test_activation_operator_is_bit_exact_with_tflite_micro(builtin, tmp_path):
     assert_bit_exact_with_tflite_micro(unary_model(builtin, UNARY_OPERATORS[builtin]), tmp_path)
+
+
+# (input, output) quantizations of the exhaustive check of the table operators (LOGISTIC and TANH write their
+# fixed output quantization instead): fine input scales whose whole int8 range stays inside LOGISTIC's input
+# radius, coarse ones that saturate beyond it, HARD_SWISH's "relu-ish" rescale shifting right (0.002), not at all
+# (0.01) and left (the others), zero points at both ends of int8 and between.
+EXHAUSTIVE_QUANTIZATIONS = (
+    (Quantization((0.002,), (0,)), Quantization((0.001,), (-5,))),
+    (Quantization((0.01,), (-128,)), Quantization((0.02,), (-20,))),
+    (Quantization((0.02,), (-128,)), Quantization((0.03,), (-128,))),
+    (Quantization((0.0478,), (37,)), Quantization((0.05,), (3,))),
+    (Quantization((0.1,), (127,)), Quantization((0.2,), (127,))),
+    (Quantization((0.5,), (-3,)), Quantization((0.1,), (-3,))),
+)
+INT8_VALUES = np.arange(-128, 128).astype(np.int8)
+
+
+@pytest.mark.parametrize("builtin", ["LOGISTIC", "TANH", "HARD_SWISH"])
+def test_every_int8_input_of_a_table_operator_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    """All 256 inputs of one instance per quantization of EXHAUSTIVE_QUANTIZATIONS: every table entry."""
+    unary = UNARY_OPERATORS[builtin]
+    tensors, operators = [], []
+    for index, (in_quant, out_quant) in enumerate(EXHAUSTIVE_QUANTIZATIONS):
+        tensors += [Tensor(f"case{index}_in", INT8_VALUES.shape, "int8", in_quant),
+                    Tensor(f"case{index}_out", INT8_VALUES.shape, "int8", unary.output or out_quant)]
+        operators.append(Operator(builtin, (2 * index,), (2 * index + 1,)))
+    model = Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
+    assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=[INT8_VALUES] * len(EXHAUSTIVE_QUANTIZATIONS))

@@ -17,6 +17,7 @@ from tvm_ext.kernels import (
     conv2d_int8,
     depthwise_conv2d_int8,
     fully_connected_int8,
+    lookup_int8,
     max_pool2d_int8,
     softmax_int8,
 )
@@ -24,6 +25,7 @@ from tvm_ext.kernels.fixed_point import (
     multiply_by_quantized_multiplier,
     saturating_rounding_doubling_high_mul,
 )
+from tvm_ext.kernels.int8_tables import softmax_exp_table
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, quantize_multiplier, softmax_params
 
 ROUNDINGS = [Rounding.DOUBLE, Rounding.SINGLE]
@@ -228,7 +230,23 @@ def test_pool_matches_reference(case, kernel, reference, seed, activation):
 def test_softmax_matches_reference(input_scale, rounding):
     rng = _rng(8)
     x = np.concatenate([_int8(rng, (6, 12)), np.full((1, 12), 5, np.int8), np.array([[127] + [-128] * 11], np.int8)])
-    params = softmax_params(1.0, np.float32(input_scale), rounding)
-    got = run_te(lambda a: softmax_int8(a, params=params, rounding=rounding), [x])
+    table = softmax_exp_table(softmax_params(1.0, np.float32(input_scale), rounding), rounding)
+    got = run_te(softmax_int8, [x, table])
     want = ref.softmax(x, np.float32(input_scale), single_rounding=rounding is Rounding.SINGLE)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("input_scale, beta", [(0.0039, 1.0), (0.1446925, 1.0), (0.9, 1.0), (0.1, 0.5), (0.03, 3.0)])
+def test_softmax_of_every_difference_matches_reference(input_scale, beta, rounding):
+    """A row holding every int8 value has every difference 0..255 to its maximum: every exp table entry."""
+    x = np.stack([np.arange(-128, 128), np.arange(127, -129, -1)]).astype(np.int8)
+    table = softmax_exp_table(softmax_params(beta, np.float32(input_scale), rounding), rounding)
+    want = ref.softmax(x, np.float32(input_scale), beta, single_rounding=rounding is Rounding.SINGLE)
+    np.testing.assert_array_equal(run_te(softmax_int8, [x, table]), want)
+
+
+def test_lookup_reads_the_entry_of_each_int8_value():
+    x = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)[:, ::-1]
+    table = _int8(_rng(9), (256,))
+    np.testing.assert_array_equal(run_te(lookup_int8, [x, table]), table[x.astype(np.int64) + 128])

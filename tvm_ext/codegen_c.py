@@ -34,7 +34,9 @@ PIPELINE_NAME = "tvm_ext_plain_c"
 CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"
 LOCAL_BUFFER_MAX_BYTES = 64
 # Those roles that name a C parameter of their own; every other input is `input<k>`.
-ROLE_PARAMETER_NAMES = {"weight": "weights", "bias": "bias", "multiplier": "multiplier", "shift": "shift"}
+# (`table`, `exp_table`: the lookup tables of kernels.int8_tables.)
+ROLE_PARAMETER_NAMES = {"weight": "weights", "bias": "bias", "multiplier": "multiplier", "shift": "shift",
+                        "table": "table", "exp_table": "exp_table"}
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,13 @@ Every kernel is pure TE, so TVM's C codegen writes it as plain integer C: int32 
 TFLite's fixed-point multiplier/shift (double or single rounding, see ``fixed_point.Rounding``).
 """
 
-from .activation import hard_swish_int8, leaky_relu_int8, relu6_int8, relu_int8
+from .activation import leaky_relu_int8, relu6_int8, relu_int8
 from .conv import WeightLayout, conv2d_int8, depthwise_conv2d_int8
 from .dense import fully_connected_int8
 from .edges import dequantize_int8, quantize_int8
 from .elementwise import add_int8, maximum_int8, minimum_int8, mul_int8, squared_difference_int8, sub_int8
 from .fixed_point import Rounding
-from .logistic import logistic_int8, tanh_int8
+from .lookup import lookup_int8
 from .pool import average_pool2d_int8, max_pool2d_int8
 from .requantize import OutputStage
 from .softmax import softmax_int8
@@ -25,9 +25,8 @@ __all__ = [
     "depthwise_conv2d_int8",
     "dequantize_int8",
     "fully_connected_int8",
-    "hard_swish_int8",
     "leaky_relu_int8",
-    "logistic_int8",
+    "lookup_int8",
     "max_pool2d_int8",
     "maximum_int8",
     "minimum_int8",
@@ -38,5 +37,4 @@ __all__ = [
     "softmax_int8",
     "squared_difference_int8",
     "sub_int8",
-    "tanh_int8",
 ]

@@ -1,9 +1,10 @@
 """TE definition of TFLite's int8 SOFTMAX (reference_ops::Softmax, the kernel TFLite Micro runs).
 
-All integer: the input difference to the row maximum is rescaled into Q5.26, exponentiated with
-gemmlowp's fixed-point exp_on_negative_values, summed in Q12.19, inverted with gemmlowp's Newton-Raphson
-one_over_one_plus_x_for_x_in_0_1, and scaled to the fixed output quantization (scale 1/256, zero point
--128). Intermediate values are bound with TIR ``Bind`` statements so that the generated C evaluates each once.
+All integer: each element's exp term (its difference to the row maximum rescaled into Q5.26 and exponentiated
+with gemmlowp's fixed-point exp_on_negative_values, as Q0.31) is read from a compile-time table indexed by
+that difference (``int8_tables.softmax_exp_table``); the terms are summed in Q12.19, the sum is inverted once
+per row with gemmlowp's Newton-Raphson one_over_one_plus_x_for_x_in_0_1, and each term is scaled to the
+fixed output quantization (scale 1/256, zero point -128).
 """
 
 from __future__ import annotations
@@ -15,24 +16,17 @@ from tvm.ir.expr import Expr as PrimExpr
 
 from .fixed_point import (
     INT32_MAX,
-    Rounding,
     count_leading_zeros,
-    multiply_by_quantized_multiplier,
     rounding_divide_by_pot,
     saturating_left_shift,
     saturating_rounding_doubling_high_mul as mul,
 )
-from .quant_params import SOFTMAX_SCALED_DIFF_INTEGER_BITS, SoftmaxParams
+from .fixed_point_numpy import FORTY_EIGHT_SEVENTEENTHS, MINUS_THIRTY_TWO_SEVENTEENTHS
 
 ACCUMULATION_INTEGER_BITS = 12
-# Q0.31 constants of gemmlowp's exp: exp(-1/8), 1/3, and exp(-2^k) for k = -2..4.
-EXP_MINUS_ONE_EIGHTH = 1895147668
-ONE_THIRD = 715827883
-EXP_BARREL_SHIFTER = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
-                      (2, 39332535), (3, 720401), (4, 242))
-# Q2.29 constants of the Newton-Raphson reciprocal: 48/17 and -32/17.
-FORTY_EIGHT_SEVENTEENTHS = 1515870810
-MINUS_THIRTY_TWO_SEVENTEENTHS = -1010580540
+# The int32 values one Lets may name (the row reciprocal names 14): an upper bound, TVM keeps the slots used, and
+# a scratch array of at most codegen_c.LOCAL_BUFFER_MAX_BYTES stays a local array of the C function.
+FIXED_POINT_TEMPS = 16
 
 
 class Lets:
@@ -45,9 +39,9 @@ class Lets:
 
     def __init__(self) -> None:
         self._values: list[PrimExpr] = []
-        # Global scope: TVM's C code generator prints no "local" buffers; tvm_ext.codegen_c makes this one
-        # an arena scratch argument.
-        self.scratch = tirx.decl_buffer((len(EXP_BARREL_SHIFTER) + 32,), "int32", name="fixed_point_temps")
+        # Global scope: TVM's C code generator prints no "local" buffers; tvm_ext.codegen_c makes this one a
+        # local array of the C function, or an arena scratch argument when larger than LOCAL_BUFFER_MAX_BYTES.
+        self.scratch = tirx.decl_buffer((FIXED_POINT_TEMPS,), "int32", name="fixed_point_temps")
 
     def bind(self, name: str, value: PrimExpr) -> PrimExpr:
         del name  # the position in the scratch array identifies the value
@@ -64,8 +58,8 @@ class Lets:
         return tirx.SeqStmt([tirx.AllocBuffer(self.scratch), *stores, store])
 
 
-def rowwise(name: str, shape: list[int], inputs: list[te.Tensor], value: Callable) -> te.Tensor:
-    """An int32 tensor of ``shape`` whose element is ``value(lets, input_buffers, index)``.
+def rowwise(name: str, shape: list[int], inputs: list[te.Tensor], value: Callable, dtype: str = "int32") -> te.Tensor:
+    """A ``dtype`` tensor of ``shape`` whose element is ``value(lets, input_buffers, index)``.
 
     Written as a TE extern stage: plain serial loops whose body computes each intermediate once.
     """
@@ -79,35 +73,7 @@ def rowwise(name: str, shape: list[int], inputs: list[te.Tensor], value: Callabl
             body = tirx.For(index[axis], 0, shape[axis], tirx.ForKind.SERIAL, body)
         return body
 
-    return te.extern(tuple(shape), inputs, build, name=name, dtype="int32")
-
-
-def _exp_on_interval_between_negative_one_quarter_and_zero(lets: Lets, a: PrimExpr) -> PrimExpr:
-    """exp(a) for a in [-1/4, 0), both Q0.31: Taylor expansion around -1/8."""
-    x = lets.bind("x", a + (1 << 28))
-    x2 = lets.bind("x2", mul(x, x))
-    x3 = lets.bind("x3", mul(x2, x))
-    x4_over_4 = lets.bind("x4_over_4", rounding_divide_by_pot(mul(x2, x2), 2))
-    poly = lets.bind("poly", rounding_divide_by_pot(mul(x4_over_4 + x3, ONE_THIRD) + x2, 1))
-    return EXP_MINUS_ONE_EIGHTH + mul(EXP_MINUS_ONE_EIGHTH, x + poly)
-
-
-def exp_on_negative_values(lets: Lets, a: PrimExpr, integer_bits: int = SOFTMAX_SCALED_DIFF_INTEGER_BITS) -> PrimExpr:
-    """gemmlowp exp of a value a <= 0 with ``integer_bits`` integer bits (Q5.26 in softmax), as Q0.31."""
-    fractional_bits = 31 - integer_bits
-    one_quarter = 1 << (fractional_bits - 2)
-    a_mod = lets.bind("a_mod_quarter_minus_quarter", (a & (one_quarter - 1)) - one_quarter)
-    result = lets.bind(
-        "exp_base",
-        _exp_on_interval_between_negative_one_quarter_and_zero(lets, saturating_left_shift(a_mod, integer_bits)),
-    )
-    remainder = lets.bind("remainder", a_mod - a)
-    for exponent, multiplier in EXP_BARREL_SHIFTER:
-        if exponent >= integer_bits:  # a remainder bit the input cannot have
-            continue
-        bit = 1 << (fractional_bits + exponent)
-        result = lets.bind("exp_acc", tirx.Select((remainder & bit) != 0, mul(result, multiplier), result))
-    return tirx.Select(a == 0, tirx.const(INT32_MAX, "int32"), result)
+    return te.extern(tuple(shape), inputs, build, name=name, dtype=dtype)
 
 
 def _half_denominator_reciprocal(lets: Lets, a: PrimExpr) -> PrimExpr:
@@ -119,7 +85,7 @@ def _half_denominator_reciprocal(lets: Lets, a: PrimExpr) -> PrimExpr:
     x = lets.bind("nr", FORTY_EIGHT_SEVENTEENTHS + mul(half_denominator, MINUS_THIRTY_TWO_SEVENTEENTHS))
     for _ in range(3):
         one_minus = lets.bind("one_minus", (1 << 29) - mul(half_denominator, x))
-        x = lets.bind("nr", x + saturating_left_shift(mul(x, one_minus), 2))
+        x = lets.bind("nr", x + saturating_left_shift(lets.bind("nr_step", mul(x, one_minus)), 2))
     return x
 
 
@@ -128,15 +94,14 @@ def one_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
     return saturating_left_shift(_half_denominator_reciprocal(lets, a), 1)
 
 
-def one_minus_x_over_one_plus_x(lets: Lets, a: PrimExpr) -> PrimExpr:
-    """gemmlowp (1-a)/(1+a) for a Q0.31 a in [0, 1], as Q0.31: 2/(1+a) - 1 rescaled from Q2.29."""
-    return saturating_left_shift(_half_denominator_reciprocal(lets, a) - (1 << 29), 2)
-
-
-def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding, out_dtype: str = "int8") -> te.Tensor:
+def softmax_int8(data: te.Tensor, exp_table: te.Tensor, *, out_dtype: str = "int8") -> te.Tensor:
     """Softmax over the last axis of an int8 tensor; output int8 with scale 1/256 and zero point -128, or int16
     with scale 1/65536 and zero point -32768 (TFLM's int8-in, int16-out softmax: the same arithmetic, the
-    output exponent and offset of the wider type)."""
+    output exponent and offset of the wider type).
+
+    ``exp_table`` is int32[256] (``int8_tables.softmax_exp_table``): the Q0.31 exp term of an input ``k`` below
+    its row maximum, 0 for a difference TFLM leaves out (an element whose term is 0 contributes nothing to the
+    sum and is written as the output minimum, as TFLM writes it)."""
     bits = 8 if out_dtype == "int8" else 16
     out_min, out_max = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     shape = [int(d) for d in data.shape]
@@ -144,18 +109,9 @@ def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding, 
     k = te.reduce_axis((0, depth), "k")
     row_max = te.compute(shape[:-1], lambda *r: te.max(data(*r, k), axis=k), name="row_max")
 
-    def diff(index) -> PrimExpr:
-        return data(*index).astype("int32") - row_max(*index[:-1]).astype("int32")
+    def exps(*index) -> PrimExpr:
+        return exp_table[row_max(*index[:-1]).astype("int32") - data(*index).astype("int32")]
 
-    def exp_term(lets: Lets, ins, index) -> PrimExpr:
-        d = lets.bind("diff", ins[0][index].astype("int32") - ins[1][index[:-1]].astype("int32"))
-        scaled = lets.bind(
-            "scaled_diff",
-            multiply_by_quantized_multiplier(d, params.input_multiplier, params.input_left_shift, rounding),
-        )
-        return tirx.Select(d >= params.diff_min, exp_on_negative_values(lets, scaled), tirx.const(0, "int32"))
-
-    exps = rowwise("exp_q0_31", shape, [data, row_max], exp_term)
     j = te.reduce_axis((0, depth), "j")
     sum_of_exps = te.compute(
         shape[:-1],
@@ -179,10 +135,13 @@ def softmax_int8(data: te.Tensor, *, params: SoftmaxParams, rounding: Rounding, 
     scale = rowwise("reciprocal_q0_31", shape[:-1], [sum_of_exps], reciprocal)
     exponent = te.compute(shape[:-1], output_exponent, name="output_exponent")
 
-    def output(*index):
+    def output(lets: Lets, ins, index) -> PrimExpr:
+        data_in, row_max_in, table, row_scale, row_exponent = ins
         r = index[:-1]
-        value = rounding_divide_by_pot(mul(scale(*r), exps(*index)), exponent(*r)) + out_min
-        clamped = tirx.Cast(out_dtype, tirx.max(tirx.min(value, out_max), out_min))
-        return tirx.Select(diff(index) >= params.diff_min, clamped, tirx.const(out_min, out_dtype))
+        exp = lets.bind("exp", table[row_max_in[r].astype("int32") - data_in[index].astype("int32")])
+        # Named: TVM's simplifier takes seconds over the product repeated inside the variable rounding shift.
+        scaled = lets.bind("scaled_exp", mul(row_scale[r], exp))
+        value = rounding_divide_by_pot(scaled, row_exponent[r]) + out_min
+        return tirx.Cast(out_dtype, tirx.max(tirx.min(value, out_max), out_min))
 
-    return te.compute(shape, output, name="softmax_int8")
+    return rowwise("softmax_int8", shape, [data, row_max, exp_table, scale, exponent], output, out_dtype)

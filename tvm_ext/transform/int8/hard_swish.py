@@ -1,5 +1,5 @@
 """HARD_SWISH: the frontend's ``q(x * clip(x + 3, 0, 6) / 6)`` with ``x = dq(a)`` -> TFLite's integer
-HARD_SWISH kernel."""
+HARD_SWISH kernel, a lookup of the int8 input in the 256-entry table of its outputs (``kernels.int8_tables``)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from typing import Union
 from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 
-from ...kernels import hard_swish_int8
+from ...kernels.int8_tables import hard_swish_table
+from ...kernels.lookup import lookup_int8
 from ...kernels.quant_params import hard_swish_params
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedActivation, ends_float_operator, float_operator_mismatch, match_unary
+from .tables import table_constant
 
 _INPUT = DequantizedActivation()
 _PLUS_THREE = is_op("relax.add")(_INPUT.pattern, is_const())
@@ -30,9 +32,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     params = hard_swish_params(unary.data.quant.scale, unary.out.scale, ctx.rounding)
     if [float(c) for c in constants] != [3.0, 6.0] or bounds != (0.0, 6.0) or params.output_exponent > 0:
         return float_operator_mismatch(quantize, ctx)
-    return FixedCall(KernelCall("HARD_SWISH", matched[_DIVIDED], hard_swish_int8, (unary.data.tensor,),
-                                {"input_zero_point": unary.data.quant.zero_point,
-                                 "output_zero_point": unary.out.zero_point, "params": params}))
+    table = table_constant(hard_swish_table, unary.data.quant.zero_point, unary.out.zero_point, params)
+    return FixedCall(KernelCall("HARD_SWISH", matched[_DIVIDED], lookup_int8, (unary.data.tensor, table)))
 
 
 LOWERING = Lowering(frozenset({"HARD_SWISH"}), ends_float_operator, match)

@@ -10,10 +10,12 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op
 
 from ...kernels import softmax_int8
+from ...kernels.int8_tables import softmax_exp_table
 from ...kernels.quant_params import softmax_params
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedActivation, QuantizedResult, ends_float_operator, extract, float_operator_mismatch
 from .softmax_int16 import match_int16
+from .tables import table_constant
 
 # TFLite requires an int8 softmax output quantized with scale 1/256 and zero point -128, so that the
 # output's 256 levels cover [0, 1) (SoftmaxPrepare in tensorflow/lite/kernels/activations.cc and TFLite
@@ -50,8 +52,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     if not last_axis or not _standard_output(out_dtype, out.quant.scale, out.quant.zero_point):
         return float_operator_mismatch(quantize, ctx)
     params = softmax_params(beta, data.quant.scale, ctx.rounding)
-    return FixedCall(KernelCall("SOFTMAX", softmax, softmax_int8, (data.tensor,),
-                                {"params": params, "rounding": ctx.rounding, "out_dtype": out_dtype}))
+    return FixedCall(KernelCall("SOFTMAX", softmax, softmax_int8, (data.tensor, table_constant(softmax_exp_table, params, ctx.rounding)),
+                                {"out_dtype": out_dtype}))
 
 
 def _beta(matched: dict, ctx: LoweringContext) -> Optional[float]:

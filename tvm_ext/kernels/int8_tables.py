@@ -1,0 +1,84 @@
+"""Compile-time lookup tables of the int8 kernels whose per-element work depends on one int8 value.
+
+An int8 input has 256 values, so TFLite Micro's fixed-point LOGISTIC and TANH (reference_integer_ops::Logistic,
+::Tanh) and HARD_SWISH (reference_ops::HardSwish) are, for one input quantization (and output quantization,
+rounding), a 256-byte table of outputs; the exp term of its int8
+SOFTMAX (reference_ops::Softmax) depends only on the difference of the input to its row maximum, an integer in
+[-255, 0], so it is a table of 256 int32 values. Each table is computed here with the same integer functions
+(``fixed_point_numpy``) and becomes a constant operand (a weight, in flash) of its kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from . import fixed_point_numpy as fp
+from .fixed_point import Rounding
+from .quant_params import (LOGISTIC_INPUT_INTEGER_BITS, SOFTMAX_SCALED_DIFF_INTEGER_BITS, HardSwishParams,
+                           LogisticParams, SoftmaxParams)
+
+INT8_VALUES = np.arange(-128, 128, dtype=np.int64)  # the table index is the input value + 128
+TABLE_SIZE = len(INT8_VALUES)
+LOGISTIC_OUTPUT_ZERO_POINT = -128
+LOGISTIC_OUTPUT_INTEGER_BITS = 8  # the Q0.31 result is divided by 2^(31 - 8): 256 levels over [0, 1)
+TANH_OUTPUT_INTEGER_BITS = 7  # 2^(31 - 7): 128 levels over [0, 1), zero point 0
+
+Q0_31Function = Callable[[np.ndarray, int], np.ndarray]  # (raw values, integer bits) -> Q0.31
+
+
+def _saturating_function_table(params: LogisticParams, rounding: Rounding, function: Q0_31Function,
+                               output_integer_bits: int, output_zero_point: int) -> np.ndarray:
+    """The int8 output for each int8 input (index: input + 128) of TFLM's int8 LOGISTIC/TANH: the centered
+    input rescaled into Q4.27, ``function`` of it rounded to the output, -128 / 127 beyond the input radius."""
+    centered = INT8_VALUES - params.input_zero_point
+    input_q4_27 = fp.multiply_by_quantized_multiplier(centered, params.input_multiplier, params.input_left_shift,
+                                                      rounding)
+    value = fp.rounding_divide_by_pot(function(input_q4_27, LOGISTIC_INPUT_INTEGER_BITS), 31 - output_integer_bits)
+    output = np.clip(value + output_zero_point, -128, 127)
+    output = np.where(centered <= -params.input_range_radius, -128, output)
+    return np.where(centered >= params.input_range_radius, 127, output).astype(np.int8)
+
+
+def logistic_table(params: LogisticParams, rounding: Rounding) -> np.ndarray:
+    """int8[256]: TFLM's int8 LOGISTIC of input ``index - 128``; output scale 1/256, zero point -128."""
+    return _saturating_function_table(params, rounding, fp.logistic, LOGISTIC_OUTPUT_INTEGER_BITS,
+                                      LOGISTIC_OUTPUT_ZERO_POINT)
+
+
+def tanh_table(params: LogisticParams, rounding: Rounding) -> np.ndarray:
+    """int8[256]: TFLM's int8 TANH of input ``index - 128``; output scale 1/128, zero point 0."""
+    return _saturating_function_table(params, rounding, fp.tanh, TANH_OUTPUT_INTEGER_BITS, 0)
+
+
+def softmax_exp_table(params: SoftmaxParams, rounding: Rounding) -> np.ndarray:
+    """int32[256]: the Q0.31 exp term of TFLM's int8 SOFTMAX for an input ``index`` below its row maximum:
+    exp of the difference -index rescaled into Q5.26 (beta and the input scale are in ``params``), 0 where the
+    difference is below ``params.diff_min`` (TFLM leaves those out of the sum and writes -128 for them)."""
+    difference = -np.arange(TABLE_SIZE, dtype=np.int64)
+    scaled = fp.multiply_by_quantized_multiplier(difference, params.input_multiplier, params.input_left_shift,
+                                                 rounding)
+    exp = fp.exp_on_negative_values(scaled, SOFTMAX_SCALED_DIFF_INTEGER_BITS)
+    return np.where(difference >= params.diff_min, exp, 0).astype(np.int32)
+
+
+def hard_swish_table(input_zero_point: int, output_zero_point: int, params: HardSwishParams) -> np.ndarray:
+    """int8[256]: TFLM's int8 HARD_SWISH of input ``index - 128``, x * relu6(x + 3) / 6 in int16 fixed point.
+
+    The centered input on a 2^7 finer scale is rescaled twice: onto the output scale (before its final shift),
+    and onto the "relu-ish" scale where 3.0 is 2^15, saturated to [-1, 1] and mapped to [0, 1]; their product
+    (truncating doubling high mul) is shifted onto the output scale (``params.output_exponent`` <= 0)."""
+    hires = (INT8_VALUES - input_zero_point) * (1 << 7)
+    exponent = params.reluish_exponent
+    reluish = fp.int16_saturating_left_shift(hires, exponent - 1) if exponent > 0 else hires
+    reluish = fp.int16_rounding_doubling_high_mul(reluish, params.reluish_multiplier)
+    if exponent > 0:
+        reluish = fp.int16_saturating_left_shift(reluish, 1)
+    elif exponent < 0:
+        reluish = fp.rounding_divide_by_pot(reluish, -exponent)
+    reluish_0_1 = (reluish + (1 << 15)) >> 1
+    preshift_output = fp.int16_rounding_doubling_high_mul(hires, params.output_multiplier)
+    preshift = fp.truncating_divide_by_pot(reluish_0_1 * preshift_output, 15)
+    output = fp.rounding_divide_by_pot(preshift, -params.output_exponent) + output_zero_point
+    return np.clip(output, -128, 127).astype(np.int8)
