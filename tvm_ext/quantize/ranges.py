@@ -33,6 +33,12 @@ class RangeMethod(enum.Enum):
     [f x min, f x max] (f in MSE_FRACTIONS) whose int8 grid, clipping included, has the smallest mean squared
     error over the values seen (at most MSE_VALUES of them, an evenly spaced subset): the step and the
     clipping traded by measurement, not by a fixed percentile.
+
+    Measured and not taken (pretrainedResnet, integer top-1 agreement on 800 selection crops, seeds 3-6, with
+    GPTQ and bias correction; 99.99: 93.9 %): one percentile for every tensor 99.9 (92.6 %), 99.95 (92.0 %),
+    99.999 (93.5 %); each tensor's percentile chosen greedily among 99.9/99.99/99.999/100 by the float
+    logits' squared error on 100 calibration crops: calibration 91.5 -> 95.0 % but selection 93.25 %
+    (over-fitted to the calibration crops), and 200 s of compile time.
     """
 
     MINMAX = "minmax"

@@ -12,6 +12,13 @@ per-channel scales factor out: the rounding works on the weights divided by thei
 (depthwise) has one H per group over that group's own input channels. Closed form, no iterations.
 
 Where H = c I (uncorrelated inputs of equal power) nothing propagates and the result is round to nearest.
+
+H is taken from the float model's activations, all layers at once. Sequential GPTQ (each layer's H from its
+inputs in the graph whose earlier layers are already int8, weights and activations) was measured and not
+taken: pretrainedResnet, integer top-1 agreement on 800 selection crops (seeds 3-6), calibrated on the
+bench's 200: 94.4 % sequential vs 94.6 % (both without bias correction; with it 93.75 % on 400 crops vs
+94.25 %), at 30-50 s of extra compile time; its float-target variant (weights first fitted to W X_float
+over the int8 inputs, then rounded) 80.1 %.
 """
 
 from __future__ import annotations
