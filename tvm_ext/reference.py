@@ -176,10 +176,9 @@ def run_relax_vm(mod, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
     not catch their bugs.
     """
     import tvm
-    from tvm import relax
 
-    executable = relax.build(mod, target="llvm")
-    vm = relax.VirtualMachine(executable, tvm.cpu())
-    result = vm["main"](*[tvm.runtime.tensor(x) for x in inputs])
+    from tvm_ext.host_vm import host_vm
+
+    result = host_vm(mod)["main"](*[tvm.runtime.tensor(x) for x in inputs])
     fields = [result] if hasattr(result, "numpy") else list(result)
     return [f.numpy() for f in fields], f"TVM {tvm.__version__} Relax VM (llvm)"

@@ -14,6 +14,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from tvm_ext.host_vm import host_vm
 from tvm_ext.layers import bindings_of
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -117,8 +118,7 @@ def run_on_samples(mod: tvm.IRModule, samples: list[list[np.ndarray]]) -> list[l
 
 def each_sample_outputs(mod: tvm.IRModule, samples: list[list[np.ndarray]]) -> Iterator[list[np.ndarray]]:
     """run_on_samples one sample at a time, for a reader that keeps only a summary of each."""
-    executable = relax.build(mod, target="llvm")
-    vm = relax.VirtualMachine(executable, tvm.cpu())
+    vm = host_vm(mod)
     for sample in samples:
         out = vm["main"](*[tvm.runtime.tensor(np.ascontiguousarray(x)) for x in sample])
         fields = [out] if hasattr(out, "numpy") else list(out)
