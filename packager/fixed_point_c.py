@@ -38,9 +38,10 @@ SMALL_ACCUMULATOR_LIMIT = 2**30
 """The small variant's accumulators lie in [-SMALL_ACCUMULATOR_LIMIT, SMALL_ACCUMULATOR_LIMIT)."""
 SATURATE_INT8 = "saturate_int8"
 COUNT_LEADING_ZEROS = "count_leading_zeros"
+DOUBLING_HIGH_MUL = "doubling_high_mul"
 INV_SQRT_MULTIPLIER = "inv_sqrt_multiplier"
 # Every helper of this module, in the order a header defines them (a helper after those it calls).
-HELPERS = (*REQUANTIZE_HELPERS, SATURATE_INT8, COUNT_LEADING_ZEROS, INV_SQRT_MULTIPLIER)
+HELPERS = (*REQUANTIZE_HELPERS, SATURATE_INT8, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL, INV_SQRT_MULTIPLIER)
 HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS)}
 """The helpers each helper calls."""
 
@@ -157,6 +158,17 @@ static inline int32_t {requantize_helper_name(prefix, COUNT_LEADING_ZEROS)}(uint
 """
 
 
+def _doubling_high_mul(prefix: str) -> str:
+    return f"""/* gemmlowp's SaturatingRoundingDoublingHighMul: round(scaled * multiplier / 2^31), ties away from zero;
+   INT32_MIN * INT32_MIN saturates to INT32_MAX. The fixed-point products of softmax's row reciprocal. */
+static inline int32_t {requantize_helper_name(prefix, DOUBLING_HIGH_MUL)}(int32_t scaled, int32_t multiplier)
+{{
+{_NUDGED_PRODUCT}    const int32_t wrapped = (int32_t)(uint32_t)(nudged >> 31);
+    return wrapped == INT32_MIN ? INT32_MAX : wrapped;
+}}
+"""
+
+
 def _inv_sqrt_multiplier(prefix: str) -> str:
     high_mul = requantize_helper_name(prefix, "double")
     shift_left = f"{prefix}_saturating_left_shift"
@@ -217,7 +229,8 @@ static inline int32_t {requantize_helper_name(prefix, "single")}(int32_t acc, in
 
 _WRITERS = {"double": _double, RIGHT_SHIFT_ONLY: _double_right_shift, SMALL_RIGHT_SHIFT: _double_small,
             "single": _single, SATURATE_INT8: _saturate_int8,
-            COUNT_LEADING_ZEROS: _count_leading_zeros, INV_SQRT_MULTIPLIER: _inv_sqrt_multiplier}
+            COUNT_LEADING_ZEROS: _count_leading_zeros, DOUBLING_HIGH_MUL: _doubling_high_mul,
+            INV_SQRT_MULTIPLIER: _inv_sqrt_multiplier}
 
 
 def requantize_helpers_c(prefix: str, roundings: Iterable[str]) -> str:

@@ -11,11 +11,13 @@ import re
 import subprocess
 
 import numpy as np
+import pytest
 import tvm
 from tvm import te
 
 from c_checks import SANITIZE, STRICT_WARNINGS
-from packager.fixed_point_c import COUNT_LEADING_ZEROS, INV_SQRT_MULTIPLIER, requantize_helper_name, requantize_helpers_c
+from packager.fixed_point_c import (COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL, INV_SQRT_MULTIPLIER, requantize_helper_name,
+                                    requantize_helpers_c)
 from tflite_builder import Model, Operator, Quantization, Tensor, build
 from tvm_ext.compile import compile
 from tvm_ext.kernels.fixed_point import count_leading_zeros
@@ -106,6 +108,16 @@ def test_count_leading_zeros_helper_matches_tflite(tmp_path):
     got = _run_helper(tmp_path, COUNT_LEADING_ZEROS, f"{requantize_helper_name('m', COUNT_LEADING_ZEROS)}(value)",
                       values)
     assert got == [_count_leading_zeros(v) for v in values]
+
+
+@pytest.mark.parametrize("multiplier", [-(2**31), -(2**31) + 1, -1010580540, -1, 0, 1, 1 << 30, INT32_MAX])
+def test_doubling_high_mul_helper_matches_gemmlowp(tmp_path, multiplier):
+    values = sorted(set(_EDGES + np.random.default_rng(15).integers(0, 2**32, 3000).tolist()))
+    spelled = "INT32_MIN" if multiplier == -(2**31) else str(multiplier)
+    got = _run_helper(tmp_path, DOUBLING_HIGH_MUL,
+                      f"{requantize_helper_name('m', DOUBLING_HIGH_MUL)}((int32_t)value, {spelled})", values)
+    signed = np.array(values, np.uint32).view(np.int32).tolist()
+    assert got == [_high_mul(v, multiplier) for v in signed]
 
 
 def test_inv_sqrt_multiplier_helper_matches_tflite(tmp_path):

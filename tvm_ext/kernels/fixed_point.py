@@ -31,8 +31,9 @@ import numpy as np
 import tvm
 from tvm import tirx
 
-from packager.fixed_point_c import (COUNT_LEADING_ZEROS, REQUANTIZE_HELPERS, RIGHT_SHIFT_ONLY, SATURATE_INT8,
-                                    SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT, requantize_helper_name)
+from packager.fixed_point_c import (COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL, REQUANTIZE_HELPERS, RIGHT_SHIFT_ONLY,
+                                    SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT,
+                                    requantize_helper_name)
 from tvm.ir.expr import Expr as PrimExpr
 
 INT32_MIN = -(2**31)
@@ -266,6 +267,17 @@ def _expand_count_leading_zeros(call: PrimExpr) -> PrimExpr:
 
 
 register_helper_op(COUNT_LEADING_ZEROS_OP, COUNT_LEADING_ZEROS, _expand_count_leading_zeros)
+
+
+DOUBLING_HIGH_MUL_OP = "tvm_ext.doubling_high_mul"
+register_helper_op(DOUBLING_HIGH_MUL_OP, DOUBLING_HIGH_MUL,
+                   lambda call: saturating_rounding_doubling_high_mul(*(_python_int(a) for a in call.args)))
+
+
+def doubling_high_mul(a: IntExpr, b: IntExpr) -> PrimExpr:
+    """``saturating_rounding_doubling_high_mul(a, b)`` as one call: the bundle's C helper in its C, the
+    arithmetic everywhere else (for two int32 values that are not both compile-time constants)."""
+    return tirx.call_intrin("int32", DOUBLING_HIGH_MUL_OP, _i32(a), _i32(b))
 
 
 def count_leading_zeros(x: IntExpr) -> PrimExpr:

@@ -17,9 +17,9 @@ from tvm.ir.expr import Expr as PrimExpr
 from .fixed_point import (
     INT32_MAX,
     count_leading_zeros,
+    doubling_high_mul as mul,
     rounding_divide_by_pot,
     saturating_left_shift,
-    saturating_rounding_doubling_high_mul as mul,
 )
 from .fixed_point_numpy import FORTY_EIGHT_SEVENTEENTHS, MINUS_THIRTY_TWO_SEVENTEENTHS
 
