@@ -212,3 +212,24 @@ def test_runs_in_threads_at_once(models: Path) -> None:
     for thread in threads:
         thread.join()
     assert len(outputs) == 3 and all((output == INPUT).all() for output in outputs)
+
+
+def test_every_run_is_forked_from_a_single_thread(tmp_path: Path, shared_models: Path) -> None:
+    """A fork copies only the forking thread; a lock another thread held at that moment stays locked in the run
+    forever. After runs of each real runtime (their modules imported by the server where it may), every server
+    of this process has one thread: onnxruntime's import thread never starts there, and numpy's OpenBLAS stops
+    its pool at each fork."""
+    from conftest import example_model
+
+    onnx_model = example_model(tmp_path)
+    runs = [(onnx_model, "onnx", np.zeros((1, 1, 49, 10), np.float32), TensorSpec("mfcc", (1, 1, 49, 10), "float32")),
+            (shared_models / "mlperf_tiny" / "kws_ref_model.tflite", "tflite", np.zeros((1, 49, 10, 1), np.int8),
+             TensorSpec("input_1", (1, 49, 10, 1), "int8")),
+            (shared_models / "tflm" / "hello_world_float.tflite", "tflite", np.zeros((1, 1), np.float32),
+             TensorSpec("x", (1, 1), "float32"))]
+    for path, model_format, data, spec in runs:
+        outputs, runtime = reference.run_reference(path, model_format, [data], [spec], 1)
+        assert len(outputs) == 1, runtime
+    servers = server_pids()
+    assert servers
+    assert {pid: len(os.listdir(f"/proc/{pid}/task")) for pid in servers} == dict.fromkeys(servers, 1)

@@ -218,8 +218,8 @@ class _Access:
 
 
 # A skeleton item: what _bytes_accessed acts on by itself (a load or store through a parameter, a helper
-# call with an access record, a Bind statement), or a scope with the skeleton of what lies inside it: (a For or a Let, [inside]),
-# (an IfThenElse, [its condition's, its then branch's, its else branch's]).
+# call with an access record, a Bind statement), or a scope with the skeleton of what lies inside it:
+# (a For or a Let, [inside]), (an IfThenElse, [its condition's, its then branch's, its else branch's]).
 _Item = Union[ir.Node, tuple[ir.Node, list[list["_Item"]]]]
 
 
