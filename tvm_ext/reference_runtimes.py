@@ -170,8 +170,9 @@ def main(folder: Path) -> int:
 
 # The module of each runtime that the server imports before it forks a run of that runtime: only those whose
 # import starts no thread (a fork copies one thread; a lock another thread held at the fork stays locked in the
-# run; numpy's OpenBLAS pool is stopped before each fork by OpenBLAS itself). onnxruntime's native module starts a thread when it loads, so each ONNX run imports it itself (about
-# 20 ms, against the ~0.13 s of a fresh interpreter and numpy the server saves).
+# run; numpy's OpenBLAS pool is stopped before each fork by OpenBLAS itself). onnxruntime's native module
+# starts a thread when it loads, so each ONNX run imports it itself (about 20 ms, against the ~0.13 s of a
+# fresh interpreter and numpy the server saves).
 _PRELOADED_MODULES = {
     Runtime.LITERT: "ai_edge_litert.interpreter",
     Runtime.TFLITE_MICRO: "tflite_micro",
@@ -186,8 +187,9 @@ def serve() -> int:
     The server imports numpy once, and each runtime's module (of `_PRELOADED_MODULES`) the first time a request
     needs it, so that every run is a fork that inherits them (the point: they are most of a run's CPU time); it
     forks from a single thread, so that no other thread holds a lock at a fork (numpy's OpenBLAS stops its own
-    worker threads before each fork, through pthread_atfork). It never runs a model itself, so each run starts from the same state. A runtime's import that fails here is left to the run,
-    which fails on it as a process of its own would. SIGINT is ignored (the compiler's process decides what an
+    worker threads before each fork, through pthread_atfork). It never runs a model itself, so each run starts
+    from the same state. A runtime's import that fails here is left to the run, which fails on it as a
+    process of its own would. SIGINT is ignored (the compiler's process decides what an
     interrupt stops); a run restores Python's handler.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)

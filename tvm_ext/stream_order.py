@@ -262,8 +262,6 @@ class _SkeletonFrame:
             if self._next < len(self.parts[self.part]):
                 self._next += 1
                 return self.parts[self.part][self._next - 1]
-            if self.part == len(self.parts) - 1:
-                return None
             self.part, self._next = self.part + 1, 0
         return None
 

@@ -1,4 +1,5 @@
-"""TE definition of an int8 kernel that is one table lookup per element (LOGISTIC, TANH: ``int8_tables``)."""
+"""TE definition of an int8 kernel that is one table lookup per element (LOGISTIC, TANH, HARD_SWISH:
+``int8_tables``)."""
 
 from __future__ import annotations
 

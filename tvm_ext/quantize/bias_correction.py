@@ -20,7 +20,7 @@ from tvm import relax
 from tvm_ext.layers import bindings_of
 
 from .qdq import QuantizedGraph
-from .ranges import run_on_samples, substitute
+from .ranges import run_on_samples, with_taps
 
 
 def weight_error_means(float_mod: tvm.IRModule, graph: QuantizedGraph,
@@ -39,21 +39,14 @@ def weight_error_means(float_mod: tvm.IRModule, graph: QuantizedGraph,
 def _with_error_means(mod: tvm.IRModule, weight_errors: dict[relax.Var, np.ndarray]) -> tvm.IRModule:
     """`mod` whose main returns its own output, then per MAC var in `weight_errors` (binding order) the mean
     over all but the last axis of the MAC applied to its own data operand with the weight error as weights."""
-    main = mod["main"]
-    bb = relax.BlockBuilder()
-    mapping: dict[relax.Var, relax.Expr] = {}
-    means: list[relax.Expr] = []
-    with bb.function("main", list(main.params)):
-        with bb.dataflow():
-            for binding in bindings_of(main):
-                mapping[binding.var] = bb.emit(substitute(binding.value, mapping))
-                if binding.var in weight_errors:
-                    mac = binding.value
-                    error = bb.emit(relax.Call(mac.op, [substitute(mac.args[0], mapping),
-                                                        relax.const(weight_errors[binding.var].astype(np.float32))],
-                                               mac.attrs, mac.ty_args))
-                    rank = len(binding.var.ty.shape)
-                    means.append(bb.emit(relax.op.mean(error, axis=list(range(rank - 1)))))
-            result = bb.emit_output(relax.Tuple([substitute(main.body.body, mapping), *means]))
-        bb.emit_func_output(result)
-    return bb.get()
+    means: list[relax.Var] = []  # filled while with_taps emits main, read by it at the end
+
+    def emit(bb: relax.BlockBuilder, var: relax.Var, value: relax.Expr) -> relax.Expr:
+        new = bb.emit(value)
+        if var in weight_errors:
+            error = bb.emit(relax.Call(value.op, [value.args[0], relax.const(weight_errors[var].astype(np.float32))],
+                                       value.attrs, value.ty_args))
+            means.append(bb.emit(relax.op.mean(error, axis=list(range(len(var.ty.shape) - 1)))))
+        return new
+
+    return with_taps(mod, means, emit)

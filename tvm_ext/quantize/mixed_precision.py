@@ -23,8 +23,9 @@ float 94.25/92.75/93.75/93.4 % (KL ranking), 94.25/94.75/94.4/94.4 % (MSE rankin
 candidate float 98.1 %. A float layer keeps int8 inputs and output, so only its weights' and arithmetic's
 rounding goes, and that is not where pretrainedResnet's loss is: the float model with every layer output
 rounded to its int8 grid (host, float weights) gives 94.1 %, and keeping float the 1/2/3/5 outputs whose
-rounding costs the logits most (each alone lowers the calibration KL by at most 7.4 %) 93.5/94.4/94.1/94.9 %. The loss is spread over all
-activations: no 1-3 layers at higher precision (float or int16 activations) bring it to 97 %.
+rounding costs the logits most (each alone lowers the calibration KL by at most 7.4 %) 93.5/94.4/94.1/94.9 %.
+The loss is spread over all activations: no 1-3 layers at higher precision (float or int16 activations) bring
+it to 97 %.
 """
 
 from __future__ import annotations

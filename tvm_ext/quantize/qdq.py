@@ -58,12 +58,12 @@ class QuantizedGraph:
     def on_host(self, float_vars: list[relax.Var]) -> tvm.IRModule:
         """The QDQ module whose main returns its output, then the int8 values of `float_vars` (inputs and
         layer output vars of the float main), as the integer kernels compute them, for the Relax VM: TVM's
-        avg_pool2d truncates an int32 mean toward zero where TFLite's AVERAGE_POOL_2D rounds it half away from zero, so
-        each int8 average pool runs in float64, rounded (the lowering reads `mod`, unchanged)."""
+        avg_pool2d truncates an int32 mean toward zero where TFLite's AVERAGE_POOL_2D rounds it half away from
+        zero, so each int8 average pool runs in float64, rounded (the lowering reads `mod`, unchanged)."""
         return with_taps(self.mod, [self.activations[var].var for var in float_vars], _emit_rounding_pools)
 
 
-def _emit_rounding_pools(bb: relax.BlockBuilder, value: relax.Expr) -> relax.Expr:
+def _emit_rounding_pools(bb: relax.BlockBuilder, _var: relax.Var, value: relax.Expr) -> relax.Expr:
     """`value` emitted, an avg_pool2d of int32 values as TFLite's rounding mean of them (int32)."""
     if not (isinstance(value, relax.Call) and value.op.name == "relax.nn.avg_pool2d"
             and str(value.args[0].ty.dtype) == "int32"):

@@ -80,10 +80,15 @@ class ActivationQuant:
         return {"scale": float(self.scale), "zero_point": self.zero_point}
 
 
-def with_taps(mod: tvm.IRModule, taps: list[relax.Var],
-              emit: Callable[[relax.BlockBuilder, relax.Expr], relax.Expr] | None = None) -> tvm.IRModule:
-    """`mod` whose main returns a tuple: its own output, then the values of `taps` (vars or params of
-    main). `emit` (default: the block builder's own) emits each binding's value, e.g. as something else."""
+Emit = Callable[[relax.BlockBuilder, relax.Var, relax.Expr], relax.Expr]
+"""(the block builder, a binding var of the old main, its value over the new vars) -> the new var for it."""
+
+
+def with_taps(mod: tvm.IRModule, taps: list[relax.Var], emit: Emit | None = None) -> tvm.IRModule:
+    """`mod` whose main returns a tuple: its own output, then the values of `taps`. `emit` (default: the
+    block builder's own) emits each binding's value, e.g. as something else or with more bindings beside it;
+    `taps` are vars or params of main, or new vars `emit` adds (the list is read once every binding is
+    emitted)."""
     main = mod["main"]
     bb = relax.BlockBuilder()
     mapping: dict[relax.Var, relax.Expr] = {}
@@ -91,7 +96,7 @@ def with_taps(mod: tvm.IRModule, taps: list[relax.Var],
         with bb.dataflow():
             for binding in bindings_of(main):
                 value = substitute(binding.value, mapping)
-                mapping[binding.var] = emit(bb, value) if emit is not None else bb.emit(value)
+                mapping[binding.var] = emit(bb, binding.var, value) if emit is not None else bb.emit(value)
             result = bb.emit_output(relax.Tuple([substitute(main.body.body, mapping)]
                                                 + [mapping.get(var, var) for var in taps]))
         bb.emit_func_output(result)

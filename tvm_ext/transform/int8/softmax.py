@@ -52,8 +52,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     if not last_axis or not _standard_output(out_dtype, out.quant.scale, out.quant.zero_point):
         return float_operator_mismatch(quantize, ctx)
     params = softmax_params(beta, data.quant.scale, ctx.rounding)
-    return FixedCall(KernelCall("SOFTMAX", softmax, softmax_int8, (data.tensor, table_constant(softmax_exp_table, params, ctx.rounding)),
-                                {"out_dtype": out_dtype}))
+    exp_table = table_constant(softmax_exp_table, params, ctx.rounding)
+    return FixedCall(KernelCall("SOFTMAX", softmax, softmax_int8, (data.tensor, exp_table), {"out_dtype": out_dtype}))
 
 
 def _beta(matched: dict, ctx: LoweringContext) -> Optional[float]:
