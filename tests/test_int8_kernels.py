@@ -13,12 +13,12 @@ from tvm_ext.kernels import (
     OutputStage,
     Rounding,
     add_int8,
-    average_pool2d_int8,
+    average_pool2d_integer,
     conv2d_int8,
     depthwise_conv2d_int8,
     fully_connected_int8,
     lookup_int8,
-    max_pool2d_int8,
+    max_pool2d_integer,
     softmax_int8,
 )
 from tvm_ext.kernels.fixed_point import (
@@ -213,8 +213,8 @@ POOL_CASES = [((6, 5), (3, 3), (2, 2), (1, 1, 1, 1)), ((6, 6), (2, 2), (2, 2), (
 
 
 @pytest.mark.parametrize("kernel, reference, seed, activation", [
-    (average_pool2d_int8, ref.average_pool2d, 5, (-120, 100)),
-    (max_pool2d_int8, ref.max_pool2d, 6, (-128, 90)),
+    (average_pool2d_integer, ref.average_pool2d, 5, (-120, 100)),
+    (max_pool2d_integer, ref.max_pool2d, 6, (-128, 90)),
 ], ids=["average", "max"])
 @pytest.mark.parametrize("case", POOL_CASES)
 def test_pool_matches_reference(case, kernel, reference, seed, activation):

@@ -18,7 +18,7 @@ from tvm_ext.kernels import (
     add_int8,
     conv2d_int8,
     dequantize_int8,
-    max_pool2d_int8,
+    max_pool2d_integer,
     quantize_int8,
 )
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers
@@ -85,7 +85,7 @@ def test_max_pool_folds_the_following_clip_between_the_float_edges():
 
     def build(bb, x):
         quantized = _kernel(bb, "QUANTIZE", 0, quantize_int8, x, scale=0.5, zero_point=-3)
-        pooled = _kernel(bb, "MAX_POOL_2D", 1, max_pool2d_int8, quantized, activation=ActivationRange(-128, 60),
+        pooled = _kernel(bb, "MAX_POOL_2D", 1, max_pool2d_integer, quantized, activation=ActivationRange(-128, 60),
                          pool=[2, 3], strides=[2, 2], padding=[0, 1, 1, 1])
         flat = _kernel(bb, "RESHAPE", 2, topi.reshape, pooled, [1, 36])
         return _kernel(bb, "DEQUANTIZE", 3, dequantize_int8, flat, scale=0.5, zero_point=-3)

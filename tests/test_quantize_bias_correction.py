@@ -44,11 +44,11 @@ def _graphs(conv):
     from tvm_ext.quantize import ActivationQuant, RangeMethod
     from tvm_ext.quantize.bias_correction import weight_error_means
     from tvm_ext.quantize.qdq import layer_outputs, quantize_graph
-    from tvm_ext.quantize.ranges import observe_ranges
+    from tvm_ext.quantize.ranges import observe_ranges, quants_of
 
     samples = _samples(64, 1)
     taps = layer_outputs(conv.mod["main"])
-    quants, _ = observe_ranges(conv.mod, taps, samples, RangeMethod.MINMAX)
+    quants = quants_of(observe_ranges(conv.mod, taps, samples, RangeMethod.MINMAX)[0], "int8")
     inputs = [ActivationQuant.of_range(min(float(s[0].min()) for s in samples),
                                        max(float(s[0].max()) for s in samples))]
     plain = quantize_graph(conv.mod, inputs, quants, "conv")

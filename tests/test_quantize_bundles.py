@@ -30,7 +30,7 @@ def _quantized_hello_world(out, mode: str) -> tuple[str, dict]:
 def test_hello_world_float_quantized_on_random_calibration(tmp_path):
     out = tmp_path / "out"
     stdout, manifest = _quantized_hello_world(out, "int8")
-    assert "quantize   int8 on random: uniform [-1, 1), 100 samples" in stdout
+    assert "quantize   on random: uniform [-1, 1), 100 samples, seed 1; int8 activations: relative error" in stdout
     quantization = manifest["quantization"]
     assert quantization["calibration_random"] is True
     assert manifest["selftest"]["passed"] and "Relax VM" in manifest["selftest"]["reference"]

@@ -16,13 +16,14 @@ def test_on_host_average_pool_rounds_as_tflite(tmp_path):
     from tvm_ext.layers import bindings_of
     from tvm_ext.quantize import ActivationQuant, RangeMethod
     from tvm_ext.quantize.qdq import layer_outputs, quantize_graph
-    from tvm_ext.quantize.ranges import observe_ranges, run_on_samples, with_taps
+    from tvm_ext.quantize.ranges import observe_ranges, quants_of, run_on_samples, with_taps
 
     path = write_float_classifier(tmp_path)
     model = import_model_data(path, path.read_bytes(), "tflite")
     rng = np.random.default_rng(4)
     samples = [[rng.normal(0.0, 0.5, INPUT_SHAPE).astype(np.float32)] for _ in range(20)]
-    quants, _ = observe_ranges(model.mod, layer_outputs(model.mod["main"]), samples, RangeMethod.MINMAX)
+    quants = quants_of(observe_ranges(model.mod, layer_outputs(model.mod["main"]), samples, RangeMethod.MINMAX)[0],
+                       "int8")
     inputs = [ActivationQuant.of_range(min(float(s[0].min()) for s in samples),
                                        max(float(s[0].max()) for s in samples))]
     graph = quantize_graph(model.mod, inputs, quants, "classifier")

@@ -97,7 +97,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     jobs: int | None = None,
     quantize: str | None = None,
     calibration: str | Path | None = None,
-    ranges: str = "percentile",
+    ranges: str | None = None,
     held_back: str | Path | None = None,
     scheduler: str | None = None,
     io_in_arena: bool = False,
@@ -111,8 +111,10 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     `force` replaces a non-empty `out`; `log` receives one line per stage; `jobs` is the number of processes
     that generate the kernels' C and of compilers that build the bundle (default: the machine's cores; the
     bundle is the same for any number).
-    `quantize` "int8" quantizes a float model file to int8 on `calibration` (an .npz with an array per model
-    input, N samples, or "random"), with activation `ranges` "percentile" (the default), "minmax" or "mse";
+    `quantize` "int8" quantizes a float model file to int8 weights on `calibration` (an .npz with an array per
+    model input, N samples, or "random"); its activations are int8, or int16 (16x8) when int8 misses the
+    accuracy budget and 16x8 fits (tvm_ext.quantize.activation_type), with `ranges` "percentile", "minmax" or
+    "mse" (default: percentile for int8, minmax for int16);
     "auto" does so when the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide). The
     manifest's "quantization" entry records the scheme, the calibration and the accuracy cost against the float model,
     also on `held_back` (an .npz like `calibration`'s: samples of the same distribution kept out of it).

@@ -44,8 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--calibration", default=None, metavar="DATA.npz",
                         help="calibration samples for --quantize: an .npz with an array per model input "
                              "(N samples), or 'random' (uniform noise, recorded in the manifest)")
-    parser.add_argument("--ranges", choices=("minmax", "percentile", "mse"), default="percentile",
-                        help="activation ranges from the calibration data (default: percentile)")
+    parser.add_argument("--ranges", choices=("minmax", "percentile", "mse"), default=None,
+                        help="activation ranges from the calibration data (default: percentile for int8 "
+                             "activations, minmax for int16)")
     parser.add_argument("--held-back", default=None, metavar="DATA.npz",
                         help="samples of the calibration's distribution kept out of it (an .npz like "
                              "--calibration's), on which the manifest also records the accuracy cost")

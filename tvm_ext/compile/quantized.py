@@ -22,12 +22,13 @@ QUANTIZE_MODES = ("int8", "auto")
 
 @dataclass(frozen=True)
 class QuantizeRequest:
-    """`mode` "int8" or "auto"; `calibration` an .npz path or "random"; `ranges` "minmax", "percentile" or "mse";
+    """`mode` "int8" or "auto"; `calibration` an .npz path or "random"; `ranges` "minmax", "percentile" or "mse"
+    (None: percentile for int8 activations, minmax for int16);
     `held_back` an .npz path of samples kept out of the calibration, to measure the accuracy cost on."""
 
     mode: str
     calibration: str | Path | None
-    ranges: str = "percentile"
+    ranges: str | None = None
     held_back: Path | None = None
 
 
@@ -84,7 +85,8 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     try:
         calibration = load_calibration(request.calibration, model.inputs)
         held_back = None if request.held_back is None else load_calibration(request.held_back, model.inputs)
-        quantized = quantize_model(model, calibration, profile, RangeMethod(request.ranges), held_back)
+        quantized = quantize_model(model, calibration, profile, RangeMethod(request.ranges) if request.ranges else None,
+                                   held_back)
     except CalibrationError as err:
         raise CompileError(f"{path.name}: {err}") from err
     except QuantizeError as err:  # names the model itself
@@ -92,6 +94,6 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     except UnsupportedOperatorError as err:  # the quantized form of a layer the int8 pass has no kernel for
         raise CompileError(str(err).strip().splitlines()[-1]) from err
     costs = "; ".join(f"{where}: {cost.describe()}" for where, cost in quantized.accuracy.items())
-    log(f"quantize   int8 on {calibration.source}; {quantized.precision}")
+    log(f"quantize   on {calibration.source}; {quantized.activations}; {quantized.precision}")
     log(f"quantize   accuracy against float: {costs}")
     return quantized.mod, {**facts, **quantized.facts}

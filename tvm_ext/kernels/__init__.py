@@ -11,7 +11,7 @@ from .edges import dequantize_int8, quantize_int8
 from .elementwise import add_int8, maximum_int8, minimum_int8, mul_int8, squared_difference_int8, sub_int8
 from .fixed_point import Rounding
 from .lookup import lookup_int8
-from .pool import average_pool2d_int8, max_pool2d_int8
+from .pool import average_pool2d_integer, max_pool2d_integer
 from .requantize import OutputStage
 from .softmax import softmax_int8
 
@@ -20,14 +20,14 @@ __all__ = [
     "Rounding",
     "WeightLayout",
     "add_int8",
-    "average_pool2d_int8",
+    "average_pool2d_integer",
     "conv2d_int8",
     "depthwise_conv2d_int8",
     "dequantize_int8",
     "fully_connected_int8",
     "leaky_relu_int8",
     "lookup_int8",
-    "max_pool2d_int8",
+    "max_pool2d_integer",
     "maximum_int8",
     "minimum_int8",
     "mul_int8",

@@ -1,4 +1,5 @@
-"""A float model -> its int8 integer Relax module, with the facts the manifest records about it.
+"""A float model -> its integer Relax module (int8 weights; int8 activations, or int16 where int8 misses
+the accuracy budget: `activation_type`), with the facts the manifest records about it.
 
 The steps: observe each activation's range on the calibration samples (float main on TVM's Relax VM),
 rewrite main into the QDQ form of the quantized model (`qdq`), its weights' int8 values chosen against each
@@ -12,22 +13,24 @@ self-test compares the bundle bit-exactly with that same module on TVM's Relax V
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import tvm
+from tvm import relax
 
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel
 from tvm_ext.transform import LowerQuantizedToInteger
 
-from .accuracy import AccuracyCost, accuracy_cost, metric_for
+from .accuracy import AccuracyCost, Metric, accuracy_cost, metric_for
+from .activation_type import activation_bytes, better, budget_text, within_budget
 from .bias_correction import weight_error_means
 from .calibration import Calibration, random_samples
 from .layer_error import LayerError, layer_errors
-from .mixed_precision import choose_precision
+from .mixed_precision import PrecisionChoice, choose_precision
 from .qdq import QuantizedGraph, layer_outputs, quantize_graph
-from .ranges import ActivationQuant, RangeMethod, observe_ranges, run_on_samples
+from .ranges import ActivationQuant, RangeMethod, observe_ranges, quants_of, run_on_samples
 from .weight_rounding import DAMPING, hessian_roundings
 
 HELD_BACK_SEED = 2  # random calibration: the held-back samples come from the same distribution, another seed
@@ -42,65 +45,120 @@ class QuantizedModel:
     facts: dict
     accuracy: dict[str, AccuracyCost]  # "calibration" and, with held-back samples, "held_back"
     layers: list[LayerError]  # each layer output's quantization error on the calibration samples, its precision
-    precision: str  # the mixed-precision decision line (mixed_precision.choose_precision)
+    activations: str  # the activation type decision (activation_type), one line
+    precision: str  # the mixed-precision decision (mixed_precision.choose_precision), one line
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """The model quantized with activations of one type: its QDQ graph, integer module, range method, layer
+    precisions and accuracy on the calibration samples."""
+
+    graph: QuantizedGraph
+    integer: tvm.IRModule
+    method: RangeMethod
+    choice: PrecisionChoice
+    cost: AccuracyCost
 
 
 def quantize_model(model: ImportedModel, calibration: Calibration, profile: Profile,
-                   method: RangeMethod = RangeMethod.PERCENTILE,
-                   held_back: Calibration | None = None) -> QuantizedModel:
-    """`model` (float) quantized to int8 on `calibration`'s samples for `profile`, its accuracy cost also
-    measured on `held_back` (samples of the calibration's distribution kept out of it; by default, with
-    random calibration, 200 more random samples of another seed); raises qdq.QuantizeError (one line) for a
-    layer the quantizer cannot handle."""
+                   method: RangeMethod | None = None, held_back: Calibration | None = None) -> QuantizedModel:
+    """`model` (float) quantized with int8 weights on `calibration`'s samples for `profile`, its accuracy cost
+    also measured on `held_back` (samples of the calibration's distribution kept out of it; by default, with
+    random calibration, 200 more random samples of another seed). Activations are int8, or int16 where int8
+    misses the accuracy budget and 16x8 fits the profile (`activation_type`); `method` picks the activation
+    ranges (default: PERCENTILE for int8, MINMAX for int16). Raises qdq.QuantizeError (one line) for a layer
+    the quantizer cannot handle."""
     main = model.mod["main"]
     taps = layer_outputs(main)
-    quants, float_outputs = observe_ranges(model.mod, taps, calibration.samples, method)
-    input_quants = [ActivationQuant.of_range(min(float(s[i].min()) for s in calibration.samples),
-                                             max(float(s[i].max()) for s in calibration.samples))
-                    for i in range(len(model.inputs))]
-    roundings = hessian_roundings(model.mod, calibration.samples)
-    shifts = weight_error_means(model.mod, quantize_graph(model.mod, input_quants, quants, model.path.name,
-                                                          roundings=roundings), calibration.samples)
-    graph = quantize_graph(model.mod, input_quants, quants, model.path.name, bias_shifts=shifts,
-                           roundings=roundings)
-    integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name)(graph.mod)
-    choice = choose_precision(main, taps, layer_errors(model.mod, graph, taps, calibration.samples), profile)
-    if choice.float_layers:  # the all-int8 lowering above refused any layer without an int8 kernel
-        graph = quantize_graph(model.mod, input_quants, quants, model.path.name, choice.float_layers, shifts,
-                               roundings)
-        integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model.path.name,
-                                          allow_float_fallback=True)(graph.mod)
     metric = metric_for(model.layers[-1].kind if model.layers else "")
-    accuracy = {"calibration": _cost(integer, graph, calibration.samples, float_outputs, metric)}
+    roundings = hessian_roundings(model.mod, calibration.samples)
+    int8_method = method or RangeMethod.PERCENTILE
+    ranges, float_outputs = observe_ranges(model.mod, taps, calibration.samples, int8_method)
+    chosen = int8 = _candidate(model, calibration, profile, quants_of(ranges, "int8"), int8_method, roundings,
+                               float_outputs, metric)
+    budget = budget_text(metric)
+    activations = f"int8 activations: {int8.cost.describe()} on calibration, within the budget ({budget})"
+    if not within_budget(int8.cost):
+        int16_bytes = activation_bytes(main, taps, 2)
+        if int16_bytes > profile.sram_bytes:
+            activations = (f"int8 activations: {int8.cost.describe()} on calibration misses the budget ({budget}), "
+                           f"but 16x8 needs about {int16_bytes:,} B of activations, {profile.name} has "
+                           f"{profile.sram_bytes:,} B")
+        else:
+            int16_method = method or RangeMethod.MINMAX
+            ranges = ranges if int16_method is int8_method else observe_ranges(
+                model.mod, taps, calibration.samples, int16_method)[0]
+            int16 = _candidate(model, calibration, profile, quants_of(ranges, "int16"), int16_method, roundings,
+                               float_outputs, metric)
+            taken = better(int16.cost, int8.cost)
+            chosen = int16 if taken else int8
+            activations = (f"{'16x8' if taken else 'int8'} activations: int8 {int8.cost.describe()} on calibration "
+                           f"misses the budget ({budget}); 16x8 {int16.cost.describe()}"
+                           f"{'' if taken else ', no better'}")
+    accuracy = {"calibration": chosen.cost}
     if held_back is None and calibration.random:
         held_back = Calibration(random_samples(model.inputs, HELD_BACK_SAMPLES, HELD_BACK_SEED),
                                 held_back_description(), True)
     if held_back is not None:
         held_float = [outputs[0] for outputs in run_on_samples(model.mod, held_back.samples)]
-        accuracy["held_back"] = _cost(integer, graph, held_back.samples, held_float, metric)
+        accuracy["held_back"] = _cost(chosen.integer, chosen.graph, held_back.samples, held_float, metric)
+    graph, sixteen = chosen.graph, chosen.graph.inputs[0].dtype == "int16" if chosen.graph.inputs else False
     facts = {
-        "dtype": "int8 with float layers" if choice.float_layers else "int8",
+        "dtype": "16x8" if sixteen else "int8 with float layers" if chosen.choice.float_layers else "int8",
         "weights": "per-channel symmetric int8",
-        "activations": "per-tensor asymmetric int8",
-        "biases": "int32, scale = input scale x weight scale",
+        "activations": "per-tensor symmetric int16 (zero point 0)" if sixteen else "per-tensor asymmetric int8",
+        "activation_type": activations,
+        "biases": f"{'int64' if sixteen else 'int32'}, scale = input scale x weight scale",
         "weight_rounding": f"GPTQ: each conv/dense weight's int8 values chosen column by column to minimize "
                            f"its layer's output error on the {len(calibration.samples)} calibration samples' "
                            f"float inputs (H = X X^T, damping {DAMPING:g} x mean diag; per-group H for "
                            f"depthwise), scales unchanged",
         "bias_correction": f"empirical: each int8 MAC's bias less the mean error its weight rounding adds per "
                            f"output channel on the {len(calibration.samples)} calibration samples",
-        "ranges": method.value,
+        "ranges": chosen.method.value,
         "calibration": calibration.source,
         "calibration_random": calibration.random,
         **({"held_back": held_back.source} if held_back is not None else {}),
         "inputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.inputs, graph.inputs)],
         "outputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.outputs, graph.outputs)],
         "accuracy": {where: cost.facts() for where, cost in accuracy.items()},
-        "layer_errors": [error.facts() for error in choice.layers],
-        "precision": choice.reason,
+        "layer_errors": [error.facts() for error in chosen.choice.layers],
+        "precision": chosen.choice.reason,
         "integer_reference": "the lowered integer graph on TVM's Relax VM (llvm), bit-exact",
     }
-    return QuantizedModel(integer, facts, accuracy, choice.layers, choice.reason)
+    return QuantizedModel(chosen.integer, facts, accuracy, chosen.choice.layers, activations, chosen.choice.reason)
+
+
+def _candidate(model: ImportedModel, calibration: Calibration, profile: Profile,
+               quants: dict[relax.Var, ActivationQuant], method: RangeMethod, roundings: dict,
+               float_outputs: list[np.ndarray], metric: Metric) -> _Candidate:
+    """`model` quantized with its layer outputs' `quants` (all int8 or all int16, from `method`'s ranges),
+    the weight `roundings`, its biases corrected; with int8 activations, the layers `mixed_precision` picks
+    keep float. `float_outputs`: the float model's output on each calibration sample."""
+    main = model.mod["main"]
+    taps = layer_outputs(main)
+    dtype = next(iter(quants.values())).dtype if quants else "int8"
+    input_quants = [ActivationQuant.of_range(min(float(s[i].min()) for s in calibration.samples),
+                                             max(float(s[i].max()) for s in calibration.samples), dtype)
+                    for i in range(len(model.inputs))]
+    name = model.path.name
+    shifts = weight_error_means(model.mod, quantize_graph(model.mod, input_quants, quants, name, roundings=roundings),
+                                calibration.samples)
+    graph = quantize_graph(model.mod, input_quants, quants, name, bias_shifts=shifts, roundings=roundings)
+    integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=name)(graph.mod)
+    errors = layer_errors(model.mod, graph, taps, calibration.samples)
+    if dtype == "int16":
+        choice = PrecisionChoice(frozenset(), [replace(error, precision="16x8") for error in errors],
+                                 "all layers 16x8")
+    else:
+        choice = choose_precision(main, taps, errors, profile)
+    if choice.float_layers:  # the all-int8 lowering above refused any layer without an int8 kernel
+        graph = quantize_graph(model.mod, input_quants, quants, name, choice.float_layers, shifts, roundings)
+        integer = LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=name,
+                                          allow_float_fallback=True)(graph.mod)
+    return _Candidate(graph, integer, method, choice,
+                      _cost(integer, graph, calibration.samples, float_outputs, metric))
 
 
 def held_back_description() -> str:

@@ -1,20 +1,22 @@
-"""A float Relax main -> the QDQ form of the same model quantized to int8, as TVM's TFLite frontend imports
-a quantized TFLite model (``dequantize -> float op -> quantize``), so that LowerQuantizedToInteger lowers it
-to TFLite's integer kernels unchanged.
+"""A float Relax main -> the QDQ form of the same model quantized to int8 (or 16x8: int16 activations and
+int8 weights), as TVM's TFLite frontend imports a quantized TFLite model (``dequantize -> float op ->
+quantize``), so that LowerQuantizedToInteger lowers it to TFLite's integer kernels unchanged.
 
 Quantization (TFLite's post-training full-integer scheme):
 - weights of conv2d (NHWC; HWIO or depthwise HWOI kernels) and of matmul (``permute_dims`` of a constant):
   int8, symmetric, one scale per output channel, max |w| / 127;
-- the bias added to such a call: int32 with scale input_scale x weight_scale[channel], zero point 0; a
-  channel whose bias would reach half the int32 range gets a wider weight scale instead, as TFLite's
-  quantizer does (`bias_range`); a MAC named in `bias_shifts` has that amount subtracted from its float bias
+- the bias added to such a call: int32 (int64 in 16x8, as TFLite's converter writes it) with scale
+  input_scale x weight_scale[channel], zero point 0; a channel whose int32 bias would reach half the int32
+  range gets a wider weight scale instead, as TFLite's quantizer does (`bias_range`); a MAC named in `bias_shifts` has that amount subtracted from its float bias
   first (empirical bias correction, `bias_correction`);
-- every activation that leaves a layer (and each model input): int8, per-tensor asymmetric, from its
-  calibrated range (`ranges.ActivationQuant`); SOFTMAX outputs 1/256 and -128 as TFLite requires; RESHAPE
-  and pooling run on the int8 tensor and keep their input's quantization, as TFLite's converter does;
-- a layer named in `float_layers` (mixed precision) keeps its float weights and arithmetic: its int8 inputs
-  are dequantized, its output quantized, so it runs as float kernels between the int8 ones.
-The quantized main takes and returns int8 tensors (the quantization of each is in `QuantizedGraph`).
+- every activation that leaves a layer (and each model input): per tensor, from its calibrated range
+  (`ranges.ActivationQuant`): int8 asymmetric, or int16 symmetric, one type for the whole model (TFLite
+  Micro's 16x8 kernels read and write int16 only); SOFTMAX outputs 1/256 and -128 (int8) or 1/32768 and 0
+  (int16) as TFLite requires; RESHAPE and pooling run on the integer tensor and keep their input's
+  quantization, as TFLite's converter does;
+- a layer named in `float_layers` (mixed precision) keeps its float weights and arithmetic: its integer
+  inputs are dequantized, its output quantized, so it runs as float kernels between the integer ones.
+The quantized main takes and returns integer tensors (the quantization of each is in `QuantizedGraph`).
 """
 
 from __future__ import annotations
@@ -27,15 +29,17 @@ import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 
+from tvm_ext.frontend.tflite_ops.constants import dequantize_int64
 from tvm_ext.layers import Layers, bindings_of, with_layers
 
 from .bias_range import least_weight_scales
 from .ranges import ActivationQuant, with_taps
 from .weight_rounding import WeightRounding, round_half_away
 
-SOFTMAX_QUANT = ActivationQuant(np.float32(1.0 / 256.0), -128)
+SOFTMAX_QUANTS = {"int8": ActivationQuant(np.float32(1.0 / 256.0), -128),
+                  "int16": ActivationQuant(np.float32(1.0 / 32768.0), 0, "int16")}
 PASSTHROUGH = frozenset({"relax.reshape", "relax.nn.max_pool2d", "relax.nn.avg_pool2d"})
-SOFTMAX = "relax.nn.softmax"  # its output quantization is fixed: SOFTMAX_QUANT
+SOFTMAX = "relax.nn.softmax"  # its output quantization is fixed by its input's type: SOFTMAX_QUANTS
 _MAC = frozenset({"relax.nn.conv2d", "relax.matmul"})
 
 
@@ -45,21 +49,21 @@ class QuantizeError(Exception):
 
 @dataclass(frozen=True)
 class QuantizedGraph:
-    """The QDQ module, and the int8 quantization of its inputs and outputs (in main's order); `activations`
-    maps each input and layer output var of the float main to its int8 var in the QDQ main and quantization."""
+    """The QDQ module, and the quantization of its inputs and outputs (in main's order); `activations` maps
+    each input and layer output var of the float main to its integer var in the QDQ main and quantization."""
 
     mod: tvm.IRModule
     inputs: list[ActivationQuant]
     outputs: list[ActivationQuant]
-    activations: dict[relax.Var, "Int8Value"]
+    activations: dict[relax.Var, "QuantizedValue"]
     weight_errors: dict[relax.Var, np.ndarray]  # each int8 MAC var of the float main -> dequantized int8 - float
     # weight, float32, in the layout of the MAC's weight operand (HWIO/HWOI for conv2d, (in, out) for matmul)
 
     def on_host(self, float_vars: list[relax.Var]) -> tvm.IRModule:
-        """The QDQ module whose main returns its output, then the int8 values of `float_vars` (inputs and
+        """The QDQ module whose main returns its output, then the integer values of `float_vars` (inputs and
         layer output vars of the float main), as the integer kernels compute them, for the Relax VM: TVM's
         avg_pool2d truncates an int32 mean toward zero where TFLite's AVERAGE_POOL_2D rounds it half away from
-        zero, so each int8 average pool runs in float64, rounded (the lowering reads `mod`, unchanged)."""
+        zero, so each integer average pool runs in float64, rounded (the lowering reads `mod`, unchanged)."""
         return with_taps(self.mod, [self.activations[var].var for var in float_vars], _emit_rounding_pools)
 
 
@@ -113,7 +117,8 @@ def quantize_graph(mod: tvm.IRModule, input_quants: list[ActivationQuant],
                    roundings: Mapping[relax.Var, WeightRounding] | None = None) -> QuantizedGraph:
     """The QDQ module of `mod`'s float main with int8 inputs quantized as `input_quants` and each layer
     output var quantized as `quant_of` says (softmax and pass-through outputs get their fixed rule); the
-    layers of the output vars in `float_layers` keep float weights and arithmetic. `bias_shifts` maps a MAC
+    layers of the output vars in `float_layers` keep float weights and arithmetic. The input and layer
+    output quantizations are of one type: int8, or int16 (16x8). `bias_shifts` maps a MAC
     var of main (conv2d or matmul) to what is subtracted from its float bias, per output channel, before the
     bias is quantized (the bias range rule still reads the bias as the model stores it). `roundings` maps
     the var that holds a MAC's weight (the conv2d itself, the permute_dims of a matmul's stored weight) to
@@ -125,8 +130,8 @@ def quantize_graph(mod: tvm.IRModule, input_quants: list[ActivationQuant],
 
 
 @dataclass
-class Int8Value:
-    """An int8 tensor of the quantized main and its quantization."""
+class QuantizedValue:
+    """An integer tensor of the quantized main and its quantization."""
 
     var: relax.Expr
     quant: ActivationQuant
@@ -142,7 +147,7 @@ class _Rewriter:
     bias_shifts: dict  # MAC var of the old main -> float amount subtracted from its bias, per output channel
     roundings: dict  # weight owner var of the old main -> its WeightRounding
     bb: relax.BlockBuilder = field(default_factory=relax.BlockBuilder)
-    int8: dict = field(default_factory=dict)  # float var of the old main -> Int8Value
+    quantized: dict = field(default_factory=dict)  # float var of the old main -> QuantizedValue
     floats: dict = field(default_factory=dict)  # float var of the old main (inside its layer) -> new expr
     mac_scales: dict = field(default_factory=dict)  # new var of a MAC call -> its accumulator scales (float64)
     weight_scales: dict = field(default_factory=dict)  # new dequantized-weight var -> per-channel scales
@@ -151,12 +156,21 @@ class _Rewriter:
     binding_records: list = field(default_factory=list)
     mac_biases: dict = field(default_factory=dict)  # weight owner var (_mac_biases) -> (MAC's data, bias)
 
+    @property
+    def dtype(self) -> str:
+        """The activations' integer type: every input's and layer output's quantization has it."""
+        return self.input_quants[0].dtype if self.input_quants else "int8"
+
     def run(self) -> QuantizedGraph:
+        types = {quant.dtype for quant in [*self.input_quants, *self.quant_of.values()]}
+        if len(types) > 1:
+            raise QuantizeError(f"{self.model_name}: activations of several types ({', '.join(sorted(types))})")
         layers = Layers.of(self.main)
         self.mac_biases = _mac_biases(self.main)
-        params = [relax.Var(p.name, relax.TensorType(p.ty.shape, "int8")) for p in self.main.params]
+        params = [relax.Var(p.name, relax.TensorType(p.ty.shape, quant.dtype))
+                  for p, quant in zip(self.main.params, self.input_quants)]
         for old, new, quant in zip(self.main.params, params, self.input_quants):
-            self.int8[old] = Int8Value(new, quant)
+            self.quantized[old] = QuantizedValue(new, quant)
         outputs = set(layer_outputs(self.main))
         alias = {}
         with self.bb.function("main", params):
@@ -168,13 +182,13 @@ class _Rewriter:
                         continue
                     self._binding(binding, indices, binding.var in outputs)
                 returned = self.main.body.body
-                result = self.int8[alias.get(returned, returned)]
+                result = self.quantized[alias.get(returned, returned)]
                 out = self.bb.emit_output(result.var)
                 self.binding_records.append(self.binding_records[-1] if self.binding_records else ())
             self.bb.emit_func_output(out)
         func = with_layers(self.bb.get()["main"], layers.records, self.binding_records)
-        return QuantizedGraph(tvm.IRModule({"main": func}), list(self.input_quants), [result.quant], dict(self.int8),
-                              dict(self.weight_errors))
+        return QuantizedGraph(tvm.IRModule({"main": func}), list(self.input_quants), [result.quant],
+                              dict(self.quantized), dict(self.weight_errors))
 
     def _emit(self, expr: relax.Expr, indices) -> relax.Var:
         self.binding_records.append(tuple(indices))
@@ -192,7 +206,7 @@ class _Rewriter:
             self.floats[binding.var] = self._matmul_weight(value.args[0], self._least_scales(binding.var),
                                                            self.roundings.get(binding.var), indices)
             return
-        if op in PASSTHROUGH and value.args[0] in self.int8 and not floating:
+        if op in PASSTHROUGH and value.args[0] in self.quantized and not floating:
             self._passthrough(binding, indices, leaves_layer)
             return
         args = [self._operand(binding, position, arg, indices, floating) for position, arg in enumerate(value.args)]
@@ -201,34 +215,34 @@ class _Rewriter:
             self.mac_scales[new] = self._accumulator_scales(binding, args)
             self.weight_errors[binding.var] = self.weight_deltas[args[1]]
         if leaves_layer:
-            quant = SOFTMAX_QUANT if op == SOFTMAX else self.quant_of[binding.var]
-            self.int8[binding.var] = Int8Value(self._emit(
-                relax.op.quantize(new, relax.const(quant.scale), relax.const(quant.zero_point, "int32"), -1, "int8"),
-                indices), quant)
+            quant = SOFTMAX_QUANTS[self.dtype] if op == SOFTMAX else self.quant_of[binding.var]
+            self.quantized[binding.var] = QuantizedValue(self._emit(
+                relax.op.quantize(new, relax.const(quant.scale), relax.const(quant.zero_point, "int32"), -1,
+                                  quant.dtype), indices), quant)
         else:
             self.floats[binding.var] = new
 
     def _passthrough(self, binding: relax.VarBinding, indices, leaves_layer: bool) -> None:
-        """reshape, max_pool2d or avg_pool2d of an int8 tensor: on the int8 values, the same quantization
-        (avg_pool2d widened to int32 and narrowed back, the form the int8 pass lowers)."""
-        value, source = binding.value, self.int8[binding.value.args[0]]
+        """reshape, max_pool2d or avg_pool2d of an integer tensor: on the integer values, the same
+        quantization (avg_pool2d widened to int32 and narrowed back, the form the integer pass lowers)."""
+        value, source = binding.value, self.quantized[binding.value.args[0]]
         if not leaves_layer:
             raise self._error(binding, "a pooling or reshape inside a layer")
         if value.op.name == "relax.nn.avg_pool2d":
             wide = self._emit(relax.op.astype(source.var, "int32"), indices)
             pooled = self._emit(relax.Call(value.op, [wide], value.attrs, value.ty_args), indices)
-            new = self._emit(relax.op.astype(pooled, "int8"), indices)
+            new = self._emit(relax.op.astype(pooled, source.quant.dtype), indices)
         else:
             new = self._emit(relax.Call(value.op, [source.var, *value.args[1:]], value.attrs, value.ty_args),
                              indices)
-        self.int8[binding.var] = Int8Value(new, source.quant)
+        self.quantized[binding.var] = QuantizedValue(new, source.quant)
 
     def _operand(self, binding: relax.VarBinding, position: int, arg: relax.Expr, indices,
                  floating: bool) -> relax.Expr:
         if isinstance(arg, relax.Var) and arg in self.floats:
             return self.floats[arg]
-        if isinstance(arg, relax.Var) and arg in self.int8:
-            value = self.int8[arg]
+        if isinstance(arg, relax.Var) and arg in self.quantized:
+            value = self.quantized[arg]
             return self._emit(relax.op.dequantize(value.var, relax.const(value.quant.scale),
                                                   relax.const(value.quant.zero_point, "int32"), -1, "float32"),
                               indices)
@@ -272,15 +286,15 @@ class _Rewriter:
         """The least weight scales the bias of the MAC whose weight `owner` holds allows (`bias_range`), or
         None: no bias, or an input not quantized yet (the MAC then is refused by _accumulator_scales)."""
         data, bias = self.mac_biases.get(owner, (None, None))
-        if data not in self.int8:
+        if data not in self.quantized or self.dtype != "int8":  # a 16x8 MAC's int64 bias has room
             return None
-        return least_weight_scales(bias.value.numpy(), self.int8[data].quant.scale)
+        return least_weight_scales(bias.value.numpy(), self.quantized[data].quant.scale)
 
     def _accumulator_scales(self, binding: relax.VarBinding, args: list[relax.Expr]) -> np.ndarray:
         data = binding.value.args[0]
-        if data not in self.int8:
+        if data not in self.quantized:
             raise self._error(binding, f"a {binding.value.op.name} whose input is computed inside its layer")
-        return float(self.int8[data].quant.scale) * self.weight_scales[args[1]].astype(np.float64)
+        return float(self.quantized[data].quant.scale) * self.weight_scales[args[1]].astype(np.float64)
 
     def _bias(self, bias: Constant, shift: np.ndarray | None, scales: np.ndarray, indices) -> relax.Expr:
         values = bias.value.numpy().astype(np.float64).reshape(-1)
@@ -288,8 +302,13 @@ class _Rewriter:
             values = values - np.asarray(shift, np.float64).reshape(-1)
         if values.size != scales.size:
             raise QuantizeError(f"{self.model_name}: a bias of {values.size} values for {scales.size} channels")
-        quantized = np.clip(np.round(values / scales), -(2**31), 2**31 - 1).astype(np.int32)
-        return self._emit(relax.op.dequantize(relax.const(quantized), relax.const(scales.astype(np.float32)),
+        bias_type = np.int32 if self.dtype == "int8" else np.int64  # 16x8: the int64 bias TFLite's converter writes
+        limit = 2.0 ** (np.iinfo(bias_type).bits - 1)
+        quantized = np.clip(np.round(values / scales), -limit, np.nextafter(limit, 0.0)).astype(bias_type)
+        float_scales = relax.const(scales.astype(np.float32))
+        if bias_type is np.int64:  # relax.dequantize refuses int64; the frontend's form of a 16x8 bias
+            return self._emit(dequantize_int64(relax.const(tvm.runtime.tensor(quantized)), float_scales), indices)
+        return self._emit(relax.op.dequantize(relax.const(quantized), float_scales,
                                               relax.const(np.zeros(scales.size, np.int32)), 0, "float32"), indices)
 
     def _error(self, binding: relax.VarBinding, what: str) -> QuantizeError:

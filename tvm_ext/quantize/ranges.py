@@ -18,6 +18,7 @@ from tvm_ext.host_vm import host_vm
 from tvm_ext.layers import bindings_of
 
 INT8_MIN, INT8_MAX = -128, 127
+INT16_MAX = 32767
 
 
 class RangeMethod(enum.Enum):
@@ -53,31 +54,38 @@ MSE_VALUES = 1 << 20  # values per tensor the MSE search reads
 
 @dataclass(frozen=True)
 class ActivationQuant:
-    """Per-tensor asymmetric int8 quantization: real = scale * (q - zero_point); scale float32 > 0."""
+    """Per-tensor quantization of an activation: real = scale * (q - zero_point), q of `dtype`; scale float32
+    > 0. "int8": asymmetric, TFLite's int8 scheme; "int16": symmetric (zero point 0), TFLite's 16x8 scheme."""
 
     scale: np.float32
     zero_point: int
+    dtype: str = "int8"
 
     @classmethod
-    def of_range(cls, low: float, high: float) -> "ActivationQuant":
-        """TFLite's rule: the range widened to hold 0, scale = (high - low) / 255, the zero point rounded
-        (so that 0.0 is exactly representable) and clamped to int8. A range of one value gets scale 1."""
+    def of_range(cls, low: float, high: float, dtype: str = "int8") -> "ActivationQuant":
+        """TFLite's rules for a range, widened to hold 0. int8: scale = (high - low) / 255, the zero point
+        rounded (so that 0.0 is exactly representable) and clamped to int8; int16: scale = max(|low|, |high|)
+        / 32767, zero point 0. A range of one value gets scale 1."""
         low, high = min(0.0, float(low)), max(0.0, float(high))
+        if dtype == "int16":
+            peak = max(-low, high)
+            return cls(np.float32(peak / INT16_MAX) if peak > 0 else np.float32(1.0), 0, "int16")
         scale = np.float32((high - low) / (INT8_MAX - INT8_MIN)) if high > low else np.float32(1.0)
         zero_point = int(np.clip(round(INT8_MIN - low / float(scale)), INT8_MIN, INT8_MAX))
         return cls(scale, zero_point)
 
     def quantize(self, values: np.ndarray) -> np.ndarray:
-        """`values` (float) as int8, round half away from zero then clamp, as TFLite's QUANTIZE."""
+        """`values` (float) as `dtype`, round half away from zero then clamp, as TFLite's QUANTIZE."""
         scaled = np.asarray(values, np.float64) / float(self.scale)
         rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5) + self.zero_point
-        return np.clip(rounded, INT8_MIN, INT8_MAX).astype(np.int8)
+        limits = np.iinfo(self.dtype)
+        return np.clip(rounded, limits.min, limits.max).astype(self.dtype)
 
     def dequantize(self, values: np.ndarray) -> np.ndarray:
         return ((values.astype(np.float32) - np.float32(self.zero_point)) * self.scale).astype(np.float32)
 
     def facts(self) -> dict:
-        return {"scale": float(self.scale), "zero_point": self.zero_point}
+        return {"dtype": self.dtype, "scale": float(self.scale), "zero_point": self.zero_point}
 
 
 Emit = Callable[[relax.BlockBuilder, relax.Var, relax.Expr], relax.Expr]
@@ -149,11 +157,11 @@ def _smallest_mse_range(values: np.ndarray) -> tuple[float, float]:
 
 def observe_ranges(mod: tvm.IRModule, taps: list[relax.Var], samples: list[list[np.ndarray]],
                    method: RangeMethod, percentile: float = 99.99
-                   ) -> tuple[dict[relax.Var, ActivationQuant], list[np.ndarray]]:
-    """The quantization of each tapped var of main from its values over `samples`, and main's own (first)
-    output on each sample."""
+                   ) -> tuple[dict[relax.Var, tuple[float, float]], list[np.ndarray]]:
+    """The quantization range (low, high) of each tapped var of main from its values over `samples`, and
+    main's own (first) output on each sample."""
     outputs = run_on_samples(with_taps(mod, taps), samples)
-    quants = {}
+    ranges = {}
     for position, var in enumerate(taps, start=1):
         values = np.concatenate([sample[position].reshape(-1) for sample in outputs])
         if method is RangeMethod.PERCENTILE:
@@ -162,5 +170,10 @@ def observe_ranges(mod: tvm.IRModule, taps: list[relax.Var], samples: list[list[
             low, high = _smallest_mse_range(values)
         else:
             low, high = values.min(), values.max()
-        quants[var] = ActivationQuant.of_range(low, high)
-    return quants, [sample[0] for sample in outputs]
+        ranges[var] = (float(low), float(high))
+    return ranges, [sample[0] for sample in outputs]
+
+
+def quants_of(ranges: dict[relax.Var, tuple[float, float]], dtype: str) -> dict[relax.Var, ActivationQuant]:
+    """Each var's quantization of `dtype` ("int8", "int16") for its observed range."""
+    return {var: ActivationQuant.of_range(low, high, dtype) for var, (low, high) in ranges.items()}

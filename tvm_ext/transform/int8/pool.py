@@ -1,7 +1,8 @@
-"""AVERAGE_POOL_2D and MAX_POOL_2D on int8 NHWC tensors -> TFLite's integer pooling kernels.
+"""AVERAGE_POOL_2D and MAX_POOL_2D on int8 (or int16: 16x8) NHWC tensors -> TFLite's integer pooling kernels.
 
-The frontend writes AVERAGE_POOL_2D as ``astype_i8(avg_pool2d(astype_i32(x)))`` and MAX_POOL_2D as
-``max_pool2d(x)`` on the int8 tensor; either may be followed by the int8 clip of a fused activation.
+The frontend writes AVERAGE_POOL_2D as ``astype_i8(avg_pool2d(astype_i32(x)))`` (``astype_i16`` of an int16
+x) and MAX_POOL_2D as ``max_pool2d(x)`` on the integer tensor; either may be followed by the clip of a fused
+activation.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Callable, Union
 from tvm import relax, te
 from tvm.relax.dpl import is_op, wildcard
 
-from ...kernels import average_pool2d_int8, max_pool2d_int8
+from ...kernels import average_pool2d_integer, max_pool2d_integer
 from ...kernels.quant_params import ActivationRange
 from .graph import describe
 from .lowering import ClampedCall, KernelCall, Lowering, LoweringContext, Mismatch
@@ -25,7 +26,7 @@ _MAX_POOL = is_op("relax.nn.max_pool2d")(wildcard())
 
 def _pool(kind: str, kernel: Callable[..., te.Tensor], pool: relax.Call, source: relax.Expr,
           ctx: LoweringContext) -> Union[ClampedCall, Mismatch]:
-    """The pooling kernel over the lowered int8 ``source``: NHWC, floor mode, no dilation."""
+    """The pooling kernel over the lowered integer ``source``: NHWC, floor mode, no dilation."""
     attrs = pool.attrs
     if attrs.layout != "NHWC" or bool(attrs.ceil_mode) or any(int(d) != 1 for d in attrs.dilation):
         return Mismatch(f"{pool.op.name} (layout, ceil_mode or dilation)")
@@ -33,29 +34,31 @@ def _pool(kind: str, kernel: Callable[..., te.Tensor], pool: relax.Call, source:
         return Mismatch(describe(ctx.graph.value_of(source)))
     geometry = {name: [int(v) for v in values]
                 for name, values in (("pool", attrs.pool_size), ("strides", attrs.strides), ("padding", attrs.padding))}
-    return ClampedCall(KernelCall(kind, pool, kernel, (ctx.lowered[source],), geometry), ActivationRange())
+    lowered = ctx.lowered[source]
+    return ClampedCall(KernelCall(kind, pool, kernel, (lowered,), geometry),
+                       ActivationRange.of_dtype(str(lowered.ty.dtype)))
 
 
 def _ends_average_pool(value: relax.Expr, ctx: LoweringContext) -> bool:
-    """The int8 narrowing of an avg_pool2d result."""
-    return bool(_NARROWED_AVERAGE.match(value, ctx.graph.var2val)) and str(value.attrs.dtype) == "int8"
+    """The int8 (int16) narrowing of an avg_pool2d result."""
+    return bool(_NARROWED_AVERAGE.match(value, ctx.graph.var2val)) and str(value.attrs.dtype) in ("int8", "int16")
 
 
 def _match_average_pool(narrow: relax.Call, ctx: LoweringContext) -> Union[ClampedCall, Mismatch]:
     pool = ctx.graph.value_of(narrow.args[0])
     matched = extract(_AVERAGE_POOL_OF_WIDENED, narrow, ctx)
-    if matched is None:
+    if matched is None or str(matched[_WIDENED].args[0].ty.dtype) != str(narrow.attrs.dtype):
         return Mismatch(describe(ctx.graph.value_of(pool.args[0])))
-    return _pool("AVERAGE_POOL_2D", average_pool2d_int8, pool, matched[_WIDENED].args[0], ctx)
+    return _pool("AVERAGE_POOL_2D", average_pool2d_integer, pool, matched[_WIDENED].args[0], ctx)
 
 
 def _ends_max_pool(value: relax.Expr, ctx: LoweringContext) -> bool:
-    """A max_pool2d of an int8 tensor already lowered."""
+    """A max_pool2d of an integer tensor already lowered."""
     return bool(_MAX_POOL.match(value)) and value.args[0] in ctx.lowered
 
 
 def _match_max_pool(pool: relax.Call, ctx: LoweringContext) -> Union[ClampedCall, Mismatch]:
-    return _pool("MAX_POOL_2D", max_pool2d_int8, pool, pool.args[0], ctx)
+    return _pool("MAX_POOL_2D", max_pool2d_integer, pool, pool.args[0], ctx)
 
 
 AVERAGE_POOL = Lowering(frozenset({"AVERAGE_POOL_2D"}), _ends_average_pool, _match_average_pool)
