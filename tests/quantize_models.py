@@ -90,3 +90,40 @@ def write_dead_unit_regressor(folder: Path, seed: int = 5) -> Path:
     path = folder / "dead_unit_regressor.tflite"
     path.write_bytes(build(Model(tensors, operators, inputs=(0,), outputs=(len(tensors) - 1,))))
     return path
+
+
+WIDE_RANGE_INPUT = (1, 8)
+WIDE_RANGE_CLASSES = 5
+WIDE_RANGE_PEAK = 60.0  # the scale of the hidden unit that sets its tensor's range
+
+
+def write_wide_range_classifier(folder: Path, seed: int = 7) -> Path:
+    """FULLY_CONNECTED (RELU, 16 units) -> FULLY_CONNECTED (5 logits) -> SOFTMAX on a 1x8 input, whose int8
+    activations cost it its top-1 while int16 ones do not: hidden unit 0 is WIDE_RANGE_PEAK x larger than the
+    others (its weights and bias scaled) and the logits do not read it (zero weights), so the hidden tensor's
+    int8 step (range / 255, ~0.4 on uniform [-1, 1) inputs) is coarser than the units the logits read (~0-2)
+    need, and int16's is 256 x finer. The model's loss is its activations' rounding, not its weights'."""
+    rng = np.random.default_rng(seed)
+    hidden = 16
+    first_w, first_b = rng.normal(0.0, 0.6, (hidden, WIDE_RANGE_INPUT[1])), rng.normal(0.0, 0.3, hidden)
+    first_w[0], first_b[0] = np.abs(first_w[0]) * WIDE_RANGE_PEAK, WIDE_RANGE_PEAK * 3.0
+    second_w, second_b = rng.normal(0.0, 1.0, (WIDE_RANGE_CLASSES, hidden)), rng.normal(0.0, 0.1, WIDE_RANGE_CLASSES)
+    second_w[:, 0] = 0.0
+    tensors = [
+        Tensor("input", WIDE_RANGE_INPUT, "float32"),
+        Tensor("hidden_w", first_w.shape, "float32", data=first_w.astype(np.float32)),
+        Tensor("hidden_b", (hidden,), "float32", data=first_b.astype(np.float32)),
+        Tensor("hidden", (1, hidden), "float32"),
+        Tensor("logits_w", second_w.shape, "float32", data=second_w.astype(np.float32)),
+        Tensor("logits_b", (WIDE_RANGE_CLASSES,), "float32", data=second_b.astype(np.float32)),
+        Tensor("logits", (1, WIDE_RANGE_CLASSES), "float32"),
+        Tensor("probabilities", (1, WIDE_RANGE_CLASSES), "float32"),
+    ]
+    operators = [
+        Operator("FULLY_CONNECTED", (0, 1, 2), (3,), Options("FullyConnectedOptions", {"FusedActivationFunction": 1})),
+        Operator("FULLY_CONNECTED", (3, 4, 5), (6,), Options("FullyConnectedOptions", {})),
+        Operator("SOFTMAX", (6,), (7,), Options("SoftmaxOptions", {"Beta": 1.0})),
+    ]
+    path = folder / "wide_range_classifier.tflite"
+    path.write_bytes(build(Model(tensors, operators, inputs=(0,), outputs=(7,))))
+    return path

@@ -199,6 +199,37 @@ def test_a_16x8_conv_then_fully_connected_model_is_bit_exact_with_tflite_micro(t
     assert_bit_exact_with_tflite_micro(built.model(), tmp_path)
 
 
+POOL_CASES = (  # input (H, W, C), filter (H, W), strides, padding: windows cut by the border, one channel
+    ((6, 5, 3), (3, 3), (2, 2), Padding.SAME),
+    ((8, 8, 4), (8, 8), (8, 8), Padding.VALID),
+    ((5, 7, 1), (2, 3), (1, 2), Padding.SAME),
+)
+
+
+def pool_model(builtin: str) -> Model:
+    """One 16x8 pool per case (the same quantization in and out, as TFLite requires), with every fused
+    activation; the average of a window of ints rounds half away from zero in TFLite Micro."""
+    built = _Builder.empty()
+    for index, (hwc, window, strides, padding) in enumerate(POOL_CASES):
+        quant = _symmetric(0.0005)
+        data = built.add(Tensor(f"case{index}_in", (1, *hwc), "int16", quant))
+        out_h = _output_size(hwc[0], window[0], strides[0], 1, padding)
+        out_w = _output_size(hwc[1], window[1], strides[1], 1, padding)
+        out = built.add(Tensor(f"case{index}_out", (1, out_h, out_w, hwc[2]), "int16", quant))
+        options = Options("Pool2DOptions", {"Padding": padding, "StrideH": strides[0], "StrideW": strides[1],
+                                            "FilterHeight": window[0], "FilterWidth": window[1],
+                                            "FusedActivationFunction": ACTIVATIONS[index % len(ACTIVATIONS)]})
+        built.operators.append(Operator(builtin, (data,), (out,), options, version=3))
+        built.inputs.append(data)
+        built.outputs.append(out)
+    return built.model()
+
+
+@pytest.mark.parametrize("builtin", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
+def test_16x8_pooling_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    assert_bit_exact_with_tflite_micro(pool_model(builtin), tmp_path)
+
+
 def test_a_16x8_operator_without_a_16x8_lowering_is_refused_in_one_line_naming_it(tmp_path):
     """SUB has an int8 lowering, not a 16x8 one: the model check refuses the int16 form before TVM loads."""
     quant = _symmetric(0.001)

@@ -72,9 +72,11 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
 TFLITE_16X8_OPS: frozenset[str] = frozenset(
     {
         "ADD",
+        "AVERAGE_POOL_2D",
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
         "FULLY_CONNECTED",
+        "MAX_POOL_2D",
         "SOFTMAX",
     }
 )

@@ -5,7 +5,8 @@ into the QDQ form LowerQuantizedToInteger lowers with the int8 weight values `we
 against each layer's output error, `bias_correction` measures the mean error the weights' rounding adds to
 each MAC's output channels (subtracted from their biases), `prepare` chains them and
 measures the accuracy cost (`accuracy`) and each layer's quantization error (`layer_error`), which
-`mixed_precision` reads to keep a layer float where it pays; `decide` answers `--quantize auto`.
+`mixed_precision` reads to keep a layer float where it pays; `activation_type` takes int16 activations (16x8)
+where int8's accuracy misses the budget; `decide` answers `--quantize auto`.
 """
 
 from .accuracy import AccuracyCost, Metric

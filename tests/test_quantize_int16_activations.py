@@ -1,0 +1,72 @@
+"""int16 activations (TFLite's 16x8 scheme) where int8 misses the accuracy budget (issue 18): a model whose
+loss is its activations' rounding gets int16 ones, bit-exact with its integer reference on the device, the
+manifest recording both types' accuracy; a model within the budget keeps int8 (test_quantize_measure's
+hello_world); a 16x8 model whose activations cannot fit the profile's SRAM keeps int8 and says why. The
+model: tests/quantize_models.py's wide-range classifier."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from quantize_models import WIDE_RANGE_CLASSES, write_wide_range_classifier
+
+
+pytestmark = pytest.mark.slow  # each quantizes or compiles a model: 5-40 s on the shared machine
+
+
+@pytest.fixture(scope="module")
+def classifier_file(tmp_path_factory):
+    return write_wide_range_classifier(tmp_path_factory.mktemp("wide_range"))
+
+
+def test_int16_activation_quantization_is_symmetric_and_saturates():
+    from tvm_ext.quantize import ActivationQuant
+
+    quant = ActivationQuant.of_range(-1.0, 3.0, "int16")
+    assert (quant.scale, quant.zero_point, quant.dtype) == (np.float32(3.0 / 32767), 0, "int16")
+    values = quant.quantize(np.array([-5.0, -1.0, 0.0, 1.5, 3.0, 4.0]))
+    assert values.dtype == np.int16
+    assert values.tolist() == [-32768, -10922, 0, 16384, 32767, 32767]
+    assert ActivationQuant.of_range(0.0, 0.0, "int16").scale == np.float32(1.0)
+
+
+def test_int8_missing_the_budget_gives_a_16x8_bundle_bit_exact_on_the_device(classifier_file, tmp_path):
+    import tvm_ext
+
+    out = tmp_path / "out"
+    bundle = tvm_ext.compile(classifier_file, out=out, quantize="int8", calibration="random", jobs=1)
+    assert bundle.selftest.passed
+    quantization = json.loads((out / "manifest.json").read_text())["quantization"]
+    assert quantization["dtype"] == "16x8"
+    assert quantization["activations"] == "per-tensor symmetric int16 (zero point 0)"
+    assert quantization["biases"].startswith("int64")
+    assert quantization["ranges"] == "minmax"  # 16x8's default
+    # int8: 82.0 % on the calibration samples; 16x8: 100 %
+    decision = quantization["activation_type"]
+    assert decision.startswith("16x8 activations: int8 top-1 agreement 82.0% on 100 samples"), decision
+    assert "misses the budget (top-1 agreement >= 97%); 16x8 top-1 agreement 100.0%" in decision
+    assert {layer["precision"] for layer in quantization["layer_errors"]} == {"16x8"}
+    assert quantization["inputs"][0]["dtype"] == "int16" and quantization["inputs"][0]["zero_point"] == 0
+    assert quantization["outputs"][0] == {"spec": quantization["outputs"][0]["spec"], "dtype": "int16",
+                                          "scale": 1 / 32768, "zero_point": 0}  # TFLite's 16x8 SOFTMAX
+    assert quantization["accuracy"]["held_back"]["value"] >= 0.97
+    assert quantization["accuracy"]["held_back"]["float_classes"] == WIDE_RANGE_CLASSES
+    header = next(out.glob("*.h")).read_text()
+    assert "int16_t" in header
+
+
+def test_16x8_activations_that_cannot_fit_the_sram_keep_int8_and_say_why(classifier_file):
+    import target
+    from tvm_ext.frontend import import_model_data
+    from tvm_ext.quantize import load_calibration, quantize_model
+
+    model = import_model_data(classifier_file, classifier_file.read_bytes(), "tflite")
+    profile = dataclasses.replace(target.load_profile("lowpower"), sram_bytes=40)
+    quantized = quantize_model(model, load_calibration("random", model.inputs), profile)
+    # 16 int16 hidden values (32 B) and 5 int16 logits (10 B) are alive at once: 42 B
+    assert quantized.activations.endswith("but 16x8 needs about 42 B of activations, lowpower has 40 B")
+    assert quantized.facts["dtype"] == "int8" and quantized.accuracy["calibration"].value == pytest.approx(0.82)
