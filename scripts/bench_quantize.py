@@ -3,8 +3,9 @@
     pip install -e '.[bench]'   # scikit-image: its photographs for the image classifiers
     python scripts/bench_quantize.py [--models ../shared/models] [--target cortex-m4f] [MODEL ...]
 
-For each model: compile the float model, then the same model with `quantize="int8"`, and print arena and
-flash (weight) bytes of both, instructions per inference of both (the self-test's run under QEMU -icount on
+For each model: compile the float model, then the same model with `quantize="int8"` (int8 weights; int8
+activations, or int16 where int8 misses the accuracy budget: tvm_ext.quantize.activation_type), and print the
+quantized model's activation type, arena and flash (weight) bytes of both, instructions per inference of both (the self-test's run under QEMU -icount on
 emulated profiles such as cortex-m4f; "-" on a profile without an emulator), and the accuracy cost the
 quantized bundle's manifest records: on the calibration samples and on 200 held-back samples of the same
 distribution (top-1 agreement with the float model for the classifiers, with the float model's class
@@ -12,7 +13,8 @@ histogram on those samples: one class makes the agreement uninformative; relativ
 The image classifiers (pretrainedResnet, vww_96_float) are calibrated on 200 crops of natural photographs
 and judged on 200 other crops (scripts/natural_images.py); the other models on `calibration="random"`
 (uniform in [-1, 1), held back: another seed). A bundle that does not compile (e.g. does not fit the
-profile) gets its one-line error instead of numbers; stderr also gets each int8 bundle's mixed-precision decision.
+profile) gets its one-line error instead of numbers; stderr also gets each quantized bundle's activation type
+and mixed-precision decisions.
 """
 
 from __future__ import annotations
@@ -126,9 +128,9 @@ def main() -> int:
     print(f"target {args.target}; image classifiers: {IMAGE_SAMPLES} natural-image crops to calibrate, "
           f"{IMAGE_SAMPLES} others held back; other models: calibration random: uniform [-1, 1), "
           f"{RANDOM_SAMPLES} samples, seed {RANDOM_SEED}; held-back {held_back_description()}")
-    print("| model | float arena B | int8 arena B | float flash B | int8 flash B | float instr. | int8 instr. "
-          "| calibration | held-back | TFLite's int8 twin, held-back |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---|---|")
+    print("| model | activations | float arena B | quantized arena B | float flash B | quantized flash B "
+          "| float instr. | quantized instr. | calibration | held-back | TFLite's int8 twin, held-back |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="bench_quantize.") as tmp:
         for relative in args.models:
             model = args.folder / relative
@@ -144,12 +146,13 @@ def main() -> int:
                 (int8_bundle.out_dir / "manifest.json").read_text())["quantization"]
             accuracy = quantization.get("accuracy", {})
             cells = [_sizes(float_bundle), _sizes(int8_bundle)]
-            print(f"| {model.stem} | {cells[0][0]} | {cells[1][0]} | {cells[0][1]} | {cells[1][1]} | "
+            print(f"| {model.stem} | {quantization.get('dtype', '-')} | {cells[0][0]} | {cells[1][0]} | {cells[0][1]} | {cells[1][1]} | "
                   f"{cells[0][2]} | {cells[1][2]} | "
                   f"{_cost(accuracy.get('calibration'))} | {_cost(accuracy.get('held_back'))} | {twin_cell} |",
                   flush=True)
             if quantization:
-                print(f"  {model.stem}: {quantization['precision']}", file=sys.stderr, flush=True)
+                print(f"  {model.stem}: {quantization['activation_type']}; {quantization['precision']}",
+                      file=sys.stderr, flush=True)
             for kind, bundle in (("float", float_bundle), ("int8", int8_bundle)):
                 if isinstance(bundle, str):
                     print(f"  {model.stem} {kind}: {bundle}", file=sys.stderr, flush=True)
