@@ -95,16 +95,17 @@ def write_dead_unit_regressor(folder: Path, seed: int = 5) -> Path:
 WIDE_RANGE_INPUT = (1, 8)
 WIDE_RANGE_CLASSES = 5
 WIDE_RANGE_PEAK = 60.0  # the scale of the hidden unit that sets its tensor's range
+WIDE_RANGE_HIDDEN = 20  # units: 40 B of int16, not a multiple of the profiles' 16-byte buffer alignment
 
 
 def write_wide_range_classifier(folder: Path, seed: int = 7) -> Path:
-    """FULLY_CONNECTED (RELU, 16 units) -> FULLY_CONNECTED (5 logits) -> SOFTMAX on a 1x8 input, whose int8
+    """FULLY_CONNECTED (RELU, 20 units) -> FULLY_CONNECTED (5 logits) -> SOFTMAX on a 1x8 input, whose int8
     activations cost it its top-1 while int16 ones do not: hidden unit 0 is WIDE_RANGE_PEAK x larger than the
     others (its weights and bias scaled) and the logits do not read it (zero weights), so the hidden tensor's
     int8 step (range / 255, ~0.4 on uniform [-1, 1) inputs) is coarser than the units the logits read (~0-2)
     need, and int16's is 256 x finer. The model's loss is its activations' rounding, not its weights'."""
     rng = np.random.default_rng(seed)
-    hidden = 16
+    hidden = WIDE_RANGE_HIDDEN
     first_w, first_b = rng.normal(0.0, 0.6, (hidden, WIDE_RANGE_INPUT[1])), rng.normal(0.0, 0.3, hidden)
     first_w[0], first_b[0] = np.abs(first_w[0]) * WIDE_RANGE_PEAK, WIDE_RANGE_PEAK * 3.0
     second_w, second_b = rng.normal(0.0, 1.0, (WIDE_RANGE_CLASSES, hidden)), rng.normal(0.0, 0.1, WIDE_RANGE_CLASSES)

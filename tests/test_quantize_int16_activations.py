@@ -1,8 +1,9 @@
 """int16 activations (TFLite's 16x8 scheme) where int8 misses the accuracy budget (issue 18): a model whose
 loss is its activations' rounding gets int16 ones, bit-exact with its integer reference on the device, the
 manifest recording both types' accuracy; a model within the budget keeps int8 (test_quantize_measure's
-hello_world); a 16x8 model whose activations cannot fit the profile's SRAM keeps int8 and says why. The
-model: tests/quantize_models.py's wide-range classifier."""
+hello_world); a 16x8 model whose activations cannot fit the profile's SRAM keeps int8 and says why, and one
+whose planned 16x8 arena does not fit compiles its int8 form instead. The model: tests/quantize_models.py's
+wide-range classifier."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from quantize_models import WIDE_RANGE_CLASSES, write_wide_range_classifier
+from quantize_models import write_wide_range_classifier
 
 
 pytestmark = pytest.mark.slow  # each quantizes or compiles a model: 5-40 s on the shared machine
@@ -45,16 +46,16 @@ def test_int8_missing_the_budget_gives_a_16x8_bundle_bit_exact_on_the_device(cla
     assert quantization["activations"] == "per-tensor symmetric int16 (zero point 0)"
     assert quantization["biases"].startswith("int64")
     assert quantization["ranges"] == "minmax"  # 16x8's default
-    # int8: 82.0 % on the calibration samples; 16x8: 100 %
+    # int8: 81.0 % on the calibration samples; 16x8: 100 %
     decision = quantization["activation_type"]
-    assert decision.startswith("16x8 activations: int8 top-1 agreement 82.0% on 100 samples"), decision
+    assert decision.startswith("16x8 activations: int8 top-1 agreement 81.0% on 100 samples"), decision
     assert "misses the budget (top-1 agreement >= 97%); 16x8 top-1 agreement 100.0%" in decision
     assert {layer["precision"] for layer in quantization["layer_errors"]} == {"16x8"}
     assert quantization["inputs"][0]["dtype"] == "int16" and quantization["inputs"][0]["zero_point"] == 0
     assert quantization["outputs"][0] == {"spec": quantization["outputs"][0]["spec"], "dtype": "int16",
                                           "scale": 1 / 32768, "zero_point": 0}  # TFLite's 16x8 SOFTMAX
     assert quantization["accuracy"]["held_back"]["value"] >= 0.97
-    assert quantization["accuracy"]["held_back"]["float_classes"] == WIDE_RANGE_CLASSES
+    assert quantization["accuracy"]["held_back"]["float_classes"] >= 3  # 4 of 5: the agreement means something
     header = next(out.glob("*.h")).read_text()
     assert "int16_t" in header
 
@@ -65,8 +66,31 @@ def test_16x8_activations_that_cannot_fit_the_sram_keep_int8_and_say_why(classif
     from tvm_ext.quantize import load_calibration, quantize_model
 
     model = import_model_data(classifier_file, classifier_file.read_bytes(), "tflite")
-    profile = dataclasses.replace(target.load_profile("lowpower"), sram_bytes=40)
+    profile = dataclasses.replace(target.load_profile("lowpower"), sram_bytes=49)
     quantized = quantize_model(model, load_calibration("random", model.inputs), profile)
-    # 16 int16 hidden values (32 B) and 5 int16 logits (10 B) are alive at once: 42 B
-    assert quantized.activations.endswith("but 16x8 needs about 42 B of activations, lowpower has 40 B")
-    assert quantized.facts["dtype"] == "int8" and quantized.accuracy["calibration"].value == pytest.approx(0.82)
+    # the logits layer reads 20 int16 hidden values (40 B) and writes 5 int16 logits (10 B): 50 B at least
+    assert quantized.activations.endswith("but 16x8 needs at least 50 B of SRAM, lowpower has 49 B")
+    assert quantized.facts["dtype"] == "int8" and quantized.accuracy["calibration"].value == pytest.approx(0.81)
+    assert quantized.int8_fallback is None
+
+
+def test_a_16x8_bundle_that_does_not_fit_is_compiled_with_int8_activations(classifier_file, tmp_path):
+    """50 B of SRAM at least, but the planner aligns each buffer to 16 B: the 16x8 arena needs 56 B; the int8
+    bundle's 36 B fit a 55 B profile."""
+    import target
+    import tvm_ext
+
+    out, lines = tmp_path / "out", []
+    profile = dataclasses.replace(target.load_profile("lowpower"), sram_bytes=55)
+    bundle = tvm_ext.compile(classifier_file, target=profile, out=out, quantize="int8", calibration="random",
+                             jobs=1, log=lines.append)
+    assert bundle.selftest.passed and bundle.arena_bytes <= 55
+    assert ("quantize   the 16x8 bundle does not fit (wide_range_classifier: arena needs 56 B of SRAM but "
+            "lowpower has 55 B (1 B over)): compiling the int8 one") in lines
+    quantization = json.loads((out / "manifest.json").read_text())["quantization"]
+    assert quantization["dtype"] == "int8" and quantization["ranges"] == "percentile"
+    assert quantization["activation_type"].endswith("but the 16x8 bundle does not fit lowpower "
+                                                    "(wide_range_classifier: arena needs 56 B of SRAM but lowpower "
+                                                    "has 55 B (1 B over))")
+    assert quantization["inputs"][0]["dtype"] == "int8"
+    assert not list(tmp_path.glob(".out.*"))  # no staging folder left

@@ -33,6 +33,10 @@ class CompileError(Exception):
     """A failure the user can act on; `str()` is one line naming the model and what is wrong."""
 
 
+class DoesNotFitError(CompileError):
+    """The planned bundle needs more SRAM or flash than its profile has; the line says by how many bytes."""
+
+
 class SelftestMismatchError(Exception):
     """The bundle built but disagrees with the reference runtime (or its run call failed) on the embedded
     input: a bug of tvm_ext, not of the model. `str()` is one line naming the model, the output, the first
@@ -130,6 +134,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     """
     from tvm_ext.compile.pipeline import BundleOptions, compile_to_folder
     from tvm_ext.compile.quantized import QuantizeRequest, check_request, quantized_module
+    from tvm_ext.compile.output_folder import empty_folder
 
     if isinstance(model, str):
         model = Path(model)
@@ -139,15 +144,26 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     if quantize is not None and not isinstance(model, Path):
         raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
     if scheduler is None:
-        def fill(staging: Path) -> FolderResult:
-            source, bundle_name, quantization = model, name, None
-            if quantize is not None:
-                bundle_name = name or model.stem
-                request = QuantizeRequest(quantize, calibration, ranges, held_back)
-                source, quantization = quantized_module(model, target, request, log)
+        def fill_with(staging: Path, source, bundle_name: str | None, quantization: dict | None) -> FolderResult:
             options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs, quantization, io_in_arena,
                                     None if layout == "auto" else layout.upper())
             return compile_to_folder(source, target, staging, stage_logger(log), options)
+
+        def fill(staging: Path) -> FolderResult:
+            if quantize is None:
+                return fill_with(staging, model, name, None)
+            quantized = quantized_module(model, target, QuantizeRequest(quantize, calibration, ranges, held_back),
+                                         log)
+            try:
+                return fill_with(staging, quantized.source, name or model.stem, quantized.facts)
+            except DoesNotFitError as err:
+                fallback = quantized.int8_fallback
+                if fallback is None:
+                    raise
+                log(f"quantize   the 16x8 bundle does not fit ({err}): compiling the int8 one")
+                empty_folder(staging)
+                facts = {**fallback.facts, "activation_type": f"{fallback.facts['activation_type']} ({err})"}
+                return fill_with(staging, fallback.source, name or model.stem, facts)
     else:
         from tvm_ext.cluster import compile_on_cluster
 

@@ -48,6 +48,16 @@ def make_staging_folder(out: Path, label: str) -> Path:
         raise CompileError(f"{label}: cannot create the output folder {out}: {err.strerror or err}") from err
 
 
+def empty_folder(staging: Path) -> None:
+    """Delete what a compile wrote into its own `staging` folder (from `make_staging_folder`, never OUT), so
+    that another compile can fill it."""
+    for entry in staging.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
 def move_into_place(staging: Path, out: Path, force: bool, label: str) -> None:
     """Rename the finished `staging` folder to `out`; see the module's contract. `staging` is gone afterwards
     unless CompileError is raised (the caller deletes it)."""

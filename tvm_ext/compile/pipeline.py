@@ -36,7 +36,7 @@ from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
 from tvm_ext.command_process import interrupts_held_back
-from tvm_ext.compile import CompileError, SelftestMismatchError, early_objects
+from tvm_ext.compile import CompileError, DoesNotFitError, SelftestMismatchError, early_objects
 from tvm_ext.compile.early_objects import EarlyObjects
 
 if TYPE_CHECKING:
@@ -228,7 +228,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         try:
             target.check_fits(profile, planned.plan.model, planned.memory.arena_bytes, planned.plan.weight_bytes())
         except target.ResourceError as err:
-            raise CompileError(str(err)) from err
+            raise DoesNotFitError(str(err)) from err
         if checked is not None:
             referenced = stage("reference", lambda: reference_file(reference), _runtime)
 

@@ -21,6 +21,17 @@ QUANTIZE_MODES = ("int8", "auto")
 
 
 @dataclass(frozen=True)
+class QuantizedSource:
+    """What the pipeline compiles for a quantize request: the integer module (or, auto keeping float, the model
+    file) and the manifest's "quantization" facts; for a 16x8 module, `int8_fallback`: the int8 one to
+    compile instead when the 16x8 bundle does not fit the profile."""
+
+    source: "Path | tvm.IRModule"
+    facts: dict
+    int8_fallback: "QuantizedSource | None" = None
+
+
+@dataclass(frozen=True)
 class QuantizeRequest:
     """`mode` "int8" or "auto"; `calibration` an .npz path or "random"; `ranges` "minmax", "percentile" or "mse"
     (None: percentile for int8 activations, minmax for int16);
@@ -52,7 +63,7 @@ def check_request(model_label: str, quantize: str | None, calibration: str | Pat
 
 
 def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log: Callable[[str], None]
-                     ) -> tuple["Path | tvm.IRModule", dict]:
+                     ) -> QuantizedSource:
     """What the pipeline compiles for `path` under `request`: the integer module and its manifest facts, or
     (auto deciding to keep float) the path itself and the decision's facts. Logs the decision and the
     accuracy cost, one line each."""
@@ -81,7 +92,7 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
         log(f"quantize   {decision.reason}")
         facts["decision"] = decision.reason
         if not decision.quantize:
-            return path, facts
+            return QuantizedSource(path, facts)
     try:
         calibration = load_calibration(request.calibration, model.inputs)
         held_back = None if request.held_back is None else load_calibration(request.held_back, model.inputs)
@@ -96,4 +107,6 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     costs = "; ".join(f"{where}: {cost.describe()}" for where, cost in quantized.accuracy.items())
     log(f"quantize   on {calibration.source}; {quantized.activations}; {quantized.precision}")
     log(f"quantize   accuracy against float: {costs}")
-    return quantized.mod, {**facts, **quantized.facts}
+    fallback = quantized.int8_fallback
+    return QuantizedSource(quantized.mod, {**facts, **quantized.facts}, None if fallback is None else
+                           QuantizedSource(fallback.mod, {**facts, **fallback.facts}))

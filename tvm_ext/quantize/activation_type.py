@@ -1,7 +1,8 @@
 """Which integer type the quantized model's activations take: int8, or int16 with the int8 weights (TFLite's
 16x8 scheme, which TFLite Micro's kernels run) when int8 activations miss the accuracy budget on the
-calibration samples and the 16x8 model's activations fit the profile's SRAM (`activation_bytes`, an
-estimate).
+calibration samples and the 16x8 model can fit the profile's SRAM: `fits_16x8` screens out a model whose
+16x8 activations certainly cannot (the arena lower bound of `decide`), and the compile falls back to the int8
+model when the 16x8 bundle's planned arena does not fit (`tvm_ext.compile`).
 
 The budget (`within_budget`): top-1 agreement with the float model of at least TOP1_BUDGET for a classifier,
 the bar issue 18 sets for the image classifiers; a relative L2 error of at most RELATIVE_ERROR_BUDGET for
@@ -22,13 +23,12 @@ calibration KL most, k = 1..15 (float simulation): 96.0, 94.4, 96.4, 95.4, 96.3,
 
 from __future__ import annotations
 
-import numpy as np
 from tvm import relax
 
-from tvm_ext.layers import bindings_of
+from target.profile import Profile
 
 from .accuracy import AccuracyCost, Metric
-from .qdq import layer_of_vars
+from .decide import arena_lower_bound
 
 TOP1_BUDGET = 0.97
 RELATIVE_ERROR_BUDGET = 0.02
@@ -54,32 +54,8 @@ def budget_text(metric: Metric) -> str:
     return f"relative error <= {100 * RELATIVE_ERROR_BUDGET:g}%"
 
 
-def activation_bytes(main: relax.Function, leaving: list[relax.Var], itemsize: int) -> int:
-    """The most bytes of layer outputs alive at once in `main`'s binding order when each element takes
-    `itemsize` bytes: each var of `leaving` (the activations that leave a layer) from the first binding of its
-    layer to its last reader, main's returned value excluded (the caller's buffer, as are the inputs). The
-    estimate a 16x8 choice checks against the profile's SRAM, before any kernel exists: it counts no scratch
-    buffer and no operator working in place, and keeps the float model's order, so it is not a bound either
-    way; on the shared models it exceeds the planned arena (pretrainedResnet 16x8: 98,304 B estimated,
-    67,616 B planned), which keeps int8 a model whose 16x8 form would only just fit."""
-    bindings = bindings_of(main)
-    layer_of = layer_of_vars(main)
-    first_of_layer: dict[tuple, int] = {}
-    for index, binding in enumerate(bindings):
-        first_of_layer.setdefault(layer_of[binding.var], index)
-    position = {binding.var: index for index, binding in enumerate(bindings)}
-    born = {var: first_of_layer[layer_of[var]] for var in leaving}  # written while its layer reads its inputs
-    last_read = {var: position[var] for var in leaving}
-    for index, binding in enumerate(bindings):
-        for arg in binding.value.args if isinstance(binding.value, relax.Call) else [binding.value]:
-            if isinstance(arg, relax.Var) and arg in last_read:
-                last_read[arg] = max(last_read[arg], index)
-    alias = {b.var: b.value for b in bindings if isinstance(b.value, relax.Var)}
-    returned = main.body.body
-    while returned in alias:
-        returned = alias[returned]
-    alive = np.zeros(len(bindings) + 1, np.int64)
-    for var in leaving:
-        if not var.same_as(returned):
-            alive[born[var]:last_read[var] + 1] += int(np.prod([int(d) for d in var.ty.shape])) * itemsize
-    return int(alive.max())
+def fits_16x8(main: relax.Function, profile: Profile) -> tuple[bool, int]:
+    """Whether the float `main`'s 16x8 form may fit `profile`'s SRAM, and the lower bound on its arena (bytes)
+    that says so: one layer's int16 inputs and outputs together (`decide.arena_lower_bound`)."""
+    bound = arena_lower_bound(main, itemsize=2)
+    return bound <= profile.sram_bytes, bound

@@ -38,8 +38,9 @@ def float_weight_bytes(main: relax.Function) -> int:
     return sum(seen.values())
 
 
-def float_arena_lower_bound(main: relax.Function) -> int:
-    """The largest sum of bytes of the activations one layer reads from other layers and writes for them."""
+def arena_lower_bound(main: relax.Function, itemsize: int | None = None) -> int:
+    """The largest sum of bytes of the activations one layer reads from other layers and writes for them, each
+    element taking `itemsize` bytes (default: its own type's, float32 in a float main): no arena holds less."""
     bindings = bindings_of(main)
     layer_of = layer_of_vars(main)
     returned = main.body.body
@@ -51,18 +52,18 @@ def float_arena_lower_bound(main: relax.Function) -> int:
                 live.setdefault(layer_of[binding.var], set()).add(arg)
     for var in leaving:
         live.setdefault(layer_of[var], set()).add(var)
-    return max((sum(_bytes(v) for v in vars_) for vars_ in live.values()), default=0)
+    return max((sum(_bytes(v, itemsize) for v in vars_) for vars_ in live.values()), default=0)
 
 
-def _bytes(var: relax.Var) -> int:
-    return int(np.prod([int(d) for d in var.ty.shape])) * np.dtype(str(var.ty.dtype)).itemsize
+def _bytes(var: relax.Var, itemsize: int | None) -> int:
+    return int(np.prod([int(d) for d in var.ty.shape])) * (itemsize or np.dtype(str(var.ty.dtype)).itemsize)
 
 
 def decide(main: relax.Function, profile: Profile) -> Decision:
     """Whether to quantize the float `main` for `profile`, with the reason."""
     if profile.fpu == "none":
         return Decision(True, f"quantizing to int8: {profile.name} has no FPU (float would run in software)")
-    weights, arena = float_weight_bytes(main), float_arena_lower_bound(main)
+    weights, arena = float_weight_bytes(main), arena_lower_bound(main)
     overruns = []
     if arena > profile.sram_bytes:
         overruns.append(f"float arena needs at least {arena:,} B of SRAM, {profile.name} has {profile.sram_bytes:,} B")

@@ -13,6 +13,7 @@ self-test compares the bundle bit-exactly with that same module on TVM's Relax V
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -24,7 +25,7 @@ from tvm_ext.frontend import ImportedModel
 from tvm_ext.transform import LowerQuantizedToInteger
 
 from .accuracy import AccuracyCost, Metric, accuracy_cost, metric_for
-from .activation_type import activation_bytes, better, budget_text, within_budget
+from .activation_type import better, budget_text, fits_16x8, within_budget
 from .bias_correction import weight_error_means
 from .calibration import Calibration, random_samples
 from .layer_error import LayerError, layer_errors
@@ -39,7 +40,8 @@ HELD_BACK_SAMPLES = 200  # the issue's figure for the held-back accuracy
 
 @dataclass(frozen=True)
 class QuantizedModel:
-    """The integer Relax module of the quantized model and the manifest's "quantization" entry."""
+    """The integer Relax module of the quantized model and the manifest's "quantization" entry; with int16
+    activations, `int8_fallback`: the same model with int8 ones, to compile if the 16x8 bundle does not fit."""
 
     mod: tvm.IRModule
     facts: dict
@@ -47,6 +49,7 @@ class QuantizedModel:
     layers: list[LayerError]  # each layer output's quantization error on the calibration samples, its precision
     activations: str  # the activation type decision (activation_type), one line
     precision: str  # the mixed-precision decision (mixed_precision.choose_precision), one line
+    int8_fallback: "QuantizedModel | None" = None
 
 
 @dataclass(frozen=True)
@@ -66,68 +69,92 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     """`model` (float) quantized with int8 weights on `calibration`'s samples for `profile`, its accuracy cost
     also measured on `held_back` (samples of the calibration's distribution kept out of it; by default, with
     random calibration, 200 more random samples of another seed). Activations are int8, or int16 where int8
-    misses the accuracy budget and 16x8 fits the profile (`activation_type`); `method` picks the activation
-    ranges (default: PERCENTILE for int8, MINMAX for int16). Raises qdq.QuantizeError (one line) for a layer
-    the quantizer cannot handle."""
+    misses the accuracy budget, 16x8 may fit the profile and measures better (`activation_type`); `method`
+    picks the activation ranges (default: PERCENTILE for int8, MINMAX for int16). Raises qdq.QuantizeError
+    (one line) for a layer the quantizer cannot handle."""
     main = model.mod["main"]
     taps = layer_outputs(main)
     metric = metric_for(model.layers[-1].kind if model.layers else "")
     roundings = hessian_roundings(model.mod, calibration.samples)
     int8_method = method or RangeMethod.PERCENTILE
     ranges, float_outputs = observe_ranges(model.mod, taps, calibration.samples, int8_method)
-    chosen = int8 = _candidate(model, calibration, profile, quants_of(ranges, "int8"), int8_method, roundings,
-                               float_outputs, metric)
-    budget = budget_text(metric)
-    activations = f"int8 activations: {int8.cost.describe()} on calibration, within the budget ({budget})"
-    if not within_budget(int8.cost):
-        int16_bytes = activation_bytes(main, taps, 2)
-        if int16_bytes > profile.sram_bytes:
-            activations = (f"int8 activations: {int8.cost.describe()} on calibration misses the budget ({budget}), "
-                           f"but 16x8 needs about {int16_bytes:,} B of activations, {profile.name} has "
-                           f"{profile.sram_bytes:,} B")
-        else:
-            int16_method = method or RangeMethod.MINMAX
-            ranges = ranges if int16_method is int8_method else observe_ranges(
-                model.mod, taps, calibration.samples, int16_method)[0]
-            int16 = _candidate(model, calibration, profile, quants_of(ranges, "int16"), int16_method, roundings,
-                               float_outputs, metric)
-            taken = better(int16.cost, int8.cost)
-            chosen = int16 if taken else int8
-            activations = (f"{'16x8' if taken else 'int8'} activations: int8 {int8.cost.describe()} on calibration "
-                           f"misses the budget ({budget}); 16x8 {int16.cost.describe()}"
-                           f"{'' if taken else ', no better'}")
-    accuracy = {"calibration": chosen.cost}
+    int8 = _candidate(model, calibration, profile, quants_of(ranges, "int8"), int8_method, roundings,
+                      float_outputs, metric)
     if held_back is None and calibration.random:
         held_back = Calibration(random_samples(model.inputs, HELD_BACK_SAMPLES, HELD_BACK_SEED),
                                 held_back_description(), True)
-    if held_back is not None:
-        held_float = [outputs[0] for outputs in run_on_samples(model.mod, held_back.samples)]
-        accuracy["held_back"] = _cost(chosen.integer, chosen.graph, held_back.samples, held_float, metric)
-    graph, sixteen = chosen.graph, chosen.graph.inputs[0].dtype == "int16" if chosen.graph.inputs else False
-    facts = {
-        "dtype": "16x8" if sixteen else "int8 with float layers" if chosen.choice.float_layers else "int8",
-        "weights": "per-channel symmetric int8",
-        "activations": "per-tensor symmetric int16 (zero point 0)" if sixteen else "per-tensor asymmetric int8",
-        "activation_type": activations,
-        "biases": f"{'int64' if sixteen else 'int32'}, scale = input scale x weight scale",
-        "weight_rounding": f"GPTQ: each conv/dense weight's int8 values chosen column by column to minimize "
-                           f"its layer's output error on the {len(calibration.samples)} calibration samples' "
-                           f"float inputs (H = X X^T, damping {DAMPING:g} x mean diag; per-group H for "
-                           f"depthwise), scales unchanged",
-        "bias_correction": f"empirical: each int8 MAC's bias less the mean error its weight rounding adds per "
-                           f"output channel on the {len(calibration.samples)} calibration samples",
-        "ranges": chosen.method.value,
-        "calibration": calibration.source,
-        "calibration_random": calibration.random,
-        **({"held_back": held_back.source} if held_back is not None else {}),
-        "inputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.inputs, graph.inputs)],
-        "outputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.outputs, graph.outputs)],
-        "accuracy": {where: cost.facts() for where, cost in accuracy.items()},
-        "layer_errors": [error.facts() for error in chosen.choice.layers],
-        "precision": chosen.choice.reason,
-        "integer_reference": "the lowered integer graph on TVM's Relax VM (llvm), bit-exact",
-    }
-    return QuantizedModel(chosen.integer, facts, accuracy, chosen.choice.layers, activations, chosen.choice.reason)
+    judged = _Judged(model, calibration, held_back, metric)
+    budget = budget_text(metric)
+    if within_budget(int8.cost):
+        return judged.model(int8, f"int8 activations: {int8.cost.describe()} on calibration, within the budget "
+                                  f"({budget})")
+    missed = f"int8 {int8.cost.describe()} on calibration misses the budget ({budget})"
+    may_fit, bound = fits_16x8(main, profile)
+    if not may_fit:
+        return judged.model(int8, f"int8 activations: {missed}, but 16x8 needs at least {bound:,} B of SRAM, "
+                                  f"{profile.name} has {profile.sram_bytes:,} B")
+    int16_method = method or RangeMethod.MINMAX
+    if int16_method is not int8_method:
+        ranges = observe_ranges(model.mod, taps, calibration.samples, int16_method)[0]
+    int16 = _candidate(model, calibration, profile, quants_of(ranges, "int16"), int16_method, roundings,
+                       float_outputs, metric)
+    compared = f"{missed}; 16x8 {int16.cost.describe()}"
+    if not better(int16.cost, int8.cost):
+        return judged.model(int8, f"int8 activations: {compared}, no better")
+    fallback = judged.model(int8, f"int8 activations: {compared}, but the 16x8 bundle does not fit "
+                                  f"{profile.name}")
+    return replace(judged.model(int16, f"16x8 activations: {compared}"), int8_fallback=fallback)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """What every candidate's QuantizedModel shares: the model, its calibration and held-back samples (the
+    float model's outputs on the latter computed once) and the accuracy metric."""
+
+    source: ImportedModel
+    calibration: Calibration
+    held_back: Calibration | None
+    metric: Metric
+
+    @functools.cached_property
+    def held_back_float(self) -> list[np.ndarray]:
+        return [outputs[0] for outputs in run_on_samples(self.source.mod, self.held_back.samples)]
+
+    def model(self, chosen: _Candidate, activations: str) -> QuantizedModel:
+        """The QuantizedModel of `chosen`, its accuracy also measured on the held-back samples; `activations`
+        the activation type decision line."""
+        calibration, held_back = self.calibration, self.held_back
+        accuracy = {"calibration": chosen.cost}
+        if held_back is not None:
+            accuracy["held_back"] = _cost(chosen.integer, chosen.graph, held_back.samples, self.held_back_float,
+                                          self.metric)
+        graph, model = chosen.graph, self.source
+        sixteen = bool(graph.inputs) and graph.inputs[0].dtype == "int16"
+        facts = {
+            "dtype": "16x8" if sixteen else "int8 with float layers" if chosen.choice.float_layers else "int8",
+            "weights": "per-channel symmetric int8",
+            "activations": "per-tensor symmetric int16 (zero point 0)" if sixteen else "per-tensor asymmetric int8",
+            "activation_type": activations,
+            "biases": f"{'int64' if sixteen else 'int32'}, scale = input scale x weight scale",
+            "weight_rounding": f"GPTQ: each conv/dense weight's int8 values chosen column by column to minimize "
+                               f"its layer's output error on the {len(calibration.samples)} calibration samples' "
+                               f"float inputs (H = X X^T, damping {DAMPING:g} x mean diag; per-group H for "
+                               f"depthwise), scales unchanged",
+            "bias_correction": f"empirical: each int8 MAC's bias less the mean error its weight rounding adds per "
+                               f"output channel on the {len(calibration.samples)} calibration samples",
+            "ranges": chosen.method.value,
+            "calibration": calibration.source,
+            "calibration_random": calibration.random,
+            **({"held_back": held_back.source} if held_back is not None else {}),
+            "inputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.inputs, graph.inputs)],
+            "outputs": [dict(spec=spec.name, **q.facts()) for spec, q in zip(model.outputs, graph.outputs)],
+            "accuracy": {where: cost.facts() for where, cost in accuracy.items()},
+            "layer_errors": [error.facts() for error in chosen.choice.layers],
+            "precision": chosen.choice.reason,
+            "integer_reference": "the lowered integer graph on TVM's Relax VM (llvm), bit-exact",
+        }
+        return QuantizedModel(chosen.integer, facts, accuracy, chosen.choice.layers, activations,
+                              chosen.choice.reason)
 
 
 def _candidate(model: ImportedModel, calibration: Calibration, profile: Profile,
