@@ -98,12 +98,13 @@ WIDE_RANGE_PEAK = 60.0  # the scale of the hidden unit that sets its tensor's ra
 WIDE_RANGE_HIDDEN = 20  # units: 40 B of int16, not a multiple of the profiles' 16-byte buffer alignment
 
 
-def write_wide_range_classifier(folder: Path, seed: int = 7) -> Path:
+def write_wide_range_classifier(folder: Path, seed: int = 7, squashed: bool = False) -> Path:
     """FULLY_CONNECTED (RELU, 20 units) -> FULLY_CONNECTED (5 logits) -> SOFTMAX on a 1x8 input, whose int8
     activations cost it its top-1 while int16 ones do not: hidden unit 0 is WIDE_RANGE_PEAK x larger than the
     others (its weights and bias scaled) and the logits do not read it (zero weights), so the hidden tensor's
     int8 step (range / 255, ~0.4 on uniform [-1, 1) inputs) is coarser than the units the logits read (~0-2)
-    need, and int16's is 256 x finer. The model's loss is its activations' rounding, not its weights'."""
+    need, and int16's is 256 x finer. The model's loss is its activations' rounding, not its weights'.
+    `squashed`: a LOGISTIC between the logits and the SOFTMAX (an operator with no 16x8 kernel)."""
     rng = np.random.default_rng(seed)
     hidden = WIDE_RANGE_HIDDEN
     first_w, first_b = rng.normal(0.0, 0.6, (hidden, WIDE_RANGE_INPUT[1])), rng.normal(0.0, 0.3, hidden)
@@ -123,8 +124,12 @@ def write_wide_range_classifier(folder: Path, seed: int = 7) -> Path:
     operators = [
         Operator("FULLY_CONNECTED", (0, 1, 2), (3,), Options("FullyConnectedOptions", {"FusedActivationFunction": 1})),
         Operator("FULLY_CONNECTED", (3, 4, 5), (6,), Options("FullyConnectedOptions", {})),
-        Operator("SOFTMAX", (6,), (7,), Options("SoftmaxOptions", {"Beta": 1.0})),
     ]
-    path = folder / "wide_range_classifier.tflite"
+    if squashed:
+        tensors.append(Tensor("squashed", (1, WIDE_RANGE_CLASSES), "float32"))
+        operators.append(Operator("LOGISTIC", (6,), (8,)))
+    operators.append(Operator("SOFTMAX", (len(tensors) - 1 if squashed else 6,), (7,),
+                              Options("SoftmaxOptions", {"Beta": 1.0})))
+    path = folder / f"wide_range_classifier{'_squashed' if squashed else ''}.tflite"
     path.write_bytes(build(Model(tensors, operators, inputs=(0,), outputs=(7,))))
     return path

@@ -94,3 +94,18 @@ def test_a_16x8_bundle_that_does_not_fit_is_compiled_with_int8_activations(class
                                                     "has 55 B (1 B over))")
     assert quantization["inputs"][0]["dtype"] == "int8"
     assert not list(tmp_path.glob(".out.*"))  # no staging folder left
+
+
+def test_an_operator_without_a_16x8_kernel_keeps_int8_and_names_it(tmp_path):
+    import target
+    from tvm_ext.frontend import import_model_data
+    from tvm_ext.quantize import load_calibration, quantize_model
+
+    path = write_wide_range_classifier(tmp_path, squashed=True)
+    model = import_model_data(path, path.read_bytes(), "tflite")
+    quantized = quantize_model(model, load_calibration("random", model.inputs), target.load_profile("lowpower"))
+    assert quantized.facts["dtype"] == "int8" and quantized.int8_fallback is None
+    decision = quantized.activations
+    assert decision.startswith("int8 activations: int8 top-1 agreement"), decision
+    assert "misses the budget (top-1 agreement >= 97%); 16x8 is refused: wide_range_classifier_squashed.tflite: " \
+           "operator relax.sigmoid at layer" in decision, decision

@@ -22,7 +22,7 @@ from tvm import relax
 
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel
-from tvm_ext.transform import LowerQuantizedToInteger
+from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
 
 from .accuracy import AccuracyCost, Metric, accuracy_cost, metric_for
 from .activation_type import better, budget_text, fits_16x8, within_budget
@@ -96,8 +96,11 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     int16_method = method or RangeMethod.MINMAX
     if int16_method is not int8_method:
         ranges = observe_ranges(model.mod, taps, calibration.samples, int16_method)[0]
-    int16 = _candidate(model, calibration, profile, quants_of(ranges, "int16"), int16_method, roundings,
-                       float_outputs, metric)
+    try:
+        int16 = _candidate(model, calibration, profile, quants_of(ranges, "int16"), int16_method, roundings,
+                           float_outputs, metric)
+    except UnsupportedOperatorError as err:  # an operator with an int8 kernel but no 16x8 one
+        return judged.model(int8, f"int8 activations: {missed}; 16x8 is refused: {err}")
     compared = f"{missed}; 16x8 {int16.cost.describe()}"
     if not better(int16.cost, int8.cost):
         return judged.model(int8, f"int8 activations: {compared}, no better")

@@ -12,7 +12,7 @@ Quantization (TFLite's post-training full-integer scheme):
 - every activation that leaves a layer (and each model input): per tensor, from its calibrated range
   (`ranges.ActivationQuant`): int8 asymmetric, or int16 symmetric, one type for the whole model (TFLite
   Micro's 16x8 kernels read and write int16 only); SOFTMAX outputs 1/256 and -128 (int8) or 1/32768 and 0
-  (int16) as TFLite requires; RESHAPE and pooling run on the integer tensor and keep their input's
+  (int16), LOGISTIC 1/256 and -128, TANH 1/128 and 0 (int8) as TFLite requires; RESHAPE and pooling run on the integer tensor and keep their input's
   quantization, as TFLite's converter does;
 - a layer named in `float_layers` (mixed precision) keeps its float weights and arithmetic: its integer
   inputs are dequantized, its output quantized, so it runs as float kernels between the integer ones.
@@ -36,10 +36,16 @@ from .bias_range import least_weight_scales
 from .ranges import ActivationQuant, with_taps
 from .weight_rounding import WeightRounding, round_half_away
 
-SOFTMAX_QUANTS = {"int8": ActivationQuant(np.float32(1.0 / 256.0), -128),
-                  "int16": ActivationQuant(np.float32(1.0 / 32768.0), 0, "int16")}
 PASSTHROUGH = frozenset({"relax.reshape", "relax.nn.max_pool2d", "relax.nn.avg_pool2d"})
-SOFTMAX = "relax.nn.softmax"  # its output quantization is fixed by its input's type: SOFTMAX_QUANTS
+SOFTMAX = "relax.nn.softmax"
+# The output quantization TFLite fixes for an operator, by activation type (TFLite Micro's kernels and tables
+# produce exactly it); every other layer output's comes from its calibrated range.
+FIXED_OUTPUT_QUANTS = {
+    SOFTMAX: {"int8": ActivationQuant(np.float32(1.0 / 256.0), -128),
+              "int16": ActivationQuant(np.float32(1.0 / 32768.0), 0, "int16")},
+    "relax.sigmoid": {"int8": ActivationQuant(np.float32(1.0 / 256.0), -128)},
+    "relax.tanh": {"int8": ActivationQuant(np.float32(1.0 / 128.0), 0)},
+}
 _MAC = frozenset({"relax.nn.conv2d", "relax.matmul"})
 
 
@@ -215,7 +221,7 @@ class _Rewriter:
             self.mac_scales[new] = self._accumulator_scales(binding, args)
             self.weight_errors[binding.var] = self.weight_deltas[args[1]]
         if leaves_layer:
-            quant = SOFTMAX_QUANTS[self.dtype] if op == SOFTMAX else self.quant_of[binding.var]
+            quant = FIXED_OUTPUT_QUANTS.get(op, {}).get(self.dtype) or self.quant_of[binding.var]
             self.quantized[binding.var] = QuantizedValue(self._emit(
                 relax.op.quantize(new, relax.const(quant.scale), relax.const(quant.zero_point, "int32"), -1,
                                   quant.dtype), indices), quant)

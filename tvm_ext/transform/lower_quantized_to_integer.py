@@ -48,7 +48,7 @@ class UnsupportedOperatorError(RuntimeError):
     @classmethod
     def at(cls, model: str, operator: str, layer: str) -> "UnsupportedOperatorError":
         return cls(
-            f"{model}: operator {operator} at layer {layer} has no exact int8 lowering "
+            f"{model}: operator {operator} at layer {layer} has no exact integer lowering "
             "(allow_float_fallback=True keeps it on the float path)"
         )
 
