@@ -1,20 +1,20 @@
-"""Float vs int8 bundles of the shared float models, and the accuracy int8 costs (not a test).
+"""Float vs quantized bundles of the shared float models, and the accuracy quantization costs (not a test).
 
     pip install -e '.[bench]'   # scikit-image: its photographs for the image classifiers
     python scripts/bench_quantize.py [--models ../shared/models] [--target cortex-m4f] [MODEL ...]
 
 For each model: compile the float model, then the same model with `quantize="int8"` (int8 weights; int8
 activations, or int16 where int8 misses the accuracy budget: tvm_ext.quantize.activation_type), and print the
-quantized model's activation type, arena and flash (weight) bytes of both, instructions per inference of both (the self-test's run under QEMU -icount on
-emulated profiles such as cortex-m4f; "-" on a profile without an emulator), and the accuracy cost the
-quantized bundle's manifest records: on the calibration samples and on 200 held-back samples of the same
-distribution (top-1 agreement with the float model for the classifiers, with the float model's class
-histogram on those samples: one class makes the agreement uninformative; relative L2 error for the others).
-The image classifiers (pretrainedResnet, vww_96_float) are calibrated on 200 crops of natural photographs
-and judged on 200 other crops (scripts/natural_images.py); the other models on `calibration="random"`
-(uniform in [-1, 1), held back: another seed). A bundle that does not compile (e.g. does not fit the
-profile) gets its one-line error instead of numbers; stderr also gets each quantized bundle's activation type
-and mixed-precision decisions.
+quantized model's activation type, arena and flash (weight) bytes of both, instructions per inference of both
+(the self-test's run under QEMU -icount on emulated profiles such as cortex-m4f; "-" on a profile without an
+emulator), and the accuracy cost the quantized bundle's manifest records: on the calibration samples and on
+200 held-back samples of the same distribution (top-1 agreement with the float model for the classifiers, with
+the float model's class histogram on those samples: one class makes the agreement uninformative; relative L2
+error for the others). The image classifiers (pretrainedResnet, vww_96_float) are calibrated on 200 crops of
+natural photographs and judged on 200 other crops (scripts/natural_images.py); the other models on
+`calibration="random"` (uniform in [-1, 1), held back: another seed). A bundle that does not compile (e.g. does
+not fit the profile) gets its one-line error instead of numbers; stderr also gets each quantized bundle's
+activation type and mixed-precision decisions.
 """
 
 from __future__ import annotations
@@ -146,7 +146,8 @@ def main() -> int:
                 (int8_bundle.out_dir / "manifest.json").read_text())["quantization"]
             accuracy = quantization.get("accuracy", {})
             cells = [_sizes(float_bundle), _sizes(int8_bundle)]
-            print(f"| {model.stem} | {quantization.get('dtype', '-')} | {cells[0][0]} | {cells[1][0]} | {cells[0][1]} | {cells[1][1]} | "
+            print(f"| {model.stem} | {quantization.get('dtype', '-')} | {cells[0][0]} | {cells[1][0]} | "
+                  f"{cells[0][1]} | {cells[1][1]} | "
                   f"{cells[0][2]} | {cells[1][2]} | "
                   f"{_cost(accuracy.get('calibration'))} | {_cost(accuracy.get('held_back'))} | {twin_cell} |",
                   flush=True)

@@ -5,15 +5,15 @@ quantize``), so that LowerQuantizedToInteger lowers it to TFLite's integer kerne
 Quantization (TFLite's post-training full-integer scheme):
 - weights of conv2d (NHWC; HWIO or depthwise HWOI kernels) and of matmul (``permute_dims`` of a constant):
   int8, symmetric, one scale per output channel, max |w| / 127;
-- the bias added to such a call: int32 (int64 in 16x8, as TFLite's converter writes it) with scale
-  input_scale x weight_scale[channel], zero point 0; a channel whose int32 bias would reach half the int32
-  range gets a wider weight scale instead, as TFLite's quantizer does (`bias_range`); a MAC named in `bias_shifts` has that amount subtracted from its float bias
-  first (empirical bias correction, `bias_correction`);
+- the bias added to such a call: int32 (int64 in 16x8, as TFLite's converter writes it) with scale input_scale
+  x weight_scale[channel], zero point 0; a channel whose int32 bias would reach half the int32 range gets a
+  wider weight scale instead, as TFLite's quantizer does (`bias_range`); a MAC named in `bias_shifts` has that
+  amount subtracted from its float bias first (empirical bias correction, `bias_correction`);
 - every activation that leaves a layer (and each model input): per tensor, from its calibrated range
   (`ranges.ActivationQuant`): int8 asymmetric, or int16 symmetric, one type for the whole model (TFLite
   Micro's 16x8 kernels read and write int16 only); SOFTMAX outputs 1/256 and -128 (int8) or 1/32768 and 0
-  (int16), LOGISTIC 1/256 and -128, TANH 1/128 and 0 (int8) as TFLite requires; RESHAPE and pooling run on the integer tensor and keep their input's
-  quantization, as TFLite's converter does;
+  (int16), LOGISTIC 1/256 and -128, TANH 1/128 and 0 (int8) as TFLite requires; RESHAPE and pooling run on the
+  integer tensor and keep their input's quantization, as TFLite's converter does;
 - a layer named in `float_layers` (mixed precision) keeps its float weights and arithmetic: its integer
   inputs are dequantized, its output quantized, so it runs as float kernels between the integer ones.
 The quantized main takes and returns integer tensors (the quantization of each is in `QuantizedGraph`).
