@@ -110,8 +110,11 @@ def bindings_of(func: relax.Function) -> list[relax.Binding]:
 def with_layers(func: relax.Function, records: Sequence[LayerRecord], binding_records: Sequence[Iterable[int]],
                 constants: Optional[dict] = None) -> relax.Function:
     """`func` carrying `records`, one list of record positions per binding (in order), and the records of each
-    constant; constants not given are attributed to the first binding that reads them."""
+    constant; constants not given are attributed to the first binding that reads them. Raises ValueError (our
+    bug) when the lists are not one per binding: every later record would name the wrong layer."""
     binding_records = [sorted(set(indices)) for indices in binding_records]
+    if len(binding_records) != len(bindings_of(func)):
+        raise ValueError(f"layer records for {len(binding_records)} bindings of {len(bindings_of(func))}")
     constant_records = dict(constants or {})
     for binding, indices in zip(bindings_of(func), binding_records):
         for constant in _constants_read(binding.value):

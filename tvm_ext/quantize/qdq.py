@@ -29,7 +29,6 @@ import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 
-from tvm_ext.frontend.tflite_ops.constants import dequantize_int64
 from tvm_ext.layers import Layers, bindings_of, with_layers
 
 from .bias_range import least_weight_scales
@@ -312,8 +311,10 @@ class _Rewriter:
         limit = 2.0 ** (np.iinfo(bias_type).bits - 1)
         quantized = np.clip(np.round(values / scales), -limit, np.nextafter(limit, 0.0)).astype(bias_type)
         float_scales = relax.const(scales.astype(np.float32))
-        if bias_type is np.int64:  # relax.dequantize refuses int64; the frontend's form of a 16x8 bias
-            return self._emit(dequantize_int64(relax.const(tvm.runtime.tensor(quantized)), float_scales), indices)
+        if bias_type is np.int64:  # relax.dequantize refuses int64; the frontend's form of a 16x8 bias, one
+            # binding per call (each binding gets one layer record)
+            wide = self._emit(relax.op.astype(relax.const(tvm.runtime.tensor(quantized)), "float32"), indices)
+            return self._emit(relax.op.multiply(wide, float_scales), indices)
         return self._emit(relax.op.dequantize(relax.const(quantized), float_scales,
                                               relax.const(np.zeros(scales.size, np.int32)), 0, "float32"), indices)
 
