@@ -1,16 +1,21 @@
-"""The bundle's dual multiply-accumulate helper: `<prefix>_dual_mac_s8x4`, `static inline` C in
-`<model>_internal.h`, called by the MAC kernels scheduled for a DSP core (`tvm_ext.dual_mac`).
+"""The bundle's dual multiply-accumulate helpers: `<prefix>_dual_mac_s8x4`, `<prefix>_dual_mac_s16x4` and the
+two-pixel `<prefix>_dual_mac_s8x2x4`, `static inline` C in `<model>_internal.h`, called by the MAC kernels
+scheduled for a DSP core (`tvm_ext.dual_mac`).
 
-It adds to four int32 accumulators (four output channels) the dot products of one int8 input window with
-each channel's int8 weights. Where the compiler defines `__ARM_FEATURE_DSP` (Armv7E-M, Armv8-M Mainline
-with the DSP extension: -mcpu=cortex-m4, m7, m33), four inputs and four weights are read per 32-bit load,
-widened by SXTB16 into int16 pairs (bytes 0 and 2, then bytes 1 and 3 with `ror #8`) and multiplied and
-added two pairs at a time by SMLAD (gcc's `<arm_acle.h>`; the rotating SXTB16 as inline assembly, since gcc
-12 has no `__ror`). Elsewhere (a host build of the same bundle) the same sums in portable C. Lengths that are
-not a multiple of four end in the portable loop. Integer sums in another order: bit-exact.
+Each adds to four int32 accumulators (four output channels) the dot products of one input window (int8, or
+int16: TFLite's 16x8 operators) with each channel's int8 weights. Where the compiler defines
+`__ARM_FEATURE_DSP` (Armv7E-M, Armv8-M Mainline with the DSP extension: -mcpu=cortex-m4, m7, m33), four weights
+are read per 32-bit load and widened by SXTB16 into int16 pairs (bytes 0 and 2, then bytes 1 and 3 with
+`ror #8`), and multiplied and added two pairs at a time by SMLAD (gcc's `<arm_acle.h>`; the rotating SXTB16 as
+inline assembly, since gcc 12 has no `__ror`). Four inputs become pairs in the same order: int8 ones from one
+load by the same SXTB16s; int16 ones from two loads (x0 x1, x2 x3) by PKHBT and PKHTB ((x0, x2), (x1, x3)).
+Elsewhere (a host build of the same bundle) the same sums in portable C. Lengths that are not a multiple of
+four end in the portable loop. Integer sums in another order: bit-exact.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from packager.mac_tile_c import TILE_STORE_C, smlad_2x2_tile_c
 
@@ -21,22 +26,64 @@ from packager.row_dot_c import row_dot_helper_c
 DUAL_MAC_CHANNELS = 4  # output channels per call: four accumulators stay in registers beside the pointers
 
 
-def dual_mac_helper_name(prefix: str) -> str:
-    """The C name of the helper in the bundle `prefix`."""
-    return f"{prefix}_dual_mac_s8x4"
+@dataclass(frozen=True)
+class _Inputs:
+    """The input elements of a one-pixel dual MAC helper: their C type, the tag in the helper's name, the word
+    load (of `_word_operations_c`) that reads them, and whether the helper guides gcc -O2 (arm-none-eabi 12.2)
+    through an int16 row: a `<prefix>_schedule_barrier` after each channel's MACs (its pairs take two more
+    live words, and the first scheduling pass hoists every channel's weight widening above the SMLADs and
+    spills: 39 instructions per 16 MACs, 28 with the barriers) and the row's last inputs as a count (with
+    ``k < row_len`` it misjudges the trip count: a false -Waggressive-loop-optimizations). The int8 helper
+    keeps its measured code."""
+
+    c_type: str
+    tag: str
+    load: str  # the word load's name after the prefix
+    guided: bool = False
+
+    def pairs(self, prefix: str, indent: str) -> str:
+        """C declarations of x02 (inputs 0 and 2) and x13 (inputs 1 and 3) of the four inputs at xr + k, each
+        line ``indent``ed."""
+        load = f"{prefix}_{self.load}"
+        if self.tag == "s8":
+            lines = [f"const int32_t word = {load}(xr + k);",
+                     f"const int32_t x02 = __sxtb16(word), x13 = {prefix}_sxtb16_ror8(word);"]
+        else:
+            lines = [f"const int32_t word01 = {load}(xr + k), word23 = {load}(xr + k + 2);",
+                     f"const int32_t x02 = {prefix}_pack_low_halves(word01, word23),"
+                     f" x13 = {prefix}_pack_high_halves(word01, word23);"]
+        return "".join(f"{indent}{line}\n" for line in lines)
+
+
+_INPUTS = {"int8": _Inputs("int8_t", "s8", "load_s8x4"),
+           "int16": _Inputs("int16_t", "s16", "load_s16x2", guided=True)}
+DUAL_MAC_INPUT_TYPES = tuple(_INPUTS)
+"""The input types of the dual MAC helpers (their weights are int8)."""
+
+
+def dual_mac_helper_name(prefix: str, data: str = "int8") -> str:
+    """The C name of the helper of ``data`` inputs in the bundle `prefix`."""
+    return f"{prefix}_dual_mac_{_INPUTS[data].tag}x4"
 
 
 def dual_mac_2px_helper_name(prefix: str) -> str:
-    """The C name of the two-pixel helper in the bundle `prefix`."""
+    """The C name of the two-pixel helper (int8 inputs) in the bundle `prefix`."""
     return f"{prefix}_dual_mac_s8x2x4"
 
 
 def dual_mac_helper_c(prefix: str) -> str:
-    """The C definition of the helper (and of the two word operations it uses) for the bundle `prefix`,
-    followed by the helpers that share them: the two-pixel MAC on widened inputs (`packager.dual_mac_q15_c`),
-    the depthwise helper (`packager.depthwise_mac_c`) and the row dot product (`packager.row_dot_c`)."""
-    name = dual_mac_helper_name(prefix)
-    return (f"""#include <string.h> /* memcpy: a 32-bit load of four int8 at any alignment */
+    """The C definitions of the one-pixel helpers (int8 and int16 inputs), the two-pixel one (int8) and the
+    word operations they use for the bundle `prefix`, followed by the helpers that share them: the two-pixel
+    MAC on widened inputs (`packager.dual_mac_q15_c`), the depthwise helper (`packager.depthwise_mac_c`) and the
+    row dot product (`packager.row_dot_c`)."""
+    return (_word_operations_c(prefix) + "".join(_one_pixel_helper_c(prefix, data) for data in _INPUTS)
+            + _two_pixel_helper_c(prefix) + dual_mac_q15_helper_c(prefix) + depthwise_mac_helper_c(prefix)
+            + row_dot_helper_c(prefix))
+
+
+def _word_operations_c(prefix: str) -> str:
+    """The loads, widenings and packs of words the helpers share (DSP builds only)."""
+    return f"""#include <string.h> /* memcpy: a 32-bit load of four int8 at any alignment */
 #if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
 
@@ -56,35 +103,75 @@ static inline int32_t {prefix}_sxtb16_ror8(int32_t word)
     return pairs;
 }}
 
-/* acc + the four products of the input pairs (x02: bytes 0 and 2, x13: bytes 1 and 3) with the weight word. */
+/* Two int16 at p as one word (one LDR, at any alignment): p[0] in the low half. */
+static inline int32_t {prefix}_load_s16x2(const int16_t *p)
+{{
+    int32_t word;
+    memcpy(&word, p, sizeof word);
+    return word;
+}}
+
+/* PKHBT: the low halves of lo and hi as one word, lo's low. */
+static inline int32_t {prefix}_pack_low_halves(int32_t lo, int32_t hi)
+{{
+    int32_t pair;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(pair) : "r"(lo), "r"(hi));
+    return pair;
+}}
+
+/* PKHTB: the high halves of lo and hi as one word, lo's low. */
+static inline int32_t {prefix}_pack_high_halves(int32_t lo, int32_t hi)
+{{
+    int32_t pair;
+    __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(pair) : "r"(lo), "r"(hi));
+    return pair;
+}}
+
+/* No instruction: the compiler's scheduler moves no instruction across it (a volatile asm). */
+static inline void {prefix}_schedule_barrier(void)
+{{
+    __asm__ volatile("");
+}}
+
+/* acc + the four products of the input pairs (x02: inputs 0 and 2, x13: inputs 1 and 3) with the weight word. */
 static inline int32_t {prefix}_mac_s8x4(int32_t acc, int32_t x02, int32_t x13, int32_t weights)
 {{
     acc = __smlad(x02, __sxtb16(weights), acc);
     return __smlad(x13, {prefix}_sxtb16_ror8(weights), acc);
 }}
 #endif
+"""
 
+
+def _one_pixel_helper_c(prefix: str, data: str) -> str:
+    """The one-pixel helper of ``data`` inputs: per four inputs of a row, their pairs made once feed the four
+    channels. (No int16 two-pixel helper: its 2x2 tile's eight pairs and four accumulators spill, 53
+    instructions per 16 MACs with gcc 12.2 -O2 against 28 for this helper.)"""
+    inputs, name = _INPUTS[data], dual_mac_helper_name(prefix, data)
+    pairs = inputs.pairs(prefix, "            ")
+    barrier = f" {prefix}_schedule_barrier();" if inputs.guided else ""
+    tail = ("for (int32_t left = row_len - k; left > 0; --left, ++k) {  /* a count: gcc misjudges k < row_len */"
+            if inputs.guided else "for (; k < row_len; ++k) {")
+    return f"""
 /* acc[c] += sum over r < rows, k < row_len of x[r * x_row_stride + k] * w[c * w_channel_stride + r * row_len + k],
    for the four channels c < 4 (strides and lengths in elements). */
-static inline int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, int32_t x_row_stride,
+static inline int32_t {name}(int32_t *acc, const {inputs.c_type} *x, const int8_t *w, int32_t x_row_stride,
                                   int32_t w_channel_stride, int32_t rows, int32_t row_len)
 {{
     int32_t acc0 = acc[0], acc1 = acc[1], acc2 = acc[2], acc3 = acc[3];
     const int8_t *w0 = w, *w1 = w + w_channel_stride, *w2 = w1 + w_channel_stride, *w3 = w2 + w_channel_stride;
     for (int32_t r = 0; r < rows; ++r) {{
-        const int8_t *xr = x + r * x_row_stride;
+        const {inputs.c_type} *xr = x + r * x_row_stride;
         int32_t k = 0;
 #if defined(__ARM_FEATURE_DSP)
         for (; k + 4 <= row_len; k += 4) {{
-            const int32_t word = {prefix}_load_s8x4(xr + k);
-            const int32_t x02 = __sxtb16(word), x13 = {prefix}_sxtb16_ror8(word);
-            acc0 = {prefix}_mac_s8x4(acc0, x02, x13, {prefix}_load_s8x4(w0 + k));
-            acc1 = {prefix}_mac_s8x4(acc1, x02, x13, {prefix}_load_s8x4(w1 + k));
-            acc2 = {prefix}_mac_s8x4(acc2, x02, x13, {prefix}_load_s8x4(w2 + k));
+{pairs}            acc0 = {prefix}_mac_s8x4(acc0, x02, x13, {prefix}_load_s8x4(w0 + k));{barrier}
+            acc1 = {prefix}_mac_s8x4(acc1, x02, x13, {prefix}_load_s8x4(w1 + k));{barrier}
+            acc2 = {prefix}_mac_s8x4(acc2, x02, x13, {prefix}_load_s8x4(w2 + k));{barrier}
             acc3 = {prefix}_mac_s8x4(acc3, x02, x13, {prefix}_load_s8x4(w3 + k));
         }}
 #endif
-        for (; k < row_len; ++k) {{
+        {tail}
             const int32_t value = xr[k];
             acc0 += value * w0[k];
             acc1 += value * w1[k];
@@ -102,8 +189,7 @@ static inline int32_t {name}(int32_t *acc, const int8_t *x, const int8_t *w, int
     acc[3] = acc3;
     return 0;
 }}
-""" + _two_pixel_helper_c(prefix) + dual_mac_q15_helper_c(prefix) + depthwise_mac_helper_c(prefix)
-            + row_dot_helper_c(prefix))
+"""
 
 
 def _two_pixel_helper_c(prefix: str) -> str:

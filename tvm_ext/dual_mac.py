@@ -10,7 +10,8 @@ contiguous run (OHWI), so the weights need no other compile-time layout: SXTB16 
 weight word the same way (bytes 0 and 2, then 1 and 3), so the pairs line up.
 
 Which reductions qualify (``dual_mac_replacement``): int32 ``acc[..] += int32(x[..]) * int32(w[..])`` over int8 x
-and w, both read affinely with the innermost reduction index contiguous, and no padding test (a padded
+(or int16 x: TFLite's 16x8 operators whose sums fit int32, one pixel per call, ``<prefix>_dual_mac_s16x4``) and int8
+w, both read affinely with the innermost reduction index contiguous, and no padding test (a padded
 convolution's interior qualifies once ``tvm_ext.border_split`` has separated it from the border). The sums
 are integer sums in another order: bit-exact.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Optional
@@ -28,12 +30,15 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from packager.dual_mac_c import DUAL_MAC_CHANNELS, dual_mac_2px_helper_name, dual_mac_helper_name
+from packager.dual_mac_c import DUAL_MAC_CHANNELS, DUAL_MAC_INPUT_TYPES, dual_mac_2px_helper_name, dual_mac_helper_name
 from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_helper_access
 from tvm_ext.index_expr import INDEX_OPERATORS, evaluate_index, substitute_index
 
 DUAL_MAC_OP = "tvm_ext.dual_mac_s8x4"
 DUAL_MAC_2PX_OP = "tvm_ext.dual_mac_s8x2x4"
+DUAL_MAC_S16_OP = "tvm_ext.dual_mac_s16x4"  # DUAL_MAC_OP's call on int16 inputs (TFLite's 16x8 operators)
+_OPS = {"int8": (DUAL_MAC_OP, DUAL_MAC_2PX_OP), "int16": (DUAL_MAC_S16_OP, None)}
+"""(one pixel, two pixels or None) per input type (packager.dual_mac_c's DUAL_MAC_INPUT_TYPES)."""
 DUAL_MAC_PIXELS = 2  # output pixels the two-pixel helper accumulates beside its four channels
 
 
@@ -87,7 +92,9 @@ DUAL_MAC_ACCESS = HelperAccess((
     PointerAccess(1, (Axis(Arg(5), Arg(3)), Axis(Arg(6), 1))),
     PointerAccess(2, (Axis(DUAL_MAC_CHANNELS, Arg(4)), Axis(Arg(5), Arg(6)), Axis(Arg(6), 1))),
 ))
-register_mac_helper(DUAL_MAC_OP, dual_mac_helper_name, DUAL_MAC_ACCESS)
+for _data in DUAL_MAC_INPUT_TYPES:  # the same record: it counts elements of the pointers' own types
+    register_mac_helper(_OPS[_data][0], functools.partial(dual_mac_helper_name, data=_data), DUAL_MAC_ACCESS)
+
 # The two-pixel dual MAC's call (acc_a, acc_b, x, w, x_row_stride, w_channel_stride, rows, row_len,
 # x_pixel_stride): acc_a[c] and acc_b[c] for c < 4, x[p * x_pixel_stride + r * x_row_stride + k] for p < 2, and
 # w[c * w_channel_stride + r * row_len + k] for r < rows, k < row_len.
@@ -128,14 +135,16 @@ class MacReduction:
     weight: TensorLoad
 
 
-def _int8_load(expr) -> Optional[TensorLoad]:
+def _load_of(expr, dtypes: tuple[str, ...]) -> Optional[TensorLoad]:
+    """The load of ``int32(load)`` when the load's type is one of ``dtypes``, else None."""
     if isinstance(expr, tirx.Cast) and str(expr.ty.dtype) == "int32" and isinstance(expr.value, TensorLoad):
-        return expr.value if str(expr.value.source.dtype) == "int8" else None
+        return expr.value if str(expr.value.source.dtype) in dtypes else None
     return None
 
 
-def mac_reduction(block: s_tir.SBlock) -> Optional[MacReduction]:
-    """The block's ``acc = acc + int32(x) * int32(w)``, or None for any other body."""
+def mac_reduction(block: s_tir.SBlock, data_dtypes: tuple[str, ...] = ("int8",)) -> Optional[MacReduction]:
+    """The block's ``acc = acc + int32(x) * int32(w)`` over int8 w and x of one of ``data_dtypes``, or None for
+    any other body."""
     store = block.body
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
         return None
@@ -145,7 +154,7 @@ def mac_reduction(block: s_tir.SBlock) -> Optional[MacReduction]:
     if not value.a.source.same_as(store.buffer) or not all(
             tvm_ffi.structural_equal(i, j) for i, j in zip(value.a.indices, store.indices)):
         return None
-    data, weight = _int8_load(value.b.a), _int8_load(value.b.b)
+    data, weight = _load_of(value.b.a, data_dtypes), _load_of(value.b.b, ("int8",))
     if data is None or weight is None:
         return None
     return MacReduction(store, data, weight)
@@ -156,7 +165,7 @@ def dual_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[
     a loop of DUAL_MAC_PIXELS output pixels, then the unit-stride loop of DUAL_MAC_CHANNELS output channels,
     innermost, around ``realize``) compute, or None where it would not compute exactly that."""
     node = realize.block
-    reduction = mac_reduction(node)
+    reduction = mac_reduction(node, DUAL_MAC_INPUT_TYPES)
     if reduction is None or int(loops[-1].extent) != DUAL_MAC_CHANNELS:
         return None
     if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
@@ -293,16 +302,20 @@ def _free_vars(bindings: dict) -> list:
     return found
 
 
-def _call_block(reduction: MacReduction, bindings: dict, inner: list, geometry: _Geometry) -> s_tir.SBlockRealize:
+def _call_block(reduction: MacReduction, bindings: dict, inner: list,
+                geometry: _Geometry) -> Optional[s_tir.SBlockRealize]:
     sizes = [geometry.x_row_stride, geometry.w_channel_stride, geometry.rows, geometry.row_len]
+    one_pixel, two_pixels = _OPS[str(reduction.data.source.dtype)]
     if geometry.x_pixel_stride is None:
-        return helper_call_block(DUAL_MAC_OP, reduction, bindings, inner, sizes)
+        return helper_call_block(one_pixel, reduction, bindings, inner, sizes)
+    if two_pixels is None:
+        return None
     offsets = AccessOffsets(bindings, inner)
     corner = [0] * len(inner)
     corner[-2:] = [DUAL_MAC_PIXELS - 1, DUAL_MAC_CHANNELS - 1]
     tile = [offsets.index(reduction.store, corner)[axis] - first + 1
             for axis, first in enumerate(offsets.index(reduction.store, offsets.origin))]
-    return helper_call_block(DUAL_MAC_2PX_OP, reduction, bindings, inner, [*sizes, geometry.x_pixel_stride], tile,
+    return helper_call_block(two_pixels, reduction, bindings, inner, [*sizes, geometry.x_pixel_stride], tile,
                              second_pixel=len(inner) - 2)
 
 

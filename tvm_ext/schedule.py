@@ -154,9 +154,9 @@ its shared weights save."""
 
 def _pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
     """Whether the channel-tiled int8 reduction ``block`` (its loops ``loops``, the channel tile innermost)
-    accumulates two pixels per dual-MAC call: a reduction of at least TWO_PIXEL_MIN_REDUCTION, and no padded
-    input (an ``if_then_else`` tap: its pixels stay untiled, for the border split, tvm_ext.border_split, to
-    find one test per pixel)."""
+    accumulates two pixels per dual-MAC call: a reduction of at least TWO_PIXEL_MIN_REDUCTION, int8 inputs (16x8's
+    int16 ones have a one-pixel helper only, packager.dual_mac_c), and no padded input (an ``if_then_else`` tap:
+    its pixels stay untiled, for the border split, tvm_ext.border_split, to find one test per pixel)."""
     length = 1
     for loop in loops[first_reduce:-1]:
         extent = sch.get(loop).extent
@@ -165,7 +165,8 @@ def _pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int)
         length *= int(extent)
     padded = any(isinstance(node, tvm.ir.Call) and node.op.name == "prim.if_then_else"
                  for node in walk(sch.get(block).body))
-    return length >= TWO_PIXEL_MIN_REDUCTION and not padded
+    int16_input = any(str(region.source.dtype) == "int16" for region in sch.get(block).reads)
+    return length >= TWO_PIXEL_MIN_REDUCTION and not padded and not int16_input
 
 
 def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int):

@@ -30,12 +30,13 @@ class WeightLayout(enum.Enum):
 def _centered_input(
     data: te.Tensor, zero_point: int, padding: Sequence[int], out_hw: tuple[int, int],
     kernel_hw: tuple[int, int], strides: Sequence[int], dilation: Sequence[int], zero_point_in_bias: bool,
+    stage: OutputStage,
 ) -> te.Tensor:
-    """(x - zero_point) in the accumulator type with zeros outside the image, over the padded extent the
-    kernel reads; with ``zero_point_in_bias``, x in the accumulator type with the zero point outside (the
-    bias holds the correction)."""
+    """(x - zero_point) in the accumulator type (``accumulator_dtype`` of ``stage``) with zeros outside the
+    image, over the padded extent the kernel reads; with ``zero_point_in_bias``, x in the accumulator type
+    with the zero point outside (the bias holds the correction)."""
     n, h, w, c = (int(d) for d in data.shape)
-    accumulator = accumulator_dtype(data)
+    accumulator = accumulator_dtype(data, stage)
     top, left = padding[0], padding[1]
     padded_h = (out_hw[0] - 1) * strides[0] + (kernel_hw[0] - 1) * dilation[0] + 1
     padded_w = (out_hw[1] - 1) * strides[1] + (kernel_hw[1] - 1) * dilation[1] + 1
@@ -83,7 +84,7 @@ def conv2d_int8(
 
     out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)
     centered = _centered_input(data, input_zero_point, padding, (out_h, out_w), (kh, kw), strides, dilation,
-                               zero_point_in_bias)
+                               zero_point_in_bias, stage)
     ry, rx, rc = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx"), te.reduce_axis((0, cin), "rc")
     acc = te.compute(
         (int(data.shape[0]), out_h, out_w, cout),
@@ -112,7 +113,7 @@ def depthwise_conv2d_int8(
     depth_multiplier = cout // int(data.shape[3])
     out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)
     centered = _centered_input(data, input_zero_point, padding, (out_h, out_w), (kh, kw), strides, dilation,
-                               zero_point_in_bias)
+                               zero_point_in_bias, stage)
     ry, rx = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx")
     acc = te.compute(
         (int(data.shape[0]), out_h, out_w, cout),

@@ -23,7 +23,7 @@ def fully_connected_int8(
     output = output.per_channel(multiplier, shift)
     batch, depth = (int(d) for d in data.shape)
     units = int(weight.shape[0])
-    accumulator = accumulator_dtype(data)
+    accumulator = accumulator_dtype(data, output)
     k = te.reduce_axis((0, depth), "k")
 
     def factor(n, k):

@@ -27,6 +27,10 @@ class OutputStage:
     ``small_accumulator``: every int32 accumulator plus its bias lies in [-2^30, 2^30) (bounded at compile
     time from the weights, bias and input range: `fixed_point.fits_small_input`), so the bias is added in
     int32 (it cannot wrap) and the right-shift-only helper may use its cheaper small-input variant.
+    ``int32_sums_16x8``: a 16x8 operator whose sums of products (before the bias) are bounded within int32 at
+    compile time: it accumulates them in int32 (exact in any order, as TFLite Micro's int64 sums are, and
+    what the dual MAC helpers compute) and widens the sum to int64 for the bias and TFLite's int64
+    requantization.
     """
 
     multiplier: ChannelParam
@@ -36,15 +40,17 @@ class OutputStage:
     rounding: Rounding
     right_shift_only: bool = False
     small_accumulator: bool = False
+    int32_sums_16x8: bool = False
 
     def per_channel(self, multiplier: Optional[te.Tensor], shift: Optional[te.Tensor]) -> "OutputStage":
         """This stage with per-channel multiplier/shift tensors, when given."""
         return self if multiplier is None else dataclasses.replace(self, multiplier=multiplier, shift=shift)
 
 
-def accumulator_dtype(data: te.Tensor) -> str:
-    """The MAC accumulator of ``data``: int64 for int16 data (16x8 operators), else int32."""
-    return "int64" if data.dtype == "int16" else "int32"
+def accumulator_dtype(data: te.Tensor, stage: OutputStage) -> str:
+    """The MAC accumulator of ``data`` requantized by ``stage``: int64 for int16 data (16x8 operators) unless
+    their sums are bounded within int32 (``int32_sums_16x8``), else int32."""
+    return "int64" if data.dtype == "int16" and not stage.int32_sums_16x8 else "int32"
 
 
 def _at(param: ChannelParam, channel: PrimExpr) -> Union[int, PrimExpr]:
@@ -60,10 +66,12 @@ def requantize(
     """output = clamp(MBQM(acc + bias[channel], M[channel], shift[channel]) + zero_point).
 
     An int32 ``acc`` gives int8 (TFLite's int32 MBQM); an int64 ``acc`` gives int16 with TFLite's int64
-    MBQM, as TFLite Micro's 16x8 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED with int64 bias.
+    MBQM, as TFLite Micro's 16x8 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED with int64 bias; so does an
+    int32 ``acc`` under ``int32_sums_16x8``, widened first.
     """
     multiplier, shift = _at(stage.multiplier, channel), _at(stage.shift, channel)
-    if acc.dtype == "int64":
+    if stage.int32_sums_16x8 or acc.dtype == "int64":
+        acc = tirx.Cast("int64", acc) if stage.int32_sums_16x8 else acc
         if bias is not None:
             acc = acc + tirx.Cast("int64", bias(channel))
         scaled, dtype = multiply_by_quantized_multiplier_int64(acc, multiplier, shift), "int16"

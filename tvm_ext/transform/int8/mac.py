@@ -11,7 +11,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
-from ...kernels.fixed_point import fits_small_input, largest_centered, shifts_right_only
+from ...kernels.fixed_point import INT32_MAX, fits_small_input, largest_centered, shifts_right_only
 from ...kernels.quant_params import ActivationRange
 from ...kernels.zero_point_fold import fold_zero_point_into_bias
 from .lowering import KernelCall, LoweringContext
@@ -76,9 +76,12 @@ class MacKernel:
         right_shift_only = shifts_right_only(self.multipliers, self.shifts)
         reach = self._accumulator_reach()
         bias_values = None if self.bias is None else self.bias.value.numpy().reshape(-1)
-        small = reach is not None and fits_small_accumulator(reach, bias_values)
+        sixteen_by_eight = self.data.ty.dtype == "int16"
+        small = reach is not None and not sixteen_by_eight and fits_small_accumulator(reach, bias_values)
+        # 16x8 sums within int32 accumulate in int32; the int64 bias is added after (OutputStage.int32_sums_16x8).
+        int32_sums = sixteen_by_eight and reach is not None and int(reach.max(initial=0)) <= INT32_MAX
         stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only,
-                            small)
+                            small, int32_sums)
         geometry = self.geometry.params() if self.geometry is not None else {}
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
         # The fold widens an int16-stored bias to int32 (2 bytes per channel) rather than give it up: the
@@ -93,16 +96,18 @@ class MacKernel:
                            **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})})
 
     def _accumulator_reach(self) -> Optional[np.ndarray]:
-        """The largest |accumulator| of each output channel before its bias (int64), None for 16x8 layers
-        (int64 accumulators). Each output sums each of its channel's weights at most once, times an input
-        (x - zero point, or x with the zero point folded into the bias, or a padded zero point), so |sum| <=
-        (sum of the channel's |w|) * (largest |input|)."""
-        if self.weight.dtype != np.int8 or self.data.ty.dtype != "int8":
+        """The largest |accumulator| of each output channel before its bias (int64): int8 or int16 data (16x8,
+        zero point 0) with int8 weights, else None. Each output sums each of its channel's weights at most
+        once, times an input (x - zero point, or x with the zero point folded into the bias, or a padded zero
+        point), so |sum| <= (sum of the channel's |w|) * (largest |input|); so is every partial sum, in any
+        order."""
+        data_dtype = str(self.data.ty.dtype)
+        if self.weight.dtype != np.int8 or data_dtype not in ("int8", "int16"):
             return None
         axes = tuple(axis for axis in range(self.weight.ndim) if axis != self.channel_axis % self.weight.ndim)
         weight_l1 = np.abs(self.weight.astype(np.int64)).sum(axis=axes)
-        # >= 128 * weight_l1, the raw values' (folded zero point) reach
-        return weight_l1 * largest_centered("int8", self.input_zero_point)
+        # int8: >= 128 * weight_l1, the raw values' (folded zero point) reach; int16: 32768 * weight_l1
+        return weight_l1 * largest_centered(data_dtype, self.input_zero_point)
 
 
 def fits_small_accumulator(reach: np.ndarray, bias: Optional[np.ndarray]) -> bool:

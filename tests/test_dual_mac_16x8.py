@@ -1,0 +1,109 @@
+"""The dual MAC on TFLite's 16x8 operators (int16 activations, int8 weights, int64 bias): where the weights bound
+every sum of products within int32 (32768 * the channel's sum of |w|, tvm_ext/transform/int8/mac.py), CONV_2D
+and FULLY_CONNECTED accumulate in int32 and, on cortex-m4f, call `<prefix>_dual_mac_s16x4` (packager/dual_mac_c.py:
+int16 input pairs packed by PKHBT/PKHTB in SXTB16's order), one pixel per call, bit-exact with TFLite
+Micro under QEMU and on the host; a layer whose bound exceeds int32 keeps its int64 sums and stays bit-exact on
+inputs that would wrap an int32 sum.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from tflite.Padding import Padding  # noqa: E402
+
+from test_dual_mac import OBJDUMP, _functions_with, _strict_build, bit_exact_on_cortex_m4f  # noqa: E402
+from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tvm_ext.compile import compile  # noqa: E402
+
+INPUT, WEIGHT_SCALE = Quantization((0.0004,), (0,)), 0.001
+
+
+def _operator(tensors: list[Tensor], name: str, builtin: str, in_shape: tuple[int, ...], weights: np.ndarray,
+              out_shape: tuple[int, ...], options: Options, bias_seed: int) -> tuple[int, Operator, int]:
+    """(graph input, the 16x8 ``builtin`` on it with ``weights`` and a random int64 bias, graph output)."""
+    channels = weights.shape[0]
+    first = len(tensors)
+    tensors += [
+        Tensor(f"{name}_in", in_shape, "int16", INPUT),
+        Tensor(f"{name}_w", weights.shape, "int8", Quantization((WEIGHT_SCALE,) * channels, (0,) * channels, 0),
+               weights),
+        Tensor(f"{name}_b", (channels,), "int64",
+               Quantization((INPUT.scales[0] * WEIGHT_SCALE,) * channels, (0,) * channels, 0),
+               np.random.default_rng(bias_seed).integers(-100_000, 100_001, channels).astype(np.int64)),
+        Tensor(f"{name}_out", out_shape, "int16", Quantization((0.05,), (0,)))]
+    return first, Operator(builtin, (first, first + 1, first + 2), (first + 3,), options, 3), first + 3
+
+
+def _conv_options(padding: int, stride: int = 1) -> Options:
+    return Options("Conv2DOptions", {"Padding": padding, "StrideH": stride, "StrideW": stride})
+
+
+def dual_mac_model() -> Model:
+    """Small sums (random weights): a VALID 3x3 CONV_2D on 7 channels (rows at odd element offsets, 63 MACs
+    per output: an int8 one would take two pixels per call), a 1x1 one on 6 channels (a tail of two), a SAME
+    3x3 one (the interior between border tests) and a FULLY_CONNECTED of 13 units."""
+    rng = np.random.default_rng(16)
+    tensors: list[Tensor] = []
+    parts = [
+        ("valid", "CONV_2D", (1, 6, 6, 7), (8, 3, 3, 7), (1, 4, 4, 8), _conv_options(Padding.VALID)),
+        ("one_by_one", "CONV_2D", (1, 5, 5, 6), (4, 1, 1, 6), (1, 5, 5, 4), _conv_options(Padding.VALID)),
+        ("same", "CONV_2D", (1, 6, 7, 5), (8, 3, 3, 5), (1, 6, 7, 8), _conv_options(Padding.SAME)),
+        ("dense", "FULLY_CONNECTED", (2, 13), (12, 13), (2, 12), Options("FullyConnectedOptions", {})),
+    ]
+    inputs, operators, outputs = [], [], []
+    for seed, (name, builtin, in_shape, w_shape, out_shape, options) in enumerate(parts):
+        weights = rng.integers(-127, 128, w_shape).astype(np.int8)
+        graph_in, operator, graph_out = _operator(tensors, name, builtin, in_shape, weights, out_shape, options, seed)
+        inputs.append(graph_in), operators.append(operator), outputs.append(graph_out)
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+DEPTH = 600  # 127 * 600 * 32767 > 2^31: a 1x1 window of these weights can wrap an int32 sum
+
+
+def wide_sum_model() -> tuple[Model, np.ndarray]:
+    """A 1x1 CONV_2D whose weights are +-127 over DEPTH channels (its bound exceeds int32), and an input whose
+    first pixel matches the signs of output channel 0's weights at full scale (a sum of 2.5e9)."""
+    signs = np.where(np.random.default_rng(7).integers(0, 2, (4, 1, 1, DEPTH)) == 0, -1, 1)
+    tensors: list[Tensor] = []
+    graph_in, operator, graph_out = _operator(tensors, "wide", "CONV_2D", (1, 1, 2, DEPTH),
+                                              (127 * signs).astype(np.int8), (1, 1, 2, 4),
+                                              _conv_options(Padding.VALID), 9)
+    value = np.zeros((1, 1, 2, DEPTH), np.int16)
+    value[0, 0, 0] = 32767 * signs[0, 0, 0]
+    value[0, 0, 1] = -32768 * signs[1, 0, 0]
+    return Model(tensors, [operator], (graph_in,), (graph_out,)), value
+
+
+@pytest.mark.skipif(shutil.which(OBJDUMP) is None, reason="arm-none-eabi binutils are not installed")
+def test_16x8_kernels_call_the_dual_mac_on_cortex_m4f_bit_exactly(tmp_path):
+    board = bit_exact_on_cortex_m4f(tmp_path, "dual_mac_16x8", build(dual_mac_model()))
+    kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert kernels.count("_dual_mac_s16x4(") >= 4, kernels  # each operator's (the SAME one's interior)
+    assert "int64_t acc" not in kernels  # every sum is int32
+    assert _functions_with(board.out_dir / f"lib{board.plan.model}.a", "pkhtb")
+    _strict_build(board.out_dir, tmp_path / "arm", [])  # the DSP path, warning-free with arm-none-eabi-gcc
+    host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
+    assert "PASS" in host.stdout, host.stdout  # the portable path of the same C
+
+
+def test_16x8_int32_sums_are_bit_exact_with_tflite_micro_on_the_host(tmp_path):
+    assert_bit_exact_with_tflite_micro(dual_mac_model(), tmp_path)
+
+
+def test_16x8_sums_beyond_int32_stay_int64(tmp_path):
+    model, value = wide_sum_model()
+    (tmp_path / "host").mkdir()
+    assert_bit_exact_with_tflite_micro(model, tmp_path / "host", inputs=[value])
+    path = tmp_path / "wide.tflite"
+    path.write_bytes(build(model))
+    board = compile(path, "cortex-m4f", tmp_path / "m4f")
+    assert board.selftest.passed, board.selftest.output
+    assert "dual_mac" not in (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
