@@ -1,9 +1,9 @@
 """int16 activations (TFLite's 16x8 scheme) where int8 misses the accuracy budget (issue 18): a model whose
 loss is its activations' rounding gets int16 ones, bit-exact with its integer reference on the device, the
 manifest recording both types' accuracy; a model within the budget keeps int8 (test_quantize_measure's
-hello_world); a 16x8 model whose activations cannot fit the profile's SRAM keeps int8 and says why, and one
-whose planned 16x8 arena does not fit compiles its int8 form instead. The model: tests/quantize_models.py's
-wide-range classifier."""
+hello_world); a 16x8 bundle whose planned arena does not fit compiles the int8 model instead, and when
+neither fits the refusal gives the int8 bundle's bytes; `auto` quantizes a float bundle that does not fit.
+The model: tests/quantize_models.py's wide-range classifier."""
 
 from __future__ import annotations
 
@@ -60,22 +60,44 @@ def test_int8_missing_the_budget_gives_a_16x8_bundle_bit_exact_on_the_device(cla
     assert "int16_t" in header
 
 
-def test_16x8_activations_that_cannot_fit_the_sram_keep_int8_and_say_why(classifier_file):
+def test_when_neither_16x8_nor_int8_fits_the_refusal_gives_the_int8_bytes(classifier_file, tmp_path):
     import target
-    from tvm_ext.frontend import import_model_data
-    from tvm_ext.quantize import load_calibration, quantize_model
+    import tvm_ext
+    from tvm_ext.compile import CompileError
 
-    model = import_model_data(classifier_file, classifier_file.read_bytes(), "tflite")
-    profile = dataclasses.replace(target.load_profile("lowpower"), sram_bytes=49)
-    quantized = quantize_model(model, load_calibration("random", model.inputs), profile)
-    # the logits layer reads 20 int16 hidden values (40 B) and writes 5 int16 logits (10 B): 50 B at least
-    assert quantized.activations.endswith("but 16x8 needs at least 50 B of SRAM, lowpower has 49 B")
-    assert quantized.facts["dtype"] == "int8" and quantized.accuracy["calibration"].value == pytest.approx(0.81)
-    assert quantized.int8_fallback is None
+    lines: list[str] = []
+    profile = dataclasses.replace(target.load_profile("lowpower"), sram_bytes=30)
+    with pytest.raises(CompileError) as refused:
+        tvm_ext.compile(classifier_file, target=profile, out=tmp_path / "out", quantize="int8",
+                        calibration="random", jobs=1, log=lines.append)
+    assert str(refused.value) == "wide_range_classifier: arena needs 36 B of SRAM but lowpower has 30 B (6 B over)"
+    assert any(line.startswith("quantize   the 16x8 bundle does not fit (wide_range_classifier: arena needs 56 B")
+               for line in lines), lines
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".out.*"))
+
+
+def test_auto_quantizes_a_float_bundle_whose_arena_does_not_fit(classifier_file, tmp_path):
+    """cortex-m4f has an FPU and the float weights fit its flash, so auto compiles float first; with 60 B of
+    SRAM its arena does not fit, and the model is quantized (16x8: 56 B)."""
+    import target
+    import tvm_ext
+
+    out, lines = tmp_path / "out", []
+    profile = dataclasses.replace(target.load_profile("cortex-m4f"), sram_bytes=60)
+    bundle = tvm_ext.compile(classifier_file, target=profile, out=out, quantize="auto", calibration="random",
+                             jobs=1, log=lines.append)
+    assert bundle.selftest.passed and bundle.arena_bytes <= 60
+    assert lines[0].startswith("quantize   keeping float: cortex-m4f has an FPU and the float weights"), lines[0]
+    (overflow,) = [line for line in lines if "the float bundle does not fit" in line]
+    assert overflow.startswith("quantize   quantizing: the float bundle does not fit (wide_range_classifier: "
+                               "arena needs"), overflow
+    quantization = json.loads((out / "manifest.json").read_text())["quantization"]
+    assert quantization["decision"] == overflow.removeprefix("quantize   ")
+    assert quantization["dtype"] == "16x8"
 
 
 def test_a_16x8_bundle_that_does_not_fit_is_compiled_with_int8_activations(classifier_file, tmp_path):
-    """50 B of SRAM at least, but the planner aligns each buffer to 16 B: the 16x8 arena needs 56 B; the int8
+    """The 16x8 arena needs 56 B (40 B of hidden values, the logits after them at 16-byte alignment); the int8
     bundle's 36 B fit a 55 B profile."""
     import target
     import tvm_ext

@@ -133,7 +133,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     SelftestMismatchError when the built bundle disagrees with the reference (our bug).
     """
     from tvm_ext.compile.pipeline import BundleOptions, compile_to_folder
-    from tvm_ext.compile.quantized import QuantizeRequest, check_request, quantized_module
+    from tvm_ext.compile.quantized import QuantizeRequest, check_request, quantized_module, source_instead
     from tvm_ext.compile.output_folder import empty_folder
 
     if isinstance(model, str):
@@ -152,18 +152,17 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         def fill(staging: Path) -> FolderResult:
             if quantize is None:
                 return fill_with(staging, model, name, None)
-            quantized = quantized_module(model, target, QuantizeRequest(quantize, calibration, ranges, held_back),
-                                         log)
-            try:
-                return fill_with(staging, quantized.source, name or model.stem, quantized.facts)
-            except DoesNotFitError as err:
-                fallback = quantized.int8_fallback
-                if fallback is None:
-                    raise
-                log(f"quantize   the 16x8 bundle does not fit ({err}): compiling the int8 one")
-                empty_folder(staging)
-                facts = {**fallback.facts, "activation_type": f"{fallback.facts['activation_type']} ({err})"}
-                return fill_with(staging, fallback.source, name or model.stem, facts)
+            request = QuantizeRequest(quantize, calibration, ranges, held_back)
+            quantized = quantized_module(model, target, request, log)
+            while True:  # a float bundle auto kept, then a 16x8 one, then int8: each smaller than the last
+                try:
+                    return fill_with(staging, quantized.source, name or model.stem, quantized.facts)
+                except DoesNotFitError as err:
+                    instead = source_instead(model, target, request, log, quantized, err)
+                    if instead is None:
+                        raise
+                    empty_folder(staging)
+                    quantized = instead
     else:
         from tvm_ext.cluster import compile_on_cluster
 

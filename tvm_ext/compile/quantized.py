@@ -8,7 +8,7 @@ calibration file that does not fit the model's inputs, a layer the quantizer can
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -23,12 +23,13 @@ QUANTIZE_MODES = ("int8", "auto")
 @dataclass(frozen=True)
 class QuantizedSource:
     """What the pipeline compiles for a quantize request: the integer module (or, auto keeping float, the model
-    file) and the manifest's "quantization" facts; for a 16x8 module, `int8_fallback`: the int8 one to
-    compile instead when the 16x8 bundle does not fit the profile."""
+    file: `kept_float`) and the manifest's "quantization" facts; for a 16x8 module, `int8_fallback`: the int8
+    one to compile instead when the 16x8 bundle does not fit the profile."""
 
     source: "Path | tvm.IRModule"
     facts: dict
     int8_fallback: "QuantizedSource | None" = None
+    kept_float: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,11 +63,12 @@ def check_request(model_label: str, quantize: str | None, calibration: str | Pat
                            "uniform noise in [-1, 1) (recorded in the manifest)")
 
 
-def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log: Callable[[str], None]
-                     ) -> QuantizedSource:
+def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log: Callable[[str], None],
+                     decided: str | None = None) -> QuantizedSource:
     """What the pipeline compiles for `path` under `request`: the integer module and its manifest facts, or
     (auto deciding to keep float) the path itself and the decision's facts. Logs the decision and the
-    accuracy cost, one line each."""
+    accuracy cost, one line each. `decided`: the reason to quantize already known (recorded as auto's
+    decision)."""
     import target
     from tvm_ext.compile.pipeline import check, import_
     from tvm_ext.frontend import ModelImportError
@@ -86,13 +88,13 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     if any(spec.dtype != "float32" for spec in model.inputs):
         raise CompileError(f"{path.name}: --quantize takes a model with float32 inputs; "
                            f"{', '.join(f'{s.name!r} is {s.dtype}' for s in model.inputs if s.dtype != 'float32')}")
-    facts: dict = {}
-    if request.mode == "auto":
+    facts: dict = {} if decided is None else {"decision": decided}
+    if request.mode == "auto" and decided is None:
         decision = decide(model.mod["main"], profile)
         log(f"quantize   {decision.reason}")
         facts["decision"] = decision.reason
         if not decision.quantize:
-            return QuantizedSource(path, facts)
+            return QuantizedSource(path, facts, kept_float=True)
     try:
         calibration = load_calibration(request.calibration, model.inputs)
         held_back = None if request.held_back is None else load_calibration(request.held_back, model.inputs)
@@ -110,3 +112,19 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     fallback = quantized.int8_fallback
     return QuantizedSource(quantized.mod, {**facts, **quantized.facts}, None if fallback is None else
                            QuantizedSource(fallback.mod, {**facts, **fallback.facts}))
+
+
+def source_instead(path: Path, target_spec: Any, request: QuantizeRequest, log: Callable[[str], None],
+                   refused: QuantizedSource, too_large: CompileError) -> QuantizedSource | None:
+    """What to compile when the bundle of `refused` does not fit its profile (`too_large` says by how much):
+    the int8 model of a 16x8 one, the quantized model of a float one `auto` kept; None: nothing smaller."""
+    if refused.int8_fallback is not None:
+        log(f"quantize   the 16x8 bundle does not fit ({too_large}): compiling the int8 one")
+        fallback = refused.int8_fallback
+        return replace(fallback, facts={**fallback.facts, "activation_type":
+                                        f"{fallback.facts['activation_type']} ({too_large})"})
+    if refused.kept_float:
+        reason = f"quantizing: the float bundle does not fit ({too_large})"
+        log(f"quantize   {reason}")
+        return quantized_module(path, target_spec, request, log, decided=reason)
+    return None

@@ -1,8 +1,8 @@
 """Which integer type the quantized model's activations take: int8, or int16 with the int8 weights (TFLite's
 16x8 scheme, which TFLite Micro's kernels run) when int8 activations miss the accuracy budget on the
-calibration samples and the 16x8 model can fit the profile's SRAM: `fits_16x8` screens out a model whose
-16x8 activations certainly cannot (the arena lower bound of `decide`), and the compile falls back to the int8
-model when the 16x8 bundle's planned arena does not fit (`tvm_ext.compile`).
+calibration samples and 16x8 measures better on them; the compile falls back to the int8 model when the 16x8
+bundle's planned arena or code does not fit the profile (`tvm_ext.compile`): which fits is known only once
+the bundle is planned, fusion and in-place kernels putting the arena below any sum read from the graph.
 
 The budget (`within_budget`): top-1 agreement with the float model of at least TOP1_BUDGET for a classifier,
 the bar issue 18 sets for the image classifiers; a relative L2 error of at most RELATIVE_ERROR_BUDGET for
@@ -23,12 +23,7 @@ calibration KL most, k = 1..15 (float simulation): 96.0, 94.4, 96.4, 95.4, 96.3,
 
 from __future__ import annotations
 
-from tvm import relax
-
-from target.profile import Profile
-
 from .accuracy import AccuracyCost, Metric
-from .decide import arena_lower_bound
 
 TOP1_BUDGET = 0.97
 RELATIVE_ERROR_BUDGET = 0.02
@@ -52,10 +47,3 @@ def budget_text(metric: Metric) -> str:
     if metric is Metric.TOP1_AGREEMENT:
         return f"top-1 agreement >= {100 * TOP1_BUDGET:g}%"
     return f"relative error <= {100 * RELATIVE_ERROR_BUDGET:g}%"
-
-
-def fits_16x8(main: relax.Function, profile: Profile) -> tuple[bool, int]:
-    """Whether the float `main`'s 16x8 form may fit `profile`'s SRAM, and the lower bound on its arena (bytes)
-    that says so: one layer's int16 inputs and outputs together (`decide.arena_lower_bound`)."""
-    bound = arena_lower_bound(main, itemsize=2)
-    return bound <= profile.sram_bytes, bound

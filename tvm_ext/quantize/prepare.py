@@ -25,7 +25,7 @@ from tvm_ext.frontend import ImportedModel
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
 
 from .accuracy import AccuracyCost, Metric, accuracy_cost, metric_for
-from .activation_type import better, budget_text, fits_16x8, within_budget
+from .activation_type import better, budget_text, within_budget
 from .bias_correction import weight_error_means
 from .calibration import Calibration, random_samples
 from .layer_error import LayerError, layer_errors
@@ -69,11 +69,11 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     """`model` (float) quantized with int8 weights on `calibration`'s samples for `profile`, its accuracy cost
     also measured on `held_back` (samples of the calibration's distribution kept out of it; by default, with
     random calibration, 200 more random samples of another seed). Activations are int8, or int16 where int8
-    misses the accuracy budget, 16x8 may fit the profile and measures better (`activation_type`); `method`
-    picks the activation ranges (default: PERCENTILE for int8, MINMAX for int16). Raises qdq.QuantizeError
-    (one line) for a layer the quantizer cannot handle."""
-    main = model.mod["main"]
-    taps = layer_outputs(main)
+    misses the accuracy budget and 16x8 measures better (`activation_type`; `int8_fallback` then holds the
+    int8 model for a 16x8 bundle that does not fit); `method` picks the activation ranges (default:
+    PERCENTILE for int8, MINMAX for int16). Raises qdq.QuantizeError (one line) for a layer the quantizer
+    cannot handle."""
+    taps = layer_outputs(model.mod["main"])
     metric = metric_for(model.layers[-1].kind if model.layers else "")
     roundings = hessian_roundings(model.mod, calibration.samples)
     int8_method = method or RangeMethod.PERCENTILE
@@ -89,10 +89,6 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         return judged.model(int8, f"int8 activations: {int8.cost.describe()} on calibration, within the budget "
                                   f"({budget})")
     missed = f"int8 {int8.cost.describe()} on calibration misses the budget ({budget})"
-    may_fit, bound = fits_16x8(main, profile)
-    if not may_fit:
-        return judged.model(int8, f"int8 activations: {missed}, but 16x8 needs at least {bound:,} B of SRAM, "
-                                  f"{profile.name} has {profile.sram_bytes:,} B")
     int16_method = method or RangeMethod.MINMAX
     if int16_method is not int8_method:
         ranges = observe_ranges(model.mod, taps, calibration.samples, int16_method)[0]
