@@ -1,9 +1,10 @@
 """The dual MAC on TFLite's 16x8 operators (int16 activations, int8 weights, int64 bias): where the weights bound
 every sum of products within int32 (32768 * the channel's sum of |w|, tvm_ext/transform/int8/mac.py), CONV_2D
 and FULLY_CONNECTED accumulate in int32 and, on cortex-m4f, call `<prefix>_dual_mac_s16x4` (packager/dual_mac_c.py:
-int16 input pairs packed by PKHBT/PKHTB in SXTB16's order), one pixel per call, bit-exact with TFLite
-Micro under QEMU and on the host; a layer whose bound exceeds int32 keeps its int64 sums and stays bit-exact on
-inputs that would wrap an int32 sum.
+int16 input pairs packed by PKHBT/PKHTB in SXTB16's order), one pixel per call, and DEPTHWISE_CONV_2D calls
+`<prefix>_depthwise_mac_s16x4` (packager/depthwise_mac_c.py: each channel's int16 input half beside its SXTB16
+weight half), bit-exact with TFLite Micro under QEMU and on the host; a layer whose bound exceeds int32 keeps its
+int64 sums and stays bit-exact on inputs that would wrap an int32 sum.
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ INPUT, WEIGHT_SCALE = Quantization((0.0004,), (0,)), 0.001
 
 
 def _operator(tensors: list[Tensor], name: str, builtin: str, in_shape: tuple[int, ...], weights: np.ndarray,
-              out_shape: tuple[int, ...], options: Options, bias_seed: int) -> tuple[int, Operator, int]:
-    """(graph input, the 16x8 ``builtin`` on it with ``weights`` and a random int64 bias, graph output)."""
-    channels = weights.shape[0]
+              out_shape: tuple[int, ...], options: Options, bias_seed: int,
+              channel_axis: int = 0) -> tuple[int, Operator, int]:
+    """(graph input, the 16x8 ``builtin`` on it with ``weights`` (output channels along ``channel_axis``) and a
+    random int64 bias, graph output)."""
+    channels = weights.shape[channel_axis]
     first = len(tensors)
     tensors += [
         Tensor(f"{name}_in", in_shape, "int16", INPUT),
-        Tensor(f"{name}_w", weights.shape, "int8", Quantization((WEIGHT_SCALE,) * channels, (0,) * channels, 0),
-               weights),
+        Tensor(f"{name}_w", weights.shape, "int8",
+               Quantization((WEIGHT_SCALE,) * channels, (0,) * channels, channel_axis), weights),
         Tensor(f"{name}_b", (channels,), "int64",
                Quantization((INPUT.scales[0] * WEIGHT_SCALE,) * channels, (0,) * channels, 0),
                np.random.default_rng(bias_seed).integers(-100_000, 100_001, channels).astype(np.int64)),
@@ -107,3 +110,76 @@ def test_16x8_sums_beyond_int32_stay_int64(tmp_path):
     board = compile(path, "cortex-m4f", tmp_path / "m4f")
     assert board.selftest.passed, board.selftest.output
     assert "dual_mac" not in (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+
+
+def _depthwise_options(padding: int, stride: int = 1, multiplier: int = 1) -> Options:
+    return Options("DepthwiseConv2DOptions", {"Padding": padding, "StrideH": stride, "StrideW": stride,
+                                              "DepthMultiplier": multiplier})
+
+
+def depthwise_model() -> Model:
+    """16x8 DEPTHWISE_CONV_2D, small sums (random weights): a SAME 3x3 one on 8 channels (an interior of whole
+    windows, a border of clipped ones), a SAME 3x3 one of stride 2 on 12 channels at odd sizes, and two that keep
+    scalar loops, as their int8 twins do: a VALID 2x3 one on 6 channels (four does not divide them: no channel
+    tile) and one of depth multiplier 2 (two output channels read one input channel)."""
+    rng = np.random.default_rng(61)
+    tensors: list[Tensor] = []
+    parts = [
+        ("same", (1, 7, 6, 8), (1, 3, 3, 8), (1, 7, 6, 8), _depthwise_options(Padding.SAME)),
+        ("strided", (1, 9, 7, 12), (1, 3, 3, 12), (1, 5, 4, 12), _depthwise_options(Padding.SAME, 2)),
+        ("six", (1, 5, 6, 6), (1, 2, 3, 6), (1, 4, 4, 6), _depthwise_options(Padding.VALID)),
+        ("multiplier", (1, 5, 5, 4), (1, 3, 3, 8), (1, 3, 3, 8), _depthwise_options(Padding.VALID, 1, 2)),
+    ]
+    inputs, operators, outputs = [], [], []
+    for seed, (name, in_shape, w_shape, out_shape, options) in enumerate(parts):
+        weights = rng.integers(-127, 128, w_shape).astype(np.int8)
+        graph_in, operator, graph_out = _operator(tensors, name, "DEPTHWISE_CONV_2D", in_shape, weights, out_shape,
+                                                  options, seed, channel_axis=3)
+        inputs.append(graph_in), operators.append(operator), outputs.append(graph_out)
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+WIDE_WINDOW = 23  # 127 * 23 * 23 * 32767 > 2^31: a window of these weights can wrap an int32 sum
+
+
+def wide_depthwise_model() -> tuple[Model, np.ndarray]:
+    """A VALID 23x23 DEPTHWISE_CONV_2D on 4 channels whose weights are +-127 (its bound exceeds int32), and an
+    input that matches the signs of every channel's weights at full scale (sums of 2.2e9)."""
+    shape = (1, WIDE_WINDOW, WIDE_WINDOW, 4)
+    signs = np.where(np.random.default_rng(8).integers(0, 2, shape) == 0, -1, 1)
+    tensors: list[Tensor] = []
+    graph_in, operator, graph_out = _operator(tensors, "wide_dw", "DEPTHWISE_CONV_2D", shape,
+                                              (127 * signs).astype(np.int8), (1, 1, 1, 4),
+                                              _depthwise_options(Padding.VALID), 10, channel_axis=3)
+    value = (32767 * signs).astype(np.int16)
+    value[..., 1] = -32768 * signs[..., 1]
+    return Model(tensors, [operator], (graph_in,), (graph_out,)), value
+
+
+@pytest.mark.skipif(shutil.which(OBJDUMP) is None, reason="arm-none-eabi binutils are not installed")
+def test_16x8_depthwise_calls_its_dual_mac_helper_on_cortex_m4f_bit_exactly(tmp_path):
+    board = bit_exact_on_cortex_m4f(tmp_path, "depthwise_16x8", build(depthwise_model()))
+    kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert kernels.count("_depthwise_mac_s16x4(") >= 2, kernels  # the SAME ones' whole windows
+    assert "_depthwise_box_s16x4(" in kernels  # the SAME ones' clipped border windows
+    assert "int64_t acc" not in kernels  # every sum is int32
+    assert _functions_with(board.out_dir / f"lib{board.plan.model}.a", "smlatb")
+    _strict_build(board.out_dir, tmp_path / "arm", [])  # the DSP path, warning-free with arm-none-eabi-gcc
+    host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
+    assert "PASS" in host.stdout, host.stdout  # the portable path of the same C
+
+
+def test_16x8_depthwise_int32_sums_are_bit_exact_with_tflite_micro_on_the_host(tmp_path):
+    assert_bit_exact_with_tflite_micro(depthwise_model(), tmp_path)
+
+
+def test_16x8_depthwise_sums_beyond_int32_stay_int64(tmp_path):
+    model, value = wide_depthwise_model()
+    (tmp_path / "host").mkdir()
+    assert_bit_exact_with_tflite_micro(model, tmp_path / "host", inputs=[value])
+    path = tmp_path / "wide_dw.tflite"
+    path.write_bytes(build(model))
+    board = compile(path, "cortex-m4f", tmp_path / "m4f")
+    assert board.selftest.passed, board.selftest.output
+    kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert "int64_t acc" in kernels and "depthwise_mac" not in kernels and "dual_mac" not in kernels

@@ -34,7 +34,7 @@ from tvm import s_tir, tirx
 
 from tvm_ext.border_regions import COMPARISONS, holds, outside_boxes, pixel_segments
 from tvm_ext.border_window import WindowedBorder, has_short_rows, window_buffer, windowed_border
-from tvm_ext.depthwise_mac import DEPTHWISE_BOX_OP, DEPTHWISE_MAC_OP, mac_helper_replacement
+from tvm_ext.depthwise_mac import mac_helper_replacement
 from tvm_ext.index_expr import substitute_index
 from tvm_ext.pixel_pairs import pair_tests, paired_pixel_body
 from tvm_ext.tir_walk import replace_stmt, vars_read
@@ -314,8 +314,7 @@ def _box_reduction(chain: list, realize: s_tir.SBlockRealize, box: list, window:
                                   realize.predicate, realize.block)
     loops = [tirx.For(loop.loop_var, 0, end - first, loop.kind, tirx.Evaluate(0)) for loop, (first, end) in
              zip(chain, box)]
-    op = DEPTHWISE_MAC_OP if box == window else DEPTHWISE_BOX_OP
-    return mac_helper_replacement(shifted, loops, op) or _loop_nest(chain, realize, box)
+    return mac_helper_replacement(shifted, loops, outlined_depthwise=box != window) or _loop_nest(chain, realize, box)
 
 
 def _interior_range(loops: list, index: int, entries: list) -> Optional[tuple[int, int]]:

@@ -2,7 +2,8 @@
 entry that turns a tiled MAC reduction into whichever helper computes it (``mac_helper_replacement``).
 
 A depthwise reduction tiled to four output channels (``tvm_ext.schedule``: the window loops, then the four
-channels innermost) becomes one call of ``<prefix>_depthwise_mac_s8x4`` (``packager.depthwise_mac_c``) per
+channels innermost) becomes one call of ``<prefix>_depthwise_mac_s8x4`` (``packager.depthwise_mac_c``; on int16
+inputs, TFLite's 16x8 operators whose sums fit int32, ``<prefix>_depthwise_mac_s16x4``) per
 output pixel and channel tile when input, weights and accumulators are four consecutive channels at every tap
 (a depth multiplier of 1: with 2, two output channels read one input channel) and the taps step by constant
 strides (rows, then columns of the window). Each channel's sum is added in the same order: bit-exact.
@@ -10,11 +11,12 @@ strides (rows, then columns of the window). Each channel's sum is added in the s
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 from tvm import s_tir, tirx
 
-from packager.depthwise_mac_c import depthwise_box_helper_name, depthwise_mac_helper_name
+from packager.depthwise_mac_c import DEPTHWISE_MAC_INPUT_TYPES, depthwise_box_helper_name, depthwise_mac_helper_name
 from tvm_ext.dual_mac import (DUAL_MAC_CHANNELS, AccessOffsets, MacReduction, dual_mac_replacement, helper_call_block,
                               mac_reduction, register_mac_helper)
 from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -29,10 +31,15 @@ DEPTHWISE_MAC_ACCESS = HelperAccess((
     PointerAccess(1, (Axis(Arg(7), Arg(3)), Axis(Arg(8), Arg(4)), Axis(DUAL_MAC_CHANNELS, 1))),
     PointerAccess(2, (Axis(Arg(7), Arg(5)), Axis(Arg(8), Arg(6)), Axis(DUAL_MAC_CHANNELS, 1))),
 ))
-register_mac_helper(DEPTHWISE_MAC_OP, depthwise_mac_helper_name, DEPTHWISE_MAC_ACCESS)
 DEPTHWISE_BOX_OP = "tvm_ext.depthwise_box_s8x4"
 """The same helper's out-of-line copy: for the clipped windows of a padded border (tvm_ext.border_split)."""
-register_mac_helper(DEPTHWISE_BOX_OP, depthwise_box_helper_name, DEPTHWISE_MAC_ACCESS)
+_OPS = {"int8": (DEPTHWISE_MAC_OP, DEPTHWISE_BOX_OP),
+        "int16": ("tvm_ext.depthwise_mac_s16x4", "tvm_ext.depthwise_box_s16x4")}
+"""(inlined, out of line) per input type (packager.depthwise_mac_c's DEPTHWISE_MAC_INPUT_TYPES)."""
+for _data in DEPTHWISE_MAC_INPUT_TYPES:  # the same record: it counts elements of the pointers' own types
+    _inlined, _outlined = _OPS[_data]
+    register_mac_helper(_inlined, functools.partial(depthwise_mac_helper_name, data=_data), DEPTHWISE_MAC_ACCESS)
+    register_mac_helper(_outlined, functools.partial(depthwise_box_helper_name, data=_data), DEPTHWISE_MAC_ACCESS)
 
 
 def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
@@ -48,19 +55,20 @@ def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) 
 
 
 def mac_helper_replacement(realize: s_tir.SBlockRealize, loops: list,
-                           depthwise_op: str = DEPTHWISE_MAC_OP) -> Optional[s_tir.SBlockRealize]:
-    """The dual MAC's call block (``tvm_ext.dual_mac``), else the depthwise helper's (``depthwise_op``: the
-    inlined one, or DEPTHWISE_BOX_OP), else the row dot product's (``tvm_ext.row_dot``), computing what the
-    For nodes ``loops`` around ``realize`` compute; None where none computes exactly that."""
-    return (dual_mac_replacement(realize, loops) or depthwise_mac_replacement(realize, loops, depthwise_op)
+                           outlined_depthwise: bool = False) -> Optional[s_tir.SBlockRealize]:
+    """The dual MAC's call block (``tvm_ext.dual_mac``), else the depthwise helper's (the inlined one, or its
+    out-of-line copy if ``outlined_depthwise``), else the row dot product's (``tvm_ext.row_dot``), computing what
+    the For nodes ``loops`` around ``realize`` compute; None where none computes exactly that."""
+    return (dual_mac_replacement(realize, loops) or depthwise_mac_replacement(realize, loops, outlined_depthwise)
             or row_dot_replacement(realize, loops))
 
 
 def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
-                              op: str = DEPTHWISE_MAC_OP) -> Optional[s_tir.SBlockRealize]:
-    """The call block of the depthwise helper ``op`` for ``loops`` (up to two window loops, then the channel
-    loop), or None where the loads do not fit it (see the module docstring)."""
-    reduction = mac_reduction(realize.block)
+                              outlined: bool = False) -> Optional[s_tir.SBlockRealize]:
+    """The call block of the depthwise helper of the input's type (its out-of-line copy if ``outlined``) for
+    ``loops`` (up to two window loops, then the channel loop), or None where the loads do not fit it (see the
+    module docstring)."""
+    reduction = mac_reduction(realize.block, DEPTHWISE_MAC_INPUT_TYPES)
     window, channel = loops[:-1], loops[-1]
     if reduction is None or len(window) > 2 or not isinstance(channel.extent, tirx.IntImm):
         return None
@@ -75,7 +83,10 @@ def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
         sizes = _window_sizes(reduction, AccessOffsets(bindings, inner), extents)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
-    return None if sizes is None else helper_call_block(op, reduction, bindings, inner, sizes)
+    if sizes is None:
+        return None
+    op = _OPS[str(reduction.data.source.dtype)][1 if outlined else 0]
+    return helper_call_block(op, reduction, bindings, inner, sizes)
 
 
 def _window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int]) -> Optional[list[int]]:
