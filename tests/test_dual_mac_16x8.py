@@ -10,6 +10,8 @@ int64 sums and stays bit-exact on inputs that would wrap an int32 sum.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -85,33 +87,6 @@ def wide_sum_model() -> tuple[Model, np.ndarray]:
     return Model(tensors, [operator], (graph_in,), (graph_out,)), value
 
 
-@pytest.mark.skipif(shutil.which(OBJDUMP) is None, reason="arm-none-eabi binutils are not installed")
-def test_16x8_kernels_call_the_dual_mac_on_cortex_m4f_bit_exactly(tmp_path):
-    board = bit_exact_on_cortex_m4f(tmp_path, "dual_mac_16x8", build(dual_mac_model()))
-    kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
-    assert kernels.count("_dual_mac_s16x4(") >= 4, kernels  # each operator's (the SAME one's interior)
-    assert "int64_t acc" not in kernels  # every sum is int32
-    assert _functions_with(board.out_dir / f"lib{board.plan.model}.a", "pkhtb")
-    _strict_build(board.out_dir, tmp_path / "arm", [])  # the DSP path, warning-free with arm-none-eabi-gcc
-    host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
-    assert "PASS" in host.stdout, host.stdout  # the portable path of the same C
-
-
-def test_16x8_int32_sums_are_bit_exact_with_tflite_micro_on_the_host(tmp_path):
-    assert_bit_exact_with_tflite_micro(dual_mac_model(), tmp_path)
-
-
-def test_16x8_sums_beyond_int32_stay_int64(tmp_path):
-    model, value = wide_sum_model()
-    (tmp_path / "host").mkdir()
-    assert_bit_exact_with_tflite_micro(model, tmp_path / "host", inputs=[value])
-    path = tmp_path / "wide.tflite"
-    path.write_bytes(build(model))
-    board = compile(path, "cortex-m4f", tmp_path / "m4f")
-    assert board.selftest.passed, board.selftest.output
-    assert "dual_mac" not in (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
-
-
 def _depthwise_options(padding: int, stride: int = 1, multiplier: int = 1) -> Options:
     return Options("DepthwiseConv2DOptions", {"Padding": padding, "StrideH": stride, "StrideW": stride,
                                               "DepthMultiplier": multiplier})
@@ -156,28 +131,52 @@ def wide_depthwise_model() -> tuple[Model, np.ndarray]:
     return Model(tensors, [operator], (graph_in,), (graph_out,)), value
 
 
+@dataclass(frozen=True)
+class HelperCase:
+    """A 16x8 model whose MACs a DSP core runs on a helper: the helper calls its kernel C makes at least (C
+    name suffix -> count), an instruction only that helper's DSP path uses, and the model whose sums pass
+    int32 (with an input that reaches them)."""
+
+    model: Callable[[], Model]
+    calls: dict[str, int]
+    instruction: str
+    wide: Callable[[], tuple[Model, np.ndarray]]
+
+
+HELPER_CASES = {
+    # each operator's call (the SAME one's interior); pkhtb pairs the int16 inputs
+    "conv": HelperCase(dual_mac_model, {"_dual_mac_s16x4(": 4}, "pkhtb", wide_sum_model),
+    # the SAME ones' whole windows and clipped border windows; smlatb: a channel's halves
+    "depthwise": HelperCase(depthwise_model, {"_depthwise_mac_s16x4(": 2, "_depthwise_box_s16x4(": 1}, "smlatb",
+                            wide_depthwise_model),
+}
+
+
 @pytest.mark.skipif(shutil.which(OBJDUMP) is None, reason="arm-none-eabi binutils are not installed")
-def test_16x8_depthwise_calls_its_dual_mac_helper_on_cortex_m4f_bit_exactly(tmp_path):
-    board = bit_exact_on_cortex_m4f(tmp_path, "depthwise_16x8", build(depthwise_model()))
+@pytest.mark.parametrize("case", HELPER_CASES.values(), ids=HELPER_CASES)
+def test_16x8_kernels_call_their_helper_on_cortex_m4f_bit_exactly(case, tmp_path):
+    board = bit_exact_on_cortex_m4f(tmp_path, "helper_16x8", build(case.model()))
     kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
-    assert kernels.count("_depthwise_mac_s16x4(") >= 2, kernels  # the SAME ones' whole windows
-    assert "_depthwise_box_s16x4(" in kernels  # the SAME ones' clipped border windows
+    for call, count in case.calls.items():
+        assert kernels.count(call) >= count, (call, kernels)
     assert "int64_t acc" not in kernels  # every sum is int32
-    assert _functions_with(board.out_dir / f"lib{board.plan.model}.a", "smlatb")
+    assert _functions_with(board.out_dir / f"lib{board.plan.model}.a", case.instruction)
     _strict_build(board.out_dir, tmp_path / "arm", [])  # the DSP path, warning-free with arm-none-eabi-gcc
     host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
     assert "PASS" in host.stdout, host.stdout  # the portable path of the same C
 
 
-def test_16x8_depthwise_int32_sums_are_bit_exact_with_tflite_micro_on_the_host(tmp_path):
-    assert_bit_exact_with_tflite_micro(depthwise_model(), tmp_path)
+@pytest.mark.parametrize("case", HELPER_CASES.values(), ids=HELPER_CASES)
+def test_16x8_int32_sums_are_bit_exact_with_tflite_micro_on_the_host(case, tmp_path):
+    assert_bit_exact_with_tflite_micro(case.model(), tmp_path)
 
 
-def test_16x8_depthwise_sums_beyond_int32_stay_int64(tmp_path):
-    model, value = wide_depthwise_model()
+@pytest.mark.parametrize("case", HELPER_CASES.values(), ids=HELPER_CASES)
+def test_16x8_sums_beyond_int32_stay_int64(case, tmp_path):
+    model, value = case.wide()
     (tmp_path / "host").mkdir()
     assert_bit_exact_with_tflite_micro(model, tmp_path / "host", inputs=[value])
-    path = tmp_path / "wide_dw.tflite"
+    path = tmp_path / "wide.tflite"
     path.write_bytes(build(model))
     board = compile(path, "cortex-m4f", tmp_path / "m4f")
     assert board.selftest.passed, board.selftest.output
