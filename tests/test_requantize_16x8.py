@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tvm import relax
+import tvm
+from tvm import relax, te
 
 from c_checks import SANITIZE, STRICT_WARNINGS
 from conftest import profile_build_config
@@ -23,7 +24,8 @@ from emulator.tools import missing_tools
 from packager.cortex_m import QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
 from packager.fixed_point_c import REQUANTIZE_16X8, requantize_helper_name, requantize_helpers_c
 from tvm_ext.kernels import Rounding
-from tvm_ext.kernels.fixed_point import high_mul_16x8_multipliers, reduce_16x8_multipliers
+from tvm_ext.kernels.fixed_point import (high_mul_16x8_multipliers, multiply_by_reduced_multiplier,
+                                         reduce_16x8_multipliers, requantize_16x8)
 from tvm_ext.kernels.quant_params import ActivationRange
 from tvm_ext.kernels.requantize import Multipliers16x8
 from tvm_ext.transform.int8.mac import MacKernel
@@ -81,6 +83,25 @@ def test_the_helper_domain_covers_both_shift_ends_and_the_multiplier_clamp():
     assert high_mul_16x8_multipliers(*reduce_16x8_multipliers([2**30], [-18])) is None  # total shift 33
     assert high_mul_16x8_multipliers(*reduce_16x8_multipliers([2**30], [0])) is None  # 2^14 << 17
     assert high_mul_16x8_multipliers(*reduce_16x8_multipliers([2**22], [7])) is not None  # 64 << 24
+
+
+def test_the_arithmetic_outside_a_bundle_matches_tflite():
+    """Outside a bundle's C (here LLVM) the helper's call expands to its arithmetic, and the reduced form's
+    multiply and total shift are plain int64 TIR: both TFLite's, at the same edges."""
+    cases = _helper_cases(5000)
+    count = len(cases)
+    acc, high, reduced, total = (te.placeholder((count,), "int32", name=n) for n in ("acc", "high", "reduced", "total"))
+    helper = te.compute((count,), lambda i: requantize_16x8(acc[i], high[i]), name="helper")
+    plain = te.compute((count,), lambda i: multiply_by_reduced_multiplier(acc[i].astype("int64"), reduced[i], total[i]),
+                       name="plain")
+    built = tvm.tirx.build(te.create_prim_func([acc, high, reduced, total, helper, plain]), target="llvm")
+    reduced_values, total_values = reduce_16x8_multipliers(cases[:, 2], cases[:, 3])
+    arrays = [tvm.runtime.tensor(np.asarray(a, np.int32)) for a in
+              (cases[:, 0], cases[:, 1], reduced_values, total_values, np.zeros(count), np.zeros(count))]
+    built(*arrays)
+    tflite = np.array([tflite_16x8(int(a), int(m), int(s)) for a, _, m, s in cases.tolist()])
+    np.testing.assert_array_equal(arrays[4].numpy(), _expected(cases))
+    np.testing.assert_array_equal(arrays[5].numpy(), tflite)
 
 
 _PROGRAM = """#include <stdint.h>
