@@ -14,6 +14,11 @@ Bit-exact with TFLite (tensorflow/lite/kernels/internal/common.{h,cc}, gemmlowp 
   compile time from the weights, bias and input range): 2 * acc is an int32, so the doubling high multiply
   is the high word of a rounding 32x32 multiply (one SMMULR on Arm cores with the DSP instructions).
 
+"16x8" is TFLite's int64 MultiplyByQuantizedMultiplier of the 16x8 MAC operators where the caller guarantees an
+int32 acc (acc + bias bounded at compile time) and has prepared the multiplier at compile time
+(`tvm_ext.kernels.fixed_point.high_mul_16x8_multipliers`): one rounding 32x32 high multiply (SMMULR), saturated
+to int16 (SSAT), which the 16x8 outputs' clamp (zero point 0, a range within int16) then leaves unchanged.
+
 Two more helpers: "saturate_int8" clamps to [-128, 127] (one SSAT where the core saturates), and
 "count_leading_zeros" is TFLite's CountLeadingZeros of a uint32 (32 for 0; one CLZ on Arm), which softmax
 and L2_NORMALIZATION use to normalise their sums. "inv_sqrt_multiplier" is the multiplier of TFLite's
@@ -36,19 +41,22 @@ RIGHT_SHIFT_ONLY = "double_right_shift"
 SMALL_RIGHT_SHIFT = "double_small"
 SMALL_ACCUMULATOR_LIMIT = 2**30
 """The small variant's accumulators lie in [-SMALL_ACCUMULATOR_LIMIT, SMALL_ACCUMULATOR_LIMIT)."""
+REQUANTIZE_16X8 = "16x8"
 SATURATE_INT8 = "saturate_int8"
 COUNT_LEADING_ZEROS = "count_leading_zeros"
 DOUBLING_HIGH_MUL = "doubling_high_mul"
 INV_SQRT_MULTIPLIER = "inv_sqrt_multiplier"
 # Every helper of this module, in the order a header defines them (a helper after those it calls).
-HELPERS = (*REQUANTIZE_HELPERS, SATURATE_INT8, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL, INV_SQRT_MULTIPLIER)
+HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
+           INV_SQRT_MULTIPLIER)
 HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS)}
 """The helpers each helper calls."""
 
 
 def requantize_helper_name(prefix: str, rounding: str) -> str:
     """The C name of the helper for `rounding` (one of HELPERS) in the bundle `prefix`."""
-    return f"{prefix}_requantize_{rounding}" if rounding in REQUANTIZE_HELPERS else f"{prefix}_{rounding}"
+    requantizes = rounding in REQUANTIZE_HELPERS or rounding == REQUANTIZE_16X8
+    return f"{prefix}_requantize_{rounding}" if requantizes else f"{prefix}_{rounding}"
 
 
 def _floor_shift(value: str, exponent: str, c_type: str) -> str:
@@ -122,6 +130,31 @@ static inline int32_t {requantize_helper_name(prefix, SMALL_RIGHT_SHIFT)}(int32_
     const int32_t high = (int32_t)(uint32_t)(nudged >> 32);
 #endif
 {_ROUNDING_RIGHT_SHIFT}}}
+"""
+
+
+def _requantize_16x8(prefix: str) -> str:
+    return f"""/* TFLite's MultiplyByQuantizedMultiplier(int64 acc, multiplier, shift) of the 16x8 MAC operators for an int32
+   acc: floor((acc * reduced + 2^(t-1)) / 2^t), reduced the multiplier rounded to 15 bits and t = 15 - shift.
+   The caller passes multiplier = reduced * 2^(32 - t) (computed at compile time, where t <= 32 and it stays
+   below 2^31), which makes that floor((acc * multiplier + 2^31) / 2^32): the high word of a rounding 32x32
+   multiply (one SMMULR on Arm cores with the DSP instructions). |result| < 2^30: TFLite's int32 cast keeps it.
+   Returned saturated to [-32768, 32767] (one SSAT), the widest clamp of a 16x8 output (zero point 0). */
+static inline int32_t {requantize_helper_name(prefix, REQUANTIZE_16X8)}(int32_t acc, int32_t multiplier)
+{{
+#if defined(__ARM_FEATURE_DSP) && defined(__GNUC__)
+    int32_t high;
+    __asm__("smmulr %0, %1, %2" : "=r"(high) : "r"(acc), "r"(multiplier));
+#else
+    const uint64_t rounded = (uint64_t)((int64_t)acc * (int64_t)multiplier) + ((uint64_t)1 << 31);
+    const int32_t high = (int32_t)(uint32_t)(rounded >> 32);
+#endif
+#if defined(__ARM_FEATURE_SAT) && defined(__GNUC__)
+    return (int32_t)__builtin_arm_ssat(high, 16);
+#else
+    return high < -32768 ? -32768 : (high > 32767 ? 32767 : high);
+#endif
+}}
 """
 
 
@@ -228,7 +261,7 @@ static inline int32_t {requantize_helper_name(prefix, "single")}(int32_t acc, in
 
 
 _WRITERS = {"double": _double, RIGHT_SHIFT_ONLY: _double_right_shift, SMALL_RIGHT_SHIFT: _double_small,
-            "single": _single, SATURATE_INT8: _saturate_int8,
+            "single": _single, REQUANTIZE_16X8: _requantize_16x8, SATURATE_INT8: _saturate_int8,
             COUNT_LEADING_ZEROS: _count_leading_zeros, DOUBLING_HIGH_MUL: _doubling_high_mul,
             INV_SQRT_MULTIPLIER: _inv_sqrt_multiplier}
 

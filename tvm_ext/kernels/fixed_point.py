@@ -31,8 +31,8 @@ import numpy as np
 import tvm
 from tvm import tirx
 
-from packager.fixed_point_c import (COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL, REQUANTIZE_HELPERS, RIGHT_SHIFT_ONLY,
-                                    SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT,
+from packager.fixed_point_c import (COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL, REQUANTIZE_16X8, REQUANTIZE_HELPERS,
+                                    RIGHT_SHIFT_ONLY, SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT,
                                     requantize_helper_name)
 from tvm.ir.expr import Expr as PrimExpr
 
@@ -292,8 +292,45 @@ def multiply_by_quantized_multiplier_int64(x: PrimExpr, multiplier: IntExpr, shi
     rounding right shift by 15 - shift of the int64 product (x within +-2^47, so nothing overflows)."""
     reduced = _select(_i64(multiplier) < 0x7FFF0000, (_i64(multiplier) + (1 << 15)) >> 16, 0x7FFF, "int64")
     total_shift = 15 - shift if isinstance(shift, int) else 15 - _i64(shift)
+    return multiply_by_reduced_multiplier(x, reduced, total_shift)
+
+
+def multiply_by_reduced_multiplier(x: PrimExpr, reduced: IntExpr, total_shift: IntExpr) -> PrimExpr:
+    """The end of `multiply_by_quantized_multiplier_int64` from its reduced multiplier and total shift (>= 1):
+    (x * reduced + 2^(total_shift - 1)) >> total_shift in int64, narrowed to int32."""
     round_term = tirx.const(1, "int64") << (_i64(total_shift) - 1)
-    return _i32((_i64(x) * reduced + round_term) >> _i64(total_shift))
+    return _i32((_i64(x) * _i64(reduced) + round_term) >> _i64(total_shift))
+
+
+def reduce_16x8_multipliers(multipliers, shifts) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's reduced multiplier ((m + 2^15) >> 16, 0x7FFF from 0x7FFF0000 on) and total shift (15 - shift)
+    of int64 MultiplyByQuantizedMultiplier, computed at compile time (int64 arrays)."""
+    multipliers = np.asarray(multipliers, np.int64)
+    reduced = np.where(multipliers < 0x7FFF0000, (multipliers + (1 << 15)) >> 16, 0x7FFF)
+    return reduced, 15 - np.asarray(shifts, np.int64)
+
+
+def high_mul_16x8_multipliers(reduced: np.ndarray, total_shift: np.ndarray) -> Optional[np.ndarray]:
+    """The multipliers of the "16x8" helper (reduced * 2^(32 - total_shift), int64 array), or None unless every
+    channel's total shift is in [1, 32] and its multiplier below 2^31 (then, for an int32 x,
+    (x * reduced + 2^(t-1)) >> t = (x * multiplier + 2^31) >> 32 exactly)."""
+    reduced, total_shift = np.asarray(reduced, np.int64), np.asarray(total_shift, np.int64)
+    if np.any(total_shift < 1) or np.any(total_shift > 32):
+        return None
+    high = reduced << (32 - total_shift)
+    return high if np.all(high <= INT32_MAX) else None
+
+
+REQUANTIZE_16X8_OP = "tvm_ext.requantize_16x8"
+INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
+register_helper_op(REQUANTIZE_16X8_OP, REQUANTIZE_16X8, lambda call: tirx.max(tirx.min(
+    _i32((_i64(call.args[0]) * _i64(call.args[1]) + (1 << 31)) >> 32), INT16_MAX), INT16_MIN))
+
+
+def requantize_16x8(x: IntExpr, multiplier: IntExpr) -> PrimExpr:
+    """int64 MultiplyByQuantizedMultiplier of an int32 ``x`` with a multiplier of `high_mul_16x8_multipliers`,
+    saturated to int16, as one call (the bundle's "16x8" helper in its C, the arithmetic everywhere else)."""
+    return tirx.call_intrin("int32", REQUANTIZE_16X8_OP, _i32(x), _i32(multiplier))
 
 
 def clamp_to_int8(x: IntExpr, act_min: int, act_max: int) -> PrimExpr:

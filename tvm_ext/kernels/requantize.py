@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from dataclasses import dataclass
 from typing import Optional, Union
 
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .fixed_point import Rounding, clamp_to_type, multiply_by_quantized_multiplier, multiply_by_quantized_multiplier_int64
+from .fixed_point import (INT16_MAX, INT16_MIN, Rounding, clamp_to_type, multiply_by_quantized_multiplier,
+                          multiply_by_quantized_multiplier_int64, multiply_by_reduced_multiplier, requantize_16x8)
 from .quant_params import ActivationRange
 
 ChannelParam = Union[int, te.Tensor]
+
+
+class Multipliers16x8(enum.Enum):
+    """What a 16x8 stage's ``multiplier``/``shift`` hold (TFLite's int64 MultiplyByQuantizedMultiplier)."""
+
+    TFLITE = "tflite"
+    """TFLite's multiplier and shift: the multiplier is reduced to 15 bits and the shift totalled at run time."""
+    REDUCED = "reduced"
+    """The reduced multiplier and the total shift 15 - shift (`fixed_point.reduce_16x8_multipliers`)."""
+    HIGH_MUL = "high_mul"
+    """The "16x8" helper's multiplier (`fixed_point.high_mul_16x8_multipliers`), no shift; the int32 sums
+    plus the bias (stored int32) are bounded within int32 at compile time, so the bias is added in int32."""
 
 
 @dataclass(frozen=True)
@@ -30,7 +44,8 @@ class OutputStage:
     ``int32_sums_16x8``: a 16x8 operator whose sums of products (before the bias) are bounded within int32 at
     compile time: it accumulates them in int32 (exact in any order, as TFLite Micro's int64 sums are, and
     what the dual MAC helpers compute) and widens the sum to int64 for the bias and TFLite's int64
-    requantization.
+    requantization (unless ``multipliers_16x8`` is HIGH_MUL).
+    ``multipliers_16x8``: what a 16x8 stage's ``multiplier``/``shift`` hold (`Multipliers16x8`).
     """
 
     multiplier: ChannelParam
@@ -41,6 +56,7 @@ class OutputStage:
     right_shift_only: bool = False
     small_accumulator: bool = False
     int32_sums_16x8: bool = False
+    multipliers_16x8: Multipliers16x8 = Multipliers16x8.TFLITE
 
     def per_channel(self, multiplier: Optional[te.Tensor], shift: Optional[te.Tensor]) -> "OutputStage":
         """This stage with per-channel multiplier/shift tensors, when given."""
@@ -69,18 +85,34 @@ def requantize(
     MBQM, as TFLite Micro's 16x8 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED with int64 bias; so does an
     int32 ``acc`` under ``int32_sums_16x8``, widened first.
     """
-    multiplier, shift = _at(stage.multiplier, channel), _at(stage.shift, channel)
+    multiplier = _at(stage.multiplier, channel)
+    if stage.multipliers_16x8 is Multipliers16x8.HIGH_MUL:
+        # acc + bias within int32 (no shift tensor); the helper saturates to int16: only a narrower clamp is left
+        if stage.zero_point != 0:
+            raise ValueError("a HIGH_MUL 16x8 stage has output zero point 0")
+        if bias is not None:
+            acc = acc + bias(channel)
+        saturated = requantize_16x8(acc, multiplier)
+        low, high = stage.activation.low, stage.activation.high
+        saturated = saturated if high >= INT16_MAX else tirx.min(saturated, high)
+        return tirx.Cast("int16", saturated if low <= INT16_MIN else tirx.max(saturated, low))
     if stage.int32_sums_16x8 or acc.dtype == "int64":
+        shift = _at(stage.shift, channel)
         acc = tirx.Cast("int64", acc) if stage.int32_sums_16x8 else acc
         if bias is not None:
             acc = acc + tirx.Cast("int64", bias(channel))
-        scaled, dtype = multiply_by_quantized_multiplier_int64(acc, multiplier, shift), "int16"
+        if stage.multipliers_16x8 is Multipliers16x8.REDUCED:
+            scaled = multiply_by_reduced_multiplier(acc, multiplier, shift)
+        else:
+            scaled = multiply_by_quantized_multiplier_int64(acc, multiplier, shift)
+        dtype = "int16"
     else:
         if bias is not None and stage.small_accumulator:
             acc = acc + bias(channel)  # the sum is within int32 (and so are its operands): no wrap-around
         elif bias is not None:
             # int32 wrap-around as the C reference's int32 addition behaves, without signed-overflow UB.
             acc = tirx.Cast("int32", tirx.Cast("int64", acc) + tirx.Cast("int64", bias(channel)))
+        shift = _at(stage.shift, channel)
         scaled = multiply_by_quantized_multiplier(acc, multiplier, shift, stage.rounding, stage.right_shift_only,
                                                   stage.small_accumulator)
         dtype = "int8"

@@ -11,8 +11,10 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
-from ...kernels.fixed_point import INT32_MAX, fits_small_input, largest_centered, shifts_right_only
+from ...kernels.fixed_point import (INT32_MAX, fits_small_input, high_mul_16x8_multipliers, largest_centered,
+                                    reduce_16x8_multipliers, shifts_right_only)
 from ...kernels.quant_params import ActivationRange
+from ...kernels.requantize import Multipliers16x8
 from ...kernels.zero_point_fold import fold_zero_point_into_bias
 from .lowering import KernelCall, LoweringContext
 from .patterns import (BiasPattern, DequantizedActivation, Int8Input, Int8Weight, QuantizedOutput, QuantizedResult,
@@ -67,12 +69,6 @@ class MacKernel:
         and an int8 shift constant per output channel. The input zero point is folded into the bias
         where the folded bias fits the bias's storage, and a layer whose accumulators plus bias are provably
         small takes the cheaper requantization (`OutputStage.small_accumulator`)."""
-        if np.all(self.multipliers == self.multipliers[0]) and np.all(self.shifts == self.shifts[0]):
-            multiplier, shift, channel_tensors = int(self.multipliers[0]), int(self.shifts[0]), {}
-        else:
-            multiplier, shift = 0, 0
-            channel_tensors = {"multiplier": relax.const(self.multipliers.astype(np.int32)),
-                               "shift": relax.const(self.shifts.astype(np.int8))}
         right_shift_only = shifts_right_only(self.multipliers, self.shifts)
         reach = self._accumulator_reach()
         bias_values = None if self.bias is None else self.bias.value.numpy().reshape(-1)
@@ -80,8 +76,19 @@ class MacKernel:
         small = reach is not None and not sixteen_by_eight and fits_small_accumulator(reach, bias_values)
         # 16x8 sums within int32 accumulate in int32; the int64 bias is added after (OutputStage.int32_sums_16x8).
         int32_sums = sixteen_by_eight and reach is not None and int(reach.max(initial=0)) <= INT32_MAX
+        multipliers, shifts, form = self.multipliers, self.shifts, Multipliers16x8.TFLITE
+        if sixteen_by_eight and self.output_zero_point == 0:
+            multipliers, shifts, form = _prepare_16x8(self.multipliers, self.shifts, bias_values,
+                                                      reach if int32_sums else None)
+        if np.all(multipliers == multipliers[0]) and np.all(shifts == shifts[0]):
+            multiplier, shift, channel_tensors = int(multipliers[0]), int(shifts[0]), {}
+        else:
+            multiplier, shift = 0, 0
+            channel_tensors = {"multiplier": relax.const(multipliers.astype(np.int32))}
+            if form is not Multipliers16x8.HIGH_MUL:
+                channel_tensors["shift"] = relax.const(shifts.astype(np.int8))
         stage = OutputStage(multiplier, shift, self.output_zero_point, activation, self.rounding, right_shift_only,
-                            small, int32_sums)
+                            small, int32_sums, form)
         geometry = self.geometry.params() if self.geometry is not None else {}
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
         # The fold widens an int16-stored bias to int32 (2 bytes per channel) rather than give it up: the
@@ -89,6 +96,8 @@ class MacKernel:
         folded = None if bias_values is None or not self.folds_zero_point else fold_zero_point_into_bias(
             _at_least_int32(bias_values), self.weight, self.input_zero_point, self.channel_axis)
         bias = self.bias if folded is None else bias_constant(folded)
+        if form is Multipliers16x8.HIGH_MUL and bias is not None:  # within int32 (_prepare_16x8)
+            bias = bias_constant(bias.value.numpy().astype(np.int32))
         weight = self.weight if self.weight_layout is not WeightLayout.OHWI else self.weight.transpose(3, 0, 1, 2)
         weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
@@ -108,6 +117,22 @@ class MacKernel:
         weight_l1 = np.abs(self.weight.astype(np.int64)).sum(axis=axes)
         # int8: >= 128 * weight_l1, the raw values' (folded zero point) reach; int16: 32768 * weight_l1
         return weight_l1 * largest_centered(data_dtype, self.input_zero_point)
+
+
+def _prepare_16x8(multipliers: np.ndarray, shifts: np.ndarray, bias: Optional[np.ndarray],
+                  reach: Optional[np.ndarray]) -> tuple[np.ndarray, np.ndarray, Multipliers16x8]:
+    """A 16x8 layer's requantization constants (`Multipliers16x8`), prepared at compile time: the "16x8" helper's
+    multipliers (HIGH_MUL, shifts all 0) where its int32 sums (``reach``, None when not int32) plus its bias are
+    bounded within int32 and every channel's total shift allows them, else the reduced multipliers and total
+    shifts (REDUCED; TFLITE where a total shift is outside [1, 127])."""
+    reduced, total_shift = reduce_16x8_multipliers(multipliers, shifts)
+    if np.any(total_shift < 1) or np.any(total_shift > 127):
+        return multipliers, shifts, Multipliers16x8.TFLITE
+    high = high_mul_16x8_multipliers(reduced, total_shift)
+    largest = None if reach is None else reach + (0 if bias is None else np.abs(bias.astype(np.int64)))
+    if high is not None and largest is not None and int(largest.max(initial=0)) <= INT32_MAX:
+        return high, np.zeros_like(total_shift), Multipliers16x8.HIGH_MUL
+    return reduced, total_shift, Multipliers16x8.REDUCED
 
 
 def fits_small_accumulator(reach: np.ndarray, bias: Optional[np.ndarray]) -> bool:
