@@ -134,8 +134,8 @@ static inline int32_t {requantize_helper_name(prefix, SMALL_RIGHT_SHIFT)}(int32_
 
 
 def _requantize_16x8(prefix: str) -> str:
-    return f"""/* TFLite's MultiplyByQuantizedMultiplier(int64 acc, multiplier, shift) of the 16x8 MAC operators for an int32
-   acc: floor((acc * reduced + 2^(t-1)) / 2^t), reduced the multiplier rounded to 15 bits and t = 15 - shift.
+    return f"""/* TFLite's MultiplyByQuantizedMultiplier(int64 acc, multiplier, shift) of the 16x8 MAC operators for
+   an int32 acc: floor((acc * reduced + 2^(t-1)) / 2^t), reduced the multiplier rounded to 15 bits and t = 15 - shift.
    The caller passes multiplier = reduced * 2^(32 - t) (computed at compile time, where t <= 32 and it stays
    below 2^31), which makes that floor((acc * multiplier + 2^31) / 2^32): the high word of a rounding 32x32
    multiply (one SMMULR on Arm cores with the DSP instructions). |result| < 2^30: TFLite's int32 cast keeps it.

@@ -18,11 +18,9 @@ import tvm
 from tvm import relax, te
 
 from c_checks import SANITIZE, STRICT_WARNINGS
-from conftest import profile_build_config
-from emulator.qemu import run_qemu
 from emulator.tools import missing_tools
-from packager.cortex_m import QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
 from packager.fixed_point_c import REQUANTIZE_16X8, requantize_helper_name, requantize_helpers_c
+from test_requantize_small_helper import run_cases_under_qemu
 from tvm_ext.kernels import Rounding
 from tvm_ext.kernels.fixed_point import (high_mul_16x8_multipliers, multiply_by_reduced_multiplier,
                                          reduce_16x8_multipliers, requantize_16x8)
@@ -160,23 +158,9 @@ def test_helper_matches_tflite_under_qemu(tmp_path: Path, profile: str):
     """cortex-m4f runs SMMULR and SSAT, cortex-m0plus (no DSP) the portable C."""
     cases = _helper_cases(500)
     rows = ", ".join("{%d, %d, %d}" % (a, m, r) for (a, m, _, _), r in zip(cases.tolist(), _expected(cases).tolist()))
-    files = {
-        "rq.h": f"#define RQ_CASES {rows}\n",
-        "selftest.c": _ARM_SELFTEST.format(helpers=requantize_helpers_c("rq", [REQUANTIZE_16X8]),
-                                           helper=requantize_helper_name("rq", REQUANTIZE_16X8)),
-        "rq_kernels.c": "typedef int rq_kernels_empty;\n",
-        "rq_model.c": "typedef int rq_model_empty;\n",
-        "rq_weights.c": "typedef int rq_weights_empty;\n",
-        "Makefile": f"all:\n\t@echo host build\n\n{QEMU_TEST_MAKE_INCLUDE}\n",
-    }
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    config = profile_build_config(profile)
-    write_cortex_m_support(tmp_path, "rq", config)
-    built = subprocess.run(["make", "-s", "-C", str(tmp_path), "cortex-m-elf"], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    result = run_qemu(tmp_path / SELFTEST_ELF, config.emulated.board, 120)
-    assert result.exit_code == 0 and "wrong 0" in result.stdout, result.stdout + result.stderr
+    run_cases_under_qemu(tmp_path, profile, rows,
+                         _ARM_SELFTEST.format(helpers=requantize_helpers_c("rq", [REQUANTIZE_16X8]),
+                                              helper=requantize_helper_name("rq", REQUANTIZE_16X8)))
 
 
 DEPTH = 16

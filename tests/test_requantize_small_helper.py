@@ -165,22 +165,29 @@ def test_helpers_match_tflite_under_qemu(tmp_path: Path, profile: str):
     expected = ref.multiply_by_quantized_multiplier(cases[:, 0], cases[:, 1], cases[:, 2])
     rows = ", ".join("{%d, %d, %d, %d}" % (a, m, e, r) for (a, m, e), r in zip(cases.tolist(), expected.tolist()))
     helpers = requantize_helpers_c("rq", [SMALL_RIGHT_SHIFT, SATURATE_INT8])
+    selftest = _ARM_SELFTEST.format(helpers=helpers, requantize=requantize_helper_name("rq", SMALL_RIGHT_SHIFT),
+                                    saturate=requantize_helper_name("rq", SATURATE_INT8))
+    run_cases_under_qemu(tmp_path, profile, rows, selftest)
+
+
+def run_cases_under_qemu(folder: Path, profile: str, rows: str, selftest_c: str) -> None:
+    """Build `selftest_c` (its cases are rq.h's RQ_CASES: `rows`) as the bundle "rq" for `profile` in `folder`,
+    run it under QEMU, and check that it exits 0 having printed "wrong 0"."""
     files = {
         "rq.h": f"#define RQ_CASES {rows}\n",
-        "selftest.c": _ARM_SELFTEST.format(helpers=helpers, requantize=requantize_helper_name("rq", SMALL_RIGHT_SHIFT),
-                                           saturate=requantize_helper_name("rq", SATURATE_INT8)),
+        "selftest.c": selftest_c,
         "rq_kernels.c": "typedef int rq_kernels_empty;\n",
         "rq_model.c": "typedef int rq_model_empty;\n",
         "rq_weights.c": "typedef int rq_weights_empty;\n",
         "Makefile": f"all:\n\t@echo host build\n\n{QEMU_TEST_MAKE_INCLUDE}\n",
     }
     for name, text in files.items():
-        (tmp_path / name).write_text(text)
+        (folder / name).write_text(text)
     config = profile_build_config(profile)
-    write_cortex_m_support(tmp_path, "rq", config)
-    built = subprocess.run(["make", "-s", "-C", str(tmp_path), "cortex-m-elf"], capture_output=True, text=True)
+    write_cortex_m_support(folder, "rq", config)
+    built = subprocess.run(["make", "-s", "-C", str(folder), "cortex-m-elf"], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
-    result = run_qemu(tmp_path / SELFTEST_ELF, config.emulated.board, 120)
+    result = run_qemu(folder / SELFTEST_ELF, config.emulated.board, 120)
     assert result.exit_code == 0 and "wrong 0" in result.stdout, result.stdout + result.stderr
 
 
