@@ -34,9 +34,15 @@ def quantize_multiplier(real_multiplier: float, rounding: Rounding) -> tuple[int
     return int(q_fixed), int(shift)
 
 
+def round_half_away(values: np.ndarray) -> np.ndarray:
+    """std::round of each value: the nearest whole number, ties away from zero (float64)."""
+    values = np.asarray(values, np.float64)
+    return np.sign(values) * np.floor(np.abs(values) + 0.5)
+
+
 def _round_half_away(x: float) -> int:
-    """std::round: nearest integer, ties away from zero."""
-    return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
+    """std::round of one value, as an int."""
+    return int(round_half_away(x))
 
 
 def quantize_real(value: float, scale: np.float32, zero_point: int) -> int:

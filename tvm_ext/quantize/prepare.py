@@ -78,8 +78,8 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     roundings = hessian_roundings(model.mod, calibration.samples)
     int8_method = method or RangeMethod.PERCENTILE
     ranges, float_outputs = observe_ranges(model.mod, taps, calibration.samples, int8_method)
-    int8 = _candidate(model, calibration, profile, quants_of(ranges, "int8"), int8_method, roundings,
-                      float_outputs, metric)
+    int8 = _candidate(model, calibration, profile, taps, ranges, "int8", int8_method, roundings, float_outputs,
+                      metric)
     if held_back is None and calibration.random:
         held_back = Calibration(random_samples(model.inputs, HELD_BACK_SAMPLES, HELD_BACK_SEED),
                                 held_back_description(), True)
@@ -93,7 +93,7 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     if int16_method is not int8_method:
         ranges = observe_ranges(model.mod, taps, calibration.samples, int16_method)[0]
     try:
-        int16 = _candidate(model, calibration, profile, quants_of(ranges, "int16"), int16_method, roundings,
+        int16 = _candidate(model, calibration, profile, taps, ranges, "int16", int16_method, roundings,
                            float_outputs, metric)
     except UnsupportedOperatorError as err:  # an operator with an int8 kernel but no 16x8 one
         return judged.model(int8, f"int8 activations: {missed}; 16x8 is refused: {err}")
@@ -156,15 +156,15 @@ class _Judged:
                               chosen.choice.reason)
 
 
-def _candidate(model: ImportedModel, calibration: Calibration, profile: Profile,
-               quants: dict[relax.Var, ActivationQuant], method: RangeMethod, roundings: dict,
+def _candidate(model: ImportedModel, calibration: Calibration, profile: Profile, taps: list[relax.Var],
+               ranges: dict[relax.Var, tuple[float, float]], dtype: str, method: RangeMethod, roundings: dict,
                float_outputs: list[np.ndarray], metric: Metric) -> _Candidate:
-    """`model` quantized with its layer outputs' `quants` (all int8 or all int16, from `method`'s ranges),
-    the weight `roundings`, its biases corrected; with int8 activations, the layers `mixed_precision` picks
-    keep float. `float_outputs`: the float model's output on each calibration sample."""
+    """`model` quantized with `dtype` activations ("int8" or "int16"): its layer outputs `taps` on their
+    `ranges` (observed by `method`), the weight `roundings`, its biases corrected; with int8 activations, the
+    layers `mixed_precision` picks keep float. `float_outputs`: the float model's output on each calibration
+    sample."""
     main = model.mod["main"]
-    taps = layer_outputs(main)
-    dtype = next(iter(quants.values())).dtype if quants else "int8"
+    quants = quants_of(ranges, dtype)
     input_quants = [ActivationQuant.of_range(min(float(s[i].min()) for s in calibration.samples),
                                              max(float(s[i].max()) for s in calibration.samples), dtype)
                     for i in range(len(model.inputs))]

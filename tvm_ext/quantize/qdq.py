@@ -30,20 +30,23 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from tvm_ext.layers import Layers, bindings_of, with_layers
+from tvm_ext.transform.int8.logistic import LOGISTIC_OUTPUT, TANH_OUTPUT
+from tvm_ext.transform.int8.softmax import SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT
+from tvm_ext.transform.int8.softmax_int16 import OUTPUT_SCALE as SOFTMAX_INT16_OUTPUT_SCALE
 
 from .bias_range import least_weight_scales
 from .ranges import ActivationQuant, with_taps
-from .weight_rounding import WeightRounding, round_half_away
+from .weight_rounding import WeightRounding, round_to_int8_weight
 
 PASSTHROUGH = frozenset({"relax.reshape", "relax.nn.max_pool2d", "relax.nn.avg_pool2d"})
 SOFTMAX = "relax.nn.softmax"
-# The output quantization TFLite fixes for an operator, by activation type (TFLite Micro's kernels and tables
-# produce exactly it); every other layer output's comes from its calibrated range.
+# The output quantization TFLite fixes for an operator, by activation type, as the integer lowerings that check
+# it hold it; every other layer output's comes from its calibrated range.
 FIXED_OUTPUT_QUANTS = {
-    SOFTMAX: {"int8": ActivationQuant(np.float32(1.0 / 256.0), -128),
-              "int16": ActivationQuant(np.float32(1.0 / 32768.0), 0, "int16")},
-    "relax.sigmoid": {"int8": ActivationQuant(np.float32(1.0 / 256.0), -128)},
-    "relax.tanh": {"int8": ActivationQuant(np.float32(1.0 / 128.0), 0)},
+    SOFTMAX: {"int8": ActivationQuant(SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT),
+              "int16": ActivationQuant(np.float32(SOFTMAX_INT16_OUTPUT_SCALE), 0, "int16")},
+    "relax.sigmoid": {"int8": ActivationQuant(LOGISTIC_OUTPUT.scale, LOGISTIC_OUTPUT.zero_point)},
+    "relax.tanh": {"int8": ActivationQuant(TANH_OUTPUT.scale, TANH_OUTPUT.zero_point)},
 }
 _MAC = frozenset({"relax.nn.conv2d", "relax.matmul"})
 
@@ -369,5 +372,5 @@ def _per_channel_int8(weight: np.ndarray, axis: int, least_scales: np.ndarray | 
     shape = [1] * weight.ndim
     shape[axis] = -1
     scaled = weight / scales.astype(np.float64).reshape(shape)
-    values = rounding(scaled) if rounding is not None else round_half_away(scaled).astype(np.int8)
+    values = rounding(scaled) if rounding is not None else round_to_int8_weight(scaled).astype(np.int8)
     return values, scales

@@ -15,6 +15,7 @@ import tvm
 from tvm import relax
 
 from tvm_ext.host_vm import host_vm
+from tvm_ext.kernels.quant_params import round_half_away
 from tvm_ext.layers import bindings_of
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -76,8 +77,7 @@ class ActivationQuant:
 
     def quantize(self, values: np.ndarray) -> np.ndarray:
         """`values` (float) as `dtype`, round half away from zero then clamp, as TFLite's QUANTIZE."""
-        scaled = np.asarray(values, np.float64) / float(self.scale)
-        rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5) + self.zero_point
+        rounded = round_half_away(np.asarray(values, np.float64) / float(self.scale)) + self.zero_point
         limits = np.iinfo(self.dtype)
         return np.clip(rounded, limits.min, limits.max).astype(self.dtype)
 

@@ -31,6 +31,7 @@ import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 
+from tvm_ext.kernels.quant_params import round_half_away
 from tvm_ext.layers import bindings_of
 
 from .ranges import each_sample_outputs, with_taps
@@ -40,9 +41,9 @@ INT8_LIMIT = 127
 WeightRounding = Callable[[np.ndarray], np.ndarray]  # a weight divided by its scales -> its int8 values
 
 
-def round_half_away(values: np.ndarray) -> np.ndarray:
+def round_to_int8_weight(values: np.ndarray) -> np.ndarray:
     """Round to nearest, halves away from zero (TFLite's rounding), then clamp to [-127, 127]."""
-    return np.clip(np.sign(values) * np.floor(np.abs(values) + 0.5), -INT8_LIMIT, INT8_LIMIT)
+    return np.clip(round_half_away(values), -INT8_LIMIT, INT8_LIMIT)
 
 
 def hessian_round(scaled: np.ndarray, hessian: np.ndarray) -> np.ndarray:
@@ -54,7 +55,7 @@ def hessian_round(scaled: np.ndarray, hessian: np.ndarray) -> np.ndarray:
     work = np.array(scaled, np.float64)
     values = np.empty_like(work)
     for column in range(width):
-        values[:, :, column] = round_half_away(work[:, :, column])
+        values[:, :, column] = round_to_int8_weight(work[:, :, column])
         error = (work[:, :, column] - values[:, :, column]) / upper[:, None, column, column]
         work[:, :, column + 1:] -= error[:, :, None] * upper[:, None, column, column + 1:]
     return values
