@@ -3,9 +3,6 @@ the other workers idle), and the C still comes out in the subgraphs' order."""
 
 from __future__ import annotations
 
-from concurrent.futures import Future
-from contextlib import contextmanager
-
 from memory_planner.plan import KernelSignature
 from tvm_ext import subgraph_codegen
 from tvm_ext.codegen_c import KernelSource
@@ -22,22 +19,18 @@ def test_largest_first_orders_by_kernel_count_keeping_ties_in_order():
 
 
 def test_the_pool_receives_the_largest_subgraph_first_and_the_c_keeps_the_subgraph_order(monkeypatch):
-    submitted: list[int] = []
+    handed_out: list[int] = []
 
-    class RecordingPool:
-        def submit(self, function, index: int) -> Future:
-            submitted.append(index)
-            future: Future = Future()
-            name = f"k{index}"
-            future.set_result(KernelSource({name: f"void {name}(void) {{}}\n"},
-                                           {name: KernelSignature(name, 1, 1, (), ())}, ()))
-            return future
+    def recording_pool(function, order, count):
+        handed_out.extend(order)
+        return {index: source_of(f"k{index}") for index in order}
 
-    @contextmanager
-    def recording_workers(count, subgraphs, target, prefix):
-        yield RecordingPool()
-
-    monkeypatch.setattr(subgraph_codegen, "_workers", recording_workers)
+    monkeypatch.setattr(subgraph_codegen, "run_in_forked_workers", recording_pool)
     source = generate_kernels(subgraphs_of_sizes(1, 4, 2), target=None, prefix="m", jobs=2)
-    assert submitted == [1, 2, 0]
+    assert handed_out == [1, 2, 0]
     assert list(source.definitions) == ["k0", "k1", "k2"]
+
+
+def source_of(name: str) -> KernelSource:
+    """The C source of one empty kernel `name`."""
+    return KernelSource({name: f"void {name}(void) {{}}\n"}, {name: KernelSignature(name, 1, 1, (), ())}, ())

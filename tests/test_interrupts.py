@@ -60,7 +60,7 @@ def interrupted_run(model_args: list[str], out: Path, delay_seconds: float, sign
             assert printed, f"the command ended before its {after_stage} stage"
     time.sleep(delay_seconds)
     proc.send_signal(signum)
-    stdout, stderr = proc.communicate(timeout=600)
+    stdout, stderr = proc.communicate(timeout=180)
     return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
 
 
