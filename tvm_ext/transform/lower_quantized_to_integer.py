@@ -32,10 +32,17 @@ from tvm.ir import Op
 from ..frontend.tflite_ops.quantized import QUANTIZED_MODEL_ATTR
 from ..kernels import Rounding
 from ..layers import FALLBACK_ATTR, LayerRecord, bindings_of, with_layers
+from ..model_check.operator_support import TFLITE_16X8_OPS
 from .int8 import LOWERINGS, onnx_qlinear
 from .int8.emit import KernelEmitter
 from .int8.graph import Graph, describe
 from .int8.lowering import LoweringContext, Mismatch, Site
+
+# The operators lowered exactly on int16 activations (16x8): TFLite Micro's 16x8 kernels we match, the
+# QUANTIZE edge to int16, and the copies of stored values. Every other lowering's kernel is int8 only (a
+# RELU's clamps to int8), so it does not take an operator whose result is int16.
+INT16_OPERATORS = TFLITE_16X8_OPS | {"QUANTIZE", "RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS"}
+
 
 @tvm_ffi.register_error
 class UnsupportedOperatorError(RuntimeError):
@@ -161,12 +168,16 @@ class _MainRewriter:
 
     def _lower(self, var: relax.Var, value: relax.Expr, site: Site) -> Optional[Union[relax.Var, Mismatch]]:
         """The lowered result of the operator ``value`` completes (at ``var``); the first Mismatch when the
-        lowerings responsible for it match none; None when it completes no operator (a pattern's part)."""
+        lowerings responsible for it match none, or when the one that matches has no int16 kernel for an int16
+        ``var``; None when it completes no operator (a pattern's part)."""
         mismatch = None
+        int16 = isinstance(var.ty, relax.TensorType) and var.ty.dtype == "int16"
         for lowering in LOWERINGS:
             if lowering.site is not site or not lowering.completes(value, self.context):
                 continue
             result = lowering.match(value, self.context)
+            if not isinstance(result, Mismatch) and int16 and not lowering.operators & INT16_OPERATORS:
+                return Mismatch(f"{'/'.join(sorted(lowering.operators))} of int16 activations (16x8)")
             if not isinstance(result, Mismatch):
                 return self.emitter.emit_match(var, result, self.lowered)
             mismatch = mismatch or result
