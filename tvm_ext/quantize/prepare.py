@@ -28,6 +28,7 @@ from .accuracy import AccuracyCost, Metric, accuracy_cost, metric_for
 from .activation_type import better, budget_text, within_budget
 from .bias_correction import weight_error_means
 from .calibration import Calibration, random_samples
+from .channels_last import quantizable_form
 from .layer_error import LayerError, layer_errors
 from .mixed_precision import PrecisionChoice, choose_precision
 from .qdq import QuantizedGraph, layer_outputs, quantize_graph
@@ -73,6 +74,7 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     int8 model for a 16x8 bundle that does not fit); `method` picks the activation ranges (default:
     PERCENTILE for int8, MINMAX for int16). Raises qdq.QuantizeError (one line) for a layer the quantizer
     cannot handle."""
+    model = replace(model, mod=quantizable_form(model.mod, profile))
     taps = layer_outputs(model.mod["main"])
     metric = metric_for(model.layers[-1].kind if model.layers else "")
     roundings = hessian_roundings(model.mod, calibration.samples)

@@ -12,8 +12,9 @@ Quantization (TFLite's post-training full-integer scheme):
 - every activation that leaves a layer (and each model input): per tensor, from its calibrated range
   (`ranges.ActivationQuant`): int8 asymmetric, or int16 symmetric, one type for the whole model (TFLite
   Micro's 16x8 kernels read and write int16 only); SOFTMAX outputs 1/256 and -128 (int8) or 1/32768 and 0
-  (int16), LOGISTIC 1/256 and -128, TANH 1/128 and 0 (int8) as TFLite requires; RESHAPE and pooling run on the
-  integer tensor and keep their input's quantization, as TFLite's converter does;
+  (int16), LOGISTIC 1/256 and -128, TANH 1/128 and 0 (int8) as TFLite requires; RESHAPE, TRANSPOSE
+  (permute_dims) and pooling run on the integer tensor and keep their input's quantization, as TFLite's
+  converter does;
 - a layer named in `float_layers` (mixed precision) keeps its float weights and arithmetic: its integer
   inputs are dequantized, its output quantized, so it runs as float kernels between the integer ones.
 The quantized main takes and returns integer tensors (the quantization of each is in `QuantizedGraph`).
@@ -38,7 +39,8 @@ from .bias_range import least_weight_scales
 from .ranges import ActivationQuant, with_taps
 from .weight_rounding import WeightRounding, round_to_int8_weight
 
-PASSTHROUGH = frozenset({"relax.reshape", "relax.nn.max_pool2d", "relax.nn.avg_pool2d"})
+DATA_MOVEMENT = frozenset({"relax.reshape", "relax.permute_dims"})
+PASSTHROUGH = DATA_MOVEMENT | {"relax.nn.max_pool2d", "relax.nn.avg_pool2d"}
 SOFTMAX = "relax.nn.softmax"
 # The output quantization TFLite fixes for an operator, by activation type, as the integer lowerings that check
 # it hold it; every other layer output's comes from its calibrated range.
@@ -231,11 +233,13 @@ class _Rewriter:
             self.floats[binding.var] = new
 
     def _passthrough(self, binding: relax.VarBinding, indices, leaves_layer: bool) -> None:
-        """reshape, max_pool2d or avg_pool2d of an integer tensor: on the integer values, the same
-        quantization (avg_pool2d widened to int32 and narrowed back, the form the integer pass lowers)."""
+        """reshape, permute_dims, max_pool2d or avg_pool2d of an integer tensor: on the integer values, the
+        same quantization (avg_pool2d widened to int32 and narrowed back, the form the integer pass lowers).
+        Data movement may also start a layer (channels_last's permute_dims before a convolution or a
+        flatten); a pooling must be a layer's output."""
         value, source = binding.value, self.quantized[binding.value.args[0]]
-        if not leaves_layer:
-            raise self._error(binding, "a pooling or reshape inside a layer")
+        if not leaves_layer and value.op.name not in DATA_MOVEMENT:
+            raise self._error(binding, "a pooling inside a layer")
         if value.op.name == "relax.nn.avg_pool2d":
             wide = self._emit(relax.op.astype(source.var, "int32"), indices)
             pooled = self._emit(relax.Call(value.op, [wide], value.attrs, value.ty_args), indices)

@@ -1,0 +1,102 @@
+"""A float model's main in the form the quantizer reads, whatever framework wrote it.
+
+TFLite's quantized kernels, and so our integer pipeline, are channels-last: an int8 CONV_2D reads NHWC data
+and a HWIO (depthwise: HWOI) weight, and an int8 FULLY_CONNECTED stores its weight (out, in), which the
+frontend makes (in, out) with a `permute_dims`. A TFLite float model arrives in that form. An ONNX one
+(PyTorch's export among them) arrives channels-first, NCHW data and OIHW weights, and a MatMul's or a
+Gemm's (transB = 0) weight arrives (in, out) as a plain constant. `quantizable_form(mod, profile)` rewrites
+main into the TFLite form, numerically the same function:
+- a model with a channels-first convolution or pooling is converted to NHWC by the float pipeline's own
+  layout pass (ConvertLayoutPerSubgraph, every subgraph forced to NHWC), and the weights it permutes are
+  folded into constants; the `permute_dims` left at the model's borders and before a flatten's reshape then
+  run on the quantized tensors (data movement keeps a quantization);
+- a matmul of a 2-D constant weight W reads it as `permute_dims(W^T)`, so that it is quantized per output
+  channel and stored as TFLite stores it; a depthwise convolution (groups = input channels), which the layout
+  pass leaves HWIO (KH, KW, 1, C*M), reads the same values as HWOI (KH, KW, C*M, 1), as TFLite's
+  DEPTHWISE_CONV_2D is imported.
+A model already in that form is returned unchanged (the same object).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.ir.expr import Constant
+
+from target.profile import Profile
+from tvm_ext.layers import bindings_of, keeping_layers
+from tvm_ext.transform import ConvertLayoutPerSubgraph
+from tvm_ext.transform.layout_per_subgraph import choose_layouts
+
+_MATMUL = tvm.ir.Op.get("relax.matmul")
+_CONV2D = tvm.ir.Op.get("relax.nn.conv2d")
+_CHANNELS_FIRST = "NCHW"
+_LAYOUT_ATTR = {"relax.nn.conv2d": "data_layout", "relax.nn.max_pool2d": "layout", "relax.nn.avg_pool2d": "layout"}
+
+
+def quantizable_form(mod: tvm.IRModule, profile: Profile) -> tvm.IRModule:
+    """`mod` with main channels-last and its weights stored as TFLite stores them (see the module docstring);
+    `profile`'s subgraphs are the units the layout pass converts."""
+    if _channels_first(mod["main"]):
+        converted = ConvertLayoutPerSubgraph(choose_layouts(mod["main"], profile, "NHWC"))(mod)
+        mod = keeping_layers(relax.transform.FoldConstant())(converted)
+    if any(_tflite_weight(b.value) is not None for b in bindings_of(mod["main"])):
+        mod = keeping_layers(_TFLiteWeights())(mod)
+    return mod
+
+
+def _channels_first(main: relax.Function) -> bool:
+    """Whether a convolution or pooling of `main` reads NCHW data."""
+    for binding in bindings_of(main):
+        value = binding.value
+        if isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op) and value.op.name in _LAYOUT_ATTR:
+            if str(getattr(value.attrs, _LAYOUT_ATTR[value.op.name])) == _CHANNELS_FIRST:
+                return True
+    return False
+
+
+def _tflite_weight(call: relax.Expr) -> relax.Expr | None:
+    """`call` reading its weight as TFLite stores it, if it does not: a matmul of a 2-D constant W as a
+    matmul of permute_dims(W^T), a depthwise NHWC conv2d of an HWIO constant (KH, KW, 1, C*M) as one of
+    the HWOI constant (KH, KW, C*M, 1), the same values in the same order. None for any other expression."""
+    if not (isinstance(call, relax.Call) and (call.op.same_as(_MATMUL) or call.op.same_as(_CONV2D))
+            and isinstance(call.args[1], Constant)):
+        return None
+    data, weight = call.args[0], call.args[1].value.numpy()
+    if call.op.same_as(_MATMUL):
+        if weight.ndim != 2:
+            return None
+        stored = relax.op.permute_dims(relax.const(np.ascontiguousarray(weight.T)), [1, 0])
+        return relax.Call(call.op, [data, stored], call.attrs, call.ty_args)
+    attrs = call.attrs
+    channels = int(data.ty.shape[3]) if str(attrs.data_layout) == "NHWC" else None
+    if str(attrs.kernel_layout) != "HWIO" or int(attrs.groups) == 1 or int(attrs.groups) != channels:
+        return None
+    kh, kw, _, outputs = weight.shape
+    return relax.op.nn.conv2d(data, relax.const(weight.reshape(kh, kw, outputs, 1)), attrs.strides, attrs.padding,
+                              attrs.dilation, attrs.groups, attrs.data_layout, "HWOI", attrs.out_layout,
+                              attrs.out_dtype)
+
+
+@relax.expr_functor.mutator
+class _TFLiteWeightReader(relax.PyExprMutator):
+    def visit_call_(self, call: relax.Call) -> relax.Expr:
+        call = super().visit_call_(call)
+        rewritten = _tflite_weight(call)
+        if rewritten is None:
+            return call
+        if rewritten.op.same_as(_MATMUL):  # the permute_dims of the stored weight is a binding of its own
+            stored = self.builder_.emit(rewritten.args[1])
+            return relax.Call(rewritten.op, [rewritten.args[0], stored], rewritten.attrs, rewritten.ty_args)
+        return rewritten
+
+
+@tvm.transform.module_pass(opt_level=0, name="TFLiteWeights")
+class _TFLiteWeights:
+    """main with each MAC reading its constant weight as TFLite stores it (`_tflite_weight`)."""
+
+    def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        reader = _TFLiteWeightReader(mod)
+        reader.builder_.update_func(mod.get_global_var("main"), reader.visit_expr(mod["main"]))
+        return reader.builder_.get()
