@@ -133,16 +133,16 @@ def _constants_read(value: relax.Expr) -> list[Constant]:
     return [value] if isinstance(value, Constant) else []
 
 
-def _vars_read(value: relax.Expr) -> list[relax.Var]:
+def vars_read(value: relax.Expr) -> list[relax.Var]:
     """The vars `value` reads directly (call arguments, tuple fields, an alias)."""
     if isinstance(value, relax.Var):
         return [value]
     if isinstance(value, relax.Call):
-        return [v for arg in value.args for v in _vars_read(arg)]
+        return [v for arg in value.args for v in vars_read(arg)]
     if isinstance(value, relax.Tuple):
-        return [v for field in value.fields for v in _vars_read(field)]
+        return [v for field in value.fields for v in vars_read(field)]
     if isinstance(value, relax.TupleGetItem):
-        return _vars_read(value.tuple_value)
+        return vars_read(value.tuple_value)
     return []
 
 
@@ -171,7 +171,7 @@ def carry_layers(before: relax.Function, after: relax.Function) -> relax.Functio
     for old_value, new_value in readers + [(before.body.body, after.body.body)]:
         if isinstance(old_value, relax.Var) and not isinstance(new_value, relax.Var):
             continue  # an alias now bound to the computation itself (FuseTIR): it replaces nothing it reads
-        old_reads, new_reads = _vars_read(old_value), _vars_read(new_value)
+        old_reads, new_reads = vars_read(old_value), vars_read(new_value)
         if len(old_reads) == len(new_reads):
             for old_var, new_var in zip(old_reads, new_reads):
                 if old_var in value_of and old_var not in kept and new_var not in value_of:
@@ -181,7 +181,7 @@ def carry_layers(before: relax.Function, after: relax.Function) -> relax.Functio
     def with_dropped_ancestry(var: relax.Var) -> set[int]:
         found, stack, seen = set(records_of[var]), [var], {var}
         while stack:
-            for source in _vars_read(value_of[stack.pop()]):
+            for source in vars_read(value_of[stack.pop()]):
                 if source in value_of and source not in kept and source not in replacing and source not in seen:
                     seen.add(source)
                     found |= set(records_of[source])
@@ -194,7 +194,7 @@ def carry_layers(before: relax.Function, after: relax.Function) -> relax.Functio
         per_binding.append(with_dropped_ancestry(origin) if origin is not None else set())
     first_reader: dict[relax.Var, int] = {}
     for position, binding in enumerate(new):
-        for source in _vars_read(binding.value):
+        for source in vars_read(binding.value):
             first_reader.setdefault(source, position)
     for position in reversed(range(len(new))):
         if not per_binding[position] and new[position].var in first_reader:

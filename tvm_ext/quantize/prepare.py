@@ -28,7 +28,7 @@ from .accuracy import AccuracyCost, Metric, accuracy_cost, metric_for
 from .activation_type import better, budget_text, within_budget
 from .bias_correction import weight_error_means
 from .calibration import Calibration, random_samples
-from .channels_last import quantizable_form
+from .tflite_form import quantizable_form
 from .layer_error import LayerError, layer_errors
 from .mixed_precision import PrecisionChoice, choose_precision
 from .qdq import QuantizedGraph, layer_outputs, quantize_graph

@@ -235,7 +235,7 @@ class _Rewriter:
     def _passthrough(self, binding: relax.VarBinding, indices, leaves_layer: bool) -> None:
         """reshape, permute_dims, max_pool2d or avg_pool2d of an integer tensor: on the integer values, the
         same quantization (avg_pool2d widened to int32 and narrowed back, the form the integer pass lowers).
-        Data movement may also start a layer (channels_last's permute_dims before a convolution or a
+        Data movement may also start a layer (tflite_form's permute_dims before a convolution or a
         flatten); a pooling must be a layer's output."""
         value, source = binding.value, self.quantized[binding.value.args[0]]
         if not leaves_layer and value.op.name not in DATA_MOVEMENT:

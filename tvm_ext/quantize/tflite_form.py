@@ -1,4 +1,4 @@
-"""A float model's main in the form the quantizer reads, whatever framework wrote it.
+"""A float model's main in TFLite's form, the one the quantizer reads, whatever framework wrote it.
 
 TFLite's quantized kernels, and so our integer pipeline, are channels-last: an int8 CONV_2D reads NHWC data
 and a HWIO (depthwise: HWOI) weight, and an int8 FULLY_CONNECTED stores its weight (out, in), which the
@@ -13,11 +13,16 @@ main into the TFLite form, numerically the same function:
 - a matmul of a 2-D constant weight W reads it as `permute_dims(W^T)`, so that it is quantized per output
   channel and stored as TFLite stores it; a depthwise convolution (groups = input channels), which the layout
   pass leaves HWIO (KH, KW, 1, C*M), reads the same values as HWOI (KH, KW, C*M, 1), as TFLite's
-  DEPTHWISE_CONV_2D is imported.
+  DEPTHWISE_CONV_2D is imported;
+- a per-channel bias add or a ReLU or clip that alone reads a convolution's or matmul's result (an ONNX
+  Relu node after a Conv, an Add after a MatMul) joins that MAC's layer, as TFLite's converter fuses them:
+  one requantization, clamped, instead of more int8 passes over the tensor.
 A model already in that form is returned unchanged (the same object).
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 import numpy as np
 import tvm
@@ -25,12 +30,13 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from target.profile import Profile
-from tvm_ext.layers import bindings_of, keeping_layers
+from tvm_ext.layers import Layers, vars_read, bindings_of, keeping_layers, with_layers
 from tvm_ext.transform import ConvertLayoutPerSubgraph
 from tvm_ext.transform.layout_per_subgraph import choose_layouts
 
 _MATMUL = tvm.ir.Op.get("relax.matmul")
 _CONV2D = tvm.ir.Op.get("relax.nn.conv2d")
+_ACTIVATIONS = frozenset({"relax.nn.relu", "relax.clip"})
 _CHANNELS_FIRST = "NCHW"
 _LAYOUT_ATTR = {"relax.nn.conv2d": "data_layout", "relax.nn.max_pool2d": "layout", "relax.nn.avg_pool2d": "layout"}
 
@@ -43,7 +49,58 @@ def quantizable_form(mod: tvm.IRModule, profile: Profile) -> tvm.IRModule:
         mod = keeping_layers(relax.transform.FoldConstant())(converted)
     if any(_tflite_weight(b.value) is not None for b in bindings_of(mod["main"])):
         mod = keeping_layers(_TFLiteWeights())(mod)
+    fused = _with_fused_epilogues(mod["main"])
+    if fused is not None:
+        mod = tvm.IRModule({**{gv: f for gv, f in mod.functions.items()}, mod.get_global_var("main"): fused})
     return mod
+
+
+def _with_fused_epilogues(main: relax.Function) -> relax.Function | None:
+    """`main` with each bias add and activation that alone reads a convolution's or matmul's result in that
+    MAC's layer, as TFLite fuses them (FULLY_CONNECTED's bias, a fused ReLU: one requantization, clamped,
+    instead of more int8 passes); their bindings then carry the records of every layer joined. None when
+    none is a layer of its own."""
+    bindings = bindings_of(main)
+    layers = Layers.of(main)
+    layer_of = [tuple(layers.bindings[i]) if i < len(layers.bindings) else () for i in range(len(bindings))]
+    position_of = {binding.var: position for position, binding in enumerate(bindings)}
+    readers = Counter(arg for binding in bindings for arg in vars_read(binding.value))
+    readers.update([main.body.body])
+    value_of = {binding.var: binding.value for binding in bindings}
+    fused = False
+    for position, binding in enumerate(bindings):
+        source = _epilogue_operand(binding.value, value_of)
+        if source is None or readers[source] != 1:
+            continue
+        mac_layer, epilogue_layer = layer_of[position_of[source]], layer_of[position]
+        if not mac_layer or mac_layer == epilogue_layer:
+            continue
+        joined = tuple(sorted({*mac_layer, *epilogue_layer}))
+        layer_of = [joined if layer in (mac_layer, epilogue_layer) else layer for layer in layer_of]
+        fused = True
+    return with_layers(main, layers.records, layer_of, layers.constants) if fused else None
+
+
+def _epilogue_operand(value: relax.Expr, value_of: dict[relax.Var, relax.Expr]) -> relax.Var | None:
+    """The MAC result `value` finishes as TFLite fuses it, or None: the conv2d or matmul result a per-channel
+    constant bias is added to, or the result (biased or not) a ReLU or clip reads."""
+    if not isinstance(value, relax.Call) or not value.args or value.args[0] not in value_of:
+        return None
+    source = value.args[0]
+    producer = value_of[source]
+    if value.op.name == "relax.add":
+        bias = value.args[1]
+        channels = int(producer.ty.shape[-1]) if _is_mac(producer) else None
+        return source if isinstance(bias, Constant) and bias.value.numpy().size == channels else None
+    if value.op.name in _ACTIVATIONS:
+        biased = isinstance(producer, relax.Call) and _epilogue_operand(producer, value_of) is not None \
+            and producer.op.name == "relax.add"
+        return source if _is_mac(producer) or biased else None
+    return None
+
+
+def _is_mac(value: relax.Expr) -> bool:
+    return isinstance(value, relax.Call) and (value.op.same_as(_CONV2D) or value.op.same_as(_MATMUL))
 
 
 def _channels_first(main: relax.Function) -> bool:
