@@ -38,10 +38,11 @@ from .int8.emit import KernelEmitter
 from .int8.graph import Graph, describe
 from .int8.lowering import LoweringContext, Mismatch, Site
 
-# The operators lowered exactly on int16 activations (16x8): TFLite Micro's 16x8 kernels we match, the
-# QUANTIZE edge to int16, and the copies of stored values. Every other lowering's kernel is int8 only (a
-# RELU's clamps to int8), so it does not take an operator whose result is int16.
-INT16_OPERATORS = TFLITE_16X8_OPS | {"QUANTIZE", "RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS"}
+# The operators lowered exactly with an int16 result: TFLite Micro's 16x8 kernels we match, SVDF (its int16
+# activation and state forms, bit-exact with TFLite Micro), the QUANTIZE edge to int16, and the copies of
+# stored values. Every other lowering's kernel is int8 only (a RELU's clamps to int8), so it does not take an
+# operator whose result is int16.
+INT16_OPERATORS = TFLITE_16X8_OPS | {"SVDF", "QUANTIZE", "RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS"}
 
 
 @tvm_ffi.register_error
