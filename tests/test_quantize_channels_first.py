@@ -1,8 +1,9 @@
 """Float ONNX models, channels-first (NCHW convolutions and pools, OIHW weights, depthwise included) or with
 (in, out) matmul weights, quantize as TFLite-form models do: quantize.tflite_form rewrites main into the
 form the quantizer reads, the same function; the quantized model stays close to onnxruntime's float outputs;
-a Relu after a Conv and an Add after a MatMul join the MAC's layer, as TFLite fuses them; the bundle is bit-exact with its
-integer reference. (Before, `--quantize` refused every NCHW convolution, the built-in example's first.)"""
+a Relu after a Conv and an Add after a MatMul join the MAC's layer, as TFLite fuses them; the bundle is
+bit-exact with its integer reference. (Before, `--quantize` refused every NCHW convolution, the built-in
+example's first.)"""
 
 from __future__ import annotations
 
