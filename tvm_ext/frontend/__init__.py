@@ -420,6 +420,7 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
     from onnx import helper
     from tvm.relax.frontend.onnx import onnx_frontend
 
+    from tvm_ext.frontend.onnx_ops.clip import constant_clip
     from tvm_ext.frontend.onnx_ops.conv_transpose import output_shape_as_pads
     from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS as ONNX_CONVERTERS
     from tvm_ext.frontend.onnx_ops.qdq_fusion import fuse_qdq
@@ -451,6 +452,8 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
                     attrs = output_shape_as_pads(attrs, data_shape[2:], weight_shape[2:])
                 if op_name in ONNX_CONVERTERS:
                     result = ONNX_CONVERTERS[op_name](self.bb, inputs, attrs)
+                elif op_name == "Clip" and (clip := constant_clip(inputs, attrs, opset)) is not None:
+                    result = clip
                 else:
                     result = super()._convert_operator(op_name, inputs, attrs, opset)
                 return results.bind(self.bb, result, record)
