@@ -44,8 +44,32 @@ def matmul_net(seed: int = 0) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def conv_activation_net(activation: str, seed: int = 0) -> onnx.ModelProto:
+    """x (1, 3, 12, 12) -> Conv 3x3 (8 filters, pad 1) -> `activation` ("Clip": ReLU6 with constant bounds
+    as inputs, as PyTorch exports it; "Sigmoid") -> y (1, 8, 12, 12): a channels-first output, so the
+    quantized model ends in a transpose back to NCHW."""
+    rng = np.random.default_rng(seed)
+    initializers = [helper.make_tensor("w", TensorProto.FLOAT, (8, 3, 3, 3), rng.standard_normal(216) * 0.3),
+                    helper.make_tensor("b", TensorProto.FLOAT, (8,), rng.standard_normal(8) * 0.3),
+                    helper.make_tensor("low", TensorProto.FLOAT, (), [0.0]),
+                    helper.make_tensor("high", TensorProto.FLOAT, (), [6.0])]
+    inputs = ["c", "low", "high"] if activation == "Clip" else ["c"]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node(activation, inputs, ["y"], name="act")]
+    graph = helper.make_graph(nodes, f"conv_{activation}", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                          [1, 3, 12, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 12, 12])], initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 NETS = {"conv": lambda: residual_conv_net(), "depthwise": lambda: residual_conv_net(group=8),
-        "matmul": matmul_net}
+        "matmul": matmul_net, "relu6": lambda: conv_activation_net("Clip"),
+        "sigmoid": lambda: conv_activation_net("Sigmoid")}
+# The first layers of each net once quantized: a Relu or Add after a MAC joins it, as TFLite fuses them.
+FIRST_LAYERS = {"conv": ["conv1 (Conv), relu1 (Relu)", "pool1 (MaxPool)", "conv2 (Conv), relu2 (Relu)"],
+                "depthwise": ["conv1 (Conv), relu1 (Relu)", "pool1 (MaxPool)", "conv2 (Conv), relu2 (Relu)"],
+                "matmul": ["fc1 (Gemm), relu1 (Relu)", "fc2 (MatMul), bias2 (Add)"],
+                "relu6": ["conv (Conv)", "act (Clip)"], "sigmoid": ["conv (Conv)", "act (Sigmoid)"]}
 
 
 @pytest.fixture(scope="module")
@@ -91,11 +115,11 @@ def test_the_quantizable_form_is_channels_last_with_tflite_weights_and_computes_
     convs = [c for c in calls if c.op.name == "relax.nn.conv2d"]
     assert all(str(c.attrs.data_layout) == "NHWC" and isinstance(c.args[1], Constant) for c in convs)
     assert [str(c.attrs.kernel_layout) for c in convs] == {"conv": ["HWIO", "HWIO"], "depthwise": ["HWIO", "HWOI"],
-                                                           "matmul": []}[net]
+                                                           "matmul": [], "relu6": ["HWIO"], "sigmoid": ["HWIO"]}[net]
     assert all(str(c.attrs.layout) == "NHWC" for c in calls if c.op.name == "relax.nn.max_pool2d")
     matmul_weights = [value_of[c.args[1]] for c in calls if c.op.name == "relax.matmul"]
-    assert matmul_weights and all(w.op.name == "relax.permute_dims" and isinstance(w.args[0], Constant)
-                                  for w in matmul_weights)
+    assert len(matmul_weights) == {"conv": 1, "depthwise": 1, "matmul": 2}.get(net, 0)
+    assert all(w.op.name == "relax.permute_dims" and isinstance(w.args[0], Constant) for w in matmul_weights)
     inputs = samples(model, 3, seed=7)
     for before, after in zip(run_on_samples(model.mod, inputs), run_on_samples(form, inputs)):
         np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-5)
@@ -112,7 +136,7 @@ def test_a_model_in_tflite_form_is_returned_as_it_is():
 def test_the_quantized_model_stays_close_to_onnxruntimes_float_outputs(net, net_files):
     """50 inputs from the calibration's distribution (another seed): onnxruntime's float outputs against our
     integer module's, dequantized. Relative error (norm of the difference / norm of the float outputs)
-    measured 1.2-2.5% for these nets; a layout or weight order taken wrongly gives about 100%."""
+    measured 0.4-2.5% for these nets; a layout or weight order taken wrongly gives about 100%."""
     import onnxruntime
 
     from tvm_ext.quantize import load_calibration, quantize_model
@@ -121,9 +145,7 @@ def test_the_quantized_model_stays_close_to_onnxruntimes_float_outputs(net, net_
     model = imported(net_files[net])
     quantized = quantize_model(model, load_calibration("random", model.inputs), profile())
     assert quantized.facts["dtype"] == "int8"
-    labels = [layer.layer for layer in quantized.layers]  # a Relu or Add after a MAC joins it, as TFLite fuses it
-    assert labels[:3] == (["fc1 (Gemm), relu1 (Relu)", "fc2 (MatMul), bias2 (Add)"] if net == "matmul" else
-                          ["conv1 (Conv), relu1 (Relu)", "pool1 (MaxPool)", "conv2 (Conv), relu2 (Relu)"])
+    assert [layer.layer for layer in quantized.layers][:3] == FIRST_LAYERS[net]
     (input_quant,), (output_quant,) = quantized.facts["inputs"], quantized.facts["outputs"]
     inputs = samples(model, 50, seed=5)
     session = onnxruntime.InferenceSession(str(net_files[net]), providers=["CPUExecutionProvider"])
@@ -146,3 +168,27 @@ def test_a_quantized_depthwise_channels_first_bundle_is_bit_exact_with_its_integ
     assert all(output["bit_identical"] for output in manifest["selftest"]["outputs"])
     assert [layer["precision"] for layer in manifest["quantization"]["layer_errors"]] == ["int8"] * len(
         manifest["quantization"]["layer_errors"])
+
+
+def test_a_concatenation_of_differently_quantized_inputs_is_refused_naming_it(tmp_path):
+    """TFLite Micro's int8 CONCATENATION copies its inputs: it needs their quantization to equal its output's,
+    which the quantizer does not arrange yet. Refused in one line, where the concatenation's inputs once made
+    the quantizer report "a pooling inside a layer" (it did not see the inputs of a tuple as read)."""
+    from tvm_ext.quantize import load_calibration, quantize_model
+    from tvm_ext.transform import UnsupportedOperatorError
+
+    rng = np.random.default_rng(3)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("AveragePool", ["c"], ["a"], name="average", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxPool", ["c"], ["m"], name="max", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Concat", ["a", "m"], ["y"], name="joined", axis=1)]
+    graph = helper.make_graph(nodes, "pools_joined", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                    [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])],
+                              [helper.make_tensor("w", TensorProto.FLOAT, (4, 3, 3, 3), rng.standard_normal(108))])
+    path = tmp_path / "pools_joined.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    model = imported(path)
+    with pytest.raises(UnsupportedOperatorError, match=r"CONCATENATION of inputs quantized unlike its output .* "
+                                                       r"at layer joined \(Concat\)"):
+        quantize_model(model, load_calibration("random", model.inputs), profile())

@@ -30,7 +30,7 @@ import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 
-from tvm_ext.layers import Layers, bindings_of, with_layers
+from tvm_ext.layers import Layers, bindings_of, vars_read, with_layers
 from tvm_ext.transform.int8.logistic import LOGISTIC_OUTPUT, TANH_OUTPUT
 from tvm_ext.transform.int8.softmax import SOFTMAX_OUTPUT_SCALE, SOFTMAX_OUTPUT_ZERO_POINT
 from tvm_ext.transform.int8.softmax_int16 import OUTPUT_SCALE as SOFTMAX_INT16_OUTPUT_SCALE
@@ -102,7 +102,7 @@ def layer_outputs(main: relax.Function) -> list[relax.Var]:
             leaving.append(var)
 
     for binding in bindings:
-        for arg in _args(binding.value):
+        for arg in vars_read(binding.value):
             if isinstance(arg, relax.Var) and arg in layer_of and layer_of[arg] != layer_of[binding.var]:
                 mark(arg)
     mark(main.body.body)
@@ -114,10 +114,6 @@ def layer_of_vars(main: relax.Function) -> dict[relax.Var, tuple[int, ...]]:
     layers = Layers.of(main)
     return {binding.var: layers.bindings[position] if position < len(layers.bindings) else ()
             for position, binding in enumerate(bindings_of(main))}
-
-
-def _args(value: relax.Expr) -> list[relax.Expr]:
-    return list(value.args) if isinstance(value, relax.Call) else [value] if isinstance(value, relax.Var) else []
 
 
 def quantize_graph(mod: tvm.IRModule, input_quants: list[ActivationQuant],
@@ -165,6 +161,7 @@ class _Rewriter:
     weight_errors: dict = field(default_factory=dict)  # MAC var of the old main -> its weight's weight_deltas
     binding_records: list = field(default_factory=list)
     mac_biases: dict = field(default_factory=dict)  # weight owner var (_mac_biases) -> (MAC's data, bias)
+    value_of: dict = field(default_factory=dict)  # binding var of the old main -> its value
 
     @property
     def dtype(self) -> str:
@@ -176,6 +173,7 @@ class _Rewriter:
         if len(types) > 1:
             raise QuantizeError(f"{self.model_name}: activations of several types ({', '.join(sorted(types))})")
         layers = Layers.of(self.main)
+        self.value_of = {b.var: b.value for b in bindings_of(self.main)}
         self.mac_biases = _mac_biases(self.main)
         params = [relax.Var(p.name, relax.TensorType(p.ty.shape, quant.dtype))
                   for p, quant in zip(self.main.params, self.input_quants)]
@@ -219,13 +217,16 @@ class _Rewriter:
         if op in PASSTHROUGH and value.args[0] in self.quantized and not floating:
             self._passthrough(binding, indices, leaves_layer)
             return
+        if op in DATA_MOVEMENT and leaves_layer and value.args[0] in self.floats and not floating:
+            self._moved_after_quantize(binding, indices)
+            return
         args = [self._operand(binding, position, arg, indices, floating) for position, arg in enumerate(value.args)]
         new = self._emit(relax.Call(value.op, args, value.attrs, value.ty_args), indices)
         if op in _MAC and not floating:
             self.mac_scales[new] = self._accumulator_scales(binding, args)
             self.weight_errors[binding.var] = self.weight_deltas[args[1]]
         if leaves_layer:
-            quant = FIXED_OUTPUT_QUANTS.get(op, {}).get(self.dtype) or self.quant_of[binding.var]
+            quant = self._output_quant(binding.var, value)
             self.quantized[binding.var] = QuantizedValue(self._emit(
                 relax.op.quantize(new, relax.const(quant.scale), relax.const(quant.zero_point, "int32"), -1,
                                   quant.dtype), indices), quant)
@@ -249,8 +250,34 @@ class _Rewriter:
                              indices)
         self.quantized[binding.var] = QuantizedValue(new, source.quant)
 
+    def _output_quant(self, var: relax.Var, value: relax.Call) -> ActivationQuant:
+        """The quantization of layer output `var`, computed by `value` (of the old main): the one TFLite fixes
+        for its operator; its input's for a clip of an integer tensor (TFLite Micro's RELU6 clamps in its
+        input's units and rescales nothing, so TFLite's converter gives it its input's quantization); else
+        the one of `var`'s calibrated range."""
+        fixed = FIXED_OUTPUT_QUANTS.get(value.op.name, {}).get(self.dtype)
+        if fixed is not None:
+            return fixed
+        if value.op.name == "relax.clip" and value.args[0] in self.quantized:
+            return self.quantized[value.args[0]].quant
+        return self.quant_of[var]
+
+    def _moved_after_quantize(self, binding: relax.VarBinding, indices) -> None:
+        """A layer that ends in data movement (tflite_form's permute_dims back to the model's layout before an
+        output): its float result is quantized first, with the quantization the operator before the move
+        fixes or the range the moved tensor has, and moved as an integer tensor (TRANSPOSE, RESHAPE keep a
+        quantization), so that the integer lowerings find the operator's own quantize."""
+        value = binding.value
+        quant = self._output_quant(binding.var, self.value_of[value.args[0]])
+        quantized = self._emit(relax.op.quantize(self.floats[value.args[0]], relax.const(quant.scale),
+                                                 relax.const(quant.zero_point, "int32"), -1, quant.dtype), indices)
+        moved = self._emit(relax.Call(value.op, [quantized, *value.args[1:]], value.attrs, value.ty_args), indices)
+        self.quantized[binding.var] = QuantizedValue(moved, quant)
+
     def _operand(self, binding: relax.VarBinding, position: int, arg: relax.Expr, indices,
                  floating: bool) -> relax.Expr:
+        if isinstance(arg, relax.Tuple):  # a concatenation's pieces
+            return relax.Tuple([self._operand(binding, position, field, indices, floating) for field in arg.fields])
         if isinstance(arg, relax.Var) and arg in self.floats:
             return self.floats[arg]
         if isinstance(arg, relax.Var) and arg in self.quantized:
