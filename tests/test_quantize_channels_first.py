@@ -62,14 +62,31 @@ def conv_activation_net(activation: str, seed: int = 0) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def pools_joined_net(seed: int = 3) -> onnx.ModelProto:
+    """x (1, 3, 8, 8) -> Conv 3x3 (4 filters, no bias) -> AveragePool 2x2 and MaxPool 2x2 -> Concat on the
+    channels -> y (1, 8, 4, 4): TFLite Micro's int8 CONCATENATION needs its inputs quantized as its output."""
+    rng = np.random.default_rng(seed)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("AveragePool", ["c"], ["a"], name="average", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxPool", ["c"], ["m"], name="max", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Concat", ["a", "m"], ["y"], name="joined", axis=1)]
+    graph = helper.make_graph(nodes, "pools_joined", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                    [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])],
+                              [helper.make_tensor("w", TensorProto.FLOAT, (4, 3, 3, 3),
+                                                  rng.standard_normal(108) * 0.3)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 NETS = {"conv": lambda: residual_conv_net(), "depthwise": lambda: residual_conv_net(group=8),
         "matmul": matmul_net, "relu6": lambda: conv_activation_net("Clip"),
-        "sigmoid": lambda: conv_activation_net("Sigmoid")}
+        "sigmoid": lambda: conv_activation_net("Sigmoid"), "concat": pools_joined_net}
 # The first layers of each net once quantized: a Relu or Add after a MAC joins it, as TFLite fuses them.
 FIRST_LAYERS = {"conv": ["conv1 (Conv), relu1 (Relu)", "pool1 (MaxPool)", "conv2 (Conv), relu2 (Relu)"],
                 "depthwise": ["conv1 (Conv), relu1 (Relu)", "pool1 (MaxPool)", "conv2 (Conv), relu2 (Relu)"],
                 "matmul": ["fc1 (Gemm), relu1 (Relu)", "fc2 (MatMul), bias2 (Add)"],
-                "relu6": ["conv (Conv)", "act (Clip)"], "sigmoid": ["conv (Conv)", "act (Sigmoid)"]}
+                "relu6": ["conv (Conv)", "act (Clip)"], "sigmoid": ["conv (Conv)", "act (Sigmoid)"],
+                "concat": ["conv (Conv)", "average (AveragePool)", "max (MaxPool)"]}
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +132,8 @@ def test_the_quantizable_form_is_channels_last_with_tflite_weights_and_computes_
     convs = [c for c in calls if c.op.name == "relax.nn.conv2d"]
     assert all(str(c.attrs.data_layout) == "NHWC" and isinstance(c.args[1], Constant) for c in convs)
     assert [str(c.attrs.kernel_layout) for c in convs] == {"conv": ["HWIO", "HWIO"], "depthwise": ["HWIO", "HWOI"],
-                                                           "matmul": [], "relu6": ["HWIO"], "sigmoid": ["HWIO"]}[net]
+                                                           "matmul": [], "relu6": ["HWIO"], "sigmoid": ["HWIO"],
+                                                           "concat": ["HWIO"]}[net]
     assert all(str(c.attrs.layout) == "NHWC" for c in calls if c.op.name == "relax.nn.max_pool2d")
     matmul_weights = [value_of[c.args[1]] for c in calls if c.op.name == "relax.matmul"]
     assert len(matmul_weights) == {"conv": 1, "depthwise": 1, "matmul": 2}.get(net, 0)
@@ -170,25 +188,20 @@ def test_a_quantized_depthwise_channels_first_bundle_is_bit_exact_with_its_integ
         manifest["quantization"]["layer_errors"])
 
 
-def test_a_concatenation_of_differently_quantized_inputs_is_refused_naming_it(tmp_path):
-    """TFLite Micro's int8 CONCATENATION copies its inputs: it needs their quantization to equal its output's,
-    which the quantizer does not arrange yet. Refused in one line, where the concatenation's inputs once made
-    the quantizer report "a pooling inside a layer" (it did not see the inputs of a tuple as read)."""
-    from tvm_ext.quantize import load_calibration, quantize_model
-    from tvm_ext.transform import UnsupportedOperatorError
 
-    rng = np.random.default_rng(3)
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-             helper.make_node("AveragePool", ["c"], ["a"], name="average", kernel_shape=[2, 2], strides=[2, 2]),
-             helper.make_node("MaxPool", ["c"], ["m"], name="max", kernel_shape=[2, 2], strides=[2, 2]),
-             helper.make_node("Concat", ["a", "m"], ["y"], name="joined", axis=1)]
-    graph = helper.make_graph(nodes, "pools_joined", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
-                                                                                    [1, 3, 8, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])],
-                              [helper.make_tensor("w", TensorProto.FLOAT, (4, 3, 3, 3), rng.standard_normal(108))])
-    path = tmp_path / "pools_joined.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    model = imported(path)
-    with pytest.raises(UnsupportedOperatorError, match=r"CONCATENATION of inputs quantized unlike its output .* "
-                                                       r"at layer joined \(Concat\)"):
-        quantize_model(model, load_calibration("random", model.inputs), profile())
+def test_a_concatenations_pieces_and_the_layer_their_pools_read_share_its_union_range(net_files):
+    """The conv output, its two pools and their concatenation form one group (the pools keep their input's
+    quantization): each gets the union of the group's ranges; a model without a concatenation keeps its
+    ranges (the same dict)."""
+    from tvm_ext.quantize.qdq import layer_outputs
+    from tvm_ext.quantize.shared_ranges import shared_concatenation_ranges
+    from tvm_ext.quantize.tflite_form import quantizable_form
+
+    main = quantizable_form(imported(net_files["concat"]).mod, profile())["main"]
+    taps = layer_outputs(main)  # the conv's output, the two pools', the concatenation's (back in NCHW)
+    ranges = {var: (-float(i), float(2 * i)) for i, var in enumerate(taps, start=1)}
+    assert len(taps) == 4
+    assert set(shared_concatenation_ranges(main, ranges).values()) == {(-4.0, 8.0)}
+    conv_main = quantizable_form(imported(net_files["relu6"]).mod, profile())["main"]
+    conv_ranges = {var: (0.0, 1.0) for var in layer_outputs(conv_main)}
+    assert shared_concatenation_ranges(conv_main, conv_ranges) is conv_ranges

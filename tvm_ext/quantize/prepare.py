@@ -33,6 +33,7 @@ from .layer_error import LayerError, layer_errors
 from .mixed_precision import PrecisionChoice, choose_precision
 from .qdq import QuantizedGraph, layer_outputs, quantize_graph
 from .ranges import ActivationQuant, RangeMethod, observe_ranges, quants_of, run_on_samples
+from .shared_ranges import shared_concatenation_ranges
 from .weight_rounding import DAMPING, hessian_roundings
 
 HELD_BACK_SEED = 2  # random calibration: the held-back samples come from the same distribution, another seed
@@ -166,7 +167,7 @@ def _candidate(model: ImportedModel, calibration: Calibration, profile: Profile,
     layers `mixed_precision` picks keep float. `float_outputs`: the float model's output on each calibration
     sample."""
     main = model.mod["main"]
-    quants = quants_of(ranges, dtype)
+    quants = quants_of(shared_concatenation_ranges(main, ranges), dtype)
     input_quants = [ActivationQuant.of_range(min(float(s[i].min()) for s in calibration.samples),
                                              max(float(s[i].max()) for s in calibration.samples), dtype)
                     for i in range(len(model.inputs))]
