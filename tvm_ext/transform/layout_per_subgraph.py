@@ -340,6 +340,18 @@ def _is_permute(value) -> bool:
             and value.op.name == "relax.permute_dims" and value.attrs.axes is not None)
 
 
+def _clip_follows_layouts() -> None:
+    """Give relax.clip relax.nn.relu's layout rule (the output takes its input's layout). TVM 0.27's
+    ConvertLayout has none for clip, ReLU6 in every MobileNet, so it returned each clip to the model's layout
+    with a transpose on each side; a clip is elementwise, its bounds scalars."""
+    if tvm.ir.Op.get("relax.clip").get_attr("FRelaxInferLayout") is None:
+        tvm.ir.register_op_attr("relax.clip", "FRelaxInferLayout",
+                                tvm.ir.Op.get("relax.nn.relu").get_attr("FRelaxInferLayout"))
+
+
+_clip_follows_layouts()
+
+
 def _emit_converted(builder: relax.BlockBuilder, run: Sequence[relax.Binding], layout: str, mapped: dict,
                     rest: Sequence[relax.Binding], result: relax.Expr) -> None:
     """Emit `run` rewritten into `layout`: lifted into a function of its own (its entries the parameters,
