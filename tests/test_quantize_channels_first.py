@@ -46,14 +46,15 @@ def matmul_net(seed: int = 0) -> onnx.ModelProto:
 
 def conv_activation_net(activation: str, seed: int = 0) -> onnx.ModelProto:
     """x (1, 3, 12, 12) -> Conv 3x3 (8 filters, pad 1) -> `activation` ("Clip": ReLU6 with constant bounds
-    as inputs, as PyTorch exports it; "Sigmoid") -> y (1, 8, 12, 12): a channels-first output, so the
-    quantized model ends in a transpose back to NCHW."""
+    as inputs, as PyTorch exports it; "Sigmoid"; "HardSwish"; "Mul": by the constant 0.5) -> y (1, 8, 12,
+    12): a channels-first output, so the quantized model ends in a transpose back to NCHW."""
     rng = np.random.default_rng(seed)
     initializers = [helper.make_tensor("w", TensorProto.FLOAT, (8, 3, 3, 3), rng.standard_normal(216) * 0.3),
                     helper.make_tensor("b", TensorProto.FLOAT, (8,), rng.standard_normal(8) * 0.3),
                     helper.make_tensor("low", TensorProto.FLOAT, (), [0.0]),
-                    helper.make_tensor("high", TensorProto.FLOAT, (), [6.0])]
-    inputs = ["c", "low", "high"] if activation == "Clip" else ["c"]
+                    helper.make_tensor("high", TensorProto.FLOAT, (), [6.0]),
+                    helper.make_tensor("half", TensorProto.FLOAT, (), [0.5])]
+    inputs = {"Clip": ["c", "low", "high"], "Mul": ["c", "half"]}.get(activation, ["c"])
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
              helper.make_node(activation, inputs, ["y"], name="act")]
     graph = helper.make_graph(nodes, f"conv_{activation}", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
@@ -80,12 +81,14 @@ def pools_joined_net(seed: int = 3) -> onnx.ModelProto:
 
 NETS = {"conv": lambda: residual_conv_net(), "depthwise": lambda: residual_conv_net(group=8),
         "matmul": matmul_net, "relu6": lambda: conv_activation_net("Clip"),
-        "sigmoid": lambda: conv_activation_net("Sigmoid"), "concat": pools_joined_net}
+        "sigmoid": lambda: conv_activation_net("Sigmoid"), "hardswish": lambda: conv_activation_net("HardSwish"),
+        "scaled": lambda: conv_activation_net("Mul"), "concat": pools_joined_net}
 # The first layers of each net once quantized: a Relu or Add after a MAC joins it, as TFLite fuses them.
 FIRST_LAYERS = {"conv": ["conv1 (Conv), relu1 (Relu)", "pool1 (MaxPool)", "conv2 (Conv), relu2 (Relu)"],
                 "depthwise": ["conv1 (Conv), relu1 (Relu)", "pool1 (MaxPool)", "conv2 (Conv), relu2 (Relu)"],
                 "matmul": ["fc1 (Gemm), relu1 (Relu)", "fc2 (MatMul), bias2 (Add)"],
-                "relu6": ["conv (Conv)", "act (Clip)"], "sigmoid": ["conv (Conv)", "act (Sigmoid)"],
+                "relu6": ["conv (Conv), act (Clip)"], "sigmoid": ["conv (Conv)", "act (Sigmoid)"],
+                "hardswish": ["conv (Conv)", "act (HardSwish)"], "scaled": ["conv (Conv)", "act (Mul)"],
                 "concat": ["conv (Conv)", "average (AveragePool)", "max (MaxPool)"]}
 
 
@@ -132,12 +135,14 @@ def test_the_quantizable_form_is_channels_last_with_tflite_weights_and_computes_
     convs = [c for c in calls if c.op.name == "relax.nn.conv2d"]
     assert all(str(c.attrs.data_layout) == "NHWC" and isinstance(c.args[1], Constant) for c in convs)
     assert [str(c.attrs.kernel_layout) for c in convs] == {"conv": ["HWIO", "HWIO"], "depthwise": ["HWIO", "HWOI"],
-                                                           "matmul": [], "relu6": ["HWIO"], "sigmoid": ["HWIO"],
-                                                           "concat": ["HWIO"]}[net]
+                                                           "matmul": []}.get(net, ["HWIO"])
     assert all(str(c.attrs.layout) == "NHWC" for c in calls if c.op.name == "relax.nn.max_pool2d")
     matmul_weights = [value_of[c.args[1]] for c in calls if c.op.name == "relax.matmul"]
     assert len(matmul_weights) == {"conv": 1, "depthwise": 1, "matmul": 2}.get(net, 0)
     assert all(w.op.name == "relax.permute_dims" and isinstance(w.args[0], Constant) for w in matmul_weights)
+    if net in ("relu6", "hardswish"):  # a clip follows its input's layout: no transpose around it
+        transposes = [c for c in calls if c.op.name == "relax.permute_dims" and not isinstance(c.args[0], Constant)]
+        assert len(transposes) == 2, "one at the input, one at the output"
     inputs = samples(model, 3, seed=7)
     for before, after in zip(run_on_samples(model.mod, inputs), run_on_samples(form, inputs)):
         np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-5)

@@ -51,6 +51,8 @@ FIXED_OUTPUT_QUANTS = {
     "relax.tanh": {"int8": ActivationQuant(TANH_OUTPUT.scale, TANH_OUTPUT.zero_point)},
 }
 _MAC = frozenset({"relax.nn.conv2d", "relax.matmul"})
+_ELEMENTWISE = frozenset({"relax.add", "relax.subtract", "relax.multiply", "relax.divide", "relax.maximum",
+                          "relax.minimum"})
 
 
 class QuantizeError(Exception):
@@ -162,6 +164,9 @@ class _Rewriter:
     binding_records: list = field(default_factory=list)
     mac_biases: dict = field(default_factory=dict)  # weight owner var (_mac_biases) -> (MAC's data, bias)
     value_of: dict = field(default_factory=dict)  # binding var of the old main -> its value
+    dequantized: dict = field(default_factory=dict)  # (layer output var, reading layer) -> its dequantize
+    readers: dict = field(default_factory=dict)  # var of the old main -> the binding vars that read it
+    leaving: set = field(default_factory=set)  # the old main's layer outputs (layer_outputs)
 
     @property
     def dtype(self) -> str:
@@ -174,12 +179,15 @@ class _Rewriter:
             raise QuantizeError(f"{self.model_name}: activations of several types ({', '.join(sorted(types))})")
         layers = Layers.of(self.main)
         self.value_of = {b.var: b.value for b in bindings_of(self.main)}
+        for binding in bindings_of(self.main):
+            for read in vars_read(binding.value):
+                self.readers.setdefault(read, []).append(binding.var)
         self.mac_biases = _mac_biases(self.main)
         params = [relax.Var(p.name, relax.TensorType(p.ty.shape, quant.dtype))
                   for p, quant in zip(self.main.params, self.input_quants)]
         for old, new, quant in zip(self.main.params, params, self.input_quants):
             self.quantized[old] = QuantizedValue(new, quant)
-        outputs = set(layer_outputs(self.main))
+        self.leaving = set(layer_outputs(self.main))
         alias = {}
         with self.bb.function("main", params):
             with self.bb.dataflow():
@@ -188,7 +196,7 @@ class _Rewriter:
                     if isinstance(binding.value, relax.Var):
                         alias[binding.var] = alias.get(binding.value, binding.value)
                         continue
-                    self._binding(binding, indices, binding.var in outputs)
+                    self._binding(binding, indices, binding.var in self.leaving)
                 returned = self.main.body.body
                 result = self.quantized[alias.get(returned, returned)]
                 out = self.bb.emit_output(result.var)
@@ -276,15 +284,22 @@ class _Rewriter:
 
     def _operand(self, binding: relax.VarBinding, position: int, arg: relax.Expr, indices,
                  floating: bool) -> relax.Expr:
+        """Operand `position` of `binding` in the QDQ graph: a layer output dequantized, a value of the same
+        layer, a weight or bias quantized; a constant of an elementwise operator quantized to int8 when the
+        operator is its layer alone (TFLite's constant operand: MUL by a scalar), kept float when it is a
+        scalar of a layer's float function (HARD_SWISH's 3 and 6, matched whole by the integer pass)."""
         if isinstance(arg, relax.Tuple):  # a concatenation's pieces
             return relax.Tuple([self._operand(binding, position, field, indices, floating) for field in arg.fields])
         if isinstance(arg, relax.Var) and arg in self.floats:
             return self.floats[arg]
-        if isinstance(arg, relax.Var) and arg in self.quantized:
-            value = self.quantized[arg]
-            return self._emit(relax.op.dequantize(value.var, relax.const(value.quant.scale),
-                                                  relax.const(value.quant.zero_point, "int32"), -1, "float32"),
-                              indices)
+        if isinstance(arg, relax.Var) and arg in self.quantized:  # one dequantize per layer reading it
+            key = (arg, tuple(indices))
+            if key not in self.dequantized:
+                value = self.quantized[arg]
+                self.dequantized[key] = self._emit(relax.op.dequantize(
+                    value.var, relax.const(value.quant.scale), relax.const(value.quant.zero_point, "int32"), -1,
+                    "float32"), indices)
+            return self.dequantized[key]
         op = binding.value.op.name
         if not isinstance(arg, Constant) or (op == "relax.clip" and position > 0) or floating:
             return arg  # a shape, a clip's bound, a float layer's constant or another non-tensor operand
@@ -294,7 +309,30 @@ class _Rewriter:
             scales = self.mac_scales.get(self.floats[binding.value.args[0]])
             if scales is not None:
                 return self._bias(arg, self.bias_shifts.get(binding.value.args[0]), scales, indices)
+        others = [other for index, other in enumerate(binding.value.args) if index != position]
+        if (op in _ELEMENTWISE and self.dtype == "int8" and all(o in self.quantized for o in others)
+                and self._ends_layer(binding.var)):
+            return self._elementwise_constant(arg, indices)
+        if op in _ELEMENTWISE and arg.value.numpy().size == 1:
+            return arg
         raise self._error(binding, f"a constant operand {position} of {op}")
+
+    def _ends_layer(self, var: relax.Var) -> bool:
+        """Whether `var` (of the old main) is its layer's result: it leaves the layer, or only a data movement
+        that leaves it reads it (tflite_form's transpose back to the model's layout)."""
+        if var in self.leaving:
+            return True
+        readers = self.readers.get(var, [])
+        return (len(readers) == 1 and readers[0] in self.leaving
+                and self.value_of[readers[0]].op.name in DATA_MOVEMENT)
+
+    def _elementwise_constant(self, constant: Constant, indices) -> relax.Expr:
+        """`constant` as TFLite's converter stores an elementwise operator's constant operand: int8, per
+        tensor, from its own range (widened to hold 0), dequantized."""
+        values = constant.value.numpy()
+        quant = ActivationQuant.of_range(float(values.min()), float(values.max()))
+        return self._emit(relax.op.dequantize(relax.const(quant.quantize(values)), relax.const(quant.scale),
+                                              relax.const(quant.zero_point, "int32"), -1, "float32"), indices)
 
     def _conv_weight(self, binding: relax.VarBinding, weight: Constant, indices) -> relax.Expr:
         attrs = binding.value.attrs
