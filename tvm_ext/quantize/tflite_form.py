@@ -10,6 +10,7 @@ main into the TFLite form, numerically the same function:
   layout pass (ConvertLayoutPerSubgraph, every subgraph forced to NHWC), and the weights it permutes are
   folded into constants; the `permute_dims` left at the model's borders and before a flatten's reshape then
   run on the quantized tensors (data movement keeps a quantization);
+- an inference BatchNormalization of a convolution's result is folded into its weight and bias;
 - a matmul of a 2-D constant weight W reads it as `permute_dims(W^T)`, so that it is quantized per output
   channel and stored as TFLite stores it; a depthwise convolution (groups = input channels), which the layout
   pass leaves HWIO (KH, KW, 1, C*M), reads the same values as HWOI (KH, KW, C*M, 1), as TFLite's
@@ -28,6 +29,7 @@ import numpy as np
 import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
+from tvm.relax.dpl import TupleGetItemPattern, is_const, is_op, rewrite_call, wildcard
 
 from target.profile import Profile
 from tvm_ext.layers import Layers, vars_read, bindings_of, keeping_layers, with_layers
@@ -36,6 +38,7 @@ from tvm_ext.transform.layout_per_subgraph import choose_layouts
 
 _MATMUL = tvm.ir.Op.get("relax.matmul")
 _CONV2D = tvm.ir.Op.get("relax.nn.conv2d")
+_BATCH_NORM = tvm.ir.Op.get("relax.nn.batch_norm")
 _ACTIVATIONS = frozenset({"relax.nn.relu", "relax.clip"})
 _CHANNELS_FIRST = "NCHW"
 _LAYOUT_ATTR = {"relax.nn.conv2d": "data_layout", "relax.nn.max_pool2d": "layout", "relax.nn.avg_pool2d": "layout"}
@@ -47,6 +50,8 @@ def quantizable_form(mod: tvm.IRModule, profile: Profile) -> tvm.IRModule:
     if _channels_first(mod["main"]):
         converted = ConvertLayoutPerSubgraph(choose_layouts(mod["main"], profile, "NHWC"))(mod)
         mod = keeping_layers(relax.transform.FoldConstant())(converted)
+    if any(isinstance(b.value, relax.Call) and b.value.op.same_as(_BATCH_NORM) for b in bindings_of(mod["main"])):
+        mod = keeping_layers(_FoldedBatchNorms())(mod)
     if any(_tflite_weight(b.value) is not None for b in bindings_of(mod["main"])):
         mod = keeping_layers(_TFLiteWeights())(mod)
     fused = _with_fused_epilogues(mod["main"])
@@ -101,6 +106,40 @@ def _epilogue_operand(value: relax.Expr, value_of: dict[relax.Var, relax.Expr]) 
 
 def _is_mac(value: relax.Expr) -> bool:
     return isinstance(value, relax.Call) and (value.op.same_as(_CONV2D) or value.op.same_as(_MATMUL))
+
+
+@tvm.transform.module_pass(opt_level=0, name="FoldedBatchNorms")
+class _FoldedBatchNorms:
+    """main with each inference batch_norm of an NHWC conv2d's result (with or without its constant bias)
+    folded into the convolution's HWIO weight and bias, as TFLite's converter folds it (TVM's own
+    FoldBatchnormToConv2D takes an OIHW convolution without bias only)."""
+
+    def __init__(self) -> None:
+        self.weight, self.bias = is_const(), is_const()
+        self.conv = is_op("relax.nn.conv2d")(wildcard(), self.weight)
+        self.biased = is_op("relax.add")(self.conv, self.bias)
+        self.statistics = [is_const() for _ in range(4)]  # gamma, beta, moving mean, moving variance
+        self.batch_norm = is_op("relax.nn.batch_norm")(self.biased | self.conv, *self.statistics)
+        self.pattern = TupleGetItemPattern(self.batch_norm, 0)
+
+    def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        folded = rewrite_call(self.pattern, self._folded, mod["main"])
+        return tvm.IRModule({**dict(mod.functions.items()), mod.get_global_var("main"): folded})
+
+    def _folded(self, expr: relax.Expr, matches: dict) -> relax.Expr:
+        conv, norm = matches[self.conv], matches[self.batch_norm]
+        if (str(conv.attrs.kernel_layout) != "HWIO" or str(conv.attrs.out_layout) != "NHWC"
+                or int(norm.attrs.axis) not in (3, -1)):
+            return expr
+        gamma, beta, mean, variance = (matches[p].value.numpy().astype(np.float64) for p in self.statistics)
+        gamma = gamma if bool(norm.attrs.scale) else np.ones_like(gamma)
+        beta = beta if bool(norm.attrs.center) else np.zeros_like(beta)
+        scale = gamma / np.sqrt(variance + float(norm.attrs.epsilon))
+        weight = (matches[self.weight].value.numpy() * scale).astype(np.float32)
+        bias = matches[self.bias].value.numpy().reshape(-1) if self.biased in matches else 0.0
+        shift = ((bias - mean) * scale + beta).astype(np.float32).reshape(1, 1, 1, -1)
+        return relax.op.add(relax.Call(conv.op, [conv.args[0], relax.const(weight)], conv.attrs),
+                            relax.const(shift))
 
 
 def _channels_first(main: relax.Function) -> bool:
