@@ -32,7 +32,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import TupleGetItemPattern, is_const, is_op, rewrite_call, wildcard
 
 from target.profile import Profile
-from tvm_ext.layers import Layers, vars_read, bindings_of, keeping_layers, with_layers
+from tvm_ext.layers import Layers, bindings_of, keeping_layers, vars_read, with_layers
 from tvm_ext.transform import ConvertLayoutPerSubgraph
 from tvm_ext.transform.layout_per_subgraph import choose_layouts
 
@@ -55,9 +55,12 @@ def quantizable_form(mod: tvm.IRModule, profile: Profile) -> tvm.IRModule:
     if any(_tflite_weight(b.value) is not None for b in bindings_of(mod["main"])):
         mod = keeping_layers(_TFLiteWeights())(mod)
     fused = _with_fused_epilogues(mod["main"])
-    if fused is not None:
-        mod = tvm.IRModule({**{gv: f for gv, f in mod.functions.items()}, mod.get_global_var("main"): fused})
-    return mod
+    return mod if fused is None else _with_main(mod, fused)
+
+
+def _with_main(mod: tvm.IRModule, main: relax.Function) -> tvm.IRModule:
+    """`mod` with `main` in place of its main function."""
+    return tvm.IRModule({**dict(mod.functions.items()), mod.get_global_var("main"): main})
 
 
 def _with_fused_epilogues(main: relax.Function) -> relax.Function | None:
@@ -123,8 +126,7 @@ class _FoldedBatchNorms:
         self.pattern = TupleGetItemPattern(self.batch_norm, 0)
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
-        folded = rewrite_call(self.pattern, self._folded, mod["main"])
-        return tvm.IRModule({**dict(mod.functions.items()), mod.get_global_var("main"): folded})
+        return _with_main(mod, rewrite_call(self.pattern, self._folded, mod["main"]))
 
     def _folded(self, expr: relax.Expr, matches: dict) -> relax.Expr:
         conv, norm = matches[self.conv], matches[self.batch_norm]
