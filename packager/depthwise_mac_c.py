@@ -59,7 +59,7 @@ def depthwise_mac_helper_c(prefix: str) -> str:
 #define {inline} inline
 #define {outlined}
 #endif
-""" + "".join(_helpers_c(prefix, data) for data in DEPTHWISE_MAC_INPUT_TYPES)
+""" + "".join(_helpers_c(prefix, data, inline, outlined) for data in DEPTHWISE_MAC_INPUT_TYPES)
 
 
 def _tap_dsp_c(prefix: str, data: str) -> str:
@@ -84,14 +84,13 @@ def _tap_dsp_c(prefix: str, data: str) -> str:
 """
 
 
-def _helpers_c(prefix: str, data: str) -> str:
-    """The tap, row, inlined and out-of-line helpers of ``data`` inputs."""
+def _helpers_c(prefix: str, data: str, inline: str, outlined: str) -> str:
+    """The tap, row, inlined and out-of-line helpers of ``data`` inputs; ``inline`` and ``outlined`` name the
+    macros `depthwise_mac_helper_c` defines for their storage."""
     tag, c_type = _TAGS[data], _C_TYPES[data]
     name, box = depthwise_mac_helper_name(prefix, data), depthwise_box_helper_name(prefix, data)
     tap = f"{prefix}_depthwise_tap_{tag}x4"
     row = f"{prefix}_depthwise_row_{tag}x4"
-    outlined = f"{prefix.upper()}_DEPTHWISE_OUTLINED"
-    inline = f"{prefix.upper()}_DEPTHWISE_INLINE"
     return f"""
 /* sums[c] += x[c] * w[c] for the four channels c < 4: one window tap. */
 static {inline} void {tap}(int32_t *sums, const {c_type} *x, const int8_t *w)

@@ -48,7 +48,8 @@ def _graphs(conv):
 
     samples = _samples(64, 1)
     taps = layer_outputs(conv.mod["main"])
-    quants = quants_of(observe_ranges(conv.mod, taps, samples, RangeMethod.MINMAX)[0], "int8")
+    ranges = observe_ranges(conv.mod, taps, samples, [RangeMethod.MINMAX])[0]
+    quants = quants_of(ranges[RangeMethod.MINMAX], "int8")
     inputs = [ActivationQuant.of_range(min(float(s[0].min()) for s in samples),
                                        max(float(s[0].max()) for s in samples))]
     plain = quantize_graph(conv.mod, inputs, quants, "conv")

@@ -22,8 +22,8 @@ def test_on_host_average_pool_rounds_as_tflite(tmp_path):
     model = import_model_data(path, path.read_bytes(), "tflite")
     rng = np.random.default_rng(4)
     samples = [[rng.normal(0.0, 0.5, INPUT_SHAPE).astype(np.float32)] for _ in range(20)]
-    quants = quants_of(observe_ranges(model.mod, layer_outputs(model.mod["main"]), samples, RangeMethod.MINMAX)[0],
-                       "int8")
+    ranges = observe_ranges(model.mod, layer_outputs(model.mod["main"]), samples, [RangeMethod.MINMAX])[0]
+    quants = quants_of(ranges[RangeMethod.MINMAX], "int8")
     inputs = [ActivationQuant.of_range(min(float(s[0].min()) for s in samples),
                                        max(float(s[0].max()) for s in samples))]
     graph = quantize_graph(model.mod, inputs, quants, "classifier")

@@ -79,10 +79,10 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
     taps = layer_outputs(model.mod["main"])
     metric = metric_for(model.layers[-1].kind if model.layers else "")
     roundings = hessian_roundings(model.mod, calibration.samples)
-    int8_method = method or RangeMethod.PERCENTILE
-    ranges, float_outputs = observe_ranges(model.mod, taps, calibration.samples, int8_method)
-    int8 = _candidate(model, calibration, profile, taps, ranges, "int8", int8_method, roundings, float_outputs,
-                      metric)
+    int8_method, int16_method = method or RangeMethod.PERCENTILE, method or RangeMethod.MINMAX
+    ranges, float_outputs = observe_ranges(model.mod, taps, calibration.samples, {int8_method, int16_method})
+    int8 = _candidate(model, calibration, profile, taps, ranges[int8_method], "int8", int8_method, roundings,
+                      float_outputs, metric)
     if held_back is None and calibration.random:
         held_back = Calibration(random_samples(model.inputs, HELD_BACK_SAMPLES, HELD_BACK_SEED),
                                 held_back_description(), True)
@@ -92,12 +92,9 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         return judged.model(int8, f"int8 activations: {int8.cost.describe()} on calibration, within the budget "
                                   f"({budget})")
     missed = f"int8 {int8.cost.describe()} on calibration misses the budget ({budget})"
-    int16_method = method or RangeMethod.MINMAX
-    if int16_method is not int8_method:
-        ranges = observe_ranges(model.mod, taps, calibration.samples, int16_method)[0]
     try:
-        int16 = _candidate(model, calibration, profile, taps, ranges, "int16", int16_method, roundings,
-                           float_outputs, metric)
+        int16 = _candidate(model, calibration, profile, taps, ranges[int16_method], "int16", int16_method,
+                           roundings, float_outputs, metric)
     except UnsupportedOperatorError as err:  # an operator with an int8 kernel but no 16x8 one
         return judged.model(int8, f"int8 activations: {missed}; 16x8 is refused: {err}")
     compared = f"{missed}; 16x8 {int16.cost.describe()}"

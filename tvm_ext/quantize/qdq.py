@@ -235,9 +235,7 @@ class _Rewriter:
             self.weight_errors[binding.var] = self.weight_deltas[args[1]]
         if leaves_layer:
             quant = self._output_quant(binding.var, value)
-            self.quantized[binding.var] = QuantizedValue(self._emit(
-                relax.op.quantize(new, relax.const(quant.scale), relax.const(quant.zero_point, "int32"), -1,
-                                  quant.dtype), indices), quant)
+            self.quantized[binding.var] = QuantizedValue(self._emit(_quantize(new, quant), indices), quant)
         else:
             self.floats[binding.var] = new
 
@@ -277,8 +275,7 @@ class _Rewriter:
         quantization), so that the integer lowerings find the operator's own quantize."""
         value = binding.value
         quant = self._output_quant(binding.var, self.value_of[value.args[0]])
-        quantized = self._emit(relax.op.quantize(self.floats[value.args[0]], relax.const(quant.scale),
-                                                 relax.const(quant.zero_point, "int32"), -1, quant.dtype), indices)
+        quantized = self._emit(_quantize(self.floats[value.args[0]], quant), indices)
         moved = self._emit(relax.Call(value.op, [quantized, *value.args[1:]], value.attrs, value.ty_args), indices)
         self.quantized[binding.var] = QuantizedValue(moved, quant)
 
@@ -296,9 +293,7 @@ class _Rewriter:
             key = (arg, tuple(indices))
             if key not in self.dequantized:
                 value = self.quantized[arg]
-                self.dequantized[key] = self._emit(relax.op.dequantize(
-                    value.var, relax.const(value.quant.scale), relax.const(value.quant.zero_point, "int32"), -1,
-                    "float32"), indices)
+                self.dequantized[key] = self._emit(_dequantize(value.var, value.quant), indices)
             return self.dequantized[key]
         op = binding.value.op.name
         if not isinstance(arg, Constant) or (op == "relax.clip" and position > 0) or floating:
@@ -331,8 +326,7 @@ class _Rewriter:
         tensor, from its own range (widened to hold 0), dequantized."""
         values = constant.value.numpy()
         quant = ActivationQuant.of_range(float(values.min()), float(values.max()))
-        return self._emit(relax.op.dequantize(relax.const(quant.quantize(values)), relax.const(quant.scale),
-                                              relax.const(quant.zero_point, "int32"), -1, "float32"), indices)
+        return self._emit(_dequantize(relax.const(quant.quantize(values)), quant), indices)
 
     def _conv_weight(self, binding: relax.VarBinding, weight: Constant, indices) -> relax.Expr:
         attrs = binding.value.attrs
@@ -341,8 +335,7 @@ class _Rewriter:
             raise self._error(binding, f"a conv2d with {attrs.data_layout}/{attrs.kernel_layout} layouts")
         values, scales = _per_channel_int8(weight.value.numpy(), axis, self._least_scales(binding.var),
                                            self.roundings.get(binding.var))
-        new = self._emit(relax.op.dequantize(relax.const(values), relax.const(scales),
-                                             relax.const(np.zeros(scales.size, np.int32)), axis, "float32"), indices)
+        new = self._emit(_dequantize_per_channel(relax.const(values), scales, axis), indices)
         self.weight_scales[new] = scales
         self.weight_deltas[new] = _dequantized(values, scales, axis) - weight.value.numpy()
         return new
@@ -353,8 +346,7 @@ class _Rewriter:
         by permute_dims, then dequantized, as the frontend imports an int8 FULLY_CONNECTED."""
         values, scales = _per_channel_int8(weight.value.numpy(), 0, least_scales, rounding)
         permuted = self._emit(relax.op.permute_dims(relax.const(values), [1, 0]), indices)
-        new = self._emit(relax.op.dequantize(permuted, relax.const(scales), relax.const(np.zeros(scales.size, np.int32)),
-                                             1, "float32"), indices)
+        new = self._emit(_dequantize_per_channel(permuted, scales, 1), indices)
         self.weight_scales[new] = scales
         self.weight_deltas[new] = (_dequantized(values, scales, 0) - weight.value.numpy()).T
         return new
@@ -382,19 +374,35 @@ class _Rewriter:
         bias_type = np.int32 if self.dtype == "int8" else np.int64  # 16x8: the int64 bias TFLite's converter writes
         limit = 2.0 ** (np.iinfo(bias_type).bits - 1)
         quantized = np.clip(np.round(values / scales), -limit, np.nextafter(limit, 0.0)).astype(bias_type)
-        float_scales = relax.const(scales.astype(np.float32))
         if bias_type is np.int64:  # relax.dequantize refuses int64; the frontend's form of a 16x8 bias, one
             # binding per call (each binding gets one layer record)
             wide = self._emit(relax.op.astype(relax.const(tvm.runtime.tensor(quantized)), "float32"), indices)
-            return self._emit(relax.op.multiply(wide, float_scales), indices)
-        return self._emit(relax.op.dequantize(relax.const(quantized), float_scales,
-                                              relax.const(np.zeros(scales.size, np.int32)), 0, "float32"), indices)
+            return self._emit(relax.op.multiply(wide, relax.const(scales.astype(np.float32))), indices)
+        return self._emit(_dequantize_per_channel(relax.const(quantized), scales, 0), indices)
 
     def _error(self, binding: relax.VarBinding, what: str) -> QuantizeError:
         layers = Layers.of(self.main)
         position = [b.var for b in bindings_of(self.main)].index(binding.var)
         names = ", ".join(r.label for r in layers.of_binding(position)) or "(unnamed)"
         return QuantizeError(f"{self.model_name}: cannot quantize {what} at layer {names}")
+
+
+def _quantize(value: relax.Expr, quant: ActivationQuant) -> relax.Expr:
+    """The quantize of float `value` to `quant`'s integer type, per tensor."""
+    return relax.op.quantize(value, relax.const(quant.scale), relax.const(quant.zero_point, "int32"), -1,
+                             quant.dtype)
+
+
+def _dequantize(value: relax.Expr, quant: ActivationQuant) -> relax.Expr:
+    """The float32 dequantize of integer `value`, quantized per tensor as `quant` says."""
+    return relax.op.dequantize(value, relax.const(quant.scale), relax.const(quant.zero_point, "int32"), -1,
+                               "float32")
+
+
+def _dequantize_per_channel(values: relax.Expr, scales: np.ndarray, axis: int) -> relax.Expr:
+    """The float32 dequantize of symmetric integer `values` (zero points 0), one scale per index of `axis`."""
+    return relax.op.dequantize(values, relax.const(scales.astype(np.float32)),
+                               relax.const(np.zeros(scales.size, np.int32)), axis, "float32")
 
 
 def _mac_biases(main: relax.Function) -> dict[relax.Var, tuple[relax.Expr, Constant]]:

@@ -7,7 +7,7 @@ returned as an extra output, one calibration sample at a time.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,21 +156,23 @@ def _smallest_mse_range(values: np.ndarray) -> tuple[float, float]:
 
 
 def observe_ranges(mod: tvm.IRModule, taps: list[relax.Var], samples: list[list[np.ndarray]],
-                   method: RangeMethod, percentile: float = 99.99
-                   ) -> tuple[dict[relax.Var, tuple[float, float]], list[np.ndarray]]:
-    """The quantization range (low, high) of each tapped var of main from its values over `samples`, and
-    main's own (first) output on each sample."""
+                   methods: Iterable[RangeMethod], percentile: float = 99.99
+                   ) -> tuple[dict[RangeMethod, dict[relax.Var, tuple[float, float]]], list[np.ndarray]]:
+    """Per range method of `methods`, the quantization range (low, high) of each tapped var of main from its
+    values over `samples` (one run of the samples for every method), and main's own (first) output on each
+    sample."""
     outputs = run_on_samples(with_taps(mod, taps), samples)
-    ranges = {}
+    ranges: dict[RangeMethod, dict[relax.Var, tuple[float, float]]] = {method: {} for method in methods}
     for position, var in enumerate(taps, start=1):
         values = np.concatenate([sample[position].reshape(-1) for sample in outputs])
-        if method is RangeMethod.PERCENTILE:
-            low, high = np.percentile(values, [100.0 - percentile, percentile])
-        elif method is RangeMethod.MSE:
-            low, high = _smallest_mse_range(values)
-        else:
-            low, high = values.min(), values.max()
-        ranges[var] = (float(low), float(high))
+        for method, of_method in ranges.items():
+            if method is RangeMethod.PERCENTILE:
+                low, high = np.percentile(values, [100.0 - percentile, percentile])
+            elif method is RangeMethod.MSE:
+                low, high = _smallest_mse_range(values)
+            else:
+                low, high = values.min(), values.max()
+            of_method[var] = (float(low), float(high))
     return ranges, [sample[0] for sample in outputs]
 
 

@@ -55,7 +55,8 @@ def shared_concatenation_ranges(main: relax.Function, ranges: dict[relax.Var, tu
         groups.setdefault(root(var), []).append(var)
     shared = dict(ranges)
     for concat in concatenated:
-        members = groups.get(root(concat), [])
-        low, high = min(ranges[m][0] for m in members), max(ranges[m][1] for m in members)
-        shared.update({member: (low, high) for member in members})
+        members = groups.get(root(concat), [])  # none when the concatenation and its pieces are inside a layer
+        if members:
+            low, high = min(ranges[m][0] for m in members), max(ranges[m][1] for m in members)
+            shared.update({member: (low, high) for member in members})
     return shared

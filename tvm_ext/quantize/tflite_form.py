@@ -23,6 +23,7 @@ A model already in that form is returned unchanged (the same object).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -52,7 +53,7 @@ def quantizable_form(mod: tvm.IRModule, profile: Profile) -> tvm.IRModule:
         mod = keeping_layers(relax.transform.FoldConstant())(converted)
     if any(isinstance(b.value, relax.Call) and b.value.op.same_as(_BATCH_NORM) for b in bindings_of(mod["main"])):
         mod = keeping_layers(_FoldedBatchNorms())(mod)
-    if any(_tflite_weight(b.value) is not None for b in bindings_of(mod["main"])):
+    if any(_reads_weight_unlike_tflite(b.value) for b in bindings_of(mod["main"])):
         mod = keeping_layers(_TFLiteWeights())(mod)
     fused = _with_fused_epilogues(mod["main"])
     return mod if fused is None else _with_main(mod, fused)
@@ -99,7 +100,7 @@ def _epilogue_operand(value: relax.Expr, value_of: dict[relax.Var, relax.Expr]) 
     if value.op.name == "relax.add":
         bias = value.args[1]
         channels = int(producer.ty.shape[-1]) if _is_mac(producer) else None
-        return source if isinstance(bias, Constant) and bias.value.numpy().size == channels else None
+        return source if isinstance(bias, Constant) and math.prod(bias.value.shape) == channels else None
     if value.op.name in _ACTIVATIONS:
         biased = isinstance(producer, relax.Call) and _epilogue_operand(producer, value_of) is not None \
             and producer.op.name == "relax.add"
@@ -154,45 +155,42 @@ def _channels_first(main: relax.Function) -> bool:
     return False
 
 
-def _tflite_weight(call: relax.Expr) -> relax.Expr | None:
-    """`call` reading its weight as TFLite stores it, if it does not: a matmul of a 2-D constant W as a
-    matmul of permute_dims(W^T), a depthwise NHWC conv2d of an HWIO constant (KH, KW, 1, C*M) as one of
-    the HWOI constant (KH, KW, C*M, 1), the same values in the same order. None for any other expression."""
-    if not (isinstance(call, relax.Call) and (call.op.same_as(_MATMUL) or call.op.same_as(_CONV2D))
-            and isinstance(call.args[1], Constant)):
-        return None
-    data, weight = call.args[0], call.args[1].value.numpy()
-    if call.op.same_as(_MATMUL):
-        if weight.ndim != 2:
-            return None
-        stored = relax.op.permute_dims(relax.const(np.ascontiguousarray(weight.T)), [1, 0])
-        return relax.Call(call.op, [data, stored], call.attrs, call.ty_args)
-    attrs = call.attrs
-    channels = int(data.ty.shape[3]) if str(attrs.data_layout) == "NHWC" else None
-    if str(attrs.kernel_layout) != "HWIO" or int(attrs.groups) == 1 or int(attrs.groups) != channels:
-        return None
-    kh, kw, _, outputs = weight.shape
-    return relax.op.nn.conv2d(data, relax.const(weight.reshape(kh, kw, outputs, 1)), attrs.strides, attrs.padding,
-                              attrs.dilation, attrs.groups, attrs.data_layout, "HWOI", attrs.out_layout,
-                              attrs.out_dtype)
+def _reads_weight_unlike_tflite(value: relax.Expr) -> bool:
+    """Whether `value` is a MAC reading its constant weight otherwise than TFLite stores it: a matmul of a 2-D
+    constant, or a depthwise NHWC conv2d (groups = input channels) of an HWIO constant."""
+    if not (isinstance(value, relax.Call) and _is_mac(value) and isinstance(value.args[1], Constant)):
+        return False
+    if value.op.same_as(_MATMUL):
+        return len(value.args[1].value.shape) == 2
+    attrs, data = value.attrs, value.args[0]
+    return (str(attrs.kernel_layout) == "HWIO" and str(attrs.data_layout) == "NHWC" and int(attrs.groups) != 1
+            and int(attrs.groups) == int(data.ty.shape[3]))
 
 
 @relax.expr_functor.mutator
 class _TFLiteWeightReader(relax.PyExprMutator):
+    """Rewrites each MAC `_reads_weight_unlike_tflite` finds: a matmul of W reads permute_dims(W^T) (a binding
+    of its own), a depthwise conv2d's HWIO (KH, KW, 1, C*M) weight becomes the HWOI (KH, KW, C*M, 1) one; the
+    same values in the same order."""
+
     def visit_call_(self, call: relax.Call) -> relax.Expr:
         call = super().visit_call_(call)
-        rewritten = _tflite_weight(call)
-        if rewritten is None:
+        if not _reads_weight_unlike_tflite(call):
             return call
-        if rewritten.op.same_as(_MATMUL):  # the permute_dims of the stored weight is a binding of its own
-            stored = self.builder_.emit(rewritten.args[1])
-            return relax.Call(rewritten.op, [rewritten.args[0], stored], rewritten.attrs, rewritten.ty_args)
-        return rewritten
+        data, weight = call.args[0], call.args[1].value.numpy()
+        if call.op.same_as(_MATMUL):
+            stored = self.builder_.emit(relax.op.permute_dims(relax.const(np.ascontiguousarray(weight.T)), [1, 0]))
+            return relax.Call(call.op, [data, stored], call.attrs, call.ty_args)
+        attrs = call.attrs
+        kh, kw, _, outputs = weight.shape
+        return relax.op.nn.conv2d(data, relax.const(weight.reshape(kh, kw, outputs, 1)), attrs.strides,
+                                  attrs.padding, attrs.dilation, attrs.groups, attrs.data_layout, "HWOI",
+                                  attrs.out_layout, attrs.out_dtype)
 
 
 @tvm.transform.module_pass(opt_level=0, name="TFLiteWeights")
 class _TFLiteWeights:
-    """main with each MAC reading its constant weight as TFLite stores it (`_tflite_weight`)."""
+    """main with each MAC reading its constant weight as TFLite stores it (`_TFLiteWeightReader`)."""
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         reader = _TFLiteWeightReader(mod)

@@ -177,11 +177,12 @@ class _MainRewriter:
             if lowering.site is not site or not lowering.completes(value, self.context):
                 continue
             result = lowering.match(value, self.context)
-            if not isinstance(result, Mismatch) and int16 and not lowering.operators & INT16_OPERATORS:
+            if isinstance(result, Mismatch):
+                mismatch = mismatch or result
+            elif int16 and not lowering.operators & INT16_OPERATORS:
                 return Mismatch(f"{'/'.join(sorted(lowering.operators))} of int16 activations (16x8)")
-            if not isinstance(result, Mismatch):
+            else:
                 return self.emitter.emit_match(var, result, self.lowered)
-            mismatch = mismatch or result
         return mismatch
 
     def _lower_binding(self, binding: relax.Binding) -> None:

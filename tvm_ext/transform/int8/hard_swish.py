@@ -30,8 +30,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     if unary is None:
         return float_operator_mismatch(quantize, ctx)
     matched = unary.matched
-    divide = matched[_DIVIDED] if _DIVIDED in matched else matched[_SCALED]
-    result = matched[_DIVIDED] if _DIVIDED in matched else matched[_MULTIPLIED]
+    divide, result = (matched[_DIVIDED],) * 2 if _DIVIDED in matched else (matched[_SCALED], matched[_MULTIPLIED])
     constants = (ctx.graph.constant(matched[_PLUS_THREE].args[1]), ctx.graph.constant(divide.args[1]))
     bounds = tuple(float(arg.value) for arg in matched[_RELU6].args[1:3])
     params = hard_swish_params(unary.data.quant.scale, unary.out.scale, ctx.rounding)
