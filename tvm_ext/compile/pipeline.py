@@ -361,6 +361,7 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
         plan=planned.plan, memory=planned.memory, buffers=planned.buffers, kernels_c=generated.source.c_text,
         kernel_signatures=tuple(generated.source.signatures.values()),
         requantize_roundings=generated.source.requantize_roundings, dual_mac=generated.source.dual_mac,
+        signal_helpers=generated.source.signal_helpers,
         constants=generated.constants,
         vectors=TestVectors(imported.inputs, referenced.expected, referenced.runtime),
         config=config, input_names=[s.name for s in imported.model.inputs],
@@ -379,7 +380,7 @@ def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -
     source = generated.source
     files = {**library_sources(generated.plan, {f"{model}_kernels.c": source.c_text},
                                tuple(source.signatures.values()), source.requantize_roundings, source.dual_mac,
-                               generated.constants, profile.alignment_bytes),
+                               generated.constants, profile.alignment_bytes, source.signal_helpers),
              "Makefile": write_makefile(model, config)}
     if config.emulated is not None:  # the self-test ELF's rules, for its own objects of the same sources
         files[QEMU_TEST_MAKEFILE] = makefile_fragment(model, config)
