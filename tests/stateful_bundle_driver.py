@@ -37,9 +37,7 @@ int main(void) {{
   int run;
   unsigned i;
   for (run = 0; run < {runs}; ++run) {{
-    if (run == {runs} - 1) {{
-      {m}_reset();
-    }}
+{reset}
     if ({run_call} != {M}_OK) {{
       return 1;
     }}
@@ -51,11 +49,19 @@ int main(void) {{
 """
 
 
-def _write_driver(out: Path, model: str, inputs: list[np.ndarray], output_dtypes: Sequence) -> list[str]:
+def _literal(value) -> str:
+    """A C literal of exactly `value` (a numpy scalar): hexadecimal for floats, suffixed for unsigned types."""
+    if isinstance(value, np.floating):
+        return f"{float(value).hex()}f"
+    return f"{value}u" + ("ll" if value.dtype.itemsize == 8 else "") if value.dtype.kind == "u" else str(value)
+
+
+def _write_driver(out: Path, model: str, inputs: list[np.ndarray], output_dtypes: Sequence,
+                  reset_last: bool = True) -> list[str]:
     """Write ``out``/driver.c for ``inputs``; the bundle's C files the driver links with, driver.c first."""
     M = model.upper()
     dtypes = [np.dtype(d).name for d in output_dtypes]
-    rows = ", ".join("{" + ", ".join(str(v) for v in x.reshape(-1)) + "}" for x in inputs)
+    rows = ", ".join("{" + ", ".join(_literal(v) for v in x.reshape(-1)) + "}" for x in inputs)
     declarations = [f"  {C_TYPES[d]} output{k}[{M}_OUTPUT{k}_ELEMENTS];" for k, d in enumerate(dtypes)]
     if len(dtypes) == 1:
         run_call = f"{model}_run(inputs[run], output0)"
@@ -71,6 +77,7 @@ def _write_driver(out: Path, model: str, inputs: list[np.ndarray], output_dtypes
                    '    printf("\\n");']
     (out / "driver.c").write_text(DRIVER_C.format(
         m=model, M=M, runs=len(inputs), size=inputs[0].size, inputs=rows, input_type=C_TYPES[inputs[0].dtype.name],
+        reset=f"    if (run == {len(inputs)} - 1) {{\n      {model}_reset();\n    }}" if reset_last else "",
         declarations="\n".join(declarations), run_call=run_call, prints="\n".join(prints)))
     return ["driver.c", f"{model}_model.c", f"{model}_kernels.c", f"{model}_weights.c"]
 
@@ -91,10 +98,12 @@ def _outputs(printed: str, output_dtypes: Sequence) -> list:
     return runs
 
 
-def run_with_reset_last(out: Path, model: str, inputs: list[np.ndarray], output_dtypes: Sequence = (np.int8,)) -> list:
+def run_with_reset_last(out: Path, model: str, inputs: list[np.ndarray], output_dtypes: Sequence = (np.int8,),
+                        reset_last: bool = True) -> list:
     """The bundle in ``out`` (model name ``model``) run on each of ``inputs`` in turn, `<model>_reset()` called
-    before the last run; each run's output, flat (or outputs, for several ``output_dtypes``)."""
-    sources = [str(out / name) for name in _write_driver(out, model, inputs, output_dtypes)]
+    before the last run (unless not ``reset_last``: a model without state has none); each run's output, flat
+    (or outputs, for several ``output_dtypes``)."""
+    sources = [str(out / name) for name in _write_driver(out, model, inputs, output_dtypes, reset_last)]
     subprocess.run(["cc", "-std=c99", "-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror", "-o",
                     str(out / "driver"), *sources], check=True)
     printed = subprocess.run([str(out / "driver")], check=True, capture_output=True, text=True).stdout
@@ -120,7 +129,7 @@ def tflm_invocations(model: bytes, inputs: list[np.ndarray], outputs: int = 1) -
     output, or the list of its ``outputs`` outputs."""
     from tflite_micro import runtime
 
-    interpreter = runtime.Interpreter.from_bytes(model)  # TFLM reads ``model``, it does not copy it
+    interpreter = runtime.Interpreter.from_bytes(model, arena_size=1 << 20)  # TFLM reads ``model``, no copy
     results = []
     for x in inputs:
         interpreter.set_input(x, 0)

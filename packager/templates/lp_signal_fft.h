@@ -574,7 +574,8 @@ static inline int32_t lp_signal_rfft_f32(const float *input, const float *tw, co
   return 0;
 }
 
-/* SignalIrfft (float; `work`: fft_length elements). */
+/* SignalIrfft (float; `work`: fft_length elements): kiss_fftri, then every sample divided by fft_length as
+   TFLite Micro does (the fixed-point FFTs divide as they go). */
 static inline int32_t lp_signal_irfft_f32(const float *input, const float *tw, const float *super_tw,
                                           const int32_t *factors, float *output, float *work, int32_t rows,
                                           int32_t fft_length, int32_t stages)
@@ -600,6 +601,9 @@ static inline int32_t lp_signal_irfft_f32(const float *input, const float *tw, c
       work[2 * (n - k) + 1] = (fek[1] - fok[1]) * -1.0f;
     }
     lp_fftf_complex(work, output + row * fft_length, n, factors, stages, tw, 1);
+    for (k = 0; k < fft_length; ++k) {
+      output[row * fft_length + k] /= (float)fft_length;
+    }
   }
   return 0;
 }

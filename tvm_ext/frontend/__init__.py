@@ -11,7 +11,7 @@ import functools
 import re
 import traceback
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +67,9 @@ class ImportedModel:
     layers: list[LayerRecord]  # the model's operators that became Relax bindings, in model order
     inputs: list[TensorSpec]
     outputs: list[TensorSpec]
+    # Model output index -> the elements (a bool mask of its shape) TFLite Micro leaves unwritten on a first
+    # invocation (signal operators: tflite_ops.signal.first_run_unwritten), where the bundle writes 0.
+    first_run_unwritten: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 class ModelImportError(Exception):
@@ -254,6 +257,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
     from tvm_ext.model_check.tflite_check import tflite_dtype_name
 
     results = _OperatorResults()
+    unwritten: dict[int, np.ndarray] = {}  # tensor index -> first_run_unwritten's mask
 
     class LayerNamingConverter(tflite_frontend.OperatorConverter):
         """TVM's TFLite converter, binding each operator's result to a var of its own and recording it."""
@@ -292,7 +296,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                        convert_resize_nearest_neighbor, self,
                        tvm_convert=self.convert_map["RESIZE_NEAREST_NEIGHBOR"]),
                    "UNIDIRECTIONAL_SEQUENCE_LSTM": functools.partial(convert_unidirectional_sequence_lstm, self),
-                   **{code: functools.partial(convert_signal, self) for code in SIGNAL_CODES}}
+                   **{code: functools.partial(convert_signal, self, unwritten=unwritten) for code in SIGNAL_CODES}}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
             # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).
@@ -420,6 +424,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
         layers=results.records,
         inputs=[spec(i) for i in subgraph.InputsAsNumpy()],
         outputs=[spec(i) for i in subgraph.OutputsAsNumpy()],
+        first_run_unwritten={k: unwritten[int(i)] for k, i in enumerate(subgraph.OutputsAsNumpy()) if i in unwritten},
     )
 
 

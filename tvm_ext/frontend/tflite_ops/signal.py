@@ -61,13 +61,39 @@ def _state(shape: tuple[int, ...], dtype: str, reset_value: int = 0) -> relax.Co
     return relax.const(np.full((max(1, int(np.prod(shape))),), reset_value, dtype))
 
 
-def convert_signal(converter, op) -> relax.Call:
-    """The Relax call of the signal-library operator `op`, for TVM's TFLite `OperatorConverter` `converter`."""
+def convert_signal(converter, op, unwritten: dict[int, np.ndarray]) -> relax.Call:
+    """The Relax call of the signal-library operator `op`, for TVM's TFLite `OperatorConverter` `converter`;
+    records in `unwritten` the masks of `first_run_unwritten` by output tensor index."""
     code = custom_code(converter, op)
     options = _options(converter, op, code)
-    tensors = converter.get_input_tensors(op)
-    args = [converter.get_tensor_expr(tensor) for tensor in tensors]
+    args = [converter.get_tensor_expr(tensor) for tensor in converter.get_input_tensors(op)]
+    outputs = converter.get_output_tensors(op)
+    for tensor, mask in zip(outputs, first_run_unwritten(code, options, [_shape(a) for a in args])):
+        if mask is not None and mask.any():
+            unwritten[tensor.tensor_idx] = mask
     return _CONVERTERS[code](converter, args, options)
+
+
+def first_run_unwritten(code: str, options: dict[int, int], input_shapes: list[tuple[int, ...]]) -> list:
+    """Per output of the operator, the bool mask of the elements TFLite Micro's kernel leaves unwritten on its
+    first invocation after a reset (None: it writes them all): Energy's bins outside start..end; Framer's
+    frames not complete yet (which the first invocation's count of samples decides); all of Stacker's output
+    while its right context is not there yet. The bundle's kernels write 0 there."""
+    if code == "SignalEnergy":
+        mask = np.ones(input_shapes[0][-1] // 2, bool)
+        mask[options["start_index"]:options["end_index"]] = False
+        return [mask]
+    if code == "SignalFramer":
+        size, step = options["frame_size"], options["frame_step"]
+        held = size - step if options["prefill"] else 0
+        frames = input_shapes[0][-1] // step
+        incomplete = np.array([held + (f + 1) * step < size for f in range(frames)])
+        shape = (*input_shapes[0][:-1], frames, size)
+        return [np.broadcast_to(incomplete[:, None], shape).copy(), None]
+    if code == "SignalStacker":
+        size = options["num_channels"] * (options["stacker_left_context"] + options["stacker_right_context"] + 1)
+        return [np.full(size, options["stacker_right_context"] > 0), None]
+    return [None] * 2
 
 
 def _shape(expr: relax.Expr) -> tuple[int, ...]:
