@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("tvm")
 
 from audio_preprocessor_models import FeatureParams, audio_preprocessor, frames_of, speech_audio  # noqa: E402
+from c_checks import loops_without_constant_bounds, strict_sanitized_selftest  # noqa: E402
 from conftest import models_dir  # noqa: E402
 from stateful_bundle_driver import run_with_reset_last, tflm_invocations  # noqa: E402
 
@@ -59,6 +60,15 @@ def test_preprocessor_matches_tflite_micro_frame_by_frame(compiled, factory, dty
     for frame, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
         np.testing.assert_array_equal(ours, theirs.reshape(-1), err_msg=f"frame {frame}")
     assert len({e.tobytes() for e in expected}) > 40, "the frames' features should differ"
+
+
+def test_preprocessor_bundle_builds_strict_and_passes_under_the_sanitizers(compiled, tmp_path: Path) -> None:
+    """-Wall -Wextra -Wconversion -Wshadow -Werror, AddressSanitizer and UBSan over the signal helpers, and
+    constant loop bounds in the kernels and the entry function."""
+    bundle = compiled(int8_preprocessor)
+    run = strict_sanitized_selftest(bundle.out_dir, tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not loops_without_constant_bounds(bundle.out_dir, bundle.plan.model)
 
 
 # ------------------------------------------------------------------------------------- two bundles, one program

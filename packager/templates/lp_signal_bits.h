@@ -60,20 +60,16 @@ static inline int32_t lp_signal_wrap32(int64_t x)
   return low >= 0x80000000u ? (int32_t)(low - 0x80000000u) - INT32_MAX - 1 : (int32_t)low;
 }
 
-/* TFLite Micro's Sqrt32: the square root of num rounded to nearest (its last step rounds up when the
-   remainder exceeds the root), bit by bit. */
-static inline uint16_t lp_signal_sqrt32(uint32_t num)
+/* TFLite Micro's square root of a nonzero `width`-bit num (its Sqrt32 and Sqrt64 are these steps on 32 and 64
+   bits; their values agree in 64-bit arithmetic): bit by bit from the highest even bit, then rounded up when
+   the remainder exceeds the root, unless the root is the largest of width / 2 bits. */
+static inline uint64_t lp_signal_sqrt_bits(uint64_t num, int32_t width)
 {
-  uint32_t res = 0u;
-  uint32_t bit;
-  int32_t max_bit_number;
-  int32_t iterations;
-  if (num == 0u) {
-    return 0u;
-  }
-  max_bit_number = (32 - lp_signal_msb32(num)) | 1;
-  bit = 1u << (31 - max_bit_number);
-  iterations = (31 - max_bit_number) / 2 + 1;
+  const uint64_t largest = width == 32 ? 0xFFFFu : 0xFFFFFFFFu;
+  const int32_t max_bit_number = (width - lp_signal_msb64(num)) | 1;
+  uint64_t res = 0u;
+  uint64_t bit = (uint64_t)1u << (width - 1 - max_bit_number);
+  int32_t iterations = (width - 1 - max_bit_number) / 2 + 1;
   while (iterations-- > 0) {
     if (num >= res + bit) {
       num -= res + bit;
@@ -83,39 +79,23 @@ static inline uint16_t lp_signal_sqrt32(uint32_t num)
     }
     bit >>= 2;
   }
-  if (num > res && res != 0xFFFFu) {
+  if (num > res && res != largest) {
     ++res;
   }
-  return (uint16_t)res;
+  return res;
+}
+
+/* TFLite Micro's Sqrt32: the square root of num, rounded as lp_signal_sqrt_bits says. */
+static inline uint16_t lp_signal_sqrt32(uint32_t num)
+{
+  return num == 0u ? 0u : (uint16_t)lp_signal_sqrt_bits(num, 32);
 }
 
 /* TFLite Micro's Sqrt64: Sqrt32 where the upper word is clear (TFLite Micro's shortcut, off by one near
    2^32), else the same steps on 64 bits. */
 static inline uint32_t lp_signal_sqrt64(uint64_t num)
 {
-  uint64_t res = 0u;
-  uint64_t bit;
-  int32_t max_bit_number;
-  int32_t iterations;
-  if ((num >> 32) == 0u) {
-    return lp_signal_sqrt32((uint32_t)num);
-  }
-  max_bit_number = (64 - lp_signal_msb64(num)) | 1;
-  bit = (uint64_t)1u << (63 - max_bit_number);
-  iterations = (63 - max_bit_number) / 2 + 1;
-  while (iterations-- > 0) {
-    if (num >= res + bit) {
-      num -= res + bit;
-      res = (res >> 1) + bit;
-    } else {
-      res >>= 1;
-    }
-    bit >>= 2;
-  }
-  if (num > res && res != 0xFFFFFFFFu) {
-    ++res;
-  }
-  return (uint32_t)res;
+  return (num >> 32) == 0u ? lp_signal_sqrt32((uint32_t)num) : (uint32_t)lp_signal_sqrt_bits(num, 64);
 }
 
 /* TFLite Micro's Log32: out_scale * ln(x) for x >= 2, in uint32 arithmetic (which wraps), from log2(x)'s

@@ -17,6 +17,7 @@
 #define LP_SIGNAL_FFT_H
 
 #include <stdint.h>
+#include <string.h> /* memcpy */
 
 /* --- fixed point (FIXED_POINT 16 or 32) --------------------------------------------------------------- */
 
@@ -206,22 +207,36 @@ static inline int32_t lp_fft_leaf(int32_t j, const int32_t *factors, int32_t sta
   return index;
 }
 
+/* kf_work's leaves: the n complex values of `in` copied to `out` (separate arrays) in lp_fft_leaf's order. Both
+   scalar types here, int32 and float, are 4 bytes: a complex value is 8. */
+static inline void lp_fft_leaves(const void *in, void *out, int32_t n, const int32_t *factors, int32_t stages)
+{
+  int32_t j;
+  for (j = 0; j < n; ++j) {
+    memcpy((uint8_t *)out + 8 * j, (const uint8_t *)in + 8 * lp_fft_leaf(j, factors, stages), 8);
+  }
+}
+
+/* Stage s's blocks (innermost: s = stages - 1), each p_s * m_s values: as many as p_0 ... p_(s-1), which is
+   also the stage's twiddle stride (fstride). */
+static inline int32_t lp_fft_blocks(const int32_t *factors, int32_t s)
+{
+  int32_t blocks = 1, t;
+  for (t = 0; t < s; ++t) {
+    blocks *= factors[2 * t];
+  }
+  return blocks;
+}
+
 /* kiss_fft of n complex values from `in` into `out` (separate arrays). */
 static inline void lp_fft_complex(const int32_t *in, int32_t *out, int32_t n, const int32_t *factors,
                                   int32_t stages, const int32_t *tw, int32_t inverse, int32_t bits)
 {
-  int32_t j, s;
-  for (j = 0; j < n; ++j) {
-    const int32_t source = lp_fft_leaf(j, factors, stages);
-    out[2 * j] = in[2 * source];
-    out[2 * j + 1] = in[2 * source + 1];
-  }
+  int32_t s;
+  lp_fft_leaves(in, out, n, factors, stages);
   for (s = stages - 1; s >= 0; --s) {
-    const int32_t p = factors[2 * s], m = factors[2 * s + 1];
-    int32_t fstride = 1, t, block;
-    for (t = 0; t < s; ++t) {
-      fstride *= factors[2 * t];
-    }
+    const int32_t p = factors[2 * s], m = factors[2 * s + 1], fstride = lp_fft_blocks(factors, s);
+    int32_t block;
     for (block = 0; block < fstride; ++block) {
       int32_t *f = out + 2 * block * p * m;
       if (p == 2) {
@@ -235,6 +250,23 @@ static inline void lp_fft_complex(const int32_t *in, int32_t *out, int32_t n, co
       }
     }
   }
+}
+
+/* The real FFT's split of bin k of an n-point spectrum x (kiss_fftr's f1k and tw, kiss_fftri's fek and fok):
+   a = x[k] and b = conj(x[n - k]), each divided by 2, give sum = a + b and product = (a - b) super_tw[k - 1]. */
+static inline void lp_fft_split(const int32_t *x, int32_t n, int32_t k, const int32_t *super_tw, int32_t *sum,
+                                int32_t *product, int32_t bits)
+{
+  int32_t a[2], b[2], difference[2];
+  a[0] = x[2 * k];
+  a[1] = x[2 * k + 1];
+  b[0] = x[2 * (n - k)];
+  b[1] = lp_fft_store(-(int64_t)x[2 * (n - k) + 1], bits);
+  lp_fft_fixdiv(a, 2, bits);
+  lp_fft_fixdiv(b, 2, bits);
+  lp_fft_add(sum, a, b, bits);
+  lp_fft_sub(difference, a, b, bits);
+  lp_fft_mul(product, difference, super_tw + 2 * (k - 1), bits);
 }
 
 /* kiss_fftr: the real FFT of `time` (n = fft_length / 2 complex values) into `freq` (n + 1 complex), with
@@ -252,16 +284,8 @@ static inline void lp_fft_real(const int32_t *time, int32_t *freq, int32_t *tmp,
   freq[1] = 0;
   freq[2 * n + 1] = 0;
   for (k = 1; k <= n / 2; ++k) {
-    int32_t fpk[2], fpnk[2], f1k[2], f2k[2], t[2];
-    fpk[0] = tmp[2 * k];
-    fpk[1] = tmp[2 * k + 1];
-    fpnk[0] = tmp[2 * (n - k)];
-    fpnk[1] = lp_fft_store(-(int64_t)tmp[2 * (n - k) + 1], bits);
-    lp_fft_fixdiv(fpk, 2, bits);
-    lp_fft_fixdiv(fpnk, 2, bits);
-    lp_fft_add(f1k, fpk, fpnk, bits);
-    lp_fft_sub(f2k, fpk, fpnk, bits);
-    lp_fft_mul(t, f2k, super_tw + 2 * (k - 1), bits);
+    int32_t f1k[2], t[2];
+    lp_fft_split(tmp, n, k, super_tw, f1k, t, bits);
     freq[2 * k] = lp_fft_half((int64_t)f1k[0] + t[0], bits);
     freq[2 * k + 1] = lp_fft_half((int64_t)f1k[1] + t[1], bits);
     freq[2 * (n - k)] = lp_fft_half((int64_t)f1k[0] - t[0], bits);
@@ -279,16 +303,8 @@ static inline void lp_fft_real_inverse(const int32_t *freq, int32_t *time, int32
   tmp[1] = lp_fft_store((int64_t)freq[0] - freq[2 * n], bits);
   lp_fft_fixdiv(tmp, 2, bits);
   for (k = 1; k <= n / 2; ++k) {
-    int32_t fk[2], fnkc[2], fek[2], fok[2], diff[2];
-    fk[0] = freq[2 * k];
-    fk[1] = freq[2 * k + 1];
-    fnkc[0] = freq[2 * (n - k)];
-    fnkc[1] = lp_fft_store(-(int64_t)freq[2 * (n - k) + 1], bits);
-    lp_fft_fixdiv(fk, 2, bits);
-    lp_fft_fixdiv(fnkc, 2, bits);
-    lp_fft_add(fek, fk, fnkc, bits);
-    lp_fft_sub(diff, fk, fnkc, bits);
-    lp_fft_mul(fok, diff, super_tw + 2 * (k - 1), bits);
+    int32_t fek[2], fok[2];
+    lp_fft_split(freq, n, k, super_tw, fek, fok, bits);
     lp_fft_add(tmp + 2 * k, fek, fok, bits);
     lp_fft_sub(tmp + 2 * (n - k), fek, fok, bits);
     tmp[2 * (n - k) + 1] = lp_fft_store(-(int64_t)tmp[2 * (n - k) + 1], bits);
@@ -511,18 +527,11 @@ static inline void lp_fftf_bfly5(float *f, int32_t fstride, const float *tw, int
 static inline void lp_fftf_complex(const float *in, float *out, int32_t n, const int32_t *factors, int32_t stages,
                                    const float *tw, int32_t inverse)
 {
-  int32_t j, s;
-  for (j = 0; j < n; ++j) {
-    const int32_t source = lp_fft_leaf(j, factors, stages);
-    out[2 * j] = in[2 * source];
-    out[2 * j + 1] = in[2 * source + 1];
-  }
+  int32_t s;
+  lp_fft_leaves(in, out, n, factors, stages);
   for (s = stages - 1; s >= 0; --s) {
-    const int32_t p = factors[2 * s], m = factors[2 * s + 1];
-    int32_t fstride = 1, t, block;
-    for (t = 0; t < s; ++t) {
-      fstride *= factors[2 * t];
-    }
+    const int32_t p = factors[2 * s], m = factors[2 * s + 1], fstride = lp_fft_blocks(factors, s);
+    int32_t block;
     for (block = 0; block < fstride; ++block) {
       float *f = out + 2 * block * p * m;
       if (p == 2) {
@@ -536,6 +545,18 @@ static inline void lp_fftf_complex(const float *in, float *out, int32_t n, const
       }
     }
   }
+}
+
+/* lp_fft_split in float (no division by 2: C_FIXDIV does nothing there). */
+static inline void lp_fftf_split(const float *x, int32_t n, int32_t k, const float *super_tw, float *sum,
+                                 float *product)
+{
+  const float a[2] = {x[2 * k], x[2 * k + 1]};
+  const float b[2] = {x[2 * (n - k)], -x[2 * (n - k) + 1]};
+  const float difference[2] = {a[0] - b[0], a[1] - b[1]};
+  sum[0] = a[0] + b[0];
+  sum[1] = a[1] + b[1];
+  lp_fftf_mul(product, difference, super_tw + 2 * (k - 1));
 }
 
 /* SignalRfft (float; `work`: 2 * fft_length elements). */
@@ -557,14 +578,8 @@ static inline int32_t lp_signal_rfft_f32(const float *input, const float *tw, co
     freq[1] = 0.0f;
     freq[2 * n + 1] = 0.0f;
     for (k = 1; k <= n / 2; ++k) {
-      float f1k[2], f2k[2], t[2];
-      const float fpk_re = tmp[2 * k], fpk_im = tmp[2 * k + 1];
-      const float fpnk_re = tmp[2 * (n - k)], fpnk_im = -tmp[2 * (n - k) + 1];
-      f1k[0] = fpk_re + fpnk_re;
-      f1k[1] = fpk_im + fpnk_im;
-      f2k[0] = fpk_re - fpnk_re;
-      f2k[1] = fpk_im - fpnk_im;
-      lp_fftf_mul(t, f2k, super_tw + 2 * (k - 1));
+      float f1k[2], t[2];
+      lp_fftf_split(tmp, n, k, super_tw, f1k, t);
       freq[2 * k] = (f1k[0] + t[0]) * 0.5f;
       freq[2 * k + 1] = (f1k[1] + t[1]) * 0.5f;
       freq[2 * (n - k)] = (f1k[0] - t[0]) * 0.5f;
@@ -587,14 +602,8 @@ static inline int32_t lp_signal_irfft_f32(const float *input, const float *tw, c
     work[0] = freq[0] + freq[2 * n];
     work[1] = freq[0] - freq[2 * n];
     for (k = 1; k <= n / 2; ++k) {
-      float fek[2], diff[2], fok[2];
-      const float fk_re = freq[2 * k], fk_im = freq[2 * k + 1];
-      const float fnkc_re = freq[2 * (n - k)], fnkc_im = -freq[2 * (n - k) + 1];
-      fek[0] = fk_re + fnkc_re;
-      fek[1] = fk_im + fnkc_im;
-      diff[0] = fk_re - fnkc_re;
-      diff[1] = fk_im - fnkc_im;
-      lp_fftf_mul(fok, diff, super_tw + 2 * (k - 1));
+      float fek[2], fok[2];
+      lp_fftf_split(freq, n, k, super_tw, fek, fok);
       work[2 * k] = fek[0] + fok[0];
       work[2 * k + 1] = fek[1] + fok[1];
       work[2 * (n - k)] = fek[0] - fok[0];

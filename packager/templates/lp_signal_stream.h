@@ -102,6 +102,21 @@ static inline void lp_signal_fifo_discard(int16_t *buffer, int32_t *available, i
   *available -= count;
 }
 
+/* Once the FIFO holds `size` samples: copies them out (oldest first), drops the oldest `step` and returns true;
+   else writes 0s and returns false (TFLite Micro writes nothing). */
+static inline bool lp_signal_fifo_frame(int16_t *buffer, int32_t *available, int16_t *out, int32_t size, int32_t step)
+{
+  const bool complete = *available >= size;
+  int32_t k;
+  for (k = 0; k < size; ++k) {
+    out[k] = complete ? buffer[k] : 0;
+  }
+  if (complete) {
+    lp_signal_fifo_discard(buffer, available, step);
+  }
+  return complete;
+}
+
 /* SignalFramer: each of `rows` rows of frames * frame_step new samples gives `frames` frames of frame_size
    samples, frame_step apart, from the row's FIFO `state` (capacity samples per row; `counts[0]` samples in
    each, frame_size - frame_step zeros after a reset with prefill, else none). *valid is false when a frame
@@ -110,7 +125,7 @@ static inline int32_t lp_signal_framer_s16(const int16_t *input, int16_t *state,
                                            bool *valid, int32_t rows, int32_t frames, int32_t frame_size,
                                            int32_t frame_step, int32_t capacity)
 {
-  int32_t row, frame, k;
+  int32_t row, frame;
   int32_t available = counts[0];
   *valid = true;
   for (row = 0; row < rows; ++row) {
@@ -119,15 +134,7 @@ static inline int32_t lp_signal_framer_s16(const int16_t *input, int16_t *state,
     for (frame = 0; frame < frames; ++frame) {
       int16_t *out = output + (row * frames + frame) * frame_size;
       lp_signal_fifo_write(buffer, &available, input + (row * frames + frame) * frame_step, frame_step);
-      if (available >= frame_size) {
-        for (k = 0; k < frame_size; ++k) {
-          out[k] = buffer[k];
-        }
-        lp_signal_fifo_discard(buffer, &available, frame_step);
-      } else {
-        for (k = 0; k < frame_size; ++k) {
-          out[k] = 0;
-        }
+      if (!lp_signal_fifo_frame(buffer, &available, out, frame_size, frame_step)) {
         *valid = false;
       }
     }
@@ -152,18 +159,7 @@ static inline int32_t lp_signal_stacker_s16(const int16_t *input, int16_t *state
     }
     counts[1] = 1;
   }
-  if (available >= buffer_size) {
-    for (k = 0; k < buffer_size; ++k) {
-      output[k] = state[k];
-    }
-    lp_signal_fifo_discard(state, &available, step_size);
-    *valid = true;
-  } else {
-    for (k = 0; k < buffer_size; ++k) {
-      output[k] = 0;
-    }
-    *valid = false;
-  }
+  *valid = lp_signal_fifo_frame(state, &available, output, buffer_size, step_size);
   counts[0] = available;
   return 0;
 }
