@@ -265,3 +265,38 @@ def test_operator_matches_tflite_micro(name: str, tmp_path: Path) -> None:
     for run, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
         ours, theirs = ([ours], [theirs]) if outputs == 1 else (ours, theirs)
         _compare(case, run, run if run < len(inputs) else 0, ours, theirs)
+
+
+def _quantized_model_with_a_window() -> bytes:
+    """int16 audio (quantized) -> SignalWindow (raw integers) -> QUANTIZE to int8 -> FULLY_CONNECTED int8: a
+    signal operator inside a quantized model, whose integer pass keeps the operator's kernel as it is."""
+    from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
+    from audio_preprocessor_models import options
+
+    rng = np.random.default_rng(3)
+    audio, features = Quantization((1 / 32768,), (0,)), Quantization((1 / 256,), (-3,))
+    tensors = [Tensor("x", (1, 32), "int16", audio),
+               Tensor("w", (32,), "int16", data=hann_window_weights(32, 12)),
+               Tensor("windowed", (1, 32), "int16", audio), Tensor("q", (1, 32), "int8", features),
+               Tensor("fc_w", (4, 32), "int8", Quantization((0.02,), (0,)),
+                      data=rng.integers(-127, 128, (4, 32)).astype(np.int8)),
+               Tensor("fc_b", (4,), "int32", Quantization((0.02 / 256,), (0,)), data=np.zeros(4, np.int32)),
+               Tensor("y", (1, 4), "int8", Quantization((0.05,), (2,)))]
+    operators = [Operator("CUSTOM", (0, 1), (2,), custom_code="SignalWindow", custom_options=options(shift=12)),
+                 Operator("QUANTIZE", (2,), (3,)),
+                 Operator("FULLY_CONNECTED", (3, 4, 5), (6,), Options("FullyConnectedOptions"))]
+    return build(Model(tensors, operators, (0,), (6,)))
+
+
+def test_signal_operator_inside_a_quantized_model_matches_tflite_micro(tmp_path: Path) -> None:
+    model = tmp_path / "audio_op.tflite"
+    model.write_bytes(_quantized_model_with_a_window())
+    bundle = tvm_ext.compile(model, out=tmp_path / "out")
+    assert bundle.selftest.passed, bundle.selftest.output
+    rng = np.random.default_rng(11)
+    inputs = [_int16(rng, (1, 32)) for _ in range(RUNS)] + _edges16((1, 32))
+    expected = tflm_invocations(model.read_bytes(), inputs)
+    runs = run_with_reset_last(tmp_path / "out", "audio_op", inputs, (np.int8,), reset_last=False)
+    for run, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
+        np.testing.assert_array_equal(ours, theirs.reshape(-1), err_msg=f"run {run}")
+    assert len({e.tobytes() for e in expected}) > 3, "the outputs should differ"

@@ -436,9 +436,12 @@ def _check_hybrid(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names
 
 def _check_quantized_operators(model: str, graph: TfliteSubgraph, op_names: list[str]) -> None:
     """In an operator with quantized tensors, every tensor of a quantizable integer type has a scale:
-    TFLite's integer kernels cannot run without one."""
+    TFLite's integer kernels cannot run without one (TFLite Micro's signal operators read raw integers, and
+    no scale)."""
     unscaled: dict[int, list[str]] = {}  # tensor index -> layers of the quantized operators using it
     for op, name in zip(graph.operators, op_names, strict=True):
+        if name in SIGNAL_OPERATORS:
+            continue
         tensors = [graph.tensors[i] for i in (*op.inputs, *op.outputs) if i >= 0]
         if any(_is_quantized(t) for t in tensors):
             for tensor in tensors:
