@@ -21,6 +21,9 @@
 
 /* --- fixed point (FIXED_POINT 16 or 32) --------------------------------------------------------------- */
 
+/* The fixed-point primitives for `bits` 16 compute in int32, which holds every intermediate value there (a sum
+   of two Q15 products is at most 2^31 - 2^16, a sum of three int16 values far less), and for 32 in int64. */
+
 /* x modulo 2^bits as a signed value: what storing it in KISS FFT's int16 or int32 scalar keeps. */
 static inline int32_t lp_fft_store(int64_t x, int32_t bits)
 {
@@ -30,7 +33,10 @@ static inline int32_t lp_fft_store(int64_t x, int32_t bits)
 /* sround(x): (x + 2^(frac - 1)) >> frac, stored, for frac = bits - 1. */
 static inline int32_t lp_fft_round(int64_t x, int32_t bits)
 {
-  return lp_fft_store(lp_signal_asr64(x + ((int64_t)1 << (bits - 2)), bits - 1), bits);
+  if (bits == 16) {
+    return lp_signal_wrap16(lp_signal_asr32(lp_signal_wrap32(x) + (1 << 14), 15));
+  }
+  return lp_signal_wrap32(lp_signal_asr64(x + ((int64_t)1 << 30), 31));
 }
 
 /* HALF_OF(x) of an int sum: x >> 1 of the int (which wraps at 32 bits), stored. */
@@ -39,21 +45,33 @@ static inline int32_t lp_fft_half(int64_t x, int32_t bits)
   return lp_fft_store(lp_signal_asr32(lp_signal_wrap32(x), 1), bits);
 }
 
+/* S_MUL(a, b): a * b rounded. */
+static inline int32_t lp_fft_smul(int32_t a, int32_t b, int32_t bits)
+{
+  return bits == 16 ? lp_fft_round(a * b, 16) : lp_fft_round((int64_t)a * b, 32);
+}
+
 /* C_FIXDIV(c, divisor) of the complex at c: each part rounded times SAMP_MAX / divisor. */
 static inline void lp_fft_fixdiv(int32_t *c, int32_t divisor, int32_t bits)
 {
-  const int64_t factor = (bits == 16 ? INT16_MAX : INT32_MAX) / divisor;
-  c[0] = lp_fft_round((int64_t)c[0] * factor, bits);
-  c[1] = lp_fft_round((int64_t)c[1] * factor, bits);
+  const int32_t factor = (bits == 16 ? INT16_MAX : INT32_MAX) / divisor;
+  c[0] = lp_fft_smul(c[0], factor, bits);
+  c[1] = lp_fft_smul(c[1], factor, bits);
 }
 
 /* C_MUL(m, a, b): m = a * b, each part rounded. m may be a or b. */
 static inline void lp_fft_mul(int32_t *m, const int32_t *a, const int32_t *b, int32_t bits)
 {
-  const int64_t re = (int64_t)a[0] * b[0] - (int64_t)a[1] * b[1];
-  const int64_t im = (int64_t)a[0] * b[1] + (int64_t)a[1] * b[0];
-  m[0] = lp_fft_round(re, bits);
-  m[1] = lp_fft_round(im, bits);
+  int32_t re, im;
+  if (bits == 16) {
+    re = lp_fft_round(a[0] * b[0] - a[1] * b[1], 16);
+    im = lp_fft_round(a[0] * b[1] + a[1] * b[0], 16);
+  } else {
+    re = lp_fft_round((int64_t)a[0] * b[0] - (int64_t)a[1] * b[1], 32);
+    im = lp_fft_round((int64_t)a[0] * b[1] + (int64_t)a[1] * b[0], 32);
+  }
+  m[0] = re;
+  m[1] = im;
 }
 
 static inline void lp_fft_add(int32_t *m, const int32_t *a, const int32_t *b, int32_t bits)
@@ -147,10 +165,10 @@ static inline void lp_fft_bfly4(int32_t *f, int32_t fstride, const int32_t *tw, 
   }
 }
 
-/* S_MUL(a, b): a * b rounded. */
-static inline int64_t lp_fft_smul(int32_t a, int32_t b, int32_t bits)
+/* a + b + c, stored (bfly5's sums of S_MUL products, in int). */
+static inline int32_t lp_fft_sum3(int64_t a, int64_t b, int64_t c, int32_t bits)
 {
-  return lp_fft_round((int64_t)a * b, bits);
+  return lp_fft_store(a + b + c, bits);
 }
 
 /* kf_bfly5. */
@@ -179,41 +197,44 @@ static inline void lp_fft_bfly5(int32_t *f, int32_t fstride, const int32_t *tw, 
     lp_fft_sub(s[9], s[2], s[3], bits);
     f0[0] = lp_fft_store((int64_t)f0[0] + ((int64_t)s[7][0] + s[8][0]), bits);
     f0[1] = lp_fft_store((int64_t)f0[1] + ((int64_t)s[7][1] + s[8][1]), bits);
-    s[5][0] = lp_fft_store(s[0][0] + lp_fft_smul(s[7][0], ya[0], bits) + lp_fft_smul(s[8][0], yb[0], bits), bits);
-    s[5][1] = lp_fft_store(s[0][1] + lp_fft_smul(s[7][1], ya[0], bits) + lp_fft_smul(s[8][1], yb[0], bits), bits);
-    s[6][0] = lp_fft_store(lp_fft_smul(s[10][1], ya[1], bits) + lp_fft_smul(s[9][1], yb[1], bits), bits);
-    s[6][1] = lp_fft_store(-lp_fft_smul(s[10][0], ya[1], bits) - lp_fft_smul(s[9][0], yb[1], bits), bits);
+    s[5][0] = lp_fft_sum3(s[0][0], lp_fft_smul(s[7][0], ya[0], bits), lp_fft_smul(s[8][0], yb[0], bits), bits);
+    s[5][1] = lp_fft_sum3(s[0][1], lp_fft_smul(s[7][1], ya[0], bits), lp_fft_smul(s[8][1], yb[0], bits), bits);
+    s[6][0] = lp_fft_sum3(0, lp_fft_smul(s[10][1], ya[1], bits), lp_fft_smul(s[9][1], yb[1], bits), bits);
+    s[6][1] = lp_fft_sum3(0, -(int64_t)lp_fft_smul(s[10][0], ya[1], bits), -(int64_t)lp_fft_smul(s[9][0], yb[1], bits),
+                          bits);
     lp_fft_sub(f1, s[5], s[6], bits);
     lp_fft_add(f4, s[5], s[6], bits);
-    s[11][0] = lp_fft_store(s[0][0] + lp_fft_smul(s[7][0], yb[0], bits) + lp_fft_smul(s[8][0], ya[0], bits), bits);
-    s[11][1] = lp_fft_store(s[0][1] + lp_fft_smul(s[7][1], yb[0], bits) + lp_fft_smul(s[8][1], ya[0], bits), bits);
-    s[12][0] = lp_fft_store(-lp_fft_smul(s[10][1], yb[1], bits) + lp_fft_smul(s[9][1], ya[1], bits), bits);
-    s[12][1] = lp_fft_store(lp_fft_smul(s[10][0], yb[1], bits) - lp_fft_smul(s[9][0], ya[1], bits), bits);
+    s[11][0] = lp_fft_sum3(s[0][0], lp_fft_smul(s[7][0], yb[0], bits), lp_fft_smul(s[8][0], ya[0], bits), bits);
+    s[11][1] = lp_fft_sum3(s[0][1], lp_fft_smul(s[7][1], yb[0], bits), lp_fft_smul(s[8][1], ya[0], bits), bits);
+    s[12][0] = lp_fft_sum3(0, -(int64_t)lp_fft_smul(s[10][1], yb[1], bits), lp_fft_smul(s[9][1], ya[1], bits), bits);
+    s[12][1] = lp_fft_sum3(0, lp_fft_smul(s[10][0], yb[1], bits), -(int64_t)lp_fft_smul(s[9][0], ya[1], bits), bits);
     lp_fft_add(f2, s[11], s[12], bits);
     lp_fft_sub(f3, s[11], s[12], bits);
   }
 }
 
-/* The leaf order of kf_work: output element j, whose mixed-radix digits over the remaining lengths are
-   k_s (j = sum k_s * m_s), takes input element sum k_s * p_0 ... p_(s-1). */
-static inline int32_t lp_fft_leaf(int32_t j, const int32_t *factors, int32_t stages)
-{
-  int32_t index = 0, stride = 1, s;
-  for (s = 0; s < stages; ++s) {
-    index += (j / factors[2 * s + 1]) * stride;
-    j %= factors[2 * s + 1];
-    stride *= factors[2 * s];
-  }
-  return index;
-}
-
-/* kf_work's leaves: the n complex values of `in` copied to `out` (separate arrays) in lp_fft_leaf's order. Both
-   scalar types here, int32 and float, are 4 bytes: a complex value is 8. */
+/* kf_work's leaves: the n complex values of `in` copied to `out` (separate arrays) in its order: output value
+   j, whose mixed-radix digits over the remaining lengths are k_s (j = sum k_s * m_s), is input value
+   sum k_s * p_0 ... p_(s-1). The digits are counted up with j (the last stage's is the lowest). Both scalar
+   types here, int32 and float, are 4 bytes: a complex value is 8. */
 static inline void lp_fft_leaves(const void *in, void *out, int32_t n, const int32_t *factors, int32_t stages)
 {
-  int32_t j;
+  int32_t digit[32] = {0}, stride[32];
+  int32_t j, s, source = 0;
+  stride[0] = 1;
+  for (s = 1; s < stages; ++s) {
+    stride[s] = stride[s - 1] * factors[2 * (s - 1)];
+  }
   for (j = 0; j < n; ++j) {
-    memcpy((uint8_t *)out + 8 * j, (const uint8_t *)in + 8 * lp_fft_leaf(j, factors, stages), 8);
+    memcpy((uint8_t *)out + 8 * j, (const uint8_t *)in + 8 * source, 8);
+    for (s = stages - 1; s >= 0; --s) {
+      if (++digit[s] < factors[2 * s]) {
+        source += stride[s];
+        break;
+      }
+      digit[s] = 0;
+      source -= (factors[2 * s] - 1) * stride[s];
+    }
   }
 }
 
