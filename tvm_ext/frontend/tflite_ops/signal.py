@@ -74,7 +74,7 @@ def convert_signal(converter, op, unwritten: dict[int, np.ndarray]) -> relax.Cal
     return _CONVERTERS[code](converter, args, options)
 
 
-def first_run_unwritten(code: str, options: dict[int, int], input_shapes: list[tuple[int, ...]]) -> list:
+def first_run_unwritten(code: str, options: dict[str, int], input_shapes: list[tuple[int, ...]]) -> list:
     """Per output of the operator, the bool mask of the elements TFLite Micro's kernel leaves unwritten on its
     first invocation after a reset (None: it writes them all): Energy's bins outside start..end; Framer's
     frames not complete yet (which the first invocation's count of samples decides); all of Stacker's output
