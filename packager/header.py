@@ -119,10 +119,11 @@ def _reset_declaration(plan: ExecutionPlan) -> list[str]:
     if not plan.states():
         return []
     return [
-        "/* The model keeps state between runs (TFLite variable tensors, e.g. SVDF's memory): each run reads the",
-        " * state the previous run left, as TFLite Micro's Invoke() does. The state is the bundle's own static",
-        " * memory, not the arena, so one bundle is one model instance and the run functions are not reentrant.",
-        " * It starts at its reset value; call this to start a new sequence (TFLM's ResetVariableTensors()). */",
+        "/* The model keeps state between runs (TFLite variable tensors, e.g. SVDF's memory, or an operator's own,",
+        " * e.g. the signal library's noise estimate): each run reads the state the previous run left, as TFLite",
+        " * Micro's Invoke() does. The state is the bundle's own static memory, not the arena, so one bundle is one",
+        " * model instance and the run functions are not reentrant. It starts at its reset value; call this to",
+        " * start a new sequence (TFLM's ResetVariableTensors(), or its Reset() of the signal operators). */",
         reset_signature(plan) + ";",
         "",
     ]

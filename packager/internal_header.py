@@ -11,6 +11,7 @@ from packager.c_text import macro_prefix
 from packager.copy_c import copy_helper_c
 from packager.dual_mac_c import dual_mac_helper_c
 from packager.fixed_point_c import requantize_helpers_c
+from packager.signal_c import signal_helpers_c
 
 
 def weight_symbol(plan: ExecutionPlan, tensor_name: str) -> str:
@@ -19,10 +20,11 @@ def weight_symbol(plan: ExecutionPlan, tensor_name: str) -> str:
 
 def write_internal_header(
     plan: ExecutionPlan, kernels: Sequence[KernelSignature], requantize_roundings: tuple[str, ...],
-    dual_mac: bool = False,
+    dual_mac: bool = False, signal_helpers: Sequence[str] = (),
 ) -> str:
     """The internal header: the `kernels`' prototypes, the requantization helpers they call, the dual MAC
-    helper where they call it (`dual_mac`), the weights."""
+    helper where they call it (`dual_mac`), the signal-library helpers they call (`signal_helpers`, C names),
+    the weights."""
     M = macro_prefix(plan.model)
     guard = f"{M}_INTERNAL_H"
     lines = [
@@ -50,6 +52,8 @@ def write_internal_header(
         lines += [requantize_helpers_c(plan.model, requantize_roundings)]
     if dual_mac:
         lines += [dual_mac_helper_c(plan.model), copy_helper_c(plan.model)]
+    if signal_helpers:
+        lines += [signal_helpers_c(signal_helpers)]
     lines += [
         "/* Weights (const: they stay in flash). */",
     ]

@@ -1,7 +1,9 @@
-"""The model's state (TFLite variable tensors, e.g. SVDF's activation state) as static buffers of the bundle.
+"""The model's state (TFLite variable tensors, e.g. SVDF's activation state; the persistent buffers of TFLite
+Micro's signal operators, e.g. the spectral subtraction's noise estimate) as static buffers of the bundle.
 
 Each STATE tensor of the plan is `static <T> <model>_<tensor>[n]` in `<model>_model.c`, initialised to its reset
-value (TFLM resets a variable tensor to its zero point when it allocates it), so the first run needs no call to
+value (TFLM resets a variable tensor to its zero point when it allocates it, and a signal operator's buffers in
+its Prepare), so the first run needs no call to
 `<model>_reset()`; that function restores every state buffer to its reset value. The state is the bundle's
 own memory, not the arena: it lives across runs, so one bundle is one model instance and its run functions
 are not reentrant.

@@ -505,6 +505,10 @@ TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None
     ),
     "hybrid int8 weights": (_hybrid, ErrorKind.HYBRID),
     "int8 SUB and a custom operator": (_int8_sub_and_custom, ErrorKind.UNSUPPORTED_OPERATOR),
+    "a signal-library operator without its options": (
+        lambda: replace(TinyTflite(), opcodes=[(CUSTOM, 1, "SignalFilterBankLog")]),
+        ErrorKind.OPERATOR,
+    ),
     "valid offline memory plan": (lambda: _with_offline_plan([1, 0, 4, -1, -1, -1, 0]), None),
     "offline plan with too few offsets": (
         lambda: _with_offline_plan([1, 0, 4, -1, 0]),

@@ -12,6 +12,10 @@ A model is data (``Model``: tensors, operators, graph inputs/outputs); ``build(m
                    options=Options("MulOptions", {"FusedActivationFunction": ActivationFunctionType.RELU}))
     Path("mul.tflite").write_bytes(build(Model([x, two, y], [mul], inputs=(0,), outputs=(2,))))
 
+A custom operator is ``Operator("CUSTOM", ..., custom_code="SignalWindow", custom_options=flexbuffer bytes)``
+(TFLite's converter writes a custom operator's attributes as a flexbuffer map:
+``flatbuffers.flexbuffers.Dumps({"shift": 12})``).
+
 Limits (kept small on purpose): one subgraph; options fields are scalars (ints, floats, bools) or tuples of
 ints (int32 vectors, e.g. SqueezeOptions' SqueezeDims); a tensor's constant data is stored little-endian in
 its own buffer (buffer 0 is TFLite's empty sentinel).
@@ -25,7 +29,7 @@ from typing import Optional, Union
 import numpy as np
 
 _TENSOR_TYPES = {"float32": "FLOAT32", "int8": "INT8", "int16": "INT16", "int32": "INT32", "uint8": "UINT8",
-                 "int64": "INT64", "bool": "BOOL"}
+                 "int64": "INT64", "bool": "BOOL", "uint32": "UINT32", "uint64": "UINT64"}
 
 
 @dataclass(frozen=True)
@@ -61,13 +65,21 @@ class Options:
 
 @dataclass(frozen=True)
 class Operator:
-    """One operator: a builtin's name (tflite.BuiltinOperator), tensor indices, its options table."""
+    """One operator: a builtin's name (tflite.BuiltinOperator), tensor indices, its options table; a "CUSTOM"
+    operator's code and options bytes."""
 
     builtin: str
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     options: Optional[Options] = None
     version: int = 1
+    custom_code: Optional[str] = None
+    custom_options: Optional[bytes] = None
+
+    @property
+    def code(self) -> tuple[str, Optional[str]]:
+        """What tells its operator code apart from the others: the builtin name and the custom code."""
+        return self.builtin, self.custom_code
 
 
 @dataclass
@@ -155,18 +167,21 @@ def build(model: Model) -> bytes:
         if tensor.variable:
             tflite.TensorAddIsVariable(b, True)
         tensors.append(tflite.TensorEnd(b))
-    builtins = sorted({op.builtin for op in model.operators})
+    codes = sorted({op.code for op in model.operators}, key=lambda code: (code[0], code[1] or ""))
     operators = []
     for op in model.operators:
         inputs, outputs = _int_vector(b, op.inputs), _int_vector(b, op.outputs)
         options = _options(b, op.options) if op.options else None
+        custom_options = b.CreateByteVector(op.custom_options) if op.custom_options is not None else None
         tflite.OperatorStart(b)
-        tflite.OperatorAddOpcodeIndex(b, builtins.index(op.builtin))
+        tflite.OperatorAddOpcodeIndex(b, codes.index(op.code))
         tflite.OperatorAddInputs(b, inputs)
         tflite.OperatorAddOutputs(b, outputs)
         if options is not None:
             tflite.OperatorAddBuiltinOptionsType(b, getattr(tflite.BuiltinOptions, op.options.table))
             tflite.OperatorAddBuiltinOptions(b, options)
+        if custom_options is not None:
+            tflite.OperatorAddCustomOptions(b, custom_options)
         operators.append(tflite.OperatorEnd(b))
     tensor_vector, operator_vector = _offset_vector(b, tensors), _offset_vector(b, operators)
     inputs, outputs = _int_vector(b, model.inputs), _int_vector(b, model.outputs)
@@ -176,14 +191,17 @@ def build(model: Model) -> bytes:
     tflite.SubGraphAddInputs(b, inputs)
     tflite.SubGraphAddOutputs(b, outputs)
     subgraph = tflite.SubGraphEnd(b)
-    versions = {op.builtin: op.version for op in model.operators}
+    versions = {op.code: op.version for op in model.operators}
     opcodes = []
-    for builtin in builtins:
+    for builtin, custom_code in codes:
         code = getattr(tflite.BuiltinOperator, builtin)
+        custom = b.CreateString(custom_code) if custom_code is not None else None
         tflite.OperatorCodeStart(b)
         tflite.OperatorCodeAddBuiltinCode(b, code)
         tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
-        tflite.OperatorCodeAddVersion(b, versions[builtin])
+        tflite.OperatorCodeAddVersion(b, versions[builtin, custom_code])
+        if custom is not None:
+            tflite.OperatorCodeAddCustomCode(b, custom)
         opcodes.append(tflite.OperatorCodeEnd(b))
     vectors = [_offset_vector(b, items) for items in (opcodes, [subgraph], buffers)]
     tflite.ModelStart(b)

@@ -23,6 +23,7 @@ from tvm import s_tir, tirx
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
 from tvm_ext.dual_mac import calls_to_dual_mac_helper
+from tvm_ext.kernels.signal import calls_to_signal_helpers
 from tvm_ext.exact_float_constants import exact_float_constants
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
 from tvm_ext.padding_test_hoist import hoist_padding_tests
@@ -50,6 +51,7 @@ class KernelSource:
     signatures: dict[str, KernelSignature]
     requantize_roundings: tuple[str, ...] = ()  # the `packager.fixed_point_c` helpers the kernels call
     dual_mac: bool = False  # whether the kernels call the `packager.dual_mac_c` helper
+    signal_helpers: tuple[str, ...] = ()  # the `packager.signal_c` helpers the kernels call (C names)
 
     @property
     def c_text(self) -> str:
@@ -283,8 +285,9 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         parameters = tuple(_parameter(p, i < num_inputs and i not in rewritten) for i, p in enumerate(func.params))
         signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters,
                                                      stream_orders(func, num_inputs, num_outputs))
-    with calls_to_c_helpers(prefix) as roundings, calls_to_dual_mac_helper(prefix) as dual_mac:
+    with calls_to_c_helpers(prefix) as roundings, calls_to_dual_mac_helper(prefix) as dual_mac, \
+            calls_to_signal_helpers() as signal_helpers:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     unused = {gvar.name_hint: _unused_parameters(func) for gvar, func in lowered.functions.items()}
     definitions = kernel_definitions(kernel_bodies(raw, set(signatures)), signatures, unused)
-    return KernelSource(definitions, signatures, tuple(sorted(roundings)), dual_mac.used)
+    return KernelSource(definitions, signatures, tuple(sorted(roundings)), dual_mac.used, tuple(sorted(signal_helpers)))

@@ -1,7 +1,7 @@
 """Relax `main` after `tvm_ext.lower` -> the ExecutionPlan (plain data) and the weights (numpy arrays).
 
-`main` must be one dataflow block of: `call_tir` of PrimFuncs, `R.reshape` (a view), var aliases, and a
-tuple of outputs. Anything else is an error naming the binding: the plan never silently drops a step.
+`main` must be one dataflow block of: `call_tir` of PrimFuncs (a kernel with several outputs returns a tuple,
+whose fields are read by `TupleGetItem`), `R.reshape` (a view), var aliases, and a tuple of outputs. Anything else is an error naming the binding: the plan never silently drops a step.
 `add_output_copies` runs first: it gives every model output storage of its own.
 """
 
@@ -75,18 +75,21 @@ def _outputs_without_own_storage(outputs: list[relax.Expr], bindings: list) -> l
     taken: set[relax.Var] = set()
     copied = []
     for index, expr in enumerate(outputs):
-        # Follow aliases and reshapes (views) to the storage: a call_tir result, or a parameter or constant.
+        # Follow aliases and reshapes (views) to the storage: a call_tir result (or one field of a kernel's
+        # several results), or a parameter or constant.
         while isinstance(expr, relax.Var) and (
             isinstance(value_of.get(expr), relax.Var)
             or (isinstance(value_of.get(expr), relax.Call) and value_of[expr].op.same_as(_RESHAPE))
         ):
             value = value_of[expr]
             expr = value if isinstance(value, relax.Var) else value.args[0]
-        computed = isinstance(expr, relax.Var) and isinstance(value_of.get(expr), relax.Call)
-        if not computed or expr in taken:
+        value = value_of.get(expr) if isinstance(expr, relax.Var) else None
+        storage = (value.tuple_value, value.index) if isinstance(value, relax.TupleGetItem) else expr
+        source = value_of.get(storage[0]) if isinstance(storage, tuple) else value
+        if not isinstance(source, relax.Call) or storage in taken:
             copied.append(index)
         else:
-            taken.add(expr)
+            taken.add(storage)
     return copied
 
 
@@ -207,6 +210,7 @@ class _PlanBuilder:
     constants: dict[str, np.ndarray]
     layers: Layers
     state_reset: dict[str, int] = field(default_factory=dict)  # STATE tensor -> its reset value
+    results: dict[relax.Var, tuple[str, ...]] = field(default_factory=dict)  # a kernel's tuple var -> its outputs
 
     def tensor_for(self, expr: relax.Expr, layer: str, constant_name: str = "") -> str:
         """The plan tensor name of a call argument (a var or a constant).
@@ -246,6 +250,22 @@ class _PlanBuilder:
         layout = _MODEL_LAYOUT.get(self.model.format, "") if len(shape) == 4 and role is not TensorRole.CONSTANT else ""
         self.tensors[name] = Tensor(name, shape, dtype, role, layer, view_of=view_of, layout=layout)
         return name
+
+    def add_results(self, var: relax.Var, layer: str, view_of: str | None = None) -> tuple[str, ...]:
+        """The tensors of a kernel call's result `var`: one, or one per field of its tuple (a kernel with
+        several outputs, each then read through a `TupleGetItem` of `var`); `view_of` for a single one."""
+        ty = var.ty
+        if not isinstance(ty, relax.TupleType):
+            return (self.add_var(var, TensorRole.INTERMEDIATE, layer, view_of),)
+        names = []
+        for field_ty in ty.fields:
+            if not isinstance(field_ty, relax.TensorType) or field_ty.shape is None or view_of is not None:
+                raise PlanError(f"{self.model.path.name}: {_layer_label(layer)} has a non-tensor or dynamic result")
+            name = f"act{sum(1 for t in self.tensors.values() if t.role is not TensorRole.CONSTANT)}"
+            names.append(self.add(name, [int(d) for d in field_ty.shape.values], str(field_ty.dtype),
+                                  TensorRole.INTERMEDIATE, layer))
+        self.results[var] = tuple(names)
+        return tuple(names)
 
     def add_var(self, var: relax.Var, role: TensorRole, layer: str, view_of: str | None = None) -> str:
         ty = var.ty
@@ -302,22 +322,24 @@ def extract_plan(
                          for k, (a, parameter) in enumerate(zip(value.args[1].fields, parameters)))
             # A kernel that rewrites the model's state writes its output over the state (see int8/svdf.py).
             state = args[state_operand] if state_operand is not None else None
-            output = builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=state)
+            outputs = builder.add_results(binding.var, layer, view_of=state)
             scratch = tuple(
                 builder.add(
-                    f"{output}_scratch{k}", (buf.nbytes // DTYPE_BYTES[buf.dtype],), buf.dtype, TensorRole.SCRATCH, layer
-                )
+                    f"{outputs[0]}_scratch{k}", (buf.nbytes // DTYPE_BYTES[buf.dtype],), buf.dtype, TensorRole.SCRATCH,
+                    layer)
                 for k, buf in enumerate(signatures[kernel].scratch)
             )
             operators = tuple(ModelOperator(r.name, r.kind, r.operator_index) for r in records)
-            calls.append(KernelCall(kernel, layers, args, (output,), scratch,
-                                    _access(signatures[kernel], args, (output,)), operators=operators,
+            calls.append(KernelCall(kernel, layers, args, outputs, scratch,
+                                    _access(signatures[kernel], args, outputs), operators=operators,
                                     macs=mac_count_of(mod[value.args[0]]), subgraph=subgraphs[index]))
         elif isinstance(value, relax.Call) and value.op.same_as(_RESHAPE):
             source = builder.tensor_for(value.args[0], layer)
             builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=source)
         elif isinstance(value, relax.Var):
             builder.name_of[binding.var] = builder.tensor_for(value, layer)
+        elif isinstance(value, relax.TupleGetItem) and value.tuple_value in builder.results:
+            builder.name_of[binding.var] = builder.results[value.tuple_value][value.index]
         elif isinstance(value, relax.Tuple):
             continue
         else:

@@ -1,7 +1,8 @@
 """Reference outputs from an independent runtime, for the bundle's embedded self-test.
 
-Float TFLite models run on LiteRT, int8 TFLite models on TFLite Micro (the golden for integer kernels),
-ONNX models on onnxruntime. The compiler's own output is never used as the expected output.
+Float TFLite models run on LiteRT, int8 TFLite models on TFLite Micro (the golden for integer kernels), and so
+does a model with TFLite Micro's own operators (its signal library, which LiteRT lacks); ONNX models run on
+onnxruntime. The compiler's own output is never used as the expected output.
 
 Each run is a process of its own, forked by a long-lived server (`tvm_ext.reference_server`, running
 `tvm_ext.reference_runtimes`): a runtime that crashes (a signal) or hangs on a model is reported as
@@ -70,23 +71,24 @@ class ReferenceRuntimeError(Exception):
 
 
 def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input_specs: list[TensorSpec],
-                  num_outputs: int) -> tuple[list[np.ndarray], str]:
-    """The reference runtime's outputs for `inputs`, and the runtime's name and version.
+                  num_outputs: int, micro_operators: bool = False) -> tuple[list[np.ndarray], str]:
+    """The reference runtime's outputs for `inputs`, and the runtime's name and version; `micro_operators`:
+    the model has operators only TFLite Micro runs.
 
     Raises ReferenceRuntimeError when the runtime refuses the model, crashes or outlives
     REFERENCE_TIMEOUT_SECONDS.
     """
-    with start_reference(path, model_format, inputs, input_specs, num_outputs) as running:
+    with start_reference(path, model_format, inputs, input_specs, num_outputs, micro_operators) as running:
         return running.result()
 
 
 def start_reference(path: Path, model_format: str, inputs: list[np.ndarray], input_specs: list[TensorSpec],
-                    num_outputs: int) -> RunningReference:
+                    num_outputs: int, micro_operators: bool = False) -> RunningReference:
     """The reference runtime started on `inputs` in its process, to be awaited with `result()` (see
     RunningReference); the arguments are run_reference's."""
     if model_format == "onnx":
         runtime = Runtime.ONNXRUNTIME
-    elif _is_integer_model(input_specs):
+    elif micro_operators or _is_integer_model(input_specs):
         runtime = Runtime.TFLITE_MICRO
     else:
         runtime = Runtime.LITERT

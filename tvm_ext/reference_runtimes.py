@@ -49,6 +49,9 @@ _FAILED_CHECK = re.compile(r"\s[^\s.:'{}][^.:'{}]*\bwas false\.\s")
 _WHITESPACE = re.compile(r"\s+")
 # Largest arena TFLite Micro is given, in bytes (far above any model a microcontroller runs).
 TFLM_MAX_ARENA_BYTES = 1 << 30
+# Smallest arena it is given: a small model of TFLite Micro's signal operators (SignalIrfft) allocates its
+# persistent buffers in the kernel's Init, where running out crashes the interpreter instead of failing.
+TFLM_MIN_ARENA_BYTES = 1 << 18
 # The message of TFLM's Python interpreter when the tensors do not fit its arena.
 _TFLM_ALLOCATION_FAILURE = "failed to allocate tensors"
 
@@ -124,10 +127,11 @@ def _run_litert(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.nda
 def _tflite_micro_interpreter(model: str):
     """TFLite Micro's interpreter for `model` on an arena large enough: its default arena (10x the file's
     bytes) cannot hold the tensors of a model with large activations and few weights, so the arena is
-    doubled, from that default, until TFLM allocates the tensors or TFLM_MAX_ARENA_BYTES is reached."""
+    doubled, from that default (at least TFLM_MIN_ARENA_BYTES), until TFLM allocates the tensors or
+    TFLM_MAX_ARENA_BYTES is reached."""
     from tflite_micro import runtime
 
-    arena_bytes = 10 * Path(model).stat().st_size
+    arena_bytes = max(10 * Path(model).stat().st_size, TFLM_MIN_ARENA_BYTES)
     while True:
         try:
             return runtime.Interpreter.from_file(model, arena_size=arena_bytes)

@@ -70,9 +70,10 @@ def combine(sources: list[KernelSource]) -> KernelSource:
     """One KernelSource from the subgraphs' sources, in their order: every definition and signature, every
     helper any of them calls."""
     roundings = tuple(sorted({r for source in sources for r in source.requantize_roundings}))
+    signal_helpers = tuple(sorted({h for source in sources for h in source.signal_helpers}))
     return KernelSource({name: text for source in sources for name, text in source.definitions.items()},
                         {name: sig for source in sources for name, sig in source.signatures.items()},
-                        roundings, any(source.dual_mac for source in sources))
+                        roundings, any(source.dual_mac for source in sources), signal_helpers)
 
 
 def generate_kernels(subgraphs: list[SubgraphKernels], target: tvm.target.Target, prefix: str,

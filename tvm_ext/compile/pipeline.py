@@ -230,7 +230,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         except target.ResourceError as err:
             raise DoesNotFitError(str(err)) from err
         if checked is not None:
-            referenced = stage("reference", lambda: reference_file(reference), _runtime)
+            referenced = stage("reference", lambda: reference_file(reference, imported), _runtime)
 
         packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
                                                         config, units), lambda p: f"{len(p.files)} files")
@@ -285,21 +285,28 @@ def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
 def start_reference_file(checked: Checked, imported: Imported) -> RunningReference:
     """The model file's reference runtime started on the self-test's input, in a process of its own (which
     reads the file by its path): awaited by `reference_file`, stopped when the caller's `with` block ends."""
+    from tvm_ext.model_check.signal_ops import SIGNAL_OPERATORS
     from tvm_ext.reference import start_reference
 
     model = imported.model
+    micro_operators = not checked.facts.op_types().isdisjoint(SIGNAL_OPERATORS)
     return start_reference(checked.path, checked.facts.format.value, imported.inputs, model.inputs,
-                           len(model.outputs))
+                           len(model.outputs), micro_operators)
 
 
-def reference_file(running: RunningReference) -> Referenced:
-    """The reference runtime's outputs, once its process ended; CompileError with its one line."""
+def reference_file(running: RunningReference, imported: Imported) -> Referenced:
+    """The reference runtime's outputs, once its process ended, 0 where TFLite Micro leaves an output unwritten
+    (`ImportedModel.first_run_unwritten`: its values there are whatever its arena held, the bundle writes 0);
+    CompileError with its one line."""
     from tvm_ext.reference import ReferenceRuntimeError
 
     try:
-        return Referenced(*running.result())
+        expected, runtime = running.result()
     except ReferenceRuntimeError as err:
         raise CompileError(str(err)) from err
+    unwritten = imported.model.first_run_unwritten
+    return Referenced([np.where(unwritten[k].reshape(e.shape), np.zeros((), e.dtype), e) if k in unwritten else e
+                       for k, e in enumerate(expected)], runtime)
 
 
 def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, layout: str | None = None
@@ -361,6 +368,7 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
         plan=planned.plan, memory=planned.memory, buffers=planned.buffers, kernels_c=generated.source.c_text,
         kernel_signatures=tuple(generated.source.signatures.values()),
         requantize_roundings=generated.source.requantize_roundings, dual_mac=generated.source.dual_mac,
+        signal_helpers=generated.source.signal_helpers,
         constants=generated.constants,
         vectors=TestVectors(imported.inputs, referenced.expected, referenced.runtime),
         config=config, input_names=[s.name for s in imported.model.inputs],
@@ -379,7 +387,7 @@ def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -
     source = generated.source
     files = {**library_sources(generated.plan, {f"{model}_kernels.c": source.c_text},
                                tuple(source.signatures.values()), source.requantize_roundings, source.dual_mac,
-                               generated.constants, profile.alignment_bytes),
+                               generated.constants, profile.alignment_bytes, source.signal_helpers),
              "Makefile": write_makefile(model, config)}
     if config.emulated is not None:  # the self-test ELF's rules, for its own objects of the same sources
         files[QEMU_TEST_MAKEFILE] = makefile_fragment(model, config)

@@ -11,7 +11,7 @@ import functools
 import re
 import traceback
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +33,7 @@ from .tflite_ops.quantize import convert_quantize
 from .tflite_ops.quantized import QUANTIZED_MODEL_ATTR, tflite_has_quantized_tensors
 from .tflite_ops.refusal import OperatorRefused
 from .tflite_ops.resize_nearest import convert_resize_nearest_neighbor
+from .tflite_ops.signal import SIGNAL_CODES, convert_signal, custom_code
 from .tflite_ops.softmax import convert_softmax
 from .tflite_ops.strided_slice import convert_strided_slice
 from .tflite_ops.svdf import convert_svdf
@@ -66,6 +67,9 @@ class ImportedModel:
     layers: list[LayerRecord]  # the model's operators that became Relax bindings, in model order
     inputs: list[TensorSpec]
     outputs: list[TensorSpec]
+    # Model output index -> the elements (a bool mask of its shape) TFLite Micro leaves unwritten on a first
+    # invocation (signal operators: tflite_ops.signal.first_run_unwritten), where the bundle writes 0.
+    first_run_unwritten: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 class ModelImportError(Exception):
@@ -253,6 +257,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
     from tvm_ext.model_check.tflite_check import tflite_dtype_name
 
     results = _OperatorResults()
+    unwritten: dict[int, np.ndarray] = {}  # tensor index -> first_run_unwritten's mask
 
     class LayerNamingConverter(tflite_frontend.OperatorConverter):
         """TVM's TFLite converter, binding each operator's result to a var of its own and recording it."""
@@ -269,7 +274,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             # which TFLite Micro pads as it is); SOFTMAX (TVM's drops beta); STRIDED_SLICE (ours refuses the options
             # TFLite Micro does not implement);
             # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers);
-            # UNIDIRECTIONAL_SEQUENCE_LSTM (TVM's is float only and makes the state a constant).
+            # UNIDIRECTIONAL_SEQUENCE_LSTM (TVM's is float only and makes the state a constant); TFLite Micro's
+            # signal-library custom operators (TVM has none; named by their custom code, see get_op_code_str).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
                    "PACK": lambda op: convert_pack(self, op), "UNPACK": lambda op: convert_unpack(self, op),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
@@ -289,7 +295,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                    "RESIZE_NEAREST_NEIGHBOR": functools.partial(
                        convert_resize_nearest_neighbor, self,
                        tvm_convert=self.convert_map["RESIZE_NEAREST_NEIGHBOR"]),
-                   "UNIDIRECTIONAL_SEQUENCE_LSTM": functools.partial(convert_unidirectional_sequence_lstm, self)}
+                   "UNIDIRECTIONAL_SEQUENCE_LSTM": functools.partial(convert_unidirectional_sequence_lstm, self),
+                   **{code: functools.partial(convert_signal, self, unwritten=unwritten) for code in SIGNAL_CODES}}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
             # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).
@@ -313,6 +320,11 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                     raise ModelImportError(f"{path.name}: layer {record.label}: {_import_failure(err)}") from err
 
             return convert_and_name
+
+        def get_op_code_str(self, op):
+            """TVM's operator name, or a signal-library custom operator's code (e.g. "SignalWindow")."""
+            code = custom_code(self, op)
+            return code if code in SIGNAL_CODES else super().get_op_code_str(op)
 
         def get_tensors(self, tensors_idx_list):
             """TVM's tensor wrappers, with the quantized axis set to 0 where the file's cannot matter: a 1-D
@@ -412,6 +424,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
         layers=results.records,
         inputs=[spec(i) for i in subgraph.InputsAsNumpy()],
         outputs=[spec(i) for i in subgraph.OutputsAsNumpy()],
+        first_run_unwritten={k: unwritten[int(i)] for k, i in enumerate(subgraph.OutputsAsNumpy()) if i in unwritten},
     )
 
 

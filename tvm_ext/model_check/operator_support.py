@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import functools
 
+from .signal_ops import SIGNAL_OPERATORS
+
 TFLITE_INT8_OPS: frozenset[str] = frozenset(
     {
         "ADD",
@@ -138,8 +140,10 @@ ONNX_EXCLUDED: dict[str, str] = {
 # ONNX operator domains whose op_types TVM's ONNX frontend looks up in its convert map.
 ONNX_DOMAINS: frozenset[str] = frozenset({"", "ai.onnx", "com.microsoft"})
 
-# TFLite custom operator codes TVM's frontend maps to a converter name.
-TFLITE_CUSTOM_CODES: dict[str, str] = {"TFLite_Detection_PostProcess": "DETECTION_POSTPROCESS"}
+# TFLite custom operator codes the compiler knows, by the operator name it gives them: TVM's frontend's converter
+# name, or our own converters' (TFLite Micro's signal library: tvm_ext/frontend/tflite_ops/signal.py).
+TFLITE_CUSTOM_CODES: dict[str, str] = {"TFLite_Detection_PostProcess": "DETECTION_POSTPROCESS",
+                                       **{code: code for code in SIGNAL_OPERATORS}}
 
 
 @functools.cache
@@ -169,6 +173,8 @@ def tflite_refusal(op: str, quantized: bool, int16_activations: bool = False) ->
     """
     if op in TFLITE_EXCLUDED:
         return TFLITE_EXCLUDED[op]
+    if op in SIGNAL_OPERATORS:
+        return None  # TFLite Micro's signal library: its kernels are ours, for every type it runs
     if op in TFLITE_STATEFUL_INT8_ONLY and not quantized:
         return f"{_STATE}: only its integer form has a stateful kernel in our pipeline"
     if op not in tvm_tflite_ops():

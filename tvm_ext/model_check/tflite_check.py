@@ -17,6 +17,7 @@ from .tflite_layers import tflite_layer_name
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
 from .limits import MAX_TENSOR_BYTES, has_c_type, oversize_problem, shape_problem, tensor_bytes
 from .operator_support import TFLITE_CUSTOM_CODES, tflite_refusal
+from .signal_ops import SIGNAL_OPERATORS, SignalOptionsError, TensorView, operator_problem, read_options
 from .tflite_reader import TfliteModel, TfliteOperator, TfliteQuantization, TfliteSubgraph, TfliteTensor, read_tflite
 from .tflite_versions import known_versions
 
@@ -126,6 +127,7 @@ def check_tflite(model: str, path: str, data: bytes) -> ModelFacts:
     _check_quantized_operators(model, graph, op_names)
     _check_requantization_multipliers(model, graph, op_names)
     _check_operator_support(model, flat, graph, op_names)
+    _check_signal_operators(model, flat, graph, op_names)
     return _facts(path, flat, graph, op_names)
 
 
@@ -434,9 +436,12 @@ def _check_hybrid(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names
 
 def _check_quantized_operators(model: str, graph: TfliteSubgraph, op_names: list[str]) -> None:
     """In an operator with quantized tensors, every tensor of a quantizable integer type has a scale:
-    TFLite's integer kernels cannot run without one."""
+    TFLite's integer kernels cannot run without one (TFLite Micro's signal operators read raw integers, and
+    no scale)."""
     unscaled: dict[int, list[str]] = {}  # tensor index -> layers of the quantized operators using it
     for op, name in zip(graph.operators, op_names, strict=True):
+        if name in SIGNAL_OPERATORS:
+            continue
         tensors = [graph.tensors[i] for i in (*op.inputs, *op.outputs) if i >= 0]
         if any(_is_quantized(t) for t in tensors):
             for tensor in tensors:
@@ -494,6 +499,38 @@ def _check_operator_support(
     for (label, reason), layers in refused.items():
         problems.add(f"{label} ({reason}) at {layers_phrase(layers)}")
     problems.raise_if_any()
+
+
+def _check_signal_operators(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> None:
+    """Each of TFLite Micro's signal-library operators has the custom options its kernel reads and tensors it
+    can run on (`signal_ops`: TFLite Micro checks neither, and would read or write out of bounds)."""
+    problems = ProblemList(model, ErrorKind.OPERATOR, "signal-library operators TFLite Micro cannot run as given")
+    for op, name in zip(graph.operators, op_names, strict=True):
+        if name not in SIGNAL_OPERATORS:
+            continue
+        spec = SIGNAL_OPERATORS[name]
+        try:
+            options = read_options(spec, op.custom_options)
+            problem = operator_problem(spec, options, [_tensor_view(flat, graph, i) for i in op.inputs],
+                                       [_tensor_view(flat, graph, i) for i in op.outputs])
+        except SignalOptionsError as err:
+            problem = str(err)
+        if problem is not None:
+            problems.add(f"{name} at layer {quote(_layer(graph, op))}: {problem}")
+    problems.raise_if_any()
+
+
+def _tensor_view(flat: TfliteModel, graph: TfliteSubgraph, index: int) -> TensorView:
+    """An operator's tensor as `signal_ops` reads it (an omitted input: an empty float32 tensor, which no
+    signal operator reads)."""
+    if index < 0:
+        return TensorView((0,), "float32")
+    tensor = graph.tensors[index]
+    dtype = _DTYPES[tensor.type_code].name
+    data = flat.buffers[tensor.buffer].data
+    whole_bytes = _DTYPES[tensor.type_code].bits % 8 == 0  # int4 constants are packed
+    values = np.frombuffer(data, dtype=np.dtype(dtype).newbyteorder("<")) if len(data) and whole_bytes else None
+    return TensorView(tensor.shape, dtype, values)
 
 
 def _facts(path: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> ModelFacts:

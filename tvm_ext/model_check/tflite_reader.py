@@ -57,6 +57,7 @@ class TfliteOperator:
     opcode_index: int
     inputs: tuple[int, ...]  # -1 marks an omitted optional input
     outputs: tuple[int, ...]
+    custom_options: bytes = b""  # a custom operator's options (TFLite's converter writes a flexbuffer map)
 
 
 @dataclass(frozen=True)
@@ -264,4 +265,5 @@ def _read_operator(reader: _BoundedReader, graph, o: int) -> TfliteOperator:
         opcode_index=reader.get(what, op.OpcodeIndex),
         inputs=reader.ints(f"{what} inputs", op.InputsLength, op.InputsAsNumpy),
         outputs=reader.ints(f"{what} outputs", op.OutputsLength, op.OutputsAsNumpy),
+        custom_options=bytes(reader.ints(f"{what} custom options", op.CustomOptionsLength, op.CustomOptionsAsNumpy)),
     )

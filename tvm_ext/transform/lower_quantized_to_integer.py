@@ -9,7 +9,8 @@ the flatbuffer); weights stay int8 and biases int32 Relax constants.
 Each operator's lowering is a module of ``tvm_ext.transform.int8``, registered in its ``LOWERINGS``
 table; this module is the driver: it walks main's bindings, asks the table which lowering completes each,
 emits the matched kernel call (folding a following int8 clip) and sends what no lowering matches to the
-float fallback or to UnsupportedOperatorError.
+float fallback or to UnsupportedOperatorError. A kernel the frontend made itself (a ``call_tir``: TFLite
+Micro's signal operators, which compute on raw integers) is kept as it is, with its layer.
 
 Each lowering's module states the pattern it recognises (``int8/conv.py``, ``int8/softmax.py``, ...).
 
@@ -43,6 +44,7 @@ from .int8.lowering import LoweringContext, Mismatch, Site
 # stored values. Every other lowering's kernel is int8 only (a RELU's clamps to int8), so it does not take an
 # operator whose result is int16.
 INT16_OPERATORS = TFLITE_16X8_OPS | {"SVDF", "QUANTIZE", "RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS"}
+_CALL_TIR = Op.get("relax.call_tir")
 
 
 @tvm_ffi.register_error
@@ -97,10 +99,15 @@ class LowerQuantizedToInteger:
             return mod  # a float model: nothing to lower
         if _lowered_with_float_layers(mod["main"]):
             return mod  # already lowered, its float layers kept by choice (tvm_ext.quantize: mixed precision)
-        rewriter = _MainRewriter(self, mod["main"])
+        rewriter = _MainRewriter(self, mod["main"], mod)
         new_mod = rewriter.run()
         self.float_fallback_layers = rewriter.fallback_layers
         return new_mod
+
+
+def _is_kernel_call(value) -> bool:
+    """Whether `value` is a ``call_tir``: a kernel the frontend made itself."""
+    return isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR)
 
 
 def _is_quantized(func: relax.Function) -> bool:
@@ -127,9 +134,10 @@ def _lowered_with_float_layers(func: relax.Function) -> bool:
 class _MainRewriter:
     """Builds the integer main with a BlockBuilder, one kernel call per operator a lowering matches."""
 
-    def __init__(self, options: LowerQuantizedToInteger, func: relax.Function) -> None:
+    def __init__(self, options: LowerQuantizedToInteger, func: relax.Function, mod: tvm.IRModule) -> None:
         self.options = options
         self.func = func
+        self.mod = mod  # the PrimFuncs of the frontend's own kernels
         self.graph = Graph(func)
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
@@ -137,6 +145,7 @@ class _MainRewriter:
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer
+        self.kept_records: dict[relax.Var, LayerRecord] = {}  # a frontend kernel's call or result field -> its layer
 
     def run(self) -> tvm.IRModule:
         with self.bb.function("main", list(self.func.params)):
@@ -160,7 +169,7 @@ class _MainRewriter:
         """``main`` carrying the kernel calls' records, then the float fallback's, each binding its own."""
         records = list(self.emitter.records)
         position_of = dict(self.emitter.records_of_var)
-        for var, record in self.fallback_records.items():
+        for var, record in {**self.kept_records, **self.fallback_records}.items():
             if record not in records:
                 records.append(record)
             position_of[var] = records.index(record)
@@ -190,6 +199,10 @@ class _MainRewriter:
         if isinstance(value, relax.Var) and value in self.lowered:
             self.lowered[binding.var] = self.lowered[value]
             return
+        if _is_kernel_call(value) or (isinstance(value, relax.TupleGetItem) and _is_kernel_call(
+                self.graph.producer.get(value.tuple_value))):
+            self._keep(binding)
+            return
         result = self._lower(binding.var, value, Site.BINDING)
         if isinstance(result, Mismatch):
             self._fallback(binding, result.found)
@@ -210,6 +223,20 @@ class _MainRewriter:
             return result
         operator = result.found if isinstance(result, Mismatch) else describe(value)
         raise UnsupportedOperatorError.at(self.options.model_name, operator, self._layer(value, expr))
+
+    def _keep(self, binding: relax.Binding) -> None:
+        """Emit the frontend's own kernel call (or a field of its results) as it is, on the new graph's
+        variables, its PrimFunc copied into the new module."""
+        value, records = binding.value, self.graph.records_of(binding.value)
+        if isinstance(value, relax.TupleGetItem):
+            kept = relax.TupleGetItem(self._reemit(value.tuple_value, records), value.index)
+        else:
+            function = self.bb.add_func(self.mod[value.args[0]], value.args[0].name_hint)
+            operands = relax.Tuple([self._reemit(arg, records) for arg in value.args[1].fields])
+            kept = relax.call_tir(function, operands, value.ty_args[0])
+        self.lowered[binding.var] = self.bb.emit(kept)
+        if records:
+            self.kept_records[self.lowered[binding.var]] = records[0]
 
     def _fallback(self, binding: relax.Binding, operator: str) -> None:
         if not self.options.allow_float_fallback:
