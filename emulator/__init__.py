@@ -4,9 +4,11 @@ Beside the packager, which writes the bundle's files (`packager.cortex_m` writes
 runs and measures what was written. Import the module you need (this file imports none of them, so that
 `emulator.selftest`, which reads the bundle layout from `packager.cortex_m.support`, forms no import cycle):
 
-- `boards`: the board table (memory map, QEMU machine, timer) and the compile target record (cpu flags).
+- `boards`: the board table (memory map, QEMU machine, timer, UART0), the exit marker, and the compile target
+  record (cpu flags).
 - `tools`: the host programs needed (`missing_tools()`).
-- `qemu`: `run_qemu(elf, board, timeout_s)` -> exit status, output, instructions per inference.
+- `qemu`: `run_qemu(elf, board, timeout_s)` -> the program's exit status (its exit marker), its UART output,
+  instructions per inference; the board program gets no capability on the host (no semihosting, no network).
 - `sizes`: `read_sizes(elf, su_files, ...)` -> flash/RAM bytes and the stack peak of the run call.
 - `selftest`: `run_selftest(out_dir, name, target)`: build, run and measure in one call (manifest entry).
 - `stack`: the stack peak method (-fstack-usage frames along the call graph of the linked ELF).

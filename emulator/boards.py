@@ -1,17 +1,21 @@
 """The emulated boards and the cores compiled for them, as data.
 
-One table of QEMU boards (memory map, timer), and the record of a compile target: a core and the board
-that runs its code. Its compiler flags are not here: the bundle's one `BuildConfig` (from the device
+One table of QEMU boards (memory map, timer, console UART), and the record of a compile target: a core and
+the board that runs its code. Its compiler flags are not here: the bundle's one `BuildConfig` (from the device
 profile) holds them, so the emulated self-test runs exactly the code the library ships; every other module
 of `emulator` and `packager.cortex_m` reads these records, and nothing else hard-codes an address or a machine name.
 
 Facts (QEMU 7.2, hw/arm/mps2.c and hw/arm/mps2-tz.c, checked by the tests on the real emulator):
 - mps2-an385/an386/an500 boot from a vector table at 0x0; SSRAM1 (4 MiB) at 0x0, SSRAM2/3 (4 MiB) at
-  0x20000000; the CMSDK APB timer0 at 0x40000000 is clocked at 25 MHz and raises IRQ 8.
+  0x20000000; the CMSDK APB timer0 at 0x40000000 is clocked at 25 MHz and raises IRQ 8; the CMSDK APB
+  UART0 at 0x40004000 is QEMU's serial0 (stdout under -nographic).
 - mps2-an505 (SSE-200 style IoT Kit, TrustZone) starts the Cortex-M33 in Secure state from VTOR_S =
   0x10000000, the Secure alias of SSRAM1 (4 MiB); SSRAM2 and SSRAM3 (2 MiB each, contiguous) are at
   0x28000000, Secure alias 0x38000000; the IoT Kit timer0 (Secure alias 0x50000000) is clocked at 20 MHz
-  and raises IRQ 3.
+  and raises IRQ 3; the FPGA's CMSDK APB UART0 (0x40200000, Secure alias 0x50200000, behind a PPC that lets
+  Secure accesses through by default) is serial0.
+- On all four, writing SYSRESETREQ to the core's AIRCR requests a system reset, which `-no-reboot` turns into
+  QEMU's exit with status 0: how a board program ends (its status is in its exit marker, below).
 """
 
 from __future__ import annotations
@@ -23,6 +27,11 @@ MIB = 1024 * 1024
 ICOUNT_SHIFT = 7
 """QEMU `-icount shift=N`: every executed instruction advances the virtual clock by 2**N ns."""
 
+EXIT_MARKER = "lp: exit "
+"""A board program's last line is this text and its exit status in decimal (`lp: exit 0`): the startup code
+prints it on the UART when main returns (or exit() is called) and when a fault ends the program, then resets
+the board. QEMU's own exit status says only that QEMU ran; the program's is this line's."""
+
 FAULT_EXIT_CODES: dict[str, int] = {
     "NMI": 90,
     "HardFault": 91,
@@ -32,7 +41,8 @@ FAULT_EXIT_CODES: dict[str, int] = {
     "SecureFault": 95,
     "UnexpectedInterrupt": 96,
 }
-"""QEMU exit status the startup code gives for each exception (a self-test itself exits 0 or 1)."""
+"""The exit status the startup code's exit marker gives for each exception, after a line `lp: <name>` (a
+self-test itself exits 0, 1 or 2)."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +56,8 @@ class MemoryRegion:
 @dataclass(frozen=True)
 class Board:
     """A QEMU machine: `name` is the `-M` argument; `timer0_*` locate the CMSDK APB timer0 (base address,
-    input clock in Hz, interrupt number)."""
+    input clock in Hz, interrupt number); `uart0_base` is the address of the CMSDK APB UART that QEMU
+    connects to serial0, the board program's only output."""
 
     name: str
     core: str  # the core QEMU emulates on this board
@@ -55,6 +66,7 @@ class Board:
     timer0_base: int
     timer0_hz: int
     timer0_irq: int
+    uart0_base: int
 
 
 @dataclass(frozen=True)
@@ -74,12 +86,12 @@ BOARDS: dict[str, Board] = {
     board.name: board
     for board in (
         Board("mps2-an385", "cortex-m3", MemoryRegion(0x00000000, 4 * MIB), MemoryRegion(0x20000000, 4 * MIB),
-              0x40000000, 25_000_000, 8),
+              0x40000000, 25_000_000, 8, 0x40004000),
         Board("mps2-an386", "cortex-m4", MemoryRegion(0x00000000, 4 * MIB), MemoryRegion(0x20000000, 4 * MIB),
-              0x40000000, 25_000_000, 8),
+              0x40000000, 25_000_000, 8, 0x40004000),
         Board("mps2-an500", "cortex-m7", MemoryRegion(0x00000000, 4 * MIB), MemoryRegion(0x20000000, 4 * MIB),
-              0x40000000, 25_000_000, 8),
+              0x40000000, 25_000_000, 8, 0x40004000),
         Board("mps2-an505", "cortex-m33", MemoryRegion(0x10000000, 4 * MIB), MemoryRegion(0x38000000, 4 * MIB),
-              0x50000000, 20_000_000, 3),
+              0x50000000, 20_000_000, 3, 0x50200000),
     )
 }

@@ -54,7 +54,6 @@ def run_call_profile(out_dir: Path, board: Board, timeout_s: float = 600.0) -> C
     """Build OUT/'s profiling build, run it on `board` and read the instructions of each of its calls."""
     make_cross(out_dir, "cortex-m-profile-elf")
     result = run_qemu(Path(out_dir) / PROFILE_ELF, board, timeout_s)
-    if result.exit_code != 0:
-        raise CallProfileError(f"the profiling build of {out_dir} ended with exit code {result.exit_code} on "
-                               f"{board.name}")
+    if result.exit_status != 0:
+        raise CallProfileError(f"the profiling build of {out_dir} ended with {result.ending()} on {board.name}")
     return read_call_profile(result.stdout)

@@ -30,16 +30,13 @@ class CortexMSelfTest:
     result: QemuResult
     sizes: dict[str, object]
 
-    @property
-    def passed(self) -> bool:
-        return self.result.exit_code == 0
-
     def manifest_entry(self) -> dict[str, object]:
-        """JSON-ready facts for manifest.json: target, board, verdict, instructions, bytes."""
+        """JSON-ready facts for manifest.json: target, board, the exit status the self-test's exit marker
+        reported (the verdict is packager.selftest_verdict's), instructions, bytes."""
         return {
             "target": self.target.name,
             "board": self.target.board.name,
-            "selftest_exit_code": self.result.exit_code,
+            "selftest_exit_code": self.result.exit_status,
             "instructions_per_inference": self.result.instructions,
             "instructions_note": INSTRUCTIONS_NOTE,
             **self.sizes,

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from packager.archive import archive
-from packager.build import SelftestResult
 from packager.bundle import BundleInputs
 from packager.cortex_m import CROSS_BUILD_DIR
 from packager.manifest import manifest, manifest_json
 from packager.report import REPORT_FILE, LayerReport, layer_report
+from packager.selftest_verdict import SelftestResult
 
 HOST_SELFTEST_PROGRAM = "selftest"
 """The self-test program the bundle's Makefile links on the host (`make selftest`)."""

@@ -10,8 +10,9 @@ Exit status 0 when every output agrees with the reference, 1 on a mismatch, 2 wh
   for is little-endian) is printed beside the reference's, computed here in Python, so that builds on
   different machines can show they computed the same bits; a float output that is not bit-identical still
   passes within its tolerance.
-On a mismatch the self-test prints the output, the first failing element, and both values.
-`packager.build._result` reads back what it prints. The comparison helpers are static C in
+On a mismatch the self-test prints the output, the first failing element, and both values; after every
+output its verdict line, PASS_LINE or FAIL_LINE. `packager.selftest_verdict` reads back what it prints and
+alone decides whether the bundle passed (the exit status alone does not). The comparison helpers are static C in
 packager/templates/selftest_*.c (`.c.in`: per C type, `$t` the type and `$fmt` its printf format).
 """
 
@@ -39,6 +40,13 @@ class TestVectors:
     atol_lsb: int = 0  # integer outputs
 
 
+PASS_LINE = "selftest: PASS"
+FAIL_LINE = "selftest: FAIL"
+"""The self-test's last line of its own: its verdict, printed after every output's report."""
+
+RUN_FAILED_STATUS = 2
+"""selftest.c's exit status when the bundle's run call returned an error status (0: passed, 1: a mismatch)."""
+
 FLOAT_PRINT_FORMAT = {"float": "%.9g", "double": "%.17g"}
 """printf formats that print each float C type's values exactly enough to read them back (round trip)."""
 
@@ -54,6 +62,13 @@ def fnv1a_32(data: bytes) -> int:
 def expected_checksum(values: np.ndarray, dtype: str) -> int:
     """The checksum of `values` as the output's C array holds them (little-endian bytes of `dtype`)."""
     return fnv1a_32(np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<")).tobytes())
+
+
+def reference_checksums(plan: ExecutionPlan, vectors: TestVectors) -> tuple[int, ...]:
+    """The checksum of each of the reference's outputs (`vectors.expected`, in the plan's output order) as the
+    bundle's C arrays hold them: what selftest.c embeds and must print back."""
+    return tuple(expected_checksum(values.astype(plan.tensors[name].dtype), plan.tensors[name].dtype)
+                 for name, values in zip(plan.outputs, vectors.expected, strict=True))
 
 
 def _is_float(io: IoTensor) -> bool:
@@ -134,24 +149,23 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         f'  printf("selftest: {m} compared with %s\\n", {c_string(vectors.reference)});',
         f"  if (status != {M}_OK) {{",
         '    printf("selftest: run failed with status %d\\n", status);',
-        "    return 2;",
+        f"    return {RUN_FAILED_STATUS};",
         "  }",
     ]
     if in_arena:
         lines += [f"  memcpy(selftest_output{k}, {m}_{io.field}(), sizeof(selftest_output{k}));"
                   for k, io in enumerate(outputs)]
-    for index, (io, values) in enumerate(zip(outputs, vectors.expected)):
+    for index, (io, reference_checksum) in enumerate(zip(outputs, reference_checksums(plan, vectors))):
         arrays = f"selftest_output{index}, selftest_expected{index}, {io.elements}u"
         if _is_float(io):
             lines.append(f"  failed |= check_{io.c_type}({index}u, {arrays}, {vectors.rtol!r});")
         else:
             lines.append(f"  failed |= check_{io.c_type}({index}u, {arrays}, UINT64_C({vectors.atol_lsb}));")
         bit_exact = int(not _is_float(io) and vectors.atol_lsb == 0)
-        reference_checksum = expected_checksum(values.astype(io.tensor.dtype), io.tensor.dtype)
         lines.append(f"  failed |= check_checksum({index}u, selftest_output{index}, sizeof(selftest_output{index}), "
                      f"0x{reference_checksum:08x}ul, {bit_exact});")
     lines += [
-        '  printf("selftest: %s\\n", failed ? "FAIL" : "PASS");',
+        f'  printf("%s\\n", failed ? {c_string(FAIL_LINE)} : {c_string(PASS_LINE)});',
         "  return failed;",
         "}",
         "",

@@ -113,15 +113,18 @@ def run_with_reset_last(out: Path, model: str, inputs: list[np.ndarray], output_
 def run_with_reset_last_on_qemu(out: Path, model: str, inputs: list[np.ndarray],
                                 output_dtypes: Sequence = (np.int8,)) -> list:
     """As `run_with_reset_last`, for a cortex-m4f bundle: the driver built by the bundle's own cortex-m4f
-    rules (its library's flags) in place of the self-test, and run on QEMU's mps2-an386."""
-    sources = _write_driver(out, model, inputs, output_dtypes) + ["cortex_m/startup.c", "cortex_m/lp_icount.c"]
+    rules (its library's flags) in place of the self-test, and run on QEMU's mps2-an386 as the self-test is."""
+    from emulator.boards import BOARDS
+    from emulator.qemu import run_qemu
+    from packager.cortex_m.support import BOARD_SOURCES
+
+    sources = _write_driver(out, model, inputs, output_dtypes) + list(BOARD_SOURCES)
     elf = "build-cortex-m/driver.elf"
     subprocess.run(["make", "-s", "-C", str(out), "-f", "cortex_m/qemu-test.mk", "cortex-m-elf",
                     f"CORTEX_M_SRCS={' '.join(sources)}", f"CORTEX_M_ELF={elf}"], check=True, capture_output=True)
-    printed = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none",
-                              "-semihosting", "-kernel", str(out / elf)],
-                             check=True, capture_output=True, text=True, timeout=120).stdout
-    return _outputs(printed, output_dtypes)
+    run = run_qemu(out / elf, BOARDS["mps2-an386"], timeout_s=120)
+    assert run.exit_status == 0, f"the driver ended with {run.ending()}: {run.stdout}"
+    return _outputs(run.stdout, output_dtypes)
 
 
 def tflm_invocations(model: bytes, inputs: list[np.ndarray], outputs: int = 1) -> list:

@@ -19,6 +19,9 @@ pytest.importorskip("tvm")
 from audio_preprocessor_models import FeatureParams, audio_preprocessor, frames_of, speech_audio  # noqa: E402
 from c_checks import loops_without_constant_bounds, strict_sanitized_selftest  # noqa: E402
 from conftest import models_dir  # noqa: E402
+from emulator.boards import BOARDS  # noqa: E402
+from emulator.qemu import run_qemu  # noqa: E402
+from packager.cortex_m.support import BOARD_SOURCES  # noqa: E402
 from stateful_bundle_driver import run_with_reset_last, tflm_invocations  # noqa: E402
 
 KEYWORD_MODEL = "tflm/micro_speech_quantized.tflite"
@@ -183,13 +186,12 @@ def test_two_bundles_in_one_firmware_on_cortex_m4f_match_tflite_micro(compiled, 
     bundles, audio = _chain(compiled, "cortex-m4f")
     folder = tmp_path / "firmware"
     sources = _firmware(folder, [b.out_dir for b in bundles], audio, len(frames_of(audio)))
-    sources += ["cortex_m/startup.c", "cortex_m/lp_icount.c"]
+    sources += list(BOARD_SOURCES)
     elf = "build-cortex-m/chain.elf"
     subprocess.run(["make", "-s", "-C", str(folder), "-f", "cortex_m/qemu-test.mk", "cortex-m-elf",
                     f"CORTEX_M_SRCS={' '.join(sources)}", f"CORTEX_M_ELF={elf}"], check=True, capture_output=True)
-    printed = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none",
-                              "-semihosting", "-kernel", str(folder / elf)],
-                             check=True, capture_output=True, text=True, timeout=300)
+    printed = run_qemu(folder / elf, BOARDS["mps2-an386"], timeout_s=300)
+    assert printed.exit_status == 0, f"the firmware ended with {printed.ending()}: {printed.stdout}"
     features, scores = _printed(printed.stdout)
     expected_features, expected_scores = _tflm_chain(audio_preprocessor(), audio)
     np.testing.assert_array_equal(features, expected_features)

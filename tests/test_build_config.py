@@ -15,7 +15,7 @@ import pytest
 import target
 from packager.build_files import write_cmakelists, write_makefile
 from packager.cortex_m import write_cortex_m_support
-from packager.cortex_m.support import bundle_sources
+from packager.cortex_m.support import BOARD_SOURCES, bundle_sources
 from tvm_ext.compile.pipeline import build_config
 
 BOARD_FLAGS = ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O1", "-DMY_BOARD_FLAG=1",
@@ -67,7 +67,7 @@ def test_every_build_file_compiles_with_the_profiles_flags(tmp_path: Path) -> No
 def test_a_profile_flag_change_reaches_the_qemu_builds_compile_lines(tmp_path: Path) -> None:
     builtin_lines = qemu_compile_lines(write_build_files(tmp_path / "builtin", target.load_profile("cortex-m4f")))
     board_lines = qemu_compile_lines(write_build_files(tmp_path / "board", board_profile(tmp_path)))
-    assert len(board_lines) == len(bundle_sources("tiny")) + 2  # the bundle's sources, startup.c, lp_icount.c
+    assert len(board_lines) == len(bundle_sources("tiny")) + len(BOARD_SOURCES)  # the bundle's, then ours
     for words in board_lines:
         assert words[0] == "arm-none-eabi-gcc"
         position = words.index(BOARD_FLAGS[0])

@@ -87,7 +87,7 @@ def test_state_lives_across_runs_and_resets(tmp_path) -> None:
     )
     write_bundle(tmp_path, bundle)
     build_bundle(tmp_path, bundle.config)
-    result, _ = selftest_bundle(tmp_path, "stateful", bundle.config)
+    result, _ = selftest_bundle(tmp_path, bundle)
     assert result.passed  # the first run starts from the reset value
     header = (tmp_path / "stateful.h").read_text()
     assert "void stateful_reset(void);" in header and "#define STATEFUL_STATE_BYTES 8u" in header

@@ -82,4 +82,4 @@ def test_the_bundle_sources_compile_in_parallel_with_two_jobs(tmp_path, monkeypa
     build_bundle(folder, bundle.config, jobs=2)
     assert len(list(markers.glob("started.*"))) == 3
     assert not list(markers.glob("alone.*")), "a compile ran alone: make ran one compiler at a time"
-    assert selftest_bundle(folder, "hand", bundle.config)[0].passed
+    assert selftest_bundle(folder, bundle)[0].passed

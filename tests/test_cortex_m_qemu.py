@@ -22,7 +22,7 @@ from emulator.tools import missing_tools
 from packager.cortex_m import (QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, profiled_model_source,
                                write_cortex_m_support)
 from conftest import profile_build_config, profile_target
-from packager.cortex_m.support import SUPPORT_DIR, selftest_compile_flags, selftest_link_flags
+from packager.cortex_m.support import BOARD_SOURCES, SUPPORT_DIR, selftest_compile_flags, selftest_link_flags
 
 _MISSING = missing_tools()
 if _MISSING:
@@ -136,7 +136,9 @@ int main(void)
 #endif
     TINY_PROBE
     printf("y=%.9g acc=%ld\\n", (double)y, (long)acc);
-    return status != 0 || y != TINY_EXPECTED_Y || acc != TINY_EXPECTED_ACC;
+    const int failed = status != 0 || y != TINY_EXPECTED_Y || acc != TINY_EXPECTED_ACC;
+    printf("selftest: %s\\n", failed ? "FAIL" : "PASS");
+    return failed;
 }
 """
 
@@ -236,7 +238,7 @@ def test_tiny_bundle_passes_its_selftest_on_its_board(tiny_build: tuple[CortexMT
     target, elf = tiny_build
     result = run_qemu(elf, target.board, RUN_TIMEOUT_S)
     x, wf, q, wq = _tiny_data()
-    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.exit_status == 0, result.stdout + result.stderr
     assert f"acc={int(np.dot(q.astype(np.int64), wq.astype(np.int64)))}" in result.stdout
     assert result.instructions is not None and result.instructions > 2 * N
 
@@ -324,7 +326,7 @@ def test_run_selftest_names_the_compiler_error_of_a_broken_bundle(tmp_path: Path
 def test_a_failing_selftest_gives_a_nonzero_status_through_make(tmp_path: Path, target_name: str) -> None:
     target = profile_target(target_name)
     elf = build_tiny(tmp_path, target, wrong_expectation=True)
-    assert run_qemu(elf, target.board, RUN_TIMEOUT_S).exit_code == 1
+    assert run_qemu(elf, target.board, RUN_TIMEOUT_S).exit_status == 1
     assert make(tmp_path, "qemu-test").returncode != 0
 
 
@@ -345,10 +347,10 @@ def test_a_fault_exits_with_its_own_status(tmp_path: Path, target_name: str, pro
     target = profile_target(target_name)
     result = run_qemu(build_tiny(tmp_path, target, probe=probe), target.board, RUN_TIMEOUT_S)
     if fault is None:
-        assert result.exit_code == 0, result.stdout
+        assert result.exit_status == 0, result.stdout
     else:
-        assert result.exit_code == FAULT_EXIT_CODES[fault]
-        assert f"lp: {fault}" in result.stdout + result.stderr
+        assert result.exit_status == FAULT_EXIT_CODES[fault] and result.ending() == f"a {fault}"
+        assert f"\nlp: {fault}\n" in result.stdout
 
 
 def test_cortex_m0plus_code_is_armv6m_soft_float_and_runs_on_the_m3_board(tmp_path: Path) -> None:
@@ -361,7 +363,7 @@ def test_cortex_m0plus_code_is_armv6m_soft_float_and_runs_on_the_m3_board(tmp_pa
     assert "Tag_FP_arch" not in attributes
     assert "__aeabi_fmul" in symbols  # float arithmetic in software
     assert target.board.core == "cortex-m3"
-    assert run_qemu(elf, target.board, RUN_TIMEOUT_S).exit_code == 0
+    assert run_qemu(elf, target.board, RUN_TIMEOUT_S).exit_status == 0
 
 
 @pytest.mark.parametrize("target_name", TARGETS)
@@ -369,10 +371,10 @@ def test_our_support_sources_compile_without_a_warning(tmp_path: Path, target_na
     config = profile_build_config(target_name)
     support = tmp_path / SUPPORT_DIR
     write_cortex_m_support(tmp_path, "tiny", config)
-    for source in ("startup.c", "lp_icount.c"):
+    for source in (*BOARD_SOURCES, f"{SUPPORT_DIR}/lp_call_profile.c"):
         compiled = subprocess.run(
             [config.cc, *selftest_compile_flags(config), "-Werror", "-Wconversion", "-Wshadow",
-             f"-I{support}", "-c", str(support / source), "-o", str(tmp_path / f"{source}.o")],
+             f"-I{support}", "-c", str(tmp_path / source), "-o", str(tmp_path / f"{Path(source).name}.o")],
             capture_output=True, text=True, check=False)
         assert compiled.returncode == 0, compiled.stderr
 
@@ -388,8 +390,8 @@ def _build_spin(out: Path, target: CortexMTarget, trips: tuple[int, ...]) -> Pat
     subprocess.run(
         [config.cc, *selftest_compile_flags(config), f"-DSPIN_TRIPS={','.join(map(str, trips))}",
          f"-I{support}", "-T", str(support / "link.ld"),
-         *selftest_link_flags(config), str(out / "main.c"), str(out / "spin.S"), str(support / "startup.c"),
-         str(support / "lp_icount.c"), "-o", str(elf)],
+         *selftest_link_flags(config), str(out / "main.c"), str(out / "spin.S"),
+         *(str(out / source) for source in BOARD_SOURCES), "-o", str(elf)],
         check=True, cwd=out,
     )
     return elf
@@ -398,7 +400,7 @@ def _build_spin(out: Path, target: CortexMTarget, trips: tuple[int, ...]) -> Pat
 def spin_counts(elf: Path, target: CortexMTarget, timeout_s: float = RUN_TIMEOUT_S) -> dict[int, int]:
     """Instructions measured around spin(n), by trip count n."""
     result = run_qemu(elf, target.board, timeout_s)
-    assert result.exit_code == 0, result.stdout
+    assert result.exit_status == 0, result.stdout
     return {int(t): int(i) for t, i in re.findall(r"trips (\d+) instructions (\d+)", result.stdout)}
 
 
@@ -433,17 +435,24 @@ def test_instruction_count_survives_timer_wraps(tmp_path: Path, target_name: str
     assert counts[long_run] - counts[1000] - 2 * (long_run - 1000) in (one_wrap, one_wrap + 1)
 
 
-@pytest.mark.slow
-def test_cmake_qemu_test_target_builds_and_runs_the_selftest(tmp_path: Path) -> None:
-    target = profile_target("cortex-m4f")
-    write_tiny_bundle(tmp_path, target)
-    (tmp_path / "CMakeLists.txt").write_text(
+def configure_tiny_cmake(bundle: Path) -> Path:
+    """Give the tiny bundle in `bundle` a CMakeLists.txt (its library, and cortex_m/'s targets through
+    QEMU_TEST_CMAKE_INCLUDE) and configure it; return the build folder."""
+    (bundle / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(tiny C)\n"
         "add_library(tiny STATIC tiny_kernels.c tiny_model.c tiny_weights.c)\n"
         f"{QEMU_TEST_CMAKE_INCLUDE}\n"
     )
-    build = tmp_path / "build"
-    subprocess.run(["cmake", "-S", str(tmp_path), "-B", str(build)], check=True, capture_output=True)
+    build = bundle / "build"
+    subprocess.run(["cmake", "-S", str(bundle), "-B", str(build)], check=True, capture_output=True)
+    return build
+
+
+@pytest.mark.slow
+def test_cmake_qemu_test_target_builds_and_runs_the_selftest(tmp_path: Path) -> None:
+    target = profile_target("cortex-m4f")
+    write_tiny_bundle(tmp_path, target)
+    build = configure_tiny_cmake(tmp_path)
     host = subprocess.run(["cmake", "--build", str(build)], capture_output=True, text=True)
     assert host.returncode == 0, host.stdout + host.stderr
     assert not (build / "cortex_m" / "selftest.elf").exists()  # the host build leaves the cross build out

@@ -132,6 +132,6 @@ def test_running_a_missing_elf_is_an_error_not_a_failed_selftest(tmp_path: Path)
 def test_ticks_per_instruction_follow_from_the_timer_clock_and_the_icount_shift() -> None:
     assert ticks_per_instruction(BOARDS["mps2-an386"]) == Fraction(128 * 25, 1000)  # 128 ns at 25 MHz
     assert ticks_per_instruction(BOARDS["mps2-an505"]) == Fraction(128 * 20, 1000)  # 128 ns at 20 MHz
-    slow = Board("slow", "cortex-m4", MemoryRegion(0, 1), MemoryRegion(0, 1), 0x40000000, 1_000_000, 8)
+    slow = Board("slow", "cortex-m4", MemoryRegion(0, 1), MemoryRegion(0, 1), 0x40000000, 1_000_000, 8, 0x40004000)
     with pytest.raises(ValueError, match="slow: 0.128 timer ticks per instruction"):
         ticks_per_instruction(slow)

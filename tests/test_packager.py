@@ -69,7 +69,7 @@ def test_hand_made_plan_builds_and_self_tests(tmp_path, expected, passes):
     bundle = hand_made_bundle(np.array(expected, np.float32))
     write_bundle(tmp_path, bundle)
     build_bundle(tmp_path, bundle.config)
-    result, measured = selftest_bundle(tmp_path, "hand", bundle.config)
+    result, measured = selftest_bundle(tmp_path, bundle)
     assert measured == {} and result.where == "host"
     assert result.passed is passes
     assert result.exit_code == (0 if passes else 1)

@@ -188,7 +188,7 @@ def run_cases_under_qemu(folder: Path, profile: str, rows: str, selftest_c: str)
     built = subprocess.run(["make", "-s", "-C", str(folder), "cortex-m-elf"], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     result = run_qemu(folder / SELFTEST_ELF, config.emulated.board, 120)
-    assert result.exit_code == 0 and "wrong 0" in result.stdout, result.stdout + result.stderr
+    assert result.exit_status == 0 and "wrong 0" in result.stdout, result.stdout + result.stderr
 
 
 def test_quantized_multiplier_bound_holds_for_the_largest_input():

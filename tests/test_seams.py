@@ -123,7 +123,7 @@ def test_the_call_order_makes_a_new_plan(monkeypatch) -> None:
 
 def test_the_manifest_is_written_once_at_the_end_with_the_final_facts(tmp_path: Path) -> None:
     from packager import BundleFacts, finish_bundle, write_bundle
-    from packager.build import SelftestResult
+    from packager.selftest_verdict import SelftestResult
 
     bundle = hand_made_bundle(np.array([[-1.5, 7.0]], np.float32))
     write_bundle(tmp_path, bundle)

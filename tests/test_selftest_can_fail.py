@@ -8,6 +8,7 @@ is what "the bundle computes", the expected output what "the reference computed"
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -53,18 +54,21 @@ def copy_bundle(outputs: list[tuple[str, list, list]]):
     )
 
 
-def self_test(tmp_path, outputs, edit_selftest=None):
-    """Write, build and run the copy bundle's self-test; `edit_selftest` may rewrite selftest.c first."""
+def self_test(tmp_path, outputs, edit_selftest=None, config=None):
+    """Write, build and run the copy bundle's self-test; `edit_selftest` may rewrite selftest.c first; `config`
+    (a BuildConfig) builds it for a profile other than the host's."""
     from packager import write_bundle
     from packager.build import build_bundle, selftest_bundle
 
     bundle = copy_bundle(outputs)
+    if config is not None:
+        bundle = replace(bundle, config=config)
     write_bundle(tmp_path, bundle)
     if edit_selftest:
         source = tmp_path / "selftest.c"
         source.write_text(edit_selftest(source.read_text()))
     build_bundle(tmp_path, bundle.config)
-    return selftest_bundle(tmp_path, "copy", bundle.config)[0]
+    return selftest_bundle(tmp_path, bundle)[0]
 
 
 def test_nan_where_a_finite_value_is_expected_fails_and_says_where(tmp_path):

@@ -5,10 +5,13 @@ selftest.c` and `<name>.h`; selftest.c's `main()` returns 0 when the outputs mat
 `LP_CORTEX_M`, so selftest.c can measure one inference with `cortex_m/lp_icount.h` under `#ifdef LP_CORTEX_M`.
 
 The bundle's Makefile adds the line `QEMU_TEST_MAKE_INCLUDE` and its CMakeLists.txt the line
-`QEMU_TEST_CMAKE_INCLUDE`; both then have a `qemu-test` target that builds the self-test ELF and runs it
-under `qemu-system-arm -semihosting`: its exit status is the verdict. The ELF is compiled with the bundle's
-`BuildConfig` (the compiler and every flag the shipped library is compiled with) plus only COMPILE_FLAGS,
-which do not change the code: the instructions and sizes measured are those of the code that ships.
+`QEMU_TEST_CMAKE_INCLUDE`; both then have a `qemu-test` target that builds the self-test ELF and runs it with
+`cortex_m/qemu-run.sh`: QEMU with no host capability (emulator.qemu.board_arguments, no semihosting), the
+program's output on the board's UART0, its end an exit marker line and a system reset; the target fails
+unless the self-test printed its PASS line and ended with exit status 0. The ELF is compiled with the
+bundle's `BuildConfig` (the compiler and every flag the shipped library is compiled with) plus only
+COMPILE_FLAGS, which do not change the code: the instructions and sizes measured are those of the code that
+ships. Its C library is newlib-nano with our own system calls (lp_syscalls.c), not a semihosting library.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING
 
-from emulator.boards import FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
-from emulator.qemu import qemu_command
+from emulator.boards import EXIT_MARKER, FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
+from emulator.qemu import SANDBOX, board_arguments
+from packager.c_text import c_string
 from packager.files import replace_file
+from packager.selftest import PASS_LINE
 from packager.template_files import template_text
 
 if TYPE_CHECKING:  # packager.build_files imports this package: no import cycle at run time
@@ -43,6 +48,9 @@ the run function of `profiled_model_source`."""
 QEMU_TEST_MAKEFILE = f"{SUPPORT_DIR}/qemu-test.mk"
 """The self-test ELF's Makefile (`makefile_fragment`), relative to OUT/."""
 
+QEMU_RUN_SCRIPT = f"{SUPPORT_DIR}/qemu-run.sh"
+"""The script that runs a board program on QEMU and judges its end (`qemu_run_script`), relative to OUT/."""
+
 QEMU_TEST_MAKE_INCLUDE = f"include {QEMU_TEST_MAKEFILE}"
 QEMU_TEST_CMAKE_INCLUDE = f"include({SUPPORT_DIR}/qemu-test.cmake)"
 
@@ -53,15 +61,17 @@ COMPILE_FLAGS: tuple[str, ...] = ("-fstack-usage", "-DLP_CORTEX_M")
 """What the self-test's cross build adds to the library's compile flags: stack usage files (for the stack
 peak) and the macro that lets selftest.c count instructions. Neither changes the library's code."""
 
-LINK_FLAGS: tuple[str, ...] = (
-    "--specs=nano.specs", "--specs=rdimon.specs", "-Wl,-u,_printf_float", "-Wl,--gc-sections",
-)
+LINK_FLAGS: tuple[str, ...] = ("--specs=nano.specs", "-Wl,-u,_printf_float", "-Wl,--gc-sections")
 """What the self-test's link needs besides `-T <linker script>` (added to the profile's link flags, each once):
-newlib-nano with semihosting stdio (rdimon)."""
+newlib-nano, whose system calls are our lp_syscalls.c (UART0 output, no host file), with printf's floats."""
 
-_COPIED_FILES = ("startup.c", "lp_icount.c", "lp_icount.h", "lp_call_profile.c", "lp_call_profile.h",
+_SUPPORT_SOURCES = ("startup.c", "lp_console.c", "lp_syscalls.c", "lp_icount.c")
+_COPIED_FILES = (*_SUPPORT_SOURCES, "lp_console.h", "lp_icount.h", "lp_call_profile.c", "lp_call_profile.h",
                  "qemu-test.cmake", "arm-none-eabi.cmake")
-_SUPPORT_SOURCES = ("startup.c", "lp_icount.c")
+
+BOARD_SOURCES = tuple(f"{SUPPORT_DIR}/{source}" for source in _SUPPORT_SOURCES)
+"""Our C files every program for the board links (startup, UART0 output and system calls, the instruction
+counter), relative to OUT/."""
 
 
 MODEL_CODE_SUFFIXES = ("_kernels", "_model")
@@ -86,7 +96,7 @@ def profile_sources(name: str) -> list[str]:
     of `<name>_model.c`, and the counter's and the per-call report's support files."""
     model_c = f"{name}_model.c"
     bundle = [profiled_model_source(name) if source == model_c else source for source in bundle_sources(name)]
-    return bundle + [f"{SUPPORT_DIR}/{source}" for source in (*_SUPPORT_SOURCES, "lp_call_profile.c")]
+    return bundle + [*BOARD_SOURCES, f"{SUPPORT_DIR}/lp_call_profile.c"]
 
 
 def model_code_stems(name: str) -> tuple[str, ...]:
@@ -98,8 +108,9 @@ def write_cortex_m_support(out_dir: Path, name: str, config: BuildConfig,
                            stack_bytes: int = DEFAULT_STACK_BYTES) -> list[Path]:
     """Write OUT/cortex_m/ for model `name` built as `config` says, on `config.emulated`; return the files.
 
-    Files: startup.c, lp_icount.c, lp_icount.h (copied), lp_board.h, link.ld, qemu-test.mk, CMakeLists.txt
-    (generated for the target's board and flags), qemu-test.cmake and arm-none-eabi.cmake (copied).
+    Files: startup.c, lp_console.c/.h, lp_syscalls.c, lp_icount.c/.h, lp_call_profile.c/.h (copied),
+    lp_board.h, link.ld, qemu-test.mk, qemu-run.sh, CMakeLists.txt (generated for the target's board and
+    flags), qemu-test.cmake and arm-none-eabi.cmake (copied).
     Raises ValueError when `config` has no emulated target.
     """
     target = _emulated(config)
@@ -109,6 +120,7 @@ def write_cortex_m_support(out_dir: Path, name: str, config: BuildConfig,
         "lp_board.h": board_header(target),
         "link.ld": linker_script(target.board, stack_bytes),
         "qemu-test.mk": makefile_fragment(name, config),
+        "qemu-run.sh": qemu_run_script(target),
         "CMakeLists.txt": cmake_project(name, config),
     }
     written = []
@@ -120,7 +132,8 @@ def write_cortex_m_support(out_dir: Path, name: str, config: BuildConfig,
 
 
 def board_header(target: CortexMTarget) -> str:
-    """lp_board.h: the board's timer, the -icount shift and the fault exit statuses, as C macros."""
+    """lp_board.h: the board's timer and UART0, the -icount shift, the exit marker and the fault exit statuses,
+    as C macros."""
     board = target.board
     ticks = ticks_per_instruction(board)
     lines = [
@@ -131,11 +144,13 @@ def board_header(target: CortexMTarget) -> str:
         f"#define LP_TIMER0_BASE 0x{board.timer0_base:08X}u",
         f"#define LP_TIMER0_HZ {board.timer0_hz}u",
         f"#define LP_TIMER0_IRQ {board.timer0_irq}",
+        f"#define LP_UART0_BASE 0x{board.uart0_base:08X}u /* QEMU's serial0 */",
         f"#define LP_ICOUNT_SHIFT {ICOUNT_SHIFT} /* must match qemu-system-arm -icount shift=N */",
         "/* timer0 ticks per executed instruction: 2^shift ns x Hz / 1e9, as a reduced fraction */",
         f"#define LP_TICKS_PER_INSTRUCTION_NUM {ticks.numerator}u",
         f"#define LP_TICKS_PER_INSTRUCTION_DEN {ticks.denominator}u",
     ]
+    lines.append(f"#define LP_EXIT_MARKER {c_string(EXIT_MARKER)} /* then the exit status: the last line */")
     lines += [f"#define LP_EXIT_{fault.upper()} {status}" for fault, status in FAULT_EXIT_CODES.items()]
     lines += ["#endif /* LP_BOARD_H */", ""]
     return "\n".join(lines)
@@ -188,10 +203,23 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
         cflags=" ".join((*selftest_compile_flags(config), "-I.", f"-I{SUPPORT_DIR}")),
         ldflags=" ".join((*selftest_link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld")),
         libs=" ".join(config.libs),
-        sources=" ".join(bundle_sources(name) + [f"{SUPPORT_DIR}/{source}" for source in _SUPPORT_SOURCES]),
+        sources=" ".join(bundle_sources(name) + list(BOARD_SOURCES)),
         profile_elf=PROFILE_ELF,
         profile_sources=" ".join(profile_sources(name)),
-        qemu_args=shlex.join(qemu_command(target.board)[1:]),
+        run_script=QEMU_RUN_SCRIPT,
+        verdict_line=PASS_LINE,
+    )
+
+
+def qemu_run_script(target: CortexMTarget) -> str:
+    """cortex_m/qemu-run.sh: runs a program on `target`'s board with no host capability and exits 0 only when
+    the program ended with exit status 0 (and printed the line asked for)."""
+    return Template(template_text("packager.cortex_m", "qemu-run.sh.in")).substitute(
+        target=target.name,
+        board=target.board.name,
+        board_arguments=shlex.join(board_arguments(target.board)),
+        sandbox=SANDBOX,
+        exit_marker=EXIT_MARKER,
     )
 
 
@@ -199,7 +227,7 @@ def cmake_project(name: str, config: BuildConfig) -> str:
     """cortex_m/CMakeLists.txt: the cross-compiled `selftest.elf` with a `qemu-test` target, and the profiling
     build's `profile.elf` with a `qemu-profile` target (not built by default)."""
     target = _emulated(config)
-    sources = _cmake_paths(bundle_sources(name) + [f"{SUPPORT_DIR}/{source}" for source in _SUPPORT_SOURCES])
+    sources = _cmake_paths(bundle_sources(name) + list(BOARD_SOURCES))
     return Template(template_text("packager.cortex_m", "CMakeLists.txt.in")).substitute(
         target=target.name,
         board=target.board.name,
@@ -208,7 +236,7 @@ def cmake_project(name: str, config: BuildConfig) -> str:
         cmake_ldflags=" ".join((*selftest_link_flags(config), "-T${CMAKE_CURRENT_SOURCE_DIR}/link.ld")),
         cmake_sources=" ".join(sources),
         cmake_profile_sources=" ".join(_cmake_paths(profile_sources(name))),
-        qemu_args=" ".join(qemu_command(target.board)[1:]),
+        verdict_line=PASS_LINE,
     )
 
 

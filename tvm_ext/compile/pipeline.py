@@ -28,10 +28,11 @@ from memory_planner.from_plan import buffers_from_plan
 from memory_planner.order import choose_order
 from memory_planner.plan import ExecutionPlan
 from packager import BundleFacts, BundleInputs, TestVectors, finish_bundle, write_bundle
-from packager.build import BuildError, SelftestResult, build_bundle, selftest_bundle
+from packager.build import BuildError, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig, write_makefile
 from packager.bundle import library_sources
 from packager.cortex_m.support import QEMU_TEST_MAKEFILE, makefile_fragment
+from packager.selftest_verdict import SelftestResult
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
@@ -239,7 +240,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                                "here")
         built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs, early),
                       lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
-    tested = stage("self-test", lambda: self_test(folder, planned.plan, config), _describe_selftest)
+    tested = stage("self-test", lambda: self_test(folder, packaged.bundle), _describe_selftest)
     if not tested.result.passed:
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
     facts = bundle_facts(profile, config, planned, tested, units, options.quantization, lowered.layouts)
@@ -407,9 +408,10 @@ def build(folder: Path, plan: ExecutionPlan, config: BuildConfig, file_name: str
     return Built(folder / f"lib{plan.model}.a")
 
 
-def self_test(folder: Path, plan: ExecutionPlan, config: BuildConfig) -> Tested:
-    """Run the self-test where the profile says (host or emulated board); the verdict is the caller's to judge."""
-    return Tested(*selftest_bundle(folder, plan.model, config))
+def self_test(folder: Path, bundle: BundleInputs) -> Tested:
+    """Run the self-test where the profile says (host or emulated board), judged against the reference
+    (packager.selftest_verdict); whether a failure stops the compile is the caller's to decide."""
+    return Tested(*selftest_bundle(folder, bundle))
 
 
 def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> list[UnitChoice]:
@@ -485,14 +487,12 @@ def _compiler_version(cc: str) -> str:
 
 
 def _selftest_failure(result: SelftestResult, reference: str) -> str:
-    """A failed self-test in one line: the first mismatch with the reference, or how the program ended."""
+    """A failed self-test in one line: the first mismatch with the reference, or what it did not show."""
     if result.mismatches:
         more = len(result.mismatches) - 1
         return (f"the bundle disagrees with the reference {reference} on {result.where}: "
                 + result.mismatches[0].describe() + (f" (and {more} more findings)" if more else ""))
-    if result.exit_code == 2:
-        return f"the bundle's run call returned an error status on the self-test's input on {result.where}"
-    return f"the bundle's self-test on {result.where} ended with exit code {result.exit_code} before comparing"
+    return f"the bundle's self-test on {result.where} {result.problem}"
 
 
 def build_config(profile) -> BuildConfig:

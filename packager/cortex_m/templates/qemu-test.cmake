@@ -1,6 +1,7 @@
 # `cmake --build <dir> --target qemu-test` (or qemu-profile, the profiling build): builds cortex_m/ with the
-# arm-none-eabi toolchain as an external project and runs the self-test under QEMU; exit status is the
-# verdict. Not part of `all`, so the host build needs no cross compiler. Include from the bundle's
+# arm-none-eabi toolchain as an external project and runs the self-test under QEMU with cortex_m/qemu-run.sh
+# (no host capability; the build fails unless the self-test prints its PASS line and ends with exit status 0).
+# Not part of `all`, so the host build needs no cross compiler. Include from the bundle's
 # CMakeLists.txt: include(cortex_m/qemu-test.cmake)
 include(ExternalProject)
 ExternalProject_Add(cortex_m_selftest

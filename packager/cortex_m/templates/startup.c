@@ -2,13 +2,16 @@
  *
  * The core boots from the vector table that link.ld keeps first in flash: initial stack pointer, then the
  * reset handler. The reset handler copies .data from flash, zeroes .bss, enables the FPU on hard-float
- * builds, opens newlib's semihosting stdio (rdimon) and calls exit(main()), so main's return value becomes
- * QEMU's exit status. Every fault exits QEMU with its own status (LP_EXIT_* in lp_board.h).
+ * builds, enables UART0 (the program's output, lp_console.h) and calls exit(main()): newlib flushes stdout,
+ * and lp_syscalls.c's _exit prints the exit marker with main's return value and resets the board, which
+ * ends QEMU (-no-reboot). Every fault prints "lp: <its name>" and ends the same way with its own status
+ * (LP_EXIT_* in lp_board.h). Nothing here, nor anywhere in the program, uses semihosting.
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "lp_board.h"
+#include "lp_console.h"
 
 extern uint32_t __data_load__[];
 extern uint32_t __data_start__[];
@@ -19,40 +22,19 @@ extern uint32_t __stack_top__[];
 
 extern int main(void);
 extern void __libc_init_array(void);
-extern void initialise_monitor_handles(void);
 
 void Reset_Handler(void);
-
-#define LP_SEMIHOSTING_SYS_WRITE0 0x04u
-#define LP_SEMIHOSTING_SYS_EXIT_EXTENDED 0x20u
-#define LP_ADP_STOPPED_APPLICATION_EXIT 0x20026u
 
 #define LP_CPACR (*(volatile uint32_t *)0xE000ED88u)
 #define LP_SHCSR (*(volatile uint32_t *)0xE000ED24u)
 #define LP_CCR (*(volatile uint32_t *)0xE000ED14u)
 
-static void lp_semihosting_call(uint32_t operation, const void *argument)
-{
-    register uint32_t r0 __asm__("r0") = operation;
-    register const void *r1 __asm__("r1") = argument;
-    __asm__ volatile("bkpt 0xAB" : "+r"(r0) : "r"(r1) : "memory");
-}
-
-/* Ends the emulation with `status` as QEMU's exit status (semihosting SYS_EXIT_EXTENDED). */
-static void __attribute__((noreturn)) lp_exit_qemu(uint32_t status)
-{
-    const uint32_t block[2] = {LP_ADP_STOPPED_APPLICATION_EXIT, status};
-    lp_semihosting_call(LP_SEMIHOSTING_SYS_EXIT_EXTENDED, block);
-    for (;;) {
-    }
-}
-
-/* Names the exception on the host's stderr, then exits QEMU with its status. */
-#define LP_FAULT_HANDLER(handler, message, status)                          \
-    void __attribute__((noreturn)) handler(void)                            \
-    {                                                                       \
-        lp_semihosting_call(LP_SEMIHOSTING_SYS_WRITE0, "lp: " message "\n"); \
-        lp_exit_qemu(status);                                               \
+/* Names the exception on the UART (no stdio: its state may be what failed), then ends the run with its status. */
+#define LP_FAULT_HANDLER(handler, message, status)    \
+    void __attribute__((noreturn)) handler(void)      \
+    {                                                 \
+        lp_console_line("lp: " message);              \
+        lp_end(status);                               \
     }
 
 LP_FAULT_HANDLER(NMI_Handler, "NMI", LP_EXIT_NMI)
@@ -126,7 +108,7 @@ void Reset_Handler(void)
      * (a HardFault). On an ARMv6-M core this bit is read-as-one and the write does nothing. */
     LP_CCR |= 1u << 3;
 #endif
-    initialise_monitor_handles();
+    lp_console_init();
     __libc_init_array();
     exit(main());
 }
