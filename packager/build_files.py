@@ -66,6 +66,16 @@ class BuildConfig:
         """The Makefile's tool and flag variables, each as its words (`packager.make_text` writes them)."""
         return {"CC": (self.cc,), "AR": (self.ar,), "CFLAGS": self.language_and_cflags, "LDFLAGS": self.ldflags}
 
+    def commands(self) -> dict[str, str]:
+        """The programs the build runs from this config, by what they are ("C compiler", "archiver", a unit's
+        "<unit> unit's C compiler", the host check build's "host C compiler" and "host archiver")."""
+        commands = {"C compiler": self.cc, "archiver": self.ar}
+        commands |= {f"{unit.name} unit's C compiler": unit.cc for unit in self.units}
+        if not self.runs_on_host and self.emulated is None:
+            host = self.on_host()
+            commands |= {"host C compiler": host.cc, "host archiver": host.ar}
+        return commands
+
 
 def sources(model: str, units: tuple[UnitBuild, ...] = ()) -> list[str]:
     return [*kernel_sources(model, units), f"{model}_model.c", f"{model}_weights.c"]
