@@ -8,6 +8,7 @@ from pathlib import Path
 
 from packager.build_files import BuildConfig
 from packager.bundle import BundleInputs
+from packager.make_text import make_words
 from packager.selftest import reference_checksums
 from packager.selftest_verdict import SelftestResult, read_selftest
 
@@ -16,14 +17,16 @@ class BuildError(Exception):
     """The bundle did not build; the message holds the compiler's first error line."""
 
 
-def make_command(goal: str, variables: dict[str, str] | None = None, jobs: int = 1) -> list[str]:
-    """The command line of `make <goal>` with warnings as errors and the Makefile variables `variables`
-    overridden, running up to `jobs` compilers at once, in a bundle's folder."""
-    settings = {"EXTRA_CFLAGS": "-Werror", **(variables or {})}
-    return ["make", "-s", f"-j{max(1, jobs)}", goal, *(f"{k}={v}" for k, v in settings.items())]
+def make_command(goal: str, variables: dict[str, tuple[str, ...]] | None = None, jobs: int = 1) -> list[str]:
+    """The command line of `make <goal>` with warnings as errors and the Makefile variables `variables` (each
+    its words, written by `packager.make_text`) overridden, running up to `jobs` compilers at once, in a
+    bundle's folder."""
+    settings = {"EXTRA_CFLAGS": ("-Werror",), **(variables or {})}
+    return ["make", "-s", f"-j{max(1, jobs)}", goal,
+            *(f"{name}={make_words(words, 'command line')}" for name, words in settings.items())]
 
 
-def make(bundle_dir: Path, goal: str, variables: dict[str, str] | None = None, timeout_s: float = 900,
+def make(bundle_dir: Path, goal: str, variables: dict[str, tuple[str, ...]] | None = None, timeout_s: float = 900,
          jobs: int = 1) -> None:
     """`make <goal>` in `bundle_dir` (`make_command`), running up to `jobs` compilers at once (the
     library's sources are independent objects); raise BuildError with the first error line."""

@@ -5,12 +5,16 @@ A profile that lists compute units (`target.compute_unit`) gets one kernel sourc
 several subgraphs call lives with the first one's unit). The run function (`<model>_model.c`) calls the
 kernels in the plan's order, whichever file defines them. The Makefile compiles each unit's source with
 that unit's `CC` and `CFLAGS` (target-specific variables; `make CC=...` on the command line still overrides
-every file); CMake, which has one C compiler per project, gives each source its unit's flags.
+every file); CMake, which has one C compiler per project, gives each source its unit's flags. Both written
+through `packager.make_text` and `packager.cmake_text`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from packager.cmake_text import cmake_quoted
+from packager.make_text import make_words
 
 
 @dataclass(frozen=True)
@@ -37,11 +41,12 @@ def make_rules(model: str, units: tuple[UnitBuild, ...], language_flag: str) -> 
     lines = []
     for unit in units:
         target = unit_kernel_source(model, unit.name).removesuffix(".c") + ".o"
-        lines += [f"{target}: CC = {unit.cc}", f"{target}: CFLAGS = {' '.join((language_flag, *unit.cflags))}"]
+        lines += [f"{target}: CC = {make_words([unit.cc], 'rule')}",
+                  f"{target}: CFLAGS = {make_words((language_flag, *unit.cflags), 'rule')}"]
     return lines + [""] if lines else []
 
 
 def cmake_lines(model: str, units: tuple[UnitBuild, ...]) -> list[str]:
     """CMake lines giving each unit's source its unit's flags (after the profile's, so the unit's win)."""
     return [f"set_source_files_properties({unit_kernel_source(model, unit.name)} PROPERTIES COMPILE_OPTIONS "
-            f"\"{';'.join(unit.cflags)}\")" for unit in units]
+            f"{cmake_quoted(*unit.cflags)})" for unit in units]

@@ -9,9 +9,12 @@ per-call instruction counts of our QEMU runs (`instructions_per_mac_by_kind` on 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from target import field_grammar as grammar
+from target.field_grammar import BadValue, shown
 
 
 @dataclass(frozen=True)
@@ -58,14 +61,22 @@ def instructions_per_mac_by_kind(layer_report: Mapping[str, Any]) -> dict[str, f
     return {kind: instructions[kind] / macs[kind] for kind in sorted(instructions)}
 
 
+MAX_UNITS = 16
+"""A profile lists at most this many compute units."""
+
+MAX_OPERATORS = 1024
+"""A unit lists at most this many operator kinds (and costs)."""
+
 _UNIT_FIELDS = ("name", "operators", "c_compiler", "cflags", "instructions_per_mac", "default_instructions_per_mac")
 
 
 def units_from_tables(tables: Any) -> tuple[ComputeUnit, ...]:
-    """The `units` field of a profile file (a list of tables with _UNIT_FIELDS; `name`, `c_compiler` and
-    `cflags` required) as ComputeUnits; ValueError with one line naming the unit and field at fault."""
-    if not isinstance(tables, list) or not tables or not all(isinstance(table, dict) for table in tables):
-        raise ValueError(f"must be a non-empty list of tables (got {tables!r})")
+    """The `units` field of a profile file (a list of at most MAX_UNITS tables with _UNIT_FIELDS; `name`,
+    `c_compiler` and `cflags` required) as ComputeUnits; ValueError with one line naming the unit and field at
+    fault."""
+    if (not isinstance(tables, list) or not 0 < len(tables) <= MAX_UNITS
+            or not all(isinstance(table, dict) for table in tables)):
+        raise ValueError(f"must be a list of 1 to {MAX_UNITS} tables (got {shown(tables)})")
     units = tuple(_unit(index, table) for index, table in enumerate(tables))
     names = [unit.name for unit in units]
     if len(set(names)) != len(names):
@@ -74,36 +85,43 @@ def units_from_tables(tables: Any) -> tuple[ComputeUnit, ...]:
 
 
 def _unit(index: int, table: dict[str, Any]) -> ComputeUnit:
-    where = f"unit {table.get('name', index)!r}"
+    """One unit's table, each field held to its grammar (target.field_grammar)."""
+    where = f"unit {shown(table.get('name', index))}"
     unknown = sorted(set(table) - set(_UNIT_FIELDS))
     if unknown:
-        raise ValueError(f"{where}: unknown field {unknown[0]!r} (a unit has {', '.join(_UNIT_FIELDS)})")
+        raise ValueError(f"{where}: unknown field {shown(unknown[0])} (a unit has {', '.join(_UNIT_FIELDS)})")
     for required in ("name", "c_compiler", "cflags"):
         if required not in table:
             raise ValueError(f"{where}: missing field {required!r}")
-    if not isinstance(table["name"], str) or not table["name"].isidentifier() or not table["name"].islower():
-        raise ValueError(f"{where}: field 'name' must be a lowercase C identifier")
-    if not isinstance(table["c_compiler"], str) or not table["c_compiler"].strip():
-        raise ValueError(f"{where}: field 'c_compiler' must be a non-empty string")
-    operators = table.get("operators")
-    for key, value, ok in (
-        ("cflags", table["cflags"], isinstance(table["cflags"], list)
-         and all(isinstance(flag, str) and flag.strip() for flag in table["cflags"])),
-        ("operators", operators, operators is None or (isinstance(operators, list) and operators
-                                                       and all(isinstance(kind, str) for kind in operators))),
-        ("instructions_per_mac", table.get("instructions_per_mac", {}),
-         isinstance(table.get("instructions_per_mac", {}), dict)
-         and all(_positive_number(cost) for cost in table.get("instructions_per_mac", {}).values())),
-        ("default_instructions_per_mac", table.get("default_instructions_per_mac", 1.0),
-         _positive_number(table.get("default_instructions_per_mac", 1.0))),
-    ):
-        if not ok:
-            raise ValueError(f"{where}: field {key!r} has a bad value {value!r}")
-    return ComputeUnit(table["name"], table["c_compiler"], tuple(table["cflags"]),
-                       None if operators is None else frozenset(operators),
-                       dict(table.get("instructions_per_mac", {})),
-                       float(table.get("default_instructions_per_mac", 1.0)))
+    checks: dict[str, Callable[[Any], Any]] = {
+        "name": grammar.unit_name,
+        "c_compiler": grammar.compiler,
+        "cflags": grammar.flags,
+        "operators": _operators,
+        "instructions_per_mac": _costs,
+        "default_instructions_per_mac": grammar.instructions_per_mac,
+    }
+    values = {}
+    for key, value in table.items():
+        try:
+            values[key] = checks[key](value)
+        except BadValue as bad:
+            raise ValueError(f"{where}: field {key!r} has a bad value {shown(value)}: it {bad}") from None
+    return ComputeUnit(values["name"], values["c_compiler"], values["cflags"], values.get("operators"),
+                       values.get("instructions_per_mac", {}), values.get("default_instructions_per_mac", 1.0))
 
 
-def _positive_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+def _operators(value: Any) -> frozenset[str] | None:
+    """A unit's operator kinds: a non-empty list of at most MAX_OPERATORS kinds, or None (every kind)."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not 0 < len(value) <= MAX_OPERATORS:
+        raise BadValue(f"must be a list of 1 to {MAX_OPERATORS} operator kinds")
+    return frozenset(grammar.operator_kind(kind) for kind in value)
+
+
+def _costs(value: Any) -> dict[str, float]:
+    """Instructions per MAC by operator kind: a table of at most MAX_OPERATORS kinds."""
+    if not isinstance(value, dict) or len(value) > MAX_OPERATORS:
+        raise BadValue(f"must be a table of at most {MAX_OPERATORS} operator kinds and their costs")
+    return {grammar.operator_kind(kind): grammar.instructions_per_mac(cost) for kind, cost in value.items()}

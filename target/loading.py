@@ -4,23 +4,24 @@ Contract:
 - `load_profile(name_or_path)` takes a built-in profile name ("cortex-m4f"), its TVM tag ("lowpower-cortex-m4f"),
   or a path to a user's `.toml` / `.json` file with the same fields as the built-in files.
 - A file may say `extends = "<built-in name or path>"`: it starts from that profile's fields and overrides
-  the ones it gives (a relative path is relative to the extending file). A user file's `name` defaults to its
-  file name without the extension and may not take a built-in profile's name.
-- Every field is checked; any problem raises `ProfileError` with one line naming the file and the field.
+  the ones it gives (a relative path is relative to the extending file), at most MAX_EXTENDS_DEPTH steps. A
+  user file's `name` defaults to its file name without the extension and may not take a built-in profile's name.
+- The file must be a small UTF-8 text file (`target.profile_file`); every field is held to its grammar
+  (`target.field_grammar`). Any problem raises `ProfileError` with one line naming the file and the field.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import json
-import re
-import tomllib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from target import field_grammar as grammar
 from target.compute_unit import ComputeUnit, units_from_tables
+from target.field_grammar import BadValue, shown
 from target.profile import (
     DEFAULT_SUBGRAPH_BYTES,
     FPU_VALUES,
@@ -30,60 +31,11 @@ from target.profile import (
     Profile,
     ProfileError,
 )
+from target.profile_file import PROFILE_SUFFIXES, read_table
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "profiles"
-PROFILE_SUFFIXES = (".toml", ".json")
-_NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]*")
-
-
-class _BadValue(ValueError):
-    """A field value that fails its check; the loader adds the file and the field to the message."""
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _BadValue(f"must be a non-empty string (got {value!r})")
-    return value
-
-
-def _prefix(value: Any) -> str:
-    if not isinstance(value, str) or value != value.strip():
-        raise _BadValue(f'must be a string without spaces around it, "" for the host (got {value!r})')
-    return value
-
-
-def _name(value: Any) -> str:
-    if not isinstance(value, str) or not _NAME_PATTERN.fullmatch(value):
-        raise _BadValue(f"must be lowercase letters, digits, '-', '_' or '.' (got {value!r})")
-    return value
-
-
-def _byte_count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise _BadValue(f"must be a positive whole number of bytes (got {value!r})")
-    return value
-
-
-def _power_of_two(value: Any) -> int:
-    count = _byte_count(value)
-    if count & (count - 1):
-        raise _BadValue(f"must be a power of two (got {value!r})")
-    return count
-
-
-def _one_of(choices: tuple[str, ...]) -> Callable[[Any], str]:
-    def check(value: Any) -> str:
-        if value not in choices:
-            raise _BadValue(f"must be one of {', '.join(repr(c) for c in choices)} (got {value!r})")
-        return value
-
-    return check
-
-
-def _flags(value: Any) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(flag, str) and flag.strip() for flag in value):
-        raise _BadValue(f"must be a list of non-empty strings (got {value!r})")
-    return tuple(value)
+MAX_EXTENDS_DEPTH = 8
+"""At most this many `extends` steps from the file given to the last profile it builds on."""
 
 
 def _units(value: Any) -> tuple[ComputeUnit, ...]:
@@ -93,35 +45,36 @@ def _units(value: Any) -> tuple[ComputeUnit, ...]:
     try:
         return units_from_tables(value)
     except ValueError as err:
-        raise _BadValue(str(err)) from None
+        raise BadValue(str(err), names_the_value=True) from None
 
 
 def _board(value: Any) -> str | None:
     """A QEMU board name; "none" (TOML has no null) or JSON null mean no emulated board."""
     if value is None or value == "none":
         return None
-    return _text(value)
+    return grammar.core_name(value)
 
 
 # Every field a profile file may give, with its check. `source` is not a file field: the loader sets it.
+# The grammar of each check is in target.field_grammar and target/README.md.
 FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
-    "name": _name,
-    "description": _text,
-    "cpu": _text,
-    "arch": _text,
-    "sram_bytes": _byte_count,
-    "flash_bytes": _byte_count,
-    "memory_source": _text,
-    "fpu": _one_of(FPU_VALUES),
-    "simd": _one_of(SIMD_VALUES),
-    "alignment_bytes": _power_of_two,
-    "int8_rounding": _one_of(INT8_ROUNDING_VALUES),
-    "c_compiler": _text,
-    "cflags": _flags,
-    "ldflags": _flags,
-    "binutils_prefix": _prefix,
+    "name": grammar.name,
+    "description": grammar.text_line,
+    "cpu": grammar.core_name,
+    "arch": grammar.core_name,
+    "sram_bytes": grammar.byte_count,
+    "flash_bytes": grammar.byte_count,
+    "memory_source": grammar.text_line,
+    "fpu": grammar.one_of(FPU_VALUES),
+    "simd": grammar.one_of(SIMD_VALUES),
+    "alignment_bytes": grammar.alignment,
+    "int8_rounding": grammar.one_of(INT8_ROUNDING_VALUES),
+    "c_compiler": grammar.compiler,
+    "cflags": grammar.flags,
+    "ldflags": grammar.flags,
+    "binutils_prefix": grammar.tool_prefix,
     "qemu_board": _board,
-    "subgraph_bytes": _byte_count,
+    "subgraph_bytes": grammar.byte_count,
     "units": _units,
 }
 _OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None, "subgraph_bytes": DEFAULT_SUBGRAPH_BYTES, "units": None}
@@ -136,24 +89,39 @@ def profile_names() -> tuple[str, ...]:
 def load_profile(name_or_path: str | Path) -> Profile:
     """The profile named `name_or_path` (built-in name or "lowpower-<name>" tag) or read from that file.
 
-    Raises ProfileError (one line) for an unknown name, a missing or unreadable file, or a bad field.
+    A built-in name or tag is the built-in profile even where a file of that name exists; anything else that
+    ends in a profile suffix, holds a '/' or names an existing file system entry is read as a profile file
+    (`target.profile_file.read_table` says what it refuses). Raises ProfileError (one line) for an unknown
+    name, a file that is not a profile file, or a bad field.
     """
     text = str(name_or_path)
-    if text.endswith(PROFILE_SUFFIXES) or Path(text).is_file():
+    if _builtin_name_or_none(text) is not None:
+        return _builtin(_builtin_name_or_none(text))
+    if "\0" in text:
+        raise ProfileError(f"{shown(text)}: not a profile name or file")
+    if text.endswith(PROFILE_SUFFIXES) or os.sep in text or os.path.lexists(text):
         return _load_file(Path(text))
     return _builtin(_builtin_name(text))
 
 
-def _builtin_name(name_or_tag: str) -> str:
+def _builtin_name_or_none(name_or_tag: str) -> str | None:
+    """The built-in profile `name_or_tag` names (its name or its TVM tag), or None."""
     names = profile_names()
     if name_or_tag in names:
         return name_or_tag
     if name_or_tag.startswith(TAG_PREFIX) and name_or_tag[len(TAG_PREFIX) :] in names:
         return name_or_tag[len(TAG_PREFIX) :]
-    raise ProfileError(
-        f"unknown profile {name_or_tag!r}: built-in profiles are {', '.join(names)}; "
-        "or give the path of a .toml or .json profile file"
-    )
+    return None
+
+
+def _builtin_name(name_or_tag: str) -> str:
+    name = _builtin_name_or_none(name_or_tag)
+    if name is None:
+        raise ProfileError(
+            f"unknown profile {shown(name_or_tag)}: built-in profiles are {', '.join(profile_names())}; "
+            "or give the path of a .toml or .json profile file"
+        )
+    return name
 
 
 @functools.cache
@@ -182,8 +150,9 @@ def _load_file(path: Path) -> Profile:
         value, origin = given[field_name]
         try:
             values[field_name] = check(value)
-        except _BadValue as bad:
-            raise ProfileError(f"{origin}: field {field_name!r} {bad}") from None
+        except BadValue as bad:
+            value_part = "" if bad.names_the_value else f" (got {shown(value)})"
+            raise ProfileError(f"{origin}: field {field_name!r} {bad}{value_part}") from None
     profile = Profile(**values, source=where)
     _check_float_abi(profile, given["cflags"][1])
     _check_name_is_free(profile, path)
@@ -191,22 +160,27 @@ def _load_file(path: Path) -> Profile:
 
 
 def _resolve_fields(path: Path, chain: tuple[Path, ...]) -> dict[str, tuple[Any, str]]:
-    """Each field's value and the file that gave it: the file's own fields over those of the profile it extends."""
+    """Each field's value and the file that gave it: the file's own fields over those of the profile it extends.
+    `chain` holds the files that extend this one, the first given first."""
     where = _display(path)
     if path.resolve() in chain:
         raise ProfileError(f"{where}: field 'extends' makes a cycle back to this file")
-    raw = _read_table(path)
+    if len(chain) > MAX_EXTENDS_DEPTH:
+        raise ProfileError(f"{_display(chain[0])}: field 'extends' makes a chain of more than {MAX_EXTENDS_DEPTH} "
+                           "profile files")
+    raw = read_table(path, where)
     for key in raw:
         if key not in FIELD_CHECKS and key != _EXTENDS:
             close = difflib.get_close_matches(key, [*FIELD_CHECKS, _EXTENDS], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ProfileError(f"{where}: unknown field {key!r}{hint}")
+            raise ProfileError(f"{where}: unknown field {shown(key)}{hint}")
     base_ref = raw.pop(_EXTENDS, None)
     own = {key: (value, where) for key, value in raw.items()}
     if base_ref is None:
         return own
-    if not isinstance(base_ref, str) or not base_ref:
-        raise ProfileError(f"{where}: field 'extends' must name a built-in profile or a profile file")
+    if not isinstance(base_ref, str) or not base_ref or not base_ref.isprintable():
+        raise ProfileError(f"{where}: field 'extends' must name a built-in profile or a profile file "
+                           f"(got {shown(base_ref)})")
     if base_ref.endswith(PROFILE_SUFFIXES):
         base_path = path.parent / base_ref
     else:
@@ -217,22 +191,6 @@ def _resolve_fields(path: Path, chain: tuple[Path, ...]) -> dict[str, tuple[Any,
     base = _resolve_fields(base_path, chain + (path.resolve(),))
     base.pop("name", None)  # a profile never inherits its base's identity
     return base | own
-
-
-def _read_table(path: Path) -> dict[str, Any]:
-    where = _display(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ProfileError(f"{where}: cannot read the profile file ({err.strerror})") from None
-    try:
-        table = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as err:
-        kind = "JSON" if path.suffix == ".json" else "TOML"
-        raise ProfileError(f"{where}: not valid {kind}: {' '.join(str(err).split())}") from None
-    if not isinstance(table, dict):
-        raise ProfileError(f"{where}: a profile file must hold one table of fields")
-    return table
 
 
 def _check_float_abi(profile: Profile, cflags_origin: str) -> None:

@@ -81,5 +81,5 @@ def test_the_host_check_build_keeps_the_profiles_portable_flags() -> None:
     """A profile whose compiler makes no host programs (hifi4: xt-clang) has its self-test built on the host
     with the profile's optimisation level and defines, not a fixed -O2 nor the Xtensa machine flags."""
     host = build_config(target.load_profile("hifi4")).on_host().make_variables()
-    assert host["CC"] == "cc" and host["LDFLAGS"] == ""
-    assert host["CFLAGS"].split() == ["-std=c99", "-DHIFI4", "-O3", "-ffunction-sections", "-fdata-sections"]
+    assert host["CC"] == ("cc",) and host["LDFLAGS"] == ()
+    assert host["CFLAGS"] == ("-std=c99", "-DHIFI4", "-O3", "-ffunction-sections", "-fdata-sections")

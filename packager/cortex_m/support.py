@@ -11,7 +11,9 @@ program's output on the board's UART0, its end an exit marker line and a system 
 unless the self-test printed its PASS line and ended with exit status 0. The ELF is compiled with the
 bundle's `BuildConfig` (the compiler and every flag the shipped library is compiled with) plus only
 COMPILE_FLAGS, which do not change the code: the instructions and sizes measured are those of the code that
-ships. Its C library is newlib-nano with our own system calls (lp_syscalls.c), not a semihosting library.
+ships. Its C library is newlib-nano with our own system calls (lp_syscalls.c), not a semihosting library. The
+profile's words (its name, compiler and flags) reach these files only through `packager.make_text`,
+`packager.cmake_text` and `packager.c_text.comment`.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from typing import TYPE_CHECKING
 
 from emulator.boards import EXIT_MARKER, FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
 from emulator.qemu import SANDBOX, board_arguments
-from packager.c_text import c_string
+from packager.c_text import c_string, comment
+from packager.cmake_text import cmake_argument
 from packager.files import replace_file
+from packager.make_text import make_words
 from packager.selftest import PASS_LINE
 from packager.template_files import template_text
 
@@ -137,7 +141,8 @@ def board_header(target: CortexMTarget) -> str:
     board = target.board
     ticks = ticks_per_instruction(board)
     lines = [
-        f"/* {board.name} ({board.core}) running {target.name} code: generated from emulator/boards.py. */",
+        f"/* {board.name} ({board.core}) running {comment(target.name)} code: generated from "
+        "emulator/boards.py. */",
         "#ifndef LP_BOARD_H",
         "#define LP_BOARD_H",
         f'#define LP_BOARD_NAME "{board.name}"',
@@ -194,14 +199,14 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
     """cortex_m/qemu-test.mk: targets `cortex-m-elf` (builds SELFTEST_ELF) and `qemu-test` (runs it)."""
     target = _emulated(config)
     return Template(template_text("packager.cortex_m", "qemu-test.mk.in")).substitute(
-        target=target.name,
+        target=make_words([target.name]),
         board=target.board.name,
         build_dir=CROSS_BUILD_DIR,
         elf=SELFTEST_ELF,
         fault_range=_fault_range(),
-        cc=config.cc,
-        cflags=" ".join((*selftest_compile_flags(config), "-I.", f"-I{SUPPORT_DIR}")),
-        ldflags=" ".join((*selftest_link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld")),
+        cc=make_words([config.cc]),
+        cflags=make_words((*selftest_compile_flags(config), "-I.", f"-I{SUPPORT_DIR}")),
+        ldflags=make_words((*selftest_link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld")),
         libs=" ".join(config.libs),
         sources=" ".join(bundle_sources(name) + list(BOARD_SOURCES)),
         profile_elf=PROFILE_ELF,
@@ -229,11 +234,12 @@ def cmake_project(name: str, config: BuildConfig) -> str:
     target = _emulated(config)
     sources = _cmake_paths(bundle_sources(name) + list(BOARD_SOURCES))
     return Template(template_text("packager.cortex_m", "CMakeLists.txt.in")).substitute(
-        target=target.name,
+        target=cmake_argument(target.name),
         board=target.board.name,
         name=name,
-        cflags=" ".join(selftest_compile_flags(config)),
-        cmake_ldflags=" ".join((*selftest_link_flags(config), "-T${CMAKE_CURRENT_SOURCE_DIR}/link.ld")),
+        cflags=" ".join(map(cmake_argument, selftest_compile_flags(config))),
+        cmake_ldflags=" ".join((*map(cmake_argument, selftest_link_flags(config)),
+                                "-T${CMAKE_CURRENT_SOURCE_DIR}/link.ld")),
         cmake_sources=" ".join(sources),
         cmake_profile_sources=" ".join(_cmake_paths(profile_sources(name))),
         verdict_line=PASS_LINE,

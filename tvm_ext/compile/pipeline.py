@@ -187,6 +187,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         profile = target.resolve_profile(target_spec)
     except target.ProfileError as err:
         raise CompileError(f"{file_name}: {err}") from err
+    config = build_config(profile)
+    check_tools_installed(config, profile, file_name)
     checked = None
     if from_file:
         checked = stage("check", lambda: check(model), lambda c: (
@@ -197,7 +199,6 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     from tvm_ext.transform import OversizedTensorError, UnsupportedOperatorError
 
     tvm_target = target.register_profile_with_tvm(profile)
-    config = build_config(profile)
     with ExitStack() as running:
         try:
             imported = stage("import", lambda: import_(model, checked, options.name), lambda i: (
@@ -235,9 +236,6 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
                                                         config, units), lambda p: f"{len(p.files)} files")
-        if shutil.which(config.cc) is None:
-            raise CompileError(f"{file_name}: the {profile.name} profile's C compiler {config.cc} is not installed "
-                               "here")
         built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs, early),
                       lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
     tested = stage("self-test", lambda: self_test(folder, packaged.bundle), _describe_selftest)
@@ -246,6 +244,14 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     facts = bundle_facts(profile, config, planned, tested, units, options.quantization, lowered.layouts)
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, built.library, tarball, tested.result)
+
+
+def check_tools_installed(config: BuildConfig, profile: Profile, file_name: str) -> None:
+    """CompileError unless every program the build runs (`BuildConfig.commands`) is installed here: checked
+    before any make runs, the early one included, so that no make is started for a build that cannot work."""
+    for role, command in config.commands().items():
+        if shutil.which(command) is None:
+            raise CompileError(f"{file_name}: the {profile.name} profile's {role} {command} is not installed here")
 
 
 def check(path: Path) -> Checked:
