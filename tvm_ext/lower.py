@@ -22,6 +22,8 @@ from tvm_ext.transform import (
     LowerQuantizedToInteger,
     RefuseOversizedTensors,
 )
+from tvm_ext.transform.index_guards import GuardIndexOperands, ResolveIndexGuards
+from tvm_ext.transform.refuse_data_dependent_loops import RefuseDataDependentLoops
 
 
 def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -> tvm.transform.Pass:
@@ -40,6 +42,9 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
             RefuseOversizedTensors(model_name),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name),
+            # Before any folding: FoldConstant would run an index operator with bad constant indices on the
+            # host; the guards keep every index operator from folding and their operands checkable.
+            keeping_layers(GuardIndexOperands(model_name)),
             keeping_layers(relax.transform.FoldConstant()),
             keeping_layers(DropEmptyConcatPieces()),
             keeping_layers(relax.transform.LegalizeOps()),
@@ -50,6 +55,8 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
             FuseOpsKeepingLayers(),
             keeping_layers(relax.transform.FuseTIR()),
             keeping_layers(relax.transform.DeadCodeElimination()),
+            keeping_layers(ResolveIndexGuards(model_name)),
+            RefuseDataDependentLoops(model_name),
         ],
         name="tvm_ext.relax_pipeline",
     )
