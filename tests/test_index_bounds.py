@@ -194,3 +194,15 @@ def test_the_exp_divergence_ends_as_a_failed_self_test_not_an_out_of_bounds_writ
     with pytest.raises(SelftestMismatchError, match="run call returned an error status"):
         compile(path, target, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_indices_from_an_input_on_a_short_axis_get_self_test_values_inside_it(tmp_path):
+    """The self-test's integer inputs lie in [0, 10): an index input on an axis of 5 made onnxruntime refuse
+    the self-test's input, so no such model compiled; it now draws that input's values inside the axis."""
+    from tvm_ext.compile import compile
+
+    path = _onnx(tmp_path / "short_axis.onnx", [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1)],
+                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5]),
+                  helper.make_tensor_value_info("i", TensorProto.INT64, [2, 6])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 6])], [])
+    assert compile(path, "lowpower", tmp_path / "out").selftest.passed

@@ -268,6 +268,7 @@ def import_(model, checked: Checked | None, name: str | None) -> Imported:
     from tvm_ext.frontend import from_relax, import_model_data
     from tvm_ext.reference import DIVIDING_OPERATORS, test_inputs
     from tvm_ext.transform import RefuseOversizedTensors
+    from tvm_ext.transform.index_guards import index_input_limits
 
     if checked is None:
         imported = from_relax(model, name or "model")
@@ -275,7 +276,8 @@ def import_(model, checked: Checked | None, name: str | None) -> Imported:
         return Imported(imported, test_inputs(imported.inputs))
     imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
     divides = any(operator.op in DIVIDING_OPERATORS for operator in checked.facts.operators)
-    return Imported(imported, test_inputs(imported.inputs, nonzero_integers=divides))
+    limits = index_input_limits(imported.mod["main"])
+    return Imported(imported, test_inputs(imported.inputs, nonzero_integers=divides, index_limits=limits))
 
 
 def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:

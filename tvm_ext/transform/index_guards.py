@@ -30,6 +30,7 @@ from tvm_ext.transform.index_operands import Bounds, UnknownShapeError, bounds_v
 GUARD_FUNCTION = "tvm_ext.index_guard"
 _CALL_PURE_PACKED = tvm.ir.Op.get("relax.call_pure_packed")
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
+_SHAPE_OF = tvm.ir.Op.get("relax.shape_of")
 
 
 @tvm_ffi.register_error
@@ -100,6 +101,54 @@ class GuardIndexOperands:
         gvar = mod.get_global_var("main")
         guarder.builder_.update_func(gvar, guarder.visit_expr(mod["main"]))
         return guarder.builder_.get()
+
+
+def index_input_limits(main: relax.Function) -> dict[int, int]:
+    """For each input of `main` (by position) whose values reach an index operand, the smallest upper bound of
+    those operands' bounds: the self-test draws such an input below it (and from 0), so that the reference
+    runtime accepts the indices. An operand reaches back to an input through any calls whose only
+    non-constant operands come from that one input (ONNX's `where(i < 0, i + size, i)`, a cast, a reshape;
+    a tensor's shape is a constant)."""
+    value_of = {binding.var: binding.value for binding in bindings_of(main)}
+    position = {param: k for k, param in enumerate(main.params)}
+    reached: dict = {}  # a var -> the inputs its value comes from (None: something else than a call)
+
+    def inputs_reached(expr: relax.Expr) -> set:
+        if not isinstance(expr, relax.Var):
+            return set()  # a constant, a shape, a prim value
+        if expr in position:
+            return {expr}
+        if expr not in reached:
+            value = value_of.get(expr)
+            if isinstance(value, relax.Call) and value.op.same_as(_SHAPE_OF):
+                reached[expr] = set()
+            elif isinstance(value, relax.Call):
+                reached[expr] = {found for arg in value.args for found in inputs_reached(arg)}
+            else:
+                reached[expr] = {None}
+        return reached[expr]
+
+    limits: dict[int, int] = {}
+    for value in value_of.values():
+        if not isinstance(value, relax.Call):
+            continue
+        try:
+            operand = index_operand(value)
+        except UnknownShapeError:
+            continue
+        if operand is None:
+            continue
+        sources = inputs_reached(value.args[operand.position])
+        if len(sources) == 1 and None not in sources:
+            k, high = position[next(iter(sources))], operand_high(operand.bounds)
+            limits[k] = min(limits.get(k, high), high)
+    return limits
+
+
+def operand_high(bounds: Bounds) -> int:
+    """The smallest upper bound of `bounds` (every coordinate takes the values in [0, it) when all lows are
+    at most 0)."""
+    return min(high for _, high in bounds)
 
 
 @dataclass(frozen=True)
