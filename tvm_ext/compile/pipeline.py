@@ -273,10 +273,11 @@ def import_(model, checked: Checked | None, name: str | None) -> Imported:
     if checked is None:
         imported = from_relax(model, name or "model")
         RefuseOversizedTensors(imported.path.name)(imported.mod)
-        return Imported(imported, test_inputs(imported.inputs))
-    imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
-    divides = any(operator.op in DIVIDING_OPERATORS for operator in checked.facts.operators)
-    limits = index_input_limits(imported.mod["main"])
+        divides = False
+    else:
+        imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
+        divides = any(operator.op in DIVIDING_OPERATORS for operator in checked.facts.operators)
+    limits = index_input_limits(imported.mod["main"])  # index inputs drawn inside their axes
     return Imported(imported, test_inputs(imported.inputs, nonzero_integers=divides, index_limits=limits))
 
 
