@@ -206,3 +206,30 @@ def test_indices_from_an_input_on_a_short_axis_get_self_test_values_inside_it(tm
                   helper.make_tensor_value_info("i", TensorProto.INT64, [2, 6])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 6])], [])
     assert compile(path, "lowpower", tmp_path / "out").selftest.passed
+
+
+def _reverse_sequence(folder: Path, lengths: list[int]) -> Path:
+    """TFLite REVERSE_SEQUENCE of a 2 x 10 input along its axis of 10, with constant sequence lengths."""
+    from tflite_builder import Model, Operator, Options, Tensor, build
+
+    model = Model([Tensor("x", (2, 10), "float32"), Tensor("lengths", (2,), "int32", data=np.array(lengths, np.int32)),
+                   Tensor("y", (2, 10), "float32")],
+                  [Operator("REVERSE_SEQUENCE", (0, 1), (2,),
+                            Options("ReverseSequenceOptions", {"SeqDim": 1, "BatchDim": 0}))], (0,), (2,))
+    folder.mkdir(exist_ok=True)
+    path = folder / "reverse.tflite"
+    path.write_bytes(build(model))
+    return path
+
+
+def test_constant_sequence_lengths_are_checked_at_compile_time(tmp_path):
+    """TVM's REVERSE_SEQUENCE kernel picks its source with if_then_else over the lengths: a length of 10
+    compiles (no run-time check: constants), one of 20 on the axis of 10 is refused in one line."""
+    from tvm_ext.compile import compile
+
+    bundle = compile(_reverse_sequence(tmp_path / "ok", [3, 10]), "lowpower", tmp_path / "ok" / "out")
+    assert bundle.selftest.passed and not any(call.checks_indices for call in bundle.plan.calls)
+    result = run_cli(str(_reverse_sequence(tmp_path, [3, 20])), "-o", str(tmp_path / "out"))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "operator REVERSE_SEQUENCE at layer y (REVERSE_SEQUENCE): index 20 is outside [0, 11) (a constant index)")

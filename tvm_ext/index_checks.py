@@ -8,8 +8,9 @@ parameters) must be one of:
 - positioned only by *guarded* parameters: indices of an index operator (`tvm_ext.transform.index_guards`
   records them on the kernel with their bounds, INDEX_GUARDS_ATTR, and the bounds are those of TVM's
   lowering of that operator: `tvm_ext.transform.index_operands`), or buffers the kernel fills only from
-  them. A guarded parameter whose value is not a compile-time constant is checked by the kernel itself
-  (`check_guarded_indices`), before it writes anything;
+  them (not a buffer a call is handed: what the call writes there is not known). A guarded parameter whose
+  value is not a compile-time constant is checked by the kernel itself (`check_guarded_indices`), before
+  it writes anything;
 - proved inside its buffer by TVM's integer analysis, with every loop variable in its range, every branch
   condition around it (also `if_then_else`, `?:`, `&&` and `||` inside an expression) assumed, a value
   loaded from a constant operand between its smallest and largest value (CONSTANT_RANGES_ATTR: int8
@@ -22,12 +23,18 @@ parameters) must be one of:
 
 `unchecked_accesses` lists the others; the compiler refuses a kernel with any (UncheckedIndexError names it;
 the codegen stage turns it into one line naming the model's operator). A loop whose bounds read data is
-refused too.
+refused too (tvm_ext.transform.refuse_data_dependent_loops refuses it earlier, naming the layer).
+
+Every condition is assumed only where C evaluates what it guards: TVM prints `if_then_else` and Select as
+`?:`, And and Or as `&&` and `||`. A part of an index that reads a buffer the kernel writes is a fresh
+variable at each place (its value may change between a test and an access); a part that reads only inputs
+is the same variable wherever it appears, so a bounds test on it bounds the access.
 """
 
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import tvm
 import tvm_ffi
@@ -135,6 +142,18 @@ def _buffer_of(access) -> ir.Var:
 _UNKNOWN = "values the kernel does not store itself"  # a source no guard covers (a helper's writes)
 
 
+def _handed_buffers(call: ir.Call, buffers) -> list:
+    """The buffers (or pointers) `call` receives as arguments, by address (`address_of(b[i])`) or themselves
+    (a var of `buffers`, or a pointer): what it may write. A value loaded from a buffer is no such argument."""
+    handed = []
+    for arg in call.args:
+        if isinstance(arg, ir.Call) and isinstance(arg.op, ir.Op) and arg.op.name == "tirx.address_of":
+            handed += [load.source for load in arg.args if isinstance(load, ir.TensorLoad)]
+        elif isinstance(arg, ir.Var) and (arg in buffers or isinstance(arg.ty, ir.PointerType)):
+            handed.append(arg)
+    return handed
+
+
 class _Kernel:
     """What the verification knows of one lowered kernel: each buffer's root (the pointer parameter it lies
     over, or itself for a local buffer), the variables bound to values, which roots are guarded, lookup
@@ -171,11 +190,9 @@ class _Kernel:
             self.ranges[params[int(entry[0])]] = (int(entry[1]), int(entry[2]))
         num_inputs = len(params) - int(attrs.get(NUM_OUTPUTS_ATTR, 0)) - len(attrs.get(SCRATCH_ATTR, []))
         self.sources: dict = {p: {p} for p in params[:num_inputs]}
-        for call in calls:  # a buffer handed to a call (by address or pointer) may hold anything after it
-            for node in tir_walk.walk(call):
-                if isinstance(node, ir.TensorLoad) or (isinstance(node, ir.Var) and node in self.roots):
-                    buffer = node.source if isinstance(node, ir.TensorLoad) else node
-                    self.sources.setdefault(self.root(buffer), set()).add(_UNKNOWN)
+        for call in calls:  # a buffer handed to a call (its address, or itself) may hold anything after it
+            for buffer in _handed_buffers(call, self.roots):
+                self.sources.setdefault(self.root(buffer), set()).add(_UNKNOWN)
         self.written = {self.root(store.buffer) for store in stores}
         self._spread_sources(stores)
 
