@@ -19,11 +19,12 @@ from tvm_ext.schedule import inline_intermediates, output_channel_tile, uses_dua
 from tvm_ext.transform import (
     DropEmptyConcatPieces,
     FuseOpsKeepingLayers,
+    GuardIndexOperands,
     LowerQuantizedToInteger,
+    RefuseDataDependentLoops,
     RefuseOversizedTensors,
+    ResolveIndexGuards,
 )
-from tvm_ext.transform.index_guards import GuardIndexOperands, ResolveIndexGuards
-from tvm_ext.transform.refuse_data_dependent_loops import RefuseDataDependentLoops
 
 
 def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -> tvm.transform.Pass:

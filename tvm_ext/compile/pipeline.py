@@ -193,9 +193,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
     from tvm_ext.extract_plan import PlanError
     from tvm_ext.frontend import ModelImportError
-    from tvm_ext.transform import OversizedTensorError, UnsupportedOperatorError
-    from tvm_ext.transform.index_guards import IndexOutOfRangeError
-    from tvm_ext.transform.refuse_data_dependent_loops import DataDependentLoopError
+    from tvm_ext.transform import (DataDependentLoopError, IndexOutOfRangeError, OversizedTensorError,
+                                   UnsupportedOperatorError)
 
     tvm_target = target.register_profile_with_tvm(profile)
     config = build_config(profile)
