@@ -119,7 +119,9 @@ class KernelCall:
     """One call of a generated kernel: `kernel(inputs..., outputs..., scratch...)`.
 
     `layers` are the comments' labels of the model operators the call implements, `operators` the same
-    operators as data (empty for a hand-made plan); `macs` its multiply-accumulates (tvm_ext.macs).
+    operators as data (empty for a hand-made plan); `macs` its multiply-accumulates (tvm_ext.macs);
+    `checks_indices`: the kernel checks indices read from data before it writes anything and returns
+    nonzero for one outside its axis (KernelSignature.checks_indices), which the run function reports.
     """
 
     kernel: str
@@ -131,6 +133,7 @@ class KernelCall:
     subgraph: int = 0
     operators: tuple[ModelOperator, ...] = ()
     macs: int = 0
+    checks_indices: bool = False
 
     @property
     def args(self) -> tuple[str, ...]:
@@ -170,7 +173,9 @@ class KernelSignature:
     """A generated kernel's C parameters: `num_inputs` inputs, then `num_outputs` outputs, then scratch.
 
     `parameters` holds all of them in that order; `scratch` the sizes of the last `len(scratch)`; `streams`
-    the access orders known for (output, input) pairs of parameters.
+    the access orders known for (output, input) pairs of parameters. With `checks_indices` the kernel returns
+    int32_t: 0 when it ran, nonzero when an index it read from data lies outside its axis (then it wrote
+    nothing: tvm_ext.index_checks); without, it returns void.
     """
 
     name: str
@@ -179,6 +184,7 @@ class KernelSignature:
     scratch: tuple[ScratchBuffer, ...]
     parameters: tuple[KernelParameter, ...]
     streams: tuple[ParameterStream, ...] = ()
+    checks_indices: bool = False
 
 
 @dataclass

@@ -9,7 +9,7 @@ and `<model>_input0()`... give their places in the static arena).
 from __future__ import annotations
 
 from memory_planner.api import Buffer
-from memory_planner.plan import ExecutionPlan, TensorRole
+from memory_planner.plan import ExecutionPlan, KernelCall, TensorRole
 from packager.c_types import c_type_of
 from packager.c_text import comment, macro_prefix
 from packager.header import io_accessor_signature, run_signature
@@ -81,10 +81,20 @@ def _poison_definition(M: str) -> list[str]:
 _PROFILE_INCLUDES = ('#include "lp_icount.h"', '#include "lp_call_profile.h"')
 
 
-def _counted(step: int, kernel_call: str) -> list[str]:
-    """`kernel_call` between a start and a reading of the instruction counter, the count printed for `step`."""
-    return ["  {", "    const uint32_t lp_start = lp_icount_start();", f"    {kernel_call}",
-            f"    lp_profile_call({step}u, lp_icount_elapsed(lp_start));", "  }"]
+def _call_lines(M: str, step: int, call: KernelCall, kernel_call: str, profile_calls: bool) -> list[str]:
+    """The statements of one kernel call `kernel_call` (`kernel(args)`, no `;`): a kernel that checks indices
+    ends the run with <MODEL>_ERROR_INDEX_OUT_OF_RANGE when it returns nonzero. With `profile_calls` the call
+    sits between a start and a reading of the instruction counter, the count printed for `step`."""
+    if not profile_calls:
+        if not call.checks_indices:
+            return [f"  {kernel_call};"]
+        return [f"  if ({kernel_call} != 0) {{", f"    return {M}_ERROR_INDEX_OUT_OF_RANGE;", "  }"]
+    counted = f"const int32_t status = {kernel_call};" if call.checks_indices else f"{kernel_call};"
+    lines = ["  {", "    const uint32_t lp_start = lp_icount_start();", f"    {counted}",
+             f"    lp_profile_call({step}u, lp_icount_elapsed(lp_start));"]
+    if call.checks_indices:
+        lines += ["    if (status != 0) {", f"      return {M}_ERROR_INDEX_OUT_OF_RANGE;", "    }"]
+    return lines + ["  }"]
 
 
 def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], offsets: dict[str, int],
@@ -142,9 +152,8 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     for step, call in enumerate(plan.calls):
         layers = "; ".join(call.layers) or "(no layer name)"
         args = ", ".join(_argument(plan, a, offsets, io_pointer) for a in call.args)
-        kernel_call = f"{call.kernel}({args});"
         lines += [f"  /* {step}: {comment(layers)} */", *_poison_lines(M, gaps[step]),
-                  *(_counted(step, kernel_call) if profile_calls else [f"  {kernel_call}"])]
+                  *_call_lines(M, step, call, f"{call.kernel}({args})", profile_calls)]
     call_args = "" if in_arena else ", input, output" if single else ", inputs, outputs"
     lines += [
         f"  return {M}_OK;",

@@ -32,5 +32,7 @@ def c_parameter(parameter: KernelParameter) -> str:
 
 
 def c_prototype(kernel: KernelSignature) -> str:
-    """`void name(const T* input0, ..., T* output0, ..., T* scratch0)`, without a `;`."""
-    return f"void {kernel.name}({', '.join(c_parameter(p) for p in kernel.parameters)})"
+    """`void name(const T* input0, ..., T* output0, ..., T* scratch0)` (`int32_t name(...)` for a kernel that
+    checks indices: KernelSignature.checks_indices), without a `;`."""
+    returned = "int32_t" if kernel.checks_indices else "void"
+    return f"{returned} {kernel.name}({', '.join(c_parameter(p) for p in kernel.parameters)})"

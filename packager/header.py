@@ -12,6 +12,8 @@ STATUS_CODES = (
     ("ERROR_NULL_ARGUMENT", 1, "an input, output or arena pointer is NULL"),
     ("ERROR_MISALIGNED_ARENA", 2, "the arena is not aligned to <MODEL>_ARENA_ALIGNMENT bytes"),
     ("ERROR_ARENA_TOO_SMALL", 3, "the arena has fewer than <MODEL>_ARENA_BYTES bytes"),
+    ("ERROR_INDEX_OUT_OF_RANGE", 4, "an index read from data lies outside its axis: no byte written out of "
+                                    "bounds, the outputs are not valid"),
 )
 
 

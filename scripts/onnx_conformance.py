@@ -72,6 +72,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "quantize": ("test_quantizelinear", "test_dequantizelinear"),
     "qlinear": ("test_qlinearconv", "test_qlinearmatmul"),
     "integer": ("test_convinteger", "test_matmulinteger"),
+    "indexing": ("test_gather_", "test_gathernd_", "test_scatter_", "test_scatternd", "test_onehot_"),
 }
 # Tests a prefix catches that are not small-CNN inference: training-mode BatchNorm (extra outputs of running
 # statistics), sequence/optional/string types, and number formats no microcontroller bundle has.

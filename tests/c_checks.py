@@ -17,13 +17,17 @@ STRICT_WARNINGS = "-Wconversion -Wshadow -Werror"  # on top of the Makefile's -W
 
 
 def strict_sanitized_selftest(bundle_dir: Path, work_dir: Path, extra_cflags: str = "",
-                              make_arguments: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+                              make_arguments: tuple[str, ...] = (), selftest_source: str | None = None
+                              ) -> subprocess.CompletedProcess:
     """Copy ``bundle_dir`` into ``work_dir``, build it with gcc, the strict warnings, the sanitizers and
     ``extra_cflags`` (e.g. a -D for a test build), and run its self-test; a failed build raises
     ``CalledProcessError`` with the compiler's messages. ``make_arguments`` (goals, "NAME=value") are added to
-    make's (a microcontroller's bundle built on the host: the selftest goal, host CFLAGS and AR)."""
+    make's (a microcontroller's bundle built on the host: the selftest goal, host CFLAGS and AR).
+    ``selftest_source`` replaces the bundle's selftest.c (a test's own driver of the bundle)."""
     copy = work_dir / bundle_dir.name
     shutil.copytree(bundle_dir, copy)  # creates work_dir too
+    if selftest_source is not None:
+        (copy / "selftest.c").write_text(selftest_source)
     subprocess.run(["make", "-s", "clean"], cwd=copy, check=True)
     flags = f"{STRICT_WARNINGS} {SANITIZE} {extra_cflags}".strip()
     subprocess.run(["make", "-s", "all", "CC=gcc", f"EXTRA_CFLAGS={flags}", f"LDFLAGS={SANITIZE}", *make_arguments],

@@ -8,7 +8,8 @@ Three sources:
   offline memory-plan metadata (valid and broken), an input that is also the output, no operators,
   an input with constant data;
 - small ONNX models written with onnx.helper: a cycle, an empty graph, an input that is also the output,
-  dynamic input shapes, wrong initializer sizes, unsupported operators, external data, checker failures;
+  dynamic input shapes, wrong initializer sizes, unsupported operators, external data, checker failures,
+  constant indices outside their axis (valid to the check; the compiler refuses them);
 plus files that are not models at all (empty, text).
 
 Each case says which ErrorKind it must raise, or None when the mutation may be harmless (random flips and
@@ -686,6 +687,24 @@ def expand_to_2_32_onnx() -> onnx.ModelProto:
     return _graph_model(nodes, [_vector("x")], [_vector("y")], constants)
 
 
+def _constant_gather_outside_its_axis() -> onnx.ModelProto:
+    """x gathered at the constant rows 0 and 1000 of its 1 x 4: valid to the check, refused by the compiler."""
+    index = helper.make_tensor("rows", TensorProto.INT64, (2,), [0, 1000])
+    nodes = [helper.make_node("Gather", ["x", "rows"], ["y"], name="gather", axis=0)]
+    return _graph_model(nodes, [_vector("x")], [_vector("y", (2, 4))], [index])
+
+
+def _constant_scatter_at_10_to_the_8() -> onnx.ModelProto:
+    """A ScatterElements of constants at index 10^8, added to x: TVM's constant folding once ran it on the
+    compiler's host (a write 400 MB past a buffer)."""
+    constants = [helper.make_tensor("zeros", TensorProto.FLOAT, (1, 4), [0.0] * 4),
+                 helper.make_tensor("at", TensorProto.INT64, (1, 1), [100_000_000]),
+                 helper.make_tensor("one", TensorProto.FLOAT, (1, 1), [1.0])]
+    nodes = [helper.make_node("ScatterElements", ["zeros", "at", "one"], ["s"], name="scatter", axis=1),
+             helper.make_node("Add", ["x", "s"], ["y"], name="add")]
+    return _graph_model(nodes, [_vector("x")], [_vector("y")], constants)
+
+
 ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]] = {
     "valid small model": (small_onnx_model, None),
     "valid model with hostile and colliding names": (_colliding_hostile_names, None),
@@ -702,6 +721,8 @@ ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]]
     "float16 input": (float16_relu_onnx, ErrorKind.TENSOR),
     "float16 intermediate": (float16_inside_onnx, ErrorKind.TENSOR),
     "Expand to 2^32 elements": (expand_to_2_32_onnx, ErrorKind.TENSOR),
+    "constant Gather index outside its axis": (_constant_gather_outside_its_axis, None),
+    "constant ScatterElements at index 10^8": (_constant_scatter_at_10_to_the_8, None),
 }
 
 

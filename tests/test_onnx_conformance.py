@@ -51,14 +51,17 @@ PARTS: tuple[tuple[str, ...], ...] = (  # of about 30 built tests each (refusals
     ("concat", "clip", "resize", "pad"),
     ("gemm", "convtranspose", "conv", "reshape", "quantize"),
     ("flatten", "transpose", "matmul", "qlinear", "squeeze", "slice", "reduce_mean"),
+    ("indexing",),
 )
 
-# Matching tests at least, per family (188 of 281 in all once QLinearConv and QLinearMatMul were converted);
+# Matching tests at least, per family (188 of 281 in all once QLinearConv and QLinearMatMul were converted,
+# 214 of 312 with the index operators);
 # raise them, never lower them.
 MATCH_FLOORS: dict[str, int] = {
     "activations": 27, "batchnorm": 2, "clip": 12, "concat": 12, "conv": 6, "convtranspose": 11, "elementwise": 36,
     "flatten": 9, "gemm": 11, "integer": 2, "matmul": 7, "pad": 0, "pooling": 41, "qlinear": 5, "quantize": 0,
     "reduce_mean": 0, "reshape": 0, "resize": 0, "slice": 0, "squeeze": 0, "transpose": 7,
+    "indexing": 26,  # Gather*, Scatter*, OneHot (refused: TVM converts only a constant depth)
 }
 
 
@@ -66,7 +69,7 @@ def test_the_parts_are_every_family_once():
     families = [family for part in PARTS for family in part]
     assert sorted(families) == sorted(conformance.FAMILIES)
     assert sorted(MATCH_FLOORS) == sorted(conformance.FAMILIES)
-    assert sum(MATCH_FLOORS.values()) >= 188
+    assert sum(MATCH_FLOORS.values()) >= 214
 
 
 @pytest.fixture(scope="session")

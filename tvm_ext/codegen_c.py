@@ -23,9 +23,10 @@ from tvm import s_tir, tirx
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
 from tvm_ext.dual_mac import calls_to_dual_mac_helper
-from tvm_ext.kernels.signal import calls_to_signal_helpers
 from tvm_ext.exact_float_constants import exact_float_constants
+from tvm_ext.index_checks import UncheckedIndexError, check_guarded_indices, returns_status, unchecked_accesses
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
+from tvm_ext.kernels.signal import calls_to_signal_helpers
 from tvm_ext.padding_test_hoist import hoist_padding_tests
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR, rewritten_operands
 from tvm_ext.stream_order import stream_orders
@@ -159,6 +160,7 @@ def _lowering_passes() -> tvm.transform.Pass:
             plain_c_signature,
             tirx.transform.StmtSimplify(),  # also folds the zero offsets plain_c_signature binds
             drop_unread_constant_binds,
+            check_guarded_indices,  # an index operator's indices checked before its kernel writes anything
         ],
         name="tvm_ext.lower_to_plain_c",
     )
@@ -206,7 +208,7 @@ tvm.tirx.compilation_pipeline.register_tir_pipeline(CODEGEN_ONLY_PIPELINE_NAME, 
 # function and of every extern function a kernel calls (our requantize helpers, `expf`), nor its
 # `extern "C" TVM_DLL` prefix, and it cannot print `const` on a parameter. So we take only each kernel's
 # body from its text and write everything around the bodies ourselves, from the KernelSignatures.
-_DEFINITION_OPENING = "TVM_DLL void "
+_DEFINITION_OPENINGS = ("TVM_DLL void ", "TVM_DLL int32_t ")  # a kernel that checks indices returns int32_t
 _DEFINITION_CLOSING = "}"
 KERNELS_C_INCLUDES = ("stdint.h", "math.h", "stdbool.h")  # what TVM's kernel bodies use: intN_t, expf, bool
 
@@ -215,7 +217,8 @@ def kernel_bodies(tvm_c_text: str, names: set[str]) -> dict[str, str]:
     """The body of each kernel definition in TVM's C text (its lines between the definition's opening line
     and its closing `}` at the start of a line), by kernel name: the one step that reads TVM's printed C.
 
-    A definition opens with a line `TVM_DLL void <name>(...) {`. RuntimeError when a kernel of `names`
+    A definition opens with a line `TVM_DLL void <name>(...) {` (`int32_t` for a kernel that checks
+    indices). RuntimeError when a kernel of `names`
     has no definition (TVM's printer changed), so a change never passes silently.
     """
     bodies: dict[str, str] = {}
@@ -227,8 +230,8 @@ def kernel_bodies(tvm_c_text: str, names: set[str]) -> dict[str, str]:
                 body = None
             else:
                 body.append(line)
-        elif line.startswith(_DEFINITION_OPENING) and line.rstrip("\n").endswith(") {"):
-            name = line[len(_DEFINITION_OPENING):line.index("(")]
+        elif line.startswith(_DEFINITION_OPENINGS) and line.rstrip("\n").endswith(") {"):
+            name = line[line.index(" ", len("TVM_DLL ")) + 1:line.index("(")]
             body = [] if name in names else None
     missing = sorted(names - set(bodies))
     if missing:
@@ -278,13 +281,17 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
     lowered = _lowering_passes()(tirx.transform.BindTarget(target)(mod))
     signatures = {}
     for gvar, func in lowered.functions.items():
+        problems = unchecked_accesses(func)
+        if problems:
+            raise UncheckedIndexError(gvar.name_hint, problems)
         num_outputs = int(func.attrs[NUM_OUTPUTS_ATTR])
         scratch = tuple(ScratchBuffer(str(dtype), int(nbytes)) for dtype, nbytes in func.attrs[SCRATCH_ATTR])
         num_inputs = len(func.params) - num_outputs - len(scratch)
         rewritten = rewritten_operands(func)  # the state a kernel updates in place is an input, not const
         parameters = tuple(_parameter(p, i < num_inputs and i not in rewritten) for i, p in enumerate(func.params))
         signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters,
-                                                     stream_orders(func, num_inputs, num_outputs))
+                                                     stream_orders(func, num_inputs, num_outputs),
+                                                     returns_status(func))
     with calls_to_c_helpers(prefix) as roundings, calls_to_dual_mac_helper(prefix) as dual_mac, \
             calls_to_signal_helpers() as signal_helpers:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()

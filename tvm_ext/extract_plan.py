@@ -22,8 +22,8 @@ from memory_planner.plan import (
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel
 from tvm_ext.kernel_names import constant_roles, kernel_kind, kernel_window
-from tvm_ext.layers import (NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR, LayerRecord, Layers,
-                            rewritten_operands, with_layers)
+from tvm_ext.layers import (CONSTANT_RANGES_ATTR, NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR,
+                            LayerRecord, Layers, rewritten_operands, with_layers)
 from tvm_ext.macs import mac_count_of, with_mac_count
 from tvm_ext.transform.partition_subgraphs import binding_subgraphs
 
@@ -171,7 +171,43 @@ def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimF
             kernels[same] = func
             by_hash.setdefault(key, []).append(same)
         c_name_of[gvar.name_hint] = same
-    return kernels, c_name_of
+    return _with_constant_ranges(mod, kernels, c_name_of), c_name_of
+
+
+def _with_constant_ranges(mod: tvm.IRModule, kernels: dict[str, tirx.PrimFunc],
+                          c_name_of: dict[str, str]) -> dict[str, tirx.PrimFunc]:
+    """`kernels`, each with CONSTANT_RANGES_ATTR when some operand is an integer constant in every call of it:
+    the operand's position and the smallest and largest value it holds in any call (what tvm_ext.index_checks
+    knows of a position read from a constant, such as a compile-time index table)."""
+    ranges: dict[str, dict[int, tuple[int, int] | None]] = {}
+    for binding in _bindings(mod["main"]):
+        value = binding.value
+        if not (isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR)):
+            continue
+        known = ranges.setdefault(c_name_of[value.args[0].name_hint], {})
+        for position, operand in enumerate(value.args[1].fields):
+            extent = _integer_extent(operand)
+            if position not in known:
+                known[position] = extent
+            elif known[position] is not None:
+                old = known[position]
+                known[position] = None if extent is None else (min(old[0], extent[0]), max(old[1], extent[1]))
+    found = {}
+    for name, func in kernels.items():
+        entries = [[p, low, high] for p, extent in sorted(ranges.get(name, {}).items()) if extent is not None
+                   for low, high in [extent]]
+        found[name] = func.with_attr(CONSTANT_RANGES_ATTR, entries) if entries else func
+    return found
+
+
+def _integer_extent(operand: relax.Expr) -> tuple[int, int] | None:
+    """(smallest, largest) value of a non-empty integer constant, else None."""
+    if not isinstance(operand, tvm.ir.expr.Constant):
+        return None
+    values = operand.value.numpy()
+    if values.dtype.kind not in "iu" or values.size == 0:
+        return None
+    return int(values.min()), int(values.max())
 
 
 def _with_constant_roles(func: tirx.PrimFunc, operands) -> tirx.PrimFunc:
@@ -332,7 +368,8 @@ def extract_plan(
             operators = tuple(ModelOperator(r.name, r.kind, r.operator_index) for r in records)
             calls.append(KernelCall(kernel, layers, args, outputs, scratch,
                                     _access(signatures[kernel], args, outputs), operators=operators,
-                                    macs=mac_count_of(mod[value.args[0]]), subgraph=subgraphs[index]))
+                                    macs=mac_count_of(mod[value.args[0]]), subgraph=subgraphs[index],
+                                    checks_indices=signatures[kernel].checks_indices))
         elif isinstance(value, relax.Call) and value.op.same_as(_RESHAPE):
             source = builder.tensor_for(value.args[0], layer)
             builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=source)

@@ -34,6 +34,10 @@ NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"  # how many of the last parameters are 
 OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"  # per input operand, the TE kernel parameter it is (int8 emitter)
 SCRATCH_ATTR = "tvm_ext.scratch_bytes"  # [dtype, bytes] of each internal buffer made a parameter (codegen)
 STATE_OPERAND_ATTR = "tvm_ext.state_operand"  # the operand a kernel rewrites as the model's state (int8 SVDF)
+# The parameters a kernel reads as indices, with their bounds (tvm_ext.transform.index_guards.guards_of):
+INDEX_GUARDS_ATTR = "tvm_ext.index_guards"
+# [parameter, smallest, largest] of each operand every call passes as an integer constant (unique_kernels):
+CONSTANT_RANGES_ATTR = "tvm_ext.constant_ranges"
 MACS_ATTR = "tvm_ext.macs"  # multiply-accumulates of one call, counted before scheduling (tvm_ext.macs)
 # The operands a kernel rewrites in place as the model's state besides computing its own output (int8 LSTM;
 # read with `rewritten_operands`):
@@ -100,6 +104,12 @@ class Layers:
     def of_constant(self, constant: Constant) -> tuple[LayerRecord, ...]:
         """The records of the operators that read `constant` (none when no record names it)."""
         return tuple(self.records[i] for i in self.constants.get(constant, ()))
+
+
+def operator_phrase(records: Sequence[LayerRecord]) -> str:
+    """`operator Gather at layer g (Gather)`: the model operators `records` name, for one-line messages."""
+    kinds = ", ".join(dict.fromkeys(r.kind for r in records))
+    return f"operator {kinds} at layer {'; '.join(r.label for r in records)}"
 
 
 def bindings_of(func: relax.Function) -> list[relax.Binding]:

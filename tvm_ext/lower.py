@@ -19,8 +19,11 @@ from tvm_ext.schedule import inline_intermediates, output_channel_tile, uses_dua
 from tvm_ext.transform import (
     DropEmptyConcatPieces,
     FuseOpsKeepingLayers,
+    GuardIndexOperands,
     LowerQuantizedToInteger,
+    RefuseDataDependentLoops,
     RefuseOversizedTensors,
+    ResolveIndexGuards,
 )
 
 
@@ -40,6 +43,9 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
             RefuseOversizedTensors(model_name),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name),
+            # Before any folding: FoldConstant would run an index operator with bad constant indices on the
+            # host; the guards keep every index operator from folding and their operands checkable.
+            keeping_layers(GuardIndexOperands(model_name)),
             keeping_layers(relax.transform.FoldConstant()),
             keeping_layers(DropEmptyConcatPieces()),
             keeping_layers(relax.transform.LegalizeOps()),
@@ -50,6 +56,8 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
             FuseOpsKeepingLayers(),
             keeping_layers(relax.transform.FuseTIR()),
             keeping_layers(relax.transform.DeadCodeElimination()),
+            keeping_layers(ResolveIndexGuards(model_name)),
+            RefuseDataDependentLoops(model_name),
         ],
         name="tvm_ext.relax_pipeline",
     )

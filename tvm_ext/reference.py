@@ -37,16 +37,25 @@ DIVIDING_OPERATORS = frozenset({"Div", "Mod", "DIV", "FLOOR_DIV", "FLOOR_MOD"})
 """ONNX and TFLite operators that may divide by an input: a model with one gets `nonzero_integers` inputs."""
 
 
-def test_inputs(specs: list[TensorSpec], seed: int = 0, nonzero_integers: bool = False) -> list[np.ndarray]:
+def test_inputs(specs: list[TensorSpec], seed: int = 0, nonzero_integers: bool = False,
+                index_limits: dict[int, int] | None = None) -> list[np.ndarray]:
     """Deterministic inputs: floats uniform in [-1, 1), bools uniform, 1-byte integers uniform over the
     type's range, wider integers in [0, 10). With `nonzero_integers` (a model that divides by an input: an
     integer Div or Mod would divide by zero and crash the reference runtime), integers are never zero:
-    1-byte ones uniform over the type's nonzero values, wider ones in [1, 10)."""
+    1-byte ones uniform over the type's nonzero values, wider ones in [1, 10). An integer input k with
+    `index_limits[k]` (its values are indices on an axis of that size: index_guards.index_input_limits)
+    takes values in [0, that size) when it is less than 10 or the input has 1 byte, so the reference runtime
+    accepts them."""
     rng = np.random.default_rng(seed)
     arrays = []
-    for spec in specs:
+    limits = index_limits or {}
+    for k, spec in enumerate(specs):
         dtype = np.dtype(spec.dtype)
-        if dtype.kind == "b":
+        limit = limits.get(k)
+        if dtype.kind in "iu" and limit is not None and (limit < 10 or dtype.itemsize == 1):
+            low = int(nonzero_integers and limit > 1)
+            arrays.append(rng.integers(low, max(limit, low + 1), spec.shape).astype(dtype))
+        elif dtype.kind == "b":
             arrays.append(rng.integers(0, 2, spec.shape).astype(dtype))
         elif dtype.kind == "f":
             arrays.append(rng.uniform(-1.0, 1.0, spec.shape).astype(dtype))

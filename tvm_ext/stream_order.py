@@ -193,8 +193,9 @@ def _bytes_accessed(one_pass: _Pass, skeleton: list[_Item], pointers: _Pointers)
     """Byte bounds [start, end) of the accesses through each parameter (by id) in one pass (loads of an input
     are its reads, stores to an output its writes), its body given as its `_skeleton`; None: not finite."""
     analyzer = Analyzer()
-    for loop, first, count in one_pass.loops:
-        analyzer.bind(loop.loop_var, ir.Range.from_min_extent(first, count))
+    for loop, first, count in one_pass.loops:  # the bounds in the loop variable's type (an int64 argmax loop)
+        dtype = loop.loop_var.ty.dtype
+        analyzer.bind(loop.loop_var, ir.Range.from_min_extent(tirx.const(first, dtype), tirx.const(count, dtype)))
     bounds: dict[int, Interval | None] = {}
     for node in _reachable(skeleton, analyzer):
         if isinstance(node, tirx.For):

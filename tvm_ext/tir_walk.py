@@ -5,7 +5,7 @@ UnknownTirNode instead of being skipped: a new TVM that adds a kind fails loudly
 TVM 0.27's Python API has no TIR visitor; this module is ours. `children` lists a node's sub-nodes,
 `walk` visits a tree in pre-order, `buffer_loads` counts loads per buffer, `vars_read` collects the variables
 a tree reads, `map_child_stmts` rebuilds a statement with its child statements rewritten, `map_leaves` rebuilds
-a tree with its constants and variables rewritten.
+a tree with its constants and variables rewritten, `map_nodes` with any nodes replaced.
 """
 
 from __future__ import annotations
@@ -180,10 +180,20 @@ def map_leaves(node: Node, rewrite: Callable[[Node], Node]) -> Node:
     """The tree under `node` with each leaf (constant, variable, buffer) replaced by `rewrite(leaf)`; a node
     is rebuilt only where a leaf under it changed. UnknownTirNode for a kind `children` does not know, or a
     changed leaf under a kind this function cannot rebuild."""
+    return map_nodes(node, lambda n: None if children(n) else rewrite(n))
+
+
+def map_nodes(node: Node, replace: Callable[[Node], Optional[Node]]) -> Node:
+    """The tree under `node` with each node for which `replace` returns a node replaced by it (pre-order: what
+    is replaced is not looked into); a node is rebuilt only where something under it changed. UnknownTirNode
+    as for `map_leaves`."""
+    replacement = replace(node)
+    if replacement is not None:
+        return replacement
     parts = children(node)
     if not parts:
-        return rewrite(node)
-    mapped = [map_leaves(part, rewrite) for part in parts]
+        return node
+    mapped = [map_nodes(part, replace) for part in parts]
     if all(new.same_as(old) for new, old in zip(mapped, parts)):
         return node
     kind = type(node)

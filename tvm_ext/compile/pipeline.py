@@ -196,7 +196,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
     from tvm_ext.extract_plan import PlanError
     from tvm_ext.frontend import ModelImportError
-    from tvm_ext.transform import OversizedTensorError, UnsupportedOperatorError
+    from tvm_ext.transform import (DataDependentLoopError, IndexOutOfRangeError, OversizedTensorError,
+                                   UnsupportedOperatorError)
 
     tvm_target = target.register_profile_with_tvm(profile)
     with ExitStack() as running:
@@ -217,7 +218,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             lowered = stage("passes", lambda: passes(imported, profile, tvm_target, options.layout), _describe_kernels)
             generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, options.jobs),
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
-        except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError) as err:
+        except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError,
+                IndexOutOfRangeError, DataDependentLoopError) as err:
             raise CompileError(str(err).strip().splitlines()[-1]) from err
         early = None
         if options.jobs > 1 and early_objects.eligible(config):  # beside the planning and the packaging
@@ -272,14 +274,17 @@ def import_(model, checked: Checked | None, name: str | None) -> Imported:
     from tvm_ext.frontend import from_relax, import_model_data
     from tvm_ext.reference import DIVIDING_OPERATORS, test_inputs
     from tvm_ext.transform import RefuseOversizedTensors
+    from tvm_ext.transform.index_guards import index_input_limits
 
     if checked is None:
         imported = from_relax(model, name or "model")
         RefuseOversizedTensors(imported.path.name)(imported.mod)
-        return Imported(imported, test_inputs(imported.inputs))
-    imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
-    divides = any(operator.op in DIVIDING_OPERATORS for operator in checked.facts.operators)
-    return Imported(imported, test_inputs(imported.inputs, nonzero_integers=divides))
+        divides = False
+    else:
+        imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
+        divides = any(operator.op in DIVIDING_OPERATORS for operator in checked.facts.operators)
+    limits = index_input_limits(imported.mod["main"])  # index inputs drawn inside their axes
+    return Imported(imported, test_inputs(imported.inputs, nonzero_integers=divides, index_limits=limits))
 
 
 def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
@@ -342,12 +347,34 @@ def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: 
     """The kernels' C from TVM's C code generator, per subgraph on `jobs` worker processes, and the execution
     plan of the lowered module."""
     from tvm_ext.extract_plan import extract_plan
+    from tvm_ext.index_checks import UncheckedIndexError
     from tvm_ext.subgraph_codegen import generate_kernels, subgraph_kernels
 
     subgraphs = subgraph_kernels(lowered.mod, lowered.kernels, lowered.c_name_of)
-    source = generate_kernels(subgraphs, tvm_target, imported.model.name, jobs)
+    try:
+        source = generate_kernels(subgraphs, tvm_target, imported.model.name, jobs)
+    except UncheckedIndexError as err:
+        raise CompileError(f"{imported.model.path.name}: {_operators_of(lowered, err.kernel)} is refused: "
+                           f"{err.problems[0]}") from err
     plan, constants = extract_plan(lowered.mod, imported.model, profile, lowered.c_name_of, source.signatures)
     return Generated(source, plan, constants)
+
+
+def _operators_of(lowered: Lowered, kernel: str) -> str:
+    """"operator <kind> at layer <labels>" for the model operators the calls of `kernel` (a C name) implement."""
+    import tvm
+    from tvm import relax
+
+    from tvm_ext.layers import Layers, bindings_of, operator_phrase
+
+    main = lowered.mod["main"]
+    layers, records = Layers.of(main), []
+    for position, binding in enumerate(bindings_of(main)):
+        value = binding.value
+        if (isinstance(value, relax.Call) and isinstance(value.args[0], tvm.ir.GlobalVar)
+                and lowered.c_name_of.get(value.args[0].name_hint) == kernel):
+            records += [r for r in layers.of_binding(position) if r not in records]
+    return operator_phrase(records) if records else f"the kernel {kernel}"
 
 
 def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -> Planned:

@@ -2,18 +2,25 @@
 
 from tvm_ext.transform.drop_empty_concat_pieces import DropEmptyConcatPieces
 from tvm_ext.transform.fuse_keeping_layers import FuseOpsKeepingLayers
+from tvm_ext.transform.index_guards import GuardIndexOperands, IndexOutOfRangeError, ResolveIndexGuards
 from tvm_ext.transform.layout_per_subgraph import ConvertLayoutPerSubgraph
 from tvm_ext.transform.lower_quantized_to_integer import LowerQuantizedToInteger, UnsupportedOperatorError
 from tvm_ext.transform.partition_subgraphs import PartitionSubgraphs
+from tvm_ext.transform.refuse_data_dependent_loops import DataDependentLoopError, RefuseDataDependentLoops
 from tvm_ext.transform.refuse_oversized_tensors import OversizedTensorError, RefuseOversizedTensors
 
 __all__ = [
     "ConvertLayoutPerSubgraph",
+    "DataDependentLoopError",
     "DropEmptyConcatPieces",
     "FuseOpsKeepingLayers",
+    "GuardIndexOperands",
+    "IndexOutOfRangeError",
     "LowerQuantizedToInteger",
     "OversizedTensorError",
     "PartitionSubgraphs",
+    "RefuseDataDependentLoops",
     "RefuseOversizedTensors",
+    "ResolveIndexGuards",
     "UnsupportedOperatorError",
 ]
