@@ -72,6 +72,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "quantize": ("test_quantizelinear", "test_dequantizelinear"),
     "qlinear": ("test_qlinearconv", "test_qlinearmatmul"),
     "integer": ("test_convinteger", "test_matmulinteger"),
+    "abs": ("test_abs",),
+    "cast": ("test_cast_", "test_castlike_"),
 }
 # Tests a prefix catches that are not small-CNN inference: training-mode BatchNorm (extra outputs of running
 # statistics), sequence/optional/string types, and number formats no microcontroller bundle has.
