@@ -36,6 +36,7 @@ class ErrorKind(str, enum.Enum):
     HYBRID = "hybrid"  # float graph with int8 weights (dynamic-range quantization)
     UNSUPPORTED_OPERATOR = "unsupported-operator"  # no converter or no kernel in our pipeline
     MEMORY_PLAN = "memory-plan"  # malformed "OfflineMemoryAllocation" metadata
+    RESOURCES = "resources"  # more operators, constant bytes or input/output bytes than the documented limits
 
 
 def one_line(text: str | bytes, limit: int | None = None) -> str:
