@@ -299,9 +299,9 @@ def _tensor_bytes(tensor: TfliteTensor) -> int:
 
 
 def _weight_bytes(flat: TfliteModel, graph: TfliteSubgraph) -> int:
-    """Bytes of the constant data the graph's tensors use, each buffer counted once (tensors may share one)."""
-    constants = {tensor.buffer: _tensor_bytes(tensor) for tensor in graph.tensors if _is_constant(flat, tensor)}
-    return sum(constants.values())
+    """Bytes of the graph's constant tensors, each counted (TVM's import makes a constant of each, also of
+    tensors that share one buffer)."""
+    return sum(_tensor_bytes(tensor) for tensor in graph.tensors if _is_constant(flat, tensor))
 
 
 def _operator_names(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> list[str]:
