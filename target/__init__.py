@@ -13,7 +13,7 @@ from typing import Any
 from target.loading import load_profile, profile_names
 from target.profile import Profile, ProfileError
 from target.resolve import TargetSpec, resolve_profile
-from target.resources import ResourceError, check_fits, headroom
+from target.resources import ResourceError, check_fits, check_io_fits, headroom
 
 __all__ = [
     "Profile",
@@ -21,6 +21,7 @@ __all__ = [
     "ResourceError",
     "TargetSpec",
     "check_fits",
+    "check_io_fits",
     "headroom",
     "is_lowpower_target",
     "load_profile",

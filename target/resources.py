@@ -35,6 +35,25 @@ def check_fits(profile: Profile, model_name: str, arena_bytes: int, flash_bytes:
         raise ResourceError(f"{model_name}: {'; '.join(overruns)}")
 
 
+def check_io_fits(profile: Profile, model_name: str, input_bytes: int, output_bytes: int, state_bytes: int,
+                  io_in_arena: bool) -> None:
+    """Raise ResourceError when the model's inputs, outputs and state alone need more SRAM than the profile has,
+    whatever the memory plan: checked before the compile starts (the bundle's RAM is the arena and these).
+
+    The inputs and outputs are the caller's buffers, all held at once; with `io_in_arena` the arena holds them,
+    an input's bytes may serve an output once read, but every input is live when a run starts and every output
+    when it ends: the larger of the two sums. The state (TFLite variable tensors) stays from run to run. A model
+    exactly at the limit passes, e.g. "big: inputs, outputs and state need 1,048,576 B of SRAM but lowpower has
+    524,288 B (524,288 B over)".
+    """
+    io_bytes = max(input_bytes, output_bytes) if io_in_arena else input_bytes + output_bytes
+    needed = io_bytes + state_bytes
+    if needed > profile.sram_bytes:
+        raise ResourceError(
+            f"{model_name}: {_overrun('inputs, outputs and state need', needed, 'SRAM', profile.sram_bytes, profile)}"
+        )
+
+
 def headroom(profile: Profile, arena_bytes: int, flash_bytes: int) -> dict[str, object]:
     """What the manifest records about the fit: the profile, each limit, the use and what is left (bytes).
 

@@ -449,6 +449,25 @@ def oversized_relu_tflite() -> TinyTflite:
     )
 
 
+LARGE_IO_ELEMENTS = 2**24  # float32: 64 MiB, the largest tensor a target (hifi4's flash) holds, as input and output
+
+
+def large_io_relu_tflite() -> TinyTflite:
+    """input [1, 2^24] -> RELU -> output: each tensor fits a target, together they are 128 MiB of self-test data."""
+    spec = oversized_relu_tflite()
+    spec.tensors = [replace(tensor, shape=(1, LARGE_IO_ELEMENTS)) for tensor in spec.tensors]
+    return spec
+
+
+def too_many_operators_tflite() -> TinyTflite:
+    """The tiny model's FULLY_CONNECTED repeated MAX_OPERATORS + 1 times, all sharing its tensors."""
+    from tvm_ext.model_check.limits import MAX_OPERATORS
+
+    spec = TinyTflite()
+    spec.operators = spec.operators * (MAX_OPERATORS + 1)
+    return spec
+
+
 TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None]] = {
     "valid tiny model": (TinyTflite, None),
     "valid int8 tiny model": (_int8_fully_connected, None),
@@ -473,6 +492,8 @@ TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None
     ),
     "float16 input": (float16_input_tflite, ErrorKind.TENSOR),
     "tensor larger than any target": (oversized_relu_tflite, ErrorKind.TENSOR),
+    "64 MiB input and output": (large_io_relu_tflite, ErrorKind.RESOURCES),
+    "more operators than the limit": (too_many_operators_tflite, ErrorKind.RESOURCES),
     "two subgraphs": (lambda: replace(TinyTflite(), subgraph_copies=2), ErrorKind.SUBGRAPHS),
     "no subgraph": (lambda: replace(TinyTflite(), subgraph_copies=0), ErrorKind.SUBGRAPHS),
     "operator version 99": (
@@ -705,6 +726,50 @@ def _constant_scatter_at_10_to_the_8() -> onnx.ModelProto:
     return _graph_model(nodes, [_vector("x")], [_vector("y")], constants)
 
 
+def sparse_constant_onnx() -> onnx.ModelProto:
+    """y = x + c, c a Constant whose value is a sparse tensor (two of eight elements set)."""
+    sparse = helper.make_sparse_tensor(helper.make_tensor("values", TensorProto.FLOAT, [2], [1.0, 2.0]),
+                                       helper.make_tensor("indices", TensorProto.INT64, [2], [1, 5]), [1, 4])
+    nodes = [
+        helper.make_node("Constant", [], ["c"], name="sparse_constant", sparse_value=sparse),
+        helper.make_node("Add", ["x", "c"], ["y"], name="add"),
+    ]
+    return _graph_model(nodes, [_vector("x")], [_vector("y")])
+
+
+def large_io_relu_onnx() -> onnx.ModelProto:
+    """x [1, 2^24] -> Relu -> y: 64 MiB each, 75 bytes of file (the self-test embedded both, 480 MB of C)."""
+    shape = (1, LARGE_IO_ELEMENTS)
+    return _graph_model([helper.make_node("Relu", ["x"], ["y"])], [_vector("x", shape)], [_vector("y", shape)])
+
+
+def relu_chain_onnx(length: int) -> onnx.ModelProto:
+    """x -> Relu -> Relu -> ... (`length` nodes) -> y."""
+    names = ["x", *(f"r{i}" for i in range(1, length)), "y"]
+    nodes = [helper.make_node("Relu", [a], [b], name=f"relu{i}") for i, (a, b) in enumerate(zip(names, names[1:]))]
+    return _graph_model(nodes, [_vector("x")], [_vector("y")])
+
+
+def too_many_operators_onnx() -> onnx.ModelProto:
+    from tvm_ext.model_check.limits import MAX_OPERATORS
+
+    return relu_chain_onnx(MAX_OPERATORS + 1)
+
+
+def folded_constants_onnx(count: int = 4) -> onnx.ModelProto:
+    """`count` constants of 2^24 float32 (64 MiB each, each within a target's memory), made by ConstantOfShape
+    from a few bytes of file, summed and reduced to one number added to x: TVM computes them all on the host."""
+    nodes = [helper.make_node("ConstantOfShape", ["big_shape"], [f"big{i}"], name=f"fill{i}",
+                              value=helper.make_tensor("v", TensorProto.FLOAT, (1,), [1.0])) for i in range(count)]
+    nodes += [
+        helper.make_node("Sum", [f"big{i}" for i in range(count)], ["bigs"], name="sum"),
+        helper.make_node("ReduceSum", ["bigs"], ["total"], name="reduce", keepdims=0),
+        helper.make_node("Add", ["x", "total"], ["y"], name="add"),
+    ]
+    shape = helper.make_tensor("big_shape", TensorProto.INT64, (1,), [LARGE_IO_ELEMENTS])
+    return _graph_model(nodes, [_vector("x")], [_vector("y")], [shape])
+
+
 ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]] = {
     "valid small model": (small_onnx_model, None),
     "valid model with hostile and colliding names": (_colliding_hostile_names, None),
@@ -723,6 +788,10 @@ ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]]
     "Expand to 2^32 elements": (expand_to_2_32_onnx, ErrorKind.TENSOR),
     "constant Gather index outside its axis": (_constant_gather_outside_its_axis, None),
     "constant ScatterElements at index 10^8": (_constant_scatter_at_10_to_the_8, None),
+    "Constant with a sparse_value": (sparse_constant_onnx, ErrorKind.TENSOR),
+    "64 MiB input and output": (large_io_relu_onnx, ErrorKind.RESOURCES),
+    "more nodes than the limit": (too_many_operators_onnx, ErrorKind.RESOURCES),
+    "four 64 MiB constants computed from constants": (folded_constants_onnx, ErrorKind.RESOURCES),
 }
 
 

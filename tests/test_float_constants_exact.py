@@ -75,6 +75,16 @@ def test_every_constant_in_the_c_is_the_tirs_bit_for_bit(tmp_path, dtype, opt_le
     assert np.array_equal(_bits(_c_values(tmp_path, values, opt_level)), _bits(values))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("opt_level", ["-O0", "-O2"])
+def test_non_finite_constants_are_c99_expressions_of_their_values(tmp_path, dtype, opt_level):
+    """TVM prints them as `inff`, `-inff` and `nanf`, names C has not (an internal error: the bundle did not
+    build); they are NaN and +-Inf in the C, NaN of either sign a quiet NaN."""
+    values = np.array([np.inf, -np.inf, np.nan, -np.nan, 1.0], dtype)
+    got = _c_values(tmp_path, values, opt_level)
+    assert np.array_equal(got[:2], values[:2]) and np.isnan(got[2:4]).all() and got[4] == 1.0
+
+
 def test_a_float32_constant_made_from_a_double_is_its_float32_value():
     """A float32 FloatImm keeps the double it was built from; the C holds that double rounded to float32."""
     double = 0.023811162  # not a float32

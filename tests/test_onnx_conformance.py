@@ -31,7 +31,7 @@ def test_a_test_belongs_to_the_family_of_its_longest_prefix():
     assert conformance.family_of("test_matmulinteger") == "integer"
     assert conformance.family_of("test_convtranspose_pads") == "convtranspose"
     assert conformance.family_of("test_batchnorm_example_training_mode") is None
-    assert conformance.family_of("test_abs") is None
+    assert conformance.family_of("test_acos") is None
 
 
 def test_compare_uses_the_tests_tolerance_and_exact_integers():
@@ -50,17 +50,17 @@ PARTS: tuple[tuple[str, ...], ...] = (  # of about 30 built tests each (refusals
     ("activations", "batchnorm", "integer"),
     ("concat", "clip", "resize", "pad"),
     ("gemm", "convtranspose", "conv", "reshape", "quantize"),
-    ("flatten", "transpose", "matmul", "qlinear", "squeeze", "slice", "reduce_mean"),
+    ("flatten", "transpose", "matmul", "qlinear", "squeeze", "slice", "reduce_mean", "abs", "cast"),
     ("indexing",),
 )
 
 # Matching tests at least, per family (188 of 281 in all once QLinearConv and QLinearMatMul were converted,
-# 214 of 312 with the index operators);
+# 214 of 312 with the index operators; Abs and Cast's float tests since float `fabs` has a C lowering);
 # raise them, never lower them.
 MATCH_FLOORS: dict[str, int] = {
     "activations": 27, "batchnorm": 2, "clip": 12, "concat": 12, "conv": 6, "convtranspose": 11, "elementwise": 36,
     "flatten": 9, "gemm": 11, "integer": 2, "matmul": 7, "pad": 0, "pooling": 41, "qlinear": 5, "quantize": 0,
-    "reduce_mean": 0, "reshape": 0, "resize": 0, "slice": 0, "squeeze": 0, "transpose": 7,
+    "reduce_mean": 0, "reshape": 0, "resize": 0, "slice": 0, "squeeze": 0, "transpose": 7, "abs": 1, "cast": 2,
     "indexing": 26,  # Gather*, Scatter*, OneHot (refused: TVM converts only a constant depth)
 }
 

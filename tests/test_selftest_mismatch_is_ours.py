@@ -1,6 +1,7 @@
-"""A self-test mismatch after a successful build is our bug: `SelftestMismatchError`, exit 3, one line; the
-reference of a user's Relax module is that module as the user gave it, so a bug in our passes is caught;
-a model with NaN and Inf weights compiles with the reference's non-finite values in the same places."""
+"""A self-test mismatch after a successful build is our bug: `SelftestMismatchError`, exit 3, one line; so is
+a generated bundle that does not build (`BundleBuildError`: its C is ours); the reference of a user's Relax
+module is that module as the user gave it, so a bug in our passes is caught; a model with NaN and Inf weights
+compiles with the reference's non-finite values in the same places."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from tvm import relax
 
 import tvm_ext
 import tvm_ext.lower
-from tvm_ext.compile import SelftestMismatchError
+from packager.build import build_bundle
+from tvm_ext.compile import SelftestMismatchError, pipeline
 from tvm_ext.compile.__main__ import main
 from test_user_pipeline import users_module
 
@@ -61,6 +63,23 @@ def test_the_cli_reports_a_selftest_mismatch_as_our_bug_in_one_line(tmp_path, bu
     assert stderr[0].startswith("tvm_ext.compile: internal error: ")
     assert "the bundle disagrees with the reference onnxruntime" in stderr[0]
     assert "output 0, element " in stderr[0] and "a bug of tvm_ext, not of the model" in stderr[0]
+
+
+def build_with_a_broken_kernels_file(bundle_dir, config, jobs=1):
+    """Stands in for the bundle's build with a bug of our code generation: a line of the kernels file not C."""
+    kernels = next(bundle_dir.glob("*_kernels.c"))
+    kernels.write_text(kernels.read_text() + "\nthis line is not C;\n")
+    build_bundle(bundle_dir, config, jobs)
+
+
+def test_a_generated_bundle_that_does_not_build_is_our_bug_in_one_line(tmp_path, monkeypatch, capfd):
+    monkeypatch.setattr(pipeline, "build_bundle", build_with_a_broken_kernels_file)
+    assert main(["--example", "-o", str(tmp_path / "out"), "--jobs", "1"]) == 3
+    stderr = capfd.readouterr().err.strip().splitlines()
+    assert len(stderr) == 1, stderr
+    assert stderr[0].startswith("tvm_ext.compile: internal error: ")
+    assert "the generated bundle does not build: " in stderr[0] and "_kernels.c" in stderr[0]
+    assert not (tmp_path / "out").exists()
 
 
 def nonfinite_weights_model() -> onnx.ModelProto:

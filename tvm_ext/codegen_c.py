@@ -28,6 +28,7 @@ from tvm_ext.index_checks import UncheckedIndexError, check_guarded_indices, ret
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
 from tvm_ext.kernels.signal import calls_to_signal_helpers
 from tvm_ext.padding_test_hoist import hoist_padding_tests
+from tvm_ext.libm_lowering import register_libm_lowerings
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR, rewritten_operands
 from tvm_ext.stream_order import stream_orders
 from tvm_ext.tir_walk import map_child_stmts, map_leaves, vars_read, walk
@@ -197,6 +198,7 @@ def _codegen_only_pipeline():
     return tvm.transform.Sequential([]), _finalize, _finalize
 
 
+register_libm_lowerings()  # before any of our pipelines lowers an intrinsic
 # For users: tvm.tirx.build(mod, target="c", pipeline="tvm_ext_plain_c") gives our plain C kernels.
 tvm.tirx.compilation_pipeline.register_tir_pipeline(PIPELINE_NAME, _plain_c_pipeline)
 # For generate_c, which lowers first (to read the scratch parameters) and then only generates code.

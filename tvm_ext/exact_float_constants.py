@@ -11,10 +11,17 @@ most 24 (53) bits, which the integer-to-float conversion represents exactly, and
 two exactly; an integer value that fits int64 is just `(float)N`. Both are C99 (<math.h>), and GCC folds
 the call with constant arguments into the constant itself (no call, no runtime cost: checked at -O0 and at
 the profiles' -O2, arm-none-eabi-gcc hard- and soft-float included).
+
+Non-finite constants, which the printer writes as `inff` and `nanf` (no such names in C), come from TVM's own
+lowerings (`isinf`, `isfinite`: ONNX Cast from float to an integer, IsInf) and from models: +-Inf becomes
+`(+-1.0f / 0.0f)` and NaN `(0.0f / 0.0f)`, IEEE 754's results (C's Annex F, which GCC and Clang implement for
+every target and do not count as undefined behaviour under -fsanitize=undefined); GCC folds both into the
+constant. (TVM's C printer cannot print the string argument `nanf("")` would need, nor a macro name.)
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -82,7 +89,7 @@ def _integer(value: int) -> tirx.IntImm:
 
 def _exact_constant(leaf):
     """A float32/float64 constant the C printer's decimal would change, as `(T)N` of an integer value that
-    fits int64, else as `ldexp((T)M, E)`; any other leaf as it is."""
+    fits int64, else as `ldexp((T)M, E)`; +-Inf as `(+-1.0 / 0.0)`, NaN as `(0.0 / 0.0)`; any other leaf as it is."""
     float_format = _FORMATS.get(str(leaf.ty.dtype)) if isinstance(leaf, tirx.FloatImm) else None
     if float_format is None:
         return leaf
@@ -91,7 +98,10 @@ def _exact_constant(leaf):
     value = float_format.numpy_type(leaf.value)
     if value == 0:  # `0.000000e+00` and `-0.000000e+00` are exact; a double below float32's range is zero
         return leaf if leaf.value == 0 else tirx.FloatImm(dtype, float(value))
-    if not np.isfinite(value) or printed_exactly(leaf.value, value):
+    if not np.isfinite(value):
+        numerator = 0.0 if np.isnan(value) else math.copysign(1.0, value)
+        return tirx.Div(tirx.FloatImm(dtype, numerator), tirx.FloatImm(dtype, 0.0))
+    if printed_exactly(leaf.value, value):
         return leaf
     if float(value).is_integer() and abs(value) < 2 ** 63:
         return tirx.Cast(dtype, _integer(int(value)))

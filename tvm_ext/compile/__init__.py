@@ -37,10 +37,20 @@ class DoesNotFitError(CompileError):
     """The planned bundle needs more SRAM or flash than its profile has; the line says by how many bytes."""
 
 
-class SelftestMismatchError(Exception):
+class InternalError(Exception):
+    """A bug of tvm_ext, not of the model, found by a check of our own output (the CLI exits with 3); `str()` is
+    one line naming the model and what went wrong."""
+
+
+class SelftestMismatchError(InternalError):
     """The bundle built but disagrees with the reference runtime (or its run call failed) on the embedded
     input: a bug of tvm_ext, not of the model. `str()` is one line naming the model, the output, the first
     failing element, both values and by how much."""
+
+
+class BundleBuildError(InternalError):
+    """The generated bundle does not build with the profile's compiler: its C is ours, so the bug is ours.
+    `str()` is one line naming the model and the compiler's first error."""
 
 
 @dataclass
@@ -130,7 +140,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     passes choose per subgraph (tvm_ext.transform.layout_per_subgraph; the manifest's "subgraph_layouts").
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
-    SelftestMismatchError when the built bundle disagrees with the reference (our bug).
+    InternalError for a bug of ours: SelftestMismatchError when the built bundle disagrees with the reference,
+    BundleBuildError when the generated bundle does not build.
     """
     from tvm_ext.compile.pipeline import BundleOptions, compile_to_folder
     from tvm_ext.compile.quantized import QuantizeRequest, check_request, quantized_module, source_instead

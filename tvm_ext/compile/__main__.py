@@ -1,7 +1,8 @@
 """`python -m tvm_ext.compile MODEL --target lowpower -o OUT`: compile a model into a C bundle.
 
 Prints one line per stage with its time, then a summary. Exit codes: 0 the bundle is built and its
-self-test passed; 2 the model, its bundle or OUT is at fault (one line on stderr); 3 an internal error;
+self-test passed; 2 the model, the target's limits or OUT is at fault (one line on stderr); 3 an internal
+error (a bundle that does not build or disagrees with its reference is one);
 130 interrupted (SIGINT), 143 terminated (SIGTERM), at any moment, in one line and with nothing left behind
 (`tvm_ext.command_process`). OUT is only ever replaced by a bundle whose self-test passed.
 """
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from tvm_ext.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
                                      stop_if_signalled, work_that_unwinds)
-from tvm_ext.compile import Bundle, CompileError, SelftestMismatchError, compile
+from tvm_ext.compile import Bundle, CompileError, InternalError, compile
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -148,7 +149,7 @@ def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
         if args.debug:
             traceback.print_exc()
         return None, (2, f"tvm_ext.compile: error: {err}")
-    except SelftestMismatchError as err:
+    except InternalError as err:
         if args.debug:
             traceback.print_exc()
         return None, (3, f"tvm_ext.compile: internal error: {err} (a bug of tvm_ext, not of the model;"

@@ -9,6 +9,7 @@ The model file is read once, by the check; TVM is imported only after the check 
 from __future__ import annotations
 
 import dataclasses
+import math
 import platform
 import shutil
 import subprocess
@@ -26,7 +27,7 @@ from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.check import InvalidMemoryPlanError, check_plan
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.order import choose_order
-from memory_planner.plan import ExecutionPlan
+from memory_planner.plan import DTYPE_BYTES, ExecutionPlan
 from packager import BundleFacts, BundleInputs, TestVectors, finish_bundle, write_bundle
 from packager.build import BuildError, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig, write_makefile
@@ -37,7 +38,7 @@ from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
 from tvm_ext.command_process import interrupts_held_back
-from tvm_ext.compile import CompileError, DoesNotFitError, SelftestMismatchError, early_objects
+from tvm_ext.compile import BundleBuildError, CompileError, DoesNotFitError, SelftestMismatchError, early_objects
 from tvm_ext.compile.early_objects import EarlyObjects
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from tvm import tirx
 
     from tvm_ext.codegen_c import KernelSource
-    from tvm_ext.frontend import ImportedModel
+    from tvm_ext.frontend import ImportedModel, TensorSpec
     from tvm_ext.model_check import ModelFacts
     from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.unit_assignment import UnitChoice
@@ -193,6 +194,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     if from_file:
         checked = stage("check", lambda: check(model), lambda c: (
             f"{file_name}: {len(c.facts.operators)} operators, {c.facts.format.value}"))
+        facts = checked.facts
+        check_ram_for_io(file_name, profile, sum(t.nbytes for t in facts.inputs), sum(t.nbytes for t in facts.outputs),
+                         facts.state_bytes, options.io_in_arena)
 
     from tvm_ext.extract_plan import PlanError
     from tvm_ext.frontend import ModelImportError
@@ -205,6 +209,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             imported = stage("import", lambda: import_(model, checked, options.name), lambda i: (
                 f"{file_name}: {len(i.model.layers)} layers ({i.model.format})"))
             if checked is None:
+                check_ram_for_io(file_name, profile, tensors_bytes(imported.model.inputs),
+                                 tensors_bytes(imported.model.outputs), 0, options.io_in_arena)
                 # Now, before any of our passes: they receive the user's own IRModule object, and a Python pass
                 # that assigns `mod["main"] = ...` edits that object in place, so a reference run afterwards
                 # would check our passes against themselves.
@@ -267,11 +273,30 @@ def check(path: Path) -> Checked:
         raise CompileError(str(err)) from err
 
 
+def check_ram_for_io(file_name: str, profile: Profile, input_bytes: int, output_bytes: int, state_bytes: int,
+                     io_in_arena: bool) -> None:
+    """DoesNotFitError when the model's inputs, outputs and state alone need more SRAM than the profile has
+    (`target.check_io_fits`): refused before any compile work."""
+    import target
+
+    try:
+        target.check_io_fits(profile, file_name, input_bytes, output_bytes, state_bytes, io_in_arena)
+    except target.ResourceError as err:
+        raise DoesNotFitError(str(err)) from err
+
+
+def tensors_bytes(specs: list[TensorSpec]) -> int:
+    """Bytes of the data of the tensors `specs` together."""
+    return sum(math.prod(spec.shape) * DTYPE_BYTES[spec.dtype] for spec in specs)
+
+
 def import_(model, checked: Checked | None, name: str | None) -> Imported:
     """The checked file's bytes in the format the check found (or the user's Relax module) as Relax, and the
-    self-test's input. A Relax module, which no model check sees, is held to the check's size limit here,
-    before its reference run would compute a tensor that fits no target on the host."""
+    self-test's input. A Relax module, which no model check sees, is held to the check's size limits here
+    (each tensor's, and the inputs' and outputs' bytes the self-test embeds), before its reference run would
+    compute a tensor that fits no target on the host."""
     from tvm_ext.frontend import from_relax, import_model_data
+    from tvm_ext.model_check.limits import io_problem
     from tvm_ext.reference import DIVIDING_OPERATORS, test_inputs
     from tvm_ext.transform import RefuseOversizedTensors
     from tvm_ext.transform.index_guards import index_input_limits
@@ -279,6 +304,9 @@ def import_(model, checked: Checked | None, name: str | None) -> Imported:
     if checked is None:
         imported = from_relax(model, name or "model")
         RefuseOversizedTensors(imported.path.name)(imported.mod)
+        problem = io_problem(tensors_bytes(imported.inputs) + tensors_bytes(imported.outputs))
+        if problem is not None:
+            raise CompileError(f"{imported.path.name}: {problem}")
         divides = False
     else:
         imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
@@ -431,13 +459,13 @@ def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -
 def build(folder: Path, plan: ExecutionPlan, config: BuildConfig, file_name: str, jobs: int,
           early: EarlyObjects | None = None) -> Built:
     """lib<model>.a and the self-test program, `jobs` compilers at once, keeping the `early` objects that are
-    the build's (EarlyObjects.settle); CompileError with the compiler's first error."""
+    the build's (EarlyObjects.settle); BundleBuildError (our bug) with the compiler's first error."""
     if early is not None:
         early.settle()
     try:
         build_bundle(folder, config, jobs)
     except BuildError as err:
-        raise CompileError(f"{file_name}: the generated bundle does not build: {err}") from err
+        raise BundleBuildError(f"{file_name}: the generated bundle does not build: {err}") from err
     return Built(folder / f"lib{plan.model}.a")
 
 

@@ -70,7 +70,7 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     accuracy cost, one line each. `decided`: the reason to quantize already known (recorded as auto's
     decision)."""
     import target
-    from tvm_ext.compile.pipeline import check, import_
+    from tvm_ext.compile.pipeline import check, check_ram_for_io, import_
     from tvm_ext.frontend import ModelImportError
     from tvm_ext.quantize import (CalibrationError, QuantizeError, RangeMethod, decide, load_calibration,
                                   quantize_model)
@@ -80,8 +80,13 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
         profile = target.resolve_profile(target_spec)
     except target.ProfileError as err:
         raise CompileError(f"{path.name}: {err}") from err
+    checked = check(path)
+    # The quantized bundle's inputs and outputs take a byte per element at least (int8), with the arena's room
+    # for them at best (io_in_arena): what must fit whatever the quantizer chooses.
+    check_ram_for_io(path.name, profile, sum(t.elements for t in checked.facts.inputs),
+                     sum(t.elements for t in checked.facts.outputs), checked.facts.state_bytes, io_in_arena=True)
     try:
-        imported = import_(path, check(path), None)
+        imported = import_(path, checked, None)
     except ModelImportError as err:
         raise CompileError(str(err).strip().splitlines()[-1]) from err
     model = imported.model

@@ -1,7 +1,8 @@
 """The model check: the first step of the compiler, before TVM sees the model.
 
 `check_model(path)` reads a .tflite or .onnx file, checks its structure, shapes, constant data, graph and
-operators, and returns `ModelFacts`, or raises `ModelError` whose `str()` is one line
+operators, and the compiler's resource limits (`limits`: operators, constant bytes, input and output bytes), and
+returns `ModelFacts`, or raises `ModelError` whose `str()` is one line
 `<model file name>: <what and where>` listing every problem of the first kind found. A caller that uses
 the bytes again (the compiler's import) calls `read_model_file` and `check_model_data` instead.
 

@@ -37,6 +37,7 @@ class ErrorKind(str, enum.Enum):
     UNSUPPORTED_OPERATOR = "unsupported-operator"  # no converter or no kernel in our pipeline
     MEMORY_PLAN = "memory-plan"  # malformed "OfflineMemoryAllocation" metadata
     OPERATOR = "operator"  # an operator's options or tensors its TFLite Micro kernel cannot run as given
+    RESOURCES = "resources"  # more operators, constant bytes or input/output bytes than the documented limits
 
 
 def one_line(text: str | bytes, limit: int | None = None) -> str:

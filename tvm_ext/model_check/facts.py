@@ -27,6 +27,13 @@ class TensorFacts:
     def elements(self) -> int:
         return math.prod(self.shape)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the tensor's data, `memory_planner.plan.DTYPE_BYTES` per element."""
+        from memory_planner.plan import DTYPE_BYTES
+
+        return self.elements * DTYPE_BYTES[self.dtype]
+
 
 @dataclass(frozen=True)
 class OperatorFacts:
@@ -44,7 +51,9 @@ class OperatorFacts:
 
 @dataclass(frozen=True)
 class ModelFacts:
-    """A model that passed every check. `quantized` is True when any operator works on quantized tensors."""
+    """A model that passed every check. `quantized` is True when any operator works on quantized tensors;
+    `weight_bytes` counts the model's constant data (ONNX initializers and Constant values, TFLite constant
+    buffers), `state_bytes` its TFLite variable tensors (the state a bundle keeps from run to run)."""
 
     path: str
     format: ModelFormat
@@ -52,6 +61,8 @@ class ModelFacts:
     outputs: tuple[TensorFacts, ...]
     operators: tuple[OperatorFacts, ...]
     quantized: bool
+    weight_bytes: int
+    state_bytes: int
 
     def op_types(self) -> frozenset[str]:
         """The distinct operator names the model uses."""

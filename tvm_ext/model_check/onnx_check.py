@@ -1,9 +1,9 @@
 """The rules an ONNX model must pass, before TVM's ONNX frontend sees it.
 
-Order: protobuf parse, model structure, external data, graph (empty, undefined names, one writer per
-name, cycles, input == output, unused inputs), tensors (static input/output shapes, dtypes, constant data
-sizes), `onnx.checker` full check with shape inference, then operator support. Each step gathers every
-problem of its kind and raises them together.
+Order: protobuf parse, model structure, operator count, external data, graph (empty, undefined names, one
+writer per name, cycles, input == output, unused inputs), tensors (static input/output shapes, dtypes,
+constant data sizes), `onnx.checker` full check with shape inference, the bytes of all constants together,
+of inputs and outputs together, then operator support. Each step gathers every problem of its kind and raises them together.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, one_line, quote
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
-from .limits import has_c_type, oversize_problem, shape_problem, tensor_bytes
+from .limits import (has_c_type, io_problem, operators_problem, oversize_problem, refuse_beyond_limit, shape_problem,
+                     tensor_bytes, weights_problem)
 from .onnx_operands import operand_refusals
 from .operator_support import onnx_refusal
 
@@ -72,6 +73,7 @@ def check_onnx(model: str, path: str, data: bytes) -> ModelFacts:
     proto = _parse(model, data)
     _check_structure(model, proto)
     graph = proto.graph
+    refuse_beyond_limit(model, operators_problem(_node_count(graph)))
     _check_names(model, graph)
     dtypes = _dtypes()
     _check_external_data(model, graph)
@@ -82,9 +84,12 @@ def check_onnx(model: str, path: str, data: bytes) -> ModelFacts:
     inferred = _infer_shapes(proto)
     _check_c_types(model, inferred.graph, dtypes)
     _check_sizes(model, inferred.graph, dtypes)
-    outputs = _output_facts(model, proto, inferred, dtypes)
+    weight_bytes = _constant_bytes(inferred.graph, dtypes)
+    refuse_beyond_limit(model, weights_problem(weight_bytes))
+    inputs, outputs = _input_facts(graph, dtypes), _output_facts(model, proto, inferred, dtypes)
+    refuse_beyond_limit(model, io_problem(sum(tensor.nbytes for tensor in (*inputs, *outputs))))
     _check_operator_support(model, graph)
-    return _facts(path, proto, dtypes, outputs)
+    return _facts(path, proto, inputs, outputs, weight_bytes)
 
 
 def _parse(model: str, data: bytes):
@@ -113,6 +118,24 @@ def _check_structure(model: str, proto) -> None:
     problems.raise_if_any()
 
 
+def _node_count(graph) -> int:
+    """The graph's nodes and those of every subgraph its nodes hold (If, Loop, Scan bodies), at any depth.
+    Iterative: no recursion on deeply nested graphs."""
+    from onnx import AttributeProto
+
+    count, graphs = 0, [graph]
+    while graphs:
+        nodes = graphs.pop().node
+        count += len(nodes)
+        for node in nodes:
+            for attr in node.attribute:
+                if attr.type == AttributeProto.GRAPH:
+                    graphs.append(attr.g)
+                elif attr.type == AttributeProto.GRAPHS:
+                    graphs.extend(attr.graphs)
+    return count
+
+
 def _check_names(model: str, graph) -> None:
     """Every name the later checks read must be text: protobuf hands invalid UTF-8 over as bytes."""
     problems = ProblemList(model, ErrorKind.STRUCTURE, "names that are not valid UTF-8")
@@ -136,6 +159,17 @@ def _tensor_protos(graph) -> Iterator[tuple[str, object]]:
         for attr in node.attribute:
             if attr.type == AttributeProto.TENSOR:
                 yield f"attribute {quote(attr.name)} of node {_node_label(index, node)}", attr.t
+
+
+def _sparse_attributes(graph) -> Iterator[str]:
+    """A label for every sparse tensor attribute of a node (a Constant's `sparse_value`): TVM's importer cannot
+    parse one (an internal error), so the check refuses it."""
+    from onnx import AttributeProto
+
+    for index, node in enumerate(graph.node):
+        for attr in node.attribute:
+            if attr.type in (AttributeProto.SPARSE_TENSOR, AttributeProto.SPARSE_TENSORS):
+                yield f"attribute {quote(attr.name)} of node {_node_label(index, node)}"
 
 
 def _check_external_data(model: str, graph) -> None:
@@ -292,6 +326,8 @@ def _check_constants(model: str, graph, dtypes: dict[int, _DType]) -> None:
     sizes = ProblemList(model, ErrorKind.BUFFER, "constant data does not match its dims")
     if len(graph.sparse_initializer):
         tensors.add(f"{len(graph.sparse_initializer)} sparse initializers (not supported)")
+    for label in _sparse_attributes(graph):
+        tensors.add(f"{label} is a sparse tensor (not supported: store it dense, as `value`)")
     for label, tensor in _tensor_protos(graph):
         dtype = dtypes.get(tensor.data_type)
         if dtype is None:
@@ -395,6 +431,24 @@ def _check_sizes(model: str, graph, dtypes: dict[int, _DType]) -> None:
     problems.raise_if_any()
 
 
+def _constant_bytes(graph, dtypes: dict[int, _DType]) -> int:
+    """Bytes of every tensor of an inferred graph whose value is known before any input is: initializers,
+    Constant values, and the results of nodes that read only such tensors, each once. TVM computes those on
+    the host (its import and constant folding), and the bundle keeps what the model reads of them as weights.
+    A tensor whose dims inference left open counts nothing."""
+    known = {tensor.name for tensor in graph.initializer}
+    for node in graph.node:
+        reads = [name for name in node.input if name]
+        if node.op_type == "Constant" or (reads and all(name in known for name in reads)):
+            known.update(name for name in node.output if name)
+    sizes = {tensor.name: (tensor.data_type, tuple(tensor.dims)) for tensor in graph.initializer}
+    for value in (*graph.value_info, *graph.output):
+        if value.name in known and value.name not in sizes and value.type.WhichOneof("value") == "tensor_type":
+            sizes[value.name] = (value.type.tensor_type.elem_type, _known_dims(value))
+    return sum(tensor_bytes(dims, dtypes[elem_type].bits) for elem_type, dims in sizes.values()
+               if dims is not None and elem_type in dtypes)
+
+
 def _output_facts(model: str, proto, inferred, dtypes: dict[int, _DType]) -> tuple[TensorFacts, ...]:
     """Graph outputs with static shapes, from the model or, when it leaves them open, ONNX shape inference
     (`inferred`, from `_infer_shapes`)."""
@@ -427,15 +481,20 @@ def _check_operator_support(model: str, graph) -> None:
     problems.raise_if_any()
 
 
-def _facts(path: str, proto, dtypes: dict[int, _DType], outputs: tuple[TensorFacts, ...]) -> ModelFacts:
-    graph = proto.graph
-    opsets = {("ai.onnx" if o.domain == "" else o.domain): o.version for o in proto.opset_import}
+def _input_facts(graph, dtypes: dict[int, _DType]) -> tuple[TensorFacts, ...]:
+    """Graph inputs (not initializers) with the static shapes `_check_inputs` made sure of."""
     initializers = {t.name for t in graph.initializer}
-    inputs = tuple(
+    return tuple(
         TensorFacts(v.name, _static_shape(v)[0], dtypes[v.type.tensor_type.elem_type].name)
         for v in graph.input
         if v.name not in initializers
     )
+
+
+def _facts(path: str, proto, inputs: tuple[TensorFacts, ...], outputs: tuple[TensorFacts, ...],
+           weight_bytes: int) -> ModelFacts:
+    graph = proto.graph
+    opsets = {("ai.onnx" if o.domain == "" else o.domain): o.version for o in proto.opset_import}
     operators = tuple(
         OperatorFacts(node.op_type, _layer(i, node), opsets.get(node.domain or "ai.onnx", 0))
         for i, node in enumerate(graph.node)
@@ -443,4 +502,4 @@ def _facts(path: str, proto, dtypes: dict[int, _DType], outputs: tuple[TensorFac
     quantized = any(
         node.op_type in _QUANTIZED_OPS or node.op_type.startswith("QLinear") for node in graph.node
     )
-    return ModelFacts(path, ModelFormat.ONNX, inputs, outputs, operators, quantized)
+    return ModelFacts(path, ModelFormat.ONNX, inputs, outputs, operators, quantized, weight_bytes, state_bytes=0)

@@ -15,7 +15,8 @@ import numpy as np
 from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, quote
 from .tflite_layers import tflite_layer_name
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
-from .limits import MAX_TENSOR_BYTES, has_c_type, oversize_problem, shape_problem, tensor_bytes
+from .limits import (MAX_TENSOR_BYTES, has_c_type, io_problem, operators_problem, oversize_problem, refuse_beyond_limit,
+                     shape_problem, tensor_bytes, weights_problem)
 from .operator_support import TFLITE_CUSTOM_CODES, tflite_refusal
 from .signal_ops import SIGNAL_OPERATORS, SignalOptionsError, TensorView, operator_problem, read_options
 from .tflite_reader import TfliteModel, TfliteOperator, TfliteQuantization, TfliteSubgraph, TfliteTensor, read_tflite
@@ -114,12 +115,16 @@ def check_tflite(model: str, path: str, data: bytes) -> ModelFacts:
         )
     _check_subgraphs(model, flat)
     graph = flat.subgraphs[0]
+    refuse_beyond_limit(model, operators_problem(len(graph.operators)))
     _check_indices(model, flat, graph)
     _check_tensors(model, graph)
     _check_sizes(model, graph)
     _check_buffers(model, flat, graph)
+    refuse_beyond_limit(model, weights_problem(_weight_bytes(flat, graph)))
     op_names = _operator_names(model, flat, graph)
     _check_c_types(model, flat, graph, op_names)
+    io = [graph.tensors[index] for index in (*graph.inputs, *graph.outputs)]
+    refuse_beyond_limit(model, io_problem(sum(_tensor_bytes(tensor) for tensor in io)))
     _check_graph(model, flat, graph, op_names)
     _check_constant_inputs(model, flat, graph)
     _check_offline_plan(model, flat)
@@ -280,7 +285,7 @@ def _check_buffers(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> None
         held = buffer.size if buffer.offset > 1 else len(buffer.data)
         if held == 0 or tensor.sparse:
             continue
-        needed = tensor_bytes(tensor.shape, _DTYPES[tensor.type_code].bits)
+        needed = _tensor_bytes(tensor)
         if held != needed:
             problems.add(
                 f"{_tensor_label(tensor)} {list(tensor.shape)} {_DTYPES[tensor.type_code].name} "
@@ -288,6 +293,17 @@ def _check_buffers(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> None
                 f"buffer {tensor.buffer} holds {held}"
             )
     problems.raise_if_any()
+
+
+def _tensor_bytes(tensor: TfliteTensor) -> int:
+    """Bytes of a tensor's data, from its shape and type (both checked by `_check_tensors`)."""
+    return tensor_bytes(tensor.shape, _DTYPES[tensor.type_code].bits)
+
+
+def _weight_bytes(flat: TfliteModel, graph: TfliteSubgraph) -> int:
+    """Bytes of the graph's constant tensors, each counted (TVM's import makes a constant of each, also of
+    tensors that share one buffer)."""
+    return sum(_tensor_bytes(tensor) for tensor in graph.tensors if _is_constant(flat, tensor))
 
 
 def _operator_names(model: str, flat: TfliteModel, graph: TfliteSubgraph) -> list[str]:
@@ -401,7 +417,7 @@ def _check_offline_plan(model: str, flat: TfliteModel) -> None:
             problems.add(f"{len(bad)} negative offsets other than -1 (first {bad[0]})")
         elif count == n_tensors == len(offsets):
             for tensor, offset in zip(flat.subgraphs[subgraph].tensors, offsets, strict=True):
-                end = int(offset) + tensor_bytes(tensor.shape, _DTYPES[tensor.type_code].bits)
+                end = int(offset) + _tensor_bytes(tensor)
                 if offset >= 0 and end > MAX_TENSOR_BYTES:
                     problems.add(
                         f"{_tensor_label(tensor)} at offset {int(offset)} ends past {MAX_TENSOR_BYTES} bytes"
@@ -549,4 +565,6 @@ def _facts(path: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[s
         outputs=tuple(tensor_facts(i) for i in graph.outputs),
         operators=operators,
         quantized=any(_is_quantized(t) for t in graph.tensors),
+        weight_bytes=_weight_bytes(flat, graph),
+        state_bytes=sum(_tensor_bytes(tensor) for tensor in graph.tensors if tensor.is_variable),
     )

@@ -66,12 +66,12 @@ class ActivationQuant:
     def of_range(cls, low: float, high: float, dtype: str = "int8") -> "ActivationQuant":
         """TFLite's rules for a range, widened to hold 0. int8: scale = (high - low) / 255, the zero point
         rounded (so that 0.0 is exactly representable) and clamped to int8; int16: scale = max(|low|, |high|)
-        / 32767, zero point 0. A range of one value gets scale 1."""
+        / 32767, zero point 0. A range of one value gets scale 1; so does a range too narrow for a normal float32
+        scale (denormal values, as flush-to-zero hardware computes them: zero), which TFLite's kernels refuse."""
         low, high = min(0.0, float(low)), max(0.0, float(high))
         if dtype == "int16":
-            peak = max(-low, high)
-            return cls(np.float32(peak / INT16_MAX) if peak > 0 else np.float32(1.0), 0, "int16")
-        scale = np.float32((high - low) / (INT8_MAX - INT8_MIN)) if high > low else np.float32(1.0)
+            return cls(_normal_scale(max(-low, high) / INT16_MAX), 0, "int16")
+        scale = _normal_scale((high - low) / (INT8_MAX - INT8_MIN))
         zero_point = int(np.clip(round(INT8_MIN - low / float(scale)), INT8_MIN, INT8_MAX))
         return cls(scale, zero_point)
 
@@ -86,6 +86,12 @@ class ActivationQuant:
 
     def facts(self) -> dict:
         return {"dtype": self.dtype, "scale": float(self.scale), "zero_point": self.zero_point}
+
+
+def _normal_scale(scale: float) -> np.float32:
+    """`scale` as a float32, or 1 when that is not a normal float32 (zero, or a range of denormal width)."""
+    single = np.float32(scale)
+    return single if single >= np.finfo(np.float32).tiny else np.float32(1.0)
 
 
 Emit = Callable[[relax.BlockBuilder, relax.Var, relax.Expr], relax.Expr]
