@@ -35,6 +35,7 @@ from onnx import TensorProto, helper
 
 from tvm_ext.model_check import ErrorKind
 from tflite_builder import Quantization, quantization_table
+from tflite_builder import build as build_model
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TRUNCATION_LENGTHS = (4, 7, 8, 12, 16, 24, 64, 256)  # plus half and all-but-one byte of each model
@@ -536,10 +537,13 @@ TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None
 
 
 def tiny_tflite_cases() -> list[BadModel]:
+    from hostile_names import FORGED_LINE, unlowerable_softmax_tflite  # imports this module: loaded on first use
+
     return [
         BadModel(case, "tiny.tflite", build_tflite(make()), expected, must_pass=case.startswith("valid"))
         for case, (make, expected) in TINY_TFLITE_VARIANTS.items()
-    ]
+    ] + [BadModel("refused layer whose name forges an error line", "tiny.tflite",
+                  build_model(unlowerable_softmax_tflite(f"out{FORGED_LINE}")), None)]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -682,6 +686,13 @@ def expand_to_2_32_onnx() -> onnx.ModelProto:
     return _graph_model(nodes, [_vector("x")], [_vector("y")], constants)
 
 
+def runtime_refused_escapes_onnx() -> onnx.ModelProto:
+    """A model the check and TVM take but onnxruntime refuses, quoting a node name of terminal escapes."""
+    from hostile_names import TERMINAL_ESCAPES, runtime_refused_onnx  # imports this module: loaded on first use
+
+    return onnx.load_from_string(runtime_refused_onnx(f"relu{TERMINAL_ESCAPES}"))
+
+
 ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]] = {
     "valid small model": (small_onnx_model, None),
     "valid model with hostile and colliding names": (_colliding_hostile_names, None),
@@ -698,6 +709,7 @@ ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]]
     "float16 input": (float16_relu_onnx, ErrorKind.TENSOR),
     "float16 intermediate": (float16_inside_onnx, ErrorKind.TENSOR),
     "Expand to 2^32 elements": (expand_to_2_32_onnx, ErrorKind.TENSOR),
+    "node named with terminal escapes that onnxruntime refuses": (runtime_refused_escapes_onnx, None),
 }
 
 

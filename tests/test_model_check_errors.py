@@ -10,13 +10,13 @@ from tvm_ext.model_check.errors import MAX_LISTED_PROBLEMS, ProblemList, layers_
 
 def test_model_error_is_one_line_even_with_newlines_in_names() -> None:
     error = ModelError("m.onnx", ErrorKind.GRAPH, f"node {quote('a' + chr(10) + 'b')} is bad\nsecond line")
-    assert str(error) == "m.onnx: node 'a b' is bad second line"
+    assert str(error) == "m.onnx: node 'a\\nb' is bad\\nsecond line"  # the line breaks shown, not acted on
     assert error.kind is ErrorKind.GRAPH
 
 
 def test_quote_cuts_long_names_and_decodes_bytes() -> None:
     assert quote("x" * 500) == "'" + "x" * 77 + "...'"
-    assert quote(b"\xe6lat") == "'\ufffdlat'"
+    assert quote(b"\xe6lat") == "'\\xe6lat'"  # the byte that is not UTF-8 shown by its value
 
 
 def test_problem_list_lists_all_then_counts_the_rest() -> None:

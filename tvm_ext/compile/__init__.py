@@ -20,6 +20,7 @@ from memory_planner.api import MemoryPlan
 from memory_planner.from_plan import total_ram_bytes
 from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
+from printable import printable
 from target.resolve import TargetSpec
 from tvm_ext.command_process import interrupts_held_back, outcome_decided
 
@@ -30,7 +31,14 @@ T = TypeVar("T")
 
 
 class CompileError(Exception):
-    """A failure the user can act on; `str()` is one line naming the model and what is wrong."""
+    """A failure the user can act on; `str()` is one line naming the model and what is wrong.
+
+    The message is made `printable` here, whoever built it: names from the model, a runtime's or TVM's words
+    quoting them, and paths that are not UTF-8 reach no terminal and no second line (a layer named
+    "x\\nmodel.tflite: compiled" stays inside the one line about the model given)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 class DoesNotFitError(CompileError):
@@ -40,7 +48,10 @@ class DoesNotFitError(CompileError):
 class SelftestMismatchError(Exception):
     """The bundle built but disagrees with the reference runtime (or its run call failed) on the embedded
     input: a bug of tvm_ext, not of the model. `str()` is one line naming the model, the output, the first
-    failing element, both values and by how much."""
+    failing element, both values and by how much (`printable`, as CompileError's)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 @dataclass
