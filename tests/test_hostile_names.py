@@ -32,6 +32,7 @@ from packager.c_text import c_string, comment
 from printable import printable
 from tvm_ext.compile import compile
 from tvm_ext.frontend import c_identifier
+from tvm_ext.frontend.bundle_prefix import MAX_PREFIX_CHARS
 
 MARKER = "PAYLOAD_RAN"
 NASTY_TEXTS = (*HOSTILE_NAMES, "a\nb\r\tc\x00d", "*/", "/*", "?", "??", "*", "/", "caf\u00e9 \\xff", "%s%n")
@@ -209,7 +210,70 @@ def test_relayed_stderr_and_debug_tracebacks_are_printable(debug: bool, monkeypa
         assert captured.err.splitlines() == [f"warning: layer {printable(TERMINAL_ESCAPES)}"], captured.err
 
 
-# -- paths that are not UTF-8 ------------------------------------------------------------------------------
+# -- the bundle's names: no system header, library or CMake target; any file name length ----------------------
+
+# Every standard C header, C89 to C23 (C23 7.1.2).
+C_STANDARD_HEADERS = """assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign
+    stdarg stdatomic stdbit stdbool stdckdint stddef stdint stdio stdlib stdnoreturn string tgmath threads time
+    uchar wchar wctype""".split()
+
+
+@pytest.mark.parametrize("stem", [*C_STANDARD_HEADERS, "STDINT", "Math", "arm_acle", "m", "c", "gcc", "test", "all"])
+def test_the_bundle_prefix_is_no_header_library_or_cmake_target_name(stem: str) -> None:
+    """`<prefix>.h` would shadow the system header under `-I OUT`, `lib<prefix>.a` the library under `-L OUT`,
+    and CMake refuses a reserved target name (`test` with testing enabled)."""
+    assert c_identifier(stem) == f"model_{stem}"
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "arm-none-eabi-gcc"])
+def test_no_bundle_header_shadows_a_header_the_bundles_includes_pull_in(compiler: str, tmp_path: Path) -> None:
+    """Asks the compiler: every header that the headers the bundle includes (packager.c_lexical's list) read
+    from a folder of the system's include path by a plain name is one a bundle prefix cannot name."""
+    from packager.c_lexical import INCLUDED_SYSTEM_HEADERS
+
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} is not installed")
+    source = tmp_path / "includes.c"
+    source.write_text("".join(f"#include <{header}>\n" for header in INCLUDED_SYSTEM_HEADERS
+                              if header != "arm_acle.h" or compiler.startswith("arm")))
+    cpu = ["-mcpu=cortex-m4"] if compiler.startswith("arm") else []
+    search = subprocess.run([compiler, *cpu, "-xc", "-E", "-v", "/dev/null"], capture_output=True, text=True).stderr
+    folders = {Path(line.strip()).resolve() for line in
+               search.split("#include <...> search starts here:")[1].split("End of search list.")[0].splitlines()
+               if line.strip()}
+    read = subprocess.run([compiler, *cpu, "-std=c99", "-H", "-E", "-o", os.devnull, str(source)],
+                          capture_output=True, text=True, check=True).stderr
+    headers = {Path(line.lstrip(". ")).resolve() for line in read.splitlines() if line.startswith(".")}
+    flat = {header.stem for header in headers if header.parent in folders}
+    assert {"stdint", "stddef"} <= flat, flat
+    takeable = {stem for stem in flat if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", stem)}
+    assert [stem for stem in takeable if c_identifier(stem) == stem] == []
+
+
+@pytest.mark.parametrize("stem", ["stdint", "stddef"])
+def test_a_model_named_after_a_standard_header_does_not_shadow_it(stem: str, tmp_path: Path) -> None:
+    """A program built with `-I OUT` that includes the standard header and the bundle's: the old bundle's
+    `stdint.h` was found instead of the system's (and included itself), so uint8_t was unknown."""
+    model = tmp_path / f"{stem}.onnx"
+    model.write_bytes(relu_onnx())
+    bundle = compile(model, "lowpower", tmp_path / "out")
+    header = next(p for p in bundle.out_dir.glob("*.h") if not p.name.endswith("_internal.h"))
+    program = tmp_path / "app.c"
+    program.write_text(f'#include <stdint.h>\n#include <stddef.h>\n#include "{header.name}"\n'
+                       "uint32_t counter;\nsize_t length;\nint main(void) { return (int)(counter + length); }\n")
+    built = subprocess.run(["gcc", "-std=c99", "-Wall", "-Werror", "-I", str(bundle.out_dir), "-c", str(program),
+                            "-o", str(tmp_path / "app.o")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert header.name == f"model_{stem}.h"
+
+
+def test_a_model_file_stem_of_245_characters_compiles(tmp_path: Path) -> None:
+    """The stem names the bundle's files (`.<stem>_model_profiled.c.<random>` while one is written); the old
+    compile failed on "File name too long" with exit 3. The prefix is cut to MAX_PREFIX_CHARS."""
+    model = tmp_path / ("a" * 245 + ".onnx")
+    model.write_bytes(relu_onnx())
+    bundle = compile(model, "lowpower", tmp_path / "out")
+    assert bundle.selftest.passed and bundle.plan.model == "a" * MAX_PREFIX_CHARS
 
 
 def test_paths_that_are_not_utf8_compile_and_print_escaped(tmp_path: Path) -> None:
