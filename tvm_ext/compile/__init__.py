@@ -198,22 +198,26 @@ def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
     """The Bundle in `out`, written by `fill(staging)` into a staging folder beside it and renamed into place
     only when `fill` returned (see `tvm_ext.compile.output_folder`). `label` starts error lines; `model` is the
     model file `out` must not hold (None for a Relax module); `force` replaces a non-empty `out`."""
-    from tvm_ext.compile.output_folder import check_output_folder, make_staging_folder, move_into_place
+    from tvm_ext.compile.output_folder import (check_output_folder, make_parents, make_staging_folder,
+                                               move_into_place, remove_parents)
 
     out_absolute = Path(os.path.abspath(out))  # "." and ".." named: the staging folder goes beside OUT
     check_output_folder(out_absolute, model, label, force)
     staging: Path | None = None
+    parents: list[Path] = []
     try:
-        with interrupts_held_back():  # no interrupt between creating the folder and knowing its name
+        with interrupts_held_back():  # no interrupt between creating the folders and knowing their names
+            parents = make_parents(out_absolute, label)
             staging = make_staging_folder(out_absolute, label)
         result = fill(staging)
         with interrupts_held_back():  # with --force, OUT is renamed aside first: both renames, or neither
             move_into_place(staging, out_absolute, force, label)
             outcome_decided()
     except BaseException:
-        if staging is not None:
-            with interrupts_held_back():
+        with interrupts_held_back():
+            if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
+            remove_parents(parents)
         raise
     return Bundle(out, result.plan, result.memory, out / result.library.name, out / result.archive.name,
                   result.selftest)
