@@ -686,6 +686,28 @@ def expand_to_2_32_onnx() -> onnx.ModelProto:
     return _graph_model(nodes, [_vector("x")], [_vector("y")], constants)
 
 
+def if_branch_reading_an_input_onnx() -> onnx.ModelProto:
+    """If(c) whose branches read the graph input x by its name (nothing else reads it): control flow."""
+    def branch(name: str, op: str):
+        return helper.make_graph([helper.make_node(op, ["x"], [f"{name}_y"], name=f"{name}_op")], name, [],
+                                 [_vector(f"{name}_y")])
+
+    node = helper.make_node("If", ["c"], ["y"], name="choose", then_branch=branch("then", "Relu"),
+                            else_branch=branch("else", "Neg"))
+    return _graph_model([node], [helper.make_tensor_value_info("c", TensorProto.BOOL, ()), _vector("x")],
+                        [_vector("y")])
+
+
+def sparse_initializer_onnx() -> onnx.ModelProto:
+    """x + W, W a sparse initializer (one value of four)."""
+    values = helper.make_tensor("W", TensorProto.FLOAT, (1,), [1.0])
+    indices = helper.make_tensor("W_indices", TensorProto.INT64, (1,), [0])
+    model = _graph_model([helper.make_node("Add", ["x", "W"], ["y"], name="add")], [_vector("x", (4,))],
+                         [_vector("y", (4,))])
+    model.graph.sparse_initializer.append(helper.make_sparse_tensor(values, indices, [4]))
+    return model
+
+
 def runtime_refused_escapes_onnx() -> onnx.ModelProto:
     """A model the check and TVM take but onnxruntime refuses, quoting a node name of terminal escapes."""
     from hostile_names import TERMINAL_ESCAPES, runtime_refused_onnx  # imports this module: loaded on first use
@@ -709,6 +731,8 @@ ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]]
     "float16 input": (float16_relu_onnx, ErrorKind.TENSOR),
     "float16 intermediate": (float16_inside_onnx, ErrorKind.TENSOR),
     "Expand to 2^32 elements": (expand_to_2_32_onnx, ErrorKind.TENSOR),
+    "If branch reading a graph input": (if_branch_reading_an_input_onnx, ErrorKind.UNSUPPORTED_OPERATOR),
+    "sparse initializer": (sparse_initializer_onnx, ErrorKind.TENSOR),
     "node named with terminal escapes that onnxruntime refuses": (runtime_refused_escapes_onnx, None),
 }
 
