@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 compiled = future.result()
                 bundle = fill_bundle_folder(folder, job.model_file, None, args.force,
-                                            lambda staging: write_compiled(staging, compiled))
+                                            lambda staging: write_compiled(staging, compiled, job.model_file))
             except CompileError as err:
                 codes.append(2)
                 print(f"tvm_ext.compile: error: {err}", file=sys.stderr)
