@@ -6,9 +6,10 @@ Three sources:
 - a tiny TFLite model written with the `tflite` package's flatbuffer builder, then varied field by field:
   two subgraphs, unknown operator version, short constant buffer, hybrid weights, unsupported operators,
   offline memory-plan metadata (valid and broken), an input that is also the output, no operators,
-  an input with constant data;
+  an input with constant data, a refused layer whose name forges a second error line;
 - small ONNX models written with onnx.helper: a cycle, an empty graph, an input that is also the output,
-  dynamic input shapes, wrong initializer sizes, unsupported operators, external data, checker failures;
+  dynamic input shapes, wrong initializer sizes, unsupported operators, external data, checker failures,
+  an input only an If branch reads, a sparse initializer, a node named with terminal escapes;
 plus files that are not models at all (empty, text).
 
 Each case says which ErrorKind it must raise, or None when the mutation may be harmless (random flips and

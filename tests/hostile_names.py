@@ -25,7 +25,8 @@ TERMINAL_ESCAPES = "\x1b]0;pwned\x07\x1b[2J\x1b[31m\u202e\x00"
 FORGED_LINE = "\nmodel.tflite: compiled, nothing wrong here"
 # Names that XML 1.0, Markdown and a terminal each cannot take as they are: markup, entities, a CDATA end,
 # a comment start, NUL, ESC, BEL, C1's CSI, a right-to-left override, a noncharacter, line breaks and a tab.
-MARKUP_NAMES = ("a\x00b\x1b[2J<&\"'>\x07", "c\u202ed\ufffe\n\r\tz\x9b", "]]>--&amp;<!-- $x$ *y* `z` | \x1b]8;;http://x\x07")
+MARKUP_NAMES = ("a\x00b\x1b[2J<&\"'>\x07", "c\u202ed\ufffe\n\r\tz\x9b",
+                "]]>--&amp;<!-- $x$ *y* `z` | \x1b]8;;http://x\x07")
 
 
 def payload_name(kernel: str, guard: str, marker: str, params: str, model_params: str, use_tail: str) -> str:

@@ -125,4 +125,5 @@ def test_a_usage_error_is_one_line_and_exit_2(argv, capsys):
         cli.main(argv)
     lines = capsys.readouterr().err.splitlines()
     assert ended.value.code == 2
-    assert len(lines) == 1 and lines[0].startswith(ERROR_PREFIX) and lines[0].endswith("(--help lists the options)"), lines
+    assert len(lines) == 1 and lines[0].startswith(ERROR_PREFIX), lines
+    assert lines[0].endswith("(--help lists the options)"), lines

@@ -105,13 +105,14 @@ def make_staging_folder(out: Path, label: str) -> Path:
     """Create and return an empty staging folder `.<OUT name>.<random>` beside `out` (whose parent exists),
     with the permissions `mkdir` gives: those OUT gets."""
     try:
-        while True:
+        for _ in range(100):  # 32 random bits a name: a clash is rare, a hundred in a row is an attack
             staging = out.parent / f".{out.name[:_NAME_CHARS_BESIDE]}.{secrets.token_hex(4)}"
             try:
                 staging.mkdir()
                 return staging
             except FileExistsError:
                 continue
+        raise FileExistsError(errno.EEXIST, "every staging folder name tried exists")
     except OSError as err:
         raise CompileError(f"{label}: cannot create the output folder {out}: {err.strerror or err}") from err
 

@@ -4,9 +4,9 @@ The prefix names C identifiers and the bundle's files and build targets, so it m
 keyword nor a reserved or bundle-internal identifier, `<prefix>.h` must not be a header that a build putting
 the bundle's folder on the include path (`-I.`, the bundle's own Cortex-M build, or a user's `-I OUT`) finds
 instead of the system's (nor `lib<prefix>.a` a library on a `-L OUT` link), the CMake target `<prefix>` must
-not be one CMake reserves, and the longest file name it gives must stay within a file system's 255 bytes. A stem that is fine
-stays as it is (its bundle unchanged); one that is not gets `model_` in front, as a C keyword does, and a
-stem too long is cut.
+not be one CMake reserves, and the longest file name it gives must stay within a file system's 255 bytes.
+A stem that is fine stays as it is (its bundle unchanged); one that is not gets `model_` in front, as a C
+keyword does, and a stem too long is cut.
 """
 
 from __future__ import annotations
