@@ -4,6 +4,10 @@ Each buffer is a rectangle from its first to its last step and from its offset t
 with `Buffer.label` (the layer) or its name, and says so when it sits in place of another; offset 0 is
 at the bottom. A dashed line marks the lower bound (labelled at the right) and a solid one the arena's
 top (labelled at the left), so the gap between them is the bytes the plan loses.
+
+Labels and titles come from the model's names: each is made `printable` (XML 1.0 admits no control
+character, not even as a reference, nor a lone surrogate), then XML-escaped, so the document is well-formed
+XML for any name.
 """
 
 from __future__ import annotations
@@ -12,16 +16,22 @@ from collections.abc import Sequence
 from xml.sax.saxutils import escape
 
 from memory_planner.api import Buffer, MemoryPlan
+from printable import printable
 
 PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd")
 PLOT_WIDTH, PLOT_HEIGHT = 900, 480  # pixels
 MARGIN_LEFT, MARGIN_TOP, MARGIN_BOTTOM = 110, 40, 50  # pixels
 
 
+def _xml_text(text: str) -> str:
+    """`text` as the character data of an XML element: printable, then &, < and > escaped."""
+    return escape(printable(text))
+
+
 def _text(x: float, y: float, text: str, size: int = 11, anchor: str = "start", extra: str = "") -> str:
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
-        f'font-family="sans-serif"{extra}>{escape(text)}</text>'
+        f'font-family="sans-serif"{extra}>{_xml_text(text)}</text>'
     )
 
 
@@ -51,7 +61,7 @@ def memory_plan_svg(buffers: Sequence[Buffer], plan: MemoryPlan) -> str:
         label = (b.label or b.name) + (f" (in place of {b.inplace_of})" if shares else "")
         title = f"{b.name}: {b.nbytes} B at {offset}, steps {b.first_step}..{b.last_step}"
         parts.append(
-            f'<g><title>{escape(title)}</title>'
+            f'<g><title>{_xml_text(title)}</title>'
             f'<rect x="{x:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{y1 - y0:.1f}" '
             f'fill="{PALETTE[i % len(PALETTE)]}" stroke="#333" stroke-width="0.8"/>'
             f'<svg x="{x:.1f}" y="{y0:.1f}" width="{w:.1f}" height="{y1 - y0:.1f}">'  # clips the label

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import re
 
+INCLUDED_SYSTEM_HEADERS = ("stddef.h", "stdint.h", "stdbool.h", "stdio.h", "string.h", "math.h", "arm_acle.h")
+"""The system headers a bundle's C may include (`#include <...>`); its own are included as `"<name>.h"`."""
+
 _TOKEN = re.compile(
     r"(?P<code>(?:[A-Za-z0-9_ \t\n{}()\[\];,.+\-*%<>=!&|^~?:]+|/(?![*/]))+)"
     r'|(?P<string>"(?:[ !#-\[\]-~]|\\[\\"?nt]|\\[0-7]{3})*")'  # printable ASCII but " and \, or escapes
     r"|(?P<char>'(?:[ -&(-\[\]-~]|\\[\\'0nt])')"  # one printable ASCII char but ' and \, or an escape
     r"|(?P<comment>/\*(?:[ -)+-.0-~\n]|\*(?!/)|/(?!\*))*\*/)"  # printable ASCII and newlines, no /*
-    r'|(?P<directive>#[ \t]*(?:include[ \t]+(?:<(?:stddef|stdint|stdbool|stdio|string|math|arm_acle)\.h>|"\w+\.h")(?=[ \t]*(?:\n|/\*))'
+    r"|(?P<directive>#[ \t]*(?:include[ \t]+(?:<(?:" + "|".join(map(re.escape, INCLUDED_SYSTEM_HEADERS)) + r')>'
+    r'|"\w+\.h")(?=[ \t]*(?:\n|/\*))'
     r"|(?:ifndef|ifdef|if|define|endif|else|undef)\b))"
 )
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.from_plan import total_ram_bytes
 from memory_planner.plan import ExecutionPlan
+from printable import printable
 
 MANIFEST_VERSION = 1
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, a surrogate is always alone
 
 
 def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], facts: dict[str, Any],
@@ -66,4 +69,18 @@ def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], fac
 
 
 def manifest_json(data: dict) -> str:
-    return json.dumps(data, indent=2) + "\n"
+    """`data` as JSON text that every JSON parser reads: a lone surrogate in a string (a byte of a file path
+    that was not UTF-8, as Python hands it over) is written as its `printable` escape, `\\xNN`, not as a
+    `\\udcNN` escape RFC 8259 leaves undefined."""
+    return json.dumps(_unicode_scalars(data), indent=2) + "\n"
+
+
+def _unicode_scalars(value: Any) -> Any:
+    """`value` (JSON-ready data) with every string's lone surrogates replaced by their `printable` escapes."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(lambda found: printable(found.group()), value)
+    if isinstance(value, dict):
+        return {_unicode_scalars(key): _unicode_scalars(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_unicode_scalars(item) for item in value]
+    return value

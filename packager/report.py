@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, TensorRole
+from printable import printable
 
 REPORT_FILE = "report.md"
 
@@ -24,7 +25,7 @@ NOT_MEASURED = ("not measured (the {target} profile's self-test runs on the host
                 "instructions per call)")
 """Why a report has no instruction columns (formatted with the target's name)."""
 
-_MARKDOWN_SPECIAL = set("\\`*_{}[]<>()#+-.!|~&")
+_MARKDOWN_SPECIAL = set("\\`*_{}[]<>()#+-.!|~&$")  # CommonMark's, and GitHub's math delimiter
 
 
 @dataclass(frozen=True)
@@ -191,8 +192,9 @@ def _layers(call: CallCost) -> str:
 
 
 def _text(text: str) -> str:
-    """Model text made literal in a Markdown table cell: one line, every Markdown character escaped."""
-    return "".join(f"\\{char}" if char in _MARKDOWN_SPECIAL else char for char in " ".join(text.split()))
+    """Model text made literal in a Markdown table cell: `printable` (one line, no control character), then
+    every Markdown character escaped."""
+    return "".join(f"\\{char}" if char in _MARKDOWN_SPECIAL else char for char in printable(text))
 
 
 def _shapes(shapes: tuple[tuple[int, ...], ...]) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from printable import printable
 from tvm_ext.cluster import CompileJob, compile_job, connected, make_job, write_compiled
 from tvm_ext.compile import CompileError, default_jobs, fill_bundle_folder
 from tvm_ext.compile.output_folder import check_output_folder
@@ -87,19 +88,20 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 compiled = future.result()
                 bundle = fill_bundle_folder(folder, job.model_file, None, args.force,
-                                            lambda staging: write_compiled(staging, compiled))
+                                            lambda staging: write_compiled(staging, compiled, job.model_file))
             except CompileError as err:
                 codes.append(2)
                 print(f"tvm_ext.compile: error: {err}", file=sys.stderr)
                 continue
             except Exception as err:  # noqa: BLE001 - any other failure (SelftestMismatchError...) is our bug
                 codes.append(3)
-                print(f"tvm_ext.compile: internal error: {job.model_file} for {job.profile.name}: "
-                      f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}", file=sys.stderr)
+                print(printable(f"tvm_ext.compile: internal error: {job.model_file} for {job.profile.name}: "
+                                f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"),
+                      file=sys.stderr)
                 continue
-            print(f"{job.model_file:<28} {job.profile.name:<14} {time.perf_counter() - start:7.1f} s  arena "
-                  f"{bundle.arena_bytes:,} B, self-test {'PASS' if bundle.selftest.passed else 'FAIL'} -> {folder}",
-                  flush=True)
+            print(printable(f"{job.model_file:<28} {job.profile.name:<14} {time.perf_counter() - start:7.1f} s  "
+                            f"arena {bundle.arena_bytes:,} B, self-test "
+                            f"{'PASS' if bundle.selftest.passed else 'FAIL'} -> {folder}"), flush=True)
     print(f"{len(jobs) - len(codes)} of {len(jobs)} bundles in {time.perf_counter() - start:.1f} s wall")
     return max(codes, default=0)
 

@@ -6,10 +6,11 @@ Three sources:
 - a tiny TFLite model written with the `tflite` package's flatbuffer builder, then varied field by field:
   two subgraphs, unknown operator version, short constant buffer, hybrid weights, unsupported operators,
   offline memory-plan metadata (valid and broken), an input that is also the output, no operators,
-  an input with constant data;
+  an input with constant data, a refused layer whose name forges a second error line;
 - small ONNX models written with onnx.helper: a cycle, an empty graph, an input that is also the output,
   dynamic input shapes, wrong initializer sizes, unsupported operators, external data, checker failures,
-  constant indices outside their axis (valid to the check; the compiler refuses them);
+  constant indices outside their axis (valid to the check; the compiler refuses them), an input only an If
+  branch reads, a sparse initializer, a node named with terminal escapes;
 plus files that are not models at all (empty, text).
 
 Each case says which ErrorKind it must raise, or None when the mutation may be harmless (random flips and
@@ -36,6 +37,7 @@ from onnx import TensorProto, helper
 
 from tvm_ext.model_check import ErrorKind
 from tflite_builder import Quantization, quantization_table
+from tflite_builder import build as build_model
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TRUNCATION_LENGTHS = (4, 7, 8, 12, 16, 24, 64, 256)  # plus half and all-but-one byte of each model
@@ -562,10 +564,13 @@ TINY_TFLITE_VARIANTS: dict[str, tuple[Callable[[], TinyTflite], ErrorKind | None
 
 
 def tiny_tflite_cases() -> list[BadModel]:
+    from hostile_names import FORGED_LINE, unlowerable_softmax_tflite  # imports this module: loaded on first use
+
     return [
         BadModel(case, "tiny.tflite", build_tflite(make()), expected, must_pass=case.startswith("valid"))
         for case, (make, expected) in TINY_TFLITE_VARIANTS.items()
-    ]
+    ] + [BadModel("refused layer whose name forges an error line", "tiny.tflite",
+                  build_model(unlowerable_softmax_tflite(f"out{FORGED_LINE}")), None)]
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -770,6 +775,35 @@ def folded_constants_onnx(count: int = 4) -> onnx.ModelProto:
     return _graph_model(nodes, [_vector("x")], [_vector("y")], [shape])
 
 
+def if_branch_reading_an_input_onnx() -> onnx.ModelProto:
+    """If(c) whose branches read the graph input x by its name (nothing else reads it): control flow."""
+    def branch(name: str, op: str):
+        return helper.make_graph([helper.make_node(op, ["x"], [f"{name}_y"], name=f"{name}_op")], name, [],
+                                 [_vector(f"{name}_y")])
+
+    node = helper.make_node("If", ["c"], ["y"], name="choose", then_branch=branch("then", "Relu"),
+                            else_branch=branch("else", "Neg"))
+    return _graph_model([node], [helper.make_tensor_value_info("c", TensorProto.BOOL, ()), _vector("x")],
+                        [_vector("y")])
+
+
+def sparse_initializer_onnx() -> onnx.ModelProto:
+    """x + W, W a sparse initializer (one value of four)."""
+    values = helper.make_tensor("W", TensorProto.FLOAT, (1,), [1.0])
+    indices = helper.make_tensor("W_indices", TensorProto.INT64, (1,), [0])
+    model = _graph_model([helper.make_node("Add", ["x", "W"], ["y"], name="add")], [_vector("x", (4,))],
+                         [_vector("y", (4,))])
+    model.graph.sparse_initializer.append(helper.make_sparse_tensor(values, indices, [4]))
+    return model
+
+
+def runtime_refused_escapes_onnx() -> onnx.ModelProto:
+    """A model the check and TVM take but onnxruntime refuses, quoting a node name of terminal escapes."""
+    from hostile_names import TERMINAL_ESCAPES, runtime_refused_onnx  # imports this module: loaded on first use
+
+    return onnx.load_from_string(runtime_refused_onnx(f"relu{TERMINAL_ESCAPES}"))
+
+
 ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]] = {
     "valid small model": (small_onnx_model, None),
     "valid model with hostile and colliding names": (_colliding_hostile_names, None),
@@ -792,6 +826,9 @@ ONNX_VARIANTS: dict[str, tuple[Callable[[], onnx.ModelProto], ErrorKind | None]]
     "64 MiB input and output": (large_io_relu_onnx, ErrorKind.RESOURCES),
     "more nodes than the limit": (too_many_operators_onnx, ErrorKind.RESOURCES),
     "four 64 MiB constants computed from constants": (folded_constants_onnx, ErrorKind.RESOURCES),
+    "If branch reading a graph input": (if_branch_reading_an_input_onnx, ErrorKind.UNSUPPORTED_OPERATOR),
+    "sparse initializer": (sparse_initializer_onnx, ErrorKind.TENSOR),
+    "node named with terminal escapes that onnxruntime refuses": (runtime_refused_escapes_onnx, None),
 }
 
 

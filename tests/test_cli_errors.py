@@ -115,3 +115,15 @@ def test_debug_shows_the_traceback(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(cli, "compile", raise_internal_error)
     assert cli.main(["model.tflite", "-o", str(tmp_path / "out"), "--debug"]) == 3
     assert "Traceback" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [[], ["--bogus"], ["m.onnx", "--jobs", "0"], ["m.onnx", "--layout", "diagonal"],
+                                  ["m.onnx", "--target"]], ids=lambda argv: " ".join(argv) or "no arguments")
+def test_a_usage_error_is_one_line_and_exit_2(argv, capsys):
+    """argparse printed its usage (ten lines) before its own error line."""
+    with pytest.raises(SystemExit) as ended:
+        cli.main(argv)
+    lines = capsys.readouterr().err.splitlines()
+    assert ended.value.code == 2
+    assert len(lines) == 1 and lines[0].startswith(ERROR_PREFIX), lines
+    assert lines[0].endswith("(--help lists the options)"), lines

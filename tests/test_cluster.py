@@ -61,3 +61,33 @@ def test_an_unreachable_scheduler_is_the_users_error_in_one_line(tmp_path, monke
 def test_jobs_and_a_scheduler_exclude_each_other(tmp_path):
     done = run_cli("--example", "--jobs", "2", "--scheduler", "tcp://127.0.0.1:9", "-o", str(tmp_path / "out"))
     assert done.returncode == 2 and "not allowed with argument" in done.stderr
+
+
+@pytest.mark.parametrize("relative", ["../escaped.txt", "/tmp/escaped.txt", "cortex_m/../../escaped.txt", "", ".",
+                                      "m.h", "m.h/inside.c", "link/escaped.txt"])
+def test_a_workers_file_outside_the_bundle_folder_is_refused(relative, tmp_path):
+    """The client wrote each returned path as given: `..` and absolute paths wrote anywhere its user can. Refused
+    too: a path written twice, through a file, or through a symbolic link (none of ours)."""
+    from tvm_ext.cluster import BundleFile, CompiledJob, write_compiled
+    from tvm_ext.compile import CompileError
+
+    folder = tmp_path / "staging"
+    folder.mkdir()
+    (folder / "link").symlink_to(tmp_path)
+    files = {"m.h": BundleFile(b"header", 0o644), "cortex_m/startup.c": BundleFile(b"c", 0o644),
+             relative: BundleFile(b"escaped", 0o4777)}
+    if relative == "m.h":  # the same path twice, as a second entry can name it
+        files = {"m.h": BundleFile(b"header", 0o644), "./m.h": BundleFile(b"escaped", 0o644)}
+    with pytest.raises(CompileError, match="the Dask worker returned the bundle file"):
+        write_compiled(folder, CompiledJob(None, files, ()), "m.onnx")
+    assert not (tmp_path / "escaped.txt").exists() and not Path("/tmp/escaped.txt").exists()
+    assert (folder / "m.h").read_bytes() == b"header"
+
+
+def test_a_workers_files_are_written_inside_the_bundle_folder_without_special_permissions(tmp_path):
+    from tvm_ext.cluster import BundleFile, CompiledJob, write_compiled
+
+    files = {"m.h": BundleFile(b"header", 0o644), "cortex_m/startup.c": BundleFile(b"c", 0o6777)}
+    assert write_compiled(tmp_path, CompiledJob("result", files, ()), "m.onnx") == "result"
+    assert (tmp_path / "cortex_m" / "startup.c").read_bytes() == b"c"
+    assert (tmp_path / "cortex_m" / "startup.c").stat().st_mode & 0o7022 == 0

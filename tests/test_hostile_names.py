@@ -1,23 +1,38 @@
 """No name in a model file ever becomes C code: models named to inject code compile, build under the strict
 warnings and the sanitizers, pass their self-test, and the payload never runs; the escapers are exact and
-the bundle's lexical check can fail."""
+the bundle's lexical check can fail. No name reaches a terminal, report.md or memory_plan.svg unescaped,
+forges a second error line, or names a bundle file after a system header; and neither a long file name nor
+a path that is not UTF-8 stops a compile."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
+import os
+import re
+import shutil
 import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from c_checks import strict_sanitized_selftest
+from conftest import REPO, run_cli
 from fuzz_corpus import build_tflite
-from hostile_names import HOSTILE_NAMES, colliding_onnx, hostile_tflite, payload_onnx, payload_tflite
+from hostile_names import (FORGED_LINE, HOSTILE_NAMES, MARKUP_NAMES, TERMINAL_ESCAPES, colliding_onnx,
+                           hostile_tflite, matmul_chain_onnx, payload_onnx, payload_tflite, runtime_refused_onnx,
+                           unlowerable_softmax_tflite, relu_onnx)
+from tflite_builder import build
 
 from packager.c_lexical import UnsafeCError, check_c_text
 from packager.c_text import c_string, comment
+from printable import printable
 from tvm_ext.compile import compile
 from tvm_ext.frontend import c_identifier
+from tvm_ext.frontend.bundle_prefix import MAX_PREFIX_CHARS
 
 MARKER = "PAYLOAD_RAN"
 NASTY_TEXTS = (*HOSTILE_NAMES, "a\nb\r\tc\x00d", "*/", "/*", "?", "??", "*", "/", "caf\u00e9 \\xff", "%s%n")
@@ -104,3 +119,177 @@ def test_hostile_and_non_utf8_tflite_names_compile(tmp_path: Path) -> None:
     manifest = _compile_and_check(model, tmp_path)
     assert json.dumps("out ??= \u00e9 return")[1:-1] in json.dumps(manifest)
     assert (tmp_path / "out" / "model_main.h").exists()  # `main` is a keyword-like prefix: made safe
+
+
+# -- text from the model reaches the terminal, the report and the error line only escaped --------------------
+
+ERROR_LINE = "tvm_ext.compile: error: "
+
+
+def assert_one_printable_error_line(stderr: str, model_name: str) -> str:
+    """`stderr` is one line, the error about `model_name`, with nothing a terminal acts on; return it."""
+    lines = stderr.split("\n")
+    assert len(lines) == 2 and lines[1] == "", stderr
+    assert lines[0].isprintable(), repr(lines[0])
+    assert lines[0].startswith(f"{ERROR_LINE}{model_name}: "), lines[0]
+    return lines[0]
+
+
+def test_a_runtime_error_quoting_a_node_name_reaches_stderr_escaped(tmp_path: Path) -> None:
+    """onnxruntime refuses the int16 Relu quoting the node's name; the old line carried its ESC, OSC, BEL and
+    right-to-left override to the terminal as they were."""
+    model = tmp_path / "relu16.onnx"
+    model.write_bytes(runtime_refused_onnx(f"n{TERMINAL_ESCAPES}"))
+    done = run_cli(str(model), "-o", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    line = assert_one_printable_error_line(done.stderr, model.name)
+    assert "onnxruntime" in line and printable(f"n{TERMINAL_ESCAPES}"[:20]) in line, line
+
+
+def test_a_layer_name_with_a_line_break_cannot_forge_the_error_line(tmp_path: Path) -> None:
+    """The int16 lowering refuses the layer, naming it; the old line kept only the text after the name's line
+    break: `error: model.tflite: compiled, nothing wrong here ...`, about another file."""
+    model = tmp_path / "softmax16.tflite"
+    model.write_bytes(build(unlowerable_softmax_tflite(f"out{FORGED_LINE}")))
+    done = run_cli(str(model), "-o", str(tmp_path / "out"))
+    assert done.returncode == 2, done.stderr
+    line = assert_one_printable_error_line(done.stderr, model.name)
+    assert printable(f"out{FORGED_LINE}") in line and "SOFTMAX" in line, line
+
+
+def test_report_svg_and_manifest_hold_any_name(tmp_path: Path) -> None:
+    """Names holding markup, NUL, ESC, line breaks and a noncharacter: memory_plan.svg parses as XML and shows
+    each name escaped, report.md has no control character and each name escaped for Markdown, the manifest is
+    strict JSON holding the names exactly. (The old report held the NUL and ESC bytes raw; the old SVG did not
+    parse.)"""
+    model = tmp_path / "names.onnx"
+    model.write_bytes(matmul_chain_onnx(MARKUP_NAMES))
+    bundle = compile(model, "lowpower", tmp_path / "out")
+    svg_text = "".join(ElementTree.parse(bundle.out_dir / "memory_plan.svg").getroot().itertext())
+    assert printable(MARKUP_NAMES[0]) in svg_text and printable(MARKUP_NAMES[1]) in svg_text, svg_text
+    report = (bundle.out_dir / "report.md").read_text()
+    assert all(char.isprintable() or char == "\n" for char in report), [c for c in report if not c.isprintable()]
+    table_rows = [line for line in report.splitlines() if line.startswith("| ")]
+    for name in MARKUP_NAMES:
+        cell = "".join(f"\\{char}" if char in "\\`*_{}[]<>()#+-.!|~&$" else char for char in printable(name))
+        assert any(cell in row for row in table_rows), (cell, table_rows)
+    manifest = json.loads((bundle.out_dir / "manifest.json").read_text(), strict=True)
+    layers = {layer["name"] for call in manifest["layer_report"]["calls"] for layer in call["layers"]}
+    assert layers == set(MARKUP_NAMES)
+
+
+def a_bundle_in(out: Path) -> SimpleNamespace:
+    """What the command prints a compiled bundle's summary from."""
+    memory = SimpleNamespace(arena_bytes=0, lower_bound=0, optimal=True, strategy="exact")
+    return SimpleNamespace(plan=SimpleNamespace(model="m", calls=[]), memory=memory, total_ram_bytes=0,
+                           weight_bytes=0, selftest=SimpleNamespace(passed=True), out_dir=out)
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_relayed_stderr_and_debug_tracebacks_are_printable(debug: bool, monkeypatch, capfd, tmp_path: Path) -> None:
+    """What TVM or a library writes to stderr during a compile that succeeds is relayed after it, each line
+    escaped (the old command copied it raw); under --debug (where TVM's own log goes to stderr as TVM writes
+    it), an internal error's traceback is escaped too (the old one was printed raw)."""
+    command = importlib.import_module("tvm_ext.compile.__main__")
+
+    def compile_writing_to_stderr(model, target, out, **options):
+        if debug:
+            raise RuntimeError(f"internal {TERMINAL_ESCAPES}")
+        os.write(2, f"warning: layer {TERMINAL_ESCAPES}\n".encode())
+        return a_bundle_in(out)
+
+    monkeypatch.setattr(command, "compile", compile_writing_to_stderr)
+    code = command.main(["--example", "-o", str(tmp_path / "out"), *(["--debug"] if debug else [])])
+    captured = capfd.readouterr()
+    assert code == (3 if debug else 0), captured
+    assert all(line.isprintable() for line in (captured.out + captured.err).split("\n")), captured
+    if debug:
+        assert "Traceback" in captured.err and captured.err.splitlines()[-1].startswith(
+            f"tvm_ext.compile: internal error: RuntimeError: internal {printable(TERMINAL_ESCAPES)}"), captured.err
+    else:
+        assert captured.err.splitlines() == [f"warning: layer {printable(TERMINAL_ESCAPES)}"], captured.err
+
+
+# -- the bundle's names: no system header, library or CMake target; any file name length ----------------------
+
+# Every standard C header, C89 to C23 (C23 7.1.2).
+C_STANDARD_HEADERS = """assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign
+    stdarg stdatomic stdbit stdbool stdckdint stddef stdint stdio stdlib stdnoreturn string tgmath threads time
+    uchar wchar wctype""".split()
+
+
+@pytest.mark.parametrize("stem", [*C_STANDARD_HEADERS, "STDINT", "Math", "arm_acle", "m", "c", "gcc", "test", "all"])
+def test_the_bundle_prefix_is_no_header_library_or_cmake_target_name(stem: str) -> None:
+    """`<prefix>.h` would shadow the system header under `-I OUT`, `lib<prefix>.a` the library under `-L OUT`,
+    and CMake refuses a reserved target name (`test` with testing enabled)."""
+    assert c_identifier(stem) == f"model_{stem}"
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "arm-none-eabi-gcc"])
+def test_no_bundle_header_shadows_a_header_the_bundles_includes_pull_in(compiler: str, tmp_path: Path) -> None:
+    """Asks the compiler: every header that the headers the bundle includes (packager.c_lexical's list) read
+    from a folder of the system's include path by a plain name is one a bundle prefix cannot name."""
+    from packager.c_lexical import INCLUDED_SYSTEM_HEADERS
+
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} is not installed")
+    source = tmp_path / "includes.c"
+    source.write_text("".join(f"#include <{header}>\n" for header in INCLUDED_SYSTEM_HEADERS
+                              if header != "arm_acle.h" or compiler.startswith("arm")))
+    cpu = ["-mcpu=cortex-m4"] if compiler.startswith("arm") else []
+    search = subprocess.run([compiler, *cpu, "-xc", "-E", "-v", "/dev/null"], capture_output=True, text=True).stderr
+    folders = {Path(line.strip()).resolve() for line in
+               search.split("#include <...> search starts here:")[1].split("End of search list.")[0].splitlines()
+               if line.strip()}
+    read = subprocess.run([compiler, *cpu, "-std=c99", "-H", "-E", "-o", os.devnull, str(source)],
+                          capture_output=True, text=True, check=True).stderr
+    headers = {Path(line.lstrip(". ")).resolve() for line in read.splitlines() if line.startswith(".")}
+    flat = {header.stem for header in headers if header.parent in folders}
+    assert {"stdint", "stddef"} <= flat, flat
+    takeable = {stem for stem in flat if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", stem)}
+    assert [stem for stem in takeable if c_identifier(stem) == stem] == []
+
+
+@pytest.mark.parametrize("stem", ["stdint", "stddef"])
+def test_a_model_named_after_a_standard_header_does_not_shadow_it(stem: str, tmp_path: Path) -> None:
+    """A program built with `-I OUT` that includes the standard header and the bundle's: the old bundle's
+    `stdint.h` was found instead of the system's (and included itself), so uint8_t was unknown."""
+    model = tmp_path / f"{stem}.onnx"
+    model.write_bytes(relu_onnx())
+    bundle = compile(model, "lowpower", tmp_path / "out")
+    header = next(p for p in bundle.out_dir.glob("*.h") if not p.name.endswith("_internal.h"))
+    program = tmp_path / "app.c"
+    program.write_text(f'#include <stdint.h>\n#include <stddef.h>\n#include "{header.name}"\n'
+                       "uint32_t counter;\nsize_t length;\nint main(void) { return (int)(counter + length); }\n")
+    built = subprocess.run(["gcc", "-std=c99", "-Wall", "-Werror", "-I", str(bundle.out_dir), "-c", str(program),
+                            "-o", str(tmp_path / "app.o")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert header.name == f"model_{stem}.h"
+
+
+def test_a_model_file_stem_of_245_characters_compiles(tmp_path: Path) -> None:
+    """The stem names the bundle's files (`.<stem>_model_profiled.c.<random>` while one is written); the old
+    compile failed on "File name too long" with exit 3. The prefix is cut to MAX_PREFIX_CHARS."""
+    model = tmp_path / ("a" * 245 + ".onnx")
+    model.write_bytes(relu_onnx())
+    bundle = compile(model, "lowpower", tmp_path / "out")
+    assert bundle.selftest.passed and bundle.plan.model == "a" * MAX_PREFIX_CHARS
+
+
+def test_paths_that_are_not_utf8_compile_and_print_escaped(tmp_path: Path) -> None:
+    """A model file and an OUT whose names hold the byte 0xff, under a UTF-8 locale whose stdout refuses what
+    is not UTF-8: the old compile blamed onnxruntime and LiteRT (given the path as text), or printed a
+    traceback after the bundle was in place."""
+    environment = {**os.environ, "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": "utf-8:strict"}
+    for name, data in ((b"relu\xff.onnx", relu_onnx()), (b"dense\xff.tflite", build_tflite(hostile_tflite()))):
+        model = os.fsencode(tmp_path) + b"/" + name
+        out = os.fsencode(tmp_path) + b"/out\xff" + name
+        Path(os.fsdecode(model)).write_bytes(data)
+        done = subprocess.run([sys.executable, "-m", "tvm_ext.compile", model, "-o", out], cwd=REPO,
+                              capture_output=True, env=environment, timeout=900)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")
+        assert done.stdout.decode("ascii").rstrip().endswith("out\\xff" + printable(name)), done.stdout
+        manifest = json.loads(Path(os.fsdecode(out), "manifest.json").read_bytes().decode("ascii"))
+        assert manifest["source"] == printable(name)
+        assert f"Model {printable(name)}".replace("\\", "\\\\").replace(".", "\\.") in \
+            Path(os.fsdecode(out), "report.md").read_text()

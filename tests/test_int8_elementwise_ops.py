@@ -154,7 +154,7 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[
     strict = strict_sanitized_selftest(bundle.out_dir, tmp_path / "strict")
     assert strict.returncode == 0 and "PASS" in strict.stdout, strict.stdout + strict.stderr
     run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
-    interpreter = _tflite_micro_interpreter(str(path))  # an arena as large as the compile's reference needed
+    interpreter = _tflite_micro_interpreter(path.read_bytes())  # an arena as large as the compile's reference needed
     ins = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.inputs]
     outs = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.outputs]
     # One input and one output are passed as they are; with several of either, both as structs of pointers.

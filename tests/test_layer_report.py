@@ -178,7 +178,7 @@ def test_report_cells_keep_hostile_layer_names_literal():
     rows = [line for line in report.markdown().splitlines() if line.startswith("| 0 |")]
     assert len(rows) == 1
     assert rows[0].count(" | ") == 9  # ten cells: the name added no cell separator
-    assert r"a\|b \# \<script\>\`x\` #7" in rows[0]
+    assert r"a\|b\\n\# \<script\>\`x\` #7" in rows[0]  # the line break shown as \n (its backslash escaped)
     assert report.facts()["calls"][0]["weight_bytes"] == 16 and report.facts()["totals"]["macs"] == 16
 
 

@@ -2,14 +2,17 @@
 
 Without --force a compile fills OUT only by one rename that fails if OUT is no longer empty; with --force the
 old OUT is renamed aside and deleted only once the new bundle is in place. A folder holding the model is never
-OUT, and every problem with OUT is one line and exit 2. The in-process tests replace the pipeline by a stub
-that writes a two-file bundle, so they test the folder handling alone, in milliseconds.
+OUT, nor is the working directory, the home folder or a folder holding either; OUT gets the permissions `mkdir`
+gives; the folders created for OUT go again when the compile fails; and every problem with OUT is one line and
+exit 2. The in-process tests replace the pipeline by a stub that writes a two-file bundle, so they test the
+folder handling alone, in milliseconds.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -167,3 +170,65 @@ def test_two_compiles_into_one_out_keep_one_bundle_and_refuse_the_other(tmp_path
     assert len(refusal.splitlines()) == 1 and refusal.startswith(f"{ERROR_PREFIX}example_kws_cnn.onnx: "), refusal
     assert (out / "libexample_kws_cnn.a").is_file() and (out / "manifest.json").is_file()
     assert not leftovers(out)
+
+
+def umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+@pytest.mark.parametrize("relative", [".", ".."])
+def test_the_working_directory_and_the_folders_holding_it_are_never_out(relative, monkeypatch, tmp_path):
+    """With --force, `-o .` renamed the working directory aside, deleted the user's files in it and left a
+    mode-0700 folder in its place."""
+    work = tmp_path / "project" / "work"
+    work.mkdir(parents=True)
+    (work / "notes.txt").write_text("mine")
+    mode = work.stat().st_mode
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(pipeline, "compile_to_folder", stub_compile_to_folder())
+    with pytest.raises(CompileError, match="the working directory"):
+        compile(a_model(tmp_path / "models"), out=relative, force=True)
+    assert (work / "notes.txt").read_text() == "mine" and work.stat().st_mode == mode
+    assert not leftovers(work) and not leftovers(work.parent)
+
+
+def test_the_home_folder_and_the_folders_holding_it_are_never_out(monkeypatch, tmp_path):
+    home = tmp_path / "home" / "user"
+    home.mkdir(parents=True)
+    (home / "notes.txt").write_text("mine")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(pipeline, "compile_to_folder", stub_compile_to_folder())
+    for out, role in ((home, "is your home folder"), (tmp_path / "home", "holding your home folder"),
+                      (Path("/"), "holding")):
+        with pytest.raises(CompileError, match=role):
+            compile(a_model(tmp_path / "models"), out=out, force=True)
+    assert (home / "notes.txt").read_text() == "mine"
+
+
+def test_out_gets_the_permissions_mkdir_gives_or_those_of_the_out_it_replaces(monkeypatch, tmp_path):
+    """The staging folder came from mkdtemp, so every OUT ended as mode 0700."""
+    monkeypatch.setattr(pipeline, "compile_to_folder", stub_compile_to_folder())
+    compile(a_model(tmp_path / "models"), out=tmp_path / "new")
+    assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o777 & ~umask()
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "old.txt").write_text("old bundle")
+    (tmp_path / "old").chmod(0o750)
+    compile(a_model(tmp_path / "models"), out=tmp_path / "old", force=True)
+    assert stat.S_IMODE((tmp_path / "old").stat().st_mode) == 0o750
+
+
+def test_folders_created_for_out_are_removed_when_the_compile_is_refused(monkeypatch, tmp_path):
+    """Only those the compile created: a folder that was there, or that someone filled meanwhile, stays."""
+    def refused(staging: Path) -> None:
+        (tmp_path / "kept" / "new" / "filled" / "theirs.txt").write_text("theirs")
+        raise CompileError("model.tflite: refused")
+
+    (tmp_path / "kept").mkdir()
+    monkeypatch.setattr(pipeline, "compile_to_folder", stub_compile_to_folder(refused))
+    for out in (tmp_path / "kept" / "new" / "filled" / "out", tmp_path / "kept" / "a" / "b" / "out"):
+        with pytest.raises(CompileError, match="refused"):
+            compile(a_model(tmp_path / "models"), out=out)
+    assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "kept").rglob("*")) == [
+        "kept/new", "kept/new/filled", "kept/new/filled/theirs.txt"]

@@ -2,8 +2,9 @@
 server; a server that died is replaced; no server outlives the process that started it; a forked process,
 and each thread with a run in flight, has a server of its own.
 
-The runtime is a stand-in onnxruntime (first on PYTHONPATH) that looks at the model file's name only:
-"crash*" segfaults, "hang*" sleeps, anything else returns its inputs.
+The runtime is a stand-in onnxruntime (first on PYTHONPATH) that looks at the model's bytes only (the runtime
+is given the file's bytes; each model file here holds its own name): "crash*" segfaults, "hang*" sleeps,
+anything else returns its inputs.
 """
 
 from __future__ import annotations
@@ -36,11 +37,10 @@ BY_NAME_ONNXRUNTIME = """
         pass
 
     class InferenceSession:
-        def __init__(self, path, *args, **kwargs):
-            name = os.path.basename(path)
-            if name.startswith("crash"):
+        def __init__(self, model, *args, **kwargs):
+            if model.startswith(b"crash"):
                 os.kill(os.getpid(), signal.SIGSEGV)
-            if name.startswith("hang"):
+            if model.startswith(b"hang"):
                 time.sleep(120)
 
         def run(self, names, feeds):
@@ -61,7 +61,7 @@ def models(tmp_path: Path, monkeypatch) -> Path:
 
 def run(folder: Path, name: str) -> list[np.ndarray]:
     path = folder / name
-    path.write_bytes(b"")
+    path.write_bytes(path.name.encode())
     outputs, _ = reference.run_reference(path, "onnx", [INPUT], [TensorSpec("x", (1, 4), "float32")], 1)
     return outputs
 
@@ -119,7 +119,7 @@ def test_a_dead_server_is_replaced(models: Path) -> None:
 
 def test_leaving_the_block_early_stops_the_run(models: Path) -> None:
     path = models / "hang.onnx"
-    path.write_bytes(b"")
+    path.write_bytes(path.name.encode())
     with reference.start_reference(path, "onnx", [INPUT], [TensorSpec("x", (1, 4), "float32")], 1) as running:
         time.sleep(1)  # the run has started and sleeps
         folder = running._folder
@@ -156,7 +156,7 @@ def test_no_server_outlives_its_process(models: Path, how: str) -> None:
     """At exit (atexit) the process stops its server, even while another process holds the server's stdin
     open; killed (no atexit), its server sees its stdin close."""
     path = models / "model.onnx"
-    path.write_bytes(b"")
+    path.write_bytes(path.name.encode())
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.environ["PYTHONPATH"], str(REPO), str(REPO / "tests")]))
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path), how], env=env, capture_output=True, text=True,
                           timeout=120)
@@ -180,7 +180,7 @@ def test_a_forked_process_gets_its_own_server(models: Path) -> None:
     run(models, "first.onnx")
     servers = server_pids()
     path = models / "in_flight.onnx"
-    path.write_bytes(b"")
+    path.write_bytes(path.name.encode())
     with reference.start_reference(path, "onnx", [INPUT], [TensorSpec("x", (1, 4), "float32")], 1) as running:
         read_end, write_end = os.pipe()
         child = os.fork()

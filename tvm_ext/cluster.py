@@ -29,13 +29,14 @@ registration are process-wide state and are not meant to run concurrently.
 
 from __future__ import annotations
 
+import os
 import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from target.profile import Profile
@@ -105,14 +106,40 @@ def compile_job(job: CompileJob) -> CompiledJob:
     return CompiledJob(result, files, tuple(lines))
 
 
-def write_compiled(folder: Path, compiled: CompiledJob) -> FolderResult:
-    """Write a worker's bundle files into the (empty) `folder`; return its result."""
+def write_compiled(folder: Path, compiled: CompiledJob, label: str) -> FolderResult:
+    """Write a worker's bundle files into the (empty) `folder`; return its result.
+
+    A worker is another machine's process, so each file's path is checked: a relative path without `..`
+    whose folders, symbolic links resolved, stay inside `folder`, naming a file not written yet; else the
+    bundle is refused with CompileError (starting with `label`). Each file is created new, never through a
+    symbolic link, with at most the permissions rwxr-xr-x. (Dask unpickles what a worker returns: this
+    catches a worker that misbehaves; it does not make a hostile cluster safe.)"""
     for relative, file in compiled.files.items():
-        path = folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(file.data)
-        path.chmod(file.mode)
+        path = _inside(folder, relative, label)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, file.mode & 0o755)
+        except (FileExistsError, NotADirectoryError) as err:  # a file named as a folder, or twice
+            raise _not_inside(relative, label) from err
+        with os.fdopen(descriptor, "wb") as written:
+            written.write(file.data)
     return compiled.result
+
+
+def _inside(folder: Path, relative: str, label: str) -> Path:
+    """`folder / relative` when `relative` stays inside `folder` (see write_compiled), else CompileError."""
+    parts = PurePosixPath(relative).parts
+    if PurePosixPath(relative).is_absolute() or not parts or ".." in parts or "\0" in relative:
+        raise _not_inside(relative, label)
+    path = folder.joinpath(*parts)
+    if not path.parent.resolve().is_relative_to(folder.resolve()) or path.is_symlink():
+        raise _not_inside(relative, label)
+    return path
+
+
+def _not_inside(relative: str, label: str) -> CompileError:
+    return CompileError(f"{label}: the Dask worker returned the bundle file {relative!r}, which is not a new file "
+                        "inside the bundle folder; the bundle is refused")
 
 
 def make_job(model: Path, target_spec: TargetSpec, name: str | None = None) -> CompileJob:
@@ -162,5 +189,5 @@ def compile_on_cluster(scheduler: str, model: Path, target_spec: TargetSpec, fol
             raise
     for line in compiled.stage_lines:
         log(line)
-    return write_compiled(folder, compiled)
+    return write_compiled(folder, compiled, model.name)
 

@@ -67,7 +67,9 @@ class Runtime(str, enum.Enum):
 @dataclass(frozen=True)
 class Request:
     """What the child runs: `runtime` on the model file `model` (an absolute path), whose inputs are named
-    `input_names` (in order) and which has `num_outputs` outputs."""
+    `input_names` (in order) and which has `num_outputs` outputs. The child reads the file itself and gives the
+    runtime its bytes, never the path: a runtime's C++ API takes paths as UTF-8 text, and a path that is not
+    (Python's surrogate escapes) made onnxruntime and LiteRT refuse the call, a failure blamed on the model."""
 
     runtime: Runtime
     model: str
@@ -106,7 +108,7 @@ def _run_onnxruntime(request: Request, inputs: list[np.ndarray]) -> tuple[list[n
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # errors only: its warnings about old opsets are not ours to print
-    session = onnxruntime.InferenceSession(request.model, options, providers=["CPUExecutionProvider"])
+    session = onnxruntime.InferenceSession(_model_bytes(request), options, providers=["CPUExecutionProvider"])
     outputs = session.run(None, dict(zip(request.input_names, inputs, strict=True)))
     return outputs, f"onnxruntime {onnxruntime.__version__}"
 
@@ -115,7 +117,8 @@ def _run_litert(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.nda
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     # The reference kernels, not XNNPACK: the reference is the one LiteRT documents as exact.
-    interpreter = Interpreter(model_path=request.model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter = Interpreter(model_content=_model_bytes(request),
+                              experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     interpreter.allocate_tensors()
     for detail, value in zip(interpreter.get_input_details(), inputs):
         interpreter.set_tensor(detail["index"], value)
@@ -124,17 +127,17 @@ def _run_litert(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.nda
     return outputs, f"LiteRT {version('ai-edge-litert')}"
 
 
-def _tflite_micro_interpreter(model: str):
-    """TFLite Micro's interpreter for `model` on an arena large enough: its default arena (10x the file's
-    bytes) cannot hold the tensors of a model with large activations and few weights, so the arena is
-    doubled, from that default (at least TFLM_MIN_ARENA_BYTES), until TFLM allocates the tensors or
-    TFLM_MAX_ARENA_BYTES is reached."""
+def _tflite_micro_interpreter(model: bytes):
+    """TFLite Micro's interpreter for the model file's bytes `model` on an arena large enough: its default
+    arena (10x the file's bytes) cannot hold the tensors of a model with large activations and few weights, so
+    the arena is doubled, from that default (at least TFLM_MIN_ARENA_BYTES), until TFLM allocates the tensors
+    or TFLM_MAX_ARENA_BYTES is reached."""
     from tflite_micro import runtime
 
-    arena_bytes = max(10 * Path(model).stat().st_size, TFLM_MIN_ARENA_BYTES)
+    arena_bytes = max(10 * len(model), TFLM_MIN_ARENA_BYTES)
     while True:
         try:
-            return runtime.Interpreter.from_file(model, arena_size=arena_bytes)
+            return runtime.Interpreter.from_bytes(model, arena_size=arena_bytes)
         except RuntimeError as err:
             if _TFLM_ALLOCATION_FAILURE not in str(err) or 2 * arena_bytes > TFLM_MAX_ARENA_BYTES:
                 raise
@@ -142,12 +145,17 @@ def _tflite_micro_interpreter(model: str):
 
 
 def _run_tflite_micro(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
-    interpreter = _tflite_micro_interpreter(request.model)
+    interpreter = _tflite_micro_interpreter(_model_bytes(request))
     for index, value in enumerate(inputs):
         interpreter.set_input(value, index)
     interpreter.invoke()
     outputs = [np.array(interpreter.get_output(index)).copy() for index in range(request.num_outputs)]
     return outputs, f"TFLite Micro (tflite-micro {version('tflite-micro')})"
+
+
+def _model_bytes(request: Request) -> bytes:
+    """The bytes of the request's model file (see Request: runtimes get bytes, not the path)."""
+    return Path(request.model).read_bytes()
 
 
 _RUNNERS = {

@@ -20,6 +20,7 @@ from memory_planner.api import MemoryPlan
 from memory_planner.from_plan import total_ram_bytes
 from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
+from printable import printable
 from target.resolve import TargetSpec
 from tvm_ext.command_process import interrupts_held_back, outcome_decided
 
@@ -30,7 +31,14 @@ T = TypeVar("T")
 
 
 class CompileError(Exception):
-    """A failure the user can act on; `str()` is one line naming the model and what is wrong."""
+    """A failure the user can act on; `str()` is one line naming the model and what is wrong.
+
+    The message is made `printable` here, whoever built it: names from the model, a runtime's or TVM's words
+    quoting them, and paths that are not UTF-8 reach no terminal and no second line (a layer named
+    "x\\nmodel.tflite: compiled" stays inside the one line about the model given)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 class DoesNotFitError(CompileError):
@@ -45,7 +53,10 @@ class InternalError(Exception):
 class SelftestMismatchError(InternalError):
     """The bundle built but disagrees with the reference runtime (or its run call failed) on the embedded
     input: a bug of tvm_ext, not of the model. `str()` is one line naming the model, the output, the first
-    failing element, both values and by how much."""
+    failing element, both values and by how much (`printable`, as CompileError's)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
 
 
 class BundleBuildError(InternalError):
@@ -198,22 +209,26 @@ def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
     """The Bundle in `out`, written by `fill(staging)` into a staging folder beside it and renamed into place
     only when `fill` returned (see `tvm_ext.compile.output_folder`). `label` starts error lines; `model` is the
     model file `out` must not hold (None for a Relax module); `force` replaces a non-empty `out`."""
-    from tvm_ext.compile.output_folder import check_output_folder, make_staging_folder, move_into_place
+    from tvm_ext.compile.output_folder import (check_output_folder, make_parents, make_staging_folder,
+                                               move_into_place, remove_parents)
 
     out_absolute = Path(os.path.abspath(out))  # "." and ".." named: the staging folder goes beside OUT
     check_output_folder(out_absolute, model, label, force)
     staging: Path | None = None
+    parents: list[Path] = []
     try:
-        with interrupts_held_back():  # no interrupt between creating the folder and knowing its name
+        with interrupts_held_back():  # no interrupt between creating the folders and knowing their names
+            parents = make_parents(out_absolute, label)
             staging = make_staging_folder(out_absolute, label)
         result = fill(staging)
         with interrupts_held_back():  # with --force, OUT is renamed aside first: both renames, or neither
             move_into_place(staging, out_absolute, force, label)
             outcome_decided()
     except BaseException:
-        if staging is not None:
-            with interrupts_held_back():
+        with interrupts_held_back():
+            if staging is not None:
                 shutil.rmtree(staging, ignore_errors=True)
+            remove_parents(parents)
         raise
     return Bundle(out, result.plan, result.memory, out / result.library.name, out / result.archive.name,
                   result.selftest)

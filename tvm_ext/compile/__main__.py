@@ -1,10 +1,13 @@
 """`python -m tvm_ext.compile MODEL --target lowpower -o OUT`: compile a model into a C bundle.
 
 Prints one line per stage with its time, then a summary. Exit codes: 0 the bundle is built and its
-self-test passed; 2 the model, the target's limits or OUT is at fault (one line on stderr); 3 an internal
-error (a bundle that does not build or disagrees with its reference is one);
-130 interrupted (SIGINT), 143 terminated (SIGTERM), at any moment, in one line and with nothing left behind
+self-test passed; 2 the model, the target's limits, its bundle, OUT or the command line is at fault (one line on
+stderr); 3 an internal error (a bundle that does not build or disagrees with its reference is one); 130
+interrupted (SIGINT), 143 terminated (SIGTERM), at any moment, in one line and with nothing left behind
 (`tvm_ext.command_process`). OUT is only ever replaced by a bundle whose self-test passed.
+Every line printed, and whatever TVM or a library wrote to stderr that is relayed, is `printable`: text from
+the model reaches the terminal escaped, and the one error line stays one line. (Under --debug, TVM's own log
+goes to stderr as TVM writes it, unheld; the traceback printed is escaped.)
 """
 
 from __future__ import annotations
@@ -18,14 +21,25 @@ import tempfile
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
+from printable import printable, printable_lines
 from tvm_ext.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
                                      stop_if_signalled, work_that_unwinds)
 from tvm_ext.compile import Bundle, CompileError, InternalError, compile
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors are the command's one error line and exit code 2 (argparse prints
+    the usage, several lines, before its own)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(printable(f"tvm_ext.compile: error: {message} (--help lists the options)"), file=sys.stderr)
+        sys.exit(2)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m tvm_ext.compile", description=__doc__.splitlines()[0])
+    parser = _OneLineParser(prog="python -m tvm_ext.compile", description=__doc__.splitlines()[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("model", nargs="?", help="the .tflite or .onnx model file")
     source.add_argument("--example", action="store_true", help="compile the built-in example model")
@@ -71,7 +85,8 @@ def _positive(text: str) -> int:
 def _stderr_held_back(enabled: bool) -> Iterator[Callable[[], None]]:
     """Send everything written to file descriptor 2 (TVM's C++ log included) to a temporary file.
 
-    Yields `release()`, which copies what was held back to the real stderr; without it the text is dropped.
+    Yields `release()`, which copies what was held back to the real stderr, each line `printable` (TVM's log
+    and warnings quote the model's names); without it the text is dropped.
     A failed compilation must end in exactly one line, yet TVM's C++ destructors warn when an exception
     abandons an IR builder mid-conversion ("BlockBuilder destroyed with remaining blocks!"); those objects
     die while the exception is handled, so the redirection lasts until after they are collected. After a
@@ -90,7 +105,7 @@ def _stderr_held_back(enabled: bool) -> Iterator[Callable[[], None]]:
         def release() -> None:
             nonlocal released
             held.seek(0)
-            os.write(saved, held.read())
+            os.write(saved, printable_lines(held.read()).encode())
             released = True
 
         os.dup2(held.fileno(), 2)
@@ -119,16 +134,16 @@ def main(argv: list[str] | None = None) -> int:
             # whatever the interrupt became on its way out (TVM's FFI makes it a RuntimeError), it was one
             failure = (exit_code(received_signal()), interrupted_line(received_signal()))
         code, line = failure  # without a bundle and a signal, _compile_or_failure returned a failure
-        print(line, file=sys.stderr)
+        print(printable(line), file=sys.stderr)
         return code
     memory = bundle.memory
-    print(
+    print(printable(
         f"[tvm_ext] {bundle.plan.model}: arena {memory.arena_bytes:,} B (lower bound {memory.lower_bound:,} B, "
         f"{'optimal' if memory.optimal else memory.strategy}), total RAM {bundle.total_ram_bytes:,} B "
         f"(arena + I/O outside it), weights {bundle.weight_bytes:,} B, "
         f"{len({c.kernel for c in bundle.plan.calls})} kernels in {len(bundle.plan.calls)} calls, "
         f"self-test {'PASS' if bundle.selftest.passed else 'FAIL'} -> {bundle.out_dir}"
-    )
+    ))
     return 0
 
 
@@ -146,27 +161,30 @@ def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
         release()
         return bundle, None
     except CompileError as err:
-        if args.debug:
-            traceback.print_exc()
+        _print_traceback_if(args.debug)
         return None, (2, f"tvm_ext.compile: error: {err}")
     except InternalError as err:
-        if args.debug:
-            traceback.print_exc()
+        _print_traceback_if(args.debug)
         return None, (3, f"tvm_ext.compile: internal error: {err} (a bug of tvm_ext, not of the model;"
                          " please report it with the output of --debug)")
     except KeyboardInterrupt:
         return None, (130, "tvm_ext.compile: interrupted")
     except Exception as err:  # noqa: BLE001 - anything else is our bug: say so, in one line
-        if args.debug:
-            traceback.print_exc()
+        _print_traceback_if(args.debug)
         first_line = str(err).splitlines()[0] if str(err) else ""
         return None, (3, f"tvm_ext.compile: internal error: {type(err).__name__}: {first_line}"
                          " (please report it with the output of --debug)")
 
 
+def _print_traceback_if(debug: bool) -> None:
+    """With --debug, print the exception being handled with its traceback, each line `printable`."""
+    if debug:
+        sys.stderr.write(printable_lines(traceback.format_exc()))
+
+
 def _print_stage_and_stop_if_signalled(line: str) -> None:
     """Print a finished stage's line; then stop, before the next stage, if an interrupt was swallowed in it."""
-    print(f"[tvm_ext] {line}", flush=True)
+    print(printable(f"[tvm_ext] {line}"), flush=True)
     stop_if_signalled()
 
 

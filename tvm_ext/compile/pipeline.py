@@ -226,7 +226,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
         except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError,
                 IndexOutOfRangeError, DataDependentLoopError) as err:
-            raise CompileError(str(err).strip().splitlines()[-1]) from err
+            # Their message is the whole line (model, operator, layer): a line break in it can only come from a
+            # name in the model, which CompileError shows escaped within the line.
+            raise CompileError(str(err).strip()) from err
         early = None
         if options.jobs > 1 and early_objects.eligible(config):  # beside the planning and the packaging
             with interrupts_held_back():  # the makes started are ended with `running`

@@ -8,7 +8,6 @@ carries forward to the kernel calls.
 from __future__ import annotations
 
 import functools
-import re
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from .tflite_ops.tensor_names import tensor_name_table
 from .tflite_ops.transpose_conv import convert_transpose_conv
 from .tflite_ops.unpack import convert_unpack
 from ..model_check.tflite_layers import tflite_layer_name
+from .bundle_prefix import c_identifier
 
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
 
@@ -74,38 +74,6 @@ class ImportedModel:
 
 class ModelImportError(Exception):
     """The frontend could not import the model; the message names the model and the operator."""
-
-
-# C99/C11/C23 keywords, and C++'s (the header is `extern "C"` for C++ callers).
-_KEYWORDS = frozenset("""
-    auto break case char const continue default do double else enum extern float for goto if inline int long
-    register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
-    alignas alignof bool constexpr false nullptr static_assert thread_local true typeof typeof_unqual
-    asm catch class const_cast delete dynamic_cast explicit export friend mutable namespace new noexcept operator
-    private protected public reinterpret_cast template this throw try typeid typename using virtual
-    main
-""".split())
-# Prefixes the bundle's names `<prefix>_...` and `<PREFIX>_...` must not start with: our own self-test and
-# Cortex-M support names, and the names C reserves or keeps for its library (C23 7.33: int*_t, is*, to*,
-# str*, mem*, wcs*, SIG*, LC_*, PRI*, SCN*, FE_*, FP_*, INT*/UINT* macros, threads and atomics).
-# (E<upper> macros, kept for <errno.h>, are not listed: the bundle never includes <errno.h>.)
-_RESERVED_PREFIX = re.compile(
-    r"^(selftest|lp_|u?int|is[a-z]|to[a-z]|str[a-z]|mem[a-z]|wcs[a-z]|atomic_|cnd_|mtx_|thrd_|tss_"
-    r"|sig|lc_|pri|scn|fe_|fp_|e[0-9])",
-    re.IGNORECASE,
-)
-_FALLBACK_PREFIX = "model_"
-
-
-def c_identifier(text: str) -> str:
-    """`text` (a file name) made into the bundle's C prefix: non-alphanumerics become `_`; a prefix that is
-    empty, starts with a digit, is a keyword or starts like a reserved or bundle-internal name gets
-    `model_` in front. So `<prefix>_run`, `<PREFIX>_ARENA_BYTES`, ... never hit a C or C++ keyword, a
-    reserved identifier or a name the self-test uses."""
-    ident = re.sub(r"[^0-9A-Za-z_]", "_", text).strip("_")
-    if not ident or ident[0].isdigit() or ident.lower() in _KEYWORDS or _RESERVED_PREFIX.match(ident):
-        return f"{_FALLBACK_PREFIX}{ident}".rstrip("_")
-    return ident
 
 
 def tflite_name(raw: bytes | None) -> str:

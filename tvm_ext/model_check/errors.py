@@ -7,7 +7,8 @@ no traceback text, so the CLI can print `tvm_ext.compile: error: <that line>` an
 from __future__ import annotations
 
 import enum
-import re
+
+from printable import printable
 
 # Problems listed in one message before the rest are summarised as "and N more".
 MAX_LISTED_PROBLEMS = 12
@@ -15,8 +16,6 @@ MAX_LISTED_PROBLEMS = 12
 MAX_LAYERS_PER_PROBLEM = 3
 # Longest model-provided text (a tensor or node name) quoted in a message, in characters.
 MAX_QUOTED_CHARS = 80
-
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 class ErrorKind(str, enum.Enum):
@@ -41,13 +40,12 @@ class ErrorKind(str, enum.Enum):
 
 
 def one_line(text: str | bytes, limit: int | None = None) -> str:
-    """`text` with control characters (newlines included) collapsed to one space, cut to `limit` chars.
+    """`text` made `printable` (control characters, newlines included, escaped), without leading or trailing
+    spaces, cut to `limit` chars.
 
-    Bytes (a name a malformed file failed to give as UTF-8) are decoded with replacement characters.
+    Bytes (a name a malformed file failed to give as UTF-8) show each invalid byte as `\\xNN`.
     """
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    flat = _CONTROL_CHARS.sub(" ", text).strip()
+    flat = printable(text).strip()
     if limit is not None and len(flat) > limit:
         flat = flat[: limit - 3] + "..."
     return flat

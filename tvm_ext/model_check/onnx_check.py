@@ -202,7 +202,8 @@ def _check_graph(model: str, graph) -> None:
     nodes = list(graph.node)
     if not nodes:
         problems.add("the graph has no nodes (empty graph)")
-    initializers = {t.name for t in graph.initializer}
+    # A sparse initializer defines its name too (the constants' check refuses it, naming it).
+    initializers = {t.name for t in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
     inputs = [v.name for v in graph.input if v.name not in initializers]
     outputs = [v.name for v in graph.output]
     producer: dict[str, int] = {}
@@ -224,6 +225,7 @@ def _check_graph(model: str, graph) -> None:
             if name and name not in defined:
                 problems.add(f"node {_node_label(index, node)} reads {quote(name)} that nothing defines")
             read.add(name)
+        read |= _read_by_subgraphs(node)  # an If/Loop/Scan branch reads the graph's names by their names
     cycle = _find_cycle(nodes, producer)
     if cycle:
         problems.add("cycle through nodes " + " -> ".join(_node_label(i, nodes[i]) for i in cycle))
@@ -240,6 +242,28 @@ def _check_graph(model: str, graph) -> None:
     if not outputs:
         problems.add("the graph has no outputs")
     problems.raise_if_any()
+
+
+def _read_by_subgraphs(node) -> set[str]:
+    """The names the subgraphs of `node`'s graph attributes (If's branches, Loop's and Scan's bodies) read,
+    at any depth: the enclosing graph's values they use. Those nodes are control flow, which the operator
+    check refuses by name; their reads must not make a graph input look unread."""
+    read: set[str] = set()
+    pending = _subgraphs(node)
+    while pending:
+        for inner in pending.pop().node:
+            read.update(inner.input)
+            pending += _subgraphs(inner)
+    return read
+
+
+def _subgraphs(node) -> list:
+    """The graphs of `node`'s GRAPH and GRAPHS attributes."""
+    from onnx import AttributeProto
+
+    return [graph for attr in node.attribute
+            for graph in ([attr.g] if attr.type == AttributeProto.GRAPH else
+                          attr.graphs if attr.type == AttributeProto.GRAPHS else [])]
 
 
 def _find_cycle(nodes: list, producer: dict[str, int]) -> list[int]:
@@ -324,8 +348,8 @@ def _check_constants(model: str, graph, dtypes: dict[int, _DType]) -> None:
 
     tensors = ProblemList(model, ErrorKind.TENSOR, "bad constant")
     sizes = ProblemList(model, ErrorKind.BUFFER, "constant data does not match its dims")
-    if len(graph.sparse_initializer):
-        tensors.add(f"{len(graph.sparse_initializer)} sparse initializers (not supported)")
+    for sparse in graph.sparse_initializer:
+        tensors.add(f"initializer {quote(sparse.values.name)} is a sparse tensor (not supported: store it dense)")
     for label in _sparse_attributes(graph):
         tensors.add(f"{label} is a sparse tensor (not supported: store it dense, as `value`)")
     for label, tensor in _tensor_protos(graph):
