@@ -19,7 +19,7 @@ from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
 from tflite.Padding import Padding  # noqa: E402
 
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro, assert_refused_in_one_line  # noqa: E402
-from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tflite_builder import Model, ModelBuilder, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import compile  # noqa: E402
 
 ACTIVATIONS = (ActivationFunctionType.NONE, ActivationFunctionType.RELU, ActivationFunctionType.RELU6,
@@ -31,22 +31,8 @@ def _symmetric(scale: float) -> Quantization:
     return Quantization((scale,), (0,))
 
 
-@dataclass
-class _Builder:
+class _Builder(ModelBuilder):
     """A model of independent operator instances, each with its own graph input and output."""
-
-    tensors: list
-    operators: list
-    inputs: list
-    outputs: list
-
-    @classmethod
-    def empty(cls) -> "_Builder":
-        return cls([], [], [], [])
-
-    def add(self, tensor: Tensor) -> int:
-        self.tensors.append(tensor)
-        return len(self.tensors) - 1
 
     def weights_and_bias(self, name: str, shape: tuple[int, ...], channels: int, input_scale: float,
                          axis: int, bias_magnitude: int) -> tuple[int, int]:
@@ -58,9 +44,6 @@ class _Builder:
                                Quantization(tuple(input_scale * s for s in scales), (0,) * channels),
                                _RNG.integers(-bias_magnitude, bias_magnitude + 1, channels).astype(np.int64)))
         return weight, bias
-
-    def model(self) -> Model:
-        return Model(self.tensors, self.operators, tuple(self.inputs), tuple(self.outputs))
 
 
 @dataclass(frozen=True)
@@ -94,7 +77,7 @@ def _output_size(size: int, kernel: int, stride: int, dilation: int, padding: in
 def conv_model(builtin: str) -> Model:
     """One ``builtin`` (CONV_2D or DEPTHWISE_CONV_2D) per case, 16x8."""
     depthwise = builtin == "DEPTHWISE_CONV_2D"
-    built = _Builder.empty()
+    built = _Builder()
     for index, case in enumerate(CONV_CASES):
         (h, w, c), (kh, kw) = case.input_hwc, case.kernel_hw
         out_c = c * case.channels if depthwise else case.channels
@@ -122,7 +105,7 @@ FC_CASES = ((1, 7, 5, 0.003), (3, 16, 1, 0.05), (2, 1, 9, 0.00002))  # (rows, in
 
 def fully_connected_model() -> Model:
     """One FULLY_CONNECTED per case, 16x8 with a per-tensor weight scale (TFLite Micro's int16 FULLY_CONNECTED)."""
-    built = _Builder.empty()
+    built = _Builder()
     for index, (rows, depth, units, output_scale) in enumerate(FC_CASES):
         data = built.add(Tensor(f"case{index}_in", (rows, depth), "int16", _symmetric(INPUT_SCALE)))
         scale = float(_RNG.uniform(0.001, 0.05))
@@ -151,7 +134,7 @@ ADD_CASES = (
 
 def add_model() -> Model:
     """One 16x8 ADD per case, with every fused activation."""
-    built = _Builder.empty()
+    built = _Builder()
     for index, (lhs_shape, rhs_shape, lhs_scale, rhs_scale, out_scale) in enumerate(ADD_CASES):
         lhs = built.add(Tensor(f"case{index}_lhs", lhs_shape, "int16", _symmetric(lhs_scale)))
         rhs = built.add(Tensor(f"case{index}_rhs", rhs_shape, "int16", _symmetric(rhs_scale)))
@@ -179,7 +162,7 @@ def test_16x8_fully_connected_is_bit_exact_with_tflite_micro(tmp_path):
 
 def test_a_16x8_conv_then_fully_connected_model_is_bit_exact_with_tflite_micro(tmp_path):
     """Two 16x8 layers end to end: the convolution's int16 output (rank 4) is the FULLY_CONNECTED's input."""
-    built = _Builder.empty()
+    built = _Builder()
     data = built.add(Tensor("image", (1, 6, 5, 2), "int16", _symmetric(INPUT_SCALE)))
     weight, bias = built.weights_and_bias("conv", (4, 3, 3, 2), 4, INPUT_SCALE, 0, bias_magnitude=50_000)
     features = built.add(Tensor("features", (1, 3, 3, 4), "int16", _symmetric(0.001)))
@@ -209,7 +192,7 @@ POOL_CASES = (  # input (H, W, C), filter (H, W), strides, padding: windows cut 
 def pool_model(builtin: str) -> Model:
     """One 16x8 pool per case (the same quantization in and out, as TFLite requires), with every fused
     activation; the average of a window of ints rounds half away from zero in TFLite Micro."""
-    built = _Builder.empty()
+    built = _Builder()
     for index, (hwc, window, strides, padding) in enumerate(POOL_CASES):
         quant = _symmetric(0.0005)
         data = built.add(Tensor(f"case{index}_in", (1, *hwc), "int16", quant))
@@ -242,7 +225,7 @@ def test_a_16x8_operator_without_a_16x8_lowering_is_refused_in_one_line_naming_i
 def _edges_model(float_input: bool) -> Model:
     """A 16x8 FULLY_CONNECTED with a float edge: float input -> QUANTIZE to int16 -> FC (int16 output), or int16
     input -> FC -> DEQUANTIZE to a float output."""
-    built = _Builder.empty()
+    built = _Builder()
     scale = 0.02
     if float_input:
         source = built.add(Tensor("x", (2, 9), "float32"))

@@ -258,3 +258,9 @@ def hard_swish_params(input_scale: np.float32, output_scale: np.float32, roundin
     reluish_multiplier, reluish_exponent = quantize_multiplier(float(hires_input_scale / reluish_scale), rounding)
     return HardSwishParams(_int16_multiplier(output_multiplier), output_exponent,
                            _int16_multiplier(reluish_multiplier), reluish_exponent)
+
+
+def rsqrt_multiplier(input_scale: np.float32, output_scale: np.float32, rounding: Rounding) -> tuple[int, int]:
+    """TFLM's SetRsqrtOutputMultiplier: 1 / double(sqrtf(input_scale) * output_scale), the product in float32."""
+    product = np.sqrt(np.float32(input_scale)) * np.float32(output_scale)
+    return quantize_multiplier(1.0 / float(product), rounding)

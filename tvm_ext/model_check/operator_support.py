@@ -50,6 +50,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "RESHAPE",
         "RESIZE_BILINEAR",
         "RESIZE_NEAREST_NEIGHBOR",
+        "RSQRT",
         "SLICE",
         "SOFTMAX",
         "SPLIT",

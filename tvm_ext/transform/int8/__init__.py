@@ -16,6 +16,7 @@ from . import maximum_minimum
 from . import squared_difference
 from . import logistic
 from . import hard_swish
+from . import rsqrt
 from . import transpose_conv
 from . import batch_matmul
 from . import data_movement
@@ -52,6 +53,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     logistic.LOGISTIC,
     logistic.TANH,
     hard_swish.LOWERING,
+    rsqrt.LOWERING,
     softmax.LOWERING,
     reduce.MEAN,
     reduce.SUM,
