@@ -132,23 +132,24 @@ ADD_CASES = (
 )
 
 
-def add_model() -> Model:
-    """One 16x8 ADD per case, with every fused activation."""
+def binary_model(builtin: str = "ADD", options_table: str = "AddOptions") -> Model:
+    """One 16x8 ``builtin`` (ADD, SUB) per case of ADD_CASES, with every fused activation."""
     built = _Builder()
     for index, (lhs_shape, rhs_shape, lhs_scale, rhs_scale, out_scale) in enumerate(ADD_CASES):
         lhs = built.add(Tensor(f"case{index}_lhs", lhs_shape, "int16", _symmetric(lhs_scale)))
         rhs = built.add(Tensor(f"case{index}_rhs", rhs_shape, "int16", _symmetric(rhs_scale)))
         out = built.add(Tensor(f"case{index}_out", np.broadcast_shapes(lhs_shape, rhs_shape), "int16",
                                _symmetric(out_scale)))
-        options = Options("AddOptions", {"FusedActivationFunction": ACTIVATIONS[index % len(ACTIVATIONS)]})
-        built.operators.append(Operator("ADD", (lhs, rhs), (out,), options, version=3))
+        options = Options(options_table, {"FusedActivationFunction": ACTIVATIONS[index % len(ACTIVATIONS)]})
+        built.operators.append(Operator(builtin, (lhs, rhs), (out,), options, version=3))
         built.inputs += [lhs, rhs]
         built.outputs.append(out)
     return built.model()
 
 
-def test_16x8_add_is_bit_exact_with_tflite_micro(tmp_path):
-    assert_bit_exact_with_tflite_micro(add_model(), tmp_path)
+@pytest.mark.parametrize("builtin, options_table", [("ADD", "AddOptions"), ("SUB", "SubOptions")])
+def test_16x8_add_and_sub_are_bit_exact_with_tflite_micro(builtin, options_table, tmp_path):
+    assert_bit_exact_with_tflite_micro(binary_model(builtin, options_table), tmp_path)
 
 
 @pytest.mark.parametrize("builtin", ["CONV_2D", "DEPTHWISE_CONV_2D"])
@@ -214,12 +215,12 @@ def test_16x8_pooling_is_bit_exact_with_tflite_micro(builtin, tmp_path):
 
 
 def test_a_16x8_operator_without_a_16x8_lowering_is_refused_in_one_line_naming_it(tmp_path):
-    """SUB has an int8 lowering, not a 16x8 one: the model check refuses the int16 form before TVM loads."""
+    """HARD_SWISH has an int8 lowering, not a 16x8 one (TFLite Micro has none): the model check refuses the int16
+    form before TVM loads."""
     quant = _symmetric(0.001)
-    sub = Model([Tensor("a", (1, 4), "int16", quant), Tensor("b", (1, 4), "int16", quant),
-                 Tensor("difference", (1, 4), "int16", quant)],
-                [Operator("SUB", (0, 1), (2,), Options("SubOptions"))], (0, 1), (2,))
-    assert_refused_in_one_line(sub, "16x8 SUB", tmp_path)
+    hard_swish = Model([Tensor("x", (1, 4), "int16", quant), Tensor("y", (1, 4), "int16", quant)],
+                       [Operator("HARD_SWISH", (0,), (1,))], (0,), (1,))
+    assert_refused_in_one_line(hard_swish, "16x8 HARD_SWISH", tmp_path)
 
 
 def _edges_model(float_input: bool) -> Model:

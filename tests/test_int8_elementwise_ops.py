@@ -123,13 +123,15 @@ UNARY_OPERATORS = {
 }
 
 
-def unary_model(builtin: str, unary: Unary) -> Model:
-    """One ``builtin`` operator per shape, each with its own graph input and output."""
+def unary_model(builtin: str, unary: Unary, dtype: str = "int8",
+                quantizations: tuple[tuple[Quantization, Quantization], ...] = UNARY_QUANTIZATIONS) -> Model:
+    """One ``builtin`` operator per shape, each with its own graph input and output of ``dtype`` (int8, or int16:
+    16x8), (input, output) quantizations cycled through ``quantizations``."""
     tensors, operators = [], []
     for index, shape in enumerate(UNARY_SHAPES):
-        in_quant, out_quant = UNARY_QUANTIZATIONS[index % len(UNARY_QUANTIZATIONS)]
-        tensors += [Tensor(f"case{index}_in", shape, "int8", in_quant),
-                    Tensor(f"case{index}_out", shape, "int8", unary.output or out_quant)]
+        in_quant, out_quant = quantizations[index % len(quantizations)]
+        tensors += [Tensor(f"case{index}_in", shape, dtype, in_quant),
+                    Tensor(f"case{index}_out", shape, dtype, unary.output or out_quant)]
         operators.append(Operator(builtin, (2 * index,), (2 * index + 1,), unary.options))
     return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
 

@@ -58,18 +58,20 @@ QUANTIZATIONS = (
 )
 
 
-def reduction_model(builtin: str, output_scale_factor: float = 1.0) -> Model:
-    """One ``builtin`` reducer per case of REDUCTIONS, each with its own graph input and output; output scales
-    multiplied by ``output_scale_factor`` (a SUM's range grows with its element count)."""
+def reduction_model(builtin: str, output_scale_factor: float = 1.0, dtype: str = "int8",
+                    quantizations: tuple[tuple[Quantization, Quantization], ...] = QUANTIZATIONS) -> Model:
+    """One ``builtin`` reducer per case of REDUCTIONS, each with its own graph input and output of ``dtype`` (int8,
+    or int16: 16x8), (input, output) quantizations cycled through ``quantizations``, output scales multiplied by
+    ``output_scale_factor`` (a SUM's range grows with its element count)."""
     tensors, operators, inputs, outputs = [], [], [], []
     for index, case in enumerate(REDUCTIONS):
-        in_quant, out_quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        in_quant, out_quant = quantizations[index % len(quantizations)]
         out_quant = Quantization((out_quant.scales[0] * output_scale_factor,), out_quant.zero_points)
         inputs.append(len(tensors))
-        tensors += [Tensor(f"case{index}_in", case.shape, "int8", in_quant),
+        tensors += [Tensor(f"case{index}_in", case.shape, dtype, in_quant),
                     Tensor(f"case{index}_axis", (len(case.axes),), "int32", data=np.array(case.axes, np.int32))]
         outputs.append(len(tensors))
-        tensors.append(Tensor(f"case{index}_out", case.output_shape(), "int8", out_quant))
+        tensors.append(Tensor(f"case{index}_out", case.output_shape(), dtype, out_quant))
         operators.append(Operator(builtin, (inputs[-1], inputs[-1] + 1), (outputs[-1],),
                                   Options("ReducerOptions", {"KeepDims": case.keep_dims})))
     return Model(tensors, operators, tuple(inputs), tuple(outputs))

@@ -80,21 +80,23 @@ def transpose_model() -> Model:
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 
-def pad_model(builtin: str) -> Model:
-    """One PAD (or PADV2, with its int8 constant) per case of PADDINGS, each with its own tensors."""
+def pad_model(builtin: str, dtype: str = "int8", quantizations: tuple[Quantization, ...] = QUANTIZATIONS) -> Model:
+    """One PAD (or PADV2, with its constant) per case of PADDINGS, each with its own tensors of ``dtype`` (int8, or
+    int16: 16x8, its PADV2 constants PADV2_VALUES scaled up by 256), quantizations cycled through ``quantizations``."""
     tensors, operators, inputs, outputs = [], [], [], []
+    value_scale = 1 if dtype == "int8" else 256
     for index, (shape, paddings) in enumerate(PADDINGS):
-        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        quant = quantizations[index % len(quantizations)]
         inputs.append(len(tensors))
         operands = [len(tensors), len(tensors) + 1]
-        tensors += [Tensor(f"case{index}_in", shape, "int8", quant),
+        tensors += [Tensor(f"case{index}_in", shape, dtype, quant),
                     Tensor(f"case{index}_paddings", (len(shape), 2), "int32", data=np.array(paddings, np.int32))]
         if builtin == "PADV2":
             operands.append(len(tensors))
-            tensors.append(Tensor(f"case{index}_value", (1,), "int8", quant,
-                                  data=np.array([PADV2_VALUES[index]], np.int8)))
+            tensors.append(Tensor(f"case{index}_value", (1,), dtype, quant,
+                                  data=np.array([PADV2_VALUES[index] * value_scale], dtype)))
         outputs.append(len(tensors))
-        tensors.append(Tensor(f"case{index}_out", _padded(shape, paddings), "int8", quant))
+        tensors.append(Tensor(f"case{index}_out", _padded(shape, paddings), dtype, quant))
         operators.append(Operator(builtin, tuple(operands), (outputs[-1],)))
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
@@ -285,27 +287,30 @@ STRIDED_SLICES = (
 )
 
 
-def strided_slice_model() -> Model:
-    """One STRIDED_SLICE per case of STRIDED_SLICES, each with its own tensors."""
+def strided_slice_model(dtype: str = "int8", quantizations: tuple[Quantization, ...] = QUANTIZATIONS) -> Model:
+    """One STRIDED_SLICE per case of STRIDED_SLICES, each with its own tensors of ``dtype`` (int8, or int16: 16x8),
+    quantizations cycled through ``quantizations``."""
     tensors, operators, inputs, outputs = [], [], [], []
     for index, case in enumerate(STRIDED_SLICES):
-        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        quant = quantizations[index % len(quantizations)]
         inputs.append(len(tensors))
-        tensors.append(Tensor(f"case{index}_in", case.shape, "int8", quant))
+        tensors.append(Tensor(f"case{index}_in", case.shape, dtype, quant))
         tensors += [Tensor(f"case{index}_{name}", (len(values),), "int32", data=np.array(values, np.int32))
                     for name, values in (("begin", case.begin), ("end", case.end), ("strides", case.strides))]
         outputs.append(len(tensors))
-        tensors.append(Tensor(f"case{index}_out", case.out, "int8", quant))
+        tensors.append(Tensor(f"case{index}_out", case.out, dtype, quant))
         options = Options("StridedSliceOptions", {"BeginMask": case.begin_mask, "EndMask": case.end_mask,
                                                   "ShrinkAxisMask": case.shrink_axis_mask})
         operators.append(Operator("STRIDED_SLICE", tuple(range(inputs[-1], inputs[-1] + 4)), (outputs[-1],), options))
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 
+STRIDED_SLICE_VIEWS = frozenset(f"case{index}_out" for index, case in enumerate(STRIDED_SLICES)
+                                if case.out == case.shape and set(case.strides) == {1})  # all of it, in order
+
+
 def test_strided_slice_is_bit_exact_with_tflite_micro(tmp_path):
-    views = frozenset(f"case{index}_out" for index, case in enumerate(STRIDED_SLICES)
-                      if case.out == case.shape and set(case.strides) == {1})  # all of it, in order
-    assert_bit_exact_with_tflite_micro(strided_slice_model(), tmp_path, views)
+    assert_bit_exact_with_tflite_micro(strided_slice_model(), tmp_path, STRIDED_SLICE_VIEWS)
 
 
 # (input shape, number of values, axis): each position of the new axis, negative ones, one value, scalars.

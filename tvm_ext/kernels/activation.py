@@ -1,12 +1,13 @@
 """TE definitions of TFLite Micro's int8 activation kernels RELU, RELU6 (micro/kernels/activations_common.cc) and
-LEAKY_RELU (reference_ops::QuantizeLeakyRelu); HARD_SWISH is a table lookup (``int8_tables``, ``lookup``)."""
+LEAKY_RELU (reference_ops::QuantizeLeakyRelu, int8 or int16); HARD_SWISH is a table lookup (``int8_tables``,
+``lookup``)."""
 
 from __future__ import annotations
 
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, clamp_to_int8, clamp_to_type, multiply_by_quantized_multiplier
 from .quant_params import ActivationRange
 
 
@@ -32,13 +33,15 @@ def leaky_relu_int8(
     data: te.Tensor, *, input_zero_point: int, output_zero_point: int, identity: tuple[int, int],
     alpha: tuple[int, int], rounding: Rounding,
 ) -> te.Tensor:
-    """out = clamp(MBQM(x', identity if x' >= 0 else alpha) + out_zp), x' = x - in_zp (QuantizeLeakyRelu)."""
+    """out = clamp(MBQM(x', identity if x' >= 0 else alpha) + out_zp), x' = x - in_zp (QuantizeLeakyRelu), in the
+    input's type: int8, or int16 (TFLite Micro's 16x8 LEAKY_RELU: the same arithmetic, saturated to int16)."""
+    limits = ActivationRange.of_dtype(str(data.dtype))
 
     def value(*index):
         centered = _centered(data, index, input_zero_point)
         scaled = tirx.Select(centered >= 0, multiply_by_quantized_multiplier(centered, *identity, rounding),
                              multiply_by_quantized_multiplier(centered, *alpha, rounding))
-        return clamp_to_int8(scaled + output_zero_point, -128, 127)
+        return clamp_to_type(scaled + output_zero_point, limits.low, limits.high, str(data.dtype))
 
     return te.compute([int(d) for d in data.shape], value, name="leaky_relu_int8")
 

@@ -1,4 +1,4 @@
-"""TE definition of TFLite's int8 MEAN and SUM (``reference_ops::QuantizedMeanOrSum``)."""
+"""TE definition of TFLite's int8 and 16x8 MEAN and SUM (``reference_ops::QuantizedMeanOrSum``)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,16 @@ from typing import Sequence
 
 from tvm import te
 
-from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, clamp_to_type, multiply_by_quantized_multiplier
+from .quant_params import ActivationRange
 
 
 def mean_or_sum_int8(
     data: te.Tensor, *, axes: Sequence[int], keepdims: bool, input_zero_point: int, output_zero_point: int,
     multiplier: int, shift: int, rounding: Rounding,
 ) -> te.Tensor:
-    """int8 output = clamp(MBQM(sum(x over ``axes``) - input_zero_point * count, multiplier, shift) + zp_out).
+    """output = clamp(MBQM(sum(x over ``axes``) - input_zero_point * count, multiplier, shift) + zp_out), in the
+    input's type (int8, or int16: TFLite Micro's QuantizedMeanOrSum<int16_t>, the same arithmetic).
 
     ``axes`` are distinct non-negative axes of ``data``; a reduced axis is kept with extent 1 when ``keepdims``.
     The sum is int32, as the reference's accumulator.
@@ -36,6 +38,7 @@ def mean_or_sum_int8(
     def rescale(*i):
         centred = total(*i) - input_zero_point * count
         scaled = multiply_by_quantized_multiplier(centred, multiplier, shift, rounding)
-        return clamp_to_int8(scaled + output_zero_point, -128, 127)
+        return clamp_to_type(scaled + output_zero_point, limits.low, limits.high, str(data.dtype))
 
+    limits = ActivationRange.of_dtype(str(data.dtype))
     return te.compute(out_shape, rescale, name="mean_or_sum_int8")

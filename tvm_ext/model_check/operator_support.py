@@ -77,8 +77,17 @@ TFLITE_16X8_OPS: frozenset[str] = frozenset(
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
         "FULLY_CONNECTED",
+        "LEAKY_RELU",
         "MAX_POOL_2D",
+        "MEAN",
+        "PAD",
+        "PADV2",
+        "RESHAPE",
         "SOFTMAX",
+        "STRIDED_SLICE",
+        "SUB",
+        "SUM",
+        "TRANSPOSE_CONV",
     }
 )
 
