@@ -31,8 +31,8 @@ def _symmetric(scale: float) -> Quantization:
     return Quantization((scale,), (0,))
 
 
-class _Builder(ModelBuilder):
-    """A model of independent operator instances, each with its own graph input and output."""
+class Builder16x8(ModelBuilder):
+    """A 16x8 model built tensor by tensor, with int8 per-channel weights and their int64 biases."""
 
     def weights_and_bias(self, name: str, shape: tuple[int, ...], channels: int, input_scale: float,
                          axis: int, bias_magnitude: int) -> tuple[int, int]:
@@ -77,7 +77,7 @@ def _output_size(size: int, kernel: int, stride: int, dilation: int, padding: in
 def conv_model(builtin: str) -> Model:
     """One ``builtin`` (CONV_2D or DEPTHWISE_CONV_2D) per case, 16x8."""
     depthwise = builtin == "DEPTHWISE_CONV_2D"
-    built = _Builder()
+    built = Builder16x8()
     for index, case in enumerate(CONV_CASES):
         (h, w, c), (kh, kw) = case.input_hwc, case.kernel_hw
         out_c = c * case.channels if depthwise else case.channels
@@ -105,7 +105,7 @@ FC_CASES = ((1, 7, 5, 0.003), (3, 16, 1, 0.05), (2, 1, 9, 0.00002))  # (rows, in
 
 def fully_connected_model() -> Model:
     """One FULLY_CONNECTED per case, 16x8 with a per-tensor weight scale (TFLite Micro's int16 FULLY_CONNECTED)."""
-    built = _Builder()
+    built = Builder16x8()
     for index, (rows, depth, units, output_scale) in enumerate(FC_CASES):
         data = built.add(Tensor(f"case{index}_in", (rows, depth), "int16", _symmetric(INPUT_SCALE)))
         scale = float(_RNG.uniform(0.001, 0.05))
@@ -134,7 +134,7 @@ ADD_CASES = (
 
 def binary_model(builtin: str = "ADD", options_table: str = "AddOptions") -> Model:
     """One 16x8 ``builtin`` (ADD, SUB) per case of ADD_CASES, with every fused activation."""
-    built = _Builder()
+    built = Builder16x8()
     for index, (lhs_shape, rhs_shape, lhs_scale, rhs_scale, out_scale) in enumerate(ADD_CASES):
         lhs = built.add(Tensor(f"case{index}_lhs", lhs_shape, "int16", _symmetric(lhs_scale)))
         rhs = built.add(Tensor(f"case{index}_rhs", rhs_shape, "int16", _symmetric(rhs_scale)))
@@ -163,7 +163,7 @@ def test_16x8_fully_connected_is_bit_exact_with_tflite_micro(tmp_path):
 
 def test_a_16x8_conv_then_fully_connected_model_is_bit_exact_with_tflite_micro(tmp_path):
     """Two 16x8 layers end to end: the convolution's int16 output (rank 4) is the FULLY_CONNECTED's input."""
-    built = _Builder()
+    built = Builder16x8()
     data = built.add(Tensor("image", (1, 6, 5, 2), "int16", _symmetric(INPUT_SCALE)))
     weight, bias = built.weights_and_bias("conv", (4, 3, 3, 2), 4, INPUT_SCALE, 0, bias_magnitude=50_000)
     features = built.add(Tensor("features", (1, 3, 3, 4), "int16", _symmetric(0.001)))
@@ -193,7 +193,7 @@ POOL_CASES = (  # input (H, W, C), filter (H, W), strides, padding: windows cut 
 def pool_model(builtin: str) -> Model:
     """One 16x8 pool per case (the same quantization in and out, as TFLite requires), with every fused
     activation; the average of a window of ints rounds half away from zero in TFLite Micro."""
-    built = _Builder()
+    built = Builder16x8()
     for index, (hwc, window, strides, padding) in enumerate(POOL_CASES):
         quant = _symmetric(0.0005)
         data = built.add(Tensor(f"case{index}_in", (1, *hwc), "int16", quant))
@@ -226,7 +226,7 @@ def test_a_16x8_operator_without_a_16x8_lowering_is_refused_in_one_line_naming_i
 def _edges_model(float_input: bool) -> Model:
     """A 16x8 FULLY_CONNECTED with a float edge: float input -> QUANTIZE to int16 -> FC (int16 output), or int16
     input -> FC -> DEQUANTIZE to a float output."""
-    built = _Builder()
+    built = Builder16x8()
     scale = 0.02
     if float_input:
         source = built.add(Tensor("x", (2, 9), "float32"))
