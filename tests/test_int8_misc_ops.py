@@ -85,6 +85,23 @@ def test_sum_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(reduction_model("SUM", output_scale_factor=8.0), tmp_path)
 
 
+UNCHANGED_QUANTIZATIONS = tuple((in_quant, in_quant) for in_quant, _ in QUANTIZATIONS)  # TFLM's REDUCE_MAX/MIN
+
+
+@pytest.mark.parametrize("builtin", ["REDUCE_MAX", "REDUCE_MIN"])
+def test_reduce_max_and_min_are_bit_exact_with_tflite_micro(builtin, tmp_path):
+    assert_bit_exact_with_tflite_micro(reduction_model(builtin, quantizations=UNCHANGED_QUANTIZATIONS), tmp_path)
+
+
+def test_a_requantizing_reduce_max_is_refused_in_one_line_as_tflite_micro_refuses_it(tmp_path):
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(reduction_model("REDUCE_MAX")))  # QUANTIZATIONS' second pair differs
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)
+    assert "\n" not in message and "REDUCE_MAX with an output quantized unlike its input" in message, message
+
+
 
 @dataclass(frozen=True)
 class Resize:

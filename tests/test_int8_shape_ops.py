@@ -440,9 +440,41 @@ def test_a_mobilenet_v2_block_with_pad_is_bit_exact_with_tflite_micro(padding, t
     assert_bit_exact_with_tflite_micro(inverted_residual_block(padding), tmp_path)
 
 
+# (input NHWC shape, block size) of DEPTH_TO_SPACE (SPACE_TO_DEPTH reads its output shape): block sizes 1 to 3,
+# one and several output channels, odd sizes, two batches.
+BLOCKS = (((1, 2, 2, 4), 2), ((2, 3, 5, 8), 2), ((1, 2, 3, 18), 3), ((1, 3, 1, 3), 1))
+
+
+def _depth_to_space(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
+    n, h, w, c = shape
+    return n, h * block, w * block, c // (block * block)
+
+
+def block_model(builtin: str) -> Model:
+    """One DEPTH_TO_SPACE (or SPACE_TO_DEPTH, the inverse shapes) per case of BLOCKS, each with its own tensors."""
+    tensors, operators = [], []
+    table = "DepthToSpaceOptions" if builtin == "DEPTH_TO_SPACE" else "SpaceToDepthOptions"
+    for index, (shape, block) in enumerate(BLOCKS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        source, result = shape, _depth_to_space(shape, block)
+        if builtin == "SPACE_TO_DEPTH":
+            source, result = result, source
+        tensors += [Tensor(f"case{index}_in", source, "int8", quant), Tensor(f"case{index}_out", result, "int8", quant)]
+        operators.append(Operator(builtin, (2 * index,), (2 * index + 1,), Options(table, {"BlockSize": block})))
+    return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
+
+
+@pytest.mark.parametrize("builtin", ["DEPTH_TO_SPACE", "SPACE_TO_DEPTH"])
+def test_depth_to_space_and_back_are_bit_exact_with_tflite_micro(builtin, tmp_path):
+    views = frozenset(f"case{index}_out" for index, (_, block) in enumerate(BLOCKS) if block == 1)  # no move
+    assert_bit_exact_with_tflite_micro(block_model(builtin), tmp_path, views)
+
+
 def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
     quant = Quantization((0.05,), (0,))
-    depth_to_space = Model([Tensor("x", (1, 2, 2, 4), "int8", quant), Tensor("y", (1, 4, 4, 1), "int8", quant)],
-                           [Operator("DEPTH_TO_SPACE", (0,), (1,), Options("DepthToSpaceOptions", {"BlockSize": 2}))],
-                           (0,), (1,))
-    assert "DEPTH_TO_SPACE" in _refusal(depth_to_space, tmp_path)
+    tensors = [Tensor("x", (4, 2, 2, 1), "int8", quant),
+               Tensor("block", (2,), "int32", data=np.array([2, 2], np.int32)),
+               Tensor("crops", (2, 2), "int32", data=np.zeros((2, 2), np.int32)),
+               Tensor("y", (1, 4, 4, 1), "int8", quant)]
+    batch_to_space = Model(tensors, [Operator("BATCH_TO_SPACE_ND", (0, 1, 2), (3,))], (0,), (3,))
+    assert "BATCH_TO_SPACE_ND" in _refusal(batch_to_space, tmp_path)

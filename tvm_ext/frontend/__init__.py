@@ -293,7 +293,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
             # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).
-            data_movement = {"PAD", "PADV2", "SLICE", "SPLIT", "SPLIT_V", "SQUEEZE", "STRIDED_SLICE", "TRANSPOSE"}
+            data_movement = {"DEPTH_TO_SPACE", "PAD", "PADV2", "SLICE", "SPACE_TO_DEPTH", "SPLIT", "SPLIT_V", "SQUEEZE",
+                             "STRIDED_SLICE", "TRANSPOSE"}
             self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys() | data_movement
             # Where each operator's table starts in the flatbuffer -> its operator index.
             self.operator_index = {subgraph.Operators(i)._tab.Pos: i for i in range(subgraph.OperatorsLength())}

@@ -37,6 +37,8 @@ LOWERINGS: tuple[Lowering, ...] = (
     svdf.LOWERING,  # before the MAC lowerings, which would also claim SVDF's quantizes (and not match)
     lstm.LOWERING,
     concatenation.LOWERING,  # before the lowerings of any float operator, so its own Mismatch is the one named
+    reduce.REDUCE_MAX,  # ditto (a requantizing one)
+    reduce.REDUCE_MIN,
     conv.LOWERING,
     transpose_conv.LOWERING,
     batch_matmul.LOWERING,
