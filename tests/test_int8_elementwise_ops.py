@@ -67,6 +67,7 @@ OPERATORS = {  # TFLite builtin: its options table, if it has a fused activation
     "ADD": "AddOptions",
     "SUB": "SubOptions",
     "MUL": "MulOptions",
+    "DIV": "DivOptions",  # random divisors include the zero point: TFLite Micro's (release) division by zero
     "MAXIMUM": None,
     "MINIMUM": None,
     "SQUARED_DIFFERENCE": None,
@@ -225,3 +226,27 @@ def test_every_int8_input_of_a_table_operator_is_bit_exact_with_tflite_micro(bui
         operators.append(Operator(builtin, (2 * index,), (2 * index + 1,)))
     model = Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
     assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=[INT8_VALUES] * len(EXHAUSTIVE_QUANTIZATIONS))
+
+
+# (lhs, rhs, output) quantizations of the exhaustive DIV check: rescales of 2^5, 2^0 and 2^12 (tiny quotients,
+# where TFLite Micro's shifts pass 31 bits, and exact ties), zero points at both ends of int8 and between.
+DIV_QUANTIZATIONS = (
+    (Quantization((0.05,), (3,)), Quantization((0.07,), (-2,)), Quantization((0.04,), (-10,))),
+    (Quantization((0.5,), (-128,)), Quantization((0.25,), (127,)), Quantization((0.1,), (5,))),
+    (Quantization((0.003,), (0,)), Quantization((0.2,), (-7,)), Quantization((0.02,), (0,))),
+    (Quantization((0.02,), (10,)), Quantization((0.01,), (0,)), Quantization((0.0005,), (-100,))),
+)
+
+
+def test_every_pair_of_int8_div_operands_is_bit_exact_with_tflite_micro(tmp_path):
+    """All 65,536 (numerator, divisor) pairs per quantization of DIV_QUANTIZATIONS, the divisor's zero point (a
+    division by zero) included."""
+    tensors, operators, inputs = [], [], []
+    for index, quants in enumerate(DIV_QUANTIZATIONS):
+        for side, quant in zip(("lhs", "rhs", "out"), quants):
+            tensors.append(Tensor(f"case{index}_{side}", (256, 256), "int8", quant))
+        operators.append(Operator("DIV", (3 * index, 3 * index + 1), (3 * index + 2,), Options("DivOptions")))
+        inputs += [np.repeat(INT8_VALUES[:, None], 256, axis=1), np.repeat(INT8_VALUES[None, :], 256, axis=0)]
+    model = Model(tensors, operators, tuple(i for i in range(len(tensors)) if i % 3 != 2),
+                  tuple(range(2, len(tensors), 3)))
+    assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=inputs)

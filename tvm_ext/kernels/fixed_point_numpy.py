@@ -96,8 +96,8 @@ def _half_denominator_reciprocal(a: np.ndarray) -> np.ndarray:
     total = a + INT32_MAX
     half_denominator = truncating_divide_by_pot(total + np.where(total >= 0, 1, -1), 1)
     x = FORTY_EIGHT_SEVENTEENTHS + mul(half_denominator, MINUS_THIRTY_TWO_SEVENTEENTHS)
-    for _ in range(3):
-        x = x + saturating_left_shift(mul(x, (1 << 29) - mul(half_denominator, x)), 2)
+    for _ in range(3):  # int32 additions wrap as in C, which only an a outside [0, 1] makes overflow
+        x = _wrap_int32(x + saturating_left_shift(mul(x, (1 << 29) - mul(half_denominator, x)), 2))
     return x
 
 

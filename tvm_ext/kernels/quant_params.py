@@ -264,3 +264,15 @@ def rsqrt_multiplier(input_scale: np.float32, output_scale: np.float32, rounding
     """TFLM's SetRsqrtOutputMultiplier: 1 / double(sqrtf(input_scale) * output_scale), the product in float32."""
     product = np.sqrt(np.float32(input_scale)) * np.float32(output_scale)
     return quantize_multiplier(1.0 / float(product), rounding)
+
+
+DIV_LARGEST_SHIFT = 21
+"""The largest shift of a DIV's rescale whose exponents (``elementwise.div_int8``) stay >= 0: TFLite would shift
+by a negative amount beyond it (a rescale of 2^21 and more)."""
+
+
+def div_multiplier(scale1: np.float32, scale2: np.float32, output_scale: np.float32,
+                   rounding: Rounding) -> tuple[int, int]:
+    """TFLM's int8 DIV rescale scale1 / (scale2 * output_scale), as the tflite-micro package computes it: in double
+    (its results on every pair of int8 operands of four quantizations, ties included, agree only with that)."""
+    return quantize_multiplier(float(scale1) / (float(scale2) * float(output_scale)), rounding)

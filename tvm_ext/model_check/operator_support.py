@@ -30,6 +30,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "DEPTH_TO_SPACE",
         "DEPTHWISE_CONV_2D",
         "DEQUANTIZE",
+        "DIV",
         "EXPAND_DIMS",
         "FULLY_CONNECTED",
         "HARD_SWISH",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from . import add, conv, edges, fully_connected, pool, reshape, softmax, svdf
 from . import mul
 from . import sub
+from . import div
 from . import relu
 from . import leaky_relu
 from . import maximum_minimum
@@ -46,6 +47,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     add.LOWERING,
     mul.LOWERING,
     sub.LOWERING,
+    div.LOWERING,
     relu.RELU,
     relu.RELU6,
     leaky_relu.LOWERING,
