@@ -1,10 +1,10 @@
-"""16x8 (int16 activations of zero point 0) PAD, PADV2, STRIDED_SLICE, RESHAPE, LEAKY_RELU, MEAN, SUM and
+"""16x8 (int16 activations of zero point 0) PAD, PADV2, STRIDED_SLICE, RESHAPE, LEAKY_RELU, ABS, MEAN, SUM and
 TRANSPOSE_CONV through the real pipeline (tvm_ext.compile, lowpower), bit-exact with TFLite Micro on random inputs
 over the whole int16 range (SUB is test_int16_ops.py's, beside ADD).
 
 Each operator's model is its int8 test's (the same attribute variants: paddings of 1-D to 5-D tensors, negative
 strides, begin/end/shrink masks, every axis and keep_dims, SAME/VALID, strides, output padding, fused activations)
-with int16 tensors and symmetric quantizations; TFLite Micro runs each with its int16 kernel (LEAKY_RELU, MEAN,
+with int16 tensors and symmetric quantizations; TFLite Micro runs each with its int16 kernel (LEAKY_RELU, ABS, MEAN,
 SUM and TRANSPOSE_CONV with their own int16 arithmetic, the others copying the stored values).
 """
 
@@ -75,6 +75,10 @@ def test_16x8_reshape_is_bit_exact_with_tflite_micro(tmp_path):
 def test_16x8_leaky_relu_is_bit_exact_with_tflite_micro(alpha, tmp_path):
     leaky_relu = Unary(Options("LeakyReluOptions", {"Alpha": alpha}))
     assert_bit_exact_with_tflite_micro(unary_model("LEAKY_RELU", leaky_relu, "int16", RESCALES), tmp_path)
+
+
+def test_16x8_abs_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(unary_model("ABS", Unary(), "int16", RESCALES), tmp_path)
 
 
 @pytest.mark.parametrize("builtin, output_scale_factor", [("MEAN", 1.0), ("SUM", 8.0)])

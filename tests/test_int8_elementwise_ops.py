@@ -121,6 +121,7 @@ UNARY_OPERATORS = {
     "LOGISTIC": Unary(output=Quantization((1 / 256,), (-128,))),
     "TANH": Unary(output=Quantization((1 / 128,), (0,))),
     "HARD_SWISH": Unary(),
+    "ABS": Unary(),
 }
 
 

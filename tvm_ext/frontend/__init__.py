@@ -268,7 +268,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             # applies to the raw int8 values); PAD and PADV2 (TVM's refuses an input quantized unlike the output,
             # which TFLite Micro pads as it is); SOFTMAX (TVM's drops beta); STRIDED_SLICE (ours refuses the options
             # TFLite Micro does not implement);
-            # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers);
+            # ARG_MIN as ARG_MAX; RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers);
             # UNIDIRECTIONAL_SEQUENCE_LSTM (TVM's is float only and makes the state a constant).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
                    "PACK": lambda op: convert_pack(self, op), "UNPACK": lambda op: convert_unpack(self, op),
@@ -278,6 +278,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                    "TRANSPOSE_CONV": functools.partial(convert_transpose_conv, self,
                                                        tvm_convert=self.convert_map["TRANSPOSE_CONV"]),
                    "ARG_MAX": functools.partial(convert_arg_max, self, tvm_convert=self.convert_map["ARG_MAX"]),
+                   "ARG_MIN": functools.partial(convert_arg_max, self, tvm_convert=self.convert_map["ARG_MIN"],
+                                                largest=False),
                    "L2_NORMALIZATION": functools.partial(convert_l2_normalization, self,
                                                          tvm_convert=self.convert_map["L2_NORMALIZATION"]),
                    "PRELU": functools.partial(convert_prelu, self, tvm_convert=self.convert_map["PRELU"]),

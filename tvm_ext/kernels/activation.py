@@ -1,8 +1,10 @@
-"""TE definitions of TFLite Micro's int8 activation kernels RELU, RELU6 (micro/kernels/activations_common.cc) and
-LEAKY_RELU (reference_ops::QuantizeLeakyRelu, int8 or int16); HARD_SWISH is a table lookup (``int8_tables``,
-``lookup``)."""
+"""TE definitions of TFLite Micro's int8 activation kernels RELU, RELU6 (micro/kernels/activations_common.cc),
+LEAKY_RELU (reference_ops::QuantizeLeakyRelu, int8 or int16) and ABS (elementwise.cc, int8 or int16); HARD_SWISH is
+a table lookup (``int8_tables``, ``lookup``)."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
@@ -51,3 +53,18 @@ def relu6_int8(data: te.Tensor, *, bounds: ActivationRange) -> te.Tensor:
     unchanged (no rescale to the output's quantization)."""
     return te.compute([int(d) for d in data.shape],
                       lambda *index: clamp_to_int8(data(*index), bounds.low, bounds.high), name="relu6_int8")
+
+
+def abs_integer(data: te.Tensor, *, input_zero_point: int, output_zero_point: int,
+                multiplier: Optional[tuple[int, int]], rounding: Rounding) -> te.Tensor:
+    """out = clamp(|x - in_zp| + out_zp), |x - in_zp| first rescaled by ``multiplier`` (MBQM) when the input's and
+    output's scales differ (None when they are equal), in the input's type: TFLM's AbsEvalQuantized."""
+    limits = ActivationRange.of_dtype(str(data.dtype))
+
+    def value(*index):
+        magnitude = tirx.abs(_centered(data, index, input_zero_point))
+        if multiplier is not None:
+            magnitude = multiply_by_quantized_multiplier(magnitude, *multiplier, rounding)
+        return clamp_to_type(magnitude + output_zero_point, limits.low, limits.high, str(data.dtype))
+
+    return te.compute([int(d) for d in data.shape], value, name="abs_integer")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -276,3 +276,11 @@ def div_multiplier(scale1: np.float32, scale2: np.float32, output_scale: np.floa
     """TFLM's int8 DIV rescale scale1 / (scale2 * output_scale), as the tflite-micro package computes it: in double
     (its results on every pair of int8 operands of four quantizations, ties included, agree only with that)."""
     return quantize_multiplier(float(scale1) / (float(scale2) * float(output_scale)), rounding)
+
+
+def abs_multiplier(input_scale: np.float32, output_scale: np.float32, rounding: Rounding) -> Optional[tuple[int, int]]:
+    """TFLM's ABS rescale (SetAbsOutputMultiplier): input_scale / output_scale in float32, widened to double; None
+    when the scales are equal (TFLM then adds the zero point alone)."""
+    if np.float32(input_scale) == np.float32(output_scale):
+        return None
+    return quantize_multiplier(float(np.float32(input_scale) / np.float32(output_scale)), rounding)

@@ -21,8 +21,10 @@ import functools
 
 TFLITE_INT8_OPS: frozenset[str] = frozenset(
     {
+        "ABS",
         "ADD",
         "ARG_MAX",
+        "ARG_MIN",
         "AVERAGE_POOL_2D",
         "BATCH_MATMUL",
         "CONCATENATION",
@@ -77,6 +79,7 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
 # The 16x8 variants (int16 activations) bit-exact with TFLite Micro.
 TFLITE_16X8_OPS: frozenset[str] = frozenset(
     {
+        "ABS",
         "ADD",
         "AVERAGE_POOL_2D",
         "CONV_2D",

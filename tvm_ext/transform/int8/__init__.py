@@ -18,6 +18,7 @@ from . import squared_difference
 from . import logistic
 from . import hard_swish
 from . import rsqrt
+from . import absolute
 from . import transpose_conv
 from . import batch_matmul
 from . import data_movement
@@ -58,10 +59,12 @@ LOWERINGS: tuple[Lowering, ...] = (
     logistic.TANH,
     hard_swish.LOWERING,
     rsqrt.LOWERING,
+    absolute.LOWERING,
     softmax.LOWERING,
     reduce.MEAN,
     reduce.SUM,
-    arg_max.LOWERING,
+    arg_max.ARG_MAX,
+    arg_max.ARG_MIN,
     resize.BILINEAR,
     resize.NEAREST_NEIGHBOR,
     prelu.LOWERING,
