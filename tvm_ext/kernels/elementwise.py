@@ -110,7 +110,7 @@ def mul_int8(
 
 
 def maximum_int8(lhs: te.Tensor, rhs: te.Tensor) -> te.Tensor:
-    """out = max(lhs, rhs) on the stored int8 values: TFLM's MAXIMUM compares the raw values, whatever
+    """out = max(lhs, rhs) on the stored int8 (or int16) values: TFLM's MAXIMUM compares the raw values, whatever
     the operands' and output's quantization."""
     return te.compute(broadcast_shape(lhs, rhs),
                       lambda *index: te.max(broadcast_read(lhs, index), broadcast_read(rhs, index)),

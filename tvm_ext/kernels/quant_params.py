@@ -181,9 +181,10 @@ def leaky_relu_params(input_scale: np.float32, alpha: np.float32, output_scale: 
                            quantize_multiplier(float(alpha_ratio), rounding))
 
 
-def float_to_int8(value: float, scale: np.float32, zero_point: int) -> int:
-    """TFLM's FloatToQuantizedType<int8_t>: quantize_real, saturated to int8."""
-    return min(max(quantize_real(value, scale, zero_point), INT8_MIN), INT8_MAX)
+def float_to_quantized(value: float, scale: np.float32, zero_point: int, dtype: str) -> int:
+    """TFLM's FloatToQuantizedType<int8_t or int16_t>: quantize_real, saturated to the integer type ``dtype``."""
+    limits = ActivationRange.of_dtype(dtype)
+    return min(max(quantize_real(value, scale, zero_point), limits.low), limits.high)
 
 
 SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
