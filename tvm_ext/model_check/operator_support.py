@@ -162,7 +162,6 @@ _OPAQUE = "TVM 0.27 imports it as an opaque packed call: no int8 kernel in our p
 TFLITE_INT8_REFUSALS: dict[str, str] = {
     "BATCH_TO_SPACE_ND": _OPAQUE,
     "SPACE_TO_BATCH_ND": _OPAQUE,
-    "DYNAMIC_UPDATE_SLICE": _RUNTIME_INDICES,
     "EMBEDDING_LOOKUP": _RUNTIME_INDICES,
     "GATHER": _RUNTIME_INDICES,
     "GATHER_ND": _RUNTIME_INDICES,
