@@ -261,6 +261,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             exp_tab.new_const = with_array_dtypes(exp_tab.new_const)  # int64 biases of 16x8 operators
             super().__init__(model, subgraph, exp_tab, bb)
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
+            self.static_values: dict[int, np.ndarray] = {}  # tensor index -> the value a converter reads for it
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
             # QUANTIZE to int32 (relax.quantize has no int32 output); TRANSPOSE_CONV's converter drops its
             # activation; BATCH_MATMUL's is float only; EXPAND_DIMS, PACK and UNPACK (TVM's converters fail on any
@@ -376,6 +377,13 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             options = FullyConnectedOptions()
             options.Init(op.BuiltinOptions().Bytes, op.BuiltinOptions().Pos)
             return relax.op.reshape(out, data_shape[:-1] + [units]) if options.KeepNumDims() else out
+
+        def get_tensor_value(self, tensor_wrapper, is_sparse=False):
+            """The tensor's constant value, or the one our converter gives a tensor TFLite Micro never reads
+            (``static_values``: a TRANSPOSE_CONV's output_shape fed as a graph input)."""
+            if tensor_wrapper.tensor_idx in self.static_values:
+                return self.static_values[tensor_wrapper.tensor_idx]
+            return super().get_tensor_value(tensor_wrapper, is_sparse)
 
         def get_tensor_expr(self, tensor, is_sparse=False):
             """The tensor's expression, or its flattened form while a FULLY_CONNECTED is converted."""
