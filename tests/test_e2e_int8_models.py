@@ -22,6 +22,7 @@ INT8_MODELS = [
     pytest.param("mlperf_tiny/str_ww_ref_model.tflite", marks=pytest.mark.slow),
     pytest.param("mlperf_tiny/pretrainedResnet_quant.tflite", marks=pytest.mark.slow),
     pytest.param("mlperf_tiny/vww_96_int8.tflite", marks=pytest.mark.slow),
+    pytest.param("zoo/vit_tiny_16_int8.tflite", marks=pytest.mark.slow),  # a transformer: RSQRT, BATCH_MATMUL
 ]
 RUNS = 20
 
@@ -100,6 +101,7 @@ def test_weights_stay_integer_in_flash(compiled):
     pytest.param("mlperf_tiny/str_ww_ref_model.tflite", "cortex-m4f", marks=pytest.mark.slow),
     pytest.param("mlperf_tiny/pretrainedResnet_quant.tflite", "cortex-m4f", marks=pytest.mark.slow),
     pytest.param("mlperf_tiny/vww_96_int8.tflite", "cortex-m4f", marks=pytest.mark.slow),
+    pytest.param("zoo/vit_tiny_16_int8.tflite", "cortex-m4f", marks=pytest.mark.slow),
 ])
 def test_int8_bundle_on_the_emulated_core_gives_the_host_bits(compiled, model, device):
     host = compiled(model)

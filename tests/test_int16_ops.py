@@ -19,7 +19,7 @@ from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
 from tflite.Padding import Padding  # noqa: E402
 
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro, assert_refused_in_one_line  # noqa: E402
-from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tflite_builder import Model, ModelBuilder, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import compile  # noqa: E402
 
 ACTIVATIONS = (ActivationFunctionType.NONE, ActivationFunctionType.RELU, ActivationFunctionType.RELU6,
@@ -31,22 +31,8 @@ def _symmetric(scale: float) -> Quantization:
     return Quantization((scale,), (0,))
 
 
-@dataclass
-class _Builder:
-    """A model of independent operator instances, each with its own graph input and output."""
-
-    tensors: list
-    operators: list
-    inputs: list
-    outputs: list
-
-    @classmethod
-    def empty(cls) -> "_Builder":
-        return cls([], [], [], [])
-
-    def add(self, tensor: Tensor) -> int:
-        self.tensors.append(tensor)
-        return len(self.tensors) - 1
+class Builder16x8(ModelBuilder):
+    """A 16x8 model built tensor by tensor, with int8 per-channel weights and their int64 biases."""
 
     def weights_and_bias(self, name: str, shape: tuple[int, ...], channels: int, input_scale: float,
                          axis: int, bias_magnitude: int) -> tuple[int, int]:
@@ -58,9 +44,6 @@ class _Builder:
                                Quantization(tuple(input_scale * s for s in scales), (0,) * channels),
                                _RNG.integers(-bias_magnitude, bias_magnitude + 1, channels).astype(np.int64)))
         return weight, bias
-
-    def model(self) -> Model:
-        return Model(self.tensors, self.operators, tuple(self.inputs), tuple(self.outputs))
 
 
 @dataclass(frozen=True)
@@ -94,7 +77,7 @@ def _output_size(size: int, kernel: int, stride: int, dilation: int, padding: in
 def conv_model(builtin: str) -> Model:
     """One ``builtin`` (CONV_2D or DEPTHWISE_CONV_2D) per case, 16x8."""
     depthwise = builtin == "DEPTHWISE_CONV_2D"
-    built = _Builder.empty()
+    built = Builder16x8()
     for index, case in enumerate(CONV_CASES):
         (h, w, c), (kh, kw) = case.input_hwc, case.kernel_hw
         out_c = c * case.channels if depthwise else case.channels
@@ -122,7 +105,7 @@ FC_CASES = ((1, 7, 5, 0.003), (3, 16, 1, 0.05), (2, 1, 9, 0.00002))  # (rows, in
 
 def fully_connected_model() -> Model:
     """One FULLY_CONNECTED per case, 16x8 with a per-tensor weight scale (TFLite Micro's int16 FULLY_CONNECTED)."""
-    built = _Builder.empty()
+    built = Builder16x8()
     for index, (rows, depth, units, output_scale) in enumerate(FC_CASES):
         data = built.add(Tensor(f"case{index}_in", (rows, depth), "int16", _symmetric(INPUT_SCALE)))
         scale = float(_RNG.uniform(0.001, 0.05))
@@ -149,23 +132,24 @@ ADD_CASES = (
 )
 
 
-def add_model() -> Model:
-    """One 16x8 ADD per case, with every fused activation."""
-    built = _Builder.empty()
+def binary_model(builtin: str = "ADD", options_table: str = "AddOptions") -> Model:
+    """One 16x8 ``builtin`` (ADD, SUB) per case of ADD_CASES, with every fused activation."""
+    built = Builder16x8()
     for index, (lhs_shape, rhs_shape, lhs_scale, rhs_scale, out_scale) in enumerate(ADD_CASES):
         lhs = built.add(Tensor(f"case{index}_lhs", lhs_shape, "int16", _symmetric(lhs_scale)))
         rhs = built.add(Tensor(f"case{index}_rhs", rhs_shape, "int16", _symmetric(rhs_scale)))
         out = built.add(Tensor(f"case{index}_out", np.broadcast_shapes(lhs_shape, rhs_shape), "int16",
                                _symmetric(out_scale)))
-        options = Options("AddOptions", {"FusedActivationFunction": ACTIVATIONS[index % len(ACTIVATIONS)]})
-        built.operators.append(Operator("ADD", (lhs, rhs), (out,), options, version=3))
+        options = Options(options_table, {"FusedActivationFunction": ACTIVATIONS[index % len(ACTIVATIONS)]})
+        built.operators.append(Operator(builtin, (lhs, rhs), (out,), options, version=3))
         built.inputs += [lhs, rhs]
         built.outputs.append(out)
     return built.model()
 
 
-def test_16x8_add_is_bit_exact_with_tflite_micro(tmp_path):
-    assert_bit_exact_with_tflite_micro(add_model(), tmp_path)
+@pytest.mark.parametrize("builtin, options_table", [("ADD", "AddOptions"), ("SUB", "SubOptions")])
+def test_16x8_add_and_sub_are_bit_exact_with_tflite_micro(builtin, options_table, tmp_path):
+    assert_bit_exact_with_tflite_micro(binary_model(builtin, options_table), tmp_path)
 
 
 @pytest.mark.parametrize("builtin", ["CONV_2D", "DEPTHWISE_CONV_2D"])
@@ -179,7 +163,7 @@ def test_16x8_fully_connected_is_bit_exact_with_tflite_micro(tmp_path):
 
 def test_a_16x8_conv_then_fully_connected_model_is_bit_exact_with_tflite_micro(tmp_path):
     """Two 16x8 layers end to end: the convolution's int16 output (rank 4) is the FULLY_CONNECTED's input."""
-    built = _Builder.empty()
+    built = Builder16x8()
     data = built.add(Tensor("image", (1, 6, 5, 2), "int16", _symmetric(INPUT_SCALE)))
     weight, bias = built.weights_and_bias("conv", (4, 3, 3, 2), 4, INPUT_SCALE, 0, bias_magnitude=50_000)
     features = built.add(Tensor("features", (1, 3, 3, 4), "int16", _symmetric(0.001)))
@@ -209,7 +193,7 @@ POOL_CASES = (  # input (H, W, C), filter (H, W), strides, padding: windows cut 
 def pool_model(builtin: str) -> Model:
     """One 16x8 pool per case (the same quantization in and out, as TFLite requires), with every fused
     activation; the average of a window of ints rounds half away from zero in TFLite Micro."""
-    built = _Builder.empty()
+    built = Builder16x8()
     for index, (hwc, window, strides, padding) in enumerate(POOL_CASES):
         quant = _symmetric(0.0005)
         data = built.add(Tensor(f"case{index}_in", (1, *hwc), "int16", quant))
@@ -231,18 +215,18 @@ def test_16x8_pooling_is_bit_exact_with_tflite_micro(builtin, tmp_path):
 
 
 def test_a_16x8_operator_without_a_16x8_lowering_is_refused_in_one_line_naming_it(tmp_path):
-    """SUB has an int8 lowering, not a 16x8 one: the model check refuses the int16 form before TVM loads."""
+    """HARD_SWISH has an int8 lowering, not a 16x8 one (TFLite Micro has none): the model check refuses the int16
+    form before TVM loads."""
     quant = _symmetric(0.001)
-    sub = Model([Tensor("a", (1, 4), "int16", quant), Tensor("b", (1, 4), "int16", quant),
-                 Tensor("difference", (1, 4), "int16", quant)],
-                [Operator("SUB", (0, 1), (2,), Options("SubOptions"))], (0, 1), (2,))
-    assert_refused_in_one_line(sub, "16x8 SUB", tmp_path)
+    hard_swish = Model([Tensor("x", (1, 4), "int16", quant), Tensor("y", (1, 4), "int16", quant)],
+                       [Operator("HARD_SWISH", (0,), (1,))], (0,), (1,))
+    assert_refused_in_one_line(hard_swish, "16x8 HARD_SWISH", tmp_path)
 
 
 def _edges_model(float_input: bool) -> Model:
     """A 16x8 FULLY_CONNECTED with a float edge: float input -> QUANTIZE to int16 -> FC (int16 output), or int16
     input -> FC -> DEQUANTIZE to a float output."""
-    built = _Builder.empty()
+    built = Builder16x8()
     scale = 0.02
     if float_input:
         source = built.add(Tensor("x", (2, 9), "float32"))

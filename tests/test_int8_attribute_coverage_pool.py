@@ -1,4 +1,4 @@
-"""int8 AVERAGE_POOL_2D, MAX_POOL_2D and ARG_MAX attributes in full (issue 15), bit-exact with TFLite Micro.
+"""int8 AVERAGE_POOL_2D, MAX_POOL_2D, ARG_MAX and ARG_MIN attributes in full (issue 15), bit-exact with TFLite Micro.
 
 One model per operator (tests/tflite_builder.py) holds several independent instances, each with its own
 graph input and output. Pools: SAME and VALID padding, stride 2 and 3 on odd sizes, unequal strides, a
@@ -87,8 +87,9 @@ ARG_MAXES = (
 )
 
 
-def arg_max_model(cases: tuple[tuple[tuple[int, ...], int], ...] = ARG_MAXES, output_type: str = "int32") -> Model:
-    """One ARG_MAX per case, each with its own graph input and ``output_type`` output."""
+def arg_max_model(cases: tuple[tuple[tuple[int, ...], int], ...] = ARG_MAXES, output_type: str = "int32",
+                  builtin: str = "ARG_MAX") -> Model:
+    """One ``builtin`` (ARG_MAX or ARG_MIN) per case, each with its own graph input and ``output_type`` output."""
     tensors, operators, inputs, outputs = [], [], [], []
     for index, (shape, axis) in enumerate(cases):
         inputs.append(len(tensors))
@@ -97,8 +98,9 @@ def arg_max_model(cases: tuple[tuple[tuple[int, ...], int], ...] = ARG_MAXES, ou
         outputs.append(len(tensors))
         tensors.append(Tensor(f"case{index}_out", tuple(size for dim, size in enumerate(shape)
                                                           if dim != axis % len(shape)), output_type))
-        options = Options("ArgMaxOptions", {"OutputType": getattr(TensorType, output_type.upper())})
-        operators.append(Operator("ARG_MAX", (inputs[-1], inputs[-1] + 1), (outputs[-1],), options))
+        table = "ArgMaxOptions" if builtin == "ARG_MAX" else "ArgMinOptions"
+        options = Options(table, {"OutputType": getattr(TensorType, output_type.upper())})
+        operators.append(Operator(builtin, (inputs[-1], inputs[-1] + 1), (outputs[-1],), options))
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 
@@ -107,8 +109,9 @@ def test_pool_attributes_are_bit_exact_with_tflite_micro(builtin, tmp_path):
     assert_bit_exact_with_tflite_micro(pool_model(builtin), tmp_path)
 
 
-def test_arg_max_attributes_are_bit_exact_with_tflite_micro(tmp_path):
-    assert_bit_exact_with_tflite_micro(arg_max_model(), tmp_path)
+@pytest.mark.parametrize("builtin", ["ARG_MAX", "ARG_MIN"])
+def test_arg_max_and_arg_min_attributes_are_bit_exact_with_tflite_micro(builtin, tmp_path):
+    assert_bit_exact_with_tflite_micro(arg_max_model(builtin=builtin), tmp_path)
 
 
 

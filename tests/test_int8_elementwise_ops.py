@@ -67,6 +67,7 @@ OPERATORS = {  # TFLite builtin: its options table, if it has a fused activation
     "ADD": "AddOptions",
     "SUB": "SubOptions",
     "MUL": "MulOptions",
+    "DIV": "DivOptions",  # random divisors include the zero point: TFLite Micro's (release) division by zero
     "MAXIMUM": None,
     "MINIMUM": None,
     "SQUARED_DIFFERENCE": None,
@@ -120,16 +121,19 @@ UNARY_OPERATORS = {
     "LOGISTIC": Unary(output=Quantization((1 / 256,), (-128,))),
     "TANH": Unary(output=Quantization((1 / 128,), (0,))),
     "HARD_SWISH": Unary(),
+    "ABS": Unary(),
 }
 
 
-def unary_model(builtin: str, unary: Unary) -> Model:
-    """One ``builtin`` operator per shape, each with its own graph input and output."""
+def unary_model(builtin: str, unary: Unary, dtype: str = "int8",
+                quantizations: tuple[tuple[Quantization, Quantization], ...] = UNARY_QUANTIZATIONS) -> Model:
+    """One ``builtin`` operator per shape, each with its own graph input and output of ``dtype`` (int8, or int16:
+    16x8), (input, output) quantizations cycled through ``quantizations``."""
     tensors, operators = [], []
     for index, shape in enumerate(UNARY_SHAPES):
-        in_quant, out_quant = UNARY_QUANTIZATIONS[index % len(UNARY_QUANTIZATIONS)]
-        tensors += [Tensor(f"case{index}_in", shape, "int8", in_quant),
-                    Tensor(f"case{index}_out", shape, "int8", unary.output or out_quant)]
+        in_quant, out_quant = quantizations[index % len(quantizations)]
+        tensors += [Tensor(f"case{index}_in", shape, dtype, in_quant),
+                    Tensor(f"case{index}_out", shape, dtype, unary.output or out_quant)]
         operators.append(Operator(builtin, (2 * index,), (2 * index + 1,), unary.options))
     return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
 
@@ -223,3 +227,24 @@ def test_every_int8_input_of_a_table_operator_is_bit_exact_with_tflite_micro(bui
         operators.append(Operator(builtin, (2 * index,), (2 * index + 1,)))
     model = Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
     assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=[INT8_VALUES] * len(EXHAUSTIVE_QUANTIZATIONS))
+
+
+# (lhs, rhs, output) quantizations of the exhaustive DIV check: rescales of 2^5, 2^0 and 2^12 (tiny quotients,
+# where TFLite Micro's shifts pass 31 bits, and exact ties), zero points at both ends of int8 and between.
+DIV_QUANTIZATIONS = (
+    (Quantization((0.05,), (3,)), Quantization((0.07,), (-2,)), Quantization((0.04,), (-10,))),
+    (Quantization((0.5,), (-128,)), Quantization((0.25,), (127,)), Quantization((0.1,), (5,))),
+    (Quantization((0.003,), (0,)), Quantization((0.2,), (-7,)), Quantization((0.02,), (0,))),
+    (Quantization((0.02,), (10,)), Quantization((0.01,), (0,)), Quantization((0.0005,), (-100,))),
+)
+
+
+@pytest.mark.parametrize("quants", DIV_QUANTIZATIONS, ids=lambda q: f"scale{q[1].scales[0]}_zp{q[1].zero_points[0]}")
+def test_every_pair_of_int8_div_operands_is_bit_exact_with_tflite_micro(quants, tmp_path):
+    """All 65,536 (numerator, divisor) pairs of one quantization of DIV_QUANTIZATIONS, the divisor's zero point
+    (a division by zero) included: one model per quantization, whose inputs and outputs (192 KiB) fit the
+    lowpower profile's SRAM."""
+    tensors = [Tensor(f"{side}", (256, 256), "int8", quant) for side, quant in zip(("lhs", "rhs", "out"), quants)]
+    model = Model(tensors, (Operator("DIV", (0, 1), (2,), Options("DivOptions")),), (0, 1), (2,))
+    inputs = [np.repeat(INT8_VALUES[:, None], 256, axis=1), np.repeat(INT8_VALUES[None, :], 256, axis=0)]
+    assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=inputs)

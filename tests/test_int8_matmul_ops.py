@@ -55,14 +55,19 @@ TRANSPOSE_CONV_CASES = (
 )
 
 
-def transpose_conv_model(cases: tuple[TransposeConvCase, ...]) -> Model:
-    """One TRANSPOSE_CONV per case: inputs (output_shape, weights, input[, bias]) as TFLite orders them."""
+def transpose_conv_model(cases: tuple[TransposeConvCase, ...], dtype: str = "int8") -> Model:
+    """One TRANSPOSE_CONV per case: inputs (output_shape, weights, input[, bias]) as TFLite orders them; ``dtype``
+    int8 (int32 bias, zero points across int8) or int16 (16x8: zero points 0, an int64 bias beyond int32)."""
     rng = np.random.default_rng(7)
+    sixteen_by_eight = dtype == "int16"
     tensors, operators, inputs, outputs = [], [], [], []
     for index, case in enumerate(cases):
         cout, kh, kw = case.kernel
         cin = case.input_shape[3]
         in_scale, out_scale = 0.02 + 0.01 * index, 0.05 + 0.02 * index
+        if sixteen_by_eight:
+            in_scale, out_scale = in_scale / 256, out_scale / 256
+        in_zero_point, out_zero_point = (0, 0) if sixteen_by_eight else (index * 9 - 20, 5 - index * 7)
         scales = tuple(float(s) for s in (rng.uniform(0.002, 0.02, cout) if case.per_channel else [0.01] * cout))
         if not case.per_channel:
             scales = scales[:1]
@@ -71,19 +76,20 @@ def transpose_conv_model(cases: tuple[TransposeConvCase, ...]) -> Model:
             Tensor(f"case{index}_output_shape", (4,), "int32", data=np.array(case.output_shape, np.int32)),
             Tensor(f"case{index}_weights", (cout, kh, kw, cin), "int8", Quantization(scales, (0,) * len(scales)),
                    data=rng.integers(-127, 128, (cout, kh, kw, cin)).astype(np.int8)),
-            Tensor(f"case{index}_in", case.input_shape, "int8", Quantization((in_scale,), (index * 9 - 20,))),
+            Tensor(f"case{index}_in", case.input_shape, dtype, Quantization((in_scale,), (in_zero_point,))),
         ]
         operands = [first, first + 1, first + 2]
         inputs.append(first + 2)
         if case.bias:
             bias_scales = tuple(in_scale * s for s in scales)
+            magnitude = (1 << 33 if index == 0 else 300_000) if sixteen_by_eight else 3000
             operands.append(len(tensors))
-            tensors.append(Tensor(f"case{index}_bias", (cout,), "int32",
+            tensors.append(Tensor(f"case{index}_bias", (cout,), "int64" if sixteen_by_eight else "int32",
                                   Quantization(bias_scales, (0,) * len(bias_scales)),
-                                  data=rng.integers(-3000, 3000, cout).astype(np.int32)))
+                                  data=rng.integers(-magnitude, magnitude, cout)))
         outputs.append(len(tensors))
-        tensors.append(Tensor(f"case{index}_out", case.output_shape, "int8",
-                              Quantization((out_scale,), (5 - index * 7,))))
+        tensors.append(Tensor(f"case{index}_out", case.output_shape, dtype,
+                              Quantization((out_scale,), (out_zero_point,))))
         options = Options("TransposeConvOptions", {"Padding": case.padding, "StrideH": case.strides[0],
                                                    "StrideW": case.strides[1],
                                                    "FusedActivationFunction": case.activation})

@@ -58,18 +58,20 @@ QUANTIZATIONS = (
 )
 
 
-def reduction_model(builtin: str, output_scale_factor: float = 1.0) -> Model:
-    """One ``builtin`` reducer per case of REDUCTIONS, each with its own graph input and output; output scales
-    multiplied by ``output_scale_factor`` (a SUM's range grows with its element count)."""
+def reduction_model(builtin: str, output_scale_factor: float = 1.0, dtype: str = "int8",
+                    quantizations: tuple[tuple[Quantization, Quantization], ...] = QUANTIZATIONS) -> Model:
+    """One ``builtin`` reducer per case of REDUCTIONS, each with its own graph input and output of ``dtype`` (int8,
+    or int16: 16x8), (input, output) quantizations cycled through ``quantizations``, output scales multiplied by
+    ``output_scale_factor`` (a SUM's range grows with its element count)."""
     tensors, operators, inputs, outputs = [], [], [], []
     for index, case in enumerate(REDUCTIONS):
-        in_quant, out_quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        in_quant, out_quant = quantizations[index % len(quantizations)]
         out_quant = Quantization((out_quant.scales[0] * output_scale_factor,), out_quant.zero_points)
         inputs.append(len(tensors))
-        tensors += [Tensor(f"case{index}_in", case.shape, "int8", in_quant),
+        tensors += [Tensor(f"case{index}_in", case.shape, dtype, in_quant),
                     Tensor(f"case{index}_axis", (len(case.axes),), "int32", data=np.array(case.axes, np.int32))]
         outputs.append(len(tensors))
-        tensors.append(Tensor(f"case{index}_out", case.output_shape(), "int8", out_quant))
+        tensors.append(Tensor(f"case{index}_out", case.output_shape(), dtype, out_quant))
         operators.append(Operator(builtin, (inputs[-1], inputs[-1] + 1), (outputs[-1],),
                                   Options("ReducerOptions", {"KeepDims": case.keep_dims})))
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
@@ -81,6 +83,23 @@ def test_mean_is_bit_exact_with_tflite_micro(tmp_path):
 
 def test_sum_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(reduction_model("SUM", output_scale_factor=8.0), tmp_path)
+
+
+UNCHANGED_QUANTIZATIONS = tuple((in_quant, in_quant) for in_quant, _ in QUANTIZATIONS)  # TFLM's REDUCE_MAX/MIN
+
+
+@pytest.mark.parametrize("builtin", ["REDUCE_MAX", "REDUCE_MIN"])
+def test_reduce_max_and_min_are_bit_exact_with_tflite_micro(builtin, tmp_path):
+    assert_bit_exact_with_tflite_micro(reduction_model(builtin, quantizations=UNCHANGED_QUANTIZATIONS), tmp_path)
+
+
+def test_a_requantizing_reduce_max_is_refused_in_one_line_as_tflite_micro_refuses_it(tmp_path):
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(reduction_model("REDUCE_MAX")))  # QUANTIZATIONS' second pair differs
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)
+    assert "\n" not in message and "REDUCE_MAX with an output quantized unlike its input" in message, message
 
 
 

@@ -80,21 +80,23 @@ def transpose_model() -> Model:
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 
-def pad_model(builtin: str) -> Model:
-    """One PAD (or PADV2, with its int8 constant) per case of PADDINGS, each with its own tensors."""
+def pad_model(builtin: str, dtype: str = "int8", quantizations: tuple[Quantization, ...] = QUANTIZATIONS) -> Model:
+    """One PAD (or PADV2, with its constant) per case of PADDINGS, each with its own tensors of ``dtype`` (int8, or
+    int16: 16x8, its PADV2 constants PADV2_VALUES scaled up by 256), quantizations cycled through ``quantizations``."""
     tensors, operators, inputs, outputs = [], [], [], []
+    value_scale = 1 if dtype == "int8" else 256
     for index, (shape, paddings) in enumerate(PADDINGS):
-        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        quant = quantizations[index % len(quantizations)]
         inputs.append(len(tensors))
         operands = [len(tensors), len(tensors) + 1]
-        tensors += [Tensor(f"case{index}_in", shape, "int8", quant),
+        tensors += [Tensor(f"case{index}_in", shape, dtype, quant),
                     Tensor(f"case{index}_paddings", (len(shape), 2), "int32", data=np.array(paddings, np.int32))]
         if builtin == "PADV2":
             operands.append(len(tensors))
-            tensors.append(Tensor(f"case{index}_value", (1,), "int8", quant,
-                                  data=np.array([PADV2_VALUES[index]], np.int8)))
+            tensors.append(Tensor(f"case{index}_value", (1,), dtype, quant,
+                                  data=np.array([PADV2_VALUES[index] * value_scale], dtype)))
         outputs.append(len(tensors))
-        tensors.append(Tensor(f"case{index}_out", _padded(shape, paddings), "int8", quant))
+        tensors.append(Tensor(f"case{index}_out", _padded(shape, paddings), dtype, quant))
         operators.append(Operator(builtin, tuple(operands), (outputs[-1],)))
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
@@ -285,27 +287,30 @@ STRIDED_SLICES = (
 )
 
 
-def strided_slice_model() -> Model:
-    """One STRIDED_SLICE per case of STRIDED_SLICES, each with its own tensors."""
+def strided_slice_model(dtype: str = "int8", quantizations: tuple[Quantization, ...] = QUANTIZATIONS) -> Model:
+    """One STRIDED_SLICE per case of STRIDED_SLICES, each with its own tensors of ``dtype`` (int8, or int16: 16x8),
+    quantizations cycled through ``quantizations``."""
     tensors, operators, inputs, outputs = [], [], [], []
     for index, case in enumerate(STRIDED_SLICES):
-        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        quant = quantizations[index % len(quantizations)]
         inputs.append(len(tensors))
-        tensors.append(Tensor(f"case{index}_in", case.shape, "int8", quant))
+        tensors.append(Tensor(f"case{index}_in", case.shape, dtype, quant))
         tensors += [Tensor(f"case{index}_{name}", (len(values),), "int32", data=np.array(values, np.int32))
                     for name, values in (("begin", case.begin), ("end", case.end), ("strides", case.strides))]
         outputs.append(len(tensors))
-        tensors.append(Tensor(f"case{index}_out", case.out, "int8", quant))
+        tensors.append(Tensor(f"case{index}_out", case.out, dtype, quant))
         options = Options("StridedSliceOptions", {"BeginMask": case.begin_mask, "EndMask": case.end_mask,
                                                   "ShrinkAxisMask": case.shrink_axis_mask})
         operators.append(Operator("STRIDED_SLICE", tuple(range(inputs[-1], inputs[-1] + 4)), (outputs[-1],), options))
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 
+STRIDED_SLICE_VIEWS = frozenset(f"case{index}_out" for index, case in enumerate(STRIDED_SLICES)
+                                if case.out == case.shape and set(case.strides) == {1})  # all of it, in order
+
+
 def test_strided_slice_is_bit_exact_with_tflite_micro(tmp_path):
-    views = frozenset(f"case{index}_out" for index, case in enumerate(STRIDED_SLICES)
-                      if case.out == case.shape and set(case.strides) == {1})  # all of it, in order
-    assert_bit_exact_with_tflite_micro(strided_slice_model(), tmp_path, views)
+    assert_bit_exact_with_tflite_micro(strided_slice_model(), tmp_path, STRIDED_SLICE_VIEWS)
 
 
 # (input shape, number of values, axis): each position of the new axis, negative ones, one value, scalars.
@@ -395,18 +400,22 @@ def _mac_operands(tensors: list[Tensor], name: str, weight_shape: tuple[int, ...
     return len(tensors) - 2, len(tensors) - 1
 
 
-def inverted_residual_block() -> Model:
-    """MobileNetV2's stride-2 block: 1x1 CONV_2D expanding 3 channels to 6 (RELU6), PAD by one pixel,
-    3x3 DEPTHWISE_CONV_2D of stride 2 VALID (RELU6), 1x1 CONV_2D projecting to 4 channels; odd 7x7 input."""
+def inverted_residual_block(padding: tuple[int, int] = (1, 1)) -> Model:
+    """MobileNetV2's stride-2 block: 1x1 CONV_2D expanding 3 channels to 6 (RELU6), PAD by ``padding`` (before,
+    after) pixels on each spatial axis to 9x9 (an odd 7x7 input padded on both sides, or an 8x8 one padded after
+    only, as Keras' ZeroPadding2D of an even size), 3x3 DEPTHWISE_CONV_2D of stride 2 VALID (RELU6), 1x1 CONV_2D
+    projecting to 4 channels."""
     rng = np.random.default_rng(15)
+    size = 9 - sum(padding)
     x, expanded, projected = Quantization((0.02,), (-3,)), Quantization((0.03,), (-128,)), Quantization((0.05,), (7,))
-    tensors = [Tensor("input", (1, 7, 7, 3), "int8", x)]
+    tensors = [Tensor("input", (1, size, size, 3), "int8", x)]
     weights, bias = _mac_operands(tensors, "expand", (6, 1, 1, 3), 0, 0.02, rng)
-    tensors.append(Tensor("expand", (1, 7, 7, 6), "int8", expanded))
+    tensors.append(Tensor("expand", (1, size, size, 6), "int8", expanded))
     operators = [Operator("CONV_2D", (0, weights, bias), (len(tensors) - 1,),
                           Options("Conv2DOptions", {"Padding": 1, "StrideW": 1, "StrideH": 1,
                                                     "FusedActivationFunction": ActivationFunctionType.RELU6}))]
-    tensors.append(Tensor("paddings", (4, 2), "int32", data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32)))
+    paddings = [[0, 0], list(padding), list(padding), [0, 0]]
+    tensors.append(Tensor("paddings", (4, 2), "int32", data=np.array(paddings, np.int32)))
     tensors.append(Tensor("pad", (1, 9, 9, 6), "int8", expanded))
     operators.append(Operator("PAD", (len(tensors) - 3, len(tensors) - 2), (len(tensors) - 1,)))
     padded = len(tensors) - 1
@@ -424,13 +433,48 @@ def inverted_residual_block() -> Model:
     return Model(tensors, operators, (0,), (len(tensors) - 1,))
 
 
-def test_a_mobilenet_v2_block_with_pad_is_bit_exact_with_tflite_micro(tmp_path):
-    assert_bit_exact_with_tflite_micro(inverted_residual_block(), tmp_path)
+@pytest.mark.parametrize("padding", [(1, 1), (0, 1)], ids=["both_sides", "after_only"])
+def test_a_mobilenet_v2_block_with_pad_is_bit_exact_with_tflite_micro(padding, tmp_path):
+    """A PAD after only is the case TVM's reverse_compute_at gets wrong: it would compute the PAD inside its
+    producer's loops and never write the padding (tvm_ext/schedule.py)."""
+    assert_bit_exact_with_tflite_micro(inverted_residual_block(padding), tmp_path)
+
+
+# (input NHWC shape, block size) of DEPTH_TO_SPACE (SPACE_TO_DEPTH reads its output shape): block sizes 1 to 3,
+# one and several output channels, odd sizes, two batches.
+BLOCKS = (((1, 2, 2, 4), 2), ((2, 3, 5, 8), 2), ((1, 2, 3, 18), 3), ((1, 3, 1, 3), 1))
+
+
+def _depth_to_space(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
+    n, h, w, c = shape
+    return n, h * block, w * block, c // (block * block)
+
+
+def block_model(builtin: str) -> Model:
+    """One DEPTH_TO_SPACE (or SPACE_TO_DEPTH, the inverse shapes) per case of BLOCKS, each with its own tensors."""
+    tensors, operators = [], []
+    table = "DepthToSpaceOptions" if builtin == "DEPTH_TO_SPACE" else "SpaceToDepthOptions"
+    for index, (shape, block) in enumerate(BLOCKS):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)]
+        source, result = shape, _depth_to_space(shape, block)
+        if builtin == "SPACE_TO_DEPTH":
+            source, result = result, source
+        tensors += [Tensor(f"case{index}_in", source, "int8", quant), Tensor(f"case{index}_out", result, "int8", quant)]
+        operators.append(Operator(builtin, (2 * index,), (2 * index + 1,), Options(table, {"BlockSize": block})))
+    return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
+
+
+@pytest.mark.parametrize("builtin", ["DEPTH_TO_SPACE", "SPACE_TO_DEPTH"])
+def test_depth_to_space_and_back_are_bit_exact_with_tflite_micro(builtin, tmp_path):
+    views = frozenset(f"case{index}_out" for index, (_, block) in enumerate(BLOCKS) if block == 1)  # no move
+    assert_bit_exact_with_tflite_micro(block_model(builtin), tmp_path, views)
 
 
 def test_a_data_movement_operator_without_a_lowering_is_refused_in_one_line_naming_it(tmp_path):
     quant = Quantization((0.05,), (0,))
-    depth_to_space = Model([Tensor("x", (1, 2, 2, 4), "int8", quant), Tensor("y", (1, 4, 4, 1), "int8", quant)],
-                           [Operator("DEPTH_TO_SPACE", (0,), (1,), Options("DepthToSpaceOptions", {"BlockSize": 2}))],
-                           (0,), (1,))
-    assert "DEPTH_TO_SPACE" in _refusal(depth_to_space, tmp_path)
+    tensors = [Tensor("x", (4, 2, 2, 1), "int8", quant),
+               Tensor("block", (2,), "int32", data=np.array([2, 2], np.int32)),
+               Tensor("crops", (2, 2), "int32", data=np.zeros((2, 2), np.int32)),
+               Tensor("y", (1, 4, 4, 1), "int8", quant)]
+    batch_to_space = Model(tensors, [Operator("BATCH_TO_SPACE_ND", (0, 1, 2), (3,))], (0,), (3,))
+    assert "BATCH_TO_SPACE_ND" in _refusal(batch_to_space, tmp_path)

@@ -21,6 +21,7 @@ from packager.fixed_point_c import (COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL, INV_
 from tflite_builder import Model, Operator, Quantization, Tensor, build
 from tvm_ext.compile import compile
 from tvm_ext.kernels.fixed_point import count_leading_zeros
+from tvm_ext.kernels.fixed_point_numpy import inv_sqrt_quantized_multiplier
 
 # An L2_NORMALIZATION kernel of a [2, 3, 64] tensor, with its calls: 38,931 bytes of C before the helpers.
 MOST_L2_KERNEL_BYTES = 2_500
@@ -129,6 +130,26 @@ def test_inv_sqrt_multiplier_helper_matches_tflite(tmp_path):
     expected = [_inv_sqrt_multiplier(v) for v in values]
     wrong = [(v, g, e) for v, g, e in zip(values, got, expected) if g != e]
     assert not wrong, wrong[:5]
+
+
+def test_the_compile_time_inv_sqrt_matches_tflite():
+    """RSQRT's table (kernels/int8_tables.py) takes its 1/sqrt from the numpy form of the same function."""
+    rng = np.random.default_rng(28)
+    values = sorted({v for v in _EDGES if v < 2**31} | set(rng.integers(0, 2**31, 5000).tolist()) | set(range(300)))
+    multipliers, shifts = inv_sqrt_quantized_multiplier(np.array(values, np.int64))
+    assert multipliers.tolist() == [_inv_sqrt_multiplier(v) for v in values]
+    assert shifts.tolist() == [_inv_sqrt_shift(v) for v in values]
+
+
+def _inv_sqrt_shift(acc: int) -> int:
+    """The shift of TFLite's GetInvSqrtQuantizedMultiplierExp(acc, kReverseShift): -(its right shift), or 0."""
+    if acc <= 1:
+        return 0
+    shift = 11
+    while acc >= 2**29:
+        acc //= 4
+        shift += 1
+    return -max(shift - ((_count_leading_zeros(acc) - 1) // 2 - 1), 0)
 
 
 def _evaluated_on_llvm(expression, values: list[int]) -> list[int]:

@@ -92,6 +92,31 @@ class Model:
     outputs: tuple[int, ...]
 
 
+
+@dataclass
+class ModelBuilder:
+    """A ``Model`` built tensor by tensor: ``add`` returns a tensor's index, ``op`` appends an operator, ``inputs``
+    and ``outputs`` collect the graph's."""
+
+    tensors: list[Tensor] = field(default_factory=list)
+    operators: list[Operator] = field(default_factory=list)
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+
+    def add(self, tensor: Tensor) -> int:
+        self.tensors.append(tensor)
+        return len(self.tensors) - 1
+
+    def op(self, builtin: str, inputs: tuple[int, ...], output: Tensor, options: Optional[Options] = None,
+           version: int = 1) -> int:
+        """Append ``builtin`` reading ``inputs`` and writing the new tensor ``output``; the output's index."""
+        index = self.add(output)
+        self.operators.append(Operator(builtin, tuple(inputs), (index,), options, version))
+        return index
+
+    def model(self) -> Model:
+        return Model(self.tensors, self.operators, tuple(self.inputs), tuple(self.outputs))
+
 def _int_vector(b, values) -> int:
     b.StartVector(4, len(values), 4)
     for value in reversed(values):

@@ -46,8 +46,10 @@ from tvm_ext import tir_walk
 from tvm_ext.layers import CONSTANT_RANGES_ATTR, NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR
 from tvm_ext.transform.index_guards import guards_of
 
-# The operand roles of our kernels' lookup tables (tvm_ext.kernels.int8_tables, softmax_int16).
-TABLE_ROLES = frozenset({"table", "exp_table", "exp_lut", "one_over_one_plus_x_lut"})
+# The operand roles of our kernels' lookup tables (tvm_ext.kernels.int8_tables, softmax_int16; int8 DIV's
+# reciprocals, indexed by the divisor's distance from its zero point, 0 to 256).
+TABLE_ROLES = frozenset({"table", "exp_table", "exp_lut", "one_over_one_plus_x_lut", "reciprocals",
+                         "reciprocal_shifts"})
 
 CHECK_FAILED = 1  # what a kernel with run-time index checks returns for an index outside its bounds
 

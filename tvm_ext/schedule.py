@@ -58,6 +58,26 @@ def _compute_at_consumers(sch: s_tir.Schedule, root) -> None:
                 continue
 
 
+def _writes_beyond_its_producers(sch: s_tir.Schedule, consumer) -> bool:
+    """Whether `consumer` writes more elements than one of its producers: a PAD of the producer's result. TVM's
+    reverse_compute_at accepts a PAD whose padding is only after the data (its index into the producer is the
+    identity) and computes it inside the producer's loops, at the producer's elements alone: the padding would
+    never be written."""
+    written = _elements_written(sch, consumer)
+    return any(written > _elements_written(sch, producer) for producer in sch.get_producers(consumer))
+
+
+def _elements_written(sch: s_tir.Schedule, block) -> int:
+    """The elements of the buffers `block` writes (whole buffers: their shapes)."""
+    total = 0
+    for region in sch.get(block).writes:
+        elements = 1
+        for extent in region.source.shape:
+            elements *= int(extent)
+        total += elements
+    return total
+
+
 def _inline_all(sch: s_tir.Schedule, root, inline) -> bool:
     """Apply `inline` (compute_inline or reverse_compute_inline) to every child block it accepts."""
     changed = False
@@ -131,7 +151,7 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         if tiled is not None:
             loops, first_reduce = tiled
         sch.decompose_reduction(block, loops[first_reduce])
-        if len(consumers) == 1 and first_reduce > 0:
+        if len(consumers) == 1 and first_reduce > 0 and not _writes_beyond_its_producers(sch, consumers[0]):
             try:
                 sch.reverse_compute_at(consumers[0], loops[first_reduce - 1])
             except s_tir.ScheduleError:

@@ -234,6 +234,7 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             exp_tab.new_const = with_array_dtypes(exp_tab.new_const)  # int64 biases of 16x8 operators
             super().__init__(model, subgraph, exp_tab, bb)
             self._flattened_inputs: dict[int, relax.Expr] = {}  # tensor index -> its FULLY_CONNECTED rows
+            self.static_values: dict[int, np.ndarray] = {}  # tensor index -> the value a converter reads for it
             # Quantized operators TVM 0.27 does not convert: SVDF (its converter is float only and drops the state),
             # QUANTIZE to int32 (relax.quantize has no int32 output); TRANSPOSE_CONV's converter drops its
             # activation; BATCH_MATMUL's is float only; EXPAND_DIMS, PACK and UNPACK (TVM's converters fail on any
@@ -241,9 +242,10 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             # applies to the raw int8 values); PAD and PADV2 (TVM's refuses an input quantized unlike the output,
             # which TFLite Micro pads as it is); SOFTMAX (TVM's drops beta); STRIDED_SLICE (ours refuses the options
             # TFLite Micro does not implement);
-            # RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with half_pixel_centers);
-            # UNIDIRECTIONAL_SEQUENCE_LSTM (TVM's is float only and makes the state a constant); TFLite Micro's
-            # signal-library custom operators (TVM has none; named by their custom code, see get_op_code_str).
+            # ARG_MIN as ARG_MAX; RESIZE_NEAREST_NEIGHBOR (no QDQ form, nor a coordinate mode for align_corners with
+            # half_pixel_centers); UNIDIRECTIONAL_SEQUENCE_LSTM (TVM's is float only and makes the state a constant);
+            # TFLite Micro's signal-library custom operators (TVM has none; named by their custom code, see
+            # get_op_code_str).
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
                    "PACK": lambda op: convert_pack(self, op), "UNPACK": lambda op: convert_unpack(self, op),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
@@ -252,6 +254,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                    "TRANSPOSE_CONV": functools.partial(convert_transpose_conv, self,
                                                        tvm_convert=self.convert_map["TRANSPOSE_CONV"]),
                    "ARG_MAX": functools.partial(convert_arg_max, self, tvm_convert=self.convert_map["ARG_MAX"]),
+                   "ARG_MIN": functools.partial(convert_arg_max, self, tvm_convert=self.convert_map["ARG_MIN"],
+                                                largest=False),
                    "L2_NORMALIZATION": functools.partial(convert_l2_normalization, self,
                                                          tvm_convert=self.convert_map["L2_NORMALIZATION"]),
                    "PRELU": functools.partial(convert_prelu, self, tvm_convert=self.convert_map["PRELU"]),
@@ -268,7 +272,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
             # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).
-            data_movement = {"PAD", "PADV2", "SLICE", "SPLIT", "SPLIT_V", "SQUEEZE", "STRIDED_SLICE", "TRANSPOSE"}
+            data_movement = {"DEPTH_TO_SPACE", "PAD", "PADV2", "SLICE", "SPACE_TO_DEPTH", "SPLIT", "SPLIT_V", "SQUEEZE",
+                             "STRIDED_SLICE", "TRANSPOSE"}
             self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys() | data_movement
             # Where each operator's table starts in the flatbuffer -> its operator index.
             self.operator_index = {subgraph.Operators(i)._tab.Pos: i for i in range(subgraph.OperatorsLength())}
@@ -353,6 +358,13 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
             options = FullyConnectedOptions()
             options.Init(op.BuiltinOptions().Bytes, op.BuiltinOptions().Pos)
             return relax.op.reshape(out, data_shape[:-1] + [units]) if options.KeepNumDims() else out
+
+        def get_tensor_value(self, tensor_wrapper, is_sparse=False):
+            """The tensor's constant value, or the one our converter gives a tensor TFLite Micro never reads
+            (``static_values``: a TRANSPOSE_CONV's output_shape fed as a graph input)."""
+            if tensor_wrapper.tensor_idx in self.static_values:
+                return self.static_values[tensor_wrapper.tensor_idx]
+            return super().get_tensor_value(tensor_wrapper, is_sparse)
 
         def get_tensor_expr(self, tensor, is_sparse=False):
             """The tensor's expression, or its flattened form while a FULLY_CONNECTED is converted."""

@@ -1,4 +1,4 @@
-"""TE definitions of TFLite's int8 binary elementwise kernels (ADD, SUB, MUL) with TFLite's broadcasting.
+"""TE definitions of TFLite's int8 binary elementwise kernels (ADD, SUB, MUL, DIV) with TFLite's broadcasting.
 
 Broadcasting is numpy's (and TFLite's BroadcastBinaryFunction): shapes are aligned on their last axis, a
 missing leading axis or an axis of extent 1 is repeated; so a rank-0 (scalar) operand broadcasts everywhere.
@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tvm import te
+from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .fixed_point import (INT32_MAX, Rounding, clamp_to_int8, clamp_to_type, largest_centered,
-                          multiply_by_constant_quantized_multiplier, multiply_by_quantized_multiplier,
-                          quantized_multiplier_bound, wrapping_left_shift)
+from .fixed_point import (INT32_MAX, Rounding, clamp_to_int8, clamp_to_type, count_leading_zeros, doubling_high_mul,
+                          largest_centered, multiply_by_constant_quantized_multiplier,
+                          multiply_by_quantized_multiplier, quantized_multiplier_bound, rounding_divide_by_pot,
+                          wrapping_left_shift)
 from .quant_params import ActivationRange, AddParams, MulParams
 
 
@@ -109,7 +110,7 @@ def mul_int8(
 
 
 def maximum_int8(lhs: te.Tensor, rhs: te.Tensor) -> te.Tensor:
-    """out = max(lhs, rhs) on the stored int8 values: TFLM's MAXIMUM compares the raw values, whatever
+    """out = max(lhs, rhs) on the stored int8 (or int16) values: TFLM's MAXIMUM compares the raw values, whatever
     the operands' and output's quantization."""
     return te.compute(broadcast_shape(lhs, rhs),
                       lambda *index: te.max(broadcast_read(lhs, index), broadcast_read(rhs, index)),
@@ -140,3 +141,52 @@ def squared_difference_int8(
         return clamp_to_int8(out + output_zero_point, -128, 127)
 
     return te.compute(shape, value, name="squared_difference_int8")
+
+
+def div_int8(
+    lhs: te.Tensor, rhs: te.Tensor, reciprocals: te.Tensor, reciprocal_shifts: te.Tensor, *, lhs_zero_point: int,
+    rhs_zero_point: int, output_zero_point: int, params: tuple[int, int], activation: ActivationRange,
+    rounding: Rounding,
+) -> te.Tensor:
+    """TFLite's int8 DIV (reference_ops::DivElementwise, double rounding): with a = lhs - lhs_zp and d = rhs - rhs_zp
+    (both negated when d < 0), the quotient is SRDHM(a << h, ``reciprocals[d]``) with h the leading sign bits of a
+    and ``reciprocals`` int32[257] (``int8_tables.reciprocal_tables``), rescaled by ``params`` (multiplier, shift
+    <= 21: DIV_LARGEST_SHIFT) and divided by 2^e, e = ``reciprocal_shifts[d]`` + h - shift, plus the output zero
+    point, clamped to ``activation``.
+
+    e reaches 32 and more where the quotient is below one output step (a small a over a large d): gemmlowp's
+    RoundingDivideByPOT then shifts an int32 by 32 or more, undefined in C; the tflite-micro package (x86, the
+    reference) shifts by e - 32 and adds 1 to a non-negative value, and so does this kernel, in defined C."""
+    if rounding is not Rounding.DOUBLE:
+        raise ValueError("DIV is TFLite's double-rounding arithmetic only")
+    multiplier, shift = params
+    shape = broadcast_shape(lhs, rhs)
+
+    def operands_at(index) -> tuple[PrimExpr, PrimExpr, PrimExpr]:
+        """(numerator, divisor, headroom) at ``index``: the centered operands, negated when the divisor is < 0."""
+        numerator = broadcast_read(lhs, index).astype("int32") - lhs_zero_point
+        divisor = broadcast_read(rhs, index).astype("int32") - rhs_zero_point
+        numerator = tirx.Select(divisor < 0, -numerator, numerator)
+        divisor = tirx.Select(divisor < 0, -divisor, divisor)
+        return numerator, divisor, count_leading_zeros(tirx.Select(numerator >= 0, numerator, ~numerator)) - 1
+
+    def scaled_at(*index) -> PrimExpr:
+        numerator, divisor, headroom = operands_at(index)
+        quotient = doubling_high_mul(wrapping_left_shift(numerator, headroom), reciprocals[divisor])
+        return doubling_high_mul(quotient, multiplier)
+
+    def exponent_at(*index) -> PrimExpr:
+        _, divisor, headroom = operands_at(index)
+        return reciprocal_shifts[divisor].astype("int32") + headroom - shift
+
+    # Stages of their own, each read only (and more than once) by the output: its TIR expression stays small.
+    scaled = te.compute(shape, scaled_at, name="scaled")
+    exponent = te.compute(shape, exponent_at, name="exponent")
+
+    def value(*index):
+        x, e = scaled(*index), exponent(*index)
+        beyond = (x >> tirx.max(e - 32, 0)) + tirx.Select(x >= 0, 1, 0)
+        divided = tirx.Select(e < 32, rounding_divide_by_pot(x, tirx.min(e, 31)), beyond)
+        return clamp_to_int8(divided + output_zero_point, activation.low, activation.high)
+
+    return te.compute(broadcast_shape(lhs, rhs), value, name="div_int8")

@@ -96,8 +96,8 @@ def _half_denominator_reciprocal(a: np.ndarray) -> np.ndarray:
     total = a + INT32_MAX
     half_denominator = truncating_divide_by_pot(total + np.where(total >= 0, 1, -1), 1)
     x = FORTY_EIGHT_SEVENTEENTHS + mul(half_denominator, MINUS_THIRTY_TWO_SEVENTEENTHS)
-    for _ in range(3):
-        x = x + saturating_left_shift(mul(x, (1 << 29) - mul(half_denominator, x)), 2)
+    for _ in range(3):  # int32 additions wrap as in C, which only an a outside [0, 1] makes overflow
+        x = _wrap_int32(x + saturating_left_shift(mul(x, (1 << 29) - mul(half_denominator, x)), 2))
     return x
 
 
@@ -138,3 +138,45 @@ def int16_rounding_doubling_high_mul(a: np.ndarray, b: int) -> np.ndarray:
 def int16_saturating_left_shift(x: np.ndarray, amount: int) -> np.ndarray:
     """TFLite's int16 SaturatingLeftShift: x * 2^amount clamped to int16."""
     return np.clip(x * (1 << amount), INT16_MIN, INT16_MAX)
+
+
+# Q3.28 constants of TFLite's inverse square root (Newton-Raphson): 3/2, and sqrt(2)/2 in Q0.31.
+THREE_HALVES_Q3_28 = (1 << 28) + (1 << 27)
+HALF_SQRT_TWO_Q0_31 = 1518500250
+INV_SQRT_ITERATIONS = 5
+
+
+def inv_sqrt_quantized_multiplier(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite GetInvSqrtQuantizedMultiplierExp(x, kReverseShift = -1) of int32 values x >= 0: (multiplier,
+    shift) with 1/sqrt(x) ~= multiplier * 2^(shift - 31) (shift <= 0); x <= 1 gives (INT32_MAX, 0).
+
+    x is normalised by pairs of bits into [2^27, 2^29), read as Q3.28 (of half its value), and five
+    Newton-Raphson steps x' = 3/2 x - x/2 * x^3 from 1 run in gemmlowp's Q3.28; the result times sqrt(2)/2."""
+    x = np.asarray(x, np.int64)
+    small = x <= 1
+    x = np.where(small, 2, x)
+    right_pairs = np.maximum(0, _bit_length(x) - 28) // 2  # TFLite's divisions by 4 while x >= 2^29
+    x = x >> (2 * right_pairs)
+    left_pairs = (31 - _bit_length(x)) // 2 - 1  # (CountLeadingZeros(x) - 1) / 2 - 1
+    x = x << (2 * left_pairs)
+    shift = 11 + right_pairs - left_pairs
+    mul = saturating_rounding_doubling_high_mul
+    half_input = rounding_divide_by_pot(x >> 1, 1)
+    estimate = np.full(x.shape, 1 << 28, np.int64)  # 1 in Q3.28
+    for _ in range(INV_SQRT_ITERATIONS):
+        cube = saturating_left_shift(mul(mul(estimate, estimate), estimate), 6)  # Q9 rescaled to Q3
+        estimate = saturating_left_shift(mul(THREE_HALVES_Q3_28, estimate) - mul(half_input, cube), 3)
+    multiplier = mul(estimate, HALF_SQRT_TWO_Q0_31)
+    multiplier = np.where(shift < 0, _wrap_int32(multiplier << np.maximum(-shift, 0)), multiplier)
+    shift = -np.maximum(shift, 0)
+    return np.where(small, INT32_MAX, multiplier), np.where(small, 0, shift)
+
+
+def _bit_length(x: np.ndarray) -> np.ndarray:
+    """The bit length of each non-negative int64 value (0 for 0)."""
+    x = np.asarray(x, np.int64)
+    length = np.zeros(x.shape, np.int64)
+    for bit in range(63):
+        length = np.where(x >> bit > 0, bit + 1, length)
+    return length
+

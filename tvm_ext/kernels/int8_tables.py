@@ -82,3 +82,43 @@ def hard_swish_table(input_zero_point: int, output_zero_point: int, params: Hard
     preshift = fp.truncating_divide_by_pot(reluish_0_1 * preshift_output, 15)
     output = fp.rounding_divide_by_pot(preshift, -params.output_exponent) + output_zero_point
     return np.clip(output, -128, 127).astype(np.int8)
+
+
+RSQRT_SHIFT = 20  # TFLM's kShift: 1/sqrt(x) is taken as an integer scaled by 2^20 before the output rescale
+
+
+def rsqrt_table(input_zero_point: int, output_zero_point: int, multiplier: tuple[int, int],
+                rounding: Rounding) -> np.ndarray:
+    """int8[256]: TFLM's int8 RSQRT (elementwise.cc, RsqrtEvalQuantized) of input ``index - 128``.
+
+    x = input - input_zero_point; 1/sqrt(x) as GetInvSqrtQuantizedMultiplierExp's multiplier and shift, made an
+    integer scaled by 2^20 (MultiplyByQuantizedMultiplier of 1), rescaled by ``multiplier`` (rsqrt_multiplier's
+    (multiplier, shift)) over 2^20, plus the output zero point, saturated. x = 0 gives 127. TFLM refuses to run
+    on x < 0 (its Invoke fails: "Rsqrt is only defined for positive values"); the table holds 127 there too."""
+    centered = INT8_VALUES - input_zero_point
+    inv_sqrt, inv_sqrt_shift = fp.inv_sqrt_quantized_multiplier(np.maximum(centered, 0))
+    output_multiplier, output_shift = multiplier
+    outputs = []
+    for x, m, s in zip(centered, inv_sqrt, inv_sqrt_shift):
+        if x <= 0:
+            outputs.append(127)
+            continue
+        scaled = fp.multiply_by_quantized_multiplier(np.int64(1), int(m), int(s) + RSQRT_SHIFT, rounding)
+        value = fp.multiply_by_quantized_multiplier(scaled, output_multiplier, output_shift - RSQRT_SHIFT, rounding)
+        outputs.append(int(value) + output_zero_point)
+    return np.clip(outputs, -128, 127).astype(np.int8)
+
+
+DIVISORS = np.arange(257, dtype=np.int64)  # |x - zero_point| of an int8 divisor: 0 to 256
+
+
+def reciprocal_tables() -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's GetReciprocal(d, 31) of each divisor d of DIVISORS (the index): the Q0.31 multiplier of 1/d
+    (int32[257]) and its shift, the bits of d above one (int8[257]). d is normalised into [1, 2) by its leading
+    zeros and 1/d taken by gemmlowp's one_over_one_plus_x of the fraction. For d = 0 (TFLite's DCHECK, off in
+    release builds) the entry is what TFLite computes on Arm and x86 alike: its uint32 shift by 32 leading
+    zeros gives 0 there, a fraction of -1 and a shift of -1."""
+    leading_zeros = 32 - np.array([int(d).bit_length() for d in DIVISORS])
+    shifted = np.where(leading_zeros < 32, DIVISORS << np.minimum(leading_zeros, 31), 0) & 0xFFFFFFFF
+    multipliers = fp.one_over_one_plus_x(shifted - (1 << 31))  # (d << clz) - 1.0 as Q0.31
+    return multipliers.astype(np.int32), (31 - leading_zeros).astype(np.int8)

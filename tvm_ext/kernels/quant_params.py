@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -174,16 +174,18 @@ class LeakyReluParams:
 
 def leaky_relu_params(input_scale: np.float32, alpha: np.float32, output_scale: np.float32,
                       rounding: Rounding) -> LeakyReluParams:
-    """TFLM's LeakyReluPrepare: both ratios are computed in float32, then widened to double."""
-    identity = np.float32(input_scale) / np.float32(output_scale)
-    alpha_ratio = np.float32(input_scale) * np.float32(alpha) / np.float32(output_scale)
-    return LeakyReluParams(quantize_multiplier(float(identity), rounding),
-                           quantize_multiplier(float(alpha_ratio), rounding))
+    """TFLM's LeakyReluPrepare, both ratios as the tflite-micro package computes them: in double (its source
+    divides in float32, but its int16 results on every input of TFLM's own 16x8 LEAKY_RELU models agree only with
+    double ratios)."""
+    identity = float(np.float32(input_scale)) / float(np.float32(output_scale))
+    alpha_ratio = float(np.float32(input_scale)) * float(np.float32(alpha)) / float(np.float32(output_scale))
+    return LeakyReluParams(quantize_multiplier(identity, rounding), quantize_multiplier(alpha_ratio, rounding))
 
 
-def float_to_int8(value: float, scale: np.float32, zero_point: int) -> int:
-    """TFLM's FloatToQuantizedType<int8_t>: quantize_real, saturated to int8."""
-    return min(max(quantize_real(value, scale, zero_point), INT8_MIN), INT8_MAX)
+def float_to_quantized(value: float, scale: np.float32, zero_point: int, dtype: str) -> int:
+    """TFLM's FloatToQuantizedType<int8_t or int16_t>: quantize_real, saturated to the integer type ``dtype``."""
+    limits = ActivationRange.of_dtype(dtype)
+    return min(max(quantize_real(value, scale, zero_point), limits.low), limits.high)
 
 
 SOFTMAX_SCALED_DIFF_INTEGER_BITS = 5
@@ -258,3 +260,30 @@ def hard_swish_params(input_scale: np.float32, output_scale: np.float32, roundin
     reluish_multiplier, reluish_exponent = quantize_multiplier(float(hires_input_scale / reluish_scale), rounding)
     return HardSwishParams(_int16_multiplier(output_multiplier), output_exponent,
                            _int16_multiplier(reluish_multiplier), reluish_exponent)
+
+
+def rsqrt_multiplier(input_scale: np.float32, output_scale: np.float32, rounding: Rounding) -> tuple[int, int]:
+    """TFLM's SetRsqrtOutputMultiplier: 1 / double(sqrtf(input_scale) * output_scale), the product in float32."""
+    product = np.sqrt(np.float32(input_scale)) * np.float32(output_scale)
+    return quantize_multiplier(1.0 / float(product), rounding)
+
+
+DIV_LARGEST_SHIFT = 21
+"""The largest shift of a DIV's rescale whose exponents (``elementwise.div_int8``) stay >= 0: TFLite would shift
+by a negative amount beyond it (a rescale of 2^21 and more)."""
+
+
+def div_multiplier(scale1: np.float32, scale2: np.float32, output_scale: np.float32,
+                   rounding: Rounding) -> tuple[int, int]:
+    """TFLM's int8 DIV rescale scale1 / (scale2 * output_scale), as the tflite-micro package computes it: in double
+    (its results on every pair of int8 operands of four quantizations, ties included, agree only with that)."""
+    return quantize_multiplier(float(scale1) / (float(scale2) * float(output_scale)), rounding)
+
+
+def abs_multiplier(input_scale: np.float32, output_scale: np.float32, rounding: Rounding) -> Optional[tuple[int, int]]:
+    """TFLM's ABS rescale (SetAbsOutputMultiplier) input_scale / output_scale as the tflite-micro package computes
+    it: in double (as ``leaky_relu_params``: its int16 results on every input agree only with that); None when the
+    scales are equal (TFLM then adds the zero point alone)."""
+    if np.float32(input_scale) == np.float32(output_scale):
+        return None
+    return quantize_multiplier(float(np.float32(input_scale)) / float(np.float32(output_scale)), rounding)

@@ -1,41 +1,81 @@
-"""TE definition of TFLite's int8 MEAN and SUM (``reference_ops::QuantizedMeanOrSum``)."""
+"""TE definitions of TFLite's integer reductions: int8 and 16x8 MEAN and SUM (``reference_ops::QuantizedMeanOrSum``),
+int8 REDUCE_MAX and REDUCE_MIN (``reference_ops::ReduceGeneric`` on the stored values)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from tvm import te
+from tvm.ir.expr import Expr as PrimExpr
 
-from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, clamp_to_type, multiply_by_quantized_multiplier
+from .quant_params import ActivationRange
+
+
+@dataclass(frozen=True)
+class _Reduction:
+    """The reduced axes of ``data`` (a reduce axis each), the output shape, and the input index of an output index."""
+
+    data: te.Tensor
+    reduced: dict[int, te.IterVar]
+    out_shape: list[int]
+    keepdims: bool
+
+    @classmethod
+    def of(cls, data: te.Tensor, axes: Sequence[int], keepdims: bool) -> "_Reduction":
+        shape = [int(d) for d in data.shape]
+        reduced = {axis: te.reduce_axis((0, shape[axis]), f"r{axis}") for axis in sorted(axes)}
+        out_shape = [1 if axis in reduced else extent
+                     for axis, extent in enumerate(shape) if keepdims or axis not in reduced]
+        return cls(data, reduced, out_shape, keepdims)
+
+    @property
+    def count(self) -> int:
+        """How many input elements each output reduces."""
+        count = 1
+        for axis in self.reduced:
+            count *= int(self.data.shape[axis])
+        return count
+
+    def read(self, out_index: Sequence[PrimExpr]) -> PrimExpr:
+        """The input element at ``out_index`` and the reduce axes."""
+        kept = iter(out_index if not self.keepdims
+                    else [i for axis, i in enumerate(out_index) if axis not in self.reduced])
+        return self.data[tuple(self.reduced[axis] if axis in self.reduced else next(kept)
+                               for axis in range(len(self.data.shape)))]
+
+    def compute(self, reducer: Callable[..., PrimExpr], value: Callable[[PrimExpr], PrimExpr], name: str) -> te.Tensor:
+        """``reducer`` (te.sum, te.max, te.min) of ``value`` of each reduced input element."""
+        return te.compute(self.out_shape, lambda *i: reducer(value(self.read(i)), axis=list(self.reduced.values())),
+                          name=name)
 
 
 def mean_or_sum_int8(
     data: te.Tensor, *, axes: Sequence[int], keepdims: bool, input_zero_point: int, output_zero_point: int,
     multiplier: int, shift: int, rounding: Rounding,
 ) -> te.Tensor:
-    """int8 output = clamp(MBQM(sum(x over ``axes``) - input_zero_point * count, multiplier, shift) + zp_out).
+    """output = clamp(MBQM(sum(x over ``axes``) - input_zero_point * count, multiplier, shift) + zp_out), in the
+    input's type (int8, or int16: TFLite Micro's QuantizedMeanOrSum<int16_t>, the same arithmetic).
 
     ``axes`` are distinct non-negative axes of ``data``; a reduced axis is kept with extent 1 when ``keepdims``.
     The sum is int32, as the reference's accumulator.
     """
-    shape = [int(d) for d in data.shape]
-    reduced = {axis: te.reduce_axis((0, shape[axis]), f"r{axis}") for axis in sorted(axes)}
-    count = 1
-    for axis in reduced:
-        count *= shape[axis]
-    out_shape = [1 if axis in reduced else extent
-                 for axis, extent in enumerate(shape) if keepdims or axis not in reduced]
-
-    def input_index(out_index):
-        kept = iter(out_index if not keepdims else [i for axis, i in enumerate(out_index) if axis not in reduced])
-        return [reduced[axis] if axis in reduced else next(kept) for axis in range(len(shape))]
-
-    total = te.compute(out_shape, lambda *i: te.sum(data[tuple(input_index(i))].astype("int32"),
-                                                    axis=list(reduced.values())), name="reduce_sum")
+    reduction = _Reduction.of(data, axes, keepdims)
+    total = reduction.compute(te.sum, lambda value: value.astype("int32"), "reduce_sum")
+    limits = ActivationRange.of_dtype(str(data.dtype))
 
     def rescale(*i):
-        centred = total(*i) - input_zero_point * count
+        centred = total(*i) - input_zero_point * reduction.count
         scaled = multiply_by_quantized_multiplier(centred, multiplier, shift, rounding)
-        return clamp_to_int8(scaled + output_zero_point, -128, 127)
+        return clamp_to_type(scaled + output_zero_point, limits.low, limits.high, str(data.dtype))
 
-    return te.compute(out_shape, rescale, name="mean_or_sum_int8")
+    return te.compute(reduction.out_shape, rescale, name="mean_or_sum_int8")
+
+
+def max_or_min_int8(data: te.Tensor, *, axes: Sequence[int], keepdims: bool, maximum: bool) -> te.Tensor:
+    """The largest (``maximum``) or smallest stored value over ``axes`` (as ``mean_or_sum_int8``'s): TFLite Micro's
+    int8 REDUCE_MAX and REDUCE_MIN, which require the input's quantization for the output's."""
+    reduction = _Reduction.of(data, axes, keepdims)
+    return reduction.compute(te.max if maximum else te.min, lambda value: value,
+                             "reduce_max_int8" if maximum else "reduce_min_int8")

@@ -1,4 +1,5 @@
-"""TE definition of TFLite's int8 TRANSPOSE_CONV (NHWC, int32 accumulation, per-channel requantization).
+"""TE definition of TFLite's int8 TRANSPOSE_CONV (NHWC, int32 accumulation, per-channel requantization) and of its
+16x8 variant (int16 data, int8 weights, int64 accumulation and bias, as TFLite Micro's int16 TransposeConv).
 
 TFLite Micro's reference kernel scatters: each input pixel adds ``(x - zero_point) * w`` to the int32
 accumulator of the output pixels its kernel window covers, output ``(iy * stride - pad_top + ky, ...)``.
@@ -15,7 +16,7 @@ from typing import Optional, Sequence
 
 from tvm import te, tirx
 
-from .requantize import OutputStage, requantize
+from .requantize import OutputStage, accumulator_dtype, requantize
 
 
 def conv2d_transpose_int8(
@@ -23,7 +24,8 @@ def conv2d_transpose_int8(
     output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
     multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
 ) -> te.Tensor:
-    """TRANSPOSE_CONV: data NHWC int8, weight OHWI int8 (TFLite's layout), bias int32[O] -> NHWC int8.
+    """TRANSPOSE_CONV: data NHWC int8, weight OHWI int8 (TFLite's layout), bias int32[O] -> NHWC int8 (int16 data,
+    int64 bias -> int16: 16x8).
 
     ``dilation`` must be (1, 1) (TFLite's TRANSPOSE_CONV has none); per-channel ``multiplier``/``shift``
     tensors, when given, replace those of ``output``.
@@ -36,14 +38,16 @@ def conv2d_transpose_int8(
     out_h = (in_h - 1) * strides[0] + kh - padding[0] - padding[2]
     out_w = (in_w - 1) * strides[1] + kw - padding[1] - padding[3]
     ry, rx, rc = te.reduce_axis((0, kh), "ry"), te.reduce_axis((0, kw), "rx"), te.reduce_axis((0, cin), "rc")
+    accumulator = accumulator_dtype(data, stage)
 
     def tap(b, y, x, o):
         ty, tx = y + padding[0] - ry, x + padding[1] - rx
         iy, ix = tirx.floordiv(ty, strides[0]), tirx.floordiv(tx, strides[1])
         reads = tirx.all(tirx.floormod(ty, strides[0]) == 0, tirx.floormod(tx, strides[1]) == 0,
                          iy >= 0, iy < in_h, ix >= 0, ix < in_w)
-        product = (data[b, iy, ix, rc].astype("int32") - input_zero_point) * weight[o, ry, rx, rc].astype("int32")
-        return tirx.if_then_else(reads, product, tirx.const(0, "int32"))
+        product = ((data[b, iy, ix, rc].astype(accumulator) - input_zero_point)
+                   * weight[o, ry, rx, rc].astype(accumulator))
+        return tirx.if_then_else(reads, product, tirx.const(0, accumulator))
 
     acc = te.compute((batch, out_h, out_w, cout), lambda b, y, x, o: te.sum(tap(b, y, x, o), axis=[ry, rx, rc]),
                      name="acc")

@@ -6,7 +6,9 @@ An operator is supported when TVM 0.27's frontend converts it AND our pipeline c
   data-dependent output shapes, frontend markers);
 - quantized TFLite operators (any int8/uint8/int16 tensor with quantization parameters): only
   `TFLITE_INT8_OPS`, the integer kernel set of our int8 pipeline; those whose first input and first output
-  are int16 (16x8: int16 activations, int8 weights) only `TFLITE_16X8_OPS`.
+  are int16 (16x8: int16 activations, int8 weights) only `TFLITE_16X8_OPS`. Each is bit-exact with TFLite
+  Micro, whose registrations and kernel types (`TFLM_*`) say why a quantized operator is refused: TFLite Micro
+  has no kernel for it, or our pipeline has none yet (`TFLITE_INT8_REFUSALS` says why where there is more).
 
 Why TVM's converter lists are read lazily rather than copied here: they are the ground truth of what the
 import step can do, they change with TVM, and a copy would silently drift. Reading them costs one
@@ -23,14 +25,18 @@ from .signal_ops import SIGNAL_OPERATORS
 
 TFLITE_INT8_OPS: frozenset[str] = frozenset(
     {
+        "ABS",
         "ADD",
         "ARG_MAX",
+        "ARG_MIN",
         "AVERAGE_POOL_2D",
         "BATCH_MATMUL",
         "CONCATENATION",
         "CONV_2D",
+        "DEPTH_TO_SPACE",
         "DEPTHWISE_CONV_2D",
         "DEQUANTIZE",
+        "DIV",
         "EXPAND_DIMS",
         "FULLY_CONNECTED",
         "HARD_SWISH",
@@ -47,13 +53,17 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
         "PADV2",
         "PRELU",
         "QUANTIZE",
+        "REDUCE_MAX",
+        "REDUCE_MIN",
         "RELU",
         "RELU6",
         "RESHAPE",
         "RESIZE_BILINEAR",
         "RESIZE_NEAREST_NEIGHBOR",
+        "RSQRT",
         "SLICE",
         "SOFTMAX",
+        "SPACE_TO_DEPTH",
         "SPLIT",
         "SPLIT_V",
         "SQUARED_DIFFERENCE",
@@ -70,18 +80,101 @@ TFLITE_INT8_OPS: frozenset[str] = frozenset(
     }
 )
 
-# The 16x8 variants (int16 activations) bit-exact with TFLite Micro.
+# The 16x8 variants (int16 activations, int8 weights) bit-exact with TFLite Micro.
 TFLITE_16X8_OPS: frozenset[str] = frozenset(
     {
+        "ABS",
         "ADD",
         "AVERAGE_POOL_2D",
+        "CONCATENATION",
         "CONV_2D",
         "DEPTHWISE_CONV_2D",
+        "DEQUANTIZE",  # of an int16 tensor: its output is float, so the check never counts it as 16x8
+        "EXPAND_DIMS",
         "FULLY_CONNECTED",
+        "LEAKY_RELU",
         "MAX_POOL_2D",
+        "MAXIMUM",
+        "MEAN",
+        "MINIMUM",
+        "PACK",
+        "PAD",
+        "PADV2",
+        "QUANTIZE",
+        "RELU",
+        "RELU6",
+        "RESHAPE",
+        "SLICE",
         "SOFTMAX",
+        "SPLIT",
+        "SPLIT_V",
+        "SQUEEZE",
+        "STRIDED_SLICE",
+        "SUB",
+        "SUM",
+        "TRANSPOSE",
+        "TRANSPOSE_CONV",
+        "UNPACK",
     }
 )
+
+# TFLite Micro's builtin operators: the registrations of its Python interpreter (python_ops_resolver.cc, which took
+# over all_ops_resolver.cc's list), the reference our quantized kernels are bit-exact with. Its custom operators
+# (the audio signal library, TFLite_Detection_PostProcess, ETHOSU, CIRCULAR_BUFFER, DECODE) are not listed here.
+# README's operator table has a row for each (scripts/tflite_operator_table.py prints it from these tables).
+TFLM_BUILTINS: frozenset[str] = frozenset(
+    """
+    ABS ADD ADD_N ARG_MAX ARG_MIN ASSIGN_VARIABLE AVERAGE_POOL_2D BATCH_MATMUL BATCH_TO_SPACE_ND BROADCAST_ARGS
+    BROADCAST_TO CALL_ONCE CAST CEIL CONCATENATION CONV_2D COS CUMSUM DEPTH_TO_SPACE DEPTHWISE_CONV_2D DEQUANTIZE DIV
+    DYNAMIC_UPDATE_SLICE ELU EMBEDDING_LOOKUP EQUAL EXP EXPAND_DIMS FILL FLOOR FLOOR_DIV FLOOR_MOD FULLY_CONNECTED
+    GATHER GATHER_ND GREATER GREATER_EQUAL HARD_SWISH IF L2_NORMALIZATION L2_POOL_2D LEAKY_RELU LESS LESS_EQUAL LOG
+    LOG_SOFTMAX LOGICAL_AND LOGICAL_NOT LOGICAL_OR LOGISTIC MAX_POOL_2D MAXIMUM MEAN MINIMUM MIRROR_PAD MUL NEG
+    NOT_EQUAL PACK PAD PADV2 PRELU QUANTIZE READ_VARIABLE REDUCE_ALL REDUCE_MAX REDUCE_MIN RELU RELU6 RESHAPE
+    RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR REVERSE_V2 ROUND RSQRT SELECT_V2 SHAPE SIN SLICE SOFTMAX SPACE_TO_BATCH_ND
+    SPACE_TO_DEPTH SPLIT SPLIT_V SQRT SQUARE SQUARED_DIFFERENCE SQUEEZE STRIDED_SLICE SUB SUM SVDF TANH TRANSPOSE
+    TRANSPOSE_CONV UNIDIRECTIONAL_SEQUENCE_LSTM UNPACK VAR_HANDLE WHILE ZEROS_LIKE
+    """.split()
+)
+
+# TFLite Micro's builtins whose kernels take no int8 tensor (float, int32 or bool only; its int8 NEG is a TODO,
+# its SQRT, LOG and EXP are float only): a quantized one has no reference to be bit-exact with.
+TFLM_NO_INT8: frozenset[str] = frozenset(
+    """
+    BROADCAST_ARGS CEIL COS EXP FLOOR FLOOR_DIV FLOOR_MOD L2_POOL_2D LOG LOGICAL_AND LOGICAL_NOT LOGICAL_OR NEG
+    REDUCE_ALL ROUND SIN SQRT SQUARE
+    """.split()
+)
+
+# TFLite Micro's builtins with an int16 kernel (its RSQRT's Prepare refuses int16 although its Eval has a branch).
+TFLM_INT16: frozenset[str] = frozenset(
+    """
+    ABS ADD AVERAGE_POOL_2D BATCH_MATMUL CAST CONCATENATION CONV_2D DEPTHWISE_CONV_2D DEQUANTIZE DYNAMIC_UPDATE_SLICE
+    EXPAND_DIMS FILL FULLY_CONNECTED GREATER LEAKY_RELU LOGISTIC MAX_POOL_2D MAXIMUM MEAN MINIMUM MUL PACK PAD PADV2
+    PRELU QUANTIZE RELU RELU6 RESHAPE RESIZE_NEAREST_NEIGHBOR REVERSE_V2 SELECT_V2 SLICE SOFTMAX SPLIT SPLIT_V
+    SQUARED_DIFFERENCE SQUEEZE STRIDED_SLICE SUB SUM SVDF TANH TRANSPOSE TRANSPOSE_CONV UNIDIRECTIONAL_SEQUENCE_LSTM
+    UNPACK
+    """.split()
+)
+
+_BOOL = "bool tensors: no int8 kernel in our pipeline"
+_RUNTIME_INDICES = "indices read at run time: no int8 kernel in our pipeline"
+_OPAQUE = "TVM 0.27 imports it as an opaque packed call: no int8 kernel in our pipeline"
+
+# Why a TFLite Micro int8 registration has no int8 kernel in our pipeline, where there is more to say than that.
+TFLITE_INT8_REFUSALS: dict[str, str] = {
+    "BATCH_TO_SPACE_ND": _OPAQUE,
+    "SPACE_TO_BATCH_ND": _OPAQUE,
+    "EMBEDDING_LOOKUP": _RUNTIME_INDICES,
+    "GATHER": _RUNTIME_INDICES,
+    "GATHER_ND": _RUNTIME_INDICES,
+    "EQUAL": _BOOL,
+    "NOT_EQUAL": _BOOL,
+    "GREATER": _BOOL,
+    "GREATER_EQUAL": _BOOL,
+    "LESS": _BOOL,
+    "LESS_EQUAL": _BOOL,
+    "SELECT_V2": _BOOL,
+}
 
 # Operators with state whose stateful conversion is ours and integer only (tvm_ext/frontend/tflite_ops/svdf.py, lstm.py):
 # TVM 0.27's float converters would make the state a constant, and a bundle that forgets it between runs.
@@ -179,10 +272,16 @@ def tflite_refusal(op: str, quantized: bool, int16_activations: bool = False) ->
         return f"{_STATE}: only its integer form has a stateful kernel in our pipeline"
     if op not in tvm_tflite_ops():
         return "no converter in TVM 0.27"
+    if quantized and op not in TFLM_BUILTINS:
+        return "TFLite Micro registers no kernel for it (no reference to be bit-exact with)"
     if quantized and int16_activations and op not in TFLITE_16X8_OPS:
+        if op not in TFLM_INT16:
+            return "TFLite Micro has no int16 kernel for it"
         return "no 16x8 (int16-activation) kernel in our pipeline"
     if quantized and op not in TFLITE_INT8_OPS:
-        return "no int8 kernel in our pipeline"
+        if op in TFLM_NO_INT8:
+            return "TFLite Micro has no int8 kernel for it"
+        return TFLITE_INT8_REFUSALS.get(op, "no int8 kernel in our pipeline")
     return None
 
 

@@ -1,17 +1,21 @@
-"""TFLite TRANSPOSE_CONV -> Relax as TFLite Micro computes it; TVM 0.27's converter gets two things wrong:
+"""TFLite TRANSPOSE_CONV -> Relax as TFLite Micro computes it; TVM 0.27's converter gets three things wrong:
 
 - it drops the fused activation (TFLite Micro clamps): ours goes where TVM's CONV_2D converter puts it in
   float, on the float result before the output's quantize (``q(act(add(conv2d_transpose(dq(x), dq(W)),
   dq(b))))``), so the int8 lowering reads it as the kernel's clamp with TFLite's rounding of the bounds;
 - it sizes the output from the padding alone, one to stride-1 rows/columns short of TFLite's output_shape when
   the kernel is smaller than the stride (the rows no input pixel reaches, which hold the bias alone):
-  ours sets ``output_padding`` to the difference.
+  ours sets ``output_padding`` to the difference;
+- it reads the output_shape operand's values, and cannot import a model that feeds it as a graph input (TFLite
+  Micro's own 16x8 integration tests do): TFLite Micro never reads it, the output tensor's shape is the output
+  shape, and ours gives TVM that.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import tvm
 from tvm import relax
 
@@ -60,10 +64,12 @@ def convert_transpose_conv(converter, op, tvm_convert: Callable[[object], relax.
     from tflite.ActivationFunctionType import ActivationFunctionType
     from tflite.TransposeConvOptions import TransposeConvOptions
 
-    converted = tvm_convert(op)
-    _, weights, data = converter.get_input_tensors(op)[:3]
+    output_shape, weights, data = converter.get_input_tensors(op)[:3]
     output = converter.get_output_tensors(op)[0]
     shape_of = converter.get_tensor_shape
+    if output_shape.buffer.DataLength() == 0:  # a graph input, not a constant
+        converter.static_values[output_shape.tensor_idx] = np.array([int(d) for d in shape_of(output)], np.int32)
+    converted = tvm_convert(op)
     output_padding = _output_padding(_conv2d_transpose_in(converted), [int(d) for d in shape_of(data)[1:3]],
                                      [int(d) for d in shape_of(weights)[1:3]],
                                      [int(d) for d in shape_of(output)[1:3]])

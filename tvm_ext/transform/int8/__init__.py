@@ -10,12 +10,15 @@ from __future__ import annotations
 from . import add, conv, edges, fully_connected, pool, reshape, softmax, svdf
 from . import mul
 from . import sub
+from . import div
 from . import relu
 from . import leaky_relu
 from . import maximum_minimum
 from . import squared_difference
 from . import logistic
 from . import hard_swish
+from . import rsqrt
+from . import absolute
 from . import transpose_conv
 from . import batch_matmul
 from . import data_movement
@@ -36,6 +39,8 @@ LOWERINGS: tuple[Lowering, ...] = (
     svdf.LOWERING,  # before the MAC lowerings, which would also claim SVDF's quantizes (and not match)
     lstm.LOWERING,
     concatenation.LOWERING,  # before the lowerings of any float operator, so its own Mismatch is the one named
+    reduce.REDUCE_MAX,  # ditto (a requantizing one)
+    reduce.REDUCE_MIN,
     conv.LOWERING,
     transpose_conv.LOWERING,
     batch_matmul.LOWERING,
@@ -43,6 +48,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     add.LOWERING,
     mul.LOWERING,
     sub.LOWERING,
+    div.LOWERING,
     relu.RELU,
     relu.RELU6,
     leaky_relu.LOWERING,
@@ -52,10 +58,13 @@ LOWERINGS: tuple[Lowering, ...] = (
     logistic.LOGISTIC,
     logistic.TANH,
     hard_swish.LOWERING,
+    rsqrt.LOWERING,
+    absolute.LOWERING,
     softmax.LOWERING,
     reduce.MEAN,
     reduce.SUM,
-    arg_max.LOWERING,
+    arg_max.ARG_MAX,
+    arg_max.ARG_MIN,
     resize.BILINEAR,
     resize.NEAREST_NEIGHBOR,
     prelu.LOWERING,

@@ -1,4 +1,4 @@
-"""The int8 binary elementwise operators with a fused activation (ADD, SUB, MUL):
+"""The int8 binary elementwise operators with a fused activation (ADD, SUB, MUL, DIV):
 ``q([act](op(dq(a), dq(b))))``, each operand an int8 activation or an int8 constant, broadcast."""
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ ParamsOf = Callable[[np.float32, np.float32, np.float32, Rounding], object]
 
 
 def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], params_of: ParamsOf,
-                    int16_params_of: Optional[ParamsOf] = None) -> Lowering:
+                    int16_params_of: Optional[ParamsOf] = None,
+                    tables: Callable[[], tuple[relax.Constant, ...]] = tuple) -> Lowering:
     """The lowering of the TFLite operator ``kind``, imported as the Relax op ``relax_op``, to ``kernel``
-    (keywords: operand and output zero points, ``params_of``'s result, activation, rounding). With
-    ``int16_params_of``, int16 operands and output of zero point 0 (TFLite Micro's int16 form) too."""
+    (operands: both inputs, then the constants ``tables()`` gives; keywords: operand and output zero points,
+    ``params_of``'s result, activation, rounding). With ``int16_params_of``, int16 operands and output of zero
+    point 0 (TFLite Micro's int16 form) too."""
     lhs_operand, rhs_operand = DequantizedOperand(), DequantizedOperand()
     core = is_op(relax_op)(lhs_operand.pattern, rhs_operand.pattern)
     result = QuantizedResult(core)
@@ -42,7 +44,7 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
         else:
             return float_operator_mismatch(quantize, ctx)
         params = params_of_dtype(lhs.quant.scale, rhs.quant.scale, out.quant.scale, ctx.rounding)
-        call = KernelCall(kind, matched[core], kernel, (lhs.tensor, rhs.tensor),
+        call = KernelCall(kind, matched[core], kernel, (lhs.tensor, rhs.tensor, *tables()),
                           {"lhs_zero_point": lhs.quant.zero_point, "rhs_zero_point": rhs.quant.zero_point,
                            "output_zero_point": out.quant.zero_point, "params": params, "rounding": ctx.rounding})
         return ClampedCall(call, out.activation)

@@ -1,5 +1,6 @@
 """Data-movement operators the frontend applies to the int8 tensor itself (no dequantize/quantize around them):
-TRANSPOSE (``permute_dims(x, axes)``), PAD and PADV2 (``nn.pad(x, widths, value)``), SQUEEZE and EXPAND_DIMS
+TRANSPOSE (``permute_dims(x, axes)``; DEPTH_TO_SPACE and SPACE_TO_DEPTH are ``reshape``, ``permute_dims``,
+``reshape``, the reshapes views of the same bytes), PAD and PADV2 (``nn.pad(x, widths, value)``), SQUEEZE and EXPAND_DIMS
 (``squeeze(x, axes)``, ``expand_dims(x, axis)``: reshapes to the shape the frontend inferred, which
 ``RewriteDataflowReshape`` turns into views of the input's bytes), SLICE and STRIDED_SLICE
 (``strided_slice(x, axes, begin, end[, strides])``: the frontend resolved SLICE's sizes into ends and
@@ -21,6 +22,7 @@ from tvm.relax.dpl import DFPattern, is_op, wildcard
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext
 
 PAD_OPERATORS = frozenset({"PAD", "PADV2"})
+TRANSPOSE_OPERATORS = frozenset({"TRANSPOSE", "DEPTH_TO_SPACE", "SPACE_TO_DEPTH"})
 SLICE_OPERATORS = frozenset({"SLICE", "STRIDED_SLICE"})
 
 
@@ -39,7 +41,8 @@ def _int8_operand_lowering(operators: frozenset[str], pattern: DFPattern,
 
 def _transpose(call: relax.Call, ctx: LoweringContext) -> KernelCall:
     axes = None if call.attrs.axes is None else [int(axis) for axis in call.attrs.axes]  # None: reversed
-    return KernelCall("TRANSPOSE", call, topi.transpose, (ctx.lowered[call.args[0]],), {"axes": axes})
+    return KernelCall(recorded_operator(call, ctx, TRANSPOSE_OPERATORS, "TRANSPOSE"), call, topi.transpose,
+                      (ctx.lowered[call.args[0]],), {"axes": axes})
 
 
 def recorded_operator(call: relax.Call, ctx: LoweringContext, operators: frozenset[str], default: str) -> str:
@@ -76,7 +79,7 @@ def _reshape_to_result(kind: str) -> Callable[[relax.Call, LoweringContext], Ker
     return kernel_call
 
 
-TRANSPOSE = _int8_operand_lowering(frozenset({"TRANSPOSE"}), is_op("relax.permute_dims")(wildcard()), _transpose)
+TRANSPOSE = _int8_operand_lowering(TRANSPOSE_OPERATORS, is_op("relax.permute_dims")(wildcard()), _transpose)
 PAD = _int8_operand_lowering(PAD_OPERATORS, is_op("relax.nn.pad")(wildcard()).has_attr({"pad_mode": "constant"}), _pad)
 SQUEEZE = _int8_operand_lowering(frozenset({"SQUEEZE"}), is_op("relax.squeeze")(wildcard()),
                                  _reshape_to_result("SQUEEZE"))

@@ -52,8 +52,8 @@ class DequantizedActivation:
 
 
 class DequantizedOperand(DequantizedActivation):
-    """An int8 operand of an elementwise operator: an activation already lowered, or an int8 constant
-    (TFLite's constant operand, e.g. a scalar; it stays an int8 constant of the kernel)."""
+    """An int8 (or int16: 16x8) operand of an elementwise operator: an activation already lowered, or a constant
+    (TFLite's constant operand, e.g. a scalar; it stays an integer constant of the kernel)."""
 
     def read(self, matched: Matched, ctx: LoweringContext) -> Optional[Int8Input]:
         activation = super().read(matched, ctx)
@@ -61,7 +61,7 @@ class DequantizedOperand(DequantizedActivation):
             return activation
         call = matched[self.pattern]
         values, quant = ctx.graph.constant(call.args[0]), ctx.graph.quant(call.args[1], call.args[2])
-        if values is None or values.dtype != np.int8 or quant is None:
+        if values is None or values.dtype not in (np.int8, np.int16) or quant is None:
             return None
         return Int8Input(relax.const(values), quant)
 
