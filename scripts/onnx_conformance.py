@@ -155,27 +155,36 @@ def _read_pbs(folder: Path, kind: str) -> list[np.ndarray]:
     return arrays
 
 
-def run_bundle(out: Path, model: str, inputs: list[np.ndarray], outputs_like: list[np.ndarray]) -> list[np.ndarray]:
-    """Build the bundle in `out` as a shared library and run `<model>_run` on `inputs` (in the bundle's
-    declared types and order); return its outputs, shaped and typed like `outputs_like`."""
+def bundle_runner(out: Path, model: str) -> Callable[[list[np.ndarray], list[np.ndarray]], list[np.ndarray]]:
+    """Build the bundle in `out` as a shared library once; return a function running `<model>_run` on inputs (in
+    the bundle's declared types and order) that returns its outputs, shaped and typed like `outputs_like`."""
     library = out / f"{model}_conformance.so"
     sources = [str(out / f"{model}_{part}.c") for part in ("kernels", "model", "weights")]
     subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-std=c99", "-o", str(library), *sources, "-lm"],
                    check=True, capture_output=True)
     lib = ctypes.CDLL(str(library))
-    ins = [np.ascontiguousarray(x) for x in inputs]
-    outs = [np.zeros(y.shape, y.dtype) for y in outputs_like]
-    pointers = [ctypes.c_void_p(a.ctypes.data) for a in ins + outs]
     run = getattr(lib, f"{model}_run")
-    if len(ins) == 1 and len(outs) == 1:
-        status = run(*pointers)
-    else:  # the inputs and outputs structs are arrays of pointers, in order
-        in_struct = (ctypes.c_void_p * len(ins))(*pointers[:len(ins)])
-        out_struct = (ctypes.c_void_p * len(outs))(*pointers[len(ins):])
-        status = run(ctypes.byref(in_struct), ctypes.byref(out_struct))
-    if status != 0:
-        raise RuntimeError(f"{model}_run returned status {status}")
-    return outs
+
+    def run_once(inputs: list[np.ndarray], outputs_like: list[np.ndarray]) -> list[np.ndarray]:
+        ins = [np.ascontiguousarray(x) for x in inputs]
+        outs = [np.zeros(y.shape, y.dtype) for y in outputs_like]
+        pointers = [ctypes.c_void_p(a.ctypes.data) for a in ins + outs]
+        if len(ins) == 1 and len(outs) == 1:
+            status = run(*pointers)
+        else:  # the inputs and outputs structs are arrays of pointers, in order
+            in_struct = (ctypes.c_void_p * len(ins))(*pointers[:len(ins)])
+            out_struct = (ctypes.c_void_p * len(outs))(*pointers[len(ins):])
+            status = run(ctypes.byref(in_struct), ctypes.byref(out_struct))
+        if status != 0:
+            raise RuntimeError(f"{model}_run returned status {status}")
+        return outs
+
+    return run_once
+
+
+def run_bundle(out: Path, model: str, inputs: list[np.ndarray], outputs_like: list[np.ndarray]) -> list[np.ndarray]:
+    """Build the bundle in `out` as a shared library and run `<model>_run` on `inputs` once (see bundle_runner)."""
+    return bundle_runner(out, model)(inputs, outputs_like)
 
 
 def compare(got: list[np.ndarray], want: list[np.ndarray], rtol: float, atol: float) -> str | None:

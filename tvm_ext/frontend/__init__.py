@@ -18,7 +18,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, bindings_of, with_layers
+from tvm_ext.layers import ONNX_QUANTIZATION_ATTR, ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, bindings_of, with_layers
 
 from .tflite_ops.arg_max import convert_arg_max
 from .tflite_ops.batch_matmul import convert_batch_matmul
@@ -44,6 +44,8 @@ from ..model_check.tflite_layers import tflite_layer_name
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
 
 _CONVOLUTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})  # their third input, the bias, may be omitted
+# ONNX operators that make a model quantized (besides the QLinear ones): the int8 pass runs it as onnxruntime does.
+_ONNX_QUANTIZED_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QGemm"})
 
 
 @dataclass(frozen=True)
@@ -461,7 +463,7 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
                 raise ModelImportError(f"{path.name}: node {record.label}: {_import_failure(err)}") from err
 
     model = onnx.load_model_from_string(data)  # external data is refused by the model check
-    model = fuse_qdq(model)  # onnxruntime's QDQ groups as QLinearConv / QLinearMatMul, as onnxruntime runs them
+    model = fuse_qdq(model)  # onnxruntime's types and QDQ groups: the QLinear operators onnxruntime runs
     initializers = {init.name for init in model.graph.initializer}
     graph_inputs = [i for i in model.graph.input if i.name not in initializers]
 
@@ -480,11 +482,14 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
             mod = importer.from_onnx(model.graph, opset)
     except tvm.error.OpError as err:  # TVM's errors for operators a model gets wrong or TVM lacks
         raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
+    mod = results.attach(mod)
+    if any(node.op_type in _ONNX_QUANTIZED_OPS or node.op_type.startswith("QLinear") for node in model.graph.node):
+        mod["main"] = mod["main"].with_attr(ONNX_QUANTIZATION_ATTR, True)
     return ImportedModel(
         name=path.stem,
         path=path,
         format="onnx",
-        mod=results.attach(mod),
+        mod=mod,
         layers=results.records,
         inputs=[spec(i) for i in graph_inputs],
         outputs=[spec(o) for o in model.graph.output],
