@@ -424,6 +424,7 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
 
     from tvm_ext.frontend.onnx_ops.clip import constant_clip
     from tvm_ext.frontend.onnx_ops.conv_transpose import output_shape_as_pads
+    from tvm_ext.frontend.onnx_ops.fold_shapes import fold_shape_arithmetic
     from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS as ONNX_CONVERTERS
     from tvm_ext.frontend.onnx_ops.qdq_fusion import fuse_qdq
 
@@ -463,7 +464,8 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
                 raise ModelImportError(f"{path.name}: node {record.label}: {_import_failure(err)}") from err
 
     model = onnx.load_model_from_string(data)  # external data is refused by the model check
-    model = fuse_qdq(model)  # onnxruntime's types and QDQ groups: the QLinear operators onnxruntime runs
+    model = fold_shape_arithmetic(model)  # sizes computed from static shapes, as constants
+    model = fuse_qdq(model)  # onnxruntime's QDQ groups: the QLinear operators onnxruntime runs
     initializers = {init.name for init in model.graph.initializer}
     graph_inputs = [i for i in model.graph.input if i.name not in initializers]
 
