@@ -21,6 +21,7 @@ from tvm_ext.transform import (
     FuseOpsKeepingLayers,
     LowerQuantizedToInteger,
     RefuseOversizedTensors,
+    SplitAsSlices,
 )
 
 
@@ -42,6 +43,7 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name),
             keeping_layers(relax.transform.FoldConstant()),
             keeping_layers(DropEmptyConcatPieces()),
+            keeping_layers(SplitAsSlices()),  # one tensor per kernel: TVM's split kernel returns a tuple
             keeping_layers(relax.transform.LegalizeOps()),
             # Weight transposes and other constant-only kernels are computed here, not on the device.
             keeping_layers(relax.transform.FoldConstant()),

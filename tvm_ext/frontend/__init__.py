@@ -425,6 +425,7 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
     from tvm_ext.frontend.onnx_ops.clip import constant_clip
     from tvm_ext.frontend.onnx_ops.conv_transpose import output_shape_as_pads
     from tvm_ext.frontend.onnx_ops.fold_shapes import fold_shape_arithmetic
+    from tvm_ext.frontend.onnx_ops.resize import resize_as_tvm_converts
     from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS as ONNX_CONVERTERS
     from tvm_ext.frontend.onnx_ops.qdq_fusion import fuse_qdq
 
@@ -453,6 +454,8 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
                 if op_name == "ConvTranspose" and "output_shape" in attrs:
                     data_shape, weight_shape = (_static_dims(x) for x in inputs[:2])
                     attrs = output_shape_as_pads(attrs, data_shape[2:], weight_shape[2:])
+                if op_name == "Resize":
+                    inputs, attrs = resize_as_tvm_converts(inputs, attrs)
                 if op_name in ONNX_CONVERTERS:
                     result = ONNX_CONVERTERS[op_name](self.bb, inputs, attrs)
                 elif op_name == "Clip" and (clip := constant_clip(inputs, attrs, opset)) is not None:

@@ -6,6 +6,7 @@ from tvm_ext.transform.layout_per_subgraph import ConvertLayoutPerSubgraph
 from tvm_ext.transform.lower_quantized_to_integer import LowerQuantizedToInteger, UnsupportedOperatorError
 from tvm_ext.transform.partition_subgraphs import PartitionSubgraphs
 from tvm_ext.transform.refuse_oversized_tensors import OversizedTensorError, RefuseOversizedTensors
+from tvm_ext.transform.split_as_slices import SplitAsSlices
 
 __all__ = [
     "ConvertLayoutPerSubgraph",
@@ -15,5 +16,6 @@ __all__ = [
     "OversizedTensorError",
     "PartitionSubgraphs",
     "RefuseOversizedTensors",
+    "SplitAsSlices",
     "UnsupportedOperatorError",
 ]

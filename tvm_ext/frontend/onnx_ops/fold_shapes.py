@@ -27,7 +27,7 @@ FOLDED = frozenset({"Add", "Cast", "Ceil", "Concat", "ConstantOfShape", "Div", "
 LARGEST_FOLDED = 1024  # elements of a folded value
 
 
-def _static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     """Each tensor's shape where ONNX's shape inference (or the graph) gives every dimension as a number."""
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
@@ -67,7 +67,7 @@ def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
     known: dict[str, np.ndarray] = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
     if not any(node.op_type in ("Shape", "Size") for node in graph.node):
         return model  # nothing depends on a tensor's shape: the constants TVM's importer folds itself
-    shapes = _static_shapes(model)
+    shapes = static_shapes(model)
     outputs = {o.name for o in graph.output}
     folded: list[onnx.NodeProto] = []
     for node in graph.node:
