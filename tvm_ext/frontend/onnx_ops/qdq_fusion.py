@@ -16,9 +16,11 @@ rules, and writes the same operators, so that our kernels compute what onnxrunti
   float: onnxruntime's DequantizeLinear, float Add, QuantizeLinear (rounding x / scale half to even).
 - AveragePool, GlobalAveragePool -> com.microsoft QLinearAveragePool, QLinearGlobalAveragePool, when input
   and output have one type (``tvm_ext.kernels.onnxruntime_pool``).
+- Concat -> com.microsoft QLinearConcat when its inputs and output have one type: each input requantized as
+  DequantizeLinear then QuantizeLinear would (the numbers of the float path, without its float tensors).
 - A DequantizeLinear / QuantizeLinear pair of the same type, scale and zero point around an operator that
-  only moves elements (Reshape, Transpose, ..., MaxPool, nearest Resize) is dropped: the operator runs on
-  the quantized tensor.
+  only moves elements (Reshape, Transpose, ..., MaxPool, nearest Resize; Split with one such QuantizeLinear per
+  output) is dropped: the operator runs on the quantized tensor.
 
 A group is selected only when each of the operator's inputs (the first for one-input operators) comes from a
 DequantizeLinear whose scale and zero point are constants, each of its outputs goes to a QuantizeLinear and
@@ -210,8 +212,38 @@ def _data_movement(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | No
     return moved
 
 
+def _concat(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
+    """Concat -> QLinearConcat (onnxruntime's VariadicSelector: inputs and output of one type), each input
+    requantized to the output's parameters as DequantizeLinear then QuantizeLinear would."""
+    group = _group(graph, node, _ALL_INPUTS)
+    if group is None or not all(q.per_tensor for q in group.inputs) or not _same_types(group):
+        return None
+    inputs = [group.output.scale, group.output.zero_point]
+    for q in group.inputs:
+        inputs += [q.tensor, q.scale, q.zero_point]
+    return _fused_node("QLinearConcat", group, inputs, MS_DOMAIN)
+
+
+def _split(graph: QdqGraph, node: onnx.NodeProto) -> list[onnx.NodeProto] | None:
+    """Split on the quantized tensor, when each output goes to a QuantizeLinear of the input's type, scale and
+    zero point and nowhere else (onnxruntime's SplitSelector with equal parameters); the QuantizeLinear nodes to
+    drop with it."""
+    source = graph.dequantized(node.input[0]) if node.input else None
+    if source is None or not source.per_tensor or graph.producer.get(node.input[0]) is None:
+        return None
+    quantizes = [graph.quantized_by_only_consumer(name) for name in node.output]
+    if any(q is None or not q[1].same_parameters(source) for q in quantizes):
+        return None
+    moved = onnx.NodeProto()
+    moved.CopyFrom(node)
+    moved.input[0] = source.tensor
+    for index, (quantize, _) in enumerate(quantizes):
+        moved.output[index] = quantize.output[0]
+    return [moved, *(quantize for quantize, _ in quantizes)]
+
+
 _FUSIONS: dict[str, Callable[[QdqGraph, onnx.NodeProto], onnx.NodeProto | None]] = {
-    "Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Add": _binary, "Mul": _binary,
+    "Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Add": _binary, "Mul": _binary, "Concat": _concat,
     "AveragePool": _pool, "GlobalAveragePool": _pool, **dict.fromkeys(DATA_MOVEMENT, _data_movement),
 }
 
@@ -222,6 +254,11 @@ def fuse_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
     graph = QdqGraph(model.graph)
     replacements, absorbed = {}, set()
     for node in model.graph.node:
+        split = _split(graph, node) if node.op_type == "Split" and not node.domain else None
+        if split is not None:
+            replacements[id(node)] = split[0]
+            absorbed.update(id(quantize) for quantize in split[1:])
+            continue
         fused = _FUSIONS[node.op_type](graph, node) if node.op_type in _FUSIONS and not node.domain else None
         if fused is not None:
             replacements[id(node)] = fused

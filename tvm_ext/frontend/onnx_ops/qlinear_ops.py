@@ -180,9 +180,19 @@ def qlinear_concat(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], 
     out_dtype = str(y_zero_point.ty.dtype)
     pieces = []
     for x, x_scale, x_zero_point in zip(inputs[2::3], inputs[3::3], inputs[4::3]):
+        if _same_constants((x_scale, x_zero_point), (y_scale, y_zero_point)) and str(x.ty.dtype) == out_dtype:
+            pieces.append(x)  # onnxruntime copies such an input
+            continue
         value = bb.normalize(relax.op.dequantize(x, x_scale, x_zero_point, axis=0))
         pieces.append(bb.normalize(relax.op.quantize(value, y_scale, y_zero_point, axis=0, out_dtype=out_dtype)))
     return relax.op.concat(pieces, axis=int(attrs.get("axis", 0)))
+
+
+def _same_constants(first: Sequence[relax.Expr], second: Sequence[relax.Expr]) -> bool:
+    """Whether two (scale, zero point) pairs are constants of the same values."""
+    if not all(isinstance(value, Constant) for value in (*first, *second)):
+        return False
+    return all(np.array_equal(a.value.numpy().reshape(-1), b.value.numpy().reshape(-1)) for a, b in zip(first, second))
 
 
 CONVERTERS: dict[str, Callable[[relax.BlockBuilder, Sequence[relax.Expr | None], dict[str, Any]], relax.Expr]] = {
