@@ -68,3 +68,19 @@ def test_onnxruntime_quantized_net_equals_onnxruntime(tmp_path, net, quant_forma
     between = [t for t in bundle.plan.tensors.values() if t.role in (TensorRole.INTERMEDIATE, TensorRole.SCRATCH)]
     assert all(np.dtype(t.dtype).kind in "iu" for t in between), [(t.name, t.dtype) for t in between]
     assert mismatches(bundle, path, 40) == []
+
+
+@pytest.mark.slow
+def test_mobilenet_v2_qdq_equals_onnxruntime_on_cortex_m4f(tmp_path):
+    # On the core: hardware fused multiply-adds in the residual QLinearAdds, the float requantizations of the FPU.
+    from cortex_m_many_inputs import run_on_qemu
+    from onnxruntime_match import full_range_inputs, session
+
+    path = quantized_net(tmp_path, "mobilenet_v2", "QDQ", True, "QInt8")
+    bundle = compile(path, "cortex-m4f", tmp_path / "out")
+    reference = session(path)
+    draw, rng = full_range_inputs(reference), np.random.default_rng(7)
+    inputs = [draw(rng)["input"] for _ in range(12)]
+    expected = [reference.run(None, {"input": x})[0] for x in inputs]
+    run = run_on_qemu(bundle.out_dir, tmp_path / "qemu", bundle.plan.model, inputs, expected)
+    assert run.returncode == 0 and "many inputs: PASS" in run.stdout, run.stdout + run.stderr[-2000:]
