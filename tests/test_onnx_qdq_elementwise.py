@@ -1,5 +1,5 @@
-"""A QDQ Add or Mul (DequantizeLinear, DequantizeLinear -> Add -> QuantizeLinear) rounds as onnxruntime rounds it,
-bit for bit on every pair of int8 or uint8 inputs.
+"""A QDQ Add, Mul or Sub (DequantizeLinear, DequantizeLinear -> Add -> QuantizeLinear) rounds as onnxruntime
+rounds it, bit for bit on every pair of int8 or uint8 inputs.
 
 Before, the int8 pass lowered the group as TFLite's ADD and MUL (fixed-point multipliers, ties away from zero):
 onnxruntime fuses it into its QLinearAdd (x86-64: two fused multiply-adds of the scale ratios, rounded half to
@@ -71,6 +71,8 @@ CASES = {
     # Types that differ: onnxruntime fuses nothing and computes ONNX's dequantize, float add, quantize.
     "add_mixed_types": ("Add", ((256, 256), np.int8, 0.0213, 3), ((256, 256), np.uint8, 0.0171, 120),
                         (np.int8, 0.0388, -2)),
+    # An operator onnxruntime never fuses: ONNX's dequantize, float subtract, quantize.
+    "sub_int8": ("Sub", ((256, 256), np.int8, 0.0213, 3), ((256, 256), np.int8, 0.0171, -5), (np.int8, 0.0388, -2)),
 }
 
 
