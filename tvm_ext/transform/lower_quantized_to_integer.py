@@ -6,6 +6,10 @@ recognises those patterns in ``main`` and replaces each by one ``R.call_tir`` to
 the QDQ constants of the Relax graph itself (float32 scales and int32 zero points, exactly as stored in
 the flatbuffer); weights stay int8 and biases int32 Relax constants.
 
+A quantized ONNX model (main carries ONNX_QUANTIZATION_ATTR) is lowered binding by binding instead, as
+onnxruntime runs it (``_OnnxMainRewriter``): its QLinear markers as onnxruntime's kernels, its quantize and
+dequantize as ONNX's QuantizeLinear and DequantizeLinear, every other operator as written; no TFLite lowering.
+
 Each operator's lowering is a module of ``tvm_ext.transform.int8``, registered in its ``LOWERINGS``
 table; this module is the driver: it walks main's bindings, asks the table which lowering completes each,
 emits the matched kernel call (folding a following int8 clip) and sends what no lowering matches to the
@@ -137,7 +141,7 @@ class _MainRewriter:
         self.context = LoweringContext(self.graph, self.lowered, options.rounding)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
-        self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer
+        self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted binding -> its layer
 
     def run(self) -> tvm.IRModule:
         with self.bb.function("main", list(self.func.params)):

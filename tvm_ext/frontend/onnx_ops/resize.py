@@ -18,6 +18,8 @@ import numpy as np
 from tvm import relax
 from tvm.ir.expr import Constant
 
+from ..tflite_ops.refusal import OperatorRefused
+
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
@@ -39,7 +41,7 @@ def _full_rank(values: np.ndarray, axes: list[int], rank: int, fill: float) -> n
 def resize_as_tvm_converts(inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]
                            ) -> tuple[list[relax.Expr | None], dict[str, Any]]:
     """The inputs and attributes of an ONNX Resize for TVM's converter: constant full-rank sizes (no scales, no
-    axes, stretched); raises ValueError naming the form when TVM's converter would compute it otherwise."""
+    axes, stretched); raises OperatorRefused naming the form when TVM's converter would compute it otherwise."""
     inputs = list(inputs) + [None] * (4 - len(inputs))
     data, roi_input, scales_input, sizes_input = inputs[:4]
     shape = [int(d) for d in data.ty.shape.values]
@@ -47,7 +49,7 @@ def resize_as_tvm_converts(inputs: Sequence[relax.Expr | None], attrs: dict[str,
     axes = [int(a) % rank for a in attrs.get("axes", range(rank))]
     mode = _text(attrs.get("mode", "nearest"))
     if _text(attrs.get("coordinate_transformation_mode", "half_pixel")) == "half_pixel_symmetric":
-        raise ValueError("Resize with coordinate_transformation_mode half_pixel_symmetric is not converted by TVM 0.27")
+        raise OperatorRefused("Resize with coordinate_transformation_mode half_pixel_symmetric is not converted by TVM 0.27")
     roi, scales, sizes = (_constant(v) for v in (roi_input, scales_input, sizes_input))
     if roi is None or scales is None or sizes is None:
         return inputs, attrs  # computed operands: the model check refuses them
@@ -59,7 +61,7 @@ def resize_as_tvm_converts(inputs: Sequence[relax.Expr | None], attrs: dict[str,
             scale = min(ratios) if policy == "not_larger" else max(ratios)
             out = [math.floor(scale * shape[i] + 0.5) if i in axes else shape[i] for i in range(rank)]
             if any(out[a] != scale * shape[a] for a in axes):
-                raise ValueError(f"Resize keeping the aspect ratio at a fractional size ({scale} x {shape}): "
+                raise OperatorRefused(f"Resize keeping the aspect ratio at a fractional size ({scale} x {shape}): "
                                  "TVM 0.27 samples at the whole one")
         else:
             out = [int(wanted[i]) if i in axes else shape[i] for i in range(rank)]
@@ -68,11 +70,11 @@ def resize_as_tvm_converts(inputs: Sequence[relax.Expr | None], attrs: dict[str,
         out = [int(full[i] * shape[i]) for i in range(rank)]
         fractional = [i for i in range(rank) if float(full[i]) * shape[i] != out[i]]
         if fractional:
-            raise ValueError(f"Resize whose scale {float(full[fractional[0]])} gives a fractional size of axis "
+            raise OperatorRefused(f"Resize whose scale {float(full[fractional[0]])} gives a fractional size of axis "
                              f"{fractional[0]} ({shape[fractional[0]]} pixels): ONNX samples at that fractional size, "
                              "TVM 0.27 at the whole one")
     if int(attrs.get("antialias", 0)) and mode in ("linear", "cubic") and any(out[a] < shape[a] for a in axes):
-        raise ValueError("an antialiased downsampling Resize is not converted by TVM 0.27")
+        raise OperatorRefused("an antialiased downsampling Resize is not converted by TVM 0.27")
     if roi.size:
         roi = np.concatenate([_full_rank(roi[:len(axes)], axes, rank, 0.0), _full_rank(roi[len(axes):], axes, rank, 1.0)]
                              ) if len(roi) == 2 * len(axes) else roi
