@@ -24,9 +24,10 @@ Two more helpers: "saturate_int8" clamps to [-128, 127] (one SSAT where the core
 and L2_NORMALIZATION use to normalise their sums. "inv_sqrt_multiplier" is the multiplier of TFLite's
 GetInvSqrtQuantizedMultiplierExp (L2_NORMALIZATION's 1/sqrt of a row's sum of squares); it calls "double"
 (with shift 0: gemmlowp's SaturatingRoundingDoublingHighMul) and "count_leading_zeros", which a header then
-defines too (`HELPER_DEPENDENCIES`).
+defines too (`HELPER_DEPENDENCIES`). "fma" is float x * y + z rounded once (C99's fmaf, exact on every
+core: packager/templates/fused_multiply_add.h.in), for onnxruntime's fused multiply-adds.
 
-int32 arithmetic with one 64-bit multiply; no undefined behaviour: scaling up is a multiplication (never a
+The integer helpers use int32 arithmetic with one 64-bit multiply; no undefined behaviour: scaling up is a multiplication (never a
 left shift of a negative value), and a negative value is divided by a power of two through its complement
 (`~(~v >> e)` equals the floor of v / 2^e), so nothing shifts a negative value either way.
 """
@@ -34,6 +35,9 @@ left shift of a negative value), and a negative value is divided by a power of t
 from __future__ import annotations
 
 from collections.abc import Iterable
+from string import Template
+
+from packager.template_files import template_text
 
 # The requantization helpers: one per rounding, and double rounding's right-shift-only variants.
 REQUANTIZE_HELPERS = ("double", "double_right_shift", "double_small", "single")
@@ -46,9 +50,10 @@ SATURATE_INT8 = "saturate_int8"
 COUNT_LEADING_ZEROS = "count_leading_zeros"
 DOUBLING_HIGH_MUL = "doubling_high_mul"
 INV_SQRT_MULTIPLIER = "inv_sqrt_multiplier"
+FUSED_MULTIPLY_ADD = "fma"
 # Every helper of this module, in the order a header defines them (a helper after those it calls).
 HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
-           INV_SQRT_MULTIPLIER)
+           INV_SQRT_MULTIPLIER, FUSED_MULTIPLY_ADD)
 HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS)}
 """The helpers each helper calls."""
 
@@ -260,10 +265,16 @@ static inline int32_t {requantize_helper_name(prefix, "single")}(int32_t acc, in
 """
 
 
+def _fused_multiply_add(prefix: str) -> str:
+    """float x * y + z rounded once (onnxruntime's QLinearAdd on x86-64 fuses its multiply-adds):
+    packager/templates/fused_multiply_add.h.in."""
+    return Template(template_text("packager", "fused_multiply_add.h.in")).substitute(prefix=prefix)
+
+
 _WRITERS = {"double": _double, RIGHT_SHIFT_ONLY: _double_right_shift, SMALL_RIGHT_SHIFT: _double_small,
             "single": _single, REQUANTIZE_16X8: _requantize_16x8, SATURATE_INT8: _saturate_int8,
             COUNT_LEADING_ZEROS: _count_leading_zeros, DOUBLING_HIGH_MUL: _doubling_high_mul,
-            INV_SQRT_MULTIPLIER: _inv_sqrt_multiplier}
+            INV_SQRT_MULTIPLIER: _inv_sqrt_multiplier, FUSED_MULTIPLY_ADD: _fused_multiply_add}
 
 
 def requantize_helpers_c(prefix: str, roundings: Iterable[str]) -> str:

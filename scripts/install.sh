@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 extras=""
 if [ "${1:-}" = "--test" ]; then
-  extras="[test]"
+  extras="[test,models]"
 fi
 # Debian packages: the Cortex-M cross toolchain and QEMU (bundles for device profiles build and run on them).
 bash scripts/install_deps.sh

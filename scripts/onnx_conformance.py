@@ -3,7 +3,10 @@
 The tests come from the installed onnx package (`onnx.backend.test.case.node`: each test's model and its
 input and expected output arrays; wheels since onnx 1.17 no longer ship them as `data/node/*.pb` files,
 so they are written here into a temporary folder in that same layout, never into the repository).
-`FAMILIES` selects the tests for small CNN/MLP inference by name prefix.
+`FAMILIES` selects the tests for small CNN/MLP inference by name prefix. Many tests pass an operand a real
+model holds as a constant (Resize's scales and sizes, Pad's pads, Slice's starts and ends, Reshape's shape,
+Squeeze's axes) as a graph input, a form the compiler refuses; each such test also runs a second time with those
+inputs made initializers holding the test's values (`<name>__as_initializers`, counted in a table of its own).
 
 Each test is compiled in its own process with the library API (`tvm_ext.compile`, target `lowpower`, which
 also runs the bundle's own self-test against onnxruntime), then the built bundle is loaded as a shared library
@@ -81,6 +84,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 EXCLUDED_SUBSTRINGS = ("training_mode", "_bfloat16", "float16", "float8", "e4m3", "e5m2", "int4", "uint4",
                        "float4", "int2", "_expanded")
 OUTCOMES = ("match", "refused", "crash", "wrong")
+# A second pass: each test whose graph inputs give an operand a real model holds as a constant (Resize's scales,
+# Pad's pads, Slice's starts, Reshape's shape, Squeeze's axes: tvm_ext.model_check.onnx_operands) once more, with
+# those inputs made initializers holding the test's values. Its name is the test's plus this suffix.
+AS_INITIALIZERS = "__as_initializers"
 TEST_TIMEOUT_SECONDS = 900
 
 
@@ -103,9 +110,46 @@ def family_of(name: str) -> str | None:
     return best[1] if best else None
 
 
+def constant_operand_inputs(model) -> list[str]:
+    """The graph inputs a node reads as an operand that must be known at compile time."""
+    from tvm_ext.model_check.onnx_operands import COMPILE_TIME_OPERANDS
+
+    inputs = {value.name for value in model.graph.input}
+    return sorted({node.input[i] for node in model.graph.node if node.domain in ("", "ai.onnx")
+                   for i in COMPILE_TIME_OPERANDS.get(node.op_type, {}) if i < len(node.input)
+                   and node.input[i] in inputs})
+
+
+def with_initializers(model, values: dict[str, np.ndarray]):
+    """`model` with the graph inputs named in `values` made initializers holding them."""
+    import onnx
+    from onnx import numpy_helper
+
+    result = onnx.ModelProto()
+    result.CopyFrom(model)
+    kept = [value for value in result.graph.input if value.name not in values]
+    del result.graph.input[:]
+    result.graph.input.extend(kept)
+    result.graph.initializer.extend(numpy_helper.from_array(np.asarray(array), name) for name, array in values.items())
+    return result
+
+
+def _write_test(folder: Path, name: str, model, inputs: list, outputs: list, rtol: float, atol: float) -> None:
+    from onnx import TensorProto, numpy_helper
+
+    data = folder / name / "test_data_set_0"
+    data.mkdir(parents=True)
+    (folder / name / "model.onnx").write_bytes(model.SerializeToString())
+    for kind, arrays in (("input", inputs), ("output", outputs)):
+        for i, array in enumerate(arrays):
+            tensor = array if isinstance(array, TensorProto) else numpy_helper.from_array(np.asarray(array))
+            (data / f"{kind}_{i}.pb").write_bytes(tensor.SerializeToString())
+    (folder / name / "tolerance.json").write_text(json.dumps({"rtol": rtol, "atol": atol}))
+
+
 def write_tests(folder: Path, substring: str | None = None) -> dict[str, str]:
     """Write every selected node test as `folder/<name>/model.onnx` and `test_data_set_0/{input,output}_<i>.pb`
-    plus `tolerance.json`; return {name: family}."""
+    plus `tolerance.json`, and its initializer variant (AS_INITIALIZERS) where it has one; return {name: family}."""
     import warnings
 
     from onnx import TensorProto, numpy_helper
@@ -121,16 +165,17 @@ def write_tests(folder: Path, substring: str | None = None) -> dict[str, str]:
             continue
         if not all(v.type.HasField("tensor_type") for v in case.model.graph.input):
             continue
-        data = folder / case.name / "test_data_set_0"
-        data.mkdir(parents=True)
-        (folder / case.name / "model.onnx").write_bytes(case.model.SerializeToString())
         inputs, outputs = case.data_sets[0]
-        for kind, arrays in (("input", inputs), ("output", outputs)):
-            for i, array in enumerate(arrays):
-                tensor = array if isinstance(array, TensorProto) else numpy_helper.from_array(np.asarray(array))
-                (data / f"{kind}_{i}.pb").write_bytes(tensor.SerializeToString())
-        (folder / case.name / "tolerance.json").write_text(json.dumps({"rtol": case.rtol, "atol": case.atol}))
+        _write_test(folder, case.name, case.model, inputs, outputs, case.rtol, case.atol)
         selected[case.name] = family
+        constant = constant_operand_inputs(case.model)
+        if constant:
+            names = [value.name for value in case.model.graph.input]
+            values = {name: np.asarray(array) for name, array in zip(names, inputs) if name in constant}
+            rest = [array for name, array in zip(names, inputs) if name not in constant]
+            _write_test(folder, case.name + AS_INITIALIZERS, with_initializers(case.model, values), rest, outputs,
+                        case.rtol, case.atol)
+            selected[case.name + AS_INITIALIZERS] = family
     return selected
 
 
@@ -158,27 +203,36 @@ def _read_pbs(folder: Path, kind: str) -> list[np.ndarray]:
     return arrays
 
 
-def run_bundle(out: Path, model: str, inputs: list[np.ndarray], outputs_like: list[np.ndarray]) -> list[np.ndarray]:
-    """Build the bundle in `out` as a shared library and run `<model>_run` on `inputs` (in the bundle's
-    declared types and order); return its outputs, shaped and typed like `outputs_like`."""
+def bundle_runner(out: Path, model: str) -> Callable[[list[np.ndarray], list[np.ndarray]], list[np.ndarray]]:
+    """Build the bundle in `out` as a shared library once; return a function running `<model>_run` on inputs (in
+    the bundle's declared types and order) that returns its outputs, shaped and typed like `outputs_like`."""
     library = out / f"{model}_conformance.so"
     sources = [str(out / f"{model}_{part}.c") for part in ("kernels", "model", "weights")]
     subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-std=c99", "-o", str(library), *sources, "-lm"],
                    check=True, capture_output=True)
     lib = ctypes.CDLL(str(library))
-    ins = [np.ascontiguousarray(x) for x in inputs]
-    outs = [np.zeros(y.shape, y.dtype) for y in outputs_like]
-    pointers = [ctypes.c_void_p(a.ctypes.data) for a in ins + outs]
     run = getattr(lib, f"{model}_run")
-    if len(ins) == 1 and len(outs) == 1:
-        status = run(*pointers)
-    else:  # the inputs and outputs structs are arrays of pointers, in order
-        in_struct = (ctypes.c_void_p * len(ins))(*pointers[:len(ins)])
-        out_struct = (ctypes.c_void_p * len(outs))(*pointers[len(ins):])
-        status = run(ctypes.byref(in_struct), ctypes.byref(out_struct))
-    if status != 0:
-        raise RuntimeError(f"{model}_run returned status {status}")
-    return outs
+
+    def run_once(inputs: list[np.ndarray], outputs_like: list[np.ndarray]) -> list[np.ndarray]:
+        ins = [np.ascontiguousarray(x) for x in inputs]
+        outs = [np.zeros(y.shape, y.dtype) for y in outputs_like]
+        pointers = [ctypes.c_void_p(a.ctypes.data) for a in ins + outs]
+        if len(ins) == 1 and len(outs) == 1:
+            status = run(*pointers)
+        else:  # the inputs and outputs structs are arrays of pointers, in order
+            in_struct = (ctypes.c_void_p * len(ins))(*pointers[:len(ins)])
+            out_struct = (ctypes.c_void_p * len(outs))(*pointers[len(ins):])
+            status = run(ctypes.byref(in_struct), ctypes.byref(out_struct))
+        if status != 0:
+            raise RuntimeError(f"{model}_run returned status {status}")
+        return outs
+
+    return run_once
+
+
+def run_bundle(out: Path, model: str, inputs: list[np.ndarray], outputs_like: list[np.ndarray]) -> list[np.ndarray]:
+    """Build the bundle in `out` as a shared library and run `<model>_run` on `inputs` once (see bundle_runner)."""
+    return bundle_runner(out, model)(inputs, outputs_like)
 
 
 def compare(got: list[np.ndarray], want: list[np.ndarray], rtol: float, atol: float) -> str | None:
@@ -303,11 +357,11 @@ def run_all(folder: Path, selected: dict[str, str], jobs: int) -> list[Outcome]:
     return [results[name] for name in sorted(results)]
 
 
-def print_table(results: list[Outcome], wall_seconds: float, verbose: bool) -> None:
+def _print_counts(title: str, results: list[Outcome]) -> None:
     by_family: dict[str, Counter] = {}
     for r in results:
         by_family.setdefault(r.family, Counter())[r.outcome] += 1
-    header = f"{'family':<15}" + "".join(f"{o:>9}" for o in OUTCOMES) + f"{'total':>9}"
+    header = f"{title:<15}" + "".join(f"{o:>9}" for o in OUTCOMES) + f"{'total':>9}"
     print(header)
     print("-" * len(header))
     for family in FAMILIES:
@@ -317,6 +371,15 @@ def print_table(results: list[Outcome], wall_seconds: float, verbose: bool) -> N
     total = Counter(r.outcome for r in results)
     print("-" * len(header))
     print(f"{'total':<15}" + "".join(f"{total[o]:>9}" for o in OUTCOMES) + f"{len(results):>9}")
+
+
+def print_table(results: list[Outcome], wall_seconds: float, verbose: bool) -> None:
+    """The outcomes per family, of the node tests as ONNX writes them and then of their initializer variants."""
+    _print_counts("family", [r for r in results if not r.name.endswith(AS_INITIALIZERS)])
+    variants = [r for r in results if r.name.endswith(AS_INITIALIZERS)]
+    if variants:
+        print()
+        _print_counts("as initializers", variants)
     print(f"wall time {wall_seconds:.0f} s")
     for r in sorted(results, key=lambda r: (r.outcome, r.name)):
         if verbose or r.outcome in ("crash", "wrong"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from tvm_ext.frontend.onnx_ops.qdq_fusion import fuse_qdq
@@ -72,3 +73,64 @@ def test_a_reshape_like_operator_between_equal_parameters_runs_on_the_quantized_
 def test_a_reshape_like_operator_between_different_parameters_keeps_its_qdq_pair():
     fused = fuse_qdq(_conv_model(middle="Flatten", middle_params=("other", 0.2, 2)))
     assert [n.op_type for n in fused.graph.node] == ["QLinearConv", "DequantizeLinear", "Flatten", "QuantizeLinear"]
+
+
+def _two_input_model(op: str, b_type=np.int8, out_zero_point: int = 2, after: str | None = None):
+    """a, b (graph inputs) -> DQ -> op -> [after: Relu] -> Q -> y, all int8 but b's type."""
+    nodes = [helper.make_node("DequantizeLinear", ["a", "a_s", "a_z"], ["a_f"], name="dq_a"),
+             helper.make_node("DequantizeLinear", ["b", "b_s", "b_z"], ["b_f"], name="dq_b"),
+             helper.make_node(op, ["a_f", "b_f"], ["c"], name="op")]
+    if after is not None:
+        nodes.append(helper.make_node(after, ["c"], ["c_after"], name="after"))
+    nodes.append(helper.make_node("QuantizeLinear", ["c_after" if after else "c", "q_s", "q_z"], ["y"], name="q"))
+    constants = [*_quant("a", 0.05, 1), *_quant("q", 0.1, out_zero_point),
+                 numpy_helper.from_array(np.array(0.03, np.float32), "b_s"),
+                 numpy_helper.from_array(np.array(3, b_type), "b_z")]
+    onnx_b = TensorProto.INT8 if b_type == np.int8 else TensorProto.UINT8
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.INT8, [1, 4]),
+                                           helper.make_tensor_value_info("b", onnx_b, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, [1, 4])], constants)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("op", ["Add", "Mul"])
+def test_a_binary_group_of_one_type_becomes_onnxruntimes_qlinear_operator(op):
+    fused = fuse_qdq(_two_input_model(op))
+    assert [(n.domain, n.op_type, list(n.input), list(n.output)) for n in fused.graph.node] == [
+        ("com.microsoft", f"QLinear{op}", ["a", "a_s", "a_z", "b", "b_s", "b_z", "q_s", "q_z"], ["y"])]
+    assert any(o.domain == "com.microsoft" for o in fused.opset_import)
+
+
+def test_a_binary_group_of_mixed_types_stays_float_as_onnxruntime_runs_it():
+    model = _two_input_model("Add", b_type=np.uint8)
+    assert fuse_qdq(model) is model
+
+
+def test_a_relu_the_quantization_makes_redundant_is_absorbed_and_another_keeps_the_group_float():
+    redundant = fuse_qdq(_two_input_model("Add", out_zero_point=-128, after="Relu"))
+    assert [n.op_type for n in redundant.graph.node] == ["QLinearAdd"]
+    model = _two_input_model("Add", out_zero_point=2, after="Relu")
+    assert fuse_qdq(model) is model
+
+
+def _one_input_model(op: str, out_params=("x", 0.05, 1), **attrs):
+    """x (int8 [1, 2, 4, 4]) -> DQ -> op -> Q -> y."""
+    name, scale, zero_point = out_params
+    nodes = [helper.make_node("DequantizeLinear", ["x", "x_s", "x_z"], ["x_f"], name="dq"),
+             helper.make_node(op, ["x_f"], ["p"], name="op", **attrs),
+             helper.make_node("QuantizeLinear", ["p", f"{name}_s", f"{name}_z"], ["y"], name="q")]
+    constants = _quant("x", 0.05, 1) + (_quant(name, scale, zero_point) if name != "x" else [])
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 2, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT8, None)], constants)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def test_pools_become_onnxruntimes_operators_and_max_pool_runs_on_the_quantized_tensor():
+    average = fuse_qdq(_one_input_model("AveragePool", ("y", 0.04, 0), kernel_shape=[2, 2]))
+    assert [(n.domain, n.op_type, list(n.input)) for n in average.graph.node] == [
+        ("com.microsoft", "QLinearAveragePool", ["x", "x_s", "x_z", "y_s", "y_z"])]
+    assert [a.name for a in average.graph.node[0].attribute] == ["kernel_shape"]
+    assert [n.op_type for n in fuse_qdq(_one_input_model("GlobalAveragePool", ("y", 0.04, 0))).graph.node] == [
+        "QLinearGlobalAveragePool"]
+    maximum = fuse_qdq(_one_input_model("MaxPool", kernel_shape=[2, 2]))
+    assert [(n.op_type, list(n.input), list(n.output)) for n in maximum.graph.node] == [("MaxPool", ["x"], ["y"])]

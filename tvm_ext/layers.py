@@ -29,6 +29,9 @@ CONSTANT_LAYERS_ATTR = "tvm_ext.constant_layers"
 FALLBACK_ATTR = "tvm_ext.float_fallback_layers"  # the int8 pass: "<operator> <var>" per float-fallback binding
 BINDING_SUBGRAPHS_ATTR = "tvm_ext.binding_subgraphs"  # per binding of main, its subgraph (PartitionSubgraphs)
 ORIGINAL_VAR_NAMES_ATTR = "tvm_ext.original_var_names"  # generated var name -> the model's own (messages only)
+# main's attribute set by the ONNX frontend on a quantized ONNX model: its quantize and dequantize are ONNX's
+# QuantizeLinear and DequantizeLinear, computed as onnxruntime computes them (the int8 pass's ONNX mode).
+ONNX_QUANTIZATION_ATTR = "tvm_ext.onnx_quantization"
 # Attributes of the kernels' PrimFuncs:
 NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"  # how many of the last parameters are outputs (extract_plan -> codegen)
 OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"  # per input operand, the TE kernel parameter it is (int8 emitter)

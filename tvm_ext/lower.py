@@ -24,6 +24,7 @@ from tvm_ext.transform import (
     RefuseDataDependentLoops,
     RefuseOversizedTensors,
     ResolveIndexGuards,
+    SplitAsSlices,
 )
 
 
@@ -48,6 +49,7 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
             keeping_layers(GuardIndexOperands(model_name)),
             keeping_layers(relax.transform.FoldConstant()),
             keeping_layers(DropEmptyConcatPieces()),
+            keeping_layers(SplitAsSlices()),  # one tensor per kernel: TVM's split kernel returns a tuple
             keeping_layers(relax.transform.LegalizeOps()),
             # Weight transposes and other constant-only kernels are computed here, not on the device.
             keeping_layers(relax.transform.FoldConstant()),

@@ -17,7 +17,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, bindings_of, with_layers
+from tvm_ext.layers import ONNX_QUANTIZATION_ATTR, ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, bindings_of, with_layers
 
 from .tflite_ops.arg_max import convert_arg_max
 from .tflite_ops.batch_matmul import convert_batch_matmul
@@ -45,6 +45,8 @@ from .bundle_prefix import c_identifier
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
 
 _CONVOLUTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})  # their third input, the bias, may be omitted
+# ONNX operators that make a model quantized (besides the QLinear ones): the int8 pass runs it as onnxruntime does.
+_ONNX_QUANTIZED_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QGemm"})
 
 
 @dataclass(frozen=True)
@@ -415,6 +417,8 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
 
     from tvm_ext.frontend.onnx_ops.clip import constant_clip
     from tvm_ext.frontend.onnx_ops.conv_transpose import output_shape_as_pads
+    from tvm_ext.frontend.onnx_ops.fold_shapes import fold_shape_arithmetic
+    from tvm_ext.frontend.onnx_ops.resize import resize_as_tvm_converts
     from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS as ONNX_CONVERTERS
     from tvm_ext.frontend.onnx_ops.qdq_fusion import fuse_qdq
 
@@ -443,6 +447,8 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
                 if op_name == "ConvTranspose" and "output_shape" in attrs:
                     data_shape, weight_shape = (_static_dims(x) for x in inputs[:2])
                     attrs = output_shape_as_pads(attrs, data_shape[2:], weight_shape[2:])
+                if op_name == "Resize":
+                    inputs, attrs = resize_as_tvm_converts(inputs, attrs)
                 if op_name in ONNX_CONVERTERS:
                     result = ONNX_CONVERTERS[op_name](self.bb, inputs, attrs)
                 elif op_name == "Clip" and (clip := constant_clip(inputs, attrs, opset)) is not None:
@@ -454,7 +460,8 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
                 raise ModelImportError(f"{path.name}: node {record.label}: {_import_failure(err)}") from err
 
     model = onnx.load_model_from_string(data)  # external data is refused by the model check
-    model = fuse_qdq(model)  # onnxruntime's QDQ groups as QLinearConv / QLinearMatMul, as onnxruntime runs them
+    model = fold_shape_arithmetic(model)  # sizes computed from static shapes, as constants
+    model = fuse_qdq(model)  # onnxruntime's QDQ groups: the QLinear operators onnxruntime runs
     initializers = {init.name for init in model.graph.initializer}
     graph_inputs = [i for i in model.graph.input if i.name not in initializers]
 
@@ -473,11 +480,14 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
             mod = importer.from_onnx(model.graph, opset)
     except tvm.error.OpError as err:  # TVM's errors for operators a model gets wrong or TVM lacks
         raise ModelImportError(f"{path.name}: {_first_line(err)}") from err
+    mod = results.attach(mod)
+    if any(node.op_type in _ONNX_QUANTIZED_OPS or node.op_type.startswith("QLinear") for node in model.graph.node):
+        mod["main"] = mod["main"].with_attr(ONNX_QUANTIZATION_ATTR, True)
     return ImportedModel(
         name=path.stem,
         path=path,
         format="onnx",
-        mod=results.attach(mod),
+        mod=mod,
         layers=results.records,
         inputs=[spec(i) for i in graph_inputs],
         outputs=[spec(o) for o in model.graph.output],

@@ -235,7 +235,7 @@ def register_helper_op(name: str, helper: str, expand: Optional[Callable[[PrimEx
         if any(str(arg.ty.dtype) == "int64" for arg in call.args):
             return elsewhere(call)  # TVM widened the arguments (int64 index arithmetic): the helpers take int32
         calls.used.add(helper)
-        return tirx.call_pure_extern("int32", requantize_helper_name(calls.prefix, helper), *call.args)
+        return tirx.call_pure_extern(str(call.ty.dtype), requantize_helper_name(calls.prefix, helper), *call.args)
 
     tvm.ir.register_op_attr(name, "TCallEffectKind", tirx.CallEffectKind.Pure.value)
     tvm.ir.register_op_attr(name, "TScriptPrinterName", name.replace(".", "_"))

@@ -120,11 +120,12 @@ def qlinear_conv2d(
 def qlinear_matmul(
     a: te.Tensor, b: te.Tensor, *, a_zero_point: te.Tensor, b_zero_point: te.Tensor, y_zero_point: te.Tensor,
     multiplier: Optional[te.Tensor] = None, a_scale: Optional[te.Tensor] = None,
-    b_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None,
+    b_scale: Optional[te.Tensor] = None, y_scale: Optional[te.Tensor] = None, bias: Optional[te.Tensor] = None,
 ) -> te.Tensor:
     """QLinearMatMul: a [..., M, K] times b [..., K, N] (int8 or uint8, batch axes broadcast as numpy does)
     -> [..., M, N] in y_zero_point's type; b's scale and zero point per tensor or per column [N]; the
-    requantization multiplier as in ``qlinear_conv2d``."""
+    requantization multiplier as in ``qlinear_conv2d``. With ``bias`` (int32 [N], com.microsoft QGemm's C) it is
+    added to each accumulator of its column before the requantization."""
     a_shape, b_shape = [int(d) for d in a.shape], [int(d) for d in b.shape]
     batch = list(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
     rows, depth, columns = a_shape[-2], a_shape[-1], b_shape[-1]
@@ -146,8 +147,11 @@ def qlinear_matmul(
     shape = (*batch, rows, columns)
     accumulator = te.compute(shape, accumulate, name="accumulator")
     dtype = str(y_zero_point.dtype)
+    def biased(*index):
+        return accumulator(*index) + (bias[index[-1]] if bias is not None else tirx.const(0, "int32"))
+
     return te.compute(shape, lambda *index: _requantized(
-        accumulator(*index), _multiplier(index[-1], multiplier, a_scale, b_scale, y_scale), y_zero_point, dtype),
+        biased(*index), _multiplier(index[-1], multiplier, a_scale, b_scale, y_scale), y_zero_point, dtype),
         name="qlinear_matmul")
 
 

@@ -8,6 +8,7 @@ from tvm_ext.transform.lower_quantized_to_integer import LowerQuantizedToInteger
 from tvm_ext.transform.partition_subgraphs import PartitionSubgraphs
 from tvm_ext.transform.refuse_data_dependent_loops import DataDependentLoopError, RefuseDataDependentLoops
 from tvm_ext.transform.refuse_oversized_tensors import OversizedTensorError, RefuseOversizedTensors
+from tvm_ext.transform.split_as_slices import SplitAsSlices
 
 __all__ = [
     "ConvertLayoutPerSubgraph",
@@ -22,5 +23,6 @@ __all__ = [
     "RefuseDataDependentLoops",
     "RefuseOversizedTensors",
     "ResolveIndexGuards",
+    "SplitAsSlices",
     "UnsupportedOperatorError",
 ]

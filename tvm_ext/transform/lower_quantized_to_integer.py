@@ -6,6 +6,10 @@ recognises those patterns in ``main`` and replaces each by one ``R.call_tir`` to
 the QDQ constants of the Relax graph itself (float32 scales and int32 zero points, exactly as stored in
 the flatbuffer); weights stay int8 and biases int32 Relax constants.
 
+A quantized ONNX model (main carries ONNX_QUANTIZATION_ATTR) is lowered binding by binding instead, as
+onnxruntime runs it (``_OnnxMainRewriter``): its QLinear markers as onnxruntime's kernels, its quantize and
+dequantize as ONNX's QuantizeLinear and DequantizeLinear, every other operator as written; no TFLite lowering.
+
 Each operator's lowering is a module of ``tvm_ext.transform.int8``, registered in its ``LOWERINGS``
 table; this module is the driver: it walks main's bindings, asks the table which lowering completes each,
 emits the matched kernel call (folding a following int8 clip) and sends what no lowering matches to the
@@ -32,11 +36,11 @@ from tvm.ir import Op
 
 from ..frontend.tflite_ops.quantized import QUANTIZED_MODEL_ATTR
 from ..kernels import Rounding
-from ..layers import FALLBACK_ATTR, LayerRecord, bindings_of, with_layers
+from ..layers import FALLBACK_ATTR, ONNX_QUANTIZATION_ATTR, LayerRecord, bindings_of, with_layers
 from ..model_check.operator_support import TFLITE_16X8_OPS
-from .int8 import LOWERINGS, onnx_qlinear
+from .int8 import LOWERINGS, edges, onnx_qlinear
 from .int8.emit import KernelEmitter
-from .int8.graph import Graph, describe
+from .int8.graph import Graph, describe, is_call_to
 from .int8.lowering import LoweringContext, Mismatch, Site
 
 # The operators lowered exactly with an int16 result: TFLite Micro's 16x8 kernels we match, SVDF (its int16
@@ -99,7 +103,8 @@ class LowerQuantizedToInteger:
             return mod  # a float model: nothing to lower
         if _lowered_with_float_layers(mod["main"]):
             return mod  # already lowered, its float layers kept by choice (tvm_ext.quantize: mixed precision)
-        rewriter = _MainRewriter(self, mod["main"], mod)
+        onnx = mod["main"].attrs is not None and ONNX_QUANTIZATION_ATTR in mod["main"].attrs
+        rewriter = (_OnnxMainRewriter if onnx else _MainRewriter)(self, mod["main"], mod)
         new_mod = rewriter.run()
         self.float_fallback_layers = rewriter.fallback_layers
         return new_mod
@@ -265,4 +270,48 @@ class _MainRewriter:
             return relax.Call(expr.op, [self._reemit(arg, records) for arg in expr.args], expr.attrs, expr.ty_args)
         if isinstance(expr, relax.Tuple):
             return relax.Tuple([self._reemit(field, records) for field in expr.fields])
+        return expr
+
+
+class _OnnxMainRewriter(_MainRewriter):
+    """A quantized ONNX model as onnxruntime runs it, binding by binding: each QLinear marker (the groups
+    onnxruntime fuses, ``tvm_ext.frontend.onnx_ops.qdq_fusion``) as its kernel, each quantize and dequantize as
+    ONNX's QuantizeLinear and DequantizeLinear, computed as onnxruntime computes them, and every other operator
+    as the graph writes it on the lowered tensors: in float between a DequantizeLinear and a QuantizeLinear that
+    onnxruntime does not fuse (its float kernels: Add, Mul, Concat, Relu, ... of the dequantized values), on the
+    integers where it runs on the quantized tensor (Reshape, MaxPool, ...). No TFLite lowering applies: their
+    integer arithmetic is not ONNX's."""
+
+    def _lower_binding(self, binding: relax.Binding) -> None:
+        value = binding.value
+        if isinstance(value, relax.Var) and value in self.lowered:
+            self.lowered[binding.var] = self.lowered[value]
+            return
+        if onnx_qlinear.marker_of(value) is not None:
+            result = onnx_qlinear.LOWERING.match(value, self.context)
+        elif any(is_call_to(value, op) for op in ("relax.quantize", "relax.dequantize")):
+            kind = "QUANTIZE" if is_call_to(value, "relax.quantize") else "DEQUANTIZE"
+            result = edges.onnx_edge(kind, value, self.context)
+        else:
+            var = self.bb.emit(self._on_lowered(value))
+            records = self.graph.records_of(value)
+            if records:
+                self.fallback_records[var] = records[0]
+            self.lowered[binding.var] = var
+            return
+        if isinstance(result, Mismatch):
+            raise UnsupportedOperatorError.at(self.options.model_name, result.found,
+                                              self._layer(value, binding.var))
+        self.lowered[binding.var] = self.emitter.emit_match(binding.var, result, self.lowered)
+
+    def _on_lowered(self, expr: relax.Expr) -> relax.Expr:
+        """``expr`` (a binding's value) reading the lowered tensors."""
+        if isinstance(expr, relax.Var):
+            return self.lowered[expr]
+        if isinstance(expr, relax.Call):
+            return relax.Call(expr.op, [self._on_lowered(arg) for arg in expr.args], expr.attrs, expr.ty_args)
+        if isinstance(expr, relax.Tuple):
+            return relax.Tuple([self._on_lowered(field) for field in expr.fields])
+        if isinstance(expr, relax.TupleGetItem):
+            return relax.TupleGetItem(self._on_lowered(expr.tuple_value), expr.index)
         return expr

@@ -1,2 +1,4 @@
-"""Our converters of ONNX operators TVM 0.27 has none for (QLinearConv, QLinearMatMul, ConvInteger, ...),
-the QDQ fusion before import, and ConvTranspose's output_shape."""
+"""Our ONNX rewrites and converters: sizes computed from static shapes (fold_shapes), onnxruntime's QDQ fusions
+(qdq_fusion, on qdq_graph's facts), converters of the operators TVM 0.27 has none for (QLinearConv, QLinearMatMul,
+onnxruntime's com.microsoft QLinear operators, ConvInteger, ...), and the forms of ConvTranspose's output_shape,
+Clip and Resize TVM's converters get wrong."""

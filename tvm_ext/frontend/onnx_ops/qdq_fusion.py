@@ -1,160 +1,272 @@
-"""ONNX QDQ node groups -> QLinearConv and QLinearMatMul, as onnxruntime fuses them before running a QDQ model.
+"""ONNX QDQ node groups -> the QLinear operators onnxruntime runs them as, before import.
 
 onnxruntime's quantization tools (``quantize_static`` with ``QuantFormat.QDQ``) write a quantized model as
-float operators between DequantizeLinear and QuantizeLinear nodes; onnxruntime runs ``DQ(x), DQ(w)[, DQ(b)]
--> Conv -> Q`` as one QLinearConv and ``DQ(a), DQ(b) -> MatMul -> Q`` as one QLinearMatMul (integer
-accumulation, float32 requantization), and drops a DequantizeLinear / QuantizeLinear pair of the same
-parameters around an operator that only moves elements. This rewrite does the same on the ONNX graph
-before import, so those groups take the integer path (``tvm_ext.frontend.onnx_ops.qlinear_ops``) and compute what
-onnxruntime computes.
+float operators between DequantizeLinear and QuantizeLinear nodes. onnxruntime's CPU provider does not run
+most of them in float: after making int8 pairs uint8 where it can (``qdq_unsigned``), its
+QDQSelectorActionTransformer replaces each node group ``DQ(inputs) -> op -> [Relu | Clip] -> Q`` it selects
+by one integer operator, and keeps the others as written. This rewrite selects the same groups, by the same
+rules, and writes the same operators, so that our kernels compute what onnxruntime computes:
 
-A group is fused only when every scale and zero point is a constant (an initializer or a Constant node) and
-given explicitly, the activations are quantized per tensor, a weight per output channel at most (Conv: axis
-0; MatMul: per column of a 2-D B), a bias is int32 with zero points of 0, and the float result's only
-consumer is the QuantizeLinear (and it is no graph output). The fused node takes the float node's name; the
-QuantizeLinear's output keeps its name; DequantizeLinear nodes left without consumers are removed.
+- Conv -> QLinearConv, MatMul -> QLinearMatMul, Gemm -> com.microsoft QGemm: integer accumulation, float32
+  requantization. (onnxruntime leaves a Conv or MatMul with int8 activations in float on x86-64; its float
+  convolution of the dequantized values rounds to the same integers as the integer one, but where its float
+  sum lies within a float rounding of a tie. Ours is the integer one.)
+- Add, Mul -> com.microsoft QLinearAdd, QLinearMul, when both inputs and the output have one type: their
+  own float arithmetic (``tvm_ext.kernels.onnxruntime_elementwise``). An Add or Mul of mixed types stays
+  float: onnxruntime's DequantizeLinear, float Add, QuantizeLinear (rounding x / scale half to even).
+- AveragePool, GlobalAveragePool -> com.microsoft QLinearAveragePool, QLinearGlobalAveragePool, when input
+  and output have one type (``tvm_ext.kernels.onnxruntime_pool``).
+- Concat -> com.microsoft QLinearConcat when its inputs and output have one type: each input requantized as
+  DequantizeLinear then QuantizeLinear would (the numbers of the float path, without its float tensors).
+- A DequantizeLinear / QuantizeLinear pair of the same type, scale and zero point around an operator that
+  only moves elements (Reshape, Transpose, ..., MaxPool, nearest Resize; Split with one such QuantizeLinear per
+  output) is dropped: the operator runs on the quantized tensor.
+
+A group is selected only when each of the operator's inputs (the first for one-input operators) comes from a
+DequantizeLinear whose scale and zero point are constants, each of its outputs goes to a QuantizeLinear and
+nowhere else (a Relu or Clip between them only when the QuantizeLinear's range makes it redundant, as
+onnxruntime checks), and no output is a graph output. The fused node takes the operator's name; the
+QuantizeLinear's output keeps its name; DequantizeLinear nodes no node reads any more are removed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
+from .qdq_graph import QdqGraph, Quantized
+
+MS_DOMAIN = "com.microsoft"
 # Operators that only move elements: between a DequantizeLinear and a QuantizeLinear of the same parameters
-# they run on the quantized tensor itself.
-DATA_MOVEMENT = ("Flatten", "Reshape", "Squeeze", "Transpose", "Unsqueeze")
+# they run on the quantized tensor itself (onnxruntime's DropQDQNodesRules; MaxPool also needs a positive scale).
+DATA_MOVEMENT = ("Expand", "Flatten", "Gather", "GatherElements", "Reshape", "Slice", "Squeeze", "Tile",
+                 "Transpose", "Unsqueeze", "MaxPool", "Resize")
+_ALL_INPUTS = -1  # a group's operator reads a DequantizeLinear on every input it has
 
 
 @dataclass(frozen=True)
-class _Quantized:
-    """A DequantizeLinear's inputs: the quantized tensor, its scale and zero point (names) and their values."""
+class _Group:
+    """A node with the quantizations of its dequantized inputs, the QuantizeLinear of its output and that
+    quantization, and the redundant Relu or Clip between them (or None)."""
 
-    tensor: str
-    scale: str
-    zero_point: str
-    scale_value: np.ndarray
-    zero_point_value: np.ndarray
-    axis: int
-
-
-class _Graph:
-    """The producers, consumers and constants of an ONNX graph's tensors."""
-
-    def __init__(self, graph: onnx.GraphProto) -> None:
-        self.graph = graph
-        self.producer = {out: node for node in graph.node for out in node.output}
-        self.consumers: dict[str, list[onnx.NodeProto]] = {}
-        for node in graph.node:
-            for name in node.input:
-                self.consumers.setdefault(name, []).append(node)
-        self.outputs = {o.name for o in graph.output}
-        self.constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
-        for node in graph.node:
-            if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-                self.constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-
-    def dequantized(self, name: str) -> _Quantized | None:
-        """The inputs of the DequantizeLinear producing ``name`` when its scale and zero point are constants."""
-        node = self.producer.get(name)
-        if node is None or node.op_type != "DequantizeLinear" or len(node.input) != 3:
-            return None
-        return self._quantization(node, node.input[0])
-
-    def quantized_by_only_consumer(self, name: str) -> tuple[onnx.NodeProto, _Quantized] | None:
-        """The QuantizeLinear that is the only consumer of ``name`` (no graph output), with its parameters."""
-        users = self.consumers.get(name, [])
-        if name in self.outputs or len(users) != 1 or users[0].op_type != "QuantizeLinear" or len(users[0].input) != 3:
-            return None
-        quantization = self._quantization(users[0], users[0].output[0])
-        return None if quantization is None else (users[0], quantization)
-
-    def _quantization(self, node: onnx.NodeProto, tensor: str) -> _Quantized | None:
-        scale, zero_point = node.input[1], node.input[2]
-        if scale not in self.constants or zero_point not in self.constants:
-            return None
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        if attrs.get("block_size", 0):
-            return None
-        return _Quantized(tensor, scale, zero_point, self.constants[scale], self.constants[zero_point],
-                          int(attrs.get("axis", 1)))
+    node: onnx.NodeProto
+    inputs: tuple[Quantized, ...]
+    quantize: onnx.NodeProto
+    output: Quantized
+    clip: onnx.NodeProto | None
 
 
-def _per_tensor(q: _Quantized) -> bool:
-    return q.scale_value.size == 1 and q.zero_point_value.size == 1
+def _clip_is_redundant(graph: QdqGraph, clip: onnx.NodeProto, output: Quantized) -> bool:
+    """Whether quantizing to ``output`` already clamps as ``clip`` (a Relu or Clip) does (onnxruntime's
+    IsClipMadeRedundantByQ: a scalar zero point; Relu when it is the type's minimum; Clip when its bounds,
+    quantized, cover the type's range)."""
+    if output.scale_value.ndim != 0 or output.zero_point_value.ndim != 0:
+        return False
+    info = np.iinfo(output.dtype)
+    zero_point = int(output.zero_point_value)
+    if clip.op_type == "Relu":
+        return zero_point == info.min
+    bounds = [graph.constants.get(name) for name in clip.input[1:3]]
+    if len(bounds) != 2 or any(b is None or b.size != 1 for b in bounds):
+        return False  # onnxruntime reads Clip's bounds from constant inputs only (opset 11 and later)
+    scale = np.float32(output.scale_value)
+    low, high = (int(np.rint(np.float32(b.reshape(-1)[0]) / scale)) + zero_point for b in bounds)
+    return low <= info.min and high >= info.max
 
 
-def _per_channel_on(q: _Quantized, axis: int, rank: int) -> bool:
-    """Per tensor, or per channel along ``axis`` of a tensor of rank ``rank``."""
-    return _per_tensor(q) or (q.scale_value.ndim == 1 and q.axis % rank == axis)
-
-
-def _fused(graph: _Graph, node: onnx.NodeProto) -> tuple[onnx.NodeProto, onnx.NodeProto] | None:
-    """(the QLinear node replacing ``node``, the QuantizeLinear it absorbs), or None when ``node`` is no
-    fusable group."""
-    if node.op_type not in ("Conv", "MatMul", *DATA_MOVEMENT) or len(node.output) != 1:
+def _group(graph: QdqGraph, node: onnx.NodeProto, dequantized_inputs: int) -> _Group | None:
+    """The node group onnxruntime selects around ``node`` whose first ``dequantized_inputs`` inputs (all, for
+    _ALL_INPUTS) come from DequantizeLinear nodes, and only those; None when it selects none."""
+    present = [name for name in node.input if name]
+    wanted = len(present) if dequantized_inputs == _ALL_INPUTS else dequantized_inputs
+    if len(node.output) != 1 or len(present) < wanted:
         return None
-    quantized = graph.quantized_by_only_consumer(node.output[0])
-    if node.op_type in DATA_MOVEMENT:
-        return _on_quantized(graph, node, quantized)
-    data, weight = (graph.dequantized(name) for name in node.input[:2])
-    if quantized is None or data is None or weight is None or weight.tensor not in graph.constants:
+    from_dequantize = [graph.producer.get(name) for name in present]
+    if sum(p is not None and p.op_type == "DequantizeLinear" for p in from_dequantize) != wanted:
         return None
-    quantize, out = quantized
-    if not (_per_tensor(data) and _per_tensor(out)):
+    inputs = tuple(graph.dequantized(name) for name in present[:wanted])
+    if any(q is None for q in inputs):
         return None
-    rank = graph.constants[weight.tensor].ndim
-    operands = [data.tensor, data.scale, data.zero_point, weight.tensor, weight.scale, weight.zero_point,
-                out.scale, out.zero_point]
-    if node.op_type == "MatMul":
-        if not _per_channel_on(weight, rank - 1, rank) or (rank != 2 and not _per_tensor(weight)):
-            return None
-        return helper.make_node("QLinearMatMul", operands, list(quantize.output), name=node.name), quantize
-    if not _per_channel_on(weight, 0, rank):
+    end, clip = node, None
+    user = graph.only_consumer(node.output[0])
+    if user is not None and user.op_type in ("Relu", "Clip") and graph.only_consumer(user.output[0]) is not None:
+        end, clip = user, user
+    quantized = graph.quantized_by_only_consumer(end.output[0])
+    if quantized is None or not quantized[1].per_tensor:
         return None
-    if len(node.input) > 2 and node.input[2]:
-        bias = graph.dequantized(node.input[2])
-        if bias is None or bias.tensor not in graph.constants or graph.constants[bias.tensor].dtype != np.int32 \
-                or np.any(bias.zero_point_value != 0):
-            return None
-        operands.append(bias.tensor)
-    fused = helper.make_node("QLinearConv", operands, list(quantize.output), name=node.name)
-    fused.attribute.extend(node.attribute)
-    return fused, quantize
+    quantize, output = quantized
+    if clip is not None and not _clip_is_redundant(graph, clip, output):
+        return None
+    return _Group(node, inputs, quantize, output, clip)
 
 
-def _on_quantized(graph: _Graph, node: onnx.NodeProto,
-                  quantized: tuple[onnx.NodeProto, _Quantized] | None) -> tuple[onnx.NodeProto, onnx.NodeProto] | None:
-    """``node`` (data movement) on the quantized tensor when its DequantizeLinear and QuantizeLinear have the
-    same per-tensor parameters: q(dq(x)) is x for such parameters, and onnxruntime drops the pair so too."""
-    data = graph.dequantized(node.input[0])
-    if quantized is None or data is None:
+def _operands(group: _Group, *per_input: int) -> list[str]:
+    """The QLinear operator's inputs: (tensor, scale, zero point) of each input named by position, then the
+    output's scale and zero point."""
+    names = []
+    for index in per_input:
+        q = group.inputs[index]
+        names += [q.tensor, q.scale, q.zero_point]
+    return [*names, group.output.scale, group.output.zero_point]
+
+
+def _fused_node(op_type: str, group: _Group, inputs: list[str], domain: str = "",
+                attributes: list[onnx.AttributeProto] | None = None) -> onnx.NodeProto:
+    node = helper.make_node(op_type, inputs, list(group.quantize.output), name=group.node.name, domain=domain)
+    node.attribute.extend(attributes if attributes is not None else group.node.attribute)
+    return node
+
+
+def _same_types(group: _Group) -> bool:
+    return len({q.dtype for q in (*group.inputs, group.output)}) == 1
+
+
+def _constant_weight(graph: QdqGraph, group: _Group, channel_axis: int) -> bool:
+    """Whether the group's second input is a constant weight quantized per tensor or along ``channel_axis``."""
+    weight = group.inputs[1]
+    return weight.tensor in graph.constants and weight.on_axis(
+        channel_axis % graph.constants[weight.tensor].ndim, graph.constants[weight.tensor].ndim)
+
+
+def _integer_bias(graph: QdqGraph, group: _Group) -> bool:
+    """Whether the group's third input (a bias) is an int32 constant with zero points of 0."""
+    bias = group.inputs[2]
+    return (bias.tensor in graph.constants and graph.constants[bias.tensor].dtype == np.int32
+            and not np.any(bias.zero_point_value))
+
+
+def _conv(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
+    group = _group(graph, node, _ALL_INPUTS)
+    if group is None or len(group.inputs) < 2 or not group.inputs[0].per_tensor \
+            or not _constant_weight(graph, group, 0) or (len(group.inputs) == 3 and not _integer_bias(graph, group)):
         return None
-    quantize, out = quantized
-    same = (_per_tensor(data) and _per_tensor(out) and data.zero_point_value.dtype == out.zero_point_value.dtype
-            and np.array_equal(data.scale_value.reshape(-1), out.scale_value.reshape(-1))
-            and np.array_equal(data.zero_point_value.reshape(-1), out.zero_point_value.reshape(-1)))
-    if not same:
+    inputs = _operands(group, 0, 1)
+    if len(group.inputs) == 3:
+        inputs.append(group.inputs[2].tensor)
+    return _fused_node("QLinearConv", group, inputs)
+
+
+def _matmul(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
+    group = _group(graph, node, 2)
+    if group is None or not group.inputs[0].per_tensor or not _constant_weight(graph, group, -1) or (
+            graph.constants[group.inputs[1].tensor].ndim != 2 and not group.inputs[1].per_tensor):
+        return None
+    return _fused_node("QLinearMatMul", group, _operands(group, 0, 1))
+
+
+def _gemm(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
+    """Gemm -> QGemm (onnxruntime's GemmSelector: beta 1 with an int32 bias); ours takes no transposed A and
+    alpha 1 only."""
+    group = _group(graph, node, _ALL_INPUTS)
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if group is None or len(group.inputs) < 2 or attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0 \
+            or not group.inputs[0].per_tensor or (len(group.inputs) == 3 and (
+                attrs.get("beta", 1.0) != 1.0 or not _integer_bias(graph, group))):
+        return None
+    if not _constant_weight(graph, group, 0 if attrs.get("transB", 0) else 1):
+        return None
+    a, b = group.inputs[:2]
+    inputs = [a.tensor, a.scale, a.zero_point, b.tensor, b.scale, b.zero_point,
+              group.inputs[2].tensor if len(group.inputs) == 3 else "", group.output.scale, group.output.zero_point]
+    return _fused_node("QGemm", group, inputs, MS_DOMAIN,
+                       [helper.make_attribute("transB", int(attrs.get("transB", 0)))])
+
+
+def _binary(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
+    """Add, Mul -> QLinearAdd, QLinearMul (onnxruntime's BinarySelector: inputs and output of one type)."""
+    group = _group(graph, node, 2)
+    if group is None or not all(q.per_tensor for q in group.inputs) or not _same_types(group):
+        return None
+    return _fused_node(f"QLinear{node.op_type}", group, _operands(group, 0, 1), MS_DOMAIN, [])
+
+
+def _pool(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
+    """AveragePool, GlobalAveragePool -> their QLinear operators (onnxruntime's UnarySelector: input and output
+    of one type)."""
+    group = _group(graph, node, 1)
+    if group is None or not group.inputs[0].per_tensor or not _same_types(group):
+        return None
+    return _fused_node(f"QLinear{node.op_type}", group, _operands(group, 0), MS_DOMAIN)
+
+
+def _data_movement(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
+    """``node`` on the quantized tensor when its DequantizeLinear and QuantizeLinear have the same per-tensor
+    parameters: q(dq(x)) is x for such parameters, and onnxruntime drops the pair so too (MaxPool only for a
+    positive scale; Resize ours only in nearest mode, which picks elements)."""
+    group = _group(graph, node, 1)
+    if group is None or group.clip is not None or not group.inputs[0].same_parameters(group.output):
+        return None
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if node.op_type == "MaxPool" and not np.float32(group.output.scale_value) > 0:
+        return None
+    if node.op_type == "Resize" and attrs.get("mode", b"nearest") not in (b"nearest", "nearest"):
         return None
     moved = onnx.NodeProto()
     moved.CopyFrom(node)
-    moved.input[0] = data.tensor
-    moved.output[0] = quantize.output[0]
-    return moved, quantize
+    moved.input[0] = group.inputs[0].tensor
+    moved.output[0] = group.quantize.output[0]
+    return moved
+
+
+def _concat(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
+    """Concat -> QLinearConcat (onnxruntime's VariadicSelector: inputs and output of one type), each input
+    requantized to the output's parameters as DequantizeLinear then QuantizeLinear would."""
+    group = _group(graph, node, _ALL_INPUTS)
+    if group is None or not all(q.per_tensor for q in group.inputs) or not _same_types(group):
+        return None
+    inputs = [group.output.scale, group.output.zero_point]
+    for q in group.inputs:
+        inputs += [q.tensor, q.scale, q.zero_point]
+    return _fused_node("QLinearConcat", group, inputs, MS_DOMAIN)
+
+
+def _split(graph: QdqGraph, node: onnx.NodeProto) -> list[onnx.NodeProto] | None:
+    """Split on the quantized tensor, when each output goes to a QuantizeLinear of the input's type, scale and
+    zero point and nowhere else (onnxruntime's SplitSelector with equal parameters); the QuantizeLinear nodes to
+    drop with it."""
+    source = graph.dequantized(node.input[0]) if node.input else None
+    if source is None or not source.per_tensor or graph.producer.get(node.input[0]) is None:
+        return None
+    quantizes = [graph.quantized_by_only_consumer(name) for name in node.output]
+    if any(q is None or not q[1].same_parameters(source) for q in quantizes):
+        return None
+    moved = onnx.NodeProto()
+    moved.CopyFrom(node)
+    moved.input[0] = source.tensor
+    for index, (quantize, _) in enumerate(quantizes):
+        moved.output[index] = quantize.output[0]
+    return [moved, *(quantize for quantize, _ in quantizes)]
+
+
+_FUSIONS: dict[str, Callable[[QdqGraph, onnx.NodeProto], onnx.NodeProto | None]] = {
+    "Conv": _conv, "MatMul": _matmul, "Gemm": _gemm, "Add": _binary, "Mul": _binary, "Concat": _concat,
+    "AveragePool": _pool, "GlobalAveragePool": _pool, **dict.fromkeys(DATA_MOVEMENT, _data_movement),
+}
 
 
 def fuse_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
-    """``model`` with its fusable QDQ groups as QLinearConv / QLinearMatMul (a copy; ``model`` itself when
-    there is none)."""
-    graph = _Graph(model.graph)
+    """``model`` with its fusable QDQ groups as the operators onnxruntime runs (a copy; ``model`` itself when
+    there is nothing to fuse)."""
+    graph = QdqGraph(model.graph)
     replacements, absorbed = {}, set()
     for node in model.graph.node:
-        fused = _fused(graph, node)
+        split = _split(graph, node) if node.op_type == "Split" and not node.domain else None
+        if split is not None:
+            replacements[id(node)] = split[0]
+            absorbed.update(id(quantize) for quantize in split[1:])
+            continue
+        fused = _FUSIONS[node.op_type](graph, node) if node.op_type in _FUSIONS and not node.domain else None
         if fused is not None:
-            replacements[id(node)] = fused[0]
-            absorbed.add(id(fused[1]))
+            replacements[id(node)] = fused
+            quantize = graph.producer[fused.output[0]]
+            absorbed.add(id(quantize))
+            clip = graph.producer[quantize.input[0]]
+            if clip is not node:
+                absorbed.add(id(clip))
     if not replacements:
         return model
     result = onnx.ModelProto()
@@ -168,4 +280,6 @@ def fuse_qdq(model: onnx.ModelProto) -> onnx.ModelProto:
         nodes = kept
     del result.graph.node[:]
     result.graph.node.extend(nodes)
+    if any(n.domain == MS_DOMAIN for n in nodes) and not any(o.domain == MS_DOMAIN for o in result.opset_import):
+        result.opset_import.append(helper.make_opsetid(MS_DOMAIN, 1))
     return result

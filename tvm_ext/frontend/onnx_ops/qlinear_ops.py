@@ -1,11 +1,17 @@
-"""ONNX QLinearConv and QLinearMatMul (no converter in TVM 0.27) as markers the int8 pass lowers.
+"""ONNX's QLinearConv and QLinearMatMul and onnxruntime's QLinear operators (com.microsoft: QGemm, QLinearAdd,
+QLinearMul, QLinearConcat, QLinearAveragePool, QLinearGlobalAveragePool; no converter in TVM 0.27) as markers the
+int8 pass lowers.
 
 Each node becomes one ``call_dps_packed`` of a marker symbol whose argument tuple is the node's inputs in
 ONNX order (QLinearConv: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point[, B])
-followed, for QLinearConv, by its geometry as data: strides, pads (top, left, bottom, right) and dilations
-as ShapeExprs and the group count as a PrimValue. ``tvm_ext.transform.int8.onnx_qlinear`` replaces the
-marker by the kernel of ``tvm_ext.kernels.onnx_qlinear`` (onnxruntime's float32 requantization, rounding
-half to even); no marker reaches code generation.
+followed by its geometry as data where it has one: QLinearConv's strides, pads (top, left, bottom, right) and
+dilations as ShapeExprs and the group count as a PrimValue; QLinearAveragePool's kernel, strides and pads as
+ShapeExprs and count_include_pad as a PrimValue. QGemm becomes the QLinearMatMul marker with its int32 C as a
+ninth operand (its constant B transposed here when transB is set). ``tvm_ext.transform.int8.onnx_qlinear``
+replaces each marker by its kernel (``tvm_ext.kernels.onnx_qlinear``, ``onnxruntime_elementwise``,
+``onnxruntime_pool``: onnxruntime's arithmetic); no marker reaches code generation. QLinearConcat needs none:
+onnxruntime requantizes each input as DequantizeLinear then QuantizeLinear would, so it becomes those and a
+Concat.
 """
 
 from __future__ import annotations
@@ -16,10 +22,15 @@ from typing import Any
 
 import numpy as np
 from tvm import relax
+from tvm.ir.expr import Constant
 
 QLINEAR_CONV = "tvm_ext.onnx_qlinear_conv"
 QLINEAR_MATMUL = "tvm_ext.onnx_qlinear_matmul"
-MARKERS = (QLINEAR_CONV, QLINEAR_MATMUL)
+QLINEAR_ADD = "tvm_ext.onnx_qlinear_add"
+QLINEAR_MUL = "tvm_ext.onnx_qlinear_mul"
+QLINEAR_AVERAGE_POOL = "tvm_ext.onnx_qlinear_average_pool"
+QLINEAR_GLOBAL_AVERAGE_POOL = "tvm_ext.onnx_qlinear_global_average_pool"
+MARKERS = (QLINEAR_CONV, QLINEAR_MATMUL, QLINEAR_ADD, QLINEAR_MUL, QLINEAR_AVERAGE_POOL, QLINEAR_GLOBAL_AVERAGE_POOL)
 CONV_OPERANDS = 9  # x .. y_zero_point, then B (or no B)
 
 
@@ -80,7 +91,117 @@ def qlinear_matmul(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], 
                                  relax.TensorType([*batch, a_shape[-2], b_shape[-1]], inputs[7].ty.dtype))
 
 
+def qgemm(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
+    """onnxruntime's QGemm (com.microsoft) with a quantized output, as the QLinearMatMul marker with its bias;
+    raises ValueError for the forms it does not convert (transA, alpha other than 1, a float output, a B or C
+    that is no constant, a C that is not one value per column)."""
+    if int(attrs.get("transA", 0)) or float(attrs.get("alpha", 1.0)) != 1.0:
+        raise ValueError("QGemm with transA or alpha other than 1 is not converted")
+    if len(inputs) < 9 or inputs[8] is None:
+        raise ValueError("QGemm with a float output (no y_scale and y_zero_point) is not converted")
+    b, bias = inputs[3], inputs[6]
+    if not isinstance(b, Constant) or (bias is not None and not isinstance(bias, Constant)):
+        raise ValueError("QGemm whose B or C is not a constant is not converted")
+    weights = b.value.numpy()
+    if int(attrs.get("transB", 0)):
+        weights = np.ascontiguousarray(weights.T)
+    operands = [*inputs[:3], relax.const(weights), *inputs[4:6], inputs[7], inputs[8]]
+    if bias is not None:
+        values = bias.value.numpy()
+        if values.size != weights.shape[1]:
+            raise ValueError("QGemm whose C is not one value per column of B is not converted")
+        operands.append(relax.const(values.reshape(-1)))
+    return relax.call_dps_packed(QLINEAR_MATMUL, relax.Tuple(operands),
+                                 relax.TensorType([_shape(inputs[0])[0], weights.shape[1]], inputs[8].ty.dtype))
+
+
+def _binary(marker: str) -> Callable[[relax.BlockBuilder, Sequence[relax.Expr | None], dict[str, Any]], relax.Expr]:
+    def convert(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
+        """QLinearAdd or QLinearMul (com.microsoft) as its marker: inputs a, a_scale, a_zero_point, b, b_scale,
+        b_zero_point, c_scale, c_zero_point (every zero point given)."""
+        if len(inputs) < 8 or any(value is None for value in inputs[:8]):
+            raise ValueError("a QLinear binary operator without every zero point is not converted")
+        shape = list(np.broadcast_shapes(tuple(_shape(inputs[0])), tuple(_shape(inputs[3]))))
+        return relax.call_dps_packed(marker, relax.Tuple(list(inputs[:8])),
+                                     relax.TensorType(shape, inputs[7].ty.dtype))
+
+    return convert
+
+
+def _not_channels_last(attrs: dict[str, Any], op: str) -> None:
+    if int(attrs.get("channels_last", 0)):
+        raise ValueError(f"{op} with channels_last is not converted (onnxruntime's own layout rewrite)")
+
+
+def pool_output_size(size: int, kernel: int, stride: int, pad_head: int, pad_tail: int, ceil_mode: bool) -> int:
+    """ONNX's (and onnxruntime's) pooled size: with ceil_mode the last window must start inside the input or its
+    head padding."""
+    numerator = size + pad_head + pad_tail - kernel
+    if not ceil_mode:
+        return numerator // stride + 1
+    out = -(-numerator // stride) + 1
+    return out - 1 if (out - 1) * stride >= size + pad_head else out
+
+
+def qlinear_average_pool(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None],
+                         attrs: dict[str, Any]) -> relax.Expr:
+    """QLinearAveragePool (com.microsoft) as its marker; raises ValueError for what it does not convert (other
+    than 2-D, channels_last, dilations)."""
+    _not_channels_last(attrs, "QLinearAveragePool")
+    x_shape = _shape(inputs[0])
+    kernel = [int(k) for k in attrs.get("kernel_shape", [])]
+    if len(x_shape) != 4 or len(kernel) != 2 or any(int(d) != 1 for d in attrs.get("dilations", [1, 1])):
+        raise ValueError("QLinearAveragePool other than 2-D without dilations is not converted")
+    strides = [int(s) for s in attrs.get("strides", [1, 1])]
+    pads = conv_pads(attrs, x_shape[2:], kernel, strides, [1, 1])
+    ceil_mode = bool(int(attrs.get("ceil_mode", 0)))
+    out_hw = [pool_output_size(x_shape[2 + i], kernel[i], strides[i], pads[i], pads[2 + i], ceil_mode) for i in range(2)]
+    geometry = [relax.ShapeExpr(kernel), relax.ShapeExpr(strides), relax.ShapeExpr(pads),
+                relax.prim_value(int(attrs.get("count_include_pad", 0)))]
+    return relax.call_dps_packed(QLINEAR_AVERAGE_POOL, relax.Tuple([*inputs[:5], *geometry]),
+                                 relax.TensorType([*x_shape[:2], *out_hw], inputs[4].ty.dtype))
+
+
+def qlinear_global_average_pool(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None],
+                                attrs: dict[str, Any]) -> relax.Expr:
+    """QLinearGlobalAveragePool (com.microsoft) of an NCHW tensor as its marker."""
+    _not_channels_last(attrs, "QLinearGlobalAveragePool")
+    x_shape = _shape(inputs[0])
+    if len(x_shape) != 4:
+        raise ValueError("QLinearGlobalAveragePool other than 2-D is not converted")
+    return relax.call_dps_packed(QLINEAR_GLOBAL_AVERAGE_POOL, relax.Tuple(list(inputs[:5])),
+                                 relax.TensorType([*x_shape[:2], 1, 1], inputs[4].ty.dtype))
+
+
+def qlinear_concat(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
+    """QLinearConcat (com.microsoft: y_scale, y_zero_point, then (x, x_scale, x_zero_point) per input) as each
+    input requantized (dequantized, then quantized to the output's parameters) and concatenated."""
+    y_scale, y_zero_point = inputs[0], inputs[1]
+    out_dtype = str(y_zero_point.ty.dtype)
+    pieces = []
+    for x, x_scale, x_zero_point in zip(inputs[2::3], inputs[3::3], inputs[4::3]):
+        if _same_constants((x_scale, x_zero_point), (y_scale, y_zero_point)) and str(x.ty.dtype) == out_dtype:
+            pieces.append(x)  # onnxruntime copies such an input
+            continue
+        value = bb.normalize(relax.op.dequantize(x, x_scale, x_zero_point, axis=0))
+        pieces.append(bb.normalize(relax.op.quantize(value, y_scale, y_zero_point, axis=0, out_dtype=out_dtype)))
+    return relax.op.concat(pieces, axis=int(attrs.get("axis", 0)))
+
+
+def _same_constants(first: Sequence[relax.Expr], second: Sequence[relax.Expr]) -> bool:
+    """Whether two (scale, zero point) pairs are constants of the same values."""
+    if not all(isinstance(value, Constant) for value in (*first, *second)):
+        return False
+    return all(np.array_equal(a.value.numpy().reshape(-1), b.value.numpy().reshape(-1)) for a, b in zip(first, second))
+
+
 CONVERTERS: dict[str, Callable[[relax.BlockBuilder, Sequence[relax.Expr | None], dict[str, Any]], relax.Expr]] = {
     "QLinearConv": qlinear_conv,
     "QLinearMatMul": qlinear_matmul,
+    "QGemm": qgemm,
+    "QLinearAdd": _binary(QLINEAR_ADD),
+    "QLinearMul": _binary(QLINEAR_MUL),
+    "QLinearAveragePool": qlinear_average_pool,
+    "QLinearGlobalAveragePool": qlinear_global_average_pool,
+    "QLinearConcat": qlinear_concat,
 }

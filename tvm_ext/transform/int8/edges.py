@@ -39,7 +39,7 @@ def _edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall,
     if source not in ctx.lowered:
         return Mismatch(describe(ctx.graph.value_of(source)))
     if _is_onnx(call, ctx):
-        return _onnx_edge(kind, call, ctx)
+        return onnx_edge(kind, call, ctx)
     q = ctx.graph.quant(call.args[1], call.args[2])
     if q is None:
         return Mismatch("per-channel activation quantization")
@@ -50,7 +50,7 @@ def _edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall,
     return FixedCall(KernelCall(kind, call, dequantize_int8, (ctx.lowered[source],), params))
 
 
-def _onnx_edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+def onnx_edge(kind: str, call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
     """ONNX QuantizeLinear or DequantizeLinear, per tensor or per axis, their scale and zero point constants
     or graph inputs: onnxruntime's float32 arithmetic, rounding half to even (TFLite's QUANTIZE rounds half
     away from zero)."""

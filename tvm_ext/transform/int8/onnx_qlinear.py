@@ -1,11 +1,15 @@
-"""ONNX QLinearConv and QLinearMatMul: our frontend's markers (``tvm_ext.frontend.onnx_ops.qlinear_ops``) -> one kernel of
-``tvm_ext.kernels.onnx_qlinear`` each (onnxruntime's float32 requantization, rounding half to even).
+"""ONNX's and onnxruntime's QLinear operators: our frontend's markers (``tvm_ext.frontend.onnx_ops.qlinear_ops``)
+-> one kernel each, with onnxruntime's arithmetic: QLinearConv and QLinearMatMul (and QGemm, the QLinearMatMul
+marker with a bias) of ``tvm_ext.kernels.onnx_qlinear``, QLinearAdd and QLinearMul of
+``tvm_ext.kernels.onnxruntime_elementwise``, the two average pools of ``tvm_ext.kernels.onnxruntime_pool``.
 
 The marker's tensor operands are the node's inputs: constants stay Relax constants, the others must be
-tensors the pass has lowered (a model input, or an integer result of another kernel)."""
+tensors the pass has lowered (a model input, or an integer result of another kernel). The elementwise and
+pooling operators need constant scales and zero points (the kernels' parameters are computed at compile time)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Optional, Union
 
 import numpy as np
@@ -13,8 +17,12 @@ import numpy as np
 from tvm import relax
 from tvm.ir.expr import Constant
 
+from ...frontend.onnx_ops.qlinear_ops import (MARKERS, QLINEAR_ADD, QLINEAR_AVERAGE_POOL, QLINEAR_CONV,
+                                              QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL, QLINEAR_MUL)
 from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
-from ...frontend.onnx_ops.qlinear_ops import MARKERS, QLINEAR_CONV, QLINEAR_MATMUL
+from ...kernels.onnxruntime_elementwise import (qlinear_add, qlinear_add_parameters, qlinear_mul, qlinear_mul_ratio,
+                                                vector_is_second)
+from ...kernels.onnxruntime_pool import global_average_multiplier, qlinear_average_pool, qlinear_global_average_pool
 from .graph import describe, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 
@@ -42,23 +50,26 @@ def _completes(value: relax.Expr, _ctx: LoweringContext) -> bool:
     return marker_of(value) is not None
 
 
-_GEOMETRY = ("strides", "pads", "dilations", "group")  # QLinearConv's fields after its tensors
-# The marker's tensor operands in ONNX order (the node's input names), per marker; QLinearConv's B is optional.
-_OPERANDS = {
-    QLINEAR_CONV: ("x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point", "bias"),
-    QLINEAR_MATMUL: ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point"),
-}
+def _scalar(operand: relax.Expr) -> Optional[float]:
+    """The one value of a constant scale or zero point, else None."""
+    if not isinstance(operand, Constant) or operand.value.numpy().size != 1:
+        return None
+    return operand.value.numpy().reshape(-1)[0].item()
 
 
-def _match(call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
-    marker = marker_of(call)
-    fields = list(call.args[1].fields)
-    if marker == QLINEAR_CONV:
-        fields, geometry = fields[:-len(_GEOMETRY)], fields[-len(_GEOMETRY):]
-    operands = dict(zip(_OPERANDS[marker], (tensor_operand(f, ctx) for f in fields)))
-    mismatch = next((o for o in operands.values() if isinstance(o, Mismatch)), None)
-    if mismatch is not None:
-        return mismatch
+def _quantization(operands: dict, *prefixes: str) -> Optional[list[tuple[float, int]]]:
+    """(scale, zero point) of each named operand, all constants of one value; else None."""
+    pairs = [(_scalar(operands[f"{p}_scale"]), _scalar(operands[f"{p}_zero_point"])) for p in prefixes]
+    return None if any(None in pair for pair in pairs) else [(float(s), int(z)) for s, z in pairs]
+
+
+def _out_dtype(operands: dict, prefix: str) -> str:
+    return str(operands[f"{prefix}_zero_point"].ty.dtype)
+
+
+def _mac(marker: str, call: relax.Call, operands: dict, geometry: list) -> Union[KernelCall, Mismatch]:
+    """QLinearConv or QLinearMatMul (with QGemm's bias): the kernel reads the scales' multiplier when they are
+    constants, else the three scales."""
     data_name, _, _, weight_name, *_ = _OPERANDS[marker]
     data, weight = operands.pop(data_name), operands.pop(weight_name)
     scale_names = [name for name in operands if name.endswith("_scale")]
@@ -67,10 +78,81 @@ def _match(call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]
         operands = {name: value for name, value in operands.items() if name not in scale_names}
         operands["multiplier"] = multiplier
     if marker == QLINEAR_MATMUL:
-        return FixedCall(KernelCall("QLinearMatMul", call, qlinear_matmul, (data, weight), operands))
+        return KernelCall("QLinearMatMul", call, qlinear_matmul, (data, weight), operands)
     strides, pads, dilations = ([int(v) for v in shape.values] for shape in geometry[:3])
     attrs = {"strides": strides, "pads": pads, "dilations": dilations, "group": int(geometry[3].value)}
-    return FixedCall(KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs}))
+    return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs})
+
+
+def _binary(marker: str, call: relax.Call, operands: dict, geometry: list) -> Union[KernelCall, Mismatch]:
+    quantization = _quantization(operands, "a", "b", "c")
+    if quantization is None:
+        return Mismatch("QLinearAdd or QLinearMul with scales or zero points that are not constants")
+    (a_scale, a_zero), (b_scale, b_zero), (c_scale, c_zero) = quantization
+    a, b, dtype = operands["a"], operands["b"], _out_dtype(operands, "c")
+    if marker == QLINEAR_ADD:
+        shapes = [[int(d) for d in t.ty.shape.values] for t in (a, b)]
+        parameters = qlinear_add_parameters(quantization[0], quantization[1], quantization[2],
+                                            vector_is_second(*shapes))
+        return KernelCall("QLinearAdd", call, qlinear_add, (a, b), {"parameters": parameters, "dtype": dtype})
+    return KernelCall("QLinearMul", call, qlinear_mul, (a, b), {
+        "a_zero_point": a_zero, "b_zero_point": b_zero, "ratio": qlinear_mul_ratio(a_scale, b_scale, c_scale),
+        "output_zero_point": c_zero, "dtype": dtype})
+
+
+def _pool(marker: str, call: relax.Call, operands: dict, geometry: list) -> Union[KernelCall, Mismatch]:
+    quantization = _quantization(operands, "x", "y")
+    if quantization is None:
+        return Mismatch("a QLinear pool with scales or zero points that are not constants")
+    (x_scale, x_zero), (y_scale, y_zero) = quantization
+    x, dtype = operands["x"], _out_dtype(operands, "y")
+    height, width = (int(d) for d in x.ty.shape.values[2:])
+    if marker == QLINEAR_AVERAGE_POOL:
+        kernel, strides, pads = ([int(v) for v in shape.values] for shape in geometry[:3])
+        if kernel != [height, width] or any(pads):
+            out_hw = [int(d) for d in call.ty_args[0].shape.values[2:]]
+            return KernelCall("QLinearAveragePool", call, qlinear_average_pool, (x,), {
+                "x_scale": x_scale, "x_zero_point": x_zero, "y_scale": y_scale, "y_zero_point": y_zero,
+                "kernel": kernel, "strides": strides, "pads": pads, "output_hw": out_hw,
+                "count_include_pad": bool(int(geometry[3].value)), "dtype": dtype})
+        # onnxruntime pools a whole unpadded input as QLinearGlobalAveragePool does
+    return KernelCall("QLinearGlobalAveragePool", call, qlinear_global_average_pool, (x,), {
+        "x_zero_point": x_zero, "multiplier": global_average_multiplier(x_scale, y_scale, height * width),
+        "y_zero_point": y_zero, "dtype": dtype})
+
+
+# Per marker: its tensor operands in ONNX order (the node's input names; a trailing optional one may be absent),
+# how many geometry fields follow them, and the kernel call it becomes.
+_OPERANDS = {
+    QLINEAR_CONV: ("x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale", "y_zero_point", "bias"),
+    QLINEAR_MATMUL: ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "y_scale", "y_zero_point",
+                     "bias"),
+    QLINEAR_ADD: ("a", "a_scale", "a_zero_point", "b", "b_scale", "b_zero_point", "c_scale", "c_zero_point"),
+    QLINEAR_AVERAGE_POOL: ("x", "x_scale", "x_zero_point", "y_scale", "y_zero_point"),
+}
+_OPERANDS[QLINEAR_MUL] = _OPERANDS[QLINEAR_ADD]
+_OPERANDS[QLINEAR_GLOBAL_AVERAGE_POOL] = _OPERANDS[QLINEAR_AVERAGE_POOL]
+_GEOMETRY_FIELDS = {QLINEAR_CONV: 4, QLINEAR_AVERAGE_POOL: 4}
+_KERNEL_CALLS: dict[str, Callable[[str, relax.Call, dict, list], Union[KernelCall, Mismatch]]] = {
+    QLINEAR_CONV: _mac, QLINEAR_MATMUL: _mac, QLINEAR_ADD: _binary, QLINEAR_MUL: _binary,
+    QLINEAR_AVERAGE_POOL: _pool, QLINEAR_GLOBAL_AVERAGE_POOL: _pool,
+}
+
+
+def _match(call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    marker = marker_of(call)
+    fields = list(call.args[1].fields)
+    geometry_fields = _GEOMETRY_FIELDS.get(marker, 0)
+    if geometry_fields:
+        fields, geometry = fields[:-geometry_fields], fields[-geometry_fields:]
+    else:
+        geometry = []
+    operands = dict(zip(_OPERANDS[marker], (tensor_operand(f, ctx) for f in fields)))
+    mismatch = next((o for o in operands.values() if isinstance(o, Mismatch)), None)
+    if mismatch is not None:
+        return mismatch
+    kernel_call = _KERNEL_CALLS[marker](marker, call, operands, geometry)
+    return kernel_call if isinstance(kernel_call, Mismatch) else FixedCall(kernel_call)
 
 
 def _constant_multiplier(input_scale: relax.Expr, weight_scale: relax.Expr,

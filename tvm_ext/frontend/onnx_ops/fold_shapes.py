@@ -1,0 +1,102 @@
+"""Shape arithmetic of an ONNX graph computed at compile time, before import.
+
+Exporters write sizes a model computes from its tensors' shapes: PyTorch's ``torch.chunk`` becomes Shape ->
+Gather -> Add -> Div -> Mul -> Slice, a ``view`` a Reshape whose shape is a Concat of Gathers of a Shape. Every
+shape in a model we compile is static (the model check makes sure of it), so these values are constants; but
+TVM's importer folds only some of them, and a Slice whose ends it did not fold gets a tensor without a static
+shape, which the passes after it cannot handle. This rewrite evaluates every such node once, in graph order:
+a Shape (or Size) of a tensor whose shape ONNX's shape inference knows, and an operator of ``FOLDED`` whose
+inputs are all constants (initializers, Constant nodes, or values folded before), whose result is small
+(``LARGEST_FOLDED`` elements at most: shapes, indices, scales; never weights) and whose node writes no graph
+output. Each folded value becomes an initializer under its tensor's name, computed by ONNX's reference
+implementation (``onnx.reference``), and the folded nodes are removed; nodes the rest of the graph no longer
+reads stay out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+# Operators of shape and index arithmetic: integer or small float computations ONNX defines exactly.
+FOLDED = frozenset({"Add", "Cast", "Ceil", "Concat", "ConstantOfShape", "Div", "Equal", "Expand", "Floor",
+                    "Gather", "Identity", "Max", "Min", "Mod", "Mul", "Neg", "Range", "ReduceProd", "Reshape",
+                    "Slice", "Squeeze", "Sub", "Unsqueeze", "Where"})
+LARGEST_FOLDED = 1024  # elements of a folded value
+
+
+def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """Each tensor's shape where ONNX's shape inference (or the graph) gives every dimension as a number."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - the model check reports an inconsistent model; fold nothing then
+        inferred = model
+    shapes = {}
+    graph = inferred.graph
+    for info in (*graph.input, *graph.value_info, *graph.output):
+        dims = info.type.tensor_type.shape.dim
+        if info.type.HasField("tensor_type") and info.type.tensor_type.HasField("shape") \
+                and all(d.HasField("dim_value") for d in dims):
+            shapes[info.name] = tuple(int(d.dim_value) for d in dims)
+    return shapes
+
+
+def _shape_of(node: onnx.NodeProto, shape: tuple[int, ...]) -> np.ndarray:
+    """What Shape or Size computes for an input of ``shape``."""
+    if node.op_type == "Size":
+        return np.array(int(np.prod(shape)), np.int64)
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    start, end = attrs.get("start", 0), attrs.get("end", len(shape))
+    return np.array(shape[slice(start, end)], np.int64)
+
+
+def _evaluate(node: onnx.NodeProto, values: list[np.ndarray | None], opset: list) -> list[np.ndarray]:
+    """The outputs of ``node`` on constant inputs (None for an omitted one), by ONNX's reference implementation."""
+    names = [name for name in node.input]
+    initializers = [numpy_helper.from_array(value, name) for name, value in zip(names, values) if name]
+    graph = helper.make_graph([node], "fold", [], [helper.make_value_info(name, onnx.TypeProto()) for name in
+                                                   node.output], initializers)
+    return ReferenceEvaluator(helper.make_model(graph, opset_imports=opset)).run(None, {})
+
+
+def fold_shape_arithmetic(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with its shape arithmetic computed (a copy; ``model`` itself when nothing folds)."""
+    graph = model.graph
+    known: dict[str, np.ndarray] = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    if not any(node.op_type in ("Shape", "Size") for node in graph.node):
+        return model  # nothing depends on a tensor's shape: the constants TVM's importer folds itself
+    shapes = static_shapes(model)
+    outputs = {o.name for o in graph.output}
+    folded: list[onnx.NodeProto] = []
+    for node in graph.node:
+        if any(name in outputs for name in node.output) or node.domain not in ("", "ai.onnx"):
+            continue
+        if node.op_type == "Constant":
+            if node.attribute and node.attribute[0].name == "value":
+                known[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+            continue
+        if node.op_type in ("Shape", "Size") and node.input[0] in shapes:
+            results = [_shape_of(node, shapes[node.input[0]])]
+        elif node.op_type in FOLDED and all(not name or name in known for name in node.input):
+            results = _evaluate(node, [known.get(name) for name in node.input], list(model.opset_import))
+        else:
+            continue
+        if any(np.asarray(r).size > LARGEST_FOLDED for r in results):
+            continue
+        known.update((name, np.asarray(r)) for name, r in zip(node.output, results))
+        folded.append(node)
+    if not folded:
+        return model
+    removed = {id(node) for node in folded}
+    kept = [node for node in graph.node if id(node) not in removed]
+    read = {name for node in kept for name in node.input} | outputs
+    initializer_names = {init.name for init in graph.initializer}
+    result = onnx.ModelProto()
+    result.CopyFrom(model)
+    del result.graph.node[:]
+    result.graph.node.extend(kept)
+    result.graph.initializer.extend(numpy_helper.from_array(known[name], name) for node in folded
+                                    for name in node.output if name in read and name not in initializer_names)
+    return result
