@@ -8,9 +8,9 @@ model holds as a constant (Resize's scales and sizes, Pad's pads, Slice's starts
 Squeeze's axes) as a graph input, a form the compiler refuses; each such test also runs a second time with those
 inputs made initializers holding the test's values (`<name>__as_initializers`, counted in a table of its own).
 
-Each test is compiled in its own process with the library API (`tvm_ext.compile`, target `lowpower` with 16 MiB of SRAM (CONFORMANCE_PROFILE), which
-also runs the bundle's own self-test against onnxruntime), then the built bundle is loaded as a shared library
-and run on the test's OWN inputs; its outputs are compared with the test's expected outputs at the test's own
+Each test is compiled in its own process with the library API (`tvm_ext.compile`, target `lowpower` with 16 MiB
+of SRAM: CONFORMANCE_PROFILE; which also runs the bundle's own self-test against onnxruntime), then the built
+bundle is loaded as a shared library and run on the test's OWN inputs; its outputs are compared with the test's expected outputs at the test's own
 tolerances (ONNX's `rtol`/`atol`; integers exactly). Outcome per test:
 
   match    built, and every output equals the expected one
