@@ -10,8 +10,8 @@ inputs made initializers holding the test's values (`<name>__as_initializers`, c
 
 Each test is compiled in its own process with the library API (`tvm_ext.compile`, target `lowpower` with 16 MiB
 of SRAM: CONFORMANCE_PROFILE; which also runs the bundle's own self-test against onnxruntime), then the built
-bundle is loaded as a shared library and run on the test's OWN inputs; its outputs are compared with the test's expected outputs at the test's own
-tolerances (ONNX's `rtol`/`atol`; integers exactly). Outcome per test:
+bundle is loaded as a shared library and run on the test's OWN inputs; its outputs are compared with the test's
+expected outputs at the test's own tolerances (ONNX's `rtol`/`atol`; integers exactly). Outcome per test:
 
   match    built, and every output equals the expected one
   refused  a one-line CompileError (the model is at fault, or we lack the operator)
