@@ -21,7 +21,8 @@ REPORTING_ONNXRUNTIME = """
     __version__ = "0"
 
     class SessionOptions:
-        pass
+        def add_session_config_entry(self, key, value):
+            pass
 
     def InferenceSession(*args, **kwargs):
         raise RuntimeError("imported: " + " ".join(sorted(n for n in sys.modules if n.split(".")[0] == "tvm_ext")))

@@ -34,7 +34,8 @@ BY_NAME_ONNXRUNTIME = """
     __version__ = "0"
 
     class SessionOptions:
-        pass
+        def add_session_config_entry(self, key, value):
+            pass
 
     class InferenceSession:
         def __init__(self, model, *args, **kwargs):
