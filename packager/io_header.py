@@ -79,17 +79,17 @@ def _helper(model: str, macro: str, io: IoTensor, field: str, quantize: bool) ->
     suffix = _HELPER_TYPES[io.tensor.dtype]
     if quantize:
         return [
-            f"/* {field}'s values from `count` floats: round(value / {macro}_SCALE) + {macro}_ZERO_POINT, rounded",
-            f" * {_ROUNDING_WORDS[quant.rounding]}, saturated to {io.c_type}. */",
+            f"/* {field} from `count` floats: round(value / scale) + zero point ({macro}_SCALE, _ZERO_POINT),",
+            f" * rounded {_ROUNDING_WORDS[quant.rounding]}, saturated to {io.c_type}. */",
             f"static inline void {model}_quantize_{field}(const float* values, {io.c_type}* quantized, size_t count)",
             "{",
-            f"  lp_quantize_{suffix}(values, quantized, count, {macro}_SCALE, {macro}_ZERO_POINT, "
-            f"{_ROUNDING_MACROS[quant.rounding]});",
+            f"  lp_quantize_{suffix}(values, quantized, count, {macro}_SCALE, {macro}_ZERO_POINT,",
+            f"  {' ' * len(f'lp_quantize_{suffix}(')}{_ROUNDING_MACROS[quant.rounding]});",
             "}",
             "",
         ]
     return [
-        f"/* `count` of {field}'s values as floats: {macro}_SCALE * (q - {macro}_ZERO_POINT). */",
+        f"/* {field} as `count` floats: scale * (q - zero point) ({macro}_SCALE, _ZERO_POINT). */",
         f"static inline void {model}_dequantize_{field}(const {io.c_type}* quantized, float* values, size_t count)",
         "{",
         f"  lp_dequantize_{suffix}(quantized, values, count, {macro}_SCALE, {macro}_ZERO_POINT);",

@@ -7,6 +7,7 @@ and numpy's quantization of random floats, ties included."""
 from __future__ import annotations
 
 import ctypes
+import re
 import json
 import subprocess
 from pathlib import Path
@@ -177,3 +178,53 @@ def test_an_onnx_qdq_models_integer_input_and_output_get_their_scales(tmp_path, 
                                            .SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_array_equal(quantize_with(library, "quantize_input0", values, dtype),
                                   session.run(None, {"v": values})[0])
+
+
+def test_the_readmes_firmware_loop_runs_on_person_detects_bundle(compiled, tmp_path):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    source = re.search(r"^```text\n(/\* main\.c: person_detect .*?)^```", readme, re.MULTILINE | re.DOTALL).group(1)
+    (tmp_path / "main.c").write_text(source)
+    bundle = compiled("tflm/person_detect.tflite")
+    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), f"-I{bundle.out_dir}",
+                    str(tmp_path / "main.c"), str(bundle.library), "-lm", "-o", str(tmp_path / "main")], check=True)
+    run = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True)
+    scores = [float(x) for x in re.fullmatch(r"no person (\S+), person (\S+)\n", run.stdout).groups()]
+    assert abs(sum(scores) - 1.0) <= 2 / 256, scores  # a softmax's two outputs, each within a step of 1/256
+
+
+def test_a_header_of_per_channel_and_16_bit_io_compiles_and_states_them(tmp_path):
+    """A hand-made plan (no TVM): an int8 input quantized per channel (axis 3) gets its axis and arrays and no
+    helper; an int16 output quantized per tensor gets its dequantize helper; a uint16 output no helper."""
+    from memory_planner.plan import ExecutionPlan, QuantParams, QuantRounding, Tensor, TensorRole
+    from packager.header import write_header
+    from packager.io_names import io_tensors
+
+    per_channel = QuantParams((0.5, 0.25, 0.125), (1, -2, 3), 3, QuantRounding.HALF_AWAY_FROM_ZERO)
+    tensors = {
+        "x": Tensor("x", (1, 2, 2, 3), "int8", TensorRole.INPUT, "x", per_channel, layout="NHWC"),
+        "y": Tensor("y", (1, 5), "int16", TensorRole.OUTPUT, "y", QuantParams((3.0517578125e-05,), (0,))),
+        "z": Tensor("z", (2,), "uint16", TensorRole.OUTPUT, "z", QuantParams((0.1,), (7,))),
+    }
+    plan = ExecutionPlan("hand", "hand-made", "lowpower", tensors, [], ["x"], ["y", "z"])
+    header = write_header(plan, io_tensors(plan, ["x"], ["x"], "input"), io_tensors(plan, ["y", "z"], ["y", "z"],
+                                                                                     "output"), 0, 16)
+    (tmp_path / "hand.h").write_text(header)
+    assert "hand_quantize_input0" not in header and "hand_dequantize_output1" not in header
+    (tmp_path / "main.c").write_text(
+        '#include <stdio.h>\n#include "hand.h"\n'
+        "int main(void)\n{\n"
+        "  const float scales[] = HAND_INPUT0_SCALES;\n  const int zero_points[] = HAND_INPUT0_ZERO_POINTS;\n"
+        "  const int16_t q[] = {-32768, -1, 0, 1, 32767};\n  float v[5];\n"
+        "  hand_dequantize_output0(q, v, 5);\n"
+        '  printf("%u %s %u %a %a %a %d %d %d %a %d %a %d\\n", HAND_INPUT0_QUANT_AXIS, HAND_INPUT0_LAYOUT,\n'
+        "         HAND_INPUT0_CHANNELS, (double)scales[0], (double)scales[1], (double)scales[2], zero_points[0],\n"
+        "         zero_points[1], zero_points[2], (double)HAND_OUTPUT0_SCALE, HAND_OUTPUT1_ZERO_POINT,\n"
+        "         (double)v[0], HAND_OUTPUT1_QUANTIZED);\n"
+        "  return 0;\n}\n")
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), f"-I{tmp_path}",
+                    str(tmp_path / "main.c"), "-lm", "-o", str(tmp_path / "main")], check=True)
+    printed = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True).stdout.split()
+    assert printed[:3] == ["3", "NHWC", "3"]
+    assert [float.fromhex(s) for s in printed[3:6]] == [0.5, 0.25, 0.125] and printed[6:9] == ["1", "-2", "3"]
+    assert float.fromhex(printed[9]) == 3.0517578125e-05 and printed[10] == "7"
+    assert float.fromhex(printed[11]) == -1.0 and printed[12] == "1"

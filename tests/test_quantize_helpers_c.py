@@ -16,7 +16,7 @@ import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from c_checks import SANITIZE, STRICT_WARNINGS
+from c_checks import STRICT_WARNINGS, build_for_cortex_m4f, run_c_unit_tests
 from tflite_builder import Model, Operator, Quantization, Tensor, build
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,21 +30,17 @@ QUANTIZATIONS = [("int8", 0.007843137718737125, -1), ("int8", 0.5847029089927673
 
 
 def test_quantize_helpers_pass_their_unit_tests(tmp_path: Path) -> None:
-    program = tmp_path / "test_quantize_helpers"
-    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), *SANITIZE.split(),
-                    f"-I{TEMPLATES}", str(UNIT_TESTS), "-lm", "-o", str(program)], check=True)
-    run = subprocess.run([str(program)], capture_output=True, text=True)
+    run = run_c_unit_tests(UNIT_TESTS, TEMPLATES, tmp_path)
     assert run.returncode == 0 and run.stdout.startswith("ok "), run.stdout + run.stderr
 
 
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no arm-none-eabi-gcc")
 def test_quantize_helpers_build_for_cortex_m4f_without_warnings(tmp_path: Path) -> None:
-    source = tmp_path / "helpers.c"
-    source.write_text('#include "lp_quantize.h"\n'
-                      "int8_t q(float x) { return (int8_t)lp_quantize_value(x, 0.5f, 1, -128, 127, 1); }\n")
-    subprocess.run(["arm-none-eabi-gcc", "-std=c99", "-O2", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
-                    "-mfpu=fpv4-sp-d16", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), f"-I{TEMPLATES}", "-c",
-                    str(source), "-o", str(tmp_path / "helpers.o")], check=True)
+    build_for_cortex_m4f('#include "lp_quantize.h"\n'
+                         "int8_t quantize(const float* v, int8_t* q, size_t n);\n"
+                         "int8_t quantize(const float* v, int8_t* q, size_t n)\n"
+                         "{ lp_quantize_s8(v, q, n, 0.5f, 1, LP_ROUND_HALF_TO_EVEN); return q[0]; }\n",
+                         TEMPLATES, tmp_path)
 
 
 @pytest.fixture(scope="module")
