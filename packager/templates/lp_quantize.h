@@ -1,8 +1,8 @@
 /* Floats to and from the quantized values of a bundle's inputs and outputs: real = scale * (q - zero_point).
  *
  * Hand-written C99 (packager/templates/lp_quantize.h, unit-tested by tests/c/test_quantize_helpers.c), copied
- * into each bundle header of a model with a quantized input or output, whose <model>_quantize_input<k>() and
- * <model>_dequantize_output<k>() call these with the tensor's constants. The guard lets two bundle headers
+ * into the header of each bundle with an int8, uint8 or int16 input or output quantized per tensor, whose
+ * <model>_quantize_input<k>() and <model>_dequantize_output<k>() call these with the tensor's constants. The guard lets two bundle headers
  * share one copy. Every function is static inline: none adds an external symbol to a program.
  *
  * Quantizing computes value / scale in float, as TFLite Micro's QUANTIZE and onnxruntime's QuantizeLinear do,
