@@ -49,13 +49,37 @@ class TensorRole(str, enum.Enum):
     STATE = "state"
 
 
+class QuantRounding(str, enum.Enum):
+    """How the model's own runtime rounds `real / scale` when it quantizes a float into a tensor: TFLite's
+    QUANTIZE to nearest with ties away from zero (TfLiteRound, std::round), ONNX's QuantizeLinear to nearest
+    with ties to even."""
+
+    HALF_AWAY_FROM_ZERO = "half_away_from_zero"
+    HALF_TO_EVEN = "half_to_even"
+
+
 @dataclass(frozen=True)
 class QuantParams:
-    """Affine quantization: real = scale * (q - zero_point); per tensor (axis None) or per channel."""
+    """Affine quantization: real = scale * (q - zero_point); per tensor (axis None: one scale and one zero
+    point) or per channel along `axis` (one of each per index of that axis). Scales are float32 values (held
+    as Python floats, exactly); `rounding` is how the model's runtime quantizes into the tensor."""
 
     scale: tuple[float, ...]
     zero_point: tuple[int, ...]
     axis: int | None = None
+    rounding: QuantRounding = QuantRounding.HALF_AWAY_FROM_ZERO
+
+    @property
+    def per_tensor(self) -> bool:
+        return self.axis is None
+
+    def facts(self) -> dict:
+        """The quantization as JSON-ready data: scale and zero point (lists when per channel, with the axis)."""
+        if self.per_tensor:
+            entry: dict = {"scale": self.scale[0], "zero_point": self.zero_point[0]}
+        else:
+            entry = {"scale": list(self.scale), "zero_point": list(self.zero_point), "axis": self.axis}
+        return {**entry, "rounding": self.rounding.value}
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memory_planner.plan import ExecutionPlan
 from packager.c_text import comment, macro_prefix
+from packager.io_header import io_macros, quantize_helpers
 from packager.io_names import IoTensor, io_in_arena
 from packager.state import reset_signature, state_bytes
 
@@ -68,10 +69,13 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
     ]
     for kind, tensors in (("INPUT", inputs), ("OUTPUT", outputs)):
         for index, io in enumerate(tensors):
+            layout = f", {io.tensor.layout}" if io.tensor.layout else ""
             lines += [
-                f"/* {kind.lower()} {index}: {comment(io.model_name)}, {io.c_type}[{' x '.join(map(str, io.shape))}] */",
+                f"/* {kind.lower()} {index}: {comment(io.model_name)}, {io.c_type}[{' x '.join(map(str, io.shape))}]"
+                f"{layout}{', real = scale * (q - zero_point)' if io.tensor.quant else ''} */",
                 f"#define {M}_{kind}{index}_ELEMENTS {io.elements}u",
                 f"#define {M}_{kind}{index}_BYTES {io.nbytes}u",
+                *io_macros(f"{M}_{kind}{index}", io),
             ]
             if io.arena_offset is not None:
                 lines.append(f"#define {M}_{kind}{index}_OFFSET {io.arena_offset}u /* bytes from the arena's start */")
@@ -102,6 +106,7 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         "}",
         "#endif",
         "",
+        *quantize_helpers(m, M, inputs, outputs),
         f"#endif /* {guard} */",
         "",
     ]

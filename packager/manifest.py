@@ -35,6 +35,8 @@ def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], fac
         }
         if tensor.layout:
             entry["layout"] = tensor.layout
+        if tensor.quant is not None:  # a model input's or output's: real = scale * (q - zero_point)
+            entry["quantization"] = tensor.quant.facts()
         if tensor.view_of is not None:
             entry["view_of"] = tensor.view_of
         if root in live:

@@ -35,6 +35,25 @@ def strict_sanitized_selftest(bundle_dir: Path, work_dir: Path, extra_cflags: st
     return subprocess.run(["./selftest"], cwd=copy, capture_output=True, text=True)
 
 
+def run_c_unit_tests(source: Path, include: Path, work_dir: Path) -> subprocess.CompletedProcess:
+    """Build the C unit-test program ``source`` (headers from ``include``) with gcc, the strict warnings and the
+    sanitizers, and run it (a passing one prints "ok <checks>" and exits 0)."""
+    program = work_dir / source.stem
+    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), *SANITIZE.split(),
+                    f"-I{include}", str(source), "-lm", "-o", str(program)], check=True)
+    return subprocess.run([str(program)], capture_output=True, text=True)
+
+
+def build_for_cortex_m4f(source_text: str, include: Path, work_dir: Path) -> None:
+    """Compile ``source_text`` (headers from ``include``) for cortex-m4f with the strict warnings (-Werror):
+    CalledProcessError on a warning."""
+    source = work_dir / "cortex_m4f.c"
+    source.write_text(source_text)
+    subprocess.run(["arm-none-eabi-gcc", "-std=c99", "-O2", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
+                    "-mfpu=fpv4-sp-d16", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), f"-I{include}", "-c",
+                    str(source), "-o", str(work_dir / "cortex_m4f.o")], check=True)
+
+
 _FOR_LOOP = re.compile(r"for \(([^;]*);([^;]*);")
 _CONSTANT_BOUND = re.compile(r"\s*\w+ < (\(int\d+_t\))?\d+u?\s*")
 _TEST_BUILD_ONLY = re.compile(r"#ifdef \w+_POISON_ARENA\n.*?#endif", re.DOTALL)

@@ -5,6 +5,7 @@ quantization and its accuracy cost against the float model."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -42,6 +43,16 @@ def test_hello_world_float_quantized_on_random_calibration(tmp_path):
         assert 0.0 < cost["value"] < 0.05, cost  # measured 1.5%: int8 is close to, not equal to, float
     header = (out / "hello_world_float.h").read_text()
     assert "int8_t" in header and "float" not in header.split("run(")[1].split(")")[0]
+    # The header and the I/O tensors' manifest entries state the quantization the quantizer chose.
+    tensors = {tensor["name"]: tensor for tensor in manifest["tensors"]}
+    for kind in ("input", "output"):
+        chosen = quantization[f"{kind}s"][0]
+        macros = dict(re.findall(rf"#define HELLO_WORLD_FLOAT_{kind.upper()}0_(SCALE|ZERO_POINT) (\S+)", header))
+        assert float.fromhex(macros["SCALE"].removesuffix("f")) == chosen["scale"]
+        assert int(macros["ZERO_POINT"].strip("()")) == chosen["zero_point"]
+        assert tensors[manifest[f"{kind}s"][0]]["quantization"] == {
+            "scale": chosen["scale"], "zero_point": chosen["zero_point"], "rounding": "half_away_from_zero"}
+    assert "hello_world_float_quantize_input0(" in header and "hello_world_float_dequantize_output0(" in header
     # The float model's 321 float32 weights are 1,284 B; int8 weights with int32 biases are less than half.
     assert manifest["weight_bytes"] < 1284 // 2
 

@@ -211,6 +211,12 @@ def test_a_quantized_depthwise_channels_first_bundle_is_bit_exact_with_its_integ
     assert all(output["bit_identical"] for output in manifest["selftest"]["outputs"])
     assert [layer["precision"] for layer in manifest["quantization"]["layer_errors"]] == ["int8"] * len(
         manifest["quantization"]["layer_errors"])
+    # The bundle keeps the ONNX model's NCHW int8 input, and says so with the quantizer's scale.
+    (entry,) = [t for t in manifest["tensors"] if t["name"] == manifest["inputs"][0]]
+    chosen = manifest["quantization"]["inputs"][0]
+    assert entry["layout"] == "NCHW" and entry["quantization"]["scale"] == chosen["scale"]
+    header = (out / f"{manifest['model']}.h").read_text()
+    assert '_INPUT0_LAYOUT "NCHW"' in header and "_quantize_input0(" in header
 
 
 

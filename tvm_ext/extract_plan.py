@@ -20,7 +20,7 @@ from memory_planner.plan import (
     TensorRole,
 )
 from target.profile import Profile
-from tvm_ext.frontend import ImportedModel
+from tvm_ext.frontend import ImportedModel, image_layout
 from tvm_ext.kernel_names import constant_roles, kernel_kind, kernel_window
 from tvm_ext.layers import (CONSTANT_RANGES_ATTR, NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR,
                             LayerRecord, Layers, rewritten_operands, with_layers)
@@ -29,9 +29,6 @@ from tvm_ext.transform.partition_subgraphs import binding_subgraphs
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
-
-
-_MODEL_LAYOUT = {"tflite": "NHWC", "onnx": "NCHW"}
 
 
 class PlanError(Exception):
@@ -283,7 +280,7 @@ class _PlanBuilder:
     def add(self, name: str, shape, dtype: str, role: TensorRole, layer: str, view_of: str | None = None) -> str:
         shape = tuple(int(d) for d in shape)
         # Image tensors keep the model's own layout: TFLite's NHWC, ONNX's NCHW.
-        layout = _MODEL_LAYOUT.get(self.model.format, "") if len(shape) == 4 and role is not TensorRole.CONSTANT else ""
+        layout = image_layout(shape, self.model.format) if role is not TensorRole.CONSTANT else ""
         self.tensors[name] = Tensor(name, shape, dtype, role, layer, view_of=view_of, layout=layout)
         return name
 
@@ -388,7 +385,17 @@ def extract_plan(
     plan = ExecutionPlan(model.name, model.path.name, profile.name, builder.tensors, calls, inputs, outputs,
                          builder.state_reset)
     _mark_output_storage(plan, model)
+    _add_io_facts(plan, model)
     return plan, builder.constants
+
+
+def _add_io_facts(plan: ExecutionPlan, model: ImportedModel) -> None:
+    """Give each model input and output tensor its quantization and axis order as the model declares them
+    (`TensorSpec.quant`, `.layout`): the facts the bundle's header and manifest state."""
+    for names, specs in ((plan.inputs, model.inputs), (plan.outputs, model.outputs)):
+        for name, spec in zip(names, specs):
+            tensor = plan.tensors[name]
+            plan.tensors[name] = dataclasses.replace(tensor, quant=spec.quant, layout=spec.layout or tensor.layout)
 
 
 def _access(signature: KernelSignature, inputs: tuple[str, ...], outputs: tuple[str, ...]) -> KernelAccess:

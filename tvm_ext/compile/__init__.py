@@ -155,7 +155,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     BundleBuildError when the generated bundle does not build.
     """
     from tvm_ext.compile.pipeline import BundleOptions, compile_to_folder
-    from tvm_ext.compile.quantized import QuantizeRequest, check_request, quantized_module, source_instead
+    from tvm_ext.compile.quantized import (QuantizedSource, QuantizeRequest, check_request, quantized_module,
+                                           source_instead)
     from tvm_ext.compile.output_folder import empty_folder
 
     if isinstance(model, str):
@@ -166,9 +167,12 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     if quantize is not None and not isinstance(model, Path):
         raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
     if scheduler is None:
-        def fill_with(staging: Path, source, bundle_name: str | None, quantization: dict | None) -> FolderResult:
-            options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs, quantization, io_in_arena,
-                                    None if layout == "auto" else layout.upper())
+        def fill_with(staging: Path, source, bundle_name: str | None, quantized: QuantizedSource | None
+                      ) -> FolderResult:
+            options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs,
+                                    None if quantized is None else quantized.facts, io_in_arena,
+                                    None if layout == "auto" else layout.upper(),
+                                    None if quantized is None else quantized.io)
             return compile_to_folder(source, target, staging, stage_logger(log), options)
 
         def fill(staging: Path) -> FolderResult:
@@ -178,7 +182,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             quantized = quantized_module(model, target, request, log)
             while True:  # a float bundle auto kept, then a 16x8 one, then int8: each smaller than the last
                 try:
-                    return fill_with(staging, quantized.source, name or model.stem, quantized.facts)
+                    return fill_with(staging, quantized.source, name or model.stem, quantized)
                 except DoesNotFitError as err:
                     instead = source_instead(model, target, request, log, quantized, err)
                     if instead is None:

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from tvm import tirx
 
     from tvm_ext.codegen_c import KernelSource
-    from tvm_ext.frontend import ImportedModel, TensorSpec
+    from tvm_ext.frontend import ImportedModel, IoQuantization, TensorSpec
     from tvm_ext.model_check import ModelFacts
     from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.unit_assignment import UnitChoice
@@ -160,7 +160,8 @@ class BundleOptions:
     model compiled (tvm_ext.compile.quantized; None: it was not); `io_in_arena` plans the model's inputs and
     outputs into the arena (the bundle's header then gives their places and the run functions take no I/O
     arguments); `layout` ("NCHW" or "NHWC") puts every subgraph of a float model into that data layout, None
-    lets the passes choose per subgraph (tvm_ext.transform.layout_per_subgraph).
+    lets the passes choose per subgraph (tvm_ext.transform.layout_per_subgraph); `io` the quantization and
+    layout of a Relax module's inputs and outputs (tvm_ext.quantize's integer module; None: unknown).
     """
 
     name: str | None = None
@@ -168,6 +169,7 @@ class BundleOptions:
     quantization: dict | None = None
     io_in_arena: bool = False
     layout: str | None = None
+    io: IoQuantization | None = None
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
@@ -206,7 +208,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     tvm_target = target.register_profile_with_tvm(profile)
     with ExitStack() as running:
         try:
-            imported = stage("import", lambda: import_(model, checked, options.name), lambda i: (
+            imported = stage("import", lambda: import_(model, checked, options.name, options.io), lambda i: (
                 f"{file_name}: {len(i.model.layers)} layers ({i.model.format})"))
             if checked is None:
                 check_ram_for_io(file_name, profile, tensors_bytes(imported.model.inputs),
@@ -292,8 +294,9 @@ def tensors_bytes(specs: list[TensorSpec]) -> int:
     return sum(math.prod(spec.shape) * DTYPE_BYTES[spec.dtype] for spec in specs)
 
 
-def import_(model, checked: Checked | None, name: str | None) -> Imported:
-    """The checked file's bytes in the format the check found (or the user's Relax module) as Relax, and the
+def import_(model, checked: Checked | None, name: str | None, io: IoQuantization | None = None) -> Imported:
+    """The checked file's bytes in the format the check found (or the user's Relax module, its inputs' and
+    outputs' quantization and layout `io`) as Relax, and the
     self-test's input. A Relax module, which no model check sees, is held to the check's size limits here
     (each tensor's, and the inputs' and outputs' bytes the self-test embeds), before its reference run would
     compute a tensor that fits no target on the host."""
@@ -304,7 +307,7 @@ def import_(model, checked: Checked | None, name: str | None) -> Imported:
     from tvm_ext.transform.index_guards import index_input_limits
 
     if checked is None:
-        imported = from_relax(model, name or "model")
+        imported = from_relax(model, name or "model", io)
         RefuseOversizedTensors(imported.path.name)(imported.mod)
         problem = io_problem(tensors_bytes(imported.inputs) + tensors_bytes(imported.outputs))
         if problem is not None:

@@ -17,6 +17,8 @@ from tvm_ext.compile import CompileError
 if TYPE_CHECKING:
     import tvm
 
+    from tvm_ext.frontend import IoQuantization
+
 QUANTIZE_MODES = ("int8", "auto")
 
 
@@ -30,6 +32,7 @@ class QuantizedSource:
     facts: dict
     int8_fallback: "QuantizedSource | None" = None
     kept_float: bool = False
+    io: "IoQuantization | None" = None  # the integer module's inputs' and outputs' quantization and layout
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,8 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     log(f"quantize   accuracy against float: {costs}")
     fallback = quantized.int8_fallback
     return QuantizedSource(quantized.mod, {**facts, **quantized.facts}, None if fallback is None else
-                           QuantizedSource(fallback.mod, {**facts, **fallback.facts}))
+                           QuantizedSource(fallback.mod, {**facts, **fallback.facts}, io=fallback.io),
+                           io=quantized.io)
 
 
 def source_instead(path: Path, target_spec: Any, request: QuantizeRequest, log: Callable[[str], None],

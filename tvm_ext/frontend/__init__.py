@@ -17,12 +17,14 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from memory_planner.plan import QuantParams
 from tvm_ext.layers import ONNX_QUANTIZATION_ATTR, ORIGINAL_VAR_NAMES_ATTR, LayerRecord, Layers, bindings_of, with_layers
 
 from .tflite_ops.arg_max import convert_arg_max
 from .tflite_ops.batch_matmul import convert_batch_matmul
 from .tflite_ops.constants import dequantize_int64, with_array_dtypes
 from .tflite_ops.expand_dims import convert_expand_dims
+from .tflite_ops.io_quantization import tflite_tensor_quant
 from .tflite_ops.l2_normalization import convert_l2_normalization
 from .tflite_ops.lstm import convert_unidirectional_sequence_lstm
 from .tflite_ops.pack import convert_pack
@@ -51,11 +53,26 @@ _ONNX_QUANTIZED_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QGemm"})
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A model input or output as the model file declares it."""
+    """A model input or output as the model file declares it: its quantization when it is an integer tensor
+    the file quantizes (TFLite's tensor quantization, ONNX's from the nodes reading or writing it:
+    onnx_ops.io_quantization), and its axis order when it is an image (`layout`: "NHWC" for TFLite's 4-D
+    tensors, "NCHW" for ONNX's; "" unknown)."""
 
     name: str
     shape: tuple[int, ...]
     dtype: str
+    quant: QuantParams | None = None
+    layout: str = ""
+
+
+@dataclass(frozen=True)
+class IoQuantization:
+    """What a Relax module's types cannot say about its inputs and outputs (in main's order): their
+    quantization (None: not quantized) and the axis order of its 4-D ones ("" unknown)."""
+
+    inputs: tuple[QuantParams | None, ...]
+    outputs: tuple[QuantParams | None, ...]
+    layout: str = ""
 
 
 @dataclass
@@ -72,6 +89,15 @@ class ImportedModel:
     # Model output index -> the elements (a bool mask of its shape) TFLite Micro leaves unwritten on a first
     # invocation (signal operators: tflite_ops.signal.first_run_unwritten), where the bundle writes 0.
     first_run_unwritten: dict[int, np.ndarray] = field(default_factory=dict)
+
+
+MODEL_LAYOUTS = {"tflite": "NHWC", "onnx": "NCHW"}  # the axis order of each format's 4-D (image) tensors
+
+
+def image_layout(shape: tuple[int, ...], model_format: str) -> str:
+    """The axis order of a model's input or output of `shape`: "NHWC" (TFLite) or "NCHW" (ONNX) when it has
+    4 axes, else "" (no image layout)."""
+    return MODEL_LAYOUTS.get(model_format, "") if len(shape) == 4 else ""
 
 
 class ModelImportError(Exception):
@@ -107,18 +133,20 @@ def import_model_data(path: Path, data: bytes, model_format: str, name: str | No
     return imported
 
 
-def from_relax(mod: tvm.IRModule, name: str = "model") -> ImportedModel:
+def from_relax(mod: tvm.IRModule, name: str = "model", io: IoQuantization | None = None) -> ImportedModel:
     """Wrap a Relax module a user built (BlockBuilder, a frontend, their own passes) as an imported model.
 
     `main` must take tensors of static shape and return a tensor or a tuple of tensors. Layer names come from
-    `main`'s layer records when the module carries them (tvm_ext.layers), else calls are unnamed.
+    `main`'s layer records when the module carries them (tvm_ext.layers), else calls are unnamed. `io` gives
+    its inputs' and outputs' quantization and layout (tvm_ext.quantize's integer module has them).
     """
     main = mod["main"]
 
-    def spec(var_name: str, ty) -> TensorSpec:
+    def spec(var_name: str, ty, quant: QuantParams | None) -> TensorSpec:
         if not isinstance(ty, relax.TensorType) or ty.shape is None:
             raise ModelImportError(f"{name}: {var_name} is not a tensor of static shape")
-        return TensorSpec(var_name, tuple(int(d) for d in ty.shape.values), str(ty.dtype))
+        shape = tuple(int(d) for d in ty.shape.values)
+        return TensorSpec(var_name, shape, str(ty.dtype), quant, io.layout if io and len(shape) == 4 else "")
 
     ret = main.ret_ty
     ret_fields = list(ret.fields) if isinstance(ret, relax.TupleType) else [ret]
@@ -129,9 +157,13 @@ def from_relax(mod: tvm.IRModule, name: str = "model") -> ImportedModel:
         format="relax",
         mod=with_generated_var_names(mod),
         layers=layers,
-        inputs=[spec(p.name, p.ty) for p in main.params],
-        outputs=[spec(f"output{i}", ty) for i, ty in enumerate(ret_fields)],
+        inputs=[spec(p.name, p.ty, _nth(io and io.inputs, i)) for i, p in enumerate(main.params)],
+        outputs=[spec(f"output{i}", ty, _nth(io and io.outputs, i)) for i, ty in enumerate(ret_fields)],
     )
+
+
+def _nth(quants: tuple[QuantParams | None, ...] | None, index: int) -> QuantParams | None:
+    return quants[index] if quants and index < len(quants) else None
 
 
 @relax.expr_functor.mutator
@@ -394,9 +426,9 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
 
     def spec(index: int) -> TensorSpec:
         tensor = subgraph.Tensors(index)
-        return TensorSpec(
-            tflite_name(tensor.Name()), tuple(int(d) for d in tensor.ShapeAsNumpy()), tflite_dtype_name(tensor.Type())
-        )
+        shape, dtype = tuple(int(d) for d in tensor.ShapeAsNumpy()), tflite_dtype_name(tensor.Type())
+        return TensorSpec(tflite_name(tensor.Name()), shape, dtype, tflite_tensor_quant(tensor, dtype),
+                          image_layout(shape, "tflite"))
 
     return ImportedModel(
         name=path.stem,
@@ -420,6 +452,7 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
     from tvm_ext.frontend.onnx_ops.fold_shapes import fold_shape_arithmetic
     from tvm_ext.frontend.onnx_ops.resize import resize_as_tvm_converts
     from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS as ONNX_CONVERTERS
+    from tvm_ext.frontend.onnx_ops.io_quantization import onnx_io_quant
     from tvm_ext.frontend.onnx_ops.qdq_fusion import fuse_qdq
 
     results = _OperatorResults()
@@ -461,15 +494,17 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
 
     model = onnx.load_model_from_string(data)  # external data is refused by the model check
     model = fold_shape_arithmetic(model)  # sizes computed from static shapes, as constants
-    model = fuse_qdq(model)  # onnxruntime's QDQ groups: the QLinear operators onnxruntime runs
+    # As the file quantizes them, before onnxruntime's QDQ groups become the QLinear operators it runs.
+    quant_of = onnx_io_quant(model.graph)
+    model = fuse_qdq(model)
     initializers = {init.name for init in model.graph.initializer}
     graph_inputs = [i for i in model.graph.input if i.name not in initializers]
 
-    def spec(value_info) -> TensorSpec:
+    def spec(value_info, quant: QuantParams | None) -> TensorSpec:
         tensor_type = value_info.type.tensor_type
         dims = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim)
         dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)).name
-        return TensorSpec(value_info.name, dims, dtype)
+        return TensorSpec(value_info.name, dims, dtype, quant, image_layout(dims, "onnx"))
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     importer = LayerNamingImporter({}, "float32", keep_params_in_input=False, sanitize=True)
@@ -489,8 +524,8 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
         format="onnx",
         mod=mod,
         layers=results.records,
-        inputs=[spec(i) for i in graph_inputs],
-        outputs=[spec(o) for o in model.graph.output],
+        inputs=[spec(i, quant_of.inputs.get(i.name)) for i in graph_inputs],
+        outputs=[spec(o, quant_of.outputs.get(o.name)) for o in model.graph.output],
     )
 
 

@@ -21,7 +21,7 @@ import tvm
 from tvm import relax
 
 from target.profile import Profile
-from tvm_ext.frontend import ImportedModel
+from tvm_ext.frontend import MODEL_LAYOUTS, ImportedModel, IoQuantization
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
 
 from .accuracy import AccuracyCost, Metric, accuracy_cost, metric_for
@@ -51,6 +51,7 @@ class QuantizedModel:
     layers: list[LayerError]  # each layer output's quantization error on the calibration samples, its precision
     activations: str  # the activation type decision (activation_type), one line
     precision: str  # the mixed-precision decision (mixed_precision.choose_precision), one line
+    io: IoQuantization  # the integer module's inputs' and outputs' quantization, the float model's axis order
     int8_fallback: "QuantizedModel | None" = None
 
 
@@ -152,8 +153,10 @@ class _Judged:
             "precision": chosen.choice.reason,
             "integer_reference": "the lowered integer graph on TVM's Relax VM (llvm), bit-exact",
         }
+        io = IoQuantization(tuple(q.params() for q in graph.inputs), tuple(q.params() for q in graph.outputs),
+                            MODEL_LAYOUTS.get(model.format, ""))
         return QuantizedModel(chosen.integer, facts, accuracy, chosen.choice.layers, activations,
-                              chosen.choice.reason)
+                              chosen.choice.reason, io)
 
 
 def _candidate(model: ImportedModel, calibration: Calibration, profile: Profile, taps: list[relax.Var],

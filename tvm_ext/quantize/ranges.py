@@ -14,6 +14,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from memory_planner.plan import QuantParams, QuantRounding
 from tvm_ext.host_vm import host_vm
 from tvm_ext.kernels.quant_params import round_half_away
 from tvm_ext.layers import bindings_of
@@ -86,6 +87,10 @@ class ActivationQuant:
 
     def facts(self) -> dict:
         return {"dtype": self.dtype, "scale": float(self.scale), "zero_point": self.zero_point}
+
+    def params(self) -> QuantParams:
+        """The plan's form of this quantization (per tensor; quantized as TFLite's QUANTIZE rounds)."""
+        return QuantParams((float(self.scale),), (self.zero_point,), None, QuantRounding.HALF_AWAY_FROM_ZERO)
 
 
 def _normal_scale(scale: float) -> np.float32:
