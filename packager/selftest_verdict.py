@@ -61,7 +61,8 @@ class OutputReport:
 
     def facts(self) -> dict:
         """This report as an entry of the manifest's `selftest.outputs`."""
-        entry: dict = {"case": self.case, "output": self.output, "max_abs_error": self.max_abs_error, "checksum": self.checksum,
+        entry: dict = {"case": self.case, "output": self.output, "max_abs_error": self.max_abs_error,
+                       "checksum": self.checksum,
                        "reference_checksum": self.reference_checksum, "bit_identical": self.bit_identical}
         if self.non_finite is not None:
             entry["reference_non_finite"] = self.non_finite

@@ -47,8 +47,9 @@ def test_a_complete_report_with_its_verdict_passes() -> None:
      "printed 'selftest: PASS' but ended with exit status 1"),
     (HEADER + REPORT.format(c=0, k=0) + REPORT.format(c=0, k=1) + "selftest: FAIL\n", 1,
      "printed 'selftest: FAIL' but ended with exit status 1 and no mismatch"),
-    (HEADER + REPORT.format(c=0, k=0) + REPORT.format(c=0, k=1).replace(f"reference {CHECKSUM:08x}", "reference 00000000")
-     + "selftest: PASS\n", 0, f"printed 00000000 as case 0 output 1's reference checksum, not the reference's {CHECKSUM:08x}"),
+    (HEADER + REPORT.format(c=0, k=0)
+     + REPORT.format(c=0, k=1).replace(f"reference {CHECKSUM:08x}", "reference 00000000") + "selftest: PASS\n", 0,
+     f"printed 00000000 as case 0 output 1's reference checksum, not the reference's {CHECKSUM:08x}"),
     ("selftest: run failed with status -3\n", 2, "got an error status from the bundle's run call"),
 ])
 def test_a_run_that_shows_less_than_a_complete_comparison_fails(output: str, exit_code: int | None,

@@ -74,9 +74,10 @@ class Request:
     """What the child runs: `runtime` on the model file `model` (an absolute path), whose inputs are named
     `input_names` (in order) and which has `num_outputs` outputs, for each of `cases` input cases, each from
     the model's initial state (a fresh TFLite Micro or LiteRT interpreter per case: their variable tensors and
-    signal operators' buffers carry state from one invoke to the next; an ONNX model has none). The child reads the file itself and gives the
-    runtime its bytes, never the path: a runtime's C++ API takes paths as UTF-8 text, and a path that is not
-    (Python's surrogate escapes) made onnxruntime and LiteRT refuse the call, a failure blamed on the model."""
+    signal operators' buffers carry state from one invoke to the next; an ONNX model has none). The child
+    reads the file itself and gives the runtime its bytes, never the path: a runtime's C++ API takes paths as
+    UTF-8 text, and a path that is not (Python's surrogate escapes) made onnxruntime and LiteRT refuse the
+    call, a failure blamed on the model."""
 
     runtime: Runtime
     model: str
