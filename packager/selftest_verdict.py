@@ -89,6 +89,11 @@ class SelftestResult:
     problem: str | None = None
 
     @property
+    def cases(self) -> int:
+        """How many cases it reported."""
+        return len({report.case for report in self.reports})
+
+    @property
     def outputs(self) -> tuple[OutputReport, ...]:
         """The reports of case 0 (the input whose run the emulated board counts), per output in order."""
         return tuple(report for report in self.reports if report.case == 0)

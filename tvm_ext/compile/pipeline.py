@@ -553,7 +553,8 @@ def _describe_memory(planned: Planned) -> str:
 
 def _describe_selftest(tested: Tested) -> str:
     result = tested.result
-    return f"{'PASS' if result.passed else 'FAIL'} on {result.where}" + (
+    cases = f"{result.cases} case" + ("" if result.cases == 1 else "s")
+    return f"{'PASS' if result.passed else 'FAIL'} on {result.where}, {cases}" + (
         f", {result.instructions:,} instructions per inference (QEMU -icount, not cycles)"
         if result.instructions else "")
 
