@@ -118,6 +118,7 @@ _CHECKSUM = re.compile(_CASE_OUTPUT + r"checksum ([0-9a-f]{8}), reference ([0-9a
 _NON_FINITE = re.compile(_CASE_OUTPUT + r"reference has (\d+) NaN, (\d+) \+Inf, (\d+) -Inf", re.MULTILINE)
 _MISMATCH = re.compile(_CASE_OUTPUT + r"mismatch (?:at element (\d+) \((\d+) of (\d+) differ\)"
                        r"|in the checksum): got (\S+), expected (\S+) \((.*)\)", re.MULTILINE)
+_RUN_FAILED = re.compile(r"^selftest: case (\d+) run failed with status (-?\d+)$", re.MULTILINE)
 _SELFTEST_LINE = re.compile(r"^selftest: .*$", re.MULTILINE)
 """The lines of packager/selftest.py's C read back here (selftest.c's only channel is its output)."""
 
@@ -148,7 +149,9 @@ def _problem(exit_code: int | None, ending: str, output: str, max_errors: dict[t
              mismatched: bool) -> str | None:
     """Why the run does not show a complete comparison with the reference, or None."""
     if exit_code == RUN_FAILED_STATUS:
-        return "got an error status from the bundle's run call on its input"
+        failed = _RUN_FAILED.search(output)
+        where = f"case {failed[1]}'s input (status {failed[2]})" if failed else "its input"
+        return f"got an error status from the bundle's run call on {where}"
     if exit_code not in (0, 1):
         return f"ended with {ending} before its verdict"
     expected = [(case, k) for case, per_case in enumerate(reference_checksums) for k in range(len(per_case))]

@@ -50,7 +50,8 @@ def test_a_complete_report_with_its_verdict_passes() -> None:
     (HEADER + REPORT.format(c=0, k=0)
      + REPORT.format(c=0, k=1).replace(f"reference {CHECKSUM:08x}", "reference 00000000") + "selftest: PASS\n", 0,
      f"printed 00000000 as case 0 output 1's reference checksum, not the reference's {CHECKSUM:08x}"),
-    ("selftest: run failed with status -3\n", 2, "got an error status from the bundle's run call"),
+    ("selftest: case 1 run failed with status 4\n", 2,
+     "got an error status from the bundle's run call on case 1's input (status 4)"),
 ])
 def test_a_run_that_shows_less_than_a_complete_comparison_fails(output: str, exit_code: int | None,
                                                                 problem: str) -> None:
