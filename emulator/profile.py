@@ -40,12 +40,17 @@ class CallProfile:
 
 
 def read_call_profile(stdout: str) -> CallProfile:
-    """The per-call counts in the profiling build's output: one empty-region count, one count per call 0..N-1."""
-    empty = _EMPTY_REGION.findall(stdout)
-    counted = {int(step): int(count) for step, count in _CALL.findall(stdout)}
+    """The per-call counts of the first inference in the profiling build's output: the self-test runs one per
+    case, each printing one empty-region count and then one count per call 0..N-1; the first is case 0's, the
+    inference whose total the self-test reports."""
+    inferences = [part for part in re.split(r"(?m)^(?=profile: empty region )", stdout)
+                  if part.startswith("profile: empty region ")]
+    first = inferences[0] if inferences else ""
+    empty = _EMPTY_REGION.findall(first)
+    counted = {int(step): int(count) for step, count in _CALL.findall(first)}
     if len(empty) != 1 or sorted(counted) != list(range(len(counted))):
         raise CallProfileError(f"the profiling build printed {len(empty)} empty-region counts and counts for "
-                               f"calls {sorted(counted)}, not one and calls 0 to N-1")
+                               f"calls {sorted(counted)} for its first inference, not one and calls 0 to N-1")
     overhead = int(empty[0])
     return CallProfile(tuple(counted[step] - overhead for step in range(len(counted))), overhead)
 

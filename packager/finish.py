@@ -43,8 +43,9 @@ class BundleFacts:
         return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions)
 
     def manifest_entries(self, bundle: BundleInputs) -> dict[str, Any]:
-        """The manifest's entries for these facts, in the manifest's order; the self-test's tolerances are
-        those `bundle.vectors` embedded in selftest.c."""
+        """The manifest's entries for these facts, in the manifest's order; the self-test's tolerances and
+        cases are those `bundle.vectors` embedded in selftest.c (`selftest.outputs`: one entry per case and
+        output; `max_abs_errors`: per output, the largest over the cases)."""
         vectors = bundle.vectors
         entries: dict[str, Any] = {
             "layer_report": self.layer_report(bundle).facts(),
@@ -53,9 +54,10 @@ class BundleFacts:
             "tools": self.tools,
             "selftest": {
                 "reference": vectors.reference, "rtol": vectors.rtol, "atol_lsb": vectors.atol_lsb,
+                "cases": len(vectors.cases),
                 "passed": self.selftest.passed, "where": self.selftest.where,
                 "max_abs_errors": list(self.selftest.max_errors),
-                "outputs": [report.facts() for report in self.selftest.outputs],
+                "outputs": [report.facts() for report in self.selftest.reports],
             },
             "profile": self.profile,
             "headroom": self.headroom,

@@ -1,6 +1,12 @@
-"""`selftest.c`: runs the bundle on an embedded input and compares with the reference runtime's output.
+"""`selftest.c`: runs the bundle on embedded inputs and compares with the reference runtime's outputs.
 
-Exit status 0 when every output agrees with the reference, 1 on a mismatch, 2 when the run call fails.
+It runs several cases (TestCase: one input per model input and the reference's outputs for it), in order,
+each from the model's reset state: a model with state (`<model>_reset()`, packager.state) is reset before
+every case after the first, as the reference ran each case from a fresh interpreter. How many cases a bundle
+embeds is `case_count`'s rule (a budget of embedded bytes and of multiply-accumulates). Only the first case's
+run is counted on the emulated board (instructions of one inference).
+Exit status 0 when every output of every case agrees with the reference, 1 on a mismatch, 2 when a run call
+fails (the cases after it are not run).
 - Float outputs: every element must have the reference's non-finite class (NaN, +Inf, -Inf, or finite) in
   the same place, and finite elements must satisfy |ours - reference| <= RTOL * max|finite reference| (a
   tolerance relative to the output's scale).
@@ -10,8 +16,9 @@ Exit status 0 when every output agrees with the reference, 1 on a mismatch, 2 wh
   for is little-endian) is printed beside the reference's, computed here in Python, so that builds on
   different machines can show they computed the same bits; a float output that is not bit-identical still
   passes within its tolerance.
-On a mismatch the self-test prints the output, the first failing element, and both values; after every
-output its verdict line, PASS_LINE or FAIL_LINE. `packager.selftest_verdict` reads back what it prints and
+Every report line names its case and output (`selftest: case C output K ...`). On a mismatch the self-test
+prints the case, the output, the first failing element, and both values; after every case's outputs its
+verdict line, PASS_LINE or FAIL_LINE. `packager.selftest_verdict` reads back what it prints and
 alone decides whether the bundle passed (the exit status alone does not). The comparison helpers are static C in
 packager/templates/selftest_*.c (`.c.in`: per C type, `$t` the type and `$fmt` its printf format).
 """
@@ -30,14 +37,44 @@ from packager.template_files import template_text
 
 
 @dataclass(frozen=True)
-class TestVectors:
-    """One embedded test case: inputs and expected outputs, in the order of the model's inputs/outputs."""
+class TestCase:
+    """One embedded test case: inputs and the reference's outputs, in the order of the model's inputs/outputs."""
 
     inputs: list[np.ndarray]
     expected: list[np.ndarray]
-    reference: str  # the runtime that produced `expected`, with its version
+
+
+@dataclass(frozen=True)
+class TestVectors:
+    """The embedded test cases (at least one; case 0 is the one whose run the emulated board counts), and how
+    their outputs are compared."""
+
+    cases: tuple[TestCase, ...]
+    reference: str  # the runtime that produced every case's `expected`, with its version
     rtol: float = 1e-5  # float outputs
     atol_lsb: int = 0  # integer outputs
+
+
+MAX_CASES = 4
+"""The most test cases a self-test runs (tvm_ext.reference.test_cases: random inputs and one at the integer
+types' extremes)."""
+
+CASES_BUDGET_BYTES = 1 << 20
+"""The most bytes of inputs and expected outputs the self-test embeds over all its cases (at least one case,
+whose I/O the model check limits to MAX_IO_BYTES): selftest.c's size, and the emulated board's flash beside
+the profile's (at most 1 MiB of weights and code on the boards' 4 MiB)."""
+
+CASES_BUDGET_MACS = 100_000_000
+"""The most multiply-accumulates of all cases' runs together (at least one case): the self-test's time (a
+cortex-m4f runs some 3 to 10 instructions per int8 MAC, QEMU some 10^8 instructions a second)."""
+
+
+def case_count(io_bytes: int, macs: int = 0) -> int:
+    """How many cases the self-test runs for a model whose inputs and outputs hold `io_bytes` bytes and whose
+    run computes `macs` multiply-accumulates (0: not known yet): MAX_CASES, fewer when their bytes or MACs
+    together would exceed CASES_BUDGET_BYTES or CASES_BUDGET_MACS, and at least 1."""
+    fitting = min(CASES_BUDGET_BYTES // max(io_bytes, 1), CASES_BUDGET_MACS // max(macs, 1))
+    return max(1, min(MAX_CASES, fitting))
 
 
 PASS_LINE = "selftest: PASS"
@@ -64,11 +101,12 @@ def expected_checksum(values: np.ndarray, dtype: str) -> int:
     return fnv1a_32(np.ascontiguousarray(values, dtype=np.dtype(dtype).newbyteorder("<")).tobytes())
 
 
-def reference_checksums(plan: ExecutionPlan, vectors: TestVectors) -> tuple[int, ...]:
-    """The checksum of each of the reference's outputs (`vectors.expected`, in the plan's output order) as the
+def reference_checksums(plan: ExecutionPlan, vectors: TestVectors) -> tuple[tuple[int, ...], ...]:
+    """Per case, the checksum of each of the reference's outputs (`expected`, in the plan's output order) as the
     bundle's C arrays hold them: what selftest.c embeds and must print back."""
-    return tuple(expected_checksum(values.astype(plan.tensors[name].dtype), plan.tensors[name].dtype)
-                 for name, values in zip(plan.outputs, vectors.expected, strict=True))
+    return tuple(tuple(expected_checksum(values.astype(plan.tensors[name].dtype), plan.tensors[name].dtype)
+                       for name, values in zip(plan.outputs, case.expected, strict=True))
+                 for case in vectors.cases)
 
 
 def _is_float(io: IoTensor) -> bool:
@@ -92,11 +130,82 @@ def _compare_functions(outputs: list[IoTensor]) -> list[str]:
     return parts
 
 
-def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], vectors: TestVectors) -> str:
+def _case_arrays(c_type: str, name: str, elements: int, dtype: str, values: list[np.ndarray]) -> str:
+    """`static const <c_type> <name>[SELFTEST_CASES][elements]`, one row per case's `values`."""
+    rows = ",\n".join(array_body(v.astype(dtype), dtype, indent="    ") for v in values)
+    return f"static const {c_type} {name}[SELFTEST_CASES][{elements}] = {{\n{rows}\n}};"
+
+
+def _run_case_lines(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor],
+                    vectors: TestVectors) -> list[str]:
+    """`run_case(c)`: case c from the model's reset state (reset before every case but the first when the
+    model has state), run (counted on the emulated board for case 0 only) and compared output by output."""
     m, M = plan.model, macro_prefix(plan.model)
+    single = len(inputs) == 1 and len(outputs) == 1
+    in_arena = io_in_arena(inputs, outputs)
     lines = [
-        f"/* selftest.c: runs {m} on an embedded input and compares with {comment(vectors.reference)}.",
-        " * Exit status: 0 pass, 1 mismatch, 2 the run call failed. Generated by tvm_ext. */",
+        "/* Runs case `c` from the model's reset state and compares its outputs with the reference's: 0 when they",
+        f" * agree, 1 on a mismatch, {RUN_FAILED_STATUS} when the run call fails. */",
+        "static int run_case(unsigned c)",
+        "{",
+        "  int failed = 0;",
+        "  int status;",
+    ]
+    if not in_arena and not single:
+        lines += [f"  {m}_inputs_t inputs;", f"  {m}_outputs_t outputs;"]
+    if in_arena:  # the inputs are written to, and the outputs copied from, their places in the static arena
+        lines += [f"  memcpy({m}_{io.field}(), selftest_input{k}[c], sizeof(selftest_input{k}[c]));"
+                  for k, io in enumerate(inputs)]
+    elif not single:
+        lines += [f"  inputs.{io.field} = selftest_input{k}[c];" for k, io in enumerate(inputs)]
+        lines += [f"  outputs.{io.field} = selftest_output{k};" for k, io in enumerate(outputs)]
+    if plan.states():  # each case from the state the reference's fresh interpreter starts at
+        lines += ["  if (c > 0u) {", f"    {m}_reset();", "  }"]
+
+    def run_call(case: str) -> str:
+        """The run call on case `case` (a C expression)."""
+        if in_arena:
+            return f"{m}_run()"
+        return f"{m}_run(selftest_input0[{case}], selftest_output0)" if single else f"{m}_run(&inputs, &outputs)"
+
+    lines += [
+        "#ifdef LP_CORTEX_M",
+        "  if (c == 0u) { /* one inference counted, the first case's: its input at a constant address */",
+        "    uint32_t icount_start = lp_icount_start();",
+        f"    status = {run_call('0')};",
+        "    lp_icount_report(lp_icount_elapsed(icount_start));",
+        "  } else {",
+        f"    status = {run_call('c')};",
+        "  }",
+        "#else",
+        f"  status = {run_call('c')};",
+        "#endif",
+        f"  if (status != {M}_OK) {{",
+        '    printf("selftest: case %u run failed with status %d\\n", c, status);',
+        f"    return {RUN_FAILED_STATUS};",
+        "  }",
+    ]
+    if in_arena:
+        lines += [f"  memcpy(selftest_output{k}, {m}_{io.field}(), sizeof(selftest_output{k}));"
+                  for k, io in enumerate(outputs)]
+    for index, io in enumerate(outputs):
+        arrays = f"selftest_output{index}, selftest_expected{index}[c], {io.elements}u"
+        if _is_float(io):
+            lines.append(f"  failed |= check_{io.c_type}(c, {index}u, {arrays}, {vectors.rtol!r});")
+        else:
+            lines.append(f"  failed |= check_{io.c_type}(c, {index}u, {arrays}, UINT64_C({vectors.atol_lsb}));")
+        bit_exact = int(not _is_float(io) and vectors.atol_lsb == 0)
+        lines.append(f"  failed |= check_checksum(c, {index}u, selftest_output{index}, sizeof(selftest_output{index}), "
+                     f"selftest_reference_checksum{index}[c], {bit_exact});")
+    return lines + ["  return failed;", "}", ""]
+
+
+def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], vectors: TestVectors) -> str:
+    m = plan.model
+    cases = vectors.cases
+    lines = [
+        f"/* selftest.c: runs {m} on {len(cases)} embedded input cases and compares with {comment(vectors.reference)}.",
+        f" * Exit status: 0 pass, 1 mismatch, {RUN_FAILED_STATUS} a run call failed. Generated by tvm_ext. */",
         "#include <math.h>",
         "#include <stdint.h>",
         "#include <stdio.h>",
@@ -107,64 +216,33 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         '#include "lp_icount.h" /* the emulated board counts the instructions of one inference */',
         "#endif",
         "",
+        f"#define SELFTEST_CASES {len(cases)}u",
+        "",
     ]
-    for index, (io, values) in enumerate(zip(inputs, vectors.inputs)):
-        lines.append(f"static const {io.c_type} selftest_input{index}[{io.elements}] = "
-                     + array_body(values.astype(io.tensor.dtype), io.tensor.dtype) + ";")
-    for index, (io, values) in enumerate(zip(outputs, vectors.expected)):
-        lines.append(f"static const {io.c_type} selftest_expected{index}[{io.elements}] = "
-                     + array_body(values.astype(io.tensor.dtype), io.tensor.dtype) + ";")
+    for index, io in enumerate(inputs):
+        lines.append(_case_arrays(io.c_type, f"selftest_input{index}", io.elements, io.tensor.dtype,
+                                  [case.inputs[index] for case in cases]))
+    checksums = reference_checksums(plan, vectors)
+    for index, io in enumerate(outputs):
+        lines.append(_case_arrays(io.c_type, f"selftest_expected{index}", io.elements, io.tensor.dtype,
+                                  [case.expected[index] for case in cases]))
+        lines.append(f"static const unsigned long selftest_reference_checksum{index}[SELFTEST_CASES] = {{"
+                     + ", ".join(f"0x{per_case[index]:08x}ul" for per_case in checksums) + "};")
         lines.append(f"static {io.c_type} selftest_output{index}[{io.elements}];")
-    lines += ["", *_compare_functions(outputs)]
+    lines += ["", *_compare_functions(outputs), *_run_case_lines(plan, inputs, outputs, vectors)]
     lines += [
         "int main(void)",
         "{",
         "  int failed = 0;",
-        "  int status;",
-    ]
-    single = len(inputs) == 1 and len(outputs) == 1
-    in_arena = io_in_arena(inputs, outputs)
-    if in_arena:  # the inputs are written to, and the outputs copied from, their places in the static arena
-        lines += [f"  memcpy({m}_{io.field}(), selftest_input{k}, sizeof(selftest_input{k}));"
-                  for k, io in enumerate(inputs)]
-        run_call = f"{m}_run()"
-    elif single:
-        run_call = f"{m}_run(selftest_input0, selftest_output0)"
-    else:
-        lines.append(f"  {m}_inputs_t inputs;")
-        lines.append(f"  {m}_outputs_t outputs;")
-        lines += [f"  inputs.{io.field} = selftest_input{k};" for k, io in enumerate(inputs)]
-        lines += [f"  outputs.{io.field} = selftest_output{k};" for k, io in enumerate(outputs)]
-        run_call = f"{m}_run(&inputs, &outputs)"
-    lines += [
-        "#ifdef LP_CORTEX_M",
-        "  uint32_t icount_start = lp_icount_start();",
-        f"  status = {run_call};",
-        "  lp_icount_report(lp_icount_elapsed(icount_start));",
-        "#else",
-        f"  status = {run_call};",
-        "#endif",
-    ]
-    lines += [
-        f'  printf("selftest: {m} compared with %s\\n", {c_string(vectors.reference)});',
-        f"  if (status != {M}_OK) {{",
-        '    printf("selftest: run failed with status %d\\n", status);',
-        f"    return {RUN_FAILED_STATUS};",
+        "  unsigned c;",
+        f'  printf("selftest: {m} compared with %s on %u cases\\n", {c_string(vectors.reference)}, SELFTEST_CASES);',
+        "  for (c = 0u; c < SELFTEST_CASES; ++c) {",
+        "    int status = run_case(c);",
+        f"    if (status == {RUN_FAILED_STATUS}) {{",
+        "      return status;",
+        "    }",
+        "    failed |= status;",
         "  }",
-    ]
-    if in_arena:
-        lines += [f"  memcpy(selftest_output{k}, {m}_{io.field}(), sizeof(selftest_output{k}));"
-                  for k, io in enumerate(outputs)]
-    for index, (io, reference_checksum) in enumerate(zip(outputs, reference_checksums(plan, vectors))):
-        arrays = f"selftest_output{index}, selftest_expected{index}, {io.elements}u"
-        if _is_float(io):
-            lines.append(f"  failed |= check_{io.c_type}({index}u, {arrays}, {vectors.rtol!r});")
-        else:
-            lines.append(f"  failed |= check_{io.c_type}({index}u, {arrays}, UINT64_C({vectors.atol_lsb}));")
-        bit_exact = int(not _is_float(io) and vectors.atol_lsb == 0)
-        lines.append(f"  failed |= check_checksum({index}u, selftest_output{index}, sizeof(selftest_output{index}), "
-                     f"0x{reference_checksum:08x}ul, {bit_exact});")
-    lines += [
         f'  printf("%s\\n", failed ? {c_string(FAIL_LINE)} : {c_string(PASS_LINE)});',
         "  return failed;",
         "}",

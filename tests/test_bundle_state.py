@@ -82,7 +82,8 @@ def test_state_lives_across_runs_and_resets(tmp_path) -> None:
     bundle = BundleInputs(
         plan=plan, memory=MemoryPlan({}, 0, 0, "by hand", True), buffers=[], kernels_c=KERNELS_C,
         kernel_signatures=KERNEL_SIGNATURES, constants={},
-        vectors=packager.TestVectors([x], [x + RESET_VALUE], "hand arithmetic"), config=BuildConfig(),
+        vectors=packager.TestVectors((packager.TestCase([x], [x + RESET_VALUE]),), "hand arithmetic"),
+        config=BuildConfig(),
         input_names=["x"], output_names=["y"],
     )
     write_bundle(tmp_path, bundle)

@@ -156,7 +156,7 @@ def test_the_shipped_build_files_run_no_semihosting_and_qemu_test_judges_the_uar
 def test_a_selftest_that_fails_makes_make_qemu_test_fail(compiled, tmp_path: Path) -> None:
     bundle = writable_copy(compiled(example_model, "cortex-m4f"), tmp_path)
     selftest = bundle.out_dir / "selftest.c"
-    first_check = "  failed |= check_float(0u"
+    first_check = "  failed |= check_float(c, 0u"
     selftest.write_text(selftest.read_text().replace(first_check, "  failed = 1;\n" + first_check, 1))
     run = subprocess.run(["make", "-s", "qemu-test"], cwd=bundle.out_dir, capture_output=True, text=True, timeout=300)
     assert run.returncode != 0 and "selftest: FAIL" in run.stdout, run.stdout + run.stderr

@@ -27,7 +27,7 @@ def hand_made_bundle(expected: np.ndarray):
     from memory_planner.api import Buffer, MemoryPlan
     from memory_planner.plan import (ExecutionPlan, KernelCall, KernelParameter, KernelSignature, ScratchBuffer,
                                      Tensor, TensorRole)
-    from packager import BuildConfig, BundleInputs, TestVectors
+    from packager import BuildConfig, BundleInputs, TestCase, TestVectors
 
     def floats(*names: str, read_only: bool) -> tuple:
         return tuple(KernelParameter(name, "float32", read_only) for name in names)
@@ -56,7 +56,7 @@ def hand_made_bundle(expected: np.ndarray):
                             floats("x", read_only=True) + floats("y", "scratch", read_only=False)),
         ),
         constants={"w": np.array([0.5, -1.0, 2.0, 0.25], np.float32)},
-        vectors=TestVectors([x], [expected], "hand arithmetic"), config=BuildConfig(),
+        vectors=TestVectors((TestCase([x], [expected]),), "hand arithmetic"), config=BuildConfig(),
         input_names=["x"], output_names=["y"],
     )
 

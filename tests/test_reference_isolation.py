@@ -69,7 +69,8 @@ SEGFAULTING_ONNXRUNTIME = """
     __version__ = "0"
 
     class SessionOptions:
-        pass
+        def add_session_config_entry(self, key, value):
+            pass
 
     def InferenceSession(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGSEGV)

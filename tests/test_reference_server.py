@@ -121,7 +121,7 @@ def test_a_dead_server_is_replaced(models: Path) -> None:
 def test_leaving_the_block_early_stops_the_run(models: Path) -> None:
     path = models / "hang.onnx"
     path.write_bytes(path.name.encode())
-    with reference.start_reference(path, "onnx", [INPUT], [TensorSpec("x", (1, 4), "float32")], 1) as running:
+    with reference.start_reference(path, "onnx", [[INPUT]], [TensorSpec("x", (1, 4), "float32")], 1) as running:
         time.sleep(1)  # the run has started and sleeps
         folder = running._folder
     assert not folder.exists()
@@ -182,7 +182,7 @@ def test_a_forked_process_gets_its_own_server(models: Path) -> None:
     servers = server_pids()
     path = models / "in_flight.onnx"
     path.write_bytes(path.name.encode())
-    with reference.start_reference(path, "onnx", [INPUT], [TensorSpec("x", (1, 4), "float32")], 1) as running:
+    with reference.start_reference(path, "onnx", [[INPUT]], [TensorSpec("x", (1, 4), "float32")], 1) as running:
         read_end, write_end = os.pipe()
         child = os.fork()
         if child == 0:

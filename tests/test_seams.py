@@ -51,7 +51,7 @@ def test_selftest_c_takes_its_static_c_from_the_templates(tmp_path: Path) -> Non
     """A bundle with a float and an int8 output holds every helper template verbatim (the `.c.in` ones
     substituted for its C types)."""
     from memory_planner.plan import ExecutionPlan, KernelCall, Tensor, TensorRole
-    from packager import TestVectors
+    from packager import TestCase, TestVectors
     from packager.io_names import io_tensors
     from packager.selftest import write_selftest
 
@@ -60,7 +60,8 @@ def test_selftest_c_takes_its_static_c_from_the_templates(tmp_path: Path) -> Non
                "q": Tensor("q", (2,), "int8", TensorRole.OUTPUT, "quantize")}
     plan = ExecutionPlan("two", "hand-made", "lowpower", tensors, [KernelCall("k", ("copy",), ("x",), ("y", "q"))],
                          ["x"], ["y", "q"])
-    vectors = TestVectors([np.zeros(2, np.float32)], [np.zeros(2, np.float32), np.zeros(2, np.int8)], "by hand")
+    case = TestCase([np.zeros(2, np.float32)], [np.zeros(2, np.float32), np.zeros(2, np.int8)])
+    vectors = TestVectors((case,), "by hand")
     text = write_selftest(plan, io_tensors(plan, ["x"], ["x"], "input"),
                           io_tensors(plan, ["y", "q"], ["y", "q"], "output"), vectors)
     folder = resources.files("packager").joinpath("templates")
@@ -137,8 +138,8 @@ def test_the_manifest_is_written_once_at_the_end_with_the_final_facts(tmp_path: 
                                                           {}))
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert list(manifest)[-4:] == ["tools", "selftest", "profile", "headroom"]
-    assert manifest["selftest"] == {"reference": "hand arithmetic", "rtol": 1e-5, "atol_lsb": 0, "passed": True,
-                                    "where": "host", "max_abs_errors": [], "outputs": []}
+    assert manifest["selftest"] == {"reference": "hand arithmetic", "rtol": 1e-5, "atol_lsb": 0, "cases": 1,
+                                    "passed": True, "where": "host", "max_abs_errors": [], "outputs": []}
     assert not any(path.exists() for path in leftovers) and not (tmp_path / "build-cortex-m").exists()
     assert tarball == tmp_path / "hand.tar.gz" and tarball.is_file()
 

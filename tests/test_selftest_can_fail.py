@@ -18,12 +18,13 @@ from c_checks import strict_sanitized_selftest
 INF, NAN = float("inf"), float("nan")
 
 
-def copy_bundle(outputs: list[tuple[str, list, list]]):
-    """A bundle with one copy kernel per (dtype, what the bundle outputs, what the reference expects)."""
+def copy_bundle(outputs: list[tuple[str, list, list]], more_cases: tuple[list[tuple[str, list, list]], ...] = ()):
+    """A bundle with one copy kernel per (dtype, what the bundle outputs, what the reference expects); its
+    self-test's case 0 is `outputs`, the cases after it `more_cases` (each of the same dtypes and sizes)."""
     from memory_planner.api import Buffer, MemoryPlan
     from memory_planner.plan import (ExecutionPlan, KernelCall, KernelParameter, KernelSignature,
                                      ScratchBuffer, Tensor, TensorRole)
-    from packager import BuildConfig, BundleInputs, TestVectors
+    from packager import BuildConfig, BundleInputs, TestCase, TestVectors
     from packager.c_types import c_type_of
 
     tensors, calls, kernels, signatures = {}, [], ["#include <stdint.h>"], []
@@ -44,8 +45,9 @@ def copy_bundle(outputs: list[tuple[str, list, list]]):
     names = list(tensors)
     plan = ExecutionPlan("copy", "hand-made", "lowpower", tensors, calls,
                          [n for n in names if n.startswith("x")], [n for n in names if n.startswith("y")])
-    vectors = TestVectors([np.array(got, dtype) for dtype, got, _ in outputs],
-                          [np.array(want, dtype) for dtype, _, want in outputs], "hand-written values")
+    vectors = TestVectors(tuple(TestCase([np.array(got, dtype) for dtype, got, _ in case],
+                                         [np.array(want, dtype) for dtype, _, want in case])
+                                for case in (outputs, *more_cases)), "hand-written values")
     return BundleInputs(
         plan=plan, memory=MemoryPlan({"s": 0}, 16, 16, "by hand", True), buffers=[Buffer("s", 16, 0, 0, 16, "copy")],
         kernels_c="\n".join(kernels), kernel_signatures=tuple(signatures), constants={}, vectors=vectors,
@@ -54,13 +56,13 @@ def copy_bundle(outputs: list[tuple[str, list, list]]):
     )
 
 
-def self_test(tmp_path, outputs, edit_selftest=None, config=None):
-    """Write, build and run the copy bundle's self-test; `edit_selftest` may rewrite selftest.c first; `config`
-    (a BuildConfig) builds it for a profile other than the host's."""
+def self_test(tmp_path, outputs, edit_selftest=None, config=None, more_cases=()):
+    """Write, build and run the copy bundle's self-test (`copy_bundle(outputs, more_cases)`); `edit_selftest`
+    may rewrite selftest.c first; `config` (a BuildConfig) builds it for a profile other than the host's."""
     from packager import write_bundle
     from packager.build import build_bundle, selftest_bundle
 
-    bundle = copy_bundle(outputs)
+    bundle = copy_bundle(outputs, more_cases)
     if config is not None:
         bundle = replace(bundle, config=config)
     write_bundle(tmp_path, bundle)

@@ -18,38 +18,40 @@ from packager.selftest_verdict import read_selftest
 from test_selftest_can_fail import self_test
 
 CHECKSUM = expected_checksum(np.array([1.0, 2.0], np.float32), "float32")
-REPORT = (f"selftest: output {{k}} max abs error 0 (allowed 1e-05, scale 2)\n"
-          f"selftest: output {{k}} reference has 0 NaN, 0 +Inf, 0 -Inf\n"
-          f"selftest: output {{k}} checksum {CHECKSUM:08x}, reference {CHECKSUM:08x} (bit-identical)\n")
+REPORT = (f"selftest: case {{c}} output {{k}} max abs error 0 (allowed 1e-05, scale 2)\n"
+          f"selftest: case {{c}} output {{k}} reference has 0 NaN, 0 +Inf, 0 -Inf\n"
+          f"selftest: case {{c}} output {{k}} checksum {CHECKSUM:08x}, reference {CHECKSUM:08x} (bit-identical)\n")
 HEADER = "selftest: copy compared with hand-written values\n"
 
 
-def judged(output: str, exit_code: int | None = 0, outputs: int = 2):
+def judged(output: str, exit_code: int | None = 0, outputs: int = 2, cases: int = 1):
     ending = "exit status 0" if exit_code == 0 else "a HardFault" if exit_code is None else f"exit status {exit_code}"
-    return read_selftest(exit_code, ending, output, "host", (CHECKSUM,) * outputs)
+    return read_selftest(exit_code, ending, output, "host", ((CHECKSUM,) * outputs,) * cases)
 
 
 def test_a_complete_report_with_its_verdict_passes() -> None:
-    result = judged(HEADER + REPORT.format(k=0) + REPORT.format(k=1) + "selftest: PASS\n")
+    result = judged(HEADER + REPORT.format(c=0, k=0) + REPORT.format(c=0, k=1) + "selftest: PASS\n")
     assert result.passed and result.problem is None and len(result.outputs) == 2
 
 
 @pytest.mark.parametrize(("output", "exit_code", "problem"), [
     (HEADER, 0, "reported 0 of its 2 outputs compared with the reference's checksum"),
-    (HEADER + REPORT.format(k=0) + "selftest: PASS\n", 0, "reported 1 of its 2 outputs"),
-    (HEADER + REPORT.format(k=0) + REPORT.format(k=1) + REPORT.format(k=2) + "selftest: PASS\n", 0,
+    (HEADER + REPORT.format(c=0, k=0) + "selftest: PASS\n", 0, "reported 1 of its 2 outputs"),
+    (HEADER + REPORT.format(c=0, k=0) + REPORT.format(c=0, k=1) + REPORT.format(c=0, k=2) + "selftest: PASS\n", 0,
      "reported 3 of its 2 outputs"),
-    (HEADER + REPORT.format(k=0) + REPORT.format(k=1), 0, "printed no verdict after its outputs"),
-    (HEADER + "selftest: PASS\n" + REPORT.format(k=0) + REPORT.format(k=1), 0, "printed no verdict after"),
-    (HEADER + REPORT.format(k=0) + REPORT.format(k=1) + "selftest: PASS\n", None,
+    (HEADER + REPORT.format(c=0, k=0) + REPORT.format(c=0, k=1), 0, "printed no verdict after its outputs"),
+    (HEADER + "selftest: PASS\n" + REPORT.format(c=0, k=0) + REPORT.format(c=0, k=1), 0, "printed no verdict after"),
+    (HEADER + REPORT.format(c=0, k=0) + REPORT.format(c=0, k=1) + "selftest: PASS\n", None,
      "ended with a HardFault before its verdict"),
-    (HEADER + REPORT.format(k=0) + REPORT.format(k=1) + "selftest: PASS\n", 1,
+    (HEADER + REPORT.format(c=0, k=0) + REPORT.format(c=0, k=1) + "selftest: PASS\n", 1,
      "printed 'selftest: PASS' but ended with exit status 1"),
-    (HEADER + REPORT.format(k=0) + REPORT.format(k=1) + "selftest: FAIL\n", 1,
+    (HEADER + REPORT.format(c=0, k=0) + REPORT.format(c=0, k=1) + "selftest: FAIL\n", 1,
      "printed 'selftest: FAIL' but ended with exit status 1 and no mismatch"),
-    (HEADER + REPORT.format(k=0) + REPORT.format(k=1).replace(f"reference {CHECKSUM:08x}", "reference 00000000")
-     + "selftest: PASS\n", 0, f"printed 00000000 as output 1's reference checksum, not the reference's {CHECKSUM:08x}"),
-    ("selftest: run failed with status -3\n", 2, "got an error status from the bundle's run call"),
+    (HEADER + REPORT.format(c=0, k=0)
+     + REPORT.format(c=0, k=1).replace(f"reference {CHECKSUM:08x}", "reference 00000000") + "selftest: PASS\n", 0,
+     f"printed 00000000 as case 0 output 1's reference checksum, not the reference's {CHECKSUM:08x}"),
+    ("selftest: case 1 run failed with status 4\n", 2,
+     "got an error status from the bundle's run call on case 1's input (status 4)"),
 ])
 def test_a_run_that_shows_less_than_a_complete_comparison_fails(output: str, exit_code: int | None,
                                                                 problem: str) -> None:
@@ -67,22 +69,24 @@ def test_a_selftest_that_returns_0_before_comparing_fails(tmp_path: Path, profil
     config = profile_build_config(profile) if profile else None
     result = self_test(tmp_path, [("float32", [1.0, 2.0], [1.0, 2.0])], returns_before_comparing, config)
     assert result.exit_code == 0 and not result.passed, result.output
-    assert result.problem == "reported 0 of its 1 outputs compared with the reference's checksum"
+    assert result.problem == ("reported 0 of its 1 outputs compared with the reference's checksum "
+                              "(1 cases of 1; case 0 output 0 is missing)")
 
 
 @pytest.mark.parametrize("profile", [None, "cortex-m4f"], ids=["host", "cortex-m4f"])
 def test_a_selftest_that_reports_one_output_of_two_fails(tmp_path: Path, profile: str | None) -> None:
     def forget_output_1(selftest_c: str) -> str:
         """selftest.c without output 1's comparison and checksum (its expected values then unused)."""
-        forgotten, count = re.subn(r"  failed \|= check_\w+\(1u,.*\n  failed \|= check_checksum\(1u,.*\n",
-                                   "  (void)selftest_expected1;\n", selftest_c)
+        forgotten, count = re.subn(r"  failed \|= check_\w+\(c, 1u,.*\n  failed \|= check_checksum\(c, 1u,.*\n",
+                                   "  (void)selftest_expected1;\n  (void)selftest_reference_checksum1;\n", selftest_c)
         assert count == 1, selftest_c
         return forgotten
 
     config = profile_build_config(profile) if profile else None
     result = self_test(tmp_path, [("int8", [1, 2], [1, 2]), ("int8", [3], [3])], forget_output_1, config)
     assert result.exit_code == 0 and "selftest: PASS" in result.output and not result.passed
-    assert result.problem == "reported 1 of its 2 outputs compared with the reference's checksum"
+    assert result.problem == ("reported 1 of its 2 outputs compared with the reference's checksum "
+                              "(1 cases of 2; case 0 output 1 is missing)")
 
 
 @pytest.fixture
@@ -101,7 +105,7 @@ def test_the_cli_reports_a_selftest_that_returns_early_as_our_bug(tmp_path: Path
     assert main(["--example", "--target", target, "-o", str(tmp_path / "out")]) == 3
     stderr = capfd.readouterr().err.strip().splitlines()
     assert len(stderr) == 1 and stderr[0].startswith("tvm_ext.compile: internal error: "), stderr
-    assert "reported 0 of its 1 outputs compared with the reference's checksum" in stderr[0]
+    assert "reported 0 of its 4 outputs compared with the reference's checksum (4 cases of 1" in stderr[0]
     assert not (tmp_path / "out").exists()
 
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tvm_ext.command_process import interrupts_held_back
-from tvm_ext.reference_runtimes import RESULT_FILE, STDERR_FILE, Request, Runtime, read_arrays, write_arrays
+from tvm_ext.reference_runtimes import (RESULT_FILE, STDERR_FILE, Request, Runtime, case_stem, read_arrays,
+                                        write_arrays)
 from tvm_ext.reference_server import ServedRun
 
 if TYPE_CHECKING:
@@ -71,6 +72,45 @@ def test_inputs(specs: list[TensorSpec], seed: int = 0, nonzero_integers: bool =
     return arrays
 
 
+def extreme_inputs(specs: list[TensorSpec], nonzero_integers: bool = False,
+                   index_limits: dict[int, int] | None = None) -> list[np.ndarray]:
+    """Inputs at the ends of test_inputs' ranges, alternating element by element (low, high, low, ...): 1-byte
+    integers at their type's minimum and maximum (1 for uint8's minimum with `nonzero_integers`), so that every
+    integer kernel meets saturation both ways; index inputs at 0 and their axis' last index (as test_inputs:
+    `index_limits`); bools False and True; wider integers at test_inputs' 0 (1) and 9; floats at -1 and 1 (a
+    float model's reference is not known to stay finite beyond the range the first case draws from)."""
+    arrays = []
+    limits = index_limits or {}
+    for k, spec in enumerate(specs):
+        dtype = np.dtype(spec.dtype)
+        limit = limits.get(k)
+        if dtype.kind in "iu" and limit is not None and (limit < 10 or dtype.itemsize == 1):
+            low, high = int(nonzero_integers and limit > 1), max(limit - 1, 0)
+        elif dtype.kind == "b":
+            low, high = 0, 1
+        elif dtype.kind == "f":
+            low, high = -1.0, 1.0
+        elif dtype.kind in "iu" and dtype.itemsize == 1:
+            info = np.iinfo(dtype)
+            low, high = (1 if nonzero_integers and info.min == 0 else info.min), info.max
+        else:
+            low, high = int(nonzero_integers), 9
+        alternating = np.arange(int(np.prod(spec.shape, dtype=np.int64))) % 2 == 1
+        arrays.append(np.where(alternating, high, low).reshape(spec.shape).astype(dtype))
+    return arrays
+
+
+def selftest_cases(specs: list[TensorSpec], count: int, nonzero_integers: bool = False,
+               index_limits: dict[int, int] | None = None) -> list[list[np.ndarray]]:
+    """`count` input cases for the self-test, deterministic: case 0 is test_inputs' (seed 0), case 1
+    extreme_inputs', the others test_inputs' with seeds 1, 2, ... (the arguments are theirs)."""
+    cases = [test_inputs(specs, 0, nonzero_integers, index_limits)]
+    if count > 1:
+        cases.append(extreme_inputs(specs, nonzero_integers, index_limits))
+    cases += [test_inputs(specs, seed, nonzero_integers, index_limits) for seed in range(1, count - 1)]
+    return cases
+
+
 def _is_integer_model(specs: list[TensorSpec]) -> bool:
     return any(np.dtype(s.dtype).kind in "iu" for s in specs)
 
@@ -81,28 +121,30 @@ class ReferenceRuntimeError(Exception):
 
 def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input_specs: list[TensorSpec],
                   num_outputs: int, micro_operators: bool = False) -> tuple[list[np.ndarray], str]:
-    """The reference runtime's outputs for `inputs`, and the runtime's name and version; `micro_operators`:
-    the model has operators only TFLite Micro runs.
+    """The reference runtime's outputs for one case `inputs`, and the runtime's name and version;
+    `micro_operators`: the model has operators only TFLite Micro runs.
 
     Raises ReferenceRuntimeError when the runtime refuses the model, crashes or outlives
     REFERENCE_TIMEOUT_SECONDS.
     """
-    with start_reference(path, model_format, inputs, input_specs, num_outputs, micro_operators) as running:
-        return running.result()
+    with start_reference(path, model_format, [inputs], input_specs, num_outputs, micro_operators) as running:
+        outputs, runtime = running.result()
+        return outputs[0], runtime
 
 
-def start_reference(path: Path, model_format: str, inputs: list[np.ndarray], input_specs: list[TensorSpec],
+def start_reference(path: Path, model_format: str, cases: list[list[np.ndarray]], input_specs: list[TensorSpec],
                     num_outputs: int, micro_operators: bool = False) -> RunningReference:
-    """The reference runtime started on `inputs` in its process, to be awaited with `result()` (see
-    RunningReference); the arguments are run_reference's."""
+    """The reference runtime started on each of `cases` (one array per model input each), each case from the
+    model's initial state, in its process, to be awaited with `result()` (see RunningReference); the other
+    arguments are run_reference's."""
     if model_format == "onnx":
         runtime = Runtime.ONNXRUNTIME
     elif micro_operators or _is_integer_model(input_specs):
         runtime = Runtime.TFLITE_MICRO
     else:
         runtime = Runtime.LITERT
-    request = Request(runtime, str(path.resolve()), tuple(s.name for s in input_specs), num_outputs)
-    return RunningReference(path.name, request, inputs)
+    request = Request(runtime, str(path.resolve()), tuple(s.name for s in input_specs), num_outputs, len(cases))
+    return RunningReference(path.name, request, cases)
 
 
 class RunningReference:
@@ -111,29 +153,31 @@ class RunningReference:
     needs only the model file and the inputs, written into FOLDER first).
 
     Contract: `result()` waits for the run, at most REFERENCE_TIMEOUT_SECONDS after its start (then stops
-    it), and returns its outputs and the runtime's name, or raises ReferenceRuntimeError (one line naming the
+    it), and returns its outputs (per case) and the runtime's name, or raises ReferenceRuntimeError (one line naming the
     model file). Use the object as a context manager: leaving the block, however (an error or an interrupt
     in the caller's other work), kills a run still running, waits for it and deletes FOLDER, so that no
     process and no file outlives the block. The run writes its stderr into FOLDER, so nothing in this
     process has to read a pipe meanwhile (no thread).
     """
 
-    def __init__(self, model_name: str, request: Request, inputs: list[np.ndarray]) -> None:
+    def __init__(self, model_name: str, request: Request, cases: list[list[np.ndarray]]) -> None:
         self._model_name = model_name
         self._runtime = request.runtime
+        self._cases = len(cases)
         self._deadline = time.monotonic() + REFERENCE_TIMEOUT_SECONDS
         self._timeout_seconds = REFERENCE_TIMEOUT_SECONDS
         with interrupts_held_back():  # the folder and the run exist together, or neither does
             self._folder = Path(tempfile.mkdtemp(prefix="tvm_ext_reference."))
             try:
-                self._run = self._start_run(request, inputs)
+                self._run = self._start_run(request, cases)
             except BaseException:
                 shutil.rmtree(self._folder, ignore_errors=True)
                 raise
 
-    def _start_run(self, request: Request, inputs: list[np.ndarray]) -> ServedRun:
+    def _start_run(self, request: Request, cases: list[list[np.ndarray]]) -> ServedRun:
         request.write(self._folder)
-        write_arrays(self._folder, "input", inputs)
+        for case, inputs in enumerate(cases):
+            write_arrays(self._folder, case_stem(case, "input"), inputs)
         (self._folder / STDERR_FILE).touch()  # there even if the run ends before it opens it
         return ServedRun(self._folder)
 
@@ -145,13 +189,15 @@ class RunningReference:
             self._run.stop()
             shutil.rmtree(self._folder, ignore_errors=True)
 
-    def result(self) -> tuple[list[np.ndarray], str]:
-        """The runtime's outputs and name and version, once the run ended (see the class's contract)."""
+    def result(self) -> tuple[list[list[np.ndarray]], str]:
+        """The runtime's outputs, per case, and its name and version, once the run ended (see the class's
+        contract)."""
         failure = self._wait()
         if failure is None:
             result = json.loads((self._folder / RESULT_FILE).read_text())
             if "error" not in result:
-                return read_arrays(self._folder, "output", result["outputs"]), result["runtime"]
+                return [read_arrays(self._folder, case_stem(case, "output"), result["outputs"])
+                        for case in range(self._cases)], result["runtime"]
             failure = f"cannot run the model: {result['error']}"
         raise ReferenceRuntimeError(f"{self._model_name}: the reference runtime {self._runtime.value} {failure}")
 
@@ -177,8 +223,8 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def run_relax_vm(mod, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
-    """Outputs of a user's Relax module on TVM's own Relax VM, compiled with LLVM for the host.
+def run_relax_vm(mod, cases: list[list[np.ndarray]]) -> tuple[list[list[np.ndarray]], str]:
+    """Outputs of a user's Relax module on TVM's own Relax VM, compiled with LLVM for the host, per input case.
 
     The reference for modules that come from no model file: the same graph through a different code
     generator and executor than the bundle's. Give it the module exactly as the user gave it, before any of
@@ -190,6 +236,10 @@ def run_relax_vm(mod, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
 
     from tvm_ext.host_vm import host_vm
 
-    result = host_vm(mod)["main"](*[tvm.runtime.tensor(x) for x in inputs])
-    fields = [result] if hasattr(result, "numpy") else list(result)
-    return [f.numpy() for f in fields], f"TVM {tvm.__version__} Relax VM (llvm)"
+    main = host_vm(mod)["main"]
+    outputs = []
+    for inputs in cases:
+        result = main(*[tvm.runtime.tensor(x) for x in inputs])
+        fields = [result] if hasattr(result, "numpy") else list(result)
+        outputs.append([f.numpy() for f in fields])
+    return outputs, f"TVM {tvm.__version__} Relax VM (llvm)"

@@ -6,8 +6,8 @@ that takes only that process down, and `tvm_ext.reference` reports it in one lin
 neither TVM nor the compiler, only numpy and the runtimes it runs.
 
 The exchange, all in FOLDER (written by the parent, private to one run):
-- in: `request.json` (a `Request`), `input<i>.npy` for each model input in order;
-- out, when the runtime ran: `output<i>.npy` for each output and `result.json`
+- in: `request.json` (a `Request`), `case<c>_input<i>.npy` for each case c and each model input i in order;
+- out, when the runtime ran: `case<c>_output<i>.npy` for each case and output and `result.json`
   `{"runtime": "<name version>", "outputs": <count>}`;
   when it raised an error: `result.json` `{"error": "<one readable line>"}`. Exit status 0 in both cases;
   anything else (a signal, another status) means the runtime crashed; its stderr is in `stderr.txt`.
@@ -72,14 +72,18 @@ class Runtime(str, enum.Enum):
 @dataclass(frozen=True)
 class Request:
     """What the child runs: `runtime` on the model file `model` (an absolute path), whose inputs are named
-    `input_names` (in order) and which has `num_outputs` outputs. The child reads the file itself and gives the
-    runtime its bytes, never the path: a runtime's C++ API takes paths as UTF-8 text, and a path that is not
-    (Python's surrogate escapes) made onnxruntime and LiteRT refuse the call, a failure blamed on the model."""
+    `input_names` (in order) and which has `num_outputs` outputs, for each of `cases` input cases, each from
+    the model's initial state (a fresh TFLite Micro or LiteRT interpreter per case: their variable tensors and
+    signal operators' buffers carry state from one invoke to the next; an ONNX model has none). The child
+    reads the file itself and gives the runtime its bytes, never the path: a runtime's C++ API takes paths as
+    UTF-8 text, and a path that is not (Python's surrogate escapes) made onnxruntime and LiteRT refuse the
+    call, a failure blamed on the model."""
 
     runtime: Runtime
     model: str
     input_names: tuple[str, ...]
     num_outputs: int
+    cases: int = 1
 
     def write(self, folder: Path) -> None:
         (folder / REQUEST_FILE).write_text(json.dumps(asdict(self)))
@@ -87,13 +91,19 @@ class Request:
     @classmethod
     def read(cls, folder: Path) -> Request:
         fields = json.loads((folder / REQUEST_FILE).read_text())
-        return cls(Runtime(fields["runtime"]), fields["model"], tuple(fields["input_names"]), fields["num_outputs"])
+        return cls(Runtime(fields["runtime"]), fields["model"], tuple(fields["input_names"]), fields["num_outputs"],
+                   fields["cases"])
 
 
 def write_arrays(folder: Path, stem: str, arrays: list[np.ndarray]) -> None:
     """`arrays` as `<stem>0.npy`, `<stem>1.npy`, ... (no pickled objects)."""
     for index, array in enumerate(arrays):
         np.save(folder / f"{stem}{index}.npy", np.asarray(array), allow_pickle=False)
+
+
+def case_stem(case: int, stem: str) -> str:
+    """The file stem of case `case`'s arrays `stem` ("input", "output"): `case<c>_<stem>`."""
+    return f"case{case}_{stem}"
 
 
 def read_arrays(folder: Path, stem: str, count: int) -> list[np.ndarray]:
@@ -108,28 +118,30 @@ def readable_error(err: Exception) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 
-def _run_onnxruntime(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
+def _run_onnxruntime(request: Request, cases: list[list[np.ndarray]]) -> tuple[list[list[np.ndarray]], str]:
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # errors only: its warnings about old opsets are not ours to print
     options.add_session_config_entry(*ONNXRUNTIME_INTEGER_QDQ)
     session = onnxruntime.InferenceSession(_model_bytes(request), options, providers=["CPUExecutionProvider"])
-    outputs = session.run(None, dict(zip(request.input_names, inputs, strict=True)))
+    outputs = [session.run(None, dict(zip(request.input_names, inputs, strict=True))) for inputs in cases]
     return outputs, f"onnxruntime {onnxruntime.__version__}"
 
 
-def _run_litert(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
+def _run_litert(request: Request, cases: list[list[np.ndarray]]) -> tuple[list[list[np.ndarray]], str]:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    # The reference kernels, not XNNPACK: the reference is the one LiteRT documents as exact.
-    interpreter = Interpreter(model_content=_model_bytes(request),
-                              experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    interpreter.allocate_tensors()
-    for detail, value in zip(interpreter.get_input_details(), inputs):
-        interpreter.set_tensor(detail["index"], value)
-    interpreter.invoke()
-    outputs = [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
+    model = _model_bytes(request)
+    outputs = []
+    for inputs in cases:  # a fresh interpreter per case: its variable tensors start at their initial value
+        # The reference kernels, not XNNPACK: the reference is the one LiteRT documents as exact.
+        interpreter = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+        interpreter.allocate_tensors()
+        for detail, value in zip(interpreter.get_input_details(), inputs):
+            interpreter.set_tensor(detail["index"], value)
+        interpreter.invoke()
+        outputs.append([interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()])
     return outputs, f"LiteRT {version('ai-edge-litert')}"
 
 
@@ -150,12 +162,15 @@ def _tflite_micro_interpreter(model: bytes):
         arena_bytes *= 2
 
 
-def _run_tflite_micro(request: Request, inputs: list[np.ndarray]) -> tuple[list[np.ndarray], str]:
-    interpreter = _tflite_micro_interpreter(_model_bytes(request))
-    for index, value in enumerate(inputs):
-        interpreter.set_input(value, index)
-    interpreter.invoke()
-    outputs = [np.array(interpreter.get_output(index)).copy() for index in range(request.num_outputs)]
+def _run_tflite_micro(request: Request, cases: list[list[np.ndarray]]) -> tuple[list[list[np.ndarray]], str]:
+    model = _model_bytes(request)
+    outputs = []
+    for inputs in cases:  # a fresh interpreter per case: its state and unwritten outputs as on its first run
+        interpreter = _tflite_micro_interpreter(model)
+        for index, value in enumerate(inputs):
+            interpreter.set_input(value, index)
+        interpreter.invoke()
+        outputs.append([np.array(interpreter.get_output(index)).copy() for index in range(request.num_outputs)])
     return outputs, f"TFLite Micro (tflite-micro {version('tflite-micro')})"
 
 
@@ -174,14 +189,15 @@ _RUNNERS = {
 def main(folder: Path) -> int:
     """Run the request in `folder` and write its result there; 0 unless the runtime crashes us."""
     request = Request.read(folder)
-    inputs = read_arrays(folder, "input", len(request.input_names))
+    cases = [read_arrays(folder, case_stem(case, "input"), len(request.input_names)) for case in range(request.cases)]
     try:
-        outputs, runtime = _RUNNERS[request.runtime](request, inputs)
+        outputs, runtime = _RUNNERS[request.runtime](request, cases)
     except Exception as err:  # noqa: BLE001 - each runtime raises its own types; all mean "cannot run it"
         result: dict[str, str | int] = {"error": readable_error(err)}
     else:
-        write_arrays(folder, "output", outputs)
-        result = {"runtime": runtime, "outputs": len(outputs)}
+        for case, case_outputs in enumerate(outputs):
+            write_arrays(folder, case_stem(case, "output"), case_outputs)
+        result = {"runtime": runtime, "outputs": len(outputs[0])}
     (folder / RESULT_FILE).write_text(json.dumps(result))
     return 0
 

@@ -28,7 +28,7 @@ from memory_planner.check import InvalidMemoryPlanError, check_plan
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.order import choose_order
 from memory_planner.plan import DTYPE_BYTES, ExecutionPlan
-from packager import BundleFacts, BundleInputs, TestVectors, finish_bundle, write_bundle
+from packager import BundleFacts, BundleInputs, TestCase, TestVectors, finish_bundle, write_bundle
 from packager.build import BuildError, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig, write_makefile
 from packager.bundle import library_sources
@@ -82,17 +82,19 @@ class Checked:
 
 @dataclass(frozen=True)
 class Imported:
-    """The model in Relax, and the input the self-test embeds (one array per model input)."""
+    """The model in Relax, and the self-test's input cases (each one array per model input; case 0 first, at
+    most as many as `packager.selftest.case_count` allows for the model's I/O bytes)."""
 
     model: ImportedModel
-    inputs: list[np.ndarray]
+    cases: list[list[np.ndarray]]
 
 
 @dataclass(frozen=True)
 class Referenced:
-    """The reference runtime's outputs for the self-test's input, and the runtime's name and version."""
+    """The reference runtime's outputs for each of the self-test's input cases, and the runtime's name and
+    version."""
 
-    expected: list[np.ndarray]
+    expected: list[list[np.ndarray]]
     runtime: str
 
 
@@ -302,7 +304,8 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
     compute a tensor that fits no target on the host."""
     from tvm_ext.frontend import from_relax, import_model_data
     from tvm_ext.model_check.limits import io_problem
-    from tvm_ext.reference import DIVIDING_OPERATORS, test_inputs
+    from packager.selftest import case_count
+    from tvm_ext.reference import DIVIDING_OPERATORS, selftest_cases
     from tvm_ext.transform import RefuseOversizedTensors
     from tvm_ext.transform.index_guards import index_input_limits
 
@@ -317,32 +320,34 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
         imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
         divides = any(operator.op in DIVIDING_OPERATORS for operator in checked.facts.operators)
     limits = index_input_limits(imported.mod["main"])  # index inputs drawn inside their axes
-    return Imported(imported, test_inputs(imported.inputs, nonzero_integers=divides, index_limits=limits))
+    count = case_count(tensors_bytes(imported.inputs) + tensors_bytes(imported.outputs))
+    return Imported(imported, selftest_cases(imported.inputs, count, nonzero_integers=divides, index_limits=limits))
 
 
 def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
     """The user's Relax module run by TVM's Relax VM on the host: the reference for a module from no file."""
     from tvm_ext.reference import run_relax_vm
 
-    return Referenced(*run_relax_vm(mod, imported.inputs))
+    return Referenced(*run_relax_vm(mod, imported.cases))
 
 
 def start_reference_file(checked: Checked, imported: Imported) -> RunningReference:
-    """The model file's reference runtime started on the self-test's input, in a process of its own (which
+    """The model file's reference runtime started on the self-test's input cases, in a process of its own (which
     reads the file by its path): awaited by `reference_file`, stopped when the caller's `with` block ends."""
     from tvm_ext.model_check.signal_ops import SIGNAL_OPERATORS
     from tvm_ext.reference import start_reference
 
     model = imported.model
     micro_operators = not checked.facts.op_types().isdisjoint(SIGNAL_OPERATORS)
-    return start_reference(checked.path, checked.facts.format.value, imported.inputs, model.inputs,
+    return start_reference(checked.path, checked.facts.format.value, imported.cases, model.inputs,
                            len(model.outputs), micro_operators)
 
 
 def reference_file(running: RunningReference, imported: Imported) -> Referenced:
-    """The reference runtime's outputs, once its process ended, 0 where TFLite Micro leaves an output unwritten
-    (`ImportedModel.first_run_unwritten`: its values there are whatever its arena held, the bundle writes 0);
-    CompileError with its one line."""
+    """The reference runtime's outputs per case, once its process ended, 0 where TFLite Micro leaves an output
+    unwritten (`ImportedModel.first_run_unwritten`: its values there are whatever its arena held, the bundle
+    writes 0; every case is a first run, from a fresh interpreter and after the bundle's reset); CompileError
+    with its one line."""
     from tvm_ext.reference import ReferenceRuntimeError
 
     try:
@@ -350,8 +355,8 @@ def reference_file(running: RunningReference, imported: Imported) -> Referenced:
     except ReferenceRuntimeError as err:
         raise CompileError(str(err)) from err
     unwritten = imported.model.first_run_unwritten
-    return Referenced([np.where(unwritten[k].reshape(e.shape), np.zeros((), e.dtype), e) if k in unwritten else e
-                       for k, e in enumerate(expected)], runtime)
+    return Referenced([[np.where(unwritten[k].reshape(e.shape), np.zeros((), e.dtype), e) if k in unwritten else e
+                        for k, e in enumerate(outputs)] for outputs in expected], runtime)
 
 
 def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, layout: str | None = None
@@ -437,13 +442,25 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
         requantize_roundings=generated.source.requantize_roundings, dual_mac=generated.source.dual_mac,
         signal_helpers=generated.source.signal_helpers,
         constants=generated.constants,
-        vectors=TestVectors(imported.inputs, referenced.expected, referenced.runtime),
+        vectors=selftest_vectors(imported, referenced, planned.plan),
         config=config, input_names=[s.name for s in imported.model.inputs],
         output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
         kernels_c_by_unit={unit: generated.source.c_text_of(names) for unit, names in by_unit.items()},
         io_in_arena=planned.io_in_arena,
     )
     return Packaged(bundle, write_bundle(folder, bundle))
+
+
+def selftest_vectors(imported: Imported, referenced: Referenced, plan: ExecutionPlan) -> TestVectors:
+    """The cases the self-test embeds: the first `case_count` of those referenced, now that the plan's
+    multiply-accumulates are known (fewer cases for a model whose runs would take long)."""
+    from packager.selftest import case_count
+
+    io_bytes = tensors_bytes(imported.model.inputs) + tensors_bytes(imported.model.outputs)
+    count = case_count(io_bytes, sum(call.macs for call in plan.calls))
+    return TestVectors(tuple(TestCase(inputs, expected) for inputs, expected
+                             in zip(imported.cases[:count], referenced.expected[:count], strict=True)),
+                       referenced.runtime)
 
 
 def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -> dict[str, str]:
@@ -539,7 +556,8 @@ def _describe_memory(planned: Planned) -> str:
 
 def _describe_selftest(tested: Tested) -> str:
     result = tested.result
-    return f"{'PASS' if result.passed else 'FAIL'} on {result.where}" + (
+    cases = f"{result.cases} case" + ("" if result.cases == 1 else "s")
+    return f"{'PASS' if result.passed else 'FAIL'} on {result.where}, {cases}" + (
         f", {result.instructions:,} instructions per inference (QEMU -icount, not cycles)"
         if result.instructions else "")
 
