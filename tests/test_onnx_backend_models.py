@@ -7,7 +7,7 @@ from pathlib import Path
 import onnx.backend.test
 import pytest
 
-from tvm_ext.compile import CompileError, compile
+from tvm_ext.compile import CompileError, DoesNotFitError, compile
 
 DATA = Path(onnx.backend.test.__file__).parent / "data"
 CONVERTED = [
@@ -24,9 +24,20 @@ MODELS = [DATA / "pytorch-converted" / f"test_{n}" for n in CONVERTED] + [
 ]
 
 
+# lowpower with room for test_operator_conv's 4,456,960 B of inputs and outputs, more than lowpower's 512 KiB
+# (refused there: test_a_model_whose_io_exceeds_lowpowers_sram_is_refused_by_bytes).
+LARGE_SRAM_PROFILE = """extends = "lowpower"
+name = "lowpower-16mib"
+description = "lowpower with 16 MiB of SRAM"
+sram_bytes = 16_777_216
+"""
+
+
 @pytest.mark.parametrize("model_dir", MODELS, ids=lambda p: p.name if isinstance(p, Path) else None)
 def test_matches_onnxruntime(model_dir: Path, tmp_path):
-    bundle = compile(model_dir / "model.onnx", "lowpower", tmp_path / "out", name=model_dir.name)
+    profile = tmp_path / "lowpower-16mib.toml"
+    profile.write_text(LARGE_SRAM_PROFILE)
+    bundle = compile(model_dir / "model.onnx", str(profile), tmp_path / "out", name=model_dir.name)
     assert bundle.selftest.passed, bundle.selftest.output
     assert "onnxruntime" in bundle.selftest.output
 
@@ -35,4 +46,11 @@ def test_model_the_reference_cannot_run_is_a_clear_error(tmp_path):
     # onnxruntime has no Gemm for opset 6: without a reference there is no self-test, so no bundle.
     with pytest.raises(CompileError, match=r"^model\.onnx: the reference runtime onnxruntime cannot run the model"):
         compile(DATA / "pytorch-converted" / "test_Linear" / "model.onnx", "lowpower", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_model_whose_io_exceeds_lowpowers_sram_is_refused_by_bytes(tmp_path):
+    with pytest.raises(DoesNotFitError, match=r"^model\.onnx: inputs, outputs and state need 4,456,960 B of SRAM but "
+                                              r"lowpower has 524,288 B"):
+        compile(DATA / "pytorch-operator" / "test_operator_conv" / "model.onnx", "lowpower", tmp_path / "out")
     assert not (tmp_path / "out").exists()
