@@ -1,9 +1,9 @@
 """The bundle's row dot product helper: `<prefix>_row_dot_s8x4`, `static inline` C in `<model>_internal.h`,
-called by the SVDF time product on DSP cores (`tvm_ext.row_dot`).
+called by the SVDF time product on DSP cores (`backends.cortex_m.schedules.row_dot`).
 
 It adds to four int32 accumulators the dot product of each channel's int8 input row with its own int8
 weight row. Where the compiler defines `__ARM_FEATURE_DSP`, four inputs and four weights per 32-bit load,
-widened by SXTB16 and multiplied two pairs per SMLAD (the dual MAC's word operations, `packager.dual_mac_c`,
+widened by SXTB16 and multiplied two pairs per SMLAD (the dual MAC's word operations, `backends.cortex_m.helpers.dual_mac_c`,
 which defines them first); elsewhere, and for the last bytes of a row, portable C. Bit-exact.
 """
 

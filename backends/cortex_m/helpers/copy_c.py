@@ -1,5 +1,5 @@
 """The bundle's ascending copy helper: `<prefix>_copy_ascending`, `static inline` C in `<model>_internal.h`,
-called where a kernel copies a run of elements in ascending order (`tvm_ext.extern_helpers`: the SVDF state
+called where a kernel copies a run of elements in ascending order (`backends.cortex_m.schedules.extern_helpers`: the SVDF state
 update moving its memory one step left, in place).
 
 It copies ``count`` elements of ``element_bytes`` bytes from ``src`` to ``dst`` as the loop
