@@ -1,8 +1,8 @@
 """Run a bundle's self-test on an emulated Cortex-M (QEMU's MPS2 boards) and measure it; no TVM import.
 
-Beside the packager, which writes the bundle's files (`packager.cortex_m` writes OUT/cortex_m/); this package
+Beside the packager, which writes the bundle's files (`backends.cortex_m.bundle_files` writes OUT/cortex_m/); this package
 runs and measures what was written. Import the module you need (this file imports none of them, so that
-`emulator.selftest`, which reads the bundle layout from `packager.cortex_m.support`, forms no import cycle):
+`emulator.selftest`, which reads the bundle layout from `backends.cortex_m.bundle_files.support`, forms no import cycle):
 
 - `boards`: the board table (memory map, QEMU machine, timer, UART0), the exit marker, and the compile target
   record (cpu flags).

@@ -3,7 +3,7 @@
 One table of QEMU boards (memory map, timer, console UART), and the record of a compile target: a core and
 the board that runs its code. Its compiler flags are not here: the bundle's one `BuildConfig` (from the device
 profile) holds them, so the emulated self-test runs exactly the code the library ships; every other module
-of `emulator` and `packager.cortex_m` reads these records, and nothing else hard-codes an address or a machine name.
+of `emulator` and `backends.cortex_m.bundle_files` reads these records, and nothing else hard-codes an address or a machine name.
 
 Facts (QEMU 7.2, hw/arm/mps2.c and hw/arm/mps2-tz.c, checked by the tests on the real emulator):
 - mps2-an385/an386/an500 boot from a vector table at 0x0; SSRAM1 (4 MiB) at 0x0, SSRAM2/3 (4 MiB) at

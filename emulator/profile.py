@@ -1,6 +1,6 @@
 """Run a bundle's PROFILING build on its emulated board: the instructions of each kernel call of one inference.
 
-The profiling build (`make -f cortex_m/qemu-test.mk cortex-m-profile-elf`, see packager.cortex_m.support) is
+The profiling build (`make -f cortex_m/qemu-test.mk cortex-m-profile-elf`, see backends.cortex_m.bundle_files.support) is
 the self-test, from the same objects compiled as the shipped code, except that its run function is
 cortex_m/<model>_model_profiled.c: each kernel call sits between a start and a reading of the board's
 instruction counter (cortex_m/lp_icount.h), and cortex_m/lp_call_profile.c prints each count, and once the
@@ -18,7 +18,7 @@ from pathlib import Path
 from emulator.boards import Board
 from emulator.qemu import run_qemu
 from emulator.selftest import make_cross
-from packager.cortex_m.support import PROFILE_ELF
+from backends.cortex_m.bundle_files.support import PROFILE_ELF
 
 _EMPTY_REGION = re.compile(r"^profile: empty region (\d+)$", re.MULTILINE)
 _CALL = re.compile(r"^profile: call (\d+) (\d+)$", re.MULTILINE)

@@ -13,7 +13,7 @@ from pathlib import Path
 from emulator.boards import CortexMTarget
 from emulator.qemu import QemuResult, run_qemu
 from emulator.sizes import read_sizes
-from packager.cortex_m.support import CROSS_BUILD_DIR, QEMU_TEST_MAKEFILE, SELFTEST_ELF, model_code_stems
+from backends.cortex_m.bundle_files.support import CROSS_BUILD_DIR, QEMU_TEST_MAKEFILE, SELFTEST_ELF, model_code_stems
 
 INSTRUCTIONS_NOTE = "instructions executed under QEMU -icount, not cycles of a real core"
 

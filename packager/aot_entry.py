@@ -104,7 +104,7 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
 
     With `profile_calls` it is the Cortex-M profiling build's run function (never the shipped one): each
     kernel call sits between the board's instruction counter's start and reading (cortex_m/lp_icount.h),
-    and cortex_m/lp_call_profile.h prints each call's count (see packager.cortex_m.profile)."""
+    and cortex_m/lp_call_profile.h prints each call's count (see backends.cortex_m.bundle_files.profile)."""
     m, M = plan.model, macro_prefix(plan.model)
     in_arena = io_in_arena(inputs, outputs)
     single = len(inputs) == 1 and len(outputs) == 1

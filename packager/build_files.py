@@ -5,7 +5,7 @@ Every word from the profile (compiler, archiver, flags) is written through `pack
 syntax or a shell command.
 
 `BuildConfig` is the one place a bundle's compiler flags are decided (from the target profile): the Makefile,
-the CMakeLists.txt, the emulated self-test's build (`packager.cortex_m.support`) and the host check build
+the CMakeLists.txt, the emulated self-test's build (`backends.cortex_m.bundle_files.support`) and the host check build
 (`packager.build`) all take their flags from it, so what the emulator measures is compiled as what ships.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from emulator.boards import CortexMTarget
 from packager.cmake_text import cmake_quoted
-from packager.cortex_m import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE
+from backends.cortex_m.bundle_files import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE
 from packager.make_text import make_words
 from packager.unit_libraries import UnitBuild, cmake_lines, kernel_sources, make_rules
 
@@ -33,7 +33,7 @@ class BuildConfig:
 
     `cflags` and `ldflags` are the profile's, in order; `compile_flags` is every flag a library source is
     compiled with (the emulated self-test adds only flags that do not change the code: see
-    `packager.cortex_m.support.COMPILE_FLAGS`).
+    `backends.cortex_m.bundle_files.support.COMPILE_FLAGS`).
     """
 
     cc: str = "cc"

@@ -9,7 +9,7 @@ from typing import Any
 
 from packager.archive import archive
 from packager.bundle import BundleInputs
-from packager.cortex_m import CROSS_BUILD_DIR
+from backends.cortex_m.bundle_files import CROSS_BUILD_DIR
 from packager.manifest import manifest, manifest_json
 from packager.report import REPORT_FILE, LayerReport, layer_report
 from packager.selftest_verdict import SelftestResult

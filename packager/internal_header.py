@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from backends.backend import HelperLibrary
 from memory_planner.plan import ExecutionPlan, KernelSignature
 from packager.c_types import c_prototype, c_type_of
 from packager.c_text import macro_prefix
-from packager.copy_c import copy_helper_c
-from packager.dual_mac_c import dual_mac_helper_c
 from packager.fixed_point_c import requantize_helpers_c
 from packager.signal_c import signal_helpers_c
 
@@ -20,11 +19,11 @@ def weight_symbol(plan: ExecutionPlan, tensor_name: str) -> str:
 
 def write_internal_header(
     plan: ExecutionPlan, kernels: Sequence[KernelSignature], requantize_roundings: tuple[str, ...],
-    dual_mac: bool = False, signal_helpers: Sequence[str] = (),
+    helper_libraries: Sequence[HelperLibrary] = (), signal_helpers: Sequence[str] = (),
 ) -> str:
-    """The internal header: the `kernels`' prototypes, the requantization helpers they call, the dual MAC
-    helper where they call it (`dual_mac`), the signal-library helpers they call (`signal_helpers`, C names),
-    the weights."""
+    """The internal header: the `kernels`' prototypes, the requantization helpers they call, the backend
+    helper libraries they call (`helper_libraries`), the signal-library helpers they call (`signal_helpers`,
+    C names), the weights."""
     M = macro_prefix(plan.model)
     guard = f"{M}_INTERNAL_H"
     lines = [
@@ -50,8 +49,7 @@ def write_internal_header(
     ]
     if requantize_roundings:
         lines += [requantize_helpers_c(plan.model, requantize_roundings)]
-    if dual_mac:
-        lines += [dual_mac_helper_c(plan.model), copy_helper_c(plan.model)]
+    lines += [library.c_text(plan.model) for library in helper_libraries]
     if signal_helpers:
         lines += [signal_helpers_c(signal_helpers)]
     lines += [

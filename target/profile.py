@@ -1,7 +1,8 @@
 """The device profile: what one processor and its memory offer a compiled model.
 
 A `Profile` is plain data read from a TOML or JSON file (see `target.loading`). It is the single description
-of a device that the rest of the compiler reads: the passes read `int8_rounding`, `fpu` and `simd`; the
+of a device that the rest of the compiler reads: the passes read `int8_rounding` and the `backend` that
+`arch`, `simd` and `qemu_board` name (whose schedules read `arch`, `fpu` and `simd`); the
 memory planner reads `alignment_bytes`; the resource check reads `sram_bytes` and `flash_bytes`; the build
 files read `c_compiler`, `cflags`, `ldflags` and `binutils_prefix`; the emulator runs read `qemu_board`.
 
@@ -98,6 +99,14 @@ class Profile:
         operator kind at one instruction per MAC."""
         return self.units or (ComputeUnit(self.name.replace("-", "_").replace(".", "_"), self.c_compiler,
                                           self.cflags),)
+
+    @property
+    def backend(self) -> str:
+        """The backend (a folder of `backends/`) that compiles for this core: "cortex_m" for an Arm M-profile
+        architecture ("armv..."), the DSP extension or a QEMU board (every board we emulate is a Cortex-M);
+        "generic_c", the portable C99 path, for any other core."""
+        arm = self.arch.startswith("armv") or self.simd == "dsp" or self.qemu_board is not None
+        return "cortex_m" if arm else "generic_c"
 
     @property
     def hardware_float(self) -> bool:

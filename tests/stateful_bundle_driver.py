@@ -116,7 +116,7 @@ def run_with_reset_last_on_qemu(out: Path, model: str, inputs: list[np.ndarray],
     rules (its library's flags) in place of the self-test, and run on QEMU's mps2-an386 as the self-test is."""
     from emulator.boards import BOARDS
     from emulator.qemu import run_qemu
-    from packager.cortex_m.support import BOARD_SOURCES
+    from backends.cortex_m.bundle_files.support import BOARD_SOURCES
 
     sources = _write_driver(out, model, inputs, output_dtypes) + list(BOARD_SOURCES)
     elf = "build-cortex-m/driver.elf"

@@ -14,12 +14,13 @@ from target.resolve import resolve_profile  # noqa: E402
 from test_int8_kernels import _channel_requant, _int8, _rng  # noqa: E402
 from tvm_ext.kernels import OutputStage, Rounding, WeightLayout, conv2d_int8, fully_connected_int8  # noqa: E402
 from tvm_ext.kernels.quant_params import ActivationRange, quantize_multiplier  # noqa: E402
-from tvm_ext.schedule import inline_intermediates, output_channel_tile  # noqa: E402
+from backends.schedules import kernel_schedules_of  # noqa: E402
+from tvm_ext.schedule import inline_intermediates  # noqa: E402
 
 
 @pytest.mark.parametrize("profile, tile", [("cortex-m0plus", 2), ("cortex-m4f", 4), ("cortex-m33", 4)])
 def test_profile_chooses_the_tile(profile, tile):
-    assert output_channel_tile(resolve_profile(profile)) == tile
+    assert kernel_schedules_of(resolve_profile(profile)).output_channel_tile == tile
 
 
 def _run_scheduled(build, inputs: list[np.ndarray], tile: int) -> tuple[np.ndarray, str]:

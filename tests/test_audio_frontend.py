@@ -21,7 +21,7 @@ from c_checks import loops_without_constant_bounds, strict_sanitized_selftest  #
 from conftest import models_dir  # noqa: E402
 from emulator.boards import BOARDS  # noqa: E402
 from emulator.qemu import run_qemu  # noqa: E402
-from packager.cortex_m.support import BOARD_SOURCES  # noqa: E402
+from backends.cortex_m.bundle_files.support import BOARD_SOURCES  # noqa: E402
 from stateful_bundle_driver import run_with_reset_last, tflm_invocations  # noqa: E402
 
 KEYWORD_MODEL = "tflm/micro_speech_quantized.tflite"

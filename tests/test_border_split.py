@@ -24,6 +24,7 @@ from tvm_ext.kernels.fixed_point import Rounding  # noqa: E402
 from tvm_ext.kernels.quant_params import ActivationRange  # noqa: E402
 from tvm_ext.kernels.requantize import OutputStage  # noqa: E402
 from tvm_ext.schedule import inline_intermediates  # noqa: E402
+from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
 from tvm_ext.tir_walk import vars_read, walk  # noqa: E402
 
 SAME = 0  # tflite.Padding
@@ -128,7 +129,7 @@ def test_padded_kernels_split_their_border_and_stay_bit_exact(tmp_path, name):
         helpers = (("dual_mac_s8x", "dual_mac_q15x") if name == "conv" else ("depthwise_mac_s8x4",)
                    if name == "depthwise_tiled" else ())
         # The dual MAC of one pixel (dual_mac_s8x4) or of an interior pair (dual_mac_q15x2x4 on its widened
-        # windows, tvm_ext.pair_q15).
+        # windows, backends.cortex_m.schedules.pair_q15).
         tests = [_pixel_test(line) for line in body if line.lstrip().startswith("if (")]
         if all(test <= {"y", "x"} for test in tests):
             # Cut into rectangles of the border (tvm_ext.border_regions): the tests pick one, none is per tap.
@@ -149,7 +150,7 @@ def _scheduled_depthwise(image: tuple[int, int], kernel: tuple[int, int], dual_m
     stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
     out = depthwise_conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(1, 1),
                                 padding=(1, 1, 1, 1), dilation=(1, 1), zero_point_in_bias=True)
-    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, dual_mac)
+    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, DUAL_MAC_SCHEDULES if dual_mac else None)
 
 
 def _statements(node, kind) -> list:

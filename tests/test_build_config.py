@@ -14,8 +14,8 @@ import pytest
 
 import target
 from packager.build_files import write_cmakelists, write_makefile
-from packager.cortex_m import write_cortex_m_support
-from packager.cortex_m.support import BOARD_SOURCES, bundle_sources
+from backends.cortex_m.bundle_files import write_cortex_m_support
+from backends.cortex_m.bundle_files.support import BOARD_SOURCES, bundle_sources
 from tvm_ext.compile.pipeline import build_config
 
 BOARD_FLAGS = ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", "-O1", "-DMY_BOARD_FLAG=1",

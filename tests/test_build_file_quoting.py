@@ -20,8 +20,8 @@ from hostile_profiles import FLAG_INJECTIONS, with_marker
 from packager.build import make_command
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
 from packager.cmake_text import cmake_argument, cmake_quoted
-from packager.cortex_m import write_cortex_m_support
-from packager.cortex_m.support import QEMU_TEST_MAKEFILE, board_header, bundle_sources
+from backends.cortex_m.bundle_files import write_cortex_m_support
+from backends.cortex_m.bundle_files.support import QEMU_TEST_MAKEFILE, board_header, bundle_sources
 from packager.make_text import make_words
 from packager.unit_libraries import UnitBuild, kernel_sources
 from tvm_ext.compile.pipeline import build_config

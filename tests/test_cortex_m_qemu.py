@@ -19,10 +19,10 @@ from emulator.qemu import run_qemu
 from emulator.selftest import CortexMBuildError, run_selftest
 from emulator.sizes import read_sizes
 from emulator.tools import missing_tools
-from packager.cortex_m import (QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, profiled_model_source,
+from backends.cortex_m.bundle_files import (QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, profiled_model_source,
                                write_cortex_m_support)
 from conftest import profile_build_config, profile_target
-from packager.cortex_m.support import BOARD_SOURCES, SUPPORT_DIR, selftest_compile_flags, selftest_link_flags
+from backends.cortex_m.bundle_files.support import BOARD_SOURCES, SUPPORT_DIR, selftest_compile_flags, selftest_link_flags
 
 _MISSING = missing_tools()
 if _MISSING:

@@ -1,4 +1,4 @@
-"""emulator and packager.cortex_m without the cross tools: stack-peak arithmetic, .su parsing, lookups, the Make fragment."""
+"""emulator and backends.cortex_m.bundle_files without the cross tools: stack-peak arithmetic, .su parsing, lookups, the Make fragment."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pytest
 from emulator.boards import BOARDS, Board, MemoryRegion
 from emulator.qemu import QemuError, run_qemu
 from emulator.stack import stack_peak
-from packager.cortex_m import write_cortex_m_support
+from backends.cortex_m.bundle_files import write_cortex_m_support
 from conftest import profile_build_config, profile_target
 from emulator.sizes import section_kind
 from emulator.stack import DisassembledFunction, StackFrame, pushed_bytes, read_stack_frames
-from packager.cortex_m.support import ticks_per_instruction
+from backends.cortex_m.bundle_files.support import ticks_per_instruction
 
 
 def frames(**bytes_by_function: int) -> dict[str, StackFrame]:

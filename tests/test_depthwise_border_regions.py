@@ -1,6 +1,6 @@
 """The fast int8 DEPTHWISE_CONV_2D of DSP cores (issue 16): the padded border cut into rectangles of pixels
 that read the same image taps (tvm_ext/border_regions.py, tvm_ext/border_split.py) and the depthwise MAC
-helper's straight-line window (packager/depthwise_mac_c.py).
+helper's straight-line window (backends/cortex_m/helpers/depthwise_mac_c.py).
 
 - The helper's C, built on the host, against plain sums for every window of up to 5x5 taps (its three-tap
   steps and the one or two taps left) and strides that interleave rows.
@@ -19,7 +19,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from packager.dual_mac_c import dual_mac_helper_c
+from backends.cortex_m.helpers.dual_mac_c import dual_mac_helper_c
 from tvm import tirx
 from tvm_ext.border_regions import Segment, outside_boxes, pixel_segments
 

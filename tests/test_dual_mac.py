@@ -1,4 +1,4 @@
-"""The dual 16-bit MAC (SMLAD) of DSP cores (tvm_ext/dual_mac.py, packager/dual_mac_c.py): int8 CONV_2D and
+"""The dual 16-bit MAC (SMLAD) of DSP cores (backends/cortex_m/schedules/dual_mac.py, backends/cortex_m/helpers/dual_mac_c.py): int8 CONV_2D and
 FULLY_CONNECTED compiled for cortex-m4f run under QEMU bit-exactly with TFLite Micro on awkward shapes (odd
 channel counts and reduction lengths that break four-byte loads: the helper's portable tail), and the
 kernels really take the SMLAD path (the disassembly holds smlad). The host build of the same bundle (the

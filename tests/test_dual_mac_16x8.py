@@ -1,8 +1,8 @@
 """The dual MAC on TFLite's 16x8 operators (int16 activations, int8 weights, int64 bias): where the weights bound
 every sum of products within int32 (32768 * the channel's sum of |w|, tvm_ext/transform/int8/mac.py), CONV_2D
-and FULLY_CONNECTED accumulate in int32 and, on cortex-m4f, call `<prefix>_dual_mac_s16x4` (packager/dual_mac_c.py:
+and FULLY_CONNECTED accumulate in int32 and, on cortex-m4f, call `<prefix>_dual_mac_s16x4` (backends/cortex_m/helpers/dual_mac_c.py:
 int16 input pairs packed by PKHBT/PKHTB in SXTB16's order), one pixel per call, and DEPTHWISE_CONV_2D calls
-`<prefix>_depthwise_mac_s16x4` (packager/depthwise_mac_c.py: each channel's int16 input half beside its SXTB16
+`<prefix>_depthwise_mac_s16x4` (backends/cortex_m/helpers/depthwise_mac_c.py: each channel's int16 input half beside its SXTB16
 weight half), bit-exact with TFLite Micro under QEMU and on the host; a layer whose bound exceeds int32 keeps its
 int64 sums and stays bit-exact on inputs that would wrap an int32 sum.
 """

@@ -1,7 +1,7 @@
-"""Two output pixels per dual-MAC call (tvm_ext/dual_mac.py, `<prefix>_dual_mac_s8x2x4` of
-packager/dual_mac_c.py): an int8 convolution whose reduction is long enough accumulates two neighbouring
+"""Two output pixels per dual-MAC call (backends/cortex_m/schedules/dual_mac.py, `<prefix>_dual_mac_s8x2x4` of
+backends/cortex_m/helpers/dual_mac_c.py): an int8 convolution whose reduction is long enough accumulates two neighbouring
 pixels per call, each weight word feeding both (an even pixel count from the schedule, an odd one and a padded
-interior from tvm_ext.pixel_pairs). Checked in the scheduled TIR
+interior from backends.cortex_m.schedules.pixel_pairs). Checked in the scheduled TIR
 (which kernels take it, with which strides) and bit-exactly against TFLite Micro under QEMU and in the host
 build (the helper's portable path), on reductions that end in a tail of 1-3 bytes, odd and even pixel counts,
 rows of a 3x3 window and a fully connected layer.
@@ -17,10 +17,11 @@ from tvm_ext.kernels.fixed_point import Rounding
 from tvm_ext.kernels.quant_params import ActivationRange
 from tvm_ext.kernels.requantize import OutputStage
 from tvm_ext.schedule import inline_intermediates
+from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES
 from tvm_ext.tir_walk import walk
 
 TWO_PIXELS, ONE_PIXEL = "tvm_ext.dual_mac_s8x2x4", "tvm_ext.dual_mac_s8x4"
-WIDENED_PAIR = "tvm_ext.dual_mac_q15x2x4"  # the pairs of tvm_ext.pixel_pairs (tvm_ext.pair_q15)
+WIDENED_PAIR = "tvm_ext.dual_mac_q15x2x4"  # the pairs of backends.cortex_m.schedules.pixel_pairs (backends.cortex_m.schedules.pair_q15)
 
 
 def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, int]) -> tirx.PrimFunc:
@@ -31,7 +32,7 @@ def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, in
     stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
     out = conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(1, 1), padding=(0, 0, 0, 0),
                       dilation=(1, 1), zero_point_in_bias=True, weight_layout=WeightLayout.OHWI)
-    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, True)
+    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, DUAL_MAC_SCHEDULES)
 
 
 def _helper_calls(node) -> list[tuple[str, list[int]]]:
@@ -49,7 +50,7 @@ def test_long_reduction_on_an_even_pixel_count_takes_two_pixels_per_call():
 
 def test_odd_pixel_count_pairs_all_but_the_last_pixel():
     """One row of five columns (the schedule's split by two does not divide them): pairs of columns from the
-    first, the fifth column on its own (tvm_ext.pixel_pairs.pair_odd_pixel_row; several such rows pair
+    first, the fifth column on its own (backends.cortex_m.schedules.pixel_pairs.pair_odd_pixel_row; several such rows pair
     across rows: test_flat_pixel_pairs)."""
     calls = _helper_calls(_scheduled_conv((1, 5), 37, (1, 1)).body)
     assert calls == [(WIDENED_PAIR, [37, 1, 37]), (ONE_PIXEL, [5 * 37, 37, 1, 37])]

@@ -1,5 +1,5 @@
-"""A pixel pair's inputs widened to int16 once for all its channel tiles (tvm_ext/pair_q15.py,
-packager/dual_mac_q15_c.py; issue 16).
+"""A pixel pair's inputs widened to int16 once for all its channel tiles (backends/cortex_m/schedules/pair_q15.py,
+backends/cortex_m/helpers/dual_mac_q15_c.py; issue 16).
 - The helpers' C, built on the host, against plain sums: windows of 1-3 rows whose length is not a multiple
   of four (the SXTB16-ordered groups and the plain tail), weights a channel stride apart that is odd.
 - The schedule takes it for the pairs of an odd pixel count and of a padded interior: one widening call per
@@ -15,8 +15,8 @@ import subprocess
 import numpy as np
 from tvm import ir, tirx
 
-from packager.dual_mac_c import dual_mac_helper_c
-from tvm_ext.pair_q15 import DUAL_MAC_Q15_OP, WIDEN_Q15_OP
+from backends.cortex_m.helpers.dual_mac_c import dual_mac_helper_c
+from backends.cortex_m.schedules.pair_q15 import DUAL_MAC_Q15_OP, WIDEN_Q15_OP
 from tvm_ext.tir_walk import walk
 
 _HARNESS = r"""
@@ -103,8 +103,8 @@ def test_padded_interior_pairs_widen_once_per_pair():
 def test_access_records_cover_what_the_helpers_reach():
     """The records the memory planner reads (tvm_ext.helper_access) bound every element the C reaches: the
     two windows, the scratch's words, the four channels' weights and accumulators."""
-    from packager.dual_mac_q15_c import q15_scratch_words
-    from tvm_ext.pair_q15 import DUAL_MAC_Q15_ACCESS, WIDEN_Q15_ACCESS
+    from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
+    from backends.cortex_m.schedules.pair_q15 import DUAL_MAC_Q15_ACCESS, WIDEN_Q15_ACCESS
 
     for rows, row_len, x_row, x_pixel, w_channel in ((1, 37, 185, 37, 37), (3, 7, 20, 5, 22), (2, 2, 2, 4, 4)):
         words = q15_scratch_words(rows, row_len)

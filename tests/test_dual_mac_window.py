@@ -1,4 +1,4 @@
-"""A convolution pixel's window copied once for the dual MAC (tvm_ext/border_window.py): at the padded border
+"""A convolution pixel's window copied once for the dual MAC (backends/cortex_m/schedules/border_window.py): at the padded border
 and, where the window rows are short, in the interior, every channel tile is ONE helper call over the whole
 window (KH * KW * Cin contiguous bytes), instead of one call per tap (one input channel: one call per
 multiply-accumulate) or per short row. Checked in the scheduled TIR, and bit-exactly against TFLite Micro
@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 from tvm import ir, te, tirx
 
-from tvm_ext.dual_mac import DUAL_MAC_OP
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP
 from tvm_ext.kernels.conv import WeightLayout, conv2d_int8
 from tvm_ext.kernels.fixed_point import Rounding
 from tvm_ext.kernels.quant_params import ActivationRange
 from tvm_ext.kernels.requantize import OutputStage
 from tvm_ext.schedule import inline_intermediates
+from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES
 from tvm_ext.tir_walk import walk
 
 
@@ -31,7 +32,7 @@ def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, in
     stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
     out = conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(stride, stride),
                       padding=padding, dilation=(1, 1), zero_point_in_bias=True, weight_layout=WeightLayout.OHWI)
-    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, True)
+    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, DUAL_MAC_SCHEDULES)
 
 
 def _helper_calls(node) -> list:
@@ -65,7 +66,7 @@ def test_short_rows_and_border_are_one_helper_call_over_the_whole_window(channel
 
 def test_long_rows_stay_rows_in_the_interior():
     """With 16 input channels a 3x3 window row is 48 contiguous bytes: an interior pixel reads the rows in
-    place (no copy; paired interior pixels, tvm_ext.pixel_pairs, too), the border copies its window."""
+    place (no copy; paired interior pixels, backends.cortex_m.schedules.pixel_pairs, too), the border copies its window."""
     func = _scheduled_conv((9, 8), 16, (3, 3), 1, (1, 1, 1, 1))
     assert _helper_calls(func.body) == [[8 * 16, 3 * 3 * 16, 3, 3 * 16], [144, 144, 1, 144]]
 

@@ -18,7 +18,7 @@ from packager.build_files import BuildConfig, write_makefile
 from packager.files import replace_file
 from tvm_ext.compile import pipeline
 from emulator.tools import missing_tools
-from packager.cortex_m import CROSS_BUILD_DIR
+from backends.cortex_m.bundle_files import CROSS_BUILD_DIR
 from tvm_ext.compile.early_objects import EarlyObjects, compiling_early
 
 WAIT_SECONDS = 60  # for a compiler on this shared, loaded 2-core machine

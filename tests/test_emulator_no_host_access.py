@@ -19,7 +19,7 @@ from conftest import example_model, profile_build_config, profile_target, writab
 from emulator.boards import BOARDS, EXIT_MARKER, FAULT_EXIT_CODES
 from emulator.qemu import QemuError, QemuTimeoutError, qemu_command, run_qemu
 from packager.c_text import c_string
-from packager.cortex_m import SELFTEST_ELF
+from backends.cortex_m.bundle_files import SELFTEST_ELF
 # test_cortex_m_qemu skips (under CI: fails) this module too when the cross toolchain or QEMU is missing
 from test_cortex_m_qemu import RUN_TIMEOUT_S, build_tiny, configure_tiny_cmake, write_tiny_bundle
 from test_selftest_can_fail import copy_bundle

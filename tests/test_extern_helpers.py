@@ -1,7 +1,7 @@
-"""The bundle's helpers in SVDF's state update (one TE extern stage, tvm_ext.extern_helpers): on a DSP core the
+"""The bundle's helpers in SVDF's state update (one TE extern stage, backends.cortex_m.schedules.extern_helpers): on a DSP core the
 feature product of each whole tile of four filters is one dual MAC call and the state's shift one ascending
 copy; a remainder of fewer filters keeps its scalar loop; other cores keep the loops as written. And the time
-product, its state zero point folded, as the row dot product (tvm_ext.row_dot)."""
+product, its state zero point folded, as the row dot product (backends.cortex_m.schedules.row_dot)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import pytest
 tvm = pytest.importorskip("tvm")
 from tvm import te, tirx  # noqa: E402
 
-from tvm_ext.dual_mac import DUAL_MAC_OP  # noqa: E402
-from tvm_ext.extern_helpers import COPY_OP  # noqa: E402
+from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP  # noqa: E402
+from backends.cortex_m.schedules.extern_helpers import COPY_OP  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.svdf import svdf_output, svdf_state_update  # noqa: E402
-from tvm_ext.row_dot import ROW_DOT_OP  # noqa: E402
+from backends.cortex_m.schedules.row_dot import ROW_DOT_OP  # noqa: E402
 from tvm_ext.schedule import inline_intermediates  # noqa: E402
 from tvm_ext.tir_walk import walk  # noqa: E402
 
@@ -41,7 +42,7 @@ def _product_blocks(func: tirx.PrimFunc) -> int:
 
 
 def test_dsp_state_update_calls_the_dual_mac_and_the_copy() -> None:
-    scheduled = inline_intermediates(_state_update(filters=8), 4, dual_mac=True)
+    scheduled = inline_intermediates(_state_update(filters=8), 4, DUAL_MAC_SCHEDULES)
     calls = _calls(scheduled)
     macs = [args for op, args in calls if op == DUAL_MAC_OP]
     assert len(macs) == 1 and [int(a) for a in macs[0][3:]] == [9, 9, 1, 9]  # x stride, w stride, rows, row_len
@@ -52,18 +53,18 @@ def test_dsp_state_update_calls_the_dual_mac_and_the_copy() -> None:
 
 
 def test_a_remainder_of_filters_keeps_its_scalar_product() -> None:
-    scheduled = inline_intermediates(_state_update(filters=7), 4, dual_mac=True)
+    scheduled = inline_intermediates(_state_update(filters=7), 4, DUAL_MAC_SCHEDULES)
     assert sum(op == DUAL_MAC_OP for op, _ in _calls(scheduled)) == 1
     assert _product_blocks(scheduled) == 1  # the last three filters
 
 
 def test_cores_without_dsp_keep_the_loops() -> None:
     func = _state_update(filters=8)
-    assert inline_intermediates(func, 4, dual_mac=False).same_as(func)
+    assert inline_intermediates(func, 4, None).same_as(func)
     assert _calls(func) == [] and _product_blocks(func) == 1
 
 
-# ------------------------------------------------------------------------- the time product (tvm_ext.row_dot)
+# ------------------------------------------------------------------------- the time product (backends.cortex_m.schedules.row_dot)
 def _output_stage(state_zero_point: int, dtype: str = "int8") -> tirx.PrimFunc:
     state = te.placeholder((1, 8 * 6), dtype, name="state")
     time = te.placeholder((8, 6), dtype, name="time")
@@ -80,10 +81,10 @@ def _row_dots(func: tirx.PrimFunc) -> list:
 
 def test_dsp_time_product_of_a_folded_zero_point_calls_the_row_dot_product() -> None:
     """Four filters' rows of six state values and six time weights: strides 6 and 6, rows of 6."""
-    assert _row_dots(inline_intermediates(_output_stage(0), 4, dual_mac=True)) == [[6, 6, 6]]
+    assert _row_dots(inline_intermediates(_output_stage(0), 4, DUAL_MAC_SCHEDULES)) == [[6, 6, 6]]
 
 
 @pytest.mark.parametrize("zero_point, dtype", [(5, "int8"), (0, "int16")])
 def test_a_time_product_the_helper_cannot_compute_keeps_its_loop(zero_point: int, dtype: str) -> None:
     """A zero point left in the product, or int16 state (no SXTB16 pairs to make): no call."""
-    assert _row_dots(inline_intermediates(_output_stage(zero_point, dtype), 4, dual_mac=True)) == []
+    assert _row_dots(inline_intermediates(_output_stage(zero_point, dtype), 4, DUAL_MAC_SCHEDULES)) == []

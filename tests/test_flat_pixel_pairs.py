@@ -1,4 +1,4 @@
-"""Pixel pairs across output rows (tvm_ext/flat_pixels.py): a convolution whose windows lie evenly along
+"""Pixel pairs across output rows (backends/cortex_m/schedules/flat_pixels.py): a convolution whose windows lie evenly along
 the fused pixel index (1x1, stride 1, unpadded: a matrix multiply over rows x columns pixels) pairs its
 pixels over that index, so an odd row width no longer leaves one pixel per row alone (kws's 25 x 5 1x1
 convolutions: 62 pairs and one lone pixel, not 25 lone pixels). Checked in the scheduled TIR (the pixel
@@ -27,7 +27,7 @@ def _loops_around(node, op: str, loops: tuple = ()) -> tuple[tirx.For, ...]:
 
 def _lone_pixels(func: tirx.PrimFunc) -> int:
     """How many pixels of the image run on their own: the iterations of the paired pixel loop that neither
-    start a pair (``if (starts) {pair} else if (!ends) {pixel}``, tvm_ext.pixel_pairs) nor end one, times
+    start a pair (``if (starts) {pair} else if (!ends) {pixel}``, backends.cortex_m.schedules.pixel_pairs) nor end one, times
     the iterations of the loops around it (the rows, where each row has a pixel loop)."""
     *outer, pixel_loop, _ = _loops_around(func.body, WIDENED_PAIR)  # ..., the pixels, the channel tiles
     branch = pixel_loop.body

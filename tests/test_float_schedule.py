@@ -20,7 +20,8 @@ from tvm.script import tirx as T  # noqa: E402
 
 from target.resolve import resolve_profile  # noqa: E402
 from tflite_builder import Model, Operator, Options, Tensor, build  # noqa: E402
-from tvm_ext.float_schedule import FPU_CHANNEL_TILES, PIXEL_TILE, float_channel_tiles  # noqa: E402
+from backends.schedules import kernel_schedules_of  # noqa: E402
+from tvm_ext.float_schedule import FPU_CHANNEL_TILES, PIXEL_TILE  # noqa: E402
 from tvm_ext.padding_test_hoist import hoist_padding_tests  # noqa: E402
 from tvm_ext.schedule import inline_intermediates  # noqa: E402
 
@@ -187,7 +188,7 @@ def test_float_convolutions_match_litert_on_cortex_m4f(compiled):
 @pytest.mark.parametrize("profile, tiles", [("cortex-m4f", (8, 4)), ("cortex-m7", (8, 4)), ("cortex-m33", (8, 4)),
                                             ("cortex-m0plus", ()), ("lowpower", ()), ("hifi4", ())])
 def test_profile_chooses_the_float_tiles(profile, tiles):
-    assert float_channel_tiles(resolve_profile(profile)) == tiles
+    assert kernel_schedules_of(resolve_profile(profile)).float_channel_tiles == tiles
 
 
 def _float_conv(channels: int, seed: int, kernel: int = 3) -> tuple[tvm.tirx.PrimFunc, list[np.ndarray]]:

@@ -14,10 +14,10 @@ import pytest
 from tvm.script import tirx as T
 
 from memory_planner.api import StreamOrder
-from tvm_ext.depthwise_mac import DEPTHWISE_MAC_OP
-from tvm_ext.dual_mac import DUAL_MAC_OP
-from tvm_ext.extern_helpers import COPY_OP
-from tvm_ext.row_dot import ROW_DOT_OP
+from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_MAC_OP
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP
+from backends.cortex_m.schedules.extern_helpers import COPY_OP
+from backends.cortex_m.schedules.row_dot import ROW_DOT_OP
 from test_stream_order import signature
 
 

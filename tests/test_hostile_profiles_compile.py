@@ -22,7 +22,7 @@ import tvm_ext
 from conftest import REPO, models_dir, run_cli
 from emulator.tools import missing_tools
 from hostile_profiles import DEFINE_INJECTIONS, FLAG_INJECTIONS, TOOL_INJECTIONS, with_marker, write_profile
-from packager.cortex_m.support import QEMU_TEST_MAKEFILE
+from backends.cortex_m.bundle_files.support import QEMU_TEST_MAKEFILE
 from tvm_ext.compile import CompileError
 
 MODEL = "tflm/hello_world_float.tflite"

@@ -30,7 +30,7 @@ from onnx import shape_inference
 from emulator.profile import read_call_profile
 from emulator.tools import missing_tools
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, Tensor, TensorRole
-from packager.cortex_m import PROFILE_ELF, SELFTEST_ELF
+from backends.cortex_m.bundle_files import PROFILE_ELF, SELFTEST_ELF
 from packager.report import layer_report
 from tflite_builder import Model, Operator, Options, Quantization, Tensor as TfliteTensor, build
 from tvm_ext.compile import compile

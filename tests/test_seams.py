@@ -38,7 +38,7 @@ def test_c_types_are_the_packagers_and_cover_every_plan_dtype() -> None:
 @pytest.mark.parametrize("module", MOVED_TO_EMULATOR)
 def test_the_emulator_tooling_is_its_own_package(module: str) -> None:
     assert importlib.util.find_spec(f"emulator.{module}") is not None
-    assert importlib.util.find_spec(f"packager.cortex_m.{module}") is None
+    assert importlib.util.find_spec(f"backends.cortex_m.bundle_files.{module}") is None
 
 
 def test_one_error_name_means_one_thing() -> None:
@@ -150,7 +150,7 @@ def test_lp_board_h_names_the_file_it_is_generated_from() -> None:
     import re
 
     from conftest import REPO, profile_target
-    from packager.cortex_m.support import board_header
+    from backends.cortex_m.bundle_files.support import board_header
 
     source = re.search(r"generated from (\S+)\. \*/", board_header(profile_target("cortex-m4f"))).group(1)
     assert (REPO / source).is_file(), source

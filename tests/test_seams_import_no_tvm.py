@@ -1,5 +1,6 @@
-"""memory_planner, packager and emulator stay free of TVM: importing every module of them loads neither TVM
-nor tvm_ext (the plan they read, memory_planner.plan, is plain data)."""
+"""memory_planner, packager, emulator and the backends' data (their `Backend` objects, C helpers and bundle files;
+not their schedules) stay free of TVM: importing every module of them loads neither TVM nor tvm_ext (the plan
+they read, memory_planner.plan, is plain data)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def modules_of(package: str) -> list[str]:
 
 
 MODULES = [*modules_of("memory_planner"), *modules_of("memory_planner.strategies"),
-           *modules_of("packager"), *modules_of("packager.cortex_m"), *modules_of("emulator")]
+           *modules_of("packager"), *modules_of("emulator"), "backends", "backends.backend", "backends.generic_c",
+           "backends.cortex_m", *modules_of("backends.cortex_m.helpers"), *modules_of("backends.cortex_m.bundle_files")]
 
 
 def test_planner_packager_and_emulator_load_no_tvm_and_no_tvm_ext() -> None:

@@ -1,7 +1,7 @@
-"""The stream order of a kernel that computes two output pixels per dual-MAC call (`tvm_ext.pixel_pairs`).
+"""The stream order of a kernel that computes two output pixels per dual-MAC call (`backends.cortex_m.schedules.pixel_pairs`).
 
 An unpadded 1x1 convolution over 3 rows of 5 columns on cortex-m4f runs, per pixel x of the image (rows and
-columns fused: tvm_ext.flat_pixels), `if (x starts a pair) {pixels x and x + 1} else if (x does not end a
+columns fused: backends.cortex_m.schedules.flat_pixels), `if (x starts a pair) {pixels x and x + 1} else if (x does not end a
 pair) {pixel x}`. Each pixel is a pass of its stream order; the pass of a pair's second pixel runs neither
 branch, and the last pixel only its single pixel.
 `tvm_ext.stream_order` leaves out a branch the pass's iterations prove never runs, so the order is exactly
@@ -43,7 +43,7 @@ def _conv_1x1_model(rows: int = ROWS, columns: int = COLUMNS, in_channels: int =
 
 def _expected_order() -> StreamOrder:
     reads, writes = [], []
-    for pixel in range(ROWS * COLUMNS):  # pairs across rows (tvm_ext.flat_pixels), the last pixel alone
+    for pixel in range(ROWS * COLUMNS):  # pairs across rows (backends.cortex_m.schedules.flat_pixels), the last pixel alone
         pixels = 1 if pixel == ROWS * COLUMNS - 1 else 2 if pixel % 2 == 0 else 0
         reads.append((IN_CHANNELS * pixel, IN_CHANNELS * (pixel + pixels)) if pixels else (0, 0))
         writes.append((OUT_CHANNELS * pixel, OUT_CHANNELS * (pixel + pixels)) if pixels else (0, 0))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from backends.cortex_m.helpers import CORTEX_M_HELPERS
 from conftest import REPO
 from memory_planner.plan import KernelSignature
 from test_interrupts import assert_ended_by_the_signal
@@ -29,12 +30,14 @@ def signature(name: str) -> KernelSignature:
 
 def test_combine_keeps_the_subgraphs_order_and_every_helper():
     first = KernelSource({"a": "void a(void) {}\n"}, {"a": signature("a")}, ("double",))
-    second = KernelSource({"b": "void b(void) {}\n"}, {"b": signature("b")}, ("single", "double"), dual_mac=True)
+    second = KernelSource({"b": "void b(void) {}\n"}, {"b": signature("b")}, ("single", "double"),
+                          helper_libraries=(CORTEX_M_HELPERS,))
     combined = combine([first, second])
     assert combined.definitions == {"a": "void a(void) {}\n", "b": "void b(void) {}\n"}
     assert list(combined.signatures) == ["a", "b"]
     assert combined.requantize_roundings == ("double", "single")
-    assert combined.dual_mac, "a subgraph's kernels call the dual MAC helper: the bundle's header must define it"
+    assert combined.helper_libraries == (CORTEX_M_HELPERS,), \
+        "a subgraph's kernels call the dual MAC helper: the bundle's header must define it"
 
 
 def test_a_kernel_called_in_several_subgraphs_is_generated_once():

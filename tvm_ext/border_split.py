@@ -10,11 +10,11 @@ whether its window lies inside the image:
 The interior ranges are found by evaluating the test's conjuncts over every tap of the window (the index
 arithmetic of ``tvm_ext.index_expr``): a conjunct on the pixel loop ``y`` and the tap loops below it holds in
 the interior range for every tap. In the interior copy the tap is read directly (``if_then_else`` replaced
-by its true value: the same number), so the sums are unchanged: bit-exact. There, on a DSP core, the
-reduction becomes a MAC helper's call (``tvm_ext.depthwise_mac``) where one fits.
+by its true value: the same number), so the sums are unchanged: bit-exact. There, with a backend's MAC
+schedules (``backends.backend.MacSchedules``), the reduction becomes a MAC helper's call where one fits.
 
-On a DSP core, a convolution's border pixel copies its window once and its interior pixels go in pairs
-(``tvm_ext.border_window``, ``tvm_ext.pixel_pairs``). A border without a copied window (depthwise), where each
+With them, a convolution's border pixel copies its window once and its interior pixels go in pairs
+(Cortex-M: ``backends.cortex_m.schedules.border_window``, ``backends.cortex_m.schedules.pixel_pairs``). A border without a copied window (depthwise), where each
 test conjunct relates one pixel loop to one tap loop and the border makes at most MAX_REGIONS rectangles, is
 not tested per tap at all: ``tvm_ext.border_regions`` finds at compile
 time the rectangles of pixels that read the same box of image taps, and each pixel's reduction picks its
@@ -32,11 +32,9 @@ from typing import Optional
 import tvm
 from tvm import s_tir, tirx
 
+from backends.backend import MacSchedules
 from tvm_ext.border_regions import COMPARISONS, holds, outside_boxes, pixel_segments
-from tvm_ext.border_window import WindowedBorder, has_short_rows, window_buffer, windowed_border
-from tvm_ext.depthwise_mac import mac_helper_replacement
 from tvm_ext.index_expr import substitute_index
-from tvm_ext.pixel_pairs import pair_tests, paired_pixel_body
 from tvm_ext.tir_walk import replace_stmt, vars_read
 
 _IF_THEN_ELSE = "prim.if_then_else"
@@ -56,10 +54,10 @@ class _GuardedTap:
     conjuncts: list
 
 
-def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
-    """``func`` with its one guarded convolution tap (if any) split as the module docstring says; with
-    ``dual_mac``, the reductions as MAC helper calls where they fit: a convolution's border pixels copy their
-    window once (``tvm_ext.border_window``), other borders (depthwise) are cut into rectangles of pixels where
+def split_border(func: tirx.PrimFunc, mac: Optional[MacSchedules]) -> tirx.PrimFunc:
+    """``func`` with its one guarded convolution tap (if any) split as the module docstring says; with a
+    backend's MAC schedules ``mac``, the reductions as MAC helper calls where they fit: a convolution's border
+    pixels copy their window once (``mac.windowed_border``), other borders (depthwise) are cut into rectangles of pixels where
     they can be (``_border_regions``). Unchanged when the kernel has no guarded tap, several, or a form this
     module does not evaluate."""
     root = func.body
@@ -69,10 +67,10 @@ def split_border(func: tirx.PrimFunc, dual_mac: bool) -> tirx.PrimFunc:
     if len(taps) != 1:
         return func
     try:
-        split = _interior_branch(taps[0], dual_mac)
-        if dual_mac and (split is None or not split[2]):
+        split = _interior_branch(taps[0], mac)
+        if mac is not None and (split is None or not split[2]):
             # No window copied (a depthwise border): cut into rectangles of pixels where it can be.
-            regions = _border_regions(taps[0])
+            regions = _border_regions(taps[0], mac)
             split = (*regions, []) if regions is not None else split
     except KeyError:
         return func  # an index or test form we do not evaluate: keep the guarded loop
@@ -137,7 +135,7 @@ def _substitute_comparison(comparison, mapping: dict):
     return type(comparison)(substitute_index(comparison.a, mapping), substitute_index(comparison.b, mapping))
 
 
-def _interior_branch(tap: _GuardedTap, dual_mac: bool):
+def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
     """(the innermost pixel loop's body, the IfThenElse it becomes, the buffers the border allocates), or
     None where no pixel is interior or the test is on loops this split cannot separate."""
     depth = {loop.loop_var: index for index, loop in enumerate(tap.loops)}
@@ -160,18 +158,18 @@ def _interior_branch(tap: _GuardedTap, dual_mac: bool):
     pixel_loop = tap.loops[innermost]
     inner_loops = tap.loops[innermost + 1:]
     tap_depths = [depth_ for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps]
-    first = _first_reduction_loop(tap.realize, inner_loops) if dual_mac else None
-    window = window_buffer(inner_loops, first) if first is not None else None
-    windowed = _windowed(tap, inner_loops, first, None, window) if first is not None and has_short_rows(
+    first = _first_reduction_loop(tap.realize, inner_loops) if mac is not None else None
+    window = mac.window_buffer(inner_loops, first) if first is not None else None
+    windowed = _windowed(mac, tap, inner_loops, first, None, window) if first is not None and mac.has_short_rows(
         inner_loops, first) else None
     clean = _with_window(pixel_loop.body, windowed) if windowed is not None else _with_helper(
-        pixel_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_interior"), inner_loops, dual_mac)
-    windowed_border_ = _windowed(tap, inner_loops, first, max(tap_depths) - innermost - 1, window) if (
+        pixel_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_interior"), inner_loops, mac)
+    windowed_border_ = _windowed(mac, tap, inner_loops, first, max(tap_depths) - innermost - 1, window) if (
         first is not None and tap_depths) else None
     if windowed_border_ is not None:
         border = _with_window(pixel_loop.body, windowed_border_)
     else:
-        border = _border_taps(pixel_loop.body, tap, max(tap_depths), dual_mac) if tap_depths else pixel_loop.body
+        border = _border_taps(pixel_loop.body, tap, max(tap_depths), mac) if tap_depths else pixel_loop.body
     windows = [window] if windowed is not None or windowed_border_ is not None else []
     tests, row_tests = [], []
     for loop, (low, high) in bounds:
@@ -187,7 +185,7 @@ def _interior_branch(tap: _GuardedTap, dual_mac: bool):
         return pixel_loop.body, clean, [window] if windowed is not None else []
     branch = tirx.IfThenElse(_conjunction(tests), clean, border)
     if first is not None and windowed is None:
-        branch, scratch = _paired(tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests, branch)
+        branch, scratch = _paired(mac, tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests, branch)
         windows += scratch
     return pixel_loop.body, branch, windows
 
@@ -199,40 +197,40 @@ def _conjunction(tests: list) -> tirx.Expr:
     return condition
 
 
-def _paired(tap: _GuardedTap, pixel_loop: tirx.For, loops: list, first: int, interior: tuple[int, int],
-            row_tests: list, branch: tirx.Stmt) -> tuple[tirx.Stmt, list[tirx.Buffer]]:
-    """``branch`` (a pixel's statements) preceded by the pairs of interior pixels (``tvm_ext.pixel_pairs``)
+def _paired(mac: MacSchedules, tap: _GuardedTap, pixel_loop: tirx.For, loops: list, first: int,
+            interior: tuple[int, int], row_tests: list, branch: tirx.Stmt) -> tuple[tirx.Stmt, list[tirx.Buffer]]:
+    """``branch`` (a pixel's statements) preceded by the pairs of interior pixels (``mac.paired_pixel_body``)
     of the columns ``interior`` ([low, high) of ``pixel_loop``) in the rows where ``row_tests`` hold, and the
     scratch buffers the pairs use; ``branch`` itself where no pair fits."""
     low, high = interior
     pairs = (high - low) // 2
-    paired = paired_pixel_body(pixel_loop.body, _tap_read_as(tap, tap.guard.args[1], "_pair"), loops, first,
+    paired = mac.paired_pixel_body(pixel_loop.body, _tap_read_as(tap, tap.guard.args[1], "_pair"), loops, first,
                                pixel_loop.loop_var) if pairs else None
     if paired is None:
         return branch, []
     body, scratch = paired
-    starts, ends = pair_tests(pixel_loop.loop_var, low, pairs)
+    starts, ends = mac.pair_tests(pixel_loop.loop_var, low, pairs)
     return tirx.IfThenElse(_conjunction([*row_tests, starts]), body,
                            tirx.IfThenElse(tirx.Not(_conjunction([*row_tests, ends])), branch, None)), scratch
 
 
-def _windowed(tap: _GuardedTap, loops: list, first: int, test_depth: Optional[int],
-              window: tirx.Buffer) -> Optional[WindowedBorder]:
-    """The copied-window form (``tvm_ext.border_window``) of a pixel whose loops below the pixel loop are
+def _windowed(mac: MacSchedules, tap: _GuardedTap, loops: list, first: int, test_depth: Optional[int],
+              window: tirx.Buffer):
+    """The copied-window form (``mac.windowed_border``: its ``copy``, ``reduction`` and ``call``) of a pixel whose loops below the pixel loop are
     ``loops`` (``loops[first]`` the first reduction loop, ``loops[test_depth]`` the innermost the guard's
     test reads, None inside the image); None where it does not fit."""
     try:
-        return windowed_border(tap.realize, tap.guard, loops, first, test_depth, window)
+        return mac.windowed_border(tap.realize, tap.guard, loops, first, test_depth, window)
     except KeyError:
         return None  # an index form we do not evaluate: keep the loops as they are
 
 
-def _with_window(pixel_body: tirx.Stmt, windowed: WindowedBorder) -> tirx.Stmt:
+def _with_window(pixel_body: tirx.Stmt, windowed) -> tirx.Stmt:
     """A pixel's statements with the window copied first and its reduction the helper's call."""
     return tirx.SeqStmt([windowed.copy, replace_stmt(pixel_body, windowed.reduction, windowed.call)])
 
 
-def _border_regions(tap: _GuardedTap):
+def _border_regions(tap: _GuardedTap, mac: MacSchedules):
     """(the reduction's outermost loop, the branches it becomes: one per rectangle of pixels reading the
     same taps of the image, ``tvm_ext.border_regions``), or None where a conjunct of the test is not one pixel
     loop against one tap loop, the tap loops are not the reduction's, or there are more than MAX_REGIONS
@@ -273,7 +271,7 @@ def _border_regions(tap: _GuardedTap):
 
     def region(box: dict) -> tirx.Stmt:
         ranges = [box.get(d, full) for d, full in zip(chain_depths, window)]
-        reduction = [_box_reduction(chain, inside, ranges, window)]
+        reduction = [_box_reduction(mac, chain, inside, ranges, window)]
         reduction += [_loop_nest(chain, padded, outside) for outside in outside_boxes(ranges, window)]
         return _sequence(reduction)
 
@@ -305,7 +303,8 @@ def _loop_nest(chain: list, realize: s_tir.SBlockRealize, ranges: list) -> tirx.
     return body
 
 
-def _box_reduction(chain: list, realize: s_tir.SBlockRealize, box: list, window: list) -> tirx.Stmt:
+def _box_reduction(mac: MacSchedules, chain: list, realize: s_tir.SBlockRealize, box: list,
+                   window: list) -> tirx.Stmt:
     """The reduction of ``realize`` over ``box`` of the loops ``chain``: as the MAC helper's call where one
     fits (the loops shifted to start at 0, as the helper's replacement requires; a depthwise box smaller than
     the ``window`` calls the helper's out-of-line copy), else as loops."""
@@ -314,7 +313,7 @@ def _box_reduction(chain: list, realize: s_tir.SBlockRealize, box: list, window:
                                   realize.predicate, realize.block)
     loops = [tirx.For(loop.loop_var, 0, end - first, loop.kind, tirx.Evaluate(0)) for loop, (first, end) in
              zip(chain, box)]
-    return mac_helper_replacement(shifted, loops, outlined_depthwise=box != window) or _loop_nest(chain, realize, box)
+    return mac.replacement(shifted, loops, outlined_depthwise=box != window) or _loop_nest(chain, realize, box)
 
 
 def _interior_range(loops: list, index: int, entries: list) -> Optional[tuple[int, int]]:
@@ -356,30 +355,30 @@ def _tap_read_as(tap: _GuardedTap, value, suffix: str) -> s_tir.SBlockRealize:
 
 
 def _with_helper(stmt: tirx.Stmt, tap: _GuardedTap, realize: s_tir.SBlockRealize, loops: list,
-                 dual_mac: bool) -> tirx.Stmt:
-    """``stmt`` with the update block ``realize`` in place of the guarded one, and with ``dual_mac`` its
+                 mac: Optional[MacSchedules]) -> tirx.Stmt:
+    """``stmt`` with the update block ``realize`` in place of the guarded one, and with ``mac`` its
     reduction ``loops`` (the loops below ``stmt``'s, outermost first) as a MAC helper's call where one fits."""
-    if dual_mac and loops:
+    if mac is not None and loops:
         # From the first reduction loop; where the window loops are all outside (one tap), the channel loop.
         start = _first_reduction_loop(realize, loops)
         start = len(loops) - 1 if start is None else start
-        call = mac_helper_replacement(realize, loops[start:])
+        call = mac.replacement(realize, loops[start:])
         if call is not None:
             return replace_stmt(stmt, loops[start], call)
     return replace_stmt(stmt, tap.realize, realize)
 
 
-def _border_taps(stmt: tirx.Stmt, tap: _GuardedTap, tap_depth: int, dual_mac: bool) -> tirx.Stmt:
+def _border_taps(stmt: tirx.Stmt, tap: _GuardedTap, tap_depth: int, mac: Optional[MacSchedules]) -> tirx.Stmt:
     """``stmt`` (a border pixel's loops) with the test asked once per tap, at the innermost loop the test
     reads (``tap.loops[tap_depth]``), instead of once per multiply-accumulate: inside the image the tap's
-    channels are read unguarded (through a MAC helper with ``dual_mac``), outside they take the guard's
+    channels are read unguarded (through a MAC helper with ``mac``), outside they take the guard's
     false value."""
     tap_loop = tap.loops[tap_depth]
     condition = tap.conjuncts[0]
     for conjunct in tap.conjuncts[1:]:
         condition = tirx.And(condition, conjunct)
     inside = _with_helper(tap_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_inside"),
-                          tap.loops[tap_depth + 1:], dual_mac)
+                          tap.loops[tap_depth + 1:], mac)
     outside = replace_stmt(tap_loop.body, tap.realize, _tap_read_as(tap, tap.guard.args[2], "_padded"))
     return replace_stmt(stmt, tap_loop.body, tirx.IfThenElse(condition, inside, outside))
 

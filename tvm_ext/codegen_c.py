@@ -20,10 +20,12 @@ from dataclasses import dataclass
 import tvm
 from tvm import s_tir, tirx
 
+import backends.schedules  # noqa: F401  every backend's helper ops registered before C is generated from them
+from backends.backend import HelperLibrary
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
-from tvm_ext.dual_mac import calls_to_dual_mac_helper
 from tvm_ext.exact_float_constants import exact_float_constants
+from tvm_ext.helper_calls import calls_to_helpers
 from tvm_ext.index_checks import UncheckedIndexError, check_guarded_indices, returns_status, unchecked_accesses
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
 from tvm_ext.kernels.signal import calls_to_signal_helpers
@@ -53,7 +55,7 @@ class KernelSource:
     definitions: dict[str, str]
     signatures: dict[str, KernelSignature]
     requantize_roundings: tuple[str, ...] = ()  # the `packager.fixed_point_c` helpers the kernels call
-    dual_mac: bool = False  # whether the kernels call the `packager.dual_mac_c` helper
+    helper_libraries: tuple[HelperLibrary, ...] = ()  # the backend helper libraries the kernels call
     signal_helpers: tuple[str, ...] = ()  # the `packager.signal_c` helpers the kernels call (C names)
 
     @property
@@ -295,9 +297,10 @@ def generate_c(kernels: dict[str, tirx.PrimFunc], target: tvm.target.Target, pre
         signatures[gvar.name_hint] = KernelSignature(gvar.name_hint, num_inputs, num_outputs, scratch, parameters,
                                                      stream_orders(func, num_inputs, num_outputs),
                                                      returns_status(func))
-    with calls_to_c_helpers(prefix) as roundings, calls_to_dual_mac_helper(prefix) as dual_mac, \
+    with calls_to_c_helpers(prefix) as roundings, calls_to_helpers(prefix) as helpers, \
             calls_to_signal_helpers() as signal_helpers:
         raw = tvm.tirx.build(lowered, target=target, pipeline=CODEGEN_ONLY_PIPELINE_NAME).inspect_source()
     unused = {gvar.name_hint: _unused_parameters(func) for gvar, func in lowered.functions.items()}
     definitions = kernel_definitions(kernel_bodies(raw, set(signatures)), signatures, unused)
-    return KernelSource(definitions, signatures, tuple(sorted(roundings)), dual_mac.used, tuple(sorted(signal_helpers)))
+    return KernelSource(definitions, signatures, tuple(sorted(roundings)), helpers.used(),
+                        tuple(sorted(signal_helpers)))

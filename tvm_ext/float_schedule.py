@@ -10,7 +10,8 @@ PIXEL_TILE neighbouring pixels, so each weight loaded feeds as many MACs (a 1x1 
 multiply tiled 2 x 8).
 
 The order of the additions into each output element is unchanged (tvm_ext.schedule._tile_channels).
-The hook: tvm_ext.schedule.inline_intermediates, with the tiles tvm_ext.lower reads from the profile.
+The hook: tvm_ext.schedule.inline_intermediates, with the tiles the profile's backend gives (a backend's
+`KernelSchedules.float_channel_tiles`: FPU_CHANNEL_TILES on a Cortex-M with an FPU).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Optional
 
 from tvm import s_tir, tirx
 
-from target.profile import Profile
 
 FPU_CHANNEL_TILES: tuple[int, ...] = (8, 4)
 """The float tiles tried on an FPU core, widest first: the first one that divides a kernel's channels."""
@@ -28,12 +28,6 @@ PIXEL_TILE = 2
 """Neighbouring output pixels a float convolution accumulates with its channel tile: each weight
 loaded then feeds PIXEL_TILE MACs (8 channels x 2 pixels: 16 accumulators, 8 weights, 2 inputs in 26 of the
 32 single-precision registers)."""
-
-
-def float_channel_tiles(profile: Profile) -> tuple[int, ...]:
-    """The channel tiles a float reduction tries on `profile`'s core, widest first: FPU_CHANNEL_TILES on an
-    Arm M-profile core with an FPU; empty elsewhere (float MAC kernels keep the integer kernels' tile)."""
-    return FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else ()
 
 
 def accumulates_float(sch: s_tir.Schedule, block) -> bool:

@@ -19,7 +19,7 @@ from tvm_ext.tir_walk import vars_read, walk
 _FUSED_PREFIX = "fused"  # FuseOps' first word of a fused kernel's name: it says nothing about the kernel
 KIND_MAX_CHARS = 40
 MIN_WINDOW_DIMS = 2
-# The window a kernel had before scheduling, recorded on it: a MAC helper's call (tvm_ext.depthwise_mac) hides
+# The window a kernel had before scheduling, recorded on it: a MAC helper's call (backends.cortex_m.schedules.depthwise_mac) hides
 # the reads the window is read from.
 WINDOW_ATTR = "tvm_ext.window"
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import tvm
 from tvm import relax, tirx
 
+from backends.schedules import kernel_schedules_of
 from target.resolve import TargetSpec, resolve_profile
 from tvm_ext.conv_tap_order import taps_row_first
-from tvm_ext.float_schedule import float_channel_tiles
 from tvm_ext.layers import keeping_layers
 from tvm_ext.macs import with_mac_counts
-from tvm_ext.schedule import inline_intermediates, output_channel_tile, uses_dual_mac
+from tvm_ext.schedule import inline_intermediates
 from tvm_ext.transform import (
     DropEmptyConcatPieces,
     FuseOpsKeepingLayers,
@@ -67,14 +67,14 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
 
 def schedule_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower") -> tvm.IRModule:
     """Every PrimFunc of `mod` with its NCHW convolutions' taps in NHWC's order (tvm_ext.conv_tap_order),
-    its intermediates inlined and its accumulators tiled for `target`'s core (see tvm_ext.schedule)."""
-    profile = resolve_profile(target)
-    channel_tile, dual_mac = output_channel_tile(profile), uses_dual_mac(profile)
-    float_tiles = float_channel_tiles(profile)
+    its intermediates inlined and its accumulators tiled for `target`'s core by its backend's schedules (see
+    tvm_ext.schedule, backends.schedules)."""
+    schedules = kernel_schedules_of(resolve_profile(target))
     scheduled = {}
     for gvar, func in mod.functions.items():
         if isinstance(func, tirx.PrimFunc):
-            scheduled[gvar] = inline_intermediates(taps_row_first(func), channel_tile, dual_mac, float_tiles)
+            scheduled[gvar] = inline_intermediates(taps_row_first(func), schedules.output_channel_tile,
+                                                   schedules.mac, schedules.float_channel_tiles)
         else:
             scheduled[gvar] = func
     return tvm.IRModule(scheduled, attrs=mod.attrs)

@@ -8,30 +8,15 @@ what remains becomes a scratch buffer that the memory planner places in the aren
 
 from __future__ import annotations
 
-import tvm
+from typing import Optional
+
 from tvm import s_tir, tirx
 
-from target.profile import Profile
+from backends.backend import MacSchedules
 from tvm_ext.border_split import split_border
-from tvm_ext.depthwise_mac import mac_helper_call
-from tvm_ext.extern_helpers import extern_helper_calls
-from tvm_ext.flat_pixels import flatten_odd_pixel_rows
 from tvm_ext.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.kernel_names import with_window_recorded
-from tvm_ext.pixel_pairs import pair_odd_pixel_row
-from tvm_ext.tir_walk import buffer_loads, walk
-
-
-def output_channel_tile(profile: Profile) -> int:
-    """Output channels a MAC kernel accumulates at once on ``profile``'s core: 2 on Armv6-M (eight low
-    registers), 4 elsewhere (four accumulators, the two pointers and the loop counter stay in registers)."""
-    return 2 if profile.arch == "armv6-m" else 4
-
-
-def uses_dual_mac(profile: Profile) -> bool:
-    """Whether MAC kernels on ``profile``'s core call the SMLAD helper (``tvm_ext.dual_mac``): cores with the
-    DSP extension (``simd = "dsp"``)."""
-    return profile.simd == "dsp"
+from tvm_ext.tir_walk import buffer_loads
 
 
 def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
@@ -101,13 +86,14 @@ def _reduction_blocks(sch: s_tir.Schedule, root) -> list:
     return blocks
 
 
-def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: bool = False,
+def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Optional[MacSchedules] = None,
                          float_tiles: tuple[int, ...] = ()) -> tirx.PrimFunc:
     """Inline producers and epilogues; give each reduction a one-element accumulator, or ``channel_tile``
     accumulators for as many output channels where that count divides the channels (see _tile_channels);
     a float reduction takes the first of ``float_tiles`` (tvm_ext.float_schedule) that divides them instead,
     and without padding also accumulates neighbouring pixels (float_schedule.tile_pixels);
-    with ``dual_mac``, a tiled int8 reduction a MAC helper computes becomes its call (tvm_ext.depthwise_mac);
+    with a backend's MAC schedules ``mac`` (``backends.backend.MacSchedules``), a tiled integer reduction a
+    MAC helper computes becomes its call;
     a padded integer convolution's border is split from its interior (tvm_ext.border_split).
 
     Contract: the result computes exactly the same values in the same order of floating-point operations
@@ -117,9 +103,9 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
     try:
         root = sch.get_sblock("root")
     except s_tir.ScheduleError:
-        # One TE extern stage (e.g. SVDF's state update) is the whole function: nothing to move; on DSP cores
-        # the helpers compute the loops written in their forms (tvm_ext.extern_helpers).
-        return extern_helper_calls(func) if dual_mac else func
+        # One TE extern stage (e.g. SVDF's state update) is the whole function: nothing to move; with `mac`
+        # the helpers compute the loops written in their forms (backends.cortex_m.schedules.extern_helpers).
+        return mac.extern_calls(func) if mac is not None else func
     if any(not sch.get(block).iter_vars for block in sch.get_child_blocks(root)):
         # An opaque block (a TE extern stage, e.g. the int8 softmax) hides its reads and writes from the
         # schedule's dependence analysis: moving stages around it could reorder them. Leave it as written.
@@ -137,14 +123,14 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
         first_reduce = iter_types.index(tirx.IterVar.CommReduce)
         if first_reduce >= len(loops):
             continue
-        if dual_mac:  # odd rows of a matrix multiply: pairs across them (tvm_ext.flat_pixels)
-            loops, first_reduce = flatten_odd_pixel_rows(sch, block, loops, first_reduce) or (loops, first_reduce)
+        if mac is not None:  # odd rows of a matrix multiply: pairs across them
+            loops, first_reduce = mac.flatten_odd_pixel_rows(sch, block, loops, first_reduce) or (loops, first_reduce)
         consumers = sch.get_consumers(block)
         float_tiled = bool(float_tiles) and accumulates_float(sch, block)
         tiles = float_tiles if float_tiled else (channel_tile,)
         tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile) for tile in tiles)
                       if t is not None), None)
-        pairs = dual_mac and tiled is not None and not float_tiled and _pays_two_pixels(sch, block, *tiled)
+        pairs = mac is not None and tiled is not None and not float_tiled and mac.pays_two_pixels(sch, block, *tiled)
         pixel_tiled = tile_pixels(sch, block, *tiled) if tiled is not None and (float_tiled or pairs) else None
         odd_row = pairs and pixel_tiled is None  # a pixel count two does not divide: pairs after scheduling
         tiled = pixel_tiled or tiled
@@ -158,35 +144,12 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, dual_mac: b
                 pass
         if odd_row:
             odd_rows.append((sch.get(block).name_hint, first_reduce))
-        elif dual_mac and tiled is not None:
-            mac_helper_call(sch, block, loops, first_reduce)
+        elif mac is not None and tiled is not None:
+            mac.helper_call(sch, block, loops, first_reduce)
     scheduled = sch.mod["main"]
-    for name, first_reduce in odd_rows:
-        scheduled = pair_odd_pixel_row(scheduled, name, first_reduce)
-    return with_window_recorded(inlined, split_border(scheduled, dual_mac))
-
-
-TWO_PIXEL_MIN_REDUCTION = 32
-"""The shortest reduction (MACs per output) a dual-MAC kernel tiles two pixels for: shorter ones (vww's 1x1
-convolutions on 8 and 16 channels, measured under QEMU) lose more to the two-pixel helper's two passes than
-its shared weights save."""
-
-
-def _pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
-    """Whether the channel-tiled int8 reduction ``block`` (its loops ``loops``, the channel tile innermost)
-    accumulates two pixels per dual-MAC call: a reduction of at least TWO_PIXEL_MIN_REDUCTION, int8 inputs (16x8's
-    int16 ones have a one-pixel helper only, packager.dual_mac_c), and no padded input (an ``if_then_else`` tap:
-    its pixels stay untiled, for the border split, tvm_ext.border_split, to find one test per pixel)."""
-    length = 1
-    for loop in loops[first_reduce:-1]:
-        extent = sch.get(loop).extent
-        if not isinstance(extent, tirx.IntImm):
-            return False
-        length *= int(extent)
-    padded = any(isinstance(node, tvm.ir.Call) and node.op.name == "prim.if_then_else"
-                 for node in walk(sch.get(block).body))
-    int16_input = any(str(region.source.dtype) == "int16" for region in sch.get(block).reads)
-    return length >= TWO_PIXEL_MIN_REDUCTION and not padded and not int16_input
+    for name, first_reduce in odd_rows:  # only with `mac`: the pairs are its helpers'
+        scheduled = mac.pair_odd_pixel_row(scheduled, name, first_reduce)
+    return with_window_recorded(inlined, split_border(scheduled, mac))
 
 
 def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int):

@@ -71,9 +71,11 @@ def combine(sources: list[KernelSource]) -> KernelSource:
     helper any of them calls."""
     roundings = tuple(sorted({r for source in sources for r in source.requantize_roundings}))
     signal_helpers = tuple(sorted({h for source in sources for h in source.signal_helpers}))
+    libraries = tuple(sorted({library for source in sources for library in source.helper_libraries},
+                             key=lambda library: library.name))
     return KernelSource({name: text for source in sources for name, text in source.definitions.items()},
                         {name: sig for source in sources for name, sig in source.signatures.items()},
-                        roundings, any(source.dual_mac for source in sources), signal_helpers)
+                        roundings, libraries, signal_helpers)
 
 
 def generate_kernels(subgraphs: list[SubgraphKernels], target: tvm.target.Target, prefix: str,

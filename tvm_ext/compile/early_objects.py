@@ -32,7 +32,7 @@ from pathlib import Path
 from emulator.selftest import cross_make_command
 from packager.build import make_command
 from packager.build_files import BuildConfig
-from packager.cortex_m.support import CROSS_BUILD_DIR, QEMU_TEST_MAKEFILE
+from backends.cortex_m.bundle_files.support import CROSS_BUILD_DIR, QEMU_TEST_MAKEFILE
 from packager.files import replace_file
 from tvm_ext.command_process import interrupts_held_back
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
 import numpy as np
 
-from emulator.boards import BOARDS, CortexMTarget
+from backends import backend_of
+from backends.cortex_m.bundle_files.support import QEMU_TEST_MAKEFILE, makefile_fragment
 from memory_planner import plan_memory
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.check import InvalidMemoryPlanError, check_plan
@@ -32,7 +33,6 @@ from packager import BundleFacts, BundleInputs, TestCase, TestVectors, finish_bu
 from packager.build import BuildError, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig, write_makefile
 from packager.bundle import library_sources
-from packager.cortex_m.support import QEMU_TEST_MAKEFILE, makefile_fragment
 from packager.selftest_verdict import SelftestResult
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
@@ -439,7 +439,8 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
     bundle = BundleInputs(
         plan=planned.plan, memory=planned.memory, buffers=planned.buffers, kernels_c=generated.source.c_text,
         kernel_signatures=tuple(generated.source.signatures.values()),
-        requantize_roundings=generated.source.requantize_roundings, dual_mac=generated.source.dual_mac,
+        requantize_roundings=generated.source.requantize_roundings,
+        helper_libraries=generated.source.helper_libraries,
         signal_helpers=generated.source.signal_helpers,
         constants=generated.constants,
         vectors=selftest_vectors(imported, referenced, planned.plan),
@@ -470,7 +471,7 @@ def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -
     model = generated.plan.model
     source = generated.source
     files = {**library_sources(generated.plan, {f"{model}_kernels.c": source.c_text},
-                               tuple(source.signatures.values()), source.requantize_roundings, source.dual_mac,
+                               tuple(source.signatures.values()), source.requantize_roundings, source.helper_libraries,
                                generated.constants, profile.alignment_bytes, source.signal_helpers),
              "Makefile": write_makefile(model, config)}
     if config.emulated is not None:  # the self-test ELF's rules, for its own objects of the same sources
@@ -502,7 +503,7 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
     runs a subgraph's operators."""
     from tvm_ext.unit_assignment import NoUnitError, assign_units
 
-    if profile.units and emulated_target(profile) is not None:
+    if profile.units and backend_of(profile).emulated_target(profile) is not None:
         raise CompileError(f"{file_name}: the {profile.name} profile lists compute units, which are built for the "
                            "host only so far; give a profile without qemu_board")
     try:
@@ -584,17 +585,9 @@ def build_config(profile) -> BuildConfig:
     return BuildConfig(
         cc=profile.c_compiler, ar=profile.tool("ar"), cflags=profile.cflags, ldflags=profile.ldflags,
         runs_on_host=profile.qemu_board is None,
-        emulated=emulated_target(profile),
+        emulated=backend_of(profile).emulated_target(profile),
         units=tuple(UnitBuild(unit.name, unit.c_compiler, unit.cflags) for unit in profile.units),
     )
-
-
-def emulated_target(profile: Profile) -> CortexMTarget | None:
-    """The core and board that run the profile's self-test, compiled with the profile's own flags; None when
-    none of our QEMU boards emulates the profile's core (its self-test then runs on the host)."""
-    if profile.qemu_board not in BOARDS:
-        return None
-    return CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.hardware_float)
 
 
 def _installed(dist: str) -> bool:

@@ -60,7 +60,7 @@ def svdf_feature_offsets(weight_feature: np.ndarray, input_zero_point: int) -> n
 
 FEATURE_TILE = 4
 """Filters whose feature products one pass over the input accumulates (the dual MAC's four channels,
-``packager.dual_mac_c.DUAL_MAC_CHANNELS``); a remainder of fewer filters is one shorter tile."""
+``backends.cortex_m.helpers.dual_mac_c.DUAL_MAC_CHANNELS``); a remainder of fewer filters is one shorter tile."""
 
 
 def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tensor, feature_offsets: te.Tensor, *,
@@ -73,7 +73,7 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
     ``new[b, i] = old[b, i + 1]`` (it moves every filter's memory one step left; each filter's last column
     then holds the next filter's first, overwritten below), then per tile of FEATURE_TILE filters the
     feature products in as many int32 accumulators (a local buffer; the product is one reduction block over
-    the input, which a DSP schedule turns into the dual MAC, ``tvm_ext.extern_helpers``), then each filter's
+    the input, which a DSP schedule turns into the dual MAC, ``backends.cortex_m.schedules.extern_helpers``), then each filter's
     newest column. The kernel is correct when its output is its state input: the copy writes element i
     after reading element i + 1, and the products read no state.
     """
@@ -121,7 +121,7 @@ def _feature_product_block(acc: tirx.Buffer, x: tirx.Buffer, weights: tirx.Buffe
                            first: tirx.PrimExpr, count: int):
     """``(c, k) -> block``: ``acc[c] += int32(x[b, k]) * int32(weights[first + c, k])`` as a reduction block
     over k (its iteration variables bound to the loops; no init: the accumulators start at the offsets),
-    the form ``tvm_ext.dual_mac.dual_mac_replacement`` reads and ``tvm_ext.macs`` counts."""
+    the form ``backends.cortex_m.schedules.dual_mac.dual_mac_replacement`` reads and ``tvm_ext.macs`` counts."""
     (batch, depth), filters = (int(d) for d in x.shape), int(weights.shape[0])
     vb, vf, vc = (tirx.IterVar(tvm.ir.Range(0, extent), tirx.Var(name, "int32"), tirx.IterVar.DataPar)
                   for name, extent in (("vb", batch), ("vf", filters), ("vc", count)))
@@ -157,7 +157,7 @@ def svdf_output(state: te.Tensor, weight_time: te.Tensor, bias: Optional[te.Tens
     (``OutputStage``).
 
     With ``state_zero_point`` 0 (a bias that ``svdf_time_offsets`` folded it into) the time product
-    multiplies raw values: on DSP cores, the row dot product's form (``tvm_ext.row_dot``)."""
+    multiplies raw values: on DSP cores, the row dot product's form (``backends.cortex_m.schedules.row_dot``)."""
     batch = int(state.shape[0])
     filters, memory = (int(d) for d in weight_time.shape)
     m = te.reduce_axis((0, memory), "m")

@@ -40,10 +40,9 @@ import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 
+from backends.schedules import kernel_schedules_of
 from target.profile import Profile
-from tvm_ext.float_schedule import float_channel_tiles
 from tvm_ext.layers import BINDING_LAYERS_ATTR, CONSTANT_LAYERS_ATTR, LAYERS_ATTR, Layers, bindings_of, with_layers
-from tvm_ext.schedule import output_channel_tile
 from tvm_ext.transform.partition_subgraphs import partition_subgraphs
 
 LAYOUTS = ("NCHW", "NHWC")
@@ -193,7 +192,8 @@ def _quantized(run: Sequence[relax.Binding]) -> Optional[str]:
 
 def _accumulator_tiles(profile: Profile) -> tuple[int, ...]:
     """The tiles a float convolution's accumulators try on `profile` (tvm_ext.schedule.inline_intermediates)."""
-    return float_channel_tiles(profile) or (output_channel_tile(profile),)
+    schedules = kernel_schedules_of(profile)
+    return schedules.float_channel_tiles or (schedules.output_channel_tile,)
 
 
 def _read_after(rest: Sequence[relax.Binding], result: relax.Expr) -> set[relax.Var]:

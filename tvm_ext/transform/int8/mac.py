@@ -92,7 +92,7 @@ class MacKernel:
         geometry = self.geometry.params() if self.geometry is not None else {}
         layout = {"weight_layout": self.weight_layout} if self.weight_layout is not None else {}
         # The fold widens an int16-stored bias to int32 (2 bytes per channel) rather than give it up: the
-        # dual MAC (tvm_ext.dual_mac) multiplies raw int8 values only.
+        # dual MAC (backends.cortex_m.schedules.dual_mac) multiplies raw int8 values only.
         folded = None if bias_values is None or not self.folds_zero_point else fold_zero_point_into_bias(
             _at_least_int32(bias_values), self.weight, self.input_zero_point, self.channel_axis)
         bias = self.bias if folded is None else bias_constant(folded)

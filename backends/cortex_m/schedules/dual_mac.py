@@ -2,7 +2,7 @@
 
 On a profile with ``simd = "dsp"`` the reduction of a CONV_2D or FULLY_CONNECTED kernel tiled to 4 output
 channels (``tvm_ext.schedule``) is replaced by one call of ``<prefix>_dual_mac_s8x4`` per output pixel and
-channel tile: a `static inline` C helper of the bundle (``packager.dual_mac_c``) that reads four int8
+channel tile: a `static inline` C helper of the bundle (``backends.cortex_m.helpers.dual_mac_c``) that reads four int8
 inputs and four int8 weights per 32-bit load, widens them to int16 pairs with SXTB16 and multiply-accumulates
 two pairs per SMLAD. The helper reads the inputs as ``rows`` runs of ``row_len`` contiguous bytes
 (``x_row_stride`` bytes apart: the kernel rows of a convolution window) and each channel's weights as one
@@ -18,10 +18,8 @@ are integer sums in another order: bit-exact.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
@@ -30,59 +28,24 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from packager.dual_mac_c import DUAL_MAC_CHANNELS, DUAL_MAC_INPUT_TYPES, dual_mac_2px_helper_name, dual_mac_helper_name
-from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_helper_access
+from backends.cortex_m.helpers import CORTEX_M_HELPERS
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, DUAL_MAC_INPUT_TYPES, dual_mac_2px_helper_name, dual_mac_helper_name
+from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.helper_calls import register_helper_call
 from tvm_ext.index_expr import INDEX_OPERATORS, evaluate_index, substitute_index
 
 DUAL_MAC_OP = "tvm_ext.dual_mac_s8x4"
 DUAL_MAC_2PX_OP = "tvm_ext.dual_mac_s8x2x4"
 DUAL_MAC_S16_OP = "tvm_ext.dual_mac_s16x4"  # DUAL_MAC_OP's call on int16 inputs (TFLite's 16x8 operators)
 _OPS = {"int8": (DUAL_MAC_OP, DUAL_MAC_2PX_OP), "int16": (DUAL_MAC_S16_OP, None)}
-"""(one pixel, two pixels or None) per input type (packager.dual_mac_c's DUAL_MAC_INPUT_TYPES)."""
+"""(one pixel, two pixels or None) per input type (backends.cortex_m.helpers.dual_mac_c's DUAL_MAC_INPUT_TYPES)."""
 DUAL_MAC_PIXELS = 2  # output pixels the two-pixel helper accumulates beside its four channels
 
 
-@dataclass
-class _DualMacCalls:
-    """While C is generated for a bundle: its helpers' prefix and whether a kernel calls the dual MAC."""
-
-    prefix: str
-    used: bool = False
-
-
-_CALLS: contextvars.ContextVar[Optional[_DualMacCalls]] = contextvars.ContextVar("tvm_ext_dual_mac", default=None)
-
-
-@contextlib.contextmanager
-def calls_to_dual_mac_helper(prefix: str) -> Iterator[_DualMacCalls]:
-    """Within this block, C code generation calls ``<prefix>_dual_mac_s8x4``; the yielded record's ``used``
-    says, once the C is generated, whether any kernel calls it."""
-    calls = _DualMacCalls(prefix)
-    token = _CALLS.set(calls)
-    try:
-        yield calls
-    finally:
-        _CALLS.reset(token)
-
-
 def register_mac_helper(op: str, helper_name: Callable[[str], str], access: Optional[HelperAccess] = None) -> None:
-    """Register ``op``, a call of the bundle's MAC helper ``helper_name(prefix)``, for C code generation
-    (inside ``calls_to_dual_mac_helper``, which records that the bundle's MAC helpers are needed), and
-    ``access``: the elements a call reads and writes through its pointers (``tvm_ext.helper_access``; keep it
-    in step with the helper's C: the memory planner lets buffers overlap by it)."""
-
-    def to_c(call: tirx.Expr) -> tirx.Expr:
-        calls = _CALLS.get()
-        if calls is None:
-            raise RuntimeError(f"{op} is C code of a tvm_ext bundle: generate it inside calls_to_dual_mac_helper")
-        calls.used = True
-        return tirx.call_extern("int32", helper_name(calls.prefix), *call.args)
-
-    tvm.ir.register_op_attr(op, "TCallEffectKind", tirx.CallEffectKind.UpdateState.value)
-    tvm.ir.register_op_attr(op, "TScriptPrinterName", op.replace(".", "_"))
-    tirx.register_intrin_lowering(op, "c", f=to_c)
-    if access is not None:
-        register_helper_access(op, access)
+    """Register ``op``, a call of the Cortex-M helper library's ``helper_name(prefix)``, with the elements it
+    reads and writes (``tvm_ext.helper_calls.register_helper_call``)."""
+    register_helper_call(op, CORTEX_M_HELPERS, helper_name, access)
 
 
 # The dual MAC's call (acc, x, w, x_row_stride, w_channel_stride, rows, row_len): acc[c] for c < 4,

@@ -129,7 +129,7 @@ def write_cortex_m_support(out_dir: Path, name: str, config: BuildConfig,
     }
     written = []
     for file_name in _COPIED_FILES:
-        written.append(_write(support_dir / file_name, template_text("packager.cortex_m", file_name)))
+        written.append(_write(support_dir / file_name, template_text("backends.cortex_m.bundle_files", file_name)))
     for file_name, text in generated.items():
         written.append(_write(support_dir / file_name, text))
     return written
@@ -174,7 +174,7 @@ def ticks_per_instruction(board: Board) -> Fraction:
 
 def linker_script(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> str:
     """link.ld for `board`'s memory map, reserving `stack_bytes` at the top of RAM."""
-    return Template(template_text("packager.cortex_m", "link.ld.in")).substitute(
+    return Template(template_text("backends.cortex_m.bundle_files", "link.ld.in")).substitute(
         board=board.name,
         weights_suffix=WEIGHTS_SUFFIX,
         flash_origin=f"0x{board.flash.origin:08X}",
@@ -198,7 +198,7 @@ def selftest_link_flags(config: BuildConfig) -> tuple[str, ...]:
 def makefile_fragment(name: str, config: BuildConfig) -> str:
     """cortex_m/qemu-test.mk: targets `cortex-m-elf` (builds SELFTEST_ELF) and `qemu-test` (runs it)."""
     target = _emulated(config)
-    return Template(template_text("packager.cortex_m", "qemu-test.mk.in")).substitute(
+    return Template(template_text("backends.cortex_m.bundle_files", "qemu-test.mk.in")).substitute(
         target=make_words([target.name]),
         board=target.board.name,
         build_dir=CROSS_BUILD_DIR,
@@ -219,7 +219,7 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
 def qemu_run_script(target: CortexMTarget) -> str:
     """cortex_m/qemu-run.sh: runs a program on `target`'s board with no host capability and exits 0 only when
     the program ended with exit status 0 (and printed the line asked for)."""
-    return Template(template_text("packager.cortex_m", "qemu-run.sh.in")).substitute(
+    return Template(template_text("backends.cortex_m.bundle_files", "qemu-run.sh.in")).substitute(
         target=target.name,
         board=target.board.name,
         board_arguments=shlex.join(board_arguments(target.board)),
@@ -233,7 +233,7 @@ def cmake_project(name: str, config: BuildConfig) -> str:
     build's `profile.elf` with a `qemu-profile` target (not built by default)."""
     target = _emulated(config)
     sources = _cmake_paths(bundle_sources(name) + list(BOARD_SOURCES))
-    return Template(template_text("packager.cortex_m", "CMakeLists.txt.in")).substitute(
+    return Template(template_text("backends.cortex_m.bundle_files", "CMakeLists.txt.in")).substitute(
         target=cmake_argument(target.name),
         board=target.board.name,
         name=name,

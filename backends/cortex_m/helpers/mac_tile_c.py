@@ -1,4 +1,4 @@
-"""C text shared by the two-pixel MAC helpers (`packager.dual_mac_c`, `packager.dual_mac_q15_c`): their 2x2
+"""C text shared by the two-pixel MAC helpers (`backends.cortex_m.helpers.dual_mac_c`, `backends.cortex_m.helpers.dual_mac_q15_c`): their 2x2
 tile of accumulators (pixels a and b, channels c and c + 1: a0, a1, b0, b1) multiplied by one weight word
 per channel, and stored back."""
 

@@ -2,7 +2,7 @@
 entry that turns a tiled MAC reduction into whichever helper computes it (``mac_helper_replacement``).
 
 A depthwise reduction tiled to four output channels (``tvm_ext.schedule``: the window loops, then the four
-channels innermost) becomes one call of ``<prefix>_depthwise_mac_s8x4`` (``packager.depthwise_mac_c``; on int16
+channels innermost) becomes one call of ``<prefix>_depthwise_mac_s8x4`` (``backends.cortex_m.helpers.depthwise_mac_c``; on int16
 inputs, TFLite's 16x8 operators whose sums fit int32, ``<prefix>_depthwise_mac_s16x4``) per
 output pixel and channel tile when input, weights and accumulators are four consecutive channels at every tap
 (a depth multiplier of 1: with 2, two output channels read one input channel) and the taps step by constant
@@ -16,11 +16,11 @@ from typing import Optional
 
 from tvm import s_tir, tirx
 
-from packager.depthwise_mac_c import DEPTHWISE_MAC_INPUT_TYPES, depthwise_box_helper_name, depthwise_mac_helper_name
-from tvm_ext.dual_mac import (DUAL_MAC_CHANNELS, AccessOffsets, MacReduction, dual_mac_replacement, helper_call_block,
+from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_INPUT_TYPES, depthwise_box_helper_name, depthwise_mac_helper_name
+from backends.cortex_m.schedules.dual_mac import (DUAL_MAC_CHANNELS, AccessOffsets, MacReduction, dual_mac_replacement, helper_call_block,
                               mac_reduction, register_mac_helper)
 from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.row_dot import row_dot_replacement
+from backends.cortex_m.schedules.row_dot import row_dot_replacement
 
 DEPTHWISE_MAC_OP = "tvm_ext.depthwise_mac_s8x4"
 # The call (acc, x, w, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols): acc[c] for c < 4,
@@ -35,7 +35,7 @@ DEPTHWISE_BOX_OP = "tvm_ext.depthwise_box_s8x4"
 """The same helper's out-of-line copy: for the clipped windows of a padded border (tvm_ext.border_split)."""
 _OPS = {"int8": (DEPTHWISE_MAC_OP, DEPTHWISE_BOX_OP),
         "int16": ("tvm_ext.depthwise_mac_s16x4", "tvm_ext.depthwise_box_s16x4")}
-"""(inlined, out of line) per input type (packager.depthwise_mac_c's DEPTHWISE_MAC_INPUT_TYPES)."""
+"""(inlined, out of line) per input type (backends.cortex_m.helpers.depthwise_mac_c's DEPTHWISE_MAC_INPUT_TYPES)."""
 for _data in DEPTHWISE_MAC_INPUT_TYPES:  # the same record: it counts elements of the pointers' own types
     _inlined, _outlined = _OPS[_data]
     register_mac_helper(_inlined, functools.partial(depthwise_mac_helper_name, data=_data), DEPTHWISE_MAC_ACCESS)
@@ -56,8 +56,8 @@ def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) 
 
 def mac_helper_replacement(realize: s_tir.SBlockRealize, loops: list,
                            outlined_depthwise: bool = False) -> Optional[s_tir.SBlockRealize]:
-    """The dual MAC's call block (``tvm_ext.dual_mac``), else the depthwise helper's (the inlined one, or its
-    out-of-line copy if ``outlined_depthwise``), else the row dot product's (``tvm_ext.row_dot``), computing what
+    """The dual MAC's call block (``backends.cortex_m.schedules.dual_mac``), else the depthwise helper's (the inlined one, or its
+    out-of-line copy if ``outlined_depthwise``), else the row dot product's (``backends.cortex_m.schedules.row_dot``), computing what
     the For nodes ``loops`` around ``realize`` compute; None where none computes exactly that."""
     return (dual_mac_replacement(realize, loops) or depthwise_mac_replacement(realize, loops, outlined_depthwise)
             or row_dot_replacement(realize, loops))

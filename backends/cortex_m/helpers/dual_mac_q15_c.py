@@ -1,6 +1,6 @@
 """The bundle's two-pixel dual MAC on inputs widened once per pixel pair (CMSIS-NN's im2col to q15):
 `<prefix>_widen_s8x2_q15` and `<prefix>_dual_mac_q15x2x4`, `static inline` C in `<model>_internal.h`
-(after `packager.dual_mac_c`, whose word operations they use), called by the kernels of `tvm_ext.pixel_pairs`.
+(after `backends.cortex_m.helpers.dual_mac_c`, whose word operations they use), called by the kernels of `backends.cortex_m.schedules.pixel_pairs`.
 
 A pixel pair's two input windows (``rows`` runs of ``row_len`` int8, ``x_row_stride`` apart, the second
 window ``x_pixel_stride`` after the first) are widened ONCE into a scratch of int32 words
@@ -15,7 +15,7 @@ bit-exact.
 
 from __future__ import annotations
 
-from packager.mac_tile_c import TILE_STORE_C, smlad_2x2_tile_c
+from backends.cortex_m.helpers.mac_tile_c import TILE_STORE_C, smlad_2x2_tile_c
 
 
 
@@ -36,7 +36,7 @@ def dual_mac_q15_helper_name(prefix: str) -> str:
 
 
 def dual_mac_q15_helper_c(prefix: str) -> str:
-    """The C definitions of both helpers for the bundle `prefix` (after `packager.dual_mac_c`'s)."""
+    """The C definitions of both helpers for the bundle `prefix` (after `backends.cortex_m.helpers.dual_mac_c`'s)."""
     widen, mac = widen_q15_helper_name(prefix), dual_mac_q15_helper_name(prefix)
     return f"""
 /* Words of one widened row of row_len inputs: two per whole group of four, one per input left. */

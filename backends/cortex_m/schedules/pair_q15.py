@@ -1,8 +1,8 @@
 """A pixel pair's inputs widened to int16 once, for all its output-channel tiles (CMSIS-NN's im2col to q15).
 
-A pair of pixels (``tvm_ext.pixel_pairs``) makes one two-pixel dual-MAC call per channel tile, and each call
+A pair of pixels (``backends.cortex_m.schedules.pixel_pairs``) makes one two-pixel dual-MAC call per channel tile, and each call
 widens both pixels' inputs again with SXTB16. Here the pair instead widens its two windows once, before its
-channel-tile loop, into a scratch of int32 words (``packager.dual_mac_q15_c``: 4 bytes per window element
+channel-tile loop, into a scratch of int32 words (``backends.cortex_m.helpers.dual_mac_q15_c``: 4 bytes per window element
 in whole groups of four, 8 per element left over; a kernel scratch in the arena where it exceeds
 codegen_c.LOCAL_BUFFER_MAX_BYTES: 256 bytes for a 1x1 convolution on 64 channels, 4 * 9 * Cin for a 3x3;
 measured on cortex-m4f, the arena stays 16,256 B for kws_ref_model and 37,632 B for vww_96_int8 and grows
@@ -19,9 +19,9 @@ from typing import Optional
 import tvm
 from tvm import s_tir, tirx
 
-from packager.dual_mac_c import DUAL_MAC_CHANNELS
-from packager.dual_mac_q15_c import dual_mac_q15_helper_name, q15_scratch_words, widen_q15_helper_name
-from tvm_ext.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, register_mac_helper
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
+from backends.cortex_m.helpers.dual_mac_q15_c import dual_mac_q15_helper_name, q15_scratch_words, widen_q15_helper_name
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, register_mac_helper
 from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir_walk import vars_read
 
@@ -65,7 +65,7 @@ class WidenedPair:
 
 
 def widened_pair(call: s_tir.SBlockRealize, channel_loops: list) -> Optional[WidenedPair]:
-    """The widened form of the two-pixel call block ``call`` (``tvm_ext.dual_mac``), or None where it is
+    """The widened form of the two-pixel call block ``call`` (``backends.cortex_m.schedules.dual_mac``), or None where it is
     another call or its input address moves with ``channel_loops`` (the loops between the pixel and the
     call: the widening runs once above them)."""
     block = call.block

@@ -1,6 +1,6 @@
 """A convolution's output rows and columns as one pixel index, where its windows lie evenly along it.
 
-The two-pixel dual MAC (``tvm_ext.dual_mac``) pairs neighbouring output pixels of the schedule's pixel loop.
+The two-pixel dual MAC (``backends.cortex_m.schedules.dual_mac``) pairs neighbouring output pixels of the schedule's pixel loop.
 Per row, a row of odd width leaves its last pixel alone: kws's 1x1 convolutions over 25 x 5 pixels ran 25
 lone pixels at the one-pixel cost. Where pixel ``p`` of the fused index ``row * columns + column`` reads
 its input window at ``p`` times a constant stride and writes its accumulators likewise (a 1x1 convolution of
@@ -18,7 +18,7 @@ from typing import Optional
 
 from tvm import s_tir, tirx
 
-from tvm_ext.dual_mac import DUAL_MAC_PIXELS, AccessOffsets, mac_reduction
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_PIXELS, AccessOffsets, mac_reduction
 
 
 def flatten_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> Optional[tuple[list, int]]:

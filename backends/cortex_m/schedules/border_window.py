@@ -2,7 +2,7 @@
 an interior pixel's window where its rows are short).
 
 At the padded border of an int8 convolution (``tvm_ext.border_split``) each tap is asked whether it lies
-inside the image; where it does, its ``Cin`` channels go through the dual MAC (``tvm_ext.dual_mac``) on
+inside the image; where it does, its ``Cin`` channels go through the dual MAC (``backends.cortex_m.schedules.dual_mac``) on
 their own: one helper call per tap and channel tile, and with one input channel (kws's first convolution) a
 call per single multiply-accumulate. Here a border pixel instead copies its window once, before its
 channel-tile loop, into a small int8 buffer (``KH * KW * Cin`` bytes, row-major over the window loops):
@@ -24,7 +24,7 @@ from typing import Optional
 import tvm
 from tvm import s_tir, tirx
 
-from tvm_ext.depthwise_mac import mac_helper_replacement
+from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement
 from tvm_ext.tir_walk import map_leaves, vars_read
 
 

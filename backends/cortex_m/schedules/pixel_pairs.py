@@ -22,11 +22,11 @@ from typing import Optional
 import tvm
 from tvm import s_tir, tirx
 
-from tvm_ext.depthwise_mac import mac_helper_replacement
-from tvm_ext.dual_mac import DUAL_MAC_PIXELS, dual_mac_replacement
+from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_PIXELS, dual_mac_replacement
+from backends.cortex_m.schedules.pair_q15 import widened_pair
 from tvm_ext.index_expr import substitute_index
-from tvm_ext.pair_q15 import widened_pair
-from tvm_ext.tir_walk import replace_stmt
+from tvm_ext.tir_walk import replace_stmt, walk
 
 
 def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops: list, first_reduction: int,
@@ -36,7 +36,7 @@ def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops
     unguarded update block ``realize``, the reduction ``loops[first_reduction:]`` with the channel tile
     innermost) with the reduction as one two-pixel dual-MAC call and every other statement beside it
     (initialisation, epilogue) once per pixel; the pair's inputs widened once before its channel tiles where
-    they can be (``tvm_ext.pair_q15``). None where the reduction's statements do not have that form or the
+    they can be (``backends.cortex_m.schedules.pair_q15``). None where the reduction's statements do not have that form or the
     call does not fit."""
     pixel_loop = tirx.For(tirx.Var("pixel_pair", pixel.ty.dtype), tirx.const(0, pixel.ty.dtype),
                           tirx.const(DUAL_MAC_PIXELS, pixel.ty.dtype), tirx.ForKind.SERIAL, tirx.Evaluate(0))
@@ -159,3 +159,26 @@ def _block_with_loops(stmt: tirx.Stmt, name: str, loops: list):
         return next((found for found in (_block_with_loops(child, name, loops) for child in stmt.seq)
                      if found is not None), None)
     return None
+
+
+TWO_PIXEL_MIN_REDUCTION = 32
+"""The shortest reduction (MACs per output) a dual-MAC kernel tiles two pixels for: shorter ones (vww's 1x1
+convolutions on 8 and 16 channels, measured under QEMU) lose more to the two-pixel helper's two passes than
+its shared weights save."""
+
+
+def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
+    """Whether the channel-tiled int8 reduction ``block`` (its loops ``loops``, the channel tile innermost)
+    accumulates two pixels per dual-MAC call: a reduction of at least TWO_PIXEL_MIN_REDUCTION, int8 inputs (16x8's
+    int16 ones have a one-pixel helper only, backends.cortex_m.helpers.dual_mac_c), and no padded input (an ``if_then_else`` tap:
+    its pixels stay untiled, for the border split, tvm_ext.border_split, to find one test per pixel)."""
+    length = 1
+    for loop in loops[first_reduce:-1]:
+        extent = sch.get(loop).extent
+        if not isinstance(extent, tirx.IntImm):
+            return False
+        length *= int(extent)
+    padded = any(isinstance(node, tvm.ir.Call) and node.op.name == "prim.if_then_else"
+                 for node in walk(sch.get(block).body))
+    int16_input = any(str(region.source.dtype) == "int16" for region in sch.get(block).reads)
+    return length >= TWO_PIXEL_MIN_REDUCTION and not padded and not int16_input

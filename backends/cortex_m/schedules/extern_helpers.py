@@ -5,9 +5,9 @@ them in the forms this module recognizes, and ``extern_helper_calls`` replaces e
 computes exactly what it does:
 
 - a MAC reduction block under its loops (the reduction loops, then the unit-stride loop of DUAL_MAC_CHANNELS
-  accumulators, innermost): the dual MAC (``tvm_ext.dual_mac.dual_mac_replacement``);
+  accumulators, innermost): the dual MAC (``backends.cortex_m.schedules.dual_mac.dual_mac_replacement``);
 - a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``
-  (``packager.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
+  (``backends.cortex_m.helpers.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
   ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input).
 """
 
@@ -20,8 +20,8 @@ import numpy as np
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from packager.copy_c import copy_helper_name
-from tvm_ext.dual_mac import dual_mac_replacement, register_mac_helper
+from backends.cortex_m.helpers.copy_c import copy_helper_name
+from backends.cortex_m.schedules.dual_mac import dual_mac_replacement, register_mac_helper
 from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.index_expr import evaluate_index, substitute_index
 from tvm_ext.tir_walk import map_child_stmts

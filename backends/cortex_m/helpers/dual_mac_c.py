@@ -1,6 +1,6 @@
 """The bundle's dual multiply-accumulate helpers: `<prefix>_dual_mac_s8x4`, `<prefix>_dual_mac_s16x4` and the
 two-pixel `<prefix>_dual_mac_s8x2x4`, `static inline` C in `<model>_internal.h`, called by the MAC kernels
-scheduled for a DSP core (`tvm_ext.dual_mac`).
+scheduled for a DSP core (`backends.cortex_m.schedules.dual_mac`).
 
 Each adds to four int32 accumulators (four output channels) the dot products of one input window (int8, or
 int16: TFLite's 16x8 operators) with each channel's int8 weights. Where the compiler defines
@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from packager.mac_tile_c import TILE_STORE_C, smlad_2x2_tile_c
+from backends.cortex_m.helpers.mac_tile_c import TILE_STORE_C, smlad_2x2_tile_c
 
-from packager.depthwise_mac_c import depthwise_mac_helper_c
-from packager.dual_mac_q15_c import dual_mac_q15_helper_c
-from packager.row_dot_c import row_dot_helper_c
+from backends.cortex_m.helpers.depthwise_mac_c import depthwise_mac_helper_c
+from backends.cortex_m.helpers.dual_mac_q15_c import dual_mac_q15_helper_c
+from backends.cortex_m.helpers.row_dot_c import row_dot_helper_c
 
 DUAL_MAC_CHANNELS = 4  # output channels per call: four accumulators stay in registers beside the pointers
 
@@ -74,8 +74,8 @@ def dual_mac_2px_helper_name(prefix: str) -> str:
 def dual_mac_helper_c(prefix: str) -> str:
     """The C definitions of the one-pixel helpers (int8 and int16 inputs), the two-pixel one (int8) and the
     word operations they use for the bundle `prefix`, followed by the helpers that share them: the two-pixel
-    MAC on widened inputs (`packager.dual_mac_q15_c`), the depthwise helper (`packager.depthwise_mac_c`) and the
-    row dot product (`packager.row_dot_c`)."""
+    MAC on widened inputs (`backends.cortex_m.helpers.dual_mac_q15_c`), the depthwise helper (`backends.cortex_m.helpers.depthwise_mac_c`) and the
+    row dot product (`backends.cortex_m.helpers.row_dot_c`)."""
     return (_word_operations_c(prefix) + "".join(_one_pixel_helper_c(prefix, data) for data in _INPUTS)
             + _two_pixel_helper_c(prefix) + dual_mac_q15_helper_c(prefix) + depthwise_mac_helper_c(prefix)
             + row_dot_helper_c(prefix))

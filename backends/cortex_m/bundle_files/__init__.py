@@ -6,7 +6,7 @@
 Running and measuring that self-test (QEMU, sizes, stack peak) is the `emulator` package's job.
 """
 
-from packager.cortex_m.support import (
+from backends.cortex_m.bundle_files.support import (
     CROSS_BUILD_DIR,
     PROFILE_ELF,
     QEMU_TEST_CMAKE_INCLUDE,

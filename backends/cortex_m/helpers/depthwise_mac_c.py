@@ -1,7 +1,7 @@
 """The bundle's depthwise multiply-accumulate helpers: `<prefix>_depthwise_mac_s8x4` (int8 inputs) and
 `<prefix>_depthwise_mac_s16x4` (int16 inputs: TFLite's 16x8 operators whose sums fit int32), `static inline` C in
-`<model>_internal.h` beside the dual MAC (`packager.dual_mac_c`, whose word loads and rotating SXTB16 they use),
-called by the depthwise kernels scheduled for a DSP core (`tvm_ext.depthwise_mac`).
+`<model>_internal.h` beside the dual MAC (`backends.cortex_m.helpers.dual_mac_c`, whose word loads and rotating SXTB16 they use),
+called by the depthwise kernels scheduled for a DSP core (`backends.cortex_m.schedules.depthwise_mac`).
 
 Each adds to four int32 accumulators (four consecutive channels of one output pixel) the products of each
 window tap's four input channels with the tap's four int8 weights: channels innermost, as NHWC lays them out, so
@@ -46,7 +46,7 @@ def depthwise_box_helper_name(prefix: str, data: str = "int8") -> str:
 
 def depthwise_mac_helper_c(prefix: str) -> str:
     """The C definitions of the helpers (and of their one-tap and one-row steps) of every input type for the
-    bundle `prefix` (after `packager.dual_mac_c`'s definitions)."""
+    bundle `prefix` (after `backends.cortex_m.helpers.dual_mac_c`'s definitions)."""
     outlined = f"{prefix.upper()}_DEPTHWISE_OUTLINED"
     inline = f"{prefix.upper()}_DEPTHWISE_INLINE"
     return f"""

@@ -1,0 +1,18 @@
+"""One backend per processor family (`backends.backend` says what a backend provides): `generic_c`, the
+portable C99 path, and `cortex_m`. A profile names its backend (`target.profile.Profile.backend`); adding a
+family means adding a folder here and its entry in BACKENDS (and in `backends.schedules`). No TVM import.
+"""
+
+from __future__ import annotations
+
+from backends.backend import Backend
+from backends.cortex_m import CORTEX_M
+from backends.generic_c import GENERIC_C
+from target.profile import Profile
+
+BACKENDS: dict[str, Backend] = {backend.name: backend for backend in (GENERIC_C, CORTEX_M)}
+
+
+def backend_of(profile: Profile) -> Backend:
+    """The backend that compiles for `profile`'s core."""
+    return BACKENDS[profile.backend]

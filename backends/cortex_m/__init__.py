@@ -1,0 +1,29 @@
+"""The Cortex-M backend: Arm M-profile cores (Armv6-M, Armv7E-M, Armv8-M, Armv8.1-M), built with
+arm-none-eabi-gcc and self-tested on QEMU's MPS2/MPS3 boards.
+
+- `schedules/` (TVM): the kernel schedules of cores with the DSP extension, whose MAC reductions become
+  calls of the helpers (dual MAC, depthwise MAC, row dot product, pixel pairs, copied border windows);
+- `helpers/` (no TVM): those helpers' C;
+- `bundle_files/` (no TVM): OUT/cortex_m/, the startup code, linker script and qemu-test build files;
+- the runner: `emulated_target` (the board that runs a profile's self-test, from `emulator.boards`).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from backends.backend import Backend
+from backends.cortex_m.helpers import CORTEX_M_HELPERS
+from emulator.boards import BOARDS, CortexMTarget
+from target.profile import Profile
+
+
+def emulated_target(profile: Profile) -> Optional[CortexMTarget]:
+    """The core and board that run the profile's self-test, compiled with the profile's own flags; None when
+    none of our QEMU boards emulates the profile's core (its self-test then runs on the host)."""
+    if profile.qemu_board not in BOARDS:
+        return None
+    return CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.hardware_float)
+
+
+CORTEX_M = Backend("cortex_m", CORTEX_M_HELPERS, emulated_target)

@@ -1,0 +1,53 @@
+"""The Cortex-M backend's kernel schedules (TVM): on cores with the DSP extension, MAC reductions as calls of
+the helpers of `backends.cortex_m.helpers`.
+
+- `dual_mac`: CONV_2D / FULLY_CONNECTED reductions as the dual MAC (SMLAD), one or two pixels per call;
+- `depthwise_mac`: DEPTHWISE_CONV_2D reductions (and the choice among the MAC helpers); `row_dot`: an SVDF's
+  time product;
+- `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
+  pair's inputs widened once, across odd-width rows);
+- `border_window`: a padded convolution's border pixel copies its window once;
+- `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update).
+"""
+
+from __future__ import annotations
+
+from backends.backend import KernelSchedules
+from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
+from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
+from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
+from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
+from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
+from target.profile import Profile
+from tvm_ext.float_schedule import FPU_CHANNEL_TILES
+
+
+class DualMacSchedules:
+    """The `backends.backend.MacSchedules` of cores with the DSP extension (SMLAD, SXTB16)."""
+
+    extern_calls = staticmethod(extern_helper_calls)
+    flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
+    pays_two_pixels = staticmethod(pays_two_pixels)
+    helper_call = staticmethod(mac_helper_call)
+    pair_odd_pixel_row = staticmethod(pair_odd_pixel_row)
+    replacement = staticmethod(mac_helper_replacement)
+    window_buffer = staticmethod(window_buffer)
+    has_short_rows = staticmethod(has_short_rows)
+    windowed_border = staticmethod(windowed_border)
+    paired_pixel_body = staticmethod(paired_pixel_body)
+    pair_tests = staticmethod(pair_tests)
+
+
+DUAL_MAC_SCHEDULES = DualMacSchedules()
+
+
+def kernel_schedules(profile: Profile) -> KernelSchedules:
+    """The schedules of `profile`'s core: 2 accumulators per integer MAC kernel on Armv6-M (eight low
+    registers), 4 elsewhere; float MAC kernels tiled by FPU_CHANNEL_TILES on an Arm core with an FPU; the
+    dual-MAC helpers on cores with the DSP extension (`simd = "dsp"`; Helium's "mve" has no schedules of its
+    own yet)."""
+    return KernelSchedules(
+        output_channel_tile=2 if profile.arch == "armv6-m" else 4,
+        float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
+        mac=DUAL_MAC_SCHEDULES if profile.simd == "dsp" else None,
+    )

@@ -1,0 +1,43 @@
+"""The backend seam (backends/): each profile names its backend, and nothing outside the backends (and the
+profile that names them) asks which instruction set a core has."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from backends import backend_of
+from conftest import REPO
+from target import load_profile
+from target.loading import profile_names
+
+ISA_TEST = re.compile(r"\.(simd|arch)\s*(==|!=|\bin\b|\.startswith)")
+"""A comparison of a profile's `simd` or `arch` field: an instruction-set test."""
+
+OUTSIDE_THE_BACKENDS = ("tvm_ext", "packager", "emulator", "memory_planner", "printable", "scripts")
+"""The code that must ask a backend object instead (target/ derives the backend's name and registers TVM tags)."""
+
+
+def test_no_isa_test_outside_the_backends() -> None:
+    found = [f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+             for folder in OUTSIDE_THE_BACKENDS for path in sorted((REPO / folder).rglob("*.py"))
+             for number, line in enumerate(path.read_text().splitlines(), 1) if ISA_TEST.search(line)]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("name", profile_names())
+def test_each_builtin_profile_names_the_backend_of_its_core(name: str) -> None:
+    profile = load_profile(name)
+    expected = "cortex_m" if name.startswith("cortex-m") else "generic_c"
+    assert profile.backend == expected
+    assert backend_of(profile).name == expected
+    assert (backend_of(profile).helper_library is not None) == (expected == "cortex_m")
+
+
+@pytest.mark.parametrize("name", profile_names())
+def test_only_dsp_cores_get_the_mac_helper_schedules(name: str) -> None:
+    from backends.schedules import kernel_schedules_of
+
+    profile = load_profile(name)
+    assert (kernel_schedules_of(profile).mac is not None) == (profile.simd == "dsp")

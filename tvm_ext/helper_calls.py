@@ -1,0 +1,69 @@
+"""Calls of a backend's C helpers in scheduled kernels, and which helper libraries the generated C needs.
+
+A backend's schedule writes a helper call as an intrinsic op (``call_intrin(op, ...)``). Each op is
+registered once (`register_helper_call`) with the backend's `backends.backend.HelperLibrary` and the helper's
+C name for a bundle prefix; C code generation inside `calls_to_helpers(prefix)` turns the op into that
+extern call and records the library, which `<model>_internal.h` then defines (`packager.internal_header`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Optional
+
+import tvm
+from tvm import tirx
+
+from backends.backend import HelperLibrary
+from tvm_ext.helper_access import HelperAccess, register_helper_access
+
+
+@dataclass
+class HelperCalls:
+    """While C is generated for a bundle: its helpers' prefix and the helper libraries the kernels call."""
+
+    prefix: str
+    libraries: set[HelperLibrary] = field(default_factory=set)
+
+    def used(self) -> tuple[HelperLibrary, ...]:
+        """The libraries called, by name."""
+        return tuple(sorted(self.libraries, key=lambda library: library.name))
+
+
+_CALLS: contextvars.ContextVar[Optional[HelperCalls]] = contextvars.ContextVar("tvm_ext_helper_calls", default=None)
+
+
+@contextlib.contextmanager
+def calls_to_helpers(prefix: str) -> Iterator[HelperCalls]:
+    """Within this block, C code generation calls ``<prefix>_...`` helpers; the yielded record says, once the C
+    is generated, which helper libraries the kernels call."""
+    calls = HelperCalls(prefix)
+    token = _CALLS.set(calls)
+    try:
+        yield calls
+    finally:
+        _CALLS.reset(token)
+
+
+def register_helper_call(op: str, library: HelperLibrary, helper_name: Callable[[str], str],
+                         access: Optional[HelperAccess] = None) -> None:
+    """Register ``op``, a call of ``library``'s helper ``helper_name(prefix)``, for C code generation (inside
+    ``calls_to_helpers``, which records that the bundle needs ``library``), and ``access``: the elements a call
+    reads and writes through its pointers (``tvm_ext.helper_access``; keep it in step with the helper's C: the
+    memory planner lets buffers overlap by it)."""
+
+    def to_c(call: tirx.Expr) -> tirx.Expr:
+        calls = _CALLS.get()
+        if calls is None:
+            raise RuntimeError(f"{op} is C code of a tvm_ext bundle: generate it inside calls_to_helpers")
+        calls.libraries.add(library)
+        return tirx.call_extern("int32", helper_name(calls.prefix), *call.args)
+
+    tvm.ir.register_op_attr(op, "TCallEffectKind", tirx.CallEffectKind.UpdateState.value)
+    tvm.ir.register_op_attr(op, "TScriptPrinterName", op.replace(".", "_"))
+    tirx.register_intrin_lowering(op, "c", f=to_c)
+    if access is not None:
+        register_helper_access(op, access)
