@@ -256,7 +256,8 @@ def test_a_float_input_quantized_to_int16_is_bit_exact_with_tflite_micro(tmp_pat
 
 
 def test_an_int16_output_dequantized_to_float_passes_its_self_test(tmp_path):
-    """A float output is compared with LiteRT within the float tolerance (its reference for float outputs)."""
+    """A float output is compared with TFLite Micro's (the reference of a quantized model) within the float
+    tolerance."""
     path = tmp_path / "dequantize16.tflite"
     path.write_bytes(build(_edges_model(float_input=False)))
     assert compile(path, "lowpower", tmp_path / "out").selftest.passed

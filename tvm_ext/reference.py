@@ -122,7 +122,9 @@ class ReferenceRuntimeError(Exception):
 def run_reference(path: Path, model_format: str, inputs: list[np.ndarray], input_specs: list[TensorSpec],
                   num_outputs: int, micro_operators: bool = False) -> tuple[list[np.ndarray], str]:
     """The reference runtime's outputs for one case `inputs`, and the runtime's name and version;
-    `micro_operators`: the model has operators only TFLite Micro runs.
+    `micro_operators`: the model's operators are TFLite Micro's to judge (quantized ones, whose arithmetic we match
+    TFLite Micro's, or ones only TFLite Micro runs); a TFLite model without them and with float inputs is run by
+    LiteRT.
 
     Raises ReferenceRuntimeError when the runtime refuses the model, crashes or outlives
     REFERENCE_TIMEOUT_SECONDS.
