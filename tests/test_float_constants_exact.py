@@ -133,9 +133,9 @@ def test_an_onnx_scale_needing_9_digits_matches_onnxruntime_bit_for_bit(tmp_path
     assert [report.bit_identical for report in bundle.selftest.outputs] == [True]
 
 
-def test_tflite_quantize_and_dequantize_with_a_9_digit_scale_match_litert_bit_for_bit(tmp_path):
+def test_tflite_quantize_and_dequantize_with_a_9_digit_scale_match_tflite_micro_bit_for_bit(tmp_path):
     """The float edges' kernels hold the scale as a float32 (QUANTIZE) and a float64 (DEQUANTIZE) constant; the
-    old C's 7-digit scale made the float output differ from LiteRT's."""
+    old C's 7-digit scale made the float output differ from the reference's (TFLite Micro, a quantized model's)."""
     quantized = Quantization((float(SCALE),), (-3,))
     model = Model([Tensor("x", (1, 64), "float32"), Tensor("x_q", (1, 64), "int8", quantized),
                    Tensor("y", (1, 64), "float32")],
@@ -143,5 +143,5 @@ def test_tflite_quantize_and_dequantize_with_a_9_digit_scale_match_litert_bit_fo
     path = tmp_path / "edges.tflite"
     path.write_bytes(build(model))
     bundle = compile(path, "lowpower", tmp_path / "out")
-    assert bundle.selftest.passed and "LiteRT" in bundle.selftest.output
+    assert bundle.selftest.passed and "TFLite Micro" in bundle.selftest.output
     assert [report.bit_identical for report in bundle.selftest.outputs] == [True]
