@@ -453,6 +453,7 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
     from tvm_ext.frontend.onnx_ops.resize import resize_as_tvm_converts
     from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS as ONNX_CONVERTERS
     from tvm_ext.frontend.onnx_ops.io_quantization import onnx_io_quant
+    from tvm_ext.frontend.onnx_ops.identity_elimination import without_identities
     from tvm_ext.frontend.onnx_ops.qdq_fusion import fuse_qdq
 
     results = _OperatorResults()
@@ -493,6 +494,7 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
                 raise ModelImportError(f"{path.name}: node {record.label}: {_import_failure(err)}") from err
 
     model = onnx.load_model_from_string(data)  # external data is refused by the model check
+    model = without_identities(model)  # as onnxruntime, before any node pattern is matched
     model = fold_shape_arithmetic(model)  # sizes computed from static shapes, as constants
     # As the file quantizes them, before onnxruntime's QDQ groups become the QLinear operators it runs.
     quant_of = onnx_io_quant(model.graph)

@@ -1,0 +1,93 @@
+"""tvm_ext.frontend.onnx_ops.identity_elimination: Identity nodes removed before the QDQ fusion, as onnxruntime
+removes them, so that a TorchScript export's shared zero bias (read through an Identity per Conv) does not keep
+its quantized Conv groups float."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from memory_planner.plan import TensorRole
+from onnxruntime_match import mismatches
+from tvm_ext.compile import compile
+from tvm_ext.frontend.onnx_ops.identity_elimination import without_identities
+
+quantization = pytest.importorskip("onnxruntime.quantization")
+
+
+def _relu_after_identities(output_through_identity: bool) -> onnx.ModelProto:
+    """x -> Identity -> Identity -> Relu -> r [-> Identity -> y]."""
+    nodes = [helper.make_node("Identity", ["x"], ["i1"], name="id1"), helper.make_node("Identity", ["i1"], ["i2"]),
+             helper.make_node("Relu", ["i2"], ["r"], name="relu")]
+    out = "r"
+    if output_through_identity:
+        nodes.append(helper.make_node("Identity", ["r"], ["y"], name="to_output"))
+        out = "y"
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, [4])],
+                              value_info=[helper.make_tensor_value_info("i1", TensorProto.FLOAT, [4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_readers_read_through_a_chain_of_identities():
+    result = without_identities(_relu_after_identities(False))
+    assert [(n.op_type, list(n.input)) for n in result.graph.node] == [("Relu", ["x"])]
+    assert [v.name for v in result.graph.value_info] == []
+    onnx.checker.check_model(result, full_check=True)
+
+
+def test_an_identity_writing_a_graph_output_stays():
+    result = without_identities(_relu_after_identities(True))
+    assert [(n.op_type, list(n.input), list(n.output)) for n in result.graph.node] == [
+        ("Relu", ["x"], ["r"]), ("Identity", ["r"], ["y"])]
+
+
+def test_a_model_without_identities_is_returned_as_it_is():
+    model = without_identities(_relu_after_identities(False))
+    assert without_identities(model) is model
+
+
+def _shared_zero_bias_net() -> onnx.ModelProto:
+    """Two 3x3 convolutions whose zero biases are one initializer, the second reading it through an Identity, as
+    PyTorch's TorchScript exporter writes a torchvision model's equal constants (its first reader reads the
+    initializer, the others an Identity of it)."""
+    rng = np.random.default_rng(0)
+    constants = [numpy_helper.from_array(rng.normal(0, 0.3, (8, 3, 3, 3)).astype(np.float32), "w1"),
+                 numpy_helper.from_array(rng.normal(0, 0.2, (8, 8, 3, 3)).astype(np.float32), "w2"),
+                 numpy_helper.from_array(np.zeros(8, np.float32), "zero_bias")]
+    nodes = [helper.make_node("Identity", ["zero_bias"], ["b2"], name="bias2"),
+             helper.make_node("Conv", ["input", "w1", "zero_bias"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+             helper.make_node("GlobalAveragePool", ["r2"], ["p"], name="pool"),
+             helper.make_node("Flatten", ["p"], ["output"], name="flatten")]
+    graph = helper.make_graph(nodes, "shared_zero_bias", [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                                                                        [1, 3, 16, 16])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 8])], constants)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+class _Calibration(quantization.CalibrationDataReader):
+    def __init__(self) -> None:
+        rng = np.random.default_rng(1)
+        self.batches = iter([{"input": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)} for _ in range(8)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def test_a_qdq_net_with_identity_biases_runs_on_integers_and_equals_onnxruntime(tmp_path):
+    float_path, path = tmp_path / "net_float.onnx", tmp_path / "net.onnx"
+    onnx.save(_shared_zero_bias_net(), str(float_path))
+    quantization.quantize_static(str(float_path), str(path), _Calibration(), quant_format=quantization.QuantFormat.QDQ,
+                                 per_channel=True)
+    readers = {n.output[0]: n.op_type for n in onnx.load(str(path)).graph.node}
+    identity = [n for n in onnx.load(str(path)).graph.node if n.op_type == "Identity"]
+    assert [readers[n.input[0]] for n in identity] == ["DequantizeLinear"]  # the quantized bias, through it
+    bundle = compile(path, "lowpower", tmp_path / "out")
+    between = [t for t in bundle.plan.tensors.values() if t.role in (TensorRole.INTERMEDIATE, TensorRole.SCRATCH)]
+    assert all(np.dtype(t.dtype).kind in "iu" for t in between), [(t.name, t.dtype) for t in between]
+    assert mismatches(bundle, path, 20) == []
