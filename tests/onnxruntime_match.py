@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime
+from onnxruntime import quantization
 
 from tvm_ext.reference_runtimes import ONNXRUNTIME_INTEGER_QDQ
 
@@ -21,6 +22,18 @@ _spec.loader.exec_module(conformance)
 
 Inputs = Callable[[np.random.Generator], dict[str, np.ndarray]]
 """Draws one set of model inputs, by input name."""
+
+
+class NormalCalibration(quantization.CalibrationDataReader):
+    """onnxruntime's calibration data for `quantize_static`: eight standard-normal samples (seed 1) of the
+    model input `name` of shape `shape`."""
+
+    def __init__(self, name: str, shape: tuple[int, ...]) -> None:
+        rng = np.random.default_rng(1)
+        self.batches = iter([{name: rng.standard_normal(shape).astype(np.float32)} for _ in range(8)])
+
+    def get_next(self):
+        return next(self.batches, None)
 
 
 def session(model: Path | bytes) -> onnxruntime.InferenceSession:

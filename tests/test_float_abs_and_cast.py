@@ -8,8 +8,6 @@ inputs of our choosing: the self-test's uniform [-1, 1) inputs hit neither a tru
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,13 +15,9 @@ import onnx
 import onnxruntime
 from onnx import TensorProto, helper
 
+from onnxruntime_match import conformance
 from tvm_ext.compile import compile
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "onnx_conformance.py"
-_spec = importlib.util.spec_from_file_location("onnx_conformance", SCRIPT)
-conformance = importlib.util.module_from_spec(_spec)
-sys.modules["onnx_conformance"] = conformance  # its dataclasses look their module up there
-_spec.loader.exec_module(conformance)
 
 FLOAT32 = np.finfo(np.float32)
 # Float values whose truncation toward zero each integer type holds: ONNX defines Cast from float to an

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from memory_planner.plan import TensorRole
-from onnxruntime_match import mismatches
+from onnxruntime_match import NormalCalibration, mismatches
 from tvm_ext.compile import compile
 from tvm_ext.frontend.onnx_ops.identity_elimination import without_identities
 
@@ -70,20 +70,11 @@ def _shared_zero_bias_net() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-class _Calibration(quantization.CalibrationDataReader):
-    def __init__(self) -> None:
-        rng = np.random.default_rng(1)
-        self.batches = iter([{"input": rng.standard_normal((1, 3, 16, 16)).astype(np.float32)} for _ in range(8)])
-
-    def get_next(self):
-        return next(self.batches, None)
-
-
 def test_a_qdq_net_with_identity_biases_runs_on_integers_and_equals_onnxruntime(tmp_path):
     float_path, path = tmp_path / "net_float.onnx", tmp_path / "net.onnx"
     onnx.save(_shared_zero_bias_net(), str(float_path))
-    quantization.quantize_static(str(float_path), str(path), _Calibration(), quant_format=quantization.QuantFormat.QDQ,
-                                 per_channel=True)
+    quantization.quantize_static(str(float_path), str(path), NormalCalibration("input", (1, 3, 16, 16)),
+                                 quant_format=quantization.QuantFormat.QDQ, per_channel=True)
     readers = {n.output[0]: n.op_type for n in onnx.load(str(path)).graph.node}
     identity = [n for n in onnx.load(str(path)).graph.node if n.op_type == "Identity"]
     assert [readers[n.input[0]] for n in identity] == ["DequantizeLinear"]  # the quantized bias, through it

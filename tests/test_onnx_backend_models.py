@@ -7,6 +7,7 @@ from pathlib import Path
 import onnx.backend.test
 import pytest
 
+from onnxruntime_match import conformance
 from tvm_ext.compile import CompileError, DoesNotFitError, compile
 
 DATA = Path(onnx.backend.test.__file__).parent / "data"
@@ -24,19 +25,10 @@ MODELS = [DATA / "pytorch-converted" / f"test_{n}" for n in CONVERTED] + [
 ]
 
 
-# lowpower with room for test_operator_conv's 4,456,960 B of inputs and outputs, more than lowpower's 512 KiB
-# (refused there: test_a_model_whose_io_exceeds_lowpowers_sram_is_refused_by_bytes).
-LARGE_SRAM_PROFILE = """extends = "lowpower"
-name = "lowpower-16mib"
-description = "lowpower with 16 MiB of SRAM"
-sram_bytes = 16_777_216
-"""
-
-
 @pytest.mark.parametrize("model_dir", MODELS, ids=lambda p: p.name if isinstance(p, Path) else None)
 def test_matches_onnxruntime(model_dir: Path, tmp_path):
-    profile = tmp_path / "lowpower-16mib.toml"
-    profile.write_text(LARGE_SRAM_PROFILE)
+    profile = tmp_path / "conformance.toml"  # lowpower with room for test_operator_conv's 4,456,960 B of I/O
+    profile.write_text(conformance.CONFORMANCE_PROFILE)
     bundle = compile(model_dir / "model.onnx", str(profile), tmp_path / "out", name=model_dir.name)
     assert bundle.selftest.passed, bundle.selftest.output
     assert "onnxruntime" in bundle.selftest.output

@@ -12,6 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from onnxruntime_match import NormalCalibration
 from tvm_ext.compile import compile
 
 quantization = pytest.importorskip("onnxruntime.quantization")
@@ -37,15 +38,6 @@ def _float_cnn(path):
     onnx.save(onnx.shape_inference.infer_shapes(model), str(path))
 
 
-class _Calibration(quantization.CalibrationDataReader):
-    def __init__(self) -> None:
-        rng = np.random.default_rng(1)
-        self.batches = iter([{"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)} for _ in range(8)])
-
-    def get_next(self):
-        return next(self.batches, None)
-
-
 @pytest.mark.parametrize(("quant_format", "per_channel", "activation_type", "target"), [
     ("QDQ", True, "QInt8", "lowpower"), ("QDQ", False, "QUInt8", "lowpower"), ("QOperator", True, "QInt8", "lowpower"),
     ("QOperator", False, "QUInt8", "lowpower"),
@@ -56,7 +48,7 @@ def test_onnxruntime_quantized_cnn_takes_the_integer_path(tmp_path, quant_format
     _float_cnn(tmp_path / "float.onnx")
     path = tmp_path / f"cnn_{quant_format}.onnx"
     quantization.quantize_static(
-        str(tmp_path / "float.onnx"), str(path), _Calibration(),
+        str(tmp_path / "float.onnx"), str(path), NormalCalibration("x", (1, 3, 8, 8)),
         quant_format=getattr(quantization.QuantFormat, quant_format),
         per_channel=per_channel, activation_type=getattr(quantization.QuantType, activation_type),
         weight_type=getattr(quantization.QuantType, activation_type),

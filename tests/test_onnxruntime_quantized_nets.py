@@ -20,21 +20,10 @@ from memory_planner.plan import TensorRole
 
 from conftest import profile_target
 from onnx_cnn_zoo import NETS
-from onnxruntime_match import mismatches
+from onnxruntime_match import NormalCalibration, mismatches
 from tvm_ext.compile import compile
 
 quantization = pytest.importorskip("onnxruntime.quantization")
-
-
-class _Calibration(quantization.CalibrationDataReader):
-    """Eight normal samples of the model's input shape."""
-
-    def __init__(self, shape: tuple[int, ...]) -> None:
-        rng = np.random.default_rng(1)
-        self.batches = iter([{"input": rng.standard_normal(shape).astype(np.float32)} for _ in range(8)])
-
-    def get_next(self):
-        return next(self.batches, None)
 
 
 def quantized_net(folder: Path, net: str, quant_format: str, per_channel: bool, activations: str) -> Path:
@@ -45,7 +34,8 @@ def quantized_net(folder: Path, net: str, quant_format: str, per_channel: bool, 
     onnx.save(model, str(float_path))
     shape = tuple(d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim)
     quantization.quantize_static(
-        str(float_path), str(path), _Calibration(shape), quant_format=getattr(quantization.QuantFormat, quant_format),
+        str(float_path), str(path), NormalCalibration("input", shape),
+        quant_format=getattr(quantization.QuantFormat, quant_format),
         per_channel=per_channel, activation_type=getattr(quantization.QuantType, activations),
         weight_type=getattr(quantization.QuantType, activations))
     return path

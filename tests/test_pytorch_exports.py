@@ -9,11 +9,10 @@ which TVM's kernels return as a tuple: refused. Needs the ``models`` extra (torc
 
 from __future__ import annotations
 
-import numpy as np
 import onnx
 import pytest
 
-from onnxruntime_match import mismatches
+from onnxruntime_match import NormalCalibration, mismatches
 from tvm_ext.compile import compile
 
 torch = pytest.importorskip("torch")
@@ -92,15 +91,6 @@ def _export(net: str, dynamo: bool, path) -> None:
     onnx.save(onnx.load(str(path)), str(path))  # torch.export's exporter keeps the weights in a file beside
 
 
-class _Calibration(quantization.CalibrationDataReader):
-    def __init__(self, name: str) -> None:
-        rng = np.random.default_rng(1)
-        self.batches = iter([{name: rng.standard_normal(SHAPE).astype(np.float32)} for _ in range(8)])
-
-    def get_next(self):
-        return next(self.batches, None)
-
-
 # Each net by the exporter whose form of it differs (both for the channel split and the residual adds).
 CASES = [("shufflenet_v2", False), ("shufflenet_v2", True), ("mobilenet_v2", False), ("mobilenet_v2", True),
          ("resnet", False)]
@@ -116,7 +106,7 @@ def test_pytorch_export_compiles_float_and_quantized(tmp_path, net, dynamo):
     assert mismatches(bundle, path, 5, float_tolerance=1e-4) == []
     quantized = tmp_path / f"{net}_int8.onnx"
     input_name = onnx.load(str(path)).graph.input[0].name
-    quantization.quantize_static(str(path), str(quantized), _Calibration(input_name),
+    quantization.quantize_static(str(path), str(quantized), NormalCalibration(input_name, SHAPE),
                                  quant_format=quantization.QuantFormat.QDQ, per_channel=True)
     bundle = compile(quantized, "lowpower", tmp_path / "int8")
     assert mismatches(bundle, quantized, 20) == []

@@ -16,6 +16,7 @@ import shutil
 import signal
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,34 @@ DIVIDING_OPERATORS = frozenset({"Div", "Mod", "DIV", "FLOOR_DIV", "FLOOR_MOD"})
 """ONNX and TFLite operators that may divide by an input: a model with one gets `nonzero_integers` inputs."""
 
 
+@dataclass(frozen=True)
+class _ValueRange:
+    """The values a self-test input takes: from `low` to `high`, both included (floats: `high` excluded from a
+    random draw), zero left out when `skips_zero` (the range then holds it)."""
+
+    low: float
+    high: float
+    skips_zero: bool = False
+
+
+def _value_range(spec: TensorSpec, nonzero_integers: bool, index_limit: int | None) -> _ValueRange:
+    """The range of test_inputs and extreme_inputs for one input (their arguments)."""
+    dtype = np.dtype(spec.dtype)
+    if dtype.kind in "iu" and index_limit is not None and (index_limit < 10 or dtype.itemsize == 1):
+        low = int(nonzero_integers and index_limit > 1)
+        return _ValueRange(low, max(index_limit - 1, low))
+    if dtype.kind == "b":
+        return _ValueRange(0, 1)
+    if dtype.kind == "f":
+        return _ValueRange(-1.0, 1.0)
+    if dtype.kind in "iu" and dtype.itemsize == 1:
+        info = np.iinfo(dtype)
+        if nonzero_integers and info.min == 0:
+            return _ValueRange(1, info.max)
+        return _ValueRange(info.min, info.max, skips_zero=nonzero_integers)
+    return _ValueRange(int(nonzero_integers), 9)
+
+
 def test_inputs(specs: list[TensorSpec], seed: int = 0, nonzero_integers: bool = False,
                 index_limits: dict[int, int] | None = None) -> list[np.ndarray]:
     """Deterministic inputs: floats uniform in [-1, 1), bools uniform, 1-byte integers uniform over the
@@ -52,23 +81,14 @@ def test_inputs(specs: list[TensorSpec], seed: int = 0, nonzero_integers: bool =
     limits = index_limits or {}
     for k, spec in enumerate(specs):
         dtype = np.dtype(spec.dtype)
-        limit = limits.get(k)
-        if dtype.kind in "iu" and limit is not None and (limit < 10 or dtype.itemsize == 1):
-            low = int(nonzero_integers and limit > 1)
-            arrays.append(rng.integers(low, max(limit, low + 1), spec.shape).astype(dtype))
-        elif dtype.kind == "b":
-            arrays.append(rng.integers(0, 2, spec.shape).astype(dtype))
-        elif dtype.kind == "f":
-            arrays.append(rng.uniform(-1.0, 1.0, spec.shape).astype(dtype))
-        elif dtype.kind in "iu" and dtype.itemsize == 1 and nonzero_integers:
-            info = np.iinfo(dtype)
-            values = rng.integers(info.min, info.max, spec.shape)  # one value fewer than the type holds,
-            arrays.append((values + (values >= 0)).astype(dtype))  # shifted over zero
-        elif dtype.kind in "iu" and dtype.itemsize == 1:
-            info = np.iinfo(dtype)
-            arrays.append(rng.integers(info.min, info.max + 1, spec.shape).astype(dtype))
+        values = _value_range(spec, nonzero_integers, limits.get(k))
+        if dtype.kind == "f":
+            arrays.append(rng.uniform(values.low, values.high, spec.shape).astype(dtype))
+        elif values.skips_zero:
+            drawn = rng.integers(values.low, values.high, spec.shape)  # one value fewer than the range holds,
+            arrays.append((drawn + (drawn >= 0)).astype(dtype))  # shifted over zero
         else:
-            arrays.append(rng.integers(int(nonzero_integers), 10, spec.shape).astype(dtype))
+            arrays.append(rng.integers(values.low, values.high + 1, spec.shape).astype(dtype))
     return arrays
 
 
@@ -82,26 +102,14 @@ def extreme_inputs(specs: list[TensorSpec], nonzero_integers: bool = False,
     arrays = []
     limits = index_limits or {}
     for k, spec in enumerate(specs):
-        dtype = np.dtype(spec.dtype)
-        limit = limits.get(k)
-        if dtype.kind in "iu" and limit is not None and (limit < 10 or dtype.itemsize == 1):
-            low, high = int(nonzero_integers and limit > 1), max(limit - 1, 0)
-        elif dtype.kind == "b":
-            low, high = 0, 1
-        elif dtype.kind == "f":
-            low, high = -1.0, 1.0
-        elif dtype.kind in "iu" and dtype.itemsize == 1:
-            info = np.iinfo(dtype)
-            low, high = (1 if nonzero_integers and info.min == 0 else info.min), info.max
-        else:
-            low, high = int(nonzero_integers), 9
+        values = _value_range(spec, nonzero_integers, limits.get(k))
         alternating = np.arange(int(np.prod(spec.shape, dtype=np.int64))) % 2 == 1
-        arrays.append(np.where(alternating, high, low).reshape(spec.shape).astype(dtype))
+        arrays.append(np.where(alternating, values.high, values.low).reshape(spec.shape).astype(spec.dtype))
     return arrays
 
 
 def selftest_cases(specs: list[TensorSpec], count: int, nonzero_integers: bool = False,
-               index_limits: dict[int, int] | None = None) -> list[list[np.ndarray]]:
+                   index_limits: dict[int, int] | None = None) -> list[list[np.ndarray]]:
     """`count` input cases for the self-test, deterministic: case 0 is test_inputs' (seed 0), case 1
     extreme_inputs', the others test_inputs' with seeds 1, 2, ... (the arguments are theirs)."""
     cases = [test_inputs(specs, 0, nonzero_integers, index_limits)]
