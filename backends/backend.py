@@ -49,7 +49,7 @@ class Backend:
 class MacSchedules(Protocol):
     """A backend's MAC-helper schedules: the scheduled int8/int16 MAC kernels (CONV_2D, DEPTHWISE_CONV_2D,
     FULLY_CONNECTED, an SVDF's TE extern stage) whose reductions become calls of its C helpers
-    (`tvm_ext.schedule.inline_intermediates`, `tvm_ext.border_split`). Each replacement computes exactly
+    (`tvm_ext.schedule.kernel_schedule.inline_intermediates`, `tvm_ext.schedule.border_split`). Each replacement computes exactly
     what it replaces (integer sums, bit-exact); None or False where it does not fit."""
 
     def extern_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -92,7 +92,7 @@ class MacSchedules(Protocol):
 
 @dataclass(frozen=True)
 class KernelSchedules:
-    """What a backend's schedules give the kernels of one profile's core (`tvm_ext.schedule`):
+    """What a backend's schedules give the kernels of one profile's core (`tvm_ext.schedule.kernel_schedule`):
     `output_channel_tile` accumulators of an integer MAC kernel, the tiles a float MAC kernel tries widest
     first (`float_channel_tiles`, () for none: it keeps the integer tile), and the MAC helpers' schedules
     (`mac`, None where the core has none)."""

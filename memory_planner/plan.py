@@ -143,7 +143,7 @@ class KernelCall:
     """One call of a generated kernel: `kernel(inputs..., outputs..., scratch...)`.
 
     `layers` are the comments' labels of the model operators the call implements, `operators` the same
-    operators as data (empty for a hand-made plan); `macs` its multiply-accumulates (tvm_ext.macs);
+    operators as data (empty for a hand-made plan); `macs` its multiply-accumulates (tvm_ext.plan.macs);
     `checks_indices`: the kernel checks indices read from data before it writes anything and returns
     nonzero for one outside its axis (KernelSignature.checks_indices), which the run function reports.
     """
@@ -199,7 +199,7 @@ class KernelSignature:
     `parameters` holds all of them in that order; `scratch` the sizes of the last `len(scratch)`; `streams`
     the access orders known for (output, input) pairs of parameters. With `checks_indices` the kernel returns
     int32_t: 0 when it ran, nonzero when an index it read from data lies outside its axis (then it wrote
-    nothing: tvm_ext.index_checks); without, it returns void.
+    nothing: tvm_ext.codegen.index_checks); without, it returns void.
     """
 
     name: str

@@ -33,7 +33,7 @@ class BundleFacts:
     selftest: SelftestResult
     measured: dict[str, Any]
     quantization: dict[str, Any] | None = None  # how a float model was quantized (tvm_ext.compile.quantized)
-    subgraph_units: tuple[dict[str, Any], ...] = ()  # each subgraph's compute unit and score (tvm_ext.unit_assignment)
+    subgraph_units: tuple[dict[str, Any], ...] = ()  # each subgraph's compute unit and score (tvm_ext.plan.unit_assignment)
     # each subgraph's data layout and estimates (tvm_ext.transform.layout_per_subgraph; its subgraphs are those
     # of the imported model, before the passes)
     subgraph_layouts: tuple[dict[str, Any], ...] = ()

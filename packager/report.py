@@ -3,7 +3,7 @@ and (on an emulated core) the instructions go, as STM32Cube.AI's analyze report 
 
 Written from plain data: the plan (each call's model operators, MACs, tensors) and the profiling build's
 per-call instruction counts (emulator.profile), never from TVM objects. Per call:
-- MACs: multiply-accumulates (tvm_ext.macs: reductions of products; padded taps count);
+- MACs: multiply-accumulates (tvm_ext.plan.macs: reductions of products; padded taps count);
 - weight bytes: the constants the call reads (a constant read by two calls counts in both);
 - activation bytes read: the non-constant inputs the call reads (model inputs, activations, state);
   written: its outputs. Scratch buffers count in neither;

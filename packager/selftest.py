@@ -56,7 +56,7 @@ class TestVectors:
 
 
 MAX_CASES = 4
-"""The most test cases a self-test runs (tvm_ext.reference.test_cases: random inputs and one at the integer
+"""The most test cases a self-test runs (tvm_ext.reference.outputs.test_cases: random inputs and one at the integer
 types' extremes)."""
 
 CASES_BUDGET_BYTES = 1 << 20

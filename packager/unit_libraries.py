@@ -1,7 +1,7 @@
 """One kernel library per compute unit: `<model>_kernels_<unit>.c`, compiled with the unit's compiler and flags.
 
 A profile that lists compute units (`target.compute_unit`) gets one kernel source per unit instead of
-`<model>_kernels.c`, holding the kernels its subgraphs were assigned (`tvm_ext.unit_assignment`; a kernel
+`<model>_kernels.c`, holding the kernels its subgraphs were assigned (`tvm_ext.plan.unit_assignment`; a kernel
 several subgraphs call lives with the first one's unit). The run function (`<model>_model.c`) calls the
 kernels in the plan's order, whichever file defines them. The Makefile compiles each unit's source with
 that unit's `CC` and `CFLAGS` (target-specific variables; `make CC=...` on the command line still overrides

@@ -3,7 +3,7 @@
     python scripts/compile_many.py MODEL... --targets lowpower,cortex-m4f -o OUT [--scheduler ADDRESS | --workers N]
 
 Each bundle goes to OUT/<model file's stem>/<profile name>/, the same bundle `python -m tvm_ext.compile` writes
-(`tvm_ext.cluster` says why the task is a whole compile). With --scheduler the tasks run on that scheduler's
+(`tvm_ext.compile.cluster` says why the task is a whole compile). With --scheduler the tasks run on that scheduler's
 workers (`dask scheduler`, then `dask worker ADDRESS` on each machine); without it a local cluster of N worker
 processes (default: the machine's cores) is started for this run. Prints one line per bundle as it arrives and
 then the wall time. A job that fails prints one stderr line `tvm_ext.compile: error: ...` (the model or its
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from printable import printable
-from tvm_ext.cluster import CompileJob, compile_job, connected, make_job, write_compiled
+from tvm_ext.compile.cluster import CompileJob, compile_job, connected, make_job, write_compiled
 from tvm_ext.compile import CompileError, default_jobs, fill_bundle_folder
 from tvm_ext.compile.output_folder import check_output_folder
 

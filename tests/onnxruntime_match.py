@@ -12,7 +12,7 @@ import numpy as np
 import onnxruntime
 from onnxruntime import quantization
 
-from tvm_ext.reference_runtimes import ONNXRUNTIME_INTEGER_QDQ
+from tvm_ext.reference.runtimes import ONNXRUNTIME_INTEGER_QDQ
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "onnx_conformance.py"
 _spec = importlib.util.spec_from_file_location("onnx_conformance", SCRIPT)
@@ -37,7 +37,7 @@ class NormalCalibration(quantization.CalibrationDataReader):
 
 
 def session(model: Path | bytes) -> onnxruntime.InferenceSession:
-    """onnxruntime's CPU session as the compiler's reference runs it (tvm_ext.reference_runtimes)."""
+    """onnxruntime's CPU session as the compiler's reference runs it (tvm_ext.reference.runtimes)."""
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
     options.add_session_config_entry(*ONNXRUNTIME_INTEGER_QDQ)

@@ -1,4 +1,4 @@
-"""Register tiling of the MAC kernels' accumulators (tvm_ext/schedule.py): the tile the target profile
+"""Register tiling of the MAC kernels' accumulators (tvm_ext/schedule/kernel_schedule.py): the tile the target profile
 chooses, and tiled kernels computing exactly what the untiled ones compute."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from test_int8_kernels import _channel_requant, _int8, _rng  # noqa: E402
 from tvm_ext.kernels import OutputStage, Rounding, WeightLayout, conv2d_int8, fully_connected_int8  # noqa: E402
 from tvm_ext.kernels.quant_params import ActivationRange, quantize_multiplier  # noqa: E402
 from backends.schedules import kernel_schedules_of  # noqa: E402
-from tvm_ext.schedule import inline_intermediates  # noqa: E402
+from tvm_ext.schedule.kernel_schedule import inline_intermediates  # noqa: E402
 
 
 @pytest.mark.parametrize("profile, tile", [("cortex-m0plus", 2), ("cortex-m4f", 4), ("cortex-m33", 4)])

@@ -1,9 +1,9 @@
-"""The padded border of int8 CONV_2D and DEPTHWISE_CONV_2D split from the interior (tvm_ext/border_split.py):
+"""The padded border of int8 CONV_2D and DEPTHWISE_CONV_2D split from the interior (tvm_ext/schedule/border_split.py):
 awkward windows (odd image sizes, a 3x4 window, stride 2, dilation 2, depth multiplier 2, SAME padding whose
 pads differ top/bottom and left/right) run bit-exactly with TFLite Micro on cortex-m4f under QEMU and in the
 host build of the same bundle, and each padded kernel asks once per output pixel whether its window is inside
 the image: the interior branch has no bounds test (on the DSP core a tiled convolution's interior is the dual
-MAC call). On the DSP core a border of at most 9 rectangles is cut into them instead (tvm_ext/border_regions.py):
+MAC call). On the DSP core a border of at most 9 rectangles is cut into them instead (tvm_ext/schedule/border_regions.py):
 no test reads a tap loop at all.
 """
 
@@ -23,9 +23,9 @@ from tvm_ext.kernels.conv import depthwise_conv2d_int8  # noqa: E402
 from tvm_ext.kernels.fixed_point import Rounding  # noqa: E402
 from tvm_ext.kernels.quant_params import ActivationRange  # noqa: E402
 from tvm_ext.kernels.requantize import OutputStage  # noqa: E402
-from tvm_ext.schedule import inline_intermediates  # noqa: E402
+from tvm_ext.schedule.kernel_schedule import inline_intermediates  # noqa: E402
 from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
-from tvm_ext.tir_walk import vars_read, walk  # noqa: E402
+from tvm_ext.tir.tir_walk import vars_read, walk  # noqa: E402
 
 SAME = 0  # tflite.Padding
 IMAGE = (9, 8)  # odd height, even width: SAME pads of stride 2 differ on the two sides
@@ -132,7 +132,7 @@ def test_padded_kernels_split_their_border_and_stay_bit_exact(tmp_path, name):
         # windows, backends.cortex_m.schedules.pair_q15).
         tests = [_pixel_test(line) for line in body if line.lstrip().startswith("if (")]
         if all(test <= {"y", "x"} for test in tests):
-            # Cut into rectangles of the border (tvm_ext.border_regions): the tests pick one, none is per tap.
+            # Cut into rectangles of the border (tvm_ext.schedule.border_regions): the tests pick one, none is per tap.
             interior = body
         else:
             interior = _interior_branch(body)
@@ -174,7 +174,7 @@ def test_interior_tir_reads_taps_unguarded():
 
 
 def test_dsp_core_tir_tests_no_tap():
-    """On a DSP core the border is cut into rectangles of pixels (tvm_ext.border_regions): no tap is guarded
+    """On a DSP core the border is cut into rectangles of pixels (tvm_ext.schedule.border_regions): no tap is guarded
     and no test reads a tap loop; with pads of 1, the output row picks one of 3 row ranges (2 tests), then
     the column one of 3 column ranges (2 tests in each)."""
     func = _scheduled_depthwise((7, 6), (3, 3))

@@ -1,4 +1,4 @@
-"""Compiles on a Dask distributed cluster (tvm_ext.cluster): scripts/compile_many.py and `--scheduler` give the
+"""Compiles on a Dask distributed cluster (tvm_ext.compile.cluster): scripts/compile_many.py and `--scheduler` give the
 bundles a local compile gives, and an unreachable scheduler is the user's error in one line."""
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ def test_bundles_compiled_on_a_local_cluster_equal_the_serial_ones(compiled, sha
 
 
 def test_an_unreachable_scheduler_is_the_users_error_in_one_line(tmp_path, monkeypatch, capfd):
-    import tvm_ext.cluster
+    import tvm_ext.compile.cluster
     from tvm_ext.compile.__main__ import main
 
-    monkeypatch.setattr(tvm_ext.cluster, "CONNECT_SECONDS", 1)
+    monkeypatch.setattr(tvm_ext.compile.cluster, "CONNECT_SECONDS", 1)
     code = main(["--example", "--scheduler", "tcp://127.0.0.1:9", "-o", str(tmp_path / "out")])
     lines = capfd.readouterr().err.splitlines()
     assert code == 2
@@ -68,7 +68,7 @@ def test_jobs_and_a_scheduler_exclude_each_other(tmp_path):
 def test_a_workers_file_outside_the_bundle_folder_is_refused(relative, tmp_path):
     """The client wrote each returned path as given: `..` and absolute paths wrote anywhere its user can. Refused
     too: a path written twice, through a file, or through a symbolic link (none of ours)."""
-    from tvm_ext.cluster import BundleFile, CompiledJob, write_compiled
+    from tvm_ext.compile.cluster import BundleFile, CompiledJob, write_compiled
     from tvm_ext.compile import CompileError
 
     folder = tmp_path / "staging"
@@ -85,7 +85,7 @@ def test_a_workers_file_outside_the_bundle_folder_is_refused(relative, tmp_path)
 
 
 def test_a_workers_files_are_written_inside_the_bundle_folder_without_special_permissions(tmp_path):
-    from tvm_ext.cluster import BundleFile, CompiledJob, write_compiled
+    from tvm_ext.compile.cluster import BundleFile, CompiledJob, write_compiled
 
     files = {"m.h": BundleFile(b"header", 0o644), "cortex_m/startup.c": BundleFile(b"c", 0o6777)}
     assert write_compiled(tmp_path, CompiledJob("result", files, ()), "m.onnx") == "result"

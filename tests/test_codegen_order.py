@@ -4,9 +4,9 @@ the other workers idle), and the C still comes out in the subgraphs' order."""
 from __future__ import annotations
 
 from memory_planner.plan import KernelSignature
-from tvm_ext import subgraph_codegen
-from tvm_ext.codegen_c import KernelSource
-from tvm_ext.subgraph_codegen import SubgraphKernels, generate_kernels, largest_first
+from tvm_ext.codegen import subgraph_codegen
+from tvm_ext.codegen.codegen_c import KernelSource
+from tvm_ext.codegen.subgraph_codegen import SubgraphKernels, generate_kernels, largest_first
 
 
 def subgraphs_of_sizes(*sizes: int) -> list[SubgraphKernels]:

@@ -1,4 +1,4 @@
-"""tvm_ext.codegen_c edits no C text (issue 14, item 5): what TVM's printer would print badly is fixed in the
+"""tvm_ext.codegen.codegen_c edits no C text (issue 14, item 5): what TVM's printer would print badly is fixed in the
 TIR before code generation, the text around the kernel bodies is written from the KernelSignatures, and the
 one step that reads TVM's text (`kernel_bodies`) only cuts the bodies out of it."""
 
@@ -11,10 +11,10 @@ import tvm
 from tvm import te, tirx
 
 from c_checks import STRICT_WARNINGS
-from tvm_ext import codegen_c
-from tvm_ext.codegen_c import generate_c, kernel_bodies
+from tvm_ext.codegen import codegen_c
+from tvm_ext.codegen.codegen_c import generate_c, kernel_bodies
 from tvm_ext.layers import NUM_OUTPUTS_ATTR
-from tvm_ext.tir_walk import UnknownTirNode, map_leaves, walk
+from tvm_ext.tir.tir_walk import UnknownTirNode, map_leaves, walk
 
 INT32_MIN = -(2**31)
 TARGET = tvm.target.Target({"kind": "c"})

@@ -11,7 +11,7 @@ import target
 from memory_planner.plan import KernelCall, ModelOperator, TensorRole
 from memory_planner_cases import make_plan, tensor
 from target.compute_unit import ComputeUnit, instructions_per_mac_by_kind
-from tvm_ext.unit_assignment import NoUnitError, UnitChoice, assign_units
+from tvm_ext.plan.unit_assignment import NoUnitError, UnitChoice, assign_units
 
 MAC_UNIT = ComputeUnit("mac_unit", "cc", ("-O3",), frozenset({"FULLY_CONNECTED"}), {"FULLY_CONNECTED": 1.5})
 HOST = ComputeUnit("host", "cc", ("-O1",), default_instructions_per_mac=4.0)

@@ -1,5 +1,5 @@
 """The fast int8 DEPTHWISE_CONV_2D of DSP cores (issue 16): the padded border cut into rectangles of pixels
-that read the same image taps (tvm_ext/border_regions.py, tvm_ext/border_split.py) and the depthwise MAC
+that read the same image taps (tvm_ext/schedule/border_regions.py, tvm_ext/schedule/border_split.py) and the depthwise MAC
 helper's straight-line window (backends/cortex_m/helpers/depthwise_mac_c.py).
 
 - The helper's C, built on the host, against plain sums for every window of up to 5x5 taps (its three-tap
@@ -21,7 +21,7 @@ import pytest
 
 from backends.cortex_m.helpers.dual_mac_c import dual_mac_helper_c
 from tvm import tirx
-from tvm_ext.border_regions import Segment, outside_boxes, pixel_segments
+from tvm_ext.schedule.border_regions import Segment, outside_boxes, pixel_segments
 
 # --- the helper's C against plain sums (host) -----------------------------------------------------------------
 

@@ -109,7 +109,7 @@ def _strict_build(bundle_dir, work_dir, make_arguments: list[str]) -> subprocess
 
 def test_padded_convolution_calls_the_dual_mac_in_its_interior(tmp_path):
     """A SAME-padded window reads zero points outside the image: its border pixels test each tap, its interior
-    (tvm_ext.border_split) calls the dual MAC without a test."""
+    (tvm_ext.schedule.border_split) calls the dual MAC without a test."""
     model = tmp_path / "same.tflite"
     model.write_bytes(_conv_model(5, [(8, 3, 3, 1, SAME)]))
     board = compile(model, "cortex-m4f", tmp_path / "m4f")

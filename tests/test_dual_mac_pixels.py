@@ -16,9 +16,9 @@ from tvm_ext.kernels.conv import WeightLayout, conv2d_int8
 from tvm_ext.kernels.fixed_point import Rounding
 from tvm_ext.kernels.quant_params import ActivationRange
 from tvm_ext.kernels.requantize import OutputStage
-from tvm_ext.schedule import inline_intermediates
+from tvm_ext.schedule.kernel_schedule import inline_intermediates
 from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES
-from tvm_ext.tir_walk import walk
+from tvm_ext.tir.tir_walk import walk
 
 TWO_PIXELS, ONE_PIXEL = "tvm_ext.dual_mac_s8x2x4", "tvm_ext.dual_mac_s8x4"
 WIDENED_PAIR = "tvm_ext.dual_mac_q15x2x4"  # the pairs of backends.cortex_m.schedules.pixel_pairs (backends.cortex_m.schedules.pair_q15)

@@ -17,7 +17,7 @@ from tvm import ir, tirx
 
 from backends.cortex_m.helpers.dual_mac_c import dual_mac_helper_c
 from backends.cortex_m.schedules.pair_q15 import DUAL_MAC_Q15_OP, WIDEN_Q15_OP
-from tvm_ext.tir_walk import walk
+from tvm_ext.tir.tir_walk import walk
 
 _HARNESS = r"""
 #include <stdint.h>
@@ -101,7 +101,7 @@ def test_padded_interior_pairs_widen_once_per_pair():
 
 
 def test_access_records_cover_what_the_helpers_reach():
-    """The records the memory planner reads (tvm_ext.helper_access) bound every element the C reaches: the
+    """The records the memory planner reads (tvm_ext.tir.helper_access) bound every element the C reaches: the
     two windows, the scratch's words, the four channels' weights and accumulators."""
     from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
     from backends.cortex_m.schedules.pair_q15 import DUAL_MAC_Q15_ACCESS, WIDEN_Q15_ACCESS

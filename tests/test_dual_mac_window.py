@@ -18,9 +18,9 @@ from tvm_ext.kernels.conv import WeightLayout, conv2d_int8
 from tvm_ext.kernels.fixed_point import Rounding
 from tvm_ext.kernels.quant_params import ActivationRange
 from tvm_ext.kernels.requantize import OutputStage
-from tvm_ext.schedule import inline_intermediates
+from tvm_ext.schedule.kernel_schedule import inline_intermediates
 from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES
-from tvm_ext.tir_walk import walk
+from tvm_ext.tir.tir_walk import walk
 
 
 def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, int], stride: int,

@@ -16,8 +16,8 @@ from backends.cortex_m.schedules.extern_helpers import COPY_OP  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.svdf import svdf_output, svdf_state_update  # noqa: E402
 from backends.cortex_m.schedules.row_dot import ROW_DOT_OP  # noqa: E402
-from tvm_ext.schedule import inline_intermediates  # noqa: E402
-from tvm_ext.tir_walk import walk  # noqa: E402
+from tvm_ext.schedule.kernel_schedule import inline_intermediates  # noqa: E402
+from tvm_ext.tir.tir_walk import walk  # noqa: E402
 
 
 def _state_update(filters: int, depth: int = 9, memory: int = 5, batch: int = 2) -> tirx.PrimFunc:

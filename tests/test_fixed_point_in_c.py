@@ -14,7 +14,7 @@ from tvm import te
 import tflite_int8_reference as ref
 from c_checks import SANITIZE, STRICT_WARNINGS
 from packager.fixed_point_c import requantize_helpers_c
-from tvm_ext.codegen_c import generate_c
+from tvm_ext.codegen.codegen_c import generate_c
 from tvm_ext.layers import NUM_OUTPUTS_ATTR
 from tvm_ext.kernels.fixed_point import (
     Rounding,
@@ -69,5 +69,5 @@ def test_negative_values_scale_up_without_undefined_behaviour(tmp_path):
     np.testing.assert_array_equal(outputs["scale_up_then_requantize"], expected_requantized)
     np.testing.assert_array_equal(outputs["saturating_shift"], expected_saturated)
     # INT32_MIN, the saturation's lower bound, is printed so that C types it int32_t, not long (as <stdint.h>
-    # spells it: tvm_ext.codegen_c.spell_int32_min).
+    # spells it: tvm_ext.codegen.codegen_c.spell_int32_min).
     assert "(-2147483647 - 1)" in c_text and "-2147483648" not in c_text

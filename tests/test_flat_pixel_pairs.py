@@ -14,7 +14,7 @@ from tvm import ir, tirx
 from tvm.sym import Analyzer
 
 from test_dual_mac_pixels import ONE_PIXEL, TWO_PIXELS, WIDENED_PAIR, _helper_calls, _scheduled_conv
-from tvm_ext.tir_walk import children
+from tvm_ext.tir.tir_walk import children
 
 
 def _loops_around(node, op: str, loops: tuple = ()) -> tuple[tirx.For, ...]:

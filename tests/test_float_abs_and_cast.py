@@ -1,8 +1,8 @@
 """A float `Abs`, a Cast from float to an integer type and `IsInf` compile and agree with onnxruntime.
 
 They ended in an internal error (exit 3): TVM 0.27 has no C lowering of `tirx.fabs`, which its `abs` of a float
-and its `isinf`/`isfinite` (ONNX Cast from float to an integer, IsInf) emit (`tvm_ext.libm_lowering`), and its
-C printer writes an infinite constant as `inff` (`tvm_ext.exact_float_constants`). The bundles run here on
+and its `isinf`/`isfinite` (ONNX Cast from float to an integer, IsInf) emit (`tvm_ext.codegen.libm_lowering`), and its
+C printer writes an infinite constant as `inff` (`tvm_ext.codegen.exact_float_constants`). The bundles run here on
 inputs of our choosing: the self-test's uniform [-1, 1) inputs hit neither a truncation nor a non-finite value.
 """
 

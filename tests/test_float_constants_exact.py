@@ -18,9 +18,9 @@ from tvm import te, tirx
 
 from c_checks import STRICT_WARNINGS
 from tflite_builder import Model, Operator, Quantization, Tensor, build
-from tvm_ext.codegen_c import generate_c
+from tvm_ext.codegen.codegen_c import generate_c
 from tvm_ext.compile import compile
-from tvm_ext.exact_float_constants import printed_exactly
+from tvm_ext.codegen.exact_float_constants import printed_exactly
 from tvm_ext.layers import NUM_OUTPUTS_ATTR
 
 TARGET = tvm.target.Target({"kind": "c"})

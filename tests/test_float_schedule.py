@@ -1,6 +1,6 @@
 """Float convolutions scheduled for Cortex-M cores: the padded border's bounds test taken out of the
-multiply-accumulate loop (tvm_ext/padding_test_hoist.py), the float channel tile the profile chooses
-(tvm_ext/float_schedule.py), and float models computing what LiteRT computes on the emulated cortex-m4f."""
+multiply-accumulate loop (tvm_ext/codegen/padding_test_hoist.py), the float channel tile the profile chooses
+(tvm_ext/schedule/float_schedule.py), and float models computing what LiteRT computes on the emulated cortex-m4f."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from tvm.script import tirx as T  # noqa: E402
 from target.resolve import resolve_profile  # noqa: E402
 from tflite_builder import Model, Operator, Options, Tensor, build  # noqa: E402
 from backends.schedules import kernel_schedules_of  # noqa: E402
-from tvm_ext.float_schedule import FPU_CHANNEL_TILES, PIXEL_TILE  # noqa: E402
-from tvm_ext.padding_test_hoist import hoist_padding_tests  # noqa: E402
-from tvm_ext.schedule import inline_intermediates  # noqa: E402
+from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES, PIXEL_TILE  # noqa: E402
+from tvm_ext.codegen.padding_test_hoist import hoist_padding_tests  # noqa: E402
+from tvm_ext.schedule.kernel_schedule import inline_intermediates  # noqa: E402
 
 
 def _hoisted(func):

@@ -1,4 +1,4 @@
-"""The forked worker pool (tvm_ext.forked_workers): every index's result, the worker's exception raised in
+"""The forked worker pool (tvm_ext.processes.forked_workers): every index's result, the worker's exception raised in
 the parent, a dead worker reported, and no worker left behind however the call ends, an interrupt included."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from tvm_ext.forked_workers import WorkerEndedError, run_in_forked_workers
+from tvm_ext.processes.forked_workers import WorkerEndedError, run_in_forked_workers
 
 
 def living_children() -> list[int]:
@@ -81,7 +81,7 @@ def test_a_killed_worker_ends_the_run_and_no_worker_is_left(no_worker_left):
 # were interrupted and how many of its children still run at the end.
 _INTERRUPTED_RUNS = textwrap.dedent("""
     import gc, os, random, signal, threading, time
-    from tvm_ext.forked_workers import run_in_forked_workers
+    from tvm_ext.processes.forked_workers import run_in_forked_workers
 
     interrupted = 0
     for attempt in range(RUNS):

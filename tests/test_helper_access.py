@@ -1,6 +1,6 @@
-"""A kernel that hands addresses to a DSP MAC helper still gets a stream order (`tvm_ext.helper_access`).
+"""A kernel that hands addresses to a DSP MAC helper still gets a stream order (`tvm_ext.tir.helper_access`).
 
-The helpers' C is not in the TIR, so `tvm_ext.stream_order` bounds their accesses from each helper's access
+The helpers' C is not in the TIR, so `tvm_ext.codegen.stream_order` bounds their accesses from each helper's access
 record: the unit tests call the helper ops from small TIR kernels and compare the orders with the elements
 the helper's C comment names; the bundle tests compile chains of convolutions for cortex-m4f, whose kernels
 call the dual MAC, and require the hand-over (a smaller arena than the two buffers side by side), the QEMU

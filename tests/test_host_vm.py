@@ -1,4 +1,4 @@
-"""`tvm_ext.host_vm`: a Relax module's VM is reused only for a module structurally equal to it as built."""
+"""`tvm_ext.reference.host_vm`: a Relax module's VM is reused only for a module structurally equal to it as built."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from tvm_ext.host_vm import CACHED_MODULES, host_vm
+from tvm_ext.reference.host_vm import CACHED_MODULES, host_vm
 
 
 def _adds(constant: float) -> tvm.IRModule:

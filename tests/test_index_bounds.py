@@ -19,7 +19,7 @@ from c_checks import strict_sanitized_selftest
 from conftest import profile_target, run_cli
 from index_models import INDEX_CASES, IndexCase, driver_source
 from tvm_ext.frontend import TensorSpec
-from tvm_ext.reference import ReferenceRuntimeError, run_reference
+from tvm_ext.reference.outputs import ReferenceRuntimeError, run_reference
 
 CASES = [pytest.param(case, id=case.name) for case in INDEX_CASES]
 

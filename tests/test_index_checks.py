@@ -1,4 +1,4 @@
-"""The code generator's check of data-dependent loads and stores (tvm_ext.index_checks), on small kernels: an
+"""The code generator's check of data-dependent loads and stores (tvm_ext.codegen.index_checks), on small kernels: an
 access positioned by tensor data is refused unless a guard checks the indices, the analysis proves it in
 bounds, or the buffer is one of our lookup tables; a guarded kernel checks its indices before it writes."""
 
@@ -9,8 +9,8 @@ from tvm import te
 from tvm.script import tirx as T
 
 import target
-from tvm_ext.codegen_c import generate_c
-from tvm_ext.index_checks import UncheckedIndexError
+from tvm_ext.codegen.codegen_c import generate_c
+from tvm_ext.codegen.index_checks import UncheckedIndexError
 from tvm_ext.layers import CONSTANT_RANGES_ATTR, INDEX_GUARDS_ATTR, NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR
 
 

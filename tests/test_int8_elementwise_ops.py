@@ -26,7 +26,7 @@ from c_checks import strict_sanitized_selftest  # noqa: E402
 from test_e2e_int8_models import shared_library  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import CompileError, compile  # noqa: E402
-from tvm_ext.reference_runtimes import _tflite_micro_interpreter  # noqa: E402
+from tvm_ext.reference.runtimes import _tflite_micro_interpreter  # noqa: E402
 
 RUNS = 20
 ACTIVATIONS = (ActivationFunctionType.NONE, ActivationFunctionType.RELU, ActivationFunctionType.RELU6,

@@ -32,7 +32,7 @@ MODELS = [
 ]
 INTEGER_DTYPES = {"int8", "int16", "int32"}
 # Semantics-preserving TIR clean-ups of TVM's default LLVM pipeline that take three quarters of the build of
-# these kernels (ad01_int8: 21 s -> 5.6 s). Our C pipeline (tvm_ext.codegen_c) runs neither; the LLVM
+# these kernels (ad01_int8: 21 s -> 5.6 s). Our C pipeline (tvm_ext.codegen.codegen_c) runs neither; the LLVM
 # executable computes the same integers without them, and those integers are all this test reads.
 SLOW_CLEANUP_PASSES = ["s_tir.HoistIfThenElse", "tirx.RemoveNoOp"]
 

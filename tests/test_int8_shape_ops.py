@@ -436,7 +436,7 @@ def inverted_residual_block(padding: tuple[int, int] = (1, 1)) -> Model:
 @pytest.mark.parametrize("padding", [(1, 1), (0, 1)], ids=["both_sides", "after_only"])
 def test_a_mobilenet_v2_block_with_pad_is_bit_exact_with_tflite_micro(padding, tmp_path):
     """A PAD after only is the case TVM's reverse_compute_at gets wrong: it would compute the PAD inside its
-    producer's loops and never write the padding (tvm_ext/schedule.py)."""
+    producer's loops and never write the padding (tvm_ext/schedule/kernel_schedule.py)."""
     assert_bit_exact_with_tflite_micro(inverted_residual_block(padding), tmp_path)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from tvm_ext import command_process
+from tvm_ext.processes import command_process
 from tvm_ext.compile import __main__ as cli
 
 SUMMARY_MARK = "self-test PASS ->"
@@ -131,7 +131,7 @@ def test_an_interrupt_waits_for_a_running_import(tmp_path, monkeypatch):
     """KeyboardInterrupt raised inside a C extension's module initialisation crashed the process (SIGSEGV, about
     one run in 50 of the example at 0.2 s): the handler holds it back while a module is being imported."""
     (tmp_path / "module_being_imported.py").write_text(
-        "import sys\nfrom tvm_ext import command_process\nIMPORTING = command_process._importing(sys._getframe())\n")
+        "import sys\nfrom tvm_ext.processes import command_process\nIMPORTING = command_process._importing(sys._getframe())\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import module_being_imported
 
@@ -145,7 +145,7 @@ def run_in_a_command_process(body: str) -> str:
     while a frame of importlib's bootstrap runs, as when the signal arrives during an import."""
     script = (
         "import os, signal, time\n"
-        "from tvm_ext import command_process as cp\n"
+        "from tvm_ext.processes import command_process as cp\n"
         "def received(signum):\n"
         "    exec(compile('os.kill(os.getpid(), signum)', '<frozen importlib._bootstrap>', 'exec'))\n"
         "cp.install_signal_handlers()\n"

@@ -22,7 +22,7 @@ from c_checks import STRICT_WARNINGS
 from conftest import example_model, models_dir
 from test_quantize_helpers_c import sample_values
 from tvm_ext.compile import compile
-from tvm_ext.reference_runtimes import _tflite_micro_interpreter
+from tvm_ext.reference.runtimes import _tflite_micro_interpreter
 
 TFLITE_INT8 = ["tflm/person_detect.tflite", "mlperf_tiny/kws_ref_model.tflite"]
 

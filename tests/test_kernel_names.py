@@ -14,10 +14,10 @@ from onnx import TensorProto, helper, numpy_helper
 from tvm import relax
 
 from target import load_profile
-from tvm_ext.codegen_c import generate_c
-from tvm_ext.extract_plan import extract_plan, unique_kernels
+from tvm_ext.codegen.codegen_c import generate_c
+from tvm_ext.plan.extract_plan import extract_plan, unique_kernels
 from tvm_ext.frontend import import_model
-from tvm_ext.kernel_names import Window, kernel_kind
+from tvm_ext.tir.kernel_names import Window, kernel_kind
 from tvm_ext.lower import lower_to_kernels
 
 ONNX_OPSET = 13

@@ -10,9 +10,9 @@ tvm = pytest.importorskip("tvm")
 from tvm import relax  # noqa: E402
 
 from target import load_profile  # noqa: E402
-from tvm_ext.codegen_c import generate_c  # noqa: E402
+from tvm_ext.codegen.codegen_c import generate_c  # noqa: E402
 from tvm_ext.example import write_example_model  # noqa: E402
-from tvm_ext.extract_plan import extract_plan, unique_kernels  # noqa: E402
+from tvm_ext.plan.extract_plan import extract_plan, unique_kernels  # noqa: E402
 from tvm_ext.frontend import import_model  # noqa: E402
 from tvm_ext.layers import LayerRecord, Layers, bindings_of, carry_layers, keeping_layers, with_layers  # noqa: E402
 from tvm_ext.lower import lower_to_kernels  # noqa: E402

@@ -2,7 +2,7 @@
 
 The pass's structure (Before/Expected): transforms only at the borders of the subgraphs it rewrites, weights
 permuted as constants, a border's transform pair undone; the NCHW convolution's tap order
-(tvm_ext.conv_tap_order) that makes every choice compute the same bits; an ONNX conv net compiled in NCHW,
+(tvm_ext.schedule.conv_tap_order) that makes every choice compute the same bits; an ONNX conv net compiled in NCHW,
 NHWC and auto: each self-test passes, the outputs are the same bits, the manifest records the choices; a
 forced layout on a quantized model is refused in one line.
 """
@@ -21,7 +21,7 @@ import tvm_ext
 from conftest import run_cli
 from onnx_conv_nets import residual_conv_net
 from target import resolve_profile
-from tvm_ext.conv_tap_order import taps_row_first
+from tvm_ext.schedule.conv_tap_order import taps_row_first
 from tvm_ext.transform import ConvertLayoutPerSubgraph
 from tvm_ext.transform.layout_per_subgraph import LayoutChoice, LayoutError, LayoutPlan, choose_layouts
 

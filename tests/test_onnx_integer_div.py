@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 from tvm_ext.compile import compile
 from tvm_ext.frontend import TensorSpec
-from tvm_ext.reference import test_inputs as make_test_inputs
+from tvm_ext.reference.outputs import test_inputs as make_test_inputs
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "uint32"])

@@ -8,8 +8,8 @@ from tvm import relax
 
 from memory_planner.plan import TensorRole
 from target import load_profile
-from tvm_ext.codegen_c import generate_c
-from tvm_ext.extract_plan import extract_plan, unique_kernels
+from tvm_ext.codegen.codegen_c import generate_c
+from tvm_ext.plan.extract_plan import extract_plan, unique_kernels
 from tvm_ext.frontend import ImportedModel, TensorSpec
 from tvm_ext.layers import LayerRecord, with_layers
 from tvm_ext.lower import lower_to_kernels

@@ -8,7 +8,7 @@ import pytest
 import tvm
 from tvm import relax
 
-from tvm_ext.extract_plan import PlanError, extract_plan
+from tvm_ext.plan.extract_plan import PlanError, extract_plan
 from tvm_ext.frontend import ImportedModel, TensorSpec
 from tvm_ext.layers import LayerRecord, with_layers
 

@@ -107,7 +107,7 @@ def tflite_quantize_model(dtype: str, scale: float, zero_point: int, count: int,
 
 def run_tflite_micro(model: bytes, value: np.ndarray) -> np.ndarray:
     pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
-    from tvm_ext.reference_runtimes import _tflite_micro_interpreter
+    from tvm_ext.reference.runtimes import _tflite_micro_interpreter
 
     interpreter = _tflite_micro_interpreter(model)
     interpreter.set_input(value, 0)

@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from test_reference_isolation import fake_package
-from tvm_ext import reference
+from tvm_ext.reference import outputs as reference
 from tvm_ext.frontend import TensorSpec
 
 # A stand-in onnxruntime whose session refuses the model with a message saying what the child had imported.

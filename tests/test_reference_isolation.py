@@ -1,6 +1,6 @@
 """A reference runtime that crashes, hangs or refuses a model costs one line and exit 2, never the compiler.
 
-The runtimes run in a child process (tvm_ext.reference_runtimes); a crash is simulated with a stand-in
+The runtimes run in a child process (tvm_ext.reference.runtimes); a crash is simulated with a stand-in
 runtime package first on the child's PYTHONPATH that kills its own process.
 """
 
@@ -16,7 +16,7 @@ from conftest import run_cli
 from fuzz_corpus import TinyTflite, build_tflite, constant_input
 from onnx import TensorProto, helper
 
-from tvm_ext import reference
+from tvm_ext.reference import outputs as reference
 from tvm_ext.frontend import TensorSpec
 
 

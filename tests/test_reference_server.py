@@ -1,4 +1,4 @@
-"""The reference runtimes' fork server (tvm_ext.reference_server): a crash or a hang costs one run, not the
+"""The reference runtimes' fork server (tvm_ext.reference.server): a crash or a hang costs one run, not the
 server; a server that died is replaced; no server outlives the process that started it; a forked process,
 and each thread with a run in flight, has a server of its own.
 
@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from test_reference_isolation import fake_package
-from tvm_ext import reference, reference_server
+from tvm_ext.reference import outputs as reference
+from tvm_ext.reference import server as reference_server
 from tvm_ext.frontend import TensorSpec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -72,7 +73,7 @@ def server_pids(pid: int | str = "self") -> set[int]:
     children = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
         children.update(int(child) for child in (task / "children").read_text().split())
-    return {child for child in children if b"reference_runtimes.py" in _cmdline(child)}
+    return {child for child in children if b"reference/runtimes.py" in _cmdline(child)}
 
 
 def _cmdline(pid: int) -> bytes:
@@ -132,7 +133,8 @@ CHILD = """
 import os, signal, sys, time
 from pathlib import Path
 import numpy as np
-from tvm_ext import reference, reference_server
+from tvm_ext.reference import outputs as reference
+from tvm_ext.reference import server as reference_server
 from tvm_ext.frontend import TensorSpec
 from test_reference_server import server_pids
 path = Path(sys.argv[1])

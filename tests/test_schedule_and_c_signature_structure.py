@@ -14,9 +14,9 @@ from tvm.script import tirx as T
 
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
-from tvm_ext.codegen_c import generate_c
+from tvm_ext.codegen.codegen_c import generate_c
 from tvm_ext.layers import NUM_OUTPUTS_ATTR
-from tvm_ext.schedule import inline_intermediates
+from tvm_ext.schedule.kernel_schedule import inline_intermediates
 
 
 def scale_dot_relu() -> tvm.tirx.PrimFunc:

@@ -23,8 +23,8 @@ from svdf_models import SvdfSpec, build_svdf_model
 from test_selftest_can_fail import self_test
 from tvm_ext.frontend import TensorSpec
 from tvm_ext.model_check.limits import MAX_IO_BYTES
-from tvm_ext.reference import selftest_cases
-from tvm_ext.reference import test_inputs as first_case_inputs
+from tvm_ext.reference.outputs import selftest_cases
+from tvm_ext.reference.outputs import test_inputs as first_case_inputs
 
 SPECS = [TensorSpec("a", (3, 5), "int8"), TensorSpec("b", (7,), "uint8"), TensorSpec("f", (4,), "float32"),
          TensorSpec("i", (6,), "int64")]

@@ -1,4 +1,4 @@
-"""Stream orders derived from small lowered kernels match a hand computation (`tvm_ext.stream_order`).
+"""Stream orders derived from small lowered kernels match a hand computation (`tvm_ext.codegen.stream_order`).
 
 Each kernel is built in TE (or TVMScript), scheduled and lowered by `generate_c` as the compiler does, and
 its signature's stream orders are compared with the passes and lead worked out by hand from its loops.
@@ -14,9 +14,9 @@ from tvm.script import tirx as T
 
 from memory_planner.api import StreamOrder
 from memory_planner.plan import KernelSignature
-from tvm_ext.codegen_c import generate_c
+from tvm_ext.codegen.codegen_c import generate_c
 from tvm_ext.layers import NUM_OUTPUTS_ATTR
-from tvm_ext.schedule import inline_intermediates
+from tvm_ext.schedule.kernel_schedule import inline_intermediates
 
 C_TARGET = tvm.target.Target({"kind": "c"})
 

@@ -4,7 +4,7 @@ An unpadded 1x1 convolution over 3 rows of 5 columns on cortex-m4f runs, per pix
 columns fused: backends.cortex_m.schedules.flat_pixels), `if (x starts a pair) {pixels x and x + 1} else if (x does not end a
 pair) {pixel x}`. Each pixel is a pass of its stream order; the pass of a pair's second pixel runs neither
 branch, and the last pixel only its single pixel.
-`tvm_ext.stream_order` leaves out a branch the pass's iterations prove never runs, so the order is exactly
+`tvm_ext.codegen.stream_order` leaves out a branch the pass's iterations prove never runs, so the order is exactly
 that, within both buffers (it used to count both branches in every pass: a pass per odd column reading and
 writing two pixels, the last pixel's pass reaching one pixel past the end of both tensors).
 """

@@ -18,9 +18,9 @@ from conftest import REPO
 from memory_planner.plan import KernelSignature
 from test_interrupts import assert_ended_by_the_signal
 from test_partition_subgraphs import before, lowpower
-from tvm_ext.codegen_c import KernelSource
-from tvm_ext.extract_plan import unique_kernels
-from tvm_ext.subgraph_codegen import combine, subgraph_kernels
+from tvm_ext.codegen.codegen_c import KernelSource
+from tvm_ext.plan.extract_plan import unique_kernels
+from tvm_ext.codegen.subgraph_codegen import combine, subgraph_kernels
 from tvm_ext.transform import PartitionSubgraphs
 
 
@@ -77,14 +77,14 @@ def children(pid: int) -> list[int]:
     which may still run beside the code generation (or have ended: a zombie has no command line, and killing
     it would change nothing)."""
     pids = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    return [child for child in pids if _cmdline(child) and b"reference_runtimes.py" not in _cmdline(child)]
+    return [child for child in pids if _cmdline(child) and b"reference/runtimes.py" not in _cmdline(child)]
 
 
 def _cmdline(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except FileNotFoundError:  # it ended meanwhile
-        return b"reference_runtimes.py"
+        return b"reference/runtimes.py"
 
 
 def run_until_the_workers_start(shared_models: Path, out: Path, act) -> subprocess.CompletedProcess:

@@ -21,7 +21,7 @@ from tflite_models import SAME, DepthwiseCase, depthwise_model, fully_connected_
 from tvm_ext.compile import compile
 from tvm_ext.frontend import import_model
 from tvm_ext.model_check import check_model
-from tvm_ext import reference
+from tvm_ext.reference import outputs as reference
 
 RUNS = 5
 

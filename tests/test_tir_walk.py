@@ -1,4 +1,4 @@
-"""tvm_ext.tir_walk: it knows every TIR node kind of the installed TVM, visits each, raises on others."""
+"""tvm_ext.tir.tir_walk: it knows every TIR node kind of the installed TVM, visits each, raises on others."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ tvm = pytest.importorskip("tvm")
 from tvm import ir, s_tir, te, tirx  # noqa: E402
 from tvm.ir.prim import expr as prim  # noqa: E402
 
-from tvm_ext import tir_walk  # noqa: E402
-from tvm_ext.schedule import _read_repeatedly  # noqa: E402
-from tvm_ext.tir_walk import KNOWN_KINDS, UnknownTirNode, buffer_loads, children, map_child_stmts, walk  # noqa: E402
+from tvm_ext.tir import tir_walk  # noqa: E402
+from tvm_ext.schedule.kernel_schedule import _read_repeatedly  # noqa: E402
+from tvm_ext.tir.tir_walk import KNOWN_KINDS, UnknownTirNode, buffer_loads, children, map_child_stmts, walk  # noqa: E402
 
 # Abstract bases, and classes of tvm.tirx that are no statement or expression node of a PrimFunc body.
 _NOT_NODE_KINDS = {ir.Expr, tirx.Stmt, prim.BinaryOpExpr, prim.CmpExpr, prim.LogicalExpr, prim.Constant,

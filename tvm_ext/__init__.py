@@ -13,8 +13,8 @@ data that `memory_planner` and `packager` use without importing TVM or tvm_ext. 
 """
 
 from __future__ import annotations
-from tvm_ext import command_process as _command_process
-_command_process.prepare_if_compile_command()  # before our packages load: see tvm_ext/command_process.py
+from tvm_ext.processes import command_process as _command_process
+_command_process.prepare_if_compile_command()  # before our packages load: see tvm_ext/processes/command_process.py
 
 from typing import Any
 

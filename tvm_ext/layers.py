@@ -41,7 +41,7 @@ STATE_OPERAND_ATTR = "tvm_ext.state_operand"  # the operand a kernel rewrites as
 INDEX_GUARDS_ATTR = "tvm_ext.index_guards"
 # [parameter, smallest, largest] of each operand every call passes as an integer constant (unique_kernels):
 CONSTANT_RANGES_ATTR = "tvm_ext.constant_ranges"
-MACS_ATTR = "tvm_ext.macs"  # multiply-accumulates of one call, counted before scheduling (tvm_ext.macs)
+MACS_ATTR = "tvm_ext.macs"  # multiply-accumulates of one call, counted before scheduling (tvm_ext.plan.macs)
 # The operands a kernel rewrites in place as the model's state besides computing its own output (int8 LSTM;
 # read with `rewritten_operands`):
 STATE_OPERANDS_ATTR = "tvm_ext.state_operands"

@@ -12,10 +12,10 @@ from tvm import relax, tirx
 
 from backends.schedules import kernel_schedules_of
 from target.resolve import TargetSpec, resolve_profile
-from tvm_ext.conv_tap_order import taps_row_first
+from tvm_ext.schedule.conv_tap_order import taps_row_first
 from tvm_ext.layers import keeping_layers
-from tvm_ext.macs import with_mac_counts
-from tvm_ext.schedule import inline_intermediates
+from tvm_ext.plan.macs import with_mac_counts
+from tvm_ext.schedule.kernel_schedule import inline_intermediates
 from tvm_ext.transform import (
     DropEmptyConcatPieces,
     FuseOpsKeepingLayers,
@@ -66,9 +66,9 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
 
 
 def schedule_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower") -> tvm.IRModule:
-    """Every PrimFunc of `mod` with its NCHW convolutions' taps in NHWC's order (tvm_ext.conv_tap_order),
+    """Every PrimFunc of `mod` with its NCHW convolutions' taps in NHWC's order (tvm_ext.schedule.conv_tap_order),
     its intermediates inlined and its accumulators tiled for `target`'s core by its backend's schedules (see
-    tvm_ext.schedule, backends.schedules)."""
+    tvm_ext.schedule.kernel_schedule, backends.schedules)."""
     schedules = kernel_schedules_of(resolve_profile(target))
     scheduled = {}
     for gvar, func in mod.functions.items():
@@ -82,5 +82,5 @@ def schedule_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower") -> tvm.
 
 def lower_to_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower", model_name: str = "model") -> tvm.IRModule:
     """Run the Relax pipeline for `target` (as relax_pipeline takes it) and schedule each kernel; each kernel
-    carries the MACs counted before its schedule (tvm_ext.macs)."""
+    carries the MACs counted before its schedule (tvm_ext.plan.macs)."""
     return schedule_kernels(with_mac_counts(relax_pipeline(target, model_name)(mod)), target)

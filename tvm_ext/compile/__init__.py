@@ -22,7 +22,7 @@ from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
 from printable import printable
 from target.resolve import TargetSpec
-from tvm_ext.command_process import interrupts_held_back, outcome_decided
+from tvm_ext.processes.command_process import interrupts_held_back, outcome_decided
 
 if TYPE_CHECKING:
     from tvm_ext.compile.pipeline import FolderResult
@@ -144,7 +144,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     manifest's "quantization" entry records the scheme, the calibration and the accuracy cost against the float model,
     also on `held_back` (an .npz like `calibration`'s: samples of the same distribution kept out of it).
     `scheduler` is the address of a Dask distributed scheduler whose workers compile instead of this process
-    (`tvm_ext.cluster`; a model file only, not quantized, and the workers generate the C with one process each).
+    (`tvm_ext.compile.cluster`; a model file only, not quantized, and the workers generate the C with one process each).
     `io_in_arena` plans the model's inputs and outputs into the arena: the header gives their places
     (`<MODEL>_INPUT0_OFFSET`, `<model>_input0()`) and the run functions take no I/O arguments.
     `layout` "nchw" or "nhwc" puts every subgraph of a float model into that data layout; "auto" lets the
@@ -190,7 +190,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                     empty_folder(staging)
                     quantized = instead
     else:
-        from tvm_ext.cluster import compile_on_cluster
+        from tvm_ext.compile.cluster import compile_on_cluster
 
         if not isinstance(model, Path):
             raise CompileError(f"{label}: a Relax module cannot be compiled on a cluster (TVM cannot serialize "

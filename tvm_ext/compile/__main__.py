@@ -4,7 +4,7 @@ Prints one line per stage with its time, then a summary. Exit codes: 0 the bundl
 self-test passed; 2 the model, the target's limits, its bundle, OUT or the command line is at fault (one line on
 stderr); 3 an internal error (a bundle that does not build or disagrees with its reference is one); 130
 interrupted (SIGINT), 143 terminated (SIGTERM), at any moment, in one line and with nothing left behind
-(`tvm_ext.command_process`). OUT is only ever replaced by a bundle whose self-test passed.
+(`tvm_ext.processes.command_process`). OUT is only ever replaced by a bundle whose self-test passed.
 Every line printed, and whatever TVM or a library wrote to stderr that is relayed, is `printable`: text from
 the model reaches the terminal escaped, and the one error line stays one line. (Under --debug, TVM's own log
 goes to stderr as TVM writes it, unheld; the traceback printed is escaped.)
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from printable import printable, printable_lines
-from tvm_ext.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
+from tvm_ext.processes.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
                                      stop_if_signalled, work_that_unwinds)
 from tvm_ext.compile import Bundle, CompileError, InternalError, compile
 
@@ -200,7 +200,7 @@ def run() -> None:
     install_signal_handlers()  # already installed when `tvm_ext` was imported by this command; idempotent
     code = main()
     # os._exit skips atexit: the reference runtimes' servers are stopped here (not imported if never used).
-    reference_server = sys.modules.get("tvm_ext.reference_server")
+    reference_server = sys.modules.get("tvm_ext.reference.server")
     if reference_server is not None:
         reference_server.stop_servers()
     # Cleanup is done: every child was waited for and every temporary folder deleted by its `with` block.

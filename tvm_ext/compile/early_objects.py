@@ -34,7 +34,7 @@ from packager.build import make_command
 from packager.build_files import BuildConfig
 from backends.cortex_m.bundle_files.support import CROSS_BUILD_DIR, QEMU_TEST_MAKEFILE
 from packager.files import replace_file
-from tvm_ext.command_process import interrupts_held_back
+from tvm_ext.processes.command_process import interrupts_held_back
 
 SOURCE_SUFFIX = ".c"
 

@@ -37,7 +37,7 @@ from packager.selftest_verdict import SelftestResult
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
-from tvm_ext.command_process import interrupts_held_back
+from tvm_ext.processes.command_process import interrupts_held_back
 from tvm_ext.compile import BundleBuildError, CompileError, DoesNotFitError, SelftestMismatchError, early_objects
 from tvm_ext.compile.early_objects import EarlyObjects
 
@@ -45,12 +45,12 @@ if TYPE_CHECKING:
     import tvm
     from tvm import tirx
 
-    from tvm_ext.codegen_c import KernelSource
+    from tvm_ext.codegen.codegen_c import KernelSource
     from tvm_ext.frontend import ImportedModel, IoQuantization, TensorSpec
     from tvm_ext.model_check import ModelFacts
     from tvm_ext.transform.layout_per_subgraph import LayoutChoice
-    from tvm_ext.unit_assignment import UnitChoice
-    from tvm_ext.reference import RunningReference
+    from tvm_ext.plan.unit_assignment import UnitChoice
+    from tvm_ext.reference.outputs import RunningReference
 
 T = TypeVar("T")
 
@@ -182,7 +182,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
     stages get that Profile object, or the TVM Target registered from it. `stage` times and logs each stage.
     A model file's reference runtime runs in a process of its own from the import on, beside the passes and
-    the code generation (`tvm_ext.reference.RunningReference`).
+    the code generation (`tvm_ext.reference.outputs.RunningReference`).
     """
     import target
 
@@ -202,7 +202,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         check_ram_for_io(file_name, profile, sum(t.nbytes for t in facts.inputs), sum(t.nbytes for t in facts.outputs),
                          facts.state_bytes, options.io_in_arena)
 
-    from tvm_ext.extract_plan import PlanError
+    from tvm_ext.plan.extract_plan import PlanError
     from tvm_ext.frontend import ModelImportError
     from tvm_ext.transform import (DataDependentLoopError, IndexOutOfRangeError, OversizedTensorError,
                                    UnsupportedOperatorError)
@@ -305,7 +305,7 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
     from tvm_ext.frontend import from_relax, import_model_data
     from tvm_ext.model_check.limits import io_problem
     from packager.selftest import case_count
-    from tvm_ext.reference import DIVIDING_OPERATORS, selftest_cases
+    from tvm_ext.reference.outputs import DIVIDING_OPERATORS, selftest_cases
     from tvm_ext.transform import RefuseOversizedTensors
     from tvm_ext.transform.index_guards import index_input_limits
 
@@ -326,7 +326,7 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
 
 def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
     """The user's Relax module run by TVM's Relax VM on the host: the reference for a module from no file."""
-    from tvm_ext.reference import run_relax_vm
+    from tvm_ext.reference.outputs import run_relax_vm
 
     return Referenced(*run_relax_vm(mod, imported.cases))
 
@@ -335,7 +335,7 @@ def start_reference_file(checked: Checked, imported: Imported) -> RunningReferen
     """The model file's reference runtime started on the self-test's input cases, in a process of its own (which
     reads the file by its path): awaited by `reference_file`, stopped when the caller's `with` block ends."""
     from tvm_ext.model_check.signal_ops import SIGNAL_OPERATORS
-    from tvm_ext.reference import start_reference
+    from tvm_ext.reference.outputs import start_reference
 
     model = imported.model
     # TFLite Micro for a quantized model even with float inputs and outputs (QUANTIZE and DEQUANTIZE inside): our
@@ -351,7 +351,7 @@ def reference_file(running: RunningReference, imported: Imported) -> Referenced:
     unwritten (`ImportedModel.first_run_unwritten`: its values there are whatever its arena held, the bundle
     writes 0; every case is a first run, from a fresh interpreter and after the bundle's reset); CompileError
     with its one line."""
-    from tvm_ext.reference import ReferenceRuntimeError
+    from tvm_ext.reference.outputs import ReferenceRuntimeError
 
     try:
         expected, runtime = running.result()
@@ -367,7 +367,7 @@ def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, 
     """Our Relax and TIR passes: the model in the data layout chosen per subgraph (`layout` forces one), as
     fused, scheduled kernels, each once under its C name, and main's bindings split into the profile's
     subgraphs."""
-    from tvm_ext.extract_plan import add_output_copies, unique_kernels
+    from tvm_ext.plan.extract_plan import add_output_copies, unique_kernels
     from tvm_ext.lower import lower_to_kernels
     from tvm_ext.transform import ConvertLayoutPerSubgraph, PartitionSubgraphs
     from tvm_ext.transform.layout_per_subgraph import LayoutError, choose_layouts
@@ -387,9 +387,9 @@ def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: 
             jobs: int) -> Generated:
     """The kernels' C from TVM's C code generator, per subgraph on `jobs` worker processes, and the execution
     plan of the lowered module."""
-    from tvm_ext.extract_plan import extract_plan
-    from tvm_ext.index_checks import UncheckedIndexError
-    from tvm_ext.subgraph_codegen import generate_kernels, subgraph_kernels
+    from tvm_ext.plan.extract_plan import extract_plan
+    from tvm_ext.codegen.index_checks import UncheckedIndexError
+    from tvm_ext.codegen.subgraph_codegen import generate_kernels, subgraph_kernels
 
     subgraphs = subgraph_kernels(lowered.mod, lowered.kernels, lowered.c_name_of)
     try:
@@ -436,7 +436,7 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
               profile: Profile, config: BuildConfig, units: list[UnitChoice]) -> Packaged:
     """The bundle's source and build files, written into `folder` (the manifest comes with finish_bundle);
     one kernels file per compute unit when the profile lists units."""
-    from tvm_ext.unit_assignment import kernels_by_unit
+    from tvm_ext.plan.unit_assignment import kernels_by_unit
 
     by_unit = kernels_by_unit(planned.plan, units, profile.units) if profile.units else {}
     bundle = BundleInputs(
@@ -512,9 +512,9 @@ def self_test(folder: Path, bundle: BundleInputs) -> Tested:
 
 
 def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> list[UnitChoice]:
-    """Each subgraph's compute unit among the profile's (tvm_ext.unit_assignment); CompileError when none
+    """Each subgraph's compute unit among the profile's (tvm_ext.plan.unit_assignment); CompileError when none
     runs a subgraph's operators."""
-    from tvm_ext.unit_assignment import NoUnitError, assign_units
+    from tvm_ext.plan.unit_assignment import NoUnitError, assign_units
 
     if profile.units and backend_of(profile).emulated_target(profile) is not None:
         raise CompileError(f"{file_name}: the {profile.name} profile lists compute units, which are built for the "

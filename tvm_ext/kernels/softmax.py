@@ -39,7 +39,7 @@ class Lets:
 
     def __init__(self) -> None:
         self._values: list[PrimExpr] = []
-        # Global scope: TVM's C code generator prints no "local" buffers; tvm_ext.codegen_c makes this one a
+        # Global scope: TVM's C code generator prints no "local" buffers; tvm_ext.codegen.codegen_c makes this one a
         # local array of the C function, or an arena scratch argument when larger than LOCAL_BUFFER_MAX_BYTES.
         self.scratch = tirx.decl_buffer((FIXED_POINT_TEMPS,), "int32", name="fixed_point_temps")
 

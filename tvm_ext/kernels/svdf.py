@@ -121,7 +121,7 @@ def _feature_product_block(acc: tirx.Buffer, x: tirx.Buffer, weights: tirx.Buffe
                            first: tirx.PrimExpr, count: int):
     """``(c, k) -> block``: ``acc[c] += int32(x[b, k]) * int32(weights[first + c, k])`` as a reduction block
     over k (its iteration variables bound to the loops; no init: the accumulators start at the offsets),
-    the form ``backends.cortex_m.schedules.dual_mac.dual_mac_replacement`` reads and ``tvm_ext.macs`` counts."""
+    the form ``backends.cortex_m.schedules.dual_mac.dual_mac_replacement`` reads and ``tvm_ext.plan.macs`` counts."""
     (batch, depth), filters = (int(d) for d in x.shape), int(weights.shape[0])
     vb, vf, vc = (tirx.IterVar(tvm.ir.Range(0, extent), tirx.Var(name, "int32"), tirx.IterVar.DataPar)
                   for name, extent in (("vb", batch), ("vf", filters), ("vc", count)))

@@ -15,7 +15,7 @@ import tvm
 from tvm import relax
 
 from memory_planner.plan import QuantParams, QuantRounding
-from tvm_ext.host_vm import host_vm
+from tvm_ext.reference.host_vm import host_vm
 from tvm_ext.kernels.quant_params import round_half_away
 from tvm_ext.layers import bindings_of
 

@@ -11,7 +11,7 @@ Two passes around TVM's folding, legalization and fusion:
 - `ResolveIndexGuards` (after FuseTIR) removes each guard: the kernel call reading it reads the operand
   itself, and the kernel's PrimFunc records the guard (INDEX_GUARDS_ATTR: the parameter and its bounds). A
   constant operand is checked here (IndexOutOfRangeError naming the layer: exit 2); any other is checked by
-  the kernel before it writes anything (`tvm_ext.index_checks`: the kernel returns a status the entry
+  the kernel before it writes anything (`tvm_ext.codegen.index_checks`: the kernel returns a status the entry
   function turns into `<MODEL>_ERROR_INDEX_OUT_OF_RANGE`).
 """
 

@@ -16,7 +16,7 @@ of each operator (its topi function), which the frontends feed with the model's 
   axis c: [0, that size).
 - `reverse_sequence` (TFLite REVERSE_SEQUENCE): each sequence length in [0, sequence axis size].
 
-Any other operator whose kernel's accesses depend on tensor data is not trusted: `tvm_ext.index_checks`
+Any other operator whose kernel's accesses depend on tensor data is not trusted: `tvm_ext.codegen.index_checks`
 refuses its kernel unless the accesses are provably inside their buffers.
 """
 

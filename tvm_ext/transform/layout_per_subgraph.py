@@ -25,7 +25,7 @@ The cost model (instructions on the subgraph's core, estimated before any kernel
 Groups are chosen in order (an entry's layout is what the group before it chose; an exit is counted as if
 the next group kept the model's layout); the lower estimate
 wins, a tie keeps the model's layout. The constants are measured on cortex-m4f with QEMU
-(scripts/bench_layout.py): our float schedules (tvm_ext.float_schedule) tile output channels and pixels,
+(scripts/bench_layout.py): our float schedules (tvm_ext.schedule.float_schedule) tile output channels and pixels,
 which in NHWC are the innermost, contiguous loops of the convolution. Quantized operators keep the layout
 they arrive in (the int8 kernels are channels-last): a forced layout on a model with them is refused.
 """
@@ -53,7 +53,7 @@ KERNEL_LAYOUT = {"NCHW": "OIHW", "NHWC": "HWIO"}
 
 CONV_INSTRUCTIONS_PER_MAC = {"NCHW": 4.6, "NHWC": 3.7}
 """Instructions per multiply-accumulate of a float 3x3 conv2d kernel with its bias, relu and residual add, in
-each layout, its accumulators tiled (tvm_ext.float_schedule), on cortex-m4f (QEMU -icount, per call,
+each layout, its accumulators tiled (tvm_ext.schedule.float_schedule), on cortex-m4f (QEMU -icount, per call,
 tests/onnx_conv_nets.py's 16x16 net, 8 -> 8 channels: NCHW 167,960 and NHWC 134,663 instructions for 36,864
 MACs). Not modelled: the reduction's length. The same net's first conv (3 input channels, 8 output
 channels) took NCHW 4.6 and NHWC 4.8; a 3 -> 16 channel first conv on 32x32 gains about 0.7 in NHWC
@@ -191,7 +191,7 @@ def _quantized(run: Sequence[relax.Binding]) -> Optional[str]:
 
 
 def _accumulator_tiles(profile: Profile) -> tuple[int, ...]:
-    """The tiles a float convolution's accumulators try on `profile` (tvm_ext.schedule.inline_intermediates)."""
+    """The tiles a float convolution's accumulators try on `profile` (tvm_ext.schedule.kernel_schedule.inline_intermediates)."""
     schedules = kernel_schedules_of(profile)
     return schedules.float_channel_tiles or (schedules.output_channel_tile,)
 
@@ -218,7 +218,7 @@ def _estimate(run: Sequence[relax.Binding], layout: str, model_layout: str,
 def _instructions_per_mac(binding: relax.Binding, layout: str, tiles: tuple[int, ...]) -> float:
     """A conv2d's estimated instructions per MAC in `layout`: tiled when one of `tiles` divides the loop just
     outside its reduction (NHWC: output channels, NCHW: output columns) and is not all of it, as
-    tvm_ext.schedule._tile_channels tiles."""
+    tvm_ext.schedule.kernel_schedule._tile_channels tiles."""
     if _conv_layout(binding) is None:
         return 0.0
     shape = [int(d) for d in binding.var.ty.shape.values]

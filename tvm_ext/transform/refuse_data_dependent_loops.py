@@ -12,7 +12,7 @@ import tvm_ffi
 from tvm import relax, tirx
 
 from tvm_ext.layers import Layers, bindings_of, operator_phrase
-from tvm_ext.tir_walk import walk
+from tvm_ext.tir.tir_walk import walk
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 

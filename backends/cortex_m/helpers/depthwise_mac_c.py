@@ -20,7 +20,7 @@ Both window loops step by three taps (rows) written out, then the one or two lef
 sizes as constants, so where the helper is inlined a window of up to 3x3 taps (the common depthwise kernel,
 and the clipped windows of its padded border) runs as straight-line taps: no loop counters, only loads at
 constant offsets. `<prefix>_depthwise_box_s8x4` (`_s16x4`) is the same helper kept out of line (one copy per
-bundle) for the clipped windows of a padded border (`tvm_ext.border_split`), whose sizes differ per rectangle:
+bundle) for the clipped windows of a padded border (`tvm_ext.schedule.border_split`), whose sizes differ per rectangle:
 code bytes for a few more instructions per call on border pixels. Each channel's products are integer sums:
 bit-exact in any order.
 """

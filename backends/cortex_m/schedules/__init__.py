@@ -19,7 +19,7 @@ from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from target.profile import Profile
-from tvm_ext.float_schedule import FPU_CHANNEL_TILES
+from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 
 
 class DualMacSchedules:

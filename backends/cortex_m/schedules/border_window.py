@@ -1,7 +1,7 @@
 """A border pixel's padded window copied once, then multiplied by one dual-MAC call per channel tile (and
 an interior pixel's window where its rows are short).
 
-At the padded border of an int8 convolution (``tvm_ext.border_split``) each tap is asked whether it lies
+At the padded border of an int8 convolution (``tvm_ext.schedule.border_split``) each tap is asked whether it lies
 inside the image; where it does, its ``Cin`` channels go through the dual MAC (``backends.cortex_m.schedules.dual_mac``) on
 their own: one helper call per tap and channel tile, and with one input channel (kws's first convolution) a
 call per single multiply-accumulate. Here a border pixel instead copies its window once, before its
@@ -25,7 +25,7 @@ import tvm
 from tvm import s_tir, tirx
 
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement
-from tvm_ext.tir_walk import map_leaves, vars_read
+from tvm_ext.tir.tir_walk import map_leaves, vars_read
 
 
 @dataclass(frozen=True)

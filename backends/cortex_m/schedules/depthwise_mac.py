@@ -1,7 +1,7 @@
 """The depthwise MAC helper of DSP cores, reached from a scheduled int8 DEPTHWISE_CONV_2D kernel; and the one
 entry that turns a tiled MAC reduction into whichever helper computes it (``mac_helper_replacement``).
 
-A depthwise reduction tiled to four output channels (``tvm_ext.schedule``: the window loops, then the four
+A depthwise reduction tiled to four output channels (``tvm_ext.schedule.kernel_schedule``: the window loops, then the four
 channels innermost) becomes one call of ``<prefix>_depthwise_mac_s8x4`` (``backends.cortex_m.helpers.depthwise_mac_c``; on int16
 inputs, TFLite's 16x8 operators whose sums fit int32, ``<prefix>_depthwise_mac_s16x4``) per
 output pixel and channel tile when input, weights and accumulators are four consecutive channels at every tap
@@ -19,20 +19,20 @@ from tvm import s_tir, tirx
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_INPUT_TYPES, depthwise_box_helper_name, depthwise_mac_helper_name
 from backends.cortex_m.schedules.dual_mac import (DUAL_MAC_CHANNELS, AccessOffsets, MacReduction, dual_mac_replacement, helper_call_block,
                               mac_reduction, register_mac_helper)
-from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from backends.cortex_m.schedules.row_dot import row_dot_replacement
 
 DEPTHWISE_MAC_OP = "tvm_ext.depthwise_mac_s8x4"
 # The call (acc, x, w, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols): acc[c] for c < 4,
 # x[r * x_row_stride + k * x_col_stride + c] and w[r * w_row_stride + k * w_col_stride + c] for r < rows,
-# k < cols, c < 4 (``tvm_ext.helper_access``).
+# k < cols, c < 4 (``tvm_ext.tir.helper_access``).
 DEPTHWISE_MAC_ACCESS = HelperAccess((
     PointerAccess(0, (Axis(DUAL_MAC_CHANNELS, 1),)),
     PointerAccess(1, (Axis(Arg(7), Arg(3)), Axis(Arg(8), Arg(4)), Axis(DUAL_MAC_CHANNELS, 1))),
     PointerAccess(2, (Axis(Arg(7), Arg(5)), Axis(Arg(8), Arg(6)), Axis(DUAL_MAC_CHANNELS, 1))),
 ))
 DEPTHWISE_BOX_OP = "tvm_ext.depthwise_box_s8x4"
-"""The same helper's out-of-line copy: for the clipped windows of a padded border (tvm_ext.border_split)."""
+"""The same helper's out-of-line copy: for the clipped windows of a padded border (tvm_ext.schedule.border_split)."""
 _OPS = {"int8": (DEPTHWISE_MAC_OP, DEPTHWISE_BOX_OP),
         "int16": ("tvm_ext.depthwise_mac_s16x4", "tvm_ext.depthwise_box_s16x4")}
 """(inlined, out of line) per input type (backends.cortex_m.helpers.depthwise_mac_c's DEPTHWISE_MAC_INPUT_TYPES)."""

@@ -1,7 +1,7 @@
 """The dual 16-bit multiply-accumulate (SMLAD) of DSP cores, reached from a scheduled MAC kernel.
 
 On a profile with ``simd = "dsp"`` the reduction of a CONV_2D or FULLY_CONNECTED kernel tiled to 4 output
-channels (``tvm_ext.schedule``) is replaced by one call of ``<prefix>_dual_mac_s8x4`` per output pixel and
+channels (``tvm_ext.schedule.kernel_schedule``) is replaced by one call of ``<prefix>_dual_mac_s8x4`` per output pixel and
 channel tile: a `static inline` C helper of the bundle (``backends.cortex_m.helpers.dual_mac_c``) that reads four int8
 inputs and four int8 weights per 32-bit load, widens them to int16 pairs with SXTB16 and multiply-accumulates
 two pairs per SMLAD. The helper reads the inputs as ``rows`` runs of ``row_len`` contiguous bytes
@@ -12,7 +12,7 @@ weight word the same way (bytes 0 and 2, then 1 and 3), so the pairs line up.
 Which reductions qualify (``dual_mac_replacement``): int32 ``acc[..] += int32(x[..]) * int32(w[..])`` over int8 x
 (or int16 x: TFLite's 16x8 operators whose sums fit int32, one pixel per call, ``<prefix>_dual_mac_s16x4``) and int8
 w, both read affinely with the innermost reduction index contiguous, and no padding test (a padded
-convolution's interior qualifies once ``tvm_ext.border_split`` has separated it from the border). The sums
+convolution's interior qualifies once ``tvm_ext.schedule.border_split`` has separated it from the border). The sums
 are integer sums in another order: bit-exact.
 """
 
@@ -30,9 +30,9 @@ from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers import CORTEX_M_HELPERS
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, DUAL_MAC_INPUT_TYPES, dual_mac_2px_helper_name, dual_mac_helper_name
-from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.helper_calls import register_helper_call
-from tvm_ext.index_expr import INDEX_OPERATORS, evaluate_index, substitute_index
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.helper_calls import register_helper_call
+from tvm_ext.tir.index_expr import INDEX_OPERATORS, evaluate_index, substitute_index
 
 DUAL_MAC_OP = "tvm_ext.dual_mac_s8x4"
 DUAL_MAC_2PX_OP = "tvm_ext.dual_mac_s8x2x4"
@@ -44,7 +44,7 @@ DUAL_MAC_PIXELS = 2  # output pixels the two-pixel helper accumulates beside its
 
 def register_mac_helper(op: str, helper_name: Callable[[str], str], access: Optional[HelperAccess] = None) -> None:
     """Register ``op``, a call of the Cortex-M helper library's ``helper_name(prefix)``, with the elements it
-    reads and writes (``tvm_ext.helper_calls.register_helper_call``)."""
+    reads and writes (``tvm_ext.tir.helper_calls.register_helper_call``)."""
     register_helper_call(op, CORTEX_M_HELPERS, helper_name, access)
 
 

@@ -1,6 +1,6 @@
 """The bundle's helpers in a kernel written as one TE extern stage (the SVDF state update), on DSP cores.
 
-No schedule moves the loops of such a kernel (``tvm_ext.schedule`` leaves it as written): its author writes
+No schedule moves the loops of such a kernel (``tvm_ext.schedule.kernel_schedule`` leaves it as written): its author writes
 them in the forms this module recognizes, and ``extern_helper_calls`` replaces each by a helper call that
 computes exactly what it does:
 
@@ -22,9 +22,9 @@ from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers.copy_c import copy_helper_name
 from backends.cortex_m.schedules.dual_mac import dual_mac_replacement, register_mac_helper
-from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.index_expr import evaluate_index, substitute_index
-from tvm_ext.tir_walk import map_child_stmts
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.index_expr import evaluate_index, substitute_index
+from tvm_ext.tir.tir_walk import map_child_stmts
 
 COPY_OP = "tvm_ext.copy_ascending"
 # The call (dst, src, count, element_bytes): dst[i] and src[i] for i < count, in elements of their own type.

@@ -22,8 +22,8 @@ from tvm import s_tir, tirx
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
 from backends.cortex_m.helpers.dual_mac_q15_c import dual_mac_q15_helper_name, q15_scratch_words, widen_q15_helper_name
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, register_mac_helper
-from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.tir_walk import vars_read
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.tir_walk import vars_read
 
 WIDEN_Q15_OP = "tvm_ext.widen_s8x2_q15"
 DUAL_MAC_Q15_OP = "tvm_ext.dual_mac_q15x2x4"

@@ -1,7 +1,7 @@
 """The interior of a padded int8 convolution two pixels at a time: the two-pixel dual MAC there too.
 
 An unpadded convolution takes two neighbouring pixels per dual-MAC call from its schedule
-(``tvm_ext.schedule``); a padded one keeps one pixel per iteration, for ``tvm_ext.border_split`` to ask once
+(``tvm_ext.schedule.kernel_schedule``); a padded one keeps one pixel per iteration, for ``tvm_ext.schedule.border_split`` to ask once
 per pixel whether its window is inside the image. In the interior the two pixels' windows need no test
 either, so the split pixel loop's body becomes
 
@@ -25,8 +25,8 @@ from tvm import s_tir, tirx
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_PIXELS, dual_mac_replacement
 from backends.cortex_m.schedules.pair_q15 import widened_pair
-from tvm_ext.index_expr import substitute_index
-from tvm_ext.tir_walk import replace_stmt, walk
+from tvm_ext.tir.index_expr import substitute_index
+from tvm_ext.tir.tir_walk import replace_stmt, walk
 
 
 def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops: list, first_reduction: int,
@@ -171,7 +171,7 @@ def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) 
     """Whether the channel-tiled int8 reduction ``block`` (its loops ``loops``, the channel tile innermost)
     accumulates two pixels per dual-MAC call: a reduction of at least TWO_PIXEL_MIN_REDUCTION, int8 inputs (16x8's
     int16 ones have a one-pixel helper only, backends.cortex_m.helpers.dual_mac_c), and no padded input (an ``if_then_else`` tap:
-    its pixels stay untiled, for the border split, tvm_ext.border_split, to find one test per pixel)."""
+    its pixels stay untiled, for the border split, tvm_ext.schedule.border_split, to find one test per pixel)."""
     length = 1
     for loop in loops[first_reduce:-1]:
         extent = sch.get(loop).extent

@@ -1,6 +1,6 @@
 """Dot products of four rows with four other rows, on DSP cores: the SVDF time product.
 
-A reduction tiled to DUAL_MAC_CHANNELS output channels (``tvm_ext.schedule``: one reduction loop, then the
+A reduction tiled to DUAL_MAC_CHANNELS output channels (``tvm_ext.schedule.kernel_schedule``: one reduction loop, then the
 four channels innermost) in which both operands move with the channel, ``acc[c] += x[c * x_channel_stride + k]
 * w[c * w_channel_stride + k]`` over int8 x and w (the dual MAC needs an input shared by the channels, the
 depthwise helper consecutive channels), becomes one call of ``<prefix>_row_dot_s8x4`` (``backends.cortex_m.helpers.row_dot_c``):
@@ -17,7 +17,7 @@ from tvm import s_tir, tirx
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
 from backends.cortex_m.helpers.row_dot_c import row_dot_helper_name
 from backends.cortex_m.schedules.dual_mac import AccessOffsets, helper_call_block, mac_reduction, register_mac_helper
-from tvm_ext.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 
 ROW_DOT_OP = "tvm_ext.row_dot_s8x4"
 # The call (acc, x, w, x_channel_stride, w_channel_stride, row_len): acc[c] for c < 4,

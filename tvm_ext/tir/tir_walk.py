@@ -95,7 +95,7 @@ def children(node: Node) -> list:
     kind = type(node)
     visit = _STATEMENTS.get(kind) or _EXPRESSIONS.get(kind)
     if visit is None:
-        raise UnknownTirNode(f"tvm_ext.tir_walk does not know the TIR node kind {kind.__module__}.{kind.__name__}")
+        raise UnknownTirNode(f"tvm_ext.tir.tir_walk does not know the TIR node kind {kind.__module__}.{kind.__name__}")
     return visit(node)
 
 
@@ -128,7 +128,7 @@ def map_child_stmts(stmt: tirx.Stmt, rewrite: Callable[[tirx.Stmt], Optional[tir
     without child statements is returned as it is; an unknown kind raises UnknownTirNode."""
     kind = type(stmt)
     if kind not in _STATEMENTS:
-        raise UnknownTirNode(f"tvm_ext.tir_walk does not know the TIR statement kind {kind.__module__}.{kind.__name__}")
+        raise UnknownTirNode(f"tvm_ext.tir.tir_walk does not know the TIR statement kind {kind.__module__}.{kind.__name__}")
     if kind is tirx.SeqStmt:
         kept = [s for s in (rewrite(child) for child in stmt.seq) if s is not None]
         return None if not kept else kept[0] if len(kept) == 1 else tirx.SeqStmt(kept)
@@ -147,7 +147,7 @@ def map_child_stmts(stmt: tirx.Stmt, rewrite: Callable[[tirx.Stmt], Optional[tir
     if kind is tirx.While:
         return tirx.While(stmt.condition, body(stmt.body))
     if kind in (s_tir.SBlockRealize, s_tir.SBlock):
-        raise UnknownTirNode(f"tvm_ext.tir_walk does not rewrite inside {kind.__name__} (schedule it first)")
+        raise UnknownTirNode(f"tvm_ext.tir.tir_walk does not rewrite inside {kind.__name__} (schedule it first)")
     return stmt
 
 
@@ -198,7 +198,7 @@ def map_nodes(node: Node, replace: Callable[[Node], Optional[Node]]) -> Node:
         return node
     kind = type(node)
     if kind not in _REBUILD:
-        raise UnknownTirNode(f"tvm_ext.tir_walk does not rebuild the TIR node kind {kind.__module__}.{kind.__name__}")
+        raise UnknownTirNode(f"tvm_ext.tir.tir_walk does not rebuild the TIR node kind {kind.__module__}.{kind.__name__}")
     return _REBUILD[kind](node, mapped)
 
 

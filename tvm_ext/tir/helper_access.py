@@ -2,7 +2,7 @@
 
 A scheduled kernel may hand addresses to a bundle helper (``call_intrin(op, address_of(acc[i]),
 address_of(x[j]), ..., sizes...)``: the MAC helpers of ``backends.cortex_m.schedules.dual_mac`` and ``backends.cortex_m.schedules.depthwise_mac``).
-TIR then no longer shows the helper's loads and stores, so ``tvm_ext.stream_order`` cannot bound them from
+TIR then no longer shows the helper's loads and stores, so ``tvm_ext.codegen.stream_order`` cannot bound them from
 the indices. A helper's registration states them instead, as one `HelperAccess` record per op
 (`register_helper_access`), and stream_order bounds the call's accesses from it.
 

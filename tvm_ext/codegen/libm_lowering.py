@@ -7,7 +7,7 @@ intrinsic of `C99_FUNCTIONS` becomes a call of the C99 function of its type (`fa
 float64): exact, as the reference runtimes compute it, and in libm, which every bundle links.
 
 `register_libm_lowerings()` registers the rules on TVM's `c` target kind (the kind every profile's target has);
-tvm_ext.codegen_c calls it once, when it is imported.
+tvm_ext.codegen.codegen_c calls it once, when it is imported.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _lowering(function: str):
     def to_c(call: tirx.Call) -> tirx.PrimExpr:
         dtype = str(call.ty.dtype)
         if dtype not in _SUFFIX_OF_DTYPE:
-            raise TypeError(f"tvm_ext.libm_lowering: {call.op.name} of {dtype} has no C99 function")
+            raise TypeError(f"tvm_ext.codegen.libm_lowering: {call.op.name} of {dtype} has no C99 function")
         return tirx.call_pure_extern(dtype, function + _SUFFIX_OF_DTYPE[dtype], *call.args)
 
     return to_c

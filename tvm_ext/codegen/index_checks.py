@@ -42,7 +42,7 @@ from tvm import ir, tirx
 from tvm.ir.prim import expr as prim
 from tvm.sym import Analyzer
 
-from tvm_ext import tir_walk
+from tvm_ext.tir import tir_walk
 from tvm_ext.layers import CONSTANT_RANGES_ATTR, NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR
 from tvm_ext.transform.index_guards import guards_of
 

@@ -1,5 +1,5 @@
 """The reference runtimes' fork server, from the compiler's side: `ServedRun` runs `reference_runtimes.main`
-on one exchange FOLDER in a process forked by a long-lived server (`python -P tvm_ext/reference_runtimes.py`,
+on one exchange FOLDER in a process forked by a long-lived server (`python -P tvm_ext/reference/runtimes.py`,
 see `reference_runtimes.serve`).
 
 Why a server: a fresh `python` per run spent ~0.13 of its 0.15-0.19 CPU s starting Python and importing numpy
@@ -31,9 +31,9 @@ import threading
 import time
 from pathlib import Path
 
-from tvm_ext import reference_runtimes
+from tvm_ext.reference import runtimes as reference_runtimes
 
-# The server runs this file as a script, not `-m tvm_ext.reference_runtimes`: `-m` would import the tvm_ext package
+# The server runs this file as a script, not `-m tvm_ext.reference.runtimes`: `-m` would import the tvm_ext package
 # first (the compiler's API, the packager, ...), a large share of the server's start, for nothing it uses.
 _RUNTIMES_SCRIPT = Path(reference_runtimes.__file__).resolve()
 # Longest wait, in seconds, for the server's report that a run it was told to stop (SIGKILL) ended; past it the

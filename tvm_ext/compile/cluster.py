@@ -8,7 +8,7 @@ workers need no file system shared with the client, and the bundle is byte-ident
 plan records the model file's base name only; the worker names its copy the same).
 
 Why a whole model x profile compile is the unit, not a subgraph: TVM 0.27 cannot serialize TIR (see
-`tvm_ext.subgraph_codegen`), so a subgraph cannot be shipped to another machine; a worker would have to import
+`tvm_ext.codegen.subgraph_codegen`), so a subgraph cannot be shipped to another machine; a worker would have to import
 the model and run the passes up to that subgraph again. That repeats more than it saves: vww_96_int8 (11
 subgraphs) on this machine, --jobs 1, load 5.6: check 2.20 s + import 0.35 s + passes 0.92 s before a
 0.85 s code generation of all 11 subgraphs (then reference 0.57 s, build 2.21 s). A team's models x profiles

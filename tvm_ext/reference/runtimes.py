@@ -1,8 +1,8 @@
 """The reference runtimes themselves, run outside the compiler's process by a fork server:
-`python -P tvm_ext/reference_runtimes.py` (see `serve`; `tvm_ext.reference_server` starts and talks to it).
+`python -P tvm_ext/reference/runtimes.py` (see `serve`; `tvm_ext.reference.server` starts and talks to it).
 
 A runtime may crash on a model (LiteRT segfaults on some malformed files) or hang; in a process of its own
-that takes only that process down, and `tvm_ext.reference` reports it in one line. This module imports
+that takes only that process down, and `tvm_ext.reference.outputs` reports it in one line. This module imports
 neither TVM nor the compiler, only numpy and the runtimes it runs.
 
 The exchange, all in FOLDER (written by the parent, private to one run):

@@ -9,8 +9,8 @@ MAC, where the tile changes little: they keep the integer kernels' tile. A chann
 PIXEL_TILE neighbouring pixels, so each weight loaded feeds as many MACs (a 1x1 convolution is then a matrix
 multiply tiled 2 x 8).
 
-The order of the additions into each output element is unchanged (tvm_ext.schedule._tile_channels).
-The hook: tvm_ext.schedule.inline_intermediates, with the tiles the profile's backend gives (a backend's
+The order of the additions into each output element is unchanged (tvm_ext.schedule.kernel_schedule._tile_channels).
+The hook: tvm_ext.schedule.kernel_schedule.inline_intermediates, with the tiles the profile's backend gives (a backend's
 `KernelSchedules.float_channel_tiles`: FPU_CHANNEL_TILES on a Cortex-M with an FPU).
 """
 
@@ -41,7 +41,7 @@ def tile_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> O
     ``loops[first_reduce - 2]``) is split and its inner part moved beside the channel tile, below the
     reduction, and unrolled. Returns the new loops and index of the first reduction loop, or None (a pixel
     count PIXEL_TILE does not divide). A padded input's tile tests all its pixels at once, outside the MAC
-    loop (tvm_ext.padding_test_hoist). The order of the additions into each output element is unchanged."""
+    loop (tvm_ext.codegen.padding_test_hoist). The order of the additions into each output element is unchanged."""
     if first_reduce < 2 or not isinstance(sch.get(loops[first_reduce - 2]).body, tirx.For):
         return None  # no pixel loop, or another statement between it and the channel loop
     pixels = sch.get(loops[first_reduce - 2]).extent

@@ -1,12 +1,12 @@
 """The border of a padded convolution cut, at compile time, into rectangles of output pixels that read the
-same taps of the image (``tvm_ext.border_split`` generates one loop nest per rectangle).
+same taps of the image (``tvm_ext.schedule.border_split`` generates one loop nest per rectangle).
 
 A tap test conjunct such as ``1 <= y + ry`` relates one pixel loop (``y``) to one tap loop (``ry``). For each
 value of the pixel loop, the tap values where every conjunct on that tap loop holds form a range [lo, hi):
 the taps inside the image. Consecutive pixel values with the same ranges form a ``Segment``; a rectangle of
 the border is one segment per pixel loop, and every pixel in it reads the same box of taps from the image
 and the same taps (the rest of the window) as padding: no test per tap or per pixel is left at run time.
-Evaluation is over the loops' constant extents (``tvm_ext.index_expr``); any other form is KeyError.
+Evaluation is over the loops' constant extents (``tvm_ext.tir.index_expr``); any other form is KeyError.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Optional
 
 from tvm import tirx
 
-from tvm_ext.index_expr import evaluate_index
+from tvm_ext.tir.index_expr import evaluate_index
 
 COMPARISONS = {tirx.LT: operator.lt, tirx.LE: operator.le, tirx.GT: operator.gt, tirx.GE: operator.ge}
 

@@ -54,7 +54,7 @@ def _take_working_directory_off_the_import_path() -> None:
     if sys.flags.safe_path or not sys.path:
         return
     if os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(os.getcwd()):
-        sys.path[0] = str(Path(__file__).resolve().parent.parent)
+        sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 
 def install_signal_handlers() -> None:

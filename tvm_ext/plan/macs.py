@@ -17,7 +17,7 @@ from tvm import ir, s_tir, tirx
 from tvm.ir.prim import expr as prim
 
 from tvm_ext.layers import MACS_ATTR
-from tvm_ext.tir_walk import children
+from tvm_ext.tir.tir_walk import children
 
 _REDUCTION = tirx.IterVar.CommReduce
 
@@ -41,7 +41,7 @@ def with_mac_counts(mod: tvm.IRModule) -> tvm.IRModule:
 def mac_count_of(func: tirx.PrimFunc) -> int:
     """The MAC count `with_mac_count` put on `func`; RuntimeError (our bug) when it has none."""
     if func.attrs is None or MACS_ATTR not in func.attrs:
-        raise RuntimeError("a kernel reached the plan without its MAC count (tvm_ext.macs.with_mac_count)")
+        raise RuntimeError("a kernel reached the plan without its MAC count (tvm_ext.plan.macs.with_mac_count)")
     return int(func.attrs[MACS_ATTR])
 
 

@@ -26,7 +26,7 @@ import tvm_ffi
 from tvm import ir, tirx
 from tvm.ir.prim import expr as prim
 
-from tvm_ext.tir_walk import buffer_loads, map_child_stmts, map_leaves, vars_read, walk
+from tvm_ext.tir.tir_walk import buffer_loads, map_child_stmts, map_leaves, vars_read, walk
 
 _IF_THEN_ELSE = tvm.ir.Op.get("prim.if_then_else")
 
@@ -92,7 +92,7 @@ def _each_under_its_test(stmt: tirx.Stmt) -> tirx.Stmt:
 
 def hoist_padding_tests_in(stmt: tirx.Stmt) -> tirx.Stmt:
     """`stmt` with each outermost statement _invariant_tests accepts put under its test; where its stores
-    have several tests (a tile of output pixels, tvm_ext.float_schedule.tile_pixels), under all of them at
+    have several tests (a tile of output pixels, tvm_ext.schedule.float_schedule.tile_pixels), under all of them at
     once, and a tile that touches the border takes a copy with each accumulation under its own test."""
     tests = _invariant_tests(stmt)
     if tests is None:

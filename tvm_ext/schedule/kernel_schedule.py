@@ -13,10 +13,10 @@ from typing import Optional
 from tvm import s_tir, tirx
 
 from backends.backend import MacSchedules
-from tvm_ext.border_split import split_border
-from tvm_ext.float_schedule import accumulates_float, tile_pixels
-from tvm_ext.kernel_names import with_window_recorded
-from tvm_ext.tir_walk import buffer_loads
+from tvm_ext.schedule.border_split import split_border
+from tvm_ext.schedule.float_schedule import accumulates_float, tile_pixels
+from tvm_ext.tir.kernel_names import with_window_recorded
+from tvm_ext.tir.tir_walk import buffer_loads
 
 
 def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
@@ -90,11 +90,11 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
                          float_tiles: tuple[int, ...] = ()) -> tirx.PrimFunc:
     """Inline producers and epilogues; give each reduction a one-element accumulator, or ``channel_tile``
     accumulators for as many output channels where that count divides the channels (see _tile_channels);
-    a float reduction takes the first of ``float_tiles`` (tvm_ext.float_schedule) that divides them instead,
+    a float reduction takes the first of ``float_tiles`` (tvm_ext.schedule.float_schedule) that divides them instead,
     and without padding also accumulates neighbouring pixels (float_schedule.tile_pixels);
     with a backend's MAC schedules ``mac`` (``backends.backend.MacSchedules``), a tiled integer reduction a
     MAC helper computes becomes its call;
-    a padded integer convolution's border is split from its interior (tvm_ext.border_split).
+    a padded integer convolution's border is split from its interior (tvm_ext.schedule.border_split).
 
     Contract: the result computes exactly the same values in the same order of floating-point operations
     per output element (only where values are stored changes).

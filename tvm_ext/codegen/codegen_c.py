@@ -24,16 +24,16 @@ import backends.schedules  # noqa: F401  every backend's helper ops registered b
 from backends.backend import HelperLibrary
 from memory_planner.plan import KernelParameter, KernelSignature, ScratchBuffer
 from packager.c_types import c_prototype
-from tvm_ext.exact_float_constants import exact_float_constants
-from tvm_ext.helper_calls import calls_to_helpers
-from tvm_ext.index_checks import UncheckedIndexError, check_guarded_indices, returns_status, unchecked_accesses
+from tvm_ext.codegen.exact_float_constants import exact_float_constants
+from tvm_ext.tir.helper_calls import calls_to_helpers
+from tvm_ext.codegen.index_checks import UncheckedIndexError, check_guarded_indices, returns_status, unchecked_accesses
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
 from tvm_ext.kernels.signal import calls_to_signal_helpers
-from tvm_ext.padding_test_hoist import hoist_padding_tests
-from tvm_ext.libm_lowering import register_libm_lowerings
+from tvm_ext.codegen.padding_test_hoist import hoist_padding_tests
+from tvm_ext.codegen.libm_lowering import register_libm_lowerings
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR, rewritten_operands
-from tvm_ext.stream_order import stream_orders
-from tvm_ext.tir_walk import map_child_stmts, map_leaves, vars_read, walk
+from tvm_ext.codegen.stream_order import stream_orders
+from tvm_ext.tir.tir_walk import map_child_stmts, map_leaves, vars_read, walk
 
 PIPELINE_NAME = "tvm_ext_plain_c"
 CODEGEN_ONLY_PIPELINE_NAME = "tvm_ext_plain_c_codegen"

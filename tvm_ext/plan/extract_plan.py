@@ -21,10 +21,10 @@ from memory_planner.plan import (
 )
 from target.profile import Profile
 from tvm_ext.frontend import ImportedModel, image_layout
-from tvm_ext.kernel_names import constant_roles, kernel_kind, kernel_window
+from tvm_ext.tir.kernel_names import constant_roles, kernel_kind, kernel_window
 from tvm_ext.layers import (CONSTANT_RANGES_ATTR, NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR,
                             LayerRecord, Layers, rewritten_operands, with_layers)
-from tvm_ext.macs import mac_count_of, with_mac_count
+from tvm_ext.plan.macs import mac_count_of, with_mac_count
 from tvm_ext.transform.partition_subgraphs import binding_subgraphs
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
@@ -137,7 +137,7 @@ def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimF
     """The PrimFuncs `main` calls, structurally equal ones merged into one C function.
 
     Returns (C name -> PrimFunc with NUM_OUTPUTS_ATTR set, PrimFunc name in `mod` -> C name). C names are
-    `<prefix>_<kind>[_<window>]_<shape>` (tvm_ext.kernel_names): the kind is the first PrimFunc's name in
+    `<prefix>_<kind>[_<window>]_<shape>` (tvm_ext.tir.kernel_names): the kind is the first PrimFunc's name in
     TVM's operator vocabulary without FuseOps' `fused` and TVM's de-duplication digits (`conv2d_add_relu`),
     the window its sliding window if it has one (`3x3_s2`), the shape its first output's dimensions after the
     leading ones (`25x5x64`); a name taken by an earlier distinct kernel gets `_2`, `_3`, ... in call order.
@@ -174,7 +174,7 @@ def unique_kernels(mod: tvm.IRModule, prefix: str) -> tuple[dict[str, tirx.PrimF
 def _with_constant_ranges(mod: tvm.IRModule, kernels: dict[str, tirx.PrimFunc],
                           c_name_of: dict[str, str]) -> dict[str, tirx.PrimFunc]:
     """`kernels`, each with CONSTANT_RANGES_ATTR when some operand is an integer constant in every call of it:
-    the operand's position and the smallest and largest value it holds in any call (what tvm_ext.index_checks
+    the operand's position and the smallest and largest value it holds in any call (what tvm_ext.codegen.index_checks
     knows of a position read from a constant, such as a compile-time index table)."""
     ranges: dict[str, dict[int, tuple[int, int] | None]] = {}
     for binding in _bindings(mod["main"]):

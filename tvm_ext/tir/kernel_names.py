@@ -2,7 +2,7 @@
 sliding window (kernel size, stride, dilation, from the TIR's index expressions), and the role of each
 constant operand (weights, bias: from which of the kernel's blocks reads it).
 
-`unique_kernels` (tvm_ext.extract_plan) makes the names; nothing here reads a model's text.
+`unique_kernels` (tvm_ext.plan.extract_plan) makes the names; nothing here reads a model's text.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 from tvm import ir, s_tir, sym, tirx
 
-from tvm_ext.tir_walk import vars_read, walk
+from tvm_ext.tir.tir_walk import vars_read, walk
 
 _FUSED_PREFIX = "fused"  # FuseOps' first word of a fused kernel's name: it says nothing about the kernel
 KIND_MAX_CHARS = 40

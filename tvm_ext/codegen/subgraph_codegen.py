@@ -15,7 +15,7 @@ is ready in 0.07 s forked, where with TVM and our code generator imported in eac
 under 'forkserver' and 6.4 s under 'spawn' (this 2-core machine at load 9; 3.0-3.5 s for one import),
 more than vww_96_int8's whole code generation (1-2 s).
 
-The pool is tvm_ext.forked_workers (no thread in the compiler's process; an interrupt ends the workers and
+The pool is tvm_ext.processes.forked_workers (no thread in the compiler's process; an interrupt ends the workers and
 cannot hang on them). A worker that dies (a crash, a kill) ends the compile with an internal error.
 """
 
@@ -27,8 +27,8 @@ import tvm
 from tvm import relax, tirx
 
 from memory_planner.plan import KernelSignature
-from tvm_ext.codegen_c import KernelSource, generate_c
-from tvm_ext.forked_workers import WorkerEndedError, run_in_forked_workers
+from tvm_ext.codegen.codegen_c import KernelSource, generate_c
+from tvm_ext.processes.forked_workers import WorkerEndedError, run_in_forked_workers
 from tvm_ext.transform.partition_subgraphs import binding_subgraphs
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")

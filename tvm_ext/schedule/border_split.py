@@ -8,7 +8,7 @@ whether its window lies inside the image:
     for y, x:  if (y0 <= y < y1 && x0 <= x < x1) { the pixel's loops without the test } else { as before }
 
 The interior ranges are found by evaluating the test's conjuncts over every tap of the window (the index
-arithmetic of ``tvm_ext.index_expr``): a conjunct on the pixel loop ``y`` and the tap loops below it holds in
+arithmetic of ``tvm_ext.tir.index_expr``): a conjunct on the pixel loop ``y`` and the tap loops below it holds in
 the interior range for every tap. In the interior copy the tap is read directly (``if_then_else`` replaced
 by its true value: the same number), so the sums are unchanged: bit-exact. There, with a backend's MAC
 schedules (``backends.backend.MacSchedules``), the reduction becomes a MAC helper's call where one fits.
@@ -16,7 +16,7 @@ schedules (``backends.backend.MacSchedules``), the reduction becomes a MAC helpe
 With them, a convolution's border pixel copies its window once and its interior pixels go in pairs
 (Cortex-M: ``backends.cortex_m.schedules.border_window``, ``backends.cortex_m.schedules.pixel_pairs``). A border without a copied window (depthwise), where each
 test conjunct relates one pixel loop to one tap loop and the border makes at most MAX_REGIONS rectangles, is
-not tested per tap at all: ``tvm_ext.border_regions`` finds at compile
+not tested per tap at all: ``tvm_ext.schedule.border_regions`` finds at compile
 time the rectangles of pixels that read the same box of image taps, and each pixel's reduction picks its
 rectangle (tests on the pixel loops only), runs the MAC helper over the box and adds the padding's products
 (the guard's false value) over the rest of the window. Integer sums in another order: bit-exact.
@@ -33,9 +33,9 @@ import tvm
 from tvm import s_tir, tirx
 
 from backends.backend import MacSchedules
-from tvm_ext.border_regions import COMPARISONS, holds, outside_boxes, pixel_segments
-from tvm_ext.index_expr import substitute_index
-from tvm_ext.tir_walk import replace_stmt, vars_read
+from tvm_ext.schedule.border_regions import COMPARISONS, holds, outside_boxes, pixel_segments
+from tvm_ext.tir.index_expr import substitute_index
+from tvm_ext.tir.tir_walk import replace_stmt, vars_read
 
 _IF_THEN_ELSE = "prim.if_then_else"
 MAX_REGIONS = 9
@@ -232,7 +232,7 @@ def _with_window(pixel_body: tirx.Stmt, windowed) -> tirx.Stmt:
 
 def _border_regions(tap: _GuardedTap, mac: MacSchedules):
     """(the reduction's outermost loop, the branches it becomes: one per rectangle of pixels reading the
-    same taps of the image, ``tvm_ext.border_regions``), or None where a conjunct of the test is not one pixel
+    same taps of the image, ``tvm_ext.schedule.border_regions``), or None where a conjunct of the test is not one pixel
     loop against one tap loop, the tap loops are not the reduction's, or there are more than MAX_REGIONS
     rectangles. Each rectangle's reduction runs the MAC helper over its box of image taps and adds the
     padding's products over the rest of the window (the guard's false value): the tests left at run time

@@ -4,8 +4,8 @@ Float TFLite models run on LiteRT, int8 TFLite models on TFLite Micro (the golde
 does a model with TFLite Micro's own operators (its signal library, which LiteRT lacks); ONNX models run on
 onnxruntime. The compiler's own output is never used as the expected output.
 
-Each run is a process of its own, forked by a long-lived server (`tvm_ext.reference_server`, running
-`tvm_ext.reference_runtimes`): a runtime that crashes (a signal) or hangs on a model is reported as
+Each run is a process of its own, forked by a long-lived server (`tvm_ext.reference.server`, running
+`tvm_ext.reference.runtimes`): a runtime that crashes (a signal) or hangs on a model is reported as
 ReferenceRuntimeError, one line, instead of taking the compiler down.
 """
 
@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tvm_ext.command_process import interrupts_held_back
-from tvm_ext.reference_runtimes import (RESULT_FILE, STDERR_FILE, Request, Runtime, case_stem, read_arrays,
+from tvm_ext.processes.command_process import interrupts_held_back
+from tvm_ext.reference.runtimes import (RESULT_FILE, STDERR_FILE, Request, Runtime, case_stem, read_arrays,
                                         write_arrays)
-from tvm_ext.reference_server import ServedRun
+from tvm_ext.reference.server import ServedRun
 
 if TYPE_CHECKING:
     from tvm_ext.frontend import TensorSpec
@@ -159,7 +159,7 @@ def start_reference(path: Path, model_format: str, cases: list[list[np.ndarray]]
 
 class RunningReference:
     """A reference runtime running in its process (`reference_runtimes.main(FOLDER)`, forked by a server: see
-    `tvm_ext.reference_server`), started on construction, while the caller goes on with other work (the run
+    `tvm_ext.reference.server`), started on construction, while the caller goes on with other work (the run
     needs only the model file and the inputs, written into FOLDER first).
 
     Contract: `result()` waits for the run, at most REFERENCE_TIMEOUT_SECONDS after its start (then stops
@@ -244,7 +244,7 @@ def run_relax_vm(mod, cases: list[list[np.ndarray]]) -> tuple[list[list[np.ndarr
     """
     import tvm
 
-    from tvm_ext.host_vm import host_vm
+    from tvm_ext.reference.host_vm import host_vm
 
     main = host_vm(mod)["main"]
     outputs = []

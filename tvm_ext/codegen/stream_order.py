@@ -17,7 +17,7 @@ table of operator kinds:
   border's branch on an interior row) is left out; any other condition is ignored (a guarded load counts
   as a read): the bounds may be wider than the truth, never narrower, and a wider bound only asks for
   more distance between the two buffers.
-- An address handed to a helper whose op has a `tvm_ext.helper_access` record (the DSP MAC helpers) is an
+- An address handed to a helper whose op has a `tvm_ext.tir.helper_access` record (the DSP MAC helpers) is an
   access too: the record gives the elements the call reaches from that address, its sizes read from the
   call's constant arguments, and the address's index is bounded like a load's.
 - A kernel that uses an input or output pointer in any other way (an address handed to a helper without a
@@ -37,8 +37,8 @@ from tvm.sym import Analyzer
 
 from memory_planner.api import Interval, StreamOrder
 from memory_planner.plan import DTYPE_BYTES, ParameterStream
-from tvm_ext import tir_walk
-from tvm_ext.helper_access import PointerAccess, helper_access
+from tvm_ext.tir import tir_walk
+from tvm_ext.tir.helper_access import PointerAccess, helper_access
 
 PASSES_PER_LOOP = 256
 _UNBOUNDED = 2**62  # const_int_bound reports an unknown bound as +-(2**63 - 1)

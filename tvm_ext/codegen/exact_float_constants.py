@@ -28,7 +28,7 @@ from fractions import Fraction
 import numpy as np
 from tvm import tirx
 
-from tvm_ext.tir_walk import map_leaves
+from tvm_ext.tir.tir_walk import map_leaves
 
 PRINTED_SIGNIFICANT_DIGITS = 7
 """How many significant digits TVM's C printer gives a float constant (`std::scientific`, precision 6)."""

@@ -6,7 +6,7 @@ convolution over (kernel row, kernel column, input channel); a depthwise one ove
 units in the last place away from the same model kept in NCHW; with it every layout choice computes the
 same bits. It is also faster on cortex-m4f (a conv net of tests/test_layout_per_subgraph.py: 594,568 ->
 481,757 instructions per inference): the channel loop, innermost, walks one input plane's stride with the
-kernel position's offsets fixed. The output tiles of tvm_ext.float_schedule (the loops outside the
+kernel position's offsets fixed. The output tiles of tvm_ext.schedule.float_schedule (the loops outside the
 reduction) are unchanged.
 """
 

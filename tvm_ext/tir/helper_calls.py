@@ -18,7 +18,7 @@ import tvm
 from tvm import tirx
 
 from backends.backend import HelperLibrary
-from tvm_ext.helper_access import HelperAccess, register_helper_access
+from tvm_ext.tir.helper_access import HelperAccess, register_helper_access
 
 
 @dataclass
@@ -52,7 +52,7 @@ def register_helper_call(op: str, library: HelperLibrary, helper_name: Callable[
                          access: Optional[HelperAccess] = None) -> None:
     """Register ``op``, a call of ``library``'s helper ``helper_name(prefix)``, for C code generation (inside
     ``calls_to_helpers``, which records that the bundle needs ``library``), and ``access``: the elements a call
-    reads and writes through its pointers (``tvm_ext.helper_access``; keep it in step with the helper's C: the
+    reads and writes through its pointers (``tvm_ext.tir.helper_access``; keep it in step with the helper's C: the
     memory planner lets buffers overlap by it)."""
 
     def to_c(call: tirx.Expr) -> tirx.Expr:

@@ -21,7 +21,7 @@ that worker unrecorded: it ends by itself once its connection is garbage collect
 worker does when the parent's end of its connection closes.
 
 A worker ignores SIGINT and takes SIGTERM's default action: the parent process decides what an interrupt does
-(tvm_ext.command_process) and ends its workers; on Linux the kernel also kills a worker when its parent ends in
+(tvm_ext.processes.command_process) and ends its workers; on Linux the kernel also kills a worker when its parent ends in
 any other way (SIGKILL).
 """
 
@@ -41,7 +41,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from typing import TypeVar
 
-from tvm_ext.command_process import interrupts_held_back
+from tvm_ext.processes.command_process import interrupts_held_back
 
 Result = TypeVar("Result")
 
