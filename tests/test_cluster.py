@@ -46,10 +46,10 @@ def test_bundles_compiled_on_a_local_cluster_equal_the_serial_ones(compiled, sha
 
 
 def test_an_unreachable_scheduler_is_the_users_error_in_one_line(tmp_path, monkeypatch, capfd):
-    import tvm_ext.compile.cluster
+    from tvm_ext.compile import cluster
     from tvm_ext.compile.__main__ import main
 
-    monkeypatch.setattr(tvm_ext.compile.cluster, "CONNECT_SECONDS", 1)
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 1)
     code = main(["--example", "--scheduler", "tcp://127.0.0.1:9", "-o", str(tmp_path / "out")])
     lines = capfd.readouterr().err.splitlines()
     assert code == 2

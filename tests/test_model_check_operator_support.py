@@ -32,6 +32,13 @@ def test_tflite_tables_name_real_builtins() -> None:
     assert builtins >= support.TFLITE_INT8_OPS
 
 
+def test_onnx_own_converters_are_the_frontends() -> None:
+    """The checks name the ONNX operators our importer converts without importing it (no import cycle)."""
+    from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS
+
+    assert support.ONNX_OWN_CONVERTERS == frozenset(CONVERTERS)
+
+
 def test_onnx_exclusions_name_real_operators() -> None:
     for op in support.ONNX_EXCLUDED:
         assert onnx.defs.has(op) or op in support.tvm_onnx_ops(), op
