@@ -18,7 +18,7 @@ from tvm_ext.codegen.codegen_c import generate_c
 from tvm_ext.plan.extract_plan import extract_plan, unique_kernels
 from tvm_ext.frontend import import_model
 from tvm_ext.tir.kernel_names import Window, kernel_kind
-from tvm_ext.lower import lower_to_kernels
+from tvm_ext.lower import pipeline
 
 ONNX_OPSET = 13
 
@@ -86,7 +86,7 @@ def windowed(tmp_path_factory):
     path = tmp_path_factory.mktemp("names") / "windowed.onnx"
     _windowed_model(path)
     model = import_model(path)
-    lowered = lower_to_kernels(model.mod)
+    lowered = pipeline(layout="NCHW")(model.mod)
     kernels, c_name_of = unique_kernels(lowered, "m")
     source = generate_c(kernels, tvm.target.Target({"kind": "c"}), "m")
     plan, constants = extract_plan(lowered, model, load_profile("lowpower"), c_name_of, source.signatures)

@@ -15,7 +15,7 @@ from tvm_ext.example import write_example_model  # noqa: E402
 from tvm_ext.plan.extract_plan import extract_plan, unique_kernels  # noqa: E402
 from tvm_ext.frontend import import_model  # noqa: E402
 from tvm_ext.layers import LayerRecord, Layers, bindings_of, carry_layers, keeping_layers, with_layers  # noqa: E402
-from tvm_ext.lower import lower_to_kernels  # noqa: E402
+from tvm_ext.lower import pipeline  # noqa: E402
 from memory_planner.plan import TensorRole  # noqa: E402
 from tvm_ext.transform import FuseOpsKeepingLayers, LowerQuantizedToInteger  # noqa: E402
 
@@ -106,7 +106,7 @@ def test_example_weights_are_labelled_with_the_layer_that_reads_them(tmp_path):
     path = tmp_path / "example.onnx"
     write_example_model(path)
     model = import_model(path)
-    lowered = lower_to_kernels(model.mod)
+    lowered = pipeline(layout="NCHW")(model.mod)
     kernels, c_name_of = unique_kernels(lowered, model.name)
     source = generate_c(kernels, tvm.target.Target({"kind": "c"}))
     plan, _ = extract_plan(lowered, model, load_profile("lowpower"), c_name_of, source.signatures)

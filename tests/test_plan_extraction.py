@@ -12,7 +12,7 @@ from tvm_ext.codegen.codegen_c import generate_c
 from tvm_ext.plan.extract_plan import extract_plan, unique_kernels
 from tvm_ext.frontend import ImportedModel, TensorSpec
 from tvm_ext.layers import LayerRecord, with_layers
-from tvm_ext.lower import lower_to_kernels
+from tvm_ext.lower import pipeline
 
 
 def tiny_model() -> ImportedModel:
@@ -39,7 +39,7 @@ def tiny_model() -> ImportedModel:
 
 def test_plan_of_a_tiny_module():
     model = tiny_model()
-    lowered = lower_to_kernels(model.mod)
+    lowered = pipeline(layout="NCHW")(model.mod)
     kernels, c_name_of = unique_kernels(lowered, "tiny")
     source = generate_c(kernels, tvm.target.Target({"kind": "c"}))
     plan, constants = extract_plan(lowered, model, load_profile("lowpower"), c_name_of, source.signatures)

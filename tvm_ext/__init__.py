@@ -6,8 +6,9 @@ data that `memory_planner` and `packager` use without importing TVM or tvm_ext. 
 - `tvm_ext.compile(model, target="lowpower", out="out") -> Bundle`: a .tflite/.onnx file or a Relax IRModule
   to a built and self-tested bundle folder (also the command `tvm-ext-compile`, or
   `python -m tvm_ext.compile`).
-- `tvm_ext.pipeline(target="lowpower") -> tvm.transform.Sequential`: the Relax passes we run, for your own
-  pipelines; `tvm_ext.transform` holds each of our passes.
+- `tvm_ext.pipeline(target="lowpower") -> tvm.transform.Sequential`: every pass we run, in order (the one
+  list of tvm_ext/lower.py), for your own pipelines; `tvm_ext.compile` takes its result as it is;
+  `tvm_ext.transform` holds each of our passes.
 - The device profiles are TVM target tags (`tvm.target.Target("lowpower-cortex-m4f")`), registered as soon
   as both `tvm_ext` and `tvm` are imported, in either order (see target/tvm_import_hook.py).
 """
@@ -30,9 +31,9 @@ __all__ = ["Bundle", "CompileError", "compile", "pipeline", "transform"]
 def __getattr__(name: str) -> Any:
     """Load the TVM-facing parts (and TVM itself) only when they are asked for."""
     if name == "pipeline":
-        from tvm_ext.lower import relax_pipeline
+        from tvm_ext.lower import pipeline
 
-        return relax_pipeline
+        return pipeline
     if name == "transform":
         import importlib
 

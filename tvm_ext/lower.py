@@ -1,22 +1,33 @@
-"""Relax -> fused PrimFuncs: the Relax pass pipeline and the per-kernel schedules.
+"""The ordered pass list: an imported Relax module -> fused, scheduled PrimFuncs for one device profile.
 
-After `relax_pipeline()`, `main` is a dataflow block of `call_tir` calls to fused PrimFuncs (one per
-kernel), `R.reshape` views, and constants; it carries the layer records of tvm_ext.layers (every pass
-here keeps them).
+`pipeline()` is the one list the CLI, `tvm_ext.compile` and `tvm_ext.pipeline` all run, in this order: main's
+vars renamed to generated names unless our importer did it (nothing a user named reaches C), a data layout
+per subgraph of a float model (tvm_ext.transform.layout_per_subgraph), the Relax passes (quantized
+operators to integer kernels, legalize, fold, fuse keeping layers), the MACs of each kernel counted before
+its schedule (tvm_ext.plan.macs), and each kernel scheduled for the profile's core by its backend's schedules
+(tvm_ext.schedule, backends.schedules). After it, `main` is a dataflow block of `call_tir` calls to fused
+PrimFuncs (one per kernel), `R.reshape` views, and constants; it carries the layer records of tvm_ext.layers
+(every pass here keeps them), and the module records the profile it was lowered for and the layouts chosen
+(`lowered_for`, `layout_choices`): `tvm_ext.compile` takes such a module as it is.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 import tvm
 from tvm import relax, tirx
 
 from backends.schedules import kernel_schedules_of
+from target.profile import Profile
 from target.resolve import TargetSpec, resolve_profile
-from tvm_ext.schedule.conv_tap_order import taps_row_first
-from tvm_ext.layers import keeping_layers
+from tvm_ext.frontend import with_generated_var_names
+from tvm_ext.layers import LAYOUT_CHOICES_ATTR, LOWERED_FOR_ATTR, ORIGINAL_VAR_NAMES_ATTR, keeping_layers
 from tvm_ext.plan.macs import with_mac_counts
+from tvm_ext.schedule.conv_tap_order import taps_row_first
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
 from tvm_ext.transform import (
+    ConvertLayoutPerSubgraph,
     DropEmptyConcatPieces,
     FuseOpsKeepingLayers,
     GuardIndexOperands,
@@ -26,20 +37,27 @@ from tvm_ext.transform import (
     ResolveIndexGuards,
     SplitAsSlices,
 )
+from tvm_ext.transform.layout_per_subgraph import LayoutChoice, LayoutError, choose_layouts
 
 
-def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -> tvm.transform.Pass:
-    """The ordered Relax passes from an imported model to fused PrimFuncs, for the device `target`.
+def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout: Optional[str] = None
+             ) -> tvm.transform.Sequential:
+    """The ordered passes from an imported model to scheduled kernels, for the device `target`.
 
     `target` is a lowpower `tvm.target.Target` (the compiler passes the one it resolved; the Profile is read
     from it), or anything else `target.resolve_profile` takes: a profile name or tag, a profile file, a
-    `Profile`. An ordinary `tvm.transform.Sequential`: users can put it (or any pass of `tvm_ext.transform`)
-    into their own pipelines. `model_name` only labels errors. TVM's passes are wrapped with
-    `keeping_layers`, so main's layer records reach the kernel calls.
+    `Profile`. `layout` ("NCHW" or "NHWC") puts every subgraph of a float model into that data layout, None
+    lets the estimate choose per subgraph. An ordinary `tvm.transform.Sequential`: users can put it (or any
+    pass of `tvm_ext.transform`) into their own pipelines. `model_name` only labels errors. TVM's passes are
+    wrapped with `keeping_layers`, so main's layer records reach the kernel calls.
     """
     profile = resolve_profile(target)
     return tvm.transform.Sequential(
         [
+            # First: every later name (PrimFuncs' buffers are named after main's vars) is one of ours.
+            GeneratedVarNames(),
+            # Before the int8 pass and any folding: the layout of each float subgraph, converted at the source.
+            LayoutPerSubgraph(profile, layout, model_name),
             # Before any folding: FoldConstant would compute a tensor that fits no target on the host.
             RefuseOversizedTensors(model_name),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
@@ -60,27 +78,90 @@ def relax_pipeline(target: TargetSpec = "lowpower", model_name: str = "model") -
             keeping_layers(relax.transform.DeadCodeElimination()),
             keeping_layers(ResolveIndexGuards(model_name)),
             RefuseDataDependentLoops(model_name),
+            # The MACs of each kernel, counted before its schedule moves its loops.
+            CountMacs(),
+            ScheduleKernels(profile),
         ],
-        name="tvm_ext.relax_pipeline",
+        name="tvm_ext.pipeline",
     )
 
 
-def schedule_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower") -> tvm.IRModule:
-    """Every PrimFunc of `mod` with its NCHW convolutions' taps in NHWC's order (tvm_ext.schedule.conv_tap_order),
-    its intermediates inlined and its accumulators tiled for `target`'s core by its backend's schedules (see
-    tvm_ext.schedule.kernel_schedule, backends.schedules)."""
-    schedules = kernel_schedules_of(resolve_profile(target))
-    scheduled = {}
-    for gvar, func in mod.functions.items():
-        if isinstance(func, tirx.PrimFunc):
-            scheduled[gvar] = inline_intermediates(taps_row_first(func), schedules.output_channel_tile,
-                                                   schedules.mac, schedules.float_channel_tiles)
-        else:
-            scheduled[gvar] = func
-    return tvm.IRModule(scheduled, attrs=mod.attrs)
+@tvm.transform.module_pass(opt_level=0, name="GeneratedVarNames")
+class GeneratedVarNames:
+    """`main`'s vars renamed by tvm_ext.frontend.with_generated_var_names, unless they are already (our
+    importers rename every model's and record the model's own names, for messages, on `main`)."""
+
+    def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        attrs = mod["main"].attrs
+        if attrs is not None and ORIGINAL_VAR_NAMES_ATTR in attrs:
+            return mod
+        return with_generated_var_names(mod)
 
 
-def lower_to_kernels(mod: tvm.IRModule, target: TargetSpec = "lowpower", model_name: str = "model") -> tvm.IRModule:
-    """Run the Relax pipeline for `target` (as relax_pipeline takes it) and schedule each kernel; each kernel
-    carries the MACs counted before its schedule (tvm_ext.plan.macs)."""
-    return schedule_kernels(with_mac_counts(relax_pipeline(target, model_name)(mod)), target)
+@tvm.transform.module_pass(opt_level=0, name="LayoutPerSubgraph")
+class LayoutPerSubgraph:
+    """`main` with each subgraph in the data layout `choose_layouts` gives it for `profile` (`force`: one
+    layout for all), the choices recorded on the module (`layout_choices`); LayoutError names `model_name`."""
+
+    def __init__(self, profile: Profile, force: Optional[str], model_name: str) -> None:
+        self.profile = profile
+        self.force = force
+        self.model_name = model_name
+
+    def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        try:
+            plan = choose_layouts(mod["main"], self.profile, self.force)
+        except LayoutError as err:
+            raise LayoutError(f"{self.model_name}: {err}") from err
+        converted = ConvertLayoutPerSubgraph(plan)(mod)
+        return converted.with_attr(LAYOUT_CHOICES_ATTR, [_choice_attr(choice) for choice in plan.choices])
+
+
+@tvm.transform.module_pass(opt_level=0, name="CountMacs")
+class CountMacs:
+    """Each PrimFunc with its multiply-accumulates recorded (tvm_ext.plan.macs), before any schedule."""
+
+    def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        return with_mac_counts(mod)
+
+
+@tvm.transform.module_pass(opt_level=0, name="ScheduleKernels")
+class ScheduleKernels:
+    """Every PrimFunc with its NCHW convolutions' taps in NHWC's order (tvm_ext.schedule.conv_tap_order), its
+    intermediates inlined and its accumulators tiled for `profile`'s core by its backend's schedules (see
+    tvm_ext.schedule.kernel_schedule, backends.schedules); the module marked as lowered for `profile`."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+
+    def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
+        schedules = kernel_schedules_of(self.profile)
+        scheduled = {}
+        for gvar, func in mod.functions.items():
+            if isinstance(func, tirx.PrimFunc):
+                scheduled[gvar] = inline_intermediates(taps_row_first(func), schedules.output_channel_tile,
+                                                       schedules.mac, schedules.float_channel_tiles)
+            else:
+                scheduled[gvar] = func
+        return tvm.IRModule(scheduled, attrs=mod.attrs).with_attr(LOWERED_FOR_ATTR, self.profile.name)
+
+
+def lowered_for(mod: tvm.IRModule) -> Optional[str]:
+    """The name of the profile `pipeline()` lowered `mod` for, or None when it did not run on `mod`."""
+    value = mod.attrs.get(LOWERED_FOR_ATTR) if mod.attrs is not None else None
+    return None if value is None else str(value)
+
+
+def layout_choices(mod: tvm.IRModule) -> tuple[LayoutChoice, ...]:
+    """The layout choices `pipeline()` recorded on `mod` (each estimate in whole instructions)."""
+    recorded = mod.attrs.get(LAYOUT_CHOICES_ATTR) if mod.attrs is not None else None
+    return tuple(LayoutChoice(int(entry["subgraph"]), str(entry["layout"]),
+                              {str(layout): int(cost) for layout, cost in entry["estimate"].items()},
+                              tuple(str(layer) for layer in entry["layers"]))
+                 for entry in (recorded or ()))
+
+
+def _choice_attr(choice: LayoutChoice) -> dict:
+    """`choice` as a module attribute value (its estimates rounded, as its manifest facts give them)."""
+    return {"subgraph": choice.subgraph, "layout": choice.layout, "layers": list(choice.layers),
+            "estimate": {layout: round(cost) for layout, cost in choice.estimate.items()}}

@@ -364,23 +364,28 @@ def reference_file(running: RunningReference, imported: Imported) -> Referenced:
 
 def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, layout: str | None = None
            ) -> Lowered:
-    """Our Relax and TIR passes: the model in the data layout chosen per subgraph (`layout` forces one), as
-    fused, scheduled kernels, each once under its C name, and main's bindings split into the profile's
-    subgraphs."""
+    """Our passes (tvm_ext.lower.pipeline, unless the module was given already through them for this profile):
+    the model in the data layout chosen per subgraph (`layout` forces one), as fused, scheduled kernels, each
+    once under its C name, and main's bindings split into the profile's subgraphs."""
     from tvm_ext.plan.extract_plan import add_output_copies, unique_kernels
-    from tvm_ext.lower import lower_to_kernels
-    from tvm_ext.transform import ConvertLayoutPerSubgraph, PartitionSubgraphs
-    from tvm_ext.transform.layout_per_subgraph import LayoutError, choose_layouts
+    from tvm_ext.lower import layout_choices, lowered_for, pipeline
+    from tvm_ext.transform import PartitionSubgraphs
+    from tvm_ext.transform.layout_per_subgraph import LayoutError
 
     model = imported.model
-    try:
-        layouts = choose_layouts(model.mod["main"], profile, layout)
-    except LayoutError as err:
-        raise CompileError(f"{model.path.name}: {err}") from err
-    lowered = lower_to_kernels(ConvertLayoutPerSubgraph(layouts)(model.mod), tvm_target, model.path.name)
+    lowered = model.mod
+    if lowered_for(lowered) is None:
+        try:
+            lowered = pipeline(tvm_target, model.path.name, layout)(lowered)
+        except LayoutError as err:
+            raise CompileError(str(err)) from err
+    elif lowered_for(lowered) != profile.name:
+        raise CompileError(f"{model.path.name}: the module went through tvm_ext.pipeline for profile "
+                           f"{lowered_for(lowered)}, not for {profile.name}")
+    choices = layout_choices(lowered)
     lowered = PartitionSubgraphs(profile)(add_output_copies(lowered, model))
     kernels, c_name_of = unique_kernels(lowered, model.name)
-    return Lowered(lowered, kernels, c_name_of, layouts.choices)
+    return Lowered(lowered, kernels, c_name_of, choices)
 
 
 def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: tvm.target.Target,

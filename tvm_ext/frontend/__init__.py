@@ -151,13 +151,16 @@ def from_relax(mod: tvm.IRModule, name: str = "model", io: IoQuantization | None
     ret = main.ret_ty
     ret_fields = list(ret.fields) if isinstance(ret, relax.TupleType) else [ret]
     layers = list(Layers.of(main).records)
+    # A module tvm_ext.pipeline lowered has generated names already: its inputs keep the names the user gave.
+    given_names = main.attrs.get(ORIGINAL_VAR_NAMES_ATTR, {}) if main.attrs is not None else {}
     return ImportedModel(
         name=c_identifier(name),
         path=Path(f"{name}.relax"),
         format="relax",
         mod=with_generated_var_names(mod),
         layers=layers,
-        inputs=[spec(p.name, p.ty, _nth(io and io.inputs, i)) for i, p in enumerate(main.params)],
+        inputs=[spec(str(given_names.get(p.name, p.name)), p.ty, _nth(io and io.inputs, i))
+                for i, p in enumerate(main.params)],
         outputs=[spec(f"output{i}", ty, _nth(io and io.outputs, i)) for i, ty in enumerate(ret_fields)],
     )
 
