@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import tvm
+import tvm_ffi
 from tvm import relax
 from tvm.ir.expr import Constant
 
@@ -72,8 +73,10 @@ _QUANTIZED_OPS = {"relax.quantize", "relax.dequantize"}
 _VIEW_OPS = {"relax.reshape"}
 
 
+@tvm_ffi.register_error
 class LayoutError(ValueError):
-    """A forced layout cannot be applied to the model; the message names the operator."""
+    """A forced layout cannot be applied to the model; the message names the operator. Raised inside the
+    pipeline's LayoutPerSubgraph pass, behind TVM's FFI, which re-creates it from its one-line message."""
 
 
 @dataclass(frozen=True)
