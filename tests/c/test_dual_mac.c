@@ -45,47 +45,38 @@ int main(void)
     static int16_t x16[BUFFER];
     uint32_t state = 1;
     int32_t cases = 0, failures = 0;
-    for (int all_min = 0; all_min <= 1; ++all_min) {
-        for (int32_t rows = 0; rows <= 3; ++rows) {
-            for (int32_t row_len = 0; row_len <= 13; ++row_len) {
-                for (int32_t layout = 0; layout < 3; ++layout) {
-                    const int32_t x_row_stride = row_len + (layout == 0 ? 0 : 2 * layout + 1);
-                    const int32_t w_channel_stride = rows * row_len + layout;
-                    const int32_t x_pixel_stride = layout == 1 ? 3 : rows * x_row_stride + layout; /* 3: overlapping */
-                    const int32_t offset = (rows + row_len + layout) % 4; /* every byte alignment of x and w */
-                    const int8_t *x8o = x8 + offset, *wo = w + (offset + 1) % 4;
-                    const int16_t *x16o = x16 + offset;
-                    int32_t got[8], expected[8];
-                    fill_s8(x8, BUFFER, &state, all_min);
-                    fill_s8(w, BUFFER, &state, all_min);
-                    fill_s16(x16, BUFFER, &state, all_min);
-                    for (int32_t c = 0; c < 8; ++c) {
-                        got[c] = expected[c] = start_value(c);
-                    }
-                    cases += 3;
-                    plain_dual_mac(expected, x8o, NULL, wo, x_row_stride, w_channel_stride, rows, row_len);
-                    if (lp_dual_mac_s8x4(got, x8o, wo, x_row_stride, w_channel_stride, rows, row_len) != 0
-                        || !same(got, expected, 4)) {
-                        failures += 1;
-                        printf("wrong s8x4: rows %ld, row_len %ld, layout %ld\n", (long)rows, (long)row_len, (long)layout);
-                    }
-                    plain_dual_mac(expected, NULL, x16o, wo, x_row_stride, w_channel_stride, rows, row_len);
-                    if (lp_dual_mac_s16x4(got, x16o, wo, x_row_stride, w_channel_stride, rows, row_len) != 0
-                        || !same(got, expected, 4)) {
-                        failures += 1;
-                        printf("wrong s16x4: rows %ld, row_len %ld, layout %ld\n", (long)rows, (long)row_len, (long)layout);
-                    }
-                    plain_dual_mac(expected, x8o, NULL, wo, x_row_stride, w_channel_stride, rows, row_len);
-                    plain_dual_mac(expected + 4, x8o + x_pixel_stride, NULL, wo, x_row_stride, w_channel_stride, rows,
-                                   row_len);
-                    if (lp_dual_mac_s8x2x4(got, got + 4, x8o, wo, x_row_stride, w_channel_stride, rows, row_len,
-                                           x_pixel_stride) != 0
-                        || !same(got, expected, 8)) {
-                        failures += 1;
-                        printf("wrong s8x2x4: rows %ld, row_len %ld, layout %ld\n", (long)rows, (long)row_len, (long)layout);
-                    }
-                }
-            }
+    for (int32_t i = 0; i < WINDOW_CASES; ++i) {
+        const window_case wc = window_case_of(i);
+        const int8_t *x8o = x8 + wc.x_offset, *wo = w + wc.w_offset;
+        const int16_t *x16o = x16 + wc.x_offset;
+        int32_t got[8], expected[8];
+        fill_s8(x8, BUFFER, &state, wc.all_min);
+        fill_s8(w, BUFFER, &state, wc.all_min);
+        fill_s16(x16, BUFFER, &state, wc.all_min);
+        for (int32_t c = 0; c < 8; ++c) {
+            got[c] = expected[c] = start_value(c);
+        }
+        cases += 3;
+        plain_dual_mac(expected, x8o, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
+        if (lp_dual_mac_s8x4(got, x8o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
+            || !same(got, expected, 4)) {
+            failures += 1;
+            printf("wrong s8x4: case %ld\n", (long)i);
+        }
+        plain_dual_mac(expected, NULL, x16o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
+        if (lp_dual_mac_s16x4(got, x16o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
+            || !same(got, expected, 4)) {
+            failures += 1;
+            printf("wrong s16x4: case %ld\n", (long)i);
+        }
+        plain_dual_mac(expected, x8o, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
+        plain_dual_mac(expected + 4, x8o + wc.x_pixel_stride, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows,
+                       wc.row_len);
+        if (lp_dual_mac_s8x2x4(got, got + 4, x8o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len,
+                               wc.x_pixel_stride) != 0
+            || !same(got, expected, 8)) {
+            failures += 1;
+            printf("wrong s8x2x4: case %ld\n", (long)i);
         }
     }
     if (failures != 0) {
