@@ -10,7 +10,12 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from backends.cortex_m.bundle_files import QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
+from conftest import profile_build_config
+from emulator.qemu import QemuResult, run_qemu
 
 SANITIZE = "-fsanitize=address,undefined -fno-sanitize-recover=all"
 STRICT_WARNINGS = "-Wconversion -Wshadow -Werror"  # on top of the Makefile's -Wall -Wextra
@@ -35,12 +40,13 @@ def strict_sanitized_selftest(bundle_dir: Path, work_dir: Path, extra_cflags: st
     return subprocess.run(["./selftest"], cwd=copy, capture_output=True, text=True)
 
 
-def run_c_unit_tests(source: Path, include: Path, work_dir: Path) -> subprocess.CompletedProcess:
-    """Build the C unit-test program ``source`` (headers from ``include``) with gcc, the strict warnings and the
-    sanitizers, and run it (a passing one prints "ok <checks>" and exits 0)."""
+def run_c_unit_tests(source: Path, include: Path, work_dir: Path, defines: Sequence[str] = ()
+                     ) -> subprocess.CompletedProcess:
+    """Build the C unit-test program ``source`` (headers from ``include``; ``defines`` are -D flags) with gcc,
+    the strict warnings and the sanitizers, and run it (a passing one prints "ok <checks>" and exits 0)."""
     program = work_dir / source.stem
     subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), *SANITIZE.split(),
-                    f"-I{include}", str(source), "-lm", "-o", str(program)], check=True)
+                    *defines, f"-I{include}", str(source), "-lm", "-o", str(program)], check=True)
     return subprocess.run([str(program)], capture_output=True, text=True)
 
 
@@ -52,6 +58,24 @@ def build_for_cortex_m4f(source_text: str, include: Path, work_dir: Path) -> Non
     subprocess.run(["arm-none-eabi-gcc", "-std=c99", "-O2", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
                     "-mfpu=fpv4-sp-d16", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), f"-I{include}", "-c",
                     str(source), "-o", str(work_dir / "cortex_m4f.o")], check=True)
+
+
+def run_c_program_under_qemu(folder: Path, profile: str, files: Mapping[str, str], timeout_s: float = 120.0
+                             ) -> QemuResult:
+    """Build a C program for `profile`'s board in `folder` as an empty bundle "rq" whose selftest.c is the
+    program: `files` (file name -> text; "selftest.c" has main, the rest are headers beside it), the board's
+    support files (startup, UART0 output, system calls) and a Makefile with only the Cortex-M fragment; then run
+    it on QEMU in the bundles' sandbox (`emulator.qemu.run_qemu`: no host capability). The build must succeed."""
+    empty = {"rq_kernels.c": "typedef int rq_kernels_empty;\n", "rq_model.c": "typedef int rq_model_empty;\n",
+             "rq_weights.c": "typedef int rq_weights_empty;\n",
+             "Makefile": f"all:\n\t@echo host build\n\n{QEMU_TEST_MAKE_INCLUDE}\n"}
+    for name, text in {**empty, **files}.items():
+        (folder / name).write_text(text)
+    config = profile_build_config(profile)
+    write_cortex_m_support(folder, "rq", config)
+    built = subprocess.run(["make", "-s", "-C", str(folder), "cortex-m-elf"], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    return run_qemu(folder / SELFTEST_ELF, config.emulated.board, timeout_s)
 
 
 _FOR_LOOP = re.compile(r"for \(([^;]*);([^;]*);")

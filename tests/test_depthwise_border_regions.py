@@ -19,7 +19,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from backends.cortex_m.helpers.dual_mac_c import dual_mac_helper_c
+from backends.cortex_m.helpers.dual_mac_c import mac_helpers_c
 from tvm import tirx
 from tvm_ext.schedule.border_regions import Segment, outside_boxes, pixel_segments
 
@@ -59,7 +59,7 @@ def test_depthwise_helper_adds_every_tap_of_windows_up_to_5x5(tmp_path):
     cases = [(rows, cols, xr, xc, wr, wc) for rows in range(1, 6) for cols in range(1, 6)
              for xr, xc, wr, wc in ((320, 64, 192, 64), (40, 8, 24, 4), (4, 100, 7, 50))]
     source = tmp_path / "harness.c"
-    source.write_text(_HARNESS % dual_mac_helper_c("t"))
+    source.write_text(_HARNESS % mac_helpers_c("t"))
     binary = tmp_path / "harness"
     subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-o", binary, source], check=True)
     stdin = " ".join(map(str, [*x, *w])) + "\n" + "\n".join(" ".join(map(str, case)) for case in cases)

@@ -1,5 +1,5 @@
 """A pixel pair's inputs widened to int16 once for all its channel tiles (backends/cortex_m/schedules/pair_q15.py,
-backends/cortex_m/helpers/dual_mac_q15_c.py; issue 16).
+backends/cortex_m/helpers/templates/dual_mac_q15.h.in; issue 16).
 - The helpers' C, built on the host, against plain sums: windows of 1-3 rows whose length is not a multiple
   of four (the SXTB16-ordered groups and the plain tail), weights a channel stride apart that is odd.
 - The schedule takes it for the pairs of an odd pixel count and of a padded interior: one widening call per
@@ -15,7 +15,7 @@ import subprocess
 import numpy as np
 from tvm import ir, tirx
 
-from backends.cortex_m.helpers.dual_mac_c import dual_mac_helper_c
+from backends.cortex_m.helpers.dual_mac_c import mac_helpers_c
 from backends.cortex_m.schedules.pair_q15 import DUAL_MAC_Q15_OP, WIDEN_Q15_OP
 from tvm_ext.tir.tir_walk import walk
 
@@ -57,7 +57,7 @@ def test_widened_pair_helpers_add_every_product(tmp_path):
              for x_row, x_pixel, w_channel in ((row_len, rows * row_len, rows * row_len),
                                               (row_len + 9, 5, rows * row_len + 3), (101, 37, 3 * 37 + 1))]
     source = tmp_path / "harness.c"
-    source.write_text(_HARNESS % dual_mac_helper_c("t"))
+    source.write_text(_HARNESS % mac_helpers_c("t"))
     binary = tmp_path / "harness"
     subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror", "-o",
                     binary, source], check=True)

@@ -16,11 +16,8 @@ import pytest
 from tvm import relax
 
 import tflite_int8_reference as ref
-from c_checks import SANITIZE, STRICT_WARNINGS
-from conftest import profile_build_config
-from emulator.qemu import run_qemu
+from c_checks import SANITIZE, STRICT_WARNINGS, run_c_program_under_qemu
 from emulator.tools import missing_tools
-from backends.cortex_m.bundle_files import QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
 from packager.fixed_point_c import (SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT, requantize_helper_name,
                                     requantize_helpers_c)
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
@@ -173,21 +170,7 @@ def test_helpers_match_tflite_under_qemu(tmp_path: Path, profile: str):
 def run_cases_under_qemu(folder: Path, profile: str, rows: str, selftest_c: str) -> None:
     """Build `selftest_c` (its cases are rq.h's RQ_CASES: `rows`) as the bundle "rq" for `profile` in `folder`,
     run it under QEMU, and check that it exits 0 having printed "wrong 0"."""
-    files = {
-        "rq.h": f"#define RQ_CASES {rows}\n",
-        "selftest.c": selftest_c,
-        "rq_kernels.c": "typedef int rq_kernels_empty;\n",
-        "rq_model.c": "typedef int rq_model_empty;\n",
-        "rq_weights.c": "typedef int rq_weights_empty;\n",
-        "Makefile": f"all:\n\t@echo host build\n\n{QEMU_TEST_MAKE_INCLUDE}\n",
-    }
-    for name, text in files.items():
-        (folder / name).write_text(text)
-    config = profile_build_config(profile)
-    write_cortex_m_support(folder, "rq", config)
-    built = subprocess.run(["make", "-s", "-C", str(folder), "cortex-m-elf"], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr
-    result = run_qemu(folder / SELFTEST_ELF, config.emulated.board, 120)
+    result = run_c_program_under_qemu(folder, profile, {"rq.h": f"#define RQ_CASES {rows}\n", "selftest.c": selftest_c})
     assert result.exit_status == 0 and "wrong 0" in result.stdout, result.stdout + result.stderr
 
 

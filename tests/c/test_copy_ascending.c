@@ -2,7 +2,8 @@
  * with the prefix lp): for element sizes 1, 2 and 4 bytes, every count up to 40 elements and every distance
  * from dst below src (overlapping, as the SVDF state shifts in place) to separate runs, the helper leaves the
  * buffer as the element loop `for (i = 0; i < count; ++i) dst[i] = src[i]` does. Built by
- * tests/test_copy_ascending_c.py with and without __ARM_FEATURE_UNALIGNED (the 16-byte word copies). */
+ * tests/test_cortex_m_helpers_c.py on the host with and without __ARM_FEATURE_UNALIGNED (the 16-byte word
+ * copies) and for cortex-m4f under QEMU. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,9 @@
 /* Unit test of the Cortex-M backend's row dot product (backends/cortex_m/helpers/templates/row_dot_s8x4.h.in,
- * with the prefix lp), its portable path: for every row length up to 40, channel strides at, above and below
+ * after dsp_words.h.in, with the prefix lp): for every row length up to 40, channel strides at, above and below
  * the row length (rows apart, padded, interleaved) and int8 values over their whole range (-128 and 127
  * included), each of the four accumulators gains its channel's dot product and keeps what it held.
- * Built by tests/test_row_dot_c.py. */
+ * Built by tests/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU (SXTB16,
+ * SMLAD). */
 #include <stdint.h>
 #include <stdio.h>
 

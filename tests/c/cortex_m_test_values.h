@@ -1,0 +1,81 @@
+/* Inputs of the Cortex-M helpers' C unit tests (tests/c/test_dual_mac.c and its siblings): a fixed pseudo-random
+ * sequence (the same run to run and on every core) with the int8 and int16 extremes forced in. */
+#ifndef CORTEX_M_TEST_VALUES_H
+#define CORTEX_M_TEST_VALUES_H
+
+#include <stdint.h>
+
+/* The next value of the sequence `state`: 32 bits, well mixed in the high half. */
+static inline uint32_t next_value(uint32_t *state)
+{
+    *state = *state * 1103515245u + 12345u;
+    return *state >> 16;
+}
+
+/* n int8: all -128 when all_min (the largest products), else -128 at every 7th index, 127 at every 11th, -1 at
+   every 13th and the rest from the sequence. */
+static inline void fill_s8(int8_t *x, int32_t n, uint32_t *state, int all_min)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        if (all_min) {
+            x[i] = (int8_t)-128;
+            continue;
+        }
+        const int8_t drawn = (int8_t)(int32_t)(next_value(state) % 256u - 128u);
+        x[i] = i % 7 == 0 ? (int8_t)-128 : (i % 11 == 0 ? (int8_t)127 : (i % 13 == 0 ? (int8_t)-1 : drawn));
+    }
+}
+
+/* n int16: all -32768 when all_min, else -32768 at every 7th index, 32767 at every 11th, -1 at every 13th
+   and the rest from the sequence. */
+static inline void fill_s16(int16_t *x, int32_t n, uint32_t *state, int all_min)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        if (all_min) {
+            x[i] = (int16_t)-32768;
+            continue;
+        }
+        const int16_t drawn = (int16_t)(int32_t)(next_value(state) % 65536u - 32768u);
+        x[i] = i % 7 == 0 ? (int16_t)-32768 : (i % 11 == 0 ? (int16_t)32767 : (i % 13 == 0 ? (int16_t)-1 : drawn));
+    }
+}
+
+/* Accumulator c's starting value: far from 0 on either side, within int32 after any test's sums. */
+static inline int32_t start_value(int32_t c)
+{
+    return (int32_t)(c * 1000003) - 2000000;
+}
+
+/* One case of the window MAC helpers' tests (test_dual_mac.c, test_dual_mac_q15.c): a window of rows rows of
+   row_len inputs (strides in elements), the second pixel's window x_pixel_stride inputs after the first, each
+   channel's weights w_channel_stride apart, x and w read from the byte offsets x_offset and w_offset, the
+   values all at the minimum when all_min. */
+typedef struct {
+    int all_min;
+    int32_t rows, row_len, x_row_stride, w_channel_stride, x_pixel_stride, x_offset, w_offset;
+} window_case;
+
+#define WINDOW_ROWS_MAX 3
+#define WINDOW_ROW_LEN_MAX 13 /* whole words of four and every remainder */
+#define WINDOW_LAYOUTS 3
+#define WINDOW_CASES (2 * (WINDOW_ROWS_MAX + 1) * (WINDOW_ROW_LEN_MAX + 1) * WINDOW_LAYOUTS)
+
+/* Case i < WINDOW_CASES: every rows <= WINDOW_ROWS_MAX and row_len <= WINDOW_ROW_LEN_MAX in three layouts (rows
+   and channels packed; padded, the pixels' windows overlapping; padded further, apart), with mixed values, then
+   all at the minimum; x and w at every byte alignment. Every element read lies below 200. */
+static inline window_case window_case_of(int32_t i)
+{
+    window_case c;
+    const int32_t layout = i % WINDOW_LAYOUTS;
+    c.row_len = i / WINDOW_LAYOUTS % (WINDOW_ROW_LEN_MAX + 1);
+    c.rows = i / WINDOW_LAYOUTS / (WINDOW_ROW_LEN_MAX + 1) % (WINDOW_ROWS_MAX + 1);
+    c.all_min = i >= WINDOW_CASES / 2;
+    c.x_row_stride = c.row_len + (layout == 0 ? 0 : 2 * layout + 1);
+    c.w_channel_stride = c.rows * c.row_len + layout;
+    c.x_pixel_stride = layout == 1 ? 3 : c.rows * c.x_row_stride + layout;
+    c.x_offset = (c.rows + c.row_len + layout) % 4;
+    c.w_offset = (c.x_offset + 1 + layout) % 4;
+    return c;
+}
+
+#endif

@@ -1,0 +1,87 @@
+/* Unit test of the Cortex-M dual MAC helpers (backends/cortex_m/helpers/templates/dual_mac.h.in after
+ * dsp_words.h.in, with the prefix lp): lp_dual_mac_s8x4, lp_dual_mac_s16x4 and lp_dual_mac_s8x2x4 against the
+ * plain loops of their contracts, for 0 to 3 rows, every row length up to 13 (whole words of four and every
+ * remainder), row strides at and above the row length, weight channel strides at and above a channel's
+ * weights, two pixels' windows apart or overlapping, inputs and weights at every byte alignment, values over
+ * the whole int8 and int16 ranges (-128, 127, -32768, 32767 forced in) and all at the minimum (the largest
+ * products); each accumulator gains its sum and keeps what it held. Built by tests/test_cortex_m_helpers_c.py
+ * on the host (the portable C) and for cortex-m4f under QEMU (SXTB16, PKHBT/PKHTB, SMLAD). */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cortex_m_test_values.h"
+#include "dual_mac.h"
+
+#define BUFFER 512 /* elements: past the farthest one any case reads (under 200) */
+
+/* acc[c] += the plain sums of lp_dual_mac_s8x4's contract (x8) or lp_dual_mac_s16x4's (x16) for c < 4. */
+static void plain_dual_mac(int32_t *acc, const int8_t *x8, const int16_t *x16, const int8_t *w, int32_t x_row_stride,
+                           int32_t w_channel_stride, int32_t rows, int32_t row_len)
+{
+    for (int32_t c = 0; c < 4; ++c) {
+        for (int32_t r = 0; r < rows; ++r) {
+            for (int32_t k = 0; k < row_len; ++k) {
+                const int32_t value = x8 != NULL ? x8[r * x_row_stride + k] : x16[r * x_row_stride + k];
+                acc[c] += value * w[c * w_channel_stride + r * row_len + k];
+            }
+        }
+    }
+}
+
+/* Whether the n accumulators of got equal those of expected. */
+static int same(const int32_t *got, const int32_t *expected, int32_t n)
+{
+    for (int32_t i = 0; i < n; ++i) {
+        if (got[i] != expected[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int main(void)
+{
+    static int8_t x8[BUFFER], w[BUFFER];
+    static int16_t x16[BUFFER];
+    uint32_t state = 1;
+    int32_t cases = 0, failures = 0;
+    for (int32_t i = 0; i < WINDOW_CASES; ++i) {
+        const window_case wc = window_case_of(i);
+        const int8_t *x8o = x8 + wc.x_offset, *wo = w + wc.w_offset;
+        const int16_t *x16o = x16 + wc.x_offset;
+        int32_t got[8], expected[8];
+        fill_s8(x8, BUFFER, &state, wc.all_min);
+        fill_s8(w, BUFFER, &state, wc.all_min);
+        fill_s16(x16, BUFFER, &state, wc.all_min);
+        for (int32_t c = 0; c < 8; ++c) {
+            got[c] = expected[c] = start_value(c);
+        }
+        cases += 3;
+        plain_dual_mac(expected, x8o, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
+        if (lp_dual_mac_s8x4(got, x8o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
+            || !same(got, expected, 4)) {
+            failures += 1;
+            printf("wrong s8x4: case %ld\n", (long)i);
+        }
+        plain_dual_mac(expected, NULL, x16o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
+        if (lp_dual_mac_s16x4(got, x16o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
+            || !same(got, expected, 4)) {
+            failures += 1;
+            printf("wrong s16x4: case %ld\n", (long)i);
+        }
+        plain_dual_mac(expected, x8o, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
+        plain_dual_mac(expected + 4, x8o + wc.x_pixel_stride, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows,
+                       wc.row_len);
+        if (lp_dual_mac_s8x2x4(got, got + 4, x8o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len,
+                               wc.x_pixel_stride) != 0
+            || !same(got, expected, 8)) {
+            failures += 1;
+            printf("wrong s8x2x4: case %ld\n", (long)i);
+        }
+    }
+    if (failures != 0) {
+        return 1;
+    }
+    printf("ok %ld cases\n", (long)cases);
+    return 0;
+}
