@@ -35,6 +35,9 @@ ONNX_QUANTIZATION_ATTR = "tvm_ext.onnx_quantization"
 # Attributes of the kernels' PrimFuncs:
 NUM_OUTPUTS_ATTR = "tvm_ext.num_outputs"  # how many of the last parameters are outputs (extract_plan -> codegen)
 OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"  # per input operand, the TE kernel parameter it is (int8 emitter)
+# A kernel elementwise in its data operand though it loads at positions read from it (a table lookup): FuseOps
+# may fuse it after the kernel computing that operand (tvm_ext.transform.fuse_keeping_layers).
+ELEMENTWISE_LOOKUP_ATTR = "tvm_ext.elementwise_lookup"
 SCRATCH_ATTR = "tvm_ext.scratch_bytes"  # [dtype, bytes] of each internal buffer made a parameter (codegen)
 STATE_OPERAND_ATTR = "tvm_ext.state_operand"  # the operand a kernel rewrites as the model's state (int8 SVDF)
 # The parameters a kernel reads as indices, with their bounds (tvm_ext.transform.index_guards.guards_of):

@@ -1,8 +1,8 @@
 """Compile-time lookup tables of the int8 kernels whose per-element work depends on one int8 value.
 
 An int8 input has 256 values, so TFLite Micro's fixed-point LOGISTIC and TANH (reference_integer_ops::Logistic,
-::Tanh) and HARD_SWISH (reference_ops::HardSwish) are, for one input quantization (and output quantization,
-rounding), a 256-byte table of outputs; the exp term of its int8
+::Tanh), HARD_SWISH (reference_ops::HardSwish) and LEAKY_RELU (reference_ops::QuantizeLeakyRelu) are, for one
+input quantization (and output quantization, rounding), a 256-byte table of outputs; the exp term of its int8
 SOFTMAX (reference_ops::Softmax) depends only on the difference of the input to its row maximum, an integer in
 [-255, 0], so it is a table of 256 int32 values. Each table is computed here with the same integer functions
 (``fixed_point_numpy``) and becomes a constant operand (a weight, in flash) of its kernel.
@@ -17,7 +17,7 @@ import numpy as np
 from . import fixed_point_numpy as fp
 from .fixed_point import Rounding
 from .quant_params import (LOGISTIC_INPUT_INTEGER_BITS, SOFTMAX_SCALED_DIFF_INTEGER_BITS, HardSwishParams,
-                           LogisticParams, SoftmaxParams)
+                           LeakyReluParams, LogisticParams, SoftmaxParams)
 
 INT8_VALUES = np.arange(-128, 128, dtype=np.int64)  # the table index is the input value + 128
 TABLE_SIZE = len(INT8_VALUES)
@@ -82,6 +82,17 @@ def hard_swish_table(input_zero_point: int, output_zero_point: int, params: Hard
     preshift = fp.truncating_divide_by_pot(reluish_0_1 * preshift_output, 15)
     output = fp.rounding_divide_by_pot(preshift, -params.output_exponent) + output_zero_point
     return np.clip(output, -128, 127).astype(np.int8)
+
+
+def leaky_relu_table(input_zero_point: int, output_zero_point: int, params: LeakyReluParams,
+                     rounding: Rounding) -> np.ndarray:
+    """int8[256]: TFLM's int8 LEAKY_RELU of input ``index - 128`` (QuantizeLeakyRelu): the centered input
+    rescaled by ``params.identity`` where it is >= 0, by ``params.alpha`` where it is negative, plus the output
+    zero point, saturated to int8."""
+    centered = INT8_VALUES - input_zero_point
+    rescaled = np.where(centered >= 0, fp.multiply_by_quantized_multiplier(centered, *params.identity, rounding),
+                        fp.multiply_by_quantized_multiplier(centered, *params.alpha, rounding))
+    return np.clip(rescaled + output_zero_point, -128, 127).astype(np.int8)
 
 
 RSQRT_SHIFT = 20  # TFLM's kShift: 1/sqrt(x) is taken as an integer scaled by 2^20 before the output rescale

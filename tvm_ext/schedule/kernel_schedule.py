@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from tvm import s_tir, tirx
+import tvm_ffi
+from tvm import ir, s_tir, tirx
 
 from backends.backend import MacSchedules
 from tvm_ext.schedule.border_split import split_border
 from tvm_ext.schedule.float_schedule import accumulates_float, tile_pixels
 from tvm_ext.tir.kernel_names import with_window_recorded
-from tvm_ext.tir.tir_walk import buffer_loads
+from tvm_ext.tir.tir_walk import buffer_loads, walk
 
 
 def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
@@ -32,15 +33,34 @@ def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
 
 def _compute_at_consumers(sch: s_tir.Schedule, root) -> None:
     """Compute each producer its consumer reads repeatedly inside the consumer's innermost loop: one
-    element at a time, so its buffer shrinks to a few bytes instead of a whole tensor."""
+    element at a time, so its buffer shrinks to a few bytes instead of a whole tensor. Not a reduction whose
+    consumer reads one element of it per output (an epilogue such as LEAKY_RELU's, which tests the
+    requantized value and requantizes it again): inline_intermediates places that consumer beside the
+    reduction's tiled accumulators, which the reduction computed inside the consumer would prevent."""
     for block in reversed(sch.get_child_blocks(root)):
         consumers = sch.get_consumers(block)
         loops = sch.get_loops(consumers[0]) if len(consumers) == 1 else []
+        if loops and _is_reduction(sch, block) and _reads_one_element(sch, block, consumers[0]):
+            continue
         if loops and _read_repeatedly(sch, block):  # a scalar consumer has no loop: the producer stays apart
             try:
                 sch.compute_at(block, loops[-1])
             except s_tir.ScheduleError:
                 continue
+
+
+def _is_reduction(sch: s_tir.Schedule, block) -> bool:
+    """Whether `block` reduces over one of its iteration variables (a MAC accumulation, a pool's sum)."""
+    return any(iv.iter_type == tirx.IterVar.CommReduce for iv in sch.get(block).iter_vars)
+
+
+def _reads_one_element(sch: s_tir.Schedule, producer, consumer) -> bool:
+    """Whether every load `consumer` makes of the buffers `producer` writes reads the same element (the same
+    index expressions): its repeated loads are of one value, not a window of the producer's."""
+    written = {region.source for region in sch.get(producer).writes}
+    loads = [node for node in walk(sch.get(consumer).body) if isinstance(node, ir.TensorLoad)
+             and node.source in written]
+    return all(tvm_ffi.structural_equal(list(load.indices), list(loads[0].indices)) for load in loads)
 
 
 def _writes_beyond_its_producers(sch: s_tir.Schedule, consumer) -> bool:
@@ -78,12 +98,7 @@ def _inline_all(sch: s_tir.Schedule, root, inline) -> bool:
 
 
 def _reduction_blocks(sch: s_tir.Schedule, root) -> list:
-    blocks = []
-    for block in sch.get_child_blocks(root):
-        iter_types = [iv.iter_type for iv in sch.get(block).iter_vars]
-        if tirx.IterVar.CommReduce in iter_types:
-            blocks.append(block)
-    return blocks
+    return [block for block in sch.get_child_blocks(root) if _is_reduction(sch, block)]
 
 
 def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Optional[MacSchedules] = None,

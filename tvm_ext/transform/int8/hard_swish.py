@@ -10,11 +10,10 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 
 from ...kernels.int8_tables import hard_swish_table
-from ...kernels.lookup import lookup_int8
 from ...kernels.quant_params import hard_swish_params
-from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from .lowering import FixedCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedActivation, ends_float_operator, float_operator_mismatch, match_unary
-from .tables import table_constant
+from .tables import lookup_call, table_constant
 
 _INPUT = DequantizedActivation()
 _PLUS_THREE = is_op("relax.add")(_INPUT.pattern, is_const())
@@ -37,7 +36,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     if [float(c) for c in constants] != [3.0, 6.0] or bounds != (0.0, 6.0) or params.output_exponent > 0:
         return float_operator_mismatch(quantize, ctx)
     table = table_constant(hard_swish_table, unary.data.quant.zero_point, unary.out.zero_point, params)
-    return FixedCall(KernelCall("HARD_SWISH", result, lookup_int8, (unary.data.tensor, table)))
+    return FixedCall(lookup_call("HARD_SWISH", result, unary.data.tensor, table))
 
 
 LOWERING = Lowering(frozenset({"HARD_SWISH"}), ends_float_operator, match)

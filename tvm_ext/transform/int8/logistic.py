@@ -11,12 +11,11 @@ from tvm.relax.dpl import is_const, is_op
 
 from ...kernels import Rounding
 from ...kernels.int8_tables import logistic_table, tanh_table
-from ...kernels.lookup import lookup_int8
 from ...kernels.quant_params import LogisticParams, logistic_params
 from .graph import Quant
-from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from .lowering import FixedCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedActivation, ends_float_operator, float_operator_mismatch, match_unary
-from .tables import table_constant
+from .tables import lookup_call, table_constant
 
 # The output quantization TFLite requires of each (its Prepare checks it); the table holds exactly that.
 LOGISTIC_OUTPUT = Quant(np.float32(1 / 256), -128)
@@ -35,8 +34,8 @@ def _lowering(kind: str, relax_op: str, table: TableFunction, output: Quant) -> 
         if unary is None or unary.out != output:
             return float_operator_mismatch(quantize, ctx)
         params = logistic_params(unary.data.quant.scale, unary.data.quant.zero_point)
-        return FixedCall(KernelCall(kind, unary.matched[core], lookup_int8,
-                                    (unary.data.tensor, table_constant(table, params, ctx.rounding))))
+        return FixedCall(lookup_call(kind, unary.matched[core], unary.data.tensor,
+                                     table_constant(table, params, ctx.rounding)))
 
     return Lowering(frozenset({kind}), ends_float_operator, match)
 

@@ -8,11 +8,10 @@ from typing import Union
 from tvm import relax
 
 from ...kernels.int8_tables import rsqrt_table
-from ...kernels.lookup import lookup_int8
 from ...kernels.quant_params import rsqrt_multiplier
-from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
+from .lowering import FixedCall, Lowering, LoweringContext, Mismatch
 from .patterns import QuantizedUnary, ends_float_operator
-from .tables import table_constant
+from .tables import lookup_call, table_constant
 
 _PATTERN = QuantizedUnary("relax.rsqrt")
 
@@ -23,7 +22,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
         return unary
     multiplier = rsqrt_multiplier(unary.data.quant.scale, unary.out.scale, ctx.rounding)
     table = table_constant(rsqrt_table, unary.data.quant.zero_point, unary.out.zero_point, multiplier, ctx.rounding)
-    return FixedCall(KernelCall("RSQRT", unary.matched[_PATTERN.core], lookup_int8, (unary.data.tensor, table)))
+    return FixedCall(lookup_call("RSQRT", unary.matched[_PATTERN.core], unary.data.tensor, table))
 
 
 LOWERING = Lowering(frozenset({"RSQRT"}), ends_float_operator, match)
