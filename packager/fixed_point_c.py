@@ -19,7 +19,8 @@ int32 acc (acc + bias bounded at compile time) and has prepared the multiplier a
 (`tvm_ext.kernels.fixed_point.high_mul_16x8_multipliers`): one rounding 32x32 high multiply (SMMULR), saturated
 to int16 (SSAT), which the 16x8 outputs' clamp (zero point 0, a range within int16) then leaves unchanged.
 
-Two more helpers: "saturate_int8" clamps to [-128, 127] (one SSAT where the core saturates), and
+Three more helpers: "saturate_int8" and "saturate_int16" clamp to [-128, 127] and [-32768, 32767] (one SSAT where
+the core saturates), and
 "count_leading_zeros" is TFLite's CountLeadingZeros of a uint32 (32 for 0; one CLZ on Arm), which softmax
 and L2_NORMALIZATION use to normalise their sums. "inv_sqrt_multiplier" is the multiplier of TFLite's
 GetInvSqrtQuantizedMultiplierExp (L2_NORMALIZATION's 1/sqrt of a row's sum of squares); it calls "double"
@@ -34,7 +35,7 @@ left shift of a negative value), and a negative value is divided by a power of t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from string import Template
 
 from packager.template_files import template_text
@@ -47,12 +48,13 @@ SMALL_ACCUMULATOR_LIMIT = 2**30
 """The small variant's accumulators lie in [-SMALL_ACCUMULATOR_LIMIT, SMALL_ACCUMULATOR_LIMIT)."""
 REQUANTIZE_16X8 = "16x8"
 SATURATE_INT8 = "saturate_int8"
+SATURATE_INT16 = "saturate_int16"
 COUNT_LEADING_ZEROS = "count_leading_zeros"
 DOUBLING_HIGH_MUL = "doubling_high_mul"
 INV_SQRT_MULTIPLIER = "inv_sqrt_multiplier"
 FUSED_MULTIPLY_ADD = "fma"
 # Every helper of this module, in the order a header defines them (a helper after those it calls).
-HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
+HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, SATURATE_INT16, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
            INV_SQRT_MULTIPLIER, FUSED_MULTIPLY_ADD)
 HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS)}
 """The helpers each helper calls."""
@@ -163,18 +165,24 @@ static inline int32_t {requantize_helper_name(prefix, REQUANTIZE_16X8)}(int32_t 
 """
 
 
-def _saturate_int8(prefix: str) -> str:
-    return f"""/* x clamped to [-128, 127] (one SSAT where the core has the saturation instructions: the builtin behind
+def _saturate(bits: int, helper: str) -> Callable[[str], str]:
+    """The writer of the helper ``helper``: x clamped to the range of ``bits``-bit signed integers."""
+    low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+    def writer(prefix: str) -> str:
+        return f"""/* x clamped to [{low}, {high}] (one SSAT where the core has the saturation instructions: the builtin behind
    ACLE's __ssat, whose macro gcc 12 warns about under -Wsign-conversion). */
-static inline int32_t {requantize_helper_name(prefix, SATURATE_INT8)}(int32_t x)
+static inline int32_t {requantize_helper_name(prefix, helper)}(int32_t x)
 {{
 #if defined(__ARM_FEATURE_SAT) && defined(__GNUC__)
-    return (int32_t)__builtin_arm_ssat(x, 8);
+    return (int32_t)__builtin_arm_ssat(x, {bits});
 #else
-    return x < -128 ? -128 : (x > 127 ? 127 : x);
+    return x < {low} ? {low} : (x > {high} ? {high} : x);
 #endif
 }}
 """
+
+    return writer
 
 
 def _count_leading_zeros(prefix: str) -> str:
@@ -272,7 +280,8 @@ def _fused_multiply_add(prefix: str) -> str:
 
 
 _WRITERS = {"double": _double, RIGHT_SHIFT_ONLY: _double_right_shift, SMALL_RIGHT_SHIFT: _double_small,
-            "single": _single, REQUANTIZE_16X8: _requantize_16x8, SATURATE_INT8: _saturate_int8,
+            "single": _single, REQUANTIZE_16X8: _requantize_16x8, SATURATE_INT8: _saturate(8, SATURATE_INT8),
+            SATURATE_INT16: _saturate(16, SATURATE_INT16),
             COUNT_LEADING_ZEROS: _count_leading_zeros, DOUBLING_HIGH_MUL: _doubling_high_mul,
             INV_SQRT_MULTIPLIER: _inv_sqrt_multiplier, FUSED_MULTIPLY_ADD: _fused_multiply_add}
 

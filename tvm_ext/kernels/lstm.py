@@ -28,14 +28,14 @@ from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
 from .extern_mac import accumulate_products
-from .fixed_point import Rounding, largest_centered, multiply_by_constant_quantized_multiplier
+from .fixed_point import (Rounding, clamp_to_int8, largest_centered, multiply_by_constant_quantized_multiplier,
+                          saturate_int16)
 from .quant_params import fully_connected_multiplier, quantize_multiplier
 from .zero_point_fold import fold_zero_point_into_bias
 
 GATES = ("input", "forget", "cell", "output")  # TFLite's order of the weights and biases
 GATE_INPUT_SCALE = np.float32(2.0**-12)  # Q3.12: the fully connected outputs, the nonlinearities' input
 GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: the gates
-INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 
 # TFLite's sigmoid_table_uint16: sigmoid(i / 24) in 0.16 fixed point, as TFLite rounded it (the numbers are the
 # arithmetic's definition: they differ by one from a plain rounding at 44 entries).
@@ -172,8 +172,6 @@ def lstm_params(quant: LstmQuantization, *, cell_clip: float, time_major: bool, 
     )
 
 
-def _clamp16(x: PrimExpr) -> PrimExpr:
-    return tirx.max(tirx.min(x, INT16_MAX), INT16_MIN)
 
 
 class _Temps:
@@ -299,10 +297,9 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
     ``hidden`` and ``cell`` in place (the state after the last step).
 
     A TE extern stage of serial loops: per batch row and step, per gate and tile of GATE_TILE units, the
-    input product into GATE_TILE int32 accumulators from the input offsets, requantized into Q3.12, then the
-    recurrent product from the recurrent offsets (each product a reduction block of
-    ``tvm_ext.kernels.extern_mac``: the dual MAC on DSP cores), requantized, added and activated; then per
-    unit the cell and hidden state update."""
+    input and the recurrent product into GATE_TILE int32 accumulators each, from their offsets (each product
+    a reduction block of ``tvm_ext.kernels.extern_mac``: the dual MAC on DSP cores), then per unit both
+    requantized into Q3.12, added and activated; then per unit the cell and hidden state update."""
     first, second = int(data.shape[0]), int(data.shape[1])
     steps, batch = (first, second) if params.time_major else (second, first)
     depth = int(data.shape[2])
@@ -315,46 +312,43 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         x, h, c, w_in, w_rec, in_offsets, rec_offsets, lut = ins
         out = outs[0]
         gates = tirx.decl_buffer((4, units), "int16", name="lstm_gates")
-        acc = tirx.decl_buffer((GATE_TILE,), "int32", name="lstm_acc")
-        gate_input = tirx.decl_buffer((GATE_TILE,), "int32", name="lstm_gate_input")
+        acc_in = tirx.decl_buffer((GATE_TILE,), "int32", name="lstm_input_acc")
+        acc_rec = tirx.decl_buffer((GATE_TILE,), "int32", name="lstm_recurrent_acc")
         temps = _Temps()
         b, t = tirx.Var("b", "int32"), tirx.Var("t", "int32")
         row = (t, b) if params.time_major else (b, t)
 
         def tile(index: int, gate_params: GateParams, first_unit: PrimExpr, count: int) -> tirx.Stmt:
             """Gate ``index`` of units first_unit .. first_unit + count - 1."""
-            c_in, c_mid, c_rec, c_out = (tirx.Var(name, "int32") for name in ("c_in", "c_mid", "c_rec", "c_out"))
-
-            def unit_loop(var: tirx.Var, body) -> tirx.Stmt:
-                return tirx.For(var, 0, count, tirx.ForKind.SERIAL,
-                                tirx.SeqStmt(body) if isinstance(body, list) else body)
+            c_in, c_rec, c_out = (tirx.Var(name, "int32") for name in ("c_in", "c_rec", "c_out"))
 
             def weight_row(unit: PrimExpr) -> list[PrimExpr]:
                 return [tirx.const(index, "int32"), first_unit + unit]
 
-            requantized_input = _clamp16(_mbqm(acc[c_mid], gate_params.input_fc, rounding,
-                                               products.input_largest[index]))
-            requantized_recurrent = _clamp16(_mbqm(acc[c_out], gate_params.recurrent_fc, rounding,
-                                                   products.recurrent_largest[index]))
+            def start(var: tirx.Var, accumulators: tirx.Buffer, offsets: tirx.Buffer) -> tirx.Stmt:
+                return tirx.For(var, 0, count, tirx.ForKind.SERIAL,
+                                tirx.BufferStore(accumulators, offsets[index, first_unit + var], [var]))
+
+            gate_input = saturate_int16(
+                saturate_int16(_mbqm(acc_in[c_out], gate_params.input_fc, rounding, products.input_largest[index]))
+                + saturate_int16(_mbqm(acc_rec[c_out], gate_params.recurrent_fc, rounding,
+                                       products.recurrent_largest[index])))
             if GATES[index] == "cell":
                 stmts, value = _tanh16(temps, lut, temps[3], GATE_INPUT_TANH)
             else:
                 stmts, value = _sigmoid16(temps, lut, temps[3])
             return tirx.SeqStmt([
-                unit_loop(c_in, tirx.BufferStore(acc, in_offsets[index, first_unit + c_in], [c_in])),
-                accumulate_products(acc, x, row, w_in, weight_row, count, depth, "lstm_input_product",
+                start(c_in, acc_in, in_offsets),
+                start(c_rec, acc_rec, rec_offsets),
+                accumulate_products(acc_in, x, row, w_in, weight_row, count, depth, "lstm_input_product",
                                     input_zp, gate_params.input_weights_zero_point),
-                unit_loop(c_mid, [
-                    tirx.BufferStore(gate_input, requantized_input, [c_mid]),
-                    tirx.BufferStore(acc, rec_offsets[index, first_unit + c_mid], [c_mid]),
-                ]),
-                accumulate_products(acc, h, [b], w_rec, weight_row, count, units, "lstm_recurrent_product",
+                accumulate_products(acc_rec, h, [b], w_rec, weight_row, count, units, "lstm_recurrent_product",
                                     hidden_zp, gate_params.recurrent_weights_zero_point),
-                unit_loop(c_out, [
-                    temps.store(3, _clamp16(gate_input[c_out] + requantized_recurrent)),
+                tirx.For(c_out, 0, count, tirx.ForKind.SERIAL, tirx.SeqStmt([
+                    temps.store(3, gate_input),
                     *stmts,
                     tirx.BufferStore(gates, tirx.Cast("int16", value), [index, first_unit + c_out]),
-                ]),
+                ])),
             ])
 
         def gate(index: int, gate_params: GateParams) -> list[tirx.Stmt]:
@@ -374,17 +368,17 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
             return gates[GATES.index(name), u].astype("int32")
 
         clip = params.quantized_cell_clip
-        cell_sum = _clamp16(temps[0] + temps[1])
+        cell_sum = saturate_int16(temps[0] + temps[1])
         if clip:
             cell_sum = tirx.max(tirx.min(cell_sum, clip), -clip)
         tanh_stmts, tanh_cell = _tanh16(temps, lut, temps[2], params.cell_tanh)
-        hidden_value = tirx.max(tirx.min(
+        hidden_value = tirx.Cast("int32", clamp_to_int8(
             _mbqm(temps[3] * gate_value("output"), params.tanh_cell_times_output, rounding, Q15_PRODUCT_LARGEST)
-            + params.hidden_zero_point, 127), -128)
+            + params.hidden_zero_point, -128, 127))
         update = tirx.For(u, 0, units, tirx.ForKind.SERIAL, tirx.SeqStmt([
-            temps.store(0, _clamp16(_mbqm(gate_value("forget") * c[b, u].astype("int32"),
+            temps.store(0, saturate_int16(_mbqm(gate_value("forget") * c[b, u].astype("int32"),
                                           params.forget_times_cell, rounding, Q15_PRODUCT_LARGEST))),
-            temps.store(1, _clamp16(_mbqm(gate_value("input") * gate_value("cell"),
+            temps.store(1, saturate_int16(_mbqm(gate_value("input") * gate_value("cell"),
                                           params.input_times_cell_gate, rounding, Q15_PRODUCT_LARGEST))),
             temps.store(2, cell_sum),
             tirx.BufferStore(c, tirx.Cast("int16", temps[2]), [b, u]),
@@ -397,7 +391,7 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         step = tirx.SeqStmt([loop for index, gate_params in enumerate(params.gates)
                              for loop in gate(index, gate_params)] + [update])
         loops = tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.For(t, 0, steps, tirx.ForKind.SERIAL, step))
-        return tirx.SeqStmt([tirx.AllocBuffer(gates), tirx.AllocBuffer(acc), tirx.AllocBuffer(gate_input),
+        return tirx.SeqStmt([tirx.AllocBuffer(gates), tirx.AllocBuffer(acc_in), tirx.AllocBuffer(acc_rec),
                              tirx.AllocBuffer(temps.buffer), loops])
 
     out_shape = (*data.shape[:2], units)
