@@ -170,7 +170,8 @@ def _saturate(bits: int, helper: str) -> Callable[[str], str]:
     low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
 
     def writer(prefix: str) -> str:
-        return f"""/* x clamped to [{low}, {high}] (one SSAT where the core has the saturation instructions: the builtin behind
+        return f"""/* x clamped to [{low}, {high}] (one SSAT where the core has the saturation instructions: the builtin \
+behind
    ACLE's __ssat, whose macro gcc 12 warns about under -Wsign-conversion). */
 static inline int32_t {requantize_helper_name(prefix, helper)}(int32_t x)
 {{

@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 
-from packager.fixed_point_c import (HELPERS, RIGHT_SHIFT_ONLY, SATURATE_INT8, SATURATE_INT16, SMALL_RIGHT_SHIFT, requantize_helper_name,
+from packager.fixed_point_c import (HELPERS, RIGHT_SHIFT_ONLY, SATURATE_INT8, SATURATE_INT16, SMALL_RIGHT_SHIFT,
+                                    requantize_helper_name,
                                     requantize_helpers_c)
 
 # Instructions per helper, measured with arm-none-eabi-gcc 12.2 (the rewrite: 32 and 10; issue 16's small

@@ -21,8 +21,8 @@ from conftest import profile_build_config
 from emulator.qemu import run_qemu
 from emulator.tools import missing_tools
 from backends.cortex_m.bundle_files import QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
-from packager.fixed_point_c import (SATURATE_INT8, SATURATE_INT16, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT, requantize_helper_name,
-                                    requantize_helpers_c)
+from packager.fixed_point_c import (SATURATE_INT8, SATURATE_INT16, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT,
+                                    requantize_helper_name, requantize_helpers_c)
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 from tvm_ext.compile import compile
 from tvm_ext.kernels import Rounding

@@ -32,8 +32,8 @@ import tvm
 from tvm import tirx
 
 from packager.fixed_point_c import (COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL, REQUANTIZE_16X8, REQUANTIZE_HELPERS,
-                                    RIGHT_SHIFT_ONLY, SATURATE_INT8, SATURATE_INT16, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT,
-                                    requantize_helper_name)
+                                    RIGHT_SHIFT_ONLY, SATURATE_INT8, SATURATE_INT16, SMALL_ACCUMULATOR_LIMIT,
+                                    SMALL_RIGHT_SHIFT, requantize_helper_name)
 from tvm.ir.expr import Expr as PrimExpr
 
 INT32_MIN = -(2**31)

@@ -3,10 +3,10 @@
 ``output = q(lstm(dq(x), dq(H0), dq(C0), dq(W_input[4]), dq(W_recurrent[4]), bias[4]))`` -> ``lstm_int8`` on the
 int8 input, the hidden and cell states, the four gates' weights stacked (gate-major, TFLite's gate order), their
 products' offsets (the biases with the input and hidden zero points folded in at compile time,
-``tvm_ext.kernels.lstm.gate_products``) and TFLite's sigmoid table. Its PrimFunc is marked with ``STATE_OPERANDS_ATTR`` (the hidden and cell
-state operands: the plan makes them the bundle's static state, ``H0`` and ``C0`` their reset values; the kernel
-rewrites them in place) and opaque, so that fusion never turns a state into a kernel-local buffer. The scales
-are TFLM's (``tvm_ext.kernels.lstm.lstm_params``).
+``tvm_ext.kernels.lstm.gate_products``) and TFLite's sigmoid table. Its PrimFunc is marked with
+``STATE_OPERANDS_ATTR`` (the hidden and cell state operands: the plan makes them the bundle's static state, ``H0``
+and ``C0`` their reset values; the kernel rewrites them in place) and opaque, so that fusion never turns a state
+into a kernel-local buffer. The scales are TFLM's (``tvm_ext.kernels.lstm.lstm_params``).
 """
 
 from __future__ import annotations
