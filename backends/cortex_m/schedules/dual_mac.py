@@ -204,17 +204,20 @@ def _geometry(reduction: MacReduction, offsets: AccessOffsets, extents: list[int
     origin, offset, step = offsets.origin, offsets.offset, offsets.step
     channel = len(extents) + (1 if pixels else 0)  # the channel loop's axis
 
-    # Inputs: innermost reduction contiguous, each further inner loop a run after the previous one (a loop of
-    # one iteration never steps: a 1x1 window iterated by fused pixels reads nothing along it).
+    # Inputs: innermost reduction contiguous, each further inner loop a run after the previous one, the first
+    # loop that steps the rows. A loop of one iteration never steps (a 1x1 window iterated by fused pixels reads
+    # nothing along it; a 1-row kernel's row loop leaves the rows to its dilated column loop): only the others
+    # shape the window.
+    moving = [axis for axis, extent in enumerate(extents) if extent > 1] or [len(extents) - 1]
     run = 1
-    for axis in range(len(extents) - 1, 0, -1):
-        if extents[axis] > 1 and step(reduction.data, axis) != run:
+    for axis in reversed(moving[1:]):
+        if step(reduction.data, axis) != run:
             return None
         run *= extents[axis]
-    rows, row_len = (extents[0], run) if len(extents) > 1 else (1, extents[0])
-    if len(extents) == 1 and step(reduction.data, 0) != 1:
+    rows, row_len = (extents[moving[0]], run) if len(moving) > 1 else (1, extents[moving[0]])
+    if len(moving) == 1 and step(reduction.data, moving[0]) != 1:
         return None
-    x_row_stride = step(reduction.data, 0) if len(extents) > 1 else row_len
+    x_row_stride = step(reduction.data, moving[0]) if len(moving) > 1 else row_len
     # Weights: the whole reduction contiguous per channel, the channels a constant stride apart.
     run = 1
     for axis in range(len(extents) - 1, -1, -1):
