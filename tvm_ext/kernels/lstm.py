@@ -172,8 +172,6 @@ def lstm_params(quant: LstmQuantization, *, cell_clip: float, time_major: bool, 
     )
 
 
-
-
 class _Temps:
     """Named int32 intermediates, each stored into a small local array and read back (see softmax.Lets: the
     C is a sequence of assignments, and TVM's analyses never substitute one value into the next)."""
@@ -377,9 +375,9 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
             + params.hidden_zero_point, -128, 127))
         update = tirx.For(u, 0, units, tirx.ForKind.SERIAL, tirx.SeqStmt([
             temps.store(0, saturate_int16(_mbqm(gate_value("forget") * c[b, u].astype("int32"),
-                                          params.forget_times_cell, rounding, Q15_PRODUCT_LARGEST))),
+                                                params.forget_times_cell, rounding, Q15_PRODUCT_LARGEST))),
             temps.store(1, saturate_int16(_mbqm(gate_value("input") * gate_value("cell"),
-                                          params.input_times_cell_gate, rounding, Q15_PRODUCT_LARGEST))),
+                                                params.input_times_cell_gate, rounding, Q15_PRODUCT_LARGEST))),
             temps.store(2, cell_sum),
             tirx.BufferStore(c, tirx.Cast("int16", temps[2]), [b, u]),
             *tanh_stmts,
