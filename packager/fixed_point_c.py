@@ -19,7 +19,8 @@ int32 acc (acc + bias bounded at compile time) and has prepared the multiplier a
 (`tvm_ext.kernels.fixed_point.high_mul_16x8_multipliers`): one rounding 32x32 high multiply (SMMULR), saturated
 to int16 (SSAT), which the 16x8 outputs' clamp (zero point 0, a range within int16) then leaves unchanged.
 
-Two more helpers: "saturate_int8" clamps to [-128, 127] (one SSAT where the core saturates), and
+Three more helpers: "saturate_int8" and "saturate_int16" clamp to [-128, 127] and [-32768, 32767] (one SSAT where
+the core saturates), and
 "count_leading_zeros" is TFLite's CountLeadingZeros of a uint32 (32 for 0; one CLZ on Arm), which softmax
 and L2_NORMALIZATION use to normalise their sums. "inv_sqrt_multiplier" is the multiplier of TFLite's
 GetInvSqrtQuantizedMultiplierExp (L2_NORMALIZATION's 1/sqrt of a row's sum of squares); it calls "double"
@@ -50,12 +51,13 @@ SMALL_ACCUMULATOR_LIMIT = 2**30
 """The small variant's accumulators lie in [-SMALL_ACCUMULATOR_LIMIT, SMALL_ACCUMULATOR_LIMIT)."""
 REQUANTIZE_16X8 = "16x8"
 SATURATE_INT8 = "saturate_int8"
+SATURATE_INT16 = "saturate_int16"
 COUNT_LEADING_ZEROS = "count_leading_zeros"
 DOUBLING_HIGH_MUL = "doubling_high_mul"
 INV_SQRT_MULTIPLIER = "inv_sqrt_multiplier"
 FUSED_MULTIPLY_ADD = "fma"
 # Every helper of this module, in the order a header defines them (a helper after those it calls).
-HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
+HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, SATURATE_INT16, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
            INV_SQRT_MULTIPLIER, FUSED_MULTIPLY_ADD)
 HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS)}
 """The helpers each helper calls."""
@@ -71,6 +73,7 @@ _TEMPLATES = {
     "double": "fixed_point_requantize_double.h.in", RIGHT_SHIFT_ONLY: "fixed_point_requantize_double_right_shift.h.in",
     SMALL_RIGHT_SHIFT: "fixed_point_requantize_double_small.h.in", "single": "fixed_point_requantize_single.h.in",
     REQUANTIZE_16X8: "fixed_point_requantize_16x8.h.in", SATURATE_INT8: "fixed_point_saturate_int8.h.in",
+    SATURATE_INT16: "fixed_point_saturate_int16.h.in",
     COUNT_LEADING_ZEROS: "fixed_point_count_leading_zeros.h.in", DOUBLING_HIGH_MUL: "fixed_point_doubling_high_mul.h.in",
     INV_SQRT_MULTIPLIER: "fixed_point_inv_sqrt_multiplier.h.in", FUSED_MULTIPLY_ADD: "fused_multiply_add.h.in",
 }

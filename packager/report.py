@@ -112,7 +112,8 @@ class LayerReport:
             "",
             f"Model {_text(self.source)}, target profile {_text(self.target)}, {len(self.calls)} kernel calls of the "
             "run function in execution order. MACs: multiply-accumulates of the convolutions, depthwise "
-            "convolutions, fully connected layers and matrix multiplies (padded taps count). Weight bytes: the "
+            "convolutions, fully connected layers, matrix multiplies and recurrent cells' gate and state products "
+            "(padded taps count). Weight bytes: the "
             "constants a call reads. Activation bytes: what a call reads (inputs, activations, state) and writes.",
             "",
         ]

@@ -24,17 +24,20 @@ SAME, VALID = 0, 1  # tflite.Padding
 OBJDUMP = "arm-none-eabi-objdump"
 
 
-def _conv_model(channels: int, cases: list[tuple[int, int, int, int, int]], seed: int = 3) -> bytes:
+def _conv_model(channels: int, cases: list[tuple[int, int, int, int, int]], seed: int = 3,
+                dilation: tuple[int, int] = (1, 1)) -> bytes:
     """One int8 input [1, 7, 6, channels] (zero point -3) and one CONV_2D per case (output channels, kernel
-    height, kernel width, stride, padding), each a model output, per-channel weights."""
+    height, kernel width, stride, padding), each a model output, per-channel weights, every kernel dilated by
+    ``dilation`` (rows, columns)."""
     rng = np.random.default_rng(seed)
     model = Model([Tensor("input", (1, 7, 6, channels), "int8", Quantization((0.05,), (-3,)))], [], (0,), ())
     for index, (out_channels, kh, kw, stride, padding) in enumerate(cases):
         scales = tuple(0.004 + 0.001 * (o % 5) for o in range(out_channels))
         weights = rng.integers(-127, 128, (out_channels, kh, kw, channels)).astype(np.int8)
         bias = rng.integers(-3000, 3000, out_channels).astype(np.int32)
-        out_h = -(-7 // stride) if padding == SAME else (7 - kh) // stride + 1
-        out_w = -(-6 // stride) if padding == SAME else (6 - kw) // stride + 1
+        span_h, span_w = (kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1
+        out_h = -(-7 // stride) if padding == SAME else (7 - span_h) // stride + 1
+        out_w = -(-6 // stride) if padding == SAME else (6 - span_w) // stride + 1
         first = len(model.tensors)
         model.tensors += [
             Tensor(f"conv{index}/weights", weights.shape, "int8", Quantization(scales, (0,) * out_channels, 0), weights),
@@ -42,7 +45,7 @@ def _conv_model(channels: int, cases: list[tuple[int, int, int, int, int]], seed
                    Quantization(tuple(0.05 * s for s in scales), (0,) * out_channels, 0), bias),
             Tensor(f"conv{index}/output", (1, out_h, out_w, out_channels), "int8", Quantization((0.3,), (5,)))]
         options = Options("Conv2DOptions", {"Padding": padding, "StrideW": stride, "StrideH": stride,
-                                            "DilationWFactor": 1, "DilationHFactor": 1})
+                                            "DilationWFactor": dilation[1], "DilationHFactor": dilation[0]})
         model.operators.append(Operator("CONV_2D", (0, first, first + 1), (first + 2,), options, 3))
         model.outputs += (first + 2,)
     return build(model)

@@ -24,14 +24,15 @@ TWO_PIXELS, ONE_PIXEL = "tvm_ext.dual_mac_s8x2x4", "tvm_ext.dual_mac_s8x4"
 WIDENED_PAIR = "tvm_ext.dual_mac_q15x2x4"  # the pairs of backends.cortex_m.schedules.pixel_pairs (backends.cortex_m.schedules.pair_q15)
 
 
-def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, int]) -> tirx.PrimFunc:
+def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, int],
+                    dilation: tuple[int, int] = (1, 1)) -> tirx.PrimFunc:
     """An unpadded int8 CONV_2D (8 output channels, OHWI weights) scheduled as for cortex-m4f."""
     data = te.placeholder((1, *image, channels), "int8", name="data")
     weight = te.placeholder((8, *window, channels), "int8", name="weight")
     bias = te.placeholder((8,), "int32", name="bias")
     stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
     out = conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(1, 1), padding=(0, 0, 0, 0),
-                      dilation=(1, 1), zero_point_in_bias=True, weight_layout=WeightLayout.OHWI)
+                      dilation=dilation, zero_point_in_bias=True, weight_layout=WeightLayout.OHWI)
     return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, DUAL_MAC_SCHEDULES)
 
 
@@ -46,6 +47,12 @@ def test_long_reduction_on_an_even_pixel_count_takes_two_pixels_per_call():
     a channel 37 apart; a 3x3 window on 5 channels: three rows of 15, the pixels 5 apart."""
     assert _helper_calls(_scheduled_conv((3, 6), 37, (1, 1)).body) == [(TWO_PIXELS, [6 * 37, 37, 1, 37, 37])]
     assert _helper_calls(_scheduled_conv((5, 6), 5, (3, 3)).body) == [(TWO_PIXELS, [30, 45, 3, 15, 5])]
+
+
+def test_dilated_one_row_window_takes_two_pixels_per_call():
+    """A 1x3 window dilated 3 along the columns (a TCN's Conv1D) on 37 channels: its three taps are the rows
+    of the call (111 bytes apart: three pixels), not the kernel's one row; two pixels 37 bytes apart."""
+    assert _helper_calls(_scheduled_conv((1, 12), 37, (1, 3), (1, 3)).body) == [(TWO_PIXELS, [111, 111, 3, 37, 37])]
 
 
 def test_odd_pixel_count_pairs_all_but_the_last_pixel():
@@ -86,6 +93,8 @@ MODELS = {
     # SAME-padded 3x3 windows on 16 channels of a 7x9 image: 7 interior columns (three pairs and a single)
     # at stride 1, and stride 2.
     "padded": lambda: _first_conv_model(16, (7, 9), [(8, 3, 3, 1), (12, 3, 3, 2)], seed=33),
+    # A 1x3 window dilated 2 along the columns on 37 channels (two output columns: one pair per row).
+    "dilated": lambda: _conv_model(37, [(8, 1, 3, 1, VALID)], seed=34, dilation=(1, 2)),
     # Four rows of 35 units (eight words and three bytes): two rows per call.
     "dense": lambda: fully_connected_model((4, 35), 8, keep_num_dims=False, seed=32),
 }

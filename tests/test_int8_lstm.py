@@ -5,6 +5,7 @@ TFLite Micro does not run either (peephole, projection, layer norm, CIFG, states
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from lstm_models import (  # noqa: E402
     LstmSpec,
     build_lstm_model,
 )
-from stateful_bundle_driver import run_with_reset_last, tflm_invocations  # noqa: E402
+from stateful_bundle_driver import run_with_reset_last, run_with_reset_last_on_qemu, tflm_invocations  # noqa: E402
 from tvm_ext.compile import CompileError  # noqa: E402
 
 INVOCATIONS = 3
@@ -132,9 +133,31 @@ def test_a_float_lstm_is_refused_for_its_state() -> None:
     assert why is not None and "state" in why
 
 
+# Shapes the dual MAC takes in parts on a DSP core: whole tiles of four units, a remainder, inputs that are not a
+# multiple of four, both layouts, two batch rows.
+QEMU_SPECS = [
+    SPECS[1],  # 5 units: one tile and one unit
+    LstmSpec(batch=2, time=3, inputs=6, units=8, seed=11),  # whole tiles only
+    LstmSpec(time=4, inputs=9, units=6, time_major=True, seed=12),
+]
+
+
 @pytest.mark.slow
-def test_bundle_on_cortex_m4f(tmp_path: Path) -> None:
-    """The same kernel built for a Cortex-M4F and run under QEMU: TFLM's first invocation, bit-identical."""
-    spec = SPECS[1]
-    bundle = tvm_ext.compile(_model(spec, tmp_path), target="cortex-m4f", out=tmp_path / "cortex-m4f")
+@pytest.mark.parametrize("spec", QEMU_SPECS, ids=_id)
+def test_bundle_on_cortex_m4f_uses_the_dual_mac_and_counts_its_macs(spec: LstmSpec, tmp_path: Path) -> None:
+    """The same kernel built for a Cortex-M4F and run under QEMU: every run of several, and a run after
+    `<model>_reset()`, equal TFLM's invocations; the gate products call the dual MAC and the report counts
+    every gate's MACs (four gates of an input and a recurrent product per unit, step and batch row)."""
+    out = tmp_path / "cortex-m4f"
+    bundle = tvm_ext.compile(_model(spec, tmp_path), target="cortex-m4f", out=out)
     assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
+    assert f"{MODEL}_dual_mac_s8x4(" in (out / f"{MODEL}_kernels.c").read_text()
+    calls = json.loads((out / "manifest.json").read_text())["layer_report"]["calls"]
+    assert [call["macs"] for call in calls] == [spec.batch * spec.time * 4 * spec.units * (spec.inputs + spec.units)]
+    rng = np.random.default_rng(spec.seed + 100)
+    inputs = [rng.integers(-128, 128, spec.input_shape, dtype=np.int8) for _ in range(INVOCATIONS)]
+    model = build_lstm_model(spec)
+    expected = tflm_invocations(model, inputs) + tflm_invocations(model, inputs[:1])
+    runs = run_with_reset_last_on_qemu(out, MODEL, inputs + inputs[:1])
+    for run, (ours, theirs) in enumerate(zip(runs, expected, strict=True)):
+        np.testing.assert_array_equal(ours, theirs.reshape(-1), err_msg=f"run {run}")

@@ -18,8 +18,8 @@ from tvm import relax
 import tflite_int8_reference as ref
 from c_checks import SANITIZE, STRICT_WARNINGS, run_c_program_under_qemu
 from emulator.tools import missing_tools
-from packager.fixed_point_c import (SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT, requantize_helper_name,
-                                    requantize_helpers_c)
+from packager.fixed_point_c import (SATURATE_INT8, SATURATE_INT16, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT,
+                                    requantize_helper_name, requantize_helpers_c)
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 from tvm_ext.compile import compile
 from tvm_ext.kernels import Rounding
@@ -77,11 +77,12 @@ def test_small_accumulator_helper_matches_tflite_on_its_domain(tmp_path):
     assert not mismatches.size, [tuple(cases[i]) + (got[i], expected[i]) for i in mismatches[:5]]
 
 
-def test_saturation_helper_clamps_to_int8(tmp_path):
+@pytest.mark.parametrize("helper, low, high", [(SATURATE_INT8, -128, 127), (SATURATE_INT16, -32768, 32767)])
+def test_saturation_helpers_clamp_to_their_type(tmp_path, helper, low, high):
     values = np.concatenate([np.arange(-70_000, 70_000), [-2**31, -2**31 + 1, 2**31 - 2, 2**31 - 1]])
     cases = np.stack([values, np.zeros_like(values), np.zeros_like(values)], axis=1)
-    got = _run_helper(tmp_path, SATURATE_INT8, f"{requantize_helper_name('m', SATURATE_INT8)}(triple[0])", cases)
-    np.testing.assert_array_equal(got, np.clip(values, -128, 127))
+    got = _run_helper(tmp_path, helper, f"{requantize_helper_name('m', helper)}(triple[0])", cases)
+    np.testing.assert_array_equal(got, np.clip(values, low, high))
 
 
 FULL_RANGE = ActivationRange(-128, 127)

@@ -32,8 +32,8 @@ import tvm
 from tvm import tirx
 
 from packager.fixed_point_c import (COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL, REQUANTIZE_16X8, REQUANTIZE_HELPERS,
-                                    RIGHT_SHIFT_ONLY, SATURATE_INT8, SMALL_ACCUMULATOR_LIMIT, SMALL_RIGHT_SHIFT,
-                                    requantize_helper_name)
+                                    RIGHT_SHIFT_ONLY, SATURATE_INT8, SATURATE_INT16, SMALL_ACCUMULATOR_LIMIT,
+                                    SMALL_RIGHT_SHIFT, requantize_helper_name)
 from tvm.ir.expr import Expr as PrimExpr
 
 INT32_MIN = -(2**31)
@@ -129,6 +129,7 @@ def expand_multiply_by_quantized_multiplier(
 # of double rounding's right-shift-only variants.
 REQUANTIZE_OPS = {helper: f"tvm_ext.multiply_by_quantized_multiplier_{helper}" for helper in REQUANTIZE_HELPERS}
 SATURATE_INT8_OP = "tvm_ext.saturate_int8"
+SATURATE_INT16_OP = "tvm_ext.saturate_int16"
 COUNT_LEADING_ZEROS_OP = "tvm_ext.count_leading_zeros"
 
 
@@ -257,6 +258,8 @@ for _helper in REQUANTIZE_HELPERS:
     _register_requantize_op(_helper)
 register_helper_op(SATURATE_INT8_OP, SATURATE_INT8,
                    lambda call: tirx.Cast("int32", tirx.max(tirx.min(call.args[0], 127), -128)))
+register_helper_op(SATURATE_INT16_OP, SATURATE_INT16,
+                   lambda call: tirx.Cast("int32", tirx.max(tirx.min(call.args[0], 32767), -32768)))
 
 
 def _expand_count_leading_zeros(call: PrimExpr) -> PrimExpr:
@@ -331,6 +334,11 @@ def requantize_16x8(x: IntExpr, multiplier: IntExpr) -> PrimExpr:
     """int64 MultiplyByQuantizedMultiplier of an int32 ``x`` with a multiplier of `high_mul_16x8_multipliers`,
     saturated to int16, as one call (the bundle's "16x8" helper in its C, the arithmetic everywhere else)."""
     return tirx.call_intrin("int32", REQUANTIZE_16X8_OP, _i32(x), _i32(multiplier))
+
+
+def saturate_int16(x: IntExpr) -> PrimExpr:
+    """An int32 value clamped to [-32768, 32767], as one call (the bundle's SSAT helper in its C)."""
+    return tirx.call_intrin("int32", SATURATE_INT16_OP, _i32(x))
 
 
 def clamp_to_int8(x: IntExpr, act_min: int, act_max: int) -> PrimExpr:

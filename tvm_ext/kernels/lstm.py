@@ -21,18 +21,21 @@ The kernel rewrites its hidden and cell state operands in place: they are the bu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .fixed_point import Rounding, multiply_by_quantized_multiplier
+from .extern_mac import accumulate_products
+from .fixed_point import (Rounding, clamp_to_int8, largest_centered, multiply_by_constant_quantized_multiplier,
+                          saturate_int16)
 from .quant_params import fully_connected_multiplier, quantize_multiplier
+from .zero_point_fold import fold_zero_point_into_bias
 
 GATES = ("input", "forget", "cell", "output")  # TFLite's order of the weights and biases
 GATE_INPUT_SCALE = np.float32(2.0**-12)  # Q3.12: the fully connected outputs, the nonlinearities' input
 GATE_OUTPUT_SCALE = 2.0**-15  # Q0.15: the gates
-INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
 
 # TFLite's sigmoid_table_uint16: sigmoid(i / 24) in 0.16 fixed point, as TFLite rounded it (the numbers are the
 # arithmetic's definition: they differ by one from a plain rounding at 44 entries).
@@ -169,10 +172,6 @@ def lstm_params(quant: LstmQuantization, *, cell_clip: float, time_major: bool, 
     )
 
 
-def _clamp16(x: PrimExpr) -> PrimExpr:
-    return tirx.max(tirx.min(x, INT16_MAX), INT16_MIN)
-
-
 class _Temps:
     """Named int32 intermediates, each stored into a small local array and read back (see softmax.Lets: the
     C is a sequence of assignments, and TVM's analyses never substitute one value into the next)."""
@@ -225,51 +224,141 @@ def _tanh16(temps: _Temps, table: tirx.Buffer, x: PrimExpr,
     return stmts, tirx.Select(temps[0] >= 0, positive, negative) >> 8
 
 
-def _mbqm(x: PrimExpr, requantization: Requantization, rounding: Rounding) -> PrimExpr:
-    return multiply_by_quantized_multiplier(x, requantization.multiplier, requantization.shift, rounding)
+def _mbqm(x: PrimExpr, requantization: Requantization, rounding: Rounding, largest: int) -> PrimExpr:
+    """MultiplyByQuantizedMultiplier of an ``x`` with |x| <= ``largest`` (the cheapest exact helper)."""
+    return multiply_by_constant_quantized_multiplier(x, requantization.multiplier, requantization.shift, rounding,
+                                                     largest)
+
+
+GATE_TILE = 4
+"""Units whose gate products one pass over the input (or the hidden state) accumulates: the dual MAC's four
+channels (``backends.cortex_m.helpers.dual_mac_c.DUAL_MAC_CHANNELS``); a remainder is one shorter tile."""
+
+Q15_PRODUCT_LARGEST = 32767 * 32768
+"""The largest |a * b| of a Q0.15 gate a in [0, 32767] (a sigmoid) and an int16 b: the inter-gate products."""
+
+
+@dataclass(frozen=True)
+class GateProducts:
+    """How the kernel computes each gate's two products (``gate_products``): with the input (hidden) zero point
+    folded into int32 per-unit offsets where they fit (the MACs then multiply raw int8 values: the dual MAC's
+    form), else subtracted in the product; and a bound of each gate's |product + bias| (its requantization's
+    cheapest exact helper)."""
+
+    input_zero_point_folded: bool
+    hidden_zero_point_folded: bool
+    input_largest: tuple[int, ...]  # per gate, GATES order
+    recurrent_largest: tuple[int, ...]
+
+
+def _offsets(bias: np.ndarray, weights: np.ndarray, weight_zero_points: tuple[int, ...],
+             data_zero_point: int) -> Optional[np.ndarray]:
+    """int32 (4, U): ``bias - data_zero_point * sum_k (weights[g, u, k] - weight_zero_point[g])``, None where an
+    entry does not fit int32."""
+    centred = weights.astype(np.int64) - np.array(weight_zero_points, np.int64).reshape(-1, 1, 1)
+    folded = fold_zero_point_into_bias(bias.reshape(-1).astype(np.int32), centred.reshape(-1, weights.shape[2]),
+                                       data_zero_point, channel_axis=0)
+    return None if folded is None else folded.reshape(bias.shape)
+
+
+def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights: np.ndarray,
+                  params: LstmParams) -> tuple[np.ndarray, np.ndarray, GateProducts]:
+    """The kernel's input and recurrent offsets (int32 (4, U) each: what each gate's accumulators start from)
+    and its ``GateProducts``, for the stacked int32 ``bias`` (4, U) and int8 weights (4, U, I) and (4, U, U)."""
+    input_zps = tuple(gate.input_weights_zero_point for gate in params.gates)
+    recurrent_zps = tuple(gate.recurrent_weights_zero_point for gate in params.gates)
+    input_offsets = _offsets(bias, input_weights, input_zps, params.input_zero_point)
+    recurrent_offsets = _offsets(np.zeros(bias.shape, np.int32), recurrent_weights, recurrent_zps,
+                                 params.hidden_zero_point)
+    depth, units = input_weights.shape[2], recurrent_weights.shape[2]
+    products = GateProducts(
+        input_zero_point_folded=input_offsets is not None,
+        hidden_zero_point_folded=recurrent_offsets is not None,
+        input_largest=tuple(
+            int(np.abs(bias[g].astype(np.int64)).max(initial=0))
+            + depth * largest_centered("int8", params.input_zero_point) * largest_centered("int8", zp)
+            for g, zp in enumerate(input_zps)),
+        recurrent_largest=tuple(
+            units * largest_centered("int8", params.hidden_zero_point) * largest_centered("int8", zp)
+            for zp in recurrent_zps),
+    )
+    return (bias.astype(np.int32) if input_offsets is None else input_offsets,
+            np.zeros(bias.shape, np.int32) if recurrent_offsets is None else recurrent_offsets, products)
 
 
 def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights: te.Tensor,
-              recurrent_weights: te.Tensor, bias: te.Tensor, table: te.Tensor, *, params: LstmParams) -> te.Tensor:
+              recurrent_weights: te.Tensor, input_offsets: te.Tensor, recurrent_offsets: te.Tensor, table: te.Tensor,
+              *, params: LstmParams, products: GateProducts) -> te.Tensor:
     """data int8 (T, B, I) time-major or (B, T, I), hidden int8 (B, U), cell int16 (B, U), input_weights int8
-    (4, U, I), recurrent_weights int8 (4, U, U), bias int32 (4, U), table uint16 (256,) -> int8 output shaped
-    like ``data`` with U for I. Rewrites ``hidden`` and ``cell`` in place (the state after the last step)."""
+    (4, U, I), recurrent_weights int8 (4, U, U), input_offsets and recurrent_offsets int32 (4, U)
+    (``gate_products``), table uint16 (256,) -> int8 output shaped like ``data`` with U for I. Rewrites
+    ``hidden`` and ``cell`` in place (the state after the last step).
+
+    A TE extern stage of serial loops: per batch row and step, per gate and tile of GATE_TILE units, the
+    input and the recurrent product into GATE_TILE int32 accumulators each, from their offsets (each product
+    a reduction block of ``tvm_ext.kernels.extern_mac``: the dual MAC on DSP cores), then per unit both
+    requantized into Q3.12, added and activated; then per unit the cell and hidden state update."""
     first, second = int(data.shape[0]), int(data.shape[1])
     steps, batch = (first, second) if params.time_major else (second, first)
     depth = int(data.shape[2])
     units = int(hidden.shape[1])
     rounding = params.rounding
+    input_zp = 0 if products.input_zero_point_folded else params.input_zero_point
+    hidden_zp = 0 if products.hidden_zero_point_folded else params.hidden_zero_point
 
     def build(ins, outs):
-        x, h, c, w_in, w_rec, b_gate, lut = ins
+        x, h, c, w_in, w_rec, in_offsets, rec_offsets, lut = ins
         out = outs[0]
         gates = tirx.decl_buffer((4, units), "int16", name="lstm_gates")
+        acc_in = tirx.decl_buffer((GATE_TILE,), "int32", name="lstm_input_acc")
+        acc_rec = tirx.decl_buffer((GATE_TILE,), "int32", name="lstm_recurrent_acc")
         temps = _Temps()
         b, t = tirx.Var("b", "int32"), tirx.Var("t", "int32")
         row = (t, b) if params.time_major else (b, t)
 
-        def accumulate(count: int, term, start: PrimExpr) -> list[tirx.Stmt]:
-            """temps[0] = start + the sum of term(k) over k < count (a loop variable of its own per loop)."""
-            k = tirx.Var("k", "int32")
-            return [temps.store(0, start),
-                    tirx.For(k, 0, count, tirx.ForKind.SERIAL, temps.store(0, temps[0] + term(k)))]
+        def tile(index: int, gate_params: GateParams, first_unit: PrimExpr, count: int) -> tirx.Stmt:
+            """Gate ``index`` of units first_unit .. first_unit + count - 1."""
+            c_in, c_rec, c_out = (tirx.Var(name, "int32") for name in ("c_in", "c_rec", "c_out"))
 
-        def gate(index: int, gate_params: GateParams) -> tirx.Stmt:
-            u = tirx.Var("u", "int32")  # each loop its own variable: TIR defines a variable once
-            in_zp, rec_zp = gate_params.input_weights_zero_point, gate_params.recurrent_weights_zero_point
-            body = accumulate(depth, lambda k: (w_in[index, u, k].astype("int32") - in_zp)
-                              * (x[(*row, k)].astype("int32") - params.input_zero_point), b_gate[index, u])
-            body.append(temps.store(2, _clamp16(_mbqm(temps[0], gate_params.input_fc, rounding))))
-            body += accumulate(units, lambda k: (w_rec[index, u, k].astype("int32") - rec_zp)
-                               * (h[b, k].astype("int32") - params.hidden_zero_point), tirx.const(0, "int32"))
-            body.append(temps.store(3, _clamp16(temps[2] + _clamp16(_mbqm(temps[0], gate_params.recurrent_fc,
-                                                                          rounding)))))
+            def weight_row(unit: PrimExpr) -> list[PrimExpr]:
+                return [tirx.const(index, "int32"), first_unit + unit]
+
+            def start(var: tirx.Var, accumulators: tirx.Buffer, offsets: tirx.Buffer) -> tirx.Stmt:
+                return tirx.For(var, 0, count, tirx.ForKind.SERIAL,
+                                tirx.BufferStore(accumulators, offsets[index, first_unit + var], [var]))
+
+            gate_input = saturate_int16(
+                saturate_int16(_mbqm(acc_in[c_out], gate_params.input_fc, rounding, products.input_largest[index]))
+                + saturate_int16(_mbqm(acc_rec[c_out], gate_params.recurrent_fc, rounding,
+                                       products.recurrent_largest[index])))
             if GATES[index] == "cell":
                 stmts, value = _tanh16(temps, lut, temps[3], GATE_INPUT_TANH)
             else:
                 stmts, value = _sigmoid16(temps, lut, temps[3])
-            body += stmts + [tirx.BufferStore(gates, tirx.Cast("int16", value), [index, u])]
-            return tirx.For(u, 0, units, tirx.ForKind.SERIAL, tirx.SeqStmt(body))
+            return tirx.SeqStmt([
+                start(c_in, acc_in, in_offsets),
+                start(c_rec, acc_rec, rec_offsets),
+                accumulate_products(acc_in, x, row, w_in, weight_row, count, depth, "lstm_input_product",
+                                    input_zp, gate_params.input_weights_zero_point),
+                accumulate_products(acc_rec, h, [b], w_rec, weight_row, count, units, "lstm_recurrent_product",
+                                    hidden_zp, gate_params.recurrent_weights_zero_point),
+                tirx.For(c_out, 0, count, tirx.ForKind.SERIAL, tirx.SeqStmt([
+                    temps.store(3, gate_input),
+                    *stmts,
+                    tirx.BufferStore(gates, tirx.Cast("int16", value), [index, first_unit + c_out]),
+                ])),
+            ])
+
+        def gate(index: int, gate_params: GateParams) -> list[tirx.Stmt]:
+            whole, rest = divmod(units, GATE_TILE)
+            loops = []
+            if whole:
+                v = tirx.Var("v", "int32")
+                loops.append(tirx.For(v, 0, whole, tirx.ForKind.SERIAL,
+                                      tile(index, gate_params, v * GATE_TILE, GATE_TILE)))
+            if rest:
+                loops.append(tile(index, gate_params, tirx.const(whole * GATE_TILE, "int32"), rest))
+            return loops
 
         u = tirx.Var("u", "int32")
 
@@ -277,18 +366,18 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
             return gates[GATES.index(name), u].astype("int32")
 
         clip = params.quantized_cell_clip
-        cell_sum = _clamp16(temps[0] + temps[1])
+        cell_sum = saturate_int16(temps[0] + temps[1])
         if clip:
             cell_sum = tirx.max(tirx.min(cell_sum, clip), -clip)
         tanh_stmts, tanh_cell = _tanh16(temps, lut, temps[2], params.cell_tanh)
-        hidden_value = tirx.max(tirx.min(
-            _mbqm(temps[3] * gate_value("output"), params.tanh_cell_times_output, rounding)
-            + params.hidden_zero_point, 127), -128)
+        hidden_value = tirx.Cast("int32", clamp_to_int8(
+            _mbqm(temps[3] * gate_value("output"), params.tanh_cell_times_output, rounding, Q15_PRODUCT_LARGEST)
+            + params.hidden_zero_point, -128, 127))
         update = tirx.For(u, 0, units, tirx.ForKind.SERIAL, tirx.SeqStmt([
-            temps.store(0, _clamp16(_mbqm(gate_value("forget") * c[b, u].astype("int32"),
-                                          params.forget_times_cell, rounding))),
-            temps.store(1, _clamp16(_mbqm(gate_value("input") * gate_value("cell"),
-                                          params.input_times_cell_gate, rounding))),
+            temps.store(0, saturate_int16(_mbqm(gate_value("forget") * c[b, u].astype("int32"),
+                                                params.forget_times_cell, rounding, Q15_PRODUCT_LARGEST))),
+            temps.store(1, saturate_int16(_mbqm(gate_value("input") * gate_value("cell"),
+                                                params.input_times_cell_gate, rounding, Q15_PRODUCT_LARGEST))),
             temps.store(2, cell_sum),
             tirx.BufferStore(c, tirx.Cast("int16", temps[2]), [b, u]),
             *tanh_stmts,
@@ -297,10 +386,12 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
             tirx.BufferStore(h, tirx.Cast("int8", temps[3]), [b, u]),
             tirx.BufferStore(out, tirx.Cast("int8", temps[3]), [*row, u]),
         ]))
-        step = tirx.SeqStmt([gate(index, gate_params) for index, gate_params in enumerate(params.gates)] + [update])
+        step = tirx.SeqStmt([loop for index, gate_params in enumerate(params.gates)
+                             for loop in gate(index, gate_params)] + [update])
         loops = tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.For(t, 0, steps, tirx.ForKind.SERIAL, step))
-        return tirx.SeqStmt([tirx.AllocBuffer(gates), tirx.AllocBuffer(temps.buffer), loops])
+        return tirx.SeqStmt([tirx.AllocBuffer(gates), tirx.AllocBuffer(acc_in), tirx.AllocBuffer(acc_rec),
+                             tirx.AllocBuffer(temps.buffer), loops])
 
     out_shape = (*data.shape[:2], units)
-    return te.extern(out_shape, [data, hidden, cell, input_weights, recurrent_weights, bias, table], build,
-                     name="lstm", dtype="int8")
+    return te.extern(out_shape, [data, hidden, cell, input_weights, recurrent_weights, input_offsets,
+                                 recurrent_offsets, table], build, name="lstm", dtype="int8")

@@ -23,9 +23,9 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
-import tvm
-from tvm import s_tir, te, tirx
+from tvm import te, tirx
 
+from .extern_mac import accumulate_products
 from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier
 from .quant_params import ActivationRange, quantize_multiplier
 from .requantize import OutputStage, requantize
@@ -73,7 +73,7 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
     ``new[b, i] = old[b, i + 1]`` (it moves every filter's memory one step left; each filter's last column
     then holds the next filter's first, overwritten below), then per tile of FEATURE_TILE filters the
     feature products in as many int32 accumulators (a local buffer; the product is one reduction block over
-    the input, which a DSP schedule turns into the dual MAC, ``backends.cortex_m.schedules.extern_helpers``), then each filter's
+    the input, ``tvm_ext.kernels.extern_mac``), then each filter's
     newest column. The kernel is correct when its output is its state input: the copy writes element i
     after reading element i + 1, and the products read no state.
     """
@@ -91,12 +91,11 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
 
         def feature_tile(first: tirx.PrimExpr, count: int) -> tirx.Stmt:
             """Filters first .. first + count - 1: accumulators from their offsets, products, newest column."""
-            c_init, c_mac, c_write, k = (tirx.Var(name, "int32") for name in ("c_init", "c", "c_write", "k"))
+            c_init, c_write = (tirx.Var(name, "int32") for name in ("c_init", "c_write"))
             init = tirx.For(c_init, 0, count, tirx.ForKind.SERIAL,
                             tirx.BufferStore(acc, offsets[first + c_init], [c_init]))
-            product = _feature_product_block(acc, x, weights, b, first, count)
-            mac = tirx.For(k, 0, depth, tirx.ForKind.SERIAL,
-                           tirx.For(c_mac, 0, count, tirx.ForKind.SERIAL, product(c_mac, k)))
+            mac = accumulate_products(acc, x, [b], weights, lambda c: [first + c], count, depth,
+                                      "svdf_feature_product")
             scaled = multiply_by_constant_quantized_multiplier(acc[c_write], multiplier, shift, rounding, largest)
             newest = tirx.Cast(dtype, tirx.max(tirx.min(scaled, high), low) + state_zero_point)
             write = tirx.For(c_write, 0, count, tirx.ForKind.SERIAL,
@@ -115,29 +114,6 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
 
     return te.extern((batch, filters * memory), [data, state, weight_feature, feature_offsets], build,
                      name="svdf_state_update", dtype=dtype)
-
-
-def _feature_product_block(acc: tirx.Buffer, x: tirx.Buffer, weights: tirx.Buffer, b: tirx.Var,
-                           first: tirx.PrimExpr, count: int):
-    """``(c, k) -> block``: ``acc[c] += int32(x[b, k]) * int32(weights[first + c, k])`` as a reduction block
-    over k (its iteration variables bound to the loops; no init: the accumulators start at the offsets),
-    the form ``backends.cortex_m.schedules.dual_mac.dual_mac_replacement`` reads and ``tvm_ext.plan.macs`` counts."""
-    (batch, depth), filters = (int(d) for d in x.shape), int(weights.shape[0])
-    vb, vf, vc = (tirx.IterVar(tvm.ir.Range(0, extent), tirx.Var(name, "int32"), tirx.IterVar.DataPar)
-                  for name, extent in (("vb", batch), ("vf", filters), ("vc", count)))
-    vk = tirx.IterVar(tvm.ir.Range(0, depth), tirx.Var("vk", "int32"), tirx.IterVar.CommReduce)
-    update = tirx.BufferStore(
-        acc, acc[vc.var] + x[vb.var, vk.var].astype("int32") * weights[vf.var, vk.var].astype("int32"), [vc.var])
-    reads = [tirx.BufferRegion(acc, [tvm.ir.Range.from_min_extent(vc.var, 1)]),
-             tirx.BufferRegion(x, [tvm.ir.Range.from_min_extent(vb.var, 1), tvm.ir.Range.from_min_extent(vk.var, 1)]),
-             tirx.BufferRegion(weights, [tvm.ir.Range.from_min_extent(vf.var, 1),
-                                         tvm.ir.Range.from_min_extent(vk.var, 1)])]
-    block = s_tir.SBlock([vb, vf, vc, vk], reads, reads[:1], "svdf_feature_product", update)
-
-    def realize(c: tirx.Var, k: tirx.Var) -> s_tir.SBlockRealize:
-        return s_tir.SBlockRealize([b, first + c, c, k], True, block)
-
-    return realize
 
 
 def svdf_time_offsets(bias: np.ndarray, weight_time: np.ndarray, rank: int,

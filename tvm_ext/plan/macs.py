@@ -2,7 +2,8 @@
 
 A MAC is one iteration of a reduction block whose update adds a product to its accumulator
 (`acc = acc + a * b`, casts allowed around the product): the convolutions, depthwise convolutions, fully
-connected layers, matrix multiplies of a model. Sums without a product (pooling, softmax, mean) count no
+connected layers, matrix multiplies of a model, and the products a TE extern kernel writes as such blocks
+(`tvm_ext.kernels.extern_mac`: an LSTM's gates, an SVDF's feature product). Sums without a product (pooling, softmax, mean) count no
 MACs. Padded taps count, as TFLite's own MAC formula (output elements x kernel taps) counts them.
 
 The count is taken on the kernel as the Relax pipeline leaves it (TE's blocks under one loop per iteration

@@ -204,17 +204,15 @@ def _geometry(reduction: MacReduction, offsets: AccessOffsets, extents: list[int
     origin, offset, step = offsets.origin, offsets.offset, offsets.step
     channel = len(extents) + (1 if pixels else 0)  # the channel loop's axis
 
-    # Inputs: innermost reduction contiguous, each further inner loop a run after the previous one (a loop of
-    # one iteration never steps: a 1x1 window iterated by fused pixels reads nothing along it).
-    run = 1
-    for axis in range(len(extents) - 1, 0, -1):
-        if extents[axis] > 1 and step(reduction.data, axis) != run:
-            return None
-        run *= extents[axis]
-    rows, row_len = (extents[0], run) if len(extents) > 1 else (1, extents[0])
-    if len(extents) == 1 and step(reduction.data, 0) != 1:
+    # Inputs: the first reduction loop steps the rows; where it has one iteration (a 1-row kernel) and the
+    # inputs are not one run, the first loop that steps does (a 1xK kernel dilated along its columns).
+    candidates = [0]
+    if extents[0] == 1:
+        candidates += [axis for axis in range(1, len(extents) - 1) if extents[axis] > 1][:1]
+    window = next(filter(None, (_input_rows(reduction.data, step, extents, first) for first in candidates)), None)
+    if window is None:
         return None
-    x_row_stride = step(reduction.data, 0) if len(extents) > 1 else row_len
+    rows, row_len, x_row_stride = window
     # Weights: the whole reduction contiguous per channel, the channels a constant stride apart.
     run = 1
     for axis in range(len(extents) - 1, -1, -1):
@@ -248,6 +246,20 @@ def _geometry(reduction: MacReduction, offsets: AccessOffsets, extents: list[int
     if pixels:
         return _Geometry(x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride, acc_pixel_stride)
     return _Geometry(x_row_stride, w_channel_stride, rows, row_len)
+
+
+def _input_rows(data: TensorLoad, step: Callable, extents: list[int], first: int) -> Optional[tuple[int, int, int]]:
+    """(rows, row_len, x_row_stride) of the input window whose rows reduction loop ``first`` steps (the loops
+    before it have one iteration): each later loop a run after the next one, the innermost contiguous (a loop
+    of one iteration never steps: a 1x1 window iterated by fused pixels reads nothing along it); None otherwise."""
+    run = 1
+    for axis in range(len(extents) - 1, first, -1):
+        if extents[axis] > 1 and step(data, axis) != run:
+            return None
+        run *= extents[axis]
+    if first == len(extents) - 1:
+        return (1, extents[first], extents[first]) if step(data, first) == 1 else None
+    return extents[first], run, step(data, first)
 
 
 def _free_vars(bindings: dict) -> list:

@@ -1,0 +1,94 @@
+"""The integer LSTM's gate products (tvm_ext.kernels.lstm): each gate's input and recurrent products are
+reduction blocks over tiles of four units, which a DSP core's schedules turn into dual MAC calls
+(backends.cortex_m.schedules.extern_helpers) and the report counts as MACs (tvm_ext.plan.macs); a remainder of
+fewer units keeps its scalar loop; the zero points are folded into per-unit offsets at compile time, and kept
+in the product where a folded offset would not fit int32."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+tvm = pytest.importorskip("tvm")
+from tvm import te, tirx  # noqa: E402
+
+from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP  # noqa: E402
+from tvm_ext.kernels import Rounding  # noqa: E402
+from tvm_ext.kernels.lstm import LstmQuantization, gate_products, lstm_int8, lstm_params  # noqa: E402
+from tvm_ext.plan.macs import count_macs  # noqa: E402
+from tvm_ext.schedule.kernel_schedule import inline_intermediates  # noqa: E402
+from tvm_ext.tir.tir_walk import walk  # noqa: E402
+
+PRODUCT_BLOCKS = ("lstm_input_product", "lstm_recurrent_product")
+
+
+def _params(input_zero_point: int = 3, hidden_zero_point: int = -21):
+    quant = LstmQuantization(input_scale=1 / 128, input_zero_point=input_zero_point,
+                             input_weight_scales=(0.004,) * 4, input_weight_zero_points=(0,) * 4,
+                             recurrent_weight_scales=(0.0045,) * 4, recurrent_weight_zero_points=(0,) * 4,
+                             hidden_scale=0.0047, hidden_zero_point=hidden_zero_point, cell_scale=2.0**-11)
+    return lstm_params(quant, cell_clip=0.0, time_major=False, rounding=Rounding.DOUBLE)
+
+
+def _lstm(units: int, depth: int = 6, steps: int = 3, batch: int = 2, bias_value: int = 1000,
+          input_zero_point: int = 3) -> tuple[tirx.PrimFunc, np.ndarray]:
+    """The kernel's function for random int8 weights and a constant bias, and its input offsets."""
+    rng = np.random.default_rng(units)
+    w_in = rng.integers(-128, 128, (4, units, depth)).astype(np.int8)
+    w_rec = rng.integers(-128, 128, (4, units, units)).astype(np.int8)
+    params = _params(input_zero_point)
+    input_offsets, _, products = gate_products(np.full((4, units), bias_value, np.int32), w_in, w_rec, params)
+    tensors = [te.placeholder(shape, dtype, name=name) for name, shape, dtype in (
+        ("data", (batch, steps, depth), "int8"), ("hidden", (batch, units), "int8"),
+        ("cell", (batch, units), "int16"), ("w_in", (4, units, depth), "int8"), ("w_rec", (4, units, units), "int8"),
+        ("in_offsets", (4, units), "int32"), ("rec_offsets", (4, units), "int32"), ("table", (256,), "uint16"))]
+    out = lstm_int8(*tensors, params=params, products=products)
+    return te.create_prim_func([*tensors, out]), input_offsets
+
+
+def _dual_macs(func: tirx.PrimFunc) -> list[list[int]]:
+    """The sizes (x row stride, w channel stride, rows, row length) of each dual MAC call."""
+    return [[int(a) for a in node.args[3:]] for node in walk(func.body)
+            if isinstance(node, tvm.ir.Call) and node.op.name == DUAL_MAC_OP]
+
+
+def _product_blocks(func: tirx.PrimFunc) -> int:
+    return sum(1 for node in walk(func.body) if isinstance(node, tvm.s_tir.SBlock)
+               and node.name_hint in PRODUCT_BLOCKS)
+
+
+def test_dsp_gates_call_the_dual_mac_per_tile_of_four_units() -> None:
+    """8 units: per gate one input call (rows of 6 inputs) and one recurrent call (rows of 8), no loop left."""
+    scheduled = inline_intermediates(_lstm(units=8)[0], 4, DUAL_MAC_SCHEDULES)
+    assert sorted(_dual_macs(scheduled)) == [[6, 6, 1, 6]] * 4 + [[8, 8, 1, 8]] * 4
+    assert _product_blocks(scheduled) == 0
+
+
+def test_a_remainder_of_units_keeps_its_scalar_products() -> None:
+    scheduled = inline_intermediates(_lstm(units=7)[0], 4, DUAL_MAC_SCHEDULES)
+    assert len(_dual_macs(scheduled)) == 8  # the first four units of each gate, both products
+    assert _product_blocks(scheduled) == 8  # the last three units' two products per gate
+
+
+@pytest.mark.parametrize("units, depth, steps, batch", [(8, 6, 3, 2), (7, 5, 4, 1), (1, 1, 2, 3)])
+def test_every_gate_product_counts_as_macs(units: int, depth: int, steps: int, batch: int) -> None:
+    """Four gates of an input and a recurrent product per unit, step and batch row."""
+    func = _lstm(units, depth, steps, batch)[0]
+    assert count_macs(func) == batch * steps * 4 * units * (depth + units)
+
+
+def test_the_input_zero_point_is_folded_into_the_offsets() -> None:
+    func, offsets = _lstm(units=4, bias_value=1000, input_zero_point=3)
+    w_in = np.random.default_rng(4).integers(-128, 128, (4, 4, 6)).astype(np.int8)
+    np.testing.assert_array_equal(offsets, 1000 - 3 * w_in.astype(np.int64).sum(axis=2))
+    assert len(_dual_macs(inline_intermediates(func, 4, DUAL_MAC_SCHEDULES))) == 8
+
+
+def test_an_offset_beyond_int32_keeps_the_zero_point_in_the_product() -> None:
+    """A bias near INT32_MAX: the folded offset would overflow, so the input product subtracts the zero
+    point itself (no dual MAC for it: the helper multiplies raw values); the recurrent product still folds."""
+    func, _ = _lstm(units=4, bias_value=2**31 - 100, input_zero_point=-100)
+    scheduled = inline_intermediates(func, 4, DUAL_MAC_SCHEDULES)
+    assert _dual_macs(scheduled) == [[4, 4, 1, 4]] * 4
+    assert count_macs(func) == 2 * 3 * 4 * 4 * (6 + 4)
