@@ -95,3 +95,22 @@ def test_a_constant_read_by_many_layers_names_three() -> None:
         name = pool.add(f"l{step}_table", table, [f"tanh{step} (TANH)"])
     assert name == "l0_table" and list(pool.arrays) == ["l0_table"]
     assert pool.readers_label(name) == "tanh0 (TANH); tanh1 (TANH); tanh2 (TANH) and 37 more"
+
+
+def test_auto_quantize_counts_equal_float_constants_once() -> None:
+    """`--quantize auto` weighs the float weights as the bundle stores them: two equal constants once."""
+    from tvm import relax
+
+    from tvm_ext.quantize.decide import float_weight_bytes
+
+    weights = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
+    builder = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 8), "float32"))
+    with builder.function("main", [x]):
+        with builder.dataflow():
+            first = builder.emit(relax.op.matmul(x, relax.const(weights)))
+            second = builder.emit(relax.op.matmul(first, relax.const(weights.copy())))
+            other = builder.emit(relax.op.add(second, relax.const(-weights)))
+            result = builder.emit_output(other)
+        builder.emit_func_output(result)
+    assert float_weight_bytes(builder.get()["main"]) == 2 * weights.nbytes

@@ -26,19 +26,27 @@ READERS_NAMED = 3
 """A shared constant's label names this many of the layers reading it, then counts the rest."""
 
 
+Content = tuple[str, tuple[int, ...], bytes]
+
+
+def content_of(values: np.ndarray) -> Content:
+    """What makes two constants one: dtype, shape and bytes."""
+    return values.dtype.str, tuple(values.shape), values.tobytes()
+
+
 @dataclass
 class ConstantPool:
     """Constants by content. `arrays`: tensor name -> values, in the order first added, no two with the same
     dtype, shape and bytes."""
 
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
-    _name_of: dict[tuple[str, tuple[int, ...], bytes], str] = field(default_factory=dict)
+    _name_of: dict[Content, str] = field(default_factory=dict)
     _readers: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, name: str, values: np.ndarray, readers: Sequence[str]) -> str:
         """The name of the constant holding `values`: an earlier constant with its dtype, shape and bytes, which
         `readers` (layer labels) then read too, else `name` (which must be new) holding a copy of `values`."""
-        content = (values.dtype.str, tuple(values.shape), values.tobytes())
+        content = content_of(values)
         shared = self._name_of.get(content)
         if shared is not None:
             known = self._readers[shared]
