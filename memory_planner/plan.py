@@ -241,4 +241,6 @@ class ExecutionPlan:
         return [t for t in self.tensors.values() if t.role is TensorRole.CONSTANT]
 
     def weight_bytes(self) -> int:
+        """Bytes of the bundle's weight arrays: each CONSTANT tensor once, however many calls read it (a plan
+        from tvm_ext holds no two constants of the same dtype, shape and bytes: tvm_ext.plan.constant_pool)."""
         return sum(t.nbytes for t in self.constants())

@@ -4,7 +4,8 @@ and (on an emulated core) the instructions go, as STM32Cube.AI's analyze report 
 Written from plain data: the plan (each call's model operators, MACs, tensors) and the profiling build's
 per-call instruction counts (emulator.profile), never from TVM objects. Per call:
 - MACs: multiply-accumulates (tvm_ext.plan.macs: reductions of products; padded taps count);
-- weight bytes: the constants the call reads (a constant read by two calls counts in both);
+- weight bytes: the constants the call reads (a constant read by two calls counts in both; the totals also
+  give the bytes stored, each constant once);
 - activation bytes read: the non-constant inputs the call reads (model inputs, activations, state);
   written: its outputs. Scratch buffers count in neither;
 - instructions (emulated profiles only): executed under QEMU -icount (not cycles), by the profiling build.
@@ -60,6 +61,7 @@ class LayerReport:
     calls: tuple[CallCost, ...]
     inference_instructions: Optional[int]
     not_measured: Optional[str]
+    weight_bytes_stored: int  # the bundle's constants, each once however many calls read it
 
     @property
     def measured(self) -> bool:
@@ -92,6 +94,7 @@ class LayerReport:
         totals: dict[str, Any] = {
             "macs": self.total_macs,
             "weight_bytes": sum(c.weight_bytes for c in self.calls),
+            "weight_bytes_stored": self.weight_bytes_stored,
             "activation_read_bytes": sum(c.activation_read_bytes for c in self.calls),
             "activation_written_bytes": sum(c.activation_written_bytes for c in self.calls),
         }
@@ -139,7 +142,8 @@ class LayerReport:
         facts = self.facts()["totals"]
         lines += ["", "## Totals", "",
                   f"- MACs: {facts['macs']:,}",
-                  f"- weight bytes read: {facts['weight_bytes']:,}",
+                  f"- weight bytes read: {facts['weight_bytes']:,}; stored (each constant once): "
+                  f"{facts['weight_bytes_stored']:,}",
                   f"- activation bytes read: {facts['activation_read_bytes']:,}, written: "
                   f"{facts['activation_written_bytes']:,}"]
         if self.measured:
@@ -168,7 +172,8 @@ def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]]
         for step, call in enumerate(plan.calls)
     )
     not_measured = None if call_instructions is not None else NOT_MEASURED.format(target=plan.target)
-    return LayerReport(plan.model, plan.source, plan.target, calls, inference_instructions, not_measured)
+    return LayerReport(plan.model, plan.source, plan.target, calls, inference_instructions, not_measured,
+                       plan.weight_bytes())
 
 
 def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: Optional[int]) -> CallCost:

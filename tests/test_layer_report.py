@@ -161,7 +161,9 @@ def test_int8_conv_depthwise_fc_report_counts_the_tflite_macs(tmp_path):
     assert weights["CONV_2D"] >= 4 * 3 * 3 * 2 and weights["FULLY_CONNECTED"] >= 5 * 64
     assert [(c["activation_read_bytes"], c["activation_written_bytes"]) for c in facts["calls"]] == [
         (8 * 8 * 2, 8 * 8 * 4), (8 * 8 * 4, 4 * 4 * 4), (4 * 4 * 4, 5)]
-    assert sum(c["weight_bytes"] for c in facts["calls"]) == bundle.weight_bytes
+    # Stored: each constant once; the conv and the depthwise conv read one requantization multiplier and shift.
+    stored = facts["totals"]["weight_bytes_stored"]
+    assert stored == bundle.weight_bytes < sum(c["weight_bytes"] for c in facts["calls"])
 
 
 def test_report_cells_keep_hostile_layer_names_literal():
@@ -267,3 +269,18 @@ def test_cmake_profiling_build_counts_the_calls_the_manifest_reports(compiled, t
                          text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert list(read_call_profile(run.stdout).instructions) == counts
+
+
+def test_a_constant_read_by_two_calls_counts_in_both_but_is_stored_once():
+    tensors = {
+        "x": Tensor("x", (1, 4), "int8", TensorRole.INPUT),
+        "w": Tensor("w", (4, 4), "int8", TensorRole.CONSTANT),
+        "h": Tensor("h", (1, 4), "int8", TensorRole.INTERMEDIATE),
+        "y": Tensor("y", (1, 4), "int8", TensorRole.OUTPUT),
+    }
+    calls = [KernelCall("m_dense_4", ("fc0",), ("x", "w"), ("h",), macs=16),
+             KernelCall("m_dense_4", ("fc1",), ("h", "w"), ("y",), macs=16)]
+    report = layer_report(ExecutionPlan("m", "m.tflite", "lowpower", tensors, calls, ["x"], ["y"]), None, None)
+    totals = report.facts()["totals"]
+    assert (totals["weight_bytes"], totals["weight_bytes_stored"]) == (32, 16)
+    assert "- weight bytes read: 32; stored (each constant once): 16" in report.markdown()

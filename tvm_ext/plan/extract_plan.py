@@ -20,6 +20,7 @@ from memory_planner.plan import (
     TensorRole,
 )
 from target.profile import Profile
+from tvm_ext.plan.constant_pool import ConstantPool
 from tvm_ext.frontend import ImportedModel, image_layout
 from tvm_ext.tir.kernel_names import constant_roles, kernel_kind, kernel_window
 from tvm_ext.layers import (CONSTANT_RANGES_ATTR, NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, STATE_OPERAND_ATTR,
@@ -240,7 +241,7 @@ class _PlanBuilder:
     model: ImportedModel
     tensors: dict[str, Tensor]
     name_of: dict[relax.Expr, str]
-    constants: dict[str, np.ndarray]
+    constants: ConstantPool
     layers: Layers
     state_reset: dict[str, int] = field(default_factory=dict)  # STATE tensor -> its reset value
     results: dict[relax.Var, tuple[str, ...]] = field(default_factory=dict)  # a kernel's tuple var -> its outputs
@@ -248,9 +249,10 @@ class _PlanBuilder:
     def tensor_for(self, expr: relax.Expr, layer: str, constant_name: str = "") -> str:
         """The plan tensor name of a call argument (a var or a constant).
 
-        A constant seen for the first time is named `constant_name` (e.g. `l3_bias`: the call's index and
-        the kernel parameter it is passed as), or `constant<N>` when the caller gives none, and is labelled
-        with the layers that read it (its records), else with `layer`.
+        A constant seen for the first time is the earlier constant of its dtype, shape and bytes
+        (`ConstantPool`), else named `constant_name` (e.g. `l3_bias`: the call's index and the kernel parameter
+        it is passed as), or `constant<N>` when the caller gives none; it is labelled with the layers that
+        read it (its records), else with `layer`.
         """
         if isinstance(expr, relax.Var):
             if expr not in self.name_of:
@@ -259,10 +261,10 @@ class _PlanBuilder:
         if isinstance(expr, tvm.ir.expr.Constant):
             if expr not in self.name_of:
                 value = expr.value.numpy()
-                name = constant_name or f"constant{len(self.constants)}"
-                self.constants[name] = value
-                readers = "; ".join(record.label for record in self.layers.of_constant(expr)) or layer
-                self.name_of[expr] = self.add(name, value.shape, str(value.dtype), TensorRole.CONSTANT, readers)
+                readers = [record.label for record in self.layers.of_constant(expr)] or [layer]
+                name = self.constants.add(constant_name or f"constant{len(self.constants.arrays)}", value, readers)
+                self.name_of[expr] = self.add(name, value.shape, str(value.dtype), TensorRole.CONSTANT,
+                                              self.constants.readers_label(name))
             return self.name_of[expr]
         raise PlanError(
             f"{self.model.path.name}: {_layer_label(layer)} lowers to an unsupported argument {type(expr).__name__}"
@@ -333,7 +335,7 @@ def extract_plan(
 ) -> tuple[ExecutionPlan, dict[str, np.ndarray]]:
     """The plan of `mod["main"]` for the device `profile`, and its constants (tensor name -> array)."""
     main = mod["main"]
-    builder = _PlanBuilder(model, {}, {}, {}, Layers.of(main))
+    builder = _PlanBuilder(model, {}, {}, ConstantPool(), Layers.of(main))
     subgraphs = binding_subgraphs(main)
     inputs = []
     for param, spec in zip(main.params, model.inputs):
@@ -386,7 +388,7 @@ def extract_plan(
                          builder.state_reset)
     _mark_output_storage(plan, model)
     _add_io_facts(plan, model)
-    return plan, builder.constants
+    return plan, builder.constants.arrays
 
 
 def _add_io_facts(plan: ExecutionPlan, model: ImportedModel) -> None:

@@ -15,6 +15,7 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from target.profile import Profile
+from tvm_ext.plan.constant_pool import Content, content_of
 from tvm_ext.layers import bindings_of
 
 
@@ -25,13 +26,15 @@ class Decision:
 
 
 def float_weight_bytes(main: relax.Function) -> int:
-    """Bytes of the distinct constants main reads (the float bundle's weights, before folding)."""
-    seen: dict[Constant, int] = {}
+    """Bytes of the distinct constants main reads (the float bundle's weights, before folding), constants of
+    the same dtype, shape and bytes once, as the bundle stores them (`tvm_ext.plan.constant_pool`)."""
+    seen: dict[Content, int] = {}
     for binding in bindings_of(main):
         value = binding.value
         for arg in value.args if isinstance(value, relax.Call) else ():
             if isinstance(arg, Constant):
-                seen[arg] = arg.value.numpy().nbytes
+                values = arg.value.numpy()
+                seen[content_of(values)] = values.nbytes
     return sum(seen.values())
 
 
