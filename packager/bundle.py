@@ -17,7 +17,7 @@ from packager.build_files import BuildConfig, write_cmakelists, write_makefile
 from packager.files import replace_file
 from packager.header import write_header
 from packager.internal_header import write_internal_header
-from packager.io_names import io_tensors
+from packager.io_names import IoTensor, io_tensors
 from packager.selftest import TestVectors, write_selftest
 from packager.unit_libraries import unit_kernel_source
 from packager.weights import write_weights
@@ -53,9 +53,7 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     """Write the bundle's source and build files into `out_dir`; return their paths. manifest.json is
     written once the bundle is built and self-tested (`packager.finish.finish_bundle`)."""
     plan, m = bundle.plan, bundle.plan.model
-    offsets = bundle.memory.offsets if bundle.io_in_arena else None
-    inputs = io_tensors(plan, plan.inputs, bundle.input_names, "input", offsets)
-    outputs = io_tensors(plan, plan.outputs, bundle.output_names, "output", offsets)
+    inputs, outputs = bundle_io(bundle)
     arena = bundle.memory.arena_bytes
     files = {
         f"{m}.h": write_header(plan, inputs, outputs, arena, bundle.alignment),
@@ -82,6 +80,14 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
         replace_file(path, text)
         paths.append(path)
     return paths
+
+
+def bundle_io(bundle: BundleInputs) -> tuple[list[IoTensor], list[IoTensor]]:
+    """The bundle's inputs and outputs as its header names them (with their arena offsets when planned there)."""
+    plan = bundle.plan
+    offsets = bundle.memory.offsets if bundle.io_in_arena else None
+    return (io_tensors(plan, plan.inputs, bundle.input_names, "input", offsets),
+            io_tensors(plan, plan.outputs, bundle.output_names, "output", offsets))
 
 
 def library_sources(plan: ExecutionPlan, kernel_files: dict[str, str], kernel_signatures: tuple[KernelSignature, ...],

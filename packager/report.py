@@ -52,7 +52,8 @@ class CallCost:
 @dataclass(frozen=True)
 class LayerReport:
     """The per-call report of one bundle. `inference_instructions` is the shipped run function's count of one
-    whole inference (None off an emulated core); `not_measured` says why there are no instruction counts."""
+    whole inference (None off an emulated core); `not_measured` says why there are no instruction counts;
+    `untested` why the bundle was neither built nor self-tested (None: it was)."""
 
     model: str
     source: str
@@ -60,6 +61,7 @@ class LayerReport:
     calls: tuple[CallCost, ...]
     inference_instructions: Optional[int]
     not_measured: Optional[str]
+    untested: Optional[str] = None  # why the bundle was not built and self-tested (None: it was)
 
     @property
     def measured(self) -> bool:
@@ -110,12 +112,14 @@ class LayerReport:
         lines = [
             f"# Per-layer report: `{self.model}`",
             "",
-            f"Model {_text(self.source)}, target profile {_text(self.target)}, {len(self.calls)} kernel calls of the "
+            f"Model {markdown_text(self.source)}, target profile {markdown_text(self.target)}, {len(self.calls)} kernel calls of the "
             "run function in execution order. MACs: multiply-accumulates of the convolutions, depthwise "
             "convolutions, fully connected layers and matrix multiplies (padded taps count). Weight bytes: the "
             "constants a call reads. Activation bytes: what a call reads (inputs, activations, state) and writes.",
             "",
         ]
+        if self.untested:
+            lines += [f"**Untested**: {self.untested}.", ""]
         if self.measured:
             lines += [
                 "Instructions: executed under QEMU -icount (instructions, not cycles), counted around each call by "
@@ -128,7 +132,7 @@ class LayerReport:
             lines += [f"Instructions per call: {self.not_measured}.", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for c in self.calls:
-            cells = [str(c.step), _layers(c), " + ".join(_text(op.kind) for op in c.operators) or "-", f"`{c.kernel}`",
+            cells = [str(c.step), _layers(c), " + ".join(markdown_text(op.kind) for op in c.operators) or "-", f"`{c.kernel}`",
                      _shapes(c.input_shapes), _shapes(c.output_shapes), f"{c.macs:,}", f"{c.weight_bytes:,}",
                      f"{c.activation_read_bytes:,}", f"{c.activation_written_bytes:,}"]
             if self.measured:
@@ -156,18 +160,19 @@ class LayerReport:
 
 
 def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]],
-                 inference_instructions: Optional[int]) -> LayerReport:
+                 inference_instructions: Optional[int], untested: Optional[str] = None) -> LayerReport:
     """The report of `plan` (its calls in execution order). `call_instructions` holds one count per call, in the
-    same order, when the bundle ran on an emulated core (else None); ValueError when the counts do not match
-    the calls one to one."""
+    same order, when the bundle ran on an emulated core (else None); `untested` says why the bundle was not
+    built and self-tested (None: it was). ValueError when the counts do not match the calls one to one."""
     if call_instructions is not None and len(call_instructions) != len(plan.calls):
         raise ValueError(f"{len(call_instructions)} instruction counts for the {len(plan.calls)} calls of {plan.model}")
     calls = tuple(
         _call_cost(plan, step, call, call_instructions[step] if call_instructions is not None else None)
         for step, call in enumerate(plan.calls)
     )
-    not_measured = None if call_instructions is not None else NOT_MEASURED.format(target=plan.target)
-    return LayerReport(plan.model, plan.source, plan.target, calls, inference_instructions, not_measured)
+    not_measured = None if call_instructions is not None else (
+        f"not measured: untested ({untested})" if untested else NOT_MEASURED.format(target=plan.target))
+    return LayerReport(plan.model, plan.source, plan.target, calls, inference_instructions, not_measured, untested)
 
 
 def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: Optional[int]) -> CallCost:
@@ -187,11 +192,11 @@ def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: O
 def _layers(call: CallCost) -> str:
     """The model operators of `call` as `name #index` (their plan labels when the plan has no operators)."""
     if call.operators:
-        return "; ".join(f"{_text(op.name)} #{op.index}".lstrip() for op in call.operators)
-    return "; ".join(_text(label) for label in call.labels) or "-"
+        return "; ".join(f"{markdown_text(op.name)} #{op.index}".lstrip() for op in call.operators)
+    return "; ".join(markdown_text(label) for label in call.labels) or "-"
 
 
-def _text(text: str) -> str:
+def markdown_text(text: str) -> str:
     """Model text made literal in a Markdown table cell: `printable` (one line, no control character), then
     every Markdown character escaped."""
     return "".join(f"\\{char}" if char in _MARKDOWN_SPECIAL else char for char in printable(text))
