@@ -171,7 +171,7 @@ def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]]
         for step, call in enumerate(plan.calls)
     )
     not_measured = None if call_instructions is not None else (
-        f"not measured: untested ({untested})" if untested else NOT_MEASURED.format(target=plan.target))
+        "not measured (untested)" if untested else NOT_MEASURED.format(target=plan.target))
     return LayerReport(plan.model, plan.source, plan.target, calls, inference_instructions, not_measured, untested)
 
 
