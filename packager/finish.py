@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from emulator.cycle_model import CycleEstimate
 from packager.archive import archive
 from packager.bundle import BundleInputs, bundle_io
 from packager.bundle_readme import README_FILE, ReadmeFacts, bundle_readme
@@ -40,12 +41,14 @@ class BundleFacts:
     # of the imported model, before the passes)
     subgraph_layouts: tuple[dict[str, Any], ...] = ()
     untested: str | None = None  # why the bundle was neither built nor self-tested (None: it was)
+    timing: CycleEstimate | None = None  # the core's cycle estimate for report.md's times (None: none)
 
     def layer_report(self, bundle: BundleInputs) -> LayerReport:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
         if self.selftest is None:
             return layer_report(bundle.plan, None, None, self.untested)
-        return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions)
+        return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions,
+                            timing=self.timing)
 
     def _selftest_verdict(self) -> dict[str, Any]:
         """The manifest's self-test verdict: passed, where, each output's errors; or untested and why."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from emulator.cycle_model import CycleEstimate
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, TensorRole
 from printable import printable
 
@@ -62,6 +63,12 @@ class LayerReport:
     inference_instructions: Optional[int]
     not_measured: Optional[str]
     untested: Optional[str] = None  # why the bundle was not built and self-tested (None: it was)
+    timing: Optional[CycleEstimate] = None  # the core's estimated cycles and clock (None: no time estimate)
+
+    @property
+    def estimated(self) -> bool:
+        """Whether the report gives estimated times (instruction counts and a core's cycle estimate)."""
+        return self.measured and self.timing is not None
 
     @property
     def measured(self) -> bool:
@@ -90,6 +97,8 @@ class LayerReport:
             if self.measured:
                 entry["instructions"] = c.instructions
                 entry["instructions_per_mac"] = c.instructions_per_mac
+            if self.estimated:
+                entry["estimated_microseconds"] = self.timing.microseconds(c.instructions or 0)
             calls.append(entry)
         totals: dict[str, Any] = {
             "macs": self.total_macs,
@@ -100,14 +109,19 @@ class LayerReport:
         if self.measured:
             totals["call_instructions"] = self.call_instructions
             totals["inference_instructions"] = self.inference_instructions
-        return {"calls": calls, "totals": totals,
-                "instructions": "QEMU -icount, not cycles, by the profiling build of the run function"
-                if self.measured else self.not_measured}
+        facts = {"calls": calls, "totals": totals,
+                 "instructions": "QEMU -icount, not cycles, by the profiling build of the run function"
+                 if self.measured else self.not_measured}
+        if self.estimated:
+            totals["estimated_inference_microseconds"] = self.timing.microseconds(self.inference_instructions or 0)
+            facts["estimated_time"] = self.timing.describe()
+        return facts
 
     def markdown(self) -> str:
         """report.md's text."""
         head = ["step", "layer(s)", "operator", "kernel", "input shapes", "output shapes", "MACs", "weight B",
-                "act. read B", "act. written B"] + (["instructions", "share", "instr./MAC"] if self.measured else [])
+                "act. read B", "act. written B"] + (["instructions", "share", "instr./MAC"] if self.measured else []) + (
+            ["est. us"] if self.estimated else [])
         total_instructions = self.inference_instructions or 0
         lines = [
             f"# Per-layer report: `{self.model}`",
@@ -130,6 +144,8 @@ class LayerReport:
             ]
         else:
             lines += [f"Instructions per call: {self.not_measured}.", ""]
+        if self.estimated:
+            lines += [f"Est. us: estimated microseconds per call, an {self.timing.describe()}.", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for c in self.calls:
             cells = [str(c.step), _layers(c), " + ".join(markdown_text(op.kind) for op in c.operators) or "-", f"`{c.kernel}`",
@@ -138,6 +154,8 @@ class LayerReport:
             if self.measured:
                 cells += [f"{c.instructions:,}", _share(c.instructions or 0, total_instructions),
                           _per_mac(c.instructions_per_mac)]
+            if self.estimated:
+                cells.append(f"{self.timing.microseconds(c.instructions or 0):,.1f}")
             lines.append("| " + " | ".join(cells) + " |")
         facts = self.facts()["totals"]
         lines += ["", "## Totals", "",
@@ -154,16 +172,21 @@ class LayerReport:
                 "checks, return) and the counter's own instructions",
                 f"- instructions per MAC: {_per_mac(total_instructions / self.total_macs if self.total_macs else None)}",
             ]
+            if self.estimated:
+                lines.append(f"- estimated time per inference: {self.timing.microseconds(total_instructions) / 1000:,.3f} "
+                             f"ms ({self.timing.describe()})")
         else:
             lines.append(f"- instructions: {self.not_measured}")
         return "\n".join(lines) + "\n"
 
 
 def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]],
-                 inference_instructions: Optional[int], untested: Optional[str] = None) -> LayerReport:
+                 inference_instructions: Optional[int], untested: Optional[str] = None,
+                 timing: Optional[CycleEstimate] = None) -> LayerReport:
     """The report of `plan` (its calls in execution order). `call_instructions` holds one count per call, in the
     same order, when the bundle ran on an emulated core (else None); `untested` says why the bundle was not
-    built and self-tested (None: it was). ValueError when the counts do not match the calls one to one."""
+    built and self-tested (None: it was); `timing` gives estimated times from the instruction counts (None: no
+    estimate). ValueError when the counts do not match the calls one to one."""
     if call_instructions is not None and len(call_instructions) != len(plan.calls):
         raise ValueError(f"{len(call_instructions)} instruction counts for the {len(plan.calls)} calls of {plan.model}")
     calls = tuple(
@@ -172,7 +195,8 @@ def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]]
     )
     not_measured = None if call_instructions is not None else (
         "not measured (untested)" if untested else NOT_MEASURED.format(target=plan.target))
-    return LayerReport(plan.model, plan.source, plan.target, calls, inference_instructions, not_measured, untested)
+    return LayerReport(plan.model, plan.source, plan.target, calls, inference_instructions, not_measured, untested,
+                       timing)
 
 
 def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: Optional[int]) -> CallCost:

@@ -22,6 +22,7 @@ import numpy as np
 
 from backends import backend_of
 from backends.cortex_m.bundle_files.support import QEMU_TEST_MAKEFILE, makefile_fragment
+from emulator.cycle_model import cycle_estimate
 from memory_planner import plan_memory
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.check import InvalidMemoryPlanError, check_plan
@@ -569,7 +570,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested
         },
         profile={"name": profile.name, "source": profile.source, "cpu": profile.cpu, "fpu": profile.fpu,
                  "simd": profile.simd, "int8_rounding": profile.int8_rounding,
-                 "subgraph_bytes": profile.subgraph_bytes, "units": [unit.name for unit in profile.compute_units]},
+                 "subgraph_bytes": profile.subgraph_bytes, "clock_hz": profile.clock_hz, "units": [unit.name for unit in profile.compute_units]},
         headroom=target.headroom(profile, planned.memory.arena_bytes, planned.plan.weight_bytes()),
         selftest=None if tested is None else tested.result,
         measured={} if tested is None else tested.measured,
@@ -577,6 +578,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested
         quantization=quantization,
         subgraph_layouts=tuple(choice.facts() for choice in layouts),
         untested=untested,
+        timing=cycle_estimate(profile.cpu, profile.clock_hz),
     )
 
 
