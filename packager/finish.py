@@ -84,7 +84,8 @@ class BundleFacts:
 
 def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Path:
     """Finish the bundle `write_bundle` wrote into `out_dir` and the build built: write manifest.json (once,
-    with `facts`), report.md (the same per-call facts, packager.report) and README.md (packager.bundle_readme), delete the build's intermediate
+    with `facts`), report.md (the same per-call facts, packager.report) and README.md
+    (packager.bundle_readme), delete the build's intermediate
     files (objects, the host self-test program, the cross build's folder), then archive the folder; return the
     archive's path (`<model>.tar.gz`)."""
     (out_dir / "manifest.json").write_text(

@@ -120,8 +120,8 @@ class LayerReport:
     def markdown(self) -> str:
         """report.md's text."""
         head = ["step", "layer(s)", "operator", "kernel", "input shapes", "output shapes", "MACs", "weight B",
-                "act. read B", "act. written B"] + (["instructions", "share", "instr./MAC"] if self.measured else []) + (
-            ["est. us"] if self.estimated else [])
+                "act. read B", "act. written B"] + (["instructions", "share", "instr./MAC"] if self.measured else [])
+        head += ["est. us"] if self.estimated else []
         total_instructions = self.inference_instructions or 0
         lines = [
             f"# Per-layer report: `{self.model}`",
@@ -173,8 +173,8 @@ class LayerReport:
                 f"- instructions per MAC: {_per_mac(total_instructions / self.total_macs if self.total_macs else None)}",
             ]
             if self.estimated:
-                lines.append(f"- estimated time per inference: {self.timing.microseconds(total_instructions) / 1000:,.3f} "
-                             f"ms ({self.timing.describe()})")
+                milliseconds = self.timing.microseconds(total_instructions) / 1000
+                lines.append(f"- estimated time per inference: {milliseconds:,.3f} ms ({self.timing.describe()})")
         else:
             lines.append(f"- instructions: {self.not_measured}")
         return "\n".join(lines) + "\n"

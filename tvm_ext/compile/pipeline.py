@@ -241,7 +241,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             # name in the model, which CompileError shows escaped within the line.
             raise CompileError(str(err).strip()) from err
         early = None
-        if options.build and options.jobs > 1 and early_objects.eligible(config):  # beside the planning and the packaging
+        # beside the planning and the packaging
+        if options.build and options.jobs > 1 and early_objects.eligible(config):
             with interrupts_held_back():  # the makes started are ended with `running`
                 early = running.enter_context(early_objects.compiling_early(
                     folder, early_sources(generated, profile, config)))
@@ -570,7 +571,8 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested
         },
         profile={"name": profile.name, "source": profile.source, "cpu": profile.cpu, "fpu": profile.fpu,
                  "simd": profile.simd, "int8_rounding": profile.int8_rounding,
-                 "subgraph_bytes": profile.subgraph_bytes, "clock_hz": profile.clock_hz, "units": [unit.name for unit in profile.compute_units]},
+                 "subgraph_bytes": profile.subgraph_bytes, "clock_hz": profile.clock_hz,
+                 "units": [unit.name for unit in profile.compute_units]},
         headroom=target.headroom(profile, planned.memory.arena_bytes, planned.plan.weight_bytes()),
         selftest=None if tested is None else tested.result,
         measured={} if tested is None else tested.measured,
