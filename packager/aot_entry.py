@@ -160,7 +160,7 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         "}",
         "",
         f"#ifndef {M}_NO_STATIC_ARENA",
-        f"static uint8_t {m}_arena[{max(arena_bytes, 1)}] {M}_ALIGNED({alignment});",
+        f"{M}_ALIGNED({alignment}) static uint8_t {m}_arena[{max(arena_bytes, 1)}];",
         "",
         run_signature(plan, inputs, outputs, with_arena=False),
         "{",

@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from emulator.boards import CortexMTarget
-from packager.cmake_text import cmake_quoted
+from packager.c_text import macro_prefix
+from packager.cmake_text import cmake_argument, cmake_quoted
 from backends.cortex_m.bundle_files import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE
 from packager.make_text import make_words
 from packager.unit_libraries import UnitBuild, cmake_lines, kernel_sources, make_rules
@@ -132,6 +133,7 @@ def write_cmakelists(model: str, config: BuildConfig) -> str:
             "set(CMAKE_C_STANDARD_REQUIRED ON)",
             "set(CMAKE_C_EXTENSIONS OFF)",
             "",
+            *_cmake_compiler_check(model, config),
             f"add_library({model} STATIC {' '.join(sources(model, config.units))})",
             *cmake_lines(model, config.units),
             f"target_include_directories({model} PUBLIC ${{CMAKE_CURRENT_SOURCE_DIR}})",
@@ -146,19 +148,78 @@ def write_cmakelists(model: str, config: BuildConfig) -> str:
     )
 
 
+def selftest_option(model: str) -> str:
+    """The CMake option that builds the self-test into a project that adds the bundle with add_subdirectory."""
+    return f"{macro_prefix(model)}_BUILD_SELFTEST"
+
+
 def _cmake_selftest(model: str, config: BuildConfig, flags: str) -> list[str]:
+    """The self-test's targets, only when the bundle is the top-level project or `selftest_option` is ON: a
+    project that adds the bundle with add_subdirectory gets the library alone (no self-test program, test or
+    qemu-test target of ours among its own)."""
     if config.emulated:
-        return [f"# The self-test on the emulated {config.emulated.name}: the `qemu-test` target. Configure the",
-                "# library for the device with -DCMAKE_TOOLCHAIN_FILE=cortex_m/arm-none-eabi.cmake.",
-                QEMU_TEST_CMAKE_INCLUDE, ""]
-    if not config.runs_on_host:
+        lines = [f"  # The self-test on the emulated {config.emulated.name}: the `qemu-test` target. Configure the",
+                 "  # library for the device with -DCMAKE_TOOLCHAIN_FILE=cortex_m/arm-none-eabi.cmake.",
+                 f"  {QEMU_TEST_CMAKE_INCLUDE}"]
+    elif config.runs_on_host:
+        lines = [
+            f"  add_executable({model}_selftest selftest.c)",
+            f"  target_compile_options({model}_selftest PRIVATE {flags})",
+            f"  target_link_libraries({model}_selftest PRIVATE {model})",
+            "  enable_testing()",
+            f"  add_test(NAME {model}_selftest COMMAND {model}_selftest)",
+        ]
+    else:
         return []
+    option = selftest_option(model)
     return [
-        f"add_executable({model}_selftest selftest.c)",
-        f"target_compile_options({model}_selftest PRIVATE {flags})",
-        f"target_link_libraries({model}_selftest PRIVATE {model})",
+        "# The self-test: built when this bundle is the top-level project, or with -D" + option + "=ON in a",
+        "# project that adds it with add_subdirectory (which otherwise gets the library alone).",
+        f'option({option} "Build the {model} bundle\'s self-test in a project that adds it" OFF)',
+        f"if(CMAKE_SOURCE_DIR STREQUAL CMAKE_CURRENT_SOURCE_DIR OR {option})",
+        *lines,
+        "endif()",
         "",
-        "enable_testing()",
-        f"add_test(NAME {model}_selftest COMMAND {model}_selftest)",
+    ]
+
+
+def _cmake_compiler_check(model: str, config: BuildConfig) -> list[str]:
+    """For a profile with flags a host compiler need not take (`HOST_PORTABLE_PREFIXES`: `-mthumb`,
+    `-mlongcalls`): a configure-time check that the C compiler takes the profile's flags, failing with one message
+    that names what to configure with (for an emulated Cortex-M, the bundle's own toolchain file) instead of the
+    compiler's first complaint at build time (`unrecognized command-line option '-mthumb'`). The check compiles
+    a static library, as a bare-metal compiler links no program without a linker script."""
+    if config.on_host().cflags == config.cflags:
+        return []
+    variable = f"{macro_prefix(model)}_COMPILER_TAKES_PROFILE_FLAGS"
+    # try_compile writes CMAKE_REQUIRED_FLAGS into a CMake project of its own and splits it at spaces: only
+    # words CMake and the shell read as themselves are checked (every flag the profile grammar accepts is one).
+    flags = " ".join(flag for flag in config.cflags if cmake_argument(flag) == flag)
+    if config.emulated is not None:
+        before, after = (f"lib{model} is compiled for {config.emulated.name} ({flags}), flags the C compiler ",
+                         " does not take: configure with -DCMAKE_TOOLCHAIN_FILE=")
+        fix = ['"${CMAKE_CURRENT_SOURCE_DIR}"',
+               cmake_quoted(f"/cortex_m/arm-none-eabi.cmake (the bundle's own toolchain file, {config.cc}) or a "
+                            "toolchain file of yours for that core")]
+    else:
+        before, after = (f"lib{model} is compiled with {config.cc} ({flags}), and the C compiler ",
+                         f" does not take these flags: configure with -DCMAKE_C_COMPILER={config.cc} or a "
+                         "toolchain file for it")
+        fix = []
+    return [
+        f"# lib{model} is compiled with the profile's flags: stop at configure time if the C compiler does not",
+        "# take them (a Cortex-M bundle configured without its toolchain file), naming what to pass.",
+        "include(CheckCSourceCompiles)",
+        "include(CMakePushCheckState)",
+        "cmake_push_check_state(RESET)",
+        f"set(CMAKE_REQUIRED_FLAGS {cmake_quoted(flags)})",
+        f"set({macro_prefix(model)}_SAVED_TRY_COMPILE_TARGET_TYPE \"${{CMAKE_TRY_COMPILE_TARGET_TYPE}}\")",
+        "set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)",
+        f'check_c_source_compiles("int lp_profile_flags_check(void) {{ return 0; }}" {variable})',
+        f"set(CMAKE_TRY_COMPILE_TARGET_TYPE \"${{{macro_prefix(model)}_SAVED_TRY_COMPILE_TARGET_TYPE}}\")",
+        "cmake_pop_check_state()",
+        f"if(NOT {variable})",
+        f'  message(FATAL_ERROR {cmake_quoted(before)} "${{CMAKE_C_COMPILER}}" {cmake_quoted(after)} {" ".join(fix)})',
+        "endif()",
         "",
     ]

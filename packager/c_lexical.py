@@ -21,7 +21,7 @@ _TOKEN = re.compile(
     r"|(?P<comment>/\*(?:[ -)+-.0-~\n]|\*(?!/)|/(?!\*))*\*/)"  # printable ASCII and newlines, no /*
     r"|(?P<directive>#[ \t]*(?:include[ \t]+(?:<(?:" + "|".join(map(re.escape, INCLUDED_SYSTEM_HEADERS)) + r')>'
     r'|"\w+\.h")(?=[ \t]*(?:\n|/\*))'
-    r"|(?:ifndef|ifdef|if|define|endif|else|undef)\b))"
+    r"|(?:ifndef|ifdef|if|elif|define|endif|else|undef)\b))"
 )
 
 

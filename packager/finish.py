@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from emulator.cycle_model import CycleEstimate
 from packager.archive import archive
-from packager.bundle import BundleInputs
+from packager.bundle import BundleInputs, bundle_io
+from packager.bundle_readme import README_FILE, ReadmeFacts, bundle_readme
 from backends.cortex_m.bundle_files import CROSS_BUILD_DIR
 from packager.manifest import manifest, manifest_json
 from packager.report import REPORT_FILE, LayerReport, layer_report
@@ -23,24 +25,38 @@ class BundleFacts:
     """What the manifest records beyond the plan and the memory plan, all known once the self-test ran.
 
     `tools` maps each tool to its version; `profile` and `headroom` describe the target profile and how much
-    of its SRAM and flash (bytes) the bundle leaves; `measured` holds the emulated board's measurements
-    ({} when the self-test ran on the host).
+    of its SRAM and flash (bytes) the bundle leaves; `selftest` is the self-test's verdict, None when the
+    bundle was not built (`untested` then says why); `measured` holds the emulated board's measurements
+    ({} when the self-test ran on the host or not at all).
     """
 
     tools: dict[str, str]
     profile: dict[str, Any]
     headroom: dict[str, Any]
-    selftest: SelftestResult
+    selftest: SelftestResult | None
     measured: dict[str, Any]
     quantization: dict[str, Any] | None = None  # how a float model was quantized (tvm_ext.compile.quantized)
     subgraph_units: tuple[dict[str, Any], ...] = ()  # each subgraph's compute unit and score (tvm_ext.plan.unit_assignment)
     # each subgraph's data layout and estimates (tvm_ext.transform.layout_per_subgraph; its subgraphs are those
     # of the imported model, before the passes)
     subgraph_layouts: tuple[dict[str, Any], ...] = ()
+    untested: str | None = None  # why the bundle was neither built nor self-tested (None: it was)
+    timing: CycleEstimate | None = None  # the core's cycle estimate for report.md's times (None: none)
 
     def layer_report(self, bundle: BundleInputs) -> LayerReport:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
-        return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions)
+        if self.selftest is None:
+            return layer_report(bundle.plan, None, None, self.untested)
+        return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions,
+                            timing=self.timing)
+
+    def _selftest_verdict(self) -> dict[str, Any]:
+        """The manifest's self-test verdict: passed, where, each output's errors; or untested and why."""
+        if self.selftest is None:
+            return {"passed": None, "untested": self.untested}
+        return {"passed": self.selftest.passed, "where": self.selftest.where,
+                "max_abs_errors": list(self.selftest.max_errors),
+                "outputs": [report.facts() for report in self.selftest.reports]}
 
     def manifest_entries(self, bundle: BundleInputs) -> dict[str, Any]:
         """The manifest's entries for these facts, in the manifest's order; the self-test's tolerances and
@@ -54,10 +70,7 @@ class BundleFacts:
             "tools": self.tools,
             "selftest": {
                 "reference": vectors.reference, "rtol": vectors.rtol, "atol_lsb": vectors.atol_lsb,
-                "cases": len(vectors.cases),
-                "passed": self.selftest.passed, "where": self.selftest.where,
-                "max_abs_errors": list(self.selftest.max_errors),
-                "outputs": [report.facts() for report in self.selftest.reports],
+                "cases": len(vectors.cases), **self._selftest_verdict(),
             },
             "profile": self.profile,
             "headroom": self.headroom,
@@ -71,7 +84,8 @@ class BundleFacts:
 
 def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Path:
     """Finish the bundle `write_bundle` wrote into `out_dir` and the build built: write manifest.json (once,
-    with `facts`) and report.md (the same per-call facts, packager.report), delete the build's intermediate
+    with `facts`), report.md (the same per-call facts, packager.report) and README.md
+    (packager.bundle_readme), delete the build's intermediate
     files (objects, the host self-test program, the cross build's folder), then archive the folder; return the
     archive's path (`<model>.tar.gz`)."""
     (out_dir / "manifest.json").write_text(
@@ -79,6 +93,9 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
                                bundle.io_in_arena))
     )
     (out_dir / REPORT_FILE).write_text(facts.layer_report(bundle).markdown())
+    inputs, outputs = bundle_io(bundle)
+    readme = ReadmeFacts(bundle.config, facts.selftest, facts.untested, facts.measured)
+    (out_dir / README_FILE).write_text(bundle_readme(bundle.plan, bundle.memory, inputs, outputs, readme))
     for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, out_dir / CROSS_BUILD_DIR]:
         if leftover.is_dir():
             shutil.rmtree(leftover)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from emulator.cycle_model import CycleEstimate
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, TensorRole
 from printable import printable
 
@@ -53,7 +54,8 @@ class CallCost:
 @dataclass(frozen=True)
 class LayerReport:
     """The per-call report of one bundle. `inference_instructions` is the shipped run function's count of one
-    whole inference (None off an emulated core); `not_measured` says why there are no instruction counts."""
+    whole inference (None off an emulated core); `not_measured` says why there are no instruction counts;
+    `untested` why the bundle was neither built nor self-tested (None: it was)."""
 
     model: str
     source: str
@@ -62,6 +64,13 @@ class LayerReport:
     inference_instructions: Optional[int]
     not_measured: Optional[str]
     weight_bytes_stored: int  # the bundle's constants, each once however many calls read it
+    untested: Optional[str] = None  # why the bundle was not built and self-tested (None: it was)
+    timing: Optional[CycleEstimate] = None  # the core's estimated cycles and clock (None: no time estimate)
+
+    @property
+    def estimated(self) -> bool:
+        """Whether the report gives estimated times (instruction counts and a core's cycle estimate)."""
+        return self.measured and self.timing is not None
 
     @property
     def measured(self) -> bool:
@@ -90,6 +99,8 @@ class LayerReport:
             if self.measured:
                 entry["instructions"] = c.instructions
                 entry["instructions_per_mac"] = c.instructions_per_mac
+            if self.estimated:
+                entry["estimated_microseconds"] = self.timing.microseconds(c.instructions or 0)
             calls.append(entry)
         totals: dict[str, Any] = {
             "macs": self.total_macs,
@@ -101,25 +112,32 @@ class LayerReport:
         if self.measured:
             totals["call_instructions"] = self.call_instructions
             totals["inference_instructions"] = self.inference_instructions
-        return {"calls": calls, "totals": totals,
-                "instructions": "QEMU -icount, not cycles, by the profiling build of the run function"
-                if self.measured else self.not_measured}
+        facts = {"calls": calls, "totals": totals,
+                 "instructions": "QEMU -icount, not cycles, by the profiling build of the run function"
+                 if self.measured else self.not_measured}
+        if self.estimated:
+            totals["estimated_inference_microseconds"] = self.timing.microseconds(self.inference_instructions or 0)
+            facts["estimated_time"] = self.timing.describe()
+        return facts
 
     def markdown(self) -> str:
         """report.md's text."""
         head = ["step", "layer(s)", "operator", "kernel", "input shapes", "output shapes", "MACs", "weight B",
                 "act. read B", "act. written B"] + (["instructions", "share", "instr./MAC"] if self.measured else [])
+        head += ["est. us"] if self.estimated else []
         total_instructions = self.inference_instructions or 0
         lines = [
             f"# Per-layer report: `{self.model}`",
             "",
-            f"Model {_text(self.source)}, target profile {_text(self.target)}, {len(self.calls)} kernel calls of the "
+            f"Model {markdown_text(self.source)}, target profile {markdown_text(self.target)}, {len(self.calls)} kernel calls of the "
             "run function in execution order. MACs: multiply-accumulates of the convolutions, depthwise "
             "convolutions, fully connected layers, matrix multiplies and recurrent cells' gate and state products "
             "(padded taps count). Weight bytes: the "
             "constants a call reads. Activation bytes: what a call reads (inputs, activations, state) and writes.",
             "",
         ]
+        if self.untested:
+            lines += [f"**Untested**: {self.untested}.", ""]
         if self.measured:
             lines += [
                 "Instructions: executed under QEMU -icount (instructions, not cycles), counted around each call by "
@@ -130,14 +148,18 @@ class LayerReport:
             ]
         else:
             lines += [f"Instructions per call: {self.not_measured}.", ""]
+        if self.estimated:
+            lines += [f"Est. us: estimated microseconds per call, an {self.timing.describe()}.", ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for c in self.calls:
-            cells = [str(c.step), _layers(c), " + ".join(_text(op.kind) for op in c.operators) or "-", f"`{c.kernel}`",
+            cells = [str(c.step), _layers(c), " + ".join(markdown_text(op.kind) for op in c.operators) or "-", f"`{c.kernel}`",
                      _shapes(c.input_shapes), _shapes(c.output_shapes), f"{c.macs:,}", f"{c.weight_bytes:,}",
                      f"{c.activation_read_bytes:,}", f"{c.activation_written_bytes:,}"]
             if self.measured:
                 cells += [f"{c.instructions:,}", _share(c.instructions or 0, total_instructions),
                           _per_mac(c.instructions_per_mac)]
+            if self.estimated:
+                cells.append(f"{self.timing.microseconds(c.instructions or 0):,.1f}")
             lines.append("| " + " | ".join(cells) + " |")
         facts = self.facts()["totals"]
         lines += ["", "## Totals", "",
@@ -155,25 +177,31 @@ class LayerReport:
                 "checks, return) and the counter's own instructions",
                 f"- instructions per MAC: {_per_mac(total_instructions / self.total_macs if self.total_macs else None)}",
             ]
+            if self.estimated:
+                milliseconds = self.timing.microseconds(total_instructions) / 1000
+                lines.append(f"- estimated time per inference: {milliseconds:,.3f} ms ({self.timing.describe()})")
         else:
             lines.append(f"- instructions: {self.not_measured}")
         return "\n".join(lines) + "\n"
 
 
 def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]],
-                 inference_instructions: Optional[int]) -> LayerReport:
+                 inference_instructions: Optional[int], untested: Optional[str] = None,
+                 timing: Optional[CycleEstimate] = None) -> LayerReport:
     """The report of `plan` (its calls in execution order). `call_instructions` holds one count per call, in the
-    same order, when the bundle ran on an emulated core (else None); ValueError when the counts do not match
-    the calls one to one."""
+    same order, when the bundle ran on an emulated core (else None); `untested` says why the bundle was not
+    built and self-tested (None: it was); `timing` gives estimated times from the instruction counts (None: no
+    estimate). ValueError when the counts do not match the calls one to one."""
     if call_instructions is not None and len(call_instructions) != len(plan.calls):
         raise ValueError(f"{len(call_instructions)} instruction counts for the {len(plan.calls)} calls of {plan.model}")
     calls = tuple(
         _call_cost(plan, step, call, call_instructions[step] if call_instructions is not None else None)
         for step, call in enumerate(plan.calls)
     )
-    not_measured = None if call_instructions is not None else NOT_MEASURED.format(target=plan.target)
+    not_measured = None if call_instructions is not None else (
+        "not measured (untested)" if untested else NOT_MEASURED.format(target=plan.target))
     return LayerReport(plan.model, plan.source, plan.target, calls, inference_instructions, not_measured,
-                       plan.weight_bytes())
+                       plan.weight_bytes(), untested, timing)
 
 
 def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: Optional[int]) -> CallCost:
@@ -193,11 +221,11 @@ def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: O
 def _layers(call: CallCost) -> str:
     """The model operators of `call` as `name #index` (their plan labels when the plan has no operators)."""
     if call.operators:
-        return "; ".join(f"{_text(op.name)} #{op.index}".lstrip() for op in call.operators)
-    return "; ".join(_text(label) for label in call.labels) or "-"
+        return "; ".join(f"{markdown_text(op.name)} #{op.index}".lstrip() for op in call.operators)
+    return "; ".join(markdown_text(label) for label in call.labels) or "-"
 
 
-def _text(text: str) -> str:
+def markdown_text(text: str) -> str:
     """Model text made literal in a Markdown table cell: `printable` (one line, no control character), then
     every Markdown character escaped."""
     return "".join(f"\\{char}" if char in _MARKDOWN_SPECIAL else char for char in printable(text))

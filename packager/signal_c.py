@@ -2,7 +2,7 @@
 (`packager/templates/lp_signal_*.h`, `static inline`, unit-tested by tests/c/test_signal_helpers.c), copied
 into `<model>_internal.h` when a kernel calls one (`tvm_ext.kernels.signal` names the calls).
 
-Their names start with `lp_`, which no bundle prefix may (`tvm_ext.frontend.c_identifier`), and they have
+Their names start with `lp_`, which no bundle prefix may (`packager.bundle_prefix.c_identifier`), and they have
 internal linkage: two bundles in one program never share a symbol through them.
 """
 

@@ -25,7 +25,7 @@ def write_weights(plan: ExecutionPlan, constants: dict[str, np.ndarray], alignme
         shape = " x ".join(map(str, tensor.shape)) or "scalar"
         lines += [
             f"/* {comment(tensor.layer)}: {tensor.dtype}[{shape}] */",
-            f"const {c_type_of(tensor.dtype)} {weight_symbol(plan, tensor.name)}[{tensor.elements}] {M}_ALIGNED({alignment}) = "
+            f"{M}_ALIGNED({alignment}) const {c_type_of(tensor.dtype)} {weight_symbol(plan, tensor.name)}[{tensor.elements}] = "
             + array_body(values.astype(np.dtype(tensor.dtype), copy=False), tensor.dtype)
             + ";",
             "",

@@ -41,6 +41,10 @@ Enough for -mcpu=cortex-m4, -mfloat-abi=hard, -O2, -DNAME=VALUE (a value of thos
 folder, and no file written or read outside the build's own folder and the toolchain's); no quote, '$', '#',
 '\\', ';', space or control character."""
 
+MIN_CLOCK_HZ = 1_000
+MAX_CLOCK_HZ = 10_000_000_000
+"""`clock_hz`: from 1 kHz (a watch crystal's core, divided) to 10 GHz (beyond any microcontroller or DSP)."""
+
 MAX_FLAGS = 64
 """At most this many flags in one list."""
 
@@ -153,6 +157,13 @@ def byte_count(value: Any) -> int:
     """A whole number of bytes in 1..MAX_BYTES."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_BYTES:
         raise BadValue(f"must be a positive whole number of bytes, at most {MAX_BYTES:,} (4 GiB)")
+    return value
+
+
+def clock_hz(value: Any) -> int:
+    """A core clock in hertz: a whole number in MIN_CLOCK_HZ..MAX_CLOCK_HZ."""
+    if isinstance(value, bool) or not isinstance(value, int) or not MIN_CLOCK_HZ <= value <= MAX_CLOCK_HZ:
+        raise BadValue(f"must be a whole number of hertz from {MIN_CLOCK_HZ:,} (1 kHz) to {MAX_CLOCK_HZ:,} (10 GHz)")
     return value
 
 

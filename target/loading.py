@@ -48,6 +48,11 @@ def _units(value: Any) -> tuple[ComputeUnit, ...]:
         raise BadValue(str(err), names_the_value=True) from None
 
 
+def _clock(value: Any) -> int | None:
+    """`clock_hz`: a clock in hertz (target.field_grammar.clock_hz), or None (no estimated times)."""
+    return None if value is None else grammar.clock_hz(value)
+
+
 def _board(value: Any) -> str | None:
     """A QEMU board name; "none" (TOML has no null) or JSON null mean no emulated board."""
     if value is None or value == "none":
@@ -75,9 +80,11 @@ FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "binutils_prefix": grammar.tool_prefix,
     "qemu_board": _board,
     "subgraph_bytes": grammar.byte_count,
+    "clock_hz": _clock,
     "units": _units,
 }
-_OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None, "subgraph_bytes": DEFAULT_SUBGRAPH_BYTES, "units": None}
+_OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None, "subgraph_bytes": DEFAULT_SUBGRAPH_BYTES, "clock_hz": None,
+                                      "units": None}
 _EXTENDS = "extends"
 
 

@@ -70,6 +70,8 @@ class Profile:
             or write), of consecutive layers kept in one subgraph (tvm_ext.transform.PartitionSubgraphs):
             the size of the core's fast local memory (a TCM or its share of SRAM); a file that gives none
             gets DEFAULT_SUBGRAPH_BYTES.
+        clock_hz: the core's clock in hertz, for report.md's estimated times (`emulator.cycle_model`); None
+            when the file gives none (no time estimate then).
         units: the compute units the file lists (`target.compute_unit`), () when it lists none.
     """
 
@@ -91,6 +93,7 @@ class Profile:
     qemu_board: str | None
     source: str
     subgraph_bytes: int = DEFAULT_SUBGRAPH_BYTES
+    clock_hz: int | None = None
     units: tuple[ComputeUnit, ...] = ()
 
     @property

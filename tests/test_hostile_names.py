@@ -32,7 +32,7 @@ from packager.c_text import c_string, comment
 from printable import printable
 from tvm_ext.compile import compile
 from tvm_ext.frontend import c_identifier
-from tvm_ext.frontend.bundle_prefix import MAX_PREFIX_CHARS
+from packager.bundle_prefix import MAX_PREFIX_CHARS
 
 MARKER = "PAYLOAD_RAN"
 NASTY_TEXTS = (*HOSTILE_NAMES, "a\nb\r\tc\x00d", "*/", "/*", "?", "??", "*", "/", "caf\u00e9 \\xff", "%s%n")

@@ -71,9 +71,9 @@ class Bundle:
     out_dir: Path
     plan: ExecutionPlan
     memory: MemoryPlan
-    library: Path
+    library: Path | None  # None: not built (`build=False`)
     archive: Path
-    selftest: SelftestResult
+    selftest: SelftestResult | None  # None: not built, so not self-tested (`build=False`)
 
     @property
     def arena_bytes(self) -> int:
@@ -127,6 +127,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     scheduler: str | None = None,
     io_in_arena: bool = False,
     layout: str = "auto",
+    build: bool = True,
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -149,6 +150,9 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     (`<MODEL>_INPUT0_OFFSET`, `<model>_input0()`) and the run functions take no I/O arguments.
     `layout` "nchw" or "nhwc" puts every subgraph of a float model into that data layout; "auto" lets the
     passes choose per subgraph (tvm_ext.transform.layout_per_subgraph; the manifest's "subgraph_layouts").
+    `build` False writes the bundle's sources, build files, manifest and README without building or self-testing
+    them, nor asking for the profile's compiler (a toolchain not installed here): the manifest, report.md and
+    README.md say it is untested, and the Bundle's `library` and `selftest` are None.
 
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     InternalError for a bug of ours: SelftestMismatchError when the built bundle disagrees with the reference,
@@ -172,7 +176,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs,
                                     None if quantized is None else quantized.facts, io_in_arena,
                                     None if layout == "auto" else layout.upper(),
-                                    None if quantized is None else quantized.io)
+                                    None if quantized is None else quantized.io, build)
             return compile_to_folder(source, target, staging, stage_logger(log), options)
 
         def fill(staging: Path) -> FolderResult:
@@ -201,6 +205,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             raise CompileError(f"{label}: --io-in-arena is not available with --scheduler; compile locally")
         if layout != "auto":
             raise CompileError(f"{label}: --layout {layout} is not available with --scheduler; compile locally")
+        if not build:
+            raise CompileError(f"{label}: --no-build is not available with --scheduler; compile locally")
 
         def fill(staging: Path) -> FolderResult:
             return compile_on_cluster(scheduler, model, target, staging, name, log)
@@ -234,8 +240,18 @@ def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
                 shutil.rmtree(staging, ignore_errors=True)
             remove_parents(parents)
         raise
-    return Bundle(out, result.plan, result.memory, out / result.library.name, out / result.archive.name,
-                  result.selftest)
+    library = None if result.library is None else out / result.library.name
+    return Bundle(out, result.plan, result.memory, library, out / result.archive.name, result.selftest)
+
+
+def tvm_ext_version() -> str:
+    """The installed tvm_ext's version ("source" when run from a checkout that is not installed)."""
+    from importlib.metadata import version
+
+    try:
+        return version("tvm-ext-lowpower")
+    except Exception:  # noqa: BLE001 - PackageNotFoundError and metadata errors alike mean "not installed"
+        return "source"
 
 
 def default_jobs() -> int:

@@ -26,7 +26,8 @@ from typing import NoReturn
 from printable import printable, printable_lines
 from tvm_ext.processes.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
                                      stop_if_signalled, work_that_unwinds)
-from tvm_ext.compile import Bundle, CompileError, InternalError, compile
+from packager.bundle_prefix import checked_prefix
+from tvm_ext.compile import Bundle, CompileError, InternalError, compile, tvm_ext_version
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -38,13 +39,29 @@ class _OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _OneLineParser(prog="python -m tvm_ext.compile", description=__doc__.splitlines()[0])
+def program_name(argv0: str) -> str:
+    """The command as it was invoked, for the usage line: `python -m tvm_ext.compile` when Python ran this
+    module (`argv0` is then its file), else the name of the script run (`tvm-ext-compile`)."""
+    name = Path(argv0).name
+    return "python -m tvm_ext.compile" if name in ("__main__.py", "") else name
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = _OneLineParser(prog=prog, description=__doc__.splitlines()[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("model", nargs="?", help="the .tflite or .onnx model file")
     source.add_argument("--example", action="store_true", help="compile the built-in example model")
+    source.add_argument("--list-targets", action="store_true",
+                        help="list the built-in target profiles, each with one line about it, and exit")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {tvm_ext_version()}")
     parser.add_argument("--target", default="lowpower", help="target profile (default: lowpower)")
     parser.add_argument("-o", "--out", default="out", help="output folder (default: out)")
+    parser.add_argument("--name", type=_bundle_prefix, default=None,
+                        help="the bundle's C prefix: <name>_run(), <NAME>_ARENA_BYTES, <name>.h (default: the "
+                             "model file's stem, made a C identifier)")
+    parser.add_argument("--no-build", action="store_true",
+                        help="write the sources, build files and manifest without building or self-testing them "
+                             "(marked untested), e.g. for a profile whose compiler is not installed here")
     parser.add_argument("--force", action="store_true", help="replace a non-empty output folder")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     where = parser.add_mutually_exclusive_group()
@@ -72,6 +89,23 @@ def _parser() -> argparse.ArgumentParser:
                         help="data layout of a float model's convolutions (default: auto, chosen per subgraph "
                              "by an instruction estimate)")
     return parser
+
+
+def _bundle_prefix(text: str) -> str:
+    """--name: a C identifier usable as the bundle's prefix as given (packager.bundle_prefix)."""
+    try:
+        return checked_prefix(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _list_targets() -> str:
+    """The built-in profiles, one line each: name and description (`printable`: a profile is data)."""
+    import target
+
+    profiles = [target.load_profile(name) for name in target.profile_names()]
+    width = max(len(profile.name) for profile in profiles)
+    return "\n".join(printable(f"{profile.name:<{width}}  {profile.description}") for profile in profiles)
 
 
 def _positive(text: str) -> int:
@@ -121,7 +155,10 @@ def _stderr_held_back(enabled: bool) -> Iterator[Callable[[], None]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command with `argv` (default: sys.argv[1:]); return the exit code."""
-    args = _parser().parse_args(argv)
+    args = _parser(program_name(sys.argv[0])).parse_args(argv)
+    if args.list_targets:
+        print(_list_targets())
+        return 0
     bundle: Bundle | None = None
     failure: tuple[int, str] | None = None
     with _stderr_held_back(enabled=not args.debug) as release, work_that_unwinds():
@@ -137,12 +174,14 @@ def main(argv: list[str] | None = None) -> int:
         print(printable(line), file=sys.stderr)
         return code
     memory = bundle.memory
+    verdict = "untested (--no-build)" if bundle.selftest is None else \
+        f"self-test {'PASS' if bundle.selftest.passed else 'FAIL'}"
     print(printable(
         f"[tvm_ext] {bundle.plan.model}: arena {memory.arena_bytes:,} B (lower bound {memory.lower_bound:,} B, "
         f"{'optimal' if memory.optimal else memory.strategy}), total RAM {bundle.total_ram_bytes:,} B "
         f"(arena + I/O outside it), weights {bundle.weight_bytes:,} B, "
         f"{len({c.kernel for c in bundle.plan.calls})} kernels in {len(bundle.plan.calls)} calls, "
-        f"self-test {'PASS' if bundle.selftest.passed else 'FAIL'} -> {bundle.out_dir}"
+        f"{verdict} -> {bundle.out_dir}"
     ))
     return 0
 
@@ -157,7 +196,8 @@ def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
             bundle = compile(model, args.target, Path(args.out), force=args.force,
                              log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
                              calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
-                             scheduler=args.scheduler, io_in_arena=args.io_in_arena, layout=args.layout)
+                             scheduler=args.scheduler, io_in_arena=args.io_in_arena, layout=args.layout,
+                             name=args.name, build=not args.no_build)
         release()
         return bundle, None
     except CompileError as err:

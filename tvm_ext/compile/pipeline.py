@@ -15,7 +15,6 @@ import shutil
 import subprocess
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
 
@@ -23,6 +22,7 @@ import numpy as np
 
 from backends import backend_of
 from backends.cortex_m.bundle_files.support import QEMU_TEST_MAKEFILE, makefile_fragment
+from emulator.cycle_model import cycle_estimate
 from memory_planner import plan_memory
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.check import InvalidMemoryPlanError, check_plan
@@ -38,7 +38,8 @@ from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
 from tvm_ext.processes.command_process import interrupts_held_back
-from tvm_ext.compile import BundleBuildError, CompileError, DoesNotFitError, SelftestMismatchError, early_objects
+from tvm_ext.compile import (BundleBuildError, CompileError, DoesNotFitError, SelftestMismatchError, early_objects,
+                             tvm_ext_version)
 from tvm_ext.compile.early_objects import EarlyObjects
 
 if TYPE_CHECKING:
@@ -64,11 +65,13 @@ class Stage(Protocol):
 
 @dataclass(frozen=True)
 class FolderResult:
+    """A compiled bundle folder: `library` and `selftest` are None when it was not built (`BundleOptions.build`)."""
+
     plan: ExecutionPlan
     memory: MemoryPlan
-    library: Path
+    library: Path | None
     archive: Path
-    selftest: SelftestResult
+    selftest: SelftestResult | None
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,9 @@ class BundleOptions:
     outputs into the arena (the bundle's header then gives their places and the run functions take no I/O
     arguments); `layout` ("NCHW" or "NHWC") puts every subgraph of a float model into that data layout, None
     lets the passes choose per subgraph (tvm_ext.transform.layout_per_subgraph); `io` the quantization and
-    layout of a Relax module's inputs and outputs (tvm_ext.quantize's integer module; None: unknown).
+    layout of a Relax module's inputs and outputs (tvm_ext.quantize's integer module; None: unknown); `build`
+    False writes the sources, build files and manifest without building or self-testing them (nor asking for the
+    profile's tools): the bundle is marked untested, for a machine with the profile's toolchain to build.
     """
 
     name: str | None = None
@@ -172,6 +177,7 @@ class BundleOptions:
     io_in_arena: bool = False
     layout: str | None = None
     io: IoQuantization | None = None
+    build: bool = True
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
@@ -193,7 +199,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     except target.ProfileError as err:
         raise CompileError(f"{file_name}: {err}") from err
     config = build_config(profile)
-    check_tools_installed(config, profile, file_name)
+    if options.build:
+        check_tools_installed(config, profile, file_name)
     checked = None
     if from_file:
         checked = stage("check", lambda: check(model), lambda c: (
@@ -234,7 +241,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             # name in the model, which CompileError shows escaped within the line.
             raise CompileError(str(err).strip()) from err
         early = None
-        if options.jobs > 1 and early_objects.eligible(config):  # beside the planning and the packaging
+        # beside the planning and the packaging
+        if options.build and options.jobs > 1 and early_objects.eligible(config):
             with interrupts_held_back():  # the makes started are ended with `running`
                 early = running.enter_context(early_objects.compiling_early(
                     folder, early_sources(generated, profile, config)))
@@ -250,6 +258,13 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
                                                         config, units), lambda p: f"{len(p.files)} files")
+        if not options.build:
+            untested = untested_reason(config)
+            facts = bundle_facts(profile, config, planned, None, units, options.quantization, lowered.layouts,
+                                 untested)
+            log_skipped(stage, untested)
+            return FolderResult(planned.plan, planned.memory, None, finish_bundle(folder, packaged.bundle, facts),
+                                None)
         built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs, early),
                       lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
     tested = stage("self-test", lambda: self_test(folder, packaged.bundle), _describe_selftest)
@@ -258,6 +273,19 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     facts = bundle_facts(profile, config, planned, tested, units, options.quantization, lowered.layouts)
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, built.library, tarball, tested.result)
+
+
+def untested_reason(config: BuildConfig) -> str:
+    """Why a bundle compiled with `BundleOptions.build` False is untested, and what to run: one line of ours."""
+    check = "make qemu-test" if config.emulated is not None else "make check"
+    return (f"compiled with --no-build: neither built nor self-tested here; build and self-test it with "
+            f"`{check}` where {config.cc} is installed")
+
+
+def log_skipped(stage: Stage, untested: str) -> None:
+    """The build's and the self-test's lines of a compile with `BundleOptions.build` False."""
+    stage("build", lambda: None, lambda _: "skipped (--no-build)")
+    stage("self-test", lambda: None, lambda _: f"skipped: {untested}")
 
 
 def check_tools_installed(config: BuildConfig, profile: Profile, file_name: str) -> None:
@@ -530,30 +558,34 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
         raise CompileError(f"{file_name}: the {profile.name} profile's compute units: {err}") from err
 
 
-def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested: Tested,
+def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested: Tested | None,
                  units: list[UnitChoice], quantization: dict | None,
-                 layouts: tuple[LayoutChoice, ...] = ()) -> BundleFacts:
-    """What the manifest records beyond the plans: tool versions, the profile, its headroom, the self-test,
-    each subgraph's compute unit and data layout, and how a float model was quantized (None: it was not)."""
+                 layouts: tuple[LayoutChoice, ...] = (), untested: str | None = None) -> BundleFacts:
+    """What the manifest records beyond the plans: tool versions, the profile, its headroom, the self-test
+    (None: not built, `untested` says why), each subgraph's compute unit and data layout, and how a float model
+    was quantized (None: it was not)."""
     import target
     import tvm
 
     return BundleFacts(
         tools={
-            "tvm_ext": version("tvm-ext-lowpower") if _installed("tvm-ext-lowpower") else "source",
+            "tvm_ext": tvm_ext_version(),
             "apache-tvm": tvm.__version__,
             "python": platform.python_version(),
             "cc": _compiler_version(config.cc),
         },
         profile={"name": profile.name, "source": profile.source, "cpu": profile.cpu, "fpu": profile.fpu,
                  "simd": profile.simd, "int8_rounding": profile.int8_rounding,
-                 "subgraph_bytes": profile.subgraph_bytes, "units": [unit.name for unit in profile.compute_units]},
+                 "subgraph_bytes": profile.subgraph_bytes, "clock_hz": profile.clock_hz,
+                 "units": [unit.name for unit in profile.compute_units]},
         headroom=target.headroom(profile, planned.memory.arena_bytes, planned.plan.weight_bytes()),
-        selftest=tested.result,
-        measured=tested.measured,
+        selftest=None if tested is None else tested.result,
+        measured={} if tested is None else tested.measured,
         subgraph_units=tuple(dataclasses.asdict(choice) for choice in units),
         quantization=quantization,
         subgraph_layouts=tuple(choice.facts() for choice in layouts),
+        untested=untested,
+        timing=cycle_estimate(profile.cpu, profile.clock_hz),
     )
 
 
@@ -607,10 +639,3 @@ def build_config(profile) -> BuildConfig:
         units=tuple(UnitBuild(unit.name, unit.c_compiler, unit.cflags) for unit in profile.units),
     )
 
-
-def _installed(dist: str) -> bool:
-    try:
-        version(dist)
-        return True
-    except Exception:  # noqa: BLE001 - PackageNotFoundError and metadata errors alike mean "not installed"
-        return False

@@ -42,7 +42,7 @@ from .tflite_ops.tensor_names import tensor_name_table
 from .tflite_ops.transpose_conv import convert_transpose_conv
 from .tflite_ops.unpack import convert_unpack
 from ..model_check.tflite_layers import tflite_layer_name
-from .bundle_prefix import c_identifier
+from packager.bundle_prefix import c_identifier
 
 _LAYER_VAR_PREFIX = "layer"  # the name hint of each operator's result var (a name only: nothing reads it back)
 

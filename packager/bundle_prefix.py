@@ -70,3 +70,14 @@ def c_identifier(text: str) -> str:
             or _RESERVED_PREFIX.match(ident)):
         ident = f"{_FALLBACK_PREFIX}{ident}"
     return ident[:MAX_PREFIX_CHARS].rstrip("_")
+
+
+def checked_prefix(name: str) -> str:
+    """`name` if it is usable as the bundle's C prefix as given (`c_identifier` keeps it), for a prefix the user
+    chooses (`--name`); ValueError saying why not and what would be."""
+    if c_identifier(name) != name:
+        raise ValueError(f"{name!r} is not usable as the bundle's C prefix: it must be a C identifier (ASCII "
+                         f"letters, digits, '_', not first a digit) of at most {MAX_PREFIX_CHARS} characters that is "
+                         "no C or C++ keyword, reserved name, system header, library or CMake target name "
+                         f"(try {c_identifier(name)!r})")
+    return name
