@@ -63,7 +63,7 @@ def _weight_bytes(model: bytes, folder: Path) -> int:
     header = (bundle.out_dir / f"{bundle.plan.model}.h").read_text()
     assert re.search(rf"_WEIGHT_BYTES {bundle.weight_bytes}u\b", header), header
     weights_c = (bundle.out_dir / f"{bundle.plan.model}_weights.c").read_text()
-    assert len(re.findall(r"^const ", weights_c, re.M)) == len(bundle.plan.constants())
+    assert len(re.findall(r"^\w+_ALIGNED\(\d+\) const ", weights_c, re.M)) == len(bundle.plan.constants())
     return bundle.weight_bytes
 
 
