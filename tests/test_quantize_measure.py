@@ -87,4 +87,4 @@ def test_ranges_default_to_percentiles_weights_are_gptq_rounded_and_biases_corre
     assert facts["bias_correction"].startswith("empirical: each int8 MAC's bias less the mean error"), facts
     assert facts["activations"] == "per-tensor asymmetric int8", facts  # int8's default ranges: percentile
     assert inspect.signature(tvm_ext.compile).parameters["ranges"].default is None  # by activation type
-    assert _parser().parse_args(["model.tflite"]).ranges is None
+    assert _parser("tvm-ext-compile").parse_args(["model.tflite"]).ranges is None
