@@ -82,3 +82,15 @@ def test_profiles_are_tvm_targets_once_tvm_ext_is_loaded():
     t = tvm.target.Target("lowpower-cortex-m4f")
     assert "lowpower" in t.keys
     assert str(t.attrs["mcpu"]) == "cortex-m4"
+
+
+def test_a_lowered_module_is_imported_without_renaming_it_again():
+    """The pipeline's first pass (GeneratedVarNames) is the one renaming: the import of a module it lowered
+    keeps main's record of the user's own names (for messages) instead of renaming the generated ones."""
+    from tvm_ext.frontend import from_relax
+    from tvm_ext.layers import ORIGINAL_VAR_NAMES_ATTR
+
+    lowered = tvm_ext.pipeline("lowpower")(users_module())
+    given = dict(lowered["main"].attrs[ORIGINAL_VAR_NAMES_ATTR])
+    assert given["input0"] == "mfcc"
+    assert dict(from_relax(lowered, "users_kws").mod["main"].attrs[ORIGINAL_VAR_NAMES_ATTR]) == given
