@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnxruntime import quantization
 
 from memory_planner.plan import TensorRole
 from onnxruntime_match import NormalCalibration, mismatches
 from tvm_ext.compile import compile
 from tvm_ext.frontend.onnx_ops.identity_elimination import without_identities
-
-quantization = pytest.importorskip("onnxruntime.quantization")
 
 
 def _relu_after_identities(output_through_identity: bool) -> onnx.ModelProto:
