@@ -83,6 +83,15 @@ def test_a_module_lowered_for_another_profile_is_refused(tmp_path):
         tvm_ext.compile(lowered, target="lowpower", out=tmp_path / "out", name="users_kws")
 
 
+def test_a_layout_for_a_lowered_module_is_refused_not_ignored(tmp_path):
+    """The layouts of a module tvm_ext.pipeline lowered are chosen already: a layout asked of compile would be
+    ignored (the bundle NHWC where the user asked NCHW)."""
+    lowered = tvm_ext.pipeline("lowpower")(users_module())
+    with pytest.raises(tvm_ext.CompileError, match="give layout='NCHW' to tvm_ext.pipeline"):
+        tvm_ext.compile(lowered, target="lowpower", out=tmp_path / "out", name="users_kws", layout="nchw")
+    assert not (tmp_path / "out").exists()
+
+
 def test_profiles_are_tvm_targets_once_tvm_ext_is_loaded():
     t = tvm.target.Target("lowpower-cortex-m4f")
     assert "lowpower" in t.keys
