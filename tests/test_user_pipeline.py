@@ -70,7 +70,9 @@ def test_the_docs_flow_gives_the_bundle_compile_makes(tmp_path, users_bundle):
     module, which is bit-identical to the bundle, instead of the user's."""
     lowered = tvm.transform.Sequential([relax.transform.CanonicalizeBindings(), tvm_ext.pipeline("lowpower")])(
         users_module())
+    functions = dict(lowered.functions)
     piped = tvm_ext.compile(lowered, target="lowpower", out=tmp_path / "piped", name="users_kws")
+    assert dict(lowered.functions) == functions  # the user's module object is left as it was
     assert piped.selftest.passed, piped.selftest.output
     layouts = json.loads((tmp_path / "piped" / "manifest.json").read_text())["subgraph_layouts"]
     assert {layout["layout"] for layout in layouts} == {"NHWC"}
