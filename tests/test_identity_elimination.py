@@ -36,6 +36,14 @@ def test_readers_read_through_a_chain_of_identities():
     onnx.checker.check_model(result, full_check=True)
 
 
+def test_an_identity_of_the_default_domain_by_its_full_name_goes_too():
+    """"ai.onnx" is the default domain spelt out (onnxruntime removes its Identity nodes alike)."""
+    model = _relu_after_identities(False)
+    for node in model.graph.node:
+        node.domain = "ai.onnx"
+    assert [n.op_type for n in without_identities(model).graph.node] == ["Relu"]
+
+
 def test_an_identity_writing_a_graph_output_stays():
     result = without_identities(_relu_after_identities(True))
     assert [(n.op_type, list(n.input), list(n.output)) for n in result.graph.node] == [
