@@ -110,3 +110,16 @@ def test_a_lowered_module_is_imported_without_renaming_it_again():
     given = dict(lowered["main"].attrs[ORIGINAL_VAR_NAMES_ATTR])
     assert given["input0"] == "mfcc"
     assert dict(from_relax(lowered, "users_kws").mod["main"].attrs[ORIGINAL_VAR_NAMES_ATTR]) == given
+
+
+def test_a_module_lowered_with_a_backends_helper_calls_is_refused_before_any_work(tmp_path, shared_models):
+    """An int8 model lowered for a DSP core calls the Cortex-M backend's C helpers, which TVM's Relax VM (the
+    self-test's reference for a module from no file) cannot run: one error line, naming them and the remedy, not
+    an internal error from the VM's build."""
+    from tvm_ext.frontend import import_model
+
+    mod = import_model(shared_models / "tflm" / "hello_world_int8.tflite").mod
+    lowered = tvm_ext.pipeline("cortex-m4f")(mod)
+    with pytest.raises(tvm_ext.CompileError, match=r"call the backend's C helpers \(tvm_ext\.dual_mac"):
+        tvm_ext.compile(lowered, target="cortex-m4f", out=tmp_path / "out", name="hello")
+    assert not (tmp_path / "out").exists()
