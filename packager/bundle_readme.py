@@ -19,7 +19,7 @@ from packager.c_text import macro_prefix
 from packager.header import STATUS_CODES, run_signature
 from packager.io_header import has_helpers
 from packager.io_names import IoTensor, io_in_arena
-from packager.report import markdown_text
+from packager.markdown_text import markdown_text
 from packager.selftest_verdict import SelftestResult
 from packager.state import reset_signature, state_bytes
 

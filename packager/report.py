@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 
 from emulator.cycle_model import CycleEstimate
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, TensorRole
-from printable import printable
+from packager.markdown_text import markdown_text
 
 REPORT_FILE = "report.md"
 
@@ -26,9 +26,6 @@ NOT_MEASURED = ("not measured (the {target} profile's self-test runs on the host
                 "compile for a Cortex-M profile, cortex-m0plus, cortex-m4f, cortex-m7 or cortex-m33, to count "
                 "instructions per call)")
 """Why a report has no instruction columns (formatted with the target's name)."""
-
-_MARKDOWN_SPECIAL = set("\\`*_{}[]<>()#+-.!|~&$")  # CommonMark's, and GitHub's math delimiter
-
 
 @dataclass(frozen=True)
 class CallCost:
@@ -223,12 +220,6 @@ def _layers(call: CallCost) -> str:
     if call.operators:
         return "; ".join(f"{markdown_text(op.name)} #{op.index}".lstrip() for op in call.operators)
     return "; ".join(markdown_text(label) for label in call.labels) or "-"
-
-
-def markdown_text(text: str) -> str:
-    """Model text made literal in a Markdown table cell: `printable` (one line, no control character), then
-    every Markdown character escaped."""
-    return "".join(f"\\{char}" if char in _MARKDOWN_SPECIAL else char for char in printable(text))
 
 
 def _shapes(shapes: tuple[tuple[int, ...], ...]) -> str:
