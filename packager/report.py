@@ -99,6 +99,16 @@ class LayerReport:
             if self.estimated:
                 entry["estimated_microseconds"] = self.timing.microseconds(c.instructions or 0)
             calls.append(entry)
+        facts = {"calls": calls, "totals": self.totals(),
+                 "instructions": "QEMU -icount, not cycles, by the profiling build of the run function"
+                 if self.measured else self.not_measured}
+        if self.estimated:
+            facts["estimated_time"] = self.timing.describe()
+        return facts
+
+    def totals(self) -> dict[str, Any]:
+        """The manifest's `layer_report.totals`: sums over the calls (bytes), the bytes stored, and when measured
+        the instruction counts (and the estimated time of one inference, in microseconds)."""
         totals: dict[str, Any] = {
             "macs": self.total_macs,
             "weight_bytes": sum(c.weight_bytes for c in self.calls),
@@ -109,13 +119,9 @@ class LayerReport:
         if self.measured:
             totals["call_instructions"] = self.call_instructions
             totals["inference_instructions"] = self.inference_instructions
-        facts = {"calls": calls, "totals": totals,
-                 "instructions": "QEMU -icount, not cycles, by the profiling build of the run function"
-                 if self.measured else self.not_measured}
         if self.estimated:
             totals["estimated_inference_microseconds"] = self.timing.microseconds(self.inference_instructions or 0)
-            facts["estimated_time"] = self.timing.describe()
-        return facts
+        return totals
 
     def markdown(self) -> str:
         """report.md's text."""
@@ -158,7 +164,7 @@ class LayerReport:
             if self.estimated:
                 cells.append(f"{self.timing.microseconds(c.instructions or 0):,.1f}")
             lines.append("| " + " | ".join(cells) + " |")
-        facts = self.facts()["totals"]
+        facts = self.totals()
         lines += ["", "## Totals", "",
                   f"- MACs: {facts['macs']:,}",
                   f"- weight bytes read: {facts['weight_bytes']:,}; stored (each constant once): "
