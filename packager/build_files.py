@@ -69,6 +69,12 @@ class BuildConfig:
         portable = tuple(flag for flag in self.cflags if flag.startswith(HOST_PORTABLE_PREFIXES))
         return replace(self, cc="cc", ar="ar", cflags=portable, ldflags=(), runs_on_host=True, emulated=None)
 
+    @property
+    def selftest_make(self) -> tuple[str, str]:
+        """The Makefile's self-test command and what it does, as the bundle's README and the --no-build message
+        say it: on the emulated board (`make qemu-test`), else built and run by `make check`."""
+        return ("make qemu-test", "runs it on QEMU") if self.emulated else ("make check", "builds and runs it")
+
     def make_variables(self) -> dict[str, tuple[str, ...]]:
         """The Makefile's tool and flag variables, each as its words (`packager.make_text` writes them)."""
         return {"CC": (self.cc,), "AR": (self.ar,), "CFLAGS": self.language_and_cflags, "LDFLAGS": self.ldflags}

@@ -164,7 +164,8 @@ def _io_row(model: str, kind: str, io: IoTensor, helper: str) -> str:
 
 
 def _build(m: str, M: str, config: BuildConfig) -> list[str]:
-    check = "`make qemu-test` runs it on QEMU" if config.emulated else "`make check` builds and runs it"
+    command, effect = config.selftest_make
+    check = f"`{command}` {effect}"
     lines = [
         "## Build",
         "",

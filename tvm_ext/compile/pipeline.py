@@ -278,9 +278,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
 def untested_reason(config: BuildConfig) -> str:
     """Why a bundle compiled with `BundleOptions.build` False is untested, and what to run: one line of ours."""
-    check = "make qemu-test" if config.emulated is not None else "make check"
+    command, _ = config.selftest_make
     return (f"compiled with --no-build: neither built nor self-tested here; build and self-test it with "
-            f"`{check}` where {config.cc} is installed")
+            f"`{command}` where {config.cc} is installed")
 
 
 def log_skipped(stage: Stage, untested: str) -> None:
