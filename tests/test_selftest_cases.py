@@ -153,3 +153,62 @@ def test_the_board_counts_one_inference_the_first_case(tmp_path: Path) -> None:
     assert result.passed and result.instructions, result.output
     assert result.output.count("instructions per inference") == 1
     assert len(result.call_instructions) == 1 and [r.case for r in result.reports] == [0, 1, 2, 3]
+
+
+def quantize_model(folder: Path, also_float: bool = False) -> Path:
+    """An ONNX QuantizeLinear of a float input (scale 0.02, zero point 3) to an int8 output, as a QDQ model's
+    first node; `also_float`: the input also feeds a float Relu, a second output."""
+    from onnx import TensorProto, helper, numpy_helper, save
+
+    nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zero_point"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.INT8, [1, 64])]
+    if also_float:
+        nodes.append(helper.make_node("Relu", ["x"], ["r"]))
+        outputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 64]))
+    constants = [numpy_helper.from_array(np.array(0.02, np.float32), "scale"),
+                 numpy_helper.from_array(np.array(3, np.int8), "zero_point")]
+    graph = helper.make_graph(nodes, "quantize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                              outputs, constants)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    path = folder / "quantize_input.onnx"
+    save(model, str(path))
+    return path
+
+
+def test_a_float_input_the_model_only_quantizes_is_drawn_over_its_grid_and_its_ties(tmp_path: Path) -> None:
+    from tvm_ext.frontend import import_model_data
+    from tvm_ext.reference.input_grids import QuantizationGrid, quantized_input_grids
+
+    path = quantize_model(tmp_path)
+    imported = import_model_data(path, path.read_bytes(), "onnx", None)
+    grids = quantized_input_grids(imported.mod["main"])
+    assert grids == {0: QuantizationGrid(float(np.float32(0.02)), 3, -128, 127)}
+    first, extremes, ties, other = (case[0].reshape(-1) for case in selftest_cases(imported.inputs, 4, grids=grids))
+    assert first.min() >= -1.0 and first.max() < 1.0  # case 0 is the input the self-test always ran
+    quantized = np.round(extremes.astype(np.float64) / 0.02) + 3
+    assert quantized.min() == -129 and quantized.max() == 128  # one step beyond either end: saturates both ways
+    steps = ties.astype(np.float64) / 0.02
+    assert np.all(np.abs(steps - np.floor(steps) - 0.5) < 1e-4)  # on a tie, within float32's rounding
+    assert steps.min() < -120 and steps.max() > 120 and other.min() < -2.0  # the whole grid, not [-1, 1)
+    path = quantize_model(tmp_path, also_float=True)
+    assert quantized_input_grids(import_model_data(path, path.read_bytes(), "onnx", None).mod["main"]) == {}
+
+
+def test_a_quantization_rounding_ties_the_wrong_way_is_caught_by_the_ties_case(tmp_path: Path) -> None:
+    """The bundle's QuantizeLinear rounds x / scale half to even, as onnxruntime; edited to round every tie up,
+    it still passes case 0 (uniform floats, none on a tie) but fails case 2 (every input on a tie)."""
+    bundle = tvm_ext.compile(quantize_model(tmp_path), target="lowpower", out=tmp_path / "out")
+    assert bundle.selftest.passed and bundle.selftest.cases == MAX_CASES
+    kernels = bundle.out_dir / "quantize_input_kernels.c"
+    # The tie clause `... == 0.5f) && (floor(v) - 2 * floor(floor(v) * 0.5f)) == 1.0f` (round up from an odd
+    # floor) becomes `... >= 0.0f`: every tie rounds up.
+    text, count = re.subn(r"\) == 1\.000000e\+00f\)", ") >= 0.000000e+00f)", kernels.read_text())
+    assert count == 1, kernels.read_text()
+    kernels.write_text(text)
+    make(bundle.out_dir, "selftest")
+    entries = json.loads((bundle.out_dir / "manifest.json").read_text())["selftest"]["outputs"]
+    checksums = tuple((int(entry["reference_checksum"], 16),) for entry in entries)
+    result = run_host_selftest(bundle.out_dir, checksums)
+    assert not result.passed and result.problem is None, result.output
+    assert {m.case for m in result.mismatches} == {2}, result.mismatches

@@ -334,6 +334,7 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
     from tvm_ext.frontend import from_relax, import_model_data
     from tvm_ext.model_check.limits import io_problem
     from packager.selftest import case_count
+    from tvm_ext.reference.input_grids import quantized_input_grids
     from tvm_ext.reference.outputs import DIVIDING_OPERATORS, selftest_cases
     from tvm_ext.transform import RefuseOversizedTensors
     from tvm_ext.transform.index_guards import index_input_limits
@@ -349,8 +350,10 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
         imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
         divides = any(operator.op in DIVIDING_OPERATORS for operator in checked.facts.operators)
     limits = index_input_limits(imported.mod["main"])  # index inputs drawn inside their axes
+    grids = quantized_input_grids(imported.mod["main"])  # float inputs drawn over their quantization too
     count = case_count(tensors_bytes(imported.inputs) + tensors_bytes(imported.outputs))
-    return Imported(imported, selftest_cases(imported.inputs, count, nonzero_integers=divides, index_limits=limits))
+    return Imported(imported, selftest_cases(imported.inputs, count, nonzero_integers=divides, index_limits=limits,
+                                             grids=grids))
 
 
 def check_lowered_module(imported: Imported, profile: Profile) -> None:

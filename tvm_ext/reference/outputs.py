@@ -29,6 +29,7 @@ from tvm_ext.reference.server import ServedRun
 
 if TYPE_CHECKING:
     from tvm_ext.frontend import TensorSpec
+    from tvm_ext.reference.input_grids import QuantizationGrid
 
 # A reference runtime still running after this many seconds is stopped (the largest shared model takes
 # a few seconds).
@@ -49,9 +50,12 @@ class _ValueRange:
     skips_zero: bool = False
 
 
-def _value_range(spec: TensorSpec, nonzero_integers: bool, index_limit: int | None) -> _ValueRange:
+def _value_range(spec: TensorSpec, nonzero_integers: bool, index_limit: int | None,
+                 grid: QuantizationGrid | None = None) -> _ValueRange:
     """The range of test_inputs and extreme_inputs for one input (their arguments)."""
     dtype = np.dtype(spec.dtype)
+    if grid is not None:
+        return _ValueRange(grid.low, grid.high)
     if dtype.kind in "iu" and index_limit is not None and (index_limit < 10 or dtype.itemsize == 1):
         low = int(nonzero_integers and index_limit > 1)
         return _ValueRange(low, max(index_limit - 1, low))
@@ -68,22 +72,26 @@ def _value_range(spec: TensorSpec, nonzero_integers: bool, index_limit: int | No
 
 
 def test_inputs(specs: list[TensorSpec], seed: int = 0, nonzero_integers: bool = False,
-                index_limits: dict[int, int] | None = None) -> list[np.ndarray]:
+                index_limits: dict[int, int] | None = None, grids: dict[int, QuantizationGrid] | None = None,
+                ties: bool = False) -> list[np.ndarray]:
     """Deterministic inputs: floats uniform in [-1, 1), bools uniform, 1-byte integers uniform over the
     type's range, wider integers in [0, 10). With `nonzero_integers` (a model that divides by an input: an
     integer Div or Mod would divide by zero and crash the reference runtime), integers are never zero:
     1-byte ones uniform over the type's nonzero values, wider ones in [1, 10). An integer input k with
     `index_limits[k]` (its values are indices on an axis of that size: index_guards.index_input_limits)
     takes values in [0, that size) when it is less than 10 or the input has 1 byte, so the reference runtime
-    accepts them."""
+    accepts them. A float input k with `grids[k]` (the model only quantizes it: input_grids) is uniform from
+    one step below its grid to one step above, and with `ties` each value is moved onto a rounding tie of
+    the grid."""
     rng = np.random.default_rng(seed)
     arrays = []
-    limits = index_limits or {}
+    limits, input_grids = index_limits or {}, grids or {}
     for k, spec in enumerate(specs):
         dtype = np.dtype(spec.dtype)
-        values = _value_range(spec, nonzero_integers, limits.get(k))
+        values = _value_range(spec, nonzero_integers, limits.get(k), input_grids.get(k))
         if dtype.kind == "f":
-            arrays.append(rng.uniform(values.low, values.high, spec.shape).astype(dtype))
+            drawn = rng.uniform(values.low, values.high, spec.shape)
+            arrays.append(input_grids[k].ties(drawn) if ties and k in input_grids else drawn.astype(dtype))
         elif values.skips_zero:
             drawn = rng.integers(values.low, values.high, spec.shape)  # one value fewer than the range holds,
             arrays.append((drawn + (drawn >= 0)).astype(dtype))  # shifted over zero
@@ -93,29 +101,35 @@ def test_inputs(specs: list[TensorSpec], seed: int = 0, nonzero_integers: bool =
 
 
 def extreme_inputs(specs: list[TensorSpec], nonzero_integers: bool = False,
-                   index_limits: dict[int, int] | None = None) -> list[np.ndarray]:
+                   index_limits: dict[int, int] | None = None,
+                   grids: dict[int, QuantizationGrid] | None = None) -> list[np.ndarray]:
     """Inputs at the ends of test_inputs' ranges, alternating element by element (low, high, low, ...): 1-byte
     integers at their type's minimum and maximum (1 for uint8's minimum with `nonzero_integers`), so that every
     integer kernel meets saturation both ways; index inputs at 0 and their axis' last index (as test_inputs:
     `index_limits`); bools False and True; wider integers at test_inputs' 0 (1) and 9; floats at -1 and 1 (a
-    float model's reference is not known to stay finite beyond the range the first case draws from)."""
+    float model's reference is not known to stay finite beyond the range the first case draws from), or, for
+    an input the model only quantizes (`grids`), one step beyond either end of its grid (saturating both
+    ways)."""
     arrays = []
-    limits = index_limits or {}
+    limits, input_grids = index_limits or {}, grids or {}
     for k, spec in enumerate(specs):
-        values = _value_range(spec, nonzero_integers, limits.get(k))
+        values = _value_range(spec, nonzero_integers, limits.get(k), input_grids.get(k))
         alternating = np.arange(int(np.prod(spec.shape, dtype=np.int64))) % 2 == 1
         arrays.append(np.where(alternating, values.high, values.low).reshape(spec.shape).astype(spec.dtype))
     return arrays
 
 
 def selftest_cases(specs: list[TensorSpec], count: int, nonzero_integers: bool = False,
-                   index_limits: dict[int, int] | None = None) -> list[list[np.ndarray]]:
-    """`count` input cases for the self-test, deterministic: case 0 is test_inputs' (seed 0), case 1
-    extreme_inputs', the others test_inputs' with seeds 1, 2, ... (the arguments are theirs)."""
+                   index_limits: dict[int, int] | None = None,
+                   grids: dict[int, QuantizationGrid] | None = None) -> list[list[np.ndarray]]:
+    """`count` input cases for the self-test, deterministic: case 0 is test_inputs' (seed 0, without `grids`:
+    the input the self-test always ran), case 1 extreme_inputs', the others test_inputs' with seeds 1, 2, ...,
+    the first of them (case 2) on the grids' rounding ties (the arguments are theirs)."""
     cases = [test_inputs(specs, 0, nonzero_integers, index_limits)]
     if count > 1:
-        cases.append(extreme_inputs(specs, nonzero_integers, index_limits))
-    cases += [test_inputs(specs, seed, nonzero_integers, index_limits) for seed in range(1, count - 1)]
+        cases.append(extreme_inputs(specs, nonzero_integers, index_limits, grids))
+    cases += [test_inputs(specs, seed, nonzero_integers, index_limits, grids, ties=seed == 1)
+              for seed in range(1, count - 1)]
     return cases
 
 
