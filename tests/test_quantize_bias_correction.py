@@ -19,7 +19,7 @@ BIAS = np.array([-120.0, 80.0], np.float32)  # outputs within about +-10: an int
 
 @pytest.fixture(scope="module")
 def conv(tmp_path_factory):
-    from tvm_ext.frontend import import_model_data
+    from tvm_ext.frontend import import_model
 
     tensors = [
         Tensor("input", INPUT_SHAPE, "float32"),
@@ -31,7 +31,7 @@ def conv(tmp_path_factory):
     path = tmp_path_factory.mktemp("bias_correction") / "conv.tflite"
     path.write_bytes(build(Model(tensors, [Operator("CONV_2D", (0, 1, 2), (3,), options)], inputs=(0,),
                                  outputs=(3,))))
-    return import_model_data(path, path.read_bytes(), "tflite")
+    return import_model(path)
 
 
 def _samples(count: int, seed: int) -> list[list[np.ndarray]]:

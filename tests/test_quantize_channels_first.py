@@ -121,9 +121,9 @@ def net_files(tmp_path_factory) -> dict[str, Path]:
 
 
 def imported(path: Path):
-    from tvm_ext.frontend import import_model_data
+    from tvm_ext.frontend import import_model
 
-    return import_model_data(path, path.read_bytes(), path.suffix.lstrip("."))
+    return import_model(path)
 
 
 def profile():

@@ -14,11 +14,11 @@ from quantize_models import CLASSES, INPUT_SHAPE, write_float_classifier
 @pytest.mark.slow  # quantizes a model: 25-60 s on the shared machine
 def test_held_back_samples_are_judged_and_recorded(tmp_path):
     import target
-    from tvm_ext.frontend import import_model_data
+    from tvm_ext.frontend import import_model
     from tvm_ext.quantize import load_calibration, quantize_model
 
     path = write_float_classifier(tmp_path)
-    model = import_model_data(path, path.read_bytes(), "tflite")
+    model = import_model(path)
     rng = np.random.default_rng(11)
     np.savez(tmp_path / "calibration.npz", rng.normal(0.0, 0.5, (30, *INPUT_SHAPE[1:])).astype(np.float32))
     np.savez(tmp_path / "held.npz", rng.normal(0.0, 0.5, (25, *INPUT_SHAPE[1:])).astype(np.float32))

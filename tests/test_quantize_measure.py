@@ -15,11 +15,11 @@ HELLO_WORLD = "tflm/hello_world_float.tflite"
 def hello_world_quantized():
     """hello_world_float quantized for lowpower on random calibration (tvm_ext.quantize, no bundle)."""
     import target
-    from tvm_ext.frontend import import_model_data
+    from tvm_ext.frontend import import_model
     from tvm_ext.quantize import load_calibration, quantize_model
 
     path = models_dir() / HELLO_WORLD
-    model = import_model_data(path, path.read_bytes(), "tflite")
+    model = import_model(path)
     return quantize_model(model, load_calibration("random", model.inputs), target.load_profile("lowpower"))
 
 

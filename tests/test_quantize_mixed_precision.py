@@ -17,10 +17,10 @@ pytestmark = pytest.mark.slow  # each quantizes or compiles a model: 20-60 s on 
 
 @pytest.fixture(scope="module")
 def regressor(tmp_path_factory):
-    from tvm_ext.frontend import import_model_data
+    from tvm_ext.frontend import import_model
 
     path = write_dead_unit_regressor(tmp_path_factory.mktemp("dead_unit"))
-    return import_model_data(path, path.read_bytes(), "tflite")
+    return import_model(path)
 
 
 def _quantized(model, profile_name: str):
@@ -62,11 +62,11 @@ def test_a_profile_without_fpu_keeps_every_layer_int8(regressor):
 def test_a_well_quantizable_model_stays_all_int8_on_an_fpu():
     import target
     from conftest import models_dir
-    from tvm_ext.frontend import import_model_data
+    from tvm_ext.frontend import import_model
     from tvm_ext.quantize import load_calibration, quantize_model
 
     path = models_dir() / "tflm/hello_world_float.tflite"
-    model = import_model_data(path, path.read_bytes(), "tflite")
+    model = import_model(path)
     quantized = quantize_model(model, load_calibration("random", model.inputs), target.load_profile("cortex-m4f"))
     assert quantized.precision.startswith("all layers int8: none adds more error than the budget"), quantized.precision
 

@@ -12,14 +12,14 @@ from quantize_models import INPUT_SHAPE, write_float_classifier
 
 
 def test_on_host_average_pool_rounds_as_tflite(tmp_path):
-    from tvm_ext.frontend import import_model_data
+    from tvm_ext.frontend import import_model
     from tvm_ext.layers import bindings_of
     from tvm_ext.quantize import ActivationQuant, RangeMethod
     from tvm_ext.quantize.qdq import layer_outputs, quantize_graph
     from tvm_ext.quantize.ranges import observe_ranges, quants_of, run_on_samples, with_taps
 
     path = write_float_classifier(tmp_path)
-    model = import_model_data(path, path.read_bytes(), "tflite")
+    model = import_model(path)
     rng = np.random.default_rng(4)
     samples = [[rng.normal(0.0, 0.5, INPUT_SHAPE).astype(np.float32)] for _ in range(20)]
     ranges = observe_ranges(model.mod, layer_outputs(model.mod["main"]), samples, [RangeMethod.MINMAX])[0]

@@ -86,22 +86,22 @@ def test_per_channel_weights_are_symmetric_int8():
 ])
 def test_auto_decides_from_the_fpu(profile_name, quantizes, reason):
     import target
-    from tvm_ext.frontend import import_model_data
+    from tvm_ext.frontend import import_model
     from tvm_ext.quantize import decide
 
     path = models_dir() / HELLO_WORLD
-    model = import_model_data(path, path.read_bytes(), "tflite")
+    model = import_model(path)
     decision = decide(model.mod["main"], target.load_profile(profile_name))
     assert decision.quantize is quantizes and reason in decision.reason
 
 
 def test_auto_quantizes_a_float_model_that_does_not_fit():
     import target
-    from tvm_ext.frontend import import_model_data
+    from tvm_ext.frontend import import_model
     from tvm_ext.quantize import decide
 
     path = models_dir() / "mlperf_tiny/ad01_fp32.tflite"  # 1,063,456 B of float weights
-    model = import_model_data(path, path.read_bytes(), "tflite")
+    model = import_model(path)
     profile = target.load_profile("cortex-m4f")
     decision = decide(model.mod["main"], profile)
     assert decision.quantize, decision.reason
