@@ -3,6 +3,7 @@ the promise that the model check loads no TVM until it looks at operators."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -32,11 +33,26 @@ def test_tflite_tables_name_real_builtins() -> None:
     assert builtins >= support.TFLITE_INT8_OPS
 
 
-def test_onnx_own_converters_are_the_frontends() -> None:
-    """The checks name the ONNX operators our importer converts without importing it (no import cycle)."""
+def test_the_frontends_converter_tables_are_keyed_by_the_checks_lists() -> None:
+    """The check's lists name the operators our import converts (no import of the frontend: no cycle); the
+    frontend's tables follow them, in their order."""
     from tvm_ext.frontend.onnx_ops.integer_ops import CONVERTERS
+    from tvm_ext.frontend.tflite_ops.signal import SIGNAL_CODES
+    from tvm_ext.model_check.signal_ops import SIGNAL_OPERATORS
 
-    assert support.ONNX_OWN_CONVERTERS == frozenset(CONVERTERS)
+    assert list(CONVERTERS) == list(support.ONNX_OWN_CONVERTERS)
+    assert SIGNAL_CODES == frozenset(SIGNAL_OPERATORS)
+
+
+@pytest.mark.parametrize(("listed", "converters", "named"), [
+    (("QLinearConv", "QGemm"), {"QLinearConv": 1}, "no converter for ['QGemm']"),
+    (("QLinearConv",), {"QLinearConv": 1, "QGemm": 2}, "converters for ['QGemm']"),
+])
+def test_a_converter_table_that_differs_from_the_checks_list_is_refused(listed, converters, named) -> None:
+    from tvm_ext.frontend.converter_table import ConverterTableError, keyed_by
+
+    with pytest.raises(ConverterTableError, match=re.escape(named)):
+        keyed_by(listed, converters, "the test's converters")
 
 
 def test_onnx_exclusions_name_real_operators() -> None:
