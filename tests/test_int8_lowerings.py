@@ -3,8 +3,6 @@ and the registration table against the model check's int8 operator list."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 
@@ -25,38 +23,15 @@ from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multi
 from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
 from tvm_ext.transform.int8 import LOWERINGS, conv, lowered_operators, softmax
-from tvm_ext.transform.int8.emit import record_operand_roles
 from tvm_ext.transform.int8.graph import Graph
 from tvm_ext.transform.int8.lowering import FixedCall, LoweringContext, Mismatch
 from tvm_ext.transform.int8.mac import Conv2DGeometry, MacKernel
-from tvm_ext.layers import LayerRecord, bindings_of, with_layers
+
+from int8_expected import expected_module, kernel
 
 
 def _expected(build, kinds: list[str]) -> tvm.IRModule:
-    """An expected lowered module: ``build(bb, *params)`` emits main's kernel calls and returns the output."""
-    bb = relax.BlockBuilder()
-    params = build.params
-    with bb.function("main", params):
-        with bb.dataflow():
-            output = bb.emit_output(build(bb, *params))
-        bb.emit_func_output(output)
-    mod = bb.get()
-    # A hand-written module has no frontend records: call i's record is the nameless "<KIND> #i".
-    calls = [b for b in bindings_of(mod["main"])
-             if isinstance(b.value, relax.Call) and b.value.op.name == "relax.call_tir"]
-    per_binding = [[calls.index(b)] if b in calls else [] for b in bindings_of(mod["main"])]
-    records = [LayerRecord("", kind, index) for index, kind in enumerate(kinds)]
-    mod["main"] = with_layers(mod["main"], records, per_binding)
-    return mod
-
-
-def _kernel(bb, kind: str, index: int, kernel, *args, **params) -> relax.Var:
-    tensors = {key: value for key, value in params.items() if isinstance(value, relax.Expr)}
-    static = {key: value for key, value in params.items() if key not in tensors}
-    var = bb.emit_te(functools.partial(kernel, **static), *args, primfunc_name_hint=kind.lower(),
-                     name_hint=f"layer{index}", **tensors)
-    record_operand_roles(bb, kernel, args, tensors, bb.lookup_binding(var))
-    return var
+    return expected_module(build, build.params, kinds)
 
 
 def test_the_table_lowers_exactly_the_operators_the_model_check_accepts_for_int8():
@@ -84,11 +59,11 @@ def test_max_pool_folds_the_following_clip_between_the_float_edges():
     """QUANTIZE, MAX_POOL_2D (+ int8 clip folded into its clamp), RESHAPE and DEQUANTIZE, one kernel each."""
 
     def build(bb, x):
-        quantized = _kernel(bb, "QUANTIZE", 0, quantize_int8, x, scale=0.5, zero_point=-3)
-        pooled = _kernel(bb, "MAX_POOL_2D", 1, max_pool2d_integer, quantized, activation=ActivationRange(-128, 60),
+        quantized = kernel(bb, "QUANTIZE", 0, quantize_int8, x, scale=0.5, zero_point=-3)
+        pooled = kernel(bb, "MAX_POOL_2D", 1, max_pool2d_integer, quantized, activation=ActivationRange(-128, 60),
                          pool=[2, 3], strides=[2, 2], padding=[0, 1, 1, 1])
-        flat = _kernel(bb, "RESHAPE", 2, topi.reshape, pooled, [1, 36])
-        return _kernel(bb, "DEQUANTIZE", 3, dequantize_int8, flat, scale=0.5, zero_point=-3)
+        flat = kernel(bb, "RESHAPE", 2, topi.reshape, pooled, [1, 36])
+        return kernel(bb, "DEQUANTIZE", 3, dequantize_int8, flat, scale=0.5, zero_point=-3)
 
     build.params = [relax.Var("x", relax.TensorType((1, 7, 6, 3), "float32"))]
     expected = _expected(build, ["QUANTIZE", "MAX_POOL_2D", "RESHAPE", "DEQUANTIZE"])
@@ -119,7 +94,7 @@ def test_add_takes_its_float_relu_and_the_following_clip_as_its_clamp():
     assert relu == ActivationRange(ADD_ZP, 127)
 
     def build(bb, a, b):
-        return _kernel(bb, "ADD", 0, add_int8, a, b, lhs_zero_point=A_ZP, rhs_zero_point=B_ZP, output_zero_point=ADD_ZP,
+        return kernel(bb, "ADD", 0, add_int8, a, b, lhs_zero_point=A_ZP, rhs_zero_point=B_ZP, output_zero_point=ADD_ZP,
                        params=add_params(A_SCALE, B_SCALE, ADD_SCALE, Rounding.DOUBLE),
                        activation=ActivationRange(ADD_ZP, 90), rounding=Rounding.DOUBLE)
 
