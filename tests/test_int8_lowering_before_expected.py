@@ -17,12 +17,14 @@ from tvm_ext.kernels import (Rounding, dequantize_int8, maximum_int8, minimum_in
                              relu6_int8, relu_int8, squared_difference_int8, sub_int8)
 from tvm_ext.kernels.activation import abs_integer
 from tvm_ext.kernels.arg_max import arg_max_int8
+from tvm_ext.kernels.edges import requantize_integer
 from tvm_ext.kernels.elementwise import div_int8
 from tvm_ext.kernels.int8_tables import hard_swish_table, leaky_relu_table, logistic_table, rsqrt_table, tanh_table
 from tvm_ext.kernels.lookup import lookup_int8
 from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_params, div_multiplier,
                                           float_to_quantized, hard_swish_params, leaky_relu_params, logistic_params,
-                                          mul_params, rescale_multiplier, rsqrt_multiplier, squared_difference_params)
+                                          mul_params, quantize_multiplier, rescale_multiplier, rsqrt_multiplier,
+                                          squared_difference_params)
 from tvm_ext.layers import ELEMENTWISE_LOOKUP_ATTR
 from tvm_ext.transform import LowerQuantizedToInteger
 from tvm_ext.transform.int8.div import reciprocal_constants
@@ -138,6 +140,20 @@ def _concatenation(bb, a, b):
     return _q(bb, bb.emit(relax.op.concat(pieces, axis=3)), A_SCALE, A_ZP)
 
 
+def _split_piece(bb, a):
+    pieces = bb.emit(relax.op.split(a, [1], axis=3))
+    return _dq(bb, bb.emit(relax.TupleGetItem(pieces, 1)), A_SCALE, A_ZP)
+
+
+def _pack(bb, a, b):
+    return _dq(bb, bb.emit(relax.op.stack(bb.emit(relax.Tuple([a, b])), axis=1)), A_SCALE, A_ZP)
+
+
+def _requantized(bb, a):
+    return bb.emit(relax.op.quantize(_dq(bb, a, A_SCALE, A_ZP), _const(OUT_SCALE, "float32"),
+                                     _const(OUT_ZP, "int32"), axis=0, out_dtype="int16"))
+
+
 LOGISTIC_OUT, TANH_OUT = (np.float32(1 / 256), -128), (np.float32(1 / 128), 0)
 ALPHA = np.float32(0.2)
 
@@ -187,6 +203,17 @@ CASES = [
     _int8_copy("EXPAND_DIMS", lambda x: relax.op.expand_dims(x, 1), topi.reshape, newshape=[1, 1, 2, 3, 4]),
     _int8_copy("SLICE", lambda x: relax.op.strided_slice(x, [1, 3], [0, 1], [2, 3]), topi.strided_slice,
                begin=[0, 1], end=[2, 3], strides=[1, 1], axes=[1, 3], assume_inbound=True),
+    Case("SPLIT", 1, _split_piece, lambda bb, a: kernel(
+        bb, "DEQUANTIZE", 1, dequantize_int8, kernel(bb, "SPLIT", 0, topi.strided_slice, a, begin=[1], end=[4],
+                                                     strides=[1], axes=[3]), scale=A_SCALE, zero_point=A_ZP),
+         ("SPLIT", "DEQUANTIZE")),
+    Case("PACK", 2, _pack, lambda bb, a, b: kernel(
+        bb, "DEQUANTIZE", 1, dequantize_int8, kernel(bb, "PACK", 0, topi.stack, [a, b], axis=1), scale=A_SCALE,
+        zero_point=A_ZP), ("PACK", "DEQUANTIZE")),
+    Case("QUANTIZE", 1, _requantized, lambda bb, a: kernel(
+        bb, "QUANTIZE", 0, requantize_integer, a, input_zero_point=A_ZP,
+        **dict(zip(("multiplier", "shift"), quantize_multiplier(float(A_SCALE) / float(OUT_SCALE), ROUNDING))),
+        output_zero_point=OUT_ZP, out_dtype="int16", rounding=ROUNDING)),
     Case("RESHAPE", 1, lambda bb, a: _dq(bb, bb.emit(relax.op.reshape(a, (1, 24))), A_SCALE, A_ZP),
          lambda bb, a: kernel(bb, "DEQUANTIZE", 1, dequantize_int8, kernel(bb, "RESHAPE", 0, topi.reshape, a, [1, 24]),
                               scale=A_SCALE, zero_point=A_ZP), ("RESHAPE", "DEQUANTIZE")),
