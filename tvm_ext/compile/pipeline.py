@@ -393,7 +393,7 @@ def start_reference_file(checked: Checked, imported: Imported) -> RunningReferen
     model = imported.model
     # TFLite Micro for a quantized model even with float inputs and outputs (QUANTIZE and DEQUANTIZE inside): our
     # integer kernels are TFLite Micro's arithmetic, which LiteRT's kernels do not always share (a float -> int16
-    # QUANTIZE of 1.0 in tests/test_int16_ops.py: LiteRT 2.3 gives 1525 where TFLite Micro gives 1526).
+    # QUANTIZE of 1.0 in tests/tvm_ext/transform/int8/test_int16_ops.py: LiteRT 2.3 gives 1525 where TFLite Micro gives 1526).
     micro_operators = checked.facts.quantized or not checked.facts.op_types().isdisjoint(SIGNAL_OPERATORS)
     return start_reference(checked.path, checked.facts.format.value, imported.cases, model.inputs,
                            len(model.outputs), micro_operators)

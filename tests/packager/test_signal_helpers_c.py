@@ -11,7 +11,7 @@ import pytest
 from c_checks import build_for_cortex_m4f, run_c_unit_tests
 from packager.signal_c import HELPER_FILES, signal_helper_files
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "packager" / "templates"
 UNIT_TESTS = REPO / "tests" / "c" / "test_signal_helpers.c"
 

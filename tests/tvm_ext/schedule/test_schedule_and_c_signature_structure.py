@@ -92,7 +92,7 @@ def test_producer_read_twice_is_computed_inside_the_reduction_loop_not_inlined()
 
 
 def without_streams(signatures: dict[str, KernelSignature]) -> dict[str, KernelSignature]:
-    """The signatures with their stream orders left out (tests/test_stream_order.py checks those)."""
+    """The signatures with their stream orders left out (tests/tvm_ext/codegen/test_stream_order.py checks those)."""
     return {name: dataclasses.replace(sig, streams=()) for name, sig in signatures.items()}
 
 

@@ -1,11 +1,11 @@
 """int8 SOFTMAX, RESHAPE and int8 -> int8 QUANTIZE on awkward shapes (issue 15), bit-exact with TFLite Micro.
 
-SOFTMAX (tests/test_softmax_beta.py covers beta on (2, 9)): ranks 1 to 4, one element, a row of one, odd
+SOFTMAX (tests/tvm_ext/transform/int8/test_softmax_beta.py covers beta on (2, 9)): ranks 1 to 4, one element, a row of one, odd
 rows, input scales whose rescale saturates TFLite's input radius. RESHAPE: to and from rank 1, a -1 in the
 new shape, the new shape as a constant tensor and as the options' vector only, one element. SOFTMAX and
 RESHAPE models are made of these operators alone, which TVM imports without quantize/dequantize (the frontend
 marks the model quantized). QUANTIZE: rescales above and below one, zero points at both ends of int8.
-Compiled through tvm_ext.compile (lowpower), checked as tests/test_int8_elementwise_ops.py does.
+Compiled through tvm_ext.compile (lowpower), checked as tests/tvm_ext/transform/int8/test_int8_elementwise_ops.py does.
 """
 
 from __future__ import annotations

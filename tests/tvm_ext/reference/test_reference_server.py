@@ -25,7 +25,7 @@ from tvm_ext.reference import outputs as reference
 from tvm_ext.reference import server as reference_server
 from tvm_ext.frontend import TensorSpec
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 
 BY_NAME_ONNXRUNTIME = """
     import os
@@ -160,7 +160,8 @@ def test_no_server_outlives_its_process(models: Path, how: str) -> None:
     open; killed (no atexit), its server sees its stdin close."""
     path = models / "model.onnx"
     path.write_bytes(path.name.encode())
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.environ["PYTHONPATH"], str(REPO), str(REPO / "tests")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.environ["PYTHONPATH"], str(REPO), str(REPO / "tests"),
+                                                       str(Path(__file__).resolve().parent)]))
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path), how], env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == (0 if how == "exits" else -signal.SIGKILL), proc.stderr[-2000:]

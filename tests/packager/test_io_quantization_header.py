@@ -181,7 +181,7 @@ def test_an_onnx_qdq_models_integer_input_and_output_get_their_scales(tmp_path, 
 
 
 def test_the_readmes_firmware_loop_runs_on_person_detects_bundle(compiled, tmp_path):
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     source = re.search(r"^```text\n(/\* main\.c: person_detect .*?)^```", readme, re.MULTILINE | re.DOTALL).group(1)
     (tmp_path / "main.c").write_text(source)
     bundle = compiled("tflm/person_detect.tflite")

@@ -14,7 +14,7 @@ import pytest
 import target
 from target.loading import BUILTIN_DIR, FIELD_CHECKS
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # The issue's list of profiles that must exist, and the emulated boards issue 7 names for them.
 REQUIRED_PROFILES = {"lowpower", "cortex-m0plus", "cortex-m4f", "cortex-m7", "cortex-m33", "cortex-m55"}

@@ -8,7 +8,7 @@ per-channel and per-tensor weights, a CONV_2D without a bias (a DEPTHWISE_CONV_2
 TFLite Micro crashes on it); depth multipliers 1, 2 and 4;
 FULLY_CONNECTED with keep_num_dims both ways on 3-D and 4-D inputs, without a bias, per-channel weights.
 Compiled through tvm_ext.compile (lowpower): the bundle's self-test must report every output bit-identical
-and its C must equal TFLite Micro exactly on random inputs (tests/test_int8_elementwise_ops.py's check).
+and its C must equal TFLite Micro exactly on random inputs (tests/tvm_ext/transform/int8/test_int8_elementwise_ops.py's check).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from target.field_grammar import MAX_ALIGNMENT_BYTES, MAX_FLAGS
 from target.loading import MAX_EXTENDS_DEPTH
 from target.profile_file import MAX_PROFILE_FILE_BYTES
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HOST_UNIT = {"name": "host", "c_compiler": "cc", "cflags": ["-O2"]}
 
 

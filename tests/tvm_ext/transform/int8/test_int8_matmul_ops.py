@@ -1,12 +1,12 @@
 """int8 TRANSPOSE_CONV and BATCH_MATMUL through the real pipeline (tvm_ext.compile, lowpower), bit-exact with
-TFLite Micro (UNIDIRECTIONAL_SEQUENCE_LSTM, once refused here, is tests/test_int8_lstm.py's).
+TFLite Micro (UNIDIRECTIONAL_SEQUENCE_LSTM, once refused here, is tests/tvm_ext/transform/int8/test_int8_lstm.py's).
 
 One model per operator holds several independent instances (tests/tflite_builder.py), each with its own
 inputs and output. TRANSPOSE_CONV: SAME and VALID padding, strides 1, 2 and 3 (also unequal), an odd padding
 split, kernels smaller than the stride, batch 2, one channel, per-channel and per-tensor weights, with and
 without bias, each fused activation. BATCH_MATMUL: adj_x/adj_y, broadcast batch dimensions, ranks 2 to 4, a
 constant operand. The bundle's self-test and its C on random inputs must equal TFLite Micro exactly
-(tests/test_int8_elementwise_ops.py).
+(tests/tvm_ext/transform/int8/test_int8_elementwise_ops.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ backends/cortex_m/helpers/templates/dual_mac_q15.h.in; issue 16).
   of four (the SXTB16-ordered groups and the plain tail), weights a channel stride apart that is odd.
 - The schedule takes it for the pairs of an odd pixel count and of a padded interior: one widening call per
   pair before its channel-tile loop, the MAC calls on the scratch inside it.
-(The DSP path runs bit-exactly with TFLite Micro under QEMU in tests/test_dual_mac_pixels.py.)
+(The DSP path runs bit-exactly with TFLite Micro under QEMU in tests/backends/cortex_m/test_dual_mac_pixels.py.)
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from tvm_ext.compile import compile
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "onnx_conformance.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "onnx_conformance.py"
 _spec = importlib.util.spec_from_file_location("onnx_conformance", SCRIPT)
 conformance = importlib.util.module_from_spec(_spec)
 sys.modules["onnx_conformance"] = conformance  # its dataclasses look their module up there

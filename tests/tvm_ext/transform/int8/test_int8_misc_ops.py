@@ -4,7 +4,7 @@ One model per operator holds several independent instances, each with its own in
 spatial means (axes 1 and 2 in either order, kept or not), each single axis (negative too), all axes (a
 scalar result), size-1 and one-channel tensors, odd sizes, element counts that are and are not powers of
 two, equal and different input/output quantizations. The comparison (self-test and random inputs against
-TFLite Micro, exactly) is tests/test_int8_elementwise_ops.py's.
+TFLite Micro, exactly) is tests/tvm_ext/transform/int8/test_int8_elementwise_ops.py's.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""16x8 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED attributes tests/test_int16_ops.py leaves out (issue 15),
+"""16x8 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED attributes tests/tvm_ext/transform/int8/test_int16_ops.py leaves out (issue 15),
 bit-exact with TFLite Micro: per-tensor convolution weights, a CONV_2D without a bias, depth multiplier 4 on one
 channel, FULLY_CONNECTED on a 3-D input with keep_num_dims both ways and without a bias. int16 activations of
-zero point 0, int8 weights, int64 biases; checked as tests/test_int8_elementwise_ops.py does.
+zero point 0, int8 weights, int64 biases; checked as tests/tvm_ext/transform/int8/test_int8_elementwise_ops.py does.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import pytest
 
 from conftest import session_folder
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "onnx_conformance.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "onnx_conformance.py"
 _spec = importlib.util.spec_from_file_location("onnx_conformance", SCRIPT)
 conformance = importlib.util.module_from_spec(_spec)
 sys.modules["onnx_conformance"] = conformance  # its dataclasses look their module up there

@@ -10,7 +10,7 @@ import pytest
 
 from emulator.tools import missing_tools
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "install_deps.sh"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "install_deps.sh"
 
 
 @pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"),

@@ -8,7 +8,7 @@ int8 inputs over short axes often make); an int64 output is refused (TFLite Micr
 is made of operators TVM imports without quantize/dequantize: the frontend must mark it quantized (TVM's own
 avg_pool2d rounds down). Compiled through tvm_ext.compile (lowpower): the self-test must report every output
 bit-identical and the bundle's C must equal TFLite Micro exactly on random inputs
-(tests/test_int8_elementwise_ops.py's shared check).
+(tests/tvm_ext/transform/int8/test_int8_elementwise_ops.py's shared check).
 """
 
 from __future__ import annotations

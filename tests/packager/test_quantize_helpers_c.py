@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 from c_checks import STRICT_WARNINGS, build_for_cortex_m4f, run_c_unit_tests
 from tflite_builder import Model, Operator, Quantization, Tensor, build
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "packager" / "templates"
 UNIT_TESTS = REPO / "tests" / "c" / "test_quantize_helpers.c"
 AWAY, EVEN = 0, 1  # LP_ROUND_HALF_AWAY_FROM_ZERO, LP_ROUND_HALF_TO_EVEN

@@ -22,7 +22,7 @@ from c_checks import build_for_cortex_m4f, run_c_program_under_qemu, run_c_unit_
 from emulator.tools import missing_tools
 from packager.template_files import helper_template_c
 
-UNIT_TESTS = Path(__file__).resolve().parent / "c"
+UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
 TEST_VALUES = "cortex_m_test_values.h"
 """The unit tests' shared inputs (a header beside them)."""
 PREFIX = "lp"
