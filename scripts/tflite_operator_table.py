@@ -1,6 +1,6 @@
 """Print README's TFLite operator table: one row per builtin TFLite Micro registers (and per other builtin our
 int8 pipeline lowers), whether our compiler takes it with int8 activations, with int16 activations (16x8) and in
-float, and why not, from the tables of tvm_ext/model_check/operator_support.py (tests/test_operator_table.py
+float, and why not, from the tables of tvm_ext/model_check/operator_support.py (tests/tvm_ext/model_check/test_operator_table.py
 checks README against this output).
 
     python scripts/tflite_operator_table.py

@@ -16,7 +16,7 @@ from emulator.boards import Board
 C_TYPES = {"float32": "float", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t"}
 
 
-def _array(name: str, values: np.ndarray) -> str:
+def c_array(name: str, values: np.ndarray) -> str:
     """A C array of ``values`` whose bytes equal theirs (floats by their bit patterns)."""
     flat = values.reshape(-1)
     if flat.dtype == np.float32:
@@ -30,7 +30,7 @@ def driver_c(model: str, inputs: list[np.ndarray], expected: list[np.ndarray]) -
     byte that differs from its expected one."""
     lines = ["#include <stdint.h>", "#include <stdio.h>", "#include <string.h>", f'#include "{model}.h"', ""]
     for index, (x, y) in enumerate(zip(inputs, expected)):
-        lines += [_array(f"input{index}", x), _array(f"expected{index}", y)]
+        lines += [c_array(f"input{index}", x), c_array(f"expected{index}", y)]
     out_type = C_TYPES[expected[0].dtype.name]
     in_type = C_TYPES[inputs[0].dtype.name]
     lines += [f"static {out_type} output[{expected[0].size}];", "", "int main(void)", "{", "  int failed = 0;"]

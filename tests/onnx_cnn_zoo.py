@@ -1,7 +1,7 @@
 """Standard CNN architectures at microcontroller sizes as float ONNX models (NCHW, random weights), written with
 onnx.helper the way PyTorch's exporter writes them (BatchNormalization folded into each Conv's weights, ReLU6 as
 Clip): MobileNetV2, MNASNet, SqueezeNet, a ResNet, ShuffleNetV2 and a net of the pooling and resizing operators,
-for onnxruntime's quantization tools (tests/test_onnxruntime_quantized_nets.py)."""
+for onnxruntime's quantization tools (tests/tvm_ext/frontend/test_onnxruntime_quantized_nets.py)."""
 
 from __future__ import annotations
 

@@ -184,7 +184,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                                     None if quantized is None else quantized.facts, io_in_arena,
                                     None if layout == "auto" else layout.upper(),
                                     None if quantized is None else quantized.io, build)
-            return compile_to_folder(source, target, staging, stage_logger(log), options)
+            return compile_to_folder(source, target, staging, stage_logger(log), options,
+                                     None if quantized is None else quantized.checked)
 
         def fill(staging: Path) -> FolderResult:
             if quantize is None:

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from tvm_ext.codegen.codegen_c import KernelSource
     from tvm_ext.frontend import ImportedModel, IoQuantization, TensorSpec
-    from tvm_ext.model_check import ModelFacts
+    from tvm_ext.model_check import ModelFacts, ParsedModel
     from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.plan.unit_assignment import UnitChoice
     from tvm_ext.reference.outputs import RunningReference
@@ -76,10 +76,11 @@ class FolderResult:
 
 @dataclass(frozen=True)
 class Checked:
-    """A model file that passed the model check: its bytes (the only read of the file) and the check's facts."""
+    """A model file that passed the model check: the file parsed (its only read and only parse, which the
+    import converts) and the check's facts."""
 
     path: Path
-    data: bytes
+    parsed: ParsedModel
     facts: ModelFacts
 
 
@@ -181,9 +182,10 @@ class BundleOptions:
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
-                      options: BundleOptions = BundleOptions()) -> FolderResult:
+                      options: BundleOptions = BundleOptions(), checked: Checked | None = None) -> FolderResult:
     """Compile `model` (a model file's Path or a Relax IRModule) into `folder` (which exists and is empty), as
-    `options` say.
+    `options` say. `checked` is the model file's check when the caller made it already (quantize's auto
+    keeping the float model): the file is then neither read nor parsed again.
 
     `target_spec` is resolved here, once, into the Profile (see `target.resolve_profile`); from then on the
     stages get that Profile object, or the TVM Target registered from it. `stage` times and logs each stage.
@@ -201,9 +203,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     config = build_config(profile)
     if options.build:
         check_tools_installed(config, profile, file_name)
-    checked = None
     if from_file:
-        checked = stage("check", lambda: check(model), lambda c: (
+        given = checked
+        checked = stage("check", lambda: check(model) if given is None else given, lambda c: (
             f"{file_name}: {len(c.facts.operators)} operators, {c.facts.format.value}"))
         facts = checked.facts
         check_ram_for_io(file_name, profile, sum(t.nbytes for t in facts.inputs), sum(t.nbytes for t in facts.outputs),
@@ -298,12 +300,12 @@ def check_tools_installed(config: BuildConfig, profile: Profile, file_name: str)
 
 
 def check(path: Path) -> Checked:
-    """Read the model file once and check it (no TVM); CompileError with the check's one line."""
-    from tvm_ext.model_check import ModelError, check_model_data, read_model_file
+    """Read and parse the model file once and check it (no TVM); CompileError with the check's one line."""
+    from tvm_ext.model_check import ModelError, check_parsed, parse_model, read_model_file
 
     try:
-        data = read_model_file(path)
-        return Checked(path, data, check_model_data(path, data))
+        parsed = parse_model(path, read_model_file(path))
+        return Checked(path, parsed, check_parsed(parsed))
     except ModelError as err:
         raise CompileError(str(err)) from err
 
@@ -331,7 +333,7 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
     self-test's input. A Relax module, which no model check sees, is held to the check's size limits here
     (each tensor's, and the inputs' and outputs' bytes the self-test embeds), before its reference run would
     compute a tensor that fits no target on the host."""
-    from tvm_ext.frontend import from_relax, import_model_data
+    from tvm_ext.frontend import from_relax, import_parsed
     from tvm_ext.model_check.limits import io_problem
     from packager.selftest import case_count
     from tvm_ext.reference.input_grids import quantized_input_grids
@@ -347,7 +349,7 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
             raise CompileError(f"{imported.path.name}: {problem}")
         divides = False
     else:
-        imported = import_model_data(checked.path, checked.data, checked.facts.format.value, name)
+        imported = import_parsed(checked.parsed, name)
         divides = any(operator.op in DIVIDING_OPERATORS for operator in checked.facts.operators)
     limits = index_input_limits(imported.mod["main"])  # index inputs drawn inside their axes
     grids = quantized_input_grids(imported.mod["main"])  # float inputs drawn over their quantization too
@@ -394,7 +396,7 @@ def start_reference_file(checked: Checked, imported: Imported) -> RunningReferen
     model = imported.model
     # TFLite Micro for a quantized model even with float inputs and outputs (QUANTIZE and DEQUANTIZE inside): our
     # integer kernels are TFLite Micro's arithmetic, which LiteRT's kernels do not always share (a float -> int16
-    # QUANTIZE of 1.0 in tests/test_int16_ops.py: LiteRT 2.3 gives 1525 where TFLite Micro gives 1526).
+    # QUANTIZE of 1.0 in tests/tvm_ext/transform/int8/test_int16_ops.py: LiteRT 2.3 gives 1525 where TFLite Micro gives 1526).
     micro_operators = checked.facts.quantized or not checked.facts.op_types().isdisjoint(SIGNAL_OPERATORS)
     return start_reference(checked.path, checked.facts.format.value, imported.cases, model.inputs,
                            len(model.outputs), micro_operators)

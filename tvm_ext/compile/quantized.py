@@ -17,6 +17,7 @@ from tvm_ext.compile import CompileError
 if TYPE_CHECKING:
     import tvm
 
+    from tvm_ext.compile.pipeline import Checked
     from tvm_ext.frontend import IoQuantization
 
 QUANTIZE_MODES = ("int8", "auto")
@@ -33,6 +34,7 @@ class QuantizedSource:
     int8_fallback: "QuantizedSource | None" = None
     kept_float: bool = False
     io: "IoQuantization | None" = None  # the integer module's inputs' and outputs' quantization and layout
+    checked: "Checked | None" = None  # the float model file's check (parsed once), which no later stage repeats
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,11 @@ def check_request(model_label: str, quantize: str | None, calibration: str | Pat
 
 
 def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log: Callable[[str], None],
-                     decided: str | None = None) -> QuantizedSource:
+                     decided: str | None = None, checked: "Checked | None" = None) -> QuantizedSource:
     """What the pipeline compiles for `path` under `request`: the integer module and its manifest facts, or
     (auto deciding to keep float) the path itself and the decision's facts. Logs the decision and the
     accuracy cost, one line each. `decided`: the reason to quantize already known (recorded as auto's
-    decision)."""
+    decision); `checked`: the file's check made already (it is then neither read nor parsed again)."""
     import target
     from tvm_ext.compile.pipeline import check, check_ram_for_io, import_
     from tvm_ext.frontend import ModelImportError
@@ -83,7 +85,7 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
         profile = target.resolve_profile(target_spec)
     except target.ProfileError as err:
         raise CompileError(f"{path.name}: {err}") from err
-    checked = check(path)
+    checked = check(path) if checked is None else checked
     # The quantized bundle's inputs and outputs take a byte per element at least (int8), with the arena's room
     # for them at best (io_in_arena): what must fit whatever the quantizer chooses.
     check_ram_for_io(path.name, profile, sum(t.elements for t in checked.facts.inputs),
@@ -102,7 +104,7 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
         log(f"quantize   {decision.reason}")
         facts["decision"] = decision.reason
         if not decision.quantize:
-            return QuantizedSource(path, facts, kept_float=True)
+            return QuantizedSource(path, facts, kept_float=True, checked=checked)
     try:
         calibration = load_calibration(request.calibration, model.inputs)
         held_back = None if request.held_back is None else load_calibration(request.held_back, model.inputs)
@@ -135,5 +137,5 @@ def source_instead(path: Path, target_spec: Any, request: QuantizeRequest, log: 
     if refused.kept_float:
         reason = f"quantizing: the float bundle does not fit ({too_large})"
         log(f"quantize   {reason}")
-        return quantized_module(path, target_spec, request, log, decided=reason)
+        return quantized_module(path, target_spec, request, log, decided=reason, checked=refused.checked)
     return None

@@ -41,6 +41,8 @@ from .tflite_ops.svdf import convert_svdf
 from .tflite_ops.tensor_names import tensor_name_table
 from .tflite_ops.transpose_conv import convert_transpose_conv
 from .tflite_ops.unpack import convert_unpack
+from ..model_check.facts import ModelFormat
+from ..model_check.parsed import ParsedModel, parse_model
 from ..model_check.tflite_layers import tflite_layer_name
 from packager.bundle_prefix import c_identifier
 
@@ -113,23 +115,25 @@ def tflite_name(raw: bytes | None) -> str:
 def import_model(path: str | Path, name: str | None = None) -> ImportedModel:
     """Import a `.tflite` or `.onnx` file into Relax; raise ModelImportError naming what failed.
 
-    `name` (default: the file name's stem) becomes the bundle's C prefix, made a C identifier.
+    `name` (default: the file name's stem) becomes the bundle's C prefix, made a C identifier. The file is not
+    checked (`tvm_ext.model_check`): a bad one may fail anywhere.
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix in (".tflite", ".onnx"):
-        return import_model_data(path, path.read_bytes(), suffix[1:], name)
+        return import_parsed(parse_model(path, path.read_bytes()), name)
     raise ModelImportError(f"{path.name}: unknown model format '{suffix}' (expected .tflite or .onnx)")
 
 
-def import_model_data(path: Path, data: bytes, model_format: str, name: str | None = None) -> ImportedModel:
-    """Import the bytes `data` of the model file `path` (read once, by the model check) into Relax.
+def import_parsed(parsed: ParsedModel, name: str | None = None) -> ImportedModel:
+    """Import the model file `parsed` (parsed once, by `tvm_ext.model_check.parse_model`, for its check) into
+    Relax; reads `parsed.root`, never changes it.
 
-    `model_format` is "tflite" or "onnx" (the check's finding, from the extension or the TFLite identifier);
-    `path` names the model in messages; `name` as for `import_model`.
+    `parsed.path` names the model in messages; `name` as for `import_model`.
     """
-    imported = _import_tflite(path, data) if model_format == "tflite" else _import_onnx(path, data)
-    imported.name = c_identifier(name or path.stem)
+    importer = _import_tflite if parsed.format is ModelFormat.TFLITE else _import_onnx
+    imported = importer(parsed.path, parsed.root)
+    imported.name = c_identifier(name or parsed.path.stem)
     return imported
 
 
@@ -255,8 +259,8 @@ class _OperatorResults:
         return with_generated_var_names(mod, frozenset(self.result_vars))
 
 
-def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
-    import tflite
+def _import_tflite(path: Path, model) -> ImportedModel:
+    """The TFLite file `path`'s `tflite.Model` table `model` in Relax."""
     from tvm.relax.frontend.tflite import tflite_frontend
 
     from tvm_ext.model_check.tflite_check import tflite_dtype_name
@@ -410,7 +414,6 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
                 return flattened
             return super().get_tensor_expr(tensor, is_sparse)
 
-    model = tflite.Model.GetRootAsModel(buf, 0)
     strict_tensor_name = tflite_frontend.get_tensor_name
     # TVM's converter decodes tensor names as strict UTF-8 and fails on any other byte, and keys its tensors by
     # name: ours never fails, and names each tensor of the (one) subgraph apart from the others.
@@ -445,7 +448,8 @@ def _import_tflite(path: Path, buf: bytes) -> ImportedModel:
     )
 
 
-def _import_onnx(path: Path, data: bytes) -> ImportedModel:
+def _import_onnx(path: Path, model) -> ImportedModel:
+    """The ONNX file `path`'s `onnx.ModelProto` `model` in Relax (rewritten on copies: `model` stays as it is)."""
     import onnx
     from onnx import helper
     from tvm.relax.frontend.onnx import onnx_frontend
@@ -496,7 +500,6 @@ def _import_onnx(path: Path, data: bytes) -> ImportedModel:
             except Exception as err:  # noqa: BLE001 - a conversion or type failure is this node's
                 raise ModelImportError(f"{path.name}: node {record.label}: {_import_failure(err)}") from err
 
-    model = onnx.load_model_from_string(data)  # external data is refused by the model check
     model = without_identities(model)  # as onnxruntime, before any node pattern is matched
     model = fold_shape_arithmetic(model)  # sizes computed from static shapes, as constants
     # As the file quantizes them, before onnxruntime's QDQ groups become the QLinear operators it runs.

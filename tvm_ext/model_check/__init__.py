@@ -4,7 +4,8 @@
 operators, and the compiler's resource limits (`limits`: operators, constant bytes, input and output bytes), and
 returns `ModelFacts`, or raises `ModelError` whose `str()` is one line
 `<model file name>: <what and where>` listing every problem of the first kind found. A caller that uses
-the bytes again (the compiler's import) calls `read_model_file` and `check_model_data` instead.
+the parsed model again (the compiler's import) calls `read_model_file`, `parse_model` and `check_parsed`
+instead, and hands the `ParsedModel` on.
 
 Importing this package imports neither TVM nor ONNX; TVM's converter lists are read on first use
 (see `operator_support`).
@@ -18,6 +19,7 @@ from pathlib import Path
 from .errors import ErrorKind, ModelError
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
 from .limits import MAX_MODEL_BYTES
+from .parsed import ParsedModel, parse_model
 
 __all__ = [
     "ErrorKind",
@@ -25,16 +27,14 @@ __all__ = [
     "ModelFacts",
     "ModelFormat",
     "OperatorFacts",
+    "ParsedModel",
     "TensorFacts",
     "check_model",
     "check_model_data",
+    "check_parsed",
+    "parse_model",
     "read_model_file",
 ]
-
-# Smallest file that can hold a flatbuffer root offset and the 4-byte file identifier.
-_MIN_TFLITE_BYTES = 8
-_TFLITE_IDENTIFIER_AT = slice(4, 8)
-
 
 def check_model(path: str | Path) -> ModelFacts:
     """Check the model file at `path`; return its facts or raise ModelError (one line, naming the file).
@@ -54,24 +54,21 @@ def read_model_file(path: str | Path) -> bytes:
 
 def check_model_data(path: str | Path, data: bytes) -> ModelFacts:
     """`check_model` on the bytes `data` that `read_model_file(path)` returned (`path` names the model and
-    its extension gives the format); for a caller that uses the bytes again after the check."""
-    path = Path(path)
-    model = path.name
-    suffix = path.suffix.lower()
-    is_tflite = suffix == ".tflite" or (suffix != ".onnx" and data[_TFLITE_IDENTIFIER_AT] == b"TFL3")
-    if is_tflite:
-        if len(data) < _MIN_TFLITE_BYTES:
-            raise ModelError(
-                model, ErrorKind.FILE, f"truncated: {len(data)} bytes, too short for a TFLite model"
-            )
+    its extension gives the format)."""
+    return check_parsed(parse_model(path, data))
+
+
+def check_parsed(parsed: ParsedModel) -> ModelFacts:
+    """`check_model` on a model file `parse_model` parsed; for a caller that uses the parsed model again after
+    the check (the compiler's import)."""
+    model, path = parsed.path.name, str(parsed.path)
+    if parsed.format is ModelFormat.TFLITE:
         from .tflite_check import check_tflite
 
-        return check_tflite(model, str(path), data)
-    if suffix == ".onnx":
-        from .onnx_check import check_onnx
+        return check_tflite(model, path, parsed.data, parsed.root)
+    from .onnx_check import check_onnx
 
-        return check_onnx(model, str(path), data)
-    raise ModelError(model, ErrorKind.FORMAT, "not a TFLite (.tflite, 'TFL3') or ONNX (.onnx) model")
+    return check_onnx(model, path, parsed.root)
 
 
 def _read_bytes(model: str, path: Path) -> bytes:

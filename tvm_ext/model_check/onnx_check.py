@@ -1,6 +1,6 @@
 """The rules an ONNX model must pass, before TVM's ONNX frontend sees it.
 
-Order: protobuf parse, model structure, operator count, external data, graph (empty, undefined names, one
+Order (after the protobuf parse, `parsed.parse_model`): model structure, operator count, external data, graph (empty, undefined names, one
 writer per name, cycles, input == output, unused inputs), tensors (static input/output shapes, dtypes,
 constant data sizes), `onnx.checker` full check with shape inference, the bytes of all constants together,
 of inputs and outputs together, then operator support. Each step gathers every problem of its kind and raises them together.
@@ -68,9 +68,9 @@ def _dtype_name(code: int) -> str:
         return str(code)
 
 
-def check_onnx(model: str, path: str, data: bytes) -> ModelFacts:
-    """Check the bytes of a .onnx file; return its facts or raise ModelError naming `model`."""
-    proto = _parse(model, data)
+def check_onnx(model: str, path: str, proto) -> ModelFacts:
+    """Check the `onnx.ModelProto` of a .onnx file (`parsed.parse_model`); return its facts or raise ModelError
+    naming `model`. Reads `proto`, never changes it."""
     _check_structure(model, proto)
     graph = proto.graph
     refuse_beyond_limit(model, operators_problem(_node_count(graph)))
@@ -90,21 +90,6 @@ def check_onnx(model: str, path: str, data: bytes) -> ModelFacts:
     refuse_beyond_limit(model, io_problem(sum(tensor.nbytes for tensor in (*inputs, *outputs))))
     _check_operator_support(model, graph)
     return _facts(path, proto, inputs, outputs, weight_bytes)
-
-
-def _parse(model: str, data: bytes):
-    import onnx
-
-    proto = onnx.ModelProto()
-    try:
-        proto.ParseFromString(data)
-    except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeError, ... on bad bytes
-        raise ModelError(
-            model,
-            ErrorKind.STRUCTURE,
-            f"not an ONNX protobuf ({type(exc).__name__}: {one_line(str(exc), 120)})",
-        ) from None
-    return proto
 
 
 def _check_structure(model: str, proto) -> None:

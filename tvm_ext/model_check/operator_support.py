@@ -233,9 +233,9 @@ ONNX_EXCLUDED: dict[str, str] = {
 # ONNX operator domains whose op_types TVM's ONNX frontend looks up in its convert map.
 ONNX_DOMAINS: frozenset[str] = frozenset({"", "ai.onnx", "com.microsoft"})
 
-# ONNX op_types our importer converts where TVM's frontend has no converter or a wrong one: the keys of
-# tvm_ext.frontend.onnx_ops.integer_ops.CONVERTERS (tests/test_model_check_operator_support.py holds them
-# equal). Named here, not imported: the checks come before the frontend and import nothing of it.
+# ONNX op_types our importer converts where TVM's frontend has no converter or a wrong one: the one list of them,
+# which keys the frontend's table of their converters (tvm_ext.frontend.onnx_ops.integer_ops.CONVERTERS, through
+# tvm_ext.frontend.converter_table). Named here: the checks come before the frontend and import nothing of it.
 ONNX_OWN_CONVERTERS: frozenset[str] = frozenset({
     "ConvInteger", "QGemm", "QLinearAdd", "QLinearAveragePool", "QLinearConcat", "QLinearConv",
     "QLinearGlobalAveragePool", "QLinearMatMul", "QLinearMul",

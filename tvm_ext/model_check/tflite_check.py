@@ -98,15 +98,16 @@ def _enum_names(enum_class: type) -> dict[int, str]:
     return {value: name for name, value in vars(enum_class).items() if not name.startswith("_")}
 
 
-def check_tflite(model: str, path: str, data: bytes) -> ModelFacts:
-    """Check the bytes of a .tflite file; return its facts or raise ModelError naming `model`."""
+def check_tflite(model: str, path: str, data: bytes, root) -> ModelFacts:
+    """Check the bytes `data` of a .tflite file and their `tflite.Model` table `root` (`parsed.parse_model`);
+    return its facts or raise ModelError naming `model`."""
     if data[4:8] != FILE_IDENTIFIER:
         raise ModelError(
             model,
             ErrorKind.FORMAT,
             f"wrong file identifier {data[4:8]!r}, expected {FILE_IDENTIFIER!r} (not a TFLite model)",
         )
-    flat = read_tflite(model, data)
+    flat = read_tflite(model, root, len(data))
     if flat.schema_version != SCHEMA_VERSION:
         raise ModelError(
             model,

@@ -149,15 +149,13 @@ class _BoundedReader:
         return raw.decode("utf-8", errors="replace")
 
 
-def read_tflite(model: str, data: bytes) -> TfliteModel:
-    """Parse `data` (a whole .tflite file) into records, or raise ModelError(STRUCTURE).
+def read_tflite(model: str, root, size: int) -> TfliteModel:
+    """Read the `tflite.Model` table `root` of a whole .tflite file of `size` bytes into records, or raise
+    ModelError(STRUCTURE).
 
     The caller has checked the size and the "TFL3" identifier. `model` names the file in errors.
     """
-    import tflite  # the `tflite` package: flatbuffer accessors generated from TFLite's schema
-
-    reader = _BoundedReader(model, len(data))
-    root = reader.get("the model table", lambda: tflite.Model.GetRootAsModel(data, 0))
+    reader = _BoundedReader(model, size)
     schema_version = reader.get("the schema version", root.Version)
     n_codes = reader.length("the operator codes", root.OperatorCodesLength)
     opcodes = tuple(_read_opcode(reader, root, i) for i in range(n_codes))
@@ -167,7 +165,7 @@ def read_tflite(model: str, data: bytes) -> TfliteModel:
     metadata = tuple(_read_metadata(reader, root, i) for i in range(n_meta))
     n_subgraphs = reader.length("the subgraphs", root.SubgraphsLength)
     subgraphs = tuple(_read_subgraph(reader, root, i) for i in range(n_subgraphs))
-    return TfliteModel(schema_version, opcodes, subgraphs, buffers, metadata, len(data))
+    return TfliteModel(schema_version, opcodes, subgraphs, buffers, metadata, size)
 
 
 def _table(reader: _BoundedReader, what: str, read: Callable[[], T | None]) -> T:

@@ -4,7 +4,7 @@ Why: TOPI's NCHW convolution (grouped too) sums over (input channel, kernel row,
 convolution over (kernel row, kernel column, input channel); a depthwise one over (row, column) in both. Float addition is not associative, so without this an ONNX
 (NCHW) model whose subgraphs tvm_ext.transform.layout_per_subgraph puts into NHWC would give outputs a few
 units in the last place away from the same model kept in NCHW; with it every layout choice computes the
-same bits. It is also faster on cortex-m4f (a conv net of tests/test_layout_per_subgraph.py: 594,568 ->
+same bits. It is also faster on cortex-m4f (a conv net of tests/tvm_ext/transform/test_layout_per_subgraph.py: 594,568 ->
 481,757 instructions per inference): the channel loop, innermost, walks one input plane's stride with the
 kernel position's offsets fixed. The output tiles of tvm_ext.schedule.float_schedule (the loops outside the
 reduction) are unchanged.

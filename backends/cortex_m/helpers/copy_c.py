@@ -4,7 +4,7 @@ the SVDF state update moving its memory one step left, in place).
 
 The C is hand-written: `templates/copy_ascending.h.in` (its contract in its leading comment), unit-tested on
 the host with and without the word copies and under QEMU by `tests/c/test_copy_ascending.c`
-(`tests/test_cortex_m_helpers_c.py`).
+(`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ code bytes for a few more instructions per call on border pixels. Each channel's
 bit-exact in any order.
 
 The C is hand-written: `templates/depthwise_mac.h.in` (its contract in its leading comment), unit-tested on the
-host and under QEMU by `tests/c/test_depthwise_mac.c` (`tests/test_cortex_m_helpers_c.py`).
+host and under QEMU by `tests/c/test_depthwise_mac.c` (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ loads, widenings and packs every MAC helper shares), `dual_mac.h.in` (these help
 share the word operations: `dual_mac_q15.h.in` (`backends.cortex_m.helpers.dual_mac_q15_c`),
 `depthwise_mac.h.in` (`backends.cortex_m.helpers.depthwise_mac_c`) and `row_dot_s8x4.h.in`
 (`backends.cortex_m.helpers.row_dot_c`). Each has a C unit test under `tests/c/`, run on the host and under
-QEMU (`tests/test_cortex_m_helpers_c.py`).
+QEMU (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 """
 
 from __future__ import annotations

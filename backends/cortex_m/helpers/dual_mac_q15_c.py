@@ -14,7 +14,7 @@ Without DSP (a host build) the same words and products in portable C. Integer su
 bit-exact.
 
 The C is hand-written: `templates/dual_mac_q15.h.in` (its contract in its leading comment), unit-tested on the
-host and under QEMU by `tests/c/test_dual_mac_q15.c` (`tests/test_cortex_m_helpers_c.py`).
+host and under QEMU by `tests/c/test_dual_mac_q15.c` (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ widened by SXTB16 and multiplied two pairs per SMLAD (the word operations of `te
 which a bundle defines first); elsewhere, and for the last bytes of a row, portable C. Bit-exact.
 
 The C is hand-written: `templates/row_dot_s8x4.h.in` (its contract in its leading comment), unit-tested on the
-host and under QEMU by `tests/c/test_row_dot.c` (`tests/test_cortex_m_helpers_c.py`).
+host and under QEMU by `tests/c/test_row_dot.c` (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 """
 
 from __future__ import annotations

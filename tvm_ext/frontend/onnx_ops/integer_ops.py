@@ -12,7 +12,9 @@ from typing import Any
 
 from tvm import relax
 
+from tvm_ext.frontend.converter_table import keyed_by
 from tvm_ext.frontend.onnx_ops.qlinear_ops import CONVERTERS as QLINEAR_CONVERTERS
+from tvm_ext.model_check.operator_support import ONNX_OWN_CONVERTERS
 
 
 def conv_integer(bb: relax.BlockBuilder, inputs: Sequence[relax.Expr | None], attrs: dict[str, Any]) -> relax.Expr:
@@ -48,8 +50,7 @@ def _minus_zero_point(bb: relax.BlockBuilder, value: relax.Expr, zero_point: rel
     return relax.op.subtract(wide, shape_per_channel(zp) if len(zp.ty.shape.values) == 1 else zp)
 
 
-# ONNX op_type -> converter(bb, inputs, attrs), for operators TVM 0.27 does not convert.
-CONVERTERS: dict[str, Callable[[relax.BlockBuilder, Sequence[relax.Expr | None], dict[str, Any]], relax.Expr]] = {
-    "ConvInteger": conv_integer,
-    **QLINEAR_CONVERTERS,
-}
+# ONNX op_type -> converter(bb, inputs, attrs), for operators TVM 0.27 does not convert (or wrongly): keyed by the
+# model check's list of them, the one place they are named.
+CONVERTERS: dict[str, Callable[[relax.BlockBuilder, Sequence[relax.Expr | None], dict[str, Any]], relax.Expr]] = keyed_by(
+    ONNX_OWN_CONVERTERS, {"ConvInteger": conv_integer, **QLINEAR_CONVERTERS}, "the ONNX converters")

@@ -19,6 +19,7 @@ from tvm import relax
 
 from tvm_ext.kernels import signal as kernels
 from tvm_ext.layers import STATE_OPERANDS_ATTR
+from tvm_ext.frontend.converter_table import keyed_by
 from tvm_ext.model_check.signal_ops import SIGNAL_OPERATORS, TFLITE_TYPE_CODES, SignalOptionsError, read_options
 
 from .refusal import OperatorRefused
@@ -186,11 +187,12 @@ def _stacker(converter, args, options):
     return _kernel_call(converter, kernels.signal_stacker, [args[0], state, counts], **options)
 
 
-_CONVERTERS = {
+# Keyed by the model check's list of the signal library's operators, the one place their codes are named.
+_CONVERTERS = keyed_by(SIGNAL_OPERATORS, {
     "SignalWindow": _window, "SignalFftAutoScale": _fft_auto_scale, "SignalEnergy": _energy,
     "SignalFilterBank": _filter_bank, "SignalFilterBankSquareRoot": _filter_bank_square_root,
     "SignalFilterBankSpectralSubtraction": _spectral_subtraction, "SignalPCAN": _pcan,
     "SignalFilterBankLog": _filter_bank_log, "SignalRfft": _rfft, "SignalIrfft": _irfft, "SignalDelay": _delay,
     "SignalOverlapAdd": _overlap_add, "SignalFramer": _framer, "SignalStacker": _stacker,
-}
-SIGNAL_CODES = frozenset(_CONVERTERS)
+}, "the TFLite signal converters")
+SIGNAL_CODES = frozenset(SIGNAL_OPERATORS)

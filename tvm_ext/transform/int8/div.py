@@ -20,13 +20,13 @@ from .lowering import ClampedCall, LoweringContext, Mismatch
 
 
 @functools.cache
-def _reciprocal_constants() -> tuple[relax.Constant, relax.Constant]:
+def reciprocal_constants() -> tuple[relax.Constant, relax.Constant]:
     """The reciprocal multipliers and shifts as Relax constants, the same objects for every DIV (one copy in
     flash however many layers read them)."""
     return tuple(relax.const(table) for table in reciprocal_tables())
 
 
-_BINARY = binary_lowering("DIV", "relax.divide", div_int8, div_multiplier, tables=_reciprocal_constants)
+_BINARY = binary_lowering("DIV", "relax.divide", div_int8, div_multiplier, tables=reciprocal_constants)
 
 
 def match(quantize: relax.Call, ctx: LoweringContext) -> Union[ClampedCall, Mismatch]:

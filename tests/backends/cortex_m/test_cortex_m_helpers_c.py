@@ -1,0 +1,95 @@
+"""The Cortex-M backend's hand-written C helpers (backends/cortex_m/helpers/templates/*.h.in) pass their C unit
+tests (tests/c/test_<helper>.c: each helper against the plain loop of its contract, on edge values and odd
+counts): on the host (the portable C; strict warnings, sanitizers), and built for cortex-m4f and run under
+QEMU in the bundles' sandbox (the DSP path: SXTB16, SMLAD, PKHBT/PKHTB, LDRD, the word copies). Each unit test
+builds for cortex-m4f under the strict warnings, and so does the whole library a bundle defines."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from backends.cortex_m.helpers import cortex_m_helpers_c
+from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE
+from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
+from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
+from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
+from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
+from c_checks import build_for_cortex_m4f, run_c_program_under_qemu, run_c_unit_tests
+from emulator.tools import missing_tools
+from packager.template_files import helper_template_c
+
+UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
+TEST_VALUES = "cortex_m_test_values.h"
+"""The unit tests' shared inputs (a header beside them)."""
+PREFIX = "lp"
+
+
+@dataclass(frozen=True)
+class HelperUnitTest:
+    """A helper's C unit test: tests/c/test_<name>.c, which includes `<name>.h`: the helper's templates (in
+    a bundle's order) for the prefix `lp`; each of `host_defines` is one host build's -D flags."""
+
+    name: str
+    templates: tuple[str, ...]
+    host_defines: tuple[tuple[str, ...], ...] = ((),)
+
+    @property
+    def source(self) -> Path:
+        return UNIT_TESTS / f"test_{self.name}.c"
+
+    def header_text(self) -> str:
+        """`<name>.h`: the helpers as a bundle of prefix `lp` defines them (after <stdint.h>, as there)."""
+        return "#include <stdint.h>\n" + "".join(
+            helper_template_c("backends.cortex_m.helpers", template, PREFIX) for template in self.templates)
+
+    def write_files(self, folder: Path) -> None:
+        """`<name>.h` and the shared inputs' header into `folder`."""
+        (folder / f"{self.name}.h").write_text(self.header_text())
+        shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
+
+
+UNIT_TESTS_BY_HELPER = [
+    HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE)),
+    HelperUnitTest("dual_mac_q15", (DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE)),
+    HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE)),
+    HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE)),
+    # the word copies of cores that load unaligned words, on the host too
+    HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
+]
+HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
+needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+
+
+@pytest.mark.parametrize(("unit", "defines"), HOST_BUILDS,
+                         ids=[unit.name + "".join(defines) for unit, defines in HOST_BUILDS])
+def test_the_helper_passes_its_unit_test_on_the_host(tmp_path: Path, unit: HelperUnitTest,
+                                                    defines: tuple[str, ...]) -> None:
+    unit.write_files(tmp_path)
+    run = run_c_unit_tests(unit.source, tmp_path, tmp_path, defines)
+    assert run.returncode == 0 and run.stdout.startswith("ok "), run.stdout + run.stderr
+
+
+@needs_cross_tools
+@pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.name for unit in UNIT_TESTS_BY_HELPER])
+def test_the_helper_passes_its_unit_test_under_qemu_on_cortex_m4f(tmp_path: Path, unit: HelperUnitTest) -> None:
+    unit.write_files(tmp_path)
+    result = run_c_program_under_qemu(tmp_path, "cortex-m4f", {"selftest.c": unit.source.read_text()})
+    assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
+
+
+@needs_cross_tools
+@pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.name for unit in UNIT_TESTS_BY_HELPER])
+def test_the_unit_test_builds_for_cortex_m4f_without_warnings(tmp_path: Path, unit: HelperUnitTest) -> None:
+    unit.write_files(tmp_path)
+    build_for_cortex_m4f(unit.source.read_text(), tmp_path, tmp_path)
+
+
+@needs_cross_tools
+def test_the_helper_library_builds_for_cortex_m4f_without_warnings(tmp_path: Path) -> None:
+    build_for_cortex_m4f("#include <stdint.h>\n" + cortex_m_helpers_c(PREFIX) + "\nint32_t row(int32_t *acc, "
+                         "const int8_t *x, const int8_t *w, int32_t n) { return lp_row_dot_s8x4(acc, x, w, n, n, n); }\n",
+                         tmp_path, tmp_path)

@@ -1,0 +1,228 @@
+"""Before/Expected tests (TVM's style) of the int8 lowerings that had none of their own: a QDQ module as the
+TFLite frontend imports the operator (Before), `LowerQuantizedToInteger`, and structural equality with the
+module of the kernel call the lowering stands for (Expected), written from TFLite Micro's kernel parameters.
+A change to what a lowering emits (kernel, operands, zero points, multipliers, table, attributes) fails here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import tvm
+from tvm import relax, topi
+
+from tvm_ext.kernels import (Rounding, dequantize_int8, maximum_int8, minimum_int8, mul_int8, quantize_int8,
+                             relu6_int8, relu_int8, squared_difference_int8, sub_int8)
+from tvm_ext.kernels.activation import abs_integer
+from tvm_ext.kernels.arg_max import arg_max_int8
+from tvm_ext.kernels.edges import requantize_integer
+from tvm_ext.kernels.elementwise import div_int8
+from tvm_ext.kernels.int8_tables import hard_swish_table, leaky_relu_table, logistic_table, rsqrt_table, tanh_table
+from tvm_ext.kernels.lookup import lookup_int8
+from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_params, div_multiplier,
+                                          float_to_quantized, hard_swish_params, leaky_relu_params, logistic_params,
+                                          mul_params, quantize_multiplier, rescale_multiplier, rsqrt_multiplier,
+                                          squared_difference_params)
+from tvm_ext.layers import ELEMENTWISE_LOOKUP_ATTR
+from tvm_ext.transform import LowerQuantizedToInteger
+from tvm_ext.transform.int8.div import reciprocal_constants
+from tvm_ext.transform.int8.tables import table_constant
+
+from int8_expected import expected_module, kernel
+
+SHAPE = (1, 2, 3, 4)
+ROUNDING = Rounding.DOUBLE  # the pass's default, TFLite's
+A_SCALE, A_ZP = np.float32(0.05), 3
+B_SCALE, B_ZP = np.float32(0.02), -7
+OUT_SCALE, OUT_ZP = np.float32(0.06), -20
+LOOKUP = {ELEMENTWISE_LOOKUP_ATTR: True}
+
+
+def _const(value, dtype: str) -> relax.Constant:
+    return relax.const(np.asarray(value, dtype))
+
+
+def _dq(bb: relax.BlockBuilder, x: relax.Expr, scale, zero_point) -> relax.Var:
+    return bb.emit(relax.op.dequantize(x, _const(scale, "float32"), _const(zero_point, "int32"), axis=0))
+
+
+def _q(bb: relax.BlockBuilder, x: relax.Expr, scale, zero_point) -> relax.Var:
+    return bb.emit(relax.op.quantize(x, _const(scale, "float32"), _const(zero_point, "int32"), axis=0,
+                                     out_dtype="int8"))
+
+
+def _inputs(count: int, dtype: str = "int8") -> list[relax.Var]:
+    return [relax.Var(name, relax.TensorType(SHAPE, dtype)) for name in "ab"[:count]]
+
+
+def _module(build: Callable[..., relax.Expr], params: list[relax.Var]) -> tvm.IRModule:
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            output = bb.emit_output(build(bb, *params))
+        bb.emit_func_output(output)
+    return bb.get()
+
+
+@dataclass(frozen=True)
+class Case:
+    """One operator `kind` of `inputs` inputs of `dtype`: `before(bb, *inputs)` emits its QDQ form,
+    `expected(bb, *inputs)` the kernel calls the pass emits for it."""
+
+    kind: str
+    inputs: int
+    before: Callable[..., relax.Expr]
+    expected: Callable[..., relax.Expr]
+    kinds: tuple[str, ...] = ()  # the operators of the expected calls, in order, when more than `kind`
+    dtype: str = "int8"  # of the inputs
+
+def _unary(kind: str, op: Callable[[relax.Expr], relax.Expr], expected: Callable[..., relax.Expr],
+           out: tuple = (OUT_SCALE, OUT_ZP)) -> Case:
+    return Case(kind, 1, lambda bb, a: _q(bb, bb.emit(op(_dq(bb, a, A_SCALE, A_ZP))), *out), expected)
+
+
+def _binary(kind: str, op: Callable[[relax.Expr, relax.Expr], relax.Expr], expected: Callable[..., relax.Expr]
+            ) -> Case:
+    def before(bb, a, b):
+        return _q(bb, bb.emit(op(_dq(bb, a, A_SCALE, A_ZP), _dq(bb, b, B_SCALE, B_ZP))), OUT_SCALE, OUT_ZP)
+
+    return Case(kind, 2, before, expected)
+
+
+def _lookup(kind: str, table: relax.Constant) -> Callable[..., relax.Expr]:
+    return lambda bb, a: kernel(bb, kind, 0, lookup_int8, a, table, func_attrs=LOOKUP)
+
+
+def _binary_kernel(kind: str, te_kernel, params) -> Callable[..., relax.Expr]:
+    return lambda bb, a, b: kernel(bb, kind, 0, te_kernel, a, b, lhs_zero_point=A_ZP, rhs_zero_point=B_ZP,
+                                   output_zero_point=OUT_ZP, params=params, activation=ActivationRange(),
+                                   rounding=ROUNDING)
+
+
+def _hard_swish(bb, a):
+    x = _dq(bb, a, A_SCALE, A_ZP)
+    relu6 = bb.emit(relax.op.clip(bb.emit(relax.op.add(x, _const(3.0, "float32"))), 0.0, 6.0))
+    return _q(bb, bb.emit(relax.op.divide(bb.emit(relax.op.multiply(x, relu6)), _const(6.0, "float32"))),
+              OUT_SCALE, OUT_ZP)
+
+
+def _squared_difference(bb, a, b):
+    difference = bb.emit(relax.op.subtract(_dq(bb, a, A_SCALE, A_ZP), _dq(bb, b, B_SCALE, B_ZP)))
+    return _q(bb, bb.emit(relax.op.multiply(difference, difference)), OUT_SCALE, OUT_ZP)
+
+
+def _int8_copy(kind: str, op: Callable[[relax.Expr], relax.Expr], te_kernel, *args, **params) -> Case:
+    """An operator on the stored int8 values (no requantization), its result dequantized (the pass lowers a
+    module that quantizes or dequantizes somewhere)."""
+    def expected(bb, a):
+        return kernel(bb, "DEQUANTIZE", 1, dequantize_int8, kernel(bb, kind, 0, te_kernel, a, *args, **params),
+                      scale=A_SCALE, zero_point=A_ZP)
+
+    return Case(kind, 1, lambda bb, a: _dq(bb, bb.emit(op(a)), A_SCALE, A_ZP), expected, (kind, "DEQUANTIZE"))
+
+
+def _arg_max(kind: str, op, largest: bool) -> Case:
+    """ARG_MAX / ARG_MIN of the model's quantized input (the frontend's argmax and cast)."""
+    def before(bb, x):
+        return bb.emit(relax.op.astype(bb.emit(op(_q(bb, x, A_SCALE, A_ZP), axis=3)), "int32"))
+
+    def expected(bb, x):
+        quantized = kernel(bb, "QUANTIZE", 0, quantize_int8, x, scale=A_SCALE, zero_point=A_ZP)
+        return kernel(bb, kind, 1, arg_max_int8, quantized, axis=3, output_dtype="int32", largest=largest)
+
+    return Case(kind, 1, before, expected, ("QUANTIZE", kind), "float32")
+
+
+def _concatenation(bb, a, b):
+    pieces = bb.emit(relax.Tuple([_dq(bb, a, A_SCALE, A_ZP), _dq(bb, b, A_SCALE, A_ZP)]))
+    return _q(bb, bb.emit(relax.op.concat(pieces, axis=3)), A_SCALE, A_ZP)
+
+
+def _split_piece(bb, a):
+    pieces = bb.emit(relax.op.split(a, [1], axis=3))
+    return _dq(bb, bb.emit(relax.TupleGetItem(pieces, 1)), A_SCALE, A_ZP)
+
+
+def _pack(bb, a, b):
+    return _dq(bb, bb.emit(relax.op.stack(bb.emit(relax.Tuple([a, b])), axis=1)), A_SCALE, A_ZP)
+
+
+def _requantized(bb, a):
+    return bb.emit(relax.op.quantize(_dq(bb, a, A_SCALE, A_ZP), _const(OUT_SCALE, "float32"),
+                                     _const(OUT_ZP, "int32"), axis=0, out_dtype="int16"))
+
+
+LOGISTIC_OUT, TANH_OUT = (np.float32(1 / 256), -128), (np.float32(1 / 128), 0)
+ALPHA = np.float32(0.2)
+
+CASES = [
+    _unary("ABS", relax.op.abs, lambda bb, a: kernel(
+        bb, "ABS", 0, abs_integer, a, input_zero_point=A_ZP, output_zero_point=OUT_ZP,
+        multiplier=abs_multiplier(A_SCALE, OUT_SCALE, ROUNDING), rounding=ROUNDING)),
+    _unary("RSQRT", relax.op.rsqrt, _lookup("RSQRT", table_constant(
+        rsqrt_table, A_ZP, OUT_ZP, rsqrt_multiplier(A_SCALE, OUT_SCALE, ROUNDING), ROUNDING))),
+    _unary("LEAKY_RELU", lambda x: relax.op.nn.leakyrelu(x, float(ALPHA)), _lookup("LEAKY_RELU", table_constant(
+        leaky_relu_table, A_ZP, OUT_ZP, leaky_relu_params(A_SCALE, ALPHA, OUT_SCALE, ROUNDING), ROUNDING))),
+    _unary("LOGISTIC", relax.op.sigmoid, _lookup("LOGISTIC", table_constant(
+        logistic_table, logistic_params(A_SCALE, A_ZP), ROUNDING)), LOGISTIC_OUT),
+    _unary("TANH", relax.op.tanh, _lookup("TANH", table_constant(
+        tanh_table, logistic_params(A_SCALE, A_ZP), ROUNDING)), TANH_OUT),
+    Case("HARD_SWISH", 1, _hard_swish, _lookup("HARD_SWISH", table_constant(
+        hard_swish_table, A_ZP, OUT_ZP, hard_swish_params(A_SCALE, OUT_SCALE, ROUNDING)))),
+    _binary("MAXIMUM", relax.op.maximum, lambda bb, a, b: kernel(bb, "MAXIMUM", 0, maximum_int8, a, b)),
+    _binary("MINIMUM", relax.op.minimum, lambda bb, a, b: kernel(bb, "MINIMUM", 0, minimum_int8, a, b)),
+    _binary("MUL", relax.op.multiply, _binary_kernel("MUL", mul_int8, mul_params(A_SCALE, B_SCALE, OUT_SCALE,
+                                                                                  ROUNDING))),
+    _binary("SUB", relax.op.subtract, _binary_kernel("SUB", sub_int8, add_params(A_SCALE, B_SCALE, OUT_SCALE,
+                                                                                  ROUNDING))),
+    Case("SQUARED_DIFFERENCE", 2, _squared_difference, lambda bb, a, b: kernel(
+        bb, "SQUARED_DIFFERENCE", 0, squared_difference_int8, a, b, lhs_zero_point=A_ZP, rhs_zero_point=B_ZP,
+        output_zero_point=OUT_ZP, params=squared_difference_params(A_SCALE, B_SCALE, OUT_SCALE, ROUNDING),
+        rounding=ROUNDING)),
+    _unary("RELU", relax.op.nn.relu, lambda bb, a: kernel(
+        bb, "RELU", 0, relu_int8, a, input_zero_point=A_ZP, output_zero_point=OUT_ZP,
+        multiplier=rescale_multiplier(A_SCALE, OUT_SCALE, ROUNDING),
+        activation=ActivationRange().with_float_clip(0.0, float("inf"), OUT_SCALE, OUT_ZP), rounding=ROUNDING)),
+    _unary("RELU6", lambda x: relax.op.clip(x, 0.0, 6.0), lambda bb, a: kernel(
+        bb, "RELU6", 0, relu6_int8, a, bounds=ActivationRange(float_to_quantized(0.0, A_SCALE, A_ZP, "int8"),
+                                                              float_to_quantized(6.0, A_SCALE, A_ZP, "int8")))),
+    _binary("DIV", relax.op.divide, lambda bb, a, b: kernel(
+        bb, "DIV", 0, div_int8, a, b, *reciprocal_constants(), lhs_zero_point=A_ZP,
+        rhs_zero_point=B_ZP, output_zero_point=OUT_ZP, params=div_multiplier(A_SCALE, B_SCALE, OUT_SCALE, ROUNDING),
+        activation=ActivationRange(), rounding=ROUNDING)),
+    _arg_max("ARG_MAX", relax.op.argmax, largest=True),
+    _arg_max("ARG_MIN", relax.op.argmin, largest=False),
+    Case("CONCATENATION", 2, _concatenation, lambda bb, a, b: kernel(
+        bb, "CONCATENATION", 0, topi.concatenate, [a, b], axis=3)),
+    _int8_copy("TRANSPOSE", lambda x: relax.op.permute_dims(x, [0, 3, 1, 2]), topi.transpose, axes=[0, 3, 1, 2]),
+    _int8_copy("PAD", lambda x: relax.op.nn.pad(x, (0, 0, 1, 2, 0, 1, 0, 0), pad_value=float(A_ZP)), topi.nn.pad,
+               pad_before=[0, 1, 0, 0], pad_after=[0, 2, 1, 0], pad_value=A_ZP),
+    _int8_copy("SQUEEZE", lambda x: relax.op.squeeze(x, [0]), topi.reshape, newshape=[2, 3, 4]),
+    _int8_copy("EXPAND_DIMS", lambda x: relax.op.expand_dims(x, 1), topi.reshape, newshape=[1, 1, 2, 3, 4]),
+    _int8_copy("SLICE", lambda x: relax.op.strided_slice(x, [1, 3], [0, 1], [2, 3]), topi.strided_slice,
+               begin=[0, 1], end=[2, 3], strides=[1, 1], axes=[1, 3], assume_inbound=True),
+    Case("SPLIT", 1, _split_piece, lambda bb, a: kernel(
+        bb, "DEQUANTIZE", 1, dequantize_int8, kernel(bb, "SPLIT", 0, topi.strided_slice, a, begin=[1], end=[4],
+                                                     strides=[1], axes=[3]), scale=A_SCALE, zero_point=A_ZP),
+         ("SPLIT", "DEQUANTIZE")),
+    Case("PACK", 2, _pack, lambda bb, a, b: kernel(
+        bb, "DEQUANTIZE", 1, dequantize_int8, kernel(bb, "PACK", 0, topi.stack, [a, b], axis=1), scale=A_SCALE,
+        zero_point=A_ZP), ("PACK", "DEQUANTIZE")),
+    Case("QUANTIZE", 1, _requantized, lambda bb, a: kernel(
+        bb, "QUANTIZE", 0, requantize_integer, a, input_zero_point=A_ZP,
+        **dict(zip(("multiplier", "shift"), quantize_multiplier(float(A_SCALE) / float(OUT_SCALE), ROUNDING))),
+        output_zero_point=OUT_ZP, out_dtype="int16", rounding=ROUNDING)),
+    Case("RESHAPE", 1, lambda bb, a: _dq(bb, bb.emit(relax.op.reshape(a, (1, 24))), A_SCALE, A_ZP),
+         lambda bb, a: kernel(bb, "DEQUANTIZE", 1, dequantize_int8, kernel(bb, "RESHAPE", 0, topi.reshape, a, [1, 24]),
+                              scale=A_SCALE, zero_point=A_ZP), ("RESHAPE", "DEQUANTIZE")),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.kind for case in CASES])
+def test_lowering_emits_the_kernel_call_of_tflite_micros_parameters(case: Case) -> None:
+    before = _module(case.before, _inputs(case.inputs, case.dtype))
+    inputs = _inputs(case.inputs, case.dtype)
+    expected = expected_module(case.expected, inputs, list(case.kinds or (case.kind,)))
+    tvm.ir.assert_structural_equal(LowerQuantizedToInteger()(before), expected)

@@ -1,0 +1,236 @@
+"""int8 reductions through the real pipeline (tvm_ext.compile, lowpower), bit-exact with TFLite Micro.
+
+One model per operator holds several independent instances, each with its own input and output: 4-D
+spatial means (axes 1 and 2 in either order, kept or not), each single axis (negative too), all axes (a
+scalar result), size-1 and one-channel tensors, odd sizes, element counts that are and are not powers of
+two, equal and different input/output quantizations. The comparison (self-test and random inputs against
+TFLite Micro, exactly) is tests/tvm_ext/transform/int8/test_int8_elementwise_ops.py's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tvm_ext.compile import CompileError, compile  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """One instance of a reducer: input shape, TFLite's axis tensor, keep_dims."""
+
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    keep_dims: bool
+
+    def output_shape(self) -> tuple[int, ...]:
+        reduced = {axis % len(self.shape) for axis in self.axes}
+        return tuple(1 if axis in reduced else extent for axis, extent in enumerate(self.shape)
+                     if self.keep_dims or axis not in reduced)
+
+
+REDUCTIONS = (
+    Reduction((1, 5, 7, 3), (1, 2), True),  # the 4-D spatial mean
+    Reduction((2, 5, 7, 3), (2, 1), False),  # ... axes in the other order, dropped, two batches
+    Reduction((1, 4, 4, 1), (1, 2), True),  # ... a power-of-two count, one channel
+    Reduction((2, 3, 5), (0,), False),  # each axis
+    Reduction((2, 3, 5), (1,), True),
+    Reduction((2, 3, 5), (-1,), True),  # a negative axis
+    Reduction((3, 7), (0, 1), False),  # every axis: a scalar
+    Reduction((1, 1, 1, 1), (3,), True),  # one element
+    Reduction((4, 1, 6), (1,), False),  # a size-1 axis
+    Reduction((2, 3, 4, 5), (0, 2, 3), True),  # three axes
+    Reduction((1, 17, 19, 1), (1, 2), False),  # a large odd count (323)
+)
+# (input, output) per-tensor quantizations, cycled through the cases: the same (as converters write MEAN),
+# rescales above and below one, zero points at both ends of int8.
+QUANTIZATIONS = (
+    (Quantization((0.05,), (-20,)), Quantization((0.05,), (-20,))),
+    (Quantization((0.05,), (3,)), Quantization((0.03,), (-128,))),
+    (Quantization((0.01,), (-128,)), Quantization((0.2,), (127,))),
+    (Quantization((0.2,), (10,)), Quantization((0.1,), (-3,))),
+)
+
+
+def reduction_model(builtin: str, output_scale_factor: float = 1.0, dtype: str = "int8",
+                    quantizations: tuple[tuple[Quantization, Quantization], ...] = QUANTIZATIONS) -> Model:
+    """One ``builtin`` reducer per case of REDUCTIONS, each with its own graph input and output of ``dtype`` (int8,
+    or int16: 16x8), (input, output) quantizations cycled through ``quantizations``, output scales multiplied by
+    ``output_scale_factor`` (a SUM's range grows with its element count)."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, case in enumerate(REDUCTIONS):
+        in_quant, out_quant = quantizations[index % len(quantizations)]
+        out_quant = Quantization((out_quant.scales[0] * output_scale_factor,), out_quant.zero_points)
+        inputs.append(len(tensors))
+        tensors += [Tensor(f"case{index}_in", case.shape, dtype, in_quant),
+                    Tensor(f"case{index}_axis", (len(case.axes),), "int32", data=np.array(case.axes, np.int32))]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", case.output_shape(), dtype, out_quant))
+        operators.append(Operator(builtin, (inputs[-1], inputs[-1] + 1), (outputs[-1],),
+                                  Options("ReducerOptions", {"KeepDims": case.keep_dims})))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_mean_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(reduction_model("MEAN"), tmp_path)
+
+
+def test_sum_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(reduction_model("SUM", output_scale_factor=8.0), tmp_path)
+
+
+UNCHANGED_QUANTIZATIONS = tuple((in_quant, in_quant) for in_quant, _ in QUANTIZATIONS)  # TFLM's REDUCE_MAX/MIN
+
+
+@pytest.mark.parametrize("builtin", ["REDUCE_MAX", "REDUCE_MIN"])
+def test_reduce_max_and_min_are_bit_exact_with_tflite_micro(builtin, tmp_path):
+    assert_bit_exact_with_tflite_micro(reduction_model(builtin, quantizations=UNCHANGED_QUANTIZATIONS), tmp_path)
+
+
+def test_a_requantizing_reduce_max_is_refused_in_one_line_as_tflite_micro_refuses_it(tmp_path):
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(reduction_model("REDUCE_MAX")))  # QUANTIZATIONS' second pair differs
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)
+    assert "\n" not in message and "REDUCE_MAX with an output quantized unlike its input" in message, message
+
+
+
+@dataclass(frozen=True)
+class Resize:
+    """One instance of a resize: NHWC input shape, output (height, width), TFLite's two options."""
+
+    shape: tuple[int, int, int, int]
+    size: tuple[int, int]
+    align_corners: bool
+    half_pixel_centers: bool
+
+
+OPTION_PAIRS = ((False, False), (True, False), (False, True), (True, True))  # (align_corners, half_pixel_centers)
+RESIZES = tuple(  # every option pair, up and down, one pixel, one output pixel, the same size
+    Resize(shape, size, align, half)
+    for align, half in OPTION_PAIRS
+    for shape, size in (((1, 3, 5, 1), (7, 9)), ((2, 7, 9, 3), (3, 4)), ((1, 4, 5, 2), (4, 11)),
+                        ((1, 1, 1, 1), (3, 2)), ((1, 5, 3, 1), (1, 1)), ((1, 4, 4, 2), (4, 4)))
+)
+
+
+def resize_model(builtin: str, options_table: str, resizes: tuple[Resize, ...] = RESIZES) -> Model:
+    """One ``builtin`` per case of RESIZES, each with its own graph input and output (the same quantization
+    in and out, as TFLite requires; cycled through QUANTIZATIONS' inputs)."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, case in enumerate(resizes):
+        quant = QUANTIZATIONS[index % len(QUANTIZATIONS)][0]
+        inputs.append(len(tensors))
+        tensors += [Tensor(f"case{index}_in", case.shape, "int8", quant),
+                    Tensor(f"case{index}_size", (2,), "int32", data=np.array(case.size, np.int32))]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", (case.shape[0], *case.size, case.shape[3]), "int8", quant))
+        operators.append(Operator(builtin, (inputs[-1], inputs[-1] + 1), (outputs[-1],),
+                                  Options(options_table, {"AlignCorners": case.align_corners,
+                                                          "HalfPixelCenters": case.half_pixel_centers})))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_resize_bilinear_is_bit_exact_with_tflite_micro(tmp_path):
+    # TFLite Micro refuses align_corners with half_pixel_centers in RESIZE_BILINEAR
+    runnable = tuple(case for case in RESIZES if not (case.align_corners and case.half_pixel_centers))
+    assert_bit_exact_with_tflite_micro(resize_model("RESIZE_BILINEAR", "ResizeBilinearOptions", runnable), tmp_path)
+
+
+def test_resize_nearest_neighbor_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(resize_model("RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions"),
+                                       tmp_path)
+
+
+
+_ALPHA_RNG = np.random.default_rng(15)
+PRELU_CASES = (  # (input shape, alpha shape): alpha along each axis, per channel, a scalar, the full shape
+    ((1, 5, 7, 3), (3,)), ((1, 5, 7, 3), (1, 1, 3)), ((2, 3, 5), (3, 1)), ((2, 3, 5), (2, 1, 1)),
+    ((3, 7), ()), ((1, 1, 1, 1), (1,)), ((2, 3, 5), (2, 3, 5)),
+)
+# (input, alpha, output) quantizations, cycled through the cases: both rescales above and below one, alpha's
+# zero point away from zero.
+PRELU_QUANTIZATIONS = (
+    (Quantization((0.05,), (-20,)), Quantization((0.01,), (0,)), Quantization((0.05,), (-20,))),
+    (Quantization((0.05,), (3,)), Quantization((0.004,), (-7,)), Quantization((0.03,), (-128,))),
+    (Quantization((0.01,), (-128,)), Quantization((0.02,), (100,)), Quantization((0.2,), (127,))),
+)
+
+
+def prelu_model() -> Model:
+    """One PRELU per case of PRELU_CASES with a random constant alpha, each with its own graph input and output."""
+    tensors, operators, inputs, outputs = [], [], [], []
+    for index, (shape, alpha_shape) in enumerate(PRELU_CASES):
+        in_quant, alpha_quant, out_quant = PRELU_QUANTIZATIONS[index % len(PRELU_QUANTIZATIONS)]
+        alpha = _ALPHA_RNG.integers(-128, 128, alpha_shape).astype(np.int8)
+        inputs.append(len(tensors))
+        tensors += [Tensor(f"case{index}_in", shape, "int8", in_quant),
+                    Tensor(f"case{index}_alpha", alpha_shape, "int8", alpha_quant, data=alpha)]
+        outputs.append(len(tensors))
+        tensors.append(Tensor(f"case{index}_out", shape, "int8", out_quant))
+        operators.append(Operator("PRELU", (inputs[-1], inputs[-1] + 1), (outputs[-1],)))
+    return Model(tensors, operators, tuple(inputs), tuple(outputs))
+
+
+def test_prelu_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(prelu_model(), tmp_path)
+
+
+
+# One element, odd sizes, a long last axis, and 256 rows of one element: among them (over the random runs)
+# sums of squares of 0 and 1 (TFLite's special case) and the small sums whose inverse-sqrt shift is negative.
+L2_SHAPES = ((1, 4), (2, 3, 5), (1, 1, 1, 1), (256, 1), (1, 2, 3, 64))
+# Input quantizations are cycled through the shapes; TFLite's output is 1/128 with zero point 0.
+
+
+def l2_normalization_model() -> Model:
+    """One L2_NORMALIZATION per shape of L2_SHAPES, each with its own graph input and output."""
+    tensors, operators = [], []
+    for index, shape in enumerate(L2_SHAPES):
+        in_quant = QUANTIZATIONS[index % len(QUANTIZATIONS)][0]
+        tensors += [Tensor(f"case{index}_in", shape, "int8", in_quant),
+                    Tensor(f"case{index}_out", shape, "int8", Quantization((1 / 128,), (0,)))]
+        operators.append(Operator("L2_NORMALIZATION", (2 * index,), (2 * index + 1,)))
+    return Model(tensors, operators, tuple(range(0, len(tensors), 2)), tuple(range(1, len(tensors), 2)))
+
+
+def test_l2_normalization_is_bit_exact_with_tflite_micro(tmp_path):
+    assert_bit_exact_with_tflite_micro(l2_normalization_model(), tmp_path)
+
+
+
+@pytest.mark.parametrize("builtin, options_table, named", [
+    ("RESIZE_BILINEAR", "ResizeBilinearOptions", "resize2d"),  # the pass names the Relax operator of it
+    ("RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions", "RESIZE_NEAREST_NEIGHBOR"),  # our converter
+])
+def test_a_requantizing_resize_is_refused_in_one_line(builtin, options_table, named, tmp_path):
+    # TFLite Micro resizes the raw int8 values: with another output quantization the float model and
+    # TFLite Micro disagree, and there is no exact integer form to lower to.
+    resize = resize_model(builtin, options_table)
+    out = resize.tensors[2]
+    tensors = [*resize.tensors[:2], dataclasses.replace(out, quantization=Quantization((0.1,), (0,)))]
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(Model(tensors, resize.operators[:1], (0,), (2,))))
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)
+    assert "\n" not in message and named in message, message
+
+
+def test_l2_normalization_with_another_output_quantization_is_refused_in_one_line(tmp_path):
+    model = l2_normalization_model()
+    tensors = [model.tensors[0], dataclasses.replace(model.tensors[1], quantization=Quantization((0.01,), (0,)))]
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(Model(tensors, model.operators[:1], (0,), (1,))))
+    with pytest.raises(CompileError) as refused:
+        compile(path, "lowpower", tmp_path / "out")
+    message = str(refused.value)
+    assert "\n" not in message and "L2_NORMALIZATION" in message and "1/128" in message, message
