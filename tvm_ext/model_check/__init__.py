@@ -36,14 +36,17 @@ _MIN_TFLITE_BYTES = 8
 _TFLITE_IDENTIFIER_AT = slice(4, 8)
 
 
-def check_model(path: str | Path) -> ModelFacts:
+def check_model(path: str | Path, refuse_unsupported: bool = True) -> ModelFacts:
     """Check the model file at `path`; return its facts or raise ModelError (one line, naming the file).
+
+    With `refuse_unsupported` False, operators our compiler does not support are not an error: each is in the
+    facts with its `refusal` (the compiler's `analyze` lists them); every other check still refuses.
 
     The format comes from the extension (.tflite, .onnx); for any other extension a file carrying the
     TFLite identifier is read as TFLite, anything else is refused. Never raises anything but ModelError
     for a bad file; work and memory are bounded by the file size.
     """
-    return check_model_data(path, read_model_file(path))
+    return check_model_data(path, read_model_file(path), refuse_unsupported)
 
 
 def read_model_file(path: str | Path) -> bytes:
@@ -52,7 +55,7 @@ def read_model_file(path: str | Path) -> bytes:
     return _read_bytes(Path(path).name, Path(path))
 
 
-def check_model_data(path: str | Path, data: bytes) -> ModelFacts:
+def check_model_data(path: str | Path, data: bytes, refuse_unsupported: bool = True) -> ModelFacts:
     """`check_model` on the bytes `data` that `read_model_file(path)` returned (`path` names the model and
     its extension gives the format); for a caller that uses the bytes again after the check."""
     path = Path(path)
@@ -66,11 +69,11 @@ def check_model_data(path: str | Path, data: bytes) -> ModelFacts:
             )
         from .tflite_check import check_tflite
 
-        return check_tflite(model, str(path), data)
+        return check_tflite(model, str(path), data, refuse_unsupported)
     if suffix == ".onnx":
         from .onnx_check import check_onnx
 
-        return check_onnx(model, str(path), data)
+        return check_onnx(model, str(path), data, refuse_unsupported)
     raise ModelError(model, ErrorKind.FORMAT, "not a TFLite (.tflite, 'TFL3') or ONNX (.onnx) model")
 
 
