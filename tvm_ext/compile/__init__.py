@@ -124,6 +124,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     calibration: str | Path | None = None,
     ranges: str | None = None,
     held_back: str | Path | None = None,
+    activations: str | None = None,
     scheduler: str | None = None,
     io_in_arena: bool = False,
     layout: str = "auto",
@@ -138,10 +139,12 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     that generate the kernels' C and of compilers that build the bundle (default: the machine's cores; the
     bundle is the same for any number).
     `quantize` "int8" quantizes a float model file to int8 weights on `calibration` (an .npz with an array per
-    model input, N samples, or "random"); its activations are int8, or int16 (16x8) when int8 misses the
-    accuracy budget and 16x8 fits (tvm_ext.quantize.activation_type), with `ranges` "percentile", "minmax" or
+    model input, N samples, or "random"); its activations as `activations` says (tvm_ext.quantize.activation_type),
+    with `ranges` "percentile", "minmax" or
     "mse" (default: percentile for int8, minmax for int16);
-    "auto" does so when the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide). The
+    "auto" does so when the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide).
+    `activations` "int8" (None: the default), "16x8" (int16 activations: the bundle takes and returns int16) or
+    "auto" (16x8 where int8 misses the accuracy budget and 16x8 measures better and fits, said in a line). The
     manifest's "quantization" entry records the scheme, the calibration and the accuracy cost against the float model,
     also on `held_back` (an .npz like `calibration`'s: samples of the same distribution kept out of it).
     `scheduler` is the address of a Dask distributed scheduler whose workers compile instead of this process
@@ -168,7 +171,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         model = Path(model)
     label = model.name if isinstance(model, Path) else (name or "model")
     held_back = None if held_back is None else Path(held_back)
-    check_request(label, quantize, calibration, held_back)
+    check_request(label, quantize, calibration, held_back, activations)
     if quantize is not None and not isinstance(model, Path):
         raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
     if layout != "auto" and not isinstance(model, Path):
@@ -189,7 +192,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         def fill(staging: Path) -> FolderResult:
             if quantize is None:
                 return fill_with(staging, model, name, None)
-            request = QuantizeRequest(quantize, calibration, ranges, held_back)
+            request = QuantizeRequest(quantize, calibration, ranges, held_back, activations or "int8")
             quantized = quantized_module(model, target, request, log)
             while True:  # a float bundle auto kept, then a 16x8 one, then int8: each smaller than the last
                 try:

@@ -28,6 +28,7 @@ from tvm_ext.processes.command_process import (exit_code, install_signal_handler
                                      stop_if_signalled, work_that_unwinds)
 from packager.bundle_prefix import checked_prefix
 from tvm_ext.compile import Bundle, CompileError, InternalError, compile, default_jobs, tvm_ext_version
+from tvm_ext.compile.quantized import ACTIVATION_CHOICES
 
 if TYPE_CHECKING:
     from tvm_ext.compile.analyze import Analysis
@@ -83,6 +84,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--calibration", default=None, metavar="DATA.npz",
                         help="calibration samples for --quantize: an .npz with an array per model input "
                              "(N samples), or 'random' (uniform noise, recorded in the manifest)")
+    parser.add_argument("--activations", choices=ACTIVATION_CHOICES, default=None,
+                        help="--quantize's activation type: int8 (default), 16x8 (int16 activations, int8 weights: "
+                             "the bundle takes and returns int16), or auto (16x8 where int8 misses the accuracy "
+                             "budget and 16x8 measures better and fits; the choice is printed)")
     parser.add_argument("--ranges", choices=("minmax", "percentile", "mse"), default=None,
                         help="activation ranges from the calibration data (default: percentile for int8 "
                              "activations, minmax for int16)")
@@ -203,11 +208,11 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
     return compile(model, args.target, Path(args.out), force=args.force,
                    log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
                    calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
-                   scheduler=args.scheduler, io_in_arena=args.io_in_arena, layout=args.layout,
-                   name=args.name, build=not args.no_build)
+                   activations=args.activations, scheduler=args.scheduler, io_in_arena=args.io_in_arena,
+                   layout=args.layout, name=args.name, build=not args.no_build)
 
 
-_NOT_WITH_ANALYZE = ("quantize", "calibration", "held_back", "scheduler", "io_in_arena", "no_build", "force")
+_NOT_WITH_ANALYZE = ("quantize", "calibration", "held_back", "activations", "scheduler", "io_in_arena", "no_build", "force")
 
 
 def _analysis(args: argparse.Namespace, model: Path) -> Analysis:

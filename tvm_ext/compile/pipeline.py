@@ -16,7 +16,7 @@ import subprocess
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from tvm_ext.processes.command_process import interrupts_held_back
 from tvm_ext.compile import (BundleBuildError, CompileError, DoesNotFitError, SelftestMismatchError, early_objects,
                              tvm_ext_version)
 from tvm_ext.compile.early_objects import EarlyObjects
+from tvm_ext.stages import Stage
 
 if TYPE_CHECKING:
     import tvm
@@ -52,15 +53,6 @@ if TYPE_CHECKING:
     from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.plan.unit_assignment import UnitChoice
     from tvm_ext.reference.outputs import RunningReference
-
-T = TypeVar("T")
-
-
-class Stage(Protocol):
-    """Runs `work()`, logs the stage's line `<name> <seconds>  <describe(result)>` and returns the result;
-    an exception from `work` passes through with no line logged."""
-
-    def __call__(self, name: str, work: Callable[[], T], describe: Callable[[T], str]) -> T: ...
 
 
 @dataclass(frozen=True)
