@@ -70,6 +70,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--no-build", action="store_true",
                         help="write the sources, build files and manifest without building or self-testing them "
                              "(marked untested), e.g. for a profile whose compiler is not installed here")
+    parser.add_argument("--validate", default=None, metavar="SAMPLES.npz",
+                        help="after the compile, run these samples (an array per model input, N samples; optional "
+                             "'labels', N class indices) through the bundle on the host and the model's reference "
+                             "runtime, and print per output the errors, top-1 agreement and accuracy")
     parser.add_argument("--force", action="store_true", help="replace a non-empty output folder")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     where = parser.add_mutually_exclusive_group()
@@ -204,15 +208,47 @@ def _print_summary(bundle: Bundle) -> int:
 
 
 def _compile(args: argparse.Namespace, model: Path) -> Bundle:
-    """The compile `args` ask for, of the model file `model`."""
-    return compile(model, args.target, Path(args.out), force=args.force,
-                   log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
-                   calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
-                   activations=args.activations, scheduler=args.scheduler, io_in_arena=args.io_in_arena,
-                   layout=args.layout, name=args.name, build=not args.no_build)
+    """The compile `args` ask for, of the model file `model`; with --validate, then its validation (the samples
+    read and checked first, before any compile work)."""
+    samples = None if args.validate is None else _validation_samples(args, model)
+    bundle = compile(model, args.target, Path(args.out), force=args.force,
+                     log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
+                     calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
+                     activations=args.activations, scheduler=args.scheduler, io_in_arena=args.io_in_arena,
+                     layout=args.layout, name=args.name, build=not args.no_build)
+    if samples is not None:
+        from tvm_ext.validate import ValidationError, validate, validation_text
+
+        from tvm_ext.compile import stage_logger
+
+        try:
+            validation = stage_logger(_print_stage_and_stop_if_signalled)(
+                "validate", lambda: validate(bundle.out_dir, bundle.plan, model, samples),
+                lambda v: f"{v.count} samples of {v.source} on {v.where}")
+        except ValidationError as err:
+            raise InternalError(str(err)) from err
+        for line in validation_text(validation).splitlines():
+            _print_stage_and_stop_if_signalled(line)
+    return bundle
 
 
-_NOT_WITH_ANALYZE = ("quantize", "calibration", "held_back", "activations", "scheduler", "io_in_arena", "no_build", "force")
+def _validation_samples(args: argparse.Namespace, model: Path):
+    """--validate's samples for the model file's inputs (CompileError: the one line of the model check or of
+    the samples file's checks); refused with --no-build and --io-in-arena (nothing to run, or no run arguments)."""
+    from tvm_ext.compile.pipeline import check
+    from tvm_ext.validate import SamplesError, load_samples
+
+    for option in ("no_build", "io_in_arena"):
+        if getattr(args, option):
+            raise CompileError(f"{model.name}: --validate runs the built bundle's run function; leave out "
+                               f"--{option.replace('_', '-')}")
+    try:
+        return load_samples(Path(args.validate), check(model).facts.inputs)
+    except SamplesError as err:
+        raise CompileError(f"{model.name}: {err}") from err
+
+
+_NOT_WITH_ANALYZE = ("quantize", "calibration", "held_back", "activations", "validate", "scheduler", "io_in_arena", "no_build", "force")
 
 
 def _analysis(args: argparse.Namespace, model: Path) -> Analysis:
