@@ -69,10 +69,30 @@ def test_validate_a_float_bundle_against_onnxruntime_with_labels(tmp_path) -> No
 def test_validate_a_quantized_bundle_against_the_float_model(tmp_path) -> None:
     samples = _samples(tmp_path / "samples.npz", count=30)
     proc = run_cli("--example", "--target", "lowpower", "-o", str(tmp_path / "out"), "--quantize", "int8",
-                   "--calibration", "random", "--validate", str(samples))
+                   "--calibration", "random", "--validate", str(samples), "--selftest-input", str(samples))
     assert proc.returncode == 0, proc.stderr
+    assert "PASS on host" in proc.stdout  # the user's float sample, quantized with the bundle's input scale
     (line,) = [line for line in proc.stdout.splitlines() if "output 0 against onnxruntime" in line]
     assert "(the float model)" in line, line
     cosine = float(re.search(r"cosine ([0-9.]+)", line).group(1))
     error = float(re.search(r"max abs error ([0-9.e+-]+)", line).group(1))
     assert 0.9 < cosine <= 1.0 and 0 < error < 0.5, line  # dequantized probabilities near the float model's
+
+
+def test_selftest_input_embeds_the_users_first_sample_instead_of_noise(tmp_path) -> None:
+    import tvm_ext
+
+    sample = np.full((2, *INPUT_SHAPE), 0.3125, np.float32)
+    sample[0, 0, 0, 0, :3] = [0.5, -0.75, 0.125]
+    np.savez(tmp_path / "sample.npz", mfcc=sample)
+    out = tmp_path / "out"
+    bundle = tvm_ext.compile(example_model(tmp_path), out=out, selftest_input=tmp_path / "sample.npz", jobs=1)
+    assert bundle.selftest.passed
+    first_case = (out / "selftest.c").read_text().split("selftest_input0[", 1)[1].split("{", 2)[2]
+    assert first_case.lstrip().startswith("0x1p-1f, -0x1.8p-1f, 0x1p-3f, 0x1.4p-2f,"), first_case[:200]
+
+
+def test_a_hostile_selftest_input_gets_one_line_and_exit_2(tmp_path) -> None:
+    np.savez(tmp_path / "sample.npz", mfcc=np.array([object()] * 3, dtype=object))
+    proc = run_cli("--example", "-o", str(tmp_path / "out"), "--selftest-input", str(tmp_path / "sample.npz"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "holds Python objects" in proc.stderr

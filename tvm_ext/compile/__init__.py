@@ -129,6 +129,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     io_in_arena: bool = False,
     layout: str = "auto",
     build: bool = True,
+    selftest_input: str | Path | None = None,
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -158,6 +159,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     them, nor asking for the profile's compiler (a toolchain not installed here): the manifest, report.md and
     README.md say it is untested, and the Bundle's `library` and `selftest` are None.
 
+    `selftest_input` is an .npz (or .npy) of samples for the model file's inputs, as `--validate` reads them:
+    the self-test embeds its first sample as its first case instead of seeded noise.
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     InternalError for a bug of ours: SelftestMismatchError when the built bundle disagrees with the reference,
     BundleBuildError when the generated bundle does not build.
@@ -180,13 +183,14 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         if lowered_for(model) is not None:  # its layouts were chosen then: ours would be ignored
             raise CompileError(f"{label}: the module went through tvm_ext.pipeline, which chose its layouts; "
                                f"give layout={layout.upper()!r} to tvm_ext.pipeline instead")
+    sample = None if selftest_input is None else _first_sample(label, model, Path(selftest_input))
     if scheduler is None:
         def fill_with(staging: Path, source, bundle_name: str | None, quantized: QuantizedSource | None
                       ) -> FolderResult:
             options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs,
                                     None if quantized is None else quantized.facts, io_in_arena,
                                     None if layout == "auto" else layout.upper(),
-                                    None if quantized is None else quantized.io, build)
+                                    None if quantized is None else quantized.io, build, sample)
             return compile_to_folder(source, target, staging, stage_logger(log), options)
 
         def fill(staging: Path) -> FolderResult:
@@ -217,11 +221,27 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             raise CompileError(f"{label}: --layout {layout} is not available with --scheduler; compile locally")
         if not build:
             raise CompileError(f"{label}: --no-build is not available with --scheduler; compile locally")
+        if sample is not None:
+            raise CompileError(f"{label}: --selftest-input is not available with --scheduler; compile locally")
 
         def fill(staging: Path) -> FolderResult:
             return compile_on_cluster(scheduler, model, target, staging, name, log)
 
     return fill_bundle_folder(Path(out), label, model if isinstance(model, Path) else None, force, fill)
+
+
+def _first_sample(label: str, model, path: Path):
+    """The first sample of the file `path` for the model file's inputs, one array each (CompileError: the model
+    check's or the samples file's one line)."""
+    from tvm_ext.compile.pipeline import check
+    from tvm_ext.validate import SamplesError, load_samples
+
+    if not isinstance(model, Path):
+        raise CompileError(f"{label}: --selftest-input takes a model file, not a Relax module")
+    try:
+        return tuple(load_samples(path, check(model).facts.inputs).cases[0])
+    except SamplesError as err:
+        raise CompileError(f"{label}: {err}") from err
 
 
 def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,

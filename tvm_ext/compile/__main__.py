@@ -74,6 +74,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         help="after the compile, run these samples (an array per model input, N samples; optional "
                              "'labels', N class indices) through the bundle on the host and the model's reference "
                              "runtime, and print per output the errors, top-1 agreement and accuracy")
+    parser.add_argument("--selftest-input", default=None, metavar="FILE.npz",
+                        help="the self-test's first case is this file's first sample (an array per model input, as "
+                             "--validate reads them) instead of seeded noise")
     parser.add_argument("--force", action="store_true", help="replace a non-empty output folder")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     where = parser.add_mutually_exclusive_group()
@@ -215,7 +218,8 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
                      log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
                      calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
                      activations=args.activations, scheduler=args.scheduler, io_in_arena=args.io_in_arena,
-                     layout=args.layout, name=args.name, build=not args.no_build)
+                     layout=args.layout, name=args.name, build=not args.no_build,
+                     selftest_input=args.selftest_input)
     if samples is not None:
         from tvm_ext.validate import ValidationError, validate, validation_text
 
@@ -248,7 +252,8 @@ def _validation_samples(args: argparse.Namespace, model: Path):
         raise CompileError(f"{model.name}: {err}") from err
 
 
-_NOT_WITH_ANALYZE = ("quantize", "calibration", "held_back", "activations", "validate", "scheduler", "io_in_arena", "no_build", "force")
+_NOT_WITH_ANALYZE = ("quantize", "calibration", "held_back", "activations", "validate", "selftest_input", "scheduler",
+                     "io_in_arena", "no_build", "force")
 
 
 def _analysis(args: argparse.Namespace, model: Path) -> Analysis:

@@ -160,7 +160,9 @@ class BundleOptions:
     lets the passes choose per subgraph (tvm_ext.transform.layout_per_subgraph); `io` the quantization and
     layout of a Relax module's inputs and outputs (tvm_ext.quantize's integer module; None: unknown); `build`
     False writes the sources, build files and manifest without building or self-testing them (nor asking for the
-    profile's tools): the bundle is marked untested, for a machine with the profile's toolchain to build.
+    profile's tools): the bundle is marked untested, for a machine with the profile's toolchain to build;
+    `selftest_input` one array per model input (in the model file's types) that the self-test embeds as its first
+    case instead of the seeded noise (quantized with `io` where the module's input is an integer one).
     """
 
     name: str | None = None
@@ -170,6 +172,7 @@ class BundleOptions:
     layout: str | None = None
     io: IoQuantization | None = None
     build: bool = True
+    selftest_input: tuple[np.ndarray, ...] | None = None
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
@@ -211,6 +214,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         try:
             imported = stage("import", lambda: import_(model, checked, options.name, options.io), lambda i: (
                 f"{file_name}: {len(i.model.layers)} layers ({i.model.format})"))
+            imported = with_selftest_input(imported, options.selftest_input, options.io)
             if checked is None:
                 check_ram_for_io(file_name, profile, tensors_bytes(imported.model.inputs),
                                  tensors_bytes(imported.model.outputs), 0, options.io_in_arena)
@@ -343,6 +347,23 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
     limits = index_input_limits(imported.mod["main"])  # index inputs drawn inside their axes
     count = case_count(tensors_bytes(imported.inputs) + tensors_bytes(imported.outputs))
     return Imported(imported, selftest_cases(imported.inputs, count, nonzero_integers=divides, index_limits=limits))
+
+
+def with_selftest_input(imported: Imported, sample: tuple[np.ndarray, ...] | None,
+                        io: IoQuantization | None) -> Imported:
+    """`imported` with the user's `sample` as the self-test's first case (None: unchanged): each array in its
+    input's shape and type, a float array quantized with `io`'s parameters where the input is an integer one."""
+    from tvm_ext.validate import quantize
+
+    if sample is None:
+        return imported
+    case = []
+    for k, (array, spec) in enumerate(zip(sample, imported.model.inputs, strict=True)):
+        quant = None if io is None else io.inputs[k]
+        if array.dtype.kind == "f" and np.dtype(spec.dtype).kind in "iu" and quant is not None:
+            array = quantize(array, quant, spec.dtype)
+        case.append(np.ascontiguousarray(array.reshape(spec.shape).astype(spec.dtype)))
+    return replace(imported, cases=[case, *imported.cases[1:]])
 
 
 def check_lowered_module(imported: Imported, profile: Profile) -> None:
