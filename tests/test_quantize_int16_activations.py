@@ -49,7 +49,8 @@ def test_int8_missing_the_budget_gives_a_16x8_bundle_bit_exact_on_the_device(cla
     assert quantization["ranges"] == "minmax"  # 16x8's default
     # int8: 81.0 % on the calibration samples; 16x8: 100 %
     decision = quantization["activation_type"]
-    assert decision.startswith("16x8 activations (--activations auto): int8 top-1 agreement 81.0% on 100 samples"), decision
+    assert decision.startswith("16x8 activations (--activations auto): int8 top-1 agreement 81.0% on 100 "
+                               "samples"), decision
     assert "misses the budget (top-1 agreement >= 97%); 16x8 top-1 agreement 100.0%" in decision
     assert {layer["precision"] for layer in quantization["layer_errors"]} == {"16x8"}
     assert quantization["inputs"][0]["dtype"] == "int16" and quantization["inputs"][0]["zero_point"] == 0

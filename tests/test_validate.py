@@ -57,11 +57,12 @@ def test_validate_a_float_bundle_against_onnxruntime_with_labels(tmp_path) -> No
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^\[tvm_ext\] validate +[0-9.]+ s  CPU .* 12 samples of samples.npz on the host",
                      proc.stdout, re.MULTILINE), proc.stdout
-    (line,) = [line for line in proc.stdout.splitlines() if "output 0 against onnxruntime" in line]
+    (line,) = [line for line in proc.stdout.splitlines() if "output 0 on the host against onnxruntime" in line]
     error = float(re.search(r"max abs error ([0-9.e+-]+)", line).group(1))
     assert error < 1e-5 and "cosine 1.000000" in line and "top-1 agreement 100.0%" in line, line
     assert "accuracy against the labels" in line
-    matrix = [line.split()[2:] for line in proc.stdout.splitlines() if re.match(r"\[tvm_ext\] validate +(\d+ +){11}\d+$", line)]
+    matrix = [line.split()[2:] for line in proc.stdout.splitlines()
+              if re.match(r"\[tvm_ext\] validate +(\d+ +){11}\d+$", line)]
     assert len(matrix) == 12 and sum(int(cell) for row in matrix for cell in row) == 12
 
 
@@ -72,7 +73,7 @@ def test_validate_a_quantized_bundle_against_the_float_model(tmp_path) -> None:
                    "--calibration", "random", "--validate", str(samples), "--selftest-input", str(samples))
     assert proc.returncode == 0, proc.stderr
     assert "PASS on host" in proc.stdout  # the user's float sample, quantized with the bundle's input scale
-    (line,) = [line for line in proc.stdout.splitlines() if "output 0 against onnxruntime" in line]
+    (line,) = [line for line in proc.stdout.splitlines() if "output 0 on the host against onnxruntime" in line]
     assert "(the float model)" in line, line
     cosine = float(re.search(r"cosine ([0-9.]+)", line).group(1))
     error = float(re.search(r"max abs error ([0-9.e+-]+)", line).group(1))
@@ -96,3 +97,17 @@ def test_a_hostile_selftest_input_gets_one_line_and_exit_2(tmp_path) -> None:
     np.savez(tmp_path / "sample.npz", mfcc=np.array([object()] * 3, dtype=object))
     proc = run_cli("--example", "-o", str(tmp_path / "out"), "--selftest-input", str(tmp_path / "sample.npz"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "holds Python objects" in proc.stderr
+
+
+@pytest.mark.slow
+def test_validate_on_the_emulated_core_of_a_cortex_m_profile(tmp_path) -> None:
+    """The samples run on QEMU's mps2-an386 as well as on the host (embedded in a driver that takes the place of
+    the self-test, in a copy of the bundle), each compared with onnxruntime."""
+    samples = _samples(tmp_path / "samples.npz", count=5, labels=np.arange(5))
+    proc = run_cli("--example", "--target", "cortex-m4f", "-o", str(tmp_path / "out"), "--validate", str(samples))
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [line for line in proc.stdout.splitlines()
+               if "output 0 on mps2-an386 (emulated cortex-m4f, the first 5 samples) against onnxruntime" in line]
+    error = float(re.search(r"max abs error ([0-9.e+-]+)", line).group(1))
+    assert error < 1e-5 and "top-1 agreement 100.0%" in line, line
+    assert "print_bytes" not in (tmp_path / "out" / "selftest.c").read_text()  # the driver only in the copy

@@ -227,13 +227,23 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
 
         try:
             validation = stage_logger(_print_stage_and_stop_if_signalled)(
-                "validate", lambda: validate(bundle.out_dir, bundle.plan, model, samples),
+                "validate", lambda: validate(bundle.out_dir, bundle.plan, model, samples, _emulated_target(args)),
                 lambda v: f"{v.count} samples of {v.source} on {v.where}")
         except ValidationError as err:
             raise InternalError(str(err)) from err
         for line in validation_text(validation).splitlines():
             _print_stage_and_stop_if_signalled(line)
     return bundle
+
+
+def _emulated_target(args: argparse.Namespace):
+    """The emulated core that runs the profile's self-test (`emulator.boards.CortexMTarget`), None for a profile
+    whose self-test runs on the host."""
+    import target
+    from backends import backend_of
+
+    profile = target.resolve_profile(args.target)
+    return backend_of(profile).emulated_target(profile)
 
 
 def _validation_samples(args: argparse.Namespace, model: Path):

@@ -398,16 +398,11 @@ def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
 def start_reference_file(checked: Checked, imported: Imported) -> RunningReference:
     """The model file's reference runtime started on the self-test's input cases, in a process of its own (which
     reads the file by its path): awaited by `reference_file`, stopped when the caller's `with` block ends."""
-    from tvm_ext.model_check.signal_ops import SIGNAL_OPERATORS
-    from tvm_ext.reference.outputs import start_reference
+    from tvm_ext.reference.outputs import runs_on_tflite_micro, start_reference
 
     model = imported.model
-    # TFLite Micro for a quantized model even with float inputs and outputs (QUANTIZE and DEQUANTIZE inside): our
-    # integer kernels are TFLite Micro's arithmetic, which LiteRT's kernels do not always share (a float -> int16
-    # QUANTIZE of 1.0 in tests/test_int16_ops.py: LiteRT 2.3 gives 1525 where TFLite Micro gives 1526).
-    micro_operators = checked.facts.quantized or not checked.facts.op_types().isdisjoint(SIGNAL_OPERATORS)
     return start_reference(checked.path, checked.facts.format.value, imported.cases, model.inputs,
-                           len(model.outputs), micro_operators)
+                           len(model.outputs), runs_on_tflite_micro(checked.facts))
 
 
 def reference_file(running: RunningReference, imported: Imported) -> Referenced:
