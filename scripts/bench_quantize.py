@@ -3,9 +3,9 @@
     pip install -e '.[bench]'   # scikit-image: its photographs for the image classifiers
     python scripts/bench_quantize.py [--models ../shared/models] [--target cortex-m4f] [MODEL ...]
 
-For each model: compile the float model, then the same model with `quantize="int8"` (int8 weights; int8
-activations, or int16 where int8 misses the accuracy budget: tvm_ext.quantize.activation_type), and print the
-quantized model's activation type, arena and flash (weight) bytes of both, instructions per inference of both
+For each model: compile the float model, then the same model with `quantize="int8", activations="auto"` (int8
+weights; int8 activations, or int16 where int8 misses the accuracy budget: tvm_ext.quantize.activation_type), and
+print the quantized model's activation type, arena and flash (weight) bytes of both, instructions per inference of both
 (the self-test's run under QEMU -icount on emulated profiles such as cortex-m4f; "-" on a profile without an
 emulator), and the accuracy cost the quantized bundle's manifest records: on the calibration samples and on
 200 held-back samples of the same distribution (top-1 agreement with the float model for the classifiers, with
@@ -136,7 +136,8 @@ def main() -> int:
             model = args.folder / relative
             float_bundle = _compile(model, args.target, Path(tmp) / f"{model.stem}_float")
             samples = _image_calibration(model, Path(tmp))
-            int8_bundle = _compile(model, args.target, Path(tmp) / f"{model.stem}_int8", quantize="int8", **samples)
+            int8_bundle = _compile(model, args.target, Path(tmp) / f"{model.stem}_int8", quantize="int8",
+                                   activations="auto", **samples)
             twin = INT8_TWINS.get(model.stem)
             twin_cell = "-"
             if twin:

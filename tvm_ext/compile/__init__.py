@@ -124,10 +124,12 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     calibration: str | Path | None = None,
     ranges: str | None = None,
     held_back: str | Path | None = None,
+    activations: str | None = None,
     scheduler: str | None = None,
     io_in_arena: bool = False,
     layout: str = "auto",
     build: bool = True,
+    selftest_input: str | Path | None = None,
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -138,10 +140,12 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     that generate the kernels' C and of compilers that build the bundle (default: the machine's cores; the
     bundle is the same for any number).
     `quantize` "int8" quantizes a float model file to int8 weights on `calibration` (an .npz with an array per
-    model input, N samples, or "random"); its activations are int8, or int16 (16x8) when int8 misses the
-    accuracy budget and 16x8 fits (tvm_ext.quantize.activation_type), with `ranges` "percentile", "minmax" or
+    model input, N samples, or "random"); its activations as `activations` says (tvm_ext.quantize.activation_type),
+    with `ranges` "percentile", "minmax" or
     "mse" (default: percentile for int8, minmax for int16);
-    "auto" does so when the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide). The
+    "auto" does so when the profile has no FPU or the float model cannot fit it (tvm_ext.quantize.decide).
+    `activations` "int8" (None: the default), "16x8" (int16 activations: the bundle takes and returns int16) or
+    "auto" (16x8 where int8 misses the accuracy budget and 16x8 measures better and fits, said in a line). The
     manifest's "quantization" entry records the scheme, the calibration and the accuracy cost against the float model,
     also on `held_back` (an .npz like `calibration`'s: samples of the same distribution kept out of it).
     `scheduler` is the address of a Dask distributed scheduler whose workers compile instead of this process
@@ -155,6 +159,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     them, nor asking for the profile's compiler (a toolchain not installed here): the manifest, report.md and
     README.md say it is untested, and the Bundle's `library` and `selftest` are None.
 
+    `selftest_input` is an .npz (or .npy) of samples for the model file's inputs, as `--validate` reads them:
+    the self-test embeds its first sample as its first case instead of seeded noise.
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     InternalError for a bug of ours: SelftestMismatchError when the built bundle disagrees with the reference,
     BundleBuildError when the generated bundle does not build.
@@ -168,7 +174,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         model = Path(model)
     label = model.name if isinstance(model, Path) else (name or "model")
     held_back = None if held_back is None else Path(held_back)
-    check_request(label, quantize, calibration, held_back)
+    check_request(label, quantize, calibration, held_back, activations)
     if quantize is not None and not isinstance(model, Path):
         raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
     if layout != "auto" and not isinstance(model, Path):
@@ -177,20 +183,21 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         if lowered_for(model) is not None:  # its layouts were chosen then: ours would be ignored
             raise CompileError(f"{label}: the module went through tvm_ext.pipeline, which chose its layouts; "
                                f"give layout={layout.upper()!r} to tvm_ext.pipeline instead")
+    sample = None if selftest_input is None else _first_sample(label, model, Path(selftest_input))
     if scheduler is None:
         def fill_with(staging: Path, source, bundle_name: str | None, quantized: QuantizedSource | None
                       ) -> FolderResult:
             options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs,
                                     None if quantized is None else quantized.facts, io_in_arena,
                                     None if layout == "auto" else layout.upper(),
-                                    None if quantized is None else quantized.io, build)
+                                    None if quantized is None else quantized.io, build, sample)
             return compile_to_folder(source, target, staging, stage_logger(log), options,
                                      None if quantized is None else quantized.checked)
 
         def fill(staging: Path) -> FolderResult:
             if quantize is None:
                 return fill_with(staging, model, name, None)
-            request = QuantizeRequest(quantize, calibration, ranges, held_back)
+            request = QuantizeRequest(quantize, calibration, ranges, held_back, activations or "int8")
             quantized = quantized_module(model, target, request, log)
             while True:  # a float bundle auto kept, then a 16x8 one, then int8: each smaller than the last
                 try:
@@ -215,11 +222,27 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             raise CompileError(f"{label}: --layout {layout} is not available with --scheduler; compile locally")
         if not build:
             raise CompileError(f"{label}: --no-build is not available with --scheduler; compile locally")
+        if sample is not None:
+            raise CompileError(f"{label}: --selftest-input is not available with --scheduler; compile locally")
 
         def fill(staging: Path) -> FolderResult:
             return compile_on_cluster(scheduler, model, target, staging, name, log)
 
     return fill_bundle_folder(Path(out), label, model if isinstance(model, Path) else None, force, fill)
+
+
+def _first_sample(label: str, model, path: Path):
+    """The first sample of the file `path` for the model file's inputs, one array each (CompileError: the model
+    check's or the samples file's one line)."""
+    from tvm_ext.compile.pipeline import check
+    from tvm_ext.validate import SamplesError, load_samples
+
+    if not isinstance(model, Path):
+        raise CompileError(f"{label}: --selftest-input takes a model file, not a Relax module")
+    try:
+        return tuple(load_samples(path, check(model).facts.inputs).cases[0])
+    except SamplesError as err:
+        raise CompileError(f"{label}: {err}") from err
 
 
 def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,

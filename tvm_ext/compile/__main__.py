@@ -21,13 +21,17 @@ import tempfile
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from printable import printable, printable_lines
 from tvm_ext.processes.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
                                      stop_if_signalled, work_that_unwinds)
 from packager.bundle_prefix import checked_prefix
-from tvm_ext.compile import Bundle, CompileError, InternalError, compile, tvm_ext_version
+from tvm_ext.compile import Bundle, CompileError, InternalError, compile, default_jobs, tvm_ext_version
+from tvm_ext.compile.quantized import ACTIVATION_CHOICES
+
+if TYPE_CHECKING:
+    from tvm_ext.compile.analyze import Analysis
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -59,9 +63,20 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--name", type=_bundle_prefix, default=None,
                         help="the bundle's C prefix: <name>_run(), <NAME>_ARENA_BYTES, <name>.h (default: the "
                              "model file's stem, made a C identifier)")
+    parser.add_argument("--analyze", action="store_true",
+                        help="build nothing: list the operators and whether each is supported, then per profile "
+                             "(--target all: every built-in one) MACs, weights, activations, arena, RAM, flash, fit "
+                             "and estimated time per layer")
     parser.add_argument("--no-build", action="store_true",
                         help="write the sources, build files and manifest without building or self-testing them "
                              "(marked untested), e.g. for a profile whose compiler is not installed here")
+    parser.add_argument("--validate", default=None, metavar="SAMPLES.npz",
+                        help="after the compile, run these samples (an array per model input, N samples; optional "
+                             "'labels', N class indices) through the bundle on the host and the model's reference "
+                             "runtime, and print per output the errors, top-1 agreement and accuracy")
+    parser.add_argument("--selftest-input", default=None, metavar="FILE.npz",
+                        help="the self-test's first case is this file's first sample (an array per model input, as "
+                             "--validate reads them) instead of seeded noise")
     parser.add_argument("--force", action="store_true", help="replace a non-empty output folder")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     where = parser.add_mutually_exclusive_group()
@@ -76,6 +91,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--calibration", default=None, metavar="DATA.npz",
                         help="calibration samples for --quantize: an .npz with an array per model input "
                              "(N samples), or 'random' (uniform noise, recorded in the manifest)")
+    parser.add_argument("--activations", choices=ACTIVATION_CHOICES, default=None,
+                        help="--quantize's activation type: int8 (default), 16x8 (int16 activations, int8 weights: "
+                             "the bundle takes and returns int16), or auto (16x8 where int8 misses the accuracy "
+                             "budget and 16x8 measures better and fits; the choice is printed)")
     parser.add_argument("--ranges", choices=("minmax", "percentile", "mse"), default=None,
                         help="activation ranges from the calibration data (default: percentile for int8 "
                              "activations, minmax for int16)")
@@ -159,20 +178,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_targets:
         print(_list_targets())
         return 0
-    bundle: Bundle | None = None
+    outcome: Bundle | Analysis | None = None
     failure: tuple[int, str] | None = None
     with _stderr_held_back(enabled=not args.debug) as release, work_that_unwinds():
         try:
-            bundle, failure = _compile_or_failure(args, release)
+            outcome, failure = _outcome_or_failure(args, release, _analysis if args.analyze else _compile)
         except KeyboardInterrupt:
             pass  # raised while a failure was being handled: the signal decides the outcome below
-    if bundle is None:  # once the bundle is in place, an interrupt no longer changes the outcome
+    if outcome is None:  # once the bundle is in place, an interrupt no longer changes the outcome
         if received_signal() is not None:
             # whatever the interrupt became on its way out (TVM's FFI makes it a RuntimeError), it was one
             failure = (exit_code(received_signal()), interrupted_line(received_signal()))
-        code, line = failure  # without a bundle and a signal, _compile_or_failure returned a failure
+        code, line = failure  # without an outcome and a signal, _outcome_or_failure returned a failure
         print(printable(line), file=sys.stderr)
         return code
+    return _print_analysis(outcome) if args.analyze else _print_summary(outcome)
+
+
+def _print_summary(bundle: Bundle) -> int:
+    """The compile's summary line; exit code 0."""
     memory = bundle.memory
     verdict = "untested (--no-build)" if bundle.selftest is None else \
         f"self-test {'PASS' if bundle.selftest.passed else 'FAIL'}"
@@ -186,20 +210,106 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _compile_or_failure(args: argparse.Namespace, release: Callable[[], None]
-                        ) -> tuple[Bundle | None, tuple[int, str] | None]:
-    """Compile as `args` say: the Bundle (stderr released), or no Bundle and (exit code, stderr line)."""
+def _compile(args: argparse.Namespace, model: Path) -> Bundle:
+    """The compile `args` ask for, of the model file `model`; with --validate, then its validation (the samples
+    read and checked first, before any compile work)."""
+    samples = None if args.validate is None else _validation_samples(args, model)
+    bundle = compile(model, args.target, Path(args.out), force=args.force,
+                     log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
+                     calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
+                     activations=args.activations, scheduler=args.scheduler, io_in_arena=args.io_in_arena,
+                     layout=args.layout, name=args.name, build=not args.no_build,
+                     selftest_input=args.selftest_input)
+    if samples is not None:
+        from tvm_ext.validate import ValidationError, validate, validation_text
+
+        from tvm_ext.compile import stage_logger
+
+        try:
+            validation = stage_logger(_print_stage_and_stop_if_signalled)(
+                "validate", lambda: validate(bundle.out_dir, bundle.plan, model, samples, _emulated_target(args)),
+                lambda v: f"{v.count} samples of {v.source} on {v.where}")
+        except ValidationError as err:
+            raise InternalError(str(err)) from err
+        for line in validation_text(validation).splitlines():
+            _print_stage_and_stop_if_signalled(line)
+    return bundle
+
+
+def _emulated_target(args: argparse.Namespace):
+    """The emulated core that runs the profile's self-test (`emulator.boards.CortexMTarget`), None for a profile
+    whose self-test runs on the host."""
+    import target
+    from backends import backend_of
+
+    profile = target.resolve_profile(args.target)
+    return backend_of(profile).emulated_target(profile)
+
+
+def _validation_samples(args: argparse.Namespace, model: Path):
+    """--validate's samples for the model file's inputs (CompileError: the one line of the model check or of
+    the samples file's checks); refused with --no-build and --io-in-arena (nothing to run, or no run arguments)."""
+    from tvm_ext.compile.pipeline import check
+    from tvm_ext.validate import SamplesError, load_samples
+
+    for option in ("no_build", "io_in_arena"):
+        if getattr(args, option):
+            raise CompileError(f"{model.name}: --validate runs the built bundle's run function; leave out "
+                               f"--{option.replace('_', '-')}")
+    try:
+        return load_samples(Path(args.validate), check(model).facts.inputs)
+    except SamplesError as err:
+        raise CompileError(f"{model.name}: {err}") from err
+
+
+_NOT_WITH_ANALYZE = ("quantize", "calibration", "held_back", "activations", "validate", "selftest_input", "scheduler",
+                     "io_in_arena", "no_build", "force")
+
+
+def _analysis(args: argparse.Namespace, model: Path) -> Analysis:
+    """The analysis `args` ask for (--analyze), of the model file `model`; CompileError for an option that
+    has no meaning without a compile."""
+    from tvm_ext.compile.analyze import analyze, profiles_named
+
+    given = [name for name in _NOT_WITH_ANALYZE if getattr(args, name) not in (None, False)]
+    if given:
+        raise CompileError(f"{model.name}: --analyze builds nothing; leave out --{given[0].replace('_', '-')}")
+    return analyze(model, profiles_named(args.target), _print_stage_and_stop_if_signalled,
+                   default_jobs() if args.jobs is None else args.jobs)
+
+
+def _print_analysis(analysis: Analysis) -> int:
+    """--analyze's tables; 0 when every operator is supported and the model fits one of the profiles, else 2
+    with one error line saying why (after the tables)."""
+    from tvm_ext.compile.analyze_table import analysis_text
+
+    print(printable_lines(analysis_text(analysis)), end="")
+    if not analysis.supported:
+        unsupported = [row for row in analysis.operators if row.refusal is not None]
+        print(printable(f"tvm_ext.compile: error: {analysis.model}: unsupported operators: "
+                        + "; ".join(row.refusal for row in unsupported)), file=sys.stderr)
+        return 2
+    if not any(result.fits for result in analysis.profiles):
+        print(printable(f"tvm_ext.compile: error: {analysis.model}: fits no profile analysed: "
+                        + "; ".join(result.problem or "" for result in analysis.profiles)), file=sys.stderr)
+        return 2
+    return 0
+
+
+W = TypeVar("W")
+
+
+def _outcome_or_failure(args: argparse.Namespace, release: Callable[[], None],
+                        work: Callable[[argparse.Namespace, Path], W]) -> tuple[W | None, tuple[int, str] | None]:
+    """Run `work(args, model file)` (the compile, or the analysis): its result (stderr released), or None and
+    (exit code, stderr line)."""
     try:
         with contextlib.ExitStack() as temporary:
             model = _example_model(Path(temporary.enter_context(tempfile.TemporaryDirectory()))) \
                 if args.example else Path(args.model)
-            bundle = compile(model, args.target, Path(args.out), force=args.force,
-                             log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
-                             calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
-                             scheduler=args.scheduler, io_in_arena=args.io_in_arena, layout=args.layout,
-                             name=args.name, build=not args.no_build)
+            outcome = work(args, model)
         release()
-        return bundle, None
+        return outcome, None
     except CompileError as err:
         _print_traceback_if(args.debug)
         return None, (2, f"tvm_ext.compile: error: {err}")

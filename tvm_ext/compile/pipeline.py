@@ -16,7 +16,7 @@ import subprocess
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from tvm_ext.processes.command_process import interrupts_held_back
 from tvm_ext.compile import (BundleBuildError, CompileError, DoesNotFitError, SelftestMismatchError, early_objects,
                              tvm_ext_version)
 from tvm_ext.compile.early_objects import EarlyObjects
+from tvm_ext.stages import Stage
 
 if TYPE_CHECKING:
     import tvm
@@ -52,15 +53,6 @@ if TYPE_CHECKING:
     from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.plan.unit_assignment import UnitChoice
     from tvm_ext.reference.outputs import RunningReference
-
-T = TypeVar("T")
-
-
-class Stage(Protocol):
-    """Runs `work()`, logs the stage's line `<name> <seconds>  <describe(result)>` and returns the result;
-    an exception from `work` passes through with no line logged."""
-
-    def __call__(self, name: str, work: Callable[[], T], describe: Callable[[T], str]) -> T: ...
 
 
 @dataclass(frozen=True)
@@ -169,7 +161,9 @@ class BundleOptions:
     lets the passes choose per subgraph (tvm_ext.transform.layout_per_subgraph); `io` the quantization and
     layout of a Relax module's inputs and outputs (tvm_ext.quantize's integer module; None: unknown); `build`
     False writes the sources, build files and manifest without building or self-testing them (nor asking for the
-    profile's tools): the bundle is marked untested, for a machine with the profile's toolchain to build.
+    profile's tools): the bundle is marked untested, for a machine with the profile's toolchain to build;
+    `selftest_input` one array per model input (in the model file's types) that the self-test embeds as its first
+    case instead of the seeded noise (quantized with `io` where the module's input is an integer one).
     """
 
     name: str | None = None
@@ -179,6 +173,7 @@ class BundleOptions:
     layout: str | None = None
     io: IoQuantization | None = None
     build: bool = True
+    selftest_input: tuple[np.ndarray, ...] | None = None
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
@@ -221,6 +216,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         try:
             imported = stage("import", lambda: import_(model, checked, options.name, options.io), lambda i: (
                 f"{file_name}: {len(i.model.layers)} layers ({i.model.format})"))
+            imported = with_selftest_input(imported, options.selftest_input, options.io)
             if checked is None:
                 check_ram_for_io(file_name, profile, tensors_bytes(imported.model.inputs),
                                  tensors_bytes(imported.model.outputs), 0, options.io_in_arena)
@@ -358,6 +354,23 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
                                              grids=grids))
 
 
+def with_selftest_input(imported: Imported, sample: tuple[np.ndarray, ...] | None,
+                        io: IoQuantization | None) -> Imported:
+    """`imported` with the user's `sample` as the self-test's first case (None: unchanged): each array in its
+    input's shape and type, a float array quantized with `io`'s parameters where the input is an integer one."""
+    from tvm_ext.validate import quantize
+
+    if sample is None:
+        return imported
+    case = []
+    for k, (array, spec) in enumerate(zip(sample, imported.model.inputs, strict=True)):
+        quant = None if io is None else io.inputs[k]
+        if array.dtype.kind == "f" and np.dtype(spec.dtype).kind in "iu" and quant is not None:
+            array = quantize(array, quant, spec.dtype)
+        case.append(np.ascontiguousarray(array.reshape(spec.shape).astype(spec.dtype)))
+    return replace(imported, cases=[case, *imported.cases[1:]])
+
+
 def check_lowered_module(imported: Imported, profile: Profile) -> None:
     """CompileError, before any work, for a module that went through `tvm_ext.pipeline` and cannot be compiled
     as it is: lowered for another profile, or with kernels calling a backend's C helpers, which the self-test's
@@ -390,16 +403,11 @@ def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
 def start_reference_file(checked: Checked, imported: Imported) -> RunningReference:
     """The model file's reference runtime started on the self-test's input cases, in a process of its own (which
     reads the file by its path): awaited by `reference_file`, stopped when the caller's `with` block ends."""
-    from tvm_ext.model_check.signal_ops import SIGNAL_OPERATORS
-    from tvm_ext.reference.outputs import start_reference
+    from tvm_ext.reference.outputs import runs_on_tflite_micro, start_reference
 
     model = imported.model
-    # TFLite Micro for a quantized model even with float inputs and outputs (QUANTIZE and DEQUANTIZE inside): our
-    # integer kernels are TFLite Micro's arithmetic, which LiteRT's kernels do not always share (a float -> int16
-    # QUANTIZE of 1.0 in tests/tvm_ext/transform/int8/test_int16_ops.py: LiteRT 2.3 gives 1525 where TFLite Micro gives 1526).
-    micro_operators = checked.facts.quantized or not checked.facts.op_types().isdisjoint(SIGNAL_OPERATORS)
     return start_reference(checked.path, checked.facts.format.value, imported.cases, model.inputs,
-                           len(model.outputs), micro_operators)
+                           len(model.outputs), runs_on_tflite_micro(checked.facts))
 
 
 def reference_file(running: RunningReference, imported: Imported) -> Referenced:

@@ -41,22 +41,34 @@ class QuantizedSource:
 class QuantizeRequest:
     """`mode` "int8" or "auto"; `calibration` an .npz path or "random"; `ranges` "minmax", "percentile" or "mse"
     (None: percentile for int8 activations, minmax for int16);
-    `held_back` an .npz path of samples kept out of the calibration, to measure the accuracy cost on."""
+    `held_back` an .npz path of samples kept out of the calibration, to measure the accuracy cost on;
+    `activations` one of ACTIVATION_CHOICES (tvm_ext.quantize.quantize_model says what each takes)."""
 
     mode: str
     calibration: str | Path | None
     ranges: str | None = None
     held_back: Path | None = None
+    activations: str = "int8"
+
+
+ACTIVATION_CHOICES = ("int8", "16x8", "auto")
+"""`--activations`: int8 (the default), 16x8 (int16 activations, int8 weights), auto (16x8 where int8 misses the
+accuracy budget, said in a line): `tvm_ext.quantize.quantize_model`."""
 
 
 def check_request(model_label: str, quantize: str | None, calibration: str | Path | None,
-                  held_back: Path | None = None) -> None:
-    """The refusals that need no model: an unknown mode, quantizing without calibration, the reverse."""
+                  held_back: Path | None = None, activations: str | None = None) -> None:
+    """The refusals that need no model: an unknown mode or activation type, quantizing without calibration,
+    calibration or an activation type without quantizing."""
     if quantize is None:
         if calibration is not None or held_back is not None:
             raise CompileError(f"{model_label}: {'calibration' if calibration is not None else 'held-back'} "
                                "data given without --quantize")
+        if activations is not None:
+            raise CompileError(f"{model_label}: --activations {activations} given without --quantize")
         return
+    if activations is not None and activations not in ACTIVATION_CHOICES:
+        raise CompileError(f"{model_label}: --activations takes {', '.join(ACTIVATION_CHOICES)}, not {activations!r}")
     if quantize not in QUANTIZE_MODES:
         raise CompileError(f"{model_label}: --quantize takes {' or '.join(QUANTIZE_MODES)}, not {quantize!r}")
     if held_back is not None and str(held_back) == "random":
@@ -75,7 +87,8 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     accuracy cost, one line each. `decided`: the reason to quantize already known (recorded as auto's
     decision); `checked`: the file's check made already (it is then neither read nor parsed again)."""
     import target
-    from tvm_ext.compile.pipeline import check, check_ram_for_io, import_
+    from tvm_ext.compile import stage_logger
+    from tvm_ext.compile.pipeline import check, import_
     from tvm_ext.frontend import ModelImportError
     from tvm_ext.quantize import (CalibrationError, QuantizeError, RangeMethod, decide, load_calibration,
                                   quantize_model)
@@ -85,13 +98,15 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
         profile = target.resolve_profile(target_spec)
     except target.ProfileError as err:
         raise CompileError(f"{path.name}: {err}") from err
-    checked = check(path) if checked is None else checked
-    # The quantized bundle's inputs and outputs take a byte per element at least (int8), with the arena's room
-    # for them at best (io_in_arena): what must fit whatever the quantizer chooses.
-    check_ram_for_io(path.name, profile, sum(t.elements for t in checked.facts.inputs),
-                     sum(t.elements for t in checked.facts.outputs), checked.facts.state_bytes, io_in_arena=True)
+    stage = stage_logger(log)
+    if checked is None:
+        checked = stage("check", lambda: check(path), lambda c: (
+            f"{path.name}: {len(c.facts.operators)} operators, {c.facts.format.value}, float weights "
+            f"{c.facts.weight_bytes:,} B"))
+    check_fit_before_quantizing(path.name, profile, checked.facts)
     try:
-        imported = import_(path, checked, None)
+        imported = stage("import", lambda: import_(path, checked, None),
+                         lambda i: f"{path.name}: {len(i.model.layers)} layers ({i.model.format})")
     except ModelImportError as err:
         raise CompileError(str(err).strip().splitlines()[-1]) from err
     model = imported.model
@@ -109,7 +124,7 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
         calibration = load_calibration(request.calibration, model.inputs)
         held_back = None if request.held_back is None else load_calibration(request.held_back, model.inputs)
         quantized = quantize_model(model, calibration, profile, RangeMethod(request.ranges) if request.ranges else None,
-                                   held_back)
+                                   held_back, request.activations, stage)
     except CalibrationError as err:
         raise CompileError(f"{path.name}: {err}") from err
     except QuantizeError as err:  # names the model itself
@@ -123,6 +138,24 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     return QuantizedSource(quantized.mod, {**facts, **quantized.facts}, None if fallback is None else
                            QuantizedSource(fallback.mod, {**facts, **fallback.facts}, io=fallback.io),
                            io=quantized.io)
+
+
+def check_fit_before_quantizing(model_label: str, profile, facts) -> None:
+    """DoesNotFitError, before any quantizing, for a float model no quantization can fit into `profile`: its
+    inputs and outputs take a byte per element at least (int8), with the arena's room for them at best
+    (io_in_arena), and its weights a quarter of their float32 bytes at least (one int8 byte per float32 weight;
+    int32 biases keep their bytes, float layers theirs)."""
+    import target
+    from tvm_ext.compile import DoesNotFitError
+    from tvm_ext.compile.pipeline import check_ram_for_io
+
+    check_ram_for_io(model_label, profile, sum(t.elements for t in facts.inputs),
+                     sum(t.elements for t in facts.outputs), facts.state_bytes, io_in_arena=True)
+    try:
+        target.check_fits(profile, model_label, 0, facts.weight_bytes // 4)
+    except target.ResourceError as err:
+        raise DoesNotFitError(f"{err}, even quantized to int8 (a quarter of the float weights' "
+                              f"{facts.weight_bytes:,} B); nothing was quantized") from err
 
 
 def source_instead(path: Path, target_spec: Any, request: QuantizeRequest, log: Callable[[str], None],

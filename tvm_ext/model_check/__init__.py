@@ -36,14 +36,18 @@ __all__ = [
     "read_model_file",
 ]
 
-def check_model(path: str | Path) -> ModelFacts:
+
+def check_model(path: str | Path, refuse_unsupported: bool = True) -> ModelFacts:
     """Check the model file at `path`; return its facts or raise ModelError (one line, naming the file).
+
+    With `refuse_unsupported` False, operators our compiler does not support are not an error: each is in the
+    facts with its `refusal` (the compiler's `analyze` lists them); every other check still refuses.
 
     The format comes from the extension (.tflite, .onnx); for any other extension a file carrying the
     TFLite identifier is read as TFLite, anything else is refused. Never raises anything but ModelError
     for a bad file; work and memory are bounded by the file size.
     """
-    return check_model_data(path, read_model_file(path))
+    return check_model_data(path, read_model_file(path), refuse_unsupported)
 
 
 def read_model_file(path: str | Path) -> bytes:
@@ -52,23 +56,23 @@ def read_model_file(path: str | Path) -> bytes:
     return _read_bytes(Path(path).name, Path(path))
 
 
-def check_model_data(path: str | Path, data: bytes) -> ModelFacts:
+def check_model_data(path: str | Path, data: bytes, refuse_unsupported: bool = True) -> ModelFacts:
     """`check_model` on the bytes `data` that `read_model_file(path)` returned (`path` names the model and
     its extension gives the format)."""
-    return check_parsed(parse_model(path, data))
+    return check_parsed(parse_model(path, data), refuse_unsupported)
 
 
-def check_parsed(parsed: ParsedModel) -> ModelFacts:
+def check_parsed(parsed: ParsedModel, refuse_unsupported: bool = True) -> ModelFacts:
     """`check_model` on a model file `parse_model` parsed; for a caller that uses the parsed model again after
     the check (the compiler's import)."""
     model, path = parsed.path.name, str(parsed.path)
     if parsed.format is ModelFormat.TFLITE:
         from .tflite_check import check_tflite
 
-        return check_tflite(model, path, parsed.data, parsed.root)
+        return check_tflite(model, path, parsed.data, parsed.root, refuse_unsupported)
     from .onnx_check import check_onnx
 
-    return check_onnx(model, path, parsed.root)
+    return check_onnx(model, path, parsed.root, refuse_unsupported)
 
 
 def _read_bytes(model: str, path: Path) -> bytes:

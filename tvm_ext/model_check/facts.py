@@ -41,12 +41,15 @@ class OperatorFacts:
 
     `op` is the TFLite builtin name ("CONV_2D") or the ONNX op_type ("Conv"); `layer` is the name of its
     first output tensor (TFLite operators have no names) or the ONNX node name (its first output when the
-    node is unnamed); `version` is the TFLite operator version or the ONNX opset of the node's domain.
+    node is unnamed); `version` is the TFLite operator version or the ONNX opset of the node's domain;
+    `refusal` why our compiler refuses it (`operator_support`), None when it is supported (only a check run with
+    `refuse_unsupported=False` returns facts holding a refused operator).
     """
 
     op: str
     layer: str
     version: int
+    refusal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,12 @@ class ModelFacts:
     quantized: bool
     weight_bytes: int
     state_bytes: int
+
+    @property
+    def unsupported(self) -> tuple[OperatorFacts, ...]:
+        """The operators our compiler refuses, in model order (empty unless checked with
+        `refuse_unsupported=False`)."""
+        return tuple(op for op in self.operators if op.refusal is not None)
 
     def op_types(self) -> frozenset[str]:
         """The distinct operator names the model uses."""

@@ -68,9 +68,10 @@ def _dtype_name(code: int) -> str:
         return str(code)
 
 
-def check_onnx(model: str, path: str, proto) -> ModelFacts:
+def check_onnx(model: str, path: str, proto, refuse_unsupported: bool = True) -> ModelFacts:
     """Check the `onnx.ModelProto` of a .onnx file (`parsed.parse_model`); return its facts or raise ModelError
-    naming `model`. Reads `proto`, never changes it."""
+    naming `model` (with `refuse_unsupported` False, unsupported operators are recorded in the facts instead:
+    `check_model`). Reads `proto`, never changes it."""
     _check_structure(model, proto)
     graph = proto.graph
     refuse_beyond_limit(model, operators_problem(_node_count(graph)))
@@ -88,8 +89,8 @@ def check_onnx(model: str, path: str, proto) -> ModelFacts:
     refuse_beyond_limit(model, weights_problem(weight_bytes))
     inputs, outputs = _input_facts(graph, dtypes), _output_facts(model, proto, inferred, dtypes)
     refuse_beyond_limit(model, io_problem(sum(tensor.nbytes for tensor in (*inputs, *outputs))))
-    _check_operator_support(model, graph)
-    return _facts(path, proto, inputs, outputs, weight_bytes)
+    refusals = _operator_refusals(model, graph, refuse_unsupported)
+    return _facts(path, proto, inputs, outputs, weight_bytes, refusals)
 
 
 def _check_structure(model: str, proto) -> None:
@@ -476,18 +477,24 @@ def _output_facts(model: str, proto, inferred, dtypes: dict[int, _DType]) -> tup
     return tuple(facts)
 
 
-def _check_operator_support(model: str, graph) -> None:
+def _operator_refusals(model: str, graph, refuse_unsupported: bool) -> list[str | None]:
+    """Why our compiler refuses each node ("GridSample (...)"), None where it is supported; with
+    `refuse_unsupported`, ModelError(UNSUPPORTED_OPERATOR) listing them instead."""
     reasons = [(index, onnx_refusal(node.domain, node.op_type)) for index, node in enumerate(graph.node)]
+    refusals: list[str | None] = [None] * len(graph.node)
     refused: dict[tuple[str, str], list[str]] = {}
     for index, reason in [*reasons, *operand_refusals(graph)]:
         if reason is not None:
             node = graph.node[index]
             op = one_line(f"{node.domain}:{node.op_type}" if node.domain else node.op_type, 60)
             refused.setdefault((op, reason), []).append(_layer(index, node))
-    problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")
-    for (op, reason), layers in refused.items():
-        problems.add(f"{op} ({reason}) at {layers_phrase(layers)}")
-    problems.raise_if_any()
+            refusals[index] = refusals[index] or f"{op} ({reason})"
+    if refuse_unsupported:
+        problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")
+        for (op, reason), layers in refused.items():
+            problems.add(f"{op} ({reason}) at {layers_phrase(layers)}")
+        problems.raise_if_any()
+    return refusals
 
 
 def _input_facts(graph, dtypes: dict[int, _DType]) -> tuple[TensorFacts, ...]:
@@ -501,12 +508,12 @@ def _input_facts(graph, dtypes: dict[int, _DType]) -> tuple[TensorFacts, ...]:
 
 
 def _facts(path: str, proto, inputs: tuple[TensorFacts, ...], outputs: tuple[TensorFacts, ...],
-           weight_bytes: int) -> ModelFacts:
+           weight_bytes: int, refusals: list[str | None]) -> ModelFacts:
     graph = proto.graph
     opsets = {("ai.onnx" if o.domain == "" else o.domain): o.version for o in proto.opset_import}
     operators = tuple(
-        OperatorFacts(node.op_type, _layer(i, node), opsets.get(node.domain or "ai.onnx", 0))
-        for i, node in enumerate(graph.node)
+        OperatorFacts(node.op_type, _layer(i, node), opsets.get(node.domain or "ai.onnx", 0), refusal)
+        for (i, node), refusal in zip(enumerate(graph.node), refusals, strict=True)
     )
     quantized = any(
         node.op_type in _QUANTIZED_OPS or node.op_type.startswith("QLinear") for node in graph.node

@@ -98,9 +98,10 @@ def _enum_names(enum_class: type) -> dict[int, str]:
     return {value: name for name, value in vars(enum_class).items() if not name.startswith("_")}
 
 
-def check_tflite(model: str, path: str, data: bytes, root) -> ModelFacts:
+def check_tflite(model: str, path: str, data: bytes, root, refuse_unsupported: bool = True) -> ModelFacts:
     """Check the bytes `data` of a .tflite file and their `tflite.Model` table `root` (`parsed.parse_model`);
-    return its facts or raise ModelError naming `model`."""
+    return its facts or raise ModelError naming `model` (with `refuse_unsupported` False, unsupported operators
+    are recorded in the facts instead: `check_model`)."""
     if data[4:8] != FILE_IDENTIFIER:
         raise ModelError(
             model,
@@ -132,9 +133,9 @@ def check_tflite(model: str, path: str, data: bytes, root) -> ModelFacts:
     _check_hybrid(model, flat, graph, op_names)
     _check_quantized_operators(model, graph, op_names)
     _check_requantization_multipliers(model, graph, op_names)
-    _check_operator_support(model, flat, graph, op_names)
+    refusals = _operator_refusals(model, graph, op_names, refuse_unsupported)
     _check_signal_operators(model, flat, graph, op_names)
-    return _facts(path, flat, graph, op_names)
+    return _facts(path, flat, graph, op_names, refusals)
 
 
 def _tensor_label(tensor: TfliteTensor) -> str:
@@ -500,22 +501,27 @@ def _quantize_multiplier_shift(multiplier: float) -> int:
     return shift + 1 if round(fraction * 2**31) == 2**31 else shift
 
 
-def _check_operator_support(
-    model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]
-) -> None:
+def _operator_refusals(model: str, graph: TfliteSubgraph, op_names: list[str],
+                       refuse_unsupported: bool) -> list[str | None]:
+    """Why our compiler refuses each operator ("int8 GATHER (indices read at run time: ...)"), None where it is
+    supported; with `refuse_unsupported`, ModelError(UNSUPPORTED_OPERATOR) listing them instead."""
+    refusals: list[str | None] = []
     refused: dict[tuple[str, str], list[str]] = {}
     for op, name in zip(graph.operators, op_names, strict=True):
         tensors = [graph.tensors[i] for i in (*op.inputs, *op.outputs) if i >= 0]
         quantized = any(_is_quantized(t) for t in tensors)
         int16 = _has_int16_activations(graph, op)
         reason = "custom operator" if name.startswith("CUSTOM:") else tflite_refusal(name, quantized, int16)
+        label = f"{'16x8' if int16 else 'int8'} {name}" if quantized else name
+        refusals.append(None if reason is None else f"{label} ({reason})")
         if reason is not None:
-            label = f"{'16x8' if int16 else 'int8'} {name}" if quantized else name
             refused.setdefault((label, reason), []).append(_layer(graph, op))
-    problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")
-    for (label, reason), layers in refused.items():
-        problems.add(f"{label} ({reason}) at {layers_phrase(layers)}")
-    problems.raise_if_any()
+    if refuse_unsupported:
+        problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")
+        for (label, reason), layers in refused.items():
+            problems.add(f"{label} ({reason}) at {layers_phrase(layers)}")
+        problems.raise_if_any()
+    return refusals
 
 
 def _check_signal_operators(model: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> None:
@@ -550,14 +556,15 @@ def _tensor_view(flat: TfliteModel, graph: TfliteSubgraph, index: int) -> Tensor
     return TensorView(tensor.shape, dtype, values)
 
 
-def _facts(path: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str]) -> ModelFacts:
+def _facts(path: str, flat: TfliteModel, graph: TfliteSubgraph, op_names: list[str],
+           refusals: list[str | None]) -> ModelFacts:
     def tensor_facts(index: int) -> TensorFacts:
         tensor = graph.tensors[index]
         return TensorFacts(tensor.name, tensor.shape, _DTYPES[tensor.type_code].name)
 
     operators = tuple(
-        OperatorFacts(name, _layer(graph, op), flat.opcodes[op.opcode_index].version)
-        for op, name in zip(graph.operators, op_names, strict=True)
+        OperatorFacts(name, _layer(graph, op), flat.opcodes[op.opcode_index].version, refusal)
+        for op, name, refusal in zip(graph.operators, op_names, refusals, strict=True)
     )
     return ModelFacts(
         path=path,

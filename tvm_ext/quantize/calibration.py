@@ -55,7 +55,14 @@ def load_calibration(source: str | Path, inputs: list[TensorSpec]) -> Calibratio
         return Calibration(random_samples(inputs, RANDOM_SAMPLES, RANDOM_SEED),
                            f"random: uniform [-1, 1), {RANDOM_SAMPLES} samples, seed {RANDOM_SEED}", True)
     file = CalibrationFile(Path(source))
-    chosen = _arrays_for(file, inputs)
+    return Calibration(samples_of_file(file, inputs), file.path.name, False)
+
+
+def samples_of_file(file: CalibrationFile, inputs: list[TensorSpec], leave_out: frozenset[str] = frozenset()
+                    ) -> list[list[np.ndarray]]:
+    """The samples of `file` for `inputs`, as `load_calibration` matches, checks and reads them, the arrays
+    named in `leave_out` (a validation file's labels) set aside first; CalibrationError (one line)."""
+    chosen = _arrays_for(file, inputs, leave_out)
     counts = [_sample_count(file.label, declared, spec) for declared, spec in zip(chosen, inputs)]
     if len(set(counts)) != 1:
         raise CalibrationError(f"{file.label}: the inputs have different sample counts ({', '.join(map(str, counts))})")
@@ -67,18 +74,21 @@ def load_calibration(source: str | Path, inputs: list[TensorSpec]) -> Calibratio
         raise CalibrationError(f"{file.label}: the arrays for the model's inputs hold {held} bytes, more than the "
                                f"limit of {MAX_CALIBRATION_BYTES}")
     per_input = [_samples_of(file, declared, spec) for declared, spec in zip(chosen, inputs)]
-    return Calibration([list(sample) for sample in zip(*per_input)], file.path.name, False)
+    return [list(sample) for sample in zip(*per_input)]
 
 
-def _arrays_for(file: CalibrationFile, inputs: list[TensorSpec]) -> list[DeclaredArray]:
-    """The declared array for each input: by name when every input's name is a key, else by order."""
-    by_name = {array.name: array for array in file.arrays}
+def _arrays_for(file: CalibrationFile, inputs: list[TensorSpec], leave_out: frozenset[str] = frozenset()
+                ) -> list[DeclaredArray]:
+    """The declared array for each input: by name when every input's name is a key, else by order (the arrays
+    named in `leave_out` not counted)."""
+    arrays = [array for array in file.arrays if array.name not in leave_out]
+    by_name = {array.name: array for array in arrays}
     names = [spec.name for spec in inputs]
     if all(name in by_name for name in names):
         return [by_name[name] for name in names]
-    if len(file.arrays) == len(inputs):
-        return list(file.arrays)
-    raise CalibrationError(f"{file.label} holds {len(file.arrays)} arrays for the model's {len(inputs)} inputs "
+    if len(arrays) == len(inputs):
+        return arrays
+    raise CalibrationError(f"{file.label} holds {len(arrays)} arrays for the model's {len(inputs)} inputs "
                            f"({', '.join(names)})")
 
 

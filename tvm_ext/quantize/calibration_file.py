@@ -49,13 +49,13 @@ class DeclaredArray:
 class CalibrationFile:
     """The declared arrays of an .npz or .npy file (`arrays`, in the file's order); `read(name)` reads one.
 
-    Opening reads the headers only; CalibrationError when the file is not a regular file, is neither format, a
+    `kind` starts every error line ("calibration file", "samples file"). Opening reads the headers only; CalibrationError when the file is not a regular file, is neither format, a
     header is malformed, declares Python objects (pickles) or more data than the file holds.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, kind: str = "calibration file") -> None:
         self.path = path
-        self.label = f"calibration file {path.name}"
+        self.label = f"{kind} {path.name}"
         try:
             if not stat.S_ISREG(path.stat().st_mode):  # a FIFO or a device could block or stream forever
                 raise CalibrationError(f"{self.label} is not a regular file")

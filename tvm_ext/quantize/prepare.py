@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 import tvm
 from tvm import relax
 
 from target.profile import Profile
+from tvm_ext.stages import Stage, untimed
 from tvm_ext.frontend import MODEL_LAYOUTS, ImportedModel, IoQuantization
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
 
@@ -31,7 +33,7 @@ from .calibration import Calibration, random_samples
 from .tflite_form import quantizable_form
 from .layer_error import LayerError, layer_errors
 from .mixed_precision import PrecisionChoice, choose_precision
-from .qdq import QuantizedGraph, layer_outputs, quantize_graph
+from .qdq import QuantizedGraph, QuantizeError, layer_outputs, quantize_graph
 from .ranges import ActivationQuant, RangeMethod, observe_ranges, quants_of, run_on_samples
 from .shared_ranges import shared_concatenation_ranges
 from .weight_rounding import DAMPING, hessian_roundings
@@ -68,34 +70,60 @@ class _Candidate:
 
 
 def quantize_model(model: ImportedModel, calibration: Calibration, profile: Profile,
-                   method: RangeMethod | None = None, held_back: Calibration | None = None) -> QuantizedModel:
+                   method: RangeMethod | None = None, held_back: Calibration | None = None,
+                   activations: str = "int8", stage: Stage = untimed) -> QuantizedModel:
     """`model` (float) quantized with int8 weights on `calibration`'s samples for `profile`, its accuracy cost
     also measured on `held_back` (samples of the calibration's distribution kept out of it; by default, with
-    random calibration, 200 more random samples of another seed). Activations are int8, or int16 where int8
-    misses the accuracy budget and 16x8 measures better (`activation_type`; `int8_fallback` then holds the
-    int8 model for a 16x8 bundle that does not fit); `method` picks the activation ranges (default:
-    PERCENTILE for int8, MINMAX for int16). Raises qdq.QuantizeError (one line) for a layer the quantizer
-    cannot handle."""
+    random calibration, 200 more random samples of another seed). `activations` "int8" or
+    "16x8" takes that type; "auto" int8, or int16 where int8 misses the accuracy budget and 16x8 measures better
+    (`activation_type`; `int8_fallback` then holds the int8 model for a 16x8 bundle that does not fit).
+    `method` picks the activation ranges (default: PERCENTILE for int8, MINMAX for int16). `stage(name, work,
+    describe)` runs each long step (the weight roundings, the ranges, each candidate, the held-back accuracy),
+    and may time and log it (`tvm_ext.compile.stage_logger`). Raises qdq.QuantizeError (one line) for a layer
+    the quantizer cannot handle, or with "16x8" an operator without a 16x8 kernel."""
     model = replace(model, mod=quantizable_form(model.mod, profile))
     taps = layer_outputs(model.mod["main"])
     metric = metric_for(model.layers[-1].kind if model.layers else "")
-    roundings = hessian_roundings(model.mod, calibration.samples)
-    int8_method, int16_method = method or RangeMethod.PERCENTILE, method or RangeMethod.MINMAX
-    ranges, float_outputs = observe_ranges(model.mod, taps, calibration.samples, {int8_method, int16_method})
-    int8 = _candidate(model, calibration, profile, taps, ranges[int8_method], "int8", int8_method, roundings,
-                      float_outputs, metric)
+    count = f"{len(calibration.samples)} calibration samples"
+    roundings = stage("calibrate", lambda: hessian_roundings(model.mod, calibration.samples),
+                      lambda r: f"GPTQ weight roundings of {len(r)} layers on {count}")
+    methods = {"int8": method or RangeMethod.PERCENTILE, "int16": method or RangeMethod.MINMAX}
+    wanted = {"int8": ("int8",), "16x8": ("int16",), "auto": ("int8", "int16")}[activations]
+    ranges, float_outputs = stage("calibrate", lambda: observe_ranges(
+        model.mod, taps, calibration.samples, {methods[dtype] for dtype in wanted}),
+        lambda _: f"ranges of {len(taps)} layer outputs on {count}")
+
+    def candidate(dtype: str) -> _Candidate:
+        return stage("quantize", lambda: _candidate(model, calibration, profile, taps, ranges[methods[dtype]], dtype,
+                                                    methods[dtype], roundings, float_outputs, metric),
+                     lambda c: f"{'16x8' if dtype == 'int16' else 'int8'} activations: {c.cost.describe()} on "
+                               "calibration")
+
     if held_back is None and calibration.random:
         held_back = Calibration(random_samples(model.inputs, HELD_BACK_SAMPLES, HELD_BACK_SEED),
                                 held_back_description(), True)
-    judged = _Judged(model, calibration, held_back, metric)
+    judged = _Judged(model, calibration, held_back, metric, stage)
     budget = budget_text(metric)
-    if within_budget(int8.cost):
+    if activations == "16x8":
+        try:
+            int16 = candidate("int16")
+        except UnsupportedOperatorError as err:
+            raise QuantizeError(f"{model.path.name}: --activations 16x8 is refused: "
+                                f"{str(err).strip().splitlines()[-1]}") from err
+        return judged.model(int16, f"16x8 activations (--activations 16x8): {int16.cost.describe()} on "
+                                   f"calibration; the bundle takes and returns int16")
+    int8 = candidate("int8")
+    verdict = "within" if within_budget(int8.cost) else "misses"
+    if activations == "int8":
+        hint = "" if verdict == "within" else "; --activations auto would try int16 activations (16x8)"
+        return judged.model(int8, f"int8 activations (--activations int8): {int8.cost.describe()} on calibration, "
+                                  f"{verdict} the budget ({budget}){hint}")
+    if verdict == "within":
         return judged.model(int8, f"int8 activations: {int8.cost.describe()} on calibration, within the budget "
                                   f"({budget})")
     missed = f"int8 {int8.cost.describe()} on calibration misses the budget ({budget})"
     try:
-        int16 = _candidate(model, calibration, profile, taps, ranges[int16_method], "int16", int16_method,
-                           roundings, float_outputs, metric)
+        int16 = candidate("int16")
     except UnsupportedOperatorError as err:  # an operator with an int8 kernel but no 16x8 one
         return judged.model(int8, f"int8 activations: {missed}; 16x8 is refused: {err}")
     compared = f"{missed}; 16x8 {int16.cost.describe()}"
@@ -103,7 +131,8 @@ def quantize_model(model: ImportedModel, calibration: Calibration, profile: Prof
         return judged.model(int8, f"int8 activations: {compared}, no better")
     fallback = judged.model(int8, f"int8 activations: {compared}, but the 16x8 bundle does not fit "
                                   f"{profile.name}")
-    return replace(judged.model(int16, f"16x8 activations: {compared}"), int8_fallback=fallback)
+    return replace(judged.model(int16, f"16x8 activations (--activations auto): {compared}; the bundle takes and "
+                                       "returns int16"), int8_fallback=fallback)
 
 
 @dataclass(frozen=True)
@@ -115,6 +144,7 @@ class _Judged:
     calibration: Calibration
     held_back: Calibration | None
     metric: Metric
+    stage: Stage = untimed
 
     @functools.cached_property
     def held_back_float(self) -> list[np.ndarray]:
@@ -126,8 +156,10 @@ class _Judged:
         calibration, held_back = self.calibration, self.held_back
         accuracy = {"calibration": chosen.cost}
         if held_back is not None:
-            accuracy["held_back"] = _cost(chosen.integer, chosen.graph, held_back.samples, self.held_back_float,
-                                          self.metric)
+            accuracy["held_back"] = self.stage(
+                "accuracy", lambda: _cost(chosen.integer, chosen.graph, held_back.samples, self.held_back_float,
+                                          self.metric),
+                lambda cost: f"{cost.describe()} on {len(held_back.samples)} held-back samples")
         graph, model = chosen.graph, self.source
         sixteen = bool(graph.inputs) and graph.inputs[0].dtype == "int16"
         facts = {

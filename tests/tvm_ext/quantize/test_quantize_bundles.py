@@ -31,7 +31,10 @@ def _quantized_hello_world(out, mode: str) -> tuple[str, dict]:
 def test_hello_world_float_quantized_on_random_calibration(tmp_path):
     out = tmp_path / "out"
     stdout, manifest = _quantized_hello_world(out, "int8")
-    assert "quantize   on random: uniform [-1, 1), 100 samples, seed 1; int8 activations: relative error" in stdout
+    assert ("quantize   on random: uniform [-1, 1), 100 samples, seed 1; int8 activations (--activations int8): "
+            "relative error") in stdout
+    for stage in ("check", "import", "calibrate", "quantize", "accuracy"):  # each timed, the long ones too
+        assert re.search(rf"^\[tvm_ext\] {stage} +[0-9.]+ s  CPU", stdout, re.MULTILINE), stage
     quantization = manifest["quantization"]
     assert quantization["calibration_random"] is True
     assert manifest["selftest"]["passed"] and "Relax VM" in manifest["selftest"]["reference"]

@@ -35,6 +35,12 @@ def test_calibration_without_quantize_is_refused_in_one_line(tmp_path):
     _one_error_line(proc, "without --quantize")
 
 
+def test_activations_without_quantize_is_refused_in_one_line(tmp_path):
+    proc = run_cli(str(models_dir() / HELLO_WORLD), "--activations", "16x8", "-o", str(tmp_path / "out"))
+    _one_error_line(proc, "--activations 16x8 given without --quantize")
+    assert not (tmp_path / "out").exists()
+
+
 def test_calibration_of_the_wrong_shape_names_the_input(tmp_path):
     data = tmp_path / "data.npz"
     np.savez(data, np.zeros((4, 3), np.float32))

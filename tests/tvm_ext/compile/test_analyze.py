@@ -1,0 +1,81 @@
+"""`tvm-ext-compile MODEL --analyze --target X|all`: the operators and their support before any TVM work, then per
+profile MACs, bytes, fit and estimated times, with nothing built or written; unsupported operators are listed and
+exit 2, not a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import fuzz_corpus
+from conftest import run_cli
+from tvm_ext.model_check import check_model_data
+
+
+def _gemm_onnx(path: Path, columns: int) -> Path:
+    """x[1,64] -> Gemm(64 -> columns) -> y: 256 x columns bytes of float weights."""
+    w = helper.make_tensor("w", TensorProto.FLOAT, (64, columns), np.ones(64 * columns, np.float32))
+    graph = helper.make_graph([helper.make_node("Gemm", ["x", "w"], ["y"], name="fc")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 64))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, columns))], [w])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_check_records_unsupported_operators_instead_of_refusing() -> None:
+    data = fuzz_corpus._unsupported_ops().SerializeToString()
+    facts = check_model_data("ops.onnx", data, refuse_unsupported=False)
+    refused = {op.layer: op.refusal for op in facts.unsupported}
+    assert set(refused) == {"nonzero", "vendor"}
+    assert "data-dependent" in refused["nonzero"] and "com.vendor" in refused["vendor"]
+    assert [op.refusal for op in facts.operators if op.layer == "relu"] == [None]
+
+
+def test_unsupported_operators_are_listed_with_exit_2_before_any_import(tmp_path: Path) -> None:
+    model = tmp_path / "ops.onnx"
+    model.write_bytes(fuzz_corpus._unsupported_ops().SerializeToString())
+    proc = run_cli(str(model), "--analyze", "--target", "cortex-m4f")
+    assert proc.returncode == 2, proc.stderr
+    assert "UNSUPPORTED: NonZero (data-dependent output shape" in proc.stdout
+    assert "Relu" in proc.stdout and "supported" in proc.stdout
+    assert "[tvm_ext] import" not in proc.stdout  # stopped after the check: no import, no passes
+    assert proc.stderr.count("\n") == 1 and "unsupported operators: NonZero" in proc.stderr
+    assert sorted(tmp_path.iterdir()) == [model]  # nothing written
+
+
+def test_analyze_one_profile_gives_every_call_and_the_totals(tmp_path: Path) -> None:
+    proc = run_cli("--example", "--analyze", "--target", "cortex-m4f", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for op in ("Conv", "Relu", "MaxPool", "GlobalAveragePool", "Flatten", "Gemm", "Softmax"):
+        assert f"operator   {op} " in out
+    assert "Per kernel call on cortex-m4f" in out
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("cortex-m4f ")}
+    cells = rows["cortex-m4f"].split()
+    assert cells[1] == "173,712" and cells[-2] == "yes" and float(cells[-1]) > 0  # MACs, fits, est. ms
+    assert "estimate, not a measurement" in out
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+@pytest.mark.slow
+def test_analyze_all_profiles_in_one_table(tmp_path: Path) -> None:
+    """400,000 weight bytes: over cortex-m0plus's 262,144 B of flash, known from the check alone (no passes for
+    it), under every other built-in profile's."""
+    import target
+
+    model = _gemm_onnx(tmp_path / "wide.onnx", 1_562)
+    proc = run_cli(str(model), "--analyze", "--target", "all", "--jobs", "1")
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()
+            if line.split() and line.split()[0] in target.profile_names()}
+    assert set(rows) == set(target.profile_names())
+    assert rows["cortex-m0plus"][4] == "-" and rows["cortex-m0plus"][-2] == "NO"  # arena never planned
+    assert "[tvm_ext] cortex-m0plus" not in proc.stdout
+    assert "weights + code need 399,872 B of flash but cortex-m0plus has 262,144 B" in proc.stdout
+    for name in set(rows) - {"cortex-m0plus"}:
+        assert rows[name][1] == "99,968" and rows[name][-2] == "yes", rows[name]
+    assert rows["lowpower"][-1] == "-" and float(rows["cortex-m7"][-1]) > 0  # a time only with a cycle table

@@ -1,0 +1,207 @@
+"""`tvm-ext-compile MODEL --analyze --target X|all`: look at a model before compiling it (nothing built or written).
+
+First the model check (`refuse_unsupported=False`): every operator with whether our compiler supports it, before
+the import and the passes; a model with an unsupported operator stops there, listed. Then, per profile: the
+fit that needs no compile (the check's weight bytes against the flash, inputs, outputs and state against the
+SRAM); then the passes, the code generation and the memory planning as a compile runs them (no reference, no
+packaging, no build), giving per kernel call the MACs, weight and activation bytes and an estimated time
+(`emulator.instruction_model` x `emulator.cycle_model`, at the profile's clock), and the totals: arena, total
+RAM (arena + I/O outside it), flash (the weights stored; the code needs a build) and whether it fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from emulator.cycle_model import cycle_estimate
+from emulator.instruction_model import estimated_instructions
+from target.profile import Profile
+from tvm_ext.compile import CompileError, stage_logger
+
+
+@dataclass(frozen=True)
+class OperatorSupport:
+    """One operator kind of the model: how many times it occurs and why our compiler refuses it (None: it is
+    supported). A kind refused at some layers only (int8 at one, float at another) has a row per reason."""
+
+    op: str
+    count: int
+    refusal: str | None
+
+
+@dataclass(frozen=True)
+class LayerFigures:
+    """One kernel call in execution order: the model operators it implements, its MACs, the weight bytes it
+    reads, the activation bytes it reads and writes, and its estimated time (None: no estimate for the core)."""
+
+    step: int
+    operators: str
+    macs: int
+    weight_bytes: int
+    activation_bytes: int
+    estimated_microseconds: float | None
+
+
+@dataclass(frozen=True)
+class ProfileAnalysis:
+    """The model for one profile: `problem` is why it cannot be compiled for it (one line: it does not fit, or a
+    layer is refused), with the figures known by then; bytes are bytes, None where not known."""
+
+    profile: Profile
+    layers: tuple[LayerFigures, ...] = ()
+    macs: int | None = None
+    weight_bytes: int | None = None
+    activation_bytes: int | None = None
+    arena_bytes: int | None = None
+    total_ram_bytes: int | None = None
+    estimated_microseconds: float | None = None
+    problem: str | None = None
+
+    @property
+    def fits(self) -> bool:
+        return self.problem is None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The model's operators and, when every one is supported, its analysis per profile asked for."""
+
+    model: str
+    operators: tuple[OperatorSupport, ...]
+    profiles: tuple[ProfileAnalysis, ...]
+
+    @property
+    def supported(self) -> bool:
+        return all(row.refusal is None for row in self.operators)
+
+
+def profiles_named(spec: str) -> list[Profile]:
+    """The profiles `--target` names: every built-in one for "all", else the one profile (CompileError when it
+    cannot be read: `target.ProfileError`'s line)."""
+    import target
+
+    names = target.profile_names() if spec == "all" else (spec,)
+    try:
+        return [target.resolve_profile(name) for name in names]
+    except target.ProfileError as err:
+        raise CompileError(f"{err}") from err
+
+
+def analyze(path: Path, profiles: list[Profile], log: Callable[[str], None] = lambda line: None,
+            jobs: int = 1) -> Analysis:
+    """The analysis of the model file `path` for `profiles`; `log` receives the stages' lines and, first, one line
+    per operator kind. CompileError (one line) for a file the model check refuses on other grounds than its
+    operators."""
+    from tvm_ext.compile.pipeline import Checked
+    from tvm_ext.model_check import ModelError, check_model_data, read_model_file
+
+    stage = stage_logger(log)
+
+    def checked_file() -> Checked:
+        try:
+            data = read_model_file(path)
+            return Checked(path, data, check_model_data(path, data, refuse_unsupported=False))
+        except ModelError as err:
+            raise CompileError(str(err)) from err
+
+    checked = stage("check", checked_file, lambda c: f"{path.name}: {len(c.facts.operators)} operators, "
+                                                    f"{len(c.facts.unsupported)} unsupported")
+    operators = operator_support(checked)
+    for row in operators:
+        log(f"operator   {row.op:<28} x{row.count:<4} "
+            f"{'supported' if row.refusal is None else 'UNSUPPORTED: ' + row.refusal}")
+    if checked.facts.unsupported:
+        return Analysis(path.name, operators, ())
+    imported = None
+    results = []
+    for profile in profiles:
+        problem = _problem_before_compile(checked, profile)
+        if problem is not None:
+            results.append(ProfileAnalysis(profile, weight_bytes=checked.facts.weight_bytes, problem=problem))
+            continue
+        if imported is None:
+            imported = stage("import", lambda: _imported(checked), lambda i: f"{len(i.model.layers)} layers")
+        results.append(stage(f"{profile.name}", lambda: _profile_analysis(imported, profile, jobs),
+                             _describe_profile))
+    return Analysis(path.name, operators, tuple(results))
+
+
+def operator_support(checked) -> tuple[OperatorSupport, ...]:
+    """The model's operator kinds in order of first occurrence, each with its count and refusal."""
+    counts: dict[tuple[str, str | None], int] = {}
+    for op in checked.facts.operators:
+        counts[(op.op, op.refusal)] = counts.get((op.op, op.refusal), 0) + 1
+    return tuple(OperatorSupport(op, count, refusal) for (op, refusal), count in counts.items())
+
+
+def _problem_before_compile(checked, profile: Profile) -> str | None:
+    """Why the model cannot fit `profile` whatever the compile does: its weights exceed the flash, or its inputs,
+    outputs and state the SRAM (None: it may fit)."""
+    import target
+
+    facts = checked.facts
+    try:
+        target.check_io_fits(profile, checked.path.name, sum(t.nbytes for t in facts.inputs),
+                             sum(t.nbytes for t in facts.outputs), facts.state_bytes, io_in_arena=False)
+        target.check_fits(profile, checked.path.name, 0, facts.weight_bytes)
+    except target.ResourceError as err:
+        return str(err)
+    return None
+
+
+def _imported(checked):
+    from tvm_ext.compile.pipeline import import_
+    from tvm_ext.frontend import ModelImportError
+
+    try:
+        return import_(checked.path, checked, None)
+    except ModelImportError as err:
+        raise CompileError(str(err).strip()) from err
+
+
+def _profile_analysis(imported, profile: Profile, jobs: int) -> ProfileAnalysis:
+    """The passes, code generation and memory plan of `imported` for `profile`, and the figures they give; a
+    layer refused for this profile is its `problem`."""
+    import target
+    from memory_planner.from_plan import total_ram_bytes
+    from packager.report import layer_report
+    from tvm_ext.compile.pipeline import codegen, passes, planning
+    from tvm_ext.plan.extract_plan import PlanError
+    from tvm_ext.transform import (DataDependentLoopError, IndexOutOfRangeError, OversizedTensorError,
+                                   UnsupportedOperatorError)
+
+    try:
+        tvm_target = target.register_profile_with_tvm(profile)
+        generated = codegen(passes(imported, profile, tvm_target), imported, profile, tvm_target, jobs)
+    except (PlanError, UnsupportedOperatorError, OversizedTensorError, IndexOutOfRangeError,
+            DataDependentLoopError, CompileError) as err:
+        return ProfileAnalysis(profile, problem=str(err).strip().splitlines()[-1])
+    planned = planning(generated.plan, profile)
+    timing = cycle_estimate(profile.cpu, profile.clock_hz)
+    report = layer_report(planned.plan, None, None)
+    layers = []
+    for call in report.calls:
+        moved = call.activation_read_bytes + call.activation_written_bytes
+        instructions = estimated_instructions(call.operators[0].kind if call.operators else None, call.macs, moved)
+        layers.append(LayerFigures(
+            call.step, " + ".join(op.kind for op in call.operators) or call.kernel, call.macs, call.weight_bytes, moved,
+            None if timing is None else timing.microseconds(round(instructions))))
+    try:
+        target.check_fits(profile, imported.model.path.name, planned.memory.arena_bytes,
+                          planned.plan.weight_bytes())
+        problem = None
+    except target.ResourceError as err:
+        problem = str(err)
+    return ProfileAnalysis(
+        profile, tuple(layers), report.total_macs, planned.plan.weight_bytes(),
+        sum(buffer.nbytes for buffer in planned.buffers), planned.memory.arena_bytes,
+        total_ram_bytes(planned.plan, planned.memory),
+        None if timing is None else sum(layer.estimated_microseconds or 0.0 for layer in layers), problem)
+
+
+def _describe_profile(result: ProfileAnalysis) -> str:
+    if result.arena_bytes is None:
+        return f"refused: {result.problem}"
+    return f"arena {result.arena_bytes:,} B{'' if result.fits else ', does not fit'}"

@@ -1,0 +1,78 @@
+"""A built bundle run on the host on many samples: its sources built again with the host's C compiler in a
+temporary copy (whatever the profile's compiler), linked with a small driver that reads each sample's inputs
+from stdin and writes its outputs to stdout as raw bytes, in the bundle's own types.
+
+The driver is written from the bundle's header macros alone (`<NAME>_INPUTk_TYPE`, `_ELEMENTS`), so it names no
+tensor of the model: nothing from the model reaches C through it. A stateful bundle is reset before each sample
+(every sample a first run, as the reference runtime runs it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+RUN_TIMEOUT_SECONDS = 600
+HOST_CC = "cc"
+HOST_CFLAGS = ("-std=c99", "-O2")
+
+
+class HostRunError(Exception):
+    """The bundle could not be built or run on the host; one line saying why."""
+
+
+def _driver_c(name: str, inputs: int, outputs: int, stateful: bool) -> str:
+    upper = name.upper()
+    lines = ["#include <stdio.h>", f'#include "{name}.h"']
+    lines += [f"static {upper}_INPUT{k}_TYPE in{k}[{upper}_INPUT{k}_ELEMENTS];" for k in range(inputs)]
+    lines += [f"static {upper}_OUTPUT{k}_TYPE out{k}[{upper}_OUTPUT{k}_ELEMENTS];" for k in range(outputs)]
+    arguments = ", ".join([f"in{k}" for k in range(inputs)] + [f"out{k}" for k in range(outputs)])
+    lines += ["int main(void) {", "  for (;;) {", "    int status;"]
+    lines += [f"    if (fread(in{k}, 1, sizeof in{k}, stdin) != sizeof in{k}) {{ return {0 if k == 0 else 3}; }}"
+              for k in range(inputs)]
+    lines += [f"    {name}_reset();"] if stateful else []
+    lines += [f"    status = {name}_run({arguments});",
+              f"    if (status != {upper}_OK) {{ fprintf(stderr, \"run returned %d\\n\", status); return 2; }}"]
+    lines += [f"    if (fwrite(out{k}, 1, sizeof out{k}, stdout) != sizeof out{k}) {{ return 3; }}"
+              for k in range(outputs)]
+    lines += ["  }", "}", ""]
+    return "\n".join(lines)
+
+
+def run_on_host(bundle: Path, name: str, output_dtypes: list[np.dtype], output_shapes: list[tuple[int, ...]],
+                cases: list[list[np.ndarray]], stateful: bool) -> list[list[np.ndarray]]:
+    """Each case's outputs from the bundle in folder `bundle` (C prefix `name`; one array per input in the
+    bundle's input types), built and run on the host; HostRunError (one line) when it cannot be."""
+    with tempfile.TemporaryDirectory(prefix="tvm_ext_validate_") as folder:
+        work = Path(folder) / "bundle"
+        shutil.copytree(bundle, work, ignore=shutil.ignore_patterns("*.o", "*.a", "*.tar.gz", "selftest"))
+        (work / "validate_driver.c").write_text(_driver_c(name, len(cases[0]), len(output_dtypes), stateful))
+        make = ["make", "-s", f"CC={HOST_CC}", "AR=ar", f"CFLAGS={' '.join(HOST_CFLAGS)}", "LDFLAGS=",
+                f"lib{name}.a"]
+        link = [HOST_CC, *HOST_CFLAGS, "-o", "validate_driver", "validate_driver.c", f"lib{name}.a", "-lm"]
+        for command in (make, link):
+            built = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS)
+            if built.returncode != 0:
+                first = next((line for line in built.stderr.splitlines() if "error" in line), built.stderr.strip())
+                raise HostRunError(f"the bundle does not build on the host with {HOST_CC}: {first[:300]}")
+        stdin = b"".join(array.tobytes() for case in cases for array in case)
+        ran = subprocess.run([str(work / "validate_driver")], input=stdin, capture_output=True,
+                             timeout=RUN_TIMEOUT_SECONDS)
+        if ran.returncode != 0:
+            raise HostRunError(f"the bundle's run on the host failed (exit {ran.returncode}): "
+                               f"{ran.stderr.decode(errors='replace').strip()[:200]}")
+    sizes = [int(np.prod(shape)) * np.dtype(dtype).itemsize for dtype, shape in zip(output_dtypes, output_shapes)]
+    if len(ran.stdout) != sum(sizes) * len(cases):
+        raise HostRunError(f"the bundle's run on the host wrote {len(ran.stdout)} bytes, not {sum(sizes) * len(cases)}")
+    results, offset = [], 0
+    for _ in cases:
+        outputs = []
+        for dtype, shape, size in zip(output_dtypes, output_shapes, sizes):
+            outputs.append(np.frombuffer(ran.stdout[offset:offset + size], dtype=dtype).reshape(shape))
+            offset += size
+        results.append(outputs)
+    return results
