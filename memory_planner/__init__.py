@@ -3,7 +3,7 @@
 `plan_memory(buffers, strategy="auto")` returns a `MemoryPlan` with an offset for every buffer in ONE
 arena. Modules: `liveness` (live ranges, lower bound), `strategies` (one module per placement strategy),
 `check` (an independent checker), `picture` (SVG); `plan` holds the execution plan itself, the contract
-tvm_ext writes and this package and `packager` read (plain data, no TVM), and `from_plan` (its buffers)
+a compiler writes and this package and `packager` read (plain data, no TVM), and `from_plan` (its buffers)
 and `order` (a call order with a lower peak) read it.
 """
 

@@ -1,13 +1,15 @@
-"""The execution plan: the only object that crosses from `tvm_ext` into `memory_planner` and `packager`.
+"""The execution plan: the only object that crosses from the compiler into `memory_planner` and `packager`.
 
 Plain dataclasses, no TVM objects. It lives here, in the pure-Python planner, so that neither the planner
-nor the packager imports TVM or tvm_ext, and both can be tested on a hand-made plan. The plan lists, in execution order, the kernel calls of one model over named, typed tensors.
+nor the packager imports TVM or the compiler, and both can be tested on a hand-made plan. The plan lists, in execution order, the kernel calls of one model over named, typed tensors.
 
 Contract:
 - Every tensor name is a valid C identifier, unique in the plan, and stable from one build to the next.
 - `ExecutionPlan.tensors` holds every tensor a call names. A tensor with `view_of` set shares the bytes of
   that tensor (a reshape or flatten: no copy, no second buffer); chains of views are allowed.
 - A kernel's C arguments are, in order: `KernelCall.inputs`, `KernelCall.outputs`, `KernelCall.scratch`.
+- No two CONSTANT tensors hold the same dtype, shape and bytes: the producer stores each such constant once
+  and passes that one tensor to every call reading it, so each weight array is counted and emitted once.
 - Bytes are bytes; shapes are element counts per dimension.
 """
 
@@ -44,8 +46,8 @@ class TensorRole(str, enum.Enum):
     # A variable tensor (TFLite SVDF's activation state, an LSTM's hidden and cell state): a static buffer of the
     # bundle that keeps its value from one run to the next, starts at (and `<model>_reset()` restores)
     # `ExecutionPlan.state_reset[name]` in every element; never in the arena. A kernel rewrites it through a view
-    # (`view_of`) that is its output (SVDF), or in place as one of its operands (LSTM: tvm_ext.layers'
-    # STATE_OPERANDS_ATTR).
+    # (`view_of`) that is its output (SVDF), or in place as one of its operands (LSTM); its kernel's C signature
+    # leaves that operand without `const`.
     STATE = "state"
 
 
@@ -143,7 +145,8 @@ class KernelCall:
     """One call of a generated kernel: `kernel(inputs..., outputs..., scratch...)`.
 
     `layers` are the comments' labels of the model operators the call implements, `operators` the same
-    operators as data (empty for a hand-made plan); `macs` its multiply-accumulates (tvm_ext.plan.macs);
+    operators as data (empty for a hand-made plan); `macs` its multiply-accumulates as the producer counts
+    them (iterations of a reduction that adds a product, padded taps included; 0 when not counted);
     `checks_indices`: the kernel checks indices read from data before it writes anything and returns
     nonzero for one outside its axis (KernelSignature.checks_indices), which the run function reports.
     """
@@ -199,7 +202,7 @@ class KernelSignature:
     `parameters` holds all of them in that order; `scratch` the sizes of the last `len(scratch)`; `streams`
     the access orders known for (output, input) pairs of parameters. With `checks_indices` the kernel returns
     int32_t: 0 when it ran, nonzero when an index it read from data lies outside its axis (then it wrote
-    nothing: tvm_ext.codegen.index_checks); without, it returns void.
+    nothing: the producer generates that check before the kernel's first store); without, it returns void.
     """
 
     name: str
@@ -241,6 +244,6 @@ class ExecutionPlan:
         return [t for t in self.tensors.values() if t.role is TensorRole.CONSTANT]
 
     def weight_bytes(self) -> int:
-        """Bytes of the bundle's weight arrays: each CONSTANT tensor once, however many calls read it (a plan
-        from tvm_ext holds no two constants of the same dtype, shape and bytes: tvm_ext.plan.constant_pool)."""
+        """Bytes of the bundle's weight arrays: each CONSTANT tensor once, however many calls read it. The
+        producer's duty (see the module's contract): no two CONSTANT tensors share dtype, shape and bytes."""
         return sum(t.nbytes for t in self.constants())

@@ -48,6 +48,12 @@ class BuildConfig:
     units: tuple[UnitBuild, ...] = ()  # the compute units' kernel libraries (packager.unit_libraries), if listed
 
     @property
+    def has_device_flags(self) -> bool:
+        """Whether some profile flag is one a host compiler need not take (not HOST_PORTABLE_PREFIXES: `-mthumb`,
+        `-mlongcalls`): the library then needs the profile's compiler, not any C compiler."""
+        return not all(flag.startswith(HOST_PORTABLE_PREFIXES) for flag in self.cflags)
+
+    @property
     def language_and_cflags(self) -> tuple[str, ...]:
         """The Makefile's CFLAGS: the C standard, then the profile's flags."""
         return (C_STANDARD_FLAG, *self.cflags)
@@ -62,6 +68,12 @@ class BuildConfig:
         profile's portable flags (HOST_PORTABLE_PREFIXES) and no device link flags."""
         portable = tuple(flag for flag in self.cflags if flag.startswith(HOST_PORTABLE_PREFIXES))
         return replace(self, cc="cc", ar="ar", cflags=portable, ldflags=(), runs_on_host=True, emulated=None)
+
+    @property
+    def selftest_make(self) -> tuple[str, str]:
+        """The Makefile's self-test command and what it does, as the bundle's README and the --no-build message
+        say it: on the emulated board (`make qemu-test`), else built and run by `make check`."""
+        return ("make qemu-test", "runs it on QEMU") if self.emulated else ("make check", "builds and runs it")
 
     def make_variables(self) -> dict[str, tuple[str, ...]]:
         """The Makefile's tool and flag variables, each as its words (`packager.make_text` writes them)."""
@@ -184,12 +196,12 @@ def _cmake_selftest(model: str, config: BuildConfig, flags: str) -> list[str]:
 
 
 def _cmake_compiler_check(model: str, config: BuildConfig) -> list[str]:
-    """For a profile with flags a host compiler need not take (`HOST_PORTABLE_PREFIXES`: `-mthumb`,
-    `-mlongcalls`): a configure-time check that the C compiler takes the profile's flags, failing with one message
+    """For a profile with flags a host compiler need not take (`BuildConfig.has_device_flags`): a configure-time
+    check that the C compiler takes the profile's flags, failing with one message
     that names what to configure with (for an emulated Cortex-M, the bundle's own toolchain file) instead of the
     compiler's first complaint at build time (`unrecognized command-line option '-mthumb'`). The check compiles
     a static library, as a bare-metal compiler links no program without a linker script."""
-    if config.on_host().cflags == config.cflags:
+    if not config.has_device_flags:
         return []
     variable = f"{macro_prefix(model)}_COMPILER_TAKES_PROFILE_FLAGS"
     # try_compile writes CMAKE_REQUIRED_FLAGS into a CMake project of its own and splits it at spaces: only

@@ -19,7 +19,7 @@ from packager.c_text import macro_prefix
 from packager.header import STATUS_CODES, run_signature
 from packager.io_header import has_helpers
 from packager.io_names import IoTensor, io_in_arena
-from packager.report import markdown_text
+from packager.markdown_text import markdown_text
 from packager.selftest_verdict import SelftestResult
 from packager.state import reset_signature, state_bytes
 
@@ -164,7 +164,8 @@ def _io_row(model: str, kind: str, io: IoTensor, helper: str) -> str:
 
 
 def _build(m: str, M: str, config: BuildConfig) -> list[str]:
-    check = "`make qemu-test` runs it on QEMU" if config.emulated else "`make check` builds and runs it"
+    command, effect = config.selftest_make
+    check = f"`{command}` {effect}"
     lines = [
         "## Build",
         "",
@@ -182,7 +183,7 @@ def _build(m: str, M: str, config: BuildConfig) -> list[str]:
     if config.emulated is not None:
         lines += [f"Configure for the {config.emulated.name} with a toolchain file, the bundle's own or yours: "
                   f"`cmake -S . -B build -DCMAKE_TOOLCHAIN_FILE=path/to/{m}/cortex_m/arm-none-eabi.cmake`.", ""]
-    elif config.on_host().cflags != config.cflags:
+    elif config.has_device_flags:
         lines += [f"Configure with the profile's compiler: `cmake -S . -B build -DCMAKE_C_COMPILER={config.cc}` "
                   "(or a toolchain file for it).", ""]
     lines += [f"Any other build: compile {', '.join(f'`{source}`' for source in sources(m, config.units))} "

@@ -58,13 +58,14 @@ class BundleFacts:
                 "max_abs_errors": list(self.selftest.max_errors),
                 "outputs": [report.facts() for report in self.selftest.reports]}
 
-    def manifest_entries(self, bundle: BundleInputs) -> dict[str, Any]:
-        """The manifest's entries for these facts, in the manifest's order; the self-test's tolerances and
-        cases are those `bundle.vectors` embedded in selftest.c (`selftest.outputs`: one entry per case and
-        output; `max_abs_errors`: per output, the largest over the cases)."""
+    def manifest_entries(self, bundle: BundleInputs, report: LayerReport) -> dict[str, Any]:
+        """The manifest's entries for these facts and `report` (`layer_report(bundle)`, which report.md shows
+        too), in the manifest's order; the self-test's tolerances and cases are those `bundle.vectors` embedded
+        in selftest.c (`selftest.outputs`: one entry per case and output; `max_abs_errors`: per output, the
+        largest over the cases)."""
         vectors = bundle.vectors
         entries: dict[str, Any] = {
-            "layer_report": self.layer_report(bundle).facts(),
+            "layer_report": report.facts(),
             "subgraph_units": list(self.subgraph_units),
             "subgraph_layouts": list(self.subgraph_layouts),
             "tools": self.tools,
@@ -88,11 +89,12 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
     (packager.bundle_readme), delete the build's intermediate
     files (objects, the host self-test program, the cross build's folder), then archive the folder; return the
     archive's path (`<model>.tar.gz`)."""
+    report = facts.layer_report(bundle)
     (out_dir / "manifest.json").write_text(
-        manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle),
+        manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle, report),
                                bundle.io_in_arena))
     )
-    (out_dir / REPORT_FILE).write_text(facts.layer_report(bundle).markdown())
+    (out_dir / REPORT_FILE).write_text(report.markdown())
     inputs, outputs = bundle_io(bundle)
     readme = ReadmeFacts(bundle.config, facts.selftest, facts.untested, facts.measured)
     (out_dir / README_FILE).write_text(bundle_readme(bundle.plan, bundle.memory, inputs, outputs, readme))

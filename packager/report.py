@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 
 from emulator.cycle_model import CycleEstimate
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, TensorRole
-from printable import printable
+from packager.markdown_text import markdown_text
 
 REPORT_FILE = "report.md"
 
@@ -26,9 +26,6 @@ NOT_MEASURED = ("not measured (the {target} profile's self-test runs on the host
                 "compile for a Cortex-M profile, cortex-m0plus, cortex-m4f, cortex-m7 or cortex-m33, to count "
                 "instructions per call)")
 """Why a report has no instruction columns (formatted with the target's name)."""
-
-_MARKDOWN_SPECIAL = set("\\`*_{}[]<>()#+-.!|~&$")  # CommonMark's, and GitHub's math delimiter
-
 
 @dataclass(frozen=True)
 class CallCost:
@@ -102,6 +99,16 @@ class LayerReport:
             if self.estimated:
                 entry["estimated_microseconds"] = self.timing.microseconds(c.instructions or 0)
             calls.append(entry)
+        facts = {"calls": calls, "totals": self.totals(),
+                 "instructions": "QEMU -icount, not cycles, by the profiling build of the run function"
+                 if self.measured else self.not_measured}
+        if self.estimated:
+            facts["estimated_time"] = self.timing.describe()
+        return facts
+
+    def totals(self) -> dict[str, Any]:
+        """The manifest's `layer_report.totals`: sums over the calls (bytes), the bytes stored, and when measured
+        the instruction counts (and the estimated time of one inference, in microseconds)."""
         totals: dict[str, Any] = {
             "macs": self.total_macs,
             "weight_bytes": sum(c.weight_bytes for c in self.calls),
@@ -112,13 +119,9 @@ class LayerReport:
         if self.measured:
             totals["call_instructions"] = self.call_instructions
             totals["inference_instructions"] = self.inference_instructions
-        facts = {"calls": calls, "totals": totals,
-                 "instructions": "QEMU -icount, not cycles, by the profiling build of the run function"
-                 if self.measured else self.not_measured}
         if self.estimated:
             totals["estimated_inference_microseconds"] = self.timing.microseconds(self.inference_instructions or 0)
-            facts["estimated_time"] = self.timing.describe()
-        return facts
+        return totals
 
     def markdown(self) -> str:
         """report.md's text."""
@@ -161,7 +164,7 @@ class LayerReport:
             if self.estimated:
                 cells.append(f"{self.timing.microseconds(c.instructions or 0):,.1f}")
             lines.append("| " + " | ".join(cells) + " |")
-        facts = self.facts()["totals"]
+        facts = self.totals()
         lines += ["", "## Totals", "",
                   f"- MACs: {facts['macs']:,}",
                   f"- weight bytes read: {facts['weight_bytes']:,}; stored (each constant once): "
@@ -223,12 +226,6 @@ def _layers(call: CallCost) -> str:
     if call.operators:
         return "; ".join(f"{markdown_text(op.name)} #{op.index}".lstrip() for op in call.operators)
     return "; ".join(markdown_text(label) for label in call.labels) or "-"
-
-
-def markdown_text(text: str) -> str:
-    """Model text made literal in a Markdown table cell: `printable` (one line, no control character), then
-    every Markdown character escaped."""
-    return "".join(f"\\{char}" if char in _MARKDOWN_SPECIAL else char for char in printable(text))
 
 
 def _shapes(shapes: tuple[tuple[int, ...], ...]) -> str:

@@ -110,11 +110,13 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return components
 
 
-def test_the_walk_sees_function_level_imports_and_cycles() -> None:
-    """The walk itself: an import inside a function is an edge, and two nodes importing each other a cycle."""
-    tree = ast.parse("def f():\n    from packager import selftest\n")
-    imports = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
-    assert imports and imports[0].module == "packager"
+def test_the_walk_sees_function_level_imports_and_cycles(tmp_path: Path) -> None:
+    """The walk itself: an import inside a function is an edge, a relative one too, and two nodes importing each
+    other a cycle."""
+    module = tmp_path / "kernel_c.py"
+    module.write_text("def f():\n    from packager import selftest\n    from .. import layers\n")
+    known = {"packager", "packager.selftest", "tvm_ext.layers", "tvm_ext.codegen"}
+    assert imported_modules("tvm_ext.codegen.kernel_c", module, known) == {"packager.selftest", "tvm_ext.layers"}
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert node_of("tvm_ext.codegen.codegen_c") == "tvm_ext.codegen"
     assert node_of("packager.selftest") == "packager"

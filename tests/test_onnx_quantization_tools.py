@@ -11,11 +11,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnxruntime import quantization
 
 from onnxruntime_match import NormalCalibration
 from tvm_ext.compile import compile
-
-quantization = pytest.importorskip("onnxruntime.quantization")
 
 
 def _float_cnn(path):

@@ -16,14 +16,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from onnxruntime import quantization
 from memory_planner.plan import TensorRole
 
 from conftest import profile_target
 from onnx_cnn_zoo import NETS
 from onnxruntime_match import NormalCalibration, mismatches
 from tvm_ext.compile import compile
-
-quantization = pytest.importorskip("onnxruntime.quantization")
 
 
 def quantized_net(folder: Path, net: str, quant_format: str, per_channel: bool, activations: str) -> Path:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import onnx
 import pytest
+from onnxruntime import quantization
 
 from onnxruntime_match import NormalCalibration, mismatches
 from tvm_ext.compile import compile
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
-quantization = pytest.importorskip("onnxruntime.quantization")
 
 
 def _channel_shuffle(x, groups: int):

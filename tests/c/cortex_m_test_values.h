@@ -1,5 +1,6 @@
 /* Inputs of the Cortex-M helpers' C unit tests (tests/c/test_dual_mac.c and its siblings): a fixed pseudo-random
- * sequence (the same run to run and on every core) with the int8 and int16 extremes forced in. */
+ * sequence (the same run to run and on every core) with the int8 and int16 extremes forced in; the window cases
+ * of the window MAC helpers and the plain sums they are checked against. */
 #ifndef CORTEX_M_TEST_VALUES_H
 #define CORTEX_M_TEST_VALUES_H
 
@@ -76,6 +77,21 @@ static inline window_case window_case_of(int32_t i)
     c.x_offset = (c.rows + c.row_len + layout) % 4;
     c.w_offset = (c.x_offset + 1 + layout) % 4;
     return c;
+}
+
+/* acc[c] += the plain sums of a window MAC helper's contract for c < 4: x[r * x_row_stride + k] (x8, or x16 when
+   x8 is NULL) times w[c * w_channel_stride + r * row_len + k] over r < rows, k < row_len. */
+static inline void plain_window_mac(int32_t *acc, const int8_t *x8, const int16_t *x16, const int8_t *w,
+                                    int32_t x_row_stride, int32_t w_channel_stride, int32_t rows, int32_t row_len)
+{
+    for (int32_t c = 0; c < 4; ++c) {
+        for (int32_t r = 0; r < rows; ++r) {
+            for (int32_t k = 0; k < row_len; ++k) {
+                const int32_t value = x8 != NULL ? x8[r * x_row_stride + k] : x16[r * x_row_stride + k];
+                acc[c] += value * w[c * w_channel_stride + r * row_len + k];
+            }
+        }
+    }
 }
 
 #endif

@@ -14,20 +14,6 @@
 
 #define BUFFER 512 /* elements: past the farthest one any case reads (under 200) */
 
-/* acc[c] += the plain sums of lp_dual_mac_s8x4's contract (x8) or lp_dual_mac_s16x4's (x16) for c < 4. */
-static void plain_dual_mac(int32_t *acc, const int8_t *x8, const int16_t *x16, const int8_t *w, int32_t x_row_stride,
-                           int32_t w_channel_stride, int32_t rows, int32_t row_len)
-{
-    for (int32_t c = 0; c < 4; ++c) {
-        for (int32_t r = 0; r < rows; ++r) {
-            for (int32_t k = 0; k < row_len; ++k) {
-                const int32_t value = x8 != NULL ? x8[r * x_row_stride + k] : x16[r * x_row_stride + k];
-                acc[c] += value * w[c * w_channel_stride + r * row_len + k];
-            }
-        }
-    }
-}
-
 /* Whether the n accumulators of got equal those of expected. */
 static int same(const int32_t *got, const int32_t *expected, int32_t n)
 {
@@ -57,20 +43,20 @@ int main(void)
             got[c] = expected[c] = start_value(c);
         }
         cases += 3;
-        plain_dual_mac(expected, x8o, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
+        plain_window_mac(expected, x8o, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
         if (lp_dual_mac_s8x4(got, x8o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
             || !same(got, expected, 4)) {
             failures += 1;
             printf("wrong s8x4: case %ld\n", (long)i);
         }
-        plain_dual_mac(expected, NULL, x16o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
+        plain_window_mac(expected, NULL, x16o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
         if (lp_dual_mac_s16x4(got, x16o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
             || !same(got, expected, 4)) {
             failures += 1;
             printf("wrong s16x4: case %ld\n", (long)i);
         }
-        plain_dual_mac(expected, x8o, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
-        plain_dual_mac(expected + 4, x8o + wc.x_pixel_stride, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows,
+        plain_window_mac(expected, x8o, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
+        plain_window_mac(expected + 4, x8o + wc.x_pixel_stride, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows,
                        wc.row_len);
         if (lp_dual_mac_s8x2x4(got, got + 4, x8o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len,
                                wc.x_pixel_stride) != 0

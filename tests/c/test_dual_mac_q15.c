@@ -36,14 +36,8 @@ int main(void)
             acc[j] = expected[j] = start_value(j);
         }
         for (int32_t p = 0; p < 2; ++p) {
-            for (int32_t c = 0; c < 4; ++c) {
-                for (int32_t r = 0; r < wc.rows; ++r) {
-                    for (int32_t k = 0; k < wc.row_len; ++k) {
-                        expected[4 * p + c] += xo[p * wc.x_pixel_stride + r * wc.x_row_stride + k]
-                                               * wo[c * wc.w_channel_stride + r * wc.row_len + k];
-                    }
-                }
-            }
+            plain_window_mac(expected + 4 * p, xo + p * wc.x_pixel_stride, NULL, wo, wc.x_row_stride,
+                             wc.w_channel_stride, wc.rows, wc.row_len);
         }
         cases += 1;
         if (lp_widen_s8x2_q15(q, xo, wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride) != 0

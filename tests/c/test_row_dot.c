@@ -7,15 +7,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cortex_m_test_values.h"
 #include "row_dot.h"
 
 #define ROW_MAX 40
 #define STRIDE_MAX (ROW_MAX + 3)
 
+/* The next int8 of the shared fixed sequence (the test is the same run to run). */
 static int8_t value(uint32_t *state)
 {
-    *state = *state * 1103515245u + 12345u; /* a fixed sequence: the test is the same run to run */
-    return (int8_t)(int32_t)((*state >> 16) % 256u - 128u);
+    return (int8_t)(int32_t)(next_value(state) % 256u - 128u);
 }
 
 int main(void)
@@ -33,7 +34,7 @@ int main(void)
                 w[i] = i % 11 == 0 ? (int8_t)127 : value(&state);
             }
             for (c = 0; c < 4; ++c) {
-                acc[c] = expected[c] = (int32_t)(c * 1000003) - 2000000;
+                acc[c] = expected[c] = start_value(c);
                 for (k = 0; k < row_len; ++k) {
                     expected[c] += x[c * x_stride + k] * w[c * w_stride + k];
                 }

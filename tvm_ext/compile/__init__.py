@@ -149,7 +149,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     `io_in_arena` plans the model's inputs and outputs into the arena: the header gives their places
     (`<MODEL>_INPUT0_OFFSET`, `<model>_input0()`) and the run functions take no I/O arguments.
     `layout` "nchw" or "nhwc" puts every subgraph of a float model into that data layout; "auto" lets the
-    passes choose per subgraph (tvm_ext.transform.layout_per_subgraph; the manifest's "subgraph_layouts").
+    passes choose per subgraph (tvm_ext.transform.layout_per_subgraph; the manifest's "subgraph_layouts"); a
+    module that went through tvm_ext.pipeline has its layouts already and takes "auto" only.
     `build` False writes the bundle's sources, build files, manifest and README without building or self-testing
     them, nor asking for the profile's compiler (a toolchain not installed here): the manifest, report.md and
     README.md say it is untested, and the Bundle's `library` and `selftest` are None.
@@ -170,6 +171,12 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     check_request(label, quantize, calibration, held_back)
     if quantize is not None and not isinstance(model, Path):
         raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
+    if layout != "auto" and not isinstance(model, Path):
+        from tvm_ext.lower import lowered_for
+
+        if lowered_for(model) is not None:  # its layouts were chosen then: ours would be ignored
+            raise CompileError(f"{label}: the module went through tvm_ext.pipeline, which chose its layouts; "
+                               f"give layout={layout.upper()!r} to tvm_ext.pipeline instead")
     if scheduler is None:
         def fill_with(staging: Path, source, bundle_name: str | None, quantized: QuantizedSource | None
                       ) -> FolderResult:

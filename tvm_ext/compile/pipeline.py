@@ -225,6 +225,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 # Now, before any of our passes: they receive the user's own IRModule object, and a Python pass
                 # that assigns `mod["main"] = ...` edits that object in place, so a reference run afterwards
                 # would check our passes against themselves.
+                check_lowered_module(imported, profile)
                 referenced = stage("reference", lambda: reference_relax(model, imported), _runtime)
             else:
                 # Its process runs beside the passes and the code generation; its result (or its
@@ -277,9 +278,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
 def untested_reason(config: BuildConfig) -> str:
     """Why a bundle compiled with `BundleOptions.build` False is untested, and what to run: one line of ours."""
-    check = "make qemu-test" if config.emulated is not None else "make check"
+    command, _ = config.selftest_make
     return (f"compiled with --no-build: neither built nor self-tested here; build and self-test it with "
-            f"`{check}` where {config.cc} is installed")
+            f"`{command}` where {config.cc} is installed")
 
 
 def log_skipped(stage: Stage, untested: str) -> None:
@@ -352,6 +353,28 @@ def import_(model, checked: Checked | None, name: str | None, io: IoQuantization
     return Imported(imported, selftest_cases(imported.inputs, count, nonzero_integers=divides, index_limits=limits))
 
 
+def check_lowered_module(imported: Imported, profile: Profile) -> None:
+    """CompileError, before any work, for a module that went through `tvm_ext.pipeline` and cannot be compiled
+    as it is: lowered for another profile, or with kernels calling a backend's C helpers, which the self-test's
+    host reference (TVM's Relax VM) cannot run. A module not lowered yet passes."""
+    from tvm_ext.lower import lowered_for
+    from tvm_ext.tir.helper_calls import helper_calls_in
+
+    mod, name = imported.model.mod, imported.model.path.name
+    profile_name = lowered_for(mod)
+    if profile_name is None:
+        return
+    if profile_name != profile.name:
+        raise CompileError(f"{name}: the module went through tvm_ext.pipeline for profile {profile_name}, "
+                           f"not for {profile.name}")
+    helpers = helper_calls_in(mod)
+    if helpers:
+        raise CompileError(f"{name}: the module went through tvm_ext.pipeline for {profile_name} and its kernels "
+                           f"call the backend's C helpers ({', '.join(helpers)}), which the self-test's host "
+                           "reference (TVM's Relax VM) cannot run: give tvm_ext.compile the module from before "
+                           "tvm_ext.pipeline (the bundle is the same)")
+
+
 def reference_relax(mod: tvm.IRModule, imported: Imported) -> Referenced:
     """The user's Relax module run by TVM's Relax VM on the host: the reference for a module from no file."""
     from tvm_ext.reference.outputs import run_relax_vm
@@ -407,9 +430,6 @@ def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, 
             lowered = pipeline(tvm_target, model.path.name, layout)(lowered)
         except LayoutError as err:
             raise CompileError(str(err)) from err
-    elif lowered_for(lowered) != profile.name:
-        raise CompileError(f"{model.path.name}: the module went through tvm_ext.pipeline for profile "
-                           f"{lowered_for(lowered)}, not for {profile.name}")
     choices = layout_choices(lowered)
     lowered = PartitionSubgraphs(profile)(add_output_copies(lowered, model))
     kernels, c_name_of = unique_kernels(lowered, model.name)

@@ -157,7 +157,7 @@ def from_relax(mod: tvm.IRModule, name: str = "model", io: IoQuantization | None
         name=c_identifier(name),
         path=Path(f"{name}.relax"),
         format="relax",
-        mod=with_generated_var_names(mod),
+        mod=mod,  # its vars are renamed by the pipeline's first pass (tvm_ext.lower.GeneratedVarNames)
         layers=layers,
         inputs=[spec(str(given_names.get(p.name, p.name)), p.ty, _nth(io and io.inputs, i))
                 for i, p in enumerate(main.params)],

@@ -27,15 +27,15 @@ class Decision:
 
 def float_weight_bytes(main: relax.Function) -> int:
     """Bytes of the distinct constants main reads (the float bundle's weights, before folding), constants of
-    the same dtype, shape and bytes once, as the bundle stores them (`tvm_ext.plan.constant_pool`)."""
-    seen: dict[Content, int] = {}
-    for binding in bindings_of(main):
-        value = binding.value
-        for arg in value.args if isinstance(value, relax.Call) else ():
-            if isinstance(arg, Constant):
-                values = arg.value.numpy()
-                seen[content_of(values)] = values.nbytes
-    return sum(seen.values())
+    the same dtype, shape and bytes once, as the bundle stores them (`tvm_ext.plan.constant_pool`). Each
+    Constant object is copied to the host and its bytes keyed once, however many calls read it."""
+    constants = {arg for binding in bindings_of(main) if isinstance(binding.value, relax.Call)
+                 for arg in binding.value.args if isinstance(arg, Constant)}
+    nbytes: dict[Content, int] = {}
+    for constant in constants:
+        values = constant.value.numpy()
+        nbytes[content_of(values)] = values.nbytes
+    return sum(nbytes.values())
 
 
 def decide(main: relax.Function, profile: Profile) -> Decision:

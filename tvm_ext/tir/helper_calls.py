@@ -19,6 +19,7 @@ from tvm import tirx
 
 from backends.backend import HelperLibrary
 from tvm_ext.tir.helper_access import HelperAccess, register_helper_access
+from tvm_ext.tir.tir_walk import walk
 
 
 @dataclass
@@ -32,6 +33,9 @@ class HelperCalls:
         """The libraries called, by name."""
         return tuple(sorted(self.libraries, key=lambda library: library.name))
 
+
+_REGISTERED: set[str] = set()
+"""Every op `register_helper_call` registered."""
 
 _CALLS: contextvars.ContextVar[Optional[HelperCalls]] = contextvars.ContextVar("tvm_ext_helper_calls", default=None)
 
@@ -62,8 +66,17 @@ def register_helper_call(op: str, library: HelperLibrary, helper_name: Callable[
         calls.libraries.add(library)
         return tirx.call_extern("int32", helper_name(calls.prefix), *call.args)
 
+    _REGISTERED.add(op)
     tvm.ir.register_op_attr(op, "TCallEffectKind", tirx.CallEffectKind.UpdateState.value)
     tvm.ir.register_op_attr(op, "TScriptPrinterName", op.replace(".", "_"))
     tirx.register_intrin_lowering(op, "c", f=to_c)
     if access is not None:
         register_helper_access(op, access)
+
+
+def helper_calls_in(mod: tvm.IRModule) -> list[str]:
+    """The backend helper ops the PrimFuncs of `mod` call, sorted: calls only a bundle's C can make (TVM's
+    host targets have no lowering for them)."""
+    return sorted({node.op.name for func in mod.functions.values() if isinstance(func, tirx.PrimFunc)
+                   for node in walk(func.body)
+                   if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name in _REGISTERED})

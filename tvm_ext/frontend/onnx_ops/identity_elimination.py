@@ -14,13 +14,13 @@ import onnx
 
 
 def without_identities(model: onnx.ModelProto) -> onnx.ModelProto:
-    """``model`` with each default-domain Identity node of its main graph removed and its readers reading the
-    Identity's input instead (a copy; ``model`` itself when it has none). An Identity whose output is a graph
-    output stays: the output's name is the model's interface."""
+    """``model`` with each default-domain ("" or "ai.onnx") Identity node of its main graph removed and its
+    readers reading the Identity's input instead (a copy; ``model`` itself when it has none). An Identity whose
+    output is a graph output stays: the output's name is the model's interface."""
     graph = model.graph
     outputs = {o.name for o in graph.output}
     removed = {n.output[0]: n.input[0] for n in graph.node
-               if n.op_type == "Identity" and not n.domain and n.output[0] not in outputs}
+               if n.op_type == "Identity" and n.domain in ("", "ai.onnx") and n.output[0] not in outputs}
     if not removed:
         return model
 
