@@ -11,7 +11,8 @@ each fused operator is one more pass of arithmetic over them).
 The targets are instructions per unit on a Cortex-M core with the DSP extension (Armv7E-M / Armv8-M: the
 dual 16-bit MAC SMLAD and SIMD32 on packed bytes), executed under QEMU -icount: about what CMSIS-NN's best
 kernels reach on such a core (two MACs per SMLAD, a loaded word feeding four; a copy a word per load and
-store). A core without the extension has no targets here (`kind_targets` gives None for it).
+store). They are targets of integer kernels (int8, 16x8): a call writing float gets none (packager.report). A
+core without the extension has no targets here (`kind_targets` gives None for it).
 """
 
 from __future__ import annotations

@@ -275,8 +275,8 @@ def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]]
     """The report of `plan` (its calls in execution order). `call_instructions` holds one count per call, in the
     same order, when the bundle ran on an emulated core (else None); `untested` says why the bundle was not
     built and self-tested (None: it was); `timing` gives estimated times from the instruction counts (None: no
-    estimate); `targets` maps kernel kinds to the profile's instructions per unit (packager.kernel_kinds.
-    kind_targets; None: no targets). ValueError when the counts do not match the calls one to one."""
+    estimate); `targets` maps kernel kinds to the profile's instructions per unit of an integer kernel
+    (packager.kernel_kinds.kind_targets; None: no targets; a call writing a float output gets none). ValueError when the counts do not match the calls one to one."""
     if call_instructions is not None and len(call_instructions) != len(plan.calls):
         raise ValueError(f"{len(call_instructions)} instruction counts for the {len(plan.calls)} calls of {plan.model}")
     calls = tuple(
@@ -303,8 +303,14 @@ def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: O
         input_shapes=tuple(t.shape for t in activations), output_shapes=tuple(t.shape for t in outputs),
         macs=call.macs, weight_bytes=sum(t.nbytes for t in weights),
         activation_read_bytes=read, activation_written_bytes=written, instructions=instructions, kind=kind,
-        work=work_units(kind, operators, call.macs, read, written), target=(targets or {}).get(kind.name),
+        work=work_units(kind, operators, call.macs, read, written),
+        target=(targets or {}).get(kind.name) if all(_integer(t.dtype) for t in outputs) else None,
     )
+
+
+def _integer(dtype: str) -> bool:
+    """Whether `dtype` is an integer type (the kinds' targets are those of integer kernels)."""
+    return dtype.startswith(("int", "uint"))
 
 
 def _layers(call: CallCost) -> str:

@@ -70,3 +70,12 @@ def test_a_core_without_targets_reports_instructions_per_unit_unmarked():
     report = layer_report(_plan(), [256, 5000, 320], 5600)
     reshape = report.facts()["calls"][2]["kind"]
     assert (reshape["instructions_per_unit"], reshape["times_target"], reshape["over_target"]) == (20.0, None, False)
+
+
+def test_a_float_call_has_no_target():
+    """The targets are an integer kernel's: the same call writing float32 is measured but not marked."""
+    plan = _plan()
+    plan.tensors["y"] = Tensor("y", (1, 16), "float32", TensorRole.OUTPUT)
+    reshape = layer_report(plan, [256, 5000, 320], 5600, targets=DSP_TARGETS).facts()["calls"][2]["kind"]
+    assert (reshape["instructions_per_unit"], reshape["target_instructions_per_unit"], reshape["over_target"]) == (
+        5.0, None, False)
