@@ -136,8 +136,7 @@ def kind_rows(layers: list[Layer]) -> list[str]:
     for name, members in sorted(by_kind.items()):
         kind = members[0].call["kind"]
         rated = [m for m in members if m.call["kind"]["instructions_per_unit"] is not None]
-        worst = max(rated, key=lambda m: m.call["kind"]["times_target"] or m.call["kind"]["instructions_per_unit"],
-                    default=None)
+        worst = max(rated, key=_badness, default=None)
         target = kind["target_instructions_per_unit"]
         cells = [name, kind["unit"], f"{target:g}" if target else "-"]
         if worst is None:
@@ -153,6 +152,14 @@ def kind_rows(layers: list[Layer]) -> list[str]:
                   str(sum(not m.call["kind"]["macs_counted"] for m in members))]
         rows.append("| " + " | ".join(cells) + " |")
     return rows
+
+
+def _badness(layer: Layer) -> tuple[bool, float]:
+    """How far a layer is above its kind's target; a layer without a target (a float kernel) ranks below every
+    layer with one, by its instructions per unit."""
+    facts = layer.call["kind"]
+    times = facts["times_target"]
+    return times is not None, times if times is not None else facts["instructions_per_unit"]
 
 
 def zoo_peers(figures: Path) -> dict[str, tuple[Optional[int], Optional[int]]]:
