@@ -137,7 +137,8 @@ def kind_rows(layers: list[Layer]) -> list[str]:
         kind = members[0].call["kind"]
         rated = [m for m in members if m.call["kind"]["instructions_per_unit"] is not None]
         worst = max(rated, key=_badness, default=None)
-        target = kind["target_instructions_per_unit"]
+        target = next((m.call["kind"]["target_instructions_per_unit"] for m in members
+                       if m.call["kind"]["target_instructions_per_unit"]), None)
         cells = [name, kind["unit"], f"{target:g}" if target else "-"]
         if worst is None:
             cells += ["-", "-", "-"]
