@@ -12,6 +12,7 @@ from packager.archive import archive
 from packager.bundle import BundleInputs, bundle_io
 from packager.bundle_readme import README_FILE, ReadmeFacts, bundle_readme
 from backends.cortex_m.bundle_files import CROSS_BUILD_DIR
+from packager.kernel_kinds import kind_targets
 from packager.manifest import manifest, manifest_json
 from packager.report import REPORT_FILE, LayerReport, layer_report
 from packager.selftest_verdict import SelftestResult
@@ -48,7 +49,7 @@ class BundleFacts:
         if self.selftest is None:
             return layer_report(bundle.plan, None, None, self.untested)
         return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions,
-                            timing=self.timing)
+                            timing=self.timing, targets=kind_targets(self.profile.get("simd")))
 
     def _selftest_verdict(self) -> dict[str, Any]:
         """The manifest's self-test verdict: passed, where, each output's errors; or untested and why."""

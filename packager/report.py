@@ -8,16 +8,20 @@ per-call instruction counts (emulator.profile), never from TVM objects. Per call
   give the bytes stored, each constant once);
 - activation bytes read: the non-constant inputs the call reads (model inputs, activations, state);
   written: its outputs. Scratch buffers count in neither;
-- instructions (emulated profiles only): executed under QEMU -icount (not cycles), by the profiling build.
+- instructions (emulated profiles only): executed under QEMU -icount (not cycles), by the profiling build;
+- kind (packager.kernel_kinds): the call's kernel kind, its work in that kind's unit (MACs, or bytes for data
+  movement, elementwise work, pools) and, where the profile has targets, its instructions per unit against its
+  kind's target: a call more than OVER_TARGET times above it is marked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from emulator.cycle_model import CycleEstimate
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, TensorRole
+from packager.kernel_kinds import OVER_TARGET, KINDS, KernelKind, kernel_kind, work_units
 from packager.markdown_text import markdown_text
 
 REPORT_FILE = "report.md"
@@ -42,10 +46,33 @@ class CallCost:
     activation_read_bytes: int
     activation_written_bytes: int
     instructions: Optional[int]
+    kind: KernelKind
+    work: int  # units of work of its kind (kind.unit: MACs or bytes)
+    target: Optional[float]  # its kind's instructions per unit on this profile (None: no target)
 
     @property
     def instructions_per_mac(self) -> Optional[float]:
         return self.instructions / self.macs if self.instructions is not None and self.macs else None
+
+    @property
+    def instructions_per_unit(self) -> Optional[float]:
+        return self.instructions / self.work if self.instructions is not None and self.work else None
+
+    @property
+    def uncounted(self) -> bool:
+        """Whether its kind does MACs but none were counted (its instructions per MAC unknown)."""
+        return self.kind.unit == "MAC" and not self.work
+
+    @property
+    def times_target(self) -> Optional[float]:
+        """Its instructions per unit over its kind's target (None: not measured, no work or no target)."""
+        per_unit = self.instructions_per_unit
+        return per_unit / self.target if per_unit is not None and self.target else None
+
+    @property
+    def over_target(self) -> bool:
+        """Whether it runs more than OVER_TARGET times its kind's target."""
+        return (self.times_target or 0.0) > OVER_TARGET
 
 
 @dataclass(frozen=True)
@@ -93,9 +120,13 @@ class LayerReport:
                 "macs": c.macs, "weight_bytes": c.weight_bytes, "activation_read_bytes": c.activation_read_bytes,
                 "activation_written_bytes": c.activation_written_bytes,
             }
+            entry["kind"] = {"name": c.kind.name, "unit": c.kind.unit, "work": c.work, "macs_counted": not c.uncounted}
             if self.measured:
                 entry["instructions"] = c.instructions
                 entry["instructions_per_mac"] = c.instructions_per_mac
+                entry["kind"].update({"instructions_per_unit": c.instructions_per_unit,
+                                      "target_instructions_per_unit": c.target, "times_target": c.times_target,
+                                      "over_target": c.over_target})
             if self.estimated:
                 entry["estimated_microseconds"] = self.timing.microseconds(c.instructions or 0)
             calls.append(entry)
@@ -104,7 +135,32 @@ class LayerReport:
                  if self.measured else self.not_measured}
         if self.estimated:
             facts["estimated_time"] = self.timing.describe()
+        if self.measured:
+            facts["kinds"] = self.kind_summary()
         return facts
+
+    def kind_summary(self) -> list[dict[str, Any]]:
+        """Per kernel kind present (KINDS' order): its calls, instructions, work, instructions per unit over
+        all its calls, its worst call's step and instructions per unit, the target, and how many calls are
+        more than OVER_TARGET times above it (measured reports only)."""
+        summary = []
+        for kind in KINDS:
+            calls = [c for c in self.calls if c.kind is kind]
+            if not calls:
+                continue
+            instructions, work = sum(c.instructions or 0 for c in calls), sum(c.work for c in calls)
+            rated = [c for c in calls if c.instructions_per_unit is not None]
+            worst = max(rated, key=lambda c: c.instructions_per_unit, default=None)
+            summary.append({
+                "kind": kind.name, "unit": kind.unit, "calls": len(calls), "instructions": instructions,
+                "work": work, "instructions_per_unit": instructions / work if work else None,
+                "worst_step": worst.step if worst else None,
+                "worst_instructions_per_unit": worst.instructions_per_unit if worst else None,
+                "target_instructions_per_unit": calls[0].target,
+                "calls_over_target": sum(c.over_target for c in calls),
+                "calls_macs_not_counted": sum(c.uncounted for c in calls),
+            })
+        return summary
 
     def totals(self) -> dict[str, Any]:
         """The manifest's `layer_report.totals`: sums over the calls (bytes), the bytes stored, and when measured
@@ -126,7 +182,8 @@ class LayerReport:
     def markdown(self) -> str:
         """report.md's text."""
         head = ["step", "layer(s)", "operator", "kernel", "input shapes", "output shapes", "MACs", "weight B",
-                "act. read B", "act. written B"] + (["instructions", "share", "instr./MAC"] if self.measured else [])
+                "act. read B", "act. written B"] + (["instructions", "share", "instr./MAC", "kind",
+                                                     "instr. per unit", "x target"] if self.measured else [])
         head += ["est. us"] if self.estimated else []
         total_instructions = self.inference_instructions or 0
         lines = [
@@ -146,7 +203,10 @@ class LayerReport:
                 "Instructions: executed under QEMU -icount (instructions, not cycles), counted around each call by "
                 "the bundle's own instruction counter in a profiling build of the run function "
                 "(cortex_m/*_model_profiled.c, `make qemu-profile`); the shipped library is not that build. "
-                "Share: of the whole inference as the shipped run function runs it.",
+                "Share: of the whole inference as the shipped run function runs it. Kind: the call's kernel kind "
+                "(packager/kernel_kinds.py); instr. per unit: its instructions per MAC, or per byte for kinds "
+                "without MACs (pools: per byte read; elementwise: per byte written and fused operator; others: "
+                f"per byte written); x target: that over its kind's target, **bold** above {OVER_TARGET}x.",
                 "",
             ]
         else:
@@ -160,7 +220,7 @@ class LayerReport:
                      f"{c.activation_read_bytes:,}", f"{c.activation_written_bytes:,}"]
             if self.measured:
                 cells += [f"{c.instructions:,}", _share(c.instructions or 0, total_instructions),
-                          _per_mac(c.instructions_per_mac)]
+                          _per_mac(c.instructions_per_mac), c.kind.name, _per_unit(c), _times_target(c)]
             if self.estimated:
                 cells.append(f"{self.timing.microseconds(c.instructions or 0):,.1f}")
             lines.append("| " + " | ".join(cells) + " |")
@@ -183,22 +243,44 @@ class LayerReport:
             if self.estimated:
                 milliseconds = self.timing.microseconds(total_instructions) / 1000
                 lines.append(f"- estimated time per inference: {milliseconds:,.3f} ms ({self.timing.describe()})")
+            lines += self._kind_lines()
         else:
             lines.append(f"- instructions: {self.not_measured}")
         return "\n".join(lines) + "\n"
 
+    def _kind_lines(self) -> list[str]:
+        """report.md's per-kind table (kind_summary)."""
+        lines = ["", "## Per kernel kind", "",
+                 "| kind | calls | instructions | share | instr. per unit | worst call | target | calls over "
+                 f"{OVER_TARGET}x target | calls with MACs not counted |", "|" + "---|" * 9]
+        whole = self.inference_instructions or 0
+        for kind in self.kind_summary():
+            unit = kind["unit"]
+            worst = (f"step {kind['worst_step']}: {kind['worst_instructions_per_unit']:.1f}"
+                     if kind["worst_step"] is not None else "-")
+            target = kind["target_instructions_per_unit"]
+            per_unit = kind["instructions_per_unit"]
+            lines.append(f"| {kind['kind']} | {kind['calls']} | {kind['instructions']:,} | "
+                         f"{_share(kind['instructions'], whole)} | "
+                         f"{f'{per_unit:.1f} per {unit}' if per_unit is not None else '-'} | {worst} | "
+                         f"{f'{target:g}' if target else '-'} | {kind['calls_over_target']} | "
+                         f"{kind['calls_macs_not_counted']} |")
+        return lines
+
 
 def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]],
                  inference_instructions: Optional[int], untested: Optional[str] = None,
-                 timing: Optional[CycleEstimate] = None) -> LayerReport:
+                 timing: Optional[CycleEstimate] = None,
+                 targets: Optional[Mapping[str, float]] = None) -> LayerReport:
     """The report of `plan` (its calls in execution order). `call_instructions` holds one count per call, in the
     same order, when the bundle ran on an emulated core (else None); `untested` says why the bundle was not
     built and self-tested (None: it was); `timing` gives estimated times from the instruction counts (None: no
-    estimate). ValueError when the counts do not match the calls one to one."""
+    estimate); `targets` maps kernel kinds to the profile's instructions per unit of an integer kernel
+    (packager.kernel_kinds.kind_targets; None: no targets; a call writing a float output gets none). ValueError when the counts do not match the calls one to one."""
     if call_instructions is not None and len(call_instructions) != len(plan.calls):
         raise ValueError(f"{len(call_instructions)} instruction counts for the {len(plan.calls)} calls of {plan.model}")
     calls = tuple(
-        _call_cost(plan, step, call, call_instructions[step] if call_instructions is not None else None)
+        _call_cost(plan, step, call, call_instructions[step] if call_instructions is not None else None, targets)
         for step, call in enumerate(plan.calls)
     )
     not_measured = None if call_instructions is not None else (
@@ -207,18 +289,28 @@ def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]]
                        plan.weight_bytes(), untested, timing)
 
 
-def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: Optional[int]) -> CallCost:
+def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: Optional[int],
+               targets: Optional[Mapping[str, float]]) -> CallCost:
     inputs = [plan.tensors[name] for name in call.inputs]
     weights = [t for t in inputs if plan.tensors[plan.storage_of(t.name)].role is TensorRole.CONSTANT]
     activations = [t for t in inputs if t not in weights]
     outputs = [plan.tensors[name] for name in call.outputs]
+    operators = [op.kind for op in call.operators]
+    kind = kernel_kind(operators, call.macs)
+    read, written = sum(t.nbytes for t in activations), sum(t.nbytes for t in outputs)
     return CallCost(
         step=step, kernel=call.kernel, operators=call.operators, labels=call.layers,
         input_shapes=tuple(t.shape for t in activations), output_shapes=tuple(t.shape for t in outputs),
         macs=call.macs, weight_bytes=sum(t.nbytes for t in weights),
-        activation_read_bytes=sum(t.nbytes for t in activations),
-        activation_written_bytes=sum(t.nbytes for t in outputs), instructions=instructions,
+        activation_read_bytes=read, activation_written_bytes=written, instructions=instructions, kind=kind,
+        work=work_units(kind, operators, call.macs, read, written),
+        target=(targets or {}).get(kind.name) if all(_integer(t.dtype) for t in outputs) else None,
     )
+
+
+def _integer(dtype: str) -> bool:
+    """Whether `dtype` is an integer type (the kinds' targets are those of integer kernels)."""
+    return dtype.startswith(("int", "uint"))
 
 
 def _layers(call: CallCost) -> str:
@@ -238,3 +330,19 @@ def _share(part: int, whole: int) -> str:
 
 def _per_mac(value: Optional[float]) -> str:
     return f"{value:.1f}" if value is not None else "-"
+
+
+def _per_unit(call: CallCost) -> str:
+    """Its instructions per unit of its kind's work, or why there is none."""
+    if call.uncounted:
+        return "MACs not counted"
+    per_unit = call.instructions_per_unit
+    return f"{per_unit:.1f} per {call.kind.unit}" if per_unit is not None else "-"
+
+
+def _times_target(call: CallCost) -> str:
+    """Its instructions per unit over its kind's target, bold when over OVER_TARGET."""
+    times = call.times_target
+    if times is None:
+        return "-"
+    return f"**{times:.1f}x**" if call.over_target else f"{times:.1f}x"

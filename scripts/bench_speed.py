@@ -1,6 +1,7 @@
 """Benchmark speed on an emulated Cortex-M: our instructions per inference beside TFLite Micro's (not a test).
 
     python scripts/bench_speed.py [--models ../shared/models] [--target cortex-m4f] [--only kws_ref_model ...]
+                                  [--sweep none|small|full]
 
 Compiles every shared model for the profile (a model that does not fit gets its one-line reason) and prints,
 per model: our instructions per inference (QEMU -icount: instructions executed, not cycles of a real core),
@@ -10,7 +11,11 @@ depthwise convolutions, fully connected layers, matrix multiplies), our instruct
 code bytes (kernels and run function, no weights, no libc) and, where the peer's is known (TFLM_CODE_BYTES),
 its ratio to TFLite Micro + CMSIS-NN's code. Then, per model, its three most expensive kernel
 calls (from the bundle's per-call report, counted by its profiling build): instructions, share of the whole
-inference, instructions per MAC, so a reader sees which kernel holds a model back.
+inference, instructions per MAC, so a reader sees which kernel holds a model back. Last, per kernel kind
+(packager/kernel_kinds.py), the worst layer over those models and over a generated sweep of layer shapes
+(scripts/layer_sweep.py; `--sweep full` for every combination, `none` for none): its instructions per unit
+(MAC, or byte for kinds without MACs) against the kind's target, and how many layers are more than 1.5x above it.
+The zoo models' (../shared/models/zoo) TFLM + CMSIS-NN figures are read from ../shared/docs/zoo-under-qemu.json.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +55,9 @@ TFLM_INSTRUCTIONS: dict[str, tuple[int, Optional[int]]] = {
 # the target of at most half of it; no other model's figure was published.
 TFLM_CODE_BYTES: dict[str, int] = {"kws_ref_model": 48_973, "vww_96_int8": 51_289}
 
+ZOO_FIGURES = ROOT.parent / "shared" / "docs" / "zoo-under-qemu.json"
+"""TFLite Micro + CMSIS-NN's instructions for the zoo's models, measured the same way (that note's data)."""
+
 COLUMNS = ("model", "ours", "TFLM ref", "TFLM CMSIS-NN", "ours / CMSIS-NN", "MACs", "ours / MAC", "code B",
            "TFLM+CMSIS-NN code B", "code ratio")
 
@@ -59,19 +68,42 @@ HOT_CALLS = 3
 HOT_COLUMNS = ("model", "step", "layer(s)", "operator", "kernel", "instructions", "share", "instr. / MAC")
 
 
-def row(model: Path, target: str, scratch: Path) -> tuple[str, list[str]]:
-    """The model's row of the main table, and its HOT_CALLS most expensive calls' rows, from the bundle's
-    manifest (its `cortex_m` measurements and its `layer_report`, the facts of report.md)."""
+KIND_COLUMNS = ("kind", "unit", "target", "worst instr. / unit", "x target", "worst layer", "layers over 1.5x",
+                "MACs not counted")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One kernel call of a measured bundle, as the per-kind table needs it."""
+
+    model: str
+    call: dict  # the manifest's layer_report call (its "kind" entry measured)
+
+
+def compiled(model: Path, target: str, scratch: Path) -> dict | str:
+    """The manifest of `model` compiled for `target`, or the one-line reason it was refused."""
     from tvm_ext.compile import CompileError, compile
 
     try:
         bundle = compile(model, target, scratch / model.stem, force=True)
     except CompileError as err:
-        return f"| {model.stem} | {err} |", []
-    manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
+        return str(err)
+    return json.loads((bundle.out_dir / "manifest.json").read_text())
+
+
+def layers_of(model: str, manifest: dict) -> list[Layer]:
+    return [Layer(model, call) for call in manifest["layer_report"]["calls"]]
+
+
+def row(model: Path, manifest: dict | str, peers: dict[str, tuple[Optional[int], Optional[int]]]
+        ) -> tuple[str, list[str]]:
+    """The model's row of the main table, and its HOT_CALLS most expensive calls' rows, from the bundle's
+    manifest (its `cortex_m` measurements and its `layer_report`, the facts of report.md), or its refusal."""
+    if isinstance(manifest, str):
+        return f"| {model.stem} | {manifest} |", []
     facts, report = manifest["cortex_m"], manifest["layer_report"]
     ours = int(facts["instructions_per_inference"])
-    reference, cmsis = TFLM_INSTRUCTIONS.get(model.stem, (None, None))
+    reference, cmsis = peers.get(model.stem, (None, None))
     macs = int(report["totals"]["macs"])
     code, peer_code = int(facts["bundle_code_bytes"]), TFLM_CODE_BYTES.get(model.stem)
     cells = (f"{ours:,}", _count(reference), _count(cmsis), f"{ours / cmsis:.2f}" if cmsis else "-",
@@ -94,6 +126,52 @@ def hot_calls(model: str, calls: list[dict], inference_instructions: int) -> lis
     return rows
 
 
+def kind_rows(layers: list[Layer]) -> list[str]:
+    """Per kernel kind present: the layer furthest above the kind's target (or of most instructions per unit
+    without a target), how many are more than 1.5x above it, how many of a MAC kind counted no MACs."""
+    by_kind: dict[str, list[Layer]] = {}
+    for layer in layers:
+        by_kind.setdefault(layer.call["kind"]["name"], []).append(layer)
+    rows = []
+    for name, members in sorted(by_kind.items()):
+        kind = members[0].call["kind"]
+        rated = [m for m in members if m.call["kind"]["instructions_per_unit"] is not None]
+        worst = max(rated, key=_badness, default=None)
+        target = next((m.call["kind"]["target_instructions_per_unit"] for m in members
+                       if m.call["kind"]["target_instructions_per_unit"]), None)
+        cells = [name, kind["unit"], f"{target:g}" if target else "-"]
+        if worst is None:
+            cells += ["-", "-", "-"]
+        else:
+            facts, call = worst.call["kind"], worst.call
+            shapes = ", ".join("x".join(map(str, s)) for s in call["input_shapes"]) + " -> " + \
+                ", ".join("x".join(map(str, s)) for s in call["output_shapes"])
+            cells += [f"{facts['instructions_per_unit']:.1f}",
+                      f"{facts['times_target']:.1f}" if facts["times_target"] is not None else "-",
+                      f"{worst.model} step {call['step']} `{call['kernel']}` ({shapes})"]
+        cells += [f"{sum(m.call['kind']['over_target'] for m in members)} of {len(members)}",
+                  str(sum(not m.call["kind"]["macs_counted"] for m in members))]
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def _badness(layer: Layer) -> tuple[bool, float]:
+    """How far a layer is above its kind's target; a layer without a target (a float kernel) ranks below every
+    layer with one, by its instructions per unit."""
+    facts = layer.call["kind"]
+    times = facts["times_target"]
+    return times is not None, times if times is not None else facts["instructions_per_unit"]
+
+
+def zoo_peers(figures: Path) -> dict[str, tuple[Optional[int], Optional[int]]]:
+    """Model stem -> (TFLM reference: not measured, TFLM + CMSIS-NN) instructions from the zoo note's data ({}
+    without it)."""
+    if not figures.is_file():
+        return {}
+    return {Path(entry["file"]).stem: (None, int(entry["instructions"]))
+            for entry in json.loads(figures.read_text())["models"].values() if entry.get("instructions")}
+
+
 def _count(value: Optional[int]) -> str:
     return f"{value:,}" if value is not None else "-"
 
@@ -104,23 +182,46 @@ def main() -> int:
                         default=Path(os.environ.get("TVM_EXT_MODELS", ROOT.parent / "shared" / "models")))
     parser.add_argument("--target", default="cortex-m4f")
     parser.add_argument("--only", nargs="*", help="model file stems to run (default: every .tflite)")
+    parser.add_argument("--sweep", choices=("none", "small", "full"), default="small",
+                        help="the generated layer shapes to measure too (scripts/layer_sweep.py)")
+    parser.add_argument("--zoo-figures", type=Path, default=ZOO_FIGURES)
     args = parser.parse_args()
     models = [m for m in sorted(args.models.rglob("*.tflite")) if not args.only or m.stem in args.only]
+    peers = {**TFLM_INSTRUCTIONS, **zoo_peers(args.zoo_figures)}
     print(f"Target profile {args.target}; instructions under QEMU -icount (not cycles); TFLM columns cited from "
-          "../shared/docs/cortex-m-under-qemu.md.")
+          f"../shared/docs/cortex-m-under-qemu.md and {args.zoo_figures.name}.")
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
-    hot = []
-    with tempfile.TemporaryDirectory() as scratch:
+    hot, layers = [], []
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        scratch = Path(scratch_dir)
         for model in models:
-            model_row, model_hot = row(model, args.target, Path(scratch))
+            manifest = compiled(model, args.target, scratch)
+            model_row, model_hot = row(model, manifest, peers)
             print(model_row, flush=True)
             hot += model_hot
+            layers += layers_of(model.stem, manifest) if isinstance(manifest, dict) else []
+        if args.sweep != "none":
+            from layer_sweep import sweep_models
+
+            for name, data in sweep_models(full=args.sweep == "full"):
+                (scratch / f"{name}.tflite").write_bytes(data)
+                manifest = compiled(scratch / f"{name}.tflite", args.target, scratch)
+                if isinstance(manifest, str):
+                    print(f"sweep model {name}: {manifest}", flush=True)
+                else:
+                    layers += layers_of(name, manifest)
     print(f"\nThe {HOT_CALLS} most expensive kernel calls of each model (from its report.md's facts; share of the "
           "whole inference):")
     print("| " + " | ".join(HOT_COLUMNS) + " |")
     print("|" + "---|" * len(HOT_COLUMNS))
     print("\n".join(hot))
+    swept = "" if args.sweep == "none" else f" and the {args.sweep} sweep of generated layers"
+    print(f"\nPer kernel kind, the worst layer over these models{swept} (instructions per unit against the kind's "
+          "target, packager/kernel_kinds.py):")
+    print("| " + " | ".join(KIND_COLUMNS) + " |")
+    print("|" + "---|" * len(KIND_COLUMNS))
+    print("\n".join(kind_rows(layers)))
     return 0
 
 

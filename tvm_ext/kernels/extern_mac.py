@@ -49,3 +49,16 @@ def accumulate_products(acc: tirx.Buffer, data: tirx.Buffer, data_row: Sequence[
     block = s_tir.SBlock([*row_vars, vc, vk], reads, reads[:1], name, update)
     realize = s_tir.SBlockRealize([*rows, c, k], True, block)
     return tirx.For(k, 0, depth, tirx.ForKind.SERIAL, tirx.For(c, 0, count, tirx.ForKind.SERIAL, realize))
+
+
+def over_tiles(total: int, tile: int, body: Callable[[PrimExpr, int], tirx.Stmt], name: str) -> list[tirx.Stmt]:
+    """``body(first, count)`` over ``total`` units in tiles of ``tile`` units: a loop (its variable ``name``) over
+    the whole tiles, then one shorter tile of the remainder, each only where it has units."""
+    whole, rest = divmod(total, tile)
+    stmts = []
+    if whole:
+        var = tirx.Var(name, "int32")
+        stmts.append(tirx.For(var, 0, whole, tirx.ForKind.SERIAL, body(var * tile, tile)))
+    if rest:
+        stmts.append(body(tirx.const(whole * tile, "int32"), rest))
+    return stmts

@@ -27,7 +27,7 @@ import numpy as np
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .extern_mac import accumulate_products
+from .extern_mac import accumulate_products, over_tiles
 from .fixed_point import (Rounding, clamp_to_int8, largest_centered, multiply_by_constant_quantized_multiplier,
                           saturate_int16)
 from .quant_params import fully_connected_multiplier, quantize_multiplier
@@ -350,15 +350,7 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
             ])
 
         def gate(index: int, gate_params: GateParams) -> list[tirx.Stmt]:
-            whole, rest = divmod(units, GATE_TILE)
-            loops = []
-            if whole:
-                v = tirx.Var("v", "int32")
-                loops.append(tirx.For(v, 0, whole, tirx.ForKind.SERIAL,
-                                      tile(index, gate_params, v * GATE_TILE, GATE_TILE)))
-            if rest:
-                loops.append(tile(index, gate_params, tirx.const(whole * GATE_TILE, "int32"), rest))
-            return loops
+            return over_tiles(units, GATE_TILE, lambda first, count: tile(index, gate_params, first, count), "v")
 
         u = tirx.Var("u", "int32")
 

@@ -56,18 +56,43 @@ def average_pool2d_integer(
     return te.compute(shape, average, name=f"average_pool2d_{data.dtype}")
 
 
+UNROLLED_TAPS = 9
+"""A max pool window of at most this many taps is one expression of its taps (no accumulator in memory)."""
+
+
 def max_pool2d_integer(
     data: te.Tensor, *, pool: Sequence[int], strides: Sequence[int], padding: Sequence[int], activation: ActivationRange
 ) -> te.Tensor:
-    """Maximum over the window's valid taps, clamped to the activation range."""
+    """Maximum over the window's valid taps, clamped to the activation range. The maximum starts at the range's
+    low bound instead of the type's lowest value (max(low, taps) is the clamp from below, also of a window
+    without valid taps); only a high bound below the type's highest value adds a stage. A window of at most
+    UNROLLED_TAPS taps is written as the maximum of its taps, one expression per output element (a reduction
+    keeps its running maximum in the output or a buffer, stored and reloaded at every tap)."""
     shape, ry, rx, position = _window(data, pool, strides, padding)
     dtype = str(data.dtype)
+    low = tirx.const(activation.low, dtype)
+
+    def tap(b, y, x, c, dy, dx):
+        iy, ix = y * strides[0] + dy - padding[0], x * strides[1] + dx - padding[1]
+        inside = tirx.all(iy >= 0, iy < data.shape[1], ix >= 0, ix < data.shape[2])
+        return tirx.if_then_else(inside, data[b, iy, ix, c], low)
+
+    def unrolled_max(b, y, x, c):
+        peak = low
+        for dy in range(pool[0]):
+            for dx in range(pool[1]):
+                peak = tirx.max(peak, tap(b, y, x, c, dy, dx))
+        return peak
+
+    from_low = te.comm_reducer(lambda a, b: tirx.max(a, b), lambda t: tirx.const(activation.low, t), name="max_from_low")
 
     def window_max(b, y, x, c):
         iy, ix, inside = position(y, x)
-        lowest = tirx.const(int(np.iinfo(dtype).min), dtype)
-        return te.max(tirx.if_then_else(inside, data[b, iy, ix, c], lowest), axis=[ry, rx])
+        return from_low(tirx.if_then_else(inside, data[b, iy, ix, c], low), axis=[ry, rx])
 
-    peak = te.compute(shape, window_max, name="window_max")
-    return te.compute(shape, lambda *i: clamp_to_type(peak(*i), activation.low, activation.high, dtype),
-                      name=f"max_pool2d_{data.dtype}")
+    body = unrolled_max if pool[0] * pool[1] <= UNROLLED_TAPS else window_max
+    if activation.high >= int(np.iinfo(dtype).max):
+        return te.compute(shape, body, name=f"max_pool2d_{dtype}")
+    peak = te.compute(shape, body, name="window_max")
+    high = tirx.const(activation.high, dtype)
+    return te.compute(shape, lambda *i: tirx.min(peak(*i), high), name=f"max_pool2d_{dtype}")

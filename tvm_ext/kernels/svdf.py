@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 from tvm import te, tirx
 
-from .extern_mac import accumulate_products
+from .extern_mac import accumulate_products, over_tiles
 from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier
 from .quant_params import ActivationRange, quantize_multiplier
 from .requantize import OutputStage, requantize
@@ -102,14 +102,10 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
                              tirx.BufferStore(new, newest, [b, (first + c_write) * memory + memory - 1]))
             return tirx.SeqStmt([init, mac, write])
 
-        i, t = tirx.Var("i", "int32"), tirx.Var("t", "int32")
+        i = tirx.Var("i", "int32")
         steps = [tirx.For(i, 0, filters * memory - 1, tirx.ForKind.SERIAL,
-                          tirx.BufferStore(new, old[b, i + 1], [b, i]))]
-        whole, rest = divmod(filters, FEATURE_TILE)
-        if whole:
-            steps.append(tirx.For(t, 0, whole, tirx.ForKind.SERIAL, feature_tile(t * FEATURE_TILE, FEATURE_TILE)))
-        if rest:
-            steps.append(feature_tile(tirx.const(whole * FEATURE_TILE, "int32"), rest))
+                          tirx.BufferStore(new, old[b, i + 1], [b, i])),
+                 *over_tiles(filters, FEATURE_TILE, feature_tile, "t")]
         return tirx.SeqStmt([tirx.AllocBuffer(acc), tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.SeqStmt(steps))])
 
     return te.extern((batch, filters * memory), [data, state, weight_feature, feature_offsets], build,

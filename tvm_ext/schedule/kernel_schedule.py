@@ -12,6 +12,7 @@ from typing import Optional
 
 import tvm_ffi
 from tvm import ir, s_tir, tirx
+from tvm.ir.expr import Expr as PrimExpr
 
 from backends.backend import MacSchedules
 from tvm_ext.schedule.border_split import split_border
@@ -31,20 +32,84 @@ def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
     return False
 
 
+def _broadcast_by(sch: s_tir.Schedule, producer, consumer) -> bool:
+    """Whether data-parallel `consumer` iterates more times than `producer` writes elements: it reads an
+    element of the producer's result at several of its iterations (a per-row value along its row)."""
+    block = sch.get(consumer)
+    if _is_reduction(sch, consumer):  # its reads are its window (border_split, the MAC helpers read the input)
+        return False
+    iterations = 1
+    for iv in block.iter_vars:
+        iterations *= int(iv.dom.extent)
+    return iterations > _elements_written(sch, producer)
+
+
+def _computes(value: PrimExpr) -> bool:
+    """Whether `value` does arithmetic: more than a constant or a load at a position its indices compute
+    from loop variables alone (a copy, a reshape), cast or not. A table lookup (a load at a position read
+    from data) computes."""
+    if isinstance(value, tirx.Cast):
+        return _computes(value.value)
+    if isinstance(value, ir.TensorLoad):
+        return any(isinstance(node, ir.TensorLoad) for index in value.indices for node in walk(index))
+    return not isinstance(value, (tirx.IntImm, tirx.FloatImm))
+
+
+def _recomputed_when_inlined(sch: s_tir.Schedule, producer) -> bool:
+    """Whether inlining `producer` would repeat its arithmetic: a consumer broadcasts it (_broadcast_by) and
+    it computes (a requantized add, a table lookup; not a copy, whose inlined load costs nothing more)."""
+    body = sch.get(producer).body
+    computes = not isinstance(body, tirx.BufferStore) or _computes(body.value)
+    return computes and any(_broadcast_by(sch, producer, consumer) for consumer in sch.get_consumers(producer))
+
+
+def _vars(expr: PrimExpr) -> set:
+    """The variables in `expr`, itself included."""
+    return {node for node in walk(expr) if isinstance(node, ir.Var)}
+
+
+def _last_loop_indexing(sch: s_tir.Schedule, producer, consumer):
+    """The innermost of the consumer's outer loops that each index the producer's result (or iterate once),
+    where the producer computed inside it is computed once per element it writes; None when the outermost
+    loop already broadcasts it (then it is computed apart, before the consumer)."""
+    realize = next(node for node in walk(sch.mod["main"].body)
+                   if isinstance(node, s_tir.SBlockRealize) and node.block.same_as(sch.get(consumer)))
+    bindings = dict(zip((iv.var for iv in realize.block.iter_vars), realize.iter_values))
+    written = {region.source for region in sch.get(producer).writes}
+    indexing = {loop_var for node in walk(realize.block.body) if isinstance(node, ir.TensorLoad)
+                and node.source in written for index in node.indices for var in _vars(index)
+                if var in bindings for loop_var in _vars(bindings[var])}
+    last = None
+    for loop in sch.get_loops(consumer):
+        extent = sch.get(loop).extent
+        if sch.get(loop).loop_var not in indexing and not (isinstance(extent, tirx.IntImm) and int(extent) == 1):
+            break
+        last = loop
+    return last
+
+
 def _compute_at_consumers(sch: s_tir.Schedule, root) -> None:
     """Compute each producer its consumer reads repeatedly inside the consumer's innermost loop: one
-    element at a time, so its buffer shrinks to a few bytes instead of a whole tensor. Not a reduction whose
-    consumer reads one element of it per output (an epilogue such as LEAKY_RELU's, which tests the
-    requantized value and requantizes it again): inline_intermediates places that consumer beside the
-    reduction's tiled accumulators, which the reduction computed inside the consumer would prevent."""
+    element at a time, so its buffer shrinks to a few bytes instead of a whole tensor. A producer the
+    consumer broadcasts goes only as deep as it is computed once per element (_last_loop_indexing: a per-row
+    value at the row loop). Not a reduction whose consumer reads one element of it per output (an epilogue
+    such as LEAKY_RELU's, which tests the requantized value and requantizes it again): inline_intermediates
+    places that consumer beside the reduction's tiled accumulators, which the reduction computed inside the
+    consumer would prevent."""
     for block in reversed(sch.get_child_blocks(root)):
         consumers = sch.get_consumers(block)
         loops = sch.get_loops(consumers[0]) if len(consumers) == 1 else []
         if loops and _is_reduction(sch, block) and _reads_one_element(sch, block, consumers[0]):
             continue
-        if loops and _read_repeatedly(sch, block):  # a scalar consumer has no loop: the producer stays apart
+        if loops and _broadcast_by(sch, block, consumers[0]):
+            loop = _last_loop_indexing(sch, block, consumers[0])
+        elif loops and _read_repeatedly(sch, block):  # a scalar consumer has no loop: the producer stays apart
+            loop = loops[-1]
+        else:
+            continue
+        if loop is not None:
             try:
-                sch.compute_at(block, loops[-1])
+                sch.compute_at(block, loop)
             except s_tir.ScheduleError:
                 continue
 
@@ -87,8 +152,10 @@ def _inline_all(sch: s_tir.Schedule, root, inline) -> bool:
     """Apply `inline` (compute_inline or reverse_compute_inline) to every child block it accepts."""
     changed = False
     for block in sch.get_child_blocks(root):
-        if inline == sch.compute_inline and _read_repeatedly(sch, block):
+        if inline == sch.compute_inline and (_read_repeatedly(sch, block) or _recomputed_when_inlined(sch, block)):
             continue
+        if inline == sch.reverse_compute_inline and _writes_beyond_its_producers(sch, block):
+            continue  # a consumer broadcasting its producer: the producer's loops cannot write all of it
         try:
             inline(block)
             changed = True

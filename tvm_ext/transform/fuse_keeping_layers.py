@@ -34,6 +34,7 @@ def _lookups_elementwise(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> 
     operand, read as a whole."""
     updated = {gvar: func.with_attr("op_pattern", _ELEMENTWISE) for gvar, func in mod.functions.items()
                if isinstance(func, tirx.PrimFunc) and func.attrs is not None and ELEMENTWISE_LOOKUP_ATTR in func.attrs}
+    marked = mod.clone()  # the caller's module stays as it was
     for gvar, func in updated.items():
-        mod[gvar] = func
-    return mod
+        marked.update_func(gvar, func)
+    return marked

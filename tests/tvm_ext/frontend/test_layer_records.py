@@ -14,7 +14,8 @@ from tvm_ext.codegen.codegen_c import generate_c  # noqa: E402
 from tvm_ext.example import write_example_model  # noqa: E402
 from tvm_ext.plan.extract_plan import extract_plan, unique_kernels  # noqa: E402
 from tvm_ext.frontend import import_model  # noqa: E402
-from tvm_ext.layers import LayerRecord, Layers, bindings_of, carry_layers, keeping_layers, with_layers  # noqa: E402
+from tvm_ext.layers import (ELEMENTWISE_LOOKUP_ATTR, LayerRecord, Layers, bindings_of, carry_layers,  # noqa: E402
+                            keeping_layers, with_layers)
 from tvm_ext.lower import pipeline  # noqa: E402
 from memory_planner.plan import TensorRole  # noqa: E402
 from tvm_ext.transform import FuseOpsKeepingLayers, LowerQuantizedToInteger  # noqa: E402
@@ -65,6 +66,18 @@ def test_fuse_ops_keeping_layers_gives_the_fused_kernel_every_layer_fused_into_i
     # The weight and bias are read by conv1, not by the relu fused after it.
     assert layers.of_constant(weight) == (CONV1,)
     assert layers.of_constant(bias) == (CONV1,)
+
+
+def test_fuse_ops_keeping_layers_leaves_the_callers_module_as_it_was():
+    """A kernel marked as a table lookup is taken as elementwise in the module FuseOps reads, not in the
+    module given to the pass (the pass mutated it in place)."""
+    before, _, _ = _conv_relu_pool(np.random.default_rng(0))
+    pool = next(gvar for gvar, func in before.functions.items()
+                if isinstance(func, tvm.tirx.PrimFunc) and "pool" in gvar.name_hint)
+    before.update_func(pool, before[pool].with_attr(ELEMENTWISE_LOOKUP_ATTR, True))
+    pattern = int(before[pool].attrs["op_pattern"])
+    FuseOpsKeepingLayers()(before)
+    assert int(before[pool].attrs["op_pattern"]) == pattern != 0
 
 
 def test_carry_layers_gives_a_new_inner_binding_the_layer_of_its_reader():
