@@ -91,6 +91,8 @@ class Board:
     uart0_base: int
     constants: Optional[MemoryRegion] = None
     counter: Optional[SystemCounter] = None
+    qemu_program: str = "qemu-system-arm"
+    machine_arguments: tuple[str, ...] = ()  # QEMU arguments the machine itself needs besides `-M name`
 
     @property
     def counter_hz(self) -> int:
@@ -127,3 +129,35 @@ BOARDS: dict[str, Board] = {
               counter=SystemCounter(0x58100000, 0x58101000, 32_000_000)),
     )
 }
+
+
+@dataclass(frozen=True)
+class RiscvBoard:
+    """QEMU's RISC-V `virt` machine as a board program sees it, run with `-bios none`: the hart starts in
+    M-mode at QEMU's reset ROM, which jumps to `flash.origin` (0x80000000, the start of DRAM); `ram` is the
+    rest of DRAM we use for .data, .bss and the stack. `uart0_base` is the NS16550A QEMU connects to serial0
+    (the program's only output), `finisher_base` the SiFive test device whose write of 0x5555 ends QEMU
+    with status 0 (the program's own status is in its exit marker, as on the Arm boards). Instructions are
+    counted with `minstret`, which under `-icount` QEMU 7.2 returns as the virtual clock in ns: `counter_hz`
+    is 1e9, 2**ICOUNT_SHIFT ticks per instruction."""
+
+    name: str
+    core: str
+    flash: MemoryRegion
+    ram: MemoryRegion
+    uart0_base: int
+    finisher_base: int
+    counter_hz: int = 1_000_000_000
+    qemu_program: str = "qemu-system-riscv32"
+    machine_arguments: tuple[str, ...] = ("-bios", "none")
+
+
+RISCV_TRAP_EXIT_CODE = 97
+"""The exit status a RISC-V board program's trap handler ends with, after a line `lp: trap mcause=N mepc=0x...`."""
+
+RISCV_BOARDS: dict[str, RiscvBoard] = {
+    "virt": RiscvBoard("virt", "rv32", MemoryRegion(0x80000000, 4 * MIB), MemoryRegion(0x80400000, 4 * MIB),
+                       0x10000000, 0x00100000),
+}
+"""The RISC-V machines (QEMU 7.2 hw/riscv/virt.c: DRAM at 0x80000000, UART0 at 0x10000000, the SiFive test
+finisher at 0x100000)."""
