@@ -37,7 +37,8 @@ def test_each_builtin_profile_names_the_backend_of_its_core(name: str) -> None:
 
 @pytest.mark.parametrize("name", profile_names())
 def test_only_dsp_cores_get_the_mac_helper_schedules(name: str) -> None:
+    """Cores with the DSP extension, Helium ("mve") cores included: Armv8.1-M with MVE has it."""
     from backends.schedules import kernel_schedules_of
 
     profile = load_profile(name)
-    assert (kernel_schedules_of(profile).mac is not None) == (profile.simd == "dsp")
+    assert (kernel_schedules_of(profile).mac is not None) == (profile.simd in ("dsp", "mve"))
