@@ -149,7 +149,7 @@ def test_a_shared_int8_model_passes_its_selftest_bit_exact_on_virt(compiled, tmp
                                                                   model: str) -> None:
     bundle = writable_copy(compiled(model, profile), tmp_path)
     name = Path(model).stem
-    assert subprocess.run([f"riscv64-unknown-elf-ar", "t", str(bundle.library)], capture_output=True,
+    assert subprocess.run(["riscv64-unknown-elf-ar", "t", str(bundle.library)], capture_output=True,
                           check=True).stdout  # the library is the RISC-V compiler's
     run = run_riscv_selftest(bundle.out_dir, name, profile_build_config(profile), VIRT, 300)
     assert run.result.exit_status == 0, run.result.stdout[-2000:] + run.result.stderr

@@ -1,8 +1,8 @@
 """The RISC-V backend: RV32 microcontroller cores (RV32IMC, RV32IMAFC), built with Debian's
 riscv64-unknown-elf-gcc and picolibc, run on QEMU's `virt` machine (no TVM).
 
-- kernels: the generic C ones so far (`backends.schedules` gives this backend `generic_c`'s schedules), so
-  every bundle is bit-exact with the reference by construction; no C helpers;
+- kernels: the generic C ones, with eight accumulators per integer MAC kernel (RISCV_SCHEDULES, for 31
+  registers) where generic_c has four; no C helpers;
 - `bundle_files/`: OUT/riscv/, the startup code, UART0 output and exit, picolibc's streams, the instruction
   counter and the linker script of a board program (`backends.riscv.selftest` builds and runs a bundle's
   self-test with them);
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from backends.backend import Backend
+from backends.backend import Backend, KernelSchedules
 from emulator.boards import CortexMTarget
 from target.profile import Profile
 
@@ -25,3 +25,8 @@ def emulated_target(profile: Profile) -> Optional[CortexMTarget]:
 
 
 RISCV = Backend("riscv", None, emulated_target)
+
+
+RISCV_SCHEDULES = KernelSchedules(output_channel_tile=8, float_channel_tiles=(), mac=None)
+"""Eight accumulators per integer MAC kernel: RV32 has 31 general registers, so eight sums, the pointers and
+the loop counter stay in registers, and each input byte loaded feeds eight products; no MAC helpers."""

@@ -31,7 +31,7 @@ from packager.cmake_text import cmake_argument
 from packager.files import replace_file
 from packager.make_text import make_words
 from packager.selftest import PASS_LINE
-from packager.template_files import template_text
+from packager.template_files import helper_template_c, template_text
 
 if TYPE_CHECKING:  # packager.build_files imports this package: no import cycle at run time
     from packager.build_files import BuildConfig
@@ -129,17 +129,26 @@ def write_cortex_m_support(out_dir: Path, name: str, config: BuildConfig,
     }
     written = []
     for file_name in _COPIED_FILES:
-        source = icount_source(target.board) if file_name == "lp_icount.c" else file_name
-        written.append(_write(support_dir / file_name, template_text("backends.cortex_m.bundle_files", source)))
+        text = (icount_text(counting_half(target.board)) if file_name == "lp_icount.c"
+                else template_text("backends.cortex_m.bundle_files", file_name))
+        written.append(_write(support_dir / file_name, text))
     for file_name, text in generated.items():
         written.append(_write(support_dir / file_name, text))
     return written
 
 
-def icount_source(board: Board) -> str:
-    """The template that becomes cortex_m/lp_icount.c on `board`: the system counter's reading where the board
-    has one, else the CMSDK APB timer0's with its wrap interrupt."""
-    return "lp_icount_system_counter.c" if board.counter is not None else "lp_icount.c"
+def counting_half(board: Board) -> str:
+    """The counting half of cortex_m/lp_icount.c on `board` (its text): the system counter's reading where the
+    board has one, else the CMSDK APB timer0's with its wrap interrupt."""
+    source = "lp_icount_system_counter.c" if board.counter is not None else "lp_icount_cmsdk_timer.c"
+    return template_text("backends.cortex_m.bundle_files", source)
+
+
+def icount_text(counting: str) -> str:
+    """A board's lp_icount.c: its `counting` half (lp_icount_start, lp_icount_elapsed), then the printing half
+    every board shares (lp_icount_print_decimal, lp_icount_report: lp_icount_print.c.in, its leading comment
+    left out)."""
+    return counting + helper_template_c("backends.cortex_m.bundle_files", "lp_icount_print.c.in", "")
 
 
 def board_header(target: CortexMTarget) -> str:

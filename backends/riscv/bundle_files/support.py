@@ -13,7 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 from string import Template
 
-from backends.cortex_m.bundle_files.support import DEFAULT_STACK_BYTES, WEIGHTS_SUFFIX
+from backends.cortex_m.bundle_files.support import DEFAULT_STACK_BYTES, WEIGHTS_SUFFIX, icount_text
 from emulator.boards import EXIT_MARKER, ICOUNT_SHIFT, RISCV_TRAP_EXIT_CODE, RiscvBoard
 from packager.c_text import c_string
 from packager.files import replace_file
@@ -25,6 +25,7 @@ SUPPORT_DIR = "riscv"
 _TEMPLATES = "backends.riscv.bundle_files"
 _SHARED_TEMPLATES = "backends.cortex_m.bundle_files"
 _SOURCES = ("entry.S", "startup.c", "lp_console.c", "lp_syscalls.c", "lp_icount.c")
+_COPIED_SOURCES = ("entry.S", "startup.c", "lp_console.c", "lp_syscalls.c")
 _OWN_HEADERS = ("lp_riscv.h",)
 _SHARED_HEADERS = ("lp_console.h", "lp_icount.h")
 
@@ -40,7 +41,8 @@ def write_riscv_support(out_dir: Path, board: RiscvBoard, stack_bytes: int = DEF
     """Write OUT/riscv/ for `board`: the copied sources and headers, lp_board.h and link.ld; return the files."""
     support_dir = Path(out_dir) / SUPPORT_DIR
     support_dir.mkdir(parents=True, exist_ok=True)
-    texts = {name: template_text(_TEMPLATES, name) for name in (*_SOURCES, *_OWN_HEADERS)}
+    texts = {name: template_text(_TEMPLATES, name) for name in (*_COPIED_SOURCES, *_OWN_HEADERS)}
+    texts["lp_icount.c"] = icount_text(template_text(_TEMPLATES, "lp_icount_minstret.c"))
     texts.update({name: template_text(_SHARED_TEMPLATES, name) for name in _SHARED_HEADERS})
     texts["lp_board.h"] = board_header(board)
     texts["link.ld"] = linker_script(board, stack_bytes)
