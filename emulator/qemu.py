@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from emulator.boards import EXIT_MARKER, FAULT_EXIT_CODES, ICOUNT_SHIFT, Board
+from emulator.boards import EXIT_MARKER, FAULT_EXIT_CODES, ICOUNT_SHIFT, RISCV_TRAP_EXIT_CODE, Board, RiscvBoard
 
 INSTRUCTIONS_LINE = re.compile(r"instructions per inference \(QEMU -icount, not cycles\): (\d+)")
 """The line lp_icount_report() prints."""
@@ -63,21 +63,24 @@ class QemuResult:
         if self.exit_status is None:
             return "no exit marker: the program stopped before its end"
         faults = [name for name, status in FAULT_EXIT_CODES.items() if status == self.exit_status]
+        if self.exit_status == RISCV_TRAP_EXIT_CODE and "\nlp: trap " in "\n" + self.stdout:
+            faults = ["trap"]
         return f"a {faults[0]}" if faults else f"exit status {self.exit_status}"
 
 
-def board_arguments(board: Board) -> list[str]:
+def board_arguments(board: Board | RiscvBoard) -> list[str]:
     """QEMU's arguments that run a program on `board` with UART0 on stdout and nothing else of the host, under
     -icount, a reset ending QEMU; not the sandbox (SANDBOX) nor `-kernel ELF`."""
     return [
-        "-M", board.name, "-nodefaults", "-display", "none", "-serial", "stdio", "-nic", "none", "-no-reboot",
+        "-M", board.name, *board.machine_arguments, "-nodefaults", "-display", "none", "-serial", "stdio", "-nic", "none", "-no-reboot",
         "-icount", f"shift={ICOUNT_SHIFT}",
     ]
 
 
-def qemu_command(board: Board) -> list[str]:
-    """`qemu-system-arm` and its arguments in the sandbox, up to, not including, `-kernel ELF`."""
-    return ["qemu-system-arm", *board_arguments(board), "-sandbox", SANDBOX]
+def qemu_command(board: Board | RiscvBoard) -> list[str]:
+    """The board's QEMU (`qemu-system-arm`, `qemu-system-riscv32`) and its arguments in the sandbox, up to, not
+    including, `-kernel ELF`."""
+    return [board.qemu_program, *board_arguments(board), "-sandbox", SANDBOX]
 
 
 def read_exit_marker(printed: str) -> tuple[int | None, str]:
@@ -89,7 +92,7 @@ def read_exit_marker(printed: str) -> tuple[int | None, str]:
     return int(last[1]), printed[:last.start() + (1 if last[0].startswith("\n") else 0)]
 
 
-def run_qemu(elf: Path, board: Board, timeout_s: float = 600.0) -> QemuResult:
+def run_qemu(elf: Path, board: Board | RiscvBoard, timeout_s: float = 600.0) -> QemuResult:
     """Run `elf` on `board` under `-icount`; QemuTimeoutError after `timeout_s` seconds, QemuError when QEMU
     fails to run or the program prints more than MAX_OUTPUT_BYTES (QEMU is then stopped). QEMU ended by a
     signal (a locked-up core aborts it; the sandbox kills it) is a result: the program did not end."""

@@ -12,9 +12,19 @@ REQUIRED_TOOLS: tuple[str, ...] = (
 provide them; scripts/install_deps.sh installs those."""
 
 
-def missing_tools() -> list[str]:
-    """The REQUIRED_TOOLS not found on PATH."""
-    return [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
+RISCV_BINUTILS_PREFIX = "riscv64-unknown-elf-"
+"""The binutils that read the RISC-V board programs' ELF files (Debian's binutils-riscv64-unknown-elf)."""
+
+RISCV_TOOLS: tuple[str, ...] = (
+    "riscv64-unknown-elf-gcc", f"{RISCV_BINUTILS_PREFIX}size", "qemu-system-riscv32",
+)
+"""Debian packages gcc-riscv64-unknown-elf (with binutils-riscv64-unknown-elf), picolibc-riscv64-unknown-elf
+and qemu-system-misc provide them; scripts/install_deps.sh installs those."""
+
+
+def missing_tools(tools: tuple[str, ...] = REQUIRED_TOOLS) -> list[str]:
+    """The `tools` (REQUIRED_TOOLS unless given) not found on PATH."""
+    return [tool for tool in tools if shutil.which(tool) is None]
 
 
 def tool_output(*command: str) -> str:

@@ -1,18 +1,19 @@
-"""Benchmark speed on an emulated Cortex-M: our instructions per inference beside TFLite Micro's (not a test).
+"""Benchmark speed on an emulated core: our instructions per inference beside TFLite Micro's (not a test).
 
     python scripts/bench_speed.py [--models ../shared/models] [--target cortex-m4f] [--only kws_ref_model ...]
                                   [--sweep none|small|full]
 
 Compiles every shared model for the profile (a model that does not fit gets its one-line reason) and prints,
-per model: our instructions per inference (QEMU -icount: instructions executed, not cycles of a real core),
-TFLite Micro's with its reference kernels and with CMSIS-NN (TFLM_INSTRUCTIONS below, cited, not measured
-here), our ratio to TFLM + CMSIS-NN, the model's multiply-accumulates (the bundle's report: convolutions,
-depthwise convolutions, fully connected layers, matrix multiplies), our instructions per MAC, the bundle's
-code bytes (kernels and run function, no weights, no libc) and, where the peer's is known (TFLM_CODE_BYTES),
+per model: our instructions per inference (QEMU -icount: instructions executed, not cycles of a real core; a
+Cortex-M profile's from its compile's self-test on its board, a RISC-V profile's from backends.riscv.selftest
+on QEMU virt), TFLite Micro's with its reference kernels and with CMSIS-NN on the same emulated core (PEERS
+below, cited, not measured here), our ratios to each, the model's multiply-accumulates (the bundle's report:
+convolutions, depthwise convolutions, fully connected layers, matrix multiplies), our instructions per MAC, the
+bundle's code bytes (kernels and run function, no weights, no libc) and, where the peer's is known (PEERS),
 its ratio to TFLite Micro + CMSIS-NN's code. Then, per model, its three most expensive kernel
-calls (from the bundle's per-call report, counted by its profiling build): instructions, share of the whole
-inference, instructions per MAC, so a reader sees which kernel holds a model back. Last, per kernel kind
-(packager/kernel_kinds.py), the worst layer over those models and over a generated sweep of layer shapes
+calls (from the bundle's per-call report, counted by its profiling build; none on RISC-V yet): instructions,
+share of the whole inference, instructions per MAC, so a reader sees which kernel holds a model back. Last,
+per kernel kind (packager/kernel_kinds.py), the worst layer over those models and over a generated sweep of layer shapes
 (scripts/layer_sweep.py; `--sweep full` for every combination, `none` for none): its instructions per unit
 (MAC, or byte for kinds without MACs) against the kind's target, and how many layers are more than 1.5x above it.
 The zoo models' (../shared/models/zoo) TFLM + CMSIS-NN figures are read from ../shared/docs/zoo-under-qemu.json.
@@ -50,6 +51,20 @@ TFLM_INSTRUCTIONS: dict[str, tuple[int, Optional[int]]] = {
     "vww_96_float": (86_299_596, None),
 }
 
+# TFLite Micro on QEMU mps3-an547 (Cortex-M55), same method: (reference kernels, CMSIS-NN with its Helium
+# paths). Source: ../shared/docs/cortex-m55-riscv-under-qemu.md, columns "M55 reference" and "M55 CMSIS-NN Helium".
+TFLM_M55_INSTRUCTIONS: dict[str, tuple[int, Optional[int]]] = {
+    "kws_ref_model": (42_134_998, 1_815_214),
+    "vww_96_int8": (96_371_539, 6_558_260),
+    "pretrainedResnet_quant": (97_684_846, 4_912_672),
+    "str_ww_ref_model": (7_625_202, 407_874),
+    "ad01_int8": (1_697_873, 149_971),
+    "person_detect": (92_167_192, 6_508_011),
+}
+
+# TFLite Micro + CMSIS-NN's code for one model (runtime, the model's kernels and CMSIS-NN; int8-only -O2 build for
+# the same core), bytes. Source: the issue "Faster than TFLite Micro with CMSIS-NN on the same core" that set
+# the target of at most half of it; no other model's figure was published.
 # TFLite Micro + CMSIS-NN's code for one model (runtime, the model's kernels and CMSIS-NN; int8-only -O2 build for
 # the same core), bytes. Source: the issue "Faster than TFLite Micro with CMSIS-NN on the same core" that set
 # the target of at most half of it; no other model's figure was published.
@@ -58,8 +73,41 @@ TFLM_CODE_BYTES: dict[str, int] = {"kws_ref_model": 48_973, "vww_96_int8": 51_28
 ZOO_FIGURES = ROOT.parent / "shared" / "docs" / "zoo-under-qemu.json"
 """TFLite Micro + CMSIS-NN's instructions for the zoo's models, measured the same way (that note's data)."""
 
-COLUMNS = ("model", "ours", "TFLM ref", "TFLM CMSIS-NN", "ours / CMSIS-NN", "MACs", "ours / MAC", "code B",
-           "TFLM+CMSIS-NN code B", "code ratio")
+# TFLite Micro's reference kernels on QEMU virt (RV32), same method: (reference kernels, None: TFLM ships no
+# optimized RISC-V kernels). Source: ../shared/docs/cortex-m55-riscv-under-qemu.md, columns "RV32IMAC reference"
+# (the peers measured rv32imac: rv32imc without atomics, which an int8 inference does not use) and "RV32IMAFC
+# reference".
+TFLM_RV32IMAC_INSTRUCTIONS: dict[str, tuple[int, Optional[int]]] = {
+    "kws_ref_model": (44_383_308, None),
+    "vww_96_int8": (110_171_750, None),
+    "pretrainedResnet_quant": (125_607_460, None),
+    "str_ww_ref_model": (9_572_715, None),
+    "ad01_int8": (2_482_440, None),
+    "person_detect": (105_418_671, None),
+}
+TFLM_RV32IMAFC_INSTRUCTIONS: dict[str, tuple[int, Optional[int]]] = {
+    "kws_ref_model": (44_383_314, None),
+    "vww_96_int8": (110_171_756, None),
+    "pretrainedResnet_quant": (125_607_466, None),
+    "str_ww_ref_model": (9_572_721, None),
+    "ad01_int8": (2_482_440, None),
+    "person_detect": (105_418_677, None),
+}
+
+PEERS: dict[str, tuple[str, dict[str, tuple[int, Optional[int]]], dict[str, int]]] = {
+    "cortex-m4f": ("../shared/docs/cortex-m-under-qemu.md (mps2-an386)", TFLM_INSTRUCTIONS, TFLM_CODE_BYTES),
+    "cortex-m55": ("../shared/docs/cortex-m55-riscv-under-qemu.md (mps3-an547; the CMSIS-NN column is its Helium "
+                   "build)", TFLM_M55_INSTRUCTIONS, {}),
+    "rv32imc": ("../shared/docs/cortex-m55-riscv-under-qemu.md (virt; TFLM reference on rv32imac)",
+                TFLM_RV32IMAC_INSTRUCTIONS, {}),
+    "rv32imafc": ("../shared/docs/cortex-m55-riscv-under-qemu.md (virt; TFLM reference on rv32imafc)",
+                  TFLM_RV32IMAFC_INSTRUCTIONS, {}),
+}
+"""Per profile: where the peers' figures are cited from, their instructions per inference on its emulated core
+and their code bytes where known; a profile not here gets no peer columns."""
+
+COLUMNS = ("model", "ours", "TFLM ref", "ours / ref", "TFLM CMSIS-NN", "ours / CMSIS-NN", "MACs", "ours / MAC",
+           "code B", "TFLM+CMSIS-NN code B", "code ratio")
 
 
 HOT_CALLS = 3
@@ -81,22 +129,43 @@ class Layer:
 
 
 def compiled(model: Path, target: str, scratch: Path) -> dict | str:
-    """The manifest of `model` compiled for `target`, or the one-line reason it was refused."""
+    """The manifest of `model` compiled for `target`, or the one-line reason it was refused. Its `cortex_m`
+    entry holds the measurements of a Cortex-M profile's self-test on its board; a RISC-V profile's, which the
+    compile's self-test does not make yet, are measured here and put in that entry of the returned dict."""
     from tvm_ext.compile import CompileError, compile
 
     try:
         bundle = compile(model, target, scratch / model.stem, force=True)
     except CompileError as err:
         return str(err)
-    return json.loads((bundle.out_dir / "manifest.json").read_text())
+    manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
+    if "cortex_m" not in manifest:
+        instructions, code = riscv_measurement(bundle.out_dir, model.stem, target)
+        manifest["cortex_m"] = {"instructions_per_inference": instructions, "bundle_code_bytes": code}
+    return manifest
+
+
+def riscv_measurement(out_dir: Path, model: str, target: str) -> tuple[int, int]:
+    """(instructions per inference, bundle code bytes) of the bundle's self-test run on QEMU's RISC-V virt
+    machine (backends.riscv.selftest): the compile's own self-test of a RISC-V profile runs on the host."""
+    import target as profiles
+    from emulator.boards import RISCV_BOARDS
+    from backends.riscv.selftest import run_riscv_selftest
+    from tvm_ext.compile.pipeline import build_config
+
+    profile = profiles.load_profile(target)
+    run = run_riscv_selftest(out_dir, model, build_config(profile), RISCV_BOARDS[profile.qemu_board])
+    if run.result.exit_status != 0 or run.result.instructions is None:
+        raise SystemExit(f"{model} on {target}: the self-test on {profile.qemu_board} ended with {run.result.ending()}")
+    return run.result.instructions, run.bundle_code_bytes
 
 
 def layers_of(model: str, manifest: dict) -> list[Layer]:
     return [Layer(model, call) for call in manifest["layer_report"]["calls"]]
 
 
-def row(model: Path, manifest: dict | str, peers: dict[str, tuple[Optional[int], Optional[int]]]
-        ) -> tuple[str, list[str]]:
+def row(model: Path, manifest: dict | str, peers: dict[str, tuple[Optional[int], Optional[int]]],
+        peer_code_bytes: dict[str, int]) -> tuple[str, list[str]]:
     """The model's row of the main table, and its HOT_CALLS most expensive calls' rows, from the bundle's
     manifest (its `cortex_m` measurements and its `layer_report`, the facts of report.md), or its refusal."""
     if isinstance(manifest, str):
@@ -105,11 +174,12 @@ def row(model: Path, manifest: dict | str, peers: dict[str, tuple[Optional[int],
     ours = int(facts["instructions_per_inference"])
     reference, cmsis = peers.get(model.stem, (None, None))
     macs = int(report["totals"]["macs"])
-    code, peer_code = int(facts["bundle_code_bytes"]), TFLM_CODE_BYTES.get(model.stem)
-    cells = (f"{ours:,}", _count(reference), _count(cmsis), f"{ours / cmsis:.2f}" if cmsis else "-",
-             f"{macs:,}", f"{ours / macs:.1f}" if macs else "-", f"{code:,}", _count(peer_code),
-             f"{code / peer_code:.2f}" if peer_code else "-")
-    return f"| {model.stem} | " + " | ".join(cells) + " |", hot_calls(model.stem, report["calls"], ours)
+    code, peer_code = int(facts["bundle_code_bytes"]), peer_code_bytes.get(model.stem)
+    cells = (f"{ours:,}", _count(reference), f"{ours / reference:.2f}" if reference else "-", _count(cmsis),
+             f"{ours / cmsis:.2f}" if cmsis else "-", f"{macs:,}", f"{ours / macs:.1f}" if macs else "-",
+             f"{code:,}", _count(peer_code), f"{code / peer_code:.2f}" if peer_code else "-")
+    calls = [call for call in report["calls"] if call.get("instructions") is not None]
+    return f"| {model.stem} | " + " | ".join(cells) + " |", hot_calls(model.stem, calls, ours)
 
 
 def hot_calls(model: str, calls: list[dict], inference_instructions: int) -> list[str]:
@@ -187,9 +257,11 @@ def main() -> int:
     parser.add_argument("--zoo-figures", type=Path, default=ZOO_FIGURES)
     args = parser.parse_args()
     models = [m for m in sorted(args.models.rglob("*.tflite")) if not args.only or m.stem in args.only]
-    peers = {**TFLM_INSTRUCTIONS, **zoo_peers(args.zoo_figures)}
+    source, peers, peer_code_bytes = PEERS.get(args.target, ("nowhere: no peer measured on this profile", {}, {}))
+    if args.target == "cortex-m4f":  # the zoo note measured the peers on the Cortex-M4F board
+        peers, source = {**peers, **zoo_peers(args.zoo_figures)}, f"{source} and {args.zoo_figures.name}"
     print(f"Target profile {args.target}; instructions under QEMU -icount (not cycles); TFLM columns cited from "
-          f"../shared/docs/cortex-m-under-qemu.md and {args.zoo_figures.name}.")
+          f"{source}.")
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     hot, layers = [], []
@@ -197,7 +269,7 @@ def main() -> int:
         scratch = Path(scratch_dir)
         for model in models:
             manifest = compiled(model, args.target, scratch)
-            model_row, model_hot = row(model, manifest, peers)
+            model_row, model_hot = row(model, manifest, peers, peer_code_bytes)
             print(model_row, flush=True)
             hot += model_hot
             layers += layers_of(model.stem, manifest) if isinstance(manifest, dict) else []

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that cross-compile bundles for Cortex-M and run them under QEMU:
-# gcc-arm-none-eabi, libnewlib-arm-none-eabi, binutils-arm-none-eabi, qemu-system-arm.
+# Installs the Debian packages that cross-compile bundles for Cortex-M and RISC-V and run them under QEMU:
+# gcc-arm-none-eabi, libnewlib-arm-none-eabi, binutils-arm-none-eabi, qemu-system-arm (Cortex-M);
+# gcc-riscv64-unknown-elf (with binutils-riscv64-unknown-elf), picolibc-riscv64-unknown-elf and
+# qemu-system-misc, which has qemu-system-riscv32 (RISC-V).
 # Installs only what is missing (running it twice is safe), non-interactively; runs apt-get as root or
 # through sudo. Exits non-zero with a message naming what is missing when it cannot install it.
 set -euo pipefail
 
-PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi qemu-system-arm)
+PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi qemu-system-arm
+          gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc)
 # Programs the tests call, to check the installation worked (not only that dpkg says so).
-PROGRAMS=(arm-none-eabi-gcc arm-none-eabi-size arm-none-eabi-nm arm-none-eabi-objdump qemu-system-arm)
+PROGRAMS=(arm-none-eabi-gcc arm-none-eabi-size arm-none-eabi-nm arm-none-eabi-objdump qemu-system-arm
+          riscv64-unknown-elf-gcc riscv64-unknown-elf-size qemu-system-riscv32)
 
 fail() {
     echo "install_deps.sh: $*" >&2
@@ -47,4 +51,5 @@ mapfile -t still_missing < <(missing_packages)
 for program in "${PROGRAMS[@]}"; do
     command -v "$program" >/dev/null 2>&1 || fail "$program is not on PATH after installing ${PACKAGES[*]}"
 done
-echo "install_deps.sh: $(arm-none-eabi-gcc --version | head -n 1); $(qemu-system-arm --version | head -n 1)"
+echo "install_deps.sh: $(arm-none-eabi-gcc --version | head -n 1); $(riscv64-unknown-elf-gcc --version | head -n 1);" \
+    "$(qemu-system-arm --version | head -n 1)"

@@ -105,9 +105,12 @@ class Profile:
 
     @property
     def backend(self) -> str:
-        """The backend (a folder of `backends/`) that compiles for this core: "cortex_m" for an Arm M-profile
-        architecture ("armv..."), the DSP extension or a QEMU board (every board we emulate is a Cortex-M);
-        "generic_c", the portable C99 path, for any other core."""
+        """The backend (a folder of `backends/`) that compiles for this core: "riscv" for a RISC-V
+        architecture ("rv32..."); "cortex_m" for an Arm M-profile architecture ("armv..."), the DSP extension
+        or a QEMU board (every other board we emulate is a Cortex-M); "generic_c", the portable C99 path, for
+        any other core."""
+        if self.arch.startswith("rv"):
+            return "riscv"
         arm = self.arch.startswith("armv") or self.simd == "dsp" or self.qemu_board is not None
         return "cortex_m" if arm else "generic_c"
 

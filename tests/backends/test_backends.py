@@ -29,7 +29,7 @@ def test_no_isa_test_outside_the_backends() -> None:
 @pytest.mark.parametrize("name", profile_names())
 def test_each_builtin_profile_names_the_backend_of_its_core(name: str) -> None:
     profile = load_profile(name)
-    expected = "cortex_m" if name.startswith("cortex-m") else "generic_c"
+    expected = "cortex_m" if name.startswith("cortex-m") else "riscv" if name.startswith("rv32") else "generic_c"
     assert profile.backend == expected
     assert backend_of(profile).name == expected
     assert (backend_of(profile).helper_library is not None) == (expected == "cortex_m")
@@ -37,7 +37,8 @@ def test_each_builtin_profile_names_the_backend_of_its_core(name: str) -> None:
 
 @pytest.mark.parametrize("name", profile_names())
 def test_only_dsp_cores_get_the_mac_helper_schedules(name: str) -> None:
+    """Cores with the DSP extension, Helium ("mve") cores included: Armv8.1-M with MVE has it."""
     from backends.schedules import kernel_schedules_of
 
     profile = load_profile(name)
-    assert (kernel_schedules_of(profile).mac is not None) == (profile.simd == "dsp")
+    assert (kernel_schedules_of(profile).mac is not None) == (profile.simd in ("dsp", "mve"))

@@ -33,7 +33,7 @@ if _MISSING:
 
 N = 16
 RUN_TIMEOUT_S = 60.0
-TARGETS = ["cortex-m0plus", "cortex-m33", "cortex-m4f", "cortex-m7"]  # the profiles with a QEMU board
+TARGETS = ["cortex-m0plus", "cortex-m33", "cortex-m4f", "cortex-m7", "cortex-m55"]  # the profiles with a QEMU board
 
 _TINY_HEADER = """\
 #ifndef TINY_H
@@ -342,6 +342,10 @@ UNALIGNED_LOAD = "{ volatile uintptr_t a = (uintptr_t)&x[1] + 1u; (void)*(volati
     # an unaligned word load faults on a Cortex-M0+, so it must on the M3 board that runs its code too
     ("cortex-m0plus", UNALIGNED_LOAD, "HardFault"),
     ("cortex-m4f", UNALIGNED_LOAD, None),  # allowed on ARMv7-M
+    ("cortex-m55", '__asm__ volatile("udf #0");', "UsageFault"),
+    ("cortex-m55", "(void)*(volatile uint32_t *)0xF0000000u;", "BusFault"),
+    # Helium runs: the startup code's CPACR write enables MVE with the FPU (without it: a UsageFault, NOCP)
+    ("cortex-m55", '__asm__ volatile("vmov.i32 q0, #1\\n\\tvaddv.s32 r0, q0" ::: "r0", "q0");', None),
 ])
 def test_a_fault_exits_with_its_own_status(tmp_path: Path, target_name: str, probe: str, fault: str | None) -> None:
     target = profile_target(target_name)
@@ -433,6 +437,19 @@ def test_instruction_count_survives_timer_wraps(tmp_path: Path, target_name: str
     one_wrap = handler_instructions(elf, "Timer0_Handler")  # the handler runs once and is counted too
     # QEMU may charge taking the interrupt as one more instruction (seen on the AN505, not on the AN386)
     assert counts[long_run] - counts[1000] - 2 * (long_run - 1000) in (one_wrap, one_wrap + 1)
+
+
+@pytest.mark.slow
+def test_the_system_counter_counts_past_32_bits_exactly(tmp_path: Path) -> None:
+    """mps3-an547 counts with the SSE-300's 64-bit system counter (4.096 ticks per instruction): a run of
+    1.2e9 instructions carries into its high word, and the count stays exact."""
+    target = profile_target("cortex-m55")
+    assert target.board.counter is not None
+    long_run = 600_000_000  # 1.2e9 instructions: 4.9e9 ticks, more than 2^32
+    # three trip counts keep main's loop a loop: two would be unrolled into call sites of their own overheads
+    counts = spin_counts(_build_spin(tmp_path, target, (1000, 2000, long_run)), target, timeout_s=300)
+    assert counts[2000] - counts[1000] == 2 * 1000
+    assert counts[long_run] - counts[1000] == 2 * (long_run - 1000)
 
 
 def configure_tiny_cmake(bundle: Path) -> Path:

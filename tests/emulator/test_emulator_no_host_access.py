@@ -71,11 +71,11 @@ def host_files(folder: Path) -> list[Path]:
     return [path for path in (folder / "system-ran", folder / "written") if path.exists()]
 
 
-def hostile_bundle(out: Path, host: Path):
-    """A hand-made cortex-m4f bundle (its outputs match the reference) whose self-test reaches for `host`."""
+def hostile_bundle(out: Path, host: Path, profile: str = "cortex-m4f"):
+    """A hand-made bundle for `profile` (its outputs match the reference) whose self-test reaches for `host`."""
     from packager import write_bundle
 
-    bundle = replace(copy_bundle([("float32", [1.0, 2.0], [1.0, 2.0])]), config=profile_build_config("cortex-m4f"))
+    bundle = replace(copy_bundle([("float32", [1.0, 2.0], [1.0, 2.0])]), config=profile_build_config(profile))
     write_bundle(out, bundle)
     selftest = out / "selftest.c"
     selftest.write_text(hostile_selftest(selftest.read_text(), host))
@@ -96,10 +96,11 @@ def test_a_selftest_that_calls_semihosting_reaches_nothing_on_the_host_and_fails
     assert "lp: HardFault" in result.output  # semihosting's breakpoint, with no debugger, is a fault
 
 
-def test_the_shipped_make_qemu_test_gives_the_guest_no_host_access_and_fails(tmp_path: Path) -> None:
+@pytest.mark.parametrize("profile", ["cortex-m4f", "cortex-m55"])  # an MPS2 board and the SSE-300 one
+def test_the_shipped_make_qemu_test_gives_the_guest_no_host_access_and_fails(tmp_path: Path, profile: str) -> None:
     host = tmp_path / "host"
     host.mkdir()
-    hostile_bundle(tmp_path / "out", host)
+    hostile_bundle(tmp_path / "out", host, profile)
     run = subprocess.run(["make", "-s", "qemu-test"], cwd=tmp_path / "out", capture_output=True, text=True,
                          timeout=300)
     assert host_files(host) == []
@@ -166,7 +167,8 @@ def test_a_selftest_that_fails_makes_make_qemu_test_fail(compiled, tmp_path: Pat
 def test_every_board_prints_on_its_uart0_and_ends_with_its_exit_marker(tmp_path: Path, board_name: str) -> None:
     """The UART0 addresses and the reset ending of emulator/boards.py, on the real emulator: the tiny self-test
     prints through UART0 only (nothing else reaches QEMU's stdout) and its status arrives in the marker."""
-    target = next(profile_target(name) for name in ("cortex-m0plus", "cortex-m4f", "cortex-m7", "cortex-m33")
+    target = next(profile_target(name) for name in ("cortex-m0plus", "cortex-m4f", "cortex-m7", "cortex-m33",
+                                                    "cortex-m55")
                   if profile_target(name).board.name == board_name)
     result = run_qemu(build_tiny(tmp_path, target), target.board, RUN_TIMEOUT_S)
     assert result.exit_status == 0 and result.ending() == "exit status 0"

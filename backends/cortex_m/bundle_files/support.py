@@ -31,7 +31,7 @@ from packager.cmake_text import cmake_argument
 from packager.files import replace_file
 from packager.make_text import make_words
 from packager.selftest import PASS_LINE
-from packager.template_files import template_text
+from packager.template_files import helper_template_c, template_text
 
 if TYPE_CHECKING:  # packager.build_files imports this package: no import cycle at run time
     from packager.build_files import BuildConfig
@@ -129,10 +129,26 @@ def write_cortex_m_support(out_dir: Path, name: str, config: BuildConfig,
     }
     written = []
     for file_name in _COPIED_FILES:
-        written.append(_write(support_dir / file_name, template_text("backends.cortex_m.bundle_files", file_name)))
+        text = (icount_text(counting_half(target.board)) if file_name == "lp_icount.c"
+                else template_text("backends.cortex_m.bundle_files", file_name))
+        written.append(_write(support_dir / file_name, text))
     for file_name, text in generated.items():
         written.append(_write(support_dir / file_name, text))
     return written
+
+
+def counting_half(board: Board) -> str:
+    """The counting half of cortex_m/lp_icount.c on `board` (its text): the system counter's reading where the
+    board has one, else the CMSDK APB timer0's with its wrap interrupt."""
+    source = "lp_icount_system_counter.c" if board.counter is not None else "lp_icount_cmsdk_timer.c"
+    return template_text("backends.cortex_m.bundle_files", source)
+
+
+def icount_text(counting: str) -> str:
+    """A board's lp_icount.c: its `counting` half (lp_icount_start, lp_icount_elapsed), then the printing half
+    every board shares (lp_icount_print_decimal, lp_icount_report: lp_icount_print.c.in, its leading comment
+    left out)."""
+    return counting + helper_template_c("backends.cortex_m.bundle_files", "lp_icount_print.c.in", "")
 
 
 def board_header(target: CortexMTarget) -> str:
@@ -150,8 +166,16 @@ def board_header(target: CortexMTarget) -> str:
         f"#define LP_TIMER0_HZ {board.timer0_hz}u",
         f"#define LP_TIMER0_IRQ {board.timer0_irq}",
         f"#define LP_UART0_BASE 0x{board.uart0_base:08X}u /* QEMU's serial0 */",
+    ]
+    if board.counter is not None:
+        lines += [
+            f"#define LP_COUNTER_CONTROL_BASE 0x{board.counter.control_base:08X}u /* the system counter: CNTCR */",
+            f"#define LP_COUNTER_STATUS_BASE 0x{board.counter.status_base:08X}u /* its CNTCV, read-only */",
+        ]
+    counted_by = "timer0" if board.counter is None else "system counter"
+    lines += [
         f"#define LP_ICOUNT_SHIFT {ICOUNT_SHIFT} /* must match qemu-system-arm -icount shift=N */",
-        "/* timer0 ticks per executed instruction: 2^shift ns x Hz / 1e9, as a reduced fraction */",
+        f"/* {counted_by} ticks per executed instruction: 2^shift ns x Hz / 1e9, as a reduced fraction */",
         f"#define LP_TICKS_PER_INSTRUCTION_NUM {ticks.numerator}u",
         f"#define LP_TICKS_PER_INSTRUCTION_DEN {ticks.denominator}u",
     ]
@@ -162,25 +186,29 @@ def board_header(target: CortexMTarget) -> str:
 
 
 def ticks_per_instruction(board: Board) -> Fraction:
-    """timer0 ticks per instruction under `-icount shift=ICOUNT_SHIFT`: 2**shift ns at `timer0_hz`.
+    """Counter ticks per instruction under `-icount shift=ICOUNT_SHIFT`: 2**shift ns at `board.counter_hz`.
 
     ValueError below 2 ticks: the reading (whole ticks) could then round to a wrong instruction count.
     """
-    ticks = Fraction(board.timer0_hz << ICOUNT_SHIFT, 1_000_000_000)
+    ticks = Fraction(board.counter_hz << ICOUNT_SHIFT, 1_000_000_000)
     if ticks < 2:
         raise ValueError(f"{board.name}: {float(ticks):g} timer ticks per instruction is too coarse to count")
     return ticks
 
 
 def linker_script(board: Board, stack_bytes: int = DEFAULT_STACK_BYTES) -> str:
-    """link.ld for `board`'s memory map, reserving `stack_bytes` at the top of RAM."""
+    """link.ld for `board`'s memory map, reserving `stack_bytes` at the top of RAM; the weights go to the
+    board's `constants` region when it has one, else to FLASH with the code."""
+    regions = [("FLASH", "rx", board.flash), ("RAM", "rwx", board.ram)]
+    if board.constants is not None:
+        regions.append(("CONSTANTS", "r", board.constants))
+    memory = "\n".join(f"    {region} ({access}) : ORIGIN = 0x{span.origin:08X}, LENGTH = 0x{span.length:X}"
+                        for region, access, span in regions)
     return Template(template_text("backends.cortex_m.bundle_files", "link.ld.in")).substitute(
         board=board.name,
         weights_suffix=WEIGHTS_SUFFIX,
-        flash_origin=f"0x{board.flash.origin:08X}",
-        flash_length=f"0x{board.flash.length:X}",
-        ram_origin=f"0x{board.ram.origin:08X}",
-        ram_length=f"0x{board.ram.length:X}",
+        memory=memory,
+        weights_region="FLASH" if board.constants is None else "CONSTANTS",
         stack_bytes=f"0x{stack_bytes:X}",
     )
 

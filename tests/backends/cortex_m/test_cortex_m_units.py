@@ -107,9 +107,25 @@ def test_the_emulated_selftest_is_compiled_with_the_profiles_flags(tmp_path: Pat
     assert not profile_target("cortex-m0plus").hard_float
 
 
-@pytest.mark.parametrize("profile_name", ["lowpower", "cortex-m55", "hifi4"])
+@pytest.mark.parametrize("profile_name", ["lowpower", "hifi4", "rv32imc"])
 def test_profiles_without_one_of_our_boards_have_no_emulated_target(profile_name: str) -> None:
-    assert profile_target(profile_name) is None
+    assert profile_target(profile_name) is None  # rv32imc: the compile's self-test runs on the host
+
+
+def test_cortex_m55_runs_on_the_an547_with_its_weights_apart_and_the_system_counter(tmp_path: Path) -> None:
+    """The AN547's 512 KiB ITCM boots the core but is too small for large weights: they go to its QSPI region;
+    it has no CMSDK timer0: the SSE-300's system counter counts (4.096 ticks per instruction)."""
+    m55 = profile_target("cortex-m55")
+    assert (m55.board.name, m55.hard_float) == ("mps3-an547", True)
+    write_cortex_m_support(tmp_path, "tiny", profile_build_config("cortex-m55"))
+    script = (tmp_path / "cortex_m" / "link.ld").read_text()
+    assert "CONSTANTS (r) : ORIGIN = 0x28000000, LENGTH = 0x800000" in script
+    assert "(.rodata .rodata.*) } > CONSTANTS" in script
+    header = (tmp_path / "cortex_m" / "lp_board.h").read_text()
+    assert "#define LP_COUNTER_STATUS_BASE 0x58101000u" in header
+    assert "#define LP_TICKS_PER_INSTRUCTION_NUM 512u" in header and "_DEN 125u" in header
+    counter = (tmp_path / "cortex_m" / "lp_icount.c").read_text()
+    assert "LP_CNTCV_HI" in counter and "void Timer0_Handler" not in counter
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")

@@ -27,7 +27,8 @@ def test_float_model_runs_on_cortex_m4f(compiled, model):
 
 def test_example_runs_on_every_emulated_profile(compiled):
     host = compiled(example_model)
-    for device, board in [("cortex-m4f", "mps2-an386"), ("cortex-m7", "mps2-an500"), ("cortex-m33", "mps2-an505")]:
+    for device, board in [("cortex-m4f", "mps2-an386"), ("cortex-m7", "mps2-an500"), ("cortex-m33", "mps2-an505"),
+                          ("cortex-m55", "mps3-an547")]:
         bundle = compiled(example_model, device)
         assert bundle.selftest.passed and bundle.selftest.where == board, bundle.selftest.output
         assert bundle.selftest.max_errors[0] == pytest.approx(host.selftest.max_errors[0], abs=1e-6), device

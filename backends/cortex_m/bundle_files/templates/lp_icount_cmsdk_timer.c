@@ -56,19 +56,3 @@ uint64_t lp_icount_elapsed(uint32_t start)
     return (ticks * LP_TICKS_PER_INSTRUCTION_DEN + LP_TICKS_PER_INSTRUCTION_NUM / 2u) / LP_TICKS_PER_INSTRUCTION_NUM;
 }
 
-void lp_icount_print_decimal(uint64_t value)
-{
-    const unsigned long billions = (unsigned long)(value / 1000000000u);
-    const unsigned long rest = (unsigned long)(value % 1000000000u);
-    if (billions != 0u) {
-        printf("%lu%09lu\n", billions, rest);
-    } else {
-        printf("%lu\n", rest);
-    }
-}
-
-void lp_icount_report(uint64_t instructions)
-{
-    printf("instructions per inference (QEMU -icount, not cycles): ");
-    lp_icount_print_decimal(instructions);
-}

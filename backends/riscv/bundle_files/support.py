@@ -1,0 +1,93 @@
+"""Write what a program needs to run on QEMU's RISC-V `virt` machine into `OUT/riscv/` (no TVM).
+
+The program links our startup (entry.S, startup.c), UART0 output and its end (lp_console.c: the exit
+marker, then the SiFive test finisher ends QEMU), picolibc's standard streams on UART0 (lp_syscalls.c: no
+semihosting) and the instruction counter (lp_icount.c, minstret under -icount), with link.ld for the board.
+The counter's and the console's interface are the Cortex-M support's headers (lp_icount.h, lp_console.h),
+so a bundle's selftest.c measures one inference the same way on either family.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from string import Template
+
+from backends.cortex_m.bundle_files.support import DEFAULT_STACK_BYTES, WEIGHTS_SUFFIX, icount_text
+from emulator.boards import EXIT_MARKER, ICOUNT_SHIFT, RISCV_TRAP_EXIT_CODE, RiscvBoard
+from packager.c_text import c_string
+from packager.files import replace_file
+from packager.template_files import template_text
+
+SUPPORT_DIR = "riscv"
+"""The subdirectory of OUT/ that holds the RISC-V board files."""
+
+_TEMPLATES = "backends.riscv.bundle_files"
+_SHARED_TEMPLATES = "backends.cortex_m.bundle_files"
+_SOURCES = ("entry.S", "startup.c", "lp_console.c", "lp_syscalls.c", "lp_icount.c")
+_COPIED_SOURCES = ("entry.S", "startup.c", "lp_console.c", "lp_syscalls.c")
+_OWN_HEADERS = ("lp_riscv.h",)
+_SHARED_HEADERS = ("lp_console.h", "lp_icount.h")
+
+BOARD_SOURCES = tuple(f"{SUPPORT_DIR}/{source}" for source in _SOURCES)
+"""Our files every program for the board links, relative to OUT/."""
+
+LINK_FLAGS: tuple[str, ...] = ("-nostartfiles", "--specs=picolibc.specs", "-Wl,--gc-sections")
+"""What a program's link needs besides `-T riscv/link.ld` and the profile's -march/-mabi: picolibc without its
+start files (entry.S is ours)."""
+
+
+def write_riscv_support(out_dir: Path, board: RiscvBoard, stack_bytes: int = DEFAULT_STACK_BYTES) -> list[Path]:
+    """Write OUT/riscv/ for `board`: the copied sources and headers, lp_board.h and link.ld; return the files."""
+    support_dir = Path(out_dir) / SUPPORT_DIR
+    support_dir.mkdir(parents=True, exist_ok=True)
+    texts = {name: template_text(_TEMPLATES, name) for name in (*_COPIED_SOURCES, *_OWN_HEADERS)}
+    texts["lp_icount.c"] = icount_text(template_text(_TEMPLATES, "lp_icount_minstret.c"))
+    texts.update({name: template_text(_SHARED_TEMPLATES, name) for name in _SHARED_HEADERS})
+    texts["lp_board.h"] = board_header(board)
+    texts["link.ld"] = linker_script(board, stack_bytes)
+    written = []
+    for name, text in texts.items():
+        replace_file(support_dir / name, text)
+        written.append(support_dir / name)
+    return written
+
+
+def ticks_per_instruction(board: RiscvBoard) -> Fraction:
+    """minstret ticks per instruction under `-icount shift=ICOUNT_SHIFT`: 2**shift ns at `board.counter_hz`."""
+    return Fraction(board.counter_hz << ICOUNT_SHIFT, 1_000_000_000)
+
+
+def board_header(board: RiscvBoard) -> str:
+    """lp_board.h: UART0, the test finisher, the counter's ticks per instruction, the exit marker and the
+    trap's exit status, as C macros."""
+    ticks = ticks_per_instruction(board)
+    return "\n".join([
+        f"/* QEMU's RISC-V {board.name} machine: generated from emulator/boards.py. */",
+        "#ifndef LP_BOARD_H",
+        "#define LP_BOARD_H",
+        f'#define LP_BOARD_NAME "{board.name}"',
+        f"#define LP_UART0_BASE 0x{board.uart0_base:08X}u /* NS16550A, QEMU's serial0 */",
+        f"#define LP_FINISHER_BASE 0x{board.finisher_base:08X}u /* SiFive test finisher */",
+        f"#define LP_ICOUNT_SHIFT {ICOUNT_SHIFT} /* must match qemu-system-riscv32 -icount shift=N */",
+        "/* minstret ticks per executed instruction: 2^shift ns x Hz / 1e9, as a reduced fraction */",
+        f"#define LP_TICKS_PER_INSTRUCTION_NUM {ticks.numerator}u",
+        f"#define LP_TICKS_PER_INSTRUCTION_DEN {ticks.denominator}u",
+        f"#define LP_EXIT_MARKER {c_string(EXIT_MARKER)} /* then the exit status: the last line */",
+        f"#define LP_EXIT_TRAP {RISCV_TRAP_EXIT_CODE}",
+        "#endif /* LP_BOARD_H */",
+        "",
+    ])
+
+
+def linker_script(board: RiscvBoard, stack_bytes: int = DEFAULT_STACK_BYTES) -> str:
+    """link.ld for `board`'s memory map, reserving `stack_bytes` at the top of RAM."""
+    return Template(template_text(_TEMPLATES, "link.ld.in")).substitute(
+        board=board.name,
+        weights_suffix=WEIGHTS_SUFFIX,
+        flash_origin=f"0x{board.flash.origin:08X}",
+        flash_length=f"0x{board.flash.length:X}",
+        ram_origin=f"0x{board.ram.origin:08X}",
+        ram_length=f"0x{board.ram.length:X}",
+        stack_bytes=f"0x{stack_bytes:X}",
+    )

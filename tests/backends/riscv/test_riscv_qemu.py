@@ -1,0 +1,162 @@
+"""Real runs under qemu-system-riscv32 -M virt: board programs with our RISC-V support (backends/riscv/) and the
+shared int8 models' bundles, built for the RISC-V profiles and self-tested on the emulated machine.
+
+Needs riscv64-unknown-elf-gcc with picolibc and qemu-system-riscv32 (scripts/install_deps.sh installs them).
+Without them the tests skip with the reason, except under CI (env CI set), where a missing tool is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from backends.riscv.bundle_files import BOARD_SOURCES, SUPPORT_DIR, write_riscv_support
+from backends.riscv.bundle_files.support import LINK_FLAGS
+from conftest import profile_build_config, writable_copy
+from emulator.boards import EXIT_MARKER, RISCV_BOARDS, RISCV_TRAP_EXIT_CODE
+from emulator.qemu import qemu_command, run_qemu
+from backends.riscv.selftest import run_riscv_selftest
+from emulator.tools import RISCV_TOOLS, missing_tools
+
+_MISSING = missing_tools(RISCV_TOOLS)
+if _MISSING:
+    _REASON = f"missing {', '.join(_MISSING)}: run scripts/install_deps.sh (CI must have them)"
+    if os.environ.get("CI"):
+        pytest.fail(_REASON, pytrace=False)
+    pytest.skip(_REASON, allow_module_level=True)
+
+RUN_TIMEOUT_S = 60.0
+PROFILES = ["rv32imc", "rv32imafc"]
+VIRT = RISCV_BOARDS["virt"]
+
+_SPIN_ASM = """\
+    .text
+    .global spin
+    .type spin, @function
+# spin(n): exactly 2 instructions per iteration (addi, bnez), n >= 1.
+spin:
+1:  addi a0, a0, -1
+    bnez a0, 1b
+    ret
+"""
+
+# Three trip counts keep main's loop a loop (two could be unrolled into call sites of different overheads).
+_SPIN_MAIN = """\
+#include <stdio.h>
+#include <stdint.h>
+#include "lp_icount.h"
+void spin(uint32_t n);
+int main(void)
+{
+    static const uint32_t trips[] = {SPIN_TRIPS};
+    uint32_t start = lp_icount_start();
+    printf("empty %lu\\n", (unsigned long)lp_icount_elapsed(start));
+    for (unsigned i = 0; i < sizeof trips / sizeof trips[0]; ++i) {
+        start = lp_icount_start();
+        spin(trips[i]);
+        const uint64_t instructions = lp_icount_elapsed(start);
+        printf("trips %lu instructions %lu float %.2f\\n", (unsigned long)trips[i], (unsigned long)instructions,
+               (double)trips[i] / 4.0);
+    }
+    PROBE
+    return STATUS;
+}
+"""
+
+# RISC-V semihosting: the `slli x0, x0, 0x1f; ebreak; srai x0, x0, 7` sequence with the operation in a0 and its
+# argument block in a1; under `qemu -semihosting` SYS_SYSTEM (0x12) runs a host command.
+SEMIHOSTING_SYSTEM = """{
+    static const char command[] = COMMAND;
+    const uint32_t block[2] = {(uint32_t)(uintptr_t)command, sizeof command - 1u};
+    register uint32_t a0 __asm__("a0") = 0x12u;
+    register const uint32_t *a1 __asm__("a1") = block;
+    __asm__ volatile(".option push\\n\\t.option norvc\\n\\tslli x0, x0, 0x1f\\n\\tebreak\\n\\tsrai x0, x0, 7\\n\\t"
+                     ".option pop" : "+r"(a0) : "r"(a1) : "memory");
+}"""
+
+
+def build_program(out: Path, profile: str, trips: tuple[int, ...] = (1000, 2000, 50000), status: int = 0,
+                  probe: str = "") -> Path:
+    """The spin program for `profile`'s flags with OUT/riscv/: main returns `status` after running `probe`."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "spin.S").write_text(_SPIN_ASM)
+    (out / "main.c").write_text(_SPIN_MAIN.replace("SPIN_TRIPS", ",".join(map(str, trips)))
+                                .replace("PROBE", probe).replace("STATUS", str(status)))
+    write_riscv_support(out, VIRT)
+    config = profile_build_config(profile)
+    link_flags = [flag for flag in dict.fromkeys((*config.ldflags, *LINK_FLAGS)) if flag not in config.compile_flags]
+    elf = out / "spin.elf"
+    built = subprocess.run(
+        [config.cc, *config.compile_flags, "-Werror", "-Wconversion", "-Wshadow", f"-I{SUPPORT_DIR}", *link_flags,
+         "-T", f"{SUPPORT_DIR}/link.ld", "main.c", "spin.S", *BOARD_SOURCES, "-o", str(elf)],
+        cwd=out, capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr
+    return elf
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_instruction_count_grows_by_exactly_the_loop_instructions(tmp_path: Path, profile: str) -> None:
+    result = run_qemu(build_program(tmp_path, profile, status=3), VIRT, RUN_TIMEOUT_S)
+    counts = {int(t): int(i) for t, i in re.findall(r"trips (\d+) instructions (\d+)", result.stdout)}
+    assert result.exit_status == 3 and result.ending() == "exit status 3", result.stdout + result.stderr
+    assert counts[2000] - counts[1000] == 2 * 1000
+    assert counts[50000] - counts[1000] == 2 * 49000
+    assert "trips 2000 instructions" in result.stdout and "float 500.00" in result.stdout  # picolibc's printf
+    assert run_qemu(tmp_path / "spin.elf", VIRT, RUN_TIMEOUT_S).stdout == result.stdout  # the same, run to run
+
+
+@pytest.mark.slow
+def test_the_counter_counts_past_32_bits_exactly(tmp_path: Path) -> None:
+    """minstret under -icount is 128 ticks per instruction: 4e7 instructions carry into minstreth."""
+    long_run = 20_000_000  # 4e7 instructions: 5.1e9 ticks, more than 2^32
+    result = run_qemu(build_program(tmp_path, "rv32imc", trips=(1000, 2000, long_run)), VIRT, 300)
+    counts = {int(t): int(i) for t, i in re.findall(r"trips (\d+) instructions (\d+)", result.stdout)}
+    assert counts[long_run] - counts[1000] == 2 * (long_run - 1000)
+
+
+def test_a_trap_names_itself_and_ends_with_its_status(tmp_path: Path) -> None:
+    elf = build_program(tmp_path, "rv32imc", probe='__asm__ volatile("unimp");')
+    result = run_qemu(elf, VIRT, RUN_TIMEOUT_S)
+    assert result.exit_status == RISCV_TRAP_EXIT_CODE and result.ending() == "a trap", result.stdout
+    assert re.search(r"\nlp: trap mcause=2 mepc=0x8[0-9a-f]{7}\n\Z", result.stdout)  # 2: illegal instruction
+
+
+def test_semihosting_reaches_nothing_on_the_host(tmp_path: Path) -> None:
+    touched = tmp_path / "system-ran"
+    command = '"touch ' + str(touched) + '"'
+    elf = build_program(tmp_path, "rv32imc", probe=SEMIHOSTING_SYSTEM.replace("COMMAND", command))
+    result = run_qemu(elf, VIRT, RUN_TIMEOUT_S)
+    assert not touched.exists()
+    assert result.exit_status == RISCV_TRAP_EXIT_CODE and "lp: trap mcause=3 " in result.stdout  # a breakpoint
+
+
+def test_the_virt_command_gives_no_semihosting_no_network_and_runs_sandboxed() -> None:
+    command = qemu_command(VIRT)
+    assert command[0] == "qemu-system-riscv32" and command[command.index("-M") + 1] == "virt"
+    assert command[command.index("-bios") + 1] == "none"  # no firmware: our code is the first to run
+    assert not any("semihosting" in word for word in command), command
+    assert command[command.index("-nic") + 1] == "none" and "-nodefaults" in command
+    assert "spawn=deny" in command[command.index("-sandbox") + 1] and "-no-reboot" in command
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("model", ["tflm/hello_world_int8.tflite", "mlperf_tiny/ad01_int8.tflite"])
+def test_a_shared_int8_model_passes_its_selftest_bit_exact_on_virt(compiled, tmp_path: Path, profile: str,
+                                                                  model: str) -> None:
+    bundle = writable_copy(compiled(model, profile), tmp_path)
+    name = Path(model).stem
+    assert subprocess.run(["riscv64-unknown-elf-ar", "t", str(bundle.library)], capture_output=True,
+                          check=True).stdout  # the library is the RISC-V compiler's
+    run = run_riscv_selftest(bundle.out_dir, name, profile_build_config(profile), VIRT, 300)
+    assert run.result.exit_status == 0, run.result.stdout[-2000:] + run.result.stderr
+    assert run.result.stdout.endswith("selftest: PASS\n") and "(bit-identical)" in run.result.stdout
+    assert "max abs error 0 " in run.result.stdout and run.result.instructions
+    assert run.weights_bytes > 0 and run.bundle_code_bytes > 0
+    header = subprocess.run(["riscv64-unknown-elf-readelf", "-h", str(bundle.out_dir / "build-riscv" / "selftest.elf")],
+                            capture_output=True, text=True, check=True).stdout
+    assert ("single-float ABI" in header) == (profile == "rv32imafc") and "RVC" in header
+    assert f"{EXIT_MARKER}0" not in run.result.stdout  # the marker is read off, not left in the output
