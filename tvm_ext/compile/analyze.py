@@ -94,20 +94,12 @@ def analyze(path: Path, profiles: list[Profile], log: Callable[[str], None] = la
     """The analysis of the model file `path` for `profiles`; `log` receives the stages' lines and, first, one line
     per operator kind. CompileError (one line) for a file the model check refuses on other grounds than its
     operators."""
-    from tvm_ext.compile.pipeline import Checked
-    from tvm_ext.model_check import ModelError, check_model_data, read_model_file
+    from tvm_ext.compile.pipeline import check
 
     stage = stage_logger(log)
-
-    def checked_file() -> Checked:
-        try:
-            data = read_model_file(path)
-            return Checked(path, data, check_model_data(path, data, refuse_unsupported=False))
-        except ModelError as err:
-            raise CompileError(str(err)) from err
-
-    checked = stage("check", checked_file, lambda c: f"{path.name}: {len(c.facts.operators)} operators, "
-                                                    f"{len(c.facts.unsupported)} unsupported")
+    checked = stage("check", lambda: check(path, refuse_unsupported=False),
+                    lambda c: f"{path.name}: {len(c.facts.operators)} operators, "
+                              f"{len(c.facts.unsupported)} unsupported")
     operators = operator_support(checked)
     for row in operators:
         log(f"operator   {row.op:<28} x{row.count:<4} "

@@ -295,13 +295,14 @@ def check_tools_installed(config: BuildConfig, profile: Profile, file_name: str)
             raise CompileError(f"{file_name}: the {profile.name} profile's {role} {command} is not installed here")
 
 
-def check(path: Path) -> Checked:
-    """Read and parse the model file once and check it (no TVM); CompileError with the check's one line."""
+def check(path: Path, refuse_unsupported: bool = True) -> Checked:
+    """Read and parse the model file once and check it (no TVM); CompileError with the check's one line. With
+    `refuse_unsupported` False, unsupported operators are in the facts instead (`check_model`)."""
     from tvm_ext.model_check import ModelError, check_parsed, parse_model, read_model_file
 
     try:
         parsed = parse_model(path, read_model_file(path))
-        return Checked(path, parsed, check_parsed(parsed))
+        return Checked(path, parsed, check_parsed(parsed, refuse_unsupported))
     except ModelError as err:
         raise CompileError(str(err)) from err
 
