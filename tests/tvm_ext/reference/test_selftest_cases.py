@@ -19,6 +19,7 @@ import tvm_ext
 from conftest import profile_build_config
 from packager.build import make, run_host_selftest
 from packager.selftest import CASES_BUDGET_BYTES, CASES_BUDGET_MACS, MAX_CASES, case_count
+from packager.selftest_verdict import SelftestResult
 from svdf_models import SvdfSpec, build_svdf_model
 from test_selftest_can_fail import self_test
 from tvm_ext.frontend import TensorSpec
@@ -105,6 +106,18 @@ def minimum_model(folder: Path) -> tuple[Path, int]:
     return path, element
 
 
+def edited_selftest(out_dir: Path, source: Path, pattern: str, replacement: str) -> SelftestResult:
+    """The host self-test of the bundle in `out_dir` after `pattern` (a regular expression found exactly once in
+    its C file `source`) is replaced with `replacement` and the self-test rebuilt, against the references'
+    checksums in its manifest."""
+    text, count = re.subn(pattern, replacement, source.read_text())
+    assert count == 1, source.read_text()
+    source.write_text(text)
+    make(out_dir, "selftest")
+    entries = json.loads((out_dir / "manifest.json").read_text())["selftest"]["outputs"]
+    return run_host_selftest(out_dir, tuple((int(entry["reference_checksum"], 16),) for entry in entries))
+
+
 def test_a_weight_that_only_a_later_case_reaches_is_caught(tmp_path: Path) -> None:
     """One constant element off by one in the bundle's weights: case 0's output does not change (the input is
     below both values there), case 1's does. The self-test of one case would have passed."""
@@ -113,13 +126,7 @@ def test_a_weight_that_only_a_later_case_reaches_is_caught(tmp_path: Path) -> No
     assert bundle.selftest.passed and bundle.selftest.cases == MAX_CASES
     weights = bundle.out_dir / "minimum_weights.c"
     value = 90 + element
-    text, count = re.subn(rf"\b{value},", f"{value + 1},", weights.read_text())
-    assert count == 1
-    weights.write_text(text)
-    make(bundle.out_dir, "selftest")
-    entries = json.loads((bundle.out_dir / "manifest.json").read_text())["selftest"]["outputs"]
-    checksums = tuple((int(entry["reference_checksum"], 16),) for entry in entries)
-    result = run_host_selftest(bundle.out_dir, checksums)
+    result = edited_selftest(bundle.out_dir, weights, rf"\b{value},", f"{value + 1},")
     assert not result.passed and result.problem is None, result.output
     assert result.reports[0].bit_identical  # case 0 alone passes
     assert result.mismatches[0].case == 1 and result.mismatches[0].element == element, result.mismatches
@@ -203,12 +210,6 @@ def test_a_quantization_rounding_ties_the_wrong_way_is_caught_by_the_ties_case(t
     kernels = bundle.out_dir / "quantize_input_kernels.c"
     # The tie clause `... == 0.5f) && (floor(v) - 2 * floor(floor(v) * 0.5f)) == 1.0f` (round up from an odd
     # floor) becomes `... >= 0.0f`: every tie rounds up.
-    text, count = re.subn(r"\) == 1\.000000e\+00f\)", ") >= 0.000000e+00f)", kernels.read_text())
-    assert count == 1, kernels.read_text()
-    kernels.write_text(text)
-    make(bundle.out_dir, "selftest")
-    entries = json.loads((bundle.out_dir / "manifest.json").read_text())["selftest"]["outputs"]
-    checksums = tuple((int(entry["reference_checksum"], 16),) for entry in entries)
-    result = run_host_selftest(bundle.out_dir, checksums)
+    result = edited_selftest(bundle.out_dir, kernels, r"\) == 1\.000000e\+00f\)", ") >= 0.000000e+00f)")
     assert not result.passed and result.problem is None, result.output
     assert {m.case for m in result.mismatches} == {2}, result.mismatches
