@@ -124,8 +124,17 @@ def tensor_offsets(plan: ExecutionPlan, memory_plan: MemoryPlan) -> dict[str, in
     return {name: memory_plan.offsets[root] for name, root in roots.items() if root in memory_plan.offsets}
 
 
+def io_bytes_outside(plan: ExecutionPlan, memory_plan: MemoryPlan) -> tuple[int, int]:
+    """Bytes of the model's inputs, and of its outputs, that are the caller's buffers outside the arena (0 and 0
+    when they were planned into the arena: `io_in_arena`); a storage both reads and writes is counted once, as
+    an input."""
+    placed = set(memory_plan.offsets)
+    inputs = {plan.storage_of(n) for n in plan.inputs} - placed
+    outputs = {plan.storage_of(n) for n in plan.outputs} - placed - inputs
+    return sum(plan.tensors[r].nbytes for r in inputs), sum(plan.tensors[r].nbytes for r in outputs)
+
+
 def total_ram_bytes(plan: ExecutionPlan, memory_plan: MemoryPlan) -> int:
-    """The RAM one inference needs, in bytes: the arena plus the model's inputs and outputs that are the
-    caller's buffers outside it (none when they were planned into the arena: `io_in_arena`)."""
-    outside = {plan.storage_of(n) for n in (*plan.inputs, *plan.outputs)} - set(memory_plan.offsets)
-    return memory_plan.arena_bytes + sum(plan.tensors[root].nbytes for root in outside)
+    """The RAM of one inference's buffers, in bytes: the arena plus the model's inputs and outputs that are the
+    caller's buffers outside it (io_bytes_outside). The state and the stack come on top (target.RamUse)."""
+    return memory_plan.arena_bytes + sum(io_bytes_outside(plan, memory_plan))

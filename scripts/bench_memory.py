@@ -8,12 +8,17 @@ print, in bytes,
 
 - the liveness bound of the call order (no arena can be smaller) and our arena, with the model's inputs and
   outputs in the caller's buffers (the default bundle);
-- total RAM with the I/O outside: our arena + the input and output bytes (`memory_planner.total_ram_bytes`);
-- total RAM with `--io-in-arena` (the inputs and outputs among the arena's buffers: the arena is all of
-  it), and that plan's liveness bound;
-- TFLite Micro's arena (`TFLM_ARENA_BYTES`), which holds the inputs and outputs too, and whether our total
-  RAM with `--io-in-arena` is below it;
-- both bundles' self-tests (bit-identical with the reference; on the emulated board for a Cortex-M target).
+- total RAM with the I/O outside: everything one inference holds on the device, as the fit check counts it
+  (`target.RamUse`): our arena + the input and output bytes + the state + the run call's stack (measured on
+  the emulated board for a Cortex-M target, else the profile's `stack_bound_bytes`);
+- total RAM with `--io-in-arena` (the inputs and outputs among the arena's buffers: the arena, state and
+  stack are all of it), and that plan's liveness bound;
+- TFLite Micro's arena (`TFLM_ARENA_BYTES`), which holds the inputs and outputs too (not the stack), and
+  whether our arena with `--io-in-arena` (which holds them too) is below it;
+- both bundles' self-tests (bit-identical with the reference; on the emulated board for a Cortex-M target);
+- whether the default bundle fits cortex-m0plus (32 KB SRAM, 256 KB flash), all of its RAM counted with the
+  stack measured on the emulated board: "yes (total RAM)" or the refusal's excess; a third compile, for that
+  profile (the column is left out with `--no-m0plus`).
 
 A model that does not compile gets its one-line error instead of numbers.
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -50,9 +56,25 @@ TFLM_ARENA_BYTES: dict[str, int] = {
 }
 COLUMNS = ("model", "liveness bound", "our arena", "total RAM, I/O outside", "liveness bound, I/O in arena",
            "total RAM, --io-in-arena", "TFLM arena", "--io-in-arena below TFLM", "self-tests (default, in arena)")
+M0PLUS_COLUMN = "fits cortex-m0plus"
+_OVER = re.compile(r"\(([\d,]+ B over)\)")
 
 
-def bench(model: Path, target: str, scratch: Path) -> str:
+def fits_m0plus(model: Path, scratch: Path) -> str:
+    """"yes (<total RAM> B)" when the model compiles and passes its self-test on cortex-m0plus, else "no: "
+    and each excess the refusal names (SRAM, flash), or the error line."""
+    from tvm_ext.compile import CompileError, DoesNotFitError, compile
+
+    try:
+        bundle = compile(model, "cortex-m0plus", scratch / f"{model.stem}_m0plus", force=True)
+    except DoesNotFitError as err:
+        return "no: " + ", ".join(_OVER.findall(str(err)))
+    except CompileError as err:
+        return f"error: {err}"
+    return f"yes ({bundle.total_ram_bytes:,} B)"
+
+
+def bench(model: Path, target: str, scratch: Path, m0plus: bool) -> str:
     """One table row for `model`."""
     from tvm_ext.compile import CompileError, compile
 
@@ -62,10 +84,12 @@ def bench(model: Path, target: str, scratch: Path) -> str:
     except CompileError as err:
         return f"| {model.stem} | error: {err} |"
     tflm = TFLM_ARENA_BYTES.get(model.stem)
-    verdict = "no TFLM figure" if tflm is None else ("yes" if inside.total_ram_bytes < tflm else "NO")
+    verdict = "no TFLM figure" if tflm is None else ("yes" if inside.arena_bytes < tflm else "NO")
     selftests = ", ".join(f"{'PASS' if b.selftest.passed else 'FAIL'} ({b.selftest.where})" for b in (default, inside))
     cells = (model.stem, default.memory.lower_bound, default.memory.arena_bytes, default.total_ram_bytes,
              inside.memory.lower_bound, inside.total_ram_bytes, "-" if tflm is None else tflm, verdict, selftests)
+    if m0plus:
+        cells += (fits_m0plus(model, scratch),)
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 
@@ -74,14 +98,16 @@ def main() -> int:
     default_models = Path(os.environ.get("TVM_EXT_MODELS", ROOT.parent / "shared" / "models"))
     parser.add_argument("--models", type=Path, default=default_models)
     parser.add_argument("--target", default="lowpower")
+    parser.add_argument("--no-m0plus", action="store_true", help=f"leave out the column {M0PLUS_COLUMN!r}")
     args = parser.parse_args()
     models = sorted(args.models.rglob("*.tflite"))
+    columns = COLUMNS if args.no_m0plus else (*COLUMNS, M0PLUS_COLUMN)
     print(f"target {args.target}; bytes; TFLM arena: /work/shared/docs/cortex-m-under-qemu.md")
-    print("| " + " | ".join(COLUMNS) + " |")
-    print("|---" * len(COLUMNS) + "|")
+    print("| " + " | ".join(columns) + " |")
+    print("|---" * len(columns) + "|")
     with tempfile.TemporaryDirectory() as scratch:
         for model in models:
-            print(bench(model, args.target, Path(scratch)), flush=True)
+            print(bench(model, args.target, Path(scratch), not args.no_m0plus), flush=True)
     return 0
 
 

@@ -13,12 +13,14 @@ from typing import Any
 from target.loading import load_profile, profile_names
 from target.profile import Profile, ProfileError
 from target.resolve import TargetSpec, resolve_profile
-from target.resources import ResourceError, check_fits, check_io_fits, headroom
+from target.resources import RamUse, ResourceError, StackSource, check_fits, check_io_fits, headroom
 
 __all__ = [
     "Profile",
     "ProfileError",
+    "RamUse",
     "ResourceError",
+    "StackSource",
     "TargetSpec",
     "check_fits",
     "check_io_fits",

@@ -23,6 +23,7 @@ from target import field_grammar as grammar
 from target.compute_unit import ComputeUnit, units_from_tables
 from target.field_grammar import BadValue, shown
 from target.profile import (
+    DEFAULT_STACK_BOUND_BYTES,
     DEFAULT_SUBGRAPH_BYTES,
     FPU_VALUES,
     INT8_ROUNDING_VALUES,
@@ -80,10 +81,12 @@ FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "binutils_prefix": grammar.tool_prefix,
     "qemu_board": _board,
     "subgraph_bytes": grammar.byte_count,
+    "stack_bound_bytes": grammar.byte_count,
     "clock_hz": _clock,
     "units": _units,
 }
-_OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None, "subgraph_bytes": DEFAULT_SUBGRAPH_BYTES, "clock_hz": None,
+_OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None, "subgraph_bytes": DEFAULT_SUBGRAPH_BYTES,
+                                      "stack_bound_bytes": DEFAULT_STACK_BOUND_BYTES, "clock_hz": None,
                                       "units": None}
 _EXTENDS = "extends"
 

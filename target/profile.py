@@ -32,6 +32,12 @@ INT8_ROUNDING_VALUES: tuple[str, ...] = ("double", "single")
 
 DEFAULT_SUBGRAPH_BYTES = 65_536  # 64 KiB: a Cortex-M7's DTCM on the STM32F746, a typical fast local memory
 
+DEFAULT_STACK_BOUND_BYTES = 1_024
+"""The stack of one `<model>_run` call the RAM check counts where it is not measured (a profile without an
+emulated board, or a bundle not built): about twice the deepest run call measured on the emulated Cortex-M
+cores for the shared models (532 B; kws_ref_model 212 B on cortex-m0plus). The run function calls its kernels
+one after another and the kernels keep their arrays in the arena, so the stack is one kernel's frame deep."""
+
 GENERIC_PROFILE_NAME = "lowpower"
 TAG_PREFIX = "lowpower-"
 
@@ -70,6 +76,8 @@ class Profile:
             or write), of consecutive layers kept in one subgraph (tvm_ext.transform.PartitionSubgraphs):
             the size of the core's fast local memory (a TCM or its share of SRAM); a file that gives none
             gets DEFAULT_SUBGRAPH_BYTES.
+        stack_bound_bytes: the stack of one run call the RAM check counts where it is not measured on an
+            emulated board (target.resources), in bytes; a file that gives none gets DEFAULT_STACK_BOUND_BYTES.
         clock_hz: the core's clock in hertz, for report.md's estimated times (`emulator.cycle_model`); None
             when the file gives none (no time estimate then).
         units: the compute units the file lists (`target.compute_unit`), () when it lists none.
@@ -93,6 +101,7 @@ class Profile:
     qemu_board: str | None
     source: str
     subgraph_bytes: int = DEFAULT_SUBGRAPH_BYTES
+    stack_bound_bytes: int = DEFAULT_STACK_BOUND_BYTES
     clock_hz: int | None = None
     units: tuple[ComputeUnit, ...] = ()
 

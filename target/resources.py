@@ -1,11 +1,18 @@
 """The profile as a resource constraint: does a planned model fit the device's SRAM and flash?
 
-`arena_bytes` is the planned arena (activations and scratch, in SRAM); `flash_bytes` is what the model puts in
-flash: its weights plus the code of its kernels and entry function. Stack and other static data are not counted
-here (the emulated run measures them), so a model that passes has at least that much SRAM left for them.
+The SRAM check counts everything one inference holds in RAM (`RamUse`): the planned arena (activations and
+scratch), the model's inputs and outputs where they are the caller's buffers outside the arena, the model's
+state (static buffers kept from run to run), and the stack of one `<model>_run` call: measured on the
+emulated board (`emulator.stack`: GCC's -fstack-usage frames along the linked ELF's deepest call chain) where
+the profile has one and the bundle is built, else the profile's documented bound `stack_bound_bytes`.
+Other static data of the caller's program is not the model's and is not counted. `flash_bytes` is what the
+model puts in flash: its weights plus the code of its kernels and entry function.
 """
 
 from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
 
 from target.profile import Profile
 
@@ -14,21 +21,72 @@ class ResourceError(ValueError):
     """A model that does not fit its profile; the message is one line naming the model, limit, need and excess."""
 
 
+class StackSource(str, enum.Enum):
+    """Where the stack bytes of a RamUse come from (the value is how a refusal words it)."""
+
+    MEASURED = "measured on the emulated board"
+    BOUND = "the profile's stack_bound_bytes"
+    PENDING = "not yet counted: measured after the build"
+
+
+@dataclass(frozen=True)
+class RamUse:
+    """Everything one inference of a bundle holds in SRAM, in bytes.
+
+    `input_bytes` and `output_bytes` are the caller's buffers outside the arena (0 when they were planned into
+    it, `--io-in-arena`); `state_bytes` the model's static state; `stack_bytes` the stack of one run call, as
+    `stack_source` says (0 while PENDING: the emulated build measures it, and the fit is checked again then).
+    """
+
+    arena_bytes: int
+    input_bytes: int
+    output_bytes: int
+    state_bytes: int
+    stack_bytes: int
+    stack_source: StackSource
+
+    @property
+    def total_bytes(self) -> int:
+        """The sum of the parts (bytes)."""
+        return self.arena_bytes + self.input_bytes + self.output_bytes + self.state_bytes + self.stack_bytes
+
+    def parts(self) -> str:
+        """The parts in words, e.g. "arena 10,048 B + inputs 490 B + outputs 12 B + state 0 B + stack 212 B
+        measured on the emulated board"."""
+        counted = (f"arena {self.arena_bytes:,} B + inputs {self.input_bytes:,} B + outputs {self.output_bytes:,} B"
+                   f" + state {self.state_bytes:,} B")
+        if self.stack_source is StackSource.PENDING:
+            return f"{counted}; stack {self.stack_source.value}"
+        return f"{counted} + stack {self.stack_bytes:,} B {self.stack_source.value}"
+
+    def with_stack(self, stack_bytes: int, source: StackSource) -> RamUse:
+        """The same use with the stack `stack_bytes` from `source`."""
+        return RamUse(self.arena_bytes, self.input_bytes, self.output_bytes, self.state_bytes, stack_bytes, source)
+
+    def manifest_entry(self) -> dict[str, object]:
+        """JSON-ready parts and total (bytes) and the stack's source."""
+        return {"arena_bytes": self.arena_bytes, "input_bytes_outside_arena": self.input_bytes,
+                "output_bytes_outside_arena": self.output_bytes, "state_bytes": self.state_bytes,
+                "stack_bytes": self.stack_bytes, "stack_source": self.stack_source.name.lower(),
+                "total_ram_bytes": self.total_bytes}
+
+
 def _overrun(what_needs: str, needed: int, memory: str, available: int, profile: Profile) -> str:
     return (
         f"{what_needs} {needed:,} B of {memory} but {profile.name} has {available:,} B ({needed - available:,} B over)"
     )
 
 
-def check_fits(profile: Profile, model_name: str, arena_bytes: int, flash_bytes: int) -> None:
-    """Raise ResourceError unless arena_bytes <= profile.sram_bytes and flash_bytes <= profile.flash_bytes.
+def check_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int) -> None:
+    """Raise ResourceError unless ram.total_bytes <= profile.sram_bytes and flash_bytes <= profile.flash_bytes.
 
-    A model exactly at a limit fits. When both limits are exceeded, the one line names both, e.g.
-    "vww_96_float: arena needs 321,808 B of SRAM but cortex-m0plus has 32,768 B (289,040 B over)".
+    A model exactly at a limit fits. The line names every part of the RAM, and both limits when both are
+    exceeded, e.g. "kws_ref_model: RAM needs 10,762 B of SRAM (arena 10,048 B + inputs 490 B + outputs 12 B +
+    state 0 B + stack 212 B measured on the emulated board) but my-board has 10,400 B (362 B over)".
     """
     overruns = []
-    if arena_bytes > profile.sram_bytes:
-        overruns.append(_overrun("arena needs", arena_bytes, "SRAM", profile.sram_bytes, profile))
+    if ram.total_bytes > profile.sram_bytes:
+        overruns.append(_overrun("RAM needs", ram.total_bytes, f"SRAM ({ram.parts()})", profile.sram_bytes, profile))
     if flash_bytes > profile.flash_bytes:
         overruns.append(_overrun("weights + code need", flash_bytes, "flash", profile.flash_bytes, profile))
     if overruns:
@@ -54,18 +112,19 @@ def check_io_fits(profile: Profile, model_name: str, input_bytes: int, output_by
         )
 
 
-def headroom(profile: Profile, arena_bytes: int, flash_bytes: int) -> dict[str, object]:
+def headroom(profile: Profile, ram: RamUse, flash_bytes: int) -> dict[str, object]:
     """What the manifest records about the fit: the profile, each limit, the use and what is left (bytes).
 
-    Headroom is negative when a limit is exceeded (check_fits would have raised).
+    `ram` is every part of the RAM one inference holds (RamUse.manifest_entry); the SRAM headroom is what its
+    total leaves. Headroom is negative when a limit is exceeded (check_fits would have raised).
     """
     return {
         "profile": profile.name,
         "profile_source": profile.source,
         "memory_source": profile.memory_source,
         "sram_bytes": profile.sram_bytes,
-        "arena_bytes": arena_bytes,
-        "sram_headroom_bytes": profile.sram_bytes - arena_bytes,
+        **ram.manifest_entry(),
+        "sram_headroom_bytes": profile.sram_bytes - ram.total_bytes,
         "flash_bytes": profile.flash_bytes,
         "flash_used_bytes": flash_bytes,
         "flash_headroom_bytes": profile.flash_bytes - flash_bytes,

@@ -1,54 +1,99 @@
-"""The profile as a resource constraint: check_fits at the exact byte, and the manifest's headroom."""
+"""The profile as a resource constraint: check_fits counts every part of the RAM (arena, inputs and outputs
+outside it, state, stack) at the exact byte and names them; the manifest's headroom."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 import target
+from target.resources import RamUse, StackSource
 
 M0PLUS = target.load_profile("cortex-m0plus")  # 32,768 B SRAM, 262,144 B flash
+BOARD = dataclasses.replace(M0PLUS, name="my-board", sram_bytes=10_400)
+# kws_ref_model on cortex-m0plus: its arena, its int8 input (49 x 10) and output (12), its run call's stack as
+# the emulated board measured it.
+KWS = RamUse(arena_bytes=10_048, input_bytes=490, output_bytes=12, state_bytes=0, stack_bytes=212,
+             stack_source=StackSource.MEASURED)
 
 
-def test_message_matches_the_issue_example_for_vww_96_float_on_cortex_m0plus():
-    # 321,808 B is vww_96_float's arena under TFLite Micro (../shared/docs/cortex-m-under-qemu.md).
+def test_a_board_that_holds_the_arena_but_not_the_whole_ram_refuses_it_naming_every_part():
+    """The issue's example: a board with 10,400 B of SRAM accepted kws, whose arena alone fits."""
+    assert KWS.arena_bytes <= BOARD.sram_bytes
     with pytest.raises(target.ResourceError) as error:
-        target.check_fits(M0PLUS, "vww_96_float", arena_bytes=321_808, flash_bytes=100_000)
+        target.check_fits(BOARD, "kws_ref_model", KWS, flash_bytes=100_000)
     assert str(error.value) == (
-        "vww_96_float: arena needs 321,808 B of SRAM but cortex-m0plus has 32,768 B (289,040 B over)"
-    )
+        "kws_ref_model: RAM needs 10,762 B of SRAM (arena 10,048 B + inputs 490 B + outputs 12 B + state 0 B + "
+        "stack 212 B measured on the emulated board) but my-board has 10,400 B (362 B over)")
 
 
-def test_arena_exactly_at_the_sram_limit_fits_and_one_byte_more_does_not():
-    target.check_fits(M0PLUS, "m", arena_bytes=32_768, flash_bytes=262_144)
-    with pytest.raises(target.ResourceError, match=r"^m: arena needs 32,769 B of SRAM .* \(1 B over\)$"):
-        target.check_fits(M0PLUS, "m", arena_bytes=32_769, flash_bytes=262_144)
+def test_before_the_emulated_build_the_stack_is_named_as_not_yet_counted():
+    pending = dataclasses.replace(KWS, stack_bytes=0, stack_source=StackSource.PENDING)
+    with pytest.raises(target.ResourceError) as error:
+        target.check_fits(BOARD, "kws_ref_model", pending, flash_bytes=100_000)
+    assert str(error.value) == (
+        "kws_ref_model: RAM needs 10,550 B of SRAM (arena 10,048 B + inputs 490 B + outputs 12 B + state 0 B; "
+        "stack not yet counted: measured after the build) but my-board has 10,400 B (150 B over)")
+
+
+def test_without_a_measurement_the_profile_s_stack_bound_is_counted():
+    bound = RamUse(1_000, 0, 0, 24, M0PLUS.stack_bound_bytes, StackSource.BOUND)
+    small = dataclasses.replace(M0PLUS, sram_bytes=2_047)
+    with pytest.raises(target.ResourceError, match=r"\+ state 24 B \+ stack 1,024 B the profile's stack_bound_bytes\)"
+                                                   r" but cortex-m0plus has 2,047 B \(1 B over\)$"):
+        target.check_fits(small, "m", bound, flash_bytes=1)
+    target.check_fits(dataclasses.replace(small, sram_bytes=2_048), "m", bound, flash_bytes=1)
+
+
+@pytest.mark.parametrize("part", ["arena_bytes", "input_bytes", "output_bytes", "state_bytes", "stack_bytes"])
+def test_every_part_counts_to_the_byte(part: str):
+    exactly = RamUse(32_000, 400, 200, 100, 68, StackSource.MEASURED)
+    assert exactly.total_bytes == M0PLUS.sram_bytes
+    target.check_fits(M0PLUS, "m", exactly, flash_bytes=262_144)
+    one_more = dataclasses.replace(exactly, **{part: getattr(exactly, part) + 1})
+    with pytest.raises(target.ResourceError, match=r"^m: RAM needs 32,769 B of SRAM .* \(1 B over\)$"):
+        target.check_fits(M0PLUS, "m", one_more, flash_bytes=262_144)
 
 
 def test_flash_exactly_at_the_limit_fits_and_one_byte_more_does_not():
-    target.check_fits(M0PLUS, "m", arena_bytes=0, flash_bytes=262_144)
+    nothing = RamUse(0, 0, 0, 0, 0, StackSource.MEASURED)
+    target.check_fits(M0PLUS, "m", nothing, flash_bytes=262_144)
     with pytest.raises(target.ResourceError) as error:
-        target.check_fits(M0PLUS, "m", arena_bytes=0, flash_bytes=262_145)
+        target.check_fits(M0PLUS, "m", nothing, flash_bytes=262_145)
     assert str(error.value) == ("m: weights + code need 262,145 B of flash but cortex-m0plus has 262,144 B (1 B over)")
 
 
 def test_both_limits_exceeded_are_named_on_one_line():
+    ram = RamUse(40_000, 0, 0, 0, 100, StackSource.MEASURED)
     with pytest.raises(target.ResourceError) as error:
-        target.check_fits(M0PLUS, "ad01_fp32", arena_bytes=40_000, flash_bytes=1_100_000)
+        target.check_fits(M0PLUS, "ad01_fp32", ram, flash_bytes=1_100_000)
     message = str(error.value)
     assert "\n" not in message
     assert message == (
-        "ad01_fp32: arena needs 40,000 B of SRAM but cortex-m0plus has 32,768 B (7,232 B over); "
+        "ad01_fp32: RAM needs 40,100 B of SRAM (arena 40,000 B + inputs 0 B + outputs 0 B + state 0 B + stack 100 B "
+        "measured on the emulated board) but cortex-m0plus has 32,768 B (7,332 B over); "
         "weights + code need 1,100,000 B of flash but cortex-m0plus has 262,144 B (837,856 B over)"
     )
 
 
-def test_headroom_is_limit_minus_use_and_goes_negative_when_over():
-    room = target.headroom(M0PLUS, arena_bytes=30_000, flash_bytes=300_000)
+def test_headroom_is_limit_minus_the_whole_ram_and_goes_negative_when_over():
+    room = target.headroom(M0PLUS, RamUse(30_000, 490, 12, 8, 212, StackSource.MEASURED), flash_bytes=300_000)
     assert room["profile"] == "cortex-m0plus"
-    assert (room["sram_bytes"], room["arena_bytes"], room["sram_headroom_bytes"]) == (32_768, 30_000, 2_768)
+    assert (room["sram_bytes"], room["arena_bytes"], room["total_ram_bytes"], room["sram_headroom_bytes"]) == (
+        32_768, 30_000, 30_722, 2_046)
+    assert (room["input_bytes_outside_arena"], room["output_bytes_outside_arena"], room["state_bytes"],
+            room["stack_bytes"], room["stack_source"]) == (490, 12, 8, 212, "measured")
     assert (room["flash_bytes"], room["flash_used_bytes"], room["flash_headroom_bytes"]) == (
         262_144,
         300_000,
         -37_856,
     )
     assert room["profile_source"] == "target/profiles/cortex-m0plus.toml"
+
+
+def test_a_profile_file_may_give_its_stack_bound(tmp_path):
+    board = tmp_path / "board.toml"
+    board.write_text('extends = "lowpower"\nname = "my-board"\nstack_bound_bytes = 4_096\n')
+    assert target.load_profile(board).stack_bound_bytes == 4_096
+    assert target.load_profile("lowpower").stack_bound_bytes == 1_024

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 from memory_planner.api import MemoryPlan
-from memory_planner.from_plan import total_ram_bytes
 from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
 from printable import printable
 from target.resolve import TargetSpec
+from target.resources import RamUse
 from tvm_ext.processes.command_process import interrupts_held_back, outcome_decided
 
 if TYPE_CHECKING:
@@ -71,6 +71,7 @@ class Bundle:
     out_dir: Path
     plan: ExecutionPlan
     memory: MemoryPlan
+    ram: RamUse  # everything one inference holds in SRAM, as the fit check counted it
     library: Path | None  # None: not built (`build=False`)
     archive: Path
     selftest: SelftestResult | None  # None: not built, so not self-tested (`build=False`)
@@ -81,8 +82,9 @@ class Bundle:
 
     @property
     def total_ram_bytes(self) -> int:
-        """The arena plus the inputs and outputs outside it (memory_planner.from_plan.total_ram_bytes)."""
-        return total_ram_bytes(self.plan, self.memory)
+        """Everything one inference holds in SRAM (bytes): the arena, the inputs and outputs outside it, the
+        state and the stack (target.RamUse; the stack measured on an emulated board, else the profile's bound)."""
+        return self.ram.total_bytes
 
     @property
     def weight_bytes(self) -> int:
@@ -272,7 +274,7 @@ def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
             remove_parents(parents)
         raise
     library = None if result.library is None else out / result.library.name
-    return Bundle(out, result.plan, result.memory, library, out / result.archive.name, result.selftest)
+    return Bundle(out, result.plan, result.memory, result.ram, library, out / result.archive.name, result.selftest)
 
 
 def tvm_ext_version() -> str:

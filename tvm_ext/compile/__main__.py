@@ -203,7 +203,7 @@ def _print_summary(bundle: Bundle) -> int:
     print(printable(
         f"[tvm_ext] {bundle.plan.model}: arena {memory.arena_bytes:,} B (lower bound {memory.lower_bound:,} B, "
         f"{'optimal' if memory.optimal else memory.strategy}), total RAM {bundle.total_ram_bytes:,} B "
-        f"(arena + I/O outside it), weights {bundle.weight_bytes:,} B, "
+        f"({bundle.ram.parts()}), weights {bundle.weight_bytes:,} B, "
         f"{len({c.kernel for c in bundle.plan.calls})} kernels in {len(bundle.plan.calls)} calls, "
         f"{verdict} -> {bundle.out_dir}"
     ))

@@ -37,9 +37,11 @@ from packager.selftest_verdict import SelftestResult
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
+from target.resources import RamUse
 from tvm_ext.processes.command_process import interrupts_held_back
 from tvm_ext.compile import (BundleBuildError, CompileError, DoesNotFitError, SelftestMismatchError, early_objects,
                              tvm_ext_version)
+from tvm_ext.compile.device_ram import planned_ram, refuse_unless_fits, with_measured_stack
 from tvm_ext.compile.early_objects import EarlyObjects
 from tvm_ext.stages import Stage
 
@@ -61,6 +63,7 @@ class FolderResult:
 
     plan: ExecutionPlan
     memory: MemoryPlan
+    ram: RamUse  # everything one inference holds in SRAM, as the fit check counted it
     library: Path | None
     archive: Path
     selftest: SelftestResult | None
@@ -248,10 +251,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
         units = subgraph_units(planned.plan, profile, file_name)
-        try:
-            target.check_fits(profile, planned.plan.model, planned.memory.arena_bytes, planned.plan.weight_bytes())
-        except target.ResourceError as err:
-            raise DoesNotFitError(str(err)) from err
+        ram = planned_ram(planned.plan, planned.memory, profile, options.build and config.emulated is not None)
+        refuse_unless_fits(profile, planned.plan.model, ram, planned.plan.weight_bytes())
         if checked is not None:
             referenced = stage("reference", lambda: reference_file(reference, imported), _runtime)
 
@@ -259,19 +260,21 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                                                         config, units), lambda p: f"{len(p.files)} files")
         if not options.build:
             untested = untested_reason(config)
-            facts = bundle_facts(profile, config, planned, None, units, options.quantization, lowered.layouts,
+            facts = bundle_facts(profile, config, planned, ram, None, units, options.quantization, lowered.layouts,
                                  untested)
             log_skipped(stage, untested)
-            return FolderResult(planned.plan, planned.memory, None, finish_bundle(folder, packaged.bundle, facts),
-                                None)
+            return FolderResult(planned.plan, planned.memory, ram, None,
+                                finish_bundle(folder, packaged.bundle, facts), None)
         built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs, early),
                       lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
     tested = stage("self-test", lambda: self_test(folder, packaged.bundle), _describe_selftest)
     if not tested.result.passed:
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
-    facts = bundle_facts(profile, config, planned, tested, units, options.quantization, lowered.layouts)
+    ram = with_measured_stack(ram, tested.measured)
+    refuse_unless_fits(profile, planned.plan.model, ram, planned.plan.weight_bytes())
+    facts = bundle_facts(profile, config, planned, ram, tested, units, options.quantization, lowered.layouts)
     tarball = finish_bundle(folder, packaged.bundle, facts)
-    return FolderResult(planned.plan, planned.memory, built.library, tarball, tested.result)
+    return FolderResult(planned.plan, planned.memory, ram, built.library, tarball, tested.result)
 
 
 def untested_reason(config: BuildConfig) -> str:
@@ -592,10 +595,11 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
         raise CompileError(f"{file_name}: the {profile.name} profile's compute units: {err}") from err
 
 
-def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested: Tested | None,
+def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: RamUse, tested: Tested | None,
                  units: list[UnitChoice], quantization: dict | None,
                  layouts: tuple[LayoutChoice, ...] = (), untested: str | None = None) -> BundleFacts:
-    """What the manifest records beyond the plans: tool versions, the profile, its headroom, the self-test
+    """What the manifest records beyond the plans: tool versions, the profile, its headroom (every part of the
+    RAM `ram`), the self-test
     (None: not built, `untested` says why), each subgraph's compute unit and data layout, and how a float model
     was quantized (None: it was not)."""
     import target
@@ -612,7 +616,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, tested
                  "simd": profile.simd, "int8_rounding": profile.int8_rounding,
                  "subgraph_bytes": profile.subgraph_bytes, "clock_hz": profile.clock_hz,
                  "units": [unit.name for unit in profile.compute_units]},
-        headroom=target.headroom(profile, planned.memory.arena_bytes, planned.plan.weight_bytes()),
+        headroom=target.headroom(profile, ram, planned.plan.weight_bytes()),
         selftest=None if tested is None else tested.result,
         measured={} if tested is None else tested.measured,
         subgraph_units=tuple(dataclasses.asdict(choice) for choice in units),

@@ -1,7 +1,7 @@
 """Which integer type the quantized model's activations take: int8, or int16 with the int8 weights (TFLite's
 16x8 scheme, which TFLite Micro's kernels run) when int8 activations miss the accuracy budget on the
 calibration samples and 16x8 measures better on them; the compile falls back to the int8 model when the 16x8
-bundle's planned arena or code does not fit the profile (`tvm_ext.compile`): which fits is known only once
+bundle's RAM (arena, I/O, state, stack) or code does not fit the profile (`tvm_ext.compile`): which fits is known only once
 the bundle is planned, fusion and in-place kernels putting the arena below any sum read from the graph.
 
 The budget (`within_budget`): top-1 agreement with the float model of at least TOP1_BUDGET for a classifier,

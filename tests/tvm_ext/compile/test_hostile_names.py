@@ -30,6 +30,7 @@ from tflite_builder import build
 from packager.c_lexical import UnsafeCError, check_c_text
 from packager.c_text import c_string, comment
 from printable import printable
+import target
 from tvm_ext.compile import compile
 from tvm_ext.frontend import c_identifier
 from packager.bundle_prefix import MAX_PREFIX_CHARS
@@ -181,7 +182,8 @@ def test_report_svg_and_manifest_hold_any_name(tmp_path: Path) -> None:
 def a_bundle_in(out: Path) -> SimpleNamespace:
     """What the command prints a compiled bundle's summary from."""
     memory = SimpleNamespace(arena_bytes=0, lower_bound=0, optimal=True, strategy="exact")
-    return SimpleNamespace(plan=SimpleNamespace(model="m", calls=[]), memory=memory, total_ram_bytes=0,
+    ram = target.RamUse(0, 0, 0, 0, 0, target.StackSource.MEASURED)
+    return SimpleNamespace(plan=SimpleNamespace(model="m", calls=[]), memory=memory, total_ram_bytes=0, ram=ram,
                            weight_bytes=0, selftest=SimpleNamespace(passed=True), out_dir=out)
 
 

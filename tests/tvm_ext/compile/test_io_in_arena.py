@@ -34,8 +34,9 @@ def test_io_in_arena_bundle_passes_strictly_with_poisoned_gaps_in_less_ram(model
     m, M = bundle.plan.model, bundle.plan.model.upper()
     assert bundle.selftest.passed
     assert bundle.arena_bytes <= default.arena_bytes + io_bytes(default)
-    assert bundle.total_ram_bytes == bundle.arena_bytes
-    assert bundle.total_ram_bytes < default.total_ram_bytes == default.arena_bytes + io_bytes(default)
+    assert (bundle.ram.input_bytes, bundle.ram.output_bytes) == (0, 0)
+    assert bundle.total_ram_bytes == bundle.arena_bytes + bundle.ram.stack_bytes
+    assert bundle.total_ram_bytes < default.total_ram_bytes == default.arena_bytes + io_bytes(default) + 1_024
 
     header = (bundle.out_dir / f"{m}.h").read_text()
     assert f"int {m}_run(void);" in header
@@ -62,13 +63,15 @@ def test_io_in_arena_self_test_passes_on_cortex_m4f_under_qemu(model, shared_mod
 
 
 def test_the_cli_flag_reports_total_ram_and_the_default_keeps_its_api(compiled, tmp_path):
-    """The summary line gives the total RAM (the arena alone with --io-in-arena; arena + I/O by default), and
+    """The summary line gives the total RAM and its parts (no I/O outside the arena with --io-in-arena), and
     the default bundle keeps the caller's I/O buffers: its run functions take them, no offsets, no manifest key."""
     proc = run_cli("--example", "--io-in-arena", "--jobs", "1", "-o", str(tmp_path / "cli"))
     assert proc.returncode == 0, proc.stderr
     summary = proc.stdout.strip().splitlines()[-1]
     arena = json.loads((tmp_path / "cli" / "manifest.json").read_text())["arena"]["bytes"]
-    assert f"arena {arena:,} B" in summary and f"total RAM {arena:,} B (arena + I/O outside it)" in summary
+    assert f"arena {arena:,} B" in summary and (
+        f"total RAM {arena + 1_024:,} B (arena {arena:,} B + inputs 0 B + outputs 0 B + state 0 B + stack 1,024 B "
+        "the profile's stack_bound_bytes)") in summary
 
     default = compiled(example_model)
     m = default.plan.model
@@ -76,7 +79,7 @@ def test_the_cli_flag_reports_total_ram_and_the_default_keeps_its_api(compiled, 
     assert f"int {m}_run(const float* input, float* output);" in header
     assert "_OFFSET" not in header and f"{m}_input0" not in header
     assert "io_in_arena" not in (default.out_dir / "manifest.json").read_text()
-    assert default.total_ram_bytes == default.arena_bytes + io_bytes(default)
+    assert default.ram.input_bytes + default.ram.output_bytes == io_bytes(default)
 
 
 def test_io_in_arena_with_a_scheduler_is_refused_in_one_line(tmp_path):

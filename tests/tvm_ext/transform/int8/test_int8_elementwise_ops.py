@@ -139,13 +139,14 @@ def unary_model(builtin: str, unary: Unary, dtype: str = "int8",
 
 
 def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[str] = frozenset(),
-                                       inputs: Sequence[np.ndarray] = ()) -> None:
-    """Compile ``model`` for lowpower; its self-test, the given ``inputs`` (one value per graph input, if any)
-    and RUNS random inputs (over the whole range of each input's integer type) must match TFLite Micro exactly.
-    ``views`` names the outputs whose operator must become a view (no kernel of its own)."""
+                                       inputs: Sequence[np.ndarray] = (), target="lowpower") -> None:
+    """Compile ``model`` for ``target`` (a profile or its name; lowpower's C); its self-test, the given ``inputs``
+    (one value per graph input, if any) and RUNS random inputs (over the whole range of each input's integer type)
+    must match TFLite Micro exactly. ``views`` names the outputs whose operator must become a view (no kernel of
+    its own)."""
     path = tmp_path / "model.tflite"
     path.write_bytes(build(model))
-    bundle = compile(path, "lowpower", tmp_path / "out")
+    bundle = compile(path, target, tmp_path / "out")
     report = bundle.selftest.output
     assert bundle.selftest.passed and len(bundle.selftest.outputs) == len(model.outputs), report
     assert all(output.bit_identical for output in bundle.selftest.reports), report

@@ -1,0 +1,45 @@
+"""The RAM one inference of a planned bundle holds on its device (target.RamUse), and the fit check on it.
+
+The stack is counted as the profile allows: a bundle built for an emulated board has its run call's stack
+measured after the build (`emulator.stack`), so the check before the build counts the other parts alone
+(StackSource.PENDING) and `with_measured_stack` checks again with the measured figure; any other bundle
+counts the profile's documented bound `stack_bound_bytes`.
+"""
+
+from __future__ import annotations
+
+from memory_planner.api import MemoryPlan
+from memory_planner.from_plan import io_bytes_outside
+from memory_planner.plan import ExecutionPlan
+from target.profile import Profile
+from target.resources import RamUse, ResourceError, StackSource, check_fits
+from tvm_ext.compile import DoesNotFitError
+
+MEASURED_STACK_KEY = "stack_peak_bytes"
+"""The emulated self-test's measurement (emulator.sizes.read_sizes) that is the run call's stack, in bytes."""
+
+
+def planned_ram(plan: ExecutionPlan, memory: MemoryPlan, profile: Profile, stack_measured_later: bool) -> RamUse:
+    """The RAM of `plan` placed by `memory`: the arena, the inputs and outputs outside it, the state, and the
+    stack: PENDING when `stack_measured_later` (an emulated build follows), else the profile's bound."""
+    inputs, outputs = io_bytes_outside(plan, memory)
+    state = sum(tensor.nbytes for tensor in plan.states())
+    if stack_measured_later:
+        return RamUse(memory.arena_bytes, inputs, outputs, state, 0, StackSource.PENDING)
+    return RamUse(memory.arena_bytes, inputs, outputs, state, profile.stack_bound_bytes, StackSource.BOUND)
+
+
+def with_measured_stack(ram: RamUse, measured: dict[str, object]) -> RamUse:
+    """`ram` with the stack the emulated self-test measured (`measured`, its manifest entry); unchanged when
+    there is no measurement (a host self-test)."""
+    stack = measured.get(MEASURED_STACK_KEY)
+    return ram if stack is None else ram.with_stack(int(stack), StackSource.MEASURED)
+
+
+def refuse_unless_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int) -> None:
+    """DoesNotFitError (one line: every part of the RAM, the limit, the excess) unless `ram` and `flash_bytes`
+    fit `profile` (target.check_fits)."""
+    try:
+        check_fits(profile, model_name, ram, flash_bytes)
+    except ResourceError as err:
+        raise DoesNotFitError(str(err)) from err
