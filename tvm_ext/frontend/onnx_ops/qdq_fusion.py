@@ -10,7 +10,9 @@ rules, and writes the same operators, so that our kernels compute what onnxrunti
 - Conv -> QLinearConv, MatMul -> QLinearMatMul, Gemm -> com.microsoft QGemm: integer accumulation, float32
   requantization. (onnxruntime leaves a Conv or MatMul with int8 activations in float on x86-64; its float
   convolution of the dequantized values rounds to the same integers as the integer one, but where its float
-  sum lies within a float rounding of a tie. Ours is the integer one.)
+  sum lies within a float rounding of a tie. Ours is the integer one.) A Conv with a bias only when the bias
+  scale is x_scale * w_scale within onnxruntime's tolerance (``_bias_scale_is_input_times_weight_scale``);
+  a Gemm whatever its bias scale, as onnxruntime.
 - Add, Mul -> com.microsoft QLinearAdd, QLinearMul, when both inputs and the output have one type: their
   own float arithmetic (``tvm_ext.kernels.onnxruntime_elementwise``). An Add or Mul of mixed types stays
   float: onnxruntime's DequantizeLinear, float Add, QuantizeLinear (rounding x / scale half to even).
