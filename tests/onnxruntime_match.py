@@ -36,10 +36,13 @@ class NormalCalibration(quantization.CalibrationDataReader):
         return next(self.batches, None)
 
 
-def session(model: Path | bytes) -> onnxruntime.InferenceSession:
-    """onnxruntime's CPU session as the compiler's reference runs it (tvm_ext.reference.runtimes)."""
+def session(model: Path | bytes, optimized: Path | None = None) -> onnxruntime.InferenceSession:
+    """onnxruntime's CPU session as the compiler's reference runs it (tvm_ext.reference.runtimes); ``optimized``:
+    where onnxruntime writes the graph it runs (its fused operators)."""
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3
+    if optimized is not None:
+        options.optimized_model_filepath = str(optimized)
     options.add_session_config_entry(*ONNXRUNTIME_INTEGER_QDQ)
     return onnxruntime.InferenceSession(model if isinstance(model, bytes) else str(model), options,
                                         providers=["CPUExecutionProvider"])

@@ -18,7 +18,7 @@ def _conv_model(extra_outputs=(), bias_zero_point=0, middle=None, middle_params=
     """q_x -> DQ -> Conv(w, b) -> Q -> [DQ -> middle -> Q] -> y_q."""
     nodes = [helper.make_node("DequantizeLinear", ["x_q", "x_s", "x_z"], ["x"], name="dq_x"),
              helper.make_node("DequantizeLinear", ["w_q", "w_s", "w_z"], ["w"], name="dq_w", axis=0),
-             helper.make_node("DequantizeLinear", ["b_q", "b_s", "b_z"], ["b"], name="dq_b"),
+             helper.make_node("DequantizeLinear", ["b_q", "b_s", "b_z"], ["b"], name="dq_b", axis=0),
              helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
              helper.make_node("QuantizeLinear", ["c", "q_s", "q_z"], ["c_q"], name="q_c")]
     constants = [*_quant("x", 0.05, 1), *_quant("q", 0.1, 2),
@@ -26,7 +26,7 @@ def _conv_model(extra_outputs=(), bias_zero_point=0, middle=None, middle_params=
                  numpy_helper.from_array(np.array([0.01, 0.02], np.float32), "w_s"),
                  numpy_helper.from_array(np.zeros(2, np.int8), "w_z"),
                  numpy_helper.from_array(np.array([5, -5], np.int32), "b_q"),
-                 numpy_helper.from_array(np.array(0.0005, np.float32), "b_s"),
+                 numpy_helper.from_array(np.array([0.0005, 0.001], np.float32), "b_s"),  # x_s * w_s
                  numpy_helper.from_array(np.array(bias_zero_point, np.int32), "b_z")]
     out = "c_q"
     if middle is not None:
@@ -134,3 +134,41 @@ def test_pools_become_onnxruntimes_operators_and_max_pool_runs_on_the_quantized_
         "QLinearGlobalAveragePool"]
     maximum = fuse_qdq(_one_input_model("MaxPool", kernel_shape=[2, 2]))
     assert [(n.op_type, list(n.input), list(n.output)) for n in maximum.graph.node] == [("MaxPool", ["x"], ["y"])]
+
+
+def _with_bias_scale(model, bias_scale: np.ndarray):
+    for init in model.graph.initializer:
+        if init.name == "b_s":
+            init.CopyFrom(numpy_helper.from_array(bias_scale.astype(np.float32), "b_s"))
+    return model
+
+
+def test_a_conv_bias_scale_off_x_scale_times_w_scale_in_any_channel_keeps_the_group_float():
+    """onnxruntime 1.32's rule: |b_scale - x_scale * w_scale| <= 1e-6 + 1e-2 * |x_scale * w_scale|, per channel,
+    in float32 (x_scale * w_scale is 0.0005 and 0.001 here)."""
+    expected = np.float32(0.05) * np.array([0.01, 0.02], np.float32)
+    inside = expected + np.float32(1e-6) + np.float32(1e-2) * expected
+    assert [n.op_type for n in fuse_qdq(_with_bias_scale(_conv_model(), inside)).graph.node] == ["QLinearConv"]
+    one_off = np.array([inside[0], np.nextafter(inside[1], np.float32(1))], np.float32)
+    model = _with_bias_scale(_conv_model(), one_off)
+    assert fuse_qdq(model) is model
+    one_scale = _with_bias_scale(_conv_model(), expected[:1].reshape(()))  # the first channel's, for both
+    assert fuse_qdq(one_scale) is one_scale
+
+
+def test_a_gemm_fuses_whatever_its_bias_scale_as_onnxruntime_1_32_does():
+    """onnxruntime's GemmSelector checks no bias scale: QGemm takes the int32 bias in units of a_scale * b_scale."""
+    nodes = [helper.make_node("DequantizeLinear", ["x_q", "x_s", "x_z"], ["x"]),
+             helper.make_node("DequantizeLinear", ["w_q", "w_s", "w_z"], ["w"]),
+             helper.make_node("DequantizeLinear", ["b_q", "b_s", "b_z"], ["b"]),
+             helper.make_node("Gemm", ["x", "w", "b"], ["c"], name="gemm"),
+             helper.make_node("QuantizeLinear", ["c", "q_s", "q_z"], ["c_q"])]
+    constants = [*_quant("x", 0.05, 1), *_quant("w", 0.01, 0), *_quant("q", 0.1, 2),
+                 numpy_helper.from_array(np.ones((4, 2), np.int8), "w_q"),
+                 numpy_helper.from_array(np.array([5, -5], np.int32), "b_q"),
+                 numpy_helper.from_array(np.array(0.5, np.float32), "b_s"),  # 1000 times 0.05 * 0.01
+                 numpy_helper.from_array(np.array(0, np.int32), "b_z")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x_q", TensorProto.INT8, [3, 4])],
+                              [helper.make_tensor_value_info("c_q", TensorProto.INT8, None)], constants)
+    fused = fuse_qdq(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    assert [n.op_type for n in fused.graph.node] == ["QGemm"]

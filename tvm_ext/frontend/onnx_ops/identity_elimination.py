@@ -3,9 +3,9 @@
 
 PyTorch's TorchScript exporter shares equal constants through Identity nodes (every zero bias of a torchvision
 model is one initializer read through an Identity per Conv); after onnxruntime's ``quantize_static`` each such
-Identity sits between a bias's DequantizeLinear and its Conv. onnxruntime fuses those Conv groups into
-QLinearConv all the same; a pattern that expects the DequantizeLinear as the Conv's own input would not, and the
-group would stay float (float weights in flash, and outputs one step away from onnxruntime's).
+Identity sits between a bias's DequantizeLinear and its Conv. onnxruntime selects those Conv groups as if the
+Identity were not there (and fuses each whose bias scale meets its rule, ``qdq_fusion``); a pattern that expects
+the DequantizeLinear as the Conv's own input would not see them as groups at all.
 """
 
 from __future__ import annotations

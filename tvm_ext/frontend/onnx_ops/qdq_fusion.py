@@ -10,7 +10,9 @@ rules, and writes the same operators, so that our kernels compute what onnxrunti
 - Conv -> QLinearConv, MatMul -> QLinearMatMul, Gemm -> com.microsoft QGemm: integer accumulation, float32
   requantization. (onnxruntime leaves a Conv or MatMul with int8 activations in float on x86-64; its float
   convolution of the dequantized values rounds to the same integers as the integer one, but where its float
-  sum lies within a float rounding of a tie. Ours is the integer one.)
+  sum lies within a float rounding of a tie. Ours is the integer one.) A Conv with a bias only when the bias
+  scale is x_scale * w_scale within onnxruntime's tolerance (``_bias_scale_is_input_times_weight_scale``);
+  a Gemm whatever its bias scale, as onnxruntime.
 - Add, Mul -> com.microsoft QLinearAdd, QLinearMul, when both inputs and the output have one type: their
   own float arithmetic (``tvm_ext.kernels.onnxruntime_elementwise``). An Add or Mul of mixed types stays
   float: onnxruntime's DequantizeLinear, float Add, QuantizeLinear (rounding x / scale half to even).
@@ -46,6 +48,9 @@ MS_DOMAIN = "com.microsoft"
 DATA_MOVEMENT = ("Expand", "Flatten", "Gather", "GatherElements", "Reshape", "Slice", "Squeeze", "Tile",
                  "Transpose", "Unsqueeze", "MaxPool", "Resize")
 _ALL_INPUTS = -1  # a group's operator reads a DequantizeLinear on every input it has
+# onnxruntime's tolerance on a Conv bias scale against x_scale * w_scale (float32 constants of its selector).
+_BIAS_SCALE_RTOL = np.float32(1e-2)
+_BIAS_SCALE_ATOL = np.float32(1e-6)
 
 
 @dataclass(frozen=True)
@@ -139,10 +144,29 @@ def _integer_bias(graph: QdqGraph, group: _Group) -> bool:
             and not np.any(bias.zero_point_value))
 
 
+def _bias_scale_is_input_times_weight_scale(graph: QdqGraph, group: _Group) -> bool:
+    """Whether the bias DequantizeLinear's scale is the input's scale times the weight's, per output channel, as
+    onnxruntime's ConvNodeGroupSelector requires before it fuses (microsoft/onnxruntime#28229, in 1.32):
+    float32 scales, an input scale of rank 0 or 1, bias and weight scales of one element or one per bias element,
+    and for each channel ``|b_scale - x_scale * w_scale| <= 1e-6 + 1e-2 * |x_scale * w_scale|``, evaluated in
+    float32 (so NaN never matches and an infinite product matches any finite bias scale). QLinearConv takes the
+    bias in units of ``x_scale * w_scale``; the bias DequantizeLinear's scale is dropped by the fusion."""
+    x, w, b = group.inputs
+    channels = graph.constants[b.tensor].size
+    if any(q.scale_value.dtype != np.float32 for q in group.inputs) or x.scale_value.ndim > 1 \
+            or any(q.scale_value.size not in (1, channels) for q in (w, b)):
+        return False
+    expected = x.scale_value.reshape(()) * w.scale_value.reshape(-1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        distance = np.abs(b.scale_value.reshape(-1) - expected)
+        return bool(np.all(distance <= _BIAS_SCALE_ATOL + _BIAS_SCALE_RTOL * np.abs(expected)))
+
+
 def _conv(graph: QdqGraph, node: onnx.NodeProto) -> onnx.NodeProto | None:
     group = _group(graph, node, _ALL_INPUTS)
     if group is None or len(group.inputs) < 2 or not group.inputs[0].per_tensor \
-            or not _constant_weight(graph, group, 0) or (len(group.inputs) == 3 and not _integer_bias(graph, group)):
+            or not _constant_weight(graph, group, 0) or (len(group.inputs) == 3 and not (
+                _integer_bias(graph, group) and _bias_scale_is_input_times_weight_scale(graph, group))):
         return None
     inputs = _operands(group, 0, 1)
     if len(group.inputs) == 3:
