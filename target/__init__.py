@@ -13,7 +13,8 @@ from typing import Any
 from target.loading import load_profile, profile_names
 from target.profile import Profile, ProfileError
 from target.resolve import TargetSpec, resolve_profile
-from target.resources import RamUse, ResourceError, StackSource, check_fits, check_io_fits, headroom
+from target.resources import (RamUse, ResourceError, StackSource, check_fits, check_flash_fits, check_io_fits,
+                              headroom)
 
 __all__ = [
     "Profile",
@@ -23,6 +24,7 @@ __all__ = [
     "StackSource",
     "TargetSpec",
     "check_fits",
+    "check_flash_fits",
     "check_io_fits",
     "headroom",
     "is_lowpower_target",

@@ -93,6 +93,15 @@ def check_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int)
         raise ResourceError(f"{model_name}: {'; '.join(overruns)}")
 
 
+def check_flash_fits(profile: Profile, model_name: str, flash_bytes: int) -> None:
+    """Raise ResourceError unless flash_bytes <= profile.flash_bytes (the flash half of check_fits, for a caller
+    that knows no RAM yet), e.g. "ad01: weights + code need 265,864 B of flash but cortex-m0plus has 262,144 B
+    (3,720 B over)"."""
+    if flash_bytes > profile.flash_bytes:
+        raise ResourceError(
+            f"{model_name}: {_overrun('weights + code need', flash_bytes, 'flash', profile.flash_bytes, profile)}")
+
+
 def check_io_fits(profile: Profile, model_name: str, input_bytes: int, output_bytes: int, state_bytes: int,
                   io_in_arena: bool) -> None:
     """Raise ResourceError when the model's inputs, outputs and state alone need more SRAM than the profile has,

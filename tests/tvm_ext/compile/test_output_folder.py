@@ -31,7 +31,7 @@ MODEL_NAME = "model.tflite"
 def stub_compile_to_folder(during=lambda staging: None):
     """A stand-in for pipeline.compile_to_folder: writes lib.a and bundle.tar.gz, calling `during` first."""
 
-    def compile_to_folder(model, target, staging: Path, stage, options):
+    def compile_to_folder(model, target, staging: Path, stage, options, checked=None):
         during(staging)
         (staging / "lib.a").write_text("library")
         (staging / "bundle.tar.gz").write_text("archive")
