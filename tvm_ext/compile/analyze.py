@@ -137,7 +137,7 @@ def _problem_before_compile(checked, profile: Profile) -> str | None:
     try:
         target.check_io_fits(profile, checked.path.name, sum(t.nbytes for t in facts.inputs),
                              sum(t.nbytes for t in facts.outputs), facts.state_bytes, io_in_arena=False)
-        target.check_fits(profile, checked.path.name, 0, facts.weight_bytes)
+        target.check_flash_fits(profile, checked.path.name, facts.weight_bytes)
     except target.ResourceError as err:
         return str(err)
     return None
@@ -157,7 +157,7 @@ def _profile_analysis(imported, profile: Profile, jobs: int) -> ProfileAnalysis:
     """The passes, code generation and memory plan of `imported` for `profile`, and the figures they give; a
     layer refused for this profile is its `problem`."""
     import target
-    from memory_planner.from_plan import total_ram_bytes
+    from tvm_ext.compile.device_ram import planned_ram
     from packager.report import layer_report
     from tvm_ext.compile.pipeline import codegen, passes, planning
     from tvm_ext.plan.extract_plan import PlanError
@@ -180,16 +180,16 @@ def _profile_analysis(imported, profile: Profile, jobs: int) -> ProfileAnalysis:
         layers.append(LayerFigures(
             call.step, " + ".join(op.kind for op in call.operators) or call.kernel, call.macs, call.weight_bytes, moved,
             None if timing is None else timing.microseconds(round(instructions))))
+    # Nothing is built, so the stack is the profile's bound (stack_bound_bytes), as for --no-build.
+    ram = planned_ram(planned.plan, planned.memory, profile, stack_measured_later=False)
     try:
-        target.check_fits(profile, imported.model.path.name, planned.memory.arena_bytes,
-                          planned.plan.weight_bytes())
+        target.check_fits(profile, imported.model.path.name, ram, planned.plan.weight_bytes())
         problem = None
     except target.ResourceError as err:
         problem = str(err)
     return ProfileAnalysis(
         profile, tuple(layers), report.total_macs, planned.plan.weight_bytes(),
-        sum(buffer.nbytes for buffer in planned.buffers), planned.memory.arena_bytes,
-        total_ram_bytes(planned.plan, planned.memory),
+        sum(buffer.nbytes for buffer in planned.buffers), planned.memory.arena_bytes, ram.total_bytes,
         None if timing is None else sum(layer.estimated_microseconds or 0.0 for layer in layers), problem)
 
 
