@@ -34,7 +34,7 @@ from .tflite_ops.quantize import convert_quantize
 from .tflite_ops.quantized import QUANTIZED_MODEL_ATTR, tflite_has_quantized_tensors
 from .tflite_ops.refusal import OperatorRefused
 from .tflite_ops.resize_nearest import convert_resize_nearest_neighbor
-from .tflite_ops.signal import SIGNAL_CODES, convert_signal, custom_code
+from .tflite_ops.signal import SIGNAL_CONVERTERS, convert_signal, custom_code
 from .tflite_ops.softmax import convert_softmax
 from .tflite_ops.strided_slice import convert_strided_slice
 from .tflite_ops.svdf import convert_svdf
@@ -309,7 +309,7 @@ def _import_tflite(path: Path, model) -> ImportedModel:
                        convert_resize_nearest_neighbor, self,
                        tvm_convert=self.convert_map["RESIZE_NEAREST_NEIGHBOR"]),
                    "UNIDIRECTIONAL_SEQUENCE_LSTM": functools.partial(convert_unidirectional_sequence_lstm, self),
-                   **{code: functools.partial(convert_signal, self, unwritten=unwritten) for code in SIGNAL_CODES}}
+                   **{code: functools.partial(convert_signal, self, unwritten=unwritten) for code in SIGNAL_CONVERTERS}}
             self.convert_map = {op: self._named(fn) for op, fn in {**self.convert_map, **own}.items()}
             # Data movement TVM 0.27 refuses when quantized, though its converters apply the same op to the int8
             # tensor itself, exactly (tvm_ext/transform/int8/data_movement.py lowers them).
@@ -338,7 +338,7 @@ def _import_tflite(path: Path, model) -> ImportedModel:
         def get_op_code_str(self, op):
             """TVM's operator name, or a signal-library custom operator's code (e.g. "SignalWindow")."""
             code = custom_code(self, op)
-            return code if code in SIGNAL_CODES else super().get_op_code_str(op)
+            return code if code in SIGNAL_CONVERTERS else super().get_op_code_str(op)
 
         def get_tensors(self, tensors_idx_list):
             """TVM's tensor wrappers, with the quantized axis set to 0 where the file's cannot matter: a 1-D

@@ -104,3 +104,13 @@ class ProblemList:
         if self.footer:
             text += f"; {self.footer}"
         raise ModelError(self.model, self.kind, f"{self.headline}: {text}")
+
+
+def refuse_unsupported_operators(model: str, refused: dict[tuple[str, str], list[str]]) -> None:
+    """ModelError(UNSUPPORTED_OPERATOR) listing each refused operator `(label, reason)` with the layers it is at
+    (`refused`, in the model's order), e.g. "unsupported operators: GridSample (...) at layer 'g'"; nothing when
+    `refused` is empty."""
+    problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")
+    for (label, reason), layers in refused.items():
+        problems.add(f"{label} ({reason}) at {layers_phrase(layers)}")
+    problems.raise_if_any()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, one_line, quote
+from .errors import ErrorKind, ModelError, ProblemList, one_line, quote, refuse_unsupported_operators
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
 from .limits import (has_c_type, io_problem, operators_problem, oversize_problem, refuse_beyond_limit, shape_problem,
                      tensor_bytes, weights_problem)
@@ -490,10 +490,7 @@ def _operator_refusals(model: str, graph, refuse_unsupported: bool) -> list[str 
             refused.setdefault((op, reason), []).append(_layer(index, node))
             refusals[index] = refusals[index] or f"{op} ({reason})"
     if refuse_unsupported:
-        problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")
-        for (op, reason), layers in refused.items():
-            problems.add(f"{op} ({reason}) at {layers_phrase(layers)}")
-        problems.raise_if_any()
+        refuse_unsupported_operators(model, refused)
     return refusals
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, quote
+from .errors import ErrorKind, ModelError, ProblemList, layers_phrase, quote, refuse_unsupported_operators
 from .tflite_layers import tflite_layer_name
 from .facts import ModelFacts, ModelFormat, OperatorFacts, TensorFacts
 from .limits import (MAX_TENSOR_BYTES, has_c_type, io_problem, operators_problem, oversize_problem, refuse_beyond_limit,
@@ -517,10 +517,7 @@ def _operator_refusals(model: str, graph: TfliteSubgraph, op_names: list[str],
         if reason is not None:
             refused.setdefault((label, reason), []).append(_layer(graph, op))
     if refuse_unsupported:
-        problems = ProblemList(model, ErrorKind.UNSUPPORTED_OPERATOR, "unsupported operators")
-        for (label, reason), layers in refused.items():
-            problems.add(f"{label} ({reason}) at {layers_phrase(layers)}")
-        problems.raise_if_any()
+        refuse_unsupported_operators(model, refused)
     return refusals
 
 

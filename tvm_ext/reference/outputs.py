@@ -160,8 +160,8 @@ def runs_on_tflite_micro(facts) -> bool:
     """Whether the model (its `tvm_ext.model_check.ModelFacts`) runs on TFLite Micro rather than LiteRT: TFLite Micro
     for a quantized model even with float inputs and outputs (QUANTIZE and DEQUANTIZE inside): our integer kernels
     are TFLite Micro's arithmetic, which LiteRT's kernels do not always share (a float -> int16 QUANTIZE of 1.0 in
-    tests/tvm_ext/transform/int8/test_int16_ops.py: LiteRT 2.3 gives 1525 where TFLite Micro gives 1526); and for its signal library's
-    operators, which only TFLite Micro runs."""
+    tests/tvm_ext/transform/int8/test_int16_ops.py: LiteRT 2.3 gives 1525 where TFLite Micro gives 1526); and for
+    its signal library's operators, which only TFLite Micro runs."""
     from tvm_ext.model_check.signal_ops import SIGNAL_OPERATORS
 
     return facts.quantized or not facts.op_types().isdisjoint(SIGNAL_OPERATORS)

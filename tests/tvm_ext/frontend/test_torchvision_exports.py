@@ -21,11 +21,10 @@ from tvm_ext.compile import compile
 
 SHAPE = (1, 3, 64, 64)
 CLASSES = 10
-# A float output's largest difference from onnxruntime's, relative to the output's largest magnitude: float32
-# sums in another order (onnxruntime's MLAS blocks them differently from our loops), through a whole float
-# network, or through the float tail a quantized one keeps (MNASNet's classifier: DequantizeLinear -> Gemm).
+# A float model's output's largest difference from onnxruntime's, relative to the output's largest magnitude:
+# float32 sums in another order (onnxruntime's MLAS blocks them differently from our loops) through the network.
+# A quantized model's outputs are compared exactly.
 FLOAT_MODEL_TOLERANCE = 1e-4
-FLOAT_TAIL_TOLERANCE = 1e-5
 
 # Builder of each model from torchvision.models, at the smallest width torchvision offers for it.
 MODELS: dict[str, Callable] = {
@@ -89,11 +88,9 @@ def test_torchvision_model_quantized_by_onnxruntime_equals_onnxruntime(tmp_path,
     quantized = tmp_path / f"{model}_int8.onnx"
     _quantize(path, quantized)
     bundle = compile(quantized, "lowpower", tmp_path / "int8")
-    # Integer outputs exactly, float ones (after a group onnxruntime keeps float) within float32 rounding.
-    assert mismatches(bundle, quantized, 10, float_tolerance=FLOAT_TAIL_TOLERANCE) == []
+    assert mismatches(bundle, quantized, 10) == []
     name = onnx.load(str(quantized)).graph.input[0].name
-    assert mismatches(bundle, quantized, 10, inputs=_normal_inputs(name), seed=1,
-                      float_tolerance=FLOAT_TAIL_TOLERANCE) == []
+    assert mismatches(bundle, quantized, 10, inputs=_normal_inputs(name), seed=1) == []
 
 
 @pytest.mark.slow

@@ -52,5 +52,6 @@ def _minus_zero_point(bb: relax.BlockBuilder, value: relax.Expr, zero_point: rel
 
 # ONNX op_type -> converter(bb, inputs, attrs), for operators TVM 0.27 does not convert (or wrongly): keyed by the
 # model check's list of them, the one place they are named.
-CONVERTERS: dict[str, Callable[[relax.BlockBuilder, Sequence[relax.Expr | None], dict[str, Any]], relax.Expr]] = keyed_by(
-    ONNX_OWN_CONVERTERS, {"ConvInteger": conv_integer, **QLINEAR_CONVERTERS}, "the ONNX converters")
+Converter = Callable[[relax.BlockBuilder, Sequence[relax.Expr | None], dict[str, Any]], relax.Expr]
+CONVERTERS: dict[str, Converter] = keyed_by(ONNX_OWN_CONVERTERS, {"ConvInteger": conv_integer, **QLINEAR_CONVERTERS},
+                                            "the ONNX converters")

@@ -72,7 +72,7 @@ def convert_signal(converter, op, unwritten: dict[int, np.ndarray]) -> relax.Cal
     for tensor, mask in zip(outputs, first_run_unwritten(code, options, [_shape(a) for a in args])):
         if mask is not None and mask.any():
             unwritten[tensor.tensor_idx] = mask
-    return _CONVERTERS[code](converter, args, options)
+    return SIGNAL_CONVERTERS[code](converter, args, options)
 
 
 def first_run_unwritten(code: str, options: dict[str, int], input_shapes: list[tuple[int, ...]]) -> list:
@@ -187,12 +187,12 @@ def _stacker(converter, args, options):
     return _kernel_call(converter, kernels.signal_stacker, [args[0], state, counts], **options)
 
 
-# Keyed by the model check's list of the signal library's operators, the one place their codes are named.
-_CONVERTERS = keyed_by(SIGNAL_OPERATORS, {
+# Keyed by the model check's list of the signal library's operators, the one place their codes are named: the
+# codes the frontend converts are this table's keys.
+SIGNAL_CONVERTERS = keyed_by(SIGNAL_OPERATORS, {
     "SignalWindow": _window, "SignalFftAutoScale": _fft_auto_scale, "SignalEnergy": _energy,
     "SignalFilterBank": _filter_bank, "SignalFilterBankSquareRoot": _filter_bank_square_root,
     "SignalFilterBankSpectralSubtraction": _spectral_subtraction, "SignalPCAN": _pcan,
     "SignalFilterBankLog": _filter_bank_log, "SignalRfft": _rfft, "SignalIrfft": _irfft, "SignalDelay": _delay,
     "SignalOverlapAdd": _overlap_add, "SignalFramer": _framer, "SignalStacker": _stacker,
 }, "the TFLite signal converters")
-SIGNAL_CODES = frozenset(SIGNAL_OPERATORS)
