@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backends.cortex_m.bundle_files.support import MODEL_CODE_SUFFIXES, bundle_sources
-from backends.riscv.bundle_files.support import BOARD_SOURCES, LINK_FLAGS, SUPPORT_DIR, write_riscv_support
+from backends.riscv.bundle_files.support import BOARD_SOURCES, SUPPORT_DIR, link_flags, write_riscv_support
 from emulator.boards import RiscvBoard
 from emulator.qemu import QemuResult, run_qemu
 from emulator.tools import RISCV_BINUTILS_PREFIX, tool_output
@@ -56,9 +56,7 @@ def build_riscv_selftest(out_dir: Path, name: str, config: BuildConfig, board: R
     build = out_dir / BUILD_DIR
     build.mkdir(exist_ok=True)
     elf = build / "selftest.elf"
-    # one compile-and-link command: each link flag once (a second --specs=picolibc.specs is an error)
-    link_flags = [flag for flag in dict.fromkeys((*config.ldflags, *LINK_FLAGS)) if flag not in config.compile_flags]
-    command = [config.cc, *config.compile_flags, SELFTEST_MACRO, "-I.", f"-I{SUPPORT_DIR}", *link_flags,
+    command = [config.cc, *config.compile_flags, SELFTEST_MACRO, "-I.", f"-I{SUPPORT_DIR}", *link_flags(config),
                "-T", f"{SUPPORT_DIR}/link.ld",
                f"-Wl,-Map={build / 'selftest.map'}", "-save-temps=obj",
                *bundle_sources(name), *BOARD_SOURCES, *config.libs, "-o", str(elf)]

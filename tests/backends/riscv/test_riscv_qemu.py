@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from backends.riscv.bundle_files import BOARD_SOURCES, SUPPORT_DIR, write_riscv_support
-from backends.riscv.bundle_files.support import LINK_FLAGS
+from backends.riscv.bundle_files.support import link_flags
 from conftest import profile_build_config, writable_copy
 from emulator.boards import EXIT_MARKER, RISCV_BOARDS, RISCV_TRAP_EXIT_CODE
 from emulator.qemu import qemu_command, run_qemu
@@ -88,10 +88,10 @@ def build_program(out: Path, profile: str, trips: tuple[int, ...] = (1000, 2000,
                                 .replace("PROBE", probe).replace("STATUS", str(status)))
     write_riscv_support(out, VIRT)
     config = profile_build_config(profile)
-    link_flags = [flag for flag in dict.fromkeys((*config.ldflags, *LINK_FLAGS)) if flag not in config.compile_flags]
     elf = out / "spin.elf"
     built = subprocess.run(
-        [config.cc, *config.compile_flags, "-Werror", "-Wconversion", "-Wshadow", f"-I{SUPPORT_DIR}", *link_flags,
+        [config.cc, *config.compile_flags, "-Werror", "-Wconversion", "-Wshadow", f"-I{SUPPORT_DIR}",
+         *link_flags(config),
          "-T", f"{SUPPORT_DIR}/link.ld", "main.c", "spin.S", *BOARD_SOURCES, "-o", str(elf)],
         cwd=out, capture_output=True, text=True, check=False)
     assert built.returncode == 0, built.stderr
