@@ -21,6 +21,7 @@ from emulator.boards import EXIT_MARKER, RISCV_BOARDS, RISCV_TRAP_EXIT_CODE
 from emulator.qemu import qemu_command, run_qemu
 from backends.riscv.selftest import run_riscv_selftest
 from emulator.tools import RISCV_TOOLS, missing_tools
+from spin_program import spin_counts, spin_main
 
 _MISSING = missing_tools(RISCV_TOOLS)
 if _MISSING:
@@ -44,29 +45,6 @@ spin:
     ret
 """
 
-# Three trip counts keep main's loop a loop (two could be unrolled into call sites of different overheads).
-_SPIN_MAIN = """\
-#include <stdio.h>
-#include <stdint.h>
-#include "lp_icount.h"
-void spin(uint32_t n);
-int main(void)
-{
-    static const uint32_t trips[] = {SPIN_TRIPS};
-    uint32_t start = lp_icount_start();
-    printf("empty %lu\\n", (unsigned long)lp_icount_elapsed(start));
-    for (unsigned i = 0; i < sizeof trips / sizeof trips[0]; ++i) {
-        start = lp_icount_start();
-        spin(trips[i]);
-        const uint64_t instructions = lp_icount_elapsed(start);
-        printf("trips %lu instructions %lu float %.2f\\n", (unsigned long)trips[i], (unsigned long)instructions,
-               (double)trips[i] / 4.0);
-    }
-    PROBE
-    return STATUS;
-}
-"""
-
 # RISC-V semihosting: the `slli x0, x0, 0x1f; ebreak; srai x0, x0, 7` sequence with the operation in a0 and its
 # argument block in a1; under `qemu -semihosting` SYS_SYSTEM (0x12) runs a host command.
 SEMIHOSTING_SYSTEM = """{
@@ -79,13 +57,17 @@ SEMIHOSTING_SYSTEM = """{
 }"""
 
 
+PRINT_A_FLOAT = 'printf("float %.2f\\n", (double)trips[1] / 4.0);'
+"""A probe that prints trips[1] / 4 with two decimals: picolibc's printf formats floats."""
+
+
 def build_program(out: Path, profile: str, trips: tuple[int, ...] = (1000, 2000, 50000), status: int = 0,
                   probe: str = "") -> Path:
-    """The spin program for `profile`'s flags with OUT/riscv/: main returns `status` after running `probe`."""
+    """The spin program for `profile`'s flags with OUT/riscv/: main prints a float (picolibc's printf), runs
+    `probe` and returns `status`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "spin.S").write_text(_SPIN_ASM)
-    (out / "main.c").write_text(_SPIN_MAIN.replace("SPIN_TRIPS", ",".join(map(str, trips)))
-                                .replace("PROBE", probe).replace("STATUS", str(status)))
+    (out / "main.c").write_text(spin_main(trips, PRINT_A_FLOAT + probe, status))
     write_riscv_support(out, VIRT)
     config = profile_build_config(profile)
     elf = out / "spin.elf"
@@ -101,7 +83,7 @@ def build_program(out: Path, profile: str, trips: tuple[int, ...] = (1000, 2000,
 @pytest.mark.parametrize("profile", PROFILES)
 def test_instruction_count_grows_by_exactly_the_loop_instructions(tmp_path: Path, profile: str) -> None:
     result = run_qemu(build_program(tmp_path, profile, status=3), VIRT, RUN_TIMEOUT_S)
-    counts = {int(t): int(i) for t, i in re.findall(r"trips (\d+) instructions (\d+)", result.stdout)}
+    counts = spin_counts(result.stdout)
     assert result.exit_status == 3 and result.ending() == "exit status 3", result.stdout + result.stderr
     assert counts[2000] - counts[1000] == 2 * 1000
     assert counts[50000] - counts[1000] == 2 * 49000
@@ -114,7 +96,7 @@ def test_the_counter_counts_past_32_bits_exactly(tmp_path: Path) -> None:
     """minstret under -icount is 128 ticks per instruction: 4e7 instructions carry into minstreth."""
     long_run = 20_000_000  # 4e7 instructions: 5.1e9 ticks, more than 2^32
     result = run_qemu(build_program(tmp_path, "rv32imc", trips=(1000, 2000, long_run)), VIRT, 300)
-    counts = {int(t): int(i) for t, i in re.findall(r"trips (\d+) instructions (\d+)", result.stdout)}
+    counts = spin_counts(result.stdout)
     assert counts[long_run] - counts[1000] == 2 * (long_run - 1000)
 
 
