@@ -135,20 +135,24 @@ def compiled(model: Path, target: str, scratch: Path) -> dict | str:
         return str(err)
     manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
     if "cortex_m" not in manifest:
-        instructions, code = riscv_measurement(bundle.out_dir, model.stem, target)
+        instructions, code = riscv_measurement(bundle.out_dir, bundle.plan.model, target)
         manifest["cortex_m"] = {"instructions_per_inference": instructions, "bundle_code_bytes": code}
     return manifest
 
 
 def riscv_measurement(out_dir: Path, model: str, target: str) -> tuple[int, int]:
-    """(instructions per inference, bundle code bytes) of the bundle's self-test run on QEMU's RISC-V virt
-    machine (backends.riscv.selftest): the compile's own self-test of a RISC-V profile runs on the host."""
+    """(instructions per inference, bundle code bytes) of model `model`'s bundle (its C name) in `out_dir`, its
+    self-test run on QEMU's RISC-V virt machine (backends.riscv.selftest): the compile's own self-test of a
+    RISC-V profile runs on the host. SystemExit for a profile no emulated board runs."""
     import target as profiles
     from emulator.boards import RISCV_BOARDS
     from backends.riscv.selftest import run_riscv_selftest
     from tvm_ext.compile.pipeline import build_config
 
     profile = profiles.load_profile(target)
+    if profile.qemu_board not in RISCV_BOARDS:
+        raise SystemExit(f"{target}: no emulated board counts this profile's instructions (a Cortex-M or RISC-V "
+                         "profile has one)")
     run = run_riscv_selftest(out_dir, model, build_config(profile), RISCV_BOARDS[profile.qemu_board])
     if run.result.exit_status != 0 or run.result.instructions is None:
         raise SystemExit(f"{model} on {target}: the self-test on {profile.qemu_board} ended with {run.result.ending()}")
@@ -156,7 +160,9 @@ def riscv_measurement(out_dir: Path, model: str, target: str) -> tuple[int, int]
 
 
 def layers_of(model: str, manifest: dict) -> list[Layer]:
-    return [Layer(model, call) for call in manifest["layer_report"]["calls"]]
+    """The kernel calls of the bundle's layer report that its profiling build measured (their "kind" entries
+    then hold the instructions per unit); none where no build counted them (a RISC-V profile's, for now)."""
+    return [Layer(model, call) for call in manifest["layer_report"]["calls"] if "instructions" in call]
 
 
 def row(model: Path, manifest: dict | str, peers: dict[str, tuple[Optional[int], Optional[int]]],
