@@ -20,7 +20,7 @@ from conftest import profile_build_config, writable_copy
 from emulator.boards import EXIT_MARKER, RISCV_BOARDS, RISCV_TRAP_EXIT_CODE
 from emulator.qemu import qemu_command, run_qemu
 from backends.riscv.selftest import run_riscv_selftest
-from emulator.tools import RISCV_TOOLS, missing_tools
+from emulator.tools import RISCV_BINUTILS_PREFIX, RISCV_TOOLS, missing_tools
 from spin_program import spin_counts, spin_main
 
 _MISSING = missing_tools(RISCV_TOOLS)
@@ -127,7 +127,7 @@ def test_the_virt_command_gives_no_semihosting_no_network_and_runs_sandboxed() -
 
 def elf_header(path: Path) -> str:
     """`riscv64-unknown-elf-readelf -h` of an ELF file, or of each member of an archive."""
-    return subprocess.run(["riscv64-unknown-elf-readelf", "-h", str(path)], capture_output=True, text=True,
+    return subprocess.run([f"{RISCV_BINUTILS_PREFIX}readelf", "-h", str(path)], capture_output=True, text=True,
                           check=True).stdout
 
 
