@@ -6,7 +6,6 @@ skip with the reason, except under CI (env CI set), where a missing tool is a fa
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -18,19 +17,15 @@ from emulator.boards import FAULT_EXIT_CODES, CortexMTarget
 from emulator.qemu import run_qemu
 from emulator.selftest import CortexMBuildError, run_selftest
 from emulator.sizes import read_sizes
-from emulator.tools import missing_tools
+from emulator.tools import REQUIRED_TOOLS
 from backends.cortex_m.bundle_files import (QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, profiled_model_source,
                                write_cortex_m_support)
 from conftest import profile_build_config, profile_target
+from required_tools import require_tools
 from spin_program import spin_counts, spin_main
 from backends.cortex_m.bundle_files.support import BOARD_SOURCES, SUPPORT_DIR, selftest_compile_flags, selftest_link_flags
 
-_MISSING = missing_tools()
-if _MISSING:
-    _REASON = f"missing {', '.join(_MISSING)}: run scripts/install_deps.sh (CI must have them)"
-    if os.environ.get("CI"):
-        pytest.fail(_REASON, pytrace=False)
-    pytest.skip(_REASON, allow_module_level=True)
+require_tools(REQUIRED_TOOLS)
 
 N = 16
 RUN_TIMEOUT_S = 60.0

@@ -7,7 +7,6 @@ Without them the tests skip with the reason, except under CI (env CI set), where
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -20,15 +19,11 @@ from conftest import profile_build_config, writable_copy
 from emulator.boards import EXIT_MARKER, RISCV_BOARDS, RISCV_TRAP_EXIT_CODE
 from emulator.qemu import qemu_command, run_qemu
 from backends.riscv.selftest import run_riscv_selftest
-from emulator.tools import RISCV_BINUTILS_PREFIX, RISCV_TOOLS, missing_tools
+from emulator.tools import RISCV_BINUTILS_PREFIX, RISCV_TOOLS
+from required_tools import require_tools
 from spin_program import spin_counts, spin_main
 
-_MISSING = missing_tools(RISCV_TOOLS)
-if _MISSING:
-    _REASON = f"missing {', '.join(_MISSING)}: run scripts/install_deps.sh (CI must have them)"
-    if os.environ.get("CI"):
-        pytest.fail(_REASON, pytrace=False)
-    pytest.skip(_REASON, allow_module_level=True)
+require_tools(RISCV_TOOLS)
 
 RUN_TIMEOUT_S = 60.0
 PROFILES = ["rv32imc", "rv32imafc"]
