@@ -72,7 +72,8 @@ def board_arguments(board: Board | RiscvBoard) -> list[str]:
     """QEMU's arguments that run a program on `board` with UART0 on stdout and nothing else of the host, under
     -icount, a reset ending QEMU; not the sandbox (SANDBOX) nor `-kernel ELF`."""
     return [
-        "-M", board.name, *board.machine_arguments, "-nodefaults", "-display", "none", "-serial", "stdio", "-nic", "none", "-no-reboot",
+        "-M", board.name, *board.machine_arguments, "-nodefaults", "-display", "none", "-serial", "stdio",
+        "-nic", "none", "-no-reboot",
         "-icount", f"shift={ICOUNT_SHIFT}",
     ]
 

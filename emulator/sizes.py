@@ -77,10 +77,11 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     return sizes
 
 
-def section_sizes(elf: Path) -> dict[str, int]:
-    """Every section of `elf` and its bytes, from `arm-none-eabi-size -A -d`."""
+def section_sizes(elf: Path, size_tool: str = "arm-none-eabi-size") -> dict[str, int]:
+    """Every section of `elf` (an ELF or object file) and its bytes, from `<size_tool> -A -d` (the RISC-V
+    backend passes riscv64-unknown-elf-size)."""
     sizes = {}
-    for line in tool_output("arm-none-eabi-size", "-A", "-d", str(elf)).splitlines():
+    for line in tool_output(size_tool, "-A", "-d", str(elf)).splitlines():
         fields = line.split()
         if len(fields) == 3 and fields[0].startswith(".") and fields[1].isdigit():
             sizes[fields[0]] = int(fields[1])

@@ -26,8 +26,8 @@ import json
 import os
 import sys
 import tempfile
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,43 +65,38 @@ TFLM_M55_INSTRUCTIONS: dict[str, tuple[int, Optional[int]]] = {
 # TFLite Micro + CMSIS-NN's code for one model (runtime, the model's kernels and CMSIS-NN; int8-only -O2 build for
 # the same core), bytes. Source: the issue "Faster than TFLite Micro with CMSIS-NN on the same core" that set
 # the target of at most half of it; no other model's figure was published.
-# TFLite Micro + CMSIS-NN's code for one model (runtime, the model's kernels and CMSIS-NN; int8-only -O2 build for
-# the same core), bytes. Source: the issue "Faster than TFLite Micro with CMSIS-NN on the same core" that set
-# the target of at most half of it; no other model's figure was published.
 TFLM_CODE_BYTES: dict[str, int] = {"kws_ref_model": 48_973, "vww_96_int8": 51_289}
 
 ZOO_FIGURES = ROOT.parent / "shared" / "docs" / "zoo-under-qemu.json"
 """TFLite Micro + CMSIS-NN's instructions for the zoo's models, measured the same way (that note's data)."""
 
-# TFLite Micro's reference kernels on QEMU virt (RV32), same method: (reference kernels, None: TFLM ships no
-# optimized RISC-V kernels). Source: ../shared/docs/cortex-m55-riscv-under-qemu.md, columns "RV32IMAC reference"
-# (the peers measured rv32imac: rv32imc without atomics, which an int8 inference does not use) and "RV32IMAFC
-# reference".
-TFLM_RV32IMAC_INSTRUCTIONS: dict[str, tuple[int, Optional[int]]] = {
-    "kws_ref_model": (44_383_308, None),
-    "vww_96_int8": (110_171_750, None),
-    "pretrainedResnet_quant": (125_607_460, None),
-    "str_ww_ref_model": (9_572_715, None),
-    "ad01_int8": (2_482_440, None),
-    "person_detect": (105_418_671, None),
+# TFLite Micro's reference kernels on QEMU virt (RV32), same method, by model: (on rv32imac, on rv32imafc); TFLM
+# ships no optimized RISC-V kernels. Source: ../shared/docs/cortex-m55-riscv-under-qemu.md, columns "RV32IMAC
+# reference" (the peers measured rv32imac: rv32imc without atomics, which an int8 inference does not use) and
+# "RV32IMAFC reference".
+TFLM_RV32_REFERENCE_INSTRUCTIONS: dict[str, tuple[int, int]] = {
+    "kws_ref_model": (44_383_308, 44_383_314),
+    "vww_96_int8": (110_171_750, 110_171_756),
+    "pretrainedResnet_quant": (125_607_460, 125_607_466),
+    "str_ww_ref_model": (9_572_715, 9_572_721),
+    "ad01_int8": (2_482_440, 2_482_440),
+    "person_detect": (105_418_671, 105_418_677),
 }
-TFLM_RV32IMAFC_INSTRUCTIONS: dict[str, tuple[int, Optional[int]]] = {
-    "kws_ref_model": (44_383_314, None),
-    "vww_96_int8": (110_171_756, None),
-    "pretrainedResnet_quant": (125_607_466, None),
-    "str_ww_ref_model": (9_572_721, None),
-    "ad01_int8": (2_482_440, None),
-    "person_detect": (105_418_677, None),
-}
+
+
+def reference_only(column: int) -> dict[str, tuple[int, Optional[int]]]:
+    """Column `column` of TFLM_RV32_REFERENCE_INSTRUCTIONS as peer figures: (reference kernels, no CMSIS-NN)."""
+    return {model: (figures[column], None) for model, figures in TFLM_RV32_REFERENCE_INSTRUCTIONS.items()}
+
 
 PEERS: dict[str, tuple[str, dict[str, tuple[int, Optional[int]]], dict[str, int]]] = {
     "cortex-m4f": ("../shared/docs/cortex-m-under-qemu.md (mps2-an386)", TFLM_INSTRUCTIONS, TFLM_CODE_BYTES),
     "cortex-m55": ("../shared/docs/cortex-m55-riscv-under-qemu.md (mps3-an547; the CMSIS-NN column is its Helium "
                    "build)", TFLM_M55_INSTRUCTIONS, {}),
     "rv32imc": ("../shared/docs/cortex-m55-riscv-under-qemu.md (virt; TFLM reference on rv32imac)",
-                TFLM_RV32IMAC_INSTRUCTIONS, {}),
+                reference_only(0), {}),
     "rv32imafc": ("../shared/docs/cortex-m55-riscv-under-qemu.md (virt; TFLM reference on rv32imafc)",
-                  TFLM_RV32IMAFC_INSTRUCTIONS, {}),
+                  reference_only(1), {}),
 }
 """Per profile: where the peers' figures are cited from, their instructions per inference on its emulated core
 and their code bytes where known; a profile not here gets no peer columns."""
@@ -140,20 +135,24 @@ def compiled(model: Path, target: str, scratch: Path) -> dict | str:
         return str(err)
     manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
     if "cortex_m" not in manifest:
-        instructions, code = riscv_measurement(bundle.out_dir, model.stem, target)
+        instructions, code = riscv_measurement(bundle.out_dir, bundle.plan.model, target)
         manifest["cortex_m"] = {"instructions_per_inference": instructions, "bundle_code_bytes": code}
     return manifest
 
 
 def riscv_measurement(out_dir: Path, model: str, target: str) -> tuple[int, int]:
-    """(instructions per inference, bundle code bytes) of the bundle's self-test run on QEMU's RISC-V virt
-    machine (backends.riscv.selftest): the compile's own self-test of a RISC-V profile runs on the host."""
+    """(instructions per inference, bundle code bytes) of model `model`'s bundle (its C name) in `out_dir`, its
+    self-test run on QEMU's RISC-V virt machine (backends.riscv.selftest): the compile's own self-test of a
+    RISC-V profile runs on the host. SystemExit for a profile no emulated board runs."""
     import target as profiles
     from emulator.boards import RISCV_BOARDS
     from backends.riscv.selftest import run_riscv_selftest
     from tvm_ext.compile.pipeline import build_config
 
     profile = profiles.load_profile(target)
+    if profile.qemu_board not in RISCV_BOARDS:
+        raise SystemExit(f"{target}: no emulated board counts this profile's instructions (a Cortex-M or RISC-V "
+                         "profile has one)")
     run = run_riscv_selftest(out_dir, model, build_config(profile), RISCV_BOARDS[profile.qemu_board])
     if run.result.exit_status != 0 or run.result.instructions is None:
         raise SystemExit(f"{model} on {target}: the self-test on {profile.qemu_board} ended with {run.result.ending()}")
@@ -161,7 +160,9 @@ def riscv_measurement(out_dir: Path, model: str, target: str) -> tuple[int, int]
 
 
 def layers_of(model: str, manifest: dict) -> list[Layer]:
-    return [Layer(model, call) for call in manifest["layer_report"]["calls"]]
+    """The kernel calls of the bundle's layer report that its profiling build measured (their "kind" entries
+    then hold the instructions per unit); none where no build counted them (a RISC-V profile's, for now)."""
+    return [Layer(model, call) for call in manifest["layer_report"]["calls"] if "instructions" in call]
 
 
 def row(model: Path, manifest: dict | str, peers: dict[str, tuple[Optional[int], Optional[int]]],

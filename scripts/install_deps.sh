@@ -11,7 +11,7 @@ PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi qemu-
           gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc)
 # Programs the tests call, to check the installation worked (not only that dpkg says so).
 PROGRAMS=(arm-none-eabi-gcc arm-none-eabi-size arm-none-eabi-nm arm-none-eabi-objdump qemu-system-arm
-          riscv64-unknown-elf-gcc riscv64-unknown-elf-size qemu-system-riscv32)
+          riscv64-unknown-elf-gcc riscv64-unknown-elf-size riscv64-unknown-elf-readelf qemu-system-riscv32)
 
 fail() {
     echo "install_deps.sh: $*" >&2

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backends.cortex_m.bundle_files.support import MODEL_CODE_SUFFIXES, bundle_sources
-from backends.riscv.bundle_files.support import BOARD_SOURCES, LINK_FLAGS, SUPPORT_DIR, write_riscv_support
+from backends.riscv.bundle_files.support import BOARD_SOURCES, SUPPORT_DIR, link_flags, write_riscv_support
 from emulator.boards import RiscvBoard
 from emulator.qemu import QemuResult, run_qemu
-from emulator.tools import RISCV_BINUTILS_PREFIX, tool_output
+from emulator.sizes import section_sizes
+from emulator.tools import RISCV_BINUTILS_PREFIX
 
 if TYPE_CHECKING:
     from packager.build_files import BuildConfig
@@ -29,6 +30,10 @@ BUILD_DIR = "build-riscv"
 
 SELFTEST_MACRO = "-DLP_CORTEX_M"
 """The macro under which selftest.c measures one inference with lp_icount.h (see the module's docstring)."""
+
+
+RISCV_SIZE = f"{RISCV_BINUTILS_PREFIX}size"
+"""The size tool that reads the RISC-V ELF and object files."""
 
 
 class RiscvBuildError(RuntimeError):
@@ -56,9 +61,7 @@ def build_riscv_selftest(out_dir: Path, name: str, config: BuildConfig, board: R
     build = out_dir / BUILD_DIR
     build.mkdir(exist_ok=True)
     elf = build / "selftest.elf"
-    # one compile-and-link command: each link flag once (a second --specs=picolibc.specs is an error)
-    link_flags = [flag for flag in dict.fromkeys((*config.ldflags, *LINK_FLAGS)) if flag not in config.compile_flags]
-    command = [config.cc, *config.compile_flags, SELFTEST_MACRO, "-I.", f"-I{SUPPORT_DIR}", *link_flags,
+    command = [config.cc, *config.compile_flags, SELFTEST_MACRO, "-I.", f"-I{SUPPORT_DIR}", *link_flags(config),
                "-T", f"{SUPPORT_DIR}/link.ld",
                f"-Wl,-Map={build / 'selftest.map'}", "-save-temps=obj",
                *bundle_sources(name), *BOARD_SOURCES, *config.libs, "-o", str(elf)]
@@ -74,21 +77,11 @@ def run_riscv_selftest(out_dir: Path, name: str, config: BuildConfig, board: Ris
     """Build, run and measure model `name`'s self-test on `board`."""
     elf = build_riscv_selftest(out_dir, name, config, board)
     result = run_qemu(elf, board, timeout_s)
-    sections = section_sizes(elf)
+    sections = section_sizes(elf, RISCV_SIZE)
     objects = [Path(out_dir) / BUILD_DIR / f"selftest.elf-{name}{suffix}.o" for suffix in MODEL_CODE_SUFFIXES]
     bundle_code = sum(size for obj in objects if obj.exists()
-                      for section, size in section_sizes(obj).items()
+                      for section, size in section_sizes(obj, RISCV_SIZE).items()
                       if section.startswith(".text"))
     return RiscvSelfTest(result, sections.get(".text", 0) + sections.get(".rodata", 0), sections.get(".weights", 0),
                          sections.get(".data", 0) + sections.get(".tdata", 0),
                          sections.get(".bss", 0) + sections.get(".tbss", 0), bundle_code)
-
-
-def section_sizes(path: Path) -> dict[str, int]:
-    """Every section of a RISC-V ELF or object file and its bytes, from `riscv64-unknown-elf-size -A -d`."""
-    sizes = {}
-    for line in tool_output(f"{RISCV_BINUTILS_PREFIX}size", "-A", "-d", str(path)).splitlines():
-        fields = line.split()
-        if len(fields) == 3 and fields[0].startswith(".") and fields[1].isdigit():
-            sizes[fields[0]] = int(fields[1])
-    return sizes

@@ -6,7 +6,6 @@ skip with the reason, except under CI (env CI set), where a missing tool is a fa
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -18,18 +17,15 @@ from emulator.boards import FAULT_EXIT_CODES, CortexMTarget
 from emulator.qemu import run_qemu
 from emulator.selftest import CortexMBuildError, run_selftest
 from emulator.sizes import read_sizes
-from emulator.tools import missing_tools
+from emulator.tools import REQUIRED_TOOLS
 from backends.cortex_m.bundle_files import (QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, profiled_model_source,
                                write_cortex_m_support)
 from conftest import profile_build_config, profile_target
+from required_tools import require_tools
+from spin_program import spin_counts, spin_main
 from backends.cortex_m.bundle_files.support import BOARD_SOURCES, SUPPORT_DIR, selftest_compile_flags, selftest_link_flags
 
-_MISSING = missing_tools()
-if _MISSING:
-    _REASON = f"missing {', '.join(_MISSING)}: run scripts/install_deps.sh (CI must have them)"
-    if os.environ.get("CI"):
-        pytest.fail(_REASON, pytrace=False)
-    pytest.skip(_REASON, allow_module_level=True)
+require_tools(REQUIRED_TOOLS)
 
 N = 16
 RUN_TIMEOUT_S = 60.0
@@ -155,26 +151,6 @@ spin:
     bne 1b
     bx lr
 """
-
-_SPIN_MAIN = """\
-#include <stdio.h>
-#include "lp_icount.h"
-void spin(uint32_t n);
-int main(void)
-{
-    static const uint32_t trips[] = {SPIN_TRIPS};
-    uint32_t start = lp_icount_start();
-    printf("empty %lu\\n", (unsigned long)lp_icount_elapsed(start));
-    for (unsigned i = 0; i < sizeof trips / sizeof trips[0]; ++i) {
-        start = lp_icount_start();
-        spin(trips[i]);
-        const uint64_t instructions = lp_icount_elapsed(start);
-        printf("trips %lu instructions %lu\\n", (unsigned long)trips[i], (unsigned long)instructions);
-    }
-    return 0;
-}
-"""
-
 
 def _tiny_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Inputs and weights; floats are multiples of 1/8 so every sum is exact in float32 in any order."""
@@ -386,14 +362,13 @@ def test_our_support_sources_compile_without_a_warning(tmp_path: Path, target_na
 def _build_spin(out: Path, target: CortexMTarget, trips: tuple[int, ...]) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / "spin.S").write_text(_SPIN_ASM)
-    (out / "main.c").write_text(_SPIN_MAIN)
+    (out / "main.c").write_text(spin_main(trips))
     config = profile_build_config(target.name)
     write_cortex_m_support(out, "spin", config)
     support = out / SUPPORT_DIR
     elf = out / "spin.elf"
     subprocess.run(
-        [config.cc, *selftest_compile_flags(config), f"-DSPIN_TRIPS={','.join(map(str, trips))}",
-         f"-I{support}", "-T", str(support / "link.ld"),
+        [config.cc, *selftest_compile_flags(config), f"-I{support}", "-T", str(support / "link.ld"),
          *selftest_link_flags(config), str(out / "main.c"), str(out / "spin.S"),
          *(str(out / source) for source in BOARD_SOURCES), "-o", str(elf)],
         check=True, cwd=out,
@@ -401,17 +376,17 @@ def _build_spin(out: Path, target: CortexMTarget, trips: tuple[int, ...]) -> Pat
     return elf
 
 
-def spin_counts(elf: Path, target: CortexMTarget, timeout_s: float = RUN_TIMEOUT_S) -> dict[int, int]:
+def run_spin(elf: Path, target: CortexMTarget, timeout_s: float = RUN_TIMEOUT_S) -> dict[int, int]:
     """Instructions measured around spin(n), by trip count n."""
     result = run_qemu(elf, target.board, timeout_s)
     assert result.exit_status == 0, result.stdout
-    return {int(t): int(i) for t, i in re.findall(r"trips (\d+) instructions (\d+)", result.stdout)}
+    return spin_counts(result.stdout)
 
 
 @pytest.mark.parametrize("target_name", TARGETS)
 def test_instruction_count_grows_by_exactly_the_loop_instructions(tmp_path: Path, target_name: str) -> None:
     target = profile_target(target_name)
-    counts = spin_counts(_build_spin(tmp_path, target, (1000, 2000, 50000)), target)
+    counts = run_spin(_build_spin(tmp_path, target, (1000, 2000, 50000)), target)
     assert counts.keys() == {1000, 2000, 50000}
     assert counts[2000] - counts[1000] == 2 * 1000
     assert counts[50000] - counts[1000] == 2 * 49000
@@ -433,7 +408,7 @@ def test_instruction_count_survives_timer_wraps(tmp_path: Path, target_name: str
     target = profile_target(target_name)
     long_run = 900_000_000  # 1.8e9 instructions: one wrap of the 32-bit timer on either board
     elf = _build_spin(tmp_path, target, (1000, long_run))
-    counts = spin_counts(elf, target, timeout_s=300)
+    counts = run_spin(elf, target, timeout_s=300)
     one_wrap = handler_instructions(elf, "Timer0_Handler")  # the handler runs once and is counted too
     # QEMU may charge taking the interrupt as one more instruction (seen on the AN505, not on the AN386)
     assert counts[long_run] - counts[1000] - 2 * (long_run - 1000) in (one_wrap, one_wrap + 1)
@@ -447,7 +422,7 @@ def test_the_system_counter_counts_past_32_bits_exactly(tmp_path: Path) -> None:
     assert target.board.counter is not None
     long_run = 600_000_000  # 1.2e9 instructions: 4.9e9 ticks, more than 2^32
     # three trip counts keep main's loop a loop: two would be unrolled into call sites of their own overheads
-    counts = spin_counts(_build_spin(tmp_path, target, (1000, 2000, long_run)), target, timeout_s=300)
+    counts = run_spin(_build_spin(tmp_path, target, (1000, 2000, long_run)), target, timeout_s=300)
     assert counts[2000] - counts[1000] == 2 * 1000
     assert counts[long_run] - counts[1000] == 2 * (long_run - 1000)
 

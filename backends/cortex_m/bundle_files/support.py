@@ -24,7 +24,7 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING
 
-from emulator.boards import EXIT_MARKER, FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget
+from emulator.boards import EXIT_MARKER, FAULT_EXIT_CODES, ICOUNT_SHIFT, Board, CortexMTarget, RiscvBoard
 from emulator.qemu import SANDBOX, board_arguments
 from packager.c_text import c_string, comment
 from packager.cmake_text import cmake_argument
@@ -185,8 +185,9 @@ def board_header(target: CortexMTarget) -> str:
     return "\n".join(lines)
 
 
-def ticks_per_instruction(board: Board) -> Fraction:
-    """Counter ticks per instruction under `-icount shift=ICOUNT_SHIFT`: 2**shift ns at `board.counter_hz`.
+def ticks_per_instruction(board: Board | RiscvBoard) -> Fraction:
+    """Counter ticks per instruction under `-icount shift=ICOUNT_SHIFT`: 2**shift ns at `board.counter_hz`
+    (an Arm board's timer or system counter, the RISC-V board's minstret: backends.riscv uses this too).
 
     ValueError below 2 ticks: the reading (whole ticks) could then round to a wrong instruction count.
     """

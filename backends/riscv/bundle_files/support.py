@@ -9,15 +9,19 @@ so a bundle's selftest.c measures one inference the same way on either family.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from pathlib import Path
 from string import Template
+from typing import TYPE_CHECKING
 
-from backends.cortex_m.bundle_files.support import DEFAULT_STACK_BYTES, WEIGHTS_SUFFIX, icount_text
+from backends.cortex_m.bundle_files.support import (DEFAULT_STACK_BYTES, WEIGHTS_SUFFIX, icount_text,
+                                                    ticks_per_instruction)
 from emulator.boards import EXIT_MARKER, ICOUNT_SHIFT, RISCV_TRAP_EXIT_CODE, RiscvBoard
 from packager.c_text import c_string
 from packager.files import replace_file
 from packager.template_files import template_text
+
+if TYPE_CHECKING:  # packager.build_files imports the Cortex-M support: no import cycle at run time
+    from packager.build_files import BuildConfig
 
 SUPPORT_DIR = "riscv"
 """The subdirectory of OUT/ that holds the RISC-V board files."""
@@ -37,6 +41,13 @@ LINK_FLAGS: tuple[str, ...] = ("-nostartfiles", "--specs=picolibc.specs", "-Wl,-
 start files (entry.S is ours)."""
 
 
+def link_flags(config: BuildConfig) -> list[str]:
+    """The link flags of a board program compiled and linked in one command with `config.compile_flags`: the
+    profile's ldflags, then LINK_FLAGS, each once and none the compile flags already give (a second
+    --specs=picolibc.specs is an error)."""
+    return [flag for flag in dict.fromkeys((*config.ldflags, *LINK_FLAGS)) if flag not in config.compile_flags]
+
+
 def write_riscv_support(out_dir: Path, board: RiscvBoard, stack_bytes: int = DEFAULT_STACK_BYTES) -> list[Path]:
     """Write OUT/riscv/ for `board`: the copied sources and headers, lp_board.h and link.ld; return the files."""
     support_dir = Path(out_dir) / SUPPORT_DIR
@@ -51,11 +62,6 @@ def write_riscv_support(out_dir: Path, board: RiscvBoard, stack_bytes: int = DEF
         replace_file(support_dir / name, text)
         written.append(support_dir / name)
     return written
-
-
-def ticks_per_instruction(board: RiscvBoard) -> Fraction:
-    """minstret ticks per instruction under `-icount shift=ICOUNT_SHIFT`: 2**shift ns at `board.counter_hz`."""
-    return Fraction(board.counter_hz << ICOUNT_SHIFT, 1_000_000_000)
 
 
 def board_header(board: RiscvBoard) -> str:

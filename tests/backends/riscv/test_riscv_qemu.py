@@ -7,7 +7,6 @@ Without them the tests skip with the reason, except under CI (env CI set), where
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -15,19 +14,16 @@ from pathlib import Path
 import pytest
 
 from backends.riscv.bundle_files import BOARD_SOURCES, SUPPORT_DIR, write_riscv_support
-from backends.riscv.bundle_files.support import LINK_FLAGS
+from backends.riscv.bundle_files.support import link_flags
 from conftest import profile_build_config, writable_copy
 from emulator.boards import EXIT_MARKER, RISCV_BOARDS, RISCV_TRAP_EXIT_CODE
 from emulator.qemu import qemu_command, run_qemu
 from backends.riscv.selftest import run_riscv_selftest
-from emulator.tools import RISCV_TOOLS, missing_tools
+from emulator.tools import RISCV_BINUTILS_PREFIX, RISCV_TOOLS
+from required_tools import require_tools
+from spin_program import spin_counts, spin_main
 
-_MISSING = missing_tools(RISCV_TOOLS)
-if _MISSING:
-    _REASON = f"missing {', '.join(_MISSING)}: run scripts/install_deps.sh (CI must have them)"
-    if os.environ.get("CI"):
-        pytest.fail(_REASON, pytrace=False)
-    pytest.skip(_REASON, allow_module_level=True)
+require_tools(RISCV_TOOLS)
 
 RUN_TIMEOUT_S = 60.0
 PROFILES = ["rv32imc", "rv32imafc"]
@@ -44,29 +40,6 @@ spin:
     ret
 """
 
-# Three trip counts keep main's loop a loop (two could be unrolled into call sites of different overheads).
-_SPIN_MAIN = """\
-#include <stdio.h>
-#include <stdint.h>
-#include "lp_icount.h"
-void spin(uint32_t n);
-int main(void)
-{
-    static const uint32_t trips[] = {SPIN_TRIPS};
-    uint32_t start = lp_icount_start();
-    printf("empty %lu\\n", (unsigned long)lp_icount_elapsed(start));
-    for (unsigned i = 0; i < sizeof trips / sizeof trips[0]; ++i) {
-        start = lp_icount_start();
-        spin(trips[i]);
-        const uint64_t instructions = lp_icount_elapsed(start);
-        printf("trips %lu instructions %lu float %.2f\\n", (unsigned long)trips[i], (unsigned long)instructions,
-               (double)trips[i] / 4.0);
-    }
-    PROBE
-    return STATUS;
-}
-"""
-
 # RISC-V semihosting: the `slli x0, x0, 0x1f; ebreak; srai x0, x0, 7` sequence with the operation in a0 and its
 # argument block in a1; under `qemu -semihosting` SYS_SYSTEM (0x12) runs a host command.
 SEMIHOSTING_SYSTEM = """{
@@ -79,19 +52,23 @@ SEMIHOSTING_SYSTEM = """{
 }"""
 
 
+PRINT_A_FLOAT = 'printf("float %.2f\\n", (double)trips[1] / 4.0);'
+"""A probe that prints trips[1] / 4 with two decimals: picolibc's printf formats floats."""
+
+
 def build_program(out: Path, profile: str, trips: tuple[int, ...] = (1000, 2000, 50000), status: int = 0,
                   probe: str = "") -> Path:
-    """The spin program for `profile`'s flags with OUT/riscv/: main returns `status` after running `probe`."""
+    """The spin program for `profile`'s flags with OUT/riscv/: main prints a float (picolibc's printf), runs
+    `probe` and returns `status`."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "spin.S").write_text(_SPIN_ASM)
-    (out / "main.c").write_text(_SPIN_MAIN.replace("SPIN_TRIPS", ",".join(map(str, trips)))
-                                .replace("PROBE", probe).replace("STATUS", str(status)))
+    (out / "main.c").write_text(spin_main(trips, PRINT_A_FLOAT + probe, status))
     write_riscv_support(out, VIRT)
     config = profile_build_config(profile)
-    link_flags = [flag for flag in dict.fromkeys((*config.ldflags, *LINK_FLAGS)) if flag not in config.compile_flags]
     elf = out / "spin.elf"
     built = subprocess.run(
-        [config.cc, *config.compile_flags, "-Werror", "-Wconversion", "-Wshadow", f"-I{SUPPORT_DIR}", *link_flags,
+        [config.cc, *config.compile_flags, "-Werror", "-Wconversion", "-Wshadow", f"-I{SUPPORT_DIR}",
+         *link_flags(config),
          "-T", f"{SUPPORT_DIR}/link.ld", "main.c", "spin.S", *BOARD_SOURCES, "-o", str(elf)],
         cwd=out, capture_output=True, text=True, check=False)
     assert built.returncode == 0, built.stderr
@@ -101,7 +78,7 @@ def build_program(out: Path, profile: str, trips: tuple[int, ...] = (1000, 2000,
 @pytest.mark.parametrize("profile", PROFILES)
 def test_instruction_count_grows_by_exactly_the_loop_instructions(tmp_path: Path, profile: str) -> None:
     result = run_qemu(build_program(tmp_path, profile, status=3), VIRT, RUN_TIMEOUT_S)
-    counts = {int(t): int(i) for t, i in re.findall(r"trips (\d+) instructions (\d+)", result.stdout)}
+    counts = spin_counts(result.stdout)
     assert result.exit_status == 3 and result.ending() == "exit status 3", result.stdout + result.stderr
     assert counts[2000] - counts[1000] == 2 * 1000
     assert counts[50000] - counts[1000] == 2 * 49000
@@ -114,7 +91,7 @@ def test_the_counter_counts_past_32_bits_exactly(tmp_path: Path) -> None:
     """minstret under -icount is 128 ticks per instruction: 4e7 instructions carry into minstreth."""
     long_run = 20_000_000  # 4e7 instructions: 5.1e9 ticks, more than 2^32
     result = run_qemu(build_program(tmp_path, "rv32imc", trips=(1000, 2000, long_run)), VIRT, 300)
-    counts = {int(t): int(i) for t, i in re.findall(r"trips (\d+) instructions (\d+)", result.stdout)}
+    counts = spin_counts(result.stdout)
     assert counts[long_run] - counts[1000] == 2 * (long_run - 1000)
 
 
@@ -143,20 +120,25 @@ def test_the_virt_command_gives_no_semihosting_no_network_and_runs_sandboxed() -
     assert "spawn=deny" in command[command.index("-sandbox") + 1] and "-no-reboot" in command
 
 
+def elf_header(path: Path) -> str:
+    """`riscv64-unknown-elf-readelf -h` of an ELF file, or of each member of an archive."""
+    return subprocess.run([f"{RISCV_BINUTILS_PREFIX}readelf", "-h", str(path)], capture_output=True, text=True,
+                          check=True).stdout
+
+
 @pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("model", ["tflm/hello_world_int8.tflite", "mlperf_tiny/ad01_int8.tflite"])
 def test_a_shared_int8_model_passes_its_selftest_bit_exact_on_virt(compiled, tmp_path: Path, profile: str,
                                                                   model: str) -> None:
     bundle = writable_copy(compiled(model, profile), tmp_path)
     name = Path(model).stem
-    assert subprocess.run(["riscv64-unknown-elf-ar", "t", str(bundle.library)], capture_output=True,
-                          check=True).stdout  # the library is the RISC-V compiler's
+    # the library is the RISC-V compiler's: every member's machine (`ar t` would list a host archive too)
+    assert set(re.findall(r"Machine:\s+(.+)", elf_header(bundle.library))) == {"RISC-V"}
     run = run_riscv_selftest(bundle.out_dir, name, profile_build_config(profile), VIRT, 300)
     assert run.result.exit_status == 0, run.result.stdout[-2000:] + run.result.stderr
     assert run.result.stdout.endswith("selftest: PASS\n") and "(bit-identical)" in run.result.stdout
     assert "max abs error 0 " in run.result.stdout and run.result.instructions
     assert run.weights_bytes > 0 and run.bundle_code_bytes > 0
-    header = subprocess.run(["riscv64-unknown-elf-readelf", "-h", str(bundle.out_dir / "build-riscv" / "selftest.elf")],
-                            capture_output=True, text=True, check=True).stdout
+    header = elf_header(bundle.out_dir / "build-riscv" / "selftest.elf")
     assert ("single-float ABI" in header) == (profile == "rv32imafc") and "RVC" in header
     assert f"{EXIT_MARKER}0" not in run.result.stdout  # the marker is read off, not left in the output

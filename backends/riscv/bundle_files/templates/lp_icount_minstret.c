@@ -8,9 +8,7 @@
 #include <stdio.h>
 
 #include "lp_board.h"
-
-#define LP_CSR_READ(name, value) \
-    __asm__ volatile(".option push\n\t.option arch, +zicsr\n\tcsrr %0, " name "\n\t.option pop" : "=r"(value))
+#include "lp_riscv.h"
 
 /* The reading at lp_icount_start: lp_icount_start returns its low half, the whole reading stays here. */
 static uint64_t lp_counter_start;

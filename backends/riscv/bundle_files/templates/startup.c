@@ -31,10 +31,6 @@ void lp_reset(void) __attribute__((noreturn));
  * so it saves no register (an interrupt handler of an F core would save the FPU's, which may be off). */
 void lp_trap(void) __attribute__((noreturn, aligned(4)));
 
-/* CSR access: the profiles' -march strings name no Zicsr, so it is enabled for these instructions only. */
-#define LP_CSR_READ(name, value) \
-    __asm__ volatile(".option push\n\t.option arch, +zicsr\n\tcsrr %0, " name "\n\t.option pop" : "=r"(value))
-
 void lp_trap(void)
 {
     static const char prefix[] = "lp: trap mcause=";
