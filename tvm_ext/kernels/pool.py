@@ -85,7 +85,8 @@ def max_pool2d_integer(
                 peak = tirx.max(peak, tap(b, y, x, c, dy, dx))
         return peak
 
-    from_low = te.comm_reducer(lambda a, b: tirx.max(a, b), lambda t: tirx.const(activation.low, t), name="max_from_low")
+    from_low = te.comm_reducer(lambda a, b: tirx.max(a, b), lambda t: tirx.const(activation.low, t),
+                               name="max_from_low")
 
     def window_max(b, y, x, c):
         iy, ix, inside = position(y, x)
