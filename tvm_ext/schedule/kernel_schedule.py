@@ -102,19 +102,22 @@ def _compute_at_consumers(sch: s_tir.Schedule, root) -> None:
     for block in reversed(sch.get_child_blocks(root)):
         consumers = sch.get_consumers(block)
         loops = sch.get_loops(consumers[0]) if len(consumers) == 1 else []
-        if loops and _is_reduction(sch, block) and _reads_one_element(sch, block, consumers[0]):
+        if not loops:  # no single consumer, or a scalar one: the producer stays apart
             continue
-        if loops and _broadcast_by(sch, block, consumers[0]):
+        if _is_reduction(sch, block) and _reads_one_element(sch, block, consumers[0]):
+            continue
+        if _broadcast_by(sch, block, consumers[0]):
             loop = _last_loop_indexing(sch, block, consumers[0])
-        elif loops and _read_repeatedly(sch, block):  # a scalar consumer has no loop: the producer stays apart
+        elif _read_repeatedly(sch, block):
             loop = loops[-1]
         else:
             continue
-        if loop is not None:
-            try:
-                sch.compute_at(block, loop)
-            except s_tir.ScheduleError:
-                continue
+        if loop is None:
+            continue
+        try:
+            sch.compute_at(block, loop)
+        except s_tir.ScheduleError:
+            continue
 
 
 def _is_reduction(sch: s_tir.Schedule, block) -> bool:
