@@ -26,8 +26,8 @@ OVER_TARGET = 1.5
 
 @dataclass(frozen=True)
 class KernelKind:
-    """A kind of kernel: its name, whether its work is counted in MACs, and the operators (TFLite codes and
-    ONNX op types) that make a call of this kind."""
+    """A kind of kernel: its name, the unit its work is counted in, and the operators (TFLite codes and ONNX
+    op types) that make a call of this kind."""
 
     name: str
     unit: str  # what one unit of work is: "MAC", "input byte", "output byte" or "output byte x operator"
@@ -68,15 +68,15 @@ MAC_KINDS = (RECURRENT, TRANSPOSE_CONVOLUTION, DEPTHWISE, CONVOLUTION, FULLY_CON
 KINDS = (*MAC_KINDS, OTHER_MACS, POOL, SOFTMAX, RESIZE, ELEMENTWISE, REQUANTIZATION, DATA_MOVEMENT)
 """Every kind, MAC kinds first."""
 
-DSP_TARGETS: Mapping[str, float] = {
-    CONVOLUTION.name: 1.5, DEPTHWISE.name: 2.0, TRANSPOSE_CONVOLUTION.name: 2.0, FULLY_CONNECTED.name: 1.5,
-    BATCH_MATMUL.name: 2.0, RECURRENT.name: 2.0, OTHER_MACS.name: 2.0, POOL.name: 1.5, SOFTMAX.name: 20.0,
-    RESIZE.name: 1.5, ELEMENTWISE.name: 8.0, REQUANTIZATION.name: 4.0, DATA_MOVEMENT.name: 1.0,
+DSP_TARGETS: Mapping[KernelKind, float] = {
+    CONVOLUTION: 1.5, DEPTHWISE: 2.0, TRANSPOSE_CONVOLUTION: 2.0, FULLY_CONNECTED: 1.5, BATCH_MATMUL: 2.0,
+    RECURRENT: 2.0, OTHER_MACS: 2.0, POOL: 1.5, SOFTMAX: 20.0, RESIZE: 1.5, ELEMENTWISE: 8.0, REQUANTIZATION: 4.0,
+    DATA_MOVEMENT: 1.0,
 }
 """Instructions per unit of each kind on a core with the DSP extension (see the module docstring)."""
 
 
-def kind_targets(simd: Optional[str]) -> Optional[Mapping[str, float]]:
+def kind_targets(simd: Optional[str]) -> Optional[Mapping[KernelKind, float]]:
     """The targets of a profile whose `simd` field is `simd` (None: no targets for that core)."""
     return DSP_TARGETS if simd in ("dsp", "mve") else None
 

@@ -271,12 +271,13 @@ class LayerReport:
 def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]],
                  inference_instructions: Optional[int], untested: Optional[str] = None,
                  timing: Optional[CycleEstimate] = None,
-                 targets: Optional[Mapping[str, float]] = None) -> LayerReport:
+                 targets: Optional[Mapping[KernelKind, float]] = None) -> LayerReport:
     """The report of `plan` (its calls in execution order). `call_instructions` holds one count per call, in the
     same order, when the bundle ran on an emulated core (else None); `untested` says why the bundle was not
     built and self-tested (None: it was); `timing` gives estimated times from the instruction counts (None: no
     estimate); `targets` maps kernel kinds to the profile's instructions per unit of an integer kernel
-    (packager.kernel_kinds.kind_targets; None: no targets; a call writing a float output gets none). ValueError when the counts do not match the calls one to one."""
+    (packager.kernel_kinds.kind_targets; None: no targets; a call writing a float output gets none).
+    ValueError when the counts do not match the calls one to one."""
     if call_instructions is not None and len(call_instructions) != len(plan.calls):
         raise ValueError(f"{len(call_instructions)} instruction counts for the {len(plan.calls)} calls of {plan.model}")
     calls = tuple(
@@ -290,7 +291,7 @@ def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]]
 
 
 def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: Optional[int],
-               targets: Optional[Mapping[str, float]]) -> CallCost:
+               targets: Optional[Mapping[KernelKind, float]]) -> CallCost:
     inputs = [plan.tensors[name] for name in call.inputs]
     weights = [t for t in inputs if plan.tensors[plan.storage_of(t.name)].role is TensorRole.CONSTANT]
     activations = [t for t in inputs if t not in weights]
@@ -304,7 +305,7 @@ def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: O
         macs=call.macs, weight_bytes=sum(t.nbytes for t in weights),
         activation_read_bytes=read, activation_written_bytes=written, instructions=instructions, kind=kind,
         work=work_units(kind, operators, call.macs, read, written),
-        target=(targets or {}).get(kind.name) if all(_integer(t.dtype) for t in outputs) else None,
+        target=(targets or {}).get(kind) if all(_integer(t.dtype) for t in outputs) else None,
     )
 
 

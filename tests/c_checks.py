@@ -91,3 +91,8 @@ def loops_without_constant_bounds(bundle_dir: Path, model: str) -> list[str]:
         text = _TEST_BUILD_ONLY.sub("", (bundle_dir / f"{model}_{part}.c").read_text())
         loops += [m.group(0) for m in _FOR_LOOP.finditer(text) if not _CONSTANT_BOUND.fullmatch(m.group(2))]
     return loops
+
+
+def kernel_bodies(kernels_c: str) -> dict[str, str]:
+    """Each kernel function's name -> its body, from a bundle's kernels.c (a function ends at a `}` line)."""
+    return {match[1]: match[2] for match in re.finditer(r"^void (\w+)\(.*?\) \{\n(.*?)^\}", kernels_c, re.S | re.M)}

@@ -13,15 +13,21 @@ from tvm_ext.layers import LayerRecord, bindings_of, with_layers
 from tvm_ext.transform.int8.emit import record_operand_roles
 
 
-def expected_module(build: Callable[..., relax.Expr], params: Sequence[relax.Var], kinds: list[str]) -> tvm.IRModule:
-    """An expected lowered module: `build(bb, *params)` emits main's kernel calls (`kernel`) and returns the
-    output; `kinds[i]` is the TFLite operator of the i-th call."""
+def main_module(build: Callable[..., relax.Expr], params: Sequence[relax.Var]) -> tvm.IRModule:
+    """A module whose `main` of `params` is one dataflow block: `build(bb, *params)` emits its bindings and
+    returns the output."""
     bb = relax.BlockBuilder()
     with bb.function("main", list(params)):
         with bb.dataflow():
             output = bb.emit_output(build(bb, *params))
         bb.emit_func_output(output)
-    mod = bb.get()
+    return bb.get()
+
+
+def expected_module(build: Callable[..., relax.Expr], params: Sequence[relax.Var], kinds: list[str]) -> tvm.IRModule:
+    """An expected lowered module: `build(bb, *params)` emits main's kernel calls (`kernel`) and returns the
+    output; `kinds[i]` is the TFLite operator of the i-th call."""
+    mod = main_module(build, params)
     # A hand-written module has no frontend records: call i's record is the nameless "<KIND> #i".
     calls = [b for b in bindings_of(mod["main"])
              if isinstance(b.value, relax.Call) and b.value.op.name == "relax.call_tir"]

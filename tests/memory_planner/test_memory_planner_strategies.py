@@ -98,12 +98,17 @@ def test_resnet8_reaches_the_lower_bound(strategy: str) -> None:
     assert plan.optimal
 
 
+def _greedy_and_searched(buffers: list[Buffer], strategy: str) -> tuple[MemoryPlan, MemoryPlan]:
+    """The plans of `buffers` by greedy_by_size and by `strategy`, each checked by the independent checker."""
+    plans = plan_memory(buffers, "greedy_by_size"), plan_memory(buffers, strategy)
+    for plan in plans:
+        check_plan(buffers, plan)
+    return plans
+
+
 @pytest.mark.parametrize("strategy", ["hill_climb", "exact", "auto"])
 def test_search_closes_greedys_gap_on_the_autoencoder(strategy: str) -> None:
-    greedy = plan_memory(AD01_BUFFERS, "greedy_by_size")
-    searched = plan_memory(AD01_BUFFERS, strategy)
-    for plan in (greedy, searched):
-        check_plan(AD01_BUFFERS, plan)
+    greedy, searched = _greedy_and_searched(AD01_BUFFERS, strategy)
     assert (greedy.arena_bytes, greedy.optimal) == (AD01_GREEDY_ARENA, False)
     assert plan_memory(AD01_BUFFERS, "best_of_orders").arena_bytes == AD01_GREEDY_ARENA
     assert (searched.arena_bytes, searched.lower_bound, searched.optimal) == (AD01_LOWER_BOUND, AD01_LOWER_BOUND, True)
@@ -111,10 +116,7 @@ def test_search_closes_greedys_gap_on_the_autoencoder(strategy: str) -> None:
 
 @pytest.mark.parametrize("strategy", ["hill_climb", "exact", "auto"])
 def test_search_beats_greedy_on_a_set_that_traps_it(strategy: str) -> None:
-    greedy = plan_memory(GREEDY_TRAP, "greedy_by_size")
-    searched = plan_memory(GREEDY_TRAP, strategy)
-    for plan in (greedy, searched):
-        check_plan(GREEDY_TRAP, plan)
+    greedy, searched = _greedy_and_searched(GREEDY_TRAP, strategy)
     assert plan_memory(GREEDY_TRAP, "best_of_orders").arena_bytes == greedy.arena_bytes == 112
     assert brute_force_arena(GREEDY_TRAP) == searched.arena_bytes == searched.lower_bound == 96
     assert searched.optimal and not greedy.optimal

@@ -22,8 +22,10 @@ def _window(data: te.Tensor, pool: Sequence[int], strides: Sequence[int], paddin
     out_w = (w + padding[1] + padding[3] - pool[1]) // strides[1] + 1
     ry, rx = te.reduce_axis((0, pool[0]), "ry"), te.reduce_axis((0, pool[1]), "rx")
 
-    def position(y, x):
-        iy, ix = y * strides[0] + ry - padding[0], x * strides[1] + rx - padding[1]
+    def position(y, x, dy=ry, dx=rx):
+        """The input row and column of output (y, x)'s window tap (dy, dx) (default: the reduce axes), and
+        whether it lies inside the input."""
+        iy, ix = y * strides[0] + dy - padding[0], x * strides[1] + dx - padding[1]
         return iy, ix, tirx.all(iy >= 0, iy < h, ix >= 0, ix < w)
 
     return (n, out_h, out_w, c), ry, rx, position
@@ -73,8 +75,7 @@ def max_pool2d_integer(
     low = tirx.const(activation.low, dtype)
 
     def tap(b, y, x, c, dy, dx):
-        iy, ix = y * strides[0] + dy - padding[0], x * strides[1] + dx - padding[1]
-        inside = tirx.all(iy >= 0, iy < data.shape[1], ix >= 0, ix < data.shape[2])
+        iy, ix, inside = position(y, x, dy, dx)
         return tirx.if_then_else(inside, data[b, iy, ix, c], low)
 
     def unrolled_max(b, y, x, c):
@@ -84,7 +85,8 @@ def max_pool2d_integer(
                 peak = tirx.max(peak, tap(b, y, x, c, dy, dx))
         return peak
 
-    from_low = te.comm_reducer(lambda a, b: tirx.max(a, b), lambda t: tirx.const(activation.low, t), name="max_from_low")
+    from_low = te.comm_reducer(lambda a, b: tirx.max(a, b), lambda t: tirx.const(activation.low, t),
+                               name="max_from_low")
 
     def window_max(b, y, x, c):
         iy, ix, inside = position(y, x)

@@ -8,6 +8,7 @@ what remains becomes a scratch buffer that the memory planner places in the aren
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import tvm_ffi
@@ -21,10 +22,15 @@ from tvm_ext.tir.kernel_names import with_window_recorded
 from tvm_ext.tir.tir_walk import buffer_loads, walk
 
 
+def _written(sch: s_tir.Schedule, block) -> set:
+    """The buffers `block` writes."""
+    return {region.source for region in sch.get(block).writes}
+
+
 def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
     """Whether a consumer of `producer` loads its buffer at more than one place: inlining would copy the
     producer's whole expression into each (the requantization arithmetic then grows without bound)."""
-    written = [region.source for region in sch.get(producer).writes]
+    written = _written(sch, producer)
     for consumer in sch.get_consumers(producer):
         loads = buffer_loads(sch.get(consumer).body)
         if any(loads[buffer] > 1 for buffer in written):
@@ -35,12 +41,9 @@ def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
 def _broadcast_by(sch: s_tir.Schedule, producer, consumer) -> bool:
     """Whether data-parallel `consumer` iterates more times than `producer` writes elements: it reads an
     element of the producer's result at several of its iterations (a per-row value along its row)."""
-    block = sch.get(consumer)
     if _is_reduction(sch, consumer):  # its reads are its window (border_split, the MAC helpers read the input)
         return False
-    iterations = 1
-    for iv in block.iter_vars:
-        iterations *= int(iv.dom.extent)
+    iterations = math.prod(int(iv.dom.extent) for iv in sch.get(consumer).iter_vars)
     return iterations > _elements_written(sch, producer)
 
 
@@ -75,7 +78,7 @@ def _last_loop_indexing(sch: s_tir.Schedule, producer, consumer):
     realize = next(node for node in walk(sch.mod["main"].body)
                    if isinstance(node, s_tir.SBlockRealize) and node.block.same_as(sch.get(consumer)))
     bindings = dict(zip((iv.var for iv in realize.block.iter_vars), realize.iter_values))
-    written = {region.source for region in sch.get(producer).writes}
+    written = _written(sch, producer)
     indexing = {loop_var for node in walk(realize.block.body) if isinstance(node, ir.TensorLoad)
                 and node.source in written for index in node.indices for var in _vars(index)
                 if var in bindings for loop_var in _vars(bindings[var])}
@@ -99,19 +102,22 @@ def _compute_at_consumers(sch: s_tir.Schedule, root) -> None:
     for block in reversed(sch.get_child_blocks(root)):
         consumers = sch.get_consumers(block)
         loops = sch.get_loops(consumers[0]) if len(consumers) == 1 else []
-        if loops and _is_reduction(sch, block) and _reads_one_element(sch, block, consumers[0]):
+        if not loops:  # no single consumer, or a scalar one: the producer stays apart
             continue
-        if loops and _broadcast_by(sch, block, consumers[0]):
+        if _is_reduction(sch, block) and _reads_one_element(sch, block, consumers[0]):
+            continue
+        if _broadcast_by(sch, block, consumers[0]):
             loop = _last_loop_indexing(sch, block, consumers[0])
-        elif loops and _read_repeatedly(sch, block):  # a scalar consumer has no loop: the producer stays apart
+        elif _read_repeatedly(sch, block):
             loop = loops[-1]
         else:
             continue
-        if loop is not None:
-            try:
-                sch.compute_at(block, loop)
-            except s_tir.ScheduleError:
-                continue
+        if loop is None:
+            continue
+        try:
+            sch.compute_at(block, loop)
+        except s_tir.ScheduleError:
+            continue
 
 
 def _is_reduction(sch: s_tir.Schedule, block) -> bool:
@@ -122,7 +128,7 @@ def _is_reduction(sch: s_tir.Schedule, block) -> bool:
 def _reads_one_element(sch: s_tir.Schedule, producer, consumer) -> bool:
     """Whether every load `consumer` makes of the buffers `producer` writes reads the same element (the same
     index expressions): its repeated loads are of one value, not a window of the producer's."""
-    written = {region.source for region in sch.get(producer).writes}
+    written = _written(sch, producer)
     loads = [node for node in walk(sch.get(consumer).body) if isinstance(node, ir.TensorLoad)
              and node.source in written]
     return all(tvm_ffi.structural_equal(list(load.indices), list(loads[0].indices)) for load in loads)
@@ -139,13 +145,7 @@ def _writes_beyond_its_producers(sch: s_tir.Schedule, consumer) -> bool:
 
 def _elements_written(sch: s_tir.Schedule, block) -> int:
     """The elements of the buffers `block` writes (whole buffers: their shapes)."""
-    total = 0
-    for region in sch.get(block).writes:
-        elements = 1
-        for extent in region.source.shape:
-            elements *= int(extent)
-        total += elements
-    return total
+    return sum(math.prod(int(extent) for extent in region.source.shape) for region in sch.get(block).writes)
 
 
 def _inline_all(sch: s_tir.Schedule, root, inline) -> bool:

@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from c_checks import kernel_bodies  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import compile  # noqa: E402
 
@@ -79,18 +80,13 @@ def _epilogue_after_each_layer_model(seed: int = 7) -> bytes:
     return build(model)
 
 
-def _kernel_bodies(kernels_c: str) -> dict[str, str]:
-    """Each kernel function's name -> its body, from a bundle's kernels.c (a function ends at a `}` line)."""
-    return {match[1]: match[2] for match in re.finditer(r"^void (\w+)\(.*?\) \{\n(.*?)^\}", kernels_c, re.S | re.M)}
-
-
 def test_layers_with_an_epilogue_call_their_mac_helpers_bit_exactly_on_cortex_m4f(tmp_path):
     model = tmp_path / "epilogues.tflite"
     model.write_bytes(_epilogue_after_each_layer_model())
     bundle = compile(model, "cortex-m4f", tmp_path / "m4f")
     assert bundle.selftest.passed and bundle.selftest.where.startswith("mps2-"), bundle.selftest.output
     assert set(bundle.selftest.max_errors) == {0}
-    bodies = _kernel_bodies((bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text())
+    bodies = kernel_bodies((bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text())
     assert len(bodies) == 4, sorted(bodies)  # each layer fused with its epilogue into one kernel
     for name, body in bodies.items():
         assert re.search(rf"{bundle.plan.model}_\w*mac\w*\(", body), f"{name} calls no MAC helper:\n{body}"

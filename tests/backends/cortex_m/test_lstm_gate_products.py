@@ -92,27 +92,3 @@ def test_an_offset_beyond_int32_keeps_the_zero_point_in_the_product() -> None:
     scheduled = inline_intermediates(func, 4, DUAL_MAC_SCHEDULES)
     assert _dual_macs(scheduled) == [[4, 4, 1, 4]] * 4
     assert count_macs(func) == 2 * 3 * 4 * 4 * (6 + 4)
-
-
-@pytest.mark.parametrize("total, expected", [(10, [("loop t", 2, 4), (8, 2)]), (8, [("loop t", 2, 4)]),
-                                             (3, [(0, 3)])])
-def test_over_tiles_covers_whole_tiles_in_a_loop_and_the_remainder_once(total, expected):
-    """extern_mac.over_tiles (the LSTM's gates, SVDF's state update): a loop over the whole tiles of four with its
-    body at `var * 4` for four units, then one body at the remainder's first unit for the rest; nothing empty."""
-    from tvm_ext.kernels.extern_mac import over_tiles
-
-    bodies = []
-
-    def body(first, count):
-        bodies.append((first, count))
-        return tirx.Evaluate(tirx.const(0, "int32"))
-
-    stmts = over_tiles(total, 4, body, "t")
-    shapes = []
-    for stmt, (first, count) in zip(stmts, bodies):
-        if isinstance(stmt, tirx.For):
-            assert isinstance(first, tirx.Mul) and first.a.same_as(stmt.loop_var) and int(first.b) == 4
-            shapes.append((f"loop {stmt.loop_var.name}", int(stmt.extent), count))
-        else:
-            shapes.append((int(first), count))
-    assert len(stmts) == len(bodies) and shapes == expected

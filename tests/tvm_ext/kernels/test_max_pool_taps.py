@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from c_checks import kernel_bodies  # noqa: E402
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
 from tflite_builder import ModelBuilder, Options, Quantization, Tensor  # noqa: E402
 
@@ -36,17 +37,11 @@ def _pools_model() -> ModelBuilder:
     return built
 
 
-def _functions(kernels_c: str) -> dict[str, str]:
-    """Each function of kernels.c by name: its text up to the next function."""
-    parts = re.split(r"^(?=\S.*\w+\([^;]*\)\s*\{\s*$)", kernels_c, flags=re.MULTILINE)
-    return {re.search(r"(\w+)\(", part).group(1): part for part in parts if re.search(r"\)\s*\{\s*$", part, re.M)}
-
-
 def test_small_max_pool_windows_write_each_output_once_bit_exactly(tmp_path):
     assert_bit_exact_with_tflite_micro(_pools_model().model(), tmp_path)
     kernels_c = next((tmp_path / "out").glob("*_kernels.c")).read_text()
-    pools = {name: body for name, body in _functions(kernels_c).items() if "max_pool" in name}
-    assert len(pools) == 3, list(_functions(kernels_c))
+    pools = {name: body for name, body in kernel_bodies(kernels_c).items() if "max_pool" in name}
+    assert len(pools) == 3, list(kernel_bodies(kernels_c))
     for name, body in pools.items():
         # One store per output element: no accumulator buffer, no init of the output before the taps.
         assert "_ptr[" not in body and len(re.findall(r"output0\[[^\]]*\] =", body)) == 1, body

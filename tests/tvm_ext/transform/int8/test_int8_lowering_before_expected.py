@@ -30,7 +30,7 @@ from tvm_ext.transform import LowerQuantizedToInteger
 from tvm_ext.transform.int8.div import reciprocal_constants
 from tvm_ext.transform.int8.tables import table_constant
 
-from int8_expected import expected_module, kernel
+from int8_expected import expected_module, kernel, main_module
 
 SHAPE = (1, 2, 3, 4)
 ROUNDING = Rounding.DOUBLE  # the pass's default, TFLite's
@@ -55,15 +55,6 @@ def _q(bb: relax.BlockBuilder, x: relax.Expr, scale, zero_point) -> relax.Var:
 
 def _inputs(count: int, dtype: str = "int8") -> list[relax.Var]:
     return [relax.Var(name, relax.TensorType(SHAPE, dtype)) for name in "ab"[:count]]
-
-
-def _module(build: Callable[..., relax.Expr], params: list[relax.Var]) -> tvm.IRModule:
-    bb = relax.BlockBuilder()
-    with bb.function("main", params):
-        with bb.dataflow():
-            output = bb.emit_output(build(bb, *params))
-        bb.emit_func_output(output)
-    return bb.get()
 
 
 @dataclass(frozen=True)
@@ -222,7 +213,7 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[case.kind for case in CASES])
 def test_lowering_emits_the_kernel_call_of_tflite_micros_parameters(case: Case) -> None:
-    before = _module(case.before, _inputs(case.inputs, case.dtype))
+    before = main_module(case.before, _inputs(case.inputs, case.dtype))
     inputs = _inputs(case.inputs, case.dtype)
     expected = expected_module(case.expected, inputs, list(case.kinds or (case.kind,)))
     tvm.ir.assert_structural_equal(LowerQuantizedToInteger()(before), expected)
