@@ -156,7 +156,8 @@ class LayerReport:
                 "work": work, "instructions_per_unit": instructions / work if work else None,
                 "worst_step": worst.step if worst else None,
                 "worst_instructions_per_unit": worst.instructions_per_unit if worst else None,
-                "target_instructions_per_unit": calls[0].target,
+                # A kind's float calls have no target: the target is that of its calls that have one.
+                "target_instructions_per_unit": next((c.target for c in calls if c.target is not None), None),
                 "calls_over_target": sum(c.over_target for c in calls),
                 "calls_macs_not_counted": sum(c.uncounted for c in calls),
             })
