@@ -42,11 +42,10 @@ class Validation:
 def quantize(values: np.ndarray, quant: QuantParams, dtype: str) -> np.ndarray:
     """Float `values` in a per-tensor quantized input's integer type: round(value / scale) + zero point (halves
     as `quant.rounding` says), saturated."""
+    from tvm_ext.kernels.quant_params import round_half_away
+
     scaled = np.asarray(values, np.float64) / quant.scale[0]
-    if quant.rounding is QuantRounding.HALF_TO_EVEN:
-        rounded = np.rint(scaled)
-    else:
-        rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
+    rounded = np.rint(scaled) if quant.rounding is QuantRounding.HALF_TO_EVEN else round_half_away(scaled)
     info = np.iinfo(dtype)
     return np.clip(rounded + quant.zero_point[0], info.min, info.max).astype(dtype)
 
