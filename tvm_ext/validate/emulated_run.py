@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from packager.c_text import array_body
+
 MAX_EMBEDDED_BYTES = 1 << 20
 """The most input bytes embedded in the driver: the first samples that fit are run on the emulated core."""
 
@@ -35,17 +37,14 @@ def embedded_count(cases: list[list[np.ndarray]]) -> int:
     return len(cases)
 
 
-def _byte_rows(data: bytes) -> str:
-    return ",\n".join(", ".join(f"0x{byte:02x}" for byte in data[i:i + 16]) for i in range(0, len(data), 16))
-
-
 def _driver_c(name: str, cases: list[list[np.ndarray]], outputs: int, stateful: bool) -> str:
     upper = name.upper()
     inputs = len(cases[0])
     lines = ["#include <stdio.h>", "#include <string.h>", f'#include "{name}.h"']
     for k in range(inputs):
         data = b"".join(case[k].tobytes() for case in cases)
-        lines += [f"static const unsigned char samples{k}[{len(data)}] = {{", _byte_rows(data), "};",
+        lines += [f"static const unsigned char samples{k}[{len(data)}] = "
+                  f"{array_body(np.frombuffer(data, np.uint8), 'uint8')};",
                   f"static {upper}_INPUT{k}_TYPE in{k}[{upper}_INPUT{k}_ELEMENTS];"]
     lines += [f"static {upper}_OUTPUT{k}_TYPE out{k}[{upper}_OUTPUT{k}_ELEMENTS];" for k in range(outputs)]
     lines += ["static void print_bytes(int sample, int output, const void* data, size_t size) {",
