@@ -1,6 +1,7 @@
 """A built bundle run on the host on many samples: its sources built again with the host's C compiler in a
-temporary copy (whatever the profile's compiler), linked with a small driver that reads each sample's inputs
-from stdin and writes its outputs to stdout as raw bytes, in the bundle's own types.
+temporary copy (whatever the profile's compiler) by the bundle's own Makefile (`packager.build.make`), its
+self-test program replaced by a small driver that reads each sample's inputs from stdin and writes its outputs
+to stdout as raw bytes, in the bundle's own types.
 
 The driver is written from the bundle's header macros alone (`<NAME>_INPUTk_TYPE`, `_ELEMENTS`), so it names no
 tensor of the model: nothing from the model reaches C through it. A stateful bundle is reset before each sample
@@ -18,7 +19,9 @@ import numpy as np
 
 RUN_TIMEOUT_SECONDS = 600
 HOST_CC = "cc"
-HOST_CFLAGS = ("-std=c99", "-O2")
+HOST_BUILD = {"CC": (HOST_CC,), "AR": ("ar",), "CFLAGS": ("-std=c99", "-O2"), "LDFLAGS": (), "EXTRA_CFLAGS": ()}
+"""The bundle Makefile's variables for the host build: the host's compiler and archiver, portable flags, no
+device link flags, and its warnings left warnings (no -Werror: the bundle was checked when it was built)."""
 
 
 class HostRunError(Exception):
@@ -47,20 +50,18 @@ def run_on_host(bundle: Path, name: str, output_dtypes: list[np.dtype], output_s
                 cases: list[list[np.ndarray]], stateful: bool) -> list[list[np.ndarray]]:
     """Each case's outputs from the bundle in folder `bundle` (C prefix `name`; one array per input in the
     bundle's input types), built and run on the host; HostRunError (one line) when it cannot be."""
+    from packager.build import BuildError, make
+
     with tempfile.TemporaryDirectory(prefix="tvm_ext_validate_") as folder:
         work = Path(folder) / "bundle"
         shutil.copytree(bundle, work, ignore=shutil.ignore_patterns("*.o", "*.a", "*.tar.gz", "selftest"))
-        (work / "validate_driver.c").write_text(_driver_c(name, len(cases[0]), len(output_dtypes), stateful))
-        make = ["make", "-s", f"CC={HOST_CC}", "AR=ar", f"CFLAGS={' '.join(HOST_CFLAGS)}", "LDFLAGS=",
-                f"lib{name}.a"]
-        link = [HOST_CC, *HOST_CFLAGS, "-o", "validate_driver", "validate_driver.c", f"lib{name}.a", "-lm"]
-        for command in (make, link):
-            built = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS)
-            if built.returncode != 0:
-                first = next((line for line in built.stderr.splitlines() if "error" in line), built.stderr.strip())
-                raise HostRunError(f"the bundle does not build on the host with {HOST_CC}: {first[:300]}")
+        (work / "selftest.c").write_text(_driver_c(name, len(cases[0]), len(output_dtypes), stateful))
+        try:
+            make(work, "selftest", HOST_BUILD, timeout_s=RUN_TIMEOUT_SECONDS)
+        except BuildError as err:
+            raise HostRunError(f"the bundle does not build on the host with {HOST_CC}: {str(err)[:300]}") from err
         stdin = b"".join(array.tobytes() for case in cases for array in case)
-        ran = subprocess.run([str(work / "validate_driver")], input=stdin, capture_output=True,
+        ran = subprocess.run([str(work / "selftest")], input=stdin, capture_output=True,
                              timeout=RUN_TIMEOUT_SECONDS)
         if ran.returncode != 0:
             raise HostRunError(f"the bundle's run on the host failed (exit {ran.returncode}): "
