@@ -25,7 +25,8 @@ from target.resources import RamUse
 from tvm_ext.processes.command_process import interrupts_held_back, outcome_decided
 
 if TYPE_CHECKING:
-    from tvm_ext.compile.pipeline import FolderResult
+    from tvm_ext.compile.pipeline import Checked, FolderResult
+    from tvm_ext.validate import Samples
 
 T = TypeVar("T")
 
@@ -236,15 +237,23 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
 def _first_sample(label: str, model, path: Path):
     """The first sample of the file `path` for the model file's inputs, one array each (CompileError: the model
     check's or the samples file's one line)."""
+    if not isinstance(model, Path):
+        raise CompileError(f"{label}: --selftest-input takes a model file, not a Relax module")
+    return tuple(checked_samples(model, path)[1].cases[0])
+
+
+def checked_samples(model: Path, path: Path) -> tuple[Checked, Samples]:
+    """The model file `model` checked, and the samples of the file `path` (as `--validate` and
+    `--selftest-input` read them) for its inputs; CompileError with the model check's or the samples file's
+    one line."""
     from tvm_ext.compile.pipeline import check
     from tvm_ext.validate import SamplesError, load_samples
 
-    if not isinstance(model, Path):
-        raise CompileError(f"{label}: --selftest-input takes a model file, not a Relax module")
+    checked = check(model)
     try:
-        return tuple(load_samples(path, check(model).facts.inputs).cases[0])
+        return checked, load_samples(path, checked.facts.inputs)
     except SamplesError as err:
-        raise CompileError(f"{label}: {err}") from err
+        raise CompileError(f"{model.name}: {err}") from err
 
 
 def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
