@@ -39,9 +39,9 @@ from target.profile import Profile
 from target.resolve import TargetSpec
 from target.resources import RamUse
 from tvm_ext.processes.command_process import interrupts_held_back
-from tvm_ext.compile import (BundleBuildError, CompileError, DoesNotFitError, SelftestMismatchError, early_objects,
+from tvm_ext.compile import (BundleBuildError, CompileError, SelftestMismatchError, early_objects,
                              tvm_ext_version)
-from tvm_ext.compile.device_ram import planned_ram, refuse_unless_fits, with_measured_stack
+from tvm_ext.compile.device_ram import check_ram_for_io, planned_ram, refuse_unless_fits, with_measured_stack
 from tvm_ext.compile.early_objects import EarlyObjects
 from tvm_ext.stages import Stage
 
@@ -308,18 +308,6 @@ def check(path: Path, refuse_unsupported: bool = True) -> Checked:
         return Checked(path, parsed, check_parsed(parsed, refuse_unsupported))
     except ModelError as err:
         raise CompileError(str(err)) from err
-
-
-def check_ram_for_io(file_name: str, profile: Profile, input_bytes: int, output_bytes: int, state_bytes: int,
-                     io_in_arena: bool) -> None:
-    """DoesNotFitError when the model's inputs, outputs and state alone need more SRAM than the profile has
-    (`target.check_io_fits`): refused before any compile work."""
-    import target
-
-    try:
-        target.check_io_fits(profile, file_name, input_bytes, output_bytes, state_bytes, io_in_arena)
-    except target.ResourceError as err:
-        raise DoesNotFitError(str(err)) from err
 
 
 def tensors_bytes(specs: list[TensorSpec]) -> int:

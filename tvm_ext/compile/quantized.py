@@ -147,7 +147,7 @@ def check_fit_before_quantizing(model_label: str, profile, facts) -> None:
     int32 biases keep their bytes, float layers theirs)."""
     import target
     from tvm_ext.compile import DoesNotFitError
-    from tvm_ext.compile.pipeline import check_ram_for_io
+    from tvm_ext.compile.device_ram import check_ram_for_io
 
     check_ram_for_io(model_label, profile, sum(t.elements for t in facts.inputs),
                      sum(t.elements for t in facts.outputs), facts.state_bytes, io_in_arena=True)
