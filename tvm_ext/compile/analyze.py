@@ -6,7 +6,8 @@ fit that needs no compile (the check's weight bytes against the flash, inputs, o
 SRAM); then the passes, the code generation and the memory planning as a compile runs them (no reference, no
 packaging, no build), giving per kernel call the MACs, weight and activation bytes and an estimated time
 (`emulator.instruction_model` x `emulator.cycle_model`, at the profile's clock), and the totals: arena, total
-RAM (arena + I/O outside it), flash (the weights stored; the code needs a build) and whether it fits.
+RAM (arena, I/O outside it, state and the profile's stack bound: target.RamUse), flash (the weights stored; the
+code needs a build) and whether it fits.
 """
 
 from __future__ import annotations
