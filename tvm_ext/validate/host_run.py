@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tvm_ext.validate.driver_c import io_buffers, run_one
+
 RUN_TIMEOUT_SECONDS = 600
 HOST_CC = "cc"
 HOST_BUILD = {"CC": (HOST_CC,), "AR": ("ar",), "CFLAGS": ("-std=c99", "-O2"), "LDFLAGS": (), "EXTRA_CFLAGS": ()}
@@ -29,17 +31,11 @@ class HostRunError(Exception):
 
 
 def _driver_c(name: str, inputs: int, outputs: int, stateful: bool) -> str:
-    upper = name.upper()
-    lines = ["#include <stdio.h>", f'#include "{name}.h"']
-    lines += [f"static {upper}_INPUT{k}_TYPE in{k}[{upper}_INPUT{k}_ELEMENTS];" for k in range(inputs)]
-    lines += [f"static {upper}_OUTPUT{k}_TYPE out{k}[{upper}_OUTPUT{k}_ELEMENTS];" for k in range(outputs)]
-    arguments = ", ".join([f"in{k}" for k in range(inputs)] + [f"out{k}" for k in range(outputs)])
+    lines = ["#include <stdio.h>", *io_buffers(name, inputs, outputs)]
     lines += ["int main(void) {", "  for (;;) {", "    int status;"]
     lines += [f"    if (fread(in{k}, 1, sizeof in{k}, stdin) != sizeof in{k}) {{ return {0 if k == 0 else 3}; }}"
               for k in range(inputs)]
-    lines += [f"    {name}_reset();"] if stateful else []
-    lines += [f"    status = {name}_run({arguments});",
-              f"    if (status != {upper}_OK) {{ fprintf(stderr, \"run returned %d\\n\", status); return 2; }}"]
+    lines += run_one(name, inputs, outputs, stateful, 'fprintf(stderr, "run returned %d\\n", status); return 2;')
     lines += [f"    if (fwrite(out{k}, 1, sizeof out{k}, stdout) != sizeof out{k}) {{ return 3; }}"
               for k in range(outputs)]
     lines += ["  }", "}", ""]
