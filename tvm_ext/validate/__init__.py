@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_planner.plan import QuantParams, QuantRounding, TensorRole
+from memory_planner.plan import QuantParams, QuantRounding
 from tvm_ext.validate.metrics import OutputComparison, compare
 from tvm_ext.validate.samples import Samples, SamplesError, load_samples
 
@@ -78,7 +78,7 @@ def validate(bundle_folder: Path, plan, model: Path, facts, samples: Samples, em
         raise ValidationError(str(err)) from err
     cases = [[quantize(x, tensor.quant, tensor.dtype) if quantized else x for x, tensor in zip(case, inputs)]
              for case in samples.cases]
-    stateful = any(tensor.role is TensorRole.STATE for tensor in plan.tensors.values())
+    stateful = bool(plan.states())
     dtypes, shapes = [np.dtype(t.dtype) for t in outputs], [t.shape for t in outputs]
     runs = []
     try:
