@@ -209,11 +209,6 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         check_ram_for_io(file_name, profile, sum(t.nbytes for t in facts.inputs), sum(t.nbytes for t in facts.outputs),
                          facts.state_bytes, options.io_in_arena)
 
-    from tvm_ext.plan.extract_plan import PlanError
-    from tvm_ext.frontend import ModelImportError
-    from tvm_ext.transform import (DataDependentLoopError, IndexOutOfRangeError, OversizedTensorError,
-                                   UnsupportedOperatorError)
-
     tvm_target = target.register_profile_with_tvm(profile)
     with ExitStack() as running:
         try:
@@ -237,8 +232,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             lowered = stage("passes", lambda: passes(imported, profile, tvm_target, options.layout), _describe_kernels)
             generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, options.jobs),
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
-        except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError,
-                IndexOutOfRangeError, DataDependentLoopError) as err:
+        except model_refusals() as err:
             # Their message is the whole line (model, operator, layer): a line break in it can only come from a
             # name in the model, which CompileError shows escaped within the line.
             raise CompileError(str(err).strip()) from err
@@ -275,6 +269,18 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     facts = bundle_facts(profile, config, planned, ram, tested, units, options.quantization, lowered.layouts)
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, ram, built.library, tarball, tested.result)
+
+
+def model_refusals() -> tuple[type[Exception], ...]:
+    """The errors by which the import, the passes, the code generation and the planning refuse a model (each
+    message the line naming the model, operator or layer): the compile raises each as a CompileError."""
+    from tvm_ext.frontend import ModelImportError
+    from tvm_ext.plan.extract_plan import PlanError
+    from tvm_ext.transform import (DataDependentLoopError, IndexOutOfRangeError, OversizedTensorError,
+                                   UnsupportedOperatorError)
+
+    return (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError, IndexOutOfRangeError,
+            DataDependentLoopError)
 
 
 def untested_reason(config: BuildConfig) -> str:
