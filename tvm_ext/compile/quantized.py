@@ -17,8 +17,10 @@ from tvm_ext.compile import CompileError
 if TYPE_CHECKING:
     import tvm
 
+    from target.profile import Profile
     from tvm_ext.compile.pipeline import Checked
     from tvm_ext.frontend import IoQuantization
+    from tvm_ext.model_check import ModelFacts
 
 QUANTIZE_MODES = ("int8", "auto")
 
@@ -140,7 +142,7 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
                            io=quantized.io)
 
 
-def check_fit_before_quantizing(model_label: str, profile, facts) -> None:
+def check_fit_before_quantizing(model_label: str, profile: Profile, facts: ModelFacts) -> None:
     """DoesNotFitError, before any quantizing, for a float model no quantization can fit into `profile`: its
     inputs and outputs take a byte per element at least (int8), with the arena's room for them at best
     (io_in_arena), and its weights a quarter of their float32 bytes at least (one int8 byte per float32 weight;
