@@ -26,9 +26,12 @@ INSTRUCTIONS_PER_BYTE = 6.6
 """Per activation byte read or written: person_detect's AVERAGE_POOL_2D (16,974 instructions for 2,560 bytes),
 the work of a call without MACs (pools, softmax, element-wise operators, copies)."""
 
-DESCRIPTION = ("estimate, not a measurement: MACs x instructions per MAC (1.9 convolution, 6.2 depthwise, "
-               "3.0 other kinds) + activation bytes x 6.6, our int8 kernels' figures under QEMU on cortex-m4f")
-"""One line saying what an estimated instruction count is (shown beside every figure made from it)."""
+DESCRIPTION = (f"estimate, not a measurement: MACs x instructions per MAC ({INSTRUCTIONS_PER_MAC['CONV_2D']} "
+               f"convolution, {INSTRUCTIONS_PER_MAC['DEPTHWISE_CONV_2D']} depthwise, {DEFAULT_INSTRUCTIONS_PER_MAC} "
+               f"other kinds) + activation bytes x {INSTRUCTIONS_PER_BYTE}, our int8 kernels' figures under QEMU on "
+               "cortex-m4f")
+"""One line saying what an estimated instruction count is (shown beside every figure made from it), made from
+the figures themselves."""
 
 
 def estimated_instructions(kind: str | None, macs: int, activation_bytes: int) -> float:

@@ -77,6 +77,10 @@ def _overrun(what_needs: str, needed: int, memory: str, available: int, profile:
     )
 
 
+def _flash_overrun(flash_bytes: int, profile: Profile) -> str:
+    return _overrun("weights + code need", flash_bytes, "flash", profile.flash_bytes, profile)
+
+
 def check_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int) -> None:
     """Raise ResourceError unless ram.total_bytes <= profile.sram_bytes and flash_bytes <= profile.flash_bytes.
 
@@ -88,7 +92,7 @@ def check_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int)
     if ram.total_bytes > profile.sram_bytes:
         overruns.append(_overrun("RAM needs", ram.total_bytes, f"SRAM ({ram.parts()})", profile.sram_bytes, profile))
     if flash_bytes > profile.flash_bytes:
-        overruns.append(_overrun("weights + code need", flash_bytes, "flash", profile.flash_bytes, profile))
+        overruns.append(_flash_overrun(flash_bytes, profile))
     if overruns:
         raise ResourceError(f"{model_name}: {'; '.join(overruns)}")
 
@@ -98,8 +102,7 @@ def check_flash_fits(profile: Profile, model_name: str, flash_bytes: int) -> Non
     that knows no RAM yet), e.g. "ad01: weights + code need 265,864 B of flash but cortex-m0plus has 262,144 B
     (3,720 B over)"."""
     if flash_bytes > profile.flash_bytes:
-        raise ResourceError(
-            f"{model_name}: {_overrun('weights + code need', flash_bytes, 'flash', profile.flash_bytes, profile)}")
+        raise ResourceError(f"{model_name}: {_flash_overrun(flash_bytes, profile)}")
 
 
 def check_io_fits(profile: Profile, model_name: str, input_bytes: int, output_bytes: int, state_bytes: int,

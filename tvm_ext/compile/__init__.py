@@ -25,7 +25,10 @@ from target.resources import RamUse
 from tvm_ext.processes.command_process import interrupts_held_back, outcome_decided
 
 if TYPE_CHECKING:
-    from tvm_ext.compile.pipeline import FolderResult
+    import numpy as np
+
+    from tvm_ext.compile.pipeline import Checked, FolderResult
+    from tvm_ext.validate import Samples
 
 T = TypeVar("T")
 
@@ -185,7 +188,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         if lowered_for(model) is not None:  # its layouts were chosen then: ours would be ignored
             raise CompileError(f"{label}: the module went through tvm_ext.pipeline, which chose its layouts; "
                                f"give layout={layout.upper()!r} to tvm_ext.pipeline instead")
-    sample = None if selftest_input is None else _first_sample(label, model, Path(selftest_input))
+    # The file's check made to read the samples is the compile's (the file is parsed once).
+    checked, sample = (None, None) if selftest_input is None else _first_sample(label, model, Path(selftest_input))
     if scheduler is None:
         def fill_with(staging: Path, source, bundle_name: str | None, quantized: QuantizedSource | None
                       ) -> FolderResult:
@@ -194,13 +198,13 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                                     None if layout == "auto" else layout.upper(),
                                     None if quantized is None else quantized.io, build, sample)
             return compile_to_folder(source, target, staging, stage_logger(log), options,
-                                     None if quantized is None else quantized.checked)
+                                     checked if quantized is None else quantized.checked)
 
         def fill(staging: Path) -> FolderResult:
             if quantize is None:
                 return fill_with(staging, model, name, None)
             request = QuantizeRequest(quantize, calibration, ranges, held_back, activations or "int8")
-            quantized = quantized_module(model, target, request, log)
+            quantized = quantized_module(model, target, request, log, checked=checked)
             while True:  # a float bundle auto kept, then a 16x8 one, then int8: each smaller than the last
                 try:
                     return fill_with(staging, quantized.source, name or model.stem, quantized)
@@ -233,18 +237,27 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     return fill_bundle_folder(Path(out), label, model if isinstance(model, Path) else None, force, fill)
 
 
-def _first_sample(label: str, model, path: Path):
-    """The first sample of the file `path` for the model file's inputs, one array each (CompileError: the model
-    check's or the samples file's one line)."""
+def _first_sample(label: str, model, path: Path) -> tuple[Checked, tuple[np.ndarray, ...]]:
+    """The model file checked, and the first sample of the file `path` for its inputs, one array each
+    (CompileError: the model check's or the samples file's one line)."""
+    if not isinstance(model, Path):
+        raise CompileError(f"{label}: --selftest-input takes a model file, not a Relax module")
+    checked, samples = checked_samples(model, path)
+    return checked, tuple(samples.cases[0])
+
+
+def checked_samples(model: Path, path: Path) -> tuple[Checked, Samples]:
+    """The model file `model` checked, and the samples of the file `path` (as `--validate` and
+    `--selftest-input` read them) for its inputs; CompileError with the model check's or the samples file's
+    one line."""
     from tvm_ext.compile.pipeline import check
     from tvm_ext.validate import SamplesError, load_samples
 
-    if not isinstance(model, Path):
-        raise CompileError(f"{label}: --selftest-input takes a model file, not a Relax module")
+    checked = check(model)
     try:
-        return tuple(load_samples(path, check(model).facts.inputs).cases[0])
+        return checked, load_samples(path, checked.facts.inputs)
     except SamplesError as err:
-        raise CompileError(f"{label}: {err}") from err
+        raise CompileError(f"{model.name}: {err}") from err
 
 
 def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,

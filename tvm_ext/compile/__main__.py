@@ -213,7 +213,7 @@ def _print_summary(bundle: Bundle) -> int:
 def _compile(args: argparse.Namespace, model: Path) -> Bundle:
     """The compile `args` ask for, of the model file `model`; with --validate, then its validation (the samples
     read and checked first, before any compile work)."""
-    samples = None if args.validate is None else _validation_samples(args, model)
+    checked, samples = (None, None) if args.validate is None else _validation_samples(args, model)
     bundle = compile(model, args.target, Path(args.out), force=args.force,
                      log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
                      calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
@@ -227,7 +227,8 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
 
         try:
             validation = stage_logger(_print_stage_and_stop_if_signalled)(
-                "validate", lambda: validate(bundle.out_dir, bundle.plan, model, samples, _emulated_target(args)),
+                "validate", lambda: validate(bundle.out_dir, bundle.plan, model, checked.facts, samples,
+                                            _emulated_target(args)),
                 lambda v: f"{v.count} samples of {v.source} on {v.where}")
         except ValidationError as err:
             raise InternalError(str(err)) from err
@@ -247,19 +248,16 @@ def _emulated_target(args: argparse.Namespace):
 
 
 def _validation_samples(args: argparse.Namespace, model: Path):
-    """--validate's samples for the model file's inputs (CompileError: the one line of the model check or of
-    the samples file's checks); refused with --no-build and --io-in-arena (nothing to run, or no run arguments)."""
-    from tvm_ext.compile.pipeline import check
-    from tvm_ext.validate import SamplesError, load_samples
+    """The model file checked and --validate's samples for its inputs (`checked_samples`; CompileError: the one
+    line of the model check or of the samples file's checks); refused with --no-build and --io-in-arena
+    (nothing to run, or no run arguments)."""
+    from tvm_ext.compile import checked_samples
 
     for option in ("no_build", "io_in_arena"):
         if getattr(args, option):
             raise CompileError(f"{model.name}: --validate runs the built bundle's run function; leave out "
                                f"--{option.replace('_', '-')}")
-    try:
-        return load_samples(Path(args.validate), check(model).facts.inputs)
-    except SamplesError as err:
-        raise CompileError(f"{model.name}: {err}") from err
+    return checked_samples(model, Path(args.validate))
 
 
 _NOT_WITH_ANALYZE = ("quantize", "calibration", "held_back", "activations", "validate", "selftest_input", "scheduler",

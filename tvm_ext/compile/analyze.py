@@ -6,7 +6,8 @@ fit that needs no compile (the check's weight bytes against the flash, inputs, o
 SRAM); then the passes, the code generation and the memory planning as a compile runs them (no reference, no
 packaging, no build), giving per kernel call the MACs, weight and activation bytes and an estimated time
 (`emulator.instruction_model` x `emulator.cycle_model`, at the profile's clock), and the totals: arena, total
-RAM (arena + I/O outside it), flash (the weights stored; the code needs a build) and whether it fits.
+RAM (arena, I/O outside it, state and the profile's stack bound: target.RamUse), flash (the weights stored; the
+code needs a build) and whether it fits.
 """
 
 from __future__ import annotations
@@ -159,16 +160,12 @@ def _profile_analysis(imported, profile: Profile, jobs: int) -> ProfileAnalysis:
     import target
     from tvm_ext.compile.device_ram import planned_ram
     from packager.report import layer_report
-    from tvm_ext.compile.pipeline import codegen, passes, planning
-    from tvm_ext.plan.extract_plan import PlanError
-    from tvm_ext.transform import (DataDependentLoopError, IndexOutOfRangeError, OversizedTensorError,
-                                   UnsupportedOperatorError)
+    from tvm_ext.compile.pipeline import codegen, model_refusals, passes, planning
 
     try:
         tvm_target = target.register_profile_with_tvm(profile)
         generated = codegen(passes(imported, profile, tvm_target), imported, profile, tvm_target, jobs)
-    except (PlanError, UnsupportedOperatorError, OversizedTensorError, IndexOutOfRangeError,
-            DataDependentLoopError, CompileError) as err:
+    except (*model_refusals(), CompileError) as err:
         return ProfileAnalysis(profile, problem=str(err).strip().splitlines()[-1])
     planned = planning(generated.plan, profile)
     timing = cycle_estimate(profile.cpu, profile.clock_hz)

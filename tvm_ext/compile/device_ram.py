@@ -1,4 +1,5 @@
-"""The RAM one inference of a planned bundle holds on its device (target.RamUse), and the fit check on it.
+"""The RAM one inference of a planned bundle holds on its device (target.RamUse), and the fit checks on it
+(each a target check whose ResourceError becomes the compile's DoesNotFitError).
 
 The stack is counted as the profile allows: a bundle built for an emulated board has its run call's stack
 measured after the build (`emulator.stack`), so the check before the build counts the other parts alone
@@ -8,11 +9,14 @@ counts the profile's documented bound `stack_bound_bytes`.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from memory_planner.api import MemoryPlan
 from memory_planner.from_plan import io_bytes_outside
 from memory_planner.plan import ExecutionPlan
 from target.profile import Profile
-from target.resources import RamUse, ResourceError, StackSource, check_fits
+from target.resources import RamUse, ResourceError, StackSource, check_fits, check_io_fits
 from tvm_ext.compile import DoesNotFitError
 
 MEASURED_STACK_KEY = "stack_peak_bytes"
@@ -36,10 +40,25 @@ def with_measured_stack(ram: RamUse, measured: dict[str, object]) -> RamUse:
     return ram if stack is None else ram.with_stack(int(stack), StackSource.MEASURED)
 
 
+@contextlib.contextmanager
+def _refused() -> Iterator[None]:
+    """A target.ResourceError raised inside becomes DoesNotFitError, its line unchanged."""
+    try:
+        yield
+    except ResourceError as err:
+        raise DoesNotFitError(str(err)) from err
+
+
 def refuse_unless_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int) -> None:
     """DoesNotFitError (one line: every part of the RAM, the limit, the excess) unless `ram` and `flash_bytes`
     fit `profile` (target.check_fits)."""
-    try:
+    with _refused():
         check_fits(profile, model_name, ram, flash_bytes)
-    except ResourceError as err:
-        raise DoesNotFitError(str(err)) from err
+
+
+def check_ram_for_io(file_name: str, profile: Profile, input_bytes: int, output_bytes: int, state_bytes: int,
+                     io_in_arena: bool) -> None:
+    """DoesNotFitError when the model's inputs, outputs and state alone need more SRAM than the profile has
+    (`target.check_io_fits`): refused before any compile work."""
+    with _refused():
+        check_io_fits(profile, file_name, input_bytes, output_bytes, state_bytes, io_in_arena)

@@ -16,7 +16,7 @@ import subprocess
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,9 +39,9 @@ from target.profile import Profile
 from target.resolve import TargetSpec
 from target.resources import RamUse
 from tvm_ext.processes.command_process import interrupts_held_back
-from tvm_ext.compile import (BundleBuildError, CompileError, DoesNotFitError, SelftestMismatchError, early_objects,
+from tvm_ext.compile import (BundleBuildError, CompileError, SelftestMismatchError, early_objects,
                              tvm_ext_version)
-from tvm_ext.compile.device_ram import planned_ram, refuse_unless_fits, with_measured_stack
+from tvm_ext.compile.device_ram import check_ram_for_io, planned_ram, refuse_unless_fits, with_measured_stack
 from tvm_ext.compile.early_objects import EarlyObjects
 from tvm_ext.stages import Stage
 
@@ -209,11 +209,6 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         check_ram_for_io(file_name, profile, sum(t.nbytes for t in facts.inputs), sum(t.nbytes for t in facts.outputs),
                          facts.state_bytes, options.io_in_arena)
 
-    from tvm_ext.plan.extract_plan import PlanError
-    from tvm_ext.frontend import ModelImportError
-    from tvm_ext.transform import (DataDependentLoopError, IndexOutOfRangeError, OversizedTensorError,
-                                   UnsupportedOperatorError)
-
     tvm_target = target.register_profile_with_tvm(profile)
     with ExitStack() as running:
         try:
@@ -237,8 +232,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             lowered = stage("passes", lambda: passes(imported, profile, tvm_target, options.layout), _describe_kernels)
             generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, options.jobs),
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
-        except (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError,
-                IndexOutOfRangeError, DataDependentLoopError) as err:
+        except model_refusals() as err:
             # Their message is the whole line (model, operator, layer): a line break in it can only come from a
             # name in the model, which CompileError shows escaped within the line.
             raise CompileError(str(err).strip()) from err
@@ -277,6 +271,18 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     return FolderResult(planned.plan, planned.memory, ram, built.library, tarball, tested.result)
 
 
+def model_refusals() -> tuple[type[Exception], ...]:
+    """The errors by which the import, the passes, the code generation and the planning refuse a model (each
+    message the line naming the model, operator or layer): the compile raises each as a CompileError."""
+    from tvm_ext.frontend import ModelImportError
+    from tvm_ext.plan.extract_plan import PlanError
+    from tvm_ext.transform import (DataDependentLoopError, IndexOutOfRangeError, OversizedTensorError,
+                                   UnsupportedOperatorError)
+
+    return (ModelImportError, PlanError, UnsupportedOperatorError, OversizedTensorError, IndexOutOfRangeError,
+            DataDependentLoopError)
+
+
 def untested_reason(config: BuildConfig) -> str:
     """Why a bundle compiled with `BundleOptions.build` False is untested, and what to run: one line of ours."""
     command, _ = config.selftest_make
@@ -308,18 +314,6 @@ def check(path: Path, refuse_unsupported: bool = True) -> Checked:
         return Checked(path, parsed, check_parsed(parsed, refuse_unsupported))
     except ModelError as err:
         raise CompileError(str(err)) from err
-
-
-def check_ram_for_io(file_name: str, profile: Profile, input_bytes: int, output_bytes: int, state_bytes: int,
-                     io_in_arena: bool) -> None:
-    """DoesNotFitError when the model's inputs, outputs and state alone need more SRAM than the profile has
-    (`target.check_io_fits`): refused before any compile work."""
-    import target
-
-    try:
-        target.check_io_fits(profile, file_name, input_bytes, output_bytes, state_bytes, io_in_arena)
-    except target.ResourceError as err:
-        raise DoesNotFitError(str(err)) from err
 
 
 def tensors_bytes(specs: list[TensorSpec]) -> int:

@@ -17,8 +17,10 @@ from tvm_ext.compile import CompileError
 if TYPE_CHECKING:
     import tvm
 
+    from target.profile import Profile
     from tvm_ext.compile.pipeline import Checked
     from tvm_ext.frontend import IoQuantization
+    from tvm_ext.model_check import ModelFacts
 
 QUANTIZE_MODES = ("int8", "auto")
 
@@ -140,14 +142,14 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
                            io=quantized.io)
 
 
-def check_fit_before_quantizing(model_label: str, profile, facts) -> None:
+def check_fit_before_quantizing(model_label: str, profile: Profile, facts: ModelFacts) -> None:
     """DoesNotFitError, before any quantizing, for a float model no quantization can fit into `profile`: its
     inputs and outputs take a byte per element at least (int8), with the arena's room for them at best
     (io_in_arena), and its weights a quarter of their float32 bytes at least (one int8 byte per float32 weight;
     int32 biases keep their bytes, float layers theirs)."""
     import target
     from tvm_ext.compile import DoesNotFitError
-    from tvm_ext.compile.pipeline import check_ram_for_io
+    from tvm_ext.compile.device_ram import check_ram_for_io
 
     check_ram_for_io(model_label, profile, sum(t.elements for t in facts.inputs),
                      sum(t.elements for t in facts.outputs), facts.state_bytes, io_in_arena=True)

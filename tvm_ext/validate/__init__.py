@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_planner.plan import QuantParams, QuantRounding, TensorRole
+from memory_planner.plan import QuantParams, QuantRounding
 from tvm_ext.validate.metrics import OutputComparison, compare
 from tvm_ext.validate.samples import Samples, SamplesError, load_samples
 
@@ -42,11 +42,10 @@ class Validation:
 def quantize(values: np.ndarray, quant: QuantParams, dtype: str) -> np.ndarray:
     """Float `values` in a per-tensor quantized input's integer type: round(value / scale) + zero point (halves
     as `quant.rounding` says), saturated."""
+    from tvm_ext.kernels.quant_params import round_half_away
+
     scaled = np.asarray(values, np.float64) / quant.scale[0]
-    if quant.rounding is QuantRounding.HALF_TO_EVEN:
-        rounded = np.rint(scaled)
-    else:
-        rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
+    rounded = np.rint(scaled) if quant.rounding is QuantRounding.HALF_TO_EVEN else round_half_away(scaled)
     info = np.iinfo(dtype)
     return np.clip(rounded + quant.zero_point[0], info.min, info.max).astype(dtype)
 
@@ -56,18 +55,17 @@ def dequantize(values: np.ndarray, quant: QuantParams) -> np.ndarray:
     return (np.asarray(values, np.float64) - quant.zero_point[0]) * quant.scale[0]
 
 
-def validate(bundle_folder: Path, plan, model: Path, samples: Samples, emulated=None) -> Validation:
+def validate(bundle_folder: Path, plan, model: Path, facts, samples: Samples, emulated=None) -> Validation:
     """The bundle in `bundle_folder` (its execution plan `plan`) against the model file `model`'s reference
-    runtime on `samples` (in the model file's input types). A bundle whose inputs are quantized where the
-    model's are float was quantized by `--quantize`: its inputs take the samples quantized, its outputs are
-    compared dequantized. `emulated` (an `emulator.boards.CortexMTarget`, None: none) runs the samples on that
+    runtime on `samples` (in the model file's input types); `facts` is the file's model check
+    (`tvm_ext.model_check.ModelFacts`, made by the caller: the file is not checked again). A bundle whose
+    inputs are quantized where the model's are float was quantized by `--quantize`: its inputs take the
+    samples quantized, its outputs are compared dequantized. `emulated` (an `emulator.boards.CortexMTarget`, None: none) runs the samples on that
     emulated core too, as many as `emulated_run.embedded_count` embeds. ValidationError (one line)."""
-    from tvm_ext.model_check import check_model
     from tvm_ext.reference.outputs import ReferenceRuntimeError, runs_on_tflite_micro, start_reference
     from tvm_ext.validate.emulated_run import EmulatedRunError, embedded_count, run_on_emulator
     from tvm_ext.validate.host_run import HostRunError, run_on_host
 
-    facts = check_model(model)
     inputs = [plan.tensors[name] for name in plan.inputs]
     outputs = [plan.tensors[name] for name in plan.outputs]
     quantized = any(tensor.dtype != spec.dtype and tensor.quant is not None
@@ -80,7 +78,7 @@ def validate(bundle_folder: Path, plan, model: Path, samples: Samples, emulated=
         raise ValidationError(str(err)) from err
     cases = [[quantize(x, tensor.quant, tensor.dtype) if quantized else x for x, tensor in zip(case, inputs)]
              for case in samples.cases]
-    stateful = any(tensor.role is TensorRole.STATE for tensor in plan.tensors.values())
+    stateful = bool(plan.states())
     dtypes, shapes = [np.dtype(t.dtype) for t in outputs], [t.shape for t in outputs]
     runs = []
     try:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from packager.c_text import array_body
+from tvm_ext.validate.driver_c import io_buffers, run_one
+
 MAX_EMBEDDED_BYTES = 1 << 20
 """The most input bytes embedded in the driver: the first samples that fit are run on the emulated core."""
 
@@ -35,28 +38,21 @@ def embedded_count(cases: list[list[np.ndarray]]) -> int:
     return len(cases)
 
 
-def _byte_rows(data: bytes) -> str:
-    return ",\n".join(", ".join(f"0x{byte:02x}" for byte in data[i:i + 16]) for i in range(0, len(data), 16))
-
-
 def _driver_c(name: str, cases: list[list[np.ndarray]], outputs: int, stateful: bool) -> str:
-    upper = name.upper()
     inputs = len(cases[0])
-    lines = ["#include <stdio.h>", "#include <string.h>", f'#include "{name}.h"']
+    lines = ["#include <stdio.h>", "#include <string.h>", *io_buffers(name, inputs, outputs)]
     for k in range(inputs):
         data = b"".join(case[k].tobytes() for case in cases)
-        lines += [f"static const unsigned char samples{k}[{len(data)}] = {{", _byte_rows(data), "};",
-                  f"static {upper}_INPUT{k}_TYPE in{k}[{upper}_INPUT{k}_ELEMENTS];"]
-    lines += [f"static {upper}_OUTPUT{k}_TYPE out{k}[{upper}_OUTPUT{k}_ELEMENTS];" for k in range(outputs)]
+        lines.append(f"static const unsigned char samples{k}[{len(data)}] = "
+                     f"{array_body(np.frombuffer(data, np.uint8), 'uint8')};")
     lines += ["static void print_bytes(int sample, int output, const void* data, size_t size) {",
               "  const unsigned char* bytes = (const unsigned char*)data;", "  size_t i;",
               '  printf("v %d %d ", sample, output);',
               '  for (i = 0; i < size; ++i) { printf("%02x", (unsigned)bytes[i]); }', '  printf("\\n");', "}"]
-    arguments = ", ".join([f"in{k}" for k in range(inputs)] + [f"out{k}" for k in range(outputs)])
-    lines += ["int main(void) {", "  int sample;", f"  for (sample = 0; sample < {len(cases)}; ++sample) {{"]
+    lines += ["int main(void) {", "  int sample;", f"  for (sample = 0; sample < {len(cases)}; ++sample) {{",
+              "    int status;"]
     lines += [f"    memcpy(in{k}, samples{k} + (size_t)sample * sizeof in{k}, sizeof in{k});" for k in range(inputs)]
-    lines += [f"    {name}_reset();"] if stateful else []
-    lines += [f"    if ({name}_run({arguments}) != {upper}_OK) {{ return 2; }}"]
+    lines += run_one(name, inputs, outputs, stateful, "return 2;")
     lines += [f"    print_bytes(sample, {k}, out{k}, sizeof out{k});" for k in range(outputs)]
     lines += ["  }", "  return 0;", "}", ""]
     return "\n".join(lines)

@@ -1,6 +1,7 @@
 """A built bundle run on the host on many samples: its sources built again with the host's C compiler in a
-temporary copy (whatever the profile's compiler), linked with a small driver that reads each sample's inputs
-from stdin and writes its outputs to stdout as raw bytes, in the bundle's own types.
+temporary copy (whatever the profile's compiler) by the bundle's own Makefile (`packager.build.make`), its
+self-test program replaced by a small driver that reads each sample's inputs from stdin and writes its outputs
+to stdout as raw bytes, in the bundle's own types.
 
 The driver is written from the bundle's header macros alone (`<NAME>_INPUTk_TYPE`, `_ELEMENTS`), so it names no
 tensor of the model: nothing from the model reaches C through it. A stateful bundle is reset before each sample
@@ -16,9 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
+from tvm_ext.validate.driver_c import io_buffers, run_one
+
 RUN_TIMEOUT_SECONDS = 600
 HOST_CC = "cc"
-HOST_CFLAGS = ("-std=c99", "-O2")
+HOST_BUILD = {"CC": (HOST_CC,), "AR": ("ar",), "CFLAGS": ("-std=c99", "-O2"), "LDFLAGS": (), "EXTRA_CFLAGS": ()}
+"""The bundle Makefile's variables for the host build: the host's compiler and archiver, portable flags, no
+device link flags, and its warnings left warnings (no -Werror: the bundle was checked when it was built)."""
 
 
 class HostRunError(Exception):
@@ -26,17 +31,11 @@ class HostRunError(Exception):
 
 
 def _driver_c(name: str, inputs: int, outputs: int, stateful: bool) -> str:
-    upper = name.upper()
-    lines = ["#include <stdio.h>", f'#include "{name}.h"']
-    lines += [f"static {upper}_INPUT{k}_TYPE in{k}[{upper}_INPUT{k}_ELEMENTS];" for k in range(inputs)]
-    lines += [f"static {upper}_OUTPUT{k}_TYPE out{k}[{upper}_OUTPUT{k}_ELEMENTS];" for k in range(outputs)]
-    arguments = ", ".join([f"in{k}" for k in range(inputs)] + [f"out{k}" for k in range(outputs)])
+    lines = ["#include <stdio.h>", *io_buffers(name, inputs, outputs)]
     lines += ["int main(void) {", "  for (;;) {", "    int status;"]
     lines += [f"    if (fread(in{k}, 1, sizeof in{k}, stdin) != sizeof in{k}) {{ return {0 if k == 0 else 3}; }}"
               for k in range(inputs)]
-    lines += [f"    {name}_reset();"] if stateful else []
-    lines += [f"    status = {name}_run({arguments});",
-              f"    if (status != {upper}_OK) {{ fprintf(stderr, \"run returned %d\\n\", status); return 2; }}"]
+    lines += run_one(name, inputs, outputs, stateful, 'fprintf(stderr, "run returned %d\\n", status); return 2;')
     lines += [f"    if (fwrite(out{k}, 1, sizeof out{k}, stdout) != sizeof out{k}) {{ return 3; }}"
               for k in range(outputs)]
     lines += ["  }", "}", ""]
@@ -47,20 +46,18 @@ def run_on_host(bundle: Path, name: str, output_dtypes: list[np.dtype], output_s
                 cases: list[list[np.ndarray]], stateful: bool) -> list[list[np.ndarray]]:
     """Each case's outputs from the bundle in folder `bundle` (C prefix `name`; one array per input in the
     bundle's input types), built and run on the host; HostRunError (one line) when it cannot be."""
+    from packager.build import BuildError, make
+
     with tempfile.TemporaryDirectory(prefix="tvm_ext_validate_") as folder:
         work = Path(folder) / "bundle"
         shutil.copytree(bundle, work, ignore=shutil.ignore_patterns("*.o", "*.a", "*.tar.gz", "selftest"))
-        (work / "validate_driver.c").write_text(_driver_c(name, len(cases[0]), len(output_dtypes), stateful))
-        make = ["make", "-s", f"CC={HOST_CC}", "AR=ar", f"CFLAGS={' '.join(HOST_CFLAGS)}", "LDFLAGS=",
-                f"lib{name}.a"]
-        link = [HOST_CC, *HOST_CFLAGS, "-o", "validate_driver", "validate_driver.c", f"lib{name}.a", "-lm"]
-        for command in (make, link):
-            built = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS)
-            if built.returncode != 0:
-                first = next((line for line in built.stderr.splitlines() if "error" in line), built.stderr.strip())
-                raise HostRunError(f"the bundle does not build on the host with {HOST_CC}: {first[:300]}")
+        (work / "selftest.c").write_text(_driver_c(name, len(cases[0]), len(output_dtypes), stateful))
+        try:
+            make(work, "selftest", HOST_BUILD, timeout_s=RUN_TIMEOUT_SECONDS)
+        except BuildError as err:
+            raise HostRunError(f"the bundle does not build on the host with {HOST_CC}: {str(err)[:300]}") from err
         stdin = b"".join(array.tobytes() for case in cases for array in case)
-        ran = subprocess.run([str(work / "validate_driver")], input=stdin, capture_output=True,
+        ran = subprocess.run([str(work / "selftest")], input=stdin, capture_output=True,
                              timeout=RUN_TIMEOUT_SECONDS)
         if ran.returncode != 0:
             raise HostRunError(f"the bundle's run on the host failed (exit {ran.returncode}): "

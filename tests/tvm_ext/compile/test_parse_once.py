@@ -62,3 +62,13 @@ def test_quantize_auto_keeping_float_parses_the_file_once(file_parses: list[byte
     path = models_dir() / "tflm" / "hello_world_float.tflite"
     compile(path, "cortex-m4f", tmp_path / "out", build=False, quantize="auto", calibration="random")
     assert file_parses.count(path.read_bytes()) == 1
+
+
+def test_a_compile_with_a_selftest_input_parses_its_file_once(file_parses: list[bytes], tmp_path: Path) -> None:
+    """The check made to read the samples file for the model's inputs is the one the compile goes on with."""
+    import numpy as np
+
+    path = example_model(tmp_path)
+    sample = tmp_path / "sample.npz"
+    np.savez(sample, mfcc=np.zeros((1, 1, 1, 49, 10), np.float32))
+    assert _compile_parses(path, file_parses, tmp_path / "out", selftest_input=sample) == 1
