@@ -1,6 +1,7 @@
 """Fingerprint every bundle of the shared models on every profile, to show a change left them byte-identical.
 
     python scripts/bundle_fingerprints.py record FINGERPRINTS.json [--models DIR] [--targets a,b] [--workers N]
+                                          [--repo CHECKOUT] [--no-build]
     python scripts/bundle_fingerprints.py compare BEFORE.json AFTER.json
 
 `record` compiles each `.tflite`/`.onnx` under the models folder (default: ../shared/models or $TVM_EXT_MODELS)
@@ -9,6 +10,11 @@ model x profile either the SHA-256 of every file of the bundle (the archive exce
 or the one error line of a refusal. `compare` prints every bundle whose files differ, appeared or disappeared,
 and every refusal that changed, and exits 1 when any did. A benchmark-style script, not a test: recording every
 pair takes tens of minutes.
+
+`--repo` runs the compiler of another checkout (a worktree of an older commit, say), so one copy of this script
+fingerprints both sides of a change. `--no-build` passes `--no-build` to the compile: every generated file
+(sources, headers, build files, manifest, reports) is fingerprinted without building or running the self-test,
+which makes a run over every pair several times shorter; the library and the measured figures then go unchecked.
 """
 
 from __future__ import annotations
@@ -45,22 +51,25 @@ def bundle_digest(folder: Path) -> dict[str, str]:
     }
 
 
-def fingerprint(model: Path, target: str, scratch: Path) -> dict[str, object]:
-    """Compile `model` for `target` into a fresh folder under `scratch`: its digest, or its refusal line."""
+def fingerprint(model: Path, target: str, scratch: Path, repo: Path, build: bool) -> dict[str, object]:
+    """Compile `model` for `target` with the compiler of the checkout `repo` into a fresh folder under `scratch`
+    (built and self-tested unless `build` is false): its digest, or its refusal line."""
     out = scratch / f"{model.stem}--{target}"
     command = [sys.executable, "-m", "tvm_ext.compile", str(model), "--target", target, "-o", str(out), "--jobs", "1"]
-    completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    if not build:
+        command.append("--no-build")
+    completed = subprocess.run(command, cwd=repo, capture_output=True, text=True, check=False)
     if completed.returncode != 0:
         lines = completed.stderr.strip().splitlines()
         return {"exit_code": completed.returncode, "error": lines[-1] if lines else ""}
     return {"exit_code": 0, "files": bundle_digest(out)}
 
 
-def record(destination: Path, models_dir: Path, targets: list[str], workers: int) -> None:
+def record(destination: Path, models_dir: Path, targets: list[str], workers: int, repo: Path, build: bool) -> None:
     models = sorted(p for p in models_dir.rglob("*") if p.suffix in (".tflite", ".onnx"))
     pairs = [(model, target) for model in models for target in targets]
     with tempfile.TemporaryDirectory(prefix="fingerprints-") as scratch, ThreadPoolExecutor(workers) as pool:
-        results = pool.map(lambda pair: fingerprint(pair[0], pair[1], Path(scratch)), pairs)
+        results = pool.map(lambda pair: fingerprint(pair[0], pair[1], Path(scratch), repo, build), pairs)
         table: dict[str, object] = {}
         for (model, target), result in zip(pairs, results):
             key = f"{model.relative_to(models_dir)} @ {target}"
@@ -97,12 +106,15 @@ def main() -> int:
     recording.add_argument("--models", type=Path, default=default_models())
     recording.add_argument("--targets", default=",".join(builtin_profiles()))
     recording.add_argument("--workers", type=int, default=2)
+    recording.add_argument("--repo", type=Path, default=REPO, help="the checkout whose compiler runs (default: this one)")
+    recording.add_argument("--no-build", dest="build", action="store_false",
+                           help="fingerprint the generated files only, without building or self-testing")
     comparing = verbs.add_parser("compare")
     comparing.add_argument("before", type=Path)
     comparing.add_argument("after", type=Path)
     args = parser.parse_args()
     if args.verb == "record":
-        record(args.destination, args.models, args.targets.split(","), args.workers)
+        record(args.destination, args.models, args.targets.split(","), args.workers, args.repo.resolve(), args.build)
         return 0
     return compare(args.before, args.after)
 
