@@ -2,8 +2,8 @@
 
 A backend is one folder under `backends/` (`generic_c`, `cortex_m`). It provides
 - `Backend` (its `__init__.py`, no TVM): its name, the C helper library its kernels may call
-  (`HelperLibrary`: the text `<model>_internal.h` defines them with) and its runner (the emulated target a
-  profile's self-test runs on, or None: the host);
+  (`HelperLibrary`: the text `<model>_internal.h` defines them with), its runner (the emulated target a
+  profile's self-test runs on, or None: the host) and its kernels' speed targets per kernel kind;
 - `KernelSchedules` (its `schedules` for the compiler, which may import TVM): for one profile's core, the
   accumulator tiles of MAC kernels and, where the family accelerates MAC kernels with helpers, their
   schedules (`MacSchedules`). `generic_c` is the portable path every other backend must match bit for bit.
@@ -15,7 +15,7 @@ instruction set a core has: it asks these objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Protocol
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # annotations only: this module stays free of TVM and of the 
     from tvm import s_tir, tirx
 
     from emulator.boards import CortexMTarget
+    from packager.kernel_kinds import KernelKind
     from target.profile import Profile
 
 
@@ -38,14 +39,21 @@ class HelperLibrary:
 @dataclass(frozen=True)
 class Backend:
     """One processor family: its `name` (the folder under `backends/`, the profile's `backend`), the C
-    helpers its kernels may call (None: none) and `emulated_target(profile)`: the emulated core and board
-    that run the profile's self-test, or None when it runs on the host."""
+    helpers its kernels may call (None: none), `emulated_target(profile)`: the emulated core and board
+    that run the profile's self-test, or None when it runs on the host, and `kind_targets(profile)`: the
+    instructions per unit each kernel kind should take on the profile's core (`packager.kernel_kinds`;
+    None: no targets, report.md then marks no call)."""
 
     name: str
     helper_library: Optional[HelperLibrary]
     emulated_target: Callable[[Profile], Optional[CortexMTarget]]
+    kind_targets: Callable[[Profile], Optional[Mapping[KernelKind, float]]]
 
 
+
+def no_kind_targets(profile: Profile) -> None:
+    """The `Backend.kind_targets` of a backend that sets no speed targets for its kernels."""
+    return None
 class MacSchedules(Protocol):
     """A backend's MAC-helper schedules: the scheduled int8/int16 MAC kernels (CONV_2D, DEPTHWISE_CONV_2D,
     FULLY_CONNECTED, an SVDF's TE extern stage) whose reductions become calls of its C helpers

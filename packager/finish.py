@@ -5,14 +5,14 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from emulator.cycle_model import CycleEstimate
 from packager.archive import archive
 from packager.bundle import BundleInputs, bundle_io
 from packager.bundle_readme import README_FILE, ReadmeFacts, bundle_readme
 from backends.cortex_m.bundle_files import CROSS_BUILD_DIR
-from packager.kernel_kinds import kind_targets
+from packager.kernel_kinds import KernelKind
 from packager.manifest import manifest, manifest_json
 from packager.report import REPORT_FILE, LayerReport, layer_report
 from packager.selftest_verdict import SelftestResult
@@ -43,13 +43,16 @@ class BundleFacts:
     subgraph_layouts: tuple[dict[str, Any], ...] = ()
     untested: str | None = None  # why the bundle was neither built nor self-tested (None: it was)
     timing: CycleEstimate | None = None  # the core's cycle estimate for report.md's times (None: none)
+    # instructions per unit of each kernel kind on the profile's core (backends.backend.Backend.kind_targets;
+    # None: no targets)
+    kind_targets: Mapping[KernelKind, float] | None = None
 
     def layer_report(self, bundle: BundleInputs) -> LayerReport:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
         if self.selftest is None:
             return layer_report(bundle.plan, None, None, self.untested)
         return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions,
-                            timing=self.timing, targets=kind_targets(self.profile.get("simd")))
+                            timing=self.timing, targets=self.kind_targets)
 
     def _selftest_verdict(self) -> dict[str, Any]:
         """The manifest's self-test verdict: passed, where, each output's errors; or untested and why."""

@@ -8,17 +8,15 @@ pool or reduction (work: the activation bytes it reads), a softmax, a resize, a 
 (work: the bytes it writes) or elementwise (work: the bytes it writes times its elementwise operators, since
 each fused operator is one more pass of arithmetic over them).
 
-The targets are instructions per unit on a Cortex-M core with the DSP extension (Armv7E-M / Armv8-M: the
-dual 16-bit MAC SMLAD and SIMD32 on packed bytes), executed under QEMU -icount: about what CMSIS-NN's best
-kernels reach on such a core (two MACs per SMLAD, a loaded word feeding four; a copy a word per load and
-store). They are targets of integer kernels (int8, 16x8): a call writing float gets none (packager.report). A
-core without the extension has no targets here (`kind_targets` gives None for it).
+A kind's target, in instructions per unit, is its backend's for the profile's core
+(`backends.backend.Backend.kind_targets`; None where the backend sets none). They are targets of integer
+kernels (int8, 16x8): a call writing float gets none (packager.report).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from typing import Sequence
 
 OVER_TARGET = 1.5
 """A call whose instructions per unit exceed its kind's target by more than this factor is marked."""
@@ -67,19 +65,6 @@ MAC_KINDS = (RECURRENT, TRANSPOSE_CONVOLUTION, DEPTHWISE, CONVOLUTION, FULLY_CON
 
 KINDS = (*MAC_KINDS, OTHER_MACS, POOL, SOFTMAX, RESIZE, ELEMENTWISE, REQUANTIZATION, DATA_MOVEMENT)
 """Every kind, MAC kinds first."""
-
-DSP_TARGETS: Mapping[KernelKind, float] = {
-    CONVOLUTION: 1.5, DEPTHWISE: 2.0, TRANSPOSE_CONVOLUTION: 2.0, FULLY_CONNECTED: 1.5, BATCH_MATMUL: 2.0,
-    RECURRENT: 2.0, OTHER_MACS: 2.0, POOL: 1.5, SOFTMAX: 20.0, RESIZE: 1.5, ELEMENTWISE: 8.0, REQUANTIZATION: 4.0,
-    DATA_MOVEMENT: 1.0,
-}
-"""Instructions per unit of each kind on a core with the DSP extension (see the module docstring)."""
-
-
-def kind_targets(simd: Optional[str]) -> Optional[Mapping[KernelKind, float]]:
-    """The targets of a profile whose `simd` field is `simd` (None: no targets for that core)."""
-    return DSP_TARGETS if simd in ("dsp", "mve") else None
-
 
 def kernel_kind(operators: Sequence[str], macs: int) -> KernelKind:
     """The kind of a call implementing model operators of kinds `operators` with `macs` MACs. A call with

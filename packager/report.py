@@ -277,7 +277,7 @@ def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]]
     same order, when the bundle ran on an emulated core (else None); `untested` says why the bundle was not
     built and self-tested (None: it was); `timing` gives estimated times from the instruction counts (None: no
     estimate); `targets` maps kernel kinds to the profile's instructions per unit of an integer kernel
-    (packager.kernel_kinds.kind_targets; None: no targets; a call writing a float output gets none).
+    (backends.backend.Backend.kind_targets; None: no targets; a call writing a float output gets none).
     ValueError when the counts do not match the calls one to one."""
     if call_instructions is not None and len(call_instructions) != len(plan.calls):
         raise ValueError(f"{len(call_instructions)} instruction counts for the {len(plan.calls)} calls of {plan.model}")

@@ -5,7 +5,7 @@ every other backend matches bit for bit.
 
 from __future__ import annotations
 
-from backends.backend import Backend, KernelSchedules
+from backends.backend import Backend, KernelSchedules, no_kind_targets
 from target.profile import Profile
 
 GENERIC_C_SCHEDULES = KernelSchedules(output_channel_tile=4, float_channel_tiles=(), mac=None)
@@ -16,4 +16,4 @@ def host_runner(profile: Profile) -> None:
     """No emulated board: the self-test runs on the host, whatever the profile."""
     return None
 
-GENERIC_C = Backend("generic_c", None, host_runner)
+GENERIC_C = Backend("generic_c", None, host_runner, no_kind_targets)

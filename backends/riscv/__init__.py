@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from backends.backend import Backend, KernelSchedules
+from backends.backend import Backend, KernelSchedules, no_kind_targets
 from emulator.boards import CortexMTarget
 from target.profile import Profile
 
@@ -24,7 +24,7 @@ def emulated_target(profile: Profile) -> Optional[CortexMTarget]:
     return None
 
 
-RISCV = Backend("riscv", None, emulated_target)
+RISCV = Backend("riscv", None, emulated_target, no_kind_targets)
 
 
 RISCV_SCHEDULES = KernelSchedules(output_channel_tile=8, float_channel_tiles=(), mac=None)

@@ -12,8 +12,9 @@ from conftest import REPO
 from target import load_profile
 from target.loading import profile_names
 
-ISA_TEST = re.compile(r"\.(simd|arch)\s*(==|!=|\bin\b|\.startswith)")
-"""A comparison of a profile's `simd` or `arch` field: an instruction-set test."""
+ISA_TEST = re.compile(r"\b(simd|arch)(\s*(==|!=|\bin\b)|\.startswith)|[\"'](simd|arch)[\"']\s*\]|get\([\"'](simd|arch)[\"']")
+"""A comparison of a profile's `simd` or `arch` field, or of a variable or dict entry holding one: an
+instruction-set test."""
 
 OUTSIDE_THE_BACKENDS = ("tvm_ext", "packager", "emulator", "memory_planner", "printable", "scripts")
 """The code that must ask a backend object instead (target/ derives the backend's name and registers TVM tags)."""
@@ -42,3 +43,20 @@ def test_only_dsp_cores_get_the_mac_helper_schedules(name: str) -> None:
 
     profile = load_profile(name)
     assert (kernel_schedules_of(profile).mac is not None) == (profile.simd in ("dsp", "mve"))
+
+
+@pytest.mark.parametrize("name", profile_names())
+def test_only_dsp_cores_have_kernel_kind_targets(name: str) -> None:
+    """report.md's speed targets are those of the DSP extension's kernels (backends.cortex_m.kind_targets)."""
+    from backends.cortex_m.kind_targets import DSP_TARGETS
+
+    profile = load_profile(name)
+    targets = backend_of(profile).kind_targets(profile)
+    assert targets is (DSP_TARGETS if profile.simd in ("dsp", "mve") else None)
+
+
+@pytest.mark.parametrize("line", ['return DSP_TARGETS if simd in ("dsp", "mve") else None',
+                                  'targets=kind_targets(self.profile.get("simd"))', 'if profile.arch == "rv32imc":',
+                                  'if facts["simd"] == "dsp":', 'profile.arch.startswith("armv")'])
+def test_an_isa_test_is_recognised(line: str) -> None:
+    assert ISA_TEST.search(line)

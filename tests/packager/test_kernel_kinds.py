@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from backends.cortex_m.kind_targets import DSP_TARGETS
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, Tensor, TensorRole
-from packager.kernel_kinds import (CONVOLUTION, DATA_MOVEMENT, DSP_TARGETS, ELEMENTWISE, POOL, RECURRENT,
-                                   kernel_kind, kind_targets, work_units)
+from packager.kernel_kinds import (CONVOLUTION, DATA_MOVEMENT, ELEMENTWISE, POOL, RECURRENT,
+                                   kernel_kind, work_units)
 from packager.report import layer_report
 
 
@@ -27,10 +28,6 @@ def test_elementwise_work_counts_each_fused_operator_over_the_bytes_written():
     """ADD + SPLIT + LOGISTIC over 48 bytes written: two elementwise operators (SPLIT moves data)."""
     assert work_units(ELEMENTWISE, ("ADD", "SPLIT", "LOGISTIC"), 0, 96, 48) == 96
     assert work_units(POOL, ("MAX_POOL_2D",), 0, 400, 100) == 400
-
-
-def test_only_a_dsp_core_has_targets():
-    assert kind_targets("dsp") is DSP_TARGETS and kind_targets("none") is None
 
 
 def _plan() -> ExecutionPlan:

@@ -618,6 +618,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: R
         subgraph_layouts=tuple(choice.facts() for choice in layouts),
         untested=untested,
         timing=cycle_estimate(profile.cpu, profile.clock_hz),
+        kind_targets=backend_of(profile).kind_targets(profile),
     )
 
 

@@ -13,6 +13,7 @@ the helpers of `backends.cortex_m.helpers`.
 from __future__ import annotations
 
 from backends.backend import KernelSchedules
+from backends.cortex_m.cores import has_dsp_extension
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
@@ -40,17 +41,13 @@ class DualMacSchedules:
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()
 
-DSP_SIMD = ("dsp", "mve")
-"""The profiles' `simd` values whose cores have the DSP extension's SMLAD and SXTB16 (target.profile.SIMD_VALUES)."""
-
-
 def kernel_schedules(profile: Profile) -> KernelSchedules:
     """The schedules of `profile`'s core: 2 accumulators per integer MAC kernel on Armv6-M (eight low
     registers), 4 elsewhere; float MAC kernels tiled by FPU_CHANNEL_TILES on an Arm core with an FPU; the
-    dual-MAC helpers on cores with the DSP extension: `simd = "dsp"`, and Helium's "mve", which implies it
-    (Armv8.1-M with MVE has the DSP extension; Helium has no schedules of its own yet)."""
+    dual-MAC helpers on cores with the DSP extension (`backends.cortex_m.cores`; Helium has no schedules of its
+    own yet)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
-        mac=DUAL_MAC_SCHEDULES if profile.simd in DSP_SIMD else None,
+        mac=DUAL_MAC_SCHEDULES if has_dsp_extension(profile) else None,
     )
