@@ -21,6 +21,9 @@ from tvm_ext.kernels.edges import requantize_integer
 from tvm_ext.kernels.elementwise import div_int8
 from tvm_ext.kernels.int8_tables import hard_swish_table, leaky_relu_table, logistic_table, rsqrt_table, tanh_table
 from tvm_ext.kernels.lookup import lookup_int8
+from tvm_ext.kernels.reduce import max_or_min_int8, mean_or_sum_int8
+from tvm_ext.kernels.reduce_params import mean_params, sum_params
+from tvm_ext.kernels.resize import resize_bilinear_int8, resize_nearest_neighbor_int8
 from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_params, div_multiplier,
                                           float_to_quantized, hard_swish_params, leaky_relu_params, logistic_params,
                                           mul_params, quantize_multiplier, rescale_multiplier, rsqrt_multiplier,
@@ -145,6 +148,40 @@ def _requantized(bb, a):
                                      _const(OUT_ZP, "int32"), axis=0, out_dtype="int16"))
 
 
+REDUCED_AXES = [1, 2]  # of SHAPE: 6 elements per output
+# A nearest resize's source rows and columns: the same constant objects in Before and Expected, since the
+# lowered module's constant_layers attribute is keyed by the constants themselves.
+ROWS, COLUMNS = _const([0, 0, 1, 1], "int32"), _const([0, 1, 1, 2, 2, 2], "int32")
+
+
+def _reduce(kind: str, op, out: tuple) -> Callable[..., relax.Expr]:
+    """MEAN / SUM / REDUCE_MAX / REDUCE_MIN over REDUCED_AXES, kept, quantized to `out`."""
+    return lambda bb, a: _q(bb, bb.emit(op(_dq(bb, a, A_SCALE, A_ZP), axis=REDUCED_AXES, keepdims=True)), *out)
+
+
+def _mean_or_sum(kind: str, op, params) -> Case:
+    return Case(kind, 1, _reduce(kind, op, (OUT_SCALE, OUT_ZP)), lambda bb, a: kernel(
+        bb, kind, 0, mean_or_sum_int8, a, axes=REDUCED_AXES, keepdims=True, input_zero_point=A_ZP,
+        output_zero_point=OUT_ZP, multiplier=params.multiplier, shift=params.shift, rounding=ROUNDING))
+
+
+def _max_or_min(kind: str, op, maximum: bool) -> Case:
+    """The extreme stored value: TFLite Micro requires the input's quantization for the output's."""
+    return Case(kind, 1, _reduce(kind, op, (A_SCALE, A_ZP)), lambda bb, a: kernel(
+        bb, kind, 0, max_or_min_int8, a, axes=REDUCED_AXES, keepdims=True, maximum=maximum))
+
+
+def _resize_bilinear(bb, a):
+    resized = relax.op.image.resize2d(_dq(bb, a, A_SCALE, A_ZP), (4, 6), layout="NHWC", method="linear",
+                                      coordinate_transformation_mode="half_pixel")
+    return _q(bb, bb.emit(resized), A_SCALE, A_ZP)
+
+
+def _resize_nearest(bb, a):
+    rows = bb.emit(relax.op.take(_dq(bb, a, A_SCALE, A_ZP), ROWS, axis=1))
+    return _q(bb, bb.emit(relax.op.take(rows, COLUMNS, axis=2)), A_SCALE, A_ZP)
+
+
 LOGISTIC_OUT, TANH_OUT = (np.float32(1 / 256), -128), (np.float32(1 / 128), 0)
 ALPHA = np.float32(0.2)
 
@@ -208,6 +245,15 @@ CASES = [
     Case("RESHAPE", 1, lambda bb, a: _dq(bb, bb.emit(relax.op.reshape(a, (1, 24))), A_SCALE, A_ZP),
          lambda bb, a: kernel(bb, "DEQUANTIZE", 1, dequantize_int8, kernel(bb, "RESHAPE", 0, topi.reshape, a, [1, 24]),
                               scale=A_SCALE, zero_point=A_ZP), ("RESHAPE", "DEQUANTIZE")),
+    _mean_or_sum("MEAN", relax.op.mean, mean_params(A_SCALE, OUT_SCALE, 6, ROUNDING)),
+    _mean_or_sum("SUM", relax.op.sum, sum_params(A_SCALE, OUT_SCALE, ROUNDING)),
+    _max_or_min("REDUCE_MAX", relax.op.max, maximum=True),
+    _max_or_min("REDUCE_MIN", relax.op.min, maximum=False),
+    Case("RESIZE_BILINEAR", 1, _resize_bilinear, lambda bb, a: kernel(
+        bb, "RESIZE_BILINEAR", 0, resize_bilinear_int8, a, out_height=4, out_width=6, align_corners=False,
+        half_pixel_centers=True, rounding=ROUNDING)),
+    Case("RESIZE_NEAREST_NEIGHBOR", 1, _resize_nearest, lambda bb, a: kernel(
+        bb, "RESIZE_NEAREST_NEIGHBOR", 0, resize_nearest_neighbor_int8, a, rows=ROWS, columns=COLUMNS)),
 ]
 
 
