@@ -20,12 +20,14 @@ from tvm_ext.kernels.arg_max import arg_max_int8
 from tvm_ext.kernels.edges import requantize_integer
 from tvm_ext.kernels.elementwise import div_int8
 from tvm_ext.kernels.int8_tables import hard_swish_table, leaky_relu_table, logistic_table, rsqrt_table, tanh_table
+from tvm_ext.kernels.batch_matmul import batch_matmul_int8
 from tvm_ext.kernels.lookup import lookup_int8
+from tvm_ext.kernels.prelu import PreluParams, prelu_int8
 from tvm_ext.kernels.reduce import max_or_min_int8, mean_or_sum_int8
 from tvm_ext.kernels.reduce_params import mean_params, sum_params
 from tvm_ext.kernels.resize import resize_bilinear_int8, resize_nearest_neighbor_int8
 from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_params, div_multiplier,
-                                          float_to_quantized, hard_swish_params, leaky_relu_params, logistic_params,
+                                          float_to_quantized, fully_connected_multiplier, hard_swish_params, leaky_relu_params, logistic_params,
                                           mul_params, quantize_multiplier, rescale_multiplier, rsqrt_multiplier,
                                           squared_difference_params)
 from tvm_ext.layers import ELEMENTWISE_LOOKUP_ATTR
@@ -182,6 +184,19 @@ def _resize_nearest(bb, a):
     return _q(bb, bb.emit(relax.op.take(rows, COLUMNS, axis=2)), A_SCALE, A_ZP)
 
 
+def _batch_matmul(bb, a, b):
+    """a [.., 3, 4] x b [.., 3, 4] with adj_y: the frontend's permute of b's last two axes."""
+    rhs = bb.emit(relax.op.permute_dims(_dq(bb, b, B_SCALE, B_ZP), [0, 1, 3, 2]))
+    return _q(bb, bb.emit(relax.op.matmul(_dq(bb, a, A_SCALE, A_ZP), rhs)), OUT_SCALE, OUT_ZP)
+
+
+def _prelu(bb, a, b):
+    x = _dq(bb, a, A_SCALE, A_ZP)
+    negative = bb.emit(relax.op.multiply(x, _dq(bb, b, B_SCALE, B_ZP)))
+    chosen = bb.emit(relax.op.where(bb.emit(relax.op.greater_equal(x, _const(0.0, "float32"))), x, negative))
+    return _q(bb, chosen, OUT_SCALE, OUT_ZP)
+
+
 LOGISTIC_OUT, TANH_OUT = (np.float32(1 / 256), -128), (np.float32(1 / 128), 0)
 ALPHA = np.float32(0.2)
 
@@ -254,6 +269,15 @@ CASES = [
         half_pixel_centers=True, rounding=ROUNDING)),
     Case("RESIZE_NEAREST_NEIGHBOR", 1, _resize_nearest, lambda bb, a: kernel(
         bb, "RESIZE_NEAREST_NEIGHBOR", 0, resize_nearest_neighbor_int8, a, rows=ROWS, columns=COLUMNS)),
+    Case("BATCH_MATMUL", 2, _batch_matmul, lambda bb, a, b: kernel(
+        bb, "BATCH_MATMUL", 0, batch_matmul_int8, a, b, lhs_zero_point=A_ZP, rhs_zero_point=B_ZP, adj_x=False,
+        adj_y=True, **dict(zip(("multiplier", "shift"), fully_connected_multiplier(A_SCALE, B_SCALE, OUT_SCALE,
+                                                                                   ROUNDING))),
+        output_zero_point=OUT_ZP, activation=ActivationRange(), rounding=ROUNDING)),
+    Case("PRELU", 2, _prelu, lambda bb, a, b: kernel(
+        bb, "PRELU", 0, prelu_int8, a, b, params=PreluParams(
+            A_ZP, B_ZP, OUT_ZP, identity=rescale_multiplier(A_SCALE, OUT_SCALE, ROUNDING),
+            alpha=mul_params(A_SCALE, B_SCALE, OUT_SCALE, ROUNDING).output), rounding=ROUNDING)),
 ]
 
 
