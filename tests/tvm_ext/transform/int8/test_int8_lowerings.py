@@ -16,13 +16,14 @@ from tvm_ext.kernels import (
     add_int8,
     conv2d_int8,
     dequantize_int8,
+    fully_connected_int8,
     max_pool2d_integer,
     quantize_int8,
 )
-from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers
+from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers, fully_connected_multiplier
 from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
-from tvm_ext.transform.int8 import LOWERINGS, conv, lowered_operators, softmax
+from tvm_ext.transform.int8 import LOWERINGS, conv, fully_connected, lowered_operators, softmax
 from tvm_ext.transform.int8.graph import Graph
 from tvm_ext.transform.int8.lowering import FixedCall, LoweringContext, Mismatch
 from tvm_ext.transform.int8.mac import Conv2DGeometry, MacKernel
@@ -160,6 +161,44 @@ def test_convolution_matches_as_a_record_of_its_kernel_parameters():
     assert record.bias.value.numpy().dtype == np.int16
     np.testing.assert_array_equal(record.bias.value.numpy(), bias)
     multipliers, shifts = conv_multipliers(IN_SCALE, filter_scales, OUT_SCALE, Rounding.DOUBLE)
+    np.testing.assert_array_equal(record.multipliers, multipliers)
+    np.testing.assert_array_equal(record.shifts, shifts)
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_fully_connected_matches_as_a_record_of_its_kernel_parameters(per_channel: bool):
+    """FULLY_CONNECTED as the frontend writes it (TFLite's [O, I] weight transposed by permute_dims, a bias,
+    a fused RELU): the record reads the weight back as [O, I], one multiplier per tensor (TFLite's
+    fully-connected rounding of the double product of scales) or per output channel, and folds the input's
+    zero point into the bias (every output sums every input)."""
+    rng = np.random.default_rng(7)
+    weight = rng.integers(-127, 128, (3, 5)).astype(np.int8)  # [O, I], as TFLite stores it
+    filter_scales = np.array([0.011, 0.027, 0.019] if per_channel else [0.013], np.float32)
+    bias = np.array([90, -1500, 20000], np.int32)
+
+    def build(bb, x):
+        data = _dq(bb, x, IN_SCALE, IN_ZP)
+        zero_points = np.zeros(filter_scales.size, np.int32)
+        transposed = bb.emit(relax.op.permute_dims(relax.const(weight), [1, 0]))  # [I, O]
+        w = _dq(bb, transposed, filter_scales, zero_points, axis=1)
+        biased = bb.emit(relax.op.add(bb.emit(relax.op.matmul(data, w)),
+                                      _dq(bb, relax.const(bias), IN_SCALE * filter_scales, zero_points, axis=0)))
+        return _q(bb, bb.emit(relax.op.nn.relu(biased)), OUT_SCALE, OUT_ZP)
+
+    quantize, ctx = _quantize_binding(build, (2, 5))
+    record = fully_connected.LOWERING.match(quantize, ctx)
+    assert isinstance(record, MacKernel)
+    assert (record.kind, record.kernel, record.input_zero_point, record.output_zero_point, record.channel_axis,
+            record.folds_zero_point, record.geometry) == \
+        ("FULLY_CONNECTED", fully_connected_int8, IN_ZP, OUT_ZP, 0, True, None)
+    assert record.activation == ActivationRange().with_float_clip(0.0, float("inf"), OUT_SCALE, OUT_ZP)
+    np.testing.assert_array_equal(record.weight, weight)
+    np.testing.assert_array_equal(record.bias.value.numpy(), bias)
+    if per_channel:
+        multipliers, shifts = conv_multipliers(IN_SCALE, filter_scales, OUT_SCALE, Rounding.DOUBLE)
+    else:
+        multiplier, shift = fully_connected_multiplier(IN_SCALE, filter_scales[0], OUT_SCALE, Rounding.DOUBLE)
+        multipliers, shifts = np.array([multiplier]), np.array([shift])
     np.testing.assert_array_equal(record.multipliers, multipliers)
     np.testing.assert_array_equal(record.shifts, shifts)
 
