@@ -21,9 +21,10 @@ from tvm_ext.kernels import (
     quantize_int8,
 )
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers, fully_connected_multiplier
+from tvm_ext.kernels.transpose_conv import conv2d_transpose_int8
 from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
-from tvm_ext.transform.int8 import LOWERINGS, conv, fully_connected, lowered_operators, softmax
+from tvm_ext.transform.int8 import LOWERINGS, conv, fully_connected, lowered_operators, softmax, transpose_conv
 from tvm_ext.transform.int8.graph import Graph
 from tvm_ext.transform.int8.lowering import FixedCall, LoweringContext, Mismatch
 from tvm_ext.transform.int8.mac import Conv2DGeometry, MacKernel
@@ -199,6 +200,36 @@ def test_fully_connected_matches_as_a_record_of_its_kernel_parameters(per_channe
     else:
         multiplier, shift = fully_connected_multiplier(IN_SCALE, filter_scales[0], OUT_SCALE, Rounding.DOUBLE)
         multipliers, shifts = np.array([multiplier]), np.array([shift])
+    np.testing.assert_array_equal(record.multipliers, multipliers)
+    np.testing.assert_array_equal(record.shifts, shifts)
+
+
+def test_transpose_conv_matches_as_a_record_of_its_kernel_parameters():
+    """TRANSPOSE_CONV as TVM's converter writes it (TFLite's OHWI kernel as IOHW, dequantized per output
+    channel on axis 1, SAME as explicit padding, output padding): the record reads the weight back as OHWI,
+    makes the output padding negative bottom/right padding and does not fold the zero point (border outputs
+    sum fewer taps)."""
+    rng = np.random.default_rng(11)
+    weight_ohwi = rng.integers(-127, 128, (4, 3, 3, 2)).astype(np.int8)
+    filter_scales = np.array([0.01, 0.02, 0.015, 0.03], np.float32)
+
+    def build(bb, x):
+        w = _dq(bb, relax.const(np.ascontiguousarray(weight_ohwi.transpose(3, 0, 1, 2))), filter_scales,
+                np.zeros(4, np.int32), axis=1)  # IOHW
+        up = bb.emit(relax.op.nn.conv2d_transpose(_dq(bb, x, IN_SCALE, IN_ZP), w, strides=(2, 2),
+                                                  padding=(1, 1, 1, 1), output_padding=(1, 1),
+                                                  data_layout="NHWC", kernel_layout="IOHW"))
+        return _q(bb, up, OUT_SCALE, OUT_ZP)
+
+    quantize, ctx = _quantize_binding(build, (1, 4, 4, 2))
+    record = transpose_conv.LOWERING.match(quantize, ctx)
+    assert isinstance(record, MacKernel)
+    assert (record.kind, record.kernel, record.input_zero_point, record.output_zero_point, record.channel_axis,
+            record.folds_zero_point, record.bias) == \
+        ("TRANSPOSE_CONV", conv2d_transpose_int8, IN_ZP, OUT_ZP, 0, False, None)
+    assert record.geometry == Conv2DGeometry(strides=(2, 2), padding=(1, 1, 0, 0), dilation=(1, 1))
+    np.testing.assert_array_equal(record.weight, weight_ohwi)
+    multipliers, shifts = conv_multipliers(IN_SCALE, filter_scales, OUT_SCALE, Rounding.DOUBLE)
     np.testing.assert_array_equal(record.multipliers, multipliers)
     np.testing.assert_array_equal(record.shifts, shifts)
 
