@@ -25,12 +25,12 @@ def match_int16(quantize: relax.Call, softmax: relax.Call, data: Int8Input, out:
             or abs(float(out.quant.scale) - OUTPUT_SCALE) > 0.001 * OUTPUT_SCALE):
         return float_operator_mismatch(quantize, ctx)
     multiplier, shift = softmax_int16_multiplier(beta, np.float32(data.quant.scale), ctx.rounding)
-    return FixedCall(KernelCall("SOFTMAX", softmax, softmax_int16, (data.tensor, *_lut_constants()),
+    return FixedCall(KernelCall("SOFTMAX", softmax, softmax_int16, (data.tensor, *lut_constants()),
                                 {"multiplier": multiplier, "shift": shift, "rounding": ctx.rounding}))
 
 
 @functools.cache
-def _lut_constants() -> tuple[relax.Constant, relax.Constant]:
+def lut_constants() -> tuple[relax.Constant, relax.Constant]:
     """The exp and 1/(1+x) tables as Relax constants, the same objects for every 16x8 SOFTMAX: the bundle
     stores each constant once (1026 bytes each), however many SOFTMAX layers read it."""
     luts = softmax_int16_luts()

@@ -26,6 +26,7 @@ from tvm_ext.kernels.prelu import PreluParams, prelu_int8
 from tvm_ext.kernels.reduce import max_or_min_int8, mean_or_sum_int8
 from tvm_ext.kernels.reduce_params import mean_params, sum_params
 from tvm_ext.kernels.resize import resize_bilinear_int8, resize_nearest_neighbor_int8
+from tvm_ext.kernels.softmax_int16 import softmax_int16, softmax_int16_multiplier
 from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_params, div_multiplier,
                                           float_to_quantized, fully_connected_multiplier, hard_swish_params, leaky_relu_params, logistic_params,
                                           mul_params, quantize_multiplier, rescale_multiplier, rsqrt_multiplier,
@@ -33,6 +34,8 @@ from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_p
 from tvm_ext.layers import ELEMENTWISE_LOOKUP_ATTR
 from tvm_ext.transform import LowerQuantizedToInteger
 from tvm_ext.transform.int8.div import reciprocal_constants
+from tvm_ext.transform.int8.softmax_int16 import OUTPUT_SCALE as SOFTMAX_INT16_SCALE
+from tvm_ext.transform.int8.softmax_int16 import lut_constants as softmax_int16_tables
 from tvm_ext.transform.int8.tables import table_constant
 
 from int8_expected import expected_module, kernel, main_module
@@ -197,6 +200,13 @@ def _prelu(bb, a, b):
     return _q(bb, chosen, OUT_SCALE, OUT_ZP)
 
 
+def _softmax_16x8(bb, a):
+    """16x8 SOFTMAX: an int16 input and output, zero points 0, the output scale TFLite Micro requires."""
+    probabilities = bb.emit(relax.op.nn.softmax(_dq(bb, a, A_SCALE, 0), axis=-1))
+    return bb.emit(relax.op.quantize(probabilities, _const(SOFTMAX_INT16_SCALE, "float32"), _const(0, "int32"),
+                                     axis=0, out_dtype="int16"))
+
+
 LOGISTIC_OUT, TANH_OUT = (np.float32(1 / 256), -128), (np.float32(1 / 128), 0)
 ALPHA = np.float32(0.2)
 
@@ -278,10 +288,13 @@ CASES = [
         bb, "PRELU", 0, prelu_int8, a, b, params=PreluParams(
             A_ZP, B_ZP, OUT_ZP, identity=rescale_multiplier(A_SCALE, OUT_SCALE, ROUNDING),
             alpha=mul_params(A_SCALE, B_SCALE, OUT_SCALE, ROUNDING).output), rounding=ROUNDING)),
+    Case("SOFTMAX", 1, _softmax_16x8, lambda bb, a: kernel(
+        bb, "SOFTMAX", 0, softmax_int16, a, *softmax_int16_tables(), rounding=ROUNDING,
+        **dict(zip(("multiplier", "shift"), softmax_int16_multiplier(1.0, A_SCALE, ROUNDING)))), dtype="int16"),
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.kind for case in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[f"{case.kind}_16x8" if case.dtype == "int16" else case.kind for case in CASES])
 def test_lowering_emits_the_kernel_call_of_tflite_micros_parameters(case: Case) -> None:
     before = main_module(case.before, _inputs(case.inputs, case.dtype))
     inputs = _inputs(case.inputs, case.dtype)
