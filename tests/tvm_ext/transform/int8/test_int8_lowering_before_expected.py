@@ -21,6 +21,7 @@ from tvm_ext.kernels.edges import requantize_integer
 from tvm_ext.kernels.elementwise import div_int8
 from tvm_ext.kernels.int8_tables import hard_swish_table, leaky_relu_table, logistic_table, rsqrt_table, tanh_table
 from tvm_ext.kernels.batch_matmul import batch_matmul_int8
+from tvm_ext.kernels.l2_normalization import l2_normalization_int8
 from tvm_ext.kernels.lookup import lookup_int8
 from tvm_ext.kernels.prelu import PreluParams, prelu_int8
 from tvm_ext.kernels.reduce import max_or_min_int8, mean_or_sum_int8
@@ -31,6 +32,7 @@ from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_p
                                           float_to_quantized, fully_connected_multiplier, hard_swish_params, leaky_relu_params, logistic_params,
                                           mul_params, quantize_multiplier, rescale_multiplier, rsqrt_multiplier,
                                           squared_difference_params)
+from tvm_ext.frontend.tflite_ops.l2_normalization import L2_NORMALIZATION
 from tvm_ext.layers import ELEMENTWISE_LOOKUP_ATTR
 from tvm_ext.transform import LowerQuantizedToInteger
 from tvm_ext.transform.int8.div import reciprocal_constants
@@ -207,6 +209,13 @@ def _softmax_16x8(bb, a):
                                      axis=0, out_dtype="int16"))
 
 
+def _l2_normalization(bb, a):
+    """The frontend's opaque float step, quantized as TFLite Micro writes it (1/128, zero point 0)."""
+    step = bb.emit(relax.call_dps_packed(L2_NORMALIZATION, [_dq(bb, a, A_SCALE, A_ZP)],
+                                         relax.TensorType(SHAPE, "float32")))
+    return _q(bb, step, np.float32(1 / 128), 0)
+
+
 LOGISTIC_OUT, TANH_OUT = (np.float32(1 / 256), -128), (np.float32(1 / 128), 0)
 ALPHA = np.float32(0.2)
 
@@ -291,6 +300,8 @@ CASES = [
     Case("SOFTMAX", 1, _softmax_16x8, lambda bb, a: kernel(
         bb, "SOFTMAX", 0, softmax_int16, a, *softmax_int16_tables(), rounding=ROUNDING,
         **dict(zip(("multiplier", "shift"), softmax_int16_multiplier(1.0, A_SCALE, ROUNDING)))), dtype="int16"),
+    Case("L2_NORMALIZATION", 1, _l2_normalization, lambda bb, a: kernel(
+        bb, "L2_NORMALIZATION", 0, l2_normalization_int8, a, input_zero_point=A_ZP, rounding=ROUNDING)),
 ]
 
 
