@@ -1,7 +1,10 @@
-"""Before/Expected tests (TVM's style) of the int8 lowerings that had none of their own: a QDQ module as the
-TFLite frontend imports the operator (Before), `LowerQuantizedToInteger`, and structural equality with the
-module of the kernel call the lowering stands for (Expected), written from TFLite Micro's kernel parameters.
-A change to what a lowering emits (kernel, operands, zero points, multipliers, table, attributes) fails here."""
+"""Before/Expected tests (TVM's style) of the int8 lowerings: a QDQ module as the TFLite frontend imports the
+operator (or the marker the ONNX frontend writes for onnxruntime's QLinear operators) (Before),
+`LowerQuantizedToInteger`, and structural equality with the module of the kernel call the lowering stands for
+(Expected), written from TFLite Micro's kernel parameters (onnxruntime's for QLinear). A change to what a
+lowering emits (kernel, operands, zero points, multipliers, table, attributes) fails here. The MAC lowerings,
+whose weights and biases the pass re-lays out as new constants, are tested by the records they match
+(test_int8_lowerings.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ from tvm_ext.kernels.int8_tables import hard_swish_table, leaky_relu_table, logi
 from tvm_ext.kernels.batch_matmul import batch_matmul_int8
 from tvm_ext.kernels.l2_normalization import l2_normalization_int8
 from tvm_ext.kernels.lookup import lookup_int8
+from tvm_ext.kernels.onnxruntime_elementwise import (qlinear_add, qlinear_add_parameters, qlinear_mul,
+                                                     qlinear_mul_ratio, vector_is_second)
 from tvm_ext.kernels.prelu import PreluParams, prelu_int8
 from tvm_ext.kernels.reduce import max_or_min_int8, mean_or_sum_int8
 from tvm_ext.kernels.reduce_params import mean_params, sum_params
@@ -32,6 +37,7 @@ from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_p
                                           float_to_quantized, fully_connected_multiplier, hard_swish_params, leaky_relu_params, logistic_params,
                                           mul_params, quantize_multiplier, rescale_multiplier, rsqrt_multiplier,
                                           squared_difference_params)
+from tvm_ext.frontend.onnx_ops.qlinear_ops import QLINEAR_ADD, QLINEAR_MUL
 from tvm_ext.frontend.tflite_ops.l2_normalization import L2_NORMALIZATION
 from tvm_ext.layers import ELEMENTWISE_LOOKUP_ATTR
 from tvm_ext.transform import LowerQuantizedToInteger
@@ -216,6 +222,16 @@ def _l2_normalization(bb, a):
     return _q(bb, step, np.float32(1 / 128), 0)
 
 
+def _qlinear(marker: str) -> Callable[..., relax.Expr]:
+    """onnxruntime's QLinearAdd / QLinearMul as the ONNX frontend writes them: a marker of the node's inputs."""
+    def before(bb, a, b):
+        operands = [a, _const(A_SCALE, "float32"), _const(A_ZP, "int8"), b, _const(B_SCALE, "float32"),
+                    _const(B_ZP, "int8"), _const(OUT_SCALE, "float32"), _const(OUT_ZP, "int8")]
+        return bb.emit(relax.call_dps_packed(marker, relax.Tuple(operands), relax.TensorType(SHAPE, "int8")))
+
+    return before
+
+
 LOGISTIC_OUT, TANH_OUT = (np.float32(1 / 256), -128), (np.float32(1 / 128), 0)
 ALPHA = np.float32(0.2)
 
@@ -302,6 +318,12 @@ CASES = [
         **dict(zip(("multiplier", "shift"), softmax_int16_multiplier(1.0, A_SCALE, ROUNDING)))), dtype="int16"),
     Case("L2_NORMALIZATION", 1, _l2_normalization, lambda bb, a: kernel(
         bb, "L2_NORMALIZATION", 0, l2_normalization_int8, a, input_zero_point=A_ZP, rounding=ROUNDING)),
+    Case("QLinearAdd", 2, _qlinear(QLINEAR_ADD), lambda bb, a, b: kernel(
+        bb, "QLinearAdd", 0, qlinear_add, a, b, dtype="int8", parameters=qlinear_add_parameters(
+            (float(A_SCALE), A_ZP), (float(B_SCALE), B_ZP), (float(OUT_SCALE), OUT_ZP), vector_is_second(SHAPE, SHAPE)))),
+    Case("QLinearMul", 2, _qlinear(QLINEAR_MUL), lambda bb, a, b: kernel(
+        bb, "QLinearMul", 0, qlinear_mul, a, b, a_zero_point=A_ZP, b_zero_point=B_ZP, output_zero_point=OUT_ZP,
+        ratio=qlinear_mul_ratio(float(A_SCALE), float(B_SCALE), float(OUT_SCALE)), dtype="int8")),
 ]
 
 
