@@ -21,12 +21,16 @@ from tvm_ext.kernels import (
     quantize_int8,
 )
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers, fully_connected_multiplier
+from tvm_ext.kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
+from tvm_ext.kernels.onnxruntime_pool import global_average_multiplier, qlinear_global_average_pool
 from tvm_ext.kernels.transpose_conv import conv2d_transpose_int8
+from tvm_ext.frontend.onnx_ops.qlinear_ops import QLINEAR_CONV, QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL
 from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
-from tvm_ext.transform.int8 import LOWERINGS, conv, fully_connected, lowered_operators, softmax, transpose_conv
+from tvm_ext.transform.int8 import (LOWERINGS, conv, fully_connected, lowered_operators, onnx_qlinear, softmax,
+                                    transpose_conv)
 from tvm_ext.transform.int8.graph import Graph
-from tvm_ext.transform.int8.lowering import FixedCall, LoweringContext, Mismatch
+from tvm_ext.transform.int8.lowering import FixedCall, KernelCall, LoweringContext, Mismatch
 from tvm_ext.transform.int8.mac import Conv2DGeometry, MacKernel
 
 from int8_expected import expected_module, kernel
@@ -232,6 +236,64 @@ def test_transpose_conv_matches_as_a_record_of_its_kernel_parameters():
     multipliers, shifts = conv_multipliers(IN_SCALE, filter_scales, OUT_SCALE, Rounding.DOUBLE)
     np.testing.assert_array_equal(record.multipliers, multipliers)
     np.testing.assert_array_equal(record.shifts, shifts)
+
+
+def _marker_call(marker: str, shape: tuple, out_shape: list, operands) -> KernelCall:
+    """The kernel call onnx_qlinear matches for `marker` over an int8 input of `shape` (the first operand,
+    given as None) and the constant `operands` after it."""
+    def build(bb, x):
+        fields = [x if value is None else value for value in operands]
+        return bb.emit(relax.call_dps_packed(marker, relax.Tuple(fields), relax.TensorType(out_shape, "int8")))
+
+    call, ctx = _quantize_binding(build, shape)
+    matched = onnx_qlinear.LOWERING.match(call, ctx)
+    assert isinstance(matched, FixedCall)
+    return matched.call
+
+
+def _scalar(value, dtype: str) -> relax.Constant:
+    return relax.const(np.asarray(value, dtype))
+
+
+def test_qgemm_matches_as_qlinear_matmul_with_one_float32_multiplier_per_column():
+    """QGemm as the frontend writes it (the QLinearMatMul marker with its bias): the kernel reads
+    (a_scale * b_scale) / y_scale as one constant, computed in float32 step by step as onnxruntime does,
+    per column when b is quantized per column; the zero points stay tensor operands."""
+    b_scales = np.array([0.02, 0.031, 0.017], np.float32)
+    weight, bias = _scalar(np.arange(-6, 6).reshape(4, 3), "int8"), _scalar([5, -7, 11], "int32")
+    a_zero, b_zero, y_zero = _scalar(3, "int8"), _scalar(0, "int8"), _scalar(-4, "int8")
+    call = _marker_call(QLINEAR_MATMUL, (2, 4), [2, 3], [None, _scalar(0.05, "float32"), a_zero, weight,
+                                                         _scalar(b_scales, "float32"), b_zero,
+                                                         _scalar(0.08, "float32"), y_zero, bias])
+    assert (call.kind, call.kernel, call.args[1]) == ("QLinearMatMul", qlinear_matmul, weight)
+    assert set(call.kwargs) == {"a_zero_point", "b_zero_point", "y_zero_point", "bias", "multiplier"}
+    assert (call.kwargs["a_zero_point"], call.kwargs["bias"]) == (a_zero, bias)
+    expected = (np.float32(0.05) * b_scales) / np.float32(0.08)
+    np.testing.assert_array_equal(call.kwargs["multiplier"].value.numpy(), expected)
+
+
+def test_qlinear_conv_matches_with_its_geometry():
+    """QLinearConv: strides, pads (ONNX's begin..end order), dilations and group from the marker's geometry."""
+    weight = _scalar(np.ones((4, 2, 3, 3)), "int8")  # OIHW
+    geometry = [relax.ShapeExpr([2, 1]), relax.ShapeExpr([1, 0, 1, 2]), relax.ShapeExpr([1, 1]),
+                relax.prim_value(1)]
+    call = _marker_call(QLINEAR_CONV, (1, 2, 8, 8), [1, 4, 4, 8],
+                        [None, _scalar(0.05, "float32"), _scalar(1, "int8"), weight, _scalar(0.02, "float32"),
+                         _scalar(0, "int8"), _scalar(0.1, "float32"), _scalar(2, "int8"), *geometry])
+    assert (call.kind, call.kernel, call.args[1]) == ("QLinearConv", qlinear_conv2d, weight)
+    assert {key: call.kwargs[key] for key in ("strides", "pads", "dilations", "group")} == \
+        {"strides": [2, 1], "pads": [1, 0, 1, 2], "dilations": [1, 1], "group": 1}
+    np.testing.assert_array_equal(call.kwargs["multiplier"].value.numpy(),
+                                  (np.float32(0.05) * np.float32(0.02)) / np.float32(0.1))
+
+
+def test_qlinear_global_average_pool_matches_with_onnxruntimes_float32_multiplier():
+    call = _marker_call(QLINEAR_GLOBAL_AVERAGE_POOL, (1, 3, 4, 5), [1, 3, 1, 1],
+                        [None, _scalar(0.05, "float32"), _scalar(-3, "int8"), _scalar(0.07, "float32"),
+                         _scalar(9, "int8")])
+    assert (call.kind, call.kernel) == ("QLinearGlobalAveragePool", qlinear_global_average_pool)
+    assert call.kwargs == {"x_zero_point": -3, "multiplier": global_average_multiplier(0.05, 0.07, 20),
+                           "y_zero_point": 9, "dtype": "int8"}
 
 
 @pytest.mark.parametrize("scale, zero_point, lowered", [
