@@ -30,14 +30,14 @@ from tvm_ext.tir.tir_walk import replace_stmt, walk
 
 
 def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops: list, first_reduction: int,
-                      pixel: tirx.Var) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
+                      pixel: tirx.Var, widen_inputs: bool = True) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
     """The statements computing pixels ``pixel`` and ``pixel + 1`` of an interior row, and the scratch
     buffers they use: ``pixel_body`` (one pixel's statements: the loops ``loops`` below the pixel loop, the
     unguarded update block ``realize``, the reduction ``loops[first_reduction:]`` with the channel tile
     innermost) with the reduction as one two-pixel dual-MAC call and every other statement beside it
-    (initialisation, epilogue) once per pixel; the pair's inputs widened once before its channel tiles where
-    they can be (``backends.cortex_m.schedules.pair_q15``). None where the reduction's statements do not have that form or the
-    call does not fit."""
+    (initialisation, epilogue) once per pixel; with ``widen_inputs``, the pair's inputs widened once before its
+    channel tiles where they can be (``backends.cortex_m.schedules.pair_q15``; a Helium core multiplies int8 lanes
+    as they are). None where the reduction's statements do not have that form or the call does not fit."""
     pixel_loop = tirx.For(tirx.Var("pixel_pair", pixel.ty.dtype), tirx.const(0, pixel.ty.dtype),
                           tirx.const(DUAL_MAC_PIXELS, pixel.ty.dtype), tirx.ForKind.SERIAL, tirx.Evaluate(0))
     try:
@@ -47,7 +47,7 @@ def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops
     call = dual_mac_replacement(shifted, [*loops[first_reduction:-1], pixel_loop, loops[-1]])
     if call is None:
         return None
-    widened = widened_pair(call, loops[:first_reduction])
+    widened = widened_pair(call, loops[:first_reduction]) if widen_inputs else None
     try:
         if widened is None:
             return _pair_around(pixel_body, loops[first_reduction], call, pixel), []
