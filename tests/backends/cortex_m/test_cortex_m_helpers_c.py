@@ -7,7 +7,9 @@ builds for its core under the strict warnings, and so does the whole library a b
 
 from __future__ import annotations
 
+import functools
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
-from backends.cortex_m.helpers.helium_c import HELIUM_DUAL_MAC_TEMPLATE, HELIUM_ROW_DOT_TEMPLATE
+from backends.cortex_m.helpers.helium_c import HELIUM_LANES_TEMPLATE, helium_template_c
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
@@ -33,13 +35,15 @@ PREFIX = "lp"
 @dataclass(frozen=True)
 class HelperUnitTest:
     """A helper's C unit test: tests/c/test_<name>.c, which includes `<name>.h`: the helper's templates (in
-    a bundle's order) for the prefix `lp`; each of `host_defines` is one host build's -D flags; `profile` is
-    the Cortex-M core it runs on under QEMU."""
+    a bundle's order) for the prefix `lp`, each as `template_c(template, prefix)` gives it (a Helium bundle's:
+    `helium_template_c`); each of `host_defines` is one host build's -D flags; `profile` is the Cortex-M core it
+    runs on under QEMU."""
 
     name: str
     templates: tuple[str, ...]
     host_defines: tuple[tuple[str, ...], ...] = ((),)
     profile: str = "cortex-m4f"
+    template_c: Callable[[str, str], str] = functools.partial(helper_template_c, "backends.cortex_m.helpers")
 
     @property
     def id(self) -> str:
@@ -52,8 +56,7 @@ class HelperUnitTest:
 
     def header_text(self) -> str:
         """`<name>.h`: the helpers as a bundle of prefix `lp` defines them (after <stdint.h>, as there)."""
-        return "#include <stdint.h>\n" + "".join(
-            helper_template_c("backends.cortex_m.helpers", template, PREFIX) for template in self.templates)
+        return "#include <stdint.h>\n" + "".join(self.template_c(template, PREFIX) for template in self.templates)
 
     def write_files(self, folder: Path) -> None:
         """`<name>.h` and the shared inputs' header into `folder`."""
@@ -61,16 +64,20 @@ class HelperUnitTest:
         shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
 
 
+DUAL_MAC = HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE))
+DEPTHWISE_MAC = HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE))
+ROW_DOT = HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE))
 UNIT_TESTS_BY_HELPER = [
-    HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE)),
+    DUAL_MAC,
     HelperUnitTest("dual_mac_q15", (DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE)),
-    HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE)),
-    HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE)),
+    DEPTHWISE_MAC,
+    ROW_DOT,
     # the word copies of cores that load unaligned words, on the host too
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
     # the Helium bodies, on their DSP twins' tests
-    HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, HELIUM_DUAL_MAC_TEMPLATE), profile="cortex-m55"),
-    HelperUnitTest("row_dot", (HELIUM_DUAL_MAC_TEMPLATE, HELIUM_ROW_DOT_TEMPLATE), profile="cortex-m55"),
+    *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
+                     template_c=helium_template_c)
+      for unit in (DUAL_MAC, DEPTHWISE_MAC, ROW_DOT)),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
