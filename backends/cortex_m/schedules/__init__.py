@@ -48,6 +48,7 @@ class HeliumMacSchedules(DualMacSchedules):
     pair reads its int8 inputs as they are: VMLADAV multiplies int8 lanes, so widening them to q15 once per
     pair (`pair_q15`, which saves SXTB16s on a DSP core) would only add its pass and its scratch."""
 
+    pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
 
 

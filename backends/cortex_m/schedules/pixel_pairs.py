@@ -112,12 +112,13 @@ def _at_pixel(stmt: tirx.Stmt, mapping: dict) -> tirx.Stmt:
     raise KeyError(type(stmt).__name__)
 
 
-def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
+def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int,
+                       widen_inputs: bool = True) -> tirx.PrimFunc:
     """``func`` with the unpadded MAC reduction of the update block ``block_name`` (its loops from the root:
     the pixel loop, the channel tile's outer loop, then from ``first_reduction`` the reduction loops and the
     channel tile) as dual-MAC calls: pairs of pixels where a pair fits (a pixel count the schedule's split by
-    two does not divide, kws's 5 columns), the last pixel on its own. ``func`` unchanged where no helper
-    computes the reduction."""
+    two does not divide, kws's 5 columns), the last pixel on its own; ``widen_inputs`` as for
+    ``paired_pixel_body``. ``func`` unchanged where no helper computes the reduction."""
     root = func.body
     found = _block_with_loops(root.block.body, block_name, []) if isinstance(root, s_tir.SBlockRealize) else None
     if found is None or first_reduction < 2:
@@ -129,7 +130,8 @@ def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: in
         return func
     single = replace_stmt(pixel_loop.body, inner[1], single_call)
     pairs = int(pixel_loop.extent) // DUAL_MAC_PIXELS
-    paired = paired_pixel_body(pixel_loop.body, realize, inner, 1, pixel_loop.loop_var) if pairs else None
+    paired = paired_pixel_body(pixel_loop.body, realize, inner, 1, pixel_loop.loop_var,
+                               widen_inputs) if pairs else None
     body, scratch = single, []
     if paired is not None:
         starts, ends = pair_tests(pixel_loop.loop_var, int(pixel_loop.min), pairs)
