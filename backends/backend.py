@@ -39,15 +39,28 @@ class HelperLibrary:
 @dataclass(frozen=True)
 class Backend:
     """One processor family: its `name` (the folder under `backends/`, the profile's `backend`), the C
-    helpers its kernels may call (None: none), `emulated_target(profile)`: the emulated core and board
-    that run the profile's self-test, or None when it runs on the host, and `kind_targets(profile)`: the
-    instructions per unit each kernel kind should take on the profile's core (`packager.kernel_kinds`;
-    None: no targets, report.md then marks no call)."""
+    helpers its kernels may call (None: none; the library their calls record), `emulated_target(profile)`:
+    the emulated core and board that run the profile's self-test, or None when it runs on the host,
+    `kind_targets(profile)`: the instructions per unit each kernel kind should take on the profile's core
+    (`packager.kernel_kinds`; None: no targets, report.md then marks no call), and `helpers_of(profile)`: the
+    library that defines those helpers in a bundle for `profile`, with the same names and contracts and the
+    bodies of the profile's core (TFLite Micro's per-target kernel override; None: `helper_library` on every
+    core)."""
 
     name: str
     helper_library: Optional[HelperLibrary]
     emulated_target: Callable[[Profile], Optional[CortexMTarget]]
     kind_targets: Callable[[Profile], Optional[Mapping[KernelKind, float]]]
+    helpers_of: Optional[Callable[[Profile], Optional[HelperLibrary]]] = None
+
+    def bundle_helper_libraries(self, profile: Profile, called: tuple[HelperLibrary, ...]
+                                ) -> tuple[HelperLibrary, ...]:
+        """The libraries a bundle for `profile` defines, given those its kernels' calls recorded (`called`):
+        this backend's `helper_library` as `helpers_of(profile)` implements it, any other as it is."""
+        if self.helpers_of is None:
+            return called
+        own = self.helpers_of(profile)
+        return tuple(own if library == self.helper_library and own is not None else library for library in called)
 
 
 

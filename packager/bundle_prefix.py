@@ -35,14 +35,15 @@ _RESERVED_PREFIX = re.compile(
 )
 # Header names `<prefix>.h` must not take (compared without case: macOS and Windows file systems ignore it):
 # every standard C header, C89 to C23; the system headers the bundle includes (arm_acle.h too, on DSP
-# profiles); and those that these pull in by a plain name on the C libraries it builds with (glibc's
-# features.h, newlib's newlib.h; tests/tvm_ext/compile/test_hostile_names.py asks the installed compilers). The bundle's
-# other header is `<prefix>_internal.h`, a name no such header has.
+# profiles, and arm_mve.h on Helium ones); and those that these pull in by a plain name on the C libraries it
+# builds with (glibc's features.h, newlib's newlib.h, gcc's arm_mve_types.h;
+# tests/tvm_ext/compile/test_hostile_names.py asks the installed compilers). The bundle's other header is
+# `<prefix>_internal.h`, a name no such header has.
 HEADER_STEMS = frozenset("""
     assert complex ctype errno fenv float inttypes iso646 limits locale math setjmp signal stdalign stdarg
     stdatomic stdbit stdbool stdckdint stddef stdint stdio stdlib stdnoreturn string tgmath threads time uchar
     wchar wctype
-    features newlib
+    features newlib arm_mve_types
 """.split()) | {header.removesuffix(".h") for header in INCLUDED_SYSTEM_HEADERS}
 # Library names `lib<prefix>.a` must not take: the libraries a bundle links with (-lm) and those its compilers
 # link by default (libc, newlib's libg and libnosys, librdimon, libgcc): a link with `-L OUT` takes the bundle's.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-INCLUDED_SYSTEM_HEADERS = ("stddef.h", "stdint.h", "stdbool.h", "stdio.h", "string.h", "math.h", "arm_acle.h")
+INCLUDED_SYSTEM_HEADERS = ("stddef.h", "stdint.h", "stdbool.h", "stdio.h", "string.h", "math.h", "arm_acle.h", "arm_mve.h")
 """The system headers a bundle's C may include (`#include <...>`); its own are included as `"<name>.h"`."""
 
 _TOKEN = re.compile(

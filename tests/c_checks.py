@@ -16,6 +16,7 @@ from pathlib import Path
 from backends.cortex_m.bundle_files import QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
 from conftest import profile_build_config
 from emulator.qemu import QemuResult, run_qemu
+from target import load_profile
 
 SANITIZE = "-fsanitize=address,undefined -fno-sanitize-recover=all"
 STRICT_WARNINGS = "-Wconversion -Wshadow -Werror"  # on top of the Makefile's -Wall -Wextra
@@ -50,14 +51,14 @@ def run_c_unit_tests(source: Path, include: Path, work_dir: Path, defines: Seque
     return subprocess.run([str(program)], capture_output=True, text=True)
 
 
-def build_for_cortex_m4f(source_text: str, include: Path, work_dir: Path) -> None:
-    """Compile ``source_text`` (headers from ``include``) for cortex-m4f with the strict warnings (-Werror):
-    CalledProcessError on a warning."""
-    source = work_dir / "cortex_m4f.c"
+def build_for_cortex_m(source_text: str, include: Path, work_dir: Path, profile: str = "cortex-m4f") -> None:
+    """Compile ``source_text`` (headers from ``include``) with the compiler and flags of the Cortex-M profile
+    ``profile`` and the strict warnings (-Werror): CalledProcessError on a warning."""
+    target = load_profile(profile)
+    source = work_dir / f"{target.name}.c"
     source.write_text(source_text)
-    subprocess.run(["arm-none-eabi-gcc", "-std=c99", "-O2", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
-                    "-mfpu=fpv4-sp-d16", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), f"-I{include}", "-c",
-                    str(source), "-o", str(work_dir / "cortex_m4f.o")], check=True)
+    subprocess.run([target.c_compiler, "-std=c99", *target.cflags, "-Wall", "-Wextra", *STRICT_WARNINGS.split(),
+                    f"-I{include}", "-c", str(source), "-o", str(work_dir / f"{target.name}.o")], check=True)
 
 
 def run_c_program_under_qemu(folder: Path, profile: str, files: Mapping[str, str], timeout_s: float = 120.0

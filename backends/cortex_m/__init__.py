@@ -3,7 +3,8 @@ arm-none-eabi-gcc and self-tested on QEMU's MPS2/MPS3 boards.
 
 - `schedules/` (TVM): the kernel schedules of cores with the DSP extension, whose MAC reductions become
   calls of the helpers (dual MAC, depthwise MAC, row dot product, pixel pairs, copied border windows);
-- `helpers/` (no TVM): those helpers' C;
+- `helpers/` (no TVM): those helpers' C, with Helium (MVE) bodies that a Helium core's bundle defines in place
+  of the DSP ones (`helpers.helpers_of`: the profile's `simd = "mve"`);
 - `bundle_files/` (no TVM): OUT/cortex_m/, the startup code, linker script and qemu-test build files;
 - the runner: `emulated_target` (the board that runs a profile's self-test, from `emulator.boards`);
 - `kind_targets`: the kernel kinds' speed targets on cores with the DSP extension.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 from backends.backend import Backend
-from backends.cortex_m.helpers import CORTEX_M_HELPERS
+from backends.cortex_m.helpers import CORTEX_M_HELPERS, helpers_of
 from backends.cortex_m.kind_targets import kind_targets
 from emulator.boards import BOARDS, CortexMTarget
 from target.profile import Profile
@@ -28,4 +29,4 @@ def emulated_target(profile: Profile) -> Optional[CortexMTarget]:
     return CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.hardware_float)
 
 
-CORTEX_M = Backend("cortex_m", CORTEX_M_HELPERS, emulated_target, kind_targets)
+CORTEX_M = Backend("cortex_m", CORTEX_M_HELPERS, emulated_target, kind_targets, helpers_of)

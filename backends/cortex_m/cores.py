@@ -12,3 +12,8 @@ DSP_SIMD = ("dsp", "mve")
 def has_dsp_extension(profile: Profile) -> bool:
     """Whether `profile`'s core has the DSP extension (dual 16-bit MACs, SIMD32 on packed bytes)."""
     return profile.simd in DSP_SIMD
+
+
+def has_mve(profile: Profile) -> bool:
+    """Whether `profile`'s core has Helium, the M-profile vector extension (`simd = "mve"`)."""
+    return profile.simd == "mve"

@@ -4,8 +4,8 @@ Instructions per unit of each kind (`packager.kernel_kinds`: MACs, or bytes) on 
 the DSP extension (the dual 16-bit MAC SMLAD and SIMD32 on packed bytes), executed under QEMU -icount: about what
 CMSIS-NN's best kernels reach on such a core (two MACs per SMLAD, a loaded word feeding four; a copy a word per
 load and store). report.md marks a call more than `packager.kernel_kinds.OVER_TARGET` times above its kind's.
-A Helium core runs these kernels on its DSP extension for now, so it has the same targets; a core without the
-extension has none.
+A Helium core has these targets too until Helium's own are measured (its MAC helpers run on MVE, so they are
+loose there); a core without the extension has none.
 """
 
 from __future__ import annotations

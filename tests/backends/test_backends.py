@@ -3,6 +3,7 @@ profile that names them) asks which instruction set a core has."""
 
 from __future__ import annotations
 
+import pickle
 import re
 
 import pytest
@@ -60,3 +61,23 @@ def test_only_dsp_cores_have_kernel_kind_targets(name: str) -> None:
                                   'if facts["simd"] == "dsp":', 'profile.arch.startswith("armv")'])
 def test_an_isa_test_is_recognised(line: str) -> None:
     assert ISA_TEST.search(line)
+
+
+@pytest.mark.parametrize("name", [name for name in profile_names() if name.startswith("cortex-m")])
+def test_a_helium_core_defines_the_helpers_with_mve_bodies_and_takes_no_q15_pairs(name: str) -> None:
+    """TFLite Micro's per-target override: the kernels call the same helpers on every Cortex-M core (their calls
+    record the backend's library); the bundle of a core with MVE (`simd = "mve"`) defines them with Helium's
+    bodies, and its pixel pairs read int8 lanes unwidened. Every other core's bundle is as before."""
+    from backends.cortex_m.helpers import CORTEX_M_HELPERS, HELIUM_HELPERS
+    from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES, HELIUM_MAC_SCHEDULES
+    from backends.schedules import kernel_schedules_of
+
+    profile = load_profile(name)
+    helium = profile.simd == "mve"
+    # a subgraph's C generated in a worker process records a copy of the library (pickled back)
+    for recorded in (CORTEX_M_HELPERS, pickle.loads(pickle.dumps(CORTEX_M_HELPERS))):
+        assert backend_of(profile).bundle_helper_libraries(profile, (recorded,)) == (
+            (HELIUM_HELPERS,) if helium else (CORTEX_M_HELPERS,))
+    assert ("vmladavaq_s8" in HELIUM_HELPERS.c_text("m")) and ("vmladavaq" not in CORTEX_M_HELPERS.c_text("m"))
+    mac = kernel_schedules_of(profile).mac
+    assert mac is (HELIUM_MAC_SCHEDULES if helium else DUAL_MAC_SCHEDULES if profile.simd == "dsp" else None)

@@ -25,9 +25,9 @@ from target.loading import profile_names
 from cortex_m_many_inputs import C_TYPES, c_array, driver_c, run_on_qemu
 
 GENERIC_PROFILE = "lowpower"
-PROFILE_OF_BACKEND = {"cortex_m": "cortex-m4f", "riscv": "rv32imc"}
-"""The profile each backend other than generic_c is compared on: cortex-m4f runs the DSP helpers (dual MAC),
-rv32imc the RISC-V kernels without an FPU (float in software)."""
+COMPARED_PROFILES = (("cortex_m", "cortex-m4f"), ("cortex_m", "cortex-m55"), ("riscv", "rv32imc"))
+"""(backend, profile) for each backend other than generic_c: cortex-m4f runs the DSP helpers (dual MAC),
+cortex-m55 their Helium bodies (MVE), rv32imc the RISC-V kernels without an FPU (float in software)."""
 
 MODELS = [
     "tflm/hello_world_int8.tflite",
@@ -41,7 +41,7 @@ CASES = 6
 def test_every_backend_has_a_profile_here() -> None:
     """A new backend folder is compared with generic_c as soon as a built-in profile names it."""
     backends = {backend_of(load_profile(name)).name for name in profile_names()}
-    assert backends - {"generic_c"} == set(PROFILE_OF_BACKEND)
+    assert backends - {"generic_c"} == {backend for backend, _ in COMPARED_PROFILES}
     assert backend_of(load_profile(GENERIC_PROFILE)).name == "generic_c"
 
 
@@ -77,10 +77,10 @@ def _host_outputs(bundle, inputs: list[np.ndarray], work: Path) -> list[np.ndarr
     return [np.frombuffer(bytes.fromhex(line), output.dtype).reshape(output.shape) for line in printed]
 
 
-@pytest.mark.parametrize("backend", sorted(PROFILE_OF_BACKEND))
+@pytest.mark.parametrize(("backend", "profile"), COMPARED_PROFILES, ids=[profile for _, profile in COMPARED_PROFILES])
 @pytest.mark.parametrize("model", MODELS)
-def test_backend_matches_generic_c_bit_for_bit(compiled, tmp_path: Path, model: str, backend: str) -> None:
-    profile = PROFILE_OF_BACKEND[backend]
+def test_backend_matches_generic_c_bit_for_bit(compiled, tmp_path: Path, model: str, backend: str,
+                                               profile: str) -> None:
     generic, other = compiled(model, GENERIC_PROFILE), compiled(model, profile)
     inputs = _inputs(generic.plan.tensors[generic.plan.inputs[0]], CASES)
     expected = _host_outputs(generic, inputs, tmp_path / "host")

@@ -57,13 +57,13 @@ typedef struct {
 } window_case;
 
 #define WINDOW_ROWS_MAX 3
-#define WINDOW_ROW_LEN_MAX 13 /* whole words of four and every remainder */
+#define WINDOW_ROW_LEN_MAX 35 /* whole words of four, one and two Helium vectors of 16, and every remainder */
 #define WINDOW_LAYOUTS 3
 #define WINDOW_CASES (2 * (WINDOW_ROWS_MAX + 1) * (WINDOW_ROW_LEN_MAX + 1) * WINDOW_LAYOUTS)
 
 /* Case i < WINDOW_CASES: every rows <= WINDOW_ROWS_MAX and row_len <= WINDOW_ROW_LEN_MAX in three layouts (rows
    and channels packed; padded, the pixels' windows overlapping; padded further, apart), with mixed values, then
-   all at the minimum; x and w at every byte alignment. Every element read lies below 200. */
+   all at the minimum; x and w at every byte alignment. Every element read lies below 430. */
 static inline window_case window_case_of(int32_t i)
 {
     window_case c;

@@ -1,18 +1,19 @@
 /* Unit test of the Cortex-M dual MAC helpers (backends/cortex_m/helpers/templates/dual_mac.h.in after
  * dsp_words.h.in, with the prefix lp): lp_dual_mac_s8x4, lp_dual_mac_s16x4 and lp_dual_mac_s8x2x4 against the
- * plain loops of their contracts, for 0 to 3 rows, every row length up to 13 (whole words of four and every
- * remainder), row strides at and above the row length, weight channel strides at and above a channel's
+ * plain loops of their contracts, for 0 to 3 rows, every row length up to 35 (whole words of four, one and two
+ * Helium vectors of 16, and every remainder), row strides at and above the row length, weight channel strides at and above a channel's
  * weights, two pixels' windows apart or overlapping, inputs and weights at every byte alignment, values over
  * the whole int8 and int16 ranges (-128, 127, -32768, 32767 forced in) and all at the minimum (the largest
  * products); each accumulator gains its sum and keeps what it held. Built by tests/test_cortex_m_helpers_c.py
- * on the host (the portable C) and for cortex-m4f under QEMU (SXTB16, PKHBT/PKHTB, SMLAD). */
+ * on the host (the portable C), for cortex-m4f under QEMU (SXTB16, PKHBT/PKHTB, SMLAD) and, with the Helium
+ * helpers (helium_dual_mac.h.in), for cortex-m55 under QEMU (VLDRB, VMLADAVA, VCTP). */
 #include <stdint.h>
 #include <stdio.h>
 
 #include "cortex_m_test_values.h"
 #include "dual_mac.h"
 
-#define BUFFER 512 /* elements: past the farthest one any case reads (under 200) */
+#define BUFFER 512 /* elements: past the farthest one any case reads (under 430) */
 
 /* Whether the n accumulators of got equal those of expected. */
 static int same(const int32_t *got, const int32_t *expected, int32_t n)

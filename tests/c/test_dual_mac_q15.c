@@ -1,7 +1,7 @@
 /* Unit test of the Cortex-M two-pixel dual MAC on widened inputs (backends/cortex_m/helpers/templates/
  * dual_mac_q15.h.in after dsp_words.h.in, with the prefix lp): lp_widen_s8x2_q15 writes exactly
  * 2 * rows * lp_q15_row_words(row_len) words (the next word untouched), and lp_dual_mac_q15x2x4 on them adds the
- * plain sums of both pixels' windows, for 0 to 3 rows, every row length up to 13 (whole groups of four and
+ * plain sums of both pixels' windows, for 0 to 3 rows, every row length up to 35 (whole groups of four and
  * every remainder), row strides at and above the row length, pixels apart or overlapping, weight channel
  * strides at and above a channel's weights (odd ones included), inputs and weights at every byte alignment and
  * values over the whole int8 range (-128 and 127 forced in) or all -128 (the largest products). Built by
@@ -12,7 +12,7 @@
 #include "cortex_m_test_values.h"
 #include "dual_mac_q15.h"
 
-#define BUFFER 512 /* elements: past the farthest one any case reads (under 200) */
+#define BUFFER 512 /* elements: past the farthest one any case reads (under 430) */
 #define SCRATCH_WORDS (2 * WINDOW_ROWS_MAX * (WINDOW_ROW_LEN_MAX / 4 * 2 + WINDOW_ROW_LEN_MAX % 4) + 1) /* and one past */
 #define UNTOUCHED 0x5A5A5A5A
 

@@ -16,7 +16,7 @@ import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from c_checks import STRICT_WARNINGS, build_for_cortex_m4f, run_c_unit_tests
+from c_checks import STRICT_WARNINGS, build_for_cortex_m, run_c_unit_tests
 from tflite_builder import Model, Operator, Quantization, Tensor, build
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,8 +35,8 @@ def test_quantize_helpers_pass_their_unit_tests(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no arm-none-eabi-gcc")
-def test_quantize_helpers_build_for_cortex_m4f_without_warnings(tmp_path: Path) -> None:
-    build_for_cortex_m4f('#include "lp_quantize.h"\n'
+def test_quantize_helpers_build_for_cortex_m_without_warnings(tmp_path: Path) -> None:
+    build_for_cortex_m('#include "lp_quantize.h"\n'
                          "int8_t quantize(const float* v, int8_t* q, size_t n);\n"
                          "int8_t quantize(const float* v, int8_t* q, size_t n)\n"
                          "{ lp_quantize_s8(v, q, n, 0.5f, 1, LP_ROUND_HALF_TO_EVEN); return q[0]; }\n",

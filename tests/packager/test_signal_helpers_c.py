@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from c_checks import build_for_cortex_m4f, run_c_unit_tests
+from c_checks import build_for_cortex_m, run_c_unit_tests
 from packager.signal_c import HELPER_FILES, signal_helper_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,6 +22,6 @@ def test_signal_helpers_pass_their_unit_tests(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="no arm-none-eabi-gcc")
-def test_signal_helpers_build_for_cortex_m4f_without_warnings(tmp_path: Path) -> None:
-    build_for_cortex_m4f("".join(f'#include "{name}"\n' for name in signal_helper_files(HELPER_FILES)), TEMPLATES,
+def test_signal_helpers_build_for_cortex_m_without_warnings(tmp_path: Path) -> None:
+    build_for_cortex_m("".join(f'#include "{name}"\n' for name in signal_helper_files(HELPER_FILES)), TEMPLATES,
                          tmp_path)

@@ -7,14 +7,24 @@ these modules name the helpers and list the templates a bundle defines:
   (`dual_mac.h.in`), after the word operations every MAC helper shares (`dsp_words.h.in`), with
   `dual_mac_q15_c` (a pixel pair's inputs widened once), `depthwise_mac_c` (the depthwise helper) and
   `row_dot_c` (the SVDF time product);
-- `copy_c`: the ascending copy (the SVDF state update's shift in place).
+- `copy_c`: the ascending copy (the SVDF state update's shift in place);
+- `helium_c`: the Helium (MVE) bodies of the dual MAC, the depthwise MAC and the row dot product, which a
+  Helium core's bundle defines in their place (`HELIUM_HELPERS`, chosen by `helpers_of`).
+
+The kernels' helper calls record CORTEX_M_HELPERS (the helpers' names and contracts); a bundle defines the
+library `helpers_of` gives for its profile.
 """
 
 from __future__ import annotations
 
+from typing import Optional
+
 from backends.backend import HelperLibrary
+from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.copy_c import copy_helper_c
 from backends.cortex_m.helpers.dual_mac_c import mac_helpers_c
+from backends.cortex_m.helpers.helium_c import helium_mac_helpers_c
+from target.profile import Profile
 
 
 def cortex_m_helpers_c(prefix: str) -> str:
@@ -22,4 +32,17 @@ def cortex_m_helpers_c(prefix: str) -> str:
     return "\n".join([mac_helpers_c(prefix), copy_helper_c(prefix)])
 
 
+def helium_helpers_c(prefix: str) -> str:
+    """Every Cortex-M helper's C definition for the bundle `prefix` on a Helium core: the MAC helpers with the
+    Helium bodies of `helium_c`, then the copy."""
+    return "\n".join([helium_mac_helpers_c(prefix), copy_helper_c(prefix)])
+
+
 CORTEX_M_HELPERS = HelperLibrary("cortex_m", cortex_m_helpers_c)
+HELIUM_HELPERS = HelperLibrary("cortex_m_helium", helium_helpers_c)
+
+
+def helpers_of(profile: Profile) -> Optional[HelperLibrary]:
+    """The helper library a bundle for `profile` defines: Helium's bodies on a core with MVE (`simd = "mve"`),
+    the DSP ones (which fall back to portable C without the DSP extension) on every other Cortex-M core."""
+    return HELIUM_HELPERS if has_mve(profile) else CORTEX_M_HELPERS

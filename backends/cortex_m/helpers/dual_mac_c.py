@@ -50,9 +50,10 @@ def dual_mac_2px_helper_name(prefix: str) -> str:
     return f"{prefix}_dual_mac_s8x2x4"
 
 
-def mac_helpers_c(prefix: str) -> str:
-    """The C definitions of every MAC helper for the bundle `prefix`, from MAC_HELPER_TEMPLATES in their order:
-    the word operations, the one-pixel helpers (int8 and int16 inputs), the two-pixel one (int8), then the
-    helpers that share the word operations (the two-pixel MAC on widened inputs, the depthwise helpers, the row
-    dot product)."""
-    return "".join(helper_template_c(__package__, name, prefix) for name in MAC_HELPER_TEMPLATES)
+def mac_helpers_c(prefix: str, templates: tuple[str, ...] = MAC_HELPER_TEMPLATES) -> str:
+    """The C definitions of every MAC helper for the bundle `prefix`, from `templates` in their order (by
+    default MAC_HELPER_TEMPLATES: the word operations, the one-pixel helpers (int8 and int16 inputs), the
+    two-pixel one (int8), then the helpers that share the word operations (the two-pixel MAC on widened inputs,
+    the depthwise helpers, the row dot product); a Helium bundle's replace two of them,
+    `backends.cortex_m.helpers.helium_c`)."""
+    return "".join(helper_template_c(__package__, name, prefix) for name in templates)

@@ -7,13 +7,17 @@ the helpers of `backends.cortex_m.helpers`.
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
   pair's inputs widened once, across odd-width rows);
 - `border_window`: a padded convolution's border pixel copies its window once;
+- Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs.
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update).
 """
 
 from __future__ import annotations
 
+import functools
+from typing import Optional
+
 from backends.backend import KernelSchedules
-from backends.cortex_m.cores import has_dsp_extension
+from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
@@ -39,15 +43,35 @@ class DualMacSchedules:
     pair_tests = staticmethod(pair_tests)
 
 
+class HeliumMacSchedules(DualMacSchedules):
+    """The `backends.backend.MacSchedules` of Helium (MVE) cores: the DSP cores' calls, whose helpers a Helium
+    bundle defines with MVE bodies (`backends.cortex_m.helpers.helium_c`), but a padded convolution's pixel
+    pair reads its int8 inputs as they are: VMLADAV multiplies int8 lanes, so widening them to q15 once per
+    pair (`pair_q15`, which saves SXTB16s on a DSP core) would only add its pass and its scratch."""
+
+    pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
+    paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
+
+
 DUAL_MAC_SCHEDULES = DualMacSchedules()
+HELIUM_MAC_SCHEDULES = HeliumMacSchedules()
+
+
+def mac_schedules_of(profile: Profile) -> Optional[DualMacSchedules]:
+    """The MAC helpers' schedules of `profile`'s core: Helium's on a core with MVE, the DSP cores' on a core
+    with the DSP extension, None on any other."""
+    if has_mve(profile):
+        return HELIUM_MAC_SCHEDULES
+    return DUAL_MAC_SCHEDULES if has_dsp_extension(profile) else None
+
 
 def kernel_schedules(profile: Profile) -> KernelSchedules:
     """The schedules of `profile`'s core: 2 accumulators per integer MAC kernel on Armv6-M (eight low
     registers), 4 elsewhere; float MAC kernels tiled by FPU_CHANNEL_TILES on an Arm core with an FPU; the
-    dual-MAC helpers on cores with the DSP extension (`backends.cortex_m.cores`; Helium has no schedules of its
-    own yet)."""
+    MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
+    (`mac_schedules_of`, `backends.cortex_m.cores`)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
-        mac=DUAL_MAC_SCHEDULES if has_dsp_extension(profile) else None,
+        mac=mac_schedules_of(profile),
     )

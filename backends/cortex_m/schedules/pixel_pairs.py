@@ -30,14 +30,14 @@ from tvm_ext.tir.tir_walk import replace_stmt, walk
 
 
 def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops: list, first_reduction: int,
-                      pixel: tirx.Var) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
+                      pixel: tirx.Var, widen_inputs: bool = True) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
     """The statements computing pixels ``pixel`` and ``pixel + 1`` of an interior row, and the scratch
     buffers they use: ``pixel_body`` (one pixel's statements: the loops ``loops`` below the pixel loop, the
     unguarded update block ``realize``, the reduction ``loops[first_reduction:]`` with the channel tile
     innermost) with the reduction as one two-pixel dual-MAC call and every other statement beside it
-    (initialisation, epilogue) once per pixel; the pair's inputs widened once before its channel tiles where
-    they can be (``backends.cortex_m.schedules.pair_q15``). None where the reduction's statements do not have that form or the
-    call does not fit."""
+    (initialisation, epilogue) once per pixel; with ``widen_inputs``, the pair's inputs widened once before its
+    channel tiles where they can be (``backends.cortex_m.schedules.pair_q15``; a Helium core multiplies int8 lanes
+    as they are). None where the reduction's statements do not have that form or the call does not fit."""
     pixel_loop = tirx.For(tirx.Var("pixel_pair", pixel.ty.dtype), tirx.const(0, pixel.ty.dtype),
                           tirx.const(DUAL_MAC_PIXELS, pixel.ty.dtype), tirx.ForKind.SERIAL, tirx.Evaluate(0))
     try:
@@ -47,7 +47,7 @@ def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops
     call = dual_mac_replacement(shifted, [*loops[first_reduction:-1], pixel_loop, loops[-1]])
     if call is None:
         return None
-    widened = widened_pair(call, loops[:first_reduction])
+    widened = widened_pair(call, loops[:first_reduction]) if widen_inputs else None
     try:
         if widened is None:
             return _pair_around(pixel_body, loops[first_reduction], call, pixel), []
@@ -112,12 +112,13 @@ def _at_pixel(stmt: tirx.Stmt, mapping: dict) -> tirx.Stmt:
     raise KeyError(type(stmt).__name__)
 
 
-def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
+def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int,
+                       widen_inputs: bool = True) -> tirx.PrimFunc:
     """``func`` with the unpadded MAC reduction of the update block ``block_name`` (its loops from the root:
     the pixel loop, the channel tile's outer loop, then from ``first_reduction`` the reduction loops and the
     channel tile) as dual-MAC calls: pairs of pixels where a pair fits (a pixel count the schedule's split by
-    two does not divide, kws's 5 columns), the last pixel on its own. ``func`` unchanged where no helper
-    computes the reduction."""
+    two does not divide, kws's 5 columns), the last pixel on its own; ``widen_inputs`` as for
+    ``paired_pixel_body``. ``func`` unchanged where no helper computes the reduction."""
     root = func.body
     found = _block_with_loops(root.block.body, block_name, []) if isinstance(root, s_tir.SBlockRealize) else None
     if found is None or first_reduction < 2:
@@ -129,7 +130,8 @@ def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: in
         return func
     single = replace_stmt(pixel_loop.body, inner[1], single_call)
     pairs = int(pixel_loop.extent) // DUAL_MAC_PIXELS
-    paired = paired_pixel_body(pixel_loop.body, realize, inner, 1, pixel_loop.loop_var) if pairs else None
+    paired = paired_pixel_body(pixel_loop.body, realize, inner, 1, pixel_loop.loop_var,
+                               widen_inputs) if pairs else None
     body, scratch = single, []
     if paired is not None:
         starts, ends = pair_tests(pixel_loop.loop_var, int(pixel_loop.min), pairs)

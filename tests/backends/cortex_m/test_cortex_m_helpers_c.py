@@ -1,24 +1,28 @@
 """The Cortex-M backend's hand-written C helpers (backends/cortex_m/helpers/templates/*.h.in) pass their C unit
 tests (tests/c/test_<helper>.c: each helper against the plain loop of its contract, on edge values and odd
-counts): on the host (the portable C; strict warnings, sanitizers), and built for cortex-m4f and run under
-QEMU in the bundles' sandbox (the DSP path: SXTB16, SMLAD, PKHBT/PKHTB, LDRD, the word copies). Each unit test
-builds for cortex-m4f under the strict warnings, and so does the whole library a bundle defines."""
+counts): on the host (the portable C; strict warnings, sanitizers), and built for their core and run under
+QEMU in the bundles' sandbox: cortex-m4f for the DSP path (SXTB16, SMLAD, PKHBT/PKHTB, LDRD, the word copies),
+cortex-m55 for the Helium bodies (VLDRB, VMLADAVA, VCTP), which pass their DSP twins' unit tests. Each unit test
+builds for its core under the strict warnings, and so does the whole library a bundle defines."""
 
 from __future__ import annotations
 
+import functools
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from backends.cortex_m.helpers import cortex_m_helpers_c
+from backends.cortex_m.helpers import cortex_m_helpers_c, helium_helpers_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
+from backends.cortex_m.helpers.helium_c import HELIUM_LANES_TEMPLATE, helium_template_c
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
-from c_checks import build_for_cortex_m4f, run_c_program_under_qemu, run_c_unit_tests
+from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
 from packager.template_files import helper_template_c
 
@@ -31,11 +35,20 @@ PREFIX = "lp"
 @dataclass(frozen=True)
 class HelperUnitTest:
     """A helper's C unit test: tests/c/test_<name>.c, which includes `<name>.h`: the helper's templates (in
-    a bundle's order) for the prefix `lp`; each of `host_defines` is one host build's -D flags."""
+    a bundle's order) for the prefix `lp`, each as `template_c(template, prefix)` gives it (a Helium bundle's:
+    `helium_template_c`); each of `host_defines` is one host build's -D flags; `profile` is the Cortex-M core it
+    runs on under QEMU."""
 
     name: str
     templates: tuple[str, ...]
     host_defines: tuple[tuple[str, ...], ...] = ((),)
+    profile: str = "cortex-m4f"
+    template_c: Callable[[str, str], str] = functools.partial(helper_template_c, "backends.cortex_m.helpers")
+
+    @property
+    def id(self) -> str:
+        """The test's name: the helper's, with the core when it is not cortex-m4f."""
+        return self.name if self.profile == "cortex-m4f" else f"{self.name}-{self.profile}"
 
     @property
     def source(self) -> Path:
@@ -43,8 +56,7 @@ class HelperUnitTest:
 
     def header_text(self) -> str:
         """`<name>.h`: the helpers as a bundle of prefix `lp` defines them (after <stdint.h>, as there)."""
-        return "#include <stdint.h>\n" + "".join(
-            helper_template_c("backends.cortex_m.helpers", template, PREFIX) for template in self.templates)
+        return "#include <stdint.h>\n" + "".join(self.template_c(template, PREFIX) for template in self.templates)
 
     def write_files(self, folder: Path) -> None:
         """`<name>.h` and the shared inputs' header into `folder`."""
@@ -52,20 +64,27 @@ class HelperUnitTest:
         shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
 
 
+DUAL_MAC = HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE))
+DEPTHWISE_MAC = HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE))
+ROW_DOT = HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE))
 UNIT_TESTS_BY_HELPER = [
-    HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE)),
+    DUAL_MAC,
     HelperUnitTest("dual_mac_q15", (DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE)),
-    HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE)),
-    HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE)),
+    DEPTHWISE_MAC,
+    ROW_DOT,
     # the word copies of cores that load unaligned words, on the host too
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
+    # the Helium bodies, on their DSP twins' tests
+    *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
+                     template_c=helium_template_c)
+      for unit in (DUAL_MAC, DEPTHWISE_MAC, ROW_DOT)),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 
 
 @pytest.mark.parametrize(("unit", "defines"), HOST_BUILDS,
-                         ids=[unit.name + "".join(defines) for unit, defines in HOST_BUILDS])
+                         ids=[unit.id + "".join(defines) for unit, defines in HOST_BUILDS])
 def test_the_helper_passes_its_unit_test_on_the_host(tmp_path: Path, unit: HelperUnitTest,
                                                     defines: tuple[str, ...]) -> None:
     unit.write_files(tmp_path)
@@ -74,22 +93,24 @@ def test_the_helper_passes_its_unit_test_on_the_host(tmp_path: Path, unit: Helpe
 
 
 @needs_cross_tools
-@pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.name for unit in UNIT_TESTS_BY_HELPER])
-def test_the_helper_passes_its_unit_test_under_qemu_on_cortex_m4f(tmp_path: Path, unit: HelperUnitTest) -> None:
+@pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.id for unit in UNIT_TESTS_BY_HELPER])
+def test_the_helper_passes_its_unit_test_under_qemu_on_its_core(tmp_path: Path, unit: HelperUnitTest) -> None:
     unit.write_files(tmp_path)
-    result = run_c_program_under_qemu(tmp_path, "cortex-m4f", {"selftest.c": unit.source.read_text()})
+    result = run_c_program_under_qemu(tmp_path, unit.profile, {"selftest.c": unit.source.read_text()})
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
 
 
 @needs_cross_tools
-@pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.name for unit in UNIT_TESTS_BY_HELPER])
-def test_the_unit_test_builds_for_cortex_m4f_without_warnings(tmp_path: Path, unit: HelperUnitTest) -> None:
+@pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.id for unit in UNIT_TESTS_BY_HELPER])
+def test_the_unit_test_builds_for_its_core_without_warnings(tmp_path: Path, unit: HelperUnitTest) -> None:
     unit.write_files(tmp_path)
-    build_for_cortex_m4f(unit.source.read_text(), tmp_path, tmp_path)
+    build_for_cortex_m(unit.source.read_text(), tmp_path, tmp_path, unit.profile)
 
 
 @needs_cross_tools
-def test_the_helper_library_builds_for_cortex_m4f_without_warnings(tmp_path: Path) -> None:
-    build_for_cortex_m4f("#include <stdint.h>\n" + cortex_m_helpers_c(PREFIX) + "\nint32_t row(int32_t *acc, "
-                         "const int8_t *x, const int8_t *w, int32_t n) { return lp_row_dot_s8x4(acc, x, w, n, n, n); }\n",
-                         tmp_path, tmp_path)
+@pytest.mark.parametrize(("profile", "library_c"), [("cortex-m4f", cortex_m_helpers_c), ("cortex-m55", helium_helpers_c)],
+                         ids=["cortex-m4f", "cortex-m55-helium"])
+def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c) -> None:
+    build_for_cortex_m("#include <stdint.h>\n" + library_c(PREFIX) + "\nint32_t row(int32_t *acc, "
+                       "const int8_t *x, const int8_t *w, int32_t n) { return lp_row_dot_s8x4(acc, x, w, n, n, n); }\n",
+                       tmp_path, tmp_path, profile)

@@ -17,7 +17,7 @@ from tvm_ext.kernels.fixed_point import Rounding
 from tvm_ext.kernels.quant_params import ActivationRange
 from tvm_ext.kernels.requantize import OutputStage
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
-from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES
+from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES, HELIUM_MAC_SCHEDULES
 from tvm_ext.tir.tir_walk import walk
 
 TWO_PIXELS, ONE_PIXEL = "tvm_ext.dual_mac_s8x2x4", "tvm_ext.dual_mac_s8x4"
@@ -25,15 +25,16 @@ WIDENED_PAIR = "tvm_ext.dual_mac_q15x2x4"  # the pairs of backends.cortex_m.sche
 
 
 def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, int],
-                    dilation: tuple[int, int] = (1, 1)) -> tirx.PrimFunc:
-    """An unpadded int8 CONV_2D (8 output channels, OHWI weights) scheduled as for cortex-m4f."""
+                    dilation: tuple[int, int] = (1, 1), schedules=DUAL_MAC_SCHEDULES) -> tirx.PrimFunc:
+    """An unpadded int8 CONV_2D (8 output channels, OHWI weights) scheduled as for cortex-m4f (or with the MAC
+    helpers' `schedules` of another core)."""
     data = te.placeholder((1, *image, channels), "int8", name="data")
     weight = te.placeholder((8, *window, channels), "int8", name="weight")
     bias = te.placeholder((8,), "int32", name="bias")
     stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
     out = conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(1, 1), padding=(0, 0, 0, 0),
                       dilation=dilation, zero_point_in_bias=True, weight_layout=WeightLayout.OHWI)
-    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, DUAL_MAC_SCHEDULES)
+    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, schedules)
 
 
 def _helper_calls(node) -> list[tuple[str, list[int]]]:
@@ -111,3 +112,17 @@ def test_two_pixel_kernels_are_bit_exact_on_cortex_m4f_and_on_the_host(tmp_path,
     _strict_build(board.out_dir, tmp_path / "arm", [])  # warning-free with arm-none-eabi-gcc
     host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
     assert "PASS" in host.stdout, host.stdout
+
+
+def test_a_helium_core_pairs_pixels_on_their_int8_inputs():
+    """Helium's schedules (simd = "mve") pair the same pixels, odd rows and padded interiors included, as
+    two-pixel calls on the int8 windows: VMLADAV multiplies int8 lanes, so no q15 widening (its pass and
+    scratch would only add)."""
+    from test_dual_mac_window import _scheduled_conv as _scheduled_padded_conv
+
+    assert _helper_calls(_scheduled_conv((1, 5), 37, (1, 1), schedules=HELIUM_MAC_SCHEDULES).body) == [
+        (TWO_PIXELS, [5 * 37, 37, 1, 37, 37]), (ONE_PIXEL, [5 * 37, 37, 1, 37])]
+    func = _scheduled_padded_conv((6, 9), 16, (3, 3), 1, (1, 1, 1, 1), HELIUM_MAC_SCHEDULES)
+    pixel = next(node for node in walk(func.body) if isinstance(node, tirx.IfThenElse))
+    assert [name for name, _ in _helper_calls(pixel.then_case)] == [TWO_PIXELS]
+    assert not any(isinstance(node, ir.Call) and "q15" in node.op.name for node in walk(func.body))

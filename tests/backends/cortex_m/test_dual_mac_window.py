@@ -24,15 +24,16 @@ from tvm_ext.tir.tir_walk import walk
 
 
 def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, int], stride: int,
-                    padding: tuple[int, int, int, int]) -> tirx.PrimFunc:
-    """A padded int8 CONV_2D (8 output channels, OHWI weights, zero point folded) scheduled as for cortex-m4f."""
+                    padding: tuple[int, int, int, int], schedules=DUAL_MAC_SCHEDULES) -> tirx.PrimFunc:
+    """A padded int8 CONV_2D (8 output channels, OHWI weights, zero point folded) scheduled as for cortex-m4f
+    (or with the MAC helpers' `schedules` of another core)."""
     data = te.placeholder((1, *image, channels), "int8", name="data")
     weight = te.placeholder((8, *window, channels), "int8", name="weight")
     bias = te.placeholder((8,), "int32", name="bias")
     stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
     out = conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(stride, stride),
                       padding=padding, dilation=(1, 1), zero_point_in_bias=True, weight_layout=WeightLayout.OHWI)
-    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, DUAL_MAC_SCHEDULES)
+    return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, schedules)
 
 
 def _helper_calls(node) -> list:

@@ -37,3 +37,21 @@ def test_example_runs_on_every_emulated_profile(compiled):
         assert facts["arena_bytes"] == bundle.arena_bytes
         assert facts["weights_bytes"] >= bundle.weight_bytes
         assert facts["stack_peak_bytes"] > 0 and facts["flash_bytes"] > facts["weights_bytes"]
+
+
+# The int8 models whose MAC kernels dominate, against TFLite Micro + CMSIS-NN's Helium build on the same board
+# (../shared/docs/cortex-m55-riscv-under-qemu.md).
+HELIUM_MODELS = ["mlperf_tiny/kws_ref_model.tflite", "mlperf_tiny/vww_96_int8.tflite",
+                 "mlperf_tiny/pretrainedResnet_quant.tflite", "mlperf_tiny/str_ww_ref_model.tflite",
+                 "mlperf_tiny/ad01_int8.tflite", "tflm/person_detect.tflite"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", HELIUM_MODELS, ids=lambda m: m.split("/")[1])
+def test_int8_model_runs_its_helium_helpers_bit_exactly_on_cortex_m55(compiled, model):
+    """The bundle for cortex-m55 defines the MAC helpers with their Helium bodies (VMLADAVA on 16 int8 lanes)
+    and its self-test on mps3-an547 matches TFLite Micro's outputs bit for bit."""
+    bundle = compiled(model, "cortex-m55")
+    internal = (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
+    assert "vmladavaq_s8(" in internal and "_pack_low_halves(word01" not in internal  # not dual_mac.h.in
+    assert bundle.selftest.passed and bundle.selftest.where == "mps3-an547", bundle.selftest.output

@@ -220,7 +220,8 @@ C_STANDARD_HEADERS = """assert complex ctype errno fenv float inttypes iso646 li
     uchar wchar wctype""".split()
 
 
-@pytest.mark.parametrize("stem", [*C_STANDARD_HEADERS, "STDINT", "Math", "arm_acle", "m", "c", "gcc", "test", "all"])
+@pytest.mark.parametrize("stem", [*C_STANDARD_HEADERS, "STDINT", "Math", "arm_acle", "arm_mve", "m", "c", "gcc", "test",
+                                  "all"])
 def test_the_bundle_prefix_is_no_header_library_or_cmake_target_name(stem: str) -> None:
     """`<prefix>.h` would shadow the system header under `-I OUT`, `lib<prefix>.a` the library under `-L OUT`,
     and CMake refuses a reserved target name (`test` with testing enabled)."""
@@ -237,8 +238,8 @@ def test_no_bundle_header_shadows_a_header_the_bundles_includes_pull_in(compiler
         pytest.skip(f"{compiler} is not installed")
     source = tmp_path / "includes.c"
     source.write_text("".join(f"#include <{header}>\n" for header in INCLUDED_SYSTEM_HEADERS
-                              if header != "arm_acle.h" or compiler.startswith("arm")))
-    cpu = ["-mcpu=cortex-m4"] if compiler.startswith("arm") else []
+                              if not header.startswith("arm_") or compiler.startswith("arm")))
+    cpu = ["-mcpu=cortex-m55", "-mfloat-abi=hard"] if compiler.startswith("arm") else []  # DSP and MVE: arm_mve.h
     search = subprocess.run([compiler, *cpu, "-xc", "-E", "-v", "/dev/null"], capture_output=True, text=True).stderr
     folders = {Path(line.strip()).resolve() for line in
                search.split("#include <...> search starts here:")[1].split("End of search list.")[0].splitlines()

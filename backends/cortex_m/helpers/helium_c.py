@@ -1,0 +1,53 @@
+"""The Helium (Armv8.1-M MVE) bodies of the Cortex-M helpers: TFLite Micro's per-target override, where a kernel
+keeps its reference signature and the target swaps its body. Each template defines the helpers of the DSP
+template it replaces, under the same names, arguments and contracts, so the kernels scheduled for a DSP core
+call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_HELPERS`, chosen by the profile's
+`simd = "mve"`) defines these in place of the DSP ones, after `helium_lanes.h.in` (<arm_mve.h>, <PREFIX>_HELIUM):
+
+- `helium_dual_mac.h.in`: `<prefix>_dual_mac_s8x4`, `_s16x4` and `_s8x2x4` as 16 int8 (8 int16) lanes per
+  vector load and one VMLADAVA per channel, a row's last lanes one VCTP-predicated vector (no scalar tail);
+- `helium_row_dot.h.in`: `<prefix>_row_dot_s8x4` the same way;
+- `helium_depthwise_mac.h.in`: the depthwise helpers with a tap's four channels as the lanes of one vector;
+  MVE only, so the bundle keeps `depthwise_mac.h.in` for a build without MVE, the compiler choosing.
+
+The q15 pair keeps its DSP body (an Armv8.1-M core with MVE has the DSP extension); Helium's schedules do not
+call it. Each Helium body passes its DSP twin's C unit test, built for cortex-m55 and run under QEMU
+mps3-an547 (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
+"""
+
+from __future__ import annotations
+
+from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_TEMPLATE, MAC_HELPER_TEMPLATES
+from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
+from packager.c_text import macro_prefix
+from packager.template_files import helper_template_c
+
+HELIUM_LANES_TEMPLATE = "helium_lanes.h.in"
+HELIUM_DUAL_MAC_TEMPLATE = "helium_dual_mac.h.in"
+HELIUM_ROW_DOT_TEMPLATE = "helium_row_dot.h.in"
+HELIUM_DEPTHWISE_TEMPLATE = "helium_depthwise_mac.h.in"
+HELIUM_OVERRIDES = {DUAL_MAC_TEMPLATE: HELIUM_DUAL_MAC_TEMPLATE, ROW_DOT_TEMPLATE: HELIUM_ROW_DOT_TEMPLATE}
+"""The DSP templates a Helium bundle replaces (their Helium templates have portable C without MVE)."""
+MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
+"""The DSP templates a Helium bundle keeps for a build without MVE beside the Helium template it defines with MVE."""
+
+
+def helium_template_c(name: str, prefix: str) -> str:
+    """The C a Helium bundle of prefix `prefix` defines for the helper template `name`: its Helium replacement
+    (HELIUM_OVERRIDES), the Helium template with MVE and `name` without (MVE_ONLY_OVERRIDES), else `name`."""
+    if name in HELIUM_OVERRIDES:
+        return helper_template_c(__package__, HELIUM_OVERRIDES[name], prefix)
+    kept = helper_template_c(__package__, name, prefix)
+    if name not in MVE_ONLY_OVERRIDES:
+        return kept
+    helium = helper_template_c(__package__, MVE_ONLY_OVERRIDES[name], prefix)
+    return f"#if defined({macro_prefix(prefix)}_HELIUM)\n{helium}#else\n{kept}#endif\n"
+
+
+def helium_mac_helpers_c(prefix: str) -> str:
+    """The C definitions of every MAC helper in a Helium bundle of prefix `prefix`: the lanes, then the DSP
+    bundle's templates (`backends.cortex_m.helpers.dual_mac_c.MAC_HELPER_TEMPLATES`) in their order, each as
+    `helium_template_c` gives it."""
+    return helper_template_c(__package__, HELIUM_LANES_TEMPLATE, prefix) + "".join(
+        helium_template_c(name, prefix) for name in MAC_HELPER_TEMPLATES)
