@@ -2,8 +2,8 @@
 memory_plan.svg and the memory plan in its report.html are this one drawing.
 
 Each buffer is a rectangle from its first to its last step and from its offset to its end (offset 0 at the
-bottom), labelled with `Buffer.label` (the layer) or its name less the path prefix every label shares (so
-`model/conv1/Relu` and `model/conv2/Relu` read `conv1/Relu` and `conv2/Relu`, not both `model/co...`),
+bottom), labelled with the shortest tail of `Buffer.label` (the layer; else its name) that tells the buffers' labels
+apart (so `net/net/conv1/Relu` and `net/net/conv2/Relu` read `conv1/Relu` and `conv2/Relu`, not both `net/n...`),
 and saying so when it sits in place of another; its <title> (the tooltip on hover) gives its name,
 bytes, offset, steps and full label. A label is drawn only in a rectangle tall enough to hold it, and clipped to
 its rectangle. Rectangles are drawn in the buffers' order, opaque: a buffer written in place of another
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import os
 from collections.abc import Sequence
 
 from memory_planner.api import Buffer, MemoryPlan
@@ -133,12 +132,14 @@ def memory_plan_svg(buffers: Sequence[Buffer], plan: MemoryPlan, standalone: boo
 
 
 def short_labels(labels: Sequence[str]) -> list[str]:
-    """`labels` less the `/`-ended prefix all those holding a `/` share (a label left empty stays whole)."""
-    pathed = [label for label in labels if "/" in label]
-    common = os.path.commonprefix(pathed) if len(pathed) > 1 else ""
-    prefix = common[:common.rfind("/") + 1]
-    return [label[len(prefix):] if prefix and label.startswith(prefix) and label != prefix else label
-            for label in labels]
+    """Each label's shortest tail of `/`-separated parts that still tells every two different labels apart
+    (the same number of parts for all; whole labels when only they differ)."""
+    parts = {label: label.split("/") for label in set(labels)}
+    for count in range(1, max((len(p) for p in parts.values()), default=0) + 1):
+        tails = {label: "/".join(p[-count:]) for label, p in parts.items()}
+        if len(set(tails.values())) == len(parts):
+            return [tails[label] for label in labels]
+    return list(labels)
 
 
 def byte_tick_step(top: int) -> int:

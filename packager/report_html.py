@@ -41,14 +41,15 @@ STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; margin-top: 1.6em; }
 nav a { margin-right: 1em; }
-table { border-collapse: collapse; margin: 0.5em 0; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 2px 6px; vertical-align: top; }
 th { background: #eee; text-align: left; position: sticky; top: 0; }
 tbody tr:nth-child(even) { background: #f7f7f7; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tfoot td { font-weight: bold; background: #eee; }
 code { font-size: 0.9em; }
-td.k { max-width: 16em; word-break: break-all; } td.l { max-width: 22em; overflow-wrap: anywhere; }
+td.l { min-width: 16em; max-width: 30em; overflow-wrap: anywhere; }
+.kernel { font: 0.8em monospace; color: #666; word-break: break-all; }
 .over { color: #b00000; font-weight: bold; }
 .refused { color: #b00000; }
 .note { color: #555; max-width: 70em; }
@@ -136,7 +137,7 @@ def _fit_row(name: str, used: int, limit: int) -> str:
 
 def _layers(report: LayerReport, timing: Optional[CycleEstimate]) -> str:
     """The per-call table: measured instructions where the bundle ran on an emulated core, else estimated ones."""
-    head = ["step", "layer(s)", "operator", "kernel", "output shapes", "MACs", "weight B", "act. read B",
+    head = ["step", "layer(s) and kernel", "operator", "output shapes", "MACs", "weight B", "act. read B",
             "act. written B"]
     whole = report.inference_instructions or 0
     if report.measured:
@@ -156,9 +157,9 @@ def _layers(report: LayerReport, timing: Optional[CycleEstimate]) -> str:
     rows = []
     for call in report.calls:
         instructions = call.instructions if report.measured else call.estimated_instructions
-        cells = [f'<td class="n">{call.step}</td>', f'<td class="l">{_layer_names(call)}</td>',
+        cells = [f'<td class="n">{call.step}</td>',
+                 f'<td class="l">{_layer_names(call)}<div class="kernel">{_h(call.kernel)}</div></td>',
                  f"<td>{' + '.join(_h(op.kind) for op in call.operators) or '-'}</td>",
-                 f'<td class="k"><code>{_h(call.kernel)}</code></td>',
                  f"<td>{shapes_text(call.output_shapes)}</td>",
                  *(_number(value) for value in (call.macs, call.weight_bytes, call.activation_read_bytes,
                                                 call.activation_written_bytes))]

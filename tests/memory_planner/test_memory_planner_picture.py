@@ -70,14 +70,16 @@ def test_the_byte_axis_has_round_ticks_between_zero_and_the_arena() -> None:
     assert all(tick % 10_000 == 0 for tick in byte_ticks) and max(byte_ticks) <= plan.arena_bytes, byte_ticks
 
 
-def test_labels_drop_the_path_prefix_every_label_shares_and_the_tooltip_keeps_it() -> None:
-    """Labels that all start `functional_1/` (a Keras model's) were all drawn as that prefix, clipped."""
-    buffers = [Buffer(f"act{i}", 4096, i, i + 1, label=f"functional_1/conv_{i}/Relu (CONV_2D)") for i in range(4)]
+def test_labels_are_the_shortest_tails_that_tell_them_apart_and_the_tooltip_has_them_whole() -> None:
+    """Labels that all start `MobilenetV1/MobilenetV1/Conv2d_` (person_detect's) were all drawn as that
+    prefix, clipped; each has the same last part, `Relu6`."""
+    labels = [f"MobilenetV1/MobilenetV1/Conv2d_{i}/Relu6 (CONV_2D)" for i in range(4)] + ["input"]
+    buffers = [Buffer(f"act{i}", 4096, i, i + 1, label=label) for i, label in enumerate(labels)]
     root = ET.fromstring(memory_plan_svg(buffers, plan_memory(buffers)))
     texts = [t.text for t in root.iter(f"{SVG}text")]
-    assert {f"conv_{i}/Relu (CONV_2D)" for i in range(4)} <= set(texts), texts
-    for i, (group, _) in sorted(_rects(root).items()):
-        assert group.find(f"{SVG}title").text.endswith(f"; functional_1/conv_{i[3:]}/Relu (CONV_2D)")
+    assert {f"Conv2d_{i}/Relu6 (CONV_2D)" for i in range(4)} | {"input"} <= set(texts), texts
+    for b in buffers:
+        assert _rects(root)[b.name][0].find(f"{SVG}title").text.endswith(f"; {b.label}")
 
 
 def test_lower_bound_line_below_a_loose_arena_and_escaped_labels() -> None:
