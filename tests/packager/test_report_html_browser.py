@@ -88,8 +88,8 @@ def dump_dom(page: Path, recorder: RequestRecorder, profile_dir: Path) -> str:
     BROWSER_HOSTS to the browser's own recorder)."""
     assert CHROMIUM is not None, "chromium is required under CI=true: bash scripts/install_deps.sh installs it"
     browser = " || ".join(f"host == '{host}'" for host in BROWSER_HOSTS)
-    script = (f"function FindProxyForURL(url, host) {{ if ({browser}) return 'PROXY 127.0.0.1:{recorder.browser_port}'; "
-              f"return 'PROXY 127.0.0.1:{recorder.port}'; }}")
+    script = (f"function FindProxyForURL(url, host) {{ if ({browser}) "
+              f"return 'PROXY 127.0.0.1:{recorder.browser_port}'; return 'PROXY 127.0.0.1:{recorder.port}'; }}")
     pac = "data:application/x-ns-proxy-autoconfig;base64," + base64.b64encode(script.encode()).decode()
     done = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", f"--user-data-dir={profile_dir}",
