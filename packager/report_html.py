@@ -210,7 +210,8 @@ def _layer_errors(errors: Sequence[Mapping[str, Any]]) -> str:
     return ('<p class="note">Each layer\'s output with every layer quantized against the float model\'s, on the '
             "calibration samples: relative L2 error (it accumulates the earlier layers' error); added: the part "
             "the layer adds; precision: what the layer runs in.</p>\n"
-            "<table><thead><tr><th>layer</th><th>relative error</th><th>added</th><th>precision</th></tr></thead>\n"
+            '<table id="layer-error-table"><thead><tr><th>layer</th><th>relative error</th><th>added</th>'
+            "<th>precision</th></tr></thead>\n"
             "<tbody>\n" + "\n".join(rows) + "\n</tbody></table>")
 
 

@@ -101,8 +101,8 @@ def test_operators_with_their_support_and_the_calls_kinds_without_them() -> None
 def test_a_quantized_compiles_layer_errors_are_a_table_and_absent_otherwise() -> None:
     errors = ({"layer": "conv (CONV_2D)", "relative_error": 0.0123, "added_error": 0.004, "precision": "int8"},)
     root = parse_html(_page(_plan(), None, layer_errors=errors))
-    assert "conv (CONV_2D)1.23%0.40%int8" in root.find_id("quantization").text() + "".join(
-        row.text() for row in root.iter("tr"))
+    assert [row.text() for row in root.find_id("layer-error-table").iter("tr")][1:] == [
+        "conv (CONV_2D)1.23%0.40%int8"]
     assert 'id="quantization"' not in _page(_plan(), None)
 
 
@@ -127,3 +127,19 @@ def test_the_page_references_nothing_outside_itself() -> None:
     tainted = text.replace("</body>", '<img src="https://example.com/x.png"><link rel="stylesheet" href="s.css">'
                                       "</body>")
     assert len(external_references(parse_html(tainted))) == 2
+
+
+def test_a_quantized_compiles_page_lists_the_float_files_operators_and_its_layer_errors(tmp_path) -> None:
+    """The module compiled is made from the float file: its operators are the file's (its check's), not those of
+    a Relax module given without a file."""
+    import tvm_ext
+    from conftest import models_dir
+
+    bundle = tvm_ext.compile(models_dir() / "tflm/hello_world_float.tflite", out=tmp_path / "out", quantize="int8",
+                             calibration="random", jobs=1)
+    root = parse_html((bundle.out_dir / "report.html").read_text(encoding="utf-8"))
+    assert "model check" in root.find_id("operators").text() + "".join(p.text() for p in root.iter("p"))
+    assert [row.text() for row in root.find_id("operator-table").iter("tr")][1:] == ["FULLY_CONNECTED3supported"]
+    assert len(_rows((bundle.out_dir / "report.html").read_text(encoding="utf-8"))) == 3
+    errors = [row.text() for row in root.find_id("layer-error-table").iter("tr")][1:]
+    assert len(errors) == 3 and errors[0].startswith("sequential/dense/MatMul (FULLY_CONNECTED)") and errors[0].endswith("int8"), errors

@@ -166,7 +166,9 @@ class BundleOptions:
     False writes the sources, build files and manifest without building or self-testing them (nor asking for the
     profile's tools): the bundle is marked untested, for a machine with the profile's toolchain to build;
     `selftest_input` one array per model input (in the model file's types) that the self-test embeds as its first
-    case instead of the seeded noise (quantized with `io` where the module's input is an integer one).
+    case instead of the seeded noise (quantized with `io` where the module's input is an integer one);
+    `operators` the operator kinds of the model file a module was made from (a quantized float model's: report.html
+    lists them; a model file's own check gives them otherwise).
     """
 
     name: str | None = None
@@ -177,6 +179,7 @@ class BundleOptions:
     io: IoQuantization | None = None
     build: bool = True
     selftest_input: tuple[np.ndarray, ...] | None = None
+    operators: tuple[OperatorSupport, ...] = ()
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
@@ -252,8 +255,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
                                                         config, units), lambda p: f"{len(p.files)} files")
-        # The model file's operators as its check found them (a Relax module has no file: its calls show them).
-        operators = checked.facts.operator_support() if checked is not None else ()
+        # The model file's operators as its check found them (a Relax module made from none: its calls show them).
+        operators = checked.facts.operator_support() if checked is not None else options.operators
         if not options.build:
             untested = untested_reason(config)
             facts = bundle_facts(profile, config, planned, ram, None, units, options.quantization, lowered.layouts,
