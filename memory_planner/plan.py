@@ -141,6 +141,17 @@ class ModelOperator:
 
 
 @dataclass(frozen=True)
+class OperatorSupport:
+    """One operator kind of the model file: how many times it occurs and why our compiler refuses it (None: it
+    is supported). A kind refused at some layers only (int8 at one, float at another) has a row per reason.
+    `tvm-ext-compile --analyze` lists them before compiling, a bundle's report.html after."""
+
+    op: str
+    count: int
+    refusal: str | None
+
+
+@dataclass(frozen=True)
 class KernelCall:
     """One call of a generated kernel: `kernel(inputs..., outputs..., scratch...)`.
 

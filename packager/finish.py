@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from emulator.cycle_model import CycleEstimate
+from memory_planner.plan import OperatorSupport
 from packager.archive import archive
 from packager.bundle import BundleInputs, bundle_io
 from packager.bundle_readme import README_FILE, ReadmeFacts, bundle_readme
@@ -15,6 +16,7 @@ from backends.cortex_m.bundle_files import CROSS_BUILD_DIR
 from packager.kernel_kinds import KernelKind
 from packager.manifest import manifest, manifest_json
 from packager.report import REPORT_FILE, LayerReport, layer_report
+from packager.report_html import REPORT_HTML_FILE, HtmlReport, report_html
 from packager.selftest_verdict import SelftestResult
 
 HOST_SELFTEST_PROGRAM = "selftest"
@@ -46,6 +48,7 @@ class BundleFacts:
     # instructions per unit of each kernel kind on the profile's core (backends.backend.Backend.kind_targets;
     # None: no targets)
     kind_targets: Mapping[KernelKind, float] | None = None
+    operators: tuple[OperatorSupport, ...] = ()  # the model file's operator kinds (empty: a Relax module)
 
     def layer_report(self, bundle: BundleInputs) -> LayerReport:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
@@ -89,7 +92,8 @@ class BundleFacts:
 
 def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Path:
     """Finish the bundle `write_bundle` wrote into `out_dir` and the build built: write manifest.json (once,
-    with `facts`), report.md (the same per-call facts, packager.report) and README.md
+    with `facts`), report.md (the same per-call facts, packager.report), report.html (those facts, the memory
+    plan, the operators and the headroom in one page, packager.report_html) and README.md
     (packager.bundle_readme), delete the build's intermediate
     files (objects, the host self-test program, the cross build's folder), then archive the folder; return the
     archive's path (`<model>.tar.gz`)."""
@@ -99,6 +103,9 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
                                bundle.io_in_arena))
     )
     (out_dir / REPORT_FILE).write_text(report.markdown())
+    (out_dir / REPORT_HTML_FILE).write_text(report_html(HtmlReport(
+        report, bundle.buffers, bundle.memory, facts.headroom, facts.operators, facts.timing,
+        (facts.quantization or {}).get("layer_errors", ()))), encoding="utf-8")
     inputs, outputs = bundle_io(bundle)
     readme = ReadmeFacts(bundle.config, facts.selftest, facts.untested, facts.measured)
     (out_dir / README_FILE).write_text(bundle_readme(bundle.plan, bundle.memory, inputs, outputs, readme))

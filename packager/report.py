@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 from emulator.cycle_model import CycleEstimate
+from emulator.instruction_model import estimated_instructions
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, TensorRole
 from packager.kernel_kinds import OVER_TARGET, KINDS, KernelKind, kernel_kind, work_units
 from packager.markdown_text import markdown_text
@@ -57,6 +58,13 @@ class CallCost:
     @property
     def instructions_per_unit(self) -> Optional[float]:
         return self.instructions / self.work if self.instructions is not None and self.work else None
+
+    @property
+    def estimated_instructions(self) -> float:
+        """Its instructions estimated from its MACs and activation bytes alone (emulator.instruction_model: an
+        estimate made without a build, as `--analyze` gives)."""
+        return estimated_instructions(self.operators[0].kind if self.operators else None, self.macs,
+                                      self.activation_read_bytes + self.activation_written_bytes)
 
     @property
     def uncounted(self) -> bool:
@@ -217,10 +225,10 @@ class LayerReport:
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for c in self.calls:
             cells = [str(c.step), _layers(c), " + ".join(markdown_text(op.kind) for op in c.operators) or "-", f"`{c.kernel}`",
-                     _shapes(c.input_shapes), _shapes(c.output_shapes), f"{c.macs:,}", f"{c.weight_bytes:,}",
+                     shapes_text(c.input_shapes), shapes_text(c.output_shapes), f"{c.macs:,}", f"{c.weight_bytes:,}",
                      f"{c.activation_read_bytes:,}", f"{c.activation_written_bytes:,}"]
             if self.measured:
-                cells += [f"{c.instructions:,}", _share(c.instructions or 0, total_instructions),
+                cells += [f"{c.instructions:,}", share_text(c.instructions or 0, total_instructions),
                           _per_mac(c.instructions_per_mac), c.kind.name, _per_unit(c), _times_target(c)]
             if self.estimated:
                 cells.append(f"{self.timing.microseconds(c.instructions or 0):,.1f}")
@@ -236,7 +244,7 @@ class LayerReport:
             calls_total = self.call_instructions or 0
             lines += [
                 f"- instructions per inference (shipped run function): {total_instructions:,}",
-                f"- instructions of the calls: {calls_total:,} ({_share(calls_total, total_instructions)}); "
+                f"- instructions of the calls: {calls_total:,} ({share_text(calls_total, total_instructions)}); "
                 f"the rest, {total_instructions - calls_total:,}, is the run function's own code (argument "
                 "checks, return) and the counter's own instructions",
                 f"- instructions per MAC: {_per_mac(total_instructions / self.total_macs if self.total_macs else None)}",
@@ -262,7 +270,7 @@ class LayerReport:
             target = kind["target_instructions_per_unit"]
             per_unit = kind["instructions_per_unit"]
             lines.append(f"| {kind['kind']} | {kind['calls']} | {kind['instructions']:,} | "
-                         f"{_share(kind['instructions'], whole)} | "
+                         f"{share_text(kind['instructions'], whole)} | "
                          f"{f'{per_unit:.1f} per {unit}' if per_unit is not None else '-'} | {worst} | "
                          f"{f'{target:g}' if target else '-'} | {kind['calls_over_target']} | "
                          f"{kind['calls_macs_not_counted']} |")
@@ -322,11 +330,13 @@ def _layers(call: CallCost) -> str:
     return "; ".join(markdown_text(label) for label in call.labels) or "-"
 
 
-def _shapes(shapes: tuple[tuple[int, ...], ...]) -> str:
+def shapes_text(shapes: tuple[tuple[int, ...], ...]) -> str:
+    """Shapes as `1x49x10x1, 12` (`scalar` for a shape without dimensions, `-` for none)."""
     return ", ".join("x".join(str(d) for d in shape) or "scalar" for shape in shapes) or "-"
 
 
-def _share(part: int, whole: int) -> str:
+def share_text(part: int, whole: int) -> str:
+    """`part` as a percentage of `whole` (`-` when `whole` is 0)."""
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 

@@ -1,4 +1,4 @@
-"""The one escaping of text we show to people: terminal lines, report.md, memory_plan.svg's labels.
+"""The one escaping of text we show to people: terminal lines, report.md, memory_plan.svg's labels, report.html.
 
 Text we print or write for reading comes partly from files we did not write: tensor, node and layer names,
 operator runtimes' and TVM's messages quoting them, file paths the operating system hands over as bytes.
@@ -20,6 +20,8 @@ built from escaped names, then printed) shows the same text as escaping once.
 
 from __future__ import annotations
 
+from html import escape
+
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _SURROGATE_ESCAPES = range(0xDC80, 0xDD00)  # the bytes 0x80..0xFF that Python's surrogateescape decoded
 
@@ -32,6 +34,13 @@ def printable(text: str | bytes) -> str:
     if text.isprintable():
         return text
     return "".join(char if char.isprintable() else _escape(char) for char in text)
+
+
+def markup_text(text: str | bytes) -> str:
+    """`text` made literal in XML or HTML, as character data or a quoted attribute value: `printable` (XML 1.0
+    admits no control character, not even as a reference, nor a lone surrogate), then `&`, `<`, `>`, `"` and
+    `'` escaped as character references."""
+    return escape(printable(text), quote=True)
 
 
 def printable_lines(text: str | bytes) -> str:

@@ -2,16 +2,19 @@
 # Installs the Debian packages that cross-compile bundles for Cortex-M and RISC-V and run them under QEMU:
 # gcc-arm-none-eabi, libnewlib-arm-none-eabi, binutils-arm-none-eabi, qemu-system-arm (Cortex-M);
 # gcc-riscv64-unknown-elf (with binutils-riscv64-unknown-elf), picolibc-riscv64-unknown-elf and
-# qemu-system-misc, which has qemu-system-riscv32 (RISC-V).
+# qemu-system-misc, which has qemu-system-riscv32 (RISC-V); chromium, the headless browser the tests open each
+# bundle's report.html in (tests/packager/test_report_html_browser.py).
 # Installs only what is missing (running it twice is safe), non-interactively; runs apt-get as root or
 # through sudo. Exits non-zero with a message naming what is missing when it cannot install it.
 set -euo pipefail
 
 PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi binutils-arm-none-eabi qemu-system-arm
-          gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc)
+          gcc-riscv64-unknown-elf binutils-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc
+          chromium)
 # Programs the tests call, to check the installation worked (not only that dpkg says so).
 PROGRAMS=(arm-none-eabi-gcc arm-none-eabi-size arm-none-eabi-nm arm-none-eabi-objdump qemu-system-arm
-          riscv64-unknown-elf-gcc riscv64-unknown-elf-size riscv64-unknown-elf-readelf qemu-system-riscv32)
+          riscv64-unknown-elf-gcc riscv64-unknown-elf-size riscv64-unknown-elf-readelf qemu-system-riscv32
+          chromium)
 
 fail() {
     echo "install_deps.sh: $*" >&2

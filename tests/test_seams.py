@@ -123,6 +123,7 @@ def test_the_call_order_makes_a_new_plan(monkeypatch) -> None:
 
 
 def test_the_manifest_is_written_once_at_the_end_with_the_final_facts(tmp_path: Path) -> None:
+    import target
     from packager import BundleFacts, finish_bundle, write_bundle
     from packager.selftest_verdict import SelftestResult
 
@@ -134,8 +135,9 @@ def test_the_manifest_is_written_once_at_the_end_with_the_final_facts(tmp_path: 
         leftover.parent.mkdir(exist_ok=True)
         leftover.write_text("")
     result = SelftestResult(True, 0, (), (), "", "host")
-    tarball = finish_bundle(tmp_path, bundle, BundleFacts({"cc": "cc 1"}, {"name": "lowpower"}, {"sram": 1}, result,
-                                                          {}))
+    headroom = target.headroom(target.load_profile("lowpower"),
+                               target.RamUse(64, 8, 8, 0, 256, target.StackSource.MEASURED), 16)
+    tarball = finish_bundle(tmp_path, bundle, BundleFacts({"cc": "cc 1"}, {"name": "lowpower"}, headroom, result, {}))
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert list(manifest)[-4:] == ["tools", "selftest", "profile", "headroom"]
     assert manifest["selftest"] == {"reference": "hand arithmetic", "rtol": 1e-5, "atol_lsb": 0, "cases": 1,

@@ -196,7 +196,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             options = BundleOptions(bundle_name, default_jobs() if jobs is None else jobs,
                                     None if quantized is None else quantized.facts, io_in_arena,
                                     None if layout == "auto" else layout.upper(),
-                                    None if quantized is None else quantized.io, build, sample)
+                                    None if quantized is None else quantized.io, build, sample,
+                                    () if quantized is None else quantized.operators)
             return compile_to_folder(source, target, staging, stage_logger(log), options,
                                      checked if quantized is None else quantized.checked)
 

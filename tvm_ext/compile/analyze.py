@@ -17,19 +17,9 @@ from pathlib import Path
 from typing import Callable
 
 from emulator.cycle_model import cycle_estimate
-from emulator.instruction_model import estimated_instructions
+from memory_planner.plan import OperatorSupport
 from target.profile import Profile
 from tvm_ext.compile import CompileError, stage_logger
-
-
-@dataclass(frozen=True)
-class OperatorSupport:
-    """One operator kind of the model: how many times it occurs and why our compiler refuses it (None: it is
-    supported). A kind refused at some layers only (int8 at one, float at another) has a row per reason."""
-
-    op: str
-    count: int
-    refusal: str | None
 
 
 @dataclass(frozen=True)
@@ -101,7 +91,7 @@ def analyze(path: Path, profiles: list[Profile], log: Callable[[str], None] = la
     checked = stage("check", lambda: check(path, refuse_unsupported=False),
                     lambda c: f"{path.name}: {len(c.facts.operators)} operators, "
                               f"{len(c.facts.unsupported)} unsupported")
-    operators = operator_support(checked)
+    operators = checked.facts.operator_support()
     for row in operators:
         log(f"operator   {row.op:<28} x{row.count:<4} "
             f"{'supported' if row.refusal is None else 'UNSUPPORTED: ' + row.refusal}")
@@ -119,14 +109,6 @@ def analyze(path: Path, profiles: list[Profile], log: Callable[[str], None] = la
         results.append(stage(f"{profile.name}", lambda: _profile_analysis(imported, profile, jobs),
                              _describe_profile))
     return Analysis(path.name, operators, tuple(results))
-
-
-def operator_support(checked) -> tuple[OperatorSupport, ...]:
-    """The model's operator kinds in order of first occurrence, each with its count and refusal."""
-    counts: dict[tuple[str, str | None], int] = {}
-    for op in checked.facts.operators:
-        counts[(op.op, op.refusal)] = counts.get((op.op, op.refusal), 0) + 1
-    return tuple(OperatorSupport(op, count, refusal) for (op, refusal), count in counts.items())
 
 
 def _problem_before_compile(checked, profile: Profile) -> str | None:
@@ -173,10 +155,9 @@ def _profile_analysis(imported, profile: Profile, jobs: int) -> ProfileAnalysis:
     layers = []
     for call in report.calls:
         moved = call.activation_read_bytes + call.activation_written_bytes
-        instructions = estimated_instructions(call.operators[0].kind if call.operators else None, call.macs, moved)
         layers.append(LayerFigures(
             call.step, " + ".join(op.kind for op in call.operators) or call.kernel, call.macs, call.weight_bytes, moved,
-            None if timing is None else timing.microseconds(round(instructions))))
+            None if timing is None else timing.microseconds(round(call.estimated_instructions))))
     # Nothing is built, so the stack is the profile's bound (stack_bound_bytes), as for --no-build.
     ram = planned_ram(planned.plan, planned.memory, profile, stack_measured_later=False)
     try:

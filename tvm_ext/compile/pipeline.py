@@ -28,7 +28,7 @@ from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.check import InvalidMemoryPlanError, check_plan
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.order import choose_order
-from memory_planner.plan import DTYPE_BYTES, ExecutionPlan
+from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, OperatorSupport
 from packager import BundleFacts, BundleInputs, TestCase, TestVectors, finish_bundle, write_bundle
 from packager.build import BuildError, build_bundle, selftest_bundle
 from packager.build_files import BuildConfig, write_makefile
@@ -166,7 +166,9 @@ class BundleOptions:
     False writes the sources, build files and manifest without building or self-testing them (nor asking for the
     profile's tools): the bundle is marked untested, for a machine with the profile's toolchain to build;
     `selftest_input` one array per model input (in the model file's types) that the self-test embeds as its first
-    case instead of the seeded noise (quantized with `io` where the module's input is an integer one).
+    case instead of the seeded noise (quantized with `io` where the module's input is an integer one);
+    `operators` the operator kinds of the model file a module was made from (a quantized float model's: report.html
+    lists them; a model file's own check gives them otherwise).
     """
 
     name: str | None = None
@@ -177,6 +179,7 @@ class BundleOptions:
     io: IoQuantization | None = None
     build: bool = True
     selftest_input: tuple[np.ndarray, ...] | None = None
+    operators: tuple[OperatorSupport, ...] = ()
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
@@ -252,10 +255,12 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
                                                         config, units), lambda p: f"{len(p.files)} files")
+        # The model file's operators as its check found them (a Relax module made from none: its calls show them).
+        operators = checked.facts.operator_support() if checked is not None else options.operators
         if not options.build:
             untested = untested_reason(config)
             facts = bundle_facts(profile, config, planned, ram, None, units, options.quantization, lowered.layouts,
-                                 untested)
+                                 untested, operators)
             log_skipped(stage, untested)
             return FolderResult(planned.plan, planned.memory, ram, None,
                                 finish_bundle(folder, packaged.bundle, facts), None)
@@ -266,7 +271,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
     ram = with_measured_stack(ram, tested.measured)
     refuse_unless_fits(profile, planned.plan.model, ram, planned.plan.weight_bytes())
-    facts = bundle_facts(profile, config, planned, ram, tested, units, options.quantization, lowered.layouts)
+    facts = bundle_facts(profile, config, planned, ram, tested, units, options.quantization, lowered.layouts,
+                         operators=operators)
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, ram, built.library, tarball, tested.result)
 
@@ -593,11 +599,12 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
 
 def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: RamUse, tested: Tested | None,
                  units: list[UnitChoice], quantization: dict | None,
-                 layouts: tuple[LayoutChoice, ...] = (), untested: str | None = None) -> BundleFacts:
+                 layouts: tuple[LayoutChoice, ...] = (), untested: str | None = None,
+                 operators: tuple[OperatorSupport, ...] = ()) -> BundleFacts:
     """What the manifest records beyond the plans: tool versions, the profile, its headroom (every part of the
     RAM `ram`), the self-test
     (None: not built, `untested` says why), each subgraph's compute unit and data layout, and how a float model
-    was quantized (None: it was not)."""
+    was quantized (None: it was not), and the model file's operators (`operators`; empty for a Relax module)."""
     import target
     import tvm
 
@@ -621,6 +628,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: R
         untested=untested,
         timing=cycle_estimate(profile.cpu, profile.clock_hz),
         kind_targets=backend_of(profile).kind_targets(profile),
+        operators=operators,
     )
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from tvm_ext.compile.pipeline import Checked
     from tvm_ext.frontend import IoQuantization
     from tvm_ext.model_check import ModelFacts
+    from memory_planner.plan import OperatorSupport
 
 QUANTIZE_MODES = ("int8", "auto")
 
@@ -37,6 +38,7 @@ class QuantizedSource:
     kept_float: bool = False
     io: "IoQuantization | None" = None  # the integer module's inputs' and outputs' quantization and layout
     checked: "Checked | None" = None  # the float model file's check (parsed once), which no later stage repeats
+    operators: "tuple[OperatorSupport, ...]" = ()  # the float model file's operator kinds (its check's), for report.html
 
 
 @dataclass(frozen=True)
@@ -137,9 +139,11 @@ def quantized_module(path: Path, target_spec: Any, request: QuantizeRequest, log
     log(f"quantize   on {calibration.source}; {quantized.activations}; {quantized.precision}")
     log(f"quantize   accuracy against float: {costs}")
     fallback = quantized.int8_fallback
+    operators = checked.facts.operator_support()
     return QuantizedSource(quantized.mod, {**facts, **quantized.facts}, None if fallback is None else
-                           QuantizedSource(fallback.mod, {**facts, **fallback.facts}, io=fallback.io),
-                           io=quantized.io)
+                           QuantizedSource(fallback.mod, {**facts, **fallback.facts}, io=fallback.io,
+                                           operators=operators),
+                           io=quantized.io, operators=operators)
 
 
 def check_fit_before_quantizing(model_label: str, profile: Profile, facts: ModelFacts) -> None:

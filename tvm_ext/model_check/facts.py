@@ -5,6 +5,10 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memory_planner.plan import OperatorSupport
 
 
 class ModelFormat(str, enum.Enum):
@@ -72,6 +76,15 @@ class ModelFacts:
         """The operators our compiler refuses, in model order (empty unless checked with
         `refuse_unsupported=False`)."""
         return tuple(op for op in self.operators if op.refusal is not None)
+
+    def operator_support(self) -> tuple[OperatorSupport, ...]:
+        """The model's operator kinds in order of first occurrence, each with its count and refusal."""
+        from memory_planner.plan import OperatorSupport
+
+        counts: dict[tuple[str, str | None], int] = {}
+        for op in self.operators:
+            counts[(op.op, op.refusal)] = counts.get((op.op, op.refusal), 0) + 1
+        return tuple(OperatorSupport(op, count, refusal) for (op, refusal), count in counts.items())
 
     def op_types(self) -> frozenset[str]:
         """The distinct operator names the model uses."""

@@ -64,7 +64,7 @@ def test_no_build_gives_an_untested_bundle_for_a_toolchain_not_installed_here(tm
     assert "untested (--no-build)" in proc.stdout.splitlines()[-1]
     names = {path.name for path in out.iterdir()}
     assert {"example_kws_cnn.h", "example_kws_cnn_kernels.c", "selftest.c", "Makefile", "CMakeLists.txt",
-            "manifest.json", "report.md", "README.md", "example_kws_cnn.tar.gz"} <= names
+            "manifest.json", "report.md", "report.html", "README.md", "example_kws_cnn.tar.gz"} <= names
     assert not any(name.endswith((".a", ".o")) for name in names)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["selftest"]["passed"] is None and "--no-build" in manifest["selftest"]["untested"]

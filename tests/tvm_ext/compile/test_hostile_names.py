@@ -1,6 +1,6 @@
 """No name in a model file ever becomes C code: models named to inject code compile, build under the strict
 warnings and the sanitizers, pass their self-test, and the payload never runs; the escapers are exact and
-the bundle's lexical check can fail. No name reaches a terminal, report.md or memory_plan.svg unescaped,
+the bundle's lexical check can fail. No name reaches a terminal, report.md, memory_plan.svg or report.html unescaped,
 forges a second error line, or names a bundle file after a system header; and neither a long file name nor
 a path that is not UTF-8 stops a compile."""
 
@@ -22,6 +22,7 @@ import pytest
 from c_checks import strict_sanitized_selftest
 from conftest import REPO, run_cli
 from fuzz_corpus import build_tflite
+from html_tree import external_references, parse_html
 from hostile_names import (FORGED_LINE, HOSTILE_NAMES, MARKUP_NAMES, TERMINAL_ESCAPES, colliding_onnx,
                            hostile_tflite, matmul_chain_onnx, payload_onnx, payload_tflite, runtime_refused_onnx,
                            unlowerable_softmax_tflite, relu_onnx)
@@ -177,6 +178,29 @@ def test_report_svg_and_manifest_hold_any_name(tmp_path: Path) -> None:
     manifest = json.loads((bundle.out_dir / "manifest.json").read_text(), strict=True)
     layers = {layer["name"] for call in manifest["layer_report"]["calls"] for layer in call["layers"]}
     assert layers == set(MARKUP_NAMES)
+
+
+SCRIPT_NAMES = ("<script>alert(1)</script>", "\"><img src=x onerror=alert(1)>", "</td></tr></table><u>x")
+
+
+def test_report_html_shows_markup_names_as_text(tmp_path: Path) -> None:
+    """Layers named as HTML (a script, an attribute break with an image, closing tags): report.html shows each
+    name as text, escaped by our own escaping, in the layer table and the memory plan's tooltips, and holds no
+    element or reference any name could have made."""
+    model = tmp_path / "names.onnx"
+    model.write_bytes(matmul_chain_onnx(SCRIPT_NAMES))
+    bundle = compile(model, "lowpower", tmp_path / "out")
+    text = (bundle.out_dir / "report.html").read_text(encoding="utf-8")
+    assert "<script" not in text and "<img" not in text and "<u>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    root = parse_html(text)
+    assert external_references(root) == [] and not list(root.iter("u")) and len(list(root.iter("table"))) == 3
+    rows = [row.text() for row in root.find_id("layer-table").iter("tr")]
+    titles = [title.text() for title in root.iter("title")]
+    for name in SCRIPT_NAMES:
+        assert any(name in row for row in rows), (name, rows)
+    for name in SCRIPT_NAMES[:-1]:  # the last layer writes the output, which is not in the arena
+        assert any(title.endswith(f"; {name} (MatMul)") for title in titles), (name, titles)
 
 
 def a_bundle_in(out: Path) -> SimpleNamespace:
