@@ -11,9 +11,9 @@ from html_tree import external_references, parse_html
 from memory_planner import plan_memory
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, OperatorSupport, Tensor, TensorRole
+from backends.cortex_m.kind_targets import DSP_TARGETS
 from emulator.cycle_model import cycle_estimate
 from emulator.instruction_model import DESCRIPTION
-from packager.kernel_kinds import DSP_TARGETS
 from packager.report import layer_report
 from packager.report_html import HtmlReport, report_html
 
