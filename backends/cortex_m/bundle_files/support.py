@@ -248,10 +248,21 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
 def qemu_run_script(target: CortexMTarget) -> str:
     """cortex_m/qemu-run.sh: runs a program on `target`'s board with no host capability and exits 0 only when
     the program ended with exit status 0 (and printed the line asked for)."""
+    return board_run_script(target.name, target.board, QEMU_RUN_SCRIPT)
+
+
+def board_run_script(target: str, board: Board | RiscvBoard, script: str) -> str:
+    """The run script `script` (its path relative to OUT/) for programs compiled for profile `target` on `board`
+    (an Arm board or the RISC-V one, `backends.riscv` writes its own with this): QEMU with no host capability,
+    named by the environment variable of its program's name (QEMU_SYSTEM_ARM), exiting 0 only when the program
+    ended with exit status 0 (and printed the line asked for)."""
     return Template(template_text("backends.cortex_m.bundle_files", "qemu-run.sh.in")).substitute(
-        target=target.name,
-        board=target.board.name,
-        board_arguments=shlex.join(board_arguments(target.board)),
+        target=target,
+        board=board.name,
+        script=script,
+        qemu_variable=board.qemu_program.upper().replace("-", "_"),
+        qemu_program=board.qemu_program,
+        board_arguments=shlex.join(board_arguments(board)),
         sandbox=SANDBOX,
         exit_marker=EXIT_MARKER,
     )
@@ -284,9 +295,10 @@ def _cmake_paths(sources: list[str]) -> list[str]:
 
 
 def _emulated(config: BuildConfig) -> CortexMTarget:
+    """The Cortex-M core and board of `config`'s runner (a `backends.cortex_m.runner.CortexMRunner`)."""
     if config.emulated is None:
         raise ValueError("the Cortex-M self-test needs a build config with an emulated target")
-    return config.emulated
+    return config.emulated.target
 
 
 def _fault_range() -> str:
