@@ -2,7 +2,7 @@
 
 Contract with the bundle (issue 3's layout): OUT/ holds `<name>_kernels.c <name>_model.c <name>_weights.c
 selftest.c` and `<name>.h`; selftest.c's `main()` returns 0 when the outputs match. The cross build defines
-`LP_CORTEX_M`, so selftest.c can measure one inference with `cortex_m/lp_icount.h` under `#ifdef LP_CORTEX_M`.
+`LP_ICOUNT` (packager.selftest.ICOUNT_MACRO), so selftest.c measures one inference with `cortex_m/lp_icount.h`.
 
 The bundle's Makefile adds the line `QEMU_TEST_MAKE_INCLUDE` and its CMakeLists.txt the line
 `QEMU_TEST_CMAKE_INCLUDE`; both then have a `qemu-test` target that builds the self-test ELF and runs it with
@@ -30,7 +30,7 @@ from packager.c_text import c_string, comment
 from packager.cmake_text import cmake_argument
 from packager.files import replace_file
 from packager.make_text import make_words
-from packager.selftest import PASS_LINE
+from packager.selftest import ICOUNT_MACRO, PASS_LINE
 from packager.template_files import helper_template_c, template_text
 
 if TYPE_CHECKING:  # packager.build_files imports this package: no import cycle at run time
@@ -61,7 +61,7 @@ QEMU_TEST_CMAKE_INCLUDE = f"include({SUPPORT_DIR}/qemu-test.cmake)"
 DEFAULT_STACK_BYTES = 16 * 1024
 """RAM the linker script reserves below the top for the stack (the link fails if static data leaves less)."""
 
-COMPILE_FLAGS: tuple[str, ...] = ("-fstack-usage", "-DLP_CORTEX_M")
+COMPILE_FLAGS: tuple[str, ...] = ("-fstack-usage", f"-D{ICOUNT_MACRO}")
 """What the self-test's cross build adds to the library's compile flags: stack usage files (for the stack
 peak) and the macro that lets selftest.c count instructions. Neither changes the library's code."""
 

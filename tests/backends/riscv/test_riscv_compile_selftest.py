@@ -10,14 +10,19 @@ Needs riscv64-unknown-elf-gcc with picolibc and qemu-system-riscv32 (scripts/ins
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from conftest import writable_copy
+from conftest import profile_build_config, writable_copy
 from emulator.tools import RISCV_TOOLS
+from packager.c_text import c_string
 from required_tools import require_tools
+from test_riscv_qemu import SEMIHOSTING_SYSTEM
+from test_selftest_can_fail import copy_bundle
 
 require_tools(RISCV_TOOLS)
 
@@ -62,3 +67,37 @@ def test_the_bundle_runs_its_own_selftest_on_virt_with_make(compiled, tmp_path: 
     assert run.returncode == 0, run.stderr
     assert "selftest: PASS" in run.stdout and run.stdout.rstrip().endswith("lp: exit 0")
     assert "instructions per inference (QEMU -icount, not cycles)" in run.stdout
+
+
+def hostile_riscv_selftest(selftest_c: str, touched: Path) -> str:
+    """`selftest_c` whose main first asks RISC-V semihosting (SYS_SYSTEM) to run `touch TOUCHED`; the rest of the
+    self-test (its comparisons, its PASS) is left as it was."""
+    asks = SEMIHOSTING_SYSTEM.replace("COMMAND", c_string(f"touch {touched}"))
+    assert selftest_c.count("int main(void)\n{\n") == 1
+    return selftest_c.replace("int main(void)\n{\n", "int main(void)\n{\n" + asks + "\n")
+
+
+def test_a_guest_that_calls_semihosting_reaches_nothing_and_fails_on_the_board(tmp_path: Path) -> None:
+    """The packager's emulated self-test of a RISC-V profile (the runner, emulator.qemu's sandboxed command) and
+    the shipped `make qemu-test` (riscv/qemu-run.sh) give the guest no host: its semihosting call is a
+    breakpoint trap, reported as the board's failure."""
+    from packager import write_bundle
+    from packager.build import build_bundle, selftest_bundle
+
+    touched = tmp_path / "system-ran"
+    out = tmp_path / "out"
+    bundle = replace(copy_bundle([("float32", [1.0, 2.0], [1.0, 2.0])]), config=profile_build_config("rv32imc"))
+    write_bundle(out, bundle)
+    (out / "selftest.c").write_text(hostile_riscv_selftest((out / "selftest.c").read_text(), touched))
+    build_bundle(out, bundle.config)
+    result, measured = selftest_bundle(out, bundle)
+    assert not touched.exists()
+    assert not result.passed and result.where == "virt" and measured["board"] == "virt"
+    assert result.problem == "ended with a trap before its verdict", result.output
+    assert "lp: trap mcause=3 " in result.output  # the semihosting sequence's ebreak, with no debugger
+    script = (out / "riscv" / "qemu-run.sh").read_text()
+    assert "-nic none" in script and "-sandbox" in script and "-nodefaults" in script
+    assert not re.search(r"-semihosting", script + (out / "riscv" / "qemu-test.mk").read_text())
+    run = subprocess.run(["make", "-s", "qemu-test"], cwd=out, capture_output=True, text=True, timeout=300)
+    assert not touched.exists()
+    assert run.returncode != 0 and "lp: trap mcause=3 " in run.stdout, run.stdout + run.stderr
