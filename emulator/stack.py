@@ -31,7 +31,7 @@ _SP_MINUS_REGISTER = re.compile(r"^sp, (?:sp, )?[a-z]")
 _RISCV_BRANCH = re.compile(r"(?:c\.)?(?:jal|call|tail|j|beq|bne|blt|bge|bltu|bgeu|beqz|bnez|blez|bgez|bltz|bgtz|bgt|ble|bgtu|bleu)")
 _RISCV_BRANCH_TARGET = re.compile(r"(?:^|,)\s*[0-9a-f]+ <([^>+]+)>$")
 _RISCV_SP_MINUS_IMMEDIATE = re.compile(r"^sp,\s*(?:sp,\s*)?-(\d+)$")
-_RISCV_SP_FROM_REGISTER = re.compile(r"^sp,\s*(?:sp,\s*)?[a-z]")
+_RISCV_SP_FROM_REGISTER = re.compile(r"^sp,\s*sp,\s*[a-z]|^sp,\s*[a-z]\w*,\s*sp$")
 
 
 @dataclass(frozen=True)
@@ -125,10 +125,11 @@ def _register_bytes(registers: str) -> int:
 
 
 def riscv_pushed_bytes(mnemonic: str, operands: str) -> int | None:
-    """Bytes one RV32 instruction moves sp down by (0 if none; `addi sp,sp,-N`, `c.addi16sp` included, as
-    objdump shows both); None when sp is set from a register (a frame of run-time size)."""
+    """Bytes one RV32 instruction moves sp down by (0 if none): `addi sp,sp,-N`, which objdump may show as
+    `add sp,sp,-N` and, compressed, as `c.addi16sp sp,-N`; None when a register is added to or subtracted
+    from sp (a frame of run-time size)."""
     immediate = _RISCV_SP_MINUS_IMMEDIATE.match(operands)
-    if mnemonic in ("addi", "c.addi16sp", "c.addi") and immediate:
+    if mnemonic in ("addi", "add", "c.addi16sp", "c.addi") and immediate:
         return int(immediate.group(1))
     if mnemonic in ("sub", "add", "c.add") and _RISCV_SP_FROM_REGISTER.match(operands):
         return None

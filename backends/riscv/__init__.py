@@ -4,12 +4,11 @@ riscv64-unknown-elf-gcc and picolibc, run on QEMU's `virt` machine (no TVM).
 - kernels: the generic C ones, with eight accumulators per integer MAC kernel (RISCV_SCHEDULES, for 31
   registers) where generic_c has four; no C helpers;
 - `bundle_files/`: OUT/riscv/, the startup code, UART0 output and exit, picolibc's streams, the instruction
-  counter and the linker script of a board program (`backends.riscv.selftest` builds and runs a bundle's
-  self-test with them);
+  counter and the linker script of a board program, and a bundle's self-test build (riscv/qemu-test.mk,
+  riscv/qemu-run.sh);
 - the runner: `emulated_runner` (`runner.RiscvRunner`): the compile's self-test of a RISC-V profile is built
   with the profile's compiler by OUT/riscv/qemu-test.mk and run and measured on QEMU's `virt` machine
-  (`emulator.boards.RISCV_BOARDS`), like a Cortex-M profile's on its board; `backends.riscv.selftest` builds
-  a bundle's self-test in one command for the benchmark and the backend tests.
+  (`emulator.boards.RISCV_BOARDS`), like a Cortex-M profile's on its board (manifest key "riscv").
 """
 
 from __future__ import annotations

@@ -101,3 +101,31 @@ def test_a_guest_that_calls_semihosting_reaches_nothing_and_fails_on_the_board(t
     run = subprocess.run(["make", "-s", "qemu-test"], cwd=out, capture_output=True, text=True, timeout=300)
     assert not touched.exists()
     assert run.returncode != 0 and "lp: trap mcause=3 " in run.stdout, run.stdout + run.stderr
+
+
+def test_the_stack_reading_of_riscv_code_agrees_with_gcc_on_every_compiled_function(compiled, tmp_path: Path) -> None:
+    """emulator.stack's RISC-V reading (RISCV_CODE: `addi sp,sp,-N`, which objdump may print as `add`) gives
+    each function GCC's -fstack-usage frame where GCC gave one, so the frames it estimates for libgcc's
+    soft-float helpers (rv32imc has no FPU) are read the same way, and the peak's chain reaches them."""
+    from emulator.stack import RISCV_CODE, disassemble, read_stack_frames
+
+    bundle = writable_copy(compiled("tflm/hello_world_float.tflite", "rv32imc"), tmp_path)
+    elf = profile_build_config("rv32imc").emulated.build(bundle.out_dir)
+    functions = disassemble(elf, RISCV_CODE)
+    frames = read_stack_frames(sorted(elf.parent.rglob("*.su")))
+    compared = {name: (frame.bytes, functions[name].frame.bytes) for name, frame in frames.items() if name in functions}
+    assert len(compared) > 10 and all(gcc == ours for gcc, ours in compared.values()), compared
+    assert functions["__mulsf3"].frame.bytes > 0 and not functions["__mulsf3"].frame.dynamic
+    facts = json.loads((bundle.out_dir / "manifest.json").read_text())["riscv"]
+    assert set(facts["stack_estimated_functions"]) & {"__mulsf3", "__addsf3"}
+
+
+@pytest.mark.parametrize(("mnemonic", "operands", "pushed"), [
+    ("addi", "sp,sp,-48", 48), ("add", "sp,sp,-32", 32), ("c.addi16sp", "sp,-64", 64), ("addi", "sp,sp,32", 0),
+    ("add", "sp,sp,a5", None), ("sub", "sp,sp,a5", None), ("add", "sp,a5,sp", None), ("sw", "ra,28(sp)", 0),
+    ("mv", "s0,sp", 0), ("addi", "s0,sp,48", 0),
+])
+def test_riscv_frame_instructions_are_read(mnemonic: str, operands: str, pushed: int | None) -> None:
+    from emulator.stack import riscv_pushed_bytes
+
+    assert riscv_pushed_bytes(mnemonic, operands) == pushed
