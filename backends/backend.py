@@ -107,7 +107,8 @@ class EmulatedRunner(Protocol):
         """Build OUT/'s self-test ELF, `jobs` compilers at once; its path. EmulatedBuildError on failure."""
 
     def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
-        """Run and measure the ELF `build` built for model `model` (the stack peak is that of `<model>_run`)."""
+        """Run and measure model `model`'s self-test ELF (built first when `build` has not built it yet); the
+        stack peak is that of `<model>_run`."""
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
         """Run the board program `elf` (built as `build` builds, from other sources) without measuring it;
