@@ -65,7 +65,7 @@ class RiscvRunner:
         return None
 
     def profiled_model_source(self, model: str) -> Optional[str]:
-        return support.profiled_model_source(model)
+        return support.profiled_model_source(model, support.SUPPORT_DIR)
 
     def build(self, out_dir: Path, jobs: int = 1) -> Path:
         make_cross(out_dir, ELF_GOAL, jobs, support.QEMU_TEST_MAKEFILE)

@@ -90,17 +90,21 @@ def bundle_sources(name: str) -> list[str]:
     return [f"{name}{suffix}.c" for suffix in MODEL_CODE_SUFFIXES + (WEIGHTS_SUFFIX,)] + ["selftest.c"]
 
 
-def profiled_model_source(name: str) -> str:
-    """The profiling build's run function (`<name>_model.c` with each call counted), relative to OUT/."""
-    return f"{SUPPORT_DIR}/{name}_model_profiled.c"
+def profiled_model_source(name: str, support_dir: str = SUPPORT_DIR) -> str:
+    """The profiling build's run function (`<name>_model.c` with each call counted), relative to OUT/, in the
+    board's `support_dir` (cortex_m/ unless given: backends.riscv's is riscv/)."""
+    return f"{support_dir}/{name}_model_profiled.c"
 
 
-def profile_sources(name: str) -> list[str]:
+def profile_sources(name: str, support_dir: str = SUPPORT_DIR,
+                    board_sources: tuple[str, ...] = BOARD_SOURCES) -> list[str]:
     """The profiling build's C files, relative to OUT/: the self-test's, with the profiled run function in place
-    of `<name>_model.c`, and the counter's and the per-call report's support files."""
+    of `<name>_model.c`, and the board's (`board_sources` in `support_dir`: Cortex-M's unless given) and the
+    per-call report's support files."""
     model_c = f"{name}_model.c"
-    bundle = [profiled_model_source(name) if source == model_c else source for source in bundle_sources(name)]
-    return bundle + [*BOARD_SOURCES, f"{SUPPORT_DIR}/lp_call_profile.c"]
+    profiled = profiled_model_source(name, support_dir)
+    bundle = [profiled if source == model_c else source for source in bundle_sources(name)]
+    return bundle + [*board_sources, f"{support_dir}/lp_call_profile.c"]
 
 
 def model_code_stems(name: str) -> tuple[str, ...]:

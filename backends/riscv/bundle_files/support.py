@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from backends.cortex_m.bundle_files.support import (COMPILE_FLAGS, DEFAULT_STACK_BYTES, WEIGHTS_SUFFIX,
                                                     board_run_script, bundle_sources, icount_text,
+                                                    profile_sources, profiled_model_source,
                                                     ticks_per_instruction)
 from emulator.boards import EXIT_MARKER, ICOUNT_SHIFT, RISCV_TRAP_EXIT_CODE, RiscvBoard
 from packager.c_text import c_string
@@ -79,19 +80,6 @@ def selftest_link_flags(config: BuildConfig) -> tuple[str, ...]:
     return (*dict.fromkeys((*config.ldflags, *LINK_FLAGS)), "-T", f"{SUPPORT_DIR}/link.ld")
 
 
-def profiled_model_source(name: str) -> str:
-    """The profiling build's run function (`<name>_model.c` with each call counted), relative to OUT/."""
-    return f"{SUPPORT_DIR}/{name}_model_profiled.c"
-
-
-def profile_sources(name: str) -> list[str]:
-    """The profiling build's files, relative to OUT/: the self-test's, with the profiled run function in place
-    of `<name>_model.c`, and the board's and the per-call report's support files."""
-    model_c = f"{name}_model.c"
-    bundle = [profiled_model_source(name) if source == model_c else source for source in bundle_sources(name)]
-    return bundle + [*BOARD_SOURCES, f"{SUPPORT_DIR}/lp_call_profile.c"]
-
-
 def makefile_fragment(target: str, board: RiscvBoard, name: str, config: BuildConfig) -> str:
     """riscv/qemu-test.mk for model `name` compiled for profile `target` as `config` says, run on `board`."""
     return Template(template_text(_TEMPLATES, "qemu-test.mk.in")).substitute(
@@ -107,7 +95,7 @@ def makefile_fragment(target: str, board: RiscvBoard, name: str, config: BuildCo
         sources=" ".join(bundle_sources(name) + list(BOARD_SOURCES)),
         elf=SELFTEST_ELF,
         libs=" ".join(config.libs),
-        profile_sources=" ".join(profile_sources(name)),
+        profile_sources=" ".join(profile_sources(name, SUPPORT_DIR, BOARD_SOURCES)),
         profile_elf=PROFILE_ELF,
     )
 
