@@ -2,8 +2,9 @@
 
 A backend is one folder under `backends/` (`generic_c`, `cortex_m`). It provides
 - `Backend` (its `__init__.py`, no TVM): its name, the C helper library its kernels may call
-  (`HelperLibrary`: the text `<model>_internal.h` defines them with), its runner (the emulated target a
-  profile's self-test runs on, or None: the host) and its kernels' speed targets per kernel kind;
+  (`HelperLibrary`: the text `<model>_internal.h` defines them with), its runner (`EmulatedRunner`: what
+  writes, builds, runs and measures a profile's self-test on an emulated board, or None: the host) and its
+  kernels' speed targets per kernel kind;
 - `KernelSchedules` (its `schedules` for the compiler, which may import TVM): for one profile's core, the
   accumulator tiles of MAC kernels and, where the family accelerates MAC kernels with helpers, their
   schedules (`MacSchedules`). `generic_c` is the portable path every other backend must match bit for bit.
@@ -16,13 +17,14 @@ instruction set a core has: it asks these objects.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Protocol
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
-if TYPE_CHECKING:  # annotations only: this module stays free of TVM and of the emulator
+if TYPE_CHECKING:  # annotations only: this module stays free of TVM, of the emulator and of the packager
     from tvm import s_tir, tirx
 
-    from emulator.boards import CortexMTarget
+    from packager.build_files import BuildConfig
     from packager.kernel_kinds import KernelKind
     from target.profile import Profile
 
@@ -36,11 +38,92 @@ class HelperLibrary:
     c_text: Callable[[str], str]
 
 
+class EmulatedBuildError(RuntimeError):
+    """The self-test ELF did not build for the emulated board; the message ends with the compiler's last lines."""
+
+
+@dataclass(frozen=True)
+class EmulatedRun:
+    """One run of a bundle's self-test on an emulated board, as the packager judges and records it.
+
+    `exit_status` is the one the program's exit marker reported (None: it printed none), `ending` says how it
+    ended in a few words ("exit status 0", "a HardFault", "a trap"), `stdout` is what it printed before the
+    marker, `where` the board's name (the verdict's "on ..."), `instructions` those of one inference (QEMU
+    -icount, not cycles; None: not printed); `measurements` the manifest's entry for the run (JSON-ready: the
+    target, board, exit status, instructions, code/weights/data/bss bytes, the run call's stack peak; {} for
+    a program run without measuring it).
+    """
+
+    exit_status: Optional[int]
+    ending: str
+    stdout: str
+    where: str
+    instructions: Optional[int]
+    measurements: dict[str, Any] = field(default_factory=dict)
+
+
+class EmulatedRunner(Protocol):
+    """What runs a profile's self-test on an emulated board: a backend's `Backend.emulated_runner(profile)`.
+
+    It writes its support files into the bundle's folder OUT (startup code, linker script, the self-test
+    ELF's Make and CMake files), gives the lines the bundle's Makefile and CMakeLists.txt add for them,
+    builds the self-test ELF (with the bundle's own `BuildConfig`, so that what runs is what ships), runs it
+    and measures it. Every text is its own: the packager pastes the lines it gives, never names its files.
+    """
+
+    name: str  # the core class the code is compiled for (the profile's name)
+    manifest_key: str  # the manifest's key of `EmulatedRun.measurements` (the backend's name)
+    build_dir: str  # the folder, relative to OUT/, of the ELF build's objects and ELF: removed once finished
+
+    @property
+    def board_name(self) -> str:
+        """The emulated board's name (QEMU's -M argument)."""
+
+    def support_files(self, out_dir: Path, model: str, config: BuildConfig) -> list[Path]:
+        """Write the support files into OUT/ for model `model` built as `config` says; return their paths."""
+
+    def build_rule_files(self, model: str, config: BuildConfig) -> dict[str, str]:
+        """The support files (path relative to OUT/ -> text) that the bundle's Makefile includes, which the
+        compiler writes early, before the others (`tvm_ext.compile.early_objects`)."""
+
+    def early_object(self, stem: str) -> Optional[tuple[str, list[str]]]:
+        """The self-test ELF's object of OUT/<stem>.c (relative to OUT/) and the command, run in OUT/ once
+        `build_rule_files` are written, that compiles it alone; None when its build has no such object."""
+
+    def makefile_lines(self) -> list[str]:
+        """The lines that end the bundle's Makefile: its `qemu-test` target and `check` on it."""
+
+    def cmake_lines(self) -> list[str]:
+        """The lines of the bundle's CMakeLists.txt's self-test block (indented), with the `qemu-test` target."""
+
+    def toolchain_file(self) -> Optional[str]:
+        """The CMake toolchain file the bundle ships for its compiler, relative to OUT/; None: none."""
+
+    def profiled_model_source(self, model: str) -> Optional[str]:
+        """The profiling build's run function's file, relative to OUT/ (`<model>_model.c` with each kernel call
+        counted), None when the runner has no profiling build."""
+
+    def build(self, out_dir: Path, jobs: int = 1) -> Path:
+        """Build OUT/'s self-test ELF, `jobs` compilers at once; its path. EmulatedBuildError on failure."""
+
+    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
+        """Run and measure model `model`'s self-test ELF (built first when `build` has not built it yet); the
+        stack peak is that of `<model>_run`."""
+
+    def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
+        """Run the board program `elf` (built as `build` builds, from other sources) without measuring it;
+        RuntimeError when QEMU itself fails or the run times out."""
+
+    def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
+        """The instructions of each kernel call of one inference by the profiling build (QEMU -icount, not
+        cycles); None when the runner has no profiling build. RuntimeError when that build fails its run."""
+
+
 @dataclass(frozen=True)
 class Backend:
     """One processor family: its `name` (the folder under `backends/`, the profile's `backend`), the C
-    helpers its kernels may call (None: none; the library their calls record), `emulated_target(profile)`:
-    the emulated core and board that run the profile's self-test, or None when it runs on the host,
+    helpers its kernels may call (None: none; the library their calls record), `emulated_runner(profile)`: what
+    runs the profile's self-test on an emulated board (`EmulatedRunner`), or None when it runs on the host,
     `kind_targets(profile)`: the instructions per unit each kernel kind should take on the profile's core
     (`packager.kernel_kinds`; None: no targets, report.md then marks no call), and `helpers_of(profile)`: the
     library that defines those helpers in a bundle for `profile`, with the same names and contracts and the
@@ -49,7 +132,7 @@ class Backend:
 
     name: str
     helper_library: Optional[HelperLibrary]
-    emulated_target: Callable[[Profile], Optional[CortexMTarget]]
+    emulated_runner: Callable[[Profile], Optional[EmulatedRunner]]
     kind_targets: Callable[[Profile], Optional[Mapping[KernelKind, float]]]
     helpers_of: Optional[Callable[[Profile], Optional[HelperLibrary]]] = None
 
@@ -67,6 +150,8 @@ class Backend:
 def no_kind_targets(profile: Profile) -> None:
     """The `Backend.kind_targets` of a backend that sets no speed targets for its kernels."""
     return None
+
+
 class MacSchedules(Protocol):
     """A backend's MAC-helper schedules: the scheduled int8/int16 MAC kernels (CONV_2D, DEPTHWISE_CONV_2D,
     FULLY_CONNECTED, an SVDF's TE extern stage) whose reductions become calls of its C helpers

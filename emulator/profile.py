@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from emulator.boards import Board
+from emulator.boards import Board, RiscvBoard
 from emulator.qemu import run_qemu
 from emulator.selftest import make_cross
-from backends.cortex_m.bundle_files.support import PROFILE_ELF
+from backends.cortex_m.bundle_files.support import PROFILE_ELF, QEMU_TEST_MAKEFILE
 
 _EMPTY_REGION = re.compile(r"^profile: empty region (\d+)$", re.MULTILINE)
 _CALL = re.compile(r"^profile: call (\d+) (\d+)$", re.MULTILINE)
@@ -55,10 +55,13 @@ def read_call_profile(stdout: str) -> CallProfile:
     return CallProfile(tuple(counted[step] - overhead for step in range(len(counted))), overhead)
 
 
-def run_call_profile(out_dir: Path, board: Board, timeout_s: float = 600.0) -> CallProfile:
-    """Build OUT/'s profiling build, run it on `board` and read the instructions of each of its calls."""
-    make_cross(out_dir, "cortex-m-profile-elf")
-    result = run_qemu(Path(out_dir) / PROFILE_ELF, board, timeout_s)
+def run_call_profile(out_dir: Path, board: Board | RiscvBoard, timeout_s: float = 600.0,
+                     makefile: str = QEMU_TEST_MAKEFILE, goal: str = "cortex-m-profile-elf",
+                     elf: str = PROFILE_ELF) -> CallProfile:
+    """Build OUT/'s profiling build (`make -f makefile goal`, which builds OUT/`elf`: Cortex-M's unless
+    given), run it on `board` and read the instructions of each of its calls."""
+    make_cross(out_dir, goal, makefile=makefile)
+    result = run_qemu(Path(out_dir) / elf, board, timeout_s)
     if result.exit_status != 0:
         raise CallProfileError(f"the profiling build of {out_dir} ended with {result.ending()} on {board.name}")
     return read_call_profile(result.stdout)

@@ -1,9 +1,10 @@
-"""Flash and RAM bytes of a self-test ELF (arm-none-eabi-size) and the stack peak of one call (-fstack-usage).
+"""Flash and RAM bytes of a self-test ELF (binutils' size) and the stack peak of one call (-fstack-usage).
 
-Sections come from our linker script (templates/link.ld.in), so their names are a closed set:
-`.weights` holds the constants of every `*_weights.c` (flash), `.data` is initialised RAM (its image also
-takes flash), `.bss` is zeroed RAM (the arena is in it), and the rest of the allocated sections is code and
-other read-only data in flash.
+Sections come from our linker scripts (the backends' templates/link.ld.in), so their names are a closed set:
+`.weights` holds the constants of every `*_weights.c` (flash), `.data` (and RISC-V's thread-local `.tdata`)
+is initialised RAM (its image also takes flash), `.bss` (and `.tbss`) is zeroed RAM (the arena is in it),
+and the rest of the allocated sections is code and other read-only data in flash. The binutils are those of
+the ELF's instruction set (`emulator.stack.CodeReading`: Arm's unless given).
 
 The bundle's own code (its kernels and run function, without libc, libm, libgcc and the self-test harness)
 is read from the linker map next to the ELF (`selftest.map`, which both qemu-test builds write): the input
@@ -17,7 +18,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from emulator.stack import disassemble, read_stack_frames, stack_peak
+from emulator.stack import ARM_CODE, CodeReading, disassemble, read_stack_frames, stack_peak
 from emulator.tools import tool_output
 
 SECTION_KINDS: dict[str, str] = {
@@ -31,11 +32,14 @@ SECTION_KINDS: dict[str, str] = {
     ".weights": "weights",
     ".data": "data",
     ".bss": "bss",
+    ".rodata": "code",
+    ".tdata": "data",
+    ".tbss": "bss",
 }
 """Each allocated output section of our linker script and what its bytes are."""
 
 # Sections that occupy no memory on the device; ".GCC.command.line" comes from a profile's -frecord-gcc-switches.
-_NOT_ALLOCATED = (".debug", ".comment", ".ARM.attributes", ".stab", ".GCC.command.line")
+_NOT_ALLOCATED = (".debug", ".comment", ".ARM.attributes", ".riscv.attributes", ".stab", ".GCC.command.line")
 
 _MAP_START = "Linker script and memory map"
 _MAP_OUTPUT_SECTION = re.compile(r"^(\.\S+)")
@@ -43,7 +47,8 @@ _MAP_INPUT_SECTION = re.compile(r"^ (\.\S+)(?:\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(
 _MAP_CONTINUATION = re.compile(r"^\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+)$")
 
 def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = None,
-               arena_symbol: str | None = None, bundle_sources: Iterable[str] = ()) -> dict[str, object]:
+               arena_symbol: str | None = None, bundle_sources: Iterable[str] = (),
+               code: CodeReading = ARM_CODE) -> dict[str, object]:
     """Bytes of `elf` by kind, for the manifest; all sizes in bytes.
 
     Keys: code_bytes, weights_bytes, data_bytes, bss_bytes, flash_bytes (code + weights + data image),
@@ -55,7 +60,7 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     (self-test harness, not the bundle) is not included.
     """
     by_kind = {"code": 0, "weights": 0, "data": 0, "bss": 0}
-    for section, size in section_sizes(elf).items():
+    for section, size in section_sizes(elf, code.tool("size")).items():
         kind = section_kind(section, elf)
         if kind is not None:
             by_kind[kind] += size
@@ -63,13 +68,13 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     sizes["flash_bytes"] = by_kind["code"] + by_kind["weights"] + by_kind["data"]
     sizes["static_ram_bytes"] = by_kind["data"] + by_kind["bss"]
     if arena_symbol is not None:
-        sizes["arena_bytes"] = arena_size(elf, arena_symbol)
+        sizes["arena_bytes"] = arena_size(elf, arena_symbol, code.tool("nm"))
         sizes["other_static_ram_bytes"] = by_kind["data"] + by_kind["bss"] - sizes["arena_bytes"]
     stems = tuple(bundle_sources)
     if stems:
         sizes["bundle_code_bytes"] = mapped_code_bytes(Path(elf).with_suffix(".map"), stems)
     if stack_root is not None:
-        peak = stack_peak(stack_root, read_stack_frames(su_files), disassemble(elf))
+        peak = stack_peak(stack_root, read_stack_frames(su_files), disassemble(elf, code))
         sizes["stack_peak_bytes"] = peak.bytes
         sizes["stack_peak_chain"] = list(peak.chain)
         sizes["stack_peak_exact"] = peak.exact
@@ -98,21 +103,21 @@ def section_kind(section: str, elf: Path) -> str | None:
         raise ValueError(f"{elf}: section {section} is not one our linker script defines") from None
 
 
-def symbol_size(elf: Path, symbol: str) -> int:
-    """Bytes of `symbol` in `elf` (from `arm-none-eabi-nm -S`); ValueError if absent."""
-    for line in tool_output("arm-none-eabi-nm", "-S", str(elf)).splitlines():
+def symbol_size(elf: Path, symbol: str, nm_tool: str = "arm-none-eabi-nm") -> int:
+    """Bytes of `symbol` in `elf` (from `<nm_tool> -S`); ValueError if absent."""
+    for line in tool_output(nm_tool, "-S", str(elf)).splitlines():
         fields = line.split()
         if len(fields) == 4 and fields[3] == symbol:
             return int(fields[1], 16)
     raise ValueError(f"{elf}: no sized symbol {symbol}")
 
 
-def arena_size(elf: Path, symbol: str) -> int:
+def arena_size(elf: Path, symbol: str, nm_tool: str = "arm-none-eabi-nm") -> int:
     """Bytes of the static arena `symbol` in `elf`: 0 when the ELF has no such symbol. The compiler drops
     the arena of a model that needs none (its placeholder array, which no instruction reads), while an
     arena the kernels use is always linked."""
     try:
-        return symbol_size(elf, symbol)
+        return symbol_size(elf, symbol, nm_tool)
     except ValueError:
         return 0
 

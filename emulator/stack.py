@@ -14,11 +14,11 @@ the peak inexact, which the result says. Indirect calls are not followed. Recurs
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from emulator.tools import tool_output
+from emulator.tools import RISCV_BINUTILS_PREFIX, tool_output
 
 _FUNCTION_HEADER = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
 _INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\s+(\S+)\s*(.*)$")
@@ -28,6 +28,10 @@ _REGISTER_LIST = re.compile(r"\{([^}]*)\}")
 _PRE_DECREMENT = re.compile(r"\[sp, #-(\d+)\]!")
 _SP_MINUS_IMMEDIATE = re.compile(r"^sp, (?:sp, )?#(\d+)")
 _SP_MINUS_REGISTER = re.compile(r"^sp, (?:sp, )?[a-z]")
+_RISCV_BRANCH = re.compile(r"(?:c\.)?(?:jal|call|tail|j|beq|bne|blt|bge|bltu|bgeu|beqz|bnez|blez|bgez|bltz|bgtz|bgt|ble|bgtu|bleu)")
+_RISCV_BRANCH_TARGET = re.compile(r"(?:^|,)\s*[0-9a-f]+ <([^>+]+)>$")
+_RISCV_SP_MINUS_IMMEDIATE = re.compile(r"^sp,\s*(?:sp,\s*)?-(\d+)$")
+_RISCV_SP_FROM_REGISTER = re.compile(r"^sp,\s*sp,\s*[a-z]|^sp,\s*[a-z]\w*,\s*sp$")
 
 
 @dataclass(frozen=True)
@@ -77,18 +81,20 @@ def read_stack_frames(su_files: Iterable[Path]) -> dict[str, StackFrame]:
     return frames
 
 
-def disassemble(elf: Path) -> dict[str, DisassembledFunction]:
-    """Every function of `elf` with its direct callees and frame estimate, from `arm-none-eabi-objdump -d`."""
+def disassemble(elf: Path, code: CodeReading | None = None) -> dict[str, DisassembledFunction]:
+    """Every function of `elf` with its direct callees and frame estimate, from `code`'s objdump -d (Arm's
+    unless given)."""
+    code = code or ARM_CODE
     bodies: dict[str, list[tuple[str, str]]] = {}
     body: list[tuple[str, str]] = []
-    for line in tool_output("arm-none-eabi-objdump", "-d", "--no-show-raw-insn", str(elf)).splitlines():
+    for line in tool_output(code.tool("objdump"), "-d", "--no-show-raw-insn", str(elf)).splitlines():
         header = _FUNCTION_HEADER.match(line)
         instruction = _INSTRUCTION.match(line)
         if header:
             body = bodies.setdefault(header.group(1), [])
         elif instruction:
             body.append((instruction.group(1), instruction.group(2)))
-    return {name: _analyse(name, instructions) for name, instructions in bodies.items()}
+    return {name: _analyse(name, instructions, code) for name, instructions in bodies.items()}
 
 
 def pushed_bytes(mnemonic: str, operands: str) -> int | None:
@@ -118,15 +124,51 @@ def _register_bytes(registers: str) -> int:
     return width * (int(last[1:]) - int(first[1:]) + 1)
 
 
-def _analyse(name: str, instructions: list[tuple[str, str]]) -> DisassembledFunction:
+def riscv_pushed_bytes(mnemonic: str, operands: str) -> int | None:
+    """Bytes one RV32 instruction moves sp down by (0 if none): `addi sp,sp,-N`, which objdump may show as
+    `add sp,sp,-N` and, compressed, as `c.addi16sp sp,-N`; None when a register is added to or subtracted
+    from sp (a frame of run-time size)."""
+    immediate = _RISCV_SP_MINUS_IMMEDIATE.match(operands)
+    if mnemonic in ("addi", "add", "c.addi16sp", "c.addi") and immediate:
+        return int(immediate.group(1))
+    if mnemonic in ("sub", "add", "c.add") and _RISCV_SP_FROM_REGISTER.match(operands):
+        return None
+    return 0
+
+
+@dataclass(frozen=True)
+class CodeReading:
+    """How the stack method reads one instruction set's linked code: its binutils (`prefix` + "objdump",
+    "size", "nm"), which mnemonics are direct calls or branches to another function (`branch`), where in the
+    operands the branch's target function is (`target`, group 1 its name) and how many bytes an
+    instruction moves sp down by (`pushed_bytes`; None: a register amount)."""
+
+    prefix: str
+    branch: re.Pattern[str]
+    target: re.Pattern[str]
+    pushed_bytes: Callable[[str, str], int | None]
+
+    def tool(self, name: str) -> str:
+        """The binutils program `name` ("objdump", "size", "nm") for this instruction set."""
+        return f"{self.prefix}{name}"
+
+
+ARM_CODE = CodeReading("arm-none-eabi-", _BRANCH, _BRANCH_TARGET, pushed_bytes)
+"""Arm Thumb code: `bl`/`blx` and branches, frames from push/stmdb/vpush/str pre-decrement/`sub sp`."""
+
+RISCV_CODE = CodeReading(RISCV_BINUTILS_PREFIX, _RISCV_BRANCH, _RISCV_BRANCH_TARGET, riscv_pushed_bytes)
+"""RV32 code: `jal`/`call`/`tail`/`j` and conditional branches, frames from `addi sp,sp,-N`."""
+
+
+def _analyse(name: str, instructions: list[tuple[str, str]], code: CodeReading) -> DisassembledFunction:
     callees = set()
     frame_bytes = 0
     dynamic = False
     for mnemonic, operands in instructions:
-        target = _BRANCH_TARGET.match(operands)
-        if target and _BRANCH.fullmatch(mnemonic) and target.group(1) != name:
+        target = code.target.search(operands)
+        if target and code.branch.fullmatch(mnemonic) and target.group(1) != name:
             callees.add(target.group(1))
-        pushed = pushed_bytes(mnemonic, operands)
+        pushed = code.pushed_bytes(mnemonic, operands)
         if pushed is None:
             dynamic = True
         else:

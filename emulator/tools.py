@@ -1,4 +1,4 @@
-"""The host programs the Cortex-M build, size reading and runs need, and how to call them."""
+"""The host programs the Cortex-M and RISC-V builds, size reading and runs need, and how to call them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ RISCV_BINUTILS_PREFIX = "riscv64-unknown-elf-"
 """The binutils that read the RISC-V board programs' ELF files (Debian's binutils-riscv64-unknown-elf)."""
 
 RISCV_TOOLS: tuple[str, ...] = (
-    "riscv64-unknown-elf-gcc", f"{RISCV_BINUTILS_PREFIX}size", f"{RISCV_BINUTILS_PREFIX}readelf", "qemu-system-riscv32",
+    "riscv64-unknown-elf-gcc", f"{RISCV_BINUTILS_PREFIX}size", f"{RISCV_BINUTILS_PREFIX}nm",
+    f"{RISCV_BINUTILS_PREFIX}objdump", f"{RISCV_BINUTILS_PREFIX}readelf", "qemu-system-riscv32",
 )
 """Debian packages gcc-riscv64-unknown-elf (with binutils-riscv64-unknown-elf), picolibc-riscv64-unknown-elf
 and qemu-system-misc provide them; scripts/install_deps.sh installs those."""

@@ -102,9 +102,9 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     """The entry function. Built with -D<MODEL>_POISON_ARENA, it fills every arena byte that no live buffer
     holds with 0xA5 before each call: a plan that let a kernel read bytes it does not own fails its self-test.
 
-    With `profile_calls` it is the Cortex-M profiling build's run function (never the shipped one): each
-    kernel call sits between the board's instruction counter's start and reading (cortex_m/lp_icount.h),
-    and cortex_m/lp_call_profile.h prints each call's count (see backends.cortex_m.bundle_files.profile)."""
+    With `profile_calls` it is an emulated board's profiling build's run function (never the shipped one): each
+    kernel call sits between the board's instruction counter's start and reading (lp_icount.h), and
+    lp_call_profile.h prints each call's count (the runner's support files, e.g. OUT/cortex_m/)."""
     m, M = plan.model, macro_prefix(plan.model)
     in_arena = io_in_arena(inputs, outputs)
     single = len(inputs) == 1 and len(outputs) == 1

@@ -6,6 +6,7 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+from backends.backend import EmulatedBuildError
 from packager.build_files import BuildConfig
 from packager.bundle import BundleInputs
 from packager.make_text import make_words
@@ -63,12 +64,10 @@ def build_bundle(bundle_dir: Path, config: BuildConfig, jobs: int = 1) -> None:
     flags (`BuildConfig.on_host`: the C is checked on the host; the device's build is the library's).
     """
     if config.emulated:
-        from emulator.selftest import CortexMBuildError, build_selftest_elf
-
         make(bundle_dir, "lib", jobs=jobs)
         try:
-            build_selftest_elf(bundle_dir, jobs)
-        except CortexMBuildError as err:
+            config.emulated.build(bundle_dir, jobs)
+        except EmulatedBuildError as err:
             raise BuildError(str(err).splitlines()[-1]) from err
     elif config.runs_on_host:
         make(bundle_dir, "all", jobs=jobs)
@@ -83,20 +82,14 @@ def build_bundle(bundle_dir: Path, config: BuildConfig, jobs: int = 1) -> None:
 def selftest_bundle(bundle_dir: Path, bundle: BundleInputs) -> tuple[SelftestResult, dict]:
     """Run the self-test build_bundle built for `bundle` (written into `bundle_dir`) and judge it against the
     reference's checksums; the dict holds the emulated board's measurements (or {}). On an emulated board a
-    passing self-test is followed by the profiling build (emulator.profile), whose per-call instructions the
-    result carries as `call_instructions`."""
-    model, config = bundle.plan.model, bundle.config
+    passing self-test is followed by the runner's profiling build, where it has one, whose per-call
+    instructions the result carries as `call_instructions`."""
+    model, runner = bundle.plan.model, bundle.config.emulated
     checksums = reference_checksums(bundle.plan, bundle.vectors)
-    if config.emulated:
-        from emulator.selftest import run_selftest
-
-        from emulator.profile import run_call_profile
-
-        run = run_selftest(bundle_dir, model, config.emulated, arena_symbol=f"{model}_arena")
-        result = read_selftest(run.result.exit_status, run.result.ending(), run.result.stdout,
-                               run.target.board.name, checksums, run.result.instructions)
+    if runner:
+        run = runner.run(bundle_dir, model)
+        result = read_selftest(run.exit_status, run.ending, run.stdout, run.where, checksums, run.instructions)
         if result.passed:
-            profile = run_call_profile(bundle_dir, config.emulated.board)
-            result = replace(result, call_instructions=profile.instructions)
-        return result, run.manifest_entry()
+            result = replace(result, call_instructions=runner.call_instructions(bundle_dir))
+        return result, run.measurements
     return run_host_selftest(bundle_dir, checksums), {}

@@ -5,7 +5,7 @@ Every word from the profile (compiler, archiver, flags) is written through `pack
 syntax or a shell command.
 
 `BuildConfig` is the one place a bundle's compiler flags are decided (from the target profile): the Makefile,
-the CMakeLists.txt, the emulated self-test's build (`backends.cortex_m.bundle_files.support`) and the host check build
+the CMakeLists.txt, the emulated self-test's build (the backend's `EmulatedRunner`) and the host check build
 (`packager.build`) all take their flags from it, so what the emulator measures is compiled as what ships.
 """
 
@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from emulator.boards import CortexMTarget
+from backends.backend import EmulatedRunner
 from packager.c_text import macro_prefix
 from packager.cmake_text import cmake_argument, cmake_quoted
-from backends.cortex_m.bundle_files import QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE
 from packager.make_text import make_words
 from packager.unit_libraries import UnitBuild, cmake_lines, kernel_sources, make_rules
 
@@ -33,8 +32,8 @@ class BuildConfig:
     """How the bundle is compiled and linked, decided once from the target profile.
 
     `cflags` and `ldflags` are the profile's, in order; `compile_flags` is every flag a library source is
-    compiled with (the emulated self-test adds only flags that do not change the code: see
-    `backends.cortex_m.bundle_files.support.COMPILE_FLAGS`).
+    compiled with (the emulated self-test adds only flags that do not change the code: see its runner's
+    support files, e.g. `backends.cortex_m.bundle_files.support.COMPILE_FLAGS`).
     """
 
     cc: str = "cc"
@@ -44,7 +43,7 @@ class BuildConfig:
     libs: tuple[str, ...] = ("-lm",)
     warnings: tuple[str, ...] = ("-Wall", "-Wextra")
     runs_on_host: bool = True  # the compiler makes host programs: `make all` also builds the self-test
-    emulated: CortexMTarget | None = None  # the core and board that run the self-test (qemu-test), if any
+    emulated: EmulatedRunner | None = None  # what runs the self-test on an emulated board (qemu-test), if any
     units: tuple[UnitBuild, ...] = ()  # the compute units' kernel libraries (packager.unit_libraries), if listed
 
     @property
@@ -126,8 +125,7 @@ def write_makefile(model: str, config: BuildConfig) -> str:
         "",
     ]
     if config.emulated:
-        lines += [f"# The self-test on the emulated {config.emulated.name}: `make qemu-test`.", QEMU_TEST_MAKE_INCLUDE,
-                  "check: qemu-test", ""]
+        lines += config.emulated.makefile_lines()
     elif config.runs_on_host:
         lines += ["check: selftest", "\t./selftest", ""]
     return "\n".join(lines)
@@ -170,9 +168,7 @@ def _cmake_selftest(model: str, config: BuildConfig, flags: str) -> list[str]:
     project that adds the bundle with add_subdirectory gets the library alone (no self-test program, test or
     qemu-test target of ours among its own)."""
     if config.emulated:
-        lines = [f"  # The self-test on the emulated {config.emulated.name}: the `qemu-test` target. Configure the",
-                 "  # library for the device with -DCMAKE_TOOLCHAIN_FILE=cortex_m/arm-none-eabi.cmake.",
-                 f"  {QEMU_TEST_CMAKE_INCLUDE}"]
+        lines = config.emulated.cmake_lines()
     elif config.runs_on_host:
         lines = [
             f"  add_executable({model}_selftest selftest.c)",
@@ -198,7 +194,7 @@ def _cmake_selftest(model: str, config: BuildConfig, flags: str) -> list[str]:
 def _cmake_compiler_check(model: str, config: BuildConfig) -> list[str]:
     """For a profile with flags a host compiler need not take (`BuildConfig.has_device_flags`): a configure-time
     check that the C compiler takes the profile's flags, failing with one message
-    that names what to configure with (for an emulated Cortex-M, the bundle's own toolchain file) instead of the
+    that names what to configure with (the bundle's own toolchain file, where its runner ships one) instead of the
     compiler's first complaint at build time (`unrecognized command-line option '-mthumb'`). The check compiles
     a static library, as a bare-metal compiler links no program without a linker script."""
     if not config.has_device_flags:
@@ -207,11 +203,12 @@ def _cmake_compiler_check(model: str, config: BuildConfig) -> list[str]:
     # try_compile writes CMAKE_REQUIRED_FLAGS into a CMake project of its own and splits it at spaces: only
     # words CMake and the shell read as themselves are checked (every flag the profile grammar accepts is one).
     flags = " ".join(flag for flag in config.cflags if cmake_argument(flag) == flag)
-    if config.emulated is not None:
+    toolchain = config.emulated.toolchain_file() if config.emulated is not None else None
+    if toolchain is not None:
         before, after = (f"lib{model} is compiled for {config.emulated.name} ({flags}), flags the C compiler ",
                          " does not take: configure with -DCMAKE_TOOLCHAIN_FILE=")
         fix = ['"${CMAKE_CURRENT_SOURCE_DIR}"',
-               cmake_quoted(f"/cortex_m/arm-none-eabi.cmake (the bundle's own toolchain file, {config.cc}) or a "
+               cmake_quoted(f"/{toolchain} (the bundle's own toolchain file, {config.cc}) or a "
                             "toolchain file of yours for that core")]
     else:
         before, after = (f"lib{model} is compiled with {config.cc} ({flags}), and the C compiler ",

@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 
 from backends.backend import HelperLibrary
-from backends.cortex_m.bundle_files import profiled_model_source, write_cortex_m_support
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.picture import memory_plan_svg
 from memory_planner.plan import ExecutionPlan, KernelSignature
@@ -65,16 +64,18 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
         "CMakeLists.txt": write_cmakelists(m, bundle.config),
         "memory_plan.svg": memory_plan_svg(bundle.buffers, bundle.memory),
     }
-    if bundle.config.emulated:
-        files[profiled_model_source(m)] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
+    runner = bundle.config.emulated
+    profiled = runner.profiled_model_source(m) if runner is not None else None
+    if profiled is not None:
+        files[profiled] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
                                                         arena, bundle.alignment, profile_calls=True)
     for name, text in files.items():
         if name.endswith((".c", ".h")):
             check_c_text(name, text)  # raises UnsafeCError (an internal error) before anything is written
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    if bundle.config.emulated:
-        paths += write_cortex_m_support(out_dir, m, bundle.config)
+    if runner is not None:
+        paths += runner.support_files(out_dir, m, bundle.config)
     for name, text in files.items():
         path = out_dir / name
         replace_file(path, text)

@@ -181,9 +181,10 @@ def _build(m: str, M: str, config: BuildConfig) -> list[str]:
         "```",
         "",
     ]
-    if config.emulated is not None:
+    toolchain = config.emulated.toolchain_file() if config.emulated is not None else None
+    if toolchain is not None:
         lines += [f"Configure for the {config.emulated.name} with a toolchain file, the bundle's own or yours: "
-                  f"`cmake -S . -B build -DCMAKE_TOOLCHAIN_FILE=path/to/{m}/cortex_m/arm-none-eabi.cmake`.", ""]
+                  f"`cmake -S . -B build -DCMAKE_TOOLCHAIN_FILE=path/to/{m}/{toolchain}`.", ""]
     elif config.has_device_flags:
         lines += [f"Configure with the profile's compiler: `cmake -S . -B build -DCMAKE_C_COMPILER={config.cc}` "
                   "(or a toolchain file for it).", ""]

@@ -12,7 +12,6 @@ from memory_planner.plan import OperatorSupport
 from packager.archive import archive
 from packager.bundle import BundleInputs, bundle_io
 from packager.bundle_readme import README_FILE, ReadmeFacts, bundle_readme
-from backends.cortex_m.bundle_files import CROSS_BUILD_DIR
 from packager.kernel_kinds import KernelKind
 from packager.manifest import manifest, manifest_json
 from packager.report import REPORT_FILE, LayerReport, layer_report
@@ -30,7 +29,7 @@ class BundleFacts:
     `tools` maps each tool to its version; `profile` and `headroom` describe the target profile and how much
     of its SRAM and flash (bytes) the bundle leaves; `selftest` is the self-test's verdict, None when the
     bundle was not built (`untested` then says why); `measured` holds the emulated board's measurements
-    ({} when the self-test ran on the host or not at all).
+    ({} when the self-test ran on the host or not at all), recorded under the runner's `manifest_key`.
     """
 
     tools: dict[str, str]
@@ -54,8 +53,10 @@ class BundleFacts:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
         if self.selftest is None:
             return layer_report(bundle.plan, None, None, self.untested)
+        runner = bundle.config.emulated
         return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions,
-                            timing=self.timing, targets=self.kind_targets)
+                            timing=self.timing, targets=self.kind_targets,
+                            profiled_sources=runner.profiled_model_source("*") if runner is not None else None)
 
     def _selftest_verdict(self) -> dict[str, Any]:
         """The manifest's self-test verdict: passed, where, each output's errors; or untested and why."""
@@ -84,7 +85,7 @@ class BundleFacts:
             "headroom": self.headroom,
         }
         if self.measured:
-            entries["cortex_m"] = self.measured
+            entries[bundle.config.emulated.manifest_key] = self.measured
         if self.quantization is not None:
             entries["quantization"] = self.quantization
         return entries
@@ -109,7 +110,9 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
     inputs, outputs = bundle_io(bundle)
     readme = ReadmeFacts(bundle.config, facts.selftest, facts.untested, facts.measured)
     (out_dir / README_FILE).write_text(bundle_readme(bundle.plan, bundle.memory, inputs, outputs, readme))
-    for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, out_dir / CROSS_BUILD_DIR]:
+    runner = bundle.config.emulated
+    emulated_build = [out_dir / runner.build_dir] if runner is not None else []
+    for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, *emulated_build]:
         if leftover.is_dir():
             shutil.rmtree(leftover)
         else:

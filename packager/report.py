@@ -87,7 +87,9 @@ class CallCost:
 class LayerReport:
     """The per-call report of one bundle. `inference_instructions` is the shipped run function's count of one
     whole inference (None off an emulated core); `not_measured` says why there are no instruction counts;
-    `untested` why the bundle was neither built nor self-tested (None: it was)."""
+    `untested` why the bundle was neither built nor self-tested (None: it was); `profiled_sources` the
+    profiling build's run-function files that counted the calls, as a pattern relative to the bundle
+    (`EmulatedRunner.profiled_model_source("*")`: cortex_m/*_model_profiled.c)."""
 
     model: str
     source: str
@@ -98,6 +100,7 @@ class LayerReport:
     weight_bytes_stored: int  # the bundle's constants, each once however many calls read it
     untested: Optional[str] = None  # why the bundle was not built and self-tested (None: it was)
     timing: Optional[CycleEstimate] = None  # the core's estimated cycles and clock (None: no time estimate)
+    profiled_sources: Optional[str] = None
 
     @property
     def estimated(self) -> bool:
@@ -211,7 +214,7 @@ class LayerReport:
             lines += [
                 "Instructions: executed under QEMU -icount (instructions, not cycles), counted around each call by "
                 "the bundle's own instruction counter in a profiling build of the run function "
-                "(cortex_m/*_model_profiled.c, `make qemu-profile`); the shipped library is not that build. "
+                f"({self.profiled_sources}, `make qemu-profile`); the shipped library is not that build. "
                 "Share: of the whole inference as the shipped run function runs it. Kind: the call's kernel kind "
                 "(packager/kernel_kinds.py); instr. per unit: its instructions per MAC, or per byte for kinds "
                 "without MACs (pools: per byte read; elementwise: per byte written and fused operator; others: "
@@ -280,12 +283,14 @@ class LayerReport:
 def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]],
                  inference_instructions: Optional[int], untested: Optional[str] = None,
                  timing: Optional[CycleEstimate] = None,
-                 targets: Optional[Mapping[KernelKind, float]] = None) -> LayerReport:
+                 targets: Optional[Mapping[KernelKind, float]] = None,
+                 profiled_sources: Optional[str] = None) -> LayerReport:
     """The report of `plan` (its calls in execution order). `call_instructions` holds one count per call, in the
     same order, when the bundle ran on an emulated core (else None); `untested` says why the bundle was not
     built and self-tested (None: it was); `timing` gives estimated times from the instruction counts (None: no
     estimate); `targets` maps kernel kinds to the profile's instructions per unit of an integer kernel
-    (backends.backend.Backend.kind_targets; None: no targets; a call writing a float output gets none).
+    (backends.backend.Backend.kind_targets; None: no targets; a call writing a float output gets none);
+    `profiled_sources` names the profiling build's run-function files (LayerReport).
     ValueError when the counts do not match the calls one to one."""
     if call_instructions is not None and len(call_instructions) != len(plan.calls):
         raise ValueError(f"{len(call_instructions)} instruction counts for the {len(plan.calls)} calls of {plan.model}")
@@ -296,7 +301,7 @@ def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]]
     not_measured = None if call_instructions is not None else (
         "not measured (untested)" if untested else NOT_MEASURED.format(target=plan.target))
     return LayerReport(plan.model, plan.source, plan.target, calls, inference_instructions, not_measured,
-                       plan.weight_bytes(), untested, timing)
+                       plan.weight_bytes(), untested, timing, profiled_sources)
 
 
 def _call_cost(plan: ExecutionPlan, step: int, call: KernelCall, instructions: Optional[int],

@@ -77,6 +77,10 @@ def case_count(io_bytes: int, macs: int = 0) -> int:
     return max(1, min(MAX_CASES, fitting))
 
 
+ICOUNT_MACRO = "LP_ICOUNT"
+"""The macro an emulated board's build of selftest.c defines (every runner's, Arm and RISC-V alike): the
+self-test then counts one inference with the board's lp_icount.h. The host's build leaves it undefined."""
+
 PASS_LINE = "selftest: PASS"
 FAIL_LINE = "selftest: FAIL"
 """The self-test's last line of its own: its verdict, printed after every output's report."""
@@ -169,7 +173,7 @@ def _run_case_lines(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[I
         return f"{m}_run(selftest_input0[{case}], selftest_output0)" if single else f"{m}_run(&inputs, &outputs)"
 
     lines += [
-        "#ifdef LP_CORTEX_M",
+        f"#ifdef {ICOUNT_MACRO}",
         "  if (c == 0u) { /* one inference counted, the first case's: its input at a constant address */",
         "    uint32_t icount_start = lp_icount_start();",
         f"    status = {run_call('0')};",
@@ -212,7 +216,7 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         "#include <string.h>",
         "",
         f'#include "{m}.h"',
-        "#ifdef LP_CORTEX_M",
+        f"#ifdef {ICOUNT_MACRO}",
         '#include "lp_icount.h" /* the emulated board counts the instructions of one inference */',
         "#endif",
         "",

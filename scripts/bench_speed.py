@@ -5,13 +5,13 @@
 
 Compiles every shared model for the profile (a model that does not fit gets its one-line reason) and prints,
 per model: our instructions per inference (QEMU -icount: instructions executed, not cycles of a real core; a
-Cortex-M profile's from its compile's self-test on its board, a RISC-V profile's from backends.riscv.selftest
-on QEMU virt), TFLite Micro's with its reference kernels and with CMSIS-NN on the same emulated core (PEERS
+from the compile's self-test on the profile's board: a Cortex-M profile's MPS2/MPS3 board, a RISC-V profile's
+QEMU virt), TFLite Micro's with its reference kernels and with CMSIS-NN on the same emulated core (PEERS
 below, cited, not measured here), our ratios to each, the model's multiply-accumulates (the bundle's report:
 convolutions, depthwise convolutions, fully connected layers, matrix multiplies), our instructions per MAC, the
 bundle's code bytes (kernels and run function, no weights, no libc) and, where the peer's is known (PEERS),
 its ratio to TFLite Micro + CMSIS-NN's code. Then, per model, its three most expensive kernel
-calls (from the bundle's per-call report, counted by its profiling build; none on RISC-V yet): instructions,
+calls (from the bundle's per-call report, counted by its profiling build): instructions,
 share of the whole inference, instructions per MAC, so a reader sees which kernel holds a model back. Last,
 per kernel kind (packager/kernel_kinds.py), the worst layer over those models and over a generated sweep of layer shapes
 (scripts/layer_sweep.py; `--sweep full` for every combination, `none` for none): its instructions per unit
@@ -124,54 +124,40 @@ class Layer:
 
 
 def compiled(model: Path, target: str, scratch: Path) -> dict | str:
-    """The manifest of `model` compiled for `target`, or the one-line reason it was refused. Its `cortex_m`
-    entry holds the measurements of a Cortex-M profile's self-test on its board; a RISC-V profile's, which the
-    compile's self-test does not make yet, are measured here and put in that entry of the returned dict."""
+    """The manifest of `model` compiled for `target`, or the one-line reason it was refused. Its entry
+    `measured` is the compile's measurements of the self-test on the profile's emulated board (the manifest's
+    entry under the runner's key: "cortex_m" or "riscv"). SystemExit for a profile no emulated board runs."""
+    import target as profiles
+    from backends import backend_of
     from tvm_ext.compile import CompileError, compile
 
+    profile = profiles.resolve_profile(target)
+    runner = backend_of(profile).emulated_runner(profile)
+    if runner is None:
+        raise SystemExit(f"{target}: no emulated board counts this profile's instructions (a Cortex-M or RISC-V "
+                         "profile has one)")
     try:
         bundle = compile(model, target, scratch / model.stem, force=True)
     except CompileError as err:
         return str(err)
     manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
-    if "cortex_m" not in manifest:
-        instructions, code = riscv_measurement(bundle.out_dir, bundle.plan.model, target)
-        manifest["cortex_m"] = {"instructions_per_inference": instructions, "bundle_code_bytes": code}
-    return manifest
-
-
-def riscv_measurement(out_dir: Path, model: str, target: str) -> tuple[int, int]:
-    """(instructions per inference, bundle code bytes) of model `model`'s bundle (its C name) in `out_dir`, its
-    self-test run on QEMU's RISC-V virt machine (backends.riscv.selftest): the compile's own self-test of a
-    RISC-V profile runs on the host. SystemExit for a profile no emulated board runs."""
-    import target as profiles
-    from emulator.boards import RISCV_BOARDS
-    from backends.riscv.selftest import run_riscv_selftest
-    from tvm_ext.compile.pipeline import build_config
-
-    profile = profiles.load_profile(target)
-    if profile.qemu_board not in RISCV_BOARDS:
-        raise SystemExit(f"{target}: no emulated board counts this profile's instructions (a Cortex-M or RISC-V "
-                         "profile has one)")
-    run = run_riscv_selftest(out_dir, model, build_config(profile), RISCV_BOARDS[profile.qemu_board])
-    if run.result.exit_status != 0 or run.result.instructions is None:
-        raise SystemExit(f"{model} on {target}: the self-test on {profile.qemu_board} ended with {run.result.ending()}")
-    return run.result.instructions, run.bundle_code_bytes
+    return {**manifest, "measured": manifest[runner.manifest_key]}
 
 
 def layers_of(model: str, manifest: dict) -> list[Layer]:
     """The kernel calls of the bundle's layer report that its profiling build measured (their "kind" entries
-    then hold the instructions per unit); none where no build counted them (a RISC-V profile's, for now)."""
+    then hold the instructions per unit); none where no build counted them."""
     return [Layer(model, call) for call in manifest["layer_report"]["calls"] if "instructions" in call]
 
 
 def row(model: Path, manifest: dict | str, peers: dict[str, tuple[Optional[int], Optional[int]]],
         peer_code_bytes: dict[str, int]) -> tuple[str, list[str]]:
     """The model's row of the main table, and its HOT_CALLS most expensive calls' rows, from the bundle's
-    manifest (its `cortex_m` measurements and its `layer_report`, the facts of report.md), or its refusal."""
+    manifest (its board's measurements, `measured`, and its `layer_report`, the facts of report.md), or its
+    refusal."""
     if isinstance(manifest, str):
         return f"| {model.stem} | {manifest} |", []
-    facts, report = manifest["cortex_m"], manifest["layer_report"]
+    facts, report = manifest["measured"], manifest["layer_report"]
     ours = int(facts["instructions_per_inference"])
     reference, cmsis = peers.get(model.stem, (None, None))
     macs = int(report["totals"]["macs"])

@@ -76,7 +76,7 @@ def run_c_program_under_qemu(folder: Path, profile: str, files: Mapping[str, str
     write_cortex_m_support(folder, "rq", config)
     built = subprocess.run(["make", "-s", "-C", str(folder), "cortex-m-elf"], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
-    return run_qemu(folder / SELFTEST_ELF, config.emulated.board, timeout_s)
+    return run_qemu(folder / SELFTEST_ELF, config.emulated.target.board, timeout_s)
 
 
 _FOR_LOOP = re.compile(r"for \(([^;]*);([^;]*);")

@@ -45,7 +45,8 @@ def profile_build_config(profile_name: str):
 
 def profile_target(profile_name: str):
     """The Cortex-M target (core flags and QEMU board) the compiler uses for a device profile."""
-    return profile_build_config(profile_name).emulated
+    runner = profile_build_config(profile_name).emulated
+    return None if runner is None else runner.target
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

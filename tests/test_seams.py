@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import importlib.util
 import io
 import json
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import profile_build_config
 from test_packager import hand_made_bundle
 
 MOVED_TO_EMULATOR = ("boards", "qemu", "selftest", "sizes", "stack", "tools")
@@ -127,7 +129,9 @@ def test_the_manifest_is_written_once_at_the_end_with_the_final_facts(tmp_path: 
     from packager import BundleFacts, finish_bundle, write_bundle
     from packager.selftest_verdict import SelftestResult
 
-    bundle = hand_made_bundle(np.array([[-1.5, 7.0]], np.float32))
+    # built for an emulated board: its runner's build folder (build-cortex-m) is a leftover too
+    bundle = dataclasses.replace(hand_made_bundle(np.array([[-1.5, 7.0]], np.float32)),
+                                 config=profile_build_config("cortex-m4f"))
     write_bundle(tmp_path, bundle)
     assert not (tmp_path / "manifest.json").exists()  # nothing half-known is written before the self-test
     leftovers = [tmp_path / "hand_model.o", tmp_path / "selftest", tmp_path / "build-cortex-m" / "selftest.elf"]

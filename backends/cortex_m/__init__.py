@@ -6,7 +6,8 @@ arm-none-eabi-gcc and self-tested on QEMU's MPS2/MPS3 boards.
 - `helpers/` (no TVM): those helpers' C, with Helium (MVE) bodies that a Helium core's bundle defines in place
   of the DSP ones (`helpers.helpers_of`: the profile's `simd = "mve"`);
 - `bundle_files/` (no TVM): OUT/cortex_m/, the startup code, linker script and qemu-test build files;
-- the runner: `emulated_target` (the board that runs a profile's self-test, from `emulator.boards`);
+- the runner: `emulated_runner` (`runner.CortexMRunner`: writes, builds, runs and measures a profile's
+  self-test on the board of `emulator.boards` that emulates its core);
 - `kind_targets`: the kernel kinds' speed targets on cores with the DSP extension.
 """
 
@@ -17,16 +18,17 @@ from typing import Optional
 from backends.backend import Backend
 from backends.cortex_m.helpers import CORTEX_M_HELPERS, helpers_of
 from backends.cortex_m.kind_targets import kind_targets
+from backends.cortex_m.runner import CortexMRunner
 from emulator.boards import BOARDS, CortexMTarget
 from target.profile import Profile
 
 
-def emulated_target(profile: Profile) -> Optional[CortexMTarget]:
-    """The core and board that run the profile's self-test, compiled with the profile's own flags; None when
-    none of our QEMU boards emulates the profile's core (its self-test then runs on the host)."""
+def emulated_runner(profile: Profile) -> Optional[CortexMRunner]:
+    """What runs the profile's self-test on the board that emulates its core, compiled with the profile's own
+    flags; None when none of our QEMU boards emulates it (its self-test then runs on the host)."""
     if profile.qemu_board not in BOARDS:
         return None
-    return CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.hardware_float)
+    return CortexMRunner(CortexMTarget(profile.name, BOARDS[profile.qemu_board], profile.hardware_float))
 
 
-CORTEX_M = Backend("cortex_m", CORTEX_M_HELPERS, emulated_target, kind_targets, helpers_of)
+CORTEX_M = Backend("cortex_m", CORTEX_M_HELPERS, emulated_runner, kind_targets, helpers_of)

@@ -28,6 +28,49 @@ def test_no_isa_test_outside_the_backends() -> None:
     assert not found, "\n".join(found)
 
 
+FAMILY_IMPORT = re.compile(r"^\s*(from\s+backends(\.(?!backend\b|schedules\b)\w+|\s+import\s+(?!backend_of\b|BACKENDS\b)\w+)"
+                           r"|import\s+backends\.(?!backend\b|schedules\b)\w+)")
+"""An import of one family's backend (`backends.cortex_m`, `backends.riscv`, ...) rather than of the seam
+(`backends.backend`, `backends.schedules`, `backends.backend_of`)."""
+
+SEAM_USERS = ("packager", "tvm_ext")
+"""The code that reaches a family's support files, build and runner only through the seam's objects."""
+
+
+def test_the_packager_and_the_compiler_import_no_family_backend() -> None:
+    """The runner (`Backend.emulated_runner`) writes, builds, runs and measures; the packager and the compiler
+    name none of its files, so a new family needs no change there."""
+    found = [f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+             for folder in SEAM_USERS for path in sorted((REPO / folder).rglob("*.py"))
+             for number, line in enumerate(path.read_text().splitlines(), 1) if FAMILY_IMPORT.search(line)]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("line", ["from backends.cortex_m.bundle_files import CROSS_BUILD_DIR",
+                                  "    from backends.riscv.selftest import run_riscv_selftest",
+                                  "import backends.cortex_m.bundle_files.support as support",
+                                  "from backends import cortex_m"])
+def test_a_family_import_is_recognised(line: str) -> None:
+    assert FAMILY_IMPORT.search(line)
+
+
+@pytest.mark.parametrize("line", ["from backends.backend import EmulatedRunner", "from backends import backend_of",
+                                  "from backends.schedules import kernel_schedules_of"])
+def test_a_seam_import_is_not_a_family_import(line: str) -> None:
+    assert not FAMILY_IMPORT.search(line)
+
+
+@pytest.mark.parametrize("name", profile_names())
+def test_each_emulated_profile_has_a_runner_of_its_backend(name: str) -> None:
+    """Every profile that names one of our QEMU boards self-tests on it (Cortex-M and RISC-V alike)."""
+    profile = load_profile(name)
+    runner = backend_of(profile).emulated_runner(profile)
+    assert (runner is not None) == (profile.qemu_board is not None)
+    if runner is not None:
+        assert runner.name == name and runner.board_name == profile.qemu_board
+        assert runner.manifest_key == profile.backend
+
+
 @pytest.mark.parametrize("name", profile_names())
 def test_each_builtin_profile_names_the_backend_of_its_core(name: str) -> None:
     profile = load_profile(name)

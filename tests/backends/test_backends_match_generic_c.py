@@ -1,8 +1,8 @@
 """Every backend computes what `generic_c` computes, bit for bit: the same model compiled for a profile of each
 backend and for `lowpower` (generic_c), both run on the same inputs (not the self-test's cases: seeded draws over
 each input's range), every output byte compared. The generic_c bundle runs on the host; each other backend's on
-its runner, with the self-test program replaced by a comparing driver (cortex_m: the bundle's own cross build on
-its QEMU board; riscv: backends.riscv.selftest's build on QEMU virt).
+its runner (`Backend.emulated_runner`: the bundle's own cross build on its QEMU board), with the self-test
+program replaced by a comparing driver.
 Bundles come from the session's cache (conftest.compiled): a bundle other tests also use is compiled once."""
 
 from __future__ import annotations
@@ -15,14 +15,12 @@ import numpy as np
 import pytest
 
 from backends import backend_of
-from backends.riscv.selftest import run_riscv_selftest
-from conftest import profile_build_config, profile_target
-from emulator.boards import RISCV_BOARDS
-from emulator.qemu import QemuResult
+from backends.backend import EmulatedRun
+from conftest import profile_build_config
 from target import load_profile
 from target.loading import profile_names
 
-from cortex_m_many_inputs import C_TYPES, c_array, driver_c, run_on_qemu
+from cortex_m_many_inputs import C_TYPES, c_array, driver_c
 
 GENERIC_PROFILE = "lowpower"
 COMPARED_PROFILES = (("cortex_m", "cortex-m4f"), ("cortex_m", "cortex-m55"), ("riscv", "rv32imc"))
@@ -85,18 +83,16 @@ def test_backend_matches_generic_c_bit_for_bit(compiled, tmp_path: Path, model: 
     inputs = _inputs(generic.plan.tensors[generic.plan.inputs[0]], CASES)
     expected = _host_outputs(generic, inputs, tmp_path / "host")
     assert len(expected) == CASES
-    run = _emulated_run(backend, profile, other, inputs, expected, tmp_path / "emulated")
-    assert run.exit_status == 0 and "many inputs: PASS" in run.stdout, f"ended with {run.ending()}: {run.stdout}"
+    run = _emulated_run(profile, other, inputs, expected, tmp_path / "emulated")
+    assert run.exit_status == 0 and "many inputs: PASS" in run.stdout, f"ended with {run.ending}: {run.stdout}"
 
 
-def _emulated_run(backend: str, profile: str, bundle, inputs: list[np.ndarray], expected: list[np.ndarray],
-                  work: Path) -> QemuResult:
-    """The comparing driver's run of `bundle` (compiled for `profile` of `backend`) on its emulated board."""
-    model = bundle.plan.model
-    if backend == "cortex_m":
-        return run_on_qemu(bundle.out_dir, work, model, inputs, expected, profile_target(profile).board)
+def _emulated_run(profile: str, bundle, inputs: list[np.ndarray], expected: list[np.ndarray],
+                  work: Path) -> EmulatedRun:
+    """The comparing driver's run of `bundle` (compiled for `profile`) on its emulated board, built by the
+    bundle's own cross build (its runner's)."""
+    runner = profile_build_config(profile).emulated
     copy = work / bundle.out_dir.name
     shutil.copytree(bundle.out_dir, copy)
-    (copy / "selftest.c").write_text(driver_c(model, inputs, expected))
-    board = RISCV_BOARDS[load_profile(profile).qemu_board]
-    return run_riscv_selftest(copy, model, profile_build_config(profile), board, timeout_s=600).result
+    (copy / "selftest.c").write_text(driver_c(bundle.plan.model, inputs, expected))
+    return runner.run_program(runner.build(copy), timeout_s=1800)

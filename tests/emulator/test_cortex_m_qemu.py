@@ -89,7 +89,7 @@ _TINY_SELFTEST = """\
 #include <stdio.h>
 #include "tiny.h"
 #include "tiny_expected.h"
-#ifdef LP_CORTEX_M
+#ifdef LP_ICOUNT
 #include "lp_icount.h"
 #define STACK_PAINT_BYTES 512u
 #define STACK_PAINT 0xA5u
@@ -118,7 +118,7 @@ int main(void)
     static const int8_t q[TINY_N] = {TINY_Q};
     float y = 0.0f;
     int32_t acc = 0;
-#ifdef LP_CORTEX_M
+#ifdef LP_ICOUNT
     paint_stack();
     int status = tiny_run(x, q, &y, &acc);
     const uint32_t stack_bytes = stack_used();

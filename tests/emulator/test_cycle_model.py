@@ -16,11 +16,14 @@ from hostile_profiles import write_profile
 from test_profile_grammar import refusal
 
 
-def test_every_built_in_profile_gives_a_clock_and_every_emulated_core_a_cycle_table():
+def test_every_built_in_profile_gives_a_clock_and_every_emulated_arm_core_a_cycle_table():
+    """The RISC-V cores' instructions are counted too (on QEMU virt), but no cycle table is sourced for them
+    yet: their report.md gives instructions without times."""
     for name in target.profile_names():
         profile = target.load_profile(name)
         assert profile.clock_hz is not None and 1e6 <= profile.clock_hz <= 1e9, name
-        if backend_of(profile).emulated_target(profile) is not None:  # the compile counts its instructions
+        runner = backend_of(profile).emulated_runner(profile)
+        if runner is not None and runner.manifest_key == "cortex_m":  # the compile counts its instructions
             assert cycle_estimate(profile.cpu, profile.clock_hz) is not None, name
 
 

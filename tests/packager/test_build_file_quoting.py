@@ -243,7 +243,7 @@ def test_a_hostile_profile_name_stays_inside_its_comments(tmp_path):
     marker = tmp_path / "marker"
     m4f = target.load_profile("cortex-m4f")
     c_name = build_config(dataclasses.replace(m4f, name="x */ int pwned; /* y"))
-    first_line = board_header(c_name.emulated).splitlines()[0]
+    first_line = board_header(c_name.emulated.target).splitlines()[0]
     assert first_line.startswith("/* ") and first_line.endswith(" */") and first_line.count("*/") == 1, first_line
     make_name = build_config(dataclasses.replace(m4f, name=f"x\n$(shell touch {marker})\n#"))
     try:

@@ -64,16 +64,21 @@ def returns_before_comparing(selftest_c: str) -> str:
     return selftest_c.replace("  failed |= ", "  return 0;\n  failed |= ", 1)
 
 
-@pytest.mark.parametrize("profile", [None, "cortex-m4f"], ids=["host", "cortex-m4f"])
+BOARDS = {None: "host", "cortex-m4f": "mps2-an386", "rv32imc": "virt"}
+"""Where each profile's self-test runs: the host, or its emulated board (the RISC-V profile's on QEMU virt)."""
+
+
+@pytest.mark.parametrize("profile", list(BOARDS), ids=["host", "cortex-m4f", "rv32imc"])
 def test_a_selftest_that_returns_0_before_comparing_fails(tmp_path: Path, profile: str | None) -> None:
     config = profile_build_config(profile) if profile else None
     result = self_test(tmp_path, [("float32", [1.0, 2.0], [1.0, 2.0])], returns_before_comparing, config)
     assert result.exit_code == 0 and not result.passed, result.output
+    assert result.where == BOARDS[profile]  # the failure is the emulated board's run, not a host build's
     assert result.problem == ("reported 0 of its 1 outputs compared with the reference's checksum "
                               "(1 cases of 1; case 0 output 0 is missing)")
 
 
-@pytest.mark.parametrize("profile", [None, "cortex-m4f"], ids=["host", "cortex-m4f"])
+@pytest.mark.parametrize("profile", list(BOARDS), ids=["host", "cortex-m4f", "rv32imc"])
 def test_a_selftest_that_reports_one_output_of_two_fails(tmp_path: Path, profile: str | None) -> None:
     def forget_output_1(selftest_c: str) -> str:
         """selftest.c without output 1's comparison and checksum (its expected values then unused)."""
@@ -85,6 +90,7 @@ def test_a_selftest_that_reports_one_output_of_two_fails(tmp_path: Path, profile
     config = profile_build_config(profile) if profile else None
     result = self_test(tmp_path, [("int8", [1, 2], [1, 2]), ("int8", [3], [3])], forget_output_1, config)
     assert result.exit_code == 0 and "selftest: PASS" in result.output and not result.passed
+    assert result.where == BOARDS[profile]
     assert result.problem == ("reported 1 of its 2 outputs compared with the reference's checksum "
                               "(1 cases of 2; case 0 output 1 is missing)")
 
@@ -109,6 +115,8 @@ def test_the_cli_reports_a_selftest_that_returns_early_as_our_bug(tmp_path: Path
     assert not (tmp_path / "out").exists()
 
 
-def test_a_complete_selftest_on_the_board_passes(tmp_path: Path) -> None:
-    result = self_test(tmp_path, [("float32", [1.0], [1.0])], config=profile_build_config("cortex-m4f"))
-    assert result.passed and result.where == "mps2-an386" and result.call_instructions, result.output
+@pytest.mark.parametrize("profile", ["cortex-m4f", "rv32imc"])
+def test_a_complete_selftest_on_the_board_passes(tmp_path: Path, profile: str) -> None:
+    result = self_test(tmp_path, [("float32", [1.0], [1.0])], config=profile_build_config(profile))
+    assert result.passed and result.where == BOARDS[profile] and result.call_instructions, result.output
+    assert result.instructions and "instructions per inference (QEMU -icount, not cycles)" in result.output

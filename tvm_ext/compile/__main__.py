@@ -228,7 +228,7 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
         try:
             validation = stage_logger(_print_stage_and_stop_if_signalled)(
                 "validate", lambda: validate(bundle.out_dir, bundle.plan, model, checked.facts, samples,
-                                            _emulated_target(args)),
+                                            _emulated_runner(args)),
                 lambda v: f"{v.count} samples of {v.source} on {v.where}")
         except ValidationError as err:
             raise InternalError(str(err)) from err
@@ -237,14 +237,14 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
     return bundle
 
 
-def _emulated_target(args: argparse.Namespace):
-    """The emulated core that runs the profile's self-test (`emulator.boards.CortexMTarget`), None for a profile
-    whose self-test runs on the host."""
+def _emulated_runner(args: argparse.Namespace):
+    """What runs the profile's self-test on an emulated board (`backends.backend.EmulatedRunner`), None for a
+    profile whose self-test runs on the host."""
     import target
     from backends import backend_of
 
     profile = target.resolve_profile(args.target)
-    return backend_of(profile).emulated_target(profile)
+    return backend_of(profile).emulated_runner(profile)
 
 
 def _validation_samples(args: argparse.Namespace, model: Path):

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from backends import backend_of
-from backends.cortex_m.bundle_files.support import QEMU_TEST_MAKEFILE, makefile_fragment
 from emulator.cycle_model import cycle_estimate
 from memory_planner import plan_memory
 from memory_planner.api import Buffer, MemoryPlan
@@ -244,7 +243,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         if options.build and options.jobs > 1 and early_objects.eligible(config):
             with interrupts_held_back():  # the makes started are ended with `running`
                 early = running.enter_context(early_objects.compiling_early(
-                    folder, early_sources(generated, profile, config)))
+                    folder, early_sources(generated, profile, config), config.emulated))
 
         planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
         units = subgraph_units(planned.plan, profile, file_name)
@@ -552,7 +551,7 @@ def _finite_floats(outputs: list[np.ndarray]) -> bool:
 def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -> dict[str, str]:
     """The bundle's files that the memory plan does not change (tvm_ext.compile.early_objects), as `packaging`
     writes them for a profile without compute units: the library's sources, the Makefile and, for an emulated
-    board, the self-test ELF's cortex_m/qemu-test.mk."""
+    board, the self-test ELF's build rules (`EmulatedRunner.build_rule_files`, e.g. cortex_m/qemu-test.mk)."""
     model = generated.plan.model
     source = generated.source
     files = {**library_sources(generated.plan, {f"{model}_kernels.c": source.c_text},
@@ -560,7 +559,7 @@ def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -
                                generated.constants, profile.alignment_bytes, source.signal_helpers),
              "Makefile": write_makefile(model, config)}
     if config.emulated is not None:  # the self-test ELF's rules, for its own objects of the same sources
-        files[QEMU_TEST_MAKEFILE] = makefile_fragment(model, config)
+        files.update(config.emulated.build_rule_files(model, config))
     return files
 
 
@@ -588,7 +587,7 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
     runs a subgraph's operators."""
     from tvm_ext.plan.unit_assignment import NoUnitError, assign_units
 
-    if profile.units and backend_of(profile).emulated_target(profile) is not None:
+    if profile.units and backend_of(profile).emulated_runner(profile) is not None:
         raise CompileError(f"{file_name}: the {profile.name} profile lists compute units, which are built for the "
                            "host only so far; give a profile without qemu_board")
     try:
@@ -678,7 +677,7 @@ def build_config(profile) -> BuildConfig:
     return BuildConfig(
         cc=profile.c_compiler, ar=profile.tool("ar"), cflags=profile.cflags, ldflags=profile.ldflags,
         runs_on_host=profile.qemu_board is None,
-        emulated=backend_of(profile).emulated_target(profile),
+        emulated=backend_of(profile).emulated_runner(profile),
         units=tuple(UnitBuild(unit.name, unit.c_compiler, unit.cflags) for unit in profile.units),
     )
 

@@ -60,7 +60,7 @@ def validate(bundle_folder: Path, plan, model: Path, facts, samples: Samples, em
     runtime on `samples` (in the model file's input types); `facts` is the file's model check
     (`tvm_ext.model_check.ModelFacts`, made by the caller: the file is not checked again). A bundle whose
     inputs are quantized where the model's are float was quantized by `--quantize`: its inputs take the
-    samples quantized, its outputs are compared dequantized. `emulated` (an `emulator.boards.CortexMTarget`, None: none) runs the samples on that
+    samples quantized, its outputs are compared dequantized. `emulated` (a `backends.backend.EmulatedRunner`, None: none) runs the samples on that
     emulated core too, as many as `emulated_run.embedded_count` embeds. ValidationError (one line)."""
     from tvm_ext.reference.outputs import ReferenceRuntimeError, runs_on_tflite_micro, start_reference
     from tvm_ext.validate.emulated_run import EmulatedRunError, embedded_count, run_on_emulator
@@ -85,7 +85,7 @@ def validate(bundle_folder: Path, plan, model: Path, facts, samples: Samples, em
         runs.append(("the host", run_on_host(bundle_folder, plan.model, dtypes, shapes, cases, stateful)))
         if emulated is not None:
             count = embedded_count(cases)
-            runs.append((f"{emulated.board.name} (emulated {emulated.name}, the first {count} samples)",
+            runs.append((f"{emulated.board_name} (emulated {emulated.name}, the first {count} samples)",
                          run_on_emulator(bundle_folder, plan.model, dtypes, shapes, cases[:count], stateful,
                                          emulated)))
     except (HostRunError, EmulatedRunError) as err:

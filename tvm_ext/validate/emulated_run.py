@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from backends.backend import EmulatedRunner
 from packager.c_text import array_body
 from tvm_ext.validate.driver_c import io_buffers, run_one
 
@@ -59,22 +60,19 @@ def _driver_c(name: str, cases: list[list[np.ndarray]], outputs: int, stateful: 
 
 
 def run_on_emulator(bundle: Path, name: str, output_dtypes: list[np.dtype], output_shapes: list[tuple[int, ...]],
-                    cases: list[list[np.ndarray]], stateful: bool, target) -> list[list[np.ndarray]]:
-    """Each case's outputs from the Cortex-M bundle in folder `bundle` (C prefix `name`) run on `target`'s
-    emulated board (`emulator.boards.CortexMTarget`); EmulatedRunError (one line) when it cannot be."""
-    from emulator.qemu import QemuError, run_qemu
-    from emulator.selftest import CortexMBuildError, build_selftest_elf
-
+                    cases: list[list[np.ndarray]], stateful: bool, runner: EmulatedRunner) -> list[list[np.ndarray]]:
+    """Each case's outputs from the bundle in folder `bundle` (C prefix `name`) run on `runner`'s emulated
+    board, built by the bundle's own build rules; EmulatedRunError (one line) when it cannot be."""
     with tempfile.TemporaryDirectory(prefix="tvm_ext_validate_qemu_") as folder:
         work = Path(folder) / "bundle"
-        shutil.copytree(bundle, work, ignore=shutil.ignore_patterns("*.o", "*.a", "*.tar.gz", "build-cortex-m"))
+        shutil.copytree(bundle, work, ignore=shutil.ignore_patterns("*.o", "*.a", "*.tar.gz", runner.build_dir))
         (work / "selftest.c").write_text(_driver_c(name, cases, len(output_dtypes), stateful))
         try:
-            result = run_qemu(build_selftest_elf(work), target.board)
-        except (CortexMBuildError, QemuError) as err:
+            result = runner.run_program(runner.build(work))
+        except RuntimeError as err:  # EmulatedBuildError, or QEMU's failure to run
             raise EmulatedRunError(str(err).splitlines()[0]) from err
     if result.exit_status != 0:
-        raise EmulatedRunError(f"the bundle's run on {target.board.name} ended with {result.ending()}")
+        raise EmulatedRunError(f"the bundle's run on {result.where} ended with {result.ending}")
     printed: dict[tuple[int, int], bytes] = {}
     for line in result.stdout.splitlines():
         parts = line.split()
@@ -84,4 +82,4 @@ def run_on_emulator(bundle: Path, name: str, output_dtypes: list[np.dtype], outp
         return [[np.frombuffer(printed[(sample, k)], dtype=dtype).reshape(shape)
                  for k, (dtype, shape) in enumerate(zip(output_dtypes, output_shapes))] for sample in range(len(cases))]
     except (KeyError, ValueError) as err:
-        raise EmulatedRunError(f"the bundle's run on {target.board.name} did not print every output ({err})") from err
+        raise EmulatedRunError(f"the bundle's run on {result.where} did not print every output ({err})") from err

@@ -2,7 +2,7 @@
 
 Contract with the bundle (issue 3's layout): OUT/ holds `<name>_kernels.c <name>_model.c <name>_weights.c
 selftest.c` and `<name>.h`; selftest.c's `main()` returns 0 when the outputs match. The cross build defines
-`LP_CORTEX_M`, so selftest.c can measure one inference with `cortex_m/lp_icount.h` under `#ifdef LP_CORTEX_M`.
+`LP_ICOUNT` (packager.selftest.ICOUNT_MACRO), so selftest.c measures one inference with `cortex_m/lp_icount.h`.
 
 The bundle's Makefile adds the line `QEMU_TEST_MAKE_INCLUDE` and its CMakeLists.txt the line
 `QEMU_TEST_CMAKE_INCLUDE`; both then have a `qemu-test` target that builds the self-test ELF and runs it with
@@ -30,7 +30,7 @@ from packager.c_text import c_string, comment
 from packager.cmake_text import cmake_argument
 from packager.files import replace_file
 from packager.make_text import make_words
-from packager.selftest import PASS_LINE
+from packager.selftest import ICOUNT_MACRO, PASS_LINE
 from packager.template_files import helper_template_c, template_text
 
 if TYPE_CHECKING:  # packager.build_files imports this package: no import cycle at run time
@@ -61,7 +61,7 @@ QEMU_TEST_CMAKE_INCLUDE = f"include({SUPPORT_DIR}/qemu-test.cmake)"
 DEFAULT_STACK_BYTES = 16 * 1024
 """RAM the linker script reserves below the top for the stack (the link fails if static data leaves less)."""
 
-COMPILE_FLAGS: tuple[str, ...] = ("-fstack-usage", "-DLP_CORTEX_M")
+COMPILE_FLAGS: tuple[str, ...] = ("-fstack-usage", f"-D{ICOUNT_MACRO}")
 """What the self-test's cross build adds to the library's compile flags: stack usage files (for the stack
 peak) and the macro that lets selftest.c count instructions. Neither changes the library's code."""
 
@@ -90,17 +90,21 @@ def bundle_sources(name: str) -> list[str]:
     return [f"{name}{suffix}.c" for suffix in MODEL_CODE_SUFFIXES + (WEIGHTS_SUFFIX,)] + ["selftest.c"]
 
 
-def profiled_model_source(name: str) -> str:
-    """The profiling build's run function (`<name>_model.c` with each call counted), relative to OUT/."""
-    return f"{SUPPORT_DIR}/{name}_model_profiled.c"
+def profiled_model_source(name: str, support_dir: str = SUPPORT_DIR) -> str:
+    """The profiling build's run function (`<name>_model.c` with each call counted), relative to OUT/, in the
+    board's `support_dir` (cortex_m/ unless given: backends.riscv's is riscv/)."""
+    return f"{support_dir}/{name}_model_profiled.c"
 
 
-def profile_sources(name: str) -> list[str]:
+def profile_sources(name: str, support_dir: str = SUPPORT_DIR,
+                    board_sources: tuple[str, ...] = BOARD_SOURCES) -> list[str]:
     """The profiling build's C files, relative to OUT/: the self-test's, with the profiled run function in place
-    of `<name>_model.c`, and the counter's and the per-call report's support files."""
+    of `<name>_model.c`, and the board's (`board_sources` in `support_dir`: Cortex-M's unless given) and the
+    per-call report's support files."""
     model_c = f"{name}_model.c"
-    bundle = [profiled_model_source(name) if source == model_c else source for source in bundle_sources(name)]
-    return bundle + [*BOARD_SOURCES, f"{SUPPORT_DIR}/lp_call_profile.c"]
+    profiled = profiled_model_source(name, support_dir)
+    bundle = [profiled if source == model_c else source for source in bundle_sources(name)]
+    return bundle + [*board_sources, f"{support_dir}/lp_call_profile.c"]
 
 
 def model_code_stems(name: str) -> tuple[str, ...]:
@@ -248,10 +252,21 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
 def qemu_run_script(target: CortexMTarget) -> str:
     """cortex_m/qemu-run.sh: runs a program on `target`'s board with no host capability and exits 0 only when
     the program ended with exit status 0 (and printed the line asked for)."""
+    return board_run_script(target.name, target.board, QEMU_RUN_SCRIPT)
+
+
+def board_run_script(target: str, board: Board | RiscvBoard, script: str) -> str:
+    """The run script `script` (its path relative to OUT/) for programs compiled for profile `target` on `board`
+    (an Arm board or the RISC-V one, `backends.riscv` writes its own with this): QEMU with no host capability,
+    named by the environment variable of its program's name (QEMU_SYSTEM_ARM), exiting 0 only when the program
+    ended with exit status 0 (and printed the line asked for)."""
     return Template(template_text("backends.cortex_m.bundle_files", "qemu-run.sh.in")).substitute(
-        target=target.name,
-        board=target.board.name,
-        board_arguments=shlex.join(board_arguments(target.board)),
+        target=target,
+        board=board.name,
+        script=script,
+        qemu_variable=board.qemu_program.upper().replace("-", "_"),
+        qemu_program=board.qemu_program,
+        board_arguments=shlex.join(board_arguments(board)),
         sandbox=SANDBOX,
         exit_marker=EXIT_MARKER,
     )
@@ -284,9 +299,10 @@ def _cmake_paths(sources: list[str]) -> list[str]:
 
 
 def _emulated(config: BuildConfig) -> CortexMTarget:
+    """The Cortex-M core and board of `config`'s runner (a `backends.cortex_m.runner.CortexMRunner`)."""
     if config.emulated is None:
         raise ValueError("the Cortex-M self-test needs a build config with an emulated target")
-    return config.emulated
+    return config.emulated.target
 
 
 def _fault_range() -> str:

@@ -5,6 +5,13 @@ marker, then the SiFive test finisher ends QEMU), picolibc's standard streams on
 semihosting) and the instruction counter (lp_icount.c, minstret under -icount), with link.ld for the board.
 The counter's and the console's interface are the Cortex-M support's headers (lp_icount.h, lp_console.h),
 so a bundle's selftest.c measures one inference the same way on either family.
+
+A bundle's self-test adds (`write_selftest_support`) the self-test ELF's Makefile `riscv/qemu-test.mk`
+(targets `riscv-elf`, `qemu-test`, and the profiling build's `riscv-profile-elf`, `qemu-profile`), its run
+script `riscv/qemu-run.sh` (the Cortex-M one's, for this board: no host capability) and the per-call report
+of the profiling build (lp_call_profile.c/.h, the Cortex-M support's). The ELF is compiled with the bundle's
+`BuildConfig` plus only COMPILE_FLAGS (the Cortex-M support's: -fstack-usage and the counting macro), which
+do not change the code; the profile's words reach these files only through `packager.make_text`.
 """
 
 from __future__ import annotations
@@ -13,11 +20,15 @@ from pathlib import Path
 from string import Template
 from typing import TYPE_CHECKING
 
-from backends.cortex_m.bundle_files.support import (DEFAULT_STACK_BYTES, WEIGHTS_SUFFIX, icount_text,
+from backends.cortex_m.bundle_files.support import (COMPILE_FLAGS, DEFAULT_STACK_BYTES, WEIGHTS_SUFFIX,
+                                                    board_run_script, bundle_sources, icount_text,
+                                                    profile_sources, profiled_model_source,
                                                     ticks_per_instruction)
 from emulator.boards import EXIT_MARKER, ICOUNT_SHIFT, RISCV_TRAP_EXIT_CODE, RiscvBoard
 from packager.c_text import c_string
 from packager.files import replace_file
+from packager.make_text import make_words
+from packager.selftest import PASS_LINE
 from packager.template_files import template_text
 
 if TYPE_CHECKING:  # packager.build_files imports the Cortex-M support: no import cycle at run time
@@ -36,6 +47,21 @@ _SHARED_HEADERS = ("lp_console.h", "lp_icount.h")
 BOARD_SOURCES = tuple(f"{SUPPORT_DIR}/{source}" for source in _SOURCES)
 """Our files every program for the board links, relative to OUT/."""
 
+BUILD_DIR = "build-riscv"
+"""Where `make -f riscv/qemu-test.mk riscv-elf` puts objects, `.su` files, selftest.map and the ELF, relative
+to OUT/."""
+
+SELFTEST_ELF = f"{BUILD_DIR}/selftest.elf"
+PROFILE_ELF = f"{BUILD_DIR}/profile.elf"
+"""The self-test ELF and the profiling build's, relative to OUT/."""
+
+QEMU_TEST_MAKEFILE = f"{SUPPORT_DIR}/qemu-test.mk"
+QEMU_RUN_SCRIPT = f"{SUPPORT_DIR}/qemu-run.sh"
+QEMU_TEST_MAKE_INCLUDE = f"include {QEMU_TEST_MAKEFILE}"
+"""The self-test ELF's Makefile and run script, relative to OUT/, and the line that includes the Makefile."""
+
+_PROFILE_FILES = ("lp_call_profile.c", "lp_call_profile.h")
+
 LINK_FLAGS: tuple[str, ...] = ("-nostartfiles", "--specs=picolibc.specs", "-Wl,--gc-sections")
 """What a program's link needs besides `-T riscv/link.ld` and the profile's -march/-mabi: picolibc without its
 start files (entry.S is ours)."""
@@ -46,6 +72,47 @@ def link_flags(config: BuildConfig) -> list[str]:
     profile's ldflags, then LINK_FLAGS, each once and none the compile flags already give (a second
     --specs=picolibc.specs is an error)."""
     return [flag for flag in dict.fromkeys((*config.ldflags, *LINK_FLAGS)) if flag not in config.compile_flags]
+
+
+def selftest_link_flags(config: BuildConfig) -> tuple[str, ...]:
+    """The self-test ELF's link flags (its objects compiled apart): the profile's ldflags, then LINK_FLAGS,
+    each once, then the linker script."""
+    return (*dict.fromkeys((*config.ldflags, *LINK_FLAGS)), "-T", f"{SUPPORT_DIR}/link.ld")
+
+
+def makefile_fragment(target: str, board: RiscvBoard, name: str, config: BuildConfig) -> str:
+    """riscv/qemu-test.mk for model `name` compiled for profile `target` as `config` says, run on `board`."""
+    return Template(template_text(_TEMPLATES, "qemu-test.mk.in")).substitute(
+        target=make_words([target]),
+        board=board.name,
+        run_script=QEMU_RUN_SCRIPT,
+        verdict_line=PASS_LINE,
+        trap_status=RISCV_TRAP_EXIT_CODE,
+        cc=make_words([config.cc]),
+        build_dir=BUILD_DIR,
+        cflags=make_words((*config.compile_flags, *COMPILE_FLAGS, "-I.", f"-I{SUPPORT_DIR}")),
+        ldflags=make_words(selftest_link_flags(config)),
+        sources=" ".join(bundle_sources(name) + list(BOARD_SOURCES)),
+        elf=SELFTEST_ELF,
+        libs=" ".join(config.libs),
+        profile_sources=" ".join(profile_sources(name, SUPPORT_DIR, BOARD_SOURCES)),
+        profile_elf=PROFILE_ELF,
+    )
+
+
+def write_selftest_support(out_dir: Path, target: str, board: RiscvBoard, name: str,
+                           config: BuildConfig) -> list[Path]:
+    """Write OUT/riscv/ for the self-test of model `name`, compiled for profile `target` as `config` says, on
+    `board`: the board's files (`write_riscv_support`), qemu-test.mk, qemu-run.sh and the per-call report's
+    files; return the files."""
+    written = write_riscv_support(out_dir, board)
+    texts = {file_name: template_text(_SHARED_TEMPLATES, file_name) for file_name in _PROFILE_FILES}
+    texts["qemu-test.mk"] = makefile_fragment(target, board, name, config)
+    texts["qemu-run.sh"] = board_run_script(target, board, QEMU_RUN_SCRIPT)
+    for file_name, text in texts.items():
+        replace_file(Path(out_dir) / SUPPORT_DIR / file_name, text)
+        written.append(Path(out_dir) / SUPPORT_DIR / file_name)
+    return written
 
 
 def write_riscv_support(out_dir: Path, board: RiscvBoard, stack_bytes: int = DEFAULT_STACK_BYTES) -> list[Path]:

@@ -1,6 +1,6 @@
-"""scripts/bench_speed.py on a RISC-V profile's manifests: their layer report's calls are not measured (no profiling
-build counts them on RISC-V yet), so the per-kind table ranks none of them instead of failing on the missing
-figures; a Cortex-M manifest's measured calls are ranked as before."""
+"""scripts/bench_speed.py on manifests whose layer report's calls are not measured (a bundle no profiling build
+counted): the per-kind table ranks none of them instead of failing on the missing figures; measured calls (a
+Cortex-M or RISC-V profile's compile) are ranked."""
 
 from __future__ import annotations
 

@@ -100,14 +100,16 @@ def test_a_hostile_selftest_input_gets_one_line_and_exit_2(tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_validate_on_the_emulated_core_of_a_cortex_m_profile(tmp_path) -> None:
-    """The samples run on QEMU's mps2-an386 as well as on the host (embedded in a driver that takes the place of
-    the self-test, in a copy of the bundle), each compared with onnxruntime."""
+@pytest.mark.parametrize(("profile", "board"), [("cortex-m4f", "mps2-an386"), ("rv32imafc", "virt")])
+def test_validate_on_the_emulated_core_of_a_device_profile(tmp_path, profile: str, board: str) -> None:
+    """The samples run on the profile's emulated board (QEMU's mps2-an386; RISC-V virt, by the same runner as
+    the self-test) as well as on the host (embedded in a driver that takes the place of the self-test, in a
+    copy of the bundle), each compared with onnxruntime."""
     samples = _samples(tmp_path / "samples.npz", count=5, labels=np.arange(5))
-    proc = run_cli("--example", "--target", "cortex-m4f", "-o", str(tmp_path / "out"), "--validate", str(samples))
+    proc = run_cli("--example", "--target", profile, "-o", str(tmp_path / "out"), "--validate", str(samples))
     assert proc.returncode == 0, proc.stderr
     (line,) = [line for line in proc.stdout.splitlines()
-               if "output 0 on mps2-an386 (emulated cortex-m4f, the first 5 samples) against onnxruntime" in line]
+               if f"output 0 on {board} (emulated {profile}, the first 5 samples) against onnxruntime" in line]
     error = float(re.search(r"max abs error ([0-9.e+-]+)", line).group(1))
     assert error < 1e-5 and "top-1 agreement 100.0%" in line, line
     assert "print_bytes" not in (tmp_path / "out" / "selftest.c").read_text()  # the driver only in the copy

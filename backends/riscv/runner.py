@@ -1,0 +1,86 @@
+"""The RISC-V runner (`backends.backend.EmulatedRunner`): a profile's self-test on QEMU's RISC-V `virt` machine.
+
+Its files are OUT/riscv/ (`bundle_files.support`: startup code, linker script, the instruction counter, the
+self-test ELF's Makefile riscv/qemu-test.mk and run script, the profiling build's run function); the
+`emulator` package runs and measures the ELF (`emulator.selftest.measure_selftest` with the RISC-V binutils,
+`emulator.profile` for the profiling build), in the same sandbox as the Arm boards' (`emulator.qemu`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from backends.backend import EmulatedRun
+from backends.riscv.bundle_files import support
+from emulator.boards import RiscvBoard
+from emulator.profile import run_call_profile
+from emulator.qemu import run_qemu
+from emulator.selftest import cross_make_command, make_cross, measure_selftest
+from emulator.stack import RISCV_CODE
+
+if TYPE_CHECKING:
+    from packager.build_files import BuildConfig
+
+ELF_GOAL = "riscv-elf"
+PROFILE_GOAL = "riscv-profile-elf"
+"""The goals of riscv/qemu-test.mk that build the self-test ELF and the profiling build's."""
+
+
+@dataclass(frozen=True)
+class RiscvRunner:
+    """Runs the self-test of code compiled for profile `name` on `board`."""
+
+    name: str
+    board: RiscvBoard
+    manifest_key: str = "riscv"
+    build_dir: str = support.BUILD_DIR
+
+    @property
+    def board_name(self) -> str:
+        return self.board.name
+
+    def support_files(self, out_dir: Path, model: str, config: BuildConfig) -> list[Path]:
+        return support.write_selftest_support(out_dir, self.name, self.board, model, config)
+
+    def build_rule_files(self, model: str, config: BuildConfig) -> dict[str, str]:
+        return {support.QEMU_TEST_MAKEFILE: support.makefile_fragment(self.name, self.board, model, config)}
+
+    def early_object(self, stem: str) -> Optional[tuple[str, list[str]]]:
+        goal = f"{support.BUILD_DIR}/{stem}.o"
+        return goal, cross_make_command(goal, makefile=support.QEMU_TEST_MAKEFILE)
+
+    def makefile_lines(self) -> list[str]:
+        return [f"# The self-test on the emulated {self.name} (QEMU's RISC-V {self.board.name}): `make qemu-test`.",
+                support.QEMU_TEST_MAKE_INCLUDE, "check: qemu-test", ""]
+
+    def cmake_lines(self) -> list[str]:
+        return [f"  # The self-test on the emulated {self.name}: the `qemu-test` target runs {support.QEMU_TEST_MAKEFILE}",
+                "  # (the profile's compiler, QEMU's RISC-V machine) in the bundle's folder.",
+                "  add_custom_target(qemu-test COMMAND make -f " + support.QEMU_TEST_MAKEFILE + " qemu-test",
+                "                    WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} USES_TERMINAL VERBATIM)"]
+
+    def toolchain_file(self) -> Optional[str]:
+        return None
+
+    def profiled_model_source(self, model: str) -> Optional[str]:
+        return support.profiled_model_source(model, support.SUPPORT_DIR)
+
+    def build(self, out_dir: Path, jobs: int = 1) -> Path:
+        make_cross(out_dir, ELF_GOAL, jobs, support.QEMU_TEST_MAKEFILE)
+        return Path(out_dir) / support.SELFTEST_ELF
+
+    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
+        run = measure_selftest(self.build(out_dir), model, self.name, self.board, timeout_s,
+                               arena_symbol=f"{model}_arena", code=RISCV_CODE)
+        return EmulatedRun(run.result.exit_status, run.result.ending(), run.result.stdout, self.board_name,
+                           run.result.instructions, run.manifest_entry())
+
+    def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
+        result = run_qemu(elf, self.board, timeout_s)
+        return EmulatedRun(result.exit_status, result.ending(), result.stdout, self.board_name, result.instructions)
+
+    def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
+        return run_call_profile(out_dir, self.board, makefile=support.QEMU_TEST_MAKEFILE, goal=PROFILE_GOAL,
+                                elf=support.PROFILE_ELF).instructions

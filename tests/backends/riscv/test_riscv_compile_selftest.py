@@ -1,0 +1,131 @@
+"""The compile's own self-test of a RISC-V profile runs on QEMU's RISC-V virt machine (backends.riscv.runner),
+as a Cortex-M profile's runs on its MPS2 board: the verdict is the board's, the manifest records the board,
+the instructions per inference, the bytes by kind and the run call's stack under the key "riscv" (none under
+"cortex_m"), the RAM check counts the measured stack, and report.md has each call's instructions from the
+profiling build. Issue 30.
+
+Needs riscv64-unknown-elf-gcc with picolibc and qemu-system-riscv32 (scripts/install_deps.sh installs them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import profile_build_config, writable_copy
+from emulator.tools import RISCV_TOOLS
+from packager.c_text import c_string
+from required_tools import require_tools
+from test_riscv_qemu import SEMIHOSTING_SYSTEM
+from test_selftest_can_fail import copy_bundle
+
+require_tools(RISCV_TOOLS)
+
+PROFILES = ["rv32imc", "rv32imafc"]
+MODELS = ["tflm/hello_world_int8.tflite", "tflm/hello_world_float.tflite"]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: Path(m).stem)
+def test_the_compile_self_tests_a_riscv_profile_on_virt_and_records_its_measurements(compiled, profile: str,
+                                                                                     model: str) -> None:
+    bundle = compiled(model, profile)
+    assert bundle.selftest.passed and bundle.selftest.where == "virt", bundle.selftest.output
+    manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
+    facts = manifest["riscv"]
+    assert "cortex_m" not in manifest
+    assert manifest["selftest"]["where"] == "virt" and facts["target"] == profile and facts["board"] == "virt"
+    assert facts["selftest_exit_code"] == 0
+    assert facts["instructions_per_inference"] == bundle.selftest.instructions > 0
+    assert facts["arena_bytes"] == bundle.arena_bytes
+    assert facts["weights_bytes"] >= bundle.weight_bytes > 0
+    assert facts["code_bytes"] > facts["bundle_code_bytes"] > 0
+    assert facts["flash_bytes"] == facts["code_bytes"] + facts["weights_bytes"] + facts["data_bytes"]
+    assert facts["stack_peak_chain"][0] == f"{bundle.plan.model}_run" and facts["stack_peak_bytes"] > 0
+    # The RAM check counts the stack the board's build measured, not the profile's bound.
+    assert manifest["headroom"]["stack_source"] == "measured"
+    assert manifest["headroom"]["stack_bytes"] == facts["stack_peak_bytes"] == bundle.ram.stack_bytes
+    # Each call's instructions, from the profiling build of the run function.
+    calls = manifest["layer_report"]["calls"]
+    assert calls and all(call["instructions"] > 0 for call in calls)
+    assert sum(call["instructions"] for call in calls) < facts["instructions_per_inference"]
+    report = (bundle.out_dir / "report.md").read_text()
+    assert "riscv/*_model_profiled.c" in report and "cortex_m" not in report
+    assert not (bundle.out_dir / "build-riscv").exists()  # the cross build's intermediates are not shipped
+
+
+def test_the_bundle_runs_its_own_selftest_on_virt_with_make(compiled, tmp_path: Path) -> None:
+    """`make qemu-test` (riscv/qemu-test.mk, riscv/qemu-run.sh) in the shipped folder: the profile's compiler,
+    the board, the sandbox; `make check` is that test."""
+    bundle = writable_copy(compiled("tflm/hello_world_int8.tflite", "rv32imc"), tmp_path)
+    run = subprocess.run(["make", "-s", "check"], cwd=bundle.out_dir, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "selftest: PASS" in run.stdout and run.stdout.rstrip().endswith("lp: exit 0")
+    assert "instructions per inference (QEMU -icount, not cycles)" in run.stdout
+
+
+def hostile_riscv_selftest(selftest_c: str, touched: Path) -> str:
+    """`selftest_c` whose main first asks RISC-V semihosting (SYS_SYSTEM) to run `touch TOUCHED`; the rest of the
+    self-test (its comparisons, its PASS) is left as it was."""
+    asks = SEMIHOSTING_SYSTEM.replace("COMMAND", c_string(f"touch {touched}"))
+    assert selftest_c.count("int main(void)\n{\n") == 1
+    return selftest_c.replace("int main(void)\n{\n", "int main(void)\n{\n" + asks + "\n")
+
+
+def test_a_guest_that_calls_semihosting_reaches_nothing_and_fails_on_the_board(tmp_path: Path) -> None:
+    """The packager's emulated self-test of a RISC-V profile (the runner, emulator.qemu's sandboxed command) and
+    the shipped `make qemu-test` (riscv/qemu-run.sh) give the guest no host: its semihosting call is a
+    breakpoint trap, reported as the board's failure."""
+    from packager import write_bundle
+    from packager.build import build_bundle, selftest_bundle
+
+    touched = tmp_path / "system-ran"
+    out = tmp_path / "out"
+    bundle = replace(copy_bundle([("float32", [1.0, 2.0], [1.0, 2.0])]), config=profile_build_config("rv32imc"))
+    write_bundle(out, bundle)
+    (out / "selftest.c").write_text(hostile_riscv_selftest((out / "selftest.c").read_text(), touched))
+    build_bundle(out, bundle.config)
+    result, measured = selftest_bundle(out, bundle)
+    assert not touched.exists()
+    assert not result.passed and result.where == "virt" and measured["board"] == "virt"
+    assert result.problem == "ended with a trap before its verdict", result.output
+    assert "lp: trap mcause=3 " in result.output  # the semihosting sequence's ebreak, with no debugger
+    script = (out / "riscv" / "qemu-run.sh").read_text()
+    assert "-nic none" in script and "-sandbox" in script and "-nodefaults" in script
+    assert not re.search(r"-semihosting", script + (out / "riscv" / "qemu-test.mk").read_text())
+    run = subprocess.run(["make", "-s", "qemu-test"], cwd=out, capture_output=True, text=True, timeout=300)
+    assert not touched.exists()
+    assert run.returncode != 0 and "lp: trap mcause=3 " in run.stdout, run.stdout + run.stderr
+
+
+def test_the_stack_reading_of_riscv_code_agrees_with_gcc_on_every_compiled_function(compiled, tmp_path: Path) -> None:
+    """emulator.stack's RISC-V reading (RISCV_CODE: `addi sp,sp,-N`, which objdump may print as `add`) gives
+    each function GCC's -fstack-usage frame where GCC gave one, so the frames it estimates for libgcc's
+    soft-float helpers (rv32imc has no FPU) are read the same way, and the peak's chain reaches them."""
+    from emulator.stack import RISCV_CODE, disassemble, read_stack_frames
+
+    bundle = writable_copy(compiled("tflm/hello_world_float.tflite", "rv32imc"), tmp_path)
+    elf = profile_build_config("rv32imc").emulated.build(bundle.out_dir)
+    functions = disassemble(elf, RISCV_CODE)
+    frames = read_stack_frames(sorted(elf.parent.rglob("*.su")))
+    compared = {name: (frame.bytes, functions[name].frame.bytes) for name, frame in frames.items() if name in functions}
+    assert len(compared) > 10 and all(gcc == ours for gcc, ours in compared.values()), compared
+    assert functions["__mulsf3"].frame.bytes > 0 and not functions["__mulsf3"].frame.dynamic
+    facts = json.loads((bundle.out_dir / "manifest.json").read_text())["riscv"]
+    assert set(facts["stack_estimated_functions"]) & {"__mulsf3", "__addsf3"}
+
+
+@pytest.mark.parametrize(("mnemonic", "operands", "pushed"), [
+    ("addi", "sp,sp,-48", 48), ("add", "sp,sp,-32", 32), ("c.addi16sp", "sp,-64", 64), ("addi", "sp,sp,32", 0),
+    ("add", "sp,sp,a5", None), ("sub", "sp,sp,a5", None), ("add", "sp,a5,sp", None), ("sw", "ra,28(sp)", 0),
+    ("mv", "s0,sp", 0), ("addi", "s0,sp,48", 0),
+])
+def test_riscv_frame_instructions_are_read(mnemonic: str, operands: str, pushed: int | None) -> None:
+    from emulator.stack import riscv_pushed_bytes
+
+    assert riscv_pushed_bytes(mnemonic, operands) == pushed
