@@ -148,8 +148,10 @@ class ScheduleKernels:
         scheduled = {}
         for gvar, func in mod.functions.items():
             if isinstance(func, tirx.PrimFunc):
-                func = inline_intermediates(taps_row_first(func), schedules.output_channel_tile,
-                                            schedules.mac, schedules.float_channel_tiles)
+                # A quantized ONNX model's float convolutions sum as MLAS's im2col: (channel, row, column).
+                ordered = func if onnxruntime_products else taps_row_first(func)
+                func = inline_intermediates(ordered, schedules.output_channel_tile, schedules.mac,
+                                            schedules.float_channel_tiles)
                 scheduled[gvar] = func.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, True) if onnxruntime_products else func
             else:
                 scheduled[gvar] = func

@@ -11,9 +11,11 @@ which the rest of the network carries on (torchvision MNASNet 0.5's QDQ export: 
 
 The rewrite: in each kernel marked with FUSED_FLOAT_PRODUCTS_ATTR, every float32 store
 ``b[i] = b[i] + x * y`` becomes ``b[i] = fma(x, y, b[i])`` (`tvm_ext.kernels.fused_multiply_add`: exact on
-every core, one instruction where the core has it). The order of the additions is the schedule's, which is
-MLAS's for a 1x1 convolution, a depthwise one and a Gemm or MatMul of at most 256 products per output
-(MLAS sums longer ones in blocks of 256) but not for a KxK convolution of more than 16 input channels
+every core, one instruction where the core has it). The order of the additions is the schedule's: for these
+kernels a convolution's taps by (input channel, kernel row, kernel column), im2col's order, as MLAS's SGEMM
+reads them (tvm_ext.lower.ScheduleKernels). MLAS splits a long sum into blocks (a Conv's SGEMM in blocks of
+128 taps or more, as many as its output pixels allow; a MatMul with constant weights in blocks of 256), sums
+each block from zero and adds the blocks: such an output can still round apart from onnxruntime's
 (README, "ONNX models quantized by onnxruntime").
 """
 
