@@ -47,6 +47,9 @@ CONSTANT_RANGES_ATTR = "tvm_ext.constant_ranges"
 MACS_ATTR = "tvm_ext.macs"  # multiply-accumulates of one call, counted before scheduling (tvm_ext.plan.macs)
 LOWERED_FOR_ATTR = "tvm_ext.lowered_for"  # on a module tvm_ext.lower.pipeline lowered: its profile's name
 LAYOUT_CHOICES_ATTR = "tvm_ext.layout_choices"  # on such a module: the layout chosen per subgraph (tvm_ext.lower)
+# On a kernel of a quantized ONNX model (tvm_ext.lower.ScheduleKernels): its float multiply-accumulates round once
+# per step, as onnxruntime's MLAS kernels (tvm_ext.codegen.fused_float_products):
+FUSED_FLOAT_PRODUCTS_ATTR = "tvm_ext.fused_float_products"
 # The operands a kernel rewrites in place as the model's state besides computing its own output (int8 LSTM;
 # read with `rewritten_operands`):
 STATE_OPERANDS_ATTR = "tvm_ext.state_operands"

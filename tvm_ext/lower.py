@@ -22,7 +22,14 @@ from backends.schedules import kernel_schedules_of
 from target.profile import Profile
 from target.resolve import TargetSpec, resolve_profile
 from tvm_ext.frontend import with_generated_var_names
-from tvm_ext.layers import LAYOUT_CHOICES_ATTR, LOWERED_FOR_ATTR, ORIGINAL_VAR_NAMES_ATTR, keeping_layers
+from tvm_ext.layers import (
+    FUSED_FLOAT_PRODUCTS_ATTR,
+    LAYOUT_CHOICES_ATTR,
+    LOWERED_FOR_ATTR,
+    ONNX_QUANTIZATION_ATTR,
+    ORIGINAL_VAR_NAMES_ATTR,
+    keeping_layers,
+)
 from tvm_ext.plan.macs import with_mac_counts
 from tvm_ext.schedule.conv_tap_order import taps_row_first
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
@@ -129,18 +136,23 @@ class CountMacs:
 class ScheduleKernels:
     """Every PrimFunc with its NCHW convolutions' taps in NHWC's order (tvm_ext.schedule.conv_tap_order), its
     intermediates inlined and its accumulators tiled for `profile`'s core by its backend's schedules (see
-    tvm_ext.schedule.kernel_schedule, backends.schedules); the module marked as lowered for `profile`."""
+    tvm_ext.schedule.kernel_schedule, backends.schedules), and, in a quantized ONNX model, marked to round its
+    float multiply-accumulates once (FUSED_FLOAT_PRODUCTS_ATTR); the module marked as lowered for `profile`."""
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         schedules = kernel_schedules_of(self.profile)
+        onnxruntime_products = ONNX_QUANTIZATION_ATTR in (mod["main"].attrs or {})
         scheduled = {}
         for gvar, func in mod.functions.items():
             if isinstance(func, tirx.PrimFunc):
-                scheduled[gvar] = inline_intermediates(taps_row_first(func), schedules.output_channel_tile,
-                                                       schedules.mac, schedules.float_channel_tiles)
+                # A quantized ONNX model's float convolutions sum as MLAS's im2col: (channel, row, column).
+                ordered = func if onnxruntime_products else taps_row_first(func)
+                func = inline_intermediates(ordered, schedules.output_channel_tile, schedules.mac,
+                                            schedules.float_channel_tiles)
+                scheduled[gvar] = func.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, True) if onnxruntime_products else func
             else:
                 scheduled[gvar] = func
         return tvm.IRModule(scheduled, attrs=mod.attrs).with_attr(LOWERED_FOR_ATTR, self.profile.name)

@@ -29,6 +29,7 @@ from tvm_ext.tir.helper_calls import calls_to_helpers
 from tvm_ext.codegen.index_checks import UncheckedIndexError, check_guarded_indices, returns_status, unchecked_accesses
 from tvm_ext.kernels.fixed_point import INT32_MIN, calls_to_c_helpers
 from tvm_ext.kernels.signal import calls_to_signal_helpers
+from tvm_ext.codegen.fused_float_products import fused_float_products
 from tvm_ext.codegen.padding_test_hoist import hoist_padding_tests
 from tvm_ext.codegen.libm_lowering import register_libm_lowerings
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR, rewritten_operands
@@ -161,6 +162,7 @@ def _lowering_passes() -> tvm.transform.Pass:
             tirx.transform.StorageRewrite(),
             tirx.transform.UnrollLoop(),  # the loops the schedule marked unrolled (register tiles)
             hoist_padding_tests,  # float convolutions: the border's bounds test out of the MAC loop
+            fused_float_products,  # a quantized ONNX model's float MACs rounded once, as onnxruntime's
             plain_c_signature,
             tirx.transform.StmtSimplify(),  # also folds the zero offsets plain_c_signature binds
             drop_unread_constant_binds,

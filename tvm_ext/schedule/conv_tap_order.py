@@ -7,7 +7,8 @@ units in the last place away from the same model kept in NCHW; with it every lay
 same bits. It is also faster on cortex-m4f (a conv net of tests/tvm_ext/transform/test_layout_per_subgraph.py: 594,568 ->
 481,757 instructions per inference): the channel loop, innermost, walks one input plane's stride with the
 kernel position's offsets fixed. The output tiles of tvm_ext.schedule.float_schedule (the loops outside the
-reduction) are unchanged.
+reduction) are unchanged. Not in a quantized ONNX model (tvm_ext.lower.ScheduleKernels): its layout is the
+model's, and its float convolutions sum as onnxruntime's MLAS does, by channel first (fused_float_products).
 """
 
 from __future__ import annotations

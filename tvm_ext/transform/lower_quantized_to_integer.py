@@ -160,7 +160,8 @@ class _MainRewriter:
                         self._lower_binding(binding)
                 output = self.bb.emit_output(self._output(self.func.body.body))
             self.bb.emit_func_output(output)
-        attrs = {"num_input": self.func.attrs["num_input"]} if "num_input" in self.func.attrs else {}
+        # Kept: the number of inputs, and that the model is ONNX's (its float kernels then round as onnxruntime's).
+        attrs = {key: self.func.attrs[key] for key in ("num_input", ONNX_QUANTIZATION_ATTR) if key in self.func.attrs}
         if self.fallback_layers:
             attrs[FALLBACK_ATTR] = self.fallback_layers
         new_mod = self.bb.get()

@@ -67,21 +67,11 @@ def _normal_inputs(name: str) -> Callable[[np.random.Generator], dict[str, np.nd
 # Every model by TorchScript's exporter; by torch.export's those whose ONNX form it changes most (torch.chunk as a
 # Split, residual adds and ReLU6 as other nodes), to keep the suite's time: each case is a whole compile.
 QUANTIZED_CASES = [(model, "torchscript") for model in MODELS] + [(model, "dynamo") for model in FLOAT_FITS]
-KNOWN_WRONG = {("mnasnet0_5", "torchscript"): (
-    "open (issue 28): on some inputs 7 of its 10 float outputs differ from onnxruntime by 5.45e-9, more than "
-    "float32 rounding of their magnitude; not yet explained")}
-"""Cases that compute a wrong answer today, expected to fail until fixed (strict: a fix makes them fail)."""
-
-
-def _case(model: str, exporter: str):
-    reason = KNOWN_WRONG.get((model, exporter))
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(model, exporter, marks=marks, id=f"{model}-{exporter}")
 FLOAT_CASES = [(model, exporter) for model in FLOAT_FITS for exporter in EXPORTERS]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("model", "exporter"), [_case(m, e) for m, e in QUANTIZED_CASES])
+@pytest.mark.parametrize(("model", "exporter"), QUANTIZED_CASES, ids=[f"{m}-{e}" for m, e in QUANTIZED_CASES])
 def test_torchvision_model_quantized_by_onnxruntime_equals_onnxruntime(tmp_path, model, exporter):
     path = tmp_path / f"{model}.onnx"
     _export(model, exporter, path)
