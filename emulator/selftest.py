@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.backend import EmulatedBuildError
+from backends.backend import EmulatedBuildError, EmulatedRun
 from emulator.boards import Board, CortexMTarget, RiscvBoard
 from emulator.qemu import QemuResult, run_qemu
 from emulator.sizes import read_sizes
@@ -46,6 +46,17 @@ class BoardSelfTest:
             "instructions_note": INSTRUCTIONS_NOTE,
             **self.sizes,
         }
+
+    def emulated_run(self) -> EmulatedRun:
+        """The run as the packager judges and records it (its measurements: `manifest_entry`)."""
+        return emulated_run(self.result, self.board, self.manifest_entry())
+
+
+def emulated_run(result: QemuResult, board: str, measurements: dict[str, object] | None = None) -> EmulatedRun:
+    """QEMU's `result` of a program on the board named `board` as a runner's `EmulatedRun`, with `measurements`
+    (None: a program run without measuring it)."""
+    return EmulatedRun(result.exit_status, result.ending(), result.stdout, board, result.instructions,
+                       measurements or {})
 
 
 def cross_make_command(goal: str, jobs: int = 1, makefile: str = QEMU_TEST_MAKEFILE) -> list[str]:
