@@ -21,10 +21,6 @@ from backends.cortex_m.bundle_files.support import QEMU_TEST_MAKEFILE, SELFTEST_
 INSTRUCTIONS_NOTE = "instructions executed under QEMU -icount, not cycles of a real core"
 
 
-class CortexMBuildError(EmulatedBuildError):
-    """The cross build of the self-test failed; the message ends with the compiler's last lines."""
-
-
 @dataclass(frozen=True)
 class BoardSelfTest:
     """One run of a bundle's self-test compiled for profile `target` on the emulated board named `board`, with
@@ -67,12 +63,12 @@ def cross_make_command(goal: str, jobs: int = 1, makefile: str = QEMU_TEST_MAKEF
 
 def make_cross(out_dir: Path, goal: str, jobs: int = 1, makefile: str = QEMU_TEST_MAKEFILE) -> None:
     """`make <goal>` of OUT/`makefile` (cortex_m/qemu-test.mk unless given), `jobs` compilers at once;
-    CortexMBuildError with the compiler's last lines."""
+    EmulatedBuildError with the compiler's last lines."""
     build = subprocess.run(cross_make_command(goal, jobs, makefile), cwd=out_dir, capture_output=True, text=True,
                            check=False)
     if build.returncode != 0:
         tail = "\n".join(build.stderr.strip().splitlines()[-20:])
-        raise CortexMBuildError(f"cross build ({goal}) of {out_dir} failed:\n{tail}")
+        raise EmulatedBuildError(f"cross build ({goal}) of {out_dir} failed:\n{tail}")
 
 
 def build_selftest_elf(out_dir: Path, jobs: int = 1) -> Path:

@@ -67,7 +67,7 @@ class CortexMRunner:
         return support.profiled_model_source(model)
 
     def build(self, out_dir: Path, jobs: int = 1) -> Path:
-        return build_selftest_elf(out_dir, jobs)  # CortexMBuildError is an EmulatedBuildError
+        return build_selftest_elf(out_dir, jobs)
 
     def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
         return run_selftest(out_dir, model, self.target, timeout_s, arena_symbol=f"{model}_arena").emulated_run()
