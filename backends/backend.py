@@ -134,7 +134,7 @@ class Backend:
     helper_library: Optional[HelperLibrary]
     emulated_runner: Callable[[Profile], Optional[EmulatedRunner]]
     kind_targets: Callable[[Profile], Optional[Mapping[KernelKind, float]]]
-    helpers_of: Optional[Callable[[Profile], Optional[HelperLibrary]]] = None
+    helpers_of: Optional[Callable[[Profile], HelperLibrary]] = None
 
     def bundle_helper_libraries(self, profile: Profile, called: tuple[HelperLibrary, ...]
                                 ) -> tuple[HelperLibrary, ...]:
@@ -143,8 +143,7 @@ class Backend:
         if self.helpers_of is None:
             return called
         own = self.helpers_of(profile)
-        return tuple(own if library == self.helper_library and own is not None else library for library in called)
-
+        return tuple(own if library == self.helper_library else library for library in called)
 
 
 def no_kind_targets(profile: Profile) -> None:

@@ -27,7 +27,7 @@ _CALL = re.compile(r"^profile: call (\d+) (\d+)$", re.MULTILINE)
 
 class CallProfileError(RuntimeError):
     """The profiling build did not pass its self-test, or printed no count for some call (a failed build is
-    emulator.selftest's CortexMBuildError)."""
+    emulator.selftest's EmulatedBuildError)."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.backend import EmulatedBuildError
+from backends.backend import EmulatedBuildError, EmulatedRun
 from emulator.boards import Board, CortexMTarget, RiscvBoard
 from emulator.qemu import QemuResult, run_qemu
 from emulator.sizes import read_sizes
@@ -19,10 +19,6 @@ from emulator.stack import ARM_CODE, CodeReading
 from backends.cortex_m.bundle_files.support import QEMU_TEST_MAKEFILE, SELFTEST_ELF, model_code_stems
 
 INSTRUCTIONS_NOTE = "instructions executed under QEMU -icount, not cycles of a real core"
-
-
-class CortexMBuildError(EmulatedBuildError):
-    """The cross build of the self-test failed; the message ends with the compiler's last lines."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +43,17 @@ class BoardSelfTest:
             **self.sizes,
         }
 
+    def emulated_run(self) -> EmulatedRun:
+        """The run as the packager judges and records it (its measurements: `manifest_entry`)."""
+        return emulated_run(self.result, self.board, self.manifest_entry())
+
+
+def emulated_run(result: QemuResult, board: str, measurements: dict[str, object] | None = None) -> EmulatedRun:
+    """QEMU's `result` of a program on the board named `board` as a runner's `EmulatedRun`, with `measurements`
+    (None: a program run without measuring it)."""
+    return EmulatedRun(result.exit_status, result.ending(), result.stdout, board, result.instructions,
+                       measurements or {})
+
 
 def cross_make_command(goal: str, jobs: int = 1, makefile: str = QEMU_TEST_MAKEFILE) -> list[str]:
     """The command line of `make <goal>` of the ELF's `makefile` (relative to OUT/: cortex_m/qemu-test.mk unless
@@ -56,12 +63,12 @@ def cross_make_command(goal: str, jobs: int = 1, makefile: str = QEMU_TEST_MAKEF
 
 def make_cross(out_dir: Path, goal: str, jobs: int = 1, makefile: str = QEMU_TEST_MAKEFILE) -> None:
     """`make <goal>` of OUT/`makefile` (cortex_m/qemu-test.mk unless given), `jobs` compilers at once;
-    CortexMBuildError with the compiler's last lines."""
+    EmulatedBuildError with the compiler's last lines."""
     build = subprocess.run(cross_make_command(goal, jobs, makefile), cwd=out_dir, capture_output=True, text=True,
                            check=False)
     if build.returncode != 0:
         tail = "\n".join(build.stderr.strip().splitlines()[-20:])
-        raise CortexMBuildError(f"cross build ({goal}) of {out_dir} failed:\n{tail}")
+        raise EmulatedBuildError(f"cross build ({goal}) of {out_dir} failed:\n{tail}")
 
 
 def build_selftest_elf(out_dir: Path, jobs: int = 1) -> Path:

@@ -60,7 +60,7 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     (self-test harness, not the bundle) is not included.
     """
     by_kind = {"code": 0, "weights": 0, "data": 0, "bss": 0}
-    for section, size in section_sizes(elf, code.tool("size")).items():
+    for section, size in section_sizes(elf, code).items():
         kind = section_kind(section, elf)
         if kind is not None:
             by_kind[kind] += size
@@ -68,7 +68,7 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     sizes["flash_bytes"] = by_kind["code"] + by_kind["weights"] + by_kind["data"]
     sizes["static_ram_bytes"] = by_kind["data"] + by_kind["bss"]
     if arena_symbol is not None:
-        sizes["arena_bytes"] = arena_size(elf, arena_symbol, code.tool("nm"))
+        sizes["arena_bytes"] = arena_size(elf, arena_symbol, code)
         sizes["other_static_ram_bytes"] = by_kind["data"] + by_kind["bss"] - sizes["arena_bytes"]
     stems = tuple(bundle_sources)
     if stems:
@@ -82,11 +82,10 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     return sizes
 
 
-def section_sizes(elf: Path, size_tool: str = "arm-none-eabi-size") -> dict[str, int]:
-    """Every section of `elf` (an ELF or object file) and its bytes, from `<size_tool> -A -d` (the RISC-V
-    backend passes riscv64-unknown-elf-size)."""
+def section_sizes(elf: Path, code: CodeReading) -> dict[str, int]:
+    """Every section of `elf` (an ELF or object file) and its bytes, from `code`'s `size -A -d`."""
     sizes = {}
-    for line in tool_output(size_tool, "-A", "-d", str(elf)).splitlines():
+    for line in tool_output(code.tool("size"), "-A", "-d", str(elf)).splitlines():
         fields = line.split()
         if len(fields) == 3 and fields[0].startswith(".") and fields[1].isdigit():
             sizes[fields[0]] = int(fields[1])
@@ -103,21 +102,21 @@ def section_kind(section: str, elf: Path) -> str | None:
         raise ValueError(f"{elf}: section {section} is not one our linker script defines") from None
 
 
-def symbol_size(elf: Path, symbol: str, nm_tool: str = "arm-none-eabi-nm") -> int:
-    """Bytes of `symbol` in `elf` (from `<nm_tool> -S`); ValueError if absent."""
-    for line in tool_output(nm_tool, "-S", str(elf)).splitlines():
+def symbol_size(elf: Path, symbol: str, code: CodeReading) -> int:
+    """Bytes of `symbol` in `elf` (from `code`'s `nm -S`); ValueError if absent."""
+    for line in tool_output(code.tool("nm"), "-S", str(elf)).splitlines():
         fields = line.split()
         if len(fields) == 4 and fields[3] == symbol:
             return int(fields[1], 16)
     raise ValueError(f"{elf}: no sized symbol {symbol}")
 
 
-def arena_size(elf: Path, symbol: str, nm_tool: str = "arm-none-eabi-nm") -> int:
+def arena_size(elf: Path, symbol: str, code: CodeReading) -> int:
     """Bytes of the static arena `symbol` in `elf`: 0 when the ELF has no such symbol. The compiler drops
     the arena of a model that needs none (its placeholder array, which no instruction reads), while an
     arena the kernels use is always linked."""
     try:
-        return symbol_size(elf, symbol, nm_tool)
+        return symbol_size(elf, symbol, code)
     except ValueError:
         return 0
 

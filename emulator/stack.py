@@ -81,10 +81,8 @@ def read_stack_frames(su_files: Iterable[Path]) -> dict[str, StackFrame]:
     return frames
 
 
-def disassemble(elf: Path, code: CodeReading | None = None) -> dict[str, DisassembledFunction]:
-    """Every function of `elf` with its direct callees and frame estimate, from `code`'s objdump -d (Arm's
-    unless given)."""
-    code = code or ARM_CODE
+def disassemble(elf: Path, code: CodeReading) -> dict[str, DisassembledFunction]:
+    """Every function of `elf` with its direct callees and frame estimate, from `code`'s objdump -d."""
     bodies: dict[str, list[tuple[str, str]]] = {}
     body: list[tuple[str, str]] = []
     for line in tool_output(code.tool("objdump"), "-d", "--no-show-raw-insn", str(elf)).splitlines():

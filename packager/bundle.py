@@ -68,7 +68,7 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     profiled = runner.profiled_model_source(m) if runner is not None else None
     if profiled is not None:
         files[profiled] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
-                                                        arena, bundle.alignment, profile_calls=True)
+                                        arena, bundle.alignment, profile_calls=True)
     for name, text in files.items():
         if name.endswith((".c", ".h")):
             check_c_text(name, text)  # raises UnsafeCError (an internal error) before anything is written

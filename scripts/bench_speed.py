@@ -123,25 +123,32 @@ class Layer:
     call: dict  # the manifest's layer_report call (its "kind" entry measured)
 
 
-def compiled(model: Path, target: str, scratch: Path) -> dict | str:
-    """The manifest of `model` compiled for `target`, or the one-line reason it was refused. Its entry
-    `measured` is the compile's measurements of the self-test on the profile's emulated board (the manifest's
-    entry under the runner's key: "cortex_m" or "riscv"). SystemExit for a profile no emulated board runs."""
+def measurements_key(target: str) -> str:
+    """The manifest key under which a compile for `target` records its self-test's measurements on the profile's
+    emulated board (its runner's: "cortex_m" or "riscv"). SystemExit for a profile no emulated board runs."""
     import target as profiles
     from backends import backend_of
-    from tvm_ext.compile import CompileError, compile
 
     profile = profiles.resolve_profile(target)
     runner = backend_of(profile).emulated_runner(profile)
     if runner is None:
         raise SystemExit(f"{target}: no emulated board counts this profile's instructions (a Cortex-M or RISC-V "
                          "profile has one)")
+    return runner.manifest_key
+
+
+def compiled(model: Path, target: str, scratch: Path, measured: str) -> dict | str:
+    """The manifest of `model` compiled for `target`, or the one-line reason it was refused. Its entry
+    `measured` is the compile's measurements of the self-test on the profile's emulated board (the manifest's
+    entry under the key `measured`, `measurements_key`)."""
+    from tvm_ext.compile import CompileError, compile
+
     try:
         bundle = compile(model, target, scratch / model.stem, force=True)
     except CompileError as err:
         return str(err)
     manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
-    return {**manifest, "measured": manifest[runner.manifest_key]}
+    return {**manifest, "measured": manifest[measured]}
 
 
 def layers_of(model: str, manifest: dict) -> list[Layer]:
@@ -244,6 +251,7 @@ def main() -> int:
     parser.add_argument("--zoo-figures", type=Path, default=ZOO_FIGURES)
     args = parser.parse_args()
     models = [m for m in sorted(args.models.rglob("*.tflite")) if not args.only or m.stem in args.only]
+    measured = measurements_key(args.target)
     source, peers, peer_code_bytes = PEERS.get(args.target, ("nowhere: no peer measured on this profile", {}, {}))
     if args.target == "cortex-m4f":  # the zoo note measured the peers on the Cortex-M4F board
         peers, source = {**peers, **zoo_peers(args.zoo_figures)}, f"{source} and {args.zoo_figures.name}"
@@ -255,7 +263,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         for model in models:
-            manifest = compiled(model, args.target, scratch)
+            manifest = compiled(model, args.target, scratch, measured)
             model_row, model_hot = row(model, manifest, peers, peer_code_bytes)
             print(model_row, flush=True)
             hot += model_hot
@@ -265,7 +273,7 @@ def main() -> int:
 
             for name, data in sweep_models(full=args.sweep == "full"):
                 (scratch / f"{name}.tflite").write_bytes(data)
-                manifest = compiled(scratch / f"{name}.tflite", args.target, scratch)
+                manifest = compiled(scratch / f"{name}.tflite", args.target, scratch, measured)
                 if isinstance(manifest, str):
                     print(f"sweep model {name}: {manifest}", flush=True)
                 else:

@@ -25,6 +25,7 @@ DSP_TARGETS: Mapping[KernelKind, float] = {
 }
 """Instructions per unit of each kind on a core with the DSP extension (see the module docstring)."""
 
+
 def kind_targets(profile: Profile) -> Optional[Mapping[KernelKind, float]]:
     """The targets of `profile`'s core: DSP_TARGETS where it has the DSP extension, else None."""
     return DSP_TARGETS if has_dsp_extension(profile) else None

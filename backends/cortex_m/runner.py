@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from backends.backend import EmulatedRun
 from backends.cortex_m.bundle_files import support
 from emulator.boards import CortexMTarget
 from emulator.profile import run_call_profile
 from emulator.qemu import run_qemu
-from emulator.selftest import build_selftest_elf, cross_make_command, run_selftest
+from emulator.selftest import build_selftest_elf, cross_make_command, emulated_run, run_selftest
 
 if TYPE_CHECKING:
+    from backends.backend import EmulatedRun
     from packager.build_files import BuildConfig
 
 TOOLCHAIN_FILE = f"{support.SUPPORT_DIR}/arm-none-eabi.cmake"
@@ -67,16 +67,13 @@ class CortexMRunner:
         return support.profiled_model_source(model)
 
     def build(self, out_dir: Path, jobs: int = 1) -> Path:
-        return build_selftest_elf(out_dir, jobs)  # CortexMBuildError is an EmulatedBuildError
+        return build_selftest_elf(out_dir, jobs)
 
     def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
-        run = run_selftest(out_dir, model, self.target, timeout_s, arena_symbol=f"{model}_arena")
-        return EmulatedRun(run.result.exit_status, run.result.ending(), run.result.stdout, self.board_name,
-                           run.result.instructions, run.manifest_entry())
+        return run_selftest(out_dir, model, self.target, timeout_s, arena_symbol=f"{model}_arena").emulated_run()
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
-        result = run_qemu(elf, self.target.board, timeout_s)
-        return EmulatedRun(result.exit_status, result.ending(), result.stdout, self.board_name, result.instructions)
+        return emulated_run(run_qemu(elf, self.target.board, timeout_s), self.board_name)
 
     def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
         return run_call_profile(out_dir, self.target.board).instructions

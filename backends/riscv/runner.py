@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from backends.backend import EmulatedRun
 from backends.riscv.bundle_files import support
 from emulator.boards import RiscvBoard
 from emulator.profile import run_call_profile
 from emulator.qemu import run_qemu
-from emulator.selftest import cross_make_command, make_cross, measure_selftest
+from emulator.selftest import cross_make_command, emulated_run, make_cross, measure_selftest
 from emulator.stack import RISCV_CODE
 
 if TYPE_CHECKING:
+    from backends.backend import EmulatedRun
     from packager.build_files import BuildConfig
 
 ELF_GOAL = "riscv-elf"
@@ -72,14 +72,11 @@ class RiscvRunner:
         return Path(out_dir) / support.SELFTEST_ELF
 
     def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
-        run = measure_selftest(self.build(out_dir), model, self.name, self.board, timeout_s,
-                               arena_symbol=f"{model}_arena", code=RISCV_CODE)
-        return EmulatedRun(run.result.exit_status, run.result.ending(), run.result.stdout, self.board_name,
-                           run.result.instructions, run.manifest_entry())
+        return measure_selftest(self.build(out_dir), model, self.name, self.board, timeout_s,
+                                arena_symbol=f"{model}_arena", code=RISCV_CODE).emulated_run()
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
-        result = run_qemu(elf, self.board, timeout_s)
-        return EmulatedRun(result.exit_status, result.ending(), result.stdout, self.board_name, result.instructions)
+        return emulated_run(run_qemu(elf, self.board, timeout_s), self.board_name)
 
     def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
         return run_call_profile(out_dir, self.board, makefile=support.QEMU_TEST_MAKEFILE, goal=PROFILE_GOAL,

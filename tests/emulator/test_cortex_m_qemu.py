@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backends.backend import EmulatedBuildError
 from emulator.boards import FAULT_EXIT_CODES, CortexMTarget
 from emulator.qemu import run_qemu
-from emulator.selftest import CortexMBuildError, run_selftest
+from emulator.selftest import run_selftest
 from emulator.sizes import read_sizes
 from emulator.tools import REQUIRED_TOOLS
 from backends.cortex_m.bundle_files import (QEMU_TEST_CMAKE_INCLUDE, QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, profiled_model_source,
@@ -294,7 +295,7 @@ def test_run_selftest_names_the_compiler_error_of_a_broken_bundle(tmp_path: Path
     target = profile_target("cortex-m4f")
     write_tiny_bundle(tmp_path, target)
     (tmp_path / "tiny_kernels.c").write_text("void tiny_dot_f32(void) { undeclared_thing(); }\n")
-    with pytest.raises(CortexMBuildError, match="tiny_kernels.c.*undeclared_thing"):
+    with pytest.raises(EmulatedBuildError, match="tiny_kernels.c.*undeclared_thing"):
         run_selftest(tmp_path, "tiny", target, RUN_TIMEOUT_S)
 
 

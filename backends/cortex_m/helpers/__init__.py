@@ -17,8 +17,6 @@ library `helpers_of` gives for its profile.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from backends.backend import HelperLibrary
 from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.copy_c import copy_helper_c
@@ -42,7 +40,7 @@ CORTEX_M_HELPERS = HelperLibrary("cortex_m", cortex_m_helpers_c)
 HELIUM_HELPERS = HelperLibrary("cortex_m_helium", helium_helpers_c)
 
 
-def helpers_of(profile: Profile) -> Optional[HelperLibrary]:
+def helpers_of(profile: Profile) -> HelperLibrary:
     """The helper library a bundle for `profile` defines: Helium's bodies on a core with MVE (`simd = "mve"`),
     the DSP ones (which fall back to portable C without the DSP extension) on every other Cortex-M core."""
     return HELIUM_HELPERS if has_mve(profile) else CORTEX_M_HELPERS

@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -24,12 +25,22 @@ from backends.cortex_m.helpers.helium_c import HELIUM_LANES_TEMPLATE, helium_tem
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
+from packager.c_text import macro_prefix
 from packager.template_files import helper_template_c
 
 UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
 TEST_VALUES = "cortex_m_test_values.h"
 """The unit tests' shared inputs (a header beside them)."""
 PREFIX = "lp"
+HELIUM_MACRO = f"{macro_prefix(PREFIX)}_HELIUM"
+"""What helium_lanes.h.in defines where the compiler has MVE: the Helium bodies are compiled only then."""
+
+
+def core_path_required(macro: Optional[str]) -> str:
+    """C that stops the compile unless `macro` is defined (nothing when `macro` is None)."""
+    if macro is None:
+        return ""
+    return f'\n#if !defined({macro})\n#error "{macro} is not defined: the core\'s path is not compiled"\n#endif\n'
 
 
 @dataclass(frozen=True)
@@ -37,13 +48,20 @@ class HelperUnitTest:
     """A helper's C unit test: tests/c/test_<name>.c, which includes `<name>.h`: the helper's templates (in
     a bundle's order) for the prefix `lp`, each as `template_c(template, prefix)` gives it (a Helium bundle's:
     `helium_template_c`); each of `host_defines` is one host build's -D flags; `profile` is the Cortex-M core it
-    runs on under QEMU."""
+    runs on under QEMU; `core_macro` (if any) the macro the helpers define only where the core's own path is
+    compiled, which its build for `profile` must define (else it would test the portable C again)."""
 
     name: str
     templates: tuple[str, ...]
     host_defines: tuple[tuple[str, ...], ...] = ((),)
     profile: str = "cortex-m4f"
     template_c: Callable[[str, str], str] = functools.partial(helper_template_c, "backends.cortex_m.helpers")
+    core_macro: Optional[str] = None
+
+    def core_source_text(self) -> str:
+        """The unit test's C for the build for `profile`: the source, refused by the compiler unless the core's
+        path is the one compiled (`core_macro` defined)."""
+        return self.source.read_text() + core_path_required(self.core_macro)
 
     @property
     def id(self) -> str:
@@ -76,7 +94,7 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
     # the Helium bodies, on their DSP twins' tests
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
-                     template_c=helium_template_c)
+                     template_c=helium_template_c, core_macro=HELIUM_MACRO)
       for unit in (DUAL_MAC, DEPTHWISE_MAC, ROW_DOT)),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
@@ -96,7 +114,7 @@ def test_the_helper_passes_its_unit_test_on_the_host(tmp_path: Path, unit: Helpe
 @pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.id for unit in UNIT_TESTS_BY_HELPER])
 def test_the_helper_passes_its_unit_test_under_qemu_on_its_core(tmp_path: Path, unit: HelperUnitTest) -> None:
     unit.write_files(tmp_path)
-    result = run_c_program_under_qemu(tmp_path, unit.profile, {"selftest.c": unit.source.read_text()})
+    result = run_c_program_under_qemu(tmp_path, unit.profile, {"selftest.c": unit.core_source_text()})
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
 
 
@@ -104,13 +122,15 @@ def test_the_helper_passes_its_unit_test_under_qemu_on_its_core(tmp_path: Path, 
 @pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.id for unit in UNIT_TESTS_BY_HELPER])
 def test_the_unit_test_builds_for_its_core_without_warnings(tmp_path: Path, unit: HelperUnitTest) -> None:
     unit.write_files(tmp_path)
-    build_for_cortex_m(unit.source.read_text(), tmp_path, tmp_path, unit.profile)
+    build_for_cortex_m(unit.core_source_text(), tmp_path, tmp_path, unit.profile)
 
 
 @needs_cross_tools
-@pytest.mark.parametrize(("profile", "library_c"), [("cortex-m4f", cortex_m_helpers_c), ("cortex-m55", helium_helpers_c)],
+@pytest.mark.parametrize(("profile", "library_c", "core_macro"),
+                         [("cortex-m4f", cortex_m_helpers_c, None), ("cortex-m55", helium_helpers_c, HELIUM_MACRO)],
                          ids=["cortex-m4f", "cortex-m55-helium"])
-def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c) -> None:
+def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
+                                                                 core_macro: Optional[str]) -> None:
     build_for_cortex_m("#include <stdint.h>\n" + library_c(PREFIX) + "\nint32_t row(int32_t *acc, "
-                       "const int8_t *x, const int8_t *w, int32_t n) { return lp_row_dot_s8x4(acc, x, w, n, n, n); }\n",
-                       tmp_path, tmp_path, profile)
+                       "const int8_t *x, const int8_t *w, int32_t n) { return lp_row_dot_s8x4(acc, x, w, n, n, n); }\n"
+                       + core_path_required(core_macro), tmp_path, tmp_path, profile)
