@@ -241,7 +241,7 @@ class LayerReport:
                      f"{c.activation_read_bytes:,}", f"{c.activation_written_bytes:,}"]
             if self.measured:
                 cells += [f"{c.instructions:,}", share_text(c.instructions or 0, total_instructions),
-                          _per_mac(c.instructions_per_mac), c.kind.name, _per_unit(c), _times_target(c)]
+                          _per_mac(c.instructions_per_mac), c.kind.name, per_unit_text(c), _times_target(c)]
             if self.estimated:
                 cells.append(f"{self.microseconds_of(c):,.1f}")
             lines.append("| " + " | ".join(cells) + " |")
@@ -359,17 +359,20 @@ def _per_mac(value: Optional[float]) -> str:
     return f"{value:.1f}" if value is not None else "-"
 
 
-def _per_unit(call: CallCost) -> str:
-    """Its instructions per unit of its kind's work, or why there is none."""
+def per_unit_text(call: CallCost) -> str:
+    """Its instructions per unit of its kind's work (`2.0 per MAC`), or why there is none."""
     if call.uncounted:
         return "MACs not counted"
     per_unit = call.instructions_per_unit
     return f"{per_unit:.1f} per {call.kind.unit}" if per_unit is not None else "-"
 
 
-def _times_target(call: CallCost) -> str:
-    """Its instructions per unit over its kind's target, bold when over OVER_TARGET."""
+def times_target_text(call: CallCost) -> str:
+    """Its instructions per unit over its kind's target (`1.3x`; `-`: none)."""
     times = call.times_target
-    if times is None:
-        return "-"
-    return f"**{times:.1f}x**" if call.over_target else f"{times:.1f}x"
+    return "-" if times is None else f"{times:.1f}x"
+
+
+def _times_target(call: CallCost) -> str:
+    """times_target_text, bold when over OVER_TARGET."""
+    return f"**{times_target_text(call)}**" if call.over_target else times_target_text(call)

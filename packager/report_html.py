@@ -28,7 +28,8 @@ from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.picture import memory_plan_svg
 from memory_planner.plan import OperatorSupport
 from packager.kernel_kinds import OVER_TARGET
-from packager.report import CallCost, LayerReport, shapes_text, share_text
+from packager.report import (CallCost, LayerReport, per_unit_text, shapes_text, share_text,
+                             times_target_text)
 from printable import markup_text as _h
 
 REPORT_HTML_FILE = "report.html"
@@ -164,15 +165,13 @@ def _layers(report: LayerReport) -> str:
                  *(_number(value) for value in (call.macs, call.weight_bytes, call.activation_read_bytes,
                                                 call.activation_written_bytes))]
         if report.measured:
-            per_unit = call.instructions_per_unit
-            times = call.times_target
-            over = ' class="n over"' if call.over_target else ' class="n"'
+            per_unit = ' class="n"' if call.instructions_per_unit is not None else ""
+            times = "" if call.times_target is None else ' class="n over"' if call.over_target else ' class="n"'
             cells += [_number(call.instructions or 0),
                       f'<td class="n">{share_text(call.instructions or 0, whole)}</td>',
                       f"<td>{_h(call.kind.name)}</td>",
-                      f'<td class="n">{per_unit:.1f} per {_h(call.kind.unit)}</td>' if per_unit is not None
-                      else f"<td>{'MACs not counted' if call.uncounted else '-'}</td>",
-                      f"<td{over}>{times:.1f}x</td>" if times is not None else "<td>-</td>"]
+                      f"<td{per_unit}>{_h(per_unit_text(call))}</td>",
+                      f"<td{times}>{times_target_text(call)}</td>"]
         else:
             cells.append(_number(round(report.instructions_of(call))))
         if timing is not None:
