@@ -86,6 +86,7 @@ def test_the_headroom_shows_every_ram_part_and_a_limit_exceeded() -> None:
 def test_the_memory_plan_has_an_element_per_buffer_and_no_namespace_url() -> None:
     plan = _plan()
     root = parse_html(_page(plan, None))
+    assert [svg.attrs.get("xmlns") for svg in root.iter("svg") if svg.attrs.get("role") == "img"] == [None]
     groups = [g for g in root.iter("g") if g.attrs.get("class") == "buffer"]
     assert sorted(g.iter("title").__next__().text().split(":")[0] for g in groups) == sorted(
         b.name for b in buffers_from_plan(plan))
