@@ -23,7 +23,6 @@ the document is well-formed XML and literal HTML for any name.
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Sequence
 
 from memory_planner.api import Buffer, MemoryPlan
@@ -38,6 +37,12 @@ LABEL_MIN_PX = 12.0
 """A rectangle lower than this (pixels) has no label drawn (its tooltip still names it)."""
 TICK_MIN_PX = 14.0
 """The least distance (pixels) between two labelled ticks of the byte axis."""
+STEP_FONT_PX = 9
+"""The step axis' labels' font size (pixels)."""
+DIGIT_WIDTH_EM = 0.65
+"""A digit's width in font sizes, at the most (sans-serif digits are 0.55 to 0.65 em wide)."""
+STEP_LABEL_GAP_PX = 4.0
+"""The least space (pixels) between two labels of the step axis."""
 SVG_NAMESPACE = "http://www.w3.org/2000/svg"
 
 
@@ -121,8 +126,8 @@ def memory_plan_svg(buffers: Sequence[Buffer], plan: MemoryPlan, standalone: boo
         _text(right - 4, bound_y + 14, f"lower bound {plan.lower_bound:,}", 11, "end", ' fill="#00c"'),
         f'<line x1="{MARGIN_LEFT}" y1="{bottom:.1f}" x2="{right}" y2="{bottom:.1f}" stroke="black"/>',
         f'<line x1="{MARGIN_LEFT}" y1="{MARGIN_TOP}" x2="{MARGIN_LEFT}" y2="{bottom:.1f}" stroke="black"/>',
-        *(_text(MARGIN_LEFT + (s + 0.5) * step_px, bottom + 14, str(s), 9, "middle")
-          for s in range(0, steps, max(1, math.ceil(steps / 60)))),
+        *(_text(MARGIN_LEFT + (s + 0.5) * step_px, bottom + 14, str(s), STEP_FONT_PX, "middle")
+          for s in range(0, steps, step_label_stride(steps))),
         _text(MARGIN_LEFT + PLOT_WIDTH / 2, bottom + 36, "step (kernel call)", 12, "middle"),
         _text(16, (MARGIN_TOP + bottom) / 2, "offset (bytes)", 12, "middle",
               f' transform="rotate(-90 16 {(MARGIN_TOP + bottom) / 2:.1f})"'),
@@ -148,6 +153,16 @@ def byte_tick_step(top: int) -> int:
     while top / step > 10:
         step = _next_round(step)
     return step
+
+
+def step_label_stride(steps: int) -> int:
+    """Every how many steps the step axis of `steps` steps is labelled: the least round stride (1, 2 or 5 x a
+    power of ten) that sets the labels apart by the widest one's width and STEP_LABEL_GAP_PX."""
+    widest = len(str(steps - 1)) * DIGIT_WIDTH_EM * STEP_FONT_PX + STEP_LABEL_GAP_PX
+    stride = 1
+    while stride * PLOT_WIDTH / steps < widest:
+        stride = _next_round(stride)
+    return stride
 
 
 def _next_round(step: int) -> int:

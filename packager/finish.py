@@ -51,8 +51,8 @@ class BundleFacts:
 
     def layer_report(self, bundle: BundleInputs) -> LayerReport:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
-        if self.selftest is None:
-            return layer_report(bundle.plan, None, None, self.untested)
+        if self.selftest is None:  # the estimated instructions' times (report.html) still apply
+            return layer_report(bundle.plan, None, None, self.untested, self.timing)
         runner = bundle.config.emulated
         return layer_report(bundle.plan, self.selftest.call_instructions, self.selftest.instructions,
                             timing=self.timing, targets=self.kind_targets,
@@ -105,7 +105,7 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
     )
     (out_dir / REPORT_FILE).write_text(report.markdown())
     (out_dir / REPORT_HTML_FILE).write_text(report_html(HtmlReport(
-        report, bundle.buffers, bundle.memory, facts.headroom, facts.operators, facts.timing,
+        report, bundle.buffers, bundle.memory, facts.headroom, facts.operators,
         (facts.quantization or {}).get("layer_errors", ()))), encoding="utf-8")
     inputs, outputs = bundle_io(bundle)
     readme = ReadmeFacts(bundle.config, facts.selftest, facts.untested, facts.measured)

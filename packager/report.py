@@ -115,6 +115,15 @@ class LayerReport:
     def total_macs(self) -> int:
         return sum(c.macs for c in self.calls)
 
+    def instructions_of(self, call: CallCost) -> float:
+        """`call`'s instructions: its measured count, else its estimate (CallCost.estimated_instructions)."""
+        return (call.instructions or 0) if self.measured else call.estimated_instructions
+
+    def microseconds_of(self, call: CallCost) -> Optional[float]:
+        """`call`'s estimated time in microseconds: `instructions_of` at the core's cycle estimate (None: the
+        report has no `timing`)."""
+        return None if self.timing is None else self.timing.microseconds(round(self.instructions_of(call)))
+
     @property
     def call_instructions(self) -> Optional[int]:
         """The sum of the calls' instructions (None when not measured)."""
@@ -139,7 +148,7 @@ class LayerReport:
                                       "target_instructions_per_unit": c.target, "times_target": c.times_target,
                                       "over_target": c.over_target})
             if self.estimated:
-                entry["estimated_microseconds"] = self.timing.microseconds(c.instructions or 0)
+                entry["estimated_microseconds"] = self.microseconds_of(c)
             calls.append(entry)
         facts = {"calls": calls, "totals": self.totals(),
                  "instructions": "QEMU -icount, not cycles, by the profiling build of the run function"
@@ -232,9 +241,9 @@ class LayerReport:
                      f"{c.activation_read_bytes:,}", f"{c.activation_written_bytes:,}"]
             if self.measured:
                 cells += [f"{c.instructions:,}", share_text(c.instructions or 0, total_instructions),
-                          _per_mac(c.instructions_per_mac), c.kind.name, _per_unit(c), _times_target(c)]
+                          _per_mac(c.instructions_per_mac), c.kind.name, per_unit_text(c), _times_target(c)]
             if self.estimated:
-                cells.append(f"{self.timing.microseconds(c.instructions or 0):,.1f}")
+                cells.append(f"{self.microseconds_of(c):,.1f}")
             lines.append("| " + " | ".join(cells) + " |")
         facts = self.totals()
         lines += ["", "## Totals", "",
@@ -287,7 +296,8 @@ def layer_report(plan: ExecutionPlan, call_instructions: Optional[Sequence[int]]
                  profiled_sources: Optional[str] = None) -> LayerReport:
     """The report of `plan` (its calls in execution order). `call_instructions` holds one count per call, in the
     same order, when the bundle ran on an emulated core (else None); `untested` says why the bundle was not
-    built and self-tested (None: it was); `timing` gives estimated times from the instruction counts (None: no
+    built and self-tested (None: it was); `timing` gives estimated times from the instruction counts, measured or
+    else estimated (LayerReport.microseconds_of; report.md and the manifest give measured ones' only; None: no
     estimate); `targets` maps kernel kinds to the profile's instructions per unit of an integer kernel
     (backends.backend.Backend.kind_targets; None: no targets; a call writing a float output gets none);
     `profiled_sources` names the profiling build's run-function files (LayerReport).
@@ -349,17 +359,20 @@ def _per_mac(value: Optional[float]) -> str:
     return f"{value:.1f}" if value is not None else "-"
 
 
-def _per_unit(call: CallCost) -> str:
-    """Its instructions per unit of its kind's work, or why there is none."""
+def per_unit_text(call: CallCost) -> str:
+    """Its instructions per unit of its kind's work (`2.0 per MAC`), or why there is none."""
     if call.uncounted:
         return "MACs not counted"
     per_unit = call.instructions_per_unit
     return f"{per_unit:.1f} per {call.kind.unit}" if per_unit is not None else "-"
 
 
-def _times_target(call: CallCost) -> str:
-    """Its instructions per unit over its kind's target, bold when over OVER_TARGET."""
+def times_target_text(call: CallCost) -> str:
+    """Its instructions per unit over its kind's target (`1.3x`; `-`: none)."""
     times = call.times_target
-    if times is None:
-        return "-"
-    return f"**{times:.1f}x**" if call.over_target else f"{times:.1f}x"
+    return "-" if times is None else f"{times:.1f}x"
+
+
+def _times_target(call: CallCost) -> str:
+    """times_target_text, bold when over OVER_TARGET."""
+    return f"**{times_target_text(call)}**" if call.over_target else times_target_text(call)

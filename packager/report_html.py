@@ -21,15 +21,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
-from emulator.cycle_model import CycleEstimate
 from emulator.instruction_model import DESCRIPTION as ESTIMATE_DESCRIPTION
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.picture import memory_plan_svg
 from memory_planner.plan import OperatorSupport
 from packager.kernel_kinds import OVER_TARGET
-from packager.report import CallCost, LayerReport, shapes_text, share_text
+from packager.report import (CallCost, LayerReport, per_unit_text, shapes_text, share_text,
+                             times_target_text)
 from printable import markup_text as _h
 
 REPORT_HTML_FILE = "report.html"
@@ -63,17 +63,17 @@ svg { max-width: 100%; height: auto; }
 
 @dataclass(frozen=True)
 class HtmlReport:
-    """What report.html shows. `headroom` is the manifest's headroom entry (target.headroom: bytes);
-    `operators` the model file's operator kinds (empty for a Relax module: its calls' operators are shown);
-    `timing` the core's cycle estimate (None: no time estimate); `layer_errors` a quantized compile's
-    per-layer errors (the manifest's `quantization.layer_errors`; empty when the model was not quantized)."""
+    """What report.html shows. `report` gives the calls and, in its `timing`, the core's cycle estimate (None:
+    no time estimate); `headroom` is the manifest's headroom entry (target.headroom: bytes); `operators` the
+    model file's operator kinds (empty for a Relax module: its calls' operators are shown); `layer_errors` a
+    quantized compile's per-layer errors (the manifest's `quantization.layer_errors`; empty when the model was
+    not quantized)."""
 
     report: LayerReport
     buffers: Sequence[Buffer]
     memory: MemoryPlan
     headroom: Mapping[str, Any]
     operators: Sequence[OperatorSupport] = ()
-    timing: Optional[CycleEstimate] = None
     layer_errors: Sequence[Mapping[str, Any]] = ()
 
 
@@ -82,7 +82,7 @@ def report_html(page: HtmlReport) -> str:
     report = page.report
     sections = [
         ("headroom", "Headroom", _headroom(page.headroom)),
-        ("layers", "Layers", _layers(report, page.timing)),
+        ("layers", "Layers", _layers(report)),
         *([("quantization", "Quantization error per layer", _layer_errors(page.layer_errors))]
           if page.layer_errors else []),
         ("memory", "Memory plan", _memory(page)),
@@ -135,8 +135,10 @@ def _fit_row(name: str, used: int, limit: int) -> str:
             f"{share * 100:.1f}%</td></tr>")
 
 
-def _layers(report: LayerReport, timing: Optional[CycleEstimate]) -> str:
-    """The per-call table: measured instructions where the bundle ran on an emulated core, else estimated ones."""
+def _layers(report: LayerReport) -> str:
+    """The per-call table: measured instructions where the bundle ran on an emulated core, else estimated ones
+    (LayerReport.instructions_of), and their estimated time where the report has a cycle estimate."""
+    timing = report.timing
     head = ["step", "layer(s) and kernel", "operator", "output shapes", "MACs", "weight B", "act. read B",
             "act. written B"]
     whole = report.inference_instructions or 0
@@ -156,7 +158,6 @@ def _layers(report: LayerReport, timing: Optional[CycleEstimate]) -> str:
                      + ("" if report.measured else ", applied to the estimated instructions") + ".")
     rows = []
     for call in report.calls:
-        instructions = call.instructions if report.measured else call.estimated_instructions
         cells = [f'<td class="n">{call.step}</td>',
                  f'<td class="l">{_layer_names(call)}<div class="kernel">{_h(call.kernel)}</div></td>',
                  f"<td>{' + '.join(_h(op.kind) for op in call.operators) or '-'}</td>",
@@ -164,34 +165,33 @@ def _layers(report: LayerReport, timing: Optional[CycleEstimate]) -> str:
                  *(_number(value) for value in (call.macs, call.weight_bytes, call.activation_read_bytes,
                                                 call.activation_written_bytes))]
         if report.measured:
-            per_unit = call.instructions_per_unit
-            times = call.times_target
-            over = ' class="n over"' if call.over_target else ' class="n"'
+            per_unit = ' class="n"' if call.instructions_per_unit is not None else ""
+            times = "" if call.times_target is None else ' class="n over"' if call.over_target else ' class="n"'
             cells += [_number(call.instructions or 0),
                       f'<td class="n">{share_text(call.instructions or 0, whole)}</td>',
                       f"<td>{_h(call.kind.name)}</td>",
-                      f'<td class="n">{per_unit:.1f} per {_h(call.kind.unit)}</td>' if per_unit is not None
-                      else f"<td>{'MACs not counted' if call.uncounted else '-'}</td>",
-                      f"<td{over}>{times:.1f}x</td>" if times is not None else "<td>-</td>"]
+                      f"<td{per_unit}>{_h(per_unit_text(call))}</td>",
+                      f"<td{times}>{times_target_text(call)}</td>"]
         else:
-            cells.append(_number(round(instructions or 0)))
+            cells.append(_number(round(report.instructions_of(call))))
         if timing is not None:
-            cells.append(f'<td class="n">{timing.microseconds(round(instructions or 0)):,.1f}</td>')
+            cells.append(f'<td class="n">{report.microseconds_of(call):,.1f}</td>')
         rows.append(f'<tr id="step-{call.step}">' + "".join(cells) + "</tr>")
     return ("\n".join(f'<p class="note">{note}</p>' for note in notes)
             + '\n<table id="layer-table"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead>\n"
-            + "<tbody>\n" + "\n".join(rows) + "\n</tbody>\n" + _totals(report, timing, len(head)) + "</table>")
+            + "<tbody>\n" + "\n".join(rows) + "\n</tbody>\n" + _totals(report, len(head)) + "</table>")
 
 
-def _totals(report: LayerReport, timing: Optional[CycleEstimate], columns: int) -> str:
+def _totals(report: LayerReport, columns: int) -> str:
     """The table's footer: the whole inference's MACs, bytes, instructions and time."""
+    timing = report.timing
     totals = report.totals()
     facts = [f"MACs {totals['macs']:,}", f"weights stored {totals['weight_bytes_stored']:,} B"]
     if report.measured:
         instructions = report.inference_instructions or 0
         facts.append(f"instructions per inference {instructions:,} (QEMU -icount)")
     else:
-        instructions = round(sum(call.estimated_instructions for call in report.calls))
+        instructions = round(sum(report.instructions_of(call) for call in report.calls))
         facts.append(f"estimated instructions {instructions:,}")
     if timing is not None:
         facts.append(f"estimated time per inference {timing.microseconds(instructions) / 1000:,.3f} ms "

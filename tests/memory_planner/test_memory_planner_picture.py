@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from memory_planner import plan_memory
-from memory_planner.api import Buffer
+from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.picture import MARGIN_LEFT, MIN_GAP_PX, PLOT_WIDTH, memory_plan_svg
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner_cases import GREEDY_TRAP, RESNET8_BUFFERS, residual_block_plan
@@ -108,3 +110,21 @@ def test_an_inplace_buffer_says_whose_bytes_it_takes() -> None:
     root = ET.fromstring(memory_plan_svg(buffers, plan_memory(buffers)))
     texts = [t.text for t in root.iter(f"{SVG}text")]
     assert "add (in place of conv2)" in texts and "conv2" in texts
+
+
+DIGIT_EM = 0.6
+"""A digit's width in font sizes, at the least (sans-serif digits are 0.55 to 0.65 em wide)."""
+
+
+@pytest.mark.parametrize("steps", [30, 161, 1_000, 12_000])
+def test_the_step_axis_labels_never_overlap(steps: int) -> None:
+    """Labelled every ceil(steps / 60) steps, the labels of a plan with 1,000 steps (102, 119, 136, ...) stood
+    15.3 px apart and were 16 px wide: each ran into the next."""
+    buffers = [Buffer(f"b{i}", 64, i, i) for i in range(steps)]  # one after another, each at offset 0
+    root = ET.fromstring(memory_plan_svg(buffers, MemoryPlan({b.name: 0 for b in buffers}, 64, 64, "hand", True)))
+    bottom = max(float(line.get("y1")) for line in root.iter(f"{SVG}line"))  # the step axis
+    labels = [t for t in root.iter(f"{SVG}text") if float(t.get("y")) == round(bottom + 14, 1)]
+    assert labels[0].text == "0" and len(labels) >= 5
+    for left, right in zip(labels, labels[1:]):
+        half_widths = (len(left.text) + len(right.text)) / 2 * DIGIT_EM * float(left.get("font-size"))
+        assert float(right.get("x")) - float(left.get("x")) >= half_widths + 2, (left.text, right.text)

@@ -12,7 +12,7 @@ from memory_planner import plan_memory
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.plan import ExecutionPlan, KernelCall, ModelOperator, OperatorSupport, Tensor, TensorRole
 from backends.cortex_m.kind_targets import DSP_TARGETS
-from emulator.cycle_model import cycle_estimate
+from emulator.cycle_model import CycleEstimate, cycle_estimate
 from emulator.instruction_model import DESCRIPTION
 from packager.report import layer_report
 from packager.report_html import HtmlReport, report_html
@@ -39,9 +39,11 @@ HEADROOM = {"profile": "cortex-m4f", "profile_source": "p.toml", "memory_source"
             "flash_bytes": 10, "flash_used_bytes": 16, "flash_headroom_bytes": -6}
 
 
-def _page(plan: ExecutionPlan, instructions: list[int] | None, **extra) -> str:
+def _page(plan: ExecutionPlan, instructions: list[int] | None, timing: CycleEstimate | None = None,
+          **extra) -> str:
     buffers = buffers_from_plan(plan)
-    report = layer_report(plan, instructions, sum(instructions) + 10 if instructions else None, targets=DSP_TARGETS)
+    report = layer_report(plan, instructions, sum(instructions) + 10 if instructions else None, timing=timing,
+                          targets=DSP_TARGETS)
     return report_html(HtmlReport(report, buffers, plan_memory(buffers), HEADROOM, **extra))
 
 
@@ -84,6 +86,7 @@ def test_the_headroom_shows_every_ram_part_and_a_limit_exceeded() -> None:
 def test_the_memory_plan_has_an_element_per_buffer_and_no_namespace_url() -> None:
     plan = _plan()
     root = parse_html(_page(plan, None))
+    assert [svg.attrs.get("xmlns") for svg in root.iter("svg") if svg.attrs.get("role") == "img"] == [None]
     groups = [g for g in root.iter("g") if g.attrs.get("class") == "buffer"]
     assert sorted(g.iter("title").__next__().text().split(":")[0] for g in groups) == sorted(
         b.name for b in buffers_from_plan(plan))

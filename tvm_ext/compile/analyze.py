@@ -151,13 +151,13 @@ def _profile_analysis(imported, profile: Profile, jobs: int) -> ProfileAnalysis:
         return ProfileAnalysis(profile, problem=str(err).strip().splitlines()[-1])
     planned = planning(generated.plan, profile)
     timing = cycle_estimate(profile.cpu, profile.clock_hz)
-    report = layer_report(planned.plan, None, None)
+    report = layer_report(planned.plan, None, None, timing=timing)
     layers = []
     for call in report.calls:
         moved = call.activation_read_bytes + call.activation_written_bytes
         layers.append(LayerFigures(
             call.step, " + ".join(op.kind for op in call.operators) or call.kernel, call.macs, call.weight_bytes, moved,
-            None if timing is None else timing.microseconds(round(call.estimated_instructions))))
+            report.microseconds_of(call)))
     # Nothing is built, so the stack is the profile's bound (stack_bound_bytes), as for --no-build.
     ram = planned_ram(planned.plan, planned.memory, profile, stack_measured_later=False)
     try:
