@@ -16,29 +16,29 @@ import pytest
 import tvm
 from tvm import relax, topi
 
+from tvm_ext.frontend.onnx_ops.qlinear_ops import QLINEAR_ADD, QLINEAR_MUL
+from tvm_ext.frontend.tflite_ops.l2_normalization import L2_NORMALIZATION
 from tvm_ext.kernels import (Rounding, dequantize_int8, maximum_int8, minimum_int8, mul_int8, quantize_int8,
                              relu6_int8, relu_int8, squared_difference_int8, sub_int8)
 from tvm_ext.kernels.activation import abs_integer
 from tvm_ext.kernels.arg_max import arg_max_int8
+from tvm_ext.kernels.batch_matmul import batch_matmul_int8
 from tvm_ext.kernels.edges import requantize_integer
 from tvm_ext.kernels.elementwise import div_int8
 from tvm_ext.kernels.int8_tables import hard_swish_table, leaky_relu_table, logistic_table, rsqrt_table, tanh_table
-from tvm_ext.kernels.batch_matmul import batch_matmul_int8
 from tvm_ext.kernels.l2_normalization import l2_normalization_int8
 from tvm_ext.kernels.lookup import lookup_int8
 from tvm_ext.kernels.onnxruntime_elementwise import (qlinear_add, qlinear_add_parameters, qlinear_mul,
                                                      qlinear_mul_ratio, vector_is_second)
 from tvm_ext.kernels.prelu import PreluParams, prelu_int8
+from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_params, div_multiplier,
+                                          float_to_quantized, fully_connected_multiplier, hard_swish_params,
+                                          leaky_relu_params, logistic_params, mul_params, quantize_multiplier,
+                                          rescale_multiplier, rsqrt_multiplier, squared_difference_params)
 from tvm_ext.kernels.reduce import max_or_min_int8, mean_or_sum_int8
 from tvm_ext.kernels.reduce_params import mean_params, sum_params
 from tvm_ext.kernels.resize import resize_bilinear_int8, resize_nearest_neighbor_int8
 from tvm_ext.kernels.softmax_int16 import softmax_int16, softmax_int16_multiplier
-from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_params, div_multiplier,
-                                          float_to_quantized, fully_connected_multiplier, hard_swish_params, leaky_relu_params, logistic_params,
-                                          mul_params, quantize_multiplier, rescale_multiplier, rsqrt_multiplier,
-                                          squared_difference_params)
-from tvm_ext.frontend.onnx_ops.qlinear_ops import QLINEAR_ADD, QLINEAR_MUL
-from tvm_ext.frontend.tflite_ops.l2_normalization import L2_NORMALIZATION
 from tvm_ext.layers import ELEMENTWISE_LOOKUP_ATTR
 from tvm_ext.transform import LowerQuantizedToInteger
 from tvm_ext.transform.int8.div import reciprocal_constants
@@ -167,20 +167,20 @@ REDUCED_AXES = [1, 2]  # of SHAPE: 6 elements per output
 ROWS, COLUMNS = _const([0, 0, 1, 1], "int32"), _const([0, 1, 1, 2, 2, 2], "int32")
 
 
-def _reduce(kind: str, op, out: tuple) -> Callable[..., relax.Expr]:
+def _reduce(op, out: tuple) -> Callable[..., relax.Expr]:
     """MEAN / SUM / REDUCE_MAX / REDUCE_MIN over REDUCED_AXES, kept, quantized to `out`."""
     return lambda bb, a: _q(bb, bb.emit(op(_dq(bb, a, A_SCALE, A_ZP), axis=REDUCED_AXES, keepdims=True)), *out)
 
 
 def _mean_or_sum(kind: str, op, params) -> Case:
-    return Case(kind, 1, _reduce(kind, op, (OUT_SCALE, OUT_ZP)), lambda bb, a: kernel(
+    return Case(kind, 1, _reduce(op, (OUT_SCALE, OUT_ZP)), lambda bb, a: kernel(
         bb, kind, 0, mean_or_sum_int8, a, axes=REDUCED_AXES, keepdims=True, input_zero_point=A_ZP,
         output_zero_point=OUT_ZP, multiplier=params.multiplier, shift=params.shift, rounding=ROUNDING))
 
 
 def _max_or_min(kind: str, op, maximum: bool) -> Case:
     """The extreme stored value: TFLite Micro requires the input's quantization for the output's."""
-    return Case(kind, 1, _reduce(kind, op, (A_SCALE, A_ZP)), lambda bb, a: kernel(
+    return Case(kind, 1, _reduce(op, (A_SCALE, A_ZP)), lambda bb, a: kernel(
         bb, kind, 0, max_or_min_int8, a, axes=REDUCED_AXES, keepdims=True, maximum=maximum))
 
 
@@ -320,14 +320,16 @@ CASES = [
         bb, "L2_NORMALIZATION", 0, l2_normalization_int8, a, input_zero_point=A_ZP, rounding=ROUNDING)),
     Case("QLinearAdd", 2, _qlinear(QLINEAR_ADD), lambda bb, a, b: kernel(
         bb, "QLinearAdd", 0, qlinear_add, a, b, dtype="int8", parameters=qlinear_add_parameters(
-            (float(A_SCALE), A_ZP), (float(B_SCALE), B_ZP), (float(OUT_SCALE), OUT_ZP), vector_is_second(SHAPE, SHAPE)))),
+            (float(A_SCALE), A_ZP), (float(B_SCALE), B_ZP), (float(OUT_SCALE), OUT_ZP),
+            vector_is_second(SHAPE, SHAPE)))),
     Case("QLinearMul", 2, _qlinear(QLINEAR_MUL), lambda bb, a, b: kernel(
         bb, "QLinearMul", 0, qlinear_mul, a, b, a_zero_point=A_ZP, b_zero_point=B_ZP, output_zero_point=OUT_ZP,
         ratio=qlinear_mul_ratio(float(A_SCALE), float(B_SCALE), float(OUT_SCALE)), dtype="int8")),
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{case.kind}_16x8" if case.dtype == "int16" else case.kind for case in CASES])
+@pytest.mark.parametrize("case", CASES,
+                         ids=[f"{case.kind}_16x8" if case.dtype == "int16" else case.kind for case in CASES])
 def test_lowering_emits_the_kernel_call_of_tflite_micros_parameters(case: Case) -> None:
     before = main_module(case.before, _inputs(case.inputs, case.dtype))
     inputs = _inputs(case.inputs, case.dtype)

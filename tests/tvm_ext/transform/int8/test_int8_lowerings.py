@@ -11,6 +11,7 @@ from tvm import relax, topi
 from tvm.script import ir as I
 from tvm.script import relax as R
 
+from tvm_ext.frontend.onnx_ops.qlinear_ops import QLINEAR_CONV, QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL
 from tvm_ext.kernels import (
     Rounding,
     add_int8,
@@ -20,11 +21,10 @@ from tvm_ext.kernels import (
     max_pool2d_integer,
     quantize_int8,
 )
-from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers, fully_connected_multiplier
 from tvm_ext.kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
 from tvm_ext.kernels.onnxruntime_pool import global_average_multiplier, qlinear_global_average_pool
+from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers, fully_connected_multiplier
 from tvm_ext.kernels.transpose_conv import conv2d_transpose_int8
-from tvm_ext.frontend.onnx_ops.qlinear_ops import QLINEAR_CONV, QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL
 from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
 from tvm_ext.transform.int8 import (LOWERINGS, conv, fully_connected, lowered_operators, onnx_qlinear, softmax,
