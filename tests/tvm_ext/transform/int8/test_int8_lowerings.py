@@ -12,6 +12,8 @@ from tvm.script import ir as I
 from tvm.script import relax as R
 
 from tvm_ext.frontend.onnx_ops.qlinear_ops import QLINEAR_CONV, QLINEAR_GLOBAL_AVERAGE_POOL, QLINEAR_MATMUL
+from tvm_ext.frontend.tflite_ops.lstm import CELL_CLIP_ATTR, LSTM, TIME_MAJOR_ATTR
+from tvm_ext.frontend.tflite_ops.svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
 from tvm_ext.kernels import (
     Rounding,
     add_int8,
@@ -21,17 +23,21 @@ from tvm_ext.kernels import (
     max_pool2d_integer,
     quantize_int8,
 )
+from tvm_ext.kernels.fixed_point import shifts_right_only
+from tvm_ext.kernels.lstm import SIGMOID_TABLE, LstmQuantization, lstm_int8, lstm_params
 from tvm_ext.kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
 from tvm_ext.kernels.onnxruntime_pool import global_average_multiplier, qlinear_global_average_pool
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers, fully_connected_multiplier
+from tvm_ext.kernels.svdf import svdf_feature_multiplier, svdf_output, svdf_state_update, svdf_time_multiplier
 from tvm_ext.kernels.transpose_conv import conv2d_transpose_int8
+from tvm_ext.layers import STATE_OPERAND_ATTR, STATE_OPERANDS_ATTR
 from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS
 from tvm_ext.transform import LowerQuantizedToInteger, UnsupportedOperatorError
-from tvm_ext.transform.int8 import (LOWERINGS, conv, fully_connected, lowered_operators, onnx_qlinear, softmax,
-                                    transpose_conv)
+from tvm_ext.transform.int8 import (LOWERINGS, conv, fully_connected, lowered_operators, lstm, onnx_qlinear,
+                                    softmax, svdf, transpose_conv)
 from tvm_ext.transform.int8.graph import Graph
 from tvm_ext.transform.int8.lowering import FixedCall, KernelCall, LoweringContext, Mismatch
-from tvm_ext.transform.int8.mac import Conv2DGeometry, MacKernel
+from tvm_ext.transform.int8.mac import Conv2DGeometry, MacKernel, fits_small_accumulator
 
 from int8_expected import expected_module, kernel
 
@@ -125,10 +131,10 @@ def _q(bb, x, scale, zp) -> relax.Var:
     return bb.emit(relax.op.quantize(x, _const(scale, "float32"), _const(zp, "int32"), axis=0, out_dtype="int8"))
 
 
-def _quantize_binding(build, shape) -> tuple[relax.Call, LoweringContext]:
-    """The quantize ending main's one operator, and a context in which main's input is lowered."""
+def _quantize_binding(build, shape, dtype: str = "int8") -> tuple[relax.Call, LoweringContext]:
+    """The quantize ending main's one operator, and a context in which main's input (of `dtype`) is lowered."""
     bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType(shape, "int8"))
+    x = relax.Var("x", relax.TensorType(shape, dtype))
     with bb.function("main", [x]):
         with bb.dataflow():
             output = bb.emit_output(build(bb, x))
@@ -237,6 +243,134 @@ def test_transpose_conv_matches_as_a_record_of_its_kernel_parameters():
     np.testing.assert_array_equal(record.multipliers, multipliers)
     np.testing.assert_array_equal(record.shifts, shifts)
 
+
+
+# SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM: the frontend's opaque float steps between dequantize and quantize
+STATE_SCALE, STATE_ZP = np.float32(0.00390625), -3
+FEATURE_SCALE, TIME_SCALE = np.float32(0.0117), np.float32(0.00021)
+_OPAQUE = 8  # TVM's OpPatternKind kOpaque
+
+
+def _quantize_to(bb, x, scale, zero_point, dtype: str) -> relax.Var:
+    return bb.emit(relax.op.quantize(x, _const(scale, "float32"), _const(zero_point, "int32"), axis=0,
+                                     out_dtype=dtype))
+
+
+def test_svdf_state_update_matches_as_one_stateful_kernel_with_the_input_zero_point_folded():
+    """SVDF's first step (input [1, 5], 4 filters, memory 3, int16 state): the kernel takes the lowered input, the
+    state's reset value, the feature weights and -input_zero_point * each filter's weight sum; its memory is the
+    state's width over the filters; its PrimFunc marks operand 1 as the state and is opaque."""
+    rng = np.random.default_rng(13)
+    feature = rng.integers(-127, 128, (4, 5)).astype(np.int8)  # [filters, input]
+    initial = np.full((1, 12), STATE_ZP, np.int16)  # [batch, memory * filters], TFLM's reset value
+
+    def build(bb, x):
+        step = bb.emit(relax.call_dps_packed(SVDF_STATE_UPDATE, [
+            _dq(bb, x, IN_SCALE, IN_ZP), _dq(bb, relax.const(feature), FEATURE_SCALE, 0),
+            _dq(bb, relax.const(initial), STATE_SCALE, STATE_ZP)], relax.TensorType([1, 12], "float32")))
+        return _quantize_to(bb, step, STATE_SCALE, STATE_ZP, "int16")
+
+    quantize, ctx = _quantize_binding(build, (1, 5))
+    matched = svdf.LOWERING.match(quantize, ctx)
+    assert isinstance(matched, FixedCall)
+    call = matched.call
+    assert (call.kind, call.kernel) == ("SVDF", svdf_state_update)
+    data, reset, weights, offsets = call.args
+    assert data.same_as(next(iter(ctx.lowered.values())))
+    np.testing.assert_array_equal(reset.value.numpy(), initial)
+    np.testing.assert_array_equal(weights.value.numpy(), feature)
+    np.testing.assert_array_equal(offsets.value.numpy(), -IN_ZP * feature.astype(np.int32).sum(axis=1))
+    multiplier, shift = svdf_feature_multiplier(IN_SCALE, FEATURE_SCALE, STATE_SCALE, Rounding.DOUBLE)
+    assert call.kwargs == {"memory": 3, "state_zero_point": STATE_ZP, "multiplier": multiplier, "shift": shift,
+                           "rounding": Rounding.DOUBLE}
+    assert call.func_attrs == {STATE_OPERAND_ATTR: 1, "op_pattern": _OPAQUE}
+
+
+@pytest.mark.parametrize("fits", [True, False], ids=["zero_point_folded", "bias_too_large_to_fold"])
+def test_svdf_output_matches_with_its_rank_and_the_state_zero_point_folded_into_the_bias_where_it_fits(fits: bool):
+    """SVDF's second step (int16 state [1, 12], 4 filters of memory 3, 2 units: rank 2): the state zero point is
+    folded into the bias (bias[u] - zp * the sum of unit u's time weights) and the kernel then subtracts none;
+    where a folded entry would not fit int32 the bias stays as it is and the kernel subtracts the zero point."""
+    rng = np.random.default_rng(17)
+    time = rng.integers(1, 32768, (4, 3)).astype(np.int16)  # [filters, memory], positive: unit sums > 0
+    bias = np.array([2**31 - 1 if not fits else 1234, -5678], np.int32)
+
+    def build(bb, state):
+        step = bb.emit(relax.call_dps_packed(SVDF_OUTPUT, [
+            _dq(bb, state, STATE_SCALE, STATE_ZP), _dq(bb, relax.const(time), TIME_SCALE, 0),
+            _dq(bb, relax.const(bias), STATE_SCALE * TIME_SCALE, 0)], relax.TensorType([1, 2], "float32")))
+        return _q(bb, step, OUT_SCALE, OUT_ZP)
+
+    quantize, ctx = _quantize_binding(build, (1, 12), "int16")
+    matched = svdf.LOWERING.match(quantize, ctx)
+    assert isinstance(matched, FixedCall)
+    call = matched.call
+    assert (call.kind, call.kernel) == ("SVDF", svdf_output)
+    state, weights, bias_arg = call.args
+    assert state.same_as(next(iter(ctx.lowered.values())))
+    np.testing.assert_array_equal(weights.value.numpy(), time)
+    unit_sums = time.astype(np.int64).reshape(2, 6).sum(axis=1)
+    expected_bias = bias.astype(np.int64) - STATE_ZP * unit_sums if fits else bias
+    np.testing.assert_array_equal(bias_arg.value.numpy(), expected_bias)
+    multiplier, shift = svdf_time_multiplier(STATE_SCALE, TIME_SCALE, OUT_SCALE, Rounding.DOUBLE)
+    reach = np.abs(time.astype(np.int64)).reshape(2, 6).sum(axis=1) * (32767 - STATE_ZP)
+    assert call.kwargs == {"rank": 2, "state_zero_point": 0 if fits else STATE_ZP, "multiplier": multiplier,
+                           "shift": shift, "output_zero_point": OUT_ZP, "rounding": Rounding.DOUBLE,
+                           "right_shift_only": shifts_right_only(multiplier, shift),
+                           "small_accumulator": fits_small_accumulator(reach, np.asarray(expected_bias))}
+    assert call.func_attrs == {}
+
+
+def test_lstm_matches_as_one_kernel_with_gate_offsets_folded_and_tflites_gate_order():
+    """UNIDIRECTIONAL_SEQUENCE_LSTM (batch-major [1, 2, 3] input, 2 units, int8 hidden and int16 cell state): the
+    kernel takes the lowered input, both reset values, each kind of weight stacked gate by gate in TFLite's
+    order (input, forget, cell, output), per-unit offsets (the bias minus input_zero_point times the gate's
+    centred input weights' sum; minus hidden_zero_point times the recurrent ones') and TFLite's sigmoid table;
+    TFLM's parameters from every gate's own scales; the states are marked as operands 1 and 2, the kernel opaque."""
+    rng = np.random.default_rng(19)
+    hidden_scale, hidden_zp, cell_scale = np.float32(0.0071), 9, np.float32(2.0 ** -11)
+    input_scales = np.float32([0.011, 0.012, 0.013, 0.014])
+    recurrent_scales = np.float32([0.021, 0.022, 0.023, 0.024])
+    weight_zps = (0, 2, 0, -1)
+    input_weights = [rng.integers(-127, 128, (2, 3)).astype(np.int8) for _ in range(4)]  # [units, input]
+    recurrent_weights = [rng.integers(-127, 128, (2, 2)).astype(np.int8) for _ in range(4)]  # [units, units]
+    biases = [rng.integers(-3000, 3000, 2).astype(np.int32) for _ in range(4)]
+    hidden = np.full((1, 2), hidden_zp, np.int8)
+    cell = np.zeros((1, 2), np.int16)
+    callee = relax.ExternFunc(LSTM).with_attrs({TIME_MAJOR_ATTR: False, CELL_CLIP_ATTR: 8.0})
+
+    def build(bb, x):
+        operands = [_dq(bb, x, IN_SCALE, IN_ZP), _dq(bb, relax.const(hidden), hidden_scale, hidden_zp),
+                    _dq(bb, relax.const(cell), cell_scale, 0)]
+        operands += [_dq(bb, relax.const(w), scale, zp)
+                     for w, scale, zp in zip(input_weights, input_scales, weight_zps)]
+        operands += [_dq(bb, relax.const(w), scale, zp)
+                     for w, scale, zp in zip(recurrent_weights, recurrent_scales, weight_zps)]
+        operands += [relax.const(b) for b in biases]
+        step = bb.emit(relax.call_dps_packed(callee, operands, relax.TensorType([1, 2, 2], "float32")))
+        return _q(bb, step, hidden_scale, hidden_zp)
+
+    quantize, ctx = _quantize_binding(build, (1, 2, 3))
+    matched = lstm.LOWERING.match(quantize, ctx)
+    assert isinstance(matched, FixedCall)
+    call = matched.call
+    assert (call.kind, call.kernel) == ("UNIDIRECTIONAL_SEQUENCE_LSTM", lstm_int8)
+    data, hidden_arg, cell_arg, stacked_input, stacked_recurrent, input_offsets, recurrent_offsets, table = call.args
+    assert data.same_as(next(iter(ctx.lowered.values())))
+    for arg, expected in [(hidden_arg, hidden), (cell_arg, cell), (stacked_input, np.stack(input_weights)),
+                          (stacked_recurrent, np.stack(recurrent_weights)), (table, SIGMOID_TABLE)]:
+        np.testing.assert_array_equal(arg.value.numpy(), expected)
+    zps = np.array(weight_zps, np.int64).reshape(4, 1, 1)
+    np.testing.assert_array_equal(input_offsets.value.numpy(), np.stack(biases).astype(np.int64)
+                                  - IN_ZP * (np.stack(input_weights).astype(np.int64) - zps).sum(axis=2))
+    np.testing.assert_array_equal(recurrent_offsets.value.numpy(),
+                                  -hidden_zp * (np.stack(recurrent_weights).astype(np.int64) - zps).sum(axis=2))
+    quant = LstmQuantization(float(IN_SCALE), IN_ZP, tuple(map(float, input_scales)), weight_zps,
+                             tuple(map(float, recurrent_scales)), weight_zps, float(hidden_scale), hidden_zp,
+                             float(cell_scale))
+    assert call.kwargs["params"] == lstm_params(quant, cell_clip=8.0, time_major=False, rounding=Rounding.DOUBLE)
+    assert call.kwargs["products"].input_zero_point_folded and call.kwargs["products"].hidden_zero_point_folded
+    assert call.func_attrs == {STATE_OPERANDS_ATTR: (1, 2), "op_pattern": _OPAQUE}
 
 def _marker_call(marker: str, shape: tuple, out_shape: list, operands) -> KernelCall:
     """The kernel call onnx_qlinear matches for `marker` over an int8 input of `shape` (the first operand,
