@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -57,7 +56,6 @@ TFLM_ARENA_BYTES: dict[str, int] = {
 COLUMNS = ("model", "liveness bound", "our arena", "total RAM, I/O outside", "liveness bound, I/O in arena",
            "total RAM, --io-in-arena", "TFLM arena", "--io-in-arena below TFLM", "self-tests (default, in arena)")
 M0PLUS_COLUMN = "fits cortex-m0plus"
-_OVER = re.compile(r"\(([\d,]+ B over)\)")
 
 
 def fits_m0plus(model: Path, scratch: Path) -> str:
@@ -68,7 +66,7 @@ def fits_m0plus(model: Path, scratch: Path) -> str:
     try:
         bundle = compile(model, "cortex-m0plus", scratch / f"{model.stem}_m0plus", force=True)
     except DoesNotFitError as err:
-        return "no: " + ", ".join(_OVER.findall(str(err)))
+        return "no: " + ", ".join(f"{o.memory} {o.excess_bytes:,} B over" for o in err.overruns)
     except CompileError as err:
         return f"error: {err}"
     return f"yes ({bundle.total_ram_bytes:,} B)"

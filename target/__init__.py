@@ -13,10 +13,11 @@ from typing import Any
 from target.loading import load_profile, profile_names
 from target.profile import Profile, ProfileError
 from target.resolve import TargetSpec, resolve_profile
-from target.resources import (RamUse, ResourceError, StackSource, check_fits, check_flash_fits, check_io_fits,
-                              headroom)
+from target.resources import (Overrun, RamUse, ResourceError, StackSource, check_fits, check_flash_fits,
+                              check_io_fits, headroom)
 
 __all__ = [
+    "Overrun",
     "Profile",
     "ProfileError",
     "RamUse",

@@ -17,8 +17,28 @@ from dataclasses import dataclass
 from target.profile import Profile
 
 
+@dataclass(frozen=True)
+class Overrun:
+    """One limit of a profile that a model exceeds: `memory` ("SRAM" or "flash"), the bytes it needs and the
+    bytes the profile has."""
+
+    memory: str
+    needed_bytes: int
+    available_bytes: int
+
+    @property
+    def excess_bytes(self) -> int:
+        """By how many bytes the need exceeds the limit (> 0)."""
+        return self.needed_bytes - self.available_bytes
+
+
 class ResourceError(ValueError):
-    """A model that does not fit its profile; the message is one line naming the model, limit, need and excess."""
+    """A model that does not fit its profile; the message is one line naming the model, limit, need and excess,
+    and `overruns` gives each limit exceeded as data (SRAM before flash)."""
+
+    def __init__(self, message: str, overruns: tuple[Overrun, ...]) -> None:
+        super().__init__(message)
+        self.overruns = overruns
 
 
 class StackSource(str, enum.Enum):
@@ -71,14 +91,15 @@ class RamUse:
                 "total_ram_bytes": self.total_bytes}
 
 
-def _overrun(what_needs: str, needed: int, memory: str, available: int, profile: Profile) -> str:
-    return (
-        f"{what_needs} {needed:,} B of {memory} but {profile.name} has {available:,} B ({needed - available:,} B over)"
-    )
+def _overrun_text(what_needs: str, overrun: Overrun, memory_words: str, profile: Profile) -> str:
+    """`overrun` in words: "<what_needs> N B of <memory_words> but <profile> has M B (K B over)"."""
+    return (f"{what_needs} {overrun.needed_bytes:,} B of {memory_words} but {profile.name} has "
+            f"{overrun.available_bytes:,} B ({overrun.excess_bytes:,} B over)")
 
 
-def _flash_overrun(flash_bytes: int, profile: Profile) -> str:
-    return _overrun("weights + code need", flash_bytes, "flash", profile.flash_bytes, profile)
+def _flash_overrun(flash_bytes: int, profile: Profile) -> tuple[Overrun, str]:
+    overrun = Overrun("flash", flash_bytes, profile.flash_bytes)
+    return overrun, _overrun_text("weights + code need", overrun, "flash", profile)
 
 
 def check_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int) -> None:
@@ -88,13 +109,15 @@ def check_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int)
     exceeded, e.g. "kws_ref_model: RAM needs 10,762 B of SRAM (arena 10,048 B + inputs 490 B + outputs 12 B +
     state 0 B + stack 212 B measured on the emulated board) but my-board has 10,400 B (362 B over)".
     """
-    overruns = []
+    overruns: list[tuple[Overrun, str]] = []
     if ram.total_bytes > profile.sram_bytes:
-        overruns.append(_overrun("RAM needs", ram.total_bytes, f"SRAM ({ram.parts()})", profile.sram_bytes, profile))
+        sram = Overrun("SRAM", ram.total_bytes, profile.sram_bytes)
+        overruns.append((sram, _overrun_text("RAM needs", sram, f"SRAM ({ram.parts()})", profile)))
     if flash_bytes > profile.flash_bytes:
         overruns.append(_flash_overrun(flash_bytes, profile))
     if overruns:
-        raise ResourceError(f"{model_name}: {'; '.join(overruns)}")
+        raise ResourceError(f"{model_name}: {'; '.join(text for _, text in overruns)}",
+                            tuple(overrun for overrun, _ in overruns))
 
 
 def check_flash_fits(profile: Profile, model_name: str, flash_bytes: int) -> None:
@@ -102,7 +125,8 @@ def check_flash_fits(profile: Profile, model_name: str, flash_bytes: int) -> Non
     that knows no RAM yet), e.g. "ad01: weights + code need 265,864 B of flash but cortex-m0plus has 262,144 B
     (3,720 B over)"."""
     if flash_bytes > profile.flash_bytes:
-        raise ResourceError(f"{model_name}: {_flash_overrun(flash_bytes, profile)}")
+        overrun, text = _flash_overrun(flash_bytes, profile)
+        raise ResourceError(f"{model_name}: {text}", (overrun,))
 
 
 def check_io_fits(profile: Profile, model_name: str, input_bytes: int, output_bytes: int, state_bytes: int,
@@ -119,9 +143,9 @@ def check_io_fits(profile: Profile, model_name: str, input_bytes: int, output_by
     io_bytes = max(input_bytes, output_bytes) if io_in_arena else input_bytes + output_bytes
     needed = io_bytes + state_bytes
     if needed > profile.sram_bytes:
+        overrun = Overrun("SRAM", needed, profile.sram_bytes)
         raise ResourceError(
-            f"{model_name}: {_overrun('inputs, outputs and state need', needed, 'SRAM', profile.sram_bytes, profile)}"
-        )
+            f"{model_name}: {_overrun_text('inputs, outputs and state need', overrun, 'SRAM', profile)}", (overrun,))
 
 
 def headroom(profile: Profile, ram: RamUse, flash_bytes: int) -> dict[str, object]:

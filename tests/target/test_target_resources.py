@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 import target
-from target.resources import RamUse, StackSource
+from target.resources import Overrun, RamUse, StackSource
 
 M0PLUS = target.load_profile("cortex-m0plus")  # 32,768 B SRAM, 262,144 B flash
 BOARD = dataclasses.replace(M0PLUS, name="my-board", sram_bytes=10_400)
@@ -75,6 +75,8 @@ def test_both_limits_exceeded_are_named_on_one_line():
         "measured on the emulated board) but cortex-m0plus has 32,768 B (7,332 B over); "
         "weights + code need 1,100,000 B of flash but cortex-m0plus has 262,144 B (837,856 B over)"
     )
+    assert error.value.overruns == (Overrun("SRAM", 40_100, 32_768), Overrun("flash", 1_100_000, 262_144))
+    assert [overrun.excess_bytes for overrun in error.value.overruns] == [7_332, 837_856]
 
 
 def test_headroom_is_limit_minus_the_whole_ram_and_goes_negative_when_over():

@@ -21,7 +21,7 @@ from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
 from printable import printable
 from target.resolve import TargetSpec
-from target.resources import RamUse
+from target.resources import Overrun, RamUse
 from tvm_ext.processes.command_process import interrupts_held_back, outcome_decided
 
 if TYPE_CHECKING:
@@ -45,7 +45,12 @@ class CompileError(Exception):
 
 
 class DoesNotFitError(CompileError):
-    """The planned bundle needs more SRAM or flash than its profile has; the line says by how many bytes."""
+    """The planned bundle needs more SRAM or flash than its profile has; the line says by how many bytes, and
+    `overruns` gives each limit exceeded as data (target.Overrun: SRAM before flash)."""
+
+    def __init__(self, message: str, overruns: tuple[Overrun, ...]) -> None:
+        super().__init__(message)
+        self.overruns = overruns
 
 
 class InternalError(Exception):

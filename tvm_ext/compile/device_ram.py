@@ -46,7 +46,7 @@ def _refused() -> Iterator[None]:
     try:
         yield
     except ResourceError as err:
-        raise DoesNotFitError(str(err)) from err
+        raise DoesNotFitError(str(err), err.overruns) from err
 
 
 def refuse_unless_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int) -> None:

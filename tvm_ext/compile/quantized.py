@@ -161,7 +161,7 @@ def check_fit_before_quantizing(model_label: str, profile: Profile, facts: Model
         target.check_flash_fits(profile, model_label, facts.weight_bytes // 4)
     except target.ResourceError as err:
         raise DoesNotFitError(f"{err}, even quantized to int8 (a quarter of the float weights' "
-                              f"{facts.weight_bytes:,} B); nothing was quantized") from err
+                              f"{facts.weight_bytes:,} B); nothing was quantized", err.overruns) from err
 
 
 def source_instead(path: Path, target_spec: Any, request: QuantizeRequest, log: Callable[[str], None],

@@ -123,8 +123,10 @@ def test_inputs_and_outputs_beyond_the_profile_s_sram_are_refused_before_the_imp
 
 def test_a_quantized_bundle_s_inputs_and_outputs_count_a_byte_per_element(tmp_path):
     path = _relu_onnx(tmp_path / "wide.onnx", 40_000)  # int8: 40,000 B each side, held in turn with io_in_arena
-    with pytest.raises(DoesNotFitError, match="inputs, outputs and state need 40,000 B of SRAM but cortex-m0plus"):
+    with pytest.raises(DoesNotFitError, match="inputs, outputs and state need 40,000 B of SRAM but cortex-m0plus") \
+            as refused:
         tvm_ext.compile(path, "cortex-m0plus", tmp_path / "out", quantize="int8", calibration="random")
+    assert refused.value.overruns == (target.Overrun("SRAM", 40_000, 32_768),)  # as data, for scripts
 
 
 def test_a_relax_module_is_held_to_the_self_test_s_limit(tmp_path):
