@@ -228,7 +228,7 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
         try:
             validation = stage_logger(_print_stage_and_stop_if_signalled)(
                 "validate", lambda: validate(bundle.out_dir, bundle.plan, model, checked.facts, samples,
-                                            _emulated_runner(args)),
+                                            _build_config(args)),
                 lambda v: f"{v.count} samples of {v.source} on {v.where}")
         except ValidationError as err:
             raise InternalError(str(err)) from err
@@ -237,14 +237,13 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
     return bundle
 
 
-def _emulated_runner(args: argparse.Namespace):
-    """What runs the profile's self-test on an emulated board (`backends.backend.EmulatedRunner`), None for a
-    profile whose self-test runs on the host."""
+def _build_config(args: argparse.Namespace):
+    """How the profile's bundle was built (`packager.build_files.BuildConfig`: its flags, and the emulated board
+    that runs its self-test, if any)."""
     import target
-    from backends import backend_of
+    from tvm_ext.compile.pipeline import build_config
 
-    profile = target.resolve_profile(args.target)
-    return backend_of(profile).emulated_runner(profile)
+    return build_config(target.resolve_profile(args.target))
 
 
 def _validation_samples(args: argparse.Namespace, model: Path):

@@ -55,13 +55,15 @@ def dequantize(values: np.ndarray, quant: QuantParams) -> np.ndarray:
     return (np.asarray(values, np.float64) - quant.zero_point[0]) * quant.scale[0]
 
 
-def validate(bundle_folder: Path, plan, model: Path, facts, samples: Samples, emulated=None) -> Validation:
-    """The bundle in `bundle_folder` (its execution plan `plan`) against the model file `model`'s reference
-    runtime on `samples` (in the model file's input types); `facts` is the file's model check
-    (`tvm_ext.model_check.ModelFacts`, made by the caller: the file is not checked again). A bundle whose
-    inputs are quantized where the model's are float was quantized by `--quantize`: its inputs take the
-    samples quantized, its outputs are compared dequantized. `emulated` (a `backends.backend.EmulatedRunner`, None: none) runs the samples on that
-    emulated core too, as many as `emulated_run.embedded_count` embeds. ValidationError (one line)."""
+def validate(bundle_folder: Path, plan, model: Path, facts, samples: Samples, build) -> Validation:
+    """The bundle in `bundle_folder` (its execution plan `plan`, built by `build`, a
+    `packager.build_files.BuildConfig`) against the model file `model`'s reference runtime on `samples` (in the
+    model file's input types); `facts` is the file's model check (`tvm_ext.model_check.ModelFacts`, made by the
+    caller: the file is not checked again). A bundle whose inputs are quantized where the model's are float was
+    quantized by `--quantize`: its inputs take the samples quantized, its outputs are compared dequantized. The
+    samples run on the host (the bundle built again with the profile's host-portable flags) and, where `build`
+    has an emulated board (`build.emulated`), on that emulated core too, as many as
+    `emulated_run.embedded_count` embeds. ValidationError (one line)."""
     from tvm_ext.reference.outputs import ReferenceRuntimeError, runs_on_tflite_micro, start_reference
     from tvm_ext.validate.emulated_run import EmulatedRunError, embedded_count, run_on_emulator
     from tvm_ext.validate.host_run import HostRunError, run_on_host
@@ -82,7 +84,8 @@ def validate(bundle_folder: Path, plan, model: Path, facts, samples: Samples, em
     dtypes, shapes = [np.dtype(t.dtype) for t in outputs], [t.shape for t in outputs]
     runs = []
     try:
-        runs.append(("the host", run_on_host(bundle_folder, plan.model, dtypes, shapes, cases, stateful)))
+        runs.append(("the host", run_on_host(bundle_folder, plan.model, dtypes, shapes, cases, stateful, build)))
+        emulated = build.emulated
         if emulated is not None:
             count = embedded_count(cases)
             runs.append((f"{emulated.board_name} (emulated {emulated.name}, the first {count} samples)",

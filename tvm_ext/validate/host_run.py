@@ -1,5 +1,7 @@
 """A built bundle run on the host on many samples: its sources built again with the host's C compiler in a
-temporary copy (whatever the profile's compiler) by the bundle's own Makefile (`packager.build.make`), its
+temporary copy (whatever the profile's compiler), with the profile's host-portable flags
+(`packager.build_files.BuildConfig.on_host`: its optimisation level and defines), by the bundle's own Makefile
+(`packager.build.make`), its
 self-test program replaced by a small driver that reads each sample's inputs from stdin and writes its outputs
 to stdout as raw bytes, in the bundle's own types.
 
@@ -17,13 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
+from packager.build_files import BuildConfig
 from tvm_ext.validate.driver_c import io_buffers, run_one
 
 RUN_TIMEOUT_SECONDS = 600
-HOST_CC = "cc"
-HOST_BUILD = {"CC": (HOST_CC,), "AR": ("ar",), "CFLAGS": ("-std=c99", "-O2"), "LDFLAGS": (), "EXTRA_CFLAGS": ()}
-"""The bundle Makefile's variables for the host build: the host's compiler and archiver, portable flags, no
-device link flags, and its warnings left warnings (no -Werror: the bundle was checked when it was built)."""
+
+
+def host_make_variables(build: BuildConfig) -> dict[str, tuple[str, ...]]:
+    """The bundle Makefile's variables for the host build of a bundle built by `build`: the host's compiler and
+    archiver, the C standard and the profile's host-portable flags (`BuildConfig.on_host`), no device link flags,
+    and its warnings left warnings (no -Werror: the bundle was checked when it was built)."""
+    return {**build.on_host().make_variables(), "EXTRA_CFLAGS": ()}
 
 
 class HostRunError(Exception):
@@ -43,9 +49,10 @@ def _driver_c(name: str, inputs: int, outputs: int, stateful: bool) -> str:
 
 
 def run_on_host(bundle: Path, name: str, output_dtypes: list[np.dtype], output_shapes: list[tuple[int, ...]],
-                cases: list[list[np.ndarray]], stateful: bool) -> list[list[np.ndarray]]:
-    """Each case's outputs from the bundle in folder `bundle` (C prefix `name`; one array per input in the
-    bundle's input types), built and run on the host; HostRunError (one line) when it cannot be."""
+                cases: list[list[np.ndarray]], stateful: bool, build: BuildConfig) -> list[list[np.ndarray]]:
+    """Each case's outputs from the bundle in folder `bundle` (C prefix `name`, built by `build`; one array per
+    input in the bundle's input types), built again and run on the host; HostRunError (one line) when it
+    cannot be."""
     from packager.build import BuildError, make
 
     with tempfile.TemporaryDirectory(prefix="tvm_ext_validate_") as folder:
@@ -53,9 +60,10 @@ def run_on_host(bundle: Path, name: str, output_dtypes: list[np.dtype], output_s
         shutil.copytree(bundle, work, ignore=shutil.ignore_patterns("*.o", "*.a", "*.tar.gz", "selftest"))
         (work / "selftest.c").write_text(_driver_c(name, len(cases[0]), len(output_dtypes), stateful))
         try:
-            make(work, "selftest", HOST_BUILD, timeout_s=RUN_TIMEOUT_SECONDS)
+            make(work, "selftest", host_make_variables(build), timeout_s=RUN_TIMEOUT_SECONDS)
         except BuildError as err:
-            raise HostRunError(f"the bundle does not build on the host with {HOST_CC}: {str(err)[:300]}") from err
+            raise HostRunError(f"the bundle does not build on the host with {build.on_host().cc}: "
+                               f"{str(err)[:300]}") from err
         stdin = b"".join(array.tobytes() for case in cases for array in case)
         ran = subprocess.run([str(work / "selftest")], input=stdin, capture_output=True,
                              timeout=RUN_TIMEOUT_SECONDS)

@@ -113,3 +113,16 @@ def test_validate_on_the_emulated_core_of_a_device_profile(tmp_path, profile: st
     error = float(re.search(r"max abs error ([0-9.e+-]+)", line).group(1))
     assert error < 1e-5 and "top-1 agreement 100.0%" in line, line
     assert "print_bytes" not in (tmp_path / "out" / "selftest.c").read_text()  # the driver only in the copy
+
+
+def test_the_host_run_builds_with_the_profiles_portable_flags_not_fixed_ones() -> None:
+    """--validate's host build of a hifi4 bundle (xt-clang, -O3, -DHIFI4) compiled it with a fixed
+    `-std=c99 -O2`: another optimisation level and without the profile's defines, so not the code the bundle
+    ships. Now it takes the profile's host-portable flags (the core's -m and --xtensa options dropped)."""
+    import target
+    from tvm_ext.compile.pipeline import build_config
+    from tvm_ext.validate.host_run import host_make_variables
+
+    variables = host_make_variables(build_config(target.resolve_profile("hifi4")))
+    assert variables["CC"] == ("cc",) and variables["LDFLAGS"] == ()
+    assert variables["CFLAGS"] == ("-std=c99", "-DHIFI4", "-O3", "-ffunction-sections", "-fdata-sections")
