@@ -17,6 +17,7 @@ from packager.manifest import manifest, manifest_json
 from packager.report import REPORT_FILE, LayerReport, layer_report
 from packager.report_html import REPORT_HTML_FILE, HtmlReport, report_html
 from packager.selftest_verdict import SelftestResult
+from target.resources import Headroom
 
 HOST_SELFTEST_PROGRAM = "selftest"
 """The self-test program the bundle's Makefile links on the host (`make selftest`)."""
@@ -34,7 +35,7 @@ class BundleFacts:
 
     tools: dict[str, str]
     profile: dict[str, Any]
-    headroom: dict[str, Any]
+    headroom: Headroom
     selftest: SelftestResult | None
     measured: dict[str, Any]
     quantization: dict[str, Any] | None = None  # how a float model was quantized (tvm_ext.compile.quantized)
@@ -82,7 +83,7 @@ class BundleFacts:
                 "cases": len(vectors.cases), **self._selftest_verdict(),
             },
             "profile": self.profile,
-            "headroom": self.headroom,
+            "headroom": self.headroom.manifest_entry(),
         }
         if self.measured:
             entries[bundle.config.emulated.manifest_key] = self.measured

@@ -4,7 +4,7 @@ compile's), the memory plan (the same drawing as memory_plan.svg, memory_planner
 operators with their support.
 
 Written from the same data objects as report.md and the manifest (packager.report's LayerReport, the memory
-plan and its buffers, the manifest's headroom entry, the check's operators), never from their text. Per call
+plan and its buffers, the headroom, the check's operators), never from their text. Per call
 it gives the emulated self-test's instructions (per call and per unit of its kind's work) where the bundle ran
 on an emulated core, else instructions estimated from its MACs and bytes (emulator.instruction_model, as
 `--analyze` gives them); and the estimated time at the profile's clock where the core has a cycle model
@@ -31,6 +31,7 @@ from packager.kernel_kinds import OVER_TARGET
 from packager.report import (CallCost, LayerReport, per_unit_text, shapes_text, share_text,
                              times_target_text)
 from printable import markup_text as _h
+from target.resources import Headroom
 
 REPORT_HTML_FILE = "report.html"
 
@@ -64,7 +65,7 @@ svg { max-width: 100%; height: auto; }
 @dataclass(frozen=True)
 class HtmlReport:
     """What report.html shows. `report` gives the calls and, in its `timing`, the core's cycle estimate (None:
-    no time estimate); `headroom` is the manifest's headroom entry (target.headroom: bytes); `operators` the
+    no time estimate); `headroom` is how the bundle fits its profile (target.Headroom: bytes); `operators` the
     model file's operator kinds (empty for a Relax module: its calls' operators are shown); `layer_errors` a
     quantized compile's per-layer errors (the manifest's `quantization.layer_errors`; empty when the model was
     not quantized)."""
@@ -72,7 +73,7 @@ class HtmlReport:
     report: LayerReport
     buffers: Sequence[Buffer]
     memory: MemoryPlan
-    headroom: Mapping[str, Any]
+    headroom: Headroom
     operators: Sequence[OperatorSupport] = ()
     layer_errors: Sequence[Mapping[str, Any]] = ()
 
@@ -110,18 +111,19 @@ def report_html(page: HtmlReport) -> str:
     ]) + "\n"
 
 
-def _headroom(headroom: Mapping[str, Any]) -> str:
+def _headroom(headroom: Headroom) -> str:
     """The RAM one inference holds, part by part, against the SRAM, and the weights against the flash."""
-    parts = [("arena", headroom["arena_bytes"]),
-             ("inputs outside the arena", headroom["input_bytes_outside_arena"]),
-             ("outputs outside the arena", headroom["output_bytes_outside_arena"]),
-             ("state", headroom["state_bytes"]),
-             (f"stack ({headroom['stack_source']})", headroom["stack_bytes"])]
+    ram, profile = headroom.ram, headroom.profile
+    parts = [("arena", ram.arena_bytes),
+             ("inputs outside the arena", ram.input_bytes),
+             ("outputs outside the arena", ram.output_bytes),
+             ("state", ram.state_bytes),
+             (f"stack ({ram.stack_source.name.lower()})", ram.stack_bytes)]
     rows = [f"<tr><td>{_h(name)}</td><td class=\"n\">{value:,}</td><td></td><td></td></tr>" for name, value in parts]
-    rows += [_fit_row("total RAM against the SRAM", headroom["total_ram_bytes"], headroom["sram_bytes"]),
-             _fit_row("flash (weights stored; the code comes on top)", headroom["flash_used_bytes"],
-                      headroom["flash_bytes"])]
-    return (f"<p class=\"note\">Profile {_h(headroom['profile'])} ({_h(headroom['memory_source'])}). Bytes.</p>\n"
+    rows += [_fit_row("total RAM against the SRAM", ram.total_bytes, profile.sram_bytes),
+             _fit_row("flash (weights stored; the code comes on top)", headroom.flash_used_bytes,
+                      profile.flash_bytes)]
+    return (f"<p class=\"note\">Profile {_h(profile.name)} ({_h(profile.memory_source)}). Bytes.</p>\n"
             "<table><thead><tr><th>part</th><th>used B</th><th>of B (left)</th><th>share</th></tr></thead>\n"
             "<tbody>\n" + "\n".join(rows) + "\n</tbody></table>")
 

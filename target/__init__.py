@@ -13,10 +13,11 @@ from typing import Any
 from target.loading import load_profile, profile_names
 from target.profile import Profile, ProfileError
 from target.resolve import TargetSpec, resolve_profile
-from target.resources import (Overrun, RamUse, ResourceError, StackSource, check_fits, check_flash_fits,
-                              check_io_fits, headroom)
+from target.resources import (Headroom, Overrun, RamUse, ResourceError, StackSource, check_fits,
+                              check_flash_fits, check_io_fits)
 
 __all__ = [
+    "Headroom",
     "Overrun",
     "Profile",
     "ProfileError",
@@ -27,7 +28,6 @@ __all__ = [
     "check_fits",
     "check_flash_fits",
     "check_io_fits",
-    "headroom",
     "is_lowpower_target",
     "load_profile",
     "profile_for_target",

@@ -148,20 +148,36 @@ def check_io_fits(profile: Profile, model_name: str, input_bytes: int, output_by
             f"{model_name}: {_overrun_text('inputs, outputs and state need', overrun, 'SRAM', profile)}", (overrun,))
 
 
-def headroom(profile: Profile, ram: RamUse, flash_bytes: int) -> dict[str, object]:
-    """What the manifest records about the fit: the profile, each limit, the use and what is left (bytes).
+@dataclass(frozen=True)
+class Headroom:
+    """How a bundle fits `profile`: every part of the RAM one inference holds (`ram`) against its SRAM, and the
+    bytes the model puts in flash (`flash_used_bytes`) against its flash. A headroom is negative when a limit is
+    exceeded (check_fits would have raised)."""
 
-    `ram` is every part of the RAM one inference holds (RamUse.manifest_entry); the SRAM headroom is what its
-    total leaves. Headroom is negative when a limit is exceeded (check_fits would have raised).
-    """
-    return {
-        "profile": profile.name,
-        "profile_source": profile.source,
-        "memory_source": profile.memory_source,
-        "sram_bytes": profile.sram_bytes,
-        **ram.manifest_entry(),
-        "sram_headroom_bytes": profile.sram_bytes - ram.total_bytes,
-        "flash_bytes": profile.flash_bytes,
-        "flash_used_bytes": flash_bytes,
-        "flash_headroom_bytes": profile.flash_bytes - flash_bytes,
-    }
+    profile: Profile
+    ram: RamUse
+    flash_used_bytes: int
+
+    @property
+    def sram_headroom_bytes(self) -> int:
+        """The SRAM the whole RAM leaves (bytes)."""
+        return self.profile.sram_bytes - self.ram.total_bytes
+
+    @property
+    def flash_headroom_bytes(self) -> int:
+        """The flash the model leaves (bytes)."""
+        return self.profile.flash_bytes - self.flash_used_bytes
+
+    def manifest_entry(self) -> dict[str, object]:
+        """What the manifest records about the fit: the profile, each limit, the use and what is left (bytes)."""
+        return {
+            "profile": self.profile.name,
+            "profile_source": self.profile.source,
+            "memory_source": self.profile.memory_source,
+            "sram_bytes": self.profile.sram_bytes,
+            **self.ram.manifest_entry(),
+            "sram_headroom_bytes": self.sram_headroom_bytes,
+            "flash_bytes": self.profile.flash_bytes,
+            "flash_used_bytes": self.flash_used_bytes,
+            "flash_headroom_bytes": self.flash_headroom_bytes,
+        }

@@ -5,6 +5,7 @@ every name from the model escaped."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from html_tree import external_references, parse_html
@@ -16,6 +17,8 @@ from emulator.cycle_model import CycleEstimate, cycle_estimate
 from emulator.instruction_model import DESCRIPTION
 from packager.report import layer_report
 from packager.report_html import HtmlReport, report_html
+from target import load_profile
+from target.resources import Headroom, RamUse, StackSource
 
 SCRIPT_NAME = "<script>alert(1)</script>"
 ATTRIBUTE_NAME = "\"><img src=x onerror=alert(1)>"
@@ -33,10 +36,9 @@ def _plan(names: tuple[str, str, str] = ("conv", "relu", "reshape")) -> Executio
     return ExecutionPlan("m", "m.tflite", "cortex-m4f", tensors, calls, ["x"], ["y"])
 
 
-HEADROOM = {"profile": "cortex-m4f", "profile_source": "p.toml", "memory_source": "a board", "sram_bytes": 1000,
-            "arena_bytes": 32, "input_bytes_outside_arena": 16, "output_bytes_outside_arena": 16, "state_bytes": 0,
-            "stack_bytes": 240, "stack_source": "measured", "total_ram_bytes": 304, "sram_headroom_bytes": 696,
-            "flash_bytes": 10, "flash_used_bytes": 16, "flash_headroom_bytes": -6}
+HEADROOM = Headroom(dataclasses.replace(load_profile("cortex-m4f"), memory_source="a board", sram_bytes=1000,
+                                        flash_bytes=10),
+                    RamUse(32, 16, 16, 0, 240, StackSource.MEASURED), flash_used_bytes=16)
 
 
 def _page(plan: ExecutionPlan, instructions: list[int] | None, timing: CycleEstimate | None = None,

@@ -193,7 +193,7 @@ def test_importing_target_and_using_profiles_does_not_import_tvm():
         "profile = target.load_profile('cortex-m4f')\n"
         "ram = target.RamUse(1, 0, 0, 0, 0, target.StackSource.PENDING)\n"
         "target.check_fits(profile, 'm', ram, 1)\n"
-        "target.headroom(profile, ram, 1)\n"
+        "target.Headroom(profile, ram, 1).manifest_entry()\n"
         "assert 'tvm' not in sys.modules, sorted(m for m in sys.modules if m.startswith('tvm'))\n"
         "target.register_with_tvm\n"
         "assert 'tvm' in sys.modules\n"

@@ -80,7 +80,7 @@ def test_both_limits_exceeded_are_named_on_one_line():
 
 
 def test_headroom_is_limit_minus_the_whole_ram_and_goes_negative_when_over():
-    room = target.headroom(M0PLUS, RamUse(30_000, 490, 12, 8, 212, StackSource.MEASURED), flash_bytes=300_000)
+    room = target.Headroom(M0PLUS, RamUse(30_000, 490, 12, 8, 212, StackSource.MEASURED), 300_000).manifest_entry()
     assert room["profile"] == "cortex-m0plus"
     assert (room["sram_bytes"], room["arena_bytes"], room["total_ram_bytes"], room["sram_headroom_bytes"]) == (
         32_768, 30_000, 30_722, 2_046)

@@ -618,7 +618,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: R
                  "simd": profile.simd, "int8_rounding": profile.int8_rounding,
                  "subgraph_bytes": profile.subgraph_bytes, "clock_hz": profile.clock_hz,
                  "units": [unit.name for unit in profile.compute_units]},
-        headroom=target.headroom(profile, ram, planned.plan.weight_bytes()),
+        headroom=target.Headroom(profile, ram, planned.plan.weight_bytes()),
         selftest=None if tested is None else tested.result,
         measured={} if tested is None else tested.measured,
         subgraph_units=tuple(dataclasses.asdict(choice) for choice in units),
