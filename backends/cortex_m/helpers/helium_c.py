@@ -27,6 +27,7 @@ HELIUM_LANES_TEMPLATE = "helium_lanes.h.in"
 HELIUM_DUAL_MAC_TEMPLATE = "helium_dual_mac.h.in"
 HELIUM_ROW_DOT_TEMPLATE = "helium_row_dot.h.in"
 HELIUM_DEPTHWISE_TEMPLATE = "helium_depthwise_mac.h.in"
+HELIUM_REQUANTIZE_TEMPLATE = "helium_requantize.h.in"
 HELIUM_OVERRIDES = {DUAL_MAC_TEMPLATE: HELIUM_DUAL_MAC_TEMPLATE, ROW_DOT_TEMPLATE: HELIUM_ROW_DOT_TEMPLATE}
 """The DSP templates a Helium bundle replaces (their Helium templates have portable C without MVE)."""
 MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
