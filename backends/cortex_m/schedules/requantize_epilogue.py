@@ -120,9 +120,8 @@ def requantize_epilogue_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
     offsets = AccessOffsets(bindings, [loop.loop_var])
     try:
         for access in epilogue.accesses():
-            first, last = offsets.index(access, [0]), offsets.index(access, [count - 1])
-            if first[:-1] != last[:-1] or last[-1] - first[-1] != count - 1 \
-                    or offsets.index(access, [1 % count])[-1] - first[-1] != (1 if count > 1 else 0):
+            first = offsets.index(access, [0])
+            if any(offsets.index(access, [c]) != [*first[:-1], first[-1] + c] for c in range(1, count)):
                 return None
         origin = {loop.loop_var: tirx.const(0, str(loop.loop_var.ty.dtype))}
         block_values = {var: substitute_index(value, origin) for var, value in bindings.items()}
