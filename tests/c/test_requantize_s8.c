@@ -42,7 +42,8 @@ static void check(const int32_t *acc, const int32_t *bias, const int32_t *multip
     lp_requantize_s8(out, acc, bias, multiplier, shift, zero_point, count);
     lp_requantize_s8_b16(out16, acc, bias16, multiplier, shift, zero_point, count);
     for (c = 0; c < LANES + GUARD; ++c) {
-        const int8_t want = c < count ? expected_out(acc[c], bias[c], multiplier[c], shift[c], zero_point) : (int8_t)0x5a;
+        const int8_t want = c < count ? expected_out(acc[c], bias[c], multiplier[c], shift[c], zero_point)
+                                      : (int8_t)0x5a;
         const int8_t want16 = c < count ? expected_out(acc[c], bias16[c], multiplier[c], shift[c], zero_point)
                                         : (int8_t)0x5a;
         checks += 2;

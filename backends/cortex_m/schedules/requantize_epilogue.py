@@ -16,6 +16,7 @@ C unit test). Any other epilogue (per-tensor constants, single rounding, another
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -38,7 +39,7 @@ DOUBLE_ROUNDING_OPS = frozenset(REQUANTIZE_OPS[helper] for helper in ("double", 
 # The call (out, acc, bias, multiplier, shift, zero_point, count): element c < count of each pointer.
 REQUANTIZE_S8_ACCESS = HelperAccess(tuple(PointerAccess(pointer, (Axis(Arg(6), 1),)) for pointer in range(5)))
 for _bias, _op in REQUANTIZE_S8_OPS.items():
-    register_mac_helper(_op, lambda prefix, bias=_bias: requantize_helper_name(prefix, bias), REQUANTIZE_S8_ACCESS)
+    register_mac_helper(_op, functools.partial(requantize_helper_name, bias=_bias), REQUANTIZE_S8_ACCESS)
 
 
 @dataclass(frozen=True)

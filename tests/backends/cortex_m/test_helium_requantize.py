@@ -40,7 +40,8 @@ def _epilogue_model(seed: int = 11) -> bytes:
         ("CONV_2D", (8, 3, 3, channels), 200_000, (1, height, width, 8),
          Options("Conv2DOptions", {"Padding": SAME, **CONV}), _per_channel(8, 0)),
         ("DEPTHWISE_CONV_2D", (1, 3, 3, channels), 3000, (1, height - 2, width - 2, channels),
-         Options("DepthwiseConv2DOptions", {"Padding": VALID, "DepthMultiplier": 1, **CONV}), _per_channel(channels, 3)),
+         Options("DepthwiseConv2DOptions", {"Padding": VALID, "DepthMultiplier": 1, **CONV}),
+         _per_channel(channels, 3)),
         ("CONV_2D", (6, 1, 1, channels), 3000, (1, height, width, 6),
          Options("Conv2DOptions", {"Padding": VALID, **CONV}), Quantization((0.006,), (0,))),
     ]
