@@ -194,6 +194,9 @@ class MacSchedules(Protocol):
     def pair_tests(self, pixel: tirx.Var, low: int, pairs: int) -> tuple[tirx.Expr, tirx.Expr]:
         """The tests that select the paired interior pixels of a row."""
 
+    def epilogue_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
+        """The scheduled kernel `func` with its requantization epilogues as helper calls where the core has one."""
+
 
 @dataclass(frozen=True)
 class KernelSchedules:

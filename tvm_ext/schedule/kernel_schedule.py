@@ -176,7 +176,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
     and without padding also accumulates neighbouring pixels (float_schedule.tile_pixels);
     with a backend's MAC schedules ``mac`` (``backends.backend.MacSchedules``), a tiled integer reduction a
     MAC helper computes becomes its call;
-    a padded integer convolution's border is split from its interior (tvm_ext.schedule.border_split).
+    a padded integer convolution's border is split from its interior (tvm_ext.schedule.border_split);
+    last, ``mac.epilogue_calls`` turns requantization epilogues into its helpers' calls where it has any.
 
     Contract: the result computes exactly the same values in the same order of floating-point operations
     per output element (only where values are stored changes).
@@ -231,7 +232,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
     scheduled = sch.mod["main"]
     for name, first_reduce in odd_rows:  # only with `mac`: the pairs are its helpers'
         scheduled = mac.pair_odd_pixel_row(scheduled, name, first_reduce)
-    return with_window_recorded(inlined, split_border(scheduled, mac))
+    split = split_border(scheduled, mac)
+    return with_window_recorded(inlined, mac.epilogue_calls(split) if mac is not None else split)
 
 
 def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int):

@@ -9,7 +9,8 @@ these modules name the helpers and list the templates a bundle defines:
   `row_dot_c` (the SVDF time product);
 - `copy_c`: the ascending copy (the SVDF state update's shift in place);
 - `helium_c`: the Helium (MVE) bodies of the dual MAC, the depthwise MAC and the row dot product, which a
-  Helium core's bundle defines in their place (`HELIUM_HELPERS`, chosen by `helpers_of`).
+  Helium core's bundle defines in their place (`HELIUM_HELPERS`, chosen by `helpers_of`), and the Helium
+  requantization epilogue.
 
 The kernels' helper calls record CORTEX_M_HELPERS (the helpers' names and contracts); a bundle defines the
 library `helpers_of` gives for its profile.
@@ -21,7 +22,7 @@ from backends.backend import HelperLibrary
 from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.copy_c import copy_helper_c
 from backends.cortex_m.helpers.dual_mac_c import mac_helpers_c
-from backends.cortex_m.helpers.helium_c import helium_mac_helpers_c
+from backends.cortex_m.helpers.helium_c import helium_mac_helpers_c, helium_requantize_c
 from target.profile import Profile
 
 
@@ -32,8 +33,8 @@ def cortex_m_helpers_c(prefix: str) -> str:
 
 def helium_helpers_c(prefix: str) -> str:
     """Every Cortex-M helper's C definition for the bundle `prefix` on a Helium core: the MAC helpers with the
-    Helium bodies of `helium_c`, then the copy."""
-    return "\n".join([helium_mac_helpers_c(prefix), copy_helper_c(prefix)])
+    Helium bodies of `helium_c`, the requantization epilogue's, then the copy."""
+    return "\n".join([helium_mac_helpers_c(prefix), helium_requantize_c(prefix), copy_helper_c(prefix)])
 
 
 CORTEX_M_HELPERS = HelperLibrary("cortex_m", cortex_m_helpers_c)

@@ -8,7 +8,11 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   vector load and one VMLADAVA per channel, a row's last lanes one VCTP-predicated vector (no scalar tail);
 - `helium_row_dot.h.in`: `<prefix>_row_dot_s8x4` the same way;
 - `helium_depthwise_mac.h.in`: the depthwise helpers with a tap's four channels as the lanes of one vector;
-  MVE only, so the bundle keeps `depthwise_mac.h.in` for a build without MVE, the compiler choosing.
+  MVE only, so the bundle keeps `depthwise_mac.h.in` for a build without MVE, the compiler choosing;
+- `helium_requantize.h.in`: `<prefix>_requantize_s8` and `_s8_b16`, a MAC kernel's int8 requantization
+  epilogue four outputs per vector (VQRDMULH, VRSHL, VMAX/VMIN, VSTRB.32), in place of the scalar loop the
+  Helium schedules replace (`backends.cortex_m.schedules.requantize_epilogue`); no DSP twin, its portable C
+  the same steps lane by lane.
 
 The q15 pair keeps its DSP body (an Armv8.1-M core with MVE has the DSP extension); Helium's schedules do not
 call it. Each Helium body passes its DSP twin's C unit test, built for cortex-m55 and run under QEMU
@@ -27,10 +31,17 @@ HELIUM_LANES_TEMPLATE = "helium_lanes.h.in"
 HELIUM_DUAL_MAC_TEMPLATE = "helium_dual_mac.h.in"
 HELIUM_ROW_DOT_TEMPLATE = "helium_row_dot.h.in"
 HELIUM_DEPTHWISE_TEMPLATE = "helium_depthwise_mac.h.in"
+HELIUM_REQUANTIZE_TEMPLATE = "helium_requantize.h.in"
 HELIUM_OVERRIDES = {DUAL_MAC_TEMPLATE: HELIUM_DUAL_MAC_TEMPLATE, ROW_DOT_TEMPLATE: HELIUM_ROW_DOT_TEMPLATE}
 """The DSP templates a Helium bundle replaces (their Helium templates have portable C without MVE)."""
 MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
 """The DSP templates a Helium bundle keeps for a build without MVE beside the Helium template it defines with MVE."""
+
+
+def requantize_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the requantization epilogue's helper for biases of type `bias` ("int32" or "int16") in the
+    bundle `prefix`."""
+    return f"{prefix}_requantize_s8" if bias == "int32" else f"{prefix}_requantize_s8_b16"
 
 
 def helium_template_c(name: str, prefix: str) -> str:
@@ -51,3 +62,9 @@ def helium_mac_helpers_c(prefix: str) -> str:
     `helium_template_c` gives it."""
     return helper_template_c(__package__, HELIUM_LANES_TEMPLATE, prefix) + "".join(
         helium_template_c(name, prefix) for name in MAC_HELPER_TEMPLATES)
+
+
+def helium_requantize_c(prefix: str) -> str:
+    """The C definitions of the requantization epilogue's helpers in a Helium bundle of prefix `prefix` (after
+    the lanes: `helium_mac_helpers_c`)."""
+    return helper_template_c(__package__, HELIUM_REQUANTIZE_TEMPLATE, prefix)

@@ -7,7 +7,8 @@ the helpers of `backends.cortex_m.helpers`.
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
   pair's inputs widened once, across odd-width rows);
 - `border_window`: a padded convolution's border pixel copies its window once;
-- Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs.
+- Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
+  `requantize_epilogue`: a MAC kernel's int8 requantization loop as one call of the Helium epilogue helper.
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update).
 """
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 import functools
 from typing import Optional
 
+from tvm import tirx
+
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
@@ -23,6 +26,7 @@ from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helpe
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
+from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 
@@ -42,15 +46,22 @@ class DualMacSchedules:
     paired_pixel_body = staticmethod(paired_pixel_body)
     pair_tests = staticmethod(pair_tests)
 
+    @staticmethod
+    def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+        """`func` as it is: a DSP core requantizes one output at a time (SMMULR and SSAT per output)."""
+        return func
+
 
 class HeliumMacSchedules(DualMacSchedules):
     """The `backends.backend.MacSchedules` of Helium (MVE) cores: the DSP cores' calls, whose helpers a Helium
     bundle defines with MVE bodies (`backends.cortex_m.helpers.helium_c`), but a padded convolution's pixel
     pair reads its int8 inputs as they are: VMLADAV multiplies int8 lanes, so widening them to q15 once per
-    pair (`pair_q15`, which saves SXTB16s on a DSP core) would only add its pass and its scratch."""
+    pair (`pair_q15`, which saves SXTB16s on a DSP core) would only add its pass and its scratch; and each channel
+    tile's int8 requantization is one call of the vector epilogue (`requantize_epilogue`)."""
 
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
+    epilogue_calls = staticmethod(requantize_epilogue_calls)
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()

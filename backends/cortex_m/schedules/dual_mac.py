@@ -73,7 +73,7 @@ register_mac_helper(DUAL_MAC_2PX_OP, dual_mac_2px_helper_name, DUAL_MAC_2PX_ACCE
 # --- loads and stores ---------------------------------------------------------------------------------------
 
 
-def _buffer(access):
+def accessed_buffer(access):
     """The buffer a load (TensorLoad) or a store (BufferStore) accesses."""
     return access.buffer if isinstance(access, tirx.BufferStore) else access.source
 
@@ -81,7 +81,7 @@ def _buffer(access):
 def _flat_offset(access, values: dict) -> int:
     """The element offset a load or store accesses with ``values`` for its variables (compact row-major)."""
     offset = 0
-    for index, extent in zip(access.indices, _buffer(access).shape):
+    for index, extent in zip(access.indices, accessed_buffer(access).shape):
         offset = offset * int(extent) + evaluate_index(index, values)
     return offset
 
@@ -306,7 +306,7 @@ def helper_call_block(op: str, reduction: MacReduction, bindings: dict, inner: l
 
     def at(load, point: dict) -> TensorLoad:
         block_values = {var: substitute_index(value, point) for var, value in bindings.items()}
-        return tirx.BufferLoad(_buffer(load), [substitute_index(i, block_values) for i in load.indices])
+        return tirx.BufferLoad(accessed_buffer(load), [substitute_index(i, block_values) for i in load.indices])
 
     at_origin = {var: tirx.const(0, str(var.ty.dtype)) for var in inner}
     acc, x, w = (at(load, at_origin) for load in (reduction.store, reduction.data, reduction.weight))

@@ -21,11 +21,12 @@ from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
-from backends.cortex_m.helpers.helium_c import HELIUM_LANES_TEMPLATE, helium_template_c
+from backends.cortex_m.helpers.helium_c import HELIUM_LANES_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE, helium_template_c
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
 from packager.c_text import macro_prefix
+from packager.fixed_point_c import SATURATE_INT8, requantize_helpers_c
 from packager.template_files import helper_template_c
 
 UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
@@ -82,6 +83,18 @@ class HelperUnitTest:
         shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
 
 
+SCALAR_REQUANTIZE = ("double", SATURATE_INT8)
+"""The bundle's scalar helpers (packager.fixed_point_c) the Helium requantization is checked against."""
+
+
+def requantize_template_c(template: str, prefix: str) -> str:
+    """A template of the requantization's unit test: a scalar helper of SCALAR_REQUANTIZE, else a Helium
+    template as a Helium bundle defines it."""
+    if template in SCALAR_REQUANTIZE:
+        return requantize_helpers_c(prefix, (template,))
+    return helium_template_c(template, prefix)
+
+
 DUAL_MAC = HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE))
 DEPTHWISE_MAC = HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE))
 ROW_DOT = HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE))
@@ -96,6 +109,9 @@ UNIT_TESTS_BY_HELPER = [
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)
       for unit in (DUAL_MAC, DEPTHWISE_MAC, ROW_DOT)),
+    # the Helium requantization epilogue against the scalar helpers it replaces
+    HelperUnitTest("requantize_s8", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE),
+                   profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")

@@ -1,0 +1,161 @@
+"""The int8 requantization epilogue of a MAC kernel as one call of the Helium helper, on Helium (MVE) cores.
+
+After a MAC kernel is scheduled (``tvm_ext.schedule.kernel_schedule``), each channel tile's accumulators are
+requantized by a loop over the tile's channels whose block stores
+
+    out[.., o] = int8(saturate_int8(MultiplyByQuantizedMultiplier(acc[.., o] + bias[o], multiplier[o],
+                                                                int32(shift[o])) + zero_point))
+
+(double rounding: any of ``packager.fixed_point_c``'s "double", "double_right_shift", "double_small"; the sum
+in int32, or in int64 cast back to int32, both wrapping; an int32 or int16 bias). ``requantize_epilogue_calls``
+replaces each such loop, whose accesses all step one element along their last axis per channel, by one call of
+``<prefix>_requantize_s8`` (``_s8_b16`` for int16 biases; ``backends.cortex_m.helpers.helium_c``'s
+``helium_requantize.h.in``): four outputs per MVE vector, bit-exact with the scalar helpers it replaces (its
+C unit test). Any other epilogue (per-tensor constants, single rounding, another clamp) stays as it is.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Optional
+
+import tvm
+from tvm import s_tir, tirx
+from tvm.ir import TensorLoad
+
+from backends.cortex_m.helpers.helium_c import requantize_helper_name
+from backends.cortex_m.schedules.dual_mac import AccessOffsets, accessed_buffer, register_mac_helper
+from packager.fixed_point_c import RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
+from tvm_ext.kernels.fixed_point import REQUANTIZE_OPS, SATURATE_INT8_OP
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.index_expr import substitute_index
+from tvm_ext.tir.tir_walk import map_child_stmts
+
+REQUANTIZE_S8_OPS = {"int32": "tvm_ext.requantize_s8", "int16": "tvm_ext.requantize_s8_b16"}
+"""The helper's op per bias type."""
+DOUBLE_ROUNDING_OPS = frozenset(REQUANTIZE_OPS[helper] for helper in ("double", RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT))
+"""The requantizations the helper computes: TFLite's double rounding and its right-shift-only variants."""
+# The call (out, acc, bias, multiplier, shift, zero_point, count): element c < count of each pointer.
+REQUANTIZE_S8_ACCESS = HelperAccess(tuple(PointerAccess(pointer, (Axis(Arg(6), 1),)) for pointer in range(5)))
+for _bias, _op in REQUANTIZE_S8_OPS.items():
+    register_mac_helper(_op, functools.partial(requantize_helper_name, bias=_bias), REQUANTIZE_S8_ACCESS)
+
+
+@dataclass(frozen=True)
+class RequantizeEpilogue:
+    """What one output's requantization reads and stores: the store into the int8 output, the accumulator,
+    bias (int32 or int16), multiplier (int32) and shift (int8) loads, and the zero point added."""
+
+    store: tirx.BufferStore
+    acc: TensorLoad
+    bias: TensorLoad
+    multiplier: TensorLoad
+    shift: TensorLoad
+    zero_point: int
+
+    def accesses(self) -> tuple:
+        """The store and the loads, in the helper's argument order."""
+        return self.store, self.acc, self.bias, self.multiplier, self.shift
+
+
+def _load(expr, dtypes: tuple[str, ...]) -> Optional[TensorLoad]:
+    """The load of ``expr`` (a load, or a load cast to a wider integer type) when its buffer's type is one of
+    ``dtypes``, else None."""
+    while isinstance(expr, tirx.Cast) and str(expr.ty.dtype) in ("int32", "int64"):
+        expr = expr.value
+    return expr if isinstance(expr, TensorLoad) and str(expr.source.dtype) in dtypes else None
+
+
+def _sum_operands(expr) -> Optional[tuple[TensorLoad, TensorLoad]]:
+    """(accumulator, bias) of ``acc + bias`` in int32, or of ``int32(int64(acc) + int64(bias))`` (both wrap)."""
+    if isinstance(expr, tirx.Cast) and str(expr.ty.dtype) == "int32" and str(expr.value.ty.dtype) == "int64":
+        expr = expr.value
+    if not isinstance(expr, tirx.Add):
+        return None
+    acc, bias = _load(expr.a, ("int32",)), _load(expr.b, ("int32", "int16"))
+    return (acc, bias) if acc is not None and bias is not None else None
+
+
+def requantize_epilogue(store) -> Optional[RequantizeEpilogue]:
+    """The requantization ``store`` computes (module docstring), or None for any other statement."""
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int8":
+        return None
+    value = store.value
+    if not isinstance(value, tirx.Cast) or not isinstance(value.value, tvm.ir.Call):
+        return None
+    saturate = value.value
+    if not isinstance(saturate.op, tvm.ir.Op) or saturate.op.name != SATURATE_INT8_OP:
+        return None
+    shifted, zero_point = saturate.args[0], 0
+    if isinstance(shifted, (tirx.Add, tirx.Sub)) and isinstance(shifted.b, tirx.IntImm):
+        zero_point = int(shifted.b.value) * (1 if isinstance(shifted, tirx.Add) else -1)
+        shifted = shifted.a
+    if not isinstance(shifted, tvm.ir.Call) or not isinstance(shifted.op, tvm.ir.Op) \
+            or shifted.op.name not in DOUBLE_ROUNDING_OPS:
+        return None
+    x, multiplier, shift = shifted.args
+    operands = _sum_operands(x)
+    multiplier_load = multiplier if isinstance(multiplier, TensorLoad) and str(multiplier.source.dtype) == "int32" \
+        else None
+    shift_load = _load(shift, ("int8",))
+    if operands is None or multiplier_load is None or shift_load is None or not -2**31 <= zero_point < 2**31:
+        return None
+    return RequantizeEpilogue(store, *operands, multiplier_load, shift_load, zero_point)
+
+
+def requantize_epilogue_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
+    """The helper's call block computing what ``loop`` (from 0, a constant count of channels, around the block
+    of one requantization) computes, or None where its block is not one or an access does not step one element
+    along its last axis per channel (every other axis fixed)."""
+    realize = loop.body
+    if not isinstance(realize, s_tir.SBlockRealize) or not isinstance(loop.extent, tirx.IntImm) \
+            or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0 \
+            or not isinstance(realize.predicate, tirx.IntImm) or not bool(realize.predicate):
+        return None
+    epilogue = requantize_epilogue(realize.block.body)
+    count = int(loop.extent)
+    if epilogue is None or count < 1:
+        return None
+    bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+    offsets = AccessOffsets(bindings, [loop.loop_var])
+    try:
+        for access in epilogue.accesses():
+            first = offsets.index(access, [0])
+            if any(offsets.index(access, [c]) != [*first[:-1], first[-1] + c] for c in range(1, count)):
+                return None
+        origin = {loop.loop_var: tirx.const(0, str(loop.loop_var.ty.dtype))}
+        block_values = {var: substitute_index(value, origin) for var, value in bindings.items()}
+        starts = [tirx.BufferLoad(accessed_buffer(access), [substitute_index(i, block_values) for i in access.indices])
+                  for access in epilogue.accesses()]
+    except KeyError:
+        return None  # an index form we do not evaluate: keep the loop
+    op = REQUANTIZE_S8_OPS[str(epilogue.bias.source.dtype)]
+    call = tirx.call_intrin("int32", op, *(tirx.address_of(start) for start in starts), epilogue.zero_point, count)
+    out, *reads = [tirx.BufferRegion(start.source, [tvm.ir.Range.from_min_extent(i, 1) for i in start.indices[:-1]]
+                                     + [tvm.ir.Range.from_min_extent(start.indices[-1], count)]) for start in starts]
+    block = s_tir.SBlock([], reads, [out], "requantize", tirx.Evaluate(call))
+    return s_tir.SBlockRealize([], True, block)
+
+
+def requantize_epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` (a scheduled kernel: a root block around its loops) with each requantization loop of the
+    module docstring's form replaced by the helper's call; any other function unchanged."""
+    realize = func.body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        return func
+    root = realize.block
+    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, _with_calls(root.body), root.init,
+                         root.alloc_buffers, root.match_buffers, root.annotations)
+    return func.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
+
+
+def _with_calls(stmt: tirx.Stmt) -> tirx.Stmt:
+    """``stmt`` with every requantization loop under it (not inside another block) replaced by its call."""
+    if isinstance(stmt, tirx.For):
+        call = requantize_epilogue_call(stmt)
+        if call is not None:
+            return call
+    if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)) or not isinstance(stmt, tirx.Stmt):
+        return stmt
+    return map_child_stmts(stmt, _with_calls)

@@ -1,0 +1,80 @@
+"""The Helium requantization epilogue (backends/cortex_m/schedules/requantize_epilogue.py, the helper
+backends/cortex_m/helpers/templates/helium_requantize.h.in): on cortex-m55 the int8 MAC kernels requantize
+each channel tile with one call of `<prefix>_requantize_s8` (int32 biases) or `_s8_b16` (int16 ones), bit for bit
+with TFLite Micro under QEMU mps3-an547 (MVE) and on the host (the helper's portable C); a per-tensor layer's
+epilogue (constant multiplier and shift, which the helper does not take) stays scalar and exact too."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from emulator.tools import missing_tools  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+from tvm_ext.compile import compile  # noqa: E402
+
+SAME, VALID = 0, 1  # tflite.Padding
+IMAGE = (1, 7, 6, 8)
+CONV = {"StrideW": 1, "StrideH": 1, "DilationWFactor": 1, "DilationHFactor": 1}
+
+
+def _per_channel(channels: int, axis: int) -> Quantization:
+    return Quantization(tuple(0.004 + 0.001 * (c % 5) for c in range(channels)), (0,) * channels, axis)
+
+
+def _epilogue_model(seed: int = 11) -> bytes:
+    """One int8 input IMAGE and, each a model output: a 1x1 CONV_2D of 12 channels with small biases (int16 in
+    the bundle), a SAME 3x3 CONV_2D of 8 channels with biases up to 200,000 (int32; many outputs saturate), a
+    VALID 3x3 DEPTHWISE_CONV_2D (multiplier 1) and a 1x1 CONV_2D with per-tensor weights (6 channels)."""
+    rng = np.random.default_rng(seed)
+    model = Model([Tensor("image", IMAGE, "int8", Quantization((0.05,), (-3,)))], [], (0,), ())
+    _, height, width, channels = IMAGE
+    layers = [  # (operator, weight shape, bias bound, output shape, options, weight quantization)
+        ("CONV_2D", (12, 1, 1, channels), 3000, (1, height, width, 12),
+         Options("Conv2DOptions", {"Padding": VALID, **CONV}), _per_channel(12, 0)),
+        ("CONV_2D", (8, 3, 3, channels), 200_000, (1, height, width, 8),
+         Options("Conv2DOptions", {"Padding": SAME, **CONV}), _per_channel(8, 0)),
+        ("DEPTHWISE_CONV_2D", (1, 3, 3, channels), 3000, (1, height - 2, width - 2, channels),
+         Options("DepthwiseConv2DOptions", {"Padding": VALID, "DepthMultiplier": 1, **CONV}),
+         _per_channel(channels, 3)),
+        ("CONV_2D", (6, 1, 1, channels), 3000, (1, height, width, 6),
+         Options("Conv2DOptions", {"Padding": VALID, **CONV}), Quantization((0.006,), (0,))),
+    ]
+    for index, (operator, weight_shape, bias_bound, output_shape, options, quantization) in enumerate(layers):
+        outputs = output_shape[-1]
+        scales = quantization.scales if len(quantization.scales) > 1 else quantization.scales * outputs
+        first = len(model.tensors)
+        model.tensors += [
+            Tensor(f"layer{index}/weights", weight_shape, "int8", quantization,
+                   rng.integers(-127, 128, weight_shape).astype(np.int8)),
+            Tensor(f"layer{index}/bias", (outputs,), "int32",
+                   Quantization(tuple(0.05 * s for s in scales), (0,) * outputs, quantization.axis),
+                   rng.integers(-bias_bound, bias_bound, outputs).astype(np.int32)),
+            Tensor(f"layer{index}/output", output_shape, "int8", Quantization((0.3,), (5,)))]
+        model.operators.append(Operator(operator, (0, first, first + 1), (first + 2,), options, 3))
+        model.outputs += (first + 2,)
+    return build(model)
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
+    model = tmp_path / "epilogues.tflite"
+    model.write_bytes(_epilogue_model())
+    bundle = compile(model, "cortex-m55", tmp_path / "m55")
+    assert bundle.selftest.passed and bundle.selftest.where == "mps3-an547", bundle.selftest.output
+    assert set(bundle.selftest.max_errors) == {0}
+    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    assert re.search(r"_requantize_s8\(", kernels) and re.search(r"_requantize_s8_b16\(", kernels), kernels
+    assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
+    assert "vqrdmulhq_s32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
+    # The same C on the host: the helper's portable lanes.
+    subprocess.run(["make", "-s", "clean"], cwd=bundle.out_dir, check=True, capture_output=True)
+    subprocess.run(["make", "-s", "selftest", "CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS=", "AR=ar"],
+                   cwd=bundle.out_dir, check=True, capture_output=True, text=True)
+    host = subprocess.run(["./selftest"], cwd=bundle.out_dir, capture_output=True, text=True)
+    assert host.returncode == 0 and "PASS" in host.stdout, host.stdout

@@ -1,0 +1,124 @@
+/* Unit test of the Helium requantization epilogue (backends/cortex_m/helpers/templates/helium_requantize.h.in,
+ * after helium_lanes.h.in, with the prefix lp) against the bundle's scalar helpers it replaces
+ * (packager/templates/fixed_point_requantize_double.h.in and fixed_point_saturate_int8.h.in): for every shift
+ * -31..30, accumulators at INT32_MIN, INT32_MAX and around zero, exact ties of the rounding right shift of
+ * either sign (and their neighbours), multipliers 0, 1, 2^30, INT32_MAX, INT32_MIN and drawn ones, biases
+ * that make acc + bias wrap, zero points that saturate either end, int32 and int16 biases, and every count
+ * 0..9 (the predicated last lanes: nothing written past count). Built by
+ * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
+ * (VQRDMULH, VRSHL, VCTP). Prints "ok <count>" and exits 0, or names the first failure and exits 1. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cortex_m_test_values.h"
+#include "requantize_s8.h"
+
+#define LANES 9
+#define GUARD 3 /* bytes after the outputs that must keep their value */
+
+static int32_t checks = 0, failures = 0;
+
+/* What the scalar epilogue the helper replaces stores. */
+static int8_t expected_out(int32_t acc, int32_t bias, int32_t multiplier, int32_t shift, int32_t zero_point)
+{
+    const int32_t x = (int32_t)((uint32_t)acc + (uint32_t)bias);
+    const int32_t requantized = lp_requantize_double(x, multiplier, shift);
+    return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
+}
+
+/* Both helpers on count lanes of acc, bias, multiplier, shift; every output compared, the guard bytes kept. */
+static void check(const int32_t *acc, const int32_t *bias, const int32_t *multiplier, const int8_t *shift,
+                  int32_t zero_point, int32_t count)
+{
+    int16_t bias16[LANES];
+    int8_t out[LANES + GUARD], out16[LANES + GUARD];
+    int32_t c;
+    for (c = 0; c < LANES; ++c) {
+        bias16[c] = (int16_t)bias[c];
+    }
+    for (c = 0; c < LANES + GUARD; ++c) {
+        out[c] = out16[c] = (int8_t)0x5a;
+    }
+    lp_requantize_s8(out, acc, bias, multiplier, shift, zero_point, count);
+    lp_requantize_s8_b16(out16, acc, bias16, multiplier, shift, zero_point, count);
+    for (c = 0; c < LANES + GUARD; ++c) {
+        const int8_t want = c < count ? expected_out(acc[c], bias[c], multiplier[c], shift[c], zero_point)
+                                      : (int8_t)0x5a;
+        const int8_t want16 = c < count ? expected_out(acc[c], bias16[c], multiplier[c], shift[c], zero_point)
+                                        : (int8_t)0x5a;
+        checks += 2;
+        if (out[c] != want || out16[c] != want16) {
+            if (failures++ < 8) {
+                printf("FAIL lane %ld of %ld: acc %ld bias %ld multiplier %ld shift %d zero point %ld: got %d/%d,"
+                       " expected %d/%d\n", (long)c, (long)count, (long)acc[c < LANES ? c : 0],
+                       (long)bias[c < LANES ? c : 0], (long)multiplier[c < LANES ? c : 0],
+                       (int)shift[c < LANES ? c : 0], (long)zero_point, out[c], out16[c], want, want16);
+            }
+        }
+    }
+}
+
+/* Accumulators that, with multiplier INT32_MAX (a high multiply that returns acc for |acc| <= 2^30) and shift
+   -e, put the rounding right shift on a tie of either sign and on its neighbours; then the extremes. */
+static int32_t special_acc(int32_t e, int32_t i)
+{
+    static const int32_t extremes[] = {INT32_MIN, INT32_MAX, INT32_MIN + 1, INT32_MAX - 1, 0, 1, -1, 1 << 30,
+                                       -(1 << 30), (1 << 30) + 1};
+    const int32_t n_ties = 6;
+    if (i < n_ties && e >= 1 && e <= 30) {
+        const int32_t half = (int32_t)1 << (e - 1), sign = i % 2 == 0 ? 1 : -1;
+        const int32_t around = (i / 2) - 1; /* -1, 0, +1 */
+        return sign * (3 * half > (1 << 30) ? half : 3 * half) + around;
+    }
+    return extremes[i % (int32_t)(sizeof extremes / sizeof extremes[0])];
+}
+
+/* 32 drawn bits as an int32 (two values of the sequence). */
+static int32_t draw32(uint32_t *state)
+{
+    const uint32_t high = next_value(state) << 16;
+    return (int32_t)(high ^ next_value(state));
+}
+
+int main(void)
+{
+    static const int32_t multipliers[] = {INT32_MAX, 1 << 30, 0, 1, INT32_MIN, 1518500250, 1073741825, -1073741824};
+    static const int32_t zero_points[] = {0, -128, 127, 5, INT32_MAX};
+    uint32_t state = 1;
+    int32_t shift_value, round, c;
+    for (shift_value = -31; shift_value <= 30; ++shift_value) {
+        for (round = 0; round < 24; ++round) {
+            int32_t acc[LANES], bias[LANES], multiplier[LANES];
+            int8_t shift[LANES];
+            for (c = 0; c < LANES; ++c) {
+                const int32_t lane = round * LANES + c;
+                acc[c] = round < 2 ? special_acc(-shift_value, lane) : draw32(&state);
+                bias[c] = round < 2 ? 0 : (round == 2 ? INT32_MAX : (round % 3 == 1 ? draw32(&state) % 40000 : 0));
+                multiplier[c] = round < 2 ? INT32_MAX : (round % 4 == 0 ? multipliers[(round + c) % 8]
+                                                                          : (int32_t)(next_value(&state) << 15));
+                /* mostly this shift, every third lane another (per-channel shifts). */
+                shift[c] = (int8_t)(c % 3 == 2 ? (shift_value + 7 * c + 31) % 62 - 31 : shift_value);
+            }
+            check(acc, bias, multiplier, shift, zero_points[round % 5], 1 + (round + shift_value + 31) % LANES);
+        }
+    }
+    {   /* every count, nothing past it (count 0 writes nothing) */
+        int32_t acc[LANES], bias[LANES], multiplier[LANES], count;
+        int8_t shift[LANES];
+        for (c = 0; c < LANES; ++c) {
+            acc[c] = (int32_t)(next_value(&state) << 12) - (1 << 27);
+            bias[c] = c;
+            multiplier[c] = 1518500250;
+            shift[c] = (int8_t)-(c + 1);
+        }
+        for (count = 0; count <= LANES; ++count) {
+            check(acc, bias, multiplier, shift, -3, count);
+        }
+    }
+    if (failures != 0) {
+        printf("FAIL %ld of %ld checks\n", (long)failures, (long)checks);
+        return 1;
+    }
+    printf("ok %ld\n", (long)checks);
+    return 0;
+}
