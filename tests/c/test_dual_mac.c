@@ -4,7 +4,9 @@
  * Helium vectors of 16, and every remainder), row strides at and above the row length, weight channel strides at and above a channel's
  * weights, two pixels' windows apart or overlapping, inputs and weights at every byte alignment, values over
  * the whole int8 and int16 ranges (-128, 127, -32768, 32767 forced in) and all at the minimum (the largest
- * products); each accumulator gains its sum and keeps what it held. Built by tests/test_cortex_m_helpers_c.py
+ * products); each accumulator gains its sum and keeps what it held. lp_dual_mac_s8x4 also with its rows and row
+ * length literal at the call, as a kernel passes them (below 64 its C loop, from 64 its assembly loop, as with a
+ * length known only at run time). Built by tests/test_cortex_m_helpers_c.py
  * on the host (the portable C), for cortex-m4f under QEMU (SXTB16, PKHBT/PKHTB, SMLAD) and, with the Helium
  * helpers (helium_dual_mac.h.in), for cortex-m55 under QEMU (VLDRB, VMLADAVA, VCTP). */
 #include <stdint.h>
@@ -25,6 +27,23 @@ static int same(const int32_t *got, const int32_t *expected, int32_t n)
     }
     return 1;
 }
+
+/* lp_dual_mac_s8x4 on x8 and w with ROWS and ROW_LEN literal at the call (and strides from them) against the
+   plain loop; adds 1 to failures when they differ. */
+#define CHECK_KNOWN_LENGTH(ROWS, ROW_LEN)                                                                        \
+    do {                                                                                                          \
+        int32_t got[4], expected[4];                                                                              \
+        for (int32_t c = 0; c < 4; ++c) {                                                                         \
+            got[c] = expected[c] = start_value(c);                                                                \
+        }                                                                                                         \
+        plain_window_mac(expected, x8 + 1, NULL, w + 2, (ROW_LEN) + 3, (ROW_LEN) + 1, ROWS, ROW_LEN);             \
+        if (lp_dual_mac_s8x4(got, x8 + 1, w + 2, (ROW_LEN) + 3, (ROW_LEN) + 1, ROWS, ROW_LEN) != 0                \
+            || !same(got, expected, 4)) {                                                                         \
+            failures += 1;                                                                                        \
+            printf("wrong s8x4 of a known length: %d rows of %d\n", ROWS, ROW_LEN);                               \
+        }                                                                                                         \
+        cases += 1;                                                                                               \
+    } while (0)
 
 int main(void)
 {
@@ -65,6 +84,15 @@ int main(void)
             failures += 1;
             printf("wrong s8x2x4: case %ld\n", (long)i);
         }
+    }
+    for (int all_min = 0; all_min < 2; ++all_min) {
+        fill_s8(x8, BUFFER, &state, all_min);
+        fill_s8(w, BUFFER, &state, all_min);
+        CHECK_KNOWN_LENGTH(3, 9);
+        CHECK_KNOWN_LENGTH(1, 27);
+        CHECK_KNOWN_LENGTH(2, 63);
+        CHECK_KNOWN_LENGTH(2, 64);
+        CHECK_KNOWN_LENGTH(1, 101);
     }
     if (failures != 0) {
         return 1;

@@ -9,8 +9,10 @@ are read per 32-bit load and widened by SXTB16 into int16 pairs (bytes 0 and 2, 
 `ror #8`), and multiplied and added two pairs at a time by SMLAD (gcc's `<arm_acle.h>`; the rotating SXTB16 as
 inline assembly, since gcc 12 has no `__ror`). Four inputs become pairs in the same order: int8 ones from one
 load by the same SXTB16s; int16 ones from two loads (x0 x1, x2 x3) by PKHBT and PKHTB ((x0, x2), (x1, x3)).
-Elsewhere (a host build of the same bundle) the same sums in portable C. Lengths that are not a multiple of
-four end in the portable loop. Integer sums in another order: bit-exact.
+`<prefix>_dual_mac_s8x4`'s groups of four run as one inline-assembly loop where its row length is not a
+constant below 64 at the call (gcc spills its four weight pointers there; the template says why and what was
+measured). Elsewhere (a host build of the same bundle) the same sums in portable C. Lengths that are not a
+multiple of four end in the portable loop. Integer sums in another order: bit-exact.
 
 The C is hand-written, in `templates/` (each file's contract in its leading comment): `dsp_words.h.in` (the
 loads, widenings and packs every MAC helper shares), `dual_mac.h.in` (these helpers), then the helpers that
