@@ -1,8 +1,9 @@
 """The RISC-V backend: RV32 microcontroller cores (RV32IMC, RV32IMAFC), built with Debian's
 riscv64-unknown-elf-gcc and picolibc, run on QEMU's `virt` machine (no TVM).
 
-- kernels: the generic C ones, with eight accumulators per integer MAC kernel (RISCV_SCHEDULES, for 31
-  registers) where generic_c has four; no C helpers;
+- `schedules/` (TVM): eight accumulators per integer MAC kernel (for 31 registers) where generic_c has four,
+  and CONV_2D / FULLY_CONNECTED reductions as calls of the int8 window MAC;
+- `helpers/` (no TVM): that helper's C (`RISCV_HELPERS`), unit-tested on the host and under QEMU virt;
 - `bundle_files/`: OUT/riscv/, the startup code, UART0 output and exit, picolibc's streams, the instruction
   counter and the linker script of a board program, and a bundle's self-test build (riscv/qemu-test.mk,
   riscv/qemu-run.sh);
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from backends.backend import Backend, KernelSchedules, no_kind_targets
+from backends.backend import Backend, no_kind_targets
+from backends.riscv.helpers import RISCV_HELPERS
 from backends.riscv.runner import RiscvRunner
 from emulator.boards import RISCV_BOARDS
 from target.profile import Profile
@@ -29,9 +31,4 @@ def emulated_runner(profile: Profile) -> Optional[RiscvRunner]:
     return RiscvRunner(profile.name, RISCV_BOARDS[profile.qemu_board])
 
 
-RISCV = Backend("riscv", None, emulated_runner, no_kind_targets)
-
-
-RISCV_SCHEDULES = KernelSchedules(output_channel_tile=8, float_channel_tiles=(), mac=None)
-"""Eight accumulators per integer MAC kernel: RV32 has 31 general registers, so eight sums, the pointers and
-the loop counter stay in registers, and each input byte loaded feeds eight products; no MAC helpers."""
+RISCV = Backend("riscv", RISCV_HELPERS, emulated_runner, no_kind_targets)

@@ -77,16 +77,18 @@ def test_each_builtin_profile_names_the_backend_of_its_core(name: str) -> None:
     expected = "cortex_m" if name.startswith("cortex-m") else "riscv" if name.startswith("rv32") else "generic_c"
     assert profile.backend == expected
     assert backend_of(profile).name == expected
-    assert (backend_of(profile).helper_library is not None) == (expected == "cortex_m")
+    assert (backend_of(profile).helper_library is not None) == (expected in ("cortex_m", "riscv"))
 
 
 @pytest.mark.parametrize("name", profile_names())
-def test_only_dsp_cores_get_the_mac_helper_schedules(name: str) -> None:
-    """Cores with the DSP extension, Helium ("mve") cores included: Armv8.1-M with MVE has it."""
+def test_dsp_cores_and_riscv_cores_get_mac_helper_schedules(name: str) -> None:
+    """Arm cores with the DSP extension, Helium ("mve") cores included: Armv8.1-M with MVE has it; and RISC-V
+    cores, whose reductions call the RV32 window MAC (backends.riscv.schedules)."""
     from backends.schedules import kernel_schedules_of
 
     profile = load_profile(name)
-    assert (kernel_schedules_of(profile).mac is not None) == (profile.simd in ("dsp", "mve"))
+    expected = profile.simd in ("dsp", "mve") or profile.backend == "riscv"
+    assert (kernel_schedules_of(profile).mac is not None) == expected
 
 
 @pytest.mark.parametrize("name", profile_names())

@@ -18,6 +18,7 @@ and each channel's products are added in the same order: bit-exact.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
@@ -64,13 +65,16 @@ def has_short_rows(loops: list, first_reduction: int) -> bool:
 
 
 def windowed_border(realize: s_tir.SBlockRealize, guard: tvm.ir.Call, loops: list, first_reduction: int,
-                    test_depth: Optional[int], window: tirx.Buffer) -> Optional[WindowedBorder]:
+                    test_depth: Optional[int], window: tirx.Buffer,
+                    replacement: Optional[Callable[[s_tir.SBlockRealize, list], Optional[s_tir.SBlockRealize]]] = None
+                    ) -> Optional[WindowedBorder]:
     """The copy into ``window`` (from ``window_buffer``) and the helper call for a pixel whose loops ``loops``
     (outermost first, below the pixel loop) hold the update block ``realize``, whose factor ``guard`` is the
     ``if_then_else`` of the padded tap. ``loops[first_reduction:]`` are the window loops, then the channel
     tile; ``loops[test_depth]`` is the innermost window loop the guard's test reads, or None for a pixel whose
     window lies inside the image (copied without a test). None where the window does not fit that form or no
-    helper computes the reduction (the caller then keeps the loops it has)."""
+    helper computes the reduction (the caller then keeps the loops it has). ``replacement`` makes the call (by
+    default ``mac_helper_replacement``: another backend's helpers)."""
     window_loops, channel_loop = loops[first_reduction:-1], loops[-1]
     if not window_loops or (test_depth is not None and not first_reduction <= test_depth < len(loops) - 1):
         return None
@@ -101,7 +105,7 @@ def windowed_border(realize: s_tir.SBlockRealize, guard: tvm.ir.Call, loops: lis
     copy = _window_copy(window, in_loops, window_loops, test_axis)
     update = _update_reading_window(realize, guard, window, [block_var_of[loop.loop_var] for loop in window_loops],
                                     extents)
-    call = mac_helper_replacement(update, loops[first_reduction:])
+    call = (replacement or mac_helper_replacement)(update, loops[first_reduction:])
     if call is None:
         return None
     return WindowedBorder(copy, call, loops[first_reduction], window)

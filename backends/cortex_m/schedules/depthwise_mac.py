@@ -12,6 +12,7 @@ strides (rows, then columns of the window). Each channel's sum is added in the s
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Optional
 
 from tvm import s_tir, tirx
@@ -42,12 +43,15 @@ for _data in DEPTHWISE_MAC_INPUT_TYPES:  # the same record: it counts elements o
     register_mac_helper(_outlined, functools.partial(depthwise_box_helper_name, data=_data), DEPTHWISE_MAC_ACCESS)
 
 
-def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
+def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int,
+                    replacement: Optional[Callable[[s_tir.SBlockRealize, list], Optional[s_tir.SBlockRealize]]] = None
+                    ) -> bool:
     """Replace the reduction loops ``loops[first_reduce:]`` of ``block`` (the reduction loops, then the
-    unit-stride loop of DUAL_MAC_CHANNELS output channels, innermost) by the call of a MAC helper that
-    computes exactly what they do. Returns whether it did."""
+    unit-stride loop of the output channels a helper accumulates, innermost) by the call of a MAC helper that
+    computes exactly what they do: ``replacement``'s (by default ``mac_helper_replacement``). Returns whether
+    it did."""
     realize = sch.get(sch.get_loops(block)[-1]).body
-    call = mac_helper_replacement(realize, [sch.get(loop) for loop in loops[first_reduce:]])
+    call = (replacement or mac_helper_replacement)(realize, [sch.get(loop) for loop in loops[first_reduce:]])
     if call is None:
         return False
     sch.state.replace(sch.get_sref(loops[first_reduce]), call)

@@ -127,9 +127,32 @@ def dual_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[
     """The helper's call block that computes what ``loops`` (For nodes: the reduction loops, then optionally
     a loop of DUAL_MAC_PIXELS output pixels, then the unit-stride loop of DUAL_MAC_CHANNELS output channels,
     innermost, around ``realize``) compute, or None where it would not compute exactly that."""
+    window = mac_window(realize, loops, DUAL_MAC_INPUT_TYPES, DUAL_MAC_CHANNELS)
+    if window is None:
+        return None
+    return _call_block(window.reduction, window.bindings, window.inner, window.geometry)
+
+
+@dataclass(frozen=True)
+class MacWindow:
+    """A tiled MAC reduction a window helper computes: its loads and store, the block's bindings of its
+    iteration variables, the inner loops' variables (outermost first) and the window's geometry."""
+
+    reduction: MacReduction
+    bindings: dict
+    inner: list
+    geometry: WindowGeometry
+
+
+def mac_window(realize: s_tir.SBlockRealize, loops: list, data_dtypes: tuple[str, ...],
+               channels: int) -> Optional[MacWindow]:
+    """What a window helper of ``channels`` output channels (one or DUAL_MAC_PIXELS pixels, inputs of one of
+    ``data_dtypes``, int8 weights) needs to compute what ``loops`` (For nodes: the reduction loops, then
+    optionally a loop of DUAL_MAC_PIXELS output pixels, then the unit-stride loop of the ``channels``,
+    innermost, around ``realize``) compute; None where the loads do not have the window's geometry."""
     node = realize.block
-    reduction = mac_reduction(node, DUAL_MAC_INPUT_TYPES)
-    if reduction is None or int(loops[-1].extent) != DUAL_MAC_CHANNELS:
+    reduction = mac_reduction(node, data_dtypes)
+    if reduction is None or len(loops) < 2 or int(loops[-1].extent) != channels:
         return None
     if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
         return None
@@ -142,16 +165,15 @@ def dual_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[
         reduce_loops = loops[:-2] if pixels else loops[:-1]
         if not reduce_loops or (pixels and int(loops[-2].extent) != DUAL_MAC_PIXELS):
             return None
-        geometry = _geometry(reduction, offsets, [int(loop.extent) for loop in reduce_loops], pixels)
+        geometry = window_geometry(reduction, offsets, [int(loop.extent) for loop in reduce_loops], pixels,
+                                   channels)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
-    if geometry is None:
-        return None
-    return _call_block(reduction, bindings, inner, geometry)
+    return MacWindow(reduction, bindings, inner, geometry) if geometry is not None else None
 
 
 @dataclass(frozen=True)
-class _Geometry:
+class WindowGeometry:
     """The helper's strides and extents, in elements: ``rows`` runs of ``row_len`` inputs ``x_row_stride``
     apart, each channel's weights ``w_channel_stride`` apart (the reduction's weights contiguous); with two
     pixels, the second pixel's inputs ``x_pixel_stride`` and its accumulators ``acc_pixel_stride`` after the
@@ -195,12 +217,13 @@ class AccessOffsets:
         return self.offset(access, point) - self.offset(access, self.origin)
 
 
-def _geometry(reduction: MacReduction, offsets: AccessOffsets, extents: list[int],
-              pixels: bool) -> Optional[_Geometry]:
+def window_geometry(reduction: MacReduction, offsets: AccessOffsets, extents: list[int],
+                    pixels: bool, channels: int = DUAL_MAC_CHANNELS) -> Optional[WindowGeometry]:
     """The helper's geometry when the loads fit it: the last reduction loops (``extents``) read the input
     contiguously (each a run inside the next), the first one (of several) steps by a constant row stride, and
-    every channel reads its weights as one contiguous run in the reduction's order; with ``pixels`` the loop
-    after the reduction moves the input and the accumulators, not the weights."""
+    every one of the ``channels`` output channels (the innermost loop) reads its weights as one contiguous run
+    in the reduction's order; with ``pixels`` the loop after the reduction moves the input and the
+    accumulators, not the weights."""
     origin, offset, step = offsets.origin, offsets.offset, offsets.step
     channel = len(extents) + (1 if pixels else 0)  # the channel loop's axis
 
@@ -228,15 +251,15 @@ def _geometry(reduction: MacReduction, offsets: AccessOffsets, extents: list[int
         return None
     x_pixel_stride = step(reduction.data, len(extents)) if pixels else 0
     acc_pixel_stride = step(reduction.store, len(extents)) if pixels else 0
-    if pixels and (step(reduction.weight, len(extents)) != 0 or acc_pixel_stride < DUAL_MAC_CHANNELS):
+    if pixels and (step(reduction.weight, len(extents)) != 0 or acc_pixel_stride < channels):
         return None  # the pixels must share the weights and keep their accumulators apart
     # Linearity over the whole window (a floordiv/floormod index could step evenly at the origin only).
     last_pixel = DUAL_MAC_PIXELS - 1 if pixels else 0
-    corner = [e - 1 for e in extents] + ([last_pixel] if pixels else []) + [DUAL_MAC_CHANNELS - 1]
+    corner = [e - 1 for e in extents] + ([last_pixel] if pixels else []) + [channels - 1]
     expected_x = (offset(reduction.data, origin) + (rows - 1) * x_row_stride + row_len - 1
                   + last_pixel * x_pixel_stride)
-    expected_w = offset(reduction.weight, origin) + (DUAL_MAC_CHANNELS - 1) * w_channel_stride + run - 1
-    expected_acc = offset(reduction.store, origin) + last_pixel * acc_pixel_stride + DUAL_MAC_CHANNELS - 1
+    expected_w = offset(reduction.weight, origin) + (channels - 1) * w_channel_stride + run - 1
+    expected_acc = offset(reduction.store, origin) + last_pixel * acc_pixel_stride + channels - 1
     if (offset(reduction.data, corner) != expected_x or offset(reduction.weight, corner) != expected_w
             or offset(reduction.store, corner) != expected_acc):
         return None
@@ -244,8 +267,8 @@ def _geometry(reduction: MacReduction, offsets: AccessOffsets, extents: list[int
         rows, row_len = 1, rows * row_len
         x_row_stride = row_len
     if pixels:
-        return _Geometry(x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride, acc_pixel_stride)
-    return _Geometry(x_row_stride, w_channel_stride, rows, row_len)
+        return WindowGeometry(x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride, acc_pixel_stride)
+    return WindowGeometry(x_row_stride, w_channel_stride, rows, row_len)
 
 
 def _input_rows(data: TensorLoad, step: Callable, extents: list[int], first: int) -> Optional[tuple[int, int, int]]:
@@ -278,16 +301,25 @@ def _free_vars(bindings: dict) -> list:
 
 
 def _call_block(reduction: MacReduction, bindings: dict, inner: list,
-                geometry: _Geometry) -> Optional[s_tir.SBlockRealize]:
+                geometry: WindowGeometry) -> Optional[s_tir.SBlockRealize]:
+    return window_call_block(*_OPS[str(reduction.data.source.dtype)], reduction, bindings, inner, geometry)
+
+
+def window_call_block(one_pixel: str, two_pixels: Optional[str], reduction: MacReduction, bindings: dict,
+                      inner: list, geometry: WindowGeometry, channels: int = DUAL_MAC_CHANNELS
+                      ) -> Optional[s_tir.SBlockRealize]:
+    """The call block of the helper ``one_pixel`` (geometry of one pixel) or ``two_pixels`` (of DUAL_MAC_PIXELS
+    pixels; None: no such helper) for ``channels`` output channels, with the window's sizes as the helpers of
+    this module take them (x_row_stride, w_channel_stride, rows, row_len[, x_pixel_stride])."""
     sizes = [geometry.x_row_stride, geometry.w_channel_stride, geometry.rows, geometry.row_len]
-    one_pixel, two_pixels = _OPS[str(reduction.data.source.dtype)]
+    acc_axes = len(reduction.store.indices)
     if geometry.x_pixel_stride is None:
-        return helper_call_block(one_pixel, reduction, bindings, inner, sizes)
+        return helper_call_block(one_pixel, reduction, bindings, inner, sizes, [1] * (acc_axes - 1) + [channels])
     if two_pixels is None:
         return None
     offsets = AccessOffsets(bindings, inner)
     corner = [0] * len(inner)
-    corner[-2:] = [DUAL_MAC_PIXELS - 1, DUAL_MAC_CHANNELS - 1]
+    corner[-2:] = [DUAL_MAC_PIXELS - 1, channels - 1]
     tile = [offsets.index(reduction.store, corner)[axis] - first + 1
             for axis, first in enumerate(offsets.index(reduction.store, offsets.origin))]
     return helper_call_block(two_pixels, reduction, bindings, inner, [*sizes, geometry.x_pixel_stride], tile,

@@ -17,6 +17,7 @@ initialised and requantized as before, once per pixel; each sum keeps its order:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Optional
 
 import tvm
@@ -28,23 +29,28 @@ from backends.cortex_m.schedules.pair_q15 import widened_pair
 from tvm_ext.tir.index_expr import substitute_index
 from tvm_ext.tir.tir_walk import replace_stmt, walk
 
+Replacement = Callable[[s_tir.SBlockRealize, list], Optional[s_tir.SBlockRealize]]
+"""A backend's helper call block computing what the For nodes around an update block compute, or None."""
+
 
 def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops: list, first_reduction: int,
-                      pixel: tirx.Var, widen_inputs: bool = True) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
+                      pixel: tirx.Var, widen_inputs: bool = True, replacement: Optional[Replacement] = None
+                      ) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
     """The statements computing pixels ``pixel`` and ``pixel + 1`` of an interior row, and the scratch
     buffers they use: ``pixel_body`` (one pixel's statements: the loops ``loops`` below the pixel loop, the
     unguarded update block ``realize``, the reduction ``loops[first_reduction:]`` with the channel tile
     innermost) with the reduction as one two-pixel dual-MAC call and every other statement beside it
     (initialisation, epilogue) once per pixel; with ``widen_inputs``, the pair's inputs widened once before its
     channel tiles where they can be (``backends.cortex_m.schedules.pair_q15``; a Helium core multiplies int8 lanes
-    as they are). None where the reduction's statements do not have that form or the call does not fit."""
+    as they are); ``replacement`` makes the two-pixel call (by default ``dual_mac_replacement``: another
+    backend's helpers). None where the reduction's statements do not have that form or the call does not fit."""
     pixel_loop = tirx.For(tirx.Var("pixel_pair", pixel.ty.dtype), tirx.const(0, pixel.ty.dtype),
                           tirx.const(DUAL_MAC_PIXELS, pixel.ty.dtype), tirx.ForKind.SERIAL, tirx.Evaluate(0))
     try:
         shifted = _realize_at(realize, {pixel: pixel + pixel_loop.loop_var})
     except KeyError:
         return None
-    call = dual_mac_replacement(shifted, [*loops[first_reduction:-1], pixel_loop, loops[-1]])
+    call = (replacement or dual_mac_replacement)(shifted, [*loops[first_reduction:-1], pixel_loop, loops[-1]])
     if call is None:
         return None
     widened = widened_pair(call, loops[:first_reduction]) if widen_inputs else None
@@ -113,25 +119,26 @@ def _at_pixel(stmt: tirx.Stmt, mapping: dict) -> tirx.Stmt:
 
 
 def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int,
-                       widen_inputs: bool = True) -> tirx.PrimFunc:
+                       widen_inputs: bool = True, replacement: Optional[Replacement] = None) -> tirx.PrimFunc:
     """``func`` with the unpadded MAC reduction of the update block ``block_name`` (its loops from the root:
     the pixel loop, the channel tile's outer loop, then from ``first_reduction`` the reduction loops and the
     channel tile) as dual-MAC calls: pairs of pixels where a pair fits (a pixel count the schedule's split by
     two does not divide, kws's 5 columns), the last pixel on its own; ``widen_inputs`` as for
-    ``paired_pixel_body``. ``func`` unchanged where no helper computes the reduction."""
+    ``paired_pixel_body``; ``replacement`` makes both calls (by default ``mac_helper_replacement`` the lone
+    pixel's, ``dual_mac_replacement`` the pairs'). ``func`` unchanged where no helper computes the reduction."""
     root = func.body
     found = _block_with_loops(root.block.body, block_name, []) if isinstance(root, s_tir.SBlockRealize) else None
     if found is None or first_reduction < 2:
         return func
     realize, loops = found
     pixel_loop, inner = loops[first_reduction - 2], loops[first_reduction - 1:]
-    single_call = mac_helper_replacement(realize, inner[1:])
+    single_call = (replacement or mac_helper_replacement)(realize, inner[1:])
     if single_call is None or not isinstance(pixel_loop.extent, tirx.IntImm):
         return func
     single = replace_stmt(pixel_loop.body, inner[1], single_call)
     pairs = int(pixel_loop.extent) // DUAL_MAC_PIXELS
     paired = paired_pixel_body(pixel_loop.body, realize, inner, 1, pixel_loop.loop_var,
-                               widen_inputs) if pairs else None
+                               widen_inputs, replacement) if pairs else None
     body, scratch = single, []
     if paired is not None:
         starts, ends = pair_tests(pixel_loop.loop_var, int(pixel_loop.min), pairs)

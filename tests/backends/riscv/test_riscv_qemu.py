@@ -141,3 +141,14 @@ def test_a_shared_int8_model_passes_its_selftest_bit_exact_on_virt(compiled, tmp
     runner = profile_build_config(profile).emulated
     header = elf_header(runner.build(bundle.out_dir))  # the shipped folder rebuilds its self-test ELF
     assert ("single-float ABI" in header) == (profile == "rv32imafc") and "RVC" in header
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_an_int8_fully_connected_layer_calls_the_riscv_window_mac(compiled, profile: str) -> None:
+    """ad01's FULLY_CONNECTED kernels accumulate eight channels per call of the RV32 window MAC
+    (backends.riscv.schedules.mac), which the bundle's internal header defines (backends/riscv/helpers)."""
+    bundle = compiled("mlperf_tiny/ad01_int8.tflite", profile)
+    kernels = (bundle.out_dir / "ad01_int8_kernels.c").read_text()
+    internal = (bundle.out_dir / "ad01_int8_internal.h").read_text()
+    assert kernels.count("ad01_int8_mac_s8x8(") >= 8
+    assert "static inline int32_t ad01_int8_mac_s8x8(int32_t *acc, const int8_t *x, const int8_t *w" in internal

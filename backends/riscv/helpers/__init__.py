@@ -1,0 +1,41 @@
+"""The RISC-V backend's C helpers, `static inline` in `<model>_internal.h` when a kernel calls one (no TVM).
+
+Each is hand-written C in `templates/` (a `.h.in` whose `${prefix}` is the bundle's prefix; its contract in its
+leading comment, which bundles do not copy) with a C unit test under `tests/c/`, run on the host and under
+QEMU virt (`tests/backends/riscv/test_riscv_helpers_c.py`):
+
+- `mac_s8x8.h.in`: `<prefix>_mac_s8x8`, the int8 window MAC of eight output channels (register tiling for
+  RV32's 31 registers), called by CONV_2D and FULLY_CONNECTED kernels (`backends.riscv.schedules.mac`);
+- `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same for two output pixels, each weight loaded feeding both.
+"""
+
+from __future__ import annotations
+
+from backends.backend import HelperLibrary
+from packager.template_files import helper_template_c
+
+MAC_CHANNELS = 8
+"""Output channels per call of the MAC helper: eight sums, the pointers, the loop bound and four inputs stay in
+RV32's 31 registers (the kernels' accumulator tile, `backends.riscv.schedules`)."""
+MAC_TEMPLATE = "mac_s8x8.h.in"
+MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
+RISCV_HELPER_TEMPLATES = (MAC_TEMPLATE, MAC_2PX_TEMPLATE)
+"""The helpers' templates in the order a bundle defines them."""
+
+
+def mac_helper_name(prefix: str) -> str:
+    """The C name of the int8 MAC helper in the bundle `prefix`."""
+    return f"{prefix}_mac_s8x8"
+
+
+def mac_2px_helper_name(prefix: str) -> str:
+    """The C name of the two-pixel int8 MAC helper in the bundle `prefix`."""
+    return f"{prefix}_mac_s8x2x8"
+
+
+def riscv_helpers_c(prefix: str) -> str:
+    """Every RISC-V helper's C definition for the bundle `prefix`."""
+    return "".join(helper_template_c(__package__, name, prefix) for name in RISCV_HELPER_TEMPLATES)
+
+
+RISCV_HELPERS = HelperLibrary("riscv", riscv_helpers_c)

@@ -1,0 +1,53 @@
+"""The RISC-V backend's kernel schedules (TVM): eight accumulators per integer MAC kernel, and the reductions of
+CONV_2D and FULLY_CONNECTED kernels as calls of the int8 window MAC (`mac`: `<prefix>_mac_s8x8`), two output
+pixels per call (`<prefix>_mac_s8x2x8`) where the Cortex-M schedules pair them (`backends.cortex_m.schedules`:
+an unpadded convolution's pixel loop, odd rows fused or ending in a lone pixel, a padded one's interior),
+and a padded convolution's border pixels copying their window once (`backends.cortex_m.schedules.border_window`),
+with the RISC-V helpers' calls in place of the dual MAC's and the inputs kept int8. Helpers inside TE extern
+stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from tvm import tirx
+
+from backends.backend import KernelSchedules
+from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
+from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
+from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
+from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
+from backends.riscv.helpers import MAC_CHANNELS
+from backends.riscv.schedules.mac import mac_replacement
+from target.profile import Profile
+
+
+class RiscvMacSchedules:
+    """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each."""
+
+    helper_call = staticmethod(functools.partial(mac_helper_call, replacement=mac_replacement))
+    replacement = staticmethod(mac_replacement)
+    window_buffer = staticmethod(window_buffer)
+    flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
+    pays_two_pixels = staticmethod(pays_two_pixels)
+    pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False,
+                                                        replacement=mac_replacement))
+    paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False,
+                                                       replacement=mac_replacement))
+    pair_tests = staticmethod(pair_tests)
+    has_short_rows = staticmethod(has_short_rows)
+    windowed_border = staticmethod(functools.partial(windowed_border, replacement=mac_replacement))
+
+    @staticmethod
+    def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+        return func
+
+
+RISCV_MAC_SCHEDULES = RiscvMacSchedules()
+
+
+def kernel_schedules(profile: Profile) -> KernelSchedules:
+    """The schedules of an RV32 core: MAC_CHANNELS (8) accumulators per integer MAC kernel (31 registers hold
+    eight sums, the pointers and the loop counter), no float tiles, the window MAC's calls."""
+    return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES)

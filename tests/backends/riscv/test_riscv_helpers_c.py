@@ -1,0 +1,62 @@
+"""The RISC-V backend's hand-written C helpers (backends/riscv/helpers/templates/*.h.in) pass their C unit tests
+(tests/c/test_riscv_<helper>.c: each helper against the plain loop of its contract, on edge values and odd
+counts): on the host (strict warnings, sanitizers), and built with each RISC-V profile's compiler and flags under
+the strict warnings and run on QEMU virt in the bundles' sandbox, where the helper is compiled as a bundle
+compiles it (always inlined, RV32IM's loads and multiplies)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from backends.riscv.bundle_files import BOARD_SOURCES, SUPPORT_DIR, write_riscv_support
+from backends.riscv.bundle_files.support import link_flags
+from backends.riscv.helpers import riscv_helpers_c
+from c_checks import STRICT_WARNINGS, run_c_unit_tests
+from conftest import profile_build_config
+from emulator.boards import RISCV_BOARDS
+from emulator.qemu import run_qemu
+from emulator.tools import RISCV_TOOLS
+from required_tools import require_tools
+
+UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
+TEST_VALUES = "cortex_m_test_values.h"
+"""The window cases and plain sums the Cortex-M window MAC helpers' tests share (a header beside them)."""
+PREFIX = "lp"
+PROFILES = ["rv32imc", "rv32imafc"]
+UNIT = "riscv_mac"
+"""tests/c/test_riscv_mac.c, which includes riscv_mac.h: the RISC-V helper library for the prefix lp."""
+
+
+def write_unit_files(folder: Path) -> Path:
+    """`riscv_mac.h` (the helpers as a bundle of prefix `lp` defines them, after <stdint.h>) and the shared inputs'
+    header into `folder`; the unit test's source."""
+    (folder / f"{UNIT}.h").write_text("#include <stdint.h>\n" + riscv_helpers_c(PREFIX))
+    shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
+    return UNIT_TESTS / f"test_{UNIT}.c"
+
+
+def test_the_helper_passes_its_unit_test_on_the_host(tmp_path: Path) -> None:
+    run = run_c_unit_tests(write_unit_files(tmp_path), tmp_path, tmp_path)
+    assert run.returncode == 0 and run.stdout.startswith("ok "), run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_helper_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile: str) -> None:
+    require_tools(RISCV_TOOLS)
+    source = write_unit_files(tmp_path)
+    board = RISCV_BOARDS["virt"]
+    write_riscv_support(tmp_path, board)
+    config = profile_build_config(profile)
+    elf = tmp_path / "unit.elf"
+    built = subprocess.run(
+        [config.cc, *config.compile_flags, "-std=c99", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), "-Werror",
+         f"-I{tmp_path}", f"-I{SUPPORT_DIR}", *link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld", str(source),
+         *BOARD_SOURCES, "-o", str(elf)],
+        cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr
+    result = run_qemu(elf, board, 120.0)
+    assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr

@@ -1,0 +1,72 @@
+/* Unit test of the RISC-V window MAC helpers (backends/riscv/helpers/templates/mac_s8x8.h.in and mac_s8x2x8.h.in,
+ * with the prefix lp): lp_mac_s8x8 and lp_mac_s8x2x8 against the plain loops of their contracts for their eight
+ * channels (and two pixels, their windows apart or overlapping), on the window cases of the
+ * Cortex-M window MAC helpers (cortex_m_test_values.h): 0 to 3 rows, every row length up to 35 (whole passes of
+ * four inputs and every remainder), row strides at and above the row length, weight channel strides at and
+ * above a channel's weights, inputs and weights at every byte alignment, values over the whole int8 range (-128
+ * and 127 forced in) and all at the minimum (the largest products); each accumulator gains its sum and keeps
+ * what it held. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and
+ * rv32imafc, under QEMU virt. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cortex_m_test_values.h"
+#include "riscv_mac.h"
+
+#define BUFFER 1024 /* elements: past the farthest one any case reads (under 870 + the second pixel's 110) */
+#define CHANNELS 8
+
+/* Whether the n accumulators of got equal those of expected; prints the first that differs. */
+static int same(const int32_t *got, const int32_t *expected, int32_t n, const char *helper, int32_t i)
+{
+    for (int32_t c = 0; c < n; ++c) {
+        if (got[c] != expected[c]) {
+            printf("wrong %s: case %ld accumulator %ld\n", helper, (long)i, (long)c);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* acc[c] += the plain sums of the helpers' contract for the eight channels c < 8 of one pixel's window. */
+static void plain_mac8(int32_t *acc, const int8_t *x, const int8_t *w, const window_case *wc)
+{
+    plain_window_mac(acc, x, NULL, w, wc->x_row_stride, wc->w_channel_stride, wc->rows, wc->row_len);
+    plain_window_mac(acc + 4, x, NULL, w + 4 * wc->w_channel_stride, wc->x_row_stride, wc->w_channel_stride,
+                     wc->rows, wc->row_len);
+}
+
+int main(void)
+{
+    static int8_t x[BUFFER], w[BUFFER];
+    uint32_t state = 1;
+    int32_t cases = 0, failures = 0;
+    for (int32_t i = 0; i < WINDOW_CASES; ++i) {
+        const window_case wc = window_case_of(i);
+        const int8_t *xo = x + wc.x_offset, *wo = w + wc.w_offset;
+        int32_t got[2 * CHANNELS], expected[2 * CHANNELS];
+        fill_s8(x, BUFFER, &state, wc.all_min);
+        fill_s8(w, BUFFER, &state, wc.all_min);
+        for (int32_t c = 0; c < 2 * CHANNELS; ++c) {
+            got[c] = expected[c] = start_value(c);
+        }
+        cases += 2;
+        plain_mac8(expected, xo, wo, &wc);
+        if (lp_mac_s8x8(got, xo, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
+            || !same(got, expected, CHANNELS, "mac_s8x8", i)) {
+            failures += 1;
+        }
+        plain_mac8(expected, xo, wo, &wc);
+        plain_mac8(expected + CHANNELS, xo + wc.x_pixel_stride, wo, &wc);
+        if (lp_mac_s8x2x8(got, got + CHANNELS, xo, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len,
+                          wc.x_pixel_stride) != 0
+            || !same(got, expected, 2 * CHANNELS, "mac_s8x2x8", i)) {
+            failures += 1;
+        }
+    }
+    if (failures != 0) {
+        return 1;
+    }
+    printf("ok %ld cases\n", (long)cases);
+    return 0;
+}
