@@ -43,6 +43,11 @@ class RiscvMacSchedules:
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return func
 
+    @staticmethod
+    def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+        """`func` as it is: an RV32 core requantizes one output at a time (no vector epilogue)."""
+        return func
+
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
 
