@@ -35,6 +35,7 @@ from tvm_ext.schedule.conv_tap_order import taps_row_first
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
 from tvm_ext.transform import (
     ConvertLayoutPerSubgraph,
+    DequantizeWeightsInKernels,
     DropEmptyConcatPieces,
     FuseOpsKeepingLayers,
     GuardIndexOperands,
@@ -69,6 +70,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             RefuseOversizedTensors(model_name),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name),
+            # Before any folding: a quantized ONNX model's float Convs and MatMuls keep their int8 weights.
+            keeping_layers(DequantizeWeightsInKernels()),
             # Before any folding: FoldConstant would run an index operator with bad constant indices on the
             # host; the guards keep every index operator from folding and their operands checkable.
             keeping_layers(GuardIndexOperands(model_name)),

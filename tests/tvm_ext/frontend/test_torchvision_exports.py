@@ -34,7 +34,7 @@ MODELS: dict[str, Callable] = {
     "shufflenet_v2_x0_5": lambda models: models.shufflenet_v2_x0_5(num_classes=CLASSES),
 }
 # Not here: SqueezeNet 1.1, whose Convs onnxruntime mostly keeps float (README, "torchvision's classification
-# models"): 2.7 MB of float weights, and float sums not in MLAS's order.
+# models"): their sums of more than 128 taps are not yet in MLAS's blocks.
 # The models whose float weights fit lowpower's flash (the others are over 2 MiB as float, under it as int8).
 FLOAT_FITS = ("mobilenet_v2", "shufflenet_v2_x0_5")
 EXPORTERS = ("torchscript", "dynamo")
