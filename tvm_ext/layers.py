@@ -48,7 +48,8 @@ MACS_ATTR = "tvm_ext.macs"  # multiply-accumulates of one call, counted before s
 LOWERED_FOR_ATTR = "tvm_ext.lowered_for"  # on a module tvm_ext.lower.pipeline lowered: its profile's name
 LAYOUT_CHOICES_ATTR = "tvm_ext.layout_choices"  # on such a module: the layout chosen per subgraph (tvm_ext.lower)
 # On a kernel of a quantized ONNX model (tvm_ext.lower.ScheduleKernels): its float multiply-accumulates round once
-# per step, as onnxruntime's MLAS kernels (tvm_ext.codegen.fused_float_products):
+# per step, as onnxruntime's MLAS kernels; its value: the taps per block in which MLAS sums the kernel's float
+# convolution, 0 for one block (tvm_ext.codegen.fused_float_products):
 FUSED_FLOAT_PRODUCTS_ATTR = "tvm_ext.fused_float_products"
 # The operands a kernel rewrites in place as the model's state besides computing its own output (int8 LSTM;
 # read with `rewritten_operands`):

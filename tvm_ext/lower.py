@@ -21,6 +21,7 @@ from tvm import relax, tirx
 from backends.schedules import kernel_schedules_of
 from target.profile import Profile
 from target.resolve import TargetSpec, resolve_profile
+from tvm_ext.codegen.fused_float_products import mlas_block_taps
 from tvm_ext.frontend import with_generated_var_names
 from tvm_ext.layers import (
     FUSED_FLOAT_PRODUCTS_ATTR,
@@ -35,6 +36,7 @@ from tvm_ext.schedule.conv_tap_order import taps_row_first
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
 from tvm_ext.transform import (
     ConvertLayoutPerSubgraph,
+    DequantizeWeightsInKernels,
     DropEmptyConcatPieces,
     FuseOpsKeepingLayers,
     GuardIndexOperands,
@@ -69,6 +71,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             RefuseOversizedTensors(model_name),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name),
+            # Before any folding: a quantized ONNX model's float Convs and MatMuls keep their int8 weights.
+            keeping_layers(DequantizeWeightsInKernels()),
             # Before any folding: FoldConstant would run an index operator with bad constant indices on the
             # host; the guards keep every index operator from folding and their operands checkable.
             keeping_layers(GuardIndexOperands(model_name)),
@@ -137,7 +141,8 @@ class ScheduleKernels:
     """Every PrimFunc with its NCHW convolutions' taps in NHWC's order (tvm_ext.schedule.conv_tap_order), its
     intermediates inlined and its accumulators tiled for `profile`'s core by its backend's schedules (see
     tvm_ext.schedule.kernel_schedule, backends.schedules), and, in a quantized ONNX model, marked to round its
-    float multiply-accumulates once (FUSED_FLOAT_PRODUCTS_ATTR); the module marked as lowered for `profile`."""
+    float multiply-accumulates once, in MLAS's blocks of taps (FUSED_FLOAT_PRODUCTS_ATTR: the taps per block, 0 for
+    one); the module marked as lowered for `profile`."""
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
@@ -152,7 +157,8 @@ class ScheduleKernels:
                 ordered = func if onnxruntime_products else taps_row_first(func)
                 func = inline_intermediates(ordered, schedules.output_channel_tile, schedules.mac,
                                             schedules.float_channel_tiles)
-                scheduled[gvar] = func.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, True) if onnxruntime_products else func
+                scheduled[gvar] = (func.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, mlas_block_taps(ordered))
+                                   if onnxruntime_products else func)
             else:
                 scheduled[gvar] = func
         return tvm.IRModule(scheduled, attrs=mod.attrs).with_attr(LOWERED_FOR_ATTR, self.profile.name)

@@ -13,21 +13,37 @@ The rewrite: in each kernel marked with FUSED_FLOAT_PRODUCTS_ATTR, every float32
 ``b[i] = b[i] + x * y`` becomes ``b[i] = fma(x, y, b[i])`` (`tvm_ext.kernels.fused_multiply_add`: exact on
 every core, one instruction where the core has it). The order of the additions is the schedule's: for these
 kernels a convolution's taps by (input channel, kernel row, kernel column), im2col's order, as MLAS's SGEMM
-reads them (tvm_ext.lower.ScheduleKernels). MLAS splits a long sum into blocks (a Conv's SGEMM in blocks of
-128 taps or more, as many as its output pixels allow; a MatMul with constant weights in blocks of 256), sums
-each block from zero and adds the blocks: such an output can still round apart from onnxruntime's
-(README, "ONNX models quantized by onnxruntime").
+reads them (tvm_ext.lower.ScheduleKernels).
+
+MLAS splits a convolution's long sum into blocks of taps (onnxruntime's mlas/lib/conv.cpp and sgemm.cpp, one
+thread: the SGEMM of M output channels by N output pixels by K taps takes StrideK = 128 taps at a time when
+N >= K, else 128 doubled for each halving of its 128-column stride StrideN while StrideN > 16 and StrideN / 2 >=
+N), sums each block from zero, adds each block's sum to the output (one rounding each) and adds the bias last.
+`mlas_block_taps` gives that block for a kernel's float convolution (recorded as the attribute's value), and
+each output's chain of fused multiply-adds is split there: the sum of a block in its own accumulator, added to
+the output's at the block's end. Not in blocks: a MatMul or Gemm (MLAS packs a constant weight in blocks of
+256: not measured here), a convolution of one output channel (MLAS's M = 1 kernel, another order) and an
+accumulation of another form than a zero store followed by a perfect loop nest around one output's
+multiply-accumulates (a register tile of several outputs): those sum in one chain, and an output whose sum lies
+within a rounding of a tie can round apart from onnxruntime's (README, "ONNX models quantized by onnxruntime").
 """
 
 from __future__ import annotations
 
+import math
+
 import tvm_ffi
-from tvm import ir, tirx
+from tvm import ir, s_tir, tirx
 from tvm.ir.prim import expr as prim
 
 from tvm_ext.kernels.fused_multiply_add import fused_multiply_add
 from tvm_ext.layers import FUSED_FLOAT_PRODUCTS_ATTR
-from tvm_ext.tir.tir_walk import map_nodes
+from tvm_ext.tir.tir_walk import map_nodes, replace_stmt, vars_read, walk
+
+# MLAS's SGEMM strides (mlasi.h, MLAS_SGEMM_STRIDEN and MLAS_SGEMM_STRIDEK), in output pixels and taps.
+SGEMM_STRIDE_N = 128
+SGEMM_STRIDE_K = 128
+SGEMM_MIN_STRIDE_N = 16
 
 
 def _same_element(load, store: tirx.BufferStore) -> bool:
@@ -51,12 +67,113 @@ def _fused(node):
     return None
 
 
+def sgemm_stride_k(pixels: int, taps: int) -> int:
+    """The taps per block of MLAS's single-threaded SGEMM of `pixels` columns (N) by `taps` (K) (its
+    MlasSgemmOperation and MlasConvOperation compute the same strides)."""
+    stride_n, stride_k = SGEMM_STRIDE_N, SGEMM_STRIDE_K
+    if pixels >= taps:
+        while stride_k // 2 >= taps:
+            stride_n, stride_k = stride_n * 2, stride_k // 2
+    else:
+        while stride_n > SGEMM_MIN_STRIDE_N and stride_n // 2 >= pixels:
+            stride_n, stride_k = stride_n // 2, stride_k * 2
+    return stride_k
+
+
+def mlas_block_taps(func: tirx.PrimFunc) -> int:
+    """The taps per block in which MLAS sums the float convolution of `func` (a scheduled or unscheduled
+    PrimFunc with blocks: TOPI's NCHW convolutions, spatial axes batch, channel, pixels), or 0 when it sums each
+    output in one block, `func` has no float convolution or the convolution has one output channel."""
+    for block in walk(func.body):
+        if not (isinstance(block, s_tir.SBlock) and "conv" in block.name_hint and block.writes
+                and str(block.writes[0].source.dtype) == "float32"):
+            continue
+        spatial = [int(iv.dom.extent) for iv in block.iter_vars if int(iv.iter_type) == tirx.IterVar.DataPar]
+        reduced = [int(iv.dom.extent) for iv in block.iter_vars if int(iv.iter_type) == tirx.IterVar.CommReduce]
+        if not reduced or len(spatial) < 3 or spatial[1] == 1:
+            continue
+        taps = math.prod(reduced)
+        stride = sgemm_stride_k(math.prod(spatial[2:]), taps)
+        return stride if taps > stride else 0
+    return 0
+
+
+def _zero_init(stmt) -> bool:
+    """Whether `stmt` stores float32 zero (an accumulator's start)."""
+    return (isinstance(stmt, tirx.BufferStore) and isinstance(stmt.value, prim.FloatImm)
+            and str(stmt.value.ty.dtype) == "float32" and float(stmt.value.value) == 0.0)
+
+
+def _in_blocks(init: tirx.BufferStore, nest, taps: int) -> tirx.Stmt | None:
+    """The accumulation `init; nest` (a perfect nest of loops over the taps around the multiply-accumulates
+    into init's element) summed in blocks of `taps`, each block in its own accumulator added to init's at its
+    end; None when `nest` is not such an accumulation of more than `taps` taps."""
+    loops = [nest]
+    while isinstance(loops[-1], tirx.For) and isinstance(loops[-1].body, tirx.For):
+        loops.append(loops[-1].body)
+    if not isinstance(nest, tirx.For) or any(not isinstance(loop.extent, prim.IntImm) or not isinstance(
+            loop.min, prim.IntImm) or int(loop.min) != 0 for loop in loops):
+        return None
+    body = loops[-1].body
+    stores = [n for n in walk(body) if isinstance(n, tirx.BufferStore) and n.buffer.same_as(init.buffer)]
+    loop_vars = {loop.loop_var for loop in loops}
+    if (not stores or any(_fused(store) is None or not tvm_ffi.structural_equal(list(store.indices),
+                                                                                 list(init.indices))
+                          for store in stores)
+            or any(var in loop_vars for index in init.indices for var in vars_read(index))
+            or math.prod(int(loop.extent) for loop in loops) <= taps):
+        return None
+    block_sum = tirx.decl_buffer((1,), "float32", name="mlas_block_sum")
+    zero = tirx.FloatImm("float32", 0.0)
+    tap = loops[0].loop_var
+    for loop in loops[1:]:
+        tap = tap * loop.extent + loop.loop_var
+    total = tirx.BufferLoad(init.buffer, list(init.indices)) + tirx.BufferLoad(block_sum, [0])
+    add_block = tirx.SeqStmt([tirx.BufferStore(init.buffer, total, list(init.indices)),
+                              tirx.BufferStore(block_sum, zero, [0])])
+    block_start = tirx.And(tirx.EQ(tirx.FloorMod(tap, taps), 0), tirx.NE(tap, 0))
+
+    def into_block_sum(node):
+        if not any(node.same_as(store) for store in stores):
+            return None
+        product = _fused(node).value.args
+        return tirx.BufferStore(block_sum, fused_multiply_add(product[0], product[1],
+                                                              tirx.BufferLoad(block_sum, [0])), [0])
+
+    blocked_body = tirx.SeqStmt([tirx.IfThenElse(block_start, add_block, None), map_nodes(body, into_block_sum)])
+    return tirx.SeqStmt([tirx.AllocBuffer(block_sum), init, tirx.BufferStore(block_sum, zero, [0]),
+                         replace_stmt(nest, body, blocked_body),
+                         tirx.BufferStore(init.buffer, total, list(init.indices))])
+
+
+def _blocked_sums(taps: int):
+    """The `map_nodes` rewrite that sums each accumulation of more than `taps` taps in blocks of `taps`."""
+
+    def rewrite(node):
+        if not isinstance(node, tirx.SeqStmt):
+            return None
+        parts, rewritten, i = list(node.seq), [], 0
+        while i < len(parts):
+            blocked = (_in_blocks(parts[i], parts[i + 1], taps)
+                       if i + 1 < len(parts) and _zero_init(parts[i]) else None)
+            rewritten.append(blocked if blocked is not None else map_nodes(parts[i], rewrite))
+            i += 2 if blocked is not None else 1
+        unchanged = len(rewritten) == len(parts) and all(new.same_as(old) for new, old in zip(rewritten, parts))
+        return node if unchanged else tirx.SeqStmt(rewritten)
+
+    return rewrite
+
+
 def with_fused_float_products(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """`func` with each float32 multiply-accumulate store a fused multiply-add if it is marked with
-    FUSED_FLOAT_PRODUCTS_ATTR, else unchanged. Contract: flat TIR (no blocks), only roundings change."""
+    FUSED_FLOAT_PRODUCTS_ATTR, else unchanged; where the attribute's value (taps per block, see
+    `mlas_block_taps`) is not 0, each accumulation of more taps summed in such blocks. Contract: flat TIR (no
+    blocks), only roundings change."""
     if func.attrs is None or FUSED_FLOAT_PRODUCTS_ATTR not in func.attrs:
         return func
-    body = map_nodes(func.body, _fused)
+    taps = int(func.attrs[FUSED_FLOAT_PRODUCTS_ATTR])
+    body = map_nodes(func.body, _blocked_sums(taps)) if taps else func.body
+    body = map_nodes(body, _fused)
     return func if body.same_as(func.body) else tirx.PrimFunc(func.params, body, func.ret_type, func.attrs)
 
 

@@ -40,6 +40,10 @@ MAX_ERROR_CHARS = 240
 # float32 (a float convolution of the dequantized values, whose sum no C compiler orders as MLAS does, rarely
 # one rounding away from the integer result) and first makes int8 pairs uint8, which changes which Adds it fuses.
 ONNXRUNTIME_INTEGER_QDQ = ("session.qdqisint8allowed", "1")
+# onnxruntime's threads per operator: one, as a bundle runs. MLAS splits a float convolution's output pixels
+# among its threads and the pixels each thread computes decide how it blocks the sum over the taps
+# (tvm_ext.codegen.fused_float_products): with the host's default (its cores) the reference would depend on it.
+ONNXRUNTIME_THREADS = 1
 
 # onnxruntime's status prefix, "[ONNXRuntimeError] : 1 : FAIL : ", carries nothing for the user.
 _ORT_STATUS_PREFIX = re.compile(r"^\s*\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*")
@@ -124,6 +128,7 @@ def _run_onnxruntime(request: Request, cases: list[list[np.ndarray]]) -> tuple[l
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # errors only: its warnings about old opsets are not ours to print
     options.add_session_config_entry(*ONNXRUNTIME_INTEGER_QDQ)
+    options.intra_op_num_threads = ONNXRUNTIME_THREADS
     session = onnxruntime.InferenceSession(_model_bytes(request), options, providers=["CPUExecutionProvider"])
     outputs = [session.run(None, dict(zip(request.input_names, inputs, strict=True))) for inputs in cases]
     return outputs, f"onnxruntime {onnxruntime.__version__}"

@@ -1,5 +1,6 @@
 """Our Relax passes, each an ordinary `tvm.transform` pass that users can put into their own pipelines."""
 
+from tvm_ext.transform.dequantize_weights_in_kernels import DequantizeWeightsInKernels
 from tvm_ext.transform.drop_empty_concat_pieces import DropEmptyConcatPieces
 from tvm_ext.transform.fuse_keeping_layers import FuseOpsKeepingLayers
 from tvm_ext.transform.index_guards import GuardIndexOperands, IndexOutOfRangeError, ResolveIndexGuards
@@ -13,6 +14,7 @@ from tvm_ext.transform.split_as_slices import SplitAsSlices
 __all__ = [
     "ConvertLayoutPerSubgraph",
     "DataDependentLoopError",
+    "DequantizeWeightsInKernels",
     "DropEmptyConcatPieces",
     "FuseOpsKeepingLayers",
     "GuardIndexOperands",

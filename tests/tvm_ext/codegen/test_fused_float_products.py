@@ -1,6 +1,7 @@
 """tvm_ext.codegen.fused_float_products: in a kernel marked FUSED_FLOAT_PRODUCTS_ATTR (a quantized ONNX model's,
 tvm_ext.lower.ScheduleKernels), each float32 store ``b[i] = b[i] + x * y`` becomes a fused multiply-add, and
-nothing else changes; an unmarked kernel (a float model's, a TFLite model's) keeps its multiply and add apart."""
+nothing else changes; an unmarked kernel (a float model's, a TFLite model's) keeps its multiply and add apart.
+Where the attribute gives MLAS's taps per block, an accumulation of more taps is summed in such blocks."""
 
 from __future__ import annotations
 
@@ -39,9 +40,62 @@ def macs_fused(x: T.Buffer((8,), "float32"), w: T.Buffer((8,), "float32"), q: T.
 
 
 def test_a_marked_kernels_float_macs_become_fused_multiply_adds_and_nothing_else_changes():
-    fused = with_fused_float_products(macs.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, True))
-    tvm.ir.assert_structural_equal(fused, macs_fused.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, True))
+    fused = with_fused_float_products(macs.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, 0))
+    tvm.ir.assert_structural_equal(fused, macs_fused.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, 0))
 
 
 def test_an_unmarked_kernel_is_left_as_it_is():
     assert with_fused_float_products(macs).same_as(macs)
+
+
+@T.prim_func(private=True)
+def taps(x: T.Buffer((3, 2, 2), "float32"), w: T.Buffer((3, 2, 2), "float32"), y: T.Buffer((2,), "float32")):
+    for o in range(2):
+        y[o] = T.float32(0.0)
+        for c in range(3):
+            for i in range(2):
+                for j in range(2):
+                    if i + j > 0:  # a padding test: a tap outside the input is skipped, still counted
+                        y[o] = y[o] + x[c, i, j] * w[c, i, j]
+        y[o] = y[o] * T.float32(2.0)
+
+
+@T.prim_func(private=True)
+def taps_in_blocks_of_8(x: T.Buffer((3, 2, 2), "float32"), w: T.Buffer((3, 2, 2), "float32"),
+                        y: T.Buffer((2,), "float32")):
+    for o in range(2):
+        block_sum = T.alloc_buffer((1,), "float32", scope="global")
+        y[o] = T.float32(0.0)
+        block_sum[0] = T.float32(0.0)
+        for c, i, j in T.grid(3, 2, 2):
+            if ((c * 2 + i) * 2 + j) % 8 == 0 and (c * 2 + i) * 2 + j != 0:  # a block's first tap, not the first
+                y[o] = y[o] + block_sum[0]
+                block_sum[0] = T.float32(0.0)
+            if i + j > 0:
+                block_sum[0] = T.call_intrin("float32", FUSED_MULTIPLY_ADD_OP, x[c, i, j], w[c, i, j], block_sum[0])
+        y[o] = y[o] + block_sum[0]
+        y[o] = y[o] * T.float32(2.0)
+
+
+def test_an_accumulation_of_more_taps_than_a_block_is_summed_in_blocks_added_to_the_output():
+    blocked = with_fused_float_products(taps.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, 8))
+    tvm.ir.assert_structural_equal(blocked, taps_in_blocks_of_8.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, 8),
+                                   map_free_vars=True)
+
+
+def test_an_accumulation_within_one_block_is_one_chain():
+    @T.prim_func(private=True)
+    def taps_fused(x: T.Buffer((3, 2, 2), "float32"), w: T.Buffer((3, 2, 2), "float32"),
+                   y: T.Buffer((2,), "float32")):
+        for o in range(2):
+            y[o] = T.float32(0.0)
+            for c in range(3):
+                for i in range(2):
+                    for j in range(2):
+                        if i + j > 0:
+                            y[o] = T.call_intrin("float32", FUSED_MULTIPLY_ADD_OP, x[c, i, j], w[c, i, j], y[o])
+            y[o] = y[o] * T.float32(2.0)
+
+    for block_taps in (0, 12):
+        fused = with_fused_float_products(taps.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, block_taps))
+        tvm.ir.assert_structural_equal(fused, taps_fused.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, block_taps))
