@@ -517,7 +517,7 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
         helper_libraries=generated.source.helper_libraries,
         signal_helpers=generated.source.signal_helpers,
         constants=generated.constants,
-        vectors=selftest_vectors(imported, referenced, planned.plan),
+        vectors=selftest_vectors(imported, referenced, planned.plan, config),
         config=config, input_names=[s.name for s in imported.model.inputs],
         output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
         kernels_c_by_unit={unit: generated.source.c_text_of(names) for unit, names in by_unit.items()},
@@ -526,14 +526,18 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
     return Packaged(bundle, write_bundle(folder, bundle))
 
 
-def selftest_vectors(imported: Imported, referenced: Referenced, plan: ExecutionPlan) -> TestVectors:
+def selftest_vectors(imported: Imported, referenced: Referenced, plan: ExecutionPlan,
+                     config: BuildConfig) -> TestVectors:
     """The cases the self-test embeds: the first `case_count` of those referenced, now that the plan's
-    multiply-accumulates are known (fewer cases for a model whose runs would take long), but for a later case on
-    which the reference's float outputs are not finite (`_finite_floats`)."""
-    from packager.selftest import case_count
+    multiply-accumulates are known (fewer cases for a model whose runs would take long where the self-test runs:
+    the host when `config` builds it there, else a device or an emulated board), but for a later case on which
+    the reference's float outputs are not finite (`_finite_floats`)."""
+    from packager.selftest import CASES_BUDGET_MACS, HOST_CASES_BUDGET_MACS, case_count
 
     io_bytes = tensors_bytes(imported.model.inputs) + tensors_bytes(imported.model.outputs)
-    count = case_count(io_bytes, sum(call.macs for call in plan.calls))
+    on_host = config.runs_on_host and config.emulated is None
+    count = case_count(io_bytes, sum(call.macs for call in plan.calls),
+                       HOST_CASES_BUDGET_MACS if on_host else CASES_BUDGET_MACS)
     return TestVectors(tuple(TestCase(inputs, expected) for index, (inputs, expected)
                              in enumerate(zip(imported.cases[:count], referenced.expected[:count], strict=True))
                              if index == 0 or _finite_floats(expected)),

@@ -18,7 +18,7 @@ from tflite_builder import Model, Operator, Quantization, Tensor, build
 import tvm_ext
 from conftest import profile_build_config
 from packager.build import make, run_host_selftest
-from packager.selftest import CASES_BUDGET_BYTES, CASES_BUDGET_MACS, MAX_CASES, case_count
+from packager.selftest import CASES_BUDGET_BYTES, CASES_BUDGET_MACS, HOST_CASES_BUDGET_MACS, MAX_CASES, case_count
 from packager.selftest_verdict import SelftestResult
 from svdf_models import SvdfSpec, build_svdf_model
 from test_selftest_can_fail import self_test
@@ -57,6 +57,15 @@ def test_the_extremes_keep_the_inputs_valid_for_a_model_that_divides_or_indexes(
 ])
 def test_the_cases_embedded_stay_within_the_byte_and_mac_budget(io_bytes: int, macs: int, count: int) -> None:
     assert case_count(io_bytes, macs) == count
+
+
+def test_a_host_self_test_runs_every_case_of_a_model_an_emulated_board_runs_once() -> None:
+    """ResNet-18 at 64x64 (about 150 million MACs) ran one case on the host, where an onnxruntime QDQ export
+    computed a wrong answer on 8 of 20 inputs: one case is too few where the host can run four in a second."""
+    resnet18_macs = 150_000_000
+    assert case_count(100, resnet18_macs) == 1
+    assert case_count(100, resnet18_macs, HOST_CASES_BUDGET_MACS) == MAX_CASES
+    assert case_count(100, HOST_CASES_BUDGET_MACS // 2, HOST_CASES_BUDGET_MACS) == 2
 
 
 def test_a_mismatch_in_a_later_case_fails_and_names_the_case(tmp_path: Path) -> None:
