@@ -23,9 +23,10 @@ N), sums each block from zero, adds each block's sum to the output (one rounding
 each output's chain of fused multiply-adds is split there: the sum of a block in its own accumulator, added to
 the output's at the block's end. Not in blocks: a MatMul or Gemm (MLAS packs a constant weight in blocks of
 256: not measured here), a convolution of one output channel (MLAS's M = 1 kernel, another order) and an
-accumulation of another form than a zero store followed by a perfect loop nest around one output's
-multiply-accumulates (a register tile of several outputs): those sum in one chain, and an output whose sum lies
-within a rounding of a tie can round apart from onnxruntime's (README, "ONNX models quantized by onnxruntime").
+accumulation of another form than zero stores (one output's, or a register tile's of several outputs, each
+then blocked in an accumulator of its own) followed by a perfect loop nest around those outputs'
+multiply-accumulates: those sum in one chain, and an output whose sum lies within a rounding of a tie can
+round apart from onnxruntime's (README, "ONNX models quantized by onnxruntime").
 """
 
 from __future__ import annotations
@@ -104,10 +105,11 @@ def _zero_init(stmt) -> bool:
             and str(stmt.value.ty.dtype) == "float32" and float(stmt.value.value) == 0.0)
 
 
-def _in_blocks(init: tirx.BufferStore, nest, taps: int) -> tirx.Stmt | None:
-    """The accumulation `init; nest` (a perfect nest of loops over the taps around the multiply-accumulates
-    into init's element) summed in blocks of `taps`, each block in its own accumulator added to init's at its
-    end; None when `nest` is not such an accumulation of more than `taps` taps."""
+def _in_blocks(inits: list[tirx.BufferStore], nest, taps: int) -> tirx.Stmt | None:
+    """The accumulation `inits; nest` (zero stores of one output each, a register tile of one or more, then a
+    perfect nest of loops over the taps around the multiply-accumulates into those elements) summed in blocks
+    of `taps`, each output's block in its own accumulator added to the output at the block's end; None when
+    `nest` is not such an accumulation of more than `taps` taps."""
     loops = [nest]
     while isinstance(loops[-1], tirx.For) and isinstance(loops[-1].body, tirx.For):
         loops.append(loops[-1].body)
@@ -115,35 +117,42 @@ def _in_blocks(init: tirx.BufferStore, nest, taps: int) -> tirx.Stmt | None:
             loop.min, prim.IntImm) or int(loop.min) != 0 for loop in loops):
         return None
     body = loops[-1].body
-    stores = [n for n in walk(body) if isinstance(n, tirx.BufferStore) and n.buffer.same_as(init.buffer)]
     loop_vars = {loop.loop_var for loop in loops}
-    if (not stores or any(_fused(store) is None or not tvm_ffi.structural_equal(list(store.indices),
-                                                                                 list(init.indices))
-                          for store in stores)
-            or any(var in loop_vars for index in init.indices for var in vars_read(index))
+
+    def output_of(store) -> int | None:
+        """The index in `inits` of the element `store` writes, or None."""
+        return next((k for k, init in enumerate(inits) if store.buffer.same_as(init.buffer)
+                     and tvm_ffi.structural_equal(list(store.indices), list(init.indices))), None)
+
+    stores = [n for n in walk(body) if isinstance(n, tirx.BufferStore)
+              and any(n.buffer.same_as(init.buffer) for init in inits)]
+    if (not stores or any(_fused(store) is None or output_of(store) is None for store in stores)
+            or any(var in loop_vars for init in inits for index in init.indices for var in vars_read(index))
             or math.prod(int(loop.extent) for loop in loops) <= taps):
         return None
-    block_sum = tirx.decl_buffer((1,), "float32", name="mlas_block_sum")
+    block_sum = tirx.decl_buffer((len(inits),), "float32", name="mlas_block_sum")
     zero = tirx.FloatImm("float32", 0.0)
     tap = loops[0].loop_var
     for loop in loops[1:]:
         tap = tap * loop.extent + loop.loop_var
-    total = tirx.BufferLoad(init.buffer, list(init.indices)) + tirx.BufferLoad(block_sum, [0])
-    add_block = tirx.SeqStmt([tirx.BufferStore(init.buffer, total, list(init.indices)),
-                              tirx.BufferStore(block_sum, zero, [0])])
+    totals = [tirx.BufferStore(init.buffer, tirx.BufferLoad(init.buffer, list(init.indices))
+                               + tirx.BufferLoad(block_sum, [k]), list(init.indices))
+              for k, init in enumerate(inits)]
+    zeros = [tirx.BufferStore(block_sum, zero, [k]) for k in range(len(inits))]
+    add_blocks = tirx.SeqStmt([stmt for pair in zip(totals, zeros) for stmt in pair])
     block_start = tirx.And(tirx.EQ(tirx.FloorMod(tap, taps), 0), tirx.NE(tap, 0))
 
     def into_block_sum(node):
         if not any(node.same_as(store) for store in stores):
             return None
+        k = output_of(node)
         product = _fused(node).value.args
         return tirx.BufferStore(block_sum, fused_multiply_add(product[0], product[1],
-                                                              tirx.BufferLoad(block_sum, [0])), [0])
+                                                              tirx.BufferLoad(block_sum, [k])), [k])
 
-    blocked_body = tirx.SeqStmt([tirx.IfThenElse(block_start, add_block, None), map_nodes(body, into_block_sum)])
-    return tirx.SeqStmt([tirx.AllocBuffer(block_sum), init, tirx.BufferStore(block_sum, zero, [0]),
-                         replace_stmt(nest, body, blocked_body),
-                         tirx.BufferStore(init.buffer, total, list(init.indices))])
+    blocked_body = tirx.SeqStmt([tirx.IfThenElse(block_start, add_blocks, None), map_nodes(body, into_block_sum)])
+    return tirx.SeqStmt([tirx.AllocBuffer(block_sum), *inits, *zeros, replace_stmt(nest, body, blocked_body),
+                         *totals])
 
 
 def _blocked_sums(taps: int):
@@ -154,10 +163,12 @@ def _blocked_sums(taps: int):
             return None
         parts, rewritten, i = list(node.seq), [], 0
         while i < len(parts):
-            blocked = (_in_blocks(parts[i], parts[i + 1], taps)
-                       if i + 1 < len(parts) and _zero_init(parts[i]) else None)
+            end = i
+            while end < len(parts) and _zero_init(parts[end]):
+                end += 1
+            blocked = _in_blocks(parts[i:end], parts[end], taps) if i < end < len(parts) else None
             rewritten.append(blocked if blocked is not None else map_nodes(parts[i], rewrite))
-            i += 2 if blocked is not None else 1
+            i = end + 1 if blocked is not None else i + 1
         unchanged = len(rewritten) == len(parts) and all(new.same_as(old) for new, old in zip(rewritten, parts))
         return node if unchanged else tirx.SeqStmt(rewritten)
 

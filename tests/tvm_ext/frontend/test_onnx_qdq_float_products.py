@@ -8,7 +8,9 @@ the QuantizeLinear after the Conv, a different rounding or order gives an int8 r
 torchvision MNASNet 0.5's TorchScript export, whose Convs read other Convs' zero biases through Identity
 nodes, 5 to 7 of its 10 outputs a few steps off on some inputs; SqueezeNet 1.1's 3x3 expand Convs). MLAS sums
 more than 128 taps in blocks (fewer output pixels: longer blocks), each from zero, added to the output's sum:
-one chain of SqueezeNet's 144 taps differs too (1 of its 20 full-range inputs one step off).
+one chain of SqueezeNet's 144 taps differs too (1 of its 20 full-range inputs one step off), and so does one
+chain per output of a register tile of several outputs, as the schedule sums a 16-pixel-wide convolution
+(ResNet18's layer1 3x3 Convs, 576 taps over 16x16 pixels: 8 of 20 full-range inputs a few steps off).
 
 Each model is built here with an input on which MLAS's sum and the other sums quantize differently: its output
 scale is chosen, by a search over the emulated sums, so that one output's sums lie on either side of a
@@ -141,12 +143,14 @@ def _model(path, case: Case) -> None:
 
 # Input channels, kernel size, input side, and the sums the built input tells from MLAS's: a 1x1 Conv (MNASNet's)
 # rounded twice; a 3x3 one (72 taps, SqueezeNet's expand3x3 form) summed row first, rounded once or twice; a 3x3
-# one of 144 taps over 15x15 pixels (SqueezeNet's first expand3x3), which MLAS sums as 128 + 16, in one chain.
+# one of 144 taps over 15x15 pixels (SqueezeNet's first expand3x3), which MLAS sums as 128 + 16, in one chain; the
+# same over 16x16 pixels, which the schedule sums in register tiles of four outputs (ResNet18's layer1 form).
 CASES = {
     "1x1_rounded_twice": (24, 1, 4, [Summation(channel_first=True, fused=False)]),
     "3x3_row_first": (8, 3, 4, [Summation(channel_first=False, fused=True),
                                 Summation(channel_first=False, fused=False)]),
     "3x3_144_taps_in_one_chain": (16, 3, 15, [Summation(channel_first=True, fused=True, blocked=False)]),
+    "3x3_144_taps_in_register_tiles": (16, 3, 16, [Summation(channel_first=True, fused=True, blocked=False)]),
 }
 
 
