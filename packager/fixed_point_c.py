@@ -56,6 +56,13 @@ COUNT_LEADING_ZEROS = "count_leading_zeros"
 DOUBLING_HIGH_MUL = "doubling_high_mul"
 INV_SQRT_MULTIPLIER = "inv_sqrt_multiplier"
 FUSED_MULTIPLY_ADD = "fma"
+# The operators the kernels call these helpers through (tvm_ext.kernels.fixed_point registers them): one per
+# requantization helper, the saturations and the leading-zero count. Their names are here, beside the helpers,
+# so that a backend's schedules recognise them without importing the kernels.
+REQUANTIZE_OPS = {helper: f"tvm_ext.multiply_by_quantized_multiplier_{helper}" for helper in REQUANTIZE_HELPERS}
+SATURATE_INT8_OP = "tvm_ext.saturate_int8"
+SATURATE_INT16_OP = "tvm_ext.saturate_int16"
+COUNT_LEADING_ZEROS_OP = "tvm_ext.count_leading_zeros"
 # Every helper of this module, in the order a header defines them (a helper after those it calls).
 HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, SATURATE_INT16, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
            INV_SQRT_MULTIPLIER, FUSED_MULTIPLY_ADD)

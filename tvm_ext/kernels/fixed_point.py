@@ -31,8 +31,9 @@ import numpy as np
 import tvm
 from tvm import tirx
 
-from packager.fixed_point_c import (COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL, REQUANTIZE_16X8, REQUANTIZE_HELPERS,
-                                    RIGHT_SHIFT_ONLY, SATURATE_INT8, SATURATE_INT16, SMALL_ACCUMULATOR_LIMIT,
+from packager.fixed_point_c import (COUNT_LEADING_ZEROS, COUNT_LEADING_ZEROS_OP, DOUBLING_HIGH_MUL, REQUANTIZE_16X8,
+                                    REQUANTIZE_HELPERS, REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SATURATE_INT8,
+                                    SATURATE_INT8_OP, SATURATE_INT16, SATURATE_INT16_OP, SMALL_ACCUMULATOR_LIMIT,
                                     SMALL_RIGHT_SHIFT, requantize_helper_name)
 from tvm.ir.expr import Expr as PrimExpr
 
@@ -125,12 +126,6 @@ def expand_multiply_by_quantized_multiplier(
     return rounding_divide_by_pot(high, right_shift)
 
 
-# One operator per requantization helper (`packager.fixed_point_c.REQUANTIZE_HELPERS`): a rounding, or one
-# of double rounding's right-shift-only variants.
-REQUANTIZE_OPS = {helper: f"tvm_ext.multiply_by_quantized_multiplier_{helper}" for helper in REQUANTIZE_HELPERS}
-SATURATE_INT8_OP = "tvm_ext.saturate_int8"
-SATURATE_INT16_OP = "tvm_ext.saturate_int16"
-COUNT_LEADING_ZEROS_OP = "tvm_ext.count_leading_zeros"
 
 
 def multiply_by_quantized_multiplier(

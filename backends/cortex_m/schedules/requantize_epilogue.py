@@ -26,8 +26,7 @@ from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers.helium_c import requantize_helper_name
 from backends.cortex_m.schedules.dual_mac import AccessOffsets, accessed_buffer, register_mac_helper
-from packager.fixed_point_c import RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
-from tvm_ext.kernels.fixed_point import REQUANTIZE_OPS, SATURATE_INT8_OP
+from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SATURATE_INT8_OP, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.index_expr import substitute_index
 from tvm_ext.tir.tir_walk import map_child_stmts
