@@ -53,6 +53,12 @@ class BuildConfig:
         return not all(flag.startswith(HOST_PORTABLE_PREFIXES) for flag in self.cflags)
 
     @property
+    def selftest_on_host(self) -> bool:
+        """Whether the self-test runs on this machine's own core: built by a host compiler with no device flag
+        (not on an emulated board, nor on the device of a cross compiler such as hifi4's xt-clang)."""
+        return self.runs_on_host and not self.has_device_flags
+
+    @property
     def language_and_cflags(self) -> tuple[str, ...]:
         """The Makefile's CFLAGS: the C standard, then the profile's flags."""
         return (C_STANDARD_FLAG, *self.cflags)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 from memory_planner.api import MemoryPlan
 from memory_planner.plan import ExecutionPlan
 from packager.build import SelftestResult
+from packager.build_files import BuildConfig
 from printable import printable
 from target.resolve import TargetSpec
 from target.resources import Overrun, RamUse
@@ -83,6 +84,7 @@ class Bundle:
     library: Path | None  # None: not built (`build=False`)
     archive: Path
     selftest: SelftestResult | None  # None: not built, so not self-tested (`build=False`)
+    build: BuildConfig  # how the bundle is compiled (its flags, its emulated board if any)
 
     @property
     def arena_bytes(self) -> int:
@@ -293,7 +295,8 @@ def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
             remove_parents(parents)
         raise
     library = None if result.library is None else out / result.library.name
-    return Bundle(out, result.plan, result.memory, result.ram, library, out / result.archive.name, result.selftest)
+    return Bundle(out, result.plan, result.memory, result.ram, library, out / result.archive.name, result.selftest,
+                  result.build)
 
 
 def tvm_ext_version() -> str:

@@ -228,22 +228,13 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
         try:
             validation = stage_logger(_print_stage_and_stop_if_signalled)(
                 "validate", lambda: validate(bundle.out_dir, bundle.plan, model, checked.facts, samples,
-                                            _build_config(args)),
+                                            bundle.build),
                 lambda v: f"{v.count} samples of {v.source} on {v.where}")
         except ValidationError as err:
             raise InternalError(str(err)) from err
         for line in validation_text(validation).splitlines():
             _print_stage_and_stop_if_signalled(line)
     return bundle
-
-
-def _build_config(args: argparse.Namespace):
-    """How the profile's bundle was built (`packager.build_files.BuildConfig`: its flags, and the emulated board
-    that runs its self-test, if any)."""
-    import target
-    from tvm_ext.compile.pipeline import build_config
-
-    return build_config(target.resolve_profile(args.target))
 
 
 def _validation_samples(args: argparse.Namespace, model: Path):

@@ -66,6 +66,7 @@ class FolderResult:
     library: Path | None
     archive: Path
     selftest: SelftestResult | None
+    build: BuildConfig  # how the bundle is compiled (its flags, its emulated board if any)
 
 
 @dataclass(frozen=True)
@@ -262,7 +263,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                                  untested, operators)
             log_skipped(stage, untested)
             return FolderResult(planned.plan, planned.memory, ram, None,
-                                finish_bundle(folder, packaged.bundle, facts), None)
+                                finish_bundle(folder, packaged.bundle, facts), None, config)
         built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs, early),
                       lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
     tested = stage("self-test", lambda: self_test(folder, packaged.bundle), _describe_selftest)
@@ -273,7 +274,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     facts = bundle_facts(profile, config, planned, ram, tested, units, options.quantization, lowered.layouts,
                          operators=operators)
     tarball = finish_bundle(folder, packaged.bundle, facts)
-    return FolderResult(planned.plan, planned.memory, ram, built.library, tarball, tested.result)
+    return FolderResult(planned.plan, planned.memory, ram, built.library, tarball, tested.result, config)
 
 
 def model_refusals() -> tuple[type[Exception], ...]:
@@ -530,14 +531,14 @@ def selftest_vectors(imported: Imported, referenced: Referenced, plan: Execution
                      config: BuildConfig) -> TestVectors:
     """The cases the self-test embeds: the first `case_count` of those referenced, now that the plan's
     multiply-accumulates are known (fewer cases for a model whose runs would take long where the self-test runs:
-    the host when `config` builds it there, else a device or an emulated board), but for a later case on which
+    the host when `config` builds it there, BuildConfig.selftest_on_host, else a device or an emulated board), but
+    for a later case on which
     the reference's float outputs are not finite (`_finite_floats`)."""
     from packager.selftest import CASES_BUDGET_MACS, HOST_CASES_BUDGET_MACS, case_count
 
     io_bytes = tensors_bytes(imported.model.inputs) + tensors_bytes(imported.model.outputs)
-    on_host = config.runs_on_host and config.emulated is None
     count = case_count(io_bytes, sum(call.macs for call in plan.calls),
-                       HOST_CASES_BUDGET_MACS if on_host else CASES_BUDGET_MACS)
+                       HOST_CASES_BUDGET_MACS if config.selftest_on_host else CASES_BUDGET_MACS)
     return TestVectors(tuple(TestCase(inputs, expected) for index, (inputs, expected)
                              in enumerate(zip(imported.cases[:count], referenced.expected[:count], strict=True))
                              if index == 0 or _finite_floats(expected)),
