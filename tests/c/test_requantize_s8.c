@@ -96,10 +96,12 @@ int main(void)
                 bias[c] = round < 2 ? 0 : (round == 2 ? INT32_MAX : (round % 3 == 1 ? draw32(&state) % 40000 : 0));
                 multiplier[c] = round < 2 ? INT32_MAX : (round % 4 == 0 ? multipliers[(round + c) % 8]
                                                                           : (int32_t)(next_value(&state) << 15));
-                /* mostly this shift, every third lane another (per-channel shifts). */
-                shift[c] = (int8_t)(c % 3 == 2 ? (shift_value + 7 * c + 31) % 62 - 31 : shift_value);
+                /* mostly this shift, every third lane another (per-channel shifts); the special rounds'
+                   ties all at this shift */
+                shift[c] = (int8_t)(round >= 2 && c % 3 == 2 ? (shift_value + 7 * c + 31) % 62 - 31 : shift_value);
             }
-            check(acc, bias, multiplier, shift, zero_points[round % 5], 1 + (round + shift_value + 31) % LANES);
+            check(acc, bias, multiplier, shift, zero_points[round % 5],
+                  round < 2 ? LANES : 1 + (round + shift_value + 31) % LANES);  /* every special lane */
         }
     }
     {   /* every count, nothing past it (count 0 writes nothing) */

@@ -38,7 +38,7 @@ MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
 """The DSP templates a Helium bundle keeps for a build without MVE beside the Helium template it defines with MVE."""
 
 
-def requantize_helper_name(prefix: str, bias: str) -> str:
+def requantize_s8_helper_name(prefix: str, bias: str) -> str:
     """The C name of the requantization epilogue's helper for biases of type `bias` ("int32" or "int16") in the
     bundle `prefix`."""
     return f"{prefix}_requantize_s8" if bias == "int32" else f"{prefix}_requantize_s8_b16"

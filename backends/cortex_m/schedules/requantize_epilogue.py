@@ -24,7 +24,7 @@ import tvm
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from backends.cortex_m.helpers.helium_c import requantize_helper_name
+from backends.cortex_m.helpers.helium_c import requantize_s8_helper_name
 from backends.cortex_m.schedules.dual_mac import AccessOffsets, accessed_buffer, register_mac_helper
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SATURATE_INT8_OP, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -38,7 +38,7 @@ DOUBLE_ROUNDING_OPS = frozenset(REQUANTIZE_OPS[helper] for helper in ("double", 
 # The call (out, acc, bias, multiplier, shift, zero_point, count): element c < count of each pointer.
 REQUANTIZE_S8_ACCESS = HelperAccess(tuple(PointerAccess(pointer, (Axis(Arg(6), 1),)) for pointer in range(5)))
 for _bias, _op in REQUANTIZE_S8_OPS.items():
-    register_mac_helper(_op, functools.partial(requantize_helper_name, bias=_bias), REQUANTIZE_S8_ACCESS)
+    register_mac_helper(_op, functools.partial(requantize_s8_helper_name, bias=_bias), REQUANTIZE_S8_ACCESS)
 
 
 @dataclass(frozen=True)
