@@ -12,7 +12,7 @@ import numpy as np
 import onnxruntime
 from onnxruntime import quantization
 
-from tvm_ext.reference.runtimes import ONNXRUNTIME_INTEGER_QDQ, ONNXRUNTIME_THREADS
+from tvm_ext.reference.runtimes import reference_session_options
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "onnx_conformance.py"
 _spec = importlib.util.spec_from_file_location("onnx_conformance", SCRIPT)
@@ -39,12 +39,9 @@ class NormalCalibration(quantization.CalibrationDataReader):
 def session(model: Path | bytes, optimized: Path | None = None) -> onnxruntime.InferenceSession:
     """onnxruntime's CPU session as the compiler's reference runs it (tvm_ext.reference.runtimes); ``optimized``:
     where onnxruntime writes the graph it runs (its fused operators)."""
-    options = onnxruntime.SessionOptions()
-    options.log_severity_level = 3
+    options = reference_session_options()
     if optimized is not None:
         options.optimized_model_filepath = str(optimized)
-    options.add_session_config_entry(*ONNXRUNTIME_INTEGER_QDQ)
-    options.intra_op_num_threads = ONNXRUNTIME_THREADS
     return onnxruntime.InferenceSession(model if isinstance(model, bytes) else str(model), options,
                                         providers=["CPUExecutionProvider"])
 

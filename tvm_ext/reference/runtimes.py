@@ -122,14 +122,23 @@ def readable_error(err: Exception) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 
-def _run_onnxruntime(request: Request, cases: list[list[np.ndarray]]) -> tuple[list[list[np.ndarray]], str]:
+def reference_session_options():
+    """onnxruntime's SessionOptions as the reference runs a model: errors only in its log, every QDQ group fused
+    (ONNXRUNTIME_INTEGER_QDQ), one thread per operator (ONNXRUNTIME_THREADS)."""
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
     options.log_severity_level = 3  # errors only: its warnings about old opsets are not ours to print
     options.add_session_config_entry(*ONNXRUNTIME_INTEGER_QDQ)
     options.intra_op_num_threads = ONNXRUNTIME_THREADS
-    session = onnxruntime.InferenceSession(_model_bytes(request), options, providers=["CPUExecutionProvider"])
+    return options
+
+
+def _run_onnxruntime(request: Request, cases: list[list[np.ndarray]]) -> tuple[list[list[np.ndarray]], str]:
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(_model_bytes(request), reference_session_options(),
+                                           providers=["CPUExecutionProvider"])
     outputs = [session.run(None, dict(zip(request.input_names, inputs, strict=True))) for inputs in cases]
     return outputs, f"onnxruntime {onnxruntime.__version__}"
 

@@ -10,7 +10,7 @@ import pytest
 tvm = pytest.importorskip("tvm")
 from tvm.script import tirx as T  # noqa: E402
 
-from tvm_ext.codegen.fused_float_products import with_fused_float_products  # noqa: E402
+from tvm_ext.codegen.fused_float_products import sgemm_stride_k, with_fused_float_products  # noqa: E402
 from tvm_ext.kernels.fused_multiply_add import FUSED_MULTIPLY_ADD_OP  # noqa: E402
 from tvm_ext.layers import FUSED_FLOAT_PRODUCTS_ATTR  # noqa: E402
 
@@ -99,3 +99,11 @@ def test_an_accumulation_within_one_block_is_one_chain():
     for block_taps in (0, 12):
         fused = with_fused_float_products(taps.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, block_taps))
         tvm.ir.assert_structural_equal(fused, taps_fused.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, block_taps))
+
+
+@pytest.mark.parametrize(("pixels", "taps", "block"), [(225, 144, 128), (256, 576, 128), (64, 1152, 256)],
+                         ids=["squeezenet_expand3x3", "resnet18_layer1", "resnet18_layer2"])
+def test_mlas_blocks_are_the_ones_measured_against_onnxruntime(pixels: int, taps: int, block: int):
+    """The taps per block of the Convs whose sums were checked bit for bit against onnxruntime 1.32 on one thread
+    (README): SqueezeNet 1.1's first expand3x3 and ResNet-18's layer1 and layer2 3x3 Convs."""
+    assert sgemm_stride_k(pixels, taps) == block

@@ -28,10 +28,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 from onnxruntime_match import mismatches, session
 from tvm_ext.compile import compile
-from tvm_ext.codegen.fused_float_products import sgemm_stride_k
 from tvm_ext.kernels.onnxruntime_elementwise import fma_float32
 
 CHANNELS_OUT = 4
+MLAS_BLOCK_TAPS = 128
+"""The taps per block in which onnxruntime 1.32's MLAS sums every Conv here on one thread (measured against it:
+its SGEMM's StrideK when the output pixels are at least the taps; a Conv of 128 taps or fewer is one block).
+A literal, not the compiler's sgemm_stride_k: the emulation below must not follow the code it tests."""
 X_SCALE = np.float32(2.0 ** -4)
 
 
@@ -57,14 +60,14 @@ def _fma(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
 def _sums(x: np.ndarray, w: np.ndarray, how: Summation) -> np.ndarray:
     """The convolution of float ``x`` [C, H, W] by ``w`` [O, C, K, K] (stride 1, zero padding K // 2), each
     output summed from zero over its taps (im2col's zeros where they fall outside the input), as ``how`` says;
-    MLAS's blocks as onnxruntime's mlas/lib/conv.cpp takes them on one thread (``sgemm_stride_k``)."""
+    MLAS's blocks of MLAS_BLOCK_TAPS as onnxruntime's mlas/lib/conv.cpp takes them on one thread."""
     channels, kernel = w.shape[1], w.shape[2]
     taps = [(c, i, j) for c in range(channels) for i in range(kernel) for j in range(kernel)]
     if not how.channel_first:
         taps.sort(key=lambda tap: (tap[1], tap[2], tap[0]))
     padded = np.pad(x, ((0, 0), (kernel // 2, kernel // 2), (kernel // 2, kernel // 2)))
     rows, columns = x.shape[1:]
-    block = sgemm_stride_k(rows * columns, len(taps)) if how.blocked else len(taps)
+    block = MLAS_BLOCK_TAPS if how.blocked else len(taps)
     out = np.zeros((w.shape[0], rows, columns), np.float32)
     part = np.zeros_like(out)
     for k, (c, i, j) in enumerate(taps):
