@@ -48,25 +48,35 @@ def register_mac_helper(op: str, helper_name: Callable[[str], str], access: Opti
     register_helper_call(op, CORTEX_M_HELPERS, helper_name, access)
 
 
-# The dual MAC's call (acc, x, w, x_row_stride, w_channel_stride, rows, row_len): acc[c] for c < 4,
-# x[r * x_row_stride + k] and w[c * w_channel_stride + r * row_len + k] for r < rows, k < row_len.
-DUAL_MAC_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(DUAL_MAC_CHANNELS, 1),)),
-    PointerAccess(1, (Axis(Arg(5), Arg(3)), Axis(Arg(6), 1))),
-    PointerAccess(2, (Axis(DUAL_MAC_CHANNELS, Arg(4)), Axis(Arg(5), Arg(6)), Axis(Arg(6), 1))),
-))
+def window_mac_access(channels: int) -> HelperAccess:
+    """A window MAC's call (acc, x, w, x_row_stride, w_channel_stride, rows, row_len) over `channels` output
+    channels: acc[c] for c < channels, x[r * x_row_stride + k] and w[c * w_channel_stride + r * row_len + k] for
+    r < rows, k < row_len (the dual MAC's, 4 channels; the RISC-V window MAC's, 8)."""
+    return HelperAccess((
+        PointerAccess(0, (Axis(channels, 1),)),
+        PointerAccess(1, (Axis(Arg(5), Arg(3)), Axis(Arg(6), 1))),
+        PointerAccess(2, (Axis(channels, Arg(4)), Axis(Arg(5), Arg(6)), Axis(Arg(6), 1))),
+    ))
+
+
+def window_mac_2px_access(channels: int) -> HelperAccess:
+    """The two-pixel window MAC's call (acc_a, acc_b, x, w, x_row_stride, w_channel_stride, rows, row_len,
+    x_pixel_stride) over `channels`: acc_a[c] and acc_b[c] for c < channels,
+    x[p * x_pixel_stride + r * x_row_stride + k] for p < 2, and w[c * w_channel_stride + r * row_len + k] for
+    r < rows, k < row_len."""
+    return HelperAccess((
+        PointerAccess(0, (Axis(channels, 1),)),
+        PointerAccess(1, (Axis(channels, 1),)),
+        PointerAccess(2, (Axis(DUAL_MAC_PIXELS, Arg(8)), Axis(Arg(6), Arg(4)), Axis(Arg(7), 1))),
+        PointerAccess(3, (Axis(channels, Arg(5)), Axis(Arg(6), Arg(7)), Axis(Arg(7), 1))),
+    ))
+
+
+DUAL_MAC_ACCESS = window_mac_access(DUAL_MAC_CHANNELS)
 for _data in DUAL_MAC_INPUT_TYPES:  # the same record: it counts elements of the pointers' own types
     register_mac_helper(_OPS[_data][0], functools.partial(dual_mac_helper_name, data=_data), DUAL_MAC_ACCESS)
 
-# The two-pixel dual MAC's call (acc_a, acc_b, x, w, x_row_stride, w_channel_stride, rows, row_len,
-# x_pixel_stride): acc_a[c] and acc_b[c] for c < 4, x[p * x_pixel_stride + r * x_row_stride + k] for p < 2, and
-# w[c * w_channel_stride + r * row_len + k] for r < rows, k < row_len.
-DUAL_MAC_2PX_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(DUAL_MAC_CHANNELS, 1),)),
-    PointerAccess(1, (Axis(DUAL_MAC_CHANNELS, 1),)),
-    PointerAccess(2, (Axis(DUAL_MAC_PIXELS, Arg(8)), Axis(Arg(6), Arg(4)), Axis(Arg(7), 1))),
-    PointerAccess(3, (Axis(DUAL_MAC_CHANNELS, Arg(5)), Axis(Arg(6), Arg(7)), Axis(Arg(7), 1))),
-))
+DUAL_MAC_2PX_ACCESS = window_mac_2px_access(DUAL_MAC_CHANNELS)
 register_mac_helper(DUAL_MAC_2PX_OP, dual_mac_2px_helper_name, DUAL_MAC_2PX_ACCESS)
 
 

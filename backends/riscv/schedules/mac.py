@@ -16,31 +16,17 @@ from typing import Optional
 
 from tvm import s_tir
 
-from backends.cortex_m.schedules.dual_mac import DUAL_MAC_PIXELS, mac_window, window_call_block
+from backends.cortex_m.schedules.dual_mac import (mac_window, window_call_block, window_mac_2px_access,
+                                                 window_mac_access)
 from backends.riscv.helpers import MAC_CHANNELS, RISCV_HELPERS, mac_2px_helper_name, mac_helper_name
-from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 
 MAC_OP = "tvm_ext.riscv_mac_s8x8"
-# The call (acc, x, w, x_row_stride, w_channel_stride, rows, row_len): acc[c] for c < 8,
-# x[r * x_row_stride + k] and w[c * w_channel_stride + r * row_len + k] for r < rows, k < row_len.
-MAC_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
-    PointerAccess(1, (Axis(Arg(5), Arg(3)), Axis(Arg(6), 1))),
-    PointerAccess(2, (Axis(MAC_CHANNELS, Arg(4)), Axis(Arg(5), Arg(6)), Axis(Arg(6), 1))),
-))
+MAC_ACCESS = window_mac_access(MAC_CHANNELS)  # the dual MAC's call, over eight channels
 register_helper_call(MAC_OP, RISCV_HELPERS, mac_helper_name, MAC_ACCESS)
 
 MAC_2PX_OP = "tvm_ext.riscv_mac_s8x2x8"
-# The two-pixel call (acc_a, acc_b, x, w, x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride): acc_a[c]
-# and acc_b[c] for c < 8, x[p * x_pixel_stride + r * x_row_stride + k] for p < 2, and
-# w[c * w_channel_stride + r * row_len + k] for r < rows, k < row_len.
-MAC_2PX_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
-    PointerAccess(1, (Axis(MAC_CHANNELS, 1),)),
-    PointerAccess(2, (Axis(DUAL_MAC_PIXELS, Arg(8)), Axis(Arg(6), Arg(4)), Axis(Arg(7), 1))),
-    PointerAccess(3, (Axis(MAC_CHANNELS, Arg(5)), Axis(Arg(6), Arg(7)), Axis(Arg(7), 1))),
-))
+MAC_2PX_ACCESS = window_mac_2px_access(MAC_CHANNELS)
 register_helper_call(MAC_2PX_OP, RISCV_HELPERS, mac_2px_helper_name, MAC_2PX_ACCESS)
 
 MIN_REDUCTION = 32
