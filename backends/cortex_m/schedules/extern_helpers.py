@@ -24,7 +24,7 @@ from backends.cortex_m.helpers.copy_c import copy_helper_name
 from backends.cortex_m.schedules.dual_mac import dual_mac_replacement, register_mac_helper
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.index_expr import evaluate_index, substitute_index
-from tvm_ext.tir.tir_walk import map_child_stmts
+from tvm_ext.tir.tir_walk import with_root_loops_replaced
 
 COPY_OP = "tvm_ext.copy_ascending"
 # The call (dst, src, count, element_bytes): dst[i] and src[i] for i < count, in elements of their own type.
@@ -34,26 +34,8 @@ register_mac_helper(COPY_OP, copy_helper_name, COPY_ACCESS)
 
 def extern_helper_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (one TE extern stage: a root block around its statements) with each loop nest of a form
-    above replaced by its helper's call; any other function unchanged."""
-    realize = func.body
-    if not isinstance(realize, s_tir.SBlockRealize):
-        return func
-    root = realize.block
-    body = _with_helper_calls(root.body)
-    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body, root.init,
-                         root.alloc_buffers, root.match_buffers, root.annotations)
-    return func.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
-
-
-def _with_helper_calls(stmt: tirx.Stmt) -> tirx.Stmt:
-    """``stmt`` with every nest a helper computes replaced by its call (outermost nests first)."""
-    if isinstance(stmt, tirx.For):
-        call = _mac_call(stmt) or _copy_call(stmt)
-        if call is not None:
-            return call
-    if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)) or not isinstance(stmt, tirx.Stmt):
-        return stmt
-    return map_child_stmts(stmt, _with_helper_calls)
+    above replaced by its helper's call (outermost nests first); any other function unchanged."""
+    return with_root_loops_replaced(func, lambda loop: _mac_call(loop) or _copy_call(loop))
 
 
 def _mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:

@@ -29,7 +29,7 @@ from backends.cortex_m.schedules.dual_mac import AccessOffsets, accessed_buffer,
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SATURATE_INT8_OP, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.index_expr import substitute_index
-from tvm_ext.tir.tir_walk import map_child_stmts
+from tvm_ext.tir.tir_walk import with_root_loops_replaced
 
 REQUANTIZE_S8_OPS = {"int32": "tvm_ext.requantize_s8", "int16": "tvm_ext.requantize_s8_b16"}
 """The helper's op per bias type."""
@@ -139,22 +139,6 @@ def requantize_epilogue_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
 
 def requantize_epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel: a root block around its loops) with each requantization loop of the
-    module docstring's form replaced by the helper's call; any other function unchanged."""
-    realize = func.body
-    if not isinstance(realize, s_tir.SBlockRealize):
-        return func
-    root = realize.block
-    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, _with_calls(root.body), root.init,
-                         root.alloc_buffers, root.match_buffers, root.annotations)
-    return func.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
-
-
-def _with_calls(stmt: tirx.Stmt) -> tirx.Stmt:
-    """``stmt`` with every requantization loop under it (not inside another block) replaced by its call."""
-    if isinstance(stmt, tirx.For):
-        call = requantize_epilogue_call(stmt)
-        if call is not None:
-            return call
-    if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)) or not isinstance(stmt, tirx.Stmt):
-        return stmt
-    return map_child_stmts(stmt, _with_calls)
+    module docstring's form (not inside another block) replaced by the helper's call; any other function
+    unchanged."""
+    return with_root_loops_replaced(func, requantize_epilogue_call)
