@@ -43,3 +43,20 @@ def test_the_tags_wait_for_tvm_without_loading_it_and_leave_no_trace() -> None:
     )
     proc = run_fresh(code)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_tvm_imported_without_torch_when_asked_and_torch_importable_after() -> None:
+    """`leave_torch_out_of_tvm()` (the command line's): TVM's import loads no PyTorch, our tags exist, and a later
+    `import torch` still imports it. Without the call, TVM's FFI imports torch whenever it is installed."""
+    pytest.importorskip("torch")
+    code = (
+        "import sys\nfrom target.tvm_import_hook import leave_torch_out_of_tvm\nleave_torch_out_of_tvm()\n"
+        "import tvm\n"
+        "assert 'torch' not in sys.modules, 'TVM imported torch'\n"
+        + BUILD_A_TAG
+        + "import torch\nassert torch.zeros(2).sum().item() == 0\n"
+    )
+    proc = run_fresh(code)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_fresh("import sys\nimport tvm_ext\nimport tvm\nassert 'torch' in sys.modules\n")
+    assert proc.returncode == 0, "TVM no longer imports torch by itself: this case tests nothing"

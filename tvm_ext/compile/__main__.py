@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from printable import printable, printable_lines
+from target.tvm_import_hook import leave_torch_out_of_tvm
 from tvm_ext.processes.command_process import (exit_code, install_signal_handlers, interrupted_line, received_signal,
                                      stop_if_signalled, work_that_unwinds)
 from packager.bundle_prefix import checked_prefix
@@ -175,6 +176,7 @@ def _stderr_held_back(enabled: bool) -> Iterator[Callable[[], None]]:
 def main(argv: list[str] | None = None) -> int:
     """Run the command with `argv` (default: sys.argv[1:]); return the exit code."""
     args = _parser(program_name(sys.argv[0])).parse_args(argv)
+    leave_torch_out_of_tvm()  # a compile uses no PyTorch: its import would be most of TVM's
     if args.list_targets:
         print(_list_targets())
         return 0
