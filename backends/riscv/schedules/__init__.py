@@ -54,5 +54,7 @@ RISCV_MAC_SCHEDULES = RiscvMacSchedules()
 
 def kernel_schedules(profile: Profile) -> KernelSchedules:
     """The schedules of an RV32 core: MAC_CHANNELS (8) accumulators per integer MAC kernel (31 registers hold
-    eight sums, the pointers and the loop counter), no float tiles, the window MAC's calls."""
-    return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES)
+    eight sums, the pointers and the loop counter), also of one with exactly eight output channels (vww's first
+    convolution and its first depthwise one), no float tiles, the window MAC's calls."""
+    return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
+                           tiles_one_tile_of_channels=True)

@@ -1,9 +1,10 @@
 """The RISC-V depthwise MAC (backends/riscv/schedules/mac.py, helpers/templates/depthwise_mac_s8x8.h.in): int8
-DEPTHWISE_CONV_2D models of 16 channels (stride 1 and 2, SAME and VALID padding, depth multipliers 1 and 2)
-compiled for rv32imc self-test bit-exactly against TFLite Micro on QEMU virt, and each kernel of a depth
+DEPTHWISE_CONV_2D models of 16 and of 8 channels (stride 1 and 2, SAME and VALID padding, depth multipliers 1
+and 2) compiled for rv32imc self-test bit-exactly against TFLite Micro on QEMU virt, and each kernel of a depth
 multiplier of 1 accumulates its eight-channel tiles through the helper: its interior through the inlined
 `<prefix>_depthwise_mac_s8x8`, a padded border's clipped windows through its out-of-line copy
-`<prefix>_depthwise_box_s8x8`. (The helper's own C unit test: tests/c/test_riscv_depthwise_mac.c.)"""
+`<prefix>_depthwise_box_s8x8`; with 8 channels too (exactly one tile: the RISC-V schedules tile it,
+`KernelSchedules.tiles_one_tile_of_channels`). (The helper's own C unit test: tests/c/test_riscv_depthwise_mac.c.)"""
 
 from __future__ import annotations
 
@@ -18,15 +19,23 @@ from emulator.tools import RISCV_TOOLS  # noqa: E402
 from required_tools import require_tools  # noqa: E402
 from test_depthwise_border_regions import CASES, SAME, _depthwise_model  # noqa: E402
 
-CHANNELS = 16
-"""Two tiles of the RISC-V schedules' eight channels (a channel loop of exactly one tile is not tiled)."""
 
 
-def depthwise_model(folder: Path) -> Path:
-    """The depthwise cases of the Cortex-M border test (`CASES`) over CHANNELS channels, written into `folder`."""
+def depthwise_model_16(folder: Path) -> Path:
+    """The depthwise cases of the Cortex-M border test (`CASES`) over 16 channels (two tiles), into `folder`."""
     path = folder / "depthwise16.tflite"
-    path.write_bytes(_depthwise_model(CHANNELS, seed=CHANNELS))
+    path.write_bytes(_depthwise_model(16, seed=16))
     return path
+
+
+def depthwise_model_8(folder: Path) -> Path:
+    """The same over 8 channels (one tile), into `folder`."""
+    path = folder / "depthwise8.tflite"
+    path.write_bytes(_depthwise_model(8, seed=8))
+    return path
+
+
+MODELS = {16: depthwise_model_16, 8: depthwise_model_8}
 
 
 def _kernel_bodies(kernels_c: str) -> dict[str, str]:
@@ -36,14 +45,15 @@ def _kernel_bodies(kernels_c: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_riscv_depthwise_kernels_call_the_depthwise_mac_and_stay_bit_exact(compiled) -> None:
+@pytest.mark.parametrize("channels", sorted(MODELS))
+def test_riscv_depthwise_kernels_call_the_depthwise_mac_and_stay_bit_exact(compiled, channels: int) -> None:
     require_tools(RISCV_TOOLS)
-    bundle = compiled(depthwise_model, "rv32imc")
+    bundle = compiled(MODELS[channels], "rv32imc")
     assert bundle.selftest.passed and bundle.selftest.where == "virt", bundle.selftest.output
     kernels = _kernel_bodies((bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text())
     depthwise = {name: body for name, body in kernels.items() if "depthwise" in name}
     assert len(depthwise) == len(CASES), sorted(kernels)
-    single = [body for name, body in depthwise.items() if name.endswith(f"x{CHANNELS}")]
+    single = [body for name, body in depthwise.items() if name.endswith(f"x{channels}")]
     assert len(single) == sum(multiplier == 1 for multiplier, _, _ in CASES), sorted(depthwise)
     assert all("_depthwise_mac_s8x8(" in body for body in single), single
     padded = sum(multiplier == 1 and padding == SAME for multiplier, _, padding in CASES)
