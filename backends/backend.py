@@ -202,9 +202,12 @@ class MacSchedules(Protocol):
 class KernelSchedules:
     """What a backend's schedules give the kernels of one profile's core (`tvm_ext.schedule.kernel_schedule`):
     `output_channel_tile` accumulators of an integer MAC kernel, the tiles a float MAC kernel tries widest
-    first (`float_channel_tiles`, () for none: it keeps the integer tile), and the MAC helpers' schedules
-    (`mac`, None where the core has none)."""
+    first (`float_channel_tiles`, () for none: it keeps the integer tile), the MAC helpers' schedules
+    (`mac`, None where the core has none), and whether an integer MAC kernel whose output channels are exactly
+    one tile is tiled too (`tiles_one_tile_of_channels`: its sums then stay in registers across the window and
+    a helper may take its reduction; False keeps such a kernel's scalar loop)."""
 
     output_channel_tile: int
     float_channel_tiles: tuple[int, ...]
     mac: Optional[MacSchedules]
+    tiles_one_tile_of_channels: bool = False

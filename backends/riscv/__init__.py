@@ -2,8 +2,9 @@
 riscv64-unknown-elf-gcc and picolibc, run on QEMU's `virt` machine (no TVM).
 
 - `schedules/` (TVM): eight accumulators per integer MAC kernel (for 31 registers) where generic_c has four,
-  and CONV_2D / FULLY_CONNECTED reductions as calls of the int8 window MAC;
-- `helpers/` (no TVM): that helper's C (`RISCV_HELPERS`), unit-tested on the host and under QEMU virt;
+  and CONV_2D / FULLY_CONNECTED reductions as calls of the int8 window MAC, DEPTHWISE_CONV_2D ones as calls
+  of the int8 depthwise MAC;
+- `helpers/` (no TVM): those helpers' C (`RISCV_HELPERS`), unit-tested on the host and under QEMU virt;
 - `bundle_files/`: OUT/riscv/, the startup code, UART0 output and exit, picolibc's streams, the instruction
   counter and the linker script of a board program, and a bundle's self-test build (riscv/qemu-test.mk,
   riscv/qemu-run.sh);

@@ -24,14 +24,21 @@ from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from backends.cortex_m.schedules.row_dot import row_dot_replacement
 
 DEPTHWISE_MAC_OP = "tvm_ext.depthwise_mac_s8x4"
-# The call (acc, x, w, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols): acc[c] for c < 4,
-# x[r * x_row_stride + k * x_col_stride + c] and w[r * w_row_stride + k * w_col_stride + c] for r < rows,
-# k < cols, c < 4 (``tvm_ext.tir.helper_access``).
-DEPTHWISE_MAC_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(DUAL_MAC_CHANNELS, 1),)),
-    PointerAccess(1, (Axis(Arg(7), Arg(3)), Axis(Arg(8), Arg(4)), Axis(DUAL_MAC_CHANNELS, 1))),
-    PointerAccess(2, (Axis(Arg(7), Arg(5)), Axis(Arg(8), Arg(6)), Axis(DUAL_MAC_CHANNELS, 1))),
-))
+
+
+def depthwise_mac_access(channels: int) -> HelperAccess:
+    """A depthwise MAC's call (acc, x, w, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols)
+    over ``channels`` consecutive channels: acc[c] for c < channels, x[r * x_row_stride + k * x_col_stride + c]
+    and w[r * w_row_stride + k * w_col_stride + c] for r < rows, k < cols (the DSP cores' helper, 4 channels;
+    the RISC-V one, 8)."""
+    return HelperAccess((
+        PointerAccess(0, (Axis(channels, 1),)),
+        PointerAccess(1, (Axis(Arg(7), Arg(3)), Axis(Arg(8), Arg(4)), Axis(channels, 1))),
+        PointerAccess(2, (Axis(Arg(7), Arg(5)), Axis(Arg(8), Arg(6)), Axis(channels, 1))),
+    ))
+
+
+DEPTHWISE_MAC_ACCESS = depthwise_mac_access(DUAL_MAC_CHANNELS)
 DEPTHWISE_BOX_OP = "tvm_ext.depthwise_box_s8x4"
 """The same helper's out-of-line copy: for the clipped windows of a padded border (tvm_ext.schedule.border_split)."""
 _OPS = {"int8": (DEPTHWISE_MAC_OP, DEPTHWISE_BOX_OP),
@@ -73,10 +80,20 @@ def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     ``loops`` (up to two window loops, then the channel loop), or None where the loads do not fit it (see the
     module docstring)."""
     reduction = mac_reduction(realize.block, DEPTHWISE_MAC_INPUT_TYPES)
-    window, channel = loops[:-1], loops[-1]
-    if reduction is None or len(window) > 2 or not isinstance(channel.extent, tirx.IntImm):
+    if reduction is None:
         return None
-    if int(channel.extent) != DUAL_MAC_CHANNELS:
+    op = _OPS[str(reduction.data.source.dtype)][1 if outlined else 0]
+    return depthwise_call_block(op, realize, loops, reduction, DUAL_MAC_CHANNELS)
+
+
+def depthwise_call_block(op: str, realize: s_tir.SBlockRealize, loops: list, reduction: MacReduction,
+                         channels: int) -> Optional[s_tir.SBlockRealize]:
+    """The call block of ``op``, a depthwise helper of ``channels`` consecutive channels (its call's arguments
+    those of ``DEPTHWISE_MAC_ACCESS``, over its own channel count), computing what ``loops`` (up to two window
+    loops, then the channel loop of ``channels``) around ``realize`` compute for ``reduction`` (its update);
+    None where the loads do not fit it (see the module docstring)."""
+    window, channel = loops[:-1], loops[-1]
+    if len(window) > 2 or not isinstance(channel.extent, tirx.IntImm) or int(channel.extent) != channels:
         return None
     if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
         return None
@@ -84,18 +101,18 @@ def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     inner = [loop.loop_var for loop in loops]
     extents = [int(loop.extent) for loop in window]
     try:
-        sizes = _window_sizes(reduction, AccessOffsets(bindings, inner), extents)
+        sizes = _window_sizes(reduction, AccessOffsets(bindings, inner), extents, channels)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
     if sizes is None:
         return None
-    op = _OPS[str(reduction.data.source.dtype)][1 if outlined else 0]
     return helper_call_block(op, reduction, bindings, inner, sizes)
 
 
-def _window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int]) -> Optional[list[int]]:
+def _window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int],
+                  channels: int) -> Optional[list[int]]:
     """[x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols] in elements when every tap reads
-    four consecutive channels of input and weights and the window steps by constant strides, else None."""
+    ``channels`` consecutive channels of input and weights and the window steps by constant strides, else None."""
     data, weight, store = reduction.data, reduction.weight, reduction.store
     channel = len(extents)
     if any(offsets.step(access, channel) != 1 for access in (data, weight, store)):
@@ -106,9 +123,9 @@ def _window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list
     (x_row, w_row), rows = ((0, 0), 1) if channel < 2 else (steps[0], extents[0])
     (x_col, w_col), cols = ((0, 0), 1) if channel < 1 else (steps[-1], extents[-1])
     # Linearity over the whole window (a floordiv/floormod index could step evenly at the origin only).
-    corner = [e - 1 for e in extents] + [DUAL_MAC_CHANNELS - 1]
+    corner = [e - 1 for e in extents] + [channels - 1]
     for access, row, col in ((data, x_row, x_col), (weight, w_row, w_col)):
-        expected = offsets.offset(access, offsets.origin) + (rows - 1) * row + (cols - 1) * col + DUAL_MAC_CHANNELS - 1
+        expected = offsets.offset(access, offsets.origin) + (rows - 1) * row + (cols - 1) * col + channels - 1
         if offsets.offset(access, corner) != expected:
             return None
     return [x_row, x_col, w_row, w_col, rows, cols]

@@ -6,7 +6,10 @@ QEMU virt (`tests/backends/riscv/test_riscv_helpers_c.py`):
 
 - `mac_s8x8.h.in`: `<prefix>_mac_s8x8`, the int8 window MAC of eight output channels (register tiling for
   RV32's 31 registers), called by CONV_2D and FULLY_CONNECTED kernels (`backends.riscv.schedules.mac`);
-- `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same for two output pixels, each weight loaded feeding both.
+- `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same for two output pixels, each weight loaded feeding both;
+- `depthwise_mac_s8x8.h.in`: `<prefix>_depthwise_mac_s8x8` (and its out-of-line copy `<prefix>_depthwise_box_s8x8`
+  for a padded border's clipped windows), the int8 depthwise window MAC of eight channels, called by
+  DEPTHWISE_CONV_2D kernels.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ MAC_CHANNELS = 8
 RV32's 31 registers (the kernels' accumulator tile, `backends.riscv.schedules`)."""
 MAC_TEMPLATE = "mac_s8x8.h.in"
 MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
-RISCV_HELPER_TEMPLATES = (MAC_TEMPLATE, MAC_2PX_TEMPLATE)
+DEPTHWISE_MAC_TEMPLATE = "depthwise_mac_s8x8.h.in"
+RISCV_HELPER_TEMPLATES = (MAC_TEMPLATE, MAC_2PX_TEMPLATE, DEPTHWISE_MAC_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
 
 
@@ -31,6 +35,16 @@ def mac_helper_name(prefix: str) -> str:
 def mac_2px_helper_name(prefix: str) -> str:
     """The C name of the two-pixel int8 MAC helper in the bundle `prefix`."""
     return f"{prefix}_mac_s8x2x8"
+
+
+def depthwise_mac_helper_name(prefix: str) -> str:
+    """The C name of the int8 depthwise MAC helper in the bundle `prefix` (inlined where called)."""
+    return f"{prefix}_depthwise_mac_s8x8"
+
+
+def depthwise_box_helper_name(prefix: str) -> str:
+    """The C name of the depthwise helper's one out-of-line copy in the bundle `prefix` (same arguments and sums)."""
+    return f"{prefix}_depthwise_box_s8x8"
 
 
 def riscv_helpers_c(prefix: str) -> str:

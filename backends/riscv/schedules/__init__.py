@@ -3,7 +3,9 @@ CONV_2D and FULLY_CONNECTED kernels as calls of the int8 window MAC (`mac`: `<pr
 pixels per call (`<prefix>_mac_s8x2x8`) where the Cortex-M schedules pair them (`backends.cortex_m.schedules`:
 an unpadded convolution's pixel loop, odd rows fused or ending in a lone pixel, a padded one's interior),
 and a padded convolution's border pixels copying their window once (`backends.cortex_m.schedules.border_window`),
-with the RISC-V helpers' calls in place of the dual MAC's and the inputs kept int8. Helpers inside TE extern
+with the RISC-V helpers' calls in place of the dual MAC's and the inputs kept int8; DEPTHWISE_CONV_2D
+reductions as calls of the int8 depthwise MAC (`<prefix>_depthwise_mac_s8x8`, its out-of-line copy on a padded
+border's clipped windows). A kernel of exactly eight output channels is tiled too. Helpers inside TE extern
 stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
 """
 
@@ -54,5 +56,7 @@ RISCV_MAC_SCHEDULES = RiscvMacSchedules()
 
 def kernel_schedules(profile: Profile) -> KernelSchedules:
     """The schedules of an RV32 core: MAC_CHANNELS (8) accumulators per integer MAC kernel (31 registers hold
-    eight sums, the pointers and the loop counter), no float tiles, the window MAC's calls."""
-    return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES)
+    eight sums, the pointers and the loop counter), also of one with exactly eight output channels (vww's first
+    convolution and its first depthwise one), no float tiles, the window MAC's calls."""
+    return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
+                           tiles_one_tile_of_channels=True)

@@ -1,4 +1,5 @@
-"""The int8 window MAC of RV32 cores, reached from a scheduled CONV_2D or FULLY_CONNECTED kernel.
+"""The int8 window MAC of RV32 cores, reached from a scheduled CONV_2D or FULLY_CONNECTED kernel, and their
+depthwise MAC, reached from a scheduled DEPTHWISE_CONV_2D kernel.
 
 The reduction of such a kernel tiled to MAC_CHANNELS (8) output channels (`tvm_ext.schedule.kernel_schedule`)
 becomes one call of `<prefix>_mac_s8x8` (`backends/riscv/helpers/templates/mac_s8x8.h.in`) per output pixel
@@ -8,6 +9,12 @@ schedule pairs pixels (`backends.riscv.schedules`), where the window has the dua
 `row_len` contiguous bytes `x_row_stride` apart, each channel's weights one contiguous run (OHWI), no padding
 test, and at least MIN_REDUCTION MACs per output. Each channel's sum is added in the same order but for its
 groups of two or four products: integer sums, bit-exact.
+
+A depthwise reduction tiled to MAC_CHANNELS channels (the window loops, then the eight channels innermost)
+becomes one call of `<prefix>_depthwise_mac_s8x8` (`templates/depthwise_mac_s8x8.h.in`) per output pixel and
+channel tile where input, weights and accumulators are eight consecutive channels at every tap (a depth
+multiplier of 1) and the taps step by constant strides; a padded border's clipped windows call its out-of-line
+copy `<prefix>_depthwise_box_s8x8`. Each channel's sum is added in the same order: bit-exact.
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ from typing import Optional
 
 from tvm import s_tir
 
-from backends.cortex_m.schedules.dual_mac import (mac_window, window_call_block, window_mac_2px_access,
+from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access
+from backends.cortex_m.schedules.dual_mac import (mac_reduction, mac_window, window_call_block, window_mac_2px_access,
                                                  window_mac_access)
-from backends.riscv.helpers import MAC_CHANNELS, RISCV_HELPERS, mac_2px_helper_name, mac_helper_name
+from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, depthwise_box_helper_name, depthwise_mac_helper_name,
+                                    mac_2px_helper_name, mac_helper_name)
 from tvm_ext.tir.helper_calls import register_helper_call
 
 MAC_OP = "tvm_ext.riscv_mac_s8x8"
@@ -29,6 +38,13 @@ MAC_2PX_OP = "tvm_ext.riscv_mac_s8x2x8"
 MAC_2PX_ACCESS = window_mac_2px_access(MAC_CHANNELS)
 register_helper_call(MAC_2PX_OP, RISCV_HELPERS, mac_2px_helper_name, MAC_2PX_ACCESS)
 
+DEPTHWISE_MAC_OP = "tvm_ext.riscv_depthwise_mac_s8x8"
+DEPTHWISE_BOX_OP = "tvm_ext.riscv_depthwise_box_s8x8"
+"""The depthwise helper's out-of-line copy: for the clipped windows of a padded border (tvm_ext.schedule.border_split)."""
+DEPTHWISE_MAC_ACCESS = depthwise_mac_access(MAC_CHANNELS)
+register_helper_call(DEPTHWISE_MAC_OP, RISCV_HELPERS, depthwise_mac_helper_name, DEPTHWISE_MAC_ACCESS)
+register_helper_call(DEPTHWISE_BOX_OP, RISCV_HELPERS, depthwise_box_helper_name, DEPTHWISE_MAC_ACCESS)
+
 MIN_REDUCTION = 32
 """The shortest window (MACs per output) the helper takes: a shorter one (vww's first 3x3 convolution on three
 channels, 27) spends more on the call's accumulator loads and stores and its rows' last inputs than the
@@ -37,12 +53,30 @@ unrolled passes save (measured under QEMU: 11.0 -> 12.1 instructions per MAC wit
 
 def mac_replacement(realize: s_tir.SBlockRealize, loops: list,
                     outlined_depthwise: bool = False) -> Optional[s_tir.SBlockRealize]:
-    """The helper's call block computing what the For nodes `loops` (the reduction loops, then optionally a
+    """A helper's call block computing what the For nodes `loops` (the reduction loops, then optionally a
     loop of two output pixels, then the unit-stride loop of MAC_CHANNELS output channels, innermost) around
-    `realize` compute, or None where it would not compute exactly that (a depthwise reduction among them:
-    `outlined_depthwise` is the MacSchedules signature's, unused)."""
+    `realize` compute: the window MAC's, else the depthwise MAC's (its out-of-line copy if
+    `outlined_depthwise`); None where neither computes exactly that."""
+    return window_mac_replacement(realize, loops) or depthwise_mac_replacement(realize, loops, outlined_depthwise)
+
+
+def window_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The window MAC's call block (one or two pixels) for `loops` around `realize`, or None where it does not
+    fit (see the module docstring)."""
     window = mac_window(realize, loops, ("int8",), MAC_CHANNELS)
     if window is None or window.geometry.rows * window.geometry.row_len < MIN_REDUCTION:
         return None
     return window_call_block(MAC_OP, MAC_2PX_OP, window.reduction, window.bindings, window.inner, window.geometry,
                              MAC_CHANNELS)
+
+
+def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
+                              outlined: bool = False) -> Optional[s_tir.SBlockRealize]:
+    """The depthwise MAC's call block (its out-of-line copy if `outlined`) for `loops` (up to two window loops,
+    then the channel loop of MAC_CHANNELS) around an int8 `realize`, or None where the loads do not fit it
+    (`backends.cortex_m.schedules.depthwise_mac`: every tap reads eight consecutive channels, constant strides)."""
+    reduction = mac_reduction(realize.block, ("int8",))
+    if reduction is None:
+        return None
+    return depthwise_call_block(DEPTHWISE_BOX_OP if outlined else DEPTHWISE_MAC_OP, realize, loops, reduction,
+                                MAC_CHANNELS)

@@ -1,5 +1,5 @@
 """The RISC-V backend's hand-written C helpers (backends/riscv/helpers/templates/*.h.in) pass their C unit tests
-(tests/c/test_riscv_<helper>.c: each helper against the plain loop of its contract, on edge values and odd
+(tests/c/test_riscv_mac.c, test_riscv_depthwise_mac.c: each helper against the plain loop of its contract, on edge values and odd
 counts): on the host (strict warnings, sanitizers), and built with each RISC-V profile's compiler and flags under
 the strict warnings and run on QEMU virt in the bundles' sandbox, where the helper is compiled as a bundle
 compiles it (always inlined, RV32IM's loads and multiplies)."""
@@ -27,27 +27,31 @@ TEST_VALUES = "cortex_m_test_values.h"
 """The window cases and plain sums the Cortex-M window MAC helpers' tests share (a header beside them)."""
 PREFIX = "lp"
 PROFILES = ["rv32imc", "rv32imafc"]
-UNIT = "riscv_mac"
-"""tests/c/test_riscv_mac.c, which includes riscv_mac.h: the RISC-V helper library for the prefix lp."""
+LIBRARY_HEADER = "riscv_mac.h"
+"""The header every unit test includes: the RISC-V helper library for the prefix lp."""
+UNITS = ["riscv_mac", "riscv_depthwise_mac"]
+"""The unit tests tests/c/test_<unit>.c: the window MACs, the depthwise MAC."""
 
 
-def write_unit_files(folder: Path) -> Path:
+def write_unit_files(folder: Path, unit: str) -> Path:
     """`riscv_mac.h` (the helpers as a bundle of prefix `lp` defines them, after <stdint.h>) and the shared inputs'
-    header into `folder`; the unit test's source."""
-    (folder / f"{UNIT}.h").write_text("#include <stdint.h>\n" + riscv_helpers_c(PREFIX))
+    header into `folder`; the source of the unit test `unit`."""
+    (folder / LIBRARY_HEADER).write_text("#include <stdint.h>\n" + riscv_helpers_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
-    return UNIT_TESTS / f"test_{UNIT}.c"
+    return UNIT_TESTS / f"test_{unit}.c"
 
 
-def test_the_helper_passes_its_unit_test_on_the_host(tmp_path: Path) -> None:
-    run = run_c_unit_tests(write_unit_files(tmp_path), tmp_path, tmp_path)
+@pytest.mark.parametrize("unit", UNITS)
+def test_the_helper_passes_its_unit_test_on_the_host(tmp_path: Path, unit: str) -> None:
+    run = run_c_unit_tests(write_unit_files(tmp_path, unit), tmp_path, tmp_path)
     assert run.returncode == 0 and run.stdout.startswith("ok "), run.stdout + run.stderr
 
 
+@pytest.mark.parametrize("unit", UNITS)
 @pytest.mark.parametrize("profile", PROFILES)
-def test_the_helper_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile: str) -> None:
+def test_the_helper_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile: str, unit: str) -> None:
     require_tools(RISCV_TOOLS)
-    source = write_unit_files(tmp_path)
+    source = write_unit_files(tmp_path, unit)
     board = RISCV_BOARDS["virt"]
     write_riscv_support(tmp_path, board)
     config = profile_build_config(profile)

@@ -1,0 +1,60 @@
+"""The RISC-V depthwise MAC (backends/riscv/schedules/mac.py, helpers/templates/depthwise_mac_s8x8.h.in): int8
+DEPTHWISE_CONV_2D models of 16 and of 8 channels (stride 1 and 2, SAME and VALID padding, depth multipliers 1
+and 2) compiled for rv32imc self-test bit-exactly against TFLite Micro on QEMU virt, and each kernel of a depth
+multiplier of 1 accumulates its eight-channel tiles through the helper: its interior through the inlined
+`<prefix>_depthwise_mac_s8x8`, a padded border's clipped windows through its out-of-line copy
+`<prefix>_depthwise_box_s8x8`; with 8 channels too (exactly one tile: the RISC-V schedules tile it,
+`KernelSchedules.tiles_one_tile_of_channels`). (The helper's own C unit test: tests/c/test_riscv_depthwise_mac.c.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from emulator.tools import RISCV_TOOLS  # noqa: E402
+from required_tools import require_tools  # noqa: E402
+from test_depthwise_border_regions import CASES, SAME, _depthwise_model  # noqa: E402
+
+
+
+def depthwise_model_16(folder: Path) -> Path:
+    """The depthwise cases of the Cortex-M border test (`CASES`) over 16 channels (two tiles), into `folder`."""
+    path = folder / "depthwise16.tflite"
+    path.write_bytes(_depthwise_model(16, seed=16))
+    return path
+
+
+def depthwise_model_8(folder: Path) -> Path:
+    """The same over 8 channels (one tile), into `folder`."""
+    path = folder / "depthwise8.tflite"
+    path.write_bytes(_depthwise_model(8, seed=8))
+    return path
+
+
+MODELS = {16: depthwise_model_16, 8: depthwise_model_8}
+
+
+def _kernel_bodies(kernels_c: str) -> dict[str, str]:
+    """Each kernel's name -> its body's text, from a bundle's `<model>_kernels.c`."""
+    return {match.group(1): match.group(2) for match in
+            re.finditer(r"^void (\w+)\(.*?\) \{\n(.*?)^\}", kernels_c, flags=re.MULTILINE | re.DOTALL)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("channels", sorted(MODELS))
+def test_riscv_depthwise_kernels_call_the_depthwise_mac_and_stay_bit_exact(compiled, channels: int) -> None:
+    require_tools(RISCV_TOOLS)
+    bundle = compiled(MODELS[channels], "rv32imc")
+    assert bundle.selftest.passed and bundle.selftest.where == "virt", bundle.selftest.output
+    kernels = _kernel_bodies((bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text())
+    depthwise = {name: body for name, body in kernels.items() if "depthwise" in name}
+    assert len(depthwise) == len(CASES), sorted(kernels)
+    single = [body for name, body in depthwise.items() if name.endswith(f"x{channels}")]
+    assert len(single) == sum(multiplier == 1 for multiplier, _, _ in CASES), sorted(depthwise)
+    assert all("_depthwise_mac_s8x8(" in body for body in single), single
+    padded = sum(multiplier == 1 and padding == SAME for multiplier, _, padding in CASES)
+    assert sum("_depthwise_box_s8x8(" in body for body in single) == padded, single

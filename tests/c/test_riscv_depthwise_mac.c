@@ -1,0 +1,79 @@
+/* Unit test of the RISC-V depthwise MAC helper (backends/riscv/helpers/templates/depthwise_mac_s8x8.h.in, with the
+ * prefix lp): lp_depthwise_mac_s8x8 and its out-of-line copy lp_depthwise_box_s8x8 against the plain loop of their
+ * contract, for every window of 0 to 5 rows and 0 to 5 columns (the three-tap steps and the one or two taps left),
+ * column strides of exactly eight channels and wider (an NHWC row of more channels), row strides at and above a
+ * row's taps, inputs and weights at every byte alignment, values over the whole int8 range (-128 and 127 forced
+ * in) and all at the minimum (the largest products); each of the eight accumulators gains its sum and keeps what
+ * it held. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc,
+ * under QEMU virt. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cortex_m_test_values.h"
+#include "riscv_mac.h"
+
+#define BUFFER 1024 /* elements: past the farthest one any case reads (under 800) */
+#define SIDE 5 /* the most rows and columns of a window */
+#define CHANNELS 8
+
+/* The plain sums of the helper's contract: acc[c] += x[r * x_row_stride + k * x_col_stride + c]
+   * w[r * w_row_stride + k * w_col_stride + c] over r < rows, k < cols, for c < 8. */
+static void plain_depthwise(int32_t *acc, const int8_t *x, const int8_t *w, int32_t x_row_stride, int32_t x_col_stride,
+                            int32_t w_row_stride, int32_t w_col_stride, int32_t rows, int32_t cols)
+{
+    for (int32_t c = 0; c < CHANNELS; ++c) {
+        for (int32_t r = 0; r < rows; ++r) {
+            for (int32_t k = 0; k < cols; ++k) {
+                acc[c] += x[r * x_row_stride + k * x_col_stride + c] * w[r * w_row_stride + k * w_col_stride + c];
+            }
+        }
+    }
+}
+
+int main(void)
+{
+    static int8_t x[BUFFER], w[BUFFER];
+    uint32_t state = 5;
+    int32_t cases = 0, failures = 0;
+    for (int all_min = 0; all_min <= 1; ++all_min) {
+        for (int32_t rows = 0; rows <= SIDE; ++rows) {
+            for (int32_t cols = 0; cols <= SIDE; ++cols) {
+                for (int32_t layout = 0; layout < 3; ++layout) {
+                    const int32_t x_col_stride = CHANNELS + 5 * layout, w_col_stride = CHANNELS + 3 * layout;
+                    const int32_t x_row_stride = cols * x_col_stride + layout * 7;
+                    const int32_t w_row_stride = cols * w_col_stride + layout;
+                    const int32_t offset = (rows + cols + layout) % 4; /* every alignment of x and w */
+                    const int8_t *xo = x + offset, *wo = w + (offset + 2) % 4;
+                    fill_s8(x, BUFFER, &state, all_min);
+                    fill_s8(w, BUFFER, &state, all_min);
+                    for (int32_t helper = 0; helper < 2; ++helper) { /* mac, box */
+                        int32_t acc[CHANNELS], expected[CHANNELS], returned, wrong = 0;
+                        for (int32_t c = 0; c < CHANNELS; ++c) {
+                            acc[c] = expected[c] = start_value(c);
+                        }
+                        plain_depthwise(expected, xo, wo, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,
+                                        cols);
+                        returned = helper == 0 ? lp_depthwise_mac_s8x8(acc, xo, wo, x_row_stride, x_col_stride,
+                                                                       w_row_stride, w_col_stride, rows, cols)
+                                               : lp_depthwise_box_s8x8(acc, xo, wo, x_row_stride, x_col_stride,
+                                                                       w_row_stride, w_col_stride, rows, cols);
+                        for (int32_t c = 0; c < CHANNELS; ++c) {
+                            wrong |= acc[c] != expected[c];
+                        }
+                        cases += 1;
+                        if (returned != 0 || wrong) {
+                            failures += 1;
+                            printf("wrong helper %ld: rows %ld, cols %ld, layout %ld\n", (long)helper, (long)rows,
+                                   (long)cols, (long)layout);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if (failures != 0) {
+        return 1;
+    }
+    printf("ok %ld cases\n", (long)cases);
+    return 0;
+}
