@@ -73,14 +73,20 @@ def _host_selftest_passes(bundle) -> None:
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 
 
-@needs_cross_tools
-def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
+def _exact_bundle(tmp_path, target: str, board: str):
+    """The epilogue model's bundle for `target`, whose self-test passed on `board` bit for bit with TFLite Micro,
+    and its kernels' C."""
     model = tmp_path / "epilogues.tflite"
     model.write_bytes(_epilogue_model())
-    bundle = compile(model, "cortex-m55", tmp_path / "m55")
-    assert bundle.selftest.passed and bundle.selftest.where == "mps3-an547", bundle.selftest.output
+    bundle = compile(model, target, tmp_path / target)
+    assert bundle.selftest.passed and bundle.selftest.where == board, bundle.selftest.output
     assert set(bundle.selftest.max_errors) == {0}
-    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    return bundle, (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+
+
+@needs_cross_tools
+def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
+    bundle, kernels = _exact_bundle(tmp_path, "cortex-m55", "mps3-an547")
     assert re.search(r"_requantize_s8\(", kernels) and re.search(r"_requantize_s8_b16\(", kernels), kernels
     assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
     assert "vqrdmulhq_s32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
@@ -89,12 +95,7 @@ def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path)
 
 @needs_cross_tools
 def test_dsp_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
-    model = tmp_path / "epilogues.tflite"
-    model.write_bytes(_epilogue_model())
-    bundle = compile(model, "cortex-m4f", tmp_path / "m4f")
-    assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
-    assert set(bundle.selftest.max_errors) == {0}
-    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    bundle, kernels = _exact_bundle(tmp_path, "cortex-m4f", "mps2-an386")
     calls = re.findall(r"_requantize_small_s8(_b16)?\(", kernels)
     assert "" in calls and "_b16" in calls, kernels  # int32 and int16 biases
     assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
