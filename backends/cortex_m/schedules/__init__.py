@@ -7,8 +7,9 @@ the helpers of `backends.cortex_m.helpers`.
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
   pair's inputs widened once, across odd-width rows);
 - `border_window`: a padded convolution's border pixel copies its window once;
-- Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
-  `requantize_epilogue`: a MAC kernel's int8 requantization loop as one call of the Helium epilogue helper.
+- `requantize_epilogue`: a MAC kernel's int8 requantization loop over a channel tile as one call of the
+  core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
+- Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs.
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update).
 """
 
@@ -17,8 +18,6 @@ from __future__ import annotations
 import functools
 from typing import Optional
 
-from tvm import tirx
-
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
@@ -26,7 +25,7 @@ from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helpe
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
-from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
+from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 
@@ -46,10 +45,8 @@ class DualMacSchedules:
     paired_pixel_body = staticmethod(paired_pixel_body)
     pair_tests = staticmethod(pair_tests)
 
-    @staticmethod
-    def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        """`func` as it is: a DSP core requantizes one output at a time (SMMULR and SSAT per output)."""
-        return func
+    epilogue_calls = staticmethod(functools.partial(requantize_epilogue_calls, helper=DSP_EPILOGUE))
+    """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper."""
 
 
 class HeliumMacSchedules(DualMacSchedules):
@@ -61,7 +58,7 @@ class HeliumMacSchedules(DualMacSchedules):
 
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
-    epilogue_calls = staticmethod(requantize_epilogue_calls)
+    epilogue_calls = staticmethod(functools.partial(requantize_epilogue_calls, helper=HELIUM_EPILOGUE))
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()

@@ -1,4 +1,5 @@
-"""The int8 requantization epilogue of a MAC kernel as one call of the Helium helper, on Helium (MVE) cores.
+"""The int8 requantization epilogue of a MAC kernel as one call of a helper per channel tile: on Helium (MVE)
+cores the vector epilogue, on cores with the DSP extension the tile's scalar steps written out.
 
 After a MAC kernel is scheduled (``tvm_ext.schedule.kernel_schedule``), each channel tile's accumulators are
 requantized by a loop over the tile's channels whose block stores
@@ -6,14 +7,21 @@ requantized by a loop over the tile's channels whose block stores
     out[.., o] = int8(saturate_int8(MultiplyByQuantizedMultiplier(acc[.., o] + bias[o], multiplier[o],
                                                                 int32(shift[o])) + zero_point))
 
-(double rounding: any of ``packager.fixed_point_c``'s "double", "double_right_shift", "double_small"; the sum
+(double rounding: one of ``packager.fixed_point_c``'s "double", "double_right_shift", "double_small"; the sum
 in int32, or in int64 cast back to int32, both wrapping; an int32 or int16 bias). ``requantize_epilogue_calls``
-replaces each such loop, whose accesses all step one element along their last axis per channel, by one call of
-``<prefix>_requantize_s8`` (``_s8_b16`` for int16 biases; ``backends.cortex_m.helpers.helium_c``'s
-``helium_requantize.h.in``): four outputs per MVE vector, bit-exact with the scalar helpers it replaces (its
-C unit test). Any other epilogue (per-tensor constants, single rounding, another clamp) stays as it is.
-"""
+replaces each such loop, whose accesses all step one element along their last axis per channel and whose
+rounding the core's helper (an ``EpilogueHelper``) computes, by one call of it:
 
+- HELIUM_EPILOGUE, every double rounding: ``<prefix>_requantize_s8`` (``_s8_b16`` for int16 biases;
+  ``backends.cortex_m.helpers.helium_c``'s ``helium_requantize.h.in``), four outputs per MVE vector;
+- DSP_EPILOGUE, "double_small" only (the rounding of nearly every int8 layer: its shifts, multipliers and sums
+  bounded at compile time): ``<prefix>_requantize_small_s8`` (``_s8_b16``;
+  ``backends.cortex_m.helpers.requantize_small_c``), always inlined beside the tile's MAC helper, so the
+  accumulators stay in registers, and a tile's four shifts one word load.
+
+Each is bit-exact with the scalar helpers it replaces (its C unit test). Any other epilogue (per-tensor
+constants, single rounding, another clamp, a lookup table after it) stays as it is.
+"""
 from __future__ import annotations
 
 import functools
@@ -25,6 +33,7 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers.helium_c import requantize_s8_helper_name
+from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
 from backends.cortex_m.schedules.dual_mac import AccessOffsets, accessed_buffer, register_mac_helper
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SATURATE_INT8_OP, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -32,13 +41,30 @@ from tvm_ext.tir.index_expr import substitute_index
 from tvm_ext.tir.tir_walk import with_root_loops_replaced
 
 REQUANTIZE_S8_OPS = {"int32": "tvm_ext.requantize_s8", "int16": "tvm_ext.requantize_s8_b16"}
-"""The helper's op per bias type."""
+"""The Helium helper's op per bias type."""
+REQUANTIZE_SMALL_OPS = {"int32": "tvm_ext.requantize_small_s8", "int16": "tvm_ext.requantize_small_s8_b16"}
+"""The DSP helper's op per bias type."""
 DOUBLE_ROUNDING_OPS = frozenset(REQUANTIZE_OPS[helper] for helper in ("double", RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT))
-"""The requantizations the helper computes: TFLite's double rounding and its right-shift-only variants."""
-# The call (out, acc, bias, multiplier, shift, zero_point, count): element c < count of each pointer.
+"""The requantizations the Helium helper computes: TFLite's double rounding and its right-shift-only variants."""
+# Either helper's call (out, acc, bias, multiplier, shift, zero_point, count): element c < count of each pointer.
 REQUANTIZE_S8_ACCESS = HelperAccess(tuple(PointerAccess(pointer, (Axis(Arg(6), 1),)) for pointer in range(5)))
-for _bias, _op in REQUANTIZE_S8_OPS.items():
-    register_mac_helper(_op, functools.partial(requantize_s8_helper_name, bias=_bias), REQUANTIZE_S8_ACCESS)
+for _ops, _name in ((REQUANTIZE_S8_OPS, requantize_s8_helper_name),
+                    (REQUANTIZE_SMALL_OPS, requantize_small_helper_name)):
+    for _bias, _op in _ops.items():
+        register_mac_helper(_op, functools.partial(_name, bias=_bias), REQUANTIZE_S8_ACCESS)
+
+
+@dataclass(frozen=True)
+class EpilogueHelper:
+    """A core's epilogue helper: the requantization ops (``packager.fixed_point_c.REQUANTIZE_OPS``' values) whose
+    epilogues it computes, and its op per bias type ("int32", "int16")."""
+
+    roundings: frozenset[str]
+    ops: dict[str, str]
+
+
+HELIUM_EPILOGUE = EpilogueHelper(DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS)
+DSP_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), REQUANTIZE_SMALL_OPS)
 
 
 @dataclass(frozen=True)
@@ -76,8 +102,9 @@ def _sum_operands(expr) -> Optional[tuple[TensorLoad, TensorLoad]]:
     return (acc, bias) if acc is not None and bias is not None else None
 
 
-def requantize_epilogue(store) -> Optional[RequantizeEpilogue]:
-    """The requantization ``store`` computes (module docstring), or None for any other statement."""
+def requantize_epilogue(store, roundings: frozenset[str] = DOUBLE_ROUNDING_OPS) -> Optional[RequantizeEpilogue]:
+    """The requantization ``store`` computes (module docstring) with one of the ops ``roundings``, or None for
+    any other statement."""
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int8":
         return None
     value = store.value
@@ -91,7 +118,7 @@ def requantize_epilogue(store) -> Optional[RequantizeEpilogue]:
         zero_point = int(shifted.b.value) * (1 if isinstance(shifted, tirx.Add) else -1)
         shifted = shifted.a
     if not isinstance(shifted, tvm.ir.Call) or not isinstance(shifted.op, tvm.ir.Op) \
-            or shifted.op.name not in DOUBLE_ROUNDING_OPS:
+            or shifted.op.name not in roundings:
         return None
     x, multiplier, shift = shifted.args
     operands = _sum_operands(x)
@@ -103,16 +130,17 @@ def requantize_epilogue(store) -> Optional[RequantizeEpilogue]:
     return RequantizeEpilogue(store, *operands, multiplier_load, shift_load, zero_point)
 
 
-def requantize_epilogue_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
-    """The helper's call block computing what ``loop`` (from 0, a constant count of channels, around the block
-    of one requantization) computes, or None where its block is not one or an access does not step one element
-    along its last axis per channel (every other axis fixed)."""
+def requantize_epilogue_call(loop: tirx.For, helper: EpilogueHelper = HELIUM_EPILOGUE
+                             ) -> Optional[s_tir.SBlockRealize]:
+    """``helper``'s call block computing what ``loop`` (from 0, a constant count of channels, around the block
+    of one requantization) computes, or None where its block is not one of ``helper``'s roundings or an access
+    does not step one element along its last axis per channel (every other axis fixed)."""
     realize = loop.body
     if not isinstance(realize, s_tir.SBlockRealize) or not isinstance(loop.extent, tirx.IntImm) \
             or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0 \
             or not isinstance(realize.predicate, tirx.IntImm) or not bool(realize.predicate):
         return None
-    epilogue = requantize_epilogue(realize.block.body)
+    epilogue = requantize_epilogue(realize.block.body, helper.roundings)
     count = int(loop.extent)
     if epilogue is None or count < 1:
         return None
@@ -129,7 +157,7 @@ def requantize_epilogue_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
                   for access in epilogue.accesses()]
     except KeyError:
         return None  # an index form we do not evaluate: keep the loop
-    op = REQUANTIZE_S8_OPS[str(epilogue.bias.source.dtype)]
+    op = helper.ops[str(epilogue.bias.source.dtype)]
     call = tirx.call_intrin("int32", op, *(tirx.address_of(start) for start in starts), epilogue.zero_point, count)
     out, *reads = [tirx.BufferRegion(start.source, [tvm.ir.Range.from_min_extent(i, 1) for i in start.indices[:-1]]
                                      + [tvm.ir.Range.from_min_extent(start.indices[-1], count)]) for start in starts]
@@ -137,8 +165,8 @@ def requantize_epilogue_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
     return s_tir.SBlockRealize([], True, block)
 
 
-def requantize_epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def requantize_epilogue_calls(func: tirx.PrimFunc, helper: EpilogueHelper = HELIUM_EPILOGUE) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel: a root block around its loops) with each requantization loop of the
-    module docstring's form (not inside another block) replaced by the helper's call; any other function
-    unchanged."""
-    return with_root_loops_replaced(func, requantize_epilogue_call)
+    module docstring's form that ``helper`` computes (not inside another block) replaced by its call; any other
+    function unchanged."""
+    return with_root_loops_replaced(func, functools.partial(requantize_epilogue_call, helper=helper))

@@ -22,11 +22,12 @@ from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import HELIUM_LANES_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE, helium_template_c
+from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
 from packager.c_text import macro_prefix
-from packager.fixed_point_c import SATURATE_INT8, requantize_helpers_c
+from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_helpers_c
 from packager.template_files import helper_template_c
 
 UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
@@ -85,14 +86,17 @@ class HelperUnitTest:
 
 SCALAR_REQUANTIZE = ("double", SATURATE_INT8)
 """The bundle's scalar helpers (packager.fixed_point_c) the Helium requantization is checked against."""
+SCALAR_REQUANTIZE_SMALL = (SMALL_RIGHT_SHIFT, SATURATE_INT8)
+"""Those the DSP requantization is checked against."""
+SCALAR_HELPERS = (*SCALAR_REQUANTIZE, SMALL_RIGHT_SHIFT)
 
 
-def requantize_template_c(template: str, prefix: str) -> str:
-    """A template of the requantization's unit test: a scalar helper of SCALAR_REQUANTIZE, else a Helium
-    template as a Helium bundle defines it."""
-    if template in SCALAR_REQUANTIZE:
+def requantize_template_c(template: str, prefix: str, helper_c: Callable[[str, str], str] = helium_template_c) -> str:
+    """A template of a requantization's unit test: a scalar helper (SCALAR_HELPERS), else the helper's template
+    as `helper_c` gives it (by default a Helium bundle's)."""
+    if template in SCALAR_HELPERS:
         return requantize_helpers_c(prefix, (template,))
-    return helium_template_c(template, prefix)
+    return helper_c(template, prefix)
 
 
 DUAL_MAC = HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE))
@@ -112,6 +116,11 @@ UNIT_TESTS_BY_HELPER = [
     # the Helium requantization epilogue against the scalar helpers it replaces
     HelperUnitTest("requantize_s8", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
+    # the DSP requantization epilogue against the scalar helpers it replaces
+    HelperUnitTest("requantize_small", (*SCALAR_REQUANTIZE_SMALL, REQUANTIZE_SMALL_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c,
+                                                helper_c=functools.partial(helper_template_c,
+                                                                           "backends.cortex_m.helpers"))),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")

@@ -1,9 +1,9 @@
-"""The Helium requantization epilogue (backends/cortex_m/schedules/requantize_epilogue.py, the helper
-backends/cortex_m/helpers/templates/helium_requantize.h.in): on cortex-m55 the int8 MAC kernels requantize
-each channel tile with one call of `<prefix>_requantize_s8` (int32 biases) or `_s8_b16` (int16 ones), bit for bit
-with TFLite Micro under QEMU mps3-an547 (MVE) and on the host (the helper's portable C); a per-tensor layer's
-epilogue (constant multiplier and shift, which the helper does not take) stays scalar and exact too."""
-
+"""The requantization epilogue helpers (backends/cortex_m/schedules/requantize_epilogue.py): the int8 MAC kernels
+requantize each channel tile with one call of the core's helper, bit for bit with TFLite Micro under QEMU and on the
+host (the helper's portable C). On cortex-m55, Helium's `<prefix>_requantize_s8` (int32 biases) or `_s8_b16` (int16
+ones; helium_requantize.h.in) on MVE; on cortex-m4f, the DSP core's `<prefix>_requantize_small_s8` or
+`_small_s8_b16` (requantize_small.h.in) for the layers of the "double_small" rounding. A per-tensor layer's epilogue
+(constant multiplier and shift, which neither helper takes) stays scalar and exact too."""
 from __future__ import annotations
 
 import re
@@ -61,20 +61,42 @@ def _epilogue_model(seed: int = 11) -> bytes:
     return build(model)
 
 
-@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
-def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
-    model = tmp_path / "epilogues.tflite"
-    model.write_bytes(_epilogue_model())
-    bundle = compile(model, "cortex-m55", tmp_path / "m55")
-    assert bundle.selftest.passed and bundle.selftest.where == "mps3-an547", bundle.selftest.output
-    assert set(bundle.selftest.max_errors) == {0}
-    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
-    assert re.search(r"_requantize_s8\(", kernels) and re.search(r"_requantize_s8_b16\(", kernels), kernels
-    assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
-    assert "vqrdmulhq_s32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
-    # The same C on the host: the helper's portable lanes.
+def _host_selftest_passes(bundle) -> None:
+    """The bundle's self-test built with the host's gcc (the helpers' portable C) passes."""
     subprocess.run(["make", "-s", "clean"], cwd=bundle.out_dir, check=True, capture_output=True)
     subprocess.run(["make", "-s", "selftest", "CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS=", "AR=ar"],
                    cwd=bundle.out_dir, check=True, capture_output=True, text=True)
     host = subprocess.run(["./selftest"], cwd=bundle.out_dir, capture_output=True, text=True)
     assert host.returncode == 0 and "PASS" in host.stdout, host.stdout
+
+
+needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+
+
+def _exact_bundle(tmp_path, target: str, board: str):
+    """The epilogue model's bundle for `target`, whose self-test passed on `board` bit for bit with TFLite Micro,
+    and its kernels' C."""
+    model = tmp_path / "epilogues.tflite"
+    model.write_bytes(_epilogue_model())
+    bundle = compile(model, target, tmp_path / target)
+    assert bundle.selftest.passed and bundle.selftest.where == board, bundle.selftest.output
+    assert set(bundle.selftest.max_errors) == {0}
+    return bundle, (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+
+
+@needs_cross_tools
+def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
+    bundle, kernels = _exact_bundle(tmp_path, "cortex-m55", "mps3-an547")
+    assert re.search(r"_requantize_s8\(", kernels) and re.search(r"_requantize_s8_b16\(", kernels), kernels
+    assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
+    assert "vqrdmulhq_s32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
+    _host_selftest_passes(bundle)
+
+
+@needs_cross_tools
+def test_dsp_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
+    bundle, kernels = _exact_bundle(tmp_path, "cortex-m4f", "mps2-an386")
+    calls = re.findall(r"_requantize_small_s8(_b16)?\(", kernels)
+    assert "" in calls and "_b16" in calls, kernels  # int32 and int16 biases
+    assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
+    _host_selftest_passes(bundle)

@@ -1,0 +1,129 @@
+/* Unit test of the DSP requantization epilogue (backends/cortex_m/helpers/templates/requantize_small.h.in, with
+ * the prefix lp) against the bundle's scalar helpers it replaces (packager/templates/
+ * fixed_point_requantize_double_small.h.in and fixed_point_saturate_int8.h.in), on their domain: every shift
+ * -31..-1, with the other lanes of a tile at other shifts (each lane's own byte of the shift word), sums
+ * acc + bias at -2^30, 2^30 - 1 and around zero, exact ties of the rounding right shift of either sign (and
+ * their neighbours), multipliers 0, 1, 2^30, INT32_MAX, INT32_MIN + 1 and drawn ones, biases that move the
+ * sum across zero, zero points that saturate either end, int32 and int16 biases, and every count 0..9 (a
+ * tile, two, and the lanes after them: nothing written past count). Built by
+ * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
+ * (SMMULR, ASR by a register's low byte, SSAT). Prints "ok <count>" and exits 0, or names the first failure
+ * and exits 1. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cortex_m_test_values.h"
+#include "requantize_small.h"
+
+#define LANES 9
+#define GUARD 3 /* bytes after the outputs that must keep their value */
+#define SMALL (1 << 30) /* the sums lie in [-SMALL, SMALL) */
+
+static int32_t checks = 0, failures = 0;
+
+/* What the scalar epilogue the helper replaces stores. */
+static int8_t expected_out(int32_t acc, int32_t bias, int32_t multiplier, int32_t shift, int32_t zero_point)
+{
+    const int32_t requantized = lp_requantize_double_small(acc + bias, multiplier, shift);
+    return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
+}
+
+/* Both helpers on count lanes of acc, bias (int32, and the same values as int16 where the int16 ones are
+   given), multiplier, shift; every output compared, the guard bytes kept. */
+static void check(const int32_t *acc, const int32_t *bias, const int16_t *bias16, const int32_t *multiplier,
+                  const int8_t *shift, int32_t zero_point, int32_t count)
+{
+    int8_t out[LANES + GUARD], out16[LANES + GUARD];
+    int32_t c;
+    for (c = 0; c < LANES + GUARD; ++c) {
+        out[c] = out16[c] = (int8_t)0x5a;
+    }
+    lp_requantize_small_s8(out, acc, bias, multiplier, shift, zero_point, count);
+    if (bias16 != NULL) {
+        lp_requantize_small_s8_b16(out16, acc, bias16, multiplier, shift, zero_point, count);
+    }
+    for (c = 0; c < LANES + GUARD; ++c) {
+        const int8_t want = c < count ? expected_out(acc[c], bias[c], multiplier[c], shift[c], zero_point)
+                                      : (int8_t)0x5a;
+        checks += bias16 != NULL ? 2 : 1;
+        if (out[c] != want || (bias16 != NULL && out16[c] != want)) {
+            if (failures++ < 8) {
+                printf("FAIL lane %ld of %ld: acc %ld bias %ld multiplier %ld shift %d zero point %ld: got %d/%d,"
+                       " expected %d\n", (long)c, (long)count, (long)acc[c < LANES ? c : 0],
+                       (long)bias[c < LANES ? c : 0], (long)multiplier[c < LANES ? c : 0],
+                       (int)shift[c < LANES ? c : 0], (long)zero_point, out[c], out16[c], want);
+            }
+        }
+    }
+}
+
+/* Sums that, with multiplier INT32_MAX (a high multiply that returns acc for |acc| < 2^30) and shift -e, put
+   the rounding right shift on a tie of either sign and on its neighbours; then the domain's ends. */
+static int32_t special_acc(int32_t e, int32_t i)
+{
+    static const int32_t extremes[] = {-SMALL, SMALL - 1, -SMALL + 1, SMALL - 2, 0, 1, -1, 2, -2, 3};
+    const int32_t n_ties = 6;
+    if (i < n_ties && e >= 1 && e <= 29) {
+        const int32_t half = (int32_t)1 << (e - 1), sign = i % 2 == 0 ? 1 : -1;
+        const int32_t around = (i / 2) - 1; /* -1, 0, +1 */
+        return sign * (3 * half >= SMALL - 1 ? half : 3 * half) + around;
+    }
+    return extremes[i % (int32_t)(sizeof extremes / sizeof extremes[0])];
+}
+
+/* A drawn sum in [-SMALL, SMALL). */
+static int32_t draw_small(uint32_t *state)
+{
+    const uint32_t high = next_value(state) << 15;
+    return (int32_t)((high ^ next_value(state)) & (2u * SMALL - 1u)) - SMALL;
+}
+
+int main(void)
+{
+    static const int32_t multipliers[] = {INT32_MAX, 1 << 30, 0, 1, INT32_MIN + 1, 1518500250, 1073741825,
+                                          -1073741824};
+    static const int32_t zero_points[] = {0, -128, 127, 5, -1000};
+    uint32_t state = 1;
+    int32_t shift_value, round, c;
+    for (shift_value = -31; shift_value <= -1; ++shift_value) {
+        for (round = 0; round < 24; ++round) {
+            int32_t acc[LANES], bias[LANES], multiplier[LANES];
+            int16_t bias16[LANES];
+            int8_t shift[LANES];
+            for (c = 0; c < LANES; ++c) {
+                const int32_t lane = round * LANES + c;
+                const int32_t sum = round < 2 ? special_acc(-shift_value, lane) : draw_small(&state);
+                /* the bias takes part of the sum (within int16): acc + bias is the sum */
+                bias[c] = round < 2 ? 0 : (int32_t)(next_value(&state) % 60001) - 30000;
+                bias16[c] = (int16_t)bias[c];
+                acc[c] = sum - bias[c];
+                multiplier[c] = round < 2 ? INT32_MAX : (round % 4 == 0 ? multipliers[(round + c) % 8]
+                                                                          : (int32_t)(next_value(&state) << 15));
+                /* mostly this shift, every third lane another (per-channel shifts: each lane reads its own
+                   byte of the tile's shift word); the special rounds' ties all at this shift */
+                shift[c] = (int8_t)(round >= 2 && c % 3 == 2 ? -1 - (-1 - shift_value + 7 * c) % 31 : shift_value);
+            }
+            check(acc, bias, bias16, multiplier, shift, zero_points[round % 5],
+                  round < 2 ? LANES : 1 + (round + shift_value + 31) % LANES);  /* every special lane */
+        }
+    }
+    {   /* every count, nothing past it (count 0 writes nothing); int32 biases beyond int16 */
+        int32_t acc[LANES], bias[LANES], multiplier[LANES], count;
+        int8_t shift[LANES];
+        for (c = 0; c < LANES; ++c) {
+            acc[c] = (int32_t)(next_value(&state) << 12) - (1 << 27);
+            bias[c] = (c % 2 == 0 ? 1 : -1) * (1 << 24) + c;
+            multiplier[c] = 1518500250;
+            shift[c] = (int8_t)-(c + 1);
+        }
+        for (count = 0; count <= LANES; ++count) {
+            check(acc, bias, NULL, multiplier, shift, -3, count);
+        }
+    }
+    if (failures != 0) {
+        printf("FAIL %ld of %ld checks\n", (long)failures, (long)checks);
+        return 1;
+    }
+    printf("ok %ld\n", (long)checks);
+    return 0;
+}
