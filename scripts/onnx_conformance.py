@@ -329,6 +329,9 @@ def serve() -> None:
 
     The protocol has stdout to itself: whatever else writes to file descriptor 1 (TVM's converters print
     there) goes to the log on stderr."""
+    from target.tvm_import_hook import leave_torch_out_of_tvm
+
+    leave_torch_out_of_tvm()  # TVM's import, once per worker, without PyTorch's (no test uses it)
     protocol = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
