@@ -21,7 +21,8 @@ from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
-from backends.cortex_m.helpers.helium_c import HELIUM_LANES_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE, helium_template_c
+from backends.cortex_m.helpers.helium_c import (HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_LANES_TEMPLATE,
+                                               HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
@@ -112,6 +113,9 @@ UNIT_TESTS_BY_HELPER = [
     # the Helium requantization epilogue against the scalar helpers it replaces
     HelperUnitTest("requantize_s8", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
+    # the Helium 16-channel depthwise helpers against the plain loops of their contracts
+    HelperUnitTest("depthwise_mac16", (HELIUM_LANES_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
+                   template_c=helium_template_c, core_macro=HELIUM_MACRO),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
