@@ -197,6 +197,10 @@ class MacSchedules(Protocol):
     def epilogue_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """The scheduled kernel `func` with its requantization epilogues as helper calls where the core has one."""
 
+    def channel_tiles(self, sch: s_tir.Schedule, block) -> tuple[int, ...]:
+        """The output-channel tiles the integer MAC reduction `block` tries, widest first, before the profile's
+        `KernelSchedules.output_channel_tile` (() for none of its own)."""
+
 
 @dataclass(frozen=True)
 class KernelSchedules:

@@ -174,8 +174,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
     accumulators for as many output channels where that count divides the channels (see _tile_channels);
     a float reduction takes the first of ``float_tiles`` (tvm_ext.schedule.float_schedule) that divides them instead,
     and without padding also accumulates neighbouring pixels (float_schedule.tile_pixels);
-    with a backend's MAC schedules ``mac`` (``backends.backend.MacSchedules``), a tiled integer reduction a
-    MAC helper computes becomes its call;
+    with a backend's MAC schedules ``mac`` (``backends.backend.MacSchedules``), an integer reduction first tries
+    the tiles ``mac.channel_tiles`` gives it, and a tiled integer reduction a MAC helper computes becomes its call;
     a padded integer convolution's border is split from its interior (tvm_ext.schedule.border_split);
     last, ``mac.epilogue_calls`` turns requantization epilogues into its helpers' calls where it has any.
 
@@ -210,7 +210,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
             loops, first_reduce = mac.flatten_odd_pixel_rows(sch, block, loops, first_reduce) or (loops, first_reduce)
         consumers = sch.get_consumers(block)
         float_tiled = bool(float_tiles) and accumulates_float(sch, block)
-        tiles = float_tiles if float_tiled else (channel_tile,)
+        own_tiles = mac.channel_tiles(sch, block) if mac is not None and not float_tiled else ()
+        tiles = float_tiles if float_tiled else (*own_tiles, channel_tile)
         tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile) for tile in tiles)
                       if t is not None), None)
         pairs = mac is not None and tiled is not None and not float_tiled and mac.pays_two_pixels(sch, block, *tiled)

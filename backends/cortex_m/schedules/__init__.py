@@ -7,8 +7,9 @@ the helpers of `backends.cortex_m.helpers`.
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
   pair's inputs widened once, across odd-width rows);
 - `border_window`: a padded convolution's border pixel copies its window once;
-- Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
-  `requantize_epilogue`: a MAC kernel's int8 requantization loop as one call of the Helium epilogue helper.
+- Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs,
+  `requantize_epilogue`: a MAC kernel's int8 requantization loop as one call of the Helium epilogue helper,
+  and `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update).
 """
 
@@ -25,6 +26,7 @@ from backends.cortex_m.schedules.border_window import has_short_rows, window_buf
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
+from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from target.profile import Profile
@@ -51,14 +53,24 @@ class DualMacSchedules:
         """`func` as it is: a DSP core requantizes one output at a time (SMMULR and SSAT per output)."""
         return func
 
+    @staticmethod
+    def channel_tiles(sch, block) -> tuple[int, ...]:
+        """None of its own: every integer MAC reduction takes the profile's tile (four channels)."""
+        return ()
+
 
 class HeliumMacSchedules(DualMacSchedules):
     """The `backends.backend.MacSchedules` of Helium (MVE) cores: the DSP cores' calls, whose helpers a Helium
     bundle defines with MVE bodies (`backends.cortex_m.helpers.helium_c`), but a padded convolution's pixel
     pair reads its int8 inputs as they are: VMLADAV multiplies int8 lanes, so widening them to q15 once per
     pair (`pair_q15`, which saves SXTB16s on a DSP core) would only add its pass and its scratch; and each channel
-    tile's int8 requantization is one call of the vector epilogue (`requantize_epilogue`)."""
+    tile's int8 requantization is one call of the vector epilogue (`requantize_epilogue`); an int8 depthwise
+    reduction takes 16-channel tiles, each one call of the 16-lane depthwise helper, and a border pixel's
+    padding products one call each (`helium_depthwise`)."""
 
+    helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_replacement))
+    replacement = staticmethod(helium_replacement)
+    channel_tiles = staticmethod(depthwise_channel_tiles)
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
     epilogue_calls = staticmethod(requantize_epilogue_calls)

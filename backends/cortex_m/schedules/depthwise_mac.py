@@ -84,7 +84,7 @@ def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     inner = [loop.loop_var for loop in loops]
     extents = [int(loop.extent) for loop in window]
     try:
-        sizes = _window_sizes(reduction, AccessOffsets(bindings, inner), extents)
+        sizes = window_sizes(reduction, AccessOffsets(bindings, inner), extents)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
     if sizes is None:
@@ -93,9 +93,11 @@ def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     return helper_call_block(op, reduction, bindings, inner, sizes)
 
 
-def _window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int]) -> Optional[list[int]]:
+def window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int],
+                 channels: int = DUAL_MAC_CHANNELS) -> Optional[list[int]]:
     """[x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols] in elements when every tap reads
-    four consecutive channels of input and weights and the window steps by constant strides, else None."""
+    ``channels`` consecutive channels of input and weights (the innermost loop) and the window (the loops of
+    ``extents``) steps by constant strides, else None."""
     data, weight, store = reduction.data, reduction.weight, reduction.store
     channel = len(extents)
     if any(offsets.step(access, channel) != 1 for access in (data, weight, store)):
@@ -106,9 +108,9 @@ def _window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list
     (x_row, w_row), rows = ((0, 0), 1) if channel < 2 else (steps[0], extents[0])
     (x_col, w_col), cols = ((0, 0), 1) if channel < 1 else (steps[-1], extents[-1])
     # Linearity over the whole window (a floordiv/floormod index could step evenly at the origin only).
-    corner = [e - 1 for e in extents] + [DUAL_MAC_CHANNELS - 1]
+    corner = [e - 1 for e in extents] + [channels - 1]
     for access, row, col in ((data, x_row, x_col), (weight, w_row, w_col)):
-        expected = offsets.offset(access, offsets.origin) + (rows - 1) * row + (cols - 1) * col + DUAL_MAC_CHANNELS - 1
+        expected = offsets.offset(access, offsets.origin) + (rows - 1) * row + (cols - 1) * col + channels - 1
         if offsets.offset(access, corner) != expected:
             return None
     return [x_row, x_col, w_row, w_col, rows, cols]

@@ -48,6 +48,11 @@ class RiscvMacSchedules:
         """`func` as it is: an RV32 core requantizes one output at a time (no vector epilogue)."""
         return func
 
+    @staticmethod
+    def channel_tiles(sch, block) -> tuple[int, ...]:
+        """None of its own: every integer MAC reduction takes the profile's tile (eight channels)."""
+        return ()
+
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
 
