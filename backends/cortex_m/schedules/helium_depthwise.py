@@ -97,6 +97,16 @@ def depthwise16_replacement(realize: s_tir.SBlockRealize, loops: list,
     reduction = mac_reduction(realize.block)
     if channels is None or channels < DEPTHWISE_TILES[-1] or reduction is None:
         return None
+    tile = _tile_call(reduction, realize, loops, channels)
+    if tile is None:
+        return None
+    sizes, call = tile
+    return call(BOX_OP if outlined else MAC_OP, [*sizes, channels])
+
+
+def _tile_call(reduction: MacReduction, realize: s_tir.SBlockRealize, loops: list, channels: int):
+    """(the window's sizes, ``window_sizes``'s list, and a function of an op and its size arguments giving the
+    call block at the window's origin over ``channels`` accumulators), or None where the loads do not fit."""
     bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
     inner = [loop.loop_var for loop in loops]
     try:
@@ -106,9 +116,8 @@ def depthwise16_replacement(realize: s_tir.SBlockRealize, loops: list,
         return None  # an index form we do not evaluate: keep the scalar loop
     if sizes is None:
         return None
-    acc_axes = len(reduction.store.indices)
-    return helper_call_block(BOX_OP if outlined else MAC_OP, reduction, bindings, inner, [*sizes, channels],
-                             [1] * (acc_axes - 1) + [channels])
+    tile = [1] * (len(reduction.store.indices) - 1) + [channels]
+    return sizes, lambda op, arguments: helper_call_block(op, reduction, bindings, inner, arguments, tile)
 
 
 def _padded_weight(block: s_tir.SBlock) -> Optional[tuple[tirx.BufferStore, TensorLoad, int]]:
@@ -140,18 +149,12 @@ def padding_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s
         return None
     store, weight, value = padded
     # The weights as both operands: the window's strides of the one load, checked as the helper reads them.
-    reduction = MacReduction(store, weight, weight)
-    bindings = {iv.var: value_ for iv, value_ in zip(realize.block.iter_vars, realize.iter_values)}
-    inner = [loop.loop_var for loop in loops]
-    try:
-        sizes = window_sizes(reduction, AccessOffsets(bindings, inner), [int(loop.extent) for loop in loops[:-1]],
-                             channels)
-    except KeyError:
+    # The weights as both operands: the window's strides of the one load, checked as the helper reads them.
+    tile = _tile_call(MacReduction(store, weight, weight), realize, loops, channels)
+    if tile is None:
         return None
-    if sizes is None:
-        return None
-    _, _, w_row, w_col, rows, cols = sizes
-    call = helper_call_block(PAD_OP, reduction, bindings, inner, [], [1] * (len(store.indices) - 1) + [channels])
+    (_, _, w_row, w_col, rows, cols), make_call = tile
+    call = make_call(PAD_OP, [])
     acc, _, w = call.block.body.value.args[:3]
     evaluate = tirx.Evaluate(tirx.call_intrin("int32", PAD_OP, acc, w, w_row, w_col, rows, cols,
                                               tirx.const(value, "int32"), channels))

@@ -8,7 +8,6 @@ under QEMU mps3-an547 (MVE) and on the host (the helpers' portable C)."""
 from __future__ import annotations
 
 import re
-import subprocess
 
 import numpy as np
 import pytest
@@ -16,8 +15,8 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from emulator.tools import missing_tools  # noqa: E402
+from test_helium_requantize import bit_exact_on_mps3_an547, host_selftest_passes  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
-from tvm_ext.compile import compile  # noqa: E402
 
 SAME, VALID = 0, 1  # tflite.Padding
 IMAGE = (7, 6)
@@ -64,19 +63,9 @@ def _depthwise_model(seed: int = 30) -> bytes:
 @pytest.mark.slow
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
-    model = tmp_path / "depthwise.tflite"
-    model.write_bytes(_depthwise_model())
-    bundle = compile(model, "cortex-m55", tmp_path / "m55")
-    assert bundle.selftest.passed and bundle.selftest.where == "mps3-an547", bundle.selftest.output
-    assert set(bundle.selftest.max_errors) == {0}
-    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    bundle, kernels = bit_exact_on_mps3_an547(tmp_path, "depthwise", _depthwise_model())
     counts = {int(n) for n in re.findall(r"_depthwise_(?:mac|box)_s8x16\(.*, (\d+)\);", kernels)}
     assert counts == {16, 8}, counts  # 32 channels in tiles of 16, 24 in tiles of 8
     assert re.search(r"_depthwise_pad_s8x16\(.*, -3, (16|8)\);", kernels), kernels  # the input's zero point
     assert "_depthwise_mac_s8x4(" in kernels  # 12 channels: the four-channel helper
-    # The same C on the host: the helpers' portable sums.
-    subprocess.run(["make", "-s", "clean"], cwd=bundle.out_dir, check=True, capture_output=True)
-    subprocess.run(["make", "-s", "selftest", "CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS=", "AR=ar"],
-                   cwd=bundle.out_dir, check=True, capture_output=True, text=True)
-    host = subprocess.run(["./selftest"], cwd=bundle.out_dir, capture_output=True, text=True)
-    assert host.returncode == 0 and "PASS" in host.stdout, host.stdout
+    host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums

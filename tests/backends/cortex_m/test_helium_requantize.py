@@ -63,18 +63,28 @@ def _epilogue_model(seed: int = 11) -> bytes:
 
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
-    model = tmp_path / "epilogues.tflite"
-    model.write_bytes(_epilogue_model())
-    bundle = compile(model, "cortex-m55", tmp_path / "m55")
-    assert bundle.selftest.passed and bundle.selftest.where == "mps3-an547", bundle.selftest.output
-    assert set(bundle.selftest.max_errors) == {0}
-    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    bundle, kernels = bit_exact_on_mps3_an547(tmp_path, "epilogues", _epilogue_model())
     assert re.search(r"_requantize_s8\(", kernels) and re.search(r"_requantize_s8_b16\(", kernels), kernels
     assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
     assert "vqrdmulhq_s32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
-    # The same C on the host: the helper's portable lanes.
-    subprocess.run(["make", "-s", "clean"], cwd=bundle.out_dir, check=True, capture_output=True)
+    host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable lanes
+
+
+def bit_exact_on_mps3_an547(tmp_path, name: str, model_bytes: bytes):
+    """(the model's cortex-m55 bundle, its kernels' C) after checking that its self-test matched TFLite Micro
+    bit for bit under QEMU mps3-an547."""
+    model = tmp_path / f"{name}.tflite"
+    model.write_bytes(model_bytes)
+    bundle = compile(model, "cortex-m55", tmp_path / "m55")
+    assert bundle.selftest.passed and bundle.selftest.where == "mps3-an547", bundle.selftest.output
+    assert set(bundle.selftest.max_errors) == {0}
+    return bundle, (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+
+
+def host_selftest_passes(out_dir) -> None:
+    """Rebuild the bundle in ``out_dir`` with the host's gcc (the helpers' portable C) and check its self-test."""
+    subprocess.run(["make", "-s", "clean"], cwd=out_dir, check=True, capture_output=True)
     subprocess.run(["make", "-s", "selftest", "CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS=", "AR=ar"],
-                   cwd=bundle.out_dir, check=True, capture_output=True, text=True)
-    host = subprocess.run(["./selftest"], cwd=bundle.out_dir, capture_output=True, text=True)
+                   cwd=out_dir, check=True, capture_output=True, text=True)
+    host = subprocess.run(["./selftest"], cwd=out_dir, capture_output=True, text=True)
     assert host.returncode == 0 and "PASS" in host.stdout, host.stdout
