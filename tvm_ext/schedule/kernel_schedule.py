@@ -212,7 +212,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
         float_tiled = bool(float_tiles) and accumulates_float(sch, block)
         own_tiles = mac.channel_tiles(sch, block) if mac is not None and not float_tiled else ()
         tiles = float_tiles if float_tiled else (*own_tiles, channel_tile)
-        tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile) for tile in tiles)
+        tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile, tile in own_tiles)
+                                  for tile in tiles)
                       if t is not None), None)
         pairs = mac is not None and tiled is not None and not float_tiled and mac.pays_two_pixels(sch, block, *tiled)
         pixel_tiled = tile_pixels(sch, block, *tiled) if tiled is not None and (float_tiled or pairs) else None
@@ -237,16 +238,17 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
     return with_window_recorded(inlined, mac.epilogue_calls(split) if mac is not None else split)
 
 
-def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int):
+def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int, whole: bool = False):
     """Accumulate ``tile`` output channels (the loop just outside the reduction) at once: the channel loop
     is split, its inner part moved below the reduction loops and unrolled, so each input value loaded in
     the reduction feeds ``tile`` multiply-accumulates held in registers. Returns the new loops and the
-    index of the first reduction loop, or None (tile 1, or a channel count it does not divide).
+    index of the first reduction loop, or None (tile 1, or a channel count it does not divide, or equals
+    unless ``whole``: a backend's own tile, ``MacSchedules.channel_tiles``, may hold every channel).
     The order of the additions into each output element is unchanged."""
     if tile <= 1 or first_reduce == 0:
         return None
     channels = sch.get(loops[first_reduce - 1]).extent
-    if not isinstance(channels, tirx.IntImm) or int(channels) % tile or int(channels) == tile:
+    if not isinstance(channels, tirx.IntImm) or int(channels) % tile or (int(channels) == tile and not whole):
         return None
     if not all(isinstance(sch.get(loop).body, tirx.For) for loop in loops[first_reduce - 1:-1]):
         return None  # another statement sits between the loops: they cannot be reordered

@@ -1,7 +1,7 @@
 """Helium's depthwise schedule (backends/cortex_m/schedules/helium_depthwise.py, the helpers
 backends/cortex_m/helpers/templates/helium_depthwise16.h.in): on cortex-m55 an int8 DEPTHWISE_CONV_2D of depth
 multiplier 1 accumulates 16 channels per helper call where 16 divides its channels (8, the upper lanes
-predicated off, where only 8 does; 4 with the four-channel helper else), a padded border pixel adds its padding
+predicated off, where only 8 does, a count of 8 or 16 as one tile; 4 with the four-channel helper else), a padded border pixel adds its padding
 products with one vector call per box of missing taps, and every variant stays bit for bit with TFLite Micro
 under QEMU mps3-an547 (MVE) and on the host (the helpers' portable C)."""
 
@@ -20,8 +20,9 @@ from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 
 SAME, VALID = 0, 1  # tflite.Padding
 IMAGE = (7, 6)
-CHANNELS = (32, 24, 12)
-"""Input channel counts: 16-channel tiles, 8-channel tiles (the helper's tail), the four-channel helper."""
+CHANNELS = (32, 24, 8, 12)
+"""Input channel counts: 16-channel tiles, 8-channel tiles (the helper's tail), one tile of every channel, the
+four-channel helper."""
 # (kernel size, stride, dilation, padding, depth multiplier)
 CASES = [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1), (5, 1, 1, SAME, 1), (3, 1, 2, VALID, 1), (2, 1, 1, SAME, 1),
          (3, 1, 1, SAME, 2)]
@@ -65,7 +66,7 @@ def _depthwise_model(seed: int = 30) -> bytes:
 def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     bundle, kernels = bit_exact_on_mps3_an547(tmp_path, "depthwise", _depthwise_model())
     counts = {int(n) for n in re.findall(r"_depthwise_(?:mac|box)_s8x16\(.*, (\d+)\);", kernels)}
-    assert counts == {16, 8}, counts  # 32 channels in tiles of 16, 24 in tiles of 8
+    assert counts == {16, 8}, counts  # 32 channels in tiles of 16, 24 in tiles of 8, 8 in one tile
     assert re.search(r"_depthwise_pad_s8x16\(.*, -3, (16|8)\);", kernels), kernels  # the input's zero point
     assert "_depthwise_mac_s8x4(" in kernels  # 12 channels: the four-channel helper
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
