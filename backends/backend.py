@@ -197,17 +197,19 @@ class MacSchedules(Protocol):
     def epilogue_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """The scheduled kernel `func` with its requantization epilogues as helper calls where the core has one."""
 
+    def channel_tiles(self, sch: s_tir.Schedule, block) -> tuple[int, ...]:
+        """The output-channel tiles the integer MAC reduction `block` tries, widest first, before the profile's
+        `KernelSchedules.output_channel_tile` (() for none of its own). Unlike the profile's tile, which a kernel
+        of exactly that many channels keeps untiled, a tile of the core's own may hold all of a kernel's channels."""
+
 
 @dataclass(frozen=True)
 class KernelSchedules:
     """What a backend's schedules give the kernels of one profile's core (`tvm_ext.schedule.kernel_schedule`):
     `output_channel_tile` accumulators of an integer MAC kernel, the tiles a float MAC kernel tries widest
-    first (`float_channel_tiles`, () for none: it keeps the integer tile), the MAC helpers' schedules
-    (`mac`, None where the core has none), and whether an integer MAC kernel whose output channels are exactly
-    one tile is tiled too (`tiles_one_tile_of_channels`: its sums then stay in registers across the window and
-    a helper may take its reduction; False keeps such a kernel's scalar loop)."""
+    first (`float_channel_tiles`, () for none: it keeps the integer tile), and the MAC helpers' schedules
+    (`mac`, None where the core has none)."""
 
     output_channel_tile: int
     float_channel_tiles: tuple[int, ...]
     mac: Optional[MacSchedules]
-    tiles_one_tile_of_channels: bool = False

@@ -156,7 +156,7 @@ class ScheduleKernels:
                 # A quantized ONNX model's float convolutions sum as MLAS's im2col: (channel, row, column).
                 ordered = func if onnxruntime_products else taps_row_first(func)
                 func = inline_intermediates(ordered, schedules.output_channel_tile, schedules.mac,
-                                            schedules.float_channel_tiles, schedules.tiles_one_tile_of_channels)
+                                            schedules.float_channel_tiles)
                 scheduled[gvar] = (func.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, mlas_block_taps(ordered))
                                    if onnxruntime_products else func)
             else:

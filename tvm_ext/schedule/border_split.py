@@ -19,7 +19,7 @@ test conjunct relates one pixel loop to one tap loop and the border makes at mos
 not tested per tap at all: ``tvm_ext.schedule.border_regions`` finds at compile
 time the rectangles of pixels that read the same box of image taps, and each pixel's reduction picks its
 rectangle (tests on the pixel loops only), runs the MAC helper over the box and adds the padding's products
-(the guard's false value) over the rest of the window. Integer sums in another order: bit-exact.
+(the guard's false value) over the rest of the window (as loops, or a helper's call where the backend has one). Integer sums in another order: bit-exact.
 """
 
 from __future__ import annotations
@@ -272,7 +272,7 @@ def _border_regions(tap: _GuardedTap, mac: MacSchedules):
     def region(box: dict) -> tirx.Stmt:
         ranges = [box.get(d, full) for d, full in zip(chain_depths, window)]
         reduction = [_box_reduction(mac, chain, inside, ranges, window)]
-        reduction += [_loop_nest(chain, padded, outside) for outside in outside_boxes(ranges, window)]
+        reduction += [_box_reduction(mac, chain, padded, outside, window) for outside in outside_boxes(ranges, window)]
         return _sequence(reduction)
 
     def select(level: int, box: dict) -> tirx.Stmt:
@@ -305,9 +305,10 @@ def _loop_nest(chain: list, realize: s_tir.SBlockRealize, ranges: list) -> tirx.
 
 def _box_reduction(mac: MacSchedules, chain: list, realize: s_tir.SBlockRealize, box: list,
                    window: list) -> tirx.Stmt:
-    """The reduction of ``realize`` over ``box`` of the loops ``chain``: as the MAC helper's call where one
-    fits (the loops shifted to start at 0, as the helper's replacement requires; a depthwise box smaller than
-    the ``window`` calls the helper's out-of-line copy), else as loops."""
+    """The reduction of ``realize`` (the image's taps, or the padding's: ``mac.replacement`` may have a helper for
+    either) over ``box`` of the loops ``chain``: as the MAC helper's call where one fits (the loops shifted to
+    start at 0, as the helper's replacement requires; a depthwise box smaller than the ``window`` calls the
+    helper's out-of-line copy), else as loops."""
     shift = {loop.loop_var: loop.loop_var + first for loop, (first, _) in zip(chain, box) if first}
     shifted = s_tir.SBlockRealize([substitute_index(value, shift) for value in realize.iter_values],
                                   realize.predicate, realize.block)

@@ -169,14 +169,13 @@ def _reduction_blocks(sch: s_tir.Schedule, root) -> list:
 
 
 def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Optional[MacSchedules] = None,
-                         float_tiles: tuple[int, ...] = (), one_tile: bool = False) -> tirx.PrimFunc:
+                         float_tiles: tuple[int, ...] = ()) -> tirx.PrimFunc:
     """Inline producers and epilogues; give each reduction a one-element accumulator, or ``channel_tile``
-    accumulators for as many output channels where that count divides the channels (see _tile_channels; a
-    count of exactly ``channel_tile`` only with ``one_tile``, an integer reduction only);
+    accumulators for as many output channels where that count divides the channels (see _tile_channels);
     a float reduction takes the first of ``float_tiles`` (tvm_ext.schedule.float_schedule) that divides them instead,
     and without padding also accumulates neighbouring pixels (float_schedule.tile_pixels);
-    with a backend's MAC schedules ``mac`` (``backends.backend.MacSchedules``), a tiled integer reduction a
-    MAC helper computes becomes its call;
+    with a backend's MAC schedules ``mac`` (``backends.backend.MacSchedules``), an integer reduction first tries
+    the tiles ``mac.channel_tiles`` gives it, and a tiled integer reduction a MAC helper computes becomes its call;
     a padded integer convolution's border is split from its interior (tvm_ext.schedule.border_split);
     last, ``mac.epilogue_calls`` turns requantization epilogues into its helpers' calls where it has any.
 
@@ -211,8 +210,9 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
             loops, first_reduce = mac.flatten_odd_pixel_rows(sch, block, loops, first_reduce) or (loops, first_reduce)
         consumers = sch.get_consumers(block)
         float_tiled = bool(float_tiles) and accumulates_float(sch, block)
-        tiles = float_tiles if float_tiled else (channel_tile,)
-        tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile, one_tile and not float_tiled)
+        own_tiles = mac.channel_tiles(sch, block) if mac is not None and not float_tiled else ()
+        tiles = float_tiles if float_tiled else (*own_tiles, channel_tile)
+        tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile, tile in own_tiles)
                                   for tile in tiles)
                       if t is not None), None)
         pairs = mac is not None and tiled is not None and not float_tiled and mac.pays_two_pixels(sch, block, *tiled)
@@ -238,17 +238,17 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
     return with_window_recorded(inlined, mac.epilogue_calls(split) if mac is not None else split)
 
 
-def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int, one_tile: bool = False):
+def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: int, whole: bool = False):
     """Accumulate ``tile`` output channels (the loop just outside the reduction) at once: the channel loop
     is split, its inner part moved below the reduction loops and unrolled, so each input value loaded in
     the reduction feeds ``tile`` multiply-accumulates held in registers. Returns the new loops and the
-    index of the first reduction loop, or None (tile 1, a channel count it does not divide, or one of exactly
-    ``tile`` channels unless ``one_tile``).
+    index of the first reduction loop, or None (tile 1, or a channel count it does not divide, or equals
+    unless ``whole``: a backend's own tile, ``MacSchedules.channel_tiles``, may hold every channel).
     The order of the additions into each output element is unchanged."""
     if tile <= 1 or first_reduce == 0:
         return None
     channels = sch.get(loops[first_reduce - 1]).extent
-    if not isinstance(channels, tirx.IntImm) or int(channels) % tile or (int(channels) == tile and not one_tile):
+    if not isinstance(channels, tirx.IntImm) or int(channels) % tile or (int(channels) == tile and not whole):
         return None
     if not all(isinstance(sch.get(loop).body, tirx.For) for loop in loops[first_reduce - 1:-1]):
         return None  # another statement sits between the loops: they cannot be reordered

@@ -9,7 +9,8 @@ the helpers of `backends.cortex_m.helpers`.
 - `border_window`: a padded convolution's border pixel copies its window once;
 - `requantize_epilogue`: a MAC kernel's int8 requantization loop over a channel tile as one call of the
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
-- Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs.
+- Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
+  `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update).
 """
 
@@ -24,6 +25,7 @@ from backends.cortex_m.schedules.border_window import has_short_rows, window_buf
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
+from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
@@ -48,14 +50,24 @@ class DualMacSchedules:
     epilogue_calls = staticmethod(functools.partial(requantize_epilogue_calls, helper=DSP_EPILOGUE))
     """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper."""
 
+    @staticmethod
+    def channel_tiles(sch, block) -> tuple[int, ...]:
+        """None of its own: every integer MAC reduction takes the profile's tile (four channels)."""
+        return ()
+
 
 class HeliumMacSchedules(DualMacSchedules):
     """The `backends.backend.MacSchedules` of Helium (MVE) cores: the DSP cores' calls, whose helpers a Helium
     bundle defines with MVE bodies (`backends.cortex_m.helpers.helium_c`), but a padded convolution's pixel
     pair reads its int8 inputs as they are: VMLADAV multiplies int8 lanes, so widening them to q15 once per
     pair (`pair_q15`, which saves SXTB16s on a DSP core) would only add its pass and its scratch; and each channel
-    tile's int8 requantization is one call of the vector epilogue (`requantize_epilogue`)."""
+    tile's int8 requantization is one call of the vector epilogue (`requantize_epilogue`); an int8 depthwise
+    reduction takes 16-channel tiles, each one call of the 16-lane depthwise helper, and a border pixel's
+    padding products one call each (`helium_depthwise`)."""
 
+    helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_replacement))
+    replacement = staticmethod(helium_replacement)
+    channel_tiles = staticmethod(depthwise_channel_tiles)
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
     epilogue_calls = staticmethod(functools.partial(requantize_epilogue_calls, helper=HELIUM_EPILOGUE))

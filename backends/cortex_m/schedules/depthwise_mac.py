@@ -101,7 +101,7 @@ def depthwise_call_block(op: str, realize: s_tir.SBlockRealize, loops: list, red
     inner = [loop.loop_var for loop in loops]
     extents = [int(loop.extent) for loop in window]
     try:
-        sizes = _window_sizes(reduction, AccessOffsets(bindings, inner), extents, channels)
+        sizes = window_sizes(reduction, AccessOffsets(bindings, inner), extents, channels)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
     if sizes is None:
@@ -109,10 +109,11 @@ def depthwise_call_block(op: str, realize: s_tir.SBlockRealize, loops: list, red
     return helper_call_block(op, reduction, bindings, inner, sizes)
 
 
-def _window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int],
-                  channels: int) -> Optional[list[int]]:
+def window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int],
+                 channels: int) -> Optional[list[int]]:
     """[x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols] in elements when every tap reads
-    ``channels`` consecutive channels of input and weights and the window steps by constant strides, else None."""
+    ``channels`` consecutive channels of input and weights (the innermost loop) and the window (the loops of
+    ``extents``) steps by constant strides, else None."""
     data, weight, store = reduction.data, reduction.weight, reduction.store
     channel = len(extents)
     if any(offsets.step(access, channel) != 1 for access in (data, weight, store)):

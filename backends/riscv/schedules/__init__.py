@@ -50,13 +50,19 @@ class RiscvMacSchedules:
         """`func` as it is: an RV32 core requantizes one output at a time (no vector epilogue)."""
         return func
 
+    @staticmethod
+    def channel_tiles(sch, block) -> tuple[int, ...]:
+        """The profile's tile of eight channels, tried first as the core's own so that it may also hold all of a
+        kernel's channels (vww's first convolution and its first depthwise one have exactly eight): their sums
+        then stay in registers across the window and the window MAC takes the reduction."""
+        return (MAC_CHANNELS,)
+
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
 
 
 def kernel_schedules(profile: Profile) -> KernelSchedules:
     """The schedules of an RV32 core: MAC_CHANNELS (8) accumulators per integer MAC kernel (31 registers hold
-    eight sums, the pointers and the loop counter), also of one with exactly eight output channels (vww's first
-    convolution and its first depthwise one), no float tiles, the window MAC's calls."""
-    return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
-                           tiles_one_tile_of_channels=True)
+    eight sums, the pointers and the loop counter), also of one with exactly eight output channels
+    (`RiscvMacSchedules.channel_tiles`), no float tiles, the window MAC's calls."""
+    return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES)

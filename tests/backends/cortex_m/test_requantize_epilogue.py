@@ -61,23 +61,23 @@ def _epilogue_model(seed: int = 11) -> bytes:
     return build(model)
 
 
-def _host_selftest_passes(bundle) -> None:
-    """The bundle's self-test built with the host's gcc (the helpers' portable C) passes."""
-    subprocess.run(["make", "-s", "clean"], cwd=bundle.out_dir, check=True, capture_output=True)
+def host_selftest_passes(out_dir) -> None:
+    """Rebuild the bundle in ``out_dir`` with the host's gcc (the helpers' portable C) and check its self-test."""
+    subprocess.run(["make", "-s", "clean"], cwd=out_dir, check=True, capture_output=True)
     subprocess.run(["make", "-s", "selftest", "CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS=", "AR=ar"],
-                   cwd=bundle.out_dir, check=True, capture_output=True, text=True)
-    host = subprocess.run(["./selftest"], cwd=bundle.out_dir, capture_output=True, text=True)
+                   cwd=out_dir, check=True, capture_output=True, text=True)
+    host = subprocess.run(["./selftest"], cwd=out_dir, capture_output=True, text=True)
     assert host.returncode == 0 and "PASS" in host.stdout, host.stdout
 
 
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 
 
-def _exact_bundle(tmp_path, target: str, board: str):
-    """The epilogue model's bundle for `target`, whose self-test passed on `board` bit for bit with TFLite Micro,
-    and its kernels' C."""
-    model = tmp_path / "epilogues.tflite"
-    model.write_bytes(_epilogue_model())
+def bit_exact_bundle(tmp_path, name: str, model_bytes: bytes, target: str, board: str):
+    """(the model's bundle for `target`, its kernels' C) after checking that its self-test matched TFLite Micro
+    bit for bit on `board`."""
+    model = tmp_path / f"{name}.tflite"
+    model.write_bytes(model_bytes)
     bundle = compile(model, target, tmp_path / target)
     assert bundle.selftest.passed and bundle.selftest.where == board, bundle.selftest.output
     assert set(bundle.selftest.max_errors) == {0}
@@ -86,17 +86,17 @@ def _exact_bundle(tmp_path, target: str, board: str):
 
 @needs_cross_tools
 def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
-    bundle, kernels = _exact_bundle(tmp_path, "cortex-m55", "mps3-an547")
+    bundle, kernels = bit_exact_bundle(tmp_path, "epilogues", _epilogue_model(), "cortex-m55", "mps3-an547")
     assert re.search(r"_requantize_s8\(", kernels) and re.search(r"_requantize_s8_b16\(", kernels), kernels
     assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
     assert "vqrdmulhq_s32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
-    _host_selftest_passes(bundle)
+    host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable lanes
 
 
 @needs_cross_tools
 def test_dsp_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
-    bundle, kernels = _exact_bundle(tmp_path, "cortex-m4f", "mps2-an386")
+    bundle, kernels = bit_exact_bundle(tmp_path, "epilogues", _epilogue_model(), "cortex-m4f", "mps2-an386")
     calls = re.findall(r"_requantize_small_s8(_b16)?\(", kernels)
     assert "" in calls and "_b16" in calls, kernels  # int32 and int16 biases
     assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
-    _host_selftest_passes(bundle)
+    host_selftest_passes(bundle.out_dir)

@@ -4,7 +4,7 @@ and 2) compiled for rv32imc self-test bit-exactly against TFLite Micro on QEMU v
 multiplier of 1 accumulates its eight-channel tiles through the helper: its interior through the inlined
 `<prefix>_depthwise_mac_s8x8`, a padded border's clipped windows through its out-of-line copy
 `<prefix>_depthwise_box_s8x8`; with 8 channels too (exactly one tile: the RISC-V schedules tile it,
-`KernelSchedules.tiles_one_tile_of_channels`). (The helper's own C unit test: tests/c/test_riscv_depthwise_mac.c.)"""
+`RiscvMacSchedules.channel_tiles`). (The helper's own C unit test: tests/c/test_riscv_depthwise_mac.c.)"""
 
 from __future__ import annotations
 

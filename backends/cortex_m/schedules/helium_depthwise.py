@@ -1,0 +1,162 @@
+"""Helium's own schedule of int8 DEPTHWISE_CONV_2D kernels: 16-channel tiles, one vector helper call per tile.
+
+On a Helium core an int8 depthwise reduction with a depth multiplier of 1 (each output channel reads its own
+input channel) accumulates DEPTHWISE_TILES[0] (16) output channels at once where that count divides the
+channels (a layer of 16 channels as one tile), else DEPTHWISE_TILES[1] (8; the helper's upper half then
+predicated off), else the default tile of four (``tvm_ext.schedule.kernel_schedule``: ``MacSchedules.channel_tiles``). Such a tile's reduction (any
+window, stride and dilation whose taps step by constant strides) becomes one call of
+``<prefix>_depthwise_mac_s8x16`` (its out-of-line copy ``_box_s8x16`` on the clipped windows of a padded
+border), and a border pixel's padding products (the taps outside the image, each the input's zero point times
+the tap's weights: ``tvm_ext.schedule.border_split``) one call of ``<prefix>_depthwise_pad_s8x16``, the
+channel count an argument (``backends.cortex_m.helpers.helium_c``'s ``helium_depthwise16.h.in``). Each
+channel's sum is an integer sum in another order: bit-exact.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+from tvm import s_tir, tirx
+from tvm.ir import TensorLoad
+
+from backends.cortex_m.helpers.helium_c import depthwise16_helper_name
+from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement, window_sizes
+from backends.cortex_m.schedules.dual_mac import AccessOffsets, MacReduction, helper_call_block, mac_reduction, \
+    register_mac_helper
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.tir_walk import walk
+
+DEPTHWISE_TILES = (16, 8)
+"""The output-channel tiles of an int8 depthwise reduction on a Helium core, widest first."""
+MAX_CHANNELS = DEPTHWISE_TILES[0]
+"""The most channels one call accumulates (the helpers' lanes)."""
+MAC_OP, BOX_OP, PAD_OP = "tvm_ext.depthwise_mac_s8x16", "tvm_ext.depthwise_box_s8x16", "tvm_ext.depthwise_pad_s8x16"
+# (acc, x, w, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols, channels): acc[c],
+# x[r * x_row_stride + k * x_col_stride + c] and w[r * w_row_stride + k * w_col_stride + c] for r < rows,
+# k < cols, c < channels.
+MAC_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(Arg(9), 1),)),
+    PointerAccess(1, (Axis(Arg(7), Arg(3)), Axis(Arg(8), Arg(4)), Axis(Arg(9), 1))),
+    PointerAccess(2, (Axis(Arg(7), Arg(5)), Axis(Arg(8), Arg(6)), Axis(Arg(9), 1))),
+))
+# (acc, w, w_row_stride, w_col_stride, rows, cols, value, channels): acc[c] and
+# w[r * w_row_stride + k * w_col_stride + c] for r < rows, k < cols, c < channels.
+PAD_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(Arg(7), 1),)),
+    PointerAccess(1, (Axis(Arg(4), Arg(2)), Axis(Arg(5), Arg(3)), Axis(Arg(7), 1))),
+))
+for _op, _kind, _access in ((MAC_OP, "mac", MAC_ACCESS), (BOX_OP, "box", MAC_ACCESS), (PAD_OP, "pad", PAD_ACCESS)):
+    register_mac_helper(_op, functools.partial(depthwise16_helper_name, kind=_kind), _access)
+
+
+def depthwise_channel_tiles(sch: s_tir.Schedule, block) -> tuple[int, ...]:
+    """DEPTHWISE_TILES for an int8 depthwise reduction ``block`` of depth multiplier 1 (its int32 store's last
+    index a spatial iteration variable that is the last index of its int8 input and weight loads, the input's
+    possibly under a padding test), () for any other block."""
+    node = sch.get(block)
+    store = node.body
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
+        return ()
+    spatial = [iv.var for iv in node.iter_vars if iv.iter_type == tirx.IterVar.DataPar]
+    channel = store.indices[-1]
+    if not any(channel.same_as(var) for var in spatial):
+        return ()
+    loads = [load for load in walk(store.value) if isinstance(load, TensorLoad) and not load.source.same_as(store.buffer)]
+    if len(loads) != 2 or any(str(load.source.dtype) != "int8" or not load.indices[-1].same_as(channel)
+                              for load in loads):
+        return ()
+    return DEPTHWISE_TILES
+
+
+def helium_replacement(realize: s_tir.SBlockRealize, loops: list,
+                       outlined_depthwise: bool = False) -> Optional[s_tir.SBlockRealize]:
+    """The 16-channel depthwise helper's call block (its out-of-line copy if ``outlined_depthwise``) or the
+    padding products' for what the For nodes ``loops`` around ``realize`` compute, else the DSP cores' helpers'
+    (``mac_helper_replacement``, whose bodies a Helium bundle defines with MVE); None where none fits."""
+    return (depthwise16_replacement(realize, loops, outlined_depthwise) or padding_replacement(realize, loops)
+            or mac_helper_replacement(realize, loops, outlined_depthwise))
+
+
+def _channels(loops: list) -> Optional[int]:
+    """The channel count of ``loops`` (up to two window loops from 0, then the channel loop) when a call of
+    at most MAX_CHANNELS takes it, else None."""
+    if not 2 <= len(loops) <= 3 or not all(isinstance(loop.extent, tirx.IntImm) and isinstance(loop.min, tirx.IntImm)
+                                           and int(loop.min) == 0 for loop in loops):
+        return None
+    channels = int(loops[-1].extent)
+    return channels if 1 <= channels <= MAX_CHANNELS else None
+
+
+def depthwise16_replacement(realize: s_tir.SBlockRealize, loops: list,
+                            outlined: bool = False) -> Optional[s_tir.SBlockRealize]:
+    """The call block of ``<prefix>_depthwise_mac_s8x16`` (``_box_s8x16`` if ``outlined``) computing what
+    ``loops`` (one or two window loops, then a channel loop of 8 to MAX_CHANNELS, the tiles this schedule makes)
+    compute around ``realize``, or None where the loads do not fit it."""
+    channels = _channels(loops)
+    reduction = mac_reduction(realize.block)
+    if channels is None or channels < DEPTHWISE_TILES[-1] or reduction is None:
+        return None
+    tile = _tile_call(reduction, realize, loops, channels)
+    if tile is None:
+        return None
+    sizes, call = tile
+    return call(BOX_OP if outlined else MAC_OP, [*sizes, channels])
+
+
+def _tile_call(reduction: MacReduction, realize: s_tir.SBlockRealize, loops: list, channels: int):
+    """(the window's sizes, ``window_sizes``'s list, and a function of an op and its size arguments giving the
+    call block at the window's origin over ``channels`` accumulators), or None where the loads do not fit."""
+    bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+    inner = [loop.loop_var for loop in loops]
+    try:
+        sizes = window_sizes(reduction, AccessOffsets(bindings, inner), [int(loop.extent) for loop in loops[:-1]],
+                             channels)
+    except KeyError:
+        return None  # an index form we do not evaluate: keep the scalar loop
+    if sizes is None:
+        return None
+    tile = [1] * (len(reduction.store.indices) - 1) + [channels]
+    return sizes, lambda op, arguments: helper_call_block(op, reduction, bindings, inner, arguments, tile)
+
+
+def _padded_weight(block: s_tir.SBlock) -> Optional[tuple[tirx.BufferStore, TensorLoad, int]]:
+    """(the store, the int8 weight load, the constant) of ``acc = acc + c * int32(w)`` (either order), else None."""
+    store = block.body
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
+        return None
+    value = store.value
+    if not isinstance(value, tirx.Add) or not isinstance(value.a, TensorLoad) or not value.a.source.same_as(
+            store.buffer) or not isinstance(value.b, tirx.Mul):
+        return None
+    for constant, weight in ((value.b.a, value.b.b), (value.b.b, value.b.a)):
+        if isinstance(constant, tirx.Cast) and str(constant.ty.dtype) == "int32":
+            constant = constant.value
+        if isinstance(constant, tirx.IntImm) and isinstance(weight, tirx.Cast) and str(weight.ty.dtype) == "int32" \
+                and isinstance(weight.value, TensorLoad) and str(weight.value.source.dtype) == "int8" \
+                and -2**31 <= int(constant.value) < 2**31:
+            return store, weight.value, int(constant.value)
+    return None
+
+
+def padding_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The call block of ``<prefix>_depthwise_pad_s8x16`` computing what ``loops`` (one or two window loops, then
+    a channel loop of at most MAX_CHANNELS) compute around ``realize``, a block adding a constant's products
+    with int8 weights to its accumulators (a border pixel's padded taps), or None where it does not fit."""
+    channels = _channels(loops)
+    padded = _padded_weight(realize.block)
+    if channels is None or padded is None:
+        return None
+    store, weight, value = padded
+    # The weights as both operands: the window's strides of the one load, checked as the helper reads them.
+    # The weights as both operands: the window's strides of the one load, checked as the helper reads them.
+    tile = _tile_call(MacReduction(store, weight, weight), realize, loops, channels)
+    if tile is None:
+        return None
+    (_, _, w_row, w_col, rows, cols), make_call = tile
+    call = make_call(PAD_OP, [])
+    acc, _, w = call.block.body.value.args[:3]
+    evaluate = tirx.Evaluate(tirx.call_intrin("int32", PAD_OP, acc, w, w_row, w_col, rows, cols,
+                                              tirx.const(value, "int32"), channels))
+    block = s_tir.SBlock([], [call.block.reads[0], call.block.reads[2]], call.block.writes, "depthwise_pad", evaluate)
+    return s_tir.SBlockRealize([], True, block)

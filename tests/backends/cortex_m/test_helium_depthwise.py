@@ -1,0 +1,72 @@
+"""Helium's depthwise schedule (backends/cortex_m/schedules/helium_depthwise.py, the helpers
+backends/cortex_m/helpers/templates/helium_depthwise16.h.in): on cortex-m55 an int8 DEPTHWISE_CONV_2D of depth
+multiplier 1 accumulates 16 channels per helper call where 16 divides its channels (8, the upper lanes
+predicated off, where only 8 does, a count of 8 or 16 as one tile; 4 with the four-channel helper else), a padded border pixel adds its padding
+products with one vector call per box of missing taps, and every variant stays bit for bit with TFLite Micro
+under QEMU mps3-an547 (MVE) and on the host (the helpers' portable C)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from emulator.tools import missing_tools  # noqa: E402
+from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+
+SAME, VALID = 0, 1  # tflite.Padding
+IMAGE = (7, 6)
+CHANNELS = (32, 24, 8, 12)
+"""Input channel counts: 16-channel tiles, 8-channel tiles (the helper's tail), one tile of every channel, the
+four-channel helper."""
+# (kernel size, stride, dilation, padding, depth multiplier)
+CASES = [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1), (5, 1, 1, SAME, 1), (3, 1, 2, VALID, 1), (2, 1, 1, SAME, 1),
+         (3, 1, 1, SAME, 2)]
+
+
+def _output_size(size: int, kernel: int, stride: int, dilation: int, padding: int) -> int:
+    reach = (kernel - 1) * dilation + 1
+    return -(-size // stride) if padding == SAME else (size - reach) // stride + 1
+
+
+def _depthwise_model(seed: int = 30) -> bytes:
+    """One int8 input [1, 7, 6, C] (zero point -3) per C of CHANNELS and, on each, one DEPTHWISE_CONV_2D per
+    case of CASES, each a model output."""
+    rng = np.random.default_rng(seed)
+    inputs = [Tensor(f"input{c}", (1, *IMAGE, c), "int8", Quantization((0.05,), (-3,))) for c in CHANNELS]
+    model = Model(inputs, [], tuple(range(len(CHANNELS))), ())
+    for source, channels in enumerate(CHANNELS):
+        for index, (kernel, stride, dilation, padding, multiplier) in enumerate(CASES):
+            out_channels = channels * multiplier
+            scales = tuple(0.004 + 0.001 * (o % 5) for o in range(out_channels))
+            size = [_output_size(s, kernel, stride, dilation, padding) for s in IMAGE]
+            first = len(model.tensors)
+            shape = (1, kernel, kernel, out_channels)
+            model.tensors += [
+                Tensor(f"in{source}/op{index}/weights", shape, "int8",
+                       Quantization(scales, (0,) * out_channels, 3), rng.integers(-127, 128, shape).astype(np.int8)),
+                Tensor(f"in{source}/op{index}/bias", (out_channels,), "int32",
+                       Quantization(tuple(0.05 * s for s in scales), (0,) * out_channels, 0),
+                       rng.integers(-3000, 3000, out_channels).astype(np.int32)),
+                Tensor(f"in{source}/op{index}/output", (1, *size, out_channels), "int8", Quantization((0.3,), (5,)))]
+            options = Options("DepthwiseConv2DOptions", {
+                "Padding": padding, "StrideW": stride, "StrideH": stride, "DepthMultiplier": multiplier,
+                "DilationWFactor": dilation, "DilationHFactor": dilation})
+            model.operators.append(Operator("DEPTHWISE_CONV_2D", (source, first, first + 1), (first + 2,), options, 3))
+            model.outputs += (first + 2,)
+    return build(model)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
+    bundle, kernels = bit_exact_bundle(tmp_path, "depthwise", _depthwise_model(), "cortex-m55", "mps3-an547")
+    counts = {int(n) for n in re.findall(r"_depthwise_(?:mac|box)_s8x16\(.*, (\d+)\);", kernels)}
+    assert counts == {16, 8}, counts  # 32 channels in tiles of 16, 24 in tiles of 8, 8 in one tile
+    assert re.search(r"_depthwise_pad_s8x16\(.*, -3, (16|8)\);", kernels), kernels  # the input's zero point
+    assert "_depthwise_mac_s8x4(" in kernels  # 12 channels: the four-channel helper
+    host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
