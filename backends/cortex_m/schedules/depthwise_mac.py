@@ -18,7 +18,8 @@ from typing import Optional
 from tvm import s_tir, tirx
 
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_INPUT_TYPES, depthwise_box_helper_name, depthwise_mac_helper_name
-from backends.cortex_m.schedules.dual_mac import (DUAL_MAC_CHANNELS, AccessOffsets, MacReduction, dual_mac_replacement, helper_call_block,
+from backends.cortex_m.schedules.dual_mac import (DUAL_MAC_CHANNELS, AccessOffsets, MacReduction, channel_tile,
+                                                dual_mac_replacement, helper_call_block,
                               mac_reduction, register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from backends.cortex_m.schedules.row_dot import row_dot_replacement
@@ -106,7 +107,7 @@ def depthwise_call_block(op: str, realize: s_tir.SBlockRealize, loops: list, red
         return None  # an index form we do not evaluate: keep the scalar loop
     if sizes is None:
         return None
-    return helper_call_block(op, reduction, bindings, inner, sizes)
+    return helper_call_block(op, reduction, bindings, inner, sizes, channel_tile(reduction, channels))
 
 
 def window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int],

@@ -322,9 +322,8 @@ def window_call_block(one_pixel: str, two_pixels: Optional[str], reduction: MacR
     pixels; None: no such helper) for ``channels`` output channels, with the window's sizes as the helpers of
     this module take them (x_row_stride, w_channel_stride, rows, row_len[, x_pixel_stride])."""
     sizes = [geometry.x_row_stride, geometry.w_channel_stride, geometry.rows, geometry.row_len]
-    acc_axes = len(reduction.store.indices)
     if geometry.x_pixel_stride is None:
-        return helper_call_block(one_pixel, reduction, bindings, inner, sizes, [1] * (acc_axes - 1) + [channels])
+        return helper_call_block(one_pixel, reduction, bindings, inner, sizes, channel_tile(reduction, channels))
     if two_pixels is None:
         return None
     offsets = AccessOffsets(bindings, inner)
@@ -336,12 +335,17 @@ def window_call_block(one_pixel: str, two_pixels: Optional[str], reduction: MacR
                              second_pixel=len(inner) - 2)
 
 
+def channel_tile(reduction: MacReduction, channels: int) -> list[int]:
+    """The extents, per axis of the reduction's accumulators, of ``channels`` consecutive ones on the last axis:
+    what a helper of one pixel and ``channels`` output channels writes."""
+    return [1] * (len(reduction.store.indices) - 1) + [channels]
+
+
 def helper_call_block(op: str, reduction: MacReduction, bindings: dict, inner: list, sizes: list[int],
-                      tile_extents: Optional[list[int]] = None,
-                      second_pixel: Optional[int] = None) -> s_tir.SBlockRealize:
+                      tile_extents: list[int], second_pixel: Optional[int] = None) -> s_tir.SBlockRealize:
     """An opaque block calling the helper ``op`` with the accumulators, input and weights at the window's
     origin (the inner loops at 0), each followed by ``sizes`` as it expects them. The accumulators it writes:
-    ``tile_extents`` per axis from the origin (by default DUAL_MAC_CHANNELS consecutive ones on the last axis).
+    ``tile_extents`` per axis from the origin (`channel_tile` for one pixel's channels).
     With ``second_pixel`` (the index in ``inner`` of a loop of pixels) the second pixel's accumulators (that
     loop at 1) follow the first's as a pointer of their own: a local accumulator buffer is compacted after
     this call is made, so its strides are not known here."""
@@ -359,8 +363,8 @@ def helper_call_block(op: str, reduction: MacReduction, bindings: dict, inner: l
     call = tirx.call_intrin("int32", op, *pointers, tirx.address_of(x), tirx.address_of(w), *sizes)
     # The helper writes the tile's accumulators and reads the whole input and weight parameters as far as
     # this block's dependences go.
-    extents = tile_extents or [1] * (len(acc.indices) - 1) + [DUAL_MAC_CHANNELS]
-    tile = tirx.BufferRegion(acc.source, [tvm.ir.Range.from_min_extent(i, e) for i, e in zip(acc.indices, extents)])
+    tile = tirx.BufferRegion(acc.source,
+                             [tvm.ir.Range.from_min_extent(i, e) for i, e in zip(acc.indices, tile_extents)])
     reads = [tile, _whole(x.source), _whole(w.source)]
     block = s_tir.SBlock([], reads, [tile], "dual_mac", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)

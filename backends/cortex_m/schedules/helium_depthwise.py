@@ -22,7 +22,7 @@ from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers.helium_c import depthwise16_helper_name
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement, window_sizes
-from backends.cortex_m.schedules.dual_mac import AccessOffsets, MacReduction, helper_call_block, mac_reduction, \
+from backends.cortex_m.schedules.dual_mac import AccessOffsets, MacReduction, channel_tile, helper_call_block, mac_reduction, \
     register_mac_helper
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import walk
@@ -116,7 +116,7 @@ def _tile_call(reduction: MacReduction, realize: s_tir.SBlockRealize, loops: lis
         return None  # an index form we do not evaluate: keep the scalar loop
     if sizes is None:
         return None
-    tile = [1] * (len(reduction.store.indices) - 1) + [channels]
+    tile = channel_tile(reduction, channels)
     return sizes, lambda op, arguments: helper_call_block(op, reduction, bindings, inner, arguments, tile)
 
 

@@ -16,7 +16,8 @@ from tvm import s_tir, tirx
 
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
 from backends.cortex_m.helpers.row_dot_c import row_dot_helper_name
-from backends.cortex_m.schedules.dual_mac import AccessOffsets, helper_call_block, mac_reduction, register_mac_helper
+from backends.cortex_m.schedules.dual_mac import (AccessOffsets, channel_tile, helper_call_block, mac_reduction,
+                                                register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 
 ROW_DOT_OP = "tvm_ext.row_dot_s8x4"
@@ -56,4 +57,5 @@ def row_dot_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s
             strides.append(stride)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
-    return helper_call_block(ROW_DOT_OP, reduction, bindings, inner, [*strides, row_len])
+    return helper_call_block(ROW_DOT_OP, reduction, bindings, inner, [*strides, row_len],
+                             channel_tile(reduction, DUAL_MAC_CHANNELS))
