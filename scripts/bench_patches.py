@@ -2,7 +2,7 @@
 
     python scripts/bench_patches.py [MODEL.tflite ...] [--max-extra 0.15]
 
-Issue 31, step 2, first part: the compiler does not run patch plans yet. For each model (default: the int8
+Issue 31: the compiler runs a plan with `--patches` (tvm_ext.transform.patch_prefix). For each model (default: the int8
 CNNs of ../shared/models), the chain of windowed NHWC stages from the model input (CONV_2D,
 DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D, read from the TFLite file's options) is searched by
 `tvm_ext.plan.patch_geometry` for the cut and grid of smallest arena whose extra MACs stay within
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tvm_ext.plan.patch_geometry import WindowStage, best_within, search  # noqa: E402
+from tvm_ext.plan.patch_geometry import WindowStage, best_within, layer_by_layer_peak, search  # noqa: E402
 
 DEFAULT_MODELS = ("mlperf_tiny/vww_96_int8", "tflm/person_detect")
 
@@ -80,14 +80,6 @@ def read_chain(path: Path) -> tuple[list[WindowStage], int]:
         else:
             chained = None
     return stages, total_macs
-
-
-def layer_by_layer_peak(stages: list[WindowStage], first: int) -> int:
-    """The cost model's peak of stages[first:] layer by layer (each stage's input and output; the model
-    input, read by stage 0, outside the arena)."""
-    return max((0 if i == 0 else s.in_tile_bytes(((0, s.in_hw[0]), (0, s.in_hw[1]))))
-               + s.out_tile_bytes(((0, s.out_hw[0]), (0, s.out_hw[1])))
-               for i, s in enumerate(stages) if i >= first)
 
 
 def main() -> int:

@@ -95,8 +95,8 @@ def test_cost_of_a_chain_worked_out_by_hand():
     first = WindowStage("a", (8, 8), (8, 8), 1, 4, (3, 3), (1, 1), (1, 1), 64 * 9 * 4)
     second = WindowStage("b", (8, 8), (8, 8), 4, 2, (1, 1), (1, 1), (0, 0), 64 * 4 * 2)
     plan = plan_cost([first, second], 2, (2, 1), rest_peak_bytes=100, total_macs=10_000)
-    # the cut buffer 8x8x2 = 128 B; inner stage b reads a's 4x8x4 tile (128 B) and writes into the cut buffer
-    assert (plan.prefix_bytes, plan.arena_bytes) == (128 + 128, 256)
+    # the cut buffer 8x8x2 = 128 B; stage b reads a's 4x8x4 tile (128 B) and writes its 4x8x2 piece (64 B)
+    assert (plan.prefix_bytes, plan.arena_bytes) == (128 + 128 + 64, 320)
     # a 1x1 stage needs no halo, so no pixel is computed twice
     assert plan.extra_macs == 0
     halo = plan_cost([second, first], 2, (2, 1), rest_peak_bytes=0, total_macs=10_000)

@@ -47,7 +47,8 @@ from tvm_ext.transform import (
     SplitAsSlices,
 )
 from tvm_ext.transform.layout_per_subgraph import LayoutChoice, LayoutError, choose_layouts
-from tvm_ext.transform.patch_prefix import PatchCut, RunPrefixInPatches
+from tvm_ext.plan.patch_geometry import PatchCut
+from tvm_ext.transform.patch_prefix import RunPrefixInPatches
 
 
 def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout: Optional[str] = None,

@@ -1,9 +1,9 @@
 """Patch-based execution of a CNN's first stages (MCUNetV2): geometry and the search of cut and grid.
 
-NOT YET USED BY THE COMPILER (issue 31, step 2, first part): this module says which prefix of a chain of
-windowed NHWC stages to run patch by patch, over which grid, what arena that needs and how many MACs it
-adds; `scripts/bench_patches.py` prints it for a model. Running the plan (kernels on patches, the entry
-function's patch loops, the plan checker's) is still to come.
+This module says which prefix of a chain of windowed NHWC stages to run patch by patch, over which grid, what
+arena that needs (an estimate, to rank plans) and how many MACs it adds; `tvm_ext.transform.patch_prefix` runs
+the plan as a graph rewrite, `tvm_ext.compile.patches` chooses it for a compile, and
+`scripts/bench_patches.py` prints it for a model.
 
 Geometry. A stage maps its input (H, W) to its output (H', W') through a window `kernel` moved by `stride`,
 with `pad` rows and columns of padding before the first input row and column (TFLite's SAME or VALID).
@@ -14,12 +14,13 @@ values the whole layer computes (`receptive_rows`; `tests/test_patch_geometry.py
 convolutions). A patch of the cut stage's output is traced back stage by stage to the model input
 (`patch_regions`).
 
-Cost model (bytes, MACs). Patch by patch, each stage reads its input tile and writes its output tile; the
-first stage reads the model input where it lies, and the last writes into the cut stage's whole output
-buffer, live for the whole prefix. The prefix then needs that buffer plus the largest input tile + output
-tile of any inner stage and any patch; the rest of the model runs layer by layer (its peak is given). A
-stage's MACs per output pixel are its MACs over its output pixels; the extra MACs are those of the pixels
-two patches both compute (the halos' overlap).
+Cost model (bytes, MACs), as the rewrite runs a plan: each patch slices its input tile out of the model input
+(a copy in the arena), then each stage reads its input tile and writes its output tile; the patches' outputs
+(pieces of the cut stage's output, live until the end of the prefix) are then concatenated into the whole
+output buffer, a copy. The prefix then needs the larger of the cut stage's output plus the largest input tile +
+output tile of any stage and patch, and twice that output (the pieces and the concatenation); the rest of
+the model runs layer by layer (its peak is given). A stage's MACs per output pixel are its MACs over its output
+pixels; the extra MACs are those of the pixels two patches both compute (the halos' overlap).
 """
 
 from __future__ import annotations
@@ -92,6 +93,15 @@ def split(extent: int, parts: int) -> list[Range]:
 
 
 @dataclass(frozen=True)
+class PatchCut:
+    """Where and how to run a prefix patch by patch: after window stage `cut` (1-based), over a rows x
+    columns `grid` of that stage's output."""
+
+    cut: int
+    grid: tuple[int, int]
+
+
+@dataclass(frozen=True)
 class PatchPlan:
     """A prefix of `cut` stages run patch by patch over a rows x columns `grid` of the last one's output."""
 
@@ -120,13 +130,12 @@ def plan_cost(stages: list[WindowStage], cut: int, grid: tuple[int, int], rest_p
             regions = patch_regions(prefix, (rows, cols))
             for i, stage in enumerate(prefix):
                 computed[i] += _area(regions[i + 1])
-            # inner stages: stage i reads tile i (the output of stage i - 1) and writes tile i + 1
-            for i in range(1, cut):
-                out_tile = prefix[i].out_tile_bytes(regions[i + 1]) if i < cut - 1 else 0
-                tiles = max(tiles, prefix[i].in_tile_bytes(regions[i]) + out_tile)
+            # stage i reads tile i (stage 0: the slice of the model input) and writes tile i + 1
+            for i in range(cut):
+                tiles = max(tiles, prefix[i].in_tile_bytes(regions[i]) + prefix[i].out_tile_bytes(regions[i + 1]))
     extra = sum(round((computed[i] - s.out_hw[0] * s.out_hw[1]) * s.macs_per_pixel) for i, s in enumerate(prefix))
     whole_cut_output = last.out_tile_bytes(((0, last.out_hw[0]), (0, last.out_hw[1])))
-    prefix_bytes = whole_cut_output + tiles
+    prefix_bytes = max(whole_cut_output + tiles, 2 * whole_cut_output)
     return PatchPlan(cut, grid, max(prefix_bytes, rest_peak_bytes), prefix_bytes, extra, total_macs)
 
 
@@ -142,6 +151,14 @@ def search(stages: list[WindowStage], rest_peak_bytes: Callable[[int], int], tot
                 if rows * cols > 1:
                     plans.append(plan_cost(stages, cut, (rows, cols), rest_peak_bytes(cut), total_macs))
     return sorted(plans, key=lambda p: (p.arena_bytes, p.extra_macs))
+
+
+def layer_by_layer_peak(stages: list[WindowStage], first: int) -> int:
+    """The cost model's peak of stages[first:] layer by layer (each stage's input and output; the model
+    input, read by stage 0, outside the arena)."""
+    return max((0 if i == 0 else s.in_tile_bytes(((0, s.in_hw[0]), (0, s.in_hw[1]))))
+               + s.out_tile_bytes(((0, s.out_hw[0]), (0, s.out_hw[1])))
+               for i, s in enumerate(stages) if i >= first)
 
 
 def best_within(plans: list[PatchPlan], max_extra_fraction: float) -> PatchPlan | None:

@@ -46,15 +46,6 @@ class PatchPlanError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class PatchCut:
-    """Where and how to run a prefix patch by patch: after window stage `cut` (1-based), over a rows x
-    columns `grid` of that stage's output."""
-
-    cut: int
-    grid: tuple[int, int]
-
-
-@dataclass(frozen=True)
 class ChainStage:
     """One stage of the window chain: its geometry, the position (in the chain's bindings) of its window
     operator and of its output binding."""
