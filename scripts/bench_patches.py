@@ -5,7 +5,7 @@
 Issue 31: the compiler runs a plan with `--patches` (tvm_ext.transform.patch_prefix). For each model (default: the int8
 CNNs of ../shared/models), the chain of windowed NHWC stages from the model input (CONV_2D,
 DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D, read from the TFLite file's options) is searched by
-`tvm_ext.plan.patch_geometry` for the cut and grid of smallest arena whose extra MACs stay within
+`tvm_ext.patch_geometry` for the cut and grid of smallest arena whose extra MACs stay within
 `--max-extra` of the model's, and printed with the same cost model's layer-by-layer peak (each stage's
 whole input and output, the model input outside the arena: no in-place reuse, so above our planner's arena,
 which the compile's figure is for). Bytes; MACs of convolutions and fully connected layers.
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tvm_ext.plan.patch_geometry import WindowStage, best_within, layer_by_layer_peak, search  # noqa: E402
+from tvm_ext.patch_geometry import WindowStage, best_within, layer_by_layer_peak, search  # noqa: E402
 
 DEFAULT_MODELS = ("mlperf_tiny/vww_96_int8", "tflm/person_detect")
 
@@ -89,7 +89,7 @@ def main() -> int:
     args = parser.parse_args()
     shared = Path(os.environ.get("TVM_EXT_MODELS", ROOT.parent / "shared" / "models"))
     models = args.models or [shared / f"{name}.tflite" for name in DEFAULT_MODELS]
-    print(f"extra MACs at most {args.max_extra:.0%}; bytes (cost model of tvm_ext/plan/patch_geometry.py)")
+    print(f"extra MACs at most {args.max_extra:.0%}; bytes (cost model of tvm_ext/patch_geometry.py)")
     print("| model | stages in chain | layer-by-layer peak | patch-based arena | cut after stage | grid | extra MACs |")
     print("|---|---|---|---|---|---|---|")
     for path in models:

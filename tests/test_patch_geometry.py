@@ -1,4 +1,4 @@
-"""Patch geometry (tvm_ext.plan.patch_geometry): every patch computed from its clipped receptive field, padded
+"""Patch geometry (tvm_ext.patch_geometry): every patch computed from its clipped receptive field, padded
 only at the true image border, equals the whole layers' values (checked with integer convolutions and max
 pools in numpy, any grid); and the cost model's bytes and extra MACs on a chain worked out by hand."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tvm_ext.plan.patch_geometry import (WindowStage, best_within, patch_regions, plan_cost, receptive_rows,
+from tvm_ext.patch_geometry import (WindowStage, best_within, patch_regions, plan_cost, receptive_rows,
                                          same_padding, search, split)
 
 PAD_VALUE = -7  # an input zero point: what padding holds

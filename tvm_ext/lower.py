@@ -47,7 +47,7 @@ from tvm_ext.transform import (
     SplitAsSlices,
 )
 from tvm_ext.transform.layout_per_subgraph import LayoutChoice, LayoutError, choose_layouts
-from tvm_ext.plan.patch_geometry import PatchCut
+from tvm_ext.patch_geometry import PatchCut
 from tvm_ext.transform.patch_prefix import RunPrefixInPatches
 
 

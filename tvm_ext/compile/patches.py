@@ -1,7 +1,7 @@
 """`--patches off|auto|NxM`: which patch plan (tvm_ext.transform.patch_prefix) a compile runs, and its facts.
 
 `off` compiles layer by layer, as without the option. `NxM` runs the first stages in an N x M grid of patches,
-cut where the cost model (tvm_ext.plan.patch_geometry) gives this grid its smallest arena (then the fewest extra
+cut where the cost model (tvm_ext.patch_geometry) gives this grid its smallest arena (then the fewest extra
 MACs). `auto` compiles layer by layer and, only when that does not fit the profile's SRAM, tries the plans whose
 estimated arena fits, fewest extra MACs first (at most `AUTO_ATTEMPTS` compiled and planned), and takes the first
 whose planned RAM fits.
@@ -16,7 +16,7 @@ from typing import Any, Callable
 from target.profile import Profile
 from target.resources import RamUse, ResourceError, check_fits
 from tvm_ext.compile import CompileError, DoesNotFitError
-from tvm_ext.plan.patch_geometry import PatchCut, PatchPlan, layer_by_layer_peak, plan_cost, search
+from tvm_ext.patch_geometry import PatchCut, PatchPlan, layer_by_layer_peak, plan_cost, search
 
 OFF, AUTO = "off", "auto"
 PatchRequest = str | tuple[int, int]  # OFF, AUTO or a grid (rows, columns)

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from tvm_ext.frontend import ImportedModel, IoQuantization, TensorSpec
     from tvm_ext.model_check import ModelFacts, ParsedModel
     from tvm_ext.compile.patches import PatchRequest
-    from tvm_ext.plan.patch_geometry import PatchCut
+    from tvm_ext.patch_geometry import PatchCut
     from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.plan.unit_assignment import UnitChoice
     from tvm_ext.reference.outputs import RunningReference

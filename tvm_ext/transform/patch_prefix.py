@@ -2,7 +2,7 @@
 
 `RunPrefixInPatches(cut, grid)` replaces the prefix of `main` up to the output of its `cut`-th window stage by
 rows x columns patch branches and the concatenation of their outputs. Each branch slices its receptive field
-(halo included, clipped at the image border: `tvm_ext.plan.patch_geometry`) out of the stage input and runs the
+(halo included, clipped at the image border: `tvm_ext.patch_geometry`) out of the stage input and runs the
 prefix's operators on it, each window operator with the padding the whole layer has at the true image border
 and none elsewhere (so a padded tap holds what the whole layer's holds: the zero point of an int8 convolution,
 nothing for a pool, whose border windows average or take the maximum of the same taps). Every patch therefore
@@ -32,7 +32,7 @@ import tvm_ffi
 from tvm import relax
 
 from tvm_ext.layers import Layers, bindings_of, carry_layers, with_layers
-from tvm_ext.plan.patch_geometry import Region, WindowStage, patch_regions, split
+from tvm_ext.patch_geometry import Region, WindowStage, patch_regions, split
 
 _WINDOW_OPS = ("relax.nn.conv2d", "relax.nn.max_pool2d", "relax.nn.avg_pool2d")
 _UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.astype")
@@ -102,17 +102,17 @@ def _chain_from(source: relax.Var, readers: dict, outputs: set, computed: set) -
         chain.append(binding)
         current = binding.var
     windows = [i for i, b in enumerate(chain) if _is_call(b.value, _WINDOW_OPS)]
-    if len(windows) < 2:
-        return None
-    stages = []
+    stages: list[ChainStage] = []
     for k, window in enumerate(windows):
         end = windows[k + 1] if k + 1 < len(windows) else len(chain)
         output = end - 1
         while output > window and _widens(chain[output].value):
             output -= 1
+        if chain[output].var.ty.dtype != source.ty.dtype:
+            break  # the chain ends inside this stage (e.g. before its quantize): no stored output to cut at
         stages.append(ChainStage(_geometry(chain[window].value, str(k), _element_bytes(chain[output].var)), window,
                                  output))
-    return WindowChain(source, tuple(chain), tuple(stages))
+    return WindowChain(source, tuple(chain), tuple(stages)) if len(stages) >= 2 else None
 
 
 def _widens(value: relax.Expr) -> bool:

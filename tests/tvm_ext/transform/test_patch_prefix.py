@@ -13,69 +13,19 @@ import tvm
 from tflite_micro import runtime  # the golden reference
 from tvm import relax
 
-from tflite_builder import ModelBuilder, Options, Quantization, Tensor, build
+from tflite_models import chain_model
 from tvm_ext.frontend import import_model
 from tvm_ext.layers import Layers, bindings_of
 from tvm_ext.transform import LowerQuantizedToInteger
 from tvm_ext.transform.patch_prefix import PatchPlanError, RunPrefixInPatches, window_chain
 
-SAME, VALID = 0, 1  # tflite.Padding
-RELU6 = 3  # tflite.ActivationFunctionType
 IMAGE = (13, 11)  # odd rows and columns: uneven patches and a stride-2 border
-
-
-def _quant(scale: float, zero_point: int) -> Quantization:
-    return Quantization((scale,), (zero_point,))
-
-
-def chain_model(seed: int = 0) -> bytes:
-    """int8 input 1x13x11x3 -> CONV_2D 3x3 s2 SAME (RELU6, per-channel) -> DEPTHWISE_CONV_2D 3x3 s1 SAME ->
-    AVERAGE_POOL_2D 3x3 s1 SAME -> MAX_POOL_2D 3x3 s2 SAME -> CONV_2D 3x3 s1 VALID dilation 2 -> CONV_2D 1x1
-    -> output; every zero point non-zero, so a wrong padding value shows."""
-    rng = np.random.default_rng(seed)
-    b = ModelBuilder()
-    x = b.add(Tensor("input", (1, *IMAGE, 3), "int8", _quant(0.05, -3)))
-    b.inputs.append(x)
-
-    def conv(data: int, shape_in: tuple[int, int, int], out_hw: tuple[int, int], cout: int, kernel: int,
-             options: dict, depthwise: bool, name: str, out_q: Quantization) -> int:
-        cin = shape_in[2]
-        scales = tuple(0.004 + 0.002 * (c % 4) for c in range(cout))
-        weight_shape = (1, kernel, kernel, cout) if depthwise else (cout, kernel, kernel, cin)
-        weights = rng.integers(-127, 128, weight_shape).astype(np.int8)
-        w = b.add(Tensor(f"{name}/w", weight_shape, "int8", Quantization(scales, (0,) * cout, 3 if depthwise else 0),
-                         weights))
-        bias = b.add(Tensor(f"{name}/b", (cout,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * cout),
-                            rng.integers(-2000, 2000, cout).astype(np.int32)))
-        kind, table = ("DEPTHWISE_CONV_2D", "DepthwiseConv2DOptions") if depthwise else ("CONV_2D", "Conv2DOptions")
-        fields = {**options, **({"DepthMultiplier": 1} if depthwise else {})}
-        return b.op(kind, (data, w, bias), Tensor(name, (1, *out_hw, cout), "int8", out_q), Options(table, fields),
-                    version=3)
-
-    def pool(kind: str, data: int, out_hw: tuple[int, int], channels: int, size: int, stride: int, name: str,
-             quant: Quantization) -> int:
-        options = Options("Pool2DOptions", {"Padding": SAME, "StrideW": stride, "StrideH": stride,
-                                            "FilterWidth": size, "FilterHeight": size})
-        return b.op(kind, (data,), Tensor(name, (1, *out_hw, channels), "int8", quant), options, version=2)
-
-    q1, q2, q3 = _quant(0.03, -128), _quant(0.05, 7), _quant(0.08, -20)
-    c1 = conv(x, (*IMAGE, 3), (7, 6), 4, 3, {"Padding": SAME, "StrideW": 2, "StrideH": 2,
-                                             "FusedActivationFunction": RELU6}, False, "conv_s2", q1)
-    d2 = conv(c1, (7, 6, 4), (7, 6), 4, 3, {"Padding": SAME, "StrideW": 1, "StrideH": 1}, True, "dw", q2)
-    a3 = pool("AVERAGE_POOL_2D", d2, (7, 6), 4, 3, 1, "avg", q2)
-    m4 = pool("MAX_POOL_2D", a3, (4, 3), 4, 3, 2, "max", q2)
-    c5 = conv(m4, (4, 3, 4), (4, 3), 5, 3, {"Padding": SAME, "StrideW": 1, "StrideH": 1,
-                                            "DilationWFactor": 2, "DilationHFactor": 2}, False, "conv_dil", q3)
-    c6 = conv(c5, (4, 3, 5), (2, 1), 6, 3, {"Padding": VALID, "StrideW": 1, "StrideH": 1}, False, "conv_valid",
-              _quant(0.1, 3))
-    b.outputs.append(c6)
-    return build(b.model())
 
 
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("patch_prefix") / "chain.tflite"
-    path.write_bytes(chain_model())
+    path.write_bytes(chain_model(IMAGE))
     return path
 
 

@@ -22,6 +22,7 @@ import tvm
 from tvm import relax, topi
 from tvm.relax.dpl import DFPattern, is_op, wildcard
 
+from ...layers import UNFUSED_ATTR
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext
 
 PAD_OPERATORS = frozenset({"PAD", "PADV2"})
@@ -103,7 +104,7 @@ def _concat_pieces(value: relax.Expr, ctx: LoweringContext) -> tuple[relax.Expr,
 def _concatenation(call: relax.Call, ctx: LoweringContext) -> FixedCall:
     axis = int(call.attrs.axis) % len(call.ty.shape)
     return FixedCall(KernelCall("CONCATENATION", call, topi.concatenate, (list(_concat_pieces(call, ctx)),),
-                                {"axis": axis}))
+                                {"axis": axis}, {UNFUSED_ATTR: True}))
 
 
 CONCATENATION = Lowering(frozenset({"CONCATENATION"}), lambda value, ctx: _concat_pieces(value, ctx) is not None,

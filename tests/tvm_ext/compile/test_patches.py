@@ -1,0 +1,76 @@
+"""--patches off|auto|NxM (tvm_ext.compile.patches): a bad value is one line and exit 2; a grid compiles a bundle
+whose self-test passes; auto runs patches only when the layer-by-layer RAM does not fit the profile's SRAM, then
+says so in one line and records the plan in the manifest. The model is a chain of window stages built here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tvm_ext
+from conftest import models_dir
+from tflite_models import chain_model
+from tvm_ext.compile import CompileError
+from tvm_ext.compile import __main__ as cli
+from tvm_ext.compile.patches import parse_patches
+
+IMAGE = (61, 59)  # odd: uneven patches
+CHANNELS = 16  # the first stages hold the peak, as in a MobileNet
+
+
+@pytest.mark.parametrize("value", ["1x1", "0x2", "2x", "x3", "sideways", "2x4x1", "-1x2", "2X4", "2 x 4"])
+def test_a_bad_patches_value_is_one_line_and_exit_2(value, capsys):
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["m.tflite", "-o", "out", f"--patches={value}"])
+    lines = capsys.readouterr().err.splitlines()
+    assert ended.value.code == 2
+    assert len(lines) == 1 and lines[0].startswith("tvm_ext.compile: error: "), lines
+    assert "--patches takes off, auto or a grid NxM" in lines[0] and repr(value) in lines[0], lines
+
+
+def test_patches_values():
+    assert [parse_patches(text) for text in ("off", "auto", "2x4", "3x1", "1x12")] == [
+        "off", "auto", (2, 4), (3, 1), (1, 12)]
+
+
+def test_the_python_call_refuses_a_bad_grid_before_any_work(tmp_path):
+    with pytest.raises(CompileError, match=r"hello_world_int8.tflite: --patches takes .* not '0x2'"):
+        tvm_ext.compile(models_dir() / "tflm" / "hello_world_int8.tflite", "lowpower", tmp_path / "out",
+                        patches=(0, 2))
+    assert not (tmp_path / "out").exists()
+
+
+def _board(tmp_path: Path, sram_bytes: int) -> str:
+    path = tmp_path / "board.toml"
+    path.write_text(f'extends = "lowpower"\nname = "my-board"\nsram_bytes = {sram_bytes}\n')
+    return str(path)
+
+
+@pytest.mark.slow
+def test_auto_runs_patches_only_where_layer_by_layer_does_not_fit(tmp_path):
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS))
+    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", patches="auto")
+    assert "patches" not in json.loads((tmp_path / "whole" / "manifest.json").read_text())
+
+    lines: list[str] = []
+    patched = tvm_ext.compile(model, _board(tmp_path, whole.total_ram_bytes - 1), tmp_path / "patched",
+                              patches="auto", log=lines.append)
+    assert patched.selftest.passed
+    said = [line for line in lines if line.split()[:1] == ["patches"]]
+    assert len(said) == 1 and f"arena {whole.arena_bytes:,} B layer by layer -> {patched.arena_bytes:,} B" in said[0]
+    entry = json.loads((tmp_path / "patched" / "manifest.json").read_text())["patches"]
+    assert entry["arena_bytes_layer_by_layer"] == whole.arena_bytes > entry["arena_bytes"] == patched.arena_bytes
+    assert entry["extra_macs"] > 0 and "Patch-based execution" in (tmp_path / "patched" / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_grid_compiles_a_bundle_whose_selftest_passes(tmp_path):
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS))
+    bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="3x2")
+    assert bundle.selftest.passed
+    entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
+    assert entry["grid"] == [3, 2] and entry["arena_bytes_layer_by_layer"] is None
