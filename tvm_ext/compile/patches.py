@@ -4,7 +4,7 @@
 cut where the cost model (tvm_ext.patch_geometry) gives this grid its smallest arena (then the fewest extra
 MACs). `auto` compiles layer by layer and, only when that does not fit the profile's SRAM, tries the plans whose
 estimated arena fits, fewest extra MACs first (at most `AUTO_ATTEMPTS` compiled and planned), and takes the first
-whose planned RAM fits.
+whose planned RAM fits; when no estimate fits, the plan of smallest estimate is compiled for the refusal's figure.
 """
 
 from __future__ import annotations
@@ -148,7 +148,9 @@ def auto_patches(imported, profile: Profile, planned, ram: RamUse,
     macs = sum(call.macs for call in planned.plan.calls)
     budget = profile.sram_bytes - (ram.total_bytes - ram.arena_bytes)
     best = None
-    for plan in auto_candidates(func, budget):
+    # None within the budget: the plan of smallest estimate is compiled all the same, for the refusal's figure.
+    plans = auto_candidates(func, budget) or plans_of(func)[:1]
+    for plan in plans:
         lowered, generated, patched, patched_ram = compile_with(cut_of(plan))
         facts = PatchFacts(plan.cut, cut_layer(func, plan.cut), plan.grid, ram.arena_bytes, patched_ram.arena_bytes,
                            sum(call.macs for call in patched.plan.calls) - macs, macs)
@@ -158,10 +160,7 @@ def auto_patches(imported, profile: Profile, planned, ram: RamUse,
             best = (facts, patched_ram)
     layer_by_layer, overruns = _refusal(profile, planned.plan.model, ram)
     if best is None:
-        smallest = min((p.arena_bytes for p in plans_of(func)), default=None)
-        at_best = ("no window chain to run patch by patch" if smallest is None else
-                   f"patch by patch the cost model's smallest arena, {smallest:,} B, is "
-                   f"{smallest - budget:,} B over the {budget:,} B the rest of the RAM leaves")
+        at_best = "no chain of windowed NHWC stages from a model input to run patch by patch"
     else:
         facts, patched_ram = best
         overruns = _refusal(profile, planned.plan.model, patched_ram)[1]

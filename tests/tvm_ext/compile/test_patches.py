@@ -12,7 +12,7 @@ import pytest
 import tvm_ext
 from conftest import models_dir
 from tflite_models import chain_model
-from tvm_ext.compile import CompileError
+from tvm_ext.compile import CompileError, DoesNotFitError
 from tvm_ext.compile import __main__ as cli
 from tvm_ext.compile.patches import parse_patches
 
@@ -74,3 +74,16 @@ def test_a_grid_compiles_a_bundle_whose_selftest_passes(tmp_path):
     assert bundle.selftest.passed
     entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
     assert entry["grid"] == [3, 2] and entry["arena_bytes_layer_by_layer"] is None
+
+
+@pytest.mark.slow
+def test_auto_refuses_with_the_best_plans_excess_when_none_fits(tmp_path):
+    """1,000 B of arena at most: no plan fits; the line gives layer by layer's excess and the best plan's,
+    compiled and planned (not the cost model's estimate)."""
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS))
+    io_and_stack = IMAGE[0] * IMAGE[1] * 3 + 1_092 + 1_024  # input, output (13 x 14 x 6), lowpower's stack bound
+    with pytest.raises(DoesNotFitError, match=r"^chain: RAM needs [\d,]+ B .* \([\d,]+ B over\); patch by patch at "
+                                              r"best \(\d+x\d+ patches .*\) RAM needs [\d,]+ B \([\d,]+ B over\)$"):
+        tvm_ext.compile(model, _board(tmp_path, io_and_stack + 1_000), tmp_path / "out", patches="auto")
+    assert not (tmp_path / "out").exists()
