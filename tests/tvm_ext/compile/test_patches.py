@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import tvm_ext
+from c_checks import strict_sanitized_selftest
 from conftest import models_dir
 from tflite_models import chain_model
 from tvm_ext.compile import CompileError, DoesNotFitError
@@ -67,13 +68,18 @@ def test_auto_runs_patches_only_where_layer_by_layer_does_not_fit(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_grid_compiles_a_bundle_whose_selftest_passes(tmp_path):
+def test_a_grid_compiles_a_bundle_whose_selftest_passes_on_a_poisoned_arena(tmp_path):
+    """The patches' plan is an ordinary one: the self-test passes with every byte no live buffer holds poisoned
+    before each call, under the strict warnings and the sanitizers."""
     model = tmp_path / "chain.tflite"
     model.write_bytes(chain_model(IMAGE, CHANNELS))
     bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="3x2")
     assert bundle.selftest.passed
     entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
     assert entry["grid"] == [3, 2] and entry["arena_bytes_layer_by_layer"] is None
+    poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
+    proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.slow
