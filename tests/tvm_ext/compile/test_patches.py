@@ -1,10 +1,12 @@
 """--patches off|auto|NxM (tvm_ext.compile.patches): a bad value is one line and exit 2; a grid compiles a bundle
 whose self-test passes; auto runs patches only when the layer-by-layer RAM does not fit the profile's SRAM, then
-says so in one line and records the plan in the manifest. The model is a chain of window stages built here."""
+says so in one line and records the plan in the manifest; and refuses with the best plan's excess when none
+fits. The model is a chain of window stages built here, but for person_detect on cortex-m0plus (issue 31)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 import tvm_ext
 from c_checks import strict_sanitized_selftest
 from conftest import models_dir
+from emulator.tools import missing_tools
 from tflite_models import chain_model
 from tvm_ext.compile import CompileError, DoesNotFitError
 from tvm_ext.compile import __main__ as cli
@@ -93,3 +96,20 @@ def test_auto_refuses_with_the_best_plans_excess_when_none_fits(tmp_path):
                                               r"best \(\d+x\d+ patches .*\) RAM needs [\d,]+ B \([\d,]+ B over\)$"):
         tvm_ext.compile(model, _board(tmp_path, io_and_stack + 1_000), tmp_path / "out", patches="auto")
     assert not (tmp_path / "out").exists()
+
+
+needs_qemu = pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"),
+                                reason="needs arm-none-eabi-gcc and qemu-system-arm: run scripts/install_deps.sh")
+
+
+@needs_qemu
+@pytest.mark.slow
+def test_person_detect_fits_cortex_m0plus_patch_by_patch(tmp_path):
+    """Refused layer by layer (arena 37,632 B + its 9,216 B input over 32 KB); --patches auto fits it with all of
+    its RAM counted, and the emulated self-test agrees with TFLite Micro bit for bit."""
+    lines: list[str] = []
+    bundle = tvm_ext.compile(models_dir() / "tflm" / "person_detect.tflite", "cortex-m0plus", tmp_path / "out",
+                             patches="auto", log=lines.append)
+    assert bundle.selftest.passed and bundle.total_ram_bytes <= 32_768
+    assert sum(line.split()[:1] == ["patches"] for line in lines) == 1
+    assert bundle.arena_bytes < 37_632 // 2
