@@ -14,6 +14,7 @@ from packager.bundle import BundleInputs, bundle_io
 from packager.bundle_readme import README_FILE, ReadmeFacts, bundle_readme
 from packager.kernel_kinds import KernelKind
 from packager.manifest import manifest, manifest_json
+from packager.markdown_text import markdown_text
 from packager.report import REPORT_FILE, LayerReport, layer_report
 from packager.report_html import REPORT_HTML_FILE, HtmlReport, report_html
 from packager.selftest_verdict import SelftestResult
@@ -49,6 +50,8 @@ class BundleFacts:
     # None: no targets)
     kind_targets: Mapping[KernelKind, float] | None = None
     operators: tuple[OperatorSupport, ...] = ()  # the model file's operator kinds (empty: a Relax module)
+    # the patch plan the bundle runs (tvm_ext.compile.patches.PatchFacts.manifest_entry; None: layer by layer)
+    patches: dict[str, Any] | None = None
 
     def layer_report(self, bundle: BundleInputs) -> LayerReport:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
@@ -89,7 +92,23 @@ class BundleFacts:
             entries[bundle.config.emulated.manifest_key] = self.measured
         if self.quantization is not None:
             entries["quantization"] = self.quantization
+        if self.patches is not None:
+            entries["patches"] = self.patches
         return entries
+
+
+def _patches_markdown(patches: dict[str, Any] | None) -> str:
+    """report.md's paragraph on the patch plan (none for a bundle run layer by layer)."""
+    if patches is None:
+        return ""
+    rows, columns = patches["grid"]
+    before = patches["arena_bytes_layer_by_layer"]
+    arena = (f"{before:,} B layer by layer, {patches['arena_bytes']:,} B" if before is not None
+             else f"{patches['arena_bytes']:,} B")
+    return ("\n## Patch-based execution\n\n"
+            f"The layers up to {markdown_text(patches['cut_layer'])} (window stage {patches['cut_after_window_stage']}) "
+            f"run in a {rows}x{columns} grid of patches, each from its receptive field (`--patches`): arena {arena}; "
+            f"{patches['extra_macs']:,} extra MACs (+{patches['extra_macs_percent']} %) for the patches' overlapping halos.\n")
 
 
 def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Path:
@@ -104,7 +123,7 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
         manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle, report),
                                bundle.io_in_arena))
     )
-    (out_dir / REPORT_FILE).write_text(report.markdown())
+    (out_dir / REPORT_FILE).write_text(report.markdown() + _patches_markdown(facts.patches))
     (out_dir / REPORT_HTML_FILE).write_text(report_html(HtmlReport(
         report, bundle.buffers, bundle.memory, facts.headroom, facts.operators,
         (facts.quantization or {}).get("layer_errors", ()))), encoding="utf-8")

@@ -1,5 +1,6 @@
-"""Small int8 TFLite models the tests build themselves: DEPTHWISE_CONV_2D with a depth multiplier and
-FULLY_CONNECTED on a higher-rank input, quantized the way TFLite's converter writes them.
+"""Small int8 TFLite models the tests build themselves: DEPTHWISE_CONV_2D with a depth multiplier,
+FULLY_CONNECTED on a higher-rank input, and a chain of window stages (patch-based execution), quantized the way
+TFLite's converter writes them.
 
 The factories below describe each model as a `tflite_builder.Model` and serialize it with `tflite_builder.build`.
 Nothing here imports tvm or tvm_ext.
@@ -11,9 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
+from tflite_builder import Model, ModelBuilder, Operator, Options, Quantization, Tensor, build
 
 SAME, VALID = 0, 1  # tflite.Padding
+RELU6 = 3  # tflite.ActivationFunctionType
 _OPERATOR_VERSION = 3  # the OperatorCode version both operators of these models carry
 # Every scale a test model has, in a fixed pattern per channel: different per channel, so a kernel that
 # mixes up channels requantizes with the wrong scale.
@@ -95,3 +97,51 @@ def fully_connected_model(input_shape: tuple[int, ...], units: int, keep_num_dim
     dense = Operator("FULLY_CONNECTED", (0, 1, 2), (3,),
                      Options("FullyConnectedOptions", {"KeepNumDims": keep_num_dims}), _OPERATOR_VERSION)
     return build(Model(tensors, [dense], inputs=(0,), outputs=(3,)))
+
+
+def chain_model(image: tuple[int, int], channels: int = 4, seed: int = 0) -> bytes:
+    """A chain of window stages for patch-based execution: int8 input 1 x rows x columns x 3 -> CONV_2D 3x3 s2
+    SAME (RELU6, per-channel) -> DEPTHWISE_CONV_2D 3x3 s1 SAME -> AVERAGE_POOL_2D 3x3 s1 SAME -> MAX_POOL_2D 3x3
+    s2 SAME -> CONV_2D 3x3 s1 SAME dilation 2 -> CONV_2D 3x3 VALID -> output, `channels` from the first
+    convolution to the max pool; zero points non-zero (the first output's -128), so a wrong padding value
+    shows."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    x = b.add(Tensor("input", (1, *image, 3), "int8", _quantization((0.05,), -3)))
+    half = tuple(-(-n // 2) for n in image)
+    quarter = tuple(-(-n // 2) for n in half)
+    b.inputs.append(x)
+
+    def conv(data: int, shape_in: tuple[int, int, int], out_hw: tuple[int, int], cout: int, kernel: int,
+             options: dict, depthwise: bool, name: str, out_q: Quantization) -> int:
+        cin = shape_in[2]
+        scales = tuple(0.004 + 0.002 * (c % 4) for c in range(cout))
+        weight_shape = (1, kernel, kernel, cout) if depthwise else (cout, kernel, kernel, cin)
+        weights = rng.integers(-127, 128, weight_shape).astype(np.int8)
+        w = b.add(Tensor(f"{name}/w", weight_shape, "int8", Quantization(scales, (0,) * cout, 3 if depthwise else 0),
+                         weights))
+        bias = b.add(Tensor(f"{name}/b", (cout,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * cout),
+                            rng.integers(-2000, 2000, cout).astype(np.int32)))
+        kind, table = ("DEPTHWISE_CONV_2D", "DepthwiseConv2DOptions") if depthwise else ("CONV_2D", "Conv2DOptions")
+        fields = {**options, **({"DepthMultiplier": 1} if depthwise else {})}
+        return b.op(kind, (data, w, bias), Tensor(name, (1, *out_hw, cout), "int8", out_q), Options(table, fields),
+                    version=3)
+
+    def pool(kind: str, data: int, out_hw: tuple[int, int], channels: int, size: int, stride: int, name: str,
+             quant: Quantization) -> int:
+        options = Options("Pool2DOptions", {"Padding": SAME, "StrideW": stride, "StrideH": stride,
+                                            "FilterWidth": size, "FilterHeight": size})
+        return b.op(kind, (data,), Tensor(name, (1, *out_hw, channels), "int8", quant), options, version=2)
+
+    q1, q2, q3 = _quantization((0.03,), -128), _quantization((0.05,), 7), _quantization((0.08,), -20)
+    c1 = conv(x, (*image, 3), half, channels, 3, {"Padding": SAME, "StrideW": 2, "StrideH": 2,
+                                           "FusedActivationFunction": RELU6}, False, "conv_s2", q1)
+    d2 = conv(c1, (*half, channels), half, channels, 3, {"Padding": SAME, "StrideW": 1, "StrideH": 1}, True, "dw", q2)
+    a3 = pool("AVERAGE_POOL_2D", d2, half, channels, 3, 1, "avg", q2)
+    m4 = pool("MAX_POOL_2D", a3, quarter, channels, 3, 2, "max", q2)
+    c5 = conv(m4, (*quarter, channels), quarter, 5, 3, {"Padding": SAME, "StrideW": 1, "StrideH": 1,
+                                                 "DilationWFactor": 2, "DilationHFactor": 2}, False, "conv_dil", q3)
+    c6 = conv(c5, (*quarter, 5), (quarter[0] - 2, quarter[1] - 2), 6, 3,
+              {"Padding": VALID, "StrideW": 1, "StrideH": 1}, False, "conv_valid", _quantization((0.1,), 3))
+    b.outputs.append(c6)
+    return build(b.model())

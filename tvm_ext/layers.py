@@ -38,6 +38,9 @@ OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"  # per input operand, the TE kernel
 # A kernel elementwise in its data operand though it loads at positions read from it (a table lookup): FuseOps
 # may fuse it after the kernel computing that operand (tvm_ext.transform.fuse_keeping_layers).
 ELEMENTWISE_LOOKUP_ATTR = "tvm_ext.elementwise_lookup"
+# A kernel FuseOps leaves alone (tvm_ext.transform.fuse_keeping_layers): the concatenation of a layer's patches
+# (tvm_ext.transform.patch_prefix), which fused into a pool after it gives C that GCC warns about.
+UNFUSED_ATTR = "tvm_ext.unfused"
 SCRATCH_ATTR = "tvm_ext.scratch_bytes"  # [dtype, bytes] of each internal buffer made a parameter (codegen)
 STATE_OPERAND_ATTR = "tvm_ext.state_operand"  # the operand a kernel rewrites as the model's state (int8 SVDF)
 # The parameters a kernel reads as indices, with their bounds (tvm_ext.transform.index_guards.guards_of):

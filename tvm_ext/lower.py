@@ -47,16 +47,19 @@ from tvm_ext.transform import (
     SplitAsSlices,
 )
 from tvm_ext.transform.layout_per_subgraph import LayoutChoice, LayoutError, choose_layouts
+from tvm_ext.patch_geometry import PatchCut
+from tvm_ext.transform.patch_prefix import RunPrefixInPatches
 
 
-def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout: Optional[str] = None
-             ) -> tvm.transform.Sequential:
+def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout: Optional[str] = None,
+             patches: Optional[PatchCut] = None) -> tvm.transform.Sequential:
     """The ordered passes from an imported model to scheduled kernels, for the device `target`.
 
     `target` is a lowpower `tvm.target.Target` (the compiler passes the one it resolved; the Profile is read
     from it), or anything else `target.resolve_profile` takes: a profile name or tag, a profile file, a
     `Profile`. `layout` ("NCHW" or "NHWC") puts every subgraph of a float model into that data layout, None
-    lets the estimate choose per subgraph. An ordinary `tvm.transform.Sequential`: users can put it (or any
+    lets the estimate choose per subgraph. `patches` runs the first stages patch by patch
+    (tvm_ext.transform.patch_prefix; None: layer by layer, the passes as without it). An ordinary `tvm.transform.Sequential`: users can put it (or any
     pass of `tvm_ext.transform`) into their own pipelines. `model_name` only labels errors. TVM's passes are
     wrapped with `keeping_layers`, so main's layer records reach the kernel calls.
     """
@@ -69,6 +72,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             LayoutPerSubgraph(profile, layout, model_name),
             # Before any folding: FoldConstant would compute a tensor that fits no target on the host.
             RefuseOversizedTensors(model_name),
+            # Before the int8 pass: each patch keeps its layers' QDQ patterns, so it gets the whole layer's kernel.
+            *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid)]),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name),
             # Before any folding: a quantized ONNX model's float Convs and MatMuls keep their int8 weights.

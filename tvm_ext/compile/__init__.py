@@ -142,6 +142,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     layout: str = "auto",
     build: bool = True,
     selftest_input: str | Path | None = None,
+    patches: str | tuple[int, int] = "off",
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -173,6 +174,9 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
 
     `selftest_input` is an .npz (or .npy) of samples for the model file's inputs, as `--validate` reads them:
     the self-test embeds its first sample as its first case instead of seeded noise.
+    `patches` "off" (layer by layer), "auto" (patch by patch only when the layer-by-layer RAM does not fit the
+    profile's SRAM: the plan of fewest extra MACs that fits, said in one line) or a grid such as "2x4" or (2, 4)
+    runs the first stages of a CNN patch by patch (tvm_ext.compile.patches; the manifest's "patches").
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     InternalError for a bug of ours: SelftestMismatchError when the built bundle disagrees with the reference,
     BundleBuildError when the generated bundle does not build.
@@ -187,6 +191,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     label = model.name if isinstance(model, Path) else (name or "model")
     held_back = None if held_back is None else Path(held_back)
     check_request(label, quantize, calibration, held_back, activations)
+    patch_request = _patch_request(label, patches)
     if quantize is not None and not isinstance(model, Path):
         raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
     if layout != "auto" and not isinstance(model, Path):
@@ -204,7 +209,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                                     None if quantized is None else quantized.facts, io_in_arena,
                                     None if layout == "auto" else layout.upper(),
                                     None if quantized is None else quantized.io, build, sample,
-                                    () if quantized is None else quantized.operators)
+                                    () if quantized is None else quantized.operators, patch_request)
             return compile_to_folder(source, target, staging, stage_logger(log), options,
                                      checked if quantized is None else quantized.checked)
 
@@ -234,6 +239,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             raise CompileError(f"{label}: --io-in-arena is not available with --scheduler; compile locally")
         if layout != "auto":
             raise CompileError(f"{label}: --layout {layout} is not available with --scheduler; compile locally")
+        if patch_request != "off":
+            raise CompileError(f"{label}: --patches is not available with --scheduler; compile locally")
         if not build:
             raise CompileError(f"{label}: --no-build is not available with --scheduler; compile locally")
         if sample is not None:
@@ -321,3 +328,14 @@ def stage_logger(log: Callable[[str], None]):
         return _stage(log, name, work, describe)
 
     return stage
+
+
+def _patch_request(label: str, patches: str | tuple[int, int]):
+    """`patches` as tvm_ext.compile.patches reads it; CompileError (one line) for a value it does not take."""
+    from tvm_ext.compile.patches import parse_patches
+
+    text = patches if isinstance(patches, str) else "x".join(str(n) for n in patches)
+    try:
+        return parse_patches(text)
+    except ValueError as err:
+        raise CompileError(f"{label}: {err}") from err

@@ -105,6 +105,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--io-in-arena", action="store_true",
                         help="place the model's inputs and outputs in the arena (the header gives their places; "
                              "the run functions take no input or output arguments)")
+    parser.add_argument("--patches", type=_patches, default="off",
+                        help="off (default), auto (only when the model does not fit the SRAM layer by layer) or a "
+                             "grid NxM: run a CNN's first stages patch by patch")
     parser.add_argument("--layout", choices=("auto", "nchw", "nhwc"), default="auto",
                         help="data layout of a float model's convolutions (default: auto, chosen per subgraph "
                              "by an instruction estimate)")
@@ -126,6 +129,16 @@ def _list_targets() -> str:
     profiles = [target.load_profile(name) for name in target.profile_names()]
     width = max(len(profile.name) for profile in profiles)
     return "\n".join(printable(f"{profile.name:<{width}}  {profile.description}") for profile in profiles)
+
+
+def _patches(text: str):
+    """--patches' value (tvm_ext.compile.patches.parse_patches); argparse's one-line error otherwise."""
+    from tvm_ext.compile.patches import parse_patches
+
+    try:
+        return parse_patches(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def _positive(text: str) -> int:
@@ -220,7 +233,7 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
                      log=_print_stage_and_stop_if_signalled, jobs=args.jobs, quantize=args.quantize,
                      calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
                      activations=args.activations, scheduler=args.scheduler, io_in_arena=args.io_in_arena,
-                     layout=args.layout, name=args.name, build=not args.no_build,
+                     layout=args.layout, name=args.name, build=not args.no_build, patches=args.patches,
                      selftest_input=args.selftest_input)
     if samples is not None:
         from tvm_ext.validate import ValidationError, validate, validation_text

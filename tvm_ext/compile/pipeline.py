@@ -42,6 +42,7 @@ from tvm_ext.compile import (BundleBuildError, CompileError, SelftestMismatchErr
                              tvm_ext_version)
 from tvm_ext.compile.device_ram import check_ram_for_io, planned_ram, refuse_unless_fits, with_measured_stack
 from tvm_ext.compile.early_objects import EarlyObjects
+from tvm_ext.compile.patches import AUTO, PatchFacts, auto_patches, cut_of, grid_patch_facts, patch_plan_for_grid
 from tvm_ext.stages import Stage
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
     from tvm_ext.codegen.codegen_c import KernelSource
     from tvm_ext.frontend import ImportedModel, IoQuantization, TensorSpec
     from tvm_ext.model_check import ModelFacts, ParsedModel
+    from tvm_ext.compile.patches import PatchRequest
+    from tvm_ext.patch_geometry import PatchCut
     from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.plan.unit_assignment import UnitChoice
     from tvm_ext.reference.outputs import RunningReference
@@ -168,7 +171,8 @@ class BundleOptions:
     `selftest_input` one array per model input (in the model file's types) that the self-test embeds as its first
     case instead of the seeded noise (quantized with `io` where the module's input is an integer one);
     `operators` the operator kinds of the model file a module was made from (a quantized float model's: report.html
-    lists them; a model file's own check gives them otherwise).
+    lists them; a model file's own check gives them otherwise); `patches` "off", "auto" or a grid (rows,
+    columns): whether the first stages run patch by patch (tvm_ext.compile.patches).
     """
 
     name: str | None = None
@@ -180,6 +184,7 @@ class BundleOptions:
     build: bool = True
     selftest_input: tuple[np.ndarray, ...] | None = None
     operators: tuple[OperatorSupport, ...] = ()
+    patches: PatchRequest = "off"
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
@@ -232,23 +237,49 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 # between its start and `running` knowing it.
                 with interrupts_held_back():
                     reference = running.enter_context(start_reference_file(checked, imported))
-            lowered = stage("passes", lambda: passes(imported, profile, tvm_target, options.layout), _describe_kernels)
+            grid_plan = patch_plan_for_grid(imported, options.patches, file_name)
+            lowered = stage("passes", lambda: passes(imported, profile, tvm_target, options.layout,
+                                                     None if grid_plan is None else cut_of(grid_plan)),
+                            _describe_kernels)
             generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, options.jobs),
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
         except model_refusals() as err:
             # Their message is the whole line (model, operator, layer): a line break in it can only come from a
             # name in the model, which CompileError shows escaped within the line.
             raise CompileError(str(err).strip()) from err
-        early = None
-        # beside the planning and the packaging
-        if options.build and options.jobs > 1 and early_objects.eligible(config):
-            with interrupts_held_back():  # the makes started are ended with `running`
-                early = running.enter_context(early_objects.compiling_early(
-                    folder, early_sources(generated, profile, config), config.emulated))
+        early: list[EarlyObjects | None] = [None]
 
+        def start_early_objects() -> None:
+            """The kernels' and weights' objects compiled beside the planning and the packaging."""
+            if options.build and options.jobs > 1 and early_objects.eligible(config):
+                with interrupts_held_back():  # the makes started are ended with `running`
+                    early[0] = running.enter_context(early_objects.compiling_early(
+                        folder, early_sources(generated, profile, config), config.emulated))
+
+        if options.patches != AUTO:  # auto may replace the kernels after the planning
+            start_early_objects()
         planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
+        stack_later = options.build and config.emulated is not None
+        ram = planned_ram(planned.plan, planned.memory, profile, stack_later)
+        patched: PatchFacts | None = None
+        if grid_plan is not None:
+            patched = stage("patches", lambda: grid_patch_facts(imported, grid_plan, planned), PatchFacts.line)
+        elif options.patches == AUTO and ram.total_bytes > profile.sram_bytes:
+            try:
+                def compile_with(cut: PatchCut) -> tuple[Lowered, Generated, Planned, RamUse]:
+                    with_cut = passes(imported, profile, tvm_target, options.layout, cut)
+                    generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
+                    planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
+                    return with_cut, generated_cut, planned_cut, planned_ram(planned_cut.plan, planned_cut.memory,
+                                                                             profile, stack_later)
+
+                lowered, generated, planned, ram, patched = stage("patches", lambda: auto_patches(
+                    imported, profile, planned, ram, compile_with), lambda found: found[4].line())
+            except model_refusals() as err:
+                raise CompileError(str(err).strip()) from err
+        if options.patches == AUTO:
+            start_early_objects()
         units = subgraph_units(planned.plan, profile, file_name)
-        ram = planned_ram(planned.plan, planned.memory, profile, options.build and config.emulated is not None)
         refuse_unless_fits(profile, planned.plan.model, ram, planned.plan.weight_bytes())
         if checked is not None:
             referenced = stage("reference", lambda: reference_file(reference, imported), _runtime)
@@ -260,11 +291,11 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         if not options.build:
             untested = untested_reason(config)
             facts = bundle_facts(profile, config, planned, ram, None, units, options.quantization, lowered.layouts,
-                                 untested, operators)
+                                 untested, operators, patched)
             log_skipped(stage, untested)
             return FolderResult(planned.plan, planned.memory, ram, None,
                                 finish_bundle(folder, packaged.bundle, facts), None, config)
-        built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs, early),
+        built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs, early[0]),
                       lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
     tested = stage("self-test", lambda: self_test(folder, packaged.bundle), _describe_selftest)
     if not tested.result.passed:
@@ -272,7 +303,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     ram = with_measured_stack(ram, tested.measured)
     refuse_unless_fits(profile, planned.plan.model, ram, planned.plan.weight_bytes())
     facts = bundle_facts(profile, config, planned, ram, tested, units, options.quantization, lowered.layouts,
-                         operators=operators)
+                         operators=operators, patches=patched)
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, ram, built.library, tarball, tested.result, config)
 
@@ -430,11 +461,12 @@ def reference_file(running: RunningReference, imported: Imported) -> Referenced:
                         for k, e in enumerate(outputs)] for outputs in expected], runtime)
 
 
-def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, layout: str | None = None
-           ) -> Lowered:
+def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, layout: str | None = None,
+           patches: PatchCut | None = None) -> Lowered:
     """Our passes (tvm_ext.lower.pipeline, unless the module was given already through them for this profile):
-    the model in the data layout chosen per subgraph (`layout` forces one), as fused, scheduled kernels, each
-    once under its C name, and main's bindings split into the profile's subgraphs."""
+    the model in the data layout chosen per subgraph (`layout` forces one), its first stages patch by patch
+    (`patches`; None: layer by layer), as fused, scheduled kernels, each once under its C name, and main's
+    bindings split into the profile's subgraphs."""
     from tvm_ext.plan.extract_plan import add_output_copies, unique_kernels
     from tvm_ext.lower import layout_choices, lowered_for, pipeline
     from tvm_ext.transform import PartitionSubgraphs
@@ -444,7 +476,7 @@ def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, 
     lowered = model.mod
     if lowered_for(lowered) is None:
         try:
-            lowered = pipeline(tvm_target, model.path.name, layout)(lowered)
+            lowered = pipeline(tvm_target, model.path.name, layout, patches)(lowered)
         except LayoutError as err:
             raise CompileError(str(err)) from err
     choices = layout_choices(lowered)
@@ -604,11 +636,12 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
 def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: RamUse, tested: Tested | None,
                  units: list[UnitChoice], quantization: dict | None,
                  layouts: tuple[LayoutChoice, ...] = (), untested: str | None = None,
-                 operators: tuple[OperatorSupport, ...] = ()) -> BundleFacts:
+                 operators: tuple[OperatorSupport, ...] = (), patches: PatchFacts | None = None) -> BundleFacts:
     """What the manifest records beyond the plans: tool versions, the profile, its headroom (every part of the
     RAM `ram`), the self-test
     (None: not built, `untested` says why), each subgraph's compute unit and data layout, and how a float model
-    was quantized (None: it was not), and the model file's operators (`operators`; empty for a Relax module)."""
+    was quantized (None: it was not), the model file's operators (`operators`; empty for a Relax module), and the
+    patch plan the bundle runs (None: layer by layer)."""
     import target
     import tvm
 
@@ -633,6 +666,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: R
         timing=cycle_estimate(profile.cpu, profile.clock_hz),
         kind_targets=backend_of(profile).kind_targets(profile),
         operators=operators,
+        patches=None if patches is None else patches.manifest_entry(),
     )
 
 

@@ -1,0 +1,107 @@
+"""Patch geometry (tvm_ext.patch_geometry): every patch computed from its clipped receptive field, padded
+only at the true image border, equals the whole layers' values (checked with integer convolutions and max
+pools in numpy, any grid); and the cost model's bytes and extra MACs on a chain worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tvm_ext.patch_geometry import (WindowStage, best_within, patch_regions, plan_cost, receptive_rows,
+                                         same_padding, search, split)
+
+PAD_VALUE = -7  # an input zero point: what padding holds
+
+
+def window_op(x: np.ndarray, stage: WindowStage, weights: np.ndarray | None, pads: tuple[int, int, int, int]):
+    """Integer convolution (weights [kh, kw, cin, cout]) or max pool (None) of HWC `x` with explicit padding
+    (top, bottom, left, right) of PAD_VALUE, no output beyond the padded input."""
+    top, bottom, left, right = pads
+    padded = np.pad(x, ((top, bottom), (left, right), (0, 0)), constant_values=PAD_VALUE)
+    (kh, kw), (sh, sw) = stage.kernel, stage.stride
+    out_h, out_w = (padded.shape[0] - kh) // sh + 1, (padded.shape[1] - kw) // sw + 1
+    out = []
+    for r in range(out_h):
+        row = []
+        for c in range(out_w):
+            window = padded[r * sh:r * sh + kh, c * sw:c * sw + kw, :]
+            row.append(window.max(axis=(0, 1)) if weights is None else np.einsum("hwi,hwio->o", window, weights))
+        out.append(row)
+    return np.array(out, dtype=np.int64)
+
+
+def chain() -> list[WindowStage]:
+    """96 -> conv 3x3 s2 -> 48 -> depthwise-like max pool 3x3 s1 -> 48 -> conv 1x1 -> 48 -> conv 3x3 s2 -> 24
+    (scaled down to 22 px to keep numpy fast: 22 -> 11 -> 11 -> 11 -> 6)."""
+    stages, size, channels = [], 22, 2
+    for name, k, s, cout in (("conv3s2", 3, 2, 3), ("pool3", 3, 1, 3), ("conv1", 1, 1, 4), ("conv3s2b", 3, 2, 2)):
+        out = -(-size // s)
+        pad = same_padding(size, out, k, s)
+        stages.append(WindowStage(name, (size, size), (out, out), channels, cout, (k, k), (s, s), (pad, pad),
+                                  out * out * k * k * channels * cout))
+        size, channels = out, cout
+    return stages
+
+
+def run(stages, weights, x, region_in=None, regions=None):
+    """The chain on `x`; with `regions` (patch_regions) on the clipped input crop, padded only where a
+    region touches the image border."""
+    for i, stage in enumerate(stages):
+        (kh, kw), (sh, sw), (pt, pl) = stage.kernel, stage.stride, stage.pad
+        H, W = stage.in_hw
+        if regions is None:
+            out_h, out_w = stage.out_hw
+            pads = (pt, (out_h - 1) * sh + kh - H - pt, pl, (out_w - 1) * sw + kw - W - pl)
+        else:
+            (r0, r1), (c0, c1) = regions[i + 1]
+            (ir0, ir1), (ic0, ic1) = regions[i]
+            pads = (ir0 - (r0 * sh - pt), (r1 - 1) * sh - pt + kh - ir1,
+                    ic0 - (c0 * sw - pl), (c1 - 1) * sw - pl + kw - ic1)
+            assert min(pads) >= 0
+            # padding only at the true border
+            assert (pads[0] == 0 or ir0 == 0) and (pads[1] == 0 or ir1 == H)
+            assert (pads[2] == 0 or ic0 == 0) and (pads[3] == 0 or ic1 == W)
+        x = window_op(x, stage, None if stage.name.startswith("pool") else weights[i], pads)
+    return x
+
+
+@pytest.mark.parametrize("grid", [(1, 2), (2, 2), (3, 2), (2, 3), (6, 6), (4, 1)])
+def test_every_patch_computes_what_the_whole_layers_compute(grid):
+    rng = np.random.default_rng(0)
+    stages = chain()
+    weights = [rng.integers(-5, 6, size=(*s.kernel, s.in_channels, s.out_channels)) for s in stages]
+    image = rng.integers(-128, 128, size=(*stages[0].in_hw, stages[0].in_channels))
+    whole = run(stages, weights, image)
+    assert whole.shape[:2] == stages[-1].out_hw
+    patched = np.full_like(whole, 12345)
+    for rows in split(whole.shape[0], grid[0]):
+        for cols in split(whole.shape[1], grid[1]):
+            regions = patch_regions(stages, (rows, cols))
+            (ir0, ir1), (ic0, ic1) = regions[0]
+            patch = run(stages, weights, image[ir0:ir1, ic0:ic1], regions=regions)
+            patched[rows[0]:rows[1], cols[0]:cols[1]] = patch
+    np.testing.assert_array_equal(patched, whole)
+
+
+def test_receptive_rows_clip_at_the_border_only():
+    assert receptive_rows((0, 2), 3, 2, 1, 8) == (0, 4)  # rows -1..3: row -1 is padding
+    assert receptive_rows((2, 4), 3, 2, 1, 8) == (3, 8)  # rows 3..7: all inside
+    assert receptive_rows((3, 4), 3, 2, 1, 8) == (5, 8)  # rows 5..7, row 8 would be padding
+    assert split(10, 3) == [(0, 4), (4, 7), (7, 10)]
+
+
+def test_cost_of_a_chain_worked_out_by_hand():
+    # 8x8x1 -> conv 3x3 s1 (pad 1) -> 8x8x4 -> conv 1x1 -> 8x8x2, one MAC per tap and channel pair
+    first = WindowStage("a", (8, 8), (8, 8), 1, 4, (3, 3), (1, 1), (1, 1), 64 * 9 * 4)
+    second = WindowStage("b", (8, 8), (8, 8), 4, 2, (1, 1), (1, 1), (0, 0), 64 * 4 * 2)
+    plan = plan_cost([first, second], 2, (2, 1), rest_peak_bytes=100, total_macs=10_000)
+    # the cut buffer 8x8x2 = 128 B; stage b reads a's 4x8x4 tile (128 B) and writes its 4x8x2 piece (64 B)
+    assert (plan.prefix_bytes, plan.arena_bytes) == (128 + 128 + 64, 320)
+    # a 1x1 stage needs no halo, so no pixel is computed twice
+    assert plan.extra_macs == 0
+    halo = plan_cost([second, first], 2, (2, 1), rest_peak_bytes=0, total_macs=10_000)
+    # first (3x3, pad 1) over rows 0..3 needs rows 0..4 of `second`'s output: 5x8 instead of 4x8, per patch
+    assert halo.extra_macs == 2 * 8 * (4 * 2)  # one extra row of 8 pixels per patch, 8 MACs per pixel
+    plans = search([first, second], lambda cut: 0, 10_000, max_grid=2)
+    assert plans[0].arena_bytes == min(p.arena_bytes for p in plans)
+    assert best_within(plans, 0.0).extra_macs == 0

@@ -1,0 +1,172 @@
+"""Patch-based execution of a CNN's first stages (MCUNetV2): geometry and the search of cut and grid.
+
+This module says which prefix of a chain of windowed NHWC stages to run patch by patch, over which grid, what
+arena that needs (an estimate, to rank plans) and how many MACs it adds; `tvm_ext.transform.patch_prefix` runs
+the plan as a graph rewrite, `tvm_ext.compile.patches` chooses it for a compile, and
+`scripts/bench_patches.py` prints it for a model.
+
+Geometry. A stage maps its input (H, W) to its output (H', W') through a window `kernel` moved by `stride`,
+with `pad` rows and columns of padding before the first input row and column (TFLite's SAME or VALID).
+Output rows [a, b) read input rows [a * s - p, (b - 1) * s - p + k), of which only those inside [0, H) exist:
+the rest is padding, which lies outside the image only at its true border. So a patch computed from exactly
+that clipped receptive field, padded where (and only where) the clip cut at the image border, computes the
+values the whole layer computes (`receptive_rows`; `tests/test_patch_geometry.py` checks it against whole
+convolutions). A patch of the cut stage's output is traced back stage by stage to the model input
+(`patch_regions`).
+
+Cost model (bytes, MACs), as the rewrite runs a plan: each patch slices its input tile out of the model input
+(a copy in the arena), then each stage reads its input tile and writes its output tile; the patches' outputs
+(pieces of the cut stage's output, live until the end of the prefix) are then concatenated into the whole
+output buffer, a copy. The prefix then needs the larger of the cut stage's output plus the largest input tile +
+output tile of any stage and patch, and twice that output (the pieces and the concatenation); the rest of
+the model runs layer by layer (its peak is given). A stage's MACs per output pixel are its MACs over its output
+pixels; the extra MACs are those of the pixels two patches both compute (the halos' overlap).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+Range = tuple[int, int]  # [start, stop) rows or columns
+Region = tuple[Range, Range]  # rows, columns
+
+
+@dataclass(frozen=True)
+class WindowStage:
+    """One NHWC stage of a prefix: a convolution, depthwise convolution, pool (a window) or an elementwise
+    operator (1x1 window, stride 1). Shapes in elements, `element_bytes` per activation element."""
+
+    name: str
+    in_hw: tuple[int, int]
+    out_hw: tuple[int, int]
+    in_channels: int
+    out_channels: int
+    kernel: tuple[int, int]
+    stride: tuple[int, int]
+    pad: tuple[int, int]  # padding rows before the first row, columns before the first column
+    macs: int  # of the whole stage
+    element_bytes: int = 1
+
+    def out_tile_bytes(self, region: Region) -> int:
+        return _area(region) * self.out_channels * self.element_bytes
+
+    def in_tile_bytes(self, region: Region) -> int:
+        return _area(region) * self.in_channels * self.element_bytes
+
+    @property
+    def macs_per_pixel(self) -> float:
+        return self.macs / (self.out_hw[0] * self.out_hw[1])
+
+
+def same_padding(size: int, out: int, kernel: int, stride: int) -> int:
+    """The padding before the first element TFLite's SAME gives (the smaller half of the total)."""
+    return max((out - 1) * stride + kernel - size, 0) // 2
+
+
+def receptive_rows(rows: Range, kernel: int, stride: int, pad: int, size: int) -> Range:
+    """The input rows (clipped to the image's [0, size)) that output rows `rows` read."""
+    start, stop = rows
+    return max(start * stride - pad, 0), min((stop - 1) * stride - pad + kernel, size)
+
+
+def patch_regions(stages: list[WindowStage], patch: Region) -> list[Region]:
+    """The region of each stage's output a patch `patch` of the last stage's output needs, first stage first,
+    preceded by the region of the model input: len(stages) + 1 regions."""
+    regions = [patch]
+    for stage in reversed(stages):
+        rows, cols = regions[0]
+        regions.insert(0, (receptive_rows(rows, stage.kernel[0], stage.stride[0], stage.pad[0], stage.in_hw[0]),
+                           receptive_rows(cols, stage.kernel[1], stage.stride[1], stage.pad[1], stage.in_hw[1])))
+    return regions
+
+
+def split(extent: int, parts: int) -> list[Range]:
+    """[0, extent) in `parts` ranges as even as possible, the larger first."""
+    base, extra = divmod(extent, parts)
+    ranges, start = [], 0
+    for i in range(parts):
+        stop = start + base + (1 if i < extra else 0)
+        ranges.append((start, stop))
+        start = stop
+    return ranges
+
+
+@dataclass(frozen=True)
+class PatchCut:
+    """Where and how to run a prefix patch by patch: after window stage `cut` (1-based), over a rows x
+    columns `grid` of that stage's output."""
+
+    cut: int
+    grid: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class PatchPlan:
+    """A prefix of `cut` stages run patch by patch over a rows x columns `grid` of the last one's output."""
+
+    cut: int
+    grid: tuple[int, int]
+    arena_bytes: int  # estimated: the prefix's need or the rest's layer-by-layer peak, the larger
+    prefix_bytes: int
+    extra_macs: int
+    total_macs: int  # of the whole model, layer by layer
+
+    @property
+    def extra_macs_fraction(self) -> float:
+        return self.extra_macs / self.total_macs if self.total_macs else 0.0
+
+
+def plan_cost(stages: list[WindowStage], cut: int, grid: tuple[int, int], rest_peak_bytes: int,
+              total_macs: int) -> PatchPlan:
+    """The cost of running `stages[:cut]` patch by patch over `grid` (see the module's cost model);
+    `rest_peak_bytes` is the layer-by-layer peak of what follows the cut, the cut's output included."""
+    prefix = stages[:cut]
+    last = prefix[-1]
+    computed = [0] * cut
+    tiles = 0
+    for rows in split(last.out_hw[0], grid[0]):
+        for cols in split(last.out_hw[1], grid[1]):
+            regions = patch_regions(prefix, (rows, cols))
+            for i, stage in enumerate(prefix):
+                computed[i] += _area(regions[i + 1])
+            # stage i reads tile i (stage 0: the slice of the model input) and writes tile i + 1
+            for i in range(cut):
+                tiles = max(tiles, prefix[i].in_tile_bytes(regions[i]) + prefix[i].out_tile_bytes(regions[i + 1]))
+    extra = sum(round((computed[i] - s.out_hw[0] * s.out_hw[1]) * s.macs_per_pixel) for i, s in enumerate(prefix))
+    whole_cut_output = last.out_tile_bytes(((0, last.out_hw[0]), (0, last.out_hw[1])))
+    prefix_bytes = max(whole_cut_output + tiles, 2 * whole_cut_output)
+    return PatchPlan(cut, grid, max(prefix_bytes, rest_peak_bytes), prefix_bytes, extra, total_macs)
+
+
+def search(stages: list[WindowStage], rest_peak_bytes: Callable[[int], int], total_macs: int,
+           max_grid: int = 8) -> list[PatchPlan]:
+    """Every plan of a cut after stage 2.. len(stages) and a grid up to `max_grid` x `max_grid` (not 1 x 1),
+    sorted by arena, then extra MACs; `rest_peak_bytes(cut)` as plan_cost's."""
+    plans = []
+    for cut in range(2, len(stages) + 1):
+        out_h, out_w = stages[cut - 1].out_hw
+        for rows in range(1, min(max_grid, out_h) + 1):
+            for cols in range(1, min(max_grid, out_w) + 1):
+                if rows * cols > 1:
+                    plans.append(plan_cost(stages, cut, (rows, cols), rest_peak_bytes(cut), total_macs))
+    return sorted(plans, key=lambda p: (p.arena_bytes, p.extra_macs))
+
+
+def layer_by_layer_peak(stages: list[WindowStage], first: int) -> int:
+    """The cost model's peak of stages[first:] layer by layer (each stage's input and output; the model
+    input, read by stage 0, outside the arena)."""
+    return max((0 if i == 0 else s.in_tile_bytes(((0, s.in_hw[0]), (0, s.in_hw[1]))))
+               + s.out_tile_bytes(((0, s.out_hw[0]), (0, s.out_hw[1])))
+               for i, s in enumerate(stages) if i >= first)
+
+
+def best_within(plans: list[PatchPlan], max_extra_fraction: float) -> PatchPlan | None:
+    """The plan of smallest arena (then fewest extra MACs) whose extra MACs are at most `max_extra_fraction`
+    of the model's."""
+    return next((p for p in plans if p.extra_macs_fraction <= max_extra_fraction), None)
+
+
+def _area(region: Region) -> int:
+    (r0, r1), (c0, c1) = region
+    return max(r1 - r0, 0) * max(c1 - c0, 0)
