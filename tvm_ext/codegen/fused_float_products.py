@@ -23,12 +23,13 @@ N), sums each block from zero, adds each block's sum to the output (one rounding
 each output's chain of fused multiply-adds is split there: the sum of a block in its own accumulator, added to
 the output's at the block's end. Where blocks hold whole iterations of the outermost tap loop (a 1x1
 convolution's channels) a loop over the blocks runs that loop over each block's iterations; where a block
-begins inside one (a 3x3 kernel's 9 taps per channel) each tap is tested for a block's start. Not in blocks: a MatMul or Gemm (MLAS packs a constant weight in blocks of
-256: not measured here), a convolution of one output channel (MLAS's M = 1 kernel, another order) and an
-accumulation of another form than zero stores (one output's, or a register tile's of several outputs, each
-then blocked in an accumulator of its own) followed by a perfect loop nest around those outputs'
-multiply-accumulates: those sum in one chain, and an output whose sum lies within a rounding of a tie can
-round apart from onnxruntime's (README, "ONNX models quantized by onnxruntime").
+begins inside one (a 3x3 kernel's 9 taps per channel) each tap is tested for a block's start. Not in blocks:
+a MatMul or Gemm (a float MatMul on int8 weights differs from onnxruntime's in its last places at 64 taps as
+at 640, so blocks are not what tells them apart), a convolution of one output channel (MLAS's M = 1 kernel,
+another order) and an accumulation of another form than zero stores (one output's, or a register tile's of
+several outputs, each then blocked in an accumulator of its own) followed by a perfect loop nest around those
+outputs' multiply-accumulates: those sum in one chain, and an output whose sum lies within a rounding of a tie
+can round apart from onnxruntime's (README, "ONNX models quantized by onnxruntime").
 """
 
 from __future__ import annotations
