@@ -39,12 +39,49 @@ def _read_repeatedly(sch: s_tir.Schedule, producer) -> bool:
 
 
 def _broadcast_by(sch: s_tir.Schedule, producer, consumer) -> bool:
-    """Whether data-parallel `consumer` iterates more times than `producer` writes elements: it reads an
-    element of the producer's result at several of its iterations (a per-row value along its row)."""
-    if _is_reduction(sch, consumer):  # its reads are its window (border_split, the MAC helpers read the input)
-        return False
+    """Whether `consumer` iterates more times than `producer` writes elements: it reads an element of the
+    producer's result at several of its iterations (a per-row value along its row; a convolution's weight,
+    dequantized, at each output pixel). A reduction only where it reads no window of the producer (its input,
+    which border_split and the MAC helpers read inlined) and a loop computes the producer once per element
+    without computing all of it at once (_slice_loop): else a copy of the whole result would cost more arena
+    than its arithmetic repeated in the reduction costs time."""
     iterations = math.prod(int(iv.dom.extent) for iv in sch.get(consumer).iter_vars)
-    return iterations > _elements_written(sch, producer)
+    if iterations <= _elements_written(sch, producer):
+        return False
+    if not _is_reduction(sch, consumer):
+        return True
+    return not _reads_window(sch, producer, consumer) and _slice_loop(sch, producer, consumer) is not None
+
+
+def _reads_window(sch: s_tir.Schedule, producer, consumer) -> bool:
+    """Whether reduction `consumer` reads `producer`'s result at an index that combines one of its
+    data-parallel variables with one of its reduced ones (``yy + ry``: a window of a convolution or a pool)."""
+    block = sch.get(consumer)
+    kinds = {iv.var: int(iv.iter_type) for iv in block.iter_vars}
+    written = _written(sch, producer)
+    for node in walk(block.body):
+        if isinstance(node, ir.TensorLoad) and node.source in written:
+            for index in node.indices:
+                read = {kinds[var] for var in _vars(index) if var in kinds}
+                if {int(tirx.IterVar.DataPar), int(tirx.IterVar.CommReduce)} <= read:
+                    return True
+    return False
+
+
+def _slice_loop(sch: s_tir.Schedule, producer, consumer):
+    """The loop at which `producer` is computed once per element for reduction `consumer` (_last_loop_indexing)
+    when a loop of more than one iteration encloses it or is it (a slice of the result: one output channel's
+    weights), else None."""
+    last = _last_loop_indexing(sch, producer, consumer)
+    if last is None:
+        return None
+    for loop in sch.get_loops(consumer):
+        extent = sch.get(loop).extent
+        if not (isinstance(extent, tirx.IntImm) and int(extent) == 1):
+            return last
+        if sch.get(loop).same_as(sch.get(last)):
+            return None
+    return None
 
 
 def _computes(value: PrimExpr) -> bool:

@@ -66,9 +66,33 @@ def taps_in_blocks_of_8(x: T.Buffer((3, 2, 2), "float32"), w: T.Buffer((3, 2, 2)
     for o in range(2):
         block_sum = T.alloc_buffer((1,), "float32", scope="global")
         y[o] = T.float32(0.0)
+        for block in range(2):  # a block is two channels' taps: the channel loop runs over a block's channels
+            block_sum[0] = T.float32(0.0)
+            for c in T.serial(block * 2, T.min(block * 2 + 2, 3)):
+                for i, j in T.grid(2, 2):
+                    if i + j > 0:
+                        block_sum[0] = T.call_intrin("float32", FUSED_MULTIPLY_ADD_OP, x[c, i, j], w[c, i, j],
+                                                     block_sum[0])
+            y[o] = y[o] + block_sum[0]
+        y[o] = y[o] * T.float32(2.0)
+
+
+def test_an_accumulation_of_more_taps_than_a_block_is_summed_in_blocks_added_to_the_output():
+    """Blocks of whole channels: a loop over the blocks, no tap tested for a block's start."""
+    blocked = with_fused_float_products(taps.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, 8))
+    tvm.ir.assert_structural_equal(blocked, taps_in_blocks_of_8.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, 8),
+                                   map_free_vars=True)
+
+
+@T.prim_func(private=True)
+def taps_in_blocks_of_6(x: T.Buffer((3, 2, 2), "float32"), w: T.Buffer((3, 2, 2), "float32"),
+                        y: T.Buffer((2,), "float32")):
+    for o in range(2):
+        block_sum = T.alloc_buffer((1,), "float32", scope="global")
+        y[o] = T.float32(0.0)
         block_sum[0] = T.float32(0.0)
         for c, i, j in T.grid(3, 2, 2):
-            if ((c * 2 + i) * 2 + j) % 8 == 0 and (c * 2 + i) * 2 + j != 0:  # a block's first tap, not the first
+            if ((c * 2 + i) * 2 + j) % 6 == 0 and (c * 2 + i) * 2 + j != 0:  # a block's first tap, not the first
                 y[o] = y[o] + block_sum[0]
                 block_sum[0] = T.float32(0.0)
             if i + j > 0:
@@ -77,9 +101,9 @@ def taps_in_blocks_of_8(x: T.Buffer((3, 2, 2), "float32"), w: T.Buffer((3, 2, 2)
         y[o] = y[o] * T.float32(2.0)
 
 
-def test_an_accumulation_of_more_taps_than_a_block_is_summed_in_blocks_added_to_the_output():
-    blocked = with_fused_float_products(taps.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, 8))
-    tvm.ir.assert_structural_equal(blocked, taps_in_blocks_of_8.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, 8),
+def test_blocks_that_begin_inside_a_channel_are_found_by_their_first_tap():
+    blocked = with_fused_float_products(taps.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, 6))
+    tvm.ir.assert_structural_equal(blocked, taps_in_blocks_of_6.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, 6),
                                    map_free_vars=True)
 
 

@@ -147,13 +147,15 @@ def _model(path, case: Case) -> None:
 # Input channels, kernel size, input side, and the sums the built input tells from MLAS's: a 1x1 Conv (MNASNet's)
 # rounded twice; a 3x3 one (72 taps, SqueezeNet's expand3x3 form) summed row first, rounded once or twice; a 3x3
 # one of 144 taps over 15x15 pixels (SqueezeNet's first expand3x3), which MLAS sums as 128 + 16, in one chain; the
-# same over 16x16 pixels, which the schedule sums in register tiles of four outputs (ResNet18's layer1 form).
+# same over 16x16 pixels, which the schedule sums in register tiles of four outputs (ResNet18's layer1 form); a 1x1
+# one of 160 taps (SqueezeNet's squeeze form), whose blocks of whole channels are a loop over the blocks.
 CASES = {
     "1x1_rounded_twice": (24, 1, 4, [Summation(channel_first=True, fused=False)]),
     "3x3_row_first": (8, 3, 4, [Summation(channel_first=False, fused=True),
                                 Summation(channel_first=False, fused=False)]),
     "3x3_144_taps_in_one_chain": (16, 3, 15, [Summation(channel_first=True, fused=True, blocked=False)]),
     "3x3_144_taps_in_register_tiles": (16, 3, 16, [Summation(channel_first=True, fused=True, blocked=False)]),
+    "1x1_160_taps_in_a_loop_over_blocks": (160, 1, 16, [Summation(channel_first=True, fused=True, blocked=False)]),
 }
 
 

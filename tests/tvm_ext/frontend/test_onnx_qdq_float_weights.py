@@ -5,13 +5,18 @@ a MatMul whose output is not quantized float: DequantizeLinear of the int8 weigh
 at compile time, those weights were float32 in flash, four times their int8 size (torchvision SqueezeNet 1.1:
 2.7 MB, over lowpower's 2 MiB; issue 28). The bundle keeps the int8 values with their scales and zero points
 and dequantizes each weight in the kernel as DequantizeLinear does (tvm_ext.transform.DequantizeWeightsInKernels):
-the same floats, so the outputs still equal onnxruntime's.
+the same floats, so the outputs still equal onnxruntime's. A Conv's weights are dequantized once per output channel
+(a row of its taps before its pixels: tvm_ext.schedule.kernel_schedule._broadcast_by), not beside each multiply-add,
+where they were dequantized again at every output pixel.
 """
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from onnxruntime_match import mismatches
@@ -69,14 +74,31 @@ def _float_matmul(path) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
 
 
-def test_float_conv_keeps_int8_weights_and_equals_onnxruntime(tmp_path):
-    path = tmp_path / "float_conv.onnx"
+@pytest.fixture(scope="module")
+def float_conv(tmp_path_factory):
+    """The float Conv's model file and its lowpower bundle."""
+    folder = tmp_path_factory.mktemp("float_conv")
+    path = folder / "float_conv.onnx"
     _float_conv(path)
-    bundle = compile(path, "lowpower", tmp_path / "bundle")
+    return path, compile(path, "lowpower", folder / "bundle")
+
+
+def test_float_conv_keeps_int8_weights_and_equals_onnxruntime(float_conv):
+    path, bundle = float_conv
     # The int8 weights, a float32 scale, an int8 zero point and a float32 bias per output channel; the float32
     # weights alone would be 4 * WEIGHTS bytes.
     assert bundle.weight_bytes < WEIGHTS + OUT_CHANNELS * (FLOAT32_BYTES + 1 + FLOAT32_BYTES) + 64
     assert mismatches(bundle, path, 20) == []
+
+
+def test_float_conv_dequantizes_its_weights_outside_its_multiply_adds(float_conv):
+    _path, bundle = float_conv
+    kernels_c = next(bundle.out_dir.glob("*_kernels.c")).read_text()
+    multiply_adds = [line for line in kernels_c.splitlines() if re.search(r"\w_fma\(", line)]
+    assert multiply_adds, kernels_c
+    # An int8 weight converted to float (``(float)(((int32_t)w[...]) - ...)``) beside a multiply-add would be
+    # converted again at each output pixel.
+    assert not [line for line in multiply_adds if "(float)" in line], kernels_c
 
 
 def test_float_matmul_keeps_int8_weights(tmp_path):
