@@ -1,11 +1,11 @@
-/* Unit test of the RISC-V window MAC helpers (backends/riscv/helpers/templates/mac_s8x8.h.in and mac_s8x2x8.h.in,
- * with the prefix lp): lp_mac_s8x8 and lp_mac_s8x2x8 against the plain loops of their contracts for their eight
- * channels (and two pixels, their windows apart or overlapping), on the window cases of the
- * Cortex-M window MAC helpers (cortex_m_test_values.h): 0 to 3 rows, every row length up to 35 (whole passes of
- * four inputs and every remainder), row strides at and above the row length, weight channel strides at and
- * above a channel's weights, inputs and weights at every byte alignment, values over the whole int8 range (-128
- * and 127 forced in) and all at the minimum (the largest products); each accumulator gains its sum and keeps
- * what it held. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and
+/* Unit test of the RISC-V window MAC helpers (backends/riscv/helpers/templates/mac_s8x8.h.in, mac_s8x2x8.h.in and
+ * mac_s8x2x8_row.h.in, with the prefix lp): lp_mac_s8x8, lp_mac_s8x2x8 and lp_mac_s8x2x8_row against the plain
+ * loops of their contracts for their eight channels (and two pixels, their windows apart or overlapping), on the
+ * window cases of the Cortex-M window MAC helpers (cortex_m_test_values.h): 0 to 3 rows, every row length up to 35
+ * (whole passes of four inputs and every remainder), row strides at and above the row length, weight channel
+ * strides at and above a channel's weights, inputs and weights at every byte alignment, values over the whole int8
+ * range (-128 and 127 forced in) and all at the minimum (the largest products); each accumulator gains its sum and
+ * keeps what it held. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and
  * rv32imafc, under QEMU virt. */
 #include <stdint.h>
 #include <stdio.h>
@@ -50,18 +50,23 @@ int main(void)
         for (int32_t c = 0; c < 2 * CHANNELS; ++c) {
             got[c] = expected[c] = start_value(c);
         }
-        cases += 2;
+        cases += 3;
         plain_mac8(expected, xo, wo, &wc);
         if (lp_mac_s8x8(got, xo, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
             || !same(got, expected, CHANNELS, "mac_s8x8", i)) {
             failures += 1;
         }
-        plain_mac8(expected, xo, wo, &wc);
-        plain_mac8(expected + CHANNELS, xo + wc.x_pixel_stride, wo, &wc);
-        if (lp_mac_s8x2x8(got, got + CHANNELS, xo, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len,
-                          wc.x_pixel_stride) != 0
-            || !same(got, expected, 2 * CHANNELS, "mac_s8x2x8", i)) {
-            failures += 1;
+        for (int32_t h = 0; h < 2; ++h) { /* lp_mac_s8x2x8, then lp_mac_s8x2x8_row: the same contract */
+            plain_mac8(expected, xo, wo, &wc);
+            plain_mac8(expected + CHANNELS, xo + wc.x_pixel_stride, wo, &wc);
+            const int32_t returned
+                = h == 0 ? lp_mac_s8x2x8(got, got + CHANNELS, xo, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows,
+                                         wc.row_len, wc.x_pixel_stride)
+                         : lp_mac_s8x2x8_row(got, got + CHANNELS, xo, wo, wc.x_row_stride, wc.w_channel_stride,
+                                             wc.rows, wc.row_len, wc.x_pixel_stride);
+            if (returned != 0 || !same(got, expected, 2 * CHANNELS, h == 0 ? "mac_s8x2x8" : "mac_s8x2x8_row", i)) {
+                failures += 1;
+            }
         }
     }
     if (failures != 0) {

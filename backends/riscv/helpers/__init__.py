@@ -7,6 +7,8 @@ QEMU virt (`tests/backends/riscv/test_riscv_helpers_c.py`):
 - `mac_s8x8.h.in`: `<prefix>_mac_s8x8`, the int8 window MAC of eight output channels (register tiling for
   RV32's 31 registers), called by CONV_2D and FULLY_CONNECTED kernels (`backends.riscv.schedules.mac`);
 - `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same for two output pixels, each weight loaded feeding both;
+- `mac_s8x2x8_row.h.in`: `<prefix>_mac_s8x2x8_row`, the same sums with all sixteen in registers, for one-row
+  windows (1x1 convolutions);
 - `depthwise_mac_s8x8.h.in`: `<prefix>_depthwise_mac_s8x8` (and its out-of-line copy `<prefix>_depthwise_box_s8x8`
   for a padded border's clipped windows), the int8 depthwise window MAC of eight channels, called by
   DEPTHWISE_CONV_2D kernels.
@@ -22,8 +24,9 @@ MAC_CHANNELS = 8
 RV32's 31 registers (the kernels' accumulator tile, `backends.riscv.schedules`)."""
 MAC_TEMPLATE = "mac_s8x8.h.in"
 MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
+MAC_2PX_ROW_TEMPLATE = "mac_s8x2x8_row.h.in"
 DEPTHWISE_MAC_TEMPLATE = "depthwise_mac_s8x8.h.in"
-RISCV_HELPER_TEMPLATES = (MAC_TEMPLATE, MAC_2PX_TEMPLATE, DEPTHWISE_MAC_TEMPLATE)
+RISCV_HELPER_TEMPLATES = (MAC_TEMPLATE, MAC_2PX_TEMPLATE, MAC_2PX_ROW_TEMPLATE, DEPTHWISE_MAC_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
 
 
@@ -35,6 +38,11 @@ def mac_helper_name(prefix: str) -> str:
 def mac_2px_helper_name(prefix: str) -> str:
     """The C name of the two-pixel int8 MAC helper in the bundle `prefix`."""
     return f"{prefix}_mac_s8x2x8"
+
+
+def mac_2px_row_helper_name(prefix: str) -> str:
+    """The C name of the two-pixel int8 MAC helper of one-row windows in the bundle `prefix`."""
+    return f"{prefix}_mac_s8x2x8_row"
 
 
 def depthwise_mac_helper_name(prefix: str) -> str:

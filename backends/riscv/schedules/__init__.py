@@ -1,12 +1,12 @@
-"""The RISC-V backend's kernel schedules (TVM): eight accumulators per integer MAC kernel, and the reductions of
-CONV_2D and FULLY_CONNECTED kernels as calls of the int8 window MAC (`mac`: `<prefix>_mac_s8x8`), two output
-pixels per call (`<prefix>_mac_s8x2x8`) where the Cortex-M schedules pair them (`backends.cortex_m.schedules`:
-an unpadded convolution's pixel loop, odd rows fused or ending in a lone pixel, a padded one's interior),
-and a padded convolution's border pixels copying their window once (`backends.cortex_m.schedules.border_window`),
-with the RISC-V helpers' calls in place of the dual MAC's and the inputs kept int8; DEPTHWISE_CONV_2D
-reductions as calls of the int8 depthwise MAC (`<prefix>_depthwise_mac_s8x8`, its out-of-line copy on a padded
-border's clipped windows). A kernel of exactly eight output channels is tiled too. Helpers inside TE extern
-stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
+"""The RISC-V backend's kernel schedules (TVM): eight accumulators per integer MAC kernel, and the reductions of CONV_2D
+and FULLY_CONNECTED kernels as calls of the int8 window MAC (`mac`: `<prefix>_mac_s8x8`), two output pixels per call
+(`<prefix>_mac_s8x2x8`, `<prefix>_mac_s8x2x8_row` for one-row windows) where the Cortex-M schedules pair them
+(`backends.cortex_m.schedules`: an unpadded convolution's pixel loop, odd rows fused or ending in a lone pixel, a
+padded one's interior), and a padded convolution's border pixels copying their window once
+(`backends.cortex_m.schedules.border_window`), with the RISC-V helpers' calls in place of the dual MAC's and the
+inputs kept int8; DEPTHWISE_CONV_2D reductions as calls of the int8 depthwise MAC (`<prefix>_depthwise_mac_s8x8`, its
+out-of-line copy on a padded border's clipped windows). A kernel of exactly eight output channels is tiled too.
+Helpers inside TE extern stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
 """
 
 from __future__ import annotations

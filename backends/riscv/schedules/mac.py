@@ -4,7 +4,8 @@ depthwise MAC, reached from a scheduled DEPTHWISE_CONV_2D kernel.
 The reduction of such a kernel tiled to MAC_CHANNELS (8) output channels (`tvm_ext.schedule.kernel_schedule`)
 becomes one call of `<prefix>_mac_s8x8` (`backends/riscv/helpers/templates/mac_s8x8.h.in`) per output pixel
 and channel tile, or of `<prefix>_mac_s8x2x8` per two pixels (each weight loaded feeds both) where the
-schedule pairs pixels (`backends.riscv.schedules`), where the window has the dual MAC's geometry
+schedule pairs pixels (`backends.riscv.schedules`), `<prefix>_mac_s8x2x8_row` (its sixteen sums in registers)
+where the window is one row (a 1x1 convolution's), where the window has the dual MAC's geometry
 (`backends.cortex_m.schedules.dual_mac`: `window_geometry`): int32 `acc += int32(x) * int32(w)` over int8 x and w, the input read as `rows` runs of
 `row_len` contiguous bytes `x_row_stride` apart, each channel's weights one contiguous run (OHWI), no padding
 test, and at least MIN_REDUCTION MACs per output. Each channel's sum is added in the same order but for its
@@ -27,7 +28,7 @@ from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, dept
 from backends.cortex_m.schedules.dual_mac import (mac_reduction, mac_window, window_call_block, window_mac_2px_access,
                                                  window_mac_access)
 from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, depthwise_box_helper_name, depthwise_mac_helper_name,
-                                    mac_2px_helper_name, mac_helper_name)
+                                    mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name)
 from tvm_ext.tir.helper_calls import register_helper_call
 
 MAC_OP = "tvm_ext.riscv_mac_s8x8"
@@ -37,6 +38,9 @@ register_helper_call(MAC_OP, RISCV_HELPERS, mac_helper_name, MAC_ACCESS)
 MAC_2PX_OP = "tvm_ext.riscv_mac_s8x2x8"
 MAC_2PX_ACCESS = window_mac_2px_access(MAC_CHANNELS)
 register_helper_call(MAC_2PX_OP, RISCV_HELPERS, mac_2px_helper_name, MAC_2PX_ACCESS)
+MAC_2PX_ROW_OP = "tvm_ext.riscv_mac_s8x2x8_row"
+"""The two-pixel helper of one-row windows: its sixteen sums spill inside the kernels of longer windows."""
+register_helper_call(MAC_2PX_ROW_OP, RISCV_HELPERS, mac_2px_row_helper_name, MAC_2PX_ACCESS)
 
 DEPTHWISE_MAC_OP = "tvm_ext.riscv_depthwise_mac_s8x8"
 DEPTHWISE_BOX_OP = "tvm_ext.riscv_depthwise_box_s8x8"
@@ -66,7 +70,8 @@ def window_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
     window = mac_window(realize, loops, ("int8",), MAC_CHANNELS)
     if window is None or window.geometry.rows * window.geometry.row_len < MIN_REDUCTION:
         return None
-    return window_call_block(MAC_OP, MAC_2PX_OP, window.reduction, window.bindings, window.inner, window.geometry,
+    two_pixels = MAC_2PX_ROW_OP if window.geometry.rows == 1 else MAC_2PX_OP
+    return window_call_block(MAC_OP, two_pixels, window.reduction, window.bindings, window.inner, window.geometry,
                              MAC_CHANNELS)
 
 
