@@ -15,9 +15,9 @@ schedules (``backends.backend.MacSchedules``), the reduction becomes a MAC helpe
 
 With them, a convolution's border pixel copies its window once and its interior pixels go in pairs
 (Cortex-M: ``backends.cortex_m.schedules.border_window``, ``backends.cortex_m.schedules.pixel_pairs``). A border without a copied window (depthwise), where each
-test conjunct relates one pixel loop to one tap loop and the border makes at most MAX_REGIONS rectangles, is
-not tested per tap at all: ``tvm_ext.schedule.border_regions`` finds at compile
-time the rectangles of pixels that read the same box of image taps, and each pixel's reduction picks its
+test conjunct relates one pixel loop to one tap loop and the border makes at most MAX_REGIONS rectangles (any
+number where no pixel is interior), is not tested per tap at all: ``tvm_ext.schedule.border_regions`` finds at
+compile time the rectangles of pixels that read the same box of image taps, and each pixel's reduction picks its
 rectangle (tests on the pixel loops only), runs the MAC helper over the box and adds the padding's products
 (the guard's false value) over the rest of the window (as loops, or a helper's call where the backend has one). Integer sums in another order: bit-exact.
 """
@@ -39,8 +39,10 @@ from tvm_ext.tir.tir_walk import replace_stmt, vars_read
 
 _IF_THEN_ELSE = "prim.if_then_else"
 MAX_REGIONS = 9
-"""Most rectangles a border is cut into (a 3x3 window padded by 1 makes 9): each is a copy of the reduction's
-code, so a wide window with wide padding keeps the per-tap tests instead of growing the code."""
+"""Most rectangles a border around an interior is cut into (a 3x3 window padded by 1 makes 9): each is a copy of
+the reduction's code, so a wide window with wide padding keeps the per-tap tests on its border pixels instead of
+growing the code. A kernel without interior pixels (every window overhangs the image: a 5x5 window padded by 2
+over 4x4 pixels) has no cap: its border is all of its work, and the per-tap tests would be on every MAC."""
 
 
 @dataclass(frozen=True)
@@ -234,8 +236,8 @@ def _border_regions(tap: _GuardedTap, mac: MacSchedules):
     """(the reduction's outermost loop, the branches it becomes: one per rectangle of pixels reading the
     same taps of the image, ``tvm_ext.schedule.border_regions``), or None where a conjunct of the test is not one pixel
     loop against one tap loop, the tap loops are not the reduction's, or there are more than MAX_REGIONS
-    rectangles. Each rectangle's reduction runs the MAC helper over its box of image taps and adds the
-    padding's products over the rest of the window (the guard's false value): the tests left at run time
+    rectangles around an interior. Each rectangle's reduction runs the MAC helper over its box of image taps and
+    adds the padding's products over the rest of the window (the guard's false value): the tests left at run time
     pick the rectangle, once per reduction (the accumulators' zeroing and the epilogue stay one copy)."""
     depth = {loop.loop_var: index for index, loop in enumerate(tap.loops)}
     pixel_of_tap: dict[int, int] = {}
@@ -285,9 +287,16 @@ def _border_regions(tap: _GuardedTap, mac: MacSchedules):
             stmt = tirx.IfThenElse(below, select(level + 1, {**box, **taps}), stmt)
         return stmt
 
-    if prod(len(choices) for _, choices in segments) > MAX_REGIONS:
+    if prod(len(choices) for _, choices in segments) > MAX_REGIONS and _has_interior(segments, window, chain_depths):
         return None
     return chain[0], select(0, {})
+
+
+def _has_interior(segments: list, window: list, chain_depths: list) -> bool:
+    """Whether some pixel reads its whole window from the image: a segment of every pixel loop whose taps
+    inside are each tap loop's full range (``window``, per loop of ``chain_depths``)."""
+    full = dict(zip(chain_depths, window))
+    return all(any(all(taps[d] == full[d] for d in taps) for _, taps in choices) for _, choices in segments)
 
 
 def _sequence(stmts: list) -> tirx.Stmt:

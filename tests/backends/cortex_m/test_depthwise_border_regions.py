@@ -102,23 +102,27 @@ from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 
 SAME, VALID = 0, 1  # tflite.Padding
 IMAGE = (7, 5)
-# (depth multiplier, stride, padding)
-CASES = [(1, 1, SAME), (1, 2, SAME), (1, 1, VALID), (2, 1, SAME), (2, 2, SAME)]
+# (window, depth multiplier, stride, padding)
+CASES = [(3, 1, 1, SAME), (3, 1, 2, SAME), (3, 1, 1, VALID), (3, 2, 1, SAME), (3, 2, 2, SAME)]
+# Windows wider than a small image, so that no pixel's window lies inside it (EfficientNet-lite's 5x5 layers at
+# 4x4 pixels): 4x4 rectangles of the border, more than border_split.MAX_REGIONS.
+OVERHANGING = [(5, 1, 1, SAME), (5, 2, 1, SAME), (7, 1, 1, SAME)]
 
 
-def _depthwise_model(channels: int, seed: int) -> bytes:
-    """One int8 input [1, 7, 5, channels] (zero point -3) and one 3x3 DEPTHWISE_CONV_2D per case of CASES,
+def _depthwise_model(channels: int, seed: int, image: tuple[int, int] = IMAGE, cases: list = CASES) -> bytes:
+    """One int8 input [1, *image, channels] (zero point -3) and one DEPTHWISE_CONV_2D per case of ``cases``,
     each a model output."""
     rng = np.random.default_rng(seed)
-    model = Model([Tensor("input", (1, *IMAGE, channels), "int8", Quantization((0.05,), (-3,)))], [], (0,), ())
-    for index, (multiplier, stride, padding) in enumerate(CASES):
+    model = Model([Tensor("input", (1, *image, channels), "int8", Quantization((0.05,), (-3,)))], [], (0,), ())
+    for index, (window, multiplier, stride, padding) in enumerate(cases):
         out_channels = channels * multiplier
         scales = tuple(0.004 + 0.001 * (o % 5) for o in range(out_channels))
-        size = [-(-s // stride) if padding == SAME else (s - 3) // stride + 1 for s in IMAGE]
+        size = [-(-s // stride) if padding == SAME else (s - window) // stride + 1 for s in image]
         first = len(model.tensors)
+        shape = (1, window, window, out_channels)
         model.tensors += [
-            Tensor(f"op{index}/weights", (1, 3, 3, out_channels), "int8", Quantization(scales, (0,) * out_channels, 3),
-                   rng.integers(-127, 128, (1, 3, 3, out_channels)).astype(np.int8)),
+            Tensor(f"op{index}/weights", shape, "int8", Quantization(scales, (0,) * out_channels, 3),
+                   rng.integers(-127, 128, shape).astype(np.int8)),
             Tensor(f"op{index}/bias", (out_channels,), "int32",
                    Quantization(tuple(0.05 * s for s in scales), (0,) * out_channels, 0),
                    rng.integers(-3000, 3000, out_channels).astype(np.int32)),
@@ -130,17 +134,33 @@ def _depthwise_model(channels: int, seed: int) -> bytes:
     return build(model)
 
 
+def _tap_tests(body: str) -> list[str]:
+    """The tests of ``body``'s `if`s that read more than the output pixel's loops (y, x): tests per tap."""
+    return [test for test in re.findall(r"if \((.*)\) \{", body)
+            if not set(re.findall(r"[A-Za-z_]\w*", test)) <= {"y", "x"}]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("channels", [8, 6])
 def test_padded_depthwise_picks_its_border_rectangle_per_pixel_and_stays_bit_exact(tmp_path, channels):
     kernels = kernels_bit_exact_everywhere(tmp_path, f"depthwise{channels}", _depthwise_model(channels, seed=channels))
     depthwise = {name: "\n".join(body) for name, body in kernels.items() if "depthwise" in name}
     assert len(depthwise) == len(CASES), sorted(kernels)
-    for name, body in depthwise.items():
-        tests = re.findall(r"if \((.*)\) \{", body)
-        # Every test picks a rectangle of the border by the output pixel alone: none asks about a tap.
-        assert all(set(re.findall(r"[A-Za-z_]\w*", test)) <= {"y", "x"} for test in tests), (name, tests)
+    # Every test picks a rectangle of the border by the output pixel alone: none asks about a tap.
+    assert all(not _tap_tests(body) for body in depthwise.values()), {n: _tap_tests(b) for n, b in depthwise.items()}
     # With four channels a tile and a multiplier of 1, the interior and border boxes are the MAC helper's calls.
     if channels % 4 == 0:
         tiled = [body for name, body in depthwise.items() if name.endswith(f"x{channels}")]
         assert len(tiled) == 3 and all("depthwise_mac_s8x4" in body for body in tiled), sorted(depthwise)
+
+
+@pytest.mark.slow
+def test_window_overhanging_every_pixel_is_cut_into_rectangles_and_stays_bit_exact(tmp_path):
+    """5x5 and 7x7 windows over 4x4 pixels: every pixel is border, in 16 rectangles (more than MAX_REGIONS);
+    no tap is tested at run time, the boxes are the MAC helper's calls, and the sums match TFLite Micro."""
+    kernels = kernels_bit_exact_everywhere(tmp_path, "overhanging", _depthwise_model(8, 29, (4, 4), OVERHANGING))
+    depthwise = {name: "\n".join(body) for name, body in kernels.items() if "depthwise" in name}
+    assert len(depthwise) == len(OVERHANGING), sorted(kernels)
+    assert all(not _tap_tests(body) for body in depthwise.values()), {n: _tap_tests(b) for n, b in depthwise.items()}
+    tiled = [body for name, body in depthwise.items() if name.endswith("x8")]
+    assert len(tiled) == 2 and all("depthwise_box_s8x4" in body for body in tiled), sorted(depthwise)
