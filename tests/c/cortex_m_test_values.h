@@ -5,6 +5,7 @@
 #define CORTEX_M_TEST_VALUES_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 /* The next value of the sequence `state`: 32 bits, well mixed in the high half. */
 static inline uint32_t next_value(uint32_t *state)
@@ -92,6 +93,49 @@ static inline void plain_window_mac(int32_t *acc, const int8_t *x8, const int16_
             }
         }
     }
+}
+
+/* One depthwise window of a helper test (test_depthwise_mac.c and its Helium and RISC-V siblings): strides in
+   elements, x and w read from the byte offsets x_offset and w_offset. */
+typedef struct {
+    int32_t x_row_stride, x_col_stride, w_row_stride, w_col_stride, x_offset, w_offset;
+} depthwise_layout;
+
+/* Layout `layout` of a rows x cols window whose taps hold `tile` channels: 0 packed, 1 and 2 with wider taps (an
+   NHWC row of more channels) and rows apart; `salt` (a sweep's other counter, or 0) moves the alignment, so x and
+   w take every byte alignment over the cases. */
+static inline depthwise_layout depthwise_layout_of(int32_t tile, int32_t rows, int32_t cols, int32_t layout,
+                                                   int32_t salt)
+{
+    depthwise_layout l;
+    l.x_col_stride = tile + 5 * layout;
+    l.w_col_stride = tile + 3 * layout;
+    l.x_row_stride = cols * l.x_col_stride + layout * 7;
+    l.w_row_stride = cols * l.w_col_stride + layout;
+    l.x_offset = (rows + cols + salt + layout) % 4;
+    l.w_offset = (l.x_offset + 2) % 4;
+    return l;
+}
+
+/* Whether a helper call went wrong: it returned other than 0, or one of the n accumulators differs. */
+static inline int call_wrong(int32_t returned, const int32_t *acc, const int32_t *expected, int32_t n)
+{
+    int wrong = returned != 0;
+    for (int32_t c = 0; c < n; ++c) {
+        wrong |= acc[c] != expected[c];
+    }
+    return wrong;
+}
+
+/* The test's exit status after `cases` cases, `failures` of them wrong: 1 with the count printed, else 0. */
+static inline int cases_verdict(int32_t cases, int32_t failures)
+{
+    if (failures != 0) {
+        printf("%ld of %ld cases wrong\n", (long)failures, (long)cases);
+        return 1;
+    }
+    printf("ok %ld cases\n", (long)cases);
+    return 0;
 }
 
 #endif

@@ -41,12 +41,9 @@ int main(void)
         for (int32_t rows = 0; rows <= SIDE; ++rows) {
             for (int32_t cols = 0; cols <= SIDE; ++cols) {
                 for (int32_t layout = 0; layout < 3; ++layout) {
-                    const int32_t x_col_stride = 4 + 5 * layout, w_col_stride = 4 + 3 * layout;
-                    const int32_t x_row_stride = cols * x_col_stride + layout * 7;
-                    const int32_t w_row_stride = cols * w_col_stride + layout;
-                    const int32_t offset = (rows + cols + layout) % 4; /* every alignment of x and w */
-                    const int8_t *x8o = x8 + offset, *wo = w + (offset + 2) % 4;
-                    const int16_t *x16o = x16 + offset;
+                    const depthwise_layout l = depthwise_layout_of(4, rows, cols, layout, 0);
+                    const int8_t *x8o = x8 + l.x_offset, *wo = w + l.w_offset;
+                    const int16_t *x16o = x16 + l.x_offset;
                     fill_s8(x8, BUFFER, &state, all_min);
                     fill_s8(w, BUFFER, &state, all_min);
                     fill_s16(x16, BUFFER, &state, all_min);
@@ -56,29 +53,28 @@ int main(void)
                         for (int32_t c = 0; c < 4; ++c) {
                             acc[c] = expected[c] = start_value(c);
                         }
-                        plain_depthwise(expected, wide ? NULL : x8o, wide ? x16o : NULL, wo, x_row_stride,
-                                        x_col_stride, w_row_stride, w_col_stride, rows, cols);
+                        plain_depthwise(expected, wide ? NULL : x8o, wide ? x16o : NULL, wo, l.x_row_stride,
+                                        l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols);
                         switch (helper) {
                         case 0:
-                            returned = lp_depthwise_mac_s8x4(acc, x8o, wo, x_row_stride, x_col_stride, w_row_stride,
-                                                             w_col_stride, rows, cols);
+                            returned = lp_depthwise_mac_s8x4(acc, x8o, wo, l.x_row_stride, l.x_col_stride,
+                                                             l.w_row_stride, l.w_col_stride, rows, cols);
                             break;
                         case 1:
-                            returned = lp_depthwise_box_s8x4(acc, x8o, wo, x_row_stride, x_col_stride, w_row_stride,
-                                                             w_col_stride, rows, cols);
+                            returned = lp_depthwise_box_s8x4(acc, x8o, wo, l.x_row_stride, l.x_col_stride,
+                                                             l.w_row_stride, l.w_col_stride, rows, cols);
                             break;
                         case 2:
-                            returned = lp_depthwise_mac_s16x4(acc, x16o, wo, x_row_stride, x_col_stride, w_row_stride,
-                                                              w_col_stride, rows, cols);
+                            returned = lp_depthwise_mac_s16x4(acc, x16o, wo, l.x_row_stride, l.x_col_stride,
+                                                              l.w_row_stride, l.w_col_stride, rows, cols);
                             break;
                         default:
-                            returned = lp_depthwise_box_s16x4(acc, x16o, wo, x_row_stride, x_col_stride, w_row_stride,
-                                                              w_col_stride, rows, cols);
+                            returned = lp_depthwise_box_s16x4(acc, x16o, wo, l.x_row_stride, l.x_col_stride,
+                                                              l.w_row_stride, l.w_col_stride, rows, cols);
                             break;
                         }
                         cases += 1;
-                        if (returned != 0 || acc[0] != expected[0] || acc[1] != expected[1] || acc[2] != expected[2]
-                            || acc[3] != expected[3]) {
+                        if (call_wrong(returned, acc, expected, 4)) {
                             failures += 1;
                             printf("wrong helper %ld: rows %ld, cols %ld, layout %ld\n", (long)helper, (long)rows,
                                    (long)cols, (long)layout);
@@ -88,9 +84,5 @@ int main(void)
             }
         }
     }
-    if (failures != 0) {
-        return 1;
-    }
-    printf("ok %ld cases\n", (long)cases);
-    return 0;
+    return cases_verdict(cases, failures);
 }

@@ -46,11 +46,10 @@ int main(void)
             for (int32_t rows = 0; rows <= SIDE; ++rows) {
                 for (int32_t cols = 0; cols <= SIDE; ++cols) {
                     for (int32_t layout = 0; layout < 2; ++layout) {
-                        const int32_t x_col_stride = TILE + 5 * layout, w_col_stride = TILE + 3 * layout;
-                        const int32_t x_row_stride = cols * x_col_stride + layout * 7;
-                        const int32_t w_row_stride = cols * w_col_stride + layout;
-                        const int32_t offset = (rows + cols + channels + layout) % 4; /* every alignment */
-                        const int8_t *xo = x + offset, *wo = w + (offset + 2) % 4;
+                        const depthwise_layout l = depthwise_layout_of(TILE, rows, cols, layout, channels);
+                        const int32_t x_row_stride = l.x_row_stride, x_col_stride = l.x_col_stride;
+                        const int32_t w_row_stride = l.w_row_stride, w_col_stride = l.w_col_stride;
+                        const int8_t *xo = x + l.x_offset, *wo = w + l.w_offset;
                         fill_s8(x, BUFFER, &state, all_min);
                         fill_s8(w, BUFFER, &state, all_min);
                         for (int32_t helper = 0; helper < 5; ++helper) { /* mac, box, pad -128, 0, 127 */
@@ -72,11 +71,7 @@ int main(void)
                                                                   pad, channels);
                             }
                             cases += 1;
-                            int wrong = returned != 0;
-                            for (int32_t c = 0; c < TILE + GUARD; ++c) {
-                                wrong |= acc[c] != expected[c];
-                            }
-                            if (wrong) {
+                            if (call_wrong(returned, acc, expected, TILE + GUARD)) {
                                 failures += 1;
                                 if (failures <= 8) {
                                     printf("wrong helper %ld: channels %ld, rows %ld, cols %ld, layout %ld\n",
@@ -89,10 +84,5 @@ int main(void)
             }
         }
     }
-    if (failures != 0) {
-        printf("%ld of %ld cases wrong\n", (long)failures, (long)cases);
-        return 1;
-    }
-    printf("ok %ld cases\n", (long)cases);
-    return 0;
+    return cases_verdict(cases, failures);
 }

@@ -39,29 +39,23 @@ int main(void)
         for (int32_t rows = 0; rows <= SIDE; ++rows) {
             for (int32_t cols = 0; cols <= SIDE; ++cols) {
                 for (int32_t layout = 0; layout < 3; ++layout) {
-                    const int32_t x_col_stride = CHANNELS + 5 * layout, w_col_stride = CHANNELS + 3 * layout;
-                    const int32_t x_row_stride = cols * x_col_stride + layout * 7;
-                    const int32_t w_row_stride = cols * w_col_stride + layout;
-                    const int32_t offset = (rows + cols + layout) % 4; /* every alignment of x and w */
-                    const int8_t *xo = x + offset, *wo = w + (offset + 2) % 4;
+                    const depthwise_layout l = depthwise_layout_of(CHANNELS, rows, cols, layout, 0);
+                    const int8_t *xo = x + l.x_offset, *wo = w + l.w_offset;
                     fill_s8(x, BUFFER, &state, all_min);
                     fill_s8(w, BUFFER, &state, all_min);
                     for (int32_t helper = 0; helper < 2; ++helper) { /* mac, box */
-                        int32_t acc[CHANNELS], expected[CHANNELS], returned, wrong = 0;
+                        int32_t acc[CHANNELS], expected[CHANNELS], returned;
                         for (int32_t c = 0; c < CHANNELS; ++c) {
                             acc[c] = expected[c] = start_value(c);
                         }
-                        plain_depthwise(expected, xo, wo, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,
-                                        cols);
-                        returned = helper == 0 ? lp_depthwise_mac_s8x8(acc, xo, wo, x_row_stride, x_col_stride,
-                                                                       w_row_stride, w_col_stride, rows, cols)
-                                               : lp_depthwise_box_s8x8(acc, xo, wo, x_row_stride, x_col_stride,
-                                                                       w_row_stride, w_col_stride, rows, cols);
-                        for (int32_t c = 0; c < CHANNELS; ++c) {
-                            wrong |= acc[c] != expected[c];
-                        }
+                        plain_depthwise(expected, xo, wo, l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                        l.w_col_stride, rows, cols);
+                        returned = helper == 0 ? lp_depthwise_mac_s8x8(acc, xo, wo, l.x_row_stride, l.x_col_stride,
+                                                                       l.w_row_stride, l.w_col_stride, rows, cols)
+                                               : lp_depthwise_box_s8x8(acc, xo, wo, l.x_row_stride, l.x_col_stride,
+                                                                       l.w_row_stride, l.w_col_stride, rows, cols);
                         cases += 1;
-                        if (returned != 0 || wrong) {
+                        if (call_wrong(returned, acc, expected, CHANNELS)) {
                             failures += 1;
                             printf("wrong helper %ld: rows %ld, cols %ld, layout %ld\n", (long)helper, (long)rows,
                                    (long)cols, (long)layout);
@@ -71,9 +65,5 @@ int main(void)
             }
         }
     }
-    if (failures != 0) {
-        return 1;
-    }
-    printf("ok %ld cases\n", (long)cases);
-    return 0;
+    return cases_verdict(cases, failures);
 }
