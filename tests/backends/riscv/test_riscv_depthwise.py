@@ -54,7 +54,7 @@ def test_riscv_depthwise_kernels_call_the_depthwise_mac_and_stay_bit_exact(compi
     depthwise = {name: body for name, body in kernels.items() if "depthwise" in name}
     assert len(depthwise) == len(CASES), sorted(kernels)
     single = [body for name, body in depthwise.items() if name.endswith(f"x{channels}")]
-    assert len(single) == sum(multiplier == 1 for multiplier, _, _ in CASES), sorted(depthwise)
+    assert len(single) == sum(multiplier == 1 for _, multiplier, _, _ in CASES), sorted(depthwise)
     assert all("_depthwise_mac_s8x8(" in body for body in single), single
-    padded = sum(multiplier == 1 and padding == SAME for multiplier, _, padding in CASES)
+    padded = sum(multiplier == 1 and padding == SAME for _, multiplier, _, padding in CASES)
     assert sum("_depthwise_box_s8x8(" in body for body in single) == padded, single
