@@ -78,7 +78,6 @@ LOWERINGS: tuple[Lowering, ...] = (
     data_movement.SQUEEZE,
     data_movement.EXPAND_DIMS,
     data_movement.SLICE,
-    data_movement.CONCATENATION,
     pack.LOWERING,
     unpack.LOWERING,
     split.LOWERING,

@@ -1,7 +1,12 @@
 """CONCATENATION of int8 activations: ``q(concat([dq(x0), dq(x1), ...], axis))`` -> TFLite Micro's kernel, which
 copies the stored int8 values (its Prepare requires every input's scale and zero point to equal the output's
 and no fused activation; TFLite's requantizing variant is not TFLite Micro's, so other quantizations are
-refused rather than computed differently from the reference)."""
+refused rather than computed differently from the reference).
+
+Its second form, the concatenation of int8 tensors themselves (``concat([x0, x1, ...], axis)``), is the same copy:
+the frontend never writes it; ``tvm_ext.transform.patch_prefix`` joins a layer's patches so, each piece with the
+layer's quantization. That kernel stays unfused (`UNFUSED_ATTR`): fused into the pool after it, gcc's
+maybe-uninitialized analysis refused the C and the arena grew."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Optional, Union
 
 from tvm import relax, topi
 
+from ...layers import UNFUSED_ATTR
 from .graph import Quant, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import ends_float_operator, float_operator_mismatch
@@ -41,11 +47,30 @@ def _has_fused_activation(quantize: relax.Call, ctx: LoweringContext) -> bool:
     return var is not None and ctx.graph.single_user(var, "relax.clip") is not None
 
 
+def _int8_pieces(value: relax.Expr, ctx: LoweringContext) -> Optional[list[relax.Expr]]:
+    """The lowered pieces of ``value`` when it concatenates int8 tensors themselves (the second form), else None."""
+    if not is_call_to(value, "relax.concat"):
+        return None
+    pieces = ctx.graph.value_of(value.args[0])
+    if not isinstance(pieces, relax.Tuple) or not all(piece in ctx.lowered for piece in pieces.fields):
+        return None
+    return [ctx.lowered[piece] for piece in pieces.fields]
+
+
 def _completes(value: relax.Expr, ctx: LoweringContext) -> bool:
-    return ends_float_operator(value, ctx) and _concat(value, ctx) is not None
+    return (ends_float_operator(value, ctx) and _concat(value, ctx) is not None) or _int8_pieces(value, ctx) is not None
 
 
-def _match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+def _match(value: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
+    pieces = _int8_pieces(value, ctx)
+    if pieces is not None:
+        axis = int(value.attrs.axis) % len(value.ty.shape)
+        return FixedCall(KernelCall("CONCATENATION", value, topi.concatenate, (pieces,), {"axis": axis},
+                                    {UNFUSED_ATTR: True}))
+    return _match_quantized(value, ctx)
+
+
+def _match_quantized(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
     concat = _concat(quantize, ctx)
     operands = _operand_quants(concat, ctx)
     out = ctx.graph.quant(quantize.args[1], quantize.args[2])

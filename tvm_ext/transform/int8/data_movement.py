@@ -4,9 +4,8 @@ TRANSPOSE (``permute_dims(x, axes)``; DEPTH_TO_SPACE and SPACE_TO_DEPTH are ``re
 (``squeeze(x, axes)``, ``expand_dims(x, axis)``: reshapes to the shape the frontend inferred, which
 ``RewriteDataflowReshape`` turns into views of the input's bytes), SLICE and STRIDED_SLICE
 (``strided_slice(x, axes, begin, end[, strides])``: the frontend resolved SLICE's sizes into ends and
-STRIDED_SLICE's masks into one slice, and a reshape where it shrinks axes), and the concatenation of int8
-tensors themselves (``concat([x0, x1, ...], axis)``, TFLite Micro's CONCATENATION kernel on equal
-quantizations: the frontend never writes it, ``tvm_ext.transform.patch_prefix`` joins a layer's patches so).
+STRIDED_SLICE's masks into one slice, and a reshape where it shrinks axes). (The concatenation of int8 tensors
+themselves is CONCATENATION's second form: `tvm_ext.transform.int8.concatenation`.)
 
 They keep one quantization (TVM's converter asserts PAD's input and output agree, as TFLite Micro requires
 of the zero point), so each is a copy kernel of the stored int8 values with no requantization. PAD's value
@@ -18,11 +17,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-import tvm
 from tvm import relax, topi
 from tvm.relax.dpl import DFPattern, is_op, wildcard
 
-from ...layers import UNFUSED_ATTR
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext
 
 PAD_OPERATORS = frozenset({"PAD", "PADV2"})
@@ -90,24 +87,5 @@ SQUEEZE = _int8_operand_lowering(frozenset({"SQUEEZE"}), is_op("relax.squeeze")(
 EXPAND_DIMS = _int8_operand_lowering(frozenset({"EXPAND_DIMS"}), is_op("relax.expand_dims")(wildcard()),
                                      _reshape_to_result("EXPAND_DIMS"))
 
-
-def _concat_pieces(value: relax.Expr, ctx: LoweringContext) -> tuple[relax.Expr, ...] | None:
-    """The pieces of an int8 concatenation whose every piece is lowered already, else None."""
-    if not (isinstance(value, relax.Call) and isinstance(value.op, tvm.ir.Op) and value.op.name == "relax.concat"):
-        return None
-    pieces = ctx.graph.value_of(value.args[0])
-    if not isinstance(pieces, relax.Tuple) or not all(piece in ctx.lowered for piece in pieces.fields):
-        return None
-    return tuple(ctx.lowered[piece] for piece in pieces.fields)
-
-
-def _concatenation(call: relax.Call, ctx: LoweringContext) -> FixedCall:
-    axis = int(call.attrs.axis) % len(call.ty.shape)
-    return FixedCall(KernelCall("CONCATENATION", call, topi.concatenate, (list(_concat_pieces(call, ctx)),),
-                                {"axis": axis}, {UNFUSED_ATTR: True}))
-
-
-CONCATENATION = Lowering(frozenset({"CONCATENATION"}), lambda value, ctx: _concat_pieces(value, ctx) is not None,
-                         _concatenation)
 SLICE = _int8_operand_lowering(SLICE_OPERATORS,
                                is_op("relax.strided_slice")(wildcard(), varg_default_wildcard=True), _slice)
