@@ -254,6 +254,10 @@ class ExecutionPlan:
     def constants(self) -> list[Tensor]:
         return [t for t in self.tensors.values() if t.role is TensorRole.CONSTANT]
 
+    def total_macs(self) -> int:
+        """Multiply-accumulates of one inference: every call's (`Call.macs`) summed."""
+        return sum(call.macs for call in self.calls)
+
     def weight_bytes(self) -> int:
         """Bytes of the bundle's weight arrays: each CONSTANT tensor once, however many calls read it. The
         producer's duty (see the module's contract): no two CONSTANT tensors share dtype, shape and bytes."""

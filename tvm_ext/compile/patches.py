@@ -132,7 +132,7 @@ def patch_plan_for_grid(imported, request: PatchRequest, file_name: str) -> Patc
 
 def grid_patch_facts(imported, plan: PatchPlan, planned) -> PatchFacts:
     """The facts of the grid's plan `plan` as compiled and planned (`planned`); no layer-by-layer arena."""
-    macs = sum(call.macs for call in planned.plan.calls)
+    macs = planned.plan.total_macs()
     func = imported.model.mod["main"]
     return PatchFacts(plan.cut, cut_layer(func, plan.cut), plan.grid, None, planned.memory.arena_bytes,
                       plan.extra_macs, macs - plan.extra_macs)
@@ -145,7 +145,7 @@ def auto_patches(imported, profile: Profile, planned, ram: RamUse,
     planned, ram), returned as those four and its PatchFacts. DoesNotFitError (one line: layer by layer and
     at best patch by patch, each by how many bytes over) when none fits."""
     func = imported.model.mod["main"]
-    macs = sum(call.macs for call in planned.plan.calls)
+    macs = planned.plan.total_macs()
     budget = profile.sram_bytes - (ram.total_bytes - ram.arena_bytes)
     best = None
     # None within the budget: the plan of smallest estimate is compiled all the same, for the refusal's figure.
@@ -153,7 +153,7 @@ def auto_patches(imported, profile: Profile, planned, ram: RamUse,
     for plan in plans:
         lowered, generated, patched, patched_ram = compile_with(cut_of(plan))
         facts = PatchFacts(plan.cut, cut_layer(func, plan.cut), plan.grid, ram.arena_bytes, patched_ram.arena_bytes,
-                           sum(call.macs for call in patched.plan.calls) - macs, macs)
+                           patched.plan.total_macs() - macs, macs)
         if patched_ram.total_bytes <= profile.sram_bytes:
             return lowered, generated, patched, patched_ram, facts
         if best is None or patched_ram.total_bytes < best[1].total_bytes:

@@ -569,7 +569,7 @@ def selftest_vectors(imported: Imported, referenced: Referenced, plan: Execution
     from packager.selftest import CASES_BUDGET_MACS, HOST_CASES_BUDGET_MACS, case_count
 
     io_bytes = tensors_bytes(imported.model.inputs) + tensors_bytes(imported.model.outputs)
-    count = case_count(io_bytes, sum(call.macs for call in plan.calls),
+    count = case_count(io_bytes, plan.total_macs(),
                        HOST_CASES_BUDGET_MACS if config.selftest_on_host else CASES_BUDGET_MACS)
     return TestVectors(tuple(TestCase(inputs, expected) for index, (inputs, expected)
                              in enumerate(zip(imported.cases[:count], referenced.expected[:count], strict=True))

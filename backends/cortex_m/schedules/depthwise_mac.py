@@ -98,16 +98,29 @@ def depthwise_call_block(op: str, realize: s_tir.SBlockRealize, loops: list, red
         return None
     if not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
         return None
+    tile = window_tile_call(reduction, realize, loops, channels)
+    if tile is None:
+        return None
+    sizes, call = tile
+    return call(op, sizes)
+
+
+def window_tile_call(reduction: MacReduction, realize: s_tir.SBlockRealize, loops: list, channels: int):
+    """(the window's sizes, `window_sizes`'s list, and a function of an op and its size arguments giving the
+    call block at the window's origin over ``channels`` accumulators) for ``loops`` (the window loops, then the
+    channel loop) around ``realize``, or None where the loads do not fit: the part every depthwise helper's call
+    shares (this module's, Helium's 16-lane ones in `helium_depthwise`)."""
     bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
     inner = [loop.loop_var for loop in loops]
-    extents = [int(loop.extent) for loop in window]
     try:
-        sizes = window_sizes(reduction, AccessOffsets(bindings, inner), extents, channels)
+        sizes = window_sizes(reduction, AccessOffsets(bindings, inner), [int(loop.extent) for loop in loops[:-1]],
+                             channels)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
     if sizes is None:
         return None
-    return helper_call_block(op, reduction, bindings, inner, sizes, channel_tile(reduction, channels))
+    tile = channel_tile(reduction, channels)
+    return sizes, lambda op, arguments: helper_call_block(op, reduction, bindings, inner, arguments, tile)
 
 
 def window_sizes(reduction: MacReduction, offsets: AccessOffsets, extents: list[int],

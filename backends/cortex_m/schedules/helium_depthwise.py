@@ -21,9 +21,8 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers.helium_c import depthwise16_helper_name
-from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement, window_sizes
-from backends.cortex_m.schedules.dual_mac import AccessOffsets, MacReduction, channel_tile, helper_call_block, mac_reduction, \
-    register_mac_helper
+from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement, window_tile_call
+from backends.cortex_m.schedules.dual_mac import MacReduction, mac_reduction, register_mac_helper
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import walk
 
@@ -97,27 +96,11 @@ def depthwise16_replacement(realize: s_tir.SBlockRealize, loops: list,
     reduction = mac_reduction(realize.block)
     if channels is None or channels < DEPTHWISE_TILES[-1] or reduction is None:
         return None
-    tile = _tile_call(reduction, realize, loops, channels)
+    tile = window_tile_call(reduction, realize, loops, channels)
     if tile is None:
         return None
     sizes, call = tile
     return call(BOX_OP if outlined else MAC_OP, [*sizes, channels])
-
-
-def _tile_call(reduction: MacReduction, realize: s_tir.SBlockRealize, loops: list, channels: int):
-    """(the window's sizes, ``window_sizes``'s list, and a function of an op and its size arguments giving the
-    call block at the window's origin over ``channels`` accumulators), or None where the loads do not fit."""
-    bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
-    inner = [loop.loop_var for loop in loops]
-    try:
-        sizes = window_sizes(reduction, AccessOffsets(bindings, inner), [int(loop.extent) for loop in loops[:-1]],
-                             channels)
-    except KeyError:
-        return None  # an index form we do not evaluate: keep the scalar loop
-    if sizes is None:
-        return None
-    tile = channel_tile(reduction, channels)
-    return sizes, lambda op, arguments: helper_call_block(op, reduction, bindings, inner, arguments, tile)
 
 
 def _padded_weight(block: s_tir.SBlock) -> Optional[tuple[tirx.BufferStore, TensorLoad, int]]:
@@ -150,7 +133,7 @@ def padding_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s
     store, weight, value = padded
     # The weights as both operands: the window's strides of the one load, checked as the helper reads them.
     # The weights as both operands: the window's strides of the one load, checked as the helper reads them.
-    tile = _tile_call(MacReduction(store, weight, weight), realize, loops, channels)
+    tile = window_tile_call(MacReduction(store, weight, weight), realize, loops, channels)
     if tile is None:
         return None
     (_, _, w_row, w_col, rows, cols), make_call = tile
