@@ -36,11 +36,12 @@ from packager.selftest_verdict import SelftestResult
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
-from target.resources import RamUse
+from target.resources import FlashUse, RamUse
 from tvm_ext.processes.command_process import interrupts_held_back
 from tvm_ext.compile import (BundleBuildError, CompileError, SelftestMismatchError, early_objects,
                              tvm_ext_version)
-from tvm_ext.compile.device_ram import check_ram_for_io, planned_ram, refuse_unless_fits, with_measured_stack
+from tvm_ext.compile.device_ram import (check_ram_for_io, planned_flash, planned_ram, refuse_unless_fits,
+                                        with_measured_flash, with_measured_stack)
 from tvm_ext.compile.early_objects import EarlyObjects
 from tvm_ext.compile.patches import AUTO, PatchFacts, auto_patches, cut_of, grid_patch_facts, patch_plan_for_grid
 from tvm_ext.stages import Stage
@@ -66,6 +67,7 @@ class FolderResult:
     plan: ExecutionPlan
     memory: MemoryPlan
     ram: RamUse  # everything one inference holds in SRAM, as the fit check counted it
+    flash: FlashUse  # what the bundle puts in flash, as the fit check counted it
     library: Path | None
     archive: Path
     selftest: SelftestResult | None
@@ -280,7 +282,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         if options.patches == AUTO:
             start_early_objects()
         units = subgraph_units(planned.plan, profile, file_name)
-        refuse_unless_fits(profile, planned.plan.model, ram, planned.plan.weight_bytes())
+        flash = planned_flash(planned.plan, stack_later)
+        refuse_unless_fits(profile, planned.plan.model, ram, flash)
         if checked is not None:
             referenced = stage("reference", lambda: reference_file(reference, imported), _runtime)
 
@@ -290,10 +293,10 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         operators = checked.facts.operator_support() if checked is not None else options.operators
         if not options.build:
             untested = untested_reason(config)
-            facts = bundle_facts(profile, config, planned, ram, None, units, options.quantization, lowered.layouts,
-                                 untested, operators, patched)
+            facts = bundle_facts(profile, config, planned, ram, flash, None, units, options.quantization,
+                                 lowered.layouts, untested, operators, patched)
             log_skipped(stage, untested)
-            return FolderResult(planned.plan, planned.memory, ram, None,
+            return FolderResult(planned.plan, planned.memory, ram, flash, None,
                                 finish_bundle(folder, packaged.bundle, facts), None, config)
         built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs, early[0]),
                       lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
@@ -301,11 +304,12 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     if not tested.result.passed:
         raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
     ram = with_measured_stack(ram, tested.measured)
-    refuse_unless_fits(profile, planned.plan.model, ram, planned.plan.weight_bytes())
-    facts = bundle_facts(profile, config, planned, ram, tested, units, options.quantization, lowered.layouts,
+    flash = with_measured_flash(flash, tested.measured)
+    refuse_unless_fits(profile, planned.plan.model, ram, flash)
+    facts = bundle_facts(profile, config, planned, ram, flash, tested, units, options.quantization, lowered.layouts,
                          operators=operators, patches=patched)
     tarball = finish_bundle(folder, packaged.bundle, facts)
-    return FolderResult(planned.plan, planned.memory, ram, built.library, tarball, tested.result, config)
+    return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config)
 
 
 def model_refusals() -> tuple[type[Exception], ...]:
@@ -633,12 +637,12 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
         raise CompileError(f"{file_name}: the {profile.name} profile's compute units: {err}") from err
 
 
-def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: RamUse, tested: Tested | None,
-                 units: list[UnitChoice], quantization: dict | None,
+def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: RamUse, flash: FlashUse,
+                 tested: Tested | None, units: list[UnitChoice], quantization: dict | None,
                  layouts: tuple[LayoutChoice, ...] = (), untested: str | None = None,
                  operators: tuple[OperatorSupport, ...] = (), patches: PatchFacts | None = None) -> BundleFacts:
     """What the manifest records beyond the plans: tool versions, the profile, its headroom (every part of the
-    RAM `ram`), the self-test
+    RAM `ram`, and the flash `flash`, which says whether the code was counted), the self-test
     (None: not built, `untested` says why), each subgraph's compute unit and data layout, and how a float model
     was quantized (None: it was not), the model file's operators (`operators`; empty for a Relax module), and the
     patch plan the bundle runs (None: layer by layer)."""
@@ -656,7 +660,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: R
                  "simd": profile.simd, "int8_rounding": profile.int8_rounding,
                  "subgraph_bytes": profile.subgraph_bytes, "clock_hz": profile.clock_hz,
                  "units": [unit.name for unit in profile.compute_units]},
-        headroom=target.Headroom(profile, ram, planned.plan.weight_bytes()),
+        headroom=target.Headroom(profile, ram, flash),
         selftest=None if tested is None else tested.result,
         measured={} if tested is None else tested.measured,
         subgraph_units=tuple(dataclasses.asdict(choice) for choice in units),
