@@ -25,11 +25,12 @@ by `tvm_ext.codegen.stream_order`). The model takes each window kernel to stream
 written once the input rows from row r's first (r * stride - pad) on are still unread, the coarsest order
 in which our window kernels stream. The rest of the model runs layer by layer, each stage's input and output
 streamed alike (the model input outside the arena). The figure is then the liveness lower bound of the plan
-the planner gets (person_detect's 2x2 and 2x3 plans: 14,600 and 12,824 B, the planner's bounds), which the
-planned arena can exceed only by what its placement leaves between buffers (216 and 1,000 B there): an
+the planner gets (person_detect's 2x2 and 2x3 plans: 14,600 and 12,824 B, the planner's bounds to the byte),
+which the planned arena exceeds only by what its placement leaves between buffers (216 and 1,000 B there): an
 estimate below the truth by that gap, so that no plan that fits is left out; the compile plans every plan
-it takes. It is above the truth where a kernel streams finer than by rows (pixel by pixel), and below it
-where a kernel does not stream at all (no stream order: its input and output apart).
+it takes. It stays conservative where a kernel streams finer than by rows (pixel by pixel: vww_96_int8's 2x4
+plan, 11,512 B against a bound of 11,376 B), since which kernels do is known only once they are lowered, and
+it is below the truth where a kernel does not stream at all (no stream order: its input and output apart).
 A stage's MACs per output pixel are its MACs over its output pixels; the extra MACs are those of the pixels
 two patches both compute (the halos' overlap).
 """

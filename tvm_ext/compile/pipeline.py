@@ -316,7 +316,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             except DoesNotFitError as err:
                 if search is None or patched is None:
                     raise
-                # The plan does not fit a limit counted only now (its code): the search goes on with the next.
+                # The plan does not fit a limit counted only now (its measured stack or code): the search goes on
+                # with the next plan.
                 refused = (patched, ram, flash, err)
                 if early[0] is not None:
                     early[0].stop()
