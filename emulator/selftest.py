@@ -16,7 +16,8 @@ from emulator.boards import Board, CortexMTarget, RiscvBoard
 from emulator.qemu import QemuResult, run_qemu
 from emulator.sizes import read_sizes
 from emulator.stack import ARM_CODE, CodeReading
-from backends.cortex_m.bundle_files.support import QEMU_TEST_MAKEFILE, SELFTEST_ELF, model_code_stems
+from backends.cortex_m.bundle_files.support import (QEMU_TEST_MAKEFILE, SELFTEST_ELF, model_code_stems,
+                                                  model_weight_stems)
 
 INSTRUCTIONS_NOTE = "instructions executed under QEMU -icount, not cycles of a real core"
 
@@ -97,6 +98,7 @@ def measure_selftest(elf: Path, name: str, target: str, board: Board | RiscvBoar
         stack_root=f"{name}_run",
         arena_symbol=arena_symbol,
         bundle_sources=model_code_stems(name),
+        bundle_weight_sources=model_weight_stems(name),
         code=code,
     )
     return BoardSelfTest(target, board.name, result, sizes)

@@ -8,8 +8,10 @@ the ELF's instruction set (`emulator.stack.CodeReading`: Arm's unless given).
 
 The bundle's own code (its kernels and run function, without libc, libm, libgcc and the self-test harness)
 is read from the linker map next to the ELF (`selftest.map`, which both qemu-test builds write): the input
-sections its object files put in `.text`. The stack peak of the run call comes from
-`emulator.stack` (method described there).
+sections its object files put in `.text`. Its flash is read the same way: what the objects of its library
+(kernels, run function, weights) put in every output section that takes flash, by kind (code with its
+read-only data, weights, the `.data` image); this is what the compile's flash check counts. The stack peak of
+the run call comes from `emulator.stack` (method described there).
 """
 
 from __future__ import annotations
@@ -42,20 +44,25 @@ SECTION_KINDS: dict[str, str] = {
 _NOT_ALLOCATED = (".debug", ".comment", ".ARM.attributes", ".riscv.attributes", ".stab", ".GCC.command.line")
 
 _MAP_START = "Linker script and memory map"
-_MAP_OUTPUT_SECTION = re.compile(r"^(\.\S+)")
+_MAP_OUTPUT_SECTION = re.compile(r"^(\.\S+|/DISCARD/)")
 _MAP_INPUT_SECTION = re.compile(r"^ (\.\S+)(?:\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+))?$")
 _MAP_CONTINUATION = re.compile(r"^\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+)$")
 
+FLASH_KINDS = ("code", "weights", "data")
+"""The kinds of output section whose bytes take flash (a `.data` section's initial image does)."""
+
+
 def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = None,
                arena_symbol: str | None = None, bundle_sources: Iterable[str] = (),
-               code: CodeReading = ARM_CODE) -> dict[str, object]:
+               code: CodeReading = ARM_CODE, bundle_weight_sources: Iterable[str] = ()) -> dict[str, object]:
     """Bytes of `elf` by kind, for the manifest; all sizes in bytes.
 
     Keys: code_bytes, weights_bytes, data_bytes, bss_bytes, flash_bytes (code + weights + data image),
     static_ram_bytes (data + bss); when `arena_symbol` is given: arena_bytes (see arena_size) and
     other_static_ram_bytes (static RAM besides the arena); when `bundle_sources` names the bundle's C files
-    without their extension (e.g. "m_kernels", "m_model"): bundle_code_bytes, their part of code_bytes;
-    when `stack_root` is given: stack_peak_bytes,
+    without their extension (e.g. "m_kernels", "m_model"): bundle_code_bytes, their part of code_bytes, and
+    with `bundle_weight_sources` (e.g. "m_weights") too: bundle_flash (the flash the objects of both put in the
+    ELF, by kind: bundle_flash_parts(...)); when `stack_root` is given: stack_peak_bytes,
     stack_peak_chain, stack_peak_exact, stack_estimated_functions. The heap newlib's printf takes at run time
     (self-test harness, not the bundle) is not included.
     """
@@ -73,6 +80,9 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     stems = tuple(bundle_sources)
     if stems:
         sizes["bundle_code_bytes"] = mapped_code_bytes(Path(elf).with_suffix(".map"), stems)
+    weight_stems = tuple(bundle_weight_sources)
+    if stems and weight_stems:
+        sizes["bundle_flash"] = bundle_flash_parts(Path(elf).with_suffix(".map"), stems + weight_stems)
     if stack_root is not None:
         peak = stack_peak(stack_root, read_stack_frames(su_files), disassemble(elf, code))
         sizes["stack_peak_bytes"] = peak.bytes
@@ -124,7 +134,24 @@ def arena_size(elf: Path, symbol: str, code: CodeReading) -> int:
 def mapped_code_bytes(map_file: Path, stems: tuple[str, ...]) -> int:
     """Bytes the objects of sources `stems` (`m_model` matches m_model.o and m_model.c.obj) put in `.text`,
     from a GNU ld map file."""
-    total = 0
+    return mapped_section_bytes(map_file, stems).get(".text", 0)
+
+
+def bundle_flash_parts(map_file: Path, stems: tuple[str, ...]) -> dict[str, int]:
+    """The flash the objects of sources `stems` put in the ELF whose GNU ld map file is `map_file`, by kind
+    ("code", "weights", "data": FLASH_KINDS; bytes)."""
+    parts = dict.fromkeys(FLASH_KINDS, 0)
+    for section, size in mapped_section_bytes(map_file, stems).items():
+        kind = SECTION_KINDS.get(section)  # None: not allocated, or discarded
+        if kind in parts:
+            parts[kind] += size
+    return parts
+
+
+def mapped_section_bytes(map_file: Path, stems: tuple[str, ...]) -> dict[str, int]:
+    """Bytes the objects of sources `stems` (`m_model` matches m_model.o and m_model.c.obj) put in each output
+    section, from a GNU ld map file."""
+    totals: dict[str, int] = {}
     output_section = ""
     pending_input = False
     lines = map_file.read_text(encoding="utf-8").splitlines()
@@ -142,6 +169,6 @@ def mapped_code_bytes(map_file: Path, stems: tuple[str, ...]) -> int:
             continuation = _MAP_CONTINUATION.match(line)
             placed = continuation.group(1, 2) if continuation else None
             pending_input = False
-        if placed and output_section == ".text" and Path(placed[1]).name.split(".")[0] in stems:
-            total += int(placed[0], 16)
-    return total
+        if placed and Path(placed[1]).name.split(".")[0] in stems:
+            totals[output_section] = totals.get(output_section, 0) + int(placed[0], 16)
+    return totals

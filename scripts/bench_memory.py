@@ -17,7 +17,8 @@ print, in bytes,
   whether our arena with `--io-in-arena` (which holds them too) is below it;
 - both bundles' self-tests (bit-identical with the reference; on the emulated board for a Cortex-M target);
 - whether the default bundle fits cortex-m0plus (32 KB SRAM, 256 KB flash), all of its RAM counted with the
-  stack measured on the emulated board: "yes (total RAM)" or the refusal's excess; a third compile, for that
+  stack measured on the emulated board, and its flash with the code measured there (weights + code + data):
+  "yes (total RAM)" or the refusal's excess; a third compile, for that
   profile (the column is left out with `--no-m0plus`).
 
 A model that does not compile gets its one-line error instead of numbers.

@@ -7,8 +7,9 @@ CNNs of ../shared/models), the chain of windowed NHWC stages from the model inpu
 DEPTHWISE_CONV_2D, MAX_POOL_2D, AVERAGE_POOL_2D, read from the TFLite file's options) is searched by
 `tvm_ext.patch_geometry` for the cut and grid of smallest arena whose extra MACs stay within
 `--max-extra` of the model's, and printed with the same cost model's layer-by-layer peak (each stage's
-whole input and output, the model input outside the arena: no in-place reuse, so above our planner's arena,
-which the compile's figure is for). Bytes; MACs of convolutions and fully connected layers.
+whole input and output, the output streamed over the input row by row, the model input outside the arena: the
+liveness lower bound the planner sees, which its arena exceeds by its placement's gaps; the compile's figure is
+the planned arena). Bytes; MACs of convolutions and fully connected layers.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ scratch), the model's inputs and outputs where they are the caller's buffers out
 state (static buffers kept from run to run), and the stack of one `<model>_run` call: measured on the
 emulated board (`emulator.stack`: GCC's -fstack-usage frames along the linked ELF's deepest call chain) where
 the profile has one and the bundle is built, else the profile's documented bound `stack_bound_bytes`.
-Other static data of the caller's program is not the model's and is not counted. `flash_bytes` is what the
-model puts in flash: its weights plus the code of its kernels and entry function.
+Other static data of the caller's program is not the model's and is not counted. The flash (`FlashUse`) is what
+the model puts there: its weights, the code (and read-only data) of its kernels and run function, and the
+initial image of its static data, as the linked self-test of an emulated board measures them; a bundle not
+built for one has its weights alone counted, and says so.
 """
 
 from __future__ import annotations
@@ -47,6 +49,63 @@ class StackSource(str, enum.Enum):
     MEASURED = "measured on the emulated board"
     BOUND = "the profile's stack_bound_bytes"
     PENDING = "not yet counted: measured after the build"
+
+
+class FlashSource(str, enum.Enum):
+    """What the bytes of a FlashUse count (the value is how a refusal words it)."""
+
+    MEASURED = "measured in the emulated board's linked self-test"
+    PENDING = "code not yet counted: measured after the build"
+    WEIGHTS_ONLY = "code not counted: not built and measured on an emulated board"
+
+
+@dataclass(frozen=True)
+class FlashUse:
+    """What a bundle puts in flash, in bytes: its weights, the code of its kernels and run function with their
+    read-only data, and the initial image of its static data (`.data`, copied to RAM at start-up).
+
+    MEASURED: every part is the bundle's objects' share of the linked ELF (emulator.sizes.read_sizes: the
+    weights with their alignment padding). Otherwise the weights are the plan's and the code and data are 0:
+    PENDING before an emulated build (checked again once it is measured), WEIGHTS_ONLY for a bundle not built
+    for an emulated board (--no-build, or a host profile, whose host objects say nothing of the device's code).
+    """
+
+    weights_bytes: int
+    code_bytes: int
+    data_bytes: int
+    source: FlashSource
+
+    @classmethod
+    def weights_only(cls, weights_bytes: int, source: FlashSource) -> FlashUse:
+        """The flash of a bundle whose code is not measured (`source` PENDING or WEIGHTS_ONLY)."""
+        return cls(weights_bytes, 0, 0, source)
+
+    @property
+    def measured(self) -> bool:
+        """Whether the code and data are counted."""
+        return self.source is FlashSource.MEASURED
+
+    @property
+    def total_bytes(self) -> int:
+        """The sum of the parts (bytes)."""
+        return self.weights_bytes + self.code_bytes + self.data_bytes
+
+    def what(self) -> str:
+        """What the total counts, as a refusal's subject: "weights + code" or "weights"."""
+        return "weights + code" if self.measured else "weights"
+
+    def parts(self) -> str:
+        """The parts in words, e.g. "weights 233,616 B + code 101,492 B + data 0 B measured in the emulated
+        board's linked self-test", or "code not yet counted: measured after the build"."""
+        if self.measured:
+            return (f"weights {self.weights_bytes:,} B + code {self.code_bytes:,} B + data {self.data_bytes:,} B "
+                    f"{self.source.value}")
+        return self.source.value
+
+    def manifest_entry(self) -> dict[str, object]:
+        """JSON-ready parts (bytes) and what was counted ("measured", "pending" or "weights_only")."""
+        return {"flash_weights_bytes": self.weights_bytes, "flash_code_bytes": self.code_bytes,
+                "flash_data_bytes": self.data_bytes, "flash_counted": self.source.name.lower()}
 
 
 @dataclass(frozen=True)
@@ -97,24 +156,35 @@ def _overrun_text(what_needs: str, overrun: Overrun, memory_words: str, profile:
             f"{overrun.available_bytes:,} B ({overrun.excess_bytes:,} B over)")
 
 
-def _flash_overrun(flash_bytes: int, profile: Profile) -> tuple[Overrun, str]:
-    overrun = Overrun("flash", flash_bytes, profile.flash_bytes)
+def _flash_overrun(flash: int | FlashUse, profile: Profile) -> tuple[Overrun, str] | None:
+    """The flash overrun of `flash` (a FlashUse, or bytes the caller counted as weights + code) and its words,
+    None when it fits."""
+    needed = flash.total_bytes if isinstance(flash, FlashUse) else flash
+    if needed <= profile.flash_bytes:
+        return None
+    overrun = Overrun("flash", needed, profile.flash_bytes)
+    if isinstance(flash, FlashUse):
+        return overrun, _overrun_text(f"{flash.what()} need", overrun, f"flash ({flash.parts()})", profile)
     return overrun, _overrun_text("weights + code need", overrun, "flash", profile)
 
 
-def check_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int) -> None:
-    """Raise ResourceError unless ram.total_bytes <= profile.sram_bytes and flash_bytes <= profile.flash_bytes.
+def check_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int | FlashUse) -> None:
+    """Raise ResourceError unless ram.total_bytes <= profile.sram_bytes and the flash (`flash_bytes`: a
+    FlashUse, or the bytes a caller counted as weights + code) <= profile.flash_bytes.
 
-    A model exactly at a limit fits. The line names every part of the RAM, and both limits when both are
-    exceeded, e.g. "kws_ref_model: RAM needs 10,762 B of SRAM (arena 10,048 B + inputs 490 B + outputs 12 B +
-    state 0 B + stack 212 B measured on the emulated board) but my-board has 10,400 B (362 B over)".
+    A model exactly at a limit fits. The line names every part of the RAM and of a FlashUse, and both limits
+    when both are exceeded, e.g. "kws_ref_model: RAM needs 10,762 B of SRAM (arena 10,048 B + inputs 490 B +
+    outputs 12 B + state 0 B + stack 212 B measured on the emulated board) but my-board has 10,400 B (362 B
+    over)", "person_detect: weights + code need 335,108 B of flash (weights 233,616 B + code 101,492 B + data
+    0 B measured in the emulated board's linked self-test) but cortex-m0plus has 262,144 B (72,964 B over)".
     """
     overruns: list[tuple[Overrun, str]] = []
     if ram.total_bytes > profile.sram_bytes:
         sram = Overrun("SRAM", ram.total_bytes, profile.sram_bytes)
         overruns.append((sram, _overrun_text("RAM needs", sram, f"SRAM ({ram.parts()})", profile)))
-    if flash_bytes > profile.flash_bytes:
-        overruns.append(_flash_overrun(flash_bytes, profile))
+    flash = _flash_overrun(flash_bytes, profile)
+    if flash is not None:
+        overruns.append(flash)
     if overruns:
         raise ResourceError(f"{model_name}: {'; '.join(text for _, text in overruns)}",
                             tuple(overrun for overrun, _ in overruns))
@@ -124,8 +194,9 @@ def check_flash_fits(profile: Profile, model_name: str, flash_bytes: int) -> Non
     """Raise ResourceError unless flash_bytes <= profile.flash_bytes (the flash half of check_fits, for a caller
     that knows no RAM yet), e.g. "ad01: weights + code need 265,864 B of flash but cortex-m0plus has 262,144 B
     (3,720 B over)"."""
-    if flash_bytes > profile.flash_bytes:
-        overrun, text = _flash_overrun(flash_bytes, profile)
+    flash = _flash_overrun(flash_bytes, profile)
+    if flash is not None:
+        overrun, text = flash
         raise ResourceError(f"{model_name}: {text}", (overrun,))
 
 
@@ -150,13 +221,18 @@ def check_io_fits(profile: Profile, model_name: str, input_bytes: int, output_by
 
 @dataclass(frozen=True)
 class Headroom:
-    """How a bundle fits `profile`: every part of the RAM one inference holds (`ram`) against its SRAM, and the
-    bytes the model puts in flash (`flash_used_bytes`) against its flash. A headroom is negative when a limit is
-    exceeded (check_fits would have raised)."""
+    """How a bundle fits `profile`: every part of the RAM one inference holds (`ram`) against its SRAM, and what
+    the model puts in flash (`flash`, which says whether its code was counted) against its flash. A headroom is
+    negative when a limit is exceeded (check_fits would have raised)."""
 
     profile: Profile
     ram: RamUse
-    flash_used_bytes: int
+    flash: FlashUse
+
+    @property
+    def flash_used_bytes(self) -> int:
+        """The flash the model takes, as far as counted (bytes)."""
+        return self.flash.total_bytes
 
     @property
     def sram_headroom_bytes(self) -> int:
@@ -180,4 +256,5 @@ class Headroom:
             "flash_bytes": self.profile.flash_bytes,
             "flash_used_bytes": self.flash_used_bytes,
             "flash_headroom_bytes": self.flash_headroom_bytes,
+            **self.flash.manifest_entry(),
         }

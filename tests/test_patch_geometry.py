@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tvm_ext.patch_geometry import (WindowStage, best_within, patch_regions, plan_cost, receptive_rows,
-                                         same_padding, search, split)
+from tvm_ext.patch_geometry import (WindowStage, best_within, layer_by_layer_peak, patch_regions, plan_cost,
+                                    receptive_rows, same_padding, search, split, streamed_bytes)
 
 PAD_VALUE = -7  # an input zero point: what padding holds
 
@@ -95,8 +95,17 @@ def test_cost_of_a_chain_worked_out_by_hand():
     first = WindowStage("a", (8, 8), (8, 8), 1, 4, (3, 3), (1, 1), (1, 1), 64 * 9 * 4)
     second = WindowStage("b", (8, 8), (8, 8), 4, 2, (1, 1), (1, 1), (0, 0), 64 * 4 * 2)
     plan = plan_cost([first, second], 2, (2, 1), rest_peak_bytes=100, total_macs=10_000)
-    # the cut buffer 8x8x2 = 128 B; stage b reads a's 4x8x4 tile (128 B) and writes its 4x8x2 piece (64 B)
-    assert (plan.prefix_bytes, plan.arena_bytes) == (128 + 128 + 64, 320)
+    # Patch 0 (rows 0..3): a reads input rows 0..4 (a 40 B slice) and writes 4x8x4 (128 B), row r after input
+    # row r - 1 on is still unread: its output must start 112 B below its input, 152 B together; b reads that
+    # tile (128 B, rows of 32 B) and writes its 4x8x2 piece (64 B, rows of 16 B) 16 B below it: 144 B.
+    assert streamed_bytes(first, ((0, 5), (0, 8)), ((0, 4), (0, 8))) == 112 + 40
+    assert streamed_bytes(second, ((0, 4), (0, 8)), ((0, 4), (0, 8))) == 16 + 128
+    # Patch 1 (rows 4..7) beside patch 0's 64 B piece: a reads input rows 3..7 (row 3 for its first row), 144 +
+    # 64 B; b 144 + 64 B. Then the two pieces (128 B) are concatenated into the 8x8x2 cut output: 256 B.
+    assert (plan.prefix_bytes, plan.arena_bytes) == (256, 256)
+    assert plan_cost([first, second], 2, (2, 1), rest_peak_bytes=300, total_macs=10_000).arena_bytes == 300
+    # layer by layer: a writes 8x8x4 (the model input outside the arena), b streams it into 8x8x2 16 B below
+    assert layer_by_layer_peak([first, second], 0) == 256 + 16
     # a 1x1 stage needs no halo, so no pixel is computed twice
     assert plan.extra_macs == 0
     halo = plan_cost([second, first], 2, (2, 1), rest_peak_bytes=0, total_macs=10_000)

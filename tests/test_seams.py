@@ -140,7 +140,8 @@ def test_the_manifest_is_written_once_at_the_end_with_the_final_facts(tmp_path: 
         leftover.write_text("")
     result = SelftestResult(True, 0, (), (), "", "host")
     headroom = target.Headroom(target.load_profile("lowpower"),
-                               target.RamUse(64, 8, 8, 0, 256, target.StackSource.MEASURED), 16)
+                               target.RamUse(64, 8, 8, 0, 256, target.StackSource.MEASURED),
+                               target.FlashUse.weights_only(16, target.FlashSource.WEIGHTS_ONLY))
     tarball = finish_bundle(tmp_path, bundle, BundleFacts({"cc": "cc 1"}, {"name": "lowpower"}, headroom, result, {}))
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert list(manifest)[-4:] == ["tools", "selftest", "profile", "headroom"]

@@ -14,13 +14,25 @@ values the whole layer computes (`receptive_rows`; `tests/test_patch_geometry.py
 convolutions). A patch of the cut stage's output is traced back stage by stage to the model input
 (`patch_regions`).
 
-Cost model (bytes, MACs), as the rewrite runs a plan: each patch slices its input tile out of the model input
-(a copy in the arena), then each stage reads its input tile and writes its output tile; the patches' outputs
-(pieces of the cut stage's output, live until the end of the prefix) are then concatenated into the whole
-output buffer, a copy. The prefix then needs the larger of the cut stage's output plus the largest input tile +
-output tile of any stage and patch, and twice that output (the pieces and the concatenation); the rest of
-the model runs layer by layer (its peak is given). A stage's MACs per output pixel are its MACs over its output
-pixels; the extra MACs are those of the pixels two patches both compute (the halos' overlap).
+Cost model (bytes, MACs), as the rewrite runs a plan and the memory planner places it: each patch slices its
+input tile out of the model input (a copy in the arena, unless the patch reads the whole input), then each
+stage reads its input tile and writes its output tile; a row's pieces of the cut stage's output are
+concatenated into a strip of the output, and the strips into the whole output (copies). While a stage runs,
+the pieces and strips already computed are live, and its input and output tiles (`streamed_bytes`): the
+planner lets a kernel's output take the bytes of the input it reads for the last time, as far as the kernel's
+write front stays behind its read front (`memory_planner.api.StreamOrder`, derived from each kernel's loops
+by `tvm_ext.codegen.stream_order`). The model takes each window kernel to stream row by row: output row r is
+written once the input rows from row r's first (r * stride - pad) on are still unread, the coarsest order
+in which our window kernels stream. The rest of the model runs layer by layer, each stage's input and output
+streamed alike (the model input outside the arena). The figure is then the liveness lower bound of the plan
+the planner gets (person_detect's 2x2 and 2x3 plans: 14,600 and 12,824 B, the planner's bounds to the byte),
+which the planned arena exceeds only by what its placement leaves between buffers (216 and 1,000 B there): an
+estimate below the truth by that gap, so that no plan that fits is left out; the compile plans every plan
+it takes. It stays conservative where a kernel streams finer than by rows (pixel by pixel: vww_96_int8's 2x4
+plan, 11,512 B against a bound of 11,376 B), since which kernels do is known only once they are lowered, and
+it is below the truth where a kernel does not stream at all (no stream order: its input and output apart).
+A stage's MACs per output pixel are its MACs over its output pixels; the extra MACs are those of the pixels
+two patches both compute (the halos' overlap).
 """
 
 from __future__ import annotations
@@ -124,19 +136,45 @@ def plan_cost(stages: list[WindowStage], cut: int, grid: tuple[int, int], rest_p
     prefix = stages[:cut]
     last = prefix[-1]
     computed = [0] * cut
-    tiles = 0
-    for rows in split(last.out_hw[0], grid[0]):
-        for cols in split(last.out_hw[1], grid[1]):
+    whole_input = ((0, prefix[0].in_hw[0]), (0, prefix[0].in_hw[1]))
+    peak = 0
+    done = 0  # bytes of the cut output's strips already concatenated
+    row_ranges, col_ranges = split(last.out_hw[0], grid[0]), split(last.out_hw[1], grid[1])
+    for rows in row_ranges:
+        pieces = 0  # bytes of this row's pieces already computed
+        for cols in col_ranges:
             regions = patch_regions(prefix, (rows, cols))
             for i, stage in enumerate(prefix):
                 computed[i] += _area(regions[i + 1])
-            # stage i reads tile i (stage 0: the slice of the model input) and writes tile i + 1
-            for i in range(cut):
-                tiles = max(tiles, prefix[i].in_tile_bytes(regions[i]) + prefix[i].out_tile_bytes(regions[i + 1]))
+                # stage 0 reads the slice of the model input (outside the arena when the patch reads all of it)
+                sliced = i > 0 or regions[0] != whole_input
+                peak = max(peak, done + pieces + streamed_bytes(stage, regions[i], regions[i + 1], sliced))
+            pieces += last.out_tile_bytes((rows, cols))
+        if len(col_ranges) > 1:
+            peak = max(peak, done + 2 * pieces)  # the row's pieces and their strip
+        done += pieces
+    if len(row_ranges) > 1:
+        peak = max(peak, 2 * done)  # the strips and the whole output
     extra = sum(round((computed[i] - s.out_hw[0] * s.out_hw[1]) * s.macs_per_pixel) for i, s in enumerate(prefix))
-    whole_cut_output = last.out_tile_bytes(((0, last.out_hw[0]), (0, last.out_hw[1])))
-    prefix_bytes = max(whole_cut_output + tiles, 2 * whole_cut_output)
-    return PatchPlan(cut, grid, max(prefix_bytes, rest_peak_bytes), prefix_bytes, extra, total_macs)
+    return PatchPlan(cut, grid, max(peak, rest_peak_bytes), peak, extra, total_macs)
+
+
+def streamed_bytes(stage: WindowStage, region_in: Region, region_out: Region, input_in_arena: bool = True) -> int:
+    """The bytes `stage`'s input tile `region_in` (of its input) and output tile `region_out` (of its output)
+    take together while it runs, the output written row by row over the input as the input is read for the
+    last time (see the module's cost model); the output alone when the input is not in the arena."""
+    out_bytes = stage.out_tile_bytes(region_out)
+    if not input_in_arena:
+        return out_bytes
+    (in_start, _), (col_start, col_stop) = region_in
+    (out_start, out_stop), (out_col_start, out_col_stop) = region_out
+    in_row = (col_stop - col_start) * stage.in_channels * stage.element_bytes
+    out_row = (out_col_stop - out_col_start) * stage.out_channels * stage.element_bytes
+    # the first input row output row r reads, relative to the tile (the tile starts at the whole layer's
+    # first row of out_start, clipped at the image border)
+    first_read = [max(r * stage.stride[0] - stage.pad[0], 0) - in_start for r in range(out_start, out_stop)]
+    lead = max((k + 1) * out_row - first * in_row for k, first in enumerate(first_read))
+    return max(out_bytes, max(lead, 0) + stage.in_tile_bytes(region_in))
 
 
 def search(stages: list[WindowStage], rest_peak_bytes: Callable[[int], int], total_macs: int,
@@ -154,17 +192,19 @@ def search(stages: list[WindowStage], rest_peak_bytes: Callable[[int], int], tot
 
 
 def layer_by_layer_peak(stages: list[WindowStage], first: int) -> int:
-    """The cost model's peak of stages[first:] layer by layer (each stage's input and output; the model
-    input, read by stage 0, outside the arena)."""
-    return max((0 if i == 0 else s.in_tile_bytes(((0, s.in_hw[0]), (0, s.in_hw[1]))))
-               + s.out_tile_bytes(((0, s.out_hw[0]), (0, s.out_hw[1])))
-               for i, s in enumerate(stages) if i >= first)
+    """The cost model's peak of stages[first:] layer by layer: each stage's whole input and output, streamed
+    (`streamed_bytes`; the model input, read by stage 0, outside the arena)."""
+    return max(streamed_bytes(s, _whole(s.in_hw), _whole(s.out_hw), i > 0) for i, s in enumerate(stages) if i >= first)
 
 
 def best_within(plans: list[PatchPlan], max_extra_fraction: float) -> PatchPlan | None:
     """The plan of smallest arena (then fewest extra MACs) whose extra MACs are at most `max_extra_fraction`
     of the model's."""
     return next((p for p in plans if p.extra_macs_fraction <= max_extra_fraction), None)
+
+
+def _whole(hw: tuple[int, int]) -> Region:
+    return (0, hw[0]), (0, hw[1])
 
 
 def _area(region: Region) -> int:

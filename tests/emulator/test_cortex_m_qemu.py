@@ -264,12 +264,15 @@ TINY_SOURCES = ("tiny_kernels", "tiny_model")
 
 def test_sizes_agree_with_berkeley_size_and_the_c_declarations(tiny_build: tuple[CortexMTarget, Path]) -> None:
     _, elf = tiny_build
-    sizes = read_sizes(elf, [], arena_symbol="tiny_arena", bundle_sources=TINY_SOURCES)
+    sizes = read_sizes(elf, [], arena_symbol="tiny_arena", bundle_sources=TINY_SOURCES,
+                       bundle_weight_sources=("tiny_weights",))
     text, data, bss = (int(v) for v in subprocess.run(
         ["arm-none-eabi-size", "-B", "-d", str(elf)], capture_output=True, text=True, check=True,
     ).stdout.splitlines()[1].split()[:3])
     assert sizes["weights_bytes"] == N * 4 + N  # const float tiny_wf[16] and const int8_t tiny_wq[16]
     assert sizes["bundle_code_bytes"] == object_text_bytes(tiny_objects(elf.parent))  # nothing gc'd
+    # the flash of the bundle's own objects: its code, its weights (what the compile's flash check counts)
+    assert sizes["bundle_flash"] == {"code": sizes["bundle_code_bytes"], "weights": N * 4 + N, "data": 0}
     assert sizes["arena_bytes"] == N
     nm = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
     address = {fields[2]: int(fields[0], 16) for fields in map(str.split, nm.splitlines()) if len(fields) == 3}

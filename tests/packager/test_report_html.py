@@ -18,7 +18,7 @@ from emulator.instruction_model import DESCRIPTION
 from packager.report import layer_report
 from packager.report_html import HtmlReport, report_html
 from target import load_profile
-from target.resources import Headroom, RamUse, StackSource
+from target.resources import FlashSource, FlashUse, Headroom, RamUse, StackSource
 
 SCRIPT_NAME = "<script>alert(1)</script>"
 ATTRIBUTE_NAME = "\"><img src=x onerror=alert(1)>"
@@ -38,15 +38,16 @@ def _plan(names: tuple[str, str, str] = ("conv", "relu", "reshape")) -> Executio
 
 HEADROOM = Headroom(dataclasses.replace(load_profile("cortex-m4f"), memory_source="a board", sram_bytes=1000,
                                         flash_bytes=10),
-                    RamUse(32, 16, 16, 0, 240, StackSource.MEASURED), flash_used_bytes=16)
+                    RamUse(32, 16, 16, 0, 240, StackSource.MEASURED),
+                    FlashUse(8, 6, 2, FlashSource.MEASURED))
 
 
 def _page(plan: ExecutionPlan, instructions: list[int] | None, timing: CycleEstimate | None = None,
-          **extra) -> str:
+          headroom: Headroom = HEADROOM, **extra) -> str:
     buffers = buffers_from_plan(plan)
     report = layer_report(plan, instructions, sum(instructions) + 10 if instructions else None, timing=timing,
                           targets=DSP_TARGETS)
-    return report_html(HtmlReport(report, buffers, plan_memory(buffers), HEADROOM, **extra))
+    return report_html(HtmlReport(report, buffers, plan_memory(buffers), headroom, **extra))
 
 
 def _rows(text: str) -> list[str]:
@@ -83,6 +84,13 @@ def test_the_headroom_shows_every_ram_part_and_a_limit_exceeded() -> None:
     assert "stack (measured)" in cells and "1,000 (696)" in cells and "10 (-6)" in cells
     full = [span for span in root.iter("span") if span.attrs.get("class") == "full"]
     assert len(full) == 1 and "width: 100.0%" in full[0].attrs["style"]  # flash: 16 B of 10
+    assert "flash: weights 8 + code 6 + data 2, measured in the linked self-test" in cells
+
+
+def test_a_flash_without_its_code_says_it_counts_the_weights_only() -> None:
+    headroom = dataclasses.replace(HEADROOM, flash=FlashUse.weights_only(8, FlashSource.WEIGHTS_ONLY))
+    cells = " ".join(cell.text() for cell in parse_html(_page(_plan(), None, headroom=headroom)).iter("td"))
+    assert "flash: weights only (code not counted: not built and measured on an emulated board)" in cells
 
 
 def test_the_memory_plan_has_an_element_per_buffer_and_no_namespace_url() -> None:

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 import target
-from target.resources import Overrun, RamUse, StackSource
+from target.resources import FlashSource, FlashUse, Overrun, RamUse, StackSource
 
 M0PLUS = target.load_profile("cortex-m0plus")  # 32,768 B SRAM, 262,144 B flash
 BOARD = dataclasses.replace(M0PLUS, name="my-board", sram_bytes=10_400)
@@ -80,7 +80,8 @@ def test_both_limits_exceeded_are_named_on_one_line():
 
 
 def test_headroom_is_limit_minus_the_whole_ram_and_goes_negative_when_over():
-    room = target.Headroom(M0PLUS, RamUse(30_000, 490, 12, 8, 212, StackSource.MEASURED), 300_000).manifest_entry()
+    room = target.Headroom(M0PLUS, RamUse(30_000, 490, 12, 8, 212, StackSource.MEASURED),
+                           FlashUse(250_000, 49_000, 1_000, FlashSource.MEASURED)).manifest_entry()
     assert room["profile"] == "cortex-m0plus"
     assert (room["sram_bytes"], room["arena_bytes"], room["total_ram_bytes"], room["sram_headroom_bytes"]) == (
         32_768, 30_000, 30_722, 2_046)
@@ -91,6 +92,8 @@ def test_headroom_is_limit_minus_the_whole_ram_and_goes_negative_when_over():
         300_000,
         -37_856,
     )
+    assert (room["flash_weights_bytes"], room["flash_code_bytes"], room["flash_data_bytes"], room["flash_counted"]) == (
+        250_000, 49_000, 1_000, "measured")
     assert room["profile_source"] == "target/profiles/cortex-m0plus.toml"
 
 
@@ -99,3 +102,29 @@ def test_a_profile_file_may_give_its_stack_bound(tmp_path):
     board.write_text('extends = "lowpower"\nname = "my-board"\nstack_bound_bytes = 4_096\n')
     assert target.load_profile(board).stack_bound_bytes == 4_096
     assert target.load_profile("lowpower").stack_bound_bytes == 1_024
+
+
+def test_the_flash_counted_with_its_code_names_every_part_and_the_excess():
+    """The flash the emulated build measured: weights, code and the .data image; at the limit it fits."""
+    nothing = RamUse(0, 0, 0, 0, 0, StackSource.MEASURED)
+    target.check_fits(M0PLUS, "m", nothing, FlashUse(233_602, 28_000, 542, FlashSource.MEASURED))
+    with pytest.raises(target.ResourceError) as error:
+        target.check_fits(M0PLUS, "person_detect", nothing, FlashUse(233_602, 33_048, 0, FlashSource.MEASURED))
+    assert str(error.value) == (
+        "person_detect: weights + code need 266,650 B of flash (weights 233,602 B + code 33,048 B + data 0 B "
+        "measured in the emulated board's linked self-test) but cortex-m0plus has 262,144 B (4,506 B over)")
+    assert error.value.overruns == (Overrun("flash", 266_650, 262_144),)
+
+
+@pytest.mark.parametrize("source, words", [
+    (FlashSource.PENDING, "code not yet counted: measured after the build"),
+    (FlashSource.WEIGHTS_ONLY, "code not counted: not built and measured on an emulated board")])
+def test_weights_alone_are_called_weights_and_say_the_code_is_not_counted(source: FlashSource, words: str):
+    flash = FlashUse.weights_only(262_145, source)
+    assert (flash.total_bytes, flash.measured) == (262_145, False)
+    with pytest.raises(target.ResourceError) as error:
+        target.check_flash_fits(M0PLUS, "m", flash)
+    assert str(error.value) == f"m: weights need 262,145 B of flash ({words}) but cortex-m0plus has 262,144 B (1 B over)"
+    entry = target.Headroom(M0PLUS, RamUse(0, 0, 0, 0, 0, StackSource.BOUND), flash).manifest_entry()
+    assert (entry["flash_used_bytes"], entry["flash_code_bytes"], entry["flash_counted"]) == (
+        262_145, 0, source.name.lower())

@@ -22,7 +22,7 @@ from packager.build import SelftestResult
 from packager.build_files import BuildConfig
 from printable import printable
 from target.resolve import TargetSpec
-from target.resources import Overrun, RamUse
+from target.resources import FlashUse, Overrun, RamUse
 from tvm_ext.processes.command_process import interrupts_held_back, outcome_decided
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ class Bundle:
     plan: ExecutionPlan
     memory: MemoryPlan
     ram: RamUse  # everything one inference holds in SRAM, as the fit check counted it
+    flash: FlashUse  # what the bundle puts in flash, as the fit check counted it (its code only when measured)
     library: Path | None  # None: not built (`build=False`)
     archive: Path
     selftest: SelftestResult | None  # None: not built, so not self-tested (`build=False`)
@@ -302,8 +303,8 @@ def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
             remove_parents(parents)
         raise
     library = None if result.library is None else out / result.library.name
-    return Bundle(out, result.plan, result.memory, result.ram, library, out / result.archive.name, result.selftest,
-                  result.build)
+    return Bundle(out, result.plan, result.memory, result.ram, result.flash, library, out / result.archive.name,
+                  result.selftest, result.build)
 
 
 def tvm_ext_version() -> str:

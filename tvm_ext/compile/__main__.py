@@ -219,7 +219,8 @@ def _print_summary(bundle: Bundle) -> int:
         f"[tvm_ext] {bundle.plan.model}: arena {memory.arena_bytes:,} B (lower bound {memory.lower_bound:,} B, "
         f"{'optimal' if memory.optimal else memory.strategy}), total RAM {bundle.total_ram_bytes:,} B "
         f"({bundle.ram.parts()}), weights {bundle.weight_bytes:,} B, "
-        f"{len({c.kernel for c in bundle.plan.calls})} kernels in {len(bundle.plan.calls)} calls, "
+        + (f"flash {bundle.flash.total_bytes:,} B ({bundle.flash.parts()}), " if bundle.flash.measured else "")
+        + f"{len({c.kernel for c in bundle.plan.calls})} kernels in {len(bundle.plan.calls)} calls, "
         f"{verdict} -> {bundle.out_dir}"
     ))
     return 0

@@ -19,6 +19,7 @@ from typing import Callable
 from emulator.cycle_model import cycle_estimate
 from memory_planner.plan import OperatorSupport
 from target.profile import Profile
+from target.resources import FlashSource, FlashUse
 from tvm_ext.compile import CompileError, stage_logger
 
 
@@ -111,6 +112,11 @@ def analyze(path: Path, profiles: list[Profile], log: Callable[[str], None] = la
     return Analysis(path.name, operators, tuple(results))
 
 
+def weights_only(weight_bytes: int) -> FlashUse:
+    """The flash --analyze counts: the weights (bytes) alone, nothing being built, and its lines say so."""
+    return FlashUse.weights_only(weight_bytes, FlashSource.WEIGHTS_ONLY)
+
+
 def _problem_before_compile(checked, profile: Profile) -> str | None:
     """Why the model cannot fit `profile` whatever the compile does: its weights exceed the flash, or its inputs,
     outputs and state the SRAM (None: it may fit)."""
@@ -120,7 +126,7 @@ def _problem_before_compile(checked, profile: Profile) -> str | None:
     try:
         target.check_io_fits(profile, checked.path.name, sum(t.nbytes for t in facts.inputs),
                              sum(t.nbytes for t in facts.outputs), facts.state_bytes, io_in_arena=False)
-        target.check_flash_fits(profile, checked.path.name, facts.weight_bytes)
+        target.check_flash_fits(profile, checked.path.name, weights_only(facts.weight_bytes))
     except target.ResourceError as err:
         return str(err)
     return None
@@ -161,7 +167,7 @@ def _profile_analysis(imported, profile: Profile, jobs: int) -> ProfileAnalysis:
     # Nothing is built, so the stack is the profile's bound (stack_bound_bytes), as for --no-build.
     ram = planned_ram(planned.plan, planned.memory, profile, stack_measured_later=False)
     try:
-        target.check_fits(profile, imported.model.path.name, ram, planned.plan.weight_bytes())
+        target.check_fits(profile, imported.model.path.name, ram, weights_only(planned.plan.weight_bytes()))
         problem = None
     except target.ResourceError as err:
         problem = str(err)

@@ -4,7 +4,10 @@
 cut where the cost model (tvm_ext.patch_geometry) gives this grid its smallest arena (then the fewest extra
 MACs). `auto` compiles layer by layer and, only when that does not fit the profile's SRAM, tries the plans whose
 estimated arena fits, fewest extra MACs first (at most `AUTO_ATTEMPTS` compiled and planned), and takes the first
-whose planned RAM fits; when no estimate fits, the plan of smallest estimate is compiled for the refusal's figure.
+that fits every limit of the profile: its planned RAM the SRAM, then, after its build, its measured flash (weights,
+code, data: each patch's kernels have shapes of their own, so a finer grid brings more code). A plan refused on
+either does not end the search (`AutoSearch`); when none fits, the refusal gives the best plan's excess on each
+limit. When no estimate fits, the plan of smallest estimate is compiled for the refusal's figure.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from target.profile import Profile
-from target.resources import RamUse, ResourceError, check_fits
+from target.resources import FlashUse, RamUse, ResourceError, check_fits
 from tvm_ext.compile import CompileError, DoesNotFitError
 from tvm_ext.patch_geometry import PatchCut, PatchPlan, layer_by_layer_peak, plan_cost, search
 
@@ -138,35 +141,90 @@ def grid_patch_facts(imported, plan: PatchPlan, planned) -> PatchFacts:
                       plan.extra_macs, macs - plan.extra_macs)
 
 
-def auto_patches(imported, profile: Profile, planned, ram: RamUse,
-                 compile_with: Callable[[PatchCut], tuple[Any, Any, Any, RamUse]]) -> tuple:
-    """`auto` once the layer-by-layer bundle (`planned`, its RAM `ram`) does not fit `profile`'s SRAM: the first
-    of `auto_candidates` whose planned RAM fits, compiled by `compile_with(cut)` -> (lowered, generated,
-    planned, ram), returned as those four and its PatchFacts. DoesNotFitError (one line: layer by layer and
-    at best patch by patch, each by how many bytes over) when none fits."""
-    func = imported.model.mod["main"]
-    macs = planned.plan.total_macs()
-    budget = profile.sram_bytes - (ram.total_bytes - ram.arena_bytes)
-    best = None
-    # None within the budget: the plan of smallest estimate is compiled all the same, for the refusal's figure.
-    plans = auto_candidates(func, budget) or plans_of(func)[:1]
-    for plan in plans:
-        lowered, generated, patched, patched_ram = compile_with(cut_of(plan))
-        facts = PatchFacts(plan.cut, cut_layer(func, plan.cut), plan.grid, ram.arena_bytes, patched_ram.arena_bytes,
-                           patched.plan.total_macs() - macs, macs)
-        if patched_ram.total_bytes <= profile.sram_bytes:
-            return lowered, generated, patched, patched_ram, facts
-        if best is None or patched_ram.total_bytes < best[1].total_bytes:
-            best = (facts, patched_ram)
-    layer_by_layer, overruns = _refusal(profile, planned.plan.model, ram)
-    if best is None:
-        at_best = "no chain of windowed NHWC stages from a model input to run patch by patch"
-    else:
-        facts, patched_ram = best
-        overruns = _refusal(profile, planned.plan.model, patched_ram)[1]
-        at_best = (f"patch by patch at best ({facts.line()}) RAM needs {patched_ram.total_bytes:,} B "
-                   f"({patched_ram.total_bytes - profile.sram_bytes:,} B over)")
-    raise DoesNotFitError(f"{layer_by_layer}; {at_best}", overruns)
+@dataclass(frozen=True)
+class _Refused:
+    """A plan `auto` compiled and the fit check refused: its facts, RAM and flash as counted, and each limit
+    it exceeds (target.Overrun)."""
+
+    facts: PatchFacts
+    ram: RamUse
+    flash: FlashUse | None  # None: refused on its RAM before the build, its flash not yet counted
+    overruns: tuple
+
+    @property
+    def excess_bytes(self) -> int:
+        """The bytes over every limit together: how far the plan is from fitting."""
+        return sum(overrun.excess_bytes for overrun in self.overruns)
+
+
+class AutoSearch:
+    """`auto` once the layer-by-layer bundle (`planned`, its RAM `ram`) does not fit `profile`'s SRAM: the plans
+    of `auto_candidates` (fewest extra MACs first), each compiled by `compile_with(cut)` -> (lowered, generated,
+    planned, ram). `next_fitting` gives the next whose planned RAM fits; the compile counts its flash (the code
+    measured after the build) and hands a plan the fit check still refuses, on any limit, back by `refused`, and
+    the search goes on with the next plan. When none is left, DoesNotFitError: one line with layer by layer's
+    excess and the best plan's (fewest bytes over all limits together) on each limit it exceeds."""
+
+    def __init__(self, imported, profile: Profile, planned, ram: RamUse,
+                 compile_with: Callable[[PatchCut], tuple[Any, Any, Any, RamUse]]) -> None:
+        self._func = imported.model.mod["main"]
+        self._profile = profile
+        self._model = planned.plan.model
+        self._macs = planned.plan.total_macs()
+        self._ram = ram
+        self._compile_with = compile_with
+        budget = profile.sram_bytes - (ram.total_bytes - ram.arena_bytes)
+        # None within the budget: the plan of smallest estimate is compiled all the same, for the refusal's figure.
+        self._plans = iter(auto_candidates(self._func, budget) or plans_of(self._func)[:1])
+        self._refused: list[_Refused] = []
+
+    def next_fitting(self) -> tuple:
+        """The next plan whose planned RAM fits the SRAM, compiled: (lowered, generated, planned, ram, PatchFacts);
+        DoesNotFitError (see the class) when no plan is left."""
+        for plan in self._plans:
+            lowered, generated, patched, patched_ram = self._compile_with(cut_of(plan))
+            facts = PatchFacts(plan.cut, cut_layer(self._func, plan.cut), plan.grid, self._ram.arena_bytes,
+                               patched_ram.arena_bytes, patched.plan.total_macs() - self._macs, self._macs)
+            if patched_ram.total_bytes <= self._profile.sram_bytes:
+                return lowered, generated, patched, patched_ram, facts
+            self._refused.append(_Refused(facts, patched_ram, None, _refusal(self._profile, self._model,
+                                                                             patched_ram)[1]))
+        raise self._refusal()
+
+    def refused(self, facts: PatchFacts, ram: RamUse, flash: FlashUse, err: DoesNotFitError) -> tuple:
+        """Record that the fit check refused the plan of `facts` (its RAM `ram` and flash `flash` as counted,
+        `err` the refusal) and give the next fitting plan as `next_fitting` does."""
+        self._refused.append(_Refused(facts, ram, flash, err.overruns))
+        return self.next_fitting()
+
+    def line(self, facts: PatchFacts) -> str:
+        """The "patches" stage's line for the plan of `facts`: PatchFacts.line, and when an earlier plan was
+        refused after its planning fitted, by how many bytes over which limit."""
+        after = [r for r in self._refused if r.flash is not None]
+        if not after:
+            return facts.line()
+        last = after[-1]
+        over = ", ".join(f"{o.memory} {o.excess_bytes:,} B over" for o in last.overruns)
+        return f"{facts.line()}; {last.facts.grid[0]}x{last.facts.grid[1]} up to window stage {last.facts.cut} " \
+               f"was refused after its build ({over})"
+
+    def _refusal(self) -> DoesNotFitError:
+        layer_by_layer, overruns = _refusal(self._profile, self._model, self._ram)
+        if not self._refused:
+            return DoesNotFitError(f"{layer_by_layer}; no chain of windowed NHWC stages from a model input to run "
+                                   "patch by patch", overruns)
+        best = min(self._refused, key=lambda refused: refused.excess_bytes)
+        limits = [f"RAM needs {best.ram.total_bytes:,} B"
+                  + _over(best.ram.total_bytes - self._profile.sram_bytes)]
+        if best.flash is not None:
+            limits.append(f"{best.flash.what()} need {best.flash.total_bytes:,} B of flash"
+                          + _over(best.flash.total_bytes - self._profile.flash_bytes))
+        return DoesNotFitError(f"{layer_by_layer}; patch by patch at best ({best.facts.line()}) "
+                               f"{', '.join(limits)}", best.overruns)
+
+
+def _over(excess: int) -> str:
+    return f" ({excess:,} B over)" if excess > 0 else " (fits)"
 
 
 def _refusal(profile: Profile, model: str, ram: RamUse) -> tuple[str, tuple]:

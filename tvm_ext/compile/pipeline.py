@@ -16,7 +16,7 @@ import subprocess
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -36,13 +36,15 @@ from packager.selftest_verdict import SelftestResult
 from packager.unit_libraries import UnitBuild
 from target.profile import Profile
 from target.resolve import TargetSpec
-from target.resources import RamUse
+from target.resources import FlashUse, RamUse
 from tvm_ext.processes.command_process import interrupts_held_back
-from tvm_ext.compile import (BundleBuildError, CompileError, SelftestMismatchError, early_objects,
+from tvm_ext.compile import (BundleBuildError, CompileError, DoesNotFitError, SelftestMismatchError, early_objects,
                              tvm_ext_version)
-from tvm_ext.compile.device_ram import check_ram_for_io, planned_ram, refuse_unless_fits, with_measured_stack
+from tvm_ext.compile.device_ram import (check_ram_for_io, planned_flash, planned_ram, refuse_unless_fits,
+                                        with_measured_flash, with_measured_stack)
 from tvm_ext.compile.early_objects import EarlyObjects
-from tvm_ext.compile.patches import AUTO, PatchFacts, auto_patches, cut_of, grid_patch_facts, patch_plan_for_grid
+from tvm_ext.compile.patches import (AUTO, AutoSearch, PatchFacts, cut_of, grid_patch_facts,
+                                     patch_plan_for_grid)
 from tvm_ext.stages import Stage
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ class FolderResult:
     plan: ExecutionPlan
     memory: MemoryPlan
     ram: RamUse  # everything one inference holds in SRAM, as the fit check counted it
+    flash: FlashUse  # what the bundle puts in flash, as the fit check counted it
     library: Path | None
     archive: Path
     selftest: SelftestResult | None
@@ -262,50 +265,89 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         stack_later = options.build and config.emulated is not None
         ram = planned_ram(planned.plan, planned.memory, profile, stack_later)
         patched: PatchFacts | None = None
+        search: AutoSearch | None = None  # auto's search, while its plans are tried
         if grid_plan is not None:
             patched = stage("patches", lambda: grid_patch_facts(imported, grid_plan, planned), PatchFacts.line)
         elif options.patches == AUTO and ram.total_bytes > profile.sram_bytes:
-            try:
-                def compile_with(cut: PatchCut) -> tuple[Lowered, Generated, Planned, RamUse]:
-                    with_cut = passes(imported, profile, tvm_target, options.layout, cut)
-                    generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
-                    planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
-                    return with_cut, generated_cut, planned_cut, planned_ram(planned_cut.plan, planned_cut.memory,
-                                                                             profile, stack_later)
+            def compile_with(cut: PatchCut) -> tuple[Lowered, Generated, Planned, RamUse]:
+                with_cut = passes(imported, profile, tvm_target, options.layout, cut)
+                generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
+                planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
+                return with_cut, generated_cut, planned_cut, planned_ram(planned_cut.plan, planned_cut.memory,
+                                                                         profile, stack_later)
 
-                lowered, generated, planned, ram, patched = stage("patches", lambda: auto_patches(
-                    imported, profile, planned, ram, compile_with), lambda found: found[4].line())
-            except model_refusals() as err:
-                raise CompileError(str(err).strip()) from err
+            search = AutoSearch(imported, profile, planned, ram, compile_with)
+            lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
         if options.patches == AUTO:
             start_early_objects()
-        units = subgraph_units(planned.plan, profile, file_name)
-        refuse_unless_fits(profile, planned.plan.model, ram, planned.plan.weight_bytes())
-        if checked is not None:
-            referenced = stage("reference", lambda: reference_file(reference, imported), _runtime)
-
-        packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced, profile,
-                                                        config, units), lambda p: f"{len(p.files)} files")
-        # The model file's operators as its check found them (a Relax module made from none: its calls show them).
-        operators = checked.facts.operator_support() if checked is not None else options.operators
-        if not options.build:
-            untested = untested_reason(config)
-            facts = bundle_facts(profile, config, planned, ram, None, units, options.quantization, lowered.layouts,
-                                 untested, operators, patched)
-            log_skipped(stage, untested)
-            return FolderResult(planned.plan, planned.memory, ram, None,
-                                finish_bundle(folder, packaged.bundle, facts), None, config)
-        built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs, early[0]),
-                      lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
-    tested = stage("self-test", lambda: self_test(folder, packaged.bundle), _describe_selftest)
-    if not tested.result.passed:
-        raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
-    ram = with_measured_stack(ram, tested.measured)
-    refuse_unless_fits(profile, planned.plan.model, ram, planned.plan.weight_bytes())
-    facts = bundle_facts(profile, config, planned, ram, tested, units, options.quantization, lowered.layouts,
+        referenced_once: list[Any] = [] if checked is not None else [referenced]
+        while True:
+            units = subgraph_units(planned.plan, profile, file_name)
+            flash = planned_flash(planned.plan, stack_later)
+            try:
+                refuse_unless_fits(profile, planned.plan.model, ram, flash)
+                if not referenced_once:
+                    referenced_once.append(stage("reference", lambda: reference_file(reference, imported),
+                                                 _runtime))
+                referenced = referenced_once[0]
+                packaged = stage("packaging", lambda: packaging(folder, imported, generated, planned, referenced,
+                                                                profile, config, units),
+                                 lambda p: f"{len(p.files)} files")
+                # The model file's operators as its check found them (a Relax module made from none: its calls
+                # show them).
+                operators = checked.facts.operator_support() if checked is not None else options.operators
+                if not options.build:
+                    untested = untested_reason(config)
+                    facts = bundle_facts(profile, config, planned, ram, flash, None, units, options.quantization,
+                                         lowered.layouts, untested, operators, patched)
+                    log_skipped(stage, untested)
+                    return FolderResult(planned.plan, planned.memory, ram, flash, None,
+                                        finish_bundle(folder, packaged.bundle, facts), None, config)
+                built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs,
+                                                     early[0]),
+                              lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
+                tested = stage("self-test", lambda: self_test(folder, packaged.bundle), _describe_selftest)
+                if not tested.result.passed:
+                    raise SelftestMismatchError(f"{file_name}: {_selftest_failure(tested.result, referenced.runtime)}")
+                ram = with_measured_stack(ram, tested.measured)
+                flash = with_measured_flash(flash, tested.measured)
+                refuse_unless_fits(profile, planned.plan.model, ram, flash)
+                break
+            except DoesNotFitError as err:
+                if search is None or patched is None:
+                    raise
+                # The plan does not fit a limit counted only now (its measured stack or code): the search goes on
+                # with the next plan.
+                refused = (patched, ram, flash, err)
+                if early[0] is not None:
+                    early[0].stop()
+                    early[0] = None
+                _empty_folder(folder)
+                lowered, generated, planned, ram, patched = _auto_stage(stage, search, lambda: search.refused(*refused))
+                start_early_objects()
+    facts = bundle_facts(profile, config, planned, ram, flash, tested, units, options.quantization, lowered.layouts,
                          operators=operators, patches=patched)
     tarball = finish_bundle(folder, packaged.bundle, facts)
-    return FolderResult(planned.plan, planned.memory, ram, built.library, tarball, tested.result, config)
+    return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config)
+
+
+def _auto_stage(stage: Stage, search: AutoSearch, find: Callable[[], tuple]) -> tuple:
+    """`auto`'s next plan (`find`: `search`'s next_fitting or refused) as the "patches" stage, its line the
+    plan's (AutoSearch.line); a model refusal of the passes, the code generation or the planning as a
+    CompileError."""
+    try:
+        return stage("patches", find, lambda found: search.line(found[4]))
+    except model_refusals() as err:
+        raise CompileError(str(err).strip()) from err
+
+
+def _empty_folder(folder: Path) -> None:
+    """Remove what a refused plan's packaging and build wrote into `folder` (which stays, empty)."""
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 def model_refusals() -> tuple[type[Exception], ...]:
@@ -633,12 +675,12 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
         raise CompileError(f"{file_name}: the {profile.name} profile's compute units: {err}") from err
 
 
-def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: RamUse, tested: Tested | None,
-                 units: list[UnitChoice], quantization: dict | None,
+def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: RamUse, flash: FlashUse,
+                 tested: Tested | None, units: list[UnitChoice], quantization: dict | None,
                  layouts: tuple[LayoutChoice, ...] = (), untested: str | None = None,
                  operators: tuple[OperatorSupport, ...] = (), patches: PatchFacts | None = None) -> BundleFacts:
     """What the manifest records beyond the plans: tool versions, the profile, its headroom (every part of the
-    RAM `ram`), the self-test
+    RAM `ram`, and the flash `flash`, which says whether the code was counted), the self-test
     (None: not built, `untested` says why), each subgraph's compute unit and data layout, and how a float model
     was quantized (None: it was not), the model file's operators (`operators`; empty for a Relax module), and the
     patch plan the bundle runs (None: layer by layer)."""
@@ -656,7 +698,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: R
                  "simd": profile.simd, "int8_rounding": profile.int8_rounding,
                  "subgraph_bytes": profile.subgraph_bytes, "clock_hz": profile.clock_hz,
                  "units": [unit.name for unit in profile.compute_units]},
-        headroom=target.Headroom(profile, ram, planned.plan.weight_bytes()),
+        headroom=target.Headroom(profile, ram, flash),
         selftest=None if tested is None else tested.result,
         measured={} if tested is None else tested.measured,
         subgraph_units=tuple(dataclasses.asdict(choice) for choice in units),

@@ -158,7 +158,8 @@ def check_fit_before_quantizing(model_label: str, profile: Profile, facts: Model
     check_ram_for_io(model_label, profile, sum(t.elements for t in facts.inputs),
                      sum(t.elements for t in facts.outputs), facts.state_bytes, io_in_arena=True)
     try:
-        target.check_flash_fits(profile, model_label, facts.weight_bytes // 4)
+        target.check_flash_fits(profile, model_label, target.FlashUse.weights_only(
+            facts.weight_bytes // 4, target.FlashSource.WEIGHTS_ONLY))
     except target.ResourceError as err:
         raise DoesNotFitError(f"{err}, even quantized to int8 (a quarter of the float weights' "
                               f"{facts.weight_bytes:,} B); nothing was quantized", err.overruns) from err

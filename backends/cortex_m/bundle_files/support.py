@@ -112,6 +112,11 @@ def model_code_stems(name: str) -> tuple[str, ...]:
     return tuple(f"{name}{suffix}" for suffix in MODEL_CODE_SUFFIXES)
 
 
+def model_weight_stems(name: str) -> tuple[str, ...]:
+    """The names, without extension, of the bundle's weights files (for read_sizes' bundle_weight_sources)."""
+    return (f"{name}{WEIGHTS_SUFFIX}",)
+
+
 def write_cortex_m_support(out_dir: Path, name: str, config: BuildConfig,
                            stack_bytes: int = DEFAULT_STACK_BYTES) -> list[Path]:
     """Write OUT/cortex_m/ for model `name` built as `config` says, on `config.emulated`; return the files.

@@ -50,6 +50,11 @@ def test_the_compile_self_tests_a_riscv_profile_on_virt_and_records_its_measurem
     # The RAM check counts the stack the board's build measured, not the profile's bound.
     assert manifest["headroom"]["stack_source"] == "measured"
     assert manifest["headroom"]["stack_bytes"] == facts["stack_peak_bytes"] == bundle.ram.stack_bytes
+    # The flash check counts the bundle's objects the board's build measured: code (RISC-V's .rodata too), weights.
+    flash = facts["bundle_flash"]
+    assert flash["code"] >= facts["bundle_code_bytes"] and flash["weights"] == bundle.weight_bytes
+    assert manifest["headroom"]["flash_counted"] == "measured"
+    assert manifest["headroom"]["flash_used_bytes"] == sum(flash.values()) == bundle.flash.total_bytes
     # Each call's instructions, from the profiling build of the run function.
     calls = manifest["layer_report"]["calls"]
     assert calls and all(call["instructions"] > 0 for call in calls)

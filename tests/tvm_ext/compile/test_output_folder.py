@@ -35,7 +35,7 @@ def stub_compile_to_folder(during=lambda staging: None):
         during(staging)
         (staging / "lib.a").write_text("library")
         (staging / "bundle.tar.gz").write_text("archive")
-        return SimpleNamespace(plan=None, memory=None, ram=None, library=staging / "lib.a",
+        return SimpleNamespace(plan=None, memory=None, ram=None, flash=None, library=staging / "lib.a",
                                archive=staging / "bundle.tar.gz", selftest=None, build=None)
 
     return compile_to_folder
