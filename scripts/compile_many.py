@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from printable import printable
+from target.tvm_import_hook import leave_torch_out_of_tvm
 from tvm_ext.compile.cluster import CompileJob, compile_job, connected, make_job, write_compiled
 from tvm_ext.compile import CompileError, default_jobs, fill_bundle_folder
 from tvm_ext.compile.output_folder import check_output_folder
@@ -71,6 +72,7 @@ def planned_jobs(models: list[Path], targets: list[str], out: Path, force: bool)
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    leave_torch_out_of_tvm()  # as the command line: a compile uses no PyTorch, whose import is most of TVM's
     targets = [spec for spec in args.targets.split(",") if spec]
     start = time.perf_counter()
     try:

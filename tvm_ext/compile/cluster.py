@@ -90,7 +90,12 @@ _one_compile_at_a_time = threading.Lock()
 
 def compile_job(job: CompileJob) -> CompiledJob:
     """The worker function: compile `job` in a temporary folder and return the bundle's files. Raises what the
-    pipeline raises (CompileError, SelftestMismatchError, ...), which Dask raises again on the client."""
+    pipeline raises (CompileError, SelftestMismatchError, ...), which Dask raises again on the client. The
+    worker's first import of TVM, if this job is it, leaves PyTorch out (as the command line's does: no compile
+    uses it); a worker that imported either already is unchanged."""
+    from target.tvm_import_hook import leave_torch_out_of_tvm
+
+    leave_torch_out_of_tvm()
     from tvm_ext.compile.pipeline import BundleOptions, compile_to_folder
 
     lines: list[str] = []
