@@ -59,8 +59,9 @@ class OperatorFacts:
 @dataclass(frozen=True)
 class ModelFacts:
     """A model that passed every check. `quantized` is True when any operator works on quantized tensors;
-    `weight_bytes` counts the model's constant data (ONNX initializers and Constant values, TFLite constant
-    buffers), `state_bytes` its TFLite variable tensors (the state a bundle keeps from run to run)."""
+    `weight_bytes` counts the model's constant data as a bundle stores it, from the file alone (TFLite constant
+    buffers; ONNX initializers and Constant values the computation reads, a dequantized one at its quantized
+    bytes), `state_bytes` its TFLite variable tensors (the state a bundle keeps from run to run)."""
 
     path: str
     format: ModelFormat

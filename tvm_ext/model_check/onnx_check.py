@@ -85,8 +85,8 @@ def check_onnx(model: str, path: str, proto, refuse_unsupported: bool = True) ->
     inferred = _infer_shapes(proto)
     _check_c_types(model, inferred.graph, dtypes)
     _check_sizes(model, inferred.graph, dtypes)
-    weight_bytes = _constant_bytes(inferred.graph, dtypes)
-    refuse_beyond_limit(model, weights_problem(weight_bytes))
+    refuse_beyond_limit(model, weights_problem(_constant_bytes(inferred.graph, dtypes)))
+    weight_bytes = _stored_constant_bytes(inferred.graph, dtypes)
     inputs, outputs = _input_facts(graph, dtypes), _output_facts(model, proto, inferred, dtypes)
     refuse_beyond_limit(model, io_problem(sum(tensor.nbytes for tensor in (*inputs, *outputs))))
     refusals = _operator_refusals(model, graph, refuse_unsupported)
@@ -443,9 +443,9 @@ def _check_sizes(model: str, graph, dtypes: dict[int, _DType]) -> None:
 
 def _constant_bytes(graph, dtypes: dict[int, _DType]) -> int:
     """Bytes of every tensor of an inferred graph whose value is known before any input is: initializers,
-    Constant values, and the results of nodes that read only such tensors, each once. TVM computes those on
-    the host (its import and constant folding), and the bundle keeps what the model reads of them as weights.
-    A tensor whose dims inference left open counts nothing."""
+    Constant values, and the results of nodes that read only such tensors, each once: what TVM computes and holds
+    on the host (its import and constant folding), the figure the file's size limit bounds. The bundle stores
+    fewer (`_stored_constant_bytes`). A tensor whose dims inference left open counts nothing."""
     known = {tensor.name for tensor in graph.initializer}
     for node in graph.node:
         reads = [name for name in node.input if name]
@@ -457,6 +457,39 @@ def _constant_bytes(graph, dtypes: dict[int, _DType]) -> int:
             sizes[value.name] = (value.type.tensor_type.elem_type, _known_dims(value))
     return sum(tensor_bytes(dims, dtypes[elem_type].bits) for elem_type, dims in sizes.values()
                if dims is not None and elem_type in dtypes)
+
+
+def _stored_constant_bytes(graph, dtypes: dict[int, _DType]) -> int:
+    """Bytes of the constants the model's computation reads, as a bundle stores them: every tensor known before
+    any input (as `_constant_bytes` finds them) that a node reading some input-dependent tensor reads, or that is
+    a graph output, each once. The constants only other constants read are folded away on the host, so they
+    count nothing. A DequantizeLinear's result counts its quantized operand's bytes: the integer lowering, and
+    the float kernels that keep a QDQ model's weights quantized, store those (a QDQ model's int8 weights, not
+    four times their bytes as float32). An estimate from the file alone, for a fit check before the passes:
+    the passes' plan gives the stored bytes."""
+    known = {tensor.name for tensor in graph.initializer}
+    produced_by: dict[str, object] = {}
+    for node in graph.node:
+        reads = [name for name in node.input if name]
+        if node.op_type == "Constant" or (reads and all(name in known for name in reads)):
+            known.update(name for name in node.output if name)
+            produced_by.update((name, node) for name in node.output if name)
+    read = {name for node in graph.node if not all(name in known for name in node.input if name)
+            for name in node.input if name in known}
+    read |= {value.name for value in graph.output if value.name in known}
+    stored = set()
+    for name in read:
+        node = produced_by.get(name)
+        while node is not None and node.op_type == "DequantizeLinear":
+            name = node.input[0]
+            node = produced_by.get(name)
+        stored.add(name)
+    sizes = {tensor.name: (tensor.data_type, tuple(tensor.dims)) for tensor in graph.initializer}
+    for value in (*graph.value_info, *graph.output):
+        if value.name not in sizes and value.type.WhichOneof("value") == "tensor_type":
+            sizes[value.name] = (value.type.tensor_type.elem_type, _known_dims(value))
+    return sum(tensor_bytes(dims, dtypes[elem_type].bits) for elem_type, dims in (sizes[name] for name in stored
+               if name in sizes) if dims is not None and elem_type in dtypes)
 
 
 def _output_facts(model: str, proto, inferred, dtypes: dict[int, _DType]) -> tuple[TensorFacts, ...]:

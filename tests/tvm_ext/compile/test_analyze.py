@@ -26,6 +26,43 @@ def _gemm_onnx(path: Path, columns: int) -> Path:
     return path
 
 
+def _qdq_gemm_onnx(path: Path, columns: int) -> Path:
+    """x[1,64] float -> QuantizeLinear -> DequantizeLinear -> Gemm(64 -> columns; weights int8 through a
+    DequantizeLinear, per tensor) -> y, onnxruntime's QDQ form: 64 x columns bytes of int8 weights, four times as
+    many as float32 once dequantized."""
+    scale = lambda name, value: helper.make_tensor(name, TensorProto.FLOAT, (), [value])  # noqa: E731
+    zero = lambda name: helper.make_tensor(name, TensorProto.INT8, (), [0])  # noqa: E731
+    w = helper.make_tensor("w_q", TensorProto.INT8, (64, columns), np.ones(64 * columns, np.int8))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zero"], ["x_q"]),
+             helper.make_node("DequantizeLinear", ["x_q", "x_scale", "x_zero"], ["x_dq"]),
+             helper.make_node("DequantizeLinear", ["w_q", "w_scale", "w_zero"], ["w_dq"]),
+             helper.make_node("Gemm", ["x_dq", "w_dq"], ["y"], name="fc")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 64))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, columns))],
+                              [w, scale("x_scale", 0.05), zero("x_zero"), scale("w_scale", 0.01), zero("w_zero")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_check_counts_a_qdq_models_weights_as_stored_quantized_not_dequantized_too(tmp_path: Path) -> None:
+    """The weight bytes the fit checks use before the passes are the int8 initializer's, not the int8 plus the
+    float32 copy its DequantizeLinear folds into (which the bundle never stores): 64 x 2,048 weights."""
+    model = _qdq_gemm_onnx(tmp_path / "qdq.onnx", 2_048)
+    facts = check_model_data("qdq.onnx", model.read_bytes())
+    assert 64 * 2_048 <= facts.weight_bytes < 64 * 2_048 + 64
+
+
+@pytest.mark.slow
+def test_analyze_does_not_refuse_a_qdq_model_whose_int8_weights_fit_the_flash(tmp_path: Path) -> None:
+    """131,072 B of int8 weights fit cortex-m0plus's 262,144 B of flash; with their float32 copy counted too
+    (655,360 B) the check alone refused them before the passes ran."""
+    model = _qdq_gemm_onnx(tmp_path / "qdq.onnx", 2_048)
+    proc = run_cli(str(model), "--analyze", "--target", "cortex-m0plus", "--jobs", "1")
+    assert proc.returncode == 0, proc.stderr
+    row = next(line.split() for line in proc.stdout.splitlines() if line.startswith("cortex-m0plus "))
+    assert row[-2] == "yes", row
+
+
 def test_check_records_unsupported_operators_instead_of_refusing() -> None:
     data = fuzz_corpus._unsupported_ops().SerializeToString()
     facts = check_model_data("ops.onnx", data, refuse_unsupported=False)
