@@ -10,7 +10,8 @@ and reloads, the calls' pointers, the epilogue's loads) costs about as much as t
 the biases in registers and requantizes them from there. A pixel pair's loop (the two-pixel dual MAC) keeps its
 calls (see the template), and a window of one row (a 1x1 convolution, a fully connected layer) is not paired on
 Helium (``pays_two_pixels``): its pixels run one by one through the fused helper, cheaper than the pair's calls
-(kws_ref_model's 1x1 layers: 209,103 -> see the commit).
+(kws_ref_model's 1x1 layers on cortex-m55: 209,103 instructions each before, 164,280 with the Helium dual MAC's
+other changes of the same series).
 
 A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
 in this order: stores of zero into exactly the four accumulators the MAC call then writes, the MAC call, one
