@@ -4,8 +4,8 @@
  * count 0..16 (the predicated tails of both halves), windows of 0 to 4 rows and columns (the three-tap steps and
  * the one or two taps left), column strides of exactly the tile and wider, row strides at and above a row's taps,
  * inputs and weights at every element alignment, values over the whole int8 range (-128 and 127 forced in) and all
- * at the minimum (the largest products), pad values -128, 0 and 127: each accumulator below the count gains its
- * sum and keeps what it held, and the ones past it (guards) are never written. Built by
+ * at the minimum (the largest products), pad values -128, 0, 127 and 1 (a window's sums): each accumulator below
+ * the count gains its sum and keeps what it held, and the ones past it (guards) are never written. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
  * (VLDRB.S16, VMULLB/VMULLT, predicated gathers and scatters, VMLA). Prints "ok <cases>" and exits 0, or names
  * the failures and exits 1. */
@@ -37,7 +37,7 @@ static void plain(int32_t *acc, const int8_t *x, int32_t pad, const int8_t *w, i
 
 int main(void)
 {
-    static const int32_t pads[] = {-128, 0, 127};
+    static const int32_t pads[] = {-128, 0, 127, 1}; /* 1: a window's sums (an average pool's) */
     static int8_t x[BUFFER], w[BUFFER];
     uint32_t state = 5;
     int32_t cases = 0, failures = 0;
@@ -52,7 +52,7 @@ int main(void)
                         const int8_t *xo = x + l.x_offset, *wo = w + l.w_offset;
                         fill_s8(x, BUFFER, &state, all_min);
                         fill_s8(w, BUFFER, &state, all_min);
-                        for (int32_t helper = 0; helper < 5; ++helper) { /* mac, box, pad -128, 0, 127 */
+                        for (int32_t helper = 0; helper < 6; ++helper) { /* mac, box, pad -128, 0, 127, 1 */
                             const int32_t pad = helper >= 2 ? pads[helper - 2] : 0;
                             int32_t acc[TILE + GUARD], expected[TILE + GUARD], returned;
                             for (int32_t c = 0; c < TILE + GUARD; ++c) {

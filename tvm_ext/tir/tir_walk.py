@@ -212,25 +212,27 @@ def replace_stmt(stmt: tirx.Stmt, target: tirx.Stmt, replacement: tirx.Stmt) -> 
     return map_child_stmts(stmt, lambda child: replace_stmt(child, target, replacement))
 
 
-def with_root_loops_replaced(func: tirx.PrimFunc,
-                             replacement: Callable[[tirx.For], Optional[tirx.Stmt]]) -> tirx.PrimFunc:
+def with_root_loops_replaced(func: tirx.PrimFunc, replacement: Callable[..., Optional[tirx.Stmt]],
+                             enclosing: bool = False) -> tirx.PrimFunc:
     """``func`` (a root block around its statements) with each loop under the root that is not inside another
-    block replaced by ``replacement(loop)`` where that is not None, outermost loops first (a replaced loop's
+    block replaced by ``replacement(loop)`` (with ``enclosing``: ``replacement(loop, loops)``, ``loops`` the
+    loops around it, outermost first) where that is not None, outermost loops first (a replaced loop's
     inner loops are not visited); ``func`` itself when its body is no root block."""
     realize = func.body
     if not isinstance(realize, s_tir.SBlockRealize):
         return func
 
-    def replaced(stmt: tirx.Stmt) -> tirx.Stmt:
+    def replaced(stmt: tirx.Stmt, loops: tuple) -> tirx.Stmt:
         if isinstance(stmt, tirx.For):
-            new = replacement(stmt)
+            new = replacement(stmt, loops) if enclosing else replacement(stmt)
             if new is not None:
                 return new
+            loops = (*loops, stmt)
         if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)) or not isinstance(stmt, tirx.Stmt):
             return stmt
-        return map_child_stmts(stmt, replaced)
+        return map_child_stmts(stmt, lambda child: replaced(child, loops))
 
     root = realize.block
-    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, replaced(root.body), root.init,
+    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, replaced(root.body, ()), root.init,
                          root.alloc_buffers, root.match_buffers, root.annotations)
     return func.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))

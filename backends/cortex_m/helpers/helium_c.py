@@ -16,7 +16,11 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
 - `helium_depthwise16.h.in`: `<prefix>_depthwise_mac_s8x16`, `_box_s8x16` and `_pad_s8x16`, an int8 depthwise
   reduction over a tile of up to 16 channels (two halves of eight int16 lanes, VMULLB/VMULLT, VCTP tails) and
   a border pixel's padding products, called by Helium's own depthwise schedule
-  (`backends.cortex_m.schedules.helium_depthwise`); no DSP twin, its portable C the same sums.
+  (`backends.cortex_m.schedules.helium_depthwise`); no DSP twin, its portable C the same sums;
+- `helium_conv_tiles.h.in`: `<prefix>_conv_tiles_s8` (`_s8_b16`: int16 biases), every channel tile of one output pixel of an int8
+  convolution or fully connected layer in one call: the dual MAC and the requantization
+  epilogue above fused, each tile's accumulators starting at its biases and never stored
+  (`backends.cortex_m.schedules.conv_tiles`); no DSP twin, its portable C those two helpers.
 
 The q15 pair keeps its DSP body (an Armv8.1-M core with MVE has the DSP extension); Helium's schedules do not
 call it. Each Helium body passes its DSP twin's C unit test, built for cortex-m55 and run under QEMU
@@ -37,6 +41,7 @@ HELIUM_ROW_DOT_TEMPLATE = "helium_row_dot.h.in"
 HELIUM_DEPTHWISE_TEMPLATE = "helium_depthwise_mac.h.in"
 HELIUM_REQUANTIZE_TEMPLATE = "helium_requantize.h.in"
 HELIUM_DEPTHWISE16_TEMPLATE = "helium_depthwise16.h.in"
+HELIUM_CONV_TILES_TEMPLATE = "helium_conv_tiles.h.in"
 HELIUM_OVERRIDES = {DUAL_MAC_TEMPLATE: HELIUM_DUAL_MAC_TEMPLATE, ROW_DOT_TEMPLATE: HELIUM_ROW_DOT_TEMPLATE}
 """The DSP templates a Helium bundle replaces (their Helium templates have portable C without MVE)."""
 MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
@@ -52,6 +57,12 @@ def requantize_s8_helper_name(prefix: str, bias: str) -> str:
 def depthwise16_helper_name(prefix: str, kind: str) -> str:
     """The C name of the 16-channel depthwise helper `kind` ("mac", "box" or "pad") in the bundle `prefix`."""
     return f"{prefix}_depthwise_{kind}_s8x16"
+
+
+def conv_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the
+    bundle `prefix`."""
+    return f"{prefix}_conv_tiles_s8" if bias == "int32" else f"{prefix}_conv_tiles_s8_b16"
 
 
 def helium_template_c(name: str, prefix: str) -> str:
@@ -75,7 +86,8 @@ def helium_mac_helpers_c(prefix: str) -> str:
 
 
 def helium_requantize_c(prefix: str) -> str:
-    """The C definitions of the requantization epilogue's and the 16-channel depthwise helpers in a Helium
-    bundle of prefix `prefix` (after the lanes: `helium_mac_helpers_c`)."""
+    """The C definitions of the requantization epilogue's, the 16-channel depthwise and the fused channel
+    tiles' helpers in a Helium bundle of prefix `prefix` (after the lanes and the MAC helpers:
+    `helium_mac_helpers_c`)."""
     return "".join(helper_template_c(__package__, name, prefix)
-                   for name in (HELIUM_REQUANTIZE_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE))
+                   for name in (HELIUM_REQUANTIZE_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE))

@@ -11,6 +11,8 @@ the helpers of `backends.cortex_m.helpers`.
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
+- `conv_tiles` (Helium): after the epilogue calls, a loop over an int8 convolution's channel tiles (zeroed
+  accumulators, the dual MAC, the epilogue) as one call of the fused helper;
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update).
 """
 
@@ -22,6 +24,7 @@ from typing import Optional
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
+from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
@@ -68,9 +71,16 @@ class HeliumMacSchedules(DualMacSchedules):
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_replacement))
     replacement = staticmethod(helium_replacement)
     channel_tiles = staticmethod(depthwise_channel_tiles)
+    pays_two_pixels = staticmethod(helium_pays_two_pixels)
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
-    epilogue_calls = staticmethod(functools.partial(requantize_epilogue_calls, helper=HELIUM_EPILOGUE))
+
+    @staticmethod
+    def epilogue_calls(func):
+        """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over
+        a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
+        channel-tiles helper (`conv_tiles`)."""
+        return conv_tiles_calls(requantize_epilogue_calls(func, helper=HELIUM_EPILOGUE))
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()

@@ -8,7 +8,8 @@ window, stride and dilation whose taps step by constant strides) becomes one cal
 ``<prefix>_depthwise_mac_s8x16`` (its out-of-line copy ``_box_s8x16`` on the clipped windows of a padded
 border), and a border pixel's padding products (the taps outside the image, each the input's zero point times
 the tap's weights: ``tvm_ext.schedule.border_split``) one call of ``<prefix>_depthwise_pad_s8x16``, the
-channel count an argument (``backends.cortex_m.helpers.helium_c``'s ``helium_depthwise16.h.in``). Each
+channel count an argument; an int8 window's sums (AVERAGE_POOL_2D's) take the same tiles and helper, as the
+products with the constant 1 (``backends.cortex_m.helpers.helium_c``'s ``helium_depthwise16.h.in``). Each
 channel's sum is an integer sum in another order: bit-exact.
 """
 
@@ -17,8 +18,9 @@ from __future__ import annotations
 import functools
 from typing import Optional
 
-from tvm import s_tir, tirx
+from tvm import ir, s_tir, tirx
 from tvm.ir import TensorLoad
+from tvm.sym import Analyzer
 
 from backends.cortex_m.helpers.helium_c import depthwise16_helper_name
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement, window_tile_call
@@ -52,7 +54,8 @@ for _op, _kind, _access in ((MAC_OP, "mac", MAC_ACCESS), (BOX_OP, "box", MAC_ACC
 def depthwise_channel_tiles(sch: s_tir.Schedule, block) -> tuple[int, ...]:
     """DEPTHWISE_TILES for an int8 depthwise reduction ``block`` of depth multiplier 1 (its int32 store's last
     index a spatial iteration variable that is the last index of its int8 input and weight loads, the input's
-    possibly under a padding test), () for any other block."""
+    possibly under a padding test) or an int8 window's sums (one such load: an average pool's), () for any
+    other block."""
     node = sch.get(block)
     store = node.body
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
@@ -62,7 +65,7 @@ def depthwise_channel_tiles(sch: s_tir.Schedule, block) -> tuple[int, ...]:
     if not any(channel.same_as(var) for var in spatial):
         return ()
     loads = [load for load in walk(store.value) if isinstance(load, TensorLoad) and not load.source.same_as(store.buffer)]
-    if len(loads) != 2 or any(str(load.source.dtype) != "int8" or not load.indices[-1].same_as(channel)
+    if len(loads) not in (1, 2) or any(str(load.source.dtype) != "int8" or not load.indices[-1].same_as(channel)
                               for load in loads):
         return ()
     return DEPTHWISE_TILES
@@ -103,29 +106,54 @@ def depthwise16_replacement(realize: s_tir.SBlockRealize, loops: list,
     return call(BOX_OP if outlined else MAC_OP, [*sizes, channels])
 
 
+def _int8_load(expr) -> Optional[TensorLoad]:
+    """The int8 load of ``int32(load)``, else None."""
+    if isinstance(expr, tirx.Cast) and str(expr.ty.dtype) == "int32" and isinstance(expr.value, TensorLoad) \
+            and str(expr.value.source.dtype) == "int8":
+        return expr.value
+    return None
+
+
+def _unguarded(expr, block: s_tir.SBlock):
+    """``expr``, or the value of ``if_then_else(test, value, 0)`` whose test TVM's integer analysis proves over
+    the block's iteration domains (a pool whose windows all lie inside the image: its padding test stays)."""
+    if isinstance(expr, ir.Call) and isinstance(expr.op, ir.Op) and expr.op.name == "prim.if_then_else":
+        analyzer = Analyzer()
+        for iv in block.iter_vars:
+            analyzer.bind(iv.var, iv.dom)
+        if analyzer.can_prove(expr.args[0]):
+            return expr.args[1]
+    return expr
+
+
 def _padded_weight(block: s_tir.SBlock) -> Optional[tuple[tirx.BufferStore, TensorLoad, int]]:
-    """(the store, the int8 weight load, the constant) of ``acc = acc + c * int32(w)`` (either order), else None."""
+    """(the store, the int8 load, the constant) of ``acc = acc + c * int32(w)`` (either order), or of
+    ``acc = acc + int32(x)`` with the constant 1 (a window's sums: AVERAGE_POOL_2D's; a padding test that
+    always holds let through, `_unguarded`), else None."""
     store = block.body
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
         return None
     value = store.value
-    if not isinstance(value, tirx.Add) or not isinstance(value.a, TensorLoad) or not value.a.source.same_as(
-            store.buffer) or not isinstance(value.b, tirx.Mul):
+    if not isinstance(value, tirx.Add) or not isinstance(value.a, TensorLoad) or not value.a.source.same_as(store.buffer):
+        return None
+    summed = _int8_load(_unguarded(value.b, block))
+    if summed is not None:
+        return store, summed, 1
+    if not isinstance(value.b, tirx.Mul):
         return None
     for constant, weight in ((value.b.a, value.b.b), (value.b.b, value.b.a)):
         if isinstance(constant, tirx.Cast) and str(constant.ty.dtype) == "int32":
             constant = constant.value
-        if isinstance(constant, tirx.IntImm) and isinstance(weight, tirx.Cast) and str(weight.ty.dtype) == "int32" \
-                and isinstance(weight.value, TensorLoad) and str(weight.value.source.dtype) == "int8" \
-                and -2**31 <= int(constant.value) < 2**31:
-            return store, weight.value, int(constant.value)
+        if isinstance(constant, tirx.IntImm) and _int8_load(weight) is not None and -2**31 <= int(constant.value) < 2**31:
+            return store, _int8_load(weight), int(constant.value)
     return None
 
 
 def padding_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
     """The call block of ``<prefix>_depthwise_pad_s8x16`` computing what ``loops`` (one or two window loops, then
     a channel loop of at most MAX_CHANNELS) compute around ``realize``, a block adding a constant's products
-    with int8 weights to its accumulators (a border pixel's padded taps), or None where it does not fit."""
+    with int8 weights to its accumulators (a border pixel's padded taps) or int8 values themselves (a window's
+    sums: the products with the constant 1, one VMLA a tap as a VADD would be), or None where it does not fit."""
     channels = _channels(loops)
     padded = _padded_weight(realize.block)
     if channels is None or padded is None:

@@ -21,8 +21,8 @@ from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
-from backends.cortex_m.helpers.helium_c import (HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_LANES_TEMPLATE,
-                                               HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
+from backends.cortex_m.helpers.helium_c import (HELIUM_CONV_TILES_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE,
+                                               HELIUM_LANES_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
@@ -122,6 +122,10 @@ UNIT_TESTS_BY_HELPER = [
                    template_c=functools.partial(requantize_template_c,
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers"))),
+    # the Helium fused channel tiles (dual MAC and epilogue) against the plain loops and the scalar helpers
+    HelperUnitTest("conv_tiles", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,
+                                  HELIUM_REQUANTIZE_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE),
+                   profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium 16-channel depthwise helpers against the plain loops of their contracts
     HelperUnitTest("depthwise_mac16", (HELIUM_LANES_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
                    template_c=helium_template_c, core_macro=HELIUM_MACRO),

@@ -117,7 +117,9 @@ def test_two_pixel_kernels_are_bit_exact_on_cortex_m4f_and_on_the_host(tmp_path,
 def test_a_helium_core_pairs_pixels_on_their_int8_inputs():
     """Helium's schedules (simd = "mve") pair the same pixels, odd rows and padded interiors included, as
     two-pixel calls on the int8 windows: VMLADAV multiplies int8 lanes, so no q15 widening (its pass and
-    scratch would only add)."""
+    scratch would only add). (A window of one row whose consumer is a per-channel requantization is not paired:
+    its pixels run one by one through the fused channel tiles, backends/cortex_m/schedules/conv_tiles.py; these
+    reductions have no consumer; test_requantize_epilogue.py shows the fused calls.)"""
     from test_dual_mac_window import _scheduled_conv as _scheduled_padded_conv
 
     assert _helper_calls(_scheduled_conv((1, 5), 37, (1, 1), schedules=HELIUM_MAC_SCHEDULES).body) == [

@@ -70,3 +70,33 @@ def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     assert re.search(r"_depthwise_pad_s8x16\(.*, -3, (16|8)\);", kernels), kernels  # the input's zero point
     assert "_depthwise_mac_s8x4(" in kernels  # 12 channels: the four-channel helper
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
+
+
+def _pool_model() -> bytes:
+    """Int8 inputs [1, 7, 6, 48] and [1, 7, 6, 40] (16- and 8-channel tiles) and, on each, two AVERAGE_POOL_2D,
+    each a model output: a VALID 7x6 window over the whole image (kws_ref_model's kind: its padding test
+    always holds) and a VALID 3x2 window at stride 2."""
+    model = Model([Tensor(f"image{c}", (1, *IMAGE, c), "int8", Quantization((0.05,), (-3,))) for c in (48, 40)], [],
+                  (0, 1), ())
+    for index, (source, (height, width, stride)) in enumerate(
+            (source, pool) for source in (0, 1) for pool in ((7, 6, 1), (3, 2, 2))):
+        channels = (48, 40)[source]
+        out_h, out_w = (IMAGE[0] - height) // stride + 1, (IMAGE[1] - width) // stride + 1
+        model.tensors.append(Tensor(f"pool{index}", (1, out_h, out_w, channels), "int8",
+                                    Quantization((0.05,), (-3,))))
+        model.operators.append(Operator("AVERAGE_POOL_2D", (source,), (len(model.tensors) - 1,),
+                                        Options("Pool2DOptions", {"Padding": VALID, "StrideW": stride,
+                                                                  "StrideH": stride, "FilterWidth": width,
+                                                                  "FilterHeight": height})))
+        model.outputs += (len(model.tensors) - 1,)
+    return build(model)
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_helium_average_pools_sum_16_channels_per_call_bit_exactly(tmp_path):
+    """An int8 average pool's window sums take the depthwise tiles and the padding products' helper with the
+    constant 1 (one VMLA per tap and four channels), bit for bit with TFLite Micro under QEMU and on the host."""
+    bundle, kernels = bit_exact_bundle(tmp_path, "pools", _pool_model(), "cortex-m55", "mps3-an547")
+    calls = re.findall(r"_depthwise_pad_s8x16\(.*, 1, (\d+)\);", kernels)
+    assert "16" in calls and "8" in calls, kernels
+    host_selftest_passes(bundle.out_dir)

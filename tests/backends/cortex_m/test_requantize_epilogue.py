@@ -1,7 +1,8 @@
 """The requantization epilogue helpers (backends/cortex_m/schedules/requantize_epilogue.py): the int8 MAC kernels
 requantize each channel tile with one call of the core's helper, bit for bit with TFLite Micro under QEMU and on the
 host (the helper's portable C). On cortex-m55, Helium's `<prefix>_requantize_s8` (int32 biases) or `_s8_b16` (int16
-ones; helium_requantize.h.in) on MVE; on cortex-m4f, the DSP core's `<prefix>_requantize_small_s8` or
+ones; helium_requantize.h.in) on MVE, a one-pixel loop over a convolution's channel tiles fused into one call of
+`<prefix>_conv_tiles_s8` or `_s8_b16` (helium_conv_tiles.h.in); on cortex-m4f, the DSP core's `<prefix>_requantize_small_s8` or
 `_small_s8_b16` (requantize_small.h.in) for the layers of the "double_small" rounding. A per-tensor layer's epilogue
 (constant multiplier and shift, which neither helper takes) stays scalar and exact too."""
 from __future__ import annotations
@@ -88,6 +89,10 @@ def bit_exact_bundle(tmp_path, name: str, model_bytes: bytes, target: str, board
 def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "epilogues", _epilogue_model(), "cortex-m55", "mps3-an547")
     assert re.search(r"_requantize_s8\(", kernels) and re.search(r"_requantize_s8_b16\(", kernels), kernels
+    # one pixel's channel tiles in one call of the fused helper, the tiles' accumulators never stored
+    # (backends/cortex_m/schedules/conv_tiles.py): the 1x1 layer's pixels (int16 biases), the 3x3 layer's
+    # unpaired ones (int32 biases; its pairs keep the epilogue's calls)
+    assert re.search(r"_conv_tiles_s8_b16\(", kernels) and re.search(r"_conv_tiles_s8\(", kernels), kernels
     assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
     assert "vqrdmulhq_s32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable lanes

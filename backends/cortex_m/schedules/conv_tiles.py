@@ -1,0 +1,222 @@
+"""On Helium cores, a loop over a MAC kernel's channel tiles as one call of the fused channel-tiles helper.
+
+After the Helium schedules have made each int8 CONV_2D / FULLY_CONNECTED tile's reduction a dual MAC call
+(``dual_mac``) and its requantization an epilogue call (``requantize_epilogue``), one output pixel runs a loop
+over its channel tiles whose iteration zeroes the tile's four accumulators, calls ``<prefix>_dual_mac_s8x4``
+and then ``<prefix>_requantize_s8``. Per tile of a 1x1 convolution that bookkeeping (the accumulators' stores
+and reloads, the calls' pointers, the epilogue's loads) costs about as much as the VMLADAVAs.
+``conv_tiles_calls`` replaces each such loop by one call of ``<prefix>_conv_tiles_s8``
+(``backends.cortex_m.helpers.helium_c``'s ``helium_conv_tiles.h.in``), which starts each tile's accumulators at
+the biases in registers and requantizes them from there. A pixel pair's loop (the two-pixel dual MAC) keeps its
+calls (see the template), and a window of one row (a 1x1 convolution, a fully connected layer) is not paired on
+Helium (``pays_two_pixels``): its pixels run one by one through the fused helper, cheaper than the pair's calls
+(kws_ref_model's 1x1 layers on cortex-m55: 209,103 instructions each before, 164,280 with the Helium dual MAC's
+other changes of the same series).
+
+A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
+in this order: stores of zero into exactly the four accumulators the MAC call then writes, the MAC call, one
+requantization (int32 or int16 biases) of those four channels reading them; the inputs do not move with the tile, the
+weights move four channels, and the outputs, biases, multipliers and shifts four elements. The accumulators are
+then written and read only inside one iteration, so leaving them out changes no output: the same integer sums
+(acc + bias wraps either way), bit-exact.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Optional
+
+import tvm
+from tvm import s_tir, tirx
+from tvm.ir import TensorLoad
+from tvm.sym import Analyzer
+
+from backends.cortex_m.helpers.helium_c import conv_tiles_helper_name
+from backends.cortex_m.schedules import pixel_pairs
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_mac_helper
+from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, requantize_epilogue
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.tir_walk import map_leaves, with_root_loops_replaced
+
+TILE = 4
+"""Output channels per tile: the dual MAC's."""
+CONV_TILES_OPS = {"int32": "tvm_ext.conv_tiles_s8", "int16": "tvm_ext.conv_tiles_s8_b16"}
+"""The fused helper's op per bias type (the epilogue's, ``requantize_epilogue.REQUANTIZE_S8_OPS``)."""
+# conv_tiles_s8(out, x, w, bias, multiplier, shift, zero_point, x_row_stride, w_channel_stride, rows, row_len,
+# channels): out and the epilogue's constants `channels` elements; x rows runs of row_len, x_row_stride apart;
+# w `channels` runs of rows * row_len, w_channel_stride apart.
+CONV_TILES_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(Arg(11), 1),)),
+    PointerAccess(1, (Axis(Arg(9), Arg(7)), Axis(Arg(10), 1))),
+    PointerAccess(2, (Axis(Arg(11), Arg(8)), Axis(Arg(9), Arg(10)), Axis(Arg(10), 1))),
+    *(PointerAccess(pointer, (Axis(Arg(11), 1),)) for pointer in (3, 4, 5)),
+))
+for _bias, _op in CONV_TILES_OPS.items():
+    register_mac_helper(_op, functools.partial(conv_tiles_helper_name, bias=_bias), CONV_TILES_ACCESS)
+
+
+def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
+    """Helium's choice of two pixels per call (``pixel_pairs.pays_two_pixels``), but not for a window of one
+    row (every reduction loop but the innermost of one iteration: a 1x1 convolution, a fully connected layer)
+    whose one consumer is a per-channel requantization the fused helper computes: its pixels run one by one
+    through that helper for fewer instructions than the pair's calls (a per-tensor one, which the helper does
+    not take, keeps the pairs: vit_tiny's layers measured 3 % slower unpaired)."""
+    one_row = all(isinstance(sch.get(loop).extent, tirx.IntImm) and int(sch.get(loop).extent) == 1
+                  for loop in loops[first_reduce:-2])
+    consumers = sch.get_consumers(block)
+    if one_row and len(consumers) == 1 and requantize_epilogue(sch.get(consumers[0]).body) is not None:
+        return False
+    return pixel_pairs.pays_two_pixels(sch, block, loops, first_reduce)
+
+
+def _call_of(stmt: tirx.Stmt, ops: tuple[str, ...]) -> Optional[tvm.ir.Call]:
+    """The call of one of ``ops`` that ``stmt`` (a block of one call, always run) evaluates, else None."""
+    if not isinstance(stmt, s_tir.SBlockRealize) or not _always(stmt.predicate):
+        return None
+    body = stmt.block.body
+    if not isinstance(body, tirx.Evaluate) or not isinstance(body.value, tvm.ir.Call):
+        return None
+    op = body.value.op
+    return body.value if isinstance(op, tvm.ir.Op) and op.name in ops else None
+
+
+def _always(predicate) -> bool:
+    return isinstance(predicate, tirx.IntImm) and bool(predicate)
+
+
+def _pointee(arg) -> Optional[TensorLoad]:
+    """The element ``address_of(buffer[indices])`` points at, else None."""
+    if isinstance(arg, tvm.ir.Call) and isinstance(arg.op, tvm.ir.Op) and arg.op.name == "tirx.address_of" \
+            and isinstance(arg.args[0], TensorLoad):
+        return arg.args[0]
+    return None
+
+
+def _flat(load: TensorLoad):
+    """The element offset of ``load`` in its (compact, row-major) buffer, as an index expression."""
+    offset = tirx.const(0, "int64")
+    for index, extent in zip(load.indices, load.source.shape):
+        offset = offset * tirx.Cast("int64", extent) + tirx.Cast("int64", index)
+    return offset
+
+
+def _zeroed(stmt: tirx.Stmt, acc) -> Optional[list[tuple[TensorLoad, tuple]]]:
+    """The stores of zero into ``acc`` (a buffer) ``stmt`` consists of, each with the loops around it inside
+    ``stmt``; None when it holds anything else."""
+    if isinstance(stmt, tirx.BufferStore):
+        zero = isinstance(stmt.value, tirx.IntImm) and int(stmt.value) == 0
+        return [(tirx.BufferLoad(stmt.buffer, list(stmt.indices)), ())] if zero and stmt.buffer.same_as(acc) else None
+    if isinstance(stmt, tirx.SeqStmt):
+        parts = [_zeroed(child, acc) for child in stmt.seq]
+        return None if any(part is None for part in parts) else [store for part in parts for store in part]
+    if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) and isinstance(stmt.min, tirx.IntImm):
+        inner = _zeroed(stmt.body, acc)
+        return None if inner is None else [(load, (stmt, *loops)) for load, loops in inner]
+    if isinstance(stmt, s_tir.SBlockRealize) and _always(stmt.predicate) and not stmt.block.alloc_buffers:
+        bindings = {iv.var: value for iv, value in zip(stmt.block.iter_vars, stmt.iter_values)}
+        inner = _zeroed(stmt.block.body, acc)
+        return None if inner is None else [
+            (tirx.BufferLoad(load.source, [map_leaves(i, lambda n: bindings.get(n, n)) for i in load.indices]), loops)
+            for load, loops in inner]
+    return None
+
+
+@dataclass(frozen=True)
+class _Iteration:
+    """One tile loop's iteration: the MAC call, the requantization call, the zeroing stores."""
+
+    mac: tvm.ir.Call
+    requantization: tvm.ir.Call
+    zeroed: list
+
+
+def _iteration(loop: tirx.For) -> Optional[_Iteration]:
+    """The parts of ``loop``'s body when it has the module docstring's order, else None."""
+    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
+    macs = [i for i, stmt in enumerate(stmts) if _call_of(stmt, (DUAL_MAC_OP,)) is not None]
+    if len(macs) != 1:
+        return None
+    mac = _call_of(stmts[macs[0]], (DUAL_MAC_OP,))
+    requantizations = [_call_of(stmt, tuple(REQUANTIZE_S8_OPS.values())) for stmt in stmts[macs[0] + 1:]]
+    acc = _pointee(mac.args[0])
+    if acc is None or len(requantizations) != 1 or requantizations[0] is None:
+        return None
+    zeroed = [_zeroed(stmt, acc.source) for stmt in stmts[:macs[0]]]
+    if any(part is None for part in zeroed):
+        return None
+    return _Iteration(mac, requantizations[0], [store for part in zeroed for store in part])
+
+
+def conv_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRealize]:
+    """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or
+    None where it is not a loop over channel tiles of the module docstring's form."""
+    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
+        return None
+    iteration = _iteration(loop)
+    if iteration is None:
+        return None
+    mac, requantization = iteration.mac, iteration.requantization
+    analyzer = Analyzer()
+    for outer in (*enclosing, loop):
+        analyzer.bind(outer.loop_var, tvm.ir.Range.from_min_extent(outer.min, outer.extent))
+    tile = loop.loop_var
+
+    def constant(expr) -> Optional[int]:
+        value = analyzer.simplify(expr)
+        return int(value.value) if isinstance(value, tirx.IntImm) else None
+
+    def step(load: TensorLoad, var) -> Optional[int]:
+        """How far ``load`` moves per step of ``var``."""
+        following = map_leaves(_flat(load), lambda n: n + 1 if n.same_as(var) else n)
+        return constant(following - _flat(load))
+
+    acc, x, w = (_pointee(arg) for arg in mac.args[:3])
+    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
+    out, read, *epilogue = (_pointee(arg) for arg in requantization.args[:5])
+    if None in (acc, x, w, out, read, *epilogue, *sizes) or len(iteration.zeroed) != 1 \
+            or int(requantization.args[6]) != TILE:
+        return None
+    x_row_stride, w_channel_stride, rows, row_len = sizes
+    # the zeroed accumulators: exactly the MAC's four (one store in a loop of TILE lanes, its other loops of one)
+    zeroed, lanes = iteration.zeroed[0]
+    for inner in lanes:
+        analyzer.bind(inner.loop_var, tvm.ir.Range.from_min_extent(inner.min, inner.extent))
+    if not lanes or any(int(inner.extent) != 1 for inner in lanes[:-1]) or int(lanes[-1].extent) != TILE:
+        return None
+    lane = lanes[-1].loop_var
+    at_lane0 = map_leaves(_flat(zeroed), lambda n: tirx.const(0, str(n.ty.dtype)) if n.same_as(lane) else n)
+    if not zeroed.source.same_as(acc.source) or constant(at_lane0 - _flat(acc)) != 0 or step(zeroed, lane) != 1:
+        return None
+    # the epilogue reads those accumulators; everything but the inputs moves one tile
+    if not read.source.same_as(acc.source) or constant(_flat(read) - _flat(acc)) != 0:
+        return None
+    if step(x, tile) != 0 or step(w, tile) != TILE * w_channel_stride \
+            or any(step(load, tile) != TILE for load in (out, *epilogue)):
+        return None
+    at_first = {tile: tirx.const(0, str(tile.ty.dtype))}
+
+    def address(arg):
+        return map_leaves(arg, lambda n: at_first.get(n, n))
+
+    channels = int(loop.extent) * TILE
+    start = address(requantization.args[0])
+    args = [start, address(mac.args[1]), address(mac.args[2]), *(address(arg) for arg in requantization.args[2:5]),
+            requantization.args[5], x_row_stride, w_channel_stride, rows, row_len, channels]
+    bias_type = next(bias for bias, op in REQUANTIZE_S8_OPS.items() if op == requantization.op.name)
+    call = tirx.call_intrin("int32", CONV_TILES_OPS[bias_type], *args)
+    reads = [_whole(load.source) for load in (x, w, *epilogue)]
+    block = s_tir.SBlock([], reads, [_region(_pointee(start), channels)], "conv_tiles", tirx.Evaluate(call))
+    return s_tir.SBlockRealize([], True, block)
+
+
+def _region(start: TensorLoad, count: int) -> tirx.BufferRegion:
+    """``count`` elements along the last axis of ``start``'s buffer from ``start``."""
+    ranges = [tvm.ir.Range.from_min_extent(i, 1) for i in start.indices[:-1]]
+    return tirx.BufferRegion(start.source, [*ranges, tvm.ir.Range.from_min_extent(start.indices[-1], count)])
+
+
+def conv_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` (a scheduled kernel after its epilogue calls) with each loop over channel tiles of the module
+    docstring's form replaced by its fused call; any other function unchanged."""
+    return with_root_loops_replaced(func, conv_tiles_call, enclosing=True)

@@ -1,0 +1,85 @@
+/* Unit test of the fused channel tiles (backends/cortex_m/helpers/templates/helium_conv_tiles.h.in, after
+ * helium_lanes.h.in, the Helium dual MAC and requantization epilogue and the bundle's scalar requantization, with
+ * the prefix lp): lp_conv_tiles_s8 and lp_conv_tiles_s8_b16 against the plain sums of their contract requantized by
+ * the scalar helpers (lp_requantize_double, lp_saturate_int8), over every window of the window MAC tests
+ * (cortex_m_test_values.h: rows 0..3, row_len 0..35, three layouts, every byte alignment, mixed and minimum
+ * values), channel counts 4..11 (whole tiles and every overlapping last tile), per-channel biases (int32 and
+ * int16), multipliers
+ * and shifts, zero points at either end; the bytes after the outputs must keep their value. Built by
+ * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
+ * (VMLADAVA, VQRDMULH). Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cortex_m_test_values.h"
+#include "conv_tiles.h"
+
+#define CHANNELS_MAX 11
+#define GUARD 3 /* bytes after the outputs that must keep their value */
+
+/* What the scalar loops the helper replaces store for output channel c. */
+static int8_t expected_out(const int8_t *x, const int8_t *w, const window_case *k, int32_t c, int32_t bias,
+                           int32_t multiplier, int32_t shift, int32_t zero_point)
+{
+    int32_t sum = bias;
+    for (int32_t r = 0; r < k->rows; ++r) {
+        for (int32_t i = 0; i < k->row_len; ++i) {
+            sum += x[r * k->x_row_stride + i] * w[c * k->w_channel_stride + r * k->row_len + i];
+        }
+    }
+    const int32_t requantized = lp_requantize_double(sum, multiplier, shift);
+    return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
+}
+
+/* Whether the outputs (channels of them, then GUARD untouched bytes) are wrong. */
+static int outputs_wrong(const int8_t *out, const int8_t *x, const int8_t *w, const window_case *k, int32_t channels,
+                         const int32_t *bias, const int32_t *multiplier, const int8_t *shift, int32_t zero_point)
+{
+    int wrong = 0;
+    for (int32_t c = 0; c < channels + GUARD; ++c) {
+        const int8_t want = c < channels ? expected_out(x, w, k, c, bias[c], multiplier[c], shift[c], zero_point)
+                                         : (int8_t)0x5a;
+        wrong |= out[c] != want;
+    }
+    return wrong;
+}
+
+int main(void)
+{
+    static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, 1277447166, 2004318071};
+    static const int32_t zero_points[] = {-128, 0, 127, 5};
+    static int8_t x_store[440], w_store[CHANNELS_MAX * 110 + 8];
+    uint32_t state = 7;
+    int32_t failures = 0, cases = 0;
+    for (int32_t i = 0; i < WINDOW_CASES; ++i) {
+        const window_case k = window_case_of(i);
+        const int32_t channels = 4 + i % (CHANNELS_MAX - 3), zero_point = zero_points[i % 4];
+        int8_t *x = x_store + k.x_offset, *w = w_store + k.w_offset;
+        int32_t bias[CHANNELS_MAX], multiplier[CHANNELS_MAX];
+        int16_t bias16[CHANNELS_MAX];
+        int8_t shift[CHANNELS_MAX];
+        fill_s8(x_store, (int32_t)sizeof x_store, &state, k.all_min);
+        fill_s8(w_store, (int32_t)sizeof w_store, &state, k.all_min);
+        for (int32_t c = 0; c < CHANNELS_MAX; ++c) {
+            bias[c] = (int32_t)(next_value(&state) >> 19) - (1 << 12);
+            bias16[c] = (int16_t)bias[c];
+            multiplier[c] = multipliers[(i + c) % 5];
+            shift[c] = (int8_t)(c % 3 == 2 ? 1 : -(int32_t)(4 + (i + c) % 8));
+        }
+        int8_t out[CHANNELS_MAX + GUARD], out16[CHANNELS_MAX + GUARD];
+        for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+            out[c] = out16[c] = (int8_t)0x5a;
+        }
+        const int32_t returned = lp_conv_tiles_s8(out, x, w, bias, multiplier, shift, zero_point, k.x_row_stride,
+                                                  k.w_channel_stride, k.rows, k.row_len, channels)
+            | lp_conv_tiles_s8_b16(out16, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
+                                   k.w_channel_stride, k.rows, k.row_len, channels);
+        if ((returned != 0 || outputs_wrong(out, x, w, &k, channels, bias, multiplier, shift, zero_point)
+             || outputs_wrong(out16, x, w, &k, channels, bias, multiplier, shift, zero_point)) && failures++ < 8) {
+            printf("FAIL case %ld: %ld channels, rows %ld, row_len %ld\n", (long)i, (long)channels, (long)k.rows,
+                   (long)k.row_len);
+        }
+        ++cases;
+    }
+    return cases_verdict(cases, failures);
+}
