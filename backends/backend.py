@@ -155,7 +155,10 @@ class MacSchedules(Protocol):
     """A backend's MAC-helper schedules: the scheduled int8/int16 MAC kernels (CONV_2D, DEPTHWISE_CONV_2D,
     FULLY_CONNECTED, an SVDF's TE extern stage) whose reductions become calls of its C helpers
     (`tvm_ext.schedule.kernel_schedule.inline_intermediates`, `tvm_ext.schedule.border_split`). Each replacement computes exactly
-    what it replaces (integer sums, bit-exact); None or False where it does not fit."""
+    what it replaces (integer sums, bit-exact); None or False where it does not fit. Optional (read with getattr;
+    absent or None: not done): `paired_windows(pixel_body, realize, guard, loops, first_reduction, test_depth,
+    pixel, scratch=None)`, two neighbouring pixels of a padded convolution's row, on the border, with their windows
+    copied and one two-pixel call per channel tile (`backends.cortex_m.schedules.border_window.paired_windows`)."""
 
     def extern_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """A function of one TE extern stage with the loops in the helpers' forms as their calls."""

@@ -14,7 +14,9 @@ by its true value: the same number), so the sums are unchanged: bit-exact. There
 schedules (``backends.backend.MacSchedules``), the reduction becomes a MAC helper's call where one fits.
 
 With them, a convolution's border pixel copies its window once and its interior pixels go in pairs
-(Cortex-M: ``backends.cortex_m.schedules.border_window``, ``backends.cortex_m.schedules.pixel_pairs``). A border without a copied window (depthwise), where each
+(Cortex-M: ``backends.cortex_m.schedules.border_window``, ``backends.cortex_m.schedules.pixel_pairs``); where the
+backend pairs copied windows too (its optional ``paired_windows``: Cortex-M DSP cores), every pixel of a row goes
+in pairs from the first, a pair with a pixel on the border copying both windows (``_border_pairs``). A border without a copied window (depthwise), where each
 test conjunct relates one pixel loop to one tap loop and the border makes at most MAX_REGIONS rectangles (any
 number where no pixel is interior), is not tested per tap at all: ``tvm_ext.schedule.border_regions`` finds at
 compile time the rectangles of pixels that read the same box of image taps, and each pixel's reduction picks its
@@ -187,7 +189,10 @@ def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
         return pixel_loop.body, clean, [window] if windowed is not None else []
     branch = tirx.IfThenElse(_conjunction(tests), clean, border)
     if first is not None and windowed is None:
-        branch, scratch = _paired(mac, tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests, branch)
+        border_pairs = _border_pairs(mac, tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests, branch,
+                                     max(tap_depths) - innermost - 1) if windowed_border_ is not None else None
+        branch, scratch = border_pairs or _paired(mac, tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests,
+                                                  branch)
         windows += scratch
     return pixel_loop.body, branch, windows
 
@@ -214,6 +219,39 @@ def _paired(mac: MacSchedules, tap: _GuardedTap, pixel_loop: tirx.For, loops: li
     starts, ends = mac.pair_tests(pixel_loop.loop_var, low, pairs)
     return tirx.IfThenElse(_conjunction([*row_tests, starts]), body,
                            tirx.IfThenElse(tirx.Not(_conjunction([*row_tests, ends])), branch, None)), scratch
+
+
+def _border_pairs(mac: MacSchedules, tap: _GuardedTap, pixel_loop: tirx.For, loops: list, first: int,
+                  interior: tuple[int, int], row_tests: list, branch: tirx.Stmt, test_depth: int
+                  ) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
+    """Every pixel of ``pixel_loop`` in pairs from its first (the last one alone where their count is odd): a
+    pair inside the interior (``interior``: [low, high) of the pixel loop, in the rows where ``row_tests``
+    hold) as ``mac.paired_pixel_body`` computes it, any other, one of whose windows overhangs the image, as
+    ``mac.paired_windows`` does (both windows copied, the test once per tap at ``loops[test_depth]``); the lone
+    pixel is ``branch``. With the scratch buffers the pairs use; None where the backend has no such pairs or
+    either pair does not fit."""
+    paired_windows = getattr(mac, "paired_windows", None)
+    start, pixels = int(pixel_loop.min), int(pixel_loop.extent)
+    if paired_windows is None or pixels < 2:
+        return None
+    pixel = pixel_loop.loop_var
+    inside = mac.paired_pixel_body(pixel_loop.body, _tap_read_as(tap, tap.guard.args[1], "_pair"), loops, first, pixel)
+    if inside is None:
+        return None
+    try:  # the interior pairs' scratch (if any) serves the border pairs too: never live at once
+        on_border = paired_windows(pixel_loop.body, tap.realize, tap.guard, loops, first, test_depth, pixel,
+                                   scratch=inside[1][0] if inside[1] else None)
+    except KeyError:
+        return None  # an index form we do not evaluate: the border pixels stay one by one
+    if inside is None or on_border is None:
+        return None
+    low, high = interior
+    dtype = pixel.ty.dtype
+    inside_pair = _conjunction([*row_tests, tirx.LE(tirx.const(low, dtype), pixel),
+                                tirx.LT(pixel, tirx.const(high - 1, dtype))])
+    starts, ends = mac.pair_tests(pixel, start, pixels // 2)
+    pairs = tirx.IfThenElse(inside_pair, inside[0], on_border[0])
+    return tirx.IfThenElse(starts, pairs, tirx.IfThenElse(tirx.Not(ends), branch, None)), [*inside[1], *on_border[1]]
 
 
 def _windowed(mac: MacSchedules, tap: _GuardedTap, loops: list, first: int, test_depth: Optional[int],

@@ -23,7 +23,7 @@ from typing import Optional
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
-from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
+from backends.cortex_m.schedules.border_window import has_short_rows, paired_windows, window_buffer, windowed_border
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
@@ -48,6 +48,7 @@ class DualMacSchedules:
     has_short_rows = staticmethod(has_short_rows)
     windowed_border = staticmethod(windowed_border)
     paired_pixel_body = staticmethod(paired_pixel_body)
+    paired_windows = staticmethod(paired_windows)
     pair_tests = staticmethod(pair_tests)
 
     epilogue_calls = staticmethod(functools.partial(requantize_epilogue_calls, helper=DSP_EPILOGUE))
@@ -74,6 +75,7 @@ class HeliumMacSchedules(DualMacSchedules):
     pays_two_pixels = staticmethod(helium_pays_two_pixels)
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
+    paired_windows = None  # not measured on Helium: a border pixel there keeps its window to itself
 
     @staticmethod
     def epilogue_calls(func):

@@ -64,10 +64,12 @@ class WidenedPair:
     scratch: tirx.Buffer
 
 
-def widened_pair(call: s_tir.SBlockRealize, channel_loops: list) -> Optional[WidenedPair]:
+def widened_pair(call: s_tir.SBlockRealize, channel_loops: list,
+                 scratch: Optional[tirx.Buffer] = None) -> Optional[WidenedPair]:
     """The widened form of the two-pixel call block ``call`` (``backends.cortex_m.schedules.dual_mac``), or None where it is
     another call or its input address moves with ``channel_loops`` (the loops between the pixel and the
-    call: the widening runs once above them)."""
+    call: the widening runs once above them). Its scratch is ``scratch`` where that one (another pair's of the
+    same kernel, never live at once with this one) holds enough words, else a new one."""
     block = call.block
     op = block.body.value if isinstance(block.body, tirx.Evaluate) else None
     if not isinstance(op, tvm.ir.Call) or op.op.name != DUAL_MAC_2PX_OP:
@@ -76,14 +78,18 @@ def widened_pair(call: s_tir.SBlockRealize, channel_loops: list) -> Optional[Wid
     if vars_read(tirx.Evaluate(x)) & {loop.loop_var for loop in channel_loops}:
         return None
     words = q15_scratch_words(int(rows), int(row_len))
-    scratch = tirx.decl_buffer((words,), "int32", name="pair_q15")  # int32: 4-byte aligned for LDRD
+    if scratch is None or int(scratch.shape[0]) < words:
+        scratch = tirx.decl_buffer((words,), "int32", name="pair_q15")  # int32: 4-byte aligned for LDRD
     # The whole scratch's pointer (tvm_access_ptr): its extent keeps buffer compaction from shrinking it.
     scratch_start = scratch.access_ptr("rw")
     whole_scratch = tirx.BufferRegion(scratch, [tvm.ir.Range.from_min_extent(0, words)])
     tile, x_region, w_region = block.reads
     widen = s_tir.SBlock([], [x_region], [whole_scratch], "pair_q15_widen", tirx.Evaluate(tirx.call_intrin(
         "int32", WIDEN_Q15_OP, scratch_start, x, x_row_stride, rows, row_len, x_pixel_stride)))
+    # Whole groups of four per row: the widened rows, like each channel's weights, follow one another without a
+    # gap, so the MAC call reads them as one row (no per-row loop in its two passes).
+    mac_rows, mac_row_len = (1, int(rows) * int(row_len)) if int(row_len) % 4 == 0 else (rows, row_len)
     mac = s_tir.SBlock([], [tile, whole_scratch, w_region], list(block.writes), "dual_mac_q15", tirx.Evaluate(
-        tirx.call_intrin("int32", DUAL_MAC_Q15_OP, acc_a, acc_b, scratch_start, w, w_channel_stride, rows,
-                         row_len)))
+        tirx.call_intrin("int32", DUAL_MAC_Q15_OP, acc_a, acc_b, scratch_start, w, w_channel_stride, mac_rows,
+                         mac_row_len)))
     return WidenedPair(s_tir.SBlockRealize([], True, widen), s_tir.SBlockRealize([], True, mac), scratch)

@@ -34,7 +34,8 @@ Replacement = Callable[[s_tir.SBlockRealize, list], Optional[s_tir.SBlockRealize
 
 
 def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops: list, first_reduction: int,
-                      pixel: tirx.Var, widen_inputs: bool = True, replacement: Optional[Replacement] = None
+                      pixel: tirx.Var, widen_inputs: bool = True, replacement: Optional[Replacement] = None,
+                      pair_axis: Optional[tirx.Var] = None, scratch: Optional[tirx.Buffer] = None
                       ) -> Optional[tuple[tirx.Stmt, list[tirx.Buffer]]]:
     """The statements computing pixels ``pixel`` and ``pixel + 1`` of an interior row, and the scratch
     buffers they use: ``pixel_body`` (one pixel's statements: the loops ``loops`` below the pixel loop, the
@@ -43,24 +44,30 @@ def paired_pixel_body(pixel_body: tirx.Stmt, realize: s_tir.SBlockRealize, loops
     (initialisation, epilogue) once per pixel; with ``widen_inputs``, the pair's inputs widened once before its
     channel tiles where they can be (``backends.cortex_m.schedules.pair_q15``; a Helium core multiplies int8 lanes
     as they are); ``replacement`` makes the two-pixel call (by default ``dual_mac_replacement``: another
-    backend's helpers). None where the reduction's statements do not have that form or the call does not fit."""
+    backend's helpers); ``pair_axis``, an iteration variable of ``realize``'s block bound to 0 there, is bound to
+    the pixel's place in the pair (0, 1: each pixel's window copied apart, ``border_window.paired_windows``);
+    ``scratch``, another pair's widened-input scratch the widening may reuse (``pair_q15.widened_pair``). None where the reduction's statements do not have that form or the call does not fit."""
     pixel_loop = tirx.For(tirx.Var("pixel_pair", pixel.ty.dtype), tirx.const(0, pixel.ty.dtype),
                           tirx.const(DUAL_MAC_PIXELS, pixel.ty.dtype), tirx.ForKind.SERIAL, tirx.Evaluate(0))
     try:
         shifted = _realize_at(realize, {pixel: pixel + pixel_loop.loop_var})
+        if pair_axis is not None:
+            shifted = s_tir.SBlockRealize([pixel_loop.loop_var if iv.var.same_as(pair_axis) else value
+                                           for iv, value in zip(shifted.block.iter_vars, shifted.iter_values)],
+                                          shifted.predicate, shifted.block)
     except KeyError:
         return None
     call = (replacement or dual_mac_replacement)(shifted, [*loops[first_reduction:-1], pixel_loop, loops[-1]])
     if call is None:
         return None
-    widened = widened_pair(call, loops[:first_reduction]) if widen_inputs else None
+    widened = widened_pair(call, loops[:first_reduction], scratch) if widen_inputs else None
     try:
         if widened is None:
             return _pair_around(pixel_body, loops[first_reduction], call, pixel), []
         paired = _pair_around(pixel_body, loops[first_reduction], widened.call, pixel)
     except KeyError:
         return None
-    return tirx.SeqStmt([widened.widen, paired]), [widened.scratch]
+    return tirx.SeqStmt([widened.widen, paired]), [] if widened.scratch.same_as(scratch) else [widened.scratch]
 
 
 def pair_tests(pixel: tirx.Var, low: int, pairs: int) -> tuple[tirx.Expr, tirx.Expr]:

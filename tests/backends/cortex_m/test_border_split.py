@@ -104,11 +104,18 @@ def kernels_bit_exact_everywhere(tmp_path, name: str, model_bytes: bytes) -> dic
 
 
 def _interior_branch(body: list[str]) -> list[str]:
-    """The lines of the first `if` of ``body`` up to its `} else {` at the same indentation."""
-    start = next(i for i, line in enumerate(body) if line.lstrip().startswith("if ("))
-    indent = body[start][: len(body[start]) - len(body[start].lstrip())]
-    end = body.index(f"{indent}}} else {{", start)
-    return body[start + 1:end]
+    """The lines of the first `if` of ``body`` that tests the output pixel alone and holds no other `if` (the
+    interior's branch; a DSP core's pair start tests the column's parity first), up to its `} else {` at the
+    same indentation; [] where there is none."""
+    for start, line in enumerate(body):
+        if not line.lstrip().startswith("if (") or not _pixel_test(line) <= {"y", "x"}:
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        end = body.index(f"{indent}}} else {{", start) if f"{indent}}} else {{" in body[start:] else len(body)
+        branch = body[start + 1:end]
+        if not any("if (" in inner for inner in branch):
+            return branch
+    return []
 
 
 def _pixel_test(line: str) -> set[str]:

@@ -69,15 +69,19 @@ def test_short_reduction_keeps_one_pixel():
     assert [name for name, _ in _helper_calls(_scheduled_conv((3, 6), 16, (1, 1)).body)] == [ONE_PIXEL]
 
 
-def test_padded_interior_pixels_go_in_pairs():
-    """A padded 3x3 window on 16 channels, 7 interior columns: the pixel branch first starts a pair at
-    every other interior column (one two-pixel call on the pair's widened windows), then the pixel as before
-    (the seventh interior column one pixel, the border its copied window)."""
+def test_padded_pixels_go_in_pairs_border_ones_too():
+    """A padded 3x3 window on 16 channels, 9 columns: the pixel branch starts a pair at every other column
+    from the first (backends.cortex_m.schedules.border_window.paired_windows): inside the interior one two-pixel
+    call on the pair's widened windows (its three rows of 48 inputs read as one of 144), on the border the same
+    call on the two copied windows; then the ninth column's pixel as before (inside or its copied window)."""
     from test_dual_mac_window import _scheduled_conv as _scheduled_padded_conv
 
     func = _scheduled_padded_conv((6, 9), 16, (3, 3), 1, (1, 1, 1, 1))
     pixel = next(node for node in walk(func.body) if isinstance(node, tirx.IfThenElse))
-    assert _helper_calls(pixel.then_case) == [(WIDENED_PAIR, [144, 3, 48])]
+    pair = pixel.then_case
+    assert isinstance(pair, tirx.IfThenElse)
+    assert _helper_calls(pair.then_case) == [(WIDENED_PAIR, [144, 1, 144])]
+    assert _helper_calls(pair.else_case) == [(WIDENED_PAIR, [144, 1, 144])]
     assert [name for name, _ in _helper_calls(pixel.else_case)] == [ONE_PIXEL, ONE_PIXEL]
 
 

@@ -90,14 +90,18 @@ def test_odd_pixel_count_pairs_widen_once_per_pair():
     assert _calls_under(pair.seq[1]) == [(DUAL_MAC_Q15_OP, [37, 1, 37])]
 
 
-def test_padded_interior_pairs_widen_once_per_pair():
+def test_padded_pairs_widen_once_per_pair():
     """A padded 3x3 window on 16 channels: the interior pair widens its three rows of 48 bytes (the image
-    row 9 * 16 apart, the second pixel 16 on) once."""
+    row 9 * 16 apart, the second pixel 16 on) once, and each channel tile reads them as one row of 144 (whole
+    groups of four: no gap between the widened rows); a pair on the border widens its two copied windows of 144
+    bytes, one after the other, once."""
     from test_dual_mac_window import _scheduled_conv as _scheduled_padded_conv
 
-    pair = _pair_branch(_scheduled_padded_conv((6, 9), 16, (3, 3), 1, (1, 1, 1, 1)))
-    assert _calls_under(pair.seq[0]) == [(WIDEN_Q15_OP, [9 * 16, 3, 48, 16])]
-    assert _calls_under(pair.seq[1]) == [(DUAL_MAC_Q15_OP, [144, 3, 48])]
+    pairs = _pair_branch(_scheduled_padded_conv((6, 9), 16, (3, 3), 1, (1, 1, 1, 1)))
+    inside, on_border = pairs.then_case, pairs.else_case
+    assert _calls_under(inside.seq[0]) == [(WIDEN_Q15_OP, [9 * 16, 3, 48, 16])]
+    assert _calls_under(inside.seq[1]) == [(DUAL_MAC_Q15_OP, [144, 1, 144])]
+    assert _calls_under(on_border) == [(WIDEN_Q15_OP, [144, 1, 144, 144]), (DUAL_MAC_Q15_OP, [144, 1, 144])]
 
 
 def test_access_records_cover_what_the_helpers_reach():
