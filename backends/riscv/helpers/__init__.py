@@ -1,8 +1,9 @@
 """The RISC-V backend's C helpers, `static inline` in `<model>_internal.h` when a kernel calls one (no TVM).
 
 Each is hand-written C in `templates/` (a `.h.in` whose `${prefix}` is the bundle's prefix; its contract in its
-leading comment, which bundles do not copy) with a C unit test under `tests/c/`, run on the host and under
-QEMU virt (`tests/backends/riscv/test_riscv_helpers_c.py`):
+leading comment, which bundles do not copy), after `riscv_common.h.in` (their always-inline attribute and their
+compiler barriers, each a named macro guarded for GCC/Clang, with why they are there), with a C unit test under
+`tests/c/`, run on the host and under QEMU virt (`tests/backends/riscv/test_riscv_helpers_c.py`):
 
 - `mac_s8x8.h.in`: `<prefix>_mac_s8x8`, the int8 window MAC of eight output channels (register tiling for
   RV32's 31 registers), called by CONV_2D and FULLY_CONNECTED kernels (`backends.riscv.schedules.mac`);
@@ -22,11 +23,13 @@ from packager.template_files import helper_template_c
 MAC_CHANNELS = 8
 """Output channels per call of the MAC helper: eight sums, the pointers, the loop bound and four inputs stay in
 RV32's 31 registers (the kernels' accumulator tile, `backends.riscv.schedules`)."""
+COMMON_TEMPLATE = "riscv_common.h.in"
+"""The always-inline attribute and the compiler barriers every helper below uses (GCC/Clang-guarded)."""
 MAC_TEMPLATE = "mac_s8x8.h.in"
 MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
 MAC_2PX_ROW_TEMPLATE = "mac_s8x2x8_row.h.in"
 DEPTHWISE_MAC_TEMPLATE = "depthwise_mac_s8x8.h.in"
-RISCV_HELPER_TEMPLATES = (MAC_TEMPLATE, MAC_2PX_TEMPLATE, MAC_2PX_ROW_TEMPLATE, DEPTHWISE_MAC_TEMPLATE)
+RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_2PX_TEMPLATE, MAC_2PX_ROW_TEMPLATE, DEPTHWISE_MAC_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
 
 
