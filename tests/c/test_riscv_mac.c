@@ -5,7 +5,11 @@
  * (whole passes of four inputs and every remainder), row strides at and above the row length, weight channel
  * strides at and above a channel's weights, inputs and weights at every byte alignment, values over the whole int8
  * range (-128 and 127 forced in) and all at the minimum (the largest products); each accumulator gains its sum and
- * keeps what it held. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and
+ * keeps what it held; then the two-pixel helpers on windows whose every product is at one of its extremes, each
+ * pixel's at either (16384 = -128 * -128, -16256 = -128 * 127), the windows' longest rows in the three layouts;
+ * last, the two-pixel helpers with weight channel strides about the one past which channel 7's weights leave a
+ * load's 12-bit offset (7 * stride + 1 >= 2048: mac_s8x2x8_row's second weight pointer).
+ * Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and
  * rv32imafc, under QEMU virt. */
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +19,7 @@
 
 #define BUFFER 1024 /* elements: past the farthest one any case reads (under 870 + the second pixel's 110) */
 #define CHANNELS 8
+#define FAR_BUFFER 8192 /* weights of the far channel strides: past 7 * 577 + 3 * 35 */
 
 /* Whether the n accumulators of got equal those of expected; prints the first that differs. */
 static int same(const int32_t *got, const int32_t *expected, int32_t n, const char *helper, int32_t i)
@@ -66,6 +71,72 @@ int main(void)
                                              wc.rows, wc.row_len, wc.x_pixel_stride);
             if (returned != 0 || !same(got, expected, 2 * CHANNELS, h == 0 ? "mac_s8x2x8" : "mac_s8x2x8_row", i)) {
                 failures += 1;
+            }
+        }
+    }
+    /* Pixel a's inputs all xa, pixel b's all xb, the weights all wv: every product at an extreme, in the three
+       layouts of the longest windows (whole steps of two positions and the one left). */
+    static const int8_t extremes[4][3] = {{-128, -128, -128}, {-128, 127, -128}, {127, -128, -128}, {-128, -128, 127}};
+    for (int32_t e = 0; e < 4; ++e) {
+        for (int32_t i = WINDOW_CASES / 2 - WINDOW_LAYOUTS * 2; i < WINDOW_CASES / 2; ++i) {
+            const window_case wc = window_case_of(i);
+            int8_t *xo = x + wc.x_offset;
+            for (int32_t j = 0; j < BUFFER; ++j) {
+                x[j] = extremes[e][0];
+                w[j] = extremes[e][2];
+            }
+            for (int32_t r = 0; r < wc.rows; ++r) { /* pixel b's window (past pixel a's where they overlap) */
+                for (int32_t k = 0; k < wc.row_len; ++k) {
+                    xo[wc.x_pixel_stride + r * wc.x_row_stride + k] = extremes[e][1];
+                }
+            }
+            int32_t got[2 * CHANNELS], expected[2 * CHANNELS];
+            for (int32_t c = 0; c < 2 * CHANNELS; ++c) {
+                got[c] = expected[c] = start_value(c);
+            }
+            cases += 2;
+            for (int32_t h = 0; h < 2; ++h) { /* the two helpers in turn, each adding to what the other left */
+                plain_mac8(expected, xo, w + wc.w_offset, &wc);
+                plain_mac8(expected + CHANNELS, xo + wc.x_pixel_stride, w + wc.w_offset, &wc);
+                const int32_t returned
+                    = h == 0 ? lp_mac_s8x2x8(got, got + CHANNELS, xo, w + wc.w_offset, wc.x_row_stride,
+                                             wc.w_channel_stride, wc.rows, wc.row_len, wc.x_pixel_stride)
+                             : lp_mac_s8x2x8_row(got, got + CHANNELS, xo, w + wc.w_offset, wc.x_row_stride,
+                                                 wc.w_channel_stride, wc.rows, wc.row_len, wc.x_pixel_stride);
+                if (returned != 0 || !same(got, expected, 2 * CHANNELS, h == 0 ? "mac_s8x2x8" : "mac_s8x2x8_row", i)) {
+                    failures += 1;
+                }
+            }
+        }
+    }
+    /* Channel strides either side of the second pointer's threshold (292: 2045; 293: 2052) and far past it. */
+    static int8_t far_w[FAR_BUFFER];
+    static const int32_t far_strides[3] = {292, 293, 577};
+    fill_s8(x, BUFFER, &state, 0);
+    fill_s8(far_w, FAR_BUFFER, &state, 0);
+    for (int32_t f = 0; f < 3; ++f) {
+        for (int32_t rows = 1; rows <= 3; rows += 2) {
+            /* rows of 35 inputs (whole passes and one left), the pixels' windows apart (layout 2) */
+            window_case wc = window_case_of(WINDOW_LAYOUTS * (2 * (WINDOW_ROW_LEN_MAX + 1) + 35) + 2);
+            wc.rows = rows;
+            wc.w_channel_stride = far_strides[f];
+            int32_t got[2 * CHANNELS], expected[2 * CHANNELS];
+            for (int32_t c = 0; c < 2 * CHANNELS; ++c) {
+                got[c] = expected[c] = start_value(c);
+            }
+            cases += 2;
+            for (int32_t h = 0; h < 2; ++h) {
+                plain_mac8(expected, x, far_w, &wc);
+                plain_mac8(expected + CHANNELS, x + wc.x_pixel_stride, far_w, &wc);
+                const int32_t returned
+                    = h == 0 ? lp_mac_s8x2x8(got, got + CHANNELS, x, far_w, wc.x_row_stride, wc.w_channel_stride,
+                                             wc.rows, wc.row_len, wc.x_pixel_stride)
+                             : lp_mac_s8x2x8_row(got, got + CHANNELS, x, far_w, wc.x_row_stride, wc.w_channel_stride,
+                                                 wc.rows, wc.row_len, wc.x_pixel_stride);
+                if (returned != 0 || !same(got, expected, 2 * CHANNELS, h == 0 ? "mac_s8x2x8" : "mac_s8x2x8_row",
+                                           far_strides[f])) {
+                    failures += 1;
+                }
             }
         }
     }

@@ -1,17 +1,23 @@
 """The RISC-V backend's C helpers, `static inline` in `<model>_internal.h` when a kernel calls one (no TVM).
 
 Each is hand-written C in `templates/` (a `.h.in` whose `${prefix}` is the bundle's prefix; its contract in its
-leading comment, which bundles do not copy) with a C unit test under `tests/c/`, run on the host and under
-QEMU virt (`tests/backends/riscv/test_riscv_helpers_c.py`):
+leading comment, which bundles do not copy), after `riscv_common.h.in` (their always-inline attribute and their
+compiler barriers, each a named macro guarded for GCC/Clang, with why they are there), with a C unit test under
+`tests/c/`, run on the host and under QEMU virt (`tests/backends/riscv/test_riscv_helpers_c.py`):
 
 - `mac_s8x8.h.in`: `<prefix>_mac_s8x8`, the int8 window MAC of eight output channels (register tiling for
   RV32's 31 registers), called by CONV_2D and FULLY_CONNECTED kernels (`backends.riscv.schedules.mac`);
-- `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same for two output pixels, each weight loaded feeding both;
-- `mac_s8x2x8_row.h.in`: `<prefix>_mac_s8x2x8_row`, the same sums with all sixteen in registers, for one-row
-  windows (1x1 convolutions);
+- `mac_s8x2x8_row.h.in`: `<prefix>_mac_s8x2x8_row`, the same for two output pixels, each weight loaded feeding
+  both, all sixteen sums in registers, for one-row windows (1x1 convolutions);
+- `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same sums for windows of several rows, one row helper's call
+  per row;
 - `depthwise_mac_s8x8.h.in`: `<prefix>_depthwise_mac_s8x8` (and its out-of-line copy `<prefix>_depthwise_box_s8x8`
   for a padded border's clipped windows), the int8 depthwise window MAC of eight channels, called by
-  DEPTHWISE_CONV_2D kernels.
+  DEPTHWISE_CONV_2D kernels;
+- `requantize_small.h.in`: `<prefix>_requantize_small_s8` (`_s8_b16` for int16 biases), a MAC kernel's
+  requantization epilogue of one channel tile (TFLite's double rounding on its "double_small" domain), one
+  out-of-line copy per bundle, with the contract, names and unit test (`tests/c/test_requantize_small.c`) of the
+  Cortex-M DSP epilogue it stands for.
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ from packager.template_files import helper_template_c
 MAC_CHANNELS = 8
 """Output channels per call of the MAC helper: eight sums, the pointers, the loop bound and four inputs stay in
 RV32's 31 registers (the kernels' accumulator tile, `backends.riscv.schedules`)."""
+COMMON_TEMPLATE = "riscv_common.h.in"
+"""The always-inline attribute and the compiler barriers every helper below uses (GCC/Clang-guarded)."""
 MAC_TEMPLATE = "mac_s8x8.h.in"
-MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
 MAC_2PX_ROW_TEMPLATE = "mac_s8x2x8_row.h.in"
+MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
 DEPTHWISE_MAC_TEMPLATE = "depthwise_mac_s8x8.h.in"
-RISCV_HELPER_TEMPLATES = (MAC_TEMPLATE, MAC_2PX_TEMPLATE, MAC_2PX_ROW_TEMPLATE, DEPTHWISE_MAC_TEMPLATE)
+REQUANTIZE_TEMPLATE = "requantize_small.h.in"
+RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_2PX_ROW_TEMPLATE, MAC_2PX_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
+                          REQUANTIZE_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
 
 
@@ -53,6 +63,12 @@ def depthwise_mac_helper_name(prefix: str) -> str:
 def depthwise_box_helper_name(prefix: str) -> str:
     """The C name of the depthwise helper's one out-of-line copy in the bundle `prefix` (same arguments and sums)."""
     return f"{prefix}_depthwise_box_s8x8"
+
+
+def requantize_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the requantization epilogue for biases of type `bias` ("int32" or "int16") in the bundle
+    `prefix`."""
+    return f"{prefix}_requantize_small_s8" if bias == "int32" else f"{prefix}_requantize_small_s8_b16"
 
 
 def riscv_helpers_c(prefix: str) -> str:

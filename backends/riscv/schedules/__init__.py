@@ -5,7 +5,9 @@ and FULLY_CONNECTED kernels as calls of the int8 window MAC (`mac`: `<prefix>_ma
 padded one's interior), and a padded convolution's border pixels copying their window once
 (`backends.cortex_m.schedules.border_window`), with the RISC-V helpers' calls in place of the dual MAC's and the
 inputs kept int8; DEPTHWISE_CONV_2D reductions as calls of the int8 depthwise MAC (`<prefix>_depthwise_mac_s8x8`, its
-out-of-line copy on a padded border's clipped windows). A kernel of exactly eight output channels is tiled too.
+out-of-line copy on a padded border's clipped windows); a channel tile's "double_small" requantization loop as one
+call of `<prefix>_requantize_small_s8` (`backends.riscv.schedules.mac.RISCV_EPILOGUE`). A kernel of exactly eight
+output channels is tiled too.
 Helpers inside TE extern stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
 """
 
@@ -20,8 +22,9 @@ from backends.cortex_m.schedules.border_window import has_short_rows, window_buf
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
+from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.riscv.helpers import MAC_CHANNELS
-from backends.riscv.schedules.mac import mac_replacement
+from backends.riscv.schedules.mac import RISCV_EPILOGUE, mac_replacement
 from target.profile import Profile
 
 
@@ -45,10 +48,7 @@ class RiscvMacSchedules:
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return func
 
-    @staticmethod
-    def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        """`func` as it is: an RV32 core requantizes one output at a time (no vector epilogue)."""
-        return func
+    epilogue_calls = staticmethod(functools.partial(requantize_epilogue_calls, helper=RISCV_EPILOGUE))
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:

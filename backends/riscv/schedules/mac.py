@@ -16,10 +16,15 @@ becomes one call of `<prefix>_depthwise_mac_s8x8` (`templates/depthwise_mac_s8x8
 channel tile where input, weights and accumulators are eight consecutive channels at every tap (a depth
 multiplier of 1) and the taps step by constant strides; a padded border's clipped windows call its out-of-line
 copy `<prefix>_depthwise_box_s8x8`. Each channel's sum is added in the same order: bit-exact.
+
+A channel tile's requantization loop of the "double_small" rounding becomes one call of
+`<prefix>_requantize_small_s8` (`templates/requantize_small.h.in`; `RISCV_EPILOGUE`, matched by
+`backends.cortex_m.schedules.requantize_epilogue`): the same integer steps, bit-exact.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 from tvm import s_tir
@@ -27,8 +32,11 @@ from tvm import s_tir
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access
 from backends.cortex_m.schedules.dual_mac import (mac_reduction, mac_window, window_call_block, window_mac_2px_access,
                                                  window_mac_access)
+from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
 from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, depthwise_box_helper_name, depthwise_mac_helper_name,
-                                    mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name)
+                                    mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
+                                    requantize_helper_name)
+from packager.fixed_point_c import REQUANTIZE_OPS, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_calls import register_helper_call
 
 MAC_OP = "tvm_ext.riscv_mac_s8x8"
@@ -49,10 +57,21 @@ DEPTHWISE_MAC_ACCESS = depthwise_mac_access(MAC_CHANNELS)
 register_helper_call(DEPTHWISE_MAC_OP, RISCV_HELPERS, depthwise_mac_helper_name, DEPTHWISE_MAC_ACCESS)
 register_helper_call(DEPTHWISE_BOX_OP, RISCV_HELPERS, depthwise_box_helper_name, DEPTHWISE_MAC_ACCESS)
 
-MIN_REDUCTION = 32
-"""The shortest window (MACs per output) the helper takes: a shorter one (vww's first 3x3 convolution on three
-channels, 27) spends more on the call's accumulator loads and stores and its rows' last inputs than the
-unrolled passes save (measured under QEMU: 11.0 -> 12.1 instructions per MAC with the helper)."""
+REQUANTIZE_OPS_BY_BIAS = {"int32": "tvm_ext.riscv_requantize_small_s8", "int16": "tvm_ext.riscv_requantize_small_s8_b16"}
+"""The requantization epilogue's op per bias type (`<prefix>_requantize_small_s8`, `_s8_b16`)."""
+for _bias, _op in REQUANTIZE_OPS_BY_BIAS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(requantize_helper_name, bias=_bias),
+                         REQUANTIZE_S8_ACCESS)
+RISCV_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), REQUANTIZE_OPS_BY_BIAS)
+"""The channel tiles' epilogues the RISC-V helper computes: the "double_small" rounding (nearly every int8 layer's:
+its shifts, multipliers and sums bounded at compile time), as the DSP cores' epilogue does."""
+
+MIN_REDUCTION = 8
+"""The shortest window (MACs per output) the helper takes. With the one-row helper's sixteen sums in registers and
+the out-of-line requantization, the helper pays on short windows too (rv32imc, measured against 32:
+pretrainedResnet_quant 42,067,854 -> 41,888,475 and vww_96_int8 30,460,767 -> 30,203,751 instructions, their first
+3x3 convolutions on three channels, 27 MACs; ad01_int8 897,218 -> 896,916, its layer of 8 inputs); no shared model
+has a shorter one (1 measured the same)."""
 
 
 def mac_replacement(realize: s_tir.SBlockRealize, loops: list,

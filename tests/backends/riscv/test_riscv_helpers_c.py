@@ -1,6 +1,7 @@
 """The RISC-V backend's hand-written C helpers (backends/riscv/helpers/templates/*.h.in) pass their C unit tests
 (tests/c/test_riscv_mac.c, test_riscv_depthwise_mac.c: each helper against the plain loop of its contract, on edge values and odd
-counts): on the host (strict warnings, sanitizers), and built with each RISC-V profile's compiler and flags under
+counts; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares: against
+the bundle's scalar requantization helpers): on the host (strict warnings, sanitizers), and built with each RISC-V profile's compiler and flags under
 the strict warnings and run on QEMU virt in the bundles' sandbox, where the helper is compiled as a bundle
 compiles it (always inlined, RV32IM's loads and multiplies)."""
 
@@ -16,6 +17,7 @@ from backends.riscv.bundle_files import BOARD_SOURCES, SUPPORT_DIR, write_riscv_
 from backends.riscv.bundle_files.support import link_flags
 from backends.riscv.helpers import riscv_helpers_c
 from c_checks import STRICT_WARNINGS, run_c_unit_tests
+from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_helpers_c
 from conftest import profile_build_config
 from emulator.boards import RISCV_BOARDS
 from emulator.qemu import run_qemu
@@ -29,14 +31,20 @@ PREFIX = "lp"
 PROFILES = ["rv32imc", "rv32imafc"]
 LIBRARY_HEADER = "riscv_mac.h"
 """The header every unit test includes: the RISC-V helper library for the prefix lp."""
-UNITS = ["riscv_mac", "riscv_depthwise_mac"]
-"""The unit tests tests/c/test_<unit>.c: the window MACs, the depthwise MAC."""
+REQUANTIZE_HEADER = "requantize_small.h"
+"""The header test_requantize_small.c includes: the bundle's scalar "double_small" requantization and int8
+saturation (what the epilogue replaces), then the RISC-V helper library, for the prefix lp."""
+UNITS = ["riscv_mac", "riscv_depthwise_mac", "requantize_small"]
+"""The unit tests tests/c/test_<unit>.c: the window MACs, the depthwise MAC, the requantization epilogue."""
 
 
 def write_unit_files(folder: Path, unit: str) -> Path:
-    """`riscv_mac.h` (the helpers as a bundle of prefix `lp` defines them, after <stdint.h>) and the shared inputs'
-    header into `folder`; the source of the unit test `unit`."""
+    """`riscv_mac.h` (the helpers as a bundle of prefix `lp` defines them, after <stdint.h>), `requantize_small.h`
+    (the same after the scalar helpers the epilogue replaces) and the shared inputs' header into `folder`; the
+    source of the unit test `unit`."""
     (folder / LIBRARY_HEADER).write_text("#include <stdint.h>\n" + riscv_helpers_c(PREFIX))
+    scalar = requantize_helpers_c(PREFIX, (SMALL_RIGHT_SHIFT, SATURATE_INT8))
+    (folder / REQUANTIZE_HEADER).write_text("#include <stdint.h>\n" + scalar + riscv_helpers_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
     return UNIT_TESTS / f"test_{unit}.c"
 
