@@ -279,7 +279,7 @@ def _analysis(args: argparse.Namespace, model: Path) -> Analysis:
     if given:
         raise CompileError(f"{model.name}: --analyze builds nothing; leave out --{given[0].replace('_', '-')}")
     return analyze(model, profiles_named(args.target), _print_stage_and_stop_if_signalled,
-                   default_jobs() if args.jobs is None else args.jobs)
+                   default_jobs() if args.jobs is None else args.jobs, args.patches)
 
 
 def _print_analysis(analysis: Analysis) -> int:

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from emulator.cycle_model import cycle_estimate
 from memory_planner.plan import OperatorSupport
 from target.profile import Profile
 from target.resources import FlashSource, FlashUse
 from tvm_ext.compile import CompileError, stage_logger
+
+if TYPE_CHECKING:
+    from tvm_ext.compile.patches import PatchRequest
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class ProfileAnalysis:
     total_ram_bytes: int | None = None
     estimated_microseconds: float | None = None
     problem: str | None = None
+    patches: str | None = None  # the patch plan analysed (PatchFacts.line), None: layer by layer
 
     @property
     def fits(self) -> bool:
@@ -82,10 +86,12 @@ def profiles_named(spec: str) -> list[Profile]:
 
 
 def analyze(path: Path, profiles: list[Profile], log: Callable[[str], None] = lambda line: None,
-            jobs: int = 1) -> Analysis:
+            jobs: int = 1, patches: "PatchRequest" = "off") -> Analysis:
     """The analysis of the model file `path` for `profiles`; `log` receives the stages' lines and, first, one line
-    per operator kind. CompileError (one line) for a file the model check refuses on other grounds than its
-    operators."""
+    per operator kind. `patches` as a compile takes it (tvm_ext.compile.patches): a grid's plan is analysed, and
+    `auto`'s first plan whose planned RAM fits where layer by layer does not (no build: its flash is the
+    weights). CompileError (one line) for a file the model check refuses on other grounds than its operators, or
+    a grid the model has no chain for."""
     from tvm_ext.compile.pipeline import check
 
     stage = stage_logger(log)
@@ -107,7 +113,7 @@ def analyze(path: Path, profiles: list[Profile], log: Callable[[str], None] = la
             continue
         if imported is None:
             imported = stage("import", lambda: _imported(checked), lambda i: f"{len(i.model.layers)} layers")
-        results.append(stage(f"{profile.name}", lambda: _profile_analysis(imported, profile, jobs),
+        results.append(stage(f"{profile.name}", lambda: _profile_analysis(imported, profile, jobs, patches),
                              _describe_profile))
     return Analysis(path.name, operators, tuple(results))
 
@@ -142,20 +148,44 @@ def _imported(checked):
         raise CompileError(str(err).strip()) from err
 
 
-def _profile_analysis(imported, profile: Profile, jobs: int) -> ProfileAnalysis:
-    """The passes, code generation and memory plan of `imported` for `profile`, and the figures they give; a
-    layer refused for this profile is its `problem`."""
+def _profile_analysis(imported, profile: Profile, jobs: int, patches: "PatchRequest") -> ProfileAnalysis:
+    """The passes, code generation and memory plan of `imported` for `profile` (patch by patch as `patches`
+    asks, see `analyze`), and the figures they give; a layer refused for this profile, or `auto` finding no plan
+    that fits, is its `problem`."""
     import target
+    from tvm_ext.compile import DoesNotFitError
     from tvm_ext.compile.device_ram import planned_ram
-    from packager.report import layer_report
+    from tvm_ext.compile.patches import AUTO, AutoSearch, cut_of, grid_patch_facts, patch_plan_for_grid
     from tvm_ext.compile.pipeline import codegen, model_refusals, passes, planning
 
+    tvm_target = target.register_profile_with_tvm(profile)
+    grid_plan = patch_plan_for_grid(imported, patches, imported.model.path.name)
+
+    def planned_with(cut):
+        generated = codegen(passes(imported, profile, tvm_target, patches=cut), imported, profile, tvm_target, jobs)
+        planned = planning(generated.plan, profile)
+        # Nothing is built, so the stack is the profile's bound (stack_bound_bytes), as for --no-build.
+        return None, generated, planned, planned_ram(planned.plan, planned.memory, profile, stack_measured_later=False)
+
     try:
-        tvm_target = target.register_profile_with_tvm(profile)
-        generated = codegen(passes(imported, profile, tvm_target), imported, profile, tvm_target, jobs)
+        _, generated, planned, ram = planned_with(None if grid_plan is None else cut_of(grid_plan))
+        patched = None if grid_plan is None else grid_patch_facts(imported, grid_plan, planned).line()
+        if patches == AUTO and ram.total_bytes > profile.sram_bytes:
+            _, generated, planned, ram, facts = AutoSearch(imported, profile, planned, ram, planned_with).next_fitting()
+            patched = facts.line()
+    except DoesNotFitError as err:
+        return ProfileAnalysis(profile, problem=str(err))
     except (*model_refusals(), CompileError) as err:
         return ProfileAnalysis(profile, problem=str(err).strip().splitlines()[-1])
-    planned = planning(generated.plan, profile)
+    return _planned_analysis(imported, profile, planned, ram, patched)
+
+
+def _planned_analysis(imported, profile: Profile, planned, ram, patched: str | None) -> ProfileAnalysis:
+    """The figures of `imported`'s plan `planned` for `profile` (its RAM `ram`, its patch plan's line
+    `patched`), with the fit check's verdict as the `problem`."""
+    import target
+    from packager.report import layer_report
+
     timing = cycle_estimate(profile.cpu, profile.clock_hz)
     report = layer_report(planned.plan, None, None, timing=timing)
     layers = []
@@ -164,8 +194,6 @@ def _profile_analysis(imported, profile: Profile, jobs: int) -> ProfileAnalysis:
         layers.append(LayerFigures(
             call.step, " + ".join(op.kind for op in call.operators) or call.kernel, call.macs, call.weight_bytes, moved,
             report.microseconds_of(call)))
-    # Nothing is built, so the stack is the profile's bound (stack_bound_bytes), as for --no-build.
-    ram = planned_ram(planned.plan, planned.memory, profile, stack_measured_later=False)
     try:
         target.check_fits(profile, imported.model.path.name, ram, weights_only(planned.plan.weight_bytes()))
         problem = None
@@ -174,7 +202,7 @@ def _profile_analysis(imported, profile: Profile, jobs: int) -> ProfileAnalysis:
     return ProfileAnalysis(
         profile, tuple(layers), report.total_macs, planned.plan.weight_bytes(),
         sum(buffer.nbytes for buffer in planned.buffers), planned.memory.arena_bytes, ram.total_bytes,
-        None if timing is None else sum(layer.estimated_microseconds or 0.0 for layer in layers), problem)
+        None if timing is None else sum(layer.estimated_microseconds or 0.0 for layer in layers), problem, patched)
 
 
 def _describe_profile(result: ProfileAnalysis) -> str:

@@ -62,6 +62,7 @@ def analysis_text(analysis: Analysis) -> str:
     if len(analysis.profiles) == 1 and analysis.profiles[0].layers:
         lines += ["", f"Per kernel call on {analysis.profiles[0].profile.name}:", *layer_lines(analysis.profiles[0])]
     lines += ["", *_table(SUMMARY_HEAD, [summary_row(result) for result in analysis.profiles])]
+    lines += [f"{result.profile.name}: {result.patches}" for result in analysis.profiles if result.patches]
     lines += [f"{result.profile.name}: {result.problem}" for result in analysis.profiles if result.problem]
     lines += ["", "activations: every activation buffer's bytes before the arena shares them; total RAM: the arena, "
               "the inputs and outputs outside it, the state and the profile's stack_bound_bytes; flash: the "

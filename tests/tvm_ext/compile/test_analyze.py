@@ -117,3 +117,29 @@ def test_analyze_all_profiles_in_one_table(tmp_path: Path) -> None:
     for name in set(rows) - {"cortex-m0plus"}:
         assert rows[name][1] == "99,968" and rows[name][-2] == "yes", rows[name]
     assert rows["lowpower"][-1] == "-" and float(rows["cortex-m7"][-1]) > 0  # a time only with a cycle table
+
+
+@pytest.mark.slow
+def test_analyze_takes_the_patches_a_compile_would(shared_models: Path) -> None:
+    """person_detect: `--patches auto` on cortex-m0plus (32 KB of SRAM, 37,632 B of arena layer by layer) analyses
+    the first plan whose RAM fits, and says which; a grid on cortex-m4f is analysed as asked; a grid the model has
+    no chain for is the command's one-line error, as for a compile."""
+    model = str(shared_models / "tflm" / "person_detect.tflite")
+
+    def rows(proc, profile: str) -> tuple[list[str], list[str]]:
+        lines = proc.stdout.splitlines()
+        return (next(line.split() for line in lines if line.startswith(f"{profile} ")),
+                [line for line in lines if line.startswith(f"{profile}: ")])
+
+    auto = run_cli(model, "--analyze", "--target", "cortex-m0plus", "--patches", "auto", "--jobs", "1")
+    assert auto.returncode == 0, auto.stderr
+    row, notes = rows(auto, "cortex-m0plus")
+    assert row[-2] == "yes" and int(row[4].replace(",", "")) < 32_768, row
+    assert len(notes) == 1 and " patches up to " in notes[0] and "arena 37,632 B layer by layer -> " in notes[0]
+    grid = run_cli(model, "--analyze", "--target", "cortex-m4f", "--patches", "2x2", "--jobs", "1")
+    assert grid.returncode == 0, grid.stderr
+    row, notes = rows(grid, "cortex-m4f")
+    assert int(row[4].replace(",", "")) < 37_632 and len(notes) == 1 and notes[0].startswith("cortex-m4f: 2x2 patches")
+    wrong = run_cli(model, "--analyze", "--target", "cortex-m4f", "--patches", "1x500", "--jobs", "1")
+    assert wrong.returncode == 2 and len(wrong.stderr.splitlines()) == 1
+    assert "--patches 1x500: the model has no chain of windowed NHWC stages" in wrong.stderr
