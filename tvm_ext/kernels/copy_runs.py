@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from tvm import te, tirx
+from tvm import te, tirx, topi
 
 
 def _extern_from_zero(shape: Sequence[int], inputs: Sequence[te.Tensor], build, name: str) -> te.Tensor:
@@ -89,7 +89,10 @@ def resize_nearest_neighbor_int8(data: te.Tensor, rows: te.Tensor, columns: te.T
 def concatenate_runs(pieces: Sequence[te.Tensor], axis: int) -> te.Tensor:
     """``pieces`` joined along ``axis`` (all of one type, equal elsewhere), as ``topi.concatenate`` computes:
     per index of the axes before ``axis``, one copy of each piece's contiguous run (its extent along ``axis``
-    times the elements of the axes after it). A join along the outermost axis is one copy per piece."""
+    times the elements of the axes after it). A join along the outermost axis is one copy per piece. One piece is
+    ``topi.concatenate``'s copy, which the passes turn into a view of it (no kernel)."""
+    if len(pieces) == 1:
+        return topi.concatenate(pieces, axis)
     shape = [int(d) for d in pieces[0].shape]
     outer = math.prod(shape[:axis])
     inner = math.prod(shape[axis + 1:])
