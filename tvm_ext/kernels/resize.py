@@ -69,10 +69,3 @@ def resize_bilinear_int8(
 
     return te.compute((batches, out_height, out_width, depth), value, name="resize_bilinear_int8")
 
-
-def resize_nearest_neighbor_int8(data: te.Tensor, rows: te.Tensor, columns: te.Tensor) -> te.Tensor:
-    """NHWC int8 ``data`` at the source ``rows`` and ``columns`` (int32 index tables, one per output row and
-    column: TFLite's GetNearestNeighbor, computed at compile time), copied unchanged."""
-    batches, _, _, depth = (int(d) for d in data.shape)
-    shape = (batches, int(rows.shape[0]), int(columns.shape[0]), depth)
-    return te.compute(shape, lambda b, y, x, c: data[b, rows[y], columns[x], c], name="resize_nearest_neighbor_int8")

@@ -1,6 +1,7 @@
 """The bundle's ascending copy helper: `<prefix>_copy_ascending`, `static inline` C in `<model>_internal.h`,
 called where a kernel copies a run of elements in ascending order (`backends.cortex_m.schedules.extern_helpers`:
-the SVDF state update moving its memory one step left, in place).
+the SVDF state update moving its memory one step left, in place; the runs of int8 RESIZE_NEAREST_NEIGHBOR and
+CONCATENATION, `tvm_ext.kernels.copy_runs`).
 
 The C is hand-written: `templates/copy_ascending.h.in` (its contract in its leading comment), unit-tested on
 the host with and without the word copies and under QEMU by `tests/c/test_copy_ascending.c`

@@ -1,4 +1,5 @@
-"""The bundle's helpers in a kernel written as one TE extern stage (the SVDF state update), on DSP cores.
+"""The bundle's helpers in a kernel written as one TE extern stage (the SVDF state update, the copy runs of
+``tvm_ext.kernels.copy_runs``), on DSP cores.
 
 No schedule moves the loops of such a kernel (``tvm_ext.schedule.kernel_schedule`` leaves it as written): its author writes
 them in the forms this module recognizes, and ``extern_helper_calls`` replaces each by a helper call that

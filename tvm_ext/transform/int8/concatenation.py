@@ -14,6 +14,7 @@ from typing import Optional, Union
 
 from tvm import relax, topi
 
+from ...kernels.copy_runs import concatenate_runs
 from ...layers import UNFUSED_ATTR
 from .graph import Quant, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
@@ -82,7 +83,7 @@ def _match_quantized(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedC
         return Mismatch("CONCATENATION with a fused activation (TFLite Micro requires none)")
     rank = len(quantize.ty.shape)
     axis = int(concat.attrs.axis) % rank
-    return FixedCall(KernelCall("CONCATENATION", concat, topi.concatenate, ([tensor for tensor, _ in operands],),
+    return FixedCall(KernelCall("CONCATENATION", concat, concatenate_runs, ([tensor for tensor, _ in operands],),
                                 {"axis": axis}))
 
 

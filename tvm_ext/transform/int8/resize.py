@@ -1,6 +1,6 @@
 """RESIZE_BILINEAR: ``q(image.resize2d(dq(x), linear, NHWC))`` -> TFLite's integer bilinear resize;
 RESIZE_NEAREST_NEIGHBOR: ``q(take(take(dq(x), rows, axis=1), columns, axis=2))`` (tvm_ext/frontend/tflite_ops/resize_nearest.py)
--> a gather of the int8 values.
+-> a gather of the int8 values, written as row and pixel copies (tvm_ext/kernels/copy_runs.py).
 
 TFLite Micro resizes the int8 values themselves (no requantization), so the lowerings take only an
 operator whose input and output quantizations are equal: any other has no exact integer form here.
@@ -13,7 +13,8 @@ from typing import Union
 from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 
-from ...kernels.resize import resize_bilinear_int8, resize_nearest_neighbor_int8
+from ...kernels.copy_runs import resize_nearest_neighbor_int8
+from ...kernels.resize import resize_bilinear_int8
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedActivation, QuantizedUnary, ends_float_operator, float_operator_mismatch, match_unary
 

@@ -37,7 +37,8 @@ from tvm_ext.kernels.quant_params import (ActivationRange, abs_multiplier, add_p
                                           rescale_multiplier, rsqrt_multiplier, squared_difference_params)
 from tvm_ext.kernels.reduce import max_or_min_int8, mean_or_sum_int8
 from tvm_ext.kernels.reduce_params import mean_params, sum_params
-from tvm_ext.kernels.resize import resize_bilinear_int8, resize_nearest_neighbor_int8
+from tvm_ext.kernels.copy_runs import concatenate_runs, resize_nearest_neighbor_int8
+from tvm_ext.kernels.resize import resize_bilinear_int8
 from tvm_ext.kernels.softmax_int16 import softmax_int16, softmax_int16_multiplier
 from tvm_ext.layers import ELEMENTWISE_LOOKUP_ATTR
 from tvm_ext.transform import LowerQuantizedToInteger
@@ -273,7 +274,7 @@ CASES = [
     _arg_max("ARG_MAX", relax.op.argmax, largest=True),
     _arg_max("ARG_MIN", relax.op.argmin, largest=False),
     Case("CONCATENATION", 2, _concatenation, lambda bb, a, b: kernel(
-        bb, "CONCATENATION", 0, topi.concatenate, [a, b], axis=3)),
+        bb, "CONCATENATION", 0, concatenate_runs, [a, b], axis=3)),
     _int8_copy("TRANSPOSE", lambda x: relax.op.permute_dims(x, [0, 3, 1, 2]), topi.transpose, axes=[0, 3, 1, 2]),
     _int8_copy("PAD", lambda x: relax.op.nn.pad(x, (0, 0, 1, 2, 0, 1, 0, 0), pad_value=float(A_ZP)), topi.nn.pad,
                pad_before=[0, 1, 0, 0], pad_after=[0, 2, 1, 0], pad_value=A_ZP),
