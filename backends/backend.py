@@ -210,9 +210,12 @@ class MacSchedules(Protocol):
 class KernelSchedules:
     """What a backend's schedules give the kernels of one profile's core (`tvm_ext.schedule.kernel_schedule`):
     `output_channel_tile` accumulators of an integer MAC kernel, the tiles a float MAC kernel tries widest
-    first (`float_channel_tiles`, () for none: it keeps the integer tile), and the MAC helpers' schedules
-    (`mac`, None where the core has none)."""
+    first (`float_channel_tiles`, () for none: it keeps the integer tile), the MAC helpers' schedules
+    (`mac`, None where the core has none), and whether the int8 lowering gives FULLY_CONNECTED kernels their
+    weights packed two channels to an int32 word (`paired_fc_weights`: `tvm_ext.kernels.dense.pair_weights`,
+    for a core whose helper multiplies an input by both at once; False keeps TFLite's [O, K] int8 weights)."""
 
     output_channel_tile: int
     float_channel_tiles: tuple[int, ...]
     mac: Optional[MacSchedules]
+    paired_fc_weights: bool = False

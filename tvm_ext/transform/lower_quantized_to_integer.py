@@ -79,6 +79,9 @@ class LowerQuantizedToInteger:
         raising UnsupportedOperatorError; the layers that took it are listed in main's
         ``tvm_ext.float_fallback_layers`` attribute and in ``self.float_fallback_layers``.
     model_name: named in errors.
+    paired_fc_weights: give int8 FULLY_CONNECTED kernels of a multiple of 8 output channels their weights
+        packed two channels to an int32 word (``tvm_ext.kernels.dense.pair_weights``): a backend's choice
+        (``backends.backend.KernelSchedules.paired_fc_weights``), for its helper of such words.
 
     Output: main's calls are ``R.call_tir`` to TE PrimFuncs (identical kernels are shared, so a PrimFunc
     is not a layer). Main carries layer records (tvm_ext.layers): one per kernel call in call order, the
@@ -92,8 +95,10 @@ class LowerQuantizedToInteger:
         rounding: Union[str, Rounding] = Rounding.DOUBLE,
         allow_float_fallback: bool = False,
         model_name: str = "model",
+        paired_fc_weights: bool = False,
     ) -> None:
         self.rounding = Rounding(rounding)
+        self.paired_fc_weights = paired_fc_weights
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
         self.float_fallback_layers: list[str] = []
@@ -146,7 +151,7 @@ class _MainRewriter:
         self.graph = Graph(func)
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
-        self.context = LoweringContext(self.graph, self.lowered, options.rounding)
+        self.context = LoweringContext(self.graph, self.lowered, options.rounding, options.paired_fc_weights)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

@@ -220,6 +220,10 @@ class AccessOffsets:
         values.update(zip(self.inner, point))
         return {block_var: evaluate_index(value, values) for block_var, value in self.bindings.items()}
 
+    def value(self, expr, point: list[int]) -> int:
+        """The value of the index expression ``expr`` (over the block's iteration variables) at ``point``."""
+        return evaluate_index(expr, self._block_values(point))
+
     def step(self, access, axis: int) -> int:
         """How far ``access`` moves when inner loop ``axis`` steps from the origin by one."""
         point = list(self.origin)

@@ -7,6 +7,9 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 
 - `mac_s8x8.h.in`: `<prefix>_mac_s8x8`, the int8 window MAC of eight output channels (register tiling for
   RV32's 31 registers), called by CONV_2D and FULLY_CONNECTED kernels (`backends.riscv.schedules.mac`);
+- `mac_s8x8_pairs.h.in`: `<prefix>_mac_s8x8_pairs`, the same sums over weights packed two channels to an int32
+  word at compile time (`tvm_ext.kernels.dense.pair_weights`), one multiply per two products, called by
+  FULLY_CONNECTED kernels;
 - `mac_s8x2x8_row.h.in`: `<prefix>_mac_s8x2x8_row`, the same for two output pixels, each weight loaded feeding
   both, all sixteen sums in registers, for one-row windows (1x1 convolutions);
 - `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same sums for windows of several rows, one row helper's call
@@ -31,18 +34,24 @@ RV32's 31 registers (the kernels' accumulator tile, `backends.riscv.schedules`).
 COMMON_TEMPLATE = "riscv_common.h.in"
 """The always-inline attribute and the compiler barriers every helper below uses (GCC/Clang-guarded)."""
 MAC_TEMPLATE = "mac_s8x8.h.in"
+MAC_PAIRS_TEMPLATE = "mac_s8x8_pairs.h.in"
 MAC_2PX_ROW_TEMPLATE = "mac_s8x2x8_row.h.in"
 MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
 DEPTHWISE_MAC_TEMPLATE = "depthwise_mac_s8x8.h.in"
 REQUANTIZE_TEMPLATE = "requantize_small.h.in"
-RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_2PX_ROW_TEMPLATE, MAC_2PX_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
-                          REQUANTIZE_TEMPLATE)
+RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_PAIRS_TEMPLATE, MAC_2PX_ROW_TEMPLATE, MAC_2PX_TEMPLATE,
+                          DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
 
 
 def mac_helper_name(prefix: str) -> str:
     """The C name of the int8 MAC helper in the bundle `prefix`."""
     return f"{prefix}_mac_s8x8"
+
+
+def mac_pairs_helper_name(prefix: str) -> str:
+    """The C name of the int8 MAC helper of paired weights in the bundle `prefix`."""
+    return f"{prefix}_mac_s8x8_pairs"
 
 
 def mac_2px_helper_name(prefix: str) -> str:

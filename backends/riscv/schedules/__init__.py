@@ -64,5 +64,8 @@ RISCV_MAC_SCHEDULES = RiscvMacSchedules()
 def kernel_schedules(profile: Profile) -> KernelSchedules:
     """The schedules of an RV32 core: MAC_CHANNELS (8) accumulators per integer MAC kernel (31 registers hold
     eight sums, the pointers and the loop counter), also of one with exactly eight output channels
-    (`RiscvMacSchedules.channel_tiles`), no float tiles, the window MAC's calls."""
-    return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES)
+    (`RiscvMacSchedules.channel_tiles`), no float tiles, the window MAC's calls, and FULLY_CONNECTED weights
+    paired two channels to a word (`backends.riscv.schedules.mac.paired_mac_replacement`: one multiply per two
+    products)."""
+    return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
+                           paired_fc_weights=True)

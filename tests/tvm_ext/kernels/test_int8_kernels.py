@@ -25,6 +25,7 @@ from tvm_ext.kernels.fixed_point import (
     multiply_by_quantized_multiplier,
     saturating_rounding_doubling_high_mul,
 )
+from tvm_ext.kernels.dense import pair_weights
 from tvm_ext.kernels.int8_tables import softmax_exp_table
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, quantize_multiplier, softmax_params
 
@@ -178,6 +179,21 @@ def test_fully_connected_matches_reference(in_zp, out_zp, bias_dtype, rounding):
     stage = OutputStage(multiplier, shift, out_zp, ActivationRange(), rounding)
     got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=in_zp, output=stage), [x, w, bias])
     want = ref.fully_connected(x, w, bias, in_zp, out_zp, multiplier, shift, single_rounding=rounding is Rounding.SINGLE)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_fully_connected_of_paired_weights_matches_reference():
+    """The kernel given `pair_weights`' int32 words (two channels to a word) decodes every int8 weight exactly:
+    the same outputs as TFLite's on weights over the whole int8 range, -128 and 127 forced in."""
+    rng = _rng(4)
+    x, w = _int8(rng, (2, 33)), _int8(rng, (16, 33))
+    w[0, :4], w[1, :4], w[2, 4:8], w[3, 8:12] = -128, 127, -128, -128
+    bias = rng.integers(-5000, 5000, 16).astype(np.int32)
+    multiplier, shift = quantize_multiplier(0.0123, Rounding.DOUBLE)
+    stage = OutputStage(multiplier, shift, 3, ActivationRange(), Rounding.DOUBLE)
+    got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=-7, output=stage, paired_weights=True),
+                 [x, pair_weights(w), bias])
+    want = ref.fully_connected(x, w, bias, -7, 3, multiplier, shift)
     np.testing.assert_array_equal(got, want)
 
 

@@ -23,11 +23,13 @@ from .graph import Graph
 @dataclass(frozen=True)
 class LoweringContext:
     """What a lowering reads: the original graph, the lowered Var of each original Var lowered so far
-    (int8 tensors of the new graph), and the rounding mode of the kernels."""
+    (int8 tensors of the new graph), the rounding mode of the kernels, and whether int8 FULLY_CONNECTED
+    kernels take paired weights (``tvm_ext.kernels.dense.pair_weights``) where they can."""
 
     graph: Graph
     lowered: dict[relax.Var, relax.Expr]
     rounding: Rounding
+    paired_fc_weights: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
+from ...kernels.dense import pair_weights
 from ...kernels.fixed_point import (INT32_MAX, fits_small_input, high_mul_16x8_multipliers, largest_centered,
                                     reduce_16x8_multipliers, shifts_right_only)
 from ...kernels.quant_params import ActivationRange
@@ -63,6 +64,8 @@ class MacKernel:
     # window, a padded tap holding the zero point (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED; not
     # TRANSPOSE_CONV, whose border outputs sum fewer taps than the rest).
     folds_zero_point: bool = False
+    # FULLY_CONNECTED only: the kernel takes ``weight`` as `pair_weights`' int32 words (`LoweringContext`).
+    paired_weights: bool = False
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
@@ -99,7 +102,9 @@ class MacKernel:
         if form is Multipliers16x8.HIGH_MUL and bias is not None:  # within int32 (_prepare_16x8)
             bias = bias_constant(bias.value.numpy().astype(np.int32))
         weight = self.weight if self.weight_layout is not WeightLayout.OHWI else self.weight.transpose(3, 0, 1, 2)
-        weight_constant = relax.const(np.ascontiguousarray(weight))
+        weight_constant = relax.const(pair_weights(weight) if self.paired_weights else np.ascontiguousarray(weight))
+        if self.paired_weights:
+            layout = {"paired_weights": True}
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
                           {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout,
                            **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})})
