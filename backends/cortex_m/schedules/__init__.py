@@ -106,4 +106,6 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
         mac=mac_schedules_of(profile),
+        # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
+        max_pool_runs=has_dsp_extension(profile) and not has_mve(profile),
     )

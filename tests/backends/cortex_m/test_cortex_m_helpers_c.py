@@ -21,6 +21,7 @@ from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
+from backends.cortex_m.helpers.max_c import MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_CONV_TILES_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE,
                                                HELIUM_LANES_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
@@ -110,6 +111,8 @@ UNIT_TESTS_BY_HELPER = [
     ROW_DOT,
     # the word copies of cores that load unaligned words, on the host too
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
+    # the running int8 maximum: the byte loop on the host, SSUB8 + SEL under QEMU
+    HelperUnitTest("max_s8", (MAX_S8_TEMPLATE,)),
     # the Helium bodies, on their DSP twins' tests
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)
