@@ -11,7 +11,7 @@ computes exactly what it does:
   (``backends.cortex_m.helpers.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
   ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input);
 - a loop ``dst[.. + i] = max(a[.. + i], b[.. + i])`` over int8, the three runs contiguous (the window taps of
-  ``tvm_ext.kernels.copy_runs.max_pool2d_runs``): ``<prefix>_max_s8`` (``backends.cortex_m.helpers.max_c``),
+  ``tvm_ext.kernels.copy_runs.max_pool2d_runs``): ``<prefix>_max_s8`` (``backends.cortex_m.helpers.copy_c``),
   four lanes a word.
 """
 
@@ -24,8 +24,7 @@ import numpy as np
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from backends.cortex_m.helpers.copy_c import copy_helper_name
-from backends.cortex_m.helpers.max_c import max_s8_helper_name
+from backends.cortex_m.helpers.copy_c import copy_helper_name, max_s8_helper_name
 from backends.cortex_m.schedules.dual_mac import dual_mac_replacement, register_mac_helper
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.index_expr import CLAMPED_INDEX_OPERATORS, INDEX_OPERATORS, evaluate_index, substitute_index

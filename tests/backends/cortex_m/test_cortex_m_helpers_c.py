@@ -17,11 +17,10 @@ from typing import Optional
 import pytest
 
 from backends.cortex_m.helpers import cortex_m_helpers_c, helium_helpers_c
-from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE
+from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
-from backends.cortex_m.helpers.max_c import MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_CONV_TILES_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE,
                                                HELIUM_LANES_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
