@@ -37,3 +37,8 @@ def max_s8_helper_name(prefix: str) -> str:
 def max_s8_helper_c(prefix: str) -> str:
     """The C definition of the int8 maximum for the bundle `prefix` (it includes <string.h> for memcpy)."""
     return helper_template_c(__package__, MAX_S8_TEMPLATE, prefix)
+
+
+def max_s8_window_helper_name(prefix: str) -> str:
+    """The C name of the int8 window maximum in the bundle `prefix` (defined with the int8 maximum)."""
+    return f"{prefix}_max_s8_window"
