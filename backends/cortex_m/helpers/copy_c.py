@@ -3,8 +3,9 @@ called where a kernel copies a run of elements in ascending order (`backends.cor
 the SVDF state update moving its memory one step left, in place; the runs of int8 RESIZE_NEAREST_NEIGHBOR and
 CONCATENATION, `tvm_ext.kernels.copy_runs`).
 
-and the int8 maximum of two runs `<prefix>_max_s8` (DSP cores), called where a kernel takes the maximum of two runs
-into a third (the window taps of int8 MAX_POOL_2D written as runs, `tvm_ext.kernels.copy_runs.max_pool2d_runs`).
+the int8 maximum of two runs `<prefix>_max_s8` and of a window's runs `<prefix>_max_s8_window` (DSP cores), called
+where a kernel takes the maximum of runs (the window taps of int8 MAX_POOL_2D written as runs,
+`tvm_ext.kernels.copy_runs.max_pool2d_runs`).
 
 The C is hand-written: `templates/copy_ascending.h.in` and `templates/max_s8.h.in` (their contracts in their
 leading comments), unit-tested on the host (the copy with and without the word copies) and under QEMU by
