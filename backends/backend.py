@@ -219,3 +219,6 @@ class KernelSchedules:
     float_channel_tiles: tuple[int, ...]
     mac: Optional[MacSchedules]
     paired_fc_weights: bool = False
+    max_pool_runs: bool = False
+    """Whether the int8 lowering writes int8 MAX_POOL_2D as runs over a pixel's channels
+    (`tvm_ext.kernels.copy_runs.max_pool2d_runs`), for a core whose helpers take a run's maximum a word at a time."""

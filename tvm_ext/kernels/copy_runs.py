@@ -11,10 +11,15 @@ Micro's kernels copy the stored int8 values).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
+import numpy as np
 from tvm import te, tirx, topi
+
+from .pool import UNROLLED_TAPS, max_pool2d_integer
+from .quant_params import ActivationRange
 
 
 def _extern_from_zero(shape: Sequence[int], inputs: Sequence[te.Tensor], build, name: str) -> te.Tensor:
@@ -108,3 +113,104 @@ def concatenate_runs(pieces: Sequence[te.Tensor], axis: int) -> te.Tensor:
         return _loop(o, outer, tirx.SeqStmt(copies) if len(copies) > 1 else copies[0])
 
     return _extern_from_zero(out_shape, pieces, build, "concatenate_runs")
+
+
+def _sequence(steps: Sequence[tirx.Stmt]) -> tirx.Stmt:
+    """``steps`` in order: a SeqStmt of several, the one itself."""
+    return tirx.SeqStmt(list(steps)) if len(steps) > 1 else steps[0]
+
+
+def max_run(dst: tirx.Buffer, dst_offset: tirx.PrimExpr, a: tirx.Buffer, a_offset: tirx.PrimExpr, b: tirx.Buffer,
+            b_offset: tirx.PrimExpr, count: int, name: str) -> tirx.Stmt:
+    """``dst[dst_offset + i] = max(a[a_offset + i], b[b_offset + i])`` for i < count (row-major element
+    offsets), in ascending i."""
+    i = tirx.Var(name, _dtype(dst_offset))
+    peak = tirx.max(tirx.BufferLoad(a, _at(a, a_offset + i)), tirx.BufferLoad(b, _at(b, b_offset + i)))
+    return _loop(i, count, tirx.BufferStore(dst, peak, _at(dst, dst_offset + i)))
+
+
+def has_empty_window(size: int, pool: int, stride: int, before: int, outputs: int) -> bool:
+    """Whether one of ``outputs`` windows of ``pool`` taps along an axis of ``size`` (``before`` padded
+    elements ahead of it, ``stride`` apart) holds no element of the axis."""
+    return any(min(size, o * stride - before + pool) <= max(0, o * stride - before) for o in range(outputs))
+
+
+def max_pool2d_runs(data: te.Tensor, *, pool: Sequence[int], strides: Sequence[int], padding: Sequence[int],
+                    activation: ActivationRange) -> te.Tensor:
+    """TFLite's integer MAX_POOL_2D of the NHWC ``data`` (``padding`` (top, left, bottom, right)) as runs over the
+    ``depth`` contiguous channels of a pixel. Without padding, a window of at most UNROLLED_TAPS taps is one loop
+    over the channels of the maximum of its taps (row-major). Otherwise per output pixel, the maximum of its
+    window's first two taps (without padding; with padding, of the first valid tap with itself: its copy), then
+    the running maximum of each further valid tap (taps in padding are skipped: TFLite's max ignores them).
+    Then, where the activation's [low, high] is narrower than the type, the clamp to it. Computes what
+    ``tvm_ext.kernels.pool.max_pool2d_integer`` does: the maximum is the same in any order of taps, and clamping
+    the maximum of the valid taps from below equals starting it at ``low``. Every loop runs a constant number of
+    times: a padded window of at most UNROLLED_TAPS taps is written out tap by tap, a larger one loops over its
+    rows and columns; a tap is tested for lying inside the input only along an axis with padding. A pool with a
+    window that holds no element of the input (``has_empty_window``: only an explicit padding as wide as the
+    window) is ``max_pool2d_integer``'s kernel."""
+    batches, in_height, in_width, depth = (int(d) for d in data.shape)
+    out_height = (in_height + padding[0] + padding[2] - pool[0]) // strides[0] + 1
+    out_width = (in_width + padding[1] + padding[3] - pool[1]) // strides[1] + 1
+    if has_empty_window(in_height, pool[0], strides[0], padding[0], out_height) \
+            or has_empty_window(in_width, pool[1], strides[1], padding[1], out_width):
+        return max_pool2d_integer(data, pool=pool, strides=strides, padding=padding, activation=activation)
+    dtype = str(data.dtype)
+    info = np.iinfo(dtype)
+    padded = (padding[0] + padding[2] > 0, padding[1] + padding[3] > 0)
+
+    def build(ins, outs):
+        source, out = ins[0], outs[0]
+        index = _dtype(out.shape[0])
+        b, y, x = (tirx.Var(name, index) for name in ("b", "y", "x"))
+        c = lambda value: tirx.const(value, index)  # noqa: E731
+        top, left = y * c(strides[0]) - c(padding[0]), x * c(strides[1]) - c(padding[1])
+        pixel = ((b * c(out_height) + y) * c(out_width) + x) * c(depth)
+        # the window's first valid row and column (clamped where there is padding before it)
+        first_row = tirx.max(top, c(0)) if padding[0] > 0 else top
+        first_column = tirx.max(left, c(0)) if padding[1] > 0 else left
+
+        def clamp() -> list[tirx.Stmt]:
+            """The pixel's clamp to the activation's range where it is narrower than the type."""
+            if activation.low == int(info.min) and activation.high == int(info.max):
+                return []
+            m = tirx.Var("m", index)
+            here = _at(out, pixel + m)
+            clamped = tirx.min(tirx.max(tirx.BufferLoad(out, here), tirx.const(activation.low, dtype)),
+                               tirx.const(activation.high, dtype))
+            return [_loop(m, depth, tirx.BufferStore(out, clamped, here))]
+
+        def at(row: tirx.PrimExpr, column: tirx.PrimExpr) -> tirx.PrimExpr:
+            return ((b * c(in_height) + row) * c(in_width) + column) * c(depth)
+
+        def tap(dy, dx, name: str) -> tirx.Stmt:
+            """The running maximum of tap (dy, dx) unless it lies in padding or is the first valid tap."""
+            row, column = top + dy, left + dx
+            tests = [test for axis, (value, first, extent) in enumerate(
+                ((row, first_row, in_height), (column, first_column, in_width))) if padded[axis]
+                for test in (value >= c(0), value < c(extent))]
+            if padded[0] or padded[1]:
+                tests.append(tirx.Or(row != first_row, column != first_column))
+            step = max_run(out, pixel, out, pixel, source, at(row, column), depth, name)
+            return tirx.IfThenElse(tirx.all(*tests), step, None) if tests else step
+
+        if not (padded[0] or padded[1]) and pool[0] * pool[1] <= UNROLLED_TAPS:
+            # the whole window as one maximum of its taps per channel (row-major), one loop over the channels
+            i = tirx.Var("i", index)
+            peak = functools.reduce(tirx.max, (tirx.BufferLoad(source, _at(source, at(top + c(dy), left + c(dx)) + i))
+                                               for dy in range(pool[0]) for dx in range(pool[1])))
+            steps = [_loop(i, depth, tirx.BufferStore(out, peak, _at(out, pixel + i)))]
+            return _loop(b, batches, _loop(y, out_height, _loop(x, out_width, _sequence(steps + clamp()))))
+        # without padding the first two taps are known: (0, 0) and the next in row-major order
+        second = divmod(min(1, pool[0] * pool[1] - 1), pool[1])
+        pair = at(first_row, first_column) if padded[0] or padded[1] else at(top + c(second[0]), left + c(second[1]))
+        steps = [max_run(out, pixel, source, at(first_row, first_column), source, pair, depth, "i")]
+        if pool[0] * pool[1] <= UNROLLED_TAPS:
+            steps += [tap(c(dy), c(dx), f"t{dy}_{dx}") for dy in range(pool[0]) for dx in range(pool[1])
+                      if dy * pool[1] + dx > 1 or padded[0] or padded[1]]
+        else:
+            ry, rx = tirx.Var("ry", index), tirx.Var("rx", index)
+            steps.append(_loop(ry, pool[0], _loop(rx, pool[1], tap(ry, rx, "t"))))  # taps already taken: no change
+        return _loop(b, batches, _loop(y, out_height, _loop(x, out_width, _sequence(steps + clamp()))))
+
+    return _extern_from_zero((batches, out_height, out_width, depth), [data], build, f"max_pool2d_runs_{dtype}")

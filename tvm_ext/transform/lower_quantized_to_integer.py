@@ -82,6 +82,8 @@ class LowerQuantizedToInteger:
     paired_fc_weights: give int8 FULLY_CONNECTED kernels of a multiple of 8 output channels their weights
         packed two channels to an int32 word (``tvm_ext.kernels.dense.pair_weights``): a backend's choice
         (``backends.backend.KernelSchedules.paired_fc_weights``), for its helper of such words.
+    max_pool_runs: write int8 MAX_POOL_2D as runs over a pixel's channels (``tvm_ext.kernels.copy_runs``):
+        a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
 
     Output: main's calls are ``R.call_tir`` to TE PrimFuncs (identical kernels are shared, so a PrimFunc
     is not a layer). Main carries layer records (tvm_ext.layers): one per kernel call in call order, the
@@ -96,9 +98,11 @@ class LowerQuantizedToInteger:
         allow_float_fallback: bool = False,
         model_name: str = "model",
         paired_fc_weights: bool = False,
+        max_pool_runs: bool = False,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_fc_weights = paired_fc_weights
+        self.max_pool_runs = max_pool_runs
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
         self.float_fallback_layers: list[str] = []
@@ -151,7 +155,8 @@ class _MainRewriter:
         self.graph = Graph(func)
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
-        self.context = LoweringContext(self.graph, self.lowered, options.rounding, options.paired_fc_weights)
+        self.context = LoweringContext(self.graph, self.lowered, options.rounding, options.paired_fc_weights,
+                                       options.max_pool_runs)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

@@ -1,11 +1,15 @@
-"""The bundle's ascending copy helper: `<prefix>_copy_ascending`, `static inline` C in `<model>_internal.h`,
+"""The bundle's run helpers, `static inline` C in `<model>_internal.h`: the ascending copy `<prefix>_copy_ascending`,
 called where a kernel copies a run of elements in ascending order (`backends.cortex_m.schedules.extern_helpers`:
 the SVDF state update moving its memory one step left, in place; the runs of int8 RESIZE_NEAREST_NEIGHBOR and
 CONCATENATION, `tvm_ext.kernels.copy_runs`).
 
-The C is hand-written: `templates/copy_ascending.h.in` (its contract in its leading comment), unit-tested on
-the host with and without the word copies and under QEMU by `tests/c/test_copy_ascending.c`
-(`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
+the int8 maximum of two runs `<prefix>_max_s8` and of a window's runs `<prefix>_max_s8_window` (DSP cores), called
+where a kernel takes the maximum of runs (the window taps of int8 MAX_POOL_2D written as runs,
+`tvm_ext.kernels.copy_runs.max_pool2d_runs`).
+
+The C is hand-written: `templates/copy_ascending.h.in` and `templates/max_s8.h.in` (their contracts in their
+leading comments), unit-tested on the host (the copy with and without the word copies) and under QEMU by
+`tests/c/test_copy_ascending.c` and `tests/c/test_max_s8.c` (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from packager.template_files import helper_template_c
 
 COPY_TEMPLATE = "copy_ascending.h.in"
+MAX_S8_TEMPLATE = "max_s8.h.in"
 
 
 def copy_helper_name(prefix: str) -> str:
@@ -23,3 +28,18 @@ def copy_helper_name(prefix: str) -> str:
 def copy_helper_c(prefix: str) -> str:
     """The C definition of the helper for the bundle `prefix` (it includes <string.h> for memcpy)."""
     return helper_template_c(__package__, COPY_TEMPLATE, prefix)
+
+
+def max_s8_helper_name(prefix: str) -> str:
+    """The C name of the int8 maximum in the bundle `prefix`."""
+    return f"{prefix}_max_s8"
+
+
+def max_s8_helper_c(prefix: str) -> str:
+    """The C definition of the int8 maximum for the bundle `prefix` (it includes <string.h> for memcpy)."""
+    return helper_template_c(__package__, MAX_S8_TEMPLATE, prefix)
+
+
+def max_s8_window_helper_name(prefix: str) -> str:
+    """The C name of the int8 window maximum in the bundle `prefix` (defined with the int8 maximum)."""
+    return f"{prefix}_max_s8_window"

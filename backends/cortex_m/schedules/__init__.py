@@ -13,7 +13,8 @@ the helpers of `backends.cortex_m.helpers`.
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
 - `conv_tiles` (Helium): after the epilogue calls, a loop over an int8 convolution's channel tiles (zeroed
   accumulators, the dual MAC, the epilogue) as one call of the fused helper;
-- `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update).
+- `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
+  without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for).
 """
 
 from __future__ import annotations
@@ -101,9 +102,12 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     """The schedules of `profile`'s core: 2 accumulators per integer MAC kernel on Armv6-M (eight low
     registers), 4 elsewhere; float MAC kernels tiled by FPU_CHANNEL_TILES on an Arm core with an FPU; the
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
-    (`mac_schedules_of`, `backends.cortex_m.cores`)."""
+    (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
+    (Helium defines no such helper: its pools keep the element-wise kernel)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
         mac=mac_schedules_of(profile),
+        # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
+        max_pool_runs=has_dsp_extension(profile) and not has_mve(profile),
     )

@@ -9,7 +9,13 @@ computes exactly what it does:
   accumulators, innermost): the dual MAC (``backends.cortex_m.schedules.dual_mac.dual_mac_replacement``);
 - a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``
   (``backends.cortex_m.helpers.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
-  ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input).
+  ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input);
+- a loop ``dst[.. + i] = max(a[.. + i], b[.. + i])`` over int8, the three runs contiguous (the window taps of
+  ``tvm_ext.kernels.copy_runs.max_pool2d_runs``): ``<prefix>_max_s8`` (``backends.cortex_m.helpers.copy_c``),
+  four lanes a word;
+- a loop ``dst[.. + i] = max(max(src[.. + i], src[.. + i]), ..)`` over int8 whose taps, all of one buffer,
+  lie on a grid of rows and columns in row-major order (an unpadded pool's window): ``<prefix>_max_s8_window``,
+  the running maximum of four lanes kept in a register over the window.
 """
 
 from __future__ import annotations
@@ -21,22 +27,33 @@ import numpy as np
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from backends.cortex_m.helpers.copy_c import copy_helper_name
+from backends.cortex_m.helpers.copy_c import copy_helper_name, max_s8_helper_name, max_s8_window_helper_name
 from backends.cortex_m.schedules.dual_mac import dual_mac_replacement, register_mac_helper
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.tir.index_expr import evaluate_index, substitute_index
-from tvm_ext.tir.tir_walk import with_root_loops_replaced
+from tvm_ext.tir.index_expr import CLAMPED_INDEX_OPERATORS, INDEX_OPERATORS, evaluate_index, substitute_index
+from tvm_ext.tir.tir_walk import vars_read, walk, with_root_loops_replaced
 
 COPY_OP = "tvm_ext.copy_ascending"
 # The call (dst, src, count, element_bytes): dst[i] and src[i] for i < count, in elements of their own type.
 COPY_ACCESS = HelperAccess((PointerAccess(0, (Axis(Arg(2), 1),)), PointerAccess(1, (Axis(Arg(2), 1),))))
 register_mac_helper(COPY_OP, copy_helper_name, COPY_ACCESS)
+MAX_S8_OP = "tvm_ext.max_s8"
+# The call (dst, a, b, count): dst[i], a[i] and b[i] for i < count int8.
+MAX_S8_ACCESS = HelperAccess(tuple(PointerAccess(k, (Axis(Arg(3), 1),)) for k in range(3)))
+register_mac_helper(MAX_S8_OP, max_s8_helper_name, MAX_S8_ACCESS)
+MAX_S8_WINDOW_OP = "tvm_ext.max_s8_window"
+# The call (dst, src, count, rows, cols, row_stride, col_stride): dst[i] and
+# src[r * row_stride + c * col_stride + i] for r < rows, c < cols, i < count int8.
+MAX_S8_WINDOW_ACCESS = HelperAccess((PointerAccess(0, (Axis(Arg(2), 1),)), PointerAccess(
+    1, (Axis(Arg(3), Arg(5)), Axis(Arg(4), Arg(6)), Axis(Arg(2), 1)))))
+register_mac_helper(MAX_S8_WINDOW_OP, max_s8_window_helper_name, MAX_S8_WINDOW_ACCESS)
 
 
 def extern_helper_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (one TE extern stage: a root block around its statements) with each loop nest of a form
     above replaced by its helper's call (outermost nests first); any other function unchanged."""
-    return with_root_loops_replaced(func, lambda loop: _mac_call(loop) or _copy_call(loop))
+    return with_root_loops_replaced(
+        func, lambda loop: _mac_call(loop) or _copy_call(loop) or _window_max_call(loop) or _max_call(loop))
 
 
 def _mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
@@ -56,33 +73,112 @@ def _copy_call(loop: tirx.For) -> Optional[tirx.Stmt]:
     store = loop.body
     if not isinstance(store, tirx.BufferStore) or not isinstance(store.value, TensorLoad):
         return None
-    load = store.value
-    if str(load.source.dtype) != str(store.buffer.dtype) or not isinstance(loop.extent, tirx.IntImm) \
-            or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
+    runs = _run_starts(loop, store, (store.value,))
+    if runs is None:
+        return None
+    element_bytes = np.dtype(str(store.buffer.dtype)).itemsize
+    return tirx.Evaluate(tirx.call_intrin("int32", COPY_OP, *runs, int(loop.extent), element_bytes))
+
+
+def _max_call(loop: tirx.For) -> Optional[tirx.Stmt]:
+    """The int8 maximum's call for ``loop`` when it is ``dst[..] = max(a[..], b[..])`` on int8 with the three
+    indices stepping one element per iteration from 0 (every other variable fixed), else None."""
+    store = loop.body
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int8" \
+            or not isinstance(store.value, tirx.Max):
+        return None
+    loads = (store.value.a, store.value.b)
+    if not all(isinstance(load, TensorLoad) for load in loads):
+        return None
+    # a window's first valid tap: indices clamped by max or min, not of the loop's variable (which would
+    # break the runs' steps between the points _run_starts checks)
+    if any(isinstance(node, (tirx.Max, tirx.Min)) and loop.loop_var in vars_read(node)
+           for index in (*store.indices, *(i for load in loads for i in load.indices)) for node in walk(index)):
+        return None
+    runs = _run_starts(loop, store, loads, CLAMPED_INDEX_OPERATORS)
+    if runs is None:
+        return None
+    return tirx.Evaluate(tirx.call_intrin("int32", MAX_S8_OP, *runs, int(loop.extent)))
+
+
+def _window_max_call(loop: tirx.For) -> Optional[tirx.Stmt]:
+    """The window maximum's call for ``loop`` when it is ``dst[..] = max(max(src[..], src[..]), ..)`` on int8,
+    its taps (loads of one buffer, each stepping one element per iteration) at offsets
+    ``r * row_stride + c * col_stride`` from the first for r < rows, c < cols in row-major order, else None."""
+    store = loop.body
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int8" \
+            or not isinstance(store.value, tirx.Max):
+        return None
+    taps = _max_leaves(store.value)
+    if not all(isinstance(tap, TensorLoad) and tap.source.same_as(taps[0].source) for tap in taps) \
+            or taps[0].source.same_as(store.buffer):
+        return None
+    runs = _run_starts(loop, store, tuple(taps))
+    if runs is None:
+        return None
+    try:
+        offsets = [_flat_offset(tap.source, tap.indices, loop.loop_var, 0) for tap in taps]
+    except KeyError:
+        return None
+    grid = _grid(tuple(offset - offsets[0] for offset in offsets))
+    if grid is None:
+        return None
+    return tirx.Evaluate(tirx.call_intrin("int32", MAX_S8_WINDOW_OP, runs[0], runs[1], int(loop.extent), *grid))
+
+
+def _max_leaves(value: tirx.PrimExpr) -> list:
+    """The operands of a tree of max, left to right."""
+    if isinstance(value, tirx.Max):
+        return [*_max_leaves(value.a), *_max_leaves(value.b)]
+    return [value]
+
+
+def _grid(deltas: tuple[int, ...]) -> Optional[tuple[int, int, int, int]]:
+    """(rows, cols, row_stride, col_stride) when ``deltas`` (from the first, which is 0) are
+    ``r * row_stride + c * col_stride`` for r < rows, c < cols in row-major order, the most columns first;
+    else None."""
+    count = len(deltas)
+    for cols in range(count, 0, -1):
+        if count % cols:
+            continue
+        col_stride = deltas[1] if cols > 1 else 0
+        row_stride = deltas[cols] if count > cols else 0
+        if all(deltas[k] == (k // cols) * row_stride + (k % cols) * col_stride for k in range(count)):
+            return count // cols, cols, row_stride, col_stride
+    return None
+
+
+def _run_starts(loop: tirx.For, store: tirx.BufferStore, loads: tuple,
+                operators: dict = INDEX_OPERATORS) -> Optional[tuple]:
+    """The addresses of the first elements of ``store``'s and ``loads``' runs when each steps one element per
+    iteration of ``loop`` (from 0, of a constant count of at least 2, all of one type; indices of the binary
+    ``operators`` of ``tvm_ext.tir.index_expr``), else None."""
+    if any(str(load.source.dtype) != str(store.buffer.dtype) for load in loads) \
+            or not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) \
+            or int(loop.min) != 0:
         return None
     count = int(loop.extent)
     if count < 2:
         return None
+    accesses = ((store.buffer, store.indices), *((load.source, load.indices) for load in loads))
+    at_start = {loop.loop_var: tirx.const(0, str(loop.loop_var.ty.dtype))}
     try:
-        for buffer, indices in ((store.buffer, store.indices), (load.source, load.indices)):
-            first, last = (_flat_offset(buffer, indices, loop.loop_var, i) for i in (0, count - 1))
-            if last - first != count - 1 or _flat_offset(buffer, indices, loop.loop_var, 1) != first + 1:
+        for buffer, indices in accesses:
+            first, last = (_flat_offset(buffer, indices, loop.loop_var, i, operators) for i in (0, count - 1))
+            if last - first != count - 1 or _flat_offset(buffer, indices, loop.loop_var, 1, operators) != first + 1:
                 return None
-        at_start = {loop.loop_var: tirx.const(0, str(loop.loop_var.ty.dtype))}
-        dst = tirx.BufferLoad(store.buffer, [substitute_index(i, at_start) for i in store.indices])
-        src = tirx.BufferLoad(load.source, [substitute_index(i, at_start) for i in load.indices])
+        return tuple(tirx.address_of(tirx.BufferLoad(buffer, [substitute_index(i, at_start, operators)
+                                                              for i in indices]))
+                     for buffer, indices in accesses)
     except KeyError:
         return None  # an index form we do not evaluate: keep the loop
-    element_bytes = np.dtype(str(store.buffer.dtype)).itemsize
-    return tirx.Evaluate(tirx.call_intrin("int32", COPY_OP, tirx.address_of(dst), tirx.address_of(src), count,
-                                          element_bytes))
 
 
-def _flat_offset(buffer: tirx.Buffer, indices, var: tirx.Var, value: int) -> int:
-    """The row-major element offset ``indices`` reach in ``buffer`` with ``var`` at ``value`` and every
-    other variable at 0."""
+def _flat_offset(buffer: tirx.Buffer, indices, var: tirx.Var, value: int, operators: dict = INDEX_OPERATORS) -> int:
+    """The row-major element offset ``indices`` (of the binary ``operators``) reach in ``buffer`` with ``var``
+    at ``value`` and every other variable at 0."""
     values: defaultdict = defaultdict(int, {var: value})
     offset = 0
     for index, extent in zip(indices, buffer.shape):
-        offset = offset * int(extent) + evaluate_index(index, values)
+        offset = offset * int(extent) + evaluate_index(index, values, operators)
     return offset

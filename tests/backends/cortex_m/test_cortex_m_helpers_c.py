@@ -17,7 +17,7 @@ from typing import Optional
 import pytest
 
 from backends.cortex_m.helpers import cortex_m_helpers_c, helium_helpers_c
-from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE
+from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
@@ -110,6 +110,8 @@ UNIT_TESTS_BY_HELPER = [
     ROW_DOT,
     # the word copies of cores that load unaligned words, on the host too
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
+    # the running int8 maximum: the byte loop on the host, SSUB8 + SEL under QEMU
+    HelperUnitTest("max_s8", (MAX_S8_TEMPLATE,)),
     # the Helium bodies, on their DSP twins' tests
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)

@@ -13,6 +13,7 @@ from tvm import relax, te
 from tvm.relax.dpl import is_op, wildcard
 
 from ...kernels import average_pool2d_integer, max_pool2d_integer
+from ...kernels.copy_runs import max_pool2d_runs
 from ...kernels.quant_params import ActivationRange
 from .graph import describe
 from .lowering import ClampedCall, KernelCall, Lowering, LoweringContext, Mismatch
@@ -58,7 +59,11 @@ def _ends_max_pool(value: relax.Expr, ctx: LoweringContext) -> bool:
 
 
 def _match_max_pool(pool: relax.Call, ctx: LoweringContext) -> Union[ClampedCall, Mismatch]:
-    return _pool("MAX_POOL_2D", max_pool2d_integer, pool, pool.args[0], ctx)
+    """The int8 kernel as runs over a pixel's channels where the backend asks for it (``ctx.max_pool_runs``),
+    else the element-wise kernel (int16 always)."""
+    source = ctx.lowered.get(pool.args[0])
+    runs = ctx.max_pool_runs and source is not None and str(source.ty.dtype) == "int8"
+    return _pool("MAX_POOL_2D", max_pool2d_runs if runs else max_pool2d_integer, pool, pool.args[0], ctx)
 
 
 AVERAGE_POOL = Lowering(frozenset({"AVERAGE_POOL_2D"}), _ends_average_pool, _match_average_pool)
