@@ -17,6 +17,8 @@
 #define HELD 1000003 /* what each accumulator holds before a call */
 
 #define PIXEL_STRIDE (MAX_LEN + 3) /* the second pixel's inputs, in the two-pixel helper's calls */
+#define ROW_GAP 5 /* inputs between one row's end and the next's start, in the rows helpers' calls */
+#define ROWS_PIXEL_STRIDE (MAX_LEN + 3 * ROW_GAP + 1) /* their second pixel's window */
 
 static int8_t xs[PIXEL_STRIDE + MAX_LEN];
 static int8_t *const x = xs; /* the first pixel's inputs; the second's: x + PIXEL_STRIDE */
@@ -66,8 +68,32 @@ static int check(int32_t row_len, const char *what, long i)
         printf("wrong %s: case %ld returned non-zero\n", what, i);
         return 0;
     }
-    return agree(got, x, row_len, what, i) && agree(got_a, x, row_len, what, i)
-           && agree(got_b, x + PIXEL_STRIDE, row_len, what, i);
+    if (!agree(got, x, row_len, what, i) || !agree(got_a, x, row_len, what, i)
+        || !agree(got_b, x + PIXEL_STRIDE, row_len, what, i)) {
+        return 0;
+    }
+    /* The same inputs as three rows (a whole multiple of three), each row ROW_GAP after the last's end. */
+    if (row_len % 3 == 0) {
+        static int8_t rows_x[2 * ROWS_PIXEL_STRIDE];
+        const int32_t run = row_len / 3, stride = run + ROW_GAP;
+        for (int32_t r = 0; r < 3; ++r) {
+            for (int32_t j = 0; j < run; ++j) {
+                rows_x[r * stride + j] = x[r * run + j];
+                rows_x[ROWS_PIXEL_STRIDE + r * stride + j] = x[PIXEL_STRIDE + r * run + j];
+            }
+        }
+        for (int32_t c = 0; c < CHANNELS; ++c) {
+            got[c] = got_a[c] = got_b[c] = HELD + c;
+        }
+        if (lp_mac_s8x8_pairs_rows(got, rows_x, words, stride, 3, run) != 0
+            || lp_mac_s8x2x8_pairs_rows(got_a, got_b, rows_x, words, stride, 3, run, ROWS_PIXEL_STRIDE) != 0) {
+            printf("wrong %s rows: case %ld returned non-zero\n", what, i);
+            return 0;
+        }
+        return agree(got, x, row_len, what, i) && agree(got_a, x, row_len, what, i)
+               && agree(got_b, x + PIXEL_STRIDE, row_len, what, i);
+    }
+    return 1;
 }
 
 int main(void)
@@ -107,7 +133,8 @@ int main(void)
                         w[c][k] = extremes[k % 2 == 0 ? pair / n : pair % n];
                     }
                 }
-                if (!check(69, "extremes", cases++) || !check(2, "extremes", cases++)) {
+                if (!check(69, "extremes", cases++) || !check(2, "extremes", cases++)
+                    || !check(66, "extremes", cases++)) {
                     return 1;
                 }
             }

@@ -70,14 +70,16 @@ def conv2d_int8(
     weight_layout: WeightLayout = WeightLayout.HWIO, paired_weights: bool = False,
 ) -> te.Tensor:
     """CONV_2D: data NHWC int8, weight int8 in ``weight_layout`` (HWIO by default), bias int32[O] -> NHWC int8
-    (int16 data, int64 bias -> int16: 16x8). With ``paired_weights`` (a 1x1 window, int8 data) the weight is
-    `tvm_ext.kernels.dense.pair_weights`' int32 words [O / 8, I, 4] of its [O, I] values instead.
+    (int16 data, int64 bias -> int16: 16x8). With ``paired_weights`` (int8 data) the weight is
+    `tvm_ext.kernels.dense.pair_weights`' int32 words of its OHWI values as [O, KH * KW * I], reshaped to
+    [O / 8, KH, KW, I, 4], instead.
 
     Per-channel ``multiplier``/``shift`` tensors, when given, replace those of ``output``.
     """
     stage = output.per_channel(multiplier, shift)
     if paired_weights:
-        kh, kw, cin, cout = 1, 1, int(weight.shape[1]), int(weight.shape[0]) * PAIRED_TILE
+        kh, kw, cin = (int(d) for d in weight.shape[1:4])
+        cout = int(weight.shape[0]) * PAIRED_TILE
     elif weight_layout is WeightLayout.OHWI:
         cout, kh, kw, cin = (int(d) for d in weight.shape)
     else:
@@ -85,7 +87,7 @@ def conv2d_int8(
 
     def weight_at(ry, rx, rc, o):
         if paired_weights:
-            return paired_weight(weight, o, rc)
+            return paired_weight(weight, o, ry, rx, rc)
         return weight[o, ry, rx, rc] if weight_layout is WeightLayout.OHWI else weight[ry, rx, rc, o]
 
     out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)

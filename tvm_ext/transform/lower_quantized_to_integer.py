@@ -81,7 +81,7 @@ class LowerQuantizedToInteger:
     model_name: named in errors.
     paired_fc_weights: give int8 FULLY_CONNECTED kernels of a multiple of 8 output channels their weights
         packed two channels to an int32 word (``tvm_ext.kernels.dense.pair_weights``): a backend's choice
-        (``backends.backend.KernelSchedules.paired_fc_weights``), for its helper of such words; 1x1 CONV_2D
+        (``backends.backend.KernelSchedules.paired_fc_weights``), for its helper of such words; CONV_2D
         kernels too (``tvm_ext.transform.int8.conv``).
     flash_bytes: the profile's flash (bytes); with ``paired_fc_weights``, weights are paired only where twice
         the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)

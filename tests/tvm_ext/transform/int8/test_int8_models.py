@@ -139,17 +139,18 @@ def test_lowered_main_is_integer_only(lowered_models, relative):
 
 
 def _paired_weight_constants(mod: tvm.IRModule) -> int:
-    """How many int32 constants of rank 3 (`pair_weights`' words) main's kernel calls (``call_tir``) read."""
+    """How many int32 constants of rank 3 or 5 (`pair_weights`' words: a FULLY_CONNECTED's, a CONV_2D's
+    [O / 8, KH, KW, I, 4]) main's kernel calls (``call_tir``) read."""
     return sum(1 for binding in bindings_of(mod["main"]) if isinstance(binding.value, relax.Call)
                for args in binding.value.args if isinstance(args, relax.Tuple) for arg in args.fields
                if isinstance(arg, Constant) and hasattr(arg.value, "numpy")
-               and str(arg.value.numpy().dtype) == "int32" and arg.value.numpy().ndim == 3)
+               and str(arg.value.numpy().dtype) == "int32" and arg.value.numpy().ndim in (3, 5))
 
 
-@pytest.mark.parametrize("flash_bytes, paired", [(None, 4), (4_194_304, 4), (2 * 29_048, 4), (2 * 29_048 - 1, 0)])
+@pytest.mark.parametrize("flash_bytes, paired", [(None, 5), (4_194_304, 5), (2 * 29_048, 5), (2 * 29_048 - 1, 0)])
 def test_weights_are_paired_only_where_twice_the_constants_fit_the_flash(flash_bytes, paired):
     """kws_ref_model (29,048 B of constants as the lowering reads them: `tvm_ext.layers.constant_bytes`) with paired
-    weights asked for: its four unpadded 1x1 CONV_2D kernels of 64 channels take paired weights where twice its
+    weights asked for: its five CONV_2D kernels of 64 channels (10x4, four 1x1) take paired weights where twice its
     constants fit ``flash_bytes`` (no limit, a 4 MiB flash, exactly twice), none a byte below; its last
     FULLY_CONNECTED (12 channels) is never paired."""
     path = models_dir() / "mlperf_tiny/kws_ref_model.tflite"
