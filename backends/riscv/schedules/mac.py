@@ -18,7 +18,7 @@ accumulates each tile of MAC_CHANNELS channels in one call of `<prefix>_mac_s8x8
 their `_rows` forms where a window's rows lie apart in the input (a KxK window read in place; a padded border's
 copied window is one run): one multiply of an input by a word computes both channels' products (rv32imc, ad01_int8:
 896,916 -> 723,783 instructions, 3.4 -> 2.7 per MAC; pretrainedResnet_quant, its 3x3 convolutions: 41,001,517
--> 37,276,109), for twice the paired weights' bytes. Integer sums: bit-exact.
+-> 36,114,964), for twice the paired weights' bytes. Integer sums: bit-exact.
 
 A depthwise reduction tiled to MAC_CHANNELS channels (the window loops, then the eight channels innermost)
 becomes one call of `<prefix>_depthwise_mac_s8x8` (`templates/depthwise_mac_s8x8.h.in`) per output pixel and
