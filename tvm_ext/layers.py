@@ -238,3 +238,17 @@ def keeping_layers(inner: tvm.transform.Pass) -> tvm.transform.Pass:
         return result
 
     return run
+
+
+def constant_bytes(main: relax.Function) -> int:
+    """Bytes of the distinct tensor constants main's calls read (not scalars), constants of the same dtype, shape
+    and bytes once, as the bundle stores them (`tvm_ext.plan.constant_pool`, whose `content_of` keys them the same
+    way; not imported: the plan package reads this module). Each Constant object is copied to the host and its
+    bytes keyed once, however many calls read it."""
+    constants = {arg for binding in bindings_of(main) if isinstance(binding.value, relax.Call)
+                 for arg in binding.value.args if isinstance(arg, Constant) and hasattr(arg.value, "numpy")}
+    nbytes: dict[tuple[str, tuple[int, ...], bytes], int] = {}
+    for constant in constants:
+        values = constant.value.numpy()
+        nbytes[(values.dtype.str, tuple(values.shape), values.tobytes())] = values.nbytes
+    return sum(nbytes.values())

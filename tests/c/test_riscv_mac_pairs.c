@@ -16,7 +16,12 @@
 #define MAX_LEN 70
 #define HELD 1000003 /* what each accumulator holds before a call */
 
-static int8_t x[MAX_LEN];
+#define PIXEL_STRIDE (MAX_LEN + 3) /* the second pixel's inputs, in the two-pixel helper's calls */
+#define ROW_GAP 5 /* inputs between one row's end and the next's start, in the rows helpers' calls */
+#define ROWS_PIXEL_STRIDE (MAX_LEN + 3 * ROW_GAP + 1) /* their second pixel's window */
+
+static int8_t xs[PIXEL_STRIDE + MAX_LEN];
+static int8_t *const x = xs; /* the first pixel's inputs; the second's: x + PIXEL_STRIDE */
 static int8_t w[CHANNELS][MAX_LEN];
 static int32_t words[MAX_LEN * CHANNELS / 2];
 
@@ -31,29 +36,62 @@ static void pack(int32_t row_len)
     }
 }
 
-/* Whether the helper's sums over row_len inputs equal the plain loop's; prints the first that differs. */
-static int check(int32_t row_len, const char *what, long i)
+/* Whether got[c] equals held + c plus the plain loop's sum of channel c over the row_len inputs at px; prints the
+   first that differs. */
+static int agree(const int32_t *got, const int8_t *px, int32_t row_len, const char *what, long i)
 {
-    int32_t got[CHANNELS];
-    int32_t expected[CHANNELS];
-    pack(row_len);
     for (int32_t c = 0; c < CHANNELS; ++c) {
-        got[c] = HELD + c;
-        expected[c] = HELD + c;
+        int32_t expected = HELD + c;
         for (int32_t k = 0; k < row_len; ++k) {
-            expected[c] += (int32_t)x[k] * (int32_t)w[c][k];
+            expected += (int32_t)px[k] * (int32_t)w[c][k];
+        }
+        if (got[c] != expected) {
+            printf("wrong %s: case %ld channel %ld: %ld, expected %ld\n", what, i, (long)c, (long)got[c],
+                   (long)expected);
+            return 0;
         }
     }
-    if (lp_mac_s8x8_pairs(got, x, words, row_len) != 0) {
+    return 1;
+}
+
+/* Whether the one-pixel helper's sums over row_len inputs (at x) and the two-pixel helper's (at x and
+   x + PIXEL_STRIDE) equal the plain loop's; prints the first that differs. */
+static int check(int32_t row_len, const char *what, long i)
+{
+    int32_t got[CHANNELS], got_a[CHANNELS], got_b[CHANNELS];
+    pack(row_len);
+    for (int32_t c = 0; c < CHANNELS; ++c) {
+        got[c] = got_a[c] = got_b[c] = HELD + c;
+    }
+    if (lp_mac_s8x8_pairs(got, x, words, row_len) != 0
+        || lp_mac_s8x2x8_pairs(got_a, got_b, x, words, row_len, PIXEL_STRIDE) != 0) {
         printf("wrong %s: case %ld returned non-zero\n", what, i);
         return 0;
     }
-    for (int32_t c = 0; c < CHANNELS; ++c) {
-        if (got[c] != expected[c]) {
-            printf("wrong %s: case %ld channel %ld: %ld, expected %ld\n", what, i, (long)c, (long)got[c],
-                   (long)expected[c]);
+    if (!agree(got, x, row_len, what, i) || !agree(got_a, x, row_len, what, i)
+        || !agree(got_b, x + PIXEL_STRIDE, row_len, what, i)) {
+        return 0;
+    }
+    /* The same inputs as three rows (a whole multiple of three), each row ROW_GAP after the last's end. */
+    if (row_len % 3 == 0) {
+        static int8_t rows_x[2 * ROWS_PIXEL_STRIDE];
+        const int32_t run = row_len / 3, stride = run + ROW_GAP;
+        for (int32_t r = 0; r < 3; ++r) {
+            for (int32_t j = 0; j < run; ++j) {
+                rows_x[r * stride + j] = x[r * run + j];
+                rows_x[ROWS_PIXEL_STRIDE + r * stride + j] = x[PIXEL_STRIDE + r * run + j];
+            }
+        }
+        for (int32_t c = 0; c < CHANNELS; ++c) {
+            got[c] = got_a[c] = got_b[c] = HELD + c;
+        }
+        if (lp_mac_s8x8_pairs_rows(got, rows_x, words, stride, 3, run) != 0
+            || lp_mac_s8x2x8_pairs_rows(got_a, got_b, rows_x, words, stride, 3, run, ROWS_PIXEL_STRIDE) != 0) {
+            printf("wrong %s rows: case %ld returned non-zero\n", what, i);
             return 0;
         }
+        return agree(got, x, row_len, what, i) && agree(got_a, x, row_len, what, i)
+               && agree(got_b, x + PIXEL_STRIDE, row_len, what, i);
     }
     return 1;
 }
@@ -70,6 +108,7 @@ int main(void)
             seed ^= seed >> 17;
             seed ^= seed << 5;
             x[k] = (int8_t)(seed & 0xFFu);
+            x[PIXEL_STRIDE + k] = (int8_t)((seed >> 8) & 0xFFu);
             for (int32_t c = 0; c < CHANNELS; ++c) {
                 seed ^= seed << 13;
                 seed ^= seed >> 17;
@@ -88,12 +127,14 @@ int main(void)
             for (int32_t j = 0; j < n * n; ++j) {
                 for (int32_t k = 0; k < 69; ++k) {
                     x[k] = extremes[k % 2 == 0 ? i0 : i1];
+                    x[PIXEL_STRIDE + k] = extremes[k % 2 == 0 ? i1 : i0];
                     for (int32_t c = 0; c < CHANNELS; ++c) {
                         const int32_t pair = (j + 5 * c) % (n * n);
                         w[c][k] = extremes[k % 2 == 0 ? pair / n : pair % n];
                     }
                 }
-                if (!check(69, "extremes", cases++) || !check(2, "extremes", cases++)) {
+                if (!check(69, "extremes", cases++) || !check(2, "extremes", cases++)
+                    || !check(66, "extremes", cases++)) {
                     return 1;
                 }
             }

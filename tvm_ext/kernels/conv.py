@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 
 from tvm import te, tirx
 
+from .dense import PAIRED_TILE, paired_weight
 from .requantize import OutputStage, accumulator_dtype, requantize
 
 
@@ -66,20 +67,27 @@ def conv2d_int8(
     data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
     output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
     multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None, zero_point_in_bias: bool = False,
-    weight_layout: WeightLayout = WeightLayout.HWIO,
+    weight_layout: WeightLayout = WeightLayout.HWIO, paired_weights: bool = False,
 ) -> te.Tensor:
     """CONV_2D: data NHWC int8, weight int8 in ``weight_layout`` (HWIO by default), bias int32[O] -> NHWC int8
-    (int16 data, int64 bias -> int16: 16x8).
+    (int16 data, int64 bias -> int16: 16x8). With ``paired_weights`` (int8 data) the weight is
+    `tvm_ext.kernels.dense.pair_weights`' int32 words of its OHWI values as [O, KH * KW * I], reshaped to
+    [O / 8, KH, KW, I, 4], instead.
 
     Per-channel ``multiplier``/``shift`` tensors, when given, replace those of ``output``.
     """
     stage = output.per_channel(multiplier, shift)
-    if weight_layout is WeightLayout.OHWI:
+    if paired_weights:
+        kh, kw, cin = (int(d) for d in weight.shape[1:4])
+        cout = int(weight.shape[0]) * PAIRED_TILE
+    elif weight_layout is WeightLayout.OHWI:
         cout, kh, kw, cin = (int(d) for d in weight.shape)
     else:
         kh, kw, cin, cout = (int(d) for d in weight.shape)
 
     def weight_at(ry, rx, rc, o):
+        if paired_weights:
+            return paired_weight(weight, o, ry, rx, rc)
         return weight[o, ry, rx, rc] if weight_layout is WeightLayout.OHWI else weight[ry, rx, rc, o]
 
     out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)
@@ -90,7 +98,7 @@ def conv2d_int8(
         (int(data.shape[0]), out_h, out_w, cout),
         lambda b, y, x, o: te.sum(
             centered[b, y * strides[0] + ry * dilation[0], x * strides[1] + rx * dilation[1], rc]
-            * weight_at(ry, rx, rc, o).astype(centered.dtype),
+            * (weight_at(ry, rx, rc, o) if paired_weights else weight_at(ry, rx, rc, o).astype(centered.dtype)),
             axis=[ry, rx, rc],
         ),
         name="acc",

@@ -26,10 +26,11 @@ def pair_weights(weight: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(words.transpose(0, 2, 1))
 
 
-def paired_weight(weight: te.Tensor, o, k) -> tirx.PrimExpr:
-    """The int8 weight of output channel ``o`` at input ``k``, as int32, from `pair_weights`' words ``weight``:
-    a word's low half sign-extended (a), else the rest shifted down (b = (word - a) / 65536, exact)."""
-    word = weight[o // PAIRED_TILE, k, o % PAIRED_TILE // 2]
+def paired_weight(weight: te.Tensor, o, *k) -> tirx.PrimExpr:
+    """The int8 weight of output channel ``o`` at input ``k`` (one index, or a convolution's (ry, rx, rc) of
+    `pair_weights`' words reshaped to [O / 8, KH, KW, I, 4]), as int32, from the words ``weight``: a word's low
+    half sign-extended (a), else the rest shifted down (b = (word - a) / 65536, exact)."""
+    word = weight[(o // PAIRED_TILE, *k, o % PAIRED_TILE // 2)]
     low = word.astype("int16").astype("int32")
     return tirx.Select(o % 2 == 0, low, (word - low) >> 16)
 

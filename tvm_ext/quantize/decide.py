@@ -12,11 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tvm import relax
-from tvm.ir.expr import Constant
 
 from target.profile import Profile
-from tvm_ext.plan.constant_pool import Content, content_of
-from tvm_ext.layers import bindings_of
+from tvm_ext.layers import constant_bytes
 
 
 @dataclass(frozen=True)
@@ -26,16 +24,9 @@ class Decision:
 
 
 def float_weight_bytes(main: relax.Function) -> int:
-    """Bytes of the distinct constants main reads (the float bundle's weights, before folding), constants of
-    the same dtype, shape and bytes once, as the bundle stores them (`tvm_ext.plan.constant_pool`). Each
-    Constant object is copied to the host and its bytes keyed once, however many calls read it."""
-    constants = {arg for binding in bindings_of(main) if isinstance(binding.value, relax.Call)
-                 for arg in binding.value.args if isinstance(arg, Constant)}
-    nbytes: dict[Content, int] = {}
-    for constant in constants:
-        values = constant.value.numpy()
-        nbytes[content_of(values)] = values.nbytes
-    return sum(nbytes.values())
+    """Bytes of the distinct constants main reads (the float bundle's weights, before folding), as the bundle
+    stores them (`tvm_ext.layers.constant_bytes`)."""
+    return constant_bytes(main)
 
 
 def decide(main: relax.Function, profile: Profile) -> Decision:

@@ -36,7 +36,7 @@ from tvm.ir import Op
 
 from ..frontend.tflite_ops.quantized import QUANTIZED_MODEL_ATTR
 from ..kernels import Rounding
-from ..layers import FALLBACK_ATTR, ONNX_QUANTIZATION_ATTR, LayerRecord, bindings_of, with_layers
+from ..layers import FALLBACK_ATTR, ONNX_QUANTIZATION_ATTR, LayerRecord, bindings_of, constant_bytes, with_layers
 from ..model_check.operator_support import TFLITE_16X8_OPS
 from .int8 import LOWERINGS, edges, onnx_qlinear
 from .int8.emit import KernelEmitter
@@ -81,9 +81,13 @@ class LowerQuantizedToInteger:
     model_name: named in errors.
     paired_fc_weights: give int8 FULLY_CONNECTED kernels of a multiple of 8 output channels their weights
         packed two channels to an int32 word (``tvm_ext.kernels.dense.pair_weights``): a backend's choice
-        (``backends.backend.KernelSchedules.paired_fc_weights``), for its helper of such words.
+        (``backends.backend.KernelSchedules.paired_fc_weights``), for its helper of such words; CONV_2D
+        kernels too (``tvm_ext.transform.int8.conv``).
     max_pool_runs: write int8 MAX_POOL_2D as runs over a pixel's channels (``tvm_ext.kernels.copy_runs``):
         a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
+    flash_bytes: the profile's flash (bytes); with ``paired_fc_weights``, weights are paired only where twice
+        the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)
+        fit it, as a paired layer's weights take twice their bytes (None: no limit).
 
     Output: main's calls are ``R.call_tir`` to TE PrimFuncs (identical kernels are shared, so a PrimFunc
     is not a layer). Main carries layer records (tvm_ext.layers): one per kernel call in call order, the
@@ -99,10 +103,12 @@ class LowerQuantizedToInteger:
         model_name: str = "model",
         paired_fc_weights: bool = False,
         max_pool_runs: bool = False,
+        flash_bytes: Optional[int] = None,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_fc_weights = paired_fc_weights
         self.max_pool_runs = max_pool_runs
+        self.flash_bytes = flash_bytes
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
         self.float_fallback_layers: list[str] = []
@@ -155,8 +161,9 @@ class _MainRewriter:
         self.graph = Graph(func)
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
-        self.context = LoweringContext(self.graph, self.lowered, options.rounding, options.paired_fc_weights,
-                                       options.max_pool_runs)
+        paired = options.paired_fc_weights and (
+            options.flash_bytes is None or 2 * constant_bytes(func) <= options.flash_bytes)
+        self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

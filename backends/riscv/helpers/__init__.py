@@ -9,7 +9,8 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
   RV32's 31 registers), called by CONV_2D and FULLY_CONNECTED kernels (`backends.riscv.schedules.mac`);
 - `mac_s8x8_pairs.h.in`: `<prefix>_mac_s8x8_pairs`, the same sums over weights packed two channels to an int32
   word at compile time (`tvm_ext.kernels.dense.pair_weights`), one multiply per two products, called by
-  FULLY_CONNECTED kernels;
+  FULLY_CONNECTED and CONV_2D kernels, and `<prefix>_mac_s8x2x8_pairs`, the same for two output pixels,
+  each word loaded feeding both (`_rows` forms of both for a window's rows apart);
 - `mac_s8x2x8_row.h.in`: `<prefix>_mac_s8x2x8_row`, the same for two output pixels, each weight loaded feeding
   both, all sixteen sums in registers, for one-row windows (1x1 convolutions);
 - `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same sums for windows of several rows, one row helper's call
@@ -49,9 +50,16 @@ def mac_helper_name(prefix: str) -> str:
     return f"{prefix}_mac_s8x8"
 
 
-def mac_pairs_helper_name(prefix: str) -> str:
-    """The C name of the int8 MAC helper of paired weights in the bundle `prefix`."""
-    return f"{prefix}_mac_s8x8_pairs"
+def mac_pairs_helper_name(prefix: str, rows: bool = False) -> str:
+    """The C name of the int8 MAC helper of paired weights in the bundle `prefix` (its form over window rows if
+    `rows`)."""
+    return f"{prefix}_mac_s8x8_pairs_rows" if rows else f"{prefix}_mac_s8x8_pairs"
+
+
+def mac_pairs_2px_helper_name(prefix: str, rows: bool = False) -> str:
+    """The C name of the two-pixel int8 MAC helper of paired weights in the bundle `prefix` (its form over window
+    rows if `rows`)."""
+    return f"{prefix}_mac_s8x2x8_pairs_rows" if rows else f"{prefix}_mac_s8x2x8_pairs"
 
 
 def mac_2px_helper_name(prefix: str) -> str:

@@ -11,11 +11,14 @@ where the window is one row (a 1x1 convolution's), where the window has the dual
 test, and at least MIN_REDUCTION MACs per output. Each channel's sum is added in the same order but for its
 groups of two or four products: integer sums, bit-exact.
 
-A FULLY_CONNECTED kernel given paired weights (`tvm_ext.kernels.dense.pair_weights`: two channels' int8 weights
-as one int32 word, where the backend asks for them, `KernelSchedules.paired_fc_weights`) accumulates each tile of
-MAC_CHANNELS channels in one call of `<prefix>_mac_s8x8_pairs` (`templates/mac_s8x8_pairs.h.in`): one multiply of
-an input by a word computes both channels' products (rv32imc, ad01_int8: 896,916 -> 723,783 instructions, 3.4 ->
-2.7 per MAC, for twice its FULLY_CONNECTED weights' bytes). Integer sums: bit-exact.
+A FULLY_CONNECTED or CONV_2D kernel given paired weights (`tvm_ext.kernels.dense.pair_weights`: two
+channels' int8 weights as one int32 word, where the backend asks for them, `KernelSchedules.paired_fc_weights`)
+accumulates each tile of MAC_CHANNELS channels in one call of `<prefix>_mac_s8x8_pairs`
+(`templates/mac_s8x8_pairs.h.in`), or of `<prefix>_mac_s8x2x8_pairs` per two pixels where the schedule pairs them,
+their `_rows` forms where a window's rows lie apart in the input (a KxK window read in place; a padded border's
+copied window is one run): one multiply of an input by a word computes both channels' products (rv32imc, ad01_int8:
+896,916 -> 723,783 instructions, 3.4 -> 2.7 per MAC; pretrainedResnet_quant, its 3x3 convolutions: 41,001,517
+-> 36,114,964), for twice the paired weights' bytes. Integer sums: bit-exact.
 
 A depthwise reduction tiled to MAC_CHANNELS channels (the window loops, then the eight channels innermost)
 becomes one call of `<prefix>_depthwise_mac_s8x8` (`templates/depthwise_mac_s8x8.h.in`) per output pixel and
@@ -44,7 +47,7 @@ from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, c
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
 from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, depthwise_box_helper_name, depthwise_mac_helper_name,
                                     mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
-                                    mac_pairs_helper_name, requantize_helper_name)
+                                    mac_pairs_2px_helper_name, mac_pairs_helper_name, requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -62,6 +65,50 @@ MAC_PAIRS_ACCESS = HelperAccess((
 ))
 """The paired MAC's call (acc, x, w, row_len): acc[c] for c < 8, x[k] and w[4k + p] for k < row_len, p < 4."""
 register_helper_call(MAC_PAIRS_OP, RISCV_HELPERS, mac_pairs_helper_name, MAC_PAIRS_ACCESS)
+
+MAC_PAIRS_2PX_OP = "tvm_ext.riscv_mac_s8x2x8_pairs"
+MAC_PIXELS = 2  # output pixels of the two-pixel helpers' calls
+MAC_PAIRS_2PX_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(2, (Axis(MAC_PIXELS, Arg(5)), Axis(Arg(4), 1))),
+    PointerAccess(3, (Axis(Arg(4), PAIR_WORDS), Axis(PAIR_WORDS, 1))),
+))
+"""The two-pixel paired MAC's call (acc_a, acc_b, x, w, row_len, x_pixel_stride): acc_a[c] and acc_b[c] for c < 8,
+x[p * x_pixel_stride + k] for p < 2 and w[4k + p] for k < row_len, p < 4."""
+register_helper_call(MAC_PAIRS_2PX_OP, RISCV_HELPERS, mac_pairs_2px_helper_name, MAC_PAIRS_2PX_ACCESS)
+
+
+
+def _window_words(rows: Arg, row_len: Arg) -> tuple[Axis, ...]:
+    """The words w[4 (r * row_len + k) + q] for r < rows, k < row_len, q < 4 (one run of 4 * rows * row_len words)
+    as axes of constant or argument strides: the run of rows * row_len offsets four times over, then the four."""
+    return (Axis(rows, row_len), Axis(row_len, 1)) * PAIR_WORDS + (Axis(PAIR_WORDS, 1),)
+
+
+MAC_PAIRS_ROWS_OP = "tvm_ext.riscv_mac_s8x8_pairs_rows"
+MAC_PAIRS_ROWS_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(Arg(4), Arg(3)), Axis(Arg(5), 1))),
+    PointerAccess(2, _window_words(Arg(4), Arg(5))),
+))
+"""The paired MAC's call over window rows (acc, x, w, x_row_stride, rows, row_len): acc[c] for c < 8,
+x[r * x_row_stride + k] and w[4 (r * row_len + k) + p] for r < rows, k < row_len, p < 4."""
+register_helper_call(MAC_PAIRS_ROWS_OP, RISCV_HELPERS, functools.partial(mac_pairs_helper_name, rows=True),
+                     MAC_PAIRS_ROWS_ACCESS)
+
+MAC_PAIRS_2PX_ROWS_OP = "tvm_ext.riscv_mac_s8x2x8_pairs_rows"
+MAC_PAIRS_2PX_ROWS_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(2, (Axis(MAC_PIXELS, Arg(7)), Axis(Arg(5), Arg(4)), Axis(Arg(6), 1))),
+    PointerAccess(3, _window_words(Arg(5), Arg(6))),
+))
+"""The two-pixel paired MAC's call over window rows (acc_a, acc_b, x, w, x_row_stride, rows, row_len,
+x_pixel_stride): acc_a[c], acc_b[c] for c < 8, x[p * x_pixel_stride + r * x_row_stride + k] for p < 2 and
+w[4 (r * row_len + k) + q] for r < rows, k < row_len, q < 4."""
+register_helper_call(MAC_PAIRS_2PX_ROWS_OP, RISCV_HELPERS, functools.partial(mac_pairs_2px_helper_name, rows=True),
+                     MAC_PAIRS_2PX_ROWS_ACCESS)
 
 MAC_2PX_OP = "tvm_ext.riscv_mac_s8x2x8"
 MAC_2PX_ACCESS = window_mac_2px_access(MAC_CHANNELS)
@@ -105,13 +152,16 @@ def mac_replacement(realize: s_tir.SBlockRealize, loops: list,
 
 
 def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
-    """The paired MAC's call block (`<prefix>_mac_s8x8_pairs`) for ``loops`` (one reduction loop, then the
-    unit-stride loop of MAC_CHANNELS output channels) around ``realize``: a FULLY_CONNECTED update
-    ``acc[.., o] += int32(x[.., k]) * w(o, k)`` over int8 x and `tvm_ext.kernels.dense.paired_weight`'s decoding
-    of int32 words, each channel tile's words [4k + p] from one origin and o even for the tile's first channel;
-    None for any other update or access."""
+    """The paired MAC's call block (`<prefix>_mac_s8x8_pairs`, or `<prefix>_mac_s8x2x8_pairs` for two pixels, their
+    `_rows` forms for a window of rows apart) for ``loops`` (the reduction loops, then optionally a loop of two
+    output pixels, then the unit-stride loop of MAC_CHANNELS output channels) around ``realize``: a FULLY_CONNECTED
+    or CONV_2D update ``acc[.., o] += int32(x[.., k]) * w(o, k)`` over int8 x and
+    `tvm_ext.kernels.dense.paired_weight`'s decoding of int32 words, each channel tile's words [4k + p] from one
+    origin over the whole window (k its flat index), o even for the tile's first channel, the inputs one run or
+    (the first loop stepping) rows of one run a constant stride apart, the second pixel's a constant stride after,
+    the weights shared by both pixels; None for any other update or access."""
     store = realize.block.body
-    if len(loops) != 2 or int(loops[-1].extent) != MAC_CHANNELS or not all(
+    if len(loops) < 2 or int(loops[-1].extent) != MAC_CHANNELS or not all(
             isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
         return None
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
@@ -130,26 +180,63 @@ def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
     reduction = MacReduction(store, data.value, word)
     bindings = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
     inner = [loop.loop_var for loop in loops]
-    row_len = int(loops[0].extent)
     offsets = AccessOffsets(bindings, inner)
+    origin = offsets.origin
     try:
+        pixels = len(loops) > 2 and offsets.step(store, len(loops) - 2) != 0
+        reduce_axes = range(len(loops) - (2 if pixels else 1))
+        if not reduce_axes or (pixels and int(loops[-2].extent) != MAC_PIXELS):
+            return None
+        runs = [1] * len(reduce_axes)  # each reduction loop's step along the window's one run of inputs
+        for axis in reversed(reduce_axes[:-1]):
+            runs[axis] = runs[axis + 1] * int(loops[axis + 1].extent)
+        # The first reduction loop may step the window's rows (x_row_stride apart) when the others make one run.
+        rows, row_len, x_row_stride = 1, runs[0] * int(loops[0].extent), 0
+        if len(reduce_axes) > 1 and int(loops[0].extent) > 1 and offsets.step(reduction.data, 0) != runs[0]:
+            rows, row_len, x_row_stride = int(loops[0].extent), runs[0], offsets.step(reduction.data, 0)
+        x_pixel_stride = offsets.step(reduction.data, len(loops) - 2) if pixels else 0
+        acc_pixel_stride = offsets.step(store, len(loops) - 2) if pixels else 0
+        if pixels and acc_pixel_stride < MAC_CHANNELS:
+            return None  # the pixels keep their accumulators apart
         channel = select.condition.a.a  # floormod(o, 2) == 0
-        first = offsets.value(channel, [0, 0])
-        base_w, base_x, base_acc = (offsets.offset(a, [0, 0]) for a in (word, reduction.data, store))
-        for k in sorted({0, min(1, row_len - 1), row_len - 1}):
-            for c in range(MAC_CHANNELS):
-                point = [k, c]
-                if (offsets.value(channel, point) != first + c
-                        or offsets.offset(word, point) != base_w + PAIR_WORDS * k + c // 2
-                        or offsets.offset(reduction.data, point) != base_x + k
-                        or offsets.offset(store, point) != base_acc + c):
-                    return None
+        first = offsets.value(channel, origin)
+        base_w, base_x, base_acc = (offsets.offset(a, origin) for a in (word, reduction.data, store))
+        # Each reduction loop at its first, second and last value (the others at 0), and all at their last.
+        corners = [list(origin), [int(loop.extent) - 1 for loop in loops]]
+        for axis in reduce_axes:
+            for value in {min(1, int(loops[axis].extent) - 1), int(loops[axis].extent) - 1} - {0}:
+                corner = list(origin)
+                corner[axis] = value
+                corners.append(corner)
+        for corner in corners:
+            k = sum(corner[axis] * runs[axis] for axis in reduce_axes)
+            for p in range(MAC_PIXELS if pixels else 1):
+                for c in range(MAC_CHANNELS):
+                    point = list(corner)
+                    point[-1] = c
+                    if pixels:
+                        point[-2] = p
+                    if (offsets.value(channel, point) != first + c
+                            or offsets.offset(word, point) != base_w + PAIR_WORDS * k + c // 2
+                            or offsets.offset(reduction.data, point) != base_x + k + p * x_pixel_stride
+                            + (corner[0] * (x_row_stride - row_len) if rows > 1 else 0)
+                            or offsets.offset(store, point) != base_acc + c + p * acc_pixel_stride):
+                        return None
     except KeyError:
         return None
-    if first % 2 or offsets.step(word, 0) != PAIR_WORDS:
+    if first % 2 or any(offsets.step(word, axis) != PAIR_WORDS * runs[axis] for axis in reduce_axes
+                        if int(loops[axis].extent) > 1):
         return None
-    return helper_call_block(MAC_PAIRS_OP, reduction, bindings, inner, [row_len],
-                             channel_tile(reduction, MAC_CHANNELS))
+    window = [x_row_stride, rows, row_len] if rows > 1 else [row_len]
+    if not pixels:
+        return helper_call_block(MAC_PAIRS_ROWS_OP if rows > 1 else MAC_PAIRS_OP, reduction, bindings, inner,
+                                 window, channel_tile(reduction, MAC_CHANNELS))
+    corner = list(origin)
+    corner[-2:] = [MAC_PIXELS - 1, MAC_CHANNELS - 1]
+    tile = [last - first_index + 1 for last, first_index in zip(offsets.index(store, corner),
+                                                                  offsets.index(store, origin))]
+    return helper_call_block(MAC_PAIRS_2PX_ROWS_OP if rows > 1 else MAC_PAIRS_2PX_OP, reduction, bindings, inner,
+                             [*window, x_pixel_stride], tile, second_pixel=len(inner) - 2)
 
 
 def _paired_word(select: tirx.Select) -> Optional[TensorLoad]:

@@ -1,8 +1,9 @@
-"""The RISC-V window MAC's one-row helper (backends/riscv/schedules/mac.py, helpers/templates/mac_s8x2x8_row.h.in):
-str_ww's 1x1 convolutions (one-row windows, paired pixels) compiled for rv32imc accumulate through
-`<prefix>_mac_s8x2x8_row`, none through the two-group `<prefix>_mac_s8x2x8` (kept for windows of several
-rows), and the bundle self-tests bit-exactly against TFLite Micro on QEMU virt. (The helper's own C unit test:
-tests/c/test_riscv_mac.c.)"""
+"""str_ww's 1x1 convolutions compiled for rv32imc: their weights paired two channels to a word at compile time
+(backends/riscv/schedules/mac.py paired_mac_replacement, helpers/templates/mac_s8x8_pairs.h.in), they accumulate
+through `<prefix>_mac_s8x8_pairs`, none through the int8 window MAC's two-pixel helpers (`<prefix>_mac_s8x2x8_row`,
+`<prefix>_mac_s8x2x8`: convolutions whose channels are not whole tiles of eight keep them), and the bundle
+self-tests bit-exactly against TFLite Micro on QEMU virt. (The helpers' own C unit tests: tests/c/test_riscv_mac.c,
+test_riscv_mac_pairs.c.)"""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 
 
 @pytest.mark.slow
-def test_one_row_paired_windows_call_the_row_helper_and_stay_bit_exact(compiled) -> None:
+def test_one_row_windows_call_the_paired_mac_and_stay_bit_exact(compiled) -> None:
     require_tools(RISCV_TOOLS)
     bundle = compiled("mlperf_tiny/str_ww_ref_model.tflite", "rv32imc")
     assert bundle.selftest.passed and bundle.selftest.where == "virt", bundle.selftest.output[-2000:]
     assert "(bit-identical)" in bundle.selftest.output
     kernels = (bundle.out_dir / "str_ww_ref_model_kernels.c").read_text()
-    assert kernels.count("str_ww_ref_model_mac_s8x2x8_row(") >= 3
-    assert "str_ww_ref_model_mac_s8x2x8(" not in kernels
+    assert kernels.count("str_ww_ref_model_mac_s8x8_pairs(") >= 3
+    assert "str_ww_ref_model_mac_s8x2x8_row(" not in kernels and "str_ww_ref_model_mac_s8x2x8(" not in kernels

@@ -182,6 +182,31 @@ def test_fully_connected_matches_reference(in_zp, out_zp, bias_dtype, rounding):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("kernel, strides, padding", [((1, 1), (1, 1), (0, 0, 0, 0)), ((1, 1), (2, 2), (0, 0, 0, 0)),
+                                                     ((3, 3), (1, 1), (1, 1, 1, 1)), ((3, 2), (2, 2), (0, 0, 1, 1))])
+def test_conv2d_of_paired_weights_matches_reference(kernel, strides, padding):
+    """A convolution given `pair_weights`' int32 words of its OHWI weights as [O, KH * KW * I], reshaped to
+    [O / 8, KH, KW, I, 4], decodes every int8 weight exactly: the same outputs as TFLite's, -128 and 127 forced in,
+    1x1 and KxK windows, strides 1 and 2, padded or not."""
+    rng = _rng(5)
+    x, w = _int8(rng, (1, 5, 6, 7)), _int8(rng, (*kernel, 7, 16))
+    w[0, 0, :4, 0], w[0, 0, :4, 1], w[-1, -1, 4:, 2], w[-1, 0, 4:, 15] = -128, 127, -128, -128
+    bias = rng.integers(-20000, 20000, 16).astype(np.int32)
+    multipliers, shifts = _channel_requant(rng, 16, Rounding.DOUBLE)
+    stage = OutputStage(0, 0, 4, ActivationRange(), Rounding.DOUBLE)
+    ohwi = w.transpose(3, 0, 1, 2)
+    words = pair_weights(ohwi.reshape(16, -1)).reshape(2, *kernel, 7, 4)
+    got = run_te(
+        lambda a, b, c, m, s: conv2d_int8(a, b, c, input_zero_point=-9, output=stage, strides=strides,
+                                          padding=padding, dilation=(1, 1), multiplier=m, shift=s,
+                                          paired_weights=True),
+        [x, words, bias, multipliers, shifts],
+    )
+    want = ref.conv2d(x, w, bias, -9, 4, multipliers, shifts.astype(np.int64), strides, padding, (1, 1),
+                      (-128, 127), False)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_fully_connected_of_paired_weights_matches_reference():
     """The kernel given `pair_weights`' int32 words (two channels to a word) decodes every int8 weight exactly:
     the same outputs as TFLite's on weights over the whole int8 range, -128 and 127 forced in."""

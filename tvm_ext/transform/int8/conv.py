@@ -8,6 +8,7 @@ import numpy as np
 from tvm import relax
 
 from ...kernels import WeightLayout, conv2d_int8, depthwise_conv2d_int8
+from ...kernels.dense import PAIRED_TILE
 from ...kernels.quant_params import conv_multipliers
 from .data_movement import recorded_operator
 from .lowering import Lowering, LoweringContext, Mismatch
@@ -44,9 +45,17 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     multipliers, shifts = conv_multipliers(data.quant.scale, operands.weight.scales, out.quant.scale, ctx.rounding)
     geometry = Conv2DGeometry(*(tuple(int(v) for v in values)
                                 for values in (attrs.strides, attrs.padding, attrs.dilation)))
+    paired = ctx.paired_fc_weights and kernel is conv2d_int8 and _pairs(weight, data.tensor)
     return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                      shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
-                     weight_layout=layout, folds_zero_point=True)
+                     weight_layout=layout, folds_zero_point=True, paired_weights=paired)
+
+
+def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
+    """Whether a CONV_2D (HWIO ``weight``) can take paired weights (`tvm_ext.kernels.dense.pair_weights` of its
+    OHWI weights as [O, KH * KW * I]: each channel's window one run of words, as a FULLY_CONNECTED row's): int8
+    data and weights, whole tiles of PAIRED_TILE output channels."""
+    return str(data.ty.dtype) == "int8" and weight.dtype == np.int8 and weight.shape[-1] % PAIRED_TILE == 0
 
 
 def _weight_as_convolved(weight: Int8Weight, conv: relax.Call) -> Optional[np.ndarray]:

@@ -64,7 +64,8 @@ class MacKernel:
     # window, a padded tap holding the zero point (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED; not
     # TRANSPOSE_CONV, whose border outputs sum fewer taps than the rest).
     folds_zero_point: bool = False
-    # FULLY_CONNECTED only: the kernel takes ``weight`` as `pair_weights`' int32 words (`LoweringContext`).
+    # FULLY_CONNECTED and CONV_2D only: the kernel takes ``weight`` as `pair_weights`' int32 words
+    # (`LoweringContext`).
     paired_weights: bool = False
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
@@ -102,9 +103,12 @@ class MacKernel:
         if form is Multipliers16x8.HIGH_MUL and bias is not None:  # within int32 (_prepare_16x8)
             bias = bias_constant(bias.value.numpy().astype(np.int32))
         weight = self.weight if self.weight_layout is not WeightLayout.OHWI else self.weight.transpose(3, 0, 1, 2)
-        weight_constant = relax.const(pair_weights(weight) if self.paired_weights else np.ascontiguousarray(weight))
-        if self.paired_weights:
+        if self.paired_weights:  # [O, ...] as [O, K]: a FULLY_CONNECTED's, or a CONV_2D's OHWI weights
+            words = pair_weights(weight.reshape(weight.shape[0], -1))
+            weight_constant = relax.const(words.reshape(words.shape[0], *weight.shape[1:], words.shape[-1]))
             layout = {"paired_weights": True}
+        else:
+            weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
                           {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout,
                            **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})})

@@ -15,6 +15,7 @@ import tflite
 import tvm
 from tflite_micro import runtime  # the golden reference
 from tvm import relax
+from tvm.ir.expr import Constant
 
 from conftest import models_dir
 from tvm_ext.frontend import import_model
@@ -135,3 +136,24 @@ def test_lowered_main_is_integer_only(lowered_models, relative):
             for arg in value.args[1].fields:
                 assert str(arg.ty.dtype) in INTEGER_DTYPES, f"{binding.var.name}: {arg.ty.dtype}"
             assert str(value.ty.dtype) == "int8"
+
+
+def _paired_weight_constants(mod: tvm.IRModule) -> int:
+    """How many int32 constants of rank 3 or 5 (`pair_weights`' words: a FULLY_CONNECTED's, a CONV_2D's
+    [O / 8, KH, KW, I, 4]) main's kernel calls (``call_tir``) read."""
+    return sum(1 for binding in bindings_of(mod["main"]) if isinstance(binding.value, relax.Call)
+               for args in binding.value.args if isinstance(args, relax.Tuple) for arg in args.fields
+               if isinstance(arg, Constant) and hasattr(arg.value, "numpy")
+               and str(arg.value.numpy().dtype) == "int32" and arg.value.numpy().ndim in (3, 5))
+
+
+@pytest.mark.parametrize("flash_bytes, paired", [(None, 5), (4_194_304, 5), (2 * 29_048, 5), (2 * 29_048 - 1, 0)])
+def test_weights_are_paired_only_where_twice_the_constants_fit_the_flash(flash_bytes, paired):
+    """kws_ref_model (29,048 B of constants as the lowering reads them: `tvm_ext.layers.constant_bytes`) with paired
+    weights asked for: its five CONV_2D kernels of 64 channels (10x4, four 1x1) take paired weights where twice its
+    constants fit ``flash_bytes`` (no limit, a 4 MiB flash, exactly twice), none a byte below; its last
+    FULLY_CONNECTED (12 channels) is never paired."""
+    path = models_dir() / "mlperf_tiny/kws_ref_model.tflite"
+    lowered = LowerQuantizedToInteger(model_name=path.name, paired_fc_weights=True,
+                                      flash_bytes=flash_bytes)(import_model(path).mod)
+    assert _paired_weight_constants(lowered) == paired
