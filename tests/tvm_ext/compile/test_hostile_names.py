@@ -207,8 +207,9 @@ def a_bundle_in(out: Path) -> SimpleNamespace:
     """What the command prints a compiled bundle's summary from."""
     memory = SimpleNamespace(arena_bytes=0, lower_bound=0, optimal=True, strategy="exact")
     ram = target.RamUse(0, 0, 0, 0, 0, target.StackSource.MEASURED)
+    flash = target.FlashUse.weights_only(0, target.FlashSource.WEIGHTS_ONLY)
     return SimpleNamespace(plan=SimpleNamespace(model="m", calls=[]), memory=memory, total_ram_bytes=0, ram=ram,
-                           weight_bytes=0, selftest=SimpleNamespace(passed=True), out_dir=out)
+                           flash=flash, weight_bytes=0, selftest=SimpleNamespace(passed=True), out_dir=out)
 
 
 @pytest.mark.parametrize("debug", [False, True])
