@@ -211,14 +211,14 @@ class KernelSchedules:
     """What a backend's schedules give the kernels of one profile's core (`tvm_ext.schedule.kernel_schedule`):
     `output_channel_tile` accumulators of an integer MAC kernel, the tiles a float MAC kernel tries widest
     first (`float_channel_tiles`, () for none: it keeps the integer tile), the MAC helpers' schedules
-    (`mac`, None where the core has none), and whether the int8 lowering gives FULLY_CONNECTED kernels their
-    weights packed two channels to an int32 word (`paired_fc_weights`: `tvm_ext.kernels.dense.pair_weights`,
+    (`mac`, None where the core has none), and whether the int8 lowering gives FULLY_CONNECTED and CONV_2D
+    kernels their weights packed two channels to an int32 word (`paired_weights`: `tvm_ext.kernels.dense.pair_weights`,
     for a core whose helper multiplies an input by both at once; False keeps TFLite's [O, K] int8 weights)."""
 
     output_channel_tile: int
     float_channel_tiles: tuple[int, ...]
     mac: Optional[MacSchedules]
-    paired_fc_weights: bool = False
+    paired_weights: bool = False
     max_pool_runs: bool = False
     """Whether the int8 lowering writes int8 MAX_POOL_2D as runs over a pixel's channels
     (`tvm_ext.kernels.copy_runs.max_pool2d_runs`), for a core whose helpers take a run's maximum a word at a time."""

@@ -76,7 +76,7 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid)]),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name,
-                                    paired_fc_weights=kernel_schedules_of(profile).paired_fc_weights,
+                                    paired_weights=kernel_schedules_of(profile).paired_weights,
                                     max_pool_runs=kernel_schedules_of(profile).max_pool_runs,
                                     flash_bytes=profile.flash_bytes),
             # Before any folding: a quantized ONNX model's float Convs and MatMuls keep their int8 weights.

@@ -79,13 +79,13 @@ class LowerQuantizedToInteger:
         raising UnsupportedOperatorError; the layers that took it are listed in main's
         ``tvm_ext.float_fallback_layers`` attribute and in ``self.float_fallback_layers``.
     model_name: named in errors.
-    paired_fc_weights: give int8 FULLY_CONNECTED kernels of a multiple of 8 output channels their weights
-        packed two channels to an int32 word (``tvm_ext.kernels.dense.pair_weights``): a backend's choice
-        (``backends.backend.KernelSchedules.paired_fc_weights``), for its helper of such words; CONV_2D
-        kernels too (``tvm_ext.transform.int8.conv``).
+    paired_weights: give int8 FULLY_CONNECTED and CONV_2D kernels of a multiple of 8 output channels their
+        weights packed two channels to an int32 word (``tvm_ext.kernels.dense.pair_weights``,
+        ``tvm_ext.transform.int8.conv``): a backend's choice (``backends.backend.KernelSchedules.paired_weights``),
+        for its helper of such words.
     max_pool_runs: write int8 MAX_POOL_2D as runs over a pixel's channels (``tvm_ext.kernels.copy_runs``):
         a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
-    flash_bytes: the profile's flash (bytes); with ``paired_fc_weights``, weights are paired only where twice
+    flash_bytes: the profile's flash (bytes); with ``paired_weights``, weights are paired only where twice
         the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)
         fit it, as a paired layer's weights take twice their bytes (None: no limit).
 
@@ -101,12 +101,12 @@ class LowerQuantizedToInteger:
         rounding: Union[str, Rounding] = Rounding.DOUBLE,
         allow_float_fallback: bool = False,
         model_name: str = "model",
-        paired_fc_weights: bool = False,
+        paired_weights: bool = False,
         max_pool_runs: bool = False,
         flash_bytes: Optional[int] = None,
     ) -> None:
         self.rounding = Rounding(rounding)
-        self.paired_fc_weights = paired_fc_weights
+        self.paired_weights = paired_weights
         self.max_pool_runs = max_pool_runs
         self.flash_bytes = flash_bytes
         self.allow_float_fallback = allow_float_fallback
@@ -161,7 +161,7 @@ class _MainRewriter:
         self.graph = Graph(func)
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
-        paired = options.paired_fc_weights and (
+        paired = options.paired_weights and (
             options.flash_bytes is None or 2 * constant_bytes(func) <= options.flash_bytes)
         self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs)
         self.emitter = KernelEmitter(self.bb, self.graph)

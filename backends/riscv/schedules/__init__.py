@@ -68,4 +68,4 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     paired two channels to a word (`backends.riscv.schedules.mac.paired_mac_replacement`: one multiply per two
     products)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
-                           paired_fc_weights=True)
+                           paired_weights=True)

@@ -12,7 +12,7 @@ test, and at least MIN_REDUCTION MACs per output. Each channel's sum is added in
 groups of two or four products: integer sums, bit-exact.
 
 A FULLY_CONNECTED or CONV_2D kernel given paired weights (`tvm_ext.kernels.dense.pair_weights`: two
-channels' int8 weights as one int32 word, where the backend asks for them, `KernelSchedules.paired_fc_weights`)
+channels' int8 weights as one int32 word, where the backend asks for them, `KernelSchedules.paired_weights`)
 accumulates each tile of MAC_CHANNELS channels in one call of `<prefix>_mac_s8x8_pairs`
 (`templates/mac_s8x8_pairs.h.in`), or of `<prefix>_mac_s8x2x8_pairs` per two pixels where the schedule pairs them,
 their `_rows` forms where a window's rows lie apart in the input (a KxK window read in place; a padded border's

@@ -45,7 +45,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     multipliers, shifts = conv_multipliers(data.quant.scale, operands.weight.scales, out.quant.scale, ctx.rounding)
     geometry = Conv2DGeometry(*(tuple(int(v) for v in values)
                                 for values in (attrs.strides, attrs.padding, attrs.dilation)))
-    paired = ctx.paired_fc_weights and kernel is conv2d_int8 and _pairs(weight, data.tensor)
+    paired = ctx.paired_weights and kernel is conv2d_int8 and _pairs(weight, data.tensor)
     return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                      shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
                      weight_layout=layout, folds_zero_point=True, paired_weights=paired)

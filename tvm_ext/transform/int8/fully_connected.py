@@ -33,7 +33,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     return MacKernel("FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point,
                      weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
                      ctx.rounding, channel_axis=0, folds_zero_point=True,
-                     paired_weights=ctx.paired_fc_weights and _pairs(weight_values, data.tensor))
+                     paired_weights=ctx.paired_weights and _pairs(weight_values, data.tensor))
 
 
 def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:

@@ -30,7 +30,7 @@ class LoweringContext:
     graph: Graph
     lowered: dict[relax.Var, relax.Expr]
     rounding: Rounding
-    paired_fc_weights: bool = False
+    paired_weights: bool = False
     max_pool_runs: bool = False
 
 

@@ -154,6 +154,6 @@ def test_weights_are_paired_only_where_twice_the_constants_fit_the_flash(flash_b
     constants fit ``flash_bytes`` (no limit, a 4 MiB flash, exactly twice), none a byte below; its last
     FULLY_CONNECTED (12 channels) is never paired."""
     path = models_dir() / "mlperf_tiny/kws_ref_model.tflite"
-    lowered = LowerQuantizedToInteger(model_name=path.name, paired_fc_weights=True,
+    lowered = LowerQuantizedToInteger(model_name=path.name, paired_weights=True,
                                       flash_bytes=flash_bytes)(import_model(path).mod)
     assert _paired_weight_constants(lowered) == paired
