@@ -446,17 +446,7 @@ def _constant_bytes(graph, dtypes: dict[int, _DType]) -> int:
     Constant values, and the results of nodes that read only such tensors, each once: what TVM computes and holds
     on the host (its import and constant folding), the figure the file's size limit bounds. The bundle stores
     fewer (`_stored_constant_bytes`). A tensor whose dims inference left open counts nothing."""
-    known = {tensor.name for tensor in graph.initializer}
-    for node in graph.node:
-        reads = [name for name in node.input if name]
-        if node.op_type == "Constant" or (reads and all(name in known for name in reads)):
-            known.update(name for name in node.output if name)
-    sizes = {tensor.name: (tensor.data_type, tuple(tensor.dims)) for tensor in graph.initializer}
-    for value in (*graph.value_info, *graph.output):
-        if value.name in known and value.name not in sizes and value.type.WhichOneof("value") == "tensor_type":
-            sizes[value.name] = (value.type.tensor_type.elem_type, _known_dims(value))
-    return sum(tensor_bytes(dims, dtypes[elem_type].bits) for elem_type, dims in sizes.values()
-               if dims is not None and elem_type in dtypes)
+    return _tensors_bytes(graph, dtypes, _known_constants(graph))
 
 
 def _stored_constant_bytes(graph, dtypes: dict[int, _DType]) -> int:
@@ -467,29 +457,42 @@ def _stored_constant_bytes(graph, dtypes: dict[int, _DType]) -> int:
     the float kernels that keep a QDQ model's weights quantized, store those (a QDQ model's int8 weights, not
     four times their bytes as float32). An estimate from the file alone, for a fit check before the passes:
     the passes' plan gives the stored bytes."""
-    known = {tensor.name for tensor in graph.initializer}
-    produced_by: dict[str, object] = {}
-    for node in graph.node:
-        reads = [name for name in node.input if name]
-        if node.op_type == "Constant" or (reads and all(name in known for name in reads)):
-            known.update(name for name in node.output if name)
-            produced_by.update((name, node) for name in node.output if name)
-    read = {name for node in graph.node if not all(name in known for name in node.input if name)
-            for name in node.input if name in known}
-    read |= {value.name for value in graph.output if value.name in known}
+    producers = _known_constants(graph)
+    read = {name for node in graph.node if not all(name in producers for name in node.input if name)
+            for name in node.input if name in producers}
+    read |= {value.name for value in graph.output if value.name in producers}
     stored = set()
     for name in read:
-        node = produced_by.get(name)
+        node = producers[name]
         while node is not None and node.op_type == "DequantizeLinear":
             name = node.input[0]
-            node = produced_by.get(name)
+            node = producers[name]
         stored.add(name)
-    sizes = {tensor.name: (tensor.data_type, tuple(tensor.dims)) for tensor in graph.initializer}
+    return _tensors_bytes(graph, dtypes, stored)
+
+
+def _known_constants(graph) -> dict[str, object]:
+    """Every tensor of `graph` whose value is known before any input is, by name, with the node computing it
+    (None for an initializer): initializers, Constant values, and the results of nodes reading only such
+    tensors."""
+    producers: dict[str, object] = {tensor.name: None for tensor in graph.initializer}
+    for node in graph.node:
+        reads = [name for name in node.input if name]
+        if node.op_type == "Constant" or (reads and all(name in producers for name in reads)):
+            producers.update((name, node) for name in node.output if name)
+    return producers
+
+
+def _tensors_bytes(graph, dtypes: dict[int, _DType], names) -> int:
+    """Bytes of the tensors of an inferred graph named in `names` (initializers, value infos, outputs); one
+    whose dims inference left open, or whose dtype has no C type, counts nothing."""
+    sizes = {tensor.name: (tensor.data_type, tuple(tensor.dims))
+             for tensor in graph.initializer if tensor.name in names}
     for value in (*graph.value_info, *graph.output):
-        if value.name not in sizes and value.type.WhichOneof("value") == "tensor_type":
+        if value.name in names and value.name not in sizes and value.type.WhichOneof("value") == "tensor_type":
             sizes[value.name] = (value.type.tensor_type.elem_type, _known_dims(value))
-    return sum(tensor_bytes(dims, dtypes[elem_type].bits) for elem_type, dims in (sizes[name] for name in stored
-               if name in sizes) if dims is not None and elem_type in dtypes)
+    return sum(tensor_bytes(dims, dtypes[elem_type].bits) for elem_type, dims in sizes.values()
+               if dims is not None and elem_type in dtypes)
 
 
 def _output_facts(model: str, proto, inferred, dtypes: dict[int, _DType]) -> tuple[TensorFacts, ...]:

@@ -23,17 +23,11 @@ class Decision:
     reason: str  # one line, for the log and the manifest
 
 
-def float_weight_bytes(main: relax.Function) -> int:
-    """Bytes of the distinct constants main reads (the float bundle's weights, before folding), as the bundle
-    stores them (`tvm_ext.layers.constant_bytes`)."""
-    return constant_bytes(main)
-
-
 def decide(main: relax.Function, profile: Profile) -> Decision:
     """Whether to quantize the float `main` for `profile` before compiling it, with the reason."""
     if profile.fpu == "none":
         return Decision(True, f"quantizing to int8: {profile.name} has no FPU (float would run in software)")
-    weights = float_weight_bytes(main)
+    weights = constant_bytes(main)  # the float bundle's weights, before folding, each stored once
     if weights > profile.flash_bytes:
         return Decision(True, f"quantizing to int8: float weights need {weights:,} B of flash, {profile.name} has "
                               f"{profile.flash_bytes:,} B")

@@ -101,7 +101,7 @@ def test_auto_quantize_counts_equal_float_constants_once() -> None:
     """`--quantize auto` weighs the float weights as the bundle stores them: two equal constants once."""
     from tvm import relax
 
-    from tvm_ext.quantize.decide import float_weight_bytes
+    from tvm_ext.layers import constant_bytes
 
     weights = np.linspace(-1, 1, 64, dtype=np.float32).reshape(8, 8)
     builder = relax.BlockBuilder()
@@ -113,4 +113,4 @@ def test_auto_quantize_counts_equal_float_constants_once() -> None:
             other = builder.emit(relax.op.add(second, relax.const(-weights)))
             result = builder.emit_output(other)
         builder.emit_func_output(result)
-    assert float_weight_bytes(builder.get()["main"]) == 2 * weights.nbytes
+    assert constant_bytes(builder.get()["main"]) == 2 * weights.nbytes
