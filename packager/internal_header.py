@@ -3,7 +3,7 @@ signatures, the requantization helpers, weight declarations)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from backends.backend import HelperLibrary
 from memory_planner.plan import ExecutionPlan, KernelSignature
@@ -13,7 +13,11 @@ from packager.fixed_point_c import requantize_helpers_c
 from packager.signal_c import signal_helpers_c
 
 
-def weight_symbol(plan: ExecutionPlan, tensor_name: str) -> str:
+def weight_symbol(plan: ExecutionPlan, tensor_name: str, stored_as: Mapping[str, str] | None = None) -> str:
+    """The C array of the constant `tensor_name`: `<model>_<name>`, or the array `stored_as` names for it (in a
+    bundle of several models, a constant an earlier model stores with the same bytes: packager.several)."""
+    if stored_as and tensor_name in stored_as:
+        return stored_as[tensor_name]
     return f"{plan.model}_{tensor_name}"
 
 
@@ -50,10 +54,12 @@ def alignment_macro(M: str, alignment: int) -> list[str]:
 def write_internal_header(
     plan: ExecutionPlan, kernels: Sequence[KernelSignature], requantize_roundings: tuple[str, ...],
     helper_libraries: Sequence[HelperLibrary] = (), signal_helpers: Sequence[str] = (), alignment: int = 16,
+    stored_as: Mapping[str, str] | None = None,
 ) -> str:
     """The internal header: the `kernels`' prototypes, the requantization helpers they call, the backend
     helper libraries they call (`helper_libraries`), the signal-library helpers they call (`signal_helpers`,
-    C names), the weights, and the alignment macro (`alignment` in bytes: the arena's and the weights')."""
+    C names), the weights (each under its `weight_symbol`, `stored_as` naming those stored by another model),
+    and the alignment macro (`alignment` in bytes: the arena's and the weights')."""
     M = macro_prefix(plan.model)
     guard = f"{M}_INTERNAL_H"
     lines = [
@@ -82,6 +88,7 @@ def write_internal_header(
         "/* Weights (const: they stay in flash). */",
     ]
     for tensor in plan.constants():
-        lines.append(f"extern const {c_type_of(tensor.dtype)} {weight_symbol(plan, tensor.name)}[{tensor.elements}];")
+        symbol = weight_symbol(plan, tensor.name, stored_as)
+        lines.append(f"extern const {c_type_of(tensor.dtype)} {symbol}[{tensor.elements}];")
     lines += ["", f"#endif /* {guard} */", ""]
     return "\n".join(lines)

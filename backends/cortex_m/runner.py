@@ -69,8 +69,9 @@ class CortexMRunner:
     def build(self, out_dir: Path, jobs: int = 1) -> Path:
         return build_selftest_elf(out_dir, jobs)
 
-    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
-        return run_selftest(out_dir, model, self.target, timeout_s, arena_symbol=f"{model}_arena").emulated_run()
+    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0, members: tuple[str, ...] = ()) -> EmulatedRun:
+        return run_selftest(out_dir, model, self.target, timeout_s, arena_symbol=f"{model}_arena",
+                            members=members).emulated_run()
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
         return emulated_run(run_qemu(elf, self.target.board, timeout_s), self.board_name)

@@ -71,9 +71,9 @@ class RiscvRunner:
         make_cross(out_dir, ELF_GOAL, jobs, support.QEMU_TEST_MAKEFILE)
         return Path(out_dir) / support.SELFTEST_ELF
 
-    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
+    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0, members: tuple[str, ...] = ()) -> EmulatedRun:
         return measure_selftest(self.build(out_dir), model, self.name, self.board, timeout_s,
-                                arena_symbol=f"{model}_arena", code=RISCV_CODE).emulated_run()
+                                arena_symbol=f"{model}_arena", code=RISCV_CODE, members=members).emulated_run()
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
         return emulated_run(run_qemu(elf, self.board, timeout_s), self.board_name)

@@ -85,9 +85,12 @@ WEIGHTS_SUFFIX = "_weights"
 """`<name>_weights.c` holds the constants; the linker script gives its objects' .rodata its own section."""
 
 
-def bundle_sources(name: str) -> list[str]:
-    """The bundle's C files of the self-test, relative to OUT/."""
-    return [f"{name}{suffix}.c" for suffix in MODEL_CODE_SUFFIXES + (WEIGHTS_SUFFIX,)] + ["selftest.c"]
+def bundle_sources(name: str, members: tuple[str, ...] = ()) -> list[str]:
+    """The bundle's C files of the self-test, relative to OUT/ (a bundle of several models, `members`: each
+    member's code files too, packager.build_files.sources)."""
+    own = ("_model", WEIGHTS_SUFFIX) if members else (*MODEL_CODE_SUFFIXES, WEIGHTS_SUFFIX)
+    return [*(f"{member}{suffix}.c" for member in members for suffix in MODEL_CODE_SUFFIXES),
+            *(f"{name}{suffix}.c" for suffix in own), "selftest.c"]
 
 
 def profiled_model_source(name: str, support_dir: str = SUPPORT_DIR) -> str:
@@ -107,9 +110,10 @@ def profile_sources(name: str, support_dir: str = SUPPORT_DIR,
     return bundle + [*board_sources, f"{support_dir}/lp_call_profile.c"]
 
 
-def model_code_stems(name: str) -> tuple[str, ...]:
+def model_code_stems(name: str, members: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The names, without extension, of the bundle's code files (for read_sizes' bundle_sources)."""
-    return tuple(f"{name}{suffix}" for suffix in MODEL_CODE_SUFFIXES)
+    return tuple(source.removesuffix(".c") for source in bundle_sources(name, members)
+                 if not source.endswith((f"{WEIGHTS_SUFFIX}.c", "selftest.c")))
 
 
 def model_weight_stems(name: str) -> tuple[str, ...]:
@@ -246,7 +250,7 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
         cflags=make_words((*selftest_compile_flags(config), "-I.", f"-I{SUPPORT_DIR}")),
         ldflags=make_words((*selftest_link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld")),
         libs=" ".join(config.libs),
-        sources=" ".join(bundle_sources(name) + list(BOARD_SOURCES)),
+        sources=" ".join(bundle_sources(name, config.members) + list(BOARD_SOURCES)),
         profile_elf=PROFILE_ELF,
         profile_sources=" ".join(profile_sources(name)),
         run_script=QEMU_RUN_SCRIPT,
@@ -281,7 +285,7 @@ def cmake_project(name: str, config: BuildConfig) -> str:
     """cortex_m/CMakeLists.txt: the cross-compiled `selftest.elf` with a `qemu-test` target, and the profiling
     build's `profile.elf` with a `qemu-profile` target (not built by default)."""
     target = _emulated(config)
-    sources = _cmake_paths(bundle_sources(name) + list(BOARD_SOURCES))
+    sources = _cmake_paths(bundle_sources(name, config.members) + list(BOARD_SOURCES))
     return Template(template_text("backends.cortex_m.bundle_files", "CMakeLists.txt.in")).substitute(
         target=cmake_argument(target.name),
         board=target.board.name,
