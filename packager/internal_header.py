@@ -21,7 +21,7 @@ def weight_symbol(plan: ExecutionPlan, tensor_name: str, stored_as: Mapping[str,
     return f"{plan.model}_{tensor_name}"
 
 
-def alignment_macro(M: str, alignment: int) -> list[str]:
+def alignment_macro(M: str, alignment: int, on_misaligned: str | None = None) -> list[str]:
     """The lines defining `<M>_ALIGNED(bytes)`, written before a static object's declaration (`<M>_ALIGNED(16)
     static uint8_t arena[...]`), where every form below is valid: the user's own definition if given (`-D`
     or a header included first), else Arm Compiler 5's `__align`, GCC's and Clang's attribute (Arm Compiler 6
@@ -29,11 +29,13 @@ def alignment_macro(M: str, alignment: int) -> list[str]:
     `alignment`, in bytes: the pragma's text cannot hold a macro argument without a `#` operator, which the
     lexical check refuses), C11's `_Alignas`, and else nothing: the static arena may then be
     misaligned (the run functions then return `<M>_ERROR_MISALIGNED_ARENA`, they never read it misaligned) and
-    the weights get their type's alignment."""
+    the weights get their type's alignment. `on_misaligned` says in the comment what the run functions do with a
+    misaligned static arena (default: `<M>_run` returns `<M>_ERROR_MISALIGNED_ARENA`)."""
     return [
         f"/* {M}_ALIGNED(bytes) aligns the static object whose declaration it starts. Define it yourself (e.g.",
         f" * -D'{M}_ALIGNED(bytes)=...') for a compiler not listed; without a form the static arena may be",
-        f" * misaligned ({M}_run then returns {M}_ERROR_MISALIGNED_ARENA) and the weights get their type's own",
+        f" * misaligned ({on_misaligned or f'{M}_run then returns {M}_ERROR_MISALIGNED_ARENA'}) and the weights get "
+        "their type's own",
         " * alignment. */",
         f"#ifndef {M}_ALIGNED",
         "#if defined(__ARMCC_VERSION) && (__ARMCC_VERSION < 6000000) /* Arm Compiler 5 */",

@@ -148,3 +148,20 @@ def test_micro_speech_preprocessor_and_keyword_model_in_one_firmware_on_qemu(tmp
     assert bundle.arena_bytes == max(member.bundle.memory.arena_bytes for member in bundle.members)
     assert bundle.ram.state_bytes == 160  # the preprocessor's noise estimate and sample buffers
     assert "AUDIO_PREPROCESSOR_INT8_NO_STATIC_ARENA" in (bundle.out_dir / "speech.h").read_text()
+
+
+@pytest.mark.slow
+def test_constants_shared_across_models_are_linked_once_on_cortex_m(compiled, tmp_path: Path) -> None:
+    """ad01_int8 and a copy of it under another name on cortex-m4f: the linked self-test holds the weights once
+    (measured in its map file: the bytes of one model's), and both self-tests pass bit-exact under QEMU."""
+    from tvm_ext.compile import compile
+
+    shutil.copy(models_dir() / AD01, tmp_path / "ad01_again.tflite")
+    bundle = compile([models_dir() / AD01, tmp_path / "ad01_again.tflite"], "cortex-m4f", tmp_path / "out",
+                     name="twice")
+    alone = compiled(AD01, "cortex-m4f")
+    assert all(result.passed for result in bundle.selftests.values())
+    assert all(report.bit_identical for result in bundle.selftests.values() for report in result.reports)
+    assert bundle.weight_bytes == alone.weight_bytes == bundle.weight_bytes_separately // 2
+    assert bundle.flash.measured and bundle.flash.weights_bytes == alone.flash.weights_bytes
+    assert bundle.arena_bytes == alone.arena_bytes
