@@ -88,6 +88,33 @@ def test_constants_identical_across_models_are_stored_once(tmp_path: Path) -> No
     assert [m["weights_stored_by_other_models"] for m in manifest["models"]] == [0, len(second.constants())]
 
 
+def test_each_model_of_the_self_test_is_judged_on_its_own_lines(tmp_path: Path) -> None:
+    """The one self-test program's output is judged per model (read_several_selftest): every model passes on the
+    whole output; an output that stops before the second model's part fails that model (its outputs are not
+    reported), whatever the first model's part says."""
+    from packager.build import make, run_host_program
+    from packager.several import read_several_selftest
+    from tvm_ext.compile import compile
+
+    tflm = models_dir() / "tflm"
+    bundle = compile([tflm / "hello_world_int8.tflite", tflm / "micro_speech_quantized.tflite"], "lowpower",
+                     tmp_path / "out", jobs=1)
+    make(bundle.out_dir, "selftest")
+    code, ending, output = run_host_program(bundle.out_dir)
+    members = [member.bundle for member in bundle.members]
+    assert all(result.passed for result in read_several_selftest(code, ending, output, "host", members).values())
+    cut = output[:output.index("selftest: micro_speech_quantized compared with")]
+    judged = read_several_selftest(code, ending, cut, "host", members)
+    assert judged["hello_world_int8"].passed and not judged["micro_speech_quantized"].passed
+    assert "reported 0 of its" in judged["micro_speech_quantized"].problem
+    library = subprocess.run(["make", "-s", "clean", "lib", "EXTRA_CFLAGS=-DMODELS_NO_STATIC_ARENA"],
+                             cwd=bundle.out_dir, capture_output=True, text=True, timeout=300)
+    assert library.returncode == 0, library.stderr
+    symbols = subprocess.run(["nm", "libmodels.a"], cwd=bundle.out_dir, capture_output=True, text=True).stdout
+    assert "hello_world_int8_run_with_arena" in symbols
+    assert "models_arena" not in symbols and " hello_world_int8_run\n" not in symbols
+
+
 def test_the_command_builds_a_bundle_of_two_models_on_the_host(tmp_path: Path) -> None:
     """`tvm-ext-compile a b --target lowpower -o OUT`: one bundle, its library and self-test built by its
     Makefile, each model's report, one summary line naming both arenas and the shared one."""
