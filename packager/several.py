@@ -87,6 +87,11 @@ def write_several(out_dir: Path, name: str, bundles: list[BundleInputs], weights
         files.update({source: kernel_file_text(m, source, text) for source, text in kernel_files(m, bundle).items()})
         files[f"{m}_model.c"] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
                                               bundle.memory.arena_bytes, bundle.alignment, shared=shared)
+        profiled = config.emulated.profiled_model_source(m) if config.emulated is not None else None
+        if profiled is not None:
+            files[profiled] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
+                                            bundle.memory.arena_bytes, bundle.alignment, profile_calls=True,
+                                            shared=shared)
     files[header] = _umbrella_header(name, bundles, weights, alignment)
     files[f"{name}_model.c"] = _arena_source(name, header, alignment)
     files[f"{name}_weights.c"] = _weights_source(name, bundles, weights, alignment)
@@ -199,20 +204,30 @@ INSTRUCTIONS_LINE = re.compile(r"^instructions per inference \(QEMU -icount, not
 """The line an emulated board's lp_icount_report() prints (emulator.qemu reads the last one of a program)."""
 
 
+def model_parts(output: str, models: list[str]) -> dict[str, str]:
+    """Each model's part of the output of the self-test of several models (or of its profiling build): the text
+    from its `selftest: <model> compared with` line to the next model's ("" when the program ended before it)."""
+    starts = {match[1]: match.start() for match in _MODEL_SECTION.finditer(output)}
+    parts = {}
+    for model in models:
+        begin = starts.get(model)
+        later = [start for start in starts.values() if begin is not None and start > begin]
+        parts[model] = "" if begin is None else output[begin:min(later, default=len(output))]
+    return parts
+
+
 def read_several_selftest(exit_code: int | None, ending: str, output: str, where: str,
                           bundles: list[BundleInputs]) -> dict[str, SelftestResult]:
     """Each model's self-test verdict from the one program's `output` (packager.selftest_verdict.read_selftest on
-    the lines from its `selftest: <model> compared with` line to the next model's), with the program's
-    `exit_code` and `ending`; each model's instructions per inference from its part's counter line (emulated
-    boards). A model whose part is missing (the program ended before it) gets an empty part, which fails."""
-    starts = {match[1]: match.start() for match in _MODEL_SECTION.finditer(output)}
+    its `model_parts` part), with the program's `exit_code` and `ending`; each model's instructions per inference
+    from its part's counter line (emulated boards). A model whose part is missing (the program ended before it)
+    gets an empty part, which fails."""
+    parts = model_parts(output, [bundle.plan.model for bundle in bundles])
     results = {}
     for bundle in bundles:
-        m = bundle.plan.model
-        begin = starts.get(m)
-        later = [start for start in starts.values() if begin is not None and start > begin]
-        part = "" if begin is None else output[begin:min(later, default=len(output))]
+        part = parts[bundle.plan.model]
         counted = INSTRUCTIONS_LINE.search(part)
-        results[m] = read_selftest(exit_code, ending, part, where, reference_checksums(bundle.plan, bundle.vectors),
-                                   int(counted[1]) if counted else None)
+        results[bundle.plan.model] = read_selftest(exit_code, ending, part, where,
+                                                   reference_checksums(bundle.plan, bundle.vectors),
+                                                   int(counted[1]) if counted else None)
     return results

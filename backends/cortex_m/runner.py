@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 from backends.cortex_m.bundle_files import support
 from emulator.boards import CortexMTarget
-from emulator.profile import run_call_profile
+from emulator.profile import profile_output, read_call_profile
 from emulator.qemu import run_qemu
 from emulator.selftest import build_selftest_elf, cross_make_command, emulated_run, run_selftest
 
@@ -77,4 +77,7 @@ class CortexMRunner:
         return emulated_run(run_qemu(elf, self.target.board, timeout_s), self.board_name)
 
     def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
-        return run_call_profile(out_dir, self.target.board).instructions
+        return read_call_profile(self.call_profile_output(out_dir)).instructions
+
+    def call_profile_output(self, out_dir: Path) -> Optional[str]:
+        return profile_output(out_dir, self.target.board)

@@ -22,6 +22,8 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from backends import backend_of
+from emulator.cycle_model import cycle_estimate
 from memory_planner.plan import ExecutionPlan
 from packager.archive import archive
 from packager.build import BuildError, build_bundle, run_host_program
@@ -30,7 +32,8 @@ from packager.bundle_prefix import c_identifier
 from packager.manifest import MANIFEST_VERSION, manifest_json
 from packager.report import REPORT_FILE, layer_report
 from packager.selftest_verdict import SelftestResult
-from packager.several import StoredWeight, WeightSharing, arena_bytes, read_several_selftest, write_several
+from packager.several import (StoredWeight, WeightSharing, arena_bytes, model_parts, read_several_selftest,
+                              write_several)
 from target.resources import FlashSource, FlashUse, RamUse, StackSource
 from tvm_ext.compile import BundleBuildError, CompileError, SelftestMismatchError, filled_folder, stage_logger
 from tvm_ext.stages import Stage
@@ -199,8 +202,11 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target, name: 
     headroom = targets.Headroom(profile, ram, flash)
     untested = None if build else untested_reason(config)
     for member in members:
-        instructions = None if selftests is None else selftests[member.name].instructions
-        report = layer_report(member.plan, None, instructions, untested)
+        result = None if selftests is None else selftests[member.name]
+        report = layer_report(member.plan, None if result is None else result.call_instructions,
+                              None if result is None else result.instructions, untested,
+                              cycle_estimate(profile.cpu, profile.clock_hz), backend_of(profile).kind_targets(profile),
+                              None if config.emulated is None else config.emulated.profiled_model_source("*"))
         (staging / f"{member.name}_{REPORT_FILE}").write_text(report.markdown())
     (staging / "manifest.json").write_text(manifest_json(_manifest(name, members, weights, headroom, selftests,
                                                                    measured, profile.name, untested)))
@@ -235,13 +241,22 @@ def _io_and_state(bundle: BundleInputs) -> tuple[int, int, int]:
 
 def _self_test(folder: Path, name: str, config, bundles: list[BundleInputs]
                ) -> tuple[dict[str, SelftestResult], dict[str, Any]]:
-    """Run the bundle's one self-test where the profile says, and judge each model's part of it."""
-    if config.emulated is not None:
-        run = config.emulated.run(folder, name, members=config.members)
-        return (read_several_selftest(run.exit_status, run.ending, run.stdout, run.where, bundles),
-                run.measurements)
-    code, ending, output = run_host_program(folder)
-    return read_several_selftest(code, ending, output, "host", bundles), {}
+    """Run the bundle's one self-test where the profile says, and judge each model's part of it; on an emulated
+    board, once every model passed, each model's calls are counted by the profiling build (their instructions
+    in `call_instructions`, for its report.md)."""
+    if config.emulated is None:
+        code, ending, output = run_host_program(folder)
+        return read_several_selftest(code, ending, output, "host", bundles), {}
+    run = config.emulated.run(folder, name, members=config.members)
+    results = read_several_selftest(run.exit_status, run.ending, run.stdout, run.where, bundles)
+    profile = config.emulated.call_profile_output(folder) if all(r.passed for r in results.values()) else None
+    if profile is not None:  # each model's calls, from its part of the profiling build's output
+        from emulator.profile import read_call_profile
+
+        parts = model_parts(profile, list(results))
+        results = {model: replace(result, call_instructions=read_call_profile(parts[model]).instructions)
+                   for model, result in results.items()}
+    return results, run.measurements
 
 
 def _describe(results: dict[str, SelftestResult]) -> str:

@@ -100,13 +100,12 @@ def profiled_model_source(name: str, support_dir: str = SUPPORT_DIR) -> str:
 
 
 def profile_sources(name: str, support_dir: str = SUPPORT_DIR,
-                    board_sources: tuple[str, ...] = BOARD_SOURCES) -> list[str]:
+                    board_sources: tuple[str, ...] = BOARD_SOURCES, members: tuple[str, ...] = ()) -> list[str]:
     """The profiling build's C files, relative to OUT/: the self-test's, with the profiled run function in place
-    of `<name>_model.c`, and the board's (`board_sources` in `support_dir`: Cortex-M's unless given) and the
-    per-call report's support files."""
-    model_c = f"{name}_model.c"
-    profiled = profiled_model_source(name, support_dir)
-    bundle = [profiled if source == model_c else source for source in bundle_sources(name)]
+    of `<name>_model.c` (of a bundle of several models, `members`: of each member's), and the board's
+    (`board_sources` in `support_dir`: Cortex-M's unless given) and the per-call report's support files."""
+    profiled = {f"{model}_model.c": profiled_model_source(model, support_dir) for model in members or (name,)}
+    bundle = [profiled.get(source, source) for source in bundle_sources(name, members)]
     return bundle + [*board_sources, f"{support_dir}/lp_call_profile.c"]
 
 
@@ -252,7 +251,7 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
         libs=" ".join(config.libs),
         sources=" ".join(bundle_sources(name, config.members) + list(BOARD_SOURCES)),
         profile_elf=PROFILE_ELF,
-        profile_sources=" ".join(profile_sources(name)),
+        profile_sources=" ".join(profile_sources(name, members=config.members)),
         run_script=QEMU_RUN_SCRIPT,
         verdict_line=PASS_LINE,
     )
@@ -294,7 +293,7 @@ def cmake_project(name: str, config: BuildConfig) -> str:
         cmake_ldflags=" ".join((*map(cmake_argument, selftest_link_flags(config)),
                                 "-T${CMAKE_CURRENT_SOURCE_DIR}/link.ld")),
         cmake_sources=" ".join(sources),
-        cmake_profile_sources=" ".join(_cmake_paths(profile_sources(name))),
+        cmake_profile_sources=" ".join(_cmake_paths(profile_sources(name, members=config.members))),
         verdict_line=PASS_LINE,
     )
 

@@ -95,7 +95,7 @@ def makefile_fragment(target: str, board: RiscvBoard, name: str, config: BuildCo
         sources=" ".join(bundle_sources(name, config.members) + list(BOARD_SOURCES)),
         elf=SELFTEST_ELF,
         libs=" ".join(config.libs),
-        profile_sources=" ".join(profile_sources(name, SUPPORT_DIR, BOARD_SOURCES)),
+        profile_sources=" ".join(profile_sources(name, SUPPORT_DIR, BOARD_SOURCES, config.members)),
         profile_elf=PROFILE_ELF,
     )
 

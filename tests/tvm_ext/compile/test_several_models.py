@@ -39,6 +39,8 @@ def test_cortex_m4f_bundle_of_two_models_runs_bit_exact_on_qemu_on_one_arena(com
         assert result.cases == alone[model].selftest.cases
         # the same kernels and run function; the static run's wrapper passes another arena (a few instructions)
         assert abs(result.instructions - alone[model].selftest.instructions) <= 16
+        # each model's calls counted by the profiling build's part of that model, as its bundle alone counts them
+        assert result.call_instructions == alone[model].selftest.call_instructions
     arenas = {member.name: member.bundle.memory.arena_bytes for member in bundle.members}
     assert arenas == {model: b.arena_bytes for model, b in alone.items()}
     assert bundle.arena_bytes == max(arenas.values()) == bundle.ram.arena_bytes
@@ -60,6 +62,7 @@ def test_cortex_m4f_bundle_of_two_models_runs_bit_exact_on_qemu_on_one_arena(com
         model_c = (bundle.out_dir / f"{model}_model.c").read_text()
         assert f"{model}_arena[" not in model_c and "kws_ad01_arena, KWS_AD01_ARENA_BYTES" in model_c
     assert (bundle.out_dir / "libkws_ad01.a").is_file() and (bundle.out_dir / "kws_ad01.tar.gz").is_file()
+    assert "| instructions |" in (bundle.out_dir / "ad01_int8_report.md").read_text()
 
 
 def test_constants_identical_across_models_are_stored_once(tmp_path: Path) -> None:
