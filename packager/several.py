@@ -25,7 +25,7 @@ from packager.aot_entry import SharedArena, write_model_c
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
 from packager.bundle import BundleInputs, bundle_io, kernel_file_text, kernel_files
 from packager.c_lexical import check_c_text
-from packager.c_text import comment, macro_prefix
+from packager.c_text import EXTERN_C_BEGIN, EXTERN_C_END, comment, macro_prefix
 from packager.files import replace_file
 from packager.header import write_header
 from packager.internal_header import alignment_macro, write_internal_header
@@ -132,9 +132,7 @@ def _umbrella_header(name: str, bundles: list[BundleInputs], weights: WeightShar
         "",
         *(f'#include "{m}.h"' for m in models),
         "",
-        "#ifdef __cplusplus",
-        'extern "C" {',
-        "#endif",
+        *EXTERN_C_BEGIN,
         "",
         "/* Bytes of the one arena the models share: the largest model's arena. Every <model>_run runs on it, so",
         " * the run functions are neither reentrant nor concurrent: run one model at a time (from one thread, not",
@@ -151,9 +149,7 @@ def _umbrella_header(name: str, bundles: list[BundleInputs], weights: WeightShar
         f"extern uint8_t {name}_arena[{N}_ARENA_BYTES];",
         "#endif",
         "",
-        "#ifdef __cplusplus",
-        "}",
-        "#endif",
+        *EXTERN_C_END,
         "",
         f"#endif /* {N}_H */",
         "",

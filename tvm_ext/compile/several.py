@@ -34,7 +34,7 @@ from packager.report import REPORT_FILE, layer_report
 from packager.selftest_verdict import SelftestResult
 from packager.several import (StoredWeight, WeightSharing, arena_bytes, model_parts, read_several_selftest,
                               write_several)
-from target.resources import FlashSource, FlashUse, RamUse, StackSource
+from target.resources import FlashSource, FlashUse, RamUse
 from tvm_ext.compile import BundleBuildError, CompileError, SelftestMismatchError, filled_folder, stage_logger
 from tvm_ext.stages import Stage
 
@@ -149,7 +149,7 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target, name: 
     """Compile each model as alone (not built), then write, build and self-test the bundle into `staging`."""
     import target as targets
 
-    from tvm_ext.compile.device_ram import refuse_unless_fits, with_measured_flash, with_measured_stack
+    from tvm_ext.compile.device_ram import planned_ram, refuse_unless_fits, with_measured_flash, with_measured_stack
     from tvm_ext.compile.pipeline import (BundleOptions, build_config, check_tools_installed, compile_to_folder,
                                           untested_reason)
 
@@ -175,9 +175,7 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target, name: 
     bundles = [member.bundle for member in members]
     weights = share_weights(bundles)
     emulated = build and config.emulated is not None
-    ram = RamUse(arena_bytes(bundles), *(sum(_io_and_state(b)[k] for b in bundles) for k in range(3)),
-                 0 if emulated else profile.stack_bound_bytes,
-                 StackSource.PENDING if emulated else StackSource.BOUND)
+    ram = _shared_ram([planned_ram(b.plan, b.memory, profile, emulated) for b in bundles])
     flash = FlashUse.weights_only(weights.weight_bytes, FlashSource.PENDING if emulated else FlashSource.WEIGHTS_ONLY)
     refuse_unless_fits(profile, name, ram, flash)
     write_several(staging, name, bundles, weights, config)
@@ -231,12 +229,12 @@ def _member_stage(prefix: str, log: Callable[[str], None]) -> Stage:
     return stage
 
 
-def _io_and_state(bundle: BundleInputs) -> tuple[int, int, int]:
-    """A model's input, output and state bytes outside the arena."""
-    from memory_planner.from_plan import io_bytes_outside
-
-    inputs, outputs = io_bytes_outside(bundle.plan, bundle.memory)
-    return inputs, outputs, sum(tensor.nbytes for tensor in bundle.plan.states())
+def _shared_ram(rams: list[RamUse]) -> RamUse:
+    """The RAM of the models whose own RAM is `rams` (device_ram.planned_ram) in one bundle: one arena of the
+    largest, every model's inputs, outputs and state, the deepest stack (one model runs at a time)."""
+    return RamUse(max(r.arena_bytes for r in rams), sum(r.input_bytes for r in rams),
+                  sum(r.output_bytes for r in rams), sum(r.state_bytes for r in rams),
+                  max(r.stack_bytes for r in rams), rams[0].stack_source)
 
 
 def _self_test(folder: Path, name: str, config, bundles: list[BundleInputs]
@@ -278,7 +276,7 @@ def _manifest(name: str, members: list[Member], weights: WeightSharing, headroom
                       "strategy": memory.strategy, "optimal": memory.optimal},
             "weight_bytes": plan.weight_bytes(),
             "weights_stored_by_other_models": len(weights.stored_as.get(member.name, {})),
-            "state_bytes": _io_and_state(member.bundle)[2],
+            "state_bytes": sum(tensor.nbytes for tensor in plan.states()),
             "inputs": plan.inputs, "outputs": plan.outputs, "calls": len(plan.calls),
             "kernels": sorted({call.kernel for call in plan.calls}),
         }
