@@ -34,7 +34,9 @@ from packager.report import REPORT_FILE, layer_report
 from packager.selftest_verdict import SelftestResult
 from packager.several import (StoredWeight, WeightSharing, arena_bytes, model_parts, read_several_selftest,
                               write_several)
-from target.resources import FlashSource, FlashUse, RamUse
+from packager.build_files import BuildConfig
+from target.resolve import TargetSpec
+from target.resources import FlashSource, FlashUse, Headroom, RamUse
 from tvm_ext.compile import BundleBuildError, CompileError, SelftestMismatchError, filled_folder, stage_logger
 from tvm_ext.stages import Stage
 
@@ -76,7 +78,7 @@ class SeveralBundle:
     archive: Path
 
 
-def compile_several(models: list[Path], target, out: Path, *, name: str | None, force: bool,
+def compile_several(models: list[Path], target: TargetSpec, out: Path, *, name: str | None, force: bool,
                     log: Callable[[str], None], jobs: int, build: bool) -> SeveralBundle:
     """Compile the model files `models` for `target` into one bundle in `out` (see the module's docstring);
     CompileError (one line) for prefixes that collide or a model, or the whole bundle, that does not fit."""
@@ -144,8 +146,8 @@ def share_weights(bundles: list[BundleInputs]) -> WeightSharing:
     return WeightSharing(stored, stored_as)
 
 
-def _fill(staging: Path, models: list[Path], prefixes: list[str], target, name: str, log: Callable[[str], None],
-          jobs: int, build: bool) -> SeveralBundle:
+def _fill(staging: Path, models: list[Path], prefixes: list[str], target: TargetSpec, name: str,
+          log: Callable[[str], None], jobs: int, build: bool) -> SeveralBundle:
     """Compile each model as alone (not built), then write, build and self-test the bundle into `staging`."""
     import target as targets
 
@@ -207,7 +209,7 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target, name: 
                               None if config.emulated is None else config.emulated.profiled_model_source("*"))
         (staging / f"{member.name}_{REPORT_FILE}").write_text(report.markdown())
     (staging / "manifest.json").write_text(manifest_json(_manifest(name, members, weights, headroom, selftests,
-                                                                   measured, profile.name, untested)))
+                                                                   measured, profile.name, untested, config)))
     for leftover in [*staging.glob("*.o"), staging / "selftest"]:
         leftover.unlink(missing_ok=True)
     if config.emulated is not None:
@@ -237,7 +239,7 @@ def _shared_ram(rams: list[RamUse]) -> RamUse:
                   max(r.stack_bytes for r in rams), rams[0].stack_source)
 
 
-def _self_test(folder: Path, name: str, config, bundles: list[BundleInputs]
+def _self_test(folder: Path, name: str, config: BuildConfig, bundles: list[BundleInputs]
                ) -> tuple[dict[str, SelftestResult], dict[str, Any]]:
     """Run the bundle's one self-test where the profile says, and judge each model's part of it; on an emulated
     board, once every model passed, each model's calls are counted by the profiling build (their instructions
@@ -263,10 +265,12 @@ def _describe(results: dict[str, SelftestResult]) -> str:
                      for model, result in results.items())
 
 
-def _manifest(name: str, members: list[Member], weights: WeightSharing, headroom, selftests, measured: dict,
-              profile: str, untested: str | None) -> dict[str, Any]:
+def _manifest(name: str, members: list[Member], weights: WeightSharing, headroom: Headroom,
+              selftests: dict[str, SelftestResult] | None, measured: dict[str, Any], profile: str,
+              untested: str | None, config: BuildConfig) -> dict[str, Any]:
     """manifest.json of the bundle: its models (each one's arena, its lower bound, weights, state, self-test), the
-    shared arena, the weights stored, the headroom and the emulated board's measurements."""
+    shared arena, the weights stored, the headroom and the emulated board's measurements (under its runner's
+    `manifest_key`, as a bundle of one model has them)."""
     models = []
     for member in members:
         plan, memory = member.plan, member.bundle.memory
@@ -300,7 +304,7 @@ def _manifest(name: str, members: list[Member], weights: WeightSharing, headroom
         "weight_bytes": weights.weight_bytes,
         "weight_bytes_separately": sum(model["weight_bytes"] for model in models),
         "headroom": headroom.manifest_entry(),
-        **({"measured": measured} if measured else {}),
+        **({config.emulated.manifest_key: measured} if measured else {}),
     }
 
 
