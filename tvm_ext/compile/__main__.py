@@ -67,7 +67,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("-o", "--out", default="out", help="output folder (default: out)")
     parser.add_argument("--name", type=_bundle_prefix, default=None,
                         help="the bundle's C prefix: <name>_run(), <NAME>_ARENA_BYTES, <name>.h (default: the "
-                             "model file's stem, made a C identifier)")
+                             "model file's stem, made a C identifier); with several models, the name of what they "
+                             "share: <name>.h, <name>_arena, lib<name>.a (default: models)")
     parser.add_argument("--analyze", action="store_true",
                         help="build nothing: list the operators and whether each is supported, then per profile "
                              "(--target all: every built-in one) MACs, weights, activations, arena, RAM, flash, fit "
