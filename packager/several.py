@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from memory_planner.picture import memory_plan_svg
 from memory_planner.plan import Tensor
 from packager.aot_entry import SharedArena, write_model_c
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
@@ -87,6 +88,7 @@ def write_several(out_dir: Path, name: str, bundles: list[BundleInputs], weights
         files.update({source: kernel_file_text(m, source, text) for source, text in kernel_files(m, bundle).items()})
         files[f"{m}_model.c"] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
                                               bundle.memory.arena_bytes, bundle.alignment, shared=shared)
+        files[f"{m}_memory_plan.svg"] = memory_plan_svg(bundle.buffers, bundle.memory)
         profiled = config.emulated.profiled_model_source(m) if config.emulated is not None else None
         if profiled is not None:
             files[profiled] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,

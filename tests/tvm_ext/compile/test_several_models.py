@@ -130,7 +130,8 @@ def test_the_command_builds_a_bundle_of_two_models_on_the_host(tmp_path: Path) -
     assert summary.startswith("[tvm_ext] models: 2 models, shared arena 4,004 B") and "self-test PASS" in summary
     out = tmp_path / "out"
     for name in ("models.h", "models_model.c", "models_weights.c", "selftest.c", "Makefile", "CMakeLists.txt",
-                 "manifest.json", "hello_world_int8_report.md", "micro_speech_quantized_report.md", "libmodels.a"):
+                 "manifest.json", "hello_world_int8_report.md", "micro_speech_quantized_report.md", "libmodels.a",
+                 "hello_world_int8_memory_plan.svg", "micro_speech_quantized_memory_plan.svg"):
         assert (out / name).is_file(), name
     rebuilt = subprocess.run(["make", "-s", "check"], cwd=out, capture_output=True, text=True, timeout=300)
     assert rebuilt.returncode == 0 and rebuilt.stdout.strip().endswith("selftest: PASS"), rebuilt.stderr
