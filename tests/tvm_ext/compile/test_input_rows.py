@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+from pathlib import Path
 
 import pytest
 
 import tvm_ext
-from c_checks import strict_sanitized_selftest
+from c_checks import STRICT_WARNINGS, strict_sanitized_selftest
 from conftest import models_dir
 from emulator.tools import missing_tools
 from target.resources import StackSource
@@ -79,9 +82,25 @@ def test_a_banded_bundle_takes_its_rows_and_passes_on_a_poisoned_arena(tmp_path)
     header = (tmp_path / "out" / "chain.h").read_text()
     assert "int chain_run(chain_read_row_t read_row, void* context, int8_t* output);" in header
     assert "selftest_read_row" in (tmp_path / "out" / "selftest.c").read_text()
+    assert 0 <= _readme_example_runs(tmp_path / "out", tmp_path) < bundle.plan.tensors[bundle.plan.outputs[0]].elements
     poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
     proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
     assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
+
+
+def _readme_example_runs(out: Path, tmp_path: Path) -> int:
+    """Compile the bundle README's C example (its read_row, `classify(void)`) with a main() calling it, under the
+    strict warnings as errors, run it, return what `classify` returned."""
+    readme = (out / "README.md").read_text()
+    example = re.search(r"^```c\n(#include .*?)^```", readme, re.MULTILINE | re.DOTALL).group(1)
+    model = re.search(r'#include "(\w+)\.h"', example).group(1)
+    source = tmp_path / "main.c"
+    source.write_text('#include <stdio.h>\n' + example + '\nint main(void)\n{\n  printf("%d\\n", classify());\n'
+                      '  return 0;\n}\n')
+    program = tmp_path / "main"
+    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), f"-I{out}", str(source),
+                    str(out / f"lib{model}.a"), "-lm", "-o", str(program)], check=True)
+    return int(subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout)
 
 
 needs_qemu = pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"),
