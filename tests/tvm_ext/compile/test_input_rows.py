@@ -82,6 +82,7 @@ def test_a_banded_bundle_takes_its_rows_and_passes_on_a_poisoned_arena(tmp_path)
     header = (tmp_path / "out" / "chain.h").read_text()
     assert "int chain_run(chain_read_row_t read_row, void* context, int8_t* output);" in header
     assert "selftest_read_row" in (tmp_path / "out" / "selftest.c").read_text()
+    assert "## Row-wise input" in (tmp_path / "out" / "report.md").read_text()
     assert 0 <= _readme_example_runs(tmp_path / "out", tmp_path) < bundle.plan.tensors[bundle.plan.outputs[0]].elements
     poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
     proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
