@@ -258,7 +258,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, options.jobs),
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
             if options.input_rows and grid_plan is not None:
-                generated = replace(generated, plan=with_rows(generated.plan, func, cut_of(grid_plan), file_name))
+                generated = _with_row_input(generated, func, cut_of(grid_plan), file_name)
         except model_refusals() as err:
             # Their message is the whole line (model, operator, layer): a line break in it can only come from a
             # name in the model, which CompileError shows escaped within the line.
@@ -286,7 +286,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 with_cut = passes(imported, profile, tvm_target, options.layout, cut)
                 generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
                 if options.input_rows:
-                    generated_cut = replace(generated_cut, plan=with_rows(generated_cut.plan, func, cut, file_name))
+                    generated_cut = _with_row_input(generated_cut, func, cut, file_name)
                 planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
                 return with_cut, generated_cut, planned_cut, planned_ram(planned_cut.plan, planned_cut.memory,
                                                                          profile, stack_later)
@@ -344,6 +344,17 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                          operators=operators, patches=patched)
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config)
+
+
+def _with_row_input(generated: Generated, func, cut: PatchCut, file_name: str) -> Generated:
+    """`generated` (compiled with the n x 1 `cut`) taking its input row by row (tvm_ext.compile.patches.with_rows),
+    without the kernels of the input's copies the fetches replace (no call is left to them)."""
+    plan = with_rows(generated.plan, func, cut, file_name)
+    dropped = {call.kernel for call in generated.plan.calls} - {call.kernel for call in plan.calls}
+    source = generated.source
+    source = replace(source, definitions={n: d for n, d in source.definitions.items() if n not in dropped},
+                     signatures={n: s for n, s in source.signatures.items() if n not in dropped})
+    return Generated(source, plan, generated.constants)
 
 
 def _auto_stage(stage: Stage, search: AutoSearch, find: Callable[[], tuple]) -> tuple:
