@@ -120,3 +120,5 @@ def test_vww_fits_cortex_m0plus_with_row_wise_input(tmp_path):
     assert bundle.ram.stack_source is StackSource.MEASURED and bundle.total_ram_bytes <= 32_768
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["patches"]["grid"][1] == 1 and manifest["row_input"]["rows"] == 96
+    # the self-test's read_row, called through a pointer, is counted on the run's stack
+    assert "selftest_read_row" in manifest["cortex_m"]["stack_peak_chain"]
