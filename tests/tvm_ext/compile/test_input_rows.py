@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -87,6 +88,15 @@ def test_a_banded_bundle_takes_its_rows_and_passes_on_a_poisoned_arena(tmp_path)
     poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
     proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
     assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
+    # A bundle that asks for a row again (its last band from row 0 on) fails its self-test: read_row refuses it.
+    broken = tmp_path / "broken" / "out"
+    shutil.copytree(tmp_path / "out", broken)
+    model_c = broken / "chain_model.c"
+    fetches = re.findall(r"lp_rows_fetch\(read_row, context, [^;]*", model_c.read_text())
+    again = re.sub(r"(, \d+u, )(\d+)u(, \d+u, \d+u, arena)", r"\g<1>0u\g<3>", fetches[-1])
+    model_c.write_text(model_c.read_text().replace(fetches[-1], again))
+    proc = strict_sanitized_selftest(broken, tmp_path / "strict_broken")
+    assert proc.returncode == 2 and "run failed with status 5" in proc.stdout, proc.stdout + proc.stderr
 
 
 def _readme_example_runs(out: Path, tmp_path: Path) -> int:
