@@ -33,7 +33,7 @@ import numpy as np
 from memory_planner.plan import ExecutionPlan
 from packager.c_text import array_body, c_string, comment, macro_prefix
 from packager.io_names import IoTensor, io_in_arena
-from packager.template_files import template_text
+from packager.template_files import helper_template_c, template_text
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,9 @@ def _run_case_lines(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[I
         "  int failed = 0;",
         "  int status;",
     ]
-    if not in_arena and not single:
+    if plan.row_input is not None:  # the case's rows through selftest_read_row (selftest_rows.c.in)
+        lines += ["  selftest_rows_t rows;", "  rows.image = (const uint8_t*)selftest_input0[c];", "  rows.next = 0u;"]
+    elif not in_arena and not single:
         lines += [f"  {m}_inputs_t inputs;", f"  {m}_outputs_t outputs;"]
     if in_arena:  # the inputs are written to, and the outputs copied from, their places in the static arena
         lines += [f"  memcpy({m}_{io.field}(), selftest_input{k}[c], sizeof(selftest_input{k}[c]));"
@@ -174,6 +176,8 @@ def _run_case_lines(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[I
 
     def run_call(case: str) -> str:
         """The run call on case `case` (a C expression)."""
+        if plan.row_input is not None:
+            return f"{m}_run(selftest_read_row, &rows, selftest_output0)"
         if in_arena:
             return f"{m}_run()"
         return f"{m}_run(selftest_input0[{case}], selftest_output0)" if single else f"{m}_run(&inputs, &outputs)"
@@ -239,6 +243,8 @@ def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[Io
         lines.append(f"static const unsigned long selftest_reference_checksum{index}[SELFTEST_CASES] = {{"
                      + ", ".join(f"0x{per_case[index]:08x}ul" for per_case in checksums) + "};")
         lines.append(f"static {io.c_type} selftest_output{index}[{io.elements}];")
+    if plan.row_input is not None:
+        lines += ["", helper_template_c("packager", "selftest_rows.c.in", m)]
     lines += ["", *_compare_functions(outputs), *_run_case_lines(plan, inputs, outputs, vectors)]
     lines += [
         "int main(void)",
