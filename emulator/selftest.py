@@ -72,6 +72,11 @@ def make_cross(out_dir: Path, goal: str, jobs: int = 1, makefile: str = QEMU_TES
         raise EmulatedBuildError(f"cross build ({goal}) of {out_dir} failed:\n{tail}")
 
 
+SELFTEST_INDIRECT_CALLEES = ("selftest_read_row",)
+"""The self-test's functions a bundle calls through a pointer (a row-wise input's read_row,
+packager/templates/selftest_rows.c.in): their stack is counted on top of the run's."""
+
+
 def build_selftest_elf(out_dir: Path, jobs: int = 1) -> Path:
     """Cross-compile OUT/'s self-test with OUT/cortex_m/qemu-test.mk, `jobs` compilers at once; return the
     ELF's path."""
@@ -92,14 +97,16 @@ def measure_selftest(elf: Path, name: str, target: str, board: Board | RiscvBoar
                      code: CodeReading = ARM_CODE, members: tuple[str, ...] = ()) -> BoardSelfTest:
     """Run model `name`'s self-test `elf`, compiled for profile `target` with its objects and `.su` files in
     the folder `elf` is in, on `board`, and measure it with `code`'s binutils; the stack peak is that of
-    `<name>_run`, or for a bundle of several models (`members`, packager.several) the deepest of the members'
-    `<member>_run` (each member's in `stack_peak_bytes_per_model`)."""
+    `<name>_run` (with the self-test's read_row's on top, where the bundle takes its input row by row), or for a
+    bundle of several models (`members`, packager.several) the deepest of the members' `<member>_run` (each
+    member's in `stack_peak_bytes_per_model`)."""
     result = run_qemu(elf, board, timeout_s)
     su_files = sorted(Path(elf).parent.rglob("*.su"))
     sizes = read_sizes(
         elf,
         su_files,
         stack_root=None if members else f"{name}_run",
+        stack_indirect=SELFTEST_INDIRECT_CALLEES,
         arena_symbol=arena_symbol,
         bundle_sources=model_code_stems(name, members),
         bundle_weight_sources=model_weight_stems(name),
@@ -107,7 +114,8 @@ def measure_selftest(elf: Path, name: str, target: str, board: Board | RiscvBoar
     )
     if members:
         frames, functions = read_stack_frames(su_files), disassemble(elf, code)
-        peaks = {member: stack_peak(f"{member}_run", frames, functions) for member in members}
+        peaks = {member: stack_peak(f"{member}_run", frames, functions, SELFTEST_INDIRECT_CALLEES)
+                 for member in members}
         deepest = max(peaks.values(), key=lambda peak: peak.bytes)
         sizes.update(stack_peak_bytes=deepest.bytes, stack_peak_chain=list(deepest.chain),
                      stack_peak_exact=all(peak.exact for peak in peaks.values()),

@@ -54,7 +54,8 @@ FLASH_KINDS = ("code", "weights", "data")
 
 def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = None,
                arena_symbol: str | None = None, bundle_sources: Iterable[str] = (),
-               code: CodeReading = ARM_CODE, bundle_weight_sources: Iterable[str] = ()) -> dict[str, object]:
+               code: CodeReading = ARM_CODE, bundle_weight_sources: Iterable[str] = (),
+               stack_indirect: Iterable[str] = ()) -> dict[str, object]:
     """Bytes of `elf` by kind, for the manifest; all sizes in bytes.
 
     Keys: code_bytes, weights_bytes, data_bytes, bss_bytes, flash_bytes (code + weights + data image),
@@ -62,7 +63,8 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     other_static_ram_bytes (static RAM besides the arena); when `bundle_sources` names the bundle's C files
     without their extension (e.g. "m_kernels", "m_model"): bundle_code_bytes, their part of code_bytes, and
     with `bundle_weight_sources` (e.g. "m_weights") too: bundle_flash (the flash the objects of both put in the
-    ELF, by kind: bundle_flash_parts(...)); when `stack_root` is given: stack_peak_bytes,
+    ELF, by kind: bundle_flash_parts(...)); when `stack_root` is given (with `stack_indirect`, the functions it
+    calls through a pointer, emulator.stack.stack_peak): stack_peak_bytes,
     stack_peak_chain, stack_peak_exact, stack_estimated_functions. The heap newlib's printf takes at run time
     (self-test harness, not the bundle) is not included.
     """
@@ -84,7 +86,7 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     if stems and weight_stems:
         sizes["bundle_flash"] = bundle_flash_parts(Path(elf).with_suffix(".map"), stems + weight_stems)
     if stack_root is not None:
-        peak = stack_peak(stack_root, read_stack_frames(su_files), disassemble(elf, code))
+        peak = stack_peak(stack_root, read_stack_frames(su_files), disassemble(elf, code), stack_indirect)
         sizes["stack_peak_bytes"] = peak.bytes
         sizes["stack_peak_chain"] = list(peak.chain)
         sizes["stack_peak_exact"] = peak.exact

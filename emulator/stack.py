@@ -8,7 +8,9 @@ leaves or call libm/libgcc). Functions without a `.su` entry (newlib, libm, libg
 64-bit helpers) get the frame their disassembly shows: the sum of every push, stmdb/vpush to sp, store
 with sp pre-decrement and `sub sp, #N` in the body, an upper bound; they are listed as estimated. A frame
 lowered by a register amount (alloca, VLAs; GCC's `dynamic`) is a lower bound, also listed. Either makes
-the peak inexact, which the result says. Indirect calls are not followed. Recursion is an error.
+the peak inexact, which the result says. Indirect calls are not followed: a function the root calls through a
+pointer (a row-wise input's read_row) is named as an indirect callee, and its peak is added to the root's, as if
+it were called at the root's deepest point (an upper bound). Recursion is an error.
 """
 
 from __future__ import annotations
@@ -174,8 +176,11 @@ def _analyse(name: str, instructions: list[tuple[str, str]], code: CodeReading) 
     return DisassembledFunction(frozenset(callees), StackFrame(name, frame_bytes, dynamic))
 
 
-def stack_peak(root: str, frames: dict[str, StackFrame], functions: dict[str, DisassembledFunction]) -> StackPeak:
-    """The deepest chain from `root`: frame(f) + max over callees, as the module doc describes.
+def stack_peak(root: str, frames: dict[str, StackFrame], functions: dict[str, DisassembledFunction],
+               indirect: Iterable[str] = ()) -> StackPeak:
+    """The deepest chain from `root`: frame(f) + max over callees, as the module doc describes; plus the deepest
+    peak of the `indirect` callees present in `functions` (those `root` calls through a pointer), its chain after
+    the root's.
 
     `frames` are the compiler's (.su); a function without one takes its disassembled frame estimate.
     """
@@ -201,5 +206,7 @@ def stack_peak(root: str, frames: dict[str, StackFrame], functions: dict[str, Di
         return peaks[function]
 
     total, chain = visit(root, ())
+    called = max((visit(callee, ()) for callee in sorted(set(indirect) & set(functions))), default=(0, ()))
+    total, chain = total + called[0], chain + called[1]
     return StackPeak(total, chain, tuple(sorted(estimated)), tuple(sorted(dynamic)))
 

@@ -127,8 +127,10 @@ def tensor_offsets(plan: ExecutionPlan, memory_plan: MemoryPlan) -> dict[str, in
 def io_bytes_outside(plan: ExecutionPlan, memory_plan: MemoryPlan) -> tuple[int, int]:
     """Bytes of the model's inputs, and of its outputs, that are the caller's buffers outside the arena (0 and 0
     when they were planned into the arena: `io_in_arena`); a storage both reads and writes is counted once, as
-    an input."""
+    an input. A row-wise input (`ExecutionPlan.row_input`) is no buffer: its rows go into arena bands."""
     placed = set(memory_plan.offsets)
+    if plan.row_input is not None:
+        placed.add(plan.storage_of(plan.row_input.input))
     inputs = {plan.storage_of(n) for n in plan.inputs} - placed
     outputs = {plan.storage_of(n) for n in plan.outputs} - placed - inputs
     return sum(plan.tensors[r].nbytes for r in inputs), sum(plan.tensors[r].nbytes for r in outputs)

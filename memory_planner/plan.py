@@ -225,6 +225,61 @@ class KernelSignature:
     checks_indices: bool = False
 
 
+ROWS_FETCH_KERNEL = "lp_rows_fetch"
+"""The kernel name of a RowFetch call (packager/templates/lp_rows.h): not a generated kernel."""
+
+ROWS_KEEP_KERNEL = "lp_rows_keep"
+"""The kernel name of a RowKeep call (packager/templates/lp_rows.h): not a generated kernel."""
+
+
+@dataclass(frozen=True)
+class RowFetch:
+    """One band of the row-wise input: the call (kernel ROWS_FETCH_KERNEL, inputs (`halo`,) or (), outputs
+    (`band`,)) that fills the arena tensor `band` (input rows [first_row, stop_row) of the whole input, all
+    columns): first the rows [first_row, pulled_from) kept from the band before (`halo`, None when there are
+    none), then rows [pulled_from, stop_row) asked of the application, one at a time, in increasing order."""
+
+    band: str
+    halo: str | None
+    first_row: int
+    pulled_from: int
+    stop_row: int
+
+
+@dataclass(frozen=True)
+class RowKeep:
+    """The call (kernel ROWS_KEEP_KERNEL, inputs (`band`,), outputs (`halo`,)) that copies the last rows of
+    `band` from byte `offset` on into `halo` (whose bytes it fills), for the next band."""
+
+    band: str
+    halo: str
+    offset: int
+
+
+@dataclass(frozen=True)
+class RowInput:
+    """The model input `input` (NHWC, `rows` rows of `row_bytes` bytes) is not held: the application gives its
+    rows as the run asks for them (`fetches`, in the order they run), and no call reads `input` itself."""
+
+    input: str
+    rows: int
+    row_bytes: int
+    fetches: tuple[RowFetch, ...]
+    keeps: tuple[RowKeep, ...]
+
+    def fetch_of(self, call: "KernelCall") -> RowFetch | None:
+        """The fetch `call` runs, None when it is no ROWS_FETCH_KERNEL call."""
+        if call.kernel != ROWS_FETCH_KERNEL:
+            return None
+        return next(f for f in self.fetches if f.band == call.outputs[0])
+
+    def keep_of(self, call: "KernelCall") -> RowKeep | None:
+        """The keep `call` runs, None when it is no ROWS_KEEP_KERNEL call."""
+        if call.kernel != ROWS_KEEP_KERNEL:
+            return None
+        return next(k for k in self.keeps if k.halo == call.outputs[0])
+
+
 @dataclass
 class ExecutionPlan:
     """The ordered kernel calls of one model's main function over its tensors."""
@@ -237,6 +292,7 @@ class ExecutionPlan:
     inputs: list[str]
     outputs: list[str]
     state_reset: dict[str, int] = field(default_factory=dict)  # STATE tensor name -> its value after a reset
+    row_input: RowInput | None = None  # the input given row by row (None: every input is a whole buffer)
 
     def states(self) -> list[Tensor]:
         return [t for t in self.tensors.values() if t.role is TensorRole.STATE]

@@ -19,6 +19,7 @@ from packager.header import io_accessor_signature, run_signature
 from packager.internal_header import weight_symbol
 from packager.io_names import IoTensor, io_in_arena
 from packager.state import state_definitions, state_symbol
+from packager.template_files import template_text
 
 
 def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointer: dict[str, str],
@@ -93,23 +94,47 @@ class SharedArena:
     stored_as: Mapping[str, str]
 
 
+_ROWS_HELPERS = ("#include <string.h>", "", template_text("packager", "lp_rows.h").rstrip("\n"))
+"""A row-wise input's band helpers (tvm_ext.plan.row_input), static in the entry function's file."""
+
 _PROFILE_INCLUDES = ('#include "lp_icount.h"', '#include "lp_call_profile.h"')
 
 
-def _call_lines(M: str, step: int, call: KernelCall, kernel_call: str, profile_calls: bool) -> list[str]:
-    """The statements of one kernel call `kernel_call` (`kernel(args)`, no `;`): a kernel that checks indices
-    ends the run with <MODEL>_ERROR_INDEX_OUT_OF_RANGE when it returns nonzero. With `profile_calls` the call
-    sits between a start and a reading of the instruction counter, the count printed for `step`."""
+def _call_lines(step: int, kernel_call: str, failure: str | None, profile_calls: bool) -> list[str]:
+    """The statements of one kernel call `kernel_call` (`kernel(args)`, no `;`): with `failure` (a status macro)
+    the call returns int32_t and the run returns `failure` when it is nonzero (a kernel that checks indices:
+    <MODEL>_ERROR_INDEX_OUT_OF_RANGE). With `profile_calls` the call sits between a start and a reading of the
+    instruction counter, the count printed for `step`."""
     if not profile_calls:
-        if not call.checks_indices:
+        if failure is None:
             return [f"  {kernel_call};"]
-        return [f"  if ({kernel_call} != 0) {{", f"    return {M}_ERROR_INDEX_OUT_OF_RANGE;", "  }"]
-    counted = f"const int32_t status = {kernel_call};" if call.checks_indices else f"{kernel_call};"
+        return [f"  if ({kernel_call} != 0) {{", f"    return {failure};", "  }"]
+    counted = f"const int32_t status = {kernel_call};" if failure is not None else f"{kernel_call};"
     lines = ["  {", "    const uint32_t lp_start = lp_icount_start();", f"    {counted}",
              f"    lp_profile_call({step}u, lp_icount_elapsed(lp_start));"]
-    if call.checks_indices:
-        lines += ["    if (status != 0) {", f"      return {M}_ERROR_INDEX_OUT_OF_RANGE;", "    }"]
+    if failure is not None:
+        lines += ["    if (status != 0) {", f"      return {failure};", "    }"]
     return lines + ["  }"]
+
+
+def _kernel_call(plan: ExecutionPlan, M: str, call: KernelCall, offsets: dict[str, int],
+                 io_pointer: dict[str, str], stored_as: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+    """The C call of `call` (no `;`) and the status the run returns when it returns nonzero (None: it returns
+    nothing): a generated kernel's (`stored_as`: the weights another model stores, packager.several), or a
+    row-wise input's band helper's (packager/templates/lp_rows.h)."""
+    rows = plan.row_input
+    fetch = None if rows is None else rows.fetch_of(call)
+    if fetch is not None:
+        halo_bytes = (fetch.pulled_from - fetch.first_row) * rows.row_bytes
+        halo = "NULL" if fetch.halo is None else f"arena + {offsets[plan.storage_of(fetch.halo)]}u"
+        return (f"lp_rows_fetch(read_row, context, {halo}, {halo_bytes}u, {fetch.pulled_from}u, {fetch.stop_row}u, "
+                f"{rows.row_bytes}u, arena + {offsets[plan.storage_of(fetch.band)]}u)", f"{M}_ERROR_INPUT_ROW")
+    keep = None if rows is None else rows.keep_of(call)
+    if keep is not None:
+        return (f"lp_rows_keep(arena + {offsets[plan.storage_of(keep.band)] + keep.offset}u, "
+                f"{plan.tensors[keep.halo].nbytes}u, arena + {offsets[plan.storage_of(keep.halo)]}u)", None)
+    args = ", ".join(_argument(plan, a, offsets, io_pointer, stored_as) for a in call.args)
+    return f"{call.kernel}({args})", f"{M}_ERROR_INDEX_OUT_OF_RANGE" if call.checks_indices else None
 
 
 def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], offsets: dict[str, int],
@@ -133,7 +158,9 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     for io in [] if in_arena else outputs:
         io_pointer[plan.storage_of(io.tensor.name)] = "output" if single else f"outputs->{io.field}"
     null_checks = ["arena == NULL"]
-    if single and not in_arena:
+    if plan.row_input is not None:
+        null_checks += ["read_row == NULL", "output == NULL"]
+    elif single and not in_arena:
         null_checks += ["input == NULL", "output == NULL"]
     elif not in_arena:
         null_checks += ["inputs == NULL", "outputs == NULL"]
@@ -151,6 +178,7 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         f'#include "{m}.h"',
         f'#include "{m}_internal.h"',
         *(_PROFILE_INCLUDES if profile_calls else ()),
+        *(_ROWS_HELPERS if plan.row_input is not None else ()),
         "",
         *(_poison_definition(M) if any(gaps) else ()),
         *state_definitions(plan),
@@ -171,10 +199,12 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         lines.append("  lp_profile_empty_region(); /* what the counter counts of itself, for each call's count */")
     for step, call in enumerate(plan.calls):
         layers = "; ".join(call.layers) or "(no layer name)"
-        args = ", ".join(_argument(plan, a, offsets, io_pointer, shared and shared.stored_as) for a in call.args)
+        kernel_call, failure = _kernel_call(plan, M, call, offsets, io_pointer, shared and shared.stored_as)
         lines += [f"  /* {step}: {comment(layers)} */", *_poison_lines(M, gaps[step]),
-                  *_call_lines(M, step, call, f"{call.kernel}({args})", profile_calls)]
+                  *_call_lines(step, kernel_call, failure, profile_calls)]
     call_args = "" if in_arena else ", input, output" if single else ", inputs, outputs"
+    if plan.row_input is not None:
+        call_args = ", read_row, context, output"
     static_arena = ([f"{M}_ALIGNED({alignment}) static uint8_t {m}_arena[{max(arena_bytes, 1)}];"] if shared is None
                     else [f"/* The bundle's one static arena, shared with its other models ({shared.header}). */"])
     arena_call = (f"{m}_arena, sizeof({m}_arena)" if shared is None

@@ -16,7 +16,7 @@ from memory_planner.from_plan import total_ram_bytes
 from memory_planner.plan import ExecutionPlan
 from packager.build_files import BuildConfig, selftest_option, sources
 from packager.c_text import macro_prefix
-from packager.header import STATUS_CODES, run_signature
+from packager.header import run_signature, status_codes
 from packager.io_header import has_helpers
 from packager.io_names import IoTensor, io_in_arena
 from packager.markdown_text import markdown_text
@@ -60,7 +60,7 @@ def bundle_readme(plan: ExecutionPlan, memory: MemoryPlan, inputs: list[IoTensor
         "```",
         "",
         "Both return " + ", ".join(f"`{M}_{name}` ({value}: {meaning.replace('<MODEL>', M)})"
-                                   for name, value, meaning in STATUS_CODES) + ".",
+                                   for name, value, meaning in status_codes(plan)) + ".",
         f"Define `{M}_NO_STATIC_ARENA` to leave out the static arena and pass your own (`{M}_ARENA_BYTES` bytes "
         f"aligned to `{M}_ARENA_ALIGNMENT`).",
         "",
@@ -88,6 +88,8 @@ def usage_example(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     """A C function `classify` of the user's: input 0 from floats (quantized by the helper when it is quantized),
     one run, output 0 dequantized, and the index of its largest value (-1 on an error). Other inputs are zero."""
     m, M = plan.model, macro_prefix(plan.model)
+    if plan.row_input is not None:
+        return "\n".join(_row_input_example(m, M) + _argmax_lines(m, M, outputs))
     in_arena = io_in_arena(inputs, outputs)
     first = inputs[0]
     floats = has_helpers(first) or first.tensor.dtype == "float32"
@@ -112,9 +114,33 @@ def usage_example(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     elif in_arena:
         lines.append(f"  for (size_t i = 0; i < {M}_INPUT0_ELEMENTS; ++i) input0[i] = {given}[i];")
     lines += _run_lines(m, M, arguments, len(outputs), in_arena)
-    values = "output0"
     if in_arena:
         lines += [f"  const {M}_OUTPUT{k}_TYPE* output{k} = {m}_output{k}();" for k in range(len(outputs))]
+    return "\n".join(lines + _argmax_lines(m, M, outputs))
+
+
+def _row_input_example(m: str, M: str) -> list[str]:
+    """`classify` of a bundle with a row-wise input: a read_row of the user's (a camera driver's), one run."""
+    return [f'#include "{m}.h"', "",
+            f"/* Your camera driver: row `row` of the image ({M}_INPUT0_ROW_BYTES bytes) into `destination`, e.g. by",
+            " * DMA; 0 when it is there. */",
+            "static int read_row(void* context, uint32_t row, void* destination)",
+            "{",
+            "  (void)context; (void)row; (void)destination;  /* your driver here */",
+            "  return 0;",
+            "}",
+            "",
+            "/* Returns the index of output 0's largest value (the class, for a classifier), -1 on an error. */",
+            "int classify(void)",
+            "{",
+            f"  static {M}_OUTPUT0_TYPE output0[{M}_OUTPUT0_ELEMENTS];",
+            f"  if ({m}_run(read_row, NULL, output0) != {M}_OK) return -1;"]
+
+
+def _argmax_lines(m: str, M: str, outputs: list[IoTensor]) -> list[str]:
+    """The end of `classify`: output 0 dequantized when it has a helper, the index of its largest value."""
+    lines: list[str] = []
+    values = "output0"
     if has_helpers(outputs[0]):
         values = "scores"
         lines += [f"  static float scores[{M}_OUTPUT0_ELEMENTS];",
@@ -125,7 +151,7 @@ def usage_example(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
               "  }",
               "  return (int)best;",
               "}"]
-    return "\n".join(lines)
+    return lines
 
 
 def _run_lines(m: str, M: str, arguments: list[str], output_count: int, in_arena: bool) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from emulator.cycle_model import CycleEstimate
-from memory_planner.plan import OperatorSupport
+from memory_planner.plan import ExecutionPlan, OperatorSupport
 from packager.archive import archive
 from packager.bundle import BundleInputs, bundle_io
 from packager.bundle_readme import README_FILE, ReadmeFacts, bundle_readme
@@ -111,6 +111,19 @@ def _patches_markdown(patches: dict[str, Any] | None) -> str:
             f"{patches['extra_macs']:,} extra MACs (+{patches['extra_macs_percent']} %) for the patches' overlapping halos.\n")
 
 
+def _row_input_markdown(plan: ExecutionPlan) -> str:
+    """report.md's paragraph on a row-wise input (none for a bundle that takes its input whole)."""
+    rows = plan.row_input
+    if rows is None:
+        return ""
+    bands = ", ".join(f"[{f.first_row}, {f.stop_row})" for f in rows.fetches)
+    kept = sum(plan.tensors[k.halo].nbytes for k in rows.keeps)
+    return ("\n## Row-wise input\n\n"
+            f"The input ({rows.rows} rows of {rows.row_bytes:,} B) is not held: the run asks for its rows through "
+            f"`read_row` (`--input-rows`), into {len(rows.fetches)} bands in the arena, rows {bands}; the rows two "
+            f"bands share are kept in halos ({kept:,} B together), so each row is asked for once.\n")
+
+
 def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Path:
     """Finish the bundle `write_bundle` wrote into `out_dir` and the build built: write manifest.json (once,
     with `facts`), report.md (the same per-call facts, packager.report), report.html (those facts, the memory
@@ -123,7 +136,8 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
         manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle, report),
                                bundle.io_in_arena))
     )
-    (out_dir / REPORT_FILE).write_text(report.markdown() + _patches_markdown(facts.patches))
+    (out_dir / REPORT_FILE).write_text(report.markdown() + _patches_markdown(facts.patches)
+                                       + _row_input_markdown(bundle.plan))
     (out_dir / REPORT_HTML_FILE).write_text(report_html(HtmlReport(
         report, bundle.buffers, bundle.memory, facts.headroom, facts.operators,
         (facts.quantization or {}).get("layer_errors", ()))), encoding="utf-8")

@@ -18,12 +18,24 @@ STATUS_CODES = (
 )
 
 
+ROW_INPUT_STATUS = ("ERROR_INPUT_ROW", 5, "the read_row callback returned nonzero: the outputs are not valid")
+"""The status a run with a row-wise input (ExecutionPlan.row_input) adds to STATUS_CODES."""
+
+
+def status_codes(plan: ExecutionPlan) -> tuple[tuple[str, int, str], ...]:
+    """The run functions' status codes: STATUS_CODES, and ROW_INPUT_STATUS with a row-wise input."""
+    return STATUS_CODES if plan.row_input is None else (*STATUS_CODES, ROW_INPUT_STATUS)
+
+
 def run_signature(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], with_arena: bool) -> str:
     """The C prototype of `<model>_run` (or `<model>_run_with_arena`), without the trailing semicolon; with
-    the inputs and outputs in the arena it takes none of them."""
+    the inputs and outputs in the arena it takes none of them; with a row-wise input it takes the row callback
+    and its context instead of the input."""
     name = f"{plan.model}_run_with_arena" if with_arena else f"{plan.model}_run"
     params = ["uint8_t* arena", "size_t arena_bytes"] if with_arena else []
-    if not io_in_arena(inputs, outputs):
+    if plan.row_input is not None:
+        params += [f"{plan.model}_read_row_t read_row", "void* context", f"{outputs[0].c_type}* output"]
+    elif not io_in_arena(inputs, outputs):
         if len(inputs) == 1 and len(outputs) == 1:
             params += [f"const {inputs[0].c_type}* input", f"{outputs[0].c_type}* output"]
         else:
@@ -77,14 +89,17 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
             ]
             if io.arena_offset is not None:
                 lines.append(f"#define {M}_{kind}{index}_OFFSET {io.arena_offset}u /* bytes from the arena's start */")
+    lines += _row_input_lines(plan, m, M)
     lines += ["", "/* Status codes returned by the run functions. */"]
-    for name, value, meaning in STATUS_CODES:
+    for name, value, meaning in status_codes(plan):
         lines.append(f"#define {M}_{name} {value} /* {meaning.replace('<MODEL>', M)} */")
     lines.append("")
     in_arena = io_in_arena(inputs, outputs)
     if not (len(inputs) == 1 and len(outputs) == 1 or in_arena):
         lines += _io_structs(m, inputs, outputs)
-    where_io = (f" * {M}_ARENA_ALIGNMENT). Inputs and outputs are the caller's buffers, read and written in place. */"
+    where_io = (f" * {M}_ARENA_ALIGNMENT). The input comes row by row from read_row (above); output is the caller's. */"
+                if plan.row_input is not None else
+                f" * {M}_ARENA_ALIGNMENT). Inputs and outputs are the caller's buffers, read and written in place. */"
                 if not in_arena else
                 f" * {M}_ARENA_ALIGNMENT). The inputs and outputs are in the arena: write input k at arena +\n"
                 f" * {M}_INPUTk_OFFSET before the run, read output k at arena + {M}_OUTPUTk_OFFSET after it. */")
@@ -107,6 +122,29 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         "",
     ]
     return "\n".join(lines)
+
+
+def _row_input_lines(plan: ExecutionPlan, m: str, M: str) -> list[str]:
+    """With a row-wise input (tvm_ext.plan.row_input): its row macros and the row callback's type, with why the
+    bundle pulls rows rather than being pushed them; nothing otherwise."""
+    rows = plan.row_input
+    if rows is None:
+        return []
+    return [
+        "",
+        "/* Row-wise input: the bundle never holds input 0 whole. The run asks for its rows through read_row, one at",
+        " * a time, in increasing order, each at most once (a row no output depends on is never asked for), and",
+        f" * bands of them live in the arena (counted in {M}_ARENA_BYTES). A pull callback rather than a push API",
+        " * (begin / push row / finish): a camera driver's DMA delivers line after line in order, so the callback can",
+        " * wait for the line asked for and DMA it straight to `destination`, which is already its place in the",
+        " * arena (no line buffer of the application's own, no copy); and the run stays one straight sequence of",
+        " * calls on one stack, with no state kept between calls of the bundle. */",
+        f"#define {M}_INPUT0_ROWS {rows.rows}u",
+        f"#define {M}_INPUT0_ROW_BYTES {rows.row_bytes}u",
+        f"/* Writes input row `row` ({M}_INPUT0_ROW_BYTES bytes: its columns x channels, of {M}_INPUT0_TYPE) to",
+        f" * `destination`; returns 0, or nonzero to end the run with {M}_ERROR_INPUT_ROW. */",
+        f"typedef int (*{m}_read_row_t)(void* context, uint32_t row, void* destination);",
+    ]
 
 
 def _accessor_declarations(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor]) -> list[str]:

@@ -66,8 +66,21 @@ def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], fac
             for step, c in enumerate(plan.calls)
         ],
         "tensors": tensors,
+        **_row_input_entry(plan),
         **facts,
     }
+
+
+def _row_input_entry(plan: ExecutionPlan) -> dict:
+    """{"row_input": ...} for a plan whose input comes row by row (tvm_ext.plan.row_input): the input, its rows and
+    row bytes, each band's rows (kept from the band before, then asked for) and tensor; {} otherwise."""
+    rows = plan.row_input
+    if rows is None:
+        return {}
+    return {"row_input": {
+        "input": rows.input, "rows": rows.rows, "row_bytes": rows.row_bytes,
+        "bands": [{"tensor": f.band, "rows": [f.first_row, f.stop_row], "kept_rows": [f.first_row, f.pulled_from],
+                   "halo": f.halo} for f in rows.fetches]}}
 
 
 def manifest_json(data: dict) -> str:

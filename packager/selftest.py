@@ -33,7 +33,7 @@ import numpy as np
 from memory_planner.plan import ExecutionPlan
 from packager.c_text import array_body, c_string, comment, macro_prefix
 from packager.io_names import IoTensor, io_in_arena
-from packager.template_files import template_text
+from packager.template_files import helper_template_c, template_text
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,9 @@ def _run_case_lines(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[I
         "  int failed = 0;",
         "  int status;",
     ]
-    if not in_arena and not single:
+    if plan.row_input is not None:  # the case's rows through selftest_read_row (selftest_rows.c.in)
+        lines += ["  selftest_rows_t rows;", f"  rows.image = (const uint8_t*){a}input0[c];", "  rows.next = 0u;"]
+    elif not in_arena and not single:
         lines += [f"  {m}_inputs_t inputs;", f"  {m}_outputs_t outputs;"]
     if in_arena:  # the inputs are written to, and the outputs copied from, their places in the static arena
         lines += [f"  memcpy({m}_{io.field}(), {a}input{k}[c], sizeof({a}input{k}[c]));"
@@ -191,6 +193,8 @@ def _run_case_lines(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[I
 
     def run_call(case: str) -> str:
         """The run call on case `case` (a C expression)."""
+        if plan.row_input is not None:
+            return f"{m}_run(selftest_read_row, &rows, {a}output0)"
         if in_arena:
             return f"{m}_run()"
         return f"{m}_run({a}input0[{case}], {a}output0)" if single else f"{m}_run(&inputs, &outputs)"
@@ -266,6 +270,8 @@ def _part_data(part: SelftestPart, names: _Names) -> list[str]:
         lines.append(f"static const unsigned long {a}reference_checksum{index}[{names.cases}] = {{"
                      + ", ".join(f"0x{per_case[index]:08x}ul" for per_case in checksums) + "};")
         lines.append(f"static {io.c_type} {a}output{index}[{io.elements}];")
+    if plan.row_input is not None:  # the case's rows through selftest_read_row (selftest_rows.c.in)
+        lines += ["", helper_template_c("packager", "selftest_rows.c.in", plan.model)]
     return lines
 
 

@@ -333,6 +333,8 @@ class _Verifier:
         def expand(node):
             if isinstance(node, ir.Var) and node in self.kernel.bound:
                 return self.expanded(self.kernel.bound[node])
+            if isinstance(node, prim.Let):  # its variable is bound: the body with it replaced is its value
+                return self.expanded(node.body)
             return None
         return tir_walk.map_nodes(expr, expand)
 

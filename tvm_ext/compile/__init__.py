@@ -144,6 +144,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     build: bool = True,
     selftest_input: str | Path | None = None,
     patches: str | tuple[int, int] = "off",
+    input_rows: bool = False,
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -178,6 +179,9 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     `patches` "off" (layer by layer), "auto" (patch by patch only when the layer-by-layer RAM does not fit the
     profile's SRAM: the plan of fewest extra MACs that fits, said in one line) or a grid such as "2x4" or (2, 4)
     runs the first stages of a CNN patch by patch (tvm_ext.compile.patches; the manifest's "patches").
+    `input_rows` gives the model's one image input row by row (tvm_ext.plan.row_input): the run functions take a
+    read_row callback instead of the input, the first stages run in bands of rows (`patches` auto or Nx1; off
+    means auto) and the bundle holds only bands of the input, in its arena (the manifest's "row_input").
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     InternalError for a bug of ours: SelftestMismatchError when the built bundle disagrees with the reference,
     BundleBuildError when the generated bundle does not build.
@@ -201,7 +205,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             "quantize": quantize, "calibration": calibration, "ranges": ranges, "held_back": held_back,
             "activations": activations, "scheduler": scheduler, "io_in_arena": io_in_arena,
             "layout": None if layout == "auto" else layout, "selftest_input": selftest_input,
-            "patches": None if patches == "off" else patches})
+            "patches": None if patches == "off" else patches, "input_rows": input_rows})
         return compile_several(models, target, Path(out), name=name, force=force, log=log,
                                jobs=default_jobs() if jobs is None else jobs, build=build)
     if isinstance(model, (list, tuple)):
@@ -229,7 +233,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                                     None if quantized is None else quantized.facts, io_in_arena,
                                     None if layout == "auto" else layout.upper(),
                                     None if quantized is None else quantized.io, build, sample,
-                                    () if quantized is None else quantized.operators, patch_request)
+                                    () if quantized is None else quantized.operators, patch_request, input_rows)
             return compile_to_folder(source, target, staging, stage_logger(log), options,
                                      checked if quantized is None else quantized.checked)
 
@@ -261,6 +265,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             raise CompileError(f"{label}: --layout {layout} is not available with --scheduler; compile locally")
         if patch_request != "off":
             raise CompileError(f"{label}: --patches is not available with --scheduler; compile locally")
+        if input_rows:
+            raise CompileError(f"{label}: --input-rows is not available with --scheduler; compile locally")
         if not build:
             raise CompileError(f"{label}: --no-build is not available with --scheduler; compile locally")
         if sample is not None:

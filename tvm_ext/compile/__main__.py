@@ -113,6 +113,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--patches", type=_patches, default="off",
                         help="off (default), auto (only when the model does not fit the SRAM layer by layer) or a "
                              "grid NxM: run a CNN's first stages patch by patch")
+    parser.add_argument("--input-rows", action="store_true",
+                        help="take the image input row by row from a read_row callback instead of a whole buffer "
+                             "(the first stages run in bands of rows: --patches auto or Nx1)")
     parser.add_argument("--layout", choices=("auto", "nchw", "nhwc"), default="auto",
                         help="data layout of a float model's convolutions (default: auto, chosen per subgraph "
                              "by an instruction estimate)")
@@ -244,7 +247,7 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
                      calibration=args.calibration, ranges=args.ranges, held_back=args.held_back,
                      activations=args.activations, scheduler=args.scheduler, io_in_arena=args.io_in_arena,
                      layout=args.layout, name=args.name, build=not args.no_build, patches=args.patches,
-                     selftest_input=args.selftest_input)
+                     selftest_input=args.selftest_input, input_rows=args.input_rows)
     if samples is not None:
         from tvm_ext.validate import ValidationError, validate, validation_text
 
@@ -274,7 +277,7 @@ def _compile_several(args: argparse.Namespace, model: Path) -> SeveralBundle:
                    jobs=args.jobs, quantize=args.quantize, calibration=args.calibration, ranges=args.ranges,
                    held_back=args.held_back, activations=args.activations, scheduler=args.scheduler,
                    io_in_arena=args.io_in_arena, layout=args.layout, name=args.name, build=not args.no_build,
-                   patches=args.patches, selftest_input=args.selftest_input)
+                   patches=args.patches, selftest_input=args.selftest_input, input_rows=args.input_rows)
 
 
 def _validation_samples(args: argparse.Namespace, model: Path):
@@ -283,7 +286,7 @@ def _validation_samples(args: argparse.Namespace, model: Path):
     (nothing to run, or no run arguments)."""
     from tvm_ext.compile import checked_samples
 
-    for option in ("no_build", "io_in_arena"):
+    for option in ("no_build", "io_in_arena", "input_rows"):
         if getattr(args, option):
             raise CompileError(f"{model.name}: --validate runs the built bundle's run function; leave out "
                                f"--{option.replace('_', '-')}")
@@ -291,7 +294,7 @@ def _validation_samples(args: argparse.Namespace, model: Path):
 
 
 _NOT_WITH_ANALYZE = ("quantize", "calibration", "held_back", "activations", "validate", "selftest_input", "scheduler",
-                     "io_in_arena", "no_build", "force")
+                     "io_in_arena", "no_build", "force", "input_rows")
 
 
 def _analysis(args: argparse.Namespace, model: Path) -> Analysis:

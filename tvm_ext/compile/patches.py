@@ -19,7 +19,9 @@ from typing import Any, Callable
 from target.profile import Profile
 from target.resources import FlashUse, RamUse, ResourceError, check_fits
 from tvm_ext.compile import CompileError, DoesNotFitError
-from tvm_ext.patch_geometry import PatchCut, PatchPlan, layer_by_layer_peak, plan_cost, search
+from memory_planner.plan import ExecutionPlan
+from tvm_ext.patch_geometry import (PatchCut, PatchPlan, layer_by_layer_peak, patch_regions, plan_cost, search,
+                                    split)
 
 OFF, AUTO = "off", "auto"
 PatchRequest = str | tuple[int, int]  # OFF, AUTO or a grid (rows, columns)
@@ -99,10 +101,59 @@ def plan_for_grid(func, grid: tuple[int, int]) -> PatchPlan | None:
     return min(plans, key=lambda p: (p.arena_bytes, p.extra_macs), default=None)
 
 
-def auto_candidates(func, arena_budget: int) -> list[PatchPlan]:
+def band_rows(func, cut: PatchCut) -> list[tuple[int, int]]:
+    """The input rows [start, stop) each band of an n x 1 `cut` of `func`'s window chain reads (its receptive
+    field, halo included), top band first: what a row-wise input fetches (tvm_ext.plan.row_input)."""
+    stages = _window_chain(func).geometries[:cut.cut]
+    width = stages[-1].out_hw[1]
+    return [patch_regions(stages, (rows, (0, width)))[0][0] for rows in split(stages[-1].out_hw[0], cut.grid[0])]
+
+
+def takes_rows(func, plan: PatchPlan) -> bool:
+    """Whether `plan` runs in bands (an n x 1 grid) none of which reads every input row: a plan a row-wise input
+    can take (a band reading all rows would hold the whole input)."""
+    if plan.grid[1] != 1:
+        return False
+    height = _window_chain(func).geometries[0].in_hw[0]
+    return all(rows != (0, height) for rows in band_rows(func, cut_of(plan)))
+
+
+def with_rows(plan: ExecutionPlan, func, cut: PatchCut, file_name: str) -> ExecutionPlan:
+    """`plan` (compiled with the n x 1 `cut`) with its input given row by row (tvm_ext.plan.row_input.with_row_input);
+    CompileError (one line) when it cannot take it."""
+    from tvm_ext.plan.row_input import RowInputError, with_row_input
+
+    try:
+        return with_row_input(plan, band_rows(func, cut))
+    except RowInputError as err:
+        raise CompileError(f"{file_name}: --input-rows: {err}") from err
+
+
+def rows_request(func, request: PatchRequest, file_name: str, io_counts: tuple[int, int],
+                 io_in_arena: bool) -> PatchRequest:
+    """The patch request a row-wise input compiles with: `request` when it is auto or a grid of one column
+    (off becomes auto: the input is banded either way); CompileError (one line) for a grid of several columns, a
+    model of other than one input and one output (`io_counts`), inputs in the arena, or a model without a chain
+    of windowed NHWC stages from its input to band."""
+    if io_counts != (1, 1):
+        raise CompileError(f"{file_name}: --input-rows takes a model of one image input and one output; this one "
+                           f"has {io_counts[0]} inputs and {io_counts[1]} outputs")
+    if io_in_arena:
+        raise CompileError(f"{file_name}: --input-rows gives the input row by row, so it is not in the arena; leave "
+                           "out --io-in-arena")
+    if _window_chain(func) is None:
+        raise CompileError(f"{file_name}: --input-rows needs a chain of windowed NHWC stages from the model input "
+                           "(convolutions, pools) to run in bands of rows; this model has none")
+    if isinstance(request, tuple) and request[1] != 1:
+        raise CompileError(f"{file_name}: --input-rows runs the first stages in bands of full rows: --patches "
+                           f"{request[0]}x1 or auto, not {request[0]}x{request[1]}")
+    return AUTO if request == OFF else request
+
+
+def auto_candidates(func, arena_budget: int, rows: bool = False) -> list[PatchPlan]:
     """The plans `auto` compiles, in order: estimated arena within `arena_budget` bytes, fewest extra MACs first
-    (then smaller estimate); at most AUTO_ATTEMPTS."""
-    fitting = [p for p in plans_of(func) if p.arena_bytes <= arena_budget]
+    (then smaller estimate); at most AUTO_ATTEMPTS. `rows`: only plans a row-wise input takes (`takes_rows`)."""
+    fitting = [p for p in plans_of(func) if p.arena_bytes <= arena_budget and (not rows or takes_rows(func, p))]
     return sorted(fitting, key=lambda p: (p.extra_macs, p.arena_bytes))[:AUTO_ATTEMPTS]
 
 
@@ -166,16 +217,18 @@ class AutoSearch:
     excess and the best plan's (fewest bytes over all limits together) on each limit it exceeds."""
 
     def __init__(self, imported, profile: Profile, planned, ram: RamUse,
-                 compile_with: Callable[[PatchCut], tuple[Any, Any, Any, RamUse]]) -> None:
+                 compile_with: Callable[[PatchCut], tuple[Any, Any, Any, RamUse]], rows: bool = False) -> None:
         self._func = imported.model.mod["main"]
         self._profile = profile
         self._model = planned.plan.model
         self._macs = planned.plan.total_macs()
         self._ram = ram
         self._compile_with = compile_with
-        budget = profile.sram_bytes - (ram.total_bytes - ram.arena_bytes)
+        # With a row-wise input (`rows`: only banded plans) the input is not held, its bands are in the arena.
+        budget = profile.sram_bytes - (ram.total_bytes - ram.arena_bytes) + (ram.input_bytes if rows else 0)
         # None within the budget: the plan of smallest estimate is compiled all the same, for the refusal's figure.
-        self._plans = iter(auto_candidates(self._func, budget) or plans_of(self._func)[:1])
+        self._plans = iter(auto_candidates(self._func, budget, rows)
+                           or [p for p in plans_of(self._func) if not rows or takes_rows(self._func, p)][:1])
         self._refused: list[_Refused] = []
 
     def next_fitting(self) -> tuple:

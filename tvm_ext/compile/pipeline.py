@@ -44,7 +44,8 @@ from tvm_ext.compile.device_ram import (check_ram_for_io, planned_flash, planned
                                         with_measured_flash, with_measured_stack)
 from tvm_ext.compile.early_objects import EarlyObjects
 from tvm_ext.compile.patches import (AUTO, AutoSearch, PatchFacts, cut_of, grid_patch_facts,
-                                     patch_plan_for_grid)
+                                     patch_plan_for_grid, rows_request, takes_rows, with_rows)
+from tvm_ext.plan.row_input import fetch_order_kept
 from tvm_ext.stages import Stage
 
 if TYPE_CHECKING:
@@ -176,7 +177,9 @@ class BundleOptions:
     case instead of the seeded noise (quantized with `io` where the module's input is an integer one);
     `operators` the operator kinds of the model file a module was made from (a quantized float model's: report.html
     lists them; a model file's own check gives them otherwise); `patches` "off", "auto" or a grid (rows,
-    columns): whether the first stages run patch by patch (tvm_ext.compile.patches).
+    columns): whether the first stages run patch by patch (tvm_ext.compile.patches); `input_rows` gives the
+    model input row by row (tvm_ext.plan.row_input): the first stages run in bands of rows (an n x 1 grid; off
+    becomes auto), and the bundle holds bands of the input in its arena, never the whole input.
     """
 
     name: str | None = None
@@ -189,6 +192,7 @@ class BundleOptions:
     selftest_input: tuple[np.ndarray, ...] | None = None
     operators: tuple[OperatorSupport, ...] = ()
     patches: PatchRequest = "off"
+    input_rows: bool = False
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
@@ -218,8 +222,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         checked = stage("check", lambda: check(model) if given is None else given, lambda c: (
             f"{file_name}: {len(c.facts.operators)} operators, {c.facts.format.value}"))
         facts = checked.facts
-        check_ram_for_io(file_name, profile, sum(t.nbytes for t in facts.inputs), sum(t.nbytes for t in facts.outputs),
-                         facts.state_bytes, options.io_in_arena)
+        check_ram_for_io(file_name, profile, 0 if options.input_rows else sum(t.nbytes for t in facts.inputs),
+                         sum(t.nbytes for t in facts.outputs), facts.state_bytes, options.io_in_arena)
 
     tvm_target = target.register_profile_with_tvm(profile)
     with ExitStack() as running:
@@ -241,12 +245,21 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 # between its start and `running` knowing it.
                 with interrupts_held_back():
                     reference = running.enter_context(start_reference_file(checked, imported))
-            grid_plan = patch_plan_for_grid(imported, options.patches, file_name)
+            func = imported.model.mod["main"]
+            request = rows_request(func, options.patches, file_name, (len(imported.model.inputs), len(imported.model.outputs)),
+                             options.io_in_arena) \
+                if options.input_rows else options.patches
+            grid_plan = patch_plan_for_grid(imported, request, file_name)
+            if options.input_rows and grid_plan is not None and not takes_rows(func, grid_plan):
+                raise CompileError(f"{file_name}: --input-rows: a band of --patches {grid_plan.grid[0]}x1 reads every "
+                                   "input row; choose more bands or auto")
             lowered = stage("passes", lambda: passes(imported, profile, tvm_target, options.layout,
                                                      None if grid_plan is None else cut_of(grid_plan)),
                             _describe_kernels)
             generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, options.jobs),
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
+            if options.input_rows and grid_plan is not None:
+                generated = _with_row_input(generated, func, cut_of(grid_plan), file_name)
         except model_refusals() as err:
             # Their message is the whole line (model, operator, layer): a line break in it can only come from a
             # name in the model, which CompileError shows escaped within the line.
@@ -260,7 +273,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                     early[0] = running.enter_context(early_objects.compiling_early(
                         folder, early_sources(generated, profile, config), config.emulated))
 
-        if options.patches != AUTO:  # auto may replace the kernels after the planning
+        if request != AUTO:  # auto may replace the kernels after the planning
             start_early_objects()
         planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
         stack_later = options.build and config.emulated is not None
@@ -269,17 +282,19 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         search: AutoSearch | None = None  # auto's search, while its plans are tried
         if grid_plan is not None:
             patched = stage("patches", lambda: grid_patch_facts(imported, grid_plan, planned), PatchFacts.line)
-        elif options.patches == AUTO and ram.total_bytes > profile.sram_bytes:
+        elif request == AUTO and (ram.total_bytes > profile.sram_bytes or options.input_rows):
             def compile_with(cut: PatchCut) -> tuple[Lowered, Generated, Planned, RamUse]:
                 with_cut = passes(imported, profile, tvm_target, options.layout, cut)
                 generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
+                if options.input_rows:
+                    generated_cut = _with_row_input(generated_cut, func, cut, file_name)
                 planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
                 return with_cut, generated_cut, planned_cut, planned_ram(planned_cut.plan, planned_cut.memory,
                                                                          profile, stack_later)
 
-            search = AutoSearch(imported, profile, planned, ram, compile_with)
+            search = AutoSearch(imported, profile, planned, ram, compile_with, options.input_rows)
             lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
-        if options.patches == AUTO:
+        if request == AUTO:
             start_early_objects()
         referenced_once: list[Any] = [] if checked is not None else [referenced]
         while True:
@@ -331,6 +346,17 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config,
                         packaged.bundle)
+
+
+def _with_row_input(generated: Generated, func, cut: PatchCut, file_name: str) -> Generated:
+    """`generated` (compiled with the n x 1 `cut`) taking its input row by row (tvm_ext.compile.patches.with_rows),
+    without the kernels of the input's copies the fetches replace (no call is left to them)."""
+    plan = with_rows(generated.plan, func, cut, file_name)
+    dropped = {call.kernel for call in generated.plan.calls} - {call.kernel for call in plan.calls}
+    source = generated.source
+    source = replace(source, definitions={n: d for n, d in source.definitions.items() if n not in dropped},
+                     signatures={n: s for n, s in source.signatures.items() if n not in dropped})
+    return Generated(source, plan, generated.constants)
 
 
 def _auto_stage(stage: Stage, search: AutoSearch, find: Callable[[], tuple]) -> tuple:
@@ -571,6 +597,8 @@ def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -
     with `io_in_arena` the model's inputs and outputs are placed in the arena too."""
     order = choose_order(plan)
     ordered = replace(plan, calls=[plan.calls[i] for i in order])
+    if not fetch_order_kept(ordered):
+        raise RuntimeError("the call order fetches the row-wise input's bands out of their order")
     buffers = buffers_from_plan(ordered, alignment=profile.alignment_bytes, io_in_arena=io_in_arena)
     memory = plan_memory(buffers)
     try:

@@ -22,22 +22,36 @@ kernel computes it for each output element.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Optional
 
 import numpy as np
 from tvm import te, tirx
 
 
+def _bound_once(name: str, value: tirx.PrimExpr, body: Callable[[tirx.PrimExpr], tirx.PrimExpr]) -> tirx.PrimExpr:
+    """``body(v)`` with ``v`` bound to the float32 ``value`` by a TIR Let (a C local variable named ``name``):
+    computed once however often ``body`` reads it.
+    Without it, each read copies ``value``'s expression, and the copies multiply where such expressions nest
+    (a QDQ hard-swish's float epilogue read its convolution's requantized value some 60 times per output)."""
+    bound = tirx.Var(name, "float32")
+    return tirx.Let(bound, value, body(bound))
+
+
 def round_half_to_even(value: tirx.PrimExpr) -> tirx.PrimExpr:
     """``value`` (float32) rounded to the nearest integer, ties to the even one, as float32: exact for every
-    finite float (``value - floor(value)`` is exact)."""
-    below = tirx.floor(value)
-    fraction = value - below
+    finite float (``value - floor(value)`` is exact). ``value`` and its floor are each computed once."""
     half = tirx.const(0.5, "float32")
-    below_is_odd = below - tirx.const(2.0, "float32") * tirx.floor(below * half) == tirx.const(1.0, "float32")
-    up = tirx.any(fraction > half, tirx.all(fraction == half, below_is_odd))
-    return tirx.Select(up, below + tirx.const(1.0, "float32"), below)
+    one = tirx.const(1.0, "float32")
+
+    def rounded(unrounded: tirx.PrimExpr, below: tirx.PrimExpr) -> tirx.PrimExpr:
+        fraction = unrounded - below
+        below_is_odd = below - tirx.const(2.0, "float32") * tirx.floor(below * half) == one
+        up = tirx.any(fraction > half, tirx.all(fraction == half, below_is_odd))
+        return tirx.Select(up, below + one, below)
+
+    return _bound_once("unrounded", value, lambda unrounded: _bound_once(
+        "rounded_down", tirx.floor(unrounded), lambda below: rounded(unrounded, below)))
 
 
 def saturate_half_to_even(value: tirx.PrimExpr, zero_point: tirx.PrimExpr, dtype: str) -> tirx.PrimExpr:

@@ -36,6 +36,16 @@ def test_stack_peak_is_the_deepest_sum_of_frames_along_a_call_chain() -> None:
     assert peak.exact
 
 
+def test_stack_peak_adds_the_deepest_function_the_root_calls_through_a_pointer() -> None:
+    """A row-wise input's read_row runs on the run's stack: its peak comes on top (an upper bound); one not in
+    the ELF (a bundle that takes its input whole) adds nothing."""
+    graph = code({"run": {"conv"}, "conv": set(), "read_row": {"memcpy"}, "memcpy": set(), "other": set()})
+    sizes = frames(run=24, conv=40, read_row=16, memcpy=8, other=4)
+    peak = stack_peak("run", sizes, graph, ("read_row", "other", "absent"))
+    assert (peak.bytes, peak.chain) == (24 + 40 + 16 + 8, ("run", "conv", "read_row", "memcpy"))
+    assert stack_peak("run", sizes, graph, ("absent",)) == stack_peak("run", sizes, graph)
+
+
 def test_stack_peak_takes_the_disassembled_frame_when_there_is_no_su_entry() -> None:
     graph = code({"run": {"kernel"}, "kernel": {"expf"}, "expf": {"__math_oflow"}, "__math_oflow": set()},
                  run=99, expf=24, __math_oflow=8)

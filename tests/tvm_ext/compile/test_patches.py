@@ -62,7 +62,7 @@ def test_auto_goes_on_after_a_plan_refused_after_its_build(monkeypatch):
     next plan is compiled; when every plan is refused, the line gives the best one's excess on each limit."""
     profile = target.resolve_profile("cortex-m0plus")
     candidates = [PatchPlan(4, (1, 2), 20_000, 20_000, 100, 10_000), PatchPlan(8, (2, 2), 15_000, 15_000, 500, 10_000)]
-    monkeypatch.setattr(patches, "auto_candidates", lambda func, budget: candidates)
+    monkeypatch.setattr(patches, "auto_candidates", lambda func, budget, rows=False: candidates)
     monkeypatch.setattr(patches, "cut_layer", lambda func, cut: f"layer {cut}")
 
     def planned(arena: int, macs: int):

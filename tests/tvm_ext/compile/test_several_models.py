@@ -144,6 +144,7 @@ def test_the_command_builds_a_bundle_of_two_models_on_the_host(tmp_path: Path) -
     (["{kws}", "{ad01}", "--quantize", "int8"], "--quantize chooses for one model"),
     (["{kws}", "{ad01}", "--patches", "auto"], "--patches chooses for one model"),
     (["{kws}", "{ad01}", "--io-in-arena"], "--io-in-arena chooses for one model"),
+    (["{kws}", "{ad01}", "--input-rows"], "--input-rows chooses for one model"),
     (["{kws}", "{ad01}", "--validate", "x.npz"], "--validate takes one model"),
     (["{kws}", "{ad01}", "--analyze"], "--analyze takes one model"),
 ])

@@ -11,7 +11,8 @@ from memory_planner.plan import TensorRole
 from onnx import TensorProto, helper, numpy_helper
 
 from tvm_ext.compile import compile
-from tvm_ext.kernels.onnx_qlinear import round_half_to_even
+from tvm_ext.kernels.onnx_qlinear import round_half_to_even, saturate_half_to_even
+from tvm_ext.tir import tir_walk
 
 ONNX_TYPE = {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8}
 
@@ -101,6 +102,21 @@ def test_qlinear_matmul_matches_onnxruntime(tmp_path, dtype, b_scale):
     path = _save(tmp_path, node, [helper.make_tensor_value_info("a", ONNX_TYPE[dtype], [3, 6])], ONNX_TYPE[dtype],
                  constants, 21)
     _assert_integer_bundle_matches_onnxruntime(compile(path, "lowpower", tmp_path / "out"), "qlinearmatmul")
+
+
+def test_a_requantization_of_a_requantized_value_reads_its_input_once():
+    """Rounding and saturating bind their operand once: a QuantizeLinear of a value computed from another
+    (a QDQ hard-swish's epilogue after its convolution's) read the inner value's expression once per use of
+    it in the outer rounding, 7 x 7 times, and its C grew with the depth of such chains."""
+    from tvm import te, tirx
+
+    x = te.placeholder((4,), "float32", name="x")
+    zero = tirx.const(3, "int32")
+    inner = lambda i: saturate_half_to_even(x[i] * tirx.const(0.5, "float32"), zero, "int8")  # noqa: E731
+    y = te.compute((4,), lambda i: saturate_half_to_even(inner(i).astype("float32") * tirx.const(0.25, "float32"),
+                                                         zero, "int8"), name="y")
+    func = te.create_prim_func([x, y])
+    assert list(tir_walk.buffer_loads(func.body).values()) == [1]
 
 
 def test_round_half_to_even_is_exact_on_ties_and_large_values():
