@@ -65,9 +65,14 @@ def _depthwise_model(seed: int = 30) -> bytes:
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "depthwise", _depthwise_model(), "cortex-m55", "mps3-an547")
+    # a pixel's loop over its tiles of 16 (32 channels) or 8 (24): one fused call over every channel, a border
+    # pixel's with its padding boxes (the input's zero point); 8 channels, one tile (no loop), keep the helpers
+    fused = {int(n) for n in re.findall(r"_depthwise_tiles_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
+    border = set(re.findall(r"_depthwise_border_s8(?:_b16)?\(.*, (-?\d+), (\d+)\);", kernels))
+    assert fused == {32, 24} and border == {("-3", "32"), ("-3", "24")}, (fused, border)
     counts = {int(n) for n in re.findall(r"_depthwise_(?:mac|box)_s8x16\(.*, (\d+)\);", kernels)}
-    assert counts == {16, 8}, counts  # 32 channels in tiles of 16, 24 in tiles of 8, 8 in one tile
-    assert re.search(r"_depthwise_pad_s8x16\(.*, -3, (16|8)\);", kernels), kernels  # the input's zero point
+    assert counts == {8}, counts
+    assert re.search(r"_depthwise_pad_s8x16\(.*, -3, 8\);", kernels), kernels  # the input's zero point
     assert "_depthwise_mac_s8x4(" in kernels  # 12 channels: the four-channel helper
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
 
