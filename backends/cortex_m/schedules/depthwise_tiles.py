@@ -84,13 +84,14 @@ def _uses(expr, var) -> bool:
 def _leaves(stmt: tirx.Stmt, var, conditions: tuple = ()) -> Optional[list[tuple[tirx.Stmt, tuple]]]:
     """The leaves of ``stmt``, a tree of position tests not reading ``var`` (itself a leaf when it is no test),
     each with the tests that lead to it (a test's negation for its else branch); None where a test reads
-    ``var``."""
+    ``var`` or has no else branch."""
     if not isinstance(stmt, tirx.IfThenElse):
         return [(stmt, conditions)]
-    if _uses(stmt.condition, var):
+    # a test without an else branch: its other pixels' outputs are the loop's, which no leaf would write
+    if _uses(stmt.condition, var) or stmt.else_case is None:
         return None
     then = _leaves(stmt.then_case, var, (*conditions, stmt.condition))
-    other = [] if stmt.else_case is None else _leaves(stmt.else_case, var, (*conditions, tirx.Not(stmt.condition)))
+    other = _leaves(stmt.else_case, var, (*conditions, tirx.Not(stmt.condition)))
     return None if then is None or other is None else then + other
 
 
@@ -98,7 +99,7 @@ def _with_leaves(stmt: tirx.Stmt, replace) -> tirx.Stmt:
     """``stmt`` (``_leaves``'s tree) with each leaf ``replace(leaf)``."""
     if isinstance(stmt, tirx.IfThenElse):
         return tirx.IfThenElse(stmt.condition, _with_leaves(stmt.then_case, replace),
-                               None if stmt.else_case is None else _with_leaves(stmt.else_case, replace))
+                               _with_leaves(stmt.else_case, replace))
     return replace(stmt)
 
 
