@@ -1,4 +1,4 @@
-"""On Helium cores, a depthwise pixel's loop over its 16-channel tiles as one call of the fused depthwise helper.
+"""On Helium cores, a depthwise pixel's loop over its 16-channel tiles as one call of a fused depthwise helper.
 
 After Helium's depthwise schedule (``helium_depthwise``) and the epilogue calls (``requantize_epilogue``), one
 output pixel of an int8 DEPTHWISE_CONV_2D runs a loop over its channel tiles whose iteration zeroes the tile's
@@ -7,23 +7,30 @@ layer's border pixels take clipped windows and padding products under tests of t
 not depend on the tile) and requantizes them (``<prefix>_requantize_s8``). The accumulators go through memory
 three times per tile: zeroed, loaded and stored by the MAC helper (VLD2/VST2), reloaded with the biases by the
 epilogue (kws_ref_model's interior 16-channel tile: about 35 of its 278 instructions).
-``depthwise_tiles_calls`` replaces such a loop by its tree of position tests (hoisted out of the tile loop:
-they do not read the tile's variable) whose every leaf is one fused call: ``<prefix>_depthwise_tiles_s8`` for a
-window call alone, ``<prefix>_depthwise_border_s8`` for a (clipped) window call and up to PADDING_BOXES padding
-calls of one value (``_b16``: int16 biases; ``backends.cortex_m.helpers.helium_c``'s ``helium_depthwise16.h.in``),
-whose tiles start their four vector accumulators at the biases and requantize them from the registers.
-Where some leaf does not fit (more padding boxes), only the interior's: ``if (the tests that lead to it) fused
-call; else the loop`` with that leaf made empty in the loop (no pixel reaching the else branch runs it).
-kws_ref_model's 3x3 layers on cortex-m55: 159,001 -> 122,932 instructions each (code 6,432 -> 10,772 B: the
-border cases' straight-line taps).
+``depthwise_tiles_calls`` replaces such a loop (or a pixel's one tile, a layer of 8 or 16 channels) by
+``if (the tests that lead to the interior) <prefix>_depthwise_tiles_s8 else <prefix>_depthwise_border_s8``
+(``_b16``: int16 biases; ``backends.cortex_m.helpers.helium_c``'s ``helium_depthwise16.h.in``), whose tiles start
+their four vector accumulators at the biases and requantize them from the registers. The interior's call is
+inlined (its window straight-line taps). Every border case takes the one border call: its arguments say where
+the image lies in the window (the clipped window's first tap, its place and size, chosen by the same position
+tests as nested Selects), the helper copies those taps into a window of the padding's value on the stack and
+runs the interior's tile on it, so the code does not grow with the border cases (inlining each case's taps
+doubled kws_ref_model's code); a 3x3 window's border helper (``_depthwise_border3x3_s8``) is one out-of-line copy
+for the bundle. Where the border does not fit (a window of more than WINDOW_TAPS taps, a padding of another
+value), only the interior's: ``if (the tests) fused call; else the loop`` with that leaf made empty in the loop
+(no pixel reaching the else branch runs it). kws_ref_model's 3x3 layers on cortex-m55: 155,040 -> 136,553
+instructions each, code 6,432 -> 5,612 B (the outlined box helper and the border cases' taps gone).
 
 A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
 in this order: stores of zero into exactly the accumulators the epilogue reads, the window and padding calls
-on them (under position tests not reading the tile's variable), one requantization (int32 or int16 biases)
-of those channels; the inputs, weights (the padding boxes' too), outputs, biases, multipliers and shifts all
-move one tile's channels per tile, and each call's sizes are constants. The accumulators are written and read
-only inside one iteration, so leaving them out changes no output: the same integer sums (acc + bias and the
-padding's value times a box's weights wrap as int32 either way), bit-exact.
+on them (under position tests not reading the tile's variable, each with an else branch), one requantization
+(int32 or int16 biases) of those channels; the inputs, weights (the padding boxes' too), outputs, biases,
+multipliers and shifts all move one tile's channels per tile, and each call's sizes are constants. A border
+leaf fits when its clipped window and padding boxes (of one value, an int8) are disjoint boxes of the
+interior's window at its strides that cover it (or the padding's value is 0). The accumulators are written
+and read only inside one iteration, so leaving them out changes no output: the same integer sums (acc + bias,
+and the padding's value times a tap's weight as the product of the copied value with it, wrap as int32 either
+way), bit-exact.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import functools
 from typing import Optional
 
 import tvm
+import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 from tvm.sym import Analyzer
@@ -55,25 +63,27 @@ DEPTHWISE_TILES_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(Arg(11), Arg(9)), Axis(Arg(12), Arg(10)), Axis(Arg(13), 1))),
     *(PointerAccess(pointer, (Axis(Arg(13), 1),)) for pointer in (3, 4, 5)),
 ))
-BORDER_OPS = {"int32": "tvm_ext.depthwise_border_s8", "int16": "tvm_ext.depthwise_border_s8_b16"}
-"""A border pixel's fused helper per bias type: the tiles' arguments, then two padding boxes and their value."""
+BORDER_OPS = {(bias, form): f"tvm_ext.depthwise_border{form if form == '3x3' else ''}_s8{suffix}"
+              for bias, suffix in (("int32", ""), ("int16", "_b16")) for form in ("any", "3x3")}
+"""A border pixel's fused helper per bias type and form ("3x3": a 3x3 window's, one out-of-line copy per bundle;
+"any": any other window, inlined): the tiles' arguments, then where the image lies in the window."""
 # (out, x, w, bias, multiplier, shift, zero_point, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,
-# cols, pad0, pad_rows0, pad_cols0, pad1, pad_rows1, pad_cols1, value, channels): as the tiles' call, and
-# pad_i[r * w_row_stride + k * w_col_stride + c] for r < pad_rows_i, k < pad_cols_i, c < channels.
+# cols, top, left, inside_rows, inside_cols, value, channels): as the tiles' call, w the whole window's weights, x
+# its first tap inside the image (top, left), of inside_rows x inside_cols taps there. x's record is the whole
+# window from that tap (wider than the truth: a constant bound, as the record asks).
 BORDER_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(Arg(20), 1),)),
-    PointerAccess(1, (Axis(Arg(11), Arg(7)), Axis(Arg(12), Arg(8)), Axis(Arg(20), 1))),
-    PointerAccess(2, (Axis(Arg(11), Arg(9)), Axis(Arg(12), Arg(10)), Axis(Arg(20), 1))),
-    *(PointerAccess(pointer, (Axis(Arg(20), 1),)) for pointer in (3, 4, 5)),
-    *(PointerAccess(pointer, (Axis(Arg(pointer + 1), Arg(9)), Axis(Arg(pointer + 2), Arg(10)), Axis(Arg(20), 1)))
-      for pointer in (13, 16)),
+    PointerAccess(0, (Axis(Arg(18), 1),)),
+    PointerAccess(1, (Axis(Arg(11), Arg(7)), Axis(Arg(12), Arg(8)), Axis(Arg(18), 1))),
+    PointerAccess(2, (Axis(Arg(11), Arg(9)), Axis(Arg(12), Arg(10)), Axis(Arg(18), 1))),
+    *(PointerAccess(pointer, (Axis(Arg(18), 1),)) for pointer in (3, 4, 5)),
 ))
-PADDING_BOXES = 2
-"""The most padding calls a border pixel's fused call takes (a 3x3 window's corner has two)."""
+WINDOW_TAPS = 9
+"""The most taps of a window whose border pixels take the border helper (its stack copy of one tile's window:
+``<PREFIX>_DEPTHWISE16_WINDOW_TAPS`` in ``helium_depthwise16.h.in``); a wider window's border keeps the loop."""
 for _bias, _op in DEPTHWISE_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
-for _bias, _op in BORDER_OPS.items():
-    register_mac_helper(_op, functools.partial(depthwise_tiles_helper_name, bias=_bias, border=True), BORDER_ACCESS)
+for (_bias, _form), _op in BORDER_OPS.items():
+    register_mac_helper(_op, functools.partial(depthwise_tiles_helper_name, bias=_bias, border=_form), BORDER_ACCESS)
 
 
 def _uses(expr, var) -> bool:
@@ -137,57 +147,152 @@ class _Tiles:
     def moves_one_tile(self, arg) -> bool:
         """Whether the element ``arg`` points at moves one tile's channels per tile."""
         load = _pointee(arg)
-        return load is not None and self.step(load, self.loop.loop_var) == self.channels
+        return load is not None and (int(self.loop.extent) == 1 or self.step(load, self.loop.loop_var) == self.channels)
 
-    def fused(self, leaf: tirx.Stmt, acc: TensorLoad) -> Optional[s_tir.SBlockRealize]:
-        """The fused call computing ``leaf`` (a window call, then up to PADDING_BOXES padding calls, all on the
-        accumulators ``acc`` over the tile's channels) and the requantization, or None."""
-        calls = _calls(leaf)
-        if not calls or None in calls or calls[0].op.name not in (MAC_OP, BOX_OP) \
-                or any(call.op.name != PAD_OP for call in calls[1:]) or len(calls) > 1 + PADDING_BOXES:
-            return None
-        mac, pads = calls[0], calls[1:]
-        sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
-        requantization = self.requantization
-        if None in sizes or sizes[-1] != self.channels:
-            return None
-        for call in (mac, *pads):
+    def targets(self, calls: list, acc: TensorLoad) -> bool:
+        """Whether each of ``calls`` accumulates into ``acc`` (the elements the epilogue reads)."""
+        for call in calls:
             target = _pointee(call.args[0])
             if target is None or not target.source.same_as(acc.source) \
                     or self.constant(_flat(target) - _flat(acc)) != 0:
-                return None
-        pad_args = []
-        for pad in pads:  # (acc, w, w_row_stride, w_col_stride, rows, cols, value, channels)
-            if any(not isinstance(arg, tirx.IntImm) for arg in pad.args[2:]) or int(pad.args[7]) != self.channels \
-                    or int(pad.args[2]) != sizes[2] or int(pad.args[3]) != sizes[3] \
-                    or int(pad.args[6]) != int(pads[0].args[6]) or not self.moves_one_tile(pad.args[1]):
-                return None
-            pad_args += [self.address(pad.args[1]), pad.args[4], pad.args[5]]
-        if not all(self.moves_one_tile(arg) for arg in (*mac.args[1:3], requantization.args[0],
-                                                         *requantization.args[2:5])):
-            return None
+                return False
+        return True
+
+    def epilogue_moves(self) -> bool:
+        """Whether the requantization's outputs, biases, multipliers and shifts move one tile per tile."""
+        requantization = self.requantization
+        return all(self.moves_one_tile(arg) for arg in (requantization.args[0], *requantization.args[2:5]))
+
+    def block(self, op: str, args: list, loads: list) -> s_tir.SBlockRealize:
+        """The call block of ``op`` on ``args`` and every channel (the last argument), reading the whole buffers
+        of ``loads`` and the epilogue's, writing the outputs."""
+        requantization = self.requantization
         start = self.address(requantization.args[0])
-        args = [start, self.address(mac.args[1]), self.address(mac.args[2]),
-                *(self.address(arg) for arg in requantization.args[2:5]), requantization.args[5], *sizes[:-1]]
-        if mac.op.name == MAC_OP and not pads:
-            op = DEPTHWISE_TILES_OPS[self.bias_type]
-        else:
-            while len(pad_args) < 3 * PADDING_BOXES:  # an absent box: no rows
-                pad_args += [self.address(mac.args[2]), tirx.const(0, "int32"), tirx.const(0, "int32")]
-            value = pads[0].args[6] if pads else tirx.const(0, "int32")
-            args += [*pad_args, value]
-            op = BORDER_OPS[self.bias_type]
-        call = tirx.call_intrin("int32", op, *args, self.total)
-        loads = [_pointee(arg) for arg in (*mac.args[1:3], *requantization.args[2:5], *(p.args[1] for p in pads))]
-        reads = [_whole(load.source) for load in loads]
+        call = tirx.call_intrin("int32", op, start, *args, self.total)
+        reads = [_whole(load.source) for load in (*loads, *(_pointee(arg) for arg in requantization.args[2:5]))]
         block = s_tir.SBlock([], reads, [_region(_pointee(start), self.total)], "depthwise_tiles", tirx.Evaluate(call))
         return s_tir.SBlockRealize([], True, block)
 
+    def epilogue_args(self) -> list:
+        """The requantization's biases, multipliers, shifts (at the first tile) and zero point."""
+        requantization = self.requantization
+        return [*(self.address(arg) for arg in requantization.args[2:5]), requantization.args[5]]
+
+    def fused(self, leaf: tirx.Stmt, acc: TensorLoad) -> Optional[s_tir.SBlockRealize]:
+        """The fused call computing ``leaf`` (one window call on the accumulators ``acc`` over the tile's
+        channels: an interior pixel) and the requantization, or None."""
+        calls = _calls(leaf)
+        if len(calls) != 1 or calls[0] is None or calls[0].op.name != MAC_OP:
+            return None
+        mac = calls[0]
+        sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
+        if None in sizes or sizes[-1] != self.channels or not self.targets([mac], acc) or not self.epilogue_moves() \
+                or not all(self.moves_one_tile(arg) for arg in mac.args[1:3]):
+            return None
+        args = [self.address(mac.args[1]), self.address(mac.args[2]), *self.epilogue_args(), *sizes[:-1]]
+        return self.block(DEPTHWISE_TILES_OPS[self.bias_type], args, [_pointee(arg) for arg in mac.args[1:3]])
+
+    def box(self, w_arg, w_origin: TensorLoad, strides: tuple[int, int], rows: int, cols: int) -> Optional[tuple]:
+        """(top, left) of the taps of the weights at ``w_arg`` in the window whose first tap's weights are
+        ``w_origin`` (weights at ``strides``), a box of ``rows`` x ``cols`` taps inside the window of the
+        interior's sizes, else None."""
+        load = _pointee(self.address(w_arg))
+        if load is None or not load.source.same_as(w_origin.source) or not self.moves_one_tile(w_arg):
+            return None
+        offset = self.constant(_flat(load) - _flat(w_origin))
+        row_stride, col_stride = strides
+        if offset is None or offset < 0 or row_stride <= 0 or col_stride <= 0:
+            return None
+        top, rest = divmod(offset, row_stride)
+        left, lane = divmod(rest, col_stride)
+        return (top, left) if lane == 0 else None
+
+    def border_case(self, leaf: tirx.Stmt, acc: TensorLoad, interior: tvm.ir.Call) -> Optional[tuple]:
+        """(x's element, top, left, rows, cols, value, taps) of ``leaf``: a (clipped) window call and padding
+        calls on the accumulators ``acc``, at the strides of the window call ``interior`` (the interior
+        pixel's), the clipped window's taps (top, left, rows x cols of them) inside the whole window and the
+        padding's value (None without padding calls), ``taps`` the window's taps the calls cover; else None."""
+        calls = _calls(leaf)
+        if not calls or None in calls or calls[0].op.name not in (MAC_OP, BOX_OP) \
+                or any(call.op.name != PAD_OP for call in calls[1:]) or not self.targets(calls, acc):
+            return None
+        mac, pads = calls[0], calls[1:]
+        sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
+        whole = [int(arg) for arg in interior.args[3:]]  # the interior's strides, window and channels
+        if None in sizes or sizes[:4] != whole[:4] or sizes[-1] != self.channels \
+                or not self.moves_one_tile(mac.args[1]):
+            return None
+        origin, strides = _pointee(self.address(interior.args[2])), (whole[2], whole[3])
+        boxes = [(self.box(mac.args[2], origin, strides, sizes[4], sizes[5]), sizes[4], sizes[5])]
+        values = set()
+        for pad in pads:  # (acc, w, w_row_stride, w_col_stride, rows, cols, value, channels)
+            if any(not isinstance(arg, tirx.IntImm) for arg in pad.args[2:]) or int(pad.args[7]) != self.channels \
+                    or (int(pad.args[2]), int(pad.args[3])) != strides:
+                return None
+            boxes.append((self.box(pad.args[1], origin, strides, int(pad.args[4]), int(pad.args[5])),
+                          int(pad.args[4]), int(pad.args[5])))
+            values.add(int(pad.args[6]))
+        taps: set[tuple[int, int]] = set()
+        for corner, rows, cols in boxes:
+            if corner is None or corner[0] + rows > whole[4] or corner[1] + cols > whole[5]:
+                return None
+            box = {(corner[0] + r, corner[1] + k) for r in range(rows) for k in range(cols)}
+            if box & taps:
+                return None
+            taps |= box
+        if len(values) > 1:
+            return None
+        (top, left), rows, cols = boxes[0]
+        x = _pointee(self.address(mac.args[1]))
+        return x, top, left, rows, cols, next(iter(values), None), taps
+
+    def border(self, tree: tirx.Stmt, leaves: list, acc: TensorLoad, interior: tvm.ir.Call) \
+            -> Optional[s_tir.SBlockRealize]:
+        """The border helper's call computing, for the pixels whose position tests ``tree`` leads to any of
+        ``leaves``, what the leaf they reach computes; its clipped window's place and size chosen by the same
+        tests (Select), so that every border case runs one copy of the helper; None where some leaf does not
+        fit (a padding of another value, taps neither in the image nor padded with a value other than 0)."""
+        whole = [int(arg) for arg in interior.args[3:]]
+        if whole[4] * whole[5] > WINDOW_TAPS or not self.epilogue_moves():
+            return None
+        cases = [self.border_case(leaf, acc, interior) for leaf, _ in leaves]
+        if None in cases or len({case[5] for case in cases if case[5] is not None}) > 1:
+            return None
+        value = next((case[5] for case in cases if case[5] is not None), 0)
+        window = {(r, k) for r in range(whole[4]) for k in range(whole[5])}
+        if not -128 <= value <= 127 or any(case[6] != window and value != 0 for case in cases):
+            return None
+        x_loads = [case[0] for case in cases]
+        if any(not load.source.same_as(x_loads[0].source) for load in x_loads):
+            return None
+        indices = [_select(tree, [load.indices[axis] for load in x_loads]) for axis in range(len(x_loads[0].indices))]
+        x = tirx.address_of(tirx.BufferLoad(x_loads[0].source, indices))
+        geometry = [_select(tree, [tirx.const(case[part], "int32") for case in cases]) for part in range(1, 5)]
+        w = self.address(interior.args[2])
+        args = [x, w, *self.epilogue_args(), *interior.args[3:9], *geometry, tirx.const(value, "int32")]
+        form = "3x3" if whole[4:6] == [3, 3] else "any"
+        return self.block(BORDER_OPS[(self.bias_type, form)], args, [x_loads[0], _pointee(w)])
+
+
+def _select(tree: tirx.Stmt, values: list):
+    """The expression choosing ``values[i]`` where the position tests of ``tree`` lead to its leaf i (in
+    ``_leaves``' order): nested Selects of its tests, a value where all its leaves' are equal."""
+    order = iter(values)
+
+    def chosen(stmt: tirx.Stmt):
+        if not isinstance(stmt, tirx.IfThenElse):
+            return next(order)
+        then, other = chosen(stmt.then_case), chosen(stmt.else_case)
+        return then if tvm_ffi.structural_equal(then, other) else tirx.Select(stmt.condition, then, other)
+
+    return chosen(tree)
+
 
 def depthwise_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt]:
-    """The fused calls computing what ``loop`` (inside the loops ``enclosing``) computes: its tree of position
-    tests with every leaf a fused call, else ``if (tests to the interior) fused call else loop`` with that leaf
-    empty; None where ``loop`` is not a loop over depthwise tiles of the module docstring's form."""
+    """The fused calls computing what ``loop`` (inside the loops ``enclosing``) computes: ``if (tests to the
+    interior) interior call else border call`` (or the interior call alone without position tests), else
+    ``if (tests to the interior) interior call else loop`` with that leaf empty; None where ``loop`` is not a loop
+    over depthwise tiles of the module docstring's form."""
     if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
         return None
     stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
@@ -219,17 +324,16 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt
     if not store.source.same_as(read.source) or tiles.constant(at_lane0 - _flat(read)) != 0 \
             or tiles.step(store, lane) != 1:
         return None
-    fused = [tiles.fused(leaf, read) for leaf, _ in leaves]  # in _with_leaves' order
-    if all(call is not None for call in fused):
-        order = iter(fused)
-        return _with_leaves(stmts[-2], lambda leaf: next(order))
-    interior = [index for index, (leaf, _) in enumerate(leaves)
-                if fused[index] is not None and len(_calls(leaf)) == 1 and _calls(leaf)[0].op.name == MAC_OP]
+    fused = [tiles.fused(leaf, read) for leaf, _ in leaves]
+    interior = [index for index, call in enumerate(fused) if call is not None]
     if len(interior) != 1:
         return None
     conditions = leaves[interior[0]][1]
     if not conditions:
         return fused[interior[0]]
+    border = tiles.border(stmts[-2], leaves, read, _calls(leaves[interior[0]][0])[0])
+    if border is not None:
+        return tirx.IfThenElse(functools.reduce(tirx.And, conditions), fused[interior[0]], border)
     order = iter(range(len(leaves)))
     rest = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind,
                     tirx.SeqStmt([*stmts[:-2], _with_leaves(stmts[-2], lambda other: tirx.Evaluate(
@@ -238,7 +342,21 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt
     return tirx.IfThenElse(functools.reduce(tirx.And, conditions), fused[interior[0]], rest)
 
 
+def _one_tile_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt]:
+    """``loop`` with its body replaced by the fused calls where that body is one tile's iteration (a layer of
+    one tile: no loop over tiles; seen as a loop of one tile), else None."""
+    tile = tirx.Var("tile", "int32")
+    one = tirx.For(tile, tirx.const(0, "int32"), tirx.const(1, "int32"), tirx.ForKind.SERIAL, loop.body)
+    body = depthwise_tiles_call(one, (*enclosing, loop))
+    if body is None:
+        return None
+    return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding, loop.annotations)
+
+
 def depthwise_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel after its epilogue calls) with each loop over depthwise channel tiles of the
-    module docstring's form replaced by its fused calls; any other function unchanged."""
-    return with_root_loops_replaced(func, depthwise_tiles_call, enclosing=True)
+    module docstring's form (or a pixel loop's body that is one tile's iteration) replaced by its fused calls;
+    any other function unchanged."""
+    return with_root_loops_replaced(
+        func, lambda loop, enclosing: depthwise_tiles_call(loop, enclosing) or _one_tile_call(loop, enclosing),
+        enclosing=True)

@@ -1,8 +1,10 @@
 """Helium's depthwise schedule (backends/cortex_m/schedules/helium_depthwise.py, the helpers
 backends/cortex_m/helpers/templates/helium_depthwise16.h.in): on cortex-m55 an int8 DEPTHWISE_CONV_2D of depth
 multiplier 1 accumulates 16 channels per helper call where 16 divides its channels (8, the upper lanes
-predicated off, where only 8 does, a count of 8 or 16 as one tile; 4 with the four-channel helper else), a padded border pixel adds its padding
-products with one vector call per box of missing taps, and every variant stays bit for bit with TFLite Micro
+predicated off, where only 8 does, a count of 8 or 16 as one tile; 4 with the four-channel helper else), a pixel's
+tiles fused with their requantization (an interior pixel's one call, a border pixel's one call of the border
+helper whatever its case, or for a window wider than that helper's its padding products with one vector call per
+box of missing taps), and every variant stays bit for bit with TFLite Micro
 under QEMU mps3-an547 (MVE) and on the host (the helpers' portable C)."""
 
 from __future__ import annotations
@@ -65,14 +67,17 @@ def _depthwise_model(seed: int = 30) -> bytes:
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "depthwise", _depthwise_model(), "cortex-m55", "mps3-an547")
-    # a pixel's loop over its tiles of 16 (32 channels) or 8 (24): one fused call over every channel, a border
-    # pixel's with its padding boxes (the input's zero point); 8 channels, one tile (no loop), keep the helpers
+    # a pixel's loop over its tiles of 16 (32 channels) or 8 (24; 8: one tile, no loop): one fused call over every
+    # channel; a border pixel's one call of the border helper whatever its case (the input's zero point as the
+    # padding), out of line for a 3x3 window, inlined for 2x2 (a 5x5 window's border pixels, more taps than the
+    # border helper's window, keep their loop: a test a tap)
     fused = {int(n) for n in re.findall(r"_depthwise_tiles_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
-    border = set(re.findall(r"_depthwise_border_s8(?:_b16)?\(.*, (-?\d+), (\d+)\);", kernels))
-    assert fused == {32, 24} and border == {("-3", "32"), ("-3", "24")}, (fused, border)
-    counts = {int(n) for n in re.findall(r"_depthwise_(?:mac|box)_s8x16\(.*, (\d+)\);", kernels)}
-    assert counts == {8}, counts
-    assert re.search(r"_depthwise_pad_s8x16\(.*, -3, 8\);", kernels), kernels  # the input's zero point
+    border = {(form, int(n)) for form, n in re.findall(r"_depthwise_border(3x3)?_s8(?:_b16)?\(.*, -3, (\d+)\);",
+                                                         kernels)}
+    assert fused == {32, 24, 8}, fused
+    assert border == {(form, n) for form in ("3x3", "") for n in (32, 24, 8)}, border
+    # no tile of 16 or 8 left unfused (12 channels' tiles of four still add their padding with the vector call)
+    assert not re.search(r"_depthwise_(?:mac|box|pad)_s8x16\(.*, (16|8)\);", kernels), kernels
     assert "_depthwise_mac_s8x4(" in kernels  # 12 channels: the four-channel helper
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
 
