@@ -75,6 +75,10 @@ def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     border = {(form, int(n)) for form, n in re.findall(r"_depthwise_border(3x3)?_s8(?:_b16)?\(.*, -3, (\d+)\);",
                                                          kernels)}
     assert fused == {32, 24, 8}, fused
+    # bounded code: a kernel holds one interior call and one border call, however many border cases it has
+    for kernel in re.split(r"\n(?=void )", kernels):
+        calls = re.findall(r"_depthwise_(tiles|border|border3x3)_s8(?:_b16)?\(", kernel)
+        assert calls.count("tiles") <= 1 and len(calls) - calls.count("tiles") <= 1, kernel
     assert border == {(form, n) for form in ("3x3", "") for n in (32, 24, 8)}, border
     # no tile of 16 or 8 left unfused (12 channels' tiles of four still add their padding with the vector call)
     assert not re.search(r"_depthwise_(?:mac|box|pad)_s8x16\(.*, (16|8)\);", kernels), kernels
