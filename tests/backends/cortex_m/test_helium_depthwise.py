@@ -26,7 +26,8 @@ CHANNELS = (32, 24, 8, 12)
 """Input channel counts: 16-channel tiles, 8-channel tiles (the helper's tail), one tile of every channel, the
 four-channel helper."""
 # (kernel size, stride, dilation, padding, depth multiplier)
-CASES = [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1), (5, 1, 1, SAME, 1), (3, 1, 2, VALID, 1), (2, 1, 1, SAME, 1),
+CASES = [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1), (5, 1, 1, SAME, 1), (3, 1, 2, VALID, 1), (3, 1, 2, SAME, 1),
+         (2, 1, 1, SAME, 1),
          (3, 1, 1, SAME, 2)]
 
 
