@@ -17,6 +17,8 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from emulator.tools import missing_tools  # noqa: E402
+from test_depthwise_border_regions import OVERHANGING  # noqa: E402
+from test_depthwise_border_regions import _depthwise_model as _border_model  # noqa: E402
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 
@@ -85,6 +87,20 @@ def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     assert not re.search(r"_depthwise_(?:mac|box|pad)_s8x16\(.*, (16|8)\);", kernels), kernels
     assert "_depthwise_mac_s8x4(" in kernels  # 12 channels: the four-channel helper
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.parametrize("case", ["regions", "overhanging"])
+def test_helium_depthwise_border_cases_stay_bit_exact(tmp_path, case):
+    """The Cortex-M border test's layers (test_depthwise_border_regions: 3x3 SAME at strides 1 and 2, VALID,
+    depth multiplier 2) over 16 channels take the border helper; its windows overhanging every pixel of a 4x4
+    image (5x5 and 7x7, 8 channels: no interior pixel) keep the tiles' loop; both bit-exact on mps3-an547 and on
+    the host."""
+    model = _border_model(16, seed=16) if case == "regions" else _border_model(8, 29, (4, 4), OVERHANGING)
+    bundle, kernels = bit_exact_bundle(tmp_path, case, model, "cortex-m55", "mps3-an547")
+    assert ("_depthwise_border3x3_s8" in kernels) == (case == "regions"), kernels
+    host_selftest_passes(bundle.out_dir)
 
 
 def _pool_model() -> bytes:
