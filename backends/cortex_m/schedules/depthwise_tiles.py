@@ -263,7 +263,9 @@ class _Tiles:
         if not -128 <= value <= 127 or any(case[6] != window and value != 0 for case in cases):
             return None
         x_loads = [case[0] for case in cases]
-        if any(not load.source.same_as(x_loads[0].source) for load in x_loads):
+        if any(not load.source.same_as(x_loads[0].source)
+               or [str(i.ty.dtype) for i in load.indices] != [str(i.ty.dtype) for i in x_loads[0].indices]
+               for load in x_loads):
             return None
         indices = [_select(tree, [load.indices[axis] for load in x_loads]) for axis in range(len(x_loads[0].indices))]
         x = tirx.address_of(tirx.BufferLoad(x_loads[0].source, indices))
@@ -274,12 +276,12 @@ class _Tiles:
         return self.block(BORDER_OPS[(self.bias_type, form)], args, [x_loads[0], _pointee(w)])
 
 
-def _select(tree: tirx.Stmt, values: list):
+def _select(tree: tirx.Stmt, values: list) -> tirx.PrimExpr:
     """The expression choosing ``values[i]`` where the position tests of ``tree`` lead to its leaf i (in
     ``_leaves``' order): nested Selects of its tests, a value where all its leaves' are equal."""
     order = iter(values)
 
-    def chosen(stmt: tirx.Stmt):
+    def chosen(stmt: tirx.Stmt) -> tirx.PrimExpr:
         if not isinstance(stmt, tirx.IfThenElse):
             return next(order)
         then, other = chosen(stmt.then_case), chosen(stmt.else_case)
