@@ -129,8 +129,14 @@ UNIT_TESTS_BY_HELPER = [
                                   HELIUM_REQUANTIZE_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium 16-channel depthwise helpers against the plain loops of their contracts
-    HelperUnitTest("depthwise_mac16", (HELIUM_LANES_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
-                   template_c=helium_template_c, core_macro=HELIUM_MACRO),
+    HelperUnitTest("depthwise_mac16", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE,
+                                       HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
+                   template_c=requantize_template_c, core_macro=HELIUM_MACRO),
+    # the Helium fused depthwise channel tiles (window sums and epilogue) against the plain loops and the scalar
+    # helpers
+    HelperUnitTest("depthwise_tiles", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE,
+                                       HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
+                   template_c=requantize_template_c, core_macro=HELIUM_MACRO),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
