@@ -4,6 +4,8 @@ helper's straight-line window (backends/cortex_m/helpers/depthwise_mac_c.py).
 
 - The helper's C, built on the host, against plain sums for every window of up to 5x5 taps (its three-tap
   steps and the one or two taps left) and strides that interleave rows.
+- A DSP bundle's int8 tap fenced by a schedule barrier (issue 29), a Helium bundle's copy unchanged; template
+  options empty unless a library fills them.
 - The rectangles' arithmetic: the boxes outside the image's taps cover the window minus the box, once each.
 - Depthwise models (stride 1 and 2, SAME and VALID padding, 8 and 6 channels, depth multiplier 2) compiled
   for cortex-m4f run bit-exactly with TFLite Micro under QEMU and on the host, warning-free, and no padded
@@ -19,7 +21,10 @@ import subprocess
 import numpy as np
 import pytest
 
+from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import mac_helpers_c
+from backends.cortex_m.helpers.helium_c import helium_mac_helpers_c
+from packager.template_files import helper_template_c
 from tvm import tirx
 from tvm_ext.schedule.border_regions import Segment, outside_boxes, pixel_segments
 
@@ -69,6 +74,29 @@ def test_depthwise_helper_adds_every_tap_of_windows_up_to_5x5(tmp_path):
 
 
 # --- the rectangles' arithmetic -------------------------------------------------------------------------------
+
+_S8_TAP_END = "sums[3] = __smlatt(x13, w13, sums[3]);"
+
+
+def test_dsp_bundle_fences_each_int8_depthwise_tap_and_a_helium_bundle_keeps_the_template():
+    """A DSP bundle's int8 depthwise tap ends with a schedule barrier (gcc -O2 otherwise hoists the next taps'
+    loads above its MACs and spills: depthwise_mac.h.in); the int16 tap has none, and a Helium bundle's copy of
+    the template (its build without MVE) is the template with its option empty: its C unchanged."""
+    dsp = mac_helpers_c("t")
+    assert dsp.count(_S8_TAP_END + "\n    t_schedule_barrier();\n#else") == 1
+    assert dsp.count("t_schedule_barrier();\n#else") == 1  # the int8 tap only
+    helium = helium_mac_helpers_c("t")
+    assert helium.count(_S8_TAP_END + "\n#else") == 1 and "option_" not in helium
+    assert helper_template_c("backends.cortex_m.helpers", DEPTHWISE_MAC_TEMPLATE, "t") in helium
+
+
+def test_template_options_are_empty_unless_given_and_an_unknown_one_is_refused():
+    template = "backends.cortex_m.helpers", DEPTHWISE_MAC_TEMPLATE, "t"
+    given = helper_template_c(*template, {"option_after_s8_tap": " /* here */"})
+    assert given == helper_template_c(*template).replace(_S8_TAP_END, _S8_TAP_END + " /* here */")
+    with pytest.raises(KeyError, match="option_nowhere"):
+        helper_template_c(*template, {"option_nowhere": ""})
+
 
 def test_outside_boxes_cover_the_window_minus_the_box_once():
     window = [(0, 3), (0, 4), (0, 2)]
