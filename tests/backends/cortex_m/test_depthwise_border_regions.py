@@ -75,25 +75,28 @@ def test_depthwise_helper_adds_every_tap_of_windows_up_to_5x5(tmp_path):
 
 # --- the rectangles' arithmetic -------------------------------------------------------------------------------
 
-_S8_TAP_END = "sums[3] = __smlatt(x13, w13, sums[3]);"
+_S8_STEP_TAPS = [f"t_depthwise_tap_s8x4(sums, x + {k} * x_col_stride, w + {k} * w_col_stride);"
+                 for k in ("k", "(k + 1)", "(k + 2)")]
 
 
-def test_dsp_bundle_fences_each_int8_depthwise_tap_and_a_helium_bundle_keeps_the_template():
-    """A DSP bundle's int8 depthwise tap ends with a schedule barrier (gcc -O2 otherwise hoists the next taps'
-    loads above its MACs and spills: depthwise_mac.h.in); the int16 tap has none, and a Helium bundle's copy of
-    the template (its build without MVE) is the template with its option empty: its C unchanged."""
+def test_dsp_bundle_fences_each_int8_depthwise_tap_of_a_step_and_a_helium_bundle_keeps_the_template():
+    """A DSP bundle's int8 depthwise row fences each tap of its three-tap steps with a schedule barrier (gcc -O2
+    otherwise hoists the next taps' loads above their MACs and spills: depthwise_mac.h.in); not the taps left
+    after the steps, nor the int16 row; and a Helium bundle's copy of the template (its build without MVE) is
+    the template with its option empty: its C unchanged."""
     dsp = mac_helpers_c("t")
-    assert dsp.count(_S8_TAP_END + "\n    t_schedule_barrier();\n#else") == 1
-    assert dsp.count("t_schedule_barrier();\n#else") == 1  # the int8 tap only
+    fence = "\n#if defined(__ARM_FEATURE_DSP)\n        t_schedule_barrier();\n#endif"
+    assert all(dsp.count(tap + fence) == 1 for tap in _S8_STEP_TAPS)
+    assert dsp.count(fence) == 3  # the step's three taps, no other
     helium = helium_mac_helpers_c("t")
-    assert helium.count(_S8_TAP_END + "\n#else") == 1 and "option_" not in helium
+    assert fence not in helium and "option_" not in helium
     assert helper_template_c("backends.cortex_m.helpers", DEPTHWISE_MAC_TEMPLATE, "t") in helium
 
 
 def test_template_options_are_empty_unless_given_and_an_unknown_one_is_refused():
     template = "backends.cortex_m.helpers", DEPTHWISE_MAC_TEMPLATE, "t"
     given = helper_template_c(*template, {"option_after_s8_tap": " /* here */"})
-    assert given == helper_template_c(*template).replace(_S8_TAP_END, _S8_TAP_END + " /* here */")
+    assert given.count(" /* here */") == 3 and given.replace(" /* here */", "") == helper_template_c(*template)
     with pytest.raises(KeyError, match="option_nowhere"):
         helper_template_c(*template, {"option_nowhere": ""})
 
