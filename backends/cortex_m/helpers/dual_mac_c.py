@@ -54,8 +54,8 @@ def dual_mac_2px_helper_name(prefix: str) -> str:
 
 def dsp_template_options(prefix: str) -> dict[str, dict[str, str]]:
     """The options (`packager.template_files.helper_template_c`) a DSP bundle of prefix `prefix` fills, per
-    template: a schedule barrier after each int8 depthwise tap of a row's three-tap steps where the compiler
-    has the DSP extension (`templates/depthwise_mac.h.in` says why)."""
+    template: a schedule barrier after each int8 depthwise tap of a row's three-tap steps and between the two
+    taps left, where the compiler has the DSP extension (`templates/depthwise_mac.h.in` says why)."""
     fence = f"\n#if defined(__ARM_FEATURE_DSP)\n        {prefix}_schedule_barrier();\n#endif"  # defined there only
     return {DEPTHWISE_MAC_TEMPLATE: {"option_after_s8_tap": fence}}
 

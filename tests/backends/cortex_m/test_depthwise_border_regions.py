@@ -80,14 +80,15 @@ _S8_STEP_TAPS = [f"t_depthwise_tap_s8x4(sums, x + {k} * x_col_stride, w + {k} * 
 
 
 def test_dsp_bundle_fences_each_int8_depthwise_tap_of_a_step_and_a_helium_bundle_keeps_the_template():
-    """A DSP bundle's int8 depthwise row fences each tap of its three-tap steps with a schedule barrier (gcc -O2
-    otherwise hoists the next taps' loads above their MACs and spills: depthwise_mac.h.in); not the taps left
-    after the steps, nor the int16 row; and a Helium bundle's copy of the template (its build without MVE) is
-    the template with its option empty: its C unchanged."""
+    """A DSP bundle's int8 depthwise row fences each tap of its three-tap steps, and the first of the two taps
+    left, with a schedule barrier (gcc -O2 otherwise hoists the next taps' loads above their MACs and spills:
+    depthwise_mac.h.in); not the last tap of a row, nor the int16 row; and a Helium bundle's copy of the template
+    (its build without MVE) is the template with its option empty: its C unchanged."""
     dsp = mac_helpers_c("t")
     fence = "\n#if defined(__ARM_FEATURE_DSP)\n        t_schedule_barrier();\n#endif"
     assert all(dsp.count(tap + fence) == 1 for tap in _S8_STEP_TAPS)
-    assert dsp.count(fence) == 3  # the step's three taps, no other
+    assert dsp.count("if (k + 1 < cols) {" + fence + "\n        t_depthwise_tap_s8x4(") == 1  # between those left
+    assert dsp.count(fence) == 4  # no other
     helium = helium_mac_helpers_c("t")
     assert fence not in helium and "option_" not in helium
     assert helper_template_c("backends.cortex_m.helpers", DEPTHWISE_MAC_TEMPLATE, "t") in helium
@@ -96,7 +97,7 @@ def test_dsp_bundle_fences_each_int8_depthwise_tap_of_a_step_and_a_helium_bundle
 def test_template_options_are_empty_unless_given_and_an_unknown_one_is_refused():
     template = "backends.cortex_m.helpers", DEPTHWISE_MAC_TEMPLATE, "t"
     given = helper_template_c(*template, {"option_after_s8_tap": " /* here */"})
-    assert given.count(" /* here */") == 3 and given.replace(" /* here */", "") == helper_template_c(*template)
+    assert given.count(" /* here */") == 4 and given.replace(" /* here */", "") == helper_template_c(*template)
     with pytest.raises(KeyError, match="option_nowhere"):
         helper_template_c(*template, {"option_nowhere": ""})
 
