@@ -19,7 +19,7 @@ import pytest
 from backends.cortex_m.helpers import cortex_m_helpers_c, helium_helpers_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
-from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
+from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, dsp_template_c
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_CONV_TILES_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE,
                                                HELIUM_LANES_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
@@ -101,7 +101,8 @@ def requantize_template_c(template: str, prefix: str, helper_c: Callable[[str, s
 
 
 DUAL_MAC = HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE))
-DEPTHWISE_MAC = HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE))
+DEPTHWISE_MAC = HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE),
+                               template_c=dsp_template_c)  # as a DSP bundle fills its options
 ROW_DOT = HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE))
 UNIT_TESTS_BY_HELPER = [
     DUAL_MAC,
