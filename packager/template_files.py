@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from importlib import resources
+from collections.abc import Mapping
 from string import Template
+from typing import Optional
 
 from packager.c_text import macro_prefix
 
@@ -17,11 +19,24 @@ def template_text(package: str, file_name: str) -> str:
     return resources.files(package).joinpath("templates", file_name).read_text(encoding="utf-8")
 
 
-def helper_template_c(package: str, file_name: str, prefix: str) -> str:
+OPTION_PREFIX = "option_"
+"""A template's placeholders named `${option_...}` are the options a helper library may fill (C text it inserts
+there); each one not given is empty, so a library that fills none defines the template's C as if it had none."""
+
+
+def helper_template_c(package: str, file_name: str, prefix: str, options: Optional[Mapping[str, str]] = None) -> str:
     """The C a bundle of prefix `prefix` defines from the hand-written helper template
     `<package>/templates/<file_name>`: its leading documentation comment (TEMPLATE_DOC_OPEN .. TEMPLATE_DOC_CLOSE)
-    left out, `${prefix}` the prefix and `${PREFIX}` its macro prefix (`packager.c_text.macro_prefix`)."""
+    left out, `${prefix}` the prefix, `${PREFIX}` its macro prefix (`packager.c_text.macro_prefix`) and each
+    `${option_...}` placeholder the text `options` gives it (OPTION_PREFIX; empty where not given)."""
     text = template_text(package, file_name)
     if text.startswith(TEMPLATE_DOC_OPEN):
         text = text[text.index(TEMPLATE_DOC_CLOSE) + len(TEMPLATE_DOC_CLOSE):]
-    return Template(text).substitute(prefix=prefix, PREFIX=macro_prefix(prefix))
+    template = Template(text)
+    names = {match.group("named") or match.group("braced") for match in template.pattern.finditer(text)}
+    filled = {name: "" for name in names if name and name.startswith(OPTION_PREFIX)}
+    unknown = set(options or {}) - set(filled)
+    if unknown:
+        raise KeyError(f"{file_name} has no placeholder {sorted(unknown)[0]}")
+    filled.update(options or {})
+    return template.substitute(filled, prefix=prefix, PREFIX=macro_prefix(prefix))

@@ -52,10 +52,24 @@ def dual_mac_2px_helper_name(prefix: str) -> str:
     return f"{prefix}_dual_mac_s8x2x4"
 
 
+def dsp_template_options(prefix: str) -> dict[str, dict[str, str]]:
+    """The options (`packager.template_files.helper_template_c`) a DSP bundle of prefix `prefix` fills, per
+    template: a schedule barrier after each int8 depthwise tap of a row's three-tap steps and between the two
+    taps left, where the compiler has the DSP extension (`templates/depthwise_mac.h.in` says why)."""
+    fence = f"\n#if defined(__ARM_FEATURE_DSP)\n        {prefix}_schedule_barrier();\n#endif"  # defined there only
+    return {DEPTHWISE_MAC_TEMPLATE: {"option_after_s8_tap": fence}}
+
+
+def dsp_template_c(name: str, prefix: str) -> str:
+    """The C a DSP bundle of prefix `prefix` defines for the helper template `name`, its options filled
+    (`dsp_template_options`)."""
+    return helper_template_c(__package__, name, prefix, dsp_template_options(prefix).get(name))
+
+
 def mac_helpers_c(prefix: str, templates: tuple[str, ...] = MAC_HELPER_TEMPLATES) -> str:
     """The C definitions of every MAC helper for the bundle `prefix`, from `templates` in their order (by
     default MAC_HELPER_TEMPLATES: the word operations, the one-pixel helpers (int8 and int16 inputs), the
     two-pixel one (int8), then the helpers that share the word operations (the two-pixel MAC on widened inputs,
     the depthwise helpers, the row dot product); a Helium bundle's replace two of them,
     `backends.cortex_m.helpers.helium_c`)."""
-    return "".join(helper_template_c(__package__, name, prefix) for name in templates)
+    return "".join(dsp_template_c(name, prefix) for name in templates)

@@ -16,7 +16,11 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
 - `helium_depthwise16.h.in`: `<prefix>_depthwise_mac_s8x16`, `_box_s8x16` and `_pad_s8x16`, an int8 depthwise
   reduction over a tile of up to 16 channels (two halves of eight int16 lanes, VMULLB/VMULLT, VCTP tails) and
   a border pixel's padding products, called by Helium's own depthwise schedule
-  (`backends.cortex_m.schedules.helium_depthwise`); no DSP twin, its portable C the same sums;
+  (`backends.cortex_m.schedules.helium_depthwise`); no DSP twin, its portable C the same sums; and
+  `<prefix>_depthwise_tiles_s8` and `_depthwise_border_s8` (`_b16`: int16 biases; `_border3x3_s8`: a 3x3
+  window's, out of line), every channel tile of one depthwise output pixel (interior, or border: its window's
+  taps inside the image copied among the padding's) with the requantization fused, the accumulators starting at
+  the biases in registers (`backends.cortex_m.schedules.depthwise_tiles`);
 - `helium_conv_tiles.h.in`: `<prefix>_conv_tiles_s8` (`_s8_b16`: int16 biases), every channel tile of one output pixel of an int8
   convolution or fully connected layer in one call: the dual MAC and the requantization
   epilogue above fused, each tile's accumulators starting at its biases and never stored
@@ -91,3 +95,12 @@ def helium_requantize_c(prefix: str) -> str:
     `helium_mac_helpers_c`)."""
     return "".join(helper_template_c(__package__, name, prefix)
                    for name in (HELIUM_REQUANTIZE_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE))
+
+
+def depthwise_tiles_helper_name(prefix: str, bias: str, border: str = "") -> str:
+    """The C name of the fused depthwise channel tiles' helper for biases of type `bias` ("int32" or "int16") in
+    the bundle `prefix`: an interior pixel's, or where `border` ("any" or "3x3") a border pixel's (its window
+    copied with the padding), "3x3" the out-of-line copy for 3x3 windows."""
+    name = {"": f"{prefix}_depthwise_tiles_s8", "any": f"{prefix}_depthwise_border_s8",
+            "3x3": f"{prefix}_depthwise_border3x3_s8"}[border]
+    return name if bias == "int32" else f"{name}_b16"

@@ -13,6 +13,8 @@ the helpers of `backends.cortex_m.helpers`.
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
 - `conv_tiles` (Helium): after the epilogue calls, a loop over an int8 convolution's channel tiles (zeroed
   accumulators, the dual MAC, the epilogue) as one call of the fused helper;
+- `depthwise_tiles` (Helium): then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
+  accumulators, the window and padding calls under position tests, the epilogue) as fused calls, one per case;
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
   without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for).
 """
@@ -26,6 +28,7 @@ from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules.border_window import has_short_rows, paired_windows, window_buffer, windowed_border
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, pays_two_pixels as helium_pays_two_pixels
+from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
@@ -82,8 +85,8 @@ class HeliumMacSchedules(DualMacSchedules):
     def epilogue_calls(func):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
-        channel-tiles helper (`conv_tiles`)."""
-        return conv_tiles_calls(requantize_epilogue_calls(func, helper=HELIUM_EPILOGUE))
+        channel-tiles helper (`conv_tiles`), and each depthwise pixel's (`depthwise_tiles`)."""
+        return depthwise_tiles_calls(conv_tiles_calls(requantize_epilogue_calls(func, helper=HELIUM_EPILOGUE)))
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()

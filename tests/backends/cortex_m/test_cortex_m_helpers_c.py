@@ -19,7 +19,7 @@ import pytest
 from backends.cortex_m.helpers import cortex_m_helpers_c, helium_helpers_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
-from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE
+from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, dsp_template_c
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_CONV_TILES_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE,
                                                HELIUM_LANES_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
@@ -101,7 +101,8 @@ def requantize_template_c(template: str, prefix: str, helper_c: Callable[[str, s
 
 
 DUAL_MAC = HelperUnitTest("dual_mac", (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE))
-DEPTHWISE_MAC = HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE))
+DEPTHWISE_MAC = HelperUnitTest("depthwise_mac", (DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE),
+                               template_c=dsp_template_c)  # as a DSP bundle fills its options
 ROW_DOT = HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE))
 UNIT_TESTS_BY_HELPER = [
     DUAL_MAC,
@@ -129,8 +130,14 @@ UNIT_TESTS_BY_HELPER = [
                                   HELIUM_REQUANTIZE_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium 16-channel depthwise helpers against the plain loops of their contracts
-    HelperUnitTest("depthwise_mac16", (HELIUM_LANES_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
-                   template_c=helium_template_c, core_macro=HELIUM_MACRO),
+    HelperUnitTest("depthwise_mac16", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE,
+                                       HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
+                   template_c=requantize_template_c, core_macro=HELIUM_MACRO),
+    # the Helium fused depthwise channel tiles (window sums and epilogue) against the plain loops and the scalar
+    # helpers
+    HelperUnitTest("depthwise_tiles", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE,
+                                       HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
+                   template_c=requantize_template_c, core_macro=HELIUM_MACRO),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")

@@ -4,6 +4,8 @@ helper's straight-line window (backends/cortex_m/helpers/depthwise_mac_c.py).
 
 - The helper's C, built on the host, against plain sums for every window of up to 5x5 taps (its three-tap
   steps and the one or two taps left) and strides that interleave rows.
+- A DSP bundle's int8 tap fenced by a schedule barrier (issue 29), a Helium bundle's copy unchanged; template
+  options empty unless a library fills them.
 - The rectangles' arithmetic: the boxes outside the image's taps cover the window minus the box, once each.
 - Depthwise models (stride 1 and 2, SAME and VALID padding, 8 and 6 channels, depth multiplier 2) compiled
   for cortex-m4f run bit-exactly with TFLite Micro under QEMU and on the host, warning-free, and no padded
@@ -19,7 +21,10 @@ import subprocess
 import numpy as np
 import pytest
 
+from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import mac_helpers_c
+from backends.cortex_m.helpers.helium_c import helium_mac_helpers_c
+from packager.template_files import helper_template_c
 from tvm import tirx
 from tvm_ext.schedule.border_regions import Segment, outside_boxes, pixel_segments
 
@@ -69,6 +74,33 @@ def test_depthwise_helper_adds_every_tap_of_windows_up_to_5x5(tmp_path):
 
 
 # --- the rectangles' arithmetic -------------------------------------------------------------------------------
+
+_S8_STEP_TAPS = [f"t_depthwise_tap_s8x4(sums, x + {k} * x_col_stride, w + {k} * w_col_stride);"
+                 for k in ("k", "(k + 1)", "(k + 2)")]
+
+
+def test_dsp_bundle_fences_each_int8_depthwise_tap_of_a_step_and_a_helium_bundle_keeps_the_template():
+    """A DSP bundle's int8 depthwise row fences each tap of its three-tap steps, and the first of the two taps
+    left, with a schedule barrier (gcc -O2 otherwise hoists the next taps' loads above their MACs and spills:
+    depthwise_mac.h.in); not the last tap of a row, nor the int16 row; and a Helium bundle's copy of the template
+    (its build without MVE) is the template with its option empty: its C unchanged."""
+    dsp = mac_helpers_c("t")
+    fence = "\n#if defined(__ARM_FEATURE_DSP)\n        t_schedule_barrier();\n#endif"
+    assert all(dsp.count(tap + fence) == 1 for tap in _S8_STEP_TAPS)
+    assert dsp.count("if (k + 1 < cols) {" + fence + "\n        t_depthwise_tap_s8x4(") == 1  # between those left
+    assert dsp.count(fence) == 4  # no other
+    helium = helium_mac_helpers_c("t")
+    assert fence not in helium and "option_" not in helium
+    assert helper_template_c("backends.cortex_m.helpers", DEPTHWISE_MAC_TEMPLATE, "t") in helium
+
+
+def test_template_options_are_empty_unless_given_and_an_unknown_one_is_refused():
+    template = "backends.cortex_m.helpers", DEPTHWISE_MAC_TEMPLATE, "t"
+    given = helper_template_c(*template, {"option_after_s8_tap": " /* here */"})
+    assert given.count(" /* here */") == 4 and given.replace(" /* here */", "") == helper_template_c(*template)
+    with pytest.raises(KeyError, match="option_nowhere"):
+        helper_template_c(*template, {"option_nowhere": ""})
+
 
 def test_outside_boxes_cover_the_window_minus_the_box_once():
     window = [(0, 3), (0, 4), (0, 2)]

@@ -1,8 +1,10 @@
 """Helium's depthwise schedule (backends/cortex_m/schedules/helium_depthwise.py, the helpers
 backends/cortex_m/helpers/templates/helium_depthwise16.h.in): on cortex-m55 an int8 DEPTHWISE_CONV_2D of depth
 multiplier 1 accumulates 16 channels per helper call where 16 divides its channels (8, the upper lanes
-predicated off, where only 8 does, a count of 8 or 16 as one tile; 4 with the four-channel helper else), a padded border pixel adds its padding
-products with one vector call per box of missing taps, and every variant stays bit for bit with TFLite Micro
+predicated off, where only 8 does, a count of 8 or 16 as one tile; 4 with the four-channel helper else), a pixel's
+tiles fused with their requantization (an interior pixel's one call, a border pixel's one call of the border
+helper whatever its case, or for a window wider than that helper's its padding products with one vector call per
+box of missing taps), and every variant stays bit for bit with TFLite Micro
 under QEMU mps3-an547 (MVE) and on the host (the helpers' portable C)."""
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from emulator.tools import missing_tools  # noqa: E402
+from test_depthwise_border_regions import OVERHANGING  # noqa: E402
+from test_depthwise_border_regions import _depthwise_model as _border_model  # noqa: E402
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 
@@ -24,7 +28,8 @@ CHANNELS = (32, 24, 8, 12)
 """Input channel counts: 16-channel tiles, 8-channel tiles (the helper's tail), one tile of every channel, the
 four-channel helper."""
 # (kernel size, stride, dilation, padding, depth multiplier)
-CASES = [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1), (5, 1, 1, SAME, 1), (3, 1, 2, VALID, 1), (2, 1, 1, SAME, 1),
+CASES = [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1), (5, 1, 1, SAME, 1), (3, 1, 2, VALID, 1), (3, 1, 2, SAME, 1),
+         (2, 1, 1, SAME, 1),
          (3, 1, 1, SAME, 2)]
 
 
@@ -65,11 +70,37 @@ def _depthwise_model(seed: int = 30) -> bytes:
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "depthwise", _depthwise_model(), "cortex-m55", "mps3-an547")
-    counts = {int(n) for n in re.findall(r"_depthwise_(?:mac|box)_s8x16\(.*, (\d+)\);", kernels)}
-    assert counts == {16, 8}, counts  # 32 channels in tiles of 16, 24 in tiles of 8, 8 in one tile
-    assert re.search(r"_depthwise_pad_s8x16\(.*, -3, (16|8)\);", kernels), kernels  # the input's zero point
+    # a pixel's loop over its tiles of 16 (32 channels) or 8 (24; 8: one tile, no loop): one fused call over every
+    # channel; a border pixel's one call of the border helper whatever its case (the input's zero point as the
+    # padding), out of line for a 3x3 window, inlined for 2x2 (a 5x5 window's border pixels, more taps than the
+    # border helper's window, keep their loop: a test a tap)
+    fused = {int(n) for n in re.findall(r"_depthwise_tiles_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
+    border = {(form, int(n)) for form, n in re.findall(r"_depthwise_border(3x3)?_s8(?:_b16)?\(.*, -3, (\d+)\);",
+                                                         kernels)}
+    assert fused == {32, 24, 8}, fused
+    # bounded code: a kernel holds one interior call and one border call, however many border cases it has
+    for kernel in re.split(r"\n(?=void )", kernels):
+        calls = re.findall(r"_depthwise_(tiles|border|border3x3)_s8(?:_b16)?\(", kernel)
+        assert calls.count("tiles") <= 1 and len(calls) - calls.count("tiles") <= 1, kernel
+    assert border == {(form, n) for form in ("3x3", "") for n in (32, 24, 8)}, border
+    # no tile of 16 or 8 left unfused (12 channels' tiles of four still add their padding with the vector call)
+    assert not re.search(r"_depthwise_(?:mac|box|pad)_s8x16\(.*, (16|8)\);", kernels), kernels
     assert "_depthwise_mac_s8x4(" in kernels  # 12 channels: the four-channel helper
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.parametrize("case", ["regions", "overhanging"])
+def test_helium_depthwise_border_cases_stay_bit_exact(tmp_path, case):
+    """The Cortex-M border test's layers (test_depthwise_border_regions: 3x3 SAME at strides 1 and 2, VALID,
+    depth multiplier 2) over 16 channels take the border helper; its windows overhanging every pixel of a 4x4
+    image (5x5 and 7x7, 8 channels: no interior pixel) keep the tiles' loop; both bit-exact on mps3-an547 and on
+    the host."""
+    model = _border_model(16, seed=16) if case == "regions" else _border_model(8, 29, (4, 4), OVERHANGING)
+    bundle, kernels = bit_exact_bundle(tmp_path, case, model, "cortex-m55", "mps3-an547")
+    assert ("_depthwise_border3x3_s8" in kernels) == (case == "regions"), kernels
+    host_selftest_passes(bundle.out_dir)
 
 
 def _pool_model() -> bytes:

@@ -1,0 +1,364 @@
+"""On Helium cores, a depthwise pixel's loop over its 16-channel tiles as one call of a fused depthwise helper.
+
+After Helium's depthwise schedule (``helium_depthwise``) and the epilogue calls (``requantize_epilogue``), one
+output pixel of an int8 DEPTHWISE_CONV_2D runs a loop over its channel tiles whose iteration zeroes the tile's
+accumulators (16 or 8), adds the window's products (``<prefix>_depthwise_mac_s8x16``: an interior pixel; a padded
+layer's border pixels take clipped windows and padding products under tests of the pixel's position that do
+not depend on the tile) and requantizes them (``<prefix>_requantize_s8``). The accumulators go through memory
+three times per tile: zeroed, loaded and stored by the MAC helper (VLD2/VST2), reloaded with the biases by the
+epilogue (kws_ref_model's interior 16-channel tile: about 35 of its 278 instructions).
+``depthwise_tiles_calls`` replaces such a loop (or a pixel's one tile, a layer of 8 or 16 channels) by
+``if (the tests that lead to the interior) <prefix>_depthwise_tiles_s8 else <prefix>_depthwise_border_s8``
+(``_b16``: int16 biases; ``backends.cortex_m.helpers.helium_c``'s ``helium_depthwise16.h.in``), whose tiles start
+their four vector accumulators at the biases and requantize them from the registers. The interior's call is
+inlined (its window straight-line taps). Every border case takes the one border call: its arguments say where
+the image lies in the window (the clipped window's first tap, its place and size, chosen by the same position
+tests as nested Selects), the helper copies those taps into a window of the padding's value on the stack and
+runs the interior's tile on it, so the code does not grow with the border cases (inlining each case's taps
+doubled kws_ref_model's code); a 3x3 window's border helper (``_depthwise_border3x3_s8``) is one out-of-line copy
+for the bundle. Where the border does not fit (a window of more than WINDOW_TAPS taps, a padding of another
+value), only the interior's: ``if (the tests) fused call; else the loop`` with that leaf made empty in the loop
+(no pixel reaching the else branch runs it). kws_ref_model's 3x3 layers on cortex-m55: 155,040 -> 136,553
+instructions each, code 6,432 -> 5,612 B (the outlined box helper and the border cases' taps gone).
+
+A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
+in this order: stores of zero into exactly the accumulators the epilogue reads, the window and padding calls
+on them (under position tests not reading the tile's variable, each with an else branch), one requantization
+(int32 or int16 biases) of those channels; the inputs, weights (the padding boxes' too), outputs, biases,
+multipliers and shifts all move one tile's channels per tile, and each call's sizes are constants. A border
+leaf fits when its clipped window and padding boxes (of one value, an int8) are disjoint boxes of the
+interior's window at its strides that cover it (or the padding's value is 0). The accumulators are written
+and read only inside one iteration, so leaving them out changes no output: the same integer sums (acc + bias,
+and the padding's value times a tap's weight as the product of the copied value with it, wrap as int32 either
+way), bit-exact.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import tvm
+import tvm_ffi
+from tvm import s_tir, tirx
+from tvm.ir import TensorLoad
+from tvm.sym import Analyzer
+
+from backends.cortex_m.helpers.helium_c import depthwise_tiles_helper_name
+from backends.cortex_m.schedules.conv_tiles import _call_of, _flat, _pointee, _region, _zeroed
+from backends.cortex_m.schedules.dual_mac import _whole, register_mac_helper
+from backends.cortex_m.schedules.helium_depthwise import BOX_OP, MAC_OP, PAD_OP
+from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
+
+DEPTHWISE_TILES_OPS = {"int32": "tvm_ext.depthwise_tiles_s8", "int16": "tvm_ext.depthwise_tiles_s8_b16"}
+"""The fused helper's op per bias type (the epilogue's, ``requantize_epilogue.REQUANTIZE_S8_OPS``)."""
+# (out, x, w, bias, multiplier, shift, zero_point, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,
+# cols, channels): out and the epilogue's constants `channels` elements; x[r * x_row_stride + k * x_col_stride + c]
+# and w[r * w_row_stride + k * w_col_stride + c] for r < rows, k < cols, c < channels.
+DEPTHWISE_TILES_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(Arg(13), 1),)),
+    PointerAccess(1, (Axis(Arg(11), Arg(7)), Axis(Arg(12), Arg(8)), Axis(Arg(13), 1))),
+    PointerAccess(2, (Axis(Arg(11), Arg(9)), Axis(Arg(12), Arg(10)), Axis(Arg(13), 1))),
+    *(PointerAccess(pointer, (Axis(Arg(13), 1),)) for pointer in (3, 4, 5)),
+))
+BORDER_OPS = {(bias, form): f"tvm_ext.depthwise_border{form if form == '3x3' else ''}_s8{suffix}"
+              for bias, suffix in (("int32", ""), ("int16", "_b16")) for form in ("any", "3x3")}
+"""A border pixel's fused helper per bias type and form ("3x3": a 3x3 window's, one out-of-line copy per bundle;
+"any": any other window, inlined): the tiles' arguments, then where the image lies in the window."""
+# (out, x, w, bias, multiplier, shift, zero_point, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,
+# cols, top, left, inside_rows, inside_cols, value, channels): as the tiles' call, w the whole window's weights, x
+# its first tap inside the image (top, left), of inside_rows x inside_cols taps there. x's record is the whole
+# window from that tap (wider than the truth: a constant bound, as the record asks).
+BORDER_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(Arg(18), 1),)),
+    PointerAccess(1, (Axis(Arg(11), Arg(7)), Axis(Arg(12), Arg(8)), Axis(Arg(18), 1))),
+    PointerAccess(2, (Axis(Arg(11), Arg(9)), Axis(Arg(12), Arg(10)), Axis(Arg(18), 1))),
+    *(PointerAccess(pointer, (Axis(Arg(18), 1),)) for pointer in (3, 4, 5)),
+))
+WINDOW_TAPS = 9
+"""The most taps of a window whose border pixels take the border helper (its stack copy of one tile's window:
+``<PREFIX>_DEPTHWISE16_WINDOW_TAPS`` in ``helium_depthwise16.h.in``); a wider window's border keeps the loop."""
+for _bias, _op in DEPTHWISE_TILES_OPS.items():
+    register_mac_helper(_op, functools.partial(depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
+for (_bias, _form), _op in BORDER_OPS.items():
+    register_mac_helper(_op, functools.partial(depthwise_tiles_helper_name, bias=_bias, border=_form), BORDER_ACCESS)
+
+
+def _uses(expr, var) -> bool:
+    """Whether ``expr`` reads the variable ``var``."""
+    return any(node.same_as(var) for node in walk(expr))
+
+
+def _leaves(stmt: tirx.Stmt, var, conditions: tuple = ()) -> Optional[list[tuple[tirx.Stmt, tuple]]]:
+    """The leaves of ``stmt``, a tree of position tests not reading ``var`` (itself a leaf when it is no test),
+    each with the tests that lead to it (a test's negation for its else branch); None where a test reads
+    ``var`` or has no else branch."""
+    if not isinstance(stmt, tirx.IfThenElse):
+        return [(stmt, conditions)]
+    # a test without an else branch: its other pixels' outputs are the loop's, which no leaf would write
+    if _uses(stmt.condition, var) or stmt.else_case is None:
+        return None
+    then = _leaves(stmt.then_case, var, (*conditions, stmt.condition))
+    other = _leaves(stmt.else_case, var, (*conditions, tirx.Not(stmt.condition)))
+    return None if then is None or other is None else then + other
+
+
+def _with_leaves(stmt: tirx.Stmt, replace) -> tirx.Stmt:
+    """``stmt`` (``_leaves``'s tree) with each leaf ``replace(leaf)``."""
+    if isinstance(stmt, tirx.IfThenElse):
+        return tirx.IfThenElse(stmt.condition, _with_leaves(stmt.then_case, replace),
+                               _with_leaves(stmt.else_case, replace))
+    return replace(stmt)
+
+
+def _calls(leaf: tirx.Stmt) -> list[Optional[tvm.ir.Call]]:
+    """The helper calls of ``leaf`` (one call block, or a sequence of them), None for any other statement."""
+    stmts = list(leaf.seq) if isinstance(leaf, tirx.SeqStmt) else [leaf]
+    return [_call_of(stmt, (MAC_OP, BOX_OP, PAD_OP)) for stmt in stmts]
+
+
+class _Tiles:
+    """A depthwise tile loop's common parts: its requantization, the analysis over the enclosing loops."""
+
+    def __init__(self, loop: tirx.For, enclosing: tuple, requantization: tvm.ir.Call, channels: int) -> None:
+        self.loop, self.requantization, self.channels = loop, requantization, channels
+        self.analyzer = Analyzer()
+        for outer in (*enclosing, loop):
+            self.analyzer.bind(outer.loop_var, tvm.ir.Range.from_min_extent(outer.min, outer.extent))
+        self.total = int(loop.extent) * channels
+        self.bias_type = next(bias for bias, op in REQUANTIZE_S8_OPS.items() if op == requantization.op.name)
+
+    def constant(self, expr) -> Optional[int]:
+        value = self.analyzer.simplify(expr)
+        return int(value.value) if isinstance(value, tirx.IntImm) else None
+
+    def step(self, load: TensorLoad, var) -> Optional[int]:
+        """How far ``load`` moves per step of ``var``."""
+        following = map_leaves(_flat(load), lambda n: n + 1 if n.same_as(var) else n)
+        return self.constant(following - _flat(load))
+
+    def address(self, arg):
+        """``arg`` at the first tile."""
+        tile = self.loop.loop_var
+        return map_leaves(arg, lambda n: tirx.const(0, str(tile.ty.dtype)) if n.same_as(tile) else n)
+
+    def moves_one_tile(self, arg) -> bool:
+        """Whether the element ``arg`` points at moves one tile's channels per tile."""
+        load = _pointee(arg)
+        return load is not None and (int(self.loop.extent) == 1 or self.step(load, self.loop.loop_var) == self.channels)
+
+    def targets(self, calls: list, acc: TensorLoad) -> bool:
+        """Whether each of ``calls`` accumulates into ``acc`` (the elements the epilogue reads)."""
+        for call in calls:
+            target = _pointee(call.args[0])
+            if target is None or not target.source.same_as(acc.source) \
+                    or self.constant(_flat(target) - _flat(acc)) != 0:
+                return False
+        return True
+
+    def epilogue_moves(self) -> bool:
+        """Whether the requantization's outputs, biases, multipliers and shifts move one tile per tile."""
+        requantization = self.requantization
+        return all(self.moves_one_tile(arg) for arg in (requantization.args[0], *requantization.args[2:5]))
+
+    def block(self, op: str, args: list, loads: list) -> s_tir.SBlockRealize:
+        """The call block of ``op`` on ``args`` and every channel (the last argument), reading the whole buffers
+        of ``loads`` and the epilogue's, writing the outputs."""
+        requantization = self.requantization
+        start = self.address(requantization.args[0])
+        call = tirx.call_intrin("int32", op, start, *args, self.total)
+        reads = [_whole(load.source) for load in (*loads, *(_pointee(arg) for arg in requantization.args[2:5]))]
+        block = s_tir.SBlock([], reads, [_region(_pointee(start), self.total)], "depthwise_tiles", tirx.Evaluate(call))
+        return s_tir.SBlockRealize([], True, block)
+
+    def epilogue_args(self) -> list:
+        """The requantization's biases, multipliers, shifts (at the first tile) and zero point."""
+        requantization = self.requantization
+        return [*(self.address(arg) for arg in requantization.args[2:5]), requantization.args[5]]
+
+    def fused(self, leaf: tirx.Stmt, acc: TensorLoad) -> Optional[s_tir.SBlockRealize]:
+        """The fused call computing ``leaf`` (one window call on the accumulators ``acc`` over the tile's
+        channels: an interior pixel) and the requantization, or None."""
+        calls = _calls(leaf)
+        if len(calls) != 1 or calls[0] is None or calls[0].op.name != MAC_OP:
+            return None
+        mac = calls[0]
+        sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
+        if None in sizes or sizes[-1] != self.channels or not self.targets([mac], acc) or not self.epilogue_moves() \
+                or not all(self.moves_one_tile(arg) for arg in mac.args[1:3]):
+            return None
+        args = [self.address(mac.args[1]), self.address(mac.args[2]), *self.epilogue_args(), *sizes[:-1]]
+        return self.block(DEPTHWISE_TILES_OPS[self.bias_type], args, [_pointee(arg) for arg in mac.args[1:3]])
+
+    def box(self, w_arg, w_origin: TensorLoad, strides: tuple[int, int], rows: int, cols: int) -> Optional[tuple]:
+        """(top, left) of the taps of the weights at ``w_arg`` in the window whose first tap's weights are
+        ``w_origin`` (weights at ``strides``), a box of ``rows`` x ``cols`` taps inside the window of the
+        interior's sizes, else None."""
+        load = _pointee(self.address(w_arg))
+        if load is None or not load.source.same_as(w_origin.source) or not self.moves_one_tile(w_arg):
+            return None
+        offset = self.constant(_flat(load) - _flat(w_origin))
+        row_stride, col_stride = strides
+        if offset is None or offset < 0 or row_stride <= 0 or col_stride <= 0:
+            return None
+        top, rest = divmod(offset, row_stride)
+        left, lane = divmod(rest, col_stride)
+        return (top, left) if lane == 0 else None
+
+    def border_case(self, leaf: tirx.Stmt, acc: TensorLoad, interior: tvm.ir.Call) -> Optional[tuple]:
+        """(x's element, top, left, rows, cols, value, taps) of ``leaf``: a (clipped) window call and padding
+        calls on the accumulators ``acc``, at the strides of the window call ``interior`` (the interior
+        pixel's), the clipped window's taps (top, left, rows x cols of them) inside the whole window and the
+        padding's value (None without padding calls), ``taps`` the window's taps the calls cover; else None."""
+        calls = _calls(leaf)
+        if not calls or None in calls or calls[0].op.name not in (MAC_OP, BOX_OP) \
+                or any(call.op.name != PAD_OP for call in calls[1:]) or not self.targets(calls, acc):
+            return None
+        mac, pads = calls[0], calls[1:]
+        sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
+        whole = [int(arg) for arg in interior.args[3:]]  # the interior's strides, window and channels
+        if None in sizes or sizes[:4] != whole[:4] or sizes[-1] != self.channels \
+                or not self.moves_one_tile(mac.args[1]):
+            return None
+        origin, strides = _pointee(self.address(interior.args[2])), (whole[2], whole[3])
+        boxes = [(self.box(mac.args[2], origin, strides, sizes[4], sizes[5]), sizes[4], sizes[5])]
+        values = set()
+        for pad in pads:  # (acc, w, w_row_stride, w_col_stride, rows, cols, value, channels)
+            if any(not isinstance(arg, tirx.IntImm) for arg in pad.args[2:]) or int(pad.args[7]) != self.channels \
+                    or (int(pad.args[2]), int(pad.args[3])) != strides:
+                return None
+            boxes.append((self.box(pad.args[1], origin, strides, int(pad.args[4]), int(pad.args[5])),
+                          int(pad.args[4]), int(pad.args[5])))
+            values.add(int(pad.args[6]))
+        taps: set[tuple[int, int]] = set()
+        for corner, rows, cols in boxes:
+            if corner is None or corner[0] + rows > whole[4] or corner[1] + cols > whole[5]:
+                return None
+            box = {(corner[0] + r, corner[1] + k) for r in range(rows) for k in range(cols)}
+            if box & taps:
+                return None
+            taps |= box
+        if len(values) > 1:
+            return None
+        (top, left), rows, cols = boxes[0]
+        x = _pointee(self.address(mac.args[1]))
+        return x, top, left, rows, cols, next(iter(values), None), taps
+
+    def border(self, tree: tirx.Stmt, leaves: list, acc: TensorLoad, interior: tvm.ir.Call) \
+            -> Optional[s_tir.SBlockRealize]:
+        """The border helper's call computing, for the pixels whose position tests ``tree`` leads to any of
+        ``leaves``, what the leaf they reach computes; its clipped window's place and size chosen by the same
+        tests (Select), so that every border case runs one copy of the helper; None where some leaf does not
+        fit (a padding of another value, taps neither in the image nor padded with a value other than 0)."""
+        whole = [int(arg) for arg in interior.args[3:]]
+        if whole[4] * whole[5] > WINDOW_TAPS or not self.epilogue_moves():
+            return None
+        cases = [self.border_case(leaf, acc, interior) for leaf, _ in leaves]
+        if None in cases or len({case[5] for case in cases if case[5] is not None}) > 1:
+            return None
+        value = next((case[5] for case in cases if case[5] is not None), 0)
+        window = {(r, k) for r in range(whole[4]) for k in range(whole[5])}
+        if not -128 <= value <= 127 or any(case[6] != window and value != 0 for case in cases):
+            return None
+        x_loads = [case[0] for case in cases]
+        if any(not load.source.same_as(x_loads[0].source)
+               or [str(i.ty.dtype) for i in load.indices] != [str(i.ty.dtype) for i in x_loads[0].indices]
+               for load in x_loads):
+            return None
+        indices = [_select(tree, [load.indices[axis] for load in x_loads]) for axis in range(len(x_loads[0].indices))]
+        x = tirx.address_of(tirx.BufferLoad(x_loads[0].source, indices))
+        geometry = [_select(tree, [tirx.const(case[part], "int32") for case in cases]) for part in range(1, 5)]
+        w = self.address(interior.args[2])
+        args = [x, w, *self.epilogue_args(), *interior.args[3:9], *geometry, tirx.const(value, "int32")]
+        form = "3x3" if whole[4:6] == [3, 3] else "any"
+        return self.block(BORDER_OPS[(self.bias_type, form)], args, [x_loads[0], _pointee(w)])
+
+
+def _select(tree: tirx.Stmt, values: list) -> tirx.PrimExpr:
+    """The expression choosing ``values[i]`` where the position tests of ``tree`` lead to its leaf i (in
+    ``_leaves``' order): nested Selects of its tests, a value where all its leaves' are equal."""
+    order = iter(values)
+
+    def chosen(stmt: tirx.Stmt) -> tirx.PrimExpr:
+        if not isinstance(stmt, tirx.IfThenElse):
+            return next(order)
+        then, other = chosen(stmt.then_case), chosen(stmt.else_case)
+        return then if tvm_ffi.structural_equal(then, other) else tirx.Select(stmt.condition, then, other)
+
+    return chosen(tree)
+
+
+def depthwise_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt]:
+    """The fused calls computing what ``loop`` (inside the loops ``enclosing``) computes: ``if (tests to the
+    interior) interior call else border call`` (or the interior call alone without position tests), else
+    ``if (tests to the interior) interior call else loop`` with that leaf empty; None where ``loop`` is not a loop
+    over depthwise tiles of the module docstring's form."""
+    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
+        return None
+    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
+    if len(stmts) < 3:
+        return None
+    tile = loop.loop_var
+    leaves = _leaves(stmts[-2], tile)
+    requantization = _call_of(stmts[-1], tuple(REQUANTIZE_S8_OPS.values()))
+    if leaves is None or requantization is None or not isinstance(requantization.args[6], tirx.IntImm):
+        return None
+    read = _pointee(requantization.args[1])
+    zeroed = [_zeroed(stmt, read.source) if read is not None else None for stmt in stmts[:-2]]
+    if any(part is None for part in zeroed):
+        return None
+    zeroed = [store for part in zeroed for store in part]
+    channels = int(requantization.args[6])
+    tiles = _Tiles(loop, enclosing, requantization, channels)
+    # the zeroed accumulators: exactly those the epilogue reads (one store in a loop of `channels` lanes, its
+    # other loops of one)
+    if len(zeroed) != 1:
+        return None
+    store, lanes = zeroed[0]
+    for inner in lanes:
+        tiles.analyzer.bind(inner.loop_var, tvm.ir.Range.from_min_extent(inner.min, inner.extent))
+    if not lanes or any(int(inner.extent) != 1 for inner in lanes[:-1]) or int(lanes[-1].extent) != channels:
+        return None
+    lane = lanes[-1].loop_var
+    at_lane0 = map_leaves(_flat(store), lambda n: tirx.const(0, str(n.ty.dtype)) if n.same_as(lane) else n)
+    if not store.source.same_as(read.source) or tiles.constant(at_lane0 - _flat(read)) != 0 \
+            or tiles.step(store, lane) != 1:
+        return None
+    fused = [tiles.fused(leaf, read) for leaf, _ in leaves]
+    interior = [index for index, call in enumerate(fused) if call is not None]
+    if len(interior) != 1:
+        return None
+    conditions = leaves[interior[0]][1]
+    if not conditions:
+        return fused[interior[0]]
+    border = tiles.border(stmts[-2], leaves, read, _calls(leaves[interior[0]][0])[0])
+    if border is not None:
+        return tirx.IfThenElse(functools.reduce(tirx.And, conditions), fused[interior[0]], border)
+    order = iter(range(len(leaves)))
+    rest = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind,
+                    tirx.SeqStmt([*stmts[:-2], _with_leaves(stmts[-2], lambda other: tirx.Evaluate(
+                        tirx.const(0, "int32")) if next(order) == interior[0] else other), stmts[-1]]),
+                    loop.thread_binding, loop.annotations)
+    return tirx.IfThenElse(functools.reduce(tirx.And, conditions), fused[interior[0]], rest)
+
+
+def _one_tile_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt]:
+    """``loop`` with its body replaced by the fused calls where that body is one tile's iteration (a layer of
+    one tile: no loop over tiles; seen as a loop of one tile), else None."""
+    tile = tirx.Var("tile", "int32")
+    one = tirx.For(tile, tirx.const(0, "int32"), tirx.const(1, "int32"), tirx.ForKind.SERIAL, loop.body)
+    body = depthwise_tiles_call(one, (*enclosing, loop))
+    if body is None:
+        return None
+    return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding, loop.annotations)
+
+
+def depthwise_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` (a scheduled kernel after its epilogue calls) with each loop over depthwise channel tiles of the
+    module docstring's form (or a pixel loop's body that is one tile's iteration) replaced by its fused calls;
+    any other function unchanged."""
+    return with_root_loops_replaced(
+        func, lambda loop, enclosing: depthwise_tiles_call(loop, enclosing) or _one_tile_call(loop, enclosing),
+        enclosing=True)

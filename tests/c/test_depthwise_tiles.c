@@ -1,0 +1,142 @@
+/* Unit test of the fused depthwise channel tiles (backends/cortex_m/helpers/templates/helium_depthwise16.h.in after
+ * helium_lanes.h.in, the Helium requantization epilogue and the bundle's scalar requantization, with the prefix
+ * lp): lp_depthwise_tiles_s8 and lp_depthwise_tiles_s8_b16 (an interior pixel), lp_depthwise_border_s8 and
+ * lp_depthwise_border_s8_b16 (a border pixel: a window of up to 3 x 3 taps of which a clipped box, at every place
+ * and of every size, the empty one too, lies in the image and the other taps read the padding value, -128, 0,
+ * 127, 1 or -3), and where the window is 3 x 3 the out-of-line lp_depthwise_border3x3_s8 and _b16, against the
+ * plain sums of their contract requantized by the scalar helpers (lp_requantize_double, lp_saturate_int8), for
+ * every channel count 1..40 (whole tiles of 16 and every predicated tail of both halves), windows of 0 to 4 rows
+ * and columns (the three-tap steps and the one or two taps left), column strides of exactly the channels and
+ * wider, row strides at and above a row's taps, inputs and weights at every byte alignment, values over the whole
+ * int8 range and all at the minimum, per-channel biases (int32 and int16), multipliers and shifts (left and
+ * right), zero points at either end; the bytes after the outputs must keep their value. Built by
+ * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
+ * (biases as the accumulators' start, VLD2 and gathers, VMOVLB/VMOVLT, VMOVNB/VMOVNT, VSTRB.16 predicated, the
+ * border's window copied on the stack). Prints "ok <cases> cases" and exits 0, or names the first failures and
+ * exits 1. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cortex_m_test_values.h"
+#include "depthwise_tiles.h"
+
+#define BUFFER 2048    /* elements: past the farthest one any case reads (under 1,000) */
+#define SIDE 4         /* the most rows and columns of a window */
+#define CHANNELS_MAX 40
+#define GUARD 3        /* bytes after the outputs that must keep their value */
+
+/* Where the image lies in a border pixel's window: the taps top <= r < top + rows, left <= k < left + cols (x
+   their first); every other tap reads value. An interior pixel's: the whole window. */
+typedef struct {
+    int32_t top, left, rows, cols, value;
+} inside_box;
+
+/* What the scalar loops the helper replaces store for channel c of a window of rows x cols taps (the taps
+   outside `inside` reading its value). */
+static int8_t expected_out(const int8_t *x, const int8_t *w, const depthwise_layout *l, int32_t rows, int32_t cols,
+                           int32_t c, int32_t bias, int32_t multiplier, int32_t shift, int32_t zero_point,
+                           const inside_box *inside)
+{
+    int32_t sum = bias;
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t k = 0; k < cols; ++k) {
+            const int in = r >= inside->top && r < inside->top + inside->rows && k >= inside->left
+                           && k < inside->left + inside->cols;
+            const int32_t input = in ? x[(r - inside->top) * l->x_row_stride + (k - inside->left) * l->x_col_stride + c]
+                                     : inside->value;
+            sum += input * w[r * l->w_row_stride + k * l->w_col_stride + c];
+        }
+    }
+    const int32_t requantized = lp_requantize_double(sum, multiplier, shift);
+    return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
+}
+
+int main(void)
+{
+    static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, 1277447166, 2004318071};
+    static const int32_t zero_points[] = {-128, 0, 127, 5};
+    static int8_t x[BUFFER], w[BUFFER];
+    uint32_t state = 11;
+    int32_t cases = 0, failures = 0;
+    for (int32_t channels = 1; channels <= CHANNELS_MAX; ++channels) {
+        for (int32_t rows = 0; rows <= SIDE; ++rows) {
+            for (int32_t cols = 0; cols <= SIDE; ++cols) {
+                for (int32_t layout = 0; layout < 2; ++layout) {
+                    const depthwise_layout l = depthwise_layout_of(channels, rows, cols, layout, channels);
+                    const int8_t *xo = x + l.x_offset, *wo = w + l.w_offset;
+                    const int32_t zero_point = zero_points[(channels + rows + cols) % 4];
+                    fill_s8(x, BUFFER, &state, cases % 7 == 3);
+                    fill_s8(w, BUFFER, &state, cases % 7 == 3);
+                    int32_t bias[CHANNELS_MAX], multiplier[CHANNELS_MAX];
+                    int16_t bias16[CHANNELS_MAX];
+                    int8_t shift[CHANNELS_MAX];
+                    for (int32_t c = 0; c < CHANNELS_MAX; ++c) {
+                        bias[c] = (int32_t)(next_value(&state) >> 19) - (1 << 12);
+                        bias16[c] = (int16_t)bias[c];
+                        multiplier[c] = multipliers[(cases + c) % 5];
+                        shift[c] = (int8_t)(c % 3 == 2 ? 1 : -(int32_t)(4 + (cases + c) % 8));
+                    }
+                    int8_t out[CHANNELS_MAX + GUARD], out16[CHANNELS_MAX + GUARD];
+                    for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                        out[c] = out16[c] = (int8_t)0x5a;
+                    }
+                    static const int32_t values[] = {-128, 0, 127, 1, -3};
+                    /* a border pixel where its window fits the helper's (every other case, at every place and
+                       size of the part inside the image), else an interior one */
+                    const int border = cases % 2 && rows <= 3 && cols <= 3;
+                    inside_box inside = {0, 0, rows, cols, values[cases % 5]};
+                    if (border) {
+                        inside.top = (cases / 2) % (rows + 1);
+                        inside.left = (cases / 3) % (cols + 1);
+                        inside.rows = rows - inside.top - (cases / 5) % (rows - inside.top + 1);
+                        inside.cols = cols - inside.left - (cases / 7) % (cols - inside.left + 1);
+                    }
+                    const int three = border && rows == 3 && cols == 3 && cases % 4 == 1;
+                    int32_t returned;
+                    if (three) {
+                        returned = lp_depthwise_border3x3_s8(out, xo, wo, bias, multiplier, shift, zero_point,
+                                                             l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                             l.w_col_stride, rows, cols, inside.top, inside.left,
+                                                             inside.rows, inside.cols, inside.value, channels)
+                                   | lp_depthwise_border3x3_s8_b16(out16, xo, wo, bias16, multiplier, shift,
+                                                                   zero_point, l.x_row_stride, l.x_col_stride,
+                                                                   l.w_row_stride, l.w_col_stride, rows, cols,
+                                                                   inside.top, inside.left, inside.rows,
+                                                                   inside.cols, inside.value, channels);
+                    } else if (border) {
+                        returned = lp_depthwise_border_s8(out, xo, wo, bias, multiplier, shift, zero_point,
+                                                          l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                          l.w_col_stride, rows, cols, inside.top, inside.left,
+                                                          inside.rows, inside.cols, inside.value, channels)
+                                   | lp_depthwise_border_s8_b16(out16, xo, wo, bias16, multiplier, shift, zero_point,
+                                                                l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                                l.w_col_stride, rows, cols, inside.top, inside.left,
+                                                                inside.rows, inside.cols, inside.value, channels);
+                    } else {
+                        returned = lp_depthwise_tiles_s8(out, xo, wo, bias, multiplier, shift, zero_point,
+                                                         l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                         l.w_col_stride, rows, cols, channels)
+                                   | lp_depthwise_tiles_s8_b16(out16, xo, wo, bias16, multiplier, shift, zero_point,
+                                                               l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                               l.w_col_stride, rows, cols, channels);
+                    }
+                    int wrong = returned != 0;
+                    for (int32_t c = 0; c < channels + GUARD; ++c) {
+                        const int8_t want = c < channels ? expected_out(xo, wo, &l, rows, cols, c, bias[c],
+                                                                        multiplier[c], shift[c], zero_point,
+                                                                        &inside)
+                                                         : (int8_t)0x5a;
+                        wrong |= out[c] != want || out16[c] != want;
+                    }
+                    cases += 1;
+                    if (wrong && failures++ < 8) {
+                        printf("FAIL: channels %ld, rows %ld, cols %ld, layout %ld, border %d (inside %ld %ld %ld %ld)\n",
+                               (long)channels, (long)rows, (long)cols, (long)layout, border, (long)inside.top,
+                               (long)inside.left, (long)inside.rows, (long)inside.cols);
+                    }
+                }
+            }
+        }
+    }
+    return cases_verdict(cases, failures);
+}
