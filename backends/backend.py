@@ -106,9 +106,10 @@ class EmulatedRunner(Protocol):
     def build(self, out_dir: Path, jobs: int = 1) -> Path:
         """Build OUT/'s self-test ELF, `jobs` compilers at once; its path. EmulatedBuildError on failure."""
 
-    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
+    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0, members: tuple[str, ...] = ()) -> EmulatedRun:
         """Run and measure model `model`'s self-test ELF (built first when `build` has not built it yet); the
-        stack peak is that of `<model>_run`."""
+        stack peak is that of `<model>_run`, or of a bundle of several models (`members`: `model` is the
+        bundle's name) the deepest of its members' run functions'."""
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
         """Run the board program `elf` (built as `build` builds, from other sources) without measuring it;
@@ -117,6 +118,11 @@ class EmulatedRunner(Protocol):
     def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
         """The instructions of each kernel call of one inference by the profiling build (QEMU -icount, not
         cycles); None when the runner has no profiling build. RuntimeError when that build fails its run."""
+
+    def call_profile_output(self, out_dir: Path) -> Optional[str]:
+        """What the profiling build printed (emulator.profile.read_call_profile reads an inference's counts from
+        it: a bundle of several models has one part per model); None when the runner has no profiling build.
+        RuntimeError when that build fails its run."""
 
 
 @dataclass(frozen=True)

@@ -55,13 +55,14 @@ def read_call_profile(stdout: str) -> CallProfile:
     return CallProfile(tuple(counted[step] - overhead for step in range(len(counted))), overhead)
 
 
-def run_call_profile(out_dir: Path, board: Board | RiscvBoard, timeout_s: float = 600.0,
-                     makefile: str = QEMU_TEST_MAKEFILE, goal: str = "cortex-m-profile-elf",
-                     elf: str = PROFILE_ELF) -> CallProfile:
-    """Build OUT/'s profiling build (`make -f makefile goal`, which builds OUT/`elf`: Cortex-M's unless
-    given), run it on `board` and read the instructions of each of its calls."""
+def profile_output(out_dir: Path, board: Board | RiscvBoard, timeout_s: float = 600.0,
+                   makefile: str = QEMU_TEST_MAKEFILE, goal: str = "cortex-m-profile-elf",
+                   elf: str = PROFILE_ELF) -> str:
+    """Build OUT/'s profiling build (`make -f makefile goal`, which builds OUT/`elf`: Cortex-M's unless given), run
+    it on `board` and return what it printed (`read_call_profile` reads the counts); CallProfileError unless it
+    ended with exit status 0."""
     make_cross(out_dir, goal, makefile=makefile)
     result = run_qemu(Path(out_dir) / elf, board, timeout_s)
     if result.exit_status != 0:
         raise CallProfileError(f"the profiling build of {out_dir} ended with {result.ending()} on {board.name}")
-    return read_call_profile(result.stdout)
+    return result.stdout

@@ -15,7 +15,7 @@ from backends.backend import EmulatedBuildError, EmulatedRun
 from emulator.boards import Board, CortexMTarget, RiscvBoard
 from emulator.qemu import QemuResult, run_qemu
 from emulator.sizes import read_sizes
-from emulator.stack import ARM_CODE, CodeReading
+from emulator.stack import ARM_CODE, CodeReading, disassemble, read_stack_frames, stack_peak
 from backends.cortex_m.bundle_files.support import (QEMU_TEST_MAKEFILE, SELFTEST_ELF, model_code_stems,
                                                   model_weight_stems)
 
@@ -85,26 +85,40 @@ def build_selftest_elf(out_dir: Path, jobs: int = 1) -> Path:
 
 
 def run_selftest(out_dir: Path, name: str, target: CortexMTarget, timeout_s: float = 600.0,
-                 arena_symbol: str | None = None) -> BoardSelfTest:
-    """Build, run and measure model `name`'s self-test; the stack peak is that of `<name>_run`."""
-    return measure_selftest(build_selftest_elf(out_dir), name, target.name, target.board, timeout_s, arena_symbol)
+                 arena_symbol: str | None = None, members: tuple[str, ...] = ()) -> BoardSelfTest:
+    """Build, run and measure model `name`'s self-test; the stack peak is that of `<name>_run` (of a bundle of
+    several models, `members`: the deepest of their run functions')."""
+    return measure_selftest(build_selftest_elf(out_dir), name, target.name, target.board, timeout_s, arena_symbol,
+                            members=members)
 
 
 def measure_selftest(elf: Path, name: str, target: str, board: Board | RiscvBoard,
                      timeout_s: float = 600.0, arena_symbol: str | None = None,
-                     code: CodeReading = ARM_CODE) -> BoardSelfTest:
+                     code: CodeReading = ARM_CODE, members: tuple[str, ...] = ()) -> BoardSelfTest:
     """Run model `name`'s self-test `elf`, compiled for profile `target` with its objects and `.su` files in
     the folder `elf` is in, on `board`, and measure it with `code`'s binutils; the stack peak is that of
-    `<name>_run` (with the self-test's read_row's on top, where the bundle takes its input row by row)."""
+    `<name>_run` (with the self-test's read_row's on top, where the bundle takes its input row by row), or for a
+    bundle of several models (`members`, packager.several) the deepest of the members' `<member>_run` (each
+    member's in `stack_peak_bytes_per_model`)."""
     result = run_qemu(elf, board, timeout_s)
+    su_files = sorted(Path(elf).parent.rglob("*.su"))
     sizes = read_sizes(
         elf,
-        sorted(Path(elf).parent.rglob("*.su")),
-        stack_root=f"{name}_run",
+        su_files,
+        stack_root=None if members else f"{name}_run",
         stack_indirect=SELFTEST_INDIRECT_CALLEES,
         arena_symbol=arena_symbol,
-        bundle_sources=model_code_stems(name),
+        bundle_sources=model_code_stems(name, members),
         bundle_weight_sources=model_weight_stems(name),
         code=code,
     )
+    if members:
+        frames, functions = read_stack_frames(su_files), disassemble(elf, code)
+        peaks = {member: stack_peak(f"{member}_run", frames, functions, SELFTEST_INDIRECT_CALLEES)
+                 for member in members}
+        deepest = max(peaks.values(), key=lambda peak: peak.bytes)
+        sizes.update(stack_peak_bytes=deepest.bytes, stack_peak_chain=list(deepest.chain),
+                     stack_peak_exact=all(peak.exact for peak in peaks.values()),
+                     stack_estimated_functions=sorted({f for peak in peaks.values() for f in peak.estimated_functions}),
+                     stack_peak_bytes_per_model={member: peak.bytes for member, peak in peaks.items()})
     return BoardSelfTest(target, board.name, result, sizes)

@@ -8,6 +8,9 @@ and `<model>_input0()`... give their places in the static arena).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from memory_planner.api import Buffer
 from memory_planner.plan import ExecutionPlan, KernelCall, TensorRole
 from packager.c_types import c_type_of
@@ -19,12 +22,13 @@ from packager.state import state_definitions, state_symbol
 from packager.template_files import template_text
 
 
-def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointer: dict[str, str]) -> str:
+def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointer: dict[str, str],
+              stored_as: Mapping[str, str] | None = None) -> str:
     tensor = plan.tensors[name]
     root = plan.storage_of(name)
     role = plan.tensors[root].role
     if role is TensorRole.CONSTANT:
-        return weight_symbol(plan, root)
+        return weight_symbol(plan, root, stored_as)
     if role in (TensorRole.INPUT, TensorRole.OUTPUT) and root in io_pointer:
         return io_pointer[root]
     if role is TensorRole.STATE:
@@ -79,6 +83,17 @@ def _poison_definition(M: str) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class SharedArena:
+    """A model's place in a bundle of several (packager.several): the bundle's `name` (its static arena is
+    `<name>_arena`, of `<NAME>_ARENA_BYTES`, declared in `header`), and `stored_as`, the array another model
+    stores each of this model's constants in that it does not store itself (tensor name -> C symbol)."""
+
+    name: str
+    header: str
+    stored_as: Mapping[str, str]
+
+
 _ROWS_HELPERS = ("#include <string.h>", "", template_text("packager", "lp_rows.h").rstrip("\n"))
 """A row-wise input's band helpers (tvm_ext.plan.row_input), static in the entry function's file."""
 
@@ -103,9 +118,10 @@ def _call_lines(step: int, kernel_call: str, failure: str | None, profile_calls:
 
 
 def _kernel_call(plan: ExecutionPlan, M: str, call: KernelCall, offsets: dict[str, int],
-                 io_pointer: dict[str, str]) -> tuple[str, str | None]:
+                 io_pointer: dict[str, str], stored_as: Mapping[str, str] | None = None) -> tuple[str, str | None]:
     """The C call of `call` (no `;`) and the status the run returns when it returns nonzero (None: it returns
-    nothing): a generated kernel's, or a row-wise input's band helper's (packager/templates/lp_rows.h)."""
+    nothing): a generated kernel's (`stored_as`: the weights another model stores, packager.several), or a
+    row-wise input's band helper's (packager/templates/lp_rows.h)."""
     rows = plan.row_input
     fetch = None if rows is None else rows.fetch_of(call)
     if fetch is not None:
@@ -117,18 +133,22 @@ def _kernel_call(plan: ExecutionPlan, M: str, call: KernelCall, offsets: dict[st
     if keep is not None:
         return (f"lp_rows_keep(arena + {offsets[plan.storage_of(keep.band)] + keep.offset}u, "
                 f"{plan.tensors[keep.halo].nbytes}u, arena + {offsets[plan.storage_of(keep.halo)]}u)", None)
-    args = ", ".join(_argument(plan, a, offsets, io_pointer) for a in call.args)
+    args = ", ".join(_argument(plan, a, offsets, io_pointer, stored_as) for a in call.args)
     return f"{call.kernel}({args})", f"{M}_ERROR_INDEX_OUT_OF_RANGE" if call.checks_indices else None
 
 
 def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], offsets: dict[str, int],
-                  buffers: list[Buffer], arena_bytes: int, alignment: int, profile_calls: bool = False) -> str:
+                  buffers: list[Buffer], arena_bytes: int, alignment: int, profile_calls: bool = False,
+                  shared: SharedArena | None = None) -> str:
     """The entry function. Built with -D<MODEL>_POISON_ARENA, it fills every arena byte that no live buffer
     holds with 0xA5 before each call: a plan that let a kernel read bytes it does not own fails its self-test.
 
     With `profile_calls` it is an emulated board's profiling build's run function (never the shipped one): each
     kernel call sits between the board's instruction counter's start and reading (lp_icount.h), and
-    lp_call_profile.h prints each call's count (the runner's support files, e.g. OUT/cortex_m/)."""
+    lp_call_profile.h prints each call's count (the runner's support files, e.g. OUT/cortex_m/).
+
+    With `shared` (a bundle of several models, packager.several) the weights stored by another model are passed
+    under their arrays' names and `<model>_run` runs on the bundle's one static arena instead of its own."""
     m, M = plan.model, macro_prefix(plan.model)
     in_arena = io_in_arena(inputs, outputs)
     single = len(inputs) == 1 and len(outputs) == 1
@@ -154,6 +174,7 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         "#include <stddef.h>",
         "#include <stdint.h>",
         "",
+        *([] if shared is None else [f'#include "{shared.header}"']),
         f'#include "{m}.h"',
         f'#include "{m}_internal.h"',
         *(_PROFILE_INCLUDES if profile_calls else ()),
@@ -178,22 +199,26 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         lines.append("  lp_profile_empty_region(); /* what the counter counts of itself, for each call's count */")
     for step, call in enumerate(plan.calls):
         layers = "; ".join(call.layers) or "(no layer name)"
-        kernel_call, failure = _kernel_call(plan, M, call, offsets, io_pointer)
+        kernel_call, failure = _kernel_call(plan, M, call, offsets, io_pointer, shared and shared.stored_as)
         lines += [f"  /* {step}: {comment(layers)} */", *_poison_lines(M, gaps[step]),
                   *_call_lines(step, kernel_call, failure, profile_calls)]
     call_args = "" if in_arena else ", input, output" if single else ", inputs, outputs"
     if plan.row_input is not None:
         call_args = ", read_row, context, output"
+    static_arena = ([f"{M}_ALIGNED({alignment}) static uint8_t {m}_arena[{max(arena_bytes, 1)}];"] if shared is None
+                    else [f"/* The bundle's one static arena, shared with its other models ({shared.header}). */"])
+    arena_call = (f"{m}_arena, sizeof({m}_arena)" if shared is None
+                  else f"{shared.name}_arena, {macro_prefix(shared.name)}_ARENA_BYTES")
     lines += [
         f"  return {M}_OK;",
         "}",
         "",
         f"#ifndef {M}_NO_STATIC_ARENA",
-        f"{M}_ALIGNED({alignment}) static uint8_t {m}_arena[{max(arena_bytes, 1)}];",
+        *static_arena,
         "",
         run_signature(plan, inputs, outputs, with_arena=False),
         "{",
-        f"  return {m}_run_with_arena({m}_arena, sizeof({m}_arena){call_args});",
+        f"  return {m}_run_with_arena({arena_call}{call_args});",
         "}",
         *(_accessor_definitions(plan, inputs, outputs) if in_arena else []),
         "#endif",

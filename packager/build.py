@@ -50,9 +50,14 @@ def first_error(stderr: str) -> str | None:
 def run_host_selftest(bundle_dir: Path, checksums: tuple[int, ...], timeout_s: float = 600) -> SelftestResult:
     """Run the host's self-test program and judge it against the reference's `checksums`
     (packager.selftest_verdict)."""
+    return read_selftest(*run_host_program(bundle_dir, timeout_s), "host", checksums)
+
+
+def run_host_program(bundle_dir: Path, timeout_s: float = 600) -> tuple[int, str, str]:
+    """Run the host's self-test program: its exit status, how it ended in words, and what it printed."""
     proc = subprocess.run(["./selftest"], cwd=bundle_dir, capture_output=True, timeout=timeout_s)
     ending = f"exit status {proc.returncode}" if proc.returncode >= 0 else f"signal {-proc.returncode}"
-    return read_selftest(proc.returncode, ending, proc.stdout.decode(errors="backslashreplace"), "host", checksums)
+    return proc.returncode, ending, proc.stdout.decode(errors="backslashreplace")
 
 
 def build_bundle(bundle_dir: Path, config: BuildConfig, jobs: int = 1) -> None:

@@ -99,3 +99,8 @@ def array_body(values: np.ndarray, dtype: str, indent: str = "  ") -> str:
 
 def macro_prefix(model: str) -> str:
     return model.upper()
+
+
+EXTERN_C_BEGIN = ("#ifdef __cplusplus", 'extern "C" {', "#endif")
+EXTERN_C_END = ("#ifdef __cplusplus", "}", "#endif")
+"""The lines around a header's declarations that give them C linkage in a C++ translation unit."""

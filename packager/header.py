@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory_planner.plan import ExecutionPlan
-from packager.c_text import comment, macro_prefix
+from packager.c_text import EXTERN_C_BEGIN, EXTERN_C_END, comment, macro_prefix
 from packager.io_header import io_macros, quantize_helpers
 from packager.io_names import IoTensor, io_in_arena
 from packager.state import reset_signature, state_bytes
@@ -65,9 +65,7 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         "#include <stddef.h>",
         "#include <stdint.h>",
         "",
-        "#ifdef __cplusplus",
-        'extern "C" {',
-        "#endif",
+        *EXTERN_C_BEGIN,
         "",
         "/* Bytes of working memory one inference needs (activations and kernel scratch). */",
         f"#define {M}_ARENA_BYTES {arena_bytes}u",
@@ -117,9 +115,7 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         "#endif",
         "",
         *_reset_declaration(plan),
-        "#ifdef __cplusplus",
-        "}",
-        "#endif",
+        *EXTERN_C_END,
         "",
         *quantize_helpers(m, M, inputs, outputs),
         f"#endif /* {guard} */",

@@ -3,7 +3,7 @@ signatures, the requantization helpers, weight declarations)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from backends.backend import HelperLibrary
 from memory_planner.plan import ExecutionPlan, KernelSignature
@@ -13,11 +13,15 @@ from packager.fixed_point_c import requantize_helpers_c
 from packager.signal_c import signal_helpers_c
 
 
-def weight_symbol(plan: ExecutionPlan, tensor_name: str) -> str:
+def weight_symbol(plan: ExecutionPlan, tensor_name: str, stored_as: Mapping[str, str] | None = None) -> str:
+    """The C array of the constant `tensor_name`: `<model>_<name>`, or the array `stored_as` names for it (in a
+    bundle of several models, a constant an earlier model stores with the same bytes: packager.several)."""
+    if stored_as and tensor_name in stored_as:
+        return stored_as[tensor_name]
     return f"{plan.model}_{tensor_name}"
 
 
-def alignment_macro(M: str, alignment: int) -> list[str]:
+def alignment_macro(M: str, alignment: int, on_misaligned: str | None = None) -> list[str]:
     """The lines defining `<M>_ALIGNED(bytes)`, written before a static object's declaration (`<M>_ALIGNED(16)
     static uint8_t arena[...]`), where every form below is valid: the user's own definition if given (`-D`
     or a header included first), else Arm Compiler 5's `__align`, GCC's and Clang's attribute (Arm Compiler 6
@@ -25,11 +29,13 @@ def alignment_macro(M: str, alignment: int) -> list[str]:
     `alignment`, in bytes: the pragma's text cannot hold a macro argument without a `#` operator, which the
     lexical check refuses), C11's `_Alignas`, and else nothing: the static arena may then be
     misaligned (the run functions then return `<M>_ERROR_MISALIGNED_ARENA`, they never read it misaligned) and
-    the weights get their type's alignment."""
+    the weights get their type's alignment. `on_misaligned` says in the comment what the run functions do with a
+    misaligned static arena (default: `<M>_run` returns `<M>_ERROR_MISALIGNED_ARENA`)."""
     return [
         f"/* {M}_ALIGNED(bytes) aligns the static object whose declaration it starts. Define it yourself (e.g.",
         f" * -D'{M}_ALIGNED(bytes)=...') for a compiler not listed; without a form the static arena may be",
-        f" * misaligned ({M}_run then returns {M}_ERROR_MISALIGNED_ARENA) and the weights get their type's own",
+        f" * misaligned ({on_misaligned or f'{M}_run then returns {M}_ERROR_MISALIGNED_ARENA'}) and the weights get "
+        "their type's own",
         " * alignment. */",
         f"#ifndef {M}_ALIGNED",
         "#if defined(__ARMCC_VERSION) && (__ARMCC_VERSION < 6000000) /* Arm Compiler 5 */",
@@ -50,10 +56,12 @@ def alignment_macro(M: str, alignment: int) -> list[str]:
 def write_internal_header(
     plan: ExecutionPlan, kernels: Sequence[KernelSignature], requantize_roundings: tuple[str, ...],
     helper_libraries: Sequence[HelperLibrary] = (), signal_helpers: Sequence[str] = (), alignment: int = 16,
+    stored_as: Mapping[str, str] | None = None,
 ) -> str:
     """The internal header: the `kernels`' prototypes, the requantization helpers they call, the backend
     helper libraries they call (`helper_libraries`), the signal-library helpers they call (`signal_helpers`,
-    C names), the weights, and the alignment macro (`alignment` in bytes: the arena's and the weights')."""
+    C names), the weights (each under its `weight_symbol`, `stored_as` naming those stored by another model),
+    and the alignment macro (`alignment` in bytes: the arena's and the weights')."""
     M = macro_prefix(plan.model)
     guard = f"{M}_INTERNAL_H"
     lines = [
@@ -82,6 +90,7 @@ def write_internal_header(
         "/* Weights (const: they stay in flash). */",
     ]
     for tensor in plan.constants():
-        lines.append(f"extern const {c_type_of(tensor.dtype)} {weight_symbol(plan, tensor.name)}[{tensor.elements}];")
+        symbol = weight_symbol(plan, tensor.name, stored_as)
+        lines.append(f"extern const {c_type_of(tensor.dtype)} {symbol}[{tensor.elements}];")
     lines += ["", f"#endif /* {guard} */", ""]
     return "\n".join(lines)

@@ -140,47 +140,64 @@ def _compare_functions(outputs: list[IoTensor]) -> list[str]:
     return parts
 
 
-def _case_arrays(c_type: str, name: str, elements: int, dtype: str, values: list[np.ndarray]) -> str:
-    """`static const <c_type> <name>[SELFTEST_CASES][elements]`, one row per case's `values`."""
+def _case_arrays(c_type: str, name: str, cases: str, elements: int, dtype: str, values: list[np.ndarray]) -> str:
+    """`static const <c_type> <name>[<cases>][elements]`, one row per case's `values`."""
     rows = ",\n".join(array_body(v.astype(dtype), dtype, indent="    ") for v in values)
-    return f"static const {c_type} {name}[SELFTEST_CASES][{elements}] = {{\n{rows}\n}};"
+    return f"static const {c_type} {name}[{cases}][{elements}] = {{\n{rows}\n}};"
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The C names of one model's part of selftest.c: its arrays start with `arrays`, its case count is the
+    macro `cases`, its cases run by the function `run_case`. A bundle of one model uses the plain names, one of
+    several adds each model's prefix (`names_for`)."""
+
+    arrays: str = "selftest_"
+    cases: str = "SELFTEST_CASES"
+    run_case: str = "run_case"
+
+
+def names_for(model: str) -> _Names:
+    """The names of `model`'s part of the self-test of a bundle of several models."""
+    return _Names(f"selftest_{model}_", f"SELFTEST_{macro_prefix(model)}_CASES", f"run_case_{model}")
 
 
 def _run_case_lines(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor],
-                    vectors: TestVectors) -> list[str]:
+                    vectors: TestVectors, names: _Names) -> list[str]:
     """`run_case(c)`: case c from the model's reset state (reset before every case but the first when the
     model has state), run (counted on the emulated board for case 0 only) and compared output by output."""
     m, M = plan.model, macro_prefix(plan.model)
+    a = names.arrays
     single = len(inputs) == 1 and len(outputs) == 1
     in_arena = io_in_arena(inputs, outputs)
     lines = [
         "/* Runs case `c` from the model's reset state and compares its outputs with the reference's: 0 when they",
         f" * agree, 1 on a mismatch, {RUN_FAILED_STATUS} when the run call fails. */",
-        "static int run_case(unsigned c)",
+        f"static int {names.run_case}(unsigned c)",
         "{",
         "  int failed = 0;",
         "  int status;",
     ]
     if plan.row_input is not None:  # the case's rows through selftest_read_row (selftest_rows.c.in)
-        lines += ["  selftest_rows_t rows;", "  rows.image = (const uint8_t*)selftest_input0[c];", "  rows.next = 0u;"]
+        lines += ["  selftest_rows_t rows;", f"  rows.image = (const uint8_t*){a}input0[c];", "  rows.next = 0u;"]
     elif not in_arena and not single:
         lines += [f"  {m}_inputs_t inputs;", f"  {m}_outputs_t outputs;"]
     if in_arena:  # the inputs are written to, and the outputs copied from, their places in the static arena
-        lines += [f"  memcpy({m}_{io.field}(), selftest_input{k}[c], sizeof(selftest_input{k}[c]));"
+        lines += [f"  memcpy({m}_{io.field}(), {a}input{k}[c], sizeof({a}input{k}[c]));"
                   for k, io in enumerate(inputs)]
     elif not single:
-        lines += [f"  inputs.{io.field} = selftest_input{k}[c];" for k, io in enumerate(inputs)]
-        lines += [f"  outputs.{io.field} = selftest_output{k};" for k, io in enumerate(outputs)]
+        lines += [f"  inputs.{io.field} = {a}input{k}[c];" for k, io in enumerate(inputs)]
+        lines += [f"  outputs.{io.field} = {a}output{k};" for k, io in enumerate(outputs)]
     if plan.states():  # each case from the state the reference's fresh interpreter starts at
         lines += ["  if (c > 0u) {", f"    {m}_reset();", "  }"]
 
     def run_call(case: str) -> str:
         """The run call on case `case` (a C expression)."""
         if plan.row_input is not None:
-            return f"{m}_run(selftest_read_row, &rows, selftest_output0)"
+            return f"{m}_run(selftest_read_row, &rows, {a}output0)"
         if in_arena:
             return f"{m}_run()"
-        return f"{m}_run(selftest_input0[{case}], selftest_output0)" if single else f"{m}_run(&inputs, &outputs)"
+        return f"{m}_run({a}input0[{case}], {a}output0)" if single else f"{m}_run(&inputs, &outputs)"
 
     lines += [
         f"#ifdef {ICOUNT_MACRO}",
@@ -200,68 +217,128 @@ def _run_case_lines(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[I
         "  }",
     ]
     if in_arena:
-        lines += [f"  memcpy(selftest_output{k}, {m}_{io.field}(), sizeof(selftest_output{k}));"
+        lines += [f"  memcpy({a}output{k}, {m}_{io.field}(), sizeof({a}output{k}));"
                   for k, io in enumerate(outputs)]
     for index, io in enumerate(outputs):
-        arrays = f"selftest_output{index}, selftest_expected{index}[c], {io.elements}u"
+        arrays = f"{a}output{index}, {a}expected{index}[c], {io.elements}u"
         if _is_float(io):
             lines.append(f"  failed |= check_{io.c_type}(c, {index}u, {arrays}, {vectors.rtol!r});")
         else:
             lines.append(f"  failed |= check_{io.c_type}(c, {index}u, {arrays}, UINT64_C({vectors.atol_lsb}));")
         bit_exact = int(not _is_float(io) and vectors.atol_lsb == 0)
-        lines.append(f"  failed |= check_checksum(c, {index}u, selftest_output{index}, sizeof(selftest_output{index}), "
-                     f"selftest_reference_checksum{index}[c], {bit_exact});")
+        lines.append(f"  failed |= check_checksum(c, {index}u, {a}output{index}, sizeof({a}output{index}), "
+                     f"{a}reference_checksum{index}[c], {bit_exact});")
     return lines + ["  return failed;", "}", ""]
 
 
-def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], vectors: TestVectors) -> str:
-    m = plan.model
-    cases = vectors.cases
-    lines = [
-        f"/* selftest.c: runs {m} on {len(cases)} embedded input cases and compares with {comment(vectors.reference)}.",
-        f" * Exit status: 0 pass, 1 mismatch, {RUN_FAILED_STATUS} a run call failed. Generated by tvm_ext. */",
+@dataclass(frozen=True)
+class SelftestPart:
+    """One model's part of a self-test: its plan, inputs and outputs as the header names them, and its cases."""
+
+    plan: ExecutionPlan
+    inputs: list[IoTensor]
+    outputs: list[IoTensor]
+    vectors: TestVectors
+
+
+def _includes(headers: list[str]) -> list[str]:
+    return [
         "#include <math.h>",
         "#include <stdint.h>",
         "#include <stdio.h>",
         "#include <string.h>",
         "",
-        f'#include "{m}.h"',
+        *(f'#include "{header}"' for header in headers),
         f"#ifdef {ICOUNT_MACRO}",
         '#include "lp_icount.h" /* the emulated board counts the instructions of one inference */',
         "#endif",
         "",
-        f"#define SELFTEST_CASES {len(cases)}u",
-        "",
     ]
-    for index, io in enumerate(inputs):
-        lines.append(_case_arrays(io.c_type, f"selftest_input{index}", io.elements, io.tensor.dtype,
+
+
+def _part_data(part: SelftestPart, names: _Names) -> list[str]:
+    """`part`'s case count, its embedded inputs, expected outputs and their checksums, and its output buffers."""
+    plan, cases, a = part.plan, part.vectors.cases, names.arrays
+    lines = [f"#define {names.cases} {len(cases)}u", ""]
+    for index, io in enumerate(part.inputs):
+        lines.append(_case_arrays(io.c_type, f"{a}input{index}", names.cases, io.elements, io.tensor.dtype,
                                   [case.inputs[index] for case in cases]))
-    checksums = reference_checksums(plan, vectors)
-    for index, io in enumerate(outputs):
-        lines.append(_case_arrays(io.c_type, f"selftest_expected{index}", io.elements, io.tensor.dtype,
+    checksums = reference_checksums(plan, part.vectors)
+    for index, io in enumerate(part.outputs):
+        lines.append(_case_arrays(io.c_type, f"{a}expected{index}", names.cases, io.elements, io.tensor.dtype,
                                   [case.expected[index] for case in cases]))
-        lines.append(f"static const unsigned long selftest_reference_checksum{index}[SELFTEST_CASES] = {{"
+        lines.append(f"static const unsigned long {a}reference_checksum{index}[{names.cases}] = {{"
                      + ", ".join(f"0x{per_case[index]:08x}ul" for per_case in checksums) + "};")
-        lines.append(f"static {io.c_type} selftest_output{index}[{io.elements}];")
-    if plan.row_input is not None:
-        lines += ["", helper_template_c("packager", "selftest_rows.c.in", m)]
-    lines += ["", *_compare_functions(outputs), *_run_case_lines(plan, inputs, outputs, vectors)]
-    lines += [
-        "int main(void)",
+        lines.append(f"static {io.c_type} {a}output{index}[{io.elements}];")
+    if plan.row_input is not None:  # the case's rows through selftest_read_row (selftest_rows.c.in)
+        lines += ["", helper_template_c("packager", "selftest_rows.c.in", plan.model)]
+    return lines
+
+
+def _cases_function(signature: str, part: SelftestPart, names: _Names) -> list[str]:
+    """The function `signature` that announces `part`'s model, runs each of its cases, prints its verdict line and
+    returns 0 (pass), 1 (a mismatch) or RUN_FAILED_STATUS (a run call failed: the cases after it not run)."""
+    return [
+        signature,
         "{",
         "  int failed = 0;",
         "  unsigned c;",
-        f'  printf("selftest: {m} compared with %s on %u cases\\n", {c_string(vectors.reference)}, SELFTEST_CASES);',
-        "  for (c = 0u; c < SELFTEST_CASES; ++c) {",
-        "    int status = run_case(c);",
+        f'  printf("selftest: {part.plan.model} compared with %s on %u cases\\n", {c_string(part.vectors.reference)}, '
+        f"{names.cases});",
+        f"  for (c = 0u; c < {names.cases}; ++c) {{",
+        f"    int status = {names.run_case}(c);",
         f"    if (status == {RUN_FAILED_STATUS}) {{",
         "      return status;",
         "    }",
         "    failed |= status;",
         "  }",
+        *_verdict_lines(),
+    ]
+
+
+def _verdict_lines() -> list[str]:
+    return [
         f'  printf("%s\\n", failed ? {c_string(FAIL_LINE)} : {c_string(PASS_LINE)});',
         "  return failed;",
         "}",
         "",
     ]
+
+
+def write_selftest(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], vectors: TestVectors) -> str:
+    m = plan.model
+    part, names = SelftestPart(plan, inputs, outputs, vectors), _Names()
+    lines = [
+        f"/* selftest.c: runs {m} on {len(vectors.cases)} embedded input cases and compares with "
+        f"{comment(vectors.reference)}.",
+        f" * Exit status: 0 pass, 1 mismatch, {RUN_FAILED_STATUS} a run call failed. Generated by tvm_ext. */",
+        *_includes([f"{m}.h"]),
+        *_part_data(part, names),
+        "", *_compare_functions(outputs), *_run_case_lines(plan, inputs, outputs, vectors, names),
+        *_cases_function("int main(void)", part, names),
+    ]
     return "\n".join(lines)
+
+
+def write_several_selftest(header: str, parts: list[SelftestPart]) -> str:
+    """The self-test of a bundle of several models (packager.several) that includes `header`: each model's cases
+    in turn, as `write_selftest` runs them (each model's report lines after its own `selftest: <model> compared
+    with` line, then its verdict line), then the verdict line of them all."""
+    lines = [
+        f"/* selftest.c: runs {', '.join(part.plan.model for part in parts)} one after the other on the bundle's one",
+        " * arena, each on its embedded input cases, and compares with the reference runtime's outputs.",
+        f" * Exit status: 0 pass, 1 mismatch, {RUN_FAILED_STATUS} a run call failed. Generated by tvm_ext. */",
+        *_includes([header]),
+    ]
+    for part in parts:
+        lines += [*_part_data(part, names_for(part.plan.model)), ""]
+    lines += _compare_functions([io for part in parts for io in part.outputs])
+    for part in parts:
+        names = names_for(part.plan.model)
+        lines += _run_case_lines(part.plan, part.inputs, part.outputs, part.vectors, names)
+        lines += _cases_function(f"static int selftest_{part.plan.model}(void)", part, names)
+    lines += ["int main(void)", "{", "  int failed = 0;", "  int status;"]
+    for part in parts:
+        lines += [f"  status = selftest_{part.plan.model}();", f"  if (status == {RUN_FAILED_STATUS}) {{",
+                  "    return status;", "  }", "  failed |= status;"]
+    return "\n".join(lines + _verdict_lines())

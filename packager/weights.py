@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memory_planner.plan import ExecutionPlan
+from memory_planner.plan import ExecutionPlan, Tensor
 from packager.c_types import c_type_of
 from packager.c_text import array_body, comment, macro_prefix
 from packager.internal_header import weight_symbol
@@ -19,15 +19,22 @@ def write_weights(plan: ExecutionPlan, constants: dict[str, np.ndarray], alignme
         "",
     ]
     for tensor in plan.constants():
-        values = constants[tensor.name]
-        if values.size != tensor.elements:
-            raise ValueError(f"weight {tensor.name}: {values.size} values for shape {tensor.shape}")
-        shape = " x ".join(map(str, tensor.shape)) or "scalar"
-        lines += [
-            f"/* {comment(tensor.layer)}: {tensor.dtype}[{shape}] */",
-            f"{M}_ALIGNED({alignment}) const {c_type_of(tensor.dtype)} {weight_symbol(plan, tensor.name)}[{tensor.elements}] = "
-            + array_body(values.astype(np.dtype(tensor.dtype), copy=False), tensor.dtype)
-            + ";",
-            "",
-        ]
+        lines += weight_definition(M, alignment, weight_symbol(plan, tensor.name), tensor, constants[tensor.name],
+                                   tensor.layer)
     return "\n".join(lines)
+
+
+def weight_definition(M: str, alignment: int, symbol: str, tensor: Tensor, values: np.ndarray,
+                      label: str) -> list[str]:
+    """The lines defining the constant `tensor` as the array `symbol` holding `values` (aligned to `alignment`
+    bytes by the `<M>_ALIGNED` macro), after a comment with `label` (the layers reading it), its type and shape."""
+    if values.size != tensor.elements:
+        raise ValueError(f"weight {tensor.name}: {values.size} values for shape {tensor.shape}")
+    shape = " x ".join(map(str, tensor.shape)) or "scalar"
+    return [
+        f"/* {comment(label)}: {tensor.dtype}[{shape}] */",
+        f"{M}_ALIGNED({alignment}) const {c_type_of(tensor.dtype)} {symbol}[{tensor.elements}] = "
+        + array_body(values.astype(np.dtype(tensor.dtype), copy=False), tensor.dtype)
+        + ";",
+        "",
+    ]

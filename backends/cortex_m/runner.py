@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 from backends.cortex_m.bundle_files import support
 from emulator.boards import CortexMTarget
-from emulator.profile import run_call_profile
+from emulator.profile import profile_output, read_call_profile
 from emulator.qemu import run_qemu
 from emulator.selftest import build_selftest_elf, cross_make_command, emulated_run, run_selftest
 
@@ -69,11 +69,15 @@ class CortexMRunner:
     def build(self, out_dir: Path, jobs: int = 1) -> Path:
         return build_selftest_elf(out_dir, jobs)
 
-    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
-        return run_selftest(out_dir, model, self.target, timeout_s, arena_symbol=f"{model}_arena").emulated_run()
+    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0, members: tuple[str, ...] = ()) -> EmulatedRun:
+        return run_selftest(out_dir, model, self.target, timeout_s, arena_symbol=f"{model}_arena",
+                            members=members).emulated_run()
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
         return emulated_run(run_qemu(elf, self.target.board, timeout_s), self.board_name)
 
     def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
-        return run_call_profile(out_dir, self.target.board).instructions
+        return read_call_profile(self.call_profile_output(out_dir)).instructions
+
+    def call_profile_output(self, out_dir: Path) -> Optional[str]:
+        return profile_output(out_dir, self.target.board)

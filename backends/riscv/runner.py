@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Optional
 
 from backends.riscv.bundle_files import support
 from emulator.boards import RiscvBoard
-from emulator.profile import run_call_profile
+from emulator.profile import profile_output, read_call_profile
 from emulator.qemu import run_qemu
 from emulator.selftest import cross_make_command, emulated_run, make_cross, measure_selftest
 from emulator.stack import RISCV_CODE
@@ -71,13 +71,16 @@ class RiscvRunner:
         make_cross(out_dir, ELF_GOAL, jobs, support.QEMU_TEST_MAKEFILE)
         return Path(out_dir) / support.SELFTEST_ELF
 
-    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0) -> EmulatedRun:
+    def run(self, out_dir: Path, model: str, timeout_s: float = 600.0, members: tuple[str, ...] = ()) -> EmulatedRun:
         return measure_selftest(self.build(out_dir), model, self.name, self.board, timeout_s,
-                                arena_symbol=f"{model}_arena", code=RISCV_CODE).emulated_run()
+                                arena_symbol=f"{model}_arena", code=RISCV_CODE, members=members).emulated_run()
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
         return emulated_run(run_qemu(elf, self.board, timeout_s), self.board_name)
 
     def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
-        return run_call_profile(out_dir, self.board, makefile=support.QEMU_TEST_MAKEFILE, goal=PROFILE_GOAL,
-                                elf=support.PROFILE_ELF).instructions
+        return read_call_profile(self.call_profile_output(out_dir)).instructions
+
+    def call_profile_output(self, out_dir: Path) -> Optional[str]:
+        return profile_output(out_dir, self.board, makefile=support.QEMU_TEST_MAKEFILE, goal=PROFILE_GOAL,
+                              elf=support.PROFILE_ELF)

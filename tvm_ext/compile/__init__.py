@@ -125,7 +125,7 @@ def _stage(log: Callable[[str], None], name: str, work: Callable[[], T], describ
 
 
 def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
-    model: "str | Path | tvm.IRModule",
+    model: "str | Path | tvm.IRModule | list[str | Path]",
     target: TargetSpec = "lowpower",
     out: str | Path = "out",
     *,
@@ -185,12 +185,31 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     InternalError for a bug of ours: SelftestMismatchError when the built bundle disagrees with the reference,
     BundleBuildError when the generated bundle does not build.
+
+    A list of several model files makes one bundle of them all (tvm_ext.compile.several: one run function per
+    model over one shared arena, each constant once; `name` then names the bundle, each model keeps its stem as its
+    prefix) and returns a `several.SeveralBundle`; the options that choose something per model are refused.
     """
     from tvm_ext.compile.pipeline import BundleOptions, compile_to_folder
     from tvm_ext.compile.quantized import (QuantizedSource, QuantizeRequest, check_request, quantized_module,
                                            source_instead)
     from tvm_ext.compile.output_folder import empty_folder
 
+    if isinstance(model, (list, tuple)) and len(model) > 1:
+        from tvm_ext.compile.several import compile_several, refuse_per_model_options
+
+        if not all(isinstance(m, (str, Path)) for m in model):
+            raise CompileError(f"{name or 'model'}: a bundle of several models takes model files, not Relax modules")
+        models = [Path(m) for m in model]
+        refuse_per_model_options(", ".join(m.name for m in models), {
+            "quantize": quantize, "calibration": calibration, "ranges": ranges, "held_back": held_back,
+            "activations": activations, "scheduler": scheduler, "io_in_arena": io_in_arena,
+            "layout": None if layout == "auto" else layout, "selftest_input": selftest_input,
+            "patches": None if patches == "off" else patches, "input_rows": input_rows})
+        return compile_several(models, target, Path(out), name=name, force=force, log=log,
+                               jobs=default_jobs() if jobs is None else jobs, build=build)
+    if isinstance(model, (list, tuple)):
+        model = model[0]
     if isinstance(model, str):
         model = Path(model)
     label = model.name if isinstance(model, Path) else (name or "model")
@@ -287,6 +306,15 @@ def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
     """The Bundle in `out`, written by `fill(staging)` into a staging folder beside it and renamed into place
     only when `fill` returned (see `tvm_ext.compile.output_folder`). `label` starts error lines; `model` is the
     model file `out` must not hold (None for a Relax module); `force` replaces a non-empty `out`."""
+    result = filled_folder(out, label, model, force, fill)
+    library = None if result.library is None else out / result.library.name
+    return Bundle(out, result.plan, result.memory, result.ram, result.flash, library, out / result.archive.name,
+                  result.selftest, result.build)
+
+
+def filled_folder(out: Path, label: str, model: Path | None, force: bool, fill: Callable[[Path], T]) -> T:
+    """What `fill(staging)` returned, having written the folder `out` into a staging folder beside it, renamed into
+    place only when `fill` returned (`fill_bundle_folder`'s arguments)."""
     from tvm_ext.compile.output_folder import (check_output_folder, make_parents, make_staging_folder,
                                                move_into_place, remove_parents)
 
@@ -308,9 +336,7 @@ def fill_bundle_folder(out: Path, label: str, model: Path | None, force: bool,
                 shutil.rmtree(staging, ignore_errors=True)
             remove_parents(parents)
         raise
-    library = None if result.library is None else out / result.library.name
-    return Bundle(out, result.plan, result.memory, result.ram, result.flash, library, out / result.archive.name,
-                  result.selftest, result.build)
+    return result
 
 
 def tvm_ext_version() -> str:

@@ -30,6 +30,7 @@ from tvm_ext.processes.command_process import (exit_code, install_signal_handler
 from packager.bundle_prefix import checked_prefix
 from tvm_ext.compile import Bundle, CompileError, InternalError, compile, default_jobs, tvm_ext_version
 from tvm_ext.compile.quantized import ACTIVATION_CHOICES
+from tvm_ext.compile.several import SeveralBundle, summary_line
 
 if TYPE_CHECKING:
     from tvm_ext.compile.analyze import Analysis
@@ -58,12 +59,16 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     source.add_argument("--example", action="store_true", help="compile the built-in example model")
     source.add_argument("--list-targets", action="store_true",
                         help="list the built-in target profiles, each with one line about it, and exit")
+    parser.add_argument("more_models", nargs="*", default=[], metavar="MORE_MODELS",
+                        help="more model files: one bundle of all the models (a run function per model over one "
+                             "shared arena, each constant once; --name then names the bundle)")
     parser.add_argument("--version", action="version", version=f"%(prog)s {tvm_ext_version()}")
     parser.add_argument("--target", default="lowpower", help="target profile (default: lowpower)")
     parser.add_argument("-o", "--out", default="out", help="output folder (default: out)")
     parser.add_argument("--name", type=_bundle_prefix, default=None,
                         help="the bundle's C prefix: <name>_run(), <NAME>_ARENA_BYTES, <name>.h (default: the "
-                             "model file's stem, made a C identifier)")
+                             "model file's stem, made a C identifier); with several models, the name of what they "
+                             "share: <name>.h, <name>_arena, lib<name>.a (default: models)")
     parser.add_argument("--analyze", action="store_true",
                         help="build nothing: list the operators and whether each is supported, then per profile "
                              "(--target all: every built-in one) MACs, weights, activations, arena, RAM, flash, fit "
@@ -198,9 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     outcome: Bundle | Analysis | None = None
     failure: tuple[int, str] | None = None
+    work = _compile_several if args.more_models else _analysis if args.analyze else _compile
     with _stderr_held_back(enabled=not args.debug) as release, work_that_unwinds():
         try:
-            outcome, failure = _outcome_or_failure(args, release, _analysis if args.analyze else _compile)
+            outcome, failure = _outcome_or_failure(args, release, work)
         except KeyboardInterrupt:
             pass  # raised while a failure was being handled: the signal decides the outcome below
     if outcome is None:  # once the bundle is in place, an interrupt no longer changes the outcome
@@ -213,8 +219,11 @@ def main(argv: list[str] | None = None) -> int:
     return _print_analysis(outcome) if args.analyze else _print_summary(outcome)
 
 
-def _print_summary(bundle: Bundle) -> int:
+def _print_summary(bundle: Bundle | SeveralBundle) -> int:
     """The compile's summary line; exit code 0."""
+    if isinstance(bundle, SeveralBundle):
+        print(printable(summary_line(bundle)))
+        return 0
     memory = bundle.memory
     verdict = "untested (--no-build)" if bundle.selftest is None else \
         f"self-test {'PASS' if bundle.selftest.passed else 'FAIL'}"
@@ -254,6 +263,21 @@ def _compile(args: argparse.Namespace, model: Path) -> Bundle:
         for line in validation_text(validation).splitlines():
             _print_stage_and_stop_if_signalled(line)
     return bundle
+
+
+def _compile_several(args: argparse.Namespace, model: Path) -> SeveralBundle:
+    """One bundle of the model files `model` and `args.more_models` (tvm_ext.compile.several); CompileError for an
+    option a bundle of several models does not take."""
+    models = [model, *map(Path, args.more_models)]
+    label = ", ".join(m.name for m in models)
+    for option in ("example", "analyze", "validate"):
+        if getattr(args, option) not in (None, False):
+            raise CompileError(f"{label}: --{option} takes one model; give one model file, or leave it out")
+    return compile(models, args.target, Path(args.out), force=args.force, log=_print_stage_and_stop_if_signalled,
+                   jobs=args.jobs, quantize=args.quantize, calibration=args.calibration, ranges=args.ranges,
+                   held_back=args.held_back, activations=args.activations, scheduler=args.scheduler,
+                   io_in_arena=args.io_in_arena, layout=args.layout, name=args.name, build=not args.no_build,
+                   patches=args.patches, selftest_input=args.selftest_input, input_rows=args.input_rows)
 
 
 def _validation_samples(args: argparse.Namespace, model: Path):
@@ -313,7 +337,7 @@ def _outcome_or_failure(args: argparse.Namespace, release: Callable[[], None],
     try:
         with contextlib.ExitStack() as temporary:
             model = _example_model(Path(temporary.enter_context(tempfile.TemporaryDirectory()))) \
-                if args.example else Path(args.model)
+                if args.example and not args.more_models else Path(args.model or args.more_models[0])
             outcome = work(args, model)
         release()
         return outcome, None

@@ -74,6 +74,7 @@ class FolderResult:
     archive: Path
     selftest: SelftestResult | None
     build: BuildConfig  # how the bundle is compiled (its flags, its emulated board if any)
+    bundle: BundleInputs | None = None  # what the packager wrote it from (a bundle of several models reuses it)
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                                          lowered.layouts, untested, operators, patched)
                     log_skipped(stage, untested)
                     return FolderResult(planned.plan, planned.memory, ram, flash, None,
-                                        finish_bundle(folder, packaged.bundle, facts), None, config)
+                                        finish_bundle(folder, packaged.bundle, facts), None, config, packaged.bundle)
                 built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs,
                                                      early[0]),
                               lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
@@ -343,7 +344,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     facts = bundle_facts(profile, config, planned, ram, flash, tested, units, options.quantization, lowered.layouts,
                          operators=operators, patches=patched)
     tarball = finish_bundle(folder, packaged.bundle, facts)
-    return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config)
+    return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config,
+                        packaged.bundle)
 
 
 def _with_row_input(generated: Generated, func, cut: PatchCut, file_name: str) -> Generated:

@@ -85,9 +85,12 @@ WEIGHTS_SUFFIX = "_weights"
 """`<name>_weights.c` holds the constants; the linker script gives its objects' .rodata its own section."""
 
 
-def bundle_sources(name: str) -> list[str]:
-    """The bundle's C files of the self-test, relative to OUT/."""
-    return [f"{name}{suffix}.c" for suffix in MODEL_CODE_SUFFIXES + (WEIGHTS_SUFFIX,)] + ["selftest.c"]
+def bundle_sources(name: str, members: tuple[str, ...] = ()) -> list[str]:
+    """The bundle's C files of the self-test, relative to OUT/ (a bundle of several models, `members`: each
+    member's code files too, packager.build_files.sources)."""
+    own = ("_model", WEIGHTS_SUFFIX) if members else (*MODEL_CODE_SUFFIXES, WEIGHTS_SUFFIX)
+    return [*(f"{member}{suffix}.c" for member in members for suffix in MODEL_CODE_SUFFIXES),
+            *(f"{name}{suffix}.c" for suffix in own), "selftest.c"]
 
 
 def profiled_model_source(name: str, support_dir: str = SUPPORT_DIR) -> str:
@@ -97,19 +100,19 @@ def profiled_model_source(name: str, support_dir: str = SUPPORT_DIR) -> str:
 
 
 def profile_sources(name: str, support_dir: str = SUPPORT_DIR,
-                    board_sources: tuple[str, ...] = BOARD_SOURCES) -> list[str]:
+                    board_sources: tuple[str, ...] = BOARD_SOURCES, members: tuple[str, ...] = ()) -> list[str]:
     """The profiling build's C files, relative to OUT/: the self-test's, with the profiled run function in place
-    of `<name>_model.c`, and the board's (`board_sources` in `support_dir`: Cortex-M's unless given) and the
-    per-call report's support files."""
-    model_c = f"{name}_model.c"
-    profiled = profiled_model_source(name, support_dir)
-    bundle = [profiled if source == model_c else source for source in bundle_sources(name)]
+    of `<name>_model.c` (of a bundle of several models, `members`: of each member's), and the board's
+    (`board_sources` in `support_dir`: Cortex-M's unless given) and the per-call report's support files."""
+    profiled = {f"{model}_model.c": profiled_model_source(model, support_dir) for model in members or (name,)}
+    bundle = [profiled.get(source, source) for source in bundle_sources(name, members)]
     return bundle + [*board_sources, f"{support_dir}/lp_call_profile.c"]
 
 
-def model_code_stems(name: str) -> tuple[str, ...]:
+def model_code_stems(name: str, members: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The names, without extension, of the bundle's code files (for read_sizes' bundle_sources)."""
-    return tuple(f"{name}{suffix}" for suffix in MODEL_CODE_SUFFIXES)
+    return tuple(source.removesuffix(".c") for source in bundle_sources(name, members)
+                 if not source.endswith((f"{WEIGHTS_SUFFIX}.c", "selftest.c")))
 
 
 def model_weight_stems(name: str) -> tuple[str, ...]:
@@ -246,9 +249,9 @@ def makefile_fragment(name: str, config: BuildConfig) -> str:
         cflags=make_words((*selftest_compile_flags(config), "-I.", f"-I{SUPPORT_DIR}")),
         ldflags=make_words((*selftest_link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld")),
         libs=" ".join(config.libs),
-        sources=" ".join(bundle_sources(name) + list(BOARD_SOURCES)),
+        sources=" ".join(bundle_sources(name, config.members) + list(BOARD_SOURCES)),
         profile_elf=PROFILE_ELF,
-        profile_sources=" ".join(profile_sources(name)),
+        profile_sources=" ".join(profile_sources(name, members=config.members)),
         run_script=QEMU_RUN_SCRIPT,
         verdict_line=PASS_LINE,
     )
@@ -281,7 +284,7 @@ def cmake_project(name: str, config: BuildConfig) -> str:
     """cortex_m/CMakeLists.txt: the cross-compiled `selftest.elf` with a `qemu-test` target, and the profiling
     build's `profile.elf` with a `qemu-profile` target (not built by default)."""
     target = _emulated(config)
-    sources = _cmake_paths(bundle_sources(name) + list(BOARD_SOURCES))
+    sources = _cmake_paths(bundle_sources(name, config.members) + list(BOARD_SOURCES))
     return Template(template_text("backends.cortex_m.bundle_files", "CMakeLists.txt.in")).substitute(
         target=cmake_argument(target.name),
         board=target.board.name,
@@ -290,7 +293,7 @@ def cmake_project(name: str, config: BuildConfig) -> str:
         cmake_ldflags=" ".join((*map(cmake_argument, selftest_link_flags(config)),
                                 "-T${CMAKE_CURRENT_SOURCE_DIR}/link.ld")),
         cmake_sources=" ".join(sources),
-        cmake_profile_sources=" ".join(_cmake_paths(profile_sources(name))),
+        cmake_profile_sources=" ".join(_cmake_paths(profile_sources(name, members=config.members))),
         verdict_line=PASS_LINE,
     )
 

@@ -92,10 +92,10 @@ def makefile_fragment(target: str, board: RiscvBoard, name: str, config: BuildCo
         build_dir=BUILD_DIR,
         cflags=make_words((*config.compile_flags, *COMPILE_FLAGS, "-I.", f"-I{SUPPORT_DIR}")),
         ldflags=make_words(selftest_link_flags(config)),
-        sources=" ".join(bundle_sources(name) + list(BOARD_SOURCES)),
+        sources=" ".join(bundle_sources(name, config.members) + list(BOARD_SOURCES)),
         elf=SELFTEST_ELF,
         libs=" ".join(config.libs),
-        profile_sources=" ".join(profile_sources(name, SUPPORT_DIR, BOARD_SOURCES)),
+        profile_sources=" ".join(profile_sources(name, SUPPORT_DIR, BOARD_SOURCES, config.members)),
         profile_elf=PROFILE_ELF,
     )
 

@@ -1,0 +1,231 @@
+"""A bundle of several models: one run function per model over one shared static arena, one weights file.
+
+Each model keeps its own prefix (its header `<model>.h`, kernels, run functions and status codes, exactly as a
+bundle of that model alone names them: `packager.bundle`); the bundle adds, under its own name `<name>`:
+- `<name>.h`: includes every model's header, and gives `<NAME>_ARENA_BYTES` (the largest model's arena),
+  `<NAME>_WEIGHT_BYTES` (the weights stored, each constant once) and the one static arena `<name>_arena`;
+- `<name>_model.c`: that arena, which every model's `<model>_run` runs on (`packager.aot_entry.SharedArena`);
+- `<name>_weights.c`: every model's constants, a constant whose dtype, shape and bytes an earlier one (of any
+  model) has stored once (the caller decides which: `StoredWeight`, `WeightSharing`);
+- `selftest.c`: every model's cases, one model after the other (`packager.selftest.write_several_selftest`), and
+  one Makefile / CMakeLists.txt building one library `lib<name>.a` (`BuildConfig.members`).
+The run functions share the arena, so they are neither reentrant nor concurrent: one model runs at a time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from memory_planner.picture import memory_plan_svg
+from memory_planner.plan import Tensor
+from packager.aot_entry import SharedArena, write_model_c
+from packager.build_files import BuildConfig, write_cmakelists, write_makefile
+from packager.bundle import BundleInputs, bundle_io, kernel_file_text, kernel_files
+from packager.c_lexical import check_c_text
+from packager.c_text import EXTERN_C_BEGIN, EXTERN_C_END, comment, macro_prefix
+from packager.files import replace_file
+from packager.header import write_header
+from packager.internal_header import alignment_macro, write_internal_header
+from packager.selftest import SelftestPart, reference_checksums, write_several_selftest
+from packager.selftest_verdict import SelftestResult, read_selftest
+from packager.weights import weight_definition
+
+
+_MISALIGNED = "each model's run then returns its _ERROR_MISALIGNED_ARENA"
+"""What the alignment macro's comment says of a misaligned static arena in the bundle's own files."""
+
+
+@dataclass(frozen=True)
+class StoredWeight:
+    """One array of `<name>_weights.c`: its C `symbol`, the constant `tensor` it was first stored for, its
+    `values`, and `label`, the layers (of every model) that read it."""
+
+    symbol: str
+    tensor: Tensor
+    values: np.ndarray
+    label: str
+
+
+@dataclass(frozen=True)
+class WeightSharing:
+    """The bundle's weights: the arrays stored (each content once), and per model the arrays another model
+    stores of its constants (model -> tensor name -> symbol; a model absent or a tensor absent: its own)."""
+
+    stored: tuple[StoredWeight, ...]
+    stored_as: dict[str, dict[str, str]]
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of the arrays stored."""
+        return sum(weight.tensor.nbytes for weight in self.stored)
+
+
+def arena_bytes(bundles: list[BundleInputs]) -> int:
+    """The shared arena's bytes: the largest model's arena."""
+    return max(bundle.memory.arena_bytes for bundle in bundles)
+
+
+def write_several(out_dir: Path, name: str, bundles: list[BundleInputs], weights: WeightSharing,
+                  config: BuildConfig) -> list[Path]:
+    """Write the bundle `name` of the models `bundles` (each packaged as alone, with `config` of the same profile,
+    whose `members` are the models' prefixes) into `out_dir`; return the files written (the runner's support
+    files too)."""
+    header = f"{name}.h"
+    alignment = max(bundle.alignment for bundle in bundles)
+    files: dict[str, str] = {}
+    for bundle in bundles:
+        plan, m = bundle.plan, bundle.plan.model
+        inputs, outputs = bundle_io(bundle)
+        shared = SharedArena(name, header, weights.stored_as.get(m, {}))
+        files[f"{m}.h"] = write_header(plan, inputs, outputs, bundle.memory.arena_bytes, bundle.alignment)
+        files[f"{m}_internal.h"] = write_internal_header(
+            plan, bundle.kernel_signatures, bundle.requantize_roundings, bundle.helper_libraries,
+            bundle.signal_helpers, bundle.alignment, shared.stored_as)
+        files.update({source: kernel_file_text(m, source, text) for source, text in kernel_files(m, bundle).items()})
+        files[f"{m}_model.c"] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
+                                              bundle.memory.arena_bytes, bundle.alignment, shared=shared)
+        files[f"{m}_memory_plan.svg"] = memory_plan_svg(bundle.buffers, bundle.memory)
+        profiled = config.emulated.profiled_model_source(m) if config.emulated is not None else None
+        if profiled is not None:
+            files[profiled] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
+                                            bundle.memory.arena_bytes, bundle.alignment, profile_calls=True,
+                                            shared=shared)
+    files[header] = _umbrella_header(name, bundles, weights, alignment)
+    files[f"{name}_model.c"] = _arena_source(name, header, alignment)
+    files[f"{name}_weights.c"] = _weights_source(name, bundles, weights, alignment)
+    files["selftest.c"] = write_several_selftest(header, [SelftestPart(b.plan, *bundle_io(b), b.vectors)
+                                                          for b in bundles])
+    files["Makefile"] = write_makefile(name, config)
+    files["CMakeLists.txt"] = write_cmakelists(name, config)
+    for file_name, text in files.items():
+        if file_name.endswith((".c", ".h")):
+            check_c_text(file_name, text)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [] if config.emulated is None else config.emulated.support_files(out_dir, name, config)
+    for file_name, text in files.items():
+        replace_file(out_dir / file_name, text)
+        paths.append(out_dir / file_name)
+    return paths
+
+
+def _umbrella_header(name: str, bundles: list[BundleInputs], weights: WeightSharing, alignment: int) -> str:
+    """`<name>.h`: every model's header, the shared arena's size and the weights' bytes."""
+    N = macro_prefix(name)
+    models = [bundle.plan.model for bundle in bundles]
+    lines = [
+        f"/* {name}.h: the models {', '.join(models)} in one bundle, on one statically planned arena.",
+        " * Generated by tvm_ext; do not edit. Each model's API is in its own header, under its own prefix.",
+        f" * Target profile: {bundles[0].plan.target}. */",
+        f"#ifndef {N}_H",
+        f"#define {N}_H",
+        "",
+        "#include <stddef.h>",
+        "#include <stdint.h>",
+        "",
+        f"/* Define {N}_NO_STATIC_ARENA to leave out the bundle's static arena, and pass yours (of {N}_ARENA_BYTES",
+        " * bytes at least) to each model's _run_with_arena. */",
+        f"#ifdef {N}_NO_STATIC_ARENA",
+        *(f"#define {macro_prefix(m)}_NO_STATIC_ARENA" for m in models),
+        "#endif",
+        "",
+        *(f'#include "{m}.h"' for m in models),
+        "",
+        *EXTERN_C_BEGIN,
+        "",
+        "/* Bytes of the one arena the models share: the largest model's arena. Every <model>_run runs on it, so",
+        " * the run functions are neither reentrant nor concurrent: run one model at a time (from one thread, not",
+        " * from an interrupt that may preempt another run). Inputs and outputs are the caller's buffers, not in",
+        " * the arena: one model's output may be the next model's input. A model's state is its own, not in it. */",
+        f"#define {N}_ARENA_BYTES {arena_bytes(bundles)}u",
+        f"#define {N}_ARENA_ALIGNMENT {alignment}u",
+        "/* Bytes of constant weights (in flash), each constant stored once however many models read it. */",
+        f"#define {N}_WEIGHT_BYTES {weights.weight_bytes}u",
+        f"#define {N}_MODEL_COUNT {len(models)}u",
+        "",
+        f"#ifndef {N}_NO_STATIC_ARENA",
+        f"/* The shared static arena ({name}_model.c). */",
+        f"extern uint8_t {name}_arena[{N}_ARENA_BYTES];",
+        "#endif",
+        "",
+        *EXTERN_C_END,
+        "",
+        f"#endif /* {N}_H */",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _arena_source(name: str, header: str, alignment: int) -> str:
+    """`<name>_model.c`: the one static arena every model's `<model>_run` runs on."""
+    N = macro_prefix(name)
+    return "\n".join([
+        f"/* {name}_model.c: the static arena the bundle's models share. Generated by tvm_ext. */",
+        f'#include "{header}"',
+        "",
+        *alignment_macro(N, alignment, _MISALIGNED),
+        "",
+        f"#ifndef {N}_NO_STATIC_ARENA",
+        f"{N}_ALIGNED({alignment}) uint8_t {name}_arena[{N}_ARENA_BYTES];",
+        "#else",
+        f"typedef int {name}_no_static_arena; /* ISO C: a translation unit declares something */",
+        "#endif",
+        "",
+    ])
+
+
+def _weights_source(name: str, bundles: list[BundleInputs], weights: WeightSharing, alignment: int) -> str:
+    """`<name>_weights.c`: every array of `weights.stored`, aligned to `alignment` bytes."""
+    N = macro_prefix(name)
+    sources = "; ".join(comment(bundle.plan.source) for bundle in bundles)
+    lines = [
+        f"/* {name}_weights.c: the weights of {sources}, each constant once. Generated by tvm_ext. */",
+        "#include <math.h>",
+        "#include <stdbool.h>",
+        "#include <stdint.h>",
+        "",
+        *alignment_macro(N, alignment, _MISALIGNED),
+        "",
+    ]
+    for weight in weights.stored:
+        lines += weight_definition(N, alignment, weight.symbol, weight.tensor, weight.values, weight.label)
+    return "\n".join(lines)
+
+
+_MODEL_SECTION = re.compile(r"^selftest: (\S+) compared with ", re.MULTILINE)
+"""The line each model's part of the self-test starts with (packager.selftest._cases_function)."""
+
+INSTRUCTIONS_LINE = re.compile(r"^instructions per inference \(QEMU -icount, not cycles\): (\d+)$", re.MULTILINE)
+"""The line an emulated board's lp_icount_report() prints (emulator.qemu reads the last one of a program)."""
+
+
+def model_parts(output: str, models: list[str]) -> dict[str, str]:
+    """Each model's part of the output of the self-test of several models (or of its profiling build): the text
+    from its `selftest: <model> compared with` line to the next model's ("" when the program ended before it)."""
+    starts = {match[1]: match.start() for match in _MODEL_SECTION.finditer(output)}
+    parts = {}
+    for model in models:
+        begin = starts.get(model)
+        later = [start for start in starts.values() if begin is not None and start > begin]
+        parts[model] = "" if begin is None else output[begin:min(later, default=len(output))]
+    return parts
+
+
+def read_several_selftest(exit_code: int | None, ending: str, output: str, where: str,
+                          bundles: list[BundleInputs]) -> dict[str, SelftestResult]:
+    """Each model's self-test verdict from the one program's `output` (packager.selftest_verdict.read_selftest on
+    its `model_parts` part), with the program's `exit_code` and `ending`; each model's instructions per inference
+    from its part's counter line (emulated boards). A model whose part is missing (the program ended before it)
+    gets an empty part, which fails."""
+    parts = model_parts(output, [bundle.plan.model for bundle in bundles])
+    results = {}
+    for bundle in bundles:
+        part = parts[bundle.plan.model]
+        counted = INSTRUCTIONS_LINE.search(part)
+        results[bundle.plan.model] = read_selftest(exit_code, ending, part, where,
+                                                   reference_checksums(bundle.plan, bundle.vectors),
+                                                   int(counted[1]) if counted else None)
+    return results
