@@ -17,7 +17,7 @@ from pathlib import Path
 
 from emulator.boards import Board, RiscvBoard
 from emulator.qemu import run_qemu
-from emulator.selftest import make_cross
+from emulator import selftest  # the module: selftest imports backends, whose runners import this one
 from backends.cortex_m.bundle_files.support import PROFILE_ELF, QEMU_TEST_MAKEFILE
 
 _EMPTY_REGION = re.compile(r"^profile: empty region (\d+)$", re.MULTILINE)
@@ -61,7 +61,7 @@ def profile_output(out_dir: Path, board: Board | RiscvBoard, timeout_s: float = 
     """Build OUT/'s profiling build (`make -f makefile goal`, which builds OUT/`elf`: Cortex-M's unless given), run
     it on `board` and return what it printed (`read_call_profile` reads the counts); CallProfileError unless it
     ended with exit status 0."""
-    make_cross(out_dir, goal, makefile=makefile)
+    selftest.make_cross(out_dir, goal, makefile=makefile)
     result = run_qemu(Path(out_dir) / elf, board, timeout_s)
     if result.exit_status != 0:
         raise CallProfileError(f"the profiling build of {out_dir} ended with {result.ending()} on {board.name}")

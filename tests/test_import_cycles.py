@@ -139,3 +139,17 @@ def test_no_import_cycle_between_packages() -> None:
     if found:
         pytest.fail("import cycles between packages: " + "; ".join(" <-> ".join(c) for c in found))
     assert KNOWN_CYCLE in cycles(graph), "the known cycle is gone or smaller: update KNOWN_CYCLE"
+
+
+def test_every_emulator_module_imports_first() -> None:
+    """Each module of `emulator` (in KNOWN_CYCLE with the backends' runners, and loading without TVM) imports
+    in a fresh interpreter before any other: inside the cycle a `from module import name` of a module that is
+    still loading fails (emulator.profile and emulator.selftest imported first once did, and so did
+    tests/packager/test_layer_report.py run alone)."""
+    import subprocess
+    import sys
+
+    names = [name for name in module_files() if name == "emulator" or name.startswith("emulator.")]
+    failed = [name for name in names
+              if subprocess.run([sys.executable, "-c", f"import {name}"], cwd=REPO, capture_output=True).returncode]
+    assert names and not failed, f"these modules fail when imported first: {failed}"

@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Optional
 
 from backends.cortex_m.bundle_files import support
 from emulator.boards import CortexMTarget
-from emulator.profile import profile_output, read_call_profile
 from emulator.qemu import run_qemu
-from emulator.selftest import build_selftest_elf, cross_make_command, emulated_run, run_selftest
+# Modules, not their names: emulator.selftest and emulator.profile import backends (this package among
+# them), so when one of them is imported first, this runs while it is only partly defined.
+from emulator import profile as call_profile
+from emulator import selftest
 
 if TYPE_CHECKING:
     from backends.backend import EmulatedRun
@@ -49,7 +51,7 @@ class CortexMRunner:
 
     def early_object(self, stem: str) -> Optional[tuple[str, list[str]]]:
         goal = f"{support.CROSS_BUILD_DIR}/{stem}.o"
-        return goal, cross_make_command(goal)
+        return goal, selftest.cross_make_command(goal)
 
     def makefile_lines(self) -> list[str]:
         return [f"# The self-test on the emulated {self.name}: `make qemu-test`.", support.QEMU_TEST_MAKE_INCLUDE,
@@ -67,17 +69,17 @@ class CortexMRunner:
         return support.profiled_model_source(model)
 
     def build(self, out_dir: Path, jobs: int = 1) -> Path:
-        return build_selftest_elf(out_dir, jobs)
+        return selftest.build_selftest_elf(out_dir, jobs)
 
     def run(self, out_dir: Path, model: str, timeout_s: float = 600.0, members: tuple[str, ...] = ()) -> EmulatedRun:
-        return run_selftest(out_dir, model, self.target, timeout_s, arena_symbol=f"{model}_arena",
-                            members=members).emulated_run()
+        return selftest.run_selftest(out_dir, model, self.target, timeout_s, arena_symbol=f"{model}_arena",
+                                     members=members).emulated_run()
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
-        return emulated_run(run_qemu(elf, self.target.board, timeout_s), self.board_name)
+        return selftest.emulated_run(run_qemu(elf, self.target.board, timeout_s), self.board_name)
 
     def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
-        return read_call_profile(self.call_profile_output(out_dir)).instructions
+        return call_profile.read_call_profile(self.call_profile_output(out_dir)).instructions
 
     def call_profile_output(self, out_dir: Path) -> Optional[str]:
-        return profile_output(out_dir, self.target.board)
+        return call_profile.profile_output(out_dir, self.target.board)

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Optional
 
 from backends.riscv.bundle_files import support
 from emulator.boards import RiscvBoard
-from emulator.profile import profile_output, read_call_profile
 from emulator.qemu import run_qemu
-from emulator.selftest import cross_make_command, emulated_run, make_cross, measure_selftest
+# Modules, not their names: emulator.selftest and emulator.profile import backends (this package among
+# them), so when one of them is imported first, this runs while it is only partly defined.
+from emulator import profile as call_profile
+from emulator import selftest
 from emulator.stack import RISCV_CODE
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ class RiscvRunner:
 
     def early_object(self, stem: str) -> Optional[tuple[str, list[str]]]:
         goal = f"{support.BUILD_DIR}/{stem}.o"
-        return goal, cross_make_command(goal, makefile=support.QEMU_TEST_MAKEFILE)
+        return goal, selftest.cross_make_command(goal, makefile=support.QEMU_TEST_MAKEFILE)
 
     def makefile_lines(self) -> list[str]:
         return [f"# The self-test on the emulated {self.name} (QEMU's RISC-V {self.board.name}): `make qemu-test`.",
@@ -68,19 +70,20 @@ class RiscvRunner:
         return support.profiled_model_source(model, support.SUPPORT_DIR)
 
     def build(self, out_dir: Path, jobs: int = 1) -> Path:
-        make_cross(out_dir, ELF_GOAL, jobs, support.QEMU_TEST_MAKEFILE)
+        selftest.make_cross(out_dir, ELF_GOAL, jobs, support.QEMU_TEST_MAKEFILE)
         return Path(out_dir) / support.SELFTEST_ELF
 
     def run(self, out_dir: Path, model: str, timeout_s: float = 600.0, members: tuple[str, ...] = ()) -> EmulatedRun:
-        return measure_selftest(self.build(out_dir), model, self.name, self.board, timeout_s,
-                                arena_symbol=f"{model}_arena", code=RISCV_CODE, members=members).emulated_run()
+        return selftest.measure_selftest(self.build(out_dir), model, self.name, self.board, timeout_s,
+                                         arena_symbol=f"{model}_arena", code=RISCV_CODE,
+                                         members=members).emulated_run()
 
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
-        return emulated_run(run_qemu(elf, self.board, timeout_s), self.board_name)
+        return selftest.emulated_run(run_qemu(elf, self.board, timeout_s), self.board_name)
 
     def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
-        return read_call_profile(self.call_profile_output(out_dir)).instructions
+        return call_profile.read_call_profile(self.call_profile_output(out_dir)).instructions
 
     def call_profile_output(self, out_dir: Path) -> Optional[str]:
-        return profile_output(out_dir, self.board, makefile=support.QEMU_TEST_MAKEFILE, goal=PROFILE_GOAL,
-                              elf=support.PROFILE_ELF)
+        return call_profile.profile_output(out_dir, self.board, makefile=support.QEMU_TEST_MAKEFILE,
+                                           goal=PROFILE_GOAL, elf=support.PROFILE_ELF)
