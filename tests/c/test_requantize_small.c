@@ -5,7 +5,9 @@
  * acc + bias at -2^30, 2^30 - 1 and around zero, exact ties of the rounding right shift of either sign (and
  * their neighbours), multipliers 0, 1, 2^30, INT32_MAX, INT32_MIN + 1 and drawn ones, biases that move the
  * sum across zero, zero points that saturate either end, int32 and int16 biases, and every count 0..9 (a
- * tile, two, and the lanes after them: nothing written past count). Built by
+ * tile, two, and the lanes after them: nothing written past count); the lookup variants (_lut_s8, _lut_s8_b16)
+ * against the same value looked up in a table of distinct entries (every index 0..255 reachable), where the
+ * header defines them (LP_REQUANTIZE_SMALL_LUT: the Cortex-M one; the RISC-V epilogue shares the rest). Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
  * (SMMULR, ASR by a register's low byte, SSAT). Prints "ok <count>" and exits 0, or names the first failure
  * and exits 1. */
@@ -33,25 +35,42 @@ static int8_t expected_out(int32_t acc, int32_t bias, int32_t multiplier, int32_
 static void check(const int32_t *acc, const int32_t *bias, const int16_t *bias16, const int32_t *multiplier,
                   const int8_t *shift, int32_t zero_point, int32_t count)
 {
-    int8_t out[LANES + GUARD], out16[LANES + GUARD];
+    int8_t out[LANES + GUARD], out16[LANES + GUARD], lut[LANES + GUARD], lut16[LANES + GUARD], table[256];
     int32_t c;
+    for (c = 0; c < 256; ++c) {
+        table[c] = (int8_t)(uint8_t)(c * 37 + 11); /* a permutation of the int8 values: each index its own */
+    }
     for (c = 0; c < LANES + GUARD; ++c) {
-        out[c] = out16[c] = (int8_t)0x5a;
+        out[c] = out16[c] = lut[c] = lut16[c] = (int8_t)0x5a;
     }
     lp_requantize_small_s8(out, acc, bias, multiplier, shift, zero_point, count);
     if (bias16 != NULL) {
         lp_requantize_small_s8_b16(out16, acc, bias16, multiplier, shift, zero_point, count);
     }
+#if defined(LP_REQUANTIZE_SMALL_LUT) /* the DSP epilogue's lookup variants (the RISC-V one has none) */
+    lp_requantize_small_lut_s8(lut, acc, bias, multiplier, shift, zero_point, count, table);
+    if (bias16 != NULL) {
+        lp_requantize_small_lut_s8_b16(lut16, acc, bias16, multiplier, shift, zero_point, count, table);
+    }
+#endif
     for (c = 0; c < LANES + GUARD; ++c) {
         const int8_t want = c < count ? expected_out(acc[c], bias[c], multiplier[c], shift[c], zero_point)
                                       : (int8_t)0x5a;
-        checks += bias16 != NULL ? 2 : 1;
-        if (out[c] != want || (bias16 != NULL && out16[c] != want)) {
+#if defined(LP_REQUANTIZE_SMALL_LUT)
+        const int8_t want_lut = c < count ? table[want + 128] : (int8_t)0x5a;
+#else
+        const int8_t want_lut = (int8_t)0x5a; /* lut and lut16 untouched */
+        (void)table;
+#endif
+        checks += bias16 != NULL ? 4 : 2;
+        if (out[c] != want || (bias16 != NULL && out16[c] != want) || lut[c] != want_lut
+                || (bias16 != NULL && lut16[c] != want_lut)) {
             if (failures++ < 8) {
                 printf("FAIL lane %ld of %ld: acc %ld bias %ld multiplier %ld shift %d zero point %ld: got %d/%d,"
-                       " expected %d\n", (long)c, (long)count, (long)acc[c < LANES ? c : 0],
-                       (long)bias[c < LANES ? c : 0], (long)multiplier[c < LANES ? c : 0],
-                       (int)shift[c < LANES ? c : 0], (long)zero_point, out[c], out16[c], want);
+                       " expected %d (looked up: got %d/%d, expected %d)\n", (long)c, (long)count,
+                       (long)acc[c < LANES ? c : 0], (long)bias[c < LANES ? c : 0],
+                       (long)multiplier[c < LANES ? c : 0], (int)shift[c < LANES ? c : 0], (long)zero_point,
+                       out[c], out16[c], want, lut[c], lut16[c], want_lut);
             }
         }
     }

@@ -1,8 +1,9 @@
 """Compile-time lookup tables of the int8 kernels whose per-element work depends on one int8 value.
 
 An int8 input has 256 values, so TFLite Micro's fixed-point LOGISTIC and TANH (reference_integer_ops::Logistic,
-::Tanh), HARD_SWISH (reference_ops::HardSwish) and LEAKY_RELU (reference_ops::QuantizeLeakyRelu) are, for one
-input quantization (and output quantization, rounding), a 256-byte table of outputs; the exp term of its int8
+::Tanh), HARD_SWISH (reference_ops::HardSwish) and LEAKY_RELU (reference_ops::QuantizeLeakyRelu), and its int8 ADD,
+SUB and MUL of an activation and a constant scalar, are, for one input quantization (and output quantization,
+rounding, constant), a 256-byte table of outputs; the exp term of its int8
 SOFTMAX (reference_ops::Softmax) depends only on the difference of the input to its row maximum, an integer in
 [-255, 0], so it is a table of 256 int32 values. Each table is computed here with the same integer functions
 (``fixed_point_numpy``) and becomes a constant operand (a weight, in flash) of its kernel.
@@ -10,14 +11,14 @@ SOFTMAX (reference_ops::Softmax) depends only on the difference of the input to 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Union
 
 import numpy as np
 
 from . import fixed_point_numpy as fp
 from .fixed_point import Rounding
-from .quant_params import (LOGISTIC_INPUT_INTEGER_BITS, SOFTMAX_SCALED_DIFF_INTEGER_BITS, HardSwishParams,
-                           LeakyReluParams, LogisticParams, SoftmaxParams)
+from .quant_params import (LOGISTIC_INPUT_INTEGER_BITS, SOFTMAX_SCALED_DIFF_INTEGER_BITS, ActivationRange, AddParams,
+                           HardSwishParams, LeakyReluParams, LogisticParams, MulParams, SoftmaxParams)
 
 INT8_VALUES = np.arange(-128, 128, dtype=np.int64)  # the table index is the input value + 128
 TABLE_SIZE = len(INT8_VALUES)
@@ -93,6 +94,26 @@ def leaky_relu_table(input_zero_point: int, output_zero_point: int, params: Leak
     rescaled = np.where(centered >= 0, fp.multiply_by_quantized_multiplier(centered, *params.identity, rounding),
                         fp.multiply_by_quantized_multiplier(centered, *params.alpha, rounding))
     return np.clip(rescaled + output_zero_point, -128, 127).astype(np.int8)
+
+
+def binary_scalar_table(kind: str, input_zero_point: int, constant: int, constant_zero_point: int,
+                        input_is_lhs: bool, output_zero_point: int, params: Union[AddParams, MulParams],
+                        activation: ActivationRange, rounding: Rounding) -> np.ndarray:
+    """int8[256]: TFLite's int8 ADD, SUB (add_common.cc, sub_common.cc: both centered operands shifted left by
+    ``params.left_shift``, rescaled to a common scale, added or subtracted, the sum rescaled) or MUL
+    (mul_common.cc: the product of the centered operands rescaled) of input ``index - 128`` and the int8
+    ``constant`` (a scalar; the left operand where not ``input_is_lhs``), plus the output zero point, clamped
+    to ``activation``."""
+    centered, other = INT8_VALUES - input_zero_point, np.int64(constant - constant_zero_point)
+    lhs, rhs = (centered, other) if input_is_lhs else (other, centered)
+    if kind == "MUL":
+        raw = lhs * rhs
+    else:
+        scaled_lhs = fp.multiply_by_quantized_multiplier(lhs << params.left_shift, *params.input1, rounding)
+        scaled_rhs = fp.multiply_by_quantized_multiplier(rhs << params.left_shift, *params.input2, rounding)
+        raw = scaled_lhs + scaled_rhs if kind == "ADD" else scaled_lhs - scaled_rhs
+    output = fp.multiply_by_quantized_multiplier(raw, *params.output, rounding) + output_zero_point
+    return np.clip(output, activation.low, activation.high).astype(np.int8)
 
 
 RSQRT_SHIFT = 20  # TFLM's kShift: 1/sqrt(x) is taken as an integer scaled by 2^20 before the output rescale

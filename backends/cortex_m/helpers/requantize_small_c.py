@@ -1,5 +1,6 @@
 """The int8 requantization epilogue of a MAC kernel on a core with the DSP extension: `<prefix>_requantize_small_s8`
-(int32 biases) and `_s8_b16` (int16 ones), `static inline` (always inlined) C in `<model>_internal.h`, called by
+(int32 biases) and `_s8_b16` (int16 ones), and `_lut_s8`, `_lut_s8_b16` whose outputs are then looked up in a
+256-entry table (an activation fused as one: LEAKY_RELU), `static inline` (always inlined) C in `<model>_internal.h`, called by
 the DSP schedules in place of the scalar loop over a channel tile whose every output TFLite requantizes with
 `packager.fixed_point_c`'s "double_small" (`backends.cortex_m.schedules.requantize_epilogue`).
 
@@ -19,9 +20,11 @@ from packager.template_files import helper_template_c
 REQUANTIZE_SMALL_TEMPLATE = "requantize_small.h.in"
 
 
-def requantize_small_helper_name(prefix: str, bias: str) -> str:
-    """The C name of the helper for biases of type `bias` ("int32" or "int16") in the bundle `prefix`."""
-    return f"{prefix}_requantize_small_s8" if bias == "int32" else f"{prefix}_requantize_small_s8_b16"
+def requantize_small_helper_name(prefix: str, bias: str, table: bool = False) -> str:
+    """The C name of the helper for biases of type `bias` ("int32" or "int16") in the bundle `prefix`; with
+    `table`, the one whose outputs are looked up in a table (`_lut_s8`, `_lut_s8_b16`)."""
+    name = f"{prefix}_requantize_small_lut_s8" if table else f"{prefix}_requantize_small_s8"
+    return name if bias == "int32" else f"{name}_b16"
 
 
 def requantize_small_c(prefix: str) -> str:

@@ -8,7 +8,8 @@ requantized by a loop over the tile's channels whose block stores
                                                                 int32(shift[o])) + zero_point))
 
 (double rounding: one of ``packager.fixed_point_c``'s "double", "double_right_shift", "double_small"; the sum
-in int32, or in int64 cast back to int32, both wrapping; an int32 or int16 bias). ``requantize_epilogue_calls``
+in int32, or in int64 cast back to int32, both wrapping; an int32 or int16 bias), or stores ``table[that value +
+128]`` (an activation fused as a 256-entry int8 lookup table: LEAKY_RELU). ``requantize_epilogue_calls``
 replaces each such loop, whose accesses all step one element along their last axis per channel and whose
 rounding the core's helper (an ``EpilogueHelper``) computes, by one call of it:
 
@@ -17,10 +18,12 @@ rounding the core's helper (an ``EpilogueHelper``) computes, by one call of it:
 - DSP_EPILOGUE, "double_small" only (the rounding of nearly every int8 layer: its shifts, multipliers and sums
   bounded at compile time): ``<prefix>_requantize_small_s8`` (``_s8_b16``;
   ``backends.cortex_m.helpers.requantize_small_c``), always inlined beside the tile's MAC helper, so the
-  accumulators stay in registers, and a tile's four shifts one word load.
+  accumulators stay in registers, and a tile's four shifts one word load; with a lookup table after it
+  ``<prefix>_requantize_small_lut_s8`` (``_lut_s8_b16``), one more load per output (yolo_tiny_80_int8 on
+  cortex-m4f: its LEAKY_RELU convolutions' epilogues had been scalar loops of 19-24 instructions per output).
 
 Each is bit-exact with the scalar helpers it replaces (its C unit test). Any other epilogue (per-tensor
-constants, single rounding, another clamp, a lookup table after it) stays as it is.
+constants, single rounding, another clamp, a lookup table where the helper takes none: Helium's) stays as it is.
 """
 from __future__ import annotations
 
@@ -44,33 +47,46 @@ REQUANTIZE_S8_OPS = {"int32": "tvm_ext.requantize_s8", "int16": "tvm_ext.requant
 """The Helium helper's op per bias type."""
 REQUANTIZE_SMALL_OPS = {"int32": "tvm_ext.requantize_small_s8", "int16": "tvm_ext.requantize_small_s8_b16"}
 """The DSP helper's op per bias type."""
+REQUANTIZE_SMALL_LUT_OPS = {"int32": "tvm_ext.requantize_small_lut_s8", "int16": "tvm_ext.requantize_small_lut_s8_b16"}
+"""The DSP helper's op per bias type with a lookup table after the requantization."""
+LUT_ENTRIES = 256
+"""A lookup table's int8 entries, indexed by the saturated int8 value + LUT_OFFSET."""
+LUT_OFFSET = 128
 DOUBLE_ROUNDING_OPS = frozenset(REQUANTIZE_OPS[helper] for helper in ("double", RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT))
 """The requantizations the Helium helper computes: TFLite's double rounding and its right-shift-only variants."""
 # Either helper's call (out, acc, bias, multiplier, shift, zero_point, count): element c < count of each pointer.
 REQUANTIZE_S8_ACCESS = HelperAccess(tuple(PointerAccess(pointer, (Axis(Arg(6), 1),)) for pointer in range(5)))
-for _ops, _name in ((REQUANTIZE_S8_OPS, requantize_s8_helper_name),
-                    (REQUANTIZE_SMALL_OPS, requantize_small_helper_name)):
+# With a table (..., count, table): its LUT_ENTRIES elements besides.
+REQUANTIZE_LUT_ACCESS = HelperAccess((*REQUANTIZE_S8_ACCESS.pointers, PointerAccess(7, (Axis(LUT_ENTRIES, 1),))))
+for _ops, _name, _access in ((REQUANTIZE_S8_OPS, requantize_s8_helper_name, REQUANTIZE_S8_ACCESS),
+                             (REQUANTIZE_SMALL_OPS, requantize_small_helper_name, REQUANTIZE_S8_ACCESS),
+                             (REQUANTIZE_SMALL_LUT_OPS, functools.partial(requantize_small_helper_name, table=True),
+                              REQUANTIZE_LUT_ACCESS)):
     for _bias, _op in _ops.items():
-        register_mac_helper(_op, functools.partial(_name, bias=_bias), REQUANTIZE_S8_ACCESS)
+        register_mac_helper(_op, functools.partial(_name, bias=_bias), _access)
 
 
 @dataclass(frozen=True)
 class EpilogueHelper:
     """A core's epilogue helper: the requantization ops (``packager.fixed_point_c.REQUANTIZE_OPS``' values) whose
-    epilogues it computes, and its op per bias type ("int32", "int16")."""
+    epilogues it computes, its op per bias type ("int32", "int16"), and with a lookup table after the
+    requantization (None: it takes none)."""
 
     roundings: frozenset[str]
     ops: dict[str, str]
+    table_ops: Optional[dict[str, str]] = None
 
 
 HELIUM_EPILOGUE = EpilogueHelper(DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS)
-DSP_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), REQUANTIZE_SMALL_OPS)
+DSP_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), REQUANTIZE_SMALL_OPS,
+                              REQUANTIZE_SMALL_LUT_OPS)
 
 
 @dataclass(frozen=True)
 class RequantizeEpilogue:
     """What one output's requantization reads and stores: the store into the int8 output, the accumulator,
-    bias (int32 or int16), multiplier (int32) and shift (int8) loads, and the zero point added."""
+    bias (int32 or int16), multiplier (int32) and shift (int8) loads, the zero point added, and the lookup
+    table whose entry (at the value + LUT_OFFSET) is stored instead, if any."""
 
     store: tirx.BufferStore
     acc: TensorLoad
@@ -78,6 +94,7 @@ class RequantizeEpilogue:
     multiplier: TensorLoad
     shift: TensorLoad
     zero_point: int
+    table: Optional[tirx.Buffer] = None
 
     def accesses(self) -> tuple:
         """The store and the loads, in the helper's argument order."""
@@ -102,12 +119,29 @@ def _sum_operands(expr) -> Optional[tuple[TensorLoad, TensorLoad]]:
     return (acc, bias) if acc is not None and bias is not None else None
 
 
-def requantize_epilogue(store, roundings: frozenset[str] = DOUBLE_ROUNDING_OPS) -> Optional[RequantizeEpilogue]:
-    """The requantization ``store`` computes (module docstring) with one of the ops ``roundings``, or None for
-    any other statement."""
+def _looked_up(value) -> tuple[Optional[tirx.Buffer], object]:
+    """(the table, the value looked up) of ``table[int32(value) + LUT_OFFSET]`` (or int64) over an int8 table of
+    LUT_ENTRIES elements, else (None, ``value``)."""
+    if not isinstance(value, TensorLoad) or len(value.indices) != 1:
+        return None, value
+    table, index = value.source, value.indices[0]
+    if str(table.dtype) != "int8" or len(table.shape) != 1 or not isinstance(table.shape[0], tirx.IntImm) \
+            or int(table.shape[0]) != LUT_ENTRIES:
+        return None, value
+    if not isinstance(index, tirx.Add) or not isinstance(index.b, tirx.IntImm) or int(index.b.value) != LUT_OFFSET \
+            or not isinstance(index.a, tirx.Cast) or str(index.a.ty.dtype) not in ("int32", "int64") \
+            or not isinstance(index.a.value, tirx.Cast) or str(index.a.value.ty.dtype) != "int8":
+        return None, value
+    return table, index.a.value
+
+
+def requantize_epilogue(store, roundings: frozenset[str] = DOUBLE_ROUNDING_OPS,
+                        tables: bool = False) -> Optional[RequantizeEpilogue]:
+    """The requantization ``store`` computes (module docstring) with one of the ops ``roundings``, with
+    ``tables`` one looked up in a table too, or None for any other statement."""
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int8":
         return None
-    value = store.value
+    table, value = _looked_up(store.value) if tables else (None, store.value)
     if not isinstance(value, tirx.Cast) or not isinstance(value.value, tvm.ir.Call):
         return None
     saturate = value.value
@@ -127,7 +161,7 @@ def requantize_epilogue(store, roundings: frozenset[str] = DOUBLE_ROUNDING_OPS) 
     shift_load = _load(shift, ("int8",))
     if operands is None or multiplier_load is None or shift_load is None or not -2**31 <= zero_point < 2**31:
         return None
-    return RequantizeEpilogue(store, *operands, multiplier_load, shift_load, zero_point)
+    return RequantizeEpilogue(store, *operands, multiplier_load, shift_load, zero_point, table)
 
 
 def requantize_epilogue_call(loop: tirx.For, helper: EpilogueHelper = HELIUM_EPILOGUE
@@ -140,7 +174,7 @@ def requantize_epilogue_call(loop: tirx.For, helper: EpilogueHelper = HELIUM_EPI
             or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0 \
             or not isinstance(realize.predicate, tirx.IntImm) or not bool(realize.predicate):
         return None
-    epilogue = requantize_epilogue(realize.block.body, helper.roundings)
+    epilogue = requantize_epilogue(realize.block.body, helper.roundings, helper.table_ops is not None)
     count = int(loop.extent)
     if epilogue is None or count < 1:
         return None
@@ -157,10 +191,15 @@ def requantize_epilogue_call(loop: tirx.For, helper: EpilogueHelper = HELIUM_EPI
                   for access in epilogue.accesses()]
     except KeyError:
         return None  # an index form we do not evaluate: keep the loop
-    op = helper.ops[str(epilogue.bias.source.dtype)]
-    call = tirx.call_intrin("int32", op, *(tirx.address_of(start) for start in starts), epilogue.zero_point, count)
+    bias = str(epilogue.bias.source.dtype)
+    op = helper.ops[bias] if epilogue.table is None else helper.table_ops[bias]
+    table = [] if epilogue.table is None else [tirx.address_of(tirx.BufferLoad(epilogue.table, [tirx.const(0, "int32")]))]
+    call = tirx.call_intrin("int32", op, *(tirx.address_of(start) for start in starts), epilogue.zero_point, count,
+                            *table)
     out, *reads = [tirx.BufferRegion(start.source, [tvm.ir.Range.from_min_extent(i, 1) for i in start.indices[:-1]]
                                      + [tvm.ir.Range.from_min_extent(start.indices[-1], count)]) for start in starts]
+    if epilogue.table is not None:
+        reads.append(tirx.BufferRegion(epilogue.table, [tvm.ir.Range.from_min_extent(0, LUT_ENTRIES)]))
     block = s_tir.SBlock([], reads, [out], "requantize", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
 

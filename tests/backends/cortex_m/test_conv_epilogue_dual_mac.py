@@ -7,7 +7,9 @@ cortex-m4f: the convolution, the depthwise convolution and the fully connected l
   time: no channel tile, no helper (yolo_tiny_80_int8's convolutions ran at 5-11 instructions per MAC).
 - An int8 LEAKY_RELU is a 256-entry table (kernels/int8_tables.py), and a table lookup (LEAKY_RELU, LOGISTIC,
   HARD_SWISH, ...) is fused after the layer computing its input (transform/fuse_keeping_layers.py): the
-  epilogue is one load, no second requantization.
+  epilogue is one load, no second requantization; on the DSP core the requantization and that load are one
+  call of `<prefix>_requantize_small_lut_s8(_b16)` per channel tile (backends/cortex_m/schedules/
+  requantize_epilogue.py), on the host (its portable C, strict warnings and sanitizers) bit-exact too.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
-from c_checks import kernel_bodies  # noqa: E402
+from c_checks import kernel_bodies, strict_sanitized_selftest  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import compile  # noqa: E402
 
@@ -92,3 +94,9 @@ def test_layers_with_an_epilogue_call_their_mac_helpers_bit_exactly_on_cortex_m4
         assert re.search(rf"{bundle.plan.model}_\w*mac\w*\(", body), f"{name} calls no MAC helper:\n{body}"
         # The epilogue a table load: one requantization (the layer's), not LEAKY_RELU's second.
         assert "requantize_double(" not in body, f"{name} requantizes twice:\n{body}"
+        if "leaky_relu" in name:  # the requantization and the lookup: the DSP epilogue's call per channel tile
+            assert re.search(rf"{bundle.plan.model}_requantize_small_lut_s8(_b16)?\(", body), body
+            assert "_requantize_double_small(" not in body, f"{name} requantizes outside the helper:\n{body}"
+    proc = strict_sanitized_selftest(bundle.out_dir, tmp_path / "host", make_arguments=(
+        "selftest", "CFLAGS=-std=c99 -O2", "AR=ar"))
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr

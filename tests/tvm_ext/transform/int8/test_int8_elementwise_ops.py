@@ -250,3 +250,29 @@ def test_every_pair_of_int8_div_operands_is_bit_exact_with_tflite_micro(quants, 
     model = Model(tensors, (Operator("DIV", (0, 1), (2,), Options("DivOptions")),), (0, 1), (2,))
     inputs = [np.repeat(INT8_VALUES[:, None], 256, axis=1), np.repeat(INT8_VALUES[None, :], 256, axis=0)]
     assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=inputs)
+
+
+@pytest.mark.parametrize("builtin", ["ADD", "SUB", "MUL"])
+def test_every_int8_input_of_an_operator_with_a_constant_scalar_is_a_bit_exact_lookup(builtin, tmp_path):
+    """All 256 inputs of ``builtin`` with a constant scalar, per quantization of QUANTIZATIONS, the constant on
+    the right and on the left (SUB's order matters), the fused activations cycled: each kernel is a lookup in the
+    256-entry table of its outputs (tvm_ext/kernels/int8_tables.py `binary_scalar_table`: a function of one int8
+    value), no rescale of its own, every table entry bit-exact with TFLite Micro."""
+    tensors, operators, outputs = [], [], []
+    for index, (lhs_quant, rhs_quant, out_quant) in enumerate(QUANTIZATIONS):
+        for constant_on_left in (False, True):
+            case = 2 * index + int(constant_on_left)
+            constant = Tensor(f"case{case}_constant", (), "int8", lhs_quant if constant_on_left else rhs_quant,
+                              data=np.array((61 * case + 51) % 256 - 128, np.int8))
+            data = Tensor(f"case{case}_in", INT8_VALUES.shape, "int8", rhs_quant if constant_on_left else lhs_quant)
+            operands = (len(tensors) + 1, len(tensors)) if constant_on_left else (len(tensors), len(tensors) + 1)
+            tensors += [data, constant, Tensor(f"case{case}_out", INT8_VALUES.shape, "int8", out_quant)]
+            outputs.append(len(tensors) - 1)
+            activation = ACTIVATIONS[case % len(ACTIVATIONS)]
+            operators.append(Operator(builtin, operands, (outputs[-1],),
+                                      Options(OPERATORS[builtin], {"FusedActivationFunction": activation})))
+    inputs = tuple(range(0, len(tensors), 3))
+    model = Model(tensors, operators, inputs, tuple(outputs))
+    assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=[INT8_VALUES] * len(inputs))
+    kernels = next((tmp_path / "out").glob("*_kernels.c")).read_text()
+    assert "multiply_by_quantized_multiplier" not in kernels and "+ 128)]" in kernels, kernels
