@@ -1,0 +1,69 @@
+"""Helium's int8 ADD kernel: TFLite's int8 ADD of two operands of one shape as one call of `<prefix>_add_s8`
+(`backends.cortex_m.helpers.templates.helium_add.h.in`: each operand's 256 rescaled values tabled, then four
+outputs per vector step), the kernel the int8 lowering writes for ADD where the backend gives one
+(`backends.backend.KernelSchedules.int8_add`).
+
+The generic kernel (`tvm_ext.kernels.add_int8`) computes each output byte on its own in scalar C, about 20
+instructions per byte on a Cortex-M55; the helper's vector loop about 3. Both compute TFLite's AddElementwise
+with its double rounding, bit for bit (the helper's C unit test checks every pair of int8 operands). Where the
+helper's contract does not hold (broadcast operands, single rounding, an int16 ADD, parameters outside its
+ranges), `helium_add_int8` gives None and the lowering keeps the generic kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from tvm import te, tirx
+
+from backends.cortex_m.helpers.helium_c import add_s8_helper_name
+from backends.cortex_m.schedules.dual_mac import register_mac_helper
+from tvm_ext.tir.extern_stage import extern_from_zero
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+
+ADD_S8_OP = "tvm_ext.add_s8"
+# The call (out, a, b, count, a_offset, b_offset, left_shift, a_multiplier, a_shift, b_multiplier, b_shift,
+# out_multiplier, out_shift, out_zero_point, low, high): out[i], a[i] and b[i] for i < count int8.
+ADD_S8_ACCESS = HelperAccess(tuple(PointerAccess(k, (Axis(Arg(3), 1),)) for k in range(3)))
+register_mac_helper(ADD_S8_OP, add_s8_helper_name, ADD_S8_ACCESS)
+
+LARGEST_LEFT_SHIFT = 22
+"""The helper's largest left shift: (x + offset) << left_shift stays below 2^30 for |x + offset| <= 255, and
+the sum of two operands (each rescaled by a multiplier below 1) below 2^31."""
+
+
+def fits_add_s8(params: Any, rounding: Any) -> bool:
+    """Whether `params` (TFLite's int8 ADD multipliers: a `tvm_ext.kernels.quant_params.AddParams`) lie in the
+    helper's contract: `rounding` (a `tvm_ext.kernels.Rounding`) double, a left shift of 0..LARGEST_LEFT_SHIFT,
+    non-negative multipliers, input shifts of -31..0 and an output shift of -31..0."""
+    multipliers = (params.input1, params.input2, params.output)
+    return (rounding.value == "double" and 0 <= params.left_shift <= LARGEST_LEFT_SHIFT
+            and all(0 <= int(m) <= 2**31 - 1 and -31 <= int(s) <= 0 for m, s in multipliers))
+
+
+def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int,
+                    output_zero_point: int, params: Any, activation: Any, rounding: Any) -> Optional[te.Tensor]:
+    """TFLite's int8 ADD of `lhs` and `rhs` (keywords as `tvm_ext.kernels.add_int8`'s: `params` its AddParams,
+    `activation` its ActivationRange, in output units; this backend does not import the kernels) as a TE extern stage of
+    one `<prefix>_add_s8` call over all their elements, or None where the helper does not fit: operands of
+    different shapes (broadcast) or not int8, or `fits_add_s8` false."""
+    shape = [int(d) for d in lhs.shape]
+    if shape != [int(d) for d in rhs.shape] or str(lhs.dtype) != "int8" or str(rhs.dtype) != "int8" \
+            or not fits_add_s8(params, rounding):
+        return None
+    count = 1
+    for extent in shape:
+        count *= extent
+    arguments = (-int(lhs_zero_point), -int(rhs_zero_point), params.left_shift, *params.input1, *params.input2,
+                 *params.output, int(output_zero_point), max(int(activation.low), -128),
+                 min(int(activation.high), 127))
+
+    def build(ins, outs):
+        def first(buffer: tirx.Buffer) -> tirx.PrimExpr:
+            return tirx.address_of(tirx.BufferLoad(buffer, [tirx.const(0, str(d.ty.dtype)) for d in buffer.shape]))
+
+        return tirx.Evaluate(tirx.call_intrin(
+            "int32", ADD_S8_OP, first(outs[0]), first(ins[0]), first(ins[1]), tirx.const(count, "int32"),
+            *(tirx.const(int(value), "int32") for value in arguments)))
+
+    return extern_from_zero(shape, [lhs, rhs], build, "add_int8_helium")
