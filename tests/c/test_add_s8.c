@@ -2,10 +2,11 @@
  * and helium_requantize.h.in, with the prefix lp) against TFLite's reference AddElementwise written with the
  * bundle's scalar double rounding (packager/templates/fixed_point_requantize_double.h.in): every pair of int8
  * operands (256 x 256, in place into the first operand too) for parameter sets of TFLite's ADD (left shift 20,
- * input shifts 0 and below, output shifts -1 and below, and 0: the portable path), offsets at either end, fused
- * activation ranges, and every count 0..9 (the predicated last lanes: nothing written past count). Built by
+ * input shifts 0 and below, output shifts -1 and below, and 0: the portable path), either operand, both or
+ * neither of multiplier 1/2 (the halved operand's path without a table, and the two tables'), offsets at either
+ * end, fused activation ranges, and every count 0..9 (the predicated last lanes: nothing written past count). Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
- * (VLDRW gathers, VQRDMULH, VSRA, VRSHL, VCTP). Prints "ok <count>" and exits 0, or names the first failure and
+ * (VLDRW gathers, VMLA, VQRDMLAH, VRSHL, VCTP). Prints "ok <count>" and exits 0, or names the first failure and
  * exits 1. */
 #include <stdint.h>
 #include <stdio.h>
