@@ -4,7 +4,8 @@
  * operands (256 x 256, in place into the first operand too) for parameter sets of TFLite's ADD (left shift 20,
  * input shifts 0 and below, output shifts -1 and below, and 0: the portable path), either operand, both or
  * neither of multiplier 1/2 (the halved operand's path without a table, and the two tables'), offsets at either
- * end, fused activation ranges, and every count 0..9 (the predicated last lanes: nothing written past count). Built by
+ * end, fused activation ranges, every count 0..9 (the predicated last lanes: nothing written past count), and
+ * runs of one ADD over one set of tables (two calls, the second from an odd element). Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
  * (VLDRW gathers, VMLA, VQRDMLAH, VRSHL, VCTP). Prints "ok <count>" and exits 0, or names the first failure and
  * exits 1. */
@@ -42,15 +43,23 @@ static int8_t expected_add(int8_t a, int8_t b, const struct add_params *p)
 static void check(const int8_t *a, const int8_t *b, int32_t count, const struct add_params *p)
 {
     int8_t out[PAIRS + GUARD], in_place[PAIRS + GUARD];
-    int32_t i;
+    int32_t values[512], i;
     for (i = 0; i < PAIRS + GUARD; ++i) {
         out[i] = (int8_t)0x5a;
         in_place[i] = i < count ? a[i] : (int8_t)0x5a;
     }
-    lp_add_s8(out, a, b, count, p->a_offset, p->b_offset, p->left_shift, p->a_multiplier, p->a_shift,
-              p->b_multiplier, p->b_shift, p->out_multiplier, p->out_shift, p->out_zero_point, p->low, p->high);
-    lp_add_s8(in_place, in_place, b, count, p->a_offset, p->b_offset, p->left_shift, p->a_multiplier, p->a_shift,
-              p->b_multiplier, p->b_shift, p->out_multiplier, p->out_shift, p->out_zero_point, p->low, p->high);
+    lp_add_s8_tables(values, p->a_offset, p->b_offset, p->left_shift, p->a_multiplier, p->a_shift, p->b_multiplier,
+                     p->b_shift, p->out_shift);
+    /* the first count - count / 3 elements, then the rest (runs over one set of tables) */
+    lp_add_s8(out, a, b, count - count / 3, values, p->a_offset, p->b_offset, p->left_shift, p->a_multiplier,
+              p->a_shift, p->b_multiplier, p->b_shift, p->out_multiplier, p->out_shift, p->out_zero_point, p->low,
+              p->high);
+    lp_add_s8(out + count - count / 3, a + count - count / 3, b + count - count / 3, count / 3, values, p->a_offset,
+              p->b_offset, p->left_shift, p->a_multiplier, p->a_shift, p->b_multiplier, p->b_shift,
+              p->out_multiplier, p->out_shift, p->out_zero_point, p->low, p->high);
+    lp_add_s8(in_place, in_place, b, count, values, p->a_offset, p->b_offset, p->left_shift, p->a_multiplier,
+              p->a_shift, p->b_multiplier, p->b_shift, p->out_multiplier, p->out_shift, p->out_zero_point, p->low,
+              p->high);
     for (i = 0; i < PAIRS + GUARD; ++i) {
         const int8_t want = i < count ? expected_add(a[i], b[i], p) : (int8_t)0x5a;
         checks += 2;

@@ -25,8 +25,9 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   convolution or fully connected layer in one call: the dual MAC and the requantization
   epilogue above fused, each tile's accumulators starting at its biases and never stored
   (`backends.cortex_m.schedules.conv_tiles`); no DSP twin, its portable C those two helpers;
-- `helium_add.h.in`: `<prefix>_add_s8`, TFLite's int8 ADD of two operands of one shape: each operand's 256
-  rescaled values tabled on the stack, then four outputs per step (VLDRW gathers, VQRDMULH, VRSHL), called by
+- `helium_add.h.in`: `<prefix>_add_s8_tables` and `<prefix>_add_s8`, TFLite's int8 ADD of two operands of one
+  shape: an operand's 256 rescaled values tabled once (none for the operand of multiplier 1/2), then four outputs
+  per step (VLDRW gathers, VMLA, VQRDMLAH, VRSHL) over runs of the elements, called by
   the ADD kernel Helium's lowering writes (`backends.cortex_m.schedules.helium_add`); no DSP twin, its portable
   C the same sums element by element.
 
@@ -106,6 +107,11 @@ def helium_requantize_c(prefix: str) -> str:
 def add_s8_helper_name(prefix: str) -> str:
     """The C name of the int8 ADD's helper in the bundle `prefix`."""
     return f"{prefix}_add_s8"
+
+
+def add_s8_tables_helper_name(prefix: str) -> str:
+    """The C name of the int8 ADD's tables' helper in the bundle `prefix`."""
+    return f"{prefix}_add_s8_tables"
 
 
 def depthwise_tiles_helper_name(prefix: str, bias: str, border: str = "") -> str:

@@ -16,16 +16,28 @@ from typing import Any, Optional
 
 from tvm import te, tirx
 
-from backends.cortex_m.helpers.helium_c import add_s8_helper_name
+from backends.cortex_m.helpers.helium_c import add_s8_helper_name, add_s8_tables_helper_name
 from backends.cortex_m.schedules.dual_mac import register_mac_helper
 from tvm_ext.tir.extern_stage import extern_from_zero
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 
 ADD_S8_OP = "tvm_ext.add_s8"
-# The call (out, a, b, count, a_offset, b_offset, left_shift, a_multiplier, a_shift, b_multiplier, b_shift,
-# out_multiplier, out_shift, out_zero_point, low, high): out[i], a[i] and b[i] for i < count int8.
+# The call (out, a, b, count, values, a_offset, b_offset, left_shift, a_multiplier, a_shift, b_multiplier, b_shift,
+# out_multiplier, out_shift, out_zero_point, low, high): out[i], a[i] and b[i] for i < count int8 (values: the
+# kernel's own tables).
 ADD_S8_ACCESS = HelperAccess(tuple(PointerAccess(k, (Axis(Arg(3), 1),)) for k in range(3)))
 register_mac_helper(ADD_S8_OP, add_s8_helper_name, ADD_S8_ACCESS)
+ADD_S8_TABLES_OP = "tvm_ext.add_s8_tables"
+# The call (values, a_offset, b_offset, left_shift, a_multiplier, a_shift, b_multiplier, b_shift, out_shift):
+# values[k] for k < TABLE_VALUES, the kernel's own buffer (no parameter).
+register_mac_helper(ADD_S8_TABLES_OP, add_s8_tables_helper_name)
+
+TABLE_VALUES = 512
+"""The int32 values of the helper's tables (two operands' 256)."""
+RUN = 512
+"""Elements per call of the ADD helper after the tables' one: the kernel's passes, so that its output may share
+all but RUN bytes with an input that dies there (the memory planner's stream order:
+`tvm_ext.codegen.stream_order`), for a call's own cost (about 20 instructions) per RUN outputs."""
 
 LARGEST_LEFT_SHIFT = 22
 """The helper's largest left shift: (x + offset) << left_shift stays below 2^30 for |x + offset| <= 255, and
@@ -44,9 +56,10 @@ def fits_add_s8(params: Any, rounding: Any) -> bool:
 def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int,
                     output_zero_point: int, params: Any, activation: Any, rounding: Any) -> Optional[te.Tensor]:
     """TFLite's int8 ADD of `lhs` and `rhs` (keywords as `tvm_ext.kernels.add_int8`'s: `params` its AddParams,
-    `activation` its ActivationRange, in output units; this backend does not import the kernels) as a TE extern stage of
-    one `<prefix>_add_s8` call over all their elements, or None where the helper does not fit: operands of
-    different shapes (broadcast) or not int8, or `fits_add_s8` false."""
+    `activation` its ActivationRange, in output units; this backend does not import the kernels) as a TE extern
+    stage: the tables' call into a scratch buffer of its own, then `<prefix>_add_s8` over runs of RUN elements,
+    or None where the helper does not fit: operands of different shapes (broadcast) or not int8, or
+    `fits_add_s8` false."""
     shape = [int(d) for d in lhs.shape]
     if shape != [int(d) for d in rhs.shape] or str(lhs.dtype) != "int8" or str(rhs.dtype) != "int8" \
             or not fits_add_s8(params, rounding):
@@ -54,16 +67,36 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
     count = 1
     for extent in shape:
         count *= extent
-    arguments = (-int(lhs_zero_point), -int(rhs_zero_point), params.left_shift, *params.input1, *params.input2,
-                 *params.output, int(output_zero_point), max(int(activation.low), -128),
-                 min(int(activation.high), 127))
+    operands = tuple(tirx.const(int(value), "int32") for value in (
+        -int(lhs_zero_point), -int(rhs_zero_point), params.left_shift, *params.input1, *params.input2))
+    output = tuple(tirx.const(int(value), "int32") for value in (
+        *params.output, int(output_zero_point), max(int(activation.low), -128), min(int(activation.high), 127)))
 
     def build(ins, outs):
-        def first(buffer: tirx.Buffer) -> tirx.PrimExpr:
-            return tirx.address_of(tirx.BufferLoad(buffer, [tirx.const(0, str(d.ty.dtype)) for d in buffer.shape]))
+        values = tirx.decl_buffer((TABLE_VALUES,), "int32", name="add_tables")
+        index = str(outs[0].shape[0].ty.dtype)
 
-        return tirx.Evaluate(tirx.call_intrin(
-            "int32", ADD_S8_OP, first(outs[0]), first(ins[0]), first(ins[1]), tirx.const(count, "int32"),
-            *(tirx.const(int(value), "int32") for value in arguments)))
+        def at(buffer: tirx.Buffer, offset) -> tirx.PrimExpr:
+            """The address of `buffer`'s row-major element `offset` (zeros, then the offset on the innermost axis:
+            the flattening gives back the offset)."""
+            indices = [tirx.const(0, index)] * (len(buffer.shape) - 1) + [offset]
+            return tirx.address_of(tirx.BufferLoad(buffer, indices))
+
+        tables = values.access_ptr("rw")  # the whole buffer: no pass may shrink it to what TIR reads
+
+        def run(start, length: int) -> tirx.Stmt:
+            return tirx.Evaluate(tirx.call_intrin(
+                "int32", ADD_S8_OP, at(outs[0], start), at(ins[0], start), at(ins[1], start),
+                tirx.const(length, "int32"), tables, *operands, *output))
+
+        runs, rest = divmod(count, RUN)
+        steps = [tirx.Evaluate(tirx.call_intrin("int32", ADD_S8_TABLES_OP, tables, *operands, output[1]))]
+        if runs:
+            r = tirx.Var("r", index)
+            steps.append(tirx.For(r, tirx.const(0, index), tirx.const(runs, index), tirx.ForKind.SERIAL,
+                                  run(r * tirx.const(RUN, index), RUN)))
+        if rest:
+            steps.append(run(tirx.const(runs * RUN, index), rest))
+        return tirx.SeqStmt([tirx.AllocBuffer(values), *steps])
 
     return extern_from_zero(shape, [lhs, rhs], build, "add_int8_helium")
