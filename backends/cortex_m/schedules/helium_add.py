@@ -1,12 +1,12 @@
 """Helium's int8 ADD kernel: TFLite's int8 ADD of two operands of one shape as calls of `<prefix>_add_s8_tables`
 and `<prefix>_add_s8` (`backends.cortex_m.helpers.templates.helium_add.h.in`: an operand's 256 rescaled values
 tabled once, then four outputs per vector step over runs of RUN elements), the kernel the int8 lowering writes
-for ADD where the backend gives one
-(`backends.backend.KernelSchedules.int8_add`).
+for ADD where the backend gives one (`backends.backend.KernelSchedules.int8_add`).
 
 The generic kernel (`tvm_ext.kernels.add_int8`) computes each output byte on its own in scalar C, about 20
-instructions per byte on a Cortex-M55; the helper's vector loop 3 (12 instructions per four outputs). Both compute TFLite's AddElementwise
-with its double rounding, bit for bit (the helper's C unit test checks every pair of int8 operands). Where the
+instructions per byte on a Cortex-M55; the helper's vector loop 3 (12 instructions per four outputs). Both
+compute TFLite's AddElementwise with its double rounding, bit for bit (the helper's C unit test checks every
+pair of int8 operands). Where the
 helper's contract does not hold (broadcast operands, single rounding, an int16 ADD, parameters outside its
 ranges), `helium_add_int8` gives None and the lowering keeps the generic kernel.
 """
