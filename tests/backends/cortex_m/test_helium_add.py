@@ -1,8 +1,9 @@
 """Helium's int8 ADD (backends/cortex_m/schedules/helium_add.py, the helper
 backends/cortex_m/helpers/templates/helium_add.h.in): on cortex-m55 an int8 ADD of two computed operands of one
 shape is one call of `<prefix>_add_s8_tables` and of `<prefix>_add_s8` per run (here one: either operand of the
-larger scale, a fused ReLU, a count that leaves a predicated tail), a broadcast ADD keeps the generic kernel, and every one stays bit for bit with TFLite Micro under
-QEMU mps3-an547 (MVE) and on the host (the helper's portable C); other cores keep the generic kernel."""
+larger scale, a fused ReLU, a count that leaves a predicated tail), a broadcast ADD keeps the generic kernel,
+and every one stays bit for bit with TFLite Micro under QEMU mps3-an547 (MVE) and on the host (the helper's
+portable C); other cores keep the generic kernel."""
 
 from __future__ import annotations
 
