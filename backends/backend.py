@@ -228,3 +228,7 @@ class KernelSchedules:
     max_pool_runs: bool = False
     """Whether the int8 lowering writes int8 MAX_POOL_2D as runs over a pixel's channels
     (`tvm_ext.kernels.copy_runs.max_pool2d_runs`), for a core whose helpers take a run's maximum a word at a time."""
+    int8_add: Optional[Callable[..., Any]] = None
+    """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
+    lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
+    None where it does not fit that ADD (the generic kernel then)."""

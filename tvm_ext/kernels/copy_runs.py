@@ -18,22 +18,9 @@ from typing import Sequence
 import numpy as np
 from tvm import te, tirx, topi
 
+from ..tir.extern_stage import extern_from_zero
 from .pool import UNROLLED_TAPS, max_pool2d_integer
 from .quant_params import ActivationRange
-
-
-def _extern_from_zero(shape: Sequence[int], inputs: Sequence[te.Tensor], build, name: str) -> te.Tensor:
-    """``te.extern`` of ``build`` on ``inputs``, its result of ``shape`` and the inputs' type. Its buffers start
-    at element 0 (te.extern's own have a symbolic offset, which keeps every flattened index in int64) and its
-    extents are in the type of the inputs' (int64 from Relax): every index of the loops is in that one type, which
-    the lowering's NarrowDataType then narrows to int32 as for any kernel (except offsets computed from a value
-    loaded from a table, which it cannot bound: a resize's source offsets stay int64)."""
-    index = _dtype(inputs[0].shape[0])
-    out_shape = [tirx.IntImm(index, int(d)) for d in shape]
-    dtype = str(inputs[0].dtype)
-    in_buffers = [tirx.decl_buffer(t.shape, str(t.dtype), name=t.op.name) for t in inputs]
-    return te.extern(out_shape, list(inputs), build, name=name, dtype=dtype, in_buffers=in_buffers,
-                     out_buffers=[tirx.decl_buffer(out_shape, dtype, name=name)])
 
 
 def _dtype(expr: tirx.PrimExpr) -> str:
@@ -87,7 +74,7 @@ def resize_nearest_neighbor_int8(data: te.Tensor, rows: te.Tensor, columns: te.T
         body = tirx.IfThenElse(same_row, repeated, built)
         return _loop(b, batches, _loop(y, out_height, body))
 
-    return _extern_from_zero((batches, out_height, out_width, depth), [data, rows, columns], build,
+    return extern_from_zero((batches, out_height, out_width, depth), [data, rows, columns], build,
                          "resize_nearest_neighbor_int8")
 
 
@@ -112,7 +99,7 @@ def concatenate_runs(pieces: Sequence[te.Tensor], axis: int) -> te.Tensor:
             start += run
         return _loop(o, outer, tirx.SeqStmt(copies) if len(copies) > 1 else copies[0])
 
-    return _extern_from_zero(out_shape, pieces, build, "concatenate_runs")
+    return extern_from_zero(out_shape, pieces, build, "concatenate_runs")
 
 
 def _sequence(steps: Sequence[tirx.Stmt]) -> tirx.Stmt:
@@ -213,4 +200,4 @@ def max_pool2d_runs(data: te.Tensor, *, pool: Sequence[int], strides: Sequence[i
             steps.append(_loop(ry, pool[0], _loop(rx, pool[1], tap(ry, rx, "t"))))  # taps already taken: no change
         return _loop(b, batches, _loop(y, out_height, _loop(x, out_width, _sequence(steps + clamp()))))
 
-    return _extern_from_zero((batches, out_height, out_width, depth), [data], build, f"max_pool2d_runs_{dtype}")
+    return extern_from_zero((batches, out_height, out_width, depth), [data], build, f"max_pool2d_runs_{dtype}")

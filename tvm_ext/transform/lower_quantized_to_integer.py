@@ -27,7 +27,8 @@ constant per output channel (per-tensor values are immediates in the kernel).
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from collections.abc import Callable
+from typing import Any, Optional, Union
 
 import tvm
 import tvm_ffi
@@ -85,6 +86,8 @@ class LowerQuantizedToInteger:
         for its helper of such words.
     max_pool_runs: write int8 MAX_POOL_2D as runs over a pixel's channels (``tvm_ext.kernels.copy_runs``):
         a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
+    int8_add: the kernel of int8 ADD of two computed operands where it gives one (None: the generic kernel):
+        a backend's (``backends.backend.KernelSchedules.int8_add``).
     flash_bytes: the profile's flash (bytes); with ``paired_weights``, weights are paired only where twice
         the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)
         fit it, as a paired layer's weights take twice their bytes (None: no limit).
@@ -103,11 +106,13 @@ class LowerQuantizedToInteger:
         model_name: str = "model",
         paired_weights: bool = False,
         max_pool_runs: bool = False,
+        int8_add: Optional[Callable[..., Any]] = None,
         flash_bytes: Optional[int] = None,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_weights = paired_weights
         self.max_pool_runs = max_pool_runs
+        self.int8_add = int8_add
         self.flash_bytes = flash_bytes
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
@@ -163,7 +168,8 @@ class _MainRewriter:
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
         paired = options.paired_weights and (
             options.flash_bytes is None or 2 * constant_bytes(func) <= options.flash_bytes)
-        self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs)
+        self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs,
+                                       options.int8_add)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

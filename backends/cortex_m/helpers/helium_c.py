@@ -24,7 +24,12 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
 - `helium_conv_tiles.h.in`: `<prefix>_conv_tiles_s8` (`_s8_b16`: int16 biases), every channel tile of one output pixel of an int8
   convolution or fully connected layer in one call: the dual MAC and the requantization
   epilogue above fused, each tile's accumulators starting at its biases and never stored
-  (`backends.cortex_m.schedules.conv_tiles`); no DSP twin, its portable C those two helpers.
+  (`backends.cortex_m.schedules.conv_tiles`); no DSP twin, its portable C those two helpers;
+- `helium_add.h.in`: `<prefix>_add_s8_tables` and `<prefix>_add_s8`, TFLite's int8 ADD of two operands of one
+  shape: an operand's 256 rescaled values tabled once (none for the operand of multiplier 1/2), then four outputs
+  per step (VLDRW gathers, VMLA, VQRDMLAH, VRSHL) over runs of the elements, called by
+  the ADD kernel Helium's lowering writes (`backends.cortex_m.schedules.helium_add`); no DSP twin, its portable
+  C the same sums element by element.
 
 The q15 pair keeps its DSP body (an Armv8.1-M core with MVE has the DSP extension); Helium's schedules do not
 call it. Each Helium body passes its DSP twin's C unit test, built for cortex-m55 and run under QEMU
@@ -46,6 +51,7 @@ HELIUM_DEPTHWISE_TEMPLATE = "helium_depthwise_mac.h.in"
 HELIUM_REQUANTIZE_TEMPLATE = "helium_requantize.h.in"
 HELIUM_DEPTHWISE16_TEMPLATE = "helium_depthwise16.h.in"
 HELIUM_CONV_TILES_TEMPLATE = "helium_conv_tiles.h.in"
+HELIUM_ADD_TEMPLATE = "helium_add.h.in"
 HELIUM_OVERRIDES = {DUAL_MAC_TEMPLATE: HELIUM_DUAL_MAC_TEMPLATE, ROW_DOT_TEMPLATE: HELIUM_ROW_DOT_TEMPLATE}
 """The DSP templates a Helium bundle replaces (their Helium templates have portable C without MVE)."""
 MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
@@ -90,11 +96,22 @@ def helium_mac_helpers_c(prefix: str) -> str:
 
 
 def helium_requantize_c(prefix: str) -> str:
-    """The C definitions of the requantization epilogue's, the 16-channel depthwise and the fused channel
-    tiles' helpers in a Helium bundle of prefix `prefix` (after the lanes and the MAC helpers:
+    """The C definitions of the requantization epilogue's, the 16-channel depthwise, the fused channel
+    tiles' and the int8 ADD's helpers in a Helium bundle of prefix `prefix` (after the lanes and the MAC helpers:
     `helium_mac_helpers_c`)."""
     return "".join(helper_template_c(__package__, name, prefix)
-                   for name in (HELIUM_REQUANTIZE_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE))
+                   for name in (HELIUM_REQUANTIZE_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
+                                HELIUM_ADD_TEMPLATE))
+
+
+def add_s8_helper_name(prefix: str) -> str:
+    """The C name of the int8 ADD's helper in the bundle `prefix`."""
+    return f"{prefix}_add_s8"
+
+
+def add_s8_tables_helper_name(prefix: str) -> str:
+    """The C name of the int8 ADD's tables' helper in the bundle `prefix`."""
+    return f"{prefix}_add_s8_tables"
 
 
 def depthwise_tiles_helper_name(prefix: str, bias: str, border: str = "") -> str:

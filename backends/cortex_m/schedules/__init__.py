@@ -15,6 +15,8 @@ the helpers of `backends.cortex_m.helpers`.
   accumulators, the dual MAC, the epilogue) as one call of the fused helper;
 - `depthwise_tiles` (Helium): then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
   accumulators, the window and padding calls under position tests, the epilogue) as fused calls, one per case;
+- `helium_add` (Helium): int8 ADD as one call of the vector ADD helper, the kernel the int8 lowering writes
+  (`KernelSchedules.int8_add`);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
   without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for).
 """
@@ -32,6 +34,7 @@ from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
+from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
@@ -106,11 +109,13 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     registers), 4 elsewhere; float MAC kernels tiled by FPU_CHANNEL_TILES on an Arm core with an FPU; the
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
-    (Helium defines no such helper: its pools keep the element-wise kernel)."""
+    (Helium defines no such helper: its pools keep the element-wise kernel); int8 ADD as Helium's vector helper
+    on cores with MVE (`helium_add`)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
         mac=mac_schedules_of(profile),
         # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
         max_pool_runs=has_dsp_extension(profile) and not has_mve(profile),
+        int8_add=helium_add_int8 if has_mve(profile) else None,
     )

@@ -10,6 +10,7 @@ computing its input like any lookup; where the output has at least as many eleme
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
@@ -39,11 +40,15 @@ ParamsOf = Callable[[np.float32, np.float32, np.float32, Rounding], object]
 
 def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], params_of: ParamsOf,
                     int16_params_of: Optional[ParamsOf] = None,
-                    tables: Callable[[], tuple[relax.Constant, ...]] = tuple) -> Lowering:
+                    tables: Callable[[], tuple[relax.Constant, ...]] = tuple,
+                    backend_kernel: Callable[[LoweringContext], Optional[Callable[..., Optional[te.Tensor]]]]
+                    = lambda ctx: None) -> Lowering:
     """The lowering of the TFLite operator ``kind``, imported as the Relax op ``relax_op``, to ``kernel``
     (operands: both inputs, then the constants ``tables()`` gives; keywords: operand and output zero points,
     ``params_of``'s result, activation, rounding). With ``int16_params_of``, int16 operands and output of zero
-    point 0 (TFLite Micro's int16 form) too."""
+    point 0 (TFLite Micro's int16 form) too. ``backend_kernel(ctx)``, where not None, is tried first on int8
+    operands neither of which is a constant (a constant operator would be folded on the host, which cannot run
+    a backend's helper calls): the generic ``kernel`` where it gives None."""
     lhs_operand, rhs_operand = DequantizedOperand(), DequantizedOperand()
     core = is_op(relax_op)(lhs_operand.pattern, rhs_operand.pattern)
     result = QuantizedResult(core)
@@ -72,7 +77,10 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
                          out.quant.zero_point, params)
             return TableCall(lambda activation: lookup_call(kind, matched[core], data.tensor, table_constant(
                 binary_scalar_table, *arguments, activation, ctx.rounding)), out.activation)
-        call = KernelCall(kind, matched[core], kernel, (lhs.tensor, rhs.tensor, *tables()),
+        own = backend_kernel(ctx) if dtypes == {"int8"} and not any(
+            ctx.graph.constant(operand.tensor) is not None for operand in (lhs, rhs)) else None
+        chosen = kernel if own is None else _first_fitting(own, kernel)
+        call = KernelCall(kind, matched[core], chosen, (lhs.tensor, rhs.tensor, *tables()),
                           {"lhs_zero_point": lhs.quant.zero_point, "rhs_zero_point": rhs.quant.zero_point,
                            "output_zero_point": out.quant.zero_point, "params": params, "rounding": ctx.rounding})
         return ClampedCall(call, out.activation)
@@ -126,3 +134,17 @@ class TableCall:
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """The lookup's call, its table clamped to ``activation``."""
         return self.make(activation)
+
+
+@functools.cache
+def _first_fitting(own: Callable[..., Optional[te.Tensor]],
+                   kernel: Callable[..., te.Tensor]) -> Callable[..., te.Tensor]:
+    """The kernel giving ``own``'s tensor on its operands, or ``kernel``'s where ``own`` gives None: one function
+    per pair (identical calls of it share their PrimFunc), with ``kernel``'s signature (which names the operands)."""
+
+    @functools.wraps(kernel)
+    def chosen(*args, **kwargs) -> te.Tensor:
+        tensor = own(*args, **kwargs)
+        return kernel(*args, **kwargs) if tensor is None else tensor
+
+    return chosen

@@ -24,14 +24,16 @@ from .graph import Graph
 class LoweringContext:
     """What a lowering reads: the original graph, the lowered Var of each original Var lowered so far
     (int8 tensors of the new graph), the rounding mode of the kernels, and whether int8 FULLY_CONNECTED
-    kernels take paired weights (``tvm_ext.kernels.dense.pair_weights``) where they can, and whether int8
-    MAX_POOL_2D kernels are written as runs (``tvm_ext.kernels.copy_runs.max_pool2d_runs``) where they can."""
+    kernels take paired weights (``tvm_ext.kernels.dense.pair_weights``) where they can, whether int8
+    MAX_POOL_2D kernels are written as runs (``tvm_ext.kernels.copy_runs.max_pool2d_runs``) where they can, and
+    the backend's own kernel of int8 ADD (``backends.backend.KernelSchedules.int8_add``; None: none)."""
 
     graph: Graph
     lowered: dict[relax.Var, relax.Expr]
     rounding: Rounding
     paired_weights: bool = False
     max_pool_runs: bool = False
+    int8_add: Optional[Callable[..., Optional[te.Tensor]]] = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,104 @@
+"""Helium's int8 ADD kernel: TFLite's int8 ADD of two operands of one shape as calls of `<prefix>_add_s8_tables`
+and `<prefix>_add_s8` (`backends.cortex_m.helpers.templates.helium_add.h.in`: an operand's 256 rescaled values
+tabled once, then four outputs per vector step over runs of RUN elements), the kernel the int8 lowering writes
+for ADD where the backend gives one (`backends.backend.KernelSchedules.int8_add`).
+
+The generic kernel (`tvm_ext.kernels.add_int8`) computes each output byte on its own in scalar C, about 20
+instructions per byte on a Cortex-M55; the helper's vector loop 3 (12 instructions per four outputs). Both
+compute TFLite's AddElementwise with its double rounding, bit for bit (the helper's C unit test checks every
+pair of int8 operands). Where the
+helper's contract does not hold (broadcast operands, single rounding, an int16 ADD, parameters outside its
+ranges), `helium_add_int8` gives None and the lowering keeps the generic kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from tvm import te, tirx
+
+from backends.cortex_m.helpers.helium_c import add_s8_helper_name, add_s8_tables_helper_name
+from backends.cortex_m.schedules.dual_mac import register_mac_helper
+from tvm_ext.tir.extern_stage import extern_from_zero
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+
+ADD_S8_OP = "tvm_ext.add_s8"
+# The call (out, a, b, count, values, a_offset, b_offset, left_shift, a_multiplier, a_shift, b_multiplier, b_shift,
+# out_multiplier, out_shift, out_zero_point, low, high): out[i], a[i] and b[i] for i < count int8 (values: the
+# kernel's own tables).
+ADD_S8_ACCESS = HelperAccess(tuple(PointerAccess(k, (Axis(Arg(3), 1),)) for k in range(3)))
+register_mac_helper(ADD_S8_OP, add_s8_helper_name, ADD_S8_ACCESS)
+ADD_S8_TABLES_OP = "tvm_ext.add_s8_tables"
+# The call (values, a_offset, b_offset, left_shift, a_multiplier, a_shift, b_multiplier, b_shift, out_shift):
+# values[k] for k < TABLE_VALUES, the kernel's own buffer (no parameter).
+register_mac_helper(ADD_S8_TABLES_OP, add_s8_tables_helper_name)
+
+TABLE_VALUES = 512
+"""The int32 values of the helper's tables (two operands' 256)."""
+RUN = 512
+"""Elements per call of the ADD helper after the tables' one: the kernel's passes, so that its output may share
+all but RUN bytes with an input that dies there (the memory planner's stream order:
+`tvm_ext.codegen.stream_order`), for a call's own cost per RUN outputs (pretrainedResnet_quant on cortex-m55:
+589 instructions for its 53 runs past the first of each ADD)."""
+
+LARGEST_LEFT_SHIFT = 22
+"""The helper's largest left shift: (x + offset) << left_shift stays below 2^30 for |x + offset| <= 255, and
+the sum of two operands (each rescaled by a multiplier below 1) below 2^31."""
+
+
+def fits_add_s8(params: Any, rounding: Any) -> bool:
+    """Whether `params` (TFLite's int8 ADD multipliers: a `tvm_ext.kernels.quant_params.AddParams`) lie in the
+    helper's contract: `rounding` (a `tvm_ext.kernels.Rounding`) double, a left shift of 0..LARGEST_LEFT_SHIFT,
+    non-negative multipliers, input shifts of -31..0 and an output shift of -31..0."""
+    multipliers = (params.input1, params.input2, params.output)
+    return (rounding.value == "double" and 0 <= params.left_shift <= LARGEST_LEFT_SHIFT
+            and all(0 <= int(m) <= 2**31 - 1 and -31 <= int(s) <= 0 for m, s in multipliers))
+
+
+def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int,
+                    output_zero_point: int, params: Any, activation: Any, rounding: Any) -> Optional[te.Tensor]:
+    """TFLite's int8 ADD of `lhs` and `rhs` (keywords as `tvm_ext.kernels.add_int8`'s: `params` its AddParams,
+    `activation` its ActivationRange, in output units; this backend does not import the kernels) as a TE extern
+    stage: the tables' call into a scratch buffer of its own, then `<prefix>_add_s8` over runs of RUN elements,
+    or None where the helper does not fit: operands of different shapes (broadcast) or not int8, or
+    `fits_add_s8` false."""
+    shape = [int(d) for d in lhs.shape]
+    if shape != [int(d) for d in rhs.shape] or str(lhs.dtype) != "int8" or str(rhs.dtype) != "int8" \
+            or not fits_add_s8(params, rounding):
+        return None
+    count = 1
+    for extent in shape:
+        count *= extent
+    operands = tuple(tirx.const(int(value), "int32") for value in (
+        -int(lhs_zero_point), -int(rhs_zero_point), params.left_shift, *params.input1, *params.input2))
+    output = tuple(tirx.const(int(value), "int32") for value in (
+        *params.output, int(output_zero_point), max(int(activation.low), -128), min(int(activation.high), 127)))
+
+    def build(ins, outs):
+        values = tirx.decl_buffer((TABLE_VALUES,), "int32", name="add_tables")
+        index = str(outs[0].shape[0].ty.dtype)
+
+        def at(buffer: tirx.Buffer, offset) -> tirx.PrimExpr:
+            """The address of `buffer`'s row-major element `offset` (zeros, then the offset on the innermost axis:
+            the flattening gives back the offset)."""
+            indices = [tirx.const(0, index)] * (len(buffer.shape) - 1) + [offset]
+            return tirx.address_of(tirx.BufferLoad(buffer, indices))
+
+        tables = values.access_ptr("rw")  # the whole buffer: no pass may shrink it to what TIR reads
+
+        def run(start, length: int) -> tirx.Stmt:
+            return tirx.Evaluate(tirx.call_intrin(
+                "int32", ADD_S8_OP, at(outs[0], start), at(ins[0], start), at(ins[1], start),
+                tirx.const(length, "int32"), tables, *operands, *output))
+
+        runs, rest = divmod(count, RUN)
+        steps = [tirx.Evaluate(tirx.call_intrin("int32", ADD_S8_TABLES_OP, tables, *operands, output[1]))]
+        if runs:
+            r = tirx.Var("r", index)
+            steps.append(tirx.For(r, tirx.const(0, index), tirx.const(runs, index), tirx.ForKind.SERIAL,
+                                  run(r * tirx.const(RUN, index), RUN)))
+        if rest:
+            steps.append(run(tirx.const(runs * RUN, index), rest))
+        return tirx.SeqStmt([tirx.AllocBuffer(values), *steps])
+
+    return extern_from_zero(shape, [lhs, rhs], build, "add_int8_helium")

@@ -1,0 +1,53 @@
+"""Helium's int8 ADD (backends/cortex_m/schedules/helium_add.py, the helper
+backends/cortex_m/helpers/templates/helium_add.h.in): on cortex-m55 an int8 ADD of two computed operands of one
+shape is one call of `<prefix>_add_s8_tables` and of `<prefix>_add_s8` per run (here one: either operand of the
+larger scale, a fused ReLU, a count that leaves a predicated tail), a broadcast ADD keeps the generic kernel,
+and every one stays bit for bit with TFLite Micro under QEMU mps3-an547 (MVE) and on the host (the helper's
+portable C); other cores keep the generic kernel."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes, needs_cross_tools  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+
+SHAPE = (1, 5, 7, 3)
+"""105 elements: 26 whole vectors of four lanes and one predicated lane."""
+RELU = 1  # tflite.ActivationFunctionType
+
+
+def _add_model() -> bytes:
+    """Inputs a [1, 5, 7, 3] (scale 0.05, zero point -128), b (0.11, 127) and c [1, 1, 1, 3] (0.02, 4), and
+    three ADDs, each a model output: a + b (b the larger scale), b + a with a ReLU (its output's zero point its
+    lower bound), and a + c (broadcast: the generic kernel)."""
+    tensors = [Tensor("a", SHAPE, "int8", Quantization((0.05,), (-128,))),
+               Tensor("b", SHAPE, "int8", Quantization((0.11,), (127,))),
+               Tensor("c", (1, 1, 1, 3), "int8", Quantization((0.02,), (4,))),
+               Tensor("sum", SHAPE, "int8", Quantization((0.13,), (-3,))),
+               Tensor("relu_sum", SHAPE, "int8", Quantization((0.07,), (-20,))),
+               Tensor("broadcast_sum", SHAPE, "int8", Quantization((0.06,), (9,)))]
+    operators = [Operator("ADD", (0, 1), (3,), Options("AddOptions", {"FusedActivationFunction": 0})),
+                 Operator("ADD", (1, 0), (4,), Options("AddOptions", {"FusedActivationFunction": RELU})),
+                 Operator("ADD", (0, 2), (5,), Options("AddOptions", {"FusedActivationFunction": 0}))]
+    return build(Model(tensors, operators, (0, 1, 2), (3, 4, 5)))
+
+
+@needs_cross_tools
+def test_helium_int8_add_is_one_helper_call_and_stays_bit_exact(tmp_path):
+    bundle, kernels = bit_exact_bundle(tmp_path, "add", _add_model(), "cortex-m55", "mps3-an547")
+    calls = re.findall(r"_add_s8\((.*)\);", kernels)
+    assert len(calls) == 2, kernels  # the broadcast ADD keeps the generic kernel
+    assert all(", 105, " in call for call in calls), calls
+    assert "vldrwq_gather_shifted_offset_s32(" in (bundle.out_dir / "add_internal.h").read_text()
+    host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable loop
+
+
+@needs_cross_tools
+def test_other_cores_keep_the_generic_int8_add(tmp_path):
+    _bundle, kernels = bit_exact_bundle(tmp_path, "add", _add_model(), "cortex-m4f", "mps2-an386")
+    assert "_add_s8(" not in kernels

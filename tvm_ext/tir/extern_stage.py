@@ -1,0 +1,23 @@
+"""A TE extern stage whose buffers start at element 0 (``extern_from_zero``): the form of the kernels written
+as TIR statements (``tvm_ext.kernels.copy_runs``, a backend's own kernels such as
+``backends.cortex_m.schedules.helium_add``)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from tvm import te, tirx
+
+
+def extern_from_zero(shape: Sequence[int], inputs: Sequence[te.Tensor], build, name: str) -> te.Tensor:
+    """``te.extern`` of ``build`` on ``inputs``, its result of ``shape`` and the inputs' type. Its buffers start
+    at element 0 (te.extern's own have a symbolic offset, which keeps every flattened index in int64) and its
+    extents are in the type of the inputs' (int64 from Relax): every index of the loops is in that one type, which
+    the lowering's NarrowDataType then narrows to int32 as for any kernel (except offsets computed from a value
+    loaded from a table, which it cannot bound: a resize's source offsets stay int64)."""
+    index = str(inputs[0].shape[0].ty.dtype)
+    out_shape = [tirx.IntImm(index, int(d)) for d in shape]
+    dtype = str(inputs[0].dtype)
+    in_buffers = [tirx.decl_buffer(t.shape, str(t.dtype), name=t.op.name) for t in inputs]
+    return te.extern(out_shape, list(inputs), build, name=name, dtype=dtype, in_buffers=in_buffers,
+                     out_buffers=[tirx.decl_buffer(out_shape, dtype, name=name)])
