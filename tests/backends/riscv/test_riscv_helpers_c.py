@@ -21,7 +21,7 @@ from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_
 from conftest import profile_build_config
 from emulator.boards import RISCV_BOARDS
 from emulator.qemu import run_qemu
-from emulator.tools import RISCV_TOOLS
+from emulator.tools import RISCV_BINUTILS_PREFIX, RISCV_TOOLS
 from required_tools import require_tools
 
 UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
@@ -73,3 +73,35 @@ def test_the_helper_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile
     assert built.returncode == 0, built.stderr
     result = run_qemu(elf, board, 120.0)
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
+
+
+BOX_CALLER = """#include <stdint.h>
+#include "riscv_mac.h"
+int32_t box_caller(int32_t *acc, const int8_t *x, const int8_t *w, int32_t xr, int32_t xc, int32_t wr, int32_t wc,
+                   int32_t rows, int32_t cols)
+{
+    return lp_depthwise_box_s8x8(acc, x, w, xr, xc, wr, wc, rows, cols);
+}
+"""
+"""A caller of the depthwise helper's out-of-line function with sizes unknown to the compiler (a border's)."""
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_depthwise_box_holds_one_taps_code(tmp_path: Path, profile: str) -> None:
+    """The out-of-line depthwise function (every padded border's clipped windows in a bundle call it) is one loop
+    over the taps, compiled as a bundle compiles it: its code multiplies eight channels once, where a copy of the
+    inlined form (three-tap steps and remainders in both window loops) held 25 taps, 200 multiplies, ~2.7 KB."""
+    require_tools(RISCV_TOOLS)
+    write_unit_files(tmp_path, "riscv_depthwise_mac")
+    (tmp_path / "box.c").write_text(BOX_CALLER)
+    config = profile_build_config(profile)
+    built = subprocess.run([config.cc, *config.compile_flags, "-std=c99", f"-I{tmp_path}", "-c", "box.c", "-o",
+                            "box.o"], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr
+    listing = subprocess.run([f"{RISCV_BINUTILS_PREFIX}objdump", "-d", "--no-show-raw-insn", "box.o"], cwd=tmp_path,
+                             capture_output=True, text=True, check=True).stdout
+    sections = listing.split("Disassembly of section ")  # -ffunction-sections: one per function
+    box = [text for text in sections if "_depthwise_box_s8x8" in text.split(":", 1)[0]]
+    assert len(box) == 1, listing
+    multiplies = [line for line in box[0].splitlines() if line.split("\t")[1:2] == ["mul"]]
+    assert len(multiplies) == 8, box[0]
