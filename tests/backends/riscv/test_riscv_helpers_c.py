@@ -21,7 +21,7 @@ from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_
 from conftest import profile_build_config
 from emulator.boards import RISCV_BOARDS
 from emulator.qemu import run_qemu
-from emulator.tools import RISCV_TOOLS
+from emulator.tools import RISCV_BINUTILS_PREFIX, RISCV_TOOLS
 from required_tools import require_tools
 
 UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
@@ -73,3 +73,63 @@ def test_the_helper_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile
     assert built.returncode == 0, built.stderr
     result = run_qemu(elf, board, 120.0)
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
+
+
+
+BOX_CALLER = """#include <stdint.h>
+#include "riscv_mac.h"
+int32_t box_caller(int32_t *acc, const int8_t *x, const int8_t *w, int32_t xr, int32_t xc, int32_t wr, int32_t wc,
+                   int32_t rows, int32_t cols)
+{
+    return lp_depthwise_box_s8x8(acc, x, w, xr, xc, wr, wc, rows, cols);
+}
+"""
+"""A caller of the depthwise helper's out-of-line function with sizes unknown to the compiler (a border's)."""
+PAIRS_CALLERS = """#include <stdint.h>
+#include "riscv_mac.h"
+int32_t fc_128(int32_t *acc, const int8_t *x, const int32_t *w) { return lp_mac_s8x8_pairs(acc, x, w, 128); }
+int32_t fc_640(int32_t *acc, const int8_t *x, const int32_t *w) { return lp_mac_s8x8_pairs(acc, x, w, 640); }
+"""
+"""Two kernels' calls of the paired MAC with their own constant row lengths, as two FULLY_CONNECTED kernels make."""
+
+
+def compiled_functions(folder: Path, profile: str, source: str) -> dict[str, list[str]]:
+    """The instructions' mnemonics of each function of `source` (C that includes the helper library of prefix lp)
+    compiled with `profile`'s compiler and flags as a bundle's sources are, by function name."""
+    write_unit_files(folder, "riscv_mac")
+    (folder / "callers.c").write_text(source)
+    config = profile_build_config(profile)
+    built = subprocess.run([config.cc, *config.compile_flags, "-std=c99", f"-I{folder}", "-c", "callers.c", "-o",
+                            "callers.o"], cwd=folder, capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr
+    listing = subprocess.run([f"{RISCV_BINUTILS_PREFIX}objdump", "-d", "--no-show-raw-insn", "callers.o"],
+                             cwd=folder, capture_output=True, text=True, check=True).stdout
+    functions: dict[str, list[str]] = {}
+    for section in listing.split("Disassembly of section .text.")[1:]:  # -ffunction-sections: one per function
+        name, _, body = section.partition(":")
+        functions[name] = [fields[1] for fields in (line.split("\t") for line in body.splitlines())
+                           if len(fields) > 1 and fields[0].strip().endswith(":")]
+    return functions
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_depthwise_box_holds_one_taps_code(tmp_path: Path, profile: str) -> None:
+    """The out-of-line depthwise function (every padded border's clipped windows in a bundle call it) is one loop
+    over the taps: its code multiplies eight channels once, where a copy of the inlined form (three-tap steps
+    and remainders in both window loops) held 25 taps, 200 multiplies, ~2.7 KB."""
+    require_tools(RISCV_TOOLS)
+    functions = compiled_functions(tmp_path, profile, BOX_CALLER)
+    box = [code for name, code in functions.items() if "_depthwise_box_s8x8" in name]
+    assert len(box) == 1, functions
+    assert box[0].count("mul") == 8, box[0]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_paired_mac_is_one_function_its_callers_share(tmp_path: Path, profile: str) -> None:
+    """Two kernels' calls of `lp_mac_s8x8_pairs` share one out-of-line function: the callers multiply nothing
+    themselves (inlined, each held a copy of its loops, ~260 bytes per FULLY_CONNECTED kernel on rv32imc)."""
+    require_tools(RISCV_TOOLS)
+    functions = compiled_functions(tmp_path, profile, PAIRS_CALLERS)
+    pairs = [code for name, code in functions.items() if "_mac_s8x8_pairs" in name]
+    assert len(pairs) == 1 and "mul" in pairs[0], functions
+    assert "mul" not in functions["fc_128"] + functions["fc_640"], functions
