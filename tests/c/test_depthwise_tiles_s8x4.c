@@ -33,6 +33,16 @@ static int8_t expected_out(const int8_t *x, const int8_t *w, const depthwise_lay
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
 }
 
+/* The helpers of one bias type: inlined, the 3x3 copy, the 5x5 copy (their side: 0, 3, 5). */
+typedef int32_t (*tiles_s8x4)(int8_t *, const int8_t *, const int8_t *, const int32_t *, const int32_t *,
+                              const int8_t *, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);
+typedef int32_t (*tiles_s8x4_b16)(int8_t *, const int8_t *, const int8_t *, const int16_t *, const int32_t *,
+                                  const int8_t *, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
+                                  int32_t);
+static const tiles_s8x4 TILES32[3] = {lp_depthwise_tiles_s8x4, lp_depthwise_tiles3x3_s8x4, lp_depthwise_tiles5x5_s8x4};
+static const tiles_s8x4_b16 TILES16[3] = {lp_depthwise_tiles_s8x4_b16, lp_depthwise_tiles3x3_s8x4_b16,
+                                          lp_depthwise_tiles5x5_s8x4_b16};
+
 int main(void)
 {
     static int8_t x[BUFFER], w[BUFFER];
@@ -67,34 +77,12 @@ int main(void)
                             for (int32_t c = 0; c < MAX_CHANNELS + GUARD; ++c) {
                                 out[c] = (int8_t)0x5a;
                             }
-                            switch (helper) {
-                            case 0:
-                                returned = lp_depthwise_tiles_s8x4(out, xo, wo, bias, multiplier, shift, zero_point,
+                            if (narrow) {
+                                returned = TILES16[helper / 2](out, xo, wo, bias16, multiplier, shift, zero_point,
                                     l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels);
-                                break;
-                            case 1:
-                                returned = lp_depthwise_tiles_s8x4_b16(out, xo, wo, bias16, multiplier, shift,
-                                    zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
-                                    cols, channels);
-                                break;
-                            case 2:
-                                returned = lp_depthwise_tiles3x3_s8x4(out, xo, wo, bias, multiplier, shift, zero_point,
+                            } else {
+                                returned = TILES32[helper / 2](out, xo, wo, bias, multiplier, shift, zero_point,
                                     l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels);
-                                break;
-                            case 3:
-                                returned = lp_depthwise_tiles3x3_s8x4_b16(out, xo, wo, bias16, multiplier, shift,
-                                    zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
-                                    cols, channels);
-                                break;
-                            case 4:
-                                returned = lp_depthwise_tiles5x5_s8x4(out, xo, wo, bias, multiplier, shift, zero_point,
-                                    l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels);
-                                break;
-                            default:
-                                returned = lp_depthwise_tiles5x5_s8x4_b16(out, xo, wo, bias16, multiplier, shift,
-                                    zero_point, l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows,
-                                    cols, channels);
-                                break;
                             }
                             wrong = returned != 0;
                             for (int32_t c = 0; c < MAX_CHANNELS + GUARD; ++c) {
