@@ -29,7 +29,7 @@ On DSP cores (``DSP_TILES``) the same replacement takes a pixel's loop over its 
 of a kernel of fewer than DSP_INLINE_TILES tile iterations one out-of-line copy per bundle; the border pixels
 keep the loop (their padding products are loops there, not calls). mobilenet_v2_050_64_int8 on cortex-m4f:
 18,962,828 -> 18,813,205 instructions, code 34,064 -> 33,592 B; efficientnet_lite_w030_112_int8 42,232,976 ->
-40,960,144, 47,060 -> 43,400 B.
+40,787,534, 47,060 -> 45,764 B.
 
 A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
 in this order: stores of zero into exactly the accumulators the epilogue reads, the window and padding calls
@@ -131,13 +131,15 @@ class TileHelpers:
 
 HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, True)
 """Helium's: the 16-lane window helper, the vector epilogue, the border helper."""
-DSP_INLINE_TILES = 3000
+DSP_INLINE_TILES = 2048
 """The tile iterations (pixels x four-channel tiles, border pixels' too) from which a DSP kernel's 3x3 or 5x5
-interior inlines the fused helper, else calls its out-of-line copy. Inlined, a tile of a 3x3 window runs about
-17 instructions fewer than an out-of-line copy (whose strides are arguments) but the kernel's code grows about
-275 B (mobilenet_v2_050_64_int8 on cortex-m4f: every 3x3 kernel inlined 18,728,816 instructions and 36,336 B of
-code, none 19,011,924 and 32,268 B, from 3,000 on (its three largest) 18,794,906 and 33,812 B; before the fused
-helper 18,962,828 and 34,064 B)."""
+interior inlines the fused helper, else calls its out-of-line copy. Inlined, a tile runs some 17 instructions
+fewer than in the copy (whose strides are arguments) but the kernel's code grows about 275 B. Measured on
+cortex-m4f (instructions, code B), before the fused helper / every 3x3 kernel inlined / none (the copy's nine
+taps written out): mobilenet_v2_050_64_int8 18,962,828, 34,064 / 18,728,816, 36,336 / 19,011,924, 32,268. With
+the copies looping over rows, from 2,048 on / from 3,000 on: mobilenet 18,813,205, 33,592 (both);
+efficientnet_lite_w030_112_int8 (before 42,232,976, 47,060) 40,787,534, 45,764 / 40,960,144, 43,400;
+vww_96_int8 (before 17,242,205, 22,936) 17,082,282, 22,916 / 17,180,653, 21,904."""
 DSP_TILES = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_OPS, False, DSP_TILES_OUTLINED_OPS,
                         DSP_INLINE_TILES)
 """The DSP cores': four channels per window call (``depthwise_mac``), the written-out epilogue
