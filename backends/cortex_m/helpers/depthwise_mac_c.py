@@ -31,6 +31,10 @@ host and under QEMU by `tests/c/test_depthwise_mac.c` (`tests/backends/cortex_m/
 from __future__ import annotations
 
 DEPTHWISE_MAC_TEMPLATE = "depthwise_mac.h.in"
+DEPTHWISE_TILES_TEMPLATE = "depthwise_tiles.h.in"
+"""The fused channel tiles (`<prefix>_depthwise_tiles_s8x4`, `_s8x4_b16`: an interior pixel's window sums and
+requantization of every channel, the sums started at the biases), after this template and the requantization
+epilogue's (`requantize_small_c`) in a bundle."""
 _TAGS = {"int8": "s8", "int16": "s16"}
 DEPTHWISE_MAC_INPUT_TYPES = tuple(_TAGS)
 """The input types of the depthwise helpers (their weights are int8)."""
@@ -44,3 +48,10 @@ def depthwise_mac_helper_name(prefix: str, data: str = "int8") -> str:
 def depthwise_box_helper_name(prefix: str, data: str = "int8") -> str:
     """The C name of the helper's one out-of-line copy in the bundle `prefix` (same arguments and sums)."""
     return f"{prefix}_depthwise_box_{_TAGS[data]}x4"
+
+
+def depthwise_tiles_helper_name(prefix: str, bias: str, window: str = "") -> str:
+    """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the
+    bundle `prefix`: the inlined one, or where `window` is "3x3" the out-of-line copy for 3x3 windows."""
+    name = f"{prefix}_depthwise_tiles{window}_s8x4"
+    return name if bias == "int32" else f"{name}_b16"

@@ -15,6 +15,7 @@ the helpers of `backends.cortex_m.helpers`.
   accumulators, the dual MAC, the epilogue) as one call of the fused helper;
 - `depthwise_tiles` (Helium): then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
   accumulators, the window and padding calls under position tests, the epilogue) as fused calls, one per case;
+  on DSP cores an interior pixel's loop over its four-channel tiles as one fused call (the border keeps the loop);
 - `helium_add` (Helium): int8 ADD as one call of the vector ADD helper, the kernel the int8 lowering writes
   (`KernelSchedules.int8_add`);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
@@ -30,7 +31,7 @@ from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules.border_window import has_short_rows, paired_windows, window_buffer, windowed_border
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, pays_two_pixels as helium_pays_two_pixels
-from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls
+from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES, depthwise_tiles_calls
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
@@ -58,8 +59,13 @@ class DualMacSchedules:
     paired_windows = staticmethod(paired_windows)
     pair_tests = staticmethod(pair_tests)
 
-    epilogue_calls = staticmethod(functools.partial(requantize_epilogue_calls, helper=DSP_EPILOGUE))
-    """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper."""
+    @staticmethod
+    def epilogue_calls(func):
+        """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
+        depthwise pixel's loop over its four-channel tiles (zeroed accumulators, the window call, that
+        epilogue) as one call of the fused tiles helper for an interior pixel (`depthwise_tiles`, DSP_TILES:
+        the sums start at the biases in registers), the loop kept for the border's."""
+        return depthwise_tiles_calls(requantize_epilogue_calls(func, helper=DSP_EPILOGUE), DSP_TILES)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:

@@ -1,4 +1,5 @@
-"""On Helium cores, a depthwise pixel's loop over its 16-channel tiles as one call of a fused depthwise helper.
+"""On Helium cores, a depthwise pixel's loop over its 16-channel tiles as one call of a fused depthwise helper
+(and on DSP cores, its four-channel tiles: see below).
 
 After Helium's depthwise schedule (``helium_depthwise``) and the epilogue calls (``requantize_epilogue``), one
 output pixel of an int8 DEPTHWISE_CONV_2D runs a loop over its channel tiles whose iteration zeroes the tile's
@@ -21,6 +22,15 @@ value), only the interior's: ``if (the tests) fused call; else the loop`` with t
 (no pixel reaching the else branch runs it). kws_ref_model's 3x3 layers on cortex-m55: 155,040 -> 136,553
 instructions each, code 6,432 -> 5,612 B (the outlined box helper and the border cases' taps gone).
 
+On DSP cores (``DSP_TILES``) the same replacement takes a pixel's loop over its four-channel tiles
+(``depthwise_mac``'s window call, ``requantize_small_c``'s epilogue): the interior's call is
+``<prefix>_depthwise_tiles_s8x4`` (``_b16``), whose tiles start their four sums at the biases in registers
+(``backends.cortex_m.helpers.depthwise_mac_c``'s ``depthwise_tiles.h.in``), inlined, or for a 3x3 or 5x5 window
+of a kernel of fewer than DSP_INLINE_TILES tile iterations one out-of-line copy per bundle; the border pixels
+keep the loop (their padding products are loops there, not calls). mobilenet_v2_050_64_int8 on cortex-m4f:
+18,962,828 -> 18,813,205 instructions, code 34,064 -> 33,592 B; efficientnet_lite_w030_112_int8 42,232,976 ->
+40,787,534, 47,060 -> 45,764 B.
+
 A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
 in this order: stores of zero into exactly the accumulators the epilogue reads, the window and padding calls
 on them (under position tests not reading the tile's variable, each with an else branch), one requantization
@@ -36,6 +46,7 @@ way), bit-exact.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Optional
 
 import tvm
@@ -44,11 +55,13 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 from tvm.sym import Analyzer
 
+from backends.cortex_m.helpers.depthwise_mac_c import depthwise_tiles_helper_name as dsp_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import depthwise_tiles_helper_name
 from backends.cortex_m.schedules.conv_tiles import _call_of, _flat, _pointee, _region, _zeroed
+from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_MAC_OP
 from backends.cortex_m.schedules.dual_mac import _whole, register_mac_helper
 from backends.cortex_m.schedules.helium_depthwise import BOX_OP, MAC_OP, PAD_OP
-from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS
+from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
 
@@ -82,6 +95,55 @@ WINDOW_TAPS = 9
 ``<PREFIX>_DEPTHWISE16_WINDOW_TAPS`` in ``helium_depthwise16.h.in``); a wider window's border keeps the loop."""
 for _bias, _op in DEPTHWISE_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
+DSP_TILES_OPS = {"int32": "tvm_ext.depthwise_tiles_s8x4", "int16": "tvm_ext.depthwise_tiles_s8x4_b16"}
+"""The DSP cores' fused helper per bias type (``backends.cortex_m.helpers.depthwise_mac_c``'s
+``depthwise_tiles.h.in``): the same call as DEPTHWISE_TILES_OPS' (channels a multiple of 4), inlined."""
+DSP_OUTLINED_SIDES = (3, 5)
+"""The square windows (sides in taps) whose fused helper has one out-of-line copy per bundle."""
+DSP_TILES_OUTLINED_OPS = {(side, bias): f"tvm_ext.depthwise_tiles{side}x{side}_s8x4{suffix}"
+                          for side in DSP_OUTLINED_SIDES for bias, suffix in (("int32", ""), ("int16", "_b16"))}
+"""Those copies' ops per (side, bias type)."""
+for _bias, _op in DSP_TILES_OPS.items():
+    register_mac_helper(_op, functools.partial(dsp_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
+for (_side, _bias), _op in DSP_TILES_OUTLINED_OPS.items():
+    register_mac_helper(_op, functools.partial(dsp_tiles_helper_name, bias=_bias, window=f"{_side}x{_side}"),
+                        DEPTHWISE_TILES_ACCESS)
+
+
+@dataclass(frozen=True)
+class TileHelpers:
+    """A core's helpers of a depthwise tile loop: the window call an interior tile makes (``mac_op``; with
+    ``sized`` its last argument is the tile's channel count, else the call takes a fixed count), the
+    epilogue's op per bias type (``requantize``), the fused helper's (``tiles``), and whether its border
+    pixels take the border helper (``border``; else they keep the loop); ``outlined``, where given, the
+    fused helper's out-of-line copies per (square window's side, bias type), which a kernel of such a window
+    calls unless it runs at least ``inline_tiles`` tile iterations (its pixels times its tiles), where the
+    inlined helper's fewer instructions per tile pay for its code."""
+
+    mac_op: str
+    sized: bool
+    requantize: dict[str, str]
+    tiles: dict[str, str]
+    border: bool
+    outlined: Optional[dict[tuple[int, int], str]] = None
+    inline_tiles: int = 0
+
+
+HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, True)
+"""Helium's: the 16-lane window helper, the vector epilogue, the border helper."""
+DSP_INLINE_TILES = 2048
+"""The tile iterations (pixels x four-channel tiles, border pixels' too) from which a DSP kernel's 3x3 or 5x5
+interior inlines the fused helper, else calls its out-of-line copy. Inlined, a tile runs some 17 instructions
+fewer than in the copy (whose strides are arguments) but the kernel's code grows about 275 B. Measured on
+cortex-m4f (instructions, code B), before the fused helper / every 3x3 kernel inlined / none (the copy's nine
+taps written out): mobilenet_v2_050_64_int8 18,962,828, 34,064 / 18,728,816, 36,336 / 19,011,924, 32,268. With
+the copies looping over rows, from 2,048 on / from 3,000 on: mobilenet 18,813,205, 33,592 (both);
+efficientnet_lite_w030_112_int8 (before 42,232,976, 47,060) 40,787,534, 45,764 / 40,960,144, 43,400;
+vww_96_int8 (before 17,242,205, 22,936) 17,082,282, 22,916 / 17,180,653, 21,904."""
+DSP_TILES = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_OPS, False, DSP_TILES_OUTLINED_OPS,
+                        DSP_INLINE_TILES)
+"""The DSP cores': four channels per window call (``depthwise_mac``), the written-out epilogue
+(``requantize_small_c``), the border pixels in the loop (their padding products are loops, not calls)."""
 for (_bias, _form), _op in BORDER_OPS.items():
     register_mac_helper(_op, functools.partial(depthwise_tiles_helper_name, bias=_bias, border=_form), BORDER_ACCESS)
 
@@ -113,22 +175,28 @@ def _with_leaves(stmt: tirx.Stmt, replace) -> tirx.Stmt:
     return replace(stmt)
 
 
-def _calls(leaf: tirx.Stmt) -> list[Optional[tvm.ir.Call]]:
-    """The helper calls of ``leaf`` (one call block, or a sequence of them), None for any other statement."""
+def _calls(leaf: tirx.Stmt, ops: tuple[str, ...] = (MAC_OP, BOX_OP, PAD_OP)) -> list[Optional[tvm.ir.Call]]:
+    """The calls of ``ops`` (by default Helium's window helpers) of ``leaf`` (one call block, or a sequence of
+    them), None for any other statement."""
     stmts = list(leaf.seq) if isinstance(leaf, tirx.SeqStmt) else [leaf]
-    return [_call_of(stmt, (MAC_OP, BOX_OP, PAD_OP)) for stmt in stmts]
+    return [_call_of(stmt, ops) for stmt in stmts]
 
 
 class _Tiles:
     """A depthwise tile loop's common parts: its requantization, the analysis over the enclosing loops."""
 
-    def __init__(self, loop: tirx.For, enclosing: tuple, requantization: tvm.ir.Call, channels: int) -> None:
-        self.loop, self.requantization, self.channels = loop, requantization, channels
+    def __init__(self, loop: tirx.For, enclosing: tuple, requantization: tvm.ir.Call, channels: int,
+                 helpers: TileHelpers = HELIUM_TILES) -> None:
+        self.loop, self.requantization, self.channels, self.helpers = loop, requantization, channels, helpers
         self.analyzer = Analyzer()
         for outer in (*enclosing, loop):
             self.analyzer.bind(outer.loop_var, tvm.ir.Range.from_min_extent(outer.min, outer.extent))
         self.total = int(loop.extent) * channels
-        self.bias_type = next(bias for bias, op in REQUANTIZE_S8_OPS.items() if op == requantization.op.name)
+        self.iterations = functools.reduce(
+            lambda count, outer: count * (int(outer.extent) if isinstance(outer.extent, tirx.IntImm) else 1),
+            (*enclosing, loop), 1)
+        """The tile loop's iterations in all: its own times its enclosing loops' (constant extents)."""
+        self.bias_type = next(bias for bias, op in helpers.requantize.items() if op == requantization.op.name)
 
     def constant(self, expr) -> Optional[int]:
         value = self.analyzer.simplify(expr)
@@ -181,16 +249,23 @@ class _Tiles:
     def fused(self, leaf: tirx.Stmt, acc: TensorLoad) -> Optional[s_tir.SBlockRealize]:
         """The fused call computing ``leaf`` (one window call on the accumulators ``acc`` over the tile's
         channels: an interior pixel) and the requantization, or None."""
-        calls = _calls(leaf)
-        if len(calls) != 1 or calls[0] is None or calls[0].op.name != MAC_OP:
+        calls = _calls(leaf, (self.helpers.mac_op,))
+        if len(calls) != 1 or calls[0] is None or calls[0].op.name != self.helpers.mac_op:
             return None
         mac = calls[0]
         sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
-        if None in sizes or sizes[-1] != self.channels or not self.targets([mac], acc) or not self.epilogue_moves() \
+        if self.helpers.sized:
+            if sizes[-1] != self.channels:
+                return None
+            sizes = sizes[:-1]
+        if None in sizes or not self.targets([mac], acc) or not self.epilogue_moves() \
                 or not all(self.moves_one_tile(arg) for arg in mac.args[1:3]):
             return None
-        args = [self.address(mac.args[1]), self.address(mac.args[2]), *self.epilogue_args(), *sizes[:-1]]
-        return self.block(DEPTHWISE_TILES_OPS[self.bias_type], args, [_pointee(arg) for arg in mac.args[1:3]])
+        args = [self.address(mac.args[1]), self.address(mac.args[2]), *self.epilogue_args(), *sizes]
+        op = self.helpers.tiles[self.bias_type]
+        if self.helpers.outlined is not None and sizes[4] == sizes[5] and self.iterations < self.helpers.inline_tiles:
+            op = self.helpers.outlined.get((sizes[4], self.bias_type), op)
+        return self.block(op, args, [_pointee(arg) for arg in mac.args[1:3]])
 
     def box(self, w_arg, w_origin: TensorLoad, strides: tuple[int, int], rows: int, cols: int) -> Optional[tuple]:
         """(top, left) of the taps of the weights at ``w_arg`` in the window whose first tap's weights are
@@ -290,11 +365,11 @@ def _select(tree: tirx.Stmt, values: list) -> tirx.PrimExpr:
     return chosen(tree)
 
 
-def depthwise_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt]:
+def depthwise_tiles_call(loop: tirx.For, enclosing: tuple, helpers: TileHelpers = HELIUM_TILES) -> Optional[tirx.Stmt]:
     """The fused calls computing what ``loop`` (inside the loops ``enclosing``) computes: ``if (tests to the
     interior) interior call else border call`` (or the interior call alone without position tests), else
     ``if (tests to the interior) interior call else loop`` with that leaf empty; None where ``loop`` is not a loop
-    over depthwise tiles of the module docstring's form."""
+    over depthwise tiles of the module docstring's form. ``helpers``: the core's (HELIUM_TILES, DSP_TILES)."""
     if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
         return None
     stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
@@ -302,7 +377,7 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt
         return None
     tile = loop.loop_var
     leaves = _leaves(stmts[-2], tile)
-    requantization = _call_of(stmts[-1], tuple(REQUANTIZE_S8_OPS.values()))
+    requantization = _call_of(stmts[-1], tuple(helpers.requantize.values()))
     if leaves is None or requantization is None or not isinstance(requantization.args[6], tirx.IntImm):
         return None
     read = _pointee(requantization.args[1])
@@ -311,7 +386,7 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt
         return None
     zeroed = [store for part in zeroed for store in part]
     channels = int(requantization.args[6])
-    tiles = _Tiles(loop, enclosing, requantization, channels)
+    tiles = _Tiles(loop, enclosing, requantization, channels, helpers)
     # the zeroed accumulators: exactly those the epilogue reads (one store in a loop of `channels` lanes, its
     # other loops of one)
     if len(zeroed) != 1:
@@ -333,7 +408,7 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt
     conditions = leaves[interior[0]][1]
     if not conditions:
         return fused[interior[0]]
-    border = tiles.border(stmts[-2], leaves, read, _calls(leaves[interior[0]][0])[0])
+    border = tiles.border(stmts[-2], leaves, read, _calls(leaves[interior[0]][0])[0]) if helpers.border else None
     if border is not None:
         return tirx.IfThenElse(functools.reduce(tirx.And, conditions), fused[interior[0]], border)
     order = iter(range(len(leaves)))
@@ -344,21 +419,21 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt
     return tirx.IfThenElse(functools.reduce(tirx.And, conditions), fused[interior[0]], rest)
 
 
-def _one_tile_call(loop: tirx.For, enclosing: tuple) -> Optional[tirx.Stmt]:
+def _one_tile_call(loop: tirx.For, enclosing: tuple, helpers: TileHelpers = HELIUM_TILES) -> Optional[tirx.Stmt]:
     """``loop`` with its body replaced by the fused calls where that body is one tile's iteration (a layer of
     one tile: no loop over tiles; seen as a loop of one tile), else None."""
     tile = tirx.Var("tile", "int32")
     one = tirx.For(tile, tirx.const(0, "int32"), tirx.const(1, "int32"), tirx.ForKind.SERIAL, loop.body)
-    body = depthwise_tiles_call(one, (*enclosing, loop))
+    body = depthwise_tiles_call(one, (*enclosing, loop), helpers)
     if body is None:
         return None
     return tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding, loop.annotations)
 
 
-def depthwise_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def depthwise_tiles_calls(func: tirx.PrimFunc, helpers: TileHelpers = HELIUM_TILES) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel after its epilogue calls) with each loop over depthwise channel tiles of the
-    module docstring's form (or a pixel loop's body that is one tile's iteration) replaced by its fused calls;
-    any other function unchanged."""
+    module docstring's form (or a pixel loop's body that is one tile's iteration) replaced by its fused calls
+    (``helpers``: the core's, by default Helium's); any other function unchanged."""
     return with_root_loops_replaced(
-        func, lambda loop, enclosing: depthwise_tiles_call(loop, enclosing) or _one_tile_call(loop, enclosing),
-        enclosing=True)
+        func, lambda loop, enclosing: depthwise_tiles_call(loop, enclosing, helpers)
+        or _one_tile_call(loop, enclosing, helpers), enclosing=True)

@@ -1,0 +1,36 @@
+"""The DSP cores' fused depthwise channel tiles (backends/cortex_m/schedules/depthwise_tiles.py's DSP_TILES, the
+helpers backends/cortex_m/helpers/templates/depthwise_tiles.h.in): on cortex-m4f an interior pixel's loop over its
+four-channel tiles (zeroed accumulators, the window call, the epilogue) becomes one call whose tiles start their
+sums at the biases, out of line for a 3x3 or 5x5 window of a small kernel, inlined for any other window; the
+border pixels keep the loop; every variant stays bit for bit with TFLite Micro under QEMU mps2-an386 and on the
+host (the helpers' portable C)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from emulator.tools import missing_tools  # noqa: E402
+from test_helium_depthwise import _depthwise_model  # noqa: E402
+from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
+
+from backends.cortex_m.schedules.depthwise_tiles import DSP_INLINE_TILES  # noqa: E402
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_dsp_depthwise_interior_tiles_fuse_and_stay_bit_exact(tmp_path):
+    bundle, kernels = bit_exact_bundle(tmp_path, "depthwise", _depthwise_model(), "cortex-m4f", "mps2-an386")
+    assert 7 * 6 * 32 // 4 < DSP_INLINE_TILES  # every kernel here small: its 3x3 and 5x5 windows out of line
+    calls = {(window, int(rows), int(cols), int(channels)) for window, rows, cols, channels in re.findall(
+        r"_depthwise_tiles(3x3|5x5)?_s8x4(?:_b16)?\(.*, (\d+), (\d+), (\d+)\);", kernels)}
+    windows = {(window, rows, cols) for window, rows, cols, _ in calls}
+    assert windows == {("3x3", 3, 3), ("5x5", 5, 5), ("", 2, 2)}, windows
+    # every channel count of the model in one call (depth multiplier 1; 2 keeps the scalar loop)
+    assert {channels for *_, channels in calls} == {32, 24, 8, 12}, calls
+    for kernel in re.split(r"\n(?=void )", kernels):  # one interior call per kernel, its border the loop's
+        assert len(re.findall(r"_depthwise_tiles(?:3x3|5x5)?_s8x4(?:_b16)?\(", kernel)) <= 1, kernel
+    host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums

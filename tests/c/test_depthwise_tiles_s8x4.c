@@ -1,0 +1,110 @@
+/* Unit test of the DSP cores' fused depthwise channel tiles (backends/cortex_m/helpers/templates/
+ * depthwise_tiles.h.in after dsp_words.h.in, depthwise_mac.h.in and requantize_small.h.in, with the prefix lp):
+ * lp_depthwise_tiles_s8x4, _s8x4_b16 and the out-of-line copies lp_depthwise_tiles3x3_s8x4 (_b16),
+ * lp_depthwise_tiles5x5_s8x4 (_b16) against the plain sums of the window from the bias and the bundle's scalar
+ * requantization (lp_requantize_double_small, lp_saturate_int8), for windows of 1 to 5 rows and columns (the
+ * copies: 1 to 5 rows of their columns, as they loop over rows), 0 to 3 tiles of four channels, packed and
+ * wider taps at every byte alignment, inputs and weights over the whole int8 range and all at the minimum,
+ * biases up to +-2^28 (int16 ones for _b16), every shift -31..-1, drawn multipliers and zero points; nothing
+ * written past the channels. Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable
+ * C) and for cortex-m4f under QEMU. Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cortex_m_test_values.h"
+#include "depthwise_tiles_s8x4.h"
+
+#define BUFFER 4096 /* elements: past the farthest one any case reads */
+#define SIDE 5 /* the most rows and columns of a window */
+#define MAX_CHANNELS 12
+#define GUARD 4 /* output bytes after the channels that must keep their value */
+
+/* What the kernel's loop stores for channel c: the plain window sum from the bias, requantized. */
+static int8_t expected_out(const int8_t *x, const int8_t *w, const depthwise_layout *l, int32_t rows, int32_t cols,
+                           int32_t c, int32_t bias, int32_t multiplier, int32_t shift, int32_t zero_point)
+{
+    int32_t sum = bias;
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t k = 0; k < cols; ++k) {
+            sum += x[r * l->x_row_stride + k * l->x_col_stride + c] * w[r * l->w_row_stride + k * l->w_col_stride + c];
+        }
+    }
+    const int32_t requantized = lp_requantize_double_small(sum, multiplier, shift);
+    return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
+}
+
+/* The helpers of one bias type: inlined, the 3x3 copy, the 5x5 copy (their side: 0, 3, 5). */
+typedef int32_t (*tiles_s8x4)(int8_t *, const int8_t *, const int8_t *, const int32_t *, const int32_t *,
+                              const int8_t *, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);
+typedef int32_t (*tiles_s8x4_b16)(int8_t *, const int8_t *, const int8_t *, const int16_t *, const int32_t *,
+                                  const int8_t *, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
+                                  int32_t);
+static const tiles_s8x4 TILES32[3] = {lp_depthwise_tiles_s8x4, lp_depthwise_tiles3x3_s8x4, lp_depthwise_tiles5x5_s8x4};
+static const tiles_s8x4_b16 TILES16[3] = {lp_depthwise_tiles_s8x4_b16, lp_depthwise_tiles3x3_s8x4_b16,
+                                          lp_depthwise_tiles5x5_s8x4_b16};
+
+int main(void)
+{
+    static int8_t x[BUFFER], w[BUFFER];
+    int32_t bias[MAX_CHANNELS], multiplier[MAX_CHANNELS];
+    int16_t bias16[MAX_CHANNELS];
+    int8_t shift[MAX_CHANNELS];
+    uint32_t state = 7;
+    int32_t cases = 0, failures = 0;
+    for (int all_min = 0; all_min <= 1; ++all_min) {
+        for (int32_t rows = 1; rows <= SIDE; ++rows) {
+            for (int32_t cols = 1; cols <= SIDE; ++cols) {
+                for (int32_t channels = 0; channels <= MAX_CHANNELS; channels += 4) {
+                    for (int32_t layout = 0; layout < 3; ++layout) {
+                        const depthwise_layout l = depthwise_layout_of(channels, rows, cols, layout, channels / 4);
+                        const int8_t *xo = x + l.x_offset, *wo = w + l.w_offset;
+                        const int32_t zero_point = (int32_t)(next_value(&state) % 256u) - 128;
+                        fill_s8(x, BUFFER, &state, all_min);
+                        fill_s8(w, BUFFER, &state, all_min);
+                        for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
+                            bias[c] = (int32_t)(next_value(&state) << 13) - (1 << 28);
+                            bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
+                            multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
+                            shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(cases + c) % 31u));
+                        }
+                        for (int32_t helper = 0; helper < 6; ++helper) { /* inlined, 3x3, 5x5; each _b16 too */
+                            const int narrow = helper % 2 == 1, side = helper < 2 ? 0 : (helper < 4 ? 3 : 5);
+                            int8_t out[MAX_CHANNELS + GUARD];
+                            int32_t returned, wrong = 0;
+                            if (side != 0 && cols != side) {
+                                continue;
+                            }
+                            for (int32_t c = 0; c < MAX_CHANNELS + GUARD; ++c) {
+                                out[c] = (int8_t)0x5a;
+                            }
+                            if (narrow) {
+                                returned = TILES16[helper / 2](out, xo, wo, bias16, multiplier, shift, zero_point,
+                                    l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels);
+                            } else {
+                                returned = TILES32[helper / 2](out, xo, wo, bias, multiplier, shift, zero_point,
+                                    l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels);
+                            }
+                            wrong = returned != 0;
+                            for (int32_t c = 0; c < MAX_CHANNELS + GUARD; ++c) {
+                                const int8_t want = c < channels
+                                    ? expected_out(xo, wo, &l, rows, cols, c, narrow ? bias16[c] : bias[c],
+                                                   multiplier[c], shift[c], zero_point)
+                                    : (int8_t)0x5a;
+                                wrong |= out[c] != want;
+                            }
+                            cases += 1;
+                            if (wrong) {
+                                failures += 1;
+                                if (failures <= 5) {
+                                    printf("wrong helper %ld: rows %ld, cols %ld, channels %ld, layout %ld\n",
+                                           (long)helper, (long)rows, (long)cols, (long)channels, (long)layout);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return cases_verdict(cases, failures);
+}
