@@ -145,10 +145,13 @@ def patch_cells(model: Path, target: str, scratch: Path, model_macs: int, tflm: 
                 count: int) -> tuple[str, ...]:
     """The PATCH_COLUMNS cells of `model` (see the module's docstring); `model_macs` layer by layer."""
     from tvm_ext.compile import CompileError
+    from tvm_ext.compile.patches import plans_of
     from tvm_ext.frontend import import_model
 
     imported = import_model(model)
     func = imported.mod["main"]
+    if not plans_of(func):
+        return ("- (no chain of windowed NHWC stages from an input)", "-", "-", "-", "-")
     best: dict[bool, Compiled | None] = {}
     errors: dict[bool, str] = {}
     for rows in (False, True):
