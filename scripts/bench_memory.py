@@ -141,9 +141,11 @@ def compile_grid(model: Path, target: str, scratch: Path, grid: tuple[int, int],
                     bundle.plan.total_macs() - extra)
 
 
-def patch_cells(model: Path, target: str, scratch: Path, model_macs: int, tflm: int | None, max_extra: float,
-                count: int) -> tuple[str, ...]:
-    """The PATCH_COLUMNS cells of `model` (see the module's docstring); `model_macs` layer by layer."""
+def patch_cells(model: Path, target: str, scratch: Path, layer_by_layer: tuple[int, int], tflm: int | None,
+                max_extra: float, count: int) -> tuple[str, ...]:
+    """The PATCH_COLUMNS cells of `model` (see the module's docstring); `layer_by_layer` its (arena bytes, MACs)
+    layer by layer: an arena not below it is marked so."""
+    arena, model_macs = layer_by_layer
     from tvm_ext.compile import CompileError
     from tvm_ext.compile.patches import plans_of
     from tvm_ext.frontend import import_model
@@ -168,12 +170,18 @@ def patch_cells(model: Path, target: str, scratch: Path, model_macs: int, tflm: 
         if best[rows] is None and rows not in errors:
             errors[rows] = f"- (no plan within +{max_extra:.0%} MACs)"
     plain, banded = best.get(False), best.get(True)
-    cells = (plain.cell(), "-" if tflm is None else f"{plain.arena_bytes / tflm:.3f}x",
+    cells = (plain.cell() + (" not below layer by layer" if plain.arena_bytes >= arena else ""),
+             "-" if tflm is None else f"{plain.arena_bytes / tflm:.3f}x",
              f"{plain.ram_bytes:,}") if plain else (errors[False], "-", "-")
     if banded is None:
         return cells + (errors[True], "-")
-    saved = "" if plain is None else f" (saves {plain.ram_bytes - banded.ram_bytes:,})"
+    saved = "" if plain is None else f" ({saving(plain.ram_bytes - banded.ram_bytes)})"
     return cells + (banded.cell(), f"{banded.ram_bytes:,}{saved}")
+
+
+def saving(delta: int) -> str:
+    """`delta` bytes fewer as "saves N", a negative one as "costs N"."""
+    return f"saves {delta:,}" if delta >= 0 else f"costs {-delta:,}"
 
 
 def fits_m0plus(model: Path, scratch: Path) -> str:
@@ -215,7 +223,8 @@ def bench(model: Path, target: str, scratch: Path, m0plus: bool, patches: tuple[
                     inside.memory.lower_bound, inside.total_ram_bytes, "-" if tflm is None else tflm, verdict,
                     selftests)
     if patches is not None:
-        cells += patch_cells(model, target, scratch, default.plan.total_macs(), tflm, *patches)
+        cells += patch_cells(model, target, scratch, (default.arena_bytes, default.plan.total_macs()), tflm,
+                             *patches)
     if m0plus:
         cells += (fits_m0plus(model, scratch),)
     return "| " + " | ".join(str(cell) for cell in cells) + " |"

@@ -45,3 +45,8 @@ def test_nothing_within_the_budget(bench_memory):
 
 def test_cell_names_plan_and_percent(bench_memory):
     assert plan(bench_memory, (2, 3), 14_816, 53).cell() == "14,816 (2x3 up to conv, +5.3 %)"
+
+
+def test_saving_says_which_way(bench_memory):
+    assert bench_memory.saving(16_952) == "saves 16,952"
+    assert bench_memory.saving(-150) == "costs 150"
