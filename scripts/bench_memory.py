@@ -1,8 +1,9 @@
 """Benchmark the memory planner on every shared model against TFLite Micro's arena (not a test).
 
-    python scripts/bench_memory.py [--models ../shared/models] [--target lowpower]
+    python scripts/bench_memory.py [--models ../shared/models] [--target lowpower] [--only vww_96_int8,...]
+        [--max-extra-macs 0.15] [--candidates 3] [--no-patches] [--no-m0plus]
 
-For each .tflite model under `--models` (mlperf_tiny and tflm), in one run: compile it with `tvm_ext.compile`
+For each .tflite model under `--models` (mlperf_tiny, tflm and zoo), in one run: compile it with `tvm_ext.compile`
 (which orders the calls and plans the arena with `memory_planner`), without and with `--io-in-arena`, and
 print, in bytes,
 
@@ -16,20 +17,35 @@ print, in bytes,
 - TFLite Micro's arena (`TFLM_ARENA_BYTES`), which holds the inputs and outputs too (not the stack), and
   whether our arena with `--io-in-arena` (which holds them too) is below it;
 - both bundles' self-tests (bit-identical with the reference; on the emulated board for a Cortex-M target);
-- whether the default bundle fits cortex-m0plus (32 KB SRAM, 256 KB flash), all of its RAM counted with the
+- whether the model fits cortex-m0plus (32 KB SRAM, 256 KB flash), all of its RAM counted with the
   stack measured on the emulated board, and its flash with the code measured there (weights + code + data):
-  "yes (total RAM)" or the refusal's excess; a third compile, for that
-  profile (the column is left out with `--no-m0plus`).
+  "yes (total RAM[, the patch grid])" or the refusal's excess; compiled for that profile with `--patches auto`
+  (the compiler's own choice: patches only when layer by layer does not fit) and, when that is refused and
+  the model takes it, again with `--input-rows` too ("yes with --input-rows"); the column is left out with
+  `--no-m0plus`;
+- patch-based execution (issue 31, MCUNetV2; tvm_ext.compile.patches), from real compiles of `--target`
+  (`--no-build`: the planned arena is all these columns need): among the grids whose plan (the cut
+  `--patches NxM` takes for the grid) adds at most `--max-extra-macs` of the model's MACs, the
+  `--candidates` of smallest estimated arena (tvm_ext.patch_geometry's cost model) are compiled with
+  `--patches NxM`, and the one of smallest planned arena is shown: its arena, grid, cut layer and extra MACs
+  in percent, its arena over TFLM's (which holds the I/O too, ours not), and its arena + I/O + state (the
+  stack is measured only by a build, so left out);
+- the same with `--input-rows` for a model of one image input and one output (grids of one column whose bands
+  do not read every input row): the input is not held, only its bands, in the arena; "saves" is how much less
+  arena + I/O + state that is than the patch-based plan above.
 
-A model that does not compile gets its one-line error instead of numbers.
+`--only NAME[,NAME]` selects models by file stem. A model that does not compile gets its one-line error
+instead of numbers.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,25 +72,143 @@ TFLM_ARENA_BYTES: dict[str, int] = {
 }
 COLUMNS = ("model", "liveness bound", "our arena", "total RAM, I/O outside", "liveness bound, I/O in arena",
            "total RAM, --io-in-arena", "TFLM arena", "--io-in-arena below TFLM", "self-tests (default, in arena)")
+PATCH_COLUMNS = ("arena patch-based (plan, extra MACs)", "patch-based / TFLM arena",
+                 "arena + I/O + state, patch-based", "arena --input-rows (plan, extra MACs)",
+                 "arena + I/O + state, --input-rows (saves)")
 M0PLUS_COLUMN = "fits cortex-m0plus"
+MAX_GRID = 8  # rows and columns of the grids considered, as `--patches auto`'s (tvm_ext.compile.patches.MAX_GRID)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A patch plan as compiled and planned: its grid, cut layer, planned arena and arena + I/O + state
+    (bytes; the stack left out: not measured without a build), extra MACs and the model's MACs layer by layer."""
+
+    grid: tuple[int, int]
+    cut_layer: str
+    arena_bytes: int
+    ram_bytes: int
+    extra_macs: int
+    model_macs: int
+
+    @property
+    def extra_fraction(self) -> float:
+        return self.extra_macs / self.model_macs if self.model_macs else 0.0
+
+    def cell(self) -> str:
+        return (f"{self.arena_bytes:,} ({self.grid[0]}x{self.grid[1]} up to {self.cut_layer}, "
+                f"+{100 * self.extra_fraction:.1f} %)")
+
+
+def smallest_within(compiled: list[Compiled], max_extra: float) -> Compiled | None:
+    """The plan of smallest planned arena (then fewest extra MACs) among `compiled` whose extra MACs are at
+    most `max_extra` of the model's; None when none is."""
+    within = [c for c in compiled if c.extra_fraction <= max_extra]
+    return min(within, key=lambda c: (c.arena_bytes, c.extra_macs), default=None)
+
+
+def candidate_grids(func, model_macs: int, max_extra: float, count: int, rows: bool) -> list[tuple[int, int]]:
+    """The grids to compile: for each grid up to MAX_GRID x MAX_GRID, the plan `--patches NxM` takes
+    (tvm_ext.compile.patches.plan_for_grid: its cut of smallest estimated arena), kept when its extra MACs are at
+    most `max_extra` of `model_macs` (and, with `rows`, when a row-wise input takes it: one column, no band
+    reading every input row); the `count` of smallest estimated arena (then fewest extra MACs)."""
+    from tvm_ext.compile.patches import plan_for_grid, takes_rows
+
+    plans = []
+    for grid in ((r, c) for r in range(1, MAX_GRID + 1) for c in range(1, (1 if rows else MAX_GRID) + 1)):
+        plan = None if grid == (1, 1) else plan_for_grid(func, grid)
+        if plan is not None and plan.extra_macs <= max_extra * model_macs and (not rows or takes_rows(func, plan)):
+            plans.append(plan)
+    return [p.grid for p in sorted(plans, key=lambda p: (p.arena_bytes, p.extra_macs))[:count]]
+
+
+def manifest_patches(bundle) -> dict | None:
+    """The manifest's "patches" entry of a compiled bundle (None: layer by layer)."""
+    return json.loads((bundle.out_dir / "manifest.json").read_text()).get("patches")
+
+
+def compile_grid(model: Path, target: str, scratch: Path, grid: tuple[int, int], rows: bool) -> Compiled:
+    """`model` compiled (not built) with `--patches NxM` (and `--input-rows`), as a Compiled."""
+    from tvm_ext.compile import compile
+
+    suffix = f"_{grid[0]}x{grid[1]}" + ("_rows" if rows else "")
+    bundle = compile(model, target, scratch / f"{model.stem}{suffix}", force=True, build=False, patches=grid,
+                     input_rows=rows)
+    entry = manifest_patches(bundle)
+    ram = bundle.ram
+    extra = entry["extra_macs"]
+    return Compiled(grid, entry["cut_layer"], bundle.arena_bytes, ram.total_bytes - ram.stack_bytes, extra,
+                    bundle.plan.total_macs() - extra)
+
+
+def patch_cells(model: Path, target: str, scratch: Path, layer_by_layer: tuple[int, int], tflm: int | None,
+                max_extra: float, count: int) -> tuple[str, ...]:
+    """The PATCH_COLUMNS cells of `model` (see the module's docstring); `layer_by_layer` its (arena bytes, MACs)
+    layer by layer: an arena not below it is marked so."""
+    arena, model_macs = layer_by_layer
+    from tvm_ext.compile import CompileError
+    from tvm_ext.compile.patches import plans_of
+    from tvm_ext.frontend import import_model
+
+    imported = import_model(model)
+    func = imported.mod["main"]
+    if not plans_of(func):
+        return ("- (no chain of windowed NHWC stages from an input)", "-", "-", "-", "-")
+    best: dict[bool, Compiled | None] = {}
+    errors: dict[bool, str] = {}
+    for rows in (False, True):
+        if rows and (len(imported.inputs), len(imported.outputs)) != (1, 1):  # what --input-rows takes
+            errors[rows] = "- (not one input and one output)"
+            continue
+        compiled = []
+        for grid in candidate_grids(func, model_macs, max_extra, count, rows):
+            try:
+                compiled.append(compile_grid(model, target, scratch, grid, rows))
+            except CompileError as err:
+                errors[rows] = f"error: {err}"
+        best[rows] = smallest_within(compiled, max_extra)
+        if best[rows] is None and rows not in errors:
+            errors[rows] = f"- (no plan within +{max_extra:.0%} MACs)"
+    plain, banded = best.get(False), best.get(True)
+    cells = (plain.cell() + (" not below layer by layer" if plain.arena_bytes >= arena else ""),
+             "-" if tflm is None else f"{plain.arena_bytes / tflm:.3f}x",
+             f"{plain.ram_bytes:,}") if plain else (errors[False], "-", "-")
+    if banded is None:
+        return cells + (errors[True], "-")
+    saved = "" if plain is None else f" ({saving(plain.ram_bytes - banded.ram_bytes)})"
+    return cells + (banded.cell(), f"{banded.ram_bytes:,}{saved}")
+
+
+def saving(delta: int) -> str:
+    """`delta` bytes fewer as "saves N", a negative one as "costs N"."""
+    return f"saves {delta:,}" if delta >= 0 else f"costs {-delta:,}"
 
 
 def fits_m0plus(model: Path, scratch: Path) -> str:
-    """"yes (<total RAM> B)" when the model compiles and passes its self-test on cortex-m0plus, else "no: "
-    and each excess the refusal names (SRAM, flash), or the error line."""
+    """"yes (<total RAM> B[, patch plan])" when the model compiles with `--patches auto` and passes its
+    self-test on cortex-m0plus (all of its RAM counted, the stack measured on the emulated board); when refused,
+    the same with `--input-rows` ("yes with --input-rows ..."); else "no: " and each excess the last refusal
+    names (SRAM, flash), or the error line."""
     from tvm_ext.compile import CompileError, DoesNotFitError, compile
 
-    try:
-        bundle = compile(model, "cortex-m0plus", scratch / f"{model.stem}_m0plus", force=True)
-    except DoesNotFitError as err:
-        return "no: " + ", ".join(f"{o.memory} {o.excess_bytes:,} B over" for o in err.overruns)
-    except CompileError as err:
-        return f"error: {err}"
-    return f"yes ({bundle.total_ram_bytes:,} B)"
+    verdict = ""
+    for rows in (False, True):
+        try:
+            bundle = compile(model, "cortex-m0plus", scratch / f"{model.stem}_m0plus", force=True, patches="auto",
+                             input_rows=rows)
+        except DoesNotFitError as err:
+            verdict = "no: " + ", ".join(f"{o.memory} {o.excess_bytes:,} B over" for o in err.overruns)
+            continue
+        except CompileError as err:
+            return verdict or f"error: {err}"
+        entry = manifest_patches(bundle)
+        plan = "" if entry is None else f", {entry['grid'][0]}x{entry['grid'][1]} patches"
+        return f"yes{' with --input-rows' if rows else ''} ({bundle.total_ram_bytes:,} B{plan})"
+    return verdict
 
 
-def bench(model: Path, target: str, scratch: Path, m0plus: bool) -> str:
-    """One table row for `model`."""
+def bench(model: Path, target: str, scratch: Path, m0plus: bool, patches: tuple[float, int] | None) -> str:
+    """One table row for `model`; `patches` (max extra MACs, candidates) adds the PATCH_COLUMNS."""
     from tvm_ext.compile import CompileError, compile
 
     try:
@@ -85,8 +219,12 @@ def bench(model: Path, target: str, scratch: Path, m0plus: bool) -> str:
     tflm = TFLM_ARENA_BYTES.get(model.stem)
     verdict = "no TFLM figure" if tflm is None else ("yes" if inside.arena_bytes < tflm else "NO")
     selftests = ", ".join(f"{'PASS' if b.selftest.passed else 'FAIL'} ({b.selftest.where})" for b in (default, inside))
-    cells = (model.stem, default.memory.lower_bound, default.memory.arena_bytes, default.total_ram_bytes,
-             inside.memory.lower_bound, inside.total_ram_bytes, "-" if tflm is None else tflm, verdict, selftests)
+    cells: tuple = (model.stem, default.memory.lower_bound, default.memory.arena_bytes, default.total_ram_bytes,
+                    inside.memory.lower_bound, inside.total_ram_bytes, "-" if tflm is None else tflm, verdict,
+                    selftests)
+    if patches is not None:
+        cells += patch_cells(model, target, scratch, (default.arena_bytes, default.plan.total_macs()), tflm,
+                             *patches)
     if m0plus:
         cells += (fits_m0plus(model, scratch),)
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
@@ -96,17 +234,32 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_models = Path(os.environ.get("TVM_EXT_MODELS", ROOT.parent / "shared" / "models"))
     parser.add_argument("--models", type=Path, default=default_models)
+    parser.add_argument("--only", default="", help="comma-separated model file stems (default: every model)")
     parser.add_argument("--target", default="lowpower")
+    parser.add_argument("--max-extra-macs", type=float, default=0.15,
+                        help="extra MACs a patch plan may add, a fraction of the model's (default 0.15)")
+    parser.add_argument("--candidates", type=int, default=3,
+                        help="patch plans compiled per model and input mode, smallest estimates first (default 3)")
+    parser.add_argument("--no-patches", action="store_true", help="leave out the patch-based columns")
     parser.add_argument("--no-m0plus", action="store_true", help=f"leave out the column {M0PLUS_COLUMN!r}")
     args = parser.parse_args()
-    models = sorted(args.models.rglob("*.tflite"))
-    columns = COLUMNS if args.no_m0plus else (*COLUMNS, M0PLUS_COLUMN)
-    print(f"target {args.target}; bytes; TFLM arena: /work/shared/docs/cortex-m-under-qemu.md")
+    only = {name for name in args.only.split(",") if name}
+    models = [m for m in sorted(args.models.rglob("*.tflite")) if not only or m.stem in only]
+    if only - {m.stem for m in models}:
+        print(f"--only: no model {', '.join(sorted(only - {m.stem for m in models}))} under {args.models}")
+        return 2
+    if not 0 <= args.max_extra_macs or args.candidates < 1:
+        print("--max-extra-macs takes a fraction from 0, --candidates a count from 1")
+        return 2
+    columns = (*COLUMNS, *(() if args.no_patches else PATCH_COLUMNS), *(() if args.no_m0plus else (M0PLUS_COLUMN,)))
+    print(f"target {args.target}; bytes; TFLM arena: /work/shared/docs/cortex-m-under-qemu.md; patch plans: at most "
+          f"+{args.max_extra_macs:.0%} MACs, {args.candidates} compiled per model and input mode")
     print("| " + " | ".join(columns) + " |")
     print("|---" * len(columns) + "|")
+    patches = None if args.no_patches else (args.max_extra_macs, args.candidates)
     with tempfile.TemporaryDirectory() as scratch:
         for model in models:
-            print(bench(model, args.target, Path(scratch), not args.no_m0plus), flush=True)
+            print(bench(model, args.target, Path(scratch), not args.no_m0plus, patches), flush=True)
     return 0
 
 
