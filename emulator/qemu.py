@@ -10,12 +10,14 @@ program's status is read from its last line.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Optional
 
 from emulator.boards import EXIT_MARKER, FAULT_EXIT_CODES, ICOUNT_SHIFT, RISCV_TRAP_EXIT_CODE, Board, RiscvBoard
 
@@ -93,16 +95,31 @@ def read_exit_marker(printed: str) -> tuple[int | None, str]:
     return int(last[1]), printed[:last.start() + (1 if last[0].startswith("\n") else 0)]
 
 
-def run_qemu(elf: Path, board: Board | RiscvBoard, timeout_s: float = 600.0) -> QemuResult:
+def run_qemu(elf: Path, board: Board | RiscvBoard, timeout_s: float = 600.0,
+             trace: Optional[Callable[[bytes], None]] = None) -> QemuResult:
     """Run `elf` on `board` under `-icount`; QemuTimeoutError after `timeout_s` seconds, QemuError when QEMU
     fails to run or the program prints more than MAX_OUTPUT_BYTES (QEMU is then stopped). QEMU ended by a
-    signal (a locked-up core aborts it; the sandbox kills it) is a result: the program did not end."""
+    signal (a locked-up core aborts it; the sandbox kills it) is a result: the program did not end.
+
+    With `trace`, QEMU also logs every executed instruction (one instruction per translation block:
+    `-singlestep -d exec,nochain`) into a pipe, never a file, and `trace` receives each log line as it comes
+    (from a thread of its own)."""
     if not Path(elf).is_file():
         raise QemuError(f"no ELF to run: {elf}")
-    command = qemu_command(board) + ["-kernel", str(elf)]
+    command = qemu_command(board)
+    trace_read, trace_write = os.pipe() if trace is not None else (-1, -1)
+    if trace is not None:
+        command += ["-singlestep", "-d", "exec,nochain", "-D", f"/dev/fd/{trace_write}"]
+    command += ["-kernel", str(elf)]
     timed_out = threading.Event()
     with tempfile.TemporaryFile() as stderr, subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr) as qemu:
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+            pass_fds=(trace_write,) if trace is not None else ()) as qemu:
+        reader = None
+        if trace is not None:
+            os.close(trace_write)
+            reader = threading.Thread(target=_read_lines, args=(trace_read, trace))
+            reader.start()
 
         def stop() -> None:
             timed_out.set()
@@ -115,6 +132,8 @@ def run_qemu(elf: Path, board: Board | RiscvBoard, timeout_s: float = 600.0) -> 
             if len(printed) > MAX_OUTPUT_BYTES:
                 qemu.kill()
             returncode = qemu.wait()
+            if reader is not None:
+                reader.join()
         finally:
             timer.cancel()
         stderr.seek(0)
@@ -130,3 +149,10 @@ def run_qemu(elf: Path, board: Board | RiscvBoard, timeout_s: float = 600.0) -> 
         status = None  # whatever it printed, the program did not end by itself
     counts = INSTRUCTIONS_LINE.findall(before)
     return QemuResult(status, before, messages, int(counts[-1]) if counts else None, returncode)
+
+
+def _read_lines(descriptor: int, receive: Callable[[bytes], None]) -> None:
+    """Pass each line read from the pipe `descriptor` to `receive`, until the writer closes it; then close it."""
+    with os.fdopen(descriptor, "rb") as lines:
+        for line in lines:
+            receive(line)

@@ -17,16 +17,13 @@ The program keeps every restriction of `emulator.qemu` (sandbox, no host device,
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from emulator.boards import Board
-from emulator.qemu import MAX_OUTPUT_BYTES, QemuError, QemuTimeoutError, qemu_command
+from emulator.qemu import QemuError, run_qemu
 from emulator.tools import tool_output
 
 OBJDUMP = "arm-none-eabi-objdump"
@@ -74,45 +71,18 @@ def read_instructions(elf: Path) -> dict[int, Instruction]:
 
 def executed_addresses(elf: Path, board: Board, timeout_s: float = 600.0) -> Counter[int]:
     """How many times the program `elf` executed each instruction address on `board` (one whole run).
-    QemuTimeoutError after `timeout_s` seconds; QemuError when QEMU fails or the program prints more than
-    MAX_OUTPUT_BYTES."""
-    if not Path(elf).is_file():
-        raise QemuError(f"no ELF to run: {elf}")
-    trace_read, trace_write = os.pipe()
-    command = qemu_command(board) + [
-        "-singlestep", "-d", "exec,nochain", "-D", f"/dev/fd/{trace_write}", "-kernel", str(elf)]
+    QemuTimeoutError after `timeout_s` seconds; QemuError when QEMU fails, ends by a signal, or the program
+    prints more than MAX_OUTPUT_BYTES."""
     counts: Counter[int] = Counter()
-    printed = bytearray()
-    with subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          pass_fds=(trace_write,)) as qemu:
-        os.close(trace_write)
-        timed_out = threading.Event()
 
-        def stop() -> None:
-            timed_out.set()
-            qemu.kill()
+    def count(line: bytes) -> None:
+        executed = _TRACE.match(line)
+        if executed:
+            counts[int(executed.group(1), 16)] += 1
 
-        timer = threading.Timer(timeout_s, stop)
-        uart = threading.Thread(target=lambda: printed.extend(qemu.stdout.read(MAX_OUTPUT_BYTES + 1)))
-        timer.start()
-        uart.start()
-        try:
-            with os.fdopen(trace_read, "rb") as trace:
-                for line in trace:
-                    executed = _TRACE.match(line)
-                    if executed:
-                        counts[int(executed.group(1), 16)] += 1
-            uart.join()
-            returncode = qemu.wait()
-        finally:
-            timer.cancel()
-        messages = qemu.stderr.read().decode(errors="replace")
-    if timed_out.is_set() and returncode != 0:
-        raise QemuTimeoutError(f"{elf} did not finish on {board.name} within {timeout_s:g} s")
-    if returncode != 0:
-        raise QemuError(f"{elf} on {board.name}: QEMU ended with status {returncode}: {messages.strip()}")
-    if len(printed) > MAX_OUTPUT_BYTES:
-        raise QemuError(f"{elf} on {board.name} printed more than {MAX_OUTPUT_BYTES:,} bytes")
+    result = run_qemu(elf, board, timeout_s, trace=count)
+    if result.qemu_status != 0:
+        raise QemuError(f"{elf} on {board.name}: {result.ending()}")
     return counts
 
 
