@@ -115,10 +115,6 @@ class EmulatedRunner(Protocol):
         """Run the board program `elf` (built as `build` builds, from other sources) without measuring it;
         RuntimeError when QEMU itself fails or the run times out."""
 
-    def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
-        """The instructions of each kernel call of one inference by the profiling build (QEMU -icount, not
-        cycles); None when the runner has no profiling build. RuntimeError when that build fails its run."""
-
     def call_profile_output(self, out_dir: Path) -> Optional[str]:
         """What the profiling build printed (emulator.profile.read_call_profile reads an inference's counts from
         it: a bundle of several models has one part per model); None when the runner has no profiling build.

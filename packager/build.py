@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from backends.backend import EmulatedBuildError
+from emulator.profile import read_call_profile
 from packager.build_files import BuildConfig
 from packager.bundle import BundleInputs
 from packager.make_text import make_words
@@ -95,6 +96,8 @@ def selftest_bundle(bundle_dir: Path, bundle: BundleInputs) -> tuple[SelftestRes
         run = runner.run(bundle_dir, model)
         result = read_selftest(run.exit_status, run.ending, run.stdout, run.where, checksums, run.instructions)
         if result.passed:
-            result = replace(result, call_instructions=runner.call_instructions(bundle_dir))
+            profiled = runner.call_profile_output(bundle_dir)
+            result = replace(result, call_instructions=None if profiled is None else
+                             read_call_profile(profiled).instructions)
         return result, run.measurements
     return run_host_selftest(bundle_dir, checksums), {}

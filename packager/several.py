@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from emulator.qemu import INSTRUCTIONS_LINE
 from memory_planner.picture import memory_plan_svg
 from memory_planner.plan import Tensor
 from packager.aot_entry import SharedArena, write_model_c
@@ -197,10 +198,6 @@ def _weights_source(name: str, bundles: list[BundleInputs], weights: WeightShari
 
 _MODEL_SECTION = re.compile(r"^selftest: (\S+) compared with ", re.MULTILINE)
 """The line each model's part of the self-test starts with (packager.selftest._cases_function)."""
-
-INSTRUCTIONS_LINE = re.compile(r"^instructions per inference \(QEMU -icount, not cycles\): (\d+)$", re.MULTILINE)
-"""The line an emulated board's lp_icount_report() prints (emulator.qemu reads the last one of a program)."""
-
 
 def model_parts(output: str, models: list[str]) -> dict[str, str]:
     """Each model's part of the output of the self-test of several models (or of its profiling build): the text

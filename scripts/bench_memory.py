@@ -76,7 +76,6 @@ PATCH_COLUMNS = ("arena patch-based (plan, extra MACs)", "patch-based / TFLM are
                  "arena + I/O + state, patch-based", "arena --input-rows (plan, extra MACs)",
                  "arena + I/O + state, --input-rows (saves)")
 M0PLUS_COLUMN = "fits cortex-m0plus"
-MAX_GRID = 8  # rows and columns of the grids considered, as `--patches auto`'s (tvm_ext.compile.patches.MAX_GRID)
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,7 @@ def candidate_grids(func, model_macs: int, max_extra: float, count: int, rows: b
     (tvm_ext.compile.patches.plan_for_grid: its cut of smallest estimated arena), kept when its extra MACs are at
     most `max_extra` of `model_macs` (and, with `rows`, when a row-wise input takes it: one column, no band
     reading every input row); the `count` of smallest estimated arena (then fewest extra MACs)."""
-    from tvm_ext.compile.patches import plan_for_grid, takes_rows
+    from tvm_ext.compile.patches import MAX_GRID, plan_for_grid, takes_rows
 
     plans = []
     for grid in ((r, c) for r in range(1, MAX_GRID + 1) for c in range(1, (1 if rows else MAX_GRID) + 1)):

@@ -78,8 +78,5 @@ class CortexMRunner:
     def run_program(self, elf: Path, timeout_s: float = 600.0) -> EmulatedRun:
         return selftest.emulated_run(run_qemu(elf, self.target.board, timeout_s), self.board_name)
 
-    def call_instructions(self, out_dir: Path) -> Optional[tuple[int, ...]]:
-        return call_profile.read_call_profile(self.call_profile_output(out_dir)).instructions
-
     def call_profile_output(self, out_dir: Path) -> Optional[str]:
         return call_profile.profile_output(out_dir, self.target.board)

@@ -38,8 +38,9 @@ def test_an_instruction_is_vector_when_it_is_an_mve_one(text, vector):
 @pytest.mark.slow
 @pytest.mark.skipif(bool(missing_tools()), reason="needs the Arm toolchain and QEMU")
 def test_the_traced_instructions_of_a_helium_bundle_add_up_to_its_instruction_count(compiled):
-    """The script's per-inference total over the bundle's functions is the self-test's -icount count (which
-    also counts the call into the run function, a few instructions), each of its fully connected kernels runs
+    """The script's per-inference total over the bundle's functions is the self-test's -icount count within 1%
+    (that count is the first case's, with the call into the run function; the trace's is the mean of every case,
+    whose data-dependent paths differ: kws_ref_model's mean is 3,970 instructions under its first case's), each of its fully connected kernels runs
     vector instructions (a scalar fallback would not), and the bundle's folder is left as it was."""
     bundle = compiled("mlperf_tiny/ad01_int8.tflite", "cortex-m55")
     before = sorted(path.name for path in bundle.out_dir.iterdir())

@@ -24,7 +24,7 @@ import numpy as np
 
 from backends import backend_of
 from emulator.cycle_model import cycle_estimate
-from memory_planner.plan import ExecutionPlan
+from memory_planner.plan import ExecutionPlan, Tensor
 from packager.archive import archive
 from packager.build import BuildError, build_bundle, run_host_program
 from packager.bundle import BundleInputs
@@ -129,7 +129,7 @@ def share_weights(bundles: list[BundleInputs]) -> WeightSharing:
     from tvm_ext.plan.constant_pool import ConstantPool
 
     pool = ConstantPool()
-    first: dict[str, tuple[BundleInputs, str]] = {}
+    first: dict[str, Tensor] = {}
     stored_as: dict[str, dict[str, str]] = {}
     for bundle in bundles:
         plan = bundle.plan
@@ -138,11 +138,11 @@ def share_weights(bundles: list[BundleInputs]) -> WeightSharing:
             values = np.asarray(bundle.constants[tensor.name]).astype(np.dtype(tensor.dtype), copy=False)
             kept = pool.add(symbol, values, [f"{plan.model}: {tensor.layer}"])
             if kept == symbol:
-                first[symbol] = (bundle, tensor.name)
+                first[symbol] = tensor
             else:
                 stored_as.setdefault(plan.model, {})[tensor.name] = kept
-    stored = tuple(StoredWeight(symbol, bundle.plan.tensors[tensor], pool.arrays[symbol], pool.readers_label(symbol))
-                   for symbol, (bundle, tensor) in first.items())
+    stored = tuple(StoredWeight(symbol, tensor, pool.arrays[symbol], pool.readers_label(symbol))
+                   for symbol, tensor in first.items())
     return WeightSharing(stored, stored_as)
 
 

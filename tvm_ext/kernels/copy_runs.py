@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 from tvm import te, tirx, topi
 
-from ..tir.extern_stage import extern_from_zero
+from ..tir.extern_stage import extern_from_zero, row_major_indices
 from .pool import UNROLLED_TAPS, max_pool2d_integer
 from .quant_params import ActivationRange
 
@@ -26,12 +26,6 @@ from .quant_params import ActivationRange
 def _dtype(expr: tirx.PrimExpr) -> str:
     """The type of an index expression."""
     return str(expr.ty.dtype)
-
-
-def _at(buffer: tirx.Buffer, offset: tirx.PrimExpr) -> list[tirx.PrimExpr]:
-    """The indices of ``buffer``'s row-major element ``offset``: zeros, then the offset on the innermost axis
-    (the buffer's flattening gives back the offset itself)."""
-    return [tirx.const(0, _dtype(offset))] * (len(buffer.shape) - 1) + [offset]
 
 
 def _loop(var: tirx.Var, extent: int, body: tirx.Stmt) -> tirx.For:
@@ -43,8 +37,8 @@ def copy_run(dst: tirx.Buffer, dst_offset: tirx.PrimExpr, src: tirx.Buffer, src_
              count: int, name: str) -> tirx.Stmt:
     """``dst[dst_offset + i] = src[src_offset + i]`` for i < count (row-major element offsets), in ascending i."""
     i = tirx.Var(name, _dtype(dst_offset))
-    load = tirx.BufferLoad(src, _at(src, src_offset + i))
-    return _loop(i, count, tirx.BufferStore(dst, load, _at(dst, dst_offset + i)))
+    load = tirx.BufferLoad(src, row_major_indices(src, src_offset + i))
+    return _loop(i, count, tirx.BufferStore(dst, load, row_major_indices(dst, dst_offset + i)))
 
 
 def resize_nearest_neighbor_int8(data: te.Tensor, rows: te.Tensor, columns: te.Tensor) -> te.Tensor:
@@ -97,7 +91,7 @@ def concatenate_runs(pieces: Sequence[te.Tensor], axis: int) -> te.Tensor:
         for k, (piece, run) in enumerate(zip(ins, runs)):
             copies.append(copy_run(outs[0], o * sum(runs) + start, piece, o * run, run, f"i{k}"))
             start += run
-        return _loop(o, outer, tirx.SeqStmt(copies) if len(copies) > 1 else copies[0])
+        return _loop(o, outer, _sequence(copies))
 
     return extern_from_zero(out_shape, pieces, build, "concatenate_runs")
 
@@ -112,8 +106,8 @@ def max_run(dst: tirx.Buffer, dst_offset: tirx.PrimExpr, a: tirx.Buffer, a_offse
     """``dst[dst_offset + i] = max(a[a_offset + i], b[b_offset + i])`` for i < count (row-major element
     offsets), in ascending i."""
     i = tirx.Var(name, _dtype(dst_offset))
-    peak = tirx.max(tirx.BufferLoad(a, _at(a, a_offset + i)), tirx.BufferLoad(b, _at(b, b_offset + i)))
-    return _loop(i, count, tirx.BufferStore(dst, peak, _at(dst, dst_offset + i)))
+    peak = tirx.max(tirx.BufferLoad(a, row_major_indices(a, a_offset + i)), tirx.BufferLoad(b, row_major_indices(b, b_offset + i)))
+    return _loop(i, count, tirx.BufferStore(dst, peak, row_major_indices(dst, dst_offset + i)))
 
 
 def has_empty_window(size: int, pool: int, stride: int, before: int, outputs: int) -> bool:
@@ -162,7 +156,7 @@ def max_pool2d_runs(data: te.Tensor, *, pool: Sequence[int], strides: Sequence[i
             if activation.low == int(info.min) and activation.high == int(info.max):
                 return []
             m = tirx.Var("m", index)
-            here = _at(out, pixel + m)
+            here = row_major_indices(out, pixel + m)
             clamped = tirx.min(tirx.max(tirx.BufferLoad(out, here), tirx.const(activation.low, dtype)),
                                tirx.const(activation.high, dtype))
             return [_loop(m, depth, tirx.BufferStore(out, clamped, here))]
@@ -184,9 +178,9 @@ def max_pool2d_runs(data: te.Tensor, *, pool: Sequence[int], strides: Sequence[i
         if not (padded[0] or padded[1]) and pool[0] * pool[1] <= UNROLLED_TAPS:
             # the whole window as one maximum of its taps per channel (row-major), one loop over the channels
             i = tirx.Var("i", index)
-            peak = functools.reduce(tirx.max, (tirx.BufferLoad(source, _at(source, at(top + c(dy), left + c(dx)) + i))
+            peak = functools.reduce(tirx.max, (tirx.BufferLoad(source, row_major_indices(source, at(top + c(dy), left + c(dx)) + i))
                                                for dy in range(pool[0]) for dx in range(pool[1])))
-            steps = [_loop(i, depth, tirx.BufferStore(out, peak, _at(out, pixel + i)))]
+            steps = [_loop(i, depth, tirx.BufferStore(out, peak, row_major_indices(out, pixel + i)))]
             return _loop(b, batches, _loop(y, out_height, _loop(x, out_width, _sequence(steps + clamp()))))
         # without padding the first two taps are known: (0, 0) and the next in row-major order
         second = divmod(min(1, pool[0] * pool[1] - 1), pool[1])

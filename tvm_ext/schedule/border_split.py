@@ -243,7 +243,7 @@ def _border_pairs(mac: MacSchedules, tap: _GuardedTap, pixel_loop: tirx.For, loo
                                    scratch=inside[1][0] if inside[1] else None)
     except KeyError:
         return None  # an index form we do not evaluate: the border pixels stay one by one
-    if inside is None or on_border is None:
+    if on_border is None:
         return None
     low, high = interior
     dtype = pixel.ty.dtype

@@ -21,3 +21,9 @@ def extern_from_zero(shape: Sequence[int], inputs: Sequence[te.Tensor], build, n
     in_buffers = [tirx.decl_buffer(t.shape, str(t.dtype), name=t.op.name) for t in inputs]
     return te.extern(out_shape, list(inputs), build, name=name, dtype=dtype, in_buffers=in_buffers,
                      out_buffers=[tirx.decl_buffer(out_shape, dtype, name=name)])
+
+
+def row_major_indices(buffer: tirx.Buffer, offset: tirx.PrimExpr) -> list[tirx.PrimExpr]:
+    """The indices of ``buffer``'s row-major element ``offset``: zeros, then the offset on the innermost axis
+    (the buffer's flattening gives back the offset itself)."""
+    return [tirx.const(0, str(offset.ty.dtype))] * (len(buffer.shape) - 1) + [offset]

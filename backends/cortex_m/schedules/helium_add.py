@@ -13,13 +13,14 @@ ranges), `helium_add_int8` gives None and the lowering keeps the generic kernel.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 from tvm import te, tirx
 
 from backends.cortex_m.helpers.helium_c import add_s8_helper_name, add_s8_tables_helper_name
 from backends.cortex_m.schedules.dual_mac import register_mac_helper
-from tvm_ext.tir.extern_stage import extern_from_zero
+from tvm_ext.tir.extern_stage import extern_from_zero, row_major_indices
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 
 ADD_S8_OP = "tvm_ext.add_s8"
@@ -66,9 +67,7 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
     if shape != [int(d) for d in rhs.shape] or str(lhs.dtype) != "int8" or str(rhs.dtype) != "int8" \
             or not fits_add_s8(params, rounding):
         return None
-    count = 1
-    for extent in shape:
-        count *= extent
+    count = math.prod(shape)
     operands = tuple(tirx.const(int(value), "int32") for value in (
         -int(lhs_zero_point), -int(rhs_zero_point), params.left_shift, *params.input1, *params.input2))
     output = tuple(tirx.const(int(value), "int32") for value in (
@@ -79,10 +78,8 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
         index = str(outs[0].shape[0].ty.dtype)
 
         def at(buffer: tirx.Buffer, offset) -> tirx.PrimExpr:
-            """The address of `buffer`'s row-major element `offset` (zeros, then the offset on the innermost axis:
-            the flattening gives back the offset)."""
-            indices = [tirx.const(0, index)] * (len(buffer.shape) - 1) + [offset]
-            return tirx.address_of(tirx.BufferLoad(buffer, indices))
+            """The address of `buffer`'s row-major element `offset`."""
+            return tirx.address_of(tirx.BufferLoad(buffer, row_major_indices(buffer, offset)))
 
         tables = values.access_ptr("rw")  # the whole buffer: no pass may shrink it to what TIR reads
 

@@ -42,6 +42,7 @@ def test_helium_int8_add_is_one_helper_call_and_stays_bit_exact(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "add", _add_model(), "cortex-m55", "mps3-an547")
     calls = re.findall(r"_add_s8\((.*)\);", kernels)
     assert len(calls) == 2, kernels  # the broadcast ADD keeps the generic kernel
+    assert kernels.count("_add_s8_tables(") == 2, kernels  # each ADD's tables built once, before its runs
     assert all(", 105, " in call for call in calls), calls
     assert "vldrwq_gather_shifted_offset_s32(" in (bundle.out_dir / "add_internal.h").read_text()
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable loop

@@ -168,5 +168,6 @@ def test_an_int8_1x1_convolution_multiplies_paired_weights(compiled, profile: st
     conv = conv[:conv.index("\n}\n")]
     assert "kws_ref_model_mac_s8x2x8_pairs(" in conv and "kws_ref_model_mac_s8x8_pairs(" in conv
     assert "kws_ref_model_mac_s8x2x8_row(" not in conv and "kws_ref_model_mac_s8x8(" not in conv
+    assert "kws_ref_model_mac_s8x2x8(" not in conv
     internal = (bundle.out_dir / "kws_ref_model_internal.h").read_text()
     assert "static inline int32_t kws_ref_model_mac_s8x2x8_pairs(int32_t *acc_a, int32_t *acc_b" in internal
