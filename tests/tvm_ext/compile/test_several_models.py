@@ -201,3 +201,13 @@ def test_constants_shared_across_models_are_linked_once_on_cortex_m(compiled, tm
     assert bundle.weight_bytes == alone.weight_bytes == bundle.weight_bytes_separately // 2
     assert bundle.flash.measured and bundle.flash.weights_bytes == alone.flash.weights_bytes
     assert bundle.arena_bytes == alone.arena_bytes
+
+
+def test_an_empty_list_of_models_is_refused_as_bad_input(tmp_path: Path) -> None:
+    """The Python call given no model file says so (CompileError: bad input, exit 2 from the command), rather
+    than failing inside the compiler; nothing is written."""
+    from tvm_ext.compile import CompileError, compile as compile_bundle
+
+    with pytest.raises(CompileError, match="no model given"):
+        compile_bundle([], "lowpower", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
