@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import models_dir, run_cli
+from readme_examples import example_runs
 
 pytest.importorskip("tvm")
 
@@ -136,6 +137,18 @@ def test_the_command_builds_a_bundle_of_two_models_on_the_host(tmp_path: Path) -
         assert (out / name).is_file(), name
     rebuilt = subprocess.run(["make", "-s", "check"], cwd=out, capture_output=True, text=True, timeout=300)
     assert rebuilt.returncode == 0 and rebuilt.stdout.strip().endswith("selftest: PASS"), rebuilt.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    readme = (out / "README.md").read_text()
+    assert f"| shared arena (the largest model's, RAM) | {manifest['arena']['bytes']:,} |" in readme
+    assert f"| weights (const, flash; a constant of several models stored once) | {manifest['weight_bytes']:,} |" \
+        in readme
+    for index, model in enumerate(manifest["models"]):
+        assert f"| `{model['model']}` |" in readme and "PASS on host" in readme
+        html = (out / f"{model['model']}_report.html").read_text()
+        assert "<!DOCTYPE html>" in html and f"{model['weight_bytes']:,}" in html
+        # Each model's usage example compiles against its header, links with the one library of both and runs
+        # on the shared arena (-1 would be an error status).
+        assert example_runs(out, tmp_path, "models", index) >= 0
 
 
 @pytest.mark.parametrize("arguments, says", [
