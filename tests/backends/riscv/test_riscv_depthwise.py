@@ -3,8 +3,8 @@ DEPTHWISE_CONV_2D models of 16 and of 8 channels (stride 1 and 2, SAME and VALID
 and 2) compiled for rv32imc self-test bit-exactly against TFLite Micro on QEMU virt, and each kernel of a depth
 multiplier of 1 accumulates its eight-channel tiles through the helper `<prefix>_depthwise_mac_s8x8` (one
 out-of-line copy in the bundle: the interior's windows and a padded border's clipped ones alike), a padded border's
-taps outside the image through `<prefix>_depthwise_pad_s8x8`, and holds no loop of its own for them; with 8 channels too (exactly one tile: the RISC-V schedules tile it,
-`RiscvMacSchedules.channel_tiles`). (The helper's own C unit test: tests/c/test_riscv_depthwise_mac.c.)"""
+taps outside the image through `<prefix>_depthwise_pad_s8x8`, and holds no loop of its own for them; with 8
+channels too (exactly one tile: the RISC-V schedules tile it, `RiscvMacSchedules.channel_tiles`). (The helper's own C unit test: tests/c/test_riscv_depthwise_mac.c.)"""
 
 from __future__ import annotations
 
