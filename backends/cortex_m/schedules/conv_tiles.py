@@ -148,6 +148,38 @@ def _iteration(loop: tirx.For) -> Optional[_Iteration]:
     return _Iteration(mac, requantizations[0], [store for part in zeroed for store in part])
 
 
+class LoopOffsets:
+    """Element offsets of loads inside ``loops`` (For nodes, outermost first), by TVM's integer analysis over the
+    loops' ranges: what the fused tiles' schedules prove of a loop over channel tiles."""
+
+    def __init__(self, loops: tuple) -> None:
+        self.analyzer = Analyzer()
+        for loop in loops:
+            self.analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
+
+    def constant(self, expr) -> Optional[int]:
+        """``expr``'s value where the analysis proves it one constant, else None."""
+        value = self.analyzer.simplify(expr)
+        return int(value.value) if isinstance(value, tirx.IntImm) else None
+
+    def step(self, load: TensorLoad, var) -> Optional[int]:
+        """How far ``load`` moves per step of ``var`` (elements), or None where that is not one constant."""
+        following = map_leaves(flat_offset(load), lambda n: n + 1 if n.same_as(var) else n)
+        return self.constant(following - flat_offset(load))
+
+    def moves_tiles(self, tile, x: TensorLoad, w: TensorLoad, w_channel_stride: int, per_tile: tuple) -> bool:
+        """Whether, per step of the tile loop's variable ``tile``, the inputs ``x`` stay, the weights ``w`` move
+        TILE channels (of ``w_channel_stride`` elements) and each load of ``per_tile`` (the outputs, the epilogue's
+        constants) moves TILE elements."""
+        return self.step(x, tile) == 0 and self.step(w, tile) == TILE * w_channel_stride \
+            and all(self.step(load, tile) == TILE for load in per_tile)
+
+
+def at_first_tile(arg, tile):
+    """``arg`` (an address expression) with the tile loop's variable ``tile`` at 0."""
+    return map_leaves(arg, lambda n: tirx.const(0, str(tile.ty.dtype)) if n.same_as(tile) else n)
+
+
 def conv_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRealize]:
     """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or
     None where it is not a loop over channel tiles of the module docstring's form."""
@@ -157,19 +189,9 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRe
     if iteration is None:
         return None
     mac, requantization = iteration.mac, iteration.requantization
-    analyzer = Analyzer()
-    for outer in (*enclosing, loop):
-        analyzer.bind(outer.loop_var, tvm.ir.Range.from_min_extent(outer.min, outer.extent))
+    offsets = LoopOffsets((*enclosing, loop))
+    analyzer, constant, step = offsets.analyzer, offsets.constant, offsets.step
     tile = loop.loop_var
-
-    def constant(expr) -> Optional[int]:
-        value = analyzer.simplify(expr)
-        return int(value.value) if isinstance(value, tirx.IntImm) else None
-
-    def step(load: TensorLoad, var) -> Optional[int]:
-        """How far ``load`` moves per step of ``var``."""
-        following = map_leaves(flat_offset(load), lambda n: n + 1 if n.same_as(var) else n)
-        return constant(following - flat_offset(load))
 
     acc, x, w = (pointee(arg) for arg in mac.args[:3])
     sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
@@ -191,13 +213,11 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRe
     # the epilogue reads those accumulators; everything but the inputs moves one tile
     if not read.source.same_as(acc.source) or constant(flat_offset(read) - flat_offset(acc)) != 0:
         return None
-    if step(x, tile) != 0 or step(w, tile) != TILE * w_channel_stride \
-            or any(step(load, tile) != TILE for load in (out, *epilogue)):
+    if not offsets.moves_tiles(tile, x, w, w_channel_stride, (out, *epilogue)):
         return None
-    at_first = {tile: tirx.const(0, str(tile.ty.dtype))}
 
     def address(arg):
-        return map_leaves(arg, lambda n: at_first.get(n, n))
+        return at_first_tile(arg, tile)
 
     channels = int(loop.extent) * TILE
     start = address(requantization.args[0])

@@ -53,11 +53,11 @@ import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
-from tvm.sym import Analyzer
 
 from backends.cortex_m.helpers.depthwise_mac_c import depthwise_tiles_helper_name as dsp_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import depthwise_tiles_helper_name
-from backends.cortex_m.schedules.conv_tiles import _region, call_of, flat_offset, pointee, zeroed_stores
+from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset, pointee,
+                                                   zeroed_stores)
 from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_MAC_OP
 from backends.cortex_m.schedules.dual_mac import _whole, register_mac_helper
 from backends.cortex_m.schedules.helium_depthwise import BOX_OP, MAC_OP, PAD_OP
@@ -182,15 +182,13 @@ def _calls(leaf: tirx.Stmt, ops: tuple[str, ...] = (MAC_OP, BOX_OP, PAD_OP)) -> 
     return [call_of(stmt, ops) for stmt in stmts]
 
 
-class _Tiles:
+class _Tiles(LoopOffsets):
     """A depthwise tile loop's common parts: its requantization, the analysis over the enclosing loops."""
 
     def __init__(self, loop: tirx.For, enclosing: tuple, requantization: tvm.ir.Call, channels: int,
                  helpers: TileHelpers = HELIUM_TILES) -> None:
+        super().__init__((*enclosing, loop))
         self.loop, self.requantization, self.channels, self.helpers = loop, requantization, channels, helpers
-        self.analyzer = Analyzer()
-        for outer in (*enclosing, loop):
-            self.analyzer.bind(outer.loop_var, tvm.ir.Range.from_min_extent(outer.min, outer.extent))
         self.total = int(loop.extent) * channels
         self.iterations = functools.reduce(
             lambda count, outer: count * (int(outer.extent) if isinstance(outer.extent, tirx.IntImm) else 1),
@@ -198,19 +196,9 @@ class _Tiles:
         """The tile loop's iterations in all: its own times its enclosing loops' (constant extents)."""
         self.bias_type = next(bias for bias, op in helpers.requantize.items() if op == requantization.op.name)
 
-    def constant(self, expr) -> Optional[int]:
-        value = self.analyzer.simplify(expr)
-        return int(value.value) if isinstance(value, tirx.IntImm) else None
-
-    def step(self, load: TensorLoad, var) -> Optional[int]:
-        """How far ``load`` moves per step of ``var``."""
-        following = map_leaves(flat_offset(load), lambda n: n + 1 if n.same_as(var) else n)
-        return self.constant(following - flat_offset(load))
-
     def address(self, arg):
         """``arg`` at the first tile."""
-        tile = self.loop.loop_var
-        return map_leaves(arg, lambda n: tirx.const(0, str(tile.ty.dtype)) if n.same_as(tile) else n)
+        return at_first_tile(arg, self.loop.loop_var)
 
     def moves_one_tile(self, arg) -> bool:
         """Whether the element ``arg`` points at moves one tile's channels per tile."""

@@ -35,11 +35,11 @@ import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
-from tvm.sym import Analyzer
 
 from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
 from backends.cortex_m.helpers.pair_tiles_c import pair_tiles_helper_name
-from backends.cortex_m.schedules.conv_tiles import TILE, call_of, flat_offset, pointee, zeroed_stores
+from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset, pointee,
+                                                   zeroed_stores)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_SMALL_OPS
@@ -109,18 +109,9 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
             or not one_high_window(w):
         return None
     x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
-    analyzer = Analyzer()
-    for outer in (*enclosing, loop):
-        analyzer.bind(outer.loop_var, tvm.ir.Range.from_min_extent(outer.min, outer.extent))
+    offsets = LoopOffsets((*enclosing, loop))
+    constant = offsets.constant
     tile = loop.loop_var
-
-    def constant(expr) -> Optional[int]:
-        value = analyzer.simplify(expr)
-        return int(value.value) if isinstance(value, tirx.IntImm) else None
-
-    def step(load: TensorLoad, var) -> Optional[int]:
-        """How far ``load`` moves per step of ``var``."""
-        return constant(map_leaves(flat_offset(load), lambda n: n + 1 if n.same_as(var) else n) - flat_offset(load))
 
     # the zeroed accumulators: exactly the MAC's eight (four from each pixel's pointer)
     zeroed = []
@@ -154,13 +145,11 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
     if out_pixel_stride is None or out_pixel_stride < TILE * int(loop.extent):
         return None  # the pixels' outputs must not overlap
     # everything but the inputs moves one tile
-    if step(x, tile) != 0 or step(w, tile) != TILE * w_channel_stride \
-            or any(step(load, tile) != TILE for load in (out, *epilogue)):
+    if not offsets.moves_tiles(tile, x, w, w_channel_stride, (out, *epilogue)):
         return None
-    at_first = {tile: tirx.const(0, str(tile.ty.dtype))}
 
     def address(arg):
-        return map_leaves(arg, lambda n: at_first.get(n, n))
+        return at_first_tile(arg, tile)
 
     words = q15_scratch_words(rows, row_len)
     buffer = next((held for held in scratch if int(held.shape[0]) >= words), None)
