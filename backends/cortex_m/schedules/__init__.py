@@ -38,7 +38,7 @@ from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
-from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
+from backends.cortex_m.schedules.pair_tiles import pair_odd_pixel_row as pair_odd_pixel_row_fused, pair_tiles_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
@@ -52,7 +52,7 @@ class DualMacSchedules:
     flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
     pays_two_pixels = staticmethod(pays_two_pixels)
     helper_call = staticmethod(mac_helper_call)
-    pair_odd_pixel_row = staticmethod(pair_odd_pixel_row)
+    pair_odd_pixel_row = staticmethod(pair_odd_pixel_row_fused)  # a 1-high conv's pairs unwidened: fused later
     replacement = staticmethod(mac_helper_replacement)
     window_buffer = staticmethod(window_buffer)
     has_short_rows = staticmethod(has_short_rows)

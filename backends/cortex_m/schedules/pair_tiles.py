@@ -5,7 +5,8 @@ A CONV_2D whose kernel is one row of several taps (a Conv1D as the converter wri
 dilation, its padding a PAD of its own, so the convolution itself is unpadded) pairs its output pixels
 (``tvm_ext.schedule.kernel_schedule``), and each pair runs a loop over its channel tiles whose iteration zeroes
 the tile's eight accumulators, calls the two-pixel dual MAC ``<prefix>_dual_mac_s8x2x4`` (which widens both
-pixels' inputs again in every tile) and requantizes each pixel's four channels (``requantize_epilogue``'s
+pixels' inputs again in every tile; an odd pixel count pairs all but the last pixel, ``pair_odd_pixel_row``, on
+the same calls) and requantizes each pixel's four channels (``requantize_epilogue``'s
 calls). ``pair_tiles_calls`` replaces each such loop by one call of ``<prefix>_pair_tiles_s8``
 (``backends.cortex_m.helpers.pair_tiles_c``), which widens the pair's windows once into a scratch of the kernel
 (``pair_q15.q15_scratch_words`` words), starts each tile's sums at the biases in registers and requantizes
@@ -40,11 +41,13 @@ from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
 from backends.cortex_m.helpers.pair_tiles_c import pair_tiles_helper_name
 from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset, pointee,
                                                    zeroed_stores)
-from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
+from backends.cortex_m.schedules import pixel_pairs
+from backends.cortex_m.schedules.dual_mac import (DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, mac_reduction,
+                                                register_mac_helper)
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_SMALL_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.tir.tir_walk import map_leaves, with_root_loops_replaced
+from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
 
 PAIR_TILES_OPS = {"int32": "tvm_ext.pair_tiles_s8", "int16": "tvm_ext.pair_tiles_s8_b16"}
 """The fused helper's op per bias type (the DSP epilogue's, ``requantize_epilogue.REQUANTIZE_SMALL_OPS``)."""
@@ -68,6 +71,17 @@ def one_high_window(weight: TensorLoad) -> bool:
     shape = weight.source.shape
     return len(shape) == 4 and all(isinstance(extent, tirx.IntImm) for extent in shape) \
         and int(shape[1]) == 1 and int(shape[2]) > 1
+
+
+def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
+    """``pixel_pairs.pair_odd_pixel_row`` (an odd pixel count: pairs, then the last pixel on its own) with the
+    pairs' inputs widened once (``pair_q15``) unless the reduction ``block_name`` is a 1-high convolution's
+    (``one_high_window``), whose pairs ``pair_tiles_calls`` then fuses: its helper widens them itself."""
+    block = next((node for node in walk(func.body) if isinstance(node, s_tir.SBlock) and node.name_hint == block_name),
+                 None)
+    reduction = mac_reduction(block) if block is not None else None
+    fused = reduction is not None and one_high_window(reduction.weight)
+    return pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=not fused)
 
 
 def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:

@@ -22,7 +22,8 @@ from backends.cortex_m.schedules.pixel_pairs import TWO_PIXEL_MIN_REDUCTION  # n
 
 VALID = 1  # tflite.Padding
 LENGTH = 26
-"""The input's columns: every 1-high case below leaves an even count of output columns but one (odd: 19)."""
+"""The input's columns: the 1-high cases below leave even counts of output columns and odd ones (25, 23: pairs,
+then the last column on its own)."""
 CHANNELS = (13, 16)
 """Input channel counts: odd (three groups of four and one input left per tap) and four whole groups."""
 ONE_HIGH = [(2, 1, 8), (3, 1, 12), (3, 2, 8), (3, 3, 4), (3, 4, 8), (5, 2, 8), (4, 2, 8), (2, 3, 8)]
@@ -80,16 +81,18 @@ def test_one_high_convolution_pairs_fuse_their_tiles_and_stay_bit_exact(tmp_path
     expected = set()
     for channels in CHANNELS:
         for kernel, dilation, out in ONE_HIGH:
-            if _output_columns(kernel, dilation) % 2 or kernel * channels < TWO_PIXEL_MIN_REDUCTION or out == 4:
-                continue  # unpaired: an odd column count (the odd-row path's widened pairs), a short reduction
-                # (one pixel per call); one channel tile (no loop over tiles to fuse)
+            if kernel * channels < TWO_PIXEL_MIN_REDUCTION or out == 4:
+                continue  # unpaired: a short reduction (one pixel per call); one channel tile (no loop to fuse)
             rows, row_len = (1, kernel * channels) if dilation == 1 else (kernel, channels)
             size = (rows, row_len, channels, out, kernel * channels, out)
             expected.add(size if rows == 1 else (dilation * channels, *size))
     assert found == expected, found ^ expected
-    for kernel in re.split(r"\n(?=void )", kernels):  # one call per pair, no other MAC helper beside it
+    for kernel in re.split(r"\n(?=void )", kernels):  # one call per pair, no two-pixel MAC beside it
         if "_pair_tiles_s8" in kernel:
-            assert "_dual_mac_s8x2x4(" not in kernel and "_requantize_small_s8(" not in kernel, kernel
+            assert "_dual_mac_s8x2x4(" not in kernel and "_dual_mac_q15x2x4(" not in kernel, kernel
+            # an odd column count's last pixel on its own (one-pixel MAC and epilogue), the pairs fused
+            lone = re.search(r"_requantize_small_s8(?:_b16)?\(", kernel) is not None
+            assert lone == ("_dual_mac_s8x4(" in kernel), kernel
     # the 1x1 and 3x3 layers keep their two-pixel calls
     assert "_dual_mac_s8x2x4(" in kernels
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable sums
