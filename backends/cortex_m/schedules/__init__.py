@@ -5,7 +5,8 @@ the helpers of `backends.cortex_m.helpers`.
 - `depthwise_mac`: DEPTHWISE_CONV_2D reductions (and the choice among the MAC helpers); `row_dot`: an SVDF's
   time product;
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
-  pair's inputs widened once, across odd-width rows);
+  pair's inputs widened once, across odd-width rows); `pair_tiles`: an unpadded 1-high convolution's pair over
+  all its channel tiles as one call of the fused helper (inputs widened once, sums started at the biases);
 - `border_window`: a padded convolution's border pixel copies its window once;
 - `requantize_epilogue`: a MAC kernel's int8 requantization loop over a channel tile as one call of the
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
@@ -37,6 +38,7 @@ from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
+from backends.cortex_m.schedules.pair_tiles import pair_odd_pixel_row as pair_odd_pixel_row_fused, pair_tiles_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
@@ -50,7 +52,7 @@ class DualMacSchedules:
     flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
     pays_two_pixels = staticmethod(pays_two_pixels)
     helper_call = staticmethod(mac_helper_call)
-    pair_odd_pixel_row = staticmethod(pair_odd_pixel_row)
+    pair_odd_pixel_row = staticmethod(pair_odd_pixel_row_fused)  # a 1-high conv's pairs unwidened: fused later
     replacement = staticmethod(mac_helper_replacement)
     window_buffer = staticmethod(window_buffer)
     has_short_rows = staticmethod(has_short_rows)
@@ -62,10 +64,14 @@ class DualMacSchedules:
     @staticmethod
     def epilogue_calls(func):
         """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
-        depthwise pixel's loop over its four-channel tiles (zeroed accumulators, the window call, that
-        epilogue) as one call of the fused tiles helper for an interior pixel (`depthwise_tiles`, DSP_TILES:
-        the sums start at the biases in registers), the loop kept for the border's."""
-        return depthwise_tiles_calls(requantize_epilogue_calls(func, helper=DSP_EPILOGUE), DSP_TILES)
+        1-high convolution's loop over a pixel pair's channel tiles (zeroed accumulators, the two-pixel MAC, the
+        pixels' epilogues) as one call of the fused pair-tiles helper (`pair_tiles`: the pair's inputs widened
+        once, the sums started at the biases in registers), then each depthwise pixel's loop over its
+        four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the fused tiles
+        helper for an interior pixel (`depthwise_tiles`, DSP_TILES: the sums start at the biases in registers),
+        the loop kept for the border's."""
+        return depthwise_tiles_calls(pair_tiles_calls(requantize_epilogue_calls(func, helper=DSP_EPILOGUE)),
+                                     DSP_TILES)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
