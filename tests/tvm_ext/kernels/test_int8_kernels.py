@@ -25,7 +25,7 @@ from tvm_ext.kernels.fixed_point import (
     multiply_by_quantized_multiplier,
     saturating_rounding_doubling_high_mul,
 )
-from tvm_ext.kernels.dense import pair_weights
+from tvm_ext.kernels.dense import STACKED_ODD_REACH, pair_weights, stack_rows, stacks_rows
 from tvm_ext.kernels.int8_tables import softmax_exp_table
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, quantize_multiplier, softmax_params
 
@@ -220,6 +220,44 @@ def test_fully_connected_of_paired_weights_matches_reference():
                  [x, pair_weights(w), bias])
     want = ref.fully_connected(x, w, bias, -7, 3, multiplier, shift)
     np.testing.assert_array_equal(got, want)
+
+
+def test_fully_connected_of_stacked_weights_matches_reference():
+    """The kernel given `stack_rows`' bytes (two channels to an int16 half, the odd one's byte less the even one's
+    borrow) decodes every int8 weight exactly: the same outputs as TFLite's on weights over the whole int8 range,
+    -128 and 127 forced in (an odd channel's -128 over an even channel's non-negative weights only)."""
+    rng = _rng(5)
+    x, w = _int8(rng, (1, 36)), _int8(rng, (12, 36))
+    w[1::2][(w[1::2] == -128) & (w[0::2] < 0)] = -127
+    w[0, :4], w[1, :4], w[2, 4:8], w[3, 4:8], w[4, 8:12], w[5, 8:12] = -128, 127, 0, -128, -1, 127
+    assert stacks_rows(w)
+    bias = rng.integers(-5000, 5000, 12).astype(np.int32)
+    multiplier, shift = quantize_multiplier(0.0123, Rounding.DOUBLE)
+    stage = OutputStage(multiplier, shift, 3, ActivationRange(), Rounding.DOUBLE)
+    got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=-7, output=stage, stacked_rows=True),
+                 [x, stack_rows(w), bias])
+    want = ref.fully_connected(x, w, bias, -7, 3, multiplier, shift)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_weights_stack_only_where_the_halves_and_sums_stay_exact():
+    """`stacks_rows` refuses a shape the layout does not tile (channels not a multiple of 4, inputs not of 4), an odd
+    channel's -128 over an even channel's negative weight (its byte would borrow below -128), and an odd channel
+    whose sum of int8 inputs could reach STACKED_ODD_REACH (256 times it would leave int32); an even channel's
+    large weights are no bound."""
+    ones = np.ones((8, 16), np.int8)
+    assert stacks_rows(ones) and not stacks_rows(ones[:6]) and not stacks_rows(ones[:, :14])
+    borrow = ones.copy()
+    borrow[2, 5], borrow[3, 5] = -1, -128
+    assert not stacks_rows(borrow)
+    borrow[2, 5] = 0
+    assert stacks_rows(borrow)
+    depth = STACKED_ODD_REACH // (128 * 127) + 4
+    wide = np.zeros((4, depth - depth % 4), np.int8)
+    wide[0::2] = 127  # even channels: no bound
+    assert stacks_rows(wide)
+    wide[1::2] = 127
+    assert not stacks_rows(wide)
 
 
 def test_accumulator_saturating_bias_wraps_like_int32():
