@@ -8,7 +8,7 @@ import numpy as np
 from tvm import relax
 
 from ...kernels import fully_connected_int8
-from ...kernels.dense import PAIRED_TILE, stacks_rows
+from ...kernels.dense import PAIRED_TILE, STACKED_TILE, stacks_rows
 from ...kernels.quant_params import conv_multipliers, fully_connected_multiplier
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import MacKernel, MacPattern
@@ -34,7 +34,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
                      weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
                      ctx.rounding, channel_axis=0, folds_zero_point=True,
                      paired_weights=ctx.paired_weights and _pairs(weight_values, data.tensor),
-                     stacked_rows=ctx.stacked_rows and _one_int8_row(data.tensor) and stacks_rows(weight_values))
+                     stacked_rows=ctx.stacked_rows and _stacks(weight_values, data.tensor))
 
 
 def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
@@ -43,6 +43,14 @@ def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
     whole tiles of PAIRED_TILE output channels."""
     return (_one_int8_row(data) and weight.dtype == np.int8 and weight.ndim == 2
             and weight.shape[0] % PAIRED_TILE == 0)
+
+
+def _stacks(weight: np.ndarray, data: relax.Expr) -> bool:
+    """Whether the kernel can take stacked weights (`tvm_ext.kernels.dense.stack_rows`): one row of int8 data (the
+    stacked MAC's call has one), weights the layout holds (`stacks_rows`), and more than one tile of STACKED_TILE
+    output channels: the profile's tile of four leaves a kernel of exactly four channels untiled
+    (`tvm_ext.schedule.kernel_schedule`), so its stacked weights would reach no helper."""
+    return _one_int8_row(data) and stacks_rows(weight) and weight.shape[0] > STACKED_TILE
 
 
 def _one_int8_row(data: relax.Expr) -> bool:
