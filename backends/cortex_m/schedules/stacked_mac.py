@@ -22,7 +22,7 @@ from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, stacked_mac_helper_name
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
-                                                register_mac_helper)
+                                                int8_data_update, register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 
 STACKED_MAC_OP = "tvm_ext.stacked_mac_s8x4"
@@ -72,19 +72,11 @@ def stacked_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Option
     """The stacked-rows MAC's call block for ``loops`` (the loop of the K inputs, then the unit-stride loop of
     DUAL_MAC_CHANNELS output channels) around ``realize``, or None where the update or its accesses do not fit
     (see the module docstring)."""
-    store = realize.block.body
-    if len(loops) != 2 or int(loops[-1].extent) != DUAL_MAC_CHANNELS or not all(
-            isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
+    update = int8_data_update(realize, loops, DUAL_MAC_CHANNELS)
+    stacked = _stacked_loads(update[2]) if update is not None and len(loops) == 2 else None
+    if stacked is None:
         return None
-    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
-        return None
-    value = store.value
-    if not (isinstance(value, tirx.Add) and isinstance(value.a, TensorLoad) and isinstance(value.b, tirx.Mul)
-            and value.a.source.same_as(store.buffer)):
-        return None
-    data, stacked = _int8_load(value.b.a), _stacked_loads(value.b.b)
-    if data is None or stacked is None:
-        return None
+    store, data = update[:2]
     channel, low, high = stacked
     length = int(loops[0].extent)
     if length % 4:

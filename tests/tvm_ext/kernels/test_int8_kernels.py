@@ -207,19 +207,24 @@ def test_conv2d_of_paired_weights_matches_reference(kernel, strides, padding):
     np.testing.assert_array_equal(got, want)
 
 
+def _packed_fully_connected_matches_reference(rng, x: np.ndarray, w: np.ndarray, packed: np.ndarray,
+                                              **layout: bool) -> None:
+    """The kernel given ``packed`` (``w`` re-laid out as ``layout`` says) gives TFLite's outputs on ``x``."""
+    bias = rng.integers(-5000, 5000, w.shape[0]).astype(np.int32)
+    multiplier, shift = quantize_multiplier(0.0123, Rounding.DOUBLE)
+    stage = OutputStage(multiplier, shift, 3, ActivationRange(), Rounding.DOUBLE)
+    got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=-7, output=stage, **layout),
+                 [x, packed, bias])
+    np.testing.assert_array_equal(got, ref.fully_connected(x, w, bias, -7, 3, multiplier, shift))
+
+
 def test_fully_connected_of_paired_weights_matches_reference():
     """The kernel given `pair_weights`' int32 words (two channels to a word) decodes every int8 weight exactly:
     the same outputs as TFLite's on weights over the whole int8 range, -128 and 127 forced in."""
     rng = _rng(4)
     x, w = _int8(rng, (2, 33)), _int8(rng, (16, 33))
     w[0, :4], w[1, :4], w[2, 4:8], w[3, 8:12] = -128, 127, -128, -128
-    bias = rng.integers(-5000, 5000, 16).astype(np.int32)
-    multiplier, shift = quantize_multiplier(0.0123, Rounding.DOUBLE)
-    stage = OutputStage(multiplier, shift, 3, ActivationRange(), Rounding.DOUBLE)
-    got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=-7, output=stage, paired_weights=True),
-                 [x, pair_weights(w), bias])
-    want = ref.fully_connected(x, w, bias, -7, 3, multiplier, shift)
-    np.testing.assert_array_equal(got, want)
+    _packed_fully_connected_matches_reference(rng, x, w, pair_weights(w), paired_weights=True)
 
 
 def test_fully_connected_of_stacked_weights_matches_reference():
@@ -231,13 +236,7 @@ def test_fully_connected_of_stacked_weights_matches_reference():
     w[1::2][(w[1::2] == -128) & (w[0::2] < 0)] = -127
     w[0, :4], w[1, :4], w[2, 4:8], w[3, 4:8], w[4, 8:12], w[5, 8:12] = -128, 127, 0, -128, -1, 127
     assert stacks_rows(w)
-    bias = rng.integers(-5000, 5000, 12).astype(np.int32)
-    multiplier, shift = quantize_multiplier(0.0123, Rounding.DOUBLE)
-    stage = OutputStage(multiplier, shift, 3, ActivationRange(), Rounding.DOUBLE)
-    got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=-7, output=stage, stacked_rows=True),
-                 [x, stack_rows(w), bias])
-    want = ref.fully_connected(x, w, bias, -7, 3, multiplier, shift)
-    np.testing.assert_array_equal(got, want)
+    _packed_fully_connected_matches_reference(rng, x, w, stack_rows(w), stacked_rows=True)
 
 
 def test_weights_stack_only_where_the_layout_holds_them():
