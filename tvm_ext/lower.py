@@ -77,6 +77,7 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name,
                                     paired_weights=kernel_schedules_of(profile).paired_weights,
+                                    stacked_rows=kernel_schedules_of(profile).stacked_rows,
                                     max_pool_runs=kernel_schedules_of(profile).max_pool_runs,
                                     int8_add=kernel_schedules_of(profile).int8_add,
                                     flash_bytes=profile.flash_bytes),

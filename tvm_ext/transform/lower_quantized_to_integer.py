@@ -84,6 +84,9 @@ class LowerQuantizedToInteger:
         weights packed two channels to an int32 word (``tvm_ext.kernels.dense.pair_weights``,
         ``tvm_ext.transform.int8.conv``): a backend's choice (``backends.backend.KernelSchedules.paired_weights``),
         for its helper of such words.
+    stacked_rows: give int8 FULLY_CONNECTED kernels of one input row their weights stacked two channels to an
+        int16 half (``tvm_ext.kernels.dense.stack_rows``) where the weights allow it: a backend's choice
+        (``backends.backend.KernelSchedules.stacked_rows``), for its helper of such halves. The same bytes.
     max_pool_runs: write int8 MAX_POOL_2D as runs over a pixel's channels (``tvm_ext.kernels.copy_runs``):
         a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
     int8_add: the kernel of int8 ADD of two computed operands where it gives one (None: the generic kernel):
@@ -105,12 +108,14 @@ class LowerQuantizedToInteger:
         allow_float_fallback: bool = False,
         model_name: str = "model",
         paired_weights: bool = False,
+        stacked_rows: bool = False,
         max_pool_runs: bool = False,
         int8_add: Optional[Callable[..., Any]] = None,
         flash_bytes: Optional[int] = None,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_weights = paired_weights
+        self.stacked_rows = stacked_rows
         self.max_pool_runs = max_pool_runs
         self.int8_add = int8_add
         self.flash_bytes = flash_bytes
@@ -169,7 +174,7 @@ class _MainRewriter:
         paired = options.paired_weights and (
             options.flash_bytes is None or 2 * constant_bytes(func) <= options.flash_bytes)
         self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs,
-                                       options.int8_add)
+                                       options.int8_add, options.stacked_rows)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

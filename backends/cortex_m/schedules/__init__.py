@@ -2,6 +2,8 @@
 the helpers of `backends.cortex_m.helpers`.
 
 - `dual_mac`: CONV_2D / FULLY_CONNECTED reductions as the dual MAC (SMLAD), one or two pixels per call;
+- `stacked_mac`: an int8 FULLY_CONNECTED's reduction over weights the lowering stacked two channels to an int16
+  half (`KernelSchedules.stacked_rows`, DSP cores without MVE) as the stacked MAC, one call per four channels;
 - `depthwise_mac`: DEPTHWISE_CONV_2D reductions (and the choice among the MAC helpers); `row_dot`: an SVDF's
   time product;
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
@@ -129,5 +131,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         mac=mac_schedules_of(profile),
         # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
         max_pool_runs=has_dsp_extension(profile) and not has_mve(profile),
+        # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
+        stacked_rows=has_dsp_extension(profile) and not has_mve(profile),
         int8_add=helium_add_int8 if has_mve(profile) else None,
     )

@@ -133,6 +133,29 @@ def mac_reduction(block: s_tir.SBlock, data_dtypes: tuple[str, ...] = ("int8",))
     return MacReduction(store, data, weight)
 
 
+def int8_data_update(realize: s_tir.SBlockRealize, loops: list,
+                     channels: int) -> Optional[tuple[tirx.BufferStore, TensorLoad, tirx.PrimExpr]]:
+    """(the store, the int8 input load, the weight factor) of ``realize``'s update ``acc = acc + int32(x) * weight``
+    over an int32 accumulator and int8 x, inside ``loops`` (For nodes: at least two, each from 0 with a constant
+    extent, the innermost of ``channels``): the update a helper of re-laid-out weights decodes (the RISC-V paired
+    MAC's, the stacked MAC's); None for any other update or loops."""
+    store = realize.block.body
+    if len(loops) < 2 or int(loops[-1].extent) != channels or not all(
+            isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
+        return None
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
+        return None
+    value = store.value
+    if not (isinstance(value, tirx.Add) and isinstance(value.a, TensorLoad) and isinstance(value.b, tirx.Mul)
+            and value.a.source.same_as(store.buffer)):
+        return None
+    data = value.b.a
+    if not (isinstance(data, tirx.Cast) and isinstance(data.value, TensorLoad)
+            and str(data.value.source.dtype) == "int8"):
+        return None
+    return store, data.value, value.b.b
+
+
 def dual_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
     """The helper's call block that computes what ``loops`` (For nodes: the reduction loops, then optionally
     a loop of DUAL_MAC_PIXELS output pixels, then the unit-stride loop of DUAL_MAC_CHANNELS output channels,

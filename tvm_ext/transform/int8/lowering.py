@@ -34,6 +34,9 @@ class LoweringContext:
     paired_weights: bool = False
     max_pool_runs: bool = False
     int8_add: Optional[Callable[..., Optional[te.Tensor]]] = None
+    stacked_rows: bool = False
+    """Whether int8 FULLY_CONNECTED kernels of one input row take stacked weights (``tvm_ext.kernels.dense.stack_rows``)
+    where the weights allow it."""
 
 
 @dataclass(frozen=True)

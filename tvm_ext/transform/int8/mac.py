@@ -11,7 +11,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
-from ...kernels.dense import pair_weights
+from ...kernels.dense import pair_weights, stack_rows
 from ...kernels.fixed_point import (INT32_MAX, fits_small_input, high_mul_16x8_multipliers, largest_centered,
                                     reduce_16x8_multipliers, shifts_right_only)
 from ...kernels.quant_params import ActivationRange
@@ -67,6 +67,9 @@ class MacKernel:
     # FULLY_CONNECTED and CONV_2D only: the kernel takes ``weight`` as `pair_weights`' int32 words
     # (`LoweringContext`).
     paired_weights: bool = False
+    # FULLY_CONNECTED only: the kernel takes ``weight`` as `stack_rows`' bytes where it multiplies raw int8 inputs
+    # (the zero point folded into the bias, or 0) (`LoweringContext.stacked_rows`).
+    stacked_rows: bool = False
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
@@ -107,6 +110,9 @@ class MacKernel:
             words = pair_weights(weight.reshape(weight.shape[0], -1))
             weight_constant = relax.const(words.reshape(words.shape[0], *weight.shape[1:], words.shape[-1]))
             layout = {"paired_weights": True}
+        elif self.stacked_rows and (folded is not None or self.input_zero_point == 0):
+            weight_constant = relax.const(stack_rows(weight))
+            layout = {"stacked_rows": True}
         else:
             weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
