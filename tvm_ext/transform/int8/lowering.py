@@ -34,6 +34,9 @@ class LoweringContext:
     paired_weights: bool = False
     max_pool_runs: bool = False
     int8_add: Optional[Callable[..., Optional[te.Tensor]]] = None
+    conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None
+    """Each output channel's int8 CONV_2D weight length for a window (KH, KW, I), padded or not
+    (``backends.backend.KernelSchedules.conv_weight_length``; None: KH * KW * I)."""
 
 
 @dataclass(frozen=True)
