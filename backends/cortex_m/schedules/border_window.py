@@ -21,9 +21,10 @@ small images are mostly border: its 3x3 convolutions on 5x5 pixels 4.43M -> 3.83
 Where the window is copied (short rows, ``copied_window_length``) and its length K = KH * KW * Cin leaves
 PADDED_TAIL_MIN or more inputs after its groups of four (a 3x3 window on 3 channels: 27), the int8 lowering
 gives each output channel's weights zeros up to the next multiple of four (``tvm_ext.transform.int8.conv``:
-OHWI weights as [O, Kp]); the copy then writes Kp - K zeros after the window, and every channel tile's call
-reads Kp inputs: only groups of four, no scalar tail. The window buffer's length is read from the weights'
-shape (``window_buffer``), so the schedule follows whatever the lowering chose.
+OHWI weights as [O, Kp]); the Kp - K zeros after the window are written once per call, before any pixel (no
+copy writes there), and every channel tile's call reads Kp inputs: only groups of four, no scalar tail. The
+window buffer's length is read from the weights' shape (``window_buffer``), so the schedule follows whatever
+the lowering chose.
 
 The window holds the same numbers the guarded load yields (both int8: an input value or the zero point),
 and each channel's products are added in the same order (the padding adds products of zeros): bit-exact.
@@ -73,9 +74,9 @@ constant length)."""
 
 
 def window_buffer(loops: list, first_reduction: int, realize: Optional[s_tir.SBlockRealize] = None) -> tirx.Buffer:
-    """The int8 window a pixel whose reduction loops are ``loops[first_reduction:-1]`` copies (row-major), as
-    long as each output channel's weights of the update block ``realize`` (one 2-D [O, Kp] buffer: the padded
-    weights of ``copied_window_length``) where they are longer than the window: the copy pads it with zeros."""
+    """The int8 window a pixel whose reduction loops are ``loops[first_reduction:-1]`` copies (row-major); where
+    each output channel's weights of the update block ``realize`` are longer (one 2-D [O, Kp] buffer: the padded
+    weights of ``copied_window_length``), as long as they are: zeros follow the window (``windowed_border``)."""
     size = prod(int(loop.extent) for loop in loops[first_reduction:-1])
     return tirx.decl_buffer((max(size, _weight_length(realize)),), "int8", name="window")
 
