@@ -73,6 +73,15 @@ about 7 to enter it, one more group of four about 24 (arm-none-eabi-gcc 12.2 -O2
 constant length)."""
 
 
+ROWS_WRITTEN_OUT = 4
+"""The most rows of a window whose copy without a test (an interior pixel's) is written out row after row, not a
+loop over its rows: a short row's copy is a few loads and stores, and the row loop's own instructions cost about
+a third of it (efficientnet_lite_w030_112_int8's 3x3 stem on cortex-m4f, measured together with its padding's
+zeros written once instead of per pixel: 66 K fewer instructions for 8 more bytes of code); a window of many
+rows grows the code with every row written out, for no gain (kws_ref_model's 10x4 window: 64 more bytes of code
+and 3.9 K more instructions than with its row loop)."""
+
+
 def window_buffer(loops: list, first_reduction: int, realize: Optional[s_tir.SBlockRealize] = None) -> tirx.Buffer:
     """The int8 window a pixel whose reduction loops are ``loops[first_reduction:-1]`` copies (row-major); where
     each output channel's weights of the update block ``realize`` are longer (one 2-D [O, Kp] buffer: the padded
@@ -228,8 +237,7 @@ def _window_copy(window: tirx.Buffer, guard, window_loops: list, test_axis: Opti
     """An opaque block copying the window into ``window`` from its element ``offset``: fresh loops over the
     window, the guard's test asked once per tap at loop ``test_axis`` (the innermost it reads), the inner loops
     copying the input or the padding; with ``test_axis`` None, the input without a test, row after row written
-    out (short rows: the row loop's own instructions cost about a third of a row's copy; efficientnet_lite's
-    stem 67 K fewer instructions for 8 more bytes)."""
+    out where the window has at most ROWS_WRITTEN_OUT rows."""
     fresh = [tirx.Var(f"w{loop.loop_var.name}", loop.loop_var.ty.dtype) for loop in window_loops]
     renamed = map_leaves(guard, lambda leaf: dict(zip((loop.loop_var for loop in window_loops), fresh)).get(leaf, leaf))
     condition, inside, padded = renamed.args
@@ -246,7 +254,8 @@ def _window_copy(window: tirx.Buffer, guard, window_loops: list, test_axis: Opti
 
     if test_axis is None:
         store = tirx.BufferStore(window, inside.value, [index])
-        rows = range(int(window_loops[0].extent)) if len(window_loops) > 1 else ()
+        rows = range(int(window_loops[0].extent)) if len(window_loops) > 1 else range(0)
+        rows = rows if len(rows) <= ROWS_WRITTEN_OUT else range(0)
         body = tirx.SeqStmt([nest(range(1, len(window_loops)), map_leaves(
             store, lambda leaf, row=row: tirx.const(row, leaf.ty.dtype) if leaf.same_as(fresh[0]) else leaf))
             for row in rows]) if len(rows) > 1 else nest(range(len(window_loops)), store)
