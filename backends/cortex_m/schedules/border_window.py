@@ -70,7 +70,8 @@ PADDED_TAIL_MIN = 2
 """The fewest inputs left after a copied window's groups of four (K % 4) for which padding the window to the next
 multiple of four pays: the dual MAC's scalar loop costs about 12 instructions per input and channel tile after
 about 7 to enter it, one more group of four about 24 (arm-none-eabi-gcc 12.2 -O2, the helper inlined with a
-constant length)."""
+constant length). Measured on cortex-m4f: person_detect's 3x3 stem on one channel (9 inputs) padded to 12 ran
+15,753,954 instructions against 15,728,661 unpadded."""
 
 
 ROWS_WRITTEN_OUT = 4
