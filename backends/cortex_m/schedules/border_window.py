@@ -127,21 +127,22 @@ def has_short_rows(loops: list, first_reduction: int) -> bool:
 
 def windowed_border(realize: s_tir.SBlockRealize, guard: tvm.ir.Call, loops: list, first_reduction: int,
                     test_depth: Optional[int], window: tirx.Buffer,
-                    replacement: Optional[Callable[[s_tir.SBlockRealize, list], Optional[s_tir.SBlockRealize]]] = None
-                    ) -> Optional[WindowedBorder]:
+                    replacement: Optional[Callable[[s_tir.SBlockRealize, list], Optional[s_tir.SBlockRealize]]] = None,
+                    rows_written_out: int = 0) -> Optional[WindowedBorder]:
     """The copy into ``window`` (from ``window_buffer``) and the helper call for a pixel whose loops ``loops``
     (outermost first, below the pixel loop) hold the update block ``realize``, whose factor ``guard`` is the
     ``if_then_else`` of the padded tap. ``loops[first_reduction:]`` are the window loops, then the channel
     tile; ``loops[test_depth]`` is the innermost window loop the guard's test reads, or None for a pixel whose
     window lies inside the image (copied without a test). None where the window does not fit that form or no
     helper computes the reduction (the caller then keeps the loops it has). ``replacement`` makes the call (by
-    default ``mac_helper_replacement``: another backend's helpers)."""
+    default ``mac_helper_replacement``: another backend's helpers). A copy without a test writes its rows out
+    where the window has at most ``rows_written_out`` rows (DSP cores: ROWS_WRITTEN_OUT; 0: never)."""
     parts = _window_parts(realize, guard, loops, first_reduction, test_depth)
     if parts is None:
         return None
     window_loops, block_vars, in_loops = parts
     test_axis = None if test_depth is None else test_depth - first_reduction
-    copy = _window_copy(window, in_loops, window_loops, test_axis)
+    copy = _window_copy(window, in_loops, window_loops, test_axis, rows_written_out=rows_written_out)
     update = _update_reading_window(realize, guard, window, block_vars, [int(loop.extent) for loop in window_loops])
     call = (replacement or mac_helper_replacement)(update, loops[first_reduction:])
     length = prod(int(loop.extent) for loop in window_loops)
@@ -234,11 +235,11 @@ def _flat_index(indices: list, extents: list[int]):
 
 
 def _window_copy(window: tirx.Buffer, guard, window_loops: list, test_axis: Optional[int],
-                 offset: int = 0) -> s_tir.SBlockRealize:
+                 offset: int = 0, rows_written_out: int = 0) -> s_tir.SBlockRealize:
     """An opaque block copying the window into ``window`` from its element ``offset``: fresh loops over the
     window, the guard's test asked once per tap at loop ``test_axis`` (the innermost it reads), the inner loops
     copying the input or the padding; with ``test_axis`` None, the input without a test, row after row written
-    out where the window has at most ROWS_WRITTEN_OUT rows."""
+    out where the window has at most ``rows_written_out`` rows."""
     fresh = [tirx.Var(f"w{loop.loop_var.name}", loop.loop_var.ty.dtype) for loop in window_loops]
     renamed = map_leaves(guard, lambda leaf: dict(zip((loop.loop_var for loop in window_loops), fresh)).get(leaf, leaf))
     condition, inside, padded = renamed.args
@@ -256,7 +257,7 @@ def _window_copy(window: tirx.Buffer, guard, window_loops: list, test_axis: Opti
     if test_axis is None:
         store = tirx.BufferStore(window, inside.value, [index])
         rows = range(int(window_loops[0].extent)) if len(window_loops) > 1 else range(0)
-        rows = rows if len(rows) <= ROWS_WRITTEN_OUT else range(0)
+        rows = rows if len(rows) <= rows_written_out else range(0)
         body = tirx.SeqStmt([nest(range(1, len(window_loops)), map_leaves(
             store, lambda leaf, row=row: tirx.const(row, leaf.ty.dtype) if leaf.same_as(fresh[0]) else leaf))
             for row in rows]) if len(rows) > 1 else nest(range(len(window_loops)), store)
