@@ -31,6 +31,7 @@ from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 
 DUAL_MAC_CHANNELS = 4  # output channels per call: four accumulators stay in registers beside the pointers
+DUAL_MAC_GROUP = 4  # inputs per SXTB16 word: a row's length past a multiple of this runs in the scalar loop
 DSP_WORDS_TEMPLATE = "dsp_words.h.in"
 DUAL_MAC_TEMPLATE = "dual_mac.h.in"
 STACKED_MAC_TEMPLATE = "stacked_mac.h.in"

@@ -32,7 +32,8 @@ from typing import Optional
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
-from backends.cortex_m.schedules.border_window import has_short_rows, paired_windows, window_buffer, windowed_border
+from backends.cortex_m.schedules.border_window import (ROWS_WRITTEN_OUT, copied_window_length, has_short_rows,
+                                                        paired_windows, window_buffer, windowed_border)
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES, depthwise_tiles_calls
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
@@ -58,10 +59,11 @@ class DualMacSchedules:
     replacement = staticmethod(mac_helper_replacement)
     window_buffer = staticmethod(window_buffer)
     has_short_rows = staticmethod(has_short_rows)
-    windowed_border = staticmethod(windowed_border)
+    windowed_border = staticmethod(functools.partial(windowed_border, rows_written_out=ROWS_WRITTEN_OUT))
     paired_pixel_body = staticmethod(paired_pixel_body)
     paired_windows = staticmethod(paired_windows)
     pair_tests = staticmethod(pair_tests)
+    branch_accumulators = True  # measured on DSP cores (tvm_ext.schedule.border_split._own_accumulators)
 
     @staticmethod
     def epilogue_calls(func):
@@ -97,6 +99,8 @@ class HeliumMacSchedules(DualMacSchedules):
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
     paired_windows = None  # not measured on Helium: a border pixel there keeps its window to itself
+    windowed_border = staticmethod(windowed_border)  # not measured on Helium: an interior copy keeps its row loop
+    branch_accumulators = False  # not measured on Helium: its fused channel-tiles helper keeps no accumulators
 
     @staticmethod
     def epilogue_calls(func):
@@ -124,7 +128,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
     (Helium defines no such helper: its pools keep the element-wise kernel); int8 ADD as Helium's vector helper
-    on cores with MVE (`helium_add`)."""
+    on cores with MVE (`helium_add`); on DSP cores without MVE, a copied CONV_2D window padded to whole groups of
+    four with zero weights (`border_window.copied_window_length`; Helium's helper takes any length in its lanes)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
@@ -134,4 +139,5 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
         stacked_rows=has_dsp_extension(profile) and not has_mve(profile),
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        conv_weight_length=copied_window_length if has_dsp_extension(profile) and not has_mve(profile) else None,
     )

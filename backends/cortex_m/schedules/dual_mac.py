@@ -362,6 +362,24 @@ def window_call_block(one_pixel: str, two_pixels: Optional[str], reduction: MacR
                              second_pixel=len(inner) - 2)
 
 
+def with_padded_window(realize: s_tir.SBlockRealize, length: int) -> Optional[s_tir.SBlockRealize]:
+    """The one-pixel int8 call block ``realize`` (of DUAL_MAC_OP over one run: a copied window) reading ``length``
+    inputs instead of its row's, where each channel's weights are at least ``length`` long; None for any other
+    call. The caller vouches that inputs past the row are zeros (a window padded by its copy): their products add
+    nothing."""
+    call = realize.block.body.value if isinstance(realize.block.body, tirx.Evaluate) else None
+    if not isinstance(call, tvm.ir.Call) or not isinstance(call.op, tvm.ir.Op) or call.op.name != DUAL_MAC_OP:
+        return None
+    w_channel_stride, rows, row_len = (int(arg) for arg in call.args[4:7])
+    if rows != 1 or not row_len <= length <= w_channel_stride:
+        return None
+    padded = tirx.call_intrin("int32", DUAL_MAC_OP, *call.args[:3], length, w_channel_stride, 1, length)
+    block = realize.block
+    return s_tir.SBlockRealize(realize.iter_values, realize.predicate, s_tir.SBlock(
+        block.iter_vars, block.reads, block.writes, block.name_hint, tirx.Evaluate(padded), block.init,
+        block.alloc_buffers, block.match_buffers, block.annotations))
+
+
 def channel_tile(reduction: MacReduction, channels: int) -> list[int]:
     """The extents, per axis of the reduction's accumulators, of ``channels`` consecutive ones on the last axis:
     what a helper of one pixel and ``channels`` output channels writes."""
