@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from emulator.cycle_model import CycleEstimate
 from memory_planner.plan import ExecutionPlan, OperatorSupport
+from packager import region_arenas
 from packager.archive import archive
 from packager.bundle import BundleInputs, bundle_io
 from packager.bundle_readme import README_FILE, ReadmeFacts, bundle_readme
@@ -94,6 +95,8 @@ class BundleFacts:
             entries["quantization"] = self.quantization
         if self.patches is not None:
             entries["patches"] = self.patches
+        if bundle.regions:
+            entries["memory_regions"] = region_arenas.manifest_entry(bundle.plan, bundle.regions)
         return entries
 
 
@@ -137,7 +140,8 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
                                bundle.io_in_arena))
     )
     (out_dir / REPORT_FILE).write_text(report.markdown() + _patches_markdown(facts.patches)
-                                       + _row_input_markdown(bundle.plan))
+                                       + _row_input_markdown(bundle.plan)
+                                       + region_arenas.report_markdown(bundle.plan.model, bundle.regions))
     (out_dir / REPORT_HTML_FILE).write_text(report_html(HtmlReport(
         report, bundle.buffers, bundle.memory, facts.headroom, facts.operators,
         (facts.quantization or {}).get("layer_errors", ()))), encoding="utf-8")
