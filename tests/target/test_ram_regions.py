@@ -70,3 +70,18 @@ def test_the_command_exits_2_with_one_line_naming_the_field(tmp_path):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "field 'ram_regions' adds up to" in lines[0], proc.stderr
+
+
+def test_a_last_region_too_small_for_its_part_is_refused_though_the_sram_total_fits(tmp_path):
+    """The example model on lowpower: its fast region (8,192 B) takes 7,904 B of arena; the rest of the RAM
+    (18,712 B with --no-build's stack bound) must fit the last region, which has 212 B too few, while the total
+    fits sram_bytes."""
+    path = write_profile(tmp_path / "tight.json", {
+        "extends": "lowpower", "name": "tight", "sram_bytes": 26_692,
+        "ram_regions": [{"name": "fast", "bytes": 8_192}, {"name": "slow", "bytes": 18_500}]})
+    proc = run_cli("--example", "--target", str(path), "--no-build", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.endswith("RAM needs 18,712 B in the last region slow (arena 23,584 B + inputs 1,960 B + outputs 48 B "
+                         "+ state 0 B + stack 1,024 B the profile's stack_bound_bytes, less 7,904 B of arena in faster "
+                         "regions) but tight's slow has 18,500 B (212 B over)"), line

@@ -42,8 +42,8 @@ def planned_ram(plan: ExecutionPlan, memory: MemoryPlan, profile: Profile, stack
     state = sum(tensor.nbytes for tensor in plan.states())
     arena = memory.arena_bytes + other_arenas_bytes
     if stack_measured_later:
-        return RamUse(arena, inputs, outputs, state, 0, StackSource.PENDING)
-    return RamUse(arena, inputs, outputs, state, profile.stack_bound_bytes, StackSource.BOUND)
+        return RamUse(arena, inputs, outputs, state, 0, StackSource.PENDING, other_arenas_bytes)
+    return RamUse(arena, inputs, outputs, state, profile.stack_bound_bytes, StackSource.BOUND, other_arenas_bytes)
 
 
 def with_measured_stack(ram: RamUse, measured: dict[str, object]) -> RamUse:
