@@ -22,7 +22,7 @@ import pytest
 
 import tvm_ext
 from backends.cortex_m.bundle_files import SELFTEST_ELF
-from conftest import models_dir
+from conftest import models_dir, two_region_profile
 from emulator.boards import BOARDS
 from emulator.tools import missing_tools
 
@@ -31,16 +31,8 @@ pytestmark = pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI
 
 MODEL = "kws_ref_model"
 DTCM_ORIGIN, DTCM_BYTES = 0x20000000, 8_192  # mps3-an547's DTCM (emulator/boards.py), the part the profile lists
-PROFILE = f"""# The Cortex-M55 with part of its DTCM as a fast region before the rest of its SRAM.
-extends = "cortex-m55"
-name = "m55-two-regions"
-[[ram_regions]]
-name = "dtcm"
-bytes = {DTCM_BYTES}
-[[ram_regions]]
-name = "sram"
-bytes = {1_048_576 - DTCM_BYTES}
-"""
+# The Cortex-M55 (1 MiB of SRAM) with part of its DTCM as a fast region before the rest of its SRAM.
+PROFILE = two_region_profile("cortex-m55", "m55-two-regions", ("dtcm", DTCM_BYTES), ("sram", 1_048_576 - DTCM_BYTES))
 SECTIONS = {"ARENA_DTCM": ".dtcm_arena", "ARENA_SRAM": ".sram_arena", "WEIGHTS": ".model_weights"}
 """Each section macro's suffix and the output section the test's linker script gives it."""
 

@@ -12,18 +12,10 @@ import pytest
 
 import tvm_ext
 from c_checks import strict_sanitized_selftest
-from conftest import example_model
+from conftest import example_model, two_region_profile
 
 FAST_BYTES = 8_192
-PROFILE = f"""extends = "lowpower"
-name = "lowpower-two-regions"
-[[ram_regions]]
-name = "fast"
-bytes = {FAST_BYTES}
-[[ram_regions]]
-name = "slow"
-bytes = {524_288 - FAST_BYTES}
-"""
+PROFILE = two_region_profile("lowpower", "lowpower-two-regions", ("fast", FAST_BYTES), ("slow", 524_288 - FAST_BYTES))
 
 
 @pytest.fixture(scope="module")
