@@ -13,10 +13,16 @@ and accumulates (`KernelCall.macs` > 0) loads one element of each activation inp
 which it stores once per element; every operand of a kernel without MACs, such as an add, a copy or a pool
 counted without MACs) moves the buffer's bytes once. A high rank means a small buffer that a convolution
 streams through many times: what a fast, small memory pays off for. The buffers are then placed greedily,
-highest rank first (ties: the smaller, then by name), into the fastest region whose arena, planned with
-them, still fits its bytes; whatever no faster region holds goes to the last region, which has no limit here
-(the last region also holds the inputs, outputs, state and stack, which the RAM check counts:
-target.resources).
+highest rank first (ties: the smaller, then by name), into the fastest region where first fit finds them a
+place within its bytes beside the buffers already there (the lowest aligned offset free at every step the
+buffer lives: linear in the buffers placed, so the assignment stays fast on a model of hundreds of buffers;
+where first fit finds no place, but the liveness bound of the region's buffers with it fits, a re-plan of
+them all by the best of six greedy orders (best_of_orders), which also takes in-place hand-overs such as a 1x1 convolution writing
+its output over its input, may: its offsets then replace the region's);
+whatever no faster region holds goes to the last region, which has no limit here (the last region also holds
+the inputs, outputs, state and stack, which the RAM check counts: target.resources). Each region is then
+planned by `plan_memory`; a faster region keeps the first-fit placement instead in the rare case where
+`plan_memory`'s arena would not fit its bytes (it is a legal plan, and the checker verifies it all the same).
 
 Two rules keep the arenas independent: the model's inputs and outputs stay in the last region (their places
 are the run function's arena offsets, `<MODEL>_INPUT0_OFFSET`); and an in-place hand-over (`Buffer.inplace_of`)
@@ -30,13 +36,15 @@ from dataclasses import dataclass, replace
 
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.check import check_plan
-from memory_planner.liveness import aligned_lower_bound
+from memory_planner.liveness import aligned_lower_bound, lower_bound
 from memory_planner.plan import ExecutionPlan, TensorRole
 from memory_planner.planner import plan_memory
 
-TRIAL_STRATEGY = "best_of_orders"
-"""The heuristic that decides whether a buffer still fits a region while the greedy assignment tries it (the
-final plan of each region, `plan_memory`'s "auto", is never larger: it starts from the heuristics' best)."""
+REPLAN_STRATEGY = "best_of_orders"
+"""The strategy that re-plans a region's buffers with one first fit could not place (module docstring)."""
+
+FIRST_FIT = "regions_first_fit"
+"""The strategy a faster region's MemoryPlan names when it keeps the assignment's first-fit placement."""
 
 
 @dataclass(frozen=True)
@@ -73,31 +81,70 @@ def _apart(buffers: Sequence[Buffer]) -> list[Buffer]:
             else replace(buffer, inplace_of=None, stream=None) for buffer in buffers]
 
 
-def _fits(buffers: Sequence[Buffer], capacity: int) -> bool:
-    """Whether `buffers` can be placed in `capacity` bytes: the aligned liveness bound first (cheap, and no
-    plan is smaller), then the trial heuristic's arena."""
-    blocks = _apart(buffers)
-    return (aligned_lower_bound(blocks) <= capacity
-            and plan_memory(blocks, strategy=TRIAL_STRATEGY).arena_bytes <= capacity)
+def first_fit_offset(buffer: Buffer, placed: Sequence[tuple[int, Buffer]]) -> int:
+    """The lowest offset (bytes), a multiple of `buffer.alignment`, at which `buffer` shares no byte with a
+    buffer of `placed` ((offset, buffer) pairs) live at one of its steps; but the offset of the buffer it takes
+    the bytes of in place (`Buffer.inplace_of`, without a stream order: same offset, not larger) where that one
+    is placed and no other placed buffer live with it is in the way."""
+    live = [(offset, other) for offset, other in placed
+            if other.first_step <= buffer.last_step and buffer.first_step <= other.last_step]
+    source = next(((offset, other) for offset, other in live if other.name == buffer.inplace_of), None)
+    if source is not None and buffer.stream is None and buffer.nbytes <= source[1].nbytes:
+        start = source[0]
+        if all(offset + other.nbytes <= start or start + buffer.nbytes <= offset
+               for offset, other in live if other is not source[1]):
+            return start
+    busy = sorted((offset, offset + other.nbytes) for offset, other in live)
+    offset = 0
+    for start, end in busy:  # by start: once the buffer ends before one, it ends before every later one
+        if end <= offset:
+            continue
+        if offset + buffer.nbytes <= start:
+            break
+        offset = -(-end // buffer.alignment) * buffer.alignment
+    return offset
 
 
 def assign_regions(buffers: Sequence[Buffer], rank: dict[str, float], capacities: Sequence[int],
-                   movable: Callable[[Buffer], bool]) -> list[list[Buffer]]:
-    """The buffers of each region, fastest first: greedily by `rank` (highest first; ties: smaller, then by
-    name) into the fastest of the first len(capacities) - 1 regions whose arena still fits its capacity
-    (bytes), the rest (and every buffer not `movable`) into the last region. Each list keeps `buffers`' order."""
-    chosen: list[set[str]] = [set() for _ in capacities]
-    members: list[list[Buffer]] = [[] for _ in capacities]
+                   movable: Callable[[Buffer], bool]) -> list[dict[str, int]]:
+    """Each region's buffers with their first-fit offsets (bytes), fastest first: greedily by `rank` (highest
+    first; ties: smaller, then by name) into the fastest of the first len(capacities) - 1 regions where first
+    fit places them within its capacity (bytes); the rest (and every buffer not `movable`) into the last
+    region, offset 0 (planned afterwards). Each mapping keeps `buffers`' order."""
+    placed: list[list[tuple[int, Buffer]]] = [[] for _ in capacities[:-1]]
     ranked = sorted((b for b in buffers if movable(b) and b.nbytes > 0), key=lambda b: (-rank[b.name], b.nbytes, b.name))
     for buffer in ranked:
         for index, capacity in enumerate(capacities[:-1]):
-            if buffer.nbytes <= capacity and _fits(members[index] + [buffer], capacity):
-                members[index].append(buffer)
-                chosen[index].add(buffer.name)
+            if buffer.nbytes > capacity:
+                continue
+            offset = first_fit_offset(buffer, placed[index])
+            if offset + buffer.nbytes <= capacity:
+                placed[index].append((offset, buffer))
                 break
-    placed = set().union(*chosen[:-1]) if len(chosen) > 1 else set()
-    regions = [[b for b in buffers if b.name in names] for names in chosen[:-1]]
-    return [*regions, [b for b in buffers if b.name not in placed]]
+            replanned = _replanned([b for _, b in placed[index]] + [buffer], capacity)
+            if replanned is not None:
+                placed[index] = replanned
+                break
+    offsets = [{b.name: offset for offset, b in region} for region in placed]
+    taken = {name for region in offsets for name in region}
+    return [*({b.name: region[b.name] for b in buffers if b.name in region} for region in offsets),
+            {b.name: 0 for b in buffers if b.name not in taken}]
+
+
+def _replanned(members: list[Buffer], capacity: int) -> list[tuple[int, Buffer]] | None:
+    """`members` (in the order given) at the offsets REPLAN_STRATEGY gives them, or None when its arena (or,
+    before it is run, the aligned liveness bound) exceeds `capacity` bytes."""
+    blocks = _apart(members)
+    if aligned_lower_bound(blocks) > capacity:
+        return None
+    memory = plan_memory(blocks, strategy=REPLAN_STRATEGY)
+    return None if memory.arena_bytes > capacity else [(memory.offsets[b.name], b) for b in blocks]
+
+
+def _kept(blocks: list[Buffer], offsets: dict[str, int]) -> MemoryPlan:
+    """The first-fit placement `offsets` of `blocks` as a MemoryPlan (FIRST_FIT)."""
+    arena = max((offsets[b.name] + b.nbytes for b in blocks), default=0)
+    return MemoryPlan(dict(offsets), arena, lower_bound(blocks), FIRST_FIT, arena == aligned_lower_bound(blocks))
 
 
 def plan_regions(plan: ExecutionPlan, buffers: list[Buffer], regions: Sequence[tuple[str, int]]) -> list[RegionArena]:
@@ -106,18 +153,21 @@ def plan_regions(plan: ExecutionPlan, buffers: list[Buffer], regions: Sequence[t
     InvalidMemoryPlanError (check.check_plan) when a region's plan fails the independent checker, RuntimeError
     when a faster region's final arena exceeds its bytes (both our bug)."""
     if len(regions) == 1:
-        groups = [list(buffers)]
-    else:
-        io = {plan.storage_of(name) for name in plan.inputs + plan.outputs}
-        groups = assign_regions(buffers, traffic_per_byte(plan, buffers), [capacity for _, capacity in regions],
+        memory = plan_memory(buffers)
+        check_plan(buffers, memory)
+        return [RegionArena(regions[0][0], None, tuple(buffers), memory)]
+    io = {plan.storage_of(name) for name in plan.inputs + plan.outputs}
+    placements = assign_regions(buffers, traffic_per_byte(plan, buffers), [capacity for _, capacity in regions],
                                 movable=lambda b: b.name not in io and plan.tensors[b.name].role in
                                 (TensorRole.INTERMEDIATE, TensorRole.SCRATCH))
     arenas = []
-    for index, ((name, capacity), group) in enumerate(zip(regions, groups, strict=True)):
-        blocks = group if len(regions) == 1 else _apart(group)
+    for index, ((name, capacity), offsets) in enumerate(zip(regions, placements, strict=True)):
+        blocks = _apart([b for b in buffers if b.name in offsets])
         memory = plan_memory(blocks)
-        check_plan(blocks, memory)
         last = index == len(regions) - 1
+        if not last and memory.arena_bytes > capacity:
+            memory = _kept(blocks, offsets)
+        check_plan(blocks, memory)
         if not last and memory.arena_bytes > capacity:
             raise RuntimeError(f"region {name}: its arena of {memory.arena_bytes:,} B exceeds its {capacity:,} B")
         arenas.append(RegionArena(name, None if last else capacity, tuple(blocks), memory))

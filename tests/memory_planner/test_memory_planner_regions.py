@@ -8,11 +8,11 @@ import dataclasses
 
 from memory_planner_cases import residual_block_plan
 
-from memory_planner import plan_memory
+from memory_planner import Buffer, plan_memory
 from memory_planner.check import check_plan
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.plan import ExecutionPlan
-from memory_planner.regions import assign_regions, plan_regions, regions_phrase, traffic_per_byte
+from memory_planner.regions import assign_regions, first_fit_offset, plan_regions, regions_phrase, traffic_per_byte
 
 CONV_MACS = 8 * 8 * 16 * 16 * 9  # a 3x3 convolution of 16 to 16 channels over 8 x 8 pixels
 
@@ -73,4 +73,21 @@ def test_assignment_keeps_the_buffers_order_and_never_places_what_is_not_movable
     buffers = buffers_from_plan(with_macs())
     rank = {b.name: 1.0 for b in buffers}
     fast, slow = assign_regions(buffers, rank, [1 << 20, 1 << 20], movable=lambda b: b.name != "pad")
-    assert [b.name for b in slow] == ["pad"] and [b.name for b in fast] == [b.name for b in buffers if b.name != "pad"]
+    assert list(slow) == ["pad"] and list(fast) == [b.name for b in buffers if b.name != "pad"]
+
+
+def test_first_fit_takes_the_lowest_aligned_gap_free_at_every_step_the_buffer_lives() -> None:
+    a, b, c = Buffer("a", 100, 0, 1), Buffer("b", 50, 1, 2), Buffer("c", 64, 3, 4)
+    placed = [(0, a), (128, b), (0, c)]
+    assert first_fit_offset(Buffer("x", 16, 1, 1, alignment=16), placed) == 112  # the 16 B between a and b
+    assert first_fit_offset(Buffer("y", 20, 1, 1, alignment=16), placed) == 192  # past b: that gap is too small
+    assert first_fit_offset(Buffer("z", 40, 2, 2, alignment=16), placed) == 0  # only b lives at step 2
+    assert first_fit_offset(Buffer("w", 8, 5, 5), placed) == 0
+
+
+def test_first_fit_takes_its_in_place_sources_offset_when_nothing_else_is_in_the_way() -> None:
+    source, other, later = Buffer("src", 100, 0, 1), Buffer("o", 16, 0, 2), Buffer("l", 16, 2, 2)
+    taker = Buffer("t", 100, 1, 2, inplace_of="src")
+    assert first_fit_offset(taker, [(0, source), (112, other)]) == 0
+    assert first_fit_offset(taker, [(0, source), (112, other), (32, later)]) == 128  # l is in the way
+    assert first_fit_offset(dataclasses.replace(taker, nbytes=101), [(0, source), (112, other)]) == 128  # larger
