@@ -147,7 +147,8 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
         (facts.quantization or {}).get("layer_errors", ()))), encoding="utf-8")
     inputs, outputs = bundle_io(bundle)
     readme = ReadmeFacts(bundle.config, facts.selftest, facts.untested, facts.measured)
-    (out_dir / README_FILE).write_text(bundle_readme(bundle.plan, bundle.memory, inputs, outputs, readme))
+    (out_dir / README_FILE).write_text(bundle_readme(bundle.plan, bundle.memory, inputs, outputs, readme,
+                                                     bundle.regions))
     runner = bundle.config.emulated
     emulated_build = [out_dir / runner.build_dir] if runner is not None else []
     for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, *emulated_build]:

@@ -48,6 +48,8 @@ def test_each_region_has_its_arena_its_macros_and_its_manifest_entry(bundle) -> 
     weights_c = (out / f"{m}_weights.c").read_text()
     assert weights_c.count(f"{M}_WEIGHTS_SECTION {M}_ALIGNED(16) const") == len(bundle.plan.constants())
     assert "## RAM regions" in (out / "report.md").read_text()
+    readme = (out / "README.md").read_text()
+    assert f"| arena of the faster RAM region fast (`{m}_arena_fast`) | {fast['arena_bytes']:,} |" in readme
 
 
 def test_the_selftest_passes_on_poisoned_arenas_placed_in_sections(bundle, tmp_path: Path) -> None:
