@@ -14,8 +14,8 @@ the helpers of `backends.cortex_m.helpers`.
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
-- `conv_tiles` (Helium): after the epilogue calls, a loop over an int8 convolution's channel tiles (zeroed
-  accumulators, the dual MAC, the epilogue) as one call of the fused helper;
+- `conv_tiles`: after the epilogue calls, a loop over an int8 convolution's channel tiles (zeroed
+  accumulators, the dual MAC, the epilogue) as one call of the core's fused helper (Helium's, the DSP cores');
 - `depthwise_tiles` (Helium): then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
   accumulators, the window and padding calls under position tests, the epilogue) as fused calls, one per case;
   on DSP cores an interior pixel's loop over its four-channel tiles as one fused call (the border keeps the loop);
@@ -34,7 +34,8 @@ from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules.border_window import (ROWS_WRITTEN_OUT, copied_window_length, has_short_rows,
                                                         paired_windows, window_buffer, windowed_border)
-from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, pays_two_pixels as helium_pays_two_pixels
+from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
+from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES, depthwise_tiles_calls
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
@@ -70,12 +71,13 @@ class DualMacSchedules:
         """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
         1-high convolution's loop over a pixel pair's channel tiles (zeroed accumulators, the two-pixel MAC, the
         pixels' epilogues) as one call of the fused pair-tiles helper (`pair_tiles`: the pair's inputs widened
-        once, the sums started at the biases in registers), then each depthwise pixel's loop over its
-        four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the fused tiles
-        helper for an interior pixel (`depthwise_tiles`, DSP_TILES: the sums start at the biases in registers),
-        the loop kept for the border's."""
-        return depthwise_tiles_calls(pair_tiles_calls(requantize_epilogue_calls(func, helper=DSP_EPILOGUE)),
-                                     DSP_TILES)
+        once), then each loop over a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as
+        one call of the fused channel-tiles helper (`conv_tiles`, DSP_CONV_TILES), and each depthwise pixel's
+        loop over its four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the
+        fused tiles helper for an interior pixel (`depthwise_tiles`, DSP_TILES), the loop kept for the border's:
+        the sums start at the biases in registers."""
+        epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
+        return depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
