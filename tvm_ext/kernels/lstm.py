@@ -14,7 +14,9 @@ the gate inputs in Q3.12 and the gates in Q0.15 (scales 2^-12 and 2^-15, fixed b
     h = clamp8(MBQM(tanh16(c) * output, M_h) + hidden_zp),  output[t, b] = h
 
 sigmoid16 / tanh16 are TFLite's int16 LOGISTIC / TANH (reference_integer_ops), which interpolate TFLite's
-256-entry table of sigmoid(i / 24) in 0.16 fixed point (``SIGMOID_TABLE``, a constant operand of the kernel).
+256-entry table of sigmoid(i / 24) in 0.16 fixed point (``SIGMOID_TABLE``); the kernel's constant operand is that
+table laid out once at compile time over signed inputs (``signed_sigmoid_table``), so that a gate's activation is one
+interpolation with no absolute value nor reflection.
 The kernel rewrites its hidden and cell state operands in place: they are the bundle's state.
 """
 
@@ -188,40 +190,75 @@ class _Temps:
         return tirx.BufferStore(self.buffer, value, [slot])
 
 
-def _interpolated(temps: _Temps, table: tirx.Buffer, value: PrimExpr, fraction_bits: int,
+SIGNED_TABLE_ZERO = 256
+"""The index of input 0 in ``signed_sigmoid_table``: its entries are those of inputs -256 .. 256."""
+
+
+def signed_sigmoid_table() -> np.ndarray:
+    """uint16 (513,): entry SIGNED_TABLE_ZERO + j is SIGMOID_TABLE[j] for j in 0 .. 255 (and 65535 for 256,
+    never weighted) and 65536 - SIGMOID_TABLE[-j] for j in -255 .. -1 (and 1 for -256, never read), built at
+    compile time: sigmoid(-y) = 1 - sigmoid(y) laid out on the negative side, so that one interpolation of
+    the signed input gives what TFLite's interpolation of |input| and its reflection give (``_interpolated``)."""
+    table = np.empty(2 * SIGNED_TABLE_ZERO + 1, np.uint16)
+    table[SIGNED_TABLE_ZERO:2 * SIGNED_TABLE_ZERO] = SIGMOID_TABLE
+    table[2 * SIGNED_TABLE_ZERO] = SIGMOID_TABLE[-1]
+    table[SIGNED_TABLE_ZERO - 255:SIGNED_TABLE_ZERO] = 65536 - SIGMOID_TABLE[255:0:-1].astype(np.int32)
+    table[0] = 65536 - int(SIGMOID_TABLE[-1])
+    return table
+
+
+def _interpolated(temps: _Temps, table: tirx.Buffer, value: PrimExpr, fraction_bits: int, largest: int,
                   saturated: int) -> list[tirx.Stmt]:
-    """temps[1] = |value| looked up in ``table`` with linear interpolation over ``fraction_bits`` low bits
-    (``saturated`` from index 255 on), as TFLite's int16 LOGISTIC and TANH do; temps[0] keeps ``value``."""
-    index = tirx.min(temps[1] >> fraction_bits, 254)
+    """temps[1] = TFLite's interpolation of ``value`` (|value| <= ``largest``) in ``signed_sigmoid_table``
+    over ``fraction_bits`` low bits, temps[0] = ``value``.
+
+    TFLite's int16 LOGISTIC and TANH interpolate |value| in SIGMOID_TABLE (v: the index's entry << bits plus
+    the fraction times the step to the next), ``saturated`` from index 255 on, and reflect a negative value's
+    result (2^(16 + bits) - v). Interpolating the signed value itself, its floor's entry and the next in the
+    signed table, gives v for a value >= 0 and 2^(16 + bits) - v for a negative one, bit for bit: with
+    |value| = i * 2^bits + f, f > 0, the floor is -(i + 1) with fraction 2^bits - f, and
+    (2^16 - T[i + 1]) * 2^bits + (2^bits - f) * (T[i + 1] - T[i]) = 2^(16 + bits) - (T[i] * 2^bits + f * (T[i + 1] - T[i])).
+    Saturation: where |value| may reach 255 * 2^bits, the value is clamped there, whose interpolation is
+    T[255] * 2^bits (its reflection likewise); that must be ``saturated`` (TANH's is; LOGISTIC's input from an
+    int16 gate never gets there: a ValueError otherwise)."""
+    limit = 255 << fraction_bits
+    stmts = [temps.store(0, value)]
+    if largest >= limit:
+        if saturated != int(SIGMOID_TABLE[255]) << fraction_bits:
+            raise ValueError(f"an interpolated input of up to {largest} saturates to {saturated}, not the table's last "
+                             "entry: the signed table cannot give it")
+        # Selects, not min and max: TVM's C code generation names a min or max in a variable that a later
+        # statement of the loop body reuses when it prints the same text, though temps[0] changed between.
+        stmts.append(temps.store(0, tirx.Select(temps[0] > limit, tirx.const(limit, "int32"),
+                                                tirx.Select(temps[0] < -limit, tirx.const(-limit, "int32"),
+                                                            temps[0]))))
+    index = (temps[0] >> fraction_bits) + SIGNED_TABLE_ZERO
     low = table[index].astype("int32")
     high = table[index + 1].astype("int32")
-    fraction = temps[1] & ((1 << fraction_bits) - 1)
-    return [
-        temps.store(0, value),
-        temps.store(1, tirx.abs(temps[0])),
-        temps.store(1, tirx.Select(temps[1] >> fraction_bits >= 255, tirx.const(saturated, "int32"),
-                                   (low << fraction_bits) + fraction * (high - low))),
-    ]
+    fraction = temps[0] & ((1 << fraction_bits) - 1)
+    return [*stmts, temps.store(1, (low << fraction_bits) + fraction * (high - low))]
 
 
-def _sigmoid16(temps: _Temps, table: tirx.Buffer, x: PrimExpr) -> tuple[list[tirx.Stmt], PrimExpr]:
-    """TFLite's int16 LOGISTIC of a Q3.12 ``x`` (input multiplier 3, no shift) -> Q0.15."""
-    stmts = _interpolated(temps, table, x * 3, 9, 0x7FFF << 10)
-    positive = temps[1] + (1 << 9)
-    negative = (1 << 25) - temps[1] + (1 << 9) - 1
-    return stmts, tirx.Select(temps[0] >= 0, positive, negative) >> 10
+def _sigmoid16(temps: _Temps, table: tirx.Buffer, x: PrimExpr, largest: int) -> tuple[list[tirx.Stmt], PrimExpr]:
+    """TFLite's int16 LOGISTIC of a Q3.12 ``x`` (|x| <= ``largest``; input multiplier 3, no shift) -> Q0.15:
+    (v + 2^9) >> 10 for x >= 0, (2^25 - v + 2^9 - 1) >> 10 otherwise; the reflected v of ``_interpolated``
+    makes both one expression, the sign's -1 (``x >> 31``) the rounding's difference."""
+    stmts = _interpolated(temps, table, x * 3, 9, 3 * largest, 0x7FFF << 10)
+    return stmts, (temps[1] + (1 << 9) + (temps[0] >> 31)) >> 10
 
 
-def _tanh16(temps: _Temps, table: tirx.Buffer, x: PrimExpr,
+def _tanh16(temps: _Temps, table: tirx.Buffer, x: PrimExpr, largest: int,
             scaling: TanhScaling) -> tuple[list[tirx.Stmt], PrimExpr]:
-    """TFLite's int16 TANH of ``x`` scaled by ``scaling`` into Q3.12 -> Q0.15."""
+    """TFLite's int16 TANH of ``x`` (|x| <= ``largest``) scaled by ``scaling`` into Q3.12 -> Q0.15:
+    (v - 2^23 + 2^7) >> 8 for a scaled input >= 0, (2^23 - v + 2^7 - 1) >> 8 otherwise, one expression as in
+    ``_sigmoid16``."""
     scaled = x * scaling.multiplier
+    scaled_largest = largest * scaling.multiplier
     if scaling.right_shift:
         scaled = (scaled + (1 << (scaling.right_shift - 1))) >> scaling.right_shift
-    stmts = _interpolated(temps, table, scaled, 8, 0xFFFF << 8)
-    positive = temps[1] - (1 << 23) + (1 << 7)
-    negative = (1 << 23) - temps[1] + (1 << 7) - 1
-    return stmts, tirx.Select(temps[0] >= 0, positive, negative) >> 8
+        scaled_largest = (scaled_largest >> scaling.right_shift) + 1
+    stmts = _interpolated(temps, table, scaled, 8, scaled_largest, 0xFFFF << 8)
+    return stmts, (temps[1] - (1 << 23) + (1 << 7) + (temps[0] >> 31)) >> 8
 
 
 def _mbqm(x: PrimExpr, requantization: Requantization, rounding: Rounding, largest: int) -> PrimExpr:
@@ -233,6 +270,9 @@ def _mbqm(x: PrimExpr, requantization: Requantization, rounding: Rounding, large
 GATE_TILE = 4
 """Units whose gate products one pass over the input (or the hidden state) accumulates: the dual MAC's four
 channels (``backends.cortex_m.helpers.dual_mac_c.DUAL_MAC_CHANNELS``); a remainder is one shorter tile."""
+
+INT16_LARGEST = 32768
+"""The largest |x| of an int16 x: the gate inputs and the cell state."""
 
 Q15_PRODUCT_LARGEST = 32767 * 32768
 """The largest |a * b| of a Q0.15 gate a in [0, 32767] (a sigmoid) and an int16 b: the inter-gate products."""
@@ -291,7 +331,7 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
               *, params: LstmParams, products: GateProducts) -> te.Tensor:
     """data int8 (T, B, I) time-major or (B, T, I), hidden int8 (B, U), cell int16 (B, U), input_weights int8
     (4, U, I), recurrent_weights int8 (4, U, U), input_offsets and recurrent_offsets int32 (4, U)
-    (``gate_products``), table uint16 (256,) -> int8 output shaped like ``data`` with U for I. Rewrites
+    (``gate_products``), table uint16 (513,) (``signed_sigmoid_table``) -> int8 output shaped like ``data`` with U for I. Rewrites
     ``hidden`` and ``cell`` in place (the state after the last step).
 
     A TE extern stage of serial loops: per batch row and step, per gate and tile of GATE_TILE units, the
@@ -332,9 +372,9 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
                 + saturate_int16(_mbqm(acc_rec[c_out], gate_params.recurrent_fc, rounding,
                                        products.recurrent_largest[index])))
             if GATES[index] == "cell":
-                stmts, value = _tanh16(temps, lut, temps[3], GATE_INPUT_TANH)
+                stmts, value = _tanh16(temps, lut, temps[3], INT16_LARGEST, GATE_INPUT_TANH)
             else:
-                stmts, value = _sigmoid16(temps, lut, temps[3])
+                stmts, value = _sigmoid16(temps, lut, temps[3], INT16_LARGEST)
             return tirx.SeqStmt([
                 start(c_in, acc_in, in_offsets),
                 start(c_rec, acc_rec, rec_offsets),
@@ -361,7 +401,7 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         cell_sum = saturate_int16(temps[0] + temps[1])
         if clip:
             cell_sum = tirx.max(tirx.min(cell_sum, clip), -clip)
-        tanh_stmts, tanh_cell = _tanh16(temps, lut, temps[2], params.cell_tanh)
+        tanh_stmts, tanh_cell = _tanh16(temps, lut, temps[2], INT16_LARGEST, params.cell_tanh)
         hidden_value = tirx.Cast("int32", clamp_to_int8(
             _mbqm(temps[3] * gate_value("output"), params.tanh_cell_times_output, rounding, Q15_PRODUCT_LARGEST)
             + params.hidden_zero_point, -128, 127))
