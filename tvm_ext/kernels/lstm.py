@@ -29,7 +29,7 @@ import numpy as np
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .extern_mac import accumulate_products, over_tiles
+from .extern_mac import accumulate_interleaved, accumulate_products, over_tiles
 from .fixed_point import (Rounding, clamp_to_int8, largest_centered, multiply_by_constant_quantized_multiplier,
                           saturate_int16)
 from .quant_params import fully_connected_multiplier, quantize_multiplier
@@ -283,12 +283,33 @@ class GateProducts:
     """How the kernel computes each gate's two products (``gate_products``): with the input (hidden) zero point
     folded into int32 per-unit offsets where they fit (the MACs then multiply raw int8 values: the dual MAC's
     form), else subtracted in the product; and a bound of each gate's |product + bias| (its requantization's
-    cheapest exact helper)."""
+    cheapest exact helper); and whether both products' weights come interleaved (``interleave_gate_weights``): then
+    each gate's products run over all of its units at once (``lstm_int8``)."""
 
     input_zero_point_folded: bool
     hidden_zero_point_folded: bool
     input_largest: tuple[int, ...]  # per gate, GATES order
     recurrent_largest: tuple[int, ...]
+    interleaved: bool = False
+
+
+def interleave_gate_weights(weights: np.ndarray) -> np.ndarray:
+    """Gate weights (4, U, K) laid out (4, U / GATE_TILE, K / GATE_TILE, GATE_TILE, GATE_TILE): per gate and tile
+    of GATE_TILE units, each group of GATE_TILE inputs' weights of the tile's units together, unit after unit
+    (``[g, v, j, c, k]`` is ``[g, GATE_TILE * v + c, GATE_TILE * j + k]``), so that one pointer reads a tile's
+    weights in the order its products use them (``tvm_ext.kernels.extern_mac.accumulate_interleaved``). U and K
+    multiples of GATE_TILE."""
+    gates, units, depth = weights.shape
+    return np.ascontiguousarray(weights.reshape(gates, units // GATE_TILE, GATE_TILE, depth // GATE_TILE, GATE_TILE)
+                                .transpose(0, 1, 3, 2, 4))
+
+
+def interleaves(units: int, depth: int, zero_points_folded: bool, weight_zero_points: tuple[int, ...]) -> bool:
+    """Whether the products of an LSTM of ``depth`` inputs and ``units`` units take interleaved weights where a
+    backend asks for them: whole tiles and groups (both multiples of GATE_TILE), raw int8 values multiplied (the
+    input and hidden zero points folded into the offsets, every weight zero point 0)."""
+    return (units % GATE_TILE == 0 and depth % GATE_TILE == 0 and units > 0 and depth > 0 and zero_points_folded
+            and not any(weight_zero_points))
 
 
 def _offsets(bias: np.ndarray, weights: np.ndarray, weight_zero_points: tuple[int, ...],
@@ -302,9 +323,11 @@ def _offsets(bias: np.ndarray, weights: np.ndarray, weight_zero_points: tuple[in
 
 
 def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights: np.ndarray,
-                  params: LstmParams) -> tuple[np.ndarray, np.ndarray, GateProducts]:
+                  params: LstmParams, interleave: bool = False) -> tuple[np.ndarray, np.ndarray, GateProducts]:
     """The kernel's input and recurrent offsets (int32 (4, U) each: what each gate's accumulators start from)
-    and its ``GateProducts``, for the stacked int32 ``bias`` (4, U) and int8 weights (4, U, I) and (4, U, U)."""
+    and its ``GateProducts``, for the stacked int32 ``bias`` (4, U) and int8 weights (4, U, I) and (4, U, U);
+    with ``interleave`` (a backend's choice: ``backends.backend.KernelSchedules.interleaved_gate_weights``) both
+    products take interleaved weights where the shapes and zero points allow (``interleaves``)."""
     input_zps = tuple(gate.input_weights_zero_point for gate in params.gates)
     recurrent_zps = tuple(gate.recurrent_weights_zero_point for gate in params.gates)
     input_offsets = _offsets(bias, input_weights, input_zps, params.input_zero_point)
@@ -321,6 +344,8 @@ def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights
         recurrent_largest=tuple(
             units * largest_centered("int8", params.hidden_zero_point) * largest_centered("int8", zp)
             for zp in recurrent_zps),
+        interleaved=interleave and interleaves(units, depth, input_offsets is not None and recurrent_offsets is not None,
+                                               input_zps + recurrent_zps),
     )
     return (bias.astype(np.int32) if input_offsets is None else input_offsets,
             np.zeros(bias.shape, np.int32) if recurrent_offsets is None else recurrent_offsets, products)
@@ -330,13 +355,16 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
               recurrent_weights: te.Tensor, input_offsets: te.Tensor, recurrent_offsets: te.Tensor, table: te.Tensor,
               *, params: LstmParams, products: GateProducts) -> te.Tensor:
     """data int8 (T, B, I) time-major or (B, T, I), hidden int8 (B, U), cell int16 (B, U), input_weights int8
-    (4, U, I), recurrent_weights int8 (4, U, U), input_offsets and recurrent_offsets int32 (4, U)
-    (``gate_products``), table uint16 (513,) (``signed_sigmoid_table``) -> int8 output shaped like ``data`` with U for I. Rewrites
-    ``hidden`` and ``cell`` in place (the state after the last step).
+    (4, U, I), recurrent_weights int8 (4, U, U) (each ``interleave_gate_weights``' layout where ``products``
+    says so), input_offsets and recurrent_offsets int32 (4, U) (``gate_products``), table uint16 (513,)
+    (``signed_sigmoid_table``) -> int8 output shaped like ``data`` with U for I. Rewrites ``hidden`` and
+    ``cell`` in place (the state after the last step).
 
     A TE extern stage of serial loops: per batch row and step, per gate and tile of GATE_TILE units, the
     input and the recurrent product into GATE_TILE int32 accumulators each, from their offsets (each product
-    a reduction block of ``tvm_ext.kernels.extern_mac``: the dual MAC on DSP cores), then per unit both
+    a reduction block of ``tvm_ext.kernels.extern_mac``: the dual MAC on DSP cores; with interleaved weights
+    one block over every tile of the gate into U accumulators each, one helper call on DSP cores), then per unit
+    both
     requantized into Q3.12, added and activated; then per unit the cell and hidden state update."""
     first, second = int(data.shape[0]), int(data.shape[1])
     steps, batch = (first, second) if params.time_major else (second, first)
@@ -350,14 +378,16 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         x, h, c, w_in, w_rec, in_offsets, rec_offsets, lut = ins
         out = outs[0]
         gates = tirx.decl_buffer((4, units), "int16", name="lstm_gates")
-        acc_in = tirx.decl_buffer((GATE_TILE,), "int32", name="lstm_input_acc")
-        acc_rec = tirx.decl_buffer((GATE_TILE,), "int32", name="lstm_recurrent_acc")
+        # interleaved: one pass per gate over all of its units; else per tile of GATE_TILE units
+        accumulators = units if products.interleaved else GATE_TILE
+        acc_in = tirx.decl_buffer((accumulators,), "int32", name="lstm_input_acc")
+        acc_rec = tirx.decl_buffer((accumulators,), "int32", name="lstm_recurrent_acc")
         temps = _Temps()
         b, t = tirx.Var("b", "int32"), tirx.Var("t", "int32")
         row = (t, b) if params.time_major else (b, t)
 
         def tile(index: int, gate_params: GateParams, first_unit: PrimExpr, count: int) -> tirx.Stmt:
-            """Gate ``index`` of units first_unit .. first_unit + count - 1."""
+            """Gate ``index`` of units first_unit .. first_unit + count - 1 (all of them where interleaved)."""
             c_in, c_rec, c_out = (tirx.Var(name, "int32") for name in ("c_in", "c_rec", "c_out"))
 
             def weight_row(unit: PrimExpr) -> list[PrimExpr]:
@@ -375,13 +405,25 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
                 stmts, value = _tanh16(temps, lut, temps[3], INT16_LARGEST, GATE_INPUT_TANH)
             else:
                 stmts, value = _sigmoid16(temps, lut, temps[3], INT16_LARGEST)
+            if products.interleaved:  # every tile of the gate (count: all its units) from its offsets
+                gate_row = [tirx.const(index, "int32")]
+                starts = []
+                input_product = accumulate_interleaved(acc_in, in_offsets, gate_row, x, row, w_in, gate_row,
+                                                       "lstm_input_product")
+                recurrent_product = accumulate_interleaved(acc_rec, rec_offsets, gate_row, h, [b], w_rec, gate_row,
+                                                           "lstm_recurrent_product")
+            else:
+                starts = [start(c_in, acc_in, in_offsets), start(c_rec, acc_rec, rec_offsets)]
+                input_product = accumulate_products(acc_in, x, row, w_in, weight_row, count, depth,
+                                                    "lstm_input_product", input_zp,
+                                                    gate_params.input_weights_zero_point)
+                recurrent_product = accumulate_products(acc_rec, h, [b], w_rec, weight_row, count, units,
+                                                        "lstm_recurrent_product", hidden_zp,
+                                                        gate_params.recurrent_weights_zero_point)
             return tirx.SeqStmt([
-                start(c_in, acc_in, in_offsets),
-                start(c_rec, acc_rec, rec_offsets),
-                accumulate_products(acc_in, x, row, w_in, weight_row, count, depth, "lstm_input_product",
-                                    input_zp, gate_params.input_weights_zero_point),
-                accumulate_products(acc_rec, h, [b], w_rec, weight_row, count, units, "lstm_recurrent_product",
-                                    hidden_zp, gate_params.recurrent_weights_zero_point),
+                *starts,
+                input_product,
+                recurrent_product,
                 tirx.For(c_out, 0, count, tirx.ForKind.SERIAL, tirx.SeqStmt([
                     temps.store(3, gate_input),
                     *stmts,
@@ -390,6 +432,8 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
             ])
 
         def gate(index: int, gate_params: GateParams) -> list[tirx.Stmt]:
+            if products.interleaved:
+                return [tile(index, gate_params, tirx.const(0, "int32"), units)]
             return over_tiles(units, GATE_TILE, lambda first, count: tile(index, gate_params, first, count), "v")
 
         u = tirx.Var("u", "int32")

@@ -116,7 +116,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
     (Helium defines no such helper: its pools keep the element-wise kernel); int8 ADD as Helium's vector helper
-    on cores with MVE (`helium_add`)."""
+    on cores with MVE (`helium_add`); LSTM gate weights interleaved for the interleaved dual MAC on DSP cores
+    without MVE (`extern_helpers`)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
@@ -124,4 +125,6 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
         max_pool_runs=has_dsp_extension(profile) and not has_mve(profile),
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
+        interleaved_gate_weights=has_dsp_extension(profile) and not has_mve(profile),
     )

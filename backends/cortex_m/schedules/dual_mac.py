@@ -354,16 +354,13 @@ def helper_call_block(op: str, reduction: MacReduction, bindings: dict, inner: l
     loop at 1) follow the first's as a pointer of their own: a local accumulator buffer is compacted after
     this call is made, so its strides are not known here."""
 
-    def at(load, point: dict) -> TensorLoad:
-        block_values = {var: substitute_index(value, point) for var, value in bindings.items()}
-        return tirx.BufferLoad(accessed_buffer(load), [substitute_index(i, block_values) for i in load.indices])
-
     at_origin = {var: tirx.const(0, str(var.ty.dtype)) for var in inner}
-    acc, x, w = (at(load, at_origin) for load in (reduction.store, reduction.data, reduction.weight))
+    acc, x, w = (load_at(load, bindings, at_origin) for load in (reduction.store, reduction.data, reduction.weight))
     pointers = [tirx.address_of(acc)]
     if second_pixel is not None:
         var = inner[second_pixel]
-        pointers.append(tirx.address_of(at(reduction.store, {**at_origin, var: tirx.const(1, str(var.ty.dtype))})))
+        pointers.append(tirx.address_of(load_at(reduction.store, bindings,
+                                                {**at_origin, var: tirx.const(1, str(var.ty.dtype))})))
     call = tirx.call_intrin("int32", op, *pointers, tirx.address_of(x), tirx.address_of(w), *sizes)
     # The helper writes the tile's accumulators and reads the whole input and weight parameters as far as
     # this block's dependences go.
@@ -372,6 +369,13 @@ def helper_call_block(op: str, reduction: MacReduction, bindings: dict, inner: l
     reads = [tile, _whole(x.source), _whole(w.source)]
     block = s_tir.SBlock([], reads, [tile], "dual_mac", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
+
+
+def load_at(access, bindings: dict, point: dict) -> TensorLoad:
+    """The element ``access`` (a load or store of a block whose iteration variables ``bindings`` binds to
+    expressions of the loop variables) reaches with the loop variables at ``point``, as a load."""
+    block_values = {var: substitute_index(value, point) for var, value in bindings.items()}
+    return tirx.BufferLoad(accessed_buffer(access), [substitute_index(i, block_values) for i in access.indices])
 
 
 def _whole(buffer) -> tirx.BufferRegion:

@@ -26,7 +26,9 @@ class LoweringContext:
     (int8 tensors of the new graph), the rounding mode of the kernels, and whether int8 FULLY_CONNECTED
     kernels take paired weights (``tvm_ext.kernels.dense.pair_weights``) where they can, whether int8
     MAX_POOL_2D kernels are written as runs (``tvm_ext.kernels.copy_runs.max_pool2d_runs``) where they can, and
-    the backend's own kernel of int8 ADD (``backends.backend.KernelSchedules.int8_add``; None: none)."""
+    the backend's own kernel of int8 ADD (``backends.backend.KernelSchedules.int8_add``; None: none), and whether
+    recurrent cells take their gate weights interleaved per tile of four units
+    (``backends.backend.KernelSchedules.interleaved_gate_weights``)."""
 
     graph: Graph
     lowered: dict[relax.Var, relax.Expr]
@@ -34,6 +36,7 @@ class LoweringContext:
     paired_weights: bool = False
     max_pool_runs: bool = False
     int8_add: Optional[Callable[..., Optional[te.Tensor]]] = None
+    interleaved_gate_weights: bool = False
 
 
 @dataclass(frozen=True)
