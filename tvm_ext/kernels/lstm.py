@@ -217,7 +217,8 @@ def _interpolated(temps: _Temps, table: tirx.Buffer, value: PrimExpr, fraction_b
     result (2^(16 + bits) - v). Interpolating the signed value itself, its floor's entry and the next in the
     signed table, gives v for a value >= 0 and 2^(16 + bits) - v for a negative one, bit for bit: with
     |value| = i * 2^bits + f, f > 0, the floor is -(i + 1) with fraction 2^bits - f, and
-    (2^16 - T[i + 1]) * 2^bits + (2^bits - f) * (T[i + 1] - T[i]) = 2^(16 + bits) - (T[i] * 2^bits + f * (T[i + 1] - T[i])).
+    (2^16 - T[i + 1]) * 2^bits + (2^bits - f) * (T[i + 1] - T[i])
+    = 2^(16 + bits) - (T[i] * 2^bits + f * (T[i + 1] - T[i])).
     Saturation: where |value| may reach 255 * 2^bits, the value is clamped there, whose interpolation is
     T[255] * 2^bits (its reflection likewise); that must be ``saturated`` (TANH's is; LOGISTIC's input from an
     int16 gate never gets there: a ValueError otherwise)."""
@@ -344,7 +345,8 @@ def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights
         recurrent_largest=tuple(
             units * largest_centered("int8", params.hidden_zero_point) * largest_centered("int8", zp)
             for zp in recurrent_zps),
-        interleaved=interleave and interleaves(units, depth, input_offsets is not None and recurrent_offsets is not None,
+        interleaved=interleave and interleaves(units, depth,
+                                               input_offsets is not None and recurrent_offsets is not None,
                                                input_zps + recurrent_zps),
     )
     return (bias.astype(np.int32) if input_offsets is None else input_offsets,

@@ -4,8 +4,9 @@
 int8 input, the hidden and cell states, the four gates' weights stacked (gate-major, TFLite's gate order), their
 products' offsets (the biases with the input and hidden zero points folded in at compile time,
 ``tvm_ext.kernels.lstm.gate_products``) and TFLite's sigmoid table laid out over signed inputs
-(``tvm_ext.kernels.lstm.signed_sigmoid_table``); where the backend asks (``LoweringContext.interleaved_gate_weights``)
-each gate's weights interleaved per tile of four units (``tvm_ext.kernels.lstm.interleave_gate_weights``). Its PrimFunc is marked with
+(``tvm_ext.kernels.lstm.signed_sigmoid_table``); where the backend asks
+(``LoweringContext.interleaved_gate_weights``) each gate's weights interleaved per tile of four units
+(``tvm_ext.kernels.lstm.interleave_gate_weights``). Its PrimFunc is marked with
 ``STATE_OPERANDS_ATTR`` (the hidden and cell state operands: the plan makes them the bundle's static state, ``H0``
 and ``C0`` their reset values; the kernel rewrites them in place) and opaque, so that fusion never turns a state
 into a kernel-local buffer. The scales are TFLM's (``tvm_ext.kernels.lstm.lstm_params``).
