@@ -15,7 +15,7 @@ from backends.backend import EmulatedBuildError, EmulatedRun
 from emulator.boards import Board, CortexMTarget, RiscvBoard
 from emulator.qemu import QemuResult, run_qemu
 from emulator.sizes import read_sizes
-from emulator.stack import ARM_CODE, CodeReading, disassemble, read_stack_frames, stack_peak
+from emulator.stack import ARM_CODE, CodeReading
 from backends.cortex_m.bundle_files.support import (QEMU_TEST_MAKEFILE, SELFTEST_ELF, model_code_stems,
                                                   model_weight_stems)
 
@@ -105,20 +105,11 @@ def measure_selftest(elf: Path, name: str, target: str, board: Board | RiscvBoar
     sizes = read_sizes(
         elf,
         su_files,
-        stack_root=None if members else f"{name}_run",
+        stack_roots={model: f"{model}_run" for model in (members or (name,))},
         stack_indirect=SELFTEST_INDIRECT_CALLEES,
         arena_symbol=arena_symbol,
         bundle_sources=model_code_stems(name, members),
         bundle_weight_sources=model_weight_stems(name),
         code=code,
     )
-    if members:
-        frames, functions = read_stack_frames(su_files), disassemble(elf, code)
-        peaks = {member: stack_peak(f"{member}_run", frames, functions, SELFTEST_INDIRECT_CALLEES)
-                 for member in members}
-        deepest = max(peaks.values(), key=lambda peak: peak.bytes)
-        sizes.update(stack_peak_bytes=deepest.bytes, stack_peak_chain=list(deepest.chain),
-                     stack_peak_exact=all(peak.exact for peak in peaks.values()),
-                     stack_estimated_functions=sorted({f for peak in peaks.values() for f in peak.estimated_functions}),
-                     stack_peak_bytes_per_model={member: peak.bytes for member, peak in peaks.items()})
     return BoardSelfTest(target, board.name, result, sizes)

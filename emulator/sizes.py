@@ -17,7 +17,7 @@ the run call comes from `emulator.stack` (method described there).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from emulator.stack import ARM_CODE, CodeReading, disassemble, read_stack_frames, stack_peak
@@ -52,7 +52,7 @@ FLASH_KINDS = ("code", "weights", "data")
 """The kinds of output section whose bytes take flash (a `.data` section's initial image does)."""
 
 
-def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = None,
+def read_sizes(elf: Path, su_files: Iterable[Path], stack_roots: Mapping[str, str] | None = None,
                arena_symbol: str | None = None, bundle_sources: Iterable[str] = (),
                code: CodeReading = ARM_CODE, bundle_weight_sources: Iterable[str] = (),
                stack_indirect: Iterable[str] = ()) -> dict[str, object]:
@@ -63,10 +63,11 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     other_static_ram_bytes (static RAM besides the arena); when `bundle_sources` names the bundle's C files
     without their extension (e.g. "m_kernels", "m_model"): bundle_code_bytes, their part of code_bytes, and
     with `bundle_weight_sources` (e.g. "m_weights") too: bundle_flash (the flash the objects of both put in the
-    ELF, by kind: bundle_flash_parts(...)); when `stack_root` is given (with `stack_indirect`, the functions it
-    calls through a pointer, emulator.stack.stack_peak): stack_peak_bytes,
-    stack_peak_chain, stack_peak_exact, stack_estimated_functions. The heap newlib's printf takes at run time
-    (self-test harness, not the bundle) is not included.
+    ELF, by kind: bundle_flash_parts(...)); when `stack_roots` maps labels to run functions (with
+    `stack_indirect`, the functions they call through a pointer, emulator.stack.stack_peak): the deepest run's
+    stack_peak_bytes and stack_peak_chain, stack_peak_exact (every run's peak exact) and
+    stack_estimated_functions (of every run), and with several runs stack_peak_bytes_per_model (label: bytes).
+    The heap newlib's printf takes at run time (self-test harness, not the bundle) is not included.
     """
     by_kind = {"code": 0, "weights": 0, "data": 0, "bss": 0}
     for section, size in section_sizes(elf, code).items():
@@ -85,12 +86,16 @@ def read_sizes(elf: Path, su_files: Iterable[Path], stack_root: str | None = Non
     weight_stems = tuple(bundle_weight_sources)
     if stems and weight_stems:
         sizes["bundle_flash"] = bundle_flash_parts(Path(elf).with_suffix(".map"), stems + weight_stems)
-    if stack_root is not None:
-        peak = stack_peak(stack_root, read_stack_frames(su_files), disassemble(elf, code), stack_indirect)
-        sizes["stack_peak_bytes"] = peak.bytes
-        sizes["stack_peak_chain"] = list(peak.chain)
-        sizes["stack_peak_exact"] = peak.exact
-        sizes["stack_estimated_functions"] = list(peak.estimated_functions)
+    if stack_roots:
+        frames, functions = read_stack_frames(su_files), disassemble(elf, code)
+        peaks = {label: stack_peak(root, frames, functions, stack_indirect) for label, root in stack_roots.items()}
+        deepest = max(peaks.values(), key=lambda peak: peak.bytes)
+        sizes["stack_peak_bytes"] = deepest.bytes
+        sizes["stack_peak_chain"] = list(deepest.chain)
+        sizes["stack_peak_exact"] = all(peak.exact for peak in peaks.values())
+        sizes["stack_estimated_functions"] = sorted({f for peak in peaks.values() for f in peak.estimated_functions})
+        if len(peaks) > 1:
+            sizes["stack_peak_bytes_per_model"] = {label: peak.bytes for label, peak in peaks.items()}
     return sizes
 
 

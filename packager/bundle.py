@@ -69,17 +69,21 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     if profiled is not None:
         files[profiled] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
                                         arena, bundle.alignment, profile_calls=True)
-    for name, text in files.items():
-        if name.endswith((".c", ".h")):
-            check_c_text(name, text)  # raises UnsafeCError (an internal error) before anything is written
+    return write_checked_files(out_dir, files, m, bundle.config)
+
+
+def write_checked_files(out_dir: Path, files: dict[str, str], name: str, config: BuildConfig) -> list[Path]:
+    """Write `files` (file name -> text) into `out_dir`, after the emulated runner's support files for the
+    bundle `name` built with `config`; return their paths. Every C file is checked first (check_c_text raises
+    UnsafeCError, an internal error, before anything is written)."""
+    for file_name, text in files.items():
+        if file_name.endswith((".c", ".h")):
+            check_c_text(file_name, text)
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    if runner is not None:
-        paths += runner.support_files(out_dir, m, bundle.config)
-    for name, text in files.items():
-        path = out_dir / name
-        replace_file(path, text)
-        paths.append(path)
+    paths = [] if config.emulated is None else config.emulated.support_files(out_dir, name, config)
+    for file_name, text in files.items():
+        replace_file(out_dir / file_name, text)
+        paths.append(out_dir / file_name)
     return paths
 
 

@@ -25,10 +25,8 @@ from memory_planner.picture import memory_plan_svg
 from memory_planner.plan import Tensor
 from packager.aot_entry import SharedArena, write_model_c
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
-from packager.bundle import BundleInputs, bundle_io, kernel_file_text, kernel_files
-from packager.c_lexical import check_c_text
+from packager.bundle import BundleInputs, bundle_io, kernel_file_text, kernel_files, write_checked_files
 from packager.c_text import EXTERN_C_BEGIN, EXTERN_C_END, comment, macro_prefix
-from packager.files import replace_file
 from packager.header import write_header
 from packager.internal_header import alignment_macro, write_internal_header
 from packager.selftest import SelftestPart, reference_checksums, write_several_selftest
@@ -102,15 +100,7 @@ def write_several(out_dir: Path, name: str, bundles: list[BundleInputs], weights
                                                           for b in bundles])
     files["Makefile"] = write_makefile(name, config)
     files["CMakeLists.txt"] = write_cmakelists(name, config)
-    for file_name, text in files.items():
-        if file_name.endswith((".c", ".h")):
-            check_c_text(file_name, text)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [] if config.emulated is None else config.emulated.support_files(out_dir, name, config)
-    for file_name, text in files.items():
-        replace_file(out_dir / file_name, text)
-        paths.append(out_dir / file_name)
-    return paths
+    return write_checked_files(out_dir, files, name, config)
 
 
 def _umbrella_header(name: str, bundles: list[BundleInputs], weights: WeightSharing, alignment: int) -> str:

@@ -231,7 +231,7 @@ def test_static_stack_peak_matches_the_painted_stack_measurement(tiny_build: tup
     target, elf = tiny_build
     build_dir = elf.parent
     measured = re.search(r"stack bytes used by tiny_run: (\d+)", run_qemu(elf, target.board, RUN_TIMEOUT_S).stdout)
-    sizes = read_sizes(elf, sorted(build_dir.rglob("*.su")), stack_root="tiny_run")
+    sizes = read_sizes(elf, sorted(build_dir.rglob("*.su")), stack_roots={"tiny": "tiny_run"})
     assert measured is not None
     assert sizes["stack_peak_chain"][:2] in (["tiny_run", "tiny_dot_f32"], ["tiny_run", "tiny_dot_s8"])
     if sizes["stack_peak_exact"]:
@@ -456,7 +456,7 @@ def test_cmake_qemu_test_target_builds_and_runs_the_selftest(tmp_path: Path) -> 
     assert run.returncode == 0, run.stdout + run.stderr
     assert "instructions per inference (QEMU -icount, not cycles):" in run.stdout
     elf = build / "cortex_m" / "selftest.elf"
-    sizes = read_sizes(elf, sorted((build / "cortex_m").rglob("*.su")), stack_root="tiny_run",
+    sizes = read_sizes(elf, sorted((build / "cortex_m").rglob("*.su")), stack_roots={"tiny": "tiny_run"},
                        bundle_sources=TINY_SOURCES)
     assert sizes["bundle_code_bytes"] == object_text_bytes(tiny_objects(build / "cortex_m"))
     assert sizes["stack_peak_exact"] and sizes["stack_peak_chain"][0] == "tiny_run"

@@ -6,46 +6,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
-import subprocess
-from pathlib import Path
 
 import pytest
 
-from c_checks import STRICT_WARNINGS
 from conftest import example_model
 from hostile_names import MARKUP_NAMES, relu_onnx
 from printable import printable
+from readme_examples import example_runs
 from tvm_ext.compile import compile
-
-_MAIN = """
-int classify({parameter});
-
-int main(void)
-{{
-  static {element} values[{elements}];
-  for (unsigned i = 0; i < {elements}; ++i) values[i] = ({element})(i % 7u);
-  printf("%d\\n", classify(values));
-  return 0;
-}}
-"""
-
-
-def _example_runs(out: Path, tmp_path: Path) -> int:
-    """Compile README.md's C example with a main() calling it (strict warnings as errors), run it, return what
-    `classify` returned."""
-    readme = (out / "README.md").read_text()
-    example = re.search(r"^```c\n(#include .*?)^```", readme, re.MULTILINE | re.DOTALL).group(1)
-    parameter = re.search(r"^int classify\((.*)\)$", example, re.MULTILINE).group(1)
-    model = re.search(r'#include "(\w+)\.h"', example).group(1)
-    element = "float" if parameter.startswith("const float") else f"{model.upper()}_INPUT0_TYPE"
-    source = tmp_path / "main.c"
-    source.write_text("#include <stdio.h>\n" + example + _MAIN.format(
-        parameter=parameter, element=element, elements=f"{model.upper()}_INPUT0_ELEMENTS"))
-    program = tmp_path / "main"
-    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), f"-I{out}", str(source),
-                    str(out / f"lib{model}.a"), "-lm", "-o", str(program)], check=True)
-    return int(subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout)
 
 
 @pytest.mark.parametrize("model", [example_model, "tflm/person_detect.tflite", "tflm/simple_add_model.tflite",
@@ -54,7 +22,7 @@ def test_the_readmes_example_compiles_and_runs_and_its_figures_are_the_manifests
     bundle = compiled(model)
     manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
     output0 = next(tensor for tensor in manifest["tensors"] if tensor["name"] == manifest["outputs"][0])
-    assert 0 <= _example_runs(bundle.out_dir, tmp_path) < math.prod(output0["shape"])
+    assert 0 <= example_runs(bundle.out_dir, tmp_path) < math.prod(output0["shape"])
     readme = (bundle.out_dir / "README.md").read_text()
     assert f"| arena (activations and scratch, RAM) | {manifest['arena']['bytes']:,} |" in readme
     assert f"| weights (const, flash) | {manifest['weight_bytes']:,} |" in readme
@@ -64,7 +32,7 @@ def test_the_readmes_example_compiles_and_runs_and_its_figures_are_the_manifests
 def test_the_readmes_example_reads_and_writes_in_the_arena(tmp_path):
     bundle = compile(example_model(tmp_path), "lowpower", tmp_path / "out", io_in_arena=True)
     assert "_input0();" in (bundle.out_dir / "README.md").read_text()
-    assert 0 <= _example_runs(bundle.out_dir, tmp_path) < 12
+    assert 0 <= example_runs(bundle.out_dir, tmp_path) < 12
 
 
 def test_a_cortex_m_readme_gives_the_toolchain_file_and_the_code_bytes(compiled):

@@ -209,6 +209,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
         return compile_several(models, target, Path(out), name=name, force=force, log=log,
                                jobs=default_jobs() if jobs is None else jobs, build=build)
     if isinstance(model, (list, tuple)):
+        if not model:
+            raise CompileError(f"{name or 'model'}: no model given (an empty list of model files)")
         model = model[0]
     if isinstance(model, str):
         model = Path(model)

@@ -75,6 +75,7 @@ class FolderResult:
     selftest: SelftestResult | None
     build: BuildConfig  # how the bundle is compiled (its flags, its emulated board if any)
     bundle: BundleInputs | None = None  # what the packager wrote it from (a bundle of several models reuses it)
+    operators: tuple[OperatorSupport, ...] = ()  # the model file's operators as its check found them
 
 
 @dataclass(frozen=True)
@@ -318,7 +319,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                                          lowered.layouts, untested, operators, patched)
                     log_skipped(stage, untested)
                     return FolderResult(planned.plan, planned.memory, ram, flash, None,
-                                        finish_bundle(folder, packaged.bundle, facts), None, config, packaged.bundle)
+                                        finish_bundle(folder, packaged.bundle, facts), None, config, packaged.bundle,
+                                        operators)
                 built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs,
                                                      early[0]),
                               lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
@@ -345,7 +347,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                          operators=operators, patches=patched)
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config,
-                        packaged.bundle)
+                        packaged.bundle, operators)
 
 
 def _with_row_input(generated: Generated, func, cut: PatchCut, file_name: str) -> Generated:

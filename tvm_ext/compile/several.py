@@ -24,13 +24,15 @@ import numpy as np
 
 from backends import backend_of
 from emulator.cycle_model import cycle_estimate
-from memory_planner.plan import ExecutionPlan, Tensor
+from memory_planner.plan import ExecutionPlan, OperatorSupport, Tensor
 from packager.archive import archive
 from packager.build import BuildError, build_bundle, run_host_program
-from packager.bundle import BundleInputs
+from packager.bundle import BundleInputs, bundle_io
+from packager.bundle_readme import README_FILE, ReadmeModel, several_readme
 from packager.bundle_prefix import c_identifier
 from packager.manifest import MANIFEST_VERSION, manifest_json
 from packager.report import REPORT_FILE, layer_report
+from packager.report_html import REPORT_HTML_FILE, HtmlReport, report_html
 from packager.selftest_verdict import SelftestResult
 from packager.several import (StoredWeight, WeightSharing, arena_bytes, model_parts, read_several_selftest,
                               write_several)
@@ -48,11 +50,13 @@ DEFAULT_NAME = "models"
 
 @dataclass(frozen=True)
 class Member:
-    """One model of the bundle: its prefix, its file, and its compile as alone (plan, memory plan, sources)."""
+    """One model of the bundle: its prefix, its file, its compile as alone (plan, memory plan, sources) and its
+    file's operators as the model check found them."""
 
     name: str
     path: Path
     bundle: BundleInputs
+    operators: tuple[OperatorSupport, ...]
 
     @property
     def plan(self) -> ExecutionPlan:
@@ -173,7 +177,7 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target: Target
             folder.mkdir()
             result = compile_to_folder(model, profile, folder, _member_stage(prefix, log),
                                        BundleOptions(name=prefix, jobs=jobs, build=False))
-            members.append(Member(prefix, model, result.bundle))
+            members.append(Member(prefix, model, result.bundle, result.operators))
     bundles = [member.bundle for member in members]
     weights = share_weights(bundles)
     emulated = build and config.emulated is not None
@@ -208,6 +212,13 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target: Target
                               cycle_estimate(profile.cpu, profile.clock_hz), backend_of(profile).kind_targets(profile),
                               None if config.emulated is None else config.emulated.profiled_model_source("*"))
         (staging / f"{member.name}_{REPORT_FILE}").write_text(report.markdown())
+        (staging / f"{member.name}_{REPORT_HTML_FILE}").write_text(report_html(HtmlReport(
+            report, member.bundle.buffers, member.bundle.memory, headroom, member.operators)), encoding="utf-8")
+    readme_models = [ReadmeModel(member.plan, member.bundle.memory, *bundle_io(member.bundle),
+                                 None if selftests is None else selftests[member.name]) for member in members]
+    (staging / README_FILE).write_text(several_readme(
+        name, readme_models, config, untested, measured, arena_bytes(bundles), ram.total_bytes,
+        weights.weight_bytes))
     (staging / "manifest.json").write_text(manifest_json(_manifest(name, members, weights, headroom, selftests,
                                                                    measured, profile.name, untested, config)))
     for leftover in [*staging.glob("*.o"), staging / "selftest"]:

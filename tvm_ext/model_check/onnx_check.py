@@ -85,8 +85,9 @@ def check_onnx(model: str, path: str, proto, refuse_unsupported: bool = True) ->
     inferred = _infer_shapes(proto)
     _check_c_types(model, inferred.graph, dtypes)
     _check_sizes(model, inferred.graph, dtypes)
-    refuse_beyond_limit(model, weights_problem(_constant_bytes(inferred.graph, dtypes)))
-    weight_bytes = _stored_constant_bytes(inferred.graph, dtypes)
+    known = _known_constants(inferred.graph)
+    refuse_beyond_limit(model, weights_problem(_tensors_bytes(inferred.graph, dtypes, known)))
+    weight_bytes = _stored_constant_bytes(inferred.graph, dtypes, known)
     inputs, outputs = _input_facts(graph, dtypes), _output_facts(model, proto, inferred, dtypes)
     refuse_beyond_limit(model, io_problem(sum(tensor.nbytes for tensor in (*inputs, *outputs))))
     refusals = _operator_refusals(model, graph, refuse_unsupported)
@@ -441,23 +442,14 @@ def _check_sizes(model: str, graph, dtypes: dict[int, _DType]) -> None:
     problems.raise_if_any()
 
 
-def _constant_bytes(graph, dtypes: dict[int, _DType]) -> int:
-    """Bytes of every tensor of an inferred graph whose value is known before any input is: initializers,
-    Constant values, and the results of nodes that read only such tensors, each once: what TVM computes and holds
-    on the host (its import and constant folding), the figure the file's size limit bounds. The bundle stores
-    fewer (`_stored_constant_bytes`). A tensor whose dims inference left open counts nothing."""
-    return _tensors_bytes(graph, dtypes, _known_constants(graph))
-
-
-def _stored_constant_bytes(graph, dtypes: dict[int, _DType]) -> int:
+def _stored_constant_bytes(graph, dtypes: dict[int, _DType], producers: dict[str, object]) -> int:
     """Bytes of the constants the model's computation reads, as a bundle stores them: every tensor known before
-    any input (as `_constant_bytes` finds them) that a node reading some input-dependent tensor reads, or that is
+    any input (`producers`, from `_known_constants`) that a node reading some input-dependent tensor reads, or that is
     a graph output, each once. The constants only other constants read are folded away on the host, so they
     count nothing. A DequantizeLinear's result counts its quantized operand's bytes: the integer lowering, and
     the float kernels that keep a QDQ model's weights quantized, store those (a QDQ model's int8 weights, not
     four times their bytes as float32). An estimate from the file alone, for a fit check before the passes:
     the passes' plan gives the stored bytes."""
-    producers = _known_constants(graph)
     read = {name for node in graph.node if not all(name in producers for name in node.input if name)
             for name in node.input if name in producers}
     read |= {value.name for value in graph.output if value.name in producers}
@@ -474,7 +466,8 @@ def _stored_constant_bytes(graph, dtypes: dict[int, _DType]) -> int:
 def _known_constants(graph) -> dict[str, object]:
     """Every tensor of `graph` whose value is known before any input is, by name, with the node computing it
     (None for an initializer): initializers, Constant values, and the results of nodes reading only such
-    tensors."""
+    tensors. Their bytes, each once, are what TVM computes and holds on the host (its import and constant
+    folding), the figure the file's size limit bounds; the bundle stores fewer (`_stored_constant_bytes`)."""
     producers: dict[str, object] = {tensor.name: None for tensor in graph.initializer}
     for node in graph.node:
         reads = [name for name in node.input if name]

@@ -346,36 +346,35 @@ def channel_tile(reduction: MacReduction, channels: int) -> list[int]:
 
 
 def helper_call_block(op: str, reduction: MacReduction, bindings: dict, inner: list, sizes: list[int],
-                      tile_extents: list[int], second_pixel: Optional[int] = None) -> s_tir.SBlockRealize:
+                      tile_extents: list[int], second_pixel: Optional[int] = None,
+                      operands: Optional[tuple[TensorLoad, ...]] = None) -> s_tir.SBlockRealize:
     """An opaque block calling the helper ``op`` with the accumulators, input and weights at the window's
     origin (the inner loops at 0), each followed by ``sizes`` as it expects them. The accumulators it writes:
     ``tile_extents`` per axis from the origin (`channel_tile` for one pixel's channels).
     With ``second_pixel`` (the index in ``inner`` of a loop of pixels) the second pixel's accumulators (that
     loop at 1) follow the first's as a pointer of their own: a local accumulator buffer is compacted after
-    this call is made, so its strides are not known here."""
+    this call is made, so its strides are not known here. ``operands``: the loads whose pointers follow the
+    accumulators' (by default the input's and the weights', ``reduction.data`` and ``reduction.weight``)."""
+
+    def at(load, point: dict) -> TensorLoad:
+        block_values = {var: substitute_index(value, point) for var, value in bindings.items()}
+        return tirx.BufferLoad(accessed_buffer(load), [substitute_index(i, block_values) for i in load.indices])
 
     at_origin = {var: tirx.const(0, str(var.ty.dtype)) for var in inner}
-    acc, x, w = (load_at(load, bindings, at_origin) for load in (reduction.store, reduction.data, reduction.weight))
+    acc = at(reduction.store, at_origin)
+    read = [at(load, at_origin) for load in (operands or (reduction.data, reduction.weight))]
     pointers = [tirx.address_of(acc)]
     if second_pixel is not None:
         var = inner[second_pixel]
-        pointers.append(tirx.address_of(load_at(reduction.store, bindings,
-                                                {**at_origin, var: tirx.const(1, str(var.ty.dtype))})))
-    call = tirx.call_intrin("int32", op, *pointers, tirx.address_of(x), tirx.address_of(w), *sizes)
+        pointers.append(tirx.address_of(at(reduction.store, {**at_origin, var: tirx.const(1, str(var.ty.dtype))})))
+    call = tirx.call_intrin("int32", op, *pointers, *(tirx.address_of(load) for load in read), *sizes)
     # The helper writes the tile's accumulators and reads the whole input and weight parameters as far as
     # this block's dependences go.
     tile = tirx.BufferRegion(acc.source,
                              [tvm.ir.Range.from_min_extent(i, e) for i, e in zip(acc.indices, tile_extents)])
-    reads = [tile, _whole(x.source), _whole(w.source)]
+    reads = [tile, *(_whole(load.source) for load in read)]
     block = s_tir.SBlock([], reads, [tile], "dual_mac", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
-
-
-def load_at(access, bindings: dict, point: dict) -> TensorLoad:
-    """The element ``access`` (a load or store of a block whose iteration variables ``bindings`` binds to
-    expressions of the loop variables) reaches with the loop variables at ``point``, as a load."""
-    block_values = {var: substitute_index(value, point) for var, value in bindings.items()}
-    return tirx.BufferLoad(accessed_buffer(access), [substitute_index(i, block_values) for i in access.indices])
 
 
 def _whole(buffer) -> tirx.BufferRegion:

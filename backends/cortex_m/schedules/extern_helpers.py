@@ -29,7 +29,6 @@ from collections import defaultdict
 from typing import Optional
 
 import numpy as np
-import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
@@ -38,8 +37,8 @@ from backends.cortex_m.helpers.copy_c import copy_helper_name, max_s8_helper_nam
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
 from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED_GROUP, INTERLEAVED_MAC_HELPERS,
                                                              dual_mac_interleaved_helper_name)
-from backends.cortex_m.schedules.dual_mac import (AccessOffsets, _whole, dual_mac_replacement, load_at, mac_reduction,
-                                                  register_mac_helper)
+from backends.cortex_m.schedules.dual_mac import (AccessOffsets, dual_mac_replacement, helper_call_block,
+                                                  mac_reduction, register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.index_expr import CLAMPED_INDEX_OPERATORS, INDEX_OPERATORS, evaluate_index, substitute_index
@@ -133,15 +132,9 @@ def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
     except KeyError:
         return None  # an index form we do not evaluate: keep the loops
     tiles = extents[0] if tiled else 1
-    at_origin = {var: tirx.const(0, str(var.ty.dtype)) for var in inner}
-    acc, first, x, w = (load_at(access, bindings, at_origin)
-                        for access in (reduction.store, start, reduction.data, reduction.weight))
-    call = tirx.call_intrin("int32", INTERLEAVED_MAC_OP, *(tirx.address_of(load) for load in (acc, first, x, w)),
-                            extents[-3], tiles, w_tile_stride)
-    written = tirx.BufferRegion(acc.source, [tvm.ir.Range.from_min_extent(i, e) for i, e in zip(
-        acc.indices, [1] * (len(acc.indices) - 1) + [DUAL_MAC_CHANNELS * tiles])])
-    reads = [written, *(_whole(load.source) for load in (first, x, w))]
-    return s_tir.SBlockRealize([], True, s_tir.SBlock([], reads, [written], "dual_mac", tirx.Evaluate(call)))
+    return helper_call_block(INTERLEAVED_MAC_OP, reduction, bindings, inner, [extents[-3], tiles, w_tile_stride],
+                             [1] * (len(reduction.store.indices) - 1) + [DUAL_MAC_CHANNELS * tiles],
+                             operands=(start, reduction.data, reduction.weight))
 
 
 def _init_load(block: s_tir.SBlock, reduction) -> Optional[object]:

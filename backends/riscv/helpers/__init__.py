@@ -15,9 +15,9 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
   both, all sixteen sums in registers, for one-row windows (1x1 convolutions);
 - `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same sums for windows of several rows, one row helper's call
   per row;
-- `depthwise_mac_s8x8.h.in`: `<prefix>_depthwise_mac_s8x8` (and its out-of-line copy `<prefix>_depthwise_box_s8x8`
-  for a padded border's clipped windows), the int8 depthwise window MAC of eight channels, called by
-  DEPTHWISE_CONV_2D kernels;
+- `depthwise_mac_s8x8.h.in`: `<prefix>_depthwise_mac_s8x8`, the int8 depthwise window MAC of eight channels, and
+  `<prefix>_depthwise_pad_s8x8`, a padded border's taps outside the image (the zero point times the weights), one
+  out-of-line copy each per bundle, called by every DEPTHWISE_CONV_2D kernel;
 - `requantize_small.h.in`: `<prefix>_requantize_small_s8` (`_s8_b16` for int16 biases), a MAC kernel's
   requantization epilogue of one channel tile (TFLite's double rounding on its "double_small" domain), one
   out-of-line copy per bundle, with the contract, names and unit test (`tests/c/test_requantize_small.c`) of the
@@ -73,13 +73,14 @@ def mac_2px_row_helper_name(prefix: str) -> str:
 
 
 def depthwise_mac_helper_name(prefix: str) -> str:
-    """The C name of the int8 depthwise MAC helper in the bundle `prefix` (inlined where called)."""
+    """The C name of the int8 depthwise MAC helper in the bundle `prefix` (one out-of-line copy)."""
     return f"{prefix}_depthwise_mac_s8x8"
 
 
-def depthwise_box_helper_name(prefix: str) -> str:
-    """The C name of the depthwise helper's one out-of-line copy in the bundle `prefix` (same arguments and sums)."""
-    return f"{prefix}_depthwise_box_s8x8"
+def depthwise_pad_helper_name(prefix: str) -> str:
+    """The C name of the depthwise padding helper in the bundle `prefix` (a padded border's taps outside the
+    image: the zero point times the weights)."""
+    return f"{prefix}_depthwise_pad_s8x8"
 
 
 def requantize_helper_name(prefix: str, bias: str) -> str:

@@ -4,8 +4,9 @@ and FULLY_CONNECTED kernels as calls of the int8 window MAC (`mac`: `<prefix>_ma
 (`backends.cortex_m.schedules`: an unpadded convolution's pixel loop, odd rows fused or ending in a lone pixel, a
 padded one's interior), and a padded convolution's border pixels copying their window once
 (`backends.cortex_m.schedules.border_window`), with the RISC-V helpers' calls in place of the dual MAC's and the
-inputs kept int8; DEPTHWISE_CONV_2D reductions as calls of the int8 depthwise MAC (`<prefix>_depthwise_mac_s8x8`, its
-out-of-line copy on a padded border's clipped windows); a channel tile's "double_small" requantization loop as one
+inputs kept int8; DEPTHWISE_CONV_2D reductions as calls of the int8 depthwise MAC (`<prefix>_depthwise_mac_s8x8`,
+one out-of-line copy per bundle, on the interior's and a padded border's clipped windows alike, the border's taps
+outside the image as calls of `<prefix>_depthwise_pad_s8x8`); a channel tile's "double_small" requantization loop as one
 call of `<prefix>_requantize_small_s8` (`backends.riscv.schedules.mac.RISCV_EPILOGUE`). A kernel of exactly eight
 output channels is tiled too.
 Helpers inside TE extern stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.

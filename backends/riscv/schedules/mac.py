@@ -21,10 +21,12 @@ copied window is one run): one multiply of an input by a word computes both chan
 -> 36,114,964), for twice the paired weights' bytes. Integer sums: bit-exact.
 
 A depthwise reduction tiled to MAC_CHANNELS channels (the window loops, then the eight channels innermost)
-becomes one call of `<prefix>_depthwise_mac_s8x8` (`templates/depthwise_mac_s8x8.h.in`) per output pixel and
-channel tile where input, weights and accumulators are eight consecutive channels at every tap (a depth
-multiplier of 1) and the taps step by constant strides; a padded border's clipped windows call its out-of-line
-copy `<prefix>_depthwise_box_s8x8`. Each channel's sum is added in the same order: bit-exact.
+becomes one call of `<prefix>_depthwise_mac_s8x8` (`templates/depthwise_mac_s8x8.h.in`: one out-of-line function
+per bundle) per output pixel and channel tile where input, weights and accumulators are eight consecutive channels
+at every tap (a depth multiplier of 1) and the taps step by constant strides: the interior's windows and a padded
+border's clipped ones alike; the border's taps outside the image (the padding value times the weights) are calls of
+`<prefix>_depthwise_pad_s8x8`. Each channel's sum is added in the same order but for the padding's products, added
+as the padding value times their weights' sum: integer sums, bit-exact.
 
 A channel tile's requantization loop of the "double_small" rounding becomes one call of
 `<prefix>_requantize_small_s8` (`templates/requantize_small.h.in`; `RISCV_EPILOGUE`, matched by
@@ -40,12 +42,12 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access
+from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_sizes
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
                                                  mac_reduction, mac_window, window_call_block, window_mac_2px_access,
                                                  window_mac_access)
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
-from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, depthwise_box_helper_name, depthwise_mac_helper_name,
+from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, depthwise_mac_helper_name, depthwise_pad_helper_name,
                                     mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
                                     mac_pairs_2px_helper_name, mac_pairs_helper_name, requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, SMALL_RIGHT_SHIFT
@@ -118,11 +120,18 @@ MAC_2PX_ROW_OP = "tvm_ext.riscv_mac_s8x2x8_row"
 register_helper_call(MAC_2PX_ROW_OP, RISCV_HELPERS, mac_2px_row_helper_name, MAC_2PX_ACCESS)
 
 DEPTHWISE_MAC_OP = "tvm_ext.riscv_depthwise_mac_s8x8"
-DEPTHWISE_BOX_OP = "tvm_ext.riscv_depthwise_box_s8x8"
-"""The depthwise helper's out-of-line copy: for the clipped windows of a padded border (tvm_ext.schedule.border_split)."""
+"""The depthwise helper, one out-of-line function per bundle: every depthwise kernel's windows, whole or clipped."""
 DEPTHWISE_MAC_ACCESS = depthwise_mac_access(MAC_CHANNELS)
 register_helper_call(DEPTHWISE_MAC_OP, RISCV_HELPERS, depthwise_mac_helper_name, DEPTHWISE_MAC_ACCESS)
-register_helper_call(DEPTHWISE_BOX_OP, RISCV_HELPERS, depthwise_box_helper_name, DEPTHWISE_MAC_ACCESS)
+
+DEPTHWISE_PAD_OP = "tvm_ext.riscv_depthwise_pad_s8x8"
+DEPTHWISE_PAD_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
+    PointerAccess(1, (Axis(Arg(5), Arg(3)), Axis(Arg(6), Arg(4)), Axis(MAC_CHANNELS, 1))),
+))
+"""The padding helper's call (acc, w, pad, w_row_stride, w_col_stride, rows, cols): acc[c] for c < 8 and
+w[r * w_row_stride + k * w_col_stride + c] for r < rows, k < cols."""
+register_helper_call(DEPTHWISE_PAD_OP, RISCV_HELPERS, depthwise_pad_helper_name, DEPTHWISE_PAD_ACCESS)
 
 REQUANTIZE_OPS_BY_BIAS = {"int32": "tvm_ext.riscv_requantize_small_s8", "int16": "tvm_ext.riscv_requantize_small_s8_b16"}
 """The requantization epilogue's op per bias type (`<prefix>_requantize_small_s8`, `_s8_b16`)."""
@@ -146,9 +155,10 @@ def mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     """A helper's call block computing what the For nodes `loops` (the reduction loops, then optionally a
     loop of two output pixels, then the unit-stride loop of MAC_CHANNELS output channels, innermost) around
     `realize` compute: the paired MAC's (a FULLY_CONNECTED kernel's paired weights), else the window MAC's, else
-    the depthwise MAC's (its out-of-line copy if `outlined_depthwise`); None where none computes exactly that."""
+    the depthwise MAC's, else the depthwise padding's; None where none computes exactly that. `outlined_depthwise`
+    (a padded border's clipped window) changes nothing: the depthwise helper is out of line for every window."""
     return (paired_mac_replacement(realize, loops) or window_mac_replacement(realize, loops)
-            or depthwise_mac_replacement(realize, loops, outlined_depthwise))
+            or depthwise_mac_replacement(realize, loops) or depthwise_pad_replacement(realize, loops))
 
 
 def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
@@ -269,13 +279,49 @@ def window_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
                              MAC_CHANNELS)
 
 
-def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
-                              outlined: bool = False) -> Optional[s_tir.SBlockRealize]:
-    """The depthwise MAC's call block (its out-of-line copy if `outlined`) for `loops` (up to two window loops,
-    then the channel loop of MAC_CHANNELS) around an int8 `realize`, or None where the loads do not fit it
-    (`backends.cortex_m.schedules.depthwise_mac`: every tap reads eight consecutive channels, constant strides)."""
+def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The depthwise MAC's call block for `loops` (up to two window loops, then the channel loop of MAC_CHANNELS)
+    around an int8 `realize`, or None where the loads do not fit it (`backends.cortex_m.schedules.depthwise_mac`:
+    every tap reads eight consecutive channels, constant strides)."""
     reduction = mac_reduction(realize.block, ("int8",))
     if reduction is None:
         return None
-    return depthwise_call_block(DEPTHWISE_BOX_OP if outlined else DEPTHWISE_MAC_OP, realize, loops, reduction,
-                                MAC_CHANNELS)
+    return depthwise_call_block(DEPTHWISE_MAC_OP, realize, loops, reduction, MAC_CHANNELS)
+
+
+def depthwise_pad_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The padding helper's call block (`<prefix>_depthwise_pad_s8x8`) for ``loops`` (up to two window loops, then
+    the channel loop of MAC_CHANNELS) around ``realize``, a padded border's taps outside the image
+    (`tvm_ext.schedule.border_split`): ``acc[.., c] += pad * int32(w[.., c])`` with a constant nonzero ``pad`` (the
+    input's zero point), eight consecutive channels of weights at every tap, constant strides; None for any other
+    update or access."""
+    store = realize.block.body
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
+        return None
+    value = store.value
+    if not (isinstance(value, tirx.Add) and isinstance(value.a, TensorLoad) and value.a.source.same_as(store.buffer)
+            and isinstance(value.b, tirx.Mul)):
+        return None
+    pad, weight = value.b.a, value.b.b
+    if isinstance(weight, tirx.IntImm):
+        pad, weight = weight, pad
+    if not (isinstance(pad, tirx.IntImm) and int(pad) != 0 and isinstance(weight, tirx.Cast)
+            and str(weight.ty.dtype) == "int32" and isinstance(weight.value, TensorLoad)
+            and str(weight.value.source.dtype) == "int8"):
+        return None
+    window, channel = loops[:-1], loops[-1]
+    if len(window) > 2 or not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops) or \
+            int(channel.extent) != MAC_CHANNELS:
+        return None
+    reduction = MacReduction(store, weight.value, weight.value)
+    bindings = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
+    inner = [loop.loop_var for loop in loops]
+    try:
+        sizes = window_sizes(reduction, AccessOffsets(bindings, inner), [int(loop.extent) for loop in window],
+                             MAC_CHANNELS)
+    except KeyError:
+        return None
+    if sizes is None:
+        return None
+    return helper_call_block(DEPTHWISE_PAD_OP, reduction, bindings, inner, [int(pad), *sizes[2:]],
+                             channel_tile(reduction, MAC_CHANNELS), operands=(reduction.weight,))

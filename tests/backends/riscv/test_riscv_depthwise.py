@@ -1,10 +1,10 @@
 """The RISC-V depthwise MAC (backends/riscv/schedules/mac.py, helpers/templates/depthwise_mac_s8x8.h.in): int8
 DEPTHWISE_CONV_2D models of 16 and of 8 channels (stride 1 and 2, SAME and VALID padding, depth multipliers 1
 and 2) compiled for rv32imc self-test bit-exactly against TFLite Micro on QEMU virt, and each kernel of a depth
-multiplier of 1 accumulates its eight-channel tiles through the helper: its interior through the inlined
-`<prefix>_depthwise_mac_s8x8`, a padded border's clipped windows through its out-of-line copy
-`<prefix>_depthwise_box_s8x8`; with 8 channels too (exactly one tile: the RISC-V schedules tile it,
-`RiscvMacSchedules.channel_tiles`). (The helper's own C unit test: tests/c/test_riscv_depthwise_mac.c.)"""
+multiplier of 1 accumulates its eight-channel tiles through the helper `<prefix>_depthwise_mac_s8x8` (one
+out-of-line copy in the bundle: the interior's windows and a padded border's clipped ones alike), a padded border's
+taps outside the image through `<prefix>_depthwise_pad_s8x8`, and holds no loop of its own for them; with 8
+channels too (exactly one tile: the RISC-V schedules tile it, `RiscvMacSchedules.channel_tiles`). (The helper's own C unit test: tests/c/test_riscv_depthwise_mac.c.)"""
 
 from __future__ import annotations
 
@@ -57,4 +57,5 @@ def test_riscv_depthwise_kernels_call_the_depthwise_mac_and_stay_bit_exact(compi
     assert len(single) == sum(multiplier == 1 for _, multiplier, _, _ in CASES), sorted(depthwise)
     assert all("_depthwise_mac_s8x8(" in body for body in single), single
     padded = sum(multiplier == 1 and padding == SAME for _, multiplier, _, padding in CASES)
-    assert sum("_depthwise_box_s8x8(" in body for body in single) == padded, single
+    assert sum("_depthwise_pad_s8x8(" in body for body in single) == padded, single
+    assert not any("for (int32_t r" in body for body in single), single  # no window or padding loop of its own

@@ -76,15 +76,21 @@ def test_the_helper_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile
 
 
 
-BOX_CALLER = """#include <stdint.h>
+DEPTHWISE_CALLERS = """#include <stdint.h>
 #include "riscv_mac.h"
-int32_t box_caller(int32_t *acc, const int8_t *x, const int8_t *w, int32_t xr, int32_t xc, int32_t wr, int32_t wc,
-                   int32_t rows, int32_t cols)
+int32_t dw_64(int32_t *acc, const int8_t *x, const int8_t *w)
 {
-    return lp_depthwise_box_s8x8(acc, x, w, xr, xc, wr, wc, rows, cols);
+    lp_depthwise_pad_s8x8(acc, w, -128, 192, 64, 1, 3);
+    return lp_depthwise_mac_s8x8(acc, x, w, 320, 64, 192, 64, 2, 3);
+}
+int32_t dw_128(int32_t *acc, const int8_t *x, const int8_t *w)
+{
+    lp_depthwise_pad_s8x8(acc, w, 5, 384, 128, 3, 1);
+    return lp_depthwise_mac_s8x8(acc, x, w, 1536, 128, 384, 128, 3, 3);
 }
 """
-"""A caller of the depthwise helper's out-of-line function with sizes unknown to the compiler (a border's)."""
+"""Two depthwise kernels' calls of the depthwise helpers with their own constant strides and windows (a padded
+border's clipped one and its padding's taps, an interior's 3x3)."""
 PAIRS_CALLERS = """#include <stdint.h>
 #include "riscv_mac.h"
 int32_t fc_128(int32_t *acc, const int8_t *x, const int32_t *w) { return lp_mac_s8x8_pairs(acc, x, w, 128); }
@@ -113,15 +119,21 @@ def compiled_functions(folder: Path, profile: str, source: str) -> dict[str, lis
 
 
 @pytest.mark.parametrize("profile", PROFILES)
-def test_the_depthwise_box_holds_one_taps_code(tmp_path: Path, profile: str) -> None:
-    """The out-of-line depthwise function (every padded border's clipped windows in a bundle call it) is one loop
-    over the taps: its code multiplies eight channels once, where a copy of the inlined form (three-tap steps
-    and remainders in both window loops) held 25 taps, 200 multiplies, ~2.7 KB."""
+def test_the_depthwise_helpers_are_one_function_each_their_callers_share(tmp_path: Path, profile: str) -> None:
+    """Two depthwise kernels' calls of `lp_depthwise_mac_s8x8` and `lp_depthwise_pad_s8x8` share one out-of-line
+    function each, and the callers multiply nothing themselves (inlined, each kernel held a 3x3 window's
+    straight-line taps, 72 multiplies, and a loop of eight channels per clipped side of its border): the MAC holds
+    at most five taps' code (a row's three-tap step, then the one or two taps left; gcc 12.2 shares the step's),
+    the padding's eight multiplies."""
     require_tools(RISCV_TOOLS)
-    functions = compiled_functions(tmp_path, profile, BOX_CALLER)
-    box = [code for name, code in functions.items() if "_depthwise_box_s8x8" in name]
-    assert len(box) == 1, functions
-    assert box[0].count("mul") == 8, box[0]
+    functions = compiled_functions(tmp_path, profile, DEPTHWISE_CALLERS)
+    mac = [code for name, code in functions.items() if "_depthwise_mac_s8x8" in name]
+    pad = [code for name, code in functions.items() if "_depthwise_pad_s8x8" in name]
+    assert len(mac) == 1 and len(pad) == 1, functions
+    multiplies = sum(op == "mul" for op in mac[0])
+    assert multiplies % 8 == 0 and 3 * 8 <= multiplies <= 5 * 8, mac[0]
+    assert sum(op == "mul" for op in pad[0]) == 8, pad[0]
+    assert "mul" not in functions["dw_64"] + functions["dw_128"], functions
 
 
 @pytest.mark.parametrize("profile", PROFILES)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import models_dir, run_cli
+from readme_examples import example_runs
 
 pytest.importorskip("tvm")
 
@@ -136,6 +137,18 @@ def test_the_command_builds_a_bundle_of_two_models_on_the_host(tmp_path: Path) -
         assert (out / name).is_file(), name
     rebuilt = subprocess.run(["make", "-s", "check"], cwd=out, capture_output=True, text=True, timeout=300)
     assert rebuilt.returncode == 0 and rebuilt.stdout.strip().endswith("selftest: PASS"), rebuilt.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    readme = (out / "README.md").read_text()
+    assert f"| shared arena (the largest model's, RAM) | {manifest['arena']['bytes']:,} |" in readme
+    assert f"| weights (const, flash; a constant of several models stored once) | {manifest['weight_bytes']:,} |" \
+        in readme
+    for index, model in enumerate(manifest["models"]):
+        assert f"| `{model['model']}` |" in readme and "PASS on host" in readme
+        html = (out / f"{model['model']}_report.html").read_text()
+        assert "<!DOCTYPE html>" in html and f"{model['weight_bytes']:,}" in html
+        # Each model's usage example compiles against its header, links with the one library of both and runs
+        # on the shared arena (-1 would be an error status).
+        assert example_runs(out, tmp_path, "models", index) >= 0
 
 
 @pytest.mark.parametrize("arguments, says", [
@@ -201,3 +214,13 @@ def test_constants_shared_across_models_are_linked_once_on_cortex_m(compiled, tm
     assert bundle.weight_bytes == alone.weight_bytes == bundle.weight_bytes_separately // 2
     assert bundle.flash.measured and bundle.flash.weights_bytes == alone.flash.weights_bytes
     assert bundle.arena_bytes == alone.arena_bytes
+
+
+def test_an_empty_list_of_models_is_refused_as_bad_input(tmp_path: Path) -> None:
+    """The Python call given no model file says so (CompileError: bad input, exit 2 from the command), rather
+    than failing inside the compiler; nothing is written."""
+    from tvm_ext.compile import CompileError, compile as compile_bundle
+
+    with pytest.raises(CompileError, match="no model given"):
+        compile_bundle([], "lowpower", tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -16,14 +16,13 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 from tvm import relax, te, tirx
-from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import Rounding
 from ...kernels.int8_tables import TABLE_SIZE, binary_scalar_table
 from ...kernels.quant_params import ActivationRange
 from .lowering import ClampedCall, KernelCall, Lowering, LoweringContext, Mismatch
-from .graph import Quant
+from .graph import Graph, Quant
 from .patterns import (DequantizedOperand, Int8Input, QuantizedResult, ends_float_operator, extract,
                        float_operator_mismatch)
 from .tables import lookup_call, table_constant
@@ -69,7 +68,7 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
         else:
             return float_operator_mismatch(quantize, ctx)
         params = params_of_dtype(lhs.quant.scale, rhs.quant.scale, out.quant.scale, ctx.rounding)
-        scalar = _scalar_constant(lhs, rhs) if kind in SCALAR_TABLE_KINDS and dtypes == {"int8"} \
+        scalar = _scalar_constant(lhs, rhs, ctx.graph) if kind in SCALAR_TABLE_KINDS and dtypes == {"int8"} \
             and _elements(quantize) >= TABLE_SIZE else None
         if scalar is not None:
             data, constant, data_is_lhs = scalar
@@ -104,23 +103,16 @@ def _elements(expr: relax.Expr) -> int:
     return int(np.prod([int(d) for d in shape]))
 
 
-def _scalar_constant(lhs: Int8Input, rhs: Int8Input) -> Optional[tuple[Int8Input, _Scalar, bool]]:
+def _scalar_constant(lhs: Int8Input, rhs: Int8Input, graph: Graph) -> Optional[tuple[Int8Input, _Scalar, bool]]:
     """(the activation operand, the other, a constant of one element, whether the activation is the left one)
-    where exactly one operand is such a constant, else None."""
-    scalars = [_scalar_value(operand) for operand in (lhs, rhs)]
+    where exactly one operand is such a constant in ``graph``, else None."""
+    values = [graph.constant(operand.tensor) for operand in (lhs, rhs)]
+    scalars = [None if value is None or value.size != 1 else int(value.reshape(-1)[0]) for value in values]
     if (scalars[0] is None) == (scalars[1] is None):
         return None
     if scalars[1] is not None:
         return lhs, _Scalar(scalars[1], rhs.quant), True
     return rhs, _Scalar(scalars[0], lhs.quant), False
-
-
-def _scalar_value(operand: Int8Input) -> Optional[int]:
-    """The value of ``operand`` where it is a constant of one element, else None."""
-    if not isinstance(operand.tensor, Constant):
-        return None
-    values = operand.tensor.value.numpy()
-    return int(values.reshape(-1)[0]) if values.size == 1 else None
 
 
 @dataclass(frozen=True)
