@@ -2,10 +2,13 @@
 the helpers of `backends.cortex_m.helpers`.
 
 - `dual_mac`: CONV_2D / FULLY_CONNECTED reductions as the dual MAC (SMLAD), one or two pixels per call;
+- `stacked_mac`: an int8 FULLY_CONNECTED's reduction over weights the lowering stacked two channels to an int16
+  half (`KernelSchedules.stacked_rows`, DSP cores without MVE) as the stacked MAC, one call per four channels;
 - `depthwise_mac`: DEPTHWISE_CONV_2D reductions (and the choice among the MAC helpers); `row_dot`: an SVDF's
   time product;
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
-  pair's inputs widened once, across odd-width rows);
+  pair's inputs widened once, across odd-width rows); `pair_tiles`: an unpadded 1-high convolution's pair over
+  all its channel tiles as one call of the fused helper (inputs widened once, sums started at the biases);
 - `border_window`: a padded convolution's border pixel copies its window once;
 - `requantize_epilogue`: a MAC kernel's int8 requantization loop over a channel tile as one call of the
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
@@ -29,7 +32,8 @@ from typing import Optional
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
-from backends.cortex_m.schedules.border_window import has_short_rows, paired_windows, window_buffer, windowed_border
+from backends.cortex_m.schedules.border_window import (ROWS_WRITTEN_OUT, copied_window_length, has_short_rows,
+                                                        paired_windows, window_buffer, windowed_border)
 from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES, depthwise_tiles_calls
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
@@ -37,6 +41,7 @@ from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
+from backends.cortex_m.schedules.pair_tiles import pair_odd_pixel_row as pair_odd_pixel_row_fused, pair_tiles_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
@@ -50,22 +55,27 @@ class DualMacSchedules:
     flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
     pays_two_pixels = staticmethod(pays_two_pixels)
     helper_call = staticmethod(mac_helper_call)
-    pair_odd_pixel_row = staticmethod(pair_odd_pixel_row)
+    pair_odd_pixel_row = staticmethod(pair_odd_pixel_row_fused)  # a 1-high conv's pairs unwidened: fused later
     replacement = staticmethod(mac_helper_replacement)
     window_buffer = staticmethod(window_buffer)
     has_short_rows = staticmethod(has_short_rows)
-    windowed_border = staticmethod(windowed_border)
+    windowed_border = staticmethod(functools.partial(windowed_border, rows_written_out=ROWS_WRITTEN_OUT))
     paired_pixel_body = staticmethod(paired_pixel_body)
     paired_windows = staticmethod(paired_windows)
     pair_tests = staticmethod(pair_tests)
+    branch_accumulators = True  # measured on DSP cores (tvm_ext.schedule.border_split._own_accumulators)
 
     @staticmethod
     def epilogue_calls(func):
         """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
-        depthwise pixel's loop over its four-channel tiles (zeroed accumulators, the window call, that
-        epilogue) as one call of the fused tiles helper for an interior pixel (`depthwise_tiles`, DSP_TILES:
-        the sums start at the biases in registers), the loop kept for the border's."""
-        return depthwise_tiles_calls(requantize_epilogue_calls(func, helper=DSP_EPILOGUE), DSP_TILES)
+        1-high convolution's loop over a pixel pair's channel tiles (zeroed accumulators, the two-pixel MAC, the
+        pixels' epilogues) as one call of the fused pair-tiles helper (`pair_tiles`: the pair's inputs widened
+        once, the sums started at the biases in registers), then each depthwise pixel's loop over its
+        four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the fused tiles
+        helper for an interior pixel (`depthwise_tiles`, DSP_TILES: the sums start at the biases in registers),
+        the loop kept for the border's."""
+        return depthwise_tiles_calls(pair_tiles_calls(requantize_epilogue_calls(func, helper=DSP_EPILOGUE)),
+                                     DSP_TILES)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -89,6 +99,8 @@ class HeliumMacSchedules(DualMacSchedules):
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
     paired_windows = None  # not measured on Helium: a border pixel there keeps its window to itself
+    windowed_border = staticmethod(windowed_border)  # not measured on Helium: an interior copy keeps its row loop
+    branch_accumulators = False  # not measured on Helium: its fused channel-tiles helper keeps no accumulators
 
     @staticmethod
     def epilogue_calls(func):
@@ -116,15 +128,19 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
     (Helium defines no such helper: its pools keep the element-wise kernel); int8 ADD as Helium's vector helper
-    on cores with MVE (`helium_add`); LSTM gate weights interleaved for the interleaved dual MAC on DSP cores
-    without MVE (`extern_helpers`)."""
+    on cores with MVE (`helium_add`); on DSP cores without MVE, a copied CONV_2D window padded to whole groups of
+    four with zero weights (`border_window.copied_window_length`; Helium's helper takes any length in its lanes),
+    and LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
         mac=mac_schedules_of(profile),
         # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
         max_pool_runs=has_dsp_extension(profile) and not has_mve(profile),
+        # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
+        stacked_rows=has_dsp_extension(profile) and not has_mve(profile),
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        conv_weight_length=copied_window_length if has_dsp_extension(profile) and not has_mve(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=has_dsp_extension(profile) and not has_mve(profile),
     )

@@ -70,7 +70,7 @@ def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) 
     return pixel_pairs.pays_two_pixels(sch, block, loops, first_reduce)
 
 
-def _call_of(stmt: tirx.Stmt, ops: tuple[str, ...]) -> Optional[tvm.ir.Call]:
+def call_of(stmt: tirx.Stmt, ops: tuple[str, ...]) -> Optional[tvm.ir.Call]:
     """The call of one of ``ops`` that ``stmt`` (a block of one call, always run) evaluates, else None."""
     if not isinstance(stmt, s_tir.SBlockRealize) or not _always(stmt.predicate):
         return None
@@ -85,7 +85,7 @@ def _always(predicate) -> bool:
     return isinstance(predicate, tirx.IntImm) and bool(predicate)
 
 
-def _pointee(arg) -> Optional[TensorLoad]:
+def pointee(arg) -> Optional[TensorLoad]:
     """The element ``address_of(buffer[indices])`` points at, else None."""
     if isinstance(arg, tvm.ir.Call) and isinstance(arg.op, tvm.ir.Op) and arg.op.name == "tirx.address_of" \
             and isinstance(arg.args[0], TensorLoad):
@@ -93,7 +93,7 @@ def _pointee(arg) -> Optional[TensorLoad]:
     return None
 
 
-def _flat(load: TensorLoad):
+def flat_offset(load: TensorLoad):
     """The element offset of ``load`` in its (compact, row-major) buffer, as an index expression."""
     offset = tirx.const(0, "int64")
     for index, extent in zip(load.indices, load.source.shape):
@@ -101,21 +101,21 @@ def _flat(load: TensorLoad):
     return offset
 
 
-def _zeroed(stmt: tirx.Stmt, acc) -> Optional[list[tuple[TensorLoad, tuple]]]:
+def zeroed_stores(stmt: tirx.Stmt, acc) -> Optional[list[tuple[TensorLoad, tuple]]]:
     """The stores of zero into ``acc`` (a buffer) ``stmt`` consists of, each with the loops around it inside
     ``stmt``; None when it holds anything else."""
     if isinstance(stmt, tirx.BufferStore):
         zero = isinstance(stmt.value, tirx.IntImm) and int(stmt.value) == 0
         return [(tirx.BufferLoad(stmt.buffer, list(stmt.indices)), ())] if zero and stmt.buffer.same_as(acc) else None
     if isinstance(stmt, tirx.SeqStmt):
-        parts = [_zeroed(child, acc) for child in stmt.seq]
+        parts = [zeroed_stores(child, acc) for child in stmt.seq]
         return None if any(part is None for part in parts) else [store for part in parts for store in part]
     if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) and isinstance(stmt.min, tirx.IntImm):
-        inner = _zeroed(stmt.body, acc)
+        inner = zeroed_stores(stmt.body, acc)
         return None if inner is None else [(load, (stmt, *loops)) for load, loops in inner]
     if isinstance(stmt, s_tir.SBlockRealize) and _always(stmt.predicate) and not stmt.block.alloc_buffers:
         bindings = {iv.var: value for iv, value in zip(stmt.block.iter_vars, stmt.iter_values)}
-        inner = _zeroed(stmt.block.body, acc)
+        inner = zeroed_stores(stmt.block.body, acc)
         return None if inner is None else [
             (tirx.BufferLoad(load.source, [map_leaves(i, lambda n: bindings.get(n, n)) for i in load.indices]), loops)
             for load, loops in inner]
@@ -134,18 +134,50 @@ class _Iteration:
 def _iteration(loop: tirx.For) -> Optional[_Iteration]:
     """The parts of ``loop``'s body when it has the module docstring's order, else None."""
     stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
-    macs = [i for i, stmt in enumerate(stmts) if _call_of(stmt, (DUAL_MAC_OP,)) is not None]
+    macs = [i for i, stmt in enumerate(stmts) if call_of(stmt, (DUAL_MAC_OP,)) is not None]
     if len(macs) != 1:
         return None
-    mac = _call_of(stmts[macs[0]], (DUAL_MAC_OP,))
-    requantizations = [_call_of(stmt, tuple(REQUANTIZE_S8_OPS.values())) for stmt in stmts[macs[0] + 1:]]
-    acc = _pointee(mac.args[0])
+    mac = call_of(stmts[macs[0]], (DUAL_MAC_OP,))
+    requantizations = [call_of(stmt, tuple(REQUANTIZE_S8_OPS.values())) for stmt in stmts[macs[0] + 1:]]
+    acc = pointee(mac.args[0])
     if acc is None or len(requantizations) != 1 or requantizations[0] is None:
         return None
-    zeroed = [_zeroed(stmt, acc.source) for stmt in stmts[:macs[0]]]
+    zeroed = [zeroed_stores(stmt, acc.source) for stmt in stmts[:macs[0]]]
     if any(part is None for part in zeroed):
         return None
     return _Iteration(mac, requantizations[0], [store for part in zeroed for store in part])
+
+
+class LoopOffsets:
+    """Element offsets of loads inside ``loops`` (For nodes, outermost first), by TVM's integer analysis over the
+    loops' ranges: what the fused tiles' schedules prove of a loop over channel tiles."""
+
+    def __init__(self, loops: tuple) -> None:
+        self.analyzer = Analyzer()
+        for loop in loops:
+            self.analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
+
+    def constant(self, expr) -> Optional[int]:
+        """``expr``'s value where the analysis proves it one constant, else None."""
+        value = self.analyzer.simplify(expr)
+        return int(value.value) if isinstance(value, tirx.IntImm) else None
+
+    def step(self, load: TensorLoad, var) -> Optional[int]:
+        """How far ``load`` moves per step of ``var`` (elements), or None where that is not one constant."""
+        following = map_leaves(flat_offset(load), lambda n: n + 1 if n.same_as(var) else n)
+        return self.constant(following - flat_offset(load))
+
+    def moves_tiles(self, tile, x: TensorLoad, w: TensorLoad, w_channel_stride: int, per_tile: tuple) -> bool:
+        """Whether, per step of the tile loop's variable ``tile``, the inputs ``x`` stay, the weights ``w`` move
+        TILE channels (of ``w_channel_stride`` elements) and each load of ``per_tile`` (the outputs, the epilogue's
+        constants) moves TILE elements."""
+        return self.step(x, tile) == 0 and self.step(w, tile) == TILE * w_channel_stride \
+            and all(self.step(load, tile) == TILE for load in per_tile)
+
+
+def at_first_tile(arg, tile):
+    """``arg`` (an address expression) with the tile loop's variable ``tile`` at 0."""
+    return map_leaves(arg, lambda n: tirx.const(0, str(tile.ty.dtype)) if n.same_as(tile) else n)
 
 
 def conv_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRealize]:
@@ -157,23 +189,13 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRe
     if iteration is None:
         return None
     mac, requantization = iteration.mac, iteration.requantization
-    analyzer = Analyzer()
-    for outer in (*enclosing, loop):
-        analyzer.bind(outer.loop_var, tvm.ir.Range.from_min_extent(outer.min, outer.extent))
+    offsets = LoopOffsets((*enclosing, loop))
+    analyzer, constant, step = offsets.analyzer, offsets.constant, offsets.step
     tile = loop.loop_var
 
-    def constant(expr) -> Optional[int]:
-        value = analyzer.simplify(expr)
-        return int(value.value) if isinstance(value, tirx.IntImm) else None
-
-    def step(load: TensorLoad, var) -> Optional[int]:
-        """How far ``load`` moves per step of ``var``."""
-        following = map_leaves(_flat(load), lambda n: n + 1 if n.same_as(var) else n)
-        return constant(following - _flat(load))
-
-    acc, x, w = (_pointee(arg) for arg in mac.args[:3])
+    acc, x, w = (pointee(arg) for arg in mac.args[:3])
     sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
-    out, read, *epilogue = (_pointee(arg) for arg in requantization.args[:5])
+    out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
     if None in (acc, x, w, out, read, *epilogue, *sizes) or len(iteration.zeroed) != 1 \
             or int(requantization.args[6]) != TILE:
         return None
@@ -185,19 +207,17 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRe
     if not lanes or any(int(inner.extent) != 1 for inner in lanes[:-1]) or int(lanes[-1].extent) != TILE:
         return None
     lane = lanes[-1].loop_var
-    at_lane0 = map_leaves(_flat(zeroed), lambda n: tirx.const(0, str(n.ty.dtype)) if n.same_as(lane) else n)
-    if not zeroed.source.same_as(acc.source) or constant(at_lane0 - _flat(acc)) != 0 or step(zeroed, lane) != 1:
+    at_lane0 = map_leaves(flat_offset(zeroed), lambda n: tirx.const(0, str(n.ty.dtype)) if n.same_as(lane) else n)
+    if not zeroed.source.same_as(acc.source) or constant(at_lane0 - flat_offset(acc)) != 0 or step(zeroed, lane) != 1:
         return None
     # the epilogue reads those accumulators; everything but the inputs moves one tile
-    if not read.source.same_as(acc.source) or constant(_flat(read) - _flat(acc)) != 0:
+    if not read.source.same_as(acc.source) or constant(flat_offset(read) - flat_offset(acc)) != 0:
         return None
-    if step(x, tile) != 0 or step(w, tile) != TILE * w_channel_stride \
-            or any(step(load, tile) != TILE for load in (out, *epilogue)):
+    if not offsets.moves_tiles(tile, x, w, w_channel_stride, (out, *epilogue)):
         return None
-    at_first = {tile: tirx.const(0, str(tile.ty.dtype))}
 
     def address(arg):
-        return map_leaves(arg, lambda n: at_first.get(n, n))
+        return at_first_tile(arg, tile)
 
     channels = int(loop.extent) * TILE
     start = address(requantization.args[0])
@@ -206,7 +226,7 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRe
     bias_type = next(bias for bias, op in REQUANTIZE_S8_OPS.items() if op == requantization.op.name)
     call = tirx.call_intrin("int32", CONV_TILES_OPS[bias_type], *args)
     reads = [_whole(load.source) for load in (x, w, *epilogue)]
-    block = s_tir.SBlock([], reads, [_region(_pointee(start), channels)], "conv_tiles", tirx.Evaluate(call))
+    block = s_tir.SBlock([], reads, [_region(pointee(start), channels)], "conv_tiles", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
 
 

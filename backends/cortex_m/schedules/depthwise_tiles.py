@@ -53,11 +53,11 @@ import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
-from tvm.sym import Analyzer
 
 from backends.cortex_m.helpers.depthwise_mac_c import depthwise_tiles_helper_name as dsp_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import depthwise_tiles_helper_name
-from backends.cortex_m.schedules.conv_tiles import _call_of, _flat, _pointee, _region, _zeroed
+from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset, pointee,
+                                                   zeroed_stores)
 from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_MAC_OP
 from backends.cortex_m.schedules.dual_mac import _whole, register_mac_helper
 from backends.cortex_m.schedules.helium_depthwise import BOX_OP, MAC_OP, PAD_OP
@@ -179,18 +179,16 @@ def _calls(leaf: tirx.Stmt, ops: tuple[str, ...] = (MAC_OP, BOX_OP, PAD_OP)) -> 
     """The calls of ``ops`` (by default Helium's window helpers) of ``leaf`` (one call block, or a sequence of
     them), None for any other statement."""
     stmts = list(leaf.seq) if isinstance(leaf, tirx.SeqStmt) else [leaf]
-    return [_call_of(stmt, ops) for stmt in stmts]
+    return [call_of(stmt, ops) for stmt in stmts]
 
 
-class _Tiles:
+class _Tiles(LoopOffsets):
     """A depthwise tile loop's common parts: its requantization, the analysis over the enclosing loops."""
 
     def __init__(self, loop: tirx.For, enclosing: tuple, requantization: tvm.ir.Call, channels: int,
                  helpers: TileHelpers = HELIUM_TILES) -> None:
+        super().__init__((*enclosing, loop))
         self.loop, self.requantization, self.channels, self.helpers = loop, requantization, channels, helpers
-        self.analyzer = Analyzer()
-        for outer in (*enclosing, loop):
-            self.analyzer.bind(outer.loop_var, tvm.ir.Range.from_min_extent(outer.min, outer.extent))
         self.total = int(loop.extent) * channels
         self.iterations = functools.reduce(
             lambda count, outer: count * (int(outer.extent) if isinstance(outer.extent, tirx.IntImm) else 1),
@@ -198,31 +196,21 @@ class _Tiles:
         """The tile loop's iterations in all: its own times its enclosing loops' (constant extents)."""
         self.bias_type = next(bias for bias, op in helpers.requantize.items() if op == requantization.op.name)
 
-    def constant(self, expr) -> Optional[int]:
-        value = self.analyzer.simplify(expr)
-        return int(value.value) if isinstance(value, tirx.IntImm) else None
-
-    def step(self, load: TensorLoad, var) -> Optional[int]:
-        """How far ``load`` moves per step of ``var``."""
-        following = map_leaves(_flat(load), lambda n: n + 1 if n.same_as(var) else n)
-        return self.constant(following - _flat(load))
-
     def address(self, arg):
         """``arg`` at the first tile."""
-        tile = self.loop.loop_var
-        return map_leaves(arg, lambda n: tirx.const(0, str(tile.ty.dtype)) if n.same_as(tile) else n)
+        return at_first_tile(arg, self.loop.loop_var)
 
     def moves_one_tile(self, arg) -> bool:
         """Whether the element ``arg`` points at moves one tile's channels per tile."""
-        load = _pointee(arg)
+        load = pointee(arg)
         return load is not None and (int(self.loop.extent) == 1 or self.step(load, self.loop.loop_var) == self.channels)
 
     def targets(self, calls: list, acc: TensorLoad) -> bool:
         """Whether each of ``calls`` accumulates into ``acc`` (the elements the epilogue reads)."""
         for call in calls:
-            target = _pointee(call.args[0])
+            target = pointee(call.args[0])
             if target is None or not target.source.same_as(acc.source) \
-                    or self.constant(_flat(target) - _flat(acc)) != 0:
+                    or self.constant(flat_offset(target) - flat_offset(acc)) != 0:
                 return False
         return True
 
@@ -237,8 +225,8 @@ class _Tiles:
         requantization = self.requantization
         start = self.address(requantization.args[0])
         call = tirx.call_intrin("int32", op, start, *args, self.total)
-        reads = [_whole(load.source) for load in (*loads, *(_pointee(arg) for arg in requantization.args[2:5]))]
-        block = s_tir.SBlock([], reads, [_region(_pointee(start), self.total)], "depthwise_tiles", tirx.Evaluate(call))
+        reads = [_whole(load.source) for load in (*loads, *(pointee(arg) for arg in requantization.args[2:5]))]
+        block = s_tir.SBlock([], reads, [_region(pointee(start), self.total)], "depthwise_tiles", tirx.Evaluate(call))
         return s_tir.SBlockRealize([], True, block)
 
     def epilogue_args(self) -> list:
@@ -265,16 +253,16 @@ class _Tiles:
         op = self.helpers.tiles[self.bias_type]
         if self.helpers.outlined is not None and sizes[4] == sizes[5] and self.iterations < self.helpers.inline_tiles:
             op = self.helpers.outlined.get((sizes[4], self.bias_type), op)
-        return self.block(op, args, [_pointee(arg) for arg in mac.args[1:3]])
+        return self.block(op, args, [pointee(arg) for arg in mac.args[1:3]])
 
     def box(self, w_arg, w_origin: TensorLoad, strides: tuple[int, int], rows: int, cols: int) -> Optional[tuple]:
         """(top, left) of the taps of the weights at ``w_arg`` in the window whose first tap's weights are
         ``w_origin`` (weights at ``strides``), a box of ``rows`` x ``cols`` taps inside the window of the
         interior's sizes, else None."""
-        load = _pointee(self.address(w_arg))
+        load = pointee(self.address(w_arg))
         if load is None or not load.source.same_as(w_origin.source) or not self.moves_one_tile(w_arg):
             return None
-        offset = self.constant(_flat(load) - _flat(w_origin))
+        offset = self.constant(flat_offset(load) - flat_offset(w_origin))
         row_stride, col_stride = strides
         if offset is None or offset < 0 or row_stride <= 0 or col_stride <= 0:
             return None
@@ -297,7 +285,7 @@ class _Tiles:
         if None in sizes or sizes[:4] != whole[:4] or sizes[-1] != self.channels \
                 or not self.moves_one_tile(mac.args[1]):
             return None
-        origin, strides = _pointee(self.address(interior.args[2])), (whole[2], whole[3])
+        origin, strides = pointee(self.address(interior.args[2])), (whole[2], whole[3])
         boxes = [(self.box(mac.args[2], origin, strides, sizes[4], sizes[5]), sizes[4], sizes[5])]
         values = set()
         for pad in pads:  # (acc, w, w_row_stride, w_col_stride, rows, cols, value, channels)
@@ -318,7 +306,7 @@ class _Tiles:
         if len(values) > 1:
             return None
         (top, left), rows, cols = boxes[0]
-        x = _pointee(self.address(mac.args[1]))
+        x = pointee(self.address(mac.args[1]))
         return x, top, left, rows, cols, next(iter(values), None), taps
 
     def border(self, tree: tirx.Stmt, leaves: list, acc: TensorLoad, interior: tvm.ir.Call) \
@@ -348,7 +336,7 @@ class _Tiles:
         w = self.address(interior.args[2])
         args = [x, w, *self.epilogue_args(), *interior.args[3:9], *geometry, tirx.const(value, "int32")]
         form = "3x3" if whole[4:6] == [3, 3] else "any"
-        return self.block(BORDER_OPS[(self.bias_type, form)], args, [x_loads[0], _pointee(w)])
+        return self.block(BORDER_OPS[(self.bias_type, form)], args, [x_loads[0], pointee(w)])
 
 
 def _select(tree: tirx.Stmt, values: list) -> tirx.PrimExpr:
@@ -377,11 +365,11 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple, helpers: TileHelpers 
         return None
     tile = loop.loop_var
     leaves = _leaves(stmts[-2], tile)
-    requantization = _call_of(stmts[-1], tuple(helpers.requantize.values()))
+    requantization = call_of(stmts[-1], tuple(helpers.requantize.values()))
     if leaves is None or requantization is None or not isinstance(requantization.args[6], tirx.IntImm):
         return None
-    read = _pointee(requantization.args[1])
-    zeroed = [_zeroed(stmt, read.source) if read is not None else None for stmt in stmts[:-2]]
+    read = pointee(requantization.args[1])
+    zeroed = [zeroed_stores(stmt, read.source) if read is not None else None for stmt in stmts[:-2]]
     if any(part is None for part in zeroed):
         return None
     zeroed = [store for part in zeroed for store in part]
@@ -397,8 +385,8 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple, helpers: TileHelpers 
     if not lanes or any(int(inner.extent) != 1 for inner in lanes[:-1]) or int(lanes[-1].extent) != channels:
         return None
     lane = lanes[-1].loop_var
-    at_lane0 = map_leaves(_flat(store), lambda n: tirx.const(0, str(n.ty.dtype)) if n.same_as(lane) else n)
-    if not store.source.same_as(read.source) or tiles.constant(at_lane0 - _flat(read)) != 0 \
+    at_lane0 = map_leaves(flat_offset(store), lambda n: tirx.const(0, str(n.ty.dtype)) if n.same_as(lane) else n)
+    if not store.source.same_as(read.source) or tiles.constant(at_lane0 - flat_offset(read)) != 0 \
             or tiles.step(store, lane) != 1:
         return None
     fused = [tiles.fused(leaf, read) for leaf, _ in leaves]

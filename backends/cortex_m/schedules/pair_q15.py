@@ -29,7 +29,7 @@ WIDEN_Q15_OP = "tvm_ext.widen_s8x2_q15"
 DUAL_MAC_Q15_OP = "tvm_ext.dual_mac_q15x2x4"
 
 
-def _scratch_axes(rows: int, row_len: int) -> tuple[Axis, ...]:
+def scratch_axes(rows: int, row_len: int) -> tuple[Axis, ...]:
     """The words of a scratch of two windows of ``rows`` x ``row_len`` (argument numbers), as axes: 2 * rows *
     row_len words, a bound of the q15_scratch_words the helpers reach."""
     return (Axis(Arg(rows), Arg(row_len)), Axis(Arg(rows), Arg(row_len)), Axis(DUAL_MAC_PIXELS, Arg(row_len)),
@@ -39,7 +39,7 @@ def _scratch_axes(rows: int, row_len: int) -> tuple[Axis, ...]:
 # The widening call (q, x, x_row_stride, rows, row_len, x_pixel_stride): q[0 .. 2 * rows * row_len) (words) and
 # x[p * x_pixel_stride + r * x_row_stride + k] for p < 2, r < rows, k < row_len.
 WIDEN_Q15_ACCESS = HelperAccess((
-    PointerAccess(0, _scratch_axes(3, 4)),
+    PointerAccess(0, scratch_axes(3, 4)),
     PointerAccess(1, (Axis(DUAL_MAC_PIXELS, Arg(5)), Axis(Arg(3), Arg(2)), Axis(Arg(4), 1))),
 ))
 register_mac_helper(WIDEN_Q15_OP, widen_q15_helper_name, WIDEN_Q15_ACCESS)
@@ -48,7 +48,7 @@ register_mac_helper(WIDEN_Q15_OP, widen_q15_helper_name, WIDEN_Q15_ACCESS)
 DUAL_MAC_Q15_ACCESS = HelperAccess((
     PointerAccess(0, (Axis(DUAL_MAC_CHANNELS, 1),)),
     PointerAccess(1, (Axis(DUAL_MAC_CHANNELS, 1),)),
-    PointerAccess(2, _scratch_axes(5, 6)),
+    PointerAccess(2, scratch_axes(5, 6)),
     PointerAccess(3, (Axis(DUAL_MAC_CHANNELS, Arg(4)), Axis(Arg(5), Arg(6)), Axis(Arg(6), 1))),
 ))
 register_mac_helper(DUAL_MAC_Q15_OP, dual_mac_q15_helper_name, DUAL_MAC_Q15_ACCESS)

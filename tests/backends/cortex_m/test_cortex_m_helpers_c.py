@@ -19,12 +19,14 @@ import pytest
 from backends.cortex_m.helpers import cortex_m_helpers_c, helium_helpers_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
-from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, dsp_template_c
+from backends.cortex_m.helpers.dual_mac_c import (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, STACKED_MAC_TEMPLATE,
+                                                  dsp_template_c)
 from backends.cortex_m.helpers.dual_mac_interleaved_c import DUAL_MAC_INTERLEAVED_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_LANES_TEMPLATE,
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
+from backends.cortex_m.helpers.pair_tiles_c import PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
@@ -109,6 +111,7 @@ ROW_DOT = HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE))
 UNIT_TESTS_BY_HELPER = [
     DUAL_MAC,
     HelperUnitTest("dual_mac_q15", (DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE)),
+    HelperUnitTest("stacked_mac", (DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE)),
     DEPTHWISE_MAC,
     ROW_DOT,
     # the LSTM gates' dual MAC over interleaved weights: LDRD, SXTB16, SMLAD under QEMU (needs no other template)
@@ -133,6 +136,11 @@ UNIT_TESTS_BY_HELPER = [
     # the scalar helpers
     HelperUnitTest("depthwise_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                                             REQUANTIZE_SMALL_TEMPLATE, DEPTHWISE_TILES_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
+    # the DSP fused pixel-pair channel tiles (widened inputs, sums from the biases, epilogue) against the plain sums
+    # and the scalar helpers
+    HelperUnitTest("pair_tiles", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE,
+                                  REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the Helium fused channel tiles (dual MAC and epilogue) against the plain loops and the scalar helpers
     HelperUnitTest("conv_tiles", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,

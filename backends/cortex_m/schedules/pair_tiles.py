@@ -1,0 +1,198 @@
+"""On DSP cores, an unpadded 1-high convolution's loop over the channel tiles of a pixel pair as one call of the
+fused pair-tiles helper.
+
+A CONV_2D whose kernel is one row of several taps (a Conv1D as the converter writes it: a 1xK kernel, any
+dilation, its padding a PAD of its own, so the convolution itself is unpadded) pairs its output pixels
+(``tvm_ext.schedule.kernel_schedule``), and each pair runs a loop over its channel tiles whose iteration zeroes
+the tile's eight accumulators, calls the two-pixel dual MAC ``<prefix>_dual_mac_s8x2x4`` (which widens both
+pixels' inputs again in every tile; an odd pixel count pairs all but the last pixel, ``pair_odd_pixel_row``, on
+the same calls) and requantizes each pixel's four channels (``requantize_epilogue``'s
+calls). ``pair_tiles_calls`` replaces each such loop by one call of ``<prefix>_pair_tiles_s8``
+(``backends.cortex_m.helpers.pair_tiles_c``), which widens the pair's windows once into a scratch of the kernel
+(``pair_q15.q15_scratch_words`` words), starts each tile's sums at the biases in registers and requantizes
+them from there. tcn_kws_100x32_int8 on cortex-m4f (measured under QEMU): its six 64-channel convolutions from
+1.83-1.96 M instructions each (1.5-1.6 per MAC) to 1.51 M (1.23), the whole model 13,258,652 -> 10,624,547
+instructions (0.742 -> 0.594x TFLM+CMSIS-NN), code 6,252 -> 4,332 B, arena 19,328 -> 15,488 B.
+
+Only these kernels: a 1x1 convolution (vww's, mobilenet's), a KxK one and a padded 1xK one (its pairs widened by
+``pixel_pairs``) keep their calls, so their bundles' kernels are unchanged (the helper would serve the unpadded
+ones too; not measured on them here).
+
+A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
+in this order: stores of zero into exactly the eight accumulators the MAC call then writes (four per pixel),
+the two-pixel MAC call, one requantization (int32 or int16 biases) of each pixel's four channels reading that
+pixel's accumulators, the second pixel's outputs a constant stride after the first's; the inputs do not move
+with the tile, the weights move four channels, and the outputs, biases, multipliers and shifts four elements.
+The accumulators are then written and read only inside one iteration, so leaving them out changes no output:
+the same integer sums (acc + bias wraps either way), bit-exact.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Optional
+
+import tvm
+import tvm_ffi
+from tvm import s_tir, tirx
+from tvm.ir import TensorLoad
+
+from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
+from backends.cortex_m.helpers.pair_tiles_c import pair_tiles_helper_name
+from backends.cortex_m.schedules import pixel_pairs
+from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset, pointee,
+                                                   zeroed_stores)
+from backends.cortex_m.schedules.dual_mac import (DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, mac_reduction,
+                                                register_mac_helper)
+from backends.cortex_m.schedules.pair_q15 import scratch_axes
+from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_SMALL_OPS
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
+
+PAIR_TILES_OPS = {"int32": "tvm_ext.pair_tiles_s8", "int16": "tvm_ext.pair_tiles_s8_b16"}
+"""The fused helper's op per bias type (the DSP epilogue's, ``requantize_epilogue.REQUANTIZE_SMALL_OPS``)."""
+# pair_tiles_s8(out, x, q, w, bias, multiplier, shift, zero_point, x_row_stride, rows, row_len, x_pixel_stride,
+# out_pixel_stride, w_channel_stride, channels): out[p * out_pixel_stride + c] and the epilogue's constants
+# `channels` elements; x[p * x_pixel_stride + r * x_row_stride + k]; q the scratch of both windows; w `channels`
+# runs of rows * row_len, w_channel_stride apart.
+PAIR_TILES_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(DUAL_MAC_PIXELS, Arg(12)), Axis(Arg(14), 1))),
+    PointerAccess(1, (Axis(DUAL_MAC_PIXELS, Arg(11)), Axis(Arg(9), Arg(8)), Axis(Arg(10), 1))),
+    PointerAccess(2, scratch_axes(9, 10)),
+    PointerAccess(3, (Axis(Arg(14), Arg(13)), Axis(Arg(9), Arg(10)), Axis(Arg(10), 1))),
+    *(PointerAccess(pointer, (Axis(Arg(14), 1),)) for pointer in (4, 5, 6)),
+))
+for _bias, _op in PAIR_TILES_OPS.items():
+    register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias), PAIR_TILES_ACCESS)
+
+
+def one_high_window(weight: TensorLoad) -> bool:
+    """Whether the weights (OHWI) are a kernel of one row and several taps: a Conv1D's."""
+    shape = weight.source.shape
+    return len(shape) == 4 and all(isinstance(extent, tirx.IntImm) for extent in shape) \
+        and int(shape[1]) == 1 and int(shape[2]) > 1
+
+
+def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
+    """``pixel_pairs.pair_odd_pixel_row`` (an odd pixel count: pairs, then the last pixel on its own) with the
+    pairs' inputs widened once (``pair_q15``) unless the reduction ``block_name`` is a 1-high convolution's
+    (``one_high_window``), whose pairs ``pair_tiles_calls`` then fuses: its helper widens them itself."""
+    block = next((node for node in walk(func.body) if isinstance(node, s_tir.SBlock) and node.name_hint == block_name),
+                 None)
+    reduction = mac_reduction(block) if block is not None else None
+    fused = reduction is not None and one_high_window(reduction.weight)
+    return pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=not fused)
+
+
+def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
+    """The epilogue calls ``stmts`` consist of, each with the values of the loops around it inside ``stmts``
+    (one per iteration: a loop over the pair's pixels is unrolled here); None for anything else."""
+    found = []
+    for stmt in stmts:
+        loops = []
+        while isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) \
+                and isinstance(stmt.min, tirx.IntImm):
+            loops.append(stmt)
+            stmt = stmt.body
+        call = call_of(stmt, tuple(REQUANTIZE_SMALL_OPS.values()))
+        if call is None:
+            return None
+        for values in itertools.product(*(range(int(loop.min), int(loop.min) + int(loop.extent)) for loop in loops)):
+            at = {loop.loop_var: tirx.const(value, str(loop.loop_var.ty.dtype)) for loop, value in zip(loops, values)}
+            found.append((tirx.call_intrin("int32", call.op.name,
+                                           *(map_leaves(arg, lambda n: at.get(n, n)) for arg in call.args)), at))
+    return found
+
+
+def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional[s_tir.SBlockRealize]:
+    """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or None
+    where it is not a loop over the channel tiles of a 1-high convolution's pixel pair of the module
+    docstring's form; the call's widened-input scratch is the first buffer of ``scratch`` (the kernel's, which
+    the calls share: they run one after another) that holds enough words, else a new one appended to it."""
+    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
+        return None
+    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
+    macs = [i for i, stmt in enumerate(stmts) if call_of(stmt, (DUAL_MAC_2PX_OP,)) is not None]
+    if len(macs) != 1:
+        return None
+    mac = call_of(stmts[macs[0]], (DUAL_MAC_2PX_OP,))
+    acc_a, acc_b, x, w = (pointee(arg) for arg in mac.args[:4])
+    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[4:]]
+    requantizations = _requantizations(stmts[macs[0] + 1:])
+    if None in (acc_a, acc_b, x, w, *sizes) or requantizations is None or len(requantizations) != DUAL_MAC_PIXELS \
+            or not one_high_window(w):
+        return None
+    x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
+    offsets = LoopOffsets((*enclosing, loop))
+    constant = offsets.constant
+    tile = loop.loop_var
+
+    # the zeroed accumulators: exactly the MAC's eight (four from each pixel's pointer)
+    zeroed = []
+    for stmt in stmts[:macs[0]]:
+        stores = zeroed_stores(stmt, acc_a.source)
+        if stores is None:
+            return None
+        for store, lanes in stores:
+            extents = [range(int(inner.min), int(inner.min) + int(inner.extent)) for inner in lanes]
+            for values in itertools.product(*extents):
+                at = {inner.loop_var: tirx.const(value, str(inner.loop_var.ty.dtype))
+                      for inner, value in zip(lanes, values)}
+                zeroed.append(constant(map_leaves(flat_offset(store), lambda n: at.get(n, n)) - flat_offset(acc_a)))
+    second = constant(flat_offset(acc_b) - flat_offset(acc_a))
+    if not acc_b.source.same_as(acc_a.source) or second is None \
+            or sorted(zeroed) != sorted([*range(TILE), *range(second, second + TILE)]):
+        return None
+    # each pixel's epilogue reads its accumulators; the second pixel's outputs a constant stride on
+    outs = []
+    for (requantization, _), acc in zip(requantizations, (acc_a, acc_b)):
+        out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
+        if None in (out, read, *epilogue) or not read.source.same_as(acc.source) \
+                or constant(flat_offset(read) - flat_offset(acc)) != 0 or int(requantization.args[6]) != TILE:
+            return None
+        outs.append((requantization, out, epilogue))
+    (first, out, epilogue), (other, out_b, epilogue_b) = outs
+    if first.op.name != other.op.name or not out_b.source.same_as(out.source) \
+            or not tvm_ffi.structural_equal(list(first.args[2:6]), list(other.args[2:6])):
+        return None
+    out_pixel_stride = constant(flat_offset(out_b) - flat_offset(out))
+    if out_pixel_stride is None or out_pixel_stride < TILE * int(loop.extent):
+        return None  # the pixels' outputs must not overlap
+    # everything but the inputs moves one tile
+    if not offsets.moves_tiles(tile, x, w, w_channel_stride, (out, *epilogue)):
+        return None
+
+    def address(arg):
+        return at_first_tile(arg, tile)
+
+    words = q15_scratch_words(rows, row_len)
+    buffer = next((held for held in scratch if int(held.shape[0]) >= words), None)
+    if buffer is None:  # int32: 4-byte aligned for LDRD
+        buffer = tirx.decl_buffer((words,), "int32", name="pair_q15")
+        scratch.append(buffer)
+    channels = int(loop.extent) * TILE
+    args = [address(first.args[0]), mac.args[2], buffer.access_ptr("rw"), address(mac.args[3]),
+            *(address(arg) for arg in first.args[2:5]), first.args[5], x_row_stride, rows, row_len,
+            x_pixel_stride, out_pixel_stride, w_channel_stride, channels]
+    bias_type = next(bias for bias, op in REQUANTIZE_SMALL_OPS.items() if op == first.op.name)
+    call = tirx.call_intrin("int32", PAIR_TILES_OPS[bias_type], *args)
+    reads = [_whole(load.source) for load in (x, w, *epilogue)]
+    writes = [_whole(out.source)]
+    block = s_tir.SBlock([], reads, writes, "pair_tiles", tirx.Evaluate(call))
+    return s_tir.SBlockRealize([], True, block)
+
+
+def pair_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` (a scheduled kernel after its epilogue calls) with each loop over a pixel pair's channel tiles of
+    the module docstring's form replaced by its fused call, the widened inputs' scratch buffers the kernel's own;
+    any other function unchanged."""
+    scratch: list = []
+    replaced = with_root_loops_replaced(func, functools.partial(pair_tiles_call, scratch=scratch), enclosing=True)
+    if not scratch:
+        return func
+    realize = replaced.body
+    root = realize.block
+    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, root.body, root.init,
+                         [*root.alloc_buffers, *scratch], root.match_buffers, root.annotations)
+    return replaced.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
