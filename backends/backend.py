@@ -241,3 +241,7 @@ class KernelSchedules:
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
     None where it does not fit that ADD (the generic kernel then)."""
+    interleaved_gate_weights: bool = False
+    """Whether the int8 lowering gives a recurrent cell's gate products their weights interleaved per tile of four
+    units (`tvm_ext.kernels.lstm.interleave_gate_weights`), for a core whose helper reads them so; False keeps
+    TFLite's [unit, input] rows."""

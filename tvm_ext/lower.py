@@ -81,7 +81,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
                                     max_pool_runs=kernel_schedules_of(profile).max_pool_runs,
                                     int8_add=kernel_schedules_of(profile).int8_add,
                                     flash_bytes=profile.flash_bytes,
-                                    conv_weight_length=kernel_schedules_of(profile).conv_weight_length),
+                                    conv_weight_length=kernel_schedules_of(profile).conv_weight_length,
+                                    interleaved_gate_weights=kernel_schedules_of(profile).interleaved_gate_weights),
             # Before any folding: a quantized ONNX model's float Convs and MatMuls keep their int8 weights.
             keeping_layers(DequantizeWeightsInKernels()),
             # Before any folding: FoldConstant would run an index operator with bad constant indices on the

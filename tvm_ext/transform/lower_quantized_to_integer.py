@@ -94,6 +94,9 @@ class LowerQuantizedToInteger:
     conv_weight_length: each output channel's int8 CONV_2D weight length for a window (KH, KW, I) and whether
         the convolution pads its input, where the backend pads the weights with zeros beyond KH * KW * I
         (``backends.backend.KernelSchedules.conv_weight_length``; None: never).
+    interleaved_gate_weights: give recurrent cells' gate products their weights interleaved per tile of four
+        units (``tvm_ext.kernels.lstm.interleave_gate_weights``): a backend's choice
+        (``backends.backend.KernelSchedules.interleaved_gate_weights``), for its helper of that layout.
     flash_bytes: the profile's flash (bytes); with ``paired_weights``, weights are paired only where twice
         the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)
         fit it, as a paired layer's weights take twice their bytes (None: no limit).
@@ -116,12 +119,14 @@ class LowerQuantizedToInteger:
         int8_add: Optional[Callable[..., Any]] = None,
         flash_bytes: Optional[int] = None,
         conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None,
+        interleaved_gate_weights: bool = False,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_weights = paired_weights
         self.stacked_rows = stacked_rows
         self.max_pool_runs = max_pool_runs
         self.int8_add = int8_add
+        self.interleaved_gate_weights = interleaved_gate_weights
         self.flash_bytes = flash_bytes
         self.conv_weight_length = conv_weight_length
         self.allow_float_fallback = allow_float_fallback
@@ -179,7 +184,8 @@ class _MainRewriter:
         paired = options.paired_weights and (
             options.flash_bytes is None or 2 * constant_bytes(func) <= options.flash_bytes)
         self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs,
-                                       options.int8_add, options.stacked_rows, options.conv_weight_length)
+                                       options.int8_add, options.stacked_rows, options.conv_weight_length,
+                                       options.interleaved_gate_weights)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

@@ -131,7 +131,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
     (Helium defines no such helper: its pools keep the element-wise kernel); int8 ADD as Helium's vector helper
     on cores with MVE (`helium_add`); on DSP cores without MVE, a copied CONV_2D window padded to whole groups of
-    four with zero weights (`border_window.copied_window_length`; Helium's helper takes any length in its lanes)."""
+    four with zero weights (`border_window.copied_window_length`; Helium's helper takes any length in its lanes),
+    and LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
@@ -142,4 +143,6 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         stacked_rows=has_dsp_extension(profile) and not has_mve(profile),
         int8_add=helium_add_int8 if has_mve(profile) else None,
         conv_weight_length=copied_window_length if has_dsp_extension(profile) and not has_mve(profile) else None,
+        # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
+        interleaved_gate_weights=has_dsp_extension(profile) and not has_mve(profile),
     )

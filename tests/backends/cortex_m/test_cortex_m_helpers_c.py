@@ -21,6 +21,7 @@ from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
                                                   STACKED_MAC_TEMPLATE, dsp_template_c)
+from backends.cortex_m.helpers.dual_mac_interleaved_c import DUAL_MAC_INTERLEAVED_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_LANES_TEMPLATE,
@@ -113,6 +114,8 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("stacked_mac", (DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE)),
     DEPTHWISE_MAC,
     ROW_DOT,
+    # the LSTM gates' dual MAC over interleaved weights: LDRD, SXTB16, SMLAD under QEMU (needs no other template)
+    HelperUnitTest("dual_mac_interleaved", (DUAL_MAC_INTERLEAVED_TEMPLATE,)),
     # the word copies of cores that load unaligned words, on the host too
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
     # the running int8 maximum: the byte loop on the host, SSUB8 + SEL under QEMU
