@@ -1,0 +1,85 @@
+"""Helium's float MAC schedule (backends/cortex_m/schedules/helium_float.py, the helper
+backends/cortex_m/helpers/templates/helium_float.h.in): on cortex-m55 an unpadded float CONV_2D (1x1 and 3x3) or
+FULLY_CONNECTED reduction tiled to output channels is one call of `<prefix>_fmac_f32` (one pixel) or `_f32x2` (a
+pixel pair) per tile, a padded one keeps its scalar loops, the bundle's float results are those of the scalar
+kernels (the self-test under QEMU mps3-an547 and the helper's portable C on the host), and other cores keep the
+scalar kernels."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+from test_requantize_epilogue import host_selftest_passes, needs_cross_tools  # noqa: E402
+from tflite_builder import Model, Operator, Options, Tensor, build  # noqa: E402
+
+from tvm_ext.compile import compile  # noqa: E402
+
+RELU = 1  # tflite.ActivationFunctionType
+SAME, VALID = 0, 1  # tflite.Padding
+
+
+def _weights(*shape: int) -> np.ndarray:
+    """Seeded float32 weights in [-1, 1)."""
+    return np.random.default_rng(sum(shape)).uniform(-1, 1, shape).astype(np.float32)
+
+
+def _float_model() -> bytes:
+    """x [1, 6, 4, 5] -> a 1x1 CONV_2D to 12 channels with a ReLU (24 pixels: pairs; 12 channels: tiles of 4)
+    -> y; y -> a 3x3 VALID CONV_2D to 8 channels (4x2 pixels, pairs: a window of 3 rows) -> z, an output; y -> a
+    3x3 SAME CONV_2D to 8 channels (padded: scalar) -> p, an output; x flattened -> a FULLY_CONNECTED to 8 -> f,
+    an output."""
+    tensors = [Tensor("x", (1, 6, 4, 5), "float32"),
+               Tensor("w1", (12, 1, 1, 5), "float32", data=_weights(12, 1, 1, 5)),
+               Tensor("b1", (12,), "float32", data=_weights(12)),
+               Tensor("y", (1, 6, 4, 12), "float32"),
+               Tensor("w3", (8, 3, 3, 12), "float32", data=_weights(8, 3, 3, 12)),
+               Tensor("b3", (8,), "float32", data=_weights(8)),
+               Tensor("z", (1, 4, 2, 8), "float32"),
+               Tensor("wp", (8, 3, 3, 12), "float32", data=_weights(8, 3, 3, 12) * 0.5),
+               Tensor("p", (1, 6, 4, 8), "float32"),
+               Tensor("wf", (8, 120), "float32", data=_weights(8, 120)),
+               Tensor("bf", (8,), "float32", data=_weights(8) * 0.25),
+               Tensor("f", (1, 8), "float32")]
+    conv = {"StrideW": 1, "StrideH": 1, "FusedActivationFunction": 0}
+    operators = [Operator("CONV_2D", (0, 1, 2), (3,), Options("Conv2DOptions", {**conv, "Padding": VALID,
+                                                                                "FusedActivationFunction": RELU})),
+                 Operator("CONV_2D", (3, 4, 5), (6,), Options("Conv2DOptions", {**conv, "Padding": VALID})),
+                 Operator("CONV_2D", (3, 7, 5), (8,), Options("Conv2DOptions", {**conv, "Padding": SAME})),
+                 Operator("FULLY_CONNECTED", (0, 9, 10), (11,), Options("FullyConnectedOptions", {}))]
+    return build(Model(tensors, operators, (0,), (6, 8, 11)))
+
+
+def _bundle(tmp_path, target: str):
+    """(the float model's bundle for `target`, its kernels' C), its self-test passed."""
+    model = tmp_path / "floats.tflite"
+    model.write_bytes(_float_model())
+    bundle = compile(model, target, tmp_path / target)
+    assert bundle.selftest.passed, bundle.selftest.output
+    return bundle, (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+
+
+@needs_cross_tools
+def test_helium_float_reductions_are_vector_calls_with_the_scalar_results(tmp_path):
+    bundle, kernels = _bundle(tmp_path, "cortex-m55")
+    assert bundle.selftest.where == "mps3-an547"
+    pairs = re.findall(r"_fmac_f32x2\((.*)\);", kernels)
+    singles = re.findall(r"_fmac_f32\((.*)\);", kernels)
+    # the 1x1 layer (a pair per call: one row of 5 taps, tiles of 4 channels, the pair's inputs 5 apart) and the
+    # 3x3 VALID one (3 rows of 36 taps, 8 channels in tiles of 4: a tile of all of them is left untiled)
+    assert any(call.endswith(", 1, 5, 4, 5") for call in pairs), pairs
+    assert any(call.endswith(", 3, 36, 4, 12") for call in pairs), pairs
+    assert any(call.endswith(", 1, 120, 4") for call in singles), singles  # the fully connected layer
+    assert len(pairs) + len(singles) == 3, kernels  # the SAME (padded) convolution keeps its scalar loops
+    internal = (bundle.out_dir / "floats_internal.h").read_text()
+    assert "vmulq_n_f32(" in internal and "vmladavaq" not in internal  # only the float helpers are defined
+    host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable loops
+
+
+@needs_cross_tools
+def test_other_cores_keep_the_scalar_float_kernels(tmp_path):
+    _bundle_, kernels = _bundle(tmp_path, "cortex-m4f")
+    assert "_fmac_f32" not in kernels

@@ -1,0 +1,112 @@
+/* Unit test of the Helium float multiply-accumulates (backends/cortex_m/helpers/templates/helium_float.h.in, with the
+ * prefix lp): lp_fmac_f32 and lp_fmac_f32x2 against the plain loops of their contract (the product rounded, then the
+ * sum, in the contract's order), bit for bit, over windows of rows 0..3 and row_len 0..9, channel counts 1..19 (whole groups
+ * of eight, one vector, and every predicated tail), weight tap strides at and past the channel count, padded
+ * input rows, both pixel forms, values of mixed signs and magnitudes 2^-20..2^20 with zeros, and starting
+ * accumulators of their own; the floats after each pixel's accumulators must keep their value. Built by
+ * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
+ * (VLDRW, VMUL, VADD, VCTP). Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cortex_m_test_values.h"
+#include "fmac_f32.h"
+
+#define CHANNELS_MAX 19
+#define GUARD 3 /* floats after the accumulators that must keep their value */
+#define X_FLOATS 160
+#define W_FLOATS 1024
+
+/* A float of the sequence: 0 now and then, else a signed value of magnitude 2^-20..2^20. */
+static float next_float(uint32_t *state)
+{
+    const uint32_t drawn = next_value(state);
+    if (drawn % 17u == 0u) {
+        return 0.0f;
+    }
+    const float unit = (float)(drawn % 4096u) / 4096.0f + 0.5f;
+    const int exponent = (int)((drawn >> 12) % 41u) - 20;
+    return (drawn & 0x8000u) ? -ldexpf(unit, exponent) : ldexpf(unit, exponent);
+}
+
+/* The contract's sum for channel c of the pixel at x, from `start`. */
+static float expected(const float *x, const float *w, float start, int32_t x_row_stride, int32_t w_row_stride,
+                      int32_t w_tap_stride, int32_t rows, int32_t row_len, int32_t c)
+{
+    float sum = start;
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t k = 0; k < row_len; ++k) {
+            sum = sum + x[r * x_row_stride + k] * w[r * w_row_stride + k * w_tap_stride + c];
+        }
+    }
+    return sum;
+}
+
+/* Whether a pixel's accumulators (channels of them, then GUARD untouched) differ from the contract's bits. */
+static int wrong(const float *acc, const float *start, const float *x, const float *w, int32_t x_row_stride,
+                 int32_t w_row_stride, int32_t w_tap_stride, int32_t rows, int32_t row_len, int32_t channels)
+{
+    int differs = 0;
+    for (int32_t c = 0; c < channels + GUARD; ++c) {
+        const float want = c < channels ? expected(x, w, start[c], x_row_stride, w_row_stride, w_tap_stride, rows,
+                                                   row_len, c)
+                                        : start[c];
+        differs |= memcmp(&acc[c], &want, sizeof want) != 0;
+    }
+    return differs;
+}
+
+int main(void)
+{
+    static float x[X_FLOATS], w[W_FLOATS];
+    uint32_t state = 11;
+    int32_t failures = 0, cases = 0;
+    for (int32_t i = 0; i < X_FLOATS; ++i) {
+        x[i] = next_float(&state);
+    }
+    for (int32_t i = 0; i < W_FLOATS; ++i) {
+        w[i] = next_float(&state);
+    }
+    for (int32_t channels = 1; channels <= CHANNELS_MAX; ++channels) {
+        for (int32_t rows = 0; rows <= 3; ++rows) {
+            for (int32_t row_len = 0; row_len <= 9; row_len += 1 + (rows == 3)) {
+                const int32_t w_tap_stride = channels + (row_len % 3 == 1 ? 5 : 0);
+                const int32_t w_row_stride = row_len * w_tap_stride + (rows % 2) * 3;
+                const int32_t x_row_stride = row_len + (row_len % 2) * 4;
+                const int32_t x_pixel_stride = 7 + channels % 3;
+                const int32_t x_first = (channels + rows) % 5;
+                if (rows * w_row_stride + channels > W_FLOATS
+                        || x_first + x_pixel_stride + rows * x_row_stride > X_FLOATS) {
+                    continue;
+                }
+                float start_a[CHANNELS_MAX + GUARD], start_b[CHANNELS_MAX + GUARD];
+                float one[CHANNELS_MAX + GUARD], acc_a[CHANNELS_MAX + GUARD], acc_b[CHANNELS_MAX + GUARD];
+                for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                    start_a[c] = next_float(&state);
+                    start_b[c] = next_float(&state);
+                }
+                memcpy(one, start_a, sizeof one);
+                memcpy(acc_a, start_a, sizeof acc_a);
+                memcpy(acc_b, start_b, sizeof acc_b);
+                const float *xp = x + x_first;
+                const int32_t returned = lp_fmac_f32(one, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows,
+                                                     row_len, channels)
+                    | lp_fmac_f32x2(acc_a, acc_b, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows, row_len,
+                                    channels, x_pixel_stride);
+                if ((returned != 0
+                     || wrong(one, start_a, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows, row_len, channels)
+                     || wrong(acc_a, start_a, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows, row_len,
+                              channels)
+                     || wrong(acc_b, start_b, xp + x_pixel_stride, w, x_row_stride, w_row_stride, w_tap_stride, rows,
+                              row_len, channels))
+                    && failures++ < 8) {
+                    printf("FAIL %ld channels, rows %ld, row_len %ld\n", (long)channels, (long)rows, (long)row_len);
+                }
+                ++cases;
+            }
+        }
+    }
+    return cases_verdict(cases, failures);
+}
