@@ -13,18 +13,27 @@ optionally a loop of PIXEL_TILE pixels outside it (moving the input and the accu
 reduction loops outside those reading the input as ``rows`` runs of ``row_len`` contiguous elements and the
 weights a constant tap stride apart within a row. Each channel's products are added in the same order with the
 same two roundings per step: the scalar kernel's sums bit for bit (but for denormals, which MVE's float lanes
-flush to zero; the helper's contract). A padded reduction (its test inside the loops: float kernels are not
-border-split) keeps its scalar loops.
+flush to zero; the helper's contract).
+
+A padded reduction reads each tap through ``if_then_else(inside, x, 0)`` inside its loops (float kernels are not
+border-split: ``tvm_ext.schedule.border_split``); ``padded_float_calls`` (run with Helium's epilogue calls, on the
+scheduled function) tests once per tile whether its whole window lies inside the image and then makes the
+reduction the helper's call, and a border tile one call of the one-pixel helper per pixel and tap inside the
+image over the tap's input channels (pretrainedResnet on cortex-m55: 35,747,983 instructions before, 13,832,449
+with both; its code 8,556 -> 6,152 B).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 from typing import Optional
 
+import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
+from tvm.sym import Analyzer
 
 from backends.cortex_m.helpers import HELIUM_FLOAT_HELPERS
 from backends.cortex_m.helpers.helium_c import fmac_f32_helper_name
@@ -32,6 +41,7 @@ from backends.cortex_m.schedules.dual_mac import AccessOffsets, MacReduction, _i
 from tvm_ext.schedule.float_schedule import PIXEL_TILE
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
+from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
 
 FMAC_F32_OP = "tvm_ext.fmac_f32"
 FMAC_F32X2_OP = "tvm_ext.fmac_f32x2"
@@ -162,3 +172,173 @@ def _float_window(reduction: MacReduction, offsets: AccessOffsets, extents: list
             or offset(store, corner) != expected_acc:
         return None
     return [x_row_stride, w_row_stride, w_tap_stride, rows, row_len, x_pixel_stride]
+
+
+# --- a padded reduction: the call where the tile's whole window lies inside the image -----------------------
+
+_IF_THEN_ELSE = "prim.if_then_else"
+_COMPARISONS = (tirx.LT, tirx.LE, tirx.GT, tirx.GE)
+_MONOTONE = (tirx.Add, tirx.Sub)
+"""Index operators monotone in each operand (with Mul and FloorDiv by a constant: `_monotone`)."""
+
+
+def padded_float_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` with each padded float reduction (a chain of loops from a reduction loop down to an update
+    ``acc = acc + if_then_else(inside, x, pad) * w`` over float32) that ``float_mac_replacement`` computes once
+    the guard is read as ``x`` guarded per tile: ``if (the test holds over the whole chain) {the helper's call}
+    else {the loops as they were}``. The test is each of the guard's conjuncts at every corner of the loops it
+    reads (exact: each conjunct is monotone in each loop variable, which it reads once), so the call runs only
+    where every tap of the tile's window is inside the image, where the guard reads ``x``: the same sums, and the
+    border's tiles keep the scalar loops (their tests hoisted per tile by tvm_ext.codegen.padding_test_hoist).
+    ``func`` itself where there is none."""
+    found = [False]
+
+    def tile(loop: tirx.For) -> Optional[tirx.Stmt]:
+        replaced = _guarded_tile(loop)
+        found[0] = found[0] or replaced is not None
+        return replaced
+
+    rewritten = with_root_loops_replaced(func, tile)
+    return rewritten if found[0] else func
+
+
+def _guarded_tile(loop: tirx.For) -> Optional[tirx.Stmt]:
+    """The test and calls for the chain of loops from ``loop`` (see `padded_float_calls`), or None."""
+    chain = [loop]
+    while isinstance(chain[-1].body, tirx.For):
+        chain.append(chain[-1].body)
+    realize = chain[-1].body
+    if not isinstance(realize, s_tir.SBlockRealize) or not _always(realize.predicate):
+        return None
+    block = realize.block
+    guard = _float_guard(block.body)
+    if guard is None:
+        return None
+    bindings = {iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values)}
+    reduced = [value for iv, value in zip(block.iter_vars, realize.iter_values)
+               if iv.iter_type == tirx.IterVar.CommReduce]
+    if not any(_uses(value, loop.loop_var) for value in reduced):
+        return None  # the chain does not start at a reduction loop
+    clean = _read_as(realize, guard, guard.args[1])
+    call = float_mac_replacement(clean, chain)
+    if call is None:
+        return None
+    try:
+        test = _inside_everywhere(guard.args[0], bindings, chain)
+    except KeyError:
+        return None  # a test form this module does not bound: keep the guarded loops
+    return tirx.IfThenElse(test, call, _border_taps(chain, clean, guard, bindings) or loop)
+
+
+def _border_taps(chain: list, clean: s_tir.SBlockRealize, guard: tvm.ir.Call, bindings: dict) -> Optional[tirx.Stmt]:
+    """A border tile's reduction as calls of the one-pixel helper over each tap's run (the last reduction loop,
+    which the guard does not read: a convolution's input channels), one call per pixel and tap inside the
+    image, the taps in their order: ``for pixel { for taps { if (inside) call } }``; None where the chain has
+    another form. A tap outside the image adds the guard's product ``pad * w`` to each sum in the scalar loops:
+    skipped here, which changes no sum where the pad is zero and the weights finite (acc + 0 is acc for any acc
+    but -0, which a sum started at +0 never is)."""
+    if not isinstance(guard.args[2], tirx.FloatImm) or float(guard.args[2].value) != 0.0:
+        return None
+    bound = map_leaves(guard.args[0], lambda leaf: bindings.get(leaf, leaf))
+    offsets = AccessOffsets({iv.var: value for iv, value in zip(clean.block.iter_vars, clean.iter_values)},
+                            [loop.loop_var for loop in chain])
+    try:
+        pixels = len(chain) > 2 and offsets.step(clean.block.body, len(chain) - 2) != 0
+    except KeyError:
+        return None
+    reductions = chain[:-2] if pixels else chain[:-1]
+    run, taps = reductions[-1], reductions[:-1]
+    if _uses(bound, run.loop_var) or _uses(bound, chain[-1].loop_var):
+        return None
+    call = float_mac_replacement(clean, [run, chain[-1]])
+    if call is None:
+        return None
+    body: tirx.Stmt = tirx.IfThenElse(bound, call, None)
+    for tap in reversed(([chain[-2]] if pixels else []) + list(taps)):  # the pixels outermost
+        body = tirx.For(tap.loop_var, tap.min, tap.extent, tirx.ForKind.SERIAL, body)
+    return body
+
+
+def _always(predicate) -> bool:
+    return isinstance(predicate, tirx.IntImm) and bool(predicate)
+
+
+def _float_guard(store) -> Optional[tvm.ir.Call]:
+    """The ``if_then_else`` factor of a float32 ``acc = acc + guarded * w`` (or ``w * guarded``), else None."""
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "float32":
+        return None
+    value = store.value
+    if not isinstance(value, tirx.Add) or not isinstance(value.b, tirx.Mul):
+        return None
+    for factor in (value.b.a, value.b.b):
+        if isinstance(factor, tvm.ir.Call) and isinstance(factor.op, tvm.ir.Op) and factor.op.name == _IF_THEN_ELSE:
+            return factor
+    return None
+
+
+def _read_as(realize: s_tir.SBlockRealize, guard: tvm.ir.Call, value) -> s_tir.SBlockRealize:
+    """The update block ``realize`` with its guarded factor ``guard`` replaced by ``value``."""
+    block = realize.block
+    store = block.body
+    product = store.value.b
+    factors = [value if factor.same_as(guard) else factor for factor in (product.a, product.b)]
+    new_store = tirx.BufferStore(store.buffer, tirx.Add(store.value.a, tirx.Mul(*factors)), store.indices)
+    new_block = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint + "_interior", new_store,
+                             block.init, block.alloc_buffers, block.match_buffers, block.annotations)
+    return s_tir.SBlockRealize(realize.iter_values, realize.predicate, new_block)
+
+
+def _inside_everywhere(condition, bindings: dict, chain: list) -> tirx.Expr:
+    """``condition`` (a conjunction of comparisons over the block's variables, ``bindings`` their values) held
+    at every point of the ``chain`` loops' ranges: each conjunct at every corner of the chain loops it reads.
+    KeyError where a conjunct is no comparison, or not monotone in each such loop (`_monotone`)."""
+    conjuncts, stack = [], [condition]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tirx.And):
+            stack += [node.a, node.b]
+        elif isinstance(node, _COMPARISONS):
+            conjuncts.append(node)
+        else:
+            raise KeyError(type(node).__name__)
+    tests = []
+    for conjunct in conjuncts:
+        bound = map_leaves(conjunct, lambda leaf: bindings.get(leaf, leaf))
+        loops = [loop for loop in chain if _uses(bound, loop.loop_var)]
+        for loop in loops:
+            if _uses(bound.a, loop.loop_var) + _uses(bound.b, loop.loop_var) != 1 or not (
+                    _monotone(bound.a) and _monotone(bound.b)):
+                raise KeyError("a test not monotone in its loop")
+        for corner in itertools.product(*[(loop.min, loop.min + loop.extent - 1) for loop in loops]):
+            point = {loop.loop_var: value for loop, value in zip(loops, corner)}
+            tests.append(map_leaves(bound, lambda leaf: point.get(leaf, leaf)))
+    analyzer = Analyzer()
+    test = tirx.const(True, "bool")
+    for part in tests:
+        simple = analyzer.simplify(part)
+        if isinstance(simple, tirx.IntImm) and bool(simple):
+            continue
+        test = simple if isinstance(test, tirx.IntImm) else tirx.And(test, simple)
+    return test
+
+
+def _uses(expr, var) -> int:
+    """How many times ``expr`` reads ``var``."""
+    return sum(1 for node in walk(expr) if isinstance(node, tirx.Var) and node.same_as(var))
+
+
+def _monotone(expr) -> bool:
+    """Whether ``expr`` is built of variables and integer constants by +, -, and * or floordiv by a constant
+    (positive for floordiv): monotone in each variable it reads once."""
+    if isinstance(expr, (tirx.Var, tirx.IntImm)):
+        return True
+    if isinstance(expr, tirx.Cast):
+        return _monotone(expr.value)
+    if isinstance(expr, _MONOTONE):
+        return _monotone(expr.a) and _monotone(expr.b)
+    if isinstance(expr, tirx.Mul):
+        return (isinstance(expr.a, tirx.IntImm) and _monotone(expr.b)) or (
+            isinstance(expr.b, tirx.IntImm) and _monotone(expr.a))
+    if isinstance(expr, tirx.FloorDiv):
+        return isinstance(expr.b, tirx.IntImm) and int(expr.b) > 0 and _monotone(expr.a)
+    return False

@@ -1,12 +1,13 @@
 """Helium's float MAC schedule (backends/cortex_m/schedules/helium_float.py, the helper
-backends/cortex_m/helpers/templates/helium_float.h.in): on cortex-m55 an unpadded float CONV_2D (1x1 and 3x3) or
+backends/cortex_m/helpers/templates/helium_float.h.in): on cortex-m55 a float CONV_2D (1x1 and 3x3) or
 FULLY_CONNECTED reduction tiled to output channels is one call of `<prefix>_fmac_f32` (one pixel) or `_f32x2` (a
-pixel pair) per tile, a padded one keeps its scalar loops, the bundle's float results are those of the scalar
-kernels (the self-test under QEMU mps3-an547 and the helper's portable C on the host), and other cores keep the
-scalar kernels."""
+pixel pair) per tile, a padded one's border tiles one call per pixel and tap inside the image; the bundle's float
+results are those of cortex-m4f's scalar kernels bit for bit (the self-tests' output checksums under QEMU, and the
+helper's portable C on the host), and other cores keep the scalar kernels."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -30,7 +31,7 @@ def _weights(*shape: int) -> np.ndarray:
 def _float_model() -> bytes:
     """x [1, 6, 4, 5] -> a 1x1 CONV_2D to 12 channels with a ReLU (24 pixels: pairs; 12 channels: tiles of 4)
     -> y; y -> a 3x3 VALID CONV_2D to 8 channels (4x2 pixels, pairs: a window of 3 rows) -> z, an output; y -> a
-    3x3 SAME CONV_2D to 8 channels (padded: scalar) -> p, an output; x flattened -> a FULLY_CONNECTED to 8 -> f,
+    3x3 SAME CONV_2D to 8 channels (padded: 6x4 pixels, every pair on the border) -> p, an output; x flattened -> a FULLY_CONNECTED to 8 -> f,
     an output."""
     tensors = [Tensor("x", (1, 6, 4, 5), "float32"),
                Tensor("w1", (12, 1, 1, 5), "float32", data=_weights(12, 1, 1, 5)),
@@ -62,10 +63,18 @@ def _bundle(tmp_path, target: str):
     return bundle, (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
 
 
+def _checksums(bundle) -> list[str]:
+    """The self-test's checksum of each case's each output (its manifest's)."""
+    return [entry["checksum"] for entry in json.loads((bundle.out_dir / "manifest.json").read_text())["selftest"][
+        "outputs"]]
+
+
 @needs_cross_tools
 def test_helium_float_reductions_are_vector_calls_with_the_scalar_results(tmp_path):
     bundle, kernels = _bundle(tmp_path, "cortex-m55")
     assert bundle.selftest.where == "mps3-an547"
+    scalar, _kernels = _bundle(tmp_path, "cortex-m4f")
+    assert _checksums(bundle) == _checksums(scalar)  # bit for bit with the scalar kernels
     pairs = re.findall(r"_fmac_f32x2\((.*)\);", kernels)
     singles = re.findall(r"_fmac_f32\((.*)\);", kernels)
     # the 1x1 layer (a pair per call: one row of 5 taps, tiles of 4 channels, the pair's inputs 5 apart) and the
@@ -73,7 +82,10 @@ def test_helium_float_reductions_are_vector_calls_with_the_scalar_results(tmp_pa
     assert any(call.endswith(", 1, 5, 4, 5") for call in pairs), pairs
     assert any(call.endswith(", 3, 36, 4, 12") for call in pairs), pairs
     assert any(call.endswith(", 1, 120, 4") for call in singles), singles  # the fully connected layer
-    assert len(pairs) + len(singles) == 3, kernels  # the SAME (padded) convolution keeps its scalar loops
+    # the SAME convolution: its tiles' test, then the pair's call (inside the image) or a border tap's (the tap's
+    # 12 input channels; no tile of this small image is inside, so each border call runs)
+    assert any(call.endswith(", 12, 0, 8, 1, 12, 4") for call in singles), singles
+    assert len(pairs) == 3 and len(singles) == 2, kernels
     internal = (bundle.out_dir / "floats_internal.h").read_text()
     assert "vmulq_n_f32(" in internal and "vmladavaq" not in internal  # only the float helpers are defined
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable loops
