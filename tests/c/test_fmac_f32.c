@@ -1,5 +1,6 @@
 /* Unit test of the Helium float multiply-accumulates (backends/cortex_m/helpers/templates/helium_float.h.in, with the
- * prefix lp): lp_fmac_f32 and lp_fmac_f32x2 against the plain loops of their contract (the product rounded, then the
+ * prefix lp): lp_fmac_f32 and lp_fmac_f32x2, and the depthwise lp_fmac_dw_f32 and lp_fmac_dw_f32x2 (a tap's inputs
+ * its channels, x_col_stride apart), against the plain loops of their contract (the product rounded, then the
  * sum, in the contract's order), bit for bit, over windows of rows 0..3 and row_len 0..9, channel counts 1..19 (whole groups
  * of eight, one vector, and every predicated tail), weight tap strides at and past the channel count, padded
  * input rows, both pixel forms, values of mixed signs and magnitudes 2^-20..2^20 with zeros, and starting
@@ -16,7 +17,7 @@
 
 #define CHANNELS_MAX 19
 #define GUARD 3 /* floats after the accumulators that must keep their value */
-#define X_FLOATS 160
+#define X_FLOATS 1024
 #define W_FLOATS 1024
 
 /* A float of the sequence: 0 now and then, else a signed value of magnitude 2^-20..2^20. */
@@ -44,15 +45,34 @@ static float expected(const float *x, const float *w, float start, int32_t x_row
     return sum;
 }
 
-/* Whether a pixel's accumulators (channels of them, then GUARD untouched) differ from the contract's bits. */
+/* The depthwise contract's sum for channel c of the pixel at x, from `start`. */
+static float expected_dw(const float *x, const float *w, float start, int32_t x_row_stride, int32_t x_col_stride,
+                         int32_t w_row_stride, int32_t w_col_stride, int32_t rows, int32_t cols, int32_t c)
+{
+    float sum = start;
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t k = 0; k < cols; ++k) {
+            sum = sum + x[r * x_row_stride + k * x_col_stride + c] * w[r * w_row_stride + k * w_col_stride + c];
+        }
+    }
+    return sum;
+}
+
+/* Whether a pixel's accumulators (channels of them, then GUARD untouched) differ from the contract's bits (the
+   depthwise one's where x_col_stride > 0). */
 static int wrong(const float *acc, const float *start, const float *x, const float *w, int32_t x_row_stride,
-                 int32_t w_row_stride, int32_t w_tap_stride, int32_t rows, int32_t row_len, int32_t channels)
+                 int32_t x_col_stride, int32_t w_row_stride, int32_t w_tap_stride, int32_t rows, int32_t row_len,
+                 int32_t channels)
 {
     int differs = 0;
     for (int32_t c = 0; c < channels + GUARD; ++c) {
-        const float want = c < channels ? expected(x, w, start[c], x_row_stride, w_row_stride, w_tap_stride, rows,
-                                                   row_len, c)
-                                        : start[c];
+        float want = start[c];
+        if (c < channels) {
+            want = x_col_stride > 0 ? expected_dw(x, w, start[c], x_row_stride, x_col_stride, w_row_stride,
+                                                  w_tap_stride, rows, row_len, c)
+                                    : expected(x, w, start[c], x_row_stride, w_row_stride, w_tap_stride, rows,
+                                               row_len, c);
+        }
         differs |= memcmp(&acc[c], &want, sizeof want) != 0;
     }
     return differs;
@@ -77,12 +97,16 @@ int main(void)
                 const int32_t x_row_stride = row_len + (row_len % 2) * 4;
                 const int32_t x_pixel_stride = 7 + channels % 3;
                 const int32_t x_first = (channels + rows) % 5;
+                /* the depthwise form: a tap's channels contiguous, the taps x_col_stride apart in rows */
+                const int32_t x_col_stride = channels + row_len % 2, dw_row_stride = row_len * x_col_stride + 1;
                 if (rows * w_row_stride + channels > W_FLOATS
-                        || x_first + x_pixel_stride + rows * x_row_stride > X_FLOATS) {
+                        || x_first + x_pixel_stride + rows * x_row_stride > X_FLOATS
+                        || x_first + x_pixel_stride + rows * dw_row_stride + channels > X_FLOATS) {
                     continue;
                 }
                 float start_a[CHANNELS_MAX + GUARD], start_b[CHANNELS_MAX + GUARD];
                 float one[CHANNELS_MAX + GUARD], acc_a[CHANNELS_MAX + GUARD], acc_b[CHANNELS_MAX + GUARD];
+                float dw_one[CHANNELS_MAX + GUARD], dw_a[CHANNELS_MAX + GUARD], dw_b[CHANNELS_MAX + GUARD];
                 for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
                     start_a[c] = next_float(&state);
                     start_b[c] = next_float(&state);
@@ -90,17 +114,31 @@ int main(void)
                 memcpy(one, start_a, sizeof one);
                 memcpy(acc_a, start_a, sizeof acc_a);
                 memcpy(acc_b, start_b, sizeof acc_b);
+                memcpy(dw_one, start_a, sizeof dw_one);
+                memcpy(dw_a, start_a, sizeof dw_a);
+                memcpy(dw_b, start_b, sizeof dw_b);
                 const float *xp = x + x_first;
                 const int32_t returned = lp_fmac_f32(one, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows,
                                                      row_len, channels)
                     | lp_fmac_f32x2(acc_a, acc_b, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows, row_len,
-                                    channels, x_pixel_stride);
+                                    channels, x_pixel_stride)
+                    | lp_fmac_dw_f32(dw_one, xp, w, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride, rows,
+                                     row_len, channels)
+                    | lp_fmac_dw_f32x2(dw_a, dw_b, xp, w, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride,
+                                       rows, row_len, channels, x_pixel_stride);
                 if ((returned != 0
-                     || wrong(one, start_a, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows, row_len, channels)
-                     || wrong(acc_a, start_a, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows, row_len,
+                     || wrong(one, start_a, xp, w, x_row_stride, 0, w_row_stride, w_tap_stride, rows, row_len,
                               channels)
-                     || wrong(acc_b, start_b, xp + x_pixel_stride, w, x_row_stride, w_row_stride, w_tap_stride, rows,
-                              row_len, channels))
+                     || wrong(acc_a, start_a, xp, w, x_row_stride, 0, w_row_stride, w_tap_stride, rows, row_len,
+                              channels)
+                     || wrong(acc_b, start_b, xp + x_pixel_stride, w, x_row_stride, 0, w_row_stride, w_tap_stride,
+                              rows, row_len, channels)
+                     || wrong(dw_one, start_a, xp, w, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride, rows,
+                              row_len, channels)
+                     || wrong(dw_a, start_a, xp, w, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride, rows,
+                              row_len, channels)
+                     || wrong(dw_b, start_b, xp + x_pixel_stride, w, dw_row_stride, x_col_stride, w_row_stride,
+                              w_tap_stride, rows, row_len, channels))
                     && failures++ < 8) {
                     printf("FAIL %ld channels, rows %ld, row_len %ld\n", (long)channels, (long)rows, (long)row_len);
                 }

@@ -31,7 +31,7 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   the ADD kernel Helium's lowering writes (`backends.cortex_m.schedules.helium_add`); no DSP twin, its portable
   C the same sums element by element;
 - `helium_float.h.in`: `<prefix>_fmac_f32` and `_f32x2`, a float convolution's (or fully connected layer's)
-  tile of output channels, one or two pixels, four float lanes per vector (VLDRW, VMUL by the scalar input and
+  tile of output channels, one or two pixels (`_fmac_dw_f32`, `_f32x2`: a depthwise convolution's), four float lanes per vector (VLDRW, VMUL by the scalar input and
   VADD: the scalar kernel's two roundings, VCTP tails), called by Helium's float schedule
   (`backends.cortex_m.schedules.helium_float`); no DSP twin (the DSP cores' float kernels stay scalar C), its
   portable C the contract's loops. Its own library
@@ -136,6 +136,8 @@ def helium_float_c(prefix: str) -> str:
     return helper_template_c(__package__, HELIUM_FLOAT_TEMPLATE, prefix)
 
 
-def fmac_f32_helper_name(prefix: str, pixels: int) -> str:
-    """The C name of the float multiply-accumulate of `pixels` (1 or 2) output pixels in the bundle `prefix`."""
-    return f"{prefix}_fmac_f32" if pixels == 1 else f"{prefix}_fmac_f32x2"
+def fmac_f32_helper_name(prefix: str, pixels: int, depthwise: bool = False) -> str:
+    """The C name of the float multiply-accumulate of `pixels` (1 or 2) output pixels in the bundle `prefix`: a
+    convolution's, or where `depthwise` a depthwise convolution's."""
+    name = f"{prefix}_fmac_dw_f32" if depthwise else f"{prefix}_fmac_f32"
+    return name if pixels == 1 else f"{name}x2"

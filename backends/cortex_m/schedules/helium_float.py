@@ -59,6 +59,26 @@ FMAC_F32X2_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(PIXEL_TILE, Arg(10)), Axis(Arg(7), Arg(4)), Axis(Arg(8), 1))),
     PointerAccess(3, (Axis(Arg(7), Arg(5)), Axis(Arg(8), Arg(6)), Axis(Arg(9), 1))),
 ))
+FMAC_DW_F32_OP = "tvm_ext.fmac_dw_f32"
+FMAC_DW_F32X2_OP = "tvm_ext.fmac_dw_f32x2"
+FMAC_DW_F32_ACCESS = HelperAccess((
+    # (acc, x, w, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols, channels)
+    PointerAccess(0, (Axis(Arg(9), 1),)),
+    PointerAccess(1, (Axis(Arg(7), Arg(3)), Axis(Arg(8), Arg(4)), Axis(Arg(9), 1))),
+    PointerAccess(2, (Axis(Arg(7), Arg(5)), Axis(Arg(8), Arg(6)), Axis(Arg(9), 1))),
+))
+FMAC_DW_F32X2_ACCESS = HelperAccess((
+    # (acc_a, acc_b, x, w, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols, channels,
+    #  x_pixel_stride)
+    PointerAccess(0, (Axis(Arg(10), 1),)),
+    PointerAccess(1, (Axis(Arg(10), 1),)),
+    PointerAccess(2, (Axis(PIXEL_TILE, Arg(11)), Axis(Arg(8), Arg(4)), Axis(Arg(9), Arg(5)), Axis(Arg(10), 1))),
+    PointerAccess(3, (Axis(Arg(8), Arg(6)), Axis(Arg(9), Arg(7)), Axis(Arg(10), 1))),
+))
+register_helper_call(FMAC_DW_F32_OP, HELIUM_FLOAT_HELPERS, functools.partial(fmac_f32_helper_name, pixels=1,
+                                                                             depthwise=True), FMAC_DW_F32_ACCESS)
+register_helper_call(FMAC_DW_F32X2_OP, HELIUM_FLOAT_HELPERS, functools.partial(fmac_f32_helper_name, pixels=2,
+                                                                               depthwise=True), FMAC_DW_F32X2_ACCESS)
 register_helper_call(FMAC_F32_OP, HELIUM_FLOAT_HELPERS, functools.partial(fmac_f32_helper_name, pixels=1),
                      FMAC_F32_ACCESS)
 register_helper_call(FMAC_F32X2_OP, HELIUM_FLOAT_HELPERS, functools.partial(fmac_f32_helper_name, pixels=2),
@@ -88,11 +108,12 @@ def float_mac_reduction(block: s_tir.SBlock) -> Optional[MacReduction]:
 
 
 def float_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
-    """The call block of ``<prefix>_fmac_f32`` (or ``_f32x2`` with a loop of PIXEL_TILE pixels) computing what
-    ``loops`` (For nodes: the reduction loops, optionally the pixel loop, then the channel loop, innermost) around
-    ``realize`` compute, or None where the loads do not fit it (the module docstring)."""
+    """The call block of ``<prefix>_fmac_f32`` (or ``_f32x2`` with a loop of PIXEL_TILE pixels; the depthwise
+    ``_fmac_dw_f32`` and ``_f32x2`` where the channel loop moves the input too) computing what ``loops`` (For
+    nodes: the reduction loops, optionally the pixel loop, then the channel loop, innermost) around ``realize``
+    compute, or None where the loads do not fit it (the module docstring)."""
     reduction = float_mac_reduction(realize.block)
-    if reduction is None or len(loops) < 2:
+    if reduction is None or not loops:
         return None
     if not all(isinstance(loop.extent, tirx.IntImm) and isinstance(loop.min, tirx.IntImm) and int(loop.min) == 0
                for loop in loops):
@@ -106,20 +127,58 @@ def float_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional
         if pixels and int(loops[-2].extent) != PIXEL_TILE:
             return None
         extents = [int(loop.extent) for loop in (loops[:-2] if pixels else loops[:-1])]
-        sizes = _float_window(reduction, offsets, extents, pixels, channels)
+        depthwise = offsets.step(reduction.data, len(loops) - 1) == 1
+        if depthwise:
+            sizes = _depthwise_window(reduction, offsets, extents, pixels, channels)
+        else:
+            sizes = _float_window(reduction, offsets, extents, pixels, channels) if extents else None
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
     if sizes is None:
         return None
+    one, two = (FMAC_DW_F32_OP, FMAC_DW_F32X2_OP) if depthwise else (FMAC_F32_OP, FMAC_F32X2_OP)
     tile = [1] * (len(reduction.store.indices) - 1) + [channels]
     if not pixels:
-        return helper_call_block(FMAC_F32_OP, reduction, bindings, inner, [*sizes[:-1], channels], tile)
+        return helper_call_block(one, reduction, bindings, inner, [*sizes[:-1], channels], tile)
     corner = [0] * len(inner)
     corner[-2:] = [PIXEL_TILE - 1, channels - 1]
     tile = [last - first + 1 for last, first in zip(offsets.index(reduction.store, corner),
                                                      offsets.index(reduction.store, offsets.origin))]
-    return helper_call_block(FMAC_F32X2_OP, reduction, bindings, inner, [*sizes[:-1], channels, sizes[-1]], tile,
+    return helper_call_block(two, reduction, bindings, inner, [*sizes[:-1], channels, sizes[-1]], tile,
                              second_pixel=len(inner) - 2)
+
+
+def _depthwise_window(reduction: MacReduction, offsets: AccessOffsets, extents: list[int], pixels: bool,
+                      channels: int) -> Optional[list[int]]:
+    """[x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols, x_pixel_stride] in elements when the
+    channel loop (innermost) steps input, weights and accumulators by one, at most two of the reduction loops
+    (``extents``) iterate (the window's rows, then its columns, each a constant stride: none, one column), and
+    the pixel loop (with ``pixels``) moves input and accumulators, not the weights; else None. Checked at the far
+    corner too."""
+    step, offset, origin = offsets.step, offsets.offset, offsets.origin
+    data, weight, store = reduction.data, reduction.weight, reduction.store
+    channel = len(extents) + (1 if pixels else 0)
+    if step(data, channel) != 1 or step(weight, channel) != 1 or step(store, channel) != 1:
+        return None
+    if any(step(store, axis) != 0 for axis in range(len(extents))):
+        return None
+    window = [axis for axis in range(len(extents)) if extents[axis] > 1]
+    if len(window) > 2:
+        return None
+    strides = [(step(data, axis), step(weight, axis), extents[axis]) for axis in window]
+    strides = [(0, 0, 1)] * (2 - len(strides)) + strides
+    (x_row, w_row, rows), (x_col, w_col, cols) = strides
+    x_pixel_stride = step(data, len(extents)) if pixels else 0
+    if pixels and (step(weight, len(extents)) != 0 or step(store, len(extents)) < channels):
+        return None
+    last_pixel = PIXEL_TILE - 1 if pixels else 0
+    corner = [e - 1 for e in extents] + ([last_pixel] if pixels else []) + [channels - 1]
+    far = (rows - 1, cols - 1)
+    if offset(data, corner) != offset(data, origin) + far[0] * x_row + far[1] * x_col + last_pixel * x_pixel_stride \
+            + channels - 1 or offset(weight, corner) != offset(weight, origin) + far[0] * w_row + far[1] * w_col \
+            + channels - 1:
+        return None
+    return [x_row, x_col, w_row, w_col, rows, cols, x_pixel_stride]
 
 
 def _float_window(reduction: MacReduction, offsets: AccessOffsets, extents: list[int], pixels: bool,
@@ -232,8 +291,8 @@ def _guarded_tile(loop: tirx.For) -> Optional[tirx.Stmt]:
 
 def _border_taps(chain: list, clean: s_tir.SBlockRealize, guard: tvm.ir.Call, bindings: dict) -> Optional[tirx.Stmt]:
     """A border tile's reduction as calls of the one-pixel helper over each tap's run (the last reduction loop,
-    which the guard does not read: a convolution's input channels), one call per pixel and tap inside the
-    image, the taps in their order: ``for pixel { for taps { if (inside) call } }``; None where the chain has
+    which the guard does not read: a convolution's input channels; where it does, a depthwise window's columns,
+    the tap's channels alone), one call per pixel and tap inside the image, the taps in their order: ``for pixel { for taps { if (inside) call } }``; None where the chain has
     another form. A tap outside the image adds the guard's product ``pad * w`` to each sum in the scalar loops:
     skipped here, which changes no sum where the pad is zero and the weights finite (acc + 0 is acc for any acc
     but -0, which a sum started at +0 never is)."""
@@ -247,10 +306,12 @@ def _border_taps(chain: list, clean: s_tir.SBlockRealize, guard: tvm.ir.Call, bi
     except KeyError:
         return None
     reductions = chain[:-2] if pixels else chain[:-1]
-    run, taps = reductions[-1], reductions[:-1]
-    if _uses(bound, run.loop_var) or _uses(bound, chain[-1].loop_var):
+    run, taps = reductions[-1:], reductions[:-1]
+    if _uses(bound, run[0].loop_var):  # a depthwise window's columns: one call per tap over its channels
+        run, taps = [], reductions
+    if _uses(bound, chain[-1].loop_var):
         return None
-    call = float_mac_replacement(clean, [run, chain[-1]])
+    call = float_mac_replacement(clean, [*run, chain[-1]])
     if call is None:
         return None
     body: tirx.Stmt = tirx.IfThenElse(bound, call, None)

@@ -29,29 +29,36 @@ def _weights(*shape: int) -> np.ndarray:
 
 
 def _float_model() -> bytes:
-    """x [1, 6, 4, 5] -> a 1x1 CONV_2D to 12 channels with a ReLU (24 pixels: pairs; 12 channels: tiles of 4)
-    -> y; y -> a 3x3 VALID CONV_2D to 8 channels (4x2 pixels, pairs: a window of 3 rows) -> z, an output; y -> a
-    3x3 SAME CONV_2D to 8 channels (padded: 6x4 pixels, every pair on the border) -> p, an output; x flattened -> a FULLY_CONNECTED to 8 -> f,
-    an output."""
-    tensors = [Tensor("x", (1, 6, 4, 5), "float32"),
+    """x [1, 6, 8, 5] -> a 1x1 CONV_2D to 12 channels with a ReLU (48 pixels: pairs; 12 channels: tiles of 4)
+    -> y; y -> a 3x3 VALID CONV_2D to 8 channels (4x6 pixels, pairs: a window of 3 rows) -> z, an output; y -> a
+    3x3 SAME CONV_2D to 8 channels (padded: 6x8 pixels, pairs inside and on the border) -> p, an output; x
+    flattened -> a FULLY_CONNECTED to 8 -> f, an output; y -> a 3x3 SAME DEPTHWISE_CONV_2D with a ReLU (12
+    channels: tiles of 4) -> d, an output."""
+    tensors = [Tensor("x", (1, 6, 8, 5), "float32"),
                Tensor("w1", (12, 1, 1, 5), "float32", data=_weights(12, 1, 1, 5)),
                Tensor("b1", (12,), "float32", data=_weights(12)),
-               Tensor("y", (1, 6, 4, 12), "float32"),
+               Tensor("y", (1, 6, 8, 12), "float32"),
                Tensor("w3", (8, 3, 3, 12), "float32", data=_weights(8, 3, 3, 12)),
                Tensor("b3", (8,), "float32", data=_weights(8)),
-               Tensor("z", (1, 4, 2, 8), "float32"),
+               Tensor("z", (1, 4, 6, 8), "float32"),
                Tensor("wp", (8, 3, 3, 12), "float32", data=_weights(8, 3, 3, 12) * 0.5),
-               Tensor("p", (1, 6, 4, 8), "float32"),
-               Tensor("wf", (8, 120), "float32", data=_weights(8, 120)),
+               Tensor("p", (1, 6, 8, 8), "float32"),
+               Tensor("wf", (8, 240), "float32", data=_weights(8, 240)),
                Tensor("bf", (8,), "float32", data=_weights(8) * 0.25),
-               Tensor("f", (1, 8), "float32")]
+               Tensor("f", (1, 8), "float32"),
+               Tensor("wd", (1, 3, 3, 12), "float32", data=_weights(1, 3, 3, 12)),
+               Tensor("bd", (12,), "float32", data=_weights(12) * 0.5),
+               Tensor("d", (1, 6, 8, 12), "float32")]
     conv = {"StrideW": 1, "StrideH": 1, "FusedActivationFunction": 0}
     operators = [Operator("CONV_2D", (0, 1, 2), (3,), Options("Conv2DOptions", {**conv, "Padding": VALID,
                                                                                 "FusedActivationFunction": RELU})),
                  Operator("CONV_2D", (3, 4, 5), (6,), Options("Conv2DOptions", {**conv, "Padding": VALID})),
                  Operator("CONV_2D", (3, 7, 5), (8,), Options("Conv2DOptions", {**conv, "Padding": SAME})),
-                 Operator("FULLY_CONNECTED", (0, 9, 10), (11,), Options("FullyConnectedOptions", {}))]
-    return build(Model(tensors, operators, (0,), (6, 8, 11)))
+                 Operator("FULLY_CONNECTED", (0, 9, 10), (11,), Options("FullyConnectedOptions", {})),
+                 Operator("DEPTHWISE_CONV_2D", (3, 12, 13), (14,),
+                          Options("DepthwiseConv2DOptions", {**conv, "Padding": SAME, "DepthMultiplier": 1,
+                                                             "FusedActivationFunction": RELU}))]
+    return build(Model(tensors, operators, (0,), (6, 8, 11, 14)))
 
 
 def _bundle(tmp_path, target: str):
@@ -81,11 +88,16 @@ def test_helium_float_reductions_are_vector_calls_with_the_scalar_results(tmp_pa
     # 3x3 VALID one (3 rows of 36 taps, 8 channels in tiles of 4: a tile of all of them is left untiled)
     assert any(call.endswith(", 1, 5, 4, 5") for call in pairs), pairs
     assert any(call.endswith(", 3, 36, 4, 12") for call in pairs), pairs
-    assert any(call.endswith(", 1, 120, 4") for call in singles), singles  # the fully connected layer
+    assert any(call.endswith(", 1, 240, 4") for call in singles), singles  # the fully connected layer
     # the SAME convolution: its tiles' test, then the pair's call (inside the image) or a border tap's (the tap's
-    # 12 input channels; no tile of this small image is inside, so each border call runs)
+    # 12 input channels)
     assert any(call.endswith(", 12, 0, 8, 1, 12, 4") for call in singles), singles
     assert len(pairs) == 3 and len(singles) == 2, kernels
+    # the depthwise one: a pair's 3x3 window (rows 96 apart, taps 12) inside the image, a border tap's 4 channels
+    depthwise_pairs = re.findall(r"_fmac_dw_f32x2\((.*)\);", kernels)
+    depthwise_taps = re.findall(r"_fmac_dw_f32\((.*)\);", kernels)
+    assert [call.endswith("96, 12, 36, 12, 3, 3, 4, 12") for call in depthwise_pairs] == [True], depthwise_pairs
+    assert [call.endswith("0, 0, 0, 0, 1, 1, 4") for call in depthwise_taps] == [True], depthwise_taps
     internal = (bundle.out_dir / "floats_internal.h").read_text()
     assert "vmulq_n_f32(" in internal and "vmladavaq" not in internal  # only the float helpers are defined
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable loops
