@@ -4,7 +4,9 @@
  * sum, in the contract's order), bit for bit, over windows of rows 0..3 and row_len 0..9, channel counts 1..19 (whole groups
  * of eight, one vector, and every predicated tail), weight tap strides at and past the channel count, padded
  * input rows, both pixel forms, values of mixed signs and magnitudes 2^-20..2^20 with zeros, and starting
- * accumulators of their own; the floats after each pixel's accumulators must keep their value. Built by
+ * accumulators of their own; the floats after each pixel's accumulators must keep their value. Then the tile
+ * epilogues lp_bias_act_f32 and lp_bias_res_act_f32 (bias, residual, ReLU / ReLU6 bounds) against the scalar
+ * kernel's expressions, NaN and -0 included. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
  * (VLDRW, VMUL, VADD, VCTP). Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
 #include <math.h>
@@ -78,6 +80,66 @@ static int wrong(const float *acc, const float *start, const float *x, const flo
     return differs;
 }
 
+/* The epilogue's expected value: act((acc + bias) [+ res]) as the scalar kernel writes it. */
+static float expected_act(float acc, float bias, const float *res, float low, float high, int32_t clamp)
+{
+    float v = acc + bias;
+    if (res != 0) {
+        v = v + *res;
+    }
+    if (clamp & 1) {
+        v = v > low ? v : low;
+    }
+    if (clamp & 2) {
+        v = v < high ? v : high;
+    }
+    return v;
+}
+
+/* lp_bias_act_f32 and lp_bias_res_act_f32 over channel counts 1..CHANNELS_MAX and every clamp, on values with a NaN,
+   -0 and the bounds themselves: the number of wrong cases (each printed, the first 8). */
+static int32_t epilogue_failures(uint32_t *state, int32_t *cases)
+{
+    int32_t failures = 0;
+    for (int32_t channels = 1; channels <= CHANNELS_MAX; ++channels) {
+        for (int32_t clamp = 0; clamp < 4; ++clamp) {
+            float acc[CHANNELS_MAX], bias[CHANNELS_MAX], res[CHANNELS_MAX];
+            float out[CHANNELS_MAX + GUARD], out_res[CHANNELS_MAX + GUARD];
+            for (int32_t c = 0; c < CHANNELS_MAX; ++c) {
+                acc[c] = next_float(state) * 4.0f;
+                bias[c] = next_float(state);
+                res[c] = next_float(state);
+            }
+            acc[channels / 2] = NAN;
+            acc[channels - 1] = -0.0f;
+            bias[channels - 1] = 0.0f;
+            res[channels - 1] = -0.0f;
+            if (channels > 2) {
+                acc[1] = 6.0f;
+                bias[1] = 0.0f;
+            }
+            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                out[c] = out_res[c] = 1.5f;
+            }
+            const int32_t returned = lp_bias_act_f32(out, acc, bias, channels, 0.0f, 6.0f, clamp)
+                | lp_bias_res_act_f32(out_res, acc, bias, res, channels, 0.0f, 6.0f, clamp);
+            int wrong_out = returned != 0;
+            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                const float want = c < channels ? expected_act(acc[c], bias[c], 0, 0.0f, 6.0f, clamp) : 1.5f;
+                const float want_res = c < channels ? expected_act(acc[c], bias[c], &res[c], 0.0f, 6.0f, clamp)
+                                                    : 1.5f;
+                wrong_out |= memcmp(&out[c], &want, sizeof want) != 0 || memcmp(&out_res[c], &want_res,
+                                                                                sizeof want_res) != 0;
+            }
+            if (wrong_out && failures++ < 8) {
+                printf("FAIL epilogue: %ld channels, clamp %ld\n", (long)channels, (long)clamp);
+            }
+            ++*cases;
+        }
+    }
+    return failures;
+}
+
 int main(void)
 {
     static float x[X_FLOATS], w[W_FLOATS];
@@ -146,5 +208,6 @@ int main(void)
             }
         }
     }
+    failures += epilogue_failures(&state, &cases);
     return cases_verdict(cases, failures);
 }

@@ -39,7 +39,7 @@ from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
-from backends.cortex_m.schedules.helium_float import float_mac_replacement, padded_float_calls
+from backends.cortex_m.schedules.helium_float import float_epilogue_calls, float_mac_replacement, padded_float_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
@@ -106,9 +106,10 @@ class HeliumMacSchedules(DualMacSchedules):
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
         channel-tiles helper (`conv_tiles`), and each depthwise pixel's (`depthwise_tiles`); first, a padded
         float reduction's tiles whose window lies inside the image as calls of the float MAC
-        (`helium_float.padded_float_calls`; the others keep their guarded loops)."""
-        return depthwise_tiles_calls(conv_tiles_calls(requantize_epilogue_calls(padded_float_calls(func),
-                                                                                helper=HELIUM_EPILOGUE)))
+        (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
+        activation as one call of the float epilogue (`helium_float.float_epilogue_calls`)."""
+        floats = float_epilogue_calls(padded_float_calls(func))
+        return depthwise_tiles_calls(conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)))
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()

@@ -20,7 +20,12 @@ border-split: ``tvm_ext.schedule.border_split``); ``padded_float_calls`` (run wi
 scheduled function) tests once per tile whether its whole window lies inside the image and then makes the
 reduction the helper's call, and a border tile one call of the one-pixel helper per pixel and tap inside the
 image over the tap's input channels (pretrainedResnet on cortex-m55: 35,747,983 instructions before, 13,832,449
-with both; its code 8,556 -> 6,152 B).
+with both; its code 8,556 -> 6,152 B). A depthwise tile (depth multiplier 1: each channel's input and weight the
+tap's lanes) takes the depthwise form of the same helpers, a border tap one call over its channels.
+
+Last, a tile's epilogue (the loop over its channels storing ``act(acc + bias)``, or ``act((acc + bias) + res)``
+with a residual ADD fused, act a ReLU's or ReLU6's bounds or none) is one call of ``<prefix>_bias_act_f32``
+(``_bias_res_act_f32``), the same expressions four lanes per step (``float_epilogue_calls``).
 """
 
 from __future__ import annotations
@@ -37,10 +42,11 @@ from tvm.sym import Analyzer
 
 from backends.cortex_m.helpers import HELIUM_FLOAT_HELPERS
 from backends.cortex_m.helpers.helium_c import fmac_f32_helper_name
-from backends.cortex_m.schedules.dual_mac import AccessOffsets, MacReduction, _input_rows, helper_call_block
+from backends.cortex_m.schedules.dual_mac import AccessOffsets, MacReduction, _input_rows, _whole, helper_call_block
 from tvm_ext.schedule.float_schedule import PIXEL_TILE
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
+from tvm_ext.tir.index_expr import substitute_index
 from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
 
 FMAC_F32_OP = "tvm_ext.fmac_f32"
@@ -403,3 +409,92 @@ def _monotone(expr) -> bool:
     if isinstance(expr, tirx.FloorDiv):
         return isinstance(expr.b, tirx.IntImm) and int(expr.b) > 0 and _monotone(expr.a)
     return False
+
+
+# --- the tile's epilogue: bias, residual and activation four lanes per step --------------------------------
+
+BIAS_ACT_OP = "tvm_ext.bias_act_f32"
+BIAS_RES_ACT_OP = "tvm_ext.bias_res_act_f32"
+register_helper_call(BIAS_ACT_OP, HELIUM_FLOAT_HELPERS, lambda prefix: f"{prefix}_bias_act_f32", HelperAccess((
+    # (out, acc, bias, channels, low, high, clamp)
+    *(PointerAccess(pointer, (Axis(Arg(3), 1),)) for pointer in (0, 1, 2)),
+)))
+register_helper_call(BIAS_RES_ACT_OP, HELIUM_FLOAT_HELPERS, lambda prefix: f"{prefix}_bias_res_act_f32",
+                     HelperAccess((
+                         # (out, acc, bias, res, channels, low, high, clamp)
+                         *(PointerAccess(pointer, (Axis(Arg(4), 1),)) for pointer in (0, 1, 2, 3)),
+                     )))
+
+
+def float_epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` with each loop over a float tile's channels whose one statement stores ``act(acc + bias)`` or
+    ``act((acc + bias) + res)`` (act: nothing, ``max(v, low)``, ``min(v, high)`` or ``min(max(v, low), high)``,
+    float32 constants; every load and the store stepping one element per channel) as one call of
+    ``<prefix>_bias_act_f32`` (``_bias_res_act_f32``): the same expressions four lanes per step. ``func`` itself
+    where there is none."""
+    found = [False]
+
+    def channels(loop: tirx.For) -> Optional[tirx.Stmt]:
+        replaced = _epilogue_call(loop)
+        found[0] = found[0] or replaced is not None
+        return replaced
+
+    rewritten = with_root_loops_replaced(func, channels)
+    return rewritten if found[0] else func
+
+
+def _activation(value) -> Optional[tuple[object, float, float, int]]:
+    """(the activation's argument, low, high, clamp bits: 1 low, 2 high) of ``value``, else None."""
+    low, high, clamp = 0.0, 0.0, 0
+    if isinstance(value, tirx.Min) and isinstance(value.b, tirx.FloatImm):
+        high, clamp, value = float(value.b.value), clamp | 2, value.a
+    if isinstance(value, tirx.Max) and isinstance(value.b, tirx.FloatImm):
+        low, clamp, value = float(value.b.value), clamp | 1, value.a
+    return value, low, high, clamp
+
+
+def _epilogue_call(loop: tirx.For) -> Optional[tirx.Stmt]:
+    """The call replacing the channel loop ``loop`` (see `float_epilogue_calls`), or None."""
+    realize = loop.body
+    if not isinstance(realize, s_tir.SBlockRealize) or not _always(realize.predicate):
+        return None
+    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
+        return None
+    store = realize.block.body
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "float32":
+        return None
+    value, low, high, clamp = _activation(store.value)
+    terms = []
+    while isinstance(value, tirx.Add) and len(terms) < 2:
+        terms.insert(0, value.b)
+        value = value.a
+    terms.insert(0, value)
+    if len(terms) not in (2, 3) or not all(_float_load(term) is not None for term in terms):
+        return None
+    bindings = {iv.var: binding for iv, binding in zip(realize.block.iter_vars, realize.iter_values)}
+    offsets = AccessOffsets(bindings, [loop.loop_var])
+    channels = int(loop.extent)
+    try:
+        if any(offsets.step(access, 0) != 1 or offsets.offset(access, [channels - 1]) != offsets.offset(
+                access, [0]) + channels - 1 for access in (store, *terms)):
+            return None
+        origin = {var: substitute_index(binding, {loop.loop_var: tirx.const(0, str(loop.loop_var.ty.dtype))})
+                  for var, binding in bindings.items()}
+    except KeyError:
+        return None
+
+    def at(access) -> TensorLoad:
+        buffer = access.buffer if isinstance(access, tirx.BufferStore) else access.source
+        return tirx.BufferLoad(buffer, [substitute_index(index, origin) for index in access.indices])
+
+    out, *loads = (at(access) for access in (store, *terms))
+    op = BIAS_ACT_OP if len(terms) == 2 else BIAS_RES_ACT_OP
+    call = tirx.call_intrin("int32", op, *(tirx.address_of(load) for load in (out, *loads)),
+                            tirx.const(channels, "int32"), tirx.const(low, "float32"), tirx.const(high, "float32"),
+                            tirx.const(clamp, "int32"))
+    tile = [tvm.ir.Range.from_min_extent(index, 1) for index in out.indices[:-1]]
+    written = tirx.BufferRegion(out.source, [*tile, tvm.ir.Range.from_min_extent(out.indices[-1], channels)])
+    if offsets.index(store, [channels - 1])[:-1] != offsets.index(store, [0])[:-1]:
+        return None  # the channels must run along the output's last axis
+    block = s_tir.SBlock([], [_whole(load.source) for load in loads], [written], "bias_act", tirx.Evaluate(call))
+    return s_tir.SBlockRealize([], True, block)

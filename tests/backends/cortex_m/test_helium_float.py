@@ -1,7 +1,8 @@
 """Helium's float MAC schedule (backends/cortex_m/schedules/helium_float.py, the helper
 backends/cortex_m/helpers/templates/helium_float.h.in): on cortex-m55 a float CONV_2D (1x1 and 3x3) or
 FULLY_CONNECTED reduction tiled to output channels is one call of `<prefix>_fmac_f32` (one pixel) or `_f32x2` (a
-pixel pair) per tile, a padded one's border tiles one call per pixel and tap inside the image; the bundle's float
+pixel pair) per tile, a padded one's border tiles one call per pixel and tap inside the image, and each tile's bias
+and activation one call of the float epilogue; the bundle's float
 results are those of cortex-m4f's scalar kernels bit for bit (the self-tests' output checksums under QEMU, and the
 helper's portable C on the host), and other cores keep the scalar kernels."""
 
@@ -98,6 +99,10 @@ def test_helium_float_reductions_are_vector_calls_with_the_scalar_results(tmp_pa
     depthwise_taps = re.findall(r"_fmac_dw_f32\((.*)\);", kernels)
     assert [call.endswith("96, 12, 36, 12, 3, 3, 4, 12") for call in depthwise_pairs] == [True], depthwise_pairs
     assert [call.endswith("0, 0, 0, 0, 1, 1, 4") for call in depthwise_taps] == [True], depthwise_taps
+    # each tile's bias and activation one call of the float epilogue: the 1x1 and depthwise layers' ReLU (clamp 1),
+    # the other convolutions' and the fully connected layer's bias alone (clamp 0)
+    epilogues = re.findall(r"_bias_act_f32\((.*)\);", kernels)
+    assert sorted(call[-1] for call in epilogues) == ["0", "0", "0", "1", "1"], epilogues
     internal = (bundle.out_dir / "floats_internal.h").read_text()
     assert "vmulq_n_f32(" in internal and "vmladavaq" not in internal  # only the float helpers are defined
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable loops
