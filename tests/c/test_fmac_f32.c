@@ -1,9 +1,9 @@
 /* Unit test of the Helium float multiply-accumulates (backends/cortex_m/helpers/templates/helium_float.h.in, with the
  * prefix lp): lp_fmac_f32 and lp_fmac_f32x2, and the depthwise lp_fmac_dw_f32 and lp_fmac_dw_f32x2 (a tap's inputs
  * its channels, x_col_stride apart), against the plain loops of their contract (the product rounded, then the
- * sum, in the contract's order), bit for bit, over windows of rows 0..3 and row_len 0..9, channel counts 1..19 (whole groups
- * of eight, one vector, and every predicated tail), weight tap strides at and past the channel count, padded
- * input rows, both pixel forms, values of mixed signs and magnitudes 2^-20..2^20 with zeros, and starting
+ * sum, in the contract's order), bit for bit, over windows of rows 0..3 and row_len 0..9, channel counts 1..19
+ * (whole groups of eight, one vector, and every predicated tail), weight tap strides at and past the channel
+ * count, padded input rows, both pixel forms, values of mixed signs and magnitudes 2^-20..2^20 with zeros, and starting
  * accumulators of their own; the floats after each pixel's accumulators must keep their value. Then the tile
  * epilogues lp_bias_act_f32 and lp_bias_res_act_f32 (bias, residual, ReLU / ReLU6 bounds) against the scalar
  * kernel's expressions, NaN and -0 included. Built by

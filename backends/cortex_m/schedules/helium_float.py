@@ -47,6 +47,7 @@ from tvm_ext.schedule.float_schedule import PIXEL_TILE
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.index_expr import substitute_index
+from tvm_ext.tir.kernel_names import REDUCTION_CALL_ATTR
 from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
 
 FMAC_F32_OP = "tvm_ext.fmac_f32"
@@ -145,13 +146,22 @@ def float_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional
     one, two = (FMAC_DW_F32_OP, FMAC_DW_F32X2_OP) if depthwise else (FMAC_F32_OP, FMAC_F32X2_OP)
     tile = [1] * (len(reduction.store.indices) - 1) + [channels]
     if not pixels:
-        return helper_call_block(one, reduction, bindings, inner, [*sizes[:-1], channels], tile)
+        return _reduction_call(helper_call_block(one, reduction, bindings, inner, [*sizes[:-1], channels], tile))
     corner = [0] * len(inner)
     corner[-2:] = [PIXEL_TILE - 1, channels - 1]
     tile = [last - first + 1 for last, first in zip(offsets.index(reduction.store, corner),
                                                      offsets.index(reduction.store, offsets.origin))]
-    return helper_call_block(two, reduction, bindings, inner, [*sizes[:-1], channels, sizes[-1]], tile,
-                             second_pixel=len(inner) - 2)
+    return _reduction_call(helper_call_block(two, reduction, bindings, inner, [*sizes[:-1], channels, sizes[-1]],
+                                             tile, second_pixel=len(inner) - 2))
+
+
+def _reduction_call(realize: s_tir.SBlockRealize) -> s_tir.SBlockRealize:
+    """The call block ``realize`` annotated as a reduction's (REDUCTION_CALL_ATTR: the kernel's C then names its
+    weights and bias by role, as the scalar kernel's, tvm_ext.tir.kernel_names.constant_roles)."""
+    block = realize.block
+    annotated = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, block.body, block.init,
+                             block.alloc_buffers, block.match_buffers, {**block.annotations, REDUCTION_CALL_ATTR: 1})
+    return s_tir.SBlockRealize(realize.iter_values, realize.predicate, annotated)
 
 
 def _depthwise_window(reduction: MacReduction, offsets: AccessOffsets, extents: list[int], pixels: bool,
@@ -297,11 +307,11 @@ def _guarded_tile(loop: tirx.For) -> Optional[tirx.Stmt]:
 
 def _border_taps(chain: list, clean: s_tir.SBlockRealize, guard: tvm.ir.Call, bindings: dict) -> Optional[tirx.Stmt]:
     """A border tile's reduction as calls of the one-pixel helper over each tap's run (the last reduction loop,
-    which the guard does not read: a convolution's input channels; where it does, a depthwise window's columns,
-    the tap's channels alone), one call per pixel and tap inside the image, the taps in their order: ``for pixel { for taps { if (inside) call } }``; None where the chain has
-    another form. A tap outside the image adds the guard's product ``pad * w`` to each sum in the scalar loops:
-    skipped here, which changes no sum where the pad is zero and the weights finite (acc + 0 is acc for any acc
-    but -0, which a sum started at +0 never is)."""
+    which the guard does not read: a convolution's input channels; where it does, a depthwise window's columns, the
+    tap's channels alone), one call per pixel and tap inside the image, the taps in their order: ``for pixel { for
+    taps { if (inside) call } }``; None where the chain has another form. A tap outside the image adds the guard's
+    product ``pad * w`` to each sum in the scalar loops: skipped here, which changes no sum where the pad is zero
+    and the weights finite (acc + 0 is acc for any acc but -0, which a sum started at +0 never is)."""
     if not isinstance(guard.args[2], tirx.FloatImm) or float(guard.args[2].value) != 0.0:
         return None
     bound = map_leaves(guard.args[0], lambda leaf: bindings.get(leaf, leaf))

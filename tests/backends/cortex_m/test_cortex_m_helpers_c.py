@@ -22,7 +22,8 @@ from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DE
 from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, dsp_template_c
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
-                                               HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE,
+                                               HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FLOAT_TEMPLATE,
+                                               HELIUM_LANES_TEMPLATE,
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
