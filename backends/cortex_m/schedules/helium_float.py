@@ -35,14 +35,14 @@ import itertools
 from typing import Optional
 
 import tvm
-import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 from tvm.sym import Analyzer
 
 from backends.cortex_m.helpers import HELIUM_FLOAT_HELPERS
 from backends.cortex_m.helpers.helium_c import fmac_f32_helper_name
-from backends.cortex_m.schedules.dual_mac import AccessOffsets, MacReduction, _input_rows, _whole, helper_call_block
+from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _input_rows, _whole, accumulation,
+                                                helper_call_block)
 from tvm_ext.schedule.float_schedule import PIXEL_TILE
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -99,19 +99,7 @@ def _float_load(expr) -> Optional[TensorLoad]:
 
 def float_mac_reduction(block: s_tir.SBlock) -> Optional[MacReduction]:
     """The block's ``acc = acc + x * w`` over float32 loads (acc, x and w), or None for any other body."""
-    store = block.body
-    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "float32":
-        return None
-    value = store.value
-    if not isinstance(value, tirx.Add) or not isinstance(value.a, TensorLoad) or not isinstance(value.b, tirx.Mul):
-        return None
-    if not value.a.source.same_as(store.buffer) or not all(
-            tvm_ffi.structural_equal(i, j) for i, j in zip(value.a.indices, store.indices)):
-        return None
-    data, weight = _float_load(value.b.a), _float_load(value.b.b)
-    if data is None or weight is None:
-        return None
-    return MacReduction(store, data, weight)
+    return accumulation(block, "float32", _float_load, _float_load)
 
 
 def float_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
@@ -164,6 +152,18 @@ def _reduction_call(realize: s_tir.SBlockRealize) -> s_tir.SBlockRealize:
     return s_tir.SBlockRealize(realize.iter_values, realize.predicate, annotated)
 
 
+def _channels_step(reduction: MacReduction, offsets: AccessOffsets, extents: list[int], pixels: bool,
+                    data_step: int) -> bool:
+    """Whether the channel loop (innermost, after the reduction loops of ``extents`` and with ``pixels`` the pixel
+    loop) steps the input by ``data_step`` (0: a convolution's, 1: a depthwise one's) and the weights and the
+    accumulators by one, and the reduction loops leave the accumulators in place."""
+    step = offsets.step
+    channel = len(extents) + (1 if pixels else 0)
+    return (step(reduction.data, channel) == data_step and step(reduction.weight, channel) == 1
+            and step(reduction.store, channel) == 1 and all(step(reduction.store, axis) == 0
+                                                           for axis in range(len(extents))))
+
+
 def _depthwise_window(reduction: MacReduction, offsets: AccessOffsets, extents: list[int], pixels: bool,
                       channels: int) -> Optional[list[int]]:
     """[x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols, x_pixel_stride] in elements when the
@@ -173,10 +173,7 @@ def _depthwise_window(reduction: MacReduction, offsets: AccessOffsets, extents: 
     corner too."""
     step, offset, origin = offsets.step, offsets.offset, offsets.origin
     data, weight, store = reduction.data, reduction.weight, reduction.store
-    channel = len(extents) + (1 if pixels else 0)
-    if step(data, channel) != 1 or step(weight, channel) != 1 or step(store, channel) != 1:
-        return None
-    if any(step(store, axis) != 0 for axis in range(len(extents))):
+    if not _channels_step(reduction, offsets, extents, pixels, 1):
         return None
     window = [axis for axis in range(len(extents)) if extents[axis] > 1]
     if len(window) > 2:
@@ -206,10 +203,7 @@ def _float_window(reduction: MacReduction, offsets: AccessOffsets, extents: list
     corner too (a floordiv/floormod index could step evenly at the origin only)."""
     step, offset, origin = offsets.step, offsets.offset, offsets.origin
     data, weight, store = reduction.data, reduction.weight, reduction.store
-    channel = len(extents) + (1 if pixels else 0)
-    if step(data, channel) != 0 or step(weight, channel) != 1 or step(store, channel) != 1:
-        return None
-    if any(step(store, axis) != 0 for axis in range(len(extents))):
+    if not _channels_step(reduction, offsets, extents, pixels, 0):
         return None
     candidates = [0]
     if extents[0] == 1:
@@ -263,17 +257,23 @@ def padded_float_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     the guard is read as ``x`` guarded per tile: ``if (the test holds over the whole chain) {the helper's call}
     else {the loops as they were}``. The test is each of the guard's conjuncts at every corner of the loops it
     reads (exact: each conjunct is monotone in each loop variable, which it reads once), so the call runs only
-    where every tap of the tile's window is inside the image, where the guard reads ``x``: the same sums, and the
-    border's tiles keep the scalar loops (their tests hoisted per tile by tvm_ext.codegen.padding_test_hoist).
+    where every tap of the tile's window is inside the image, where the guard reads ``x``: the same sums; a border
+    tile calls the one-pixel helper per pixel and tap inside the image (`_border_taps`), else keeps its loops.
     ``func`` itself where there is none."""
+    return _loops_replaced(func, _guarded_tile)
+
+
+def _loops_replaced(func: tirx.PrimFunc, replacement) -> tirx.PrimFunc:
+    """``func`` with each loop for which ``replacement(loop)`` gives a statement replaced by it
+    (``with_root_loops_replaced``), or ``func`` itself where it gives none."""
     found = [False]
 
-    def tile(loop: tirx.For) -> Optional[tirx.Stmt]:
-        replaced = _guarded_tile(loop)
-        found[0] = found[0] or replaced is not None
-        return replaced
+    def replaced(loop: tirx.For) -> Optional[tirx.Stmt]:
+        new = replacement(loop)
+        found[0] = found[0] or new is not None
+        return new
 
-    rewritten = with_root_loops_replaced(func, tile)
+    rewritten = with_root_loops_replaced(func, replaced)
     return rewritten if found[0] else func
 
 
@@ -442,15 +442,7 @@ def float_epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     float32 constants; every load and the store stepping one element per channel) as one call of
     ``<prefix>_bias_act_f32`` (``_bias_res_act_f32``): the same expressions four lanes per step. ``func`` itself
     where there is none."""
-    found = [False]
-
-    def channels(loop: tirx.For) -> Optional[tirx.Stmt]:
-        replaced = _epilogue_call(loop)
-        found[0] = found[0] or replaced is not None
-        return replaced
-
-    rewritten = with_root_loops_replaced(func, channels)
-    return rewritten if found[0] else func
+    return _loops_replaced(func, _epilogue_call)
 
 
 def _activation(value) -> Optional[tuple[object, float, float, int]]:
