@@ -19,6 +19,8 @@ the helpers of `backends.cortex_m.helpers`.
 - `depthwise_tiles` (Helium): then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
   accumulators, the window and padding calls under position tests, the epilogue) as fused calls, one per case;
   on DSP cores an interior pixel's loop over its four-channel tiles as one fused call (the border keeps the loop);
+- `helium_float` (Helium): a float CONV_2D / FULLY_CONNECTED reduction tiled to output channels (one or two
+  pixels) as one call of the float multiply-accumulate over four float lanes per vector;
 - `helium_add` (Helium): int8 ADD as one call of the vector ADD helper, the kernel the int8 lowering writes
   (`KernelSchedules.int8_add`);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
@@ -43,6 +45,7 @@ from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.pair_tiles import pair_odd_pixel_row as pair_odd_pixel_row_fused, pair_tiles_calls
+from backends.cortex_m.schedules.helium_float import float_epilogue_calls, float_mac_replacement, padded_float_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
@@ -85,6 +88,12 @@ class DualMacSchedules:
         return ()
 
 
+def helium_float_or_int_replacement(realize, loops: list) -> Optional[object]:
+    """The float multiply-accumulate's call block (`helium_float`) for a float reduction, else Helium's integer
+    helpers' (`helium_depthwise.helium_replacement`); None where none fits."""
+    return float_mac_replacement(realize, loops) or helium_replacement(realize, loops)
+
+
 class HeliumMacSchedules(DualMacSchedules):
     """The `backends.backend.MacSchedules` of Helium (MVE) cores: the DSP cores' calls, whose helpers a Helium
     bundle defines with MVE bodies (`backends.cortex_m.helpers.helium_c`), but a padded convolution's pixel
@@ -92,9 +101,10 @@ class HeliumMacSchedules(DualMacSchedules):
     pair (`pair_q15`, which saves SXTB16s on a DSP core) would only add its pass and its scratch; and each channel
     tile's int8 requantization is one call of the vector epilogue (`requantize_epilogue`); an int8 depthwise
     reduction takes 16-channel tiles, each one call of the 16-lane depthwise helper, and a border pixel's
-    padding products one call each (`helium_depthwise`)."""
+    padding products one call each (`helium_depthwise`); a float reduction tiled to output channels is one call of
+    the float multiply-accumulate (`helium_float`)."""
 
-    helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_replacement))
+    helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_float_or_int_replacement))
     replacement = staticmethod(helium_replacement)
     channel_tiles = staticmethod(depthwise_channel_tiles)
     pays_two_pixels = staticmethod(helium_pays_two_pixels)
@@ -108,8 +118,12 @@ class HeliumMacSchedules(DualMacSchedules):
     def epilogue_calls(func):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
-        channel-tiles helper (`conv_tiles`), and each depthwise pixel's (`depthwise_tiles`)."""
-        return depthwise_tiles_calls(conv_tiles_calls(requantize_epilogue_calls(func, helper=HELIUM_EPILOGUE)))
+        channel-tiles helper (`conv_tiles`), and each depthwise pixel's (`depthwise_tiles`); first, a padded
+        float reduction's tiles whose window lies inside the image as calls of the float MAC
+        (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
+        activation as one call of the float epilogue (`helium_float.float_epilogue_calls`)."""
+        floats = float_epilogue_calls(padded_float_calls(func))
+        return depthwise_tiles_calls(conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)))
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()
