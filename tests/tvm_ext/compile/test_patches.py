@@ -22,26 +22,28 @@ from tflite_models import chain_model
 from tvm_ext.compile import CompileError, DoesNotFitError
 from tvm_ext.compile import __main__ as cli
 from tvm_ext.compile import patches
-from tvm_ext.compile.patches import AutoSearch, parse_patches
+from tvm_ext.compile.patches import AutoSearch, StreamRequest, parse_patches
 from tvm_ext.patch_geometry import PatchPlan
 
 IMAGE = (61, 59)  # odd: uneven patches
 CHANNELS = 16  # the first stages hold the peak, as in a MobileNet
 
 
-@pytest.mark.parametrize("value", ["1x1", "0x2", "2x", "x3", "sideways", "2x4x1", "-1x2", "2X4", "2 x 4"])
+@pytest.mark.parametrize("value", ["1x1", "0x2", "2x", "x3", "sideways", "2x4x1", "-1x2", "2X4", "2 x 4", "stream1",
+                                   "stream0", "streamx", "Stream"])
 def test_a_bad_patches_value_is_one_line_and_exit_2(value, capsys):
     with pytest.raises(SystemExit) as ended:
         cli.main(["m.tflite", "-o", "out", f"--patches={value}"])
     lines = capsys.readouterr().err.splitlines()
     assert ended.value.code == 2
     assert len(lines) == 1 and lines[0].startswith("tvm_ext.compile: error: "), lines
-    assert "--patches takes off, auto or a grid NxM" in lines[0] and repr(value) in lines[0], lines
+    assert "--patches takes off, auto, a grid NxM" in lines[0] and repr(value) in lines[0], lines
 
 
 def test_patches_values():
-    assert [parse_patches(text) for text in ("off", "auto", "2x4", "3x1", "1x12")] == [
-        "off", "auto", (2, 4), (3, 1), (1, 12)]
+    assert [parse_patches(text) for text in ("off", "auto", "2x4", "3x1", "1x12", "stream", "stream12")] == [
+        "off", "auto", (2, 4), (3, 1), (1, 12), StreamRequest(), StreamRequest(12)]
+    assert [str(parse_patches(text)) for text in ("stream", "stream12")] == ["stream", "stream12"]
 
 
 def test_the_python_call_refuses_a_bad_grid_before_any_work(tmp_path):
@@ -146,6 +148,44 @@ def test_auto_refuses_with_the_best_plans_excess_when_none_fits(tmp_path):
                                               r"best \(\d+x\d+ patches .*\) RAM needs [\d,]+ B \([\d,]+ B over\)$"):
         tvm_ext.compile(model, _board(tmp_path, io_and_stack + 1_000), tmp_path / "out", patches="auto")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("patches", ["stream", "stream3"])
+def test_streamed_bands_to_a_global_pool_pass_their_selftest_on_a_poisoned_arena(tmp_path, patches):
+    """Streamed bands up to a global average pool, summed band by band: no extra MACs, a smaller arena than layer
+    by layer, recorded in the manifest; the plan is an ordinary one, so the self-test (against TFLite) passes with
+    every byte no live buffer holds poisoned before each call, under the strict warnings and the sanitizers."""
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS, global_pool=True))
+    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", build=False)
+    lines: list[str] = []
+    bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches=patches, log=lines.append)
+    assert bundle.selftest.passed and bundle.arena_bytes < whole.arena_bytes
+    entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
+    assert entry["extra_macs"] == 0 and entry["bands_of_window_stage"] >= 1 and entry["grid"][1] == 1
+    if patches == "stream":  # the smallest estimate: up to the global pool (window stage 7), its sums band by band
+        assert entry["cut_after_window_stage"] == 7 and entry["streamed_bands"] == entry["grid"][0] > 3
+    else:
+        assert entry["streamed_bands"] == 3
+    assert any(line.startswith("patches") and "streamed bands of window stage" in line for line in lines), lines
+    poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
+    proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_streamed_bands_to_a_cut_concatenate_its_rows(tmp_path):
+    """Streamed bands up to a cut inside the chain: the cut's rows are concatenated, the rest layer by layer."""
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS))
+    bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="stream4")
+    assert bundle.selftest.passed
+    entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
+    assert entry["extra_macs"] == 0 and entry["streamed_bands"] == 4
+    poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
+    proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
 
 
 needs_qemu = pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"),
