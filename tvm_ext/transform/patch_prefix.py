@@ -18,7 +18,7 @@ themselves (the lowering's CONCATENATION of int8 tensors: a copy).
 
 The prefix is a chain from a model input: each tensor read by exactly one operator, which is a window operator
 in NHWC (conv2d, max_pool2d, avg_pool2d, not ceil mode) or an elementwise one (quantize, dequantize, clip,
-relu, and add, subtract, multiply, maximum, minimum with a tensor constant over the channels), with one
+relu, leaky relu, and add, subtract, multiply, maximum, minimum with a tensor constant over the channels), with one
 operand on the chain. `window_chain` finds it; a stage is one window operator and the elementwise operators
 around it up to the tensor the next stage dequantizes (or casts: an int8 average pool sums in int32).
 """
@@ -37,7 +37,7 @@ from tvm_ext.patch_geometry import (Range, Region, WindowStage, patch_regions, r
                                     top_stage)
 
 _WINDOW_OPS = ("relax.nn.conv2d", "relax.nn.max_pool2d", "relax.nn.avg_pool2d")
-_UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.astype")
+_UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.nn.leakyrelu", "relax.astype")
 _OPAQUE = 8  # TVM's OpPatternKind kOpaque: FuseOps leaves a kernel the rewrite adds alone
 _CHANNEL_CONSTANT_OPS = ("relax.add", "relax.subtract", "relax.multiply", "relax.maximum", "relax.minimum")
 
