@@ -6,7 +6,8 @@ MACs). `stream` (`streamN`) runs them streamed: in bands of rows each computing 
 a stage reads again kept from the band before (no extra MACs; a global average pool at the cut summed band by
 band), in the bands and up to the cut of smallest estimated arena (N bands). `auto` compiles layer by layer
 and, only when that does not fit the profile's SRAM, tries the plans (patches and streamed bands) whose
-estimated arena fits, fewest extra MACs first (so streamed bands first) (at most `AUTO_ATTEMPTS` compiled and planned), and takes the first
+estimated arena fits, fewest extra MACs first (so streamed bands first; at most `AUTO_ATTEMPTS` of each kind
+compiled and planned), and takes the first
 that fits every limit of the profile: its planned RAM the SRAM, then, after its build, its measured flash (weights,
 code, data: each patch's kernels have shapes of their own, so a finer grid brings more code). A plan refused on
 either does not end the search (`AutoSearch`); when none fits, the refusal gives the best plan's excess on each
@@ -203,9 +204,13 @@ def rows_request(func, request: PatchRequest, file_name: str, io_counts: tuple[i
 
 def auto_candidates(func, arena_budget: int, rows: bool = False) -> list[PatchPlan]:
     """The plans `auto` compiles, in order: estimated arena within `arena_budget` bytes, fewest extra MACs first
-    (then smaller estimate); at most AUTO_ATTEMPTS. `rows`: only plans a row-wise input takes (`takes_rows`)."""
-    fitting = [p for p in plans_of(func) if p.arena_bytes <= arena_budget and (not rows or takes_rows(func, p))]
-    return sorted(fitting, key=lambda p: (p.extra_macs, p.arena_bytes))[:AUTO_ATTEMPTS]
+    (then smaller estimate): streamed bands (no extra MACs), then patches, at most AUTO_ATTEMPTS of each (the
+    streamed plans' code is much alike: when their flash does not fit, the patches' may). `rows`: only plans a
+    row-wise input takes (`takes_rows`)."""
+    fitting = sorted((p for p in plans_of(func) if p.arena_bytes <= arena_budget and (not rows or takes_rows(func, p))),
+                     key=lambda p: (p.extra_macs, p.arena_bytes))
+    return ([p for p in fitting if p.streamed][:AUTO_ATTEMPTS]
+            + [p for p in fitting if not p.streamed][:AUTO_ATTEMPTS])
 
 
 def _stage_number(plan: PatchPlan) -> int | None:
