@@ -326,7 +326,8 @@ class AutoSearch:
             return facts.line()
         last = after[-1]
         over = ", ".join(f"{o.memory} {o.excess_bytes:,} B over" for o in last.overruns)
-        return f"{facts.line()}; {last.facts.what} up to window stage {last.facts.cut} " \
+        plan = last.facts.what if last.facts.driver is not None else f"{last.facts.grid[0]}x{last.facts.grid[1]}"
+        return f"{facts.line()}; {plan} up to window stage {last.facts.cut} " \
                f"was refused after its build ({over})"
 
     def _refusal(self) -> DoesNotFitError:
