@@ -105,7 +105,8 @@ def _patches_markdown(patches: dict[str, Any] | None) -> str:
     before = patches["arena_bytes_layer_by_layer"]
     arena = (f"{before:,} B layer by layer, {patches['arena_bytes']:,} B" if before is not None
              else f"{patches['arena_bytes']:,} B")
-    layers = f"The layers up to {markdown_text(patches['cut_layer'])} (window stage {patches['cut_after_window_stage']})"
+    layers = (f"The layers up to {markdown_text(patches['cut_layer'])} "
+              f"(window stage {patches['cut_after_window_stage']})")
     if "streamed_bands" in patches:
         return ("\n## Patch-based execution\n\n"
                 f"{layers} run streamed in {rows} bands of the output rows of window stage "

@@ -196,9 +196,9 @@ needs_qemu = pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI
 @pytest.mark.slow
 def test_person_detect_fits_cortex_m0plus_patch_by_patch_with_its_code_counted(tmp_path):
     """Refused layer by layer (arena 37,632 B + its 9,216 B input over 32 KB). --patches auto takes the plan of
-    fewest extra MACs (streamed bands: none) that fits every limit with everything counted: its planned RAM, then after its build the
-    stack measured under QEMU and the flash measured with its code (each patch's kernels have shapes of their
-    own). A plan refused after its build does not end the search. The bundle agrees with TFLite Micro bit for
+    fewest extra MACs (streamed bands: none) that fits every limit with everything counted: its planned RAM, then
+    after its build the stack measured under QEMU and the flash measured with its code (each band's or patch's
+    kernels have shapes of their own). A plan refused after its build does not end the search. The bundle agrees with TFLite Micro bit for
     bit under QEMU."""
     model = models_dir() / "tflm" / "person_detect.tflite"
     lines: list[str] = []
