@@ -198,8 +198,8 @@ def test_person_detect_fits_cortex_m0plus_patch_by_patch_with_its_code_counted(t
     """Refused layer by layer (arena 37,632 B + its 9,216 B input over 32 KB). --patches auto takes the plan of
     fewest extra MACs (streamed bands: none) that fits every limit with everything counted: its planned RAM, then
     after its build the stack measured under QEMU and the flash measured with its code (each band's or patch's
-    kernels have shapes of their own). A plan refused after its build does not end the search. The bundle agrees with TFLite Micro bit for
-    bit under QEMU."""
+    kernels have shapes of their own). A plan refused after its build does not end the search. The bundle agrees
+    with TFLite Micro bit for bit under QEMU."""
     model = models_dir() / "tflm" / "person_detect.tflite"
     lines: list[str] = []
     bundle = tvm_ext.compile(model, "cortex-m0plus", tmp_path / "out", patches="auto", log=lines.append)
