@@ -53,6 +53,15 @@ def test_the_python_call_refuses_a_bad_grid_before_any_work(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_more_streamed_bands_than_rows_are_refused_in_one_line(tmp_path):
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS))
+    with pytest.raises(CompileError, match=r"chain.tflite: --patches stream999: the model has no chain of windowed "
+                                           r"NHWC stages from an input that delivers that many rows$"):
+        tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="stream999", build=False)
+    assert not (tmp_path / "out").exists()
+
+
 def _board(tmp_path: Path, sram_bytes: int) -> str:
     path = tmp_path / "board.toml"
     path.write_text(f'extends = "lowpower"\nname = "my-board"\nsram_bytes = {sram_bytes}\n')
