@@ -224,6 +224,9 @@ class KernelSchedules:
     max_pool_runs: bool = False
     """Whether the int8 lowering writes int8 MAX_POOL_2D as runs over a pixel's channels
     (`tvm_ext.kernels.copy_runs.max_pool2d_runs`), for a core whose helpers take a run's maximum a word at a time."""
+    pad_runs: bool = False
+    """Whether the int8 lowering writes PAD as runs (`tvm_ext.kernels.copy_runs.pad_runs`: the input's rows copied
+    whole, the padding filled), for a core whose helper copies a run a word at a time."""
     int8_add: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or

@@ -79,6 +79,7 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
                                     paired_weights=kernel_schedules_of(profile).paired_weights,
                                     max_pool_runs=kernel_schedules_of(profile).max_pool_runs,
                                     int8_add=kernel_schedules_of(profile).int8_add,
+                                    pad_runs=kernel_schedules_of(profile).pad_runs,
                                     flash_bytes=profile.flash_bytes),
             # Before any folding: a quantized ONNX model's float Convs and MatMuls keep their int8 weights.
             keeping_layers(DequantizeWeightsInKernels()),

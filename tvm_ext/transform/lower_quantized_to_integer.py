@@ -88,6 +88,8 @@ class LowerQuantizedToInteger:
         a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
     int8_add: the kernel of int8 ADD of two computed operands where it gives one (None: the generic kernel):
         a backend's (``backends.backend.KernelSchedules.int8_add``).
+    pad_runs: write PAD as runs (``tvm_ext.kernels.copy_runs.pad_runs``): a backend's choice
+        (``backends.backend.KernelSchedules.pad_runs``), for its helper of a run's copy.
     flash_bytes: the profile's flash (bytes); with ``paired_weights``, weights are paired only where twice
         the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)
         fit it, as a paired layer's weights take twice their bytes (None: no limit).
@@ -107,12 +109,14 @@ class LowerQuantizedToInteger:
         paired_weights: bool = False,
         max_pool_runs: bool = False,
         int8_add: Optional[Callable[..., Any]] = None,
+        pad_runs: bool = False,
         flash_bytes: Optional[int] = None,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_weights = paired_weights
         self.max_pool_runs = max_pool_runs
         self.int8_add = int8_add
+        self.pad_runs = pad_runs
         self.flash_bytes = flash_bytes
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
@@ -169,7 +173,7 @@ class _MainRewriter:
         paired = options.paired_weights and (
             options.flash_bytes is None or 2 * constant_bytes(func) <= options.flash_bytes)
         self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs,
-                                       options.int8_add)
+                                       options.int8_add, options.pad_runs)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

@@ -121,7 +121,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     registers), 4 elsewhere; float MAC kernels tiled by FPU_CHANNEL_TILES on an Arm core with an FPU; the
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
-    (Helium defines no such helper: its pools keep the element-wise kernel); int8 ADD as Helium's vector helper
+    (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
+    cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
     on cores with MVE (`helium_add`)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
@@ -130,4 +131,5 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
         max_pool_runs=has_dsp_extension(profile) and not has_mve(profile),
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        pad_runs=has_dsp_extension(profile) and not has_mve(profile),
     )

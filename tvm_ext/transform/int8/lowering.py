@@ -25,7 +25,8 @@ class LoweringContext:
     """What a lowering reads: the original graph, the lowered Var of each original Var lowered so far
     (int8 tensors of the new graph), the rounding mode of the kernels, and whether int8 FULLY_CONNECTED
     kernels take paired weights (``tvm_ext.kernels.dense.pair_weights``) where they can, whether int8
-    MAX_POOL_2D kernels are written as runs (``tvm_ext.kernels.copy_runs.max_pool2d_runs``) where they can, and
+    MAX_POOL_2D kernels are written as runs (``tvm_ext.kernels.copy_runs.max_pool2d_runs``) where they can, whether
+    PAD kernels are (``tvm_ext.kernels.copy_runs.pad_runs``), and
     the backend's own kernel of int8 ADD (``backends.backend.KernelSchedules.int8_add``; None: none)."""
 
     graph: Graph
@@ -34,6 +35,7 @@ class LoweringContext:
     paired_weights: bool = False
     max_pool_runs: bool = False
     int8_add: Optional[Callable[..., Optional[te.Tensor]]] = None
+    pad_runs: bool = False
 
 
 @dataclass(frozen=True)
