@@ -209,10 +209,11 @@ def fill_run(dst: tirx.Buffer, dst_offset: tirx.PrimExpr, value: tirx.PrimExpr, 
 def pad_runs(data: te.Tensor, pad_before: Sequence[int], pad_after: Sequence[int], pad_value: int) -> te.Tensor:
     """``topi.nn.pad(data, pad_before, pad_after, pad_value)`` (constant padding of any rank; widths >= 0) as runs:
     with ``k`` the innermost padded axis, every output slab along axis ``k`` and the axes after it (contiguous)
-    is, where the outer indices lie inside the input, a fill of ``pad_before[k]`` rows of the inner axes, one copy
-    of the input's ``data.shape[k]`` rows (contiguous in the input too), a fill of ``pad_after[k]`` rows; where an
-    outer index lies in padding, one fill of the whole slab. Each output element is written once, as the generic
-    kernel's per-element select writes it. Without padding it is ``topi.nn.pad``'s copy (a view after the passes)."""
+    is, where the outer indices lie inside the input, a fill of ``pad_before[k]`` rows of the inner axes, a copy
+    of the input's ``data.shape[k]`` rows (contiguous in the input too; in chunks of whole rows, ``_chunked_copy``),
+    a fill of ``pad_after[k]`` rows; where an outer index lies in padding, one fill of the whole slab. Each output
+    element is written once, as the generic kernel's per-element select writes it. Without padding it is
+    ``topi.nn.pad``'s copy (a view after the passes)."""
     shape = [int(d) for d in data.shape]
     before, after = [int(w) for w in pad_before], [int(w) for w in pad_after]
     padded = [axis for axis in range(len(shape)) if before[axis] or after[axis]]
