@@ -160,7 +160,9 @@ class MacSchedules(Protocol):
     what it replaces (integer sums, bit-exact); None or False where it does not fit. Optional (read with getattr;
     absent or None: not done): `paired_windows(pixel_body, realize, guard, loops, first_reduction, test_depth,
     pixel, scratch=None)`, two neighbouring pixels of a padded convolution's row, on the border, with their windows
-    copied and one two-pixel call per channel tile (`backends.cortex_m.schedules.border_window.paired_windows`)."""
+    copied and one two-pixel call per channel tile (`backends.cortex_m.schedules.border_window.paired_windows`);
+    `branch_accumulators` (a bool), each branch of a split border its own accumulators
+    (`tvm_ext.schedule.border_split`)."""
 
     def extern_calls(self, func: tirx.PrimFunc) -> tirx.PrimFunc:
         """A function of one TE extern stage with the loops in the helpers' forms as their calls."""
@@ -182,8 +184,9 @@ class MacSchedules(Protocol):
                     outlined_depthwise: bool = False) -> Optional[s_tir.SBlockRealize]:
         """A helper's call block computing what the reduction `loops` around `realize` compute, or None."""
 
-    def window_buffer(self, loops: list, first_reduction: int) -> tirx.Buffer:
-        """The scratch buffer a border pixel copies its window into."""
+    def window_buffer(self, loops: list, first_reduction: int, realize: s_tir.SBlockRealize) -> tirx.Buffer:
+        """The scratch buffer a border pixel copies its window into (the update block `realize`'s weights may
+        ask for a longer one: `KernelSchedules.conv_weight_length`)."""
 
     def has_short_rows(self, loops: list, first_reduction: int) -> bool:
         """Whether the window's rows are short enough that copying it once pays."""
@@ -221,9 +224,19 @@ class KernelSchedules:
     float_channel_tiles: tuple[int, ...]
     mac: Optional[MacSchedules]
     paired_weights: bool = False
+    stacked_rows: bool = False
+    """Whether the int8 lowering gives a FULLY_CONNECTED kernel of one input row its weights stacked two channels to
+    an int16 half (`tvm_ext.kernels.dense.stack_rows`) where the weights allow it, for a core whose helper
+    multiplies an input pair by both channels' halves at once (the same bytes as TFLite's [O, K])."""
     max_pool_runs: bool = False
     """Whether the int8 lowering writes int8 MAX_POOL_2D as runs over a pixel's channels
     (`tvm_ext.kernels.copy_runs.max_pool2d_runs`), for a core whose helpers take a run's maximum a word at a time."""
+    conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None
+    """The length (elements) each output channel's int8 CONV_2D weights take, given the window (KH, KW, input
+    channels) and whether the convolution pads its input: more than KH * KW * I where the core's MAC helper runs a
+    copied window of that many elements without a scalar tail (the int8 lowering pads each channel's OHWI weights
+    with zeros to it, `tvm_ext.transform.int8.conv`; the schedule then reads the padding from the weights' shape).
+    None: never padded."""
     pad_runs: bool = False
     """Whether the int8 lowering writes PAD as runs (`tvm_ext.kernels.copy_runs.pad_runs`: the input's rows copied
     whole, the padding filled), for a core whose helper copies a run a word at a time."""

@@ -8,22 +8,31 @@ and `<model>_input0()`... give their places in the static arena).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from memory_planner.api import Buffer
 from memory_planner.plan import ExecutionPlan, KernelCall, TensorRole
+from memory_planner.regions import RegionArena
 from packager.c_types import c_type_of
 from packager.c_text import comment, macro_prefix
 from packager.header import io_accessor_signature, run_signature
 from packager.internal_header import weight_symbol
 from packager.io_names import IoTensor, io_in_arena
+from packager.region_arenas import (arena_symbol, faster_arena_definitions, faster_bases, faster_offsets,
+                                    main_arena_prefix)
 from packager.state import state_definitions, state_symbol
 from packager.template_files import template_text
 
 
-def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointer: dict[str, str],
-              stored_as: Mapping[str, str] | None = None) -> str:
+def _at(root: str, offsets: Mapping[str, int], bases: Mapping[str, str]) -> str:
+    """The place of arena storage `root`: `arena + <offset>u`, or in its region's array (`bases`: a profile of
+    several RAM regions, packager.region_arenas)."""
+    return f"{bases.get(root, 'arena')} + {offsets[root]}u"
+
+
+def _argument(plan: ExecutionPlan, name: str, offsets: Mapping[str, int], io_pointer: dict[str, str],
+              stored_as: Mapping[str, str] | None = None, bases: Mapping[str, str] | None = None) -> str:
     tensor = plan.tensors[name]
     root = plan.storage_of(name)
     role = plan.tensors[root].role
@@ -33,7 +42,7 @@ def _argument(plan: ExecutionPlan, name: str, offsets: dict[str, int], io_pointe
         return io_pointer[root]
     if role is TensorRole.STATE:
         return state_symbol(plan, root)
-    return f"({c_type_of(tensor.dtype)}*)(arena + {offsets[root]}u)"
+    return f"({c_type_of(tensor.dtype)}*)({_at(root, offsets, bases or {})})"
 
 
 def arena_gaps(buffers: list[Buffer], offsets: dict[str, int], arena_bytes: int, step: int) -> list[tuple[int, int]]:
@@ -59,10 +68,11 @@ def _accessor_definitions(plan: ExecutionPlan, inputs: list[IoTensor], outputs: 
     return lines
 
 
-def _poison_lines(M: str, gaps: list[tuple[int, int]]) -> list[str]:
+def _poison_lines(M: str, gaps: list[tuple[str, int, int]]) -> list[str]:
+    """The test build's poison() calls for `gaps` ((array, begin, end): bytes no live buffer holds)."""
     if not gaps:
         return []
-    calls = [f"  poison(arena, {begin}u, {end}u);" for begin, end in gaps]
+    calls = [f"  poison({array}, {begin}u, {end}u);" for array, begin, end in gaps]
     return [f"#ifdef {M}_POISON_ARENA", *calls, "#endif"]
 
 
@@ -117,29 +127,33 @@ def _call_lines(step: int, kernel_call: str, failure: str | None, profile_calls:
     return lines + ["  }"]
 
 
-def _kernel_call(plan: ExecutionPlan, M: str, call: KernelCall, offsets: dict[str, int],
-                 io_pointer: dict[str, str], stored_as: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+def _kernel_call(plan: ExecutionPlan, M: str, call: KernelCall, offsets: Mapping[str, int],
+                 io_pointer: dict[str, str], stored_as: Mapping[str, str] | None = None,
+                 bases: Mapping[str, str] | None = None) -> tuple[str, str | None]:
     """The C call of `call` (no `;`) and the status the run returns when it returns nonzero (None: it returns
     nothing): a generated kernel's (`stored_as`: the weights another model stores, packager.several), or a
-    row-wise input's band helper's (packager/templates/lp_rows.h)."""
+    row-wise input's band helper's (packager/templates/lp_rows.h). `bases`: the region array of each buffer
+    not in `arena` (packager.region_arenas)."""
+    bases = bases or {}
     rows = plan.row_input
     fetch = None if rows is None else rows.fetch_of(call)
     if fetch is not None:
         halo_bytes = (fetch.pulled_from - fetch.first_row) * rows.row_bytes
-        halo = "NULL" if fetch.halo is None else f"arena + {offsets[plan.storage_of(fetch.halo)]}u"
+        halo = "NULL" if fetch.halo is None else _at(plan.storage_of(fetch.halo), offsets, bases)
         return (f"lp_rows_fetch(read_row, context, {halo}, {halo_bytes}u, {fetch.pulled_from}u, {fetch.stop_row}u, "
-                f"{rows.row_bytes}u, arena + {offsets[plan.storage_of(fetch.band)]}u)", f"{M}_ERROR_INPUT_ROW")
+                f"{rows.row_bytes}u, {_at(plan.storage_of(fetch.band), offsets, bases)})", f"{M}_ERROR_INPUT_ROW")
     keep = None if rows is None else rows.keep_of(call)
     if keep is not None:
-        return (f"lp_rows_keep(arena + {offsets[plan.storage_of(keep.band)] + keep.offset}u, "
-                f"{plan.tensors[keep.halo].nbytes}u, arena + {offsets[plan.storage_of(keep.halo)]}u)", None)
-    args = ", ".join(_argument(plan, a, offsets, io_pointer, stored_as) for a in call.args)
+        band = plan.storage_of(keep.band)
+        return (f"lp_rows_keep({bases.get(band, 'arena')} + {offsets[band] + keep.offset}u, "
+                f"{plan.tensors[keep.halo].nbytes}u, {_at(plan.storage_of(keep.halo), offsets, bases)})", None)
+    args = ", ".join(_argument(plan, a, offsets, io_pointer, stored_as, bases) for a in call.args)
     return f"{call.kernel}({args})", f"{M}_ERROR_INDEX_OUT_OF_RANGE" if call.checks_indices else None
 
 
 def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], offsets: dict[str, int],
                   buffers: list[Buffer], arena_bytes: int, alignment: int, profile_calls: bool = False,
-                  shared: SharedArena | None = None) -> str:
+                  shared: SharedArena | None = None, regions: Sequence[RegionArena] = ()) -> str:
     """The entry function. Built with -D<MODEL>_POISON_ARENA, it fills every arena byte that no live buffer
     holds with 0xA5 before each call: a plan that let a kernel read bytes it does not own fails its self-test.
 
@@ -148,7 +162,11 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     lp_call_profile.h prints each call's count (the runner's support files, e.g. OUT/cortex_m/).
 
     With `shared` (a bundle of several models, packager.several) the weights stored by another model are passed
-    under their arrays' names and `<model>_run` runs on the bundle's one static arena instead of its own."""
+    under their arrays' names and `<model>_run` runs on the bundle's one static arena instead of its own.
+
+    With `regions` (every RAM region's arena, fastest first, when the profile lists several: `offsets`,
+    `buffers` and `arena_bytes` are then the last region's) the faster regions' buffers lie in their own static
+    arrays, which the test build poisons too (packager.region_arenas)."""
     m, M = plan.model, macro_prefix(plan.model)
     in_arena = io_in_arena(inputs, outputs)
     single = len(inputs) == 1 and len(outputs) == 1
@@ -167,7 +185,13 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         null_checks += [f"inputs->{io.field} == NULL" for io in inputs]
         null_checks += [f"outputs->{io.field} == NULL" for io in outputs]
 
-    gaps = [arena_gaps(buffers, offsets, arena_bytes, step) for step in range(len(plan.calls))]
+    bases = faster_bases(m, regions)
+    offsets = {**faster_offsets(regions), **offsets}
+    arrays = [("arena", buffers, arena_bytes)] + [
+        (arena_symbol(m, regions, index), list(arena.buffers), arena.memory.arena_bytes)
+        for index, arena in enumerate(regions[:-1])]
+    gaps = [[(array, begin, end) for array, held, size in arrays for begin, end in arena_gaps(held, offsets, size, step)]
+            for step in range(len(plan.calls))]
     lines = [
         f"/* {m}_model.c: runs {comment(plan.source)} as {len(plan.calls)} kernel calls on one arena.",
         " * Generated by tvm_ext; the offsets come from the memory plan in manifest.json. */",
@@ -182,6 +206,7 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         "",
         *(_poison_definition(M) if any(gaps) else ()),
         *state_definitions(plan),
+        *faster_arena_definitions(m, regions, alignment),
         run_signature(plan, inputs, outputs, with_arena=True),
         "{",
         f"  if ({' || '.join(null_checks)}) {{",
@@ -199,13 +224,14 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         lines.append("  lp_profile_empty_region(); /* what the counter counts of itself, for each call's count */")
     for step, call in enumerate(plan.calls):
         layers = "; ".join(call.layers) or "(no layer name)"
-        kernel_call, failure = _kernel_call(plan, M, call, offsets, io_pointer, shared and shared.stored_as)
+        kernel_call, failure = _kernel_call(plan, M, call, offsets, io_pointer, shared and shared.stored_as, bases)
         lines += [f"  /* {step}: {comment(layers)} */", *_poison_lines(M, gaps[step]),
                   *_call_lines(step, kernel_call, failure, profile_calls)]
     call_args = "" if in_arena else ", input, output" if single else ", inputs, outputs"
     if plan.row_input is not None:
         call_args = ", read_row, context, output"
-    static_arena = ([f"{M}_ALIGNED({alignment}) static uint8_t {m}_arena[{max(arena_bytes, 1)}];"] if shared is None
+    static_arena = ([f"{main_arena_prefix(m, regions)}{M}_ALIGNED({alignment}) static uint8_t "
+                     f"{m}_arena[{max(arena_bytes, 1)}];"] if shared is None
                     else [f"/* The bundle's one static arena, shared with its other models ({shared.header}). */"])
     arena_call = (f"{m}_arena, sizeof({m}_arena)" if shared is None
                   else f"{shared.name}_arena, {macro_prefix(shared.name)}_ARENA_BYTES")

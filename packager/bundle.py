@@ -10,6 +10,7 @@ from backends.backend import HelperLibrary
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.picture import memory_plan_svg
 from memory_planner.plan import ExecutionPlan, KernelSignature
+from memory_planner.regions import RegionArena
 from packager.aot_entry import write_model_c
 from packager.c_lexical import check_c_text
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
@@ -46,6 +47,9 @@ class BundleInputs:
     alignment: int = 16
     io_in_arena: bool = False  # the memory plan places the model's inputs and outputs in the arena
     kernels_c_by_unit: dict[str, str] = field(default_factory=dict)  # unit -> its kernels' C, when units are listed
+    # every RAM region's arena, fastest first, when the profile lists several (memory_planner.regions; `memory`
+    # and `buffers` are then the last region's); () for one region
+    regions: tuple[RegionArena, ...] = ()
 
 
 def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
@@ -55,10 +59,12 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     inputs, outputs = bundle_io(bundle)
     arena = bundle.memory.arena_bytes
     files = {
-        f"{m}.h": write_header(plan, inputs, outputs, arena, bundle.alignment),
+        f"{m}.h": write_header(plan, inputs, outputs, arena, bundle.alignment, bundle.regions),
         **library_sources(plan, kernel_files(m, bundle), bundle.kernel_signatures, bundle.requantize_roundings,
-                          bundle.helper_libraries, bundle.constants, bundle.alignment, bundle.signal_helpers),
-        f"{m}_model.c": write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers, arena, bundle.alignment),
+                          bundle.helper_libraries, bundle.constants, bundle.alignment, bundle.signal_helpers,
+                          sections=bool(bundle.regions)),
+        f"{m}_model.c": write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers, arena, bundle.alignment,
+                                      regions=bundle.regions),
         "selftest.c": write_selftest(plan, inputs, outputs, bundle.vectors),
         "Makefile": write_makefile(m, bundle.config),
         "CMakeLists.txt": write_cmakelists(m, bundle.config),
@@ -68,7 +74,7 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
     profiled = runner.profiled_model_source(m) if runner is not None else None
     if profiled is not None:
         files[profiled] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
-                                        arena, bundle.alignment, profile_calls=True)
+                                        arena, bundle.alignment, profile_calls=True, regions=bundle.regions)
     return write_checked_files(out_dir, files, m, bundle.config)
 
 
@@ -98,17 +104,18 @@ def bundle_io(bundle: BundleInputs) -> tuple[list[IoTensor], list[IoTensor]]:
 def library_sources(plan: ExecutionPlan, kernel_files: dict[str, str], kernel_signatures: tuple[KernelSignature, ...],
                     requantize_roundings: tuple[str, ...], helper_libraries: tuple[HelperLibrary, ...],
                     constants: dict[str, np.ndarray],
-                    alignment: int, signal_helpers: tuple[str, ...] = ()) -> dict[str, str]:
+                    alignment: int, signal_helpers: tuple[str, ...] = (), sections: bool = False) -> dict[str, str]:
     """The library's files that neither the call order nor the memory plan changes, by file name: the
     internal header (with the helpers the kernels call), the kernel sources (`kernel_files`: file name -> the
-    kernels' C) and the weights (`alignment` in bytes). The compiler writes and compiles them early
+    kernels' C) and the weights (`alignment` in bytes; `sections`: each weight array after the weights' section
+    macro, for a profile of several RAM regions). The compiler writes and compiles them early
     (tvm_ext.compile.early_objects)."""
     m = plan.model
     return {
         f"{m}_internal.h": write_internal_header(plan, kernel_signatures, requantize_roundings, helper_libraries,
                                                  signal_helpers, alignment),
         **{source: kernel_file_text(m, source, text) for source, text in kernel_files.items()},
-        f"{m}_weights.c": write_weights(plan, constants, alignment),
+        f"{m}_weights.c": write_weights(plan, constants, alignment, sections),
     }
 
 

@@ -8,18 +8,21 @@ never a code block: the example's C names are the bundle's own (`packager.io_nam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memory_planner.api import MemoryPlan
 from memory_planner.from_plan import total_ram_bytes
 from memory_planner.plan import ExecutionPlan
+from memory_planner.regions import RegionArena
 from packager.build_files import BuildConfig, selftest_option, sources
 from packager.c_text import macro_prefix
 from packager.header import run_signature, status_codes
 from packager.io_header import has_helpers
 from packager.io_names import IoTensor, io_in_arena
 from packager.markdown_text import markdown_text
+from packager.region_arenas import faster_arena_bytes, readme_rows
 from packager.selftest_verdict import SelftestResult
 from packager.state import reset_signature, state_bytes
 
@@ -38,8 +41,9 @@ class ReadmeFacts:
 
 
 def bundle_readme(plan: ExecutionPlan, memory: MemoryPlan, inputs: list[IoTensor], outputs: list[IoTensor],
-                  facts: ReadmeFacts) -> str:
-    """README.md's text for the bundle of `plan` (its inputs and outputs as the header names them)."""
+                  facts: ReadmeFacts, regions: Sequence[RegionArena] = ()) -> str:
+    """README.md's text for the bundle of `plan` (its inputs and outputs as the header names them); `regions`:
+    every RAM region's arena when the profile lists several (`memory` is then the last region's)."""
     m, M = plan.model, macro_prefix(plan.model)
     lines = [
         f"# `{m}`: {markdown_text(plan.source)} as C99",
@@ -63,7 +67,7 @@ def bundle_readme(plan: ExecutionPlan, memory: MemoryPlan, inputs: list[IoTensor
         "```",
         "",
         *_build(m, M, facts.config),
-        *_memory(plan, memory, facts.measured),
+        *_memory(plan, memory, facts.measured, regions),
     ]
     return "\n".join(lines)
 
@@ -293,14 +297,17 @@ def _build(m: str, M: str, config: BuildConfig) -> list[str]:
     return lines
 
 
-def _memory(plan: ExecutionPlan, memory: MemoryPlan, measured: dict[str, Any]) -> list[str]:
+def _memory(plan: ExecutionPlan, memory: MemoryPlan, measured: dict[str, Any],
+            regions: Sequence[RegionArena] = ()) -> list[str]:
+    total = total_ram_bytes(plan, memory) + faster_arena_bytes(regions)
     lines = [
         "## Memory (bytes)",
         "",
         "| | bytes |",
         "|---|---|",
         f"| arena (activations and scratch, RAM) | {memory.arena_bytes:,} |",
-        f"| total RAM of one inference (arena + inputs and outputs outside it) | {total_ram_bytes(plan, memory):,} |",
+        *readme_rows(plan.model, regions),
+        f"| total RAM of one inference (arena{'s' if regions else ''} + inputs and outputs outside it) | {total:,} |",
         f"| state (static RAM kept between runs) | {state_bytes(plan):,} |",
         f"| weights (const, flash) | {plan.weight_bytes():,} |",
     ]

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from emulator.cycle_model import CycleEstimate
 from memory_planner.plan import ExecutionPlan, OperatorSupport
+from packager import region_arenas
 from packager.archive import archive
 from packager.bundle import BundleInputs, bundle_io
 from packager.bundle_readme import README_FILE, ReadmeFacts, bundle_readme
@@ -94,6 +95,8 @@ class BundleFacts:
             entries["quantization"] = self.quantization
         if self.patches is not None:
             entries["patches"] = self.patches
+        if bundle.regions:
+            entries["memory_regions"] = region_arenas.manifest_entry(bundle.plan, bundle.regions)
         return entries
 
 
@@ -137,13 +140,15 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
                                bundle.io_in_arena))
     )
     (out_dir / REPORT_FILE).write_text(report.markdown() + _patches_markdown(facts.patches)
-                                       + _row_input_markdown(bundle.plan))
+                                       + _row_input_markdown(bundle.plan)
+                                       + region_arenas.report_markdown(bundle.plan.model, bundle.regions))
     (out_dir / REPORT_HTML_FILE).write_text(report_html(HtmlReport(
         report, bundle.buffers, bundle.memory, facts.headroom, facts.operators,
         (facts.quantization or {}).get("layer_errors", ()))), encoding="utf-8")
     inputs, outputs = bundle_io(bundle)
     readme = ReadmeFacts(bundle.config, facts.selftest, facts.untested, facts.measured)
-    (out_dir / README_FILE).write_text(bundle_readme(bundle.plan, bundle.memory, inputs, outputs, readme))
+    (out_dir / README_FILE).write_text(bundle_readme(bundle.plan, bundle.memory, inputs, outputs, readme,
+                                                     bundle.regions))
     runner = bundle.config.emulated
     emulated_build = [out_dir / runner.build_dir] if runner is not None else []
     for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, *emulated_build]:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memory_planner.plan import ExecutionPlan
+from memory_planner.regions import RegionArena
 from packager.c_text import EXTERN_C_BEGIN, EXTERN_C_END, comment, macro_prefix
 from packager.io_header import io_macros, quantize_helpers
 from packager.io_names import IoTensor, io_in_arena
+from packager.region_arenas import header_lines
 from packager.state import reset_signature, state_bytes
 
 STATUS_CODES = (
@@ -51,7 +55,9 @@ def io_accessor_signature(plan: ExecutionPlan, io: IoTensor, is_input: bool) -> 
 
 
 def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], arena_bytes: int,
-                 alignment: int) -> str:
+                 alignment: int, regions: Sequence[RegionArena] = ()) -> str:
+    """`<model>.h`; `regions`: every RAM region's arena when the profile lists several (packager.region_arenas:
+    each region's bytes and section macro), () for one."""
     m, M = plan.model, macro_prefix(plan.model)
     guard = f"{M}_H"
     lines = [
@@ -74,6 +80,7 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         f"#define {M}_WEIGHT_BYTES {plan.weight_bytes()}u",
         "/* Bytes of the model's state (the bundle's static RAM, kept from one run to the next; 0: none). */",
         f"#define {M}_STATE_BYTES {state_bytes(plan)}u",
+        *header_lines(m, regions),
         f"#define {M}_INPUT_COUNT {len(inputs)}u",
         f"#define {M}_OUTPUT_COUNT {len(outputs)}u",
     ]

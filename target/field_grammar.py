@@ -30,6 +30,10 @@ CORE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.+-]{0,63}")
 UNIT_NAME_PATTERN = re.compile(r"[a-z_][a-z0-9_]{0,31}")
 """A compute unit's name: a lowercase ASCII C identifier (it names a C file and a make target)."""
 
+REGION_NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,31}")
+"""A RAM region's name: a lowercase ASCII C identifier starting with a letter (it ends a C array's name and,
+upper-cased, a macro's middle: `<model>_arena_dtcm`, `<MODEL>_ARENA_DTCM_SECTION`)."""
+
 OPERATOR_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 """An operator kind: a TFLite builtin code (CONV_2D) or an ONNX op type (Conv)."""
 
@@ -108,6 +112,8 @@ def _matching(pattern: re.Pattern[str], what: str) -> Callable[[Any], str]:
 name = _matching(NAME_PATTERN, "lowercase letters, digits, '-', '_' or '.' (at most 64)")
 core_name = _matching(CORE_PATTERN, "lowercase letters, digits, '-', '_', '.' or '+' (at most 64)")
 unit_name = _matching(UNIT_NAME_PATTERN, "a lowercase C identifier of ASCII letters, digits and '_' (at most 32)")
+region_name = _matching(REGION_NAME_PATTERN, "a lowercase C identifier of ASCII letters, digits and '_', "
+                        "starting with a letter (at most 32)")
 operator_kind = _matching(OPERATOR_PATTERN, "an operator kind: letters, digits and '_' (at most 64)")
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from target import field_grammar as grammar
 from target.compute_unit import ComputeUnit, units_from_tables
 from target.field_grammar import BadValue, shown
+from target.memory_region import RamRegion, regions_from_tables
 from target.profile import (
     DEFAULT_STACK_BOUND_BYTES,
     DEFAULT_SUBGRAPH_BYTES,
@@ -61,6 +62,11 @@ def _board(value: Any) -> str | None:
     return grammar.core_name(value)
 
 
+def _regions(value: Any) -> tuple[RamRegion, ...]:
+    """The RAM regions (`target.memory_region`); None, the default, for none listed."""
+    return () if value is None else regions_from_tables(value)
+
+
 # Every field a profile file may give, with its check. `source` is not a file field: the loader sets it.
 # The grammar of each check is in target.field_grammar and target/README.md.
 FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
@@ -84,10 +90,11 @@ FIELD_CHECKS: dict[str, Callable[[Any], Any]] = {
     "stack_bound_bytes": grammar.byte_count,
     "clock_hz": _clock,
     "units": _units,
+    "ram_regions": _regions,
 }
 _OPTIONAL_DEFAULTS: dict[str, Any] = {"qemu_board": None, "subgraph_bytes": DEFAULT_SUBGRAPH_BYTES,
                                       "stack_bound_bytes": DEFAULT_STACK_BOUND_BYTES, "clock_hz": None,
-                                      "units": None}
+                                      "units": None, "ram_regions": None}
 _EXTENDS = "extends"
 
 
@@ -165,6 +172,7 @@ def _load_file(path: Path) -> Profile:
             raise ProfileError(f"{origin}: field {field_name!r} {bad}{value_part}") from None
     profile = Profile(**values, source=where)
     _check_float_abi(profile, given["cflags"][1])
+    _check_regions_add_up(profile, given["ram_regions"][1])
     _check_name_is_free(profile, path)
     return profile
 
@@ -214,6 +222,15 @@ def _check_float_abi(profile: Profile, cflags_origin: str) -> None:
             f"{cflags_origin}: field 'cflags' asks -mfloat-abi=soft but 'fpu' is {profile.fpu!r} "
             '(set fpu = "none" for software float)'
         )
+
+
+def _check_regions_add_up(profile: Profile, regions_origin: str) -> None:
+    """The listed RAM regions are the SRAM split by speed: their bytes must add up to `sram_bytes`, so that the
+    RAM check (target.resources) and the regions' arenas describe the same memory."""
+    total = sum(region.bytes for region in profile.ram_regions)
+    if profile.ram_regions and total != profile.sram_bytes:
+        raise ProfileError(f"{regions_origin}: field 'ram_regions' adds up to {total:,} B but 'sram_bytes' is "
+                           f"{profile.sram_bytes:,} B (the regions are the SRAM split by speed)")
 
 
 def _check_name_is_free(profile: Profile, path: Path) -> None:

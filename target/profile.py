@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from target.compute_unit import ComputeUnit
+from target.memory_region import RamRegion
 
 Fpu = Literal["none", "single", "double"]
 Simd = Literal["none", "dsp", "mve", "hifi"]
@@ -81,6 +82,8 @@ class Profile:
         clock_hz: the core's clock in hertz, for report.md's estimated times (`emulator.cycle_model`); None
             when the file gives none (no time estimate then).
         units: the compute units the file lists (`target.compute_unit`), () when it lists none.
+        ram_regions: the RAM regions the file lists, fastest first (`target.memory_region`; their bytes add up
+            to `sram_bytes`), () when it lists none.
     """
 
     name: str
@@ -104,6 +107,13 @@ class Profile:
     stack_bound_bytes: int = DEFAULT_STACK_BOUND_BYTES
     clock_hz: int | None = None
     units: tuple[ComputeUnit, ...] = ()
+    ram_regions: tuple[RamRegion, ...] = ()
+
+    @property
+    def memory_regions(self) -> tuple[RamRegion, ...]:
+        """The RAM regions arenas are planned in, fastest first: the listed ones, or the whole SRAM as one
+        region ("sram") when the file lists none (one arena, as every profile had before regions)."""
+        return self.ram_regions or (RamRegion("sram", self.sram_bytes),)
 
     @property
     def compute_units(self) -> tuple[ComputeUnit, ...]:

@@ -14,7 +14,7 @@ built for one has its weights alone counted, and says so.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from target.profile import Profile
 
@@ -115,6 +115,8 @@ class RamUse:
     `input_bytes` and `output_bytes` are the caller's buffers outside the arena (0 when they were planned into
     it, `--io-in-arena`); `state_bytes` the model's static state; `stack_bytes` the stack of one run call, as
     `stack_source` says (0 while PENDING: the emulated build measures it, and the fit is checked again then).
+    `faster_arena_bytes`: the part of `arena_bytes` in the faster RAM regions of a profile that lists several
+    (target.memory_region); the rest is in the last region, with everything else.
     """
 
     arena_bytes: int
@@ -123,6 +125,7 @@ class RamUse:
     state_bytes: int
     stack_bytes: int
     stack_source: StackSource
+    faster_arena_bytes: int = 0
 
     @property
     def total_bytes(self) -> int:
@@ -140,7 +143,7 @@ class RamUse:
 
     def with_stack(self, stack_bytes: int, source: StackSource) -> RamUse:
         """The same use with the stack `stack_bytes` from `source`."""
-        return RamUse(self.arena_bytes, self.input_bytes, self.output_bytes, self.state_bytes, stack_bytes, source)
+        return replace(self, stack_bytes=stack_bytes, stack_source=source)
 
     def manifest_entry(self) -> dict[str, object]:
         """JSON-ready parts and total (bytes) and the stack's source."""
@@ -182,6 +185,12 @@ def check_fits(profile: Profile, model_name: str, ram: RamUse, flash_bytes: int 
     if ram.total_bytes > profile.sram_bytes:
         sram = Overrun("SRAM", ram.total_bytes, profile.sram_bytes)
         overruns.append((sram, _overrun_text("RAM needs", sram, f"SRAM ({ram.parts()})", profile)))
+    last = profile.memory_regions[-1]
+    if len(profile.memory_regions) > 1 and ram.total_bytes - ram.faster_arena_bytes > last.bytes:
+        region = Overrun("SRAM", ram.total_bytes - ram.faster_arena_bytes, last.bytes)
+        overruns.append((region, f"RAM needs {region.needed_bytes:,} B in the last region {last.name} ({ram.parts()}, "
+                                 f"less {ram.faster_arena_bytes:,} B of arena in faster regions) but {profile.name}'s "
+                                 f"{last.name} has {region.available_bytes:,} B ({region.excess_bytes:,} B over)"))
     flash = _flash_overrun(flash_bytes, profile)
     if flash is not None:
         overruns.append(flash)

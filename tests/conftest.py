@@ -55,6 +55,13 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=900)
 
 
+def two_region_profile(extends: str, name: str, fast: tuple[str, int], slow: tuple[str, int]) -> str:
+    """A TOML profile extending `extends` whose SRAM is the RAM regions `fast` then `slow` ((name, bytes) each;
+    their bytes must add up to the base's sram_bytes)."""
+    return (f'extends = "{extends}"\nname = "{name}"\n'
+            + "".join(f'[[ram_regions]]\nname = "{region}"\nbytes = {size}\n' for region, size in (fast, slow)))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The session's bundle cache: each (model, target) pair is compiled once per test session.
 #

@@ -229,7 +229,9 @@ def _print_summary(bundle: Bundle | SeveralBundle) -> int:
         f"self-test {'PASS' if bundle.selftest.passed else 'FAIL'}"
     print(printable(
         f"[tvm_ext] {bundle.plan.model}: arena {memory.arena_bytes:,} B (lower bound {memory.lower_bound:,} B, "
-        f"{'optimal' if memory.optimal else memory.strategy}), total RAM {bundle.total_ram_bytes:,} B "
+        f"{'optimal' if memory.optimal else memory.strategy}"
+        + (f"; {bundle.ram.faster_arena_bytes:,} B more in faster RAM regions" if bundle.ram.faster_arena_bytes else "")
+        + f"), total RAM {bundle.total_ram_bytes:,} B "
         f"({bundle.ram.parts()}), weights {bundle.weight_bytes:,} B, "
         + (f"flash {bundle.flash.total_bytes:,} B ({bundle.flash.parts()}), " if bundle.flash.measured else "")
         + f"{len({c.kernel for c in bundle.plan.calls})} kernels in {len(bundle.plan.calls)} calls, "

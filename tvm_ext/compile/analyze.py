@@ -159,7 +159,6 @@ def _profile_analysis(imported, profile: Profile, jobs: int, grid_plan: "PatchPl
     figures they give; a layer refused for this profile, or `auto` finding no plan that fits, is its `problem`."""
     import target
     from tvm_ext.compile import DoesNotFitError
-    from tvm_ext.compile.device_ram import planned_ram
     from tvm_ext.compile.patches import AutoSearch, cut_of, grid_patch_facts
     from tvm_ext.compile.pipeline import codegen, model_refusals, passes, planning
 
@@ -172,8 +171,7 @@ def _profile_analysis(imported, profile: Profile, jobs: int, grid_plan: "PatchPl
                                 jobs)
             planned = planning(generated.plan, profile)
             # Nothing is built, so the stack is the profile's bound (stack_bound_bytes), as for --no-build.
-            return None, generated, planned, planned_ram(planned.plan, planned.memory, profile,
-                                                         stack_measured_later=False)
+            return None, generated, planned, planned.ram(profile, stack_measured_later=False)
 
         _, _, planned, ram = planned_with(None if grid_plan is None else cut_of(grid_plan))
         patched = None if grid_plan is None else grid_patch_facts(imported, grid_plan, planned).line()

@@ -32,14 +32,18 @@ MEASURED_FLASH_KEY = "bundle_flash"
 kind ("code", "weights", "data"; bytes)."""
 
 
-def planned_ram(plan: ExecutionPlan, memory: MemoryPlan, profile: Profile, stack_measured_later: bool) -> RamUse:
-    """The RAM of `plan` placed by `memory`: the arena, the inputs and outputs outside it, the state, and the
-    stack: PENDING when `stack_measured_later` (an emulated build follows), else the profile's bound."""
+def planned_ram(plan: ExecutionPlan, memory: MemoryPlan, profile: Profile, stack_measured_later: bool,
+                other_arenas_bytes: int = 0) -> RamUse:
+    """The RAM of `plan` placed by `memory`: the arena (with `other_arenas_bytes`, the arenas of the faster RAM
+    regions when the profile lists several: memory_planner.regions), the inputs and outputs outside it, the
+    state, and the stack: PENDING when `stack_measured_later` (an emulated build follows), else the profile's
+    bound."""
     inputs, outputs = io_bytes_outside(plan, memory)
     state = sum(tensor.nbytes for tensor in plan.states())
+    arena = memory.arena_bytes + other_arenas_bytes
     if stack_measured_later:
-        return RamUse(memory.arena_bytes, inputs, outputs, state, 0, StackSource.PENDING)
-    return RamUse(memory.arena_bytes, inputs, outputs, state, profile.stack_bound_bytes, StackSource.BOUND)
+        return RamUse(arena, inputs, outputs, state, 0, StackSource.PENDING, other_arenas_bytes)
+    return RamUse(arena, inputs, outputs, state, profile.stack_bound_bytes, StackSource.BOUND, other_arenas_bytes)
 
 
 def with_measured_stack(ram: RamUse, measured: dict[str, object]) -> RamUse:

@@ -22,9 +22,9 @@ import numpy as np
 
 from backends import backend_of
 from emulator.cycle_model import cycle_estimate
-from memory_planner import plan_memory
+from memory_planner.regions import RegionArena, plan_regions, regions_phrase
 from memory_planner.api import Buffer, MemoryPlan
-from memory_planner.check import InvalidMemoryPlanError, check_plan
+from memory_planner.check import InvalidMemoryPlanError
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.order import choose_order
 from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, OperatorSupport
@@ -129,12 +129,20 @@ class Generated:
 @dataclass(frozen=True)
 class Planned:
     """The plan with its calls in the chosen order, the arena's buffers and their checked offsets;
-    `io_in_arena`: the model's inputs and outputs are among the buffers (`buffers_from_plan`)."""
+    `io_in_arena`: the model's inputs and outputs are among the buffers (`buffers_from_plan`). With a profile of
+    several RAM regions, `regions` holds every region's arena, fastest first (memory_planner.regions), and
+    `buffers` and `memory` are the last region's (the arena the run functions take); () with one region."""
 
     plan: ExecutionPlan
     buffers: list[Buffer]
     memory: MemoryPlan
     io_in_arena: bool = False
+    regions: tuple[RegionArena, ...] = ()
+
+    def ram(self, profile: Profile, stack_measured_later: bool) -> RamUse:
+        """The RAM one inference holds (device_ram.planned_ram), every region's arena counted."""
+        faster = sum(region.memory.arena_bytes for region in self.regions[:-1])
+        return planned_ram(self.plan, self.memory, profile, stack_measured_later, faster)
 
 
 @dataclass(frozen=True)
@@ -278,7 +286,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             start_early_objects()
         planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
         stack_later = options.build and config.emulated is not None
-        ram = planned_ram(planned.plan, planned.memory, profile, stack_later)
+        ram = planned.ram(profile, stack_later)
         patched: PatchFacts | None = None
         search: AutoSearch | None = None  # auto's search, while its plans are tried
         if grid_plan is not None:
@@ -290,8 +298,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 if options.input_rows:
                     generated_cut = _with_row_input(generated_cut, func, cut, file_name)
                 planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
-                return with_cut, generated_cut, planned_cut, planned_ram(planned_cut.plan, planned_cut.memory,
-                                                                         profile, stack_later)
+                return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
 
             search = AutoSearch(imported, profile, planned, ram, compile_with, options.input_rows)
             lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
@@ -602,12 +609,12 @@ def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -
     if not fetch_order_kept(ordered):
         raise RuntimeError("the call order fetches the row-wise input's bands out of their order")
     buffers = buffers_from_plan(ordered, alignment=profile.alignment_bytes, io_in_arena=io_in_arena)
-    memory = plan_memory(buffers)
     try:
-        check_plan(buffers, memory)
+        arenas = plan_regions(ordered, buffers, [(region.name, region.bytes) for region in profile.memory_regions])
     except InvalidMemoryPlanError as err:
         raise RuntimeError(f"the memory planner produced an invalid plan: {err}") from err
-    return Planned(ordered, buffers, memory, io_in_arena)
+    main = arenas[-1]
+    return Planned(ordered, list(main.buffers), main.memory, io_in_arena, tuple(arenas) if len(arenas) > 1 else ())
 
 
 def packaging(folder: Path, imported: Imported, generated: Generated, planned: Planned, referenced: Referenced,
@@ -628,7 +635,7 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
         config=config, input_names=[s.name for s in imported.model.inputs],
         output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
         kernels_c_by_unit={unit: generated.source.c_text_of(names) for unit, names in by_unit.items()},
-        io_in_arena=planned.io_in_arena,
+        io_in_arena=planned.io_in_arena, regions=planned.regions,
     )
     return Packaged(bundle, write_bundle(folder, bundle))
 
@@ -667,7 +674,8 @@ def early_sources(generated: Generated, profile: Profile, config: BuildConfig) -
     source = generated.source
     files = {**library_sources(generated.plan, {f"{model}_kernels.c": source.c_text},
                                tuple(source.signatures.values()), source.requantize_roundings, source.helper_libraries,
-                               generated.constants, profile.alignment_bytes, source.signal_helpers),
+                               generated.constants, profile.alignment_bytes, source.signal_helpers,
+                               sections=len(profile.memory_regions) > 1),
              "Makefile": write_makefile(model, config)}
     if config.emulated is not None:  # the self-test ELF's rules, for its own objects of the same sources
         files.update(config.emulated.build_rule_files(model, config))
@@ -756,8 +764,9 @@ def _runtime(referenced: Referenced) -> str:
 
 def _describe_memory(planned: Planned) -> str:
     memory = planned.memory
+    regions = f"; RAM regions {regions_phrase(planned.regions)}" if planned.regions else ""
     return (f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B, "
-            f"{memory.strategy}{', optimal' if memory.optimal else ''}")
+            f"{memory.strategy}{', optimal' if memory.optimal else ''}{regions}")
 
 
 def _describe_selftest(tested: Tested) -> str:

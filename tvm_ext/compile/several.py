@@ -168,6 +168,9 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target: Target
     if profile.units:
         raise CompileError(f"{label}: the {profile.name} profile lists compute units; a bundle of several models "
                            "is built for profiles without them so far")
+    if len(profile.memory_regions) > 1:
+        raise CompileError(f"{label}: the {profile.name} profile lists {len(profile.memory_regions)} RAM regions; a "
+                           "bundle of several models shares one arena, built for profiles of one region so far")
     if build:
         check_tools_installed(config, profile, label)
     members = []

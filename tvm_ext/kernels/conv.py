@@ -26,6 +26,10 @@ class WeightLayout(enum.Enum):
 
     HWIO = "HWIO"
     OHWI = "OHWI"
+    OHWI_PADDED = "OHWI_PADDED"
+    """OHWI as [O, Kp]: each output channel's KH * KW * I weights in OHWI's order, then zeros up to Kp (a
+    backend's copied windows of Kp inputs, `backends.backend.KernelSchedules.conv_weight_length`); the kernel is
+    given its ``kernel_size``."""
 
 
 def _centered_input(
@@ -68,11 +72,12 @@ def conv2d_int8(
     output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
     multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None, zero_point_in_bias: bool = False,
     weight_layout: WeightLayout = WeightLayout.HWIO, paired_weights: bool = False,
+    kernel_size: Optional[Sequence[int]] = None,
 ) -> te.Tensor:
     """CONV_2D: data NHWC int8, weight int8 in ``weight_layout`` (HWIO by default), bias int32[O] -> NHWC int8
     (int16 data, int64 bias -> int16: 16x8). With ``paired_weights`` (int8 data) the weight is
     `tvm_ext.kernels.dense.pair_weights`' int32 words of its OHWI values as [O, KH * KW * I], reshaped to
-    [O / 8, KH, KW, I, 4], instead.
+    [O / 8, KH, KW, I, 4], instead. ``kernel_size`` (KH, KW): the window of an OHWI_PADDED weight.
 
     Per-channel ``multiplier``/``shift`` tensors, when given, replace those of ``output``.
     """
@@ -82,12 +87,16 @@ def conv2d_int8(
         cout = int(weight.shape[0]) * PAIRED_TILE
     elif weight_layout is WeightLayout.OHWI:
         cout, kh, kw, cin = (int(d) for d in weight.shape)
+    elif weight_layout is WeightLayout.OHWI_PADDED:
+        (kh, kw), cin, cout = (int(d) for d in kernel_size), int(data.shape[3]), int(weight.shape[0])
     else:
         kh, kw, cin, cout = (int(d) for d in weight.shape)
 
     def weight_at(ry, rx, rc, o):
         if paired_weights:
             return paired_weight(weight, o, ry, rx, rc)
+        if weight_layout is WeightLayout.OHWI_PADDED:
+            return weight[o, (ry * kw + rx) * cin + rc]
         return weight[o, ry, rx, rc] if weight_layout is WeightLayout.OHWI else weight[ry, rx, rc, o]
 
     out_h, out_w = _output_hw(data, (kh, kw), strides, padding, dilation)

@@ -35,22 +35,63 @@ def paired_weight(weight: te.Tensor, o, *k) -> tirx.PrimExpr:
     return tirx.Select(o % 2 == 0, low, (word - low) >> 16)
 
 
+STACKED_TILE = 4
+"""Output channels per tile of stacked weights (`stack_rows`): two pairs of channels, 16 bytes per four inputs."""
+
+
+def stack_rows(weight: np.ndarray) -> np.ndarray:
+    """TFLite's int8 weight [O, K] (O a multiple of STACKED_TILE, K of 4; `stacks_rows`) as int8 [O / 4, K / 4, 16]:
+    per tile t and group g of four inputs, the word 2p + j (bytes 4 (2p + j) ..) holds the halves of inputs
+    4g + j and 4g + j + 2 of channels r = 4t + 2p and s = r + 1, each half the bytes lo = w[r, k] and
+    hi = w[s, k] - (w[r, k] < 0): as an int16, w[r, k] + 256 w[s, k]
+    (`backends/cortex_m/helpers/templates/stacked_mac.h.in` multiplies an input pair by two halves at once).
+    The same bytes as the int8 weights."""
+    units, depth = weight.shape
+    w = weight.astype(np.int16).reshape(units // STACKED_TILE, 2, 2, depth // 4, 2, 2)  # [t, p, r/s, g, half, j]
+    low, high = w[:, :, 0], w[:, :, 1]
+    halves = np.stack([low, high - (low < 0)], axis=-1).astype(np.int8)  # [t, p, g, half, j, byte]
+    return np.ascontiguousarray(halves.transpose(0, 2, 1, 4, 3, 5)).reshape(units // STACKED_TILE, depth // 4, 16)
+
+
+def stacks_rows(weight: np.ndarray) -> bool:
+    """Whether `stack_rows` holds ``weight`` [O, K] (int8) exactly: O a multiple of STACKED_TILE, K of 4, and every
+    hi byte within int8 (no odd channel's -128 over an even channel's negative weight)."""
+    if weight.dtype != np.int8 or weight.ndim != 2 or weight.shape[0] % STACKED_TILE or weight.shape[1] % 4:
+        return False
+    return not np.any((weight[1::2] == -128) & (weight[0::2] < 0))
+
+
+def stacked_weight(weight: te.Tensor, o, k) -> tirx.PrimExpr:
+    """The int8 weight of output channel ``o`` at input ``k`` as int32, from `stack_rows`' bytes ``weight``: the
+    even channel's its lo byte, the odd channel's its hi byte plus the borrow (lo < 0)."""
+    half = weight[o // STACKED_TILE, k // 4, (o % STACKED_TILE // 2 * 2 + k % 2) * 4 + k % 4 // 2 * 2]
+    low = half.astype("int32")
+    high = weight[o // STACKED_TILE, k // 4, (o % STACKED_TILE // 2 * 2 + k % 2) * 4 + k % 4 // 2 * 2 + 1]
+    zero, one = tirx.const(0, "int32"), tirx.const(1, "int32")
+    return tirx.Select(o % 2 == 0, low, high.astype("int32") + tirx.Select(tirx.LT(low, zero), one, zero))
+
+
 def fully_connected_int8(
     data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
     output: OutputStage, multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
-    zero_point_in_bias: bool = False, paired_weights: bool = False,
+    zero_point_in_bias: bool = False, paired_weights: bool = False, stacked_rows: bool = False,
 ) -> te.Tensor:
     """data (N, K) int8, weight (O, K) int8 as TFLite stores it, bias int32[O] -> (N, O) int8; int16 data
     with int64 bias -> int16 (16x8). With ``paired_weights`` (int8 data) the weight is `pair_weights`' int32
-    words [O / 8, K, 4] of those values instead.
+    words [O / 8, K, 4] of those values instead; with ``stacked_rows`` `stack_rows`' bytes [O / 4, K / 4, 16].
 
     With ``zero_point_in_bias`` the bias already holds ``- input_zero_point * sum_k weight[o, k]``
     (``fold_zero_point_into_bias``) and the kernel multiplies the raw int8 values."""
     output = output.per_channel(multiplier, shift)
     batch, depth = (int(d) for d in data.shape)
-    units = int(weight.shape[0]) * (PAIRED_TILE if paired_weights else 1)
+    units = int(weight.shape[0]) * (PAIRED_TILE if paired_weights else STACKED_TILE if stacked_rows else 1)
     accumulator = accumulator_dtype(data, output)
     k = te.reduce_axis((0, depth), "k")
+
+    def weight_at(o, k):
+        if paired_weights:
+            return paired_weight(weight, o, k)
+        return stacked_weight(weight, o, k) if stacked_rows else weight[o, k].astype(accumulator)
 
     def factor(n, k):
         value = data[n, k].astype(accumulator)
@@ -58,10 +99,7 @@ def fully_connected_int8(
 
     acc = te.compute(
         (batch, units),
-        lambda n, o: te.sum(
-            factor(n, k) * (paired_weight(weight, o, k) if paired_weights else weight[o, k].astype(accumulator)),
-            axis=k
-        ),
+        lambda n, o: te.sum(factor(n, k) * weight_at(o, k), axis=k),
         name="acc",
     )
     return te.compute((batch, units), lambda n, o: requantize(acc[n, o], o, output, bias), name="fully_connected_int8")

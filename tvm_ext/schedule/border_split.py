@@ -37,7 +37,7 @@ from tvm import s_tir, tirx
 from backends.backend import MacSchedules
 from tvm_ext.schedule.border_regions import COMPARISONS, holds, outside_boxes, pixel_segments
 from tvm_ext.tir.index_expr import substitute_index
-from tvm_ext.tir.tir_walk import replace_stmt, vars_read
+from tvm_ext.tir.tir_walk import map_nodes, replace_stmt, vars_read, walk
 
 _IF_THEN_ELSE = "prim.if_then_else"
 MAX_REGIONS = 9
@@ -75,19 +75,68 @@ def split_border(func: tirx.PrimFunc, mac: Optional[MacSchedules]) -> tirx.PrimF
         if mac is not None and (split is None or not split[2]):
             # No window copied (a depthwise border): cut into rectangles of pixels where it can be.
             regions = _border_regions(taps[0], mac)
-            split = (*regions, []) if regions is not None else split
+            split = (*regions, [], None) if regions is not None else split
     except KeyError:
         return func  # an index or test form we do not evaluate: keep the guarded loop
     if split is None:
         return func
-    target, replacement, windows = split
+    target, replacement, windows, padding = split
+    accumulators = taps[0].realize.block.body.buffer
+    if getattr(mac, "branch_accumulators", False) and any(
+            accumulators.same_as(own) for own in root.block.alloc_buffers) and not _accesses(
+            replace_stmt(root.block.body, target, tirx.Evaluate(0)), accumulators):
+        replacement, branch_accumulators = _own_accumulators(replacement, accumulators)
+        windows = [*windows, *branch_accumulators]
     body = replace_stmt(root.block.body, target, replacement)
+    body = tirx.SeqStmt([padding, body]) if padding is not None else body  # once: no copy writes it
     block = root.block
     new_root = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, body, block.init,
                             [*block.alloc_buffers, *windows], block.match_buffers, block.annotations)
     split_func = func.with_body(s_tir.SBlockRealize(root.iter_values, root.predicate, new_root))
     # The pixel's statements are now in several branches: each copy's loops get variables of their own.
     return s_tir.transform.ConvertSSA()(tvm.IRModule({"main": split_func}))["main"]
+
+
+def _accesses(stmt: tirx.Stmt, buffer) -> bool:
+    """Whether ``stmt`` reads or writes ``buffer`` (loads, stores, blocks' regions)."""
+    return any(node.same_as(buffer) for node in walk(stmt)) or any(
+        region.source.same_as(buffer) for node in walk(stmt) if isinstance(node, s_tir.SBlock)
+        for region in (*node.reads, *node.writes))
+
+
+def _own_accumulators(stmt: tirx.Stmt, accumulators) -> tuple[tirx.Stmt, list]:
+    """``stmt`` (a pixel's branches: IfThenElse down to the statements that compute one or two pixels each,
+    their accumulators zeroed, summed and requantized inside them) with each branch's ``accumulators`` a
+    buffer of its own, and the new buffers. Only one branch runs per pixel, so nothing is read across them;
+    apart, each buffer is compacted to what its branch touches (one channel tile where the tiles are a loop
+    of the branch), a small array of constant indices that the C compiler keeps in registers instead of
+    storing every tile's sums to a pixel's array (the stem of efficientnet_lite_w030_112_int8: 4 stores per
+    tile)."""
+    if isinstance(stmt, tirx.IfThenElse) and not _accesses(tirx.Evaluate(stmt.condition), accumulators):
+        then_case, then_buffers = _own_accumulators(stmt.then_case, accumulators)
+        else_case, else_buffers = (_own_accumulators(stmt.else_case, accumulators) if stmt.else_case is not None
+                                   else (None, []))
+        return tirx.IfThenElse(stmt.condition, then_case, else_case), [*then_buffers, *else_buffers]
+    if not _accesses(stmt, accumulators):
+        return stmt, []
+    own = tirx.decl_buffer(accumulators.shape, accumulators.dtype, name=accumulators.name)
+
+    def renamed(node):
+        if node.same_as(accumulators):
+            return own
+        if isinstance(node, s_tir.SBlockRealize):
+            return s_tir.SBlockRealize(node.iter_values, node.predicate, renamed(node.block))
+        if isinstance(node, s_tir.SBlock):
+            def regions(found):
+                return [tirx.BufferRegion(own if r.source.same_as(accumulators) else r.source, r.region)
+                        for r in found]
+            return s_tir.SBlock(node.iter_vars, regions(node.reads), regions(node.writes), node.name_hint,
+                                map_nodes(node.body, renamed),
+                                None if node.init is None else map_nodes(node.init, renamed),
+                                node.alloc_buffers, node.match_buffers, node.annotations)
+        return None
+
+    return map_nodes(stmt, renamed), [own]
 
 
 def _guarded_taps(stmt: tirx.Stmt, loops: list):
@@ -140,8 +189,9 @@ def _substitute_comparison(comparison, mapping: dict):
 
 
 def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
-    """(the innermost pixel loop's body, the IfThenElse it becomes, the buffers the border allocates), or
-    None where no pixel is interior or the test is on loops this split cannot separate."""
+    """(the innermost pixel loop's body, the IfThenElse it becomes, the buffers the border allocates, the
+    statement writing a padded window's zeros before every pixel or None), or None where no pixel is interior or
+    the test is on loops this split cannot separate."""
     depth = {loop.loop_var: index for index, loop in enumerate(tap.loops)}
     pixel_conjuncts: dict[int, list] = {}
     for conjunct in tap.conjuncts:
@@ -163,7 +213,7 @@ def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
     inner_loops = tap.loops[innermost + 1:]
     tap_depths = [depth_ for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps]
     first = _first_reduction_loop(tap.realize, inner_loops) if mac is not None else None
-    window = mac.window_buffer(inner_loops, first) if first is not None else None
+    window = mac.window_buffer(inner_loops, first, tap.realize) if first is not None else None
     windowed = _windowed(mac, tap, inner_loops, first, None, window) if first is not None and mac.has_short_rows(
         inner_loops, first) else None
     clean = _with_window(pixel_loop.body, windowed) if windowed is not None else _with_helper(
@@ -185,8 +235,11 @@ def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
             loop_tests.append(tirx.LT(var, tirx.const(high, var.ty.dtype)))
         tests += loop_tests
         row_tests += [] if loop.same_as(pixel_loop) else loop_tests
+    # A padded window's zeros (the same for the interior's copy and the border's): written once per call.
+    padding = next((w.padding for w in (windowed, windowed_border_) if w is not None and w.padding is not None),
+                   None)
     if not tests:
-        return pixel_loop.body, clean, [window] if windowed is not None else []
+        return pixel_loop.body, clean, [window] if windowed is not None else [], padding
     branch = tirx.IfThenElse(_conjunction(tests), clean, border)
     if first is not None and windowed is None:
         border_pairs = _border_pairs(mac, tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests, branch,
@@ -194,7 +247,7 @@ def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
         branch, scratch = border_pairs or _paired(mac, tap, pixel_loop, inner_loops, first, bounds[-1][1], row_tests,
                                                   branch)
         windows += scratch
-    return pixel_loop.body, branch, windows
+    return pixel_loop.body, branch, windows, padding
 
 
 def _conjunction(tests: list) -> tirx.Expr:

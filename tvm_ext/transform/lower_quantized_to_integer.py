@@ -84,12 +84,18 @@ class LowerQuantizedToInteger:
         weights packed two channels to an int32 word (``tvm_ext.kernels.dense.pair_weights``,
         ``tvm_ext.transform.int8.conv``): a backend's choice (``backends.backend.KernelSchedules.paired_weights``),
         for its helper of such words.
+    stacked_rows: give int8 FULLY_CONNECTED kernels of one input row their weights stacked two channels to an
+        int16 half (``tvm_ext.kernels.dense.stack_rows``) where the weights allow it: a backend's choice
+        (``backends.backend.KernelSchedules.stacked_rows``), for its helper of such halves. The same bytes.
     max_pool_runs: write int8 MAX_POOL_2D as runs over a pixel's channels (``tvm_ext.kernels.copy_runs``):
         a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
     int8_add: the kernel of int8 ADD of two computed operands where it gives one (None: the generic kernel):
         a backend's (``backends.backend.KernelSchedules.int8_add``).
     pad_runs: write PAD as runs (``tvm_ext.kernels.copy_runs.pad_runs``): a backend's choice
         (``backends.backend.KernelSchedules.pad_runs``), for its helper of a run's copy.
+    conv_weight_length: each output channel's int8 CONV_2D weight length for a window (KH, KW, I) and whether
+        the convolution pads its input, where the backend pads the weights with zeros beyond KH * KW * I
+        (``backends.backend.KernelSchedules.conv_weight_length``; None: never).
     flash_bytes: the profile's flash (bytes); with ``paired_weights``, weights are paired only where twice
         the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)
         fit it, as a paired layer's weights take twice their bytes (None: no limit).
@@ -107,17 +113,21 @@ class LowerQuantizedToInteger:
         allow_float_fallback: bool = False,
         model_name: str = "model",
         paired_weights: bool = False,
+        stacked_rows: bool = False,
         max_pool_runs: bool = False,
         int8_add: Optional[Callable[..., Any]] = None,
         pad_runs: bool = False,
         flash_bytes: Optional[int] = None,
+        conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_weights = paired_weights
+        self.stacked_rows = stacked_rows
         self.max_pool_runs = max_pool_runs
         self.int8_add = int8_add
         self.pad_runs = pad_runs
         self.flash_bytes = flash_bytes
+        self.conv_weight_length = conv_weight_length
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
         self.float_fallback_layers: list[str] = []
@@ -173,7 +183,8 @@ class _MainRewriter:
         paired = options.paired_weights and (
             options.flash_bytes is None or 2 * constant_bytes(func) <= options.flash_bytes)
         self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs,
-                                       options.int8_add, options.pad_runs)
+                                       options.int8_add, options.stacked_rows, options.conv_weight_length,
+                                       pad_runs=options.pad_runs)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

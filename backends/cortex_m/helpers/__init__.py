@@ -4,12 +4,14 @@ leading comment, which bundles do not copy) with a C unit test under `tests/c/`,
 these modules name the helpers and list the templates a bundle defines:
 
 - `dual_mac_c`: the dual 16-bit MAC (SMLAD) on int8 and int16 inputs, one or two pixels per call
-  (`dual_mac.h.in`), after the word operations every MAC helper shares (`dsp_words.h.in`), with
+  (`dual_mac.h.in`), and the stacked-rows MAC of a FULLY_CONNECTED's stacked weights (`stacked_mac.h.in`, DSP
+  bundles only), after the word operations every MAC helper shares (`dsp_words.h.in`), with
   `dual_mac_q15_c` (a pixel pair's inputs widened once), `depthwise_mac_c` (the depthwise helper) and
   `row_dot_c` (the SVDF time product);
 - `requantize_small_c`: a MAC kernel's int8 requantization epilogue of a channel tile (DSP cores), and after it
-  the fused depthwise channel tiles (`depthwise_mac_c`'s `depthwise_tiles.h.in`) and the fused channel tiles of
-  an unpadded convolution's pixel pair (`pair_tiles_c`);
+  the fused depthwise channel tiles (`depthwise_mac_c`'s `depthwise_tiles.h.in`), the fused convolution
+  channel tiles (`dual_mac_c`'s `conv_tiles_s8x4.h.in`) and the fused channel tiles of an unpadded
+  convolution's pixel pair (`pair_tiles_c`);
 - `copy_c`: the ascending copy (the SVDF state update's shift in place) and the int8 maximum of two runs
   (MAX_POOL_2D's window taps as runs, DSP cores);
 - `helium_c`: the Helium (MVE) bodies of the dual MAC, the depthwise MAC and the row dot product, which a
@@ -26,7 +28,8 @@ from backends.backend import HelperLibrary
 from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.copy_c import copy_helper_c, max_s8_helper_c
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_TILES_TEMPLATE
-from backends.cortex_m.helpers.dual_mac_c import dsp_template_c, mac_helpers_c
+from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, STACKED_MAC_TEMPLATE, dsp_template_c,
+                                                  mac_helpers_c)
 from backends.cortex_m.helpers.helium_c import helium_mac_helpers_c, helium_requantize_c
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_c
@@ -34,11 +37,12 @@ from target.profile import Profile
 
 
 def cortex_m_helpers_c(prefix: str) -> str:
-    """Every Cortex-M helper's C definition for the bundle `prefix`: the MAC helpers, the requantization
-    epilogue's, the fused depthwise tiles and the fused pixel-pair tiles (both of those), the copy, then the
-    running maximum."""
-    return "\n".join([mac_helpers_c(prefix), requantize_small_c(prefix),
-                      dsp_template_c(DEPTHWISE_TILES_TEMPLATE, prefix), dsp_template_c(PAIR_TILES_TEMPLATE, prefix),
+    """Every Cortex-M helper's C definition for the bundle `prefix`: the MAC helpers, the stacked-rows MAC, the
+    requantization epilogue's, the fused depthwise, convolution and pixel-pair tiles (all of those), the copy,
+    then the running maximum."""
+    return "\n".join([mac_helpers_c(prefix), dsp_template_c(STACKED_MAC_TEMPLATE, prefix), requantize_small_c(prefix),
+                      dsp_template_c(DEPTHWISE_TILES_TEMPLATE, prefix), dsp_template_c(CONV_TILES_TEMPLATE, prefix),
+                      dsp_template_c(PAIR_TILES_TEMPLATE, prefix),
                       copy_helper_c(prefix), max_s8_helper_c(prefix)])
 
 

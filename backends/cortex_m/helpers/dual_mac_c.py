@@ -31,11 +31,19 @@ from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 
 DUAL_MAC_CHANNELS = 4  # output channels per call: four accumulators stay in registers beside the pointers
+DUAL_MAC_GROUP = 4  # inputs per SXTB16 word: a row's length past a multiple of this runs in the scalar loop
 DSP_WORDS_TEMPLATE = "dsp_words.h.in"
 DUAL_MAC_TEMPLATE = "dual_mac.h.in"
+STACKED_MAC_TEMPLATE = "stacked_mac.h.in"
+"""The stacked-rows MAC of a FULLY_CONNECTED's stacked weights (`tvm_ext.kernels.dense.stack_rows`): DSP bundles
+only (after the word operations), not in MAC_HELPER_TEMPLATES, whose list Helium bundles define too."""
 MAC_HELPER_TEMPLATES = (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, DUAL_MAC_Q15_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                         ROW_DOT_TEMPLATE)
 """The MAC helpers' templates in the order a bundle defines them: the word operations first."""
+CONV_TILES_TEMPLATE = "conv_tiles_s8x4.h.in"
+"""The fused channel tiles (`<prefix>_conv_tiles_s8x4`, `_s8x4_b16`: one output pixel's dual MAC sums and
+requantization of every channel, the sums started at the biases), after this template's helpers and the
+requantization epilogue's (`requantize_small_c`) in a bundle."""
 
 _TAGS = {"int8": "s8", "int16": "s16"}
 DUAL_MAC_INPUT_TYPES = tuple(_TAGS)
@@ -47,9 +55,20 @@ def dual_mac_helper_name(prefix: str, data: str = "int8") -> str:
     return f"{prefix}_dual_mac_{_TAGS[data]}x4"
 
 
+def conv_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the bundle
+    `prefix`."""
+    return f"{prefix}_conv_tiles_s8x4" if bias == "int32" else f"{prefix}_conv_tiles_s8x4_b16"
+
+
 def dual_mac_2px_helper_name(prefix: str) -> str:
     """The C name of the two-pixel helper (int8 inputs) in the bundle `prefix`."""
     return f"{prefix}_dual_mac_s8x2x4"
+
+
+def stacked_mac_helper_name(prefix: str) -> str:
+    """The C name of the stacked-rows MAC (`STACKED_MAC_TEMPLATE`) in the bundle `prefix`."""
+    return f"{prefix}_stacked_mac_s8x4"
 
 
 def dsp_template_options(prefix: str) -> dict[str, dict[str, str]]:

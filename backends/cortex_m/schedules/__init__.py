@@ -2,6 +2,8 @@
 the helpers of `backends.cortex_m.helpers`.
 
 - `dual_mac`: CONV_2D / FULLY_CONNECTED reductions as the dual MAC (SMLAD), one or two pixels per call;
+- `stacked_mac`: an int8 FULLY_CONNECTED's reduction over weights the lowering stacked two channels to an int16
+  half (`KernelSchedules.stacked_rows`, DSP cores without MVE) as the stacked MAC, one call per four channels;
 - `depthwise_mac`: DEPTHWISE_CONV_2D reductions (and the choice among the MAC helpers); `row_dot`: an SVDF's
   time product;
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
@@ -12,8 +14,8 @@ the helpers of `backends.cortex_m.helpers`.
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
-- `conv_tiles` (Helium): after the epilogue calls, a loop over an int8 convolution's channel tiles (zeroed
-  accumulators, the dual MAC, the epilogue) as one call of the fused helper;
+- `conv_tiles`: after the epilogue calls, a loop over an int8 convolution's channel tiles (zeroed
+  accumulators, the dual MAC, the epilogue) as one call of the core's fused helper (Helium's, the DSP cores');
 - `depthwise_tiles` (Helium): then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
   accumulators, the window and padding calls under position tests, the epilogue) as fused calls, one per case;
   on DSP cores an interior pixel's loop over its four-channel tiles as one fused call (the border keeps the loop);
@@ -30,8 +32,10 @@ from typing import Optional
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
-from backends.cortex_m.schedules.border_window import has_short_rows, paired_windows, window_buffer, windowed_border
-from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, pays_two_pixels as helium_pays_two_pixels
+from backends.cortex_m.schedules.border_window import (ROWS_WRITTEN_OUT, copied_window_length, has_short_rows,
+                                                        paired_windows, window_buffer, windowed_border)
+from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
+from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES, depthwise_tiles_calls
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
@@ -56,22 +60,24 @@ class DualMacSchedules:
     replacement = staticmethod(mac_helper_replacement)
     window_buffer = staticmethod(window_buffer)
     has_short_rows = staticmethod(has_short_rows)
-    windowed_border = staticmethod(windowed_border)
+    windowed_border = staticmethod(functools.partial(windowed_border, rows_written_out=ROWS_WRITTEN_OUT))
     paired_pixel_body = staticmethod(paired_pixel_body)
     paired_windows = staticmethod(paired_windows)
     pair_tests = staticmethod(pair_tests)
+    branch_accumulators = True  # measured on DSP cores (tvm_ext.schedule.border_split._own_accumulators)
 
     @staticmethod
     def epilogue_calls(func):
         """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
         1-high convolution's loop over a pixel pair's channel tiles (zeroed accumulators, the two-pixel MAC, the
         pixels' epilogues) as one call of the fused pair-tiles helper (`pair_tiles`: the pair's inputs widened
-        once, the sums started at the biases in registers), then each depthwise pixel's loop over its
-        four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the fused tiles
-        helper for an interior pixel (`depthwise_tiles`, DSP_TILES: the sums start at the biases in registers),
-        the loop kept for the border's."""
-        return depthwise_tiles_calls(pair_tiles_calls(requantize_epilogue_calls(func, helper=DSP_EPILOGUE)),
-                                     DSP_TILES)
+        once), then each loop over a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as
+        one call of the fused channel-tiles helper (`conv_tiles`, DSP_CONV_TILES), and each depthwise pixel's
+        loop over its four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the
+        fused tiles helper for an interior pixel (`depthwise_tiles`, DSP_TILES), the loop kept for the border's:
+        the sums start at the biases in registers."""
+        epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
+        return depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -95,6 +101,8 @@ class HeliumMacSchedules(DualMacSchedules):
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False))
     paired_windows = None  # not measured on Helium: a border pixel there keeps its window to itself
+    windowed_border = staticmethod(windowed_border)  # not measured on Helium: an interior copy keeps its row loop
+    branch_accumulators = False  # not measured on Helium: its fused channel-tiles helper keeps no accumulators
 
     @staticmethod
     def epilogue_calls(func):
@@ -123,13 +131,17 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
     (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
     cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
-    on cores with MVE (`helium_add`)."""
+    on cores with MVE (`helium_add`); on DSP cores without MVE, a copied CONV_2D window padded to whole groups of
+    four with zero weights (`border_window.copied_window_length`; Helium's helper takes any length in its lanes)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
         mac=mac_schedules_of(profile),
         # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
         max_pool_runs=has_dsp_extension(profile) and not has_mve(profile),
+        # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
+        stacked_rows=has_dsp_extension(profile) and not has_mve(profile),
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        conv_weight_length=copied_window_length if has_dsp_extension(profile) and not has_mve(profile) else None,
         pad_runs=has_dsp_extension(profile) and not has_mve(profile),
     )

@@ -18,8 +18,16 @@ other into one buffer, and take the interior pairs' two-pixel call (``pixel_pair
 word is read and widened once for both pixels instead of once per pixel (yolo_tiny_80_int8 on cortex-m4f, whose
 small images are mostly border: its 3x3 convolutions on 5x5 pixels 4.43M -> 3.83M instructions each).
 
+Where the window is copied (short rows, ``copied_window_length``) and its length K = KH * KW * Cin leaves
+PADDED_TAIL_MIN or more inputs after its groups of four (a 3x3 window on 3 channels: 27), the int8 lowering
+gives each output channel's weights zeros up to the next multiple of four (``tvm_ext.transform.int8.conv``:
+OHWI weights as [O, Kp]); the Kp - K zeros after the window are written once per call, before any pixel (no
+copy writes there), and every channel tile's call reads Kp inputs: only groups of four, no scalar tail. The
+window buffer's length is read from the weights' shape (``window_buffer``), so the schedule follows whatever
+the lowering chose.
+
 The window holds the same numbers the guarded load yields (both int8: an input value or the zero point),
-and each channel's products are added in the same order: bit-exact.
+and each channel's products are added in the same order (the padding adds products of zeros): bit-exact.
 """
 
 from __future__ import annotations
@@ -32,22 +40,25 @@ from typing import Optional
 import tvm
 from tvm import s_tir, tirx
 
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_GROUP
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement
-from backends.cortex_m.schedules.dual_mac import DUAL_MAC_PIXELS
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_PIXELS, with_padded_window
 from backends.cortex_m.schedules.pixel_pairs import paired_pixel_body
-from tvm_ext.tir.tir_walk import map_leaves, vars_read
+from tvm_ext.tir.tir_walk import map_leaves, vars_read, walk
 
 
 @dataclass(frozen=True)
 class WindowedBorder:
     """What a border pixel runs instead: ``copy`` (first, outside the channel-tile loop) fills ``window``;
     ``call`` (in place of the reduction loops, ``reduction``: the outermost of them) multiplies the window by
-    one channel tile's weights."""
+    one channel tile's weights. ``padding`` (None: none) writes the zeros after a padded window once, before
+    any pixel: no copy writes there."""
 
     copy: s_tir.SBlockRealize
     call: s_tir.SBlockRealize
     reduction: tirx.For
     window: tirx.Buffer
+    padding: Optional[tirx.Stmt] = None
 
 
 SHORT_ROW_BYTES = 16
@@ -55,12 +66,53 @@ SHORT_ROW_BYTES = 16
 costs more than copying a row, once per pixel, for every channel tile to read the window as one run."""
 
 
-def window_buffer(loops: list, first_reduction: int) -> tirx.Buffer:
-    """The int8 window a pixel whose reduction loops are ``loops[first_reduction:-1]`` copies (row-major)."""
-    size = 1
-    for loop in loops[first_reduction:-1]:
-        size *= int(loop.extent)
-    return tirx.decl_buffer((size,), "int8", name="window")
+PADDED_TAIL_MIN = 2
+"""The fewest inputs left after a copied window's groups of four (K % 4) for which padding the window to the next
+multiple of four pays: the dual MAC's scalar loop costs about 12 instructions per input and channel tile after
+about 7 to enter it, one more group of four about 24 (arm-none-eabi-gcc 12.2 -O2, the helper inlined with a
+constant length). Measured on cortex-m4f: person_detect's 3x3 stem on one channel (9 inputs) padded to 12 ran
+15,753,954 instructions against 15,728,661 unpadded."""
+
+
+ROWS_WRITTEN_OUT = 4
+"""The most rows of a window whose copy without a test (an interior pixel's) is written out row after row, not a
+loop over its rows: a short row's copy is a few loads and stores, and the row loop's own instructions cost about
+a third of it (efficientnet_lite_w030_112_int8's 3x3 stem on cortex-m4f, measured together with its padding's
+zeros written once instead of per pixel: 66 K fewer instructions for 8 more bytes of code); a window of many
+rows grows the code with every row written out, for no gain (kws_ref_model's 10x4 window: 64 more bytes of code
+and 3.9 K more instructions than with its row loop)."""
+
+
+def window_buffer(loops: list, first_reduction: int, realize: Optional[s_tir.SBlockRealize] = None) -> tirx.Buffer:
+    """The int8 window a pixel whose reduction loops are ``loops[first_reduction:-1]`` copies (row-major); where
+    each output channel's weights of the update block ``realize`` are longer (one 2-D [O, Kp] buffer: the padded
+    weights of ``copied_window_length``), as long as they are: zeros follow the window (``windowed_border``)."""
+    size = prod(int(loop.extent) for loop in loops[first_reduction:-1])
+    return tirx.decl_buffer((max(size, _weight_length(realize)),), "int8", name="window")
+
+
+def _weight_length(realize: Optional[s_tir.SBlockRealize]) -> int:
+    """Each output channel's weight length of the update block ``realize``: the last extent of its one 2-D
+    int8 operand besides the accumulators (0 where it has none or several)."""
+    if realize is None or not isinstance(realize.block.body, tirx.BufferStore):
+        return 0
+    store = realize.block.body
+    loads = [node for node in walk(store.value) if isinstance(node, tvm.ir.TensorLoad)
+             and not node.source.same_as(store.buffer) and len(node.source.shape) == 2
+             and str(node.source.dtype) == "int8"]
+    return int(loads[0].source.shape[1]) if len(loads) == 1 else 0
+
+
+def copied_window_length(kh: int, kw: int, cin: int, padded_input: bool) -> int:
+    """The length (elements) of an int8 CONV_2D's per-channel weights on a DSP core (`KernelSchedules`'
+    ``conv_weight_length``): the window KH * KW * Cin rounded up to a multiple of DUAL_MAC_GROUP where a padded
+    convolution copies each pixel's window (rows shorter than SHORT_ROW_BYTES, ``has_short_rows``: the border
+    split's copied windows) and at least PADDED_TAIL_MIN inputs are left after its groups of four; else the
+    window itself."""
+    length = kh * kw * cin
+    tail = length % DUAL_MAC_GROUP
+    copied = padded_input and kh > 1 and kw * cin < SHORT_ROW_BYTES
+    return length + DUAL_MAC_GROUP - tail if copied and tail >= PADDED_TAIL_MIN else length
 
 
 def has_short_rows(loops: list, first_reduction: int) -> bool:
@@ -75,26 +127,34 @@ def has_short_rows(loops: list, first_reduction: int) -> bool:
 
 def windowed_border(realize: s_tir.SBlockRealize, guard: tvm.ir.Call, loops: list, first_reduction: int,
                     test_depth: Optional[int], window: tirx.Buffer,
-                    replacement: Optional[Callable[[s_tir.SBlockRealize, list], Optional[s_tir.SBlockRealize]]] = None
-                    ) -> Optional[WindowedBorder]:
+                    replacement: Optional[Callable[[s_tir.SBlockRealize, list], Optional[s_tir.SBlockRealize]]] = None,
+                    rows_written_out: int = 0) -> Optional[WindowedBorder]:
     """The copy into ``window`` (from ``window_buffer``) and the helper call for a pixel whose loops ``loops``
     (outermost first, below the pixel loop) hold the update block ``realize``, whose factor ``guard`` is the
     ``if_then_else`` of the padded tap. ``loops[first_reduction:]`` are the window loops, then the channel
     tile; ``loops[test_depth]`` is the innermost window loop the guard's test reads, or None for a pixel whose
     window lies inside the image (copied without a test). None where the window does not fit that form or no
     helper computes the reduction (the caller then keeps the loops it has). ``replacement`` makes the call (by
-    default ``mac_helper_replacement``: another backend's helpers)."""
+    default ``mac_helper_replacement``: another backend's helpers). A copy without a test writes its rows out
+    where the window has at most ``rows_written_out`` rows (DSP cores: ROWS_WRITTEN_OUT; 0: never)."""
     parts = _window_parts(realize, guard, loops, first_reduction, test_depth)
     if parts is None:
         return None
     window_loops, block_vars, in_loops = parts
     test_axis = None if test_depth is None else test_depth - first_reduction
-    copy = _window_copy(window, in_loops, window_loops, test_axis)
+    copy = _window_copy(window, in_loops, window_loops, test_axis, rows_written_out=rows_written_out)
     update = _update_reading_window(realize, guard, window, block_vars, [int(loop.extent) for loop in window_loops])
     call = (replacement or mac_helper_replacement)(update, loops[first_reduction:])
+    length = prod(int(loop.extent) for loop in window_loops)
+    padding = None
+    if call is not None and int(window.shape[0]) > length:
+        call = with_padded_window(call, int(window.shape[0]))  # the padded window's call, or None
+        zeros = [tirx.BufferStore(window, tirx.const(0, "int8"), [tirx.const(k, "int32")])
+                 for k in range(length, int(window.shape[0]))]
+        padding = zeros[0] if len(zeros) == 1 else tirx.SeqStmt(zeros)
     if call is None:
         return None
-    return WindowedBorder(copy, call, loops[first_reduction], window)
+    return WindowedBorder(copy, call, loops[first_reduction], window, padding)
 
 
 def _window_parts(realize: s_tir.SBlockRealize, guard: tvm.ir.Call, loops: list, first_reduction: int,
@@ -175,10 +235,11 @@ def _flat_index(indices: list, extents: list[int]):
 
 
 def _window_copy(window: tirx.Buffer, guard, window_loops: list, test_axis: Optional[int],
-                 offset: int = 0) -> s_tir.SBlockRealize:
+                 offset: int = 0, rows_written_out: int = 0) -> s_tir.SBlockRealize:
     """An opaque block copying the window into ``window`` from its element ``offset``: fresh loops over the
     window, the guard's test asked once per tap at loop ``test_axis`` (the innermost it reads), the inner loops
-    copying the input or the padding; with ``test_axis`` None, the input without a test."""
+    copying the input or the padding; with ``test_axis`` None, the input without a test, row after row written
+    out where the window has at most ``rows_written_out`` rows."""
     fresh = [tirx.Var(f"w{loop.loop_var.name}", loop.loop_var.ty.dtype) for loop in window_loops]
     renamed = map_leaves(guard, lambda leaf: dict(zip((loop.loop_var for loop in window_loops), fresh)).get(leaf, leaf))
     condition, inside, padded = renamed.args
@@ -194,7 +255,12 @@ def _window_copy(window: tirx.Buffer, guard, window_loops: list, test_axis: Opti
         return store
 
     if test_axis is None:
-        body = nest(range(len(window_loops)), tirx.BufferStore(window, inside.value, [index]))
+        store = tirx.BufferStore(window, inside.value, [index])
+        rows = range(int(window_loops[0].extent)) if len(window_loops) > 1 else range(0)
+        rows = rows if len(rows) <= rows_written_out else range(0)
+        body = tirx.SeqStmt([nest(range(1, len(window_loops)), map_leaves(
+            store, lambda leaf, row=row: tirx.const(row, leaf.ty.dtype) if leaf.same_as(fresh[0]) else leaf))
+            for row in rows]) if len(rows) > 1 else nest(range(len(window_loops)), store)
     else:
         inner = range(test_axis + 1, len(window_loops))
         copy_inside = nest(inner, tirx.BufferStore(window, inside.value, [index]))

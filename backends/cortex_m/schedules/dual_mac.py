@@ -133,6 +133,29 @@ def mac_reduction(block: s_tir.SBlock, data_dtypes: tuple[str, ...] = ("int8",))
     return MacReduction(store, data, weight)
 
 
+def int8_data_update(realize: s_tir.SBlockRealize, loops: list,
+                     channels: int) -> Optional[tuple[tirx.BufferStore, TensorLoad, tirx.PrimExpr]]:
+    """(the store, the int8 input load, the weight factor) of ``realize``'s update ``acc = acc + int32(x) * weight``
+    over an int32 accumulator and int8 x, inside ``loops`` (For nodes: at least two, each from 0 with a constant
+    extent, the innermost of ``channels``): the update a helper of re-laid-out weights decodes (the RISC-V paired
+    MAC's, the stacked MAC's); None for any other update or loops."""
+    store = realize.block.body
+    if len(loops) < 2 or int(loops[-1].extent) != channels or not all(
+            isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
+        return None
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
+        return None
+    value = store.value
+    if not (isinstance(value, tirx.Add) and isinstance(value.a, TensorLoad) and isinstance(value.b, tirx.Mul)
+            and value.a.source.same_as(store.buffer)):
+        return None
+    data = value.b.a
+    if not (isinstance(data, tirx.Cast) and isinstance(data.value, TensorLoad)
+            and str(data.value.source.dtype) == "int8"):
+        return None
+    return store, data.value, value.b.b
+
+
 def dual_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
     """The helper's call block that computes what ``loops`` (For nodes: the reduction loops, then optionally
     a loop of DUAL_MAC_PIXELS output pixels, then the unit-stride loop of DUAL_MAC_CHANNELS output channels,
@@ -337,6 +360,24 @@ def window_call_block(one_pixel: str, two_pixels: Optional[str], reduction: MacR
             for axis, first in enumerate(offsets.index(reduction.store, offsets.origin))]
     return helper_call_block(two_pixels, reduction, bindings, inner, [*sizes, geometry.x_pixel_stride], tile,
                              second_pixel=len(inner) - 2)
+
+
+def with_padded_window(realize: s_tir.SBlockRealize, length: int) -> Optional[s_tir.SBlockRealize]:
+    """The one-pixel int8 call block ``realize`` (of DUAL_MAC_OP over one run: a copied window) reading ``length``
+    inputs instead of its row's, where each channel's weights are at least ``length`` long; None for any other
+    call. The caller vouches that inputs past the row are zeros (a window padded by its copy): their products add
+    nothing."""
+    call = realize.block.body.value if isinstance(realize.block.body, tirx.Evaluate) else None
+    if not isinstance(call, tvm.ir.Call) or not isinstance(call.op, tvm.ir.Op) or call.op.name != DUAL_MAC_OP:
+        return None
+    w_channel_stride, rows, row_len = (int(arg) for arg in call.args[4:7])
+    if rows != 1 or not row_len <= length <= w_channel_stride:
+        return None
+    padded = tirx.call_intrin("int32", DUAL_MAC_OP, *call.args[:3], length, w_channel_stride, 1, length)
+    block = realize.block
+    return s_tir.SBlockRealize(realize.iter_values, realize.predicate, s_tir.SBlock(
+        block.iter_vars, block.reads, block.writes, block.name_hint, tirx.Evaluate(padded), block.init,
+        block.alloc_buffers, block.match_buffers, block.annotations))
 
 
 def channel_tile(reduction: MacReduction, channels: int) -> list[int]:

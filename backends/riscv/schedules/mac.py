@@ -44,8 +44,8 @@ from tvm.ir import TensorLoad
 
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_sizes
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
-                                                 mac_reduction, mac_window, window_call_block, window_mac_2px_access,
-                                                 window_mac_access)
+                                                 int8_data_update, mac_reduction, mac_window, window_call_block,
+                                                 window_mac_2px_access, window_mac_access)
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
 from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, depthwise_mac_helper_name, depthwise_pad_helper_name,
                                     mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
@@ -170,24 +170,14 @@ def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
     origin over the whole window (k its flat index), o even for the tile's first channel, the inputs one run or
     (the first loop stepping) rows of one run a constant stride apart, the second pixel's a constant stride after,
     the weights shared by both pixels; None for any other update or access."""
-    store = realize.block.body
-    if len(loops) < 2 or int(loops[-1].extent) != MAC_CHANNELS or not all(
-            isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
+    update = int8_data_update(realize, loops, MAC_CHANNELS)
+    if update is None or not isinstance(update[2], tirx.Select):
         return None
-    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
-        return None
-    value = store.value
-    if not (isinstance(value, tirx.Add) and isinstance(value.a, TensorLoad) and isinstance(value.b, tirx.Mul)
-            and value.a.source.same_as(store.buffer) and isinstance(value.b.b, tirx.Select)):
-        return None
-    data, select = value.b.a, value.b.b
-    if not (isinstance(data, tirx.Cast) and isinstance(data.value, TensorLoad)
-            and str(data.value.source.dtype) == "int8"):
-        return None
+    store, data, select = update
     word = _paired_word(select)
     if word is None:
         return None
-    reduction = MacReduction(store, data.value, word)
+    reduction = MacReduction(store, data, word)
     bindings = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
     inner = [loop.loop_var for loop in loops]
     offsets = AccessOffsets(bindings, inner)

@@ -19,7 +19,8 @@ import pytest
 from backends.cortex_m.helpers import cortex_m_helpers_c, helium_helpers_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
-from backends.cortex_m.helpers.dual_mac_c import DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, dsp_template_c
+from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
+                                                  STACKED_MAC_TEMPLATE, dsp_template_c)
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_LANES_TEMPLATE,
@@ -109,6 +110,7 @@ ROW_DOT = HelperUnitTest("row_dot", (DSP_WORDS_TEMPLATE, ROW_DOT_TEMPLATE))
 UNIT_TESTS_BY_HELPER = [
     DUAL_MAC,
     HelperUnitTest("dual_mac_q15", (DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE)),
+    HelperUnitTest("stacked_mac", (DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE)),
     DEPTHWISE_MAC,
     ROW_DOT,
     # the word copies of cores that load unaligned words, on the host too
@@ -136,6 +138,11 @@ UNIT_TESTS_BY_HELPER = [
     # and the scalar helpers
     HelperUnitTest("pair_tiles", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE,
                                   REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
+    # the DSP fused convolution channel tiles (dual MAC sums from the biases and epilogue) against the plain sums
+    # and the scalar helpers
+    HelperUnitTest("conv_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
+                                       REQUANTIZE_SMALL_TEMPLATE, CONV_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the Helium fused channel tiles (dual MAC and epilogue) against the plain loops and the scalar helpers
     HelperUnitTest("conv_tiles", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,

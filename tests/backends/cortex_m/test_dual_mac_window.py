@@ -9,10 +9,13 @@ and the ResNet's), output channel counts the tile does and does not divide, odd 
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import pytest
-from tvm import ir, te, tirx
+from tvm import ir, s_tir, te, tirx
 
+from backends.cortex_m.schedules.border_window import copied_window_length
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP
 from tvm_ext.kernels.conv import WeightLayout, conv2d_int8
 from tvm_ext.kernels.fixed_point import Rounding
@@ -24,15 +27,19 @@ from tvm_ext.tir.tir_walk import walk
 
 
 def _scheduled_conv(image: tuple[int, int], channels: int, window: tuple[int, int], stride: int,
-                    padding: tuple[int, int, int, int], schedules=DUAL_MAC_SCHEDULES) -> tirx.PrimFunc:
+                    padding: tuple[int, int, int, int], schedules=DUAL_MAC_SCHEDULES,
+                    weight_length: Optional[int] = None) -> tirx.PrimFunc:
     """A padded int8 CONV_2D (8 output channels, OHWI weights, zero point folded) scheduled as for cortex-m4f
-    (or with the MAC helpers' `schedules` of another core)."""
+    (or with the MAC helpers' `schedules` of another core); with ``weight_length``, its weights OHWI_PADDED to
+    that many per channel."""
     data = te.placeholder((1, *image, channels), "int8", name="data")
-    weight = te.placeholder((8, *window, channels), "int8", name="weight")
+    padded = {"weight_layout": WeightLayout.OHWI_PADDED, "kernel_size": window} if weight_length else {
+        "weight_layout": WeightLayout.OHWI}
+    weight = te.placeholder((8, weight_length) if weight_length else (8, *window, channels), "int8", name="weight")
     bias = te.placeholder((8,), "int32", name="bias")
     stage = OutputStage(1 << 30, 0, 5, ActivationRange(-128, 127), next(iter(Rounding)))
     out = conv2d_int8(data, weight, bias, input_zero_point=-3, output=stage, strides=(stride, stride),
-                      padding=padding, dilation=(1, 1), zero_point_in_bias=True, weight_layout=WeightLayout.OHWI)
+                      padding=padding, dilation=(1, 1), zero_point_in_bias=True, **padded)
     return inline_intermediates(te.create_prim_func([data, weight, bias, out]), 4, schedules)
 
 
@@ -63,6 +70,70 @@ def test_short_rows_and_border_are_one_helper_call_over_the_whole_window(channel
     border_tests = [node for node in walk(branch.else_case) if isinstance(node, tirx.IfThenElse)]
     assert len(border_tests) == 1  # the window copy's, once per tap
     assert not _helper_calls(border_tests[0])
+
+
+@pytest.mark.parametrize("channels, window, stride, padding", [
+    (3, (3, 3), 2, (0, 0, 1, 1)),  # a stem: 27 inputs, padded to 28
+    (3, (2, 3), 1, (0, 1, 1, 1)),  # 18 inputs, padded to 20
+])
+def test_padded_weights_make_the_copied_window_whole_groups_of_four(channels, window, stride, padding):
+    """With each channel's weights padded to the next multiple of four (`copied_window_length`), the zeros after
+    the window are written once before any pixel, interior and border copy the window only, and each channel
+    tile's call reads the padded length: no scalar tail. The rule pads only copied windows that leave
+    PADDED_TAIL_MIN or more inputs after their groups of four."""
+    whole = window[0] * window[1] * channels
+    length = copied_window_length(*window, channels, padded_input=True)
+    assert length == whole + 4 - whole % 4
+    func = _scheduled_conv((10, 10), channels, window, stride, padding, weight_length=length)
+
+    def zeros(node) -> list[int]:
+        return [int(store.indices[0]) for store in walk(node) if isinstance(store, tirx.BufferStore)
+                and store.buffer.name == "window" and isinstance(store.value, tirx.IntImm) and int(store.value) == 0
+                and isinstance(store.indices[0], tirx.IntImm)]
+
+    branch = _pixel_branch(func)
+    for case in (branch.then_case, branch.else_case):
+        assert _helper_calls(case) == [[length, length, 1, length]], case
+        assert not zeros(case)
+    assert zeros(func.body) == list(range(whole, length))
+    assert next(b for b in func.body.block.alloc_buffers if b.name == "window").shape[0] == length
+
+
+def test_interior_copy_writes_its_rows_out_and_each_branch_has_its_own_accumulators():
+    """The interior's copy (no test) is one loop nest per window row, not a loop over the rows; the interior and
+    the border each accumulate in a buffer of their own (compacted apart, to one channel tile each)."""
+    func = _scheduled_conv((10, 10), 3, (3, 3), 2, (0, 0, 1, 1))
+    branch = _pixel_branch(func)
+    copy = next(node for node in walk(branch.then_case) if isinstance(node, s_tir.SBlock)
+                and node.name_hint == "padded_window")
+    assert isinstance(copy.body, tirx.SeqStmt) and len(copy.body.seq) == 3
+    assert all(isinstance(row, tirx.For) and int(row.extent) == 3 for row in copy.body.seq)
+
+    def accumulators(node) -> list:
+        found = []
+        for store in walk(node):
+            if isinstance(store, tirx.BufferStore) and str(store.buffer.dtype) == "int32" \
+                    and not any(store.buffer.same_as(known) for known in found):
+                found.append(store.buffer)
+        return found
+
+    interior, border = accumulators(branch.then_case), accumulators(branch.else_case)
+    assert len(interior) == len(border) == 1 and not interior[0].same_as(border[0])
+    owned = func.body.block.alloc_buffers
+    assert all(any(buffer.same_as(own) for own in owned) for buffer in (*interior, *border))
+
+
+@pytest.mark.parametrize("window, channels, padded_input, length", [
+    ((3, 3), 3, True, 28),
+    ((3, 3), 3, False, 27),  # unpadded: no copied window
+    ((3, 3), 1, True, 9),  # one input left: the scalar tail is cheaper than a group of four
+    ((3, 3), 6, True, 54),  # 18-byte rows are read in place
+    ((10, 4), 1, True, 40),  # already whole groups
+    ((1, 1), 3, True, 3),  # one row: not copied
+])
+def test_copied_window_length_pads_only_where_a_tail_of_two_or_more_is_copied(window, channels, padded_input,
+                                                                              length):
+    assert copied_window_length(*window, channels, padded_input) == length
 
 
 def test_long_rows_stay_rows_in_the_interior():
@@ -119,6 +190,8 @@ def test_windowed_convolutions_are_bit_exact_on_cortex_m4f_and_on_the_host(tmp_p
     board = bit_exact_on_cortex_m4f(tmp_path, name, MODELS[name]())
     kernels_c = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
     assert "window" in kernels_c  # the copied window is what this test exercises
+    if name == "three_channels":  # 27 and 18 taps: padded weights, whole groups of four (copied_window_length)
+        assert "28, 28, 1, 28)" in kernels_c and "20, 20, 1, 20)" in kernels_c
     _strict_build(board.out_dir, tmp_path / "arm", [])  # warning-free with arm-none-eabi-gcc
     host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
     assert "PASS" in host.stdout, host.stdout

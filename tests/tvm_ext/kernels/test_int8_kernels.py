@@ -25,7 +25,7 @@ from tvm_ext.kernels.fixed_point import (
     multiply_by_quantized_multiplier,
     saturating_rounding_doubling_high_mul,
 )
-from tvm_ext.kernels.dense import pair_weights
+from tvm_ext.kernels.dense import pair_weights, stack_rows, stacks_rows
 from tvm_ext.kernels.int8_tables import softmax_exp_table
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, quantize_multiplier, softmax_params
 
@@ -207,19 +207,49 @@ def test_conv2d_of_paired_weights_matches_reference(kernel, strides, padding):
     np.testing.assert_array_equal(got, want)
 
 
+def _packed_fully_connected_matches_reference(rng, x: np.ndarray, w: np.ndarray, packed: np.ndarray,
+                                              **layout: bool) -> None:
+    """The kernel given ``packed`` (``w`` re-laid out as ``layout`` says) gives TFLite's outputs on ``x``."""
+    bias = rng.integers(-5000, 5000, w.shape[0]).astype(np.int32)
+    multiplier, shift = quantize_multiplier(0.0123, Rounding.DOUBLE)
+    stage = OutputStage(multiplier, shift, 3, ActivationRange(), Rounding.DOUBLE)
+    got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=-7, output=stage, **layout),
+                 [x, packed, bias])
+    np.testing.assert_array_equal(got, ref.fully_connected(x, w, bias, -7, 3, multiplier, shift))
+
+
 def test_fully_connected_of_paired_weights_matches_reference():
     """The kernel given `pair_weights`' int32 words (two channels to a word) decodes every int8 weight exactly:
     the same outputs as TFLite's on weights over the whole int8 range, -128 and 127 forced in."""
     rng = _rng(4)
     x, w = _int8(rng, (2, 33)), _int8(rng, (16, 33))
     w[0, :4], w[1, :4], w[2, 4:8], w[3, 8:12] = -128, 127, -128, -128
-    bias = rng.integers(-5000, 5000, 16).astype(np.int32)
-    multiplier, shift = quantize_multiplier(0.0123, Rounding.DOUBLE)
-    stage = OutputStage(multiplier, shift, 3, ActivationRange(), Rounding.DOUBLE)
-    got = run_te(lambda a, b, c: fully_connected_int8(a, b, c, input_zero_point=-7, output=stage, paired_weights=True),
-                 [x, pair_weights(w), bias])
-    want = ref.fully_connected(x, w, bias, -7, 3, multiplier, shift)
-    np.testing.assert_array_equal(got, want)
+    _packed_fully_connected_matches_reference(rng, x, w, pair_weights(w), paired_weights=True)
+
+
+def test_fully_connected_of_stacked_weights_matches_reference():
+    """The kernel given `stack_rows`' bytes (two channels to an int16 half, the odd one's byte less the even one's
+    borrow) decodes every int8 weight exactly: the same outputs as TFLite's on weights over the whole int8 range,
+    -128 and 127 forced in (an odd channel's -128 over an even channel's non-negative weights only)."""
+    rng = _rng(5)
+    x, w = _int8(rng, (1, 36)), _int8(rng, (12, 36))
+    w[1::2][(w[1::2] == -128) & (w[0::2] < 0)] = -127
+    w[0, :4], w[1, :4], w[2, 4:8], w[3, 4:8], w[4, 8:12], w[5, 8:12] = -128, 127, 0, -128, -1, 127
+    assert stacks_rows(w)
+    _packed_fully_connected_matches_reference(rng, x, w, stack_rows(w), stacked_rows=True)
+
+
+def test_weights_stack_only_where_the_layout_holds_them():
+    """`stacks_rows` refuses a shape the layout does not tile (channels not a multiple of 4, inputs not of 4) and an
+    odd channel's -128 over an even channel's negative weight (its byte would borrow below -128); over an even
+    channel's zero it stacks."""
+    ones = np.ones((8, 16), np.int8)
+    assert stacks_rows(ones) and not stacks_rows(ones[:6]) and not stacks_rows(ones[:, :14])
+    borrow = ones.copy()
+    borrow[2, 5], borrow[3, 5] = -1, -128
+    assert not stacks_rows(borrow)
+    borrow[2, 5] = 0
+    assert stacks_rows(borrow)
 
 
 def test_accumulator_saturating_bias_wraps_like_int32():

@@ -46,9 +46,22 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     geometry = Conv2DGeometry(*(tuple(int(v) for v in values)
                                 for values in (attrs.strides, attrs.padding, attrs.dilation)))
     paired = ctx.paired_weights and kernel is conv2d_int8 and _pairs(weight, data.tensor)
+    length = _weight_length(ctx, weight, data.tensor, geometry) if kernel is conv2d_int8 and not paired else None
     return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                      shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
-                     weight_layout=layout, folds_zero_point=True, paired_weights=paired)
+                     weight_layout=WeightLayout.OHWI_PADDED if length else layout, folds_zero_point=True,
+                     paired_weights=paired, weight_length=length)
+
+
+def _weight_length(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,
+                   geometry: Conv2DGeometry) -> Optional[int]:
+    """Each output channel's weight length where the backend pads a CONV_2D's (HWIO ``weight``) OHWI weights
+    with zeros beyond KH * KW * I (``LoweringContext.conv_weight_length``; int8 data), else None."""
+    if ctx.conv_weight_length is None or str(data.ty.dtype) != "int8":
+        return None
+    kh, kw, cin = (int(d) for d in weight.shape[:3])
+    length = ctx.conv_weight_length(kh, kw, cin, any(geometry.padding))
+    return length if length > kh * kw * cin else None
 
 
 def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:

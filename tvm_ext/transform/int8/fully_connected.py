@@ -8,7 +8,7 @@ import numpy as np
 from tvm import relax
 
 from ...kernels import fully_connected_int8
-from ...kernels.dense import PAIRED_TILE
+from ...kernels.dense import PAIRED_TILE, STACKED_TILE, stacks_rows
 from ...kernels.quant_params import conv_multipliers, fully_connected_multiplier
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import MacKernel, MacPattern
@@ -33,15 +33,29 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     return MacKernel("FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point,
                      weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
                      ctx.rounding, channel_axis=0, folds_zero_point=True,
-                     paired_weights=ctx.paired_weights and _pairs(weight_values, data.tensor))
+                     paired_weights=ctx.paired_weights and _pairs(weight_values, data.tensor),
+                     stacked_rows=ctx.stacked_rows and _stacks(weight_values, data.tensor))
 
 
 def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
     """Whether the kernel can take paired weights (`tvm_ext.kernels.dense.pair_weights`): one row of int8 data
     (the paired MAC's call has one; several rows keep the window MAC's calls of two rows each), int8 weights,
     whole tiles of PAIRED_TILE output channels."""
-    return (str(data.ty.dtype) == "int8" and getattr(data.ty.shape[0], "value", None) == 1 and weight.dtype == np.int8
-            and weight.ndim == 2 and weight.shape[0] % PAIRED_TILE == 0)
+    return (_one_int8_row(data) and weight.dtype == np.int8 and weight.ndim == 2
+            and weight.shape[0] % PAIRED_TILE == 0)
+
+
+def _stacks(weight: np.ndarray, data: relax.Expr) -> bool:
+    """Whether the kernel can take stacked weights (`tvm_ext.kernels.dense.stack_rows`): one row of int8 data (the
+    stacked MAC's call has one), weights the layout holds (`stacks_rows`), and more than one tile of STACKED_TILE
+    output channels: the profile's tile of four leaves a kernel of exactly four channels untiled
+    (`tvm_ext.schedule.kernel_schedule`), so its stacked weights would reach no helper."""
+    return _one_int8_row(data) and stacks_rows(weight) and weight.shape[0] > STACKED_TILE
+
+
+def _one_int8_row(data: relax.Expr) -> bool:
+    """Whether ``data`` is one row of int8 (the paired and the stacked MACs' calls take one)."""
+    return str(data.ty.dtype) == "int8" and getattr(data.ty.shape[0], "value", None) == 1
 
 
 LOWERING = Lowering(frozenset({"FULLY_CONNECTED"}), ends_float_operator, match)

@@ -35,6 +35,12 @@ class LoweringContext:
     paired_weights: bool = False
     max_pool_runs: bool = False
     int8_add: Optional[Callable[..., Optional[te.Tensor]]] = None
+    stacked_rows: bool = False
+    """Whether int8 FULLY_CONNECTED kernels of one input row take stacked weights (``tvm_ext.kernels.dense.stack_rows``)
+    where the weights allow it."""
+    conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None
+    """Each output channel's int8 CONV_2D weight length for a window (KH, KW, I), padded or not
+    (``backends.backend.KernelSchedules.conv_weight_length``; None: KH * KW * I)."""
     pad_runs: bool = False
 
 

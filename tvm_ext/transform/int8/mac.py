@@ -11,7 +11,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
-from ...kernels.dense import pair_weights
+from ...kernels.dense import pair_weights, stack_rows
 from ...kernels.fixed_point import (INT32_MAX, fits_small_input, high_mul_16x8_multipliers, largest_centered,
                                     reduce_16x8_multipliers, shifts_right_only)
 from ...kernels.quant_params import ActivationRange
@@ -67,6 +67,12 @@ class MacKernel:
     # FULLY_CONNECTED and CONV_2D only: the kernel takes ``weight`` as `pair_weights`' int32 words
     # (`LoweringContext`).
     paired_weights: bool = False
+    # FULLY_CONNECTED only: the kernel takes ``weight`` as `stack_rows`' bytes where it multiplies raw int8 inputs
+    # (the zero point folded into the bias, or 0) (`LoweringContext.stacked_rows`).
+    stacked_rows: bool = False
+    # CONV_2D with ``weight_layout`` OHWI_PADDED only: each output channel's weights, zeros after its window
+    # (`LoweringContext.conv_weight_length`).
+    weight_length: Optional[int] = None
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
@@ -102,11 +108,19 @@ class MacKernel:
         bias = self.bias if folded is None else bias_constant(folded)
         if form is Multipliers16x8.HIGH_MUL and bias is not None:  # within int32 (_prepare_16x8)
             bias = bias_constant(bias.value.numpy().astype(np.int32))
-        weight = self.weight if self.weight_layout is not WeightLayout.OHWI else self.weight.transpose(3, 0, 1, 2)
-        if self.paired_weights:  # [O, ...] as [O, K]: a FULLY_CONNECTED's, or a CONV_2D's OHWI weights
+        ohwi = self.weight_layout in (WeightLayout.OHWI, WeightLayout.OHWI_PADDED)
+        weight = self.weight.transpose(3, 0, 1, 2) if ohwi else self.weight
+        if self.weight_length is not None:  # [O, K] then zeros up to the length
+            rows = weight.reshape(weight.shape[0], -1)
+            weight_constant = relax.const(np.pad(rows, ((0, 0), (0, self.weight_length - rows.shape[1]))))
+            layout["kernel_size"] = list(weight.shape[1:3])
+        elif self.paired_weights:  # [O, ...] as [O, K]: a FULLY_CONNECTED's, or a CONV_2D's OHWI weights
             words = pair_weights(weight.reshape(weight.shape[0], -1))
             weight_constant = relax.const(words.reshape(words.shape[0], *weight.shape[1:], words.shape[-1]))
             layout = {"paired_weights": True}
+        elif self.stacked_rows and (folded is not None or self.input_zero_point == 0):
+            weight_constant = relax.const(stack_rows(weight))
+            layout = {"stacked_rows": True}
         else:
             weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),

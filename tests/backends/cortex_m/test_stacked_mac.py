@@ -1,0 +1,40 @@
+"""The stacked-rows MAC of DSP cores (backends/cortex_m/schedules/stacked_mac.py, templates/stacked_mac.h.in): an int8
+FULLY_CONNECTED of one input row compiled for cortex-m4f takes its weights stacked two channels to an int16 half
+(tvm_ext.kernels.dense.stack_rows) and calls the helper once per tile of four channels, bit-exactly with TFLite Micro
+under QEMU and on the host (the helper's portable C), warning-free; a layer the layout does not tile keeps the
+TFLite weights."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from test_dual_mac import OBJDUMP, _functions_with, _strict_build, bit_exact_on_cortex_m4f  # noqa: E402
+from tflite_models import fully_connected_model  # noqa: E402
+
+
+@pytest.mark.skipif(shutil.which(OBJDUMP) is None, reason="arm-none-eabi binutils are not installed")
+# 12 channels (three tiles); 8 over 1,100 inputs: three of the helper's chunks of 508
+@pytest.mark.parametrize("input_units, units", [(36, 12), (64, 12), (1100, 8)])
+def test_a_fully_connected_row_calls_the_stacked_mac_bit_exactly(tmp_path, input_units: int, units: int) -> None:
+    board = bit_exact_on_cortex_m4f(tmp_path, "dense", fully_connected_model((1, input_units), units,
+                                                                            keep_num_dims=False, seed=7))
+    kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert kernels.count("_stacked_mac_s8x4(") == 1 and "_dual_mac_s8x4(" not in kernels
+    # one out-of-line copy of a chunk's loop, whose loop multiplies with SMLAD
+    assert any("stacked_chunk_s8x4" in name for name in _functions_with(board.out_dir / f"lib{board.plan.model}.a",
+                                                                        "smlad"))
+    _strict_build(board.out_dir, tmp_path / "arm", [])
+    host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
+    assert "PASS" in host.stdout, host.stdout
+
+
+@pytest.mark.parametrize("units", [10, 4])
+def test_channels_the_layout_does_not_tile_keep_the_tflite_weights(tmp_path, units: int) -> None:
+    """Ten output channels (not a multiple of four), four (one tile, which the profile's tile leaves untiled): no
+    stacked call, the self-test still bit-exact."""
+    board = bit_exact_on_cortex_m4f(tmp_path, "dense", fully_connected_model((1, 16), units, keep_num_dims=False))
+    assert "_stacked_mac_s8x4(" not in (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
