@@ -80,6 +80,7 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
                                     stacked_rows=kernel_schedules_of(profile).stacked_rows,
                                     max_pool_runs=kernel_schedules_of(profile).max_pool_runs,
                                     int8_add=kernel_schedules_of(profile).int8_add,
+                                    pad_runs=kernel_schedules_of(profile).pad_runs,
                                     flash_bytes=profile.flash_bytes,
                                     conv_weight_length=kernel_schedules_of(profile).conv_weight_length,
                                     interleaved_gate_weights=kernel_schedules_of(profile).interleaved_gate_weights),

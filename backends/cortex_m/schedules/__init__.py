@@ -143,7 +143,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     registers), 4 elsewhere; float MAC kernels tiled by FPU_CHANNEL_TILES on an Arm core with an FPU; the
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
-    (Helium defines no such helper: its pools keep the element-wise kernel); int8 ADD as Helium's vector helper
+    (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
+    cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
     on cores with MVE (`helium_add`); on DSP cores without MVE, a copied CONV_2D window padded to whole groups of
     four with zero weights (`border_window.copied_window_length`; Helium's helper takes any length in its lanes),
     and LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
@@ -159,4 +160,5 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         conv_weight_length=copied_window_length if has_dsp_extension(profile) and not has_mve(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=has_dsp_extension(profile) and not has_mve(profile),
+        pad_runs=has_dsp_extension(profile) and not has_mve(profile),
     )
