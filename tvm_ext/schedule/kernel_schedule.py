@@ -249,7 +249,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
         float_tiled = bool(float_tiles) and accumulates_float(sch, block)
         own_tiles = mac.channel_tiles(sch, block) if mac is not None and not float_tiled else ()
         tiles = float_tiles if float_tiled else (*own_tiles, channel_tile)
-        tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile, tile in own_tiles)
+        whole = getattr(mac, "whole_channel_tile", False) and not float_tiled
+        tiled = next((t for t in (_tile_channels(sch, block, loops, first_reduce, tile, whole or tile in own_tiles)
                                   for tile in tiles)
                       if t is not None), None)
         pairs = mac is not None and tiled is not None and not float_tiled and mac.pays_two_pixels(sch, block, *tiled)
@@ -280,7 +281,8 @@ def _tile_channels(sch: s_tir.Schedule, block, loops, first_reduce: int, tile: i
     is split, its inner part moved below the reduction loops and unrolled, so each input value loaded in
     the reduction feeds ``tile`` multiply-accumulates held in registers. Returns the new loops and the
     index of the first reduction loop, or None (tile 1, or a channel count it does not divide, or equals
-    unless ``whole``: a backend's own tile, ``MacSchedules.channel_tiles``, may hold every channel).
+    unless ``whole``: a backend's own tile, ``MacSchedules.channel_tiles``, may hold every channel, and so may
+    the profile's tile where the backend's MAC schedules say ``whole_channel_tile``).
     The order of the additions into each output element is unchanged."""
     if tile <= 1 or first_reduce == 0:
         return None

@@ -47,10 +47,10 @@ def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
 
 def _stacks(weight: np.ndarray, data: relax.Expr) -> bool:
     """Whether the kernel can take stacked weights (`tvm_ext.kernels.dense.stack_rows`): one row of int8 data (the
-    stacked MAC's call has one), weights the layout holds (`stacks_rows`), and more than one tile of STACKED_TILE
-    output channels: the profile's tile of four leaves a kernel of exactly four channels untiled
-    (`tvm_ext.schedule.kernel_schedule`), so its stacked weights would reach no helper."""
-    return _one_int8_row(data) and stacks_rows(weight) and weight.shape[0] > STACKED_TILE
+    stacked MAC's call has one), weights the layout holds (`stacks_rows`), and at least one tile of STACKED_TILE
+    output channels (the profile's tile: a kernel of fewer is not tiled, `tvm_ext.schedule.kernel_schedule`, so
+    its stacked weights would reach no helper)."""
+    return _one_int8_row(data) and stacks_rows(weight) and weight.shape[0] >= STACKED_TILE
 
 
 def _one_int8_row(data: relax.Expr) -> bool:
