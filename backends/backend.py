@@ -237,7 +237,14 @@ class KernelSchedules:
     copied window of that many elements without a scalar tail (the int8 lowering pads each channel's OHWI weights
     with zeros to it, `tvm_ext.transform.int8.conv`; the schedule then reads the padding from the weights' shape).
     None: never padded."""
+    pad_runs: bool = False
+    """Whether the int8 lowering writes PAD as runs (`tvm_ext.kernels.copy_runs.pad_runs`: the input's rows copied
+    whole, the padding filled), for a core whose helper copies a run a word at a time."""
     int8_add: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
     None where it does not fit that ADD (the generic kernel then)."""
+    interleaved_gate_weights: bool = False
+    """Whether the int8 lowering gives a recurrent cell's gate products their weights interleaved per tile of four
+    units (`tvm_ext.kernels.lstm.interleave_gate_weights`), for a core whose helper reads them so; False keeps
+    TFLite's [unit, input] rows."""

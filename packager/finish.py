@@ -108,10 +108,17 @@ def _patches_markdown(patches: dict[str, Any] | None) -> str:
     before = patches["arena_bytes_layer_by_layer"]
     arena = (f"{before:,} B layer by layer, {patches['arena_bytes']:,} B" if before is not None
              else f"{patches['arena_bytes']:,} B")
+    layers = (f"The layers up to {markdown_text(patches['cut_layer'])} "
+              f"(window stage {patches['cut_after_window_stage']})")
+    if "streamed_bands" in patches:
+        return ("\n## Patch-based execution\n\n"
+                f"{layers} run streamed in {rows} bands of the output rows of window stage "
+                f"{patches['bands_of_window_stage']} (`--patches`), each layer computing only its new rows from the "
+                f"input rows kept from earlier bands: arena {arena}; {patches['extra_macs']:,} extra MACs.\n")
     return ("\n## Patch-based execution\n\n"
-            f"The layers up to {markdown_text(patches['cut_layer'])} (window stage {patches['cut_after_window_stage']}) "
-            f"run in a {rows}x{columns} grid of patches, each from its receptive field (`--patches`): arena {arena}; "
-            f"{patches['extra_macs']:,} extra MACs (+{patches['extra_macs_percent']} %) for the patches' overlapping halos.\n")
+            f"{layers} run in a {rows}x{columns} grid of patches, each from its receptive field (`--patches`): arena "
+            f"{arena}; {patches['extra_macs']:,} extra MACs (+{patches['extra_macs_percent']} %) for the patches' "
+            "overlapping halos.\n")
 
 
 def _row_input_markdown(plan: ExecutionPlan) -> str:

@@ -29,7 +29,8 @@ print, in bytes,
   `--candidates` of smallest estimated arena (tvm_ext.patch_geometry's cost model) are compiled with
   `--patches NxM`, and the one of smallest planned arena is shown: its arena, grid, cut layer and extra MACs
   in percent, its arena over TFLM's (which holds the I/O too, ours not), and its arena + I/O + state (the
-  stack is measured only by a build, so left out);
+  stack is measured only by a build, so left out); streamed bands (`--patches streamN`, no extra MACs) are among
+  the candidates: the `--candidates` band counts of smallest estimate;
 - the same with `--input-rows` for a model of one image input and one output (grids of one column whose bands
   do not read every input row): the input is not held, only its bands, in the arena; "saves" is how much less
   arena + I/O + state that is than the patch-based plan above.
@@ -89,13 +90,15 @@ class Compiled:
     ram_bytes: int
     extra_macs: int
     model_macs: int
+    streamed: bool = False
 
     @property
     def extra_fraction(self) -> float:
         return self.extra_macs / self.model_macs if self.model_macs else 0.0
 
     def cell(self) -> str:
-        return (f"{self.arena_bytes:,} ({self.grid[0]}x{self.grid[1]} up to {self.cut_layer}, "
+        plan = f"{self.grid[0]} streamed bands" if self.streamed else f"{self.grid[0]}x{self.grid[1]}"
+        return (f"{self.arena_bytes:,} ({plan} up to {self.cut_layer}, "
                 f"+{100 * self.extra_fraction:.1f} %)")
 
 
@@ -121,23 +124,36 @@ def candidate_grids(func, model_macs: int, max_extra: float, count: int, rows: b
     return [p.grid for p in sorted(plans, key=lambda p: (p.arena_bytes, p.extra_macs))[:count]]
 
 
+def candidate_streams(func, count: int) -> list:
+    """The streamed plans to compile (`--patches streamN`): the `count` band counts whose best plan has the
+    smallest estimated arena (tvm_ext.compile.patches.streamed_plan's choice for each)."""
+    from tvm_ext.compile.patches import StreamRequest, plans_of
+
+    bands: list[int] = []
+    for plan in plans_of(func):
+        if plan.streamed and plan.grid[0] not in bands:
+            bands.append(plan.grid[0])
+    return [StreamRequest(n) for n in bands[:count]]
+
+
 def manifest_patches(bundle) -> dict | None:
     """The manifest's "patches" entry of a compiled bundle (None: layer by layer)."""
     return json.loads((bundle.out_dir / "manifest.json").read_text()).get("patches")
 
 
-def compile_grid(model: Path, target: str, scratch: Path, grid: tuple[int, int], rows: bool) -> Compiled:
-    """`model` compiled (not built) with `--patches NxM` (and `--input-rows`), as a Compiled."""
+def compile_grid(model: Path, target: str, scratch: Path, grid, rows: bool) -> Compiled:
+    """`model` compiled (not built) with `--patches NxM` (a grid) or `streamN` (a StreamRequest) (and
+    `--input-rows`), as a Compiled."""
     from tvm_ext.compile import compile
 
-    suffix = f"_{grid[0]}x{grid[1]}" + ("_rows" if rows else "")
+    suffix = ("_" + (f"{grid[0]}x{grid[1]}" if isinstance(grid, tuple) else str(grid))) + ("_rows" if rows else "")
     bundle = compile(model, target, scratch / f"{model.stem}{suffix}", force=True, build=False, patches=grid,
                      input_rows=rows)
     entry = manifest_patches(bundle)
     ram = bundle.ram
     extra = entry["extra_macs"]
-    return Compiled(grid, entry["cut_layer"], bundle.arena_bytes, ram.total_bytes - ram.stack_bytes, extra,
-                    bundle.plan.total_macs() - extra)
+    return Compiled(tuple(entry["grid"]), entry["cut_layer"], bundle.arena_bytes, ram.total_bytes - ram.stack_bytes,
+                    extra, bundle.plan.total_macs() - extra, "streamed_bands" in entry)
 
 
 def patch_cells(model: Path, target: str, scratch: Path, layer_by_layer: tuple[int, int], tflm: int | None,
@@ -160,7 +176,8 @@ def patch_cells(model: Path, target: str, scratch: Path, layer_by_layer: tuple[i
             errors[rows] = "- (not one input and one output)"
             continue
         compiled = []
-        for grid in candidate_grids(func, model_macs, max_extra, count, rows):
+        streams = [] if rows else candidate_streams(func, count)
+        for grid in candidate_grids(func, model_macs, max_extra, count, rows) + streams:
             try:
                 compiled.append(compile_grid(model, target, scratch, grid, rows))
             except CompileError as err:

@@ -1,7 +1,7 @@
 """Benchmark speed on an emulated core: our instructions per inference beside TFLite Micro's (not a test).
 
     python scripts/bench_speed.py [--models ../shared/models] [--target cortex-m4f] [--only kws_ref_model ...]
-                                  [--sweep none|small|full]
+                                  [--sweep none|small|full] [--patches off|auto|NxM|stream|streamN]
 
 Compiles every shared model for the profile (a model that does not fit gets its one-line reason) and prints,
 per model: our instructions per inference (QEMU -icount: instructions executed, not cycles of a real core; a
@@ -137,14 +137,14 @@ def measurements_key(target: str) -> str:
     return runner.manifest_key
 
 
-def compiled(model: Path, target: str, scratch: Path, measured: str) -> dict | str:
-    """The manifest of `model` compiled for `target`, or the one-line reason it was refused. Its entry
-    `measured` is the compile's measurements of the self-test on the profile's emulated board (the manifest's
-    entry under the key `measured`, `measurements_key`)."""
+def compiled(model: Path, target: str, scratch: Path, measured: str, patches: str = "off") -> dict | str:
+    """The manifest of `model` compiled for `target` (with `--patches patches`), or the one-line reason it was
+    refused. Its entry `measured` is the compile's measurements of the self-test on the profile's emulated board
+    (the manifest's entry under the key `measured`, `measurements_key`)."""
     from tvm_ext.compile import CompileError, compile
 
     try:
-        bundle = compile(model, target, scratch / model.stem, force=True)
+        bundle = compile(model, target, scratch / model.stem, force=True, patches=patches)
     except CompileError as err:
         return str(err)
     manifest = json.loads((bundle.out_dir / "manifest.json").read_text())
@@ -249,6 +249,8 @@ def main() -> int:
     parser.add_argument("--sweep", choices=("none", "small", "full"), default="small",
                         help="the generated layer shapes to measure too (scripts/layer_sweep.py)")
     parser.add_argument("--zoo-figures", type=Path, default=ZOO_FIGURES)
+    parser.add_argument("--patches", default="off",
+                        help="the models' --patches (default off; the sweep's layers always layer by layer)")
     args = parser.parse_args()
     models = [m for m in sorted(args.models.rglob("*.tflite")) if not args.only or m.stem in args.only]
     measured = measurements_key(args.target)
@@ -256,14 +258,14 @@ def main() -> int:
     if args.target == "cortex-m4f":  # the zoo note measured the peers on the Cortex-M4F board
         peers, source = {**peers, **zoo_peers(args.zoo_figures)}, f"{source} and {args.zoo_figures.name}"
     print(f"Target profile {args.target}; instructions under QEMU -icount (not cycles); TFLM columns cited from "
-          f"{source}.")
+          f"{source}." + ("" if args.patches == "off" else f" Models compiled with --patches {args.patches}."))
     print("| " + " | ".join(COLUMNS) + " |")
     print("|" + "---|" * len(COLUMNS))
     hot, layers = [], []
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         for model in models:
-            manifest = compiled(model, args.target, scratch, measured)
+            manifest = compiled(model, args.target, scratch, measured, args.patches)
             model_row, model_hot = row(model, manifest, peers, peer_code_bytes)
             print(model_row, flush=True)
             hot += model_hot

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tvm_ext.patch_geometry import (WindowStage, best_within, layer_by_layer_peak, patch_regions, plan_cost,
-                                    receptive_rows, same_padding, search, split, streamed_bytes)
+                                    receptive_rows, same_padding, search, split, stream_cost, stream_rows,
+                                    streamed_bytes, top_stage)
 
 PAD_VALUE = -7  # an input zero point: what padding holds
 
@@ -114,3 +115,66 @@ def test_cost_of_a_chain_worked_out_by_hand():
     plans = search([first, second], lambda cut: 0, 10_000, max_grid=2)
     assert plans[0].arena_bytes == min(p.arena_bytes for p in plans)
     assert best_within(plans, 0.0).extra_macs == 0
+
+
+def stream(stages, weights, x, bands: int, driver: int) -> np.ndarray:
+    """The chain on `x` streamed as tvm_ext.transform.patch_prefix runs it (stream_rows): each stage holds only
+    the input rows computed in earlier bands that a later band reads (a row read from anywhere else fails), and
+    computes each output row once, from its rows' clipped receptive field, padded only at the true border."""
+    schedule = stream_rows(stages, bands, driver)
+    held: list[dict[int, np.ndarray]] = [{r: x[r] for r in range(x.shape[0])}] + [{} for _ in stages[1:]]
+    out = {}
+    for k, rows in enumerate(schedule):
+        for i, (stage, (start, stop)) in enumerate(zip(stages, rows)):
+            if start == stop:
+                continue
+            (kh, kw), (sh, sw), (pt, pl) = stage.kernel, stage.stride, stage.pad
+            H, W = stage.in_hw
+            ir0, ir1 = receptive_rows((start, stop), kh, sh, pt, H)
+            tile = np.stack([held[i][r] for r in range(ir0, ir1)])  # KeyError: a row not held
+            pads = (ir0 - (start * sh - pt), (stop - 1) * sh - pt + kh - ir1, pl,
+                    (stage.out_hw[1] - 1) * sw + kw - W - pl)
+            result = window_op(tile, stage, None if stage.name.startswith("pool") else weights[i], pads)
+            following = next((later[i] for later in schedule[k + 1:] if later[i][0] < later[i][1]), None)
+            first = H if following is None else receptive_rows(following, kh, sh, pt, H)[0]
+            if i > 0:
+                held[i] = {r: row for r, row in held[i].items() if r >= first}  # the rows no later band reads go
+            target = held[i + 1] if i + 1 < len(stages) else out
+            for r in range(start, stop):
+                assert r not in target  # each output row computed once
+                target[r] = result[r - start]
+    return np.stack([out[r] for r in range(stages[-1].out_hw[0])])
+
+
+@pytest.mark.parametrize("bands", [2, 3, 5, 11])
+@pytest.mark.parametrize("pushed", [False, True])
+def test_streamed_bands_compute_every_row_once_from_the_rows_they_hold(bands, pushed):
+    """Driven from the last stage (its rows pulled through the chain) or from the first (rows pushed on as soon
+    as their inputs are there: line buffering), every band computes the whole layers' values."""
+    rng = np.random.default_rng(1)
+    stages = chain()
+    weights = [rng.integers(-5, 6, size=(*s.kernel, s.in_channels, s.out_channels)) for s in stages]
+    image = rng.integers(-128, 128, size=(*stages[0].in_hw, stages[0].in_channels))
+    driver = 0 if pushed else top_stage(stages)
+    if bands > stages[driver].out_hw[0]:
+        pytest.skip("more bands than rows")
+    np.testing.assert_array_equal(stream(stages, weights, image, bands, driver), run(stages, weights, image))
+    plan = stream_cost(stages, len(stages), bands, driver, rest_peak_bytes=0, total_macs=1)
+    assert plan.extra_macs == 0 and plan.streamed and plan.grid == (bands, 1)
+
+
+def test_a_reducing_stage_takes_the_rows_of_the_stage_before_band_by_band():
+    """A global average pool (reduces) computes its one row in the last band; the stage before delivers its rows
+    in the bands, and line buffering holds far less than the whole layers."""
+    stages = chain()
+    last = stages[-1]
+    pool = WindowStage("gap", last.out_hw, (1, 1), last.out_channels, last.out_channels, last.out_hw, last.out_hw,
+                       (0, 0), 0, reduces=True)
+    schedule = stream_rows([*stages, pool], 3, top_stage([*stages, pool]))
+    assert top_stage([*stages, pool]) == len(stages) - 1
+    assert [rows[-1] for rows in schedule] == [(0, 0), (0, 0), (0, 1)]
+    assert [rows[-2] for rows in schedule] == split(last.out_hw[0], 3)
+    wide = [WindowStage(f"c{i}", (40, 40), (40, 40), 8, 8, (3, 3), (1, 1), (1, 1), 1600 * 9 * 64) for i in range(4)]
+    gap = WindowStage("gap", (40, 40), (1, 1), 8, 8, (40, 40), (40, 40), (0, 0), 0, reduces=True)
+    streamed = stream_cost([*wide, gap], 5, 40, 0, rest_peak_bytes=0, total_macs=1)
+    assert streamed.arena_bytes < layer_by_layer_peak(wide, 0) / 4

@@ -99,12 +99,12 @@ def fully_connected_model(input_shape: tuple[int, ...], units: int, keep_num_dim
     return build(Model(tensors, [dense], inputs=(0,), outputs=(3,)))
 
 
-def chain_model(image: tuple[int, int], channels: int = 4, seed: int = 0) -> bytes:
+def chain_model(image: tuple[int, int], channels: int = 4, seed: int = 0, global_pool: bool = False) -> bytes:
     """A chain of window stages for patch-based execution: int8 input 1 x rows x columns x 3 -> CONV_2D 3x3 s2
     SAME (RELU6, per-channel) -> DEPTHWISE_CONV_2D 3x3 s1 SAME -> AVERAGE_POOL_2D 3x3 s1 SAME -> MAX_POOL_2D 3x3
     s2 SAME -> CONV_2D 3x3 s1 SAME dilation 2 -> CONV_2D 3x3 VALID -> output, `channels` from the first
     convolution to the max pool; zero points non-zero (the first output's -128), so a wrong padding value
-    shows."""
+    shows. `global_pool`: then an AVERAGE_POOL_2D VALID over the whole last output (1 x 1 x 1 x 6), the output."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     x = b.add(Tensor("input", (1, *image, 3), "int8", _quantization((0.05,), -3)))
@@ -141,7 +141,13 @@ def chain_model(image: tuple[int, int], channels: int = 4, seed: int = 0) -> byt
     m4 = pool("MAX_POOL_2D", a3, quarter, channels, 3, 2, "max", q2)
     c5 = conv(m4, (*quarter, channels), quarter, 5, 3, {"Padding": SAME, "StrideW": 1, "StrideH": 1,
                                                  "DilationWFactor": 2, "DilationHFactor": 2}, False, "conv_dil", q3)
-    c6 = conv(c5, (*quarter, 5), (quarter[0] - 2, quarter[1] - 2), 6, 3,
-              {"Padding": VALID, "StrideW": 1, "StrideH": 1}, False, "conv_valid", _quantization((0.1,), 3))
+    last_hw = (quarter[0] - 2, quarter[1] - 2)
+    q6 = _quantization((0.1,), 3)
+    c6 = conv(c5, (*quarter, 5), last_hw, 6, 3, {"Padding": VALID, "StrideW": 1, "StrideH": 1}, False, "conv_valid",
+              q6)
+    if global_pool:
+        options = Options("Pool2DOptions", {"Padding": VALID, "StrideW": 1, "StrideH": 1, "FilterWidth": last_hw[1],
+                                            "FilterHeight": last_hw[0]})
+        c6 = b.op("AVERAGE_POOL_2D", (c6,), Tensor("global_avg", (1, 1, 1, 6), "int8", q6), options, version=2)
     b.outputs.append(c6)
     return build(b.model())

@@ -73,15 +73,17 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             # Before any folding: FoldConstant would compute a tensor that fits no target on the host.
             RefuseOversizedTensors(model_name),
             # Before the int8 pass: each patch keeps its layers' QDQ patterns, so it gets the whole layer's kernel.
-            *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid)]),
+            *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid, patches.driver)]),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name,
                                     paired_weights=kernel_schedules_of(profile).paired_weights,
                                     stacked_rows=kernel_schedules_of(profile).stacked_rows,
                                     max_pool_runs=kernel_schedules_of(profile).max_pool_runs,
                                     int8_add=kernel_schedules_of(profile).int8_add,
+                                    pad_runs=kernel_schedules_of(profile).pad_runs,
                                     flash_bytes=profile.flash_bytes,
-                                    conv_weight_length=kernel_schedules_of(profile).conv_weight_length),
+                                    conv_weight_length=kernel_schedules_of(profile).conv_weight_length,
+                                    interleaved_gate_weights=kernel_schedules_of(profile).interleaved_gate_weights),
             # Before any folding: a quantized ONNX model's float Convs and MatMuls keep their int8 weights.
             keeping_layers(DequantizeWeightsInKernels()),
             # Before any folding: FoldConstant would run an index operator with bad constant indices on the

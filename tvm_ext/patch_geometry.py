@@ -59,6 +59,7 @@ class WindowStage:
     pad: tuple[int, int]  # padding rows before the first row, columns before the first column
     macs: int  # of the whole stage
     element_bytes: int = 1
+    reduces: bool = False  # a global average pool (one output pixel from every input pixel, no padding)
 
     def out_tile_bytes(self, region: Region) -> int:
         return _area(region) * self.out_channels * self.element_bytes
@@ -111,11 +112,17 @@ class PatchCut:
 
     cut: int
     grid: tuple[int, int]
+    driver: int | None = None  # streamed (`stream_rows`, grid n x 1): the stage whose output rows the bands split
+
+    @property
+    def streamed(self) -> bool:
+        return self.driver is not None
 
 
 @dataclass(frozen=True)
 class PatchPlan:
-    """A prefix of `cut` stages run patch by patch over a rows x columns `grid` of the last one's output."""
+    """A prefix of `cut` stages run patch by patch over a rows x columns `grid` of the last one's output, or,
+    `streamed`, in grid[0] bands of rows whose halos are kept, not recomputed (`stream_cost`)."""
 
     cut: int
     grid: tuple[int, int]
@@ -123,6 +130,11 @@ class PatchPlan:
     prefix_bytes: int
     extra_macs: int
     total_macs: int  # of the whole model, layer by layer
+    driver: int | None = None  # streamed: the stage (0-based) whose output rows the bands split
+
+    @property
+    def streamed(self) -> bool:
+        return self.driver is not None
 
     @property
     def extra_macs_fraction(self) -> float:
@@ -175,6 +187,118 @@ def streamed_bytes(stage: WindowStage, region_in: Region, region_out: Region, in
     first_read = [max(r * stage.stride[0] - stage.pad[0], 0) - in_start for r in range(out_start, out_stop)]
     lead = max((k + 1) * out_row - first * in_row for k, first in enumerate(first_read))
     return max(out_bytes, max(lead, 0) + stage.in_tile_bytes(region_in))
+
+
+def top_stage(stages: list[WindowStage]) -> int:
+    """The last stage of a streamed prefix `stages` that computes rows band by band: the last, or the one before
+    when the last reduces (a global average pool, which sums its input band by band)."""
+    return len(stages) - 2 if stages[-1].reduces else len(stages) - 1
+
+
+def stream_rows(stages: list[WindowStage], bands: int, driver: int) -> list[list[Range]]:
+    """The output rows [start, stop) each stage computes in each band of a streamed prefix (band by band, then
+    stage by stage; empty when a band computes no row of the stage). The output rows of stage `driver` are split
+    in `bands`; a stage before it computes the rows of its output that the next stage's rows read (pulled), one
+    after it (up to `top_stage`) every row whose input rows are all computed (pushed), so every output row is
+    computed once: no extra MACs. A reducing last stage computes its one row in the last band. Driven from the
+    first stage in one band per row, each stage holds only the input rows its window still needs: line
+    buffering."""
+    top, count = top_stage(stages), len(stages)
+    stops: list[list[int]] = []
+    for _, stop in split(stages[driver].out_hw[0], bands):
+        needed = [0] * count
+        needed[driver] = stop
+        for i in reversed(range(driver)):
+            after = stages[i + 1]
+            needed[i] = receptive_rows((0, needed[i + 1]), after.kernel[0], after.stride[0], after.pad[0],
+                                       after.in_hw[0])[1] if needed[i + 1] else 0
+        for i in range(driver + 1, top + 1):
+            needed[i] = _complete_rows(stages[i], needed[i - 1])
+        if top < count - 1:
+            needed[-1] = 1 if needed[top] == stages[top].out_hw[0] else 0
+        stops.append(needed)
+    rows, before = [], [0] * count
+    for needed in stops:
+        rows.append([(b, max(n, b)) for b, n in zip(before, needed)])
+        before = [max(n, b) for b, n in zip(before, needed)]
+    return rows
+
+
+def _complete_rows(stage: WindowStage, available: int) -> int:
+    """How many of `stage`'s output rows read only its input rows [0, `available`) (all once it has them all)."""
+    if available >= stage.in_hw[0]:
+        return stage.out_hw[0]
+    return max(0, min(stage.out_hw[0], (available + stage.pad[0] - stage.kernel[0]) // stage.stride[0] + 1))
+
+
+def stream_cost(stages: list[WindowStage], cut: int, bands: int, driver: int, rest_peak_bytes: int,
+                total_macs: int) -> PatchPlan:
+    """The cost of running `stages[:cut]` streamed in `bands` bands of stage `driver`'s output rows
+    (`stream_rows`), as the rewrite runs it and the planner places it: each stage after the first keeps the
+    chunks of its input rows (the new rows of the stage before, band by band) that a later band still reads;
+    when it computes rows, their input tile (the clipped receptive field) is joined from those chunks (a copy)
+    and its output rows streamed over it. Live meanwhile: every stage's kept chunks, and the delivered rows
+    already computed (the cut output's, concatenated at the end) or, for a reducing cut, the running sums (4
+    bytes a channel, old and new while a band adds to them). A chunk only partly read again is cut to those rows
+    (a copy). No extra MACs."""
+    prefix = stages[:cut]
+    schedule = stream_rows(prefix, bands, driver)
+    kept: list[list[tuple[Range, int]]] = [[] for _ in prefix]  # each stage's kept input chunks: rows, bytes
+    whole_input = (0, prefix[0].in_hw[0])
+    done = peak = 0
+    for k, rows in enumerate(schedule):
+        fresh: tuple[Range, int] | None = None  # the stage before's new rows in this band, and their bytes
+        for i, (stage, out_rows) in enumerate(zip(prefix, rows)):
+            if i > 0 and fresh is not None:
+                kept[i].append(fresh)
+            fresh = None
+            others = done + sum(b for j, chunks in enumerate(kept) if j != i for _, b in chunks)
+            if stage.reduces:
+                if kept[i]:
+                    sums = 4 * stage.out_channels
+                    peak = max(peak, others + sum(b for _, b in kept[i]) + (2 * sums if done else sums))
+                    done = sums
+                    kept[i] = []
+                continue
+            if out_rows[0] == out_rows[1]:
+                continue
+            width = ((0, stage.in_hw[1]), (0, stage.out_hw[1]))
+            in_rows = receptive_rows(out_rows, stage.kernel[0], stage.stride[0], stage.pad[0], stage.in_hw[0])
+            region_in, region_out = (in_rows, width[0]), (out_rows, width[1])
+            tile = stage.in_tile_bytes(region_in)
+            chunks = sum(b for _, b in kept[i])
+            if i > 0:
+                peak = max(peak, others + chunks + tile)  # the join
+            following = next((later[i] for later in schedule[k + 1:] if later[i][0] < later[i][1]), None)
+            start = stage.in_hw[0] if following is None else receptive_rows(
+                following, stage.kernel[0], stage.stride[0], stage.pad[0], stage.in_hw[0])[0]
+            kept[i] = [((max(r[0], start), r[1]), b * (r[1] - max(r[0], start)) // (r[1] - r[0]))
+                       for r, b in kept[i] if r[1] > start]  # a chunk partly read again: those rows sliced
+            still = sum(b for _, b in kept[i])
+            peak = max(peak, others + still + streamed_bytes(stage, region_in, region_out, i > 0 or
+                                                              in_rows != whole_input))
+            fresh = (out_rows, stage.out_tile_bytes(region_out))
+        if not prefix[-1].reduces and fresh is not None:
+            done += fresh[1]
+    if not prefix[-1].reduces and bands > 1:
+        peak = max(peak, 2 * done)  # the bands' rows and their concatenation
+    return PatchPlan(cut, (bands, 1), max(peak, rest_peak_bytes), peak, 0, total_macs, driver)
+
+
+MAX_BANDS = 32  # bands a streamed plan `stream_search` considers at most: each band's calls are code of their own
+
+
+def stream_search(stages: list[WindowStage], rest_peak_bytes: Callable[[int], int], total_macs: int,
+                  max_bands: int = MAX_BANDS) -> list[PatchPlan]:
+    """Every streamed plan of a cut after stage 2.. len(stages) driven from its first stage or its `top_stage`,
+    in 2.. `max_bands` bands (at most one band per row of the driving stage's output), by arena estimate, then
+    fewer bands."""
+    plans = []
+    for cut in range(2, len(stages) + 1):
+        for driver in sorted({0, top_stage(stages[:cut])}):
+            for bands in range(2, min(max_bands, stages[driver].out_hw[0]) + 1):
+                plans.append(stream_cost(stages, cut, bands, driver, rest_peak_bytes(cut), total_macs))
+    return sorted(plans, key=lambda p: (p.arena_bytes, p.grid[0], -p.driver))
 
 
 def search(stages: list[WindowStage], rest_peak_bytes: Callable[[int], int], total_macs: int,

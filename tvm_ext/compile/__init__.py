@@ -369,7 +369,7 @@ def _patch_request(label: str, patches: str | tuple[int, int]):
     """`patches` as tvm_ext.compile.patches reads it; CompileError (one line) for a value it does not take."""
     from tvm_ext.compile.patches import parse_patches
 
-    text = patches if isinstance(patches, str) else "x".join(str(n) for n in patches)
+    text = "x".join(str(n) for n in patches) if isinstance(patches, tuple) else str(patches)
     try:
         return parse_patches(text)
     except ValueError as err:

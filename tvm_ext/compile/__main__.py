@@ -111,8 +111,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         help="place the model's inputs and outputs in the arena (the header gives their places; "
                              "the run functions take no input or output arguments)")
     parser.add_argument("--patches", type=_patches, default="off",
-                        help="off (default), auto (only when the model does not fit the SRAM layer by layer) or a "
-                             "grid NxM: run a CNN's first stages patch by patch")
+                        help="off (default), auto (only when the model does not fit the SRAM layer by layer), a "
+                             "grid NxM: run a CNN's first stages patch by patch, or stream (streamN: N bands): run "
+                             "them in bands of rows, each layer computing only its new rows")
     parser.add_argument("--input-rows", action="store_true",
                         help="take the image input row by row from a read_row callback instead of a whole buffer "
                              "(the first stages run in bands of rows: --patches auto or Nx1)")

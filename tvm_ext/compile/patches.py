@@ -2,8 +2,12 @@
 
 `off` compiles layer by layer, as without the option. `NxM` runs the first stages in an N x M grid of patches,
 cut where the cost model (tvm_ext.patch_geometry) gives this grid its smallest arena (then the fewest extra
-MACs). `auto` compiles layer by layer and, only when that does not fit the profile's SRAM, tries the plans whose
-estimated arena fits, fewest extra MACs first (at most `AUTO_ATTEMPTS` compiled and planned), and takes the first
+MACs). `stream` (`streamN`) runs them streamed: in bands of rows each computing only its new rows, the rows
+a stage reads again kept from the band before (no extra MACs; a global average pool at the cut summed band by
+band), in the bands and up to the cut of smallest estimated arena (N bands). `auto` compiles layer by layer
+and, only when that does not fit the profile's SRAM, tries the plans (patches and streamed bands) whose
+estimated arena fits, fewest extra MACs first (so streamed bands first; at most `AUTO_ATTEMPTS` of each kind
+compiled and planned), and takes the first
 that fits every limit of the profile: its planned RAM the SRAM, then, after its build, its measured flash (weights,
 code, data: each patch's kernels have shapes of their own, so a finer grid brings more code). A plan refused on
 either does not end the search (`AutoSearch`); when none fits, the refusal gives the best plan's excess on each
@@ -20,23 +24,39 @@ from target.profile import Profile
 from target.resources import FlashUse, RamUse, ResourceError, check_fits
 from tvm_ext.compile import CompileError, DoesNotFitError
 from memory_planner.plan import ExecutionPlan
-from tvm_ext.patch_geometry import (PatchCut, PatchPlan, layer_by_layer_peak, patch_regions, plan_cost, search,
-                                    split)
+from tvm_ext.patch_geometry import (MAX_BANDS, PatchCut, PatchPlan, layer_by_layer_peak, patch_regions, plan_cost,
+                                    receptive_rows, search, split, stream_rows, stream_search)
 
-OFF, AUTO = "off", "auto"
-PatchRequest = str | tuple[int, int]  # OFF, AUTO or a grid (rows, columns)
+OFF, AUTO, STREAM = "off", "auto", "stream"
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    """`--patches stream` (`bands` None: the bands of smallest estimated arena) or `streamN` (N bands)."""
+
+    bands: int | None = None
+
+    def __str__(self) -> str:
+        return STREAM if self.bands is None else f"{STREAM}{self.bands}"
+
+
+PatchRequest = str | tuple[int, int] | StreamRequest  # OFF, AUTO, a grid (rows, columns) or streamed bands
 AUTO_ATTEMPTS = 3  # plans compiled by `auto` at most: each costs the passes, the code generation and the planning
 MAX_GRID = 8  # rows and columns of a grid `auto` considers
 
 
 def parse_patches(text: str) -> PatchRequest:
-    """`off`, `auto` or `NxM` (N, M whole numbers from 1, not both 1); ValueError naming the value otherwise."""
+    """`off`, `auto`, `NxM` (N, M whole numbers from 1, not both 1), `stream` or `streamN` (N from 2); ValueError
+    naming the value otherwise."""
     if text in (OFF, AUTO):
         return text
+    streamed = re.fullmatch(r"stream([1-9][0-9]{0,3})?", text)
+    if streamed is not None and streamed.group(1) != "1":
+        return StreamRequest(None if streamed.group(1) is None else int(streamed.group(1)))
     found = re.fullmatch(r"([1-9][0-9]{0,3})x([1-9][0-9]{0,3})", text)
     if found is None or (found.group(1), found.group(2)) == ("1", "1"):
-        raise ValueError(f"--patches takes off, auto or a grid NxM of patch rows and columns such as 2x4 "
-                         f"(not 1x1), not {text!r}")
+        raise ValueError(f"--patches takes off, auto, a grid NxM of patch rows and columns such as 2x4 (not 1x1), "
+                         f"stream or streamN (N bands from 2), not {text!r}")
     return int(found.group(1)), int(found.group(2))
 
 
@@ -53,6 +73,7 @@ class PatchFacts:
     arena_after: int
     extra_macs: int
     model_macs: int  # layer by layer
+    driver: int | None = None  # streamed: grid[0] bands of this window stage's (1-based) output rows
 
     @property
     def extra_percent(self) -> float:
@@ -61,12 +82,21 @@ class PatchFacts:
     def manifest_entry(self) -> dict:
         return {"cut_after_window_stage": self.cut, "cut_layer": self.cut_layer, "grid": list(self.grid),
                 "arena_bytes_layer_by_layer": self.arena_before, "arena_bytes": self.arena_after,
-                "extra_macs": self.extra_macs, "extra_macs_percent": round(self.extra_percent, 2)}
+                "extra_macs": self.extra_macs, "extra_macs_percent": round(self.extra_percent, 2),
+                **({} if self.driver is None else {"streamed_bands": self.grid[0],
+                                                    "bands_of_window_stage": self.driver})}
+
+    @property
+    def what(self) -> str:
+        """The plan in words: "N streamed bands of stage S" or "NxM patches"."""
+        if self.driver is None:
+            return f"{self.grid[0]}x{self.grid[1]} patches"
+        return f"{self.grid[0]} streamed bands of window stage {self.driver}"
 
     def line(self) -> str:
         """One line: the plan, the arena before and after, the extra MACs in percent."""
         before = "" if self.arena_before is None else f"{self.arena_before:,} B layer by layer -> "
-        return (f"{self.grid[0]}x{self.grid[1]} patches up to {self.cut_layer} (window stage {self.cut}): arena "
+        return (f"{self.what} up to {self.cut_layer} (window stage {self.cut}): arena "
                 f"{before}{self.arena_after:,} B, {self.extra_macs:,} extra MACs (+{self.extra_percent:.1f} %)")
 
 
@@ -77,14 +107,32 @@ def _window_chain(func):
 
 
 def plans_of(func) -> list[PatchPlan]:
-    """Every plan (cut, grid up to MAX_GRID x MAX_GRID) of `func`'s window chain with the cost model's arena
-    estimate, by estimate then extra MACs; [] without a chain."""
+    """Every plan of `func`'s window chain (cut, grid up to MAX_GRID x MAX_GRID; cut and streamed bands) with the
+    cost model's arena estimate, by estimate then extra MACs (then fewer bands); [] without a chain."""
     chain = _window_chain(func)
     if chain is None:
         return []
     stages = chain.geometries
-    return search(stages, lambda cut: layer_by_layer_peak(stages, cut) if cut < len(stages) else 0,
-                  sum(s.macs for s in stages), MAX_GRID)
+    rest, macs = _rest_peak(stages), sum(s.macs for s in stages)
+    return sorted(search(stages, rest, macs, MAX_GRID) + stream_search(stages, rest, macs),
+                  key=lambda p: (p.arena_bytes, p.extra_macs, p.grid[0] * p.grid[1]))
+
+
+def _rest_peak(stages):
+    """The cost model's layer-by-layer peak after a cut (rest_peak_bytes of tvm_ext.patch_geometry.search)."""
+    return lambda cut: layer_by_layer_peak(stages, cut) if cut < len(stages) else 0
+
+
+def streamed_plan(func, bands: int | None) -> PatchPlan | None:
+    """The streamed plan (tvm_ext.patch_geometry.stream_search) of smallest estimated arena (then fewer bands) of
+    `func`'s window chain, of `bands` bands when given; None without a chain or a plan of that many bands."""
+    chain = _window_chain(func)
+    if chain is None:
+        return None
+    stages = chain.geometries
+    plans = stream_search(stages, _rest_peak(stages), sum(s.macs for s in stages),
+                          MAX_BANDS if bands is None else bands)
+    return next((p for p in plans if bands is None or p.grid[0] == bands), None)
 
 
 def plan_for_grid(func, grid: tuple[int, int]) -> PatchPlan | None:
@@ -94,8 +142,7 @@ def plan_for_grid(func, grid: tuple[int, int]) -> PatchPlan | None:
     if chain is None:
         return None
     stages = chain.geometries
-    plans = [plan_cost(stages, cut, grid, layer_by_layer_peak(stages, cut) if cut < len(stages) else 0,
-                       sum(s.macs for s in stages))
+    plans = [plan_cost(stages, cut, grid, _rest_peak(stages)(cut), sum(s.macs for s in stages))
              for cut in range(1, len(stages) + 1)
              if grid[0] <= stages[cut - 1].out_hw[0] and grid[1] <= stages[cut - 1].out_hw[1]]
     return min(plans, key=lambda p: (p.arena_bytes, p.extra_macs), default=None)
@@ -103,8 +150,13 @@ def plan_for_grid(func, grid: tuple[int, int]) -> PatchPlan | None:
 
 def band_rows(func, cut: PatchCut) -> list[tuple[int, int]]:
     """The input rows [start, stop) each band of an n x 1 `cut` of `func`'s window chain reads (its receptive
-    field, halo included), top band first: what a row-wise input fetches (tvm_ext.plan.row_input)."""
+    field, halo included; streamed: that of the first stage's new rows, for each band that has some), top band
+    first: what a row-wise input fetches (tvm_ext.plan.row_input)."""
     stages = _window_chain(func).geometries[:cut.cut]
+    if cut.driver is not None:
+        first = stages[0]
+        return [receptive_rows(rows[0], first.kernel[0], first.stride[0], first.pad[0], first.in_hw[0])
+                for rows in stream_rows(stages, cut.grid[0], cut.driver) if rows[0][0] < rows[0][1]]
     width = stages[-1].out_hw[1]
     return [patch_regions(stages, (rows, (0, width)))[0][0] for rows in split(stages[-1].out_hw[0], cut.grid[0])]
 
@@ -152,13 +204,22 @@ def rows_request(func, request: PatchRequest, file_name: str, io_counts: tuple[i
 
 def auto_candidates(func, arena_budget: int, rows: bool = False) -> list[PatchPlan]:
     """The plans `auto` compiles, in order: estimated arena within `arena_budget` bytes, fewest extra MACs first
-    (then smaller estimate); at most AUTO_ATTEMPTS. `rows`: only plans a row-wise input takes (`takes_rows`)."""
-    fitting = [p for p in plans_of(func) if p.arena_bytes <= arena_budget and (not rows or takes_rows(func, p))]
-    return sorted(fitting, key=lambda p: (p.extra_macs, p.arena_bytes))[:AUTO_ATTEMPTS]
+    (then smaller estimate): streamed bands (no extra MACs), then patches, at most AUTO_ATTEMPTS of each (the
+    streamed plans' code is much alike: when their flash does not fit, the patches' may). `rows`: only plans a
+    row-wise input takes (`takes_rows`)."""
+    fitting = sorted((p for p in plans_of(func) if p.arena_bytes <= arena_budget and (not rows or takes_rows(func, p))),
+                     key=lambda p: (p.extra_macs, p.arena_bytes))
+    return ([p for p in fitting if p.streamed][:AUTO_ATTEMPTS]
+            + [p for p in fitting if not p.streamed][:AUTO_ATTEMPTS])
+
+
+def _stage_number(plan: PatchPlan) -> int | None:
+    """The 1-based window stage whose output rows a streamed plan's bands split (None: not streamed)."""
+    return None if plan.driver is None else plan.driver + 1
 
 
 def cut_of(plan: PatchPlan) -> PatchCut:
-    return PatchCut(plan.cut, plan.grid)
+    return PatchCut(plan.cut, plan.grid, plan.driver)
 
 
 def cut_layer(func, cut: int) -> str:
@@ -173,8 +234,14 @@ def cut_layer(func, cut: int) -> str:
 
 
 def patch_plan_for_grid(imported, request: PatchRequest, file_name: str) -> PatchPlan | None:
-    """The plan of the grid `request` names for the imported model (None for off and auto); CompileError when
-    the model has no window chain whose output has that many rows and columns."""
+    """The plan of the grid or streamed bands `request` names for the imported model (None for off and auto);
+    CompileError when the model has no window chain whose output has that many rows and columns (bands)."""
+    if isinstance(request, StreamRequest):
+        plan = streamed_plan(imported.model.mod["main"], request.bands)
+        if plan is None:
+            raise CompileError(f"{file_name}: --patches {request}: the model has no chain of windowed NHWC stages "
+                               "from an input" + ("" if request.bands is None else " that delivers that many rows"))
+        return plan
     if not isinstance(request, tuple):
         return None
     plan = plan_for_grid(imported.model.mod["main"], request)
@@ -189,7 +256,7 @@ def grid_patch_facts(imported, plan: PatchPlan, planned) -> PatchFacts:
     macs = planned.plan.total_macs()
     func = imported.model.mod["main"]
     return PatchFacts(plan.cut, cut_layer(func, plan.cut), plan.grid, None, planned.memory.arena_bytes,
-                      plan.extra_macs, macs - plan.extra_macs)
+                      plan.extra_macs, macs - plan.extra_macs, _stage_number(plan))
 
 
 @dataclass(frozen=True)
@@ -237,7 +304,8 @@ class AutoSearch:
         for plan in self._plans:
             lowered, generated, patched, patched_ram = self._compile_with(cut_of(plan))
             facts = PatchFacts(plan.cut, cut_layer(self._func, plan.cut), plan.grid, self._ram.arena_bytes,
-                               patched_ram.arena_bytes, patched.plan.total_macs() - self._macs, self._macs)
+                               patched_ram.arena_bytes, patched.plan.total_macs() - self._macs, self._macs,
+                               _stage_number(plan))
             if patched_ram.total_bytes <= self._profile.sram_bytes:
                 return lowered, generated, patched, patched_ram, facts
             self._refused.append(_Refused(facts, patched_ram, None, _refusal(self._profile, self._model,
@@ -258,7 +326,8 @@ class AutoSearch:
             return facts.line()
         last = after[-1]
         over = ", ".join(f"{o.memory} {o.excess_bytes:,} B over" for o in last.overruns)
-        return f"{facts.line()}; {last.facts.grid[0]}x{last.facts.grid[1]} up to window stage {last.facts.cut} " \
+        plan = last.facts.what if last.facts.driver is not None else f"{last.facts.grid[0]}x{last.facts.grid[1]}"
+        return f"{facts.line()}; {plan} up to window stage {last.facts.cut} " \
                f"was refused after its build ({over})"
 
     def _refusal(self) -> DoesNotFitError:

@@ -1,8 +1,10 @@
-"""Data movement as runs of contiguous copies: int8 RESIZE_NEAREST_NEIGHBOR and CONCATENATION as TE extern
-stages whose only loops are ``dst[d + i] = src[s + i]`` over i from 0 (``copy_run``).
+"""Data movement as runs of contiguous copies: int8 RESIZE_NEAREST_NEIGHBOR, CONCATENATION and PAD as TE extern
+stages whose only loops are ``dst[d + i] = src[s + i]`` over i from 0 (``copy_run``; PAD's padding a fill,
+``fill_run``).
 
-A generic kernel computes each output byte on its own (the source index from the tables, or which operand
-holds it): about 12 instructions per resized byte and 7 per concatenated one on Cortex-M4F. Written as runs,
+A generic kernel computes each output byte on its own (the source index from the tables, which operand
+holds it, or whether it lies in the padding): about 12 instructions per resized byte, 7 per concatenated one
+and 8.1 per padded one on Cortex-M4F. Written as runs,
 each run is one tight loop on any core, and on DSP cores one call of the bundle's word copy
 (``backends.cortex_m.schedules.extern_helpers`` recognizes the loop's form; no schedule moves an extern
 stage's loops). The bytes copied are the generic kernels' exactly: no requantization either way (TFLite
@@ -195,3 +197,76 @@ def max_pool2d_runs(data: te.Tensor, *, pool: Sequence[int], strides: Sequence[i
         return _loop(b, batches, _loop(y, out_height, _loop(x, out_width, _sequence(steps + clamp()))))
 
     return extern_from_zero((batches, out_height, out_width, depth), [data], build, f"max_pool2d_runs_{dtype}")
+
+
+def fill_run(dst: tirx.Buffer, dst_offset: tirx.PrimExpr, value: tirx.PrimExpr, count: int, name: str) -> tirx.Stmt:
+    """``dst[dst_offset + i] = value`` for i < count (row-major element offsets), in ascending i (a loop the C
+    compiler's -O2 turns into one memset where the type is one byte)."""
+    i = tirx.Var(name, _dtype(dst_offset))
+    return _loop(i, count, tirx.BufferStore(dst, value, row_major_indices(dst, dst_offset + i)))
+
+
+def pad_runs(data: te.Tensor, pad_before: Sequence[int], pad_after: Sequence[int], pad_value: int) -> te.Tensor:
+    """``topi.nn.pad(data, pad_before, pad_after, pad_value)`` (constant padding of any rank; widths >= 0) as runs:
+    with ``k`` the innermost padded axis, every output slab along axis ``k`` and the axes after it (contiguous)
+    is, where the outer indices lie inside the input, a fill of ``pad_before[k]`` rows of the inner axes, a copy
+    of the input's ``data.shape[k]`` rows (contiguous in the input too; in chunks of whole rows, ``_chunked_copy``),
+    a fill of ``pad_after[k]`` rows; where an outer index lies in padding, one fill of the whole slab. Each output
+    element is written once, as the generic kernel's per-element select writes it. Without padding it is
+    ``topi.nn.pad``'s copy (a view after the passes)."""
+    shape = [int(d) for d in data.shape]
+    before, after = [int(w) for w in pad_before], [int(w) for w in pad_after]
+    padded = [axis for axis in range(len(shape)) if before[axis] or after[axis]]
+    if not padded or 0 in shape:
+        return topi.nn.pad(data, before, after, pad_value)
+    k = padded[-1]
+    out_shape = [size + b + a for size, b, a in zip(shape, before, after)]
+    inner = math.prod(shape[k + 1:])
+    slab, run = out_shape[k] * inner, shape[k] * inner
+
+    def build(ins, outs):
+        source, out = ins[0], outs[0]
+        index = _dtype(out.shape[0])
+        value = tirx.const(pad_value, str(out.dtype))
+        # an axis of one index is no loop: the stream order then sees the runs below at the top level
+        outer = [tirx.Var(f"o{axis}", index) if out_shape[axis] > 1 else tirx.const(0, index) for axis in range(k)]
+        out_slab, in_run = tirx.const(0, index), tirx.const(0, index)
+        for axis, o in enumerate(outer):
+            out_slab = out_slab * out_shape[axis] + o
+            in_run = in_run * shape[axis] + (o - before[axis])
+        start = out_slab * slab
+        row = _sequence([step for step in (
+            fill_run(out, start, value, before[k] * inner, "f0") if before[k] else None,
+            _chunked_copy(out, start + before[k] * inner, source, in_run * run, shape[k], inner),
+            fill_run(out, start + (before[k] + shape[k]) * inner, value, after[k] * inner, "f1") if after[k] else None)
+            if step is not None])
+        inside = [test for axis, o in enumerate(outer) if before[axis] or after[axis]
+                  for test in (o >= before[axis], o < before[axis] + shape[axis])]
+        body = tirx.IfThenElse(tirx.all(*inside), row, fill_run(out, start, value, slab, "f")) if inside else row
+        for axis in reversed(range(k)):
+            if out_shape[axis] > 1:
+                body = _loop(outer[axis], out_shape[axis], body)
+        return body
+
+    return extern_from_zero(out_shape, [data], build, "pad_runs")
+
+
+PAD_CHUNK = 64
+"""The most elements per copy of a padded tensor's interior run longer than it: the memory planner may let the
+output share all but about a chunk's bytes with an input that dies there (`tvm_ext.codegen.stream_order` cuts a
+loop into passes, not one copy), for a copy call's own cost per chunk. tcn_kws_100x32_int8 on cortex-m4f: one copy
+per PAD, arena 19,584-20,352 B; chunks of 320-512 elements, 19,584; of one 64-byte row, 15,488 B as the generic
+kernel's, at 0.8 instructions per byte against 0.7."""
+
+
+def _chunked_copy(dst: tirx.Buffer, dst_offset: tirx.PrimExpr, src: tirx.Buffer, src_offset: tirx.PrimExpr,
+                  rows: int, row: int) -> tirx.Stmt:
+    """``copy_run`` of ``rows`` rows of ``row`` elements: one copy of at most PAD_CHUNK elements, else a loop over
+    chunks of equal size (the most whole rows that divide ``rows`` and fit PAD_CHUNK, at least one row)."""
+    if rows * row <= PAD_CHUNK:
+        return copy_run(dst, dst_offset, src, src_offset, rows * row, "i")
+    group = max(g for g in range(1, rows + 1) if rows % g == 0 and (g == 1 or g * row <= PAD_CHUNK))
+    index = _dtype(dst_offset)
+    c = tirx.Var("c", index)
+    at = c * tirx.const(group * row, index)
+    return _loop(c, rows // group, copy_run(dst, dst_offset + at, src, src_offset + at, group * row, "i"))

@@ -22,6 +22,17 @@ def _centred(value: PrimExpr, zero_point: int) -> PrimExpr:
     return widened - zero_point if zero_point else widened
 
 
+def _row_vars(extents: list[int]) -> list[tirx.IterVar]:
+    """A block's data-parallel iteration variables over ``extents``, one per indexed axis of its rows."""
+    return [tirx.IterVar(tvm.ir.Range(0, extent), tirx.Var(f"v{axis}", "int32"), tirx.IterVar.DataPar)
+            for axis, extent in enumerate(extents)]
+
+
+def _region(buffer: tirx.Buffer, index: list) -> tirx.BufferRegion:
+    """The one element of ``buffer`` at ``index``."""
+    return tirx.BufferRegion(buffer, [tvm.ir.Range.from_min_extent(i, 1) for i in index])
+
+
 def accumulate_products(acc: tirx.Buffer, data: tirx.Buffer, data_row: Sequence[PrimExpr], weights: tirx.Buffer,
                         weight_row: Callable[[PrimExpr], Sequence[PrimExpr]], count: int, depth: int, name: str,
                         data_zero_point: int = 0, weight_zero_point: int = 0) -> tirx.Stmt:
@@ -32,9 +43,7 @@ def accumulate_products(acc: tirx.Buffer, data: tirx.Buffer, data_row: Sequence[
     loop variables (each index becomes an iteration variable of the block, bound to it)."""
     c, k = tirx.Var("c", "int32"), tirx.Var("k", "int32")
     rows = [*data_row, *weight_row(c)]
-    extents = [int(extent) for extent in (*data.shape[:-1], *weights.shape[:-1])]
-    row_vars = [tirx.IterVar(tvm.ir.Range(0, extent), tirx.Var(f"v{axis}", "int32"), tirx.IterVar.DataPar)
-                for axis, extent in enumerate(extents)]
+    row_vars = _row_vars([int(extent) for extent in (*data.shape[:-1], *weights.shape[:-1])])
     vc = tirx.IterVar(tvm.ir.Range(0, count), tirx.Var("vc", "int32"), tirx.IterVar.DataPar)
     vk = tirx.IterVar(tvm.ir.Range(0, depth), tirx.Var("vk", "int32"), tirx.IterVar.CommReduce)
     data_index = [v.var for v in row_vars[:len(data_row)]] + [vk.var]
@@ -42,13 +51,46 @@ def accumulate_products(acc: tirx.Buffer, data: tirx.Buffer, data_row: Sequence[
     update = tirx.BufferStore(acc, acc[vc.var] + _centred(data[tuple(data_index)], data_zero_point)
                               * _centred(weights[tuple(weight_index)], weight_zero_point), [vc.var])
 
-    def region(buffer: tirx.Buffer, index: list) -> tirx.BufferRegion:
-        return tirx.BufferRegion(buffer, [tvm.ir.Range.from_min_extent(i, 1) for i in index])
-
-    reads = [region(acc, [vc.var]), region(data, data_index), region(weights, weight_index)]
+    reads = [_region(acc, [vc.var]), _region(data, data_index), _region(weights, weight_index)]
     block = s_tir.SBlock([*row_vars, vc, vk], reads, reads[:1], name, update)
     realize = s_tir.SBlockRealize([*rows, c, k], True, block)
     return tirx.For(k, 0, depth, tirx.ForKind.SERIAL, tirx.For(c, 0, count, tirx.ForKind.SERIAL, realize))
+
+
+def accumulate_interleaved(acc: tirx.Buffer, start: tirx.Buffer, start_row: Sequence[PrimExpr], data: tirx.Buffer,
+                           data_row: Sequence[PrimExpr], weights: tirx.Buffer, weight_prefix: Sequence[PrimExpr],
+                           name: str) -> tirx.Stmt:
+    """The loops ``for v < V: for j < G: for c < C: for k < K: acc[C * v + c] += int32(data[*data_row, K * j + k])
+    * int32(weights[*weight_prefix, v, j, c, k])`` around one reduction block named ``name`` whose init sets
+    ``acc[C * v + c] = start[*start_row, C * v + c]`` (the sums start there: no copy of the offsets first), for
+    weights whose last four axes are (V, G, C, K): per tile v of C accumulators, each group of K inputs' weights
+    of the tile's C accumulators together (the interleaved form a DSP core's helper reads two accumulators' at a
+    load, every tile in one call: ``backends.cortex_m.schedules.extern_helpers``). ``start_row`` and
+    ``data_row`` index every axis of ``start`` and ``data`` but the last, ``weight_prefix`` every axis of
+    ``weights`` but the last four; each index becomes an iteration variable of the block, bound to it."""
+    tiles, groups, count, group = (int(extent) for extent in weights.shape[-4:])
+    v, j, c, k = (tirx.Var(name, "int32") for name in ("v", "j", "c", "k"))
+    rows = [*start_row, *data_row, *weight_prefix]
+    row_vars = _row_vars([int(extent) for extent in (*start.shape[:-1], *data.shape[:-1], *weights.shape[:-4])])
+    start_vars, row_vars_rest = row_vars[:len(start_row)], row_vars[len(start_row):]
+    vv = tirx.IterVar(tvm.ir.Range(0, tiles), tirx.Var("vv", "int32"), tirx.IterVar.DataPar)
+    vj = tirx.IterVar(tvm.ir.Range(0, groups), tirx.Var("vj", "int32"), tirx.IterVar.CommReduce)
+    vc = tirx.IterVar(tvm.ir.Range(0, count), tirx.Var("vc", "int32"), tirx.IterVar.DataPar)
+    vk = tirx.IterVar(tvm.ir.Range(0, group), tirx.Var("vk", "int32"), tirx.IterVar.CommReduce)
+    data_index = [iv.var for iv in row_vars_rest[:len(data_row)]] + [vj.var * group + vk.var]
+    weight_index = [iv.var for iv in row_vars_rest[len(data_row):]] + [vv.var, vj.var, vc.var, vk.var]
+    acc_index = [vv.var * count + vc.var]
+    start_index = [iv.var for iv in start_vars] + acc_index
+    update = tirx.BufferStore(acc, acc[acc_index[0]] + _centred(data[tuple(data_index)], 0)
+                              * _centred(weights[tuple(weight_index)], 0), acc_index)
+    init = tirx.BufferStore(acc, start[tuple(start_index)], acc_index)
+    reads = [_region(acc, acc_index), _region(data, data_index), _region(weights, weight_index),
+             _region(start, start_index)]
+    block = s_tir.SBlock([*row_vars, vv, vj, vc, vk], reads, reads[:1], name, update, init=init)
+    nest: tirx.Stmt = s_tir.SBlockRealize([*rows, v, j, c, k], True, block)
+    for var, extent in ((k, group), (c, count), (j, groups), (v, tiles)):
+        nest = tirx.For(var, 0, extent, tirx.ForKind.SERIAL, nest)
+    return nest
 
 
 def over_tiles(total: int, tile: int, body: Callable[[PrimExpr, int], tirx.Stmt], name: str) -> list[tirx.Stmt]:

@@ -14,7 +14,9 @@ the gate inputs in Q3.12 and the gates in Q0.15 (scales 2^-12 and 2^-15, fixed b
     h = clamp8(MBQM(tanh16(c) * output, M_h) + hidden_zp),  output[t, b] = h
 
 sigmoid16 / tanh16 are TFLite's int16 LOGISTIC / TANH (reference_integer_ops), which interpolate TFLite's
-256-entry table of sigmoid(i / 24) in 0.16 fixed point (``SIGMOID_TABLE``, a constant operand of the kernel).
+256-entry table of sigmoid(i / 24) in 0.16 fixed point (``SIGMOID_TABLE``); the kernel's constant operand is that
+table laid out once at compile time over signed inputs (``signed_sigmoid_table``), so that a gate's activation is one
+interpolation with no absolute value nor reflection.
 The kernel rewrites its hidden and cell state operands in place: they are the bundle's state.
 """
 
@@ -27,7 +29,7 @@ import numpy as np
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .extern_mac import accumulate_products, over_tiles
+from .extern_mac import accumulate_interleaved, accumulate_products, over_tiles
 from .fixed_point import (Rounding, clamp_to_int8, largest_centered, multiply_by_constant_quantized_multiplier,
                           saturate_int16)
 from .quant_params import fully_connected_multiplier, quantize_multiplier
@@ -188,40 +190,76 @@ class _Temps:
         return tirx.BufferStore(self.buffer, value, [slot])
 
 
-def _interpolated(temps: _Temps, table: tirx.Buffer, value: PrimExpr, fraction_bits: int,
+SIGNED_TABLE_ZERO = 256
+"""The index of input 0 in ``signed_sigmoid_table``: its entries are those of inputs -256 .. 256."""
+
+
+def signed_sigmoid_table() -> np.ndarray:
+    """uint16 (513,): entry SIGNED_TABLE_ZERO + j is SIGMOID_TABLE[j] for j in 0 .. 255 (and 65535 for 256,
+    never weighted) and 65536 - SIGMOID_TABLE[-j] for j in -255 .. -1 (and 1 for -256, never read), built at
+    compile time: sigmoid(-y) = 1 - sigmoid(y) laid out on the negative side, so that one interpolation of
+    the signed input gives what TFLite's interpolation of |input| and its reflection give (``_interpolated``)."""
+    table = np.empty(2 * SIGNED_TABLE_ZERO + 1, np.uint16)
+    table[SIGNED_TABLE_ZERO:2 * SIGNED_TABLE_ZERO] = SIGMOID_TABLE
+    table[2 * SIGNED_TABLE_ZERO] = SIGMOID_TABLE[-1]
+    table[SIGNED_TABLE_ZERO - 255:SIGNED_TABLE_ZERO] = 65536 - SIGMOID_TABLE[255:0:-1].astype(np.int32)
+    table[0] = 65536 - int(SIGMOID_TABLE[-1])
+    return table
+
+
+def _interpolated(temps: _Temps, table: tirx.Buffer, value: PrimExpr, fraction_bits: int, largest: int,
                   saturated: int) -> list[tirx.Stmt]:
-    """temps[1] = |value| looked up in ``table`` with linear interpolation over ``fraction_bits`` low bits
-    (``saturated`` from index 255 on), as TFLite's int16 LOGISTIC and TANH do; temps[0] keeps ``value``."""
-    index = tirx.min(temps[1] >> fraction_bits, 254)
+    """temps[1] = TFLite's interpolation of ``value`` (|value| <= ``largest``) in ``signed_sigmoid_table``
+    over ``fraction_bits`` low bits, temps[0] = ``value``.
+
+    TFLite's int16 LOGISTIC and TANH interpolate |value| in SIGMOID_TABLE (v: the index's entry << bits plus
+    the fraction times the step to the next), ``saturated`` from index 255 on, and reflect a negative value's
+    result (2^(16 + bits) - v). Interpolating the signed value itself, its floor's entry and the next in the
+    signed table, gives v for a value >= 0 and 2^(16 + bits) - v for a negative one, bit for bit: with
+    |value| = i * 2^bits + f, f > 0, the floor is -(i + 1) with fraction 2^bits - f, and
+    (2^16 - T[i + 1]) * 2^bits + (2^bits - f) * (T[i + 1] - T[i])
+    = 2^(16 + bits) - (T[i] * 2^bits + f * (T[i + 1] - T[i])).
+    Saturation: where |value| may reach 255 * 2^bits, the value is clamped there, whose interpolation is
+    T[255] * 2^bits (its reflection likewise); that must be ``saturated`` (TANH's is; LOGISTIC's input from an
+    int16 gate never gets there: a ValueError otherwise)."""
+    limit = 255 << fraction_bits
+    stmts = [temps.store(0, value)]
+    if largest >= limit:
+        if saturated != int(SIGMOID_TABLE[255]) << fraction_bits:
+            raise ValueError(f"an interpolated input of up to {largest} saturates to {saturated}, not the table's last "
+                             "entry: the signed table cannot give it")
+        # Selects, not min and max: TVM's C code generation names a min or max in a variable that a later
+        # statement of the loop body reuses when it prints the same text, though temps[0] changed between.
+        stmts.append(temps.store(0, tirx.Select(temps[0] > limit, tirx.const(limit, "int32"),
+                                                tirx.Select(temps[0] < -limit, tirx.const(-limit, "int32"),
+                                                            temps[0]))))
+    index = (temps[0] >> fraction_bits) + SIGNED_TABLE_ZERO
     low = table[index].astype("int32")
     high = table[index + 1].astype("int32")
-    fraction = temps[1] & ((1 << fraction_bits) - 1)
-    return [
-        temps.store(0, value),
-        temps.store(1, tirx.abs(temps[0])),
-        temps.store(1, tirx.Select(temps[1] >> fraction_bits >= 255, tirx.const(saturated, "int32"),
-                                   (low << fraction_bits) + fraction * (high - low))),
-    ]
+    fraction = temps[0] & ((1 << fraction_bits) - 1)
+    return [*stmts, temps.store(1, (low << fraction_bits) + fraction * (high - low))]
 
 
-def _sigmoid16(temps: _Temps, table: tirx.Buffer, x: PrimExpr) -> tuple[list[tirx.Stmt], PrimExpr]:
-    """TFLite's int16 LOGISTIC of a Q3.12 ``x`` (input multiplier 3, no shift) -> Q0.15."""
-    stmts = _interpolated(temps, table, x * 3, 9, 0x7FFF << 10)
-    positive = temps[1] + (1 << 9)
-    negative = (1 << 25) - temps[1] + (1 << 9) - 1
-    return stmts, tirx.Select(temps[0] >= 0, positive, negative) >> 10
+def _sigmoid16(temps: _Temps, table: tirx.Buffer, x: PrimExpr, largest: int) -> tuple[list[tirx.Stmt], PrimExpr]:
+    """TFLite's int16 LOGISTIC of a Q3.12 ``x`` (|x| <= ``largest``; input multiplier 3, no shift) -> Q0.15:
+    (v + 2^9) >> 10 for x >= 0, (2^25 - v + 2^9 - 1) >> 10 otherwise; the reflected v of ``_interpolated``
+    makes both one expression, the sign's -1 (``x >> 31``) the rounding's difference."""
+    stmts = _interpolated(temps, table, x * 3, 9, 3 * largest, 0x7FFF << 10)
+    return stmts, (temps[1] + (1 << 9) + (temps[0] >> 31)) >> 10
 
 
-def _tanh16(temps: _Temps, table: tirx.Buffer, x: PrimExpr,
+def _tanh16(temps: _Temps, table: tirx.Buffer, x: PrimExpr, largest: int,
             scaling: TanhScaling) -> tuple[list[tirx.Stmt], PrimExpr]:
-    """TFLite's int16 TANH of ``x`` scaled by ``scaling`` into Q3.12 -> Q0.15."""
+    """TFLite's int16 TANH of ``x`` (|x| <= ``largest``) scaled by ``scaling`` into Q3.12 -> Q0.15:
+    (v - 2^23 + 2^7) >> 8 for a scaled input >= 0, (2^23 - v + 2^7 - 1) >> 8 otherwise, one expression as in
+    ``_sigmoid16``."""
     scaled = x * scaling.multiplier
+    scaled_largest = largest * scaling.multiplier
     if scaling.right_shift:
         scaled = (scaled + (1 << (scaling.right_shift - 1))) >> scaling.right_shift
-    stmts = _interpolated(temps, table, scaled, 8, 0xFFFF << 8)
-    positive = temps[1] - (1 << 23) + (1 << 7)
-    negative = (1 << 23) - temps[1] + (1 << 7) - 1
-    return stmts, tirx.Select(temps[0] >= 0, positive, negative) >> 8
+        scaled_largest = (scaled_largest >> scaling.right_shift) + 1
+    stmts = _interpolated(temps, table, scaled, 8, scaled_largest, 0xFFFF << 8)
+    return stmts, (temps[1] - (1 << 23) + (1 << 7) + (temps[0] >> 31)) >> 8
 
 
 def _mbqm(x: PrimExpr, requantization: Requantization, rounding: Rounding, largest: int) -> PrimExpr:
@@ -234,6 +272,9 @@ GATE_TILE = 4
 """Units whose gate products one pass over the input (or the hidden state) accumulates: the dual MAC's four
 channels (``backends.cortex_m.helpers.dual_mac_c.DUAL_MAC_CHANNELS``); a remainder is one shorter tile."""
 
+INT16_LARGEST = 32768
+"""The largest |x| of an int16 x: the gate inputs and the cell state."""
+
 Q15_PRODUCT_LARGEST = 32767 * 32768
 """The largest |a * b| of a Q0.15 gate a in [0, 32767] (a sigmoid) and an int16 b: the inter-gate products."""
 
@@ -243,12 +284,33 @@ class GateProducts:
     """How the kernel computes each gate's two products (``gate_products``): with the input (hidden) zero point
     folded into int32 per-unit offsets where they fit (the MACs then multiply raw int8 values: the dual MAC's
     form), else subtracted in the product; and a bound of each gate's |product + bias| (its requantization's
-    cheapest exact helper)."""
+    cheapest exact helper); and whether both products' weights come interleaved (``interleave_gate_weights``): then
+    each gate's products run over all of its units at once (``lstm_int8``)."""
 
     input_zero_point_folded: bool
     hidden_zero_point_folded: bool
     input_largest: tuple[int, ...]  # per gate, GATES order
     recurrent_largest: tuple[int, ...]
+    interleaved: bool = False
+
+
+def interleave_gate_weights(weights: np.ndarray) -> np.ndarray:
+    """Gate weights (4, U, K) laid out (4, U / GATE_TILE, K / GATE_TILE, GATE_TILE, GATE_TILE): per gate and tile
+    of GATE_TILE units, each group of GATE_TILE inputs' weights of the tile's units together, unit after unit
+    (``[g, v, j, c, k]`` is ``[g, GATE_TILE * v + c, GATE_TILE * j + k]``), so that one pointer reads a tile's
+    weights in the order its products use them (``tvm_ext.kernels.extern_mac.accumulate_interleaved``). U and K
+    multiples of GATE_TILE."""
+    gates, units, depth = weights.shape
+    return np.ascontiguousarray(weights.reshape(gates, units // GATE_TILE, GATE_TILE, depth // GATE_TILE, GATE_TILE)
+                                .transpose(0, 1, 3, 2, 4))
+
+
+def interleaves(units: int, depth: int, zero_points_folded: bool, weight_zero_points: tuple[int, ...]) -> bool:
+    """Whether the products of an LSTM of ``depth`` inputs and ``units`` units take interleaved weights where a
+    backend asks for them: whole tiles and groups (both multiples of GATE_TILE), raw int8 values multiplied (the
+    input and hidden zero points folded into the offsets, every weight zero point 0)."""
+    return (units % GATE_TILE == 0 and depth % GATE_TILE == 0 and units > 0 and depth > 0 and zero_points_folded
+            and not any(weight_zero_points))
 
 
 def _offsets(bias: np.ndarray, weights: np.ndarray, weight_zero_points: tuple[int, ...],
@@ -262,9 +324,11 @@ def _offsets(bias: np.ndarray, weights: np.ndarray, weight_zero_points: tuple[in
 
 
 def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights: np.ndarray,
-                  params: LstmParams) -> tuple[np.ndarray, np.ndarray, GateProducts]:
+                  params: LstmParams, interleave: bool = False) -> tuple[np.ndarray, np.ndarray, GateProducts]:
     """The kernel's input and recurrent offsets (int32 (4, U) each: what each gate's accumulators start from)
-    and its ``GateProducts``, for the stacked int32 ``bias`` (4, U) and int8 weights (4, U, I) and (4, U, U)."""
+    and its ``GateProducts``, for the stacked int32 ``bias`` (4, U) and int8 weights (4, U, I) and (4, U, U);
+    with ``interleave`` (a backend's choice: ``backends.backend.KernelSchedules.interleaved_gate_weights``) both
+    products take interleaved weights where the shapes and zero points allow (``interleaves``)."""
     input_zps = tuple(gate.input_weights_zero_point for gate in params.gates)
     recurrent_zps = tuple(gate.recurrent_weights_zero_point for gate in params.gates)
     input_offsets = _offsets(bias, input_weights, input_zps, params.input_zero_point)
@@ -281,6 +345,9 @@ def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights
         recurrent_largest=tuple(
             units * largest_centered("int8", params.hidden_zero_point) * largest_centered("int8", zp)
             for zp in recurrent_zps),
+        interleaved=interleave and interleaves(units, depth,
+                                               input_offsets is not None and recurrent_offsets is not None,
+                                               input_zps + recurrent_zps),
     )
     return (bias.astype(np.int32) if input_offsets is None else input_offsets,
             np.zeros(bias.shape, np.int32) if recurrent_offsets is None else recurrent_offsets, products)
@@ -290,13 +357,16 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
               recurrent_weights: te.Tensor, input_offsets: te.Tensor, recurrent_offsets: te.Tensor, table: te.Tensor,
               *, params: LstmParams, products: GateProducts) -> te.Tensor:
     """data int8 (T, B, I) time-major or (B, T, I), hidden int8 (B, U), cell int16 (B, U), input_weights int8
-    (4, U, I), recurrent_weights int8 (4, U, U), input_offsets and recurrent_offsets int32 (4, U)
-    (``gate_products``), table uint16 (256,) -> int8 output shaped like ``data`` with U for I. Rewrites
-    ``hidden`` and ``cell`` in place (the state after the last step).
+    (4, U, I), recurrent_weights int8 (4, U, U) (each ``interleave_gate_weights``' layout where ``products``
+    says so), input_offsets and recurrent_offsets int32 (4, U) (``gate_products``), table uint16 (513,)
+    (``signed_sigmoid_table``) -> int8 output shaped like ``data`` with U for I. Rewrites ``hidden`` and
+    ``cell`` in place (the state after the last step).
 
     A TE extern stage of serial loops: per batch row and step, per gate and tile of GATE_TILE units, the
     input and the recurrent product into GATE_TILE int32 accumulators each, from their offsets (each product
-    a reduction block of ``tvm_ext.kernels.extern_mac``: the dual MAC on DSP cores), then per unit both
+    a reduction block of ``tvm_ext.kernels.extern_mac``: the dual MAC on DSP cores; with interleaved weights
+    one block over every tile of the gate into U accumulators each, one helper call on DSP cores), then per unit
+    both
     requantized into Q3.12, added and activated; then per unit the cell and hidden state update."""
     first, second = int(data.shape[0]), int(data.shape[1])
     steps, batch = (first, second) if params.time_major else (second, first)
@@ -310,14 +380,16 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         x, h, c, w_in, w_rec, in_offsets, rec_offsets, lut = ins
         out = outs[0]
         gates = tirx.decl_buffer((4, units), "int16", name="lstm_gates")
-        acc_in = tirx.decl_buffer((GATE_TILE,), "int32", name="lstm_input_acc")
-        acc_rec = tirx.decl_buffer((GATE_TILE,), "int32", name="lstm_recurrent_acc")
+        # interleaved: one pass per gate over all of its units; else per tile of GATE_TILE units
+        accumulators = units if products.interleaved else GATE_TILE
+        acc_in = tirx.decl_buffer((accumulators,), "int32", name="lstm_input_acc")
+        acc_rec = tirx.decl_buffer((accumulators,), "int32", name="lstm_recurrent_acc")
         temps = _Temps()
         b, t = tirx.Var("b", "int32"), tirx.Var("t", "int32")
         row = (t, b) if params.time_major else (b, t)
 
         def tile(index: int, gate_params: GateParams, first_unit: PrimExpr, count: int) -> tirx.Stmt:
-            """Gate ``index`` of units first_unit .. first_unit + count - 1."""
+            """Gate ``index`` of units first_unit .. first_unit + count - 1 (all of them where interleaved)."""
             c_in, c_rec, c_out = (tirx.Var(name, "int32") for name in ("c_in", "c_rec", "c_out"))
 
             def weight_row(unit: PrimExpr) -> list[PrimExpr]:
@@ -332,16 +404,28 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
                 + saturate_int16(_mbqm(acc_rec[c_out], gate_params.recurrent_fc, rounding,
                                        products.recurrent_largest[index])))
             if GATES[index] == "cell":
-                stmts, value = _tanh16(temps, lut, temps[3], GATE_INPUT_TANH)
+                stmts, value = _tanh16(temps, lut, temps[3], INT16_LARGEST, GATE_INPUT_TANH)
             else:
-                stmts, value = _sigmoid16(temps, lut, temps[3])
+                stmts, value = _sigmoid16(temps, lut, temps[3], INT16_LARGEST)
+            if products.interleaved:  # every tile of the gate (count: all its units) from its offsets
+                gate_row = [tirx.const(index, "int32")]
+                starts = []
+                input_product = accumulate_interleaved(acc_in, in_offsets, gate_row, x, row, w_in, gate_row,
+                                                       "lstm_input_product")
+                recurrent_product = accumulate_interleaved(acc_rec, rec_offsets, gate_row, h, [b], w_rec, gate_row,
+                                                           "lstm_recurrent_product")
+            else:
+                starts = [start(c_in, acc_in, in_offsets), start(c_rec, acc_rec, rec_offsets)]
+                input_product = accumulate_products(acc_in, x, row, w_in, weight_row, count, depth,
+                                                    "lstm_input_product", input_zp,
+                                                    gate_params.input_weights_zero_point)
+                recurrent_product = accumulate_products(acc_rec, h, [b], w_rec, weight_row, count, units,
+                                                        "lstm_recurrent_product", hidden_zp,
+                                                        gate_params.recurrent_weights_zero_point)
             return tirx.SeqStmt([
-                start(c_in, acc_in, in_offsets),
-                start(c_rec, acc_rec, rec_offsets),
-                accumulate_products(acc_in, x, row, w_in, weight_row, count, depth, "lstm_input_product",
-                                    input_zp, gate_params.input_weights_zero_point),
-                accumulate_products(acc_rec, h, [b], w_rec, weight_row, count, units, "lstm_recurrent_product",
-                                    hidden_zp, gate_params.recurrent_weights_zero_point),
+                *starts,
+                input_product,
+                recurrent_product,
                 tirx.For(c_out, 0, count, tirx.ForKind.SERIAL, tirx.SeqStmt([
                     temps.store(3, gate_input),
                     *stmts,
@@ -350,6 +434,8 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
             ])
 
         def gate(index: int, gate_params: GateParams) -> list[tirx.Stmt]:
+            if products.interleaved:
+                return [tile(index, gate_params, tirx.const(0, "int32"), units)]
             return over_tiles(units, GATE_TILE, lambda first, count: tile(index, gate_params, first, count), "v")
 
         u = tirx.Var("u", "int32")
@@ -361,7 +447,7 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         cell_sum = saturate_int16(temps[0] + temps[1])
         if clip:
             cell_sum = tirx.max(tirx.min(cell_sum, clip), -clip)
-        tanh_stmts, tanh_cell = _tanh16(temps, lut, temps[2], params.cell_tanh)
+        tanh_stmts, tanh_cell = _tanh16(temps, lut, temps[2], INT16_LARGEST, params.cell_tanh)
         hidden_value = tirx.Cast("int32", clamp_to_int8(
             _mbqm(temps[3] * gate_value("output"), params.tanh_cell_times_output, rounding, Q15_PRODUCT_LARGEST)
             + params.hidden_zero_point, -128, 127))

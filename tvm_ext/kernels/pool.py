@@ -51,11 +51,40 @@ def average_pool2d_integer(
     def average(b, y, x, c):
         s = total[b, y, x, c]
         n = valid_taps(y * strides[0] - padding[0], pool[0], h) * valid_taps(x * strides[1] - padding[1], pool[1], w)
-        half = tirx.truncdiv(n, 2)
-        return clamp_to_type(tirx.Select(s > 0, tirx.truncdiv(s + half, n), tirx.truncdiv(s - half, n)),
-                             activation.low, activation.high, dtype)
+        return clamp_to_type(_rounded_quotient(s, n), activation.low, activation.high, dtype)
 
     return te.compute(shape, average, name=f"average_pool2d_{data.dtype}")
+
+
+def _rounded_quotient(total, count):
+    """`total` / `count` rounded half away from zero (TFLite's average pool; both int32, `count` > 0)."""
+    half = tirx.truncdiv(count, 2)
+    return tirx.Select(total > 0, tirx.truncdiv(total + half, count), tirx.truncdiv(total - half, count))
+
+
+def row_sums(data: te.Tensor, *before: te.Tensor) -> te.Tensor:
+    """A band of rows' part of a global average pool: int32 [1, 1, 1, C], the sum over the rows and columns of
+    the integer NHWC `data` [1, h, w, C], plus the sums of the bands before (`before`: one such tensor, or none
+    for the first band). tvm_ext.transform.patch_prefix streams a global pool's input through it band by band."""
+    _, h, w, channels = (int(d) for d in data.shape)
+    ry, rx = te.reduce_axis((0, h), "ry"), te.reduce_axis((0, w), "rx")
+    band = te.compute((1, 1, 1, channels), lambda b, y, x, c: te.sum(data[b, ry, rx, c].astype("int32"),
+                                                                     axis=[ry, rx]), name="band_sum")
+    if not before:
+        return band
+    return te.compute((1, 1, 1, channels), lambda b, y, x, c: before[0][b, y, x, c] + band[b, y, x, c],
+                      name="running_sum")
+
+
+def average_of_sums(total: te.Tensor, *, count: int, dtype: str) -> te.Tensor:
+    """The global average pool of `count` pixels from their int32 sums `total` [1, 1, 1, C] (`row_sums` of the
+    last band): each channel's sum divided by `count`, rounded half away from zero and saturated to `dtype`, as
+    average_pool2d_integer computes it from the whole input."""
+    info = np.iinfo(dtype)
+    return te.compute(tuple(int(d) for d in total.shape),
+                      lambda b, y, x, c: clamp_to_type(_rounded_quotient(total[b, y, x, c], tirx.const(count, "int32")),
+                                                       int(info.min), int(info.max), dtype),
+                      name=f"average_of_sums_{dtype}")
 
 
 UNROLLED_TAPS = 9

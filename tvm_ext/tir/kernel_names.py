@@ -126,12 +126,20 @@ def kernel_window(func: tirx.PrimFunc) -> Optional[Window]:
     return None
 
 
+REDUCTION_CALL_ATTR = "tvm_ext.reduction_call"
+"""A block annotation: the block is a backend helper's call that computes a scheduled reduction (Helium's float
+MAC, `backends.cortex_m.schedules.helium_float`), whose reads `constant_roles` counts as the reduction's."""
+
+
 def constant_roles(func: tirx.PrimFunc, num_inputs: int, constant: Sequence[bool]) -> Optional[list[str]]:
     """The role of each of `func`'s first `num_inputs` parameters (`constant[k]`: operand k is a constant),
-    for a kernel whose reduction reads exactly one constant: that one is `weight`, one constant read only
-    outside the reduction is `bias`, every other operand `data`. None for any other kernel."""
+    for a kernel whose reduction (its reduction blocks, and the helper calls annotated REDUCTION_CALL_ATTR that
+    replaced them) reads exactly one constant: that one is `weight`, one constant read only outside the
+    reduction is `bias`, every other operand `data`. None for any other kernel."""
     inputs = list(func.params[:num_inputs])
-    in_reduction = {var for block in _reduction_blocks(func) for var in vars_read(block.body)}
+    calls = [node for node in walk(func.body)
+             if isinstance(node, s_tir.SBlock) and REDUCTION_CALL_ATTR in node.annotations]
+    in_reduction = {var for block in [*_reduction_blocks(func), *calls] for var in vars_read(block.body)}
     weights = [k for k, param in enumerate(inputs) if constant[k] and param in in_reduction]
     others = [k for k, param in enumerate(inputs) if constant[k] and param not in in_reduction]
     if len(weights) != 1 or len(others) > 1:

@@ -91,9 +91,14 @@ class LowerQuantizedToInteger:
         a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
     int8_add: the kernel of int8 ADD of two computed operands where it gives one (None: the generic kernel):
         a backend's (``backends.backend.KernelSchedules.int8_add``).
+    pad_runs: write PAD as runs (``tvm_ext.kernels.copy_runs.pad_runs``): a backend's choice
+        (``backends.backend.KernelSchedules.pad_runs``), for its helper of a run's copy.
     conv_weight_length: each output channel's int8 CONV_2D weight length for a window (KH, KW, I) and whether
         the convolution pads its input, where the backend pads the weights with zeros beyond KH * KW * I
         (``backends.backend.KernelSchedules.conv_weight_length``; None: never).
+    interleaved_gate_weights: give recurrent cells' gate products their weights interleaved per tile of four
+        units (``tvm_ext.kernels.lstm.interleave_gate_weights``): a backend's choice
+        (``backends.backend.KernelSchedules.interleaved_gate_weights``), for its helper of that layout.
     flash_bytes: the profile's flash (bytes); with ``paired_weights``, weights are paired only where twice
         the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)
         fit it, as a paired layer's weights take twice their bytes (None: no limit).
@@ -114,14 +119,18 @@ class LowerQuantizedToInteger:
         stacked_rows: bool = False,
         max_pool_runs: bool = False,
         int8_add: Optional[Callable[..., Any]] = None,
+        pad_runs: bool = False,
         flash_bytes: Optional[int] = None,
         conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None,
+        interleaved_gate_weights: bool = False,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_weights = paired_weights
         self.stacked_rows = stacked_rows
         self.max_pool_runs = max_pool_runs
         self.int8_add = int8_add
+        self.interleaved_gate_weights = interleaved_gate_weights
+        self.pad_runs = pad_runs
         self.flash_bytes = flash_bytes
         self.conv_weight_length = conv_weight_length
         self.allow_float_fallback = allow_float_fallback
@@ -179,7 +188,8 @@ class _MainRewriter:
         paired = options.paired_weights and (
             options.flash_bytes is None or 2 * constant_bytes(func) <= options.flash_bytes)
         self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs,
-                                       options.int8_add, options.stacked_rows, options.conv_weight_length)
+                                       options.int8_add, options.stacked_rows, options.conv_weight_length,
+                                       options.interleaved_gate_weights, pad_runs=options.pad_runs)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

@@ -18,7 +18,7 @@ themselves (the lowering's CONCATENATION of int8 tensors: a copy).
 
 The prefix is a chain from a model input: each tensor read by exactly one operator, which is a window operator
 in NHWC (conv2d, max_pool2d, avg_pool2d, not ceil mode) or an elementwise one (quantize, dequantize, clip,
-relu, and add, subtract, multiply, maximum, minimum with a tensor constant over the channels), with one
+relu, leaky relu, and add, subtract, multiply, maximum, minimum with a tensor constant over the channels), with one
 operand on the chain. `window_chain` finds it; a stage is one window operator and the elementwise operators
 around it up to the tensor the next stage dequantizes (or casts: an int8 average pool sums in int32).
 """
@@ -31,11 +31,14 @@ import tvm
 import tvm_ffi
 from tvm import relax
 
+from tvm_ext.kernels.pool import average_of_sums, row_sums
 from tvm_ext.layers import Layers, bindings_of, carry_layers, with_layers
-from tvm_ext.patch_geometry import Region, WindowStage, patch_regions, split
+from tvm_ext.patch_geometry import (Range, Region, WindowStage, patch_regions, receptive_rows, split, stream_rows,
+                                    top_stage)
 
 _WINDOW_OPS = ("relax.nn.conv2d", "relax.nn.max_pool2d", "relax.nn.avg_pool2d")
-_UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.astype")
+_UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.nn.leakyrelu", "relax.astype")
+_OPAQUE = 8  # TVM's OpPatternKind kOpaque: FuseOps leaves a kernel the rewrite adds alone
 _CHANNEL_CONSTANT_OPS = ("relax.add", "relax.subtract", "relax.multiply", "relax.maximum", "relax.minimum")
 
 
@@ -205,9 +208,11 @@ def _geometry(window: relax.Call, name: str, element_bytes: int) -> WindowStage:
     dilation = [int(d) for d in attrs.dilation]
     kernel = tuple((k - 1) * d + 1 for k, d in zip(taps, dilation))
     out_hw = _hw(out)
+    reduces = (window.op.name == "relax.nn.avg_pool2d" and out_hw == (1, 1) and kernel == _hw(data)
+               and all(int(p) == 0 for p in attrs.padding) and str(data.ty.dtype) == "int32")
     return WindowStage(name, _hw(data), out_hw, in_channels, out_channels, kernel,
                        tuple(int(s) for s in attrs.strides), (int(attrs.padding[0]), int(attrs.padding[1])),
-                       out_hw[0] * out_hw[1] * per_output, element_bytes)
+                       out_hw[0] * out_hw[1] * per_output, element_bytes, reduces)
 
 
 def _patch_padding(stage: WindowStage, region_out: Region) -> list[int]:
@@ -241,9 +246,10 @@ class RunPrefixInPatches:
     result keeps the layer records: a branch's operators carry their layer's, its slice the first layer's,
     the concatenation the cut layer's."""
 
-    def __init__(self, cut: int, grid: tuple[int, int]) -> None:
+    def __init__(self, cut: int, grid: tuple[int, int], driver: int | None = None) -> None:
         self.cut = cut
         self.grid = grid
+        self.driver = driver  # streamed: the stage (0-based) whose output rows the grid[0] bands split
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         before = mod["main"]
@@ -253,17 +259,25 @@ class RunPrefixInPatches:
             raise PatchPlanError(f"a patch cut after window stage {self.cut} needs a chain of that many windowed "
                                  f"NHWC stages from a model input; this model has {stages}")
         out_hw = chain.stages[self.cut - 1].geometry.out_hw
-        if not (1 <= self.grid[0] <= out_hw[0] and 1 <= self.grid[1] <= out_hw[1]):
+        if self.driver is not None:
+            top = top_stage(chain.geometries[:self.cut])
+            rows = chain.stages[self.driver].geometry.out_hw[0] if 0 <= self.driver <= top else 0
+            if self.grid[1] != 1 or not 1 <= self.grid[0] <= rows:
+                raise PatchPlanError(f"streamed bands up to window stage {self.cut} split the output rows of a stage "
+                                     f"1..{top + 1} in a grid of one column; not {self.grid[0]}x{self.grid[1]} of "
+                                     f"stage {self.driver + 1}")
+        elif not (1 <= self.grid[0] <= out_hw[0] and 1 <= self.grid[1] <= out_hw[1]):
             raise PatchPlanError(f"a {self.grid[0]}x{self.grid[1]} patch grid does not fit the {out_hw[0]}x{out_hw[1]} "
                                  f"output of window stage {self.cut}")
-        rewriter = _PrefixRewriter(mod, chain, self.cut, self.grid, Layers.of(before))
+        rewriter = _PrefixRewriter(mod, chain, self.cut, self.grid, Layers.of(before), self.driver)
         after = rewriter.visit_expr(before)
         main = carry_layers(before, after)
         layers = Layers.of(main)
         if layers.records:
             main = with_layers(main, layers.records, [rewriter.records.get(b.var, layers.bindings[i])
                                                       for i, b in enumerate(bindings_of(main))], layers.constants)
-        functions = {gv: f for gv, f in mod.functions.items() if gv.name_hint != "main"}
+        # the module's functions and the kernels the rewrite added (a streamed global pool's sums)
+        functions = {gv: f for gv, f in rewriter.builder_.get().functions.items() if gv.name_hint != "main"}
         return tvm.IRModule({**functions, mod.get_global_var("main"): main}, attrs=mod.attrs)
 
 
@@ -273,11 +287,12 @@ class _PrefixRewriter(relax.PyExprMutator):
     prefix's other bindings. `records` maps each var it emits to its layer record positions."""
 
     def __init__(self, mod: tvm.IRModule, chain: WindowChain, cut: int, grid: tuple[int, int],
-                 layers: Layers) -> None:
+                 layers: Layers, driver: int | None = None) -> None:
         super().__init__(mod)
         self.chain = chain
         self.cut = cut
         self.grid = grid
+        self.driver = driver
         self.last = chain.stages[cut - 1].output
         self.prefix = {b.var: i for i, b in enumerate(chain.bindings[:self.last + 1])}
         position = {b.var: i for i, b in enumerate(bindings_of(mod["main"]))}
@@ -290,7 +305,7 @@ class _PrefixRewriter(relax.PyExprMutator):
         if index is None:
             super().visit_var_binding_(binding)
         elif index == self.last:
-            self.set_var_remap(binding.var, self._patched())
+            self.set_var_remap(binding.var, self._patched() if self.driver is None else self._streamed(self.driver))
 
     def _emit(self, value: relax.Expr, name: str, records: tuple[int, ...]) -> relax.Var:
         var = self.builder_.emit(value, name_hint=name)
@@ -311,22 +326,138 @@ class _PrefixRewriter(relax.PyExprMutator):
     def _branch(self, regions: list[Region], suffix: str) -> relax.Var:
         """One patch: the regions of the source and of each stage's output (patch_regions)."""
         (r0, r1), (c0, c1) = regions[0]
+        current = self._source_tile(((r0, r1), (c0, c1)), suffix)
+        for stage in range(self.cut):
+            current = self._stage(stage, current, regions[stage + 1], suffix)
+        return current
+
+    def _source_tile(self, region: Region, suffix: str) -> relax.Expr:
+        """`region` of the chain's source: a slice (a copy), or the source itself when it is all of it."""
+        (r0, r1), (c0, c1) = region
         source = self.visit_expr(self.chain.source)
-        current: relax.Expr = source
-        if (r0, r1, c0, c1) != (0, _hw(source)[0], 0, _hw(source)[1]):
-            current = self._emit(relax.op.strided_slice(source, [1, 2], [r0, c0], [r1, c1]),
-                                 f"slice_{suffix}", self.layers_of[0])
-        stage = -1
-        for index, binding in enumerate(self.chain.bindings[:self.last + 1]):
+        if (r0, r1, c0, c1) == (0, _hw(source)[0], 0, _hw(source)[1]):
+            return source
+        return self._emit(relax.op.strided_slice(source, [1, 2], [r0, c0], [r1, c1]), f"slice_{suffix}",
+                          self.layers_of[0])
+
+    def _stage(self, stage: int, tile: relax.Expr, region_out: Region, suffix: str) -> relax.Var:
+        """Window stage `stage`'s operators (from the binding after the stage before's output to its own output)
+        on `tile`, the clipped receptive field of its output region `region_out`."""
+        first = 0 if stage == 0 else self.chain.stages[stage - 1].output + 1
+        current = tile
+        for index in range(first, self.chain.stages[stage].output + 1):
+            binding = self.chain.bindings[index]
             value = binding.value
-            if _is_call(value, _WINDOW_OPS):
-                stage += 1
-                padding = _patch_padding(self.chain.stages[stage].geometry, regions[stage + 1])
-                new = _window_on_patch(value, current, padding)
+            if index == self.chain.stages[stage].window:
+                new = _window_on_patch(value, current, _patch_padding(self.chain.stages[stage].geometry, region_out))
             else:
                 new = relax.Call(value.op, [current, *(self.visit_expr(a) for a in value.args[1:])], value.attrs)
             current = self._emit(new, f"{binding.var.name}_{suffix}", self.layers_of[index])
         return current
+
+    def _streamed(self, driver: int) -> relax.Var:
+        """The prefix in bands of rows (tvm_ext.patch_geometry.stream_rows, the bands splitting stage `driver`'s
+        output rows), each stage computing only its new rows: every stage after the first keeps the chunks of
+        its input rows (the stage before's new rows, band by band) a later band still reads, and joins its
+        input tile from them (a concatenation; slices of the chunks at its ends); a reducing last stage (a
+        global average pool) adds each band's rows to running int32 sums, averaged after the last band."""
+        geometries = self.chain.geometries[:self.cut]
+        schedule = stream_rows(geometries, self.grid[0], driver)
+        kept: list[list[tuple[Range, relax.Var]]] = [[] for _ in geometries]
+        delivered: list[relax.Var] = []
+        sums: relax.Var | None = None
+        for k, rows in enumerate(schedule):
+            fresh: tuple[Range, relax.Var] | None = None  # the stage before's new rows in this band
+            for i, (geometry, out_rows) in enumerate(zip(geometries, rows)):
+                if i > 0 and fresh is not None:
+                    kept[i].append(fresh)
+                fresh = None
+                suffix = f"b{k}"
+                if geometry.reduces:
+                    for _, chunk in kept[i]:
+                        sums = self._emit(self._kernel(row_sums, chunk, *(() if sums is None else (sums,))),
+                                          f"row_sums_{suffix}", self._records_of_stage(i))
+                    kept[i] = []
+                    continue
+                if out_rows[0] == out_rows[1]:
+                    continue
+                in_rows = receptive_rows(out_rows, geometry.kernel[0], geometry.stride[0], geometry.pad[0],
+                                         geometry.in_hw[0])
+                if i == 0:
+                    tile = self._source_tile((in_rows, (0, geometry.in_hw[1])), suffix)
+                else:
+                    tile = self._join(i, kept[i], in_rows, suffix)
+                    following = next((later[i] for later in schedule[k + 1:] if later[i][0] < later[i][1]), None)
+                    start = geometry.in_hw[0] if following is None else receptive_rows(
+                        following, geometry.kernel[0], geometry.stride[0], geometry.pad[0], geometry.in_hw[0])[0]
+                    kept[i] = self._still_read(i, kept[i], start, suffix)
+                fresh = (out_rows, self._stage(i, tile, (out_rows, (0, geometry.out_hw[1])), suffix))
+            if not geometries[-1].reduces and fresh is not None:
+                delivered.append(fresh[1])
+        if geometries[-1].reduces:
+            return self._finish_sums(sums, geometries[-1])
+        return self._concat(delivered, 1, "streamed")
+
+    def _still_read(self, stage: int, chunks: list[tuple[Range, relax.Var]], start: int,
+                    suffix: str) -> list[tuple[Range, relax.Var]]:
+        """The kept `chunks` of stage `stage`'s input rows from row `start` on (what a later band reads): a chunk
+        reaching below `start` sliced to its rows from there (a copy: the rest of the chunk then dies)."""
+        still = []
+        for (first, stop), chunk in chunks:
+            if stop <= start:
+                continue
+            if first < start:
+                chunk = self._emit(relax.op.strided_slice(chunk, [1], [start - first], [stop - first]),
+                                   f"halo{stage}_{suffix}", self._records_of_stage(stage))
+                first = start
+            still.append(((first, stop), chunk))
+        return still
+
+    def _join(self, stage: int, chunks: list[tuple[Range, relax.Var]], rows: Range, suffix: str) -> relax.Var:
+        """Input rows `rows` of stage `stage` from the kept `chunks` (consecutive row ranges covering them): the
+        one chunk that is exactly those rows, else the chunks' rows among them (a chunk reaching past them
+        sliced) concatenated."""
+        parts = []
+        for (start, stop), chunk in chunks:
+            low, high = max(start, rows[0]), min(stop, rows[1])
+            if low >= high:
+                continue
+            if (low, high) != (start, stop):
+                chunk = self._emit(relax.op.strided_slice(chunk, [1], [low - start], [high - start]),
+                                   f"rows{stage}_{suffix}", self._records_of_stage(stage))
+            parts.append((low, high, chunk))
+        if not parts or parts[0][0] != rows[0] or parts[-1][1] != rows[1] or any(
+                a[1] != b[0] for a, b in zip(parts, parts[1:])):
+            raise PatchPlanError(f"internal: the rows kept for window stage {stage + 1} do not hold its input rows "
+                                 f"[{rows[0]}, {rows[1]})")
+        if len(parts) == 1:
+            return parts[0][2]
+        return self._emit(relax.op.concat([part for _, _, part in parts], 1), f"tile{stage}_{suffix}",
+                          self._records_of_stage(stage))
+
+    def _records_of_stage(self, stage: int) -> tuple[int, ...]:
+        return self.layers_of[self.chain.stages[stage].window]
+
+    def _kernel(self, kernel, *args: relax.Expr, **static) -> relax.Call:
+        """The call_tir of the TE `kernel` on `args`, its PrimFunc opaque (the int8 lowering keeps such a call
+        as it is, like the frontend's own kernels)."""
+        call = self.builder_.call_te(kernel, *args, primfunc_name_hint=kernel.__name__, **static)
+        gvar = call.args[0]
+        self.builder_.update_func(gvar, self.builder_.get()[gvar].with_attr("op_pattern", _OPAQUE))
+        return call
+
+    def _finish_sums(self, sums: relax.Var, geometry: WindowStage) -> relax.Var:
+        """The global average pool from its running sums: the reducing stage's bindings must be the widening
+        cast, the pool and the narrowing cast of an integer average pool (the int8 lowering's pattern)."""
+        stage = self.chain.stages[self.cut - 1]
+        first = self.chain.stages[self.cut - 2].output + 1
+        casts = [self.chain.bindings[i].value for i in range(first, stage.output + 1) if i != stage.window]
+        if stage.output != stage.window + 1 or not all(_is_call(c, ("relax.astype",)) for c in casts):
+            raise PatchPlanError(f"window stage {self.cut} is a global average pool, but not of an integer tensor "
+                                 "cast to int32 and back: it cannot be summed band by band")
+        dtype = str(self.chain.bindings[stage.output].var.ty.dtype)
+        return self._emit(self._kernel(average_of_sums, sums, count=geometry.in_hw[0] * geometry.in_hw[1],
+                                       dtype=dtype), "average_of_sums", self._records_of_stage(self.cut - 1))
 
     def _concat(self, pieces: list[relax.Var], axis: int, name: str) -> relax.Var:
         """`pieces` concatenated along `axis` (the int8 lowering's CONCATENATION of int8 tensors, a copy)."""

@@ -9,13 +9,15 @@ these modules name the helpers and list the templates a bundle defines:
   `dual_mac_q15_c` (a pixel pair's inputs widened once), `depthwise_mac_c` (the depthwise helper) and
   `row_dot_c` (the SVDF time product);
 - `requantize_small_c`: a MAC kernel's int8 requantization epilogue of a channel tile (DSP cores), and after it
-  the fused depthwise channel tiles (`depthwise_mac_c`'s `depthwise_tiles.h.in`) and the fused channel tiles of
-  an unpadded convolution's pixel pair (`pair_tiles_c`);
+  the fused depthwise channel tiles (`depthwise_mac_c`'s `depthwise_tiles.h.in`), the fused convolution
+  channel tiles (`dual_mac_c`'s `conv_tiles_s8x4.h.in`) and the fused channel tiles of an unpadded
+  convolution's pixel pair (`pair_tiles_c`);
 - `copy_c`: the ascending copy (the SVDF state update's shift in place) and the int8 maximum of two runs
   (MAX_POOL_2D's window taps as runs, DSP cores);
 - `helium_c`: the Helium (MVE) bodies of the dual MAC, the depthwise MAC and the row dot product, which a
   Helium core's bundle defines in their place (`HELIUM_HELPERS`, chosen by `helpers_of`), and the Helium
-  requantization epilogue.
+  requantization epilogue; and `HELIUM_FLOAT_HELPERS`, the float multiply-accumulates of MVE's float lanes
+  (`helium_float.h.in`), a library of their own that only float kernels' calls record.
 
 The kernels' helper calls record CORTEX_M_HELPERS (the helpers' names and contracts); a bundle defines the
 library `helpers_of` gives for its profile.
@@ -27,8 +29,9 @@ from backends.backend import HelperLibrary
 from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.copy_c import copy_helper_c, max_s8_helper_c
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_TILES_TEMPLATE
-from backends.cortex_m.helpers.dual_mac_c import STACKED_MAC_TEMPLATE, dsp_template_c, mac_helpers_c
-from backends.cortex_m.helpers.helium_c import helium_mac_helpers_c, helium_requantize_c
+from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, STACKED_MAC_TEMPLATE, dsp_template_c,
+                                                  mac_helpers_c)
+from backends.cortex_m.helpers.helium_c import helium_float_c, helium_mac_helpers_c, helium_requantize_c
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_c
 from target.profile import Profile
@@ -36,10 +39,11 @@ from target.profile import Profile
 
 def cortex_m_helpers_c(prefix: str) -> str:
     """Every Cortex-M helper's C definition for the bundle `prefix`: the MAC helpers, the stacked-rows MAC, the
-    requantization epilogue's, the fused depthwise tiles and the fused pixel-pair tiles (both of those), the copy,
+    requantization epilogue's, the fused depthwise, convolution and pixel-pair tiles (all of those), the copy,
     then the running maximum."""
     return "\n".join([mac_helpers_c(prefix), dsp_template_c(STACKED_MAC_TEMPLATE, prefix), requantize_small_c(prefix),
-                      dsp_template_c(DEPTHWISE_TILES_TEMPLATE, prefix), dsp_template_c(PAIR_TILES_TEMPLATE, prefix),
+                      dsp_template_c(DEPTHWISE_TILES_TEMPLATE, prefix), dsp_template_c(CONV_TILES_TEMPLATE, prefix),
+                      dsp_template_c(PAIR_TILES_TEMPLATE, prefix),
                       copy_helper_c(prefix), max_s8_helper_c(prefix)])
 
 
@@ -51,6 +55,10 @@ def helium_helpers_c(prefix: str) -> str:
 
 CORTEX_M_HELPERS = HelperLibrary("cortex_m", cortex_m_helpers_c)
 HELIUM_HELPERS = HelperLibrary("cortex_m_helium", helium_helpers_c)
+HELIUM_FLOAT_HELPERS = HelperLibrary("cortex_m_helium_float", helium_float_c)
+"""The float multiply-accumulates of Helium cores: their calls record this library, which a bundle defines as it
+is (`backends.backend.Backend.bundle_helper_libraries` swaps only CORTEX_M_HELPERS), so a float bundle defines
+these alone and the int8 bundles' helpers are unchanged."""
 
 
 def helpers_of(profile: Profile) -> HelperLibrary:

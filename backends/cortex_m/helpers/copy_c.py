@@ -1,7 +1,7 @@
 """The bundle's run helpers, `static inline` C in `<model>_internal.h`: the ascending copy `<prefix>_copy_ascending`,
 called where a kernel copies a run of elements in ascending order (`backends.cortex_m.schedules.extern_helpers`:
-the SVDF state update moving its memory one step left, in place; the runs of int8 RESIZE_NEAREST_NEIGHBOR and
-CONCATENATION, `tvm_ext.kernels.copy_runs`).
+the SVDF state update moving its memory one step left, in place; the runs of int8 RESIZE_NEAREST_NEIGHBOR,
+CONCATENATION and PAD, `tvm_ext.kernels.copy_runs`).
 
 the int8 maximum of two runs `<prefix>_max_s8` and of a window's runs `<prefix>_max_s8_window` (DSP cores), called
 where a kernel takes the maximum of runs (the window taps of int8 MAX_POOL_2D written as runs,

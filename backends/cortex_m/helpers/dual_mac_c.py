@@ -40,6 +40,10 @@ only (after the word operations), not in MAC_HELPER_TEMPLATES, whose list Helium
 MAC_HELPER_TEMPLATES = (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, DUAL_MAC_Q15_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                         ROW_DOT_TEMPLATE)
 """The MAC helpers' templates in the order a bundle defines them: the word operations first."""
+CONV_TILES_TEMPLATE = "conv_tiles_s8x4.h.in"
+"""The fused channel tiles (`<prefix>_conv_tiles_s8x4`, `_s8x4_b16`: one output pixel's dual MAC sums and
+requantization of every channel, the sums started at the biases), after this template's helpers and the
+requantization epilogue's (`requantize_small_c`) in a bundle."""
 
 _TAGS = {"int8": "s8", "int16": "s16"}
 DUAL_MAC_INPUT_TYPES = tuple(_TAGS)
@@ -49,6 +53,12 @@ DUAL_MAC_INPUT_TYPES = tuple(_TAGS)
 def dual_mac_helper_name(prefix: str, data: str = "int8") -> str:
     """The C name of the helper of ``data`` inputs in the bundle `prefix`."""
     return f"{prefix}_dual_mac_{_TAGS[data]}x4"
+
+
+def conv_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the bundle
+    `prefix`."""
+    return f"{prefix}_conv_tiles_s8x4" if bias == "int32" else f"{prefix}_conv_tiles_s8x4_b16"
 
 
 def dual_mac_2px_helper_name(prefix: str) -> str:

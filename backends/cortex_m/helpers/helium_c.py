@@ -29,7 +29,14 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   shape: an operand's 256 rescaled values tabled once (none for the operand of multiplier 1/2), then four outputs
   per step (VLDRW gathers, VMLA, VQRDMLAH, VRSHL) over runs of the elements, called by
   the ADD kernel Helium's lowering writes (`backends.cortex_m.schedules.helium_add`); no DSP twin, its portable
-  C the same sums element by element.
+  C the same sums element by element;
+- `helium_float.h.in`: `<prefix>_fmac_f32` and `_f32x2`, a float convolution's (or fully connected layer's)
+  tile of output channels, one or two pixels (`_fmac_dw_f32`, `_f32x2`: a depthwise convolution's), four float
+  lanes per vector (VLDRW, VMUL by the scalar input and VADD: the scalar kernel's two roundings, VCTP tails), and
+  `<prefix>_bias_act_f32` (`_bias_res_act_f32`), a tile's epilogue, called by Helium's float schedule
+  (`backends.cortex_m.schedules.helium_float`); no DSP twin (the DSP cores' float kernels stay scalar C), its
+  portable C the contracts' loops. Its own library (`HELIUM_FLOAT_HELPERS`, `backends.cortex_m.helpers`): a
+  float bundle defines it alone, an int8 bundle never.
 
 The q15 pair keeps its DSP body (an Armv8.1-M core with MVE has the DSP extension); Helium's schedules do not
 call it. Each Helium body passes its DSP twin's C unit test, built for cortex-m55 and run under QEMU
@@ -52,6 +59,7 @@ HELIUM_REQUANTIZE_TEMPLATE = "helium_requantize.h.in"
 HELIUM_DEPTHWISE16_TEMPLATE = "helium_depthwise16.h.in"
 HELIUM_CONV_TILES_TEMPLATE = "helium_conv_tiles.h.in"
 HELIUM_ADD_TEMPLATE = "helium_add.h.in"
+HELIUM_FLOAT_TEMPLATE = "helium_float.h.in"
 HELIUM_OVERRIDES = {DUAL_MAC_TEMPLATE: HELIUM_DUAL_MAC_TEMPLATE, ROW_DOT_TEMPLATE: HELIUM_ROW_DOT_TEMPLATE}
 """The DSP templates a Helium bundle replaces (their Helium templates have portable C without MVE)."""
 MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
@@ -121,3 +129,16 @@ def depthwise_tiles_helper_name(prefix: str, bias: str, border: str = "") -> str
     name = {"": f"{prefix}_depthwise_tiles_s8", "any": f"{prefix}_depthwise_border_s8",
             "3x3": f"{prefix}_depthwise_border3x3_s8"}[border]
     return name if bias == "int32" else f"{name}_b16"
+
+
+def helium_float_c(prefix: str) -> str:
+    """The C definitions of the float multiply-accumulates in a Helium bundle of prefix `prefix` (the template
+    includes <arm_mve.h> itself: it needs none of the integer helpers)."""
+    return helper_template_c(__package__, HELIUM_FLOAT_TEMPLATE, prefix)
+
+
+def fmac_f32_helper_name(prefix: str, pixels: int, depthwise: bool = False) -> str:
+    """The C name of the float multiply-accumulate of `pixels` (1 or 2) output pixels in the bundle `prefix`: a
+    convolution's, or where `depthwise` a depthwise convolution's."""
+    name = f"{prefix}_fmac_dw_f32" if depthwise else f"{prefix}_fmac_f32"
+    return name if pixels == 1 else f"{name}x2"

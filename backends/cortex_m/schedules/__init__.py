@@ -14,11 +14,13 @@ the helpers of `backends.cortex_m.helpers`.
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
-- `conv_tiles` (Helium): after the epilogue calls, a loop over an int8 convolution's channel tiles (zeroed
-  accumulators, the dual MAC, the epilogue) as one call of the fused helper;
+- `conv_tiles`: after the epilogue calls, a loop over an int8 convolution's channel tiles (zeroed
+  accumulators, the dual MAC, the epilogue) as one call of the core's fused helper (Helium's, the DSP cores');
 - `depthwise_tiles` (Helium): then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
   accumulators, the window and padding calls under position tests, the epilogue) as fused calls, one per case;
   on DSP cores an interior pixel's loop over its four-channel tiles as one fused call (the border keeps the loop);
+- `helium_float` (Helium): a float CONV_2D / FULLY_CONNECTED reduction tiled to output channels (one or two
+  pixels) as one call of the float multiply-accumulate over four float lanes per vector;
 - `helium_add` (Helium): int8 ADD as one call of the vector ADD helper, the kernel the int8 lowering writes
   (`KernelSchedules.int8_add`);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
@@ -35,7 +37,8 @@ from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_window_length,
                                                         has_short_rows, paired_windows, window_buffer,
                                                         windowed_border)
-from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, pays_two_pixels as helium_pays_two_pixels
+from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
+from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES, depthwise_tiles_calls
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
@@ -43,6 +46,7 @@ from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.pair_tiles import pair_odd_pixel_row as pair_odd_pixel_row_fused, pair_tiles_calls
+from backends.cortex_m.schedules.helium_float import float_epilogue_calls, float_mac_replacement, padded_float_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
@@ -71,17 +75,24 @@ class DualMacSchedules:
         """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
         1-high convolution's loop over a pixel pair's channel tiles (zeroed accumulators, the two-pixel MAC, the
         pixels' epilogues) as one call of the fused pair-tiles helper (`pair_tiles`: the pair's inputs widened
-        once, the sums started at the biases in registers), then each depthwise pixel's loop over its
-        four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the fused tiles
-        helper for an interior pixel (`depthwise_tiles`, DSP_TILES: the sums start at the biases in registers),
-        the loop kept for the border's."""
-        return depthwise_tiles_calls(pair_tiles_calls(requantize_epilogue_calls(func, helper=DSP_EPILOGUE)),
-                                     DSP_TILES)
+        once), then each loop over a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as
+        one call of the fused channel-tiles helper (`conv_tiles`, DSP_CONV_TILES), and each depthwise pixel's
+        loop over its four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the
+        fused tiles helper for an interior pixel (`depthwise_tiles`, DSP_TILES), the loop kept for the border's:
+        the sums start at the biases in registers."""
+        epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
+        return depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
         """None of its own: every integer MAC reduction takes the profile's tile (four channels)."""
         return ()
+
+
+def helium_float_or_int_replacement(realize, loops: list) -> Optional[object]:
+    """The float multiply-accumulate's call block (`helium_float`) for a float reduction, else Helium's integer
+    helpers' (`helium_depthwise.helium_replacement`); None where none fits."""
+    return float_mac_replacement(realize, loops) or helium_replacement(realize, loops)
 
 
 class HeliumMacSchedules(DualMacSchedules):
@@ -91,9 +102,10 @@ class HeliumMacSchedules(DualMacSchedules):
     pair (`pair_q15`, which saves SXTB16s on a DSP core) would only add its pass and its scratch; and each channel
     tile's int8 requantization is one call of the vector epilogue (`requantize_epilogue`); an int8 depthwise
     reduction takes 16-channel tiles, each one call of the 16-lane depthwise helper, and a border pixel's
-    padding products one call each (`helium_depthwise`)."""
+    padding products one call each (`helium_depthwise`); a float reduction tiled to output channels is one call of
+    the float multiply-accumulate (`helium_float`)."""
 
-    helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_replacement))
+    helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_float_or_int_replacement))
     replacement = staticmethod(helium_replacement)
     channel_tiles = staticmethod(depthwise_channel_tiles)
     pays_two_pixels = staticmethod(helium_pays_two_pixels)
@@ -107,8 +119,12 @@ class HeliumMacSchedules(DualMacSchedules):
     def epilogue_calls(func):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
-        channel-tiles helper (`conv_tiles`), and each depthwise pixel's (`depthwise_tiles`)."""
-        return depthwise_tiles_calls(conv_tiles_calls(requantize_epilogue_calls(func, helper=HELIUM_EPILOGUE)))
+        channel-tiles helper (`conv_tiles`), and each depthwise pixel's (`depthwise_tiles`); first, a padded
+        float reduction's tiles whose window lies inside the image as calls of the float MAC
+        (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
+        activation as one call of the float epilogue (`helium_float.float_epilogue_calls`)."""
+        floats = float_epilogue_calls(padded_float_calls(func))
+        return depthwise_tiles_calls(conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)))
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()
@@ -128,10 +144,12 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     registers), 4 elsewhere; float MAC kernels tiled by FPU_CHANNEL_TILES on an Arm core with an FPU; the
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
-    (Helium defines no such helper: its pools keep the element-wise kernel); int8 ADD as Helium's vector helper
+    (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
+    cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
     on cores with MVE (`helium_add`); a copied CONV_2D window padded with zero weights
     (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
-    16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector)."""
+    16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
+    without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
@@ -143,4 +161,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         int8_add=helium_add_int8 if has_mve(profile) else None,
         conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1)
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
+        # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
+        interleaved_gate_weights=has_dsp_extension(profile) and not has_mve(profile),
+        pad_runs=has_dsp_extension(profile) and not has_mve(profile),
     )

@@ -19,6 +19,12 @@ requantization (int32 or int16 biases) of those four channels reading them; the 
 weights move four channels, and the outputs, biases, multipliers and shifts four elements. The accumulators are
 then written and read only inside one iteration, so leaving them out changes no output: the same integer sums
 (acc + bias wraps either way), bit-exact.
+
+On DSP cores (``DSP_CONV_TILES``) the same replacement takes the loops whose epilogue is the DSP one
+(``requantize_small_c``'s, the "double_small" rounding): the call is ``<prefix>_conv_tiles_s8x4`` (``_b16``;
+``backends.cortex_m.helpers.dual_mac_c``'s ``conv_tiles_s8x4.h.in``), each tile's four sums started at the
+biases in locals, the dual MAC and the written-out epilogue inlined on them. A pixel pair's loop (the two-pixel
+dual MAC) keeps its calls there too.
 """
 
 from __future__ import annotations
@@ -32,10 +38,12 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 from tvm.sym import Analyzer
 
+from backends.cortex_m.helpers.dual_mac_c import conv_tiles_helper_name as dsp_conv_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import conv_tiles_helper_name
 from backends.cortex_m.schedules import pixel_pairs
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_mac_helper
-from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, requantize_epilogue
+from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
+                                                              requantize_epilogue)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import map_leaves, with_root_loops_replaced
 
@@ -52,8 +60,26 @@ CONV_TILES_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(Arg(11), Arg(8)), Axis(Arg(9), Arg(10)), Axis(Arg(10), 1))),
     *(PointerAccess(pointer, (Axis(Arg(11), 1),)) for pointer in (3, 4, 5)),
 ))
-for _bias, _op in CONV_TILES_OPS.items():
-    register_mac_helper(_op, functools.partial(conv_tiles_helper_name, bias=_bias), CONV_TILES_ACCESS)
+DSP_CONV_TILES_OPS = {"int32": "tvm_ext.conv_tiles_s8x4", "int16": "tvm_ext.conv_tiles_s8x4_b16"}
+"""The DSP cores' fused helper per bias type: the same call as CONV_TILES_OPS' (channels a multiple of 4)."""
+for _ops, _name in ((CONV_TILES_OPS, conv_tiles_helper_name), (DSP_CONV_TILES_OPS, dsp_conv_tiles_helper_name)):
+    for _bias, _op in _ops.items():
+        register_mac_helper(_op, functools.partial(_name, bias=_bias), CONV_TILES_ACCESS)
+
+
+@dataclass(frozen=True)
+class ConvTileHelpers:
+    """A core's helpers of a convolution's channel-tile loop: the epilogue's op per bias type (``requantize``)
+    and the fused helper's (``tiles``)."""
+
+    requantize: dict[str, str]
+    tiles: dict[str, str]
+
+
+HELIUM_CONV_TILES = ConvTileHelpers(REQUANTIZE_S8_OPS, CONV_TILES_OPS)
+"""Helium's: the vector epilogue, ``helium_conv_tiles.h.in``."""
+DSP_CONV_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, DSP_CONV_TILES_OPS)
+"""The DSP cores': the written-out epilogue (``requantize_small_c``), ``conv_tiles_s8x4.h.in``."""
 
 
 def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
@@ -131,14 +157,15 @@ class _Iteration:
     zeroed: list
 
 
-def _iteration(loop: tirx.For) -> Optional[_Iteration]:
-    """The parts of ``loop``'s body when it has the module docstring's order, else None."""
+def _iteration(loop: tirx.For, requantize_ops: tuple[str, ...]) -> Optional[_Iteration]:
+    """The parts of ``loop``'s body when it has the module docstring's order (its epilogue one of
+    ``requantize_ops``), else None."""
     stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
     macs = [i for i, stmt in enumerate(stmts) if call_of(stmt, (DUAL_MAC_OP,)) is not None]
     if len(macs) != 1:
         return None
     mac = call_of(stmts[macs[0]], (DUAL_MAC_OP,))
-    requantizations = [call_of(stmt, tuple(REQUANTIZE_S8_OPS.values())) for stmt in stmts[macs[0] + 1:]]
+    requantizations = [call_of(stmt, requantize_ops) for stmt in stmts[macs[0] + 1:]]
     acc = pointee(mac.args[0])
     if acc is None or len(requantizations) != 1 or requantizations[0] is None:
         return None
@@ -180,12 +207,14 @@ def at_first_tile(arg, tile):
     return map_leaves(arg, lambda n: tirx.const(0, str(tile.ty.dtype)) if n.same_as(tile) else n)
 
 
-def conv_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRealize]:
+def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers = HELIUM_CONV_TILES) \
+        -> Optional[s_tir.SBlockRealize]:
     """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or
-    None where it is not a loop over channel tiles of the module docstring's form."""
+    None where it is not a loop over channel tiles of the module docstring's form. ``helpers``: the core's
+    (HELIUM_CONV_TILES, DSP_CONV_TILES)."""
     if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
         return None
-    iteration = _iteration(loop)
+    iteration = _iteration(loop, tuple(helpers.requantize.values()))
     if iteration is None:
         return None
     mac, requantization = iteration.mac, iteration.requantization
@@ -223,8 +252,8 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRe
     start = address(requantization.args[0])
     args = [start, address(mac.args[1]), address(mac.args[2]), *(address(arg) for arg in requantization.args[2:5]),
             requantization.args[5], x_row_stride, w_channel_stride, rows, row_len, channels]
-    bias_type = next(bias for bias, op in REQUANTIZE_S8_OPS.items() if op == requantization.op.name)
-    call = tirx.call_intrin("int32", CONV_TILES_OPS[bias_type], *args)
+    bias_type = next(bias for bias, op in helpers.requantize.items() if op == requantization.op.name)
+    call = tirx.call_intrin("int32", helpers.tiles[bias_type], *args)
     reads = [_whole(load.source) for load in (x, w, *epilogue)]
     block = s_tir.SBlock([], reads, [_region(pointee(start), channels)], "conv_tiles", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
@@ -236,7 +265,9 @@ def _region(start: TensorLoad, count: int) -> tirx.BufferRegion:
     return tirx.BufferRegion(start.source, [*ranges, tvm.ir.Range.from_min_extent(start.indices[-1], count)])
 
 
-def conv_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def conv_tiles_calls(func: tirx.PrimFunc, helpers: ConvTileHelpers = HELIUM_CONV_TILES) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel after its epilogue calls) with each loop over channel tiles of the module
-    docstring's form replaced by its fused call; any other function unchanged."""
-    return with_root_loops_replaced(func, conv_tiles_call, enclosing=True)
+    docstring's form replaced by its fused call (``helpers``: the core's, by default Helium's); any other function
+    unchanged."""
+    return with_root_loops_replaced(
+        func, lambda loop, enclosing: conv_tiles_call(loop, enclosing, helpers), enclosing=True)

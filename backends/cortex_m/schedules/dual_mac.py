@@ -118,8 +118,15 @@ def _load_of(expr, dtypes: tuple[str, ...]) -> Optional[TensorLoad]:
 def mac_reduction(block: s_tir.SBlock, data_dtypes: tuple[str, ...] = ("int8",)) -> Optional[MacReduction]:
     """The block's ``acc = acc + int32(x) * int32(w)`` over int8 w and x of one of ``data_dtypes``, or None for
     any other body."""
+    return accumulation(block, "int32", lambda factor: _load_of(factor, data_dtypes),
+                        lambda factor: _load_of(factor, ("int8",)))
+
+
+def accumulation(block: s_tir.SBlock, acc_dtype: str, data_of: Callable, weight_of: Callable) -> Optional[MacReduction]:
+    """The block's ``acc = acc + a * b`` over an accumulator of ``acc_dtype``, with ``data_of(a)`` and
+    ``weight_of(b)`` the loads the factors read (None: not a factor of that form), or None for any other body."""
     store = block.body
-    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
+    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != acc_dtype:
         return None
     value = store.value
     if not isinstance(value, tirx.Add) or not isinstance(value.a, TensorLoad) or not isinstance(value.b, tirx.Mul):
@@ -127,7 +134,7 @@ def mac_reduction(block: s_tir.SBlock, data_dtypes: tuple[str, ...] = ("int8",))
     if not value.a.source.same_as(store.buffer) or not all(
             tvm_ffi.structural_equal(i, j) for i, j in zip(value.a.indices, store.indices)):
         return None
-    data, weight = _load_of(value.b.a, data_dtypes), _load_of(value.b.b, ("int8",))
+    data, weight = data_of(value.b.a), weight_of(value.b.b)
     if data is None or weight is None:
         return None
     return MacReduction(store, data, weight)

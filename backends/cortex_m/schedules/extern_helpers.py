@@ -7,6 +7,11 @@ computes exactly what it does:
 
 - a MAC reduction block under its loops (the reduction loops, then the unit-stride loop of DUAL_MAC_CHANNELS
   accumulators, innermost): the dual MAC (``backends.cortex_m.schedules.dual_mac.dual_mac_replacement``);
+- a MAC reduction block under the loops of its tiles (optional), groups of four inputs, DUAL_MAC_CHANNELS
+  accumulators and a group's four inputs, the weights interleaved (input 4j + k of channel c of tile v at
+  v * s + 16j + 4c + k from the first, the layout of ``tvm_ext.kernels.lstm.interleave_gate_weights``):
+  ``<prefix>_dual_mac_s8x4_interleaved`` (``backends.cortex_m.helpers.dual_mac_interleaved_c``), two channels'
+  weights per load, one call for every tile;
 - a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``
   (``backends.cortex_m.helpers.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
   ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input);
@@ -24,12 +29,18 @@ from collections import defaultdict
 from typing import Optional
 
 import numpy as np
+import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers.copy_c import copy_helper_name, max_s8_helper_name, max_s8_window_helper_name
-from backends.cortex_m.schedules.dual_mac import dual_mac_replacement, register_mac_helper
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
+from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED_GROUP, INTERLEAVED_MAC_HELPERS,
+                                                             dual_mac_interleaved_helper_name)
+from backends.cortex_m.schedules.dual_mac import (AccessOffsets, dual_mac_replacement, helper_call_block,
+                                                  mac_reduction, register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.index_expr import CLAMPED_INDEX_OPERATORS, INDEX_OPERATORS, evaluate_index, substitute_index
 from tvm_ext.tir.tir_walk import vars_read, walk, with_root_loops_replaced
 
@@ -47,13 +58,26 @@ MAX_S8_WINDOW_OP = "tvm_ext.max_s8_window"
 MAX_S8_WINDOW_ACCESS = HelperAccess((PointerAccess(0, (Axis(Arg(2), 1),)), PointerAccess(
     1, (Axis(Arg(3), Arg(5)), Axis(Arg(4), Arg(6)), Axis(Arg(2), 1)))))
 register_mac_helper(MAX_S8_WINDOW_OP, max_s8_window_helper_name, MAX_S8_WINDOW_ACCESS)
+INTERLEAVED_MAC_OP = "tvm_ext.dual_mac_s8x4_interleaved"
+# The call (acc, start, x, w, groups, tiles, w_tile_stride): acc[4v + c] and start[4v + c] for v < tiles, c < 4;
+# x[4j + k] and w[v * w_tile_stride + 16j + 4c + k] for j < groups, k < 4.
+_TILE_ACCUMULATORS = (Axis(Arg(5), DUAL_MAC_CHANNELS), Axis(DUAL_MAC_CHANNELS, 1))
+INTERLEAVED_MAC_ACCESS = HelperAccess((
+    PointerAccess(0, _TILE_ACCUMULATORS),
+    PointerAccess(1, _TILE_ACCUMULATORS),
+    PointerAccess(2, (Axis(Arg(4), INTERLEAVED_GROUP), Axis(INTERLEAVED_GROUP, 1))),
+    PointerAccess(3, (Axis(Arg(5), Arg(6)), Axis(Arg(4), DUAL_MAC_CHANNELS * INTERLEAVED_GROUP),
+                      Axis(DUAL_MAC_CHANNELS, INTERLEAVED_GROUP), Axis(INTERLEAVED_GROUP, 1)))))
+register_helper_call(INTERLEAVED_MAC_OP, INTERLEAVED_MAC_HELPERS, dual_mac_interleaved_helper_name,
+                     INTERLEAVED_MAC_ACCESS)
 
 
 def extern_helper_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (one TE extern stage: a root block around its statements) with each loop nest of a form
     above replaced by its helper's call (outermost nests first); any other function unchanged."""
     return with_root_loops_replaced(
-        func, lambda loop: _mac_call(loop) or _copy_call(loop) or _window_max_call(loop) or _max_call(loop))
+        func, lambda loop: (_interleaved_mac_call(loop) or _mac_call(loop) or _copy_call(loop)
+                            or _window_max_call(loop) or _max_call(loop)))
 
 
 def _mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
@@ -65,6 +89,68 @@ def _mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
     if len(loops) < 2 or not isinstance(realize, s_tir.SBlockRealize):
         return None
     return dual_mac_replacement(realize, loops)
+
+
+def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
+    """The interleaved dual MAC's call computing the loop nest ``loop`` (optionally tiles v, then groups j, then
+    DUAL_MAC_CHANNELS channels c, then INTERLEAVED_GROUP inputs k, around a MAC block over int8 inputs) when the
+    block reads x[x0 + 4j + k] and w[w0 + v * s + 16j + 4c + k] into acc[a0 + 4v + c], starting from its value
+    or from start[s0 + 4v + c] (the block's init, where it has one), every other variable fixed; else None."""
+    loops = [loop]
+    while isinstance(loops[-1].body, tirx.For):
+        loops.append(loops[-1].body)
+    realize = loops[-1].body
+    if len(loops) not in (3, 4) or not isinstance(realize, s_tir.SBlockRealize):
+        return None
+    if not all(isinstance(inner.extent, tirx.IntImm) and isinstance(inner.min, tirx.IntImm) and int(inner.min) == 0
+               for inner in loops):
+        return None
+    extents = [int(inner.extent) for inner in loops]
+    reduction = mac_reduction(realize.block)
+    start = _init_load(realize.block, reduction)
+    if reduction is None or start is None or extents[-2:] != [DUAL_MAC_CHANNELS, INTERLEAVED_GROUP]:
+        return None
+    bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
+    inner = [inner.loop_var for inner in loops]
+    offsets = AccessOffsets(bindings, inner)
+    tiled = len(loops) == 4
+    try:
+        w_tile_stride = offsets.step(reduction.weight, 0) if tiled else 0
+        accesses = [(reduction.data, (INTERLEAVED_GROUP, 0, 1), 0),
+                    (reduction.weight, (DUAL_MAC_CHANNELS * INTERLEAVED_GROUP, INTERLEAVED_GROUP, 1), w_tile_stride),
+                    (reduction.store, (0, 1, 0), DUAL_MAC_CHANNELS),
+                    (start, (0, 1, 0), DUAL_MAC_CHANNELS)]
+        for access, steps, tile_step in accesses:
+            all_steps = ((tile_step,) if tiled else ()) + steps
+            origin = offsets.offset(access, offsets.origin)
+            if tuple(offsets.step(access, axis) for axis in range(len(loops))) != all_steps:
+                return None
+            # linear over the whole nest: its far corner where the steps put it
+            corner = [extent - 1 for extent in extents]
+            if offsets.offset(access, corner) != origin + sum(s * (e - 1) for s, e in zip(all_steps, extents)):
+                return None
+    except KeyError:
+        return None  # an index form we do not evaluate: keep the loops
+    tiles = extents[0] if tiled else 1
+    return helper_call_block(INTERLEAVED_MAC_OP, reduction, bindings, inner, [extents[-3], tiles, w_tile_stride],
+                             [1] * (len(reduction.store.indices) - 1) + [DUAL_MAC_CHANNELS * tiles],
+                             operands=(start, reduction.data, reduction.weight))
+
+
+def _init_load(block: s_tir.SBlock, reduction) -> Optional[object]:
+    """What the MAC block's sums start from: the load its init stores into the accumulator (at the same
+    indices), the accumulator's own load without an init; None for any other init."""
+    if reduction is None:
+        return None
+    if block.init is None:
+        return reduction.store.value.a
+    init = block.init
+    if not isinstance(init, tirx.BufferStore) or not isinstance(init.value, TensorLoad) \
+            or not init.buffer.same_as(reduction.store.buffer) \
+            or str(init.value.source.dtype) != "int32" or not all(
+                tvm_ffi.structural_equal(i, j) for i, j in zip(init.indices, reduction.store.indices)):
+        return None
+    return init.value
 
 
 def _copy_call(loop: tirx.For) -> Optional[tirx.Stmt]:

@@ -16,14 +16,16 @@ from typing import Optional
 
 import pytest
 
-from backends.cortex_m.helpers import cortex_m_helpers_c, helium_helpers_c
+from backends.cortex_m.helpers import cortex_m_helpers_c, helium_float_c, helium_helpers_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
-from backends.cortex_m.helpers.dual_mac_c import (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, STACKED_MAC_TEMPLATE,
-                                                  dsp_template_c)
+from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
+                                                  STACKED_MAC_TEMPLATE, dsp_template_c)
+from backends.cortex_m.helpers.dual_mac_interleaved_c import DUAL_MAC_INTERLEAVED_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
-                                               HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_LANES_TEMPLATE,
+                                               HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FLOAT_TEMPLATE,
+                                               HELIUM_LANES_TEMPLATE,
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
@@ -40,6 +42,8 @@ TEST_VALUES = "cortex_m_test_values.h"
 PREFIX = "lp"
 HELIUM_MACRO = f"{macro_prefix(PREFIX)}_HELIUM"
 """What helium_lanes.h.in defines where the compiler has MVE: the Helium bodies are compiled only then."""
+HELIUM_FLOAT_MACRO = f"{macro_prefix(PREFIX)}_HELIUM_FLOAT"
+"""What helium_float.h.in defines where the compiler has MVE's float lanes: its vector bodies are compiled only then."""
 
 
 def core_path_required(macro: Optional[str]) -> str:
@@ -113,6 +117,8 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("stacked_mac", (DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE)),
     DEPTHWISE_MAC,
     ROW_DOT,
+    # the LSTM gates' dual MAC over interleaved weights: LDRD, SXTB16, SMLAD under QEMU (needs no other template)
+    HelperUnitTest("dual_mac_interleaved", (DUAL_MAC_INTERLEAVED_TEMPLATE,)),
     # the word copies of cores that load unaligned words, on the host too
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
     # the running int8 maximum: the byte loop on the host, SSUB8 + SEL under QEMU
@@ -139,6 +145,11 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("pair_tiles", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE,
                                   REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
+    # the DSP fused convolution channel tiles (dual MAC sums from the biases and epilogue) against the plain sums
+    # and the scalar helpers
+    HelperUnitTest("conv_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
+                                       REQUANTIZE_SMALL_TEMPLATE, CONV_TILES_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the Helium fused channel tiles (dual MAC and epilogue) against the plain loops and the scalar helpers
     HelperUnitTest("conv_tiles", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,
                                   HELIUM_REQUANTIZE_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE),
@@ -156,6 +167,8 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("add_s8", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE,
                               HELIUM_ADD_TEMPLATE), profile="cortex-m55", template_c=requantize_template_c,
                    core_macro=HELIUM_MACRO),
+    # the Helium float multiply-accumulates against the plain loops of their contract, bit for bit
+    HelperUnitTest("fmac_f32", (HELIUM_FLOAT_TEMPLATE,), profile="cortex-m55", core_macro=HELIUM_FLOAT_MACRO),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
@@ -187,8 +200,10 @@ def test_the_unit_test_builds_for_its_core_without_warnings(tmp_path: Path, unit
 
 @needs_cross_tools
 @pytest.mark.parametrize(("profile", "library_c", "core_macro"),
-                         [("cortex-m4f", cortex_m_helpers_c, None), ("cortex-m55", helium_helpers_c, HELIUM_MACRO)],
-                         ids=["cortex-m4f", "cortex-m55-helium"])
+                         [("cortex-m4f", cortex_m_helpers_c, None), ("cortex-m55", helium_helpers_c, HELIUM_MACRO),
+                          ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_float_c(prefix),
+                           HELIUM_FLOAT_MACRO)],
+                         ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float"])
 def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
                                                                  core_macro: Optional[str]) -> None:
     build_for_cortex_m("#include <stdint.h>\n" + library_c(PREFIX) + "\nint32_t row(int32_t *acc, "

@@ -204,7 +204,9 @@ def test_windowed_convolutions_are_bit_exact_on_cortex_m4f_and_on_the_host(tmp_p
     kernels_c = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
     assert "window" in kernels_c  # the copied window is what this test exercises
     if name == "three_channels":  # 27 and 18 taps: padded weights, whole groups of four (copied_window_length)
-        assert "28, 28, 1, 28)" in kernels_c and "20, 20, 1, 20)" in kernels_c
+        # (the window's row stride, the weights' channel stride, one row, its length: then the fused tiles'
+        # channel count)
+        assert "28, 28, 1, 28, 8)" in kernels_c and "20, 20, 1, 20, 12)" in kernels_c
     _strict_build(board.out_dir, tmp_path / "arm", [])  # warning-free with arm-none-eabi-gcc
     host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
     assert "PASS" in host.stdout, host.stdout

@@ -2,7 +2,9 @@
 reduction blocks over tiles of four units, which a DSP core's schedules turn into dual MAC calls
 (backends.cortex_m.schedules.extern_helpers) and the report counts as MACs (tvm_ext.plan.macs); a remainder of
 fewer units keeps its scalar loop; the zero points are folded into per-unit offsets at compile time, and kept
-in the product where a folded offset would not fit int32."""
+in the product where a folded offset would not fit int32. Where the backend asks for interleaved weights and the
+shapes are whole tiles and groups of four, each gate's product is one call of the interleaved dual MAC over all
+of its tiles, its sums starting at the offsets."""
 
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ from tvm import te, tirx  # noqa: E402
 
 from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP  # noqa: E402
+from backends.cortex_m.schedules.extern_helpers import INTERLEAVED_MAC_OP  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
-from tvm_ext.kernels.lstm import LstmQuantization, gate_products, lstm_int8, lstm_params  # noqa: E402
+from tvm_ext.kernels.lstm import (LstmQuantization, gate_products, interleave_gate_weights, lstm_int8,  # noqa: E402
+                                  lstm_params, signed_sigmoid_table)
 from tvm_ext.plan.macs import count_macs  # noqa: E402
 from tvm_ext.schedule.kernel_schedule import inline_intermediates  # noqa: E402
 from tvm_ext.tir.tir_walk import walk  # noqa: E402
@@ -32,17 +36,20 @@ def _params(input_zero_point: int = 3, hidden_zero_point: int = -21):
 
 
 def _lstm(units: int, depth: int = 6, steps: int = 3, batch: int = 2, bias_value: int = 1000,
-          input_zero_point: int = 3) -> tuple[tirx.PrimFunc, np.ndarray]:
+          input_zero_point: int = 3, interleave: bool = False) -> tuple[tirx.PrimFunc, np.ndarray]:
     """The kernel's function for random int8 weights and a constant bias, and its input offsets."""
     rng = np.random.default_rng(units)
     w_in = rng.integers(-128, 128, (4, units, depth)).astype(np.int8)
     w_rec = rng.integers(-128, 128, (4, units, units)).astype(np.int8)
     params = _params(input_zero_point)
-    input_offsets, _, products = gate_products(np.full((4, units), bias_value, np.int32), w_in, w_rec, params)
+    input_offsets, _, products = gate_products(np.full((4, units), bias_value, np.int32), w_in, w_rec, params,
+                                               interleave)
+    if products.interleaved:
+        w_in, w_rec = interleave_gate_weights(w_in), interleave_gate_weights(w_rec)
     tensors = [te.placeholder(shape, dtype, name=name) for name, shape, dtype in (
         ("data", (batch, steps, depth), "int8"), ("hidden", (batch, units), "int8"),
-        ("cell", (batch, units), "int16"), ("w_in", (4, units, depth), "int8"), ("w_rec", (4, units, units), "int8"),
-        ("in_offsets", (4, units), "int32"), ("rec_offsets", (4, units), "int32"), ("table", (256,), "uint16"))]
+        ("cell", (batch, units), "int16"), ("w_in", w_in.shape, "int8"), ("w_rec", w_rec.shape, "int8"),
+        ("in_offsets", (4, units), "int32"), ("rec_offsets", (4, units), "int32"), ("table", (513,), "uint16"))]
     out = lstm_int8(*tensors, params=params, products=products)
     return te.create_prim_func([*tensors, out]), input_offsets
 
@@ -92,3 +99,52 @@ def test_an_offset_beyond_int32_keeps_the_zero_point_in_the_product() -> None:
     scheduled = inline_intermediates(func, 4, DUAL_MAC_SCHEDULES)
     assert _dual_macs(scheduled) == [[4, 4, 1, 4]] * 4
     assert count_macs(func) == 2 * 3 * 4 * 4 * (6 + 4)
+
+
+def _interleaved_calls(func: tirx.PrimFunc) -> list[list[int]]:
+    """The sizes (groups, tiles, weight tile stride) of each interleaved dual MAC call."""
+    return [[int(a) for a in node.args[4:]] for node in walk(func.body)
+            if isinstance(node, tvm.ir.Call) and node.op.name == INTERLEAVED_MAC_OP]
+
+
+def test_interleaved_gates_call_the_interleaved_dual_mac_once_per_gate_and_product() -> None:
+    """8 units, 12 inputs: per gate one input call (3 groups, 2 tiles of 48 weights) and one recurrent call
+    (2 groups, 2 tiles of 32), each from its offsets (no copy of them first), no dual MAC and no loop left."""
+    func = _lstm(units=8, depth=12, interleave=True)[0]
+    scheduled = inline_intermediates(func, 4, DUAL_MAC_SCHEDULES)
+    assert sorted(_interleaved_calls(scheduled)) == [[2, 2, 32]] * 4 + [[3, 2, 48]] * 4
+    assert _dual_macs(scheduled) == [] and _product_blocks(scheduled) == 0
+    assert count_macs(func) == 2 * 3 * 4 * 8 * (12 + 8)
+
+
+@pytest.mark.parametrize("units, depth", [(7, 8), (8, 6)])
+def test_shapes_of_no_whole_tiles_and_groups_keep_the_row_major_weights(units: int, depth: int) -> None:
+    func = _lstm(units=units, depth=depth, interleave=True)[0]
+    assert _interleaved_calls(inline_intermediates(func, 4, DUAL_MAC_SCHEDULES)) == []
+
+
+def test_the_interleaved_kernel_computes_what_the_row_major_one_does() -> None:
+    """Built for the host (LLVM: the blocks' own loops, the sums starting at the offsets by the blocks' init, no
+    helper), both layouts give the same outputs and states over several steps and batch rows."""
+    units, depth, steps, batch = 8, 12, 3, 2
+    rng = np.random.default_rng(0)
+    w_in = rng.integers(-128, 128, (4, units, depth)).astype(np.int8)
+    w_rec = rng.integers(-128, 128, (4, units, units)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, (4, units)).astype(np.int32)
+    data = rng.integers(-128, 128, (batch, steps, depth)).astype(np.int8)
+    hidden = rng.integers(-128, 128, (batch, units)).astype(np.int8)
+    cell = rng.integers(-3000, 3000, (batch, units)).astype(np.int16)
+    results = []
+    for interleave in (False, True):
+        in_offsets, rec_offsets, products = gate_products(bias, w_in, w_rec, _params(), interleave)
+        assert products.interleaved == interleave
+        weights = (interleave_gate_weights(w_in), interleave_gate_weights(w_rec)) if interleave else (w_in, w_rec)
+        arrays = [data, hidden, cell, *weights, in_offsets, rec_offsets, signed_sigmoid_table()]
+        tensors = [te.placeholder(a.shape, str(a.dtype)) for a in arrays]
+        out = lstm_int8(*tensors, params=_params(), products=products)
+        built = tvm.compile(te.create_prim_func([*tensors, out]), target="llvm")
+        args = [tvm.runtime.tensor(a) for a in (*arrays, np.zeros((batch, steps, units), np.int8))]
+        built(*args)
+        results.append([args[k].numpy() for k in (-1, 1, 2)])  # output, hidden and cell states
+    for row_major, interleaved in zip(*results):
+        np.testing.assert_array_equal(interleaved, row_major)

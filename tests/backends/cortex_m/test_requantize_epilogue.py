@@ -3,7 +3,8 @@ requantize each channel tile with one call of the core's helper, bit for bit wit
 host (the helper's portable C). On cortex-m55, Helium's `<prefix>_requantize_s8` (int32 biases) or `_s8_b16` (int16
 ones; helium_requantize.h.in) on MVE, a one-pixel loop over a convolution's channel tiles fused into one call of
 `<prefix>_conv_tiles_s8` or `_s8_b16` (helium_conv_tiles.h.in); on cortex-m4f, the DSP core's `<prefix>_requantize_small_s8` or
-`_small_s8_b16` (requantize_small.h.in) for the layers of the "double_small" rounding. A per-tensor layer's epilogue
+`_small_s8_b16` (requantize_small.h.in) for the layers of the "double_small" rounding, a one-pixel loop fused into
+one call of `<prefix>_conv_tiles_s8x4` or `_s8x4_b16` (conv_tiles_s8x4.h.in). A per-tensor layer's epilogue
 (constant multiplier and shift, which neither helper takes) stays scalar and exact too."""
 from __future__ import annotations
 
@@ -104,7 +105,10 @@ def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path)
 @needs_cross_tools
 def test_dsp_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "epilogues", _epilogue_model(), "cortex-m4f", "mps2-an386")
-    calls = re.findall(r"_requantize_small_s8(_b16)?\(", kernels)
-    assert "" in calls and "_b16" in calls, kernels  # int32 and int16 biases
+    assert re.search(r"_requantize_small_s8\(", kernels), kernels  # the 3x3 layer's pixel pairs
+    # one pixel's channel tiles in one call of the DSP fused helper, the sums started at the biases
+    # (backends/cortex_m/schedules/conv_tiles.py, DSP_CONV_TILES): the 1x1 layer's pixels (int16 biases), the 3x3
+    # layer's unpaired ones (int32 biases)
+    assert re.search(r"_conv_tiles_s8x4_b16\(", kernels) and re.search(r"_conv_tiles_s8x4\(", kernels), kernels
     assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
     host_selftest_passes(bundle.out_dir)

@@ -99,6 +99,23 @@ def test_a_banded_bundle_takes_its_rows_and_passes_on_a_poisoned_arena(tmp_path)
     assert proc.returncode == 2 and "run failed with status 5" in proc.stdout, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
+def test_streamed_bands_take_their_rows_and_pass_on_a_poisoned_arena(tmp_path):
+    """Streamed bands (each stage computing only its new rows) take the input row by row too: the first stage's
+    bands of rows are fetched in increasing order, each row once; the self-test passes on a poisoned arena."""
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, 8))
+    bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="stream6", input_rows=True)
+    assert bundle.selftest.passed and bundle.ram.input_bytes == 0
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["patches"]["streamed_bands"] == 6 and manifest["patches"]["extra_macs"] == 0
+    bands = [band["rows"] for band in manifest["row_input"]["bands"]]
+    assert bands[0][0] == 0 and bands[-1][1] == IMAGE[0] and all(a[0] <= b[0] for a, b in zip(bands, bands[1:]))
+    poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
+    proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
+
+
 def _readme_example_runs(out: Path, tmp_path: Path) -> int:
     """Compile the bundle README's C example (its read_row, `classify(void)`) with a main() calling it, under the
     strict warnings as errors, run it, return what `classify` returned."""

@@ -22,32 +22,43 @@ from tflite_models import chain_model
 from tvm_ext.compile import CompileError, DoesNotFitError
 from tvm_ext.compile import __main__ as cli
 from tvm_ext.compile import patches
-from tvm_ext.compile.patches import AutoSearch, parse_patches
+from tvm_ext.compile.patches import AutoSearch, StreamRequest, parse_patches
 from tvm_ext.patch_geometry import PatchPlan
 
 IMAGE = (61, 59)  # odd: uneven patches
 CHANNELS = 16  # the first stages hold the peak, as in a MobileNet
 
 
-@pytest.mark.parametrize("value", ["1x1", "0x2", "2x", "x3", "sideways", "2x4x1", "-1x2", "2X4", "2 x 4"])
+@pytest.mark.parametrize("value", ["1x1", "0x2", "2x", "x3", "sideways", "2x4x1", "-1x2", "2X4", "2 x 4", "stream1",
+                                   "stream0", "streamx", "Stream"])
 def test_a_bad_patches_value_is_one_line_and_exit_2(value, capsys):
     with pytest.raises(SystemExit) as ended:
         cli.main(["m.tflite", "-o", "out", f"--patches={value}"])
     lines = capsys.readouterr().err.splitlines()
     assert ended.value.code == 2
     assert len(lines) == 1 and lines[0].startswith("tvm_ext.compile: error: "), lines
-    assert "--patches takes off, auto or a grid NxM" in lines[0] and repr(value) in lines[0], lines
+    assert "--patches takes off, auto, a grid NxM" in lines[0] and repr(value) in lines[0], lines
 
 
 def test_patches_values():
-    assert [parse_patches(text) for text in ("off", "auto", "2x4", "3x1", "1x12")] == [
-        "off", "auto", (2, 4), (3, 1), (1, 12)]
+    assert [parse_patches(text) for text in ("off", "auto", "2x4", "3x1", "1x12", "stream", "stream12")] == [
+        "off", "auto", (2, 4), (3, 1), (1, 12), StreamRequest(), StreamRequest(12)]
+    assert [str(parse_patches(text)) for text in ("stream", "stream12")] == ["stream", "stream12"]
 
 
 def test_the_python_call_refuses_a_bad_grid_before_any_work(tmp_path):
     with pytest.raises(CompileError, match=r"hello_world_int8.tflite: --patches takes .* not '0x2'"):
         tvm_ext.compile(models_dir() / "tflm" / "hello_world_int8.tflite", "lowpower", tmp_path / "out",
                         patches=(0, 2))
+    assert not (tmp_path / "out").exists()
+
+
+def test_more_streamed_bands_than_rows_are_refused_in_one_line(tmp_path):
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS))
+    with pytest.raises(CompileError, match=r"chain.tflite: --patches stream999: the model has no chain of windowed "
+                                           r"NHWC stages from an input that delivers that many rows$"):
+        tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="stream999", build=False)
     assert not (tmp_path / "out").exists()
 
 
@@ -117,7 +128,9 @@ def test_auto_runs_patches_only_where_layer_by_layer_does_not_fit(tmp_path):
     assert len(said) == 1 and f"arena {whole.arena_bytes:,} B layer by layer -> {patched.arena_bytes:,} B" in said[0]
     entry = json.loads((tmp_path / "patched" / "manifest.json").read_text())["patches"]
     assert entry["arena_bytes_layer_by_layer"] == whole.arena_bytes > entry["arena_bytes"] == patched.arena_bytes
-    assert entry["extra_macs"] > 0 and "Patch-based execution" in (tmp_path / "patched" / "report.md").read_text()
+    # streamed bands come first (no extra MACs)
+    assert entry["extra_macs"] == 0 and entry["streamed_bands"] == entry["grid"][0]
+    assert "run streamed in" in (tmp_path / "patched" / "report.md").read_text()
 
 
 @pytest.mark.slow
@@ -148,6 +161,44 @@ def test_auto_refuses_with_the_best_plans_excess_when_none_fits(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("patches", ["stream", "stream3"])
+def test_streamed_bands_to_a_global_pool_pass_their_selftest_on_a_poisoned_arena(tmp_path, patches):
+    """Streamed bands up to a global average pool, summed band by band: no extra MACs, a smaller arena than layer
+    by layer, recorded in the manifest; the plan is an ordinary one, so the self-test (against TFLite) passes with
+    every byte no live buffer holds poisoned before each call, under the strict warnings and the sanitizers."""
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS, global_pool=True))
+    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", build=False)
+    lines: list[str] = []
+    bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches=patches, log=lines.append)
+    assert bundle.selftest.passed and bundle.arena_bytes < whole.arena_bytes
+    entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
+    assert entry["extra_macs"] == 0 and entry["bands_of_window_stage"] >= 1 and entry["grid"][1] == 1
+    if patches == "stream":  # the smallest estimate: up to the global pool (window stage 7), its sums band by band
+        assert entry["cut_after_window_stage"] == 7 and entry["streamed_bands"] == entry["grid"][0] > 3
+    else:
+        assert entry["streamed_bands"] == 3
+    assert any(line.startswith("patches") and "streamed bands of window stage" in line for line in lines), lines
+    poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
+    proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_streamed_bands_to_a_cut_concatenate_its_rows(tmp_path):
+    """Streamed bands up to a cut inside the chain: the cut's rows are concatenated, the rest layer by layer."""
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS))
+    bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="stream4")
+    assert bundle.selftest.passed
+    entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
+    assert entry["extra_macs"] == 0 and entry["streamed_bands"] == 4
+    poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
+    proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
+
+
 needs_qemu = pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"),
                                 reason="needs arm-none-eabi-gcc and qemu-system-arm: run scripts/install_deps.sh")
 
@@ -156,10 +207,10 @@ needs_qemu = pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI
 @pytest.mark.slow
 def test_person_detect_fits_cortex_m0plus_patch_by_patch_with_its_code_counted(tmp_path):
     """Refused layer by layer (arena 37,632 B + its 9,216 B input over 32 KB). --patches auto takes the plan of
-    fewest extra MACs that fits every limit with everything counted: its planned RAM, then after its build the
-    stack measured under QEMU and the flash measured with its code (each patch's kernels have shapes of their
-    own). A plan refused after its build does not end the search. The bundle agrees with TFLite Micro bit for
-    bit under QEMU."""
+    fewest extra MACs (streamed bands: none) that fits every limit with everything counted: its planned RAM, then
+    after its build the stack measured under QEMU and the flash measured with its code (each band's or patch's
+    kernels have shapes of their own). A plan refused after its build does not end the search. The bundle agrees
+    with TFLite Micro bit for bit under QEMU."""
     model = models_dir() / "tflm" / "person_detect.tflite"
     lines: list[str] = []
     bundle = tvm_ext.compile(model, "cortex-m0plus", tmp_path / "out", patches="auto", log=lines.append)
@@ -169,5 +220,7 @@ def test_person_detect_fits_cortex_m0plus_patch_by_patch_with_its_code_counted(t
     said = [line for line in lines if line.split()[:1] == ["patches"]]
     assert said and all("arena 37,632 B layer by layer -> " in line for line in said)
     entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
-    assert entry["arena_bytes"] == bundle.arena_bytes < 37_632 and 0 < entry["extra_macs_percent"] <= 15
+    # the plans of fewest extra MACs are streamed bands (none): auto takes one when it fits
+    assert entry["arena_bytes"] == bundle.arena_bytes < 37_632 and entry["extra_macs"] == 0
+    assert entry["streamed_bands"] == entry["grid"][0] and "streamed bands" in said[-1]
     assert f"-> {bundle.arena_bytes:,} B" in said[-1]

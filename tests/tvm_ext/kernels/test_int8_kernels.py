@@ -26,6 +26,7 @@ from tvm_ext.kernels.fixed_point import (
     saturating_rounding_doubling_high_mul,
 )
 from tvm_ext.kernels.dense import pair_weights, stack_rows, stacks_rows
+from tvm_ext.kernels.pool import average_of_sums, row_sums
 from tvm_ext.kernels.int8_tables import softmax_exp_table
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, quantize_multiplier, softmax_params
 
@@ -294,6 +295,26 @@ def test_pool_matches_reference(case, kernel, reference, seed, activation):
     got = run_te(lambda a: kernel(a, pool=pool, strides=strides, padding=padding,
                                   activation=ActivationRange(*activation)), [x])
     np.testing.assert_array_equal(got, reference(x, pool, strides, padding, activation))
+
+
+@pytest.mark.parametrize("bands", [[7], [2, 3, 2], [1] * 7])
+@pytest.mark.parametrize("seed", [9, 10])
+def test_a_global_average_pool_summed_band_by_band_matches_the_reference(bands, seed):
+    """row_sums over bands of rows (each adding the sums of the bands before) then average_of_sums compute the
+    global average pool of the whole input (streamed bands, tvm_ext.transform.patch_prefix): the rounding half
+    away from zero of negative and positive sums alike, the saturation to int8."""
+    rng = _rng(seed)
+    x = _int8(rng, (1, 7, 5, 6))
+    x[..., 0], x[..., 1] = -128, 127  # saturated channels: the extreme sums
+    sums, start = None, 0
+    for rows in bands:
+        band = x[:, start:start + rows]
+        sums = run_te(row_sums, [band] if sums is None else [band, sums])
+        start += rows
+    got = run_te(lambda total: average_of_sums(total, count=35, dtype="int8"), [sums])
+    want = ref.average_pool2d(x, (7, 5), (7, 5), (0, 0, 0, 0), (-128, 127))
+    np.testing.assert_array_equal(got, want)
+    assert (sums < 0).any() and (sums > 0).any()
 
 
 @pytest.mark.parametrize("rounding", ROUNDINGS)

@@ -8,7 +8,8 @@ STRIDED_SLICE's masks into one slice, and a reshape where it shrinks axes). (The
 themselves is CONCATENATION's second form: `tvm_ext.transform.int8.concatenation`.)
 
 They keep one quantization (TVM's converter asserts PAD's input and output agree, as TFLite Micro requires
-of the zero point), so each is a copy kernel of the stored int8 values with no requantization. PAD's value
+of the zero point), so each is a copy kernel of the stored int8 values with no requantization (PAD's as runs where the backend
+asks for them: the input's rows copied whole, the padding filled, ``tvm_ext.kernels.copy_runs.pad_runs``). PAD's value
 is the one the frontend wrote, already in the quantized domain: the zero point for PAD (TFLite Micro pads
 with the output's, equal to the input's), PADV2's stored int8 constant as it is.
 """
@@ -20,6 +21,7 @@ from typing import Callable
 from tvm import relax, topi
 from tvm.relax.dpl import DFPattern, is_op, wildcard
 
+from ...kernels.copy_runs import pad_runs
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext
 
 PAD_OPERATORS = frozenset({"PAD", "PADV2"})
@@ -53,9 +55,11 @@ def recorded_operator(call: relax.Call, ctx: LoweringContext, operators: frozens
 
 
 def _pad(call: relax.Call, ctx: LoweringContext) -> KernelCall:
+    """PAD's kernel: as runs where the backend asks for them (``ctx.pad_runs``), else ``topi.nn.pad``'s."""
     widths = [int(width) for width in call.attrs.pad_width]  # (before, after) of each axis in turn
     value = int(float(call.attrs.pad_value))
-    return KernelCall(recorded_operator(call, ctx, PAD_OPERATORS, "PAD"), call, topi.nn.pad,
+    return KernelCall(recorded_operator(call, ctx, PAD_OPERATORS, "PAD"), call,
+                      pad_runs if ctx.pad_runs else topi.nn.pad,
                       (ctx.lowered[call.args[0]],),
                       {"pad_before": widths[0::2], "pad_after": widths[1::2], "pad_value": value})
 

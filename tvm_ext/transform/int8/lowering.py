@@ -25,8 +25,10 @@ class LoweringContext:
     """What a lowering reads: the original graph, the lowered Var of each original Var lowered so far
     (int8 tensors of the new graph), the rounding mode of the kernels, and whether int8 FULLY_CONNECTED
     kernels take paired weights (``tvm_ext.kernels.dense.pair_weights``) where they can, whether int8
-    MAX_POOL_2D kernels are written as runs (``tvm_ext.kernels.copy_runs.max_pool2d_runs``) where they can, and
-    the backend's own kernel of int8 ADD (``backends.backend.KernelSchedules.int8_add``; None: none)."""
+    MAX_POOL_2D kernels are written as runs (``tvm_ext.kernels.copy_runs.max_pool2d_runs``) where they can, whether
+    PAD kernels are (``tvm_ext.kernels.copy_runs.pad_runs``), the backend's own kernel of int8 ADD
+    (``backends.backend.KernelSchedules.int8_add``; None: none), and whether recurrent cells take their gate
+    weights interleaved per tile of four units (``backends.backend.KernelSchedules.interleaved_gate_weights``)."""
 
     graph: Graph
     lowered: dict[relax.Var, relax.Expr]
@@ -40,6 +42,8 @@ class LoweringContext:
     conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None
     """Each output channel's int8 CONV_2D weight length for a window (KH, KW, I), padded or not
     (``backends.backend.KernelSchedules.conv_weight_length``; None: KH * KW * I)."""
+    interleaved_gate_weights: bool = False
+    pad_runs: bool = False
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@
 ``output = q(lstm(dq(x), dq(H0), dq(C0), dq(W_input[4]), dq(W_recurrent[4]), bias[4]))`` -> ``lstm_int8`` on the
 int8 input, the hidden and cell states, the four gates' weights stacked (gate-major, TFLite's gate order), their
 products' offsets (the biases with the input and hidden zero points folded in at compile time,
-``tvm_ext.kernels.lstm.gate_products``) and TFLite's sigmoid table. Its PrimFunc is marked with
+``tvm_ext.kernels.lstm.gate_products``) and TFLite's sigmoid table laid out over signed inputs
+(``tvm_ext.kernels.lstm.signed_sigmoid_table``); where the backend asks
+(``LoweringContext.interleaved_gate_weights``) each gate's weights interleaved per tile of four units
+(``tvm_ext.kernels.lstm.interleave_gate_weights``). Its PrimFunc is marked with
 ``STATE_OPERANDS_ATTR`` (the hidden and cell state operands: the plan makes them the bundle's static state, ``H0``
 and ``C0`` their reset values; the kernel rewrites them in place) and opaque, so that fusion never turns a state
 into a kernel-local buffer. The scales are TFLM's (``tvm_ext.kernels.lstm.lstm_params``).
@@ -17,7 +20,8 @@ import numpy as np
 from tvm import relax
 
 from ...frontend.tflite_ops.lstm import CELL_CLIP_ATTR, LSTM, TIME_MAJOR_ATTR
-from ...kernels.lstm import SIGMOID_TABLE, LstmQuantization, gate_products, lstm_int8, lstm_params
+from ...kernels.lstm import (LstmQuantization, gate_products, interleave_gate_weights, lstm_int8, lstm_params,
+                             signed_sigmoid_table)
 from .graph import Quant
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from tvm_ext.layers import STATE_OPERANDS_ATTR
@@ -64,10 +68,14 @@ def _match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Misma
     stacked_input = np.stack([w for w, _ in input_weights])
     stacked_recurrent = np.stack([w for w, _ in recurrent_weights])
     input_offsets, recurrent_offsets, products = gate_products(np.stack(biases).astype(np.int32), stacked_input,
-                                                               stacked_recurrent, params)
+                                                               stacked_recurrent, params,
+                                                               interleave=ctx.interleaved_gate_weights)
+    if products.interleaved:
+        stacked_input = interleave_gate_weights(stacked_input)
+        stacked_recurrent = interleave_gate_weights(stacked_recurrent)
     operands = (ctx.lowered[source], relax.const(hidden), relax.const(cell), relax.const(stacked_input),
                 relax.const(stacked_recurrent), relax.const(input_offsets), relax.const(recurrent_offsets),
-                relax.const(SIGMOID_TABLE))
+                relax.const(signed_sigmoid_table()))
     return FixedCall(KernelCall("UNIDIRECTIONAL_SEQUENCE_LSTM", step, lstm_int8, operands,
                                 {"params": params, "products": products},
                                 {STATE_OPERANDS_ATTR: (_HIDDEN, _CELL), "op_pattern": _OPAQUE}))

@@ -24,7 +24,7 @@ from tvm_ext.kernels import (
     quantize_int8,
 )
 from tvm_ext.kernels.fixed_point import shifts_right_only
-from tvm_ext.kernels.lstm import SIGMOID_TABLE, LstmQuantization, lstm_int8, lstm_params
+from tvm_ext.kernels.lstm import LstmQuantization, lstm_int8, lstm_params, signed_sigmoid_table
 from tvm_ext.kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
 from tvm_ext.kernels.onnxruntime_pool import global_average_multiplier, qlinear_global_average_pool
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers, fully_connected_multiplier
@@ -358,7 +358,7 @@ def test_lstm_matches_as_one_kernel_with_gate_offsets_folded_and_tflites_gate_or
     data, hidden_arg, cell_arg, stacked_input, stacked_recurrent, input_offsets, recurrent_offsets, table = call.args
     assert data.same_as(next(iter(ctx.lowered.values())))
     for arg, expected in [(hidden_arg, hidden), (cell_arg, cell), (stacked_input, np.stack(input_weights)),
-                          (stacked_recurrent, np.stack(recurrent_weights)), (table, SIGMOID_TABLE)]:
+                          (stacked_recurrent, np.stack(recurrent_weights)), (table, signed_sigmoid_table())]:
         np.testing.assert_array_equal(arg.value.numpy(), expected)
     zps = np.array(weight_zps, np.int64).reshape(4, 1, 1)
     np.testing.assert_array_equal(input_offsets.value.numpy(), np.stack(biases).astype(np.int64)

@@ -22,6 +22,8 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 
 from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
 
+from c_checks import kernel_bodies  # noqa: E402
+from emulator.tools import missing_tools  # noqa: E402
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import CompileError, compile  # noqa: E402
@@ -48,8 +50,10 @@ PADDINGS = (
     ((2, 1, 3, 1), ((1, 2), (0, 1), (1, 0), (2, 2))),
     ((1, 1, 1, 1), ((0, 0), (0, 0), (0, 0), (0, 0))),
     ((2, 1, 3, 2, 1), ((0, 1), (1, 0), (0, 0), (2, 1), (1, 1))),
+    ((1, 1, 13, 6), ((0, 0), (0, 0), (4, 0), (0, 0))),  # a causal Conv1D's padding: rows of 78 bytes copied
+    ((1, 5, 7, 5), ((0, 0), (1, 2), (1, 1), (0, 0))),  # a convolution's SAME padding, odd runs
 )
-PADV2_VALUES = (-128, 127, 0, -7, 55, 3, -1)  # the stored int8 constant, one per case
+PADV2_VALUES = (-128, 127, 0, -7, 55, 3, -1, 9, -100)  # the stored int8 constant, one per case
 
 
 def _padded(shape: tuple[int, ...], paddings) -> tuple[int, ...]:
@@ -108,6 +112,27 @@ def test_transpose_is_bit_exact_with_tflite_micro(tmp_path):
 @pytest.mark.parametrize("builtin", ("PAD", "PADV2"))
 def test_pad_is_bit_exact_with_tflite_micro(builtin, tmp_path):
     assert_bit_exact_with_tflite_micro(pad_model(builtin), tmp_path, PAD_VIEWS)
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.parametrize("builtin", ("PAD", "PADV2"))
+def test_pad_as_runs_on_a_dsp_core_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    """On a DSP core PAD is written as runs (tvm_ext/kernels/copy_runs.py: pad_runs): the input's rows copied by
+    the bundle's word copy, the padding filled; the self-test under QEMU (TFLite Micro's outputs on its cases)
+    passes bit-exactly."""
+    model = tmp_path / "pads.tflite"
+    model.write_bytes(build(pad_model(builtin)))
+    selftest = compile(model, "cortex-m4f", tmp_path / "out").selftest
+    assert selftest.passed and selftest.where.startswith("mps2-") and set(selftest.max_errors) == {0}, selftest.output
+    assert len(selftest.outputs) == len(PADDINGS), selftest.output
+    kernels_c = next((tmp_path / "out").glob("*_kernels.c")).read_text()
+    pads = {name: body for name, body in kernel_bodies(kernels_c).items() if "_pad_" in name or "_padv_" in name}
+    assert len(pads) == len(PADDINGS) - len(PAD_VIEWS), list(kernel_bodies(kernels_c))
+    # a run of at least two elements (the input's extent along its innermost padded axis and the axes after it)
+    # is one call of the copy; a run of one element stays a store
+    runs = [int(np.prod(shape[max(axis for axis, widths in enumerate(paddings) if any(widths)):]))
+            for shape, paddings in PADDINGS if np.any(paddings)]
+    assert sum("_copy_ascending(" in body for body in pads.values()) == sum(run >= 2 for run in runs), pads
 
 
 # (input shapes, axis): each axis of 1-D to 4-D (TFLite Micro's limit), negative axes, size-1 and odd sizes,

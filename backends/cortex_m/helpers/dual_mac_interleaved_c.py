@@ -1,0 +1,35 @@
+"""The bundle's dual multiply-accumulate over interleaved weights: `<prefix>_dual_mac_s8x4_interleaved`, `static
+inline` C in `<model>_internal.h`, called by the LSTM's gate products on DSP cores without MVE
+(`backends.cortex_m.schedules.extern_helpers`), whose weights the int8 lowering lays out once at compile time
+(`tvm_ext.kernels.lstm.interleave_gate_weights`: per tile of four units, each group of four inputs' sixteen
+weights together, unit after unit).
+
+Its own library (`INTERLEAVED_MAC_HELPERS`), so that only a bundle that calls it defines it: every other
+bundle's `<model>_internal.h` stays as it was.
+
+The C is hand-written: `templates/dual_mac_interleaved.h.in` (its contract in its leading comment), unit-tested
+on the host and under QEMU by `tests/c/test_dual_mac_interleaved.c`
+(`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
+"""
+
+from __future__ import annotations
+
+from backends.backend import HelperLibrary
+from packager.template_files import helper_template_c
+
+DUAL_MAC_INTERLEAVED_TEMPLATE = "dual_mac_interleaved.h.in"
+INTERLEAVED_GROUP = 4
+"""Inputs per group: a group's weights are INTERLEAVED_GROUP inputs of each of the four channels, in a row."""
+
+
+def dual_mac_interleaved_helper_name(prefix: str) -> str:
+    """The C name of the helper in the bundle `prefix`."""
+    return f"{prefix}_dual_mac_s8x4_interleaved"
+
+
+def dual_mac_interleaved_c(prefix: str) -> str:
+    """The helper's C definition for the bundle `prefix`."""
+    return helper_template_c(__package__, DUAL_MAC_INTERLEAVED_TEMPLATE, prefix)
+
+
+INTERLEAVED_MAC_HELPERS = HelperLibrary("cortex_m_interleaved_mac", dual_mac_interleaved_c)

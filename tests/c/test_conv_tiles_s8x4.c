@@ -1,0 +1,86 @@
+/* Unit test of the DSP cores' fused convolution channel tiles (backends/cortex_m/helpers/templates/
+ * conv_tiles_s8x4.h.in after dsp_words.h.in, dual_mac.h.in and requantize_small.h.in, with the prefix lp):
+ * lp_conv_tiles_s8x4 and lp_conv_tiles_s8x4_b16 against the plain sums of their contract from the bias,
+ * requantized by the bundle's scalar helpers (lp_requantize_double_small, lp_saturate_int8), over every window of
+ * the window MAC tests (cortex_m_test_values.h: rows 0..3, row_len 0..35, three layouts, every byte alignment,
+ * mixed and minimum values), 0 to 3 tiles of four channels, biases of +-2^12 and (a tile's last) +-2^24 (int16
+ * ones for _b16), every shift -31..-1, drawn multipliers and zero points; the bytes after the outputs must keep
+ * their value. Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for
+ * cortex-m4f under QEMU (SXTB16, SMLAD, SMMULR). Prints "ok <cases> cases" and exits 0, or names the first
+ * failures and exits 1. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cortex_m_test_values.h"
+#include "conv_tiles_s8x4.h"
+
+#define CHANNELS_MAX 12
+#define GUARD 4 /* bytes after the outputs that must keep their value */
+
+/* The outputs the kernel's loops store (channels of them, then GUARD bytes left at 0x5a): each tile's plain window
+   sums from the biases (int32, or bias16 where it is not NULL), requantized by the scalar helpers. */
+static void expected_outs(int8_t *want, const int8_t *x, const int8_t *w, const window_case *k, int32_t channels,
+                          const int32_t *bias, const int16_t *bias16, const int32_t *multiplier, const int8_t *shift,
+                          int32_t zero_point)
+{
+    for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+        want[c] = (int8_t)0x5a;
+    }
+    for (int32_t first = 0; first < channels; first += 4) {
+        int32_t sums[4];
+        for (int32_t c = 0; c < 4; ++c) {
+            sums[c] = bias16 != NULL ? bias16[first + c] : bias[first + c];
+        }
+        plain_window_mac(sums, x, NULL, w + first * k->w_channel_stride, k->x_row_stride, k->w_channel_stride,
+                         k->rows, k->row_len);
+        for (int32_t c = 0; c < 4; ++c) {
+            const int32_t requantized = lp_requantize_double_small(sums[c], multiplier[first + c], shift[first + c]);
+            want[first + c] = (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
+        }
+    }
+}
+
+int main(void)
+{
+    static int8_t x_store[440], w_store[CHANNELS_MAX * 110 + 8];
+    uint32_t state = 7;
+    int32_t failures = 0, cases = 0;
+    for (int32_t i = 0; i < 2 * WINDOW_CASES; ++i) { /* each window with int32 biases, then int16 ones */
+        const int narrow = i >= WINDOW_CASES;
+        const window_case k = window_case_of(i % WINDOW_CASES);
+        const int32_t channels = 4 * (i % (CHANNELS_MAX / 4 + 1)), zero_point = i % 3 == 0 ? -128 : 127 - i % 200;
+        const int8_t *x = x_store + k.x_offset, *w = w_store + k.w_offset;
+        int32_t bias[CHANNELS_MAX], multiplier[CHANNELS_MAX];
+        int16_t bias16[CHANNELS_MAX];
+        int8_t shift[CHANNELS_MAX], out[CHANNELS_MAX + GUARD], want[CHANNELS_MAX + GUARD];
+        fill_s8(x_store, (int32_t)sizeof x_store, &state, k.all_min);
+        fill_s8(w_store, (int32_t)sizeof w_store, &state, k.all_min);
+        for (int32_t c = 0; c < CHANNELS_MAX; ++c) {
+            const uint32_t drawn = next_value(&state);
+            bias[c] = c % 4 == 3 ? (int32_t)(drawn >> 7) - (1 << 24) : (int32_t)(drawn >> 19) - (1 << 12);
+            bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
+            multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
+            shift[c] = (int8_t)(-1 - (i + c) % 31);
+            out[c] = (int8_t)0x5a;
+        }
+        for (int32_t c = CHANNELS_MAX; c < CHANNELS_MAX + GUARD; ++c) {
+            out[c] = (int8_t)0x5a;
+        }
+        const int32_t returned = narrow
+            ? lp_conv_tiles_s8x4_b16(out, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
+                                     k.w_channel_stride, k.rows, k.row_len, channels)
+            : lp_conv_tiles_s8x4(out, x, w, bias, multiplier, shift, zero_point, k.x_row_stride, k.w_channel_stride,
+                                 k.rows, k.row_len, channels);
+        expected_outs(want, x, w, &k, channels, bias, narrow ? bias16 : NULL, multiplier, shift, zero_point);
+        int wrong = returned != 0;
+        for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+            wrong |= out[c] != want[c];
+        }
+        if (wrong && failures++ < 8) {
+            printf("wrong case %ld (%s biases): %ld channels, rows %ld, row_len %ld\n", (long)i,
+                   narrow ? "int16" : "int32", (long)channels, (long)k.rows, (long)k.row_len);
+        }
+        ++cases;
+    }
+    return cases_verdict(cases, failures);
+}

@@ -1,0 +1,213 @@
+/* Unit test of the Helium float multiply-accumulates (backends/cortex_m/helpers/templates/helium_float.h.in, with the
+ * prefix lp): lp_fmac_f32 and lp_fmac_f32x2, and the depthwise lp_fmac_dw_f32 and lp_fmac_dw_f32x2 (a tap's inputs
+ * its channels, x_col_stride apart), against the plain loops of their contract (the product rounded, then the
+ * sum, in the contract's order), bit for bit, over windows of rows 0..3 and row_len 0..9, channel counts 1..19
+ * (whole groups of eight, one vector, and every predicated tail), weight tap strides at and past the channel
+ * count, padded input rows, both pixel forms, values of mixed signs and magnitudes 2^-20..2^20 with zeros, and starting
+ * accumulators of their own; the floats after each pixel's accumulators must keep their value. Then the tile
+ * epilogues lp_bias_act_f32 and lp_bias_res_act_f32 (bias, residual, ReLU / ReLU6 bounds) against the scalar
+ * kernel's expressions, NaN and -0 included. Built by
+ * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
+ * (VLDRW, VMUL, VADD, VCTP). Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cortex_m_test_values.h"
+#include "fmac_f32.h"
+
+#define CHANNELS_MAX 19
+#define GUARD 3 /* floats after the accumulators that must keep their value */
+#define X_FLOATS 1024
+#define W_FLOATS 1024
+
+/* A float of the sequence: 0 now and then, else a signed value of magnitude 2^-20..2^20. */
+static float next_float(uint32_t *state)
+{
+    const uint32_t drawn = next_value(state);
+    if (drawn % 17u == 0u) {
+        return 0.0f;
+    }
+    const float unit = (float)(drawn % 4096u) / 4096.0f + 0.5f;
+    const int exponent = (int)((drawn >> 12) % 41u) - 20;
+    return (drawn & 0x8000u) ? -ldexpf(unit, exponent) : ldexpf(unit, exponent);
+}
+
+/* The contract's sum for channel c of the pixel at x, from `start`. */
+static float expected(const float *x, const float *w, float start, int32_t x_row_stride, int32_t w_row_stride,
+                      int32_t w_tap_stride, int32_t rows, int32_t row_len, int32_t c)
+{
+    float sum = start;
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t k = 0; k < row_len; ++k) {
+            sum = sum + x[r * x_row_stride + k] * w[r * w_row_stride + k * w_tap_stride + c];
+        }
+    }
+    return sum;
+}
+
+/* The depthwise contract's sum for channel c of the pixel at x, from `start`. */
+static float expected_dw(const float *x, const float *w, float start, int32_t x_row_stride, int32_t x_col_stride,
+                         int32_t w_row_stride, int32_t w_col_stride, int32_t rows, int32_t cols, int32_t c)
+{
+    float sum = start;
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t k = 0; k < cols; ++k) {
+            sum = sum + x[r * x_row_stride + k * x_col_stride + c] * w[r * w_row_stride + k * w_col_stride + c];
+        }
+    }
+    return sum;
+}
+
+/* Whether a pixel's accumulators (channels of them, then GUARD untouched) differ from the contract's bits (the
+   depthwise one's where x_col_stride > 0). */
+static int wrong(const float *acc, const float *start, const float *x, const float *w, int32_t x_row_stride,
+                 int32_t x_col_stride, int32_t w_row_stride, int32_t w_tap_stride, int32_t rows, int32_t row_len,
+                 int32_t channels)
+{
+    int differs = 0;
+    for (int32_t c = 0; c < channels + GUARD; ++c) {
+        float want = start[c];
+        if (c < channels) {
+            want = x_col_stride > 0 ? expected_dw(x, w, start[c], x_row_stride, x_col_stride, w_row_stride,
+                                                  w_tap_stride, rows, row_len, c)
+                                    : expected(x, w, start[c], x_row_stride, w_row_stride, w_tap_stride, rows,
+                                               row_len, c);
+        }
+        differs |= memcmp(&acc[c], &want, sizeof want) != 0;
+    }
+    return differs;
+}
+
+/* The epilogue's expected value: act((acc + bias) [+ res]) as the scalar kernel writes it. */
+static float expected_act(float acc, float bias, const float *res, float low, float high, int32_t clamp)
+{
+    float v = acc + bias;
+    if (res != 0) {
+        v = v + *res;
+    }
+    if (clamp & 1) {
+        v = v > low ? v : low;
+    }
+    if (clamp & 2) {
+        v = v < high ? v : high;
+    }
+    return v;
+}
+
+/* lp_bias_act_f32 and lp_bias_res_act_f32 over channel counts 1..CHANNELS_MAX and every clamp, on values with a NaN,
+   -0 and the bounds themselves: the number of wrong cases (each printed, the first 8). */
+static int32_t epilogue_failures(uint32_t *state, int32_t *cases)
+{
+    int32_t failures = 0;
+    for (int32_t channels = 1; channels <= CHANNELS_MAX; ++channels) {
+        for (int32_t clamp = 0; clamp < 4; ++clamp) {
+            float acc[CHANNELS_MAX], bias[CHANNELS_MAX], res[CHANNELS_MAX];
+            float out[CHANNELS_MAX + GUARD], out_res[CHANNELS_MAX + GUARD];
+            for (int32_t c = 0; c < CHANNELS_MAX; ++c) {
+                acc[c] = next_float(state) * 4.0f;
+                bias[c] = next_float(state);
+                res[c] = next_float(state);
+            }
+            acc[channels / 2] = NAN;
+            acc[channels - 1] = -0.0f;
+            bias[channels - 1] = 0.0f;
+            res[channels - 1] = -0.0f;
+            if (channels > 2) {
+                acc[1] = 6.0f;
+                bias[1] = 0.0f;
+            }
+            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                out[c] = out_res[c] = 1.5f;
+            }
+            const int32_t returned = lp_bias_act_f32(out, acc, bias, channels, 0.0f, 6.0f, clamp)
+                | lp_bias_res_act_f32(out_res, acc, bias, res, channels, 0.0f, 6.0f, clamp);
+            int wrong_out = returned != 0;
+            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                const float want = c < channels ? expected_act(acc[c], bias[c], 0, 0.0f, 6.0f, clamp) : 1.5f;
+                const float want_res = c < channels ? expected_act(acc[c], bias[c], &res[c], 0.0f, 6.0f, clamp)
+                                                    : 1.5f;
+                wrong_out |= memcmp(&out[c], &want, sizeof want) != 0 || memcmp(&out_res[c], &want_res,
+                                                                                sizeof want_res) != 0;
+            }
+            if (wrong_out && failures++ < 8) {
+                printf("FAIL epilogue: %ld channels, clamp %ld\n", (long)channels, (long)clamp);
+            }
+            ++*cases;
+        }
+    }
+    return failures;
+}
+
+int main(void)
+{
+    static float x[X_FLOATS], w[W_FLOATS];
+    uint32_t state = 11;
+    int32_t failures = 0, cases = 0;
+    for (int32_t i = 0; i < X_FLOATS; ++i) {
+        x[i] = next_float(&state);
+    }
+    for (int32_t i = 0; i < W_FLOATS; ++i) {
+        w[i] = next_float(&state);
+    }
+    for (int32_t channels = 1; channels <= CHANNELS_MAX; ++channels) {
+        for (int32_t rows = 0; rows <= 3; ++rows) {
+            for (int32_t row_len = 0; row_len <= 9; row_len += 1 + (rows == 3)) {
+                const int32_t w_tap_stride = channels + (row_len % 3 == 1 ? 5 : 0);
+                const int32_t w_row_stride = row_len * w_tap_stride + (rows % 2) * 3;
+                const int32_t x_row_stride = row_len + (row_len % 2) * 4;
+                const int32_t x_pixel_stride = 7 + channels % 3;
+                const int32_t x_first = (channels + rows) % 5;
+                /* the depthwise form: a tap's channels contiguous, the taps x_col_stride apart in rows */
+                const int32_t x_col_stride = channels + row_len % 2, dw_row_stride = row_len * x_col_stride + 1;
+                if (rows * w_row_stride + channels > W_FLOATS
+                        || x_first + x_pixel_stride + rows * x_row_stride > X_FLOATS
+                        || x_first + x_pixel_stride + rows * dw_row_stride + channels > X_FLOATS) {
+                    continue;
+                }
+                float start_a[CHANNELS_MAX + GUARD], start_b[CHANNELS_MAX + GUARD];
+                float one[CHANNELS_MAX + GUARD], acc_a[CHANNELS_MAX + GUARD], acc_b[CHANNELS_MAX + GUARD];
+                float dw_one[CHANNELS_MAX + GUARD], dw_a[CHANNELS_MAX + GUARD], dw_b[CHANNELS_MAX + GUARD];
+                for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                    start_a[c] = next_float(&state);
+                    start_b[c] = next_float(&state);
+                }
+                memcpy(one, start_a, sizeof one);
+                memcpy(acc_a, start_a, sizeof acc_a);
+                memcpy(acc_b, start_b, sizeof acc_b);
+                memcpy(dw_one, start_a, sizeof dw_one);
+                memcpy(dw_a, start_a, sizeof dw_a);
+                memcpy(dw_b, start_b, sizeof dw_b);
+                const float *xp = x + x_first;
+                const int32_t returned = lp_fmac_f32(one, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows,
+                                                     row_len, channels)
+                    | lp_fmac_f32x2(acc_a, acc_b, xp, w, x_row_stride, w_row_stride, w_tap_stride, rows, row_len,
+                                    channels, x_pixel_stride)
+                    | lp_fmac_dw_f32(dw_one, xp, w, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride, rows,
+                                     row_len, channels)
+                    | lp_fmac_dw_f32x2(dw_a, dw_b, xp, w, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride,
+                                       rows, row_len, channels, x_pixel_stride);
+                if ((returned != 0
+                     || wrong(one, start_a, xp, w, x_row_stride, 0, w_row_stride, w_tap_stride, rows, row_len,
+                              channels)
+                     || wrong(acc_a, start_a, xp, w, x_row_stride, 0, w_row_stride, w_tap_stride, rows, row_len,
+                              channels)
+                     || wrong(acc_b, start_b, xp + x_pixel_stride, w, x_row_stride, 0, w_row_stride, w_tap_stride,
+                              rows, row_len, channels)
+                     || wrong(dw_one, start_a, xp, w, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride, rows,
+                              row_len, channels)
+                     || wrong(dw_a, start_a, xp, w, dw_row_stride, x_col_stride, w_row_stride, w_tap_stride, rows,
+                              row_len, channels)
+                     || wrong(dw_b, start_b, xp + x_pixel_stride, w, dw_row_stride, x_col_stride, w_row_stride,
+                              w_tap_stride, rows, row_len, channels))
+                    && failures++ < 8) {
+                    printf("FAIL %ld channels, rows %ld, row_len %ld\n", (long)channels, (long)rows, (long)row_len);
+                }
+                ++cases;
+            }
+        }
+    }
+    failures += epilogue_failures(&state, &cases);
+    return cases_verdict(cases, failures);
+}
