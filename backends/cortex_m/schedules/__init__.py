@@ -34,8 +34,9 @@ from typing import Optional
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
-from backends.cortex_m.schedules.border_window import (ROWS_WRITTEN_OUT, copied_window_length, has_short_rows,
-                                                        paired_windows, window_buffer, windowed_border)
+from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_window_length,
+                                                        has_short_rows, paired_windows, window_buffer,
+                                                        windowed_border)
 from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES, depthwise_tiles_calls
@@ -148,9 +149,10 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
     (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
     cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
-    on cores with MVE (`helium_add`); on DSP cores without MVE, a copied CONV_2D window padded to whole groups of
-    four with zero weights (`border_window.copied_window_length`; Helium's helper takes any length in its lanes),
-    and LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
+    on cores with MVE (`helium_add`); a copied CONV_2D window padded with zero weights
+    (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
+    16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
+    without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
@@ -160,7 +162,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
         stacked_rows=has_dsp_extension(profile) and not has_mve(profile),
         int8_add=helium_add_int8 if has_mve(profile) else None,
-        conv_weight_length=copied_window_length if has_dsp_extension(profile) and not has_mve(profile) else None,
+        conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1)
+        if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=has_dsp_extension(profile) and not has_mve(profile),
         pad_runs=has_dsp_extension(profile) and not has_mve(profile),

@@ -74,6 +74,14 @@ constant length). Measured on cortex-m4f: person_detect's 3x3 stem on one channe
 15,753,954 instructions against 15,728,661 unpadded."""
 
 
+HELIUM_INT8_LANES = 16
+"""The int8 lanes of a Helium vector: a copied window padded with zero weights to a multiple of these is read as
+whole vectors, no VCTP-predicated last one (the same number of vectors: the padding adds no load or VMLADAVA).
+Measured on cortex-m55: pretrainedResnet_quant's 3x3 stem on three channels (27 inputs, padded to 32) and the
+model 3,911,808 -> 3,834,338 instructions; vww_96_int8 4,248,405 -> 4,187,598; person_detect (9 -> 16)
+4,196,575 -> 4,171,276; kws_ref_model (10x4 on one channel, 40 -> 48) 1,440,358 -> 1,440,585."""
+
+
 ROWS_WRITTEN_OUT = 4
 """The most rows of a window whose copy without a test (an interior pixel's) is written out row after row, not a
 loop over its rows: a short row's copy is a few loads and stores, and the row loop's own instructions cost about
@@ -103,16 +111,17 @@ def _weight_length(realize: Optional[s_tir.SBlockRealize]) -> int:
     return int(loads[0].source.shape[1]) if len(loads) == 1 else 0
 
 
-def copied_window_length(kh: int, kw: int, cin: int, padded_input: bool) -> int:
-    """The length (elements) of an int8 CONV_2D's per-channel weights on a DSP core (`KernelSchedules`'
-    ``conv_weight_length``): the window KH * KW * Cin rounded up to a multiple of DUAL_MAC_GROUP where a padded
+def copied_window_length(kh: int, kw: int, cin: int, padded_input: bool, group: int = DUAL_MAC_GROUP,
+                         tail_min: int = PADDED_TAIL_MIN) -> int:
+    """The length (elements) of an int8 CONV_2D's per-channel weights (`KernelSchedules`'
+    ``conv_weight_length``): the window KH * KW * Cin rounded up to a multiple of ``group`` where a padded
     convolution copies each pixel's window (rows shorter than SHORT_ROW_BYTES, ``has_short_rows``: the border
-    split's copied windows) and at least PADDED_TAIL_MIN inputs are left after its groups of four; else the
-    window itself."""
+    split's copied windows) and at least ``tail_min`` inputs are left after its groups; else the window itself.
+    DSP cores: groups of four (DUAL_MAC_GROUP), PADDED_TAIL_MIN; Helium cores: HELIUM_INT8_LANES, any tail."""
     length = kh * kw * cin
-    tail = length % DUAL_MAC_GROUP
+    tail = length % group
     copied = padded_input and kh > 1 and kw * cin < SHORT_ROW_BYTES
-    return length + DUAL_MAC_GROUP - tail if copied and tail >= PADDED_TAIL_MIN else length
+    return length + group - tail if copied and tail >= tail_min else length
 
 
 def has_short_rows(loops: list, first_reduction: int) -> bool:

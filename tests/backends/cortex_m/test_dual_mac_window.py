@@ -22,7 +22,8 @@ from tvm_ext.kernels.fixed_point import Rounding
 from tvm_ext.kernels.quant_params import ActivationRange
 from tvm_ext.kernels.requantize import OutputStage
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
-from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES
+from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES, kernel_schedules
+from target.resolve import resolve_profile
 from tvm_ext.tir.tir_walk import walk
 
 
@@ -134,6 +135,18 @@ def test_interior_copy_writes_its_rows_out_and_each_branch_has_its_own_accumulat
 def test_copied_window_length_pads_only_where_a_tail_of_two_or_more_is_copied(window, channels, padded_input,
                                                                               length):
     assert copied_window_length(*window, channels, padded_input) == length
+
+
+@pytest.mark.parametrize("profile, window, channels, length", [
+    ("cortex-m55", (3, 3), 3, 32),  # 16 + 11 inputs: two whole vectors instead of a predicated last one
+    ("cortex-m55", (3, 3), 1, 16),
+    ("cortex-m55", (10, 4), 1, 48),
+    ("cortex-m55", (3, 3), 6, 54),  # rows read in place: not copied, not padded
+    ("cortex-m4f", (3, 3), 3, 28),  # groups of four
+])
+def test_a_copied_window_is_padded_to_the_cores_group(profile, window, channels, length):
+    """A Helium core pads a copied window to whole 16-lane vectors, a DSP core to groups of four."""
+    assert kernel_schedules(resolve_profile(profile)).conv_weight_length(*window, channels, True) == length
 
 
 def test_long_rows_stay_rows_in_the_interior():
