@@ -30,6 +30,8 @@ host and under QEMU by `tests/c/test_depthwise_mac.c` (`tests/backends/cortex_m/
 
 from __future__ import annotations
 
+from backends.bias_forms import bias_form
+
 DEPTHWISE_MAC_TEMPLATE = "depthwise_mac.h.in"
 DEPTHWISE_TILES_TEMPLATE = "depthwise_tiles.h.in"
 """The fused channel tiles (`<prefix>_depthwise_tiles_s8x4`, `_s8x4_b16`: an interior pixel's window sums and
@@ -50,8 +52,8 @@ def depthwise_box_helper_name(prefix: str, data: str = "int8") -> str:
     return f"{prefix}_depthwise_box_{_TAGS[data]}x4"
 
 
-def depthwise_tiles_helper_name(prefix: str, bias: str, window: str = "") -> str:
+def dsp_depthwise_tiles_helper_name(prefix: str, bias: str, window: str = "") -> str:
     """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the
     bundle `prefix`: the inlined one, or where `window` is "3x3" the out-of-line copy for 3x3 windows."""
     name = f"{prefix}_depthwise_tiles{window}_s8x4"
-    return name if bias == "int32" else f"{name}_b16"
+    return bias_form(name, bias)

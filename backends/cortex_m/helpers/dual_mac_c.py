@@ -24,6 +24,7 @@ QEMU (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 
 from __future__ import annotations
 
+from backends.bias_forms import bias_form
 from packager.template_files import helper_template_c
 
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
@@ -58,7 +59,7 @@ def dual_mac_helper_name(prefix: str, data: str = "int8") -> str:
 def conv_tiles_helper_name(prefix: str, bias: str) -> str:
     """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the bundle
     `prefix`."""
-    return f"{prefix}_conv_tiles_s8x4" if bias == "int32" else f"{prefix}_conv_tiles_s8x4_b16"
+    return bias_form(f"{prefix}_conv_tiles_s8x4", bias)
 
 
 def dual_mac_2px_helper_name(prefix: str) -> str:

@@ -45,6 +45,7 @@ mps3-an547 (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 
 from __future__ import annotations
 
+from backends.bias_forms import bias_form
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_TEMPLATE, MAC_HELPER_TEMPLATES
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
@@ -69,7 +70,7 @@ MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
 def requantize_s8_helper_name(prefix: str, bias: str) -> str:
     """The C name of the requantization epilogue's helper for biases of type `bias` ("int32" or "int16") in the
     bundle `prefix`."""
-    return f"{prefix}_requantize_s8" if bias == "int32" else f"{prefix}_requantize_s8_b16"
+    return bias_form(f"{prefix}_requantize_s8", bias)
 
 
 def depthwise16_helper_name(prefix: str, kind: str) -> str:
@@ -80,7 +81,7 @@ def depthwise16_helper_name(prefix: str, kind: str) -> str:
 def conv_tiles_helper_name(prefix: str, bias: str) -> str:
     """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the
     bundle `prefix`."""
-    return f"{prefix}_conv_tiles_s8" if bias == "int32" else f"{prefix}_conv_tiles_s8_b16"
+    return bias_form(f"{prefix}_conv_tiles_s8", bias)
 
 
 def helium_template_c(name: str, prefix: str) -> str:
@@ -122,13 +123,13 @@ def add_s8_tables_helper_name(prefix: str) -> str:
     return f"{prefix}_add_s8_tables"
 
 
-def depthwise_tiles_helper_name(prefix: str, bias: str, border: str = "") -> str:
+def helium_depthwise_tiles_helper_name(prefix: str, bias: str, border: str = "") -> str:
     """The C name of the fused depthwise channel tiles' helper for biases of type `bias` ("int32" or "int16") in
     the bundle `prefix`: an interior pixel's, or where `border` ("any" or "3x3") a border pixel's (its window
     copied with the padding), "3x3" the out-of-line copy for 3x3 windows."""
     name = {"": f"{prefix}_depthwise_tiles_s8", "any": f"{prefix}_depthwise_border_s8",
             "3x3": f"{prefix}_depthwise_border3x3_s8"}[border]
-    return name if bias == "int32" else f"{name}_b16"
+    return bias_form(name, bias)
 
 
 def helium_float_c(prefix: str) -> str:

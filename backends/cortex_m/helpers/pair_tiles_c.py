@@ -15,10 +15,12 @@ host and under QEMU by `tests/c/test_pair_tiles.c` (`tests/backends/cortex_m/tes
 
 from __future__ import annotations
 
+from backends.bias_forms import bias_form
+
 PAIR_TILES_TEMPLATE = "pair_tiles.h.in"
 
 
 def pair_tiles_helper_name(prefix: str, bias: str) -> str:
     """The C name of the helper for biases of type `bias` ("int32" or "int16") in the bundle `prefix`."""
     name = f"{prefix}_pair_tiles_s8"
-    return name if bias == "int32" else f"{name}_b16"
+    return bias_form(name, bias)

@@ -15,6 +15,7 @@ the host and under QEMU by `tests/c/test_requantize_small.c` (`tests/backends/co
 
 from __future__ import annotations
 
+from backends.bias_forms import bias_form
 from packager.template_files import helper_template_c
 
 REQUANTIZE_SMALL_TEMPLATE = "requantize_small.h.in"
@@ -24,7 +25,7 @@ def requantize_small_helper_name(prefix: str, bias: str, table: bool = False) ->
     """The C name of the helper for biases of type `bias` ("int32" or "int16") in the bundle `prefix`; with
     `table`, the one whose outputs are looked up in a table (`_lut_s8`, `_lut_s8_b16`)."""
     name = f"{prefix}_requantize_small_lut_s8" if table else f"{prefix}_requantize_small_s8"
-    return name if bias == "int32" else f"{name}_b16"
+    return bias_form(name, bias)
 
 
 def requantize_small_c(prefix: str) -> str:

@@ -38,6 +38,7 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 from tvm.sym import Analyzer
 
+from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_c import conv_tiles_helper_name as dsp_conv_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import conv_tiles_helper_name
 from backends.cortex_m.schedules import pixel_pairs
@@ -49,7 +50,7 @@ from tvm_ext.tir.tir_walk import map_leaves, with_root_loops_replaced
 
 TILE = 4
 """Output channels per tile: the dual MAC's."""
-CONV_TILES_OPS = {"int32": "tvm_ext.conv_tiles_s8", "int16": "tvm_ext.conv_tiles_s8_b16"}
+CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_s8")
 """The fused helper's op per bias type (the epilogue's, ``requantize_epilogue.REQUANTIZE_S8_OPS``)."""
 # conv_tiles_s8(out, x, w, bias, multiplier, shift, zero_point, x_row_stride, w_channel_stride, rows, row_len,
 # channels): out and the epilogue's constants `channels` elements; x rows runs of row_len, x_row_stride apart;
@@ -60,7 +61,7 @@ CONV_TILES_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(Arg(11), Arg(8)), Axis(Arg(9), Arg(10)), Axis(Arg(10), 1))),
     *(PointerAccess(pointer, (Axis(Arg(11), 1),)) for pointer in (3, 4, 5)),
 ))
-DSP_CONV_TILES_OPS = {"int32": "tvm_ext.conv_tiles_s8x4", "int16": "tvm_ext.conv_tiles_s8x4_b16"}
+DSP_CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_s8x4")
 """The DSP cores' fused helper per bias type: the same call as CONV_TILES_OPS' (channels a multiple of 4)."""
 for _ops, _name in ((CONV_TILES_OPS, conv_tiles_helper_name), (DSP_CONV_TILES_OPS, dsp_conv_tiles_helper_name)):
     for _bias, _op in _ops.items():

@@ -54,8 +54,9 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from backends.cortex_m.helpers.depthwise_mac_c import depthwise_tiles_helper_name as dsp_tiles_helper_name
-from backends.cortex_m.helpers.helium_c import depthwise_tiles_helper_name
+from backends.bias_forms import BIAS_TYPES, bias_form, by_bias
+from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_tiles_helper_name
+from backends.cortex_m.helpers.helium_c import helium_depthwise_tiles_helper_name
 from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset, pointee,
                                                    zeroed_stores)
 from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_MAC_OP
@@ -65,7 +66,7 @@ from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, R
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
 
-DEPTHWISE_TILES_OPS = {"int32": "tvm_ext.depthwise_tiles_s8", "int16": "tvm_ext.depthwise_tiles_s8_b16"}
+DEPTHWISE_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8")
 """The fused helper's op per bias type (the epilogue's, ``requantize_epilogue.REQUANTIZE_S8_OPS``)."""
 # (out, x, w, bias, multiplier, shift, zero_point, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,
 # cols, channels): out and the epilogue's constants `channels` elements; x[r * x_row_stride + k * x_col_stride + c]
@@ -76,8 +77,8 @@ DEPTHWISE_TILES_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(Arg(11), Arg(9)), Axis(Arg(12), Arg(10)), Axis(Arg(13), 1))),
     *(PointerAccess(pointer, (Axis(Arg(13), 1),)) for pointer in (3, 4, 5)),
 ))
-BORDER_OPS = {(bias, form): f"tvm_ext.depthwise_border{form if form == '3x3' else ''}_s8{suffix}"
-              for bias, suffix in (("int32", ""), ("int16", "_b16")) for form in ("any", "3x3")}
+BORDER_OPS = {(bias, form): bias_form(f"tvm_ext.depthwise_border{form if form == '3x3' else ''}_s8", bias)
+              for bias in BIAS_TYPES for form in ("any", "3x3")}
 """A border pixel's fused helper per bias type and form ("3x3": a 3x3 window's, one out-of-line copy per bundle;
 "any": any other window, inlined): the tiles' arguments, then where the image lies in the window."""
 # (out, x, w, bias, multiplier, shift, zero_point, x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows,
@@ -94,19 +95,19 @@ WINDOW_TAPS = 9
 """The most taps of a window whose border pixels take the border helper (its stack copy of one tile's window:
 ``<PREFIX>_DEPTHWISE16_WINDOW_TAPS`` in ``helium_depthwise16.h.in``); a wider window's border keeps the loop."""
 for _bias, _op in DEPTHWISE_TILES_OPS.items():
-    register_mac_helper(_op, functools.partial(depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
-DSP_TILES_OPS = {"int32": "tvm_ext.depthwise_tiles_s8x4", "int16": "tvm_ext.depthwise_tiles_s8x4_b16"}
+    register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
+DSP_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8x4")
 """The DSP cores' fused helper per bias type (``backends.cortex_m.helpers.depthwise_mac_c``'s
 ``depthwise_tiles.h.in``): the same call as DEPTHWISE_TILES_OPS' (channels a multiple of 4), inlined."""
 DSP_OUTLINED_SIDES = (3, 5)
 """The square windows (sides in taps) whose fused helper has one out-of-line copy per bundle."""
-DSP_TILES_OUTLINED_OPS = {(side, bias): f"tvm_ext.depthwise_tiles{side}x{side}_s8x4{suffix}"
-                          for side in DSP_OUTLINED_SIDES for bias, suffix in (("int32", ""), ("int16", "_b16"))}
+DSP_TILES_OUTLINED_OPS = {(side, bias): bias_form(f"tvm_ext.depthwise_tiles{side}x{side}_s8x4", bias)
+                          for side in DSP_OUTLINED_SIDES for bias in BIAS_TYPES}
 """Those copies' ops per (side, bias type)."""
 for _bias, _op in DSP_TILES_OPS.items():
-    register_mac_helper(_op, functools.partial(dsp_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
+    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
 for (_side, _bias), _op in DSP_TILES_OUTLINED_OPS.items():
-    register_mac_helper(_op, functools.partial(dsp_tiles_helper_name, bias=_bias, window=f"{_side}x{_side}"),
+    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, window=f"{_side}x{_side}"),
                         DEPTHWISE_TILES_ACCESS)
 
 
@@ -145,7 +146,7 @@ DSP_TILES = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES
 """The DSP cores': four channels per window call (``depthwise_mac``), the written-out epilogue
 (``requantize_small_c``), the border pixels in the loop (their padding products are loops, not calls)."""
 for (_bias, _form), _op in BORDER_OPS.items():
-    register_mac_helper(_op, functools.partial(depthwise_tiles_helper_name, bias=_bias, border=_form), BORDER_ACCESS)
+    register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias, border=_form), BORDER_ACCESS)
 
 
 def _uses(expr, var) -> bool:

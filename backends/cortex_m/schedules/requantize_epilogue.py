@@ -35,6 +35,7 @@ import tvm
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
+from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.helium_c import requantize_s8_helper_name
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
 from backends.cortex_m.schedules.dual_mac import AccessOffsets, accessed_buffer, register_mac_helper
@@ -43,11 +44,11 @@ from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.index_expr import substitute_index
 from tvm_ext.tir.tir_walk import with_root_loops_replaced
 
-REQUANTIZE_S8_OPS = {"int32": "tvm_ext.requantize_s8", "int16": "tvm_ext.requantize_s8_b16"}
+REQUANTIZE_S8_OPS = by_bias("tvm_ext.requantize_s8")
 """The Helium helper's op per bias type."""
-REQUANTIZE_SMALL_OPS = {"int32": "tvm_ext.requantize_small_s8", "int16": "tvm_ext.requantize_small_s8_b16"}
+REQUANTIZE_SMALL_OPS = by_bias("tvm_ext.requantize_small_s8")
 """The DSP helper's op per bias type."""
-REQUANTIZE_SMALL_LUT_OPS = {"int32": "tvm_ext.requantize_small_lut_s8", "int16": "tvm_ext.requantize_small_lut_s8_b16"}
+REQUANTIZE_SMALL_LUT_OPS = by_bias("tvm_ext.requantize_small_lut_s8")
 """The DSP helper's op per bias type with a lookup table after the requantization."""
 LUT_ENTRIES = 256
 """A lookup table's int8 entries, indexed by the saturated int8 value + LUT_OFFSET."""

@@ -27,6 +27,7 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
+from backends.bias_forms import bias_form
 from packager.template_files import helper_template_c
 
 MAC_CHANNELS = 8
@@ -86,7 +87,7 @@ def depthwise_pad_helper_name(prefix: str) -> str:
 def requantize_helper_name(prefix: str, bias: str) -> str:
     """The C name of the requantization epilogue for biases of type `bias` ("int32" or "int16") in the bundle
     `prefix`."""
-    return f"{prefix}_requantize_small_s8" if bias == "int32" else f"{prefix}_requantize_small_s8_b16"
+    return bias_form(f"{prefix}_requantize_small_s8", bias)
 
 
 def riscv_helpers_c(prefix: str) -> str:

@@ -42,6 +42,7 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
+from backends.bias_forms import by_bias
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_sizes
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
                                                  int8_data_update, mac_reduction, mac_window, window_call_block,
@@ -133,7 +134,7 @@ DEPTHWISE_PAD_ACCESS = HelperAccess((
 w[r * w_row_stride + k * w_col_stride + c] for r < rows, k < cols."""
 register_helper_call(DEPTHWISE_PAD_OP, RISCV_HELPERS, depthwise_pad_helper_name, DEPTHWISE_PAD_ACCESS)
 
-REQUANTIZE_OPS_BY_BIAS = {"int32": "tvm_ext.riscv_requantize_small_s8", "int16": "tvm_ext.riscv_requantize_small_s8_b16"}
+REQUANTIZE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_small_s8")
 """The requantization epilogue's op per bias type (`<prefix>_requantize_small_s8`, `_s8_b16`)."""
 for _bias, _op in REQUANTIZE_OPS_BY_BIAS.items():
     register_helper_call(_op, RISCV_HELPERS, functools.partial(requantize_helper_name, bias=_bias),
