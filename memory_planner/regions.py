@@ -39,6 +39,7 @@ from memory_planner.check import check_plan
 from memory_planner.liveness import aligned_lower_bound, lower_bound
 from memory_planner.plan import ExecutionPlan, TensorRole
 from memory_planner.planner import plan_memory
+from memory_planner.strategies.placement import arena_bytes, first_fit
 
 REPLAN_STRATEGY = "best_of_orders"
 """The strategy that re-plans a region's buffers with one first fit could not place (module docstring)."""
@@ -94,15 +95,7 @@ def first_fit_offset(buffer: Buffer, placed: Sequence[tuple[int, Buffer]]) -> in
         if all(offset + other.nbytes <= start or start + buffer.nbytes <= offset
                for offset, other in live if other is not source[1]):
             return start
-    busy = sorted((offset, offset + other.nbytes) for offset, other in live)
-    offset = 0
-    for start, end in busy:  # by start: once the buffer ends before one, it ends before every later one
-        if end <= offset:
-            continue
-        if offset + buffer.nbytes <= start:
-            break
-        offset = -(-end // buffer.alignment) * buffer.alignment
-    return offset
+    return first_fit(buffer.nbytes, buffer.alignment, [(offset, offset + other.nbytes) for offset, other in live])
 
 
 def assign_regions(buffers: Sequence[Buffer], rank: dict[str, float], capacities: Sequence[int],
@@ -143,8 +136,13 @@ def _replanned(members: list[Buffer], capacity: int) -> list[tuple[int, Buffer]]
 
 def _kept(blocks: list[Buffer], offsets: dict[str, int]) -> MemoryPlan:
     """The first-fit placement `offsets` of `blocks` as a MemoryPlan (FIRST_FIT)."""
-    arena = max((offsets[b.name] + b.nbytes for b in blocks), default=0)
+    arena = arena_bytes(blocks, offsets)
     return MemoryPlan(dict(offsets), arena, lower_bound(blocks), FIRST_FIT, arena == aligned_lower_bound(blocks))
+
+
+def faster_arena_bytes(arenas: Sequence[RegionArena]) -> int:
+    """The bytes of the faster regions' arenas (0 for one region)."""
+    return sum(arena.memory.arena_bytes for arena in arenas[:-1])
 
 
 def plan_regions(plan: ExecutionPlan, buffers: list[Buffer], regions: Sequence[tuple[str, int]]) -> list[RegionArena]:

@@ -1,4 +1,5 @@
-"""`<model>_model.c`: the entry function that calls the kernels in order on one arena.
+"""`<model>_model.c`: the entry function that calls the kernels in order on one arena (one per RAM region where
+the profile lists several: `packager.region_arenas`).
 
 Every tensor argument is one of: a weight array, the caller's input or output buffer (read and written in
 place, also through views), the bundle's static state (`packager.state`), or `arena + offset` from the memory plan

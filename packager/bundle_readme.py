@@ -15,14 +15,14 @@ from typing import Any
 from memory_planner.api import MemoryPlan
 from memory_planner.from_plan import total_ram_bytes
 from memory_planner.plan import ExecutionPlan
-from memory_planner.regions import RegionArena
+from memory_planner.regions import RegionArena, faster_arena_bytes
 from packager.build_files import BuildConfig, selftest_option, sources
 from packager.c_text import macro_prefix
 from packager.header import run_signature, status_codes
 from packager.io_header import has_helpers
 from packager.io_names import IoTensor, io_in_arena
 from packager.markdown_text import markdown_text
-from packager.region_arenas import faster_arena_bytes, readme_rows
+from packager.region_arenas import readme_rows
 from packager.selftest_verdict import SelftestResult
 from packager.state import reset_signature, state_bytes
 

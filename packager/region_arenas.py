@@ -102,11 +102,6 @@ def readme_rows(model: str, arenas: Sequence[RegionArena]) -> list[str]:
             f"{arena.memory.arena_bytes:,} |" for index, arena in enumerate(arenas[:-1])]
 
 
-def faster_arena_bytes(arenas: Sequence[RegionArena]) -> int:
-    """The bytes of the faster regions' arenas (0 for one region)."""
-    return sum(arena.memory.arena_bytes for arena in arenas[:-1])
-
-
 def manifest_entry(plan: ExecutionPlan, arenas: Sequence[RegionArena]) -> list[dict[str, Any]]:
     """The manifest's `memory_regions`: per region (fastest first) its name, bytes (None: the last takes the
     rest), arena bytes and lower bound, C array, and its buffers with their estimated traffic per byte

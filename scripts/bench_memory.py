@@ -124,13 +124,13 @@ def candidate_grids(func, model_macs: int, max_extra: float, count: int, rows: b
     return [p.grid for p in sorted(plans, key=lambda p: (p.arena_bytes, p.extra_macs))[:count]]
 
 
-def candidate_streams(func, count: int) -> list:
-    """The streamed plans to compile (`--patches streamN`): the `count` band counts whose best plan has the
-    smallest estimated arena (tvm_ext.compile.patches.streamed_plan's choice for each)."""
-    from tvm_ext.compile.patches import StreamRequest, plans_of
+def candidate_streams(plans: list, count: int) -> list:
+    """The streamed plans to compile (`--patches streamN`) among a model's `plans` (tvm_ext.compile.patches.plans_of,
+    smallest estimated arena first): the `count` band counts whose best plan has the smallest estimated arena."""
+    from tvm_ext.compile.patches import StreamRequest
 
     bands: list[int] = []
-    for plan in plans_of(func):
+    for plan in plans:
         if plan.streamed and plan.grid[0] not in bands:
             bands.append(plan.grid[0])
     return [StreamRequest(n) for n in bands[:count]]
@@ -167,7 +167,8 @@ def patch_cells(model: Path, target: str, scratch: Path, layer_by_layer: tuple[i
 
     imported = import_model(model)
     func = imported.mod["main"]
-    if not plans_of(func):
+    plans = plans_of(func)
+    if not plans:
         return ("- (no chain of windowed NHWC stages from an input)", "-", "-", "-", "-")
     best: dict[bool, Compiled | None] = {}
     errors: dict[bool, str] = {}
@@ -176,7 +177,7 @@ def patch_cells(model: Path, target: str, scratch: Path, layer_by_layer: tuple[i
             errors[rows] = "- (not one input and one output)"
             continue
         compiled = []
-        streams = [] if rows else candidate_streams(func, count)
+        streams = [] if rows else candidate_streams(plans, count)
         for grid in candidate_grids(func, model_macs, max_extra, count, rows) + streams:
             try:
                 compiled.append(compile_grid(model, target, scratch, grid, rows))

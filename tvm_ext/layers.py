@@ -41,6 +41,7 @@ ELEMENTWISE_LOOKUP_ATTR = "tvm_ext.elementwise_lookup"
 # A kernel FuseOps leaves alone (tvm_ext.transform.fuse_keeping_layers): the concatenation of a layer's patches
 # (tvm_ext.transform.patch_prefix), which fused into a pool after it gives C that GCC warns about.
 UNFUSED_ATTR = "tvm_ext.unfused"
+OPAQUE_PATTERN = 8  # TVM's OpPatternKind kOpaque: a kernel's "op_pattern" that FuseOps leaves alone
 SCRATCH_ATTR = "tvm_ext.scratch_bytes"  # [dtype, bytes] of each internal buffer made a parameter (codegen)
 STATE_OPERAND_ATTR = "tvm_ext.state_operand"  # the operand a kernel rewrites as the model's state (int8 SVDF)
 # The parameters a kernel reads as indices, with their bounds (tvm_ext.transform.index_guards.guards_of):

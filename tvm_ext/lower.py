@@ -64,6 +64,7 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
     wrapped with `keeping_layers`, so main's layer records reach the kernel calls.
     """
     profile = resolve_profile(target)
+    schedules = kernel_schedules_of(profile)
     return tvm.transform.Sequential(
         [
             # First: every later name (PrimFuncs' buffers are named after main's vars) is one of ours.
@@ -76,14 +77,14 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid, patches.driver)]),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name,
-                                    paired_weights=kernel_schedules_of(profile).paired_weights,
-                                    stacked_rows=kernel_schedules_of(profile).stacked_rows,
-                                    max_pool_runs=kernel_schedules_of(profile).max_pool_runs,
-                                    int8_add=kernel_schedules_of(profile).int8_add,
-                                    pad_runs=kernel_schedules_of(profile).pad_runs,
+                                    paired_weights=schedules.paired_weights,
+                                    stacked_rows=schedules.stacked_rows,
+                                    max_pool_runs=schedules.max_pool_runs,
+                                    int8_add=schedules.int8_add,
+                                    pad_runs=schedules.pad_runs,
                                     flash_bytes=profile.flash_bytes,
-                                    conv_weight_length=kernel_schedules_of(profile).conv_weight_length,
-                                    interleaved_gate_weights=kernel_schedules_of(profile).interleaved_gate_weights),
+                                    conv_weight_length=schedules.conv_weight_length,
+                                    interleaved_gate_weights=schedules.interleaved_gate_weights),
             # Before any folding: a quantized ONNX model's float Convs and MatMuls keep their int8 weights.
             keeping_layers(DequantizeWeightsInKernels()),
             # Before any folding: FoldConstant would run an index operator with bad constant indices on the

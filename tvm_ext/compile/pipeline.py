@@ -22,7 +22,7 @@ import numpy as np
 
 from backends import backend_of
 from emulator.cycle_model import cycle_estimate
-from memory_planner.regions import RegionArena, plan_regions, regions_phrase
+from memory_planner.regions import RegionArena, faster_arena_bytes, plan_regions, regions_phrase
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.check import InvalidMemoryPlanError
 from memory_planner.from_plan import buffers_from_plan
@@ -141,8 +141,8 @@ class Planned:
 
     def ram(self, profile: Profile, stack_measured_later: bool) -> RamUse:
         """The RAM one inference holds (device_ram.planned_ram), every region's arena counted."""
-        faster = sum(region.memory.arena_bytes for region in self.regions[:-1])
-        return planned_ram(self.plan, self.memory, profile, stack_measured_later, faster)
+        return planned_ram(self.plan, self.memory, profile, stack_measured_later,
+                           faster_arena_bytes(self.regions))
 
 
 @dataclass(frozen=True)
@@ -255,8 +255,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 with interrupts_held_back():
                     reference = running.enter_context(start_reference_file(checked, imported))
             func = imported.model.mod["main"]
-            request = rows_request(func, options.patches, file_name, (len(imported.model.inputs), len(imported.model.outputs)),
-                             options.io_in_arena) \
+            io_counts = (len(imported.model.inputs), len(imported.model.outputs))
+            request = rows_request(func, options.patches, file_name, io_counts, options.io_in_arena) \
                 if options.input_rows else options.patches
             grid_plan = patch_plan_for_grid(imported, request, file_name)
             if options.input_rows and grid_plan is not None and not takes_rows(func, grid_plan):
@@ -602,8 +602,9 @@ def _operators_of(lowered: Lowered, kernel: str) -> str:
 
 
 def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -> Planned:
-    """The call order with the lowest peak, as a new plan, and its arena placement, checked independently;
-    with `io_in_arena` the model's inputs and outputs are placed in the arena too."""
+    """The call order with the lowest peak, as a new plan, and its arena placement (one arena per RAM region of
+    the profile: `memory_planner.regions.plan_regions`), checked independently; with `io_in_arena` the model's
+    inputs and outputs are placed in the arena too."""
     order = choose_order(plan)
     ordered = replace(plan, calls=[plan.calls[i] for i in order])
     if not fetch_order_kept(ordered):

@@ -64,9 +64,9 @@ def stacks_rows(weight: np.ndarray) -> bool:
 def stacked_weight(weight: te.Tensor, o, k) -> tirx.PrimExpr:
     """The int8 weight of output channel ``o`` at input ``k`` as int32, from `stack_rows`' bytes ``weight``: the
     even channel's its lo byte, the odd channel's its hi byte plus the borrow (lo < 0)."""
-    half = weight[o // STACKED_TILE, k // 4, (o % STACKED_TILE // 2 * 2 + k % 2) * 4 + k % 4 // 2 * 2]
-    low = half.astype("int32")
-    high = weight[o // STACKED_TILE, k // 4, (o % STACKED_TILE // 2 * 2 + k % 2) * 4 + k % 4 // 2 * 2 + 1]
+    byte = (o % STACKED_TILE // 2 * 2 + k % 2) * 4 + k % 4 // 2 * 2  # the half's lo byte
+    low = weight[o // STACKED_TILE, k // 4, byte].astype("int32")
+    high = weight[o // STACKED_TILE, k // 4, byte + 1]
     zero, one = tirx.const(0, "int32"), tirx.const(1, "int32")
     return tirx.Select(o % 2 == 0, low, high.astype("int32") + tirx.Select(tirx.LT(low, zero), one, zero))
 

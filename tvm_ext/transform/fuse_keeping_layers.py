@@ -13,7 +13,7 @@ from __future__ import annotations
 import tvm
 from tvm import relax, tirx
 
-from tvm_ext.layers import ELEMENTWISE_LOOKUP_ATTR, UNFUSED_ATTR, keeping_layers
+from tvm_ext.layers import ELEMENTWISE_LOOKUP_ATTR, OPAQUE_PATTERN, UNFUSED_ATTR, keeping_layers
 
 
 def FuseOpsKeepingLayers() -> tvm.transform.Pass:  # noqa: N802 - a pass constructor, named like TVM's
@@ -24,7 +24,6 @@ def FuseOpsKeepingLayers() -> tvm.transform.Pass:  # noqa: N802 - a pass constru
 
 
 _ELEMENTWISE = 0  # TVM's OpPatternKind kElemWise
-_OPAQUE = 8  # kOpaque: FuseOps leaves the kernel alone
 
 
 @tvm.transform.module_pass(opt_level=0, name="PinnedOpPatterns")
@@ -35,7 +34,7 @@ def _pinned_op_patterns(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> t
     and recomputes a kElemWise set before it; so FuseOps would never fuse the lookup after the layer computing
     its input (a convolution's epilogue). Per element of that input it is elementwise: the table is a constant
     operand, read as a whole."""
-    updated = {gvar: func.with_attr("op_pattern", _OPAQUE if UNFUSED_ATTR in func.attrs else _ELEMENTWISE)
+    updated = {gvar: func.with_attr("op_pattern", OPAQUE_PATTERN if UNFUSED_ATTR in func.attrs else _ELEMENTWISE)
                for gvar, func in mod.functions.items()
                if isinstance(func, tirx.PrimFunc) and func.attrs is not None
                and (ELEMENTWISE_LOOKUP_ATTR in func.attrs or UNFUSED_ATTR in func.attrs)}

@@ -32,13 +32,12 @@ import tvm_ffi
 from tvm import relax
 
 from tvm_ext.kernels.pool import average_of_sums, row_sums
-from tvm_ext.layers import Layers, bindings_of, carry_layers, with_layers
+from tvm_ext.layers import OPAQUE_PATTERN, Layers, bindings_of, carry_layers, with_layers
 from tvm_ext.patch_geometry import (Range, Region, WindowStage, patch_regions, receptive_rows, split, stream_rows,
                                     top_stage)
 
 _WINDOW_OPS = ("relax.nn.conv2d", "relax.nn.max_pool2d", "relax.nn.avg_pool2d")
 _UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.nn.leakyrelu", "relax.astype")
-_OPAQUE = 8  # TVM's OpPatternKind kOpaque: FuseOps leaves a kernel the rewrite adds alone
 _CHANNEL_CONSTANT_OPS = ("relax.add", "relax.subtract", "relax.multiply", "relax.maximum", "relax.minimum")
 
 
@@ -443,7 +442,7 @@ class _PrefixRewriter(relax.PyExprMutator):
         as it is, like the frontend's own kernels)."""
         call = self.builder_.call_te(kernel, *args, primfunc_name_hint=kernel.__name__, **static)
         gvar = call.args[0]
-        self.builder_.update_func(gvar, self.builder_.get()[gvar].with_attr("op_pattern", _OPAQUE))
+        self.builder_.update_func(gvar, self.builder_.get()[gvar].with_attr("op_pattern", OPAQUE_PATTERN))
         return call
 
     def _finish_sums(self, sums: relax.Var, geometry: WindowStage) -> relax.Var:

@@ -54,6 +54,7 @@ def depthwise_box_helper_name(prefix: str, data: str = "int8") -> str:
 
 def dsp_depthwise_tiles_helper_name(prefix: str, bias: str, window: str = "") -> str:
     """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`: the inlined one, or where `window` is "3x3" the out-of-line copy for 3x3 windows."""
+    bundle `prefix`: the inlined one, or where `window` is "3x3" or "5x5" the out-of-line copy for
+    such windows."""
     name = f"{prefix}_depthwise_tiles{window}_s8x4"
     return bias_form(name, bias)

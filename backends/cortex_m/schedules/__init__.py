@@ -7,24 +7,27 @@ the helpers of `backends.cortex_m.helpers`.
 - `depthwise_mac`: DEPTHWISE_CONV_2D reductions (and the choice among the MAC helpers); `row_dot`: an SVDF's
   time product;
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
-  pair's inputs widened once, across odd-width rows); `pair_tiles`: an unpadded 1-high convolution's pair over
-  all its channel tiles as one call of the fused helper (inputs widened once, sums started at the biases);
+  pair's inputs widened once, across odd-width rows);
 - `border_window`: a padded convolution's border pixel copies its window once;
 - `requantize_epilogue`: a MAC kernel's int8 requantization loop over a channel tile as one call of the
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
-- `conv_tiles`: after the epilogue calls, a loop over an int8 convolution's channel tiles (zeroed
+- `pair_tiles` (DSP cores without MVE): after the epilogue calls, an unpadded 1-high convolution's pixel pair over
+  all its channel tiles as one call of the fused helper (inputs widened once, sums started at the biases);
+- `conv_tiles`: then a loop over an int8 convolution's channel tiles (zeroed
   accumulators, the dual MAC, the epilogue) as one call of the core's fused helper (Helium's, the DSP cores');
-- `depthwise_tiles` (Helium): then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
+- `depthwise_tiles`: then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
   accumulators, the window and padding calls under position tests, the epilogue) as fused calls, one per case;
   on DSP cores an interior pixel's loop over its four-channel tiles as one fused call (the border keeps the loop);
 - `helium_float` (Helium): a float CONV_2D / FULLY_CONNECTED reduction tiled to output channels (one or two
-  pixels) as one call of the float multiply-accumulate over four float lanes per vector;
+  pixels) as one call of the float multiply-accumulate over four float lanes per vector (`padded_float_calls`, then
+  each tile's bias and activation one call: `float_epilogue_calls`, both before the integer passes);
 - `helium_add` (Helium): int8 ADD as one call of the vector ADD helper, the kernel the int8 lowering writes
   (`KernelSchedules.int8_add`);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
-  without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for).
+  without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for, and an int8
+  LSTM's gate products over interleaved weights as the interleaved dual MAC).
 """
 
 from __future__ import annotations
@@ -153,18 +156,19 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
     without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
+    dsp_only = has_dsp_extension(profile) and not has_mve(profile)
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
         mac=mac_schedules_of(profile),
         # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
-        max_pool_runs=has_dsp_extension(profile) and not has_mve(profile),
+        max_pool_runs=dsp_only,
         # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
-        stacked_rows=has_dsp_extension(profile) and not has_mve(profile),
+        stacked_rows=dsp_only,
         int8_add=helium_add_int8 if has_mve(profile) else None,
         conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1)
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
-        interleaved_gate_weights=has_dsp_extension(profile) and not has_mve(profile),
-        pad_runs=has_dsp_extension(profile) and not has_mve(profile),
+        interleaved_gate_weights=dsp_only,
+        pad_runs=dsp_only,
     )

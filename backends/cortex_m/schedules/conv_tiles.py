@@ -1,4 +1,5 @@
-"""On Helium cores, a loop over a MAC kernel's channel tiles as one call of the fused channel-tiles helper.
+"""On Helium cores (and on DSP cores, with their own helpers: `DSP_CONV_TILES`), a loop over a MAC kernel's
+channel tiles as one call of the fused channel-tiles helper.
 
 After the Helium schedules have made each int8 CONV_2D / FULLY_CONNECTED tile's reduction a dual MAC call
 (``dual_mac``) and its requantization an epilogue call (``requantize_epilogue``), one output pixel runs a loop

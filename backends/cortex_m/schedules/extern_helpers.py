@@ -120,13 +120,13 @@ def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
                     (reduction.weight, (DUAL_MAC_CHANNELS * INTERLEAVED_GROUP, INTERLEAVED_GROUP, 1), w_tile_stride),
                     (reduction.store, (0, 1, 0), DUAL_MAC_CHANNELS),
                     (start, (0, 1, 0), DUAL_MAC_CHANNELS)]
+        corner = [extent - 1 for extent in extents]  # the nest's far corner
         for access, steps, tile_step in accesses:
             all_steps = ((tile_step,) if tiled else ()) + steps
             origin = offsets.offset(access, offsets.origin)
             if tuple(offsets.step(access, axis) for axis in range(len(loops))) != all_steps:
                 return None
             # linear over the whole nest: its far corner where the steps put it
-            corner = [extent - 1 for extent in extents]
             if offsets.offset(access, corner) != origin + sum(s * (e - 1) for s, e in zip(all_steps, extents)):
                 return None
     except KeyError:

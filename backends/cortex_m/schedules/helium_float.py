@@ -41,6 +41,7 @@ from tvm.sym import Analyzer
 
 from backends.cortex_m.helpers import HELIUM_FLOAT_HELPERS
 from backends.cortex_m.helpers.helium_c import fmac_f32_helper_name
+from backends.cortex_m.schedules.conv_tiles import _always
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _input_rows, _whole, accumulation,
                                                 helper_call_block)
 from tvm_ext.schedule.float_schedule import PIXEL_TILE
@@ -334,10 +335,6 @@ def _border_taps(chain: list, clean: s_tir.SBlockRealize, guard: tvm.ir.Call, bi
     for tap in reversed(([chain[-2]] if pixels else []) + list(taps)):  # the pixels outermost
         body = tirx.For(tap.loop_var, tap.min, tap.extent, tirx.ForKind.SERIAL, body)
     return body
-
-
-def _always(predicate) -> bool:
-    return isinstance(predicate, tirx.IntImm) and bool(predicate)
 
 
 def _float_guard(store) -> Optional[tvm.ir.Call]:

@@ -21,8 +21,8 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, stacked_mac_helper_name
-from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
-                                                int8_data_update, register_mac_helper)
+from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, channel_tile,
+                                                helper_call_block, int8_data_update, register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 
 STACKED_MAC_OP = "tvm_ext.stacked_mac_s8x4"
@@ -35,13 +35,6 @@ STACKED_MAC_ACCESS = HelperAccess((
 register_mac_helper(STACKED_MAC_OP, stacked_mac_helper_name, STACKED_MAC_ACCESS)
 
 
-def _int8_load(expr) -> Optional[TensorLoad]:
-    """The load of ``int32(load)`` over int8, else None."""
-    if isinstance(expr, tirx.Cast) and str(expr.ty.dtype) == "int32" and isinstance(expr.value, TensorLoad):
-        return expr.value if str(expr.value.source.dtype) == "int8" else None
-    return None
-
-
 def _is_int(expr, value: int) -> bool:
     return isinstance(expr, tirx.IntImm) and int(expr) == value
 
@@ -52,14 +45,14 @@ def _stacked_loads(select) -> Optional[tuple[tirx.PrimExpr, TensorLoad, TensorLo
     widens it to int64 there), or None where ``select`` is not that."""
     if not isinstance(select, tirx.Select):
         return None
-    condition, low = select.condition, _int8_load(select.true_value)
+    condition, low = select.condition, _load_of(select.true_value, ("int8",))
     if not (isinstance(condition, tirx.EQ) and isinstance(condition.a, tirx.FloorMod) and _is_int(condition.a.b, 2)
             and _is_int(condition.b, 0) and low is not None):
         return None
     high_sum = select.false_value
     if not isinstance(high_sum, tirx.Add) or not isinstance(high_sum.b, tirx.Select):
         return None
-    high, borrow = _int8_load(high_sum.a), high_sum.b
+    high, borrow = _load_of(high_sum.a, ("int8",)), high_sum.b
     if not (high is not None and high.source.same_as(low.source) and isinstance(borrow.condition, tirx.LT)
             and isinstance(borrow.condition.a, tirx.Cast) and tvm_ffi.structural_equal(borrow.condition.a.value, low)
             and _is_int(borrow.condition.b, 0)

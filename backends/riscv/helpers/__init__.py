@@ -27,7 +27,7 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
-from backends.bias_forms import bias_form
+from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
 from packager.template_files import helper_template_c
 
 MAC_CHANNELS = 8
@@ -86,8 +86,8 @@ def depthwise_pad_helper_name(prefix: str) -> str:
 
 def requantize_helper_name(prefix: str, bias: str) -> str:
     """The C name of the requantization epilogue for biases of type `bias` ("int32" or "int16") in the bundle
-    `prefix`."""
-    return bias_form(f"{prefix}_requantize_small_s8", bias)
+    `prefix`: the Cortex-M DSP epilogue's names (`requantize_small_helper_name`)."""
+    return requantize_small_helper_name(prefix, bias)
 
 
 def riscv_helpers_c(prefix: str) -> str:

@@ -14,11 +14,9 @@ import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
-from emulator.tools import missing_tools  # noqa: E402
 from test_border_split import kernels_bit_exact_everywhere  # noqa: E402
+from test_requantize_epilogue import needs_cross_tools  # noqa: E402
 from tflite_models import SAME, VALID, DepthwiseCase, depthwise_model  # noqa: E402
-
-needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 
 
 def _stem_kernels(tmp_path, multiplier: int) -> dict[str, str]:

@@ -114,9 +114,9 @@ def test_padded_convolution_calls_the_dual_mac_in_its_interior(tmp_path):
     """A SAME-padded window reads zero points outside the image: its border pixels test each tap, its interior
     (tvm_ext.schedule.border_split) calls the dual MAC without a test: one fused call over the pixel's channel
     tiles (conv_tiles_s8x4: the dual MAC's sums requantized), as the border pixels do on their copied windows."""
-    model = tmp_path / "same.tflite"
-    model.write_bytes(_conv_model(5, [(8, 3, 3, 1, SAME)]))
-    board = compile(model, "cortex-m4f", tmp_path / "m4f")
-    assert board.selftest.passed, board.selftest.output
+    board = bit_exact_on_cortex_m4f(tmp_path, "same", _conv_model(5, [(8, 3, 3, 1, SAME)]))
     kernels_c = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
-    assert "_conv_tiles_s8x4" in kernels_c and "window" in kernels_c
+    interior, border = kernels_c.split("} else {", 1)
+    assert interior.count("if (") == 1  # the pixel's test only: no tap is tested in the interior
+    assert interior.count("_conv_tiles_s8x4_b16(") == 1 == border.count("_conv_tiles_s8x4_b16(")
+    assert "_dual_mac_s8x4(" not in kernels_c  # every pixel's tiles are the fused call

@@ -4,6 +4,7 @@ each constant once, one library and one self-test running every model's cases; a
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -142,13 +143,17 @@ def test_the_command_builds_a_bundle_of_two_models_on_the_host(tmp_path: Path) -
     assert f"| shared arena (the largest model's, RAM) | {manifest['arena']['bytes']:,} |" in readme
     assert f"| weights (const, flash; a constant of several models stored once) | {manifest['weight_bytes']:,} |" \
         in readme
+    examples = re.findall(r'^```c\n#include "(\w+)\.h"', readme, re.MULTILINE)
     for index, model in enumerate(manifest["models"]):
-        assert f"| `{model['model']}` |" in readme and "PASS on host" in readme
+        assert re.search(rf"^\| `{model['model']}` \|.*\| PASS on host, \d+ input case\(s\) \|$", readme, re.MULTILINE)
+        assert examples[index] == model["model"]
         html = (out / f"{model['model']}_report.html").read_text()
-        assert "<!DOCTYPE html>" in html and f"{model['weight_bytes']:,}" in html
+        assert "<!DOCTYPE html>" in html and f"weights stored {model['weight_bytes']:,} B" in html
         # Each model's usage example compiles against its header, links with the one library of both and runs
-        # on the shared arena (-1 would be an error status).
-        assert example_runs(out, tmp_path, "models", index) >= 0
+        # on the shared arena: a class index of its output, not -1 (an error status).
+        header = (out / f"{model['model']}.h").read_text()
+        classes = int(re.search(rf"#define {model['model'].upper()}_OUTPUT0_ELEMENTS (\d+)u", header).group(1))
+        assert 0 <= example_runs(out, tmp_path, "models", index) < classes
 
 
 @pytest.mark.parametrize("arguments, says", [

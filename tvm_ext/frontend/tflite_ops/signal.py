@@ -18,13 +18,12 @@ import numpy as np
 from tvm import relax
 
 from tvm_ext.kernels import signal as kernels
-from tvm_ext.layers import STATE_OPERANDS_ATTR
+from tvm_ext.layers import OPAQUE_PATTERN, STATE_OPERANDS_ATTR
 from tvm_ext.frontend.converter_table import keyed_by
 from tvm_ext.model_check.signal_ops import SIGNAL_OPERATORS, TFLITE_TYPE_CODES, SignalOptionsError, read_options
 
 from .refusal import OperatorRefused
 
-_OPAQUE = 8  # TVM's OpPatternKind kOpaque: FuseOps leaves the kernel alone
 
 
 def custom_code(converter, op) -> str:
@@ -50,7 +49,7 @@ def _kernel_call(converter, kernel: Callable, args: list[relax.Expr], **static) 
     opaque and, for a stateful kernel, marked with the operands it rewrites."""
     call = converter.bb.call_te(kernel, *args, primfunc_name_hint=kernel.__name__, **static)
     gvar = call.args[0]
-    attrs = {"op_pattern": _OPAQUE}
+    attrs = {"op_pattern": OPAQUE_PATTERN}
     if kernel in kernels.STATE_OPERANDS:
         attrs[STATE_OPERANDS_ATTR] = kernels.STATE_OPERANDS[kernel]
     converter.bb.update_func(gvar, converter.bb.get()[gvar].with_attrs(attrs))

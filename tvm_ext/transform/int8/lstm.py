@@ -24,9 +24,8 @@ from ...kernels.lstm import (LstmQuantization, gate_products, interleave_gate_we
                              signed_sigmoid_table)
 from .graph import Quant
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
-from tvm_ext.layers import STATE_OPERANDS_ATTR
+from tvm_ext.layers import OPAQUE_PATTERN, STATE_OPERANDS_ATTR
 
-_OPAQUE = 8  # TVM's OpPatternKind kOpaque: FuseOps leaves the kernel alone
 _HIDDEN, _CELL = 1, 2  # the kernel's state operands
 _NOT_PER_TENSOR = Mismatch("UNIDIRECTIONAL_SEQUENCE_LSTM with operands that are not per-tensor quantized")
 
@@ -78,7 +77,7 @@ def _match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Misma
                 relax.const(signed_sigmoid_table()))
     return FixedCall(KernelCall("UNIDIRECTIONAL_SEQUENCE_LSTM", step, lstm_int8, operands,
                                 {"params": params, "products": products},
-                                {STATE_OPERANDS_ATTR: (_HIDDEN, _CELL), "op_pattern": _OPAQUE}))
+                                {STATE_OPERANDS_ATTR: (_HIDDEN, _CELL), "op_pattern": OPAQUE_PATTERN}))
 
 
 def _completes(value: relax.Expr, ctx: LoweringContext) -> bool:

@@ -24,11 +24,10 @@ from ...kernels.svdf import (svdf_feature_multiplier, svdf_feature_offsets, svdf
                              svdf_time_multiplier, svdf_time_offsets)
 from .graph import Quant
 from .mac import fits_small_accumulator
-from tvm_ext.layers import STATE_OPERAND_ATTR
+from tvm_ext.layers import OPAQUE_PATTERN, STATE_OPERAND_ATTR
 
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 
-_OPAQUE = 8  # TVM's OpPatternKind kOpaque: FuseOps leaves the kernel alone
 
 
 def _step(value: relax.Expr, ctx: LoweringContext, symbol: str) -> Optional[relax.Call]:
@@ -80,7 +79,7 @@ def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[Fix
          relax.const(svdf_feature_offsets(feature, data.zero_point))),
         {"memory": int(initial.shape[1]) // int(feature.shape[0]), "state_zero_point": state.zero_point,
          "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding},
-        {STATE_OPERAND_ATTR: 1, "op_pattern": _OPAQUE},
+        {STATE_OPERAND_ATTR: 1, "op_pattern": OPAQUE_PATTERN},
     ))
 
 
