@@ -8,6 +8,7 @@ portable C); other cores keep the generic kernel."""
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
@@ -47,6 +48,12 @@ def test_helium_int8_add_is_one_helper_call_and_stays_bit_exact(tmp_path):
     assert kernels.count("_add_s8_tables(") == 2, kernels  # each ADD's tables built once, before its runs
     assert all(", 315, " in call for call in calls), calls
     assert "vldrwq_gather_shifted_offset_s32(" in (bundle.out_dir / "add_internal.h").read_text()
+    symbols = subprocess.run(["arm-none-eabi-nm", str(bundle.library)], capture_output=True, text=True,
+                             check=True).stdout
+    # one out-of-line copy of the run's ADD and of the tables' builder (gcc may name it a .constprop clone) serves
+    # both ADD kernels
+    for helper in ("add_s8", "add_s8_tables"):
+        assert len(re.findall(rf" t \w+_{helper}(\.[\w.]+)?$", symbols, re.M)) == 1, symbols
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable loop
 
 
