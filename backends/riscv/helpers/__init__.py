@@ -23,8 +23,8 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
   out-of-line copy per bundle, with the contract, names and unit test (`tests/c/test_requantize_small.c`) of the
   Cortex-M DSP epilogue it stands for;
 - `fc_rows_s8x8.h.in`: `<prefix>_fc_rows_s8x8` (`_b16` for int16 biases), every channel of a per-tensor int8 fully
-  connected layer in one call of one out-of-line copy per bundle (each tile's sums from the biases, the paired MAC,
-  the requantization by the layer's one multiplier and shift), called by every such layer's kernel
+  connected layer in one call of one out-of-line copy per bundle (each tile's sums from the biases, the paired
+  MAC's loop, the requantization by the layer's one multiplier and shift), called by every such layer's kernel
   (`backends.cortex_m.schedules.fc_rows`; unit test `tests/c/test_riscv_fc_rows.c`).
 """
 
