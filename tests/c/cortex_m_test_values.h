@@ -1,6 +1,7 @@
 /* Inputs of the Cortex-M helpers' C unit tests (tests/c/test_dual_mac.c and its siblings): a fixed pseudo-random
  * sequence (the same run to run and on every core) with the int8 and int16 extremes forced in; the window cases
- * of the window MAC helpers and the plain sums they are checked against. */
+ * of the window MAC helpers and the plain sums they are checked against; the cases of the per-tensor fully
+ * connected rows (Helium's and RV32's: test_fc_rows.c, test_riscv_fc_rows.c). */
 #ifndef CORTEX_M_TEST_VALUES_H
 #define CORTEX_M_TEST_VALUES_H
 
@@ -136,6 +137,73 @@ static inline int cases_verdict(int32_t cases, int32_t failures)
     }
     printf("ok %ld cases\n", (long)cases);
     return 0;
+}
+
+
+/* One case of the per-tensor fully connected rows' tests (test_fc_rows.c, test_riscv_fc_rows.c): tiles tiles of
+   a helper's tile of channels over row_len inputs x, the layer's multiplier, shift and zero point. */
+typedef struct {
+    const int8_t *x;
+    int32_t row_len, tiles, channels, multiplier, shift, zero_point, all_min;
+} fc_rows_case;
+
+#define FC_ROWS_LEN_MAX 70 /* whole Helium vectors of 16, its eight lanes' step, every rest; RV32's odd groups */
+#define FC_ROWS_TILES_MAX 4
+
+/* A test's helper: its weights for case k (drawn by fill_s8 from state), its call (int32 biases where wide, else
+   int16) and the plain loops' output of channel c with bias `bias`, requantized by the scalar helpers. */
+typedef struct {
+    int32_t tile;
+    const int32_t *shifts; /* the shifts the helper's rounding takes, shift_count of them */
+    int32_t shift_count;
+    void (*weights)(const fc_rows_case *k, uint32_t *state);
+    int32_t (*call)(int8_t *out, const fc_rows_case *k, const int32_t *bias, const int16_t *bias16, int wide);
+    int8_t (*expected)(const fc_rows_case *k, int32_t c, int32_t bias);
+} fc_rows_helper;
+
+/* The exit status of `helper`'s test over every row length 0..FC_ROWS_LEN_MAX and 0..FC_ROWS_TILES_MAX tiles: inputs
+   at every byte offset, the values drawn or all at the minimum (every 7th case), int32 and int16 biases (their
+   ends too), multipliers 2^30, INT32_MAX and drawn ones, each of helper's shifts, zero points at either end; the
+   bytes after the outputs must keep their value. Prints the first wrong output, or "ok <cases> cases". */
+static inline int fc_rows_test(const fc_rows_helper *helper)
+{
+    static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, 1277447166, 2004318071};
+    static const int32_t zero_points[] = {-128, 0, 127, 5};
+    static int8_t x_store[FC_ROWS_LEN_MAX + 4], out[8 * FC_ROWS_TILES_MAX + 3];
+    int32_t bias[8 * FC_ROWS_TILES_MAX];
+    int16_t bias16[8 * FC_ROWS_TILES_MAX];
+    uint32_t state = 12345u;
+    int32_t cases = 0;
+    for (int32_t row_len = 0; row_len <= FC_ROWS_LEN_MAX; ++row_len) {
+        for (int32_t tiles = 0; tiles <= FC_ROWS_TILES_MAX; ++tiles) {
+            const int32_t i = row_len * (FC_ROWS_TILES_MAX + 1) + tiles;
+            const fc_rows_case k = {x_store + i % 4, row_len, tiles, helper->tile * tiles, multipliers[i % 5],
+                                    helper->shifts[i % helper->shift_count], zero_points[i % 4], i % 7 == 0};
+            fill_s8(x_store + i % 4, row_len, &state, k.all_min);
+            helper->weights(&k, &state);
+            fill_s16(bias16, k.channels, &state, 0);
+            for (int32_t c = 0; c < k.channels; ++c) {
+                bias[c] = (int32_t)bias16[c] * (c % 2 ? 1001 : -3);
+            }
+            for (int wide = 0; wide < 2; ++wide, ++cases) {
+                for (int32_t c = 0; c < (int32_t)sizeof out; ++c) {
+                    out[c] = (int8_t)0x5a;
+                }
+                const int32_t returned = helper->call(out, &k, bias, bias16, wide);
+                for (int32_t c = 0; c < (int32_t)sizeof out; ++c) {
+                    const int8_t want = c < k.channels ? helper->expected(&k, c, wide ? bias[c] : bias16[c])
+                                                       : (int8_t)0x5a;
+                    if (returned != 0 || out[c] != want) {
+                        printf("wrong%s: row_len %ld tiles %ld channel %ld: %d, expected %d (returned %ld)\n",
+                               wide ? "" : " (int16 biases)", (long)row_len, (long)tiles, (long)c, out[c], want,
+                               (long)returned);
+                        return 1;
+                    }
+                }
+            }
+        }
+    }
+    return cases_verdict(cases, 0);
 }
 
 #endif

@@ -25,6 +25,11 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   convolution or fully connected layer in one call: the dual MAC and the requantization
   epilogue above fused, each tile's accumulators starting at its biases and never stored
   (`backends.cortex_m.schedules.conv_tiles`); no DSP twin, its portable C those two helpers;
+- `helium_fc_rows.h.in`: `<prefix>_fc_rows_s8` (`_s8_b16`: int16 biases), every channel of a per-tensor int8
+  fully connected layer in one call of one out-of-line copy per bundle: each four-channel tile's dual MAC from the
+  biases and its vector requantization by the layer's one multiplier and shift
+  (`backends.cortex_m.schedules.fc_rows`); no DSP twin (DSP cores keep the stacked MAC's kernels), its portable
+  C the dual MAC's and the requantization's lane by lane;
 - `helium_add.h.in`: `<prefix>_add_s8_tables` and `<prefix>_add_s8`, TFLite's int8 ADD of two operands of one
   shape: an operand's 256 rescaled values tabled once (none for the operand of multiplier 1/2), then four outputs
   per step (VLDRW gathers, VMLA, VQRDMLAH, VRSHL) over runs of the elements, called by
@@ -60,6 +65,7 @@ HELIUM_REQUANTIZE_TEMPLATE = "helium_requantize.h.in"
 HELIUM_DEPTHWISE16_TEMPLATE = "helium_depthwise16.h.in"
 HELIUM_CONV_TILES_TEMPLATE = "helium_conv_tiles.h.in"
 HELIUM_ADD_TEMPLATE = "helium_add.h.in"
+HELIUM_FC_ROWS_TEMPLATE = "helium_fc_rows.h.in"
 HELIUM_FLOAT_TEMPLATE = "helium_float.h.in"
 HELIUM_OVERRIDES = {DUAL_MAC_TEMPLATE: HELIUM_DUAL_MAC_TEMPLATE, ROW_DOT_TEMPLATE: HELIUM_ROW_DOT_TEMPLATE}
 """The DSP templates a Helium bundle replaces (their Helium templates have portable C without MVE)."""
@@ -84,6 +90,12 @@ def conv_tiles_helper_name(prefix: str, bias: str) -> str:
     return bias_form(f"{prefix}_conv_tiles_s8", bias)
 
 
+def fc_rows_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused row helper of per-tensor FULLY_CONNECTED layers for biases of type `bias` ("int32"
+    or "int16") in the bundle `prefix`."""
+    return bias_form(f"{prefix}_fc_rows_s8", bias)
+
+
 def helium_template_c(name: str, prefix: str) -> str:
     """The C a Helium bundle of prefix `prefix` defines for the helper template `name`: its Helium replacement
     (HELIUM_OVERRIDES), the Helium template with MVE and `name` without (MVE_ONLY_OVERRIDES), else `name`."""
@@ -106,11 +118,11 @@ def helium_mac_helpers_c(prefix: str) -> str:
 
 def helium_requantize_c(prefix: str) -> str:
     """The C definitions of the requantization epilogue's, the 16-channel depthwise, the fused channel
-    tiles' and the int8 ADD's helpers in a Helium bundle of prefix `prefix` (after the lanes and the MAC helpers:
-    `helium_mac_helpers_c`)."""
+    tiles', the int8 ADD's and the per-tensor fully connected rows' helpers in a Helium bundle of prefix `prefix`
+    (after the lanes and the MAC helpers: `helium_mac_helpers_c`)."""
     return "".join(helper_template_c(__package__, name, prefix)
                    for name in (HELIUM_REQUANTIZE_TEMPLATE, HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
-                                HELIUM_ADD_TEMPLATE))
+                                HELIUM_ADD_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE))
 
 
 def add_s8_helper_name(prefix: str) -> str:

@@ -20,6 +20,9 @@ the helpers of `backends.cortex_m.helpers`.
 - `depthwise_tiles`: then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
   accumulators, the window and padding calls under position tests, the epilogue) as fused calls, one per case;
   on DSP cores an interior pixel's loop over its four-channel tiles as one fused call (the border keeps the loop);
+- `fc_rows` (Helium, and RV32 cores through `backends.riscv.schedules`): then a per-tensor int8 FULLY_CONNECTED
+  row's loop over its channel tiles (zeroed accumulators, the one-row MAC, the scalar requantization by constants)
+  as one call of the family's shared row helper, one copy per bundle for every such layer;
 - `helium_float` (Helium): a float CONV_2D / FULLY_CONNECTED reduction tiled to output channels (one or two
   pixels) as one call of the float multiply-accumulate over four float lanes per vector (`padded_float_calls`, then
   each tile's bias and activation one call: `float_epilogue_calls`, both before the integer passes);
@@ -45,6 +48,7 @@ from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pay
 from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES, depthwise_tiles_calls
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
+from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
@@ -125,12 +129,14 @@ class HeliumMacSchedules(DualMacSchedules):
     def epilogue_calls(func):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
-        channel-tiles helper (`conv_tiles`), and each depthwise pixel's (`depthwise_tiles`); first, a padded
+        channel-tiles helper (`conv_tiles`), each depthwise pixel's (`depthwise_tiles`), and a per-tensor fully
+        connected layer's loop over its channel tiles as one call of the shared row helper (`fc_rows`); first, a padded
         float reduction's tiles whose window lies inside the image as calls of the float MAC
         (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
         activation as one call of the float epilogue (`helium_float.float_epilogue_calls`)."""
         floats = float_epilogue_calls(padded_float_calls(func))
-        return depthwise_tiles_calls(conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)))
+        tiles = conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE))
+        return fc_rows_calls(depthwise_tiles_calls(tiles), HELIUM_FC_ROWS)
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()

@@ -23,7 +23,9 @@ rounding the core's helper (an ``EpilogueHelper``) computes, by one call of it:
   cortex-m4f: its LEAKY_RELU convolutions' epilogues had been scalar loops of 19-24 instructions per output).
 
 Each is bit-exact with the scalar helpers it replaces (its C unit test). Any other epilogue (per-tensor
-constants, single rounding, another clamp, a lookup table where the helper takes none: Helium's) stays as it is.
+constants, single rounding, another clamp, a lookup table where the helper takes none: Helium's) stays as it is;
+``per_tensor_requantization`` reads a per-tensor one for ``fc_rows``, which takes a fully connected row's whole
+loop of channel tiles on Helium and RV32 cores.
 """
 from __future__ import annotations
 
@@ -136,10 +138,23 @@ def _looked_up(value) -> tuple[Optional[tirx.Buffer], object]:
     return table, index.a.value
 
 
-def requantize_epilogue(store, roundings: frozenset[str] = DOUBLE_ROUNDING_OPS,
-                        tables: bool = False) -> Optional[RequantizeEpilogue]:
-    """The requantization ``store`` computes (module docstring) with one of the ops ``roundings``, with
-    ``tables`` one looked up in a table too, or None for any other statement."""
+@dataclass(frozen=True)
+class Requantized:
+    """One int8 output's requantization as a store computes it: the op of its rounding, the int32 value
+    requantized (``acc + bias``), the multiplier and shift operands (loads or constants), the zero point added, and
+    the lookup table whose entry is stored instead, if any."""
+
+    op: str
+    value: object
+    multiplier: object
+    shift: object
+    zero_point: int
+    table: Optional[tirx.Buffer] = None
+
+
+def requantized(store, roundings: frozenset[str] = DOUBLE_ROUNDING_OPS, tables: bool = False) -> Optional[Requantized]:
+    """What ``store`` (an int8 store of ``int8(saturate_int8(rounding(value, multiplier, shift) + zero_point))``,
+    with ``tables`` perhaps looked up in a table) requantizes with one of the ops ``roundings``, else None."""
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int8":
         return None
     table, value = _looked_up(store.value) if tables else (None, store.value)
@@ -153,16 +168,59 @@ def requantize_epilogue(store, roundings: frozenset[str] = DOUBLE_ROUNDING_OPS,
         zero_point = int(shifted.b.value) * (1 if isinstance(shifted, tirx.Add) else -1)
         shifted = shifted.a
     if not isinstance(shifted, tvm.ir.Call) or not isinstance(shifted.op, tvm.ir.Op) \
-            or shifted.op.name not in roundings:
+            or shifted.op.name not in roundings or not -2**31 <= zero_point < 2**31:
         return None
-    x, multiplier, shift = shifted.args
-    operands = _sum_operands(x)
-    multiplier_load = multiplier if isinstance(multiplier, TensorLoad) and str(multiplier.source.dtype) == "int32" \
-        else None
-    shift_load = _load(shift, ("int8",))
-    if operands is None or multiplier_load is None or shift_load is None or not -2**31 <= zero_point < 2**31:
+    return Requantized(shifted.op.name, *shifted.args, zero_point, table)
+
+
+def requantize_epilogue(store, roundings: frozenset[str] = DOUBLE_ROUNDING_OPS,
+                        tables: bool = False) -> Optional[RequantizeEpilogue]:
+    """The requantization ``store`` computes (module docstring) with one of the ops ``roundings``, with
+    ``tables`` one looked up in a table too, or None for any other statement."""
+    parts = requantized(store, roundings, tables)
+    if parts is None:
         return None
-    return RequantizeEpilogue(store, *operands, multiplier_load, shift_load, zero_point, table)
+    operands = _sum_operands(parts.value)
+    multiplier_load = parts.multiplier if isinstance(parts.multiplier, TensorLoad) \
+        and str(parts.multiplier.source.dtype) == "int32" else None
+    shift_load = _load(parts.shift, ("int8",))
+    if operands is None or multiplier_load is None or shift_load is None:
+        return None
+    return RequantizeEpilogue(store, *operands, multiplier_load, shift_load, parts.zero_point, parts.table)
+
+
+@dataclass(frozen=True)
+class PerTensorRequantization:
+    """One output's requantization by per-tensor constants: the store into the int8 output, the accumulator and
+    bias (int32 or int16) loads, the rounding's op, and the multiplier, shift and zero point (constants)."""
+
+    store: tirx.BufferStore
+    acc: TensorLoad
+    bias: TensorLoad
+    op: str
+    multiplier: int
+    shift: int
+    zero_point: int
+
+
+def _constant(expr) -> Optional[int]:
+    """The value of an integer constant ``expr`` (perhaps cast), else None."""
+    while isinstance(expr, tirx.Cast):
+        expr = expr.value
+    return int(expr.value) if isinstance(expr, tirx.IntImm) else None
+
+
+def per_tensor_requantization(store, roundings: frozenset[str]) -> Optional[PerTensorRequantization]:
+    """The requantization ``store`` computes (module docstring) with one of the ops ``roundings`` when its
+    multiplier (int32) and shift (-31..31) are constants: a per-tensor layer's; None for any other statement."""
+    parts = requantized(store, roundings)
+    operands = _sum_operands(parts.value) if parts is not None else None
+    if operands is None:
+        return None
+    multiplier, shift = _constant(parts.multiplier), _constant(parts.shift)
+    if multiplier is None or shift is None or not -2**31 <= multiplier < 2**31 or not -31 <= shift <= 31:
+        return None
+    return PerTensorRequantization(store, *operands, parts.op, multiplier, shift, parts.zero_point)
 
 
 def requantize_epilogue_call(loop: tirx.For, helper: EpilogueHelper = HELIUM_EPILOGUE

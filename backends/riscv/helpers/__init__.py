@@ -21,12 +21,17 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 - `requantize_small.h.in`: `<prefix>_requantize_small_s8` (`_s8_b16` for int16 biases), a MAC kernel's
   requantization epilogue of one channel tile (TFLite's double rounding on its "double_small" domain), one
   out-of-line copy per bundle, with the contract, names and unit test (`tests/c/test_requantize_small.c`) of the
-  Cortex-M DSP epilogue it stands for.
+  Cortex-M DSP epilogue it stands for;
+- `fc_rows_s8x8.h.in`: `<prefix>_fc_rows_s8x8` (`_b16` for int16 biases), every channel of a per-tensor int8 fully
+  connected layer in one call of one out-of-line copy per bundle (each tile's sums from the biases, the paired
+  MAC's loop, the requantization by the layer's one multiplier and shift), called by every such layer's kernel
+  (`backends.cortex_m.schedules.fc_rows`; unit test `tests/c/test_riscv_fc_rows.c`).
 """
 
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
+from backends.bias_forms import bias_form
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
 from packager.template_files import helper_template_c
 
@@ -41,8 +46,9 @@ MAC_2PX_ROW_TEMPLATE = "mac_s8x2x8_row.h.in"
 MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
 DEPTHWISE_MAC_TEMPLATE = "depthwise_mac_s8x8.h.in"
 REQUANTIZE_TEMPLATE = "requantize_small.h.in"
+FC_ROWS_TEMPLATE = "fc_rows_s8x8.h.in"
 RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_PAIRS_TEMPLATE, MAC_2PX_ROW_TEMPLATE, MAC_2PX_TEMPLATE,
-                          DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE)
+                          DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE, FC_ROWS_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
 
 
@@ -88,6 +94,12 @@ def requantize_helper_name(prefix: str, bias: str) -> str:
     """The C name of the requantization epilogue for biases of type `bias` ("int32" or "int16") in the bundle
     `prefix`: the Cortex-M DSP epilogue's names (`requantize_small_helper_name`)."""
     return requantize_small_helper_name(prefix, bias)
+
+
+def fc_rows_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused row helper of per-tensor FULLY_CONNECTED layers for biases of type `bias` ("int32"
+    or "int16") in the bundle `prefix`."""
+    return bias_form(f"{prefix}_fc_rows_s8x8", bias)
 
 
 def riscv_helpers_c(prefix: str) -> str:

@@ -7,7 +7,9 @@ padded one's interior), and a padded convolution's border pixels copying their w
 inputs kept int8; DEPTHWISE_CONV_2D reductions as calls of the int8 depthwise MAC (`<prefix>_depthwise_mac_s8x8`,
 one out-of-line copy per bundle, on the interior's and a padded border's clipped windows alike, the border's taps
 outside the image as calls of `<prefix>_depthwise_pad_s8x8`); a channel tile's "double_small" requantization loop as one
-call of `<prefix>_requantize_small_s8` (`backends.riscv.schedules.mac.RISCV_EPILOGUE`). A kernel of exactly eight
+call of `<prefix>_requantize_small_s8` (`backends.riscv.schedules.mac.RISCV_EPILOGUE`); a per-tensor FULLY_CONNECTED
+layer's loop over its channel tiles as one call of the shared out-of-line row helper (`<prefix>_fc_rows_s8x8`:
+`backends.cortex_m.schedules.fc_rows`, `backends.riscv.schedules.mac.RISCV_FC_ROWS`). A kernel of exactly eight
 output channels is tiled too.
 Helpers inside TE extern stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
 """
@@ -21,11 +23,12 @@ from tvm import tirx
 from backends.backend import KernelSchedules
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
+from backends.cortex_m.schedules.fc_rows import fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.riscv.helpers import MAC_CHANNELS
-from backends.riscv.schedules.mac import RISCV_EPILOGUE, mac_replacement
+from backends.riscv.schedules.mac import RISCV_EPILOGUE, RISCV_FC_ROWS, mac_replacement
 from target.profile import Profile
 
 
@@ -49,7 +52,12 @@ class RiscvMacSchedules:
     def extern_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
         return func
 
-    epilogue_calls = staticmethod(functools.partial(requantize_epilogue_calls, helper=RISCV_EPILOGUE))
+    @staticmethod
+    def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+        """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, and each
+        per-tensor fully connected layer's loop over its channel tiles as one call of the shared row helper
+        (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS)."""
+        return fc_rows_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE), RISCV_FC_ROWS)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:

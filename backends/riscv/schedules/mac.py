@@ -47,9 +47,10 @@ from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, dept
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
                                                  int8_data_update, mac_reduction, mac_window, window_call_block,
                                                  window_mac_2px_access, window_mac_access)
+from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
 from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, depthwise_mac_helper_name, depthwise_pad_helper_name,
-                                    mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
+                                    fc_rows_helper_name, mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
                                     mac_pairs_2px_helper_name, mac_pairs_helper_name, requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -142,6 +143,24 @@ for _bias, _op in REQUANTIZE_OPS_BY_BIAS.items():
 RISCV_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), REQUANTIZE_OPS_BY_BIAS)
 """The channel tiles' epilogues the RISC-V helper computes: the "double_small" rounding (nearly every int8 layer's:
 its shifts, multipliers and sums bounded at compile time), as the DSP cores' epilogue does."""
+
+FC_ROWS_OPS = by_bias("tvm_ext.riscv_fc_rows_s8x8")
+"""The fused row helper of per-tensor FULLY_CONNECTED layers per bias type (`<prefix>_fc_rows_s8x8`, `_b16`)."""
+for _bias, _op in FC_ROWS_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(fc_rows_helper_name, bias=_bias),
+                         fc_rows_access(MAC_CHANNELS, PAIR_WORDS))
+
+
+def _paired_row(call) -> Optional[tuple[object, object, int]]:
+    """(x, w, row_len) of a paired MAC call (acc, x, w, row_len) of a constant row_len, else None."""
+    row_len = call.args[3]
+    return (call.args[1], call.args[2], int(row_len)) if isinstance(row_len, tirx.IntImm) else None
+
+
+RISCV_FC_ROWS = FcRowHelpers(MAC_PAIRS_OP, _paired_row, MAC_CHANNELS, PAIR_WORDS,
+                             frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), FC_ROWS_OPS)
+"""The RV32 cores': eight channels a tile (four paired words per input), the "double_small" rounding (the
+epilogue's, `RISCV_EPILOGUE`)."""
 
 MIN_REDUCTION = 8
 """The shortest window (MACs per output) the helper takes. With the one-row helper's sixteen sums in registers and

@@ -24,7 +24,8 @@ from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, DSP_WORDS
 from backends.cortex_m.helpers.dual_mac_interleaved_c import DUAL_MAC_INTERLEAVED_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
-                                               HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FLOAT_TEMPLATE,
+                                               HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
+                                               HELIUM_FLOAT_TEMPLATE,
                                                HELIUM_LANES_TEMPLATE,
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_TILES_TEMPLATE
@@ -153,6 +154,11 @@ UNIT_TESTS_BY_HELPER = [
     # the Helium fused channel tiles (dual MAC and epilogue) against the plain loops and the scalar helpers
     HelperUnitTest("conv_tiles", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,
                                   HELIUM_REQUANTIZE_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE),
+                   profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
+    # the Helium per-tensor fully connected rows (dual MAC from zero, biases and epilogue as vectors) against the
+    # plain loops and the scalar helpers
+    HelperUnitTest("fc_rows", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,
+                               HELIUM_REQUANTIZE_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium 16-channel depthwise helpers against the plain loops of their contracts
     HelperUnitTest("depthwise_mac16", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE,

@@ -145,16 +145,18 @@ def test_a_shared_int8_model_passes_its_selftest_bit_exact_on_virt(compiled, tmp
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_an_int8_fully_connected_layer_multiplies_paired_weights(compiled, profile: str) -> None:
-    """ad01's FULLY_CONNECTED kernels (every one of a multiple of 8 output channels) accumulate eight channels per
-    call of the RV32 MAC of paired weights (backends.riscv.schedules.mac.paired_mac_replacement), their weights
-    packed two channels to an int32 word at compile time (tvm_ext.kernels.dense.pair_weights), which the bundle's
-    internal header defines once, out of line (backends/riscv/helpers); none is left to the int8 window MAC."""
+    """ad01's FULLY_CONNECTED kernels (every one of a multiple of 8 output channels, per-tensor quantized) are each
+    one call of the shared row helper (backends.cortex_m.schedules.fc_rows, RISCV_FC_ROWS), which accumulates eight
+    channels at a time by the loop of the RV32 MAC of paired weights, their weights packed two channels to an int32
+    word at compile time (tvm_ext.kernels.dense.pair_weights); the bundle's internal header defines the helper once,
+    out of line (backends/riscv/helpers); none is left to the int8 window MAC, no kernel keeps a loop."""
     bundle = compiled("mlperf_tiny/ad01_int8.tflite", profile)
     kernels = (bundle.out_dir / "ad01_int8_kernels.c").read_text()
     internal = (bundle.out_dir / "ad01_int8_internal.h").read_text()
-    assert kernels.count("ad01_int8_mac_s8x8_pairs(") == 10 and "ad01_int8_mac_s8x8(" not in kernels
-    assert ("AD01_INT8_OUT_OF_LINE static int32_t ad01_int8_mac_s8x8_pairs(int32_t *acc, const int8_t *x, "
-            "const int32_t *w" in internal)  # one copy for the bundle's kernels
+    assert len(re.findall(r"ad01_int8_fc_rows_s8x8(_b16)?\(", kernels)) == 10
+    assert "ad01_int8_mac_s8x8(" not in kernels and "for (" not in kernels
+    assert "AD01_INT8_OUT_OF_LINE static int32_t ad01_int8_fc_rows_any(" in internal  # one copy for the kernels
+    assert "ad01_int8_mac_s8x8_pairs_loop(acc, x, w, row_len);" in internal
 
 
 @pytest.mark.parametrize("profile", PROFILES)
