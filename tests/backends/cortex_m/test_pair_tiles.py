@@ -1,9 +1,9 @@
-"""The DSP cores' fused pixel-pair channel tiles of an unpadded 1-high convolution (a Conv1D as the converter
-writes it; backends/cortex_m/schedules/pair_tiles.py, the helpers backends/cortex_m/helpers/templates/
-pair_tiles.h.in): on cortex-m4f each pair's loop over its channel tiles becomes one call of the fused helper for
-1xK kernels of any dilation 1-4, kernel width and input channel count (odd ones too), while a 1x1 and a 3x3
-convolution keep their calls; every layer stays bit for bit with TFLite Micro under QEMU mps2-an386 and on the
-host (the helpers' portable C)."""
+"""The DSP cores' fused pixel-pair channel tiles of an unpadded convolution (backends/cortex_m/schedules/
+pair_tiles.py, the helpers backends/cortex_m/helpers/templates/pair_tiles.h.in): on cortex-m4f each pair's loop
+over its channel tiles becomes one call of the fused helper for 1xK kernels (a Conv1D as the converter writes it)
+of any dilation 1-4, kernel width and input channel count (odd ones too) and for a 3x3 kernel (a window of several
+rows), while a 1x1 convolution on these few channels keeps one pixel per call (a short reduction); every layer
+stays bit for bit with TFLite Micro under QEMU mps2-an386 and on the host (the helpers' portable C)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ CHANNELS = (13, 16)
 ONE_HIGH = [(2, 1, 8), (3, 1, 12), (3, 2, 8), (3, 3, 4), (3, 4, 8), (5, 2, 8), (4, 2, 8), (2, 3, 8)]
 """(kernel width, dilation, output channels) of the 1xK layers on each input."""
 OTHERS = [((1, 1), 8), ((3, 3), 8)]
-"""(kernel height and width, output channels) of the layers that keep their calls."""
+"""(kernel height and width, output channels) of the layers of other windows: a 1x1 (unpaired on these few
+channels) and a 3x3 (paired and fused)."""
 
 
 def _output_columns(kernel: int, dilation: int) -> int:
@@ -86,6 +87,8 @@ def test_one_high_convolution_pairs_fuse_their_tiles_and_stay_bit_exact(tmp_path
             rows, row_len = (1, kernel * channels) if dilation == 1 else (kernel, channels)
             size = (rows, row_len, channels, out, kernel * channels, out)
             expected.add(size if rows == 1 else (dilation * channels, *size))
+        # the 3x3 layer's pairs: three rows of 3 * channels inputs, LENGTH * channels apart
+        expected.add((LENGTH * channels, 3, 3 * channels, channels, 8, 9 * channels, 8))
     assert found == expected, found ^ expected
     for kernel in re.split(r"\n(?=void )", kernels):  # one call per pair, no two-pixel MAC beside it
         if "_pair_tiles_s8" in kernel:
@@ -93,6 +96,10 @@ def test_one_high_convolution_pairs_fuse_their_tiles_and_stay_bit_exact(tmp_path
             # an odd column count's last pixel on its own (one-pixel MAC and epilogue), the pairs fused
             lone = re.search(r"_requantize_small_s8(?:_b16)?\(", kernel) is not None
             assert lone == ("_dual_mac_s8x4(" in kernel), kernel
-    # the 1x1 and 3x3 layers keep their two-pixel calls
-    assert "_dual_mac_s8x2x4(" in kernels
+    # the 3x3 layers' pairs fused too: no two-pixel MAC over three rows of three pixels' inputs (its rows, row_len
+    # and pixel stride are the call's last three arguments)
+    windows = [tuple(int(n) for n in call.split(", ")[-3:])
+               for call in re.findall(r"_dual_mac_s8x2x4\((.*)\);", kernels)]
+    assert all((3, 3 * channels, channels) not in windows for channels in CHANNELS), windows
+    assert "_dual_mac_q15x2x4(" not in kernels
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable sums
