@@ -20,7 +20,8 @@ from backends.bias_forms import bias_form
 PAIR_TILES_TEMPLATE = "pair_tiles.h.in"
 
 
-def pair_tiles_helper_name(prefix: str, bias: str) -> str:
-    """The C name of the helper for biases of type `bias` ("int32" or "int16") in the bundle `prefix`."""
-    name = f"{prefix}_pair_tiles_s8"
+def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> str:
+    """The C name of the helper for biases of type `bias` ("int32" or "int16") in the bundle `prefix`; with
+    `any_double`, the one of TFLite's double rounding for any shift and sum (not only "double_small")."""
+    name = f"{prefix}_pair_tiles_double_s8" if any_double else f"{prefix}_pair_tiles_s8"
     return bias_form(name, bias)

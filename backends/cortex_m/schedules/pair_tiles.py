@@ -48,12 +48,22 @@ from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_
                                                    zeroed_stores)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
-from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, REQUANTIZE_SMALL_OPS, requantize_epilogue
+from backends.cortex_m.schedules.requantize_epilogue import (HELIUM_EPILOGUE, REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
+                                                              requantize_epilogue, requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
 
 PAIR_TILES_OPS = by_bias("tvm_ext.pair_tiles_s8")
 """The fused helper's op per bias type (the DSP epilogue's, ``requantize_epilogue.REQUANTIZE_SMALL_OPS``)."""
+PAIR_TILES_DOUBLE_OPS = by_bias("tvm_ext.pair_tiles_double_s8")
+"""The fused helper's op per bias type for any other double rounding ("double", "double_right_shift": a layer whose
+constants or sums the DSP epilogue does not take), its epilogue scalar loops before (``ANY_DOUBLE_ROUNDING``)."""
+ANY_DOUBLE_ROUNDING = HELIUM_EPILOGUE
+"""What matches a pair's requantization loop of any double rounding (``requantize_epilogue_call``): the Helium
+epilogue's ops (``REQUANTIZE_S8_OPS``) name the matched loops here only, never a call of the DSP kernels."""
+FUSED_OPS = {**{op: PAIR_TILES_OPS[bias] for bias, op in REQUANTIZE_SMALL_OPS.items()},
+             **{op: PAIR_TILES_DOUBLE_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()}}
+"""The fused helper's op per epilogue op."""
 # pair_tiles_s8(out, x, q, w, bias, multiplier, shift, zero_point, x_row_stride, rows, row_len, x_pixel_stride,
 # out_pixel_stride, w_channel_stride, channels): out[p * out_pixel_stride + c] and the epilogue's constants
 # `channels` elements; x[p * x_pixel_stride + r * x_row_stride + k]; q the scratch of both windows; w `channels`
@@ -67,15 +77,22 @@ PAIR_TILES_ACCESS = HelperAccess((
 ))
 for _bias, _op in PAIR_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias), PAIR_TILES_ACCESS)
+for _bias, _op in PAIR_TILES_DOUBLE_OPS.items():
+    register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True), PAIR_TILES_ACCESS)
 
 
 def fuses_pairs(stmt: tirx.Stmt) -> bool:
-    """Whether ``stmt`` (a kernel's or a pixel's statements) requantizes its sums with the DSP epilogue
-    (``requantize_epilogue``: "double_small" rounding, per-channel constants, no lookup table), which the fused
+    """Whether ``stmt`` (a kernel's or a pixel's statements) requantizes more than one channel tile of sums with
+    a double rounding and per-channel constants, no lookup table (``requantize_epilogue``), which the fused
     helper computes: its pairs' loops over their channel tiles become pair-tiles calls (``pair_tiles_calls``),
-    so the pairs need not be widened first."""
-    return any(isinstance(node, s_tir.SBlock) and requantize_epilogue(node.body, DSP_EPILOGUE.roundings) is not None
-               for node in walk(stmt))
+    so the pairs need not be widened first (a single tile leaves no loop to fuse)."""
+    for node in walk(stmt):
+        epilogue = requantize_epilogue(node.body, ANY_DOUBLE_ROUNDING.roundings) \
+            if isinstance(node, s_tir.SBlock) else None
+        if epilogue is not None:
+            channels = epilogue.store.buffer.shape[-1]
+            return not isinstance(channels, tirx.IntImm) or int(channels) > TILE
+    return False
 
 
 def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
@@ -99,16 +116,21 @@ def paired_windows(pixel_body: tirx.Stmt, *args, **kwargs):
 
 
 def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
-    """The epilogue calls ``stmts`` consist of, each with the values of the loops around it inside ``stmts``
-    (one per iteration: a loop over the pair's pixels is unrolled here); None for anything else."""
+    """The epilogue calls ``stmts`` consist of (the DSP epilogue's, or the call ``ANY_DOUBLE_ROUNDING`` makes of a
+    scalar requantization loop), each with the values of the loops around it inside ``stmts`` (one per
+    iteration: a loop over the pair's pixels is unrolled here); None for anything else."""
     found = []
     for stmt in stmts:
         loops = []
         while isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) \
                 and isinstance(stmt.min, tirx.IntImm):
+            matched = requantize_epilogue_call(stmt, ANY_DOUBLE_ROUNDING)
+            if matched is not None:
+                stmt = matched
+                break
             loops.append(stmt)
             stmt = stmt.body
-        call = call_of(stmt, tuple(REQUANTIZE_SMALL_OPS.values()))
+        call = call_of(stmt, tuple(FUSED_OPS))
         if call is None:
             return None
         for values in itertools.product(*(range(int(loop.min), int(loop.min) + int(loop.extent)) for loop in loops)):
@@ -187,8 +209,7 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
     args = [address(first.args[0]), mac.args[2], buffer.access_ptr("rw"), address(mac.args[3]),
             *(address(arg) for arg in first.args[2:5]), first.args[5], x_row_stride, rows, row_len,
             x_pixel_stride, out_pixel_stride, w_channel_stride, channels]
-    bias_type = next(bias for bias, op in REQUANTIZE_SMALL_OPS.items() if op == first.op.name)
-    call = tirx.call_intrin("int32", PAIR_TILES_OPS[bias_type], *args)
+    call = tirx.call_intrin("int32", FUSED_OPS[first.op.name], *args)
     reads = [_whole(load.source) for load in (x, w, *epilogue)]
     writes = [_whole(out.source)]
     block = s_tir.SBlock([], reads, writes, "pair_tiles", tirx.Evaluate(call))

@@ -103,3 +103,45 @@ def test_one_high_convolution_pairs_fuse_their_tiles_and_stay_bit_exact(tmp_path
     assert all((3, 3 * channels, channels) not in windows for channels in CHANNELS), windows
     assert "_dual_mac_q15x2x4(" not in kernels
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable sums
+
+
+def _other_rounding_model(seed: int = 31) -> bytes:
+    """One int8 input [1, 3, LENGTH, 16] and on it two unpadded 3x3 CONV_2Ds of 8 output channels, each a model
+    output, whose requantization the DSP epilogue does not take: the first's channel 0 scaled by 0.67 (a shift
+    of 0: TFLite's "double" rounding), the second's channel 1 biased by 2^30 (sums beyond [-2^30, 2^30):
+    "double_right_shift"); the other channels as the 3x3 layer's above, so most outputs are not clamped."""
+    rng = np.random.default_rng(seed)
+    channels, out = 16, 8
+    model = Model([Tensor("input", (1, 3, LENGTH, channels), "int8", Quantization((0.05,), (-3,)))], [], (0,), ())
+    for number, (first_scale, second_bias) in enumerate(((4.0, 0), (0.005, 2**30))):
+        scales = (first_scale, *(0.004 + 0.001 * (o % 5) for o in range(1, out)))
+        bias = rng.integers(-3000, 3000, out).astype(np.int32)
+        bias[1] += second_bias
+        shape = (out, 3, 3, channels)
+        first = len(model.tensors)
+        model.tensors += [
+            Tensor(f"op{number}/weights", shape, "int8", Quantization(scales, (0,) * out, 0),
+                   rng.integers(-127, 128, shape).astype(np.int8)),
+            Tensor(f"op{number}/bias", (out,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * out, 0),
+                   bias),
+            Tensor(f"op{number}/output", (1, 1, LENGTH - 2, out), "int8", Quantization((0.3,), (5,)))]
+        options = Options("Conv2DOptions", {"Padding": VALID, "StrideW": 1, "StrideH": 1,
+                                            "DilationWFactor": 1, "DilationHFactor": 1})
+        model.operators.append(Operator("CONV_2D", (0, first, first + 1), (first + 2,), options, 3))
+        model.outputs += (first + 2,)
+    return build(model)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_pairs_of_other_double_roundings_fuse_their_tiles_and_stay_bit_exact(tmp_path):
+    """Layers whose every channel the DSP epilogue does not requantize ("double" with a shift of 0,
+    "double_right_shift" with sums beyond its domain) fuse their pairs' tiles with the double-rounding helper
+    (`_pair_tiles_double_s8`), bit for bit with TFLite Micro under QEMU and on the host."""
+    bundle, kernels = bit_exact_bundle(tmp_path, "roundings", _other_rounding_model(), "cortex-m4f", "mps2-an386")
+    fused = [kernel for kernel in re.split(r"\n(?=void )", kernels)
+             if re.search(r"_pair_tiles_double_s8(?:_b16)?\(", kernel)]
+    assert len(fused) == 2, kernels
+    for kernel in fused:
+        assert "_dual_mac_s8x2x4(" not in kernel and "_dual_mac_q15x2x4(" not in kernel, kernel
+    host_selftest_passes(bundle.out_dir)
