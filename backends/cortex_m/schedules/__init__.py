@@ -51,7 +51,7 @@ from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles
 from backends.cortex_m.schedules import pair_tiles
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
 from backends.cortex_m.schedules.helium_float import float_epilogue_calls, float_mac_replacement, padded_float_calls
-from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
+from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
@@ -62,7 +62,7 @@ class DualMacSchedules:
 
     extern_calls = staticmethod(extern_helper_calls)
     flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
-    pays_two_pixels = staticmethod(pays_two_pixels)
+    pays_two_pixels = staticmethod(pair_tiles.pays_two_pixels)
     helper_call = staticmethod(mac_helper_call)
     # the pairs of a kernel with the DSP epilogue unwidened: fused later (pair_tiles), their helper widens them
     pair_odd_pixel_row = staticmethod(pair_tiles.pair_odd_pixel_row)

@@ -95,6 +95,23 @@ def fuses_pairs(stmt: tirx.Stmt) -> bool:
     return False
 
 
+FUSED_TWO_PIXEL_MIN_REDUCTION = 16
+"""The shortest reduction a kernel whose pairs fuse (``fuses_pairs``) tiles two pixels for: measured under QEMU on
+cortex-m4f, 1x1 convolutions on 16 channels run faster paired and fused (vww_96_int8's 24x24x32 from 747,337 to
+679,920 instructions, mobilenet_v2_050_64_int8's 16x16x96 from 1,000,200 to 879,784), on 8 slower (vww's 48x48x16
+from 1,039,804 to 1,123,657: the pair's widening and call outweigh the weights it shares)."""
+
+
+def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
+    """``pixel_pairs.pays_two_pixels`` from a reduction of FUSED_TWO_PIXEL_MIN_REDUCTION where the one consumer of
+    ``block`` requantizes as ``fuses_pairs`` asks (its pairs' tiles fused: no two-pixel MAC calls per tile),
+    from ``pixel_pairs.TWO_PIXEL_MIN_REDUCTION`` elsewhere."""
+    consumers = sch.get_consumers(block)
+    fused = len(consumers) == 1 and fuses_pairs(sch.get(consumers[0]))
+    return pixel_pairs.pays_two_pixels(sch, block, loops, first_reduce,
+                                       FUSED_TWO_PIXEL_MIN_REDUCTION if fused else pixel_pairs.TWO_PIXEL_MIN_REDUCTION)
+
+
 def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
     """``pixel_pairs.pair_odd_pixel_row`` (an odd pixel count: pairs, then the last pixel on its own) with the
     pairs' inputs widened once (``pair_q15``) unless ``func`` requantizes with the DSP epilogue

@@ -1,8 +1,8 @@
 """The DSP cores' fused pixel-pair channel tiles of an unpadded convolution (backends/cortex_m/schedules/
 pair_tiles.py, the helpers backends/cortex_m/helpers/templates/pair_tiles.h.in): on cortex-m4f each pair's loop
 over its channel tiles becomes one call of the fused helper for 1xK kernels (a Conv1D as the converter writes it)
-of any dilation 1-4, kernel width and input channel count (odd ones too) and for a 3x3 kernel (a window of several
-rows), while a 1x1 convolution on these few channels keeps one pixel per call (a short reduction); every layer
+of any dilation 1-4, kernel width and input channel count (odd ones too), for a 3x3 kernel (a window of several
+rows) and for a 1x1 one on 16 channels, while a 1x1 on 13 keeps one pixel per call (a short reduction); every layer
 stays bit for bit with TFLite Micro under QEMU mps2-an386 and on the host (the helpers' portable C)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from emulator.tools import missing_tools  # noqa: E402
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 
-from backends.cortex_m.schedules.pixel_pairs import TWO_PIXEL_MIN_REDUCTION  # noqa: E402
+from backends.cortex_m.schedules.pair_tiles import FUSED_TWO_PIXEL_MIN_REDUCTION  # noqa: E402
 
 VALID = 1  # tflite.Padding
 LENGTH = 26
@@ -29,8 +29,8 @@ CHANNELS = (13, 16)
 ONE_HIGH = [(2, 1, 8), (3, 1, 12), (3, 2, 8), (3, 3, 4), (3, 4, 8), (5, 2, 8), (4, 2, 8), (2, 3, 8)]
 """(kernel width, dilation, output channels) of the 1xK layers on each input."""
 OTHERS = [((1, 1), 8), ((3, 3), 8)]
-"""(kernel height and width, output channels) of the layers of other windows: a 1x1 (unpaired on these few
-channels) and a 3x3 (paired and fused)."""
+"""(kernel height and width, output channels) of the layers of other windows: a 1x1 (paired and fused on 16
+channels, unpaired on 13: a short reduction) and a 3x3 (paired and fused)."""
 
 
 def _output_columns(kernel: int, dilation: int) -> int:
@@ -82,13 +82,16 @@ def test_one_high_convolution_pairs_fuse_their_tiles_and_stay_bit_exact(tmp_path
     expected = set()
     for channels in CHANNELS:
         for kernel, dilation, out in ONE_HIGH:
-            if kernel * channels < TWO_PIXEL_MIN_REDUCTION or out == 4:
+            if kernel * channels < FUSED_TWO_PIXEL_MIN_REDUCTION or out == 4:
                 continue  # unpaired: a short reduction (one pixel per call); one channel tile (no loop to fuse)
             rows, row_len = (1, kernel * channels) if dilation == 1 else (kernel, channels)
             size = (rows, row_len, channels, out, kernel * channels, out)
             expected.add(size if rows == 1 else (dilation * channels, *size))
-        # the 3x3 layer's pairs: three rows of 3 * channels inputs, LENGTH * channels apart
+        # the 3x3 layer's pairs: three rows of 3 * channels inputs, LENGTH * channels apart; the 1x1 layer's where
+        # its reduction is long enough
         expected.add((LENGTH * channels, 3, 3 * channels, channels, 8, 9 * channels, 8))
+        if channels >= FUSED_TWO_PIXEL_MIN_REDUCTION:
+            expected.add((1, channels, channels, 8, channels, 8))
     assert found == expected, found ^ expected
     for kernel in re.split(r"\n(?=void )", kernels):  # one call per pair, no two-pixel MAC beside it
         if "_pair_tiles_s8" in kernel:
