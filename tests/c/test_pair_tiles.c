@@ -1,11 +1,14 @@
 /* Unit test of the DSP cores' fused pixel-pair channel tiles (backends/cortex_m/helpers/templates/pair_tiles.h.in
- * after dsp_words.h.in, dual_mac_q15.h.in and requantize_small.h.in, with the prefix lp): lp_pair_tiles_s8 and
- * _s8_b16 against the plain sums of both pixels' windows from the bias and the bundle's scalar requantization
- * (lp_requantize_double_small, lp_saturate_int8), for the window MAC tests' windows (0 to 3 rows, every row
+ * after dsp_words.h.in, dual_mac_q15.h.in and requantize_small.h.in, with the prefix lp): lp_pair_tiles_s8,
+ * _s8_b16, _double_s8 and _double_s8_b16 against the plain sums of both pixels' windows from the bias and the
+ * bundle's scalar requantization (lp_requantize_double_small, or lp_requantize_double for _double, and
+ * lp_saturate_int8), for the window MAC tests' windows (0 to 3 rows, every row
  * length up to 35: whole groups of four, every remainder, and groups of four a multiple of four or not; row
  * strides at and above the row length; pixels apart or overlapping; inputs and weights at every byte alignment;
  * values over the whole int8 range or all at the minimum), 0 to 3 tiles of four channels, biases up to +-2^28
- * (int16 ones for _b16), every shift -31..-1, drawn multipliers and zero points; the scratch written within
+ * (int16 ones for _b16), every shift -31..-1, drawn multipliers and zero points; for _double also biases up to
+ * +-2^30 (sums beyond the small epilogue's domain), every shift -31..30 and multipliers of any sign, INT32_MIN
+ * among them (its square saturates); the scratch written within
  * 2 * rows * lp_q15_row_words(row_len) words, nothing written between or past the pixels' channels. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
  * (the assembly groups). Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
@@ -24,16 +27,17 @@
 
 /* What the kernel stores for pixel p's channel c: the plain window sum from the bias, requantized. */
 static int8_t expected_out(const int8_t *x, const int8_t *w, const window_case *wc, int32_t p, int32_t c, int32_t bias,
-                           int32_t multiplier, int32_t shift, int32_t zero_point)
+                           int32_t multiplier, int32_t shift, int32_t zero_point, int rounding_any)
 {
     int32_t sum = bias;
     for (int32_t r = 0; r < wc->rows; ++r) {
         for (int32_t k = 0; k < wc->row_len; ++k) {
-            sum += x[p * wc->x_pixel_stride + r * wc->x_row_stride + k]
-                * w[c * wc->w_channel_stride + r * wc->row_len + k];
+            sum = (int32_t)((uint32_t)sum + (uint32_t)(x[p * wc->x_pixel_stride + r * wc->x_row_stride + k]
+                                                       * w[c * wc->w_channel_stride + r * wc->row_len + k]));
         }
     }
-    const int32_t requantized = lp_requantize_double_small(sum, multiplier, shift);
+    const int32_t requantized = rounding_any ? lp_requantize_double(sum, multiplier, shift)
+                                             : lp_requantize_double_small(sum, multiplier, shift);
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
 }
 
@@ -52,17 +56,25 @@ int main(void)
         const int32_t words = 2 * wc.rows * lp_q15_row_words(wc.row_len);
         fill_s8(x, BUFFER, &state, wc.all_min);
         fill_s8(w, BUFFER, &state, wc.all_min);
-        for (int32_t channels = 0; channels <= MAX_CHANNELS; channels += 4) {
+        for (int32_t variant = 0; variant < 8; ++variant) {
+            const int32_t channels = variant % 4 * 4;
+            const int rounding_any = variant >= 4;
             const int narrow = (i + channels / 4) % 2 == 1;
             const int32_t zero_point = (int32_t)(next_value(&state) % 256u) - 128;
             const int32_t out_pixel_stride = channels + GUARD;
             int8_t out[2 * (MAX_CHANNELS + GUARD)];
             int32_t returned, wrong;
             for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
-                bias[c] = (int32_t)(next_value(&state) << 13) - (1 << 28);
+                bias[c] = (int32_t)(next_value(&state) << (rounding_any && c % 2 ? 15 : 13))
+                    - (rounding_any && c % 2 ? 1 << 30 : 1 << 28);
                 bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
                 multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
                 shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(cases + c) % 31u));
+                if (rounding_any) {  /* any shift -31..30, multipliers of either sign, INT32_MIN too */
+                    shift[c] = (int8_t)((int32_t)((uint32_t)(cases + 3 * c) % 62u) - 31);
+                    const uint32_t high = next_value(&state);
+                    multiplier[c] = c % 3 == 2 ? INT32_MIN : (int32_t)(high << 16 | next_value(&state));
+                }
             }
             for (int32_t j = 0; j < SCRATCH_WORDS; ++j) {
                 q[j] = UNTOUCHED;
@@ -70,7 +82,15 @@ int main(void)
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
                 out[j] = (int8_t)0x5a;
             }
-            if (narrow) {
+            if (narrow && rounding_any) {
+                returned = lp_pair_tiles_double_s8_b16(out, xo, q, wo, bias16, multiplier, shift, zero_point,
+                                                       wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                       out_pixel_stride, wc.w_channel_stride, channels);
+            } else if (rounding_any) {
+                returned = lp_pair_tiles_double_s8(out, xo, q, wo, bias, multiplier, shift, zero_point,
+                                                   wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                   out_pixel_stride, wc.w_channel_stride, channels);
+            } else if (narrow) {
                 returned = lp_pair_tiles_s8_b16(out, xo, q, wo, bias16, multiplier, shift, zero_point, wc.x_row_stride,
                                                 wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride,
                                                 wc.w_channel_stride, channels);
@@ -83,7 +103,8 @@ int main(void)
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
                 const int32_t p = j / out_pixel_stride, c = j % out_pixel_stride;
                 const int8_t want = p < 2 && c < channels
-                    ? expected_out(xo, wo, &wc, p, c, narrow ? bias16[c] : bias[c], multiplier[c], shift[c], zero_point)
+                    ? expected_out(xo, wo, &wc, p, c, narrow ? bias16[c] : bias[c], multiplier[c], shift[c], zero_point,
+                                   rounding_any)
                     : (int8_t)0x5a;
                 wrong |= out[j] != want;
             }
@@ -91,8 +112,8 @@ int main(void)
             if (wrong) {
                 failures += 1;
                 if (failures <= 5) {
-                    printf("wrong case %ld: rows %ld, row_len %ld, channels %ld, narrow %d\n", (long)i, (long)wc.rows,
-                           (long)wc.row_len, (long)channels, narrow);
+                    printf("wrong case %ld: rows %ld, row_len %ld, channels %ld, narrow %d, double %d\n", (long)i,
+                           (long)wc.rows, (long)wc.row_len, (long)channels, narrow, rounding_any);
                 }
             }
         }

@@ -1,13 +1,15 @@
-"""The bundle's fused channel tiles of an unpadded convolution's pixel pair on DSP cores: `<prefix>_pair_tiles_s8`
-(int32 biases) and `_s8_b16` (int16 ones), C in `<model>_internal.h` (after the q15 pair MAC's and the DSP
-requantization epilogue's helpers), called by the kernels of `backends.cortex_m.schedules.pair_tiles`.
+"""The bundle's fused channel tiles of a convolution's pixel pair on DSP cores: `<prefix>_pair_tiles_s8` (int32
+biases) and `_s8_b16` (int16 ones), and `<prefix>_pair_tiles_double_s8` (`_b16`) for TFLite's double rounding of any
+shift and sum, C in `<model>_internal.h` (after the q15 pair MAC's and the DSP requantization epilogue's helpers),
+called by the kernels of `backends.cortex_m.schedules.pair_tiles`.
 
 One call computes a pair of output pixels over every output channel: it widens both pixels' input windows once
-into a scratch of int32 words (``q15_scratch_words``), then per tile of four channels starts the sums at the
+into a scratch of int32 words (``q15_scratch_words``), then per pair of channels starts the sums at the
 biases in registers, multiply-accumulates the widened inputs with the int8 weights (an assembly loop of four
 groups of four inputs per iteration: 70 instructions per 64 MACs on cortex-m4f, where the two-pixel dual MAC
-takes 21 per 16) and requantizes each pixel's four sums. Out of line, one copy per bundle. Without the DSP
-extension (a host build) the same sums in portable C. Integer sums in another order: bit-exact.
+takes 21 per 16) and requantizes both pixels' sums ("double_small": the DSP epilogue's lane; `_double`: SMULL
+and QDADD, any shift). Out of line, one copy per bundle and rounding. Without the DSP extension (a host build)
+the same sums in portable C. Integer sums in another order: bit-exact.
 
 The C is hand-written: `templates/pair_tiles.h.in` (its contract in its leading comment), unit-tested on the
 host and under QEMU by `tests/c/test_pair_tiles.c` (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
@@ -20,7 +22,8 @@ from backends.bias_forms import bias_form
 PAIR_TILES_TEMPLATE = "pair_tiles.h.in"
 
 
-def pair_tiles_helper_name(prefix: str, bias: str) -> str:
-    """The C name of the helper for biases of type `bias` ("int32" or "int16") in the bundle `prefix`."""
-    name = f"{prefix}_pair_tiles_s8"
+def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> str:
+    """The C name of the helper for biases of type `bias` ("int32" or "int16") in the bundle `prefix`; with
+    `any_double`, the one of TFLite's double rounding for any shift and sum (not only "double_small")."""
+    name = f"{prefix}_pair_tiles_double_s8" if any_double else f"{prefix}_pair_tiles_s8"
     return bias_form(name, bias)

@@ -13,8 +13,8 @@ the helpers of `backends.cortex_m.helpers`.
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
-- `pair_tiles` (DSP cores without MVE): after the epilogue calls, an unpadded 1-high convolution's pixel pair over
-  all its channel tiles as one call of the fused helper (inputs widened once, sums started at the biases);
+- `pair_tiles` (DSP cores without MVE): after the epilogue calls, a convolution's pixel pair over all its channel
+  tiles as one call of the fused helper (inputs widened once, sums started at the biases);
 - `conv_tiles`: then a loop over an int8 convolution's channel tiles (zeroed
   accumulators, the dual MAC, the epilogue) as one call of the core's fused helper (Helium's, the DSP cores');
 - `depthwise_tiles`: then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
@@ -41,7 +41,7 @@ from typing import Optional
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_window_length,
-                                                        has_short_rows, paired_windows, window_buffer,
+                                                        has_short_rows, window_buffer,
                                                         windowed_border)
 from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
@@ -52,9 +52,10 @@ from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
-from backends.cortex_m.schedules.pair_tiles import pair_odd_pixel_row as pair_odd_pixel_row_fused, pair_tiles_calls
+from backends.cortex_m.schedules import pair_tiles
+from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
 from backends.cortex_m.schedules.helium_float import float_epilogue_calls, float_mac_replacement, padded_float_calls
-from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
+from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
@@ -65,15 +66,16 @@ class DualMacSchedules:
 
     extern_calls = staticmethod(extern_helper_calls)
     flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
-    pays_two_pixels = staticmethod(pays_two_pixels)
+    pays_two_pixels = staticmethod(pair_tiles.pays_two_pixels)
     helper_call = staticmethod(mac_helper_call)
-    pair_odd_pixel_row = staticmethod(pair_odd_pixel_row_fused)  # a 1-high conv's pairs unwidened: fused later
+    # the pairs of a kernel with the DSP epilogue unwidened: fused later (pair_tiles), their helper widens them
+    pair_odd_pixel_row = staticmethod(pair_tiles.pair_odd_pixel_row)
     replacement = staticmethod(mac_helper_replacement)
     window_buffer = staticmethod(window_buffer)
     has_short_rows = staticmethod(has_short_rows)
     windowed_border = staticmethod(functools.partial(windowed_border, rows_written_out=ROWS_WRITTEN_OUT))
-    paired_pixel_body = staticmethod(paired_pixel_body)
-    paired_windows = staticmethod(paired_windows)
+    paired_pixel_body = staticmethod(pair_tiles.paired_pixel_body)
+    paired_windows = staticmethod(pair_tiles.paired_windows)
     pair_tests = staticmethod(pair_tests)
     branch_accumulators = True  # measured on DSP cores (tvm_ext.schedule.border_split._own_accumulators)
     # measured on DSP cores: micro_speech's 4-unit FULLY_CONNECTED (stacked MAC) 80,080 -> 18,322 instructions
@@ -82,7 +84,7 @@ class DualMacSchedules:
     @staticmethod
     def epilogue_calls(func):
         """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
-        1-high convolution's loop over a pixel pair's channel tiles (zeroed accumulators, the two-pixel MAC, the
+        convolution's loop over a pixel pair's channel tiles (zeroed accumulators, the two-pixel MAC, the
         pixels' epilogues) as one call of the fused pair-tiles helper (`pair_tiles`: the pair's inputs widened
         once), then each loop over a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as
         one call of the fused channel-tiles helper (`conv_tiles`, DSP_CONV_TILES), and each depthwise pixel's

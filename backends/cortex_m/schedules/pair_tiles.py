@@ -1,22 +1,24 @@
-"""On DSP cores, an unpadded 1-high convolution's loop over the channel tiles of a pixel pair as one call of the
-fused pair-tiles helper.
+"""On DSP cores, a convolution's loop over the channel tiles of a pixel pair as one call of the fused pair-tiles
+helper.
 
-A CONV_2D whose kernel is one row of several taps (a Conv1D as the converter writes it: a 1xK kernel, any
-dilation, its padding a PAD of its own, so the convolution itself is unpadded) pairs its output pixels
-(``tvm_ext.schedule.kernel_schedule``), and each pair runs a loop over its channel tiles whose iteration zeroes
-the tile's eight accumulators, calls the two-pixel dual MAC ``<prefix>_dual_mac_s8x2x4`` (which widens both
-pixels' inputs again in every tile; an odd pixel count pairs all but the last pixel, ``pair_odd_pixel_row``, on
-the same calls) and requantizes each pixel's four channels (``requantize_epilogue``'s
-calls). ``pair_tiles_calls`` replaces each such loop by one call of ``<prefix>_pair_tiles_s8``
-(``backends.cortex_m.helpers.pair_tiles_c``), which widens the pair's windows once into a scratch of the kernel
-(``pair_q15.q15_scratch_words`` words), starts each tile's sums at the biases in registers and requantizes
-them from there. tcn_kws_100x32_int8 on cortex-m4f (measured under QEMU): its six 64-channel convolutions from
-1.83-1.96 M instructions each (1.5-1.6 per MAC) to 1.51 M (1.23), the whole model 13,258,652 -> 10,624,547
-instructions (0.742 -> 0.594x TFLM+CMSIS-NN), code 6,252 -> 4,332 B, arena 19,328 -> 15,488 B.
-
-Only these kernels: a 1x1 convolution (vww's, mobilenet's), a KxK one and a padded 1xK one (its pairs widened by
-``pixel_pairs``) keep their calls, so their bundles' kernels are unchanged (the helper would serve the unpadded
-ones too; not measured on them here).
+A CONV_2D pairs its output pixels where two pixels per call pay (``pixel_pairs.pays_two_pixels``): an unpadded
+one from its schedule (``tvm_ext.schedule.kernel_schedule``; an odd pixel count pairs all but the last pixel,
+``pair_odd_pixel_row``), a padded one in its interior and, where its rows are short, across its border with both
+windows copied (``pixel_pairs.paired_pixel_body``, ``border_window.paired_windows``). Each pair runs a loop over
+its channel tiles whose iteration zeroes the tile's eight accumulators, calls the two-pixel dual MAC
+``<prefix>_dual_mac_s8x2x4`` (which widens both pixels' inputs again in every tile) and requantizes each pixel's
+four channels (``requantize_epilogue``'s calls). ``pair_tiles_calls`` replaces each such loop by one call of
+``<prefix>_pair_tiles_s8`` (``backends.cortex_m.helpers.pair_tiles_c``), which widens the pair's windows once
+into a scratch of the kernel (``pair_q15.q15_scratch_words`` words), starts each tile's sums at the biases in
+registers and requantizes them from there. Where the kernel requantizes with the DSP epilogue (``fuses_pairs``),
+its pairs are therefore not widened by ``pair_q15`` first (``pair_odd_pixel_row``, ``paired_pixel_body``,
+``paired_windows``): the fused helper widens them itself; any other kernel's pairs keep their calls, widened as
+before. Measured under QEMU on cortex-m4f: tcn_kws_100x32_int8's six 64-channel 1xK convolutions from 1.83-1.96 M
+instructions each (1.5-1.6 per MAC) to 1.51 M (1.23), the whole model 13,258,652 -> 10,624,547 instructions
+(0.742 -> 0.594x TFLM+CMSIS-NN); then the 1x1 and KxK convolutions too: pretrainedResnet_quant 19,333,984 ->
+17,843,342 instructions (its 3x3 convolutions' pairs, interior and border; code 14,240 -> 8,044 B),
+mobilenet_v2_050_64_int8 18,493,659 -> 17,091,379, person_detect 15,542,154 -> 14,043,671, kws_ref_model
+5,400,821 -> 5,086,841.
 
 A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
 in this order: stores of zero into exactly the eight accumulators the MAC call then writes (four per pixel),
@@ -41,18 +43,27 @@ from tvm.ir import TensorLoad
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
 from backends.cortex_m.helpers.pair_tiles_c import pair_tiles_helper_name
-from backends.cortex_m.schedules import pixel_pairs
+from backends.cortex_m.schedules import border_window, pixel_pairs
 from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset, pointee,
                                                    zeroed_stores)
-from backends.cortex_m.schedules.dual_mac import (DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, mac_reduction,
-                                                register_mac_helper)
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
-from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_SMALL_OPS
+from backends.cortex_m.schedules.requantize_epilogue import (HELIUM_EPILOGUE, REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
+                                                              requantize_epilogue, requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
 
 PAIR_TILES_OPS = by_bias("tvm_ext.pair_tiles_s8")
 """The fused helper's op per bias type (the DSP epilogue's, ``requantize_epilogue.REQUANTIZE_SMALL_OPS``)."""
+PAIR_TILES_DOUBLE_OPS = by_bias("tvm_ext.pair_tiles_double_s8")
+"""The fused helper's op per bias type for any other double rounding ("double", "double_right_shift": a layer whose
+constants or sums the DSP epilogue does not take), its epilogue scalar loops before (``ANY_DOUBLE_ROUNDING``)."""
+ANY_DOUBLE_ROUNDING = HELIUM_EPILOGUE
+"""What matches a pair's requantization loop of any double rounding (``requantize_epilogue_call``): the Helium
+epilogue's ops (``REQUANTIZE_S8_OPS``) name the matched loops here only, never a call of the DSP kernels."""
+FUSED_OPS = {**{op: PAIR_TILES_OPS[bias] for bias, op in REQUANTIZE_SMALL_OPS.items()},
+             **{op: PAIR_TILES_DOUBLE_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()}}
+"""The fused helper's op per epilogue op."""
 # pair_tiles_s8(out, x, q, w, bias, multiplier, shift, zero_point, x_row_stride, rows, row_len, x_pixel_stride,
 # out_pixel_stride, w_channel_stride, channels): out[p * out_pixel_stride + c] and the epilogue's constants
 # `channels` elements; x[p * x_pixel_stride + r * x_row_stride + k]; q the scratch of both windows; w `channels`
@@ -66,37 +77,77 @@ PAIR_TILES_ACCESS = HelperAccess((
 ))
 for _bias, _op in PAIR_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias), PAIR_TILES_ACCESS)
+for _bias, _op in PAIR_TILES_DOUBLE_OPS.items():
+    register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True), PAIR_TILES_ACCESS)
 
 
-def one_high_window(weight: TensorLoad) -> bool:
-    """Whether the weights (OHWI) are a kernel of one row and several taps: a Conv1D's."""
-    shape = weight.source.shape
-    return len(shape) == 4 and all(isinstance(extent, tirx.IntImm) for extent in shape) \
-        and int(shape[1]) == 1 and int(shape[2]) > 1
+def fuses_pairs(stmt: tirx.Stmt) -> bool:
+    """Whether ``stmt`` (a kernel's or a pixel's statements) requantizes more than one channel tile of sums with
+    a double rounding and per-channel constants, no lookup table (``requantize_epilogue``), which the fused
+    helper computes: its pairs' loops over their channel tiles become pair-tiles calls (``pair_tiles_calls``),
+    so the pairs need not be widened first (a single tile leaves no loop to fuse)."""
+    for node in walk(stmt):
+        epilogue = requantize_epilogue(node.body, ANY_DOUBLE_ROUNDING.roundings) \
+            if isinstance(node, s_tir.SBlock) else None
+        if epilogue is not None:
+            channels = epilogue.store.buffer.shape[-1]
+            return not isinstance(channels, tirx.IntImm) or int(channels) > TILE
+    return False
+
+
+FUSED_TWO_PIXEL_MIN_REDUCTION = 16
+"""The shortest reduction a kernel whose pairs fuse (``fuses_pairs``) tiles two pixels for: measured under QEMU on
+cortex-m4f, 1x1 convolutions on 16 channels run faster paired and fused (vww_96_int8's 24x24x32 from 747,337 to
+679,920 instructions, mobilenet_v2_050_64_int8's 16x16x96 from 1,000,200 to 879,784), on 8 slower (vww's 48x48x16
+from 1,039,804 to 1,123,657: the pair's widening and call outweigh the weights it shares)."""
+
+
+def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
+    """``pixel_pairs.pays_two_pixels`` from a reduction of FUSED_TWO_PIXEL_MIN_REDUCTION where the one consumer of
+    ``block`` requantizes as ``fuses_pairs`` asks (its pairs' tiles fused: no two-pixel MAC calls per tile),
+    from ``pixel_pairs.TWO_PIXEL_MIN_REDUCTION`` elsewhere."""
+    consumers = sch.get_consumers(block)
+    fused = len(consumers) == 1 and fuses_pairs(sch.get(consumers[0]))
+    return pixel_pairs.pays_two_pixels(sch, block, loops, first_reduce,
+                                       FUSED_TWO_PIXEL_MIN_REDUCTION if fused else pixel_pairs.TWO_PIXEL_MIN_REDUCTION)
 
 
 def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
     """``pixel_pairs.pair_odd_pixel_row`` (an odd pixel count: pairs, then the last pixel on its own) with the
-    pairs' inputs widened once (``pair_q15``) unless the reduction ``block_name`` is a 1-high convolution's
-    (``one_high_window``), whose pairs ``pair_tiles_calls`` then fuses: its helper widens them itself."""
-    block = next((node for node in walk(func.body) if isinstance(node, s_tir.SBlock) and node.name_hint == block_name),
-                 None)
-    reduction = mac_reduction(block) if block is not None else None
-    fused = reduction is not None and one_high_window(reduction.weight)
-    return pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=not fused)
+    pairs' inputs widened once (``pair_q15``) unless ``func`` requantizes with the DSP epilogue
+    (``fuses_pairs``): its pairs ``pair_tiles_calls`` then fuses, whose helper widens them itself."""
+    return pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=not fuses_pairs(func.body))
+
+
+def paired_pixel_body(pixel_body: tirx.Stmt, *args, **kwargs):
+    """``pixel_pairs.paired_pixel_body`` with the pair's inputs widened once unless ``pixel_body`` requantizes
+    with the DSP epilogue (``fuses_pairs``): its pair ``pair_tiles_calls`` then fuses."""
+    return pixel_pairs.paired_pixel_body(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body), **kwargs)
+
+
+def paired_windows(pixel_body: tirx.Stmt, *args, **kwargs):
+    """``border_window.paired_windows`` (a border pixel pair's windows copied) with the pair's inputs widened
+    once unless ``pixel_body`` requantizes with the DSP epilogue (``fuses_pairs``): its pair
+    ``pair_tiles_calls`` then fuses."""
+    return border_window.paired_windows(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body), **kwargs)
 
 
 def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
-    """The epilogue calls ``stmts`` consist of, each with the values of the loops around it inside ``stmts``
-    (one per iteration: a loop over the pair's pixels is unrolled here); None for anything else."""
+    """The epilogue calls ``stmts`` consist of (the DSP epilogue's, or the call ``ANY_DOUBLE_ROUNDING`` makes of a
+    scalar requantization loop), each with the values of the loops around it inside ``stmts`` (one per
+    iteration: a loop over the pair's pixels is unrolled here); None for anything else."""
     found = []
     for stmt in stmts:
         loops = []
         while isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) \
                 and isinstance(stmt.min, tirx.IntImm):
+            matched = requantize_epilogue_call(stmt, ANY_DOUBLE_ROUNDING)
+            if matched is not None:
+                stmt = matched
+                break
             loops.append(stmt)
             stmt = stmt.body
-        call = call_of(stmt, tuple(REQUANTIZE_SMALL_OPS.values()))
+        call = call_of(stmt, tuple(FUSED_OPS))
         if call is None:
             return None
         for values in itertools.product(*(range(int(loop.min), int(loop.min) + int(loop.extent)) for loop in loops)):
@@ -108,7 +159,7 @@ def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
 
 def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional[s_tir.SBlockRealize]:
     """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or None
-    where it is not a loop over the channel tiles of a 1-high convolution's pixel pair of the module
+    where it is not a loop over the channel tiles of a convolution's pixel pair of the module
     docstring's form; the call's widened-input scratch is the first buffer of ``scratch`` (the kernel's, which
     the calls share: they run one after another) that holds enough words, else a new one appended to it."""
     if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
@@ -121,8 +172,7 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
     acc_a, acc_b, x, w = (pointee(arg) for arg in mac.args[:4])
     sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[4:]]
     requantizations = _requantizations(stmts[macs[0] + 1:])
-    if None in (acc_a, acc_b, x, w, *sizes) or requantizations is None or len(requantizations) != DUAL_MAC_PIXELS \
-            or not one_high_window(w):
+    if None in (acc_a, acc_b, x, w, *sizes) or requantizations is None or len(requantizations) != DUAL_MAC_PIXELS:
         return None
     x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
     offsets = LoopOffsets((*enclosing, loop))
@@ -176,8 +226,7 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
     args = [address(first.args[0]), mac.args[2], buffer.access_ptr("rw"), address(mac.args[3]),
             *(address(arg) for arg in first.args[2:5]), first.args[5], x_row_stride, rows, row_len,
             x_pixel_stride, out_pixel_stride, w_channel_stride, channels]
-    bias_type = next(bias for bias, op in REQUANTIZE_SMALL_OPS.items() if op == first.op.name)
-    call = tirx.call_intrin("int32", PAIR_TILES_OPS[bias_type], *args)
+    call = tirx.call_intrin("int32", FUSED_OPS[first.op.name], *args)
     reads = [_whole(load.source) for load in (x, w, *epilogue)]
     writes = [_whole(out.source)]
     block = s_tir.SBlock([], reads, writes, "pair_tiles", tirx.Evaluate(call))

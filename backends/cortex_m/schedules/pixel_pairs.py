@@ -183,9 +183,10 @@ convolutions on 8 and 16 channels, measured under QEMU) lose more to the two-pix
 its shared weights save."""
 
 
-def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
+def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int,
+                    min_reduction: int = TWO_PIXEL_MIN_REDUCTION) -> bool:
     """Whether the channel-tiled int8 reduction ``block`` (its loops ``loops``, the channel tile innermost)
-    accumulates two pixels per dual-MAC call: a reduction of at least TWO_PIXEL_MIN_REDUCTION, int8 inputs (16x8's
+    accumulates two pixels per dual-MAC call: a reduction of at least ``min_reduction``, int8 inputs (16x8's
     int16 ones have a one-pixel helper only, backends.cortex_m.helpers.dual_mac_c), and no padded input (an ``if_then_else`` tap:
     its pixels stay untiled, for the border split, tvm_ext.schedule.border_split, to find one test per pixel)."""
     length = 1
@@ -197,4 +198,4 @@ def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) 
     padded = any(isinstance(node, tvm.ir.Call) and node.op.name == "prim.if_then_else"
                  for node in walk(sch.get(block).body))
     int16_input = any(str(region.source.dtype) == "int16" for region in sch.get(block).reads)
-    return length >= TWO_PIXEL_MIN_REDUCTION and not padded and not int16_input
+    return length >= min_reduction and not padded and not int16_input

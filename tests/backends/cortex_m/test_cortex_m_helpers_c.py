@@ -141,9 +141,9 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("depthwise_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                                             REQUANTIZE_SMALL_TEMPLATE, DEPTHWISE_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
-    # the DSP fused pixel-pair channel tiles (widened inputs, sums from the biases, epilogue) against the plain sums
-    # and the scalar helpers
-    HelperUnitTest("pair_tiles", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE,
+    # the DSP fused pixel-pair channel tiles (widened inputs, sums from the biases, epilogue of either rounding)
+    # against the plain sums and the scalar helpers
+    HelperUnitTest("pair_tiles", ("double", *SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE,
                                   REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the DSP fused convolution channel tiles (dual MAC sums from the biases and epilogue) against the plain sums

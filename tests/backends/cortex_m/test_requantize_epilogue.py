@@ -105,7 +105,9 @@ def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path)
 @needs_cross_tools
 def test_dsp_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "epilogues", _epilogue_model(), "cortex-m4f", "mps2-an386")
-    assert re.search(r"_requantize_small_s8\(", kernels), kernels  # the 3x3 layer's pixel pairs
+    # the 3x3 layer's pixel pairs: their channel tiles and epilogues in one call of the fused pair helper
+    # (backends/cortex_m/schedules/pair_tiles.py)
+    assert re.search(r"_pair_tiles_s8\(", kernels), kernels
     # one pixel's channel tiles in one call of the DSP fused helper, the sums started at the biases
     # (backends/cortex_m/schedules/conv_tiles.py, DSP_CONV_TILES): the 1x1 layer's pixels (int16 biases), the 3x3
     # layer's unpaired ones (int32 biases)

@@ -57,8 +57,9 @@ def test_paired_pixels_stream_pass_by_pass_within_both_buffers(tmp_path) -> None
     model.write_bytes(_conv_1x1_model())
     bundle = compile(model, "cortex-m4f", tmp_path / "m4f", jobs=1)
     kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
-    # pairs (widened once), the last alone (its channel tiles one fused call, backends.cortex_m.schedules.conv_tiles)
-    assert "dual_mac_q15x2x4" in kernels and "conv_tiles_s8x4" in kernels
+    # pairs (their channel tiles one fused call, backends.cortex_m.schedules.pair_tiles), the last alone (its channel
+    # tiles one fused call, backends.cortex_m.schedules.conv_tiles)
+    assert "_pair_tiles_s8" in kernels and "conv_tiles_s8x4" in kernels
     (call,) = bundle.plan.calls
     (fact,) = [fact for fact in call.access.inplace_outputs if fact.input == call.inputs[0]]
     assert fact.stream == _expected_order()
