@@ -143,7 +143,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     layout: str = "auto",
     build: bool = True,
     selftest_input: str | Path | None = None,
-    patches: str | tuple[int, int] = "off",
+    patches: str | tuple[int, int] | None = None,
     input_rows: bool = False,
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
@@ -178,7 +178,9 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     the self-test embeds its first sample as its first case instead of seeded noise.
     `patches` "off" (layer by layer), "auto" (patch by patch only when the layer-by-layer RAM does not fit the
     profile's SRAM: the plan of fewest extra MACs that fits, said in one line) or a grid such as "2x4" or (2, 4)
-    runs the first stages of a CNN patch by patch (tvm_ext.compile.patches; the manifest's "patches").
+    runs the first stages of a CNN patch by patch (tvm_ext.compile.patches; the manifest's "patches"); None (not
+    given) is "auto" for one model compiled here, and layer by layer for a bundle of several models or a compile on
+    a cluster, which take no patch plan.
     `input_rows` gives the model's one image input row by row (tvm_ext.plan.row_input): the run functions take a
     read_row callback instead of the input, the first stages run in bands of rows (`patches` auto or Nx1; off
     means auto) and the bundle holds only bands of the input, in its arena (the manifest's "row_input").
@@ -205,7 +207,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
             "quantize": quantize, "calibration": calibration, "ranges": ranges, "held_back": held_back,
             "activations": activations, "scheduler": scheduler, "io_in_arena": io_in_arena,
             "layout": None if layout == "auto" else layout, "selftest_input": selftest_input,
-            "patches": None if patches == "off" else patches, "input_rows": input_rows})
+            "patches": None if patches in (None, "off") else patches, "input_rows": input_rows})
         return compile_several(models, target, Path(out), name=name, force=force, log=log,
                                jobs=default_jobs() if jobs is None else jobs, build=build)
     if isinstance(model, (list, tuple)):
@@ -217,7 +219,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     label = model.name if isinstance(model, Path) else (name or "model")
     held_back = None if held_back is None else Path(held_back)
     check_request(label, quantize, calibration, held_back, activations)
-    patch_request = _patch_request(label, patches)
+    patch_request = _patch_request(label, patches if patches is not None else "auto" if scheduler is None else "off")
     if quantize is not None and not isinstance(model, Path):
         raise CompileError(f"{label}: --quantize takes a float model file, not a Relax module")
     if layout != "auto" and not isinstance(model, Path):

@@ -110,8 +110,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--io-in-arena", action="store_true",
                         help="place the model's inputs and outputs in the arena (the header gives their places; "
                              "the run functions take no input or output arguments)")
-    parser.add_argument("--patches", type=_patches, default="off",
-                        help="off (default), auto (only when the model does not fit the SRAM layer by layer), a "
+    parser.add_argument("--patches", type=_patches, default=None,
+                        help="off, auto (the default for one model compiled here: only when the model does not fit "
+                             "the SRAM layer by layer), a "
                              "grid NxM: run a CNN's first stages patch by patch, or stream (streamN: N bands): run "
                              "them in bands of rows, each layer computing only its new rows")
     parser.add_argument("--input-rows", action="store_true",
@@ -304,12 +305,13 @@ def _analysis(args: argparse.Namespace, model: Path) -> Analysis:
     """The analysis `args` ask for (--analyze), of the model file `model`; CompileError for an option that
     has no meaning without a compile."""
     from tvm_ext.compile.analyze import analyze, profiles_named
+    from tvm_ext.compile.patches import AUTO
 
     given = [name for name in _NOT_WITH_ANALYZE if getattr(args, name) not in (None, False)]
     if given:
         raise CompileError(f"{model.name}: --analyze builds nothing; leave out --{given[0].replace('_', '-')}")
     return analyze(model, profiles_named(args.target), _print_stage_and_stop_if_signalled,
-                   default_jobs() if args.jobs is None else args.jobs, args.patches)
+                   default_jobs() if args.jobs is None else args.jobs, AUTO if args.patches is None else args.patches)
 
 
 def _print_analysis(analysis: Analysis) -> int:

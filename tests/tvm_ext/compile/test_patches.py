@@ -114,15 +114,15 @@ def test_auto_goes_on_after_a_plan_refused_after_its_build(monkeypatch):
 
 
 @pytest.mark.slow
-def test_auto_runs_patches_only_where_layer_by_layer_does_not_fit(tmp_path):
+def test_the_default_auto_runs_patches_only_where_layer_by_layer_does_not_fit(tmp_path):
     model = tmp_path / "chain.tflite"
     model.write_bytes(chain_model(IMAGE, CHANNELS))
-    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", patches="auto")
+    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole")  # auto: the default
     assert "patches" not in json.loads((tmp_path / "whole" / "manifest.json").read_text())
 
     lines: list[str] = []
     patched = tvm_ext.compile(model, _board(tmp_path, whole.total_ram_bytes - 1), tmp_path / "patched",
-                              patches="auto", log=lines.append)
+                              log=lines.append)
     assert patched.selftest.passed
     said = [line for line in lines if line.split()[:1] == ["patches"]]
     assert len(said) == 1 and f"arena {whole.arena_bytes:,} B layer by layer -> {patched.arena_bytes:,} B" in said[0]

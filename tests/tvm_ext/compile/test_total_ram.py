@@ -74,7 +74,7 @@ def test_a_board_short_of_the_ram_without_the_stack_is_refused_before_the_build(
     stages: list[str] = []
     with pytest.raises(DoesNotFitError) as error:
         tvm_ext.compile(model_path(), board(tmp_path, "cortex-m0plus", short), tmp_path / "out", jobs=1,
-                        log=lambda line: stages.append(line.split()[0]))
+                        log=lambda line: stages.append(line.split()[0]), patches="off")
     assert stages[-1] == "planning"
     assert str(error.value).endswith(
         f"+ state 0 B; stack not yet counted: measured after the build) but my-board has {short:,} B (1 B over)")
@@ -85,7 +85,7 @@ def test_a_host_profile_counts_its_stack_bound(compiled, tmp_path):
     assert (ram.stack_source, ram.stack_bytes) == (target.StackSource.BOUND, 1_024)
     short = ram.total_bytes - 1
     with pytest.raises(DoesNotFitError) as error:
-        tvm_ext.compile(model_path(), board(tmp_path, "lowpower", short), tmp_path / "out", jobs=1)
+        tvm_ext.compile(model_path(), board(tmp_path, "lowpower", short), tmp_path / "out", jobs=1, patches="off")
     assert str(error.value) == (
         f"{MODEL}: RAM needs {ram.total_bytes:,} B of SRAM (arena {ram.arena_bytes:,} B + inputs 1 B + outputs 1 B + "
         f"state 0 B + stack 1,024 B the profile's stack_bound_bytes) but my-board has {short:,} B (1 B over)")

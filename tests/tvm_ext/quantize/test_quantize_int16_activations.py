@@ -71,7 +71,8 @@ def test_when_neither_16x8_nor_int8_fits_the_refusal_gives_the_int8_bytes(classi
     profile = dataclasses.replace(target.load_profile("lowpower"), sram_bytes=1_030, stack_bound_bytes=1_000)
     with pytest.raises(CompileError) as refused:
         tvm_ext.compile(classifier_file, target=profile, out=tmp_path / "out", quantize="int8",
-                        activations="auto", calibration="random", jobs=1, log=lines.append)
+                        activations="auto", calibration="random", jobs=1, log=lines.append,
+                        patches="off")  # the refusals of layer by layer, without auto's patch search
     assert str(refused.value) == (
         "wide_range_classifier: RAM needs 1,049 B of SRAM (arena 36 B + inputs 8 B + outputs 5 B + state 0 B + "
         "stack 1,000 B the profile's stack_bound_bytes) but lowpower has 1,030 B (19 B over)")
@@ -114,8 +115,8 @@ def test_a_16x8_bundle_that_does_not_fit_is_compiled_with_int8_activations(class
     out, lines = tmp_path / "out", []
     profile = dataclasses.replace(target.load_profile("lowpower"), sram_bytes=1_081, stack_bound_bytes=1_000)
     bundle = tvm_ext.compile(classifier_file, target=profile, out=out, quantize="int8", activations="auto",
-                             calibration="random",
-                             jobs=1, log=lines.append)
+                             calibration="random", jobs=1, log=lines.append,
+                             patches="off")  # the refusal of layer by layer, without auto's patch search
     assert bundle.selftest.passed and bundle.total_ram_bytes == 1_049
     refusal = ("wide_range_classifier: RAM needs 1,082 B of SRAM (arena 56 B + inputs 16 B + outputs 10 B + state 0 B "
                "+ stack 1,000 B the profile's stack_bound_bytes) but lowpower has 1,081 B (1 B over)")
