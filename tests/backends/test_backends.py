@@ -114,7 +114,7 @@ def test_a_helium_core_defines_the_helpers_with_mve_bodies_and_takes_no_q15_pair
     record the backend's library); the bundle of a core with MVE (`simd = "mve"`) defines them with Helium's
     bodies, and its pixel pairs read int8 lanes unwidened. Every other core's bundle is as before."""
     from backends.cortex_m.helpers import CORTEX_M_HELPERS, HELIUM_HELPERS
-    from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES, HELIUM_MAC_SCHEDULES
+    from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES, FPU_DUAL_MAC_SCHEDULES, HELIUM_MAC_SCHEDULES
     from backends.schedules import kernel_schedules_of
 
     profile = load_profile(name)
@@ -125,4 +125,6 @@ def test_a_helium_core_defines_the_helpers_with_mve_bodies_and_takes_no_q15_pair
             (HELIUM_HELPERS,) if helium else (CORTEX_M_HELPERS,))
     assert ("vmladavaq_s8" in HELIUM_HELPERS.c_text("m")) and ("vmladavaq" not in CORTEX_M_HELPERS.c_text("m"))
     mac = kernel_schedules_of(profile).mac
-    assert mac is (HELIUM_MAC_SCHEDULES if helium else DUAL_MAC_SCHEDULES if profile.simd == "dsp" else None)
+    # a DSP core with a scalar FPU: the same integer schedules, its float reductions the scalar FPU's helpers
+    dsp = FPU_DUAL_MAC_SCHEDULES if profile.hardware_float else DUAL_MAC_SCHEDULES
+    assert mac is (HELIUM_MAC_SCHEDULES if helium else dsp if profile.simd == "dsp" else None)

@@ -5,8 +5,10 @@
 #ifndef CORTEX_M_TEST_VALUES_H
 #define CORTEX_M_TEST_VALUES_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* The next value of the sequence `state`: 32 bits, well mixed in the high half. */
 static inline uint32_t next_value(uint32_t *state)
@@ -204,6 +206,121 @@ static inline int fc_rows_test(const fc_rows_helper *helper)
         }
     }
     return cases_verdict(cases, 0);
+}
+
+/* The float helpers' tests (test_fmac_f32.c, test_fpu_fmac_f32.c). */
+
+/* A float of the sequence: 0 now and then, else a signed value of magnitude 2^-20..2^20. */
+static inline float next_float(uint32_t *state)
+{
+    const uint32_t drawn = next_value(state);
+    if (drawn % 17u == 0u) {
+        return 0.0f;
+    }
+    const float unit = (float)(drawn % 4096u) / 4096.0f + 0.5f;
+    const int exponent = (int)((drawn >> 12) % 41u) - 20;
+    return (drawn & 0x8000u) ? -ldexpf(unit, exponent) : ldexpf(unit, exponent);
+}
+
+/* The contract's sum for channel c of the pixel at x, from `start`. */
+static inline float expected(const float *x, const float *w, float start, int32_t x_row_stride,
+                             int32_t w_row_stride, int32_t w_tap_stride, int32_t rows, int32_t row_len, int32_t c)
+{
+    float sum = start;
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t k = 0; k < row_len; ++k) {
+            sum = sum + x[r * x_row_stride + k] * w[r * w_row_stride + k * w_tap_stride + c];
+        }
+    }
+    return sum;
+}
+
+/* The epilogue's expected value: act((acc + bias) [+ res]) as the scalar kernel writes it. */
+static inline float expected_act(float acc, float bias, const float *res, float low, float high, int32_t clamp)
+{
+    float v = acc + bias;
+    if (res != 0) {
+        v = v + *res;
+    }
+    if (clamp & 1) {
+        v = v > low ? v : low;
+    }
+    if (clamp & 2) {
+        v = v < high ? v : high;
+    }
+    return v;
+}
+
+/* The float MAC tests' window of `channels` output channels, `rows` rows of `row_len` taps: weight tap strides at and
+   past the channel count, padded input rows, the second pixel's input apart, the first input's offset. */
+typedef struct {
+    int32_t w_tap_stride, w_row_stride, x_row_stride, x_pixel_stride, x_first;
+} float_window;
+
+static inline float_window float_window_of(int32_t channels, int32_t rows, int32_t row_len)
+{
+    float_window window;
+    window.w_tap_stride = channels + (row_len % 3 == 1 ? 5 : 0);
+    window.w_row_stride = row_len * window.w_tap_stride + (rows % 2) * 3;
+    window.x_row_stride = row_len + (row_len % 2) * 4;
+    window.x_pixel_stride = 7 + channels % 3;
+    window.x_first = (channels + rows) % 5;
+    return window;
+}
+
+#define FLOAT_EPILOGUE_CHANNELS_MAX 24
+#define FLOAT_EPILOGUE_GUARD 3 /* floats after the outputs that must keep their value */
+
+/* A float tile epilogue's signature: <prefix>_bias_act_f32's, and <prefix>_bias_res_act_f32's (with a residual). */
+typedef int32_t (*float_bias_act)(float *out, const float *acc, const float *bias, int32_t channels, float low,
+                                  float high, int32_t clamp);
+typedef int32_t (*float_bias_res_act)(float *out, const float *acc, const float *bias, const float *res,
+                                      int32_t channels, float low, float high, int32_t clamp);
+
+/* A float library's bias_act and bias_res_act over channel counts `step`, 2 * `step`, .. up to
+   FLOAT_EPILOGUE_CHANNELS_MAX and every clamp, on values with a NaN, -0 and the bounds themselves, against the
+   scalar kernel's expressions (expected_act), bit for bit: the number of wrong cases (each printed, the first 8). */
+static inline int32_t float_epilogue_failures(uint32_t *state, int32_t *cases, int32_t step, float_bias_act bias_act,
+                                              float_bias_res_act bias_res_act)
+{
+    enum { MAX = FLOAT_EPILOGUE_CHANNELS_MAX, GUARDED = FLOAT_EPILOGUE_CHANNELS_MAX + FLOAT_EPILOGUE_GUARD };
+    int32_t failures = 0;
+    for (int32_t channels = step; channels <= MAX; channels += step) {
+        for (int32_t clamp = 0; clamp < 4; ++clamp) {
+            float acc[MAX], bias[MAX], res[MAX], out[GUARDED], out_res[GUARDED];
+            for (int32_t c = 0; c < MAX; ++c) {
+                acc[c] = next_float(state) * 4.0f;
+                bias[c] = next_float(state);
+                res[c] = next_float(state);
+            }
+            acc[channels / 2] = NAN;
+            acc[channels - 1] = -0.0f;
+            bias[channels - 1] = 0.0f;
+            res[channels - 1] = -0.0f;
+            if (channels > 2) {
+                acc[1] = 6.0f;
+                bias[1] = 0.0f;
+            }
+            for (int32_t c = 0; c < GUARDED; ++c) {
+                out[c] = out_res[c] = 1.5f;
+            }
+            const int32_t returned = bias_act(out, acc, bias, channels, 0.0f, 6.0f, clamp)
+                | bias_res_act(out_res, acc, bias, res, channels, 0.0f, 6.0f, clamp);
+            int wrong_out = returned != 0;
+            for (int32_t c = 0; c < GUARDED; ++c) {
+                const float want = c < channels ? expected_act(acc[c], bias[c], 0, 0.0f, 6.0f, clamp) : 1.5f;
+                const float want_res = c < channels ? expected_act(acc[c], bias[c], &res[c], 0.0f, 6.0f, clamp)
+                                                    : 1.5f;
+                wrong_out |= memcmp(&out[c], &want, sizeof want) != 0 || memcmp(&out_res[c], &want_res,
+                                                                                sizeof want_res) != 0;
+            }
+            if (wrong_out && failures++ < 8) {
+                printf("FAIL epilogue: %ld channels, clamp %ld\n", (long)channels, (long)clamp);
+            }
+            ++*cases;
+        }
+    }
+    return failures;
 }
 
 #endif

@@ -22,31 +22,6 @@
 #define X_FLOATS 1024
 #define W_FLOATS 1024
 
-/* A float of the sequence: 0 now and then, else a signed value of magnitude 2^-20..2^20. */
-static float next_float(uint32_t *state)
-{
-    const uint32_t drawn = next_value(state);
-    if (drawn % 17u == 0u) {
-        return 0.0f;
-    }
-    const float unit = (float)(drawn % 4096u) / 4096.0f + 0.5f;
-    const int exponent = (int)((drawn >> 12) % 41u) - 20;
-    return (drawn & 0x8000u) ? -ldexpf(unit, exponent) : ldexpf(unit, exponent);
-}
-
-/* The contract's sum for channel c of the pixel at x, from `start`. */
-static float expected(const float *x, const float *w, float start, int32_t x_row_stride, int32_t w_row_stride,
-                      int32_t w_tap_stride, int32_t rows, int32_t row_len, int32_t c)
-{
-    float sum = start;
-    for (int32_t r = 0; r < rows; ++r) {
-        for (int32_t k = 0; k < row_len; ++k) {
-            sum = sum + x[r * x_row_stride + k] * w[r * w_row_stride + k * w_tap_stride + c];
-        }
-    }
-    return sum;
-}
-
 /* The depthwise contract's sum for channel c of the pixel at x, from `start`. */
 static float expected_dw(const float *x, const float *w, float start, int32_t x_row_stride, int32_t x_col_stride,
                          int32_t w_row_stride, int32_t w_col_stride, int32_t rows, int32_t cols, int32_t c)
@@ -80,64 +55,17 @@ static int wrong(const float *acc, const float *start, const float *x, const flo
     return differs;
 }
 
-/* The epilogue's expected value: act((acc + bias) [+ res]) as the scalar kernel writes it. */
-static float expected_act(float acc, float bias, const float *res, float low, float high, int32_t clamp)
+/* The epilogues called through a pointer (float_epilogue_failures): the helpers themselves always inline. */
+static int32_t bias_act(float *out, const float *acc, const float *bias, int32_t channels, float low, float high,
+                        int32_t clamp)
 {
-    float v = acc + bias;
-    if (res != 0) {
-        v = v + *res;
-    }
-    if (clamp & 1) {
-        v = v > low ? v : low;
-    }
-    if (clamp & 2) {
-        v = v < high ? v : high;
-    }
-    return v;
+    return lp_bias_act_f32(out, acc, bias, channels, low, high, clamp);
 }
 
-/* lp_bias_act_f32 and lp_bias_res_act_f32 over channel counts 1..CHANNELS_MAX and every clamp, on values with a NaN,
-   -0 and the bounds themselves: the number of wrong cases (each printed, the first 8). */
-static int32_t epilogue_failures(uint32_t *state, int32_t *cases)
+static int32_t bias_res_act(float *out, const float *acc, const float *bias, const float *res, int32_t channels,
+                            float low, float high, int32_t clamp)
 {
-    int32_t failures = 0;
-    for (int32_t channels = 1; channels <= CHANNELS_MAX; ++channels) {
-        for (int32_t clamp = 0; clamp < 4; ++clamp) {
-            float acc[CHANNELS_MAX], bias[CHANNELS_MAX], res[CHANNELS_MAX];
-            float out[CHANNELS_MAX + GUARD], out_res[CHANNELS_MAX + GUARD];
-            for (int32_t c = 0; c < CHANNELS_MAX; ++c) {
-                acc[c] = next_float(state) * 4.0f;
-                bias[c] = next_float(state);
-                res[c] = next_float(state);
-            }
-            acc[channels / 2] = NAN;
-            acc[channels - 1] = -0.0f;
-            bias[channels - 1] = 0.0f;
-            res[channels - 1] = -0.0f;
-            if (channels > 2) {
-                acc[1] = 6.0f;
-                bias[1] = 0.0f;
-            }
-            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
-                out[c] = out_res[c] = 1.5f;
-            }
-            const int32_t returned = lp_bias_act_f32(out, acc, bias, channels, 0.0f, 6.0f, clamp)
-                | lp_bias_res_act_f32(out_res, acc, bias, res, channels, 0.0f, 6.0f, clamp);
-            int wrong_out = returned != 0;
-            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
-                const float want = c < channels ? expected_act(acc[c], bias[c], 0, 0.0f, 6.0f, clamp) : 1.5f;
-                const float want_res = c < channels ? expected_act(acc[c], bias[c], &res[c], 0.0f, 6.0f, clamp)
-                                                    : 1.5f;
-                wrong_out |= memcmp(&out[c], &want, sizeof want) != 0 || memcmp(&out_res[c], &want_res,
-                                                                                sizeof want_res) != 0;
-            }
-            if (wrong_out && failures++ < 8) {
-                printf("FAIL epilogue: %ld channels, clamp %ld\n", (long)channels, (long)clamp);
-            }
-            ++*cases;
-        }
-    }
-    return failures;
+    return lp_bias_res_act_f32(out, acc, bias, res, channels, low, high, clamp);
 }
 
 int main(void)
@@ -154,11 +82,10 @@ int main(void)
     for (int32_t channels = 1; channels <= CHANNELS_MAX; ++channels) {
         for (int32_t rows = 0; rows <= 3; ++rows) {
             for (int32_t row_len = 0; row_len <= 9; row_len += 1 + (rows == 3)) {
-                const int32_t w_tap_stride = channels + (row_len % 3 == 1 ? 5 : 0);
-                const int32_t w_row_stride = row_len * w_tap_stride + (rows % 2) * 3;
-                const int32_t x_row_stride = row_len + (row_len % 2) * 4;
-                const int32_t x_pixel_stride = 7 + channels % 3;
-                const int32_t x_first = (channels + rows) % 5;
+                const float_window window = float_window_of(channels, rows, row_len);
+                const int32_t w_tap_stride = window.w_tap_stride, w_row_stride = window.w_row_stride;
+                const int32_t x_row_stride = window.x_row_stride, x_pixel_stride = window.x_pixel_stride;
+                const int32_t x_first = window.x_first;
                 /* the depthwise form: a tap's channels contiguous, the taps x_col_stride apart in rows */
                 const int32_t x_col_stride = channels + row_len % 2, dw_row_stride = row_len * x_col_stride + 1;
                 if (rows * w_row_stride + channels > W_FLOATS
@@ -208,6 +135,6 @@ int main(void)
             }
         }
     }
-    failures += epilogue_failures(&state, &cases);
+    failures += float_epilogue_failures(&state, &cases, 1, bias_act, bias_res_act);
     return cases_verdict(cases, failures);
 }

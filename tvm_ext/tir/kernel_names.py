@@ -128,7 +128,18 @@ def kernel_window(func: tirx.PrimFunc) -> Optional[Window]:
 
 REDUCTION_CALL_ATTR = "tvm_ext.reduction_call"
 """A block annotation: the block is a backend helper's call that computes a scheduled reduction (Helium's float
-MAC, `backends.cortex_m.schedules.helium_float`), whose reads `constant_roles` counts as the reduction's."""
+MAC, `backends.cortex_m.schedules.helium_float`), whose reads `constant_roles` counts as the reduction's: all of
+them (the value 1), or those of the call's arguments at the indices the value lists (a call that also computes its
+epilogue, `backends.cortex_m.schedules.float_tiles`: its input and weights, not its biases)."""
+
+
+def _reduction_call_reads(block: s_tir.SBlock) -> set:
+    """The variables a block annotated REDUCTION_CALL_ATTR reads as its reduction's (see there)."""
+    value = block.annotations[REDUCTION_CALL_ATTR]
+    if isinstance(value, (tirx.IntImm, int)):
+        return vars_read(block.body)
+    args = block.body.value.args
+    return {var for index in value for var in vars_read(args[int(index)])}
 
 
 def constant_roles(func: tirx.PrimFunc, num_inputs: int, constant: Sequence[bool]) -> Optional[list[str]]:
@@ -139,7 +150,8 @@ def constant_roles(func: tirx.PrimFunc, num_inputs: int, constant: Sequence[bool
     inputs = list(func.params[:num_inputs])
     calls = [node for node in walk(func.body)
              if isinstance(node, s_tir.SBlock) and REDUCTION_CALL_ATTR in node.annotations]
-    in_reduction = {var for block in [*_reduction_blocks(func), *calls] for var in vars_read(block.body)}
+    in_reduction = {var for block in _reduction_blocks(func) for var in vars_read(block.body)}
+    in_reduction |= {var for block in calls for var in _reduction_call_reads(block)}
     weights = [k for k, param in enumerate(inputs) if constant[k] and param in in_reduction]
     others = [k for k, param in enumerate(inputs) if constant[k] and param not in in_reduction]
     if len(weights) != 1 or len(others) > 1:

@@ -39,8 +39,8 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   tile of output channels, one or two pixels (`_fmac_dw_f32`, `_f32x2`: a depthwise convolution's), four float
   lanes per vector (VLDRW, VMUL by the scalar input and VADD: the scalar kernel's two roundings, VCTP tails), and
   `<prefix>_bias_act_f32` (`_bias_res_act_f32`), a tile's epilogue, called by Helium's float schedule
-  (`backends.cortex_m.schedules.helium_float`); no DSP twin (the DSP cores' float kernels stay scalar C), its
-  portable C the contracts' loops. Its own library (`HELIUM_FLOAT_HELPERS`, `backends.cortex_m.helpers`): a
+  (`backends.cortex_m.schedules.helium_float`); its twin on DSP cores with a scalar FPU is `fpu_float.h.in`
+  (`backends.cortex_m.helpers.fpu_float_c`), its portable C the contracts' loops. Its own library (`HELIUM_FLOAT_HELPERS`, `backends.cortex_m.helpers`): a
   float bundle defines it alone, an int8 bundle never.
 
 The q15 pair keeps its DSP body (an Armv8.1-M core with MVE has the DSP extension); Helium's schedules do not

@@ -50,11 +50,13 @@ from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helpe
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
+from backends.cortex_m.schedules.float_tiles import float_tiles_calls
 from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules import pair_tiles
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
-from backends.cortex_m.schedules.helium_float import float_epilogue_calls, float_mac_replacement, padded_float_calls
+from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
+                                                      padded_float_calls)
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
@@ -100,6 +102,26 @@ class DualMacSchedules:
         return ()
 
 
+class FpuDualMacSchedules(DualMacSchedules):
+    """The `backends.backend.MacSchedules` of DSP cores with a scalar FPU and no MVE (cortex-m4f, m7, m33): the DSP
+    cores' integer calls, and a float reduction tiled to output channels one call of the scalar FPU's float
+    multiply-accumulate (`helium_float`'s schedule with `FPU_FLOAT_OPS`: `fpu_float.h.in`, a tap's weights one VLDM
+    per group of eight channels), a padded one's interior tiles too and each tile's bias and activation one call of
+    its epilogue, before the integer passes (as on Helium)."""
+
+    helper_call = staticmethod(functools.partial(
+        mac_helper_call, replacement=lambda realize, loops: float_mac_replacement(realize, loops, FPU_FLOAT_OPS)
+        or mac_helper_replacement(realize, loops)))
+
+    @staticmethod
+    def epilogue_calls(func):
+        """A padded float reduction's interior tiles and each float tile's epilogue as calls of the scalar FPU's
+        float helpers, a pixel's loop over its one-pixel tiles one call of the fused helper (`float_tiles`), then
+        the DSP cores' epilogue calls (`DualMacSchedules.epilogue_calls`)."""
+        floats = float_epilogue_calls(padded_float_calls(func, FPU_FLOAT_OPS), FPU_FLOAT_OPS)
+        return DualMacSchedules.epilogue_calls(float_tiles_calls(floats, FPU_FLOAT_OPS))
+
+
 def helium_float_or_int_replacement(realize, loops: list) -> Optional[object]:
     """The float multiply-accumulate's call block (`helium_float`) for a float reduction, else Helium's integer
     helpers' (`helium_depthwise.helium_replacement`); None where none fits."""
@@ -142,15 +164,19 @@ class HeliumMacSchedules(DualMacSchedules):
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()
+FPU_DUAL_MAC_SCHEDULES = FpuDualMacSchedules()
 HELIUM_MAC_SCHEDULES = HeliumMacSchedules()
 
 
 def mac_schedules_of(profile: Profile) -> Optional[DualMacSchedules]:
     """The MAC helpers' schedules of `profile`'s core: Helium's on a core with MVE, the DSP cores' on a core
-    with the DSP extension, None on any other."""
+    with the DSP extension (with the scalar FPU's float helpers where the core has hardware float), None on any
+    other."""
     if has_mve(profile):
         return HELIUM_MAC_SCHEDULES
-    return DUAL_MAC_SCHEDULES if has_dsp_extension(profile) else None
+    if not has_dsp_extension(profile):
+        return None
+    return FPU_DUAL_MAC_SCHEDULES if profile.hardware_float else DUAL_MAC_SCHEDULES
 
 
 def kernel_schedules(profile: Profile) -> KernelSchedules:

@@ -31,6 +31,7 @@ dual MAC) keeps its calls there too.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
@@ -129,21 +130,26 @@ def flat_offset(load: TensorLoad):
     return offset
 
 
-def zeroed_stores(stmt: tirx.Stmt, acc) -> Optional[list[tuple[TensorLoad, tuple]]]:
-    """The stores of zero into ``acc`` (a buffer) ``stmt`` consists of, each with the loops around it inside
-    ``stmt``; None when it holds anything else."""
+def _integer_zero(value) -> bool:
+    return isinstance(value, tirx.IntImm) and int(value) == 0
+
+
+def zeroed_stores(stmt: tirx.Stmt, acc, is_zero: Callable[[object], bool] = _integer_zero
+                  ) -> Optional[list[tuple[TensorLoad, tuple]]]:
+    """The stores of zero (a value ``is_zero`` accepts: by default an integer 0) into ``acc`` (a buffer) ``stmt``
+    consists of, each with the loops around it inside ``stmt``; None when it holds anything else."""
     if isinstance(stmt, tirx.BufferStore):
-        zero = isinstance(stmt.value, tirx.IntImm) and int(stmt.value) == 0
+        zero = is_zero(stmt.value)
         return [(tirx.BufferLoad(stmt.buffer, list(stmt.indices)), ())] if zero and stmt.buffer.same_as(acc) else None
     if isinstance(stmt, tirx.SeqStmt):
-        parts = [zeroed_stores(child, acc) for child in stmt.seq]
+        parts = [zeroed_stores(child, acc, is_zero) for child in stmt.seq]
         return None if any(part is None for part in parts) else [store for part in parts for store in part]
     if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) and isinstance(stmt.min, tirx.IntImm):
-        inner = zeroed_stores(stmt.body, acc)
+        inner = zeroed_stores(stmt.body, acc, is_zero)
         return None if inner is None else [(load, (stmt, *loops)) for load, loops in inner]
     if isinstance(stmt, s_tir.SBlockRealize) and _always(stmt.predicate) and not stmt.block.alloc_buffers:
         bindings = {iv.var: value for iv, value in zip(stmt.block.iter_vars, stmt.iter_values)}
-        inner = zeroed_stores(stmt.block.body, acc)
+        inner = zeroed_stores(stmt.block.body, acc, is_zero)
         return None if inner is None else [
             (tirx.BufferLoad(load.source, [map_leaves(i, lambda n: bindings.get(n, n)) for i in load.indices]), loops)
             for load, loops in inner]
@@ -196,6 +202,21 @@ class LoopOffsets:
         following = map_leaves(flat_offset(load), lambda n: n + 1 if n.same_as(var) else n)
         return self.constant(following - flat_offset(load))
 
+    def zeroes_and_reads(self, zeroed: tuple, acc: TensorLoad, read: TensorLoad, lanes_count: int) -> bool:
+        """Whether the zeroing store ``zeroed`` (a store and the loops around it, `zeroed_stores`) writes exactly the
+        ``lanes_count`` accumulators from ``acc`` (one store in a loop of that many lanes, its other loops of one)
+        and the epilogue reads them from ``read``: the same element as ``acc``."""
+        store, lanes = zeroed
+        for inner in lanes:
+            self.analyzer.bind(inner.loop_var, tvm.ir.Range.from_min_extent(inner.min, inner.extent))
+        if not lanes or any(int(inner.extent) != 1 for inner in lanes[:-1]) or int(lanes[-1].extent) != lanes_count:
+            return False
+        lane = lanes[-1].loop_var
+        at_lane0 = map_leaves(flat_offset(store), lambda n: tirx.const(0, str(n.ty.dtype)) if n.same_as(lane) else n)
+        return store.source.same_as(acc.source) and self.constant(at_lane0 - flat_offset(acc)) == 0 \
+            and self.step(store, lane) == 1 and read.source.same_as(acc.source) \
+            and self.constant(flat_offset(read) - flat_offset(acc)) == 0
+
     def moves_tiles(self, tile, x: TensorLoad, w: TensorLoad, w_channel_stride: int, per_tile: tuple) -> bool:
         """Whether, per step of the tile loop's variable ``tile``, the inputs ``x`` stay, the weights ``w`` move
         TILE channels (of ``w_channel_stride`` elements) and each load of ``per_tile`` (the outputs, the epilogue's
@@ -221,7 +242,6 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
         return None
     mac, requantization = iteration.mac, iteration.requantization
     offsets = LoopOffsets((*enclosing, loop))
-    analyzer, constant, step = offsets.analyzer, offsets.constant, offsets.step
     tile = loop.loop_var
 
     acc, x, w = (pointee(arg) for arg in mac.args[:3])
@@ -231,18 +251,9 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
             or int(requantization.args[6]) != TILE:
         return None
     x_row_stride, w_channel_stride, rows, row_len = sizes
-    # the zeroed accumulators: exactly the MAC's four (one store in a loop of TILE lanes, its other loops of one)
-    zeroed, lanes = iteration.zeroed[0]
-    for inner in lanes:
-        analyzer.bind(inner.loop_var, tvm.ir.Range.from_min_extent(inner.min, inner.extent))
-    if not lanes or any(int(inner.extent) != 1 for inner in lanes[:-1]) or int(lanes[-1].extent) != TILE:
-        return None
-    lane = lanes[-1].loop_var
-    at_lane0 = map_leaves(flat_offset(zeroed), lambda n: tirx.const(0, str(n.ty.dtype)) if n.same_as(lane) else n)
-    if not zeroed.source.same_as(acc.source) or constant(at_lane0 - flat_offset(acc)) != 0 or step(zeroed, lane) != 1:
-        return None
-    # the epilogue reads those accumulators; everything but the inputs moves one tile
-    if not read.source.same_as(acc.source) or constant(flat_offset(read) - flat_offset(acc)) != 0:
+    # the zeroed accumulators are exactly the MAC's four, which the epilogue reads; everything but the inputs moves
+    # one tile
+    if not offsets.zeroes_and_reads(iteration.zeroed[0], acc, read, TILE):
         return None
     if not offsets.moves_tiles(tile, x, w, w_channel_stride, (out, *epilogue)):
         return None

@@ -64,7 +64,7 @@ from backends.cortex_m.schedules.dual_mac import _whole, register_mac_helper
 from backends.cortex_m.schedules.helium_depthwise import BOX_OP, MAC_OP, PAD_OP
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
+from tvm_ext.tir.tir_walk import walk, with_root_loops_replaced
 
 DEPTHWISE_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8")
 """The fused helper's op per bias type (the epilogue's, ``requantize_epilogue.REQUANTIZE_S8_OPS``)."""
@@ -378,17 +378,7 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple, helpers: TileHelpers 
     tiles = _Tiles(loop, enclosing, requantization, channels, helpers)
     # the zeroed accumulators: exactly those the epilogue reads (one store in a loop of `channels` lanes, its
     # other loops of one)
-    if len(zeroed) != 1:
-        return None
-    store, lanes = zeroed[0]
-    for inner in lanes:
-        tiles.analyzer.bind(inner.loop_var, tvm.ir.Range.from_min_extent(inner.min, inner.extent))
-    if not lanes or any(int(inner.extent) != 1 for inner in lanes[:-1]) or int(lanes[-1].extent) != channels:
-        return None
-    lane = lanes[-1].loop_var
-    at_lane0 = map_leaves(flat_offset(store), lambda n: tirx.const(0, str(n.ty.dtype)) if n.same_as(lane) else n)
-    if not store.source.same_as(read.source) or tiles.constant(at_lane0 - flat_offset(read)) != 0 \
-            or tiles.step(store, lane) != 1:
+    if len(zeroed) != 1 or not tiles.zeroes_and_reads(zeroed[0], read, read, channels):
         return None
     fused = [tiles.fused(leaf, read) for leaf, _ in leaves]
     interior = [index for index, call in enumerate(fused) if call is not None]

@@ -26,12 +26,20 @@ tap's lanes) takes the depthwise form of the same helpers, a border tap one call
 Last, a tile's epilogue (the loop over its channels storing ``act(acc + bias)``, or ``act((acc + bias) + res)``
 with a residual ADD fused, act a ReLU's or ReLU6's bounds or none) is one call of ``<prefix>_bias_act_f32``
 (``_bias_res_act_f32``), the same expressions four lanes per step (``float_epilogue_calls``).
+
+The same replacements serve DSP cores with a scalar FPU and no MVE (cortex-m4f, m7, m33), with the ops of another
+library (``FloatOps``: ``FPU_FLOAT_OPS``, the helpers of ``fpu_float.h.in``, same names and contracts, whose groups
+of eight channels load a tap's weights with one VLDM and keep the scalar kernel's VMUL and VADD): only for channel
+counts of whole groups of eight (``FloatOps.group``; a tile of four keeps its scalar loops) and no depthwise
+reductions (``FloatOps.dw_one`` None). On cortex-m4f, with ``float_tiles``: pretrainedResnet 36,088,312 -> 30,192,264
+instructions (code 8,920 -> 7,524 B), vww_96_float 27,861,948 -> 24,047,746 (13,540 -> 13,348 B).
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+from dataclasses import dataclass
 from typing import Optional
 
 import tvm
@@ -39,7 +47,8 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 from tvm.sym import Analyzer
 
-from backends.cortex_m.helpers import HELIUM_FLOAT_HELPERS
+from backends.backend import HelperLibrary
+from backends.cortex_m.helpers import FPU_FLOAT_HELPERS, HELIUM_FLOAT_HELPERS
 from backends.cortex_m.helpers.helium_c import fmac_f32_helper_name
 from backends.cortex_m.schedules.conv_tiles import _always
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _input_rows, _whole, accumulation,
@@ -83,14 +92,65 @@ FMAC_DW_F32X2_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(PIXEL_TILE, Arg(11)), Axis(Arg(8), Arg(4)), Axis(Arg(9), Arg(5)), Axis(Arg(10), 1))),
     PointerAccess(3, (Axis(Arg(8), Arg(6)), Axis(Arg(9), Arg(7)), Axis(Arg(10), 1))),
 ))
-register_helper_call(FMAC_DW_F32_OP, HELIUM_FLOAT_HELPERS, functools.partial(fmac_f32_helper_name, pixels=1,
-                                                                             depthwise=True), FMAC_DW_F32_ACCESS)
-register_helper_call(FMAC_DW_F32X2_OP, HELIUM_FLOAT_HELPERS, functools.partial(fmac_f32_helper_name, pixels=2,
-                                                                               depthwise=True), FMAC_DW_F32X2_ACCESS)
-register_helper_call(FMAC_F32_OP, HELIUM_FLOAT_HELPERS, functools.partial(fmac_f32_helper_name, pixels=1),
-                     FMAC_F32_ACCESS)
-register_helper_call(FMAC_F32X2_OP, HELIUM_FLOAT_HELPERS, functools.partial(fmac_f32_helper_name, pixels=2),
-                     FMAC_F32X2_ACCESS)
+BIAS_ACT_OP = "tvm_ext.bias_act_f32"
+BIAS_RES_ACT_OP = "tvm_ext.bias_res_act_f32"
+BIAS_ACT_ACCESS = HelperAccess((
+    # (out, acc, bias, channels, low, high, clamp)
+    *(PointerAccess(pointer, (Axis(Arg(3), 1),)) for pointer in (0, 1, 2)),
+))
+BIAS_RES_ACT_ACCESS = HelperAccess((
+    # (out, acc, bias, res, channels, low, high, clamp)
+    *(PointerAccess(pointer, (Axis(Arg(4), 1),)) for pointer in (0, 1, 2, 3)),
+))
+
+
+@dataclass(frozen=True)
+class FloatOps:
+    """The TIR ops of one library of float helpers (the same C names and contracts: Helium's `helium_float.h.in`,
+    a scalar FPU core's `fpu_float.h.in`): a convolution's tile of one and two pixels, a depthwise one's (None: a
+    depthwise reduction keeps its scalar loops), and the tile epilogues without and with a residual; ``group``: the
+    channel counts the helpers take are its multiples (a tile of another count keeps its scalar loops);
+    ``in_place_sums``: a running sum's step ``acc = acc + x`` (a pool's, the epilogue's form with ``acc`` for the
+    output and ``x`` for the bias) is an epilogue call too."""
+
+    one: str
+    two: str
+    dw_one: Optional[str]
+    dw_two: Optional[str]
+    bias_act: str
+    bias_res_act: str
+    group: int = 1
+    in_place_sums: bool = True
+
+    @staticmethod
+    def registered(library: HelperLibrary, suffix: str = "", depthwise: bool = True, group: int = 1,
+                   in_place_sums: bool = True) -> "FloatOps":
+        """The ops (named with ``suffix`` after each of Helium's names) registered as calls of ``library``, the
+        depthwise ones only where ``depthwise``, for channel counts multiples of ``group``; the epilogue's call also
+        for a running sum's step ``acc = acc + x`` (a pool's) where ``in_place_sums``."""
+        ops = FloatOps(FMAC_F32_OP + suffix, FMAC_F32X2_OP + suffix, FMAC_DW_F32_OP + suffix if depthwise else None,
+                       FMAC_DW_F32X2_OP + suffix if depthwise else None, BIAS_ACT_OP + suffix,
+                       BIAS_RES_ACT_OP + suffix, group, in_place_sums)
+        for op, name, access in (
+                (ops.dw_one, functools.partial(fmac_f32_helper_name, pixels=1, depthwise=True), FMAC_DW_F32_ACCESS),
+                (ops.dw_two, functools.partial(fmac_f32_helper_name, pixels=2, depthwise=True), FMAC_DW_F32X2_ACCESS),
+                (ops.one, functools.partial(fmac_f32_helper_name, pixels=1), FMAC_F32_ACCESS),
+                (ops.two, functools.partial(fmac_f32_helper_name, pixels=2), FMAC_F32X2_ACCESS),
+                (ops.bias_act, lambda prefix: f"{prefix}_bias_act_f32", BIAS_ACT_ACCESS),
+                (ops.bias_res_act, lambda prefix: f"{prefix}_bias_res_act_f32", BIAS_RES_ACT_ACCESS)):
+            if op is not None:
+                register_helper_call(op, library, name, access)
+        return ops
+
+
+HELIUM_FLOAT_OPS = FloatOps.registered(HELIUM_FLOAT_HELPERS)
+"""Helium's: MVE's float lanes."""
+FPU_FLOAT_OPS = FloatOps.registered(FPU_FLOAT_HELPERS, "_fpu", depthwise=False, group=8, in_place_sums=False)
+"""A scalar FPU core's (no MVE): a group's weights one VLDM, the sums its VMUL and VADD, whole groups of eight
+channels (a tile of four keeps its scalar loops: no second copy of the group's code); no depthwise calls (on
+vww_96_float's 6x6 and 12x12 layers the border's one call per tap cost more than the scalar loops saved); a pool's
+running sum keeps its loop (the out-of-line epilogue's call per tap of pretrainedResnet's 8x8 average pool:
+10,584 -> 17,174 instructions)."""
 
 
 def _float_load(expr) -> Optional[TensorLoad]:
@@ -103,11 +163,12 @@ def float_mac_reduction(block: s_tir.SBlock) -> Optional[MacReduction]:
     return accumulation(block, "float32", _float_load, _float_load)
 
 
-def float_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+def float_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
+                          ops: FloatOps = HELIUM_FLOAT_OPS) -> Optional[s_tir.SBlockRealize]:
     """The call block of ``<prefix>_fmac_f32`` (or ``_f32x2`` with a loop of PIXEL_TILE pixels; the depthwise
     ``_fmac_dw_f32`` and ``_f32x2`` where the channel loop moves the input too) computing what ``loops`` (For
     nodes: the reduction loops, optionally the pixel loop, then the channel loop, innermost) around ``realize``
-    compute, or None where the loads do not fit it (the module docstring)."""
+    compute, or None where the loads do not fit it (the module docstring); its op from ``ops``."""
     reduction = float_mac_reduction(realize.block)
     if reduction is None or not loops:
         return None
@@ -115,6 +176,8 @@ def float_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional
                for loop in loops):
         return None
     channels = int(loops[-1].extent)
+    if channels % ops.group:
+        return None
     bindings = {iv.var: value for iv, value in zip(realize.block.iter_vars, realize.iter_values)}
     inner = [loop.loop_var for loop in loops]
     offsets = AccessOffsets(bindings, inner)
@@ -130,9 +193,9 @@ def float_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional
             sizes = _float_window(reduction, offsets, extents, pixels, channels) if extents else None
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
-    if sizes is None:
+    one, two = (ops.dw_one, ops.dw_two) if depthwise else (ops.one, ops.two)
+    if sizes is None or one is None:
         return None
-    one, two = (FMAC_DW_F32_OP, FMAC_DW_F32X2_OP) if depthwise else (FMAC_F32_OP, FMAC_F32X2_OP)
     tile = [1] * (len(reduction.store.indices) - 1) + [channels]
     if not pixels:
         return _reduction_call(helper_call_block(one, reduction, bindings, inner, [*sizes[:-1], channels], tile))
@@ -144,12 +207,14 @@ def float_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional
                                              tile, second_pixel=len(inner) - 2))
 
 
-def _reduction_call(realize: s_tir.SBlockRealize) -> s_tir.SBlockRealize:
+def _reduction_call(realize: s_tir.SBlockRealize, reads: int | list[int] = 1) -> s_tir.SBlockRealize:
     """The call block ``realize`` annotated as a reduction's (REDUCTION_CALL_ATTR: the kernel's C then names its
-    weights and bias by role, as the scalar kernel's, tvm_ext.tir.kernel_names.constant_roles)."""
+    weights and bias by role, as the scalar kernel's, tvm_ext.tir.kernel_names.constant_roles), ``reads`` the
+    annotation's value (1: all its reads are the reduction's; a list: those of the call's arguments there)."""
     block = realize.block
+    annotations = {**block.annotations, REDUCTION_CALL_ATTR: reads}
     annotated = s_tir.SBlock(block.iter_vars, block.reads, block.writes, block.name_hint, block.body, block.init,
-                             block.alloc_buffers, block.match_buffers, {**block.annotations, REDUCTION_CALL_ATTR: 1})
+                             block.alloc_buffers, block.match_buffers, annotations)
     return s_tir.SBlockRealize(realize.iter_values, realize.predicate, annotated)
 
 
@@ -252,7 +317,7 @@ _MONOTONE = (tirx.Add, tirx.Sub)
 """Index operators monotone in each operand (with Mul and FloorDiv by a constant: `_monotone`)."""
 
 
-def padded_float_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def padded_float_calls(func: tirx.PrimFunc, ops: FloatOps = HELIUM_FLOAT_OPS) -> tirx.PrimFunc:
     """``func`` with each padded float reduction (a chain of loops from a reduction loop down to an update
     ``acc = acc + if_then_else(inside, x, pad) * w`` over float32) that ``float_mac_replacement`` computes once
     the guard is read as ``x`` guarded per tile: ``if (the test holds over the whole chain) {the helper's call}
@@ -260,8 +325,8 @@ def padded_float_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     reads (exact: each conjunct is monotone in each loop variable, which it reads once), so the call runs only
     where every tap of the tile's window is inside the image, where the guard reads ``x``: the same sums; a border
     tile calls the one-pixel helper per pixel and tap inside the image (`_border_taps`), else keeps its loops.
-    ``func`` itself where there is none."""
-    return _loops_replaced(func, _guarded_tile)
+    ``func`` itself where there is none. The calls are of ``ops``."""
+    return _loops_replaced(func, functools.partial(_guarded_tile, ops=ops))
 
 
 def _loops_replaced(func: tirx.PrimFunc, replacement) -> tirx.PrimFunc:
@@ -278,7 +343,7 @@ def _loops_replaced(func: tirx.PrimFunc, replacement) -> tirx.PrimFunc:
     return rewritten if found[0] else func
 
 
-def _guarded_tile(loop: tirx.For) -> Optional[tirx.Stmt]:
+def _guarded_tile(loop: tirx.For, ops: FloatOps) -> Optional[tirx.Stmt]:
     """The test and calls for the chain of loops from ``loop`` (see `padded_float_calls`), or None."""
     chain = [loop]
     while isinstance(chain[-1].body, tirx.For):
@@ -296,17 +361,18 @@ def _guarded_tile(loop: tirx.For) -> Optional[tirx.Stmt]:
     if not any(_uses(value, loop.loop_var) for value in reduced):
         return None  # the chain does not start at a reduction loop
     clean = _read_as(realize, guard, guard.args[1])
-    call = float_mac_replacement(clean, chain)
+    call = float_mac_replacement(clean, chain, ops)
     if call is None:
         return None
     try:
         test = _inside_everywhere(guard.args[0], bindings, chain)
     except KeyError:
         return None  # a test form this module does not bound: keep the guarded loops
-    return tirx.IfThenElse(test, call, _border_taps(chain, clean, guard, bindings) or loop)
+    return tirx.IfThenElse(test, call, _border_taps(chain, clean, guard, bindings, ops) or loop)
 
 
-def _border_taps(chain: list, clean: s_tir.SBlockRealize, guard: tvm.ir.Call, bindings: dict) -> Optional[tirx.Stmt]:
+def _border_taps(chain: list, clean: s_tir.SBlockRealize, guard: tvm.ir.Call, bindings: dict,
+                 ops: FloatOps) -> Optional[tirx.Stmt]:
     """A border tile's reduction as calls of the one-pixel helper over each tap's run (the last reduction loop,
     which the guard does not read: a convolution's input channels; where it does, a depthwise window's columns, the
     tap's channels alone), one call per pixel and tap inside the image, the taps in their order: ``for pixel { for
@@ -328,7 +394,7 @@ def _border_taps(chain: list, clean: s_tir.SBlockRealize, guard: tvm.ir.Call, bi
         run, taps = [], reductions
     if _uses(bound, chain[-1].loop_var):
         return None
-    call = float_mac_replacement(clean, [*run, chain[-1]])
+    call = float_mac_replacement(clean, [*run, chain[-1]], ops)
     if call is None:
         return None
     body: tirx.Stmt = tirx.IfThenElse(bound, call, None)
@@ -420,26 +486,13 @@ def _monotone(expr) -> bool:
 
 # --- the tile's epilogue: bias, residual and activation four lanes per step --------------------------------
 
-BIAS_ACT_OP = "tvm_ext.bias_act_f32"
-BIAS_RES_ACT_OP = "tvm_ext.bias_res_act_f32"
-register_helper_call(BIAS_ACT_OP, HELIUM_FLOAT_HELPERS, lambda prefix: f"{prefix}_bias_act_f32", HelperAccess((
-    # (out, acc, bias, channels, low, high, clamp)
-    *(PointerAccess(pointer, (Axis(Arg(3), 1),)) for pointer in (0, 1, 2)),
-)))
-register_helper_call(BIAS_RES_ACT_OP, HELIUM_FLOAT_HELPERS, lambda prefix: f"{prefix}_bias_res_act_f32",
-                     HelperAccess((
-                         # (out, acc, bias, res, channels, low, high, clamp)
-                         *(PointerAccess(pointer, (Axis(Arg(4), 1),)) for pointer in (0, 1, 2, 3)),
-                     )))
-
-
-def float_epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def float_epilogue_calls(func: tirx.PrimFunc, ops: FloatOps = HELIUM_FLOAT_OPS) -> tirx.PrimFunc:
     """``func`` with each loop over a float tile's channels whose one statement stores ``act(acc + bias)`` or
     ``act((acc + bias) + res)`` (act: nothing, ``max(v, low)``, ``min(v, high)`` or ``min(max(v, low), high)``,
     float32 constants; every load and the store stepping one element per channel) as one call of
     ``<prefix>_bias_act_f32`` (``_bias_res_act_f32``): the same expressions four lanes per step. ``func`` itself
-    where there is none."""
-    return _loops_replaced(func, _epilogue_call)
+    where there is none. The calls are of ``ops``."""
+    return _loops_replaced(func, functools.partial(_epilogue_call, ops=ops))
 
 
 def _activation(value) -> Optional[tuple[object, float, float, int]]:
@@ -452,7 +505,7 @@ def _activation(value) -> Optional[tuple[object, float, float, int]]:
     return value, low, high, clamp
 
 
-def _epilogue_call(loop: tirx.For) -> Optional[tirx.Stmt]:
+def _epilogue_call(loop: tirx.For, ops: FloatOps) -> Optional[tirx.Stmt]:
     """The call replacing the channel loop ``loop`` (see `float_epilogue_calls`), or None."""
     realize = loop.body
     if not isinstance(realize, s_tir.SBlockRealize) or not _always(realize.predicate):
@@ -473,6 +526,8 @@ def _epilogue_call(loop: tirx.For) -> Optional[tirx.Stmt]:
     bindings = {iv.var: binding for iv, binding in zip(realize.block.iter_vars, realize.iter_values)}
     offsets = AccessOffsets(bindings, [loop.loop_var])
     channels = int(loop.extent)
+    if channels % ops.group:
+        return None
     try:
         if any(offsets.step(access, 0) != 1 or offsets.offset(access, [channels - 1]) != offsets.offset(
                 access, [0]) + channels - 1 for access in (store, *terms)):
@@ -487,7 +542,9 @@ def _epilogue_call(loop: tirx.For) -> Optional[tirx.Stmt]:
         return tirx.BufferLoad(buffer, [substitute_index(index, origin) for index in access.indices])
 
     out, *loads = (at(access) for access in (store, *terms))
-    op = BIAS_ACT_OP if len(terms) == 2 else BIAS_RES_ACT_OP
+    if not ops.in_place_sums and out.source.same_as(loads[0].source):
+        return None  # a running sum's step (see FloatOps)
+    op = ops.bias_act if len(terms) == 2 else ops.bias_res_act
     call = tirx.call_intrin("int32", op, *(tirx.address_of(load) for load in (out, *loads)),
                             tirx.const(channels, "int32"), tirx.const(low, "float32"), tirx.const(high, "float32"),
                             tirx.const(clamp, "int32"))

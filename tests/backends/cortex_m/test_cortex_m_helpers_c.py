@@ -17,6 +17,7 @@ from typing import Optional
 import pytest
 
 from backends.cortex_m.helpers import cortex_m_helpers_c, helium_float_c, helium_helpers_c
+from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
@@ -45,6 +46,8 @@ HELIUM_MACRO = f"{macro_prefix(PREFIX)}_HELIUM"
 """What helium_lanes.h.in defines where the compiler has MVE: the Helium bodies are compiled only then."""
 HELIUM_FLOAT_MACRO = f"{macro_prefix(PREFIX)}_HELIUM_FLOAT"
 """What helium_float.h.in defines where the compiler has MVE's float lanes: its vector bodies are compiled only then."""
+FPU_FLOAT_MACRO = f"{macro_prefix(PREFIX)}_FPU_FLOAT"
+"""What fpu_float.h.in defines where the compiler has a scalar single-precision FPU and no MVE: its VLDMs then."""
 
 
 def core_path_required(macro: Optional[str]) -> str:
@@ -175,6 +178,8 @@ UNIT_TESTS_BY_HELPER = [
                    core_macro=HELIUM_MACRO),
     # the Helium float multiply-accumulates against the plain loops of their contract, bit for bit
     HelperUnitTest("fmac_f32", (HELIUM_FLOAT_TEMPLATE,), profile="cortex-m55", core_macro=HELIUM_FLOAT_MACRO),
+    # the scalar FPU's float multiply-accumulates, epilogues and fused tiles against the plain loops, bit for bit
+    HelperUnitTest("fpu_fmac_f32", (FPU_FLOAT_TEMPLATE,), core_macro=FPU_FLOAT_MACRO),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
@@ -208,8 +213,10 @@ def test_the_unit_test_builds_for_its_core_without_warnings(tmp_path: Path, unit
 @pytest.mark.parametrize(("profile", "library_c", "core_macro"),
                          [("cortex-m4f", cortex_m_helpers_c, None), ("cortex-m55", helium_helpers_c, HELIUM_MACRO),
                           ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_float_c(prefix),
-                           HELIUM_FLOAT_MACRO)],
-                         ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float"])
+                           HELIUM_FLOAT_MACRO),
+                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + fpu_float_c(prefix),
+                           FPU_FLOAT_MACRO)],
+                         ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float"])
 def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
                                                                  core_macro: Optional[str]) -> None:
     build_for_cortex_m("#include <stdint.h>\n" + library_c(PREFIX) + "\nint32_t row(int32_t *acc, "

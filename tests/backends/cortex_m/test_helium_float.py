@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -62,10 +63,11 @@ def _float_model() -> bytes:
     return build(Model(tensors, operators, (0,), (6, 8, 11, 14)))
 
 
-def _bundle(tmp_path, target: str):
-    """(the float model's bundle for `target`, its kernels' C), its self-test passed."""
-    model = tmp_path / "floats.tflite"
-    model.write_bytes(_float_model())
+def _bundle(tmp_path, target: str, model_bytes: Optional[bytes] = None, name: str = "floats"):
+    """(the float model's bundle for `target`, its kernels' C), its self-test passed: `_float_model`'s, or that of
+    `model_bytes` (a .tflite) named `name`."""
+    model = tmp_path / f"{name}.tflite"
+    model.write_bytes(model_bytes or _float_model())
     bundle = compile(model, target, tmp_path / target)
     assert bundle.selftest.passed, bundle.selftest.output
     return bundle, (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
@@ -110,5 +112,5 @@ def test_helium_float_reductions_are_vector_calls_with_the_scalar_results(tmp_pa
 
 @needs_cross_tools
 def test_other_cores_keep_the_scalar_float_kernels(tmp_path):
-    _bundle_, kernels = _bundle(tmp_path, "cortex-m4f")
-    assert "_fmac_f32" not in kernels
+    _bundle_, kernels = _bundle(tmp_path, "cortex-m4f")  # its tiles are of 4 channels or none: no FPU group of 8
+    assert "_fmac_f32" not in kernels and "_fmac_dw_f32" not in kernels
