@@ -132,7 +132,7 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         run_lines = [
             "/* Runs one inference on the caller's arenas, one per RAM region: arenas[<M>_ARENA_<REGION>_INDEX]"
             .replace("<M>", M),
-            " * of at least arena_bytes[<M>_ARENA_<REGION>_INDEX] >= <M>_ARENA_<REGION>_BYTES bytes, each aligned to"
+            " * of arena_bytes[<M>_ARENA_<REGION>_INDEX] >= <M>_ARENA_<REGION>_BYTES bytes, each aligned to"
             .replace("<M>", M),
             f" * {M}_ARENA_ALIGNMENT (e.g. arrays your linker script places in their regions); the last region's",
             f" * arena is the one {m}_run_with_arena takes. {io_text}",

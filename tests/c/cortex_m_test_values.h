@@ -141,7 +141,6 @@ static inline int cases_verdict(int32_t cases, int32_t failures)
     return 0;
 }
 
-
 /* One case of the per-tensor fully connected rows' tests (test_fc_rows.c, test_riscv_fc_rows.c): tiles tiles of
    a helper's tile of channels over row_len inputs x, the layer's multiplier, shift and zero point. */
 typedef struct {
@@ -223,8 +222,9 @@ static inline float next_float(uint32_t *state)
 }
 
 /* The contract's sum for channel c of the pixel at x, from `start`. */
-static inline float expected(const float *x, const float *w, float start, int32_t x_row_stride,
-                             int32_t w_row_stride, int32_t w_tap_stride, int32_t rows, int32_t row_len, int32_t c)
+static inline float expected_float_sum(const float *x, const float *w, float start, int32_t x_row_stride,
+                                       int32_t w_row_stride, int32_t w_tap_stride, int32_t rows, int32_t row_len,
+                                       int32_t c)
 {
     float sum = start;
     for (int32_t r = 0; r < rows; ++r) {

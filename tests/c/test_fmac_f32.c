@@ -47,8 +47,8 @@ static int wrong(const float *acc, const float *start, const float *x, const flo
         if (c < channels) {
             want = x_col_stride > 0 ? expected_dw(x, w, start[c], x_row_stride, x_col_stride, w_row_stride,
                                                   w_tap_stride, rows, row_len, c)
-                                    : expected(x, w, start[c], x_row_stride, w_row_stride, w_tap_stride, rows,
-                                               row_len, c);
+                                    : expected_float_sum(x, w, start[c], x_row_stride, w_row_stride, w_tap_stride,
+                                                         rows, row_len, c);
         }
         differs |= memcmp(&acc[c], &want, sizeof want) != 0;
     }

@@ -64,19 +64,20 @@ static int32_t mac_failures(const float *x, const float *w, uint32_t *state, int
                 const float *xp = x + g.x_first;
                 const int32_t clamp = (rows + row_len) % 4;
                 for (int32_t c = 0; c < channels; ++c) {
-                    want_one[c] = expected(xp, w, start_a[c], g.x_row_stride, g.w_row_stride, g.w_tap_stride, rows,
-                                           row_len, c);
-                    want_b[c] = expected(xp + g.x_pixel_stride, w, start_b[c], g.x_row_stride, g.w_row_stride,
-                                         g.w_tap_stride, rows, row_len, c);
-                    want_tiles[c] = expected_act(expected(xp, w, 0.0f, g.x_row_stride, g.w_row_stride, g.w_tap_stride,
-                                                          rows, row_len, c), bias[c], 0, 0.0f, 6.0f, clamp);
+                    want_one[c] = expected_float_sum(xp, w, start_a[c], g.x_row_stride, g.w_row_stride,
+                                                     g.w_tap_stride, rows, row_len, c);
+                    want_b[c] = expected_float_sum(xp + g.x_pixel_stride, w, start_b[c], g.x_row_stride,
+                                                   g.w_row_stride, g.w_tap_stride, rows, row_len, c);
+                    want_tiles[c] = expected_act(expected_float_sum(xp, w, 0.0f, g.x_row_stride, g.w_row_stride,
+                                                                    g.w_tap_stride, rows, row_len, c),
+                                                 bias[c], 0, 0.0f, 6.0f, clamp);
                 }
                 const int32_t returned = lp_fmac_f32(one, xp, w, g.x_row_stride, g.w_row_stride, g.w_tap_stride, rows,
                                                      row_len, channels)
                     | lp_fmac_f32x2(acc_a, acc_b, xp, w, g.x_row_stride, g.w_row_stride, g.w_tap_stride, rows, row_len,
                                     channels, g.x_pixel_stride)
-                    | lp_fmac_tiles_f32(tiles, xp, w, bias, g.x_row_stride, g.w_row_stride, g.w_tap_stride, rows, row_len,
-                                        channels, 0.0f, 6.0f, clamp);
+                    | lp_fmac_tiles_f32(tiles, xp, w, bias, g.x_row_stride, g.w_row_stride, g.w_tap_stride, rows,
+                                        row_len, channels, 0.0f, 6.0f, clamp);
                 if ((returned != 0 || differs(one, want_one, channels, start_a)
                      || differs(acc_a, want_one, channels, start_a) || differs(acc_b, want_b, channels, start_b)
                      || differs(tiles, want_tiles, channels, NULL))

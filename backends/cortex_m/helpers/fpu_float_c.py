@@ -1,6 +1,6 @@
 """The float multiply-accumulates and tile epilogues of Cortex-M cores with a scalar single-precision FPU and no MVE
 (cortex-m4f, m7, m33): `fpu_float.h.in`, the contracts of Helium's `helium_float.h.in` under the same names, a tap's
-weights (a depthwise tap's inputs too) loaded by one VLDM per group of eight channels, the sums the scalar kernel's
+weights loaded by one VLDM per group of eight channels (no depthwise helper), the sums the scalar kernel's
 VMUL and VADD. Called by the DSP cores' float schedule (`backends.cortex_m.schedules.helium_float.FPU_FLOAT_OPS`);
 its own library (`FPU_FLOAT_HELPERS`, `backends.cortex_m.helpers`): a float bundle defines it alone, an int8 bundle
 never, a Helium bundle never (it defines `helium_float.h.in`)."""

@@ -23,9 +23,12 @@ the helpers of `backends.cortex_m.helpers`.
 - `fc_rows` (Helium, and RV32 cores through `backends.riscv.schedules`): then a per-tensor int8 FULLY_CONNECTED
   row's loop over its channel tiles (zeroed accumulators, the one-row MAC, the scalar requantization by constants)
   as one call of the family's shared row helper, one copy per bundle for every such layer;
-- `helium_float` (Helium): a float CONV_2D / FULLY_CONNECTED reduction tiled to output channels (one or two
-  pixels) as one call of the float multiply-accumulate over four float lanes per vector (`padded_float_calls`, then
-  each tile's bias and activation one call: `float_epilogue_calls`, both before the integer passes);
+- `helium_float` (Helium, and with `FPU_FLOAT_OPS` DSP cores with a scalar FPU: cortex-m4f, m7, m33): a float
+  CONV_2D / FULLY_CONNECTED reduction tiled to output channels (one or two pixels) as one call of the float
+  multiply-accumulate (Helium's four float lanes per vector; the scalar FPU's groups of eight channels)
+  (`padded_float_calls`, then each tile's bias and activation one call: `float_epilogue_calls`, both before the
+  integer passes); `float_tiles` (the scalar-FPU cores, `FpuDualMacSchedules`): then a pixel's loop over its
+  one-pixel float tiles as one call of the fused float tiles helper;
 - `helium_add` (Helium): int8 ADD as one call of the vector ADD helper, the kernel the int8 lowering writes
   (`KernelSchedules.int8_add`);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
@@ -40,6 +43,7 @@ from typing import Optional
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
+from backends.cortex_m.schedules import pair_tiles
 from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_window_length,
                                                         has_short_rows, window_buffer,
                                                         windowed_border)
@@ -53,10 +57,9 @@ from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.float_tiles import float_tiles_calls
 from backends.cortex_m.schedules.helium_add import helium_add_int8
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
-from backends.cortex_m.schedules import pair_tiles
-from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
                                                       padded_float_calls)
+from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from target.profile import Profile
