@@ -26,8 +26,8 @@ On DSP cores (``DSP_TILES``) the same replacement takes a pixel's loop over its 
 (``depthwise_mac``'s window call, ``requantize_small_c``'s epilogue): the interior's call is
 ``<prefix>_depthwise_tiles_s8x4`` (``_b16``), whose tiles start their four sums at the biases in registers
 (``backends.cortex_m.helpers.depthwise_mac_c``'s ``depthwise_tiles.h.in``), inlined, or for a 3x3 or 5x5 window
-of a kernel of fewer than DSP_INLINE_TILES tile iterations one out-of-line copy per bundle; the border pixels
-keep the loop (their padding products are loops there, not calls). mobilenet_v2_050_64_int8 on cortex-m4f:
+of a kernel of fewer than DSP_INLINE_TILES tile iterations one out-of-line copy per bundle (a kx1 window called as
+one row of k taps, ``TileHelpers.column_as_row``); the border pixels keep the loop (their padding products are loops there, not calls). mobilenet_v2_050_64_int8 on cortex-m4f:
 18,962,828 -> 18,813,205 instructions, code 34,064 -> 33,592 B; efficientnet_lite_w030_112_int8 42,232,976 ->
 40,787,534, 47,060 -> 45,764 B.
 
@@ -128,6 +128,9 @@ class TileHelpers:
     border: bool
     outlined: Optional[dict[tuple[int, int], str]] = None
     inline_tiles: int = 0
+    column_as_row: bool = False
+    """Whether a window of one column and several rows (a kx1 window: time-axis depthwise layers of audio models)
+    calls the fused helper as one row of taps (its sizes and strides transposed: the same taps, another order)."""
 
 
 HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, True)
@@ -142,9 +145,12 @@ the copies looping over rows, from 2,048 on / from 3,000 on: mobilenet 18,813,20
 efficientnet_lite_w030_112_int8 (before 42,232,976, 47,060) 40,787,534, 45,764 / 40,960,144, 43,400;
 vww_96_int8 (before 17,242,205, 22,936) 17,082,282, 22,916 / 17,180,653, 21,904."""
 DSP_TILES = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_OPS, False, DSP_TILES_OUTLINED_OPS,
-                        DSP_INLINE_TILES)
+                        DSP_INLINE_TILES, column_as_row=True)
 """The DSP cores': four channels per window call (``depthwise_mac``), the written-out epilogue
-(``requantize_small_c``), the border pixels in the loop (their padding products are loops, not calls)."""
+(``requantize_small_c``), the border pixels in the loop (their padding products are loops, not calls); a kx1
+window as a row of k taps: ``depthwise_mac.h.in`` puts its schedule barriers between a row's taps, none between
+rows of one tap, where gcc then hoisted every tap's loads and spilled (str_ww_ref_model on cortex-m4f, its 3x1,
+5x1, 10x1 and 15x1 layers 213,503 -> 207,077 instructions)."""
 for (_bias, _form), _op in BORDER_OPS.items():
     register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias, border=_form), BORDER_ACCESS)
 
@@ -250,6 +256,9 @@ class _Tiles(LoopOffsets):
         if None in sizes or not self.targets([mac], acc) or not self.epilogue_moves() \
                 or not all(self.moves_one_tile(arg) for arg in mac.args[1:3]):
             return None
+        if self.helpers.column_as_row and sizes[5] == 1 < sizes[4]:
+            x_row, x_col, w_row, w_col, rows, _ = sizes
+            sizes = [x_col, x_row, w_col, w_row, 1, rows]
         args = [self.address(mac.args[1]), self.address(mac.args[2]), *self.epilogue_args(), *sizes]
         op = self.helpers.tiles[self.bias_type]
         if self.helpers.outlined is not None and sizes[4] == sizes[5] and self.iterations < self.helpers.inline_tiles:
