@@ -2,7 +2,8 @@
 helpers backends/cortex_m/helpers/templates/depthwise_tiles.h.in): on cortex-m4f an interior pixel's loop over its
 four-channel tiles (zeroed accumulators, the window call, the epilogue) becomes one call whose tiles start their
 sums at the biases, out of line for a 3x3 or 5x5 window of a small kernel, inlined for any other window (a kx1
-window as one row of k taps); the border pixels keep the loop; every variant stays bit for bit with TFLite Micro under QEMU mps2-an386 and on the
+window as one row of k taps); a border pixel's tiles one call of the border helper whatever its case (its taps
+outside the image read the padding); every variant stays bit for bit with TFLite Micro under QEMU mps2-an386 and on the
 host (the helpers' portable C)."""
 
 from __future__ import annotations
@@ -33,8 +34,13 @@ def test_dsp_depthwise_interior_tiles_fuse_and_stay_bit_exact(tmp_path):
     assert windows == {("3x3", 3, 3), ("5x5", 5, 5), ("", 2, 2)}, windows
     # every channel count of the model in one call (depth multiplier 1; 2 keeps the scalar loop)
     assert {channels for *_, channels in calls} == {32, 24, 8, 12}, calls
-    for kernel in re.split(r"\n(?=void )", kernels):  # one interior call per kernel, its border the loop's
+    for kernel in re.split(r"\n(?=void )", kernels):  # one interior call per kernel, and one border call
         assert len(re.findall(r"_depthwise_tiles(?:3x3|5x5)?_s8x4(?:_b16)?\(", kernel)) <= 1, kernel
+        assert len(re.findall(r"_depthwise_border(?:3x3|5x5)?_s8x4(?:_b16)?\(", kernel)) <= 1, kernel
+    # a border pixel's one call of the border helper whatever its case (the input's zero point, -3, as the
+    # padding): out of line for 3x3 and 5x5 windows, inlined for 2x2
+    borders = set(re.findall(r"_depthwise_border(3x3|5x5)?_s8x4(?:_b16)?\(.*, -3, \d+\);", kernels))
+    assert borders == {"3x3", "5x5", ""}, borders
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
 
 
