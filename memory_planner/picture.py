@@ -1,5 +1,7 @@
 """A picture of a memory plan as plain SVG text (no dependency): step on x, offset on y. The bundle's
-memory_plan.svg and the memory plan in its report.html are this one drawing.
+memory_plan.svg and the memory plan in its report.html are this one drawing. A profile of several RAM regions
+(memory_planner.regions) gives one arena per region: `regions_plan_svg` draws each as a lane of its own, fastest
+first, on one step axis.
 
 Each buffer is a rectangle from its first to its last step and from its offset to its end (offset 0 at the
 bottom), labelled with the shortest tail of `Buffer.label` (the layer; else its name) that tells the buffers' labels
@@ -26,6 +28,7 @@ import bisect
 from collections.abc import Sequence
 
 from memory_planner.api import Buffer, MemoryPlan
+from memory_planner.regions import RegionArena
 from printable import markup_text
 
 PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd")
@@ -80,7 +83,44 @@ class ByteScale:
 def memory_plan_svg(buffers: Sequence[Buffer], plan: MemoryPlan, standalone: bool = True) -> str:
     """The SVG drawing `plan` for `buffers`: a document (`standalone`: with its namespace, for memory_plan.svg)
     or an element to put inside an HTML page (report.html), the same drawing."""
-    steps = max((b.last_step for b in buffers), default=0) + 1
+    width, height, parts = _drawing(buffers, plan, "", max((b.last_step for b in buffers), default=0) + 1)
+    return "\n".join([_svg_open(width, height, standalone), *parts, "</svg>"]) + "\n"
+
+
+def regions_plan_svg(arenas: Sequence[RegionArena], standalone: bool = True) -> str:
+    """One drawing of every RAM region's arena (memory_planner.regions; fastest first), a lane each from top to
+    bottom: each lane is `memory_plan_svg`'s drawing of its region's plan, captioned with the region's name and
+    bytes, every lane on the same step axis (the steps of all the regions' buffers). A document (`standalone`)
+    or an element for an HTML page, as memory_plan_svg."""
+    steps = max((b.last_step for arena in arenas for b in arena.buffers), default=0) + 1
+    lanes, top = [], 0.0
+    for arena in arenas:
+        room = "the rest of the SRAM" if arena.capacity_bytes is None else f"{arena.capacity_bytes:,} B"
+        width, height, parts = _drawing(list(arena.buffers), arena.memory, f"region {arena.region} ({room}): ", steps)
+        lanes += [f'<svg y="{top:.0f}" width="{width}" height="{height:.0f}" viewBox="0 0 {width} {height:.0f}" '
+                  f'class="region" aria-label="region {markup_text(arena.region)}">', *parts, "</svg>"]
+        top += round(height)
+    width = MARGIN_LEFT + PLOT_WIDTH + 20
+    return "\n".join([_svg_open(width, top, standalone), *lanes, "</svg>"]) + "\n"
+
+
+def arenas_svg(buffers: Sequence[Buffer], plan: MemoryPlan, arenas: Sequence[RegionArena] = (),
+               standalone: bool = True) -> str:
+    """A bundle's memory plan drawn: every region's arena (`regions_plan_svg`) when `arenas` lists several RAM
+    regions, else the one arena `plan` of `buffers` (`memory_plan_svg`)."""
+    return regions_plan_svg(arenas, standalone) if len(arenas) > 1 else memory_plan_svg(buffers, plan, standalone)
+
+
+def _svg_open(width: int, height: float, standalone: bool) -> str:
+    """The opening tag of a drawing `width` x `height` pixels (with its namespace when `standalone`)."""
+    namespace = f' xmlns="{SVG_NAMESPACE}"' if standalone else ""
+    return (f'<svg{namespace} width="{width}" height="{height:.0f}" viewBox="0 0 {width} {height:.0f}" '
+            'role="img" aria-label="memory plan">')
+
+
+def _drawing(buffers: Sequence[Buffer], plan: MemoryPlan, caption: str, steps: int) -> tuple[int, float, list[str]]:
+    """The drawing of `plan` for `buffers` over `steps` steps, its title line after `caption`: its width and
+    height (pixels) and its elements (memory_plan_svg's, without the enclosing <svg>)."""
     top = max(plan.arena_bytes, plan.lower_bound, 1)
     edges = {0, top, plan.lower_bound}
     for b in buffers:
@@ -91,12 +131,9 @@ def memory_plan_svg(buffers: Sequence[Buffer], plan: MemoryPlan, standalone: boo
     labels = short_labels([b.label or b.name for b in buffers])
 
     width, height = MARGIN_LEFT + PLOT_WIDTH + 20, bottom + MARGIN_BOTTOM
-    namespace = f' xmlns="{SVG_NAMESPACE}"' if standalone else ""
     parts = [
-        f'<svg{namespace} width="{width}" height="{height:.0f}" viewBox="0 0 {width} {height:.0f}" '
-        'role="img" aria-label="memory plan">',
         f'<rect x="0" y="0" width="{width}" height="{height:.0f}" fill="white"/>',
-        _text(MARGIN_LEFT, 20, f"arena {plan.arena_bytes:,} B, lower bound {plan.lower_bound:,} B, "
+        _text(MARGIN_LEFT, 20, f"{caption}arena {plan.arena_bytes:,} B, lower bound {plan.lower_bound:,} B, "
               f"strategy {plan.strategy}{', optimal' if plan.optimal else ''}; hover a buffer for its name", 13),
     ]
     parts += _byte_ticks(scale, top)
@@ -131,9 +168,8 @@ def memory_plan_svg(buffers: Sequence[Buffer], plan: MemoryPlan, standalone: boo
         _text(MARGIN_LEFT + PLOT_WIDTH / 2, bottom + 36, "step (kernel call)", 12, "middle"),
         _text(16, (MARGIN_TOP + bottom) / 2, "offset (bytes)", 12, "middle",
               f' transform="rotate(-90 16 {(MARGIN_TOP + bottom) / 2:.1f})"'),
-        "</svg>",
     ]
-    return "\n".join(parts) + "\n"
+    return width, height, parts
 
 
 def short_labels(labels: Sequence[str]) -> list[str]:

@@ -31,8 +31,8 @@ whose source lies in another region is dropped (two arrays cannot share bytes; a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.check import check_plan
@@ -52,12 +52,15 @@ FIRST_FIT = "regions_first_fit"
 class RegionArena:
     """One region's arena: `region` its name, `capacity_bytes` the region's size (None for the last region,
     which takes the rest), `buffers` the buffers placed in it (in-place hand-overs across regions dropped),
-    `memory` their plan (offsets from the region arena's start, bytes)."""
+    `memory` their plan (offsets from the region arena's start, bytes), `traffic_per_byte` the rank that placed
+    them (`traffic_per_byte`, by buffer name: computed once by `plan_regions`; empty for one region, which
+    ranks nothing)."""
 
     region: str
     capacity_bytes: int | None
     buffers: tuple[Buffer, ...]
     memory: MemoryPlan
+    traffic_per_byte: Mapping[str, float] = field(default_factory=dict)
 
 
 def traffic_per_byte(plan: ExecutionPlan, buffers: Sequence[Buffer]) -> dict[str, float]:
@@ -155,7 +158,8 @@ def plan_regions(plan: ExecutionPlan, buffers: list[Buffer], regions: Sequence[t
         check_plan(buffers, memory)
         return [RegionArena(regions[0][0], None, tuple(buffers), memory)]
     io = {plan.storage_of(name) for name in plan.inputs + plan.outputs}
-    placements = assign_regions(buffers, traffic_per_byte(plan, buffers), [capacity for _, capacity in regions],
+    rank = traffic_per_byte(plan, buffers)
+    placements = assign_regions(buffers, rank, [capacity for _, capacity in regions],
                                 movable=lambda b: b.name not in io and plan.tensors[b.name].role in
                                 (TensorRole.INTERMEDIATE, TensorRole.SCRATCH))
     arenas = []
@@ -168,7 +172,8 @@ def plan_regions(plan: ExecutionPlan, buffers: list[Buffer], regions: Sequence[t
         check_plan(blocks, memory)
         if not last and memory.arena_bytes > capacity:
             raise RuntimeError(f"region {name}: its arena of {memory.arena_bytes:,} B exceeds its {capacity:,} B")
-        arenas.append(RegionArena(name, None if last else capacity, tuple(blocks), memory))
+        arenas.append(RegionArena(name, None if last else capacity, tuple(blocks), memory,
+                                  {b.name: rank[b.name] for b in blocks}))
     return arenas
 
 

@@ -1,5 +1,5 @@
 """`<model>_model.c`: the entry function that calls the kernels in order on one arena (one per RAM region where
-the profile lists several: `packager.region_arenas`).
+the profile lists several, `<model>_run_with_arenas`: `packager.region_arenas`).
 
 Every tensor argument is one of: a weight array, the caller's input or output buffer (read and written in
 place, also through views), the bundle's static state (`packager.state`), or `arena + offset` from the memory plan
@@ -17,11 +17,11 @@ from memory_planner.plan import ExecutionPlan, KernelCall, TensorRole
 from memory_planner.regions import RegionArena
 from packager.c_types import c_type_of
 from packager.c_text import comment, macro_prefix
-from packager.header import io_accessor_signature, run_signature
+from packager.header import io_accessor_signature, run_signature, run_with_arenas_signature
 from packager.internal_header import weight_symbol
 from packager.io_names import IoTensor, io_in_arena
-from packager.region_arenas import (arena_symbol, faster_arena_definitions, faster_bases, faster_offsets,
-                                    main_arena_prefix)
+from packager.region_arenas import (arena_symbol, faster_arena_definitions, main_arena_prefix, region_bases,
+                                    region_offsets)
 from packager.state import state_definitions, state_symbol
 from packager.template_files import template_text
 
@@ -152,6 +152,45 @@ def _kernel_call(plan: ExecutionPlan, M: str, call: KernelCall, offsets: Mapping
     return f"{call.kernel}({args})", f"{M}_ERROR_INDEX_OUT_OF_RANGE" if call.checks_indices else None
 
 
+def _arena_checks(M: str, regions: Sequence[RegionArena], arena_bytes: int) -> list[str]:
+    """The run's checks of its arena (`arena`, `arena_bytes`) or, with `regions`, of each region's (`arenas[k]`,
+    `arena_bytes[k]`): aligned to `<M>_ARENA_ALIGNMENT`, and of the plan's bytes at least (no test of a size
+    against 0 bytes: -Wtype-limits)."""
+    if not regions:
+        aligned, sizes = ["arena"], [("arena_bytes", f"{M}_ARENA_BYTES")] if arena_bytes > 0 else []
+    else:
+        aligned = [f"arenas[{index}]" for index in range(len(regions))]
+        sizes = [(f"arena_bytes[{index}]", f"{M}_ARENA_{arena.region.upper()}_BYTES")
+                 for index, arena in enumerate(regions) if arena.memory.arena_bytes > 0]
+    lines = [f"  if ({' || '.join(f'((uintptr_t){pointer} % {M}_ARENA_ALIGNMENT) != 0u' for pointer in aligned)}) {{",
+             f"    return {M}_ERROR_MISALIGNED_ARENA;", "  }"]
+    if sizes:
+        return [*lines, f"  if ({' || '.join(f'{given} < {needed}' for given, needed in sizes)}) {{",
+                f"    return {M}_ERROR_ARENA_TOO_SMALL;", "  }"]
+    return [*lines, "  (void)arena_bytes; /* this model needs no arena */"]
+
+
+def _static_faster_call(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor],
+                        regions: Sequence[RegionArena], owner: str, call_args: str) -> list[str]:
+    """With `regions`: `<model>_run_with_arena`, which runs `<model>_run_with_arenas` on the caller's arena for
+    the last region and on the static arrays of `owner` (the model, or the bundle of several models that shares
+    them) for the faster ones; nothing for one region."""
+    if not regions:
+        return []
+    m, O = plan.model, macro_prefix(owner)
+    faster = [(arena_symbol(owner, regions, index), f"{O}_ARENA_{arena.region.upper()}_BYTES")
+              for index, arena in enumerate(regions[:-1])]
+    return [
+        "",
+        run_signature(plan, inputs, outputs, with_arena=True),
+        "{",
+        f"  uint8_t* const arenas[{macro_prefix(m)}_REGION_COUNT] = {{{', '.join(s for s, _ in faster)}, arena}};",
+        f"  const size_t sizes[{macro_prefix(m)}_REGION_COUNT] = {{{', '.join(b for _, b in faster)}, arena_bytes}};",
+        f"  return {m}_run_with_arenas(arenas, sizes{call_args});",
+        "}",
+    ]
+
+
 def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], offsets: dict[str, int],
                   buffers: list[Buffer], arena_bytes: int, alignment: int, profile_calls: bool = False,
                   shared: SharedArena | None = None, regions: Sequence[RegionArena] = ()) -> str:
@@ -166,8 +205,10 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     under their arrays' names and `<model>_run` runs on the bundle's one static arena instead of its own.
 
     With `regions` (every RAM region's arena, fastest first, when the profile lists several: `offsets`,
-    `buffers` and `arena_bytes` are then the last region's) the faster regions' buffers lie in their own static
-    arrays, which the test build poisons too (packager.region_arenas)."""
+    `buffers` and `arena_bytes` are then the last region's) the entry function is `<model>_run_with_arenas`, on
+    one arena per region (`arenas[k]`; the test build poisons each), and `<model>_run_with_arena` passes it the
+    caller's arena for the last region and the static arrays for the others (the model's, or with `shared` the
+    bundle's), all under `<MODEL>_NO_STATIC_ARENA` (packager.region_arenas)."""
     m, M = plan.model, macro_prefix(plan.model)
     in_arena = io_in_arena(inputs, outputs)
     single = len(inputs) == 1 and len(outputs) == 1
@@ -176,7 +217,8 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         io_pointer[plan.storage_of(io.tensor.name)] = "input" if single else f"inputs->{io.field}"
     for io in [] if in_arena else outputs:
         io_pointer[plan.storage_of(io.tensor.name)] = "output" if single else f"outputs->{io.field}"
-    null_checks = ["arena == NULL"]
+    null_checks = ["arena == NULL"] if not regions else [
+        "arenas == NULL", "arena_bytes == NULL", *(f"arenas[{index}] == NULL" for index in range(len(regions)))]
     if plan.row_input is not None:
         null_checks += ["read_row == NULL", "output == NULL"]
     elif single and not in_arena:
@@ -186,11 +228,10 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         null_checks += [f"inputs->{io.field} == NULL" for io in inputs]
         null_checks += [f"outputs->{io.field} == NULL" for io in outputs]
 
-    bases = faster_bases(m, regions)
-    offsets = {**faster_offsets(regions), **offsets}
-    arrays = [("arena", buffers, arena_bytes)] + [
-        (arena_symbol(m, regions, index), list(arena.buffers), arena.memory.arena_bytes)
-        for index, arena in enumerate(regions[:-1])]
+    bases = region_bases(regions)
+    offsets = {**region_offsets(regions), **offsets}
+    arrays = ([(f"arenas[{index}]", list(arena.buffers), arena.memory.arena_bytes)
+               for index, arena in enumerate(regions)] if regions else [("arena", buffers, arena_bytes)])
     gaps = [[(array, begin, end) for array, held, size in arrays for begin, end in arena_gaps(held, offsets, size, step)]
             for step in range(len(plan.calls))]
     lines = [
@@ -207,20 +248,13 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         "",
         *(_poison_definition(M) if any(gaps) else ()),
         *state_definitions(plan),
-        *faster_arena_definitions(m, regions, alignment),
-        run_signature(plan, inputs, outputs, with_arena=True),
+        run_with_arenas_signature(plan, inputs, outputs) if regions else run_signature(plan, inputs, outputs, True),
         "{",
         f"  if ({' || '.join(null_checks)}) {{",
         f"    return {M}_ERROR_NULL_ARGUMENT;",
         "  }",
-        f"  if (((uintptr_t)arena % {M}_ARENA_ALIGNMENT) != 0u) {{",
-        f"    return {M}_ERROR_MISALIGNED_ARENA;",
-        "  }",
+        *_arena_checks(M, regions, arena_bytes),
     ]
-    if arena_bytes > 0:
-        lines += [f"  if (arena_bytes < {M}_ARENA_BYTES) {{", f"    return {M}_ERROR_ARENA_TOO_SMALL;", "  }"]
-    else:
-        lines.append("  (void)arena_bytes; /* this model needs no arena */")
     if profile_calls:
         lines.append("  lp_profile_empty_region(); /* what the counter counts of itself, for each call's count */")
     for step, call in enumerate(plan.calls):
@@ -231,9 +265,11 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     call_args = "" if in_arena else ", input, output" if single else ", inputs, outputs"
     if plan.row_input is not None:
         call_args = ", read_row, context, output"
-    static_arena = ([f"{main_arena_prefix(m, regions)}{M}_ALIGNED({alignment}) static uint8_t "
+    static_arena = ([*faster_arena_definitions(m, regions, alignment),
+                     f"{main_arena_prefix(m, regions)}{M}_ALIGNED({alignment}) static uint8_t "
                      f"{m}_arena[{max(arena_bytes, 1)}];"] if shared is None
-                    else [f"/* The bundle's one static arena, shared with its other models ({shared.header}). */"])
+                    else [f"/* The bundle's {'static arenas' if regions else 'one static arena'}, shared with its "
+                          f"other models ({shared.header}). */"])
     arena_call = (f"{m}_arena, sizeof({m}_arena)" if shared is None
                   else f"{shared.name}_arena, {macro_prefix(shared.name)}_ARENA_BYTES")
     lines += [
@@ -242,6 +278,7 @@ def write_model_c(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
         "",
         f"#ifndef {M}_NO_STATIC_ARENA",
         *static_arena,
+        *_static_faster_call(plan, inputs, outputs, regions, shared.name if shared is not None else m, call_args),
         "",
         run_signature(plan, inputs, outputs, with_arena=False),
         "{",

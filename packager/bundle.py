@@ -8,7 +8,7 @@ import numpy as np
 
 from backends.backend import HelperLibrary
 from memory_planner.api import Buffer, MemoryPlan
-from memory_planner.picture import memory_plan_svg
+from memory_planner.picture import arenas_svg
 from memory_planner.plan import ExecutionPlan, KernelSignature
 from memory_planner.regions import RegionArena
 from packager.aot_entry import write_model_c
@@ -68,7 +68,7 @@ def write_bundle(out_dir: Path, bundle: BundleInputs) -> list[Path]:
         "selftest.c": write_selftest(plan, inputs, outputs, bundle.vectors),
         "Makefile": write_makefile(m, bundle.config),
         "CMakeLists.txt": write_cmakelists(m, bundle.config),
-        "memory_plan.svg": memory_plan_svg(bundle.buffers, bundle.memory),
+        "memory_plan.svg": arenas_svg(bundle.buffers, bundle.memory, bundle.regions),
     }
     runner = bundle.config.emulated
     profiled = runner.profiled_model_source(m) if runner is not None else None

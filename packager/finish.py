@@ -144,14 +144,14 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
     report = facts.layer_report(bundle)
     (out_dir / "manifest.json").write_text(
         manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle, report),
-                               bundle.io_in_arena))
+                               bundle.io_in_arena, bundle.regions))
     )
     (out_dir / REPORT_FILE).write_text(report.markdown() + _patches_markdown(facts.patches)
                                        + _row_input_markdown(bundle.plan)
                                        + region_arenas.report_markdown(bundle.plan.model, bundle.regions))
     (out_dir / REPORT_HTML_FILE).write_text(report_html(HtmlReport(
         report, bundle.buffers, bundle.memory, facts.headroom, facts.operators,
-        (facts.quantization or {}).get("layer_errors", ()))), encoding="utf-8")
+        (facts.quantization or {}).get("layer_errors", ()), bundle.regions)), encoding="utf-8")
     inputs, outputs = bundle_io(bundle)
     readme = ReadmeFacts(bundle.config, facts.selftest, facts.untested, facts.measured)
     (out_dir / README_FILE).write_text(bundle_readme(bundle.plan, bundle.memory, inputs, outputs, readme,

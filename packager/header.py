@@ -36,7 +36,21 @@ def run_signature(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoT
     the inputs and outputs in the arena it takes none of them; with a row-wise input it takes the row callback
     and its context instead of the input."""
     name = f"{plan.model}_run_with_arena" if with_arena else f"{plan.model}_run"
-    params = ["uint8_t* arena", "size_t arena_bytes"] if with_arena else []
+    return _signature(name, ["uint8_t* arena", "size_t arena_bytes"] if with_arena else [], plan, inputs, outputs)
+
+
+def run_with_arenas_signature(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor]) -> str:
+    """The C prototype of `<model>_run_with_arenas` (a profile of several RAM regions: one caller's arena per
+    region, packager.region_arenas), without the trailing semicolon; inputs and outputs as `run_signature`."""
+    count = f"{macro_prefix(plan.model)}_REGION_COUNT"
+    return _signature(f"{plan.model}_run_with_arenas",
+                      [f"uint8_t* const arenas[{count}]", f"const size_t arena_bytes[{count}]"], plan, inputs, outputs)
+
+
+def _signature(name: str, params: list[str], plan: ExecutionPlan, inputs: list[IoTensor],
+               outputs: list[IoTensor]) -> str:
+    """The C prototype of the run function `name` taking `params` and then the inputs and outputs."""
+    params = list(params)
     if plan.row_input is not None:
         params += [f"{plan.model}_read_row_t read_row", "void* context", f"{outputs[0].c_type}* output"]
     elif not io_in_arena(inputs, outputs):
@@ -55,9 +69,11 @@ def io_accessor_signature(plan: ExecutionPlan, io: IoTensor, is_input: bool) -> 
 
 
 def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTensor], arena_bytes: int,
-                 alignment: int, regions: Sequence[RegionArena] = ()) -> str:
+                 alignment: int, regions: Sequence[RegionArena] = (), sections: bool = True) -> str:
     """`<model>.h`; `regions`: every RAM region's arena when the profile lists several (packager.region_arenas:
-    each region's bytes and section macro), () for one."""
+    each region's bytes, index and, with `sections`, section macro; `<model>_run_with_arenas`, and the run
+    functions on static arenas under `<MODEL>_NO_STATIC_ARENA`), () for one. Without `sections` (a model of a
+    bundle of several, whose static arenas are the bundle's: packager.several) no section macro."""
     m, M = plan.model, macro_prefix(plan.model)
     guard = f"{M}_H"
     lines = [
@@ -80,7 +96,7 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
         f"#define {M}_WEIGHT_BYTES {plan.weight_bytes()}u",
         "/* Bytes of the model's state (the bundle's static RAM, kept from one run to the next; 0: none). */",
         f"#define {M}_STATE_BYTES {state_bytes(plan)}u",
-        *header_lines(m, regions),
+        *header_lines(m, regions, sections),
         f"#define {M}_INPUT_COUNT {len(inputs)}u",
         f"#define {M}_OUTPUT_COUNT {len(outputs)}u",
     ]
@@ -104,19 +120,43 @@ def write_header(plan: ExecutionPlan, inputs: list[IoTensor], outputs: list[IoTe
     in_arena = io_in_arena(inputs, outputs)
     if not (len(inputs) == 1 and len(outputs) == 1 or in_arena):
         lines += _io_structs(m, inputs, outputs)
-    where_io = (f" * {M}_ARENA_ALIGNMENT). The input comes row by row from read_row (above); output is the caller's. */"
-                if plan.row_input is not None else
-                f" * {M}_ARENA_ALIGNMENT). Inputs and outputs are the caller's buffers, read and written in place. */"
-                if not in_arena else
-                f" * {M}_ARENA_ALIGNMENT). The inputs and outputs are in the arena: write input k at arena +\n"
-                f" * {M}_INPUTk_OFFSET before the run, read output k at arena + {M}_OUTPUTk_OFFSET after it. */")
+    io_text = ("The input comes row by row from read_row (above); output is the caller's. */"
+               if plan.row_input is not None else
+               "Inputs and outputs are the caller's buffers, read and written in place. */"
+               if not in_arena else
+               "The inputs and outputs are in the arena: write input k at arena +\n"
+               f" * {M}_INPUTk_OFFSET before the run, read output k at arena + {M}_OUTPUTk_OFFSET after it. */")
+    where_io = f" * {M}_ARENA_ALIGNMENT). {io_text}"
+    if regions:
+        last = regions[-1].region
+        run_lines = [
+            "/* Runs one inference on the caller's arenas, one per RAM region: arenas[<M>_ARENA_<REGION>_INDEX]"
+            .replace("<M>", M),
+            " * of at least arena_bytes[<M>_ARENA_<REGION>_INDEX] >= <M>_ARENA_<REGION>_BYTES bytes, each aligned to"
+            .replace("<M>", M),
+            f" * {M}_ARENA_ALIGNMENT (e.g. arrays your linker script places in their regions); the last region's",
+            f" * arena is the one {m}_run_with_arena takes. {io_text}",
+            run_with_arenas_signature(plan, inputs, outputs) + ";",
+            "",
+            f"#ifndef {M}_NO_STATIC_ARENA",
+            f"/* Runs one inference on the caller's arena for the last region ({last}: {M}_ARENA_BYTES bytes at least,",
+            f" * aligned to {M}_ARENA_ALIGNMENT) and the bundle's own static arenas for the faster regions. */",
+            run_signature(plan, inputs, outputs, with_arena=True) + ";",
+            f"/* Runs one inference on the bundle's own static arenas. Define {M}_NO_STATIC_ARENA to leave out every",
+            f" * region's static arena, this function and {m}_run_with_arena: then pass yours to",
+            f" * {m}_run_with_arenas. */",
+        ]
+    else:
+        run_lines = [
+            "/* Runs one inference on the caller's arena (at least <M>_ARENA_BYTES bytes, aligned to".replace("<M>", M),
+            where_io,
+            run_signature(plan, inputs, outputs, with_arena=True) + ";",
+            "",
+            f"#ifndef {M}_NO_STATIC_ARENA",
+            f"/* Runs one inference on the bundle's own static arena. Define {M}_NO_STATIC_ARENA to leave it out. */",
+        ]
     lines += [
-        "/* Runs one inference on the caller's arena (at least <M>_ARENA_BYTES bytes, aligned to".replace("<M>", M),
-        where_io,
-        run_signature(plan, inputs, outputs, with_arena=True) + ";",
-        "",
-        f"#ifndef {M}_NO_STATIC_ARENA",
-        f"/* Runs one inference on the bundle's own static arena. Define {M}_NO_STATIC_ARENA to leave it out. */",
+        *run_lines,
         run_signature(plan, inputs, outputs, with_arena=False) + ";",
         *(_accessor_declarations(plan, inputs, outputs) if in_arena else []),
         "#endif",

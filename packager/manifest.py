@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.from_plan import total_ram_bytes
 from memory_planner.plan import ExecutionPlan
+from memory_planner.regions import RegionArena
 from printable import printable
 
 MANIFEST_VERSION = 1
@@ -16,12 +18,21 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, a surrogate is alwa
 
 
 def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], facts: dict[str, Any],
-             io_in_arena: bool = False) -> dict:
+             io_in_arena: bool = False, regions: Sequence[RegionArena] = ()) -> dict:
     """The manifest as a JSON-ready dict. `facts` adds entries such as tool versions and build results;
     with `io_in_arena` (the inputs and outputs planned into the arena) the arena entry says so and gives the
-    total RAM in bytes (then the arena's size; a default manifest has neither key)."""
+    total RAM in bytes (then the arena's size; a default manifest has neither key). With `regions` (every RAM
+    region's arena when the profile lists several: `memory` and `buffers` are the last region's) each arena
+    tensor's entry names its region, its offset being from that region's arena, and the arena entry its region."""
     io_entries = {"io_in_arena": True, "total_ram_bytes": total_ram_bytes(plan, memory)} if io_in_arena else {}
     live = {b.name: b for b in buffers}
+    offsets, region_of = dict(memory.offsets), {}
+    for arena in regions:
+        live.update({b.name: b for b in arena.buffers})
+        offsets.update(arena.memory.offsets)
+        region_of.update({b.name: arena.region for b in arena.buffers})
+    if regions:
+        io_entries = {"region": regions[-1].region, **io_entries}
     tensors = []
     for tensor in plan.tensors.values():
         root = plan.storage_of(tensor.name)
@@ -40,7 +51,9 @@ def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], fac
         if tensor.view_of is not None:
             entry["view_of"] = tensor.view_of
         if root in live:
-            entry["offset"] = memory.offsets[root]
+            if root in region_of:
+                entry["region"] = region_of[root]
+            entry["offset"] = offsets[root]
             entry["live_steps"] = [live[root].first_step, live[root].last_step]
             if live[root].inplace_of is not None:
                 entry["inplace_of"] = live[root].inplace_of

@@ -25,8 +25,9 @@ from typing import Any
 
 from emulator.instruction_model import DESCRIPTION as ESTIMATE_DESCRIPTION
 from memory_planner.api import Buffer, MemoryPlan
-from memory_planner.picture import memory_plan_svg
+from memory_planner.picture import arenas_svg
 from memory_planner.plan import OperatorSupport
+from memory_planner.regions import RegionArena
 from packager.kernel_kinds import OVER_TARGET
 from packager.report import (CallCost, LayerReport, per_unit_text, shapes_text, share_text,
                              times_target_text)
@@ -68,7 +69,8 @@ class HtmlReport:
     no time estimate); `headroom` is how the bundle fits its profile (target.Headroom: bytes); `operators` the
     model file's operator kinds (empty for a Relax module: its calls' operators are shown); `layer_errors` a
     quantized compile's per-layer errors (the manifest's `quantization.layer_errors`; empty when the model was
-    not quantized)."""
+    not quantized); `regions` every RAM region's arena, fastest first, when the profile lists several
+    (memory_planner.regions: `buffers` and `memory` are then the last region's; empty for one region)."""
 
     report: LayerReport
     buffers: Sequence[Buffer]
@@ -76,6 +78,7 @@ class HtmlReport:
     headroom: Headroom
     operators: Sequence[OperatorSupport] = ()
     layer_errors: Sequence[Mapping[str, Any]] = ()
+    regions: Sequence[RegionArena] = ()
 
 
 def report_html(page: HtmlReport) -> str:
@@ -226,9 +229,11 @@ def _layer_errors(errors: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _memory(page: HtmlReport) -> str:
+    regions = (f" One arena per RAM region, fastest first ({', '.join(_h(arena.region) for arena in page.regions)}),"
+               " each drawn in a lane of its own over the same kernel calls." if len(page.regions) > 1 else "")
     return ('<p class="note">Every arena buffer as a rectangle over the kernel calls it lives through; hover one '
             "for its name, bytes and offset. The byte axis is linear except that each buffer is at least a few "
-            "pixels tall.</p>\n" + memory_plan_svg(page.buffers, page.memory, standalone=False))
+            f"pixels tall.{regions}</p>\n" + arenas_svg(page.buffers, page.memory, page.regions, standalone=False))
 
 
 def _operators(operators: Sequence[OperatorSupport], calls: Sequence[CallCost]) -> str:

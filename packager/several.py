@@ -3,7 +3,10 @@
 Each model keeps its own prefix (its header `<model>.h`, kernels, run functions and status codes, exactly as a
 bundle of that model alone names them: `packager.bundle`); the bundle adds, under its own name `<name>`:
 - `<name>.h`: includes every model's header, and gives `<NAME>_ARENA_BYTES` (the largest model's arena),
-  `<NAME>_WEIGHT_BYTES` (the weights stored, each constant once) and the one static arena `<name>_arena`;
+  `<NAME>_WEIGHT_BYTES` (the weights stored, each constant once) and the one static arena `<name>_arena`; for a
+  profile of several RAM regions, one shared arena per region (`<name>_arena_<region>`, the last region's
+  `<name>_arena`), each of the largest of the models' arenas in that region, with the section macros of
+  packager.region_arenas under the bundle's prefix;
 - `<name>_model.c`: that arena, which every model's `<model>_run` runs on (`packager.aot_entry.SharedArena`);
 - `<name>_weights.c`: every model's constants, a constant whose dtype, shape and bytes an earlier one (of any
   model) has stored once (the caller decides which: `StoredWeight`, `WeightSharing`);
@@ -17,12 +20,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from emulator.qemu import INSTRUCTIONS_LINE
-from memory_planner.picture import memory_plan_svg
+from memory_planner.picture import arenas_svg
 from memory_planner.plan import Tensor
+from memory_planner.regions import RegionArena
+from packager import region_arenas
 from packager.aot_entry import SharedArena, write_model_c
 from packager.build_files import BuildConfig, write_cmakelists, write_makefile
 from packager.bundle import BundleInputs, bundle_io, kernel_file_text, kernel_files, write_checked_files
@@ -64,8 +70,32 @@ class WeightSharing:
 
 
 def arena_bytes(bundles: list[BundleInputs]) -> int:
-    """The shared arena's bytes: the largest model's arena."""
+    """The shared arena's bytes: the largest model's arena (of the last RAM region's, when the profile lists
+    several: `shared_regions`)."""
     return max(bundle.memory.arena_bytes for bundle in bundles)
+
+
+def shared_regions(bundles: list[BundleInputs]) -> tuple[RegionArena, ...]:
+    """The bundle's arena per RAM region when the profile lists several (each model's `regions`, planned alone),
+    fastest first: region by region the largest model's arena (its buffers and plan: the one picture and
+    manifest entry that sizes it), so every model's buffers fit each region's shared arena, and one model runs at
+    a time; () for one region. Each faster region's arena stays within its bytes, as every model's does."""
+    if not bundles[0].regions:
+        return ()
+    return tuple(max((bundle.regions[index] for bundle in bundles), key=lambda arena: arena.memory.arena_bytes)
+                 for index in range(len(bundles[0].regions)))
+
+
+def shared_regions_entry(name: str, regions: tuple[RegionArena, ...],
+                         bundles: list[BundleInputs]) -> list[dict[str, Any]]:
+    """The manifest's `memory_regions` of the bundle `name`: per RAM region (fastest first) its name, bytes (None:
+    the last takes the rest), the shared arena's bytes, its C array and section macro, and each model's arena in
+    it (bytes, by model)."""
+    return [{"region": arena.region, "capacity_bytes": arena.capacity_bytes, "arena_bytes": arena.memory.arena_bytes,
+             "symbol": region_arenas.arena_symbol(name, regions, index),
+             "section_macro": region_arenas.section_macro(macro_prefix(name), arena.region),
+             "models": {bundle.plan.model: bundle.regions[index].memory.arena_bytes for bundle in bundles}}
+            for index, arena in enumerate(regions)]
 
 
 def write_several(out_dir: Path, name: str, bundles: list[BundleInputs], weights: WeightSharing,
@@ -80,22 +110,25 @@ def write_several(out_dir: Path, name: str, bundles: list[BundleInputs], weights
         plan, m = bundle.plan, bundle.plan.model
         inputs, outputs = bundle_io(bundle)
         shared = SharedArena(name, header, weights.stored_as.get(m, {}))
-        files[f"{m}.h"] = write_header(plan, inputs, outputs, bundle.memory.arena_bytes, bundle.alignment)
+        files[f"{m}.h"] = write_header(plan, inputs, outputs, bundle.memory.arena_bytes, bundle.alignment,
+                                       bundle.regions, sections=False)
         files[f"{m}_internal.h"] = write_internal_header(
             plan, bundle.kernel_signatures, bundle.requantize_roundings, bundle.helper_libraries,
             bundle.signal_helpers, bundle.alignment, shared.stored_as)
         files.update({source: kernel_file_text(m, source, text) for source, text in kernel_files(m, bundle).items()})
         files[f"{m}_model.c"] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
-                                              bundle.memory.arena_bytes, bundle.alignment, shared=shared)
-        files[f"{m}_memory_plan.svg"] = memory_plan_svg(bundle.buffers, bundle.memory)
+                                              bundle.memory.arena_bytes, bundle.alignment, shared=shared,
+                                              regions=bundle.regions)
+        files[f"{m}_memory_plan.svg"] = arenas_svg(bundle.buffers, bundle.memory, bundle.regions)
         profiled = config.emulated.profiled_model_source(m) if config.emulated is not None else None
         if profiled is not None:
             files[profiled] = write_model_c(plan, inputs, outputs, bundle.memory.offsets, bundle.buffers,
                                             bundle.memory.arena_bytes, bundle.alignment, profile_calls=True,
-                                            shared=shared)
-    files[header] = _umbrella_header(name, bundles, weights, alignment)
-    files[f"{name}_model.c"] = _arena_source(name, header, alignment)
-    files[f"{name}_weights.c"] = _weights_source(name, bundles, weights, alignment)
+                                            shared=shared, regions=bundle.regions)
+    regions = shared_regions(bundles)
+    files[header] = _umbrella_header(name, bundles, weights, alignment, regions)
+    files[f"{name}_model.c"] = _arena_source(name, header, alignment, regions)
+    files[f"{name}_weights.c"] = _weights_source(name, bundles, weights, alignment, bool(regions))
     files["selftest.c"] = write_several_selftest(header, [SelftestPart(b.plan, *bundle_io(b), b.vectors)
                                                           for b in bundles])
     files["Makefile"] = write_makefile(name, config)
@@ -103,8 +136,10 @@ def write_several(out_dir: Path, name: str, bundles: list[BundleInputs], weights
     return write_checked_files(out_dir, files, name, config)
 
 
-def _umbrella_header(name: str, bundles: list[BundleInputs], weights: WeightSharing, alignment: int) -> str:
-    """`<name>.h`: every model's header, the shared arena's size and the weights' bytes."""
+def _umbrella_header(name: str, bundles: list[BundleInputs], weights: WeightSharing, alignment: int,
+                     regions: tuple[RegionArena, ...] = ()) -> str:
+    """`<name>.h`: every model's header, the shared arena's size and the weights' bytes; with `regions` (the
+    shared arena of each RAM region, `shared_regions`) each region's bytes, section macro and static array."""
     N = macro_prefix(name)
     models = [bundle.plan.model for bundle in bundles]
     lines = [
@@ -136,9 +171,12 @@ def _umbrella_header(name: str, bundles: list[BundleInputs], weights: WeightShar
         "/* Bytes of constant weights (in flash), each constant stored once however many models read it. */",
         f"#define {N}_WEIGHT_BYTES {weights.weight_bytes}u",
         f"#define {N}_MODEL_COUNT {len(models)}u",
+        *region_arenas.shared_header_lines(name, regions),
         "",
         f"#ifndef {N}_NO_STATIC_ARENA",
-        f"/* The shared static arena ({name}_model.c). */",
+        f"/* The shared static arena{'s' if regions else ''} ({name}_model.c). */",
+        *(f"extern uint8_t {region_arenas.arena_symbol(name, regions, index)}[{region_arenas.array_bytes(arena)}];"
+          for index, arena in enumerate(regions[:-1])),
         f"extern uint8_t {name}_arena[{N}_ARENA_BYTES];",
         "#endif",
         "",
@@ -150,17 +188,21 @@ def _umbrella_header(name: str, bundles: list[BundleInputs], weights: WeightShar
     return "\n".join(lines)
 
 
-def _arena_source(name: str, header: str, alignment: int) -> str:
-    """`<name>_model.c`: the one static arena every model's `<model>_run` runs on."""
+def _arena_source(name: str, header: str, alignment: int, regions: tuple[RegionArena, ...] = ()) -> str:
+    """`<name>_model.c`: the one static arena every model's `<model>_run` runs on (one per RAM region, each after
+    its section macro, with `regions`)."""
     N = macro_prefix(name)
     return "\n".join([
-        f"/* {name}_model.c: the static arena the bundle's models share. Generated by tvm_ext. */",
+        f"/* {name}_model.c: the static arena{'s' if regions else ''} the bundle's models share. Generated by "
+        "tvm_ext. */",
         f'#include "{header}"',
         "",
         *alignment_macro(N, alignment, _MISALIGNED),
         "",
         f"#ifndef {N}_NO_STATIC_ARENA",
-        f"{N}_ALIGNED({alignment}) uint8_t {name}_arena[{N}_ARENA_BYTES];",
+        *region_arenas.faster_arena_definitions(name, regions, alignment, storage=""),
+        f"{region_arenas.main_arena_prefix(name, regions)}{N}_ALIGNED({alignment}) uint8_t "
+        f"{name}_arena[{N}_ARENA_BYTES];",
         "#else",
         f"typedef int {name}_no_static_arena; /* ISO C: a translation unit declares something */",
         "#endif",
@@ -168,8 +210,10 @@ def _arena_source(name: str, header: str, alignment: int) -> str:
     ])
 
 
-def _weights_source(name: str, bundles: list[BundleInputs], weights: WeightSharing, alignment: int) -> str:
-    """`<name>_weights.c`: every array of `weights.stored`, aligned to `alignment` bytes."""
+def _weights_source(name: str, bundles: list[BundleInputs], weights: WeightSharing, alignment: int,
+                    sections: bool = False) -> str:
+    """`<name>_weights.c`: every array of `weights.stored`, aligned to `alignment` bytes (after the bundle's
+    `<NAME>_WEIGHTS_SECTION` macro with `sections`: a profile of several RAM regions, packager.region_arenas)."""
     N = macro_prefix(name)
     sources = "; ".join(comment(bundle.plan.source) for bundle in bundles)
     lines = [
@@ -179,10 +223,12 @@ def _weights_source(name: str, bundles: list[BundleInputs], weights: WeightShari
         "#include <stdint.h>",
         "",
         *alignment_macro(N, alignment, _MISALIGNED),
+        *(region_arenas.weights_lines(name) if sections else ()),
         "",
     ]
+    section = f"{region_arenas.weights_section_macro(N)} " if sections else ""
     for weight in weights.stored:
-        lines += weight_definition(N, alignment, weight.symbol, weight.tensor, weight.values, weight.label)
+        lines += weight_definition(N, alignment, weight.symbol, weight.tensor, weight.values, weight.label, section)
     return "\n".join(lines)
 
 

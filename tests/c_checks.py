@@ -51,13 +51,16 @@ def run_c_unit_tests(source: Path, include: Path, work_dir: Path, defines: Seque
     return subprocess.run([str(program)], capture_output=True, text=True)
 
 
-def build_for_cortex_m(source_text: str, include: Path, work_dir: Path, profile: str = "cortex-m4f") -> None:
+def build_for_cortex_m(source_text: str, include: Path, work_dir: Path, profile: str = "cortex-m4f",
+                       extra_flags: Sequence[str] = ()) -> None:
     """Compile ``source_text`` (headers from ``include``) with the compiler and flags of the Cortex-M profile
-    ``profile`` and the strict warnings (-Werror): CalledProcessError on a warning."""
+    ``profile``, the strict warnings (-Werror) and ``extra_flags`` after them (e.g. another -O level):
+    CalledProcessError on a warning."""
     target = load_profile(profile)
     source = work_dir / f"{target.name}.c"
     source.write_text(source_text)
-    subprocess.run([target.c_compiler, "-std=c99", *target.cflags, "-Wall", "-Wextra", *STRICT_WARNINGS.split(),
+    subprocess.run([target.c_compiler, "-std=c99", *target.cflags, *extra_flags, "-Wall", "-Wextra",
+                    *STRICT_WARNINGS.split(),
                     f"-I{include}", "-c", str(source), "-o", str(work_dir / f"{target.name}.o")], check=True)
 
 

@@ -91,3 +91,56 @@ def test_first_fit_takes_its_in_place_sources_offset_when_nothing_else_is_in_the
     assert first_fit_offset(taker, [(0, source), (112, other)]) == 0
     assert first_fit_offset(taker, [(0, source), (112, other), (32, later)]) == 128  # l is in the way
     assert first_fit_offset(dataclasses.replace(taker, nbytes=101), [(0, source), (112, other)]) == 128  # larger
+
+
+def test_the_rank_is_computed_once_and_each_arena_keeps_its_buffers_rank(monkeypatch) -> None:
+    """plan_regions ranks the buffers once (traffic_per_byte) and each RegionArena keeps the rank of its buffers,
+    which the manifest then reports (packager.region_arenas.manifest_entry) instead of ranking again."""
+    import memory_planner.regions as regions
+    from packager.region_arenas import manifest_entry
+
+    plan = with_macs()
+    buffers = buffers_from_plan(plan)
+    calls = []
+    ranked = regions.traffic_per_byte
+
+    def counted(*args):
+        calls.append(args)
+        return ranked(*args)
+
+    monkeypatch.setattr(regions, "traffic_per_byte", counted)
+    arenas = plan_regions(plan, buffers, [("dtcm", 8192), ("sram", 1 << 20)])
+    assert len(calls) == 1
+    rank = ranked(plan, buffers)
+    for arena in arenas:
+        assert dict(arena.traffic_per_byte) == {b.name: rank[b.name] for b in arena.buffers}
+    marked = [dataclasses.replace(arena, traffic_per_byte={b.name: 0.5 + i for i, b in enumerate(arena.buffers)})
+              for arena in arenas]
+    entry = manifest_entry(plan, marked)
+    assert [[b["traffic_per_byte"] for b in region["buffers"]] for region in entry] == [
+        [0.5 + i for i in range(len(arena.buffers))] for arena in arenas]
+
+
+def test_every_regions_arena_is_a_lane_of_one_drawing_on_one_step_axis() -> None:
+    """regions_plan_svg: one lane per region, fastest first, each its region's buffers once, a buffer's x the
+    same function of its first step in every lane (the steps of all the regions' buffers)."""
+    import xml.etree.ElementTree as ET
+
+    from memory_planner.picture import MARGIN_LEFT, PLOT_WIDTH, regions_plan_svg
+
+    plan = with_macs()
+    buffers = buffers_from_plan(plan)
+    arenas = plan_regions(plan, buffers, [("dtcm", 8192), ("sram", 1 << 20)])
+    assert all(arena.buffers for arena in arenas)
+    svg = "{http://www.w3.org/2000/svg}"
+    root = ET.fromstring(regions_plan_svg(arenas))
+    lanes = [lane for lane in root if lane.tag == f"{svg}svg" and lane.get("class") == "region"]
+    assert [lane.get("aria-label") for lane in lanes] == ["region dtcm", "region sram"]
+    assert float(lanes[1].get("y")) == float(lanes[0].get("height"))  # stacked, top to bottom
+    steps = max(b.last_step for b in buffers) + 1
+    for lane, arena in zip(lanes, arenas):
+        drawn = {g.find(f"{svg}title").text.split(":")[0]: g.find(f"{svg}rect")
+                 for g in lane.iter(f"{svg}g") if g.get("class") == "buffer"}
+        assert set(drawn) == {b.name for b in arena.buffers}
+        for b in arena.buffers:
+            assert float(drawn[b.name].get("x")) == round(MARGIN_LEFT + b.first_step * PLOT_WIDTH / steps, 1)

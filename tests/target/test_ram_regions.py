@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import target
-from conftest import models_dir, run_cli
+from conftest import run_cli
 from hostile_profiles import FLAG_INJECTIONS, with_marker, write_profile
 from target.memory_region import MAX_REGIONS, RamRegion
 
@@ -85,13 +85,3 @@ def test_a_last_region_too_small_for_its_part_is_refused_though_the_sram_total_f
     assert line.endswith("RAM needs 18,712 B in the last region slow (arena 23,584 B + inputs 1,960 B + outputs 48 B "
                          "+ state 0 B + stack 1,024 B the profile's stack_bound_bytes, less 7,904 B of arena in faster "
                          "regions) but tight's slow has 18,500 B (212 B over)"), line
-
-
-def test_a_bundle_of_several_models_is_refused_on_several_regions_in_one_line(tmp_path):
-    """Several models share one arena (packager.several): a profile of several regions is refused there."""
-    path = write_profile(tmp_path / "two.json", {"extends": "lowpower", "name": "two", "ram_regions": TWO})
-    models = [str(models_dir() / "tflm" / f"{name}.tflite") for name in ("hello_world_int8", "hello_world_float")]
-    proc = run_cli(*models, "--target", str(path), "--no-build", "-o", str(tmp_path / "out"))
-    assert proc.returncode == 2, proc.stderr
-    [line] = proc.stderr.strip().splitlines()
-    assert "the two profile lists 2 RAM regions; a bundle of several models shares one arena" in line, line

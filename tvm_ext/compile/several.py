@@ -2,9 +2,11 @@
 
 Each model is compiled as alone (its own prefix, plan, memory plan and kernels: `compile_to_folder` without the
 build), then `packager.several` writes the one bundle: every model's run function over one static arena of the
-largest model's bytes, every constant once (a constant of the same dtype, shape and bytes as an earlier one, of
-any model, is that one: `tvm_ext.plan.constant_pool`'s content key), one library, one self-test running every
-model's cases, one manifest. The fit check counts the whole bundle: the shared arena, every model's inputs,
+largest model's bytes (one per RAM region, each of the largest model's bytes in it, for a profile that lists
+several: the models run one at a time, so they share each region's arena as they share the one), every
+constant once (a constant of the same dtype, shape and bytes as an earlier one, of any model, is that one:
+`tvm_ext.plan.constant_pool`'s content key), one library, one self-test running every model's cases, one
+manifest. The fit check counts the whole bundle: the shared arena, every model's inputs,
 outputs and state, the deepest run call's stack, and the flash of all the models' code and weights.
 
 The bundle's own name (`--name`, default `models`) names what the models share (`<name>.h`, `<name>_arena`,
@@ -25,6 +27,7 @@ import numpy as np
 from backends import backend_of
 from emulator.cycle_model import cycle_estimate
 from memory_planner.plan import ExecutionPlan, OperatorSupport, Tensor
+from memory_planner.regions import RegionArena, faster_arena_bytes, regions_phrase
 from packager.archive import archive
 from packager.build import BuildError, build_bundle, run_host_program
 from packager.bundle import BundleInputs, bundle_io
@@ -34,8 +37,10 @@ from packager.manifest import MANIFEST_VERSION, manifest_json
 from packager.report import REPORT_FILE, layer_report
 from packager.report_html import REPORT_HTML_FILE, HtmlReport, report_html
 from packager.selftest_verdict import SelftestResult
+from packager.region_arenas import manifest_entry as region_manifest_entry
+from packager.region_arenas import report_markdown as region_report_markdown
 from packager.several import (StoredWeight, WeightSharing, arena_bytes, model_parts, read_several_selftest,
-                              write_several)
+                              shared_regions, shared_regions_entry, write_several)
 from packager.build_files import BuildConfig
 from target.resolve import TargetSpec
 from target.resources import FlashSource, FlashUse, Headroom, RamUse
@@ -67,7 +72,9 @@ class Member:
 class SeveralBundle:
     """A bundle of several models on disk: its name, members, the shared arena, the weights stored (each
     constant once) and the sum of the models' own weights, the RAM and flash as the fit check counted them, each
-    model's self-test verdict (None: not built), the library (None: not built) and the archive."""
+    model's self-test verdict (None: not built), the library (None: not built) and the archive; `regions` the
+    shared arena of each RAM region when the profile lists several (packager.several.shared_regions; `arena_bytes`
+    is then the last region's), () for one."""
 
     out_dir: Path
     name: str
@@ -80,6 +87,7 @@ class SeveralBundle:
     selftests: dict[str, SelftestResult] | None
     library: Path | None
     archive: Path
+    regions: tuple[RegionArena, ...] = ()
 
 
 def compile_several(models: list[Path], target: TargetSpec, out: Path, *, name: str | None, force: bool,
@@ -168,9 +176,6 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target: Target
     if profile.units:
         raise CompileError(f"{label}: the {profile.name} profile lists compute units; a bundle of several models "
                            "is built for profiles without them so far")
-    if len(profile.memory_regions) > 1:
-        raise CompileError(f"{label}: the {profile.name} profile lists {len(profile.memory_regions)} RAM regions; a "
-                           "bundle of several models shares one arena, built for profiles of one region so far")
     if build:
         check_tools_installed(config, profile, label)
     members = []
@@ -184,7 +189,9 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target: Target
     bundles = [member.bundle for member in members]
     weights = share_weights(bundles)
     emulated = build and config.emulated is not None
-    ram = _shared_ram([planned_ram(b.plan, b.memory, profile, emulated) for b in bundles])
+    regions = shared_regions(bundles)
+    ram = _shared_ram([planned_ram(b.plan, b.memory, profile, emulated, faster_arena_bytes(b.regions))
+                       for b in bundles], faster_arena_bytes(regions))
     flash = FlashUse.weights_only(weights.weight_bytes, FlashSource.PENDING if emulated else FlashSource.WEIGHTS_ONLY)
     refuse_unless_fits(profile, name, ram, flash)
     write_several(staging, name, bundles, weights, config)
@@ -214,16 +221,19 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target: Target
                               None if result is None else result.instructions, untested,
                               cycle_estimate(profile.cpu, profile.clock_hz), backend_of(profile).kind_targets(profile),
                               None if config.emulated is None else config.emulated.profiled_model_source("*"))
-        (staging / f"{member.name}_{REPORT_FILE}").write_text(report.markdown())
+        (staging / f"{member.name}_{REPORT_FILE}").write_text(
+            report.markdown() + region_report_markdown(name, member.bundle.regions, f"{member.name}_"))
         (staging / f"{member.name}_{REPORT_HTML_FILE}").write_text(report_html(HtmlReport(
-            report, member.bundle.buffers, member.bundle.memory, headroom, member.operators)), encoding="utf-8")
+            report, member.bundle.buffers, member.bundle.memory, headroom, member.operators,
+            regions=member.bundle.regions)), encoding="utf-8")
     readme_models = [ReadmeModel(member.plan, member.bundle.memory, *bundle_io(member.bundle),
                                  None if selftests is None else selftests[member.name]) for member in members]
     (staging / README_FILE).write_text(several_readme(
         name, readme_models, config, untested, measured, arena_bytes(bundles), ram.total_bytes,
-        weights.weight_bytes))
+        weights.weight_bytes, regions))
     (staging / "manifest.json").write_text(manifest_json(_manifest(name, members, weights, headroom, selftests,
-                                                                   measured, profile.name, untested, config)))
+                                                                   measured, profile.name, untested, config,
+                                                                   regions)))
     for leftover in [*staging.glob("*.o"), staging / "selftest"]:
         leftover.unlink(missing_ok=True)
     if config.emulated is not None:
@@ -231,7 +241,7 @@ def _fill(staging: Path, models: list[Path], prefixes: list[str], target: Target
     library = staging / f"lib{name}.a" if build else None
     return SeveralBundle(staging, name, tuple(members), arena_bytes(bundles), weights.weight_bytes,
                          sum(b.plan.weight_bytes() for b in bundles), ram, flash, selftests, library,
-                         archive(staging, name, top=name))
+                         archive(staging, name, top=name), regions)
 
 
 def _member_stage(prefix: str, log: Callable[[str], None]) -> Stage:
@@ -245,12 +255,15 @@ def _member_stage(prefix: str, log: Callable[[str], None]) -> Stage:
     return stage
 
 
-def _shared_ram(rams: list[RamUse]) -> RamUse:
+def _shared_ram(rams: list[RamUse], faster_bytes: int = 0) -> RamUse:
     """The RAM of the models whose own RAM is `rams` (device_ram.planned_ram) in one bundle: one arena of the
-    largest, every model's inputs, outputs and state, the deepest stack (one model runs at a time)."""
-    return RamUse(max(r.arena_bytes for r in rams), sum(r.input_bytes for r in rams),
+    largest (in the last RAM region, and `faster_bytes`, the shared arenas of the faster regions of a profile that
+    lists several: packager.several.shared_regions), every model's inputs, outputs and state, the deepest stack
+    (one model runs at a time)."""
+    last = max(r.arena_bytes - r.faster_arena_bytes for r in rams)
+    return RamUse(last + faster_bytes, sum(r.input_bytes for r in rams),
                   sum(r.output_bytes for r in rams), sum(r.state_bytes for r in rams),
-                  max(r.stack_bytes for r in rams), rams[0].stack_source)
+                  max(r.stack_bytes for r in rams), rams[0].stack_source, faster_bytes)
 
 
 def _self_test(folder: Path, name: str, config: BuildConfig, bundles: list[BundleInputs]
@@ -281,10 +294,11 @@ def _describe(results: dict[str, SelftestResult]) -> str:
 
 def _manifest(name: str, members: list[Member], weights: WeightSharing, headroom: Headroom,
               selftests: dict[str, SelftestResult] | None, measured: dict[str, Any], profile: str,
-              untested: str | None, config: BuildConfig) -> dict[str, Any]:
-    """manifest.json of the bundle: its models (each one's arena, its lower bound, weights, state, self-test), the
-    shared arena, the weights stored, the headroom and the emulated board's measurements (under its runner's
-    `manifest_key`, as a bundle of one model has them)."""
+              untested: str | None, config: BuildConfig, regions: tuple[RegionArena, ...] = ()) -> dict[str, Any]:
+    """manifest.json of the bundle: its models (each one's arena, its lower bound, weights, state, self-test and,
+    with `regions`, its `memory_regions` as alone), the shared arena (with `regions`: the shared arena of each RAM
+    region, packager.several.shared_regions), the weights stored, the headroom and the emulated board's
+    measurements (under its runner's `manifest_key`, as a bundle of one model has them)."""
     models = []
     for member in members:
         plan, memory = member.plan, member.bundle.memory
@@ -298,6 +312,8 @@ def _manifest(name: str, members: list[Member], weights: WeightSharing, headroom
             "inputs": plan.inputs, "outputs": plan.outputs, "calls": len(plan.calls),
             "kernels": sorted({call.kernel for call in plan.calls}),
         }
+        if member.bundle.regions:
+            entry["memory_regions"] = region_manifest_entry(plan, member.bundle.regions)
         if selftests is None:
             entry["selftest"] = {"passed": None, "untested": untested}
         else:
@@ -313,8 +329,10 @@ def _manifest(name: str, members: list[Member], weights: WeightSharing, headroom
         "target": profile,
         "models": models,
         "arena": {"bytes": max(model["arena"]["bytes"] for model in models), "shared": True,
+                  **({"region": regions[-1].region} if regions else {}),
                   "note": "one static arena of the largest model's bytes; the run functions are neither "
                           "reentrant nor concurrent"},
+        **({"memory_regions": shared_regions_entry(name, regions, [m.bundle for m in members])} if regions else {}),
         "weight_bytes": weights.weight_bytes,
         "weight_bytes_separately": sum(model["weight_bytes"] for model in models),
         "headroom": headroom.manifest_entry(),
@@ -328,6 +346,8 @@ def summary_line(bundle: SeveralBundle) -> str:
         "PASS" if all(result.passed for result in bundle.selftests.values()) else "FAIL")
     arenas = ", ".join(f"{m.name} {m.bundle.memory.arena_bytes:,} B" for m in bundle.members)
     flash = f"flash {bundle.flash.total_bytes:,} B ({bundle.flash.parts()}), " if bundle.flash.measured else ""
+    if bundle.regions:
+        arenas += f"; RAM regions {regions_phrase(bundle.regions)}"
     return (f"[tvm_ext] {bundle.name}: {len(bundle.members)} models, shared arena {bundle.arena_bytes:,} B ({arenas}), "
             f"total RAM {bundle.ram.total_bytes:,} B ({bundle.ram.parts()}), weights {bundle.weight_bytes:,} B "
             f"(separately {bundle.weight_bytes_separately:,} B), {flash}{verdict} -> {bundle.out_dir}")

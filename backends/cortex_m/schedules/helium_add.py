@@ -42,6 +42,14 @@ all but RUN bytes with an input that dies there (the memory planner's stream ord
 `tvm_ext.codegen.stream_order`), for a call's own cost per RUN outputs (pretrainedResnet_quant on cortex-m55:
 589 instructions for its 53 runs past the first of each ADD)."""
 
+FEWEST_ELEMENTS = 256
+"""The fewest elements an ADD must have for the helper. Its tables cost about 800 instructions per call (one or
+two operands' 256 values, four per vector step: 1,006 instructions for an ADD of 64 outputs, measured), more
+than half of its cost below 256 outputs, where the generic kernel's place in a fused elementwise chain is worth
+more: an unrolled GRU's 64-element gate sums fuse with their SPLIT, LOGISTIC and MUL neighbours (a Keras
+GRU(64) over 49 steps on cortex-m55: 755,096 -> 719,351 instructions, code 95,892 -> 46,324 B, 442 -> 148
+kernels)."""
+
 LARGEST_LEFT_SHIFT = 22
 """The helper's largest left shift: (x + offset) << left_shift stays below 2^30 for |x + offset| <= 255, and
 the sum of two operands (each rescaled by a multiplier below 1) below 2^31."""
@@ -64,10 +72,10 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
     or None where the helper does not fit: operands of different shapes (broadcast) or not int8, or
     `fits_add_s8` false."""
     shape = [int(d) for d in lhs.shape]
-    if shape != [int(d) for d in rhs.shape] or str(lhs.dtype) != "int8" or str(rhs.dtype) != "int8" \
-            or not fits_add_s8(params, rounding):
-        return None
     count = math.prod(shape)
+    if shape != [int(d) for d in rhs.shape] or str(lhs.dtype) != "int8" or str(rhs.dtype) != "int8" \
+            or count < FEWEST_ELEMENTS or not fits_add_s8(params, rounding):
+        return None
     operands = tuple(tirx.const(int(value), "int32") for value in (
         -int(lhs_zero_point), -int(rhs_zero_point), params.left_shift, *params.input1, *params.input2))
     output = tuple(tirx.const(int(value), "int32") for value in (

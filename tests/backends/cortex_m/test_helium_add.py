@@ -1,8 +1,8 @@
 """Helium's int8 ADD (backends/cortex_m/schedules/helium_add.py, the helper
 backends/cortex_m/helpers/templates/helium_add.h.in): on cortex-m55 an int8 ADD of two computed operands of one
 shape is one call of `<prefix>_add_s8_tables` and of `<prefix>_add_s8` per run (here one: either operand of the
-larger scale, a fused ReLU, a count that leaves a predicated tail), a broadcast ADD keeps the generic kernel,
-and every one stays bit for bit with TFLite Micro under QEMU mps3-an547 (MVE) and on the host (the helper's
+larger scale, a fused ReLU, a count that leaves a predicated tail), a broadcast ADD and one of fewer than
+helium_add.FEWEST_ELEMENTS elements keep the generic kernel, and every one stays bit for bit with TFLite Micro under QEMU mps3-an547 (MVE) and on the host (the helper's
 portable C); other cores keep the generic kernel."""
 
 from __future__ import annotations
@@ -16,21 +16,23 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes, needs_cross_tools  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 
-SHAPE = (1, 5, 7, 3)
-"""105 elements: 26 whole vectors of four lanes and one predicated lane."""
+SHAPE = (1, 5, 7, 9)
+"""315 elements (at least helium_add.FEWEST_ELEMENTS): 78 whole vectors of four lanes and three predicated lanes."""
+FEW = (1, 4, 4, 4)
+"""64 elements: below helium_add.FEWEST_ELEMENTS."""
 RELU = 1  # tflite.ActivationFunctionType
 
 
-def _add_model() -> bytes:
-    """Inputs a [1, 5, 7, 3] (scale 0.05, zero point -128), b (0.11, 127) and c [1, 1, 1, 3] (0.02, 4), and
+def _add_model(shape: tuple[int, ...] = SHAPE) -> bytes:
+    """Inputs a of `shape` (scale 0.05, zero point -128), b (0.11, 127) and c [1, 1, 1, channels] (0.02, 4), and
     three ADDs, each a model output: a + b (b the larger scale), b + a with a ReLU (its output's zero point its
     lower bound), and a + c (broadcast: the generic kernel)."""
-    tensors = [Tensor("a", SHAPE, "int8", Quantization((0.05,), (-128,))),
-               Tensor("b", SHAPE, "int8", Quantization((0.11,), (127,))),
-               Tensor("c", (1, 1, 1, 3), "int8", Quantization((0.02,), (4,))),
-               Tensor("sum", SHAPE, "int8", Quantization((0.13,), (-3,))),
-               Tensor("relu_sum", SHAPE, "int8", Quantization((0.07,), (-20,))),
-               Tensor("broadcast_sum", SHAPE, "int8", Quantization((0.06,), (9,)))]
+    tensors = [Tensor("a", shape, "int8", Quantization((0.05,), (-128,))),
+               Tensor("b", shape, "int8", Quantization((0.11,), (127,))),
+               Tensor("c", (1, 1, 1, shape[-1]), "int8", Quantization((0.02,), (4,))),
+               Tensor("sum", shape, "int8", Quantization((0.13,), (-3,))),
+               Tensor("relu_sum", shape, "int8", Quantization((0.07,), (-20,))),
+               Tensor("broadcast_sum", shape, "int8", Quantization((0.06,), (9,)))]
     operators = [Operator("ADD", (0, 1), (3,), Options("AddOptions", {"FusedActivationFunction": 0})),
                  Operator("ADD", (1, 0), (4,), Options("AddOptions", {"FusedActivationFunction": RELU})),
                  Operator("ADD", (0, 2), (5,), Options("AddOptions", {"FusedActivationFunction": 0}))]
@@ -43,9 +45,17 @@ def test_helium_int8_add_is_one_helper_call_and_stays_bit_exact(tmp_path):
     calls = re.findall(r"_add_s8\((.*)\);", kernels)
     assert len(calls) == 2, kernels  # the broadcast ADD keeps the generic kernel
     assert kernels.count("_add_s8_tables(") == 2, kernels  # each ADD's tables built once, before its runs
-    assert all(", 105, " in call for call in calls), calls
+    assert all(", 315, " in call for call in calls), calls
     assert "vldrwq_gather_shifted_offset_s32(" in (bundle.out_dir / "add_internal.h").read_text()
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable loop
+
+
+@needs_cross_tools
+def test_an_add_of_few_elements_keeps_the_generic_kernel_on_helium(tmp_path):
+    """Below helium_add.FEWEST_ELEMENTS the helper's tables are most of its cost, and the generic
+    kernel may fuse with its neighbours: 64 elements stay generic, bit-exact."""
+    _bundle, kernels = bit_exact_bundle(tmp_path, "add", _add_model(FEW), "cortex-m55", "mps3-an547")
+    assert "_add_s8(" not in kernels and "_add_s8_tables(" not in kernels
 
 
 @needs_cross_tools

@@ -1,5 +1,6 @@
-"""Several models in one bundle (tvm_ext.compile.several): one run function per model over one shared arena,
-each constant once, one library and one self-test running every model's cases; and its refusals."""
+"""Several models in one bundle (tvm_ext.compile.several): one run function per model over one shared arena
+(one per RAM region for a profile that lists several), each constant once, one library and one self-test running
+every model's cases; and its refusals."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import models_dir, run_cli
+from c_checks import strict_sanitized_selftest
+from conftest import models_dir, run_cli, two_region_profile
 from readme_examples import example_runs
 
 pytest.importorskip("tvm")
@@ -154,6 +156,50 @@ def test_the_command_builds_a_bundle_of_two_models_on_the_host(tmp_path: Path) -
         header = (out / f"{model['model']}.h").read_text()
         classes = int(re.search(rf"#define {model['model'].upper()}_OUTPUT0_ELEMENTS (\d+)u", header).group(1))
         assert 0 <= example_runs(out, tmp_path, "models", index) < classes
+
+
+def test_models_share_each_ram_regions_arena_sized_for_the_larger(tmp_path: Path) -> None:
+    """On a profile of two RAM regions each model is planned over both as alone; the bundle has one static arena
+    per region, of the larger model's arena in that region (the models run one at a time), placed by the bundle's
+    section macros, and no model has an arena of its own; the RAM counted is the regions' shared arenas; the
+    self-test passes on the host with every arena poisoned and the sections defined."""
+    from tvm_ext.compile import compile
+
+    fast = 1_024
+    (tmp_path / "two.toml").write_text(two_region_profile("lowpower", "two", ("fast", fast), ("slow", 524_288 - fast)))
+    tflm = models_dir() / "tflm"
+    bundle = compile([tflm / "hello_world_int8.tflite", tflm / "micro_speech_quantized.tflite"],
+                     str(tmp_path / "two.toml"), tmp_path / "out", jobs=1)
+    assert all(result.passed for result in bundle.selftests.values())
+    out, own = bundle.out_dir, [member.bundle.regions for member in bundle.members]
+    assert all([arena.region for arena in regions] == ["fast", "slow"] for regions in own)
+    shared = [max(regions[index].memory.arena_bytes for regions in own) for index in range(2)]
+    assert 0 < shared[0] <= fast and shared[1] == bundle.arena_bytes > 0
+    assert [arena.memory.arena_bytes for arena in bundle.regions] == shared
+    assert bundle.ram.arena_bytes == sum(shared) and bundle.ram.faster_arena_bytes == shared[0]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [(r["region"], r["arena_bytes"], r["symbol"]) for r in manifest["memory_regions"]] == [
+        ("fast", shared[0], "models_arena_fast"), ("slow", shared[1], "models_arena")]
+    assert [r["models"] for r in manifest["memory_regions"]] == [
+        {m.name: m.bundle.regions[index].memory.arena_bytes for m in bundle.members} for index in range(2)]
+    assert all(len(m["memory_regions"]) == 2 for m in manifest["models"])
+    header, arenas_c = (out / "models.h").read_text(), (out / "models_model.c").read_text()
+    assert f"#define MODELS_ARENA_FAST_BYTES {shared[0]}u" in header
+    assert f"MODELS_ARENA_FAST_SECTION MODELS_ALIGNED(16) uint8_t models_arena_fast[{shared[0]}];" in arenas_c
+    assert "MODELS_ARENA_SLOW_SECTION MODELS_ALIGNED(16) uint8_t models_arena[MODELS_ARENA_BYTES];" in arenas_c
+    for member in bundle.members:
+        model_c = (out / f"{member.name}_model.c").read_text()
+        assert "static uint8_t" not in model_c and "{models_arena_fast, arena}" in model_c
+        assert "## RAM regions" in (out / f"{member.name}_report.md").read_text()
+        assert (out / f"{member.name}_memory_plan.svg").read_text().count('class="region"') == 2
+    assert "`models_arena_fast` (fast, `MODELS_ARENA_FAST_BYTES` bytes)" in (out / "README.md").read_text()
+    assert "MODELS_WEIGHTS_SECTION MODELS_ALIGNED(16) const" in (out / "models_weights.c").read_text()
+    poison = " ".join(f"-D{m.name.upper()}_POISON_ARENA" for m in bundle.members)
+    sections = " ".join(f"'-DMODELS_{name}_SECTION=__attribute__((section(\"{section}\")))'" for name, section in
+                        (("ARENA_FAST", ".bss.fast_arena"), ("ARENA_SLOW", ".bss.slow_arena"),
+                         ("WEIGHTS", ".rodata.model_weights")))
+    proc = strict_sanitized_selftest(out, tmp_path / "strict", f"{poison} {sections}")
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("selftest: PASS"), proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("arguments, says", [

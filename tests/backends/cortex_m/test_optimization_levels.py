@@ -1,0 +1,48 @@
+"""A bundle builds and computes the same bits at the optimization levels a user's build may choose, not only at
+the profile's -O2: -O0 (a debug build: gcc keeps r7 as the frame pointer, so an asm statement gets one register
+fewer), -Og and -Os. The Cortex-M helpers' assembly loops need many registers: one of them (the dual MAC's
+any-length loop, 13 registers) did not compile at -O0 ("'asm' operand has impossible constraints") and now
+gives way to its C loop there."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from c_checks import build_for_cortex_m
+from conftest import writable_copy
+from test_cortex_m_helpers_c import UNIT_TESTS_BY_HELPER, HelperUnitTest, needs_cross_tools
+
+OTHER_LEVELS = ("-O0", "-Og", "-Os")
+"""The optimization levels besides the profiles' -O2 that every helper must build at."""
+
+
+@needs_cross_tools
+@pytest.mark.parametrize("level", OTHER_LEVELS)
+@pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.id for unit in UNIT_TESTS_BY_HELPER])
+def test_every_helper_builds_for_its_core_at_other_levels(tmp_path: Path, unit: HelperUnitTest, level: str) -> None:
+    """Each helper's unit test (which calls every helper of its header) builds for its core at `level`, under
+    the strict warnings."""
+    unit.write_files(tmp_path)
+    build_for_cortex_m(unit.core_source_text(), tmp_path, tmp_path, unit.profile, (level,))
+
+
+@needs_cross_tools
+@pytest.mark.slow
+def test_a_debug_build_of_kws_passes_its_self_test_under_qemu(compiled, tmp_path: Path) -> None:
+    """kws_ref_model on cortex-m4f (its 3x3 convolutions on 64 channels call the dual MAC on rows of 192 inputs:
+    the assembly loop at -O2) built at -O0 throughout, library and self-test, runs bit-exact under QEMU."""
+    bundle = writable_copy(compiled("mlperf_tiny/kws_ref_model.tflite", "cortex-m4f"), tmp_path)
+    kernels = (bundle.out_dir / "kws_ref_model_kernels.c").read_text()
+    internal = (bundle.out_dir / "kws_ref_model_internal.h").read_text()
+    assert "_dual_mac_s8x4_any_length(" in internal and "_conv_tiles_s8x4" in kernels  # the loop -O0 cannot take
+    for makefile in (bundle.out_dir / "Makefile", bundle.out_dir / "cortex_m" / "qemu-test.mk"):
+        text = makefile.read_text()
+        assert " -O2 " in text
+        makefile.write_text(text.replace(" -O2 ", " -O0 "))
+    shutil.rmtree(bundle.out_dir / "build-cortex-m", ignore_errors=True)  # the objects built at -O2
+    run = subprocess.run(["make", "-s", "qemu-test"], cwd=bundle.out_dir, capture_output=True, text=True)
+    assert run.returncode == 0 and "selftest: PASS" in run.stdout, run.stdout + run.stderr
