@@ -39,8 +39,7 @@ into rectangles however many where the window has at most that many taps, the Ma
 pixels) calls the border helper at every pixel, its window read from the weights' buffer (``_Tiles.window``).
 The test leading to the interior goes through ``<prefix>_depthwise_likely`` (DSP_LIKELY_OP). Measured on
 cortex-m4f (instructions, code B), before / after: efficientnet_lite_w030_112_int8 39,983,772, 44,712 /
-37,675,621, 39,892; mobilenet_v2_050_64_int8 18,813,205, 33,388 / 18,176,934, 25,424 (both before main's -O0
-change of the dual MAC).
+37,675,621, 39,892; mobilenet_v2_050_64_int8 18,493,659, 33,388 / 18,176,934, 25,424.
 
 A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
 in this order: stores of zero into exactly the accumulators the epilogue reads, the window and padding calls
@@ -176,7 +175,7 @@ class TileHelpers:
 
 HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, BORDER_OPS)
 """Helium's: the 16-lane window helper, the vector epilogue, the border helper."""
-DSP_INLINE_TILES = 2048
+DSP_INLINE_TILES = 512
 """The tile iterations (pixels x four-channel tiles, border pixels' too) from which a DSP kernel's 3x3 or 5x5
 interior inlines the fused helper, else calls its out-of-line copy. Inlined, a tile runs some 17 instructions
 fewer than in the copy (whose strides are arguments) but the kernel's code grows about 275 B. Measured on
@@ -184,7 +183,11 @@ cortex-m4f (instructions, code B), before the fused helper / every 3x3 kernel in
 taps written out): mobilenet_v2_050_64_int8 18,962,828, 34,064 / 18,728,816, 36,336 / 19,011,924, 32,268. With
 the copies looping over rows, from 2,048 on / from 3,000 on: mobilenet 18,813,205, 33,592 (both);
 efficientnet_lite_w030_112_int8 (before 42,232,976, 47,060) 40,787,534, 45,764 / 40,960,144, 43,400;
-vww_96_int8 (before 17,242,205, 22,936) 17,082,282, 22,916 / 17,180,653, 21,904."""
+vww_96_int8 (before 17,242,205, 22,936) 17,082,282, 22,916 / 17,180,653, 21,904. Once the border pixels took the
+border helper (their loops' code gone), from 2,048 on / from 512 on / every kernel inlined:
+mobilenet_v2_050_64_int8 18,176,934, 25,424 / 18,078,130, 27,548 / 18,071,448, 28,212;
+efficientnet_lite_w030_112_int8 37,675,621, 39,892 / 37,569,769, 43,072 (both); vww_96_int8 16,647,123,
+15,400 / 16,554,382, 17,568 / 16,552,791, 17,780; kws_ref_model 5,305,893, 5,044 / 5,250,625, 5,268 (both)."""
 DSP_TILES = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_OPS, DSP_BORDER_OPS,
                         DSP_TILES_OUTLINED_OPS, DSP_INLINE_TILES, DEPTHWISE_BOX_OP, DSP_PAD_OP, DSP_WINDOW_TAPS,
                         column_as_row=True, border_everywhere=True, likely=DSP_LIKELY_OP)
