@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from emulator.tools import missing_tools  # noqa: E402
+from test_depthwise_border_regions import VALID  # noqa: E402
+from test_depthwise_border_regions import _depthwise_model as _border_model  # noqa: E402
 from test_helium_depthwise import _depthwise_model  # noqa: E402
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
-from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 
 from backends.cortex_m.schedules.depthwise_tiles import DSP_INLINE_TILES  # noqa: E402
 
@@ -44,31 +44,12 @@ def test_dsp_depthwise_interior_tiles_fuse_and_stay_bit_exact(tmp_path):
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
 
 
-def _column_window_model(rows: int = 5, channels: int = 12) -> bytes:
-    """One int8 input [1, 9, 1, channels] (zero point -3) and one unpadded DEPTHWISE_CONV_2D of a rows x 1 window
-    on it (a time-axis layer of an audio model, str_ww_ref_model's), its output the model's."""
-    rng = np.random.default_rng(29)
-    height = 9
-    scales = tuple(0.004 + 0.001 * (c % 5) for c in range(channels))
-    shape = (1, rows, 1, channels)
-    model = Model([Tensor("input", (1, height, 1, channels), "int8", Quantization((0.05,), (-3,)))], [], (0,), ())
-    model.tensors += [
-        Tensor("weights", shape, "int8", Quantization(scales, (0,) * channels, 3),
-               rng.integers(-127, 128, shape).astype(np.int8)),
-        Tensor("bias", (channels,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * channels, 0),
-               rng.integers(-3000, 3000, channels).astype(np.int32)),
-        Tensor("output", (1, height - rows + 1, 1, channels), "int8", Quantization((0.3,), (5,)))]
-    options = Options("DepthwiseConv2DOptions", {"Padding": 1, "StrideW": 1, "StrideH": 1, "DepthMultiplier": 1,
-                                                 "DilationWFactor": 1, "DilationHFactor": 1})
-    model.operators.append(Operator("DEPTHWISE_CONV_2D", (0, 1, 2), (3,), options, 3))
-    model.outputs += (3,)
-    return build(model)
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_dsp_depthwise_column_window_runs_as_one_row_and_stays_bit_exact(tmp_path):
-    bundle, kernels = bit_exact_bundle(tmp_path, "column", _column_window_model(), "cortex-m4f", "mps2-an386")
+    # one int8 input [1, 9, 1, 12], one unpadded 5x1 depthwise layer (a time-axis layer of an audio model)
+    model = _border_model(12, 29, (9, 1), [((5, 1), 1, 1, VALID)])
+    bundle, kernels = bit_exact_bundle(tmp_path, "column", model, "cortex-m4f", "mps2-an386")
     # the 5x1 window's call: one row (rows 1) of five taps (cols 5), the input's and weights' column strides
     # those of the window's rows (12 channels a row)
     calls = re.findall(r"_depthwise_tiles_s8x4(?:_b16)?\(.*, (\d+), (\d+), (\d+), (\d+), (\d+), 12\);", kernels)
