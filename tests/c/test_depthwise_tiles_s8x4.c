@@ -6,7 +6,11 @@
  * copies: 1 to 5 rows of their columns, as they loop over rows), 0 to 3 tiles of four channels, packed and
  * wider taps at every byte alignment, inputs and weights over the whole int8 range and all at the minimum,
  * biases up to +-2^28 (int16 ones for _b16), every shift -31..-1, drawn multipliers and zero points; nothing
- * written past the channels. Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable
+ * written past the channels. Then the border helpers lp_depthwise_border_s8x4 (_b16) and, where the window is 3x3
+ * or 5x5, the out-of-line lp_depthwise_border3x3_s8x4 / 5x5 (_b16): every window of 1 to 5 rows and columns, every
+ * box of taps inside the image at every place in it (none inside too), padding values -128, -3, 0 and 127, 0 to 3
+ * tiles and 68 channels (more than the helper's 64 bytes of padding); and lp_depthwise_pad_s8x4 (the padding
+ * products of a tile) against value times the plain sum of the weights. Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable
  * C) and for cortex-m4f under QEMU. Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +35,126 @@ static int8_t expected_out(const int8_t *x, const int8_t *w, const depthwise_lay
     }
     const int32_t requantized = lp_requantize_double_small(sum, multiplier, shift);
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
+}
+
+/* What a border pixel's output c is: its window's taps inside the box (top, left, inside_rows x inside_cols; x
+   its first tap) read the image, every other one value; the sum from the bias, requantized. */
+static int8_t expected_border(const int8_t *x, const int8_t *w, const depthwise_layout *l, int32_t rows,
+                              int32_t cols, int32_t top, int32_t left, int32_t inside_rows, int32_t inside_cols,
+                              int32_t value, int32_t c, int32_t bias, int32_t multiplier, int32_t shift,
+                              int32_t zero_point)
+{
+    int32_t sum = bias;
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t k = 0; k < cols; ++k) {
+            const int inside = r >= top && r < top + inside_rows && k >= left && k < left + inside_cols;
+            const int32_t input = inside ? x[(r - top) * l->x_row_stride + (k - left) * l->x_col_stride + c] : value;
+            sum += input * w[r * l->w_row_stride + k * l->w_col_stride + c];
+        }
+    }
+    const int32_t requantized = lp_requantize_double_small(sum, multiplier, shift);
+    return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
+}
+
+typedef int32_t (*border_s8x4)(int8_t *, const int8_t *, const int8_t *, const int32_t *, const int32_t *,
+                               const int8_t *, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
+                               int32_t, int32_t, int32_t, int32_t, int32_t);
+typedef int32_t (*border_s8x4_b16)(int8_t *, const int8_t *, const int8_t *, const int16_t *, const int32_t *,
+                                   const int8_t *, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
+                                   int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);
+static const border_s8x4 BORDER32[3] = {lp_depthwise_border_s8x4, lp_depthwise_border3x3_s8x4,
+                                        lp_depthwise_border5x5_s8x4};
+static const border_s8x4_b16 BORDER16[3] = {lp_depthwise_border_s8x4_b16, lp_depthwise_border3x3_s8x4_b16,
+                                            lp_depthwise_border5x5_s8x4_b16};
+#define BORDER_CHANNELS 68
+
+/* The border helpers and the padding products over their cases (see the top); adds to *cases and *failures. */
+static void test_border(int8_t *x, int8_t *w, uint32_t *state, int32_t *cases, int32_t *failures)
+{
+    static const int32_t VALUES[4] = {-128, -3, 0, 127};
+    int32_t bias[BORDER_CHANNELS], multiplier[BORDER_CHANNELS];
+    int16_t bias16[BORDER_CHANNELS];
+    int8_t shift[BORDER_CHANNELS];
+    for (int32_t rows = 1; rows <= SIDE; ++rows) {
+        for (int32_t cols = 1; cols <= SIDE; ++cols) {
+            for (int32_t box = 0; box < (rows + 1) * (cols + 1); ++box) {
+                /* the box: top..rows-1 and left..cols-1 cut to a size from 0 */
+                const int32_t top = box / (cols + 1) % rows, left = box % (cols + 1) % cols;
+                const int32_t inside_rows = (box + *cases) % (rows - top + 1);
+                const int32_t inside_cols = (box / 2 + *cases) % (cols - left + 1);
+                const int32_t channels = (box % 5 == 4) ? BORDER_CHANNELS : 4 * (box % 4);
+                const depthwise_layout l = depthwise_layout_of(channels, rows, cols, box % 3, box);
+                const int8_t *xo = x + l.x_offset, *wo = w + l.w_offset;
+                const int32_t value = VALUES[(box + rows) % 4];
+                const int32_t zero_point = (int32_t)(next_value(state) % 256u) - 128;
+                fill_s8(x, BUFFER, state, box % 7 == 6);
+                fill_s8(w, BUFFER, state, box % 7 == 6);
+                for (int32_t c = 0; c < BORDER_CHANNELS; ++c) {
+                    bias[c] = (int32_t)(next_value(state) << 13) - (1 << 28);
+                    bias16[c] = (int16_t)(int32_t)(next_value(state) % 65536u - 32768u);
+                    multiplier[c] = (int32_t)((next_value(state) % 32768u) << 15) + (1 << 30);
+                    shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(*cases + c) % 31u));
+                }
+                for (int32_t helper = 0; helper < 6; ++helper) { /* inlined, 3x3, 5x5; each _b16 too */
+                    const int narrow = helper % 2 == 1, side = helper < 2 ? 0 : (helper < 4 ? 3 : 5);
+                    int8_t out[BORDER_CHANNELS + GUARD];
+                    int32_t returned, wrong;
+                    if (side != 0 && (rows != side || cols != side)) {
+                        continue;
+                    }
+                    for (int32_t c = 0; c < BORDER_CHANNELS + GUARD; ++c) {
+                        out[c] = (int8_t)0x5a;
+                    }
+                    if (narrow) {
+                        returned = BORDER16[helper / 2](out, xo, wo, bias16, multiplier, shift, zero_point,
+                            l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, top, left,
+                            inside_rows, inside_cols, value, channels);
+                    } else {
+                        returned = BORDER32[helper / 2](out, xo, wo, bias, multiplier, shift, zero_point,
+                            l.x_row_stride, l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, top, left,
+                            inside_rows, inside_cols, value, channels);
+                    }
+                    wrong = returned != 0;
+                    for (int32_t c = 0; c < BORDER_CHANNELS + GUARD; ++c) {
+                        const int8_t want = c < channels
+                            ? expected_border(xo, wo, &l, rows, cols, top, left, inside_rows, inside_cols, value, c,
+                                              narrow ? bias16[c] : bias[c], multiplier[c], shift[c], zero_point)
+                            : (int8_t)0x5a;
+                        wrong |= out[c] != want;
+                    }
+                    *cases += 1;
+                    if (wrong && ++*failures <= 5) {
+                        printf("wrong border helper %ld: rows %ld, cols %ld, box %ld %ld %ld %ld, value %ld, "
+                               "channels %ld\n", (long)helper, (long)rows, (long)cols, (long)top, (long)left,
+                               (long)inside_rows, (long)inside_cols, (long)value, (long)channels);
+                    }
+                }
+                { /* the padding products of one tile */
+                    int32_t acc[4 + 1], want[4];
+                    for (int32_t c = 0; c < 4; ++c) {
+                        acc[c] = bias[c];
+                        want[c] = bias[c];
+                        for (int32_t r = 0; r < rows; ++r) {
+                            for (int32_t k = 0; k < cols; ++k) {
+                                want[c] += value * wo[r * l.w_row_stride + k * l.w_col_stride + c];
+                            }
+                        }
+                    }
+                    acc[4] = 0x5a5a;
+                    int wrong = lp_depthwise_pad_s8x4(acc, wo, l.w_row_stride, l.w_col_stride, rows, cols, value, 4)
+                                != 0 || acc[4] != 0x5a5a;
+                    for (int32_t c = 0; c < 4; ++c) {
+                        wrong |= acc[c] != want[c];
+                    }
+                    *cases += 1;
+                    if (wrong && ++*failures <= 5) {
+                        printf("wrong padding products: rows %ld, cols %ld, value %ld\n", (long)rows, (long)cols,
+                               (long)value);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /* The helpers of one bias type: inlined, the 3x3 copy, the 5x5 copy (their side: 0, 3, 5). */
@@ -106,5 +230,6 @@ int main(void)
             }
         }
     }
+    test_border(x, w, &state, &cases, &failures);
     return cases_verdict(cases, failures);
 }

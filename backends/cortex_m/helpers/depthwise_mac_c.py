@@ -52,9 +52,14 @@ def depthwise_box_helper_name(prefix: str, data: str = "int8") -> str:
     return f"{prefix}_depthwise_box_{_TAGS[data]}x4"
 
 
-def dsp_depthwise_tiles_helper_name(prefix: str, bias: str, window: str = "") -> str:
+def dsp_depthwise_tiles_helper_name(prefix: str, bias: str, window: str = "", kind: str = "tiles") -> str:
     """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the
     bundle `prefix`: the inlined one, or where `window` is "3x3" or "5x5" the out-of-line copy for
-    such windows."""
-    name = f"{prefix}_depthwise_tiles{window}_s8x4"
+    such windows; of an interior pixel's tiles (`kind` "tiles") or a border pixel's ("border")."""
+    name = f"{prefix}_depthwise_{kind}{window}_s8x4"
     return bias_form(name, bias)
+
+
+def dsp_depthwise_pad_helper_name(prefix: str) -> str:
+    """The C name of the DSP cores' padding products of a border pixel's four-channel tile in the bundle `prefix`."""
+    return f"{prefix}_depthwise_pad_s8x4"

@@ -49,8 +49,9 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
                                                         windowed_border)
 from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
-from backends.cortex_m.schedules.depthwise_tiles import DSP_TILES, depthwise_tiles_calls
-from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
+from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_WINDOW_TAPS, depthwise_tiles_calls,
+                                                          dsp_replacement)
+from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
@@ -75,7 +76,7 @@ class DualMacSchedules:
     helper_call = staticmethod(mac_helper_call)
     # the pairs of a kernel with the DSP epilogue unwidened: fused later (pair_tiles), their helper widens them
     pair_odd_pixel_row = staticmethod(pair_tiles.pair_odd_pixel_row)
-    replacement = staticmethod(mac_helper_replacement)
+    replacement = staticmethod(dsp_replacement)  # the MAC helpers', and a depthwise border's padding products
     window_buffer = staticmethod(window_buffer)
     has_short_rows = staticmethod(has_short_rows)
     windowed_border = staticmethod(functools.partial(windowed_border, rows_written_out=ROWS_WRITTEN_OUT))
@@ -83,6 +84,8 @@ class DualMacSchedules:
     paired_windows = staticmethod(pair_tiles.paired_windows)
     pair_tests = staticmethod(pair_tests)
     branch_accumulators = True  # measured on DSP cores (tvm_ext.schedule.border_split._own_accumulators)
+    # a depthwise border of any rectangles is one call of the border helper (depthwise_tiles, DSP_TILES)
+    collapsed_border_taps = DSP_WINDOW_TAPS
     # measured on DSP cores: micro_speech's 4-unit FULLY_CONNECTED (stacked MAC) 80,080 -> 18,322 instructions
     whole_channel_tile = True
 
@@ -150,6 +153,7 @@ class HeliumMacSchedules(DualMacSchedules):
     paired_windows = None  # not measured on Helium: a border pixel there keeps its window to itself
     windowed_border = staticmethod(windowed_border)  # not measured on Helium: an interior copy keeps its row loop
     branch_accumulators = False  # not measured on Helium: its fused channel-tiles helper keeps no accumulators
+    collapsed_border_taps = 0  # Helium's border helper takes 3x3 windows, whose borders make 9 rectangles at most
     whole_channel_tile = False  # not measured on Helium
 
     @staticmethod

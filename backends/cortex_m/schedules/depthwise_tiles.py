@@ -26,10 +26,20 @@ On DSP cores (``DSP_TILES``) the same replacement takes a pixel's loop over its 
 (``depthwise_mac``'s window call, ``requantize_small_c``'s epilogue): the interior's call is
 ``<prefix>_depthwise_tiles_s8x4`` (``_b16``), whose tiles start their four sums at the biases in registers
 (``backends.cortex_m.helpers.depthwise_mac_c``'s ``depthwise_tiles.h.in``), inlined, or for a 3x3 or 5x5 window
-of a kernel of fewer than DSP_INLINE_TILES tile iterations one out-of-line copy per bundle; the border pixels
-keep the loop (their padding products are loops there, not calls). mobilenet_v2_050_64_int8 on cortex-m4f:
-18,962,828 -> 18,813,205 instructions, code 34,064 -> 33,592 B; efficientnet_lite_w030_112_int8 42,232,976 ->
-40,787,534, 47,060 -> 45,764 B.
+of a kernel of fewer than DSP_INLINE_TILES tile iterations one out-of-line copy per bundle (a kx1 window called as
+one row of k taps, ``TileHelpers.column_as_row``). mobilenet_v2_050_64_int8 on cortex-m4f: 18,962,828 ->
+18,813,205 instructions, code 34,064 -> 33,592 B; efficientnet_lite_w030_112_int8 42,232,976 -> 40,787,534,
+47,060 -> 45,764 B. Its border pixels take the DSP border helper (``<prefix>_depthwise_border_s8x4``, ``_b16``; a
+3x3 or 5x5 window's one out-of-line copy per bundle, ``border3x3`` / ``border5x5``) as Helium's do, for windows of
+up to DSP_WINDOW_TAPS taps: each tap read through a pointer into the image or to the padding, where the loop ran
+the box helper and the padding products per case, tile and channel (the padding products are calls of
+DSP_PAD_OP, ``dsp_replacement``, which the border call takes in; ``tvm_ext.schedule.border_split`` cuts a border
+into rectangles however many where the window has at most that many taps, the MacSchedules'
+``collapsed_border_taps``). A kernel without interior pixels (every window overhangs: a 5x5 window over 4x4
+pixels) calls the border helper at every pixel, its window read from the weights' buffer (``_Tiles.window``).
+The test leading to the interior goes through ``<prefix>_depthwise_likely`` (DSP_LIKELY_OP). Measured on
+cortex-m4f (instructions, code B), before / after: efficientnet_lite_w030_112_int8 39,983,772, 44,712 /
+37,675,621, 39,892; mobilenet_v2_050_64_int8 18,493,659, 33,388 / 18,176,934, 25,424.
 
 A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
 in this order: stores of zero into exactly the accumulators the epilogue reads, the window and padding calls
@@ -55,13 +65,13 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.bias_forms import BIAS_TYPES, bias_form, by_bias
-from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_tiles_helper_name
+from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pad_helper_name, dsp_depthwise_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import helium_depthwise_tiles_helper_name
 from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset, pointee,
                                                    zeroed_stores)
-from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_MAC_OP
-from backends.cortex_m.schedules.dual_mac import _whole, register_mac_helper
-from backends.cortex_m.schedules.helium_depthwise import BOX_OP, MAC_OP, PAD_OP
+from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_BOX_OP, DEPTHWISE_MAC_OP, mac_helper_replacement
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_CHANNELS, _whole, register_mac_helper
+from backends.cortex_m.schedules.helium_depthwise import BOX_OP, MAC_OP, PAD_ACCESS, PAD_OP, padding_replacement
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import walk, with_root_loops_replaced
@@ -92,8 +102,27 @@ BORDER_ACCESS = HelperAccess((
     *(PointerAccess(pointer, (Axis(Arg(18), 1),)) for pointer in (3, 4, 5)),
 ))
 WINDOW_TAPS = 9
-"""The most taps of a window whose border pixels take the border helper (its stack copy of one tile's window:
+"""The most taps of a window whose border pixels take Helium's border helper (its stack copy of one tile's window:
 ``<PREFIX>_DEPTHWISE16_WINDOW_TAPS`` in ``helium_depthwise16.h.in``); a wider window's border keeps the loop."""
+DSP_WINDOW_TAPS = 25
+"""The same for the DSP cores' border helper (``<PREFIX>_DEPTHWISE_WINDOW_TAPS`` in ``depthwise_tiles.h.in``: a
+word a tap)."""
+DSP_BORDER_OPS = {(bias, form): bias_form(f"tvm_ext.depthwise_border{'' if form == 'any' else form}_s8x4", bias)
+                  for bias in BIAS_TYPES for form in ("any", "3x3", "5x5")}
+"""The DSP cores' border helper per (bias type, form): BORDER_OPS' arguments; "3x3" and "5x5" one out-of-line
+copy per bundle each, "any" (another window) inlined."""
+for (_bias, _form), _op in DSP_BORDER_OPS.items():
+    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias,
+                                               window="" if _form == "any" else _form, kind="border"), BORDER_ACCESS)
+DSP_LIKELY_OP = "tvm_ext.depthwise_likely"
+"""A kernel's test that leads to its interior pixels, told to the compiler as likely true (``<prefix>_depthwise_likely``:
+__builtin_expect). With the border pixels one call of the border helper, gcc 12.2 -O2 otherwise weighs both
+branches alike, keeps the pixel loops' values in registers and spills the interior tile's sums at every tap
+(mobilenet_v2_050_64_int8's 3x3 layer on 32x32x16: 32 stack accesses among its taps instead of 2)."""
+register_mac_helper(DSP_LIKELY_OP, lambda prefix: f"{prefix}_depthwise_likely")
+DSP_PAD_OP = "tvm_ext.depthwise_pad_s8x4"
+"""The DSP cores' padding products of a border pixel's four-channel tile: PAD_OP's arguments (channels 4)."""
+register_mac_helper(DSP_PAD_OP, dsp_depthwise_pad_helper_name, PAD_ACCESS)
 for _bias, _op in DEPTHWISE_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
 DSP_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8x4")
@@ -115,9 +144,11 @@ for (_side, _bias), _op in DSP_TILES_OUTLINED_OPS.items():
 class TileHelpers:
     """A core's helpers of a depthwise tile loop: the window call an interior tile makes (``mac_op``; with
     ``sized`` its last argument is the tile's channel count, else the call takes a fixed count), the
-    epilogue's op per bias type (``requantize``), the fused helper's (``tiles``), and whether its border
-    pixels take the border helper (``border``; else they keep the loop); ``outlined``, where given, the
-    fused helper's out-of-line copies per (square window's side, bias type), which a kernel of such a window
+    epilogue's op per bias type (``requantize``), the fused helper's (``tiles``), and the border helper's per
+    (bias type, form) (``border``: "any", or a square window's "3x3" / "5x5" out-of-line copy where there is one;
+    None: the border pixels keep the loop), which takes windows of at most ``window_taps`` taps whose border
+    leaves call ``box_op`` (a clipped window) and ``pad_op`` (the padding's products); ``outlined``, where given,
+    the fused helper's out-of-line copies per (square window's side, bias type), which a kernel of such a window
     calls unless it runs at least ``inline_tiles`` tile iterations (its pixels times its tiles), where the
     inlined helper's fewer instructions per tile pay for its code."""
 
@@ -125,14 +156,26 @@ class TileHelpers:
     sized: bool
     requantize: dict[str, str]
     tiles: dict[str, str]
-    border: bool
+    border: Optional[dict[tuple[str, str], str]]
     outlined: Optional[dict[tuple[int, int], str]] = None
     inline_tiles: int = 0
+    box_op: str = BOX_OP
+    pad_op: str = PAD_OP
+    window_taps: int = WINDOW_TAPS
+    border_everywhere: bool = False
+    """Whether a kernel without interior pixels (every window overhangs the image) takes the border helper at every
+    pixel (its window read from the weights' buffer: ``_Tiles.window``)."""
+    likely: Optional[str] = None
+    """The op (None: none) that tells the C compiler the test leading to the interior is likely true, around
+    that test where the border pixels take the border helper."""
+    column_as_row: bool = False
+    """Whether a window of one column and several rows (a kx1 window: time-axis depthwise layers of audio models)
+    calls the fused helper as one row of taps (its sizes and strides transposed: the same taps, another order)."""
 
 
-HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, True)
+HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, BORDER_OPS)
 """Helium's: the 16-lane window helper, the vector epilogue, the border helper."""
-DSP_INLINE_TILES = 2048
+DSP_INLINE_TILES = 512
 """The tile iterations (pixels x four-channel tiles, border pixels' too) from which a DSP kernel's 3x3 or 5x5
 interior inlines the fused helper, else calls its out-of-line copy. Inlined, a tile runs some 17 instructions
 fewer than in the copy (whose strides are arguments) but the kernel's code grows about 275 B. Measured on
@@ -140,11 +183,30 @@ cortex-m4f (instructions, code B), before the fused helper / every 3x3 kernel in
 taps written out): mobilenet_v2_050_64_int8 18,962,828, 34,064 / 18,728,816, 36,336 / 19,011,924, 32,268. With
 the copies looping over rows, from 2,048 on / from 3,000 on: mobilenet 18,813,205, 33,592 (both);
 efficientnet_lite_w030_112_int8 (before 42,232,976, 47,060) 40,787,534, 45,764 / 40,960,144, 43,400;
-vww_96_int8 (before 17,242,205, 22,936) 17,082,282, 22,916 / 17,180,653, 21,904."""
-DSP_TILES = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_OPS, False, DSP_TILES_OUTLINED_OPS,
-                        DSP_INLINE_TILES)
+vww_96_int8 (before 17,242,205, 22,936) 17,082,282, 22,916 / 17,180,653, 21,904. Once the border pixels took the
+border helper (their loops' code gone), from 2,048 on / from 512 on / every kernel inlined:
+mobilenet_v2_050_64_int8 18,176,934, 25,424 / 18,078,130, 27,548 / 18,071,448, 28,212;
+efficientnet_lite_w030_112_int8 37,675,621, 39,892 / 37,569,769, 43,072 (both); vww_96_int8 16,647,123,
+15,400 / 16,554,382, 17,568 / 16,552,791, 17,780; kws_ref_model 5,305,893, 5,044 / 5,250,625, 5,268 (both)."""
+DSP_TILES = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_OPS, DSP_BORDER_OPS,
+                        DSP_TILES_OUTLINED_OPS, DSP_INLINE_TILES, DEPTHWISE_BOX_OP, DSP_PAD_OP, DSP_WINDOW_TAPS,
+                        column_as_row=True, border_everywhere=True, likely=DSP_LIKELY_OP)
 """The DSP cores': four channels per window call (``depthwise_mac``), the written-out epilogue
-(``requantize_small_c``), the border pixels in the loop (their padding products are loops, not calls)."""
+(``requantize_small_c``), the border pixels' one call of the border helper (their padding products calls of
+DSP_PAD_OP: ``dsp_replacement``); a kx1 window as a row of k taps: ``depthwise_mac.h.in`` puts its schedule
+barriers between a row's taps, none between rows of one tap, where gcc then hoisted every tap's loads and spilled
+(str_ww_ref_model on cortex-m4f, its 3x1, 5x1, 10x1 and 15x1 layers 213,503 -> 207,077 instructions)."""
+
+
+def dsp_replacement(realize: s_tir.SBlockRealize, loops: list,
+                    outlined_depthwise: bool = False) -> Optional[s_tir.SBlockRealize]:
+    """The DSP cores' MAC helpers' call block (``depthwise_mac.mac_helper_replacement``) for what the For nodes
+    ``loops`` around ``realize`` compute, else, for a border pixel's padding products over a four-channel tile,
+    DSP_PAD_OP's (which the border helper's call then takes in, ``depthwise_tiles_call``); None where none fits."""
+    return (mac_helper_replacement(realize, loops, outlined_depthwise)
+            or padding_replacement(realize, loops, DSP_PAD_OP, DUAL_MAC_CHANNELS))
+
+
 for (_bias, _form), _op in BORDER_OPS.items():
     register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias, border=_form), BORDER_ACCESS)
 
@@ -176,9 +238,9 @@ def _with_leaves(stmt: tirx.Stmt, replace) -> tirx.Stmt:
     return replace(stmt)
 
 
-def _calls(leaf: tirx.Stmt, ops: tuple[str, ...] = (MAC_OP, BOX_OP, PAD_OP)) -> list[Optional[tvm.ir.Call]]:
-    """The calls of ``ops`` (by default Helium's window helpers) of ``leaf`` (one call block, or a sequence of
-    them), None for any other statement."""
+def _calls(leaf: tirx.Stmt, ops: tuple[str, ...]) -> list[Optional[tvm.ir.Call]]:
+    """The calls of ``ops`` of ``leaf`` (one call block, or a sequence of them), None for any other
+    statement."""
     stmts = list(leaf.seq) if isinstance(leaf, tirx.SeqStmt) else [leaf]
     return [call_of(stmt, ops) for stmt in stmts]
 
@@ -250,6 +312,9 @@ class _Tiles(LoopOffsets):
         if None in sizes or not self.targets([mac], acc) or not self.epilogue_moves() \
                 or not all(self.moves_one_tile(arg) for arg in mac.args[1:3]):
             return None
+        if self.helpers.column_as_row and sizes[5] == 1 < sizes[4]:
+            x_row, x_col, w_row, w_col, rows, _ = sizes
+            sizes = [x_col, x_row, w_col, w_row, 1, rows]
         args = [self.address(mac.args[1]), self.address(mac.args[2]), *self.epilogue_args(), *sizes]
         op = self.helpers.tiles[self.bias_type]
         if self.helpers.outlined is not None and sizes[4] == sizes[5] and self.iterations < self.helpers.inline_tiles:
@@ -271,22 +336,26 @@ class _Tiles(LoopOffsets):
         left, lane = divmod(rest, col_stride)
         return (top, left) if lane == 0 else None
 
-    def border_case(self, leaf: tirx.Stmt, acc: TensorLoad, interior: tvm.ir.Call) -> Optional[tuple]:
+    def border_case(self, leaf: tirx.Stmt, acc: TensorLoad, whole: list[int], w: tirx.PrimExpr) -> Optional[tuple]:
         """(x's element, top, left, rows, cols, value, taps) of ``leaf``: a (clipped) window call and padding
-        calls on the accumulators ``acc``, at the strides of the window call ``interior`` (the interior
-        pixel's), the clipped window's taps (top, left, rows x cols of them) inside the whole window and the
-        padding's value (None without padding calls), ``taps`` the window's taps the calls cover; else None."""
-        calls = _calls(leaf)
-        if not calls or None in calls or calls[0].op.name not in (MAC_OP, BOX_OP) \
-                or any(call.op.name != PAD_OP for call in calls[1:]) or not self.targets(calls, acc):
+        calls on the accumulators ``acc``, at the strides of the window ``whole`` (x_row, x_col, w_row, w_col,
+        rows, cols: the interior pixel's, or ``window``'s) whose first tap's weights are at ``w``, the clipped
+        window's taps (top, left, rows x cols of them) inside the whole window and the padding's value (None
+        without padding calls), ``taps`` the window's taps the calls cover; else None."""
+        helpers = self.helpers
+        calls = _calls(leaf, (helpers.mac_op, helpers.box_op, helpers.pad_op))
+        if not calls or None in calls or calls[0].op.name not in (helpers.mac_op, helpers.box_op) \
+                or any(call.op.name != helpers.pad_op for call in calls[1:]) or not self.targets(calls, acc):
             return None
         mac, pads = calls[0], calls[1:]
         sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
-        whole = [int(arg) for arg in interior.args[3:]]  # the interior's strides, window and channels
-        if None in sizes or sizes[:4] != whole[:4] or sizes[-1] != self.channels \
-                or not self.moves_one_tile(mac.args[1]):
+        if helpers.sized:
+            if sizes[-1] != self.channels:
+                return None
+            sizes = sizes[:-1]
+        if None in sizes or sizes[:4] != whole[:4] or not self.moves_one_tile(mac.args[1]):
             return None
-        origin, strides = pointee(self.address(interior.args[2])), (whole[2], whole[3])
+        origin, strides = pointee(w), (whole[2], whole[3])
         boxes = [(self.box(mac.args[2], origin, strides, sizes[4], sizes[5]), sizes[4], sizes[5])]
         values = set()
         for pad in pads:  # (acc, w, w_row_stride, w_col_stride, rows, cols, value, channels)
@@ -310,16 +379,36 @@ class _Tiles(LoopOffsets):
         x = pointee(self.address(mac.args[1]))
         return x, top, left, rows, cols, next(iter(values), None), taps
 
-    def border(self, tree: tirx.Stmt, leaves: list, acc: TensorLoad, interior: tvm.ir.Call) \
+    def window(self, leaves: list) -> Optional[tuple[list[int], tirx.PrimExpr]]:
+        """(the window's strides and size, as an interior window call's sizes, and its first tap's weights at the
+        first tile) of a kernel without interior pixels, read from the first of ``leaves``' window call (the
+        strides) and the weights' buffer (the window's whole extent: [.., rows, cols, channels] at those strides),
+        or None."""
+        calls = _calls(leaves[0][0], (self.helpers.mac_op, self.helpers.box_op, self.helpers.pad_op))
+        if not calls or calls[0] is None or calls[0].op.name not in (self.helpers.mac_op, self.helpers.box_op) \
+                or not all(isinstance(arg, tirx.IntImm) for arg in calls[0].args[3:7]):
+            return None
+        x_row, x_col, w_row, w_col = (int(arg) for arg in calls[0].args[3:7])
+        weights = pointee(calls[0].args[2])
+        if weights is None or not all(isinstance(extent, tirx.IntImm) for extent in weights.source.shape):
+            return None
+        total = functools.reduce(lambda count, extent: count * int(extent), weights.source.shape, 1)
+        if w_col != self.channels or w_row <= 0 or w_row % w_col or total % w_row:
+            return None
+        origin = tirx.BufferLoad(weights.source, [tirx.const(0, str(i.ty.dtype)) for i in weights.indices])
+        return [x_row, x_col, w_row, w_col, total // w_row, w_row // w_col], tirx.address_of(origin)
+
+    def border(self, tree: tirx.Stmt, leaves: list, acc: TensorLoad, whole: list[int], w: tirx.PrimExpr) \
             -> Optional[s_tir.SBlockRealize]:
         """The border helper's call computing, for the pixels whose position tests ``tree`` leads to any of
         ``leaves``, what the leaf they reach computes; its clipped window's place and size chosen by the same
         tests (Select), so that every border case runs one copy of the helper; None where some leaf does not
-        fit (a padding of another value, taps neither in the image nor padded with a value other than 0)."""
-        whole = [int(arg) for arg in interior.args[3:]]
-        if whole[4] * whole[5] > WINDOW_TAPS or not self.epilogue_moves():
+        fit (a padding of another value, taps neither in the image nor padded with a value other than 0).
+        ``whole``: the window's strides and size (x_row, x_col, w_row, w_col, rows, cols), ``w`` its first tap's
+        weights at the first tile."""
+        if whole[4] * whole[5] > self.helpers.window_taps or not self.epilogue_moves():
             return None
-        cases = [self.border_case(leaf, acc, interior) for leaf, _ in leaves]
+        cases = [self.border_case(leaf, acc, whole, w) for leaf, _ in leaves]
         if None in cases or len({case[5] for case in cases if case[5] is not None}) > 1:
             return None
         value = next((case[5] for case in cases if case[5] is not None), 0)
@@ -334,10 +423,11 @@ class _Tiles(LoopOffsets):
         indices = [_select(tree, [load.indices[axis] for load in x_loads]) for axis in range(len(x_loads[0].indices))]
         x = tirx.address_of(tirx.BufferLoad(x_loads[0].source, indices))
         geometry = [_select(tree, [tirx.const(case[part], "int32") for case in cases]) for part in range(1, 5)]
-        w = self.address(interior.args[2])
-        args = [x, w, *self.epilogue_args(), *interior.args[3:9], *geometry, tirx.const(value, "int32")]
-        form = "3x3" if whole[4:6] == [3, 3] else "any"
-        return self.block(BORDER_OPS[(self.bias_type, form)], args, [x_loads[0], pointee(w)])
+        args = [x, w, *self.epilogue_args(), *(tirx.const(size, "int32") for size in whole), *geometry,
+                tirx.const(value, "int32")]
+        form = f"{whole[4]}x{whole[5]}"
+        op = self.helpers.border.get((self.bias_type, form), self.helpers.border[(self.bias_type, "any")])
+        return self.block(op, args, [x_loads[0], pointee(w)])
 
 
 def _select(tree: tirx.Stmt, values: list) -> tirx.PrimExpr:
@@ -382,14 +472,22 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple, helpers: TileHelpers 
         return None
     fused = [tiles.fused(leaf, read) for leaf, _ in leaves]
     interior = [index for index, call in enumerate(fused) if call is not None]
+    if not interior and helpers.border is not None and helpers.border_everywhere and tiles.epilogue_moves():
+        window = tiles.window(leaves)  # no interior pixel: every pixel's the border helper's
+        return tiles.border(stmts[-2], leaves, read, *window) if window is not None else None
     if len(interior) != 1:
         return None
     conditions = leaves[interior[0]][1]
     if not conditions:
         return fused[interior[0]]
-    border = tiles.border(stmts[-2], leaves, read, _calls(leaves[interior[0]][0])[0]) if helpers.border else None
+    mac = _calls(leaves[interior[0]][0], (helpers.mac_op,))[0]
+    border = tiles.border(stmts[-2], leaves, read, [int(arg) for arg in mac.args[3:9]], tiles.address(mac.args[2])) \
+        if helpers.border is not None else None
     if border is not None:
-        return tirx.IfThenElse(functools.reduce(tirx.And, conditions), fused[interior[0]], border)
+        test = functools.reduce(tirx.And, conditions)
+        if helpers.likely is not None:
+            test = tirx.NE(tirx.call_intrin("int32", helpers.likely, tirx.Cast("int32", test)), tirx.const(0, "int32"))
+        return tirx.IfThenElse(test, fused[interior[0]], border)
     order = iter(range(len(leaves)))
     rest = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind,
                     tirx.SeqStmt([*stmts[:-2], _with_leaves(stmts[-2], lambda other: tirx.Evaluate(

@@ -149,14 +149,17 @@ def _padded_weight(block: s_tir.SBlock) -> Optional[tuple[tirx.BufferStore, Tens
     return None
 
 
-def padding_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
-    """The call block of ``<prefix>_depthwise_pad_s8x16`` computing what ``loops`` (one or two window loops, then
-    a channel loop of at most MAX_CHANNELS) compute around ``realize``, a block adding a constant's products
-    with int8 weights to its accumulators (a border pixel's padded taps) or int8 values themselves (a window's
-    sums: the products with the constant 1, one VMLA a tap as a VADD would be), or None where it does not fit."""
+def padding_replacement(realize: s_tir.SBlockRealize, loops: list, op: str = PAD_OP,
+                        tile: Optional[int] = None) -> Optional[s_tir.SBlockRealize]:
+    """The call block of ``op`` (by default ``<prefix>_depthwise_pad_s8x16``; its arguments PAD_ACCESS') computing
+    what ``loops`` (one or two window loops, then a channel loop of at most MAX_CHANNELS, or of exactly ``tile``
+    where given) compute around ``realize``, a block adding a constant's products with int8 weights to its
+    accumulators (a border pixel's padded taps) or, without ``tile``, int8 values themselves (a window's sums:
+    the products with the constant 1, one VMLA a tap as a VADD would be), or None where it does not fit."""
     channels = _channels(loops)
     padded = _padded_weight(realize.block)
-    if channels is None or padded is None:
+    if channels is None or padded is None or (tile is not None and (
+            channels != tile or not isinstance(padded[0].value.b, tirx.Mul))):
         return None
     store, weight, value = padded
     # The weights as both operands: the window's strides of the one load, checked as the helper reads them.
@@ -165,9 +168,9 @@ def padding_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s
     if tile is None:
         return None
     (_, _, w_row, w_col, rows, cols), make_call = tile
-    call = make_call(PAD_OP, [])
+    call = make_call(op, [])
     acc, _, w = call.block.body.value.args[:3]
-    evaluate = tirx.Evaluate(tirx.call_intrin("int32", PAD_OP, acc, w, w_row, w_col, rows, cols,
+    evaluate = tirx.Evaluate(tirx.call_intrin("int32", op, acc, w, w_row, w_col, rows, cols,
                                               tirx.const(value, "int32"), channels))
     block = s_tir.SBlock([], [call.block.reads[0], call.block.reads[2]], call.block.writes, "depthwise_pad", evaluate)
     return s_tir.SBlockRealize([], True, block)
