@@ -51,7 +51,7 @@ from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_ca
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_WINDOW_TAPS, depthwise_tiles_calls,
                                                           dsp_replacement)
-from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
+from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
