@@ -38,7 +38,6 @@ from typing import Optional
 import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
-from tvm.ir import TensorLoad
 
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
