@@ -172,6 +172,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         int8_add=helium_add_int8 if has_mve(profile) else None,
         # the DSP cores' int8 softmax helper (measured on cortex-m4f; Helium keeps the generic kernel until measured)
         int8_softmax=softmax_s8_rows if dsp_only else None,
+        # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED of other channel counts
+        # pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
+        dense_unit_tile=4 if dsp_only else 0,
         conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1)
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)

@@ -73,6 +73,10 @@ class MacKernel:
     # CONV_2D with ``weight_layout`` OHWI_PADDED only: each output channel's weights, zeros after its window
     # (`LoweringContext.conv_weight_length`).
     weight_length: Optional[int] = None
+    # FULLY_CONNECTED only: the output channels padded with zero weight rows to this many (a multiple of the
+    # backend's MAC tile, `LoweringContext.dense_unit_tile`; None: not padded). The kernel's `units` keeps the
+    # output's channels; the bias, multipliers and shifts stay one per output channel.
+    padded_units: Optional[int] = None
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
@@ -110,6 +114,10 @@ class MacKernel:
             bias = bias_constant(bias.value.numpy().astype(np.int32))
         ohwi = self.weight_layout in (WeightLayout.OHWI, WeightLayout.OHWI_PADDED)
         weight = self.weight.transpose(3, 0, 1, 2) if ohwi else self.weight
+        units = {}
+        if self.padded_units is not None:  # [O, K] with zero rows up to the padded channels
+            units = {"units": int(weight.shape[0])}
+            weight = np.pad(weight, ((0, self.padded_units - weight.shape[0]), (0, 0)))
         if self.weight_length is not None:  # [O, K] then zeros up to the length
             rows = weight.reshape(weight.shape[0], -1)
             weight_constant = relax.const(np.pad(rows, ((0, 0), (0, self.weight_length - rows.shape[1]))))
@@ -124,7 +132,7 @@ class MacKernel:
         else:
             weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
-                          {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout,
+                          {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout, **units,
                            **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})})
 
     def _accumulator_reach(self) -> Optional[np.ndarray]:
