@@ -33,9 +33,9 @@ def test_a_fully_connected_row_calls_the_stacked_mac_bit_exactly(tmp_path, input
     assert "PASS" in host.stdout, host.stdout
 
 
-@pytest.mark.parametrize("units", [10, 2])
+@pytest.mark.parametrize("units", [10, 6])
 def test_channels_four_does_not_divide_are_padded_to_whole_tiles(tmp_path, units: int) -> None:
-    """Ten or two output channels (not a multiple of four): the weights padded with zero rows to whole tiles of
+    """Ten or six output channels (not a multiple of four): the weights padded with zero rows to whole tiles of
     four (tvm_ext.transform.int8.fully_connected._padded_units), one stacked call, only the layer's channels
     written, the self-test bit-exact."""
     board = bit_exact_on_cortex_m4f(tmp_path, "dense", fully_connected_model((1, 16), units, keep_num_dims=False))

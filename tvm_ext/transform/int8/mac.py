@@ -17,6 +17,7 @@ from ...kernels.fixed_point import (INT32_MAX, fits_small_input, high_mul_16x8_m
 from ...kernels.quant_params import ActivationRange
 from ...kernels.requantize import Multipliers16x8
 from ...kernels.zero_point_fold import fold_zero_point_into_bias
+from ...layers import MACS_ATTR
 from .lowering import KernelCall, LoweringContext
 from .patterns import (BiasPattern, DequantizedActivation, Int8Input, Int8Weight, QuantizedOutput, QuantizedResult,
                        WeightPattern, bias_constant, extract, with_bias)
@@ -114,9 +115,12 @@ class MacKernel:
             bias = bias_constant(bias.value.numpy().astype(np.int32))
         ohwi = self.weight_layout in (WeightLayout.OHWI, WeightLayout.OHWI_PADDED)
         weight = self.weight.transpose(3, 0, 1, 2) if ohwi else self.weight
-        units = {}
+        units, func_attrs = {}, {}
         if self.padded_units is not None:  # [O, K] with zero rows up to the padded channels
             units = {"units": int(weight.shape[0])}
+            # the layer's MACs, not the zero rows' (tvm_ext.plan.macs.with_mac_count keeps this count)
+            batch = int(self.data.ty.shape[0])
+            func_attrs = {MACS_ATTR: batch * int(weight.shape[0]) * int(weight.shape[1])}
             weight = np.pad(weight, ((0, self.padded_units - weight.shape[0]), (0, 0)))
         if self.weight_length is not None:  # [O, K] then zeros up to the length
             rows = weight.reshape(weight.shape[0], -1)
@@ -133,7 +137,8 @@ class MacKernel:
             weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
                           {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout, **units,
-                           **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})})
+                           **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})},
+                          func_attrs=func_attrs)
 
     def _accumulator_reach(self) -> Optional[np.ndarray]:
         """The largest |accumulator| of each output channel before its bias (int64): int8 or int16 data (16x8,
