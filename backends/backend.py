@@ -247,6 +247,14 @@ class KernelSchedules:
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
     None where it does not fit that ADD (the generic kernel then)."""
+    dense_unit_tile: int = 0
+    """The channel tile (a multiple of `output_channel_tile`) to which the int8 lowering pads a FULLY_CONNECTED's
+    output channels with zero weight rows where it does not divide them, for a core whose MAC helper computes
+    whole tiles (`tvm_ext.kernels.dense.fully_connected_int8`'s `units`); 0: never padded."""
+    int8_softmax: Optional[Callable[..., Any]] = None
+    """The core's own kernel of int8 SOFTMAX over the last axis (operands and keywords as
+    `tvm_ext.kernels.softmax_int8`'s), which the int8 lowering writes where it gives one (a TE tensor; None where it
+    does not fit that SOFTMAX: the generic kernel then), or None: the generic kernel."""
     interleaved_gate_weights: bool = False
     """Whether the int8 lowering gives a recurrent cell's gate products their weights interleaved per tile of four
     units (`tvm_ext.kernels.lstm.interleave_gate_weights`), for a core whose helper reads them so; False keeps

@@ -81,6 +81,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
                                     stacked_rows=schedules.stacked_rows,
                                     max_pool_runs=schedules.max_pool_runs,
                                     int8_add=schedules.int8_add,
+                                    int8_softmax=schedules.int8_softmax,
+                                    dense_unit_tile=schedules.dense_unit_tile,
                                     pad_runs=schedules.pad_runs,
                                     flash_bytes=profile.flash_bytes,
                                     conv_weight_length=schedules.conv_weight_length,

@@ -75,16 +75,22 @@ def fully_connected_int8(
     data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
     output: OutputStage, multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
     zero_point_in_bias: bool = False, paired_weights: bool = False, stacked_rows: bool = False,
+    units: Optional[int] = None,
 ) -> te.Tensor:
     """data (N, K) int8, weight (O, K) int8 as TFLite stores it, bias int32[O] -> (N, O) int8; int16 data
     with int64 bias -> int16 (16x8). With ``paired_weights`` (int8 data) the weight is `pair_weights`' int32
     words [O / 8, K, 4] of those values instead; with ``stacked_rows`` `stack_rows`' bytes [O / 4, K / 4, 16].
 
     With ``zero_point_in_bias`` the bias already holds ``- input_zero_point * sum_k weight[o, k]``
-    (``fold_zero_point_into_bias``) and the kernel multiplies the raw int8 values."""
+    (``fold_zero_point_into_bias``) and the kernel multiplies the raw int8 values.
+
+    With ``units`` the output has that many channels, fewer than the weight's rows: the rows past them are zeros
+    that pad the channels to whole tiles of a backend's MAC helper (``LoweringContext.dense_unit_tile``); their
+    sums are computed and never read."""
     output = output.per_channel(multiplier, shift)
     batch, depth = (int(d) for d in data.shape)
-    units = int(weight.shape[0]) * (PAIRED_TILE if paired_weights else STACKED_TILE if stacked_rows else 1)
+    rows = int(weight.shape[0]) * (PAIRED_TILE if paired_weights else STACKED_TILE if stacked_rows else 1)
+    units = rows if units is None else units
     accumulator = accumulator_dtype(data, output)
     k = te.reduce_axis((0, depth), "k")
 
@@ -98,7 +104,7 @@ def fully_connected_int8(
         return value if zero_point_in_bias else value - input_zero_point
 
     acc = te.compute(
-        (batch, units),
+        (batch, rows),
         lambda n, o: te.sum(factor(n, k) * weight_at(o, k), axis=k),
         name="acc",
     )

@@ -31,26 +31,47 @@ def _window(data: te.Tensor, pool: Sequence[int], strides: Sequence[int], paddin
     return (n, out_h, out_w, c), ry, rx, position
 
 
+UNROLLED_TAPS = 9
+"""A pool window of at most this many taps is one expression of its taps (no accumulator in memory)."""
+
+
 def average_pool2d_integer(
     data: te.Tensor, *, pool: Sequence[int], strides: Sequence[int], padding: Sequence[int], activation: ActivationRange
 ) -> te.Tensor:
-    """Sum of the window's valid taps divided by their count, rounded half away from zero, clamped."""
+    """Sum of the window's valid taps divided by their count, rounded half away from zero, clamped. A window of
+    at most UNROLLED_TAPS taps is written as the sum of its taps, one expression per output element (a reduction
+    keeps its running sum in a buffer, stored and reloaded at every tap). An unpadded window's count is the
+    constant int32 window size: computed from the output position, whose indices are int64 (Relax's), it makes
+    TVM widen the sum and the quotient to int64, a call of the C library's 64-bit division on a 32-bit core."""
     shape, ry, rx, position = _window(data, pool, strides, padding)
     dtype = str(data.dtype)
+
+    def tap(b, y, x, c, dy, dx):
+        iy, ix, inside = position(y, x, dy, dx)
+        return tirx.if_then_else(inside, data[b, iy, ix, c].astype("int32"), 0)
+
+    def unrolled_sum(b, y, x, c):
+        taps = [tap(b, y, x, c, dy, dx) for dy in range(pool[0]) for dx in range(pool[1])]
+        total = taps[0]
+        for term in taps[1:]:
+            total = total + term
+        return total
 
     def tap_sum(b, y, x, c):
         iy, ix, inside = position(y, x)
         return te.sum(tirx.if_then_else(inside, data[b, iy, ix, c].astype("int32"), 0), axis=[ry, rx])
 
-    total = te.compute(shape, tap_sum, name="window_sum")
+    unrolled = pool[0] * pool[1] <= UNROLLED_TAPS
+    total = None if unrolled else te.compute(shape, tap_sum, name="window_sum")
     _, h, w, _ = (int(d) for d in data.shape)
 
     def valid_taps(origin, size, extent):
         return tirx.min(size, extent - origin) - tirx.max(0, -origin)
 
     def average(b, y, x, c):
-        s = total[b, y, x, c]
-        n = valid_taps(y * strides[0] - padding[0], pool[0], h) * valid_taps(x * strides[1] - padding[1], pool[1], w)
+        s = unrolled_sum(b, y, x, c) if unrolled else total[b, y, x, c]
+        n = tirx.const(pool[0] * pool[1], "int32") if not any(padding) else \
+            valid_taps(y * strides[0] - padding[0], pool[0], h) * valid_taps(x * strides[1] - padding[1], pool[1], w)
         return clamp_to_type(_rounded_quotient(s, n), activation.low, activation.high, dtype)
 
     return te.compute(shape, average, name=f"average_pool2d_{data.dtype}")
@@ -85,10 +106,6 @@ def average_of_sums(total: te.Tensor, *, count: int, dtype: str) -> te.Tensor:
                       lambda b, y, x, c: clamp_to_type(_rounded_quotient(total[b, y, x, c], tirx.const(count, "int32")),
                                                        int(info.min), int(info.max), dtype),
                       name=f"average_of_sums_{dtype}")
-
-
-UNROLLED_TAPS = 9
-"""A max pool window of at most this many taps is one expression of its taps (no accumulator in memory)."""
 
 
 def max_pool2d_integer(

@@ -29,7 +29,10 @@ def count_macs(func: tirx.PrimFunc) -> int:
 
 
 def with_mac_count(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    """`func` carrying its MAC count as MACS_ATTR (call before scheduling it)."""
+    """`func` carrying its MAC count as MACS_ATTR (call before scheduling it); a kernel whose lowering set its
+    layer's count keeps it (a FULLY_CONNECTED padded to whole tiles: its layer's MACs, not its zero rows')."""
+    if func.attrs is not None and MACS_ATTR in func.attrs:
+        return func
     return func.with_attr(MACS_ATTR, tvm.tirx.IntImm("int64", count_macs(func)))
 
 

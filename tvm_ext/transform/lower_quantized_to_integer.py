@@ -91,6 +91,10 @@ class LowerQuantizedToInteger:
         a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
     int8_add: the kernel of int8 ADD of two computed operands where it gives one (None: the generic kernel):
         a backend's (``backends.backend.KernelSchedules.int8_add``).
+    int8_softmax: the kernel of int8 SOFTMAX where it gives one (None: the generic kernel): a backend's
+        (``backends.backend.KernelSchedules.int8_softmax``).
+    dense_unit_tile: pad int8 FULLY_CONNECTED kernels' output channels with zero weight rows to whole tiles of it
+        where it does not divide them: a backend's choice (``backends.backend.KernelSchedules.dense_unit_tile``).
     pad_runs: write PAD as runs (``tvm_ext.kernels.copy_runs.pad_runs``): a backend's choice
         (``backends.backend.KernelSchedules.pad_runs``), for its helper of a run's copy.
     conv_weight_length: each output channel's int8 CONV_2D weight length for a window (KH, KW, I) and whether
@@ -119,6 +123,8 @@ class LowerQuantizedToInteger:
         stacked_rows: bool = False,
         max_pool_runs: bool = False,
         int8_add: Optional[Callable[..., Any]] = None,
+        int8_softmax: Optional[Callable[..., Any]] = None,
+        dense_unit_tile: int = 0,
         pad_runs: bool = False,
         flash_bytes: Optional[int] = None,
         conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None,
@@ -129,6 +135,8 @@ class LowerQuantizedToInteger:
         self.stacked_rows = stacked_rows
         self.max_pool_runs = max_pool_runs
         self.int8_add = int8_add
+        self.int8_softmax = int8_softmax
+        self.dense_unit_tile = dense_unit_tile
         self.interleaved_gate_weights = interleaved_gate_weights
         self.pad_runs = pad_runs
         self.flash_bytes = flash_bytes
@@ -189,7 +197,8 @@ class _MainRewriter:
             options.flash_bytes is None or 2 * constant_bytes(func) <= options.flash_bytes)
         self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs,
                                        options.int8_add, options.stacked_rows, options.conv_weight_length,
-                                       options.interleaved_gate_weights, pad_runs=options.pad_runs)
+                                       options.interleaved_gate_weights, pad_runs=options.pad_runs,
+                                       int8_softmax=options.int8_softmax, dense_unit_tile=options.dense_unit_tile)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

@@ -31,6 +31,8 @@ the helpers of `backends.cortex_m.helpers`.
   one-pixel float tiles as one call of the fused float tiles helper;
 - `helium_add` (Helium): int8 ADD as one call of the vector ADD helper, the kernel the int8 lowering writes
   (`KernelSchedules.int8_add`);
+- `softmax_rows` (DSP cores without MVE): int8 SOFTMAX as one call of the row softmax helper, the kernel the int8
+  lowering writes (`KernelSchedules.int8_softmax`);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
   without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for, and an int8
   LSTM's gate products over interleaved weights as the interleaved dual MAC).
@@ -63,6 +65,7 @@ from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilo
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
+from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 
@@ -193,7 +196,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
     (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
     cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
-    on cores with MVE (`helium_add`); a copied CONV_2D window padded with zero weights
+    on cores with MVE (`helium_add`); int8 SOFTMAX as one call of the softmax helper on DSP cores without MVE
+    (`softmax_rows`); a copied CONV_2D window padded with zero weights
     (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
     without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
@@ -207,6 +211,11 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
         stacked_rows=dsp_only,
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        # the DSP cores' int8 softmax helper (measured on cortex-m4f; Helium keeps the generic kernel until measured)
+        int8_softmax=softmax_s8_rows if dsp_only else None,
+        # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED of other channel counts
+        # pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
+        dense_unit_tile=4 if dsp_only else 0,
         conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1)
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)

@@ -1,8 +1,8 @@
 """The stacked-rows MAC of DSP cores (backends/cortex_m/schedules/stacked_mac.py, templates/stacked_mac.h.in): an int8
 FULLY_CONNECTED of one input row compiled for cortex-m4f takes its weights stacked two channels to an int16 half
 (tvm_ext.kernels.dense.stack_rows) and calls the helper once per tile of four channels (one tile included), bit-exactly with TFLite Micro
-under QEMU and on the host (the helper's portable C), warning-free; a layer the layout does not tile keeps the
-TFLite weights."""
+under QEMU and on the host (the helper's portable C), warning-free; a layer of channels four does not divide has them padded with zero
+weight rows to whole tiles."""
 
 from __future__ import annotations
 
@@ -33,8 +33,13 @@ def test_a_fully_connected_row_calls_the_stacked_mac_bit_exactly(tmp_path, input
     assert "PASS" in host.stdout, host.stdout
 
 
-@pytest.mark.parametrize("units", [10])
-def test_channels_the_layout_does_not_tile_keep_the_tflite_weights(tmp_path, units: int) -> None:
-    """Ten output channels (not a multiple of four): no stacked call, the self-test still bit-exact."""
+@pytest.mark.parametrize("units", [10, 6])
+def test_channels_four_does_not_divide_are_padded_to_whole_tiles(tmp_path, units: int) -> None:
+    """Ten or six output channels (not a multiple of four): the weights padded with zero rows to whole tiles of
+    four (tvm_ext.transform.int8.fully_connected._padded_units), one stacked call, only the layer's channels
+    written, the self-test bit-exact."""
     board = bit_exact_on_cortex_m4f(tmp_path, "dense", fully_connected_model((1, 16), units, keep_num_dims=False))
-    assert "_stacked_mac_s8x4(" not in (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
+    assert kernels.count("_stacked_mac_s8x4(") == 1 and "_dual_mac_s8x4(" not in kernels, kernels
+    # only the layer's channels written: a guard of the last tile's, or one tile's loop over them
+    assert f") < {units})" in kernels or f"< {units}; ++" in kernels, kernels

@@ -78,7 +78,7 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
                 binary_scalar_table, *arguments, activation, ctx.rounding)), out.activation)
         own = backend_kernel(ctx) if dtypes == {"int8"} and not any(
             ctx.graph.constant(operand.tensor) is not None for operand in (lhs, rhs)) else None
-        chosen = kernel if own is None else _first_fitting(own, kernel)
+        chosen = kernel if own is None else first_fitting(own, kernel)
         call = KernelCall(kind, matched[core], chosen, (lhs.tensor, rhs.tensor, *tables()),
                           {"lhs_zero_point": lhs.quant.zero_point, "rhs_zero_point": rhs.quant.zero_point,
                            "output_zero_point": out.quant.zero_point, "params": params, "rounding": ctx.rounding})
@@ -129,7 +129,7 @@ class TableCall:
 
 
 @functools.cache
-def _first_fitting(own: Callable[..., Optional[te.Tensor]],
+def first_fitting(own: Callable[..., Optional[te.Tensor]],
                    kernel: Callable[..., te.Tensor]) -> Callable[..., te.Tensor]:
     """The kernel giving ``own``'s tensor on its operands, or ``kernel``'s where ``own`` gives None: one function
     per pair (identical calls of it share their PrimFunc), with ``kernel``'s signature (which names the operands)."""

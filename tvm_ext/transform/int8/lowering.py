@@ -27,7 +27,7 @@ class LoweringContext:
     kernels take paired weights (``tvm_ext.kernels.dense.pair_weights``) where they can, whether int8
     MAX_POOL_2D kernels are written as runs (``tvm_ext.kernels.copy_runs.max_pool2d_runs``) where they can, whether
     PAD kernels are (``tvm_ext.kernels.copy_runs.pad_runs``), the backend's own kernel of int8 ADD
-    (``backends.backend.KernelSchedules.int8_add``; None: none), and whether recurrent cells take their gate
+    (``backends.backend.KernelSchedules.int8_add``; None: none) and of int8 SOFTMAX (``int8_softmax``), and whether recurrent cells take their gate
     weights interleaved per tile of four units (``backends.backend.KernelSchedules.interleaved_gate_weights``)."""
 
     graph: Graph
@@ -44,6 +44,11 @@ class LoweringContext:
     (``backends.backend.KernelSchedules.conv_weight_length``; None: KH * KW * I)."""
     interleaved_gate_weights: bool = False
     pad_runs: bool = False
+    int8_softmax: Optional[Callable[..., Optional[te.Tensor]]] = None
+    """The backend's own kernel of int8 SOFTMAX (``backends.backend.KernelSchedules.int8_softmax``; None: none)."""
+    dense_unit_tile: int = 0
+    """The channel tile int8 FULLY_CONNECTED kernels pad their output channels to with zero weight rows
+    (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""
 
 
 @dataclass(frozen=True)

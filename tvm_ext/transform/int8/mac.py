@@ -17,6 +17,7 @@ from ...kernels.fixed_point import (INT32_MAX, fits_small_input, high_mul_16x8_m
 from ...kernels.quant_params import ActivationRange
 from ...kernels.requantize import Multipliers16x8
 from ...kernels.zero_point_fold import fold_zero_point_into_bias
+from ...layers import MACS_ATTR
 from .lowering import KernelCall, LoweringContext
 from .patterns import (BiasPattern, DequantizedActivation, Int8Input, Int8Weight, QuantizedOutput, QuantizedResult,
                        WeightPattern, bias_constant, extract, with_bias)
@@ -73,6 +74,10 @@ class MacKernel:
     # CONV_2D with ``weight_layout`` OHWI_PADDED only: each output channel's weights, zeros after its window
     # (`LoweringContext.conv_weight_length`).
     weight_length: Optional[int] = None
+    # FULLY_CONNECTED only: the output channels padded with zero weight rows to this many (a multiple of the
+    # backend's MAC tile, `LoweringContext.dense_unit_tile`; None: not padded). The kernel's `units` keeps the
+    # output's channels; the bias, multipliers and shifts stay one per output channel.
+    padded_units: Optional[int] = None
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
@@ -110,6 +115,13 @@ class MacKernel:
             bias = bias_constant(bias.value.numpy().astype(np.int32))
         ohwi = self.weight_layout in (WeightLayout.OHWI, WeightLayout.OHWI_PADDED)
         weight = self.weight.transpose(3, 0, 1, 2) if ohwi else self.weight
+        units, func_attrs = {}, {}
+        if self.padded_units is not None:  # [O, K] with zero rows up to the padded channels
+            units = {"units": int(weight.shape[0])}
+            # the layer's MACs, not the zero rows' (tvm_ext.plan.macs.with_mac_count keeps this count)
+            batch = int(self.data.ty.shape[0])
+            func_attrs = {MACS_ATTR: batch * int(weight.shape[0]) * int(weight.shape[1])}
+            weight = np.pad(weight, ((0, self.padded_units - weight.shape[0]), (0, 0)))
         if self.weight_length is not None:  # [O, K] then zeros up to the length
             rows = weight.reshape(weight.shape[0], -1)
             weight_constant = relax.const(np.pad(rows, ((0, 0), (0, self.weight_length - rows.shape[1]))))
@@ -124,8 +136,9 @@ class MacKernel:
         else:
             weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),
-                          {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout,
-                           **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})})
+                          {"input_zero_point": self.input_zero_point, "output": stage, **geometry, **layout, **units,
+                           **channel_tensors, **({"zero_point_in_bias": folded is not None} if self.folds_zero_point else {})},
+                          func_attrs=func_attrs)
 
     def _accumulator_reach(self) -> Optional[np.ndarray]:
         """The largest |accumulator| of each output channel before its bias (int64): int8 or int16 data (16x8,

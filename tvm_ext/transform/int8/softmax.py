@@ -1,5 +1,6 @@
 """SOFTMAX: ``q(softmax(dq(x)))`` over the last axis -> TFLite's integer softmax kernel (an int16 input: the
-16x8 kernel of ``softmax_int16``)."""
+16x8 kernel of ``softmax_int16``; an int8 one: the backend's own kernel where it gives one,
+``backends.backend.KernelSchedules.int8_softmax``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tvm.relax.dpl import is_const, is_op
 from ...kernels import softmax_int8
 from ...kernels.int8_tables import softmax_exp_table
 from ...kernels.quant_params import softmax_params
+from .binary import first_fitting
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedActivation, QuantizedResult, ends_float_operator, extract, float_operator_mismatch
 from .softmax_int16 import match_int16
@@ -53,7 +55,11 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
         return float_operator_mismatch(quantize, ctx)
     params = softmax_params(beta, data.quant.scale, ctx.rounding)
     exp_table = table_constant(softmax_exp_table, params, ctx.rounding)
-    return FixedCall(KernelCall("SOFTMAX", softmax, softmax_int8, (data.tensor, exp_table), {"out_dtype": out_dtype}))
+    # the backend's own kernel where it gives one (not of a constant input: that would be folded on the host,
+    # which cannot run a backend's helper calls), else the generic kernel
+    own = ctx.int8_softmax if ctx.graph.constant(data.tensor) is None else None
+    kernel = softmax_int8 if own is None else first_fitting(own, softmax_int8)
+    return FixedCall(KernelCall("SOFTMAX", softmax, kernel, (data.tensor, exp_table), {"out_dtype": out_dtype}))
 
 
 def _beta(matched: dict, ctx: LoweringContext) -> Optional[float]:
