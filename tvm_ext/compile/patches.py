@@ -107,15 +107,17 @@ def _window_chain(func):
 
 
 def plans_of(func) -> list[PatchPlan]:
-    """Every plan of `func`'s window chain (cut, grid up to MAX_GRID x MAX_GRID; cut and streamed bands) with the
-    cost model's arena estimate, by estimate then extra MACs (then fewer bands); [] without a chain."""
+    """Every plan of `func`'s window chain (cut in its first stages that form a chain, grid up to MAX_GRID x
+    MAX_GRID; cut where its graph ends in one value and streamed bands) with the cost model's arena estimate (the
+    rest of the graph layer by layer after the cut), by estimate then extra MACs (then fewer bands); [] without a
+    chain."""
     chain = _window_chain(func)
     if chain is None:
         return []
     stages, linear = chain.geometries, chain.geometries[:chain.linear]
-    macs = sum(s.macs for s in stages)
-    grids = search(linear, _rest_peak(linear), sum(s.macs for s in linear), MAX_GRID) if len(linear) >= 2 else []
-    return sorted(grids + stream_search(stages, _rest_peak(stages, chain.inputs), macs, inputs=chain.inputs),
+    rest, macs = _rest_peak(stages, chain.inputs), sum(s.macs for s in stages)
+    grids = search(linear, rest, macs, MAX_GRID) if len(linear) >= 2 else []
+    return sorted(grids + stream_search(stages, rest, macs, inputs=chain.inputs),
                   key=lambda p: (p.arena_bytes, p.extra_macs, p.grid[0] * p.grid[1]))
 
 
@@ -143,8 +145,9 @@ def plan_for_grid(func, grid: tuple[int, int]) -> PatchPlan | None:
     chain = _window_chain(func)
     if chain is None or chain.linear < 2:
         return None
-    stages = chain.geometries[:chain.linear]
-    plans = [plan_cost(stages, cut, grid, _rest_peak(stages)(cut), sum(s.macs for s in stages))
+    stages, rest = chain.geometries[:chain.linear], _rest_peak(chain.geometries, chain.inputs)
+    macs = sum(s.macs for s in chain.geometries)
+    plans = [plan_cost(stages, cut, grid, rest(cut), macs)
              for cut in range(1, len(stages) + 1)
              if grid[0] <= stages[cut - 1].out_hw[0] and grid[1] <= stages[cut - 1].out_hw[1]]
     return min(plans, key=lambda p: (p.arena_bytes, p.extra_macs), default=None)
