@@ -169,11 +169,13 @@ def band_rows(func, cut: PatchCut) -> list[tuple[int, int]]:
 
 
 def takes_rows(func, plan: PatchPlan) -> bool:
-    """Whether `plan` runs in bands (an n x 1 grid) none of which reads every input row: a plan a row-wise input
-    can take (a band reading all rows would hold the whole input)."""
-    if plan.grid[1] != 1:
+    """Whether `plan` runs in bands (an n x 1 grid) none of which reads every input row, the input read by its
+    first stage alone: a plan a row-wise input can take (a band reading all rows would hold the whole input; a
+    skip from the input would read its rows again)."""
+    chain = _window_chain(func)
+    if plan.grid[1] != 1 or any(-1 in inputs for inputs in chain.inputs[1:plan.cut]):
         return False
-    height = _window_chain(func).geometries[0].in_hw[0]
+    height = chain.geometries[0].in_hw[0]
     return all(rows != (0, height) for rows in band_rows(func, cut_of(plan)))
 
 
