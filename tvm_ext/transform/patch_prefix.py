@@ -16,11 +16,14 @@ frontend's quantize/dequantize pattern of every layer, so the lowering gives eac
 as the whole layer (smaller shapes, border padding only), and the concatenation joins the int8 pieces
 themselves (the lowering's CONCATENATION of int8 tensors: a copy).
 
-The prefix is a chain from a model input: each tensor read by exactly one operator, which is a window operator
-in NHWC (conv2d, max_pool2d, avg_pool2d, not ceil mode) or an elementwise one (quantize, dequantize, clip,
-relu, leaky relu, and add, subtract, multiply, maximum, minimum with a tensor constant over the channels), with one
-operand on the chain. `window_chain` finds it; a stage is one window operator and the elementwise operators
-around it up to the tensor the next stage dequantizes (or casts: an int8 average pool sums in int32).
+The prefix is a chain from a model input: each of its tensors read by window operators in NHWC (conv2d,
+max_pool2d, avg_pool2d, not ceil mode), elementwise ones (quantize, dequantize, clip, relu, leaky relu, and add,
+subtract, multiply, maximum, minimum with a tensor constant over the channels) with one operand on the chain,
+or joins (an add of two of its tensors of one shape: a residual block's). `window_chain` finds it; a stage is
+one window operator or join and the elementwise operators around it up to the tensor the next stages
+dequantize (or cast: an int8 average pool sums in int32). Where a tensor has several readers the chain
+branches, and a join rejoins it: patch grids run only the stages before (`WindowChain.linear`), streamed bands
+(`_streamed`) the whole graph up to a stage after which it ends in one value (`WindowChain.cuts`).
 """
 
 from __future__ import annotations
@@ -356,7 +359,8 @@ def _window_on_patch(window: relax.Call, data: relax.Expr, padding: list[int]) -
 class RunPrefixInPatches:
     """`main` with the prefix of its window chain up to stage `cut` (1-based: the output of the cut-th window
     stage) computed in a rows x columns `grid` of patches (see the module). Raises PatchPlanError when `main`
-    has no window chain of `cut` stages, or the grid has more rows or columns than the stage output. The
+    has no window chain of `cut` stages, its graph does not end in one value after stage `cut` (a grid: its
+    first stages that form a chain do not reach it), or the grid has more rows or columns than the stage output. The
     result keeps the layer records: a branch's operators carry their layer's, its slice the first layer's,
     the concatenation the cut layer's."""
 
