@@ -42,6 +42,7 @@ from typing import Callable
 
 Range = tuple[int, int]  # [start, stop) rows or columns
 Region = tuple[Range, Range]  # rows, columns
+Inputs = list[tuple[int, ...]]  # per stage, the stages (0-based) whose outputs it reads, -1 the prefix's input
 
 
 @dataclass(frozen=True)
@@ -227,9 +228,6 @@ def stream_rows(stages: list[WindowStage], bands: int, driver: int,
         rows.append([(b, max(n, b)) for b, n in zip(before, needed)])
         before = [max(n, b) for b, n in zip(before, needed)]
     return rows
-
-
-Inputs = list[tuple[int, ...]]  # per stage, the stages (0-based) whose outputs it reads, -1 the prefix's input
 
 
 def graph_inputs(stages: list[WindowStage], inputs: Inputs | None) -> Inputs:
