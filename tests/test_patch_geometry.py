@@ -9,7 +9,7 @@ import pytest
 
 from tvm_ext.patch_geometry import (WindowStage, best_within, layer_by_layer_peak, patch_regions, plan_cost,
                                     receptive_rows, same_padding, search, split, stream_cost, stream_rows,
-                                    streamed_bytes, top_stage)
+                                    streamed_bytes, top_stage, valid_cuts)
 
 PAD_VALUE = -7  # an input zero point: what padding holds
 
@@ -178,3 +178,40 @@ def test_a_reducing_stage_takes_the_rows_of_the_stage_before_band_by_band():
     gap = WindowStage("gap", (40, 40), (1, 1), 8, 8, (40, 40), (40, 40), (0, 0), 0, reduces=True)
     streamed = stream_cost([*wide, gap], 5, 40, 0, rest_peak_bytes=0, total_macs=1)
     assert streamed.arena_bytes < layer_by_layer_peak(wide, 0) / 4
+
+
+def residual() -> tuple[list[WindowStage], list[tuple[int, ...]]]:
+    """A residual block in stages and what each reads: conv 3x3 -> conv 3x3 -> join (add) of both convs' outputs
+    -> conv 3x3 s2 beside a 1x1 s2 skip of the join -> join; 9 x 7, 4 channels, then 5 x 4, 8."""
+    full, half = (9, 7), (5, 4)
+    stages = [WindowStage("c0", full, full, 3, 4, (3, 3), (1, 1), (1, 1), 1),
+              WindowStage("c1", full, full, 4, 4, (3, 3), (1, 1), (1, 1), 1),
+              WindowStage("j2", full, full, 4, 4, (1, 1), (1, 1), (0, 0), 0),
+              WindowStage("c3", full, half, 4, 8, (3, 3), (2, 2), (1, 1), 1),
+              WindowStage("s4", full, half, 4, 8, (1, 1), (2, 2), (0, 0), 1),
+              WindowStage("j5", half, half, 8, 8, (1, 1), (1, 1), (0, 0), 0)]
+    return stages, [(-1,), (0,), (0, 1), (2,), (2,), (4, 3)]
+
+
+@pytest.mark.parametrize("bands", [2, 3, 9])
+def test_streamed_branches_rejoin_once_both_have_the_rows(bands):
+    """Pushed from the first stage, a join computes a row only once every stage it reads has it, a stage reads
+    only rows computed in earlier bands or this one, and every row is computed once; a band a row holds less
+    than the whole layers (the cut output's rows and their concatenation included)."""
+    stages, inputs = residual()
+    schedule = stream_rows(stages, bands, 0, inputs)
+    done = [0] * len(stages)
+    for rows in schedule:
+        for i, (start, stop) in enumerate(rows):
+            assert start == done[i]  # every row once, in order
+            for p in inputs[i]:
+                if p >= 0 and stop > start:
+                    s = stages[i]
+                    assert receptive_rows((start, stop), s.kernel[0], s.stride[0], s.pad[0], s.in_hw[0])[1] <= done[p]
+            done[i] = stop
+    assert done == [s.out_hw[0] for s in stages]
+    assert valid_cuts(inputs, len(stages)) == [1, 3, 6]  # after c1, the join still reads c0; after j2, c3 and s4
+    plan = stream_cost(stages, 6, bands, 0, 0, 1, inputs)
+    assert plan.extra_macs == 0
+    if bands == stages[0].out_hw[0]:  # one row a band: line buffering
+        assert plan.arena_bytes < layer_by_layer_peak(stages, 0, inputs)

@@ -42,6 +42,7 @@ from typing import Callable
 
 Range = tuple[int, int]  # [start, stop) rows or columns
 Region = tuple[Range, Range]  # rows, columns
+Inputs = list[tuple[int, ...]]  # per stage, the stages (0-based) whose outputs it reads, -1 the prefix's input
 
 
 @dataclass(frozen=True)
@@ -195,33 +196,55 @@ def top_stage(stages: list[WindowStage]) -> int:
     return len(stages) - 2 if stages[-1].reduces else len(stages) - 1
 
 
-def stream_rows(stages: list[WindowStage], bands: int, driver: int) -> list[list[Range]]:
+def stream_rows(stages: list[WindowStage], bands: int, driver: int,
+                inputs: Inputs | None = None) -> list[list[Range]]:
     """The output rows [start, stop) each stage computes in each band of a streamed prefix (band by band, then
     stage by stage; empty when a band computes no row of the stage). The output rows of stage `driver` are split
-    in `bands`; a stage before it computes the rows of its output that the next stage's rows read (pulled), one
-    after it (up to `top_stage`) every row whose input rows are all computed (pushed), so every output row is
-    computed once: no extra MACs. A reducing last stage computes its one row in the last band. Driven from the
-    first stage in one band per row, each stage holds only the input rows its window still needs: line
-    buffering."""
+    in `bands`; a stage before it computes the rows of its output that its readers' rows read (pulled), one
+    after it (up to `top_stage`) every row whose input rows are all computed (pushed; a join, reading several
+    stages, the rows all of them have), so every output row is computed once: no extra MACs. A reducing last
+    stage computes its one row in the last band. `inputs`: the stages each stage reads (`graph_inputs`; None: a
+    chain). Driven from the first stage in one band per row, each stage holds only the input rows its window
+    still needs: line buffering."""
+    inputs = graph_inputs(stages, inputs)
     top, count = top_stage(stages), len(stages)
     stops: list[list[int]] = []
     for _, stop in split(stages[driver].out_hw[0], bands):
         needed = [0] * count
         needed[driver] = stop
         for i in reversed(range(driver)):
-            after = stages[i + 1]
-            needed[i] = receptive_rows((0, needed[i + 1]), after.kernel[0], after.stride[0], after.pad[0],
-                                       after.in_hw[0])[1] if needed[i + 1] else 0
+            for j in range(i + 1, driver + 1):
+                after = stages[j]
+                if i in inputs[j] and needed[j]:
+                    needed[i] = max(needed[i], receptive_rows((0, needed[j]), after.kernel[0], after.stride[0],
+                                                              after.pad[0], after.in_hw[0])[1])
         for i in range(driver + 1, top + 1):
-            needed[i] = _complete_rows(stages[i], needed[i - 1])
+            needed[i] = min(_complete_rows(stages[i], stages[i].in_hw[0] if p < 0 else needed[p]) for p in inputs[i])
         if top < count - 1:
-            needed[-1] = 1 if needed[top] == stages[top].out_hw[0] else 0
+            needed[-1] = 1 if all(p >= 0 and needed[p] == stages[p].out_hw[0] for p in inputs[-1]) else 0
         stops.append(needed)
     rows, before = [], [0] * count
     for needed in stops:
         rows.append([(b, max(n, b)) for b, n in zip(before, needed)])
         before = [max(n, b) for b, n in zip(before, needed)]
     return rows
+
+
+def graph_inputs(stages: list[WindowStage], inputs: Inputs | None) -> Inputs:
+    """`inputs`, or those of a chain (each stage reads the one before; the first, the prefix's input)."""
+    return [(i - 1,) for i in range(len(stages))] if inputs is None else inputs
+
+
+def readers_of(inputs: Inputs, count: int) -> list[list[int]]:
+    """For each of `count` stages, the stages that read its output, in order."""
+    return [[j for j, ins in enumerate(inputs) if i in ins] for i in range(count)]
+
+
+def valid_cuts(inputs: Inputs, count: int) -> list[int]:
+    """The cuts c (1.. `count`) after which only stage c's output is read by later stages: where a prefix of a
+    graph of stages ends in one value."""
+    return [c for c in range(1, count + 1)
+            if all(p in (-1, c - 1) or p >= c for ins in inputs[c:] for p in ins)]
 
 
 def _complete_rows(stage: WindowStage, available: int) -> int:
@@ -232,33 +255,39 @@ def _complete_rows(stage: WindowStage, available: int) -> int:
 
 
 def stream_cost(stages: list[WindowStage], cut: int, bands: int, driver: int, rest_peak_bytes: int,
-                total_macs: int) -> PatchPlan:
+                total_macs: int, inputs: Inputs | None = None) -> PatchPlan:
     """The cost of running `stages[:cut]` streamed in `bands` bands of stage `driver`'s output rows
-    (`stream_rows`), as the rewrite runs it and the planner places it: each stage after the first keeps the
-    chunks of its input rows (the new rows of the stage before, band by band) that a later band still reads;
-    when it computes rows, their input tile (the clipped receptive field) is joined from those chunks (a copy)
-    and its output rows streamed over it. Live meanwhile: every stage's kept chunks, and the delivered rows
-    already computed (the cut output's, concatenated at the end) or, for a reducing cut, the running sums (4
-    bytes a channel, old and new while a band adds to them). A chunk only partly read again is cut to those rows
-    (a copy). No extra MACs."""
+    (`stream_rows`; `inputs` as there), as the rewrite runs it and the planner places it: each stage after the
+    first keeps the chunks of its input rows (the new rows of a stage it reads, band by band) that a later band
+    still reads; when it computes rows, their input tile (the clipped receptive field) is joined from those
+    chunks (a copy) and its output rows streamed over it (a join, reading several stages, holds a tile of each).
+    Live meanwhile: every kept chunk (once, however many stages keep it), and the delivered rows already
+    computed (the cut output's, concatenated at the end) or, for a reducing cut, the running sums (4 bytes a
+    channel, old and new while a band adds to them). A chunk only partly read again is cut to those rows (a
+    copy). No extra MACs."""
     prefix = stages[:cut]
-    schedule = stream_rows(prefix, bands, driver)
-    kept: list[list[tuple[Range, int]]] = [[] for _ in prefix]  # each stage's kept input chunks: rows, bytes
+    inputs = graph_inputs(prefix, None if inputs is None else inputs[:cut])
+    readers = readers_of(inputs, cut)
+    schedule = stream_rows(prefix, bands, driver, inputs)
+    # each stage's kept chunks of each stage it reads: (the stage read, its rows), bytes
+    kept: dict[tuple[int, int], list[tuple[tuple[int, Range], int]]] = {
+        (i, p): [] for i, ins in enumerate(inputs) for p in ins if p >= 0}
+
+    def live() -> int:
+        return sum(dict(chunk for chunks in kept.values() for chunk in chunks).values())
+
     whole_input = (0, prefix[0].in_hw[0])
     done = peak = 0
     for k, rows in enumerate(schedule):
-        fresh: tuple[Range, int] | None = None  # the stage before's new rows in this band, and their bytes
         for i, (stage, out_rows) in enumerate(zip(prefix, rows)):
-            if i > 0 and fresh is not None:
-                kept[i].append(fresh)
-            fresh = None
-            others = done + sum(b for j, chunks in enumerate(kept) if j != i for _, b in chunks)
+            mine = [p for p in inputs[i] if p >= 0]
             if stage.reduces:
-                if kept[i]:
+                if any(kept[(i, p)] for p in mine):
                     sums = 4 * stage.out_channels
-                    peak = max(peak, others + sum(b for _, b in kept[i]) + (2 * sums if done else sums))
+                    peak = max(peak, done + live() + (2 * sums if done else sums))
                     done = sums
-                    kept[i] = []
+                    for p in mine:
+                        kept[(i, p)] = []
                 continue
             if out_rows[0] == out_rows[1]:
                 continue
@@ -266,20 +295,22 @@ def stream_cost(stages: list[WindowStage], cut: int, bands: int, driver: int, re
             in_rows = receptive_rows(out_rows, stage.kernel[0], stage.stride[0], stage.pad[0], stage.in_hw[0])
             region_in, region_out = (in_rows, width[0]), (out_rows, width[1])
             tile = stage.in_tile_bytes(region_in)
-            chunks = sum(b for _, b in kept[i])
-            if i > 0:
-                peak = max(peak, others + chunks + tile)  # the join
+            if mine:
+                peak = max(peak, done + live() + tile * len(mine))  # the joins
             following = next((later[i] for later in schedule[k + 1:] if later[i][0] < later[i][1]), None)
             start = stage.in_hw[0] if following is None else receptive_rows(
                 following, stage.kernel[0], stage.stride[0], stage.pad[0], stage.in_hw[0])[0]
-            kept[i] = [((max(r[0], start), r[1]), b * (r[1] - max(r[0], start)) // (r[1] - r[0]))
-                       for r, b in kept[i] if r[1] > start]  # a chunk partly read again: those rows sliced
-            still = sum(b for _, b in kept[i])
-            peak = max(peak, others + still + streamed_bytes(stage, region_in, region_out, i > 0 or
-                                                              in_rows != whole_input))
-            fresh = (out_rows, stage.out_tile_bytes(region_out))
-        if not prefix[-1].reduces and fresh is not None:
-            done += fresh[1]
+            for p in mine:  # a chunk partly read again: those rows sliced
+                kept[(i, p)] = [((p, (max(r[0], start), r[1])), b * (r[1] - max(r[0], start)) // (r[1] - r[0]))
+                                for (_, r), b in kept[(i, p)] if r[1] > start]
+            first_in_arena = inputs[i][0] >= 0 or in_rows != whole_input
+            peak = max(peak, done + live() + tile * (len(inputs[i]) - 1)
+                       + streamed_bytes(stage, region_in, region_out, first_in_arena))
+            fresh = ((i, out_rows), stage.out_tile_bytes(region_out))
+            for j in readers[i]:
+                kept[(j, i)].append(fresh)
+            if i == cut - 1:
+                done += fresh[1]
     if not prefix[-1].reduces and bands > 1:
         peak = max(peak, 2 * done)  # the bands' rows and their concatenation
     return PatchPlan(cut, (bands, 1), max(peak, rest_peak_bytes), peak, 0, total_macs, driver)
@@ -289,15 +320,17 @@ MAX_BANDS = 32  # bands a streamed plan `stream_search` considers at most: each 
 
 
 def stream_search(stages: list[WindowStage], rest_peak_bytes: Callable[[int], int], total_macs: int,
-                  max_bands: int = MAX_BANDS) -> list[PatchPlan]:
-    """Every streamed plan of a cut after stage 2.. len(stages) driven from its first stage or its `top_stage`,
-    in 2.. `max_bands` bands (at most one band per row of the driving stage's output), by arena estimate, then
-    fewer bands."""
+                  max_bands: int = MAX_BANDS, inputs: Inputs | None = None) -> list[PatchPlan]:
+    """Every streamed plan of a cut after stage 2.. len(stages) (one where the prefix ends in one value:
+    `valid_cuts`; `inputs` as stream_rows') driven from its first stage or its `top_stage`, in 2.. `max_bands`
+    bands (at most one band per row of the driving stage's output), by arena estimate, then fewer bands."""
     plans = []
-    for cut in range(2, len(stages) + 1):
+    for cut in valid_cuts(graph_inputs(stages, inputs), len(stages)):
+        if cut < 2:
+            continue
         for driver in sorted({0, top_stage(stages[:cut])}):
             for bands in range(2, min(max_bands, stages[driver].out_hw[0]) + 1):
-                plans.append(stream_cost(stages, cut, bands, driver, rest_peak_bytes(cut), total_macs))
+                plans.append(stream_cost(stages, cut, bands, driver, rest_peak_bytes(cut), total_macs, inputs))
     return sorted(plans, key=lambda p: (p.arena_bytes, p.grid[0], -p.driver))
 
 
@@ -315,10 +348,23 @@ def search(stages: list[WindowStage], rest_peak_bytes: Callable[[int], int], tot
     return sorted(plans, key=lambda p: (p.arena_bytes, p.extra_macs))
 
 
-def layer_by_layer_peak(stages: list[WindowStage], first: int) -> int:
+def layer_by_layer_peak(stages: list[WindowStage], first: int, inputs: Inputs | None = None) -> int:
     """The cost model's peak of stages[first:] layer by layer: each stage's whole input and output, streamed
-    (`streamed_bytes`; the model input, read by stage 0, outside the arena)."""
-    return max(streamed_bytes(s, _whole(s.in_hw), _whole(s.out_hw), i > 0) for i, s in enumerate(stages) if i >= first)
+    (`streamed_bytes`; the model input, read by stage 0, outside the arena), beside the whole outputs of the
+    stages before it that a stage after it still reads (a skip branch; `inputs` as stream_rows')."""
+    inputs = graph_inputs(stages, inputs)
+    readers = readers_of(inputs, len(stages))
+    peak = 0
+    for i, s in enumerate(stages):
+        if i >= first:
+            held = sum(_whole_bytes(stages[p]) for p in range(i) if p not in inputs[i] and any(j > i for j in readers[p]))
+            others = sum(_whole_bytes(stages[p]) for p in inputs[i][1:] if p >= 0)
+            peak = max(peak, held + others + streamed_bytes(s, _whole(s.in_hw), _whole(s.out_hw), inputs[i][0] >= 0))
+    return peak
+
+
+def _whole_bytes(stage: WindowStage) -> int:
+    return stage.out_tile_bytes(_whole(stage.out_hw))
 
 
 def best_within(plans: list[PatchPlan], max_extra_fraction: float) -> PatchPlan | None:

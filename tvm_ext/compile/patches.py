@@ -107,20 +107,24 @@ def _window_chain(func):
 
 
 def plans_of(func) -> list[PatchPlan]:
-    """Every plan of `func`'s window chain (cut, grid up to MAX_GRID x MAX_GRID; cut and streamed bands) with the
-    cost model's arena estimate, by estimate then extra MACs (then fewer bands); [] without a chain."""
+    """Every plan of `func`'s window chain (cut in its first stages that form a chain, grid up to MAX_GRID x
+    MAX_GRID; cut where its graph ends in one value and streamed bands) with the cost model's arena estimate (the
+    rest of the graph layer by layer after the cut), by estimate then extra MACs (then fewer bands); [] without a
+    chain."""
     chain = _window_chain(func)
     if chain is None:
         return []
-    stages = chain.geometries
-    rest, macs = _rest_peak(stages), sum(s.macs for s in stages)
-    return sorted(search(stages, rest, macs, MAX_GRID) + stream_search(stages, rest, macs),
+    stages, linear = chain.geometries, chain.geometries[:chain.linear]
+    rest, macs = _rest_peak(stages, chain.inputs), sum(s.macs for s in stages)
+    grids = search(linear, rest, macs, MAX_GRID) if len(linear) >= 2 else []
+    return sorted(grids + stream_search(stages, rest, macs, inputs=chain.inputs),
                   key=lambda p: (p.arena_bytes, p.extra_macs, p.grid[0] * p.grid[1]))
 
 
-def _rest_peak(stages):
-    """The cost model's layer-by-layer peak after a cut (rest_peak_bytes of tvm_ext.patch_geometry.search)."""
-    return lambda cut: layer_by_layer_peak(stages, cut) if cut < len(stages) else 0
+def _rest_peak(stages, inputs=None):
+    """The cost model's layer-by-layer peak after a cut (rest_peak_bytes of tvm_ext.patch_geometry.search;
+    `inputs`: the stages each stage reads, None for a chain)."""
+    return lambda cut: layer_by_layer_peak(stages, cut, inputs) if cut < len(stages) else 0
 
 
 def streamed_plan(func, bands: int | None) -> PatchPlan | None:
@@ -130,8 +134,8 @@ def streamed_plan(func, bands: int | None) -> PatchPlan | None:
     if chain is None:
         return None
     stages = chain.geometries
-    plans = stream_search(stages, _rest_peak(stages), sum(s.macs for s in stages),
-                          MAX_BANDS if bands is None else bands)
+    plans = stream_search(stages, _rest_peak(stages, chain.inputs), sum(s.macs for s in stages),
+                          MAX_BANDS if bands is None else bands, chain.inputs)
     return next((p for p in plans if bands is None or p.grid[0] == bands), None)
 
 
@@ -139,10 +143,11 @@ def plan_for_grid(func, grid: tuple[int, int]) -> PatchPlan | None:
     """The cut for `grid` of smallest estimated arena (then fewest extra MACs), None when no cut's output has
     that many rows and columns or `func` has no window chain."""
     chain = _window_chain(func)
-    if chain is None:
+    if chain is None or chain.linear < 2:
         return None
-    stages = chain.geometries
-    plans = [plan_cost(stages, cut, grid, _rest_peak(stages)(cut), sum(s.macs for s in stages))
+    stages, rest = chain.geometries[:chain.linear], _rest_peak(chain.geometries, chain.inputs)
+    macs = sum(s.macs for s in chain.geometries)
+    plans = [plan_cost(stages, cut, grid, rest(cut), macs)
              for cut in range(1, len(stages) + 1)
              if grid[0] <= stages[cut - 1].out_hw[0] and grid[1] <= stages[cut - 1].out_hw[1]]
     return min(plans, key=lambda p: (p.arena_bytes, p.extra_macs), default=None)
@@ -152,21 +157,25 @@ def band_rows(func, cut: PatchCut) -> list[tuple[int, int]]:
     """The input rows [start, stop) each band of an n x 1 `cut` of `func`'s window chain reads (its receptive
     field, halo included; streamed: that of the first stage's new rows, for each band that has some), top band
     first: what a row-wise input fetches (tvm_ext.plan.row_input)."""
-    stages = _window_chain(func).geometries[:cut.cut]
+    chain = _window_chain(func)
+    stages = chain.geometries[:cut.cut]
     if cut.driver is not None:
         first = stages[0]
         return [receptive_rows(rows[0], first.kernel[0], first.stride[0], first.pad[0], first.in_hw[0])
-                for rows in stream_rows(stages, cut.grid[0], cut.driver) if rows[0][0] < rows[0][1]]
+                for rows in stream_rows(stages, cut.grid[0], cut.driver, chain.inputs[:cut.cut])
+                if rows[0][0] < rows[0][1]]
     width = stages[-1].out_hw[1]
     return [patch_regions(stages, (rows, (0, width)))[0][0] for rows in split(stages[-1].out_hw[0], cut.grid[0])]
 
 
 def takes_rows(func, plan: PatchPlan) -> bool:
-    """Whether `plan` runs in bands (an n x 1 grid) none of which reads every input row: a plan a row-wise input
-    can take (a band reading all rows would hold the whole input)."""
-    if plan.grid[1] != 1:
+    """Whether `plan` runs in bands (an n x 1 grid) none of which reads every input row, the input read by its
+    first stage alone: a plan a row-wise input can take (a band reading all rows would hold the whole input; a
+    skip from the input would read its rows again)."""
+    chain = _window_chain(func)
+    if plan.grid[1] != 1 or any(-1 in inputs for inputs in chain.inputs[1:plan.cut]):
         return False
-    height = _window_chain(func).geometries[0].in_hw[0]
+    height = chain.geometries[0].in_hw[0]
     return all(rows != (0, height) for rows in band_rows(func, cut_of(plan)))
 
 

@@ -16,11 +16,14 @@ frontend's quantize/dequantize pattern of every layer, so the lowering gives eac
 as the whole layer (smaller shapes, border padding only), and the concatenation joins the int8 pieces
 themselves (the lowering's CONCATENATION of int8 tensors: a copy).
 
-The prefix is a chain from a model input: each tensor read by exactly one operator, which is a window operator
-in NHWC (conv2d, max_pool2d, avg_pool2d, not ceil mode) or an elementwise one (quantize, dequantize, clip,
-relu, leaky relu, and add, subtract, multiply, maximum, minimum with a tensor constant over the channels), with one
-operand on the chain. `window_chain` finds it; a stage is one window operator and the elementwise operators
-around it up to the tensor the next stage dequantizes (or casts: an int8 average pool sums in int32).
+The prefix is a chain from a model input: each of its tensors read by window operators in NHWC (conv2d,
+max_pool2d, avg_pool2d, not ceil mode), elementwise ones (quantize, dequantize, clip, relu, leaky relu, and add,
+subtract, multiply, maximum, minimum with a tensor constant over the channels) with one operand on the chain,
+or joins (an add of two of its tensors of one shape: a residual block's). `window_chain` finds it; a stage is
+one window operator or join and the elementwise operators around it up to the tensor the next stages
+dequantize (or cast: an int8 average pool sums in int32). Where a tensor has several readers the chain
+branches, and a join rejoins it: patch grids run only the stages before (`WindowChain.linear`), streamed bands
+(`_streamed`) the whole graph up to a stage after which it ends in one value (`WindowChain.cuts`).
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ from tvm import relax
 
 from tvm_ext.kernels.pool import average_of_sums, row_sums
 from tvm_ext.layers import OPAQUE_PATTERN, Layers, bindings_of, carry_layers, with_layers
-from tvm_ext.patch_geometry import (Range, Region, WindowStage, patch_regions, receptive_rows, split, stream_rows,
-                                    top_stage)
+from tvm_ext.patch_geometry import (Range, Region, WindowStage, patch_regions, readers_of, receptive_rows, split,
+                                    stream_rows, top_stage, valid_cuts)
 
 _WINDOW_OPS = ("relax.nn.conv2d", "relax.nn.max_pool2d", "relax.nn.avg_pool2d")
 _UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.nn.leakyrelu", "relax.astype")
@@ -50,24 +53,53 @@ class PatchPlanError(RuntimeError):
 @dataclass(frozen=True)
 class ChainStage:
     """One stage of the window chain: its geometry, the position (in the chain's bindings) of its window
-    operator and of its output binding."""
+    operator (or join) and of its output binding, the stages it reads (0-based, -1 the chain's source; one for a
+    window stage, each operand of a join), and the positions of its bindings: for each stage it reads, those
+    from that stage's output to the operand (a dequantize), then those after the window operator up to its
+    output."""
 
     geometry: WindowStage
     window: int
     output: int
+    inputs: tuple[int, ...] = ()
+    before: tuple[tuple[int, ...], ...] = ()
+    after: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class WindowChain:
-    """The chain of bindings from a model input `source` through the window stages (see the module)."""
+    """The graph of bindings from a model input `source` through the window stages (see the module): a chain,
+    or, past a tensor several stages read, branches that rejoin (a residual ADD); `linear` stages first form a
+    chain (each read by the next alone)."""
 
     source: relax.Var
     bindings: tuple[relax.Binding, ...]
     stages: tuple[ChainStage, ...]
+    cuts: tuple[int, ...] = ()  # the stages (1-based) after which it ends in one value (`_cuts`)
 
     @property
     def geometries(self) -> list[WindowStage]:
         return [stage.geometry for stage in self.stages]
+
+    @property
+    def inputs(self) -> list[tuple[int, ...]]:
+        return [stage.inputs for stage in self.stages]
+
+    @property
+    def linear(self) -> int:
+        """How many stages from the first form a chain: each reads the one before alone, (but the last) only the
+        next reads it, and the graph ends in one value after each."""
+        readers = readers_of(self.inputs, len(self.stages))
+        count = 0
+        while count < len(self.stages) and count + 1 in self.cuts and self.stages[count].inputs == (count - 1,) and (
+                count == 0 or readers[count - 1] == [count]):
+            count += 1
+        return count
+
+    def prefix(self, cut: int) -> list[int]:
+        """The positions of the bindings of stages[:cut], in order."""
+        return sorted({i for stage in self.stages[:cut] for i in (*(j for b in stage.before for j in b),
+                                                                   stage.window, *stage.after)})
 
 
 def window_chain(func: relax.Function) -> WindowChain | None:
@@ -85,36 +117,122 @@ def window_chain(func: relax.Function) -> WindowChain | None:
             computed.add(binding.var)
     best = None
     for param in func.params:
-        chain = _chain_from(param, readers, outputs, computed)
+        chain = _chain_from(param, bindings, readers, outputs, computed)
         if chain is not None and (best is None or len(chain.stages) > len(best.stages)):
             best = chain
     return best
 
 
-def _chain_from(source: relax.Var, readers: dict, outputs: set, computed: set) -> WindowChain | None:
+def _chain_from(source: relax.Var, bindings: list[relax.Binding], readers: dict, outputs: set,
+                computed: set) -> WindowChain | None:
+    """The window graph from `source`: the bindings in order that continue it (`_continues_chain` on one of its
+    tensors, or a `_joins` of two), up to the first that reads one of its tensors and does not; then its
+    stages (`_stages_of`)."""
     if not _is_nhwc_tensor(source):
         return None
+    region = {source}
     chain: list[relax.Binding] = []
-    current = source
-    while current not in outputs and len(readers.get(current, ())) == 1:
-        binding = readers[current][0]
-        if not _continues_chain(binding.value, current) or any(
-                var in computed for arg in binding.value.args[1:] for var in _vars_in(arg)):
+    for binding in bindings:
+        value = binding.value
+        read = [var for var in _vars_in(value) if var in region]
+        if not read:
+            continue
+        first = value.args[0] if isinstance(value, relax.Call) and value.args else None
+        continues = first is not None and first in region and _continues_chain(value, first) and not any(
+            var in computed for arg in value.args[1:] for var in _vars_in(arg))
+        if not (continues or _joins(value, region)) or any(var in outputs for var in read):
             break
         chain.append(binding)
-        current = binding.var
-    windows = [i for i, b in enumerate(chain) if _is_call(b.value, _WINDOW_OPS)]
+        region.add(binding.var)
+    stages = _stages_of(source, chain, readers)
+    if len(stages) < 2:
+        return None
+    return WindowChain(source, tuple(chain), tuple(stages), _cuts(chain, stages, readers, outputs))
+
+
+def _joins(value: relax.Expr, region: set) -> bool:
+    """Whether `value` adds two tensors of the graph (`region`) of its own shape element by element (a residual
+    ADD)."""
+    return (_is_call(value, ("relax.add",)) and len(value.args) == 2 and all(a in region for a in value.args)
+            and not value.args[0].same_as(value.args[1]) and _is_nhwc_tensor(value)
+            and all(_is_nhwc_tensor(a) and _same_shape(a, value) for a in value.args))
+
+
+def _same_shape(a: relax.Expr, b: relax.Expr) -> bool:
+    return [int(d) for d in a.ty.shape.values] == [int(d) for d in b.ty.shape.values]
+
+
+def _stages_of(source: relax.Var, chain: list[relax.Binding], readers: dict) -> list[ChainStage]:
+    """The window stages of the graph `chain` (bindings in order) from `source`: one per window operator or join,
+    in order, each reading the stored outputs of the stages before (the tensor a window operator's input
+    chain of widening operators starts from: a dequantize, a cast to more bits) and ending at its own (the last
+    tensor before such operators, read by nothing else on the way), of the source's type; the stages end before
+    the first that cannot."""
+    position = {b.var: i for i, b in enumerate(chain)}
+    index = {source: -1}  # stored output -> stage
     stages: list[ChainStage] = []
-    for k, window in enumerate(windows):
-        end = windows[k + 1] if k + 1 < len(windows) else len(chain)
-        output = end - 1
-        while output > window and _widens(chain[output].value):
-            output -= 1
+    for window, binding in enumerate(chain):
+        value = binding.value
+        is_window = _is_call(value, _WINDOW_OPS)
+        if not _is_kernel(value, position, source):
+            continue
+        inputs, before = [], []
+        for operand in value.args[:1] if is_window else value.args:
+            walked: list[int] = []
+            while operand not in index and operand in position and not _is_kernel(chain[position[operand]].value,
+                                                                                  position, source):
+                walked.insert(0, position[operand])
+                operand = chain[position[operand]].value.args[0]
+            if operand not in index:
+                return stages  # not a stage's stored output: the stages end here
+            inputs.append(index[operand])
+            before.append(tuple(walked))
+        after = []
+        last = window
+        while len(readers.get(chain[last].var, ())) == 1:
+            reader = readers[chain[last].var][0]
+            follows = position.get(reader.var)
+            if follows is None or _is_kernel(reader.value, position, source):
+                break
+            last = follows
+            after.append(last)
+        while after and _widens(chain[after[-1]].value):  # the next stage's, up to its operand
+            after.pop()
+        output = after[-1] if after else window
         if chain[output].var.ty.dtype != source.ty.dtype:
             break  # the chain ends inside this stage (e.g. before its quantize): no stored output to cut at
-        stages.append(ChainStage(_geometry(chain[window].value, str(k), _element_bytes(chain[output].var)), window,
-                                 output))
-    return WindowChain(source, tuple(chain), tuple(stages)) if len(stages) >= 2 else None
+        geometry = (_geometry(value, str(len(stages)), _element_bytes(chain[output].var)) if is_window
+                    else _join_geometry(value, str(len(stages)), _element_bytes(chain[output].var)))
+        index[chain[output].var] = len(stages)
+        stages.append(ChainStage(geometry, window, output, tuple(inputs), tuple(before), tuple(after)))
+    return stages
+
+
+def _is_kernel(value: relax.Expr, position: dict, source: relax.Var) -> bool:
+    """Whether `value` (a binding of the graph whose vars are `position`'s keys, from `source`) starts a stage:
+    a window operator or a join."""
+    return _is_call(value, _WINDOW_OPS) or (_is_call(value, ("relax.add",)) and all(
+        a in position or a.same_as(source) for a in value.args) and _joins(value, set(position) | {source}))
+
+
+def _cuts(chain: list[relax.Binding], stages: list[ChainStage], readers: dict, outputs: set) -> tuple[int, ...]:
+    """The cuts c (1-based) after which the graph ends in one value: only stage c's output is read by later
+    stages (`valid_cuts`) or outside the graph's first c stages, and no function output is among them."""
+    probe = WindowChain(relax.Var("probe", relax.TensorType(ndim=4)), tuple(chain), tuple(stages))
+    cuts = []
+    for cut in valid_cuts(probe.inputs, len(stages)):
+        inside = {chain[i].var for i in probe.prefix(cut)}
+        last = chain[stages[cut - 1].output].var
+        if all(var not in outputs and all(r.var in inside for r in readers.get(var, ()))
+               for var in inside - {last}):
+            cuts.append(cut)
+    return tuple(cuts)
+
+
+def _join_geometry(join: relax.Call, name: str, element_bytes: int) -> WindowStage:
+    """The patch geometry of a join: a 1x1 window of stride 1 on each operand, no MACs."""
+    hw, channels = _hw(join), int(join.ty.shape[3])
+    return WindowStage(name, hw, hw, channels, channels, (1, 1), (1, 1), (0, 0), 0, element_bytes)
 
 
 def _widens(value: relax.Expr) -> bool:
@@ -241,7 +359,8 @@ def _window_on_patch(window: relax.Call, data: relax.Expr, padding: list[int]) -
 class RunPrefixInPatches:
     """`main` with the prefix of its window chain up to stage `cut` (1-based: the output of the cut-th window
     stage) computed in a rows x columns `grid` of patches (see the module). Raises PatchPlanError when `main`
-    has no window chain of `cut` stages, or the grid has more rows or columns than the stage output. The
+    has no window chain of `cut` stages, its graph does not end in one value after stage `cut` (a grid: its
+    first stages that form a chain do not reach it), or the grid has more rows or columns than the stage output. The
     result keeps the layer records: a branch's operators carry their layer's, its slice the first layer's,
     the concatenation the cut layer's."""
 
@@ -258,6 +377,10 @@ class RunPrefixInPatches:
             raise PatchPlanError(f"a patch cut after window stage {self.cut} needs a chain of that many windowed "
                                  f"NHWC stages from a model input; this model has {stages}")
         out_hw = chain.stages[self.cut - 1].geometry.out_hw
+        if self.cut not in chain.cuts or (self.driver is None and self.cut > chain.linear):
+            raise PatchPlanError(f"window stage {self.cut} is not where the model's window graph ends in one value "
+                                 f"({'streamed' if self.driver is not None else 'patches: its chain'} ends so after "
+                                 f"stage {', '.join(str(c) for c in chain.cuts if self.driver is not None or c <= chain.linear)})")
         if self.driver is not None:
             top = top_stage(chain.geometries[:self.cut])
             rows = chain.stages[self.driver].geometry.out_hw[0] if 0 <= self.driver <= top else 0
@@ -293,11 +416,12 @@ class _PrefixRewriter(relax.PyExprMutator):
         self.grid = grid
         self.driver = driver
         self.last = chain.stages[cut - 1].output
-        self.prefix = {b.var: i for i, b in enumerate(chain.bindings[:self.last + 1])}
+        self.prefix = {chain.bindings[i].var: i for i in chain.prefix(cut)}
         position = {b.var: i for i, b in enumerate(bindings_of(mod["main"]))}
         self.layers_of = [layers.bindings[position[b.var]] if position[b.var] < len(layers.bindings) else ()
-                          for b in chain.bindings[:self.last + 1]]
+                          for b in chain.bindings]
         self.records: dict[relax.Var, tuple[int, ...]] = {}
+        self.sliced: dict[tuple[int, Range], relax.Var] = {}  # a stage's output rows sliced out of a kept chunk
 
     def visit_var_binding_(self, binding: relax.VarBinding) -> None:
         index = self.prefix.get(binding.var)
@@ -327,7 +451,7 @@ class _PrefixRewriter(relax.PyExprMutator):
         (r0, r1), (c0, c1) = regions[0]
         current = self._source_tile(((r0, r1), (c0, c1)), suffix)
         for stage in range(self.cut):
-            current = self._stage(stage, current, regions[stage + 1], suffix)
+            current = self._stage(stage, [current], regions[stage + 1], suffix)
         return current
 
     def _source_tile(self, region: Region, suffix: str) -> relax.Expr:
@@ -339,75 +463,96 @@ class _PrefixRewriter(relax.PyExprMutator):
         return self._emit(relax.op.strided_slice(source, [1, 2], [r0, c0], [r1, c1]), f"slice_{suffix}",
                           self.layers_of[0])
 
-    def _stage(self, stage: int, tile: relax.Expr, region_out: Region, suffix: str) -> relax.Var:
-        """Window stage `stage`'s operators (from the binding after the stage before's output to its own output)
-        on `tile`, the clipped receptive field of its output region `region_out`."""
-        first = 0 if stage == 0 else self.chain.stages[stage - 1].output + 1
-        current = tile
-        for index in range(first, self.chain.stages[stage].output + 1):
-            binding = self.chain.bindings[index]
-            value = binding.value
-            if index == self.chain.stages[stage].window:
-                new = _window_on_patch(value, current, _patch_padding(self.chain.stages[stage].geometry, region_out))
-            else:
-                new = relax.Call(value.op, [current, *(self.visit_expr(a) for a in value.args[1:])], value.attrs)
-            current = self._emit(new, f"{binding.var.name}_{suffix}", self.layers_of[index])
+    def _stage(self, stage: int, tiles: list[relax.Expr], region_out: Region, suffix: str) -> relax.Var:
+        """Window stage `stage`'s operators (for each stage it reads, those from that stage's output to the
+        operand, then its window operator or join and those up to its own output) on `tiles`, the clipped
+        receptive field of its output region `region_out` in each stage it reads."""
+        chain_stage = self.chain.stages[stage]
+        operands = []
+        for current, before in zip(tiles, chain_stage.before):
+            for index in before:
+                current = self._unary(index, current, suffix)
+            operands.append(current)
+        value = self.chain.bindings[chain_stage.window].value
+        if _is_call(value, _WINDOW_OPS):
+            new = _window_on_patch(value, operands[0], _patch_padding(chain_stage.geometry, region_out))
+        else:
+            new = relax.Call(value.op, operands, value.attrs)
+        current = self._emit(new, f"{self.chain.bindings[chain_stage.window].var.name}_{suffix}",
+                             self.layers_of[chain_stage.window])
+        for index in chain_stage.after:
+            current = self._unary(index, current, suffix)
         return current
+
+    def _unary(self, index: int, current: relax.Expr, suffix: str) -> relax.Var:
+        """The chain's binding `index` (an elementwise operator) on `current`, its other operands kept."""
+        binding = self.chain.bindings[index]
+        value = binding.value
+        new = relax.Call(value.op, [current, *(self.visit_expr(a) for a in value.args[1:])], value.attrs)
+        return self._emit(new, f"{binding.var.name}_{suffix}", self.layers_of[index])
 
     def _streamed(self, driver: int) -> relax.Var:
         """The prefix in bands of rows (tvm_ext.patch_geometry.stream_rows, the bands splitting stage `driver`'s
-        output rows), each stage computing only its new rows: every stage after the first keeps the chunks of
-        its input rows (the stage before's new rows, band by band) a later band still reads, and joins its
-        input tile from them (a concatenation; slices of the chunks at its ends); a reducing last stage (a
-        global average pool) adds each band's rows to running int32 sums, averaged after the last band."""
+        output rows), each stage computing only its new rows: every stage keeps the chunks of the rows of each
+        stage it reads (that stage's new rows, band by band) a later band still reads, and joins its input tile
+        from them (a concatenation; slices of the chunks at its ends); a join (a residual ADD) so takes the
+        rows of both its operands as they arrive; a reducing last stage (a global average pool) adds each
+        band's rows to running int32 sums, averaged after the last band."""
         geometries = self.chain.geometries[:self.cut]
-        schedule = stream_rows(geometries, self.grid[0], driver)
-        kept: list[list[tuple[Range, relax.Var]]] = [[] for _ in geometries]
+        inputs = self.chain.inputs[:self.cut]
+        readers = readers_of(inputs, self.cut)
+        schedule = stream_rows(geometries, self.grid[0], driver, inputs)
+        kept: dict[tuple[int, int], list[tuple[Range, relax.Var]]] = {
+            (i, p): [] for i, ins in enumerate(inputs) for p in ins if p >= 0}
         delivered: list[relax.Var] = []
         sums: relax.Var | None = None
         for k, rows in enumerate(schedule):
-            fresh: tuple[Range, relax.Var] | None = None  # the stage before's new rows in this band
+            suffix = f"b{k}"
             for i, (geometry, out_rows) in enumerate(zip(geometries, rows)):
-                if i > 0 and fresh is not None:
-                    kept[i].append(fresh)
-                fresh = None
-                suffix = f"b{k}"
+                mine = [p for p in inputs[i] if p >= 0]
                 if geometry.reduces:
-                    for _, chunk in kept[i]:
-                        sums = self._emit(self._kernel(row_sums, chunk, *(() if sums is None else (sums,))),
-                                          f"row_sums_{suffix}", self._records_of_stage(i))
-                    kept[i] = []
+                    for p in mine:
+                        for _, chunk in kept[(i, p)]:
+                            sums = self._emit(self._kernel(row_sums, chunk, *(() if sums is None else (sums,))),
+                                              f"row_sums_{suffix}", self._records_of_stage(i))
+                        kept[(i, p)] = []
                     continue
                 if out_rows[0] == out_rows[1]:
                     continue
                 in_rows = receptive_rows(out_rows, geometry.kernel[0], geometry.stride[0], geometry.pad[0],
                                          geometry.in_hw[0])
-                if i == 0:
-                    tile = self._source_tile((in_rows, (0, geometry.in_hw[1])), suffix)
-                else:
-                    tile = self._join(i, kept[i], in_rows, suffix)
+                tiles = [self._source_tile((in_rows, (0, geometry.in_hw[1])), suffix) if p < 0
+                         else self._join(i, kept[(i, p)], in_rows, suffix) for p in inputs[i]]
+                if mine:
                     following = next((later[i] for later in schedule[k + 1:] if later[i][0] < later[i][1]), None)
                     start = geometry.in_hw[0] if following is None else receptive_rows(
                         following, geometry.kernel[0], geometry.stride[0], geometry.pad[0], geometry.in_hw[0])[0]
-                    kept[i] = self._still_read(i, kept[i], start, suffix)
-                fresh = (out_rows, self._stage(i, tile, (out_rows, (0, geometry.out_hw[1])), suffix))
-            if not geometries[-1].reduces and fresh is not None:
-                delivered.append(fresh[1])
+                    for p in mine:
+                        kept[(i, p)] = self._still_read(i, p, kept[(i, p)], start, suffix)
+                fresh = self._stage(i, tiles, (out_rows, (0, geometry.out_hw[1])), suffix)
+                for j in readers[i]:
+                    kept[(j, i)].append((out_rows, fresh))
+                if i == self.cut - 1:
+                    delivered.append(fresh)
         if geometries[-1].reduces:
             return self._finish_sums(sums, geometries[-1])
         return self._concat(delivered, 1, "streamed")
 
-    def _still_read(self, stage: int, chunks: list[tuple[Range, relax.Var]], start: int,
+    def _still_read(self, stage: int, read: int, chunks: list[tuple[Range, relax.Var]], start: int,
                     suffix: str) -> list[tuple[Range, relax.Var]]:
-        """The kept `chunks` of stage `stage`'s input rows from row `start` on (what a later band reads): a chunk
-        reaching below `start` sliced to its rows from there (a copy: the rest of the chunk then dies)."""
+        """The kept `chunks` of stage `read`'s output rows from row `start` on (what a later band of stage
+        `stage` reads): a chunk reaching below `start` sliced to its rows from there (a copy: the rest of the
+        chunk then dies; made once for every stage that keeps those rows)."""
         still = []
         for (first, stop), chunk in chunks:
             if stop <= start:
                 continue
             if first < start:
-                chunk = self._emit(relax.op.strided_slice(chunk, [1], [start - first], [stop - first]),
-                                   f"halo{stage}_{suffix}", self._records_of_stage(stage))
+                key = (read, (start, stop))
+                if key not in self.sliced:
+                    self.sliced[key] = self._emit(relax.op.strided_slice(chunk, [1], [start - first], [stop - first]),
+                                                  f"halo{stage}_{suffix}", self._records_of_stage(stage))
+                chunk = self.sliced[key]
                 first = start
             still.append(((first, stop), chunk))
         return still
@@ -449,9 +594,8 @@ class _PrefixRewriter(relax.PyExprMutator):
         """The global average pool from its running sums: the reducing stage's bindings must be the widening
         cast, the pool and the narrowing cast of an integer average pool (the int8 lowering's pattern)."""
         stage = self.chain.stages[self.cut - 1]
-        first = self.chain.stages[self.cut - 2].output + 1
-        casts = [self.chain.bindings[i].value for i in range(first, stage.output + 1) if i != stage.window]
-        if stage.output != stage.window + 1 or not all(_is_call(c, ("relax.astype",)) for c in casts):
+        casts = [self.chain.bindings[i].value for i in (*(j for b in stage.before for j in b), *stage.after)]
+        if len(stage.after) != 1 or not all(_is_call(c, ("relax.astype",)) for c in casts):
             raise PatchPlanError(f"window stage {self.cut} is a global average pool, but not of an integer tensor "
                                  "cast to int32 and back: it cannot be summed band by band")
         dtype = str(self.chain.bindings[stage.output].var.ty.dtype)

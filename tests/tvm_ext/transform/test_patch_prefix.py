@@ -13,7 +13,7 @@ import tvm
 from tflite_micro import runtime  # the golden reference
 from tvm import relax
 
-from tflite_models import chain_model
+from tflite_models import chain_model, residual_model
 from tvm_ext.frontend import import_model
 from tvm_ext.layers import Layers, bindings_of
 from tvm_ext.transform import LowerQuantizedToInteger
@@ -113,3 +113,37 @@ def test_a_cut_beyond_the_chain_or_a_grid_beyond_the_output_is_refused(model_pat
         RunPrefixInPatches(7, (2, 2))(imported)
     with pytest.raises(PatchPlanError, match="2x1 output"):
         RunPrefixInPatches(6, (3, 1))(imported)
+
+
+@pytest.fixture(scope="module")
+def residual_path(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("patch_prefix") / "residual.tflite"
+    path.write_bytes(residual_model(IMAGE))
+    return path
+
+
+def test_a_residual_graph_has_its_joins_as_stages_and_ends_in_one_value_where_no_skip_crosses(residual_path):
+    chain = window_chain(import_model(residual_path).mod["main"])
+    # the model's order: the block's two convolutions, then the skip's 1x1, then the join and the global pool
+    assert chain.inputs == [(-1,), (0,), (0, 1), (2,), (3,), (2,), (5, 4), (6,)]
+    assert chain.cuts == (1, 3, 7, 8) and chain.linear == 1
+    with pytest.raises(PatchPlanError, match="not where the model's window graph ends in one value"):
+        RunPrefixInPatches(2, (2, 1), 0)(import_model(residual_path).mod)
+    with pytest.raises(PatchPlanError, match="patches: its chain ends so after stage 1"):
+        RunPrefixInPatches(3, (2, 2))(import_model(residual_path).mod)
+
+
+@pytest.mark.parametrize("cut, bands, driver", [(3, 3, 0), (3, 5, 2), (7, 2, 0), (7, 4, 6), (8, 7, 0), (8, 13, 0),
+                                                (8, 3, 6)])
+def test_streamed_branches_that_rejoin_compute_the_layer_by_layer_values_bit_exactly(residual_path, cut, bands,
+                                                                                    driver):
+    """Streamed bands through residual joins (a skip branch keeping only the rows its join still reads), up to a
+    join or the global pool after it: bit for bit TFLite Micro's output (which the layer-by-layer lowering
+    matches), each convolution's every output row computed once."""
+    mod = import_model(residual_path).mod
+    interpreter = runtime.Interpreter.from_file(str(residual_path))
+    streamed = RunPrefixInPatches(cut, (bands, 1), driver)(mod)
+    for x, got in zip(_inputs(), _run_lowered(streamed, _inputs()), strict=True):
+        interpreter.set_input(x, 0)
+        interpreter.invoke()
+        np.testing.assert_array_equal(got, interpreter.get_output(0))
