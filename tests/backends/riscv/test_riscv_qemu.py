@@ -155,7 +155,10 @@ def test_an_int8_fully_connected_layer_multiplies_paired_weights(compiled, profi
     internal = (bundle.out_dir / "ad01_int8_internal.h").read_text()
     assert len(re.findall(r"ad01_int8_fc_rows_s8x8(_b16)?\(", kernels)) == 10
     assert "ad01_int8_mac_s8x8(" not in kernels and "for (" not in kernels
-    assert "AD01_INT8_OUT_OF_LINE static int32_t ad01_int8_fc_rows_any(" in internal  # one copy for the kernels
+    assert "AD01_INT8_OUT_OF_LINE static int32_t ad01_int8_fc_rows_any(" in internal
+    symbols = subprocess.run([f"{RISCV_BINUTILS_PREFIX}nm", str(bundle.library)], capture_output=True, text=True,
+                             check=True).stdout
+    assert len(re.findall(r" t ad01_int8_fc_rows_any(\.[\w.]+)?$", symbols, re.M)) == 1, symbols  # one copy, linked
     assert "ad01_int8_mac_s8x8_pairs_loop(acc, x, w, row_len);" in internal
 
 
