@@ -245,14 +245,14 @@ class KernelSchedules:
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
     None where it does not fit that ADD (the generic kernel then)."""
-    qlinear_pointwise: Optional[Callable[..., Any]] = None
-    """The core's own kernel of onnxruntime's QLinearConv of a pointwise (1x1, stride 1, unpadded) NCHW convolution
-    of int8 data and int8 weights of zero point 0 (`backends.cortex_m.schedules.helium_qlinear.helium_qlinear_pointwise`:
-    x, w, bias, multiplier and its keywords), which the int8 lowering writes for such a QLinearConv with constant
-    scales whose multipliers `qlinear_pointwise_fits` accepts, or None: the generic kernel
-    (`tvm_ext.kernels.onnx_qlinear.qlinear_conv2d`)."""
-    qlinear_pointwise_fits: Optional[Callable[[Any], bool]] = None
-    """Whether `qlinear_pointwise` takes a QLinearConv's float32 multipliers (a numpy array, one per output channel)."""
+    qlinear_conv: Optional[Callable[..., Any]] = None
+    """The core's own kernel of onnxruntime's QLinearConv of one NCHW int8 image by int8 weights of zero point 0
+    (`backends.cortex_m.schedules.helium_qlinear.helium_qlinear_conv`: x, w, bias, multiplier and its keywords),
+    which the int8 lowering writes for such a QLinearConv with constant scales whose multipliers
+    `qlinear_conv_fits` accepts, or None: the generic kernel (`tvm_ext.kernels.onnx_qlinear.qlinear_conv2d`)."""
+    qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
+    """Whether `qlinear_conv` takes a QLinearConv of these float32 multipliers (a numpy array, one per output channel),
+    pointwise or not (1x1, stride 1, unpadded, one group) and of output rows this wide (pixels)."""
     interleaved_gate_weights: bool = False
     """Whether the int8 lowering gives a recurrent cell's gate products their weights interleaved per tile of four
     units (`tvm_ext.kernels.lstm.interleave_gate_weights`), for a core whose helper reads them so; False keeps

@@ -91,8 +91,8 @@ class LowerQuantizedToInteger:
         a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
     int8_add: the kernel of int8 ADD of two computed operands where it gives one (None: the generic kernel):
         a backend's (``backends.backend.KernelSchedules.int8_add``).
-    qlinear_pointwise, qlinear_pointwise_fits: a backend's kernel of a pointwise QLinearConv and the multipliers it
-        takes (``backends.backend.KernelSchedules.qlinear_pointwise``; None: the generic kernel).
+    qlinear_conv, qlinear_conv_fits: a backend's kernel of an NCHW int8 QLinearConv and which it
+        takes (``backends.backend.KernelSchedules.qlinear_conv``; None: the generic kernel).
     pad_runs: write PAD as runs (``tvm_ext.kernels.copy_runs.pad_runs``): a backend's choice
         (``backends.backend.KernelSchedules.pad_runs``), for its helper of a run's copy.
     conv_weight_length: each output channel's int8 CONV_2D weight length for a window (KH, KW, I) and whether
@@ -125,8 +125,8 @@ class LowerQuantizedToInteger:
         flash_bytes: Optional[int] = None,
         conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None,
         interleaved_gate_weights: bool = False,
-        qlinear_pointwise: Optional[Callable[..., Any]] = None,
-        qlinear_pointwise_fits: Optional[Callable[[Any], bool]] = None,
+        qlinear_conv: Optional[Callable[..., Any]] = None,
+        qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_weights = paired_weights
@@ -137,8 +137,8 @@ class LowerQuantizedToInteger:
         self.pad_runs = pad_runs
         self.flash_bytes = flash_bytes
         self.conv_weight_length = conv_weight_length
-        self.qlinear_pointwise = qlinear_pointwise
-        self.qlinear_pointwise_fits = qlinear_pointwise_fits
+        self.qlinear_conv = qlinear_conv
+        self.qlinear_conv_fits = qlinear_conv_fits
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
         self.float_fallback_layers: list[str] = []
@@ -196,8 +196,8 @@ class _MainRewriter:
         self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs,
                                        options.int8_add, options.stacked_rows, options.conv_weight_length,
                                        options.interleaved_gate_weights, pad_runs=options.pad_runs,
-                                       qlinear_pointwise=options.qlinear_pointwise,
-                                       qlinear_pointwise_fits=options.qlinear_pointwise_fits)
+                                       qlinear_conv=options.qlinear_conv,
+                                       qlinear_conv_fits=options.qlinear_conv_fits)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

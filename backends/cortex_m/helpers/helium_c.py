@@ -38,8 +38,10 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   portable C the contracts' loops. Its own library (`HELIUM_FLOAT_HELPERS`, `backends.cortex_m.helpers`): a
   float bundle defines it alone, an int8 bundle never.
 - `helium_qlinear.h.in`: `<prefix>_qlinear_pointwise_s8`, onnxruntime's QLinearConv of a pointwise NCHW convolution,
-  one output channel's pixels per call, 16 pixels per step (VLDRB.S32, VMLA by the channel's weight) and
-  onnxruntime's float32 requantization four lanes a step (VCVT, VMUL, VMAXNM/VMINNM, VRINTN: ties to even), called
+  one output channel's pixels per call, 16 pixels per step (VLDRB.S32, VMLA by the channel's weight), and
+  `<prefix>_qlinear_row_s8`, any other one's output row per call, four pixels per vector (VLDRB gathers, the
+  padding's lanes the zero point by VPSEL), with onnxruntime's float32 requantization four lanes a step (VCVT,
+  VMUL, VMAXNM/VMINNM, VRINTN: ties to even), called
   by the kernel Helium's int8 lowering writes for such a QLinearConv (`backends.cortex_m.schedules.helium_qlinear`);
   no DSP twin, its portable C the contract's loops. Its own library (`HELIUM_QLINEAR_HELPERS`): only bundles whose
   kernels call it define it.
@@ -140,7 +142,7 @@ def helium_depthwise_tiles_helper_name(prefix: str, bias: str, border: str = "")
 
 
 def helium_qlinear_c(prefix: str) -> str:
-    """The C definition of the pointwise QLinearConv helper in a Helium bundle of prefix `prefix` (the template
+    """The C definitions of the NCHW QLinearConv helpers in a Helium bundle of prefix `prefix` (the template
     includes <arm_mve.h> itself)."""
     return helper_template_c(__package__, HELIUM_QLINEAR_TEMPLATE, prefix)
 
@@ -148,6 +150,11 @@ def helium_qlinear_c(prefix: str) -> str:
 def qlinear_pointwise_helper_name(prefix: str) -> str:
     """The C name of the pointwise QLinearConv helper in the bundle `prefix`."""
     return f"{prefix}_qlinear_pointwise_s8"
+
+
+def qlinear_row_helper_name(prefix: str) -> str:
+    """The C name of the QLinearConv output row's helper in the bundle `prefix`."""
+    return f"{prefix}_qlinear_row_s8"
 
 
 def helium_float_c(prefix: str) -> str:

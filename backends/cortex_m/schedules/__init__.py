@@ -23,8 +23,9 @@ the helpers of `backends.cortex_m.helpers`.
 - `helium_float` (Helium): a float CONV_2D / FULLY_CONNECTED reduction tiled to output channels (one or two
   pixels) as one call of the float multiply-accumulate over four float lanes per vector (`padded_float_calls`, then
   each tile's bias and activation one call: `float_epilogue_calls`, both before the integer passes);
-- `helium_qlinear` (Helium): onnxruntime's QLinearConv of a pointwise NCHW convolution as one call of the vector
-  helper per output channel, the kernel the int8 lowering writes (`KernelSchedules.qlinear_pointwise`);
+- `helium_qlinear` (Helium): onnxruntime's QLinearConv of an NCHW int8 image as calls of the vector helpers (a
+  pointwise one's per output channel, any other's per output row), the kernel the int8 lowering writes
+  (`KernelSchedules.qlinear_conv`);
 - `helium_add` (Helium): int8 ADD as one call of the vector ADD helper, the kernel the int8 lowering writes
   (`KernelSchedules.int8_add`);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
@@ -49,7 +50,7 @@ from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helpe
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.helium_add import helium_add_int8
-from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_pointwise, helium_qlinear_pointwise
+from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium_qlinear_conv
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.pair_tiles import pair_odd_pixel_row as pair_odd_pixel_row_fused, pair_tiles_calls
 from backends.cortex_m.schedules.helium_float import float_epilogue_calls, float_mac_replacement, padded_float_calls
@@ -155,7 +156,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
     (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
     cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
-    on cores with MVE (`helium_add`), and a pointwise QLinearConv as Helium's (`helium_qlinear`); a copied CONV_2D window padded with zero weights
+    on cores with MVE (`helium_add`), and an int8 QLinearConv as Helium's (`helium_qlinear`); a copied CONV_2D window padded with zero weights
     (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
     without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
@@ -169,8 +170,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
         stacked_rows=dsp_only,
         int8_add=helium_add_int8 if has_mve(profile) else None,
-        qlinear_pointwise=helium_qlinear_pointwise if has_mve(profile) else None,
-        qlinear_pointwise_fits=fits_qlinear_pointwise if has_mve(profile) else None,
+        qlinear_conv=helium_qlinear_conv if has_mve(profile) else None,
+        qlinear_conv_fits=fits_qlinear_conv if has_mve(profile) else None,
         conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1)
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)

@@ -171,8 +171,8 @@ UNIT_TESTS_BY_HELPER = [
                    core_macro=HELIUM_MACRO),
     # the Helium float multiply-accumulates against the plain loops of their contract, bit for bit
     HelperUnitTest("fmac_f32", (HELIUM_FLOAT_TEMPLATE,), profile="cortex-m55", core_macro=HELIUM_FLOAT_MACRO),
-    # the Helium pointwise QLinearConv (integer sums, onnxruntime's float32 requantization) against the plain loops
-    HelperUnitTest("qlinear_pointwise", (HELIUM_QLINEAR_TEMPLATE,), profile="cortex-m55",
+    # the Helium NCHW QLinearConv rows (integer sums, onnxruntime's float32 requantization) against the plain loops
+    HelperUnitTest("qlinear_nchw", (HELIUM_QLINEAR_TEMPLATE,), profile="cortex-m55",
                    core_macro=HELIUM_QLINEAR_MACRO),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]

@@ -1,9 +1,10 @@
-"""Helium's pointwise QLinearConv (backends/cortex_m/schedules/helium_qlinear.py, the helper
+"""Helium's QLinearConv (backends/cortex_m/schedules/helium_qlinear.py, the helpers
 backends/cortex_m/helpers/templates/helium_qlinear.h.in): an onnxruntime QDQ model (``quantize_static``, per-channel
-int8 weights) whose 1x1 Conv onnxruntime fuses into a QLinearConv compiles on cortex-m55 to one call of
-`<prefix>_qlinear_pointwise_s8` per output channel (MVE: VMLA, VCVT, VRINTN), not to the generic scalar kernel, and
-stays bit for bit with onnxruntime under QEMU mps3-an547 and on the host (the helper's portable C); a 3x3 Conv keeps
-the generic kernel, and other cores keep it for the 1x1 too."""
+int8 weights) whose Convs onnxruntime fuses into QLinearConvs compiles on cortex-m55 to the vector helpers, not to
+the generic scalar kernel: its 1x1 Conv one call of `<prefix>_qlinear_pointwise_s8` per output channel, its padded
+3x3 Conv of stride 2 one call of `<prefix>_qlinear_row_s8` per output row (MVE: VMLA, VCVT, VRINTN), and stays bit
+for bit with onnxruntime under QEMU mps3-an547 and on the host (the helpers' portable C); other cores keep the
+generic kernel."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ SHAPE = (1, 16, 7, 9)
 
 
 def _qdq_model(tmp_path):
-    """A float model (x [1, 16, 7, 9] -> 1x1 Conv to 24 channels with a bias -> Relu -> 3x3 Conv, padded, to 8
-    channels), quantized by onnxruntime's quantize_static (QDQ, per-channel weights); its path."""
+    """A float model (x [1, 16, 7, 9] -> 1x1 Conv to 24 channels with a bias -> Relu -> 3x3 Conv, padded, stride 2,
+    to 8 channels), quantized by onnxruntime's quantize_static (QDQ, per-channel weights); its path."""
     rng = np.random.default_rng(30)
     constants = [numpy_helper.from_array(rng.standard_normal((24, 16, 1, 1)).astype(np.float32) * 0.3, "w1"),
                  numpy_helper.from_array(rng.standard_normal(24).astype(np.float32), "b1"),
@@ -35,7 +36,7 @@ def _qdq_model(tmp_path):
                  numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b2")]
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="pointwise"),
              helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
-             helper.make_node("Conv", ["r1", "w2", "b2"], ["y"], name="spatial", pads=[1, 1, 1, 1])]
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["y"], name="spatial", pads=[1, 1, 1, 1], strides=[2, 2])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], constants)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -57,8 +58,10 @@ def test_a_qdq_pointwise_conv_on_cortex_m55_is_the_vector_helper_and_stays_bit_e
     assert "vrndnq_f32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
     pointwise = [call for call in bundle.plan.calls if "qlinearconv" in call.kernel and call.macs == 16 * 24 * 63]
     assert len(pointwise) == 1, [(c.kernel, c.macs) for c in bundle.plan.calls]  # its MACs declared
-    spatial = [call for call in bundle.plan.calls if re.search(r"qlinearconv\w*_3x3", call.kernel)]
-    assert len(spatial) == 1, [c.kernel for c in bundle.plan.calls]  # the 3x3 Conv keeps the generic kernel
+    rows = re.findall(r"_qlinear_row_s8\((.*)\);", kernels)
+    assert len(rows) == 1 and ", 24, 63, 7, 9, 5, 3, 3, 2, 1, 1, " in rows[0], rows  # per output row, in loops
+    spatial = [call for call in bundle.plan.calls if call.macs == 8 * 24 * 9 * 4 * 5]
+    assert len(spatial) == 1, [(c.kernel, c.macs) for c in bundle.plan.calls]
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable loops
     assert mismatches(bundle, path, 10) == []
 
@@ -67,4 +70,4 @@ def test_a_qdq_pointwise_conv_on_cortex_m55_is_the_vector_helper_and_stays_bit_e
 def test_other_cores_keep_the_generic_qlinear_conv(tmp_path):
     bundle = compile(_qdq_model(tmp_path), "cortex-m4f", tmp_path / "m4f")
     assert bundle.selftest.passed, bundle.selftest.output
-    assert "_qlinear_pointwise_s8(" not in (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    assert "_qlinear_" not in (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()

@@ -44,10 +44,10 @@ class LoweringContext:
     (``backends.backend.KernelSchedules.conv_weight_length``; None: KH * KW * I)."""
     interleaved_gate_weights: bool = False
     pad_runs: bool = False
-    qlinear_pointwise: Optional[Callable[..., Optional[te.Tensor]]] = None
-    """The backend's own kernel of a pointwise QLinearConv (``backends.backend.KernelSchedules.qlinear_pointwise``;
-    None: the generic kernel), for multipliers ``qlinear_pointwise_fits`` accepts."""
-    qlinear_pointwise_fits: Optional[Callable[[Any], bool]] = None
+    qlinear_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
+    """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
+    None: the generic kernel), for the QLinearConvs ``qlinear_conv_fits`` accepts."""
+    qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
 
 
 @dataclass(frozen=True)

@@ -71,16 +71,16 @@ def _out_dtype(operands: dict, prefix: str) -> str:
 def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
          ctx: LoweringContext) -> Union[KernelCall, Mismatch]:
     """QLinearConv or QLinearMatMul (with QGemm's bias): the kernel reads the scales' multiplier when they are
-    constants, else the three scales; a pointwise QLinearConv the backend's own kernel takes is that kernel's
-    (`_pointwise_call`)."""
+    constants, else the three scales; a QLinearConv the backend's own kernel takes is that kernel's
+    (`_own_conv_call`)."""
     data_name, _, _, weight_name, *_ = _OPERANDS[marker]
     data, weight = operands.pop(data_name), operands.pop(weight_name)
     scale_names = [name for name in operands if name.endswith("_scale")]
     multiplier = _constant_multiplier(*(operands[name] for name in scale_names))
     if marker == QLINEAR_CONV and multiplier is not None:
-        pointwise = _pointwise_call(call, data, weight, operands, geometry, multiplier.value.numpy(), ctx)
-        if pointwise is not None:
-            return pointwise
+        own = _own_conv_call(call, data, weight, operands, geometry, multiplier.value.numpy(), ctx)
+        if own is not None:
+            return own
     if multiplier is not None:
         operands = {name: value for name, value in operands.items() if name not in scale_names}
         operands["multiplier"] = multiplier
@@ -91,28 +91,31 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
     return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs})
 
 
-def _pointwise_call(call: relax.Call, data: relax.Expr, weight: relax.Expr, operands: dict, geometry: list,
-                    multiplier: np.ndarray, ctx: LoweringContext) -> Optional[KernelCall]:
-    """The backend's own kernel of a pointwise QLinearConv (``LoweringContext.qlinear_pointwise``), or None where it
-    has none or the node is not one it takes: int8 data [1, C, H, W] and output, a constant int8 weight [O, C, 1, 1]
-    of zero point 0, stride 1, no padding, dilation 1, one group, constant per-tensor zero points, float32
-    multipliers the backend accepts, and sums that stay within int32 with the input's zero point folded into the
-    bias (the kernel multiplies the raw int8 inputs)."""
-    if ctx.qlinear_pointwise is None or ctx.qlinear_pointwise_fits is None:
+def _own_conv_call(call: relax.Call, data: relax.Expr, weight: relax.Expr, operands: dict, geometry: list,
+                   multiplier: np.ndarray, ctx: LoweringContext) -> Optional[KernelCall]:
+    """The backend's own kernel of a QLinearConv (``LoweringContext.qlinear_conv``), or None where it has none or
+    the node is not one it takes: int8 data [1, C, H, W] and output, a constant int8 weight [O, C / group, KH, KW]
+    of zero point 0, constant per-tensor zero points, float32 multipliers and a geometry the backend accepts, and
+    sums that stay
+    within int32 with the input's zero point folded into the bias (the kernel multiplies the raw int8 inputs, the
+    padding's as the zero point)."""
+    if ctx.qlinear_conv is None or ctx.qlinear_conv_fits is None:
         return None
-    strides, pads, dilations = ([int(v) for v in shape.values] for shape in geometry[:3])
     weights = weight.value.numpy() if isinstance(weight, Constant) else None
     zero_points = [_scalar(operands[name]) for name in ("x_zero_point", "y_zero_point")]
     weight_zero_point = operands["w_zero_point"]
-    if (weights is None or weights.dtype != np.int8 or weights.ndim != 4 or weights.shape[2:] != (1, 1)
-            or str(data.ty.dtype) != "int8" or _out_dtype(operands, "y") != "int8" or None in zero_points
+    if (weights is None or weights.dtype != np.int8 or weights.ndim != 4 or str(data.ty.dtype) != "int8"
+            or _out_dtype(operands, "y") != "int8" or None in zero_points
             or len(data.ty.shape.values) != 4 or int(data.ty.shape.values[0]) != 1
-            or strides != [1, 1] or any(pads) or dilations != [1, 1] or int(geometry[3].value) != 1
             or not isinstance(weight_zero_point, Constant) or np.any(weight_zero_point.value.numpy() != 0)):
         return None
     channels = weights.shape[0]
     multipliers = np.broadcast_to(multiplier.astype(np.float32).reshape(-1), (channels,)).copy()
-    if not ctx.qlinear_pointwise_fits(multipliers):
+    strides, pads, dilations = ([int(v) for v in shape.values] for shape in geometry[:3])
+    group = int(geometry[3].value)
+    out_hw = [int(d) for d in call.ty_args[0].shape.values[2:]]
+    pointwise = weights.shape[2:] == (1, 1) and strides == [1, 1] and not any(pads) and group == 1
+    if not ctx.qlinear_conv_fits(multipliers, pointwise, out_hw[1]):
         return None
     bias = operands.get("bias")
     if bias is not None and not isinstance(bias, Constant):
@@ -123,11 +126,11 @@ def _pointwise_call(call: relax.Call, data: relax.Expr, weight: relax.Expr, oper
     reach = np.abs(folded) + 128 * np.abs(rows).sum(axis=1)  # every partial sum of raw int8 products
     if int(reach.max(initial=0)) > np.iinfo(np.int32).max:
         return None
-    macs = weights.size * int(np.prod([int(d) for d in data.ty.shape.values[2:]]))
-    return KernelCall("QLinearConv", call, ctx.qlinear_pointwise, (
+    return KernelCall("QLinearConv", call, ctx.qlinear_conv, (
         data, relax.const(weights), relax.const(folded.astype(np.int32)), relax.const(multipliers)),
-        {"output_zero_point": int(zero_points[1]), "low": -128, "high": 127},
-        func_attrs={DECLARED_MACS_ATTR: tirx.IntImm("int64", macs)})
+        {"x_zero_point": int(zero_points[0]), "output_zero_point": int(zero_points[1]), "low": -128, "high": 127,
+         "strides": strides, "pads": pads, "dilations": dilations, "group": group},
+        func_attrs={DECLARED_MACS_ATTR: tirx.IntImm("int64", weights.size * out_hw[0] * out_hw[1])})
 
 
 def _binary(marker: str, call: relax.Call, operands: dict, geometry: list,
