@@ -93,6 +93,8 @@ class LowerQuantizedToInteger:
         a backend's (``backends.backend.KernelSchedules.int8_add``).
     qlinear_conv, qlinear_conv_fits: a backend's kernel of an NCHW int8 QLinearConv and which it
         takes (``backends.backend.KernelSchedules.qlinear_conv``; None: the generic kernel).
+    integer_requantization: onnxruntime's QLinearConv and QLinearMatMul requantize in integers (the profile has no
+        floating-point unit: ``tvm_ext.kernels.onnx_qlinear``).
     pad_runs: write PAD as runs (``tvm_ext.kernels.copy_runs.pad_runs``): a backend's choice
         (``backends.backend.KernelSchedules.pad_runs``), for its helper of a run's copy.
     conv_weight_length: each output channel's int8 CONV_2D weight length for a window (KH, KW, I) and whether
@@ -127,6 +129,7 @@ class LowerQuantizedToInteger:
         interleaved_gate_weights: bool = False,
         qlinear_conv: Optional[Callable[..., Any]] = None,
         qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None,
+        integer_requantization: bool = False,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_weights = paired_weights
@@ -139,6 +142,7 @@ class LowerQuantizedToInteger:
         self.conv_weight_length = conv_weight_length
         self.qlinear_conv = qlinear_conv
         self.qlinear_conv_fits = qlinear_conv_fits
+        self.integer_requantization = integer_requantization
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
         self.float_fallback_layers: list[str] = []
@@ -197,7 +201,8 @@ class _MainRewriter:
                                        options.int8_add, options.stacked_rows, options.conv_weight_length,
                                        options.interleaved_gate_weights, pad_runs=options.pad_runs,
                                        qlinear_conv=options.qlinear_conv,
-                                       qlinear_conv_fits=options.qlinear_conv_fits)
+                                       qlinear_conv_fits=options.qlinear_conv_fits,
+                                       integer_requantization=options.integer_requantization)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

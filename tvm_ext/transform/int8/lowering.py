@@ -48,6 +48,9 @@ class LoweringContext:
     """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
     None: the generic kernel), for the QLinearConvs ``qlinear_conv_fits`` accepts."""
     qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
+    integer_requantization: bool = False
+    """Whether onnxruntime's QLinearConv and QLinearMatMul kernels requantize in integers (the bundle's helper of
+    the float operations' bits: cores without a floating-point unit)."""
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
     if multiplier is not None:
         operands = {name: value for name, value in operands.items() if name not in scale_names}
         operands["multiplier"] = multiplier
+    if ctx.integer_requantization:
+        operands["integer_requantization"] = True
     if marker == QLINEAR_MATMUL:
         return KernelCall("QLinearMatMul", call, qlinear_matmul, (data, weight), operands)
     strides, pads, dilations = ([int(v) for v in shape.values] for shape in geometry[:3])
