@@ -39,31 +39,30 @@ static int same(uint32_t ours, uint32_t expected)
     return ours == expected || (is_nan_bits(ours) && is_nan_bits(expected));
 }
 
+static int32_t checks = 0, failures = 0;
+
+/* Counts one check of `name`'s result `ours` for case `c` against fmaf's; prints the first failures. */
+static void check(const char *name, const uint32_t *c, uint32_t ours)
+{
+    checks += 1;
+    if (!same(ours, c[3]) && failures++ < 10) {
+        printf("%s(%08lx, %08lx, %08lx) = %08lx, fmaf: %08lx\n", name, (unsigned long)c[0], (unsigned long)c[1],
+               (unsigned long)c[2], (unsigned long)ours, (unsigned long)c[3]);
+    }
+}
+
 int main(void)
 {
     const size_t count = sizeof FMA_CASES / sizeof FMA_CASES[0];
-    int32_t checks = 0, failures = 0;
     for (size_t i = 0; i < count; ++i) {
-        const float x = from_bits(FMA_CASES[i][0]), y = from_bits(FMA_CASES[i][1]), z = from_bits(FMA_CASES[i][2]);
-        const uint32_t expected = FMA_CASES[i][3];
-        const int finite = ((FMA_CASES[i][0] | 0x807fffffu) != 0xffffffffu)
-            && ((FMA_CASES[i][1] | 0x807fffffu) != 0xffffffffu) && ((FMA_CASES[i][2] | 0x807fffffu) != 0xffffffffu);
+        const uint32_t *c = FMA_CASES[i];
+        const float x = from_bits(c[0]), y = from_bits(c[1]), z = from_bits(c[2]);
+        const int finite = ((c[0] | 0x807fffffu) != 0xffffffffu) && ((c[1] | 0x807fffffu) != 0xffffffffu)
+            && ((c[2] | 0x807fffffu) != 0xffffffffu);
         if (finite) {
-            const uint32_t ours = to_bits(lp_fma_integer(x, y, z));
-            checks += 1;
-            if (!same(ours, expected) && failures++ < 10) {
-                printf("lp_fma_integer(%08lx, %08lx, %08lx) = %08lx, fmaf: %08lx\n", (unsigned long)FMA_CASES[i][0],
-                       (unsigned long)FMA_CASES[i][1], (unsigned long)FMA_CASES[i][2], (unsigned long)ours,
-                       (unsigned long)expected);
-            }
+            check("lp_fma_integer", c, to_bits(lp_fma_integer(x, y, z)));
         }
-        const uint32_t ours = to_bits(lp_fma(x, y, z));
-        checks += 1;
-        if (!same(ours, expected) && failures++ < 10) {
-            printf("lp_fma(%08lx, %08lx, %08lx) = %08lx, fmaf: %08lx\n", (unsigned long)FMA_CASES[i][0],
-                   (unsigned long)FMA_CASES[i][1], (unsigned long)FMA_CASES[i][2], (unsigned long)ours,
-                   (unsigned long)expected);
-        }
+        check("lp_fma", c, to_bits(lp_fma(x, y, z)));
     }
     if (failures != 0) {
         printf("FAIL %ld of %ld\n", (long)failures, (long)checks);
