@@ -255,6 +255,14 @@ class KernelSchedules:
     """The core's own kernel of int8 SOFTMAX over the last axis (operands and keywords as
     `tvm_ext.kernels.softmax_int8`'s), which the int8 lowering writes where it gives one (a TE tensor; None where it
     does not fit that SOFTMAX: the generic kernel then), or None: the generic kernel."""
+    qlinear_conv: Optional[Callable[..., Any]] = None
+    """The core's own kernel of onnxruntime's QLinearConv of one NCHW int8 image by int8 weights of zero point 0
+    (`backends.cortex_m.schedules.helium_qlinear.helium_qlinear_conv`: x, w, bias, multiplier and its keywords),
+    which the int8 lowering writes for such a QLinearConv with constant scales whose multipliers
+    `qlinear_conv_fits` accepts, or None: the generic kernel (`tvm_ext.kernels.onnx_qlinear.qlinear_conv2d`)."""
+    qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
+    """Whether `qlinear_conv` takes a QLinearConv of these float32 multipliers (a numpy array, one per output channel),
+    pointwise or not (1x1, stride 1, unpadded, one group) and of output rows this wide (pixels)."""
     interleaved_gate_weights: bool = False
     """Whether the int8 lowering gives a recurrent cell's gate products their weights interleaved per tile of four
     units (`tvm_ext.kernels.lstm.interleave_gate_weights`), for a core whose helper reads them so; False keeps

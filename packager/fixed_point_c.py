@@ -26,7 +26,10 @@ and L2_NORMALIZATION use to normalise their sums. "inv_sqrt_multiplier" is the m
 GetInvSqrtQuantizedMultiplierExp (L2_NORMALIZATION's 1/sqrt of a row's sum of squares); it calls "double"
 (with shift 0: gemmlowp's SaturatingRoundingDoublingHighMul) and "count_leading_zeros", which a header then
 defines too (`HELPER_DEPENDENCIES`). "fma" is float x * y + z rounded once (C99's fmaf, exact on every
-core: packager/templates/fused_multiply_add.h.in), for onnxruntime's fused multiply-adds.
+core: packager/templates/fused_multiply_add.h.in), for onnxruntime's fused multiply-adds. "float32" is
+onnxruntime's float32 requantization of an int32 sum (float32(acc) * multiplier, clamped, ties to even) in
+integer arithmetic, bit for bit, for cores without a floating-point unit
+(packager/templates/fixed_point_requantize_float32.h.in).
 
 The C is hand-written: packager/templates/fixed_point_<helper>.h.in (`${prefix}` the bundle's prefix; the
 helper's contract in the file's leading comment, which bundles do not copy); this module names the helpers and
@@ -56,6 +59,8 @@ COUNT_LEADING_ZEROS = "count_leading_zeros"
 DOUBLING_HIGH_MUL = "doubling_high_mul"
 INV_SQRT_MULTIPLIER = "inv_sqrt_multiplier"
 FUSED_MULTIPLY_ADD = "fma"
+REQUANTIZE_FLOAT32 = "float32"
+REQUANTIZE_FLOAT32_OP = "tvm_ext.requantize_float32"
 # The operators the kernels call these helpers through (tvm_ext.kernels.fixed_point registers them): one per
 # requantization helper, the saturations and the leading-zero count. Their names are here, beside the helpers,
 # so that a backend's schedules recognise them without importing the kernels.
@@ -65,14 +70,14 @@ SATURATE_INT16_OP = "tvm_ext.saturate_int16"
 COUNT_LEADING_ZEROS_OP = "tvm_ext.count_leading_zeros"
 # Every helper of this module, in the order a header defines them (a helper after those it calls).
 HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, SATURATE_INT16, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
-           INV_SQRT_MULTIPLIER, FUSED_MULTIPLY_ADD)
+           INV_SQRT_MULTIPLIER, FUSED_MULTIPLY_ADD, REQUANTIZE_FLOAT32)
 HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS)}
 """The helpers each helper calls."""
 
 
 def requantize_helper_name(prefix: str, rounding: str) -> str:
     """The C name of the helper for `rounding` (one of HELPERS) in the bundle `prefix`."""
-    requantizes = rounding in REQUANTIZE_HELPERS or rounding == REQUANTIZE_16X8
+    requantizes = rounding in REQUANTIZE_HELPERS or rounding in (REQUANTIZE_16X8, REQUANTIZE_FLOAT32)
     return f"{prefix}_requantize_{rounding}" if requantizes else f"{prefix}_{rounding}"
 
 
@@ -83,6 +88,7 @@ _TEMPLATES = {
     SATURATE_INT16: "fixed_point_saturate_int16.h.in",
     COUNT_LEADING_ZEROS: "fixed_point_count_leading_zeros.h.in", DOUBLING_HIGH_MUL: "fixed_point_doubling_high_mul.h.in",
     INV_SQRT_MULTIPLIER: "fixed_point_inv_sqrt_multiplier.h.in", FUSED_MULTIPLY_ADD: "fused_multiply_add.h.in",
+    REQUANTIZE_FLOAT32: "fixed_point_requantize_float32.h.in",
 }
 """The file of packager/templates/ that holds each helper's C."""
 

@@ -14,7 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from backends.cortex_m.bundle_files import QEMU_TEST_MAKE_INCLUDE, SELFTEST_ELF, write_cortex_m_support
+from backends.riscv.bundle_files import BOARD_SOURCES, SUPPORT_DIR, write_riscv_support
+from backends.riscv.bundle_files.support import link_flags
 from conftest import profile_build_config
+from emulator.boards import RISCV_BOARDS
 from emulator.qemu import QemuResult, run_qemu
 from target import load_profile
 
@@ -80,6 +83,24 @@ def run_c_program_under_qemu(folder: Path, profile: str, files: Mapping[str, str
     built = subprocess.run(["make", "-s", "-C", str(folder), "cortex-m-elf"], capture_output=True, text=True)
     assert built.returncode == 0, built.stderr
     return run_qemu(folder / SELFTEST_ELF, config.emulated.target.board, timeout_s)
+
+
+def run_c_program_under_riscv_qemu(folder: Path, profile: str, source: Path, timeout_s: float = 120.0) -> QemuResult:
+    """Build the C program `source` (headers from `folder`, where it is built) with the RISC-V profile `profile`'s
+    compiler and flags, the strict warnings and -Werror, and the board's support files; then run it on QEMU virt
+    in the bundles' sandbox. The build must succeed."""
+    board = RISCV_BOARDS["virt"]
+    folder.mkdir(parents=True, exist_ok=True)
+    write_riscv_support(folder, board)
+    config = profile_build_config(profile)
+    elf = folder / "unit.elf"
+    built = subprocess.run(
+        [config.cc, *config.compile_flags, "-std=c99", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), "-Werror",
+         f"-I{folder}", f"-I{SUPPORT_DIR}", *link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld", str(source),
+         *BOARD_SOURCES, "-o", str(elf)],
+        cwd=folder, capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr
+    return run_qemu(elf, board, timeout_s)
 
 
 _FOR_LOOP = re.compile(r"for \(([^;]*);([^;]*);")

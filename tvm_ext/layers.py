@@ -49,6 +49,9 @@ INDEX_GUARDS_ATTR = "tvm_ext.index_guards"
 # [parameter, smallest, largest] of each operand every call passes as an integer constant (unique_kernels):
 CONSTANT_RANGES_ATTR = "tvm_ext.constant_ranges"
 MACS_ATTR = "tvm_ext.macs"  # multiply-accumulates of one call, counted before scheduling (tvm_ext.plan.macs)
+# The MACs of one call of a kernel whose helper calls do them (a TE extern stage: no reduction block to count), as its
+# lowering declares them (tvm_ext.plan.macs takes this count).
+DECLARED_MACS_ATTR = "tvm_ext.declared_macs"
 LOWERED_FOR_ATTR = "tvm_ext.lowered_for"  # on a module tvm_ext.lower.pipeline lowered: its profile's name
 LAYOUT_CHOICES_ATTR = "tvm_ext.layout_choices"  # on such a module: the layout chosen per subgraph (tvm_ext.lower)
 # On a kernel of a quantized ONNX model (tvm_ext.lower.ScheduleKernels): its float multiply-accumulates round once

@@ -86,7 +86,10 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
                                     pad_runs=schedules.pad_runs,
                                     flash_bytes=profile.flash_bytes,
                                     conv_weight_length=schedules.conv_weight_length,
-                                    interleaved_gate_weights=schedules.interleaved_gate_weights),
+                                    interleaved_gate_weights=schedules.interleaved_gate_weights,
+                                    qlinear_conv=schedules.qlinear_conv,
+                                    qlinear_conv_fits=schedules.qlinear_conv_fits,
+                                    integer_requantization=not profile.hardware_float),
             # Before any folding: a quantized ONNX model's float Convs and MatMuls keep their int8 weights.
             keeping_layers(DequantizeWeightsInKernels()),
             # Before any folding: FoldConstant would run an index operator with bad constant indices on the

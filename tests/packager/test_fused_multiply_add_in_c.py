@@ -1,16 +1,24 @@
 """The bundle's fused multiply-add helper (packager/templates/fused_multiply_add.h.in) rounds x * y + z once, as
 C99's fmaf: equal to the host C library's fmaf (glibc's, exact) on random and on hard cases, where a soft-float
 library's double-then-float rounding (newlib's fmaf, linked on cores without an FPU) is wrong; strict warnings and
-sanitizers clean."""
+sanitizers clean. Its integer body (cores without a floating-point unit for doubles) equals glibc's fmaf on
+tests/c/test_fused_multiply_add.c's cases, on the host and under QEMU on rv32imc and cortex-m0plus."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import struct
 import subprocess
+from pathlib import Path
 
 import numpy as np
+import pytest
 
-from c_checks import SANITIZE, STRICT_WARNINGS
+from c_checks import (SANITIZE, STRICT_WARNINGS, run_c_program_under_qemu, run_c_program_under_riscv_qemu,
+                      run_c_unit_tests)
+from emulator.tools import REQUIRED_TOOLS as CORTEX_M_TOOLS, RISCV_TOOLS
+from required_tools import require_tools
 from packager.fixed_point_c import FUSED_MULTIPLY_ADD, requantize_helpers_c
 
 
@@ -60,3 +68,74 @@ int main(void)
     assert [i for i, (ours, libc) in enumerate(results) if ours != libc] == []
     hard = results[-len(_hard_cases()):]
     assert any(_bits(n) != ours for n, (ours, _) in zip(naive, hard)), "no hard case defeats double rounding"
+
+
+# --- The integer body (cores without a floating-point unit for doubles): tests/c/test_fused_multiply_add.c ---
+
+UNIT_TEST = Path(__file__).resolve().parents[1] / "c" / "test_fused_multiply_add.c"
+
+
+def _libm_fmaf(x: int, y: int, z: int) -> int:
+    """glibc's fmaf (exact) of three float bit patterns, as bits."""
+    fmaf = ctypes.CDLL(ctypes.util.find_library("m")).fmaf
+    fmaf.restype, fmaf.argtypes = ctypes.c_float, [ctypes.c_float] * 3
+    as_float = [struct.unpack("<f", struct.pack("<I", b))[0] for b in (x, y, z)]
+    return struct.unpack("<I", struct.pack("<f", fmaf(*as_float)))[0]
+
+
+def _unit_cases() -> list[tuple[int, int, int]]:
+    """Bit patterns (x, y, z): the kernels' operands, the hard cases above, random bits of every exponent
+    (subnormals, overflow), cancellations (z = -x * y rounded, and its neighbours), zeros, infinities, NaNs."""
+    rng = np.random.default_rng(30)
+    kernel_like = [(_bits(np.float32(a)), _bits(np.float32(b)), _bits(np.float32(c))) for a, b, c in zip(
+        rng.integers(-255, 256, 1500).astype(np.float32) * np.float32(0.0237),
+        (rng.standard_normal(1500) * 0.05).astype(np.float32),
+        (rng.standard_normal(1500) * 2.0 ** rng.integers(-20, 6, 1500)).astype(np.float32))]
+    hard = [tuple(_bits(v) for v in case) for case in _hard_cases()]
+    random_bits = [tuple(int(b) for b in row) for row in rng.integers(0, 2**32, (3000, 3), dtype=np.uint64)]
+    small_exponents = [tuple(int(b) for b in row) for row in
+                       (rng.integers(0, 2**32, (1500, 3), dtype=np.uint64) & np.uint64(0x87ffffff))]
+    cancelling = []
+    for x, y in rng.integers(0, 2**32, (1500, 2), dtype=np.uint64) & np.uint64(0xbfffffff):
+        product = np.float32(struct.unpack("<f", struct.pack("<I", int(x)))[0]) * np.float32(
+            struct.unpack("<f", struct.pack("<I", int(y)))[0])
+        if np.isfinite(product):
+            z = _bits(-product) + int(rng.integers(-2, 3))
+            cancelling.append((int(x), int(y), z & 0xffffffff))
+    specials = [0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007fffff, 0x00800000, 0x7f7fffff, 0xff7fffff,
+                0x7f800000, 0xff800000, 0x7fc00000, 0x3f800000, 0xbf800000, 0x34000000]
+    every_special = [(a, b, c) for a in specials for b in specials for c in specials]
+    return kernel_like + hard + random_bits + small_exponents + cancelling + every_special
+
+
+def _write_unit_files(folder: Path, prefix: str = "lp") -> Path:
+    """fma.h (the helper for `prefix`, after <stdint.h>) and fma_cases.h (the cases with glibc's results) into
+    `folder`; the unit test's source."""
+    (folder / "fma.h").write_text("#include <stdint.h>\n" + requantize_helpers_c(prefix, [FUSED_MULTIPLY_ADD]))
+    rows = ",\n".join("    {0x%08xu, 0x%08xu, 0x%08xu, 0x%08xu}" % (x, y, z, _libm_fmaf(x, y, z))
+                      for x, y, z in _unit_cases())
+    (folder / "fma_cases.h").write_text(f"static const uint32_t FMA_CASES[][4] = {{\n{rows}\n}};\n")
+    return UNIT_TEST
+
+
+def test_the_integer_body_rounds_once_like_fmaf_on_the_host(tmp_path):
+    run = run_c_unit_tests(_write_unit_files(tmp_path), tmp_path, tmp_path)
+    assert run.returncode == 0 and run.stdout.startswith("ok "), run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("profile", ["rv32imc", "cortex-m0plus"])
+def test_the_soft_float_cores_fma_rounds_once_like_fmaf_under_qemu(tmp_path, profile):
+    """On rv32imc and cortex-m0plus (no floating-point unit) the helper's body is the integer one."""
+    source = _write_unit_files(tmp_path)
+    board = tmp_path / "board"
+    board.mkdir()
+    files = {name: (tmp_path / name).read_text() for name in ("fma.h", "fma_cases.h")}
+    if profile.startswith("cortex-m"):
+        require_tools(CORTEX_M_TOOLS)
+        result = run_c_program_under_qemu(board, profile, {**files, "selftest.c": source.read_text()})
+    else:
+        require_tools(RISCV_TOOLS)
+        for name, text in files.items():
+            (board / name).write_text(text)
+        result = run_c_program_under_riscv_qemu(board, profile, source)
+    assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout

@@ -4,7 +4,9 @@ A MAC is one iteration of a reduction block whose update adds a product to its a
 (`acc = acc + a * b`, casts allowed around the product): the convolutions, depthwise convolutions, fully
 connected layers, matrix multiplies of a model, and the products a TE extern kernel writes as such blocks
 (`tvm_ext.kernels.extern_mac`: an LSTM's gates, an SVDF's feature product). Sums without a product (pooling, softmax, mean) count no
-MACs. Padded taps count, as TFLite's own MAC formula (output elements x kernel taps) counts them.
+MACs. Padded taps count, as TFLite's own MAC formula (output elements x kernel taps) counts them. A kernel whose
+helper calls do its MACs without a reduction block (Helium's pointwise QLinearConv) carries them as
+DECLARED_MACS_ATTR, set by its lowering.
 
 The count is taken on the kernel as the Relax pipeline leaves it (TE's blocks under one loop per iteration
 variable), before the per-core schedules split, tile or tensorize its loops, and travels with the kernel as
@@ -17,14 +19,17 @@ import tvm
 from tvm import ir, s_tir, tirx
 from tvm.ir.prim import expr as prim
 
-from tvm_ext.layers import MACS_ATTR
+from tvm_ext.layers import DECLARED_MACS_ATTR, MACS_ATTR
 from tvm_ext.tir.tir_walk import children
 
 _REDUCTION = tirx.IterVar.CommReduce
 
 
 def count_macs(func: tirx.PrimFunc) -> int:
-    """The MACs one call of `func` performs (see the module's definition); loop extents must be constants."""
+    """The MACs one call of `func` performs (see the module's definition; a kernel whose helper calls do them, as
+    its lowering declares them: DECLARED_MACS_ATTR); loop extents must be constants."""
+    if func.attrs is not None and DECLARED_MACS_ATTR in func.attrs:
+        return int(func.attrs[DECLARED_MACS_ATTR])
     return _macs_under(func.body, 1)
 
 

@@ -95,6 +95,10 @@ class LowerQuantizedToInteger:
         (``backends.backend.KernelSchedules.int8_softmax``).
     dense_unit_tile: pad int8 FULLY_CONNECTED kernels' output channels with zero weight rows to whole tiles of it
         where it does not divide them: a backend's choice (``backends.backend.KernelSchedules.dense_unit_tile``).
+    qlinear_conv, qlinear_conv_fits: a backend's kernel of an NCHW int8 QLinearConv and which it
+        takes (``backends.backend.KernelSchedules.qlinear_conv``; None: the generic kernel).
+    integer_requantization: onnxruntime's QLinearConv and QLinearMatMul requantize in integers (the profile has no
+        floating-point unit: ``tvm_ext.kernels.onnx_qlinear``).
     pad_runs: write PAD as runs (``tvm_ext.kernels.copy_runs.pad_runs``): a backend's choice
         (``backends.backend.KernelSchedules.pad_runs``), for its helper of a run's copy.
     conv_weight_length: each output channel's int8 CONV_2D weight length for a window (KH, KW, I) and whether
@@ -129,6 +133,9 @@ class LowerQuantizedToInteger:
         flash_bytes: Optional[int] = None,
         conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None,
         interleaved_gate_weights: bool = False,
+        qlinear_conv: Optional[Callable[..., Any]] = None,
+        qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None,
+        integer_requantization: bool = False,
     ) -> None:
         self.rounding = Rounding(rounding)
         self.paired_weights = paired_weights
@@ -141,6 +148,9 @@ class LowerQuantizedToInteger:
         self.pad_runs = pad_runs
         self.flash_bytes = flash_bytes
         self.conv_weight_length = conv_weight_length
+        self.qlinear_conv = qlinear_conv
+        self.qlinear_conv_fits = qlinear_conv_fits
+        self.integer_requantization = integer_requantization
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
         self.float_fallback_layers: list[str] = []
@@ -198,7 +208,10 @@ class _MainRewriter:
         self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs,
                                        options.int8_add, options.stacked_rows, options.conv_weight_length,
                                        options.interleaved_gate_weights, pad_runs=options.pad_runs,
-                                       int8_softmax=options.int8_softmax, dense_unit_tile=options.dense_unit_tile)
+                                       int8_softmax=options.int8_softmax, dense_unit_tile=options.dense_unit_tile,
+                                       qlinear_conv=options.qlinear_conv,
+                                       qlinear_conv_fits=options.qlinear_conv_fits,
+                                       integer_requantization=options.integer_requantization)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

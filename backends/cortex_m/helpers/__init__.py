@@ -17,8 +17,10 @@ these modules name the helpers and list the templates a bundle defines:
 - `helium_c`: the Helium (MVE) bodies of the dual MAC, the depthwise MAC and the row dot product, which a
   Helium core's bundle defines in their place (`HELIUM_HELPERS`, chosen by `helpers_of`), and the Helium
   requantization epilogue; and `HELIUM_FLOAT_HELPERS`, the float multiply-accumulates of MVE's float lanes
-  (`helium_float.h.in`), a library of their own that only float kernels' calls record; `fpu_float_c`: their twins
-  on a scalar FPU core without MVE (`FPU_FLOAT_HELPERS`: VLDM loads, the scalar kernel's VMUL and VADD).
+  (`helium_float.h.in`), a library of their own that only float kernels' calls record, and
+  `HELIUM_QLINEAR_HELPERS`, the pointwise QLinearConv of onnxruntime's models (`helium_qlinear.h.in`), likewise;
+  `fpu_float_c`: the float helpers' twins on a scalar FPU core without MVE (`FPU_FLOAT_HELPERS`: VLDM loads, the
+  scalar kernel's VMUL and VADD).
 
 The kernels' helper calls record CORTEX_M_HELPERS (the helpers' names and contracts); a bundle defines the
 library `helpers_of` gives for its profile.
@@ -33,7 +35,8 @@ from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_TILES_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, STACKED_MAC_TEMPLATE, dsp_template_c,
                                                   mac_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import fpu_float_c
-from backends.cortex_m.helpers.helium_c import helium_float_c, helium_mac_helpers_c, helium_requantize_c
+from backends.cortex_m.helpers.helium_c import (helium_float_c, helium_mac_helpers_c, helium_qlinear_c,
+                                               helium_requantize_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_c
 from target.profile import Profile
@@ -64,6 +67,9 @@ these alone and the int8 bundles' helpers are unchanged."""
 FPU_FLOAT_HELPERS = HelperLibrary("cortex_m_fpu_float", fpu_float_c)
 """The same float helpers on a scalar FPU core without MVE (`fpu_float_c`: a group's weights one VLDM), a library of
 their own as HELIUM_FLOAT_HELPERS is: a float bundle for such a core defines these alone."""
+HELIUM_QLINEAR_HELPERS = HelperLibrary("cortex_m_helium_qlinear", helium_qlinear_c)
+"""The pointwise QLinearConv helper of Helium cores (onnxruntime's float32 requantization): a library of its own,
+which a bundle defines as it is, so that only the bundles whose kernels call it define it."""
 
 
 def helpers_of(profile: Profile) -> HelperLibrary:

@@ -42,6 +42,14 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   (`backends.cortex_m.schedules.helium_float`); its twin on DSP cores with a scalar FPU is `fpu_float.h.in`
   (`backends.cortex_m.helpers.fpu_float_c`), its portable C the contracts' loops. Its own library (`HELIUM_FLOAT_HELPERS`, `backends.cortex_m.helpers`): a
   float bundle defines it alone, an int8 bundle never.
+- `helium_qlinear.h.in`: `<prefix>_qlinear_pointwise_s8`, onnxruntime's QLinearConv of a pointwise NCHW convolution,
+  one output channel's pixels per call, 16 pixels per step (VLDRB.S32, VMLA by the channel's weight), and
+  `<prefix>_qlinear_row_s8`, any other one's output row per call, four pixels per vector (VLDRB gathers, the
+  padding's lanes the zero point by VPSEL), with onnxruntime's float32 requantization four lanes a step (VCVT,
+  VMUL, VMAXNM/VMINNM, VRINTN: ties to even), called
+  by the kernel Helium's int8 lowering writes for such a QLinearConv (`backends.cortex_m.schedules.helium_qlinear`);
+  no DSP twin, its portable C the contract's loops. Its own library (`HELIUM_QLINEAR_HELPERS`): only bundles whose
+  kernels call it define it.
 
 The q15 pair keeps its DSP body (an Armv8.1-M core with MVE has the DSP extension); Helium's schedules do not
 call it. Each Helium body passes its DSP twin's C unit test, built for cortex-m55 and run under QEMU
@@ -67,6 +75,7 @@ HELIUM_CONV_TILES_TEMPLATE = "helium_conv_tiles.h.in"
 HELIUM_ADD_TEMPLATE = "helium_add.h.in"
 HELIUM_FC_ROWS_TEMPLATE = "helium_fc_rows.h.in"
 HELIUM_FLOAT_TEMPLATE = "helium_float.h.in"
+HELIUM_QLINEAR_TEMPLATE = "helium_qlinear.h.in"
 HELIUM_OVERRIDES = {DUAL_MAC_TEMPLATE: HELIUM_DUAL_MAC_TEMPLATE, ROW_DOT_TEMPLATE: HELIUM_ROW_DOT_TEMPLATE}
 """The DSP templates a Helium bundle replaces (their Helium templates have portable C without MVE)."""
 MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
@@ -142,6 +151,22 @@ def helium_depthwise_tiles_helper_name(prefix: str, bias: str, border: str = "")
     name = {"": f"{prefix}_depthwise_tiles_s8", "any": f"{prefix}_depthwise_border_s8",
             "3x3": f"{prefix}_depthwise_border3x3_s8"}[border]
     return bias_form(name, bias)
+
+
+def helium_qlinear_c(prefix: str) -> str:
+    """The C definitions of the NCHW QLinearConv helpers in a Helium bundle of prefix `prefix` (the template
+    includes <arm_mve.h> itself)."""
+    return helper_template_c(__package__, HELIUM_QLINEAR_TEMPLATE, prefix)
+
+
+def qlinear_pointwise_helper_name(prefix: str) -> str:
+    """The C name of the pointwise QLinearConv helper in the bundle `prefix`."""
+    return f"{prefix}_qlinear_pointwise_s8"
+
+
+def qlinear_row_helper_name(prefix: str) -> str:
+    """The C name of the QLinearConv output row's helper in the bundle `prefix`."""
+    return f"{prefix}_qlinear_row_s8"
 
 
 def helium_float_c(prefix: str) -> str:

@@ -29,6 +29,9 @@ the helpers of `backends.cortex_m.helpers`.
   (`padded_float_calls`, then each tile's bias and activation one call: `float_epilogue_calls`, both before the
   integer passes); `float_tiles` (the scalar-FPU cores, `FpuDualMacSchedules`): then a pixel's loop over its
   one-pixel float tiles as one call of the fused float tiles helper;
+- `helium_qlinear` (Helium): onnxruntime's QLinearConv of an NCHW int8 image as calls of the vector helpers (a
+  pointwise one's per output channel, any other's per output row), the kernel the int8 lowering writes
+  (`KernelSchedules.qlinear_conv`);
 - `helium_add` (Helium): int8 ADD as one call of the vector ADD helper, the kernel the int8 lowering writes
   (`KernelSchedules.int8_add`);
 - `softmax_rows` (DSP cores without MVE): int8 SOFTMAX as one call of the row softmax helper, the kernel the int8
@@ -59,6 +62,7 @@ from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.float_tiles import float_tiles_calls
 from backends.cortex_m.schedules.helium_add import helium_add_int8
+from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium_qlinear_conv
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
                                                       padded_float_calls)
@@ -196,9 +200,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
     (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
     cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
-    on cores with MVE (`helium_add`); int8 SOFTMAX as one call of the softmax helper on DSP cores without MVE
-    (`softmax_rows`); a copied CONV_2D window padded with zero weights
-    (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
+    on cores with MVE (`helium_add`), and an int8 QLinearConv as Helium's (`helium_qlinear`); int8 SOFTMAX as one
+    call of the softmax helper on DSP cores without MVE (`softmax_rows`); a copied CONV_2D window padded with zero
+    weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
     without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
     dsp_only = has_dsp_extension(profile) and not has_mve(profile)
@@ -216,6 +220,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED of other channel counts
         # pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
         dense_unit_tile=4 if dsp_only else 0,
+        qlinear_conv=helium_qlinear_conv if has_mve(profile) else None,
+        qlinear_conv_fits=fits_qlinear_conv if has_mve(profile) else None,
         conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1)
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)

@@ -26,8 +26,7 @@ from backends.cortex_m.helpers.dual_mac_interleaved_c import DUAL_MAC_INTERLEAVE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
-                                               HELIUM_FLOAT_TEMPLATE,
-                                               HELIUM_LANES_TEMPLATE,
+                                               HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE, HELIUM_QLINEAR_TEMPLATE,
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
@@ -49,6 +48,8 @@ HELIUM_FLOAT_MACRO = f"{macro_prefix(PREFIX)}_HELIUM_FLOAT"
 """What helium_float.h.in defines where the compiler has MVE's float lanes: its vector bodies are compiled only then."""
 FPU_FLOAT_MACRO = f"{macro_prefix(PREFIX)}_FPU_FLOAT"
 """What fpu_float.h.in defines where the compiler has a scalar single-precision FPU and no MVE: its VLDMs then."""
+HELIUM_QLINEAR_MACRO = f"{macro_prefix(PREFIX)}_HELIUM_QLINEAR"
+"""What helium_qlinear.h.in defines where the compiler has MVE's integer and float lanes."""
 
 
 def core_path_required(macro: Optional[str]) -> str:
@@ -183,6 +184,9 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("fmac_f32", (HELIUM_FLOAT_TEMPLATE,), profile="cortex-m55", core_macro=HELIUM_FLOAT_MACRO),
     # the scalar FPU's float multiply-accumulates, epilogues and fused tiles against the plain loops, bit for bit
     HelperUnitTest("fpu_fmac_f32", (FPU_FLOAT_TEMPLATE,), core_macro=FPU_FLOAT_MACRO),
+    # the Helium NCHW QLinearConv rows (integer sums, onnxruntime's float32 requantization) against the plain loops
+    HelperUnitTest("qlinear_nchw", (HELIUM_QLINEAR_TEMPLATE,), profile="cortex-m55",
+                   core_macro=HELIUM_QLINEAR_MACRO),
 ]
 HOST_BUILDS = [(unit, defines) for unit in UNIT_TESTS_BY_HELPER for defines in unit.host_defines]
 needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")

@@ -13,14 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from backends.riscv.bundle_files import BOARD_SOURCES, SUPPORT_DIR, write_riscv_support
-from backends.riscv.bundle_files.support import link_flags
 from backends.riscv.helpers import riscv_helpers_c
-from c_checks import STRICT_WARNINGS, run_c_unit_tests
+from c_checks import run_c_program_under_riscv_qemu, run_c_unit_tests
 from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_helpers_c
 from conftest import profile_build_config
-from emulator.boards import RISCV_BOARDS
-from emulator.qemu import run_qemu
 from emulator.tools import RISCV_BINUTILS_PREFIX, RISCV_TOOLS
 from required_tools import require_tools
 
@@ -60,20 +56,8 @@ def test_the_helper_passes_its_unit_test_on_the_host(tmp_path: Path, unit: str) 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_the_helper_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile: str, unit: str) -> None:
     require_tools(RISCV_TOOLS)
-    source = write_unit_files(tmp_path, unit)
-    board = RISCV_BOARDS["virt"]
-    write_riscv_support(tmp_path, board)
-    config = profile_build_config(profile)
-    elf = tmp_path / "unit.elf"
-    built = subprocess.run(
-        [config.cc, *config.compile_flags, "-std=c99", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), "-Werror",
-         f"-I{tmp_path}", f"-I{SUPPORT_DIR}", *link_flags(config), "-T", f"{SUPPORT_DIR}/link.ld", str(source),
-         *BOARD_SOURCES, "-o", str(elf)],
-        cwd=tmp_path, capture_output=True, text=True, check=False)
-    assert built.returncode == 0, built.stderr
-    result = run_qemu(elf, board, 120.0)
+    result = run_c_program_under_riscv_qemu(tmp_path, profile, write_unit_files(tmp_path, unit))
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
-
 
 
 DEPTHWISE_CALLERS = """#include <stdint.h>

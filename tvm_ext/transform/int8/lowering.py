@@ -49,6 +49,13 @@ class LoweringContext:
     dense_unit_tile: int = 0
     """The channel tile int8 FULLY_CONNECTED kernels pad their output channels to with zero weight rows
     (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""
+    qlinear_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
+    """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
+    None: the generic kernel), for the QLinearConvs ``qlinear_conv_fits`` accepts."""
+    qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
+    integer_requantization: bool = False
+    """Whether onnxruntime's QLinearConv and QLinearMatMul kernels requantize in integers (the bundle's helper of
+    the float operations' bits: cores without a floating-point unit)."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Optional, Union
 
 import numpy as np
 
-from tvm import relax
+from tvm import relax, tirx
 from tvm.ir.expr import Constant
 
 from ...frontend.onnx_ops.qlinear_ops import (MARKERS, QLINEAR_ADD, QLINEAR_AVERAGE_POOL, QLINEAR_CONV,
@@ -23,6 +23,7 @@ from ...kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
 from ...kernels.onnxruntime_elementwise import (qlinear_add, qlinear_add_parameters, qlinear_mul, qlinear_mul_ratio,
                                                 vector_is_second)
 from ...kernels.onnxruntime_pool import global_average_multiplier, qlinear_average_pool, qlinear_global_average_pool
+from ...layers import DECLARED_MACS_ATTR
 from .graph import describe, is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 
@@ -67,16 +68,24 @@ def _out_dtype(operands: dict, prefix: str) -> str:
     return str(operands[f"{prefix}_zero_point"].ty.dtype)
 
 
-def _mac(marker: str, call: relax.Call, operands: dict, geometry: list) -> Union[KernelCall, Mismatch]:
+def _mac(marker: str, call: relax.Call, operands: dict, geometry: list,
+         ctx: LoweringContext) -> Union[KernelCall, Mismatch]:
     """QLinearConv or QLinearMatMul (with QGemm's bias): the kernel reads the scales' multiplier when they are
-    constants, else the three scales."""
+    constants, else the three scales; a QLinearConv the backend's own kernel takes is that kernel's
+    (`_own_conv_call`)."""
     data_name, _, _, weight_name, *_ = _OPERANDS[marker]
     data, weight = operands.pop(data_name), operands.pop(weight_name)
     scale_names = [name for name in operands if name.endswith("_scale")]
     multiplier = _constant_multiplier(*(operands[name] for name in scale_names))
+    if marker == QLINEAR_CONV and multiplier is not None:
+        own = _own_conv_call(call, data, weight, operands, geometry, multiplier.value.numpy(), ctx)
+        if own is not None:
+            return own
     if multiplier is not None:
         operands = {name: value for name, value in operands.items() if name not in scale_names}
         operands["multiplier"] = multiplier
+    if ctx.integer_requantization:
+        operands["integer_requantization"] = True
     if marker == QLINEAR_MATMUL:
         return KernelCall("QLinearMatMul", call, qlinear_matmul, (data, weight), operands)
     strides, pads, dilations = ([int(v) for v in shape.values] for shape in geometry[:3])
@@ -84,7 +93,50 @@ def _mac(marker: str, call: relax.Call, operands: dict, geometry: list) -> Union
     return KernelCall("QLinearConv", call, qlinear_conv2d, (data, weight), {**operands, **attrs})
 
 
-def _binary(marker: str, call: relax.Call, operands: dict, geometry: list) -> Union[KernelCall, Mismatch]:
+def _own_conv_call(call: relax.Call, data: relax.Expr, weight: relax.Expr, operands: dict, geometry: list,
+                   multiplier: np.ndarray, ctx: LoweringContext) -> Optional[KernelCall]:
+    """The backend's own kernel of a QLinearConv (``LoweringContext.qlinear_conv``), or None where it has none or
+    the node is not one it takes: int8 data [1, C, H, W] and output, a constant int8 weight [O, C / group, KH, KW]
+    of zero point 0, constant per-tensor zero points, float32 multipliers and a geometry the backend accepts, and
+    sums that stay
+    within int32 with the input's zero point folded into the bias (the kernel multiplies the raw int8 inputs, the
+    padding's as the zero point)."""
+    if ctx.qlinear_conv is None or ctx.qlinear_conv_fits is None:
+        return None
+    weights = weight.value.numpy() if isinstance(weight, Constant) else None
+    zero_points = [_scalar(operands[name]) for name in ("x_zero_point", "y_zero_point")]
+    weight_zero_point = operands["w_zero_point"]
+    if (weights is None or weights.dtype != np.int8 or weights.ndim != 4 or str(data.ty.dtype) != "int8"
+            or _out_dtype(operands, "y") != "int8" or None in zero_points
+            or len(data.ty.shape.values) != 4 or int(data.ty.shape.values[0]) != 1
+            or not isinstance(weight_zero_point, Constant) or np.any(weight_zero_point.value.numpy() != 0)):
+        return None
+    channels = weights.shape[0]
+    multipliers = np.broadcast_to(multiplier.astype(np.float32).reshape(-1), (channels,)).copy()
+    strides, pads, dilations = ([int(v) for v in shape.values] for shape in geometry[:3])
+    group = int(geometry[3].value)
+    out_hw = [int(d) for d in call.ty_args[0].shape.values[2:]]
+    pointwise = weights.shape[2:] == (1, 1) and strides == [1, 1] and not any(pads) and group == 1
+    if not ctx.qlinear_conv_fits(multipliers, pointwise, out_hw[1]):
+        return None
+    bias = operands.get("bias")
+    if bias is not None and not isinstance(bias, Constant):
+        return None
+    rows = weights.reshape(channels, -1).astype(np.int64)
+    biases = np.zeros(channels, np.int64) if bias is None else bias.value.numpy().astype(np.int64).reshape(-1)
+    folded = biases - int(zero_points[0]) * rows.sum(axis=1)
+    reach = np.abs(folded) + 128 * np.abs(rows).sum(axis=1)  # every partial sum of raw int8 products
+    if int(reach.max(initial=0)) > np.iinfo(np.int32).max:
+        return None
+    return KernelCall("QLinearConv", call, ctx.qlinear_conv, (
+        data, relax.const(weights), relax.const(folded.astype(np.int32)), relax.const(multipliers)),
+        {"x_zero_point": int(zero_points[0]), "output_zero_point": int(zero_points[1]), "low": -128, "high": 127,
+         "strides": strides, "pads": pads, "dilations": dilations, "group": group},
+        func_attrs={DECLARED_MACS_ATTR: tirx.IntImm("int64", weights.size * out_hw[0] * out_hw[1])})
+
+
+def _binary(marker: str, call: relax.Call, operands: dict, geometry: list,
+            _ctx: LoweringContext) -> Union[KernelCall, Mismatch]:
     quantization = _quantization(operands, "a", "b", "c")
     if quantization is None:
         return Mismatch("QLinearAdd or QLinearMul with scales or zero points that are not constants")
@@ -100,7 +152,8 @@ def _binary(marker: str, call: relax.Call, operands: dict, geometry: list) -> Un
         "output_zero_point": c_zero, "dtype": dtype})
 
 
-def _pool(marker: str, call: relax.Call, operands: dict, geometry: list) -> Union[KernelCall, Mismatch]:
+def _pool(marker: str, call: relax.Call, operands: dict, geometry: list,
+          _ctx: LoweringContext) -> Union[KernelCall, Mismatch]:
     quantization = _quantization(operands, "x", "y")
     if quantization is None:
         return Mismatch("a QLinear pool with scales or zero points that are not constants")
@@ -133,7 +186,7 @@ _OPERANDS = {
 _OPERANDS[QLINEAR_MUL] = _OPERANDS[QLINEAR_ADD]
 _OPERANDS[QLINEAR_GLOBAL_AVERAGE_POOL] = _OPERANDS[QLINEAR_AVERAGE_POOL]
 _GEOMETRY_FIELDS = {QLINEAR_CONV: 4, QLINEAR_AVERAGE_POOL: 4}
-_KERNEL_CALLS: dict[str, Callable[[str, relax.Call, dict, list], Union[KernelCall, Mismatch]]] = {
+_KERNEL_CALLS: dict[str, Callable[[str, relax.Call, dict, list, LoweringContext], Union[KernelCall, Mismatch]]] = {
     QLINEAR_CONV: _mac, QLINEAR_MATMUL: _mac, QLINEAR_ADD: _binary, QLINEAR_MUL: _binary,
     QLINEAR_AVERAGE_POOL: _pool, QLINEAR_GLOBAL_AVERAGE_POOL: _pool,
 }
@@ -151,7 +204,7 @@ def _match(call: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]
     mismatch = next((o for o in operands.values() if isinstance(o, Mismatch)), None)
     if mismatch is not None:
         return mismatch
-    kernel_call = _KERNEL_CALLS[marker](marker, call, operands, geometry)
+    kernel_call = _KERNEL_CALLS[marker](marker, call, operands, geometry, ctx)
     return kernel_call if isinstance(kernel_call, Mismatch) else FixedCall(kernel_call)
 
 
