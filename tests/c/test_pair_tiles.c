@@ -11,7 +11,8 @@
  * among them (its square saturates); the scratch written within
  * 2 * rows * lp_q15_row_words(row_len) words, nothing written between or past the pixels' channels. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
- * (the assembly groups). Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
+ * (the assembly groups). Windows of eight inputs in two whole groups also run lp_pair_tiles_eight_any (their
+ * inputs held in registers), half the variants each. Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -82,7 +83,13 @@ int main(void)
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
                 out[j] = (int8_t)0x5a;
             }
-            if (narrow && rounding_any) {
+            if (wc.rows * wc.row_len == 8 && wc.row_len % 4 == 0 && variant % 2 == 1) {
+                /* the eight-input path, which the entry points take for sizes constant at the call */
+                returned = lp_pair_tiles_eight_any(out, xo, wo, narrow ? (const void *)bias16 : (const void *)bias,
+                                                   narrow ? 2 : 4, rounding_any, multiplier, shift, zero_point,
+                                                   wc.x_row_stride, wc.rows, wc.x_pixel_stride, out_pixel_stride,
+                                                   wc.w_channel_stride, channels);
+            } else if (narrow && rounding_any) {
                 returned = lp_pair_tiles_double_s8_b16(out, xo, q, wo, bias16, multiplier, shift, zero_point,
                                                        wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                        out_pixel_stride, wc.w_channel_stride, channels);

@@ -9,7 +9,10 @@ biases in registers, multiply-accumulates the widened inputs with the int8 weigh
 groups of four inputs per iteration: 70 instructions per 64 MACs on cortex-m4f, where the two-pixel dual MAC
 takes 21 per 16) and requantizes both pixels' sums ("double_small": the DSP epilogue's lane; `_double`: SMULL
 and QDADD, any shift). Out of line, one copy per bundle and rounding. Without the DSP extension (a host build)
-the same sums in portable C. Integer sums in another order: bit-exact.
+the same sums in portable C. Integer sums in another order: bit-exact. A window of eight inputs in two whole
+groups (a 1x1 convolution on 8 channels) takes `<prefix>_pair_tiles_eight_any` instead, chosen by the entry points
+where the sizes are constant at the call: both pixels' widened inputs held in registers, one channel per step,
+its multiplier and shift read once for both pixels; a bundle without such a call has no copy of it.
 
 The C is hand-written: `templates/pair_tiles.h.in` (its contract in its leading comment), unit-tested on the
 host and under QEMU by `tests/c/test_pair_tiles.c` (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).

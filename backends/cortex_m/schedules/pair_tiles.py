@@ -101,14 +101,29 @@ cortex-m4f, 1x1 convolutions on 16 channels run faster paired and fused (vww_96_
 from 1,039,804 to 1,123,657: the pair's widening and call outweigh the weights it shares)."""
 
 
+FUSED_EIGHT_INPUTS = 8
+"""The reduction a kernel whose pairs fuse also tiles two pixels for where its innermost reduction loop runs whole
+groups of four: the fused helper's entry points then take ``<prefix>_pair_tiles_eight_any`` (both pixels' inputs
+held in registers; templates/pair_tiles.h.in). Measured under QEMU on cortex-m4f, 1x1 convolutions on 8 channels
+from one pixel per call (``conv_tiles``) to pairs: vww_96_int8's 48x48x16 1,039,804 -> 819,432 instructions,
+person_detect's 1,060,541 -> 856,296, mobilenet_v2_050_64_int8's 32x32x48 1,370,616 -> 1,101,719 (through the
+scratch, as FUSED_TWO_PIXEL_MIN_REDUCTION's pairs, vww's took 1,123,657)."""
+
+
 def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
-    """``pixel_pairs.pays_two_pixels`` from a reduction of FUSED_TWO_PIXEL_MIN_REDUCTION where the one consumer of
+    """``pixel_pairs.pays_two_pixels`` from a reduction of FUSED_TWO_PIXEL_MIN_REDUCTION (or of exactly
+    FUSED_EIGHT_INPUTS, the innermost reduction loop's extent a multiple of four) where the one consumer of
     ``block`` requantizes as ``fuses_pairs`` asks (its pairs' tiles fused: no two-pixel MAC calls per tile),
     from ``pixel_pairs.TWO_PIXEL_MIN_REDUCTION`` elsewhere."""
     consumers = sch.get_consumers(block)
-    fused = len(consumers) == 1 and fuses_pairs(sch.get(consumers[0]))
-    return pixel_pairs.pays_two_pixels(sch, block, loops, first_reduce,
-                                       FUSED_TWO_PIXEL_MIN_REDUCTION if fused else pixel_pairs.TWO_PIXEL_MIN_REDUCTION)
+    if not (len(consumers) == 1 and fuses_pairs(sch.get(consumers[0]))):
+        return pixel_pairs.pays_two_pixels(sch, block, loops, first_reduce, pixel_pairs.TWO_PIXEL_MIN_REDUCTION)
+    if pixel_pairs.pays_two_pixels(sch, block, loops, first_reduce, FUSED_TWO_PIXEL_MIN_REDUCTION):
+        return True
+    innermost = sch.get(loops[-2]).extent if len(loops) - first_reduce >= 2 else None
+    return isinstance(innermost, tirx.IntImm) and int(innermost) % 4 == 0 \
+        and pixel_pairs.pays_two_pixels(sch, block, loops, first_reduce, FUSED_EIGHT_INPUTS) \
+        and not pixel_pairs.pays_two_pixels(sch, block, loops, first_reduce, FUSED_EIGHT_INPUTS + 1)
 
 
 def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
