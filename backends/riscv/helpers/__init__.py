@@ -10,7 +10,8 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 - `mac_s8x8_pairs.h.in`: `<prefix>_mac_s8x8_pairs`, the same sums over weights packed two channels to an int32
   word at compile time (`tvm_ext.kernels.dense.pair_weights`), one multiply per two products, called by
   FULLY_CONNECTED and CONV_2D kernels (one out-of-line copy per bundle, the others inlined where called), and `<prefix>_mac_s8x2x8_pairs`, the same for two output pixels,
-  each word loaded feeding both (`_rows` forms of both for a window's rows apart);
+  each word loaded feeding both (`_rows` forms of both for a window's rows apart, every KxK convolution's calls:
+  one out-of-line copy each per bundle too);
 - `mac_s8x2x8_row.h.in`: `<prefix>_mac_s8x2x8_row`, the same for two output pixels, each weight loaded feeding
   both, all sixteen sums in registers, for one-row windows (1x1 convolutions);
 - `mac_s8x2x8.h.in`: `<prefix>_mac_s8x2x8`, the same sums for windows of several rows, one row helper's call

@@ -82,6 +82,22 @@ int32_t fc_640(int32_t *acc, const int8_t *x, const int32_t *w) { return lp_mac_
 """
 """Two kernels' calls of the paired MAC with their own constant row lengths, as two FULLY_CONNECTED kernels make."""
 
+WINDOW_PAIRS_CALLERS = """#include <stdint.h>
+#include "riscv_mac.h"
+int32_t conv3x3_16(int32_t *a, int32_t *b, const int8_t *x, const int32_t *w)
+{ return lp_mac_s8x2x8_pairs_rows(a, b, x, w, 512, 3, 48, 16); }
+int32_t conv3x3_s2_32(int32_t *a, int32_t *b, const int8_t *x, const int32_t *w)
+{ return lp_mac_s8x2x8_pairs_rows(a, b, x, w, 1024, 3, 96, 64); }
+int32_t conv1x1_64(int32_t *a, int32_t *b, const int8_t *x, const int32_t *w)
+{ return lp_mac_s8x2x8_pairs(a, b, x, w, 64, 64); }
+int32_t lone3x3_16(int32_t *a, const int8_t *x, const int32_t *w)
+{ return lp_mac_s8x8_pairs_rows(a, x, w, 512, 3, 48); }
+int32_t lone3x3_32(int32_t *a, const int8_t *x, const int32_t *w)
+{ return lp_mac_s8x8_pairs_rows(a, x, w, 1024, 3, 96); }
+"""
+"""Two KxK convolutions' two-pixel calls over their windows' rows, a 1x1 convolution's over its one row, and two
+KxK convolutions' lone pixels' calls."""
+
 
 def compiled_functions(folder: Path, profile: str, source: str) -> dict[str, list[str]]:
     """The instructions' mnemonics of each function of `source` (C that includes the helper library of prefix lp)
@@ -129,3 +145,19 @@ def test_the_paired_mac_is_one_function_its_callers_share(tmp_path: Path, profil
     pairs = [code for name, code in functions.items() if "_mac_s8x8_pairs" in name]
     assert len(pairs) == 1 and "mul" in pairs[0], functions
     assert "mul" not in functions["fc_128"] + functions["fc_640"], functions
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_two_pixel_window_mac_is_one_function_its_kxk_callers_share(tmp_path: Path, profile: str) -> None:
+    """Two KxK convolutions' calls of `lp_mac_s8x2x8_pairs_rows` share one out-of-line function (inlined, each
+    kernel held a copy of its sixteen sums' loops, ~500 bytes on rv32imc), and their lone pixels' calls of
+    `lp_mac_s8x8_pairs_rows` another (its loop over the rows), while a 1x1 convolution's call of
+    `lp_mac_s8x2x8_pairs` keeps the loops inlined (its short rows pay for the constant row length)."""
+    require_tools(RISCV_TOOLS)
+    functions = compiled_functions(tmp_path, profile, WINDOW_PAIRS_CALLERS)
+    window = [code for name, code in functions.items() if "_mac_s8x2x8_pairs_rows" in name]
+    assert len(window) == 1 and "mul" in window[0], functions
+    assert len([name for name in functions if "_mac_s8x8_pairs_rows" in name]) == 1, functions
+    callers = ("conv3x3_16", "conv3x3_s2_32", "lone3x3_16", "lone3x3_32")
+    assert not any("mul" in functions[caller] for caller in callers), functions
+    assert "mul" in functions["conv1x1_64"], functions
