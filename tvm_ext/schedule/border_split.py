@@ -34,6 +34,7 @@ from typing import Optional
 
 import tvm
 from tvm import s_tir, tirx
+from tvm.ir import TensorLoad
 
 from backends.backend import MacSchedules
 from tvm_ext.schedule.border_regions import COMPARISONS, holds, outside_boxes, pixel_segments
@@ -379,7 +380,10 @@ def _border_regions(tap: _GuardedTap, mac: MacSchedules):
             stmt = tirx.IfThenElse(below, select(level + 1, {**box, **taps}), stmt)
         return stmt
 
-    collapsed = prod(end - first for first, end in window[:-1]) <= getattr(mac, "collapsed_border_taps", 0)
+    # the backend's border helper takes int8 images only: any other border keeps the MAX_REGIONS bound
+    image_types = {str(node.ty.dtype) for node in walk(tap.guard.args[1]) if isinstance(node, TensorLoad)}
+    collapsed = image_types == {"int8"} \
+        and prod(end - first for first, end in window[:-1]) <= getattr(mac, "collapsed_border_taps", 0)
     if prod(len(choices) for _, choices in segments) > MAX_REGIONS and not collapsed \
             and _has_interior(segments, window, chain_depths):
         return None

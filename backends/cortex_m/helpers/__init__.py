@@ -68,8 +68,9 @@ FPU_FLOAT_HELPERS = HelperLibrary("cortex_m_fpu_float", fpu_float_c)
 """The same float helpers on a scalar FPU core without MVE (`fpu_float_c`: a group's weights one VLDM), a library of
 their own as HELIUM_FLOAT_HELPERS is: a float bundle for such a core defines these alone."""
 HELIUM_QLINEAR_HELPERS = HelperLibrary("cortex_m_helium_qlinear", helium_qlinear_c)
-"""The pointwise QLinearConv helper of Helium cores (onnxruntime's float32 requantization): a library of its own,
-which a bundle defines as it is, so that only the bundles whose kernels call it define it."""
+"""The QLinearConv helpers of Helium cores (a pointwise one's channel, any other's output row; onnxruntime's float32
+requantization): a library of its own, which a bundle defines as it is, so that only the bundles whose kernels call
+them define it."""
 
 
 def helpers_of(profile: Profile) -> HelperLibrary:

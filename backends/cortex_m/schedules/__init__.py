@@ -104,8 +104,8 @@ class DualMacSchedules:
         once), then each loop over a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as
         one call of the fused channel-tiles helper (`conv_tiles`, DSP_CONV_TILES), and each depthwise pixel's
         loop over its four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the
-        fused tiles helper for an interior pixel (`depthwise_tiles`, DSP_TILES), the loop kept for the border's:
-        the sums start at the biases in registers."""
+        fused tiles helper for an interior pixel and one call of the border helper for a border pixel
+        (`depthwise_tiles`, DSP_TILES): the sums start at the biases in registers."""
         epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
         return depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
 
