@@ -284,7 +284,16 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         if request != AUTO:  # auto may replace the kernels after the planning
             start_early_objects()
-        planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
+        reversible = request != AUTO and not options.input_rows and len(profile.memory_regions) <= 1
+        forward = generated
+        lowered, generated, planned = stage("planning", lambda: planning_reversed(
+            lowered, generated, lambda marked: codegen(marked, imported, profile, tvm_target, options.jobs), profile,
+            options.io_in_arena, reversible), lambda result: _describe_memory(result[2]))
+        if generated is not forward and early[0] is not None:  # its kernels' objects are the forward ones
+            early[0].stop()
+            early[0] = None
+            _empty_folder(folder)
+            start_early_objects()
         stack_later = options.build and config.emulated is not None
         ram = planned.ram(profile, stack_later)
         patched: PatchFacts | None = None
@@ -616,6 +625,30 @@ def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -
         raise RuntimeError(f"the memory planner produced an invalid plan: {err}") from err
     main = arenas[-1]
     return Planned(ordered, list(main.buffers), main.memory, io_in_arena, tuple(arenas) if len(arenas) > 1 else ())
+
+
+def planning_reversed(lowered: Lowered, generated: Generated, regenerate: Callable[[Lowered], Generated],
+                      profile: Profile, io_in_arena: bool, reversible: bool) -> tuple[Lowered, Generated, Planned]:
+    """`planning` of `generated`, and, when `reversible` and its arena is above its liveness bound, of the same
+    model with the convolutions `tvm_ext.compile.reversed_loops` chooses run backwards (their kernels marked
+    in `lowered` and generated again by `regenerate`); that one only when its planned arena is smaller."""
+    from tvm_ext.codegen.reverse_outer_loop import marked_reversed
+    from tvm_ext.compile.reversed_loops import kernels_to_reverse
+
+    planned = planning(generated.plan, profile, io_in_arena)
+    if not reversible:
+        return lowered, generated, planned
+    chosen = kernels_to_reverse(generated.plan, planned.memory,
+                                lambda plan: planning(plan, profile, io_in_arena).memory.arena_bytes)
+    if not chosen:
+        return lowered, generated, planned
+    marked = replace(lowered, kernels={name: marked_reversed(func) if name in chosen else func
+                                       for name, func in lowered.kernels.items()})
+    backwards = regenerate(marked)
+    planned_backwards = planning(backwards.plan, profile, io_in_arena)
+    if planned_backwards.memory.arena_bytes < planned.memory.arena_bytes:
+        return marked, backwards, planned_backwards
+    return lowered, generated, planned
 
 
 def packaging(folder: Path, imported: Imported, generated: Generated, planned: Planned, referenced: Referenced,
