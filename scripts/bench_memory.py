@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # TFLite Micro's arena_used_bytes() (bytes, 32-bit pointers: planned tensors, inputs and outputs included,
 # plus its persistent bookkeeping) measured on the emulated Cortex-M4 (mps2-an386, arm-none-eabi-gcc 12.2).
 # Source: /work/shared/docs/cortex-m-under-qemu.md, "TFLite Micro measured on this emulated core", column
-# "arena (B)". A model missing here has no published figure (kws_ref_model_float32: TFLM refuses hybrid
+# "arena (B)", and for the zoo below. A model missing here has no published figure (kws_ref_model_float32: TFLM refuses hybrid
 # models; keyword_scrambled, simple_add_model: not measured).
 TFLM_ARENA_BYTES: dict[str, int] = {
     "hello_world_int8": 676,
@@ -70,6 +70,16 @@ TFLM_ARENA_BYTES: dict[str, int] = {
     "ad01_fp32": 4_528,
     "pretrainedResnet": 201_760,
     "vww_96_float": 321_808,
+    # The speed zoo's (/work/shared/docs/zoo-under-qemu.md, column "arena_used bytes": the same
+    # arena_used_bytes() on the same emulated Cortex-M4, TFLM with its CMSIS-NN kernels).
+    "efficientnet_lite_w030_112_int8": 248_484,
+    "kws_gru_40x16_int8": 154_452,
+    "kws_lstm_40x16_int8": 10_484,
+    "mobilenet_v2_050_64_int8": 149_908,
+    "mobilenet_v3s_min_050_80_int8": 86_548,
+    "tcn_kws_100x32_int8": 39_780,
+    "vit_tiny_16_int8": 46_836,
+    "yolo_tiny_80_int8": 163_236,
 }
 COLUMNS = ("model", "liveness bound", "our arena", "total RAM, I/O outside", "liveness bound, I/O in arena",
            "total RAM, --io-in-arena", "TFLM arena", "--io-in-arena below TFLM", "self-tests (default, in arena)")
@@ -269,8 +279,8 @@ def main() -> int:
         print("--max-extra-macs takes a fraction from 0, --candidates a count from 1")
         return 2
     columns = (*COLUMNS, *(() if args.no_patches else PATCH_COLUMNS), *(() if args.no_m0plus else (M0PLUS_COLUMN,)))
-    print(f"target {args.target}; bytes; TFLM arena: /work/shared/docs/cortex-m-under-qemu.md; patch plans: at most "
-          f"+{args.max_extra_macs:.0%} MACs, {args.candidates} compiled per model and input mode")
+    print(f"target {args.target}; bytes; TFLM arena: /work/shared/docs/cortex-m-under-qemu.md and zoo-under-qemu.md; "
+          f"patch plans: at most +{args.max_extra_macs:.0%} MACs, {args.candidates} compiled per model and input mode")
     print("| " + " | ".join(columns) + " |")
     print("|---" * len(columns) + "|")
     patches = None if args.no_patches else (args.max_extra_macs, args.candidates)
