@@ -50,15 +50,14 @@ class StreamOrder:
     def trail_bytes(self) -> int:
         """How far (bytes) the output's start must lie above the input's start when they overlap with the
         output above: the largest excess of the end of an input byte range this pass or a later one still
-        reads over a pass's write start. May be negative (the output may then even start below the input)."""
-        trail = None
-        unread_end: int | None = None  # highest input byte end read by this pass or a later one
-        for (read_start, read_end), (write_start, write_end) in reversed(list(zip(self.reads, self.writes))):
-            if read_start < read_end:
-                unread_end = read_end if unread_end is None else max(unread_end, read_end)
-            if write_start < write_end and unread_end is not None:
-                trail = unread_end - write_start if trail is None else max(trail, unread_end - write_start)
-        return 0 if trail is None else trail
+        reads over a pass's write start (the lead of the order mirrored, every byte offset negated). May be
+        negative (the output may then even start below the input)."""
+        return self._mirrored().lead_bytes()
+
+    def _mirrored(self) -> "StreamOrder":
+        """The order with every byte offset negated (an empty interval stays empty)."""
+        return StreamOrder(tuple((-end, -start) for start, end in self.reads),
+                           tuple((-end, -start) for start, end in self.writes))
 
     def reversed(self) -> "StreamOrder":
         """The order of the same kernel with its passes run last first (its outermost loop reversed)."""

@@ -24,46 +24,48 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from memory_planner.api import Buffer, MemoryPlan
+from memory_planner.api import Buffer, Interval, MemoryPlan
 
 
 class InvalidMemoryPlanError(ValueError):
     """A memory plan breaks one of the rules `check_plan` verifies."""
 
 
+def _behind(writes: Sequence[Interval], reads: Sequence[Interval], reads_above_writes: int) -> bool:
+    """Whether every pass k writes (`writes[k]`) only below every byte that pass k or a later one reads
+    (`reads[k:]`), the reads' offsets counted `reads_above_writes` bytes above the writes'."""
+    for k, (write_start, write_end) in enumerate(writes):
+        if write_start >= write_end:
+            continue
+        for read_start, read_end in reads[k:]:
+            if read_start < read_end and write_end > reads_above_writes + read_start:
+                return False
+    return True
+
+
 def _writes_stay_behind_reads(taker: Buffer, source_above_taker: int) -> bool:
     """Simulate `taker.stream` with the source starting `source_above_taker` bytes above the taker: whether
     every pass writes only below every source byte that this pass or a later one reads."""
-    stream = taker.stream
-    assert stream is not None
-    for k, (write_start, write_end) in enumerate(stream.writes):
-        if write_start >= write_end:
-            continue
-        for read_start, read_end in stream.reads[k:]:
-            if read_start < read_end and write_end > source_above_taker + read_start:
-                return False
-    return True
+    assert taker.stream is not None
+    return _behind(taker.stream.writes, taker.stream.reads, source_above_taker)
 
 
 def _writes_stay_above_reads(taker: Buffer, taker_above_source: int) -> bool:
     """Simulate `taker.stream` with the taker starting `taker_above_source` bytes above the source: whether
     every pass writes only above every source byte that this pass or a later one reads (a kernel whose
-    passes run downwards)."""
-    stream = taker.stream
-    assert stream is not None
-    for k, (write_start, write_end) in enumerate(stream.writes):
-        if write_start >= write_end:
-            continue
-        for read_start, read_end in stream.reads[k:]:
-            if read_start < read_end and taker_above_source + write_start < read_end:
-                return False
-    return True
+    passes run downwards): the simulation above with every byte offset negated."""
+    assert taker.stream is not None
+
+    def negated(intervals: Sequence[Interval]) -> list[Interval]:
+        return [(-end, -start) for start, end in intervals]
+
+    return _behind(negated(taker.stream.writes), negated(taker.stream.reads), taker_above_source)
 
 
-def _smallest_legal(legal: Callable[[int], bool], limit: int) -> int:
-    """The smallest distance >= 0 (bytes) for which `legal` holds, by bisection (a legal distance stays legal
-    when it grows); `limit` if none below it is."""
-    low, high = 0, limit
+def _smallest_legal(legal: Callable[[int], bool], low: int, limit: int) -> int:
+    """The smallest distance >= `low` (bytes) for which `legal` holds, by bisection (a legal distance stays
+    legal when it grows); `limit` if none below it is."""
+    high = max(low, limit)
     while low < high:
         middle = (low + high) // 2
         if legal(middle):
@@ -77,14 +79,13 @@ def _smallest_legal_distance(taker: Buffer, source: Buffer) -> int | None:
     """The signed distance the source starts above `taker` at their hand-over where the pair spans the fewest
     bytes: the smallest legal one with the taker below (>= 0), or minus the smallest with the taker above,
     whichever spans fewer (ties: below); None when neither side lets the two share a byte."""
-    below = _smallest_legal(lambda d: _writes_stay_behind_reads(taker, d), taker.nbytes)
-    above = _smallest_legal(lambda d: _writes_stay_above_reads(taker, d), source.nbytes)
-    spans = []
-    if below < taker.nbytes:
-        spans.append((max(taker.nbytes, below + source.nbytes), 0, below))
-    if 0 < above < source.nbytes:
-        spans.append((max(source.nbytes, above + taker.nbytes), 1, -above))
-    return min(spans)[2] if spans else None
+    below = _smallest_legal(lambda d: _writes_stay_behind_reads(taker, d), 0, taker.nbytes)
+    above = _smallest_legal(lambda d: _writes_stay_above_reads(taker, d), 1, source.nbytes)  # 0: below
+    shares_below, shares_above = below < taker.nbytes, above < source.nbytes
+    if shares_above and (not shares_below or
+                         max(source.nbytes, above + taker.nbytes) < max(taker.nbytes, below + source.nbytes)):
+        return -above
+    return below if shares_below else None
 
 
 @dataclass(frozen=True)

@@ -43,14 +43,14 @@ class Handover:
 def stream_distance(taker: Buffer, source: Buffer) -> int | None:
     """The signed distance (`Handover.distance`) at which `taker` (which has a stream order) shares the most
     bytes with `source`: its lead below the source (at least 0) when smaller than the taker, or its trail above
-    (at least 0, negated) when smaller than the source, whichever spans fewer bytes (ties: below); None when
+    (at least 1, negated: distance 0 means below) when smaller than the source, whichever spans fewer bytes (ties: below); None when
     neither side saves a byte."""
     assert taker.stream is not None
-    below, above = max(taker.stream.lead_bytes(), 0), max(taker.stream.trail_bytes(), 0)
+    below, above = max(taker.stream.lead_bytes(), 0), max(taker.stream.trail_bytes(), 1)
     sides = []
     if below < taker.nbytes:
         sides.append((max(taker.nbytes, below + source.nbytes), 0, below))
-    if 0 < above < source.nbytes:
+    if above < source.nbytes:
         sides.append((max(source.nbytes, above + taker.nbytes), 1, -above))
     return min(sides)[2] if sides else None
 

@@ -95,11 +95,11 @@ def _rise(taker: Buffer, source: Buffer) -> int:
 
 
 def _side(taker: Buffer, source: Buffer) -> int | None:
-    """The signed distance the planner shares at (liveness.Handover): below, or above (negative) when that spans
-    fewer bytes and the taker starts strictly above; None when neither saves a byte."""
-    below, above = _distance(taker), _rise(taker, source)
+    """The signed distance the planner shares at (liveness.Handover): below, or above (negative, at least one
+    byte: distance 0 is below) when that spans fewer bytes; None when neither saves a byte."""
+    below, above = _distance(taker), max(_rise(taker, source), 1)
     spans = [(max(taker.nbytes, below + source.nbytes), 0, below)] if below < taker.nbytes else []
-    if 0 < above < source.nbytes:
+    if above < source.nbytes:
         spans.append((max(source.nbytes, above + taker.nbytes), 1, -above))
     return min(spans)[2] if spans else None
 

@@ -286,9 +286,11 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             start_early_objects()
         reversible = request != AUTO and not options.input_rows and len(profile.memory_regions) <= 1
         forward = generated
-        lowered, generated, planned = stage("planning", lambda: planning_reversed(
-            lowered, generated, lambda marked: codegen(marked, imported, profile, tvm_target, options.jobs), profile,
-            options.io_in_arena, reversible), lambda result: _describe_memory(result[2]))
+        lowered, generated, planned = stage(
+            "planning", lambda: planning_reversed(
+                lowered, generated, lambda marked: codegen(marked, imported, profile, tvm_target, options.jobs),
+                profile, options.io_in_arena, reversible),
+            lambda result: _describe_memory(result[2]) + _describe_reversed(result[0]))
         if generated is not forward and early[0] is not None:  # its kernels' objects are the forward ones
             early[0].stop()
             early[0] = None
@@ -801,6 +803,14 @@ def _describe_memory(planned: Planned) -> str:
     regions = f"; RAM regions {regions_phrase(planned.regions)}" if planned.regions else ""
     return (f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B, "
             f"{memory.strategy}{', optimal' if memory.optimal else ''}{regions}")
+
+
+def _describe_reversed(lowered: Lowered) -> str:
+    """", N convolution kernels run backwards" when the planning reversed any (planning_reversed), else ""."""
+    from tvm_ext.codegen.reverse_outer_loop import REVERSED_ATTR
+
+    count = sum(1 for func in lowered.kernels.values() if func.attrs is not None and REVERSED_ATTR in func.attrs)
+    return f", {count} convolution kernel{'s' if count > 1 else ''} run backwards" if count else ""
 
 
 def _describe_selftest(tested: Tested) -> str:
