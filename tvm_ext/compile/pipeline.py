@@ -284,12 +284,17 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         if request != AUTO:  # auto may replace the kernels after the planning
             start_early_objects()
-        reversible = request != AUTO and not options.input_rows and len(profile.memory_regions) <= 1
+        reversible = request != AUTO and len(profile.memory_regions) <= 1
         forward = generated
+
+        def regenerate(marked: Lowered) -> Generated:
+            again = codegen(marked, imported, profile, tvm_target, options.jobs)
+            rows = options.input_rows and grid_plan is not None
+            return _with_row_input(again, func, cut_of(grid_plan), file_name) if rows else again
+
         lowered, generated, planned = stage(
-            "planning", lambda: planning_reversed(
-                lowered, generated, lambda marked: codegen(marked, imported, profile, tvm_target, options.jobs),
-                profile, options.io_in_arena, reversible),
+            "planning", lambda: planning_reversed(lowered, generated, regenerate, profile, options.io_in_arena,
+                                                  reversible),
             lambda result: _describe_memory(result[2]) + _describe_reversed(result[0]))
         if generated is not forward and early[0] is not None:  # its kernels' objects are the forward ones
             early[0].stop()
