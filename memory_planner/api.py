@@ -23,7 +23,8 @@ class StreamOrder:
     bytes within `writes[k]`, both relative to the start of their own buffer; (0, 0) means none. Within a
     pass, reads and writes may interleave in any order. So the output may share bytes with the input if
     every pass writes only below the input bytes that this pass or a later one still reads: the output's
-    write front stays behind the input's read front.
+    write front stays behind the input's read front (`lead_bytes`), or, for a kernel whose passes run
+    downwards (its outermost loop reversed), every pass writes only above them (`trail_bytes`).
     """
 
     reads: tuple[Interval, ...]
@@ -46,6 +47,22 @@ class StreamOrder:
                 lead = write_end - unread if lead is None else max(lead, write_end - unread)
         return 0 if lead is None else lead
 
+    def trail_bytes(self) -> int:
+        """How far (bytes) the output's start must lie above the input's start when they overlap with the
+        output above: the largest excess of the end of an input byte range this pass or a later one still
+        reads over a pass's write start (the lead of the order mirrored, every byte offset negated). May be
+        negative (the output may then even start below the input)."""
+        return self._mirrored().lead_bytes()
+
+    def _mirrored(self) -> "StreamOrder":
+        """The order with every byte offset negated (an empty interval stays empty)."""
+        return StreamOrder(tuple((-end, -start) for start, end in self.reads),
+                           tuple((-end, -start) for start, end in self.writes))
+
+    def reversed(self) -> "StreamOrder":
+        """The order of the same kernel with its passes run last first (its outermost loop reversed)."""
+        return StreamOrder(self.reads[::-1], self.writes[::-1])
+
 
 @dataclass(frozen=True)
 class Buffer:
@@ -54,7 +71,9 @@ class Buffer:
     `inplace_of` names another buffer (the source) whose bytes this one may take: the source was born at
     an earlier step (or is `filled_before`) and its last step is this buffer's first step, where one kernel
     reads the source and writes this buffer. `stream` says in what order (see `StreamOrder`): the two may
-    then overlap if this buffer starts at least `stream.lead_bytes()` below the source. Without `stream`,
+    then overlap if this buffer starts at least `stream.lead_bytes()` below the source, or at least
+    `stream.trail_bytes()` above it (the planner takes the side where the pair spans fewer bytes: the
+    `liveness.Handover`'s signed distance). Without `stream`,
     the kernel reads each element of the source before it writes this buffer's element at the same offset
     (an elementwise operator) and this buffer is not larger: the two may sit at exactly the same offset.
     Apart is always legal.

@@ -8,52 +8,84 @@
   buffer listed before B names A, their only shared step is A's last and B's first, A was born before
   it (or filled by the caller before the run: `filled_before`), and either B has no stream order, both
   sit at one offset and B is not larger than A, or B's stream order, simulated pass by pass at the two
-  offsets, never writes a byte of A that this pass or a later one still reads;
+  offsets, writes only below, or only above (a kernel whose passes run downwards), every byte of A that this
+  pass or a later one still reads;
 - no hand-overs form a cycle (A takes B's bytes and B takes A's, or a longer ring): no execution can read
   each source before its taker writes it;
 - the plan's lower bound is the largest number of bytes live at one step (recounted here by a sweep
   over start and end events; at a hand-over the pair counts as their union at the smallest legal
-  distance, found by simulating the stream order), and the arena is not below it.
+  distance, B below A or above it, whichever spans fewer bytes, found by simulating the stream order), and
+  the arena is not below it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from memory_planner.api import Buffer, MemoryPlan
+from memory_planner.api import Buffer, Interval, MemoryPlan
 
 
 class InvalidMemoryPlanError(ValueError):
     """A memory plan breaks one of the rules `check_plan` verifies."""
 
 
-def _writes_stay_behind_reads(taker: Buffer, source_above_taker: int) -> bool:
-    """Simulate `taker.stream` with the source starting `source_above_taker` bytes above the taker: whether
-    every pass writes only below every source byte that this pass or a later one reads."""
-    stream = taker.stream
-    assert stream is not None
-    for k, (write_start, write_end) in enumerate(stream.writes):
+def _behind(writes: Sequence[Interval], reads: Sequence[Interval], reads_above_writes: int) -> bool:
+    """Whether every pass k writes (`writes[k]`) only below every byte that pass k or a later one reads
+    (`reads[k:]`), the reads' offsets counted `reads_above_writes` bytes above the writes'."""
+    for k, (write_start, write_end) in enumerate(writes):
         if write_start >= write_end:
             continue
-        for read_start, read_end in stream.reads[k:]:
-            if read_start < read_end and write_end > source_above_taker + read_start:
+        for read_start, read_end in reads[k:]:
+            if read_start < read_end and write_end > reads_above_writes + read_start:
                 return False
     return True
 
 
-def _smallest_legal_distance(taker: Buffer) -> int:
-    """The smallest distance >= 0 (bytes) the source may start above `taker` at their hand-over, by bisection
-    over the simulation (a legal distance stays legal when it grows); `taker.nbytes` if none below it is."""
-    low, high = 0, taker.nbytes
+def _writes_stay_behind_reads(taker: Buffer, source_above_taker: int) -> bool:
+    """Simulate `taker.stream` with the source starting `source_above_taker` bytes above the taker: whether
+    every pass writes only below every source byte that this pass or a later one reads."""
+    assert taker.stream is not None
+    return _behind(taker.stream.writes, taker.stream.reads, source_above_taker)
+
+
+def _writes_stay_above_reads(taker: Buffer, taker_above_source: int) -> bool:
+    """Simulate `taker.stream` with the taker starting `taker_above_source` bytes above the source: whether
+    every pass writes only above every source byte that this pass or a later one reads (a kernel whose
+    passes run downwards): the simulation above with every byte offset negated."""
+    assert taker.stream is not None
+
+    def negated(intervals: Sequence[Interval]) -> list[Interval]:
+        return [(-end, -start) for start, end in intervals]
+
+    return _behind(negated(taker.stream.writes), negated(taker.stream.reads), taker_above_source)
+
+
+def _smallest_legal(legal: Callable[[int], bool], low: int, limit: int) -> int:
+    """The smallest distance >= `low` (bytes) for which `legal` holds, by bisection (a legal distance stays
+    legal when it grows); `limit` if none below it is."""
+    high = max(low, limit)
     while low < high:
         middle = (low + high) // 2
-        if _writes_stay_behind_reads(taker, middle):
+        if legal(middle):
             high = middle
         else:
             low = middle + 1
     return low
+
+
+def _smallest_legal_distance(taker: Buffer, source: Buffer) -> int | None:
+    """The signed distance the source starts above `taker` at their hand-over where the pair spans the fewest
+    bytes: the smallest legal one with the taker below (>= 0), or minus the smallest with the taker above,
+    whichever spans fewer (ties: below); None when neither side lets the two share a byte."""
+    below = _smallest_legal(lambda d: _writes_stay_behind_reads(taker, d), 0, taker.nbytes)
+    above = _smallest_legal(lambda d: _writes_stay_above_reads(taker, d), 1, source.nbytes)  # 0: below
+    shares_below, shares_above = below < taker.nbytes, above < source.nbytes
+    if shares_above and (not shares_below or
+                         max(source.nbytes, above + taker.nbytes) < max(taker.nbytes, below + source.nbytes)):
+        return -above
+    return below if shares_below else None
 
 
 @dataclass(frozen=True)
@@ -66,7 +98,8 @@ class _HandOver:
 
     def union_bytes(self, taker: Buffer) -> int:
         """The fewest bytes the pair spans at their hand-over step."""
-        return max(taker.nbytes, self.distance + self.source.nbytes)
+        low, high = min(0, self.distance), max(taker.nbytes, self.distance + self.source.nbytes)
+        return high - low
 
 
 def _hand_over(taker: Buffer, source: Buffer) -> _HandOver | None:
@@ -76,8 +109,8 @@ def _hand_over(taker: Buffer, source: Buffer) -> _HandOver | None:
         return None
     if taker.stream is None:
         return _HandOver(source, 0) if taker.nbytes <= source.nbytes else None
-    distance = _smallest_legal_distance(taker)
-    return _HandOver(source, distance) if distance < taker.nbytes else None
+    distance = _smallest_legal_distance(taker, source)
+    return None if distance is None else _HandOver(source, distance)
 
 
 def _hand_overs(buffers: Sequence[Buffer]) -> dict[str, _HandOver]:
@@ -114,7 +147,9 @@ def _check_no_cycle(hand_overs: dict[str, _HandOver]) -> None:
 def _legal_overlap(source: Buffer, taker: Buffer, offsets: dict[str, int]) -> bool:
     if taker.stream is None:
         return offsets[taker.name] == offsets[source.name] and taker.nbytes <= source.nbytes
-    return _writes_stay_behind_reads(taker, offsets[source.name] - offsets[taker.name])
+    source_above_taker = offsets[source.name] - offsets[taker.name]
+    return (_writes_stay_behind_reads(taker, source_above_taker)
+            or _writes_stay_above_reads(taker, -source_above_taker))
 
 
 def _check_pair(a: Buffer, b: Buffer, offsets: dict[str, int], hand_overs: dict[str, _HandOver]) -> None:

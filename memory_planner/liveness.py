@@ -27,7 +27,9 @@ def live_ranges(steps: Sequence[Collection[str]]) -> dict[str, tuple[int, int]]:
 @dataclass(frozen=True)
 class Handover:
     """A taker shares bytes with its source at their hand-over step: the source starts `distance` bytes
-    (>= 0, unaligned) above the taker, and the two span `union_bytes` there."""
+    (unaligned) above the taker, at least that far when the two overlap; a negative distance: the taker starts
+    at least -distance bytes above the source (a kernel whose passes run downwards, `StreamOrder.trail_bytes`).
+    The two span `union_bytes` there."""
 
     taker: Buffer
     source: Buffer
@@ -35,7 +37,22 @@ class Handover:
 
     @property
     def union_bytes(self) -> int:
-        return max(self.taker.nbytes, self.distance + self.source.nbytes)
+        return max(self.taker.nbytes, self.distance + self.source.nbytes) - min(self.distance, 0)
+
+
+def stream_distance(taker: Buffer, source: Buffer) -> int | None:
+    """The signed distance (`Handover.distance`) at which `taker` (which has a stream order) shares the most
+    bytes with `source`: its lead below the source (at least 0) when smaller than the taker, or its trail above
+    (at least 1, negated: distance 0 means below) when smaller than the source, whichever spans fewer bytes (ties: below); None when
+    neither side saves a byte."""
+    assert taker.stream is not None
+    below, above = max(taker.stream.lead_bytes(), 0), max(taker.stream.trail_bytes(), 1)
+    sides = []
+    if below < taker.nbytes:
+        sides.append((max(taker.nbytes, below + source.nbytes), 0, below))
+    if above < source.nbytes:
+        sides.append((max(source.nbytes, above + taker.nbytes), 1, -above))
+    return min(sides)[2] if sides else None
 
 
 class HandoverCycleError(ValueError):
@@ -47,8 +64,8 @@ class HandoverCycleError(ValueError):
 def handovers(buffers: Sequence[Buffer]) -> dict[str, Handover]:
     """The legal hand-overs by taker name. Legal: the taker's `inplace_of` buffer exists, was born at an
     earlier step (or is `filled_before`) and dies at the step the taker is born; without a stream order the
-    taker is not larger (distance 0); with one, the distance is the order's lead (at least 0) and smaller
-    than the taker (else sharing saves nothing). A source gives its bytes to the first buffer listed with a
+    taker is not larger (distance 0); with one, the distance is `stream_distance`'s (None: sharing saves
+    nothing). A source gives its bytes to the first buffer listed with a
     legal hand-over. Raises HandoverCycleError if the legal hand-overs form a cycle."""
     by_name = {b.name: b for b in buffers}
     found: dict[str, Handover] = {}
@@ -63,8 +80,7 @@ def handovers(buffers: Sequence[Buffer]) -> dict[str, Handover]:
         if taker.stream is None:
             distance = 0 if taker.nbytes <= source.nbytes else None
         else:
-            distance = max(taker.stream.lead_bytes(), 0)
-            distance = distance if distance < taker.nbytes else None
+            distance = stream_distance(taker, source)
         if distance is not None:
             found[taker.name] = Handover(taker, source, distance)
             given.add(source.name)
@@ -94,7 +110,7 @@ def _reject_cycles(found: dict[str, Handover]) -> None:
 def live_per_step(buffers: Sequence[Buffer]) -> list[list[Buffer]]:
     """The blocks of bytes live at each step 0..last step of any buffer: each buffer over its live range,
     except that at a hand-over step the source and its taker are one block of their union's bytes (with the
-    source's alignment when both start at one offset, else the taker's, which starts lowest)."""
+    source's alignment when it starts lowest or both start at one offset, else the taker's)."""
     steps = max((b.last_step for b in buffers), default=-1) + 1
     live: list[list[Buffer]] = [[] for _ in range(steps)]
     shared = handovers(buffers)
@@ -106,7 +122,7 @@ def live_per_step(buffers: Sequence[Buffer]) -> list[list[Buffer]]:
             if handover is None or step != handover.taker.first_step:
                 live[step].append(buffer)
             elif buffer is handover.taker:  # the pair's one block, counted once
-                lowest = handover.source if handover.distance == 0 else handover.taker
+                lowest = handover.source if handover.distance <= 0 else handover.taker
                 live[step].append(replace(lowest, nbytes=handover.union_bytes))
     return live
 

@@ -71,6 +71,8 @@ TFLM_ARENA_BYTES: dict[str, int] = {
     "ad01_fp32": 4_528,
     "pretrainedResnet": 201_760,
     "vww_96_float": 321_808,
+    # The speed zoo's (/work/shared/docs/zoo-under-qemu.md, column "arena_used bytes": the same
+    # arena_used_bytes() on the same emulated Cortex-M4, TFLM with its CMSIS-NN kernels).
     "efficientnet_lite_w030_112_int8": 248_484,
     "kws_gru_40x16_int8": 154_452,
     "kws_lstm_40x16_int8": 10_484,
@@ -280,8 +282,8 @@ def main() -> int:
         print("--max-extra-macs takes a fraction from 0, --candidates a count from 1")
         return 2
     columns = (*COLUMNS, *(() if args.no_patches else PATCH_COLUMNS), *(() if args.no_m0plus else (M0PLUS_COLUMN,)))
-    print(f"target {args.target}; bytes; TFLM arena: /work/shared/docs/cortex-m-under-qemu.md; patch plans: at most "
-          f"+{args.max_extra_macs:.0%} MACs, {args.candidates} compiled per model and input mode")
+    print(f"target {args.target}; bytes; TFLM arena: /work/shared/docs/cortex-m-under-qemu.md and zoo-under-qemu.md; "
+          f"patch plans: at most +{args.max_extra_macs:.0%} MACs, {args.candidates} compiled per model and input mode")
     print("| " + " | ".join(columns) + " |")
     print("|---" * len(columns) + "|")
     patches = None if args.no_patches else (args.max_extra_macs, args.candidates)

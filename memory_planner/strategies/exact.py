@@ -14,7 +14,9 @@ distance below its source and a source below its taker disjoint. One exception f
 at distance 0 blocks its source from no byte at its own offset, yet from every lower offset where the two
 would overlap; so a source sharing its taker's offset is not at its lowest free offset among the buffers
 before it unless the taker comes first. The rank (`_takers_first`) puts every taker before its source
-and otherwise follows the index.
+and otherwise follows the index. A taker above its source (a negative distance: a kernel run backwards) blocks
+the source only above the taker's own offset, and the source blocks it only at and above the source's, so the
+argument holds for them unchanged (the two never share an offset).
 
 Bounds. Buffers not yet placed all go at or above the last placed offset `floor`, so at every step
 `t` the arena is at least `floor` + bytes that placed buffers live at `t` hold above `floor` + bytes of

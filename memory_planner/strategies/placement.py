@@ -5,7 +5,9 @@ Offsets and sizes are bytes. An occupied interval is (start, end), end exclusive
 Hand-overs with a stream order (`liveness.handovers`) are soft conflicts: taker T may overlap its source S
 when S starts at least `distance` d above T. So for T a placed S blocks only [o_S + T.nbytes - d, o_S +
 S.nbytes) (T then ends at or below o_S + T.nbytes - d, i.e. starts at least d below S, or lies above S), and
-for S a placed T blocks only [o_T, o_T + d). That interval may be empty or even reversed (start > end): it
+for S a placed T blocks only [o_T, o_T + d). A negative distance d (the taker at least -d above its source)
+mirrors this: for T a placed S blocks only [o_S, o_S - d), for S a placed T only [o_T + S.nbytes + d, o_T +
+T.nbytes). That interval may be empty or even reversed (start > end): it
 still forbids what it must, because a buffer of n bytes at x collides with [start, end) exactly when
 x < end and start < x + n, which `first_fit` and `best_fit` test in that form.
 """
@@ -53,8 +55,12 @@ def time_conflicts(buffers: Sequence[Buffer]) -> list[list[Blocker]]:
     for h in handovers(buffers).values():
         if h.taker.stream is not None:
             taker, source = index[h.taker.name], index[h.source.name]
-            soft[taker, source] = (h.taker.nbytes - h.distance, h.source.nbytes)
-            soft[source, taker] = (0, h.distance)
+            if h.distance >= 0:
+                soft[taker, source] = (h.taker.nbytes - h.distance, h.source.nbytes)
+                soft[source, taker] = (0, h.distance)
+            else:  # the taker at least -distance above its source
+                soft[taker, source] = (0, -h.distance)
+                soft[source, taker] = (h.source.nbytes + h.distance, h.taker.nbytes)
     return [
         [Blocker(j, *soft.get((i, j), (0, other.nbytes))) for j, other in enumerate(buffers)
          if j != i and other.first_step <= b.last_step and b.first_step <= other.last_step]

@@ -84,13 +84,36 @@ def _distance(taker: Buffer) -> int:
                        for r_start, r_end in stream.reads[k:] if r_start < r_end))
 
 
+def _rise(taker: Buffer, source: Buffer) -> int:
+    """The least distance (bytes, >= 0) `taker` must start above its source, found byte by byte (its passes
+    writing only above the source bytes still to be read)."""
+    assert taker.stream is not None
+    stream = taker.stream
+    return next(e for e in range(source.nbytes + 1)
+                if all(e + w_start >= r_end for k, (w_start, w_end) in enumerate(stream.writes) if w_start < w_end
+                       for r_start, r_end in stream.reads[k:] if r_start < r_end))
+
+
+def _side(taker: Buffer, source: Buffer) -> int | None:
+    """The signed distance the planner shares at (liveness.Handover): below, or above (negative, at least one
+    byte: distance 0 is below) when that spans fewer bytes; None when neither saves a byte."""
+    below, above = _distance(taker), max(_rise(taker, source), 1)
+    spans = [(max(taker.nbytes, below + source.nbytes), 0, below)] if below < taker.nbytes else []
+    if above < source.nbytes:
+        spans.append((max(source.nbytes, above + taker.nbytes), 1, -above))
+    return min(spans)[2] if spans else None
+
+
 def _legal(a: Buffer, a_off: int, b: Buffer, b_off: int) -> bool:
     """Whether `a` at `a_off` and `b` at `b_off` may coexist (b is listed after a, so only b may take a)."""
     if not (a.first_step <= b.last_step and b.first_step <= a.last_step):
         return True
     if not (a.nbytes and b.nbytes and a_off < b_off + b.nbytes and b_off < a_off + a.nbytes):
         return True
-    return b.inplace_of == a.name and a_off - b_off >= _distance(b)
+    side = _side(b, a) if b.inplace_of == a.name else None
+    if side is None:
+        return False
+    return a_off - b_off >= side if side >= 0 else b_off - a_off >= -side
 
 
 def brute_force_arena(buffers: list[Buffer]) -> int:

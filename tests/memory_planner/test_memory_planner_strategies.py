@@ -36,11 +36,15 @@ def naive_lower_bound(buffers: list[Buffer]) -> int:
             return None
         if taker.stream is None:
             return 0 if taker.nbytes <= source.nbytes else None
-        for d in range(taker.nbytes):
-            if all(w_end <= d + r_start for k, (w_start, w_end) in enumerate(taker.stream.writes) if w_start < w_end
-                   for r_start, r_end in taker.stream.reads[k:] if r_start < r_end):
-                return d
-        return None
+        pairs = [(w, r) for k, w in enumerate(taker.stream.writes) if w[0] < w[1]
+                 for r in taker.stream.reads[k:] if r[0] < r[1]]
+        below = next((d for d in range(taker.nbytes) if all(w[1] <= d + r[0] for w, r in pairs)), None)
+        # a kernel whose passes run downwards: the taker at least `above` bytes above its source
+        above = next((e for e in range(1, source.nbytes) if all(e + w[0] >= r[1] for w, r in pairs)), None)
+        if above is not None and (below is None or max(source.nbytes, above + taker.nbytes)
+                                  < max(taker.nbytes, below + source.nbytes)):
+            return -above
+        return below
 
     takers: dict[str, Buffer] = {}  # source -> its first taker with a useful distance
     for b in buffers:
@@ -52,7 +56,7 @@ def naive_lower_bound(buffers: list[Buffer]) -> int:
         total = sum(b.nbytes for b in live)
         for source, taker in takers.items():
             if taker.first_step == step:
-                union = max(taker.nbytes, distance(taker) + by_name[source].nbytes)
+                union = max(taker.nbytes, distance(taker) + by_name[source].nbytes) - min(distance(taker), 0)
                 total -= by_name[source].nbytes + taker.nbytes - union
         return total
 

@@ -33,6 +33,7 @@ from tvm_ext.codegen.fused_float_products import fused_float_products
 from tvm_ext.codegen.padding_test_hoist import hoist_padding_tests
 from tvm_ext.codegen.libm_lowering import register_libm_lowerings
 from tvm_ext.layers import NUM_OUTPUTS_ATTR, OPERAND_ROLES_ATTR, SCRATCH_ATTR, rewritten_operands
+from tvm_ext.codegen.reverse_outer_loop import reverse_outer_loop
 from tvm_ext.codegen.stream_order import stream_orders
 from tvm_ext.tir.tir_walk import map_child_stmts, map_leaves, vars_read, walk
 
@@ -167,6 +168,7 @@ def _lowering_passes() -> tvm.transform.Pass:
             tirx.transform.StmtSimplify(),  # also folds the zero offsets plain_c_signature binds
             drop_unread_constant_binds,
             check_guarded_indices,  # an index operator's indices checked before its kernel writes anything
+            reverse_outer_loop,  # only the kernels the memory plan asks to run backwards (reverse_outer_loop.py)
         ],
         name="tvm_ext.lower_to_plain_c",
     )

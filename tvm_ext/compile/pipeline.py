@@ -284,7 +284,23 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         if request != AUTO:  # auto may replace the kernels after the planning
             start_early_objects()
-        planned = stage("planning", lambda: planning(generated.plan, profile, options.io_in_arena), _describe_memory)
+        reversible = request != AUTO and len(profile.memory_regions) <= 1
+        forward = generated
+
+        def regenerate(marked: Lowered) -> Generated:
+            again = codegen(marked, imported, profile, tvm_target, options.jobs)
+            rows = options.input_rows and grid_plan is not None
+            return _with_row_input(again, func, cut_of(grid_plan), file_name) if rows else again
+
+        lowered, generated, planned = stage(
+            "planning", lambda: planning_reversed(lowered, generated, regenerate, profile, options.io_in_arena,
+                                                  reversible),
+            lambda result: _describe_memory(result[2]) + _describe_reversed(result[0]))
+        if generated is not forward and early[0] is not None:  # its kernels' objects are the forward ones
+            early[0].stop()
+            early[0] = None
+            _empty_folder(folder)
+            start_early_objects()
         stack_later = options.build and config.emulated is not None
         ram = planned.ram(profile, stack_later)
         patched: PatchFacts | None = None
@@ -618,6 +634,30 @@ def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -
     return Planned(ordered, list(main.buffers), main.memory, io_in_arena, tuple(arenas) if len(arenas) > 1 else ())
 
 
+def planning_reversed(lowered: Lowered, generated: Generated, regenerate: Callable[[Lowered], Generated],
+                      profile: Profile, io_in_arena: bool, reversible: bool) -> tuple[Lowered, Generated, Planned]:
+    """`planning` of `generated`, and, when `reversible` and its arena is above its liveness bound, of the same
+    model with the convolutions `tvm_ext.compile.reversed_loops` chooses run backwards (their kernels marked
+    in `lowered` and generated again by `regenerate`); that one only when its planned arena is smaller."""
+    from tvm_ext.codegen.reverse_outer_loop import marked_reversed
+    from tvm_ext.compile.reversed_loops import kernels_to_reverse
+
+    planned = planning(generated.plan, profile, io_in_arena)
+    if not reversible:
+        return lowered, generated, planned
+    chosen = kernels_to_reverse(generated.plan, planned.memory,
+                                lambda plan: planning(plan, profile, io_in_arena).memory.arena_bytes)
+    if not chosen:
+        return lowered, generated, planned
+    marked = replace(lowered, kernels={name: marked_reversed(func) if name in chosen else func
+                                       for name, func in lowered.kernels.items()})
+    backwards = regenerate(marked)
+    planned_backwards = planning(backwards.plan, profile, io_in_arena)
+    if planned_backwards.memory.arena_bytes < planned.memory.arena_bytes:
+        return marked, backwards, planned_backwards
+    return lowered, generated, planned
+
+
 def packaging(folder: Path, imported: Imported, generated: Generated, planned: Planned, referenced: Referenced,
               profile: Profile, config: BuildConfig, units: list[UnitChoice]) -> Packaged:
     """The bundle's source and build files, written into `folder` (the manifest comes with finish_bundle);
@@ -768,6 +808,14 @@ def _describe_memory(planned: Planned) -> str:
     regions = f"; RAM regions {regions_phrase(planned.regions)}" if planned.regions else ""
     return (f"arena {memory.arena_bytes:,} B, lower bound {memory.lower_bound:,} B, "
             f"{memory.strategy}{', optimal' if memory.optimal else ''}{regions}")
+
+
+def _describe_reversed(lowered: Lowered) -> str:
+    """", N convolution kernels run backwards" when the planning reversed any (planning_reversed), else ""."""
+    from tvm_ext.codegen.reverse_outer_loop import REVERSED_ATTR
+
+    count = sum(1 for func in lowered.kernels.values() if func.attrs is not None and REVERSED_ATTR in func.attrs)
+    return f", {count} convolution kernel{'s' if count > 1 else ''} run backwards" if count else ""
 
 
 def _describe_selftest(tested: Tested) -> str:

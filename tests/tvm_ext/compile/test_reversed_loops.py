@@ -1,0 +1,98 @@
+"""Which convolutions run backwards (`tvm_ext.compile.reversed_loops`), on hand-made plans, and the shared
+str_ww_ref_model on cortex-m4f: its arena at the liveness bound, bit-exact with TFLite Micro on a poisoned arena
+under QEMU (issue 31)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import tvm_ext
+from conftest import models_dir
+from emulator.tools import missing_tools
+from memory_planner.api import StreamOrder
+from memory_planner.from_plan import buffers_from_plan
+from memory_planner.plan import (ExecutionPlan, InplaceOutput, KernelAccess, KernelCall, ModelOperator, Tensor,
+                                 TensorRole)
+from memory_planner.planner import plan_memory
+from tvm_ext.compile.reversed_loops import kernels_to_reverse, reversible_kernels, with_reversed_streams
+
+ROW, ROWS = 128, 8
+
+
+def _rows(rows: int, window: int) -> StreamOrder:
+    """Forwards, pass r reads input rows r..r+window-1 and writes output row r."""
+    return StreamOrder(tuple((r * ROW, (r + window) * ROW) for r in range(rows)),
+                       tuple((r * ROW, (r + 1) * ROW) for r in range(rows)))
+
+
+def _call(kernel: str, kind: str, source: str, taker: str, stream: StreamOrder | None) -> KernelCall:
+    facts = () if stream is None else (InplaceOutput(taker, source, stream),)
+    return KernelCall(kernel, (kind,), (source,), (taker,), access=KernelAccess(facts),
+                      operators=(ModelOperator("", kind, 0),))
+
+
+def _chain(first_kind: str = "DEPTHWISE_CONV_2D") -> ExecutionPlan:
+    """input -> x (10 rows) -> 3x1 window -> y -> 1x1 -> z -> 1x1 -> w -> dense -> output."""
+    rows = {"x": ROWS + 2, "y": ROWS, "z": ROWS, "w": ROWS}
+    tensors = {name: Tensor(name, (1, n, 1, ROW), "int8", TensorRole.INTERMEDIATE) for name, n in rows.items()}
+    tensors["input"] = Tensor("input", (1, ROWS + 2, 1, ROW), "int8", TensorRole.INPUT)
+    tensors["output"] = Tensor("output", (1, 4), "int8", TensorRole.OUTPUT)
+    calls = [_call("k_copy", "CONV_2D", "input", "x", None),
+             _call("k_window", first_kind, "x", "y", _rows(ROWS, 3)),
+             _call("k_point", "CONV_2D", "y", "z", _rows(ROWS, 1)),
+             _call("k_point_2", "CONV_2D", "z", "w", _rows(ROWS, 1)),
+             _call("k_dense", "FULLY_CONNECTED", "w", "output", None)]
+    return ExecutionPlan("m", "m.tflite", "hand-made", tensors, calls, ["input"], ["output"])
+
+
+def _arena_of(plan: ExecutionPlan) -> int:
+    return plan_memory(buffers_from_plan(plan)).arena_bytes
+
+
+def test_the_chain_reaches_its_liveness_bound_with_a_kernel_run_backwards() -> None:
+    """Forwards the chain drifts three rows down below x; the flips that shrink the arena reach the bound."""
+    plan = _chain()
+    forwards = plan_memory(buffers_from_plan(plan))
+    assert forwards.arena_bytes == (ROWS + 2) * ROW + 3 * ROW > forwards.lower_bound
+    assert reversible_kernels(plan) == ["k_window", "k_point", "k_point_2"]  # largest hand-over first
+    chosen = kernels_to_reverse(plan, forwards, _arena_of)
+    assert chosen
+    backwards = plan_memory(buffers_from_plan(with_reversed_streams(plan, chosen)))
+    assert backwards.arena_bytes == backwards.lower_bound < forwards.arena_bytes
+
+
+def test_nothing_is_reversed_at_the_bound_or_for_other_operators() -> None:
+    """A plan at its liveness bound keeps every kernel forwards; a kernel of any operator but a convolution
+    (here the window a pool) is never a candidate."""
+    plan = _chain()
+    at_bound = plan_memory(buffers_from_plan(with_reversed_streams(plan, frozenset({"k_window"}))))
+    assert at_bound.arena_bytes == at_bound.lower_bound
+    assert kernels_to_reverse(plan, at_bound, _arena_of) == frozenset()
+    assert "k_window" not in reversible_kernels(_chain("MAX_POOL_2D"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm: run scripts/install_deps.sh")
+@pytest.mark.parametrize("rows", [False, True])
+def test_str_ww_reaches_its_liveness_bound_bit_exact_on_a_poisoned_arena(tmp_path: Path, rows: bool) -> None:
+    """str_ww_ref_model on cortex-m4f: 4,352 B forwards (its convolutions drift the arena down), 3,712 B, the
+    liveness bound, with some run backwards, also taking its input row by row (two bands); the self-test is
+    bit-exact with TFLite Micro under QEMU, also with every byte no live buffer holds poisoned before each call."""
+    out = tmp_path / "out"
+    options = {"patches": "2x1", "input_rows": True} if rows else {}
+    bundle = tvm_ext.compile(models_dir() / "mlperf_tiny" / "str_ww_ref_model.tflite", "cortex-m4f", out, **options)
+    assert bundle.selftest.passed
+    arena = json.loads((out / "manifest.json").read_text())["arena"]
+    assert arena["bytes"] == arena["lower_bound_bytes"] == 3_712
+    kernels = (out / "str_ww_ref_model_kernels.c").read_text()
+    assert " - ax1" in kernels  # some loop runs last row first
+    model = bundle.plan.model.upper()
+    proc = subprocess.run(["make", "qemu-test", f"CORTEX_M_CC=arm-none-eabi-gcc -D{model}_POISON_ARENA"],
+                          cwd=out, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-3000:]
