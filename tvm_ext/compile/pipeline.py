@@ -284,7 +284,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         if request != AUTO:  # auto may replace the kernels after the planning
             start_early_objects()
-        reversible = request != AUTO and len(profile.memory_regions) <= 1
+        # the layer-by-layer plan may run convolutions backwards (auto, the default, too: its patch plans are tried
+        # only when that plan does not fit, and compile forwards)
+        reversible = len(profile.memory_regions) <= 1
         forward = generated
 
         def regenerate(marked: Lowered) -> Generated:
