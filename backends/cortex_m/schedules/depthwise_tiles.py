@@ -466,9 +466,8 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple, helpers: TileHelpers 
     zeroed = [store for part in zeroed for store in part]
     channels = int(requantization.args[6])
     tiles = _Tiles(loop, enclosing, requantization, channels, helpers)
-    # the zeroed accumulators: exactly those the epilogue reads (one store in a loop of `channels` lanes, its
-    # other loops of one)
-    if len(zeroed) != 1 or not tiles.zeroes_and_reads(zeroed[0], read, read, channels):
+    # the zeroed accumulators: exactly those the epilogue reads (by one store)
+    if len(zeroed) != 1 or not tiles.zeroes_and_reads(zeroed, read, read, channels):
         return None
     fused = [tiles.fused(leaf, read) for leaf, _ in leaves]
     interior = [index for index, call in enumerate(fused) if call is not None]

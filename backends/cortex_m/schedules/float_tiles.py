@@ -76,7 +76,7 @@ def float_tiles_call(loop: tirx.For, enclosing: tuple, ops: FloatOps) -> Optiona
     step, tile = offsets.step, loop.loop_var
     # the zeroed accumulators are exactly the MAC's eight, which the epilogue reads; the weights, outputs and biases
     # move one tile, the inputs stay
-    if len(stores) != 1 or not offsets.zeroes_and_reads(stores[0], acc, read, GROUP):
+    if len(stores) != 1 or not offsets.zeroes_and_reads(stores, acc, read, GROUP):
         return None
     if step(x, tile) != 0 or any(step(load, tile) != GROUP for load in (w, out, bias)):
         return None

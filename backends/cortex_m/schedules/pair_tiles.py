@@ -194,20 +194,12 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
     tile = loop.loop_var
 
     # the zeroed accumulators: exactly the MAC's eight (four from each pixel's pointer)
-    zeroed = []
-    for stmt in stmts[:macs[0]]:
-        stores = zeroed_stores(stmt, acc_a.source)
-        if stores is None:
-            return None
-        for store, lanes in stores:
-            extents = [range(int(inner.min), int(inner.min) + int(inner.extent)) for inner in lanes]
-            for values in itertools.product(*extents):
-                at = {inner.loop_var: tirx.const(value, str(inner.loop_var.ty.dtype))
-                      for inner, value in zip(lanes, values)}
-                zeroed.append(constant(map_leaves(flat_offset(store), lambda n: at.get(n, n)) - flat_offset(acc_a)))
+    zeroed = [zeroed_stores(stmt, acc_a.source) for stmt in stmts[:macs[0]]]
+    if any(part is None for part in zeroed):
+        return None
     second = constant(flat_offset(acc_b) - flat_offset(acc_a))
-    if not acc_b.source.same_as(acc_a.source) or second is None \
-            or sorted(zeroed) != sorted([*range(TILE), *range(second, second + TILE)]):
+    if not acc_b.source.same_as(acc_a.source) or second is None or not offsets.zeroes_exactly(
+            [entry for part in zeroed for entry in part], acc_a, [*range(TILE), *range(second, second + TILE)]):
         return None
     # each pixel's epilogue reads its accumulators; the second pixel's outputs a constant stride on
     outs = []
