@@ -47,7 +47,8 @@ from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_
                                                    zeroed_stores)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
-from backends.cortex_m.schedules.requantize_epilogue import (HELIUM_EPILOGUE, REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
+from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS,
+                                                              REQUANTIZE_SMALL_OPS, EpilogueHelper,
                                                               requantize_epilogue, requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
@@ -56,10 +57,11 @@ PAIR_TILES_OPS = by_bias("tvm_ext.pair_tiles_s8")
 """The fused helper's op per bias type (the DSP epilogue's, ``requantize_epilogue.REQUANTIZE_SMALL_OPS``)."""
 PAIR_TILES_DOUBLE_OPS = by_bias("tvm_ext.pair_tiles_double_s8")
 """The fused helper's op per bias type for any other double rounding ("double", "double_right_shift": a layer whose
-constants or sums the DSP epilogue does not take), its epilogue scalar loops before (``ANY_DOUBLE_ROUNDING``)."""
-ANY_DOUBLE_ROUNDING = HELIUM_EPILOGUE
-"""What matches a pair's requantization loop of any double rounding (``requantize_epilogue_call``): the Helium
-epilogue's ops (``REQUANTIZE_S8_OPS``) name the matched loops here only, never a call of the DSP kernels."""
+constants or sums the DSP epilogue does not take), its epilogue scalar loops before (``DOUBLE_ROUNDING_LOOPS``)."""
+DOUBLE_ROUNDING_LOOPS = EpilogueHelper(DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS)
+"""The matcher of a pair's scalar requantization loop of any double rounding (``DOUBLE_ROUNDING_OPS``, through
+``requantize_epilogue_call``): a matched loop's call takes a ``REQUANTIZE_S8_OPS`` op, which ``FUSED_OPS`` turns into
+the fused helper's (``PAIR_TILES_DOUBLE_OPS``) here only; no such call reaches a DSP kernel."""
 FUSED_OPS = {**{op: PAIR_TILES_OPS[bias] for bias, op in REQUANTIZE_SMALL_OPS.items()},
              **{op: PAIR_TILES_DOUBLE_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()}}
 """The fused helper's op per epilogue op."""
@@ -86,7 +88,7 @@ def fuses_pairs(stmt: tirx.Stmt) -> bool:
     helper computes: its pairs' loops over their channel tiles become pair-tiles calls (``pair_tiles_calls``),
     so the pairs need not be widened first (a single tile leaves no loop to fuse)."""
     for node in walk(stmt):
-        epilogue = requantize_epilogue(node.body, ANY_DOUBLE_ROUNDING.roundings) \
+        epilogue = requantize_epilogue(node.body, DOUBLE_ROUNDING_LOOPS.roundings) \
             if isinstance(node, s_tir.SBlock) else None
         if epilogue is not None:
             channels = epilogue.store.buffer.shape[-1]
@@ -147,7 +149,7 @@ def paired_windows(pixel_body: tirx.Stmt, *args, **kwargs):
 
 
 def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
-    """The epilogue calls ``stmts`` consist of (the DSP epilogue's, or the call ``ANY_DOUBLE_ROUNDING`` makes of a
+    """The epilogue calls ``stmts`` consist of (the DSP epilogue's, or the call ``DOUBLE_ROUNDING_LOOPS`` makes of a
     scalar requantization loop), each with the values of the loops around it inside ``stmts`` (one per
     iteration: a loop over the pair's pixels is unrolled here); None for anything else."""
     found = []
@@ -155,7 +157,7 @@ def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
         loops = []
         while isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) \
                 and isinstance(stmt.min, tirx.IntImm):
-            matched = requantize_epilogue_call(stmt, ANY_DOUBLE_ROUNDING)
+            matched = requantize_epilogue_call(stmt, DOUBLE_ROUNDING_LOOPS)
             if matched is not None:
                 stmt = matched
                 break
