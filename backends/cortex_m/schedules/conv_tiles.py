@@ -166,19 +166,33 @@ class _Iteration:
     zeroed: list
 
 
-def _iteration(loop: tirx.For, requantize_ops: tuple[str, ...]) -> Optional[_Iteration]:
-    """The parts of ``loop``'s body when it has the module docstring's order (its epilogue one of
-    ``requantize_ops``), else None."""
-    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
-    macs = [i for i, stmt in enumerate(stmts) if call_of(stmt, (DUAL_MAC_OP,)) is not None]
-    if len(macs) != 1:
+def tile_loop_stmts(loop: tirx.For) -> Optional[list]:
+    """The statements of ``loop``'s body (none unless a sequence) where ``loop`` counts a constant number of
+    tiles from 0, else None."""
+    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
         return None
-    mac = call_of(stmts[macs[0]], (DUAL_MAC_OP,))
-    requantizations = [call_of(stmt, requantize_ops) for stmt in stmts[macs[0] + 1:]]
+    return list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
+
+
+def sole_call(stmts: list, op: str) -> Optional[tuple[int, tvm.ir.Call]]:
+    """The index in ``stmts`` and the call of the one statement that calls ``op`` (``call_of``), else None (no
+    such statement, or several)."""
+    found = [(i, call) for i, call in enumerate(call_of(stmt, (op,)) for stmt in stmts) if call is not None]
+    return found[0] if len(found) == 1 else None
+
+
+def _iteration(stmts: list, requantize_ops: tuple[str, ...]) -> Optional[_Iteration]:
+    """The parts of a tile loop's statements ``stmts`` when they have the module docstring's order (the epilogue
+    one of ``requantize_ops``), else None."""
+    found = sole_call(stmts, DUAL_MAC_OP)
+    if found is None:
+        return None
+    at, mac = found
+    requantizations = [call_of(stmt, requantize_ops) for stmt in stmts[at + 1:]]
     acc = pointee(mac.args[0])
     if acc is None or len(requantizations) != 1 or requantizations[0] is None:
         return None
-    zeroed = [zeroed_stores(stmt, acc.source) for stmt in stmts[:macs[0]]]
+    zeroed = [zeroed_stores(stmt, acc.source) for stmt in stmts[:at]]
     if any(part is None for part in zeroed):
         return None
     return _Iteration(mac, requantizations[0], [store for part in zeroed for store in part])
@@ -261,9 +275,8 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
     """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or
     None where it is not a loop over channel tiles of the module docstring's form. ``helpers``: the core's
     (HELIUM_CONV_TILES, DSP_CONV_TILES)."""
-    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
-        return None
-    iteration = _iteration(loop, tuple(helpers.requantize.values()))
+    stmts = tile_loop_stmts(loop)
+    iteration = _iteration(stmts, tuple(helpers.requantize.values())) if stmts is not None else None
     if iteration is None:
         return None
     mac, requantization = iteration.mac, iteration.requantization

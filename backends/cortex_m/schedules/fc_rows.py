@@ -40,7 +40,7 @@ from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name
 from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, at_loop_value, call_of,
-                                                     flat_offset, pointee, zeroed_stores)
+                                                     flat_offset, pointee, tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_mac_helper
 from backends.cortex_m.schedules.requantize_epilogue import DOUBLE_ROUNDING_OPS, per_tensor_requantization
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -84,11 +84,10 @@ def fc_rows_call(loop: tirx.For, enclosing: tuple, helpers: FcRowHelpers) -> Opt
     """``helpers``' fused call block computing what ``loop`` (inside the loops ``enclosing``, each of one
     iteration: one output row) computes, or None where it is not a loop over channel tiles of the module
     docstring's form (a loop of one iteration: one tile, whatever its accesses' steps)."""
-    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0 \
-            or not all(isinstance(outer.extent, tirx.IntImm) and int(outer.extent) == 1 for outer in enclosing):
+    if not all(isinstance(outer.extent, tirx.IntImm) and int(outer.extent) == 1 for outer in enclosing):
         return None  # a convolution's pixels, or a batch's rows, keep their loops: a call each would cost more
-    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
-    if len(stmts) < 3:
+    stmts = tile_loop_stmts(loop)
+    if stmts is None or len(stmts) < 3:
         return None
     mac, lanes = call_of(stmts[-2], (helpers.mac_op,)), stmts[-1]
     row = helpers.mac_row(mac) if mac is not None else None

@@ -44,7 +44,7 @@ from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
 from backends.cortex_m.helpers.pair_tiles_c import pair_tiles_helper_name
 from backends.cortex_m.schedules import border_window, pixel_pairs
 from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset, pointee,
-                                                   zeroed_stores)
+                                                   sole_call, tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
 from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS,
@@ -178,16 +178,14 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
     where it is not a loop over the channel tiles of a convolution's pixel pair of the module
     docstring's form; the call's widened-input scratch is the first buffer of ``scratch`` (the kernel's, which
     the calls share: they run one after another) that holds enough words, else a new one appended to it."""
-    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
+    stmts = tile_loop_stmts(loop)
+    found = sole_call(stmts, DUAL_MAC_2PX_OP) if stmts is not None else None
+    if found is None:
         return None
-    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
-    macs = [i for i, stmt in enumerate(stmts) if call_of(stmt, (DUAL_MAC_2PX_OP,)) is not None]
-    if len(macs) != 1:
-        return None
-    mac = call_of(stmts[macs[0]], (DUAL_MAC_2PX_OP,))
+    at, mac = found
     acc_a, acc_b, x, w = (pointee(arg) for arg in mac.args[:4])
     sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[4:]]
-    requantizations = _requantizations(stmts[macs[0] + 1:])
+    requantizations = _requantizations(stmts[at + 1:])
     if None in (acc_a, acc_b, x, w, *sizes) or requantizations is None or len(requantizations) != DUAL_MAC_PIXELS:
         return None
     x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
@@ -196,7 +194,7 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
     tile = loop.loop_var
 
     # the zeroed accumulators: exactly the MAC's eight (four from each pixel's pointer)
-    zeroed = [zeroed_stores(stmt, acc_a.source) for stmt in stmts[:macs[0]]]
+    zeroed = [zeroed_stores(stmt, acc_a.source) for stmt in stmts[:at]]
     if any(part is None for part in zeroed):
         return None
     second = constant(flat_offset(acc_b) - flat_offset(acc_a))
