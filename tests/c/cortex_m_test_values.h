@@ -151,12 +151,17 @@ typedef struct {
 #define FC_ROWS_LEN_MAX 70 /* whole Helium vectors of 16, its eight lanes' step, every rest; RV32's odd groups */
 #define FC_ROWS_TILES_MAX 4
 
-/* A test's helper: its weights for case k (drawn by fill_s8 from state), its call (int32 biases where wide, else
-   int16) and the plain loops' output of channel c with bias `bias`, requantized by the scalar helpers. */
+/* A test's helper: the multipliers and shifts its rounding takes, whether its int32 biases may take any int32 value
+   (full_range_biases: the sums acc + bias then wrap as int32), its weights for case k (drawn by fill_s8 from state),
+   its call (int32 biases where wide, else int16) and the plain loops' output of channel c with bias `bias`,
+   requantized by the scalar helpers. */
 typedef struct {
     int32_t tile;
     const int32_t *shifts; /* the shifts the helper's rounding takes, shift_count of them */
     int32_t shift_count;
+    const int32_t *multipliers; /* the multipliers it takes, multiplier_count of them */
+    int32_t multiplier_count;
+    int full_range_biases;
     void (*weights)(const fc_rows_case *k, uint32_t *state);
     int32_t (*call)(int8_t *out, const fc_rows_case *k, const int32_t *bias, const int16_t *bias16, int wide);
     int8_t (*expected)(const fc_rows_case *k, int32_t c, int32_t bias);
@@ -164,11 +169,11 @@ typedef struct {
 
 /* The exit status of `helper`'s test over every row length 0..FC_ROWS_LEN_MAX and 0..FC_ROWS_TILES_MAX tiles: inputs
    at every byte offset, the values drawn or all at the minimum (every 7th case), int32 and int16 biases (their
-   ends too), multipliers 2^30, INT32_MAX and drawn ones, each of helper's shifts, zero points at either end; the
-   bytes after the outputs must keep their value. Prints the first wrong output, or "ok <cases> cases". */
+   ends too; with full_range_biases the int32 ones INT32_MAX, INT32_MIN and drawn from all of int32), each of
+   helper's multipliers and shifts, zero points at either end; the bytes after the outputs must keep their value.
+   Prints the first wrong output, or "ok <cases> cases". */
 static inline int fc_rows_test(const fc_rows_helper *helper)
 {
-    static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, 1277447166, 2004318071};
     static const int32_t zero_points[] = {-128, 0, 127, 5};
     static int8_t x_store[FC_ROWS_LEN_MAX + 4], out[8 * FC_ROWS_TILES_MAX + 3];
     int32_t bias[8 * FC_ROWS_TILES_MAX];
@@ -178,13 +183,18 @@ static inline int fc_rows_test(const fc_rows_helper *helper)
     for (int32_t row_len = 0; row_len <= FC_ROWS_LEN_MAX; ++row_len) {
         for (int32_t tiles = 0; tiles <= FC_ROWS_TILES_MAX; ++tiles) {
             const int32_t i = row_len * (FC_ROWS_TILES_MAX + 1) + tiles;
-            const fc_rows_case k = {x_store + i % 4, row_len, tiles, helper->tile * tiles, multipliers[i % 5],
+            const fc_rows_case k = {x_store + i % 4, row_len, tiles, helper->tile * tiles,
+                                    helper->multipliers[i % helper->multiplier_count],
                                     helper->shifts[i % helper->shift_count], zero_points[i % 4], i % 7 == 0};
             fill_s8(x_store + i % 4, row_len, &state, k.all_min);
             helper->weights(&k, &state);
             fill_s16(bias16, k.channels, &state, 0);
             for (int32_t c = 0; c < k.channels; ++c) {
                 bias[c] = (int32_t)bias16[c] * (c % 2 ? 1001 : -3);
+                if (helper->full_range_biases) {
+                    const uint32_t high = next_value(&state), low = next_value(&state);
+                    bias[c] = c % 5 == 0 ? INT32_MAX : (c % 5 == 1 ? INT32_MIN : (int32_t)(high << 16 ^ low));
+                }
             }
             for (int wide = 0; wide < 2; ++wide, ++cases) {
                 for (int32_t c = 0; c < (int32_t)sizeof out; ++c) {

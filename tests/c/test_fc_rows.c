@@ -3,8 +3,10 @@
  * the prefix lp): lp_fc_rows_s8 and lp_fc_rows_s8_b16 against the plain sums of their contract requantized by the
  * scalar helpers (lp_requantize_double, lp_saturate_int8), over the cases of cortex_m_test_values.h's
  * fc_rows_test (row lengths 0..70, 0..4 tiles, every byte offset of the inputs and, here, of the weights, values
- * drawn and at the minimum, int32 and int16 biases), shifts -31..3 (left shifts too: every double rounding). Built
- * by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
+ * drawn and at the minimum, int32 and int16 biases) over the contract's ends: int32 biases from all of int32 (the
+ * sums acc + bias wrap; under MVE only, see main), shifts -31..31 (left shifts up to 31: acc * 2^shift wraps), multipliers INT32_MIN, 1,
+ * negative and large ones (INT32_MIN times a sum shifted to INT32_MIN: VQRDMULH's saturation). Built by
+ * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
  * (VMLADAVA, VQRDMULH). Prints "ok <cases> cases" and exits 0, or names the first failure and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
@@ -36,17 +38,26 @@ static int32_t call(int8_t *out, const fc_rows_case *k, const int32_t *bias, con
 /* What the scalar loops the helper replaces store for output channel c. */
 static int8_t expected(const fc_rows_case *k, int32_t c, int32_t bias)
 {
-    int32_t sum = bias;
+    uint32_t sum = (uint32_t)bias; /* wrapping as int32 (no signed overflow) */
     for (int32_t i = 0; i < k->row_len; ++i) {
-        sum += k->x[i] * weights_of(k)[c * k->row_len + i];
+        sum += (uint32_t)(k->x[i] * weights_of(k)[c * k->row_len + i]);
     }
-    const int32_t requantized = lp_requantize_double(sum, k->multiplier, k->shift);
+    const int32_t requantized = lp_requantize_double((int32_t)sum, k->multiplier, k->shift);
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)k->zero_point));
 }
 
 int main(void)
 {
-    static const int32_t shifts[] = {-1, -8, -31, 0, 3, -5};
-    const fc_rows_helper helper = {4, shifts, 6, weights, call, expected};
+    /* 11 shifts and 6 multipliers: every pair of them meets (shift 31 with INT32_MIN in cases 39, 105, ...) */
+    static const int32_t shifts[] = {-1, -8, -31, 0, 3, -5, 31, 30, 1, 16, 24};
+    static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, INT32_MIN, 1, -1277447166};
+#if defined(LP_HELIUM)
+    const int full_range_biases = 1;
+#else
+    /* the portable path's sums start at the biases and add in int (dual_mac.h.in's portable C): an overflow there
+       is undefined, not a wrap, so the host build keeps the sums within int32 */
+    const int full_range_biases = 0;
+#endif
+    const fc_rows_helper helper = {4, shifts, 11, multipliers, 6, full_range_biases, weights, call, expected};
     return fc_rows_test(&helper);
 }

@@ -4,7 +4,8 @@
  * lp_saturate_int8), with the weights packed as tvm_ext.kernels.dense.pair_weights packs them (per tile of eight
  * channels, word 4k + p = w[2p][k] + 65536 * w[2p + 1][k]), over the cases of cortex_m_test_values.h's
  * fc_rows_test (row lengths 0..70: whole groups of two inputs and the odd last one, 0..4 tiles, values drawn and at
- * the minimum, int32 and int16 biases), shifts -1, -8, -31 and -5 (the "double_small" domain). Built by
+ * the minimum, int32 and int16 biases), multipliers of 2^30 and more and shifts -1, -8, -31 and -5 (the
+ * "double_small" domain). Built by
  * tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc, under QEMU virt. Prints
  * "ok <cases> cases" and exits 0, or names the first failure and exits 1. */
 #include <stdint.h>
@@ -58,6 +59,7 @@ static int8_t expected(const fc_rows_case *k, int32_t c, int32_t bias)
 int main(void)
 {
     static const int32_t shifts[] = {-1, -8, -31, -5};
-    const fc_rows_helper helper = {8, shifts, 4, weights, call, expected};
+    static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, 1277447166, 2004318071};
+    const fc_rows_helper helper = {8, shifts, 4, multipliers, 5, 0, weights, call, expected};
     return fc_rows_test(&helper);
 }

@@ -99,10 +99,11 @@ def conv_tiles_helper_name(prefix: str, bias: str) -> str:
     return bias_form(f"{prefix}_conv_tiles_s8", bias)
 
 
-def fc_rows_helper_name(prefix: str, bias: str) -> str:
-    """The C name of the fused row helper of per-tensor FULLY_CONNECTED layers for biases of type `bias` ("int32"
-    or "int16") in the bundle `prefix`."""
-    return bias_form(f"{prefix}_fc_rows_s8", bias)
+def fc_rows_helper_name(prefix: str, bias: str, form: str = "s8") -> str:
+    """The C name of a core family's fused row helper of per-tensor FULLY_CONNECTED layers for biases of type
+    `bias` ("int32" or "int16") in the bundle `prefix`, `form` naming how it reads its weights ("s8": Helium's,
+    ``helium_fc_rows.h.in``; "s8x8": RV32's paired words, ``backends/riscv/helpers/templates/fc_rows_s8x8.h.in``)."""
+    return bias_form(f"{prefix}_fc_rows_{form}", bias)
 
 
 def helium_template_c(name: str, prefix: str) -> str:

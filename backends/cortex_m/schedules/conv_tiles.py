@@ -31,7 +31,8 @@ dual MAC) keeps its calls there too.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Optional
 
@@ -165,19 +166,33 @@ class _Iteration:
     zeroed: list
 
 
-def _iteration(loop: tirx.For, requantize_ops: tuple[str, ...]) -> Optional[_Iteration]:
-    """The parts of ``loop``'s body when it has the module docstring's order (its epilogue one of
-    ``requantize_ops``), else None."""
-    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
-    macs = [i for i, stmt in enumerate(stmts) if call_of(stmt, (DUAL_MAC_OP,)) is not None]
-    if len(macs) != 1:
+def tile_loop_stmts(loop: tirx.For) -> Optional[list]:
+    """The statements of ``loop``'s body (none unless a sequence) where ``loop`` counts a constant number of
+    tiles from 0, else None."""
+    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
         return None
-    mac = call_of(stmts[macs[0]], (DUAL_MAC_OP,))
-    requantizations = [call_of(stmt, requantize_ops) for stmt in stmts[macs[0] + 1:]]
+    return list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
+
+
+def sole_call(stmts: list, op: str) -> Optional[tuple[int, tvm.ir.Call]]:
+    """The index in ``stmts`` and the call of the one statement that calls ``op`` (``call_of``), else None (no
+    such statement, or several)."""
+    found = [(i, call) for i, call in enumerate(call_of(stmt, (op,)) for stmt in stmts) if call is not None]
+    return found[0] if len(found) == 1 else None
+
+
+def _iteration(stmts: list, requantize_ops: tuple[str, ...]) -> Optional[_Iteration]:
+    """The parts of a tile loop's statements ``stmts`` when they have the module docstring's order (the epilogue
+    one of ``requantize_ops``), else None."""
+    found = sole_call(stmts, DUAL_MAC_OP)
+    if found is None:
+        return None
+    at, mac = found
+    requantizations = [call_of(stmt, requantize_ops) for stmt in stmts[at + 1:]]
     acc = pointee(mac.args[0])
     if acc is None or len(requantizations) != 1 or requantizations[0] is None:
         return None
-    zeroed = [zeroed_stores(stmt, acc.source) for stmt in stmts[:macs[0]]]
+    zeroed = [zeroed_stores(stmt, acc.source) for stmt in stmts[:at]]
     if any(part is None for part in zeroed):
         return None
     return _Iteration(mac, requantizations[0], [store for part in zeroed for store in part])
@@ -202,20 +217,40 @@ class LoopOffsets:
         following = map_leaves(flat_offset(load), lambda n: n + 1 if n.same_as(var) else n)
         return self.constant(following - flat_offset(load))
 
-    def zeroes_and_reads(self, zeroed: tuple, acc: TensorLoad, read: TensorLoad, lanes_count: int) -> bool:
-        """Whether the zeroing store ``zeroed`` (a store and the loops around it, `zeroed_stores`) writes exactly the
-        ``lanes_count`` accumulators from ``acc`` (one store in a loop of that many lanes, its other loops of one)
-        and the epilogue reads them from ``read``: the same element as ``acc``."""
-        store, lanes = zeroed
-        for inner in lanes:
-            self.analyzer.bind(inner.loop_var, tvm.ir.Range.from_min_extent(inner.min, inner.extent))
-        if not lanes or any(int(inner.extent) != 1 for inner in lanes[:-1]) or int(lanes[-1].extent) != lanes_count:
-            return False
-        lane = lanes[-1].loop_var
-        at_lane0 = map_leaves(flat_offset(store), lambda n: tirx.const(0, str(n.ty.dtype)) if n.same_as(lane) else n)
-        return store.source.same_as(acc.source) and self.constant(at_lane0 - flat_offset(acc)) == 0 \
-            and self.step(store, lane) == 1 and read.source.same_as(acc.source) \
+    def zeroed_offsets(self, zeroed: list, acc: TensorLoad) -> list[Optional[int]]:
+        """The offset from ``acc`` (elements) of each element the zeroing stores ``zeroed`` (``zeroed_stores``'
+        entries: a store and the constant loops around it) write, one per store and iteration of its loops; None
+        for one the analysis does not prove a constant, or of another buffer than ``acc``'s."""
+        found: list[Optional[int]] = []
+        for store, loops in zeroed:
+            ranges = (range(int(inner.min), int(inner.min) + int(inner.extent)) for inner in loops)
+            for values in itertools.product(*ranges):
+                offset = flat_offset(store)
+                for inner, value in zip(loops, values):
+                    offset = at_loop_value(offset, inner.loop_var, value)
+                found.append(self.constant(offset - flat_offset(acc)) if store.source.same_as(acc.source) else None)
+        return found
+
+    def zeroes_exactly(self, zeroed: list, acc: TensorLoad, lanes: Iterable[int]) -> bool:
+        """Whether the zeroing stores ``zeroed`` (``zeroed_stores``' entries) write exactly the accumulators at the
+        offsets ``lanes`` (elements) from ``acc``, each once: several pointers' lanes where ``lanes`` holds
+        several runs (a pixel pair's two tiles)."""
+        found = self.zeroed_offsets(zeroed, acc)
+        return None not in found and sorted(found) == sorted(lanes)
+
+    def zeroes_and_reads(self, zeroed: list, acc: TensorLoad, read: TensorLoad, lanes_count: int) -> bool:
+        """Whether the zeroing stores ``zeroed`` (``zeroed_stores``' entries) write exactly the ``lanes_count``
+        accumulators from ``acc`` (``zeroes_exactly``) and the epilogue reads them from ``read``: the same
+        element as ``acc``."""
+        return self.zeroes_exactly(zeroed, acc, range(lanes_count)) and read.source.same_as(acc.source) \
             and self.constant(flat_offset(read) - flat_offset(acc)) == 0
+
+    def lane_offsets(self, load: TensorLoad, loop: tirx.For) -> list[Optional[int]]:
+        """The offsets (elements) of ``load`` from its value at ``loop``'s first lane, lane by lane (None: not a
+        constant)."""
+        first = at_loop_value(flat_offset(load), loop.loop_var, 0)
+        return [self.constant(at_loop_value(flat_offset(load), loop.loop_var, lane) - first)
+                for lane in range(int(loop.extent))]
 
     def moves_tiles(self, tile, x: TensorLoad, w: TensorLoad, w_channel_stride: int, per_tile: tuple) -> bool:
         """Whether, per step of the tile loop's variable ``tile``, the inputs ``x`` stay, the weights ``w`` move
@@ -225,9 +260,14 @@ class LoopOffsets:
             and all(self.step(load, tile) == TILE for load in per_tile)
 
 
+def at_loop_value(expr, var, value: int):
+    """``expr`` with the loop variable ``var`` at ``value``."""
+    return map_leaves(expr, lambda n: tirx.const(value, str(var.ty.dtype)) if n.same_as(var) else n)
+
+
 def at_first_tile(arg, tile):
     """``arg`` (an address expression) with the tile loop's variable ``tile`` at 0."""
-    return map_leaves(arg, lambda n: tirx.const(0, str(tile.ty.dtype)) if n.same_as(tile) else n)
+    return at_loop_value(arg, tile, 0)
 
 
 def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers = HELIUM_CONV_TILES) \
@@ -235,9 +275,8 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
     """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or
     None where it is not a loop over channel tiles of the module docstring's form. ``helpers``: the core's
     (HELIUM_CONV_TILES, DSP_CONV_TILES)."""
-    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
-        return None
-    iteration = _iteration(loop, tuple(helpers.requantize.values()))
+    stmts = tile_loop_stmts(loop)
+    iteration = _iteration(stmts, tuple(helpers.requantize.values())) if stmts is not None else None
     if iteration is None:
         return None
     mac, requantization = iteration.mac, iteration.requantization
@@ -253,7 +292,7 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
     x_row_stride, w_channel_stride, rows, row_len = sizes
     # the zeroed accumulators are exactly the MAC's four, which the epilogue reads; everything but the inputs moves
     # one tile
-    if not offsets.zeroes_and_reads(iteration.zeroed[0], acc, read, TILE):
+    if not offsets.zeroes_and_reads(iteration.zeroed, acc, read, TILE):
         return None
     if not offsets.moves_tiles(tile, x, w, w_channel_stride, (out, *epilogue)):
         return None

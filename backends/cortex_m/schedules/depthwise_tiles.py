@@ -68,7 +68,7 @@ from backends.bias_forms import BIAS_TYPES, bias_form, by_bias
 from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pad_helper_name, dsp_depthwise_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import helium_depthwise_tiles_helper_name
 from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset, pointee,
-                                                   zeroed_stores)
+                                                   tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_BOX_OP, DEPTHWISE_MAC_OP, mac_helper_replacement
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_CHANNELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.helium_depthwise import BOX_OP, MAC_OP, PAD_ACCESS, PAD_OP, padding_replacement
@@ -449,10 +449,8 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple, helpers: TileHelpers 
     interior) interior call else border call`` (or the interior call alone without position tests), else
     ``if (tests to the interior) interior call else loop`` with that leaf empty; None where ``loop`` is not a loop
     over depthwise tiles of the module docstring's form. ``helpers``: the core's (HELIUM_TILES, DSP_TILES)."""
-    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
-        return None
-    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
-    if len(stmts) < 3:
+    stmts = tile_loop_stmts(loop)
+    if stmts is None or len(stmts) < 3:
         return None
     tile = loop.loop_var
     leaves = _leaves(stmts[-2], tile)
@@ -466,9 +464,8 @@ def depthwise_tiles_call(loop: tirx.For, enclosing: tuple, helpers: TileHelpers 
     zeroed = [store for part in zeroed for store in part]
     channels = int(requantization.args[6])
     tiles = _Tiles(loop, enclosing, requantization, channels, helpers)
-    # the zeroed accumulators: exactly those the epilogue reads (one store in a loop of `channels` lanes, its
-    # other loops of one)
-    if len(zeroed) != 1 or not tiles.zeroes_and_reads(zeroed[0], read, read, channels):
+    # the zeroed accumulators: exactly those the epilogue reads (by one store)
+    if len(zeroed) != 1 or not tiles.zeroes_and_reads(zeroed, read, read, channels):
         return None
     fused = [tiles.fused(leaf, read) for leaf, _ in leaves]
     interior = [index for index, call in enumerate(fused) if call is not None]

@@ -29,7 +29,6 @@ biases one tile. Integer steps only: bit-exact.
 from __future__ import annotations
 
 import functools
-import itertools
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -40,8 +39,8 @@ from tvm.ir import TensorLoad
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name
-from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, call_of, flat_offset, pointee,
-                                                     zeroed_stores)
+from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, at_loop_value, call_of,
+                                                     flat_offset, pointee, tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_mac_helper
 from backends.cortex_m.schedules.requantize_epilogue import DOUBLE_ROUNDING_OPS, per_tensor_requantization
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -81,42 +80,14 @@ def fc_rows_access(tile: int, weights_per_input: int) -> HelperAccess:
     ))
 
 
-def _at(expr, var, value: int):
-    """``expr`` with the loop variable ``var`` at ``value``."""
-    return map_leaves(expr, lambda n: tirx.const(value, str(var.ty.dtype)) if n.same_as(var) else n)
-
-
-def _lane_offsets(loop: tirx.For, offsets: LoopOffsets, load: TensorLoad) -> list[Optional[int]]:
-    """The offsets of ``load`` from its value at ``loop``'s first lane, lane by lane (None: not constants)."""
-    first = _at(flat_offset(load), loop.loop_var, 0)
-    return [offsets.constant(_at(flat_offset(load), loop.loop_var, lane) - first) for lane in range(int(loop.extent))]
-
-
-def _zeroed_offsets(zeroed: list, acc: TensorLoad, offsets: LoopOffsets) -> Optional[list[Optional[int]]]:
-    """The offsets from ``acc`` of every element the zeroing stores ``zeroed`` (``conv_tiles.zeroed_stores``'
-    entries: a store and the constant loops around it) write, or None where one writes another buffer."""
-    found = []
-    for store, loops in zeroed:
-        if not store.source.same_as(acc.source):
-            return None
-        ranges = (range(int(inner.min), int(inner.min) + int(inner.extent)) for inner in loops)
-        for values in itertools.product(*ranges):
-            offset = flat_offset(store)
-            for inner, value in zip(loops, values):
-                offset = _at(offset, inner.loop_var, value)
-            found.append(offsets.constant(offset - flat_offset(acc)))
-    return found
-
-
 def fc_rows_call(loop: tirx.For, enclosing: tuple, helpers: FcRowHelpers) -> Optional[s_tir.SBlockRealize]:
     """``helpers``' fused call block computing what ``loop`` (inside the loops ``enclosing``, each of one
     iteration: one output row) computes, or None where it is not a loop over channel tiles of the module
     docstring's form (a loop of one iteration: one tile, whatever its accesses' steps)."""
-    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0 \
-            or not all(isinstance(outer.extent, tirx.IntImm) and int(outer.extent) == 1 for outer in enclosing):
+    if not all(isinstance(outer.extent, tirx.IntImm) and int(outer.extent) == 1 for outer in enclosing):
         return None  # a convolution's pixels, or a batch's rows, keep their loops: a call each would cost more
-    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
-    if len(stmts) < 3:
+    stmts = tile_loop_stmts(loop)
+    if stmts is None or len(stmts) < 3:
         return None
     mac, lanes = call_of(stmts[-2], (helpers.mac_op,)), stmts[-1]
     row = helpers.mac_row(mac) if mac is not None else None
@@ -146,13 +117,12 @@ def fc_rows_call(loop: tirx.For, enclosing: tuple, helpers: FcRowHelpers) -> Opt
     read, bias = (bound(load.source, load.indices) for load in (requantization.acc, requantization.bias))
     tile, lane, tiles = loop.loop_var, lanes.loop_var, int(loop.extent)
     # the zeroed accumulators: exactly the tile's, from the MAC's first
-    zeroed_offsets = _zeroed_offsets([entry for part in zeroed for entry in part], acc, offsets)
-    if zeroed_offsets is None or None in zeroed_offsets or sorted(zeroed_offsets) != list(range(helpers.tile)):
+    if not offsets.zeroes_exactly([entry for part in zeroed for entry in part], acc, range(helpers.tile)):
         return None
     # the epilogue reads those accumulators lane by lane, and writes and reads its outputs and biases so
     if not read.source.same_as(acc.source) or any(
-            _lane_offsets(lanes, offsets, load) != list(range(helpers.tile)) for load in (read, out, bias)) \
-            or offsets.constant(_at(flat_offset(read), lane, 0) - flat_offset(acc)) != 0:
+            offsets.lane_offsets(load, lanes) != list(range(helpers.tile)) for load in (read, out, bias)) \
+            or offsets.constant(at_loop_value(flat_offset(read), lane, 0) - flat_offset(acc)) != 0:
         return None
     # per tile the inputs stay, the weights move one tile's, the outputs and biases one tile
     moves = (offsets.step(x, tile), offsets.step(w, tile), offsets.step(out, tile), offsets.step(bias, tile))
@@ -160,10 +130,10 @@ def fc_rows_call(loop: tirx.For, enclosing: tuple, helpers: FcRowHelpers) -> Opt
         return None
 
     def first(load: TensorLoad) -> TensorLoad:
-        return tirx.BufferLoad(load.source, [_at(_at(i, tile, 0), lane, 0) for i in load.indices])
+        return tirx.BufferLoad(load.source, [at_loop_value(at_loop_value(i, tile, 0), lane, 0) for i in load.indices])
 
     start, bias_start = first(out), first(bias)
-    args = [tirx.address_of(start), _at(x_address, tile, 0), _at(w_address, tile, 0),
+    args = [tirx.address_of(start), at_first_tile(x_address, tile), at_first_tile(w_address, tile),
             tirx.address_of(bias_start), requantization.multiplier, requantization.shift, requantization.zero_point,
             row_len, tiles]
     call = tirx.call_intrin("int32", helpers.ops[str(bias.source.dtype)], *args)

@@ -27,7 +27,7 @@ from tvm import s_tir, tirx
 
 from backends.cortex_m.helpers import FPU_FLOAT_HELPERS
 from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, pointee,
-                                                    zeroed_stores)
+                                                    tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.dual_mac import _whole
 from backends.cortex_m.schedules.helium_float import FloatOps, _reduction_call
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -55,10 +55,8 @@ def _positive_zero(value) -> bool:
 def float_tiles_call(loop: tirx.For, enclosing: tuple, ops: FloatOps) -> Optional[s_tir.SBlockRealize]:
     """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or None where
     it is not a loop over channel tiles of the module docstring's form (its calls ``ops``')."""
-    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
-        return None
-    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
-    if len(stmts) < 3:
+    stmts = tile_loop_stmts(loop)
+    if stmts is None or len(stmts) < 3:
         return None
     mac, epilogue = call_of(stmts[-2], (ops.one,)), call_of(stmts[-1], (ops.bias_act,))
     if mac is None or epilogue is None:
@@ -76,7 +74,7 @@ def float_tiles_call(loop: tirx.For, enclosing: tuple, ops: FloatOps) -> Optiona
     step, tile = offsets.step, loop.loop_var
     # the zeroed accumulators are exactly the MAC's eight, which the epilogue reads; the weights, outputs and biases
     # move one tile, the inputs stay
-    if len(stores) != 1 or not offsets.zeroes_and_reads(stores[0], acc, read, GROUP):
+    if len(stores) != 1 or not offsets.zeroes_and_reads(stores, acc, read, GROUP):
         return None
     if step(x, tile) != 0 or any(step(load, tile) != GROUP for load in (w, out, bias)):
         return None

@@ -44,10 +44,11 @@ from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
 from backends.cortex_m.helpers.pair_tiles_c import pair_tiles_helper_name
 from backends.cortex_m.schedules import border_window, pixel_pairs
 from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset, pointee,
-                                                   zeroed_stores)
+                                                   sole_call, tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
-from backends.cortex_m.schedules.requantize_epilogue import (HELIUM_EPILOGUE, REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
+from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS,
+                                                              REQUANTIZE_SMALL_OPS, EpilogueHelper,
                                                               requantize_epilogue, requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
@@ -56,10 +57,11 @@ PAIR_TILES_OPS = by_bias("tvm_ext.pair_tiles_s8")
 """The fused helper's op per bias type (the DSP epilogue's, ``requantize_epilogue.REQUANTIZE_SMALL_OPS``)."""
 PAIR_TILES_DOUBLE_OPS = by_bias("tvm_ext.pair_tiles_double_s8")
 """The fused helper's op per bias type for any other double rounding ("double", "double_right_shift": a layer whose
-constants or sums the DSP epilogue does not take), its epilogue scalar loops before (``ANY_DOUBLE_ROUNDING``)."""
-ANY_DOUBLE_ROUNDING = HELIUM_EPILOGUE
-"""What matches a pair's requantization loop of any double rounding (``requantize_epilogue_call``): the Helium
-epilogue's ops (``REQUANTIZE_S8_OPS``) name the matched loops here only, never a call of the DSP kernels."""
+constants or sums the DSP epilogue does not take), its epilogue scalar loops before (``DOUBLE_ROUNDING_LOOPS``)."""
+DOUBLE_ROUNDING_LOOPS = EpilogueHelper(DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS)
+"""The matcher of a pair's scalar requantization loop of any double rounding (``DOUBLE_ROUNDING_OPS``, through
+``requantize_epilogue_call``): a matched loop's call takes a ``REQUANTIZE_S8_OPS`` op, which ``FUSED_OPS`` turns into
+the fused helper's (``PAIR_TILES_DOUBLE_OPS``) here only; no such call reaches a DSP kernel."""
 FUSED_OPS = {**{op: PAIR_TILES_OPS[bias] for bias, op in REQUANTIZE_SMALL_OPS.items()},
              **{op: PAIR_TILES_DOUBLE_OPS[bias] for bias, op in REQUANTIZE_S8_OPS.items()}}
 """The fused helper's op per epilogue op."""
@@ -86,7 +88,7 @@ def fuses_pairs(stmt: tirx.Stmt) -> bool:
     helper computes: its pairs' loops over their channel tiles become pair-tiles calls (``pair_tiles_calls``),
     so the pairs need not be widened first (a single tile leaves no loop to fuse)."""
     for node in walk(stmt):
-        epilogue = requantize_epilogue(node.body, ANY_DOUBLE_ROUNDING.roundings) \
+        epilogue = requantize_epilogue(node.body, DOUBLE_ROUNDING_LOOPS.roundings) \
             if isinstance(node, s_tir.SBlock) else None
         if epilogue is not None:
             channels = epilogue.store.buffer.shape[-1]
@@ -147,7 +149,7 @@ def paired_windows(pixel_body: tirx.Stmt, *args, **kwargs):
 
 
 def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
-    """The epilogue calls ``stmts`` consist of (the DSP epilogue's, or the call ``ANY_DOUBLE_ROUNDING`` makes of a
+    """The epilogue calls ``stmts`` consist of (the DSP epilogue's, or the call ``DOUBLE_ROUNDING_LOOPS`` makes of a
     scalar requantization loop), each with the values of the loops around it inside ``stmts`` (one per
     iteration: a loop over the pair's pixels is unrolled here); None for anything else."""
     found = []
@@ -155,7 +157,7 @@ def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
         loops = []
         while isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) \
                 and isinstance(stmt.min, tirx.IntImm):
-            matched = requantize_epilogue_call(stmt, ANY_DOUBLE_ROUNDING)
+            matched = requantize_epilogue_call(stmt, DOUBLE_ROUNDING_LOOPS)
             if matched is not None:
                 stmt = matched
                 break
@@ -176,16 +178,14 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
     where it is not a loop over the channel tiles of a convolution's pixel pair of the module
     docstring's form; the call's widened-input scratch is the first buffer of ``scratch`` (the kernel's, which
     the calls share: they run one after another) that holds enough words, else a new one appended to it."""
-    if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
+    stmts = tile_loop_stmts(loop)
+    found = sole_call(stmts, DUAL_MAC_2PX_OP) if stmts is not None else None
+    if found is None:
         return None
-    stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
-    macs = [i for i, stmt in enumerate(stmts) if call_of(stmt, (DUAL_MAC_2PX_OP,)) is not None]
-    if len(macs) != 1:
-        return None
-    mac = call_of(stmts[macs[0]], (DUAL_MAC_2PX_OP,))
+    at, mac = found
     acc_a, acc_b, x, w = (pointee(arg) for arg in mac.args[:4])
     sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[4:]]
-    requantizations = _requantizations(stmts[macs[0] + 1:])
+    requantizations = _requantizations(stmts[at + 1:])
     if None in (acc_a, acc_b, x, w, *sizes) or requantizations is None or len(requantizations) != DUAL_MAC_PIXELS:
         return None
     x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
@@ -194,20 +194,12 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
     tile = loop.loop_var
 
     # the zeroed accumulators: exactly the MAC's eight (four from each pixel's pointer)
-    zeroed = []
-    for stmt in stmts[:macs[0]]:
-        stores = zeroed_stores(stmt, acc_a.source)
-        if stores is None:
-            return None
-        for store, lanes in stores:
-            extents = [range(int(inner.min), int(inner.min) + int(inner.extent)) for inner in lanes]
-            for values in itertools.product(*extents):
-                at = {inner.loop_var: tirx.const(value, str(inner.loop_var.ty.dtype))
-                      for inner, value in zip(lanes, values)}
-                zeroed.append(constant(map_leaves(flat_offset(store), lambda n: at.get(n, n)) - flat_offset(acc_a)))
+    zeroed = [zeroed_stores(stmt, acc_a.source) for stmt in stmts[:at]]
+    if any(part is None for part in zeroed):
+        return None
     second = constant(flat_offset(acc_b) - flat_offset(acc_a))
-    if not acc_b.source.same_as(acc_a.source) or second is None \
-            or sorted(zeroed) != sorted([*range(TILE), *range(second, second + TILE)]):
+    if not acc_b.source.same_as(acc_a.source) or second is None or not offsets.zeroes_exactly(
+            [entry for part in zeroed for entry in part], acc_a, [*range(TILE), *range(second, second + TILE)]):
         return None
     # each pixel's epilogue reads its accumulators; the second pixel's outputs a constant stride on
     outs = []

@@ -32,7 +32,6 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
-from backends.bias_forms import bias_form
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
 from packager.template_files import helper_template_c
 
@@ -48,6 +47,8 @@ MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
 DEPTHWISE_MAC_TEMPLATE = "depthwise_mac_s8x8.h.in"
 REQUANTIZE_TEMPLATE = "requantize_small.h.in"
 FC_ROWS_TEMPLATE = "fc_rows_s8x8.h.in"
+FC_ROWS_FORM = "s8x8"
+"""How the fused row helper reads its weights, in its name (``helium_c.fc_rows_helper_name``)."""
 RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_PAIRS_TEMPLATE, MAC_2PX_ROW_TEMPLATE, MAC_2PX_TEMPLATE,
                           DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE, FC_ROWS_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
@@ -95,12 +96,6 @@ def requantize_helper_name(prefix: str, bias: str) -> str:
     """The C name of the requantization epilogue for biases of type `bias` ("int32" or "int16") in the bundle
     `prefix`: the Cortex-M DSP epilogue's names (`requantize_small_helper_name`)."""
     return requantize_small_helper_name(prefix, bias)
-
-
-def fc_rows_helper_name(prefix: str, bias: str) -> str:
-    """The C name of the fused row helper of per-tensor FULLY_CONNECTED layers for biases of type `bias` ("int32"
-    or "int16") in the bundle `prefix`."""
-    return bias_form(f"{prefix}_fc_rows_s8x8", bias)
 
 
 def riscv_helpers_c(prefix: str) -> str:

@@ -43,15 +43,17 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.bias_forms import by_bias
+from backends.cortex_m.helpers.helium_c import fc_rows_helper_name
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_sizes
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
                                                  int8_data_update, mac_reduction, mac_window, window_call_block,
                                                  window_mac_2px_access, window_mac_access)
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
-from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, depthwise_mac_helper_name, depthwise_pad_helper_name,
-                                    fc_rows_helper_name, mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
-                                    mac_pairs_2px_helper_name, mac_pairs_helper_name, requantize_helper_name)
+from backends.riscv.helpers import (FC_ROWS_FORM, MAC_CHANNELS, RISCV_HELPERS, depthwise_mac_helper_name,
+                                    depthwise_pad_helper_name, mac_2px_helper_name, mac_2px_row_helper_name,
+                                    mac_helper_name, mac_pairs_2px_helper_name, mac_pairs_helper_name,
+                                    requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -147,7 +149,7 @@ its shifts, multipliers and sums bounded at compile time), as the DSP cores' epi
 FC_ROWS_OPS = by_bias("tvm_ext.riscv_fc_rows_s8x8")
 """The fused row helper of per-tensor FULLY_CONNECTED layers per bias type (`<prefix>_fc_rows_s8x8`, `_b16`)."""
 for _bias, _op in FC_ROWS_OPS.items():
-    register_helper_call(_op, RISCV_HELPERS, functools.partial(fc_rows_helper_name, bias=_bias),
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(fc_rows_helper_name, bias=_bias, form=FC_ROWS_FORM),
                          fc_rows_access(MAC_CHANNELS, PAIR_WORDS))
 
 
