@@ -3,7 +3,7 @@
 Each kernel becomes `void <name>(const T* in..., T* out..., T* scratch...)`: no TVM headers, no TVM-FFI
 calling convention, no workspace allocation. Kernel-internal global buffers larger than
 `LOCAL_BUFFER_MAX_BYTES` become scratch pointer parameters (the caller places them in the arena); smaller
-ones (accumulators) and buffers declared "local" by a kernel's author stay local arrays. `generate_c` is a pure function of (kernels, target): a worker process can run it.
+ones (accumulators) and buffers declared "local" by a kernel's author (whatever their size) stay local arrays. `generate_c` is a pure function of (kernels, target): a worker process can run it.
 
 No C text is edited: what TVM's printer would print badly is fixed in the TIR first (unread zero offsets,
 INT32_MIN, float constants its 7 significant digits would round), and everything around the kernel bodies
@@ -79,12 +79,21 @@ def _without_allocs(stmt: tirx.Stmt, taken: list) -> tirx.Stmt | None:
     """`stmt` with every scratch-sized AllocBuffer removed (appended to `taken`); None if nothing is left.
     Every statement kind is rewritten through `tir_walk.map_child_stmts` (an unknown kind raises)."""
     if isinstance(stmt, tirx.AllocBuffer):
-        # A "local" buffer is the kernel author's explicit choice of a few registers' worth of temporaries.
         if stmt.buffer.scope() in ("", "global") and _buffer_bytes(stmt.buffer) > LOCAL_BUFFER_MAX_BYTES:
             taken.append(stmt.buffer)
             return None
+        if stmt.buffer.scope() == "local":
+            return _on_stack(stmt.buffer)
         return stmt
     return map_child_stmts(stmt, lambda child: _without_allocs(child, taken))
+
+
+def _on_stack(buf: tirx.Buffer) -> tirx.Stmt:
+    """The allocation of a "local" buffer (the kernel author's choice: a local array of the C function, on the
+    stack whatever its size, never an arena scratch): TVM's C printer prints only global allocations (a "local" one
+    fails its check), so a global array of as many bytes, ``buf`` declared over it."""
+    array = tirx.decl_buffer(buf.shape, buf.dtype, name=buf.name)
+    return tirx.SeqStmt([tirx.AllocBuffer(array), tirx.DeclBuffer(buf, data=array.data)])
 
 
 def _parameter_names(func: tirx.PrimFunc, num_scratch: int) -> list[str]:

@@ -121,3 +121,15 @@ def test_c_signature_of_a_scheduled_kernel_has_no_scratch() -> None:
     parameters = (*floats("input0", "input1", read_only=True), *floats("output0", read_only=False))
     assert without_streams(source.signatures) == {"k": KernelSignature("k", 2, 1, (), parameters)}
     assert "void k(const float* input0, const float* input1, float* output0) {\n" in source.c_text
+
+
+def test_a_local_buffer_stays_a_local_array_whatever_its_size() -> None:
+    """Unscheduled, `scaled` (128 B > LOCAL_BUFFER_MAX_BYTES) declared "local" by the kernel's author: a local array
+    of the C function (on the stack), no scratch (TVM's C printer alone refuses a "local" allocation)."""
+    schedule = tvm.s_tir.Schedule(scale_dot_relu())
+    schedule.set_scope(schedule.get_sblock("scaled"), 0, "local")
+    kernel = schedule.mod["main"].with_attr(NUM_OUTPUTS_ATTR, 1)
+    source = generate_c({"k": kernel}, tvm.target.Target({"kind": "c"}))
+    parameters = (*floats("input0", "input1", read_only=True), *floats("output0", read_only=False))
+    assert without_streams(source.signatures) == {"k": KernelSignature("k", 2, 1, (), parameters)}
+    assert "  float scaled_local_ptr[32];\n" in source.c_text
