@@ -173,8 +173,19 @@ class TileHelpers:
     calls the fused helper as one row of taps (its sizes and strides transposed: the same taps, another order)."""
 
 
-HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, BORDER_OPS)
-"""Helium's: the 16-lane window helper, the vector epilogue, the border helper."""
+HELIUM_TILES_OUTLINED_OPS = {(3, bias): bias_form("tvm_ext.depthwise_tiles3x3_s8", bias) for bias in BIAS_TYPES}
+"""Helium's fused helper's out-of-line copy for 3x3 windows per (side, bias type) (``helium_depthwise16.h.in``'s
+``_depthwise_tiles3x3_s8``)."""
+for (_side, _bias), _op in HELIUM_TILES_OUTLINED_OPS.items():
+    register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias,
+                                               window=f"{_side}x{_side}"), DEPTHWISE_TILES_ACCESS)
+HELIUM_INLINE_TILES = 320
+"""The tile iterations (pixels x 16-channel tiles, border pixels' too) from which a Helium kernel's 3x3 interior
+inlines the fused helper, else calls its out-of-line copy (see DSP_INLINE_TILES)."""
+HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, BORDER_OPS,
+                           HELIUM_TILES_OUTLINED_OPS, HELIUM_INLINE_TILES)
+"""Helium's: the 16-lane window helper, the vector epilogue, the border helper; a 3x3 window's interior out of
+line in a kernel of fewer than HELIUM_INLINE_TILES tile iterations."""
 DSP_INLINE_TILES = 512
 """The tile iterations (pixels x four-channel tiles, border pixels' too) from which a DSP kernel's 3x3 or 5x5
 interior inlines the fused helper, else calls its out-of-line copy. Inlined, a tile runs some 17 instructions
