@@ -3,7 +3,8 @@
  * lp): lp_depthwise_tiles_s8 and lp_depthwise_tiles_s8_b16 (an interior pixel), lp_depthwise_border_s8 and
  * lp_depthwise_border_s8_b16 (a border pixel: a window of up to 3 x 3 taps of which a clipped box, at every place
  * and of every size, the empty one too, lies in the image and the other taps read the padding value, -128, 0,
- * 127, 1 or -3), and where the window is 3 x 3 the out-of-line lp_depthwise_border3x3_s8 and _b16, against the
+ * 127, 1 or -3), and where the window is 3 x 3 the out-of-line lp_depthwise_border3x3_s8 and _b16 and (in every
+ * case, as an interior pixel of the same window) lp_depthwise_tiles3x3_s8 and _b16, against the
  * plain sums of their contract requantized by the scalar helpers (lp_requantize_double, lp_saturate_int8), for
  * every channel count 1..40 (whole tiles of 16 and every predicated tail of both halves), windows of 0 to 4 rows
  * and columns (the three-tap steps and the one or two taps left), column strides of exactly the channels and
@@ -77,8 +78,9 @@ int main(void)
                         shift[c] = (int8_t)(c % 3 == 2 ? 1 : -(int32_t)(4 + (cases + c) % 8));
                     }
                     int8_t out[CHANNELS_MAX + GUARD], out16[CHANNELS_MAX + GUARD];
+                    int8_t out3[CHANNELS_MAX + GUARD], out3_16[CHANNELS_MAX + GUARD];
                     for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
-                        out[c] = out16[c] = (int8_t)0x5a;
+                        out[c] = out16[c] = out3[c] = out3_16[c] = (int8_t)0x5a;
                     }
                     static const int32_t values[] = {-128, 0, 127, 1, -3};
                     /* a border pixel where its window fits the helper's (every other case, at every place and
@@ -120,13 +122,30 @@ int main(void)
                                                                l.x_row_stride, l.x_col_stride, l.w_row_stride,
                                                                l.w_col_stride, rows, cols, channels);
                     }
+                    /* a 3 x 3 window: the interior's out-of-line copy too, into out3 and out3_16 */
+                    const int outlined = rows == 3 && cols == 3;
+                    const inside_box whole = {0, 0, rows, cols, 0};
+                    if (outlined) {
+                        returned |= lp_depthwise_tiles3x3_s8(out3, xo, wo, bias, multiplier, shift, zero_point,
+                                                             l.x_row_stride, l.x_col_stride, l.w_row_stride,
+                                                             l.w_col_stride, rows, cols, channels)
+                                    | lp_depthwise_tiles3x3_s8_b16(out3_16, xo, wo, bias16, multiplier, shift,
+                                                                   zero_point, l.x_row_stride, l.x_col_stride,
+                                                                   l.w_row_stride, l.w_col_stride, rows, cols,
+                                                                   channels);
+                    }
                     int wrong = returned != 0;
                     for (int32_t c = 0; c < channels + GUARD; ++c) {
                         const int8_t want = c < channels ? expected_out(xo, wo, &l, rows, cols, c, bias[c],
                                                                         multiplier[c], shift[c], zero_point,
                                                                         &inside)
                                                          : (int8_t)0x5a;
-                        wrong |= out[c] != want || out16[c] != want;
+                        const int8_t want3 = c < channels ? expected_out(xo, wo, &l, rows, cols, c, bias[c],
+                                                                         multiplier[c], shift[c], zero_point,
+                                                                         &whole)
+                                                          : (int8_t)0x5a;
+                        wrong |= out[c] != want || out16[c] != want
+                                 || (outlined && (out3[c] != want3 || out3_16[c] != want3));
                     }
                     cases += 1;
                     if (wrong && failures++ < 8) {

@@ -20,7 +20,9 @@ doubled kws_ref_model's code); a 3x3 window's border helper (``_depthwise_border
 for the bundle. Where the border does not fit (a window of more than WINDOW_TAPS taps, a padding of another
 value), only the interior's: ``if (the tests) fused call; else the loop`` with that leaf made empty in the loop
 (no pixel reaching the else branch runs it). kws_ref_model's 3x3 layers on cortex-m55: 155,040 -> 136,553
-instructions each, code 6,432 -> 5,612 B (the outlined box helper and the border cases' taps gone).
+instructions each, code 6,432 -> 5,612 B (the outlined box helper and the border cases' taps gone). A 3x3
+window's interior call in a kernel of fewer than HELIUM_INLINE_TILES tile iterations is one out-of-line copy per
+bundle (``_depthwise_tiles3x3_s8``; HELIUM_TILES.outlined), as on DSP cores.
 
 On DSP cores (``DSP_TILES``) the same replacement takes a pixel's loop over its four-channel tiles
 (``depthwise_mac``'s window call, ``requantize_small_c``'s epilogue): the interior's call is
@@ -173,8 +175,27 @@ class TileHelpers:
     calls the fused helper as one row of taps (its sizes and strides transposed: the same taps, another order)."""
 
 
-HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, BORDER_OPS)
-"""Helium's: the 16-lane window helper, the vector epilogue, the border helper."""
+HELIUM_TILES_OUTLINED_OPS = {(3, bias): bias_form("tvm_ext.depthwise_tiles3x3_s8", bias) for bias in BIAS_TYPES}
+"""Helium's fused helper's out-of-line copy for 3x3 windows per (side, bias type) (``helium_depthwise16.h.in``'s
+``_depthwise_tiles3x3_s8``)."""
+for (_side, _bias), _op in HELIUM_TILES_OUTLINED_OPS.items():
+    register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias,
+                                               window=f"{_side}x{_side}"), DEPTHWISE_TILES_ACCESS)
+HELIUM_INLINE_TILES = 320
+"""The tile iterations (pixels x 16-channel tiles, border pixels' too) from which a Helium kernel's 3x3 interior
+inlines the fused helper, else calls its out-of-line copy (see DSP_INLINE_TILES). Inlined, a kernel holds some
+0.9-1.1 KB of straight-line taps more; out of line, an interior pixel's call runs some 100 instructions more (the
+fourteen arguments, the nine taps' addresses from strides that are arguments kept on the stack) and a tile some 8.
+Measured on cortex-m55 (instructions, code B), every kernel inlined / from 4,096 on (none) / from 2,048 on / from
+320 on: vww_96_int8 4,186,068, 21,356 / 4,360,551, 16,576 / 4,356,509, 16,596 / 4,223,620, 19,564 (its kernels of
+288 and fewer iterations out of line, those of 576 and more inlined); person_detect 4,169,746, 21,688 / - / - /
+4,207,265, 19,792; kws_ref_model (kernels of 500) 1,436,233, 5,472 throughout 320. Tried and left: the copy's tiles
+of 16 only (1.2 KB instead of 3 KB, but its taps' addresses spilled per tile: vww 4,486,970, 14,736 from 4,096 on);
+one predicated tile for whole tiles and the rest (vww from 320 on 4,300,302, 18,584)."""
+HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, BORDER_OPS,
+                           HELIUM_TILES_OUTLINED_OPS, HELIUM_INLINE_TILES)
+"""Helium's: the 16-lane window helper, the vector epilogue, the border helper; a 3x3 window's interior out of
+line in a kernel of fewer than HELIUM_INLINE_TILES tile iterations."""
 DSP_INLINE_TILES = 512
 """The tile iterations (pixels x four-channel tiles, border pixels' too) from which a DSP kernel's 3x3 or 5x5
 interior inlines the fused helper, else calls its out-of-line copy. Inlined, a tile runs some 17 instructions

@@ -16,6 +16,7 @@ import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from backends.cortex_m.schedules.depthwise_tiles import HELIUM_INLINE_TILES  # noqa: E402
 from emulator.tools import missing_tools  # noqa: E402
 from test_depthwise_border_regions import OVERHANGING  # noqa: E402
 from test_depthwise_border_regions import _depthwise_model as _border_model  # noqa: E402
@@ -73,15 +74,19 @@ def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     # a pixel's loop over its tiles of 16 (32 channels) or 8 (24; 8: one tile, no loop): one fused call over every
     # channel; a border pixel's one call of the border helper whatever its case (the input's zero point as the
     # padding), out of line for a 3x3 window, inlined for 2x2 (a 5x5 window's border pixels, more taps than the
-    # border helper's window, keep their loop: a test a tap)
+    # border helper's window, keep their loop: a test a tap); every kernel here small, so a 3x3 window's interior
+    # calls the fused helper's out-of-line copy (the other windows inline it)
+    assert 7 * 6 * 2 < HELIUM_INLINE_TILES
     fused = {int(n) for n in re.findall(r"_depthwise_tiles_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
+    outlined = {int(n) for n in re.findall(r"_depthwise_tiles3x3_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
     border = {(form, int(n)) for form, n in re.findall(r"_depthwise_border(3x3)?_s8(?:_b16)?\(.*, -3, (\d+)\);",
                                                          kernels)}
-    assert fused == {32, 24, 8}, fused
+    assert fused == {32, 24, 8} and outlined == {32, 24, 8}, (fused, outlined)
     # bounded code: a kernel holds one interior call and one border call, however many border cases it has
     for kernel in re.split(r"\n(?=void )", kernels):
-        calls = re.findall(r"_depthwise_(tiles|border|border3x3)_s8(?:_b16)?\(", kernel)
-        assert calls.count("tiles") <= 1 and len(calls) - calls.count("tiles") <= 1, kernel
+        calls = re.findall(r"_depthwise_(tiles|tiles3x3|border|border3x3)_s8(?:_b16)?\(", kernel)
+        interior = calls.count("tiles") + calls.count("tiles3x3")
+        assert interior <= 1 and len(calls) - interior <= 1, kernel
     assert border == {(form, n) for form in ("3x3", "") for n in (32, 24, 8)}, border
     # no tile of 16 or 8 left unfused (12 channels' tiles of four still add their padding with the vector call)
     assert not re.search(r"_depthwise_(?:mac|box|pad)_s8x16\(.*, (16|8)\);", kernels), kernels
