@@ -34,12 +34,14 @@ def _softmax_model() -> bytes:
 
 
 @needs_cross_tools
-def test_dsp_int8_softmax_is_one_helper_call_and_stays_bit_exact(tmp_path):
+def test_dsp_int8_softmax_is_one_helper_call_per_row_and_stays_bit_exact(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "soft", _softmax_model(), "cortex-m4f", "mps2-an386")
     calls = re.findall(r"_softmax_s8\((.*)\);", kernels)
-    # (out, in, rows, depth, table): one kernel of 5 rows of 3 (both softmaxes of a: the table is an argument) and
-    # one of 2 rows of 37
-    assert sorted(call.split(", ")[2:4] for call in calls) == [["2", "37"], ["5", "3"]], calls
+    # (out, in, rows, depth, table), one call per row (so that the output may take the input's place row by row):
+    # one kernel over 5 rows of 3 (both softmaxes of a: the table is an argument) and one over 2 rows of 37
+    assert sorted(call.split(", ")[2:4] for call in calls) == [["1", "3"], ["1", "37"]], calls
+    assert re.search(r"for \(int32_t row = 0; row < 5; \+\+row\)", kernels), kernels
+    assert re.search(r"for \(int32_t row = 0; row < 2; \+\+row\)", kernels), kernels
     assert "fixed_point_temps" not in kernels  # no generic softmax left
     assert "_softmax_s8(int8_t" in (bundle.out_dir / "soft_internal.h").read_text()
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable loops
