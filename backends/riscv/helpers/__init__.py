@@ -26,7 +26,11 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 - `fc_rows_s8x8.h.in`: `<prefix>_fc_rows_s8x8` (`_b16` for int16 biases), every channel of a per-tensor int8 fully
   connected layer in one call of one out-of-line copy per bundle (each tile's sums from the biases, the paired
   MAC's loop, the requantization by the layer's one multiplier and shift), called by every such layer's kernel
-  (`backends.cortex_m.schedules.fc_rows`; unit test `tests/c/test_riscv_fc_rows.c`).
+  (`backends.cortex_m.schedules.fc_rows`; unit test `tests/c/test_riscv_fc_rows.c`);
+- `pair_tiles_s8x8.h.in`: `<prefix>_pair_tiles_s8x8` (`_b16` for int16 biases), every channel tile of a
+  convolution's pixel pair in one call of one out-of-line copy per bundle (each tile's sixteen sums from the
+  biases, the two-pixel paired MAC's window loops, the per-channel requantization), called by every such pair
+  (`backends.cortex_m.schedules.pair_tiles`; unit test `tests/c/test_riscv_pair_tiles.c`).
 """
 
 from __future__ import annotations
@@ -48,8 +52,9 @@ MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
 DEPTHWISE_MAC_TEMPLATE = "depthwise_mac_s8x8.h.in"
 REQUANTIZE_TEMPLATE = "requantize_small.h.in"
 FC_ROWS_TEMPLATE = "fc_rows_s8x8.h.in"
+PAIR_TILES_TEMPLATE = "pair_tiles_s8x8.h.in"
 RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_PAIRS_TEMPLATE, MAC_2PX_ROW_TEMPLATE, MAC_2PX_TEMPLATE,
-                          DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE, FC_ROWS_TEMPLATE)
+                          DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE, FC_ROWS_TEMPLATE, PAIR_TILES_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
 
 
@@ -101,6 +106,12 @@ def fc_rows_helper_name(prefix: str, bias: str) -> str:
     """The C name of the fused row helper of per-tensor FULLY_CONNECTED layers for biases of type `bias` ("int32"
     or "int16") in the bundle `prefix`."""
     return bias_form(f"{prefix}_fc_rows_s8x8", bias)
+
+
+def pair_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused pixel-pair channel tiles helper for biases of type `bias` ("int32" or "int16") in
+    the bundle `prefix`."""
+    return bias_form(f"{prefix}_pair_tiles_s8x8", bias)
 
 
 def riscv_helpers_c(prefix: str) -> str:
