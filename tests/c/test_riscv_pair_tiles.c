@@ -1,6 +1,6 @@
 /* Unit test of the RISC-V fused pixel-pair channel tiles (backends/riscv/helpers/templates/pair_tiles_s8x8.h.in,
  * after the paired MAC and the requantization epilogue, with the prefix lp): lp_pair_tiles_s8x8 and
- * lp_pair_tiles_s8x8_b16 against the plain sums of both pixels' windows from the bias, requantized by the bundle's
+ * lp_pair_tiles_s8x8_b16, and their one-pixel forms lp_conv_tiles_s8x8 and lp_conv_tiles_s8x8_b16, against the plain sums of both pixels' windows from the bias, requantized by the bundle's
  * scalar helpers (lp_requantize_double_small, lp_saturate_int8), with the weights packed as
  * tvm_ext.kernels.dense.pair_weights packs them (per tile of eight channels, window input j's word 4j + q =
  * w[2q][j] + 65536 * w[2q + 1][j], tiles w_tile_stride words apart), for the window MAC tests' windows (0 to 3
@@ -65,9 +65,10 @@ int main(void)
                 }
             }
         }
-        for (int32_t tiles = 0; tiles <= MAX_TILES; ++tiles) {
+        for (int32_t variant = 0; variant < 2 * (MAX_TILES + 1); ++variant) {
+            const int32_t tiles = variant / 2, pixels = 1 + variant % 2;
             const int32_t channels = 8 * tiles;
-            const int narrow = (i + tiles) % 2 == 1;
+            const int narrow = (i + variant / 2 + variant) % 2 == 1;
             const int32_t zero_point = (int32_t)(next_value(&state) % 256u) - 128;
             const int32_t out_pixel_stride = channels + GUARD;
             int8_t out[2 * (MAX_CHANNELS + GUARD)];
@@ -80,15 +81,24 @@ int main(void)
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
                 out[j] = (int8_t)0x5a;
             }
-            const int32_t returned = narrow
+            int32_t returned;
+            if (pixels == 1) {
+                returned = narrow
+                    ? lp_conv_tiles_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point, wc.x_row_stride,
+                                             wc.rows, wc.row_len, TILE_WORDS, tiles)
+                    : lp_conv_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
+                                         wc.rows, wc.row_len, TILE_WORDS, tiles);
+            } else {
+                returned = narrow
                 ? lp_pair_tiles_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point, wc.x_row_stride,
                                          wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles)
                 : lp_pair_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride, wc.rows,
                                      wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles);
+            }
             int wrong = returned != 0;
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
                 const int32_t p = j / out_pixel_stride, c = j % out_pixel_stride;
-                const int8_t want = p < 2 && c < channels
+                const int8_t want = p < pixels && c < channels
                     ? expected_out(xo, &wc, p, c, narrow ? bias16[c] : bias[c], multiplier[c], shift[c], zero_point)
                     : (int8_t)0x5a;
                 wrong |= out[j] != want;
@@ -97,8 +107,8 @@ int main(void)
             if (wrong) {
                 failures += 1;
                 if (failures <= 5) {
-                    printf("wrong case %ld: rows %ld, row_len %ld, tiles %ld, narrow %d\n", (long)i, (long)wc.rows,
-                           (long)wc.row_len, (long)tiles, narrow);
+                    printf("wrong case %ld: rows %ld, row_len %ld, tiles %ld, pixels %ld, narrow %d\n", (long)i,
+                           (long)wc.rows, (long)wc.row_len, (long)tiles, (long)pixels, narrow);
                 }
             }
         }

@@ -31,6 +31,7 @@ dual MAC) keeps its calls there too.
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
@@ -71,12 +72,47 @@ for _ops, _name in ((CONV_TILES_OPS, conv_tiles_helper_name), (DSP_CONV_TILES_OP
 
 
 @dataclass(frozen=True)
+class TileWindow:
+    """What a one-pixel MAC call sums: its accumulators', inputs' and weights' addresses (call arguments), the
+    window's sizes in elements (constants) and how far the weights' element offset moves per channel tile."""
+
+    acc: object
+    x: object
+    w: object
+    x_row_stride: int
+    rows: int
+    row_len: int
+    w_tile_step: int
+
+
+def _dual_mac_window(mac: tvm.ir.Call) -> Optional[TileWindow]:
+    """The window of a dual MAC call (acc, x, w, x_row_stride, w_channel_stride, rows, row_len) of constant
+    sizes, else None."""
+    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
+    if None in sizes:
+        return None
+    x_row_stride, w_channel_stride, rows, row_len = sizes
+    return TileWindow(*mac.args[:3], x_row_stride, rows, row_len, TILE * w_channel_stride)
+
+
+def _dual_mac_window_args(window: TileWindow, tiles: int) -> list:
+    """The fused dual MAC helpers' sizes: x_row_stride, w_channel_stride, rows, row_len, channels."""
+    return [window.x_row_stride, window.w_tile_step // TILE, window.rows, window.row_len, tiles * TILE]
+
+
+@dataclass(frozen=True)
 class ConvTileHelpers:
     """A core's helpers of a convolution's channel-tile loop: the epilogue's op per bias type (``requantize``)
-    and the fused helper's (``tiles``)."""
+    and the fused helper's (``tiles``); the MAC ops whose calls it takes (``mac_ops``) and their reading
+    (``window``), the channels per tile (``tile``) and the fused call's arguments after the epilogue's
+    (``window_args``: the window, the tile loop's extent). By default the dual MAC's (Helium, DSP)."""
 
     requantize: dict[str, str]
     tiles: dict[str, str]
+    mac_ops: tuple[str, ...] = (DUAL_MAC_OP,)
+    window: Callable[[tvm.ir.Call], Optional[TileWindow]] = _dual_mac_window
+    tile: int = TILE
+    window_args: Callable[[TileWindow, int], list] = _dual_mac_window_args
 
 
 HELIUM_CONV_TILES = ConvTileHelpers(REQUANTIZE_S8_OPS, CONV_TILES_OPS)
@@ -165,14 +201,15 @@ class _Iteration:
     zeroed: list
 
 
-def _iteration(loop: tirx.For, requantize_ops: tuple[str, ...]) -> Optional[_Iteration]:
-    """The parts of ``loop``'s body when it has the module docstring's order (its epilogue one of
-    ``requantize_ops``), else None."""
+def _iteration(loop: tirx.For, requantize_ops: tuple[str, ...], mac_ops: tuple[str, ...] = (DUAL_MAC_OP,)
+               ) -> Optional[_Iteration]:
+    """The parts of ``loop``'s body when it has the module docstring's order (its MAC one of ``mac_ops``, its
+    epilogue one of ``requantize_ops``), else None."""
     stmts = list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
-    macs = [i for i, stmt in enumerate(stmts) if call_of(stmt, (DUAL_MAC_OP,)) is not None]
+    macs = [i for i, stmt in enumerate(stmts) if call_of(stmt, mac_ops) is not None]
     if len(macs) != 1:
         return None
-    mac = call_of(stmts[macs[0]], (DUAL_MAC_OP,))
+    mac = call_of(stmts[macs[0]], mac_ops)
     requantizations = [call_of(stmt, requantize_ops) for stmt in stmts[macs[0] + 1:]]
     acc = pointee(mac.args[0])
     if acc is None or len(requantizations) != 1 or requantizations[0] is None:
@@ -217,12 +254,25 @@ class LoopOffsets:
             and self.step(store, lane) == 1 and read.source.same_as(acc.source) \
             and self.constant(flat_offset(read) - flat_offset(acc)) == 0
 
-    def moves_tiles(self, tile, x: TensorLoad, w: TensorLoad, w_channel_stride: int, per_tile: tuple) -> bool:
+    def zeroed_offsets(self, zeroed: list, acc: TensorLoad) -> list[Optional[int]]:
+        """The element offsets from ``acc`` of every accumulator the zeroing stores ``zeroed`` (each a store and the
+        loops around it, `zeroed_stores`) write, each loop at each of its values (None where not one constant)."""
+        found = []
+        for store, lanes in zeroed:
+            extents = [range(int(inner.min), int(inner.min) + int(inner.extent)) for inner in lanes]
+            for values in itertools.product(*extents):
+                at = {inner.loop_var: tirx.const(value, str(inner.loop_var.ty.dtype))
+                      for inner, value in zip(lanes, values)}
+                found.append(self.constant(map_leaves(flat_offset(store), lambda n: at.get(n, n)) - flat_offset(acc)))
+        return found
+
+    def moves_tiles(self, tile, x: TensorLoad, w: TensorLoad, w_tile_step: int, per_tile: tuple,
+                    channels: int = TILE) -> bool:
         """Whether, per step of the tile loop's variable ``tile``, the inputs ``x`` stay, the weights ``w`` move
-        TILE channels (of ``w_channel_stride`` elements) and each load of ``per_tile`` (the outputs, the epilogue's
-        constants) moves TILE elements."""
-        return self.step(x, tile) == 0 and self.step(w, tile) == TILE * w_channel_stride \
-            and all(self.step(load, tile) == TILE for load in per_tile)
+        ``w_tile_step`` elements (one tile's) and each load of ``per_tile`` (the outputs, the epilogue's constants)
+        moves ``channels`` elements (a tile's channels)."""
+        return self.step(x, tile) == 0 and self.step(w, tile) == w_tile_step \
+            and all(self.step(load, tile) == channels for load in per_tile)
 
 
 def at_first_tile(arg, tile):
@@ -237,34 +287,36 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
     (HELIUM_CONV_TILES, DSP_CONV_TILES)."""
     if not isinstance(loop.extent, tirx.IntImm) or not isinstance(loop.min, tirx.IntImm) or int(loop.min) != 0:
         return None
-    iteration = _iteration(loop, tuple(helpers.requantize.values()))
+    iteration = _iteration(loop, tuple(helpers.requantize.values()), helpers.mac_ops)
     if iteration is None:
         return None
     mac, requantization = iteration.mac, iteration.requantization
     offsets = LoopOffsets((*enclosing, loop))
     tile = loop.loop_var
 
-    acc, x, w = (pointee(arg) for arg in mac.args[:3])
-    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
+    window = helpers.window(mac)
+    if window is None:
+        return None
+    acc, x, w = (pointee(arg) for arg in (window.acc, window.x, window.w))
     out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
-    if None in (acc, x, w, out, read, *epilogue, *sizes) or len(iteration.zeroed) != 1 \
-            or int(requantization.args[6]) != TILE:
+    if None in (acc, x, w, out, read, *epilogue) or int(requantization.args[6]) != helpers.tile:
         return None
-    x_row_stride, w_channel_stride, rows, row_len = sizes
-    # the zeroed accumulators are exactly the MAC's four, which the epilogue reads; everything but the inputs moves
+    # the zeroed accumulators are exactly the MAC's tile, which the epilogue reads; everything but the inputs moves
     # one tile
-    if not offsets.zeroes_and_reads(iteration.zeroed[0], acc, read, TILE):
+    zeroed = offsets.zeroed_offsets(iteration.zeroed, acc)
+    if None in zeroed or sorted(zeroed) != list(range(helpers.tile)) or not read.source.same_as(acc.source) \
+            or offsets.constant(flat_offset(read) - flat_offset(acc)) != 0:
         return None
-    if not offsets.moves_tiles(tile, x, w, w_channel_stride, (out, *epilogue)):
+    if not offsets.moves_tiles(tile, x, w, window.w_tile_step, (out, *epilogue), helpers.tile):
         return None
 
     def address(arg):
         return at_first_tile(arg, tile)
 
-    channels = int(loop.extent) * TILE
+    channels = int(loop.extent) * helpers.tile
     start = address(requantization.args[0])
-    args = [start, address(mac.args[1]), address(mac.args[2]), *(address(arg) for arg in requantization.args[2:5]),
-            requantization.args[5], x_row_stride, w_channel_stride, rows, row_len, channels]
+    args = [start, address(window.x), address(window.w), *(address(arg) for arg in requantization.args[2:5]),
+            requantization.args[5], *helpers.window_args(window, int(loop.extent))]
     bias_type = next(bias for bias, op in helpers.requantize.items() if op == requantization.op.name)
     call = tirx.call_intrin("int32", helpers.tiles[bias_type], *args)
     reads = [_whole(load.source) for load in (x, w, *epilogue)]

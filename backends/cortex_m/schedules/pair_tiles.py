@@ -259,12 +259,7 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
         stores = zeroed_stores(stmt, acc_a.source)
         if stores is None:
             return None
-        for store, lanes in stores:
-            extents = [range(int(inner.min), int(inner.min) + int(inner.extent)) for inner in lanes]
-            for values in itertools.product(*extents):
-                at = {inner.loop_var: tirx.const(value, str(inner.loop_var.ty.dtype))
-                      for inner, value in zip(lanes, values)}
-                zeroed.append(constant(map_leaves(flat_offset(store), lambda n: at.get(n, n)) - flat_offset(acc_a)))
+        zeroed += offsets.zeroed_offsets(stores, acc_a)
     second = constant(flat_offset(acc_b) - flat_offset(acc_a))
     if not acc_b.source.same_as(acc_a.source) or second is None \
             or sorted(zeroed) != sorted([*range(tile_channels), *range(second, second + tile_channels)]):
@@ -286,8 +281,7 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
     if out_pixel_stride is None or out_pixel_stride < tile_channels * int(loop.extent):
         return None  # the pixels' outputs must not overlap
     # everything but the inputs moves one tile
-    if not (offsets.step(x, tile) == 0 and offsets.step(w, tile) == window.w_tile_step
-            and all(offsets.step(load, tile) == tile_channels for load in (out, *epilogue))):
+    if not offsets.moves_tiles(tile, x, w, window.w_tile_step, (out, *epilogue), tile_channels):
         return None
 
     def address(arg):

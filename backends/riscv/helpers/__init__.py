@@ -30,7 +30,8 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 - `pair_tiles_s8x8.h.in`: `<prefix>_pair_tiles_s8x8` (`_b16` for int16 biases), every channel tile of a
   convolution's pixel pair in one call of one out-of-line copy per bundle (each tile's sixteen sums from the
   biases, the two-pixel paired MAC's window loops, the per-channel requantization), called by every such pair
-  (`backends.cortex_m.schedules.pair_tiles`; unit test `tests/c/test_riscv_pair_tiles.c`).
+  (`backends.cortex_m.schedules.pair_tiles`), and `<prefix>_conv_tiles_s8x8` (`_b16`), the same for one pixel
+  (`backends.cortex_m.schedules.conv_tiles`; unit test of both `tests/c/test_riscv_pair_tiles.c`).
 """
 
 from __future__ import annotations
@@ -112,6 +113,12 @@ def pair_tiles_helper_name(prefix: str, bias: str) -> str:
     """The C name of the fused pixel-pair channel tiles helper for biases of type `bias` ("int32" or "int16") in
     the bundle `prefix`."""
     return bias_form(f"{prefix}_pair_tiles_s8x8", bias)
+
+
+def conv_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused one-pixel channel tiles helper for biases of type `bias` ("int32" or "int16") in
+    the bundle `prefix`."""
+    return bias_form(f"{prefix}_conv_tiles_s8x8", bias)
 
 
 def riscv_helpers_c(prefix: str) -> str:

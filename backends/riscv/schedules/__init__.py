@@ -23,13 +23,15 @@ from tvm import tirx
 from backends.backend import KernelSchedules
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
+from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls
 from backends.cortex_m.schedules.fc_rows import fc_rows_calls
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.riscv.helpers import MAC_CHANNELS
-from backends.riscv.schedules.mac import RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement
+from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES,
+                                          mac_replacement)
 from target.profile import Profile
 
 
@@ -59,7 +61,8 @@ class RiscvMacSchedules:
         per-tensor fully connected layer's loop over its channel tiles as one call of the shared row helper
         (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS)."""
         epilogues = requantize_epilogue_calls(func, helper=RISCV_EPILOGUE)
-        return fc_rows_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_FC_ROWS)
+        tiles = conv_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_CONV_TILES)
+        return fc_rows_calls(tiles, RISCV_FC_ROWS)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
