@@ -1,15 +1,15 @@
 /* Unit test of the RISC-V fused pixel-pair channel tiles (backends/riscv/helpers/templates/pair_tiles_s8x8.h.in,
  * after the paired MAC and the requantization epilogue, with the prefix lp): lp_pair_tiles_s8x8 and
- * lp_pair_tiles_s8x8_b16, and their one-pixel forms lp_conv_tiles_s8x8 and lp_conv_tiles_s8x8_b16, against the plain sums of both pixels' windows from the bias, requantized by the bundle's
- * scalar helpers (lp_requantize_double_small, lp_saturate_int8), with the weights packed as
- * tvm_ext.kernels.dense.pair_weights packs them (per tile of eight channels, window input j's word 4j + q =
- * w[2q][j] + 65536 * w[2q + 1][j], tiles w_tile_stride words apart), for the window MAC tests' windows (0 to 3
- * rows, row lengths 0..35: whole groups of two inputs and the odd last one; row strides at and above the row
- * length; pixels apart or overlapping; inputs at every byte alignment; values over the whole int8 range or all at
- * the minimum), 0 to 3 tiles, int32 and int16 biases, shifts -31..-1, drawn multipliers and zero points; nothing
- * written between or past the pixels' channels. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host
- * and, for rv32imc and rv32imafc, under QEMU virt. Prints "ok <cases> cases" and exits 0, or names the first
- * failures and exits 1. */
+ * lp_pair_tiles_s8x8_b16, and their one-pixel forms lp_conv_tiles_s8x8 and lp_conv_tiles_s8x8_b16, against the
+ * plain sums of the pixels' windows from the bias, requantized by the bundle's scalar helpers
+ * (lp_requantize_double_small, lp_saturate_int8), with the weights packed as tvm_ext.kernels.dense.pair_weights
+ * packs them (per tile of eight channels, window input j's word 4j + q = w[2q][j] + 65536 * w[2q + 1][j], tiles
+ * w_tile_stride words apart), for the window MAC tests' windows (0 to 3 rows, row lengths 0..35: whole groups of
+ * two inputs and the odd last one; row strides at and above the row length; pixels apart or overlapping; inputs
+ * at every byte alignment; values over the whole int8 range or all at the minimum), 0 to 3 tiles, int32 and int16
+ * biases, shifts -31..-1, drawn multipliers and zero points; nothing written between or past the pixels'
+ * channels. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc,
+ * under QEMU virt. Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -90,10 +90,11 @@ int main(void)
                                          wc.rows, wc.row_len, TILE_WORDS, tiles);
             } else {
                 returned = narrow
-                ? lp_pair_tiles_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point, wc.x_row_stride,
-                                         wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles)
-                : lp_pair_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride, wc.rows,
-                                     wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles);
+                    ? lp_pair_tiles_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point, wc.x_row_stride,
+                                             wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS,
+                                             tiles)
+                    : lp_pair_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
+                                         wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles);
             }
             int wrong = returned != 0;
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {

@@ -26,6 +26,11 @@ On DSP cores (``DSP_CONV_TILES``) the same replacement takes the loops whose epi
 ``backends.cortex_m.helpers.dual_mac_c``'s ``conv_tiles_s8x4.h.in``), each tile's four sums started at the
 biases in locals, the dual MAC and the written-out epilogue inlined on them. A pixel pair's loop (the two-pixel
 dual MAC) keeps its calls there too.
+
+RV32 cores take the same loops (``ConvTileHelpers``: ``backends.riscv.schedules.mac.RISCV_CONV_TILES``) of their
+one-pixel paired MAC over eight channels, its accumulators zeroed by one store each: ``<prefix>_conv_tiles_s8x8``
+(backends/riscv/helpers/templates/pair_tiles_s8x8.h.in). The zeroed accumulators are checked as the set of offsets
+the stores write, whichever loops they sit in.
 """
 
 from __future__ import annotations
@@ -263,7 +268,8 @@ class LoopOffsets:
             for values in itertools.product(*extents):
                 at = {inner.loop_var: tirx.const(value, str(inner.loop_var.ty.dtype))
                       for inner, value in zip(lanes, values)}
-                found.append(self.constant(map_leaves(flat_offset(store), lambda n: at.get(n, n)) - flat_offset(acc)))
+                offset = map_leaves(flat_offset(store), lambda n: at.get(n, n)) - flat_offset(acc)
+                found.append(self.constant(offset))
         return found
 
     def moves_tiles(self, tile, x: TensorLoad, w: TensorLoad, w_tile_step: int, per_tile: tuple,

@@ -20,6 +20,11 @@ instructions each (1.5-1.6 per MAC) to 1.51 M (1.23), the whole model 13,258,652
 mobilenet_v2_050_64_int8 18,493,659 -> 17,091,379, person_detect 15,542,154 -> 14,043,671, kws_ref_model
 5,400,821 -> 5,086,841.
 
+RV32 cores run the same pass with their own helper (``PairTileHelpers``:
+``backends.riscv.schedules.mac.RISCV_PAIR_TILES``): their two-pixel paired MAC's calls over eight channels a tile,
+the "double_small" epilogue's calls, no widened scratch (``<prefix>_pair_tiles_s8x8``,
+backends/riscv/helpers/templates/pair_tiles_s8x8.h.in).
+
 A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
 in this order: stores of zero into exactly the eight accumulators the MAC call then writes (four per pixel),
 the two-pixel MAC call, one requantization (int32 or int16 biases) of each pixel's four channels reading that
@@ -210,7 +215,8 @@ def _requantizations(stmts: list, helpers: PairTileHelpers) -> Optional[list[tup
         loops = []
         while isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) \
                 and isinstance(stmt.min, tirx.IntImm):
-            matched = None if helpers.loop_epilogue is None else requantize_epilogue_call(stmt, helpers.loop_epilogue)
+            matched = None if helpers.loop_epilogue is None \
+                else requantize_epilogue_call(stmt, helpers.loop_epilogue)
             if matched is not None:
                 stmt = matched
                 break

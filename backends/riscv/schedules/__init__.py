@@ -9,8 +9,11 @@ one out-of-line copy per bundle, on the interior's and a padded border's clipped
 outside the image as calls of `<prefix>_depthwise_pad_s8x8`); a channel tile's "double_small" requantization loop as one
 call of `<prefix>_requantize_small_s8` (`backends.riscv.schedules.mac.RISCV_EPILOGUE`); a per-tensor FULLY_CONNECTED
 layer's loop over its channel tiles as one call of the shared out-of-line row helper (`<prefix>_fc_rows_s8x8`:
-`backends.cortex_m.schedules.fc_rows`, `backends.riscv.schedules.mac.RISCV_FC_ROWS`). A kernel of exactly eight
-output channels is tiled too.
+`backends.cortex_m.schedules.fc_rows`, `backends.riscv.schedules.mac.RISCV_FC_ROWS`); a convolution's pixel
+pair's loop over its channel tiles as one call of the shared out-of-line pair helper (`<prefix>_pair_tiles_s8x8`: `backends.cortex_m.schedules.pair_tiles`,
+`RISCV_PAIR_TILES`), and in a kernel of KxK windows a lone or border pixel's as one call of its one-pixel form
+(`<prefix>_conv_tiles_s8x8`: `backends.cortex_m.schedules.conv_tiles`, `RISCV_CONV_TILES`). A kernel of exactly
+eight output channels is tiled too.
 Helpers inside TE extern stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
 """
 
@@ -59,9 +62,11 @@ class RiscvMacSchedules:
 
     @staticmethod
     def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, and each
-        per-tensor fully connected layer's loop over its channel tiles as one call of the shared row helper
-        (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS)."""
+        """Each channel tile's "double_small" requantization loop as one call of the epilogue helper; each pixel
+        pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES), and in a kernel
+        of KxK windows (`_has_window_rows`) each lone or border pixel's as one call of its one-pixel form
+        (RISCV_CONV_TILES); each per-tensor fully connected layer's loop over its channel tiles as one call of the
+        shared row helper (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS)."""
         epilogues = requantize_epilogue_calls(func, helper=RISCV_EPILOGUE)
         tiles = pair_tiles_calls(epilogues, RISCV_PAIR_TILES)
         if _has_window_rows(epilogues):

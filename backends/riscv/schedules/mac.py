@@ -51,10 +51,10 @@ from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow
 from backends.cortex_m.schedules.pair_tiles import PairTileHelpers, PairWindow
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
-from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, conv_tiles_helper_name, depthwise_mac_helper_name, depthwise_pad_helper_name,
-                                    fc_rows_helper_name, mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
-                                    mac_pairs_2px_helper_name, mac_pairs_helper_name, pair_tiles_helper_name,
-                                    requantize_helper_name)
+from backends.riscv.helpers import (MAC_CHANNELS, RISCV_HELPERS, conv_tiles_helper_name, depthwise_mac_helper_name,
+                                    depthwise_pad_helper_name, fc_rows_helper_name, mac_2px_helper_name,
+                                    mac_2px_row_helper_name, mac_helper_name, mac_pairs_2px_helper_name,
+                                    mac_pairs_helper_name, pair_tiles_helper_name, requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -178,7 +178,8 @@ PAIR_TILES_ACCESS = HelperAccess((
     *(PointerAccess(pointer, _PER_CHANNEL) for pointer in (3, 4, 5)),
 ))
 for _bias, _op in PAIR_TILES_OPS.items():
-    register_helper_call(_op, RISCV_HELPERS, functools.partial(pair_tiles_helper_name, bias=_bias), PAIR_TILES_ACCESS)
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(pair_tiles_helper_name, bias=_bias),
+                         PAIR_TILES_ACCESS)
 
 
 def _paired_window(call) -> Optional[PairWindow]:
@@ -219,7 +220,8 @@ CONV_TILES_ACCESS = HelperAccess((
     *(PointerAccess(pointer, _TILE_CHANNELS) for pointer in (3, 4, 5)),
 ))
 for _bias, _op in CONV_TILES_OPS.items():
-    register_helper_call(_op, RISCV_HELPERS, functools.partial(conv_tiles_helper_name, bias=_bias), CONV_TILES_ACCESS)
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(conv_tiles_helper_name, bias=_bias),
+                         CONV_TILES_ACCESS)
 
 
 def _paired_tile_window(call) -> Optional[TileWindow]:

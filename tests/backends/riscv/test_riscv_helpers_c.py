@@ -1,6 +1,7 @@
 """The RISC-V backend's hand-written C helpers (backends/riscv/helpers/templates/*.h.in) pass their C unit tests
 (tests/c/test_riscv_mac.c, test_riscv_mac_pairs.c, test_riscv_depthwise_mac.c: each helper against the plain loop of its contract, on edge values and odd
-counts; test_riscv_fc_rows.c: the fully connected rows and test_riscv_pair_tiles.c: a pixel pair's channel tiles against the plain sums requantized by the scalar helpers; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares: against
+counts; test_riscv_fc_rows.c: the fully connected rows and
+test_riscv_pair_tiles.c: a pixel pair's or one pixel's channel tiles against the plain sums requantized by the scalar helpers; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares: against
 the bundle's scalar requantization helpers): on the host (strict warnings, sanitizers), and built with each RISC-V profile's compiler and flags under
 the strict warnings and run on QEMU virt in the bundles' sandbox, where the helper is compiled as a bundle
 compiles it (always inlined, RV32IM's loads and multiplies)."""
@@ -33,7 +34,8 @@ saturation (what the epilogue replaces), then the RISC-V helper library, for the
 UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "riscv_fc_rows",
          "riscv_pair_tiles"]
 """The unit tests tests/c/test_<unit>.c: the window MACs, the MAC of paired weights, the depthwise MAC, the
-requantization epilogue, the per-tensor fully connected rows and a pixel pair's channel tiles (against the scalar helpers too)."""
+requantization epilogue, the per-tensor fully connected rows and a convolution's pixel tiles (against the scalar
+helpers too)."""
 
 
 def write_unit_files(folder: Path, unit: str) -> Path:
