@@ -164,3 +164,31 @@ def test_the_two_pixel_window_mac_is_one_function_its_kxk_callers_share(tmp_path
     callers = ("conv3x3_16", "conv3x3_s2_32", "lone3x3_16", "lone3x3_32")
     assert not any("mul" in functions[caller] for caller in callers), functions
     assert "mul" in functions["conv1x1_64"], functions
+
+
+PIXEL_TILES_CALLERS = """#include <stdint.h>
+#include "riscv_mac.h"
+int32_t pair3x3_16(int8_t *o, const int8_t *x, const int32_t *w, const int32_t *b, const int32_t *m, const int8_t *s)
+{ return lp_pair_tiles_s8x8(o, x, w, b, m, s, 4, 512, 3, 48, 16, 16, 576, 2); }
+int32_t pair1x1_64(int8_t *o, const int8_t *x, const int32_t *w, const int16_t *b, const int32_t *m, const int8_t *s)
+{ return lp_pair_tiles_s8x8_b16(o, x, w, b, m, s, -3, 0, 1, 64, 64, 32, 256, 4); }
+int32_t lone3x3_16(int8_t *o, const int8_t *x, const int32_t *w, const int32_t *b, const int32_t *m, const int8_t *s)
+{ return lp_conv_tiles_s8x8(o, x, w, b, m, s, 4, 512, 3, 48, 576, 2); }
+int32_t border3x3_32(int8_t *o, const int8_t *x, const int32_t *w, const int16_t *b, const int32_t *m, const int8_t *s)
+{ return lp_conv_tiles_s8x8_b16(o, x, w, b, m, s, -128, 0, 1, 288, 1152, 4); }
+"""
+"""Two convolutions' fused pixel pairs (a KxK window's, a 1x1 one's, int32 and int16 biases) and two one-pixel
+calls (a lone pixel's window rows, a border pixel's copied window)."""
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_fused_pixel_tiles_are_one_function_each_their_callers_share(tmp_path: Path, profile: str) -> None:
+    """The calls of `lp_pair_tiles_s8x8` (`_b16`) share one out-of-line function and those of `lp_conv_tiles_s8x8`
+    (`_b16`) another, whatever the bias type: the callers multiply nothing themselves (each convolution's loops over
+    its channel tiles held their calls and zeroed sums, 800-1,000 bytes per 3x3 kernel on rv32imc)."""
+    require_tools(RISCV_TOOLS)
+    functions = compiled_functions(tmp_path, profile, PIXEL_TILES_CALLERS)
+    assert len([name for name in functions if "_pair_tiles_any" in name]) == 1, functions
+    assert len([name for name in functions if "_conv_tiles_any" in name]) == 1, functions
+    callers = ("pair3x3_16", "pair1x1_64", "lone3x3_16", "border3x3_32")
+    assert not any("mul" in functions[caller] for caller in callers), functions
