@@ -26,6 +26,11 @@ On DSP cores (``DSP_CONV_TILES``) the same replacement takes the loops whose epi
 ``backends.cortex_m.helpers.dual_mac_c``'s ``conv_tiles_s8x4.h.in``), each tile's four sums started at the
 biases in locals, the dual MAC and the written-out epilogue inlined on them. A pixel pair's loop (the two-pixel
 dual MAC) keeps its calls there too.
+
+RV32 cores take the same loops (``ConvTileHelpers``: ``backends.riscv.schedules.mac.RISCV_CONV_TILES``) of their
+one-pixel paired MAC over eight channels, its accumulators zeroed by one store each: ``<prefix>_conv_tiles_s8x8``
+(backends/riscv/helpers/templates/pair_tiles_s8x8.h.in). The zeroed accumulators are checked as the set of offsets
+the stores write, whichever loops they sit in.
 """
 
 from __future__ import annotations
@@ -72,12 +77,47 @@ for _ops, _name in ((CONV_TILES_OPS, conv_tiles_helper_name), (DSP_CONV_TILES_OP
 
 
 @dataclass(frozen=True)
+class TileWindow:
+    """What a one-pixel MAC call sums: its accumulators', inputs' and weights' addresses (call arguments), the
+    window's sizes in elements (constants) and how far the weights' element offset moves per channel tile."""
+
+    acc: object
+    x: object
+    w: object
+    x_row_stride: int
+    rows: int
+    row_len: int
+    w_tile_step: int
+
+
+def _dual_mac_window(mac: tvm.ir.Call) -> Optional[TileWindow]:
+    """The window of a dual MAC call (acc, x, w, x_row_stride, w_channel_stride, rows, row_len) of constant
+    sizes, else None."""
+    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
+    if None in sizes:
+        return None
+    x_row_stride, w_channel_stride, rows, row_len = sizes
+    return TileWindow(*mac.args[:3], x_row_stride, rows, row_len, TILE * w_channel_stride)
+
+
+def _dual_mac_window_args(window: TileWindow, tiles: int) -> list:
+    """The fused dual MAC helpers' sizes: x_row_stride, w_channel_stride, rows, row_len, channels."""
+    return [window.x_row_stride, window.w_tile_step // TILE, window.rows, window.row_len, tiles * TILE]
+
+
+@dataclass(frozen=True)
 class ConvTileHelpers:
     """A core's helpers of a convolution's channel-tile loop: the epilogue's op per bias type (``requantize``)
-    and the fused helper's (``tiles``)."""
+    and the fused helper's (``tiles``); the MAC ops whose calls it takes (``mac_ops``) and their reading
+    (``window``), the channels per tile (``tile``) and the fused call's arguments after the epilogue's
+    (``window_args``: the window, the tile loop's extent). By default the dual MAC's (Helium, DSP)."""
 
     requantize: dict[str, str]
     tiles: dict[str, str]
+    mac_ops: tuple[str, ...] = (DUAL_MAC_OP,)
+    window: Callable[[tvm.ir.Call], Optional[TileWindow]] = _dual_mac_window
+    tile: int = TILE
+    window_args: Callable[[TileWindow, int], list] = _dual_mac_window_args
 
 
 HELIUM_CONV_TILES = ConvTileHelpers(REQUANTIZE_S8_OPS, CONV_TILES_OPS)
@@ -174,17 +214,18 @@ def tile_loop_stmts(loop: tirx.For) -> Optional[list]:
     return list(loop.body.seq) if isinstance(loop.body, tirx.SeqStmt) else []
 
 
-def sole_call(stmts: list, op: str) -> Optional[tuple[int, tvm.ir.Call]]:
-    """The index in ``stmts`` and the call of the one statement that calls ``op`` (``call_of``), else None (no
-    such statement, or several)."""
-    found = [(i, call) for i, call in enumerate(call_of(stmt, (op,)) for stmt in stmts) if call is not None]
+def sole_call(stmts: list, ops: tuple[str, ...]) -> Optional[tuple[int, tvm.ir.Call]]:
+    """The index in ``stmts`` and the call of the one statement that calls one of ``ops`` (``call_of``), else None
+    (no such statement, or several)."""
+    found = [(i, call) for i, call in enumerate(call_of(stmt, ops) for stmt in stmts) if call is not None]
     return found[0] if len(found) == 1 else None
 
 
-def _iteration(stmts: list, requantize_ops: tuple[str, ...]) -> Optional[_Iteration]:
-    """The parts of a tile loop's statements ``stmts`` when they have the module docstring's order (the epilogue
-    one of ``requantize_ops``), else None."""
-    found = sole_call(stmts, DUAL_MAC_OP)
+def _iteration(stmts: list, requantize_ops: tuple[str, ...], mac_ops: tuple[str, ...] = (DUAL_MAC_OP,)
+               ) -> Optional[_Iteration]:
+    """The parts of a tile loop's statements ``stmts`` when they have the module docstring's order (its MAC one of
+    ``mac_ops``, its epilogue one of ``requantize_ops``), else None."""
+    found = sole_call(stmts, mac_ops)
     if found is None:
         return None
     at, mac = found
@@ -252,12 +293,13 @@ class LoopOffsets:
         return [self.constant(at_loop_value(flat_offset(load), loop.loop_var, lane) - first)
                 for lane in range(int(loop.extent))]
 
-    def moves_tiles(self, tile, x: TensorLoad, w: TensorLoad, w_channel_stride: int, per_tile: tuple) -> bool:
+    def moves_tiles(self, tile, x: TensorLoad, w: TensorLoad, w_tile_step: int, per_tile: tuple,
+                    channels: int = TILE) -> bool:
         """Whether, per step of the tile loop's variable ``tile``, the inputs ``x`` stay, the weights ``w`` move
-        TILE channels (of ``w_channel_stride`` elements) and each load of ``per_tile`` (the outputs, the epilogue's
-        constants) moves TILE elements."""
-        return self.step(x, tile) == 0 and self.step(w, tile) == TILE * w_channel_stride \
-            and all(self.step(load, tile) == TILE for load in per_tile)
+        ``w_tile_step`` elements (one tile's) and each load of ``per_tile`` (the outputs, the epilogue's constants)
+        moves ``channels`` elements (a tile's channels)."""
+        return self.step(x, tile) == 0 and self.step(w, tile) == w_tile_step \
+            and all(self.step(load, tile) == channels for load in per_tile)
 
 
 def at_loop_value(expr, var, value: int):
@@ -276,34 +318,34 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
     None where it is not a loop over channel tiles of the module docstring's form. ``helpers``: the core's
     (HELIUM_CONV_TILES, DSP_CONV_TILES)."""
     stmts = tile_loop_stmts(loop)
-    iteration = _iteration(stmts, tuple(helpers.requantize.values())) if stmts is not None else None
+    iteration = _iteration(stmts, tuple(helpers.requantize.values()), helpers.mac_ops) if stmts is not None else None
     if iteration is None:
         return None
     mac, requantization = iteration.mac, iteration.requantization
     offsets = LoopOffsets((*enclosing, loop))
     tile = loop.loop_var
 
-    acc, x, w = (pointee(arg) for arg in mac.args[:3])
-    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[3:]]
+    window = helpers.window(mac)
+    if window is None:
+        return None
+    acc, x, w = (pointee(arg) for arg in (window.acc, window.x, window.w))
     out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
-    if None in (acc, x, w, out, read, *epilogue, *sizes) or len(iteration.zeroed) != 1 \
-            or int(requantization.args[6]) != TILE:
+    if None in (acc, x, w, out, read, *epilogue) or int(requantization.args[6]) != helpers.tile:
         return None
-    x_row_stride, w_channel_stride, rows, row_len = sizes
-    # the zeroed accumulators are exactly the MAC's four, which the epilogue reads; everything but the inputs moves
+    # the zeroed accumulators are exactly the MAC's tile, which the epilogue reads; everything but the inputs moves
     # one tile
-    if not offsets.zeroes_and_reads(iteration.zeroed, acc, read, TILE):
+    if not offsets.zeroes_and_reads(iteration.zeroed, acc, read, helpers.tile):
         return None
-    if not offsets.moves_tiles(tile, x, w, w_channel_stride, (out, *epilogue)):
+    if not offsets.moves_tiles(tile, x, w, window.w_tile_step, (out, *epilogue), helpers.tile):
         return None
 
     def address(arg):
         return at_first_tile(arg, tile)
 
-    channels = int(loop.extent) * TILE
+    channels = int(loop.extent) * helpers.tile
     start = address(requantization.args[0])
-    args = [start, address(mac.args[1]), address(mac.args[2]), *(address(arg) for arg in requantization.args[2:5]),
-            requantization.args[5], x_row_stride, w_channel_stride, rows, row_len, channels]
+    args = [start, address(window.x), address(window.w), *(address(arg) for arg in requantization.args[2:5]),
+            requantization.args[5], *helpers.window_args(window, int(loop.extent))]
     bias_type = next(bias for bias, op in helpers.requantize.items() if op == requantization.op.name)
     call = tirx.call_intrin("int32", helpers.tiles[bias_type], *args)
     reads = [_whole(load.source) for load in (x, w, *epilogue)]

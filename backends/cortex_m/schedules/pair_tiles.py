@@ -20,6 +20,11 @@ instructions each (1.5-1.6 per MAC) to 1.51 M (1.23), the whole model 13,258,652
 mobilenet_v2_050_64_int8 18,493,659 -> 17,091,379, person_detect 15,542,154 -> 14,043,671, kws_ref_model
 5,400,821 -> 5,086,841.
 
+RV32 cores run the same pass with their own helper (``PairTileHelpers``:
+``backends.riscv.schedules.mac.RISCV_PAIR_TILES``): their two-pixel paired MAC's calls over eight channels a tile,
+the "double_small" epilogue's calls, no widened scratch (``<prefix>_pair_tiles_s8x8``,
+backends/riscv/helpers/templates/pair_tiles_s8x8.h.in).
+
 A loop qualifies when (proved by TVM's integer analysis over the enclosing loops' ranges) each iteration is,
 in this order: stores of zero into exactly the eight accumulators the MAC call then writes (four per pixel),
 the two-pixel MAC call, one requantization (int32 or int16 biases) of each pixel's four channels reading that
@@ -33,6 +38,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Optional
 
 import tvm
@@ -148,22 +155,76 @@ def paired_windows(pixel_body: tirx.Stmt, *args, **kwargs):
     return border_window.paired_windows(pixel_body, *args, widen_inputs=not fuses_pairs(pixel_body), **kwargs)
 
 
-def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
-    """The epilogue calls ``stmts`` consist of (the DSP epilogue's, or the call ``DOUBLE_ROUNDING_LOOPS`` makes of a
-    scalar requantization loop), each with the values of the loops around it inside ``stmts`` (one per
+@dataclass(frozen=True)
+class PairWindow:
+    """What a two-pixel MAC call sums: its accumulators' addresses (``acc_a``, ``acc_b``: the pixels'), the
+    inputs' and the weights' (``x``, ``w``: call arguments), the window's sizes in elements (constants) and how
+    far the weights' element offset moves per channel tile (``w_tile_step``)."""
+
+    acc_a: object
+    acc_b: object
+    x: object
+    w: object
+    x_row_stride: int
+    rows: int
+    row_len: int
+    x_pixel_stride: int
+    w_tile_step: int
+
+
+@dataclass(frozen=True)
+class PairTileHelpers:
+    """A core family's fused pair-tiles helper: the two-pixel MAC ops whose calls it takes and their reading
+    (``window``: a PairWindow, else None), the channels per tile (``tile``), what turns a scalar requantization
+    loop into an epilogue call first (``loop_epilogue``, or None: the loops are calls already), the fused helper's
+    op per epilogue op (``fused``), the words of the widened inputs' scratch of a window (``scratch_words``, or
+    None: no scratch), and the call's arguments after the epilogue's (``window_args``: the window, the pixels'
+    output stride, the tile loop's extent)."""
+
+    mac_ops: tuple[str, ...]
+    window: Callable[[tvm.ir.Call], Optional[PairWindow]]
+    tile: int
+    loop_epilogue: object
+    fused: dict[str, str]
+    scratch_words: Optional[Callable[[int, int], int]]
+    window_args: Callable[[PairWindow, int, int], list]
+
+
+def _dsp_window(mac: tvm.ir.Call) -> Optional[PairWindow]:
+    """The window of a call of ``<prefix>_dual_mac_s8x2x4`` (acc_a, acc_b, x, w, x_row_stride, w_channel_stride,
+    rows, row_len, x_pixel_stride) of constant sizes, else None."""
+    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[4:]]
+    if None in sizes:
+        return None
+    x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
+    return PairWindow(*mac.args[:4], x_row_stride, rows, row_len, x_pixel_stride, TILE * w_channel_stride)
+
+
+DSP_PAIR_TILES = PairTileHelpers(
+    (DUAL_MAC_2PX_OP,), _dsp_window, TILE, DOUBLE_ROUNDING_LOOPS, FUSED_OPS, q15_scratch_words,
+    lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
+                                             out_pixel_stride, window.w_tile_step // TILE, tiles * TILE])
+"""The DSP cores': the two-pixel dual MAC, four channels a tile, the pair's inputs widened once into a scratch
+(``templates/pair_tiles.h.in``; the call of PAIR_TILES_ACCESS)."""
+
+
+def _requantizations(stmts: list, helpers: PairTileHelpers) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
+    """The epilogue calls ``stmts`` consist of (the family's epilogue's, or the call ``helpers.loop_epilogue``
+    makes of a scalar requantization loop), each with the values of the loops around it inside ``stmts`` (one per
     iteration: a loop over the pair's pixels is unrolled here); None for anything else."""
     found = []
     for stmt in stmts:
         loops = []
         while isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) \
                 and isinstance(stmt.min, tirx.IntImm):
-            matched = requantize_epilogue_call(stmt, DOUBLE_ROUNDING_LOOPS)
+            matched = None if helpers.loop_epilogue is None \
+                else requantize_epilogue_call(stmt, helpers.loop_epilogue)
             if matched is not None:
                 stmt = matched
                 break
             loops.append(stmt)
             stmt = stmt.body
-        call = call_of(stmt, tuple(FUSED_OPS))
+        call = call_of(stmt, tuple(helpers.fused))
         if call is None:
             return None
         for values in itertools.product(*(range(int(loop.min), int(loop.min) + int(loop.extent)) for loop in loops)):
@@ -173,40 +234,48 @@ def _requantizations(stmts: list) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
     return found
 
 
-def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional[s_tir.SBlockRealize]:
+def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
+                    helpers: PairTileHelpers = DSP_PAIR_TILES) -> Optional[s_tir.SBlockRealize]:
     """The fused helper's call block computing what ``loop`` (inside the loops ``enclosing``) computes, or None
     where it is not a loop over the channel tiles of a convolution's pixel pair of the module
-    docstring's form; the call's widened-input scratch is the first buffer of ``scratch`` (the kernel's, which
-    the calls share: they run one after another) that holds enough words, else a new one appended to it."""
+    docstring's form; the call's widened-input scratch (``helpers.scratch_words``) is the first buffer of
+    ``scratch`` (the kernel's, which the calls share: they run one after another) that holds enough words, else a
+    new one appended to it. ``helpers``: the family's (DSP_PAIR_TILES; RV32:
+    ``backends.riscv.schedules.mac.RISCV_PAIR_TILES``)."""
     stmts = tile_loop_stmts(loop)
-    found = sole_call(stmts, DUAL_MAC_2PX_OP) if stmts is not None else None
+    found = sole_call(stmts, helpers.mac_ops) if stmts is not None else None
     if found is None:
         return None
     at, mac = found
-    acc_a, acc_b, x, w = (pointee(arg) for arg in mac.args[:4])
-    sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in mac.args[4:]]
-    requantizations = _requantizations(stmts[at + 1:])
-    if None in (acc_a, acc_b, x, w, *sizes) or requantizations is None or len(requantizations) != DUAL_MAC_PIXELS:
+    window = helpers.window(mac)
+    if window is None:
         return None
-    x_row_stride, w_channel_stride, rows, row_len, x_pixel_stride = sizes
+    acc_a, acc_b, x, w = (pointee(arg) for arg in (window.acc_a, window.acc_b, window.x, window.w))
+    requantizations = _requantizations(stmts[at + 1:], helpers)
+    if None in (acc_a, acc_b, x, w) or requantizations is None or len(requantizations) != DUAL_MAC_PIXELS:
+        return None
+    tile_channels = helpers.tile
     offsets = LoopOffsets((*enclosing, loop))
     constant = offsets.constant
     tile = loop.loop_var
 
-    # the zeroed accumulators: exactly the MAC's eight (four from each pixel's pointer)
+    # the zeroed accumulators: exactly the MAC's two tiles (one from each pixel's pointer)
     zeroed = [zeroed_stores(stmt, acc_a.source) for stmt in stmts[:at]]
     if any(part is None for part in zeroed):
         return None
     second = constant(flat_offset(acc_b) - flat_offset(acc_a))
-    if not acc_b.source.same_as(acc_a.source) or second is None or not offsets.zeroes_exactly(
-            [entry for part in zeroed for entry in part], acc_a, [*range(TILE), *range(second, second + TILE)]):
+    if not acc_b.source.same_as(acc_a.source) or second is None:
+        return None
+    lanes = [*range(tile_channels), *range(second, second + tile_channels)]
+    if not offsets.zeroes_exactly([entry for part in zeroed for entry in part], acc_a, lanes):
         return None
     # each pixel's epilogue reads its accumulators; the second pixel's outputs a constant stride on
     outs = []
     for (requantization, _), acc in zip(requantizations, (acc_a, acc_b)):
         out, read, *epilogue = (pointee(arg) for arg in requantization.args[:5])
         if None in (out, read, *epilogue) or not read.source.same_as(acc.source) \
-                or constant(flat_offset(read) - flat_offset(acc)) != 0 or int(requantization.args[6]) != TILE:
+                or constant(flat_offset(read) - flat_offset(acc)) != 0 \
+                or int(requantization.args[6]) != tile_channels:
             return None
         outs.append((requantization, out, epilogue))
     (first, out, epilogue), (other, out_b, epilogue_b) = outs
@@ -214,37 +283,42 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list) -> Optional
             or not tvm_ffi.structural_equal(list(first.args[2:6]), list(other.args[2:6])):
         return None
     out_pixel_stride = constant(flat_offset(out_b) - flat_offset(out))
-    if out_pixel_stride is None or out_pixel_stride < TILE * int(loop.extent):
+    if out_pixel_stride is None or out_pixel_stride < tile_channels * int(loop.extent):
         return None  # the pixels' outputs must not overlap
     # everything but the inputs moves one tile
-    if not offsets.moves_tiles(tile, x, w, w_channel_stride, (out, *epilogue)):
+    if not offsets.moves_tiles(tile, x, w, window.w_tile_step, (out, *epilogue), tile_channels):
         return None
 
     def address(arg):
         return at_first_tile(arg, tile)
 
-    words = q15_scratch_words(rows, row_len)
-    buffer = next((held for held in scratch if int(held.shape[0]) >= words), None)
-    if buffer is None:  # int32: 4-byte aligned for LDRD
-        buffer = tirx.decl_buffer((words,), "int32", name="pair_q15")
-        scratch.append(buffer)
-    channels = int(loop.extent) * TILE
-    args = [address(first.args[0]), mac.args[2], buffer.access_ptr("rw"), address(mac.args[3]),
-            *(address(arg) for arg in first.args[2:5]), first.args[5], x_row_stride, rows, row_len,
-            x_pixel_stride, out_pixel_stride, w_channel_stride, channels]
-    call = tirx.call_intrin("int32", FUSED_OPS[first.op.name], *args)
+    pointers = [address(first.args[0]), window.x]
+    if helpers.scratch_words is not None:
+        words = helpers.scratch_words(window.rows, window.row_len)
+        buffer = next((held for held in scratch if int(held.shape[0]) >= words), None)
+        if buffer is None:  # int32: 4-byte aligned for LDRD
+            buffer = tirx.decl_buffer((words,), "int32", name="pair_q15")
+            scratch.append(buffer)
+        pointers.append(buffer.access_ptr("rw"))
+    args = [*pointers, address(window.w), *(address(arg) for arg in first.args[2:5]), first.args[5],
+            *helpers.window_args(window, out_pixel_stride, int(loop.extent))]
+    call = tirx.call_intrin("int32", helpers.fused[first.op.name], *args)
     reads = [_whole(load.source) for load in (x, w, *epilogue)]
     writes = [_whole(out.source)]
     block = s_tir.SBlock([], reads, writes, "pair_tiles", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)
 
 
-def pair_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def pair_tiles_calls(func: tirx.PrimFunc, helpers: PairTileHelpers = DSP_PAIR_TILES) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel after its epilogue calls) with each loop over a pixel pair's channel tiles of
-    the module docstring's form replaced by its fused call, the widened inputs' scratch buffers the kernel's own;
-    any other function unchanged."""
+    the module docstring's form replaced by its fused call of ``helpers`` (DSP_PAIR_TILES, RV32's
+    ``backends.riscv.schedules.mac.RISCV_PAIR_TILES``), the widened inputs' scratch buffers the kernel's own; any
+    other function unchanged."""
     scratch: list = []
-    replaced = with_root_loops_replaced(func, functools.partial(pair_tiles_call, scratch=scratch), enclosing=True)
+    replaced = with_root_loops_replaced(func, functools.partial(pair_tiles_call, scratch=scratch, helpers=helpers),
+                                        enclosing=True)
+    if helpers.scratch_words is None:
+        return replaced
     if not scratch:
         return func
     realize = replaced.body

@@ -26,12 +26,18 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 - `fc_rows_s8x8.h.in`: `<prefix>_fc_rows_s8x8` (`_b16` for int16 biases), every channel of a per-tensor int8 fully
   connected layer in one call of one out-of-line copy per bundle (each tile's sums from the biases, the paired
   MAC's loop, the requantization by the layer's one multiplier and shift), called by every such layer's kernel
-  (`backends.cortex_m.schedules.fc_rows`; unit test `tests/c/test_riscv_fc_rows.c`).
+  (`backends.cortex_m.schedules.fc_rows`; unit test `tests/c/test_riscv_fc_rows.c`);
+- `pair_tiles_s8x8.h.in`: `<prefix>_pair_tiles_s8x8` (`_b16` for int16 biases), every channel tile of a
+  convolution's pixel pair in one call of one out-of-line copy per bundle (each tile's sixteen sums from the
+  biases, the two-pixel paired MAC's window loops, the per-channel requantization), called by every such pair
+  (`backends.cortex_m.schedules.pair_tiles`), and `<prefix>_conv_tiles_s8x8` (`_b16`), the same for one pixel
+  (`backends.cortex_m.schedules.conv_tiles`; unit test of both `tests/c/test_riscv_pair_tiles.c`).
 """
 
 from __future__ import annotations
 
 from backends.backend import HelperLibrary
+from backends.bias_forms import bias_form
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
 from packager.template_files import helper_template_c
 
@@ -49,8 +55,9 @@ REQUANTIZE_TEMPLATE = "requantize_small.h.in"
 FC_ROWS_TEMPLATE = "fc_rows_s8x8.h.in"
 FC_ROWS_FORM = "s8x8"
 """How the fused row helper reads its weights, in its name (``helium_c.fc_rows_helper_name``)."""
+PAIR_TILES_TEMPLATE = "pair_tiles_s8x8.h.in"
 RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_PAIRS_TEMPLATE, MAC_2PX_ROW_TEMPLATE, MAC_2PX_TEMPLATE,
-                          DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE, FC_ROWS_TEMPLATE)
+                          DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE, FC_ROWS_TEMPLATE, PAIR_TILES_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
 
 
@@ -96,6 +103,18 @@ def requantize_helper_name(prefix: str, bias: str) -> str:
     """The C name of the requantization epilogue for biases of type `bias` ("int32" or "int16") in the bundle
     `prefix`: the Cortex-M DSP epilogue's names (`requantize_small_helper_name`)."""
     return requantize_small_helper_name(prefix, bias)
+
+
+def pair_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused pixel-pair channel tiles helper for biases of type `bias` ("int32" or "int16") in
+    the bundle `prefix`."""
+    return bias_form(f"{prefix}_pair_tiles_s8x8", bias)
+
+
+def conv_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused one-pixel channel tiles helper for biases of type `bias` ("int32" or "int16") in
+    the bundle `prefix`."""
+    return bias_form(f"{prefix}_conv_tiles_s8x8", bias)
 
 
 def riscv_helpers_c(prefix: str) -> str:

@@ -9,8 +9,11 @@ one out-of-line copy per bundle, on the interior's and a padded border's clipped
 outside the image as calls of `<prefix>_depthwise_pad_s8x8`); a channel tile's "double_small" requantization loop as one
 call of `<prefix>_requantize_small_s8` (`backends.riscv.schedules.mac.RISCV_EPILOGUE`); a per-tensor FULLY_CONNECTED
 layer's loop over its channel tiles as one call of the shared out-of-line row helper (`<prefix>_fc_rows_s8x8`:
-`backends.cortex_m.schedules.fc_rows`, `backends.riscv.schedules.mac.RISCV_FC_ROWS`). A kernel of exactly eight
-output channels is tiled too.
+`backends.cortex_m.schedules.fc_rows`, `backends.riscv.schedules.mac.RISCV_FC_ROWS`); a convolution's pixel
+pair's loop over its channel tiles as one call of the shared out-of-line pair helper (`<prefix>_pair_tiles_s8x8`: `backends.cortex_m.schedules.pair_tiles`,
+`RISCV_PAIR_TILES`), and in a kernel of KxK windows a lone or border pixel's as one call of its one-pixel form
+(`<prefix>_conv_tiles_s8x8`: `backends.cortex_m.schedules.conv_tiles`, `RISCV_CONV_TILES`). A kernel of exactly
+eight output channels is tiled too.
 Helpers inside TE extern stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
 """
 
@@ -18,18 +21,23 @@ from __future__ import annotations
 
 import functools
 
+import tvm
 from tvm import tirx
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
+from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
 from backends.cortex_m.schedules.fc_rows import fc_rows_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
+from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.riscv.helpers import MAC_CHANNELS
-from backends.riscv.schedules.mac import RISCV_EPILOGUE, RISCV_FC_ROWS, mac_replacement
+from backends.riscv.schedules.mac import (MAC_PAIRS_2PX_ROWS_OP, MAC_PAIRS_ROWS_OP, RISCV_CONV_TILES, RISCV_EPILOGUE,
+                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement)
 from target.profile import Profile
+from tvm_ext.tir.tir_walk import walk
 
 
 class RiscvMacSchedules:
@@ -54,10 +62,16 @@ class RiscvMacSchedules:
 
     @staticmethod
     def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, and each
-        per-tensor fully connected layer's loop over its channel tiles as one call of the shared row helper
-        (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS)."""
-        return fc_rows_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE), RISCV_FC_ROWS)
+        """Each channel tile's "double_small" requantization loop as one call of the epilogue helper; each pixel
+        pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES), and in a kernel
+        of KxK windows (`_has_window_rows`) each lone or border pixel's as one call of its one-pixel form
+        (RISCV_CONV_TILES); each per-tensor fully connected layer's loop over its channel tiles as one call of the
+        shared row helper (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS)."""
+        epilogues = requantize_epilogue_calls(func, helper=RISCV_EPILOGUE)
+        tiles = pair_tiles_calls(epilogues, RISCV_PAIR_TILES)
+        if _has_window_rows(epilogues):
+            tiles = conv_tiles_calls(tiles, RISCV_CONV_TILES)
+        return fc_rows_calls(tiles, RISCV_FC_ROWS)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -65,6 +79,15 @@ class RiscvMacSchedules:
         kernel's channels (vww's first convolution and its first depthwise one have exactly eight): their sums
         then stay in registers across the window and the window MAC takes the reduction."""
         return (MAC_CHANNELS,)
+
+
+def _has_window_rows(func: tirx.PrimFunc) -> bool:
+    """Whether ``func`` calls a paired MAC over a window of several rows (a KxK convolution's), whose one-pixel
+    tile loops (a lone pixel's, a padded border's copied windows) ``conv_tiles_calls`` fuses. A 1x1 convolution's
+    keep their inlined MAC of constant length: fused, vww_96_int8's 1x1 layers ran ~1 % slower on rv32imc and their
+    kernels' bytes saved did not pay for the helper's."""
+    return any(isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op)
+               and node.op.name in (MAC_PAIRS_ROWS_OP, MAC_PAIRS_2PX_ROWS_OP) for node in walk(func.body))
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()

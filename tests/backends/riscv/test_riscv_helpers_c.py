@@ -1,6 +1,7 @@
 """The RISC-V backend's hand-written C helpers (backends/riscv/helpers/templates/*.h.in) pass their C unit tests
 (tests/c/test_riscv_mac.c, test_riscv_mac_pairs.c, test_riscv_depthwise_mac.c: each helper against the plain loop of its contract, on edge values and odd
-counts; test_riscv_fc_rows.c: the fully connected rows against the plain sums requantized by the scalar helpers; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares: against
+counts; test_riscv_fc_rows.c: the fully connected rows and
+test_riscv_pair_tiles.c: a pixel pair's or one pixel's channel tiles against the plain sums requantized by the scalar helpers; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares: against
 the bundle's scalar requantization helpers): on the host (strict warnings, sanitizers), and built with each RISC-V profile's compiler and flags under
 the strict warnings and run on QEMU virt in the bundles' sandbox, where the helper is compiled as a bundle
 compiles it (always inlined, RV32IM's loads and multiplies)."""
@@ -30,9 +31,11 @@ LIBRARY_HEADER = "riscv_mac.h"
 REQUANTIZE_HEADER = "requantize_small.h"
 """The header test_requantize_small.c includes: the bundle's scalar "double_small" requantization and int8
 saturation (what the epilogue replaces), then the RISC-V helper library, for the prefix lp."""
-UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "riscv_fc_rows"]
+UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "riscv_fc_rows",
+         "riscv_pair_tiles"]
 """The unit tests tests/c/test_<unit>.c: the window MACs, the MAC of paired weights, the depthwise MAC, the
-requantization epilogue, the per-tensor fully connected rows (against the scalar helpers too)."""
+requantization epilogue, the per-tensor fully connected rows and a convolution's pixel tiles (against the scalar
+helpers too)."""
 
 
 def write_unit_files(folder: Path, unit: str) -> Path:
@@ -161,3 +164,31 @@ def test_the_two_pixel_window_mac_is_one_function_its_kxk_callers_share(tmp_path
     callers = ("conv3x3_16", "conv3x3_s2_32", "lone3x3_16", "lone3x3_32")
     assert not any("mul" in functions[caller] for caller in callers), functions
     assert "mul" in functions["conv1x1_64"], functions
+
+
+PIXEL_TILES_CALLERS = """#include <stdint.h>
+#include "riscv_mac.h"
+int32_t pair3x3_16(int8_t *o, const int8_t *x, const int32_t *w, const int32_t *b, const int32_t *m, const int8_t *s)
+{ return lp_pair_tiles_s8x8(o, x, w, b, m, s, 4, 512, 3, 48, 16, 16, 576, 2); }
+int32_t pair1x1_64(int8_t *o, const int8_t *x, const int32_t *w, const int16_t *b, const int32_t *m, const int8_t *s)
+{ return lp_pair_tiles_s8x8_b16(o, x, w, b, m, s, -3, 0, 1, 64, 64, 32, 256, 4); }
+int32_t lone3x3_16(int8_t *o, const int8_t *x, const int32_t *w, const int32_t *b, const int32_t *m, const int8_t *s)
+{ return lp_conv_tiles_s8x8(o, x, w, b, m, s, 4, 512, 3, 48, 576, 2); }
+int32_t border3x3_32(int8_t *o, const int8_t *x, const int32_t *w, const int16_t *b, const int32_t *m, const int8_t *s)
+{ return lp_conv_tiles_s8x8_b16(o, x, w, b, m, s, -128, 0, 1, 288, 1152, 4); }
+"""
+"""Two convolutions' fused pixel pairs (a KxK window's, a 1x1 one's, int32 and int16 biases) and two one-pixel
+calls (a lone pixel's window rows, a border pixel's copied window)."""
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_fused_pixel_tiles_are_one_function_each_their_callers_share(tmp_path: Path, profile: str) -> None:
+    """The calls of `lp_pair_tiles_s8x8` (`_b16`) share one out-of-line function and those of `lp_conv_tiles_s8x8`
+    (`_b16`) another, whatever the bias type: the callers multiply nothing themselves (each convolution's loops over
+    its channel tiles held their calls and zeroed sums, 800-1,000 bytes per 3x3 kernel on rv32imc)."""
+    require_tools(RISCV_TOOLS)
+    functions = compiled_functions(tmp_path, profile, PIXEL_TILES_CALLERS)
+    assert len([name for name in functions if "_pair_tiles_any" in name]) == 1, functions
+    assert len([name for name in functions if "_conv_tiles_any" in name]) == 1, functions
+    callers = ("pair3x3_16", "pair1x1_64", "lone3x3_16", "border3x3_32")
+    assert not any("mul" in functions[caller] for caller in callers), functions

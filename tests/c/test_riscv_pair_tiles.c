@@ -1,0 +1,118 @@
+/* Unit test of the RISC-V fused pixel-pair channel tiles (backends/riscv/helpers/templates/pair_tiles_s8x8.h.in,
+ * after the paired MAC and the requantization epilogue, with the prefix lp): lp_pair_tiles_s8x8 and
+ * lp_pair_tiles_s8x8_b16, and their one-pixel forms lp_conv_tiles_s8x8 and lp_conv_tiles_s8x8_b16, against the
+ * plain sums of the pixels' windows from the bias, requantized by the bundle's scalar helpers
+ * (lp_requantize_double_small, lp_saturate_int8), with the weights packed as tvm_ext.kernels.dense.pair_weights
+ * packs them (per tile of eight channels, window input j's word 4j + q = w[2q][j] + 65536 * w[2q + 1][j], tiles
+ * w_tile_stride words apart), for the window MAC tests' windows (0 to 3 rows, row lengths 0..35: whole groups of
+ * two inputs and the odd last one; row strides at and above the row length; pixels apart or overlapping; inputs
+ * at every byte alignment; values over the whole int8 range or all at the minimum), 0 to 3 tiles, int32 and int16
+ * biases, shifts -31..-1, drawn multipliers and zero points; nothing written between or past the pixels'
+ * channels. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc,
+ * under QEMU virt. Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cortex_m_test_values.h"
+#include "requantize_small.h"
+
+#define BUFFER 512 /* elements: past the farthest input any case reads (under 430) */
+#define MAX_TILES 3
+#define MAX_CHANNELS (8 * MAX_TILES)
+#define WINDOW_MAX (WINDOW_ROWS_MAX * WINDOW_ROW_LEN_MAX)
+#define TILE_WORDS (4 * WINDOW_MAX + 3) /* w_tile_stride: past a tile's words */
+#define GUARD 3 /* output bytes after each pixel's channels that must keep their value */
+
+static int8_t w[MAX_CHANNELS][WINDOW_MAX];
+static int32_t words[MAX_TILES * TILE_WORDS];
+
+/* What the kernel stores for pixel p's channel c: the plain window sum from the bias, requantized. */
+static int8_t expected_out(const int8_t *x, const window_case *wc, int32_t p, int32_t c, int32_t bias,
+                           int32_t multiplier, int32_t shift, int32_t zero_point)
+{
+    int32_t sum = bias;
+    for (int32_t r = 0; r < wc->rows; ++r) {
+        for (int32_t k = 0; k < wc->row_len; ++k) {
+            sum += x[p * wc->x_pixel_stride + r * wc->x_row_stride + k] * w[c][r * wc->row_len + k];
+        }
+    }
+    const int32_t requantized = lp_requantize_double_small(sum, multiplier, shift);
+    return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
+}
+
+int main(void)
+{
+    static int8_t x[BUFFER];
+    int32_t bias[MAX_CHANNELS], multiplier[MAX_CHANNELS];
+    int16_t bias16[MAX_CHANNELS];
+    int8_t shift[MAX_CHANNELS];
+    uint32_t state = 11;
+    int32_t cases = 0, failures = 0;
+    for (int32_t i = 0; i < WINDOW_CASES; ++i) {
+        const window_case wc = window_case_of(i);
+        const int32_t window = wc.rows * wc.row_len;
+        const int8_t *xo = x + wc.x_offset;
+        fill_s8(x, BUFFER, &state, wc.all_min);
+        for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
+            fill_s8(w[c], window, &state, wc.all_min);
+        }
+        for (int32_t t = 0; t < MAX_TILES; ++t) {
+            for (int32_t j = 0; j < window; ++j) {
+                for (int32_t q = 0; q < 4; ++q) {
+                    const uint32_t a = (uint32_t)(int32_t)w[8 * t + 2 * q][j];
+                    const uint32_t b = (uint32_t)(int32_t)w[8 * t + 2 * q + 1][j];
+                    words[TILE_WORDS * t + 4 * j + q] = (int32_t)(a + (b << 16));
+                }
+            }
+        }
+        for (int32_t variant = 0; variant < 2 * (MAX_TILES + 1); ++variant) {
+            const int32_t tiles = variant / 2, pixels = 1 + variant % 2;
+            const int32_t channels = 8 * tiles;
+            const int narrow = (i + variant / 2 + variant) % 2 == 1;
+            const int32_t zero_point = (int32_t)(next_value(&state) % 256u) - 128;
+            const int32_t out_pixel_stride = channels + GUARD;
+            int8_t out[2 * (MAX_CHANNELS + GUARD)];
+            for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
+                bias[c] = (int32_t)(next_value(&state) << 13) - (1 << 28);
+                bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
+                multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
+                shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(cases + c) % 31u));
+            }
+            for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
+                out[j] = (int8_t)0x5a;
+            }
+            int32_t returned;
+            if (pixels == 1) {
+                returned = narrow
+                    ? lp_conv_tiles_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point, wc.x_row_stride,
+                                             wc.rows, wc.row_len, TILE_WORDS, tiles)
+                    : lp_conv_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
+                                         wc.rows, wc.row_len, TILE_WORDS, tiles);
+            } else {
+                returned = narrow
+                    ? lp_pair_tiles_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point, wc.x_row_stride,
+                                             wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS,
+                                             tiles)
+                    : lp_pair_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
+                                         wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles);
+            }
+            int wrong = returned != 0;
+            for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
+                const int32_t p = j / out_pixel_stride, c = j % out_pixel_stride;
+                const int8_t want = p < pixels && c < channels
+                    ? expected_out(xo, &wc, p, c, narrow ? bias16[c] : bias[c], multiplier[c], shift[c], zero_point)
+                    : (int8_t)0x5a;
+                wrong |= out[j] != want;
+            }
+            cases += 1;
+            if (wrong) {
+                failures += 1;
+                if (failures <= 5) {
+                    printf("wrong case %ld: rows %ld, row_len %ld, tiles %ld, pixels %ld, narrow %d\n", (long)i,
+                           (long)wc.rows, (long)wc.row_len, (long)tiles, (long)pixels, narrow);
+                }
+            }
+        }
+    }
+    return cases_verdict(cases, failures);
+}
