@@ -282,8 +282,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                     early[0] = running.enter_context(early_objects.compiling_early(
                         folder, early_sources(generated, profile, config), config.emulated))
 
-        if request != AUTO:  # auto may replace the kernels after the planning
-            start_early_objects()
+        start_early_objects()
         # the layer-by-layer plan may run convolutions backwards (auto, the default, too: its patch plans are tried
         # only when that plan does not fit, and compile forwards)
         reversible = len(profile.memory_regions) <= 1
@@ -318,9 +317,12 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
                 return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
 
+            if early[0] is not None:  # the plans' kernels replace these: their objects are not the bundle's
+                early[0].stop()
+                early[0] = None
+                _empty_folder(folder)
             search = AutoSearch(imported, profile, planned, ram, compile_with, options.input_rows)
             lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
-        if request == AUTO:
             start_early_objects()
         referenced_once: list[Any] = [] if checked is not None else [referenced]
         while True:

@@ -236,8 +236,10 @@ def test_person_detect_fits_cortex_m0plus_patch_by_patch_with_its_code_counted(t
     assert bundle.ram.stack_source is StackSource.MEASURED and bundle.total_ram_bytes <= 32_768
     assert bundle.flash.measured and bundle.flash.total_bytes <= 262_144
     said = [line for line in lines if line.split()[:1] == ["patches"]]
-    assert said and all("arena 37,632 B layer by layer -> " in line for line in said)
     entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
+    # (layer by layer: 37,632 B forwards, less where convolutions run backwards: tvm_ext.compile.reversed_loops)
+    assert said and all(f"arena {entry['arena_bytes_layer_by_layer']:,} B layer by layer -> " in line for line in said)
+    assert entry["arena_bytes_layer_by_layer"] <= 37_632
     # the plans of fewest extra MACs are streamed bands (none): auto takes one when it fits
     assert entry["arena_bytes"] == bundle.arena_bytes < 37_632 and entry["extra_macs"] == 0
     assert entry["streamed_bands"] == entry["grid"][0] and "streamed bands" in said[-1]
