@@ -27,3 +27,8 @@ def row_major_indices(buffer: tirx.Buffer, offset: tirx.PrimExpr) -> list[tirx.P
     """The indices of ``buffer``'s row-major element ``offset``: zeros, then the offset on the innermost axis
     (the buffer's flattening gives back the offset itself)."""
     return [tirx.const(0, str(offset.ty.dtype))] * (len(buffer.shape) - 1) + [offset]
+
+
+def element_address(buffer: tirx.Buffer, offset: tirx.PrimExpr) -> tirx.PrimExpr:
+    """The address of ``buffer``'s row-major element ``offset`` (a helper call's pointer argument)."""
+    return tirx.address_of(tirx.BufferLoad(buffer, row_major_indices(buffer, offset)))

@@ -20,7 +20,7 @@ from tvm import te, tirx
 
 from backends.cortex_m.helpers.helium_c import add_s8_helper_name, add_s8_tables_helper_name
 from backends.cortex_m.schedules.dual_mac import register_mac_helper
-from tvm_ext.tir.extern_stage import extern_from_zero, row_major_indices
+from tvm_ext.tir.extern_stage import element_address, extern_from_zero
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 
 ADD_S8_OP = "tvm_ext.add_s8"
@@ -85,15 +85,12 @@ def helium_add_int8(lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_
         values = tirx.decl_buffer((TABLE_VALUES,), "int32", name="add_tables")
         index = str(outs[0].shape[0].ty.dtype)
 
-        def at(buffer: tirx.Buffer, offset) -> tirx.PrimExpr:
-            """The address of `buffer`'s row-major element `offset`."""
-            return tirx.address_of(tirx.BufferLoad(buffer, row_major_indices(buffer, offset)))
 
         tables = values.access_ptr("rw")  # the whole buffer: no pass may shrink it to what TIR reads
 
         def run(start, length: int) -> tirx.Stmt:
             return tirx.Evaluate(tirx.call_intrin(
-                "int32", ADD_S8_OP, at(outs[0], start), at(ins[0], start), at(ins[1], start),
+                "int32", ADD_S8_OP, *(element_address(buffer, start) for buffer in (outs[0], ins[0], ins[1])),
                 tirx.const(length, "int32"), tables, *operands, *output))
 
         runs, rest = divmod(count, RUN)

@@ -23,7 +23,7 @@ from tvm import te, tirx
 
 from backends.cortex_m.helpers import HELIUM_QLINEAR_HELPERS
 from backends.cortex_m.helpers.helium_c import qlinear_pointwise_helper_name, qlinear_row_helper_name
-from tvm_ext.tir.extern_stage import extern_from_zero, row_major_indices
+from tvm_ext.tir.extern_stage import element_address, extern_from_zero
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 
@@ -68,24 +68,21 @@ def helium_qlinear_conv(x: te.Tensor, w: te.Tensor, bias: te.Tensor, multiplier:
         def const(value: int, dtype: str = index) -> tirx.PrimExpr:
             return tirx.const(value, dtype)
 
-        def at(buffer: tirx.Buffer, offset) -> tirx.PrimExpr:
-            """The address of `buffer`'s row-major element `offset`."""
-            return tirx.address_of(tirx.BufferLoad(buffer, row_major_indices(buffer, offset)))
 
         o = tirx.Var("o", index)
         requantize = (tirx.BufferLoad(biases, [o]), tirx.BufferLoad(multipliers, [o]),
                       *(const(v, "int32") for v in (output_zero_point, low, high)))
         if pointwise:
-            call = tirx.call_intrin("int32", QLINEAR_POINTWISE_OP, at(outs[0], o * const(height * width)),
-                                    at(data, const(0)), at(weight, o * const(channels)), const(channels, "int32"),
-                                    const(height * width, "int32"), *requantize)
+            call = tirx.call_intrin("int32", QLINEAR_POINTWISE_OP, element_address(outs[0], o * const(height * width)),
+                                    element_address(data, const(0)), element_address(weight, o * const(channels)),
+                                    const(channels, "int32"), const(height * width, "int32"), *requantize)
             return tirx.For(o, const(0), const(out_channels), tirx.ForKind.SERIAL, tirx.Evaluate(call))
         oy = tirx.Var("oy", index)
         first_channel = tirx.floordiv(o, const(outputs_per_group)) * const(group_channels * height * width)
         top = tirx.Cast("int32", oy) * const(strides[0], "int32") - const(pads[0], "int32")
         call = tirx.call_intrin(
-            "int32", QLINEAR_ROW_OP, at(outs[0], (o * const(out_h) + oy) * const(out_w)), at(data, first_channel),
-            at(weight, o * const(window)),
+            "int32", QLINEAR_ROW_OP, element_address(outs[0], (o * const(out_h) + oy) * const(out_w)),
+            element_address(data, first_channel), element_address(weight, o * const(window)),
             *(const(v, "int32") for v in (group_channels, height * width, height, width, out_w, kernel_h, kernel_w,
                                          strides[1], dilations[0], dilations[1])),
             top, const(-pads[1], "int32"), *requantize, const(x_zero_point, "int32"))

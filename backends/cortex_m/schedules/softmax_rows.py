@@ -19,7 +19,7 @@ from typing import Optional
 from tvm import te, tirx
 
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_HELPERS, softmax_s8_helper_name
-from tvm_ext.tir.extern_stage import extern_from_zero, row_major_indices
+from tvm_ext.tir.extern_stage import element_address, extern_from_zero
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 
@@ -50,18 +50,16 @@ def softmax_s8_rows(data: te.Tensor, exp_table: te.Tensor, *, out_dtype: str = "
     def build(ins, outs):
         index = str(outs[0].shape[0].ty.dtype)
 
-        def at(buffer: tirx.Buffer, offset: tirx.PrimExpr) -> tirx.PrimExpr:
-            """The address of `buffer`'s row-major element `offset`."""
-            return tirx.address_of(tirx.BufferLoad(buffer, row_major_indices(buffer, offset)))
 
         # one call per row: the planner then sees each output row written after its input row was read, so the
         # output may take the input's place row by row (one call over every row kept both whole: a transformer's
         # 3x64x64 attention scores +12 KB of arena on cortex-m4f)
         row = tirx.Var("row", index)
         offset = row * tirx.const(depth, index)
-        call = tirx.Evaluate(tirx.call_intrin("int32", SOFTMAX_S8_OP, at(outs[0], offset), at(ins[0], offset),
-                                              tirx.const(1, "int32"), tirx.const(depth, "int32"),
-                                              at(ins[1], tirx.const(0, str(ins[1].shape[0].ty.dtype)))))
+        table = element_address(ins[1], tirx.const(0, str(ins[1].shape[0].ty.dtype)))
+        call = tirx.Evaluate(tirx.call_intrin("int32", SOFTMAX_S8_OP, element_address(outs[0], offset),
+                                              element_address(ins[0], offset), tirx.const(1, "int32"),
+                                              tirx.const(depth, "int32"), table))
         return tirx.For(row, tirx.const(0, index), tirx.const(rows, index), tirx.ForKind.SERIAL, call)
 
     return extern_from_zero(shape, [data, exp_table], build, "softmax_int8")
