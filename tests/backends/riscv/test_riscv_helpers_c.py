@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from backends.cortex_m.helpers.softmax_c import softmax_s8_helper_c
 from backends.riscv.helpers import riscv_helpers_c
 from c_checks import run_c_program_under_riscv_qemu, run_c_unit_tests
 from packager.fixed_point_c import SATURATE_INT8, SMALL_RIGHT_SHIFT, requantize_helpers_c
@@ -61,6 +62,38 @@ def test_the_helper_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile
     require_tools(RISCV_TOOLS)
     result = run_c_program_under_riscv_qemu(tmp_path, profile, write_unit_files(tmp_path, unit))
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_int8_softmax_passes_its_unit_test_under_qemu_virt(tmp_path: Path, profile: str) -> None:
+    """The DSP cores' int8 softmax (backends/cortex_m/helpers/templates/softmax_s8.h.in), which the RISC-V
+    schedules call too (`KernelSchedules.int8_softmax`), passes its unit test (tests/c/test_softmax_s8.c, against
+    TFLite's arithmetic in 64-bit C) built for each RISC-V profile and run on QEMU virt: its portable C, no DSP."""
+    require_tools(RISCV_TOOLS)
+    (tmp_path / "softmax_s8.h").write_text("#include <stdint.h>\n" + softmax_s8_helper_c(PREFIX))
+    result = run_c_program_under_riscv_qemu(tmp_path, profile, UNIT_TESTS / "test_softmax_s8.c")
+    assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
+
+
+EPILOGUE_CALLERS = """#include <stdint.h>
+#include "riscv_mac.h"
+int32_t wide(int8_t *o, const int32_t *a, const int32_t *b, const int32_t *m, const int8_t *s)
+{ return lp_requantize_small_s8(o, a, b, m, s, -128, 8); }
+int32_t narrow(int8_t *o, const int32_t *a, const int16_t *b, const int32_t *m, const int8_t *s)
+{ return lp_requantize_small_s8_b16(o, a, b, m, s, 3, 8); }
+"""
+"""Two kernels' epilogue calls, one of int32 biases, one of int16 ones."""
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_epilogue_is_one_function_for_both_bias_types(tmp_path: Path, profile: str) -> None:
+    """`lp_requantize_small_s8` and `_s8_b16` share one out-of-line function (`lp_requantize_small_any`; a
+    copy per bias type took ~350 more bytes in every bundle with both), and the callers multiply nothing."""
+    require_tools(RISCV_TOOLS)
+    functions = compiled_functions(tmp_path, profile, EPILOGUE_CALLERS)
+    epilogues = [code for name, code in functions.items() if "_requantize_small" in name]
+    assert len(epilogues) == 1 and "mulh" in epilogues[0], functions
+    assert "mul" not in functions["wide"] + functions["narrow"], functions
 
 
 DEPTHWISE_CALLERS = """#include <stdint.h>
