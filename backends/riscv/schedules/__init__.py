@@ -35,8 +35,9 @@ from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tes
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import MAC_CHANNELS
-from backends.riscv.schedules.mac import (MAC_PAIRS_2PX_ROWS_OP, MAC_PAIRS_ROWS_OP, RISCV_CONV_TILES, RISCV_EPILOGUE,
-                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement)
+from backends.riscv.schedules.mac import (MAC_PAIRS_2PX_ROWS_OP, MAC_PAIRS_ROWS_OP, RISCV_CONV_TILES,
+                                          RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES,
+                                          mac_replacement)
 from target.profile import Profile
 from tvm_ext.tir.tir_walk import walk
 
@@ -63,12 +64,14 @@ class RiscvMacSchedules:
 
     @staticmethod
     def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        """Each channel tile's "double_small" requantization loop as one call of the epilogue helper; each pixel
+        """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, any other
+        double rounding's as one call of its own (RISCV_DOUBLE_EPILOGUE); each pixel
         pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES), and in a kernel
         of KxK windows (`_has_window_rows`) each lone or border pixel's as one call of its one-pixel form
         (RISCV_CONV_TILES); each per-tensor fully connected layer's loop over its channel tiles as one call of the
         shared row helper (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS)."""
-        epilogues = requantize_epilogue_calls(func, helper=RISCV_EPILOGUE)
+        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE),
+                                              helper=RISCV_DOUBLE_EPILOGUE)
         tiles = pair_tiles_calls(epilogues, RISCV_PAIR_TILES)
         if _has_window_rows(epilogues):
             tiles = conv_tiles_calls(tiles, RISCV_CONV_TILES)

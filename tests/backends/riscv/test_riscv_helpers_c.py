@@ -30,13 +30,14 @@ PROFILES = ["rv32imc", "rv32imafc"]
 LIBRARY_HEADER = "riscv_mac.h"
 """The header every unit test includes: the RISC-V helper library for the prefix lp."""
 REQUANTIZE_HEADER = "requantize_small.h"
-"""The header test_requantize_small.c includes: the bundle's scalar "double_small" requantization and int8
-saturation (what the epilogue replaces), then the RISC-V helper library, for the prefix lp."""
-UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "riscv_fc_rows",
-         "riscv_pair_tiles"]
+"""The header test_requantize_small.c (and the double rounding's and the pixel tiles' tests) includes: the bundle's
+scalar double and "double_small" requantizations and int8 saturation (what the epilogues replace), then the
+RISC-V helper library, for the prefix lp."""
+UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "riscv_requantize_double",
+         "riscv_fc_rows", "riscv_pair_tiles"]
 """The unit tests tests/c/test_<unit>.c: the window MACs, the MAC of paired weights, the depthwise MAC, the
-requantization epilogue, the per-tensor fully connected rows and a convolution's pixel tiles (against the scalar
-helpers too)."""
+requantization epilogues ("double_small"'s and any double rounding's), the per-tensor fully connected rows and a
+convolution's pixel tiles (against the scalar helpers too)."""
 
 
 def write_unit_files(folder: Path, unit: str) -> Path:
@@ -44,7 +45,7 @@ def write_unit_files(folder: Path, unit: str) -> Path:
     (the same after the scalar helpers the epilogue replaces) and the shared inputs' header into `folder`; the
     source of the unit test `unit`."""
     (folder / LIBRARY_HEADER).write_text("#include <stdint.h>\n" + riscv_helpers_c(PREFIX))
-    scalar = requantize_helpers_c(PREFIX, (SMALL_RIGHT_SHIFT, SATURATE_INT8))
+    scalar = requantize_helpers_c(PREFIX, ("double", SMALL_RIGHT_SHIFT, SATURATE_INT8))
     (folder / REQUANTIZE_HEADER).write_text("#include <stdint.h>\n" + scalar + riscv_helpers_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
     return UNIT_TESTS / f"test_{unit}.c"
