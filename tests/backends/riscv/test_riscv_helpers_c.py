@@ -160,15 +160,15 @@ def test_the_depthwise_helpers_are_one_function_each_their_callers_share(tmp_pat
     """Two depthwise kernels' calls of `lp_depthwise_mac_s8x8` and `lp_depthwise_pad_s8x8` share one out-of-line
     function each, and the callers multiply nothing themselves (inlined, each kernel held a 3x3 window's
     straight-line taps, 72 multiplies, and a loop of eight channels per clipped side of its border): the MAC holds
-    at most five taps' code (a row's three-tap step, then the one or two taps left; gcc 12.2 shares the step's),
-    the padding's eight multiplies."""
+    one tap's code (a row's taps one a step: five taps' code, its three-tap steps and the one or two left, took
+    ~370 more bytes), the padding's eight multiplies."""
     require_tools(RISCV_TOOLS)
     functions = compiled_functions(tmp_path, profile, DEPTHWISE_CALLERS)
     mac = [code for name, code in functions.items() if "_depthwise_mac_s8x8" in name]
     pad = [code for name, code in functions.items() if "_depthwise_pad_s8x8" in name]
     assert len(mac) == 1 and len(pad) == 1, functions
     multiplies = sum(op == "mul" for op in mac[0])
-    assert multiplies % 8 == 0 and 3 * 8 <= multiplies <= 5 * 8, mac[0]
+    assert multiplies == 8, mac[0]
     assert sum(op == "mul" for op in pad[0]) == 8, pad[0]
     assert "mul" not in functions["dw_64"] + functions["dw_128"], functions
 
