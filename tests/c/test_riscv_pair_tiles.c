@@ -5,12 +5,13 @@
  * windows from the bias, requantized by the bundle's scalar helpers (lp_requantize_double_small, lp_requantize_double
  * for the double forms, lp_saturate_int8), with the weights packed as tvm_ext.kernels.dense.pair_weights packs them
  * (per tile of eight channels, window input j's word 4j + q = w[2q][j] + 65536 * w[2q + 1][j], tiles w_tile_stride
- * words apart), for the window MAC tests' windows (0 to 3 rows, row lengths 0..35: whole groups of two inputs and the
- * odd last one; row strides at and above the row length; pixels apart or overlapping; inputs at every byte alignment;
- * values over the whole int8 range or all at the minimum), 0 to 3 tiles, int32 and int16 biases, shifts -31..-1 (the
- * double forms: -31..30, any multiplier), drawn multipliers and zero points; nothing written between or past the
- * pixels' channels. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc,
- * under QEMU virt. Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
+ * words apart), for the window MAC tests' windows (0 to 3 rows, row lengths 0..35: whole groups of two inputs and
+ * the odd last one, the pairs' lengths even only; row strides at and above the row length; pixels apart or
+ * overlapping; inputs at every byte alignment; values over the whole int8 range or all at the minimum), 0 to 3
+ * tiles, int32 and int16 biases, shifts -31..-1 (the double forms: -31..30, any multiplier), drawn multipliers and
+ * zero points; nothing written between or past the pixels' channels. Built by
+ * tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc, under QEMU virt. Prints
+ * "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -89,6 +90,9 @@ int main(void)
             }
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
                 out[j] = (int8_t)0x5a;
+            }
+            if (pixels == 2 && wc.row_len % 2 != 0) {
+                continue; /* the pairs' rows are of even length (the contract) */
             }
             int32_t returned;
             if (pixels == 1) {

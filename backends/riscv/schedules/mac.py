@@ -204,12 +204,16 @@ for _bias, _op in PAIR_TILES_DOUBLE_OPS.items():
 
 def _paired_window(call) -> Optional[PairWindow]:
     """The window of a two-pixel paired MAC call (`<prefix>_mac_s8x2x8_pairs`: acc_a, acc_b, x, w, row_len,
-    x_pixel_stride; `_rows`: acc_a, acc_b, x, w, x_row_stride, rows, row_len, x_pixel_stride) of constant sizes,
+    x_pixel_stride; `_rows`: acc_a, acc_b, x, w, x_row_stride, rows, row_len, x_pixel_stride) of constant sizes
+    and rows of even length (the fused helper's loop has no odd last input's step: ~180 bytes of every bundle with
+    fused pairs, none of whose windows in the shared models has odd rows; such a window keeps its pairs' calls),
     its tile's words one window's (PAIR_WORDS per input), else None."""
     sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in call.args[4:]]
     if None in sizes:
         return None
     x_row_stride, rows, row_len, x_pixel_stride = sizes if len(sizes) == 4 else (0, 1, *sizes)
+    if row_len % 2:
+        return None
     return PairWindow(*call.args[:4], x_row_stride, rows, row_len, x_pixel_stride, PAIR_WORDS * rows * row_len)
 
 
