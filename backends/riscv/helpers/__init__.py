@@ -23,8 +23,9 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
   requantization epilogue of one channel tile (TFLite's double rounding on its "double_small" domain), one
   out-of-line copy per bundle for both bias types, with the contract, names and unit test
   (`tests/c/test_requantize_small.c`) of the Cortex-M DSP epilogue it stands for; and
-  `<prefix>_requantize_double_s8` (`_b16`), the same for TFLite's double rounding of any sum and shift (the
-  layers whose constants or sums the small one does not take; unit test `tests/c/test_riscv_requantize_double.c`);
+  `<prefix>_requantize_s8` (`_b16`), the same for TFLite's double rounding of any sum and shift (the layers
+  whose constants or sums the small one does not take), with the contract, names and unit test
+  (`tests/c/test_requantize_s8.c`) of the Helium epilogue;
 - `fc_rows_s8x8.h.in`: `<prefix>_fc_rows_s8x8` (`_b16` for int16 biases), every channel of a per-tensor int8 fully
   connected layer in one call of one out-of-line copy per bundle (each tile's sums from the biases, the paired
   MAC's loop, the requantization by the layer's one multiplier and shift), called by every such layer's kernel
@@ -105,12 +106,6 @@ def requantize_helper_name(prefix: str, bias: str) -> str:
     """The C name of the requantization epilogue for biases of type `bias` ("int32" or "int16") in the bundle
     `prefix`: the Cortex-M DSP epilogue's names (`requantize_small_helper_name`)."""
     return requantize_small_helper_name(prefix, bias)
-
-
-def requantize_double_helper_name(prefix: str, bias: str) -> str:
-    """The C name of the requantization epilogue of TFLite's double rounding for any sum and shift, biases of type
-    `bias` ("int32" or "int16"), in the bundle `prefix`."""
-    return bias_form(f"{prefix}_requantize_double_s8", bias)
 
 
 def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> str:

@@ -43,7 +43,7 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.bias_forms import by_bias
-from backends.cortex_m.helpers.helium_c import fc_rows_helper_name
+from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_sizes
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
                                                  int8_data_update, mac_reduction, mac_window, window_call_block,
@@ -55,8 +55,7 @@ from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS
 from backends.riscv.helpers import (FC_ROWS_FORM, MAC_CHANNELS, RISCV_HELPERS, conv_tiles_helper_name,
                                     depthwise_mac_helper_name, depthwise_pad_helper_name, mac_2px_helper_name,
                                     mac_2px_row_helper_name, mac_helper_name, mac_pairs_2px_helper_name,
-                                    mac_pairs_helper_name, pair_tiles_helper_name, requantize_double_helper_name,
-                                    requantize_helper_name)
+                                    mac_pairs_helper_name, pair_tiles_helper_name, requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -149,11 +148,11 @@ RISCV_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), 
 """The channel tiles' epilogues the RISC-V helper computes: the "double_small" rounding (nearly every int8 layer's:
 its shifts, multipliers and sums bounded at compile time), as the DSP cores' epilogue does."""
 
-REQUANTIZE_DOUBLE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_double_s8")
-"""The epilogue of TFLite's double rounding for any sum and shift per bias type (`<prefix>_requantize_double_s8`,
-`_s8_b16`)."""
+REQUANTIZE_DOUBLE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_s8")
+"""The epilogue of TFLite's double rounding for any sum and shift per bias type (`<prefix>_requantize_s8`, `_s8_b16`:
+the Helium epilogue's names and contract)."""
 for _bias, _op in REQUANTIZE_DOUBLE_OPS_BY_BIAS.items():
-    register_helper_call(_op, RISCV_HELPERS, functools.partial(requantize_double_helper_name, bias=_bias),
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(requantize_s8_helper_name, bias=_bias),
                          REQUANTIZE_S8_ACCESS)
 RISCV_DOUBLE_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS["double"], REQUANTIZE_OPS[RIGHT_SHIFT_ONLY]}),
                                        REQUANTIZE_DOUBLE_OPS_BY_BIAS)

@@ -1,7 +1,8 @@
 """The RISC-V backend's hand-written C helpers (backends/riscv/helpers/templates/*.h.in) pass their C unit tests
 (tests/c/test_riscv_mac.c, test_riscv_mac_pairs.c, test_riscv_depthwise_mac.c: each helper against the plain loop of its contract, on edge values and odd
 counts; test_riscv_fc_rows.c: the fully connected rows and
-test_riscv_pair_tiles.c: a pixel pair's or one pixel's channel tiles against the plain sums requantized by the scalar helpers; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares: against
+test_riscv_pair_tiles.c: a pixel pair's or one pixel's channel tiles against the plain sums requantized by the scalar helpers; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares, and
+test_requantize_s8.c, the Helium epilogue's, whose the RISC-V epilogue of any double rounding shares: against
 the bundle's scalar requantization helpers): on the host (strict warnings, sanitizers), and built with each RISC-V profile's compiler and flags under
 the strict warnings and run on QEMU virt in the bundles' sandbox, where the helper is compiled as a bundle
 compiles it (always inlined, RV32IM's loads and multiplies)."""
@@ -29,11 +30,14 @@ PREFIX = "lp"
 PROFILES = ["rv32imc", "rv32imafc"]
 LIBRARY_HEADER = "riscv_mac.h"
 """The header every unit test includes: the RISC-V helper library for the prefix lp."""
+HELIUM_REQUANTIZE_HEADER = "requantize_s8.h"
+"""The header test_requantize_s8.c (the Helium epilogue's test, whose contract and names the RISC-V epilogue of any
+double rounding shares) includes: the same text."""
 REQUANTIZE_HEADER = "requantize_small.h"
 """The header test_requantize_small.c (and the double rounding's and the pixel tiles' tests) includes: the bundle's
 scalar double and "double_small" requantizations and int8 saturation (what the epilogues replace), then the
 RISC-V helper library, for the prefix lp."""
-UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "riscv_requantize_double",
+UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "requantize_s8",
          "riscv_fc_rows", "riscv_pair_tiles"]
 """The unit tests tests/c/test_<unit>.c: the window MACs, the MAC of paired weights, the depthwise MAC, the
 requantization epilogues ("double_small"'s and any double rounding's), the per-tensor fully connected rows and a
@@ -42,11 +46,12 @@ convolution's pixel tiles (against the scalar helpers too)."""
 
 def write_unit_files(folder: Path, unit: str) -> Path:
     """`riscv_mac.h` (the helpers as a bundle of prefix `lp` defines them, after <stdint.h>), `requantize_small.h`
-    (the same after the scalar helpers the epilogue replaces) and the shared inputs' header into `folder`; the
-    source of the unit test `unit`."""
+    and `requantize_s8.h` (the same after the scalar helpers the epilogues replace) and the shared inputs' header
+    into `folder`; the source of the unit test `unit`."""
     (folder / LIBRARY_HEADER).write_text("#include <stdint.h>\n" + riscv_helpers_c(PREFIX))
     scalar = requantize_helpers_c(PREFIX, ("double", SMALL_RIGHT_SHIFT, SATURATE_INT8))
-    (folder / REQUANTIZE_HEADER).write_text("#include <stdint.h>\n" + scalar + riscv_helpers_c(PREFIX))
+    for header in (REQUANTIZE_HEADER, HELIUM_REQUANTIZE_HEADER):
+        (folder / header).write_text("#include <stdint.h>\n" + scalar + riscv_helpers_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
     return UNIT_TESTS / f"test_{unit}.c"
 
