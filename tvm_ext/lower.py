@@ -76,19 +76,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             # Before the int8 pass: each patch keeps its layers' QDQ patterns, so it gets the whole layer's kernel.
             *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid, patches.driver)]),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
-            LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name,
-                                    paired_weights=schedules.paired_weights,
-                                    stacked_rows=schedules.stacked_rows,
-                                    max_pool_runs=schedules.max_pool_runs,
-                                    int8_add=schedules.int8_add,
-                                    int8_softmax=schedules.int8_softmax,
-                                    dense_unit_tile=schedules.dense_unit_tile,
-                                    pad_runs=schedules.pad_runs,
+            LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name, schedules=schedules,
                                     flash_bytes=profile.flash_bytes,
-                                    conv_weight_length=schedules.conv_weight_length,
-                                    interleaved_gate_weights=schedules.interleaved_gate_weights,
-                                    qlinear_conv=schedules.qlinear_conv,
-                                    qlinear_conv_fits=schedules.qlinear_conv_fits,
                                     integer_requantization=not profile.hardware_float),
             # Before any folding: a quantized ONNX model's float Convs and MatMuls keep their int8 weights.
             keeping_layers(DequantizeWeightsInKernels()),

@@ -27,8 +27,8 @@ constant per output channel (per-tensor values are immediates in the kernel).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Optional, Union
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import tvm
 import tvm_ffi
@@ -43,6 +43,9 @@ from .int8 import LOWERINGS, edges, onnx_qlinear
 from .int8.emit import KernelEmitter
 from .int8.graph import Graph, describe, is_call_to
 from .int8.lowering import LoweringContext, Mismatch, Site
+
+if TYPE_CHECKING:  # annotations only
+    from backends.backend import KernelSchedules
 
 # The operators lowered exactly with an int16 result: TFLite Micro's 16x8 kernels we match, SVDF (its int16
 # activation and state forms, bit-exact with TFLite Micro), the QUANTIZE edge to int16, and the copies of
@@ -80,34 +83,14 @@ class LowerQuantizedToInteger:
         raising UnsupportedOperatorError; the layers that took it are listed in main's
         ``tvm_ext.float_fallback_layers`` attribute and in ``self.float_fallback_layers``.
     model_name: named in errors.
-    paired_weights: give int8 FULLY_CONNECTED and CONV_2D kernels of a multiple of 8 output channels their
-        weights packed two channels to an int32 word (``tvm_ext.kernels.dense.pair_weights``,
-        ``tvm_ext.transform.int8.conv``): a backend's choice (``backends.backend.KernelSchedules.paired_weights``),
-        for its helper of such words.
-    stacked_rows: give int8 FULLY_CONNECTED kernels of one input row their weights stacked two channels to an
-        int16 half (``tvm_ext.kernels.dense.stack_rows``) where the weights allow it: a backend's choice
-        (``backends.backend.KernelSchedules.stacked_rows``), for its helper of such halves. The same bytes.
-    max_pool_runs: write int8 MAX_POOL_2D as runs over a pixel's channels (``tvm_ext.kernels.copy_runs``):
-        a backend's choice (``backends.backend.KernelSchedules.max_pool_runs``), for its helper of a run's maximum.
-    int8_add: the kernel of int8 ADD of two computed operands where it gives one (None: the generic kernel):
-        a backend's (``backends.backend.KernelSchedules.int8_add``).
-    int8_softmax: the kernel of int8 SOFTMAX where it gives one (None: the generic kernel): a backend's
-        (``backends.backend.KernelSchedules.int8_softmax``).
-    dense_unit_tile: pad int8 FULLY_CONNECTED kernels' output channels with zero weight rows to whole tiles of it
-        where it does not divide them: a backend's choice (``backends.backend.KernelSchedules.dense_unit_tile``).
-    qlinear_conv, qlinear_conv_fits: a backend's kernel of an NCHW int8 QLinearConv and which it
-        takes (``backends.backend.KernelSchedules.qlinear_conv``; None: the generic kernel).
+    schedules: the backend's ``backends.backend.KernelSchedules`` of the profile's core, or None (the generic
+        kernels, TFLite's weight layouts). The lowering reads the backend's choices from it by name: each field
+        ``tvm_ext.transform.int8.lowering.LoweringContext`` declares as well (paired or stacked weights, runs of
+        MAX_POOL_2D and PAD, the backend's own kernels of ADD, SOFTMAX and QLinearConv, ...), so a new choice is
+        declared in both records, not threaded through this pass.
     integer_requantization: onnxruntime's QLinearConv and QLinearMatMul requantize in integers (the profile has no
         floating-point unit: ``tvm_ext.kernels.onnx_qlinear``).
-    pad_runs: write PAD as runs (``tvm_ext.kernels.copy_runs.pad_runs``): a backend's choice
-        (``backends.backend.KernelSchedules.pad_runs``), for its helper of a run's copy.
-    conv_weight_length: each output channel's int8 CONV_2D weight length for a window (KH, KW, I) and whether
-        the convolution pads its input, where the backend pads the weights with zeros beyond KH * KW * I
-        (``backends.backend.KernelSchedules.conv_weight_length``; None: never).
-    interleaved_gate_weights: give recurrent cells' gate products their weights interleaved per tile of four
-        units (``tvm_ext.kernels.lstm.interleave_gate_weights``): a backend's choice
-        (``backends.backend.KernelSchedules.interleaved_gate_weights``), for its helper of that layout.
-    flash_bytes: the profile's flash (bytes); with ``paired_weights``, weights are paired only where twice
+    flash_bytes: the profile's flash (bytes); where ``schedules`` pairs weights, weights are paired only where twice
         the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)
         fit it, as a paired layer's weights take twice their bytes (None: no limit).
 
@@ -123,33 +106,13 @@ class LowerQuantizedToInteger:
         rounding: Union[str, Rounding] = Rounding.DOUBLE,
         allow_float_fallback: bool = False,
         model_name: str = "model",
-        paired_weights: bool = False,
-        stacked_rows: bool = False,
-        max_pool_runs: bool = False,
-        int8_add: Optional[Callable[..., Any]] = None,
-        int8_softmax: Optional[Callable[..., Any]] = None,
-        dense_unit_tile: int = 0,
-        pad_runs: bool = False,
+        schedules: Optional[KernelSchedules] = None,
         flash_bytes: Optional[int] = None,
-        conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None,
-        interleaved_gate_weights: bool = False,
-        qlinear_conv: Optional[Callable[..., Any]] = None,
-        qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None,
         integer_requantization: bool = False,
     ) -> None:
         self.rounding = Rounding(rounding)
-        self.paired_weights = paired_weights
-        self.stacked_rows = stacked_rows
-        self.max_pool_runs = max_pool_runs
-        self.int8_add = int8_add
-        self.int8_softmax = int8_softmax
-        self.dense_unit_tile = dense_unit_tile
-        self.interleaved_gate_weights = interleaved_gate_weights
-        self.pad_runs = pad_runs
+        self.schedules = schedules
         self.flash_bytes = flash_bytes
-        self.conv_weight_length = conv_weight_length
-        self.qlinear_conv = qlinear_conv
-        self.qlinear_conv_fits = qlinear_conv_fits
         self.integer_requantization = integer_requantization
         self.allow_float_fallback = allow_float_fallback
         self.model_name = model_name
@@ -165,6 +128,14 @@ class LowerQuantizedToInteger:
         new_mod = rewriter.run()
         self.float_fallback_layers = rewriter.fallback_layers
         return new_mod
+
+
+def _backend_choices(schedules: Optional[KernelSchedules]) -> dict[str, Any]:
+    """The backend's choices of the lowering: each field of `schedules` that ``LoweringContext`` declares as well,
+    by name (none for None: the generic kernels)."""
+    if schedules is None:
+        return {}
+    return {f.name: getattr(schedules, f.name) for f in fields(LoweringContext) if hasattr(schedules, f.name)}
 
 
 def _is_kernel_call(value) -> bool:
@@ -203,15 +174,11 @@ class _MainRewriter:
         self.graph = Graph(func)
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
-        paired = options.paired_weights and (
-            options.flash_bytes is None or 2 * constant_bytes(func) <= options.flash_bytes)
-        self.context = LoweringContext(self.graph, self.lowered, options.rounding, paired, options.max_pool_runs,
-                                       options.int8_add, options.stacked_rows, options.conv_weight_length,
-                                       options.interleaved_gate_weights, pad_runs=options.pad_runs,
-                                       int8_softmax=options.int8_softmax, dense_unit_tile=options.dense_unit_tile,
-                                       qlinear_conv=options.qlinear_conv,
-                                       qlinear_conv_fits=options.qlinear_conv_fits,
-                                       integer_requantization=options.integer_requantization)
+        choices = _backend_choices(options.schedules)
+        if choices.get("paired_weights") and options.flash_bytes is not None:
+            choices["paired_weights"] = 2 * constant_bytes(func) <= options.flash_bytes
+        self.context = LoweringContext(self.graph, self.lowered, options.rounding,
+                                       integer_requantization=options.integer_requantization, **choices)
         self.emitter = KernelEmitter(self.bb, self.graph)
         self.fallback_layers: list[str] = []
         self.fallback_records: dict[relax.Var, LayerRecord] = {}  # a re-emitted float binding -> its layer

@@ -17,6 +17,7 @@ from tflite_micro import runtime  # the golden reference
 from tvm import relax
 from tvm.ir.expr import Constant
 
+from backends.backend import KernelSchedules
 from conftest import models_dir
 from tvm_ext.frontend import import_model
 from tvm_ext.layers import Layers, bindings_of
@@ -154,6 +155,7 @@ def test_weights_are_paired_only_where_twice_the_constants_fit_the_flash(flash_b
     constants fit ``flash_bytes`` (no limit, a 4 MiB flash, exactly twice), none a byte below; its last
     FULLY_CONNECTED (12 channels) is never paired."""
     path = models_dir() / "mlperf_tiny/kws_ref_model.tflite"
-    lowered = LowerQuantizedToInteger(model_name=path.name, paired_weights=True,
+    pairing = KernelSchedules(output_channel_tile=4, float_channel_tiles=(), mac=None, paired_weights=True)
+    lowered = LowerQuantizedToInteger(model_name=path.name, schedules=pairing,
                                       flash_bytes=flash_bytes)(import_model(path).mod)
     assert _paired_weight_constants(lowered) == paired
