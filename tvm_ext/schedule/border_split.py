@@ -19,7 +19,7 @@ backend pairs copied windows too (its optional ``paired_windows``: Cortex-M DSP 
 in pairs from the first, a pair with a pixel on the border copying both windows (``_border_pairs``). A border without a copied window (depthwise), where each
 test conjunct relates one pixel loop to one tap loop and the border makes at most MAX_REGIONS rectangles (any
 number where no pixel is interior, or where the backend makes the rectangles one call: its MacSchedules'
-``collapsed_border_taps``), is not tested per tap at all: ``tvm_ext.schedule.border_regions`` finds at
+``collapses_border``), is not tested per tap at all: ``tvm_ext.schedule.border_regions`` finds at
 compile time the rectangles of pixels that read the same box of image taps, and each pixel's reduction picks its
 rectangle (tests on the pixel loops only), runs the MAC helper over the box and adds the padding's products
 (the guard's false value) over the rest of the window (as loops, or a helper's call where the backend has one). Integer sums in another order: bit-exact.
@@ -380,10 +380,11 @@ def _border_regions(tap: _GuardedTap, mac: MacSchedules):
             stmt = tirx.IfThenElse(below, select(level + 1, {**box, **taps}), stmt)
         return stmt
 
-    # the backend's border helper takes int8 images only: any other border keeps the MAX_REGIONS bound
-    image_types = {str(node.ty.dtype) for node in walk(tap.guard.args[1]) if isinstance(node, TensorLoad)}
-    collapsed = image_types == {"int8"} \
-        and prod(end - first for first, end in window[:-1]) <= getattr(mac, "collapsed_border_taps", 0)
+    # whether the backend's later pass makes the border's rectangles one helper call: any other border keeps the
+    # MAX_REGIONS bound
+    image_types = frozenset(str(node.ty.dtype) for node in walk(tap.guard.args[1]) if isinstance(node, TensorLoad))
+    collapses = getattr(mac, "collapses_border", None)
+    collapsed = collapses is not None and collapses(image_types, prod(end - first for first, end in window[:-1]))
     if prod(len(choices) for _, choices in segments) > MAX_REGIONS and not collapsed \
             and _has_interior(segments, window, chain_depths):
         return None

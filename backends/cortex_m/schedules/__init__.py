@@ -91,8 +91,13 @@ class DualMacSchedules:
     paired_windows = staticmethod(pair_tiles.paired_windows)
     pair_tests = staticmethod(pair_tests)
     branch_accumulators = True  # measured on DSP cores (tvm_ext.schedule.border_split._own_accumulators)
-    # a depthwise border of any rectangles is one call of the border helper (depthwise_tiles, DSP_TILES)
-    collapsed_border_taps = DSP_WINDOW_TAPS
+
+    @staticmethod
+    def collapses_border(image_dtypes: frozenset[str], taps: int) -> bool:
+        """Whether a depthwise border of any rectangles is one call of the border helper (depthwise_tiles,
+        DSP_TILES): its int8 images of windows of up to DSP_WINDOW_TAPS taps."""
+        return image_dtypes == {"int8"} and taps <= DSP_WINDOW_TAPS
+
     # measured on DSP cores: micro_speech's 4-unit FULLY_CONNECTED (stacked MAC) 80,080 -> 18,322 instructions
     whole_channel_tile = True
 
@@ -160,7 +165,7 @@ class HeliumMacSchedules(DualMacSchedules):
     paired_windows = None  # not measured on Helium: a border pixel there keeps its window to itself
     windowed_border = staticmethod(windowed_border)  # not measured on Helium: an interior copy keeps its row loop
     branch_accumulators = False  # not measured on Helium: its fused channel-tiles helper keeps no accumulators
-    collapsed_border_taps = 0  # Helium's border helper takes 3x3 windows, whose borders make 9 rectangles at most
+    collapses_border = None  # Helium's border helper takes 3x3 windows, whose borders make 9 rectangles at most
     whole_channel_tile = False  # not measured on Helium
 
     @staticmethod

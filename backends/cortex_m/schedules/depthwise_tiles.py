@@ -37,7 +37,7 @@ up to DSP_WINDOW_TAPS taps: each tap read through a pointer into the image or to
 the box helper and the padding products per case, tile and channel (the padding products are calls of
 DSP_PAD_OP, ``dsp_replacement``, which the border call takes in; ``tvm_ext.schedule.border_split`` cuts a border
 into rectangles however many where the window has at most that many taps, the MacSchedules'
-``collapsed_border_taps``). A kernel without interior pixels (every window overhangs: a 5x5 window over 4x4
+``collapses_border``). A kernel without interior pixels (every window overhangs: a 5x5 window over 4x4
 pixels) calls the border helper at every pixel, its window read from the weights' buffer (``_Tiles.window``).
 The test leading to the interior goes through ``<prefix>_depthwise_likely`` (DSP_LIKELY_OP). Measured on
 cortex-m4f (instructions, code B), before / after: efficientnet_lite_w030_112_int8 39,983,772, 44,712 /
