@@ -4,7 +4,7 @@
  * scalar helpers (lp_requantize_double, lp_saturate_int8), over the cases of cortex_m_test_values.h's
  * fc_rows_test (row lengths 0..70, 0..4 tiles, every byte offset of the inputs and, here, of the weights, values
  * drawn and at the minimum, int32 and int16 biases) over the contract's ends: int32 biases from all of int32 (the
- * sums acc + bias wrap; under MVE only, see main), shifts -31..31 (left shifts up to 31: acc * 2^shift wraps), multipliers INT32_MIN, 1,
+ * sums acc + bias wrap), shifts -31..31 (left shifts up to 31: acc * 2^shift wraps), multipliers INT32_MIN, 1,
  * negative and large ones (INT32_MIN times a sum shifted to INT32_MIN: VQRDMULH's saturation). Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
  * (VMLADAVA, VQRDMULH). Prints "ok <cases> cases" and exits 0, or names the first failure and exits 1. */
@@ -51,13 +51,7 @@ int main(void)
     /* 11 shifts and 6 multipliers: every pair of them meets (shift 31 with INT32_MIN in cases 39, 105, ...) */
     static const int32_t shifts[] = {-1, -8, -31, 0, 3, -5, 31, 30, 1, 16, 24};
     static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, INT32_MIN, 1, -1277447166};
-#if defined(LP_HELIUM)
-    const int full_range_biases = 1;
-#else
-    /* the portable path's sums start at the biases and add in int (dual_mac.h.in's portable C): an overflow there
-       is undefined, not a wrap, so the host build keeps the sums within int32 */
-    const int full_range_biases = 0;
-#endif
-    const fc_rows_helper helper = {4, shifts, 11, multipliers, 6, full_range_biases, weights, call, expected};
+    /* int32 biases from all of int32 on both paths: each adds acc + bias as a wrap (the portable one in uint32) */
+    const fc_rows_helper helper = {4, shifts, 11, multipliers, 6, 1, weights, call, expected};
     return fc_rows_test(&helper);
 }
