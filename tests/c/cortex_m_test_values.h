@@ -1,7 +1,8 @@
 /* Inputs of the Cortex-M helpers' C unit tests (tests/c/test_dual_mac.c and its siblings): a fixed pseudo-random
  * sequence (the same run to run and on every core) with the int8 and int16 extremes forced in; the window cases
  * of the window MAC helpers and the plain sums they are checked against; the cases of the per-tensor fully
- * connected rows (Helium's and RV32's: test_fc_rows.c, test_riscv_fc_rows.c). */
+ * connected rows (Helium's and RV32's: test_fc_rows.c, test_riscv_fc_rows.c); the expected outputs of the
+ * pixel-pair channel tiles (the DSP cores' and RV32's: test_pair_tiles.c, test_riscv_pair_tiles.c). */
 #ifndef CORTEX_M_TEST_VALUES_H
 #define CORTEX_M_TEST_VALUES_H
 
@@ -139,6 +140,62 @@ static inline int cases_verdict(int32_t cases, int32_t failures)
     }
     printf("ok %ld cases\n", (long)cases);
     return 0;
+}
+
+/* The pixel-pair channel tiles' tests (test_pair_tiles.c: the DSP cores', test_riscv_pair_tiles.c: RV32's): one
+   or two pixels' channels written PAIR_GUARD bytes apart, each byte not written keeping PAIR_UNTOUCHED. */
+#define PAIR_GUARD 3 /* output bytes after each pixel's channels that must keep their value */
+#define PAIR_UNTOUCHED ((int8_t)0x5a)
+
+/* The bundle's scalar requantization of a sum a case checks against (lp_requantize_double_small, or
+   lp_requantize_double for the double rounding of any sum and shift). */
+typedef int32_t (*pair_requantize)(int32_t acc, int32_t multiplier, int32_t shift);
+
+/* A case's epilogue: per output channel its bias (bias16 where narrow), multiplier and shift; the zero point. */
+typedef struct {
+    const int32_t *bias;
+    const int16_t *bias16;
+    int narrow;
+    const int32_t *multiplier;
+    const int8_t *shift;
+    int32_t zero_point;
+    pair_requantize requantize;
+} pair_epilogue;
+
+/* What the kernel stores for pixel p's channel c of the window case wc over the image x: the plain window sum
+   from the bias (wrapping as int32), channel c's weights from w + c * w_channel_stride (row r's from
+   r * row_len), requantized, plus the zero point, saturated to int8. */
+static inline int8_t pair_expected_out(const int8_t *x, const int8_t *w, int32_t w_channel_stride,
+                                       const window_case *wc, int32_t p, int32_t c, const pair_epilogue *e)
+{
+    uint32_t sum = (uint32_t)(e->narrow ? e->bias16[c] : e->bias[c]);
+    for (int32_t r = 0; r < wc->rows; ++r) {
+        for (int32_t k = 0; k < wc->row_len; ++k) {
+            sum += (uint32_t)(x[p * wc->x_pixel_stride + r * wc->x_row_stride + k]
+                              * w[c * w_channel_stride + r * wc->row_len + k]);
+        }
+    }
+    const int32_t requantized = e->requantize((int32_t)sum, e->multiplier[c], e->shift[c]);
+    const int32_t value = (int32_t)((uint32_t)requantized + (uint32_t)e->zero_point);
+    return (int8_t)(value < -128 ? -128 : value > 127 ? 127 : value);
+}
+
+/* Whether the outputs out (bytes < 2 * (max_channels + PAIR_GUARD)) of a call on `pixels` pixels of `channels`
+   channels, out_pixel_stride = channels + PAIR_GUARD apart, differ from pair_expected_out's, or a byte beyond
+   them from PAIR_UNTOUCHED. */
+static inline int pair_outputs_wrong(const int8_t *out, int32_t max_channels, int32_t pixels, int32_t channels,
+                                     const int8_t *x, const int8_t *w, int32_t w_channel_stride,
+                                     const window_case *wc, const pair_epilogue *e)
+{
+    const int32_t out_pixel_stride = channels + PAIR_GUARD;
+    int wrong = 0;
+    for (int32_t j = 0; j < 2 * (max_channels + PAIR_GUARD); ++j) {
+        const int32_t p = j / out_pixel_stride, c = j % out_pixel_stride;
+        const int8_t want = p < pixels && c < channels ? pair_expected_out(x, w, w_channel_stride, wc, p, c, e)
+                                                       : PAIR_UNTOUCHED;
+        wrong |= out[j] != want;
+    }
+    return wrong;
 }
 
 /* One case of the per-tensor fully connected rows' tests (test_fc_rows.c, test_riscv_fc_rows.c): tiles tiles of

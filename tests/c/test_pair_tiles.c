@@ -21,26 +21,9 @@
 
 #define BUFFER 2048 /* elements: past the farthest input (under 430) and weight (under 1400) any case reads */
 #define MAX_CHANNELS 12
-#define GUARD 3 /* output bytes after each pixel's channels that must keep their value */
 /* the most words a case's scratch takes, and one past */
 #define SCRATCH_WORDS (2 * WINDOW_ROWS_MAX * (WINDOW_ROW_LEN_MAX / 4 * 2 + WINDOW_ROW_LEN_MAX % 4) + 1)
 #define UNTOUCHED 0x5A5A5A5A
-
-/* What the kernel stores for pixel p's channel c: the plain window sum from the bias, requantized. */
-static int8_t expected_out(const int8_t *x, const int8_t *w, const window_case *wc, int32_t p, int32_t c, int32_t bias,
-                           int32_t multiplier, int32_t shift, int32_t zero_point, int rounding_any)
-{
-    int32_t sum = bias;
-    for (int32_t r = 0; r < wc->rows; ++r) {
-        for (int32_t k = 0; k < wc->row_len; ++k) {
-            sum = (int32_t)((uint32_t)sum + (uint32_t)(x[p * wc->x_pixel_stride + r * wc->x_row_stride + k]
-                                                       * w[c * wc->w_channel_stride + r * wc->row_len + k]));
-        }
-    }
-    const int32_t requantized = rounding_any ? lp_requantize_double(sum, multiplier, shift)
-                                             : lp_requantize_double_small(sum, multiplier, shift);
-    return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
-}
 
 int main(void)
 {
@@ -62,8 +45,8 @@ int main(void)
             const int rounding_any = variant >= 4;
             const int narrow = (i + channels / 4) % 2 == 1;
             const int32_t zero_point = (int32_t)(next_value(&state) % 256u) - 128;
-            const int32_t out_pixel_stride = channels + GUARD;
-            int8_t out[2 * (MAX_CHANNELS + GUARD)];
+            const int32_t out_pixel_stride = channels + PAIR_GUARD;
+            int8_t out[2 * (MAX_CHANNELS + PAIR_GUARD)];
             int32_t returned, wrong;
             for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
                 bias[c] = (int32_t)(next_value(&state) << (rounding_any && c % 2 ? 15 : 13))
@@ -80,8 +63,8 @@ int main(void)
             for (int32_t j = 0; j < SCRATCH_WORDS; ++j) {
                 q[j] = UNTOUCHED;
             }
-            for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
-                out[j] = (int8_t)0x5a;
+            for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
+                out[j] = PAIR_UNTOUCHED;
             }
             if (wc.rows * wc.row_len == 8 && wc.row_len % 4 == 0 && variant % 2 == 1) {
                 /* the eight-input path, which the entry points take for sizes constant at the call */
@@ -106,15 +89,10 @@ int main(void)
                                             wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride,
                                             wc.w_channel_stride, channels);
             }
-            wrong = returned != 0 || q[words] != UNTOUCHED;
-            for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
-                const int32_t p = j / out_pixel_stride, c = j % out_pixel_stride;
-                const int8_t want = p < 2 && c < channels
-                    ? expected_out(xo, wo, &wc, p, c, narrow ? bias16[c] : bias[c], multiplier[c], shift[c], zero_point,
-                                   rounding_any)
-                    : (int8_t)0x5a;
-                wrong |= out[j] != want;
-            }
+            const pair_epilogue epilogue = {bias, bias16, narrow, multiplier, shift, zero_point,
+                                             rounding_any ? lp_requantize_double : lp_requantize_double_small};
+            wrong = returned != 0 || q[words] != UNTOUCHED
+                || pair_outputs_wrong(out, MAX_CHANNELS, 2, channels, xo, wo, wc.w_channel_stride, &wc, &epilogue);
             cases += 1;
             if (wrong) {
                 failures += 1;

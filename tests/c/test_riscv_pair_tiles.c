@@ -23,25 +23,9 @@
 #define MAX_CHANNELS (8 * MAX_TILES)
 #define WINDOW_MAX (WINDOW_ROWS_MAX * WINDOW_ROW_LEN_MAX)
 #define TILE_WORDS (4 * WINDOW_MAX + 3) /* w_tile_stride: past a tile's words */
-#define GUARD 3 /* output bytes after each pixel's channels that must keep their value */
 
 static int8_t w[MAX_CHANNELS][WINDOW_MAX];
 static int32_t words[MAX_TILES * TILE_WORDS];
-
-/* What the kernel stores for pixel p's channel c: the plain window sum from the bias, requantized. */
-static int8_t expected_out(const int8_t *x, const window_case *wc, int32_t p, int32_t c, int32_t bias,
-                           int32_t multiplier, int32_t shift, int32_t zero_point, int any_double)
-{
-    uint32_t sum = (uint32_t)bias; /* wrapping as int32 */
-    for (int32_t r = 0; r < wc->rows; ++r) {
-        for (int32_t k = 0; k < wc->row_len; ++k) {
-            sum += (uint32_t)(x[p * wc->x_pixel_stride + r * wc->x_row_stride + k] * w[c][r * wc->row_len + k]);
-        }
-    }
-    const int32_t requantized = any_double ? lp_requantize_double((int32_t)sum, multiplier, shift)
-                                           : lp_requantize_double_small((int32_t)sum, multiplier, shift);
-    return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
-}
 
 int main(void)
 {
@@ -75,8 +59,8 @@ int main(void)
             const int32_t channels = 8 * tiles;
             const int narrow = (i + variant / 3 + variant) % 2 == 1;
             const int32_t zero_point = (int32_t)(next_value(&state) % 256u) - 128;
-            const int32_t out_pixel_stride = channels + GUARD;
-            int8_t out[2 * (MAX_CHANNELS + GUARD)];
+            const int32_t out_pixel_stride = channels + PAIR_GUARD;
+            int8_t out[2 * (MAX_CHANNELS + PAIR_GUARD)];
             for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
                 bias[c] = (int32_t)(next_value(&state) << 13) - (1 << 28);
                 bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
@@ -88,8 +72,8 @@ int main(void)
                     shift[c] = (int8_t)((int32_t)((uint32_t)(cases + 5 * c) % 62u) - 31);
                 }
             }
-            for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
-                out[j] = (int8_t)0x5a;
+            for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
+                out[j] = PAIR_UNTOUCHED;
             }
             if (pixels == 2 && wc.row_len % 2 != 0) {
                 continue; /* the pairs' rows are of even length (the contract) */
@@ -117,15 +101,10 @@ int main(void)
                     : lp_pair_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
                                          wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles);
             }
-            int wrong = returned != 0;
-            for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
-                const int32_t p = j / out_pixel_stride, c = j % out_pixel_stride;
-                const int8_t want = p < pixels && c < channels
-                    ? expected_out(xo, &wc, p, c, narrow ? bias16[c] : bias[c], multiplier[c], shift[c], zero_point,
-                                   any_double)
-                    : (int8_t)0x5a;
-                wrong |= out[j] != want;
-            }
+            const pair_epilogue epilogue = {bias, bias16, narrow, multiplier, shift, zero_point,
+                                             any_double ? lp_requantize_double : lp_requantize_double_small};
+            const int wrong = returned != 0
+                || pair_outputs_wrong(out, MAX_CHANNELS, pixels, channels, xo, &w[0][0], WINDOW_MAX, &wc, &epilogue);
             cases += 1;
             if (wrong) {
                 failures += 1;
