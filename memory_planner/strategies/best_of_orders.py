@@ -47,14 +47,14 @@ def _by_breadth(within: Callable[[Buffer], tuple[int, ...]], latest_first: bool 
 
     def order(buffers: Sequence[Buffer]) -> list[int]:
         live = bytes_live_per_step(buffers)
-        order: list[int] = []
+        walk: list[int] = []
         seen: set[int] = set()
         for step in sorted(range(len(live)), key=lambda s: (-live[s], -s if latest_first else s)):
             at_step = [i for i, b in enumerate(buffers) if b.first_step <= step <= b.last_step and i not in seen]
             at_step.sort(key=lambda i: within(buffers[i]))
-            order += at_step
+            walk += at_step
             seen.update(at_step)
-        return order
+        return walk
 
     return order
 
