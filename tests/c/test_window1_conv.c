@@ -3,8 +3,8 @@
  * outside the image) from the bias and the bundle's scalar requantization (lp_requantize_double_small,
  * lp_saturate_int8), over geometries of every window size 1x1..5x6 and kws's 10x4 and micro_speech's 10x8, strides
  * 1..3, dilations 1..2, paddings 0..2, images up to 12x13 (output pixel counts a multiple of four and not),
- * 1..9 output channels, each channel's weights the window's or padded to whole words, inputs and weights at every byte alignment, values over the whole int8 range or all at the
- * minimum, biases up to +-2^26, every shift -31..-1, drawn multipliers and zero points; nothing written past the
+ * 1..9 output channels, each channel's weights the window's or padded to whole words, int32 or int16 biases,
+ * inputs and weights at every byte alignment, values over the whole int8 range or all at the minimum, biases up to +-2^26, every shift -31..-1, drawn multipliers and zero points; nothing written past the
  * outputs, the scratch written within lp_window1_scratch_words(taps) words. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU (the
  * assembly groups). Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
@@ -50,6 +50,7 @@ static int32_t one_case(const geometry *g, int32_t channels, uint32_t *state, in
     static int8_t x_store[IMAGE], w_store[WEIGHTS], out[OUTPUTS];
     static int32_t q[SCRATCH];
     int32_t bias[16], multiplier[16];
+    int16_t bias16[16];
     int8_t shift[16];
     const int32_t taps = g->kh * g->kw, pixels = g->out_h * g->out_w, w_stride = taps + w_padding;
     const int8_t *x = x_store + offset, *w = w_store + (offset * 3) % 4;
@@ -59,6 +60,10 @@ static int32_t one_case(const geometry *g, int32_t channels, uint32_t *state, in
     const int32_t zero_point = (int32_t)(next_value(state) % 256u) - 128;
     for (int32_t c = 0; c < channels; ++c) {
         bias[c] = (int32_t)(next_value(state) % (1u << 27)) - (1 << 26);
+        bias16[c] = (int16_t)(bias[c] % 32768);
+        if (w_padding % 2 == 1 || offset == 3) { /* int16 biases (the lowering narrows the biases that fit) */
+            bias[c] = bias16[c];
+        }
         multiplier[c] = (int32_t)(1073741824u + next_value(state) % 1073741823u);
         shift[c] = (int8_t)(-1 - (int32_t)((next_value(state) + (uint32_t)c) % 31u));
     }
@@ -67,10 +72,12 @@ static int32_t one_case(const geometry *g, int32_t channels, uint32_t *state, in
         q[k] = UNTOUCHED;
     }
     const int32_t words = lp_window1_scratch_words(taps);
-    int32_t wrong = lp_window1_conv_s8(out, x, w, bias, multiplier, shift, q, g->in_h, g->in_w, g->kh, g->kw,
+    const int sixteen = w_padding % 2 == 1 || offset == 3;
+    int32_t wrong = lp_window1_conv_s8(out, x, w, sixteen ? (const void *)bias16 : (const void *)bias, multiplier,
+                                       shift, q, g->in_h, g->in_w, g->kh, g->kw,
                                        g->stride_h, g->stride_w, g->dilation_h, g->dilation_w, g->pad_top,
                                        g->pad_left, g->out_w, pixels, channels, pad_value, zero_point, taps,
-                                       w_stride) != 0;
+                                       w_stride, sixteen ? 2 : 4) != 0;
     for (int32_t i = 0; i < pixels; ++i) {
         for (int32_t c = 0; c < channels; ++c) {
             wrong += out[i * channels + c] != expected_out(x, w, w_stride, g, i, c, bias[c], multiplier[c],

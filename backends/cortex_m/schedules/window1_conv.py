@@ -12,10 +12,11 @@ and widens each weight word once for four pixels (13 instructions per 16 MACs), 
 dilation, padding and output channel count (the geometry is the call's arguments). Its scratch (the four pixels'
 widened windows, `window1_scratch_words`) is a local array of the kernel (the stack), not an arena buffer.
 
-Chosen by shape: an int8 input of one image with one channel, OHWI weights (any window), int32 biases with the
-input zero point folded in, per-channel multipliers and shifts whose requantization is TFLite's double rounding
-on small sums and right shifts only ("double_small", the DSP epilogue's), no activation narrower than int8,
-four output pixels or more and a window of MIN_TAPS taps or more; any other convolution (`one_channel_conv` gives None) keeps the generic kernel.
+Chosen by shape: an int8 input of one image with one channel, OHWI weights (any window), int32 or int16 biases with
+the input zero point folded in, per-channel multipliers and shifts whose requantization is TFLite's double rounding
+on small sums and right shifts only ("double_small", the DSP epilogue's), no activation narrower than int8, four
+output pixels or more and a window of MIN_TAPS taps or more; any other convolution (`one_channel_conv` gives None)
+keeps the generic kernel.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from tvm_ext.tir.helper_calls import register_helper_call
 
 WINDOW1_OP = "tvm_ext.window1_conv_s8"
 # The call (out, x, w, bias, multiplier, shift, q, in_h, in_w, kh, kw, stride_h, stride_w, dilation_h, dilation_w,
-# pad_top, pad_left, out_w, pixels, channels, pad_value, zero_point, taps, w_channel_stride): out[i * channels + c]
+# pad_top, pad_left, out_w, pixels, channels, pad_value, zero_point, taps, w_channel_stride, bias_bytes):
+# out[i * channels + c]
 # for i < pixels, c < channels; x the in_h x in_w image; w[c * w_channel_stride + t] for t < taps; bias, multiplier
 # and shift[c]. q is the kernel's own local array, never a parameter.
 WINDOW1_ACCESS = HelperAccess((
@@ -56,14 +58,14 @@ taps are not measured."""
 
 def _fits(data: te.Tensor, bias: Optional[te.Tensor], stage: OutputStage, multiplier: Optional[te.Tensor],
           shift: Optional[te.Tensor], zero_point_in_bias: bool) -> bool:
-    """Whether the helper computes this convolution's outputs: one int8 image of one channel, int32 biases with the
-    input zero point folded in (raw int8 inputs), per-channel constants of the "double_small" requantization and
-    the whole int8 range after it (see the module docstring)."""
+    """Whether the helper computes this convolution's outputs: one int8 image of one channel, int32 or int16 biases
+    with the input zero point folded in (raw int8 inputs), per-channel constants of the "double_small"
+    requantization and the whole int8 range after it (see the module docstring)."""
     batch, _, _, channels = (int(d) for d in data.shape)
     return (str(data.dtype) == "int8" and batch == 1 and channels == 1 and bias is not None
-            and str(bias.dtype) == "int32" and zero_point_in_bias and multiplier is not None and shift is not None
-            and stage.rounding is Rounding.DOUBLE and stage.right_shift_only and stage.small_accumulator
-            and stage.activation.low <= -128 and stage.activation.high >= 127)
+            and str(bias.dtype) in ("int32", "int16") and zero_point_in_bias and multiplier is not None
+            and shift is not None and stage.rounding is Rounding.DOUBLE and stage.right_shift_only
+            and stage.small_accumulator and stage.activation.low <= -128 and stage.activation.high >= 127)
 
 
 def one_channel_conv(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
@@ -91,7 +93,8 @@ def one_channel_conv(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tenso
     if out_h * out_w < 4 or kh * kw < MIN_TAPS:  # the helper's groups of four pixels; a window that pays
         return None
     sizes = [in_h, in_w, kh, kw, strides[0], strides[1], dilation[0], dilation[1], padding[0], padding[1], out_w,
-             out_h * out_w, channels, input_zero_point, output.zero_point, kh * kw, w_channel_stride]
+             out_h * out_w, channels, input_zero_point, output.zero_point, kh * kw, w_channel_stride,
+             4 if str(bias.dtype) == "int32" else 2]
 
     def build(ins, outs):
         index = str(outs[0].shape[0].ty.dtype)
