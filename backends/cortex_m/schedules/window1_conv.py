@@ -21,14 +21,13 @@ keeps the generic kernel.
 
 from __future__ import annotations
 
+import enum
 from math import prod
-from typing import Optional, Sequence
+from typing import Optional, Protocol, Sequence
 
 from tvm import te, tirx
 
 from backends.cortex_m.helpers.window1_conv_c import WINDOW1_HELPERS, window1_helper_name, window1_scratch_words
-from tvm_ext.kernels import Rounding, WeightLayout
-from tvm_ext.kernels.requantize import OutputStage
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -56,7 +55,23 @@ stem (40 taps) 732,762 -> 443,618 and micro_speech's 10x8 (80 taps) 840,841 -> 5
 taps are not measured."""
 
 
-def _fits(data: te.Tensor, bias: Optional[te.Tensor], stage: OutputStage, multiplier: Optional[te.Tensor],
+class _Activation(Protocol):
+    low: int
+    high: int
+
+
+class _Stage(Protocol):
+    """What this kernel reads of `tvm_ext.kernels.requantize.OutputStage` (not imported: backends.cortex_m imports no
+    tvm_ext.kernels: tests/test_import_cycles.py)."""
+
+    zero_point: int
+    activation: _Activation
+    rounding: enum.Enum
+    right_shift_only: bool
+    small_accumulator: bool
+
+
+def _fits(data: te.Tensor, bias: Optional[te.Tensor], stage: _Stage, multiplier: Optional[te.Tensor],
           shift: Optional[te.Tensor], zero_point_in_bias: bool) -> bool:
     """Whether the helper computes this convolution's outputs: one int8 image of one channel, int32 or int16 biases
     with the input zero point folded in (raw int8 inputs), per-channel constants of the "double_small"
@@ -64,14 +79,14 @@ def _fits(data: te.Tensor, bias: Optional[te.Tensor], stage: OutputStage, multip
     batch, _, _, channels = (int(d) for d in data.shape)
     return (str(data.dtype) == "int8" and batch == 1 and channels == 1 and bias is not None
             and str(bias.dtype) in ("int32", "int16") and zero_point_in_bias and multiplier is not None
-            and shift is not None and stage.rounding is Rounding.DOUBLE and stage.right_shift_only
+            and shift is not None and stage.rounding.value == "double" and stage.right_shift_only
             and stage.small_accumulator and stage.activation.low <= -128 and stage.activation.high >= 127)
 
 
 def one_channel_conv(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
-                     output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                     output: _Stage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
                      multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
-                     zero_point_in_bias: bool = False, weight_layout: WeightLayout = WeightLayout.HWIO,
+                     zero_point_in_bias: bool = False, weight_layout: Optional[enum.Enum] = None,
                      paired_weights: bool = False, kernel_size: Optional[Sequence[int]] = None
                      ) -> Optional[te.Tensor]:
     """An int8 CONV_2D (operands and keywords as `tvm_ext.kernels.conv2d_int8`'s) whose window reads one input
@@ -79,9 +94,10 @@ def one_channel_conv(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tenso
     the weights OHWI ([O, KH, KW, 1]) or OHWI_PADDED ([O, Kp], each channel's taps then zeros)."""
     if paired_weights or not _fits(data, bias, output, multiplier, shift, zero_point_in_bias):
         return None
-    if weight_layout is WeightLayout.OHWI:
+    layout = getattr(weight_layout, "name", None)  # tvm_ext.kernels.WeightLayout's
+    if layout == "OHWI":
         kh, kw = (int(d) for d in weight.shape[1:3])
-    elif weight_layout is WeightLayout.OHWI_PADDED and kernel_size is not None:
+    elif layout == "OHWI_PADDED" and kernel_size is not None:
         kh, kw = (int(d) for d in kernel_size)
     else:
         return None
