@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 from tvm import te
 from tvm.ir.expr import Expr as PrimExpr
 
-from .fixed_point import Rounding, clamp_to_type, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, clamp_to_type, largest_centered, multiply_by_constant_quantized_multiplier
 from .quant_params import ActivationRange
 
 
@@ -65,9 +65,14 @@ def mean_or_sum_int8(
     total = reduction.compute(te.sum, lambda value: value.astype("int32"), "reduce_sum")
     limits = ActivationRange.of_dtype(str(data.dtype))
 
+    # |sum - zero point * count| <= count * the largest centred value: the cheapest requantization helper whose
+    # contract that bound meets (an int8 MEAN's SMMULR one: mobilenet_v2_050_64_int8's over 2x2 pixels of 1,280
+    # channels on cortex-m4f, 40,336 -> 30,735 instructions)
+    largest = reduction.count * largest_centered(str(data.dtype), input_zero_point)
+
     def rescale(*i):
         centred = total(*i) - input_zero_point * reduction.count
-        scaled = multiply_by_quantized_multiplier(centred, multiplier, shift, rounding)
+        scaled = multiply_by_constant_quantized_multiplier(centred, multiplier, shift, rounding, largest)
         return clamp_to_type(scaled + output_zero_point, limits.low, limits.high, str(data.dtype))
 
     return te.compute(reduction.out_shape, rescale, name="mean_or_sum_int8")
