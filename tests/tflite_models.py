@@ -100,14 +100,15 @@ def fully_connected_model(input_shape: tuple[int, ...], units: int, keep_num_dim
 
 
 def chain_model(image: tuple[int, int], channels: int = 4, seed: int = 0, global_pool: bool = False,
-                dense_units: int = 0, flat_input: bool = False) -> bytes:
+                dense_units: int = 0, flat_input: bool = False, global_mean: bool = False) -> bytes:
     """A chain of window stages for patch-based execution: int8 input 1 x rows x columns x 3 -> CONV_2D 3x3 s2
     SAME (RELU6, per-channel) -> DEPTHWISE_CONV_2D 3x3 s1 SAME -> AVERAGE_POOL_2D 3x3 s1 SAME -> MAX_POOL_2D 3x3
     s2 SAME -> CONV_2D 3x3 s1 SAME dilation 2 -> CONV_2D 3x3 VALID -> output, `channels` from the first
     convolution to the max pool; zero points non-zero (the first output's -128), so a wrong padding value
     shows. `global_pool`: then an AVERAGE_POOL_2D VALID over the whole last output (1 x 1 x 1 x 6), the output.
     `dense_units`: then a FULLY_CONNECTED (RELU, per-tensor weights) of the whole last output, flattened, to that
-    many units (micro_speech's head). `flat_input`: the input is [1, rows * columns * 3], RESHAPEd to the image."""
+    many units (micro_speech's head). `flat_input`: the input is [1, rows * columns * 3], RESHAPEd to the image.
+    `global_mean`: then a MEAN over the rows and columns of the last output ([1, 6], its own scale), the output."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
     input_q = _quantization((0.05,), -3)
@@ -160,6 +161,10 @@ def chain_model(image: tuple[int, int], channels: int = 4, seed: int = 0, global
         options = Options("Pool2DOptions", {"Padding": VALID, "StrideW": 1, "StrideH": 1, "FilterWidth": last_hw[1],
                                             "FilterHeight": last_hw[0]})
         c6 = b.op("AVERAGE_POOL_2D", (c6,), Tensor("global_avg", (1, 1, 1, 6), "int8", q6), options, version=2)
+    if global_mean:
+        axes = b.add(Tensor("mean/axes", (2,), "int32", None, np.array((1, 2), np.int32)))
+        c6 = b.op("MEAN", (c6, axes), Tensor("mean", (1, 6), "int8", _quantization((0.03,), 11)),
+                  Options("ReducerOptions", {"KeepDims": False}), version=2)
     if dense_units:
         depth = last_hw[0] * last_hw[1] * 6
         w = b.add(Tensor("dense/w", (dense_units, depth), "int8", _quantization((0.006,)),

@@ -60,8 +60,8 @@ class WindowStage:
     pad: tuple[int, int]  # padding rows before the first row, columns before the first column
     macs: int  # of the whole stage
     element_bytes: int = 1
-    # a global average pool or a FULLY_CONNECTED over the flattened input (one output pixel from every input pixel,
-    # no padding): summed band by band into 4-byte sums per output channel
+    # a global average pool, a MEAN or a FULLY_CONNECTED over the flattened input (one output pixel from every
+    # input pixel, no padding): summed band by band into 4-byte sums per output channel
     reduces: bool = False
 
     def out_tile_bytes(self, region: Region) -> int:

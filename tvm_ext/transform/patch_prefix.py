@@ -27,7 +27,9 @@ branches, and a join rejoins it: patch grids run only the stages before (`Window
 (`_streamed`) the whole graph up to a stage after which it ends in one value (`WindowChain.cuts`).
 
 A chain may end in a dense tail (`_continues_dense`): a FULLY_CONNECTED over a stage output flattened row after row
-(reshape to [1, H * W * C], dequantize, matmul by constant weights, bias, quantize, clips). Its stage is a reduction
+(reshape to [1, H * W * C], dequantize, matmul by constant weights, bias, quantize, clips), or a MEAN over its rows
+and columns (summed band by band as the global average pool, rescaled once by `mean_of_sums` in
+`tvm_ext/kernels/reduce.py`, TFLite's MEAN arithmetic). Its stage is a reduction
 (`WindowStage.reduces`, like a global average pool): streamed bands add each band's partial dot products to int32
 sums (`tvm_ext.kernels.dense.dense_rows`; the weights one constant, each band reading its rows' columns), and the
 sums are requantized once after the last band (`requantized_sums`, the layer's multipliers, zero points and clamp as
@@ -47,6 +49,7 @@ from tvm import relax, te
 from tvm_ext.kernels import OutputStage, Rounding
 from tvm_ext.kernels.dense import dense_rows, requantized_sums
 from tvm_ext.kernels.pool import average_of_sums, row_sums
+from tvm_ext.kernels.reduce import mean_of_sums
 from tvm_ext.kernels.zero_point_fold import fold_zero_point_into_bias
 from tvm_ext.layers import OPAQUE_PATTERN, Layers, bindings_of, carry_layers, with_layers
 from tvm_ext.patch_geometry import (Range, Region, WindowStage, patch_regions, readers_of, receptive_rows, split,
@@ -56,6 +59,8 @@ _WINDOW_OPS = ("relax.nn.conv2d", "relax.nn.max_pool2d", "relax.nn.avg_pool2d")
 _UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.nn.leakyrelu", "relax.astype")
 _CHANNEL_CONSTANT_OPS = ("relax.add", "relax.subtract", "relax.multiply", "relax.maximum", "relax.minimum")
 _DENSE_OP = "relax.matmul"  # a dense tail's (`_continues_dense`): a FULLY_CONNECTED over a flattened stage output
+_MEAN_OP = "relax.mean"  # a dense tail's too: a MEAN over the rows and columns of a stage output
+_REDUCING_OPS = (_DENSE_OP, _MEAN_OP)
 
 
 @tvm_ffi.register_error
@@ -197,7 +202,12 @@ def _continues_dense(value: relax.Expr, first: relax.Var, flat: dict) -> bool | 
         batch, height, width, channels = (int(d) for d in first.ty.shape.values)
         shape = [int(d) for d in value.ty.shape.values]
         return True if batch == 1 and height > 1 and shape == [1, height * width * channels] else None
-    if first not in flat or not _is_rank2(value) or not value.args[0].same_as(first):
+    if _is_call(value, (_MEAN_OP,)) and first not in flat:
+        axes = value.attrs.axis
+        if not _is_nhwc_tensor(first) or axes is None or sorted(int(a) % 4 for a in axes) != [1, 2]:
+            return None
+        return False if _is_unit_vector(value) else None
+    if first not in flat or not _is_unit_vector(value) or not value.args[0].same_as(first):
         return None
     others = value.args[1:]
     if _is_call(value, ("relax.matmul",)):
@@ -207,7 +217,7 @@ def _continues_dense(value: relax.Expr, first: relax.Var, flat: dict) -> bool | 
     if _is_call(value, ("relax.clip", "relax.nn.relu")):
         return flat[first]
     if _is_call(value, _CHANNEL_CONSTANT_OPS) and len(others) == 1 and not flat[first]:
-        units = int(value.ty.shape[1])
+        units = int(value.ty.shape[-1])
         return False if _elements(others[0]) in (1, units) else None
     return None
 
@@ -216,6 +226,13 @@ def _is_rank2(expr: relax.Expr) -> bool:
     ty = expr.ty
     return isinstance(ty, relax.TensorType) and ty.ndim == 2 and isinstance(ty.shape, relax.ShapeExpr) and all(
         isinstance(d, tvm.tirx.IntImm) for d in ty.shape.values)
+
+
+def _is_unit_vector(expr: relax.Expr) -> bool:
+    """Whether `expr` is one row of values: [1, N], or [1, 1, 1, N] (a MEAN that keeps its axes)."""
+    if _is_rank2(expr):
+        return int(expr.ty.shape[0]) == 1
+    return _is_nhwc_tensor(expr) and [int(d) for d in expr.ty.shape.values][:3] == [1, 1, 1]
 
 
 def _joins(value: relax.Expr, region: set) -> bool:
@@ -241,7 +258,7 @@ def _stages_of(source: relax.Var, chain: list[relax.Binding], readers: dict) -> 
     stages: list[ChainStage] = []
     for window, binding in enumerate(chain):
         value = binding.value
-        is_window = _is_call(value, (*_WINDOW_OPS, _DENSE_OP))
+        is_window = _is_call(value, (*_WINDOW_OPS, *_REDUCING_OPS))
         if not _is_kernel(value, position, source):
             continue
         inputs, before = [], []
@@ -271,8 +288,8 @@ def _stages_of(source: relax.Var, chain: list[relax.Binding], readers: dict) -> 
         if chain[output].var.ty.dtype != source.ty.dtype:
             break  # the chain ends inside this stage (e.g. before its quantize): no stored output to cut at
         element_bytes = _element_bytes(chain[output].var)
-        if _is_call(value, (_DENSE_OP,)):
-            geometry = _dense_geometry(value, operand, str(len(stages)), element_bytes)
+        if _is_call(value, _REDUCING_OPS):
+            geometry = _reduction_geometry(value, operand, str(len(stages)), element_bytes)
         elif is_window:
             geometry = _geometry(value, str(len(stages)), element_bytes)
         else:
@@ -285,7 +302,7 @@ def _stages_of(source: relax.Var, chain: list[relax.Binding], readers: dict) -> 
 def _is_kernel(value: relax.Expr, position: dict, source: relax.Var) -> bool:
     """Whether `value` (a binding of the graph whose vars are `position`'s keys, from `source`) starts a stage:
     a window operator or a join."""
-    return _is_call(value, (*_WINDOW_OPS, _DENSE_OP)) or (_is_call(value, ("relax.add",)) and all(
+    return _is_call(value, (*_WINDOW_OPS, *_REDUCING_OPS)) or (_is_call(value, ("relax.add",)) and all(
         a in position or a.same_as(source) for a in value.args) and _joins(value, set(position) | {source}))
 
 
@@ -303,13 +320,14 @@ def _cuts(chain: list[relax.Binding], stages: list[ChainStage], readers: dict, o
     return tuple(cuts)
 
 
-def _dense_geometry(matmul: relax.Call, stored: relax.Var, name: str, element_bytes: int) -> WindowStage:
+def _reduction_geometry(reduction: relax.Call, stored: relax.Var, name: str, element_bytes: int) -> WindowStage:
     """The patch geometry of a dense tail (`_continues_dense`): a FULLY_CONNECTED over the flattened stage output
-    `stored` [1, H, W, C] is a window of all of it (H x W, no padding) to one pixel of its units, a reduction
-    (WindowStage.reduces) that streamed bands feed row by row; H * W * C * units MACs."""
-    hw, channels, units = _hw(stored), int(stored.ty.shape[3]), int(matmul.ty.shape[1])
-    return WindowStage(name, hw, (1, 1), channels, units, hw, (1, 1), (0, 0), hw[0] * hw[1] * channels * units,
-                       element_bytes, reduces=True)
+    `stored` [1, H, W, C], or a MEAN over its rows and columns, is a window of all of it (H x W, no padding) to one
+    pixel of its units (channels), a reduction (WindowStage.reduces) that streamed bands feed row by row;
+    H * W * C * units MACs (a MEAN none)."""
+    hw, channels, units = _hw(stored), int(stored.ty.shape[3]), int(reduction.ty.shape[-1])
+    macs = hw[0] * hw[1] * channels * units if _is_call(reduction, (_DENSE_OP,)) else 0
+    return WindowStage(name, hw, (1, 1), channels, units, hw, (1, 1), (0, 0), macs, element_bytes, reduces=True)
 
 
 def _join_geometry(join: relax.Call, name: str, element_bytes: int) -> WindowStage:
@@ -639,11 +657,44 @@ class _PrefixRewriter(relax.PyExprMutator):
         if geometries[-1].reduces:
             if self._is_dense(self.cut - 1):
                 return self._finish_dense(sums)
+            if self._is_mean(self.cut - 1):
+                return self._finish_mean(sums)
             return self._finish_sums(sums, geometries[-1])
         return self._concat(delivered, 1, "streamed")
 
     def _is_dense(self, stage: int) -> bool:
         return _is_call(self.chain.bindings[self.chain.stages[stage].window].value, (_DENSE_OP,))
+
+    def _is_mean(self, stage: int) -> bool:
+        return _is_call(self.chain.bindings[self.chain.stages[stage].window].value, (_MEAN_OP,))
+
+    def _finish_mean(self, sums: relax.Var) -> relax.Var:
+        """A MEAN over the rows and columns at the cut from its running int32 sums (row_sums), with the int8
+        lowering's MEAN parameters (tvm_ext.transform.int8.reduce.MEAN's match of its quantize): mean_of_sums."""
+        from tvm_ext.transform.int8.graph import Graph
+        from tvm_ext.transform.int8.lowering import FixedCall, LoweringContext
+        from tvm_ext.transform.int8.reduce import MEAN
+
+        stage = self.chain.stages[self.cut - 1]
+        values = [self.chain.bindings[i].value for i in stage.after]
+        operand = self.chain.bindings[stage.before[0][-1]].value if stage.before and stage.before[0] else None
+        matched = None
+        if len(values) == 1 and _is_call(values[0], ("relax.quantize",)) and _is_call(operand, ("relax.dequantize",)):
+            context = LoweringContext(Graph(self.original), {operand.args[0]: operand.args[0]}, self.rounding)
+            matched = MEAN.match(values[0], context)
+        if not isinstance(matched, FixedCall) or str(operand.args[0].ty.dtype) != "int8":
+            raise PatchPlanError(f"window stage {self.cut} is a MEAN over a stage output's rows and columns, but not "
+                                 "an int8 one ending in its quantize: it cannot be summed band by band")
+        params = {key: matched.call.kwargs[key] for key in ("input_zero_point", "output_zero_point", "multiplier",
+                                                            "shift", "rounding")}
+        geometry = stage.geometry
+        shape = [int(d) for d in values[0].ty.shape.values]
+
+        def mean_of_band_sums(total: te.Tensor) -> te.Tensor:  # TE takes no Rounding
+            return mean_of_sums(total, shape=shape, count=geometry.in_hw[0] * geometry.in_hw[1], dtype="int8",
+                                **params)
+
+        return self._emit(self._kernel(mean_of_band_sums, sums), "mean_of_sums", self._records_of_stage(self.cut - 1))
 
     def _band_sums(self, stage: int, chunk: relax.Var, first_row: int, sums: relax.Var | None,
                    suffix: str) -> relax.Var:

@@ -183,3 +183,21 @@ def test_a_dense_head_summed_band_by_band_computes_tflite_micros_values_bit_exac
         interpreter.set_input(x.reshape(1, -1), 0)
         interpreter.invoke()
         np.testing.assert_array_equal(got, interpreter.get_output(0))
+
+
+@pytest.mark.parametrize("bands, driver", [(3, 0), (2, 5)])
+def test_a_mean_summed_band_by_band_computes_tflite_micros_values_bit_exactly(tmp_path, bands, driver):
+    """Streamed bands into a MEAN over the rows and columns of the last output (its own output scale): each band's
+    rows added to int32 sums, rescaled once after the last band as TFLite's MEAN, bit for bit TFLite Micro's."""
+    path = tmp_path / "mean.tflite"
+    path.write_bytes(chain_model(IMAGE, global_mean=True))
+    mod = import_model(path).mod
+    chain = window_chain(mod["main"])
+    assert len(chain.stages) == 7 and chain.geometries[-1].reduces and chain.geometries[-1].in_hw == (2, 1)
+    interpreter = runtime.Interpreter.from_file(str(path))
+    streamed = RunPrefixInPatches(7, (bands, 1), driver)(mod)
+    assert any(str(b.var.name).startswith("mean_of_sums") for b in bindings_of(streamed["main"]))
+    for x, got in zip(_inputs(), _run_lowered(streamed, _inputs()), strict=True):
+        interpreter.set_input(x, 0)
+        interpreter.invoke()
+        np.testing.assert_array_equal(got, interpreter.get_output(0))
