@@ -99,18 +99,30 @@ def fully_connected_model(input_shape: tuple[int, ...], units: int, keep_num_dim
     return build(Model(tensors, [dense], inputs=(0,), outputs=(3,)))
 
 
-def chain_model(image: tuple[int, int], channels: int = 4, seed: int = 0, global_pool: bool = False) -> bytes:
+def chain_model(image: tuple[int, int], channels: int = 4, seed: int = 0, global_pool: bool = False,
+                dense_units: int = 0, flat_input: bool = False, global_mean: bool = False) -> bytes:
     """A chain of window stages for patch-based execution: int8 input 1 x rows x columns x 3 -> CONV_2D 3x3 s2
     SAME (RELU6, per-channel) -> DEPTHWISE_CONV_2D 3x3 s1 SAME -> AVERAGE_POOL_2D 3x3 s1 SAME -> MAX_POOL_2D 3x3
     s2 SAME -> CONV_2D 3x3 s1 SAME dilation 2 -> CONV_2D 3x3 VALID -> output, `channels` from the first
     convolution to the max pool; zero points non-zero (the first output's -128), so a wrong padding value
-    shows. `global_pool`: then an AVERAGE_POOL_2D VALID over the whole last output (1 x 1 x 1 x 6), the output."""
+    shows. `global_pool`: then an AVERAGE_POOL_2D VALID over the whole last output (1 x 1 x 1 x 6), the output.
+    `dense_units`: then a FULLY_CONNECTED (RELU, per-tensor weights) of the whole last output, flattened, to that
+    many units (micro_speech's head). `flat_input`: the input is [1, rows * columns * 3], RESHAPEd to the image.
+    `global_mean`: then a MEAN over the rows and columns of the last output ([1, 6], its own scale), the output."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
-    x = b.add(Tensor("input", (1, *image, 3), "int8", _quantization((0.05,), -3)))
+    input_q = _quantization((0.05,), -3)
+    if flat_input:
+        flat = b.add(Tensor("input", (1, image[0] * image[1] * 3), "int8", input_q))
+        b.inputs.append(flat)
+        shape = b.add(Tensor("input/shape", (4,), "int32", None, np.array((1, *image, 3), np.int32)))
+        x = b.op("RESHAPE", (flat, shape), Tensor("image", (1, *image, 3), "int8", input_q),
+                 Options("ReshapeOptions", {"NewShape": (1, *image, 3)}), version=1)
+    else:
+        x = b.add(Tensor("input", (1, *image, 3), "int8", input_q))
+        b.inputs.append(x)
     half = tuple(-(-n // 2) for n in image)
     quarter = tuple(-(-n // 2) for n in half)
-    b.inputs.append(x)
 
     def conv(data: int, shape_in: tuple[int, int, int], out_hw: tuple[int, int], cout: int, kernel: int,
              options: dict, depthwise: bool, name: str, out_q: Quantization) -> int:
@@ -149,6 +161,19 @@ def chain_model(image: tuple[int, int], channels: int = 4, seed: int = 0, global
         options = Options("Pool2DOptions", {"Padding": VALID, "StrideW": 1, "StrideH": 1, "FilterWidth": last_hw[1],
                                             "FilterHeight": last_hw[0]})
         c6 = b.op("AVERAGE_POOL_2D", (c6,), Tensor("global_avg", (1, 1, 1, 6), "int8", q6), options, version=2)
+    if global_mean:
+        axes = b.add(Tensor("mean/axes", (2,), "int32", None, np.array((1, 2), np.int32)))
+        c6 = b.op("MEAN", (c6, axes), Tensor("mean", (1, 6), "int8", _quantization((0.03,), 11)),
+                  Options("ReducerOptions", {"KeepDims": False}), version=2)
+    if dense_units:
+        depth = last_hw[0] * last_hw[1] * 6
+        w = b.add(Tensor("dense/w", (dense_units, depth), "int8", _quantization((0.006,)),
+                         rng.integers(-127, 128, (dense_units, depth)).astype(np.int8)))
+        bias = b.add(Tensor("dense/b", (dense_units,), "int32", _quantization((0.1 * 0.006,)),
+                            rng.integers(-3000, 3000, dense_units).astype(np.int32)))
+        options = Options("FullyConnectedOptions", {"FusedActivationFunction": 1, "KeepNumDims": False})  # RELU
+        c6 = b.op("FULLY_CONNECTED", (c6, w, bias), Tensor("dense", (1, dense_units), "int8",
+                                                            _quantization((0.02 * depth / 9,), -7)), options, version=3)
     b.outputs.append(c6)
     return build(b.model())
 

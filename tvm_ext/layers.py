@@ -38,6 +38,10 @@ OPERAND_ROLES_ATTR = "tvm_ext.operand_roles"  # per input operand, the TE kernel
 # A kernel elementwise in its data operand though it loads at positions read from it (a table lookup): FuseOps
 # may fuse it after the kernel computing that operand (tvm_ext.transform.fuse_keeping_layers).
 ELEMENTWISE_LOOKUP_ATTR = "tvm_ext.elementwise_lookup"
+# A binary kernel of broadcast operands that reads their rescaled values from tables indexed by them (int8 ADD, SUB,
+# SQUARED_DIFFERENCE: kernels.elementwise.rescaled_table_args): it keeps the op pattern (kBroadcast) it has without
+# the tables, so FuseOps fuses it as it did (tvm_ext.transform.fuse_keeping_layers).
+BROADCAST_LOOKUP_ATTR = "tvm_ext.broadcast_lookup"
 # A kernel FuseOps leaves alone (tvm_ext.transform.fuse_keeping_layers): the concatenation of a layer's patches
 # (tvm_ext.transform.patch_prefix), which fused into a pool after it gives C that GCC warns about.
 UNFUSED_ATTR = "tvm_ext.unfused"

@@ -74,7 +74,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             # Before any folding: FoldConstant would compute a tensor that fits no target on the host.
             RefuseOversizedTensors(model_name),
             # Before the int8 pass: each patch keeps its layers' QDQ patterns, so it gets the whole layer's kernel.
-            *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid, patches.driver)]),
+            *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid, patches.driver,
+                                                            profile.int8_rounding)]),
             # Quantized TFLite: QDQ patterns -> integer kernels (float models have none and pass unchanged).
             LowerQuantizedToInteger(rounding=profile.int8_rounding, model_name=model_name, schedules=schedules,
                                     flash_bytes=profile.flash_bytes,

@@ -60,7 +60,9 @@ class WindowStage:
     pad: tuple[int, int]  # padding rows before the first row, columns before the first column
     macs: int  # of the whole stage
     element_bytes: int = 1
-    reduces: bool = False  # a global average pool (one output pixel from every input pixel, no padding)
+    # a global average pool, a MEAN or a FULLY_CONNECTED over the flattened input (one output pixel from every
+    # input pixel, no padding): summed band by band into 4-byte sums per output channel
+    reduces: bool = False
 
     def out_tile_bytes(self, region: Region) -> int:
         return _area(region) * self.out_channels * self.element_bytes
@@ -192,7 +194,7 @@ def streamed_bytes(stage: WindowStage, region_in: Region, region_out: Region, in
 
 def top_stage(stages: list[WindowStage]) -> int:
     """The last stage of a streamed prefix `stages` that computes rows band by band: the last, or the one before
-    when the last reduces (a global average pool, which sums its input band by band)."""
+    when the last reduces (a global average pool or a FULLY_CONNECTED, which sums its input band by band)."""
     return len(stages) - 2 if stages[-1].reduces else len(stages) - 1
 
 

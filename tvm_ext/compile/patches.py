@@ -3,8 +3,8 @@
 `off` compiles layer by layer, as without the option. `NxM` runs the first stages in an N x M grid of patches,
 cut where the cost model (tvm_ext.patch_geometry) gives this grid its smallest arena (then the fewest extra
 MACs). `stream` (`streamN`) runs them streamed: in bands of rows each computing only its new rows, the rows
-a stage reads again kept from the band before (no extra MACs; a global average pool at the cut summed band by
-band), in the bands and up to the cut of smallest estimated arena (N bands). `auto` compiles layer by layer
+a stage reads again kept from the band before (no extra MACs; a global average pool or a FULLY_CONNECTED at the
+cut summed band by band), in the bands and up to the cut of smallest estimated arena (N bands). `auto` compiles layer by layer
 and, only when that does not fit the profile's SRAM, tries the plans (patches and streamed bands) whose
 estimated arena fits, fewest extra MACs first (so streamed bands first; at most `AUTO_ATTEMPTS` of each kind
 compiled and planned), and takes the first
@@ -173,10 +173,16 @@ def takes_rows(func, plan: PatchPlan) -> bool:
     first stage alone: a plan a row-wise input can take (a band reading all rows would hold the whole input; a
     skip from the input would read its rows again)."""
     chain = _window_chain(func)
-    if plan.grid[1] != 1 or any(-1 in inputs for inputs in chain.inputs[1:plan.cut]):
+    if plan.grid[1] != 1 or not _from_input(func, chain) or any(-1 in inputs for inputs in chain.inputs[1:plan.cut]):
         return False
     height = chain.geometries[0].in_hw[0]
     return all(rows != (0, height) for rows in band_rows(func, cut_of(plan)))
+
+
+def _from_input(func, chain) -> bool:
+    """Whether `chain` (None: no chain) starts at an input of `func` itself, not at a reshape of one (a row-wise
+    input gives the rows of the input's own shape)."""
+    return chain is not None and any(chain.source.same_as(param) for param in func.params)
 
 
 def with_rows(plan: ExecutionPlan, func, cut: PatchCut, file_name: str) -> ExecutionPlan:
@@ -202,7 +208,7 @@ def rows_request(func, request: PatchRequest, file_name: str, io_counts: tuple[i
     if io_in_arena:
         raise CompileError(f"{file_name}: --input-rows gives the input row by row, so it is not in the arena; leave "
                            "out --io-in-arena")
-    if _window_chain(func) is None:
+    if not _from_input(func, _window_chain(func)):
         raise CompileError(f"{file_name}: --input-rows needs a chain of windowed NHWC stages from the model input "
                            "(convolutions, pools) to run in bands of rows; this model has none")
     if isinstance(request, tuple) and request[1] != 1:

@@ -109,3 +109,34 @@ def fully_connected_int8(
         name="acc",
     )
     return te.compute((batch, units), lambda n, o: requantize(acc[n, o], o, output, bias), name="fully_connected_int8")
+
+
+def dense_rows(data: te.Tensor, weight: te.Tensor, *before: te.Tensor, offset: int,
+               input_zero_point: int) -> te.Tensor:
+    """A band of rows' part of an int8 FULLY_CONNECTED over a flattened NHWC tensor: int32 [1, O], the sums
+    over the band `data` [1, h, w, C] (int8) of (value - input_zero_point) times the weight [O, K] (int8, as
+    TFLite stores it) at input offset + (y * w + x) * C + c (the band's place in the flattened tensor), plus
+    the sums of the bands before (`before`: one such tensor, or none for the first band). The bands' sums
+    add up to the layer's accumulators exactly (int32 arithmetic, any order); `requantized_sums` finishes
+    them. tvm_ext.transform.patch_prefix streams a FULLY_CONNECTED's input through it band by band."""
+    _, h, w, channels = (int(d) for d in data.shape)
+    units = int(weight.shape[0])
+    ry, rx, rc = (te.reduce_axis((0, n), name) for n, name in ((h, "ry"), (w, "rx"), (channels, "rc")))
+    band = te.compute(
+        (1, units),
+        lambda n, o: te.sum((data[n, ry, rx, rc].astype("int32") - input_zero_point)
+                            * weight[o, offset + (ry * w + rx) * channels + rc].astype("int32"), axis=[ry, rx, rc]),
+        name="band_dot")
+    if not before:
+        return band
+    return te.compute((1, units), lambda n, o: before[0][n, o] + band[n, o], name="running_dot")
+
+
+def requantized_sums(acc: te.Tensor, bias: Optional[te.Tensor] = None, multiplier: Optional[te.Tensor] = None,
+                     shift: Optional[te.Tensor] = None, *, output: OutputStage) -> te.Tensor:
+    """The int8 FULLY_CONNECTED's output [1, O] from its int32 accumulators `acc` [1, O] (`dense_rows` of the
+    last band): plus the bias, requantized by `output` (per-channel `multiplier`/`shift` tensors when given), as
+    fully_connected_int8 finishes its own sums."""
+    output = output.per_channel(multiplier, shift)
+    return te.compute(tuple(int(d) for d in acc.shape), lambda n, o: requantize(acc[n, o], o, output, bias),
+                      name="fully_connected_of_sums")

@@ -6,7 +6,8 @@ missing leading axis or an axis of extent 1 is repeated; so a rank-0 (scalar) op
 
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import Optional, Sequence
 
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
@@ -32,16 +33,25 @@ def broadcast_read(tensor: te.Tensor, index: Sequence[PrimExpr]) -> PrimExpr:
 
 
 def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: int,
-              multiplier_shift: tuple[int, int], rounding: Rounding, name: str) -> tuple[te.Tensor, int]:
+              multiplier_shift: tuple[int, int], rounding: Rounding, name: str,
+              table: Optional[te.Tensor] = None, offset_folded: bool = False) -> tuple[te.Tensor, int]:
     """MBQM((x - zero_point) << left_shift), broadcast to ``shape``: an operand on the common scale of ADD,
     SUB and SQUARED_DIFFERENCE, and the largest magnitude it takes. A stage of its own keeps each TIR
     expression small (one fixed-point multiply each). The larger-scale operand's multiplier is 2^30 with
-    shift 0 (a ratio of 1/2): MBQM then halves an even value exactly, one shift by left_shift - 1."""
+    shift 0 (a ratio of 1/2): MBQM then halves an even value exactly, one shift by left_shift - 1 (with
+    ``offset_folded`` of x alone: its zero point's term is in the other operand's table). With ``table``
+    (int32[256], ``int8_tables.rescaled_operand_table``: `rescaled_table_args`) the value is the table's entry
+    at (uint8) x: one byte load and one word load where the fixed-point multiply costs about seven instructions
+    per element (cortex-m4f)."""
     multiplier, shift = multiplier_shift
     largest = largest_centered(tensor.dtype, zero_point) << left_shift
     halves_exactly = (multiplier, shift) == (1 << 30, 0) and left_shift >= 1 and largest <= INT32_MAX
 
     def value(*index):
+        if table is not None:
+            return table[broadcast_read(tensor, index).astype("uint8").astype("int32")]
+        if offset_folded:
+            return broadcast_read(tensor, index).astype("int32") * (1 << (left_shift - 1))
         centered = broadcast_read(tensor, index).astype("int32") - zero_point
         if halves_exactly:
             return centered * (1 << (left_shift - 1))
@@ -52,27 +62,76 @@ def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: 
                                                          largest)
 
     bound = min(quantized_multiplier_bound(largest, multiplier, shift), INT32_MAX)
+    if table is not None:  # its entries may hold the other operand's offset term too (|zero point| <= 128)
+        bound = min(bound + (128 << max(left_shift - 1, 0)), INT32_MAX)
+    if offset_folded:
+        bound = 128 << (left_shift - 1)
     return te.compute(shape, value, name=name), bound
 
 
+TABLED_ELEMENTS = 1024
+"""The fewest output elements for which an operand's rescale is tabled: the table's 1,024 bytes of flash at most one
+byte per output element (the rule of ``transform.int8.binary.SCALAR_TABLE_KINDS``' tables), for about six
+instructions saved per element on cortex-m4f."""
+
+TableArgs = tuple[int, int, tuple[int, int], int]
+"""The arguments of ``int8_tables.rescaled_operand_table`` for one operand: zero point, left shift, (multiplier,
+shift), and the constant added to each entry."""
+
+
+def rescaled_table_args(dtype: str, elements: int, params: AddParams, lhs_zero_point: int, rhs_zero_point: int,
+                        sign: int) -> tuple[Optional[TableArgs], Optional[TableArgs]]:
+    """Per operand of an ADD (``sign`` 1), SUB or SQUARED_DIFFERENCE (-1: the difference) of ``params``, ``dtype``
+    operands and an output of ``elements`` elements, the arguments of its rescaled values' table (a 1,024-byte
+    weight), or None for an operand computed in the kernel: int8 operands of an output of at least
+    TABLED_ELEMENTS elements are tabled, except one of multiplier 1/2 (TFLite's larger-scale operand, whose
+    rescale is one shift): its zero point's term, -sign * zero_point * 2^(left_shift - 1), is added to the other
+    operand's table instead."""
+    if dtype != "int8" or elements < TABLED_ELEMENTS:
+        return None, None
+    multipliers = tuple((int(m), int(s)) for m, s in (params.input1, params.input2))
+    halved = [m == (1 << 30, 0) and params.left_shift >= 1 for m in multipliers]
+    if halved[0] and halved[1]:  # equal scales: both one shift, nothing to table
+        return None, None
+    zero_points = (lhs_zero_point, rhs_zero_point)
+    args: list[Optional[TableArgs]] = []
+    for k in range(2):
+        if halved[k]:
+            args.append(None)
+            continue
+        plus = -sign * zero_points[1 - k] * (1 << (params.left_shift - 1)) if halved[1 - k] else 0
+        args.append((zero_points[k], params.left_shift, multipliers[k], plus))
+    return args[0], args[1]
+
+
 def _rescaled_operands(lhs: te.Tensor, rhs: te.Tensor, shape: list[int], lhs_zero_point: int, rhs_zero_point: int,
-                       params: AddParams, rounding: Rounding) -> tuple[tuple[te.Tensor, int], tuple[te.Tensor, int]]:
+                       params: AddParams, rounding: Rounding, tables: Sequence[te.Tensor] = (),
+                       sign: int = 1) -> tuple[tuple[te.Tensor, int], tuple[te.Tensor, int]]:
     """Both operands of a binary operator on their common scale (`_rescaled` with `params`' left shift and each
-    operand's multiplier), as stages "lhs_scaled" and "rhs_scaled", each with its largest magnitude."""
-    return (_rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled"),
-            _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled"))
+    operand's multiplier), as stages "lhs_scaled" and "rhs_scaled", each with its largest magnitude; ``tables``
+    those of the operands `rescaled_table_args` (of ``sign``) names, in order, or none."""
+    specs = rescaled_table_args(str(lhs.dtype), math.prod(shape), params, lhs_zero_point, rhs_zero_point, sign) \
+        if tables else (None, None)
+    remaining = iter(tables)
+    lhs_table, rhs_table = (next(remaining) if spec is not None else None for spec in specs)
+    folded = [spec is None and other is not None for spec, other in zip(specs, reversed(specs))]
+    return (_rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled", lhs_table,
+                      folded[0]),
+            _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled", rhs_table,
+                      folded[1]))
 
 
 def _add_or_sub_int8(
-    lhs: te.Tensor, rhs: te.Tensor, sign: int, name: str, *, lhs_zero_point: int, rhs_zero_point: int,
-    output_zero_point: int, params: AddParams, activation: ActivationRange, rounding: Rounding,
+    lhs: te.Tensor, rhs: te.Tensor, sign: int, name: str, tables: Sequence[te.Tensor], *, lhs_zero_point: int,
+    rhs_zero_point: int, output_zero_point: int, params: AddParams, activation: ActivationRange, rounding: Rounding,
 ) -> te.Tensor:
     """out = clamp(MBQM(MBQM(lhs'<<20) + sign * MBQM(rhs'<<20)) + out_zp), x' = x - x_zp (TFLite AddFunc,
-    SubFunc); ``sign`` is 1 for ADD, -1 for SUB. The output has the operands' type (int8, or int16 as TFLite
-    Micro's int16 ADD, whose left shift is 15)."""
+    SubFunc); ``sign`` is 1 for ADD, -1 for SUB; ``tables``: those of the operands `rescaled_table_args` names,
+    or none. The output has the operands' type (int8, or int16 as TFLite Micro's int16 ADD, whose left shift is
+    15)."""
     shape = broadcast_shape(lhs, rhs)
     (lhs_scaled, lhs_largest), (rhs_scaled, rhs_largest) = _rescaled_operands(
-        lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding)
+        lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding, tables, sign)
 
     def value(*index):
         raw = lhs_scaled(*index) + rhs_scaled(*index) if sign > 0 else lhs_scaled(*index) - rhs_scaled(*index)
@@ -82,14 +141,14 @@ def _add_or_sub_int8(
     return te.compute(shape, value, name=name)
 
 
-def add_int8(lhs: te.Tensor, rhs: te.Tensor, **quantization) -> te.Tensor:
-    """TFLite's int8 ADD; keywords as ``_add_or_sub_int8``."""
-    return _add_or_sub_int8(lhs, rhs, 1, "add_int8", **quantization)
+def add_int8(lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, **quantization) -> te.Tensor:
+    """TFLite's int8 ADD; ``tables`` and keywords as ``_add_or_sub_int8``."""
+    return _add_or_sub_int8(lhs, rhs, 1, "add_int8", tables, **quantization)
 
 
-def sub_int8(lhs: te.Tensor, rhs: te.Tensor, **quantization) -> te.Tensor:
-    """TFLite's int8 SUB (lhs - rhs); keywords as ``_add_or_sub_int8``."""
-    return _add_or_sub_int8(lhs, rhs, -1, "sub_int8", **quantization)
+def sub_int8(lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, **quantization) -> te.Tensor:
+    """TFLite's int8 SUB (lhs - rhs); ``tables`` and keywords as ``_add_or_sub_int8``."""
+    return _add_or_sub_int8(lhs, rhs, -1, "sub_int8", tables, **quantization)
 
 
 def mul_int8(
@@ -125,14 +184,15 @@ def minimum_int8(lhs: te.Tensor, rhs: te.Tensor) -> te.Tensor:
 
 
 def squared_difference_int8(
-    lhs: te.Tensor, rhs: te.Tensor, *, lhs_zero_point: int, rhs_zero_point: int, output_zero_point: int,
-    params: AddParams, rounding: Rounding,
+    lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, lhs_zero_point: int, rhs_zero_point: int,
+    output_zero_point: int, params: AddParams, rounding: Rounding,
 ) -> te.Tensor:
     """out = clamp(MBQM(d * d) + out_zp), d = MBQM(lhs'<<7) - MBQM(rhs'<<7) (TFLM's SquaredDifference; |d| is
-    below 2^15, so d * d fits int32)."""
+    below 2^15, so d * d fits int32); ``tables``: those of the operands `rescaled_table_args` (of sign -1) names,
+    or none."""
     shape = broadcast_shape(lhs, rhs)
     (lhs_scaled, lhs_largest), (rhs_scaled, rhs_largest) = _rescaled_operands(
-        lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding)
+        lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding, tables, -1)
 
     def value(*index):
         difference = lhs_scaled(*index) - rhs_scaled(*index)

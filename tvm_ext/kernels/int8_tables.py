@@ -116,6 +116,17 @@ def binary_scalar_table(kind: str, input_zero_point: int, constant: int, constan
     return np.clip(output, activation.low, activation.high).astype(np.int8)
 
 
+def rescaled_operand_table(zero_point: int, left_shift: int, multiplier_shift: tuple[int, int], plus: int,
+                           rounding: Rounding) -> np.ndarray:
+    """int32[256]: an int8 operand of TFLite's ADD or SUB on the operators' common scale,
+    MultiplyByQuantizedMultiplier((input - zero_point) << left_shift, multiplier, shift) + ``plus`` (add_common.cc;
+    ``elementwise._rescaled``'s value, a function of the one int8 value) of the input whose uint8 bits are the
+    index (0..127 the non-negative inputs, 128..255 the negative ones: the kernel indexes by the byte itself)."""
+    inputs = np.arange(TABLE_SIZE, dtype=np.uint8).view(np.int8).astype(np.int64)  # the int8 of each index's bits
+    centered = (inputs - zero_point) << left_shift
+    return (fp.multiply_by_quantized_multiplier(centered, *multiplier_shift, rounding) + plus).astype(np.int32)
+
+
 RSQRT_SHIFT = 20  # TFLM's kShift: 1/sqrt(x) is taken as an integer scaled by 2^20 before the output rescale
 
 

@@ -16,7 +16,8 @@ frontend's quantize/dequantize pattern of every layer, so the lowering gives eac
 as the whole layer (smaller shapes, border padding only), and the concatenation joins the int8 pieces
 themselves (the lowering's CONCATENATION of int8 tensors: a copy).
 
-The prefix is a chain from a model input: each of its tensors read by window operators in NHWC (conv2d,
+The prefix is a chain from a model input (or from its reshape into an NHWC image: micro_speech's flat features):
+each of its tensors read by window operators in NHWC (conv2d,
 max_pool2d, avg_pool2d, not ceil mode), elementwise ones (quantize, dequantize, clip, relu, leaky relu, and add,
 subtract, multiply, maximum, minimum with a tensor constant over the channels) with one operand on the chain,
 or joins (an add of two of its tensors of one shape: a residual block's). `window_chain` finds it; a stage is
@@ -24,17 +25,32 @@ one window operator or join and the elementwise operators around it up to the te
 dequantize (or cast: an int8 average pool sums in int32). Where a tensor has several readers the chain
 branches, and a join rejoins it: patch grids run only the stages before (`WindowChain.linear`), streamed bands
 (`_streamed`) the whole graph up to a stage after which it ends in one value (`WindowChain.cuts`).
+
+A chain may end in a dense tail (`_continues_dense`): a FULLY_CONNECTED over a stage output flattened row after row
+(reshape to [1, H * W * C], dequantize, matmul by constant weights, bias, quantize, clips), or a MEAN over its rows
+and columns (summed band by band as the global average pool, rescaled once by `mean_of_sums` in
+`tvm_ext/kernels/reduce.py`, TFLite's MEAN arithmetic). Its stage is a reduction
+(`WindowStage.reduces`, like a global average pool): streamed bands add each band's partial dot products to int32
+sums (`tvm_ext.kernels.dense.dense_rows`; the weights one constant, each band reading its rows' columns), and the
+sums are requantized once after the last band (`requantized_sums`, the layer's multipliers, zero points and clamp as
+the int8 lowering matches them), so the stage before never holds its whole output; int32 sums add up in any order,
+so the output is the layer's bit for bit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import tvm
 import tvm_ffi
-from tvm import relax
+from tvm import relax, te
 
+from tvm_ext.kernels import OutputStage, Rounding
+from tvm_ext.kernels.dense import dense_rows, requantized_sums
 from tvm_ext.kernels.pool import average_of_sums, row_sums
+from tvm_ext.kernels.reduce import mean_of_sums
+from tvm_ext.kernels.zero_point_fold import fold_zero_point_into_bias
 from tvm_ext.layers import OPAQUE_PATTERN, Layers, bindings_of, carry_layers, with_layers
 from tvm_ext.patch_geometry import (Range, Region, WindowStage, patch_regions, readers_of, receptive_rows, split,
                                     stream_rows, top_stage, valid_cuts)
@@ -42,6 +58,9 @@ from tvm_ext.patch_geometry import (Range, Region, WindowStage, patch_regions, r
 _WINDOW_OPS = ("relax.nn.conv2d", "relax.nn.max_pool2d", "relax.nn.avg_pool2d")
 _UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.nn.leakyrelu", "relax.astype")
 _CHANNEL_CONSTANT_OPS = ("relax.add", "relax.subtract", "relax.multiply", "relax.maximum", "relax.minimum")
+_DENSE_OP = "relax.matmul"  # a dense tail's (`_continues_dense`): a FULLY_CONNECTED over a flattened stage output
+_MEAN_OP = "relax.mean"  # a dense tail's too: a MEAN over the rows and columns of a stage output
+_REDUCING_OPS = (_DENSE_OP, _MEAN_OP)
 
 
 @tvm_ffi.register_error
@@ -116,11 +135,24 @@ def window_chain(func: relax.Function) -> WindowChain | None:
         if any(var in computed for var in _vars_in(binding.value)):
             computed.add(binding.var)
     best = None
-    for param in func.params:
-        chain = _chain_from(param, bindings, readers, outputs, computed)
+    for source in _sources(func, bindings):
+        chain = _chain_from(source, bindings, readers, outputs, computed)
         if chain is not None and (best is None or len(chain.stages) > len(best.stages)):
             best = chain
     return best
+
+
+def _sources(func: relax.Function, bindings: list[relax.Binding]) -> list[relax.Var]:
+    """Where a chain may start: each of `func`'s inputs, or for an input that is no NHWC tensor, each reshape of
+    it into one (a view of its elements in their order: micro_speech's 1960 features as 49 rows of 40)."""
+    sources = []
+    for param in func.params:
+        if _is_nhwc_tensor(param):
+            sources.append(param)
+            continue
+        sources += [b.var for b in bindings if _is_call(b.value, ("relax.reshape",))
+                    and b.value.args[0].same_as(param) and _is_nhwc_tensor(b.var)]
+    return sources
 
 
 def _chain_from(source: relax.Var, bindings: list[relax.Binding], readers: dict, outputs: set,
@@ -131,6 +163,7 @@ def _chain_from(source: relax.Var, bindings: list[relax.Binding], readers: dict,
     if not _is_nhwc_tensor(source):
         return None
     region = {source}
+    flat: dict[relax.Var, bool] = {}  # the dense tail's tensors (`_continues_dense`): whether before its matmul
     chain: list[relax.Binding] = []
     for binding in bindings:
         value = binding.value
@@ -138,16 +171,68 @@ def _chain_from(source: relax.Var, bindings: list[relax.Binding], readers: dict,
         if not read:
             continue
         first = value.args[0] if isinstance(value, relax.Call) and value.args else None
-        continues = first is not None and first in region and _continues_chain(value, first) and not any(
-            var in computed for arg in value.args[1:] for var in _vars_in(arg))
-        if not (continues or _joins(value, region)) or any(var in outputs for var in read):
+        constant_others = not any(var in computed for arg in getattr(value, "args", [])[1:] for var in _vars_in(arg))
+        dense = _continues_dense(value, first, flat) if first is not None and first in region and constant_others \
+            else None
+        continues = first is not None and first in region and first not in flat and constant_others and (
+            _continues_chain(value, first))
+        if not (continues or dense is not None or _joins(value, region)) or any(var in outputs for var in read):
             break
         chain.append(binding)
         region.add(binding.var)
+        if dense is not None:
+            flat[binding.var] = dense
     stages = _stages_of(source, chain, readers)
     if len(stages) < 2:
         return None
     return WindowChain(source, tuple(chain), tuple(stages), _cuts(chain, stages, readers, outputs))
+
+
+def _continues_dense(value: relax.Expr, first: relax.Var, flat: dict) -> bool | None:
+    """Whether `value` continues the chain's dense tail, a FULLY_CONNECTED over a flattened stage output: the
+    reshape of a one-image NHWC tensor of several rows into [1, H * W * C] (the rows one after another), the
+    elementwise operators on it (dequantize: per tensor), the matmul of it by a constant [K, O] weight, and the
+    elementwise operators on its [1, O] result (a bias or another per-unit constant added, quantize, clip; a
+    second matmul ends the tail). The value `flat` records for the result (True: before the matmul), or None
+    when `value` does not continue it. `first` is its first operand, on the chain; the caller checks that the
+    others are constants."""
+    if _is_call(value, ("relax.reshape",)) and first not in flat:
+        if not _is_nhwc_tensor(first) or not _is_rank2(value):
+            return None
+        batch, height, width, channels = (int(d) for d in first.ty.shape.values)
+        shape = [int(d) for d in value.ty.shape.values]
+        return True if batch == 1 and height > 1 and shape == [1, height * width * channels] else None
+    if _is_call(value, (_MEAN_OP,)) and first not in flat:
+        axes = value.attrs.axis
+        if not _is_nhwc_tensor(first) or axes is None or sorted(int(a) % 4 for a in axes) != [1, 2]:
+            return None
+        return False if _is_unit_vector(value) else None
+    if first not in flat or not _is_unit_vector(value) or not value.args[0].same_as(first):
+        return None
+    others = value.args[1:]
+    if _is_call(value, ("relax.matmul",)):
+        return False if flat[first] and len(others) == 1 and _is_rank2(others[0]) else None
+    if _is_call(value, ("relax.dequantize", "relax.quantize")):
+        return flat[first] if all(_elements(arg) == 1 for arg in others) else None
+    if _is_call(value, ("relax.clip", "relax.nn.relu")):
+        return flat[first]
+    if _is_call(value, _CHANNEL_CONSTANT_OPS) and len(others) == 1 and not flat[first]:
+        units = int(value.ty.shape[-1])
+        return False if _elements(others[0]) in (1, units) else None
+    return None
+
+
+def _is_rank2(expr: relax.Expr) -> bool:
+    ty = expr.ty
+    return isinstance(ty, relax.TensorType) and ty.ndim == 2 and isinstance(ty.shape, relax.ShapeExpr) and all(
+        isinstance(d, tvm.tirx.IntImm) for d in ty.shape.values)
+
+
+def _is_unit_vector(expr: relax.Expr) -> bool:
+    """Whether `expr` is one row of values: [1, N], or [1, 1, 1, N] (a MEAN that keeps its axes)."""
+    if _is_rank2(expr):
+        return int(expr.ty.shape[0]) == 1
+    return _is_nhwc_tensor(expr) and [int(d) for d in expr.ty.shape.values][:3] == [1, 1, 1]
 
 
 def _joins(value: relax.Expr, region: set) -> bool:
@@ -173,7 +258,7 @@ def _stages_of(source: relax.Var, chain: list[relax.Binding], readers: dict) -> 
     stages: list[ChainStage] = []
     for window, binding in enumerate(chain):
         value = binding.value
-        is_window = _is_call(value, _WINDOW_OPS)
+        is_window = _is_call(value, (*_WINDOW_OPS, *_REDUCING_OPS))
         if not _is_kernel(value, position, source):
             continue
         inputs, before = [], []
@@ -196,13 +281,19 @@ def _stages_of(source: relax.Var, chain: list[relax.Binding], readers: dict) -> 
                 break
             last = follows
             after.append(last)
-        while after and _widens(chain[after[-1]].value):  # the next stage's, up to its operand
+        while after and (_widens(chain[after[-1]].value)  # the next stage's, up to its operand
+                         or _is_call(chain[after[-1]].value, ("relax.reshape",))):  # a dense tail's flattening
             after.pop()
         output = after[-1] if after else window
         if chain[output].var.ty.dtype != source.ty.dtype:
             break  # the chain ends inside this stage (e.g. before its quantize): no stored output to cut at
-        geometry = (_geometry(value, str(len(stages)), _element_bytes(chain[output].var)) if is_window
-                    else _join_geometry(value, str(len(stages)), _element_bytes(chain[output].var)))
+        element_bytes = _element_bytes(chain[output].var)
+        if _is_call(value, _REDUCING_OPS):
+            geometry = _reduction_geometry(value, operand, str(len(stages)), element_bytes)
+        elif is_window:
+            geometry = _geometry(value, str(len(stages)), element_bytes)
+        else:
+            geometry = _join_geometry(value, str(len(stages)), element_bytes)
         index[chain[output].var] = len(stages)
         stages.append(ChainStage(geometry, window, output, tuple(inputs), tuple(before), tuple(after)))
     return stages
@@ -211,7 +302,7 @@ def _stages_of(source: relax.Var, chain: list[relax.Binding], readers: dict) -> 
 def _is_kernel(value: relax.Expr, position: dict, source: relax.Var) -> bool:
     """Whether `value` (a binding of the graph whose vars are `position`'s keys, from `source`) starts a stage:
     a window operator or a join."""
-    return _is_call(value, _WINDOW_OPS) or (_is_call(value, ("relax.add",)) and all(
+    return _is_call(value, (*_WINDOW_OPS, *_REDUCING_OPS)) or (_is_call(value, ("relax.add",)) and all(
         a in position or a.same_as(source) for a in value.args) and _joins(value, set(position) | {source}))
 
 
@@ -227,6 +318,16 @@ def _cuts(chain: list[relax.Binding], stages: list[ChainStage], readers: dict, o
                for var in inside - {last}):
             cuts.append(cut)
     return tuple(cuts)
+
+
+def _reduction_geometry(reduction: relax.Call, stored: relax.Var, name: str, element_bytes: int) -> WindowStage:
+    """The patch geometry of a dense tail (`_continues_dense`): a FULLY_CONNECTED over the flattened stage output
+    `stored` [1, H, W, C], or a MEAN over its rows and columns, is a window of all of it (H x W, no padding) to one
+    pixel of its units (channels), a reduction (WindowStage.reduces) that streamed bands feed row by row;
+    H * W * C * units MACs (a MEAN none)."""
+    hw, channels, units = _hw(stored), int(stored.ty.shape[3]), int(reduction.ty.shape[-1])
+    macs = hw[0] * hw[1] * channels * units if _is_call(reduction, (_DENSE_OP,)) else 0
+    return WindowStage(name, hw, (1, 1), channels, units, hw, (1, 1), (0, 0), macs, element_bytes, reduces=True)
 
 
 def _join_geometry(join: relax.Call, name: str, element_bytes: int) -> WindowStage:
@@ -355,6 +456,20 @@ def _window_on_patch(window: relax.Call, data: relax.Expr, padding: list[int]) -
                 layout=attrs.layout, out_layout=attrs.out_layout, **extra)
 
 
+def _dense_bias(layer) -> tuple[relax.Constant | None, int]:
+    """The bias a dense tail's sums are finished with and the zero point its bands subtract: the layer's int32 bias
+    less the input zero point times each unit's weight sum, and 0 (the bands multiply the raw int8 values, as the
+    layer's own kernel does: `fold_zero_point_into_bias`), else, where that does not fit int32, the bias as it is
+    and the zero point. `layer` is the tail's FULLY_CONNECTED as the int8 lowering matches it (MacKernel)."""
+    units = layer.weight.shape[0]
+    bias = np.zeros(units, np.int32) if layer.bias is None else layer.bias.value.numpy().reshape(-1)
+    folded = fold_zero_point_into_bias(bias.astype(np.int32), layer.weight, layer.input_zero_point, 0) \
+        if bias.dtype.itemsize <= 4 else None
+    if folded is None:
+        return layer.bias, layer.input_zero_point
+    return relax.const(folded), 0
+
+
 @tvm.transform.module_pass(opt_level=0, name="RunPrefixInPatches")
 class RunPrefixInPatches:
     """`main` with the prefix of its window chain up to stage `cut` (1-based: the output of the cut-th window
@@ -364,10 +479,12 @@ class RunPrefixInPatches:
     result keeps the layer records: a branch's operators carry their layer's, its slice the first layer's,
     the concatenation the cut layer's."""
 
-    def __init__(self, cut: int, grid: tuple[int, int], driver: int | None = None) -> None:
+    def __init__(self, cut: int, grid: tuple[int, int], driver: int | None = None,
+                 rounding: str | Rounding = Rounding.DOUBLE) -> None:
         self.cut = cut
         self.grid = grid
         self.driver = driver  # streamed: the stage (0-based) whose output rows the grid[0] bands split
+        self.rounding = Rounding(rounding)  # the int8 requantization's (a dense tail's, summed band by band)
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         before = mod["main"]
@@ -391,7 +508,7 @@ class RunPrefixInPatches:
         elif not (1 <= self.grid[0] <= out_hw[0] and 1 <= self.grid[1] <= out_hw[1]):
             raise PatchPlanError(f"a {self.grid[0]}x{self.grid[1]} patch grid does not fit the {out_hw[0]}x{out_hw[1]} "
                                  f"output of window stage {self.cut}")
-        rewriter = _PrefixRewriter(mod, chain, self.cut, self.grid, Layers.of(before), self.driver)
+        rewriter = _PrefixRewriter(mod, chain, self.cut, self.grid, Layers.of(before), self.driver, self.rounding)
         after = rewriter.visit_expr(before)
         main = carry_layers(before, after)
         layers = Layers.of(main)
@@ -409,7 +526,7 @@ class _PrefixRewriter(relax.PyExprMutator):
     prefix's other bindings. `records` maps each var it emits to its layer record positions."""
 
     def __init__(self, mod: tvm.IRModule, chain: WindowChain, cut: int, grid: tuple[int, int],
-                 layers: Layers, driver: int | None = None) -> None:
+                 layers: Layers, driver: int | None = None, rounding: Rounding = Rounding.DOUBLE) -> None:
         super().__init__(mod)
         self.chain = chain
         self.cut = cut
@@ -422,6 +539,10 @@ class _PrefixRewriter(relax.PyExprMutator):
                           for b in chain.bindings]
         self.records: dict[relax.Var, tuple[int, ...]] = {}
         self.sliced: dict[tuple[int, Range], relax.Var] = {}  # a stage's output rows sliced out of a kept chunk
+        self.original = mod["main"]
+        self.rounding = rounding
+        self.dense_weight: relax.Constant | None = None  # a dense tail's weights, one constant for every band
+        self.dense: tuple | None = None  # a dense tail's layer and activation (`_dense_layer`), matched once
 
     def visit_var_binding_(self, binding: relax.VarBinding) -> None:
         index = self.prefix.get(binding.var)
@@ -512,9 +633,8 @@ class _PrefixRewriter(relax.PyExprMutator):
                 mine = [p for p in inputs[i] if p >= 0]
                 if geometry.reduces:
                     for p in mine:
-                        for _, chunk in kept[(i, p)]:
-                            sums = self._emit(self._kernel(row_sums, chunk, *(() if sums is None else (sums,))),
-                                              f"row_sums_{suffix}", self._records_of_stage(i))
+                        for (first, _), chunk in kept[(i, p)]:
+                            sums = self._band_sums(i, chunk, first, sums, suffix)
                         kept[(i, p)] = []
                     continue
                 if out_rows[0] == out_rows[1]:
@@ -535,8 +655,115 @@ class _PrefixRewriter(relax.PyExprMutator):
                 if i == self.cut - 1:
                     delivered.append(fresh)
         if geometries[-1].reduces:
+            if self._is_dense(self.cut - 1):
+                return self._finish_dense(sums)
+            if self._is_mean(self.cut - 1):
+                return self._finish_mean(sums)
             return self._finish_sums(sums, geometries[-1])
         return self._concat(delivered, 1, "streamed")
+
+    def _is_dense(self, stage: int) -> bool:
+        return _is_call(self.chain.bindings[self.chain.stages[stage].window].value, (_DENSE_OP,))
+
+    def _is_mean(self, stage: int) -> bool:
+        return _is_call(self.chain.bindings[self.chain.stages[stage].window].value, (_MEAN_OP,))
+
+    def _finish_mean(self, sums: relax.Var) -> relax.Var:
+        """A MEAN over the rows and columns at the cut from its running int32 sums (row_sums), with the int8
+        lowering's MEAN parameters (tvm_ext.transform.int8.reduce.MEAN's match of its quantize): mean_of_sums."""
+        from tvm_ext.transform.int8.graph import Graph
+        from tvm_ext.transform.int8.lowering import FixedCall, LoweringContext
+        from tvm_ext.transform.int8.reduce import MEAN
+
+        stage = self.chain.stages[self.cut - 1]
+        values = [self.chain.bindings[i].value for i in stage.after]
+        operand = self.chain.bindings[stage.before[0][-1]].value if stage.before and stage.before[0] else None
+        matched = None
+        if len(values) == 1 and _is_call(values[0], ("relax.quantize",)) and _is_call(operand, ("relax.dequantize",)):
+            context = LoweringContext(Graph(self.original), {operand.args[0]: operand.args[0]}, self.rounding)
+            matched = MEAN.match(values[0], context)
+        if not isinstance(matched, FixedCall) or str(operand.args[0].ty.dtype) != "int8":
+            raise PatchPlanError(f"window stage {self.cut} is a MEAN over a stage output's rows and columns, but not "
+                                 "an int8 one ending in its quantize: it cannot be summed band by band")
+        params = {key: matched.call.kwargs[key] for key in ("input_zero_point", "output_zero_point", "multiplier",
+                                                            "shift", "rounding")}
+        geometry = stage.geometry
+        shape = [int(d) for d in values[0].ty.shape.values]
+
+        def mean_of_band_sums(total: te.Tensor) -> te.Tensor:  # TE takes no Rounding
+            return mean_of_sums(total, shape=shape, count=geometry.in_hw[0] * geometry.in_hw[1], dtype="int8",
+                                **params)
+
+        return self._emit(self._kernel(mean_of_band_sums, sums), "mean_of_sums", self._records_of_stage(self.cut - 1))
+
+    def _band_sums(self, stage: int, chunk: relax.Var, first_row: int, sums: relax.Var | None,
+                   suffix: str) -> relax.Var:
+        """The running int32 sums of reducing stage `stage` with the rows from `first_row` on in `chunk` added: a
+        global average pool's sums of its input (row_sums), a dense tail's partial dot products (dense_rows, the
+        int8 FULLY_CONNECTED's weights and input zero point: `_dense_layer`)."""
+        before = () if sums is None else (sums,)
+        if not self._is_dense(stage):
+            return self._emit(self._kernel(row_sums, chunk, *before), f"row_sums_{suffix}",
+                              self._records_of_stage(stage))
+        layer, _ = self._dense_layer()
+        geometry = self.chain.stages[stage].geometry
+        if self.dense_weight is None:
+            self.dense_weight = relax.const(layer.weight)
+        call = self._kernel(dense_rows, chunk, self.dense_weight, *before,
+                            offset=first_row * geometry.in_hw[1] * geometry.in_channels,
+                            input_zero_point=_dense_bias(layer)[1])
+        return self._emit(call, f"dense_rows_{suffix}", self._records_of_stage(stage))
+
+    def _dense_layer(self) -> tuple:
+        """The int8 FULLY_CONNECTED of the dense tail at the cut, as the int8 lowering matches it
+        (tvm_ext.transform.int8.fully_connected.match: weights [O, K], bias, multipliers, zero points, the
+        activation of its output) and the activation range with the clips after its quantize folded in;
+        PatchPlanError when the tail is not one the band-wise sums compute (int8 data, a per-tensor input)."""
+        from tvm_ext.transform.int8.fully_connected import match
+        from tvm_ext.transform.int8.graph import Graph
+        from tvm_ext.transform.int8.lowering import LoweringContext
+        from tvm_ext.transform.int8.mac import MacKernel
+
+        if self.dense is not None:
+            return self.dense
+        stage = self.chain.stages[self.cut - 1]
+        values = [self.chain.bindings[i].value for i in stage.after]
+        quantize = next((k for k, value in enumerate(values) if _is_call(value, ("relax.quantize",))), None)
+        operand = self.chain.bindings[stage.before[0][-1]].value if stage.before and stage.before[0] else None
+        layer = None
+        if quantize is not None and _is_call(operand, ("relax.dequantize",)):
+            context = LoweringContext(Graph(self.original), {operand.args[0]: operand.args[0]}, self.rounding)
+            layer = match(values[quantize], context)
+        if not isinstance(layer, MacKernel) or str(layer.data.ty.dtype) != "int8" or any(
+                not _is_call(value, ("relax.clip",)) for value in values[quantize + 1:]):
+            raise PatchPlanError(f"window stage {self.cut} is a FULLY_CONNECTED over a flattened stage output, but "
+                                 "not an int8 one ending in its quantize (and clips): it cannot be summed band by band")
+        activation = layer.activation
+        for clip in values[quantize + 1:]:
+            activation = activation.intersect(*(int(float(arg.value)) for arg in clip.args[1:3]))
+        self.dense = layer, activation
+        return self.dense
+
+    def _finish_dense(self, sums: relax.Var) -> relax.Var:
+        """The dense tail's int8 output from its running sums: bias added, requantized, clamped
+        (requantized_sums), as the layer's FULLY_CONNECTED finishes its own."""
+        layer, activation = self._dense_layer()
+        multipliers, shifts = layer.multipliers, layer.shifts
+        bias = _dense_bias(layer)[0]
+        tensors: dict[str, relax.Expr] = {} if bias is None else {"bias": bias}
+        if np.all(multipliers == multipliers[0]) and np.all(shifts == shifts[0]):
+            multiplier, shift = int(multipliers[0]), int(shifts[0])
+        else:
+            multiplier, shift = 0, 0
+            tensors.update(multiplier=relax.const(multipliers.astype(np.int32)),
+                           shift=relax.const(shifts.astype(np.int8)))
+        output = OutputStage(multiplier, shift, layer.output_zero_point, activation, layer.rounding)
+
+        def fully_connected_of_sums(acc: te.Tensor, **operands: te.Tensor) -> te.Tensor:  # TE takes no OutputStage
+            return requantized_sums(acc, **operands, output=output)
+
+        return self._emit(self._kernel(fully_connected_of_sums, sums, **tensors), "fully_connected_of_sums",
+                          self._records_of_stage(self.cut - 1))
 
     def _still_read(self, stage: int, read: int, chunks: list[tuple[Range, relax.Var]], start: int,
                     suffix: str) -> list[tuple[Range, relax.Var]]:

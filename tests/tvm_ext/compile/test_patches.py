@@ -217,6 +217,26 @@ def test_streamed_bands_through_residual_joins_pass_their_selftest_on_a_poisoned
     assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
+def test_streamed_bands_into_a_dense_head_pass_their_selftest_on_a_poisoned_arena(tmp_path):
+    """Streamed bands from a flat input's reshape into a FULLY_CONNECTED over the flattened last output
+    (micro_speech's form), its partial dot products summed band by band: no extra MACs, a smaller arena than layer by
+    layer, and the self-test (against TFLite) passes with every byte no live buffer holds poisoned before each call,
+    under the strict warnings and the sanitizers. A row-wise input is refused: the chain starts at a reshape."""
+    model = tmp_path / "dense.tflite"
+    model.write_bytes(chain_model(IMAGE, CHANNELS, dense_units=5, flat_input=True))
+    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", build=False)
+    bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="stream")
+    assert bundle.selftest.passed and bundle.arena_bytes < whole.arena_bytes
+    entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
+    assert entry["extra_macs"] == 0 and entry["cut_after_window_stage"] == 7 and entry["streamed_bands"] > 3
+    poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
+    proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
+    with pytest.raises(CompileError, match="--input-rows needs a chain of windowed NHWC stages from the model input"):
+        tvm_ext.compile(model, "lowpower", tmp_path / "rows", build=False, input_rows=True)
+
+
 needs_qemu = pytest.mark.skipif(bool(missing_tools()) and not os.environ.get("CI"),
                                 reason="needs arm-none-eabi-gcc and qemu-system-arm: run scripts/install_deps.sh")
 

@@ -147,3 +147,57 @@ def test_streamed_branches_that_rejoin_compute_the_layer_by_layer_values_bit_exa
         interpreter.set_input(x, 0)
         interpreter.invoke()
         np.testing.assert_array_equal(got, interpreter.get_output(0))
+
+
+@pytest.fixture(scope="module")
+def dense_path(tmp_path_factory) -> Path:
+    """The chain from a flat input (RESHAPEd to the image) into a FULLY_CONNECTED of its flattened last output:
+    micro_speech's form."""
+    path = tmp_path_factory.mktemp("patch_prefix") / "dense.tflite"
+    path.write_bytes(chain_model(IMAGE, dense_units=5, flat_input=True))
+    return path
+
+
+def test_a_dense_head_over_a_flattened_output_is_a_reducing_stage_of_a_reshaped_input(dense_path):
+    func = import_model(dense_path).mod["main"]
+    chain = window_chain(func)
+    assert not chain.source.same_as(func.params[0])  # the input's reshape into the image
+    dense = chain.stages[-1].geometry
+    assert (dense.in_hw, dense.out_hw, dense.kernel, dense.in_channels, dense.out_channels, dense.reduces) == (
+        (2, 1), (1, 1), (2, 1), 6, 5, True)
+    assert dense.macs == 2 * 1 * 6 * 5 and len(chain.stages) == 7 and chain.cuts[-1] == 7
+
+
+@pytest.mark.parametrize("bands, driver", [(2, 0), (7, 0), (2, 5)])
+def test_a_dense_head_summed_band_by_band_computes_tflite_micros_values_bit_exactly(dense_path, bands, driver):
+    """Streamed bands into a FULLY_CONNECTED over the flattened last output: each band's rows add their partial
+    dot products to int32 sums, requantized once after the last band, bit for bit TFLite Micro's output."""
+    mod = import_model(dense_path).mod
+    interpreter = runtime.Interpreter.from_file(str(dense_path))
+    streamed = RunPrefixInPatches(7, (bands, 1), driver)(mod)
+    names = [str(b.var.name) for b in bindings_of(streamed["main"])]
+    # driven by the last convolution's 2 rows: one partial sum per band; else as many as bands deliver its rows
+    assert sum(name.startswith("dense_rows") for name in names) >= (2 if driver == 5 else 1)
+    assert sum(name.startswith("fully_connected_of_sums") for name in names) == 1
+    for x, got in zip(_inputs(), _run_lowered(streamed, [x.reshape(1, -1) for x in _inputs()]), strict=True):
+        interpreter.set_input(x.reshape(1, -1), 0)
+        interpreter.invoke()
+        np.testing.assert_array_equal(got, interpreter.get_output(0))
+
+
+@pytest.mark.parametrize("bands, driver", [(3, 0), (2, 5)])
+def test_a_mean_summed_band_by_band_computes_tflite_micros_values_bit_exactly(tmp_path, bands, driver):
+    """Streamed bands into a MEAN over the rows and columns of the last output (its own output scale): each band's
+    rows added to int32 sums, rescaled once after the last band as TFLite's MEAN, bit for bit TFLite Micro's."""
+    path = tmp_path / "mean.tflite"
+    path.write_bytes(chain_model(IMAGE, global_mean=True))
+    mod = import_model(path).mod
+    chain = window_chain(mod["main"])
+    assert len(chain.stages) == 7 and chain.geometries[-1].reduces and chain.geometries[-1].in_hw == (2, 1)
+    interpreter = runtime.Interpreter.from_file(str(path))
+    streamed = RunPrefixInPatches(7, (bands, 1), driver)(mod)
+    assert any(str(b.var.name).startswith("mean_of_sums") for b in bindings_of(streamed["main"]))
+    for x, got in zip(_inputs(), _run_lowered(streamed, _inputs()), strict=True):
+        interpreter.set_input(x, 0)
+        interpreter.invoke()
+        np.testing.assert_array_equal(got, interpreter.get_output(0))

@@ -276,3 +276,27 @@ def test_every_int8_input_of_an_operator_with_a_constant_scalar_is_a_bit_exact_l
     assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=[INT8_VALUES] * len(inputs))
     kernels = next((tmp_path / "out").glob("*_kernels.c")).read_text()
     assert "multiply_by_quantized_multiplier" not in kernels and "+ 128)]" in kernels, kernels
+
+
+@pytest.mark.parametrize("builtin", ["ADD", "SUB", "SQUARED_DIFFERENCE"])
+def test_every_pair_of_int8_operands_of_a_tabled_rescale_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    """All 65,536 operand pairs of ``builtin`` per quantization of QUANTIZATIONS (an lhs column broadcast against
+    an rhs row, the fused activations cycled): outputs of at least kernels.elementwise.TABLED_ELEMENTS elements,
+    so the operand that is not the larger-scale one reads its rescaled values from a table (int8_tables
+    `rescaled_operand_table`, indexed by the operand's byte, the other operand's zero point term in it), every
+    entry bit-exact with TFLite Micro."""
+    options_table = OPERATORS[builtin]
+    tensors, operators = [], []
+    for index, (lhs_quant, rhs_quant, out_quant) in enumerate(QUANTIZATIONS):
+        tensors += [Tensor(f"case{index}_lhs", (256, 1), "int8", lhs_quant),
+                    Tensor(f"case{index}_rhs", (1, 256), "int8", rhs_quant),
+                    Tensor(f"case{index}_out", (256, 256), "int8", out_quant)]
+        options = Options(options_table, {"FusedActivationFunction": ACTIVATIONS[index % len(ACTIVATIONS)]}) \
+            if options_table else None
+        operators.append(Operator(builtin, (3 * index, 3 * index + 1), (3 * index + 2,), options))
+    inputs = tuple(k for index in range(len(QUANTIZATIONS)) for k in (3 * index, 3 * index + 1))
+    model = Model(tensors, operators, inputs, tuple(3 * index + 2 for index in range(len(QUANTIZATIONS))))
+    assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=[INT8_VALUES[:, None], INT8_VALUES[None, :]]
+                                       * len(QUANTIZATIONS))
+    kernels = next((tmp_path / "out").glob("*_kernels.c")).read_text()
+    assert kernels.count("(uint8_t)") >= len(QUANTIZATIONS), kernels  # each kernel reads a table by the byte
