@@ -4,7 +4,8 @@
  * lp_depthwise_border_s8_b16 (a border pixel: a window of up to 3 x 3 taps of which a clipped box, at every place
  * and of every size, the empty one too, lies in the image and the other taps read the padding value, -128, 0,
  * 127, 1 or -3), and where the window is 3 x 3 the out-of-line lp_depthwise_border3x3_s8 and _b16 and (in every
- * case, as an interior pixel of the same window) lp_depthwise_tiles3x3_s8 and _b16, against the
+ * case, as an interior pixel of the same window) lp_depthwise_tiles3x3_s8 and _b16, where the window is one row
+ * (of 0 to 4 taps) the out-of-line lp_depthwise_tiles1xn_s8 and _b16 (likewise as an interior pixel), against the
  * plain sums of their contract requantized by the scalar helpers (lp_requantize_double, lp_saturate_int8), for
  * every channel count 1..40 (whole tiles of 16 and every predicated tail of both halves), windows of 0 to 4 rows
  * and columns (the three-tap steps and the one or two taps left), column strides of exactly the channels and
@@ -25,6 +26,14 @@
 #define SIDE 4         /* the most rows and columns of a window */
 #define CHANNELS_MAX 40
 #define GUARD 3        /* bytes after the outputs that must keep their value */
+
+/* The interior's out-of-line copies (int32 biases, int16 ones): out, x, w, bias, multiplier, shift, zero_point,
+   x_row_stride, x_col_stride, w_row_stride, w_col_stride, rows, cols, channels. */
+typedef int32_t (*tiles_s8)(int8_t *, const int8_t *, const int8_t *, const int32_t *, const int32_t *,
+                            const int8_t *, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t);
+typedef int32_t (*tiles_s8_b16)(int8_t *, const int8_t *, const int8_t *, const int16_t *, const int32_t *,
+                                const int8_t *, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t,
+                                int32_t);
 
 /* Where the image lies in a border pixel's window: the taps top <= r < top + rows, left <= k < left + cols (x
    their first); every other tap reads value. An interior pixel's: the whole window. */
@@ -122,17 +131,17 @@ int main(void)
                                                                l.x_row_stride, l.x_col_stride, l.w_row_stride,
                                                                l.w_col_stride, rows, cols, channels);
                     }
-                    /* a 3 x 3 window: the interior's out-of-line copy too, into out3 and out3_16 */
-                    const int outlined = rows == 3 && cols == 3;
+                    /* a 3 x 3 window or one row: the interior's out-of-line copy too, into out3 and out3_16 */
+                    const int outlined = (rows == 3 && cols == 3) || rows == 1;
                     const inside_box whole = {0, 0, rows, cols, 0};
                     if (outlined) {
-                        returned |= lp_depthwise_tiles3x3_s8(out3, xo, wo, bias, multiplier, shift, zero_point,
-                                                             l.x_row_stride, l.x_col_stride, l.w_row_stride,
-                                                             l.w_col_stride, rows, cols, channels)
-                                    | lp_depthwise_tiles3x3_s8_b16(out3_16, xo, wo, bias16, multiplier, shift,
-                                                                   zero_point, l.x_row_stride, l.x_col_stride,
-                                                                   l.w_row_stride, l.w_col_stride, rows, cols,
-                                                                   channels);
+                        const tiles_s8 copy = rows == 1 ? lp_depthwise_tiles1xn_s8 : lp_depthwise_tiles3x3_s8;
+                        const tiles_s8_b16 copy16 = rows == 1 ? lp_depthwise_tiles1xn_s8_b16
+                                                              : lp_depthwise_tiles3x3_s8_b16;
+                        returned |= copy(out3, xo, wo, bias, multiplier, shift, zero_point, l.x_row_stride,
+                                         l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels)
+                                    | copy16(out3_16, xo, wo, bias16, multiplier, shift, zero_point, l.x_row_stride,
+                                             l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels);
                     }
                     int wrong = returned != 0;
                     for (int32_t c = 0; c < channels + GUARD; ++c) {

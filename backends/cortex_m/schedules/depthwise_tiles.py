@@ -22,7 +22,12 @@ value), only the interior's: ``if (the tests) fused call; else the loop`` with t
 (no pixel reaching the else branch runs it). kws_ref_model's 3x3 layers on cortex-m55: 155,040 -> 136,553
 instructions each, code 6,432 -> 5,612 B (the outlined box helper and the border cases' taps gone). A 3x3
 window's interior call in a kernel of fewer than HELIUM_INLINE_TILES tile iterations is one out-of-line copy per
-bundle (``_depthwise_tiles3x3_s8``; HELIUM_TILES.outlined), as on DSP cores.
+bundle (``_depthwise_tiles3x3_s8``; HELIUM_TILES.outlined), as on DSP cores; so is a kx1 window's, called as one
+row of k taps (``TileHelpers.column_as_row``) of the copy for one row of any taps (``_depthwise_tiles1xn_s8``, the
+taps' count an argument, in a rolled loop: with steps of three taps and the one or two left, 868 B and 321,621
+instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
+372-870 B each inlined, 50-84 B each and the 616 B copy out of line; on cortex-m55 code 4,692 -> 2,892 B
+(cortex-m4f 3,952), 299,492 -> 319,193 instructions (0.734x -> 0.783x TFLM+CMSIS-NN), bit-exact.
 
 On DSP cores (``DSP_TILES``) the same replacement takes a pixel's loop over its four-channel tiles
 (``depthwise_mac``'s window call, ``requantize_small_c``'s epilogue): the interior's call is
@@ -132,14 +137,21 @@ DSP_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8x4")
 ``depthwise_tiles.h.in``): the same call as DEPTHWISE_TILES_OPS' (channels a multiple of 4), inlined."""
 DSP_OUTLINED_SIDES = (3, 5)
 """The square windows (sides in taps) whose fused helper has one out-of-line copy per bundle."""
-DSP_TILES_OUTLINED_OPS = {(side, bias): bias_form(f"tvm_ext.depthwise_tiles{side}x{side}_s8x4", bias)
+DSP_TILES_OUTLINED_OPS = {(f"{side}x{side}", bias): bias_form(f"tvm_ext.depthwise_tiles{side}x{side}_s8x4", bias)
                           for side in DSP_OUTLINED_SIDES for bias in BIAS_TYPES}
-"""Those copies' ops per (side, bias type)."""
+"""Those copies' ops per (window form, ``window_form``, bias type)."""
 for _bias, _op in DSP_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
-for (_side, _bias), _op in DSP_TILES_OUTLINED_OPS.items():
-    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, window=f"{_side}x{_side}"),
+for (_form, _bias), _op in DSP_TILES_OUTLINED_OPS.items():
+    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, window=_form),
                         DEPTHWISE_TILES_ACCESS)
+
+
+def window_form(rows: int, cols: int) -> str:
+    """The form of a window of ``rows`` x ``cols`` taps that keys the fused helper's out-of-line copies
+    (``TileHelpers.outlined``): "1xn" for one row of several taps (whatever their count: the copy takes it as an
+    argument), else "<rows>x<cols>" (a square window's copy has its taps written out)."""
+    return "1xn" if rows == 1 < cols else f"{rows}x{cols}"
 
 
 @dataclass(frozen=True)
@@ -159,7 +171,7 @@ class TileHelpers:
     requantize: dict[str, str]
     tiles: dict[str, str]
     border: Optional[dict[tuple[str, str], str]]
-    outlined: Optional[dict[tuple[int, int], str]] = None
+    outlined: Optional[dict[tuple[str, str], str]] = None
     inline_tiles: int = 0
     box_op: str = BOX_OP
     pad_op: str = PAD_OP
@@ -175,12 +187,14 @@ class TileHelpers:
     calls the fused helper as one row of taps (its sizes and strides transposed: the same taps, another order)."""
 
 
-HELIUM_TILES_OUTLINED_OPS = {(3, bias): bias_form("tvm_ext.depthwise_tiles3x3_s8", bias) for bias in BIAS_TYPES}
-"""Helium's fused helper's out-of-line copy for 3x3 windows per (side, bias type) (``helium_depthwise16.h.in``'s
-``_depthwise_tiles3x3_s8``)."""
-for (_side, _bias), _op in HELIUM_TILES_OUTLINED_OPS.items():
-    register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias,
-                                               window=f"{_side}x{_side}"), DEPTHWISE_TILES_ACCESS)
+HELIUM_TILES_OUTLINED_OPS = {(form, bias): bias_form(f"tvm_ext.depthwise_tiles{form}_s8", bias)
+                             for form in ("3x3", "1xn") for bias in BIAS_TYPES}
+"""Helium's fused helper's out-of-line copies per (window form, ``window_form``, bias type)
+(``helium_depthwise16.h.in``'s ``_depthwise_tiles3x3_s8``: a 3x3 window's taps written out;
+``_depthwise_tiles1xn_s8``: one row of any taps, a kx1 window called as a row, ``TileHelpers.column_as_row``)."""
+for (_form, _bias), _op in HELIUM_TILES_OUTLINED_OPS.items():
+    register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias, window=_form),
+                        DEPTHWISE_TILES_ACCESS)
 HELIUM_INLINE_TILES = 320
 """The tile iterations (pixels x 16-channel tiles, border pixels' too) from which a Helium kernel's 3x3 interior
 inlines the fused helper, else calls its out-of-line copy (see DSP_INLINE_TILES). Inlined, a kernel holds some
@@ -193,9 +207,10 @@ Measured on cortex-m55 (instructions, code B), every kernel inlined / from 4,096
 of 16 only (1.2 KB instead of 3 KB, but its taps' addresses spilled per tile: vww 4,486,970, 14,736 from 4,096 on);
 one predicated tile for whole tiles and the rest (vww from 320 on 4,300,302, 18,584)."""
 HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, BORDER_OPS,
-                           HELIUM_TILES_OUTLINED_OPS, HELIUM_INLINE_TILES)
-"""Helium's: the 16-lane window helper, the vector epilogue, the border helper; a 3x3 window's interior out of
-line in a kernel of fewer than HELIUM_INLINE_TILES tile iterations."""
+                           HELIUM_TILES_OUTLINED_OPS, HELIUM_INLINE_TILES, column_as_row=True)
+"""Helium's: the 16-lane window helper, the vector epilogue, the border helper; a 3x3 window's interior, and a
+kx1 window's as one row of k taps, out of line in a kernel of fewer than HELIUM_INLINE_TILES tile iterations
+(inlined, a kx1 window called as a row compiles to the same code as called as a column)."""
 DSP_INLINE_TILES = 512
 """The tile iterations (pixels x four-channel tiles, border pixels' too) from which a DSP kernel's 3x3 or 5x5
 interior inlines the fused helper, else calls its out-of-line copy. Inlined, a tile runs some 17 instructions
@@ -338,8 +353,8 @@ class _Tiles(LoopOffsets):
             sizes = [x_col, x_row, w_col, w_row, 1, rows]
         args = [self.address(mac.args[1]), self.address(mac.args[2]), *self.epilogue_args(), *sizes]
         op = self.helpers.tiles[self.bias_type]
-        if self.helpers.outlined is not None and sizes[4] == sizes[5] and self.iterations < self.helpers.inline_tiles:
-            op = self.helpers.outlined.get((sizes[4], self.bias_type), op)
+        if self.helpers.outlined is not None and self.iterations < self.helpers.inline_tiles:
+            op = self.helpers.outlined.get((window_form(sizes[4], sizes[5]), self.bias_type), op)
         return self.block(op, args, [pointee(arg) for arg in mac.args[1:3]])
 
     def box(self, w_arg, w_origin: TensorLoad, strides: tuple[int, int], rows: int, cols: int) -> Optional[tuple]:

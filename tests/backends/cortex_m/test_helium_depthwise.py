@@ -136,3 +136,19 @@ def test_helium_average_pools_sum_16_channels_per_call_bit_exactly(tmp_path):
     calls = re.findall(r"_depthwise_pad_s8x16\(.*, 1, (\d+)\);", kernels)
     assert "16" in calls and "8" in calls, kernels
     host_selftest_passes(bundle.out_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_helium_depthwise_column_window_calls_the_one_row_copy_and_stays_bit_exact(tmp_path):
+    # one int8 input [1, 9, 1, 40] (two tiles of 16 and a last one overlapping the one before), an unpadded 5x1
+    # and a padded 3x1 depthwise layer (time-axis layers of an audio model), each kernel of few tile iterations
+    model = _border_model(40, 29, (9, 1), [((5, 1), 1, 1, VALID), ((3, 1), 1, 1, SAME)])
+    bundle, kernels = bit_exact_bundle(tmp_path, "column", model, "cortex-m55", "mps3-an547")
+    # an interior pixel's call: the out-of-line copy for one row (rows 1) of the window's taps (cols 5, 3), the
+    # input's and weights' column strides those of the window's rows (40 channels a row)
+    calls = re.findall(r"_depthwise_tiles1xn_s8(?:_b16)?\(.*, (\d+), (\d+), (\d+), (\d+), (\d+), 40\);", kernels)
+    assert sorted((x_col, w_col, rows, cols) for x_col, _, w_col, rows, cols in calls) \
+        == [("40", "40", "1", "3"), ("40", "40", "1", "5")], calls
+    assert not re.search(r"_depthwise_tiles_s8(?:_b16)?\(", kernels), kernels
+    host_selftest_passes(bundle.out_dir)
