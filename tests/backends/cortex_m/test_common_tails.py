@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 import tvm
+from tvm import tirx
 from tvm.script import tirx as T
 
 from backends.cortex_m.schedules.common_tails import common_tails
@@ -78,6 +79,21 @@ def test_branches_ending_differently_stay() -> None:
                 T.evaluate(T.call_extern("int32", "f", T.address_of(out[i]), 1))
             else:
                 T.evaluate(T.call_extern("int32", "f", T.address_of(out[i]), 2))
+
+    tvm.ir.assert_structural_equal(common_tails(func), func)
+
+
+def test_a_last_statement_using_what_both_branches_bind_stays() -> None:
+    """Both branches bind the same variable (one Var object, so their last statements are structurally equal) and
+    end with a call that reads it: after the test the call would be out of the binding's scope."""
+    i, offset = tirx.Var("i", "int32"), tirx.Var("offset", "int32")
+
+    def branch(value: int) -> tirx.Stmt:
+        return tirx.SeqStmt([tirx.Bind(offset, tirx.IntImm("int32", value)),
+                             tirx.Evaluate(tirx.call_extern("int32", "f", i, offset))])
+
+    test = tirx.IfThenElse(i < 4, branch(1), branch(2))
+    func = tirx.PrimFunc([], tirx.For(i, 0, 8, tirx.ForKind.SERIAL, test))
 
     tvm.ir.assert_structural_equal(common_tails(func), func)
 
