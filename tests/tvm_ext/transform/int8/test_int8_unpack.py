@@ -15,12 +15,10 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 
-from c_checks import kernel_bodies  # noqa: E402
 from emulator.tools import missing_tools  # noqa: E402
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro, assert_refused_in_one_line  # noqa: E402
-from test_int8_shape_ops import QUANTIZATIONS  # noqa: E402
-from tflite_builder import Model, Operator, Options, Tensor, build  # noqa: E402
-from tvm_ext.compile import compile  # noqa: E402
+from test_int8_shape_ops import QUANTIZATIONS, dsp_kernel_bodies  # noqa: E402
+from tflite_builder import Model, Operator, Options, Tensor  # noqa: E402
 
 # (input shape, axis): each axis of 1-D to 5-D, negative axes, an axis of size one (num = 1), odd sizes.
 UNPACKS = (
@@ -67,12 +65,7 @@ def test_unpack_as_runs_on_a_dsp_core_is_bit_exact_with_tflite_micro(tmp_path):
     at least two elements (the extent of the axes after the unpacked one) one call of the bundle's word copy per
     index of the axes before it, a run of one element the element-wise copy; the self-test under QEMU (TFLite
     Micro's outputs on its cases) passes bit-exactly."""
-    model = tmp_path / "unpacks.tflite"
-    model.write_bytes(build(unpack_model()))
-    selftest = compile(model, "cortex-m4f", tmp_path / "out").selftest
-    assert selftest.passed and selftest.where.startswith("mps2-") and set(selftest.max_errors) == {0}, selftest.output
-    kernels_c = next((tmp_path / "out").glob("*_kernels.c")).read_text()
-    pieces = {name: body for name, body in kernel_bodies(kernels_c).items() if "_unpack" in name}
+    pieces = {name: body for name, body in dsp_kernel_bodies(unpack_model(), tmp_path).items() if "_unpack" in name}
     # one kernel per distinct piece shape and source position; each case's pieces with runs call the copy
     runs = [name for name, body in pieces.items() if "_copy_ascending(" in body]
     with_runs = [(shape, axis) for shape, axis in UNPACKS
