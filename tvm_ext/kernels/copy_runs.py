@@ -1,10 +1,10 @@
-"""Data movement as runs of contiguous copies: int8 RESIZE_NEAREST_NEIGHBOR, CONCATENATION, PAD, UNPACK and TRANSPOSE
-as TE extern stages whose only loops are ``dst[d + i] = src[s + i]`` over i from 0 (``copy_run``; PAD's padding a
+"""Data movement as runs of contiguous copies: int8 RESIZE_NEAREST_NEIGHBOR, CONCATENATION, PAD and TRANSPOSE as TE
+extern stages whose only loops are ``dst[d + i] = src[s + i]`` over i from 0 (``copy_run``; PAD's padding a
 fill, ``fill_run``).
 
 A generic kernel computes each output byte on its own (the source index from the tables, which operand
 holds it, or whether it lies in the padding): about 12 instructions per resized byte, 7 per concatenated one,
-8.1 per padded one and 4.6 per unpacked one (16-byte pieces) on Cortex-M4F. Written as runs,
+8.1 per padded one on Cortex-M4F. Written as runs,
 each run is one tight loop on any core, and on DSP cores one call of the bundle's word copy
 (``backends.cortex_m.schedules.extern_helpers`` recognizes the loop's form; no schedule moves an extern
 stage's loops). The bytes copied are the generic kernels' exactly: no requantization either way (TFLite
@@ -23,7 +23,6 @@ from tvm import te, tirx, topi
 from ..tir.extern_stage import extern_from_zero, row_major_indices
 from .pool import UNROLLED_TAPS, max_pool2d_integer
 from .quant_params import ActivationRange
-from .unpack import unpack_piece
 
 
 def _dtype(expr: tirx.PrimExpr) -> str:
@@ -97,25 +96,6 @@ def concatenate_runs(pieces: Sequence[te.Tensor], axis: int) -> te.Tensor:
         return _loop(o, outer, _sequence(copies))
 
     return extern_from_zero(out_shape, pieces, build, "concatenate_runs")
-
-
-def unpack_runs(data: te.Tensor, *, axis: int, index: int) -> te.Tensor:
-    """``tvm_ext.kernels.unpack.unpack_piece``'s slice of ``data`` at ``index`` along ``axis`` (non-negative) as
-    runs: per index of the axes before ``axis``, one copy of the slice's contiguous run (the elements of the axes
-    after it); a slice of the outermost axis is one copy. A run of one element (``axis`` innermost) is no run:
-    ``unpack_piece``'s kernel. The values are copied as they are stored, as UNPACK's generic kernel copies them."""
-    shape = [int(d) for d in data.shape]
-    outer, inner = math.prod(shape[:axis]), math.prod(shape[axis + 1:])
-    if inner < 2:
-        return unpack_piece(data, axis=axis, index=index)
-
-    def build(ins, outs):
-        index_type = _dtype(outs[0].shape[0])
-        o = tirx.Var("o", index_type) if outer > 1 else tirx.const(0, index_type)
-        run = copy_run(outs[0], o * inner, ins[0], (o * shape[axis] + index) * inner, inner, "i")
-        return _loop(o, outer, run) if outer > 1 else run
-
-    return extern_from_zero(shape[:axis] + shape[axis + 1:], [data], build, "unpack_runs")
 
 
 def transpose_runs(data: te.Tensor, *, axes: Optional[Sequence[int]]) -> te.Tensor:

@@ -101,7 +101,7 @@ class LowerQuantizedToInteger:
         takes (``backends.backend.KernelSchedules.qlinear_conv``; None: the generic kernel).
     integer_requantization: onnxruntime's QLinearConv and QLinearMatMul requantize in integers (the profile has no
         floating-point unit: ``tvm_ext.kernels.onnx_qlinear``).
-    pad_runs: write PAD, UNPACK and TRANSPOSE as runs (``tvm_ext.kernels.copy_runs``): a backend's choice
+    pad_runs: write PAD and TRANSPOSE as runs (``tvm_ext.kernels.copy_runs``): a backend's choice
         (``backends.backend.KernelSchedules.pad_runs``), for its helper of a run's copy.
     conv_weight_length: each output channel's int8 CONV_2D weight length for a window (KH, KW, I) and whether
         the convolution pads its input, where the backend pads the weights with zeros beyond KH * KW * I

@@ -1,14 +1,11 @@
 """UNPACK of an int8 activation: each output ``take(x, i, axis)`` (our frontend's converter,
 ``tvm_ext.frontend.tflite_ops.unpack``) -> a copy kernel of that slice, as TFLite Micro's kernel copies the stored values;
-an input whose axis has size one (UNPACK into one output) is only reshaped, a view. Where the backend asks for copy
-runs (``ctx.pad_runs``) the copy is ``tvm_ext.kernels.copy_runs.unpack_runs``: one run per index of the axes before
-the unpacked one."""
+an input whose axis has size one (UNPACK into one output) is only reshaped, a view."""
 
 from __future__ import annotations
 
 from tvm import relax, topi
 
-from ...kernels.copy_runs import unpack_runs
 from ...kernels.unpack import unpack_piece
 from .graph import is_call_to
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext
@@ -27,9 +24,7 @@ def _match(take: relax.Call, ctx: LoweringContext) -> FixedCall:
         shape = [int(size) for size in take.ty.shape]
         return FixedCall(KernelCall("UNPACK", take, topi.reshape, (data,), {"newshape": shape}))
     index = int(ctx.graph.constant(take.args[1]))
-    # as runs where the backend asks for copy runs (``ctx.pad_runs``: a core whose helper copies a word at a time)
-    return FixedCall(KernelCall("UNPACK", take, unpack_runs if ctx.pad_runs else unpack_piece, (data,),
-                                {"axis": axis, "index": index}))
+    return FixedCall(KernelCall("UNPACK", take, unpack_piece, (data,), {"axis": axis, "index": index}))
 
 
 LOWERING = Lowering(frozenset({"UNPACK"}), _completes, _match)

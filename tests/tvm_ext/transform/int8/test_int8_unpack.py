@@ -8,16 +8,13 @@ random inputs, equal TFLite Micro exactly. TVM 0.27's own converter imports no U
 """
 from __future__ import annotations
 
-import math
-
 import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 
-from emulator.tools import missing_tools  # noqa: E402
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro, assert_refused_in_one_line  # noqa: E402
-from test_int8_shape_ops import QUANTIZATIONS, dsp_kernel_bodies  # noqa: E402
+from test_int8_shape_ops import QUANTIZATIONS  # noqa: E402
 from tflite_builder import Model, Operator, Options, Tensor  # noqa: E402
 
 # (input shape, axis): each axis of 1-D to 5-D, negative axes, an axis of size one (num = 1), odd sizes.
@@ -57,22 +54,6 @@ def unpack_model() -> Model:
 def test_unpack_is_bit_exact_with_tflite_micro(tmp_path):
     views = frozenset(f"case{index}_out0" for index, (shape, axis) in enumerate(UNPACKS) if shape[axis] == 1)
     assert_bit_exact_with_tflite_micro(unpack_model(), tmp_path, views)
-
-
-@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
-def test_unpack_as_runs_on_a_dsp_core_is_bit_exact_with_tflite_micro(tmp_path):
-    """On a DSP core each UNPACK output is written as runs (tvm_ext/kernels/copy_runs.py: unpack_runs): a run of
-    at least two elements (the extent of the axes after the unpacked one) one call of the bundle's word copy per
-    index of the axes before it, a run of one element the element-wise copy; the self-test under QEMU (TFLite
-    Micro's outputs on its cases) passes bit-exactly."""
-    pieces = {name: body for name, body in dsp_kernel_bodies(unpack_model(), tmp_path).items() if "_unpack" in name}
-    # one kernel per distinct piece shape and source position; each case's pieces with runs call the copy
-    runs = [name for name, body in pieces.items() if "_copy_ascending(" in body]
-    with_runs = [(shape, axis) for shape, axis in UNPACKS
-                 if shape[axis] > 1 and math.prod(shape[axis % len(shape) + 1:]) >= 2]
-    assert runs and len(runs) >= len(with_runs), list(pieces)
-    assert all("_copy_ascending(" not in body for name, body in pieces.items()
-               if name not in runs), pieces
 
 
 @pytest.mark.parametrize("num, outputs", ((3, 3), (2, 3)))  # num beyond the axis; more outputs than num
