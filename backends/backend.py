@@ -242,8 +242,9 @@ class KernelSchedules:
     with zeros to it, `tvm_ext.transform.int8.conv`; the schedule then reads the padding from the weights' shape).
     None: never padded."""
     pad_runs: bool = False
-    """Whether the int8 lowering writes PAD as runs (`tvm_ext.kernels.copy_runs.pad_runs`: the input's rows copied
-    whole, the padding filled), for a core whose helper copies a run a word at a time."""
+    """Whether the int8 lowering writes PAD and TRANSPOSE as runs (`tvm_ext.kernels.copy_runs.pad_runs`: the input's
+    rows copied whole, the padding filled; `transpose_runs`: the trailing axes kept in place copied whole), for a core
+    whose helper copies a run a word at a time."""
     int8_add: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or

@@ -1,10 +1,10 @@
-"""Data movement as runs of contiguous copies: int8 RESIZE_NEAREST_NEIGHBOR, CONCATENATION and PAD as TE extern
-stages whose only loops are ``dst[d + i] = src[s + i]`` over i from 0 (``copy_run``; PAD's padding a fill,
-``fill_run``).
+"""Data movement as runs of contiguous copies: int8 RESIZE_NEAREST_NEIGHBOR, CONCATENATION, PAD and TRANSPOSE as TE
+extern stages whose only loops are ``dst[d + i] = src[s + i]`` over i from 0 (``copy_run``; PAD's padding a
+fill, ``fill_run``).
 
 A generic kernel computes each output byte on its own (the source index from the tables, which operand
-holds it, or whether it lies in the padding): about 12 instructions per resized byte, 7 per concatenated one
-and 8.1 per padded one on Cortex-M4F. Written as runs,
+holds it, or whether it lies in the padding): about 12 instructions per resized byte, 7 per concatenated one,
+8.1 per padded one on Cortex-M4F. Written as runs,
 each run is one tight loop on any core, and on DSP cores one call of the bundle's word copy
 (``backends.cortex_m.schedules.extern_helpers`` recognizes the loop's form; no schedule moves an extern
 stage's loops). The bytes copied are the generic kernels' exactly: no requantization either way (TFLite
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 from tvm import te, tirx, topi
@@ -96,6 +96,41 @@ def concatenate_runs(pieces: Sequence[te.Tensor], axis: int) -> te.Tensor:
         return _loop(o, outer, _sequence(copies))
 
     return extern_from_zero(out_shape, pieces, build, "concatenate_runs")
+
+
+def transpose_runs(data: te.Tensor, *, axes: Optional[Sequence[int]]) -> te.Tensor:
+    """``topi.transpose(data, axes)`` (``axes`` None: reversed) as runs: the trailing axes the permutation keeps in
+    place and in order are contiguous in the input and in the output, so per index of the output's other axes one
+    copy of their elements (a run). A permutation that moves the innermost axis (a run of one element) is
+    ``topi.transpose``'s kernel, as is one that keeps the order of the axes longer than one (the same bytes: a
+    view after the passes)."""
+    shape = [int(d) for d in data.shape]
+    rank = len(shape)
+    order = list(reversed(range(rank))) if axes is None else [int(axis) % rank for axis in axes]
+    kept = 0
+    while kept < rank and order[rank - 1 - kept] == rank - 1 - kept:
+        kept += 1
+    run = math.prod(shape[rank - kept:])
+    moved = [axis for axis in order if shape[axis] != 1]
+    if kept == 0 or run < 2 or moved == sorted(moved):
+        return topi.transpose(data, axes)
+    out_shape = [shape[axis] for axis in order]
+    strides = [math.prod(shape[axis + 1:]) for axis in range(rank)]  # the input's, in elements
+
+    def build(ins, outs):
+        index = _dtype(outs[0].shape[0])
+        outer = [tirx.Var(f"o{k}", index) if out_shape[k] > 1 else tirx.const(0, index) for k in range(rank - kept)]
+        out_at, in_at = tirx.const(0, index), tirx.const(0, index)
+        for k, o in enumerate(outer):
+            out_at = out_at * out_shape[k] + o
+            in_at = in_at + o * strides[order[k]]
+        body = copy_run(outs[0], out_at * run, ins[0], in_at, run, "i")
+        for k in reversed(range(rank - kept)):
+            if out_shape[k] > 1:
+                body = _loop(outer[k], out_shape[k], body)
+        return body
+
+    return extern_from_zero(out_shape, [data], build, "transpose_runs")
 
 
 def _sequence(steps: Sequence[tirx.Stmt]) -> tirx.Stmt:

@@ -9,7 +9,8 @@ themselves is CONCATENATION's second form: `tvm_ext.transform.int8.concatenation
 
 They keep one quantization (TVM's converter asserts PAD's input and output agree, as TFLite Micro requires
 of the zero point), so each is a copy kernel of the stored int8 values with no requantization (PAD's as runs where the backend
-asks for them: the input's rows copied whole, the padding filled, ``tvm_ext.kernels.copy_runs.pad_runs``). PAD's value
+asks for them: the input's rows copied whole, the padding filled, ``tvm_ext.kernels.copy_runs.pad_runs``; TRANSPOSE's
+too: the trailing axes it keeps in place one copy per index of the others, ``transpose_runs``). PAD's value
 is the one the frontend wrote, already in the quantized domain: the zero point for PAD (TFLite Micro pads
 with the output's, equal to the input's), PADV2's stored int8 constant as it is.
 """
@@ -21,7 +22,7 @@ from typing import Callable
 from tvm import relax, topi
 from tvm.relax.dpl import DFPattern, is_op, wildcard
 
-from ...kernels.copy_runs import pad_runs
+from ...kernels.copy_runs import pad_runs, transpose_runs
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext
 
 PAD_OPERATORS = frozenset({"PAD", "PADV2"})
@@ -44,8 +45,9 @@ def _int8_operand_lowering(operators: frozenset[str], pattern: DFPattern,
 
 def _transpose(call: relax.Call, ctx: LoweringContext) -> KernelCall:
     axes = None if call.attrs.axes is None else [int(axis) for axis in call.attrs.axes]  # None: reversed
-    return KernelCall(recorded_operator(call, ctx, TRANSPOSE_OPERATORS, "TRANSPOSE"), call, topi.transpose,
-                      (ctx.lowered[call.args[0]],), {"axes": axes})
+    # as runs of the trailing axes it keeps where the backend asks for copy runs (``ctx.pad_runs``)
+    return KernelCall(recorded_operator(call, ctx, TRANSPOSE_OPERATORS, "TRANSPOSE"), call,
+                      transpose_runs if ctx.pad_runs else topi.transpose, (ctx.lowered[call.args[0]],), {"axes": axes})
 
 
 def recorded_operator(call: relax.Call, ctx: LoweringContext, operators: frozenset[str], default: str) -> str:

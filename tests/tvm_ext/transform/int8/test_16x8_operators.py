@@ -19,6 +19,7 @@ import pytest
 
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 import test_int8_shape_ops as shape_ops  # noqa: E402
+from emulator.tools import missing_tools  # noqa: E402
 from test_int8_elementwise_ops import Unary, assert_bit_exact_with_tflite_micro, binary_model, unary_model  # noqa: E402
 from test_int8_matmul_ops import TRANSPOSE_CONV_CASES, transpose_conv_model  # noqa: E402
 from test_int8_misc_ops import reduction_model  # noqa: E402
@@ -163,6 +164,15 @@ def test_16x8_copies_are_bit_exact_with_tflite_micro(builtin, tmp_path):
                           if operator.builtin in ("SQUEEZE", "EXPAND_DIMS")
                           or operator.builtin == builtin and len(operator.outputs) == 1)
     assert_bit_exact_with_tflite_micro(model, tmp_path, _outputs_named(model, views))
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_16x8_transpose_as_runs_on_a_dsp_core_is_bit_exact_with_tflite_micro(tmp_path):
+    """The int8 TRANSPOSE model in int16 on a DSP core: the permutations that keep their trailing axes copy runs of
+    two-byte elements with the bundle's word copy (tvm_ext/kernels/copy_runs.py: transpose_runs), bit-exactly."""
+    bodies = shape_ops.dsp_kernel_bodies(int16_twin(shape_ops.transpose_model()), tmp_path)
+    assert any(", 2);" in body and "_copy_ascending(" in body for name, body in bodies.items()
+               if "_transpose" in name), bodies
 
 
 # (input type and quantization, output type and quantization) of integer QUANTIZEs (requantizations) TFLite Micro

@@ -39,6 +39,10 @@ PERMUTATIONS = (
     ((2, 1, 3, 5), (3, 2, 1, 0)),
     ((2, 3, 1, 5, 3), (4, 0, 3, 1, 2)),
     ((1, 1, 1, 1), (3, 1, 2, 0)),
+    ((1, 6, 3, 5), (0, 2, 1, 3)),  # attention heads: the innermost axis kept, runs of 5 elements
+    ((3, 2, 4, 2, 3), (1, 0, 2, 3, 4)),  # three trailing axes kept: runs of 24
+    ((4, 3, 2), (1, 0, 2)),  # runs of two elements
+    ((1, 3, 5), (1, 0, 2)),  # the innermost axis kept, the order of the others too: a view
 )
 
 # (input shape, paddings (before, after) per axis): one axis at a time, every axis, nothing, 1-D to 5-D.
@@ -105,8 +109,30 @@ def pad_model(builtin: str, dtype: str = "int8", quantizations: tuple[Quantizati
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 
+def dsp_kernel_bodies(model: Model, tmp_path) -> dict[str, str]:
+    """``model`` compiled for cortex-m4f (a DSP core) with its self-test under QEMU passing bit-exactly (TFLite
+    Micro's outputs on its cases): the bundle's kernels' C bodies by name (tests/c_checks.py)."""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(model))
+    selftest = compile(path, "cortex-m4f", tmp_path / "out").selftest
+    assert selftest.passed and selftest.where.startswith("mps2-") and set(selftest.max_errors) == {0}, selftest.output
+    return kernel_bodies(next((tmp_path / "out").glob("*_kernels.c")).read_text())
+
+
 def test_transpose_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(transpose_model(), tmp_path, TRANSPOSE_VIEWS)
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_transpose_as_runs_on_a_dsp_core_is_bit_exact_with_tflite_micro(tmp_path):
+    """On a DSP core a TRANSPOSE that keeps its trailing axes in place is written as runs (tvm_ext/kernels/
+    copy_runs.py: transpose_runs): one call of the bundle's word copy per index of the other axes; one that moves
+    the innermost axis keeps the element-wise kernel. The self-test under QEMU passes bit-exactly."""
+    bodies = dsp_kernel_bodies(transpose_model(), tmp_path)
+    transposes = {name: body for name, body in bodies.items() if "_transpose" in name}
+    assert len(transposes) == len(PERMUTATIONS) - len(TRANSPOSE_VIEWS), list(bodies)
+    with_runs = [case for case in PERMUTATIONS if not _is_view(*case) and case[1][-1] == len(case[0]) - 1]
+    assert sum("_copy_ascending(" in body for body in transposes.values()) == len(with_runs), transposes
 
 
 @pytest.mark.parametrize("builtin", ("PAD", "PADV2"))
