@@ -274,3 +274,23 @@ def test_best_of_orders_stacks_carried_rows_below_those_born_at_the_busiest_step
     greedy, best = plan_memory(CARRIED_ROWS, "greedy_by_size"), plan_memory(CARRIED_ROWS, "best_of_orders")
     check_plan(CARRIED_ROWS, best)
     assert (greedy.arena_bytes, best.arena_bytes, best.lower_bound, best.optimal) == (128, 112, 112, True)
+
+
+# Each of the two walks by breadth placing a step's buffers by age is needed on its own (CARRIED_ROWS above either
+# one plans): a case each where no other order reaches the bound. LONGEST_LIVED_BELOW: at the busiest step (1) b2,
+# which lives on to step 3, goes lowest, so b1 (meeting b2 at step 3) and b3 stack beside it at the bound (every
+# other order 160 B). EARLIEST_BORN_BELOW: at the busiest step (2) b2 and b3, born there, go above those carried in
+# from step 1 (the orders by size or lifetime 208 B, the walk latest dying first 256 B).
+LONGEST_LIVED_BELOW = [Buffer(f"b{k}", nbytes, first, last) for k, (nbytes, first, last) in enumerate(
+    [(64, 1, 1), (48, 3, 6), (48, 0, 3), (64, 6, 7), (16, 0, 1)])]
+EARLIEST_BORN_BELOW = [Buffer(f"b{k}", nbytes, first, last) for k, (nbytes, first, last) in enumerate(
+    [(80, 0, 0), (48, 2, 2), (80, 1, 2), (32, 1, 2), (64, 0, 1), (32, 2, 3)])]
+
+
+@pytest.mark.parametrize(("buffers", "greedy_bytes", "bound"), [
+    (LONGEST_LIVED_BELOW, 160, 128), (EARLIEST_BORN_BELOW, 208, 192)])
+def test_best_of_orders_needs_each_walk_by_age_on_its_own(buffers: list[Buffer], greedy_bytes: int,
+                                                          bound: int) -> None:
+    greedy, best = plan_memory(buffers, "greedy_by_size"), plan_memory(buffers, "best_of_orders")
+    check_plan(buffers, best)
+    assert (greedy.arena_bytes, best.arena_bytes, best.lower_bound, best.optimal) == (greedy_bytes, bound, bound, True)

@@ -6,7 +6,6 @@ missing leading axis or an axis of extent 1 is repeated; so a rank-0 (scalar) op
 
 from __future__ import annotations
 
-import math
 from typing import Optional, Sequence
 
 from tvm import te, tirx
@@ -106,15 +105,17 @@ def rescaled_table_args(dtype: str, elements: int, params: AddParams, lhs_zero_p
 
 def _rescaled_operands(lhs: te.Tensor, rhs: te.Tensor, shape: list[int], lhs_zero_point: int, rhs_zero_point: int,
                        params: AddParams, rounding: Rounding, tables: Sequence[te.Tensor] = (),
-                       sign: int = 1) -> tuple[tuple[te.Tensor, int], tuple[te.Tensor, int]]:
+                       tabled: tuple[bool, bool] = (False, False)
+                       ) -> tuple[tuple[te.Tensor, int], tuple[te.Tensor, int]]:
     """Both operands of a binary operator on their common scale (`_rescaled` with `params`' left shift and each
-    operand's multiplier), as stages "lhs_scaled" and "rhs_scaled", each with its largest magnitude; ``tables``
-    those of the operands `rescaled_table_args` (of ``sign``) names, in order, or none."""
-    specs = rescaled_table_args(str(lhs.dtype), math.prod(shape), params, lhs_zero_point, rhs_zero_point, sign) \
-        if tables else (None, None)
+    operand's multiplier), as stages "lhs_scaled" and "rhs_scaled", each with its largest magnitude; ``tabled``
+    says which operands' values are tables (`rescaled_table_args`), ``tables`` those tables, in order. An operand
+    not tabled beside a tabled one has its zero point's term in the other's table (`rescaled_table_args`)."""
+    if len(tables) != sum(tabled):
+        raise ValueError(f"{len(tables)} rescaled-value tables for the tabled operands {tabled}")
     remaining = iter(tables)
-    lhs_table, rhs_table = (next(remaining) if spec is not None else None for spec in specs)
-    folded = [spec is None and other is not None for spec, other in zip(specs, reversed(specs))]
+    lhs_table, rhs_table = (next(remaining) if operand_tabled else None for operand_tabled in tabled)
+    folded = [not operand_tabled and other for operand_tabled, other in zip(tabled, reversed(tabled))]
     return (_rescaled(lhs, shape, lhs_zero_point, params.left_shift, params.input1, rounding, "lhs_scaled", lhs_table,
                       folded[0]),
             _rescaled(rhs, shape, rhs_zero_point, params.left_shift, params.input2, rounding, "rhs_scaled", rhs_table,
@@ -124,14 +125,15 @@ def _rescaled_operands(lhs: te.Tensor, rhs: te.Tensor, shape: list[int], lhs_zer
 def _add_or_sub_int8(
     lhs: te.Tensor, rhs: te.Tensor, sign: int, name: str, tables: Sequence[te.Tensor], *, lhs_zero_point: int,
     rhs_zero_point: int, output_zero_point: int, params: AddParams, activation: ActivationRange, rounding: Rounding,
+    lhs_tabled: bool = False, rhs_tabled: bool = False,
 ) -> te.Tensor:
     """out = clamp(MBQM(MBQM(lhs'<<20) + sign * MBQM(rhs'<<20)) + out_zp), x' = x - x_zp (TFLite AddFunc,
-    SubFunc); ``sign`` is 1 for ADD, -1 for SUB; ``tables``: those of the operands `rescaled_table_args` names,
-    or none. The output has the operands' type (int8, or int16 as TFLite Micro's int16 ADD, whose left shift is
-    15)."""
+    SubFunc); ``sign`` is 1 for ADD, -1 for SUB; ``tables``: the rescaled-value tables of the operands the lowering
+    tabled (``lhs_tabled``, ``rhs_tabled``: `rescaled_table_args`), lhs's first, or none. The output has the
+    operands' type (int8, or int16 as TFLite Micro's int16 ADD, whose left shift is 15)."""
     shape = broadcast_shape(lhs, rhs)
     (lhs_scaled, lhs_largest), (rhs_scaled, rhs_largest) = _rescaled_operands(
-        lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding, tables, sign)
+        lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding, tables, (lhs_tabled, rhs_tabled))
 
     def value(*index):
         raw = lhs_scaled(*index) + rhs_scaled(*index) if sign > 0 else lhs_scaled(*index) - rhs_scaled(*index)
@@ -185,14 +187,14 @@ def minimum_int8(lhs: te.Tensor, rhs: te.Tensor) -> te.Tensor:
 
 def squared_difference_int8(
     lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, lhs_zero_point: int, rhs_zero_point: int,
-    output_zero_point: int, params: AddParams, rounding: Rounding,
+    output_zero_point: int, params: AddParams, rounding: Rounding, lhs_tabled: bool = False, rhs_tabled: bool = False,
 ) -> te.Tensor:
     """out = clamp(MBQM(d * d) + out_zp), d = MBQM(lhs'<<7) - MBQM(rhs'<<7) (TFLM's SquaredDifference; |d| is
-    below 2^15, so d * d fits int32); ``tables``: those of the operands `rescaled_table_args` (of sign -1) names,
-    or none."""
+    below 2^15, so d * d fits int32); ``tables``, ``lhs_tabled``, ``rhs_tabled`` as ``_add_or_sub_int8``'s (the
+    tables of sign -1)."""
     shape = broadcast_shape(lhs, rhs)
     (lhs_scaled, lhs_largest), (rhs_scaled, rhs_largest) = _rescaled_operands(
-        lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding, tables, -1)
+        lhs, rhs, shape, lhs_zero_point, rhs_zero_point, params, rounding, tables, (lhs_tabled, rhs_tabled))
 
     def value(*index):
         difference = lhs_scaled(*index) - rhs_scaled(*index)

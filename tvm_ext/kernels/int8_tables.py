@@ -118,7 +118,7 @@ def binary_scalar_table(kind: str, input_zero_point: int, constant: int, constan
 
 def rescaled_operand_table(zero_point: int, left_shift: int, multiplier_shift: tuple[int, int], plus: int,
                            rounding: Rounding) -> np.ndarray:
-    """int32[256]: an int8 operand of TFLite's ADD or SUB on the operators' common scale,
+    """int32[256]: an int8 operand of TFLite's ADD, SUB or SQUARED_DIFFERENCE on the operator's common scale,
     MultiplyByQuantizedMultiplier((input - zero_point) << left_shift, multiplier, shift) + ``plus`` (add_common.cc;
     ``elementwise._rescaled``'s value, a function of the one int8 value) of the input whose uint8 bits are the
     index (0..127 the non-negative inputs, 128..255 the negative ones: the kernel indexes by the byte itself)."""

@@ -6,4 +6,4 @@ from ...kernels.quant_params import add_params, add_params_int16
 from .binary import binary_lowering
 
 LOWERING = binary_lowering("ADD", "relax.add", add_int8, add_params, add_params_int16,
-                           backend_kernel=lambda ctx: ctx.int8_add, rescaled_tables=True)
+                           backend_kernel=lambda ctx: ctx.int8_add, rescaled_sign=1)

@@ -21,7 +21,7 @@ from tvm.relax.dpl import is_op
 from ...kernels import Rounding
 from ...kernels.elementwise import rescaled_table_args
 from ...kernels.int8_tables import TABLE_SIZE, binary_scalar_table, rescaled_operand_table
-from ...kernels.quant_params import ActivationRange
+from ...kernels.quant_params import ActivationRange, AddParams
 from ...layers import BROADCAST_LOOKUP_ATTR
 from .lowering import ClampedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .graph import Graph, Quant
@@ -43,16 +43,16 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
                     int16_params_of: Optional[ParamsOf] = None,
                     tables: Callable[[], tuple[relax.Constant, ...]] = tuple,
                     backend_kernel: Callable[[LoweringContext], Optional[Callable[..., Optional[te.Tensor]]]]
-                    = lambda ctx: None, rescaled_tables: bool = False) -> Lowering:
+                    = lambda ctx: None, rescaled_sign: Optional[int] = None) -> Lowering:
     """The lowering of the TFLite operator ``kind``, imported as the Relax op ``relax_op``, to ``kernel``
     (operands: both inputs, then the constants ``tables()`` gives; keywords: operand and output zero points,
     ``params_of``'s result, activation, rounding). With ``int16_params_of``, int16 operands and output of zero
     point 0 (TFLite Micro's int16 form) too. ``backend_kernel(ctx)``, where not None, is tried first on int8
     operands neither of which is a constant (a constant operator would be folded on the host, which cannot run
-    a backend's helper calls): the generic ``kernel`` where it gives None. With ``rescaled_tables`` (ADD, SUB),
-    where no backend kernel is tried, the int8 operands that ``kernels.elementwise.rescaled_table_args`` names get
-    their rescaled values' tables (``int8_tables.rescaled_operand_table``, weights) as the kernel's operands after
-    both inputs (``tables()`` gives none then)."""
+    a backend's helper calls): the generic ``kernel`` where it gives None. With ``rescaled_sign`` (the sign of
+    rhs's term: ADD 1, SUB -1), where no backend kernel is tried, the int8 operands that
+    ``kernels.elementwise.rescaled_table_args`` names get their rescaled values' tables (`rescaled_tables`) as
+    the kernel's operands after both inputs (``tables()`` gives none then)."""
     lhs_operand, rhs_operand = DequantizedOperand(), DequantizedOperand()
     core = is_op(relax_op)(lhs_operand.pattern, rhs_operand.pattern)
     result = QuantizedResult(core)
@@ -84,11 +84,12 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
         own = backend_kernel(ctx) if dtypes == {"int8"} and not any(
             ctx.graph.constant(operand.tensor) is not None for operand in (lhs, rhs)) else None
         chosen = kernel if own is None else first_fitting(own, kernel)
-        rescaled = _rescaled_tables(kind, lhs, rhs, elements_of(quantize), params, ctx.rounding) \
-            if rescaled_tables and own is None and dtypes == {"int8"} else ()
+        rescaled, tabled = rescaled_tables(lhs, rhs, elements_of(quantize), params, rescaled_sign, ctx.rounding) \
+            if rescaled_sign is not None and own is None and dtypes == {"int8"} else ((), {})
         call = KernelCall(kind, matched[core], chosen, (lhs.tensor, rhs.tensor, *(rescaled or tables())),
                           {"lhs_zero_point": lhs.quant.zero_point, "rhs_zero_point": rhs.quant.zero_point,
-                           "output_zero_point": out.quant.zero_point, "params": params, "rounding": ctx.rounding},
+                           "output_zero_point": out.quant.zero_point, "params": params, "rounding": ctx.rounding,
+                           **tabled},
                           # its tables' loads indexed by the operands: the pattern of the kernel without them
                           func_attrs={BROADCAST_LOOKUP_ATTR: True} if rescaled else {})
         return ClampedCall(call, out.activation)
@@ -137,14 +138,16 @@ class TableCall:
         return self.make(activation)
 
 
-def _rescaled_tables(kind: str, lhs: Int8Input, rhs: Int8Input, elements: int, params: object,
-                     rounding: Rounding) -> tuple[relax.Constant, ...]:
-    """The rescaled-value tables of the operands of an int8 ADD or SUB (``kind``) of ``params`` (an AddParams)
-    and an output of ``elements`` elements that ``rescaled_table_args`` names, lhs first (one constant per
-    distinct table)."""
-    specs = rescaled_table_args("int8", elements, params, lhs.quant.zero_point, rhs.quant.zero_point,
-                                -1 if kind == "SUB" else 1)
-    return tuple(table_constant(rescaled_operand_table, *spec, rounding) for spec in specs if spec is not None)
+def rescaled_tables(lhs: Int8Input, rhs: Int8Input, elements: int, params: AddParams, sign: int,
+                    rounding: Rounding) -> tuple[tuple[relax.Constant, ...], dict[str, bool]]:
+    """The rescaled-value tables (``int8_tables.rescaled_operand_table``, weights) of the operands of an ADD
+    (``sign`` 1), SUB or SQUARED_DIFFERENCE (-1) of ``params`` and an output of ``elements`` elements that
+    ``rescaled_table_args`` names, lhs first, and the kernel's keywords saying which operands they are
+    (``lhs_tabled``, ``rhs_tabled``; none where no operand is tabled)."""
+    specs = rescaled_table_args(str(lhs.tensor.ty.dtype), elements, params, lhs.quant.zero_point,
+                                rhs.quant.zero_point, sign)
+    tables = tuple(table_constant(rescaled_operand_table, *spec, rounding) for spec in specs if spec is not None)
+    return tables, {"lhs_tabled": specs[0] is not None, "rhs_tabled": specs[1] is not None} if tables else {}
 
 
 @functools.cache

@@ -51,7 +51,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     macs = None
     if kernel is conv2d_int8 and not paired and _one_channel(ctx, weight, data.tensor):
         # the backend's kernel of a window over one input channel, where it fits (else the generic one); its TE
-        # extern stage shows no reduction to count, so the lowering declares the layer's MACs (padded taps count)
+        # extern stage shows no reduction to count, so the lowering declares the layer's MACs (padded taps count),
+        # which are also the generic kernel's where the backend's declines (MacKernel.macs)
         kernel = first_fitting(ctx.one_channel_conv, conv2d_int8)
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3]))
     return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,

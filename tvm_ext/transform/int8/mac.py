@@ -80,8 +80,10 @@ class MacKernel:
     # output's channels; the bias, multipliers and shifts stay one per output channel.
     padded_units: Optional[int] = None
     # The layer's MACs where its kernel may be one whose reduction the count and the kernel's name cannot see (a
-    # backend's TE extern stage: `LoweringContext.one_channel_conv`): declared on the kernel with its window (None:
-    # both read from its loops).
+    # backend's TE extern stage: `LoweringContext.one_channel_conv`): declared on the kernel with its window, added to
+    # its other attributes (None: both read from its loops). Where the backend's kernel declines, the generic one's
+    # loops give the same count and window, so it is kept (cortex-m4f, a 3x3 window and a RELU6 one: the bundle is
+    # byte for byte the same without the declaration).
     macs: Optional[int] = None
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
@@ -129,7 +131,8 @@ class MacKernel:
             weight = np.pad(weight, ((0, self.padded_units - weight.shape[0]), (0, 0)))
         if self.macs is not None and self.geometry is not None:
             window = [list(self.weight.shape[:2]), list(self.geometry.strides), list(self.geometry.dilation)]
-            func_attrs = {MACS_ATTR: self.macs, WINDOW_ATTR: [[int(v) for v in column] for column in window]}
+            func_attrs = {**func_attrs, MACS_ATTR: self.macs,
+                          WINDOW_ATTR: [[int(v) for v in column] for column in window]}
         if self.weight_length is not None:  # [O, K] then zeros up to the length
             rows = weight.reshape(weight.shape[0], -1)
             weight_constant = relax.const(np.pad(rows, ((0, 0), (0, self.weight_length - rows.shape[1]))))

@@ -10,14 +10,11 @@ from tvm import relax
 from tvm.relax.dpl import is_const, is_op
 
 from ...kernels import squared_difference_int8
-from ...kernels.elementwise import rescaled_table_args
-from ...kernels.int8_tables import rescaled_operand_table
 from ...kernels.quant_params import squared_difference_params
 from ...layers import BROADCAST_LOOKUP_ATTR
-from .binary import elements_of
+from .binary import elements_of, rescaled_tables
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedOperand, ends_float_operator, extract, float_operator_mismatch
-from .tables import table_constant
 
 _LHS, _RHS = DequantizedOperand(), DequantizedOperand()
 _DIFFERENCE = is_op("relax.subtract")(_LHS.pattern, _RHS.pattern)
@@ -33,13 +30,12 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     if lhs is None or rhs is None or out is None:
         return float_operator_mismatch(quantize, ctx)
     params = squared_difference_params(lhs.quant.scale, rhs.quant.scale, out.scale, ctx.rounding)
-    specs = rescaled_table_args(str(lhs.tensor.ty.dtype), elements_of(quantize), params,
-                                lhs.quant.zero_point, rhs.quant.zero_point, -1)
-    tables = tuple(table_constant(rescaled_operand_table, *spec, ctx.rounding) for spec in specs if spec is not None)
+    tables, tabled = rescaled_tables(lhs, rhs, elements_of(quantize), params, -1, ctx.rounding)
     return FixedCall(KernelCall("SQUARED_DIFFERENCE", matched[_DIFFERENCE], squared_difference_int8,
                                 (lhs.tensor, rhs.tensor, *tables),
                                 {"lhs_zero_point": lhs.quant.zero_point, "rhs_zero_point": rhs.quant.zero_point,
-                                 "output_zero_point": out.zero_point, "params": params, "rounding": ctx.rounding},
+                                 "output_zero_point": out.zero_point, "params": params, "rounding": ctx.rounding,
+                                 **tabled},
                                 # its tables' loads indexed by the operands: the pattern of the kernel without them
                                 func_attrs={BROADCAST_LOOKUP_ATTR: True} if tables else {}))
 

@@ -6,4 +6,4 @@ from ...kernels import sub_int8
 from ...kernels.quant_params import add_params, add_params_int16
 from .binary import binary_lowering
 
-LOWERING = binary_lowering("SUB", "relax.subtract", sub_int8, add_params, add_params_int16, rescaled_tables=True)
+LOWERING = binary_lowering("SUB", "relax.subtract", sub_int8, add_params, add_params_int16, rescaled_sign=-1)
