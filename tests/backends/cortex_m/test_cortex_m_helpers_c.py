@@ -28,7 +28,7 @@ from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
                                                HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE, HELIUM_QLINEAR_TEMPLATE,
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
-from backends.cortex_m.helpers.pair_tiles_c import PAIR_TILES_TEMPLATE
+from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
@@ -148,10 +148,10 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("depthwise_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                                             REQUANTIZE_SMALL_TEMPLATE, DEPTHWISE_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
-    # the DSP fused pixel-pair channel tiles (widened inputs, sums from the biases, epilogue of either rounding)
-    # against the plain sums and the scalar helpers
+    # the DSP fused pixel-pair channel tiles (widened inputs, sums from the biases, epilogue of either rounding), and
+    # their scratch-free form, against the plain sums and the scalar helpers
     HelperUnitTest("pair_tiles", ("double", *SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE,
-                                  REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE),
+                                  REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE, PAIR_DIRECT_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the DSP fused convolution channel tiles (dual MAC sums from the biases and epilogue) against the plain sums
     # and the scalar helpers
