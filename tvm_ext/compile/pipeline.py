@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from tvm_ext.frontend import ImportedModel, IoQuantization, TensorSpec
     from tvm_ext.model_check import ModelFacts, ParsedModel
     from tvm_ext.compile.patches import PatchRequest
+    from tvm_ext.compile.scratch_forms import ScratchChoice
     from tvm_ext.patch_geometry import PatchCut
     from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.plan.unit_assignment import UnitChoice
@@ -293,10 +294,10 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             rows = options.input_rows and grid_plan is not None
             return _with_row_input(again, func, cut_of(grid_plan), file_name) if rows else again
 
-        lowered, generated, planned = stage(
-            "planning", lambda: planning_reversed(lowered, generated, regenerate, profile, options.io_in_arena,
-                                                  reversible),
-            lambda result: _describe_memory(result[2]) + _describe_reversed(result[0]))
+        lowered, generated, planned, scratch_choice = stage(
+            "planning", lambda: planning_scratch_forms(lowered, generated, regenerate, profile, options.io_in_arena,
+                                                       reversible),
+            lambda result: _describe_memory(result[2]) + _describe_reversed(result[0]) + result[3].phrase())
         if generated is not forward and early[0] is not None:  # its kernels' objects are the forward ones
             early[0].stop()
             early[0] = None
@@ -323,6 +324,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 _empty_folder(folder)
             search = AutoSearch(imported, profile, planned, ram, compile_with, options.input_rows)
             lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
+            scratch_choice = scratch_choice.none()  # the patch plans' kernels keep their scratch
             start_early_objects()
         referenced_once: list[Any] = [] if checked is not None else [referenced]
         while True:
@@ -371,7 +373,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 lowered, generated, planned, ram, patched = _auto_stage(stage, search, lambda: search.refused(*refused))
                 start_early_objects()
     facts = bundle_facts(profile, config, planned, ram, flash, tested, units, options.quantization, lowered.layouts,
-                         operators=operators, patches=patched)
+                         operators=operators, patches=patched, scratch_forms=scratch_choice.manifest_entry())
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config,
                         packaged.bundle, operators)
@@ -662,6 +664,48 @@ def planning_reversed(lowered: Lowered, generated: Generated, regenerate: Callab
     return lowered, generated, planned
 
 
+def planning_scratch_forms(lowered: Lowered, generated: Generated, regenerate: Callable[[Lowered], Generated],
+                           profile: Profile, io_in_arena: bool,
+                           one_arena: bool) -> tuple[Lowered, Generated, Planned, ScratchChoice]:
+    """`planning_reversed` of `generated` (the forward kernels of `lowered`), or, when `one_arena` and a kernel's
+    scratch makes that arena larger, `planning_reversed` of the same model with the kernels
+    `tvm_ext.compile.scratch_forms` chooses in their forms with less scratch (the profile's
+    `KernelSchedules.scratch_free_form`; generated again by `regenerate`, which convolutions run backwards chosen
+    again for them): that one only when its planned arena is smaller; with the choice (its kernels and arenas,
+    for the planning line)."""
+    from backends.schedules import kernel_schedules_of
+    from tvm_ext.compile.reversed_loops import kernels_to_reverse, with_reversed_streams
+    from tvm_ext.compile.scratch_forms import ScratchChoice, fewest_forms, forms_to_take
+
+    reversed_ = planning_reversed(lowered, generated, regenerate, profile, io_in_arena, one_arena)
+    planned = reversed_[2]
+    unchanged = (*reversed_, ScratchChoice({}, planned.memory.arena_bytes, planned.memory.arena_bytes))
+    form_of = kernel_schedules_of(profile).scratch_free_form
+    if form_of is None or not one_arena:
+        return unchanged
+    forms = {name: form for name, form in ((name, form_of(func)) for name, func in lowered.kernels.items())
+             if form is not None}
+    chosen = forms_to_take(planned.plan, planned.buffers, planned.memory, forms,
+                           lambda plan: planning(plan, profile, io_in_arena).memory) if forms else {}
+    if not chosen:
+        return unchanged
+
+    def arena_reversed(plan: ExecutionPlan) -> int:
+        """The arena of the forward `plan` with the convolutions `kernels_to_reverse` chooses run backwards."""
+        memory = planning(plan, profile, io_in_arena).memory
+        flipped = kernels_to_reverse(plan, memory, lambda p: planning(p, profile, io_in_arena).memory.arena_bytes)
+        return planning(with_reversed_streams(plan, flipped), profile, io_in_arena).memory.arena_bytes \
+            if flipped else memory.arena_bytes
+
+    chosen = fewest_forms(generated.plan, chosen, arena_reversed)
+    changed = replace(lowered, kernels={name: chosen[name].func if name in chosen else func
+                                        for name, func in lowered.kernels.items()})
+    again = planning_reversed(changed, regenerate(changed), regenerate, profile, io_in_arena, one_arena)
+    if again[2].memory.arena_bytes >= planned.memory.arena_bytes:
+        return unchanged
+    return (*again, ScratchChoice.of(generated.plan, chosen, planned.memory.arena_bytes, again[2].memory.arena_bytes))
+
+
 def packaging(folder: Path, imported: Imported, generated: Generated, planned: Planned, referenced: Referenced,
               profile: Profile, config: BuildConfig, units: list[UnitChoice]) -> Packaged:
     """The bundle's source and build files, written into `folder` (the manifest comes with finish_bundle);
@@ -763,7 +807,8 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
 def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: RamUse, flash: FlashUse,
                  tested: Tested | None, units: list[UnitChoice], quantization: dict | None,
                  layouts: tuple[LayoutChoice, ...] = (), untested: str | None = None,
-                 operators: tuple[OperatorSupport, ...] = (), patches: PatchFacts | None = None) -> BundleFacts:
+                 operators: tuple[OperatorSupport, ...] = (), patches: PatchFacts | None = None,
+                 scratch_forms: dict | None = None) -> BundleFacts:
     """What the manifest records beyond the plans: tool versions, the profile, its headroom (every part of the
     RAM `ram`, and the flash `flash`, which says whether the code was counted), the self-test
     (None: not built, `untested` says why), each subgraph's compute unit and data layout, and how a float model
@@ -794,6 +839,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: R
         kind_targets=backend_of(profile).kind_targets(profile),
         operators=operators,
         patches=None if patches is None else patches.manifest_entry(),
+        scratch_forms=scratch_forms,
     )
 
 
