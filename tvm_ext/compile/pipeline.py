@@ -284,8 +284,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                         folder, early_sources(generated, profile, config), config.emulated))
 
         start_early_objects()
-        # the layer-by-layer plan may run convolutions backwards (auto, the default, too: its patch plans are tried
-        # only when that plan does not fit, and compile forwards)
+        # the layer-by-layer plan may run convolutions backwards and take kernels in their forms with less scratch
+        # (auto, the default, too: its patch plans are tried only when that plan does not fit, and compile forwards,
+        # every kernel with its scratch)
         reversible = len(profile.memory_regions) <= 1
         forward = generated
 
