@@ -156,6 +156,8 @@ def fewest_forms(plan: ExecutionPlan, chosen: Mapping[str, ScratchFreeForm],
     backwards) of `plan` (the forward plan, every kernel with its scratch) with the forms left is no larger than with
     all of `chosen`."""
     kept = dict(chosen)
+    if len(kept) < 2:
+        return kept
     target = arena_of(without_forms(plan, kept))
     macs: dict[str, int] = {}
     for call in plan.calls:

@@ -90,10 +90,14 @@ def test_str_ww_reaches_its_liveness_bound_bit_exact_on_a_poisoned_arena(tmp_pat
     options = {"patches": "2x1", "input_rows": True} if rows else {}
     bundle = tvm_ext.compile(models_dir() / "mlperf_tiny" / "str_ww_ref_model.tflite", "cortex-m4f", out, **options)
     assert bundle.selftest.passed
-    arena = json.loads((out / "manifest.json").read_text())["arena"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    arena = manifest["arena"]
     assert arena["bytes"] == arena["lower_bound_bytes"] == 3_712
+    forms = manifest["scratch_forms"]
+    assert "str_ww_ref_model_conv_2d_1x1_s1_24x1x128" in forms["kernels"] and forms["arena_bytes"] == 3_712
     kernels = (out / "str_ww_ref_model_kernels.c").read_text()
     assert " - ax1" in kernels  # some loop runs last row first
+    assert "str_ww_ref_model_pair_tiles_direct_s8(" in kernels  # the peak's convolution without its scratch
     model = bundle.plan.model.upper()
     proc = subprocess.run(["make", "qemu-test", f"CORTEX_M_CC=arm-none-eabi-gcc -D{model}_POISON_ARENA"],
                           cwd=out, capture_output=True, text=True, timeout=600)
