@@ -16,7 +16,7 @@ from typing import Optional
 
 import pytest
 
-from backends.cortex_m.helpers import cortex_m_helpers_c, helium_float_c, helium_helpers_c
+from backends.cortex_m.helpers import cortex_m_helpers_c, helium_float_c, helium_helpers_c, pair_direct_helpers_c
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
@@ -222,8 +222,11 @@ def test_the_unit_test_builds_for_its_core_without_warnings(tmp_path: Path, unit
                           ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_float_c(prefix),
                            HELIUM_FLOAT_MACRO),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + fpu_float_c(prefix),
-                           FPU_FLOAT_MACRO)],
-                         ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float"])
+                           FPU_FLOAT_MACRO),
+                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pair_direct_helpers_c(prefix),
+                           None)],
+                         ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
+                              "cortex-m4f-pair-direct"])
 def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
                                                                  core_macro: Optional[str]) -> None:
     build_for_cortex_m("#include <stdint.h>\n" + library_c(PREFIX) + "\nint32_t row(int32_t *acc, "
