@@ -36,6 +36,9 @@ class HelperLibrary:
 
     name: str
     c_text: Callable[[str], str]
+    needs: tuple["HelperLibrary", ...] = ()
+    """The libraries whose helpers this one's use: a kernel's call of one of its helpers records them too (a bundle
+    defines them before it: the libraries come in their names' order)."""
 
 
 class EmulatedBuildError(RuntimeError):

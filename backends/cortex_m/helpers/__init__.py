@@ -67,9 +67,10 @@ def pair_direct_helpers_c(prefix: str) -> str:
     return dsp_template_c(PAIR_DIRECT_TEMPLATE, prefix)
 
 
-PAIR_DIRECT_HELPERS = HelperLibrary("cortex_m_pair_direct", pair_direct_helpers_c)
+PAIR_DIRECT_HELPERS = HelperLibrary("cortex_m_pair_direct", pair_direct_helpers_c, (CORTEX_M_HELPERS,))
 """The scratch-free pair tiles of DSP cores (`pair_tiles_c`): a library of its own, which only the bundles whose
-kernels call it define (after CORTEX_M_HELPERS, whose pair tiles it uses: libraries come in their names' order)."""
+kernels call it define, after CORTEX_M_HELPERS, whose pair tiles it uses (its calls record both: a kernel may
+call no other helper)."""
 HELIUM_FLOAT_HELPERS = HelperLibrary("cortex_m_helium_float", helium_float_c)
 """The float multiply-accumulates of Helium cores: their calls record this library, which a bundle defines as it
 is (`backends.backend.Backend.bundle_helper_libraries` swaps only CORTEX_M_HELPERS), so a float bundle defines
