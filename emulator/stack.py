@@ -11,6 +11,10 @@ lowered by a register amount (alloca, VLAs; GCC's `dynamic`) is a lower bound, a
 the peak inexact, which the result says. Indirect calls are not followed: a function the root calls through a
 pointer (a row-wise input's read_row) is named as an indirect callee, and its peak is added to the root's, as if
 it were called at the root's deepest point (an upper bound). Recursion is an error.
+RV32 code built with -msave-restore saves and restores a function's registers in libgcc's millicode
+(`jal t0, __riscv_save_N` in its prologue, `j __riscv_restore_N` as its return): the save routine's part of the
+frame is the caller's (GCC's .su counts it there), so a millicode routine is no callee and the disassembly's
+frame of its caller adds the save area (`riscv_millicode_frame`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ _RISCV_BRANCH = re.compile(r"(?:c\.)?(?:jal|call|tail|j|beq|bne|blt|bge|bltu|bge
 _RISCV_BRANCH_TARGET = re.compile(r"(?:^|,)\s*[0-9a-f]+ <([^>+]+)>$")
 _RISCV_SP_MINUS_IMMEDIATE = re.compile(r"^sp,\s*(?:sp,\s*)?-(\d+)$")
 _RISCV_SP_FROM_REGISTER = re.compile(r"^sp,\s*sp,\s*[a-z]|^sp,\s*[a-z]\w*,\s*sp$")
+_RISCV_MILLICODE = re.compile(r"__riscv_(save|restore)_(\d+)")
 
 
 @dataclass(frozen=True)
@@ -136,17 +141,36 @@ def riscv_pushed_bytes(mnemonic: str, operands: str) -> int | None:
     return 0
 
 
+def riscv_millicode_frame(function: str) -> int | None:
+    """Bytes of its caller's frame that a call of libgcc's -msave-restore millicode `function` sets up (0 for a
+    restore routine: it releases them), None for any other function. `__riscv_save_N` (ilp32) saves ra and s0..s(N-1)
+    in sp's 16-byte alignment: 4 (N + 1) bytes rounded up to 16 (save_12: 64, save_10: 48, save_4: 32, save_0: 16),
+    the amount GCC's .su counts in the caller's frame; its own `add sp,sp,-64` is undone in part by a register
+    amount, so its disassembly does not give it."""
+    millicode = _RISCV_MILLICODE.fullmatch(function)
+    if millicode is None:
+        return None
+    return 0 if millicode.group(1) == "restore" else (4 * (int(millicode.group(2)) + 1) + 15) // 16 * 16
+
+
+def _no_millicode(function: str) -> int | None:
+    """None: no function of Arm code is a caller's save or restore routine."""
+    return None
+
+
 @dataclass(frozen=True)
 class CodeReading:
     """How the stack method reads one instruction set's linked code: its binutils (`prefix` + "objdump",
     "size", "nm"), which mnemonics are direct calls or branches to another function (`branch`), where in the
     operands the branch's target function is (`target`, group 1 its name) and how many bytes an
-    instruction moves sp down by (`pushed_bytes`; None: a register amount)."""
+    instruction moves sp down by (`pushed_bytes`; None: a register amount), and the bytes of its caller's frame a
+    call of a millicode routine sets up (`millicode_frame`: None for an ordinary callee)."""
 
     prefix: str
     branch: re.Pattern[str]
     target: re.Pattern[str]
     pushed_bytes: Callable[[str, str], int | None]
+    millicode_frame: Callable[[str], int | None] = _no_millicode
 
     def tool(self, name: str) -> str:
         """The binutils program `name` ("objdump", "size", "nm") for this instruction set."""
@@ -156,8 +180,10 @@ class CodeReading:
 ARM_CODE = CodeReading("arm-none-eabi-", _BRANCH, _BRANCH_TARGET, pushed_bytes)
 """Arm Thumb code: `bl`/`blx` and branches, frames from push/stmdb/vpush/str pre-decrement/`sub sp`."""
 
-RISCV_CODE = CodeReading(RISCV_BINUTILS_PREFIX, _RISCV_BRANCH, _RISCV_BRANCH_TARGET, riscv_pushed_bytes)
-"""RV32 code: `jal`/`call`/`tail`/`j` and conditional branches, frames from `addi sp,sp,-N`."""
+RISCV_CODE = CodeReading(RISCV_BINUTILS_PREFIX, _RISCV_BRANCH, _RISCV_BRANCH_TARGET, riscv_pushed_bytes,
+                         riscv_millicode_frame)
+"""RV32 code: `jal`/`call`/`tail`/`j` and conditional branches, frames from `addi sp,sp,-N` and the -msave-restore
+millicode's save areas."""
 
 
 def _analyse(name: str, instructions: list[tuple[str, str]], code: CodeReading) -> DisassembledFunction:
@@ -167,7 +193,11 @@ def _analyse(name: str, instructions: list[tuple[str, str]], code: CodeReading) 
     for mnemonic, operands in instructions:
         target = code.target.search(operands)
         if target and code.branch.fullmatch(mnemonic) and target.group(1) != name:
-            callees.add(target.group(1))
+            millicode = code.millicode_frame(target.group(1))
+            if millicode is None:
+                callees.add(target.group(1))
+            else:
+                frame_bytes += millicode
         pushed = code.pushed_bytes(mnemonic, operands)
         if pushed is None:
             dynamic = True

@@ -6,7 +6,9 @@
  * that make acc + bias wrap, zero points that saturate either end, int32 and int16 biases, and every count
  * 0..9 (the predicated last lanes: nothing written past count). Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
- * (VQRDMULH, VRSHL, VCTP). Prints "ok <count>" and exits 0, or names the first failure and exits 1. */
+ * (VQRDMULH, VRSHL, VCTP); and, for the RISC-V epilogue of the same contract and names
+ * (backends/riscv/helpers/templates/requantize_small.h.in), by tests/backends/riscv/test_riscv_helpers_c.py on the
+ * host and under QEMU virt. Prints "ok <count>" and exits 0, or names the first failure and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 

@@ -1,15 +1,17 @@
-/* Unit test of the RISC-V fused pixel-pair channel tiles (backends/riscv/helpers/templates/pair_tiles_s8x8.h.in,
- * after the paired MAC and the requantization epilogue, with the prefix lp): lp_pair_tiles_s8x8 and
- * lp_pair_tiles_s8x8_b16, and their one-pixel forms lp_conv_tiles_s8x8 and lp_conv_tiles_s8x8_b16, against the
- * plain sums of the pixels' windows from the bias, requantized by the bundle's scalar helpers
- * (lp_requantize_double_small, lp_saturate_int8), with the weights packed as tvm_ext.kernels.dense.pair_weights
- * packs them (per tile of eight channels, window input j's word 4j + q = w[2q][j] + 65536 * w[2q + 1][j], tiles
- * w_tile_stride words apart), for the window MAC tests' windows (0 to 3 rows, row lengths 0..35: whole groups of
- * two inputs and the odd last one; row strides at and above the row length; pixels apart or overlapping; inputs
- * at every byte alignment; values over the whole int8 range or all at the minimum), 0 to 3 tiles, int32 and int16
- * biases, shifts -31..-1, drawn multipliers and zero points; nothing written between or past the pixels'
- * channels. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc,
- * under QEMU virt. Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
+/* Unit test of the RISC-V fused pixel-pair channel tiles (backends/riscv/helpers/templates/pair_tiles_s8x8.h.in, after
+ * the paired MAC and the requantization epilogue, with the prefix lp): lp_pair_tiles_s8x8 and lp_pair_tiles_s8x8_b16,
+ * their one-pixel forms lp_conv_tiles_s8x8 and lp_conv_tiles_s8x8_b16, and their forms of the double rounding of any
+ * sum and shift lp_pair_tiles_double_s8x8 and lp_pair_tiles_double_s8x8_b16, against the plain sums of the pixels'
+ * windows from the bias, requantized by the bundle's scalar helpers (lp_requantize_double_small, lp_requantize_double
+ * for the double forms, lp_saturate_int8), with the weights packed as tvm_ext.kernels.dense.pair_weights packs them
+ * (per tile of eight channels, window input j's word 4j + q = w[2q][j] + 65536 * w[2q + 1][j], tiles w_tile_stride
+ * words apart), for the window MAC tests' windows (0 to 3 rows, row lengths 0..35: whole groups of two inputs and
+ * the odd last one, the pairs' lengths even only; row strides at and above the row length; pixels apart or
+ * overlapping; inputs at every byte alignment; values over the whole int8 range or all at the minimum), 0 to 3
+ * tiles, int32 and int16 biases, shifts -31..-1 (the double forms: -31..30, any multiplier), drawn multipliers and
+ * zero points; nothing written between or past the pixels' channels. Built by
+ * tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc, under QEMU virt. Prints
+ * "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -28,15 +30,16 @@ static int32_t words[MAX_TILES * TILE_WORDS];
 
 /* What the kernel stores for pixel p's channel c: the plain window sum from the bias, requantized. */
 static int8_t expected_out(const int8_t *x, const window_case *wc, int32_t p, int32_t c, int32_t bias,
-                           int32_t multiplier, int32_t shift, int32_t zero_point)
+                           int32_t multiplier, int32_t shift, int32_t zero_point, int any_double)
 {
-    int32_t sum = bias;
+    uint32_t sum = (uint32_t)bias; /* wrapping as int32 */
     for (int32_t r = 0; r < wc->rows; ++r) {
         for (int32_t k = 0; k < wc->row_len; ++k) {
-            sum += x[p * wc->x_pixel_stride + r * wc->x_row_stride + k] * w[c][r * wc->row_len + k];
+            sum += (uint32_t)(x[p * wc->x_pixel_stride + r * wc->x_row_stride + k] * w[c][r * wc->row_len + k]);
         }
     }
-    const int32_t requantized = lp_requantize_double_small(sum, multiplier, shift);
+    const int32_t requantized = any_double ? lp_requantize_double((int32_t)sum, multiplier, shift)
+                                           : lp_requantize_double_small((int32_t)sum, multiplier, shift);
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
 }
 
@@ -65,10 +68,12 @@ int main(void)
                 }
             }
         }
-        for (int32_t variant = 0; variant < 2 * (MAX_TILES + 1); ++variant) {
-            const int32_t tiles = variant / 2, pixels = 1 + variant % 2;
+        for (int32_t variant = 0; variant < 3 * (MAX_TILES + 1); ++variant) {
+            /* one pixel, a pair, a pair of the double forms */
+            const int32_t tiles = variant / 3, pixels = variant % 3 == 0 ? 1 : 2;
+            const int any_double = variant % 3 == 2;
             const int32_t channels = 8 * tiles;
-            const int narrow = (i + variant / 2 + variant) % 2 == 1;
+            const int narrow = (i + variant / 3 + variant) % 2 == 1;
             const int32_t zero_point = (int32_t)(next_value(&state) % 256u) - 128;
             const int32_t out_pixel_stride = channels + GUARD;
             int8_t out[2 * (MAX_CHANNELS + GUARD)];
@@ -77,9 +82,17 @@ int main(void)
                 bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
                 multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
                 shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(cases + c) % 31u));
+                if (any_double) { /* any sum, shift and multiplier */
+                    bias[c] = (int32_t)((next_value(&state) << 16) ^ next_value(&state));
+                    multiplier[c] = c == 1 ? INT32_MIN : (int32_t)((next_value(&state) << 9) ^ next_value(&state));
+                    shift[c] = (int8_t)((int32_t)((uint32_t)(cases + 5 * c) % 62u) - 31);
+                }
             }
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
                 out[j] = (int8_t)0x5a;
+            }
+            if (pixels == 2 && wc.row_len % 2 != 0) {
+                continue; /* the pairs' rows are of even length (the contract) */
             }
             int32_t returned;
             if (pixels == 1) {
@@ -88,6 +101,14 @@ int main(void)
                                              wc.rows, wc.row_len, TILE_WORDS, tiles)
                     : lp_conv_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
                                          wc.rows, wc.row_len, TILE_WORDS, tiles);
+            } else if (any_double) {
+                returned = narrow
+                    ? lp_pair_tiles_double_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point,
+                                                    wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                    out_pixel_stride, TILE_WORDS, tiles)
+                    : lp_pair_tiles_double_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
+                                                wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride,
+                                                TILE_WORDS, tiles);
             } else {
                 returned = narrow
                     ? lp_pair_tiles_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point, wc.x_row_stride,
@@ -100,7 +121,8 @@ int main(void)
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + GUARD); ++j) {
                 const int32_t p = j / out_pixel_stride, c = j % out_pixel_stride;
                 const int8_t want = p < pixels && c < channels
-                    ? expected_out(xo, &wc, p, c, narrow ? bias16[c] : bias[c], multiplier[c], shift[c], zero_point)
+                    ? expected_out(xo, &wc, p, c, narrow ? bias16[c] : bias[c], multiplier[c], shift[c], zero_point,
+                                   any_double)
                     : (int8_t)0x5a;
                 wrong |= out[j] != want;
             }
@@ -108,8 +130,8 @@ int main(void)
             if (wrong) {
                 failures += 1;
                 if (failures <= 5) {
-                    printf("wrong case %ld: rows %ld, row_len %ld, tiles %ld, pixels %ld, narrow %d\n", (long)i,
-                           (long)wc.rows, (long)wc.row_len, (long)tiles, (long)pixels, narrow);
+                    printf("wrong case %ld: rows %ld, row_len %ld, tiles %ld, pixels %ld, narrow %d, double %d\n",
+                           (long)i, (long)wc.rows, (long)wc.row_len, (long)tiles, (long)pixels, narrow, any_double);
                 }
             }
         }

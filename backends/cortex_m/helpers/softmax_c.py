@@ -1,5 +1,6 @@
-"""The int8 SOFTMAX helper `<prefix>_softmax_s8` (DSP cores): TFLite's int8 softmax over rows in 32-bit C, one
-32x32->64 multiply per fixed-point product, called by the kernel `backends.cortex_m.schedules.softmax_rows` writes.
+"""The int8 SOFTMAX helper `<prefix>_softmax_s8` (cores with the DSP extension, MVE's too): TFLite's int8 softmax
+over rows in 32-bit C, one 32x32->64 multiply per fixed-point product, called by the kernel
+`backends.cortex_m.schedules.softmax_rows` writes.
 
 Its own library (`SOFTMAX_HELPERS`): only a bundle whose kernels call it defines it, so the bundles of models
 without an int8 softmax keep their bytes. The C is hand-written: `templates/softmax_s8.h.in` (its contract in its

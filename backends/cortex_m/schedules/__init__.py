@@ -23,6 +23,8 @@ the helpers of `backends.cortex_m.helpers`.
 - `fc_rows` (Helium, and RV32 cores through `backends.riscv.schedules`): then a per-tensor int8 FULLY_CONNECTED
   row's loop over its channel tiles (zeroed accumulators, the one-row MAC, the scalar requantization by constants)
   as one call of the family's shared row helper, one copy per bundle for every such layer;
+- `common_tails` (Helium): last, a statement both branches of a test end with (the MAC call after a copied
+  window, inside the image or with the padding) once after the test: one inlined copy of the fused tiles, not two;
 - `helium_float` (Helium, and with `FPU_FLOAT_OPS` DSP cores with a scalar FPU: cortex-m4f, m7, m33): a float
   CONV_2D / FULLY_CONNECTED reduction tiled to output channels (one or two pixels) as one call of the float
   multiply-accumulate (Helium's four float lanes per vector; the scalar FPU's groups of eight channels)
@@ -34,8 +36,8 @@ the helpers of `backends.cortex_m.helpers`.
   (`KernelSchedules.qlinear_conv`);
 - `helium_add` (Helium): int8 ADD as one call of the vector ADD helper, the kernel the int8 lowering writes
   (`KernelSchedules.int8_add`);
-- `softmax_rows` (DSP cores without MVE): int8 SOFTMAX as one call of the row softmax helper, the kernel the int8
-  lowering writes (`KernelSchedules.int8_softmax`);
+- `softmax_rows` (cores with the DSP extension, Helium's too): int8 SOFTMAX as one call of the row softmax
+  helper, the kernel the int8 lowering writes (`KernelSchedules.int8_softmax`);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
   without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for, and an int8
   LSTM's gate products over interleaved weights as the interleaved dual MAC).
@@ -52,6 +54,7 @@ from backends.cortex_m.schedules import pair_tiles
 from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_window_length,
                                                         has_short_rows, window_buffer,
                                                         windowed_border)
+from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_WINDOW_TAPS, depthwise_tiles_calls,
@@ -171,10 +174,11 @@ class HeliumMacSchedules(DualMacSchedules):
         connected layer's loop over its channel tiles as one call of the shared row helper (`fc_rows`); first, a padded
         float reduction's tiles whose window lies inside the image as calls of the float MAC
         (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
-        activation as one call of the float epilogue (`helium_float.float_epilogue_calls`)."""
+        activation as one call of the float epilogue (`helium_float.float_epilogue_calls`); last, a statement both
+        branches of a test end with (a copied window's MAC call) once after the test (`common_tails`)."""
         floats = float_epilogue_calls(padded_float_calls(func))
         tiles = conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE))
-        return fc_rows_calls(depthwise_tiles_calls(tiles), HELIUM_FC_ROWS)
+        return common_tails(fc_rows_calls(depthwise_tiles_calls(tiles), HELIUM_FC_ROWS))
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()
@@ -201,8 +205,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
     cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
     on cores with MVE (`helium_add`), and an int8 QLinearConv as Helium's (`helium_qlinear`); int8 SOFTMAX as one
-    call of the softmax helper on DSP cores without MVE (`softmax_rows`); a copied CONV_2D window padded with zero
-    weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
+    call of the softmax helper on cores with the DSP extension, MVE's too (`softmax_rows`); a copied CONV_2D
+    window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
     without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`); on DSP cores without
     MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`)."""
@@ -216,8 +220,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
         stacked_rows=dsp_only,
         int8_add=helium_add_int8 if has_mve(profile) else None,
-        # the DSP cores' int8 softmax helper (measured on cortex-m4f; Helium keeps the generic kernel until measured)
-        int8_softmax=softmax_s8_rows if dsp_only else None,
+        # the int8 softmax helper on every core with the DSP extension, MVE's too (cortex-m55: the helper's kernel
+        # 796 -> 404 B on kws_ref_model, and faster; the generic kernel's fixed-point arithmetic is 64-bit)
+        int8_softmax=softmax_s8_rows if has_dsp_extension(profile) else None,
         # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED of other channel counts
         # pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
         dense_unit_tile=4 if dsp_only else 0,

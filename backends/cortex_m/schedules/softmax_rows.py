@@ -1,6 +1,6 @@
-"""The DSP cores' int8 SOFTMAX kernel: TFLite's int8 softmax over the last axis as one call of
-`<prefix>_softmax_s8` (`backends.cortex_m.helpers.templates.softmax_s8.h.in`) per row, the kernel the int8
-lowering writes for SOFTMAX where the backend gives one (`backends.backend.KernelSchedules.int8_softmax`).
+"""The int8 SOFTMAX kernel of cores with the DSP extension (Helium's too): TFLite's int8 softmax over the last axis
+as one call of `<prefix>_softmax_s8` (`backends.cortex_m.helpers.templates.softmax_s8.h.in`) per row, the kernel the
+int8 lowering writes for SOFTMAX where the backend gives one (`backends.backend.KernelSchedules.int8_softmax`).
 
 The generic kernel (`tvm_ext.kernels.softmax_int8`) computes the same integers through TVM's C, whose fixed-point
 arithmetic is 64-bit throughout (every rounding, every product's saturation) and whose row values go through

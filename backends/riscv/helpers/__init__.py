@@ -21,8 +21,11 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
   out-of-line copy each per bundle, called by every DEPTHWISE_CONV_2D kernel;
 - `requantize_small.h.in`: `<prefix>_requantize_small_s8` (`_s8_b16` for int16 biases), a MAC kernel's
   requantization epilogue of one channel tile (TFLite's double rounding on its "double_small" domain), one
-  out-of-line copy per bundle, with the contract, names and unit test (`tests/c/test_requantize_small.c`) of the
-  Cortex-M DSP epilogue it stands for;
+  out-of-line copy per bundle for both bias types, with the contract, names and unit test
+  (`tests/c/test_requantize_small.c`) of the Cortex-M DSP epilogue it stands for; and
+  `<prefix>_requantize_s8` (`_b16`), the same for TFLite's double rounding of any sum and shift (the layers
+  whose constants or sums the small one does not take), with the contract, names and unit test
+  (`tests/c/test_requantize_s8.c`) of the Helium epilogue;
 - `fc_rows_s8x8.h.in`: `<prefix>_fc_rows_s8x8` (`_b16` for int16 biases), every channel of a per-tensor int8 fully
   connected layer in one call of one out-of-line copy per bundle (each tile's sums from the biases, the paired
   MAC's loop, the requantization by the layer's one multiplier and shift), called by every such layer's kernel
@@ -105,10 +108,10 @@ def requantize_helper_name(prefix: str, bias: str) -> str:
     return requantize_small_helper_name(prefix, bias)
 
 
-def pair_tiles_helper_name(prefix: str, bias: str) -> str:
+def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> str:
     """The C name of the fused pixel-pair channel tiles helper for biases of type `bias` ("int32" or "int16") in
-    the bundle `prefix`."""
-    return bias_form(f"{prefix}_pair_tiles_s8x8", bias)
+    the bundle `prefix`; with `any_double`, its form of TFLite's double rounding for any sum and shift."""
+    return bias_form(f"{prefix}_pair_tiles_double_s8x8" if any_double else f"{prefix}_pair_tiles_s8x8", bias)
 
 
 def conv_tiles_helper_name(prefix: str, bias: str) -> str:

@@ -11,7 +11,7 @@ call of `<prefix>_requantize_small_s8` (`backends.riscv.schedules.mac.RISCV_EPIL
 layer's loop over its channel tiles as one call of the shared out-of-line row helper (`<prefix>_fc_rows_s8x8`:
 `backends.cortex_m.schedules.fc_rows`, `backends.riscv.schedules.mac.RISCV_FC_ROWS`); a convolution's pixel
 pair's loop over its channel tiles as one call of the shared out-of-line pair helper (`<prefix>_pair_tiles_s8x8`: `backends.cortex_m.schedules.pair_tiles`,
-`RISCV_PAIR_TILES`), and in a kernel of KxK windows a lone or border pixel's as one call of its one-pixel form
+`RISCV_PAIR_TILES`), and a lone or border pixel's as one call of its one-pixel form
 (`<prefix>_conv_tiles_s8x8`: `backends.cortex_m.schedules.conv_tiles`, `RISCV_CONV_TILES`). A kernel of exactly
 eight output channels is tiled too.
 Helpers inside TE extern stages (the SVDF state update) have no RISC-V form: those kernels keep their scalar loops.
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 
-import tvm
 from tvm import tirx
 
 from backends.backend import KernelSchedules
@@ -33,11 +32,11 @@ from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
+from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import MAC_CHANNELS
-from backends.riscv.schedules.mac import (MAC_PAIRS_2PX_ROWS_OP, MAC_PAIRS_ROWS_OP, RISCV_CONV_TILES, RISCV_EPILOGUE,
-                                          RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement)
+from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE, RISCV_FC_ROWS,
+                                          RISCV_PAIR_TILES, mac_replacement)
 from target.profile import Profile
-from tvm_ext.tir.tir_walk import walk
 
 
 class RiscvMacSchedules:
@@ -62,15 +61,19 @@ class RiscvMacSchedules:
 
     @staticmethod
     def epilogue_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-        """Each channel tile's "double_small" requantization loop as one call of the epilogue helper; each pixel
-        pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES), and in a kernel
-        of KxK windows (`_has_window_rows`) each lone or border pixel's as one call of its one-pixel form
-        (RISCV_CONV_TILES); each per-tensor fully connected layer's loop over its channel tiles as one call of the
-        shared row helper (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS)."""
-        epilogues = requantize_epilogue_calls(func, helper=RISCV_EPILOGUE)
-        tiles = pair_tiles_calls(epilogues, RISCV_PAIR_TILES)
-        if _has_window_rows(epilogues):
-            tiles = conv_tiles_calls(tiles, RISCV_CONV_TILES)
+        """Each channel tile's "double_small" requantization loop as one call of the epilogue helper, any other
+        double rounding's as one call of its own (RISCV_DOUBLE_EPILOGUE); each pixel
+        pair's loop over its channel tiles as one call of the fused pair helper (RISCV_PAIR_TILES), and each lone or
+        border pixel's as one call of its one-pixel form (RISCV_CONV_TILES: in every kernel, a 1x1 convolution's
+        too; only KxK ones' measured against this, rv32imc code bytes and instructions: kws_ref_model 4,122 ->
+        3,972 B, 9,504,829 -> 9,511,768; str_ww_ref_model 2,788 -> 2,650 B, 2,769,259 -> 2,774,894;
+        pretrainedResnet_quant 6,694 -> 6,628 B, 34,471,793 -> 34,623,761; person_detect 10,902 -> 10,806 B,
+        27,857,590 -> 28,073,045; vww_96_int8 11,224 -> 11,190 B, 30,206,608 -> 30,393,131); each per-tensor fully
+        connected layer's loop over its channel tiles as one call of the shared row helper
+        (`backends.cortex_m.schedules.fc_rows`, RISCV_FC_ROWS)."""
+        epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE),
+                                              helper=RISCV_DOUBLE_EPILOGUE)
+        tiles = conv_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_CONV_TILES)
         return fc_rows_calls(tiles, RISCV_FC_ROWS)
 
     @staticmethod
@@ -81,15 +84,6 @@ class RiscvMacSchedules:
         return (MAC_CHANNELS,)
 
 
-def _has_window_rows(func: tirx.PrimFunc) -> bool:
-    """Whether ``func`` calls a paired MAC over a window of several rows (a KxK convolution's), whose one-pixel
-    tile loops (a lone pixel's, a padded border's copied windows) ``conv_tiles_calls`` fuses. A 1x1 convolution's
-    keep their inlined MAC of constant length: fused, vww_96_int8's 1x1 layers ran ~1 % slower on rv32imc and their
-    kernels' bytes saved did not pay for the helper's."""
-    return any(isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op)
-               and node.op.name in (MAC_PAIRS_ROWS_OP, MAC_PAIRS_2PX_ROWS_OP) for node in walk(func.body))
-
-
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
 
 
@@ -98,6 +92,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     eight sums, the pointers and the loop counter), also of one with exactly eight output channels
     (`RiscvMacSchedules.channel_tiles`), no float tiles, the window MAC's calls, and FULLY_CONNECTED weights
     paired two channels to a word (`backends.riscv.schedules.mac.paired_mac_replacement`: one multiply per two
-    products)."""
+    products), and int8 SOFTMAX as one call per row of the DSP cores' row helper
+    (`backends.cortex_m.schedules.softmax_rows`: 32-bit C whose DSP words are guarded by __ARM_FEATURE_DSP; TVM's
+    generic kernel's 64-bit fixed-point steps took 1,008 B of code in kws_ref_model's 12-class head on rv32imc)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
-                           paired_weights=True)
+                           paired_weights=True, int8_softmax=softmax_s8_rows)

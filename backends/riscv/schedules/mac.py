@@ -43,7 +43,7 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.bias_forms import by_bias
-from backends.cortex_m.helpers.helium_c import fc_rows_helper_name
+from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_sizes
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
                                                  int8_data_update, mac_reduction, mac_window, window_call_block,
@@ -56,7 +56,7 @@ from backends.riscv.helpers import (FC_ROWS_FORM, MAC_CHANNELS, RISCV_HELPERS, c
                                     depthwise_mac_helper_name, depthwise_pad_helper_name, mac_2px_helper_name,
                                     mac_2px_row_helper_name, mac_helper_name, mac_pairs_2px_helper_name,
                                     mac_pairs_helper_name, pair_tiles_helper_name, requantize_helper_name)
-from packager.fixed_point_c import REQUANTIZE_OPS, SMALL_RIGHT_SHIFT
+from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 
@@ -148,6 +148,18 @@ RISCV_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), 
 """The channel tiles' epilogues the RISC-V helper computes: the "double_small" rounding (nearly every int8 layer's:
 its shifts, multipliers and sums bounded at compile time), as the DSP cores' epilogue does."""
 
+REQUANTIZE_DOUBLE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_s8")
+"""The epilogue of TFLite's double rounding for any sum and shift per bias type (`<prefix>_requantize_s8`, `_s8_b16`:
+the Helium epilogue's names and contract)."""
+for _bias, _op in REQUANTIZE_DOUBLE_OPS_BY_BIAS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(requantize_s8_helper_name, bias=_bias),
+                         REQUANTIZE_S8_ACCESS)
+RISCV_DOUBLE_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS["double"], REQUANTIZE_OPS[RIGHT_SHIFT_ONLY]}),
+                                       REQUANTIZE_DOUBLE_OPS_BY_BIAS)
+"""The channel tiles' epilogues of the other double roundings (a layer whose shifts or sums the "double_small" one
+does not take; after RISCV_EPILOGUE's): inlined, TVM's 64-bit scalar steps held ~600-1,300 B per kernel
+(vww_96_int8's last 1x1 convolutions on rv32imc), and their pixel pairs' tile loops could not be fused."""
+
 FC_ROWS_OPS = by_bias("tvm_ext.riscv_fc_rows_s8x8")
 """The fused row helper of per-tensor FULLY_CONNECTED layers per bias type (`<prefix>_fc_rows_s8x8`, `_b16`)."""
 for _bias, _op in FC_ROWS_OPS.items():
@@ -168,6 +180,9 @@ epilogue's, `RISCV_EPILOGUE`)."""
 
 PAIR_TILES_OPS = by_bias("tvm_ext.riscv_pair_tiles_s8x8")
 """The fused pixel-pair channel tiles helper per bias type (`<prefix>_pair_tiles_s8x8`, `_b16`)."""
+PAIR_TILES_DOUBLE_OPS = by_bias("tvm_ext.riscv_pair_tiles_double_s8x8")
+"""Its form of the double rounding of any sum and shift (RISCV_DOUBLE_EPILOGUE's) per bias type
+(`<prefix>_pair_tiles_double_s8x8`, `_b16`)."""
 # pair_tiles_s8x8(out, x, w, bias, multiplier, shift, zero_point, x_row_stride, rows, row_len, x_pixel_stride,
 # out_pixel_stride, w_tile_stride, tiles): out[p * out_pixel_stride + c] and the epilogue's constants 8 * tiles
 # elements; x[p * x_pixel_stride + r * x_row_stride + k]; w tiles runs of a window's words, w_tile_stride apart.
@@ -181,28 +196,37 @@ PAIR_TILES_ACCESS = HelperAccess((
 for _bias, _op in PAIR_TILES_OPS.items():
     register_helper_call(_op, RISCV_HELPERS, functools.partial(pair_tiles_helper_name, bias=_bias),
                          PAIR_TILES_ACCESS)
+for _bias, _op in PAIR_TILES_DOUBLE_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True),
+                         PAIR_TILES_ACCESS)
 
 
 def _paired_window(call) -> Optional[PairWindow]:
     """The window of a two-pixel paired MAC call (`<prefix>_mac_s8x2x8_pairs`: acc_a, acc_b, x, w, row_len,
-    x_pixel_stride; `_rows`: acc_a, acc_b, x, w, x_row_stride, rows, row_len, x_pixel_stride) of constant sizes,
+    x_pixel_stride; `_rows`: acc_a, acc_b, x, w, x_row_stride, rows, row_len, x_pixel_stride) of constant sizes
+    and rows of even length (the fused helper's loop has no odd last input's step: ~180 bytes of every bundle with
+    fused pairs, none of whose windows in the shared models has odd rows; such a window keeps its pairs' calls),
     its tile's words one window's (PAIR_WORDS per input), else None."""
     sizes = [int(arg) if isinstance(arg, tirx.IntImm) else None for arg in call.args[4:]]
     if None in sizes:
         return None
     x_row_stride, rows, row_len, x_pixel_stride = sizes if len(sizes) == 4 else (0, 1, *sizes)
+    if row_len % 2:
+        return None
     return PairWindow(*call.args[:4], x_row_stride, rows, row_len, x_pixel_stride, PAIR_WORDS * rows * row_len)
 
 
 RISCV_PAIR_TILES = PairTileHelpers(
     (MAC_PAIRS_2PX_ROWS_OP, MAC_PAIRS_2PX_OP), _paired_window, MAC_CHANNELS, None,
-    {REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_OPS.items()}, None,
+    {**{REQUANTIZE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_OPS.items()},
+     **{REQUANTIZE_DOUBLE_OPS_BY_BIAS[bias]: op for bias, op in PAIR_TILES_DOUBLE_OPS.items()}}, None,
     lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
                                              out_pixel_stride, window.w_tile_step, tiles])
 """The RV32 cores' fused pixel pairs (`backends.cortex_m.schedules.pair_tiles`): the two-pixel paired MAC of a KxK
 window (`<prefix>_mac_s8x2x8_pairs_rows`) or of a 1x1 convolution's one run (`<prefix>_mac_s8x2x8_pairs`, inlined
-with its constant length before), eight channels a tile, the "double_small" epilogue's calls (`RISCV_EPILOGUE`),
-no scratch. Fusing the 1x1 pairs too, measured on rv32imc (instructions per inference, bundle code bytes):
+with its constant length before), eight channels a tile, the "double_small" epilogue's calls (`RISCV_EPILOGUE`) or
+the other double roundings' (`RISCV_DOUBLE_EPILOGUE`: `<prefix>_pair_tiles_double_s8x8`), no scratch. Fusing the
+1x1 pairs too, measured on rv32imc (instructions per inference, bundle code bytes):
 pretrainedResnet_quant 34,174,634 -> 34,233,621, 9,134 -> 8,744 B; vww_96_int8 28,264,829 -> 28,278,067, 18,278
 -> 17,762 B; person_detect 26,361,474 -> 26,903,072, 16,898 -> 13,924 B (its 1x1 layers on 8 and 16 channels
 faster, on 32 to 128 ~4 % slower: the window loop of run-time length against the inlined one of constant length);

@@ -131,6 +131,8 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("max_s8", (MAX_S8_TEMPLATE,)),
     # the int8 softmax against TFLite's arithmetic in 64-bit C (the same C on the host and under QEMU)
     HelperUnitTest("softmax_s8", (SOFTMAX_S8_TEMPLATE,)),
+    # ... and on cortex-m55, whose int8 SOFTMAX kernels call it too (SSUB8/SEL are the DSP extension's, MVE has them)
+    HelperUnitTest("softmax_s8", (SOFTMAX_S8_TEMPLATE,), profile="cortex-m55"),
     # the Helium bodies, on their DSP twins' tests
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)

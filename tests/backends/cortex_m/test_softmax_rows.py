@@ -1,8 +1,8 @@
-"""The DSP cores' int8 SOFTMAX (backends/cortex_m/schedules/softmax_rows.py, the helper
-backends/cortex_m/helpers/templates/softmax_s8.h.in): on cortex-m4f an int8 SOFTMAX is one call of
-`<prefix>_softmax_s8` over all its rows (rows of 3, of 37 on a coarse input scale whose exp table ends in zeros,
-and with beta 0.5), bit for bit with TFLite Micro under QEMU mps2-an386 and on the host (the helper's portable
-C); a bundle without a softmax defines no softmax helper, and a Helium core keeps the generic kernel."""
+"""The int8 SOFTMAX of cores with the DSP extension (backends/cortex_m/schedules/softmax_rows.py, the helper
+backends/cortex_m/helpers/templates/softmax_s8.h.in): on cortex-m4f and on cortex-m55 (Helium) an int8 SOFTMAX is
+one call of `<prefix>_softmax_s8` per row (rows of 3, of 37 on a coarse input scale whose exp table ends in zeros,
+and with beta 0.5), bit for bit with TFLite Micro under QEMU (mps2-an386, mps3-an547) and on the host (the
+helper's portable C); a bundle without a softmax defines no softmax helper."""
 
 from __future__ import annotations
 
@@ -34,8 +34,9 @@ def _softmax_model() -> bytes:
 
 
 @needs_cross_tools
-def test_dsp_int8_softmax_is_one_helper_call_per_row_and_stays_bit_exact(tmp_path):
-    bundle, kernels = bit_exact_bundle(tmp_path, "soft", _softmax_model(), "cortex-m4f", "mps2-an386")
+@pytest.mark.parametrize("target, board", [("cortex-m4f", "mps2-an386"), ("cortex-m55", "mps3-an547")])
+def test_int8_softmax_is_one_helper_call_per_row_and_stays_bit_exact(tmp_path, target, board):
+    bundle, kernels = bit_exact_bundle(tmp_path, "soft", _softmax_model(), target, board)
     calls = re.findall(r"_softmax_s8\((.*)\);", kernels)
     # (out, in, rows, depth, table), one call per row (so that the output may take the input's place row by row):
     # one kernel over 5 rows of 3 (both softmaxes of a: the table is an argument) and one over 2 rows of 37
@@ -54,9 +55,3 @@ def test_bundles_without_a_softmax_define_no_softmax_helper(tmp_path):
     model = build(Model(tensors, [Operator("RELU", (0,), (1,))], (0,), (1,)))
     bundle, _kernels = bit_exact_bundle(tmp_path, "relu", model, "cortex-m4f", "mps2-an386")
     assert "_softmax_s8" not in (bundle.out_dir / "relu_internal.h").read_text()
-
-
-@needs_cross_tools
-def test_helium_keeps_the_generic_int8_softmax(tmp_path):
-    _bundle, kernels = bit_exact_bundle(tmp_path, "soft", _softmax_model(), "cortex-m55", "mps3-an547")
-    assert "_softmax_s8(" not in kernels

@@ -111,7 +111,10 @@ def test_a_guest_that_calls_semihosting_reaches_nothing_and_fails_on_the_board(t
 def test_the_stack_reading_of_riscv_code_agrees_with_gcc_on_every_compiled_function(compiled, tmp_path: Path) -> None:
     """emulator.stack's RISC-V reading (RISCV_CODE: `addi sp,sp,-N`, which objdump may print as `add`) gives
     each function GCC's -fstack-usage frame where GCC gave one, so the frames it estimates for libgcc's
-    soft-float helpers (rv32imc has no FPU) are read the same way, and the peak's chain reaches them."""
+    soft-float helpers (rv32imc has no FPU) are read the same way, and the peak's chain reaches them. rv32imc
+    builds with -msave-restore: a frame's save area set up by libgcc's `__riscv_save_N` is its caller's, as GCC
+    counts it, and the millicode is no callee; GCC's 16 bytes for a function whose code reserves none (its one
+    call became a tail call after GCC counted the save area) is GCC's over-estimate, the only difference."""
     from emulator.stack import RISCV_CODE, disassemble, read_stack_frames
 
     bundle = writable_copy(compiled("tflm/hello_world_float.tflite", "rv32imc"), tmp_path)
@@ -119,7 +122,10 @@ def test_the_stack_reading_of_riscv_code_agrees_with_gcc_on_every_compiled_funct
     functions = disassemble(elf, RISCV_CODE)
     frames = read_stack_frames(sorted(elf.parent.rglob("*.su")))
     compared = {name: (frame.bytes, functions[name].frame.bytes) for name, frame in frames.items() if name in functions}
-    assert len(compared) > 10 and all(gcc == ours for gcc, ours in compared.values()), compared
+    assert len(compared) > 10 and all(gcc == ours or (gcc, ours) == (16, 0) for gcc, ours in compared.values()), \
+        compared
+    assert any(gcc == ours > 16 for gcc, ours in compared.values()), compared  # save areas read, not only 0 == 0
+    assert not any(name.startswith("__riscv_") for function in functions.values() for name in function.callees)
     assert functions["__mulsf3"].frame.bytes > 0 and not functions["__mulsf3"].frame.dynamic
     facts = json.loads((bundle.out_dir / "manifest.json").read_text())["riscv"]
     assert set(facts["stack_estimated_functions"]) & {"__mulsf3", "__addsf3"}
@@ -134,3 +140,16 @@ def test_riscv_frame_instructions_are_read(mnemonic: str, operands: str, pushed:
     from emulator.stack import riscv_pushed_bytes
 
     assert riscv_pushed_bytes(mnemonic, operands) == pushed
+
+
+@pytest.mark.parametrize(("function", "frame"), [
+    ("__riscv_save_0", 16), ("__riscv_save_3", 16), ("__riscv_save_4", 32), ("__riscv_save_10", 48),
+    ("__riscv_save_12", 64), ("__riscv_restore_12", 0), ("__riscv_restore_0", 0), ("memcpy", None),
+    ("__riscv_save_12x", None),
+])
+def test_riscv_millicode_frames_are_their_callers(function: str, frame: int | None) -> None:
+    """-msave-restore's save routines set up 4 (N + 1) bytes of their caller's frame in 16-byte steps (libgcc's
+    riscv/save-restore.S for ilp32), restores none; other functions are callees."""
+    from emulator.stack import riscv_millicode_frame
+
+    assert riscv_millicode_frame(function) == frame

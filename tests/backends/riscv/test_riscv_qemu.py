@@ -166,13 +166,13 @@ def test_an_int8_fully_connected_layer_multiplies_paired_weights(compiled, profi
 def test_an_int8_1x1_convolution_multiplies_paired_weights(compiled, profile: str) -> None:
     """kws's 1x1 CONV_2D kernels (64 output channels, unpadded) take their weights paired two channels to an int32
     word (tvm_ext.transform.int8.conv) and accumulate two pixels at a time, every channel tile of a pair in one call
-    of the fused pair helper (its two-pixel MAC of paired weights; the odd row's last pixel one pixel per call of
-    the one-pixel MAC): no call of the window MACs is left in them."""
+    of the fused pair helper (its two-pixel MAC of paired weights; the odd row's last pixel's tiles in one call of
+    the fused one-pixel helper): no call of the window MACs is left in them."""
     bundle = compiled("mlperf_tiny/kws_ref_model.tflite", profile)
     kernels = (bundle.out_dir / "kws_ref_model_kernels.c").read_text()
     conv = kernels[kernels.index("void kws_ref_model_conv_2d_1x1"):]
     conv = conv[:conv.index("\n}\n")]
-    assert "kws_ref_model_pair_tiles_s8x8(" in conv and "kws_ref_model_mac_s8x8_pairs(" in conv
+    assert "kws_ref_model_pair_tiles_s8x8(" in conv and "kws_ref_model_conv_tiles_s8x8(" in conv
     assert "kws_ref_model_mac_s8x2x8_row(" not in conv and "kws_ref_model_mac_s8x8(" not in conv
     assert "kws_ref_model_mac_s8x2x8(" not in conv
     internal = (bundle.out_dir / "kws_ref_model_internal.h").read_text()
