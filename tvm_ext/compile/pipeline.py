@@ -284,11 +284,12 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                         folder, early_sources(generated, profile, config), config.emulated))
 
         start_early_objects()
-        # the layer-by-layer plan may run convolutions backwards and take kernels in their forms with less scratch
-        # (auto, the default, too: its patch plans are tried only when that plan does not fit, and compile forwards,
-        # every kernel with its scratch)
+        # the layer-by-layer plan may run convolutions backwards (auto, the default, too: its patch plans are tried
+        # only when that plan does not fit, and compile forwards). Kernels take their forms with less scratch (more
+        # instructions) only where memory is the constraint: in a plan the user asked for (--patches NxM or
+        # streamN), or under auto when layer by layer does not fit (then before the patch plans, which add MACs)
         reversible = len(profile.memory_regions) <= 1
-        forward = generated
+        forward, forward_lowered = generated, lowered
 
         def regenerate(marked: Lowered) -> Generated:
             again = codegen(marked, imported, profile, tvm_target, options.jobs)
@@ -297,7 +298,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         lowered, generated, planned, scratch_choice = stage(
             "planning", lambda: planning_scratch_forms(lowered, generated, regenerate, profile, options.io_in_arena,
-                                                       reversible),
+                                                       reversible, grid_plan is not None),
             lambda result: _describe_memory(result[2]) + _describe_reversed(result[0]) + result[3].phrase())
         if generated is not forward and early[0] is not None:  # its kernels' objects are the forward ones
             early[0].stop()
@@ -310,7 +311,18 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         search: AutoSearch | None = None  # auto's search, while its plans are tried
         if grid_plan is not None:
             patched = stage("patches", lambda: grid_patch_facts(imported, grid_plan, planned), PatchFacts.line)
-        elif request == AUTO and (ram.total_bytes > profile.sram_bytes or options.input_rows):
+        elif request == AUTO and not options.input_rows and ram.total_bytes > profile.sram_bytes:
+            lowered, generated, planned, ram, scratch_choice = stage(
+                "scratch forms", lambda: _fitting_scratch_forms(forward_lowered, forward, (lowered, generated, planned),
+                                                                regenerate, profile, options.io_in_arena, reversible,
+                                                                stack_later),
+                lambda result: _describe_scratch_forms(result[4], profile))
+            if scratch_choice.forms and early[0] is not None:  # its kernels' objects are the ones with scratch
+                early[0].stop()
+                early[0] = None
+                _empty_folder(folder)
+                start_early_objects()
+        if grid_plan is None and request == AUTO and (ram.total_bytes > profile.sram_bytes or options.input_rows):
             def compile_with(cut: PatchCut) -> tuple[Lowered, Generated, Planned, RamUse]:
                 with_cut = passes(imported, profile, tvm_target, options.layout, cut)
                 generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
@@ -323,9 +335,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 early[0].stop()
                 early[0] = None
                 _empty_folder(folder)
+            scratch_choice = scratch_choice.none()  # the patch plans' kernels keep their scratch
             search = AutoSearch(imported, profile, planned, ram, compile_with, options.input_rows)
             lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
-            scratch_choice = scratch_choice.none()  # the patch plans' kernels keep their scratch
             start_early_objects()
         referenced_once: list[Any] = [] if checked is not None else [referenced]
         while True:
@@ -346,7 +358,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 if not options.build:
                     untested = untested_reason(config)
                     facts = bundle_facts(profile, config, planned, ram, flash, None, units, options.quantization,
-                                         lowered.layouts, untested, operators, patched)
+                                         lowered.layouts, untested, operators, patched,
+                                         scratch_choice.manifest_entry())
                     log_skipped(stage, untested)
                     return FolderResult(planned.plan, planned.memory, ram, flash, None,
                                         finish_bundle(folder, packaged.bundle, facts), None, config, packaged.bundle,
@@ -378,6 +391,31 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config,
                         packaged.bundle, operators)
+
+
+def _fitting_scratch_forms(lowered: Lowered, generated: Generated, reversed_: tuple[Lowered, Generated, Planned],
+                           regenerate: Callable[[Lowered], Generated], profile: Profile, io_in_arena: bool,
+                           one_arena: bool, stack_later: bool) -> tuple[Lowered, Generated, Planned, RamUse,
+                                                                         ScratchChoice]:
+    """`auto` once the layer-by-layer plan `reversed_` does not fit `profile`'s SRAM: `with_scratch_forms` of it,
+    taken only when the forms make its RAM fit (no extra MACs, so before the patch plans); else `reversed_` with
+    no form taken. With the plan's RAM (`Planned.ram`, `stack_later` as there) and the choice."""
+    from tvm_ext.compile.scratch_forms import ScratchChoice
+
+    formed = with_scratch_forms(lowered, generated, reversed_, regenerate, profile, io_in_arena, one_arena)
+    ram = formed[2].ram(profile, stack_later)
+    if formed[3].forms and ram.total_bytes <= profile.sram_bytes:
+        return (*formed[:3], ram, formed[3])
+    planned = reversed_[2]
+    return (*reversed_, planned.ram(profile, stack_later),
+            ScratchChoice.kept(planned.memory.arena_bytes) if formed[3].forms else formed[3])
+
+
+def _describe_scratch_forms(choice: ScratchChoice, profile: Profile) -> str:
+    """The "scratch forms" stage's line: the forms taken (ScratchChoice.phrase) or why none."""
+    if choice.forms:
+        return f"layer by layer fits {profile.name}'s SRAM with" + choice.phrase()[1:]
+    return f"no kernel without scratch makes layer by layer fit {profile.name}'s SRAM"
 
 
 def _with_row_input(generated: Generated, func, cut: PatchCut, file_name: str) -> Generated:
@@ -666,21 +704,34 @@ def planning_reversed(lowered: Lowered, generated: Generated, regenerate: Callab
 
 
 def planning_scratch_forms(lowered: Lowered, generated: Generated, regenerate: Callable[[Lowered], Generated],
-                           profile: Profile, io_in_arena: bool,
-                           one_arena: bool) -> tuple[Lowered, Generated, Planned, ScratchChoice]:
-    """`planning_reversed` of `generated` (the forward kernels of `lowered`), or, when `one_arena` and a kernel's
-    scratch makes that arena larger, `planning_reversed` of the same model with the kernels
+                           profile: Profile, io_in_arena: bool, one_arena: bool,
+                           take_forms: bool) -> tuple[Lowered, Generated, Planned, ScratchChoice]:
+    """`planning_reversed` of `generated` (the forward kernels of `lowered`), with `with_scratch_forms` when
+    `take_forms` (memory is the constraint: a memory-first plan the user asked for), else with no form taken."""
+    from tvm_ext.compile.scratch_forms import ScratchChoice
+
+    reversed_ = planning_reversed(lowered, generated, regenerate, profile, io_in_arena, one_arena)
+    if take_forms:
+        return with_scratch_forms(lowered, generated, reversed_, regenerate, profile, io_in_arena, one_arena)
+    return (*reversed_, ScratchChoice.kept(reversed_[2].memory.arena_bytes))
+
+
+def with_scratch_forms(lowered: Lowered, generated: Generated, reversed_: tuple[Lowered, Generated, Planned],
+                       regenerate: Callable[[Lowered], Generated], profile: Profile, io_in_arena: bool,
+                       one_arena: bool) -> tuple[Lowered, Generated, Planned, ScratchChoice]:
+    """`reversed_` (`planning_reversed` of `generated`, the forward kernels of `lowered`), or, when `one_arena`
+    and a kernel's scratch makes its arena larger, `planning_reversed` of the same model with the kernels
     `tvm_ext.compile.scratch_forms` chooses in their forms with less scratch (the profile's
     `KernelSchedules.scratch_free_form`; generated again by `regenerate`, which convolutions run backwards chosen
     again for them): that one only when its planned arena is smaller; with the choice (its kernels and arenas,
-    for the planning line)."""
+    for the planning line). The forms cost instructions: the compile takes them only where memory is the
+    constraint (a memory-first `--patches` request, or auto when layer by layer does not fit)."""
     from backends.schedules import kernel_schedules_of
     from tvm_ext.compile.reversed_loops import kernels_to_reverse, with_reversed_streams
     from tvm_ext.compile.scratch_forms import ScratchChoice, fewest_forms, forms_to_take
 
-    reversed_ = planning_reversed(lowered, generated, regenerate, profile, io_in_arena, one_arena)
     planned = reversed_[2]
-    unchanged = (*reversed_, ScratchChoice({}, planned.memory.arena_bytes, planned.memory.arena_bytes))
+    unchanged = (*reversed_, ScratchChoice.kept(planned.memory.arena_bytes))
     form_of = kernel_schedules_of(profile).scratch_free_form
     if form_of is None or not one_arena:
         return unchanged

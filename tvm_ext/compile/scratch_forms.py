@@ -54,9 +54,14 @@ class ScratchChoice:
         """The instructions per inference the forms add, an estimate."""
         return sum(self._extra.values())
 
+    @staticmethod
+    def kept(arena_bytes: int) -> "ScratchChoice":
+        """No form taken: every kernel keeps its scratch, the planned arena `arena_bytes` (bytes)."""
+        return ScratchChoice({}, arena_bytes, arena_bytes)
+
     def none(self) -> "ScratchChoice":
         """No form taken, at the arena this choice started from."""
-        return ScratchChoice({}, self.arena_before, self.arena_before)
+        return ScratchChoice.kept(self.arena_before)
 
     def manifest_entry(self) -> dict | None:
         """The manifest's `scratch_forms` entry (None when no form was taken): per kernel the scratch bytes freed and

@@ -139,14 +139,12 @@ def test_padded_kernels_split_their_border_and_stay_bit_exact(tmp_path, name):
         first_if = next(line for line in body if line.lstrip().startswith("if ("))
         # The first test is the pixel's: it compares the output row and column loops with constants only.
         assert _pixel_test(first_if) <= {"y", "x"}, (kernel, first_if)
-        helpers = (("dual_mac_s8x", "dual_mac_q15x", "conv_tiles_s8x4", "pair_tiles_s8", "pair_tiles_direct_s8")
-                   if name == "conv"
+        helpers = (("dual_mac_s8x", "dual_mac_q15x", "conv_tiles_s8x4", "pair_tiles_s8") if name == "conv"
                    else ("depthwise_mac_s8x4", "depthwise_tiles") if name == "depthwise_tiled" else ())
         # The dual MAC of one pixel (dual_mac_s8x4, or its channel tiles' fused call conv_tiles_s8x4,
         # backends.cortex_m.schedules.conv_tiles) or of an interior pair (dual_mac_q15x2x4 on its widened
         # windows, backends.cortex_m.schedules.pair_q15, or its channel tiles' fused call pair_tiles_s8,
-        # backends.cortex_m.schedules.pair_tiles, or pair_tiles_direct_s8 where the plan asks for no scratch); a
-        # depthwise interior's window calls, or its fused
+        # backends.cortex_m.schedules.pair_tiles); a depthwise interior's window calls, or its fused
         # tiles (backends.cortex_m.schedules.depthwise_tiles).
         tests = [_pixel_test(line) for line in body if line.lstrip().startswith("if (")]
         if all(test <= {"y", "x"} for test in tests):

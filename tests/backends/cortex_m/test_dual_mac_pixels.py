@@ -112,9 +112,8 @@ def test_two_pixel_kernels_are_bit_exact_on_cortex_m4f_and_on_the_host(tmp_path,
     header = (board.out_dir / f"{board.plan.model}_internal.h").read_text()
     kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
     # the int8 or the widened pairs, or (the dilated 1x3 window, a Conv1D's) a pair's tiles fused in one call
-    # (backends/cortex_m/schedules/pair_tiles.py, with its scratch or without)
-    assert any(call in kernels for call in ("dual_mac_s8x2x4(", "dual_mac_q15x2x4(", "_pair_tiles_s8",
-                                            "_pair_tiles_direct_s8"))
+    # (backends/cortex_m/schedules/pair_tiles.py)
+    assert any(call in kernels for call in ("dual_mac_s8x2x4(", "dual_mac_q15x2x4(", "_pair_tiles_s8"))
     assert "__smlad" in header
     _strict_build(board.out_dir, tmp_path / "arm", [])  # warning-free with arm-none-eabi-gcc
     host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])

@@ -81,8 +81,6 @@ def test_pairs_across_rows_are_bit_exact_on_cortex_m4f(tmp_path, rows, columns, 
     5 (one loop over 10 pairs), on 35 input channels (eight words and three bytes), 12 output channels."""
     board = bit_exact_on_cortex_m4f(tmp_path, f"conv_{rows}x{columns}", _conv_1x1_model(rows, columns, 35, 12, 41))
     kernels = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
-    # pairs: widened, int8, or their channel tiles fused (backends.cortex_m.schedules.pair_tiles, with their
-    # scratch or without)
-    assert any(call in kernels for call in ("dual_mac_q15x2x4(", "dual_mac_s8x2x4(", "_pair_tiles_s8",
-                                            "_pair_tiles_direct_s8"))
+    # pairs: widened, int8, or their channel tiles fused (backends.cortex_m.schedules.pair_tiles)
+    assert any(call in kernels for call in ("dual_mac_q15x2x4(", "dual_mac_s8x2x4(", "_pair_tiles_s8"))
     assert f"< {pixel_loop}; " in kernels  # over the whole image, not per row

@@ -38,7 +38,7 @@ def test_a_debug_build_of_kws_passes_its_self_test_under_qemu(compiled, tmp_path
     -O0 cannot take) built at -O0 throughout, library and self-test, runs bit-exact under QEMU on their C loops."""
     bundle = writable_copy(compiled("mlperf_tiny/kws_ref_model.tflite", "cortex-m4f"), tmp_path)
     kernels = (bundle.out_dir / "kws_ref_model_kernels.c").read_text()
-    assert "_conv_tiles_s8x4(" in kernels and "_pair_tiles_direct_s8(" in kernels  # its 1x1's, without scratch
+    assert "_conv_tiles_s8x4(" in kernels and "_pair_tiles_s8(" in kernels
     for makefile in (bundle.out_dir / "Makefile", bundle.out_dir / "cortex_m" / "qemu-test.mk"):
         text = makefile.read_text()
         assert " -O2 " in text

@@ -58,9 +58,8 @@ def test_paired_pixels_stream_pass_by_pass_within_both_buffers(tmp_path) -> None
     bundle = compile(model, "cortex-m4f", tmp_path / "m4f", jobs=1)
     kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
     # pairs (their channel tiles one fused call, backends.cortex_m.schedules.pair_tiles), the last alone (its channel
-    # tiles one fused call, backends.cortex_m.schedules.conv_tiles); the pairs' call with its scratch or, where the
-    # memory plan asks, without (the same elements read and written)
-    assert ("_pair_tiles_s8" in kernels or "_pair_tiles_direct_s8" in kernels) and "conv_tiles_s8x4" in kernels
+    # tiles one fused call, backends.cortex_m.schedules.conv_tiles)
+    assert "_pair_tiles_s8" in kernels and "conv_tiles_s8x4" in kernels
     (call,) = bundle.plan.calls
     (fact,) = [fact for fact in call.access.inplace_outputs if fact.input == call.inputs[0]]
     assert fact.stream == _expected_order()
