@@ -4,10 +4,19 @@ of the instructions they add counts every call's MACs (issue 31)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import tvm_ext
+from conftest import models_dir
 from backends.backend import ScratchFreeForm
 from memory_planner.from_plan import buffers_from_plan
 from memory_planner.plan import ExecutionPlan, KernelCall, Tensor, TensorRole
 from memory_planner.planner import plan_memory
+from target import resolve_profile
 from tvm_ext.compile.scratch_forms import ScratchChoice, fewest_forms, forms_to_take, without_freed_scratch
 
 BIG, SMALL = 1024, 256  # bytes of the activations at the peak and elsewhere
@@ -68,3 +77,39 @@ def test_no_form_where_no_scratch_sets_the_arena() -> None:
     buffers = buffers_from_plan(plan)
     assert forms_to_take(plan, buffers, plan_memory(buffers), FORMS,
                          lambda p: plan_memory(buffers_from_plan(p))) == {}
+
+
+def _str_ww_manifest(tmp_path: Path, target, patches: str | None) -> tuple[dict, str, int]:
+    """str_ww_ref_model compiled (not built) for `target` with `patches`: its manifest, kernels' C and total RAM
+    (bytes)."""
+    out = tmp_path / f"out_{patches}"
+    bundle = tvm_ext.compile(models_dir() / "mlperf_tiny" / "str_ww_ref_model.tflite", target, out, build=False,
+                             patches=patches)
+    return (json.loads((out / "manifest.json").read_text()), (out / "str_ww_ref_model_kernels.c").read_text(),
+            bundle.ram.total_bytes)
+
+
+@pytest.mark.parametrize("patches", [None, "off"])
+def test_a_model_that_fits_keeps_every_kernels_scratch(tmp_path: Path, patches: str | None) -> None:
+    """str_ww_ref_model fits cortex-m4f layer by layer: its default compile (auto) and `--patches off` take no
+    scratch-free form (they cost instructions; memory is not the constraint): the arena keeps the 1x1
+    convolution's widened inputs, 3,840 B."""
+    manifest, kernels, _ = _str_ww_manifest(tmp_path, "cortex-m4f", patches)
+    assert "scratch_forms" not in manifest or manifest["scratch_forms"] is None
+    assert manifest["arena"]["bytes"] == 3_840
+    assert "_pair_tiles_direct_s8(" not in kernels and "str_ww_ref_model_pair_tiles_s8" in kernels  # with scratch
+
+
+def test_auto_takes_the_forms_before_patches_where_layer_by_layer_does_not_fit(tmp_path: Path) -> None:
+    """On a cortex-m4f with too little SRAM for str_ww_ref_model's layer-by-layer RAM but enough without the peak's
+    scratch, auto takes the scratch-free forms (no extra MACs) and no patch plan; the manifest records the bytes
+    saved and the instructions added."""
+    profile = resolve_profile("cortex-m4f")
+    total = _str_ww_manifest(tmp_path, profile, "off")[2]
+    small = replace(profile, sram_bytes=total - 64)  # the forms save 128 B of arena
+    manifest, kernels, _ = _str_ww_manifest(tmp_path, small, "auto")
+    forms = manifest["scratch_forms"]
+    assert manifest.get("patches") is None and manifest["arena"]["bytes"] == forms["arena_bytes"] == 3_712
+    assert forms["arena_bytes_with_scratch"] == 3_840 and forms["extra_instructions"] > 0
+    assert all(kernel["scratch_bytes_freed"] > 0 for kernel in forms["kernels"].values())
+    assert "str_ww_ref_model_pair_tiles_direct_s8(" in kernels
