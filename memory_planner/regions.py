@@ -17,7 +17,7 @@ highest rank first (ties: the smaller, then by name), into the fastest region wh
 place within its bytes beside the buffers already there (the lowest aligned offset free at every step the
 buffer lives: linear in the buffers placed, so the assignment stays fast on a model of hundreds of buffers;
 where first fit finds no place, but the liveness bound of the region's buffers with it fits, a re-plan of
-them all by the best of six greedy orders (best_of_orders), which also takes in-place hand-overs such as a 1x1 convolution writing
+them all by the best of nine greedy orders (best_of_orders), which also takes in-place hand-overs such as a 1x1 convolution writing
 its output over its input, may: its offsets then replace the region's);
 whatever no faster region holds goes to the last region, which has no limit here (the last region also holds
 the inputs, outputs, state and stack, which the RAM check counts: target.resources). Each region is then

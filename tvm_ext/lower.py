@@ -82,6 +82,7 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
                                     max_pool_runs=schedules.max_pool_runs,
                                     int8_add=schedules.int8_add,
                                     int8_softmax=schedules.int8_softmax,
+                                    one_channel_conv=schedules.one_channel_conv,
                                     dense_unit_tile=schedules.dense_unit_tile,
                                     pad_runs=schedules.pad_runs,
                                     flash_bytes=profile.flash_bytes,

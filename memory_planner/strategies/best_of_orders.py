@@ -3,7 +3,9 @@
 Each order is a published greedy rule (Pisarchyk & Lee 2020, arXiv 2001.03288; TVM USMP's greedy
 variants): by size, by how long a buffer lives, by size x lifetime, by the number of buffers it
 conflicts with, "by breadth" (walk the steps from the one with the most live bytes down, placing
-that step's buffers largest first), and "by hand-over chains" (ours, below). Each order is tried with first fit and with best fit (smallest gap
+that step's buffers largest first), "by hand-over chains" (ours, below), and two more walks by breadth
+(ours) placing each step's buffers earliest born first or, walking equal steps latest first, latest
+dying first. Each order is tried with first fit and with best fit (smallest gap
 that holds it); the placement with the smallest arena wins, ties to the earlier rule, so the result is
 deterministic.
 """
@@ -39,15 +41,21 @@ def _by_conflicts(buffers: Sequence[Buffer]) -> list[int]:
     return sorted(range(len(buffers)), key=lambda i: (-degree[i], -buffers[i].nbytes))
 
 
-def _by_breadth(buffers: Sequence[Buffer]) -> list[int]:
-    live = bytes_live_per_step(buffers)
-    order: list[int] = []
-    seen: set[int] = set()
-    for step in sorted(range(len(live)), key=lambda s: -live[s]):
-        at_step = [i for i, b in enumerate(buffers) if b.first_step <= step <= b.last_step and i not in seen]
-        at_step.sort(key=lambda i: -buffers[i].nbytes)
-        order += at_step
-        seen.update(at_step)
+def _by_breadth(within: Callable[[Buffer], tuple[int, ...]], latest_first: bool = False) -> Order:
+    """Walk the steps from the one with the most live bytes down (equal ones earliest first, or latest first
+    with `latest_first`), placing each step's unplaced buffers in the order of `within` (a sort key)."""
+
+    def order(buffers: Sequence[Buffer]) -> list[int]:
+        live = bytes_live_per_step(buffers)
+        walk: list[int] = []
+        seen: set[int] = set()
+        for step in sorted(range(len(live)), key=lambda s: (-live[s], -s if latest_first else s)):
+            at_step = [i for i, b in enumerate(buffers) if b.first_step <= step <= b.last_step and i not in seen]
+            at_step.sort(key=lambda i: within(buffers[i]))
+            walk += at_step
+            seen.update(at_step)
+        return walk
+
     return order
 
 
@@ -76,8 +84,14 @@ ORDERS: tuple[Order, ...] = (
     _by_key(lambda b: (-b.nbytes * _span(b), -b.nbytes)),
     _by_key(lambda b: (b.first_step, -b.nbytes)),
     _by_conflicts,
-    _by_breadth,
+    _by_breadth(lambda b: (-b.nbytes,)),
     _by_handover_chains,
+    # After the rules above (ties go to them): at the steps of most live bytes, the buffers carried in from
+    # earlier steps (a streamed plan's rows kept from band to band, skip rows waiting for their join) below
+    # those born there, so that these stack above them in one piece; or, walking equal steps latest first,
+    # those that live on longest below.
+    _by_breadth(lambda b: (b.first_step, -b.nbytes)),
+    _by_breadth(lambda b: (-b.last_step, -b.nbytes), latest_first=True),
 )
 
 

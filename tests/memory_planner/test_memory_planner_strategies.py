@@ -261,3 +261,16 @@ def test_the_checker_refuses_an_output_that_overtakes_its_input_read_front() -> 
     one_byte_too_close = MemoryPlan({"y": 0, "x": 47}, 80, 80, "hand-made", False)
     with pytest.raises(InvalidMemoryPlanError, match="overlap while both live"):
         check_plan([source, taker], one_byte_too_close)
+
+
+# Rows carried in from earlier steps (b2, b3: 16 B each from step 1) meet buffers born at the busiest step (b0
+# at step 4 with b4, b5 from step 3): every size or lifetime order leaves a 16-byte gap there (128 B), the walk
+# by breadth that places the busiest step's buffers earliest born first stacks them at the bound.
+CARRIED_ROWS = [Buffer(f"b{k}", nbytes, first, last) for k, (nbytes, first, last) in enumerate(
+    [(64, 4, 8), (64, 1, 1), (16, 1, 3), (16, 1, 5), (16, 3, 4), (16, 3, 6), (48, 0, 0)])]
+
+
+def test_best_of_orders_stacks_carried_rows_below_those_born_at_the_busiest_step() -> None:
+    greedy, best = plan_memory(CARRIED_ROWS, "greedy_by_size"), plan_memory(CARRIED_ROWS, "best_of_orders")
+    check_plan(CARRIED_ROWS, best)
+    assert (greedy.arena_bytes, best.arena_bytes, best.lower_bound, best.optimal) == (128, 112, 112, True)

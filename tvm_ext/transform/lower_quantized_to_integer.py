@@ -93,6 +93,8 @@ class LowerQuantizedToInteger:
         a backend's (``backends.backend.KernelSchedules.int8_add``).
     int8_softmax: the kernel of int8 SOFTMAX where it gives one (None: the generic kernel): a backend's
         (``backends.backend.KernelSchedules.int8_softmax``).
+    one_channel_conv: the kernel of an int8 CONV_2D whose window reads one input channel where it gives one (None:
+        the generic kernel): a backend's (``backends.backend.KernelSchedules.one_channel_conv``).
     dense_unit_tile: pad int8 FULLY_CONNECTED kernels' output channels with zero weight rows to whole tiles of it
         where it does not divide them: a backend's choice (``backends.backend.KernelSchedules.dense_unit_tile``).
     qlinear_conv, qlinear_conv_fits: a backend's kernel of an NCHW int8 QLinearConv and which it
@@ -129,6 +131,7 @@ class LowerQuantizedToInteger:
         int8_add: Optional[Callable[..., Any]] = None,
         int8_softmax: Optional[Callable[..., Any]] = None,
         dense_unit_tile: int = 0,
+        one_channel_conv: Optional[Callable[..., Any]] = None,
         pad_runs: bool = False,
         flash_bytes: Optional[int] = None,
         conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None,
@@ -143,6 +146,7 @@ class LowerQuantizedToInteger:
         self.max_pool_runs = max_pool_runs
         self.int8_add = int8_add
         self.int8_softmax = int8_softmax
+        self.one_channel_conv = one_channel_conv
         self.dense_unit_tile = dense_unit_tile
         self.interleaved_gate_weights = interleaved_gate_weights
         self.pad_runs = pad_runs
@@ -209,6 +213,7 @@ class _MainRewriter:
                                        options.int8_add, options.stacked_rows, options.conv_weight_length,
                                        options.interleaved_gate_weights, pad_runs=options.pad_runs,
                                        int8_softmax=options.int8_softmax, dense_unit_tile=options.dense_unit_tile,
+                                       one_channel_conv=options.one_channel_conv,
                                        qlinear_conv=options.qlinear_conv,
                                        qlinear_conv_fits=options.qlinear_conv_fits,
                                        integer_requantization=options.integer_requantization)

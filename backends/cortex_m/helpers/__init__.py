@@ -12,6 +12,8 @@ these modules name the helpers and list the templates a bundle defines:
   the fused depthwise channel tiles (`depthwise_mac_c`'s `depthwise_tiles.h.in`), the fused convolution
   channel tiles (`dual_mac_c`'s `conv_tiles_s8x4.h.in`) and the fused channel tiles of an unpadded
   convolution's pixel pair (`pair_tiles_c`);
+- `window1_conv_c`: an int8 convolution whose window reads one input channel, every pixel and channel in one call
+  (`window1_conv.h.in`, DSP cores), a library of its own (`WINDOW1_HELPERS`) that only its kernels' calls record;
 - `copy_c`: the ascending copy (the SVDF state update's shift in place) and the int8 maximum of two runs
   (MAX_POOL_2D's window taps as runs, DSP cores);
 - `helium_c`: the Helium (MVE) bodies of the dual MAC, the depthwise MAC and the row dot product, which a

@@ -32,6 +32,7 @@ from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_TI
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
+from backends.cortex_m.helpers.window1_conv_c import WINDOW1_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
 from packager.c_text import macro_prefix
@@ -133,6 +134,12 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("softmax_s8", (SOFTMAX_S8_TEMPLATE,)),
     # ... and on cortex-m55, whose int8 SOFTMAX kernels call it too (SSUB8/SEL are the DSP extension's, MVE has them)
     HelperUnitTest("softmax_s8", (SOFTMAX_S8_TEMPLATE,), profile="cortex-m55"),
+    # the one-input-channel convolution (windows gathered and widened, four pixels per weight word) against the
+    # plain sums and the scalar helpers
+    HelperUnitTest("window1_conv", (*SCALAR_REQUANTIZE_SMALL, WINDOW1_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c,
+                                                helper_c=functools.partial(helper_template_c,
+                                                                           "backends.cortex_m.helpers"))),
     # the Helium bodies, on their DSP twins' tests
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)

@@ -18,6 +18,7 @@ from ...kernels.quant_params import ActivationRange
 from ...kernels.requantize import Multipliers16x8
 from ...kernels.zero_point_fold import fold_zero_point_into_bias
 from ...layers import MACS_ATTR
+from ...tir.kernel_names import WINDOW_ATTR
 from .lowering import KernelCall, LoweringContext
 from .patterns import (BiasPattern, DequantizedActivation, Int8Input, Int8Weight, QuantizedOutput, QuantizedResult,
                        WeightPattern, bias_constant, extract, with_bias)
@@ -78,6 +79,10 @@ class MacKernel:
     # backend's MAC tile, `LoweringContext.dense_unit_tile`; None: not padded). The kernel's `units` keeps the
     # output's channels; the bias, multipliers and shifts stay one per output channel.
     padded_units: Optional[int] = None
+    # The layer's MACs where its kernel may be one whose reduction the count and the kernel's name cannot see (a
+    # backend's TE extern stage: `LoweringContext.one_channel_conv`): declared on the kernel with its window (None:
+    # both read from its loops).
+    macs: Optional[int] = None
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
@@ -122,6 +127,9 @@ class MacKernel:
             batch = int(self.data.ty.shape[0])
             func_attrs = {MACS_ATTR: batch * int(weight.shape[0]) * int(weight.shape[1])}
             weight = np.pad(weight, ((0, self.padded_units - weight.shape[0]), (0, 0)))
+        if self.macs is not None and self.geometry is not None:
+            window = [list(self.weight.shape[:2]), list(self.geometry.strides), list(self.geometry.dilation)]
+            func_attrs = {MACS_ATTR: self.macs, WINDOW_ATTR: [[int(v) for v in column] for column in window]}
         if self.weight_length is not None:  # [O, K] then zeros up to the length
             rows = weight.reshape(weight.shape[0], -1)
             weight_constant = relax.const(np.pad(rows, ((0, 0), (0, self.weight_length - rows.shape[1]))))

@@ -1,0 +1,125 @@
+"""The DSP cores' kernel of an int8 convolution whose window reads one input channel: a CONV_2D on one input
+channel (kws_ref_model's 10x4 stem) or a DEPTHWISE_CONV_2D of one input channel, which the frontend imports as that
+convolution (micro_speech's 10x8 depthwise of multiplier 8), as one call of `<prefix>_window1_conv_s8`
+(`backends.cortex_m.helpers.templates.window1_conv.h.in`): the kernel the int8 lowering writes for such a
+convolution where the backend gives one (`backends.backend.KernelSchedules.one_channel_conv`).
+
+Why its own kernel: with one input channel each output pixel's window is a few int8 taps shared by every output
+channel, so the generic schedule's per-pixel copy and one-pixel channel tiles re-widen both the window and every
+weight word per channel tile (23 instructions per 16 MACs, plus the copy under a per-tap guard at the border:
+kws's stem 2.3 instructions per MAC, micro_speech's 2.6). The helper widens each pixel's window once and reads
+and widens each weight word once for four pixels (13 instructions per 16 MACs), whatever the window size, stride,
+dilation, padding and output channel count (the geometry is the call's arguments). Its scratch (the four pixels'
+widened windows, `window1_scratch_words`) is a local array of the kernel (the stack), not an arena buffer.
+
+Chosen by shape: an int8 input of one image with one channel, OHWI weights (any window), int32 or int16 biases with
+the input zero point folded in, per-channel multipliers and shifts whose requantization is TFLite's double rounding
+on small sums and right shifts only ("double_small", the DSP epilogue's), no activation narrower than int8, four
+output pixels or more and a window of MIN_TAPS taps or more; any other convolution (`one_channel_conv` gives None)
+keeps the generic kernel.
+"""
+
+from __future__ import annotations
+
+import enum
+from math import prod
+from typing import Optional, Protocol, Sequence
+
+from tvm import te, tirx
+
+from backends.cortex_m.helpers.window1_conv_c import WINDOW1_HELPERS, window1_helper_name, window1_scratch_words
+from tvm_ext.tir.extern_stage import element_address, extern_from_zero
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.helper_calls import register_helper_call
+
+WINDOW1_OP = "tvm_ext.window1_conv_s8"
+# The call (out, x, w, bias, multiplier, shift, q, in_h, in_w, kh, kw, stride_h, stride_w, dilation_h, dilation_w,
+# pad_top, pad_left, out_w, pixels, channels, pad_value, zero_point, taps, w_channel_stride, bias_bytes):
+# out[i * channels + c]
+# for i < pixels, c < channels; x the in_h x in_w image; w[c * w_channel_stride + t] for t < taps; bias, multiplier
+# and shift[c]. q is the kernel's own local array, never a parameter.
+WINDOW1_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(Arg(18), Arg(19)), Axis(Arg(19), 1))),
+    PointerAccess(1, (Axis(Arg(7), Arg(8)), Axis(Arg(8), 1))),
+    PointerAccess(2, (Axis(Arg(19), Arg(23)), Axis(Arg(22), 1))),
+    *(PointerAccess(pointer, (Axis(Arg(19), 1),)) for pointer in (3, 4, 5)),
+))
+register_helper_call(WINDOW1_OP, WINDOW1_HELPERS, window1_helper_name, WINDOW1_ACCESS)
+
+MIN_TAPS = 16
+"""The fewest taps of a window the helper takes: per output channel and group of four pixels it spends about 50
+instructions besides its groups (the sums' start, the register spills around the assembly loop, four outputs'
+requantization), which a short window does not pay back. Measured on cortex-m4f: person_detect's 3x3 stride-2
+depthwise of one channel (9 taps, 8 channels) 728,708 -> 775,672 instructions with the helper; kws_ref_model's 10x4
+stem (40 taps) 732,762 -> 443,618 and micro_speech's 10x8 (80 taps) 840,841 -> 509,392. Windows between 9 and 40
+taps are not measured."""
+
+
+class _Activation(Protocol):
+    low: int
+    high: int
+
+
+class _Stage(Protocol):
+    """What this kernel reads of `tvm_ext.kernels.requantize.OutputStage` (not imported: backends.cortex_m imports no
+    tvm_ext.kernels: tests/test_import_cycles.py)."""
+
+    zero_point: int
+    activation: _Activation
+    rounding: enum.Enum
+    right_shift_only: bool
+    small_accumulator: bool
+
+
+def _fits(data: te.Tensor, bias: Optional[te.Tensor], stage: _Stage, multiplier: Optional[te.Tensor],
+          shift: Optional[te.Tensor], zero_point_in_bias: bool) -> bool:
+    """Whether the helper computes this convolution's outputs: one int8 image of one channel, int32 or int16 biases
+    with the input zero point folded in (raw int8 inputs), per-channel constants of the "double_small"
+    requantization and the whole int8 range after it (see the module docstring)."""
+    batch, _, _, channels = (int(d) for d in data.shape)
+    return (str(data.dtype) == "int8" and batch == 1 and channels == 1 and bias is not None
+            and str(bias.dtype) in ("int32", "int16") and zero_point_in_bias and multiplier is not None
+            and shift is not None and stage.rounding.value == "double" and stage.right_shift_only
+            and stage.small_accumulator and stage.activation.low <= -128 and stage.activation.high >= 127)
+
+
+def one_channel_conv(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
+                     output: _Stage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                     multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
+                     zero_point_in_bias: bool = False, weight_layout: Optional[enum.Enum] = None,
+                     paired_weights: bool = False, kernel_size: Optional[Sequence[int]] = None
+                     ) -> Optional[te.Tensor]:
+    """An int8 CONV_2D (operands and keywords as `tvm_ext.kernels.conv2d_int8`'s) whose window reads one input
+    channel as a TE extern stage of one helper call, or None where the helper does not fit it (module docstring):
+    the weights OHWI ([O, KH, KW, 1]) or OHWI_PADDED ([O, Kp], each channel's taps then zeros)."""
+    if paired_weights or not _fits(data, bias, output, multiplier, shift, zero_point_in_bias):
+        return None
+    layout = getattr(weight_layout, "name", None)  # tvm_ext.kernels.WeightLayout's
+    if layout == "OHWI":
+        kh, kw = (int(d) for d in weight.shape[1:3])
+    elif layout == "OHWI_PADDED" and kernel_size is not None:
+        kh, kw = (int(d) for d in kernel_size)
+    else:
+        return None
+    channels = int(weight.shape[0])
+    w_channel_stride = prod(int(d) for d in weight.shape[1:])
+    _, in_h, in_w, _ = (int(d) for d in data.shape)
+    out_h = (in_h + padding[0] + padding[2] - (kh - 1) * dilation[0] - 1) // strides[0] + 1
+    out_w = (in_w + padding[1] + padding[3] - (kw - 1) * dilation[1] - 1) // strides[1] + 1
+    if out_h * out_w < 4 or kh * kw < MIN_TAPS:  # the helper's groups of four pixels; a window that pays
+        return None
+    sizes = [in_h, in_w, kh, kw, strides[0], strides[1], dilation[0], dilation[1], padding[0], padding[1], out_w,
+             out_h * out_w, channels, input_zero_point, output.zero_point, kh * kw, w_channel_stride,
+             4 if str(bias.dtype) == "int32" else 2]
+
+    def build(ins, outs):
+        index = str(outs[0].shape[0].ty.dtype)
+        zero = tirx.const(0, index)
+        scratch = tirx.decl_buffer((window1_scratch_words(kh * kw),), "int32", name="window1_pairs", scope="local")
+        call = tirx.Evaluate(tirx.call_intrin(
+            "int32", WINDOW1_OP, *(element_address(buffer, zero) for buffer in (outs[0], *ins)),
+            scratch.access_ptr("w"), *(tirx.const(int(size), "int32") for size in sizes)))
+        return tirx.SeqStmt([tirx.AllocBuffer(scratch), call])
+
+    return extern_from_zero((1, out_h, out_w, channels), [data, weight, bias, multiplier, shift], build,
+                            "conv2d_int8_one_channel")

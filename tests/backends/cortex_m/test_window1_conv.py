@@ -1,0 +1,89 @@
+"""The DSP cores' kernel of an int8 convolution whose window reads one input channel
+(backends/cortex_m/schedules/window1_conv.py, the helper backends/cortex_m/helpers/templates/window1_conv.h.in): on
+cortex-m4f a CONV_2D on one input channel and a DEPTHWISE_CONV_2D of one input channel (its multiplier the output
+channels) of a window of 16 taps or more are one call of `<prefix>_window1_conv_s8` each, whatever the window,
+stride, dilation, padding and output channel count (kws_ref_model's 10x4 stride-2 SAME stem; a 4x8 window of
+strides 1 and 3, VALID; a 5x5 depthwise of multiplier 6 and dilation 2, SAME, its 25 taps not a multiple of four;
+a fused RELU of output zero point -128), bit for bit with TFLite Micro under QEMU mps2-an386 and in the host build
+(the helper's portable C), warning-free; a 3x3 window (9 taps: MIN_TAPS) and a RELU6 (an activation narrower than
+int8) keep the generic kernel; a bundle without such a layer defines no helper, and a Helium core keeps the generic
+kernel."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from test_border_split import kernels_bit_exact_everywhere  # noqa: E402
+from test_requantize_epilogue import bit_exact_bundle, needs_cross_tools  # noqa: E402
+from tflite_builder import ModelBuilder, Options, Quantization, Tensor, build  # noqa: E402
+
+SAME, VALID = 0, 1
+RELU, RELU6 = 1, 3
+IMAGE = (15, 12)
+
+
+def _one_channel_model(layers: list[dict]) -> bytes:
+    """One int8 input [1, 15, 12, 1] (scale 0.05, zero point -3) and one layer per entry of `layers` on it, each a
+    model output: kind "CONV_2D" (weights [O, KH, KW, 1]) or "DEPTHWISE_CONV_2D" (weights [1, KH, KW, O]), window
+    "kernel" (KH, KW), "stride" (H, W), "dilation" (H, W), "padding", "channels", "activation" and the output's
+    zero point "zero_point"; per-channel weight scales."""
+    rng = np.random.default_rng(29)
+    b = ModelBuilder()
+    x = b.add(Tensor("input", (1, *IMAGE, 1), "int8", Quantization((0.05,), (-3,))))
+    b.inputs.append(x)
+    for index, layer in enumerate(layers):
+        (kh, kw), (sh, sw), (dh, dw), cout = layer["kernel"], layer["stride"], layer["dilation"], layer["channels"]
+        depthwise = layer["kind"] == "DEPTHWISE_CONV_2D"
+        scales = tuple(0.004 + 0.002 * (c % 4) for c in range(cout))
+        shape = (1, kh, kw, cout) if depthwise else (cout, kh, kw, 1)
+        w = b.add(Tensor(f"l{index}/w", shape, "int8", Quantization(scales, (0,) * cout, 3 if depthwise else 0),
+                         rng.integers(-127, 128, shape).astype(np.int8)))
+        bias = b.add(Tensor(f"l{index}/b", (cout,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * cout),
+                            rng.integers(-3000, 3000, cout).astype(np.int32)))
+        if layer["padding"] == SAME:
+            out_hw = tuple(-(-n // s) for n, s in zip(IMAGE, (sh, sw)))
+        else:
+            out_hw = tuple((n - (k - 1) * d - 1) // s + 1 for n, k, d, s in zip(IMAGE, (kh, kw), (dh, dw), (sh, sw)))
+        options = {"Padding": layer["padding"], "StrideW": sw, "StrideH": sh, "DilationWFactor": dw,
+                   "DilationHFactor": dh, "FusedActivationFunction": layer["activation"]}
+        if depthwise:
+            options["DepthMultiplier"] = cout
+        table = "DepthwiseConv2DOptions" if depthwise else "Conv2DOptions"
+        out_q = Quantization((0.3,), (layer["zero_point"],))
+        b.outputs.append(b.op(layer["kind"], (x, w, bias), Tensor(f"l{index}", (1, *out_hw, cout), "int8", out_q),
+                              Options(table, options), version=3))
+    return build(b.model())
+
+
+def _layer(kind: str, kernel, stride, dilation, padding: int, channels: int, activation: int = 0,
+           zero_point: int = 4) -> dict:
+    return {"kind": kind, "kernel": kernel, "stride": stride, "dilation": dilation, "padding": padding,
+            "channels": channels, "activation": activation, "zero_point": zero_point}
+
+
+@needs_cross_tools
+def test_one_channel_windows_are_one_helper_call_and_stay_bit_exact(tmp_path):
+    layers = [_layer("CONV_2D", (10, 4), (2, 2), (1, 1), SAME, 12, RELU, -128),  # kws's stem
+              _layer("CONV_2D", (4, 8), (1, 3), (1, 1), VALID, 5),
+              _layer("DEPTHWISE_CONV_2D", (5, 5), (1, 1), (2, 2), SAME, 6),
+              _layer("CONV_2D", (3, 3), (2, 2), (1, 1), SAME, 8),  # 9 taps: the generic kernel
+              _layer("CONV_2D", (4, 4), (1, 1), (1, 1), SAME, 4, RELU6)]  # RELU6: the generic kernel
+    kernels = kernels_bit_exact_everywhere(tmp_path, "window1", _one_channel_model(layers))
+    helper = {name for name, body in kernels.items() if any("_window1_conv_s8(" in line for line in body)}
+    assert sorted(helper) == sorted(name for name in kernels if re.search(r"10x4_s2|4x8_s1x3|5x5_s1_d2", name)), kernels
+    assert len(kernels) == len(layers), list(kernels)
+
+
+@needs_cross_tools
+def test_a_helium_core_and_bundles_without_such_a_layer_keep_the_generic_kernel(tmp_path):
+    model = _one_channel_model([_layer("CONV_2D", (10, 4), (2, 2), (1, 1), SAME, 4)])
+    _bundle, kernels = bit_exact_bundle(tmp_path, "m55", model, "cortex-m55", "mps3-an547")
+    assert "_window1_conv_s8" not in kernels
+    small = _one_channel_model([_layer("CONV_2D", (3, 3), (1, 1), (1, 1), SAME, 4)])
+    bundle, _kernels = bit_exact_bundle(tmp_path, "small", small, "cortex-m4f", "mps2-an386")
+    assert "_window1_conv_s8" not in (bundle.out_dir / "small_internal.h").read_text()
