@@ -309,28 +309,33 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         ram = planned.ram(profile, stack_later)
         patched: PatchFacts | None = None
         search: AutoSearch | None = None  # auto's search, while its plans are tried
+        layered: tuple[Planned, RamUse] | None = None  # auto's layer-by-layer plan and RAM, its forms taken instead
+
+        def compile_with(cut: PatchCut) -> tuple[Lowered, Generated, Planned, RamUse]:
+            with_cut = passes(imported, profile, tvm_target, options.layout, cut)
+            generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
+            if options.input_rows:
+                generated_cut = _with_row_input(generated_cut, func, cut, file_name)
+            planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
+            return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
+
         if grid_plan is not None:
             patched = stage("patches", lambda: grid_patch_facts(imported, grid_plan, planned), PatchFacts.line)
         elif request == AUTO and not options.input_rows and ram.total_bytes > profile.sram_bytes:
+            before = (planned, ram)
             lowered, generated, planned, ram, scratch_choice = stage(
                 "scratch forms", lambda: _fitting_scratch_forms(forward_lowered, forward, (lowered, generated, planned),
                                                                 regenerate, profile, options.io_in_arena, reversible,
                                                                 stack_later),
                 lambda result: _describe_scratch_forms(result[4], profile))
-            if scratch_choice.forms and early[0] is not None:  # its kernels' objects are the ones with scratch
-                early[0].stop()
-                early[0] = None
-                _empty_folder(folder)
-                start_early_objects()
+            if scratch_choice.forms:
+                layered = before
+                if early[0] is not None:  # its kernels' objects are the ones with scratch
+                    early[0].stop()
+                    early[0] = None
+                    _empty_folder(folder)
+                    start_early_objects()
         if grid_plan is None and request == AUTO and (ram.total_bytes > profile.sram_bytes or options.input_rows):
-            def compile_with(cut: PatchCut) -> tuple[Lowered, Generated, Planned, RamUse]:
-                with_cut = passes(imported, profile, tvm_target, options.layout, cut)
-                generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
-                if options.input_rows:
-                    generated_cut = _with_row_input(generated_cut, func, cut, file_name)
-                planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
-                return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
-
             if early[0] is not None:  # the plans' kernels replace these: their objects are not the bundle's
                 early[0].stop()
                 early[0] = None
@@ -375,6 +380,18 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 refuse_unless_fits(profile, planned.plan.model, ram, flash)
                 break
             except DoesNotFitError as err:
+                if search is None and layered is not None:
+                    # The forms' plan does not fit a limit counted only now (its measured stack or code): auto's
+                    # patch plans, searched from layer by layer, every kernel with its scratch.
+                    if early[0] is not None:
+                        early[0].stop()
+                        early[0] = None
+                    _empty_folder(folder)
+                    scratch_choice = scratch_choice.none()
+                    search = AutoSearch(imported, profile, *layered, compile_with, options.input_rows)
+                    lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
+                    start_early_objects()
+                    continue
                 if search is None or patched is None:
                     raise
                 # The plan does not fit a limit counted only now (its measured stack or code): the search goes on
