@@ -36,6 +36,9 @@ class HelperLibrary:
 
     name: str
     c_text: Callable[[str], str]
+    needs: tuple["HelperLibrary", ...] = ()
+    """The libraries whose helpers this one's use: a kernel's call of one of its helpers records them too (a bundle
+    defines them before it: the libraries come in their names' order)."""
 
 
 class EmulatedBuildError(RuntimeError):
@@ -274,3 +277,18 @@ class KernelSchedules:
     """Whether the int8 lowering gives a recurrent cell's gate products their weights interleaved per tile of four
     units (`tvm_ext.kernels.lstm.interleave_gate_weights`), for a core whose helper reads them so; False keeps
     TFLite's [unit, input] rows."""
+    scratch_free_form: Optional[Callable[[Any], Optional["ScratchFreeForm"]]] = None
+    """A scheduled kernel's (PrimFunc's) form with less scratch (`ScratchFreeForm`), or None where it has none; the
+    compile takes it for the kernels whose scratch makes the planned arena larger (`tvm_ext.compile.scratch_forms`).
+    None: every kernel keeps its scratch."""
+
+
+@dataclass(frozen=True)
+class ScratchFreeForm:
+    """A kernel's form without (some of) its scratch (`KernelSchedules.scratch_free_form`): the PrimFunc (`func`),
+    the (dtype, bytes) of each scratch buffer it no longer has (`freed`), and an estimate of the instructions it
+    adds per multiply-accumulate of the kernel (`extra_per_mac`)."""
+
+    func: Any
+    freed: tuple[tuple[str, int], ...]
+    extra_per_mac: float

@@ -53,6 +53,9 @@ class BundleFacts:
     operators: tuple[OperatorSupport, ...] = ()  # the model file's operator kinds (empty: a Relax module)
     # the patch plan the bundle runs (tvm_ext.compile.patches.PatchFacts.manifest_entry; None: layer by layer)
     patches: dict[str, Any] | None = None
+    # the kernels in their forms with less scratch (tvm_ext.compile.scratch_forms.ScratchChoice.manifest_entry; None:
+    # every kernel keeps its scratch)
+    scratch_forms: dict[str, Any] | None = None
 
     def layer_report(self, bundle: BundleInputs) -> LayerReport:
         """The per-call report of `bundle` with the self-test's instruction counts (report.md's facts)."""
@@ -95,6 +98,8 @@ class BundleFacts:
             entries["quantization"] = self.quantization
         if self.patches is not None:
             entries["patches"] = self.patches
+        if self.scratch_forms is not None:
+            entries["scratch_forms"] = self.scratch_forms
         if bundle.regions:
             entries["memory_regions"] = region_arenas.manifest_entry(bundle.plan, bundle.regions)
         return entries
@@ -119,6 +124,19 @@ def _patches_markdown(patches: dict[str, Any] | None) -> str:
             f"{layers} run in a {rows}x{columns} grid of patches, each from its receptive field (`--patches`): arena "
             f"{arena}; {patches['extra_macs']:,} extra MACs (+{patches['extra_macs_percent']} %) for the patches' "
             "overlapping halos.\n")
+
+
+def _scratch_forms_markdown(forms: dict[str, Any] | None) -> str:
+    """report.md's paragraph on the kernels taken in their forms with less scratch (none when every kernel keeps
+    its scratch)."""
+    if forms is None:
+        return ""
+    kernels = ", ".join(f"`{name}` (-{entry['scratch_bytes_freed']:,} B of scratch, ~+{entry['extra_instructions']:,} "
+                        "instructions estimated)" for name, entry in forms["kernels"].items())
+    return (f"\n## Kernels without scratch\n\nThe memory plan takes {kernels} in a form with less scratch: arena "
+            f"{forms['arena_bytes_with_scratch']:,} -> {forms['arena_bytes']:,} B for ~+"
+            f"{forms['extra_instructions']:,} instructions per inference (estimated; the table's are measured). Every "
+            "other kernel keeps its faster form.\n")
 
 
 def _row_input_markdown(plan: ExecutionPlan) -> str:
@@ -147,6 +165,7 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
                                bundle.io_in_arena, bundle.regions))
     )
     (out_dir / REPORT_FILE).write_text(report.markdown() + _patches_markdown(facts.patches)
+                                       + _scratch_forms_markdown(facts.scratch_forms)
                                        + _row_input_markdown(bundle.plan)
                                        + region_arenas.report_markdown(bundle.plan.model, bundle.regions))
     (out_dir / REPORT_HTML_FILE).write_text(report_html(HtmlReport(

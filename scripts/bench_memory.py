@@ -30,7 +30,8 @@ print, in bytes,
   `--patches NxM`, and the one of smallest planned arena is shown: its arena, grid, cut layer and extra MACs
   in percent, its arena over TFLM's (which holds the I/O too, ours not), and its arena + I/O + state (the
   stack is measured only by a build, so left out); streamed bands (`--patches streamN`, no extra MACs) are among
-  the candidates: the `--candidates` band counts of smallest estimate;
+  the candidates: the `--candidates` band counts of smallest estimate; these memory-first compiles take the kernels
+  whose scratch sets the arena in their forms without it (tvm_ext.compile.scratch_forms), the default bundle not;
 - the same with `--input-rows` for a model of one image input and one output (grids of one column whose bands
   do not read every input row): the input is not held, only its bands, in the arena; "saves" is how much less
   arena + I/O + state that is than the patch-based plan above.

@@ -12,7 +12,9 @@
  * 2 * rows * lp_q15_row_words(row_len) words, nothing written between or past the pixels' channels. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
  * (the assembly groups). Windows of eight inputs in two whole groups also run lp_pair_tiles_eight_any (their
- * inputs held in registers), half the variants each. Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
+ * inputs held in registers), half the variants each. Every case also runs lp_pair_tiles_direct_s8
+ * (pair_tiles_direct.h.in: no scratch, the inputs widened on the fly; q left untouched). Prints "ok <count>" and
+ * exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -60,45 +62,55 @@ int main(void)
                     multiplier[c] = c % 3 == 2 ? INT32_MIN : (int32_t)(high << 16 | next_value(&state));
                 }
             }
-            for (int32_t j = 0; j < SCRATCH_WORDS; ++j) {
-                q[j] = UNTOUCHED;
-            }
-            for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
-                out[j] = PAIR_UNTOUCHED;
-            }
-            if (wc.rows * wc.row_len == 8 && wc.row_len % 4 == 0 && variant % 2 == 1) {
-                /* the eight-input path, which the entry points take for sizes constant at the call */
-                returned = lp_pair_tiles_eight_any(out, xo, wo, narrow ? (const void *)bias16 : (const void *)bias,
-                                                   narrow ? 2 : 4, rounding_any, multiplier, shift, zero_point,
-                                                   wc.x_row_stride, wc.rows, wc.x_pixel_stride, out_pixel_stride,
-                                                   wc.w_channel_stride, channels);
-            } else if (narrow && rounding_any) {
-                returned = lp_pair_tiles_double_s8_b16(out, xo, q, wo, bias16, multiplier, shift, zero_point,
+            for (int direct = 0; direct < 2; ++direct) {
+                for (int32_t j = 0; j < SCRATCH_WORDS; ++j) {
+                    q[j] = UNTOUCHED;
+                }
+                for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
+                    out[j] = PAIR_UNTOUCHED;
+                }
+                if (direct) {  /* no scratch: the inputs widened on the fly */
+                    returned = lp_pair_tiles_direct_s8(out, xo, wo,
+                                                       narrow ? (const void *)bias16 : (const void *)bias,
+                                                       narrow ? 2 : 4, rounding_any, multiplier, shift, zero_point,
                                                        wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                        out_pixel_stride, wc.w_channel_stride, channels);
-            } else if (rounding_any) {
-                returned = lp_pair_tiles_double_s8(out, xo, q, wo, bias, multiplier, shift, zero_point,
-                                                   wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
-                                                   out_pixel_stride, wc.w_channel_stride, channels);
-            } else if (narrow) {
-                returned = lp_pair_tiles_s8_b16(out, xo, q, wo, bias16, multiplier, shift, zero_point, wc.x_row_stride,
-                                                wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride,
-                                                wc.w_channel_stride, channels);
-            } else {
-                returned = lp_pair_tiles_s8(out, xo, q, wo, bias, multiplier, shift, zero_point, wc.x_row_stride,
-                                            wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride,
-                                            wc.w_channel_stride, channels);
-            }
-            const pair_epilogue epilogue = {bias, bias16, narrow, multiplier, shift, zero_point,
-                                             rounding_any ? lp_requantize_double : lp_requantize_double_small};
-            wrong = returned != 0 || q[words] != UNTOUCHED
-                || pair_outputs_wrong(out, MAX_CHANNELS, 2, channels, xo, wo, wc.w_channel_stride, &wc, &epilogue);
-            cases += 1;
-            if (wrong) {
-                failures += 1;
-                if (failures <= 5) {
-                    printf("wrong case %ld: rows %ld, row_len %ld, channels %ld, narrow %d, double %d\n", (long)i,
-                           (long)wc.rows, (long)wc.row_len, (long)channels, narrow, rounding_any);
+                } else if (wc.rows * wc.row_len == 8 && wc.row_len % 4 == 0 && variant % 2 == 1) {
+                    /* the eight-input path, which the entry points take for sizes constant at the call */
+                    returned = lp_pair_tiles_eight_any(out, xo, wo,
+                                                       narrow ? (const void *)bias16 : (const void *)bias,
+                                                       narrow ? 2 : 4, rounding_any, multiplier, shift, zero_point,
+                                                       wc.x_row_stride, wc.rows, wc.x_pixel_stride, out_pixel_stride,
+                                                       wc.w_channel_stride, channels);
+                } else if (narrow && rounding_any) {
+                    returned = lp_pair_tiles_double_s8_b16(out, xo, q, wo, bias16, multiplier, shift, zero_point,
+                                                           wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                           out_pixel_stride, wc.w_channel_stride, channels);
+                } else if (rounding_any) {
+                    returned = lp_pair_tiles_double_s8(out, xo, q, wo, bias, multiplier, shift, zero_point,
+                                                       wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                       out_pixel_stride, wc.w_channel_stride, channels);
+                } else if (narrow) {
+                    returned = lp_pair_tiles_s8_b16(out, xo, q, wo, bias16, multiplier, shift, zero_point,
+                                                    wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                    out_pixel_stride, wc.w_channel_stride, channels);
+                } else {
+                    returned = lp_pair_tiles_s8(out, xo, q, wo, bias, multiplier, shift, zero_point,
+                                                wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                out_pixel_stride, wc.w_channel_stride, channels);
+                }
+                const pair_epilogue epilogue = {bias, bias16, narrow, multiplier, shift, zero_point,
+                                                 rounding_any ? lp_requantize_double : lp_requantize_double_small};
+                wrong = returned != 0 || q[direct ? 0 : words] != UNTOUCHED
+                    || pair_outputs_wrong(out, MAX_CHANNELS, 2, channels, xo, wo, wc.w_channel_stride, &wc, &epilogue);
+                cases += 1;
+                if (wrong) {
+                    failures += 1;
+                    if (failures <= 5) {
+                        printf("wrong case %ld: rows %ld, row_len %ld, channels %ld, narrow %d, double %d, "
+                               "direct %d\n", (long)i, (long)wc.rows, (long)wc.row_len, (long)channels, narrow,
+                               rounding_any, direct);
+                    }
                 }
             }
         }

@@ -178,7 +178,10 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     the self-test embeds its first sample as its first case instead of seeded noise.
     `patches` "off" (layer by layer), "auto" (patch by patch only when the layer-by-layer RAM does not fit the
     profile's SRAM: the plan of fewest extra MACs that fits, said in one line) or a grid such as "2x4" or (2, 4)
-    runs the first stages of a CNN patch by patch (tvm_ext.compile.patches; the manifest's "patches"); None (not
+    runs the first stages of a CNN patch by patch (tvm_ext.compile.patches; the manifest's "patches"); a grid or
+    streamed bands, and auto when layer by layer does not fit (before any patch plan), also take the kernels whose
+    scratch sets the arena in their forms without it (tvm_ext.compile.scratch_forms: fewer bytes, more
+    instructions; the manifest's "scratch_forms"), "off" and a model that fits never; None (not
     given) is "auto" for one model compiled here, and layer by layer for a bundle of several models or a compile on
     a cluster, which take no patch plan.
     `input_rows` gives the model's one image input row by row (tvm_ext.plan.row_input): the run functions take a

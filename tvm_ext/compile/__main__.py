@@ -114,7 +114,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         help="off, auto (the default for one model compiled here: only when the model does not fit "
                              "the SRAM layer by layer), a "
                              "grid NxM: run a CNN's first stages patch by patch, or stream (streamN: N bands): run "
-                             "them in bands of rows, each layer computing only its new rows")
+                             "them in bands of rows, each layer computing only its new rows; where memory is "
+                             "the constraint (NxM, streamN, auto when layer by layer does not fit) kernels whose "
+                             "scratch sets the arena take a form without it (slower)")
     parser.add_argument("--input-rows", action="store_true",
                         help="take the image input row by row from a read_row callback instead of a whole buffer "
                              "(the first stages run in bands of rows: --patches auto or Nx1)")

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from tvm_ext.frontend import ImportedModel, IoQuantization, TensorSpec
     from tvm_ext.model_check import ModelFacts, ParsedModel
     from tvm_ext.compile.patches import PatchRequest
+    from tvm_ext.compile.scratch_forms import ScratchChoice
     from tvm_ext.patch_geometry import PatchCut
     from tvm_ext.transform.layout_per_subgraph import LayoutChoice
     from tvm_ext.plan.unit_assignment import UnitChoice
@@ -284,19 +285,21 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
 
         start_early_objects()
         # the layer-by-layer plan may run convolutions backwards (auto, the default, too: its patch plans are tried
-        # only when that plan does not fit, and compile forwards)
+        # only when that plan does not fit, and compile forwards). Kernels take their forms with less scratch (more
+        # instructions) only where memory is the constraint: in a plan the user asked for (--patches NxM or
+        # streamN), or under auto when layer by layer does not fit (then before the patch plans, which add MACs)
         reversible = len(profile.memory_regions) <= 1
-        forward = generated
+        forward, forward_lowered = generated, lowered
 
         def regenerate(marked: Lowered) -> Generated:
             again = codegen(marked, imported, profile, tvm_target, options.jobs)
             rows = options.input_rows and grid_plan is not None
             return _with_row_input(again, func, cut_of(grid_plan), file_name) if rows else again
 
-        lowered, generated, planned = stage(
-            "planning", lambda: planning_reversed(lowered, generated, regenerate, profile, options.io_in_arena,
-                                                  reversible),
-            lambda result: _describe_memory(result[2]) + _describe_reversed(result[0]))
+        lowered, generated, planned, scratch_choice = stage(
+            "planning", lambda: planning_scratch_forms(lowered, generated, regenerate, profile, options.io_in_arena,
+                                                       reversible, grid_plan is not None),
+            lambda result: _describe_memory(result[2]) + _describe_reversed(result[0]) + result[3].phrase())
         if generated is not forward and early[0] is not None:  # its kernels' objects are the forward ones
             early[0].stop()
             early[0] = None
@@ -306,21 +309,38 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         ram = planned.ram(profile, stack_later)
         patched: PatchFacts | None = None
         search: AutoSearch | None = None  # auto's search, while its plans are tried
+        layered: tuple[Planned, RamUse] | None = None  # auto's layer-by-layer plan and RAM, its forms taken instead
+
+        def compile_with(cut: PatchCut) -> tuple[Lowered, Generated, Planned, RamUse]:
+            with_cut = passes(imported, profile, tvm_target, options.layout, cut)
+            generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
+            if options.input_rows:
+                generated_cut = _with_row_input(generated_cut, func, cut, file_name)
+            planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
+            return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
+
         if grid_plan is not None:
             patched = stage("patches", lambda: grid_patch_facts(imported, grid_plan, planned), PatchFacts.line)
-        elif request == AUTO and (ram.total_bytes > profile.sram_bytes or options.input_rows):
-            def compile_with(cut: PatchCut) -> tuple[Lowered, Generated, Planned, RamUse]:
-                with_cut = passes(imported, profile, tvm_target, options.layout, cut)
-                generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
-                if options.input_rows:
-                    generated_cut = _with_row_input(generated_cut, func, cut, file_name)
-                planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
-                return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
-
+        elif request == AUTO and not options.input_rows and ram.total_bytes > profile.sram_bytes:
+            before = (planned, ram)
+            lowered, generated, planned, ram, scratch_choice = stage(
+                "scratch forms", lambda: _fitting_scratch_forms(forward_lowered, forward, (lowered, generated, planned),
+                                                                regenerate, profile, options.io_in_arena, reversible,
+                                                                stack_later),
+                lambda result: _describe_scratch_forms(result[4], profile))
+            if scratch_choice.forms:
+                layered = before
+                if early[0] is not None:  # its kernels' objects are the ones with scratch
+                    early[0].stop()
+                    early[0] = None
+                    _empty_folder(folder)
+                    start_early_objects()
+        if grid_plan is None and request == AUTO and (ram.total_bytes > profile.sram_bytes or options.input_rows):
             if early[0] is not None:  # the plans' kernels replace these: their objects are not the bundle's
                 early[0].stop()
                 early[0] = None
                 _empty_folder(folder)
+            scratch_choice = scratch_choice.none()  # the patch plans' kernels keep their scratch
             search = AutoSearch(imported, profile, planned, ram, compile_with, options.input_rows)
             lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
             start_early_objects()
@@ -343,7 +363,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 if not options.build:
                     untested = untested_reason(config)
                     facts = bundle_facts(profile, config, planned, ram, flash, None, units, options.quantization,
-                                         lowered.layouts, untested, operators, patched)
+                                         lowered.layouts, untested, operators, patched,
+                                         scratch_choice.manifest_entry())
                     log_skipped(stage, untested)
                     return FolderResult(planned.plan, planned.memory, ram, flash, None,
                                         finish_bundle(folder, packaged.bundle, facts), None, config, packaged.bundle,
@@ -359,6 +380,18 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 refuse_unless_fits(profile, planned.plan.model, ram, flash)
                 break
             except DoesNotFitError as err:
+                if search is None and layered is not None:
+                    # The forms' plan does not fit a limit counted only now (its measured stack or code): auto's
+                    # patch plans, searched from layer by layer, every kernel with its scratch.
+                    if early[0] is not None:
+                        early[0].stop()
+                        early[0] = None
+                    _empty_folder(folder)
+                    scratch_choice = scratch_choice.none()
+                    search = AutoSearch(imported, profile, *layered, compile_with, options.input_rows)
+                    lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
+                    start_early_objects()
+                    continue
                 if search is None or patched is None:
                     raise
                 # The plan does not fit a limit counted only now (its measured stack or code): the search goes on
@@ -371,10 +404,35 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 lowered, generated, planned, ram, patched = _auto_stage(stage, search, lambda: search.refused(*refused))
                 start_early_objects()
     facts = bundle_facts(profile, config, planned, ram, flash, tested, units, options.quantization, lowered.layouts,
-                         operators=operators, patches=patched)
+                         operators=operators, patches=patched, scratch_forms=scratch_choice.manifest_entry())
     tarball = finish_bundle(folder, packaged.bundle, facts)
     return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config,
                         packaged.bundle, operators)
+
+
+def _fitting_scratch_forms(lowered: Lowered, generated: Generated, reversed_: tuple[Lowered, Generated, Planned],
+                           regenerate: Callable[[Lowered], Generated], profile: Profile, io_in_arena: bool,
+                           one_arena: bool, stack_later: bool) -> tuple[Lowered, Generated, Planned, RamUse,
+                                                                         ScratchChoice]:
+    """`auto` once the layer-by-layer plan `reversed_` does not fit `profile`'s SRAM: `with_scratch_forms` of it,
+    taken only when the forms make its RAM fit (no extra MACs, so before the patch plans); else `reversed_` with
+    no form taken. With the plan's RAM (`Planned.ram`, `stack_later` as there) and the choice."""
+    from tvm_ext.compile.scratch_forms import ScratchChoice
+
+    formed = with_scratch_forms(lowered, generated, reversed_, regenerate, profile, io_in_arena, one_arena)
+    ram = formed[2].ram(profile, stack_later)
+    if formed[3].forms and ram.total_bytes <= profile.sram_bytes:
+        return (*formed[:3], ram, formed[3])
+    planned = reversed_[2]
+    return (*reversed_, planned.ram(profile, stack_later),
+            ScratchChoice.kept(planned.memory.arena_bytes) if formed[3].forms else formed[3])
+
+
+def _describe_scratch_forms(choice: ScratchChoice, profile: Profile) -> str:
+    """The "scratch forms" stage's line: the forms taken (ScratchChoice.phrase) or why none."""
+    if choice.forms:
+        return f"layer by layer fits {profile.name}'s SRAM with" + choice.phrase()[1:]
+    return f"no kernel without scratch makes layer by layer fit {profile.name}'s SRAM"
 
 
 def _with_row_input(generated: Generated, func, cut: PatchCut, file_name: str) -> Generated:
@@ -662,6 +720,61 @@ def planning_reversed(lowered: Lowered, generated: Generated, regenerate: Callab
     return lowered, generated, planned
 
 
+def planning_scratch_forms(lowered: Lowered, generated: Generated, regenerate: Callable[[Lowered], Generated],
+                           profile: Profile, io_in_arena: bool, one_arena: bool,
+                           take_forms: bool) -> tuple[Lowered, Generated, Planned, ScratchChoice]:
+    """`planning_reversed` of `generated` (the forward kernels of `lowered`), with `with_scratch_forms` when
+    `take_forms` (memory is the constraint: a memory-first plan the user asked for), else with no form taken."""
+    from tvm_ext.compile.scratch_forms import ScratchChoice
+
+    reversed_ = planning_reversed(lowered, generated, regenerate, profile, io_in_arena, one_arena)
+    if take_forms:
+        return with_scratch_forms(lowered, generated, reversed_, regenerate, profile, io_in_arena, one_arena)
+    return (*reversed_, ScratchChoice.kept(reversed_[2].memory.arena_bytes))
+
+
+def with_scratch_forms(lowered: Lowered, generated: Generated, reversed_: tuple[Lowered, Generated, Planned],
+                       regenerate: Callable[[Lowered], Generated], profile: Profile, io_in_arena: bool,
+                       one_arena: bool) -> tuple[Lowered, Generated, Planned, ScratchChoice]:
+    """`reversed_` (`planning_reversed` of `generated`, the forward kernels of `lowered`), or, when `one_arena`
+    and a kernel's scratch makes its arena larger, `planning_reversed` of the same model with the kernels
+    `tvm_ext.compile.scratch_forms` chooses in their forms with less scratch (the profile's
+    `KernelSchedules.scratch_free_form`; generated again by `regenerate`, which convolutions run backwards chosen
+    again for them): that one only when its planned arena is smaller; with the choice (its kernels and arenas,
+    for the planning line). The forms cost instructions: the compile takes them only where memory is the
+    constraint (a memory-first `--patches` request, or auto when layer by layer does not fit)."""
+    from backends.schedules import kernel_schedules_of
+    from tvm_ext.compile.reversed_loops import kernels_to_reverse, with_reversed_streams
+    from tvm_ext.compile.scratch_forms import ScratchChoice, fewest_forms, forms_to_take
+
+    planned = reversed_[2]
+    unchanged = (*reversed_, ScratchChoice.kept(planned.memory.arena_bytes))
+    form_of = kernel_schedules_of(profile).scratch_free_form
+    if form_of is None or not one_arena:
+        return unchanged
+    forms = {name: form for name, form in ((name, form_of(func)) for name, func in lowered.kernels.items())
+             if form is not None}
+    chosen = forms_to_take(planned.plan, planned.buffers, planned.memory, forms,
+                           lambda plan: planning(plan, profile, io_in_arena).memory) if forms else {}
+    if not chosen:
+        return unchanged
+
+    def arena_reversed(plan: ExecutionPlan) -> int:
+        """The arena of the forward `plan` with the convolutions `kernels_to_reverse` chooses run backwards."""
+        memory = planning(plan, profile, io_in_arena).memory
+        flipped = kernels_to_reverse(plan, memory, lambda p: planning(p, profile, io_in_arena).memory.arena_bytes)
+        return planning(with_reversed_streams(plan, flipped), profile, io_in_arena).memory.arena_bytes \
+            if flipped else memory.arena_bytes
+
+    chosen = fewest_forms(generated.plan, chosen, arena_reversed)
+    changed = replace(lowered, kernels={name: chosen[name].func if name in chosen else func
+                                        for name, func in lowered.kernels.items()})
+    again = planning_reversed(changed, regenerate(changed), regenerate, profile, io_in_arena, one_arena)
+    if again[2].memory.arena_bytes >= planned.memory.arena_bytes:
+        return unchanged
+    return (*again, ScratchChoice.of(generated.plan, chosen, planned.memory.arena_bytes, again[2].memory.arena_bytes))
+
+
 def packaging(folder: Path, imported: Imported, generated: Generated, planned: Planned, referenced: Referenced,
               profile: Profile, config: BuildConfig, units: list[UnitChoice]) -> Packaged:
     """The bundle's source and build files, written into `folder` (the manifest comes with finish_bundle);
@@ -763,7 +876,8 @@ def subgraph_units(plan: ExecutionPlan, profile: Profile, file_name: str) -> lis
 def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: RamUse, flash: FlashUse,
                  tested: Tested | None, units: list[UnitChoice], quantization: dict | None,
                  layouts: tuple[LayoutChoice, ...] = (), untested: str | None = None,
-                 operators: tuple[OperatorSupport, ...] = (), patches: PatchFacts | None = None) -> BundleFacts:
+                 operators: tuple[OperatorSupport, ...] = (), patches: PatchFacts | None = None,
+                 scratch_forms: dict | None = None) -> BundleFacts:
     """What the manifest records beyond the plans: tool versions, the profile, its headroom (every part of the
     RAM `ram`, and the flash `flash`, which says whether the code was counted), the self-test
     (None: not built, `untested` says why), each subgraph's compute unit and data layout, and how a float model
@@ -794,6 +908,7 @@ def bundle_facts(profile: Profile, config: BuildConfig, planned: Planned, ram: R
         kind_targets=backend_of(profile).kind_targets(profile),
         operators=operators,
         patches=None if patches is None else patches.manifest_entry(),
+        scratch_forms=scratch_forms,
     )
 
 

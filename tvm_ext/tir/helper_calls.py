@@ -55,7 +55,7 @@ def calls_to_helpers(prefix: str) -> Iterator[HelperCalls]:
 def register_helper_call(op: str, library: HelperLibrary, helper_name: Callable[[str], str],
                          access: Optional[HelperAccess] = None) -> None:
     """Register ``op``, a call of ``library``'s helper ``helper_name(prefix)``, for C code generation (inside
-    ``calls_to_helpers``, which records that the bundle needs ``library``), and ``access``: the elements a call
+    ``calls_to_helpers``, which records that the bundle needs ``library`` and the libraries it needs), and ``access``: the elements a call
     reads and writes through its pointers (``tvm_ext.tir.helper_access``; keep it in step with the helper's C: the
     memory planner lets buffers overlap by it)."""
 
@@ -63,7 +63,7 @@ def register_helper_call(op: str, library: HelperLibrary, helper_name: Callable[
         calls = _CALLS.get()
         if calls is None:
             raise RuntimeError(f"{op} is C code of a tvm_ext bundle: generate it inside calls_to_helpers")
-        calls.libraries.add(library)
+        calls.libraries.update((library, *library.needs))
         return tirx.call_extern("int32", helper_name(calls.prefix), *call.args)
 
     _REGISTERED.add(op)

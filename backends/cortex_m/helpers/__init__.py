@@ -39,7 +39,7 @@ from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, STACKED_M
 from backends.cortex_m.helpers.fpu_float_c import fpu_float_c
 from backends.cortex_m.helpers.helium_c import (helium_float_c, helium_mac_helpers_c, helium_qlinear_c,
                                                helium_requantize_c)
-from backends.cortex_m.helpers.pair_tiles_c import PAIR_TILES_TEMPLATE
+from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_c
 from target.profile import Profile
 
@@ -62,6 +62,17 @@ def helium_helpers_c(prefix: str) -> str:
 
 CORTEX_M_HELPERS = HelperLibrary("cortex_m", cortex_m_helpers_c)
 HELIUM_HELPERS = HelperLibrary("cortex_m_helium", helium_helpers_c)
+
+
+def pair_direct_helpers_c(prefix: str) -> str:
+    """The scratch-free pair tiles' C definition for the bundle `prefix` (`pair_tiles_c`)."""
+    return dsp_template_c(PAIR_DIRECT_TEMPLATE, prefix)
+
+
+PAIR_DIRECT_HELPERS = HelperLibrary("cortex_m_pair_direct", pair_direct_helpers_c, (CORTEX_M_HELPERS,))
+"""The scratch-free pair tiles of DSP cores (`pair_tiles_c`): a library of its own, which only the bundles whose
+kernels call it define, after CORTEX_M_HELPERS, whose pair tiles it uses (its calls record both: a kernel may
+call no other helper)."""
 HELIUM_FLOAT_HELPERS = HelperLibrary("cortex_m_helium_float", helium_float_c)
 """The float multiply-accumulates of Helium cores: their calls record this library, which a bundle defines as it
 is (`backends.backend.Backend.bundle_helper_libraries` swaps only CORTEX_M_HELPERS), so a float bundle defines

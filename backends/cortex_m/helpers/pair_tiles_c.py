@@ -14,8 +14,15 @@ groups (a 1x1 convolution on 8 channels) takes `<prefix>_pair_tiles_eight_any` i
 where the sizes are constant at the call: both pixels' widened inputs held in registers, one channel per step,
 its multiplier and shift read once for both pixels; a bundle without such a call has no copy of it.
 
-The C is hand-written: `templates/pair_tiles.h.in` (its contract in its leading comment), unit-tested on the
-host and under QEMU by `tests/c/test_pair_tiles.c` (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
+`<prefix>_pair_tiles_direct_s8` computes the same without the scratch, widening the inputs again in every pair of
+channels' pass (`templates/pair_tiles_direct.h.in`): the form a kernel takes where the memory plan is smaller
+without the widened inputs (`tvm_ext.compile.scratch_forms`), for a few more instructions per MAC
+(PAIR_DIRECT_EXTRA_INSTRUCTIONS_PER_MAC). A library of its own (PAIR_DIRECT_HELPERS), defined only by the bundles
+whose kernels call it: every other bundle's text is unchanged.
+
+The C is hand-written: `templates/pair_tiles.h.in` and `templates/pair_tiles_direct.h.in` (their contracts in their
+leading comments), unit-tested on the host and under QEMU by `tests/c/test_pair_tiles.c`
+(`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +30,13 @@ from __future__ import annotations
 from backends.bias_forms import bias_form
 
 PAIR_TILES_TEMPLATE = "pair_tiles.h.in"
+PAIR_DIRECT_TEMPLATE = "pair_tiles_direct.h.in"
+PAIR_DIRECT_EXTRA_INSTRUCTIONS_PER_MAC = 0.3
+"""The instructions per MAC the scratch-free form adds, an estimate: per 16 MACs its assembly groups take 22
+instructions where the scratch's take 17 (templates/pair_tiles_direct.h.in), and its short rows' single groups more.
+Measured under QEMU on cortex-m4f: kws_ref_model's 25x5x64 1x1 convolution +0.29 per MAC (64 inputs a window),
+str_ww_ref_model's 24x1x128 one +0.38 and 28x1x128 one +0.50 (40 inputs: two single groups a pass). What a plan's
+choice of it costs (the planning line's and report.md's estimate; the measured figures are the report's table)."""
 
 
 def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> str:
@@ -30,3 +44,8 @@ def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> 
     `any_double`, the one of TFLite's double rounding for any shift and sum (not only "double_small")."""
     name = f"{prefix}_pair_tiles_double_s8" if any_double else f"{prefix}_pair_tiles_s8"
     return bias_form(name, bias)
+
+
+def pair_direct_helper_name(prefix: str) -> str:
+    """The C name of the scratch-free pair-tiles entry of the bundle `prefix` (either bias type and rounding)."""
+    return f"{prefix}_pair_tiles_direct_s8"

@@ -72,7 +72,7 @@ from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
                                                       padded_float_calls)
-from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
+from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls, without_pair_scratch
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
@@ -217,7 +217,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     call of the softmax helper on cores with the DSP extension, MVE's too (`softmax_rows`); a copied CONV_2D
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
-    without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`)."""
+    without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`); on DSP cores without
+    MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`)."""
     dsp_only = has_dsp_extension(profile) and not has_mve(profile)
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
@@ -244,4 +245,6 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=dsp_only,
         pad_runs=dsp_only,
+        # the fused pair tiles without their widened inputs' scratch, where the plan is smaller so (DSP cores)
+        scratch_free_form=without_pair_scratch if dsp_only else None,
     )

@@ -32,6 +32,12 @@ pixel's accumulators, the second pixel's outputs a constant stride after the fir
 with the tile, the weights move four channels, and the outputs, biases, multipliers and shifts four elements.
 The accumulators are then written and read only inside one iteration, so leaving them out changes no output:
 the same integer sums (acc + bias wraps either way), bit-exact.
+
+A kernel whose widened inputs' scratch makes the memory plan larger (it is live at the arena's peak) takes the
+scratch-free form instead (``without_pair_scratch``: each fused call becomes one of
+``<prefix>_pair_tiles_direct_s8``, which widens the inputs again in every pass, the scratch gone), chosen by the
+plan (``tvm_ext.compile.scratch_forms``): str_ww_ref_model's 24x1x128 1x1 convolution on cortex-m4f, whose 512 B
+of widened inputs sat at its peak.
 """
 
 from __future__ import annotations
@@ -46,9 +52,12 @@ import tvm
 import tvm_ffi
 from tvm import s_tir, tirx
 
+from backends.backend import ScratchFreeForm
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
-from backends.cortex_m.helpers.pair_tiles_c import pair_tiles_helper_name
+from backends.cortex_m.helpers import PAIR_DIRECT_HELPERS
+from backends.cortex_m.helpers.pair_tiles_c import (PAIR_DIRECT_EXTRA_INSTRUCTIONS_PER_MAC, pair_direct_helper_name,
+                                                    pair_tiles_helper_name)
 from backends.cortex_m.schedules import border_window, pixel_pairs
 from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset, pointee,
                                                    sole_call, tile_loop_stmts, zeroed_stores)
@@ -58,7 +67,8 @@ from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS
                                                               REQUANTIZE_SMALL_OPS, EpilogueHelper,
                                                               requantize_epilogue, requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.tir.tir_walk import map_leaves, walk, with_root_loops_replaced
+from tvm_ext.tir.helper_calls import register_helper_call
+from tvm_ext.tir.tir_walk import UnknownTirNode, map_leaves, map_nodes, vars_read, walk, with_root_loops_replaced
 
 PAIR_TILES_OPS = by_bias("tvm_ext.pair_tiles_s8")
 """The fused helper's op per bias type (the DSP epilogue's, ``requantize_epilogue.REQUANTIZE_SMALL_OPS``)."""
@@ -87,6 +97,22 @@ for _bias, _op in PAIR_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias), PAIR_TILES_ACCESS)
 for _bias, _op in PAIR_TILES_DOUBLE_OPS.items():
     register_mac_helper(_op, functools.partial(pair_tiles_helper_name, bias=_bias, any_double=True), PAIR_TILES_ACCESS)
+
+PAIR_DIRECT_OP = "tvm_ext.pair_tiles_direct_s8"
+"""The scratch-free form's op, every bias type and rounding (``without_pair_scratch``)."""
+# pair_tiles_direct_s8(out, x, w, bias, bias_bytes, rounding_any, multiplier, shift, zero_point, x_row_stride, rows,
+# row_len, x_pixel_stride, out_pixel_stride, w_channel_stride, channels): PAIR_TILES_ACCESS's elements, no scratch.
+PAIR_DIRECT_ACCESS = HelperAccess((
+    PointerAccess(0, (Axis(DUAL_MAC_PIXELS, Arg(13)), Axis(Arg(15), 1))),
+    PointerAccess(1, (Axis(DUAL_MAC_PIXELS, Arg(12)), Axis(Arg(10), Arg(9)), Axis(Arg(11), 1))),
+    PointerAccess(2, (Axis(Arg(15), Arg(14)), Axis(Arg(10), Arg(11)), Axis(Arg(11), 1))),
+    *(PointerAccess(pointer, (Axis(Arg(15), 1),)) for pointer in (3, 6, 7)),
+))
+register_helper_call(PAIR_DIRECT_OP, PAIR_DIRECT_HELPERS, pair_direct_helper_name, PAIR_DIRECT_ACCESS)
+_BIAS_BYTES = {"int32": 4, "int16": 2}
+_DIRECT_FORMS = {**{op: (_BIAS_BYTES[bias], 0) for bias, op in PAIR_TILES_OPS.items()},
+                 **{op: (_BIAS_BYTES[bias], 1) for bias, op in PAIR_TILES_DOUBLE_OPS.items()}}
+"""Per fused op with a scratch: the direct call's bias bytes and rounding_any."""
 
 
 def fuses_pairs(stmt: tirx.Stmt) -> bool:
@@ -326,3 +352,63 @@ def pair_tiles_calls(func: tirx.PrimFunc, helpers: PairTileHelpers = DSP_PAIR_TI
     block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, root.body, root.init,
                          [*root.alloc_buffers, *scratch], root.match_buffers, root.annotations)
     return replaced.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
+
+
+def _is_call_of(node, ops) -> bool:
+    return isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name in ops
+
+
+def without_pair_scratch(func: tirx.PrimFunc) -> Optional[ScratchFreeForm]:
+    """``func`` with each fused pair-tiles call (``pair_tiles_call``) made a call of the scratch-free form
+    (PAIR_DIRECT_OP: the same arguments but the scratch, then the bias bytes and rounding) and the widened inputs'
+    scratch buffers no call reads any more dropped; None when ``func`` has no such call. The instructions added:
+    PAIR_DIRECT_EXTRA_INSTRUCTIONS_PER_MAC per MAC, none where every call's window is of eight inputs in two groups
+    (which both forms compute in registers)."""
+    realize = func.body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        return None
+    dropped: set = set()
+    widened = [False]  # whether a call widens its inputs in every pass
+
+    def direct(node):
+        if not _is_call_of(node, _DIRECT_FORMS):
+            return None
+        bias_bytes, rounding_any = _DIRECT_FORMS[node.op.name]
+        out, x, q, w, bias, *rest = node.args
+        dropped.update(vars_read(q))
+        rows, row_len = (int(rest[i]) if isinstance(rest[i], tirx.IntImm) else 0 for i in (4, 5))
+        widened[0] = widened[0] or not (rows * row_len == 8 and row_len % 4 == 0)
+        return tirx.call_intrin("int32", PAIR_DIRECT_OP, out, x, w, bias, tirx.const(bias_bytes, "int32"),
+                                tirx.const(rounding_any, "int32"), *rest)
+
+    def rewrite(node):
+        if isinstance(node, s_tir.SBlockRealize) and isinstance(node.block.body, tirx.Evaluate):
+            call = direct(node.block.body.value)  # a pair_tiles_call block
+            if call is None:
+                return None
+            old = node.block
+            block = s_tir.SBlock(old.iter_vars, old.reads, old.writes, old.name_hint, tirx.Evaluate(call), old.init,
+                                 old.alloc_buffers, old.match_buffers, old.annotations)
+            return s_tir.SBlockRealize(node.iter_values, node.predicate, block)
+        return None
+
+    root = realize.block
+    try:
+        body = map_nodes(root.body, rewrite)
+    except UnknownTirNode:  # a call inside a block of other statements, which tir_walk does not rebuild
+        return None
+    if body.same_as(root.body):
+        return None
+    still_read = vars_read(body)
+
+    def among(buffer: tirx.Buffer, found: set) -> bool:
+        """Whether a variable of ``buffer``'s data pointer is in ``found``."""
+        return any(var.same_as(other) for var in vars_read(buffer.data) for other in found)
+
+    kept = [buffer for buffer in root.alloc_buffers if not among(buffer, dropped) or among(buffer, still_read)]
+    freed = tuple((str(buffer.dtype), int(buffer.shape[0]) * tvm.DataType(str(buffer.dtype)).bits // 8)
+                  for buffer in root.alloc_buffers if buffer not in kept)
+    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body, root.init, kept,
+                         root.match_buffers, root.annotations)
+    scratch_free = func.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
+    return ScratchFreeForm(scratch_free, freed, PAIR_DIRECT_EXTRA_INSTRUCTIONS_PER_MAC if widened[0] else 0.0)

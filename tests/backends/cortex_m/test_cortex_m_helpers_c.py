@@ -16,7 +16,7 @@ from typing import Optional
 
 import pytest
 
-from backends.cortex_m.helpers import cortex_m_helpers_c, helium_float_c, helium_helpers_c
+from backends.cortex_m.helpers import cortex_m_helpers_c, helium_float_c, helium_helpers_c, pair_direct_helpers_c
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
@@ -28,7 +28,7 @@ from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
                                                HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE, HELIUM_QLINEAR_TEMPLATE,
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
-from backends.cortex_m.helpers.pair_tiles_c import PAIR_TILES_TEMPLATE
+from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
@@ -157,10 +157,10 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("depthwise_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                                             REQUANTIZE_SMALL_TEMPLATE, DEPTHWISE_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
-    # the DSP fused pixel-pair channel tiles (widened inputs, sums from the biases, epilogue of either rounding)
-    # against the plain sums and the scalar helpers
+    # the DSP fused pixel-pair channel tiles (widened inputs, sums from the biases, epilogue of either rounding), and
+    # their scratch-free form, against the plain sums and the scalar helpers
     HelperUnitTest("pair_tiles", ("double", *SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE,
-                                  REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE),
+                                  REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE, PAIR_DIRECT_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the DSP fused convolution channel tiles (dual MAC sums from the biases and epilogue) against the plain sums
     # and the scalar helpers
@@ -231,8 +231,11 @@ def test_the_unit_test_builds_for_its_core_without_warnings(tmp_path: Path, unit
                           ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_float_c(prefix),
                            HELIUM_FLOAT_MACRO),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + fpu_float_c(prefix),
-                           FPU_FLOAT_MACRO)],
-                         ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float"])
+                           FPU_FLOAT_MACRO),
+                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pair_direct_helpers_c(prefix),
+                           None)],
+                         ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
+                              "cortex-m4f-pair-direct"])
 def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
                                                                  core_macro: Optional[str]) -> None:
     build_for_cortex_m("#include <stdint.h>\n" + library_c(PREFIX) + "\nint32_t row(int32_t *acc, "

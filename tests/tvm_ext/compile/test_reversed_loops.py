@@ -81,18 +81,23 @@ def test_nothing_is_reversed_at_the_bound_or_for_other_operators() -> None:
                     reason="needs arm-none-eabi-gcc and qemu-system-arm: run scripts/install_deps.sh")
 @pytest.mark.parametrize("rows", [False, True])
 def test_str_ww_reaches_its_liveness_bound_bit_exact_on_a_poisoned_arena(tmp_path: Path, rows: bool) -> None:
-    """str_ww_ref_model on cortex-m4f: its convolutions drift the arena down forwards, and with some run backwards
-    it reaches its liveness bound, 3,840 B (3,712 B before the fused pair tiles' 512 B of widened inputs joined the
-    peak), also taking its input row by row (two bands); the self-test is
+    """str_ww_ref_model on cortex-m4f in a memory-first plan (`--patches 2x1`, which adds no MACs to it): its
+    convolutions drift the arena down forwards, and with some run backwards it reaches its liveness bound, 3,712 B
+    (its two 1x1 convolutions whose fused pair tiles' widened inputs sat at the peak, 3,840 B, in their scratch-free
+    form: `tvm_ext.compile.scratch_forms`), also taking its input row by row (two bands); the self-test is
     bit-exact with TFLite Micro under QEMU, also with every byte no live buffer holds poisoned before each call."""
     out = tmp_path / "out"
-    options = {"patches": "2x1", "input_rows": True} if rows else {}
+    options = {"patches": "2x1", "input_rows": rows}
     bundle = tvm_ext.compile(models_dir() / "mlperf_tiny" / "str_ww_ref_model.tflite", "cortex-m4f", out, **options)
     assert bundle.selftest.passed
-    arena = json.loads((out / "manifest.json").read_text())["arena"]
-    assert arena["bytes"] == arena["lower_bound_bytes"] == 3_840
+    manifest = json.loads((out / "manifest.json").read_text())
+    arena = manifest["arena"]
+    assert arena["bytes"] == arena["lower_bound_bytes"] == 3_712
+    forms = manifest["scratch_forms"]
+    assert "str_ww_ref_model_conv_2d_1x1_s1_24x1x128" in forms["kernels"] and forms["arena_bytes"] == 3_712
     kernels = (out / "str_ww_ref_model_kernels.c").read_text()
     assert " - ax1" in kernels  # some loop runs last row first
+    assert "str_ww_ref_model_pair_tiles_direct_s8(" in kernels  # the peak's convolution without its scratch
     model = bundle.plan.model.upper()
     proc = subprocess.run(["make", "qemu-test", f"CORTEX_M_CC=arm-none-eabi-gcc -D{model}_POISON_ARENA"],
                           cwd=out, capture_output=True, text=True, timeout=600)
