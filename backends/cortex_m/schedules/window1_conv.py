@@ -15,7 +15,7 @@ widened windows, `window1_scratch_words`) is a local array of the kernel (the st
 Chosen by shape: an int8 input of one image with one channel, OHWI weights (any window), int32 or int16 biases with
 the input zero point folded in, per-channel multipliers and shifts whose requantization is TFLite's double rounding
 on small sums and right shifts only ("double_small", the DSP epilogue's), no activation narrower than int8, four
-output pixels or more and a window of MIN_TAPS taps or more; any other convolution (`one_channel_conv` gives None)
+output pixels or more and a window of MIN_TAPS to MAX_TAPS taps; any other convolution (`one_channel_conv` gives None)
 keeps the generic kernel.
 """
 
@@ -53,6 +53,12 @@ requantization), which a short window does not pay back. Measured on cortex-m4f:
 depthwise of one channel (9 taps, 8 channels) 728,708 -> 775,672 instructions with the helper; kws_ref_model's 10x4
 stem (40 taps) 732,762 -> 443,618 and micro_speech's 10x8 (80 taps) 840,841 -> 509,392. Windows between 9 and 40
 taps are not measured."""
+
+MAX_TAPS = 256
+"""The most taps of a window the helper takes: its scratch is a stack array of `window1_scratch_words(taps)` int32
+words (2,304 B at 256 taps; kws_ref_model's 40 taps 360 B, micro_speech's 80 taps 720 B), so a larger window runs the
+generic kernel, whose stack does not grow with the window. It also keeps the helper's contract (taps <= 2^16: its
+running sums cannot overflow)."""
 
 
 class _Activation(Protocol):
@@ -106,7 +112,8 @@ def one_channel_conv(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tenso
     _, in_h, in_w, _ = (int(d) for d in data.shape)
     out_h = (in_h + padding[0] + padding[2] - (kh - 1) * dilation[0] - 1) // strides[0] + 1
     out_w = (in_w + padding[1] + padding[3] - (kw - 1) * dilation[1] - 1) // strides[1] + 1
-    if out_h * out_w < 4 or kh * kw < MIN_TAPS:  # the helper's groups of four pixels; a window that pays
+    # the helper's groups of four pixels; a window that pays for its gathering and whose scratch fits the stack
+    if out_h * out_w < 4 or not MIN_TAPS <= kh * kw <= MAX_TAPS:
         return None
     sizes = [in_h, in_w, kh, kw, strides[0], strides[1], dilation[0], dilation[1], padding[0], padding[1], out_w,
              out_h * out_w, channels, input_zero_point, output.zero_point, kh * kw, w_channel_stride,
