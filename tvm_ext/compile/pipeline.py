@@ -406,9 +406,9 @@ def _fitting_scratch_forms(lowered: Lowered, generated: Generated, reversed_: tu
 
 
 def _describe_scratch_forms(choice: ScratchChoice, profile: Profile) -> str:
-    """The "scratch forms" stage's line: the forms taken (ScratchChoice.phrase) or why none."""
+    """The "scratch forms" stage's line: the forms taken (ScratchChoice.summary) or why none."""
     if choice.forms:
-        return f"layer by layer fits {profile.name}'s SRAM with" + choice.phrase()[1:]
+        return f"layer by layer fits {profile.name}'s SRAM with {choice.summary()}"
     return f"no kernel without scratch makes layer by layer fit {profile.name}'s SRAM"
 
 
