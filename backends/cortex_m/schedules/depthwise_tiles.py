@@ -26,8 +26,8 @@ the kernels the bundle's choice gives it (``shared_tiles``: the kernels whose in
 copy's calls cost, where the copy and those calls weigh less than their inlined code; made from every kernel
 scheduled first with the helper inlined, ``form_uses``, and passed back into their schedule as the record
 ``TileHelpers.shared``); so is a kx1 window's, called as one row of k taps (``TileHelpers.column_as_row``) of the
-copy for one row of any taps (``_depthwise_tiles1xn_s8``, the taps' count an argument, in a rolled loop: with steps of three taps and the one or two left, 868 B and 321,621
-instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
+copy for one row of any taps (``_depthwise_tiles1xn_s8``, the taps' count an argument, in a rolled loop: with
+steps of three taps and the one or two left, 868 B and 321,621 instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
 372-870 B each inlined, 50-84 B each and the 616 B copy out of line; on cortex-m55 code 4,692 -> 2,892 B
 (cortex-m4f 3,952), 299,492 -> 319,193 instructions (0.734x -> 0.783x TFLM+CMSIS-NN), bit-exact.
 
@@ -246,7 +246,7 @@ inlining it 372-870 B (str_ww_ref_model's 3x1 .. 15x1), calling the copy 50-84 B
 ``_depthwise_tiles1xn_s8`` 616 B (``inlined``: about the least a kernel saves). Instructions, person_detect's kernels
 inlining / calling the 3x3 copy: 24x24x32 (484 interior pixels, 2 tiles) 306,543 / 358,078, 12x12x64 (100, 4 tiles)
 156,518 / 172,240, 24x24x16 at stride 2 (529, 1 tile) 149,997 / 194,999, 48x48x8 (2,116 pixels, its 8 channels'
-taps rolled in the copy) 390,543 / 687,861."""
+taps rolled in the copy) 390,543 / 687,861 (the second with the border copy's rolled rows)."""
 INSTRUCTIONS_PER_BYTE = 100
 """The instructions per inference a byte of code is worth in the choice of a copy (``shared_tiles``): 1 KB of code
 for 100,000 instructions, some 2 % of a 96x96 MobileNet's on cortex-m55 (vww_96_int8's 4.2 M)."""
