@@ -281,6 +281,20 @@ class KernelSchedules:
     """A scheduled kernel's (PrimFunc's) form with less scratch (`ScratchFreeForm`), or None where it has none; the
     compile takes it for the kernels whose scratch makes the planned arena larger (`tvm_ext.compile.scratch_forms`).
     None: every kernel keeps its scratch."""
+    bundle_choice: Optional[Callable[[Mapping[str, Any], Mapping[str, int]], Optional["BundleChoice"]]] = None
+    """The choices made for the whole bundle from its kernels (name -> PrimFunc, scheduled with `mac`) and their
+    calls per inference (name -> calls): the kernels to schedule again and the MAC schedules that carry their
+    choices (`BundleChoice`), or None where nothing changes (`tvm_ext.lower.ScheduleKernels`). None: every
+    kernel's schedule is its own."""
+
+
+@dataclass(frozen=True)
+class BundleChoice:
+    """Choices a backend made from the facts of a whole bundle (`KernelSchedules.bundle_choice`): per kernel
+    (PrimFunc name) whose schedule they change, the MAC schedules that carry its choices as data (e.g. which
+    helper forms it calls one out-of-line copy of, shared with other kernels)."""
+
+    kernels: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
