@@ -22,7 +22,6 @@ The kernel rewrites its hidden and cell state operands in place: they are the bu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
@@ -30,7 +29,8 @@ import numpy as np
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .extern_mac import accumulate_interleaved, accumulate_products, over_tiles
+from .extern_mac import (ZeroPaddedRow, accumulate_interleaved, accumulate_products, interleave_weights,
+                         over_tiles, padded_to_tiles)
 from .fixed_point import (Rounding, clamp_to_int8, largest_centered, multiply_by_constant_quantized_multiplier,
                           saturate_int16)
 from .quant_params import fully_connected_multiplier, quantize_multiplier
@@ -295,23 +295,11 @@ class GateProducts:
     interleaved: bool = False
 
 
-def padded_to_tiles(count: int) -> int:
-    """``count`` rounded up to a whole number of GATE_TILE (units, or inputs: the interleaved layout's tiles and
-    groups)."""
-    return -(-count // GATE_TILE) * GATE_TILE
-
-
 def interleave_gate_weights(weights: np.ndarray) -> np.ndarray:
-    """Gate weights (4, U, K) laid out (4, U' / GATE_TILE, K' / GATE_TILE, GATE_TILE, GATE_TILE), U' and K' U and K
-    rounded up to whole tiles (``padded_to_tiles``) by zero weights: per gate and tile of GATE_TILE units, each
-    group of GATE_TILE inputs' weights of the tile's units together, unit after unit (``[g, v, j, c, k]`` is
-    ``[g, GATE_TILE * v + c, GATE_TILE * j + k]``, 0 beyond U or K), so that one pointer reads a tile's weights in
-    the order its products use them (``tvm_ext.kernels.extern_mac.accumulate_interleaved``). The zero weights'
-    products add nothing (the kernel feeds them zero inputs, ``lstm_int8``): the same sums."""
-    gates, units, depth = weights.shape
-    padded = np.pad(weights, ((0, 0), (0, padded_to_tiles(units) - units), (0, padded_to_tiles(depth) - depth)))
-    return np.ascontiguousarray(padded.reshape(gates, padded.shape[1] // GATE_TILE, GATE_TILE,
-                                               padded.shape[2] // GATE_TILE, GATE_TILE).transpose(0, 1, 3, 2, 4))
+    """Gate weights (4, U, K) laid out (4, U' / GATE_TILE, K' / GATE_TILE, GATE_TILE, GATE_TILE) per gate
+    (``tvm_ext.kernels.extern_mac.interleave_weights``: U and K padded to whole tiles and groups by zero weights;
+    the kernel multiplies those by zero-padded copies of its input row and hidden state, ``lstm_int8``)."""
+    return interleave_weights(weights)
 
 
 def interleaves(units: int, depth: int, zero_points_folded: bool, weight_zero_points: tuple[int, ...]) -> bool:
@@ -335,7 +323,8 @@ def _offsets(bias: np.ndarray, weights: np.ndarray, weight_zero_points: tuple[in
 def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights: np.ndarray,
                   params: LstmParams, interleave: bool = False) -> tuple[np.ndarray, np.ndarray, GateProducts]:
     """The kernel's input and recurrent offsets (int32 (4, U) each, (4, U') where interleaved: U rounded up to
-    whole tiles, 0 beyond U; what each gate's accumulators start from) and its ``GateProducts``, for the stacked int32 ``bias`` (4, U) and int8 weights (4, U, I) and (4, U, U);
+    whole tiles, 0 beyond U; what each gate's accumulators start from) and its ``GateProducts``, for the stacked
+    int32 ``bias`` (4, U) and int8 weights (4, U, I) and (4, U, U);
     with ``interleave`` (a backend's choice: ``backends.backend.KernelSchedules.interleaved_gate_weights``) both
     products take interleaved weights where the shapes and zero points allow (``interleaves``)."""
     input_zps = tuple(gate.input_weights_zero_point for gate in params.gates)
@@ -363,31 +352,6 @@ def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights
     if products.interleaved:  # the padded units' sums start at 0 (their weights are 0: they stay there)
         offsets = tuple(np.pad(o, ((0, 0), (0, padded_to_tiles(units) - units))) for o in offsets)
     return offsets[0], offsets[1], products
-
-
-class _ZeroPadded:
-    """A kernel-local copy of a row of ``length`` int8 values (``source[*row, :]``) zero-padded to whole groups
-    of GATE_TILE (``padded_to_tiles``), for products over weights padded so (``interleave_gate_weights``); no copy
-    (``buffer`` None, ``operand`` the row itself) where ``length`` is whole groups."""
-
-    def __init__(self, source: tirx.Buffer, row: Sequence[PrimExpr], length: int, name: str) -> None:
-        self.source, self.row, self.length = source, list(row), length
-        padded = padded_to_tiles(length)
-        self.buffer = tirx.decl_buffer((padded,), "int8", name=name) if padded != length else None
-        self.operand: tuple[tirx.Buffer, list[PrimExpr]] = (
-            (source, self.row) if self.buffer is None else (self.buffer, []))
-
-    def zero_tail(self) -> tirx.Stmt:
-        """The padding's zeros, stored once per call (the copies never write there)."""
-        i = tirx.Var("i", "int32")
-        return tirx.For(i, self.length, int(self.buffer.shape[0]) - self.length, tirx.ForKind.SERIAL,
-                        tirx.BufferStore(self.buffer, tirx.const(0, "int8"), [i]))
-
-    def fill(self) -> tirx.Stmt:
-        """The row's values copied in (per step: the input's row, or the hidden state the step before wrote)."""
-        i = tirx.Var("i", "int32")
-        return tirx.For(i, 0, self.length, tirx.ForKind.SERIAL,
-                        tirx.BufferStore(self.buffer, self.source[(*self.row, i)], [i]))
 
 
 def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights: te.Tensor,
@@ -425,8 +389,8 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         b, t = tirx.Var("b", "int32"), tirx.Var("t", "int32")
         row = (t, b) if params.time_major else (b, t)
         # interleaved weights padded to whole groups read zero-padded copies of the input and hidden state
-        x_padded = _ZeroPadded(x, row, depth, "lstm_input_padded") if products.interleaved else None
-        h_padded = _ZeroPadded(h, [b], units, "lstm_hidden_padded") if products.interleaved else None
+        x_padded = ZeroPaddedRow(x, row, depth, "lstm_input_padded") if products.interleaved else None
+        h_padded = ZeroPaddedRow(h, [b], units, "lstm_hidden_padded") if products.interleaved else None
 
         def tile(index: int, gate_params: GateParams, first_unit: PrimExpr, count: int) -> tirx.Stmt:
             """Gate ``index`` of units first_unit .. first_unit + count - 1 (all of them where interleaved)."""
