@@ -166,9 +166,12 @@ def svdf_output(state: te.Tensor, weight_time: te.Tensor, bias: Optional[te.Tens
                             axis=m),
         name="svdf_time",
     )
-    r = te.reduce_axis((0, rank), "r")
     units = filters // rank
-    acc = te.compute((batch, units), lambda b, u: te.sum(time[b, u * rank + r], axis=r), name="svdf_sum")
+    if rank == 1:  # each unit's sum is its one filter's time product: no stage of its own
+        acc = time
+    else:
+        r = te.reduce_axis((0, rank), "r")
+        acc = te.compute((batch, units), lambda b, u: te.sum(time[b, u * rank + r], axis=r), name="svdf_sum")
     stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding, right_shift_only,
                         small_accumulator)
     return te.compute((batch, units), lambda b, u: requantize(acc[b, u], u, stage, bias), name="svdf_output")
