@@ -274,9 +274,10 @@ class KernelSchedules:
     """Whether `qlinear_conv` takes a QLinearConv of these float32 multipliers (a numpy array, one per output channel),
     pointwise or not (1x1, stride 1, unpadded, one group) and of output rows this wide (pixels)."""
     interleaved_gate_weights: bool = False
-    """Whether the int8 lowering gives a recurrent cell's gate products their weights interleaved per tile of four
-    units (`tvm_ext.kernels.lstm.interleave_gate_weights`), for a core whose helper reads them so; False keeps
-    TFLite's [unit, input] rows."""
+    """Whether the int8 lowering gives a recurrent cell's gate products (an LSTM's gates, an SVDF's feature product)
+    their weights interleaved per tile of four units, padded to whole tiles and groups of four
+    (`tvm_ext.kernels.extern_mac.interleave_weights`), for a core whose helper reads them so; False keeps TFLite's
+    [unit, input] rows."""
     scratch_free_form: Optional[Callable[[Any], Optional["ScratchFreeForm"]]] = None
     """A scheduled kernel's (PrimFunc's) form with less scratch (`ScratchFreeForm`), or None where it has none; the
     compile takes it for the kernels whose scratch makes the planned arena larger (`tvm_ext.compile.scratch_forms`).

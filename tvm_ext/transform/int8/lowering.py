@@ -28,8 +28,8 @@ class LoweringContext:
     MAX_POOL_2D kernels are written as runs (``tvm_ext.kernels.copy_runs.max_pool2d_runs``) where they can, whether
     PAD and TRANSPOSE kernels are (``tvm_ext.kernels.copy_runs.pad_runs``, ``transpose_runs``), the backend's own
     kernel of int8 ADD (``backends.backend.KernelSchedules.int8_add``; None: none) and of int8 SOFTMAX
-    (``int8_softmax``), and whether recurrent cells take their gate weights interleaved per tile of four units
-    (``backends.backend.KernelSchedules.interleaved_gate_weights``).
+    (``int8_softmax``), and whether recurrent cells (an LSTM's gates, an SVDF's feature product) take their weights
+    interleaved per tile of four units (``backends.backend.KernelSchedules.interleaved_gate_weights``).
     ``LowerQuantizedToInteger`` fills each field named as one of ``KernelSchedules`` from the backend's record."""
 
     graph: Graph
