@@ -42,24 +42,32 @@ DEPTHWISE_MAC_INPUT_TYPES = tuple(_TAGS)
 """The input types of the depthwise helpers (their weights are int8)."""
 
 
-def depthwise_mac_helper_name(prefix: str, data: str = "int8") -> str:
-    """The C name of the helper of ``data`` inputs in the bundle `prefix`."""
-    return f"{prefix}_depthwise_mac_{_TAGS[data]}x4"
+WEIGHT_TAGS = {"int8": "", "int16": "w16"}
+"""The depthwise helpers' name suffix per weight type: int8 as TFLite stores them, or int16 (a DSP core's weights
+widened at compile time, `tvm_ext.transform.int8.conv`: a tap's weights one LDRD, no SXTB16)."""
 
 
-def depthwise_box_helper_name(prefix: str, data: str = "int8") -> str:
+def depthwise_mac_helper_name(prefix: str, data: str = "int8", weights: str = "int8") -> str:
+    """The C name of the helper of ``data`` inputs and ``weights`` in the bundle `prefix`."""
+    return f"{prefix}_depthwise_mac_{_TAGS[data]}x4{WEIGHT_TAGS[weights]}"
+
+
+def depthwise_box_helper_name(prefix: str, data: str = "int8", weights: str = "int8") -> str:
     """The C name of the helper's one out-of-line copy in the bundle `prefix` (same arguments and sums)."""
-    return f"{prefix}_depthwise_box_{_TAGS[data]}x4"
+    return f"{prefix}_depthwise_box_{_TAGS[data]}x4{WEIGHT_TAGS[weights]}"
 
 
-def dsp_depthwise_tiles_helper_name(prefix: str, bias: str, window: str = "", kind: str = "tiles") -> str:
-    """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the
-    bundle `prefix`: the inlined one, or where `window` is "3x3" or "5x5" the out-of-line copy for
-    such windows; of an interior pixel's tiles (`kind` "tiles") or a border pixel's ("border")."""
-    name = f"{prefix}_depthwise_{kind}{window}_s8x4"
+def dsp_depthwise_tiles_helper_name(prefix: str, bias: str, window: str = "", kind: str = "tiles",
+                                    weights: str = "int8") -> str:
+    """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") and weights of
+    type `weights` ("int8", or "int16": widened) in the bundle `prefix`: the inlined one, or where `window` is
+    "3x3" or "5x5" the out-of-line copy for such windows; of an interior pixel's tiles (`kind` "tiles") or a border
+    pixel's ("border")."""
+    name = f"{prefix}_depthwise_{kind}{window}_s8x4{WEIGHT_TAGS[weights]}"
     return bias_form(name, bias)
 
 
-def dsp_depthwise_pad_helper_name(prefix: str) -> str:
-    """The C name of the DSP cores' padding products of a border pixel's four-channel tile in the bundle `prefix`."""
-    return f"{prefix}_depthwise_pad_s8x4"
+def dsp_depthwise_pad_helper_name(prefix: str, weights: str = "int8") -> str:
+    """The C name of the DSP cores' padding products of a border pixel's four-channel tile in the bundle `prefix`,
+    over weights of type `weights`."""
+    return f"{prefix}_depthwise_pad_s8x4{WEIGHT_TAGS[weights]}"
