@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from emulator.tools import missing_tools  # noqa: E402
-from test_depthwise_border_regions import VALID  # noqa: E402
+from test_depthwise_border_regions import SAME, VALID  # noqa: E402
 from test_depthwise_border_regions import _depthwise_model as _border_model  # noqa: E402
 from test_helium_depthwise import _depthwise_model  # noqa: E402
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
@@ -54,4 +54,19 @@ def test_dsp_depthwise_column_window_runs_as_one_row_and_stays_bit_exact(tmp_pat
     # those of the window's rows (12 channels a row)
     calls = re.findall(r"_depthwise_tiles_s8x4w16(?:_b16)?\(.*, (\d+), (\d+), (\d+), (\d+), (\d+), 12\);", kernels)
     assert [(x_col, w_col, rows, cols) for x_col, _, w_col, rows, cols in calls] == [("12", "12", "1", "5")], calls
+    host_selftest_passes(bundle.out_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_dsp_depthwise_weights_widen_up_to_25_taps_and_a_wider_window_keeps_int8(tmp_path):
+    # one int8 input [1, 9, 9, 8]: a 3x3 SAME layer (its weights widened to int16: the _s8x4w16 helpers) and a
+    # 7x7 SAME layer (49 taps, more than the border helper's 25: int8 weights, the inlined int8 tiles on its
+    # interior, its border the loop), both bit-exact
+    model = _border_model(8, 31, (9, 9), [(3, 1, 1, SAME), (7, 1, 1, SAME)])
+    bundle, kernels = bit_exact_bundle(tmp_path, "widths", model, "cortex-m4f", "mps2-an386")
+    signatures = re.findall(r"void \w+_depthwise_conv_2d_(\d)x\d\w*\(const int8_t\* input0, const (int\d+)_t\* weights",
+                            kernels)
+    assert sorted(signatures) == [("3", "int16"), ("7", "int8")], signatures
+    assert re.search(r"_depthwise_tiles_s8x4(?:_b16)?\(", kernels), kernels  # the 7x7 interior, int8 weights
     host_selftest_passes(bundle.out_dir)
