@@ -234,7 +234,11 @@ vww_96_int8 (before 17,242,205, 22,936) 17,082,282, 22,916 / 17,180,653, 21,904.
 border helper (their loops' code gone), from 2,048 on / from 512 on / every kernel inlined:
 mobilenet_v2_050_64_int8 18,176,934, 25,424 / 18,078,130, 27,548 / 18,071,448, 28,212;
 efficientnet_lite_w030_112_int8 37,675,621, 39,892 / 37,569,769, 43,072 (both); vww_96_int8 16,647,123,
-15,400 / 16,554,382, 17,568 / 16,552,791, 17,780; kws_ref_model 5,305,893, 5,044 / 5,250,625, 5,268 (both)."""
+15,400 / 16,554,382, 17,568 / 16,552,791, 17,780; kws_ref_model 5,305,893, 5,044 / 5,250,625, 5,268 (both).
+With the weights widened to int16 (a tap 8 instructions), from 512 on / from 256 on: vww_96_int8 13,819,626,
+13,216 / 13,818,327, 13,416; person_detect 12,847,382, 12,392 / 12,846,083, 12,592; mobilenet_v2_050_64_int8
+15,309,520, 17,632 / 15,299,191, 18,192; mobilenet_v3s_min_050_80_int8 7,100,670, 16,948 / 7,076,967, 18,000;
+kws_ref_model, str_ww_ref_model, efficientnet_lite_w030_112_int8 the same: 512 kept."""
 DSP_TILES = TileHelpers(DEPTHWISE_MAC_W16_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_W16_OPS, DSP_BORDER_OPS,
                         DSP_TILES_OUTLINED_OPS, DSP_INLINE_TILES, DEPTHWISE_BOX_W16_OP, DSP_PAD_OPS["int16"],
                         DSP_WINDOW_TAPS, column_as_row=True, border_everywhere=True, likely=DSP_LIKELY_OP)
