@@ -273,6 +273,10 @@ class KernelSchedules:
     qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
     """Whether `qlinear_conv` takes a QLinearConv of these float32 multipliers (a numpy array, one per output channel),
     pointwise or not (1x1, stride 1, unpadded, one group) and of output rows this wide (pixels)."""
+    widened_depthwise_taps: int = 0
+    """The most window taps of an int8 DEPTHWISE_CONV_2D (int8 data, depth multiplier 1, channels a multiple of 4)
+    whose weights the int8 lowering widens to int16 (`tvm_ext.transform.int8.conv`), for a core whose depthwise
+    helpers then read a tap's weights without widening them (twice the weights' bytes); 0: never widened."""
     interleaved_gate_weights: bool = False
     """Whether the int8 lowering gives a recurrent cell's gate products (an LSTM's gates, an SVDF's feature product)
     their weights interleaved per tile of four units, padded to whole tiles and groups of four

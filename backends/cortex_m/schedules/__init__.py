@@ -66,9 +66,9 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
 from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
-from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_WINDOW_TAPS, HELIUM_TILES, TileHelpers,
-                                                          depthwise_tiles_calls, dsp_replacement, form_uses,
-                                                          shared_tiles)
+from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8, DSP_WINDOW_TAPS, HELIUM_TILES,
+                                                          TileHelpers, depthwise_tiles_calls, dsp_replacement,
+                                                          form_uses, shared_tiles)
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
@@ -124,9 +124,11 @@ class DualMacSchedules:
         one call of the fused channel-tiles helper (`conv_tiles`, DSP_CONV_TILES), and each depthwise pixel's
         loop over its four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the
         fused tiles helper for an interior pixel and one call of the border helper for a border pixel
-        (`depthwise_tiles`, DSP_TILES): the sums start at the biases in registers."""
+        (`depthwise_tiles`, DSP_TILES: int16 weights, widened by the lowering; DSP_TILES_S8 the interior of a layer
+        of int8 weights): the sums start at the biases in registers."""
         epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
-        return depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
+        tiled = depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
+        return depthwise_tiles_calls(tiled, DSP_TILES_S8)  # a layer whose weights the lowering did not widen
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -267,6 +269,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=dsp_only,
+        # the DSP depthwise helpers' int16 weights (Helium's lanes multiply int8 weights: nothing to widen there):
+        # every window whose border the border helper takes (its helpers read int16 weights only)
+        widened_depthwise_taps=DSP_WINDOW_TAPS if dsp_only else 0,
         pad_runs=dsp_only,
         # the fused pair tiles without their widened inputs' scratch, where the plan is smaller so (DSP cores)
         scratch_free_form=without_pair_scratch if dsp_only else None,

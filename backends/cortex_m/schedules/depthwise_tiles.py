@@ -79,7 +79,8 @@ from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pad_helper_n
 from backends.cortex_m.helpers.helium_c import helium_depthwise_tiles_helper_name
 from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset, pointee,
                                                    tile_loop_stmts, zeroed_stores)
-from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_BOX_OP, DEPTHWISE_MAC_OP, mac_helper_replacement
+from backends.cortex_m.schedules.depthwise_mac import (DEPTHWISE_BOX_W16_OP, DEPTHWISE_MAC_OP, DEPTHWISE_MAC_W16_OP,
+                                                       mac_helper_replacement)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_CHANNELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.helium_depthwise import (BOX_OP, DEPTHWISE_TILES, MAC_OP, PAD_ACCESS, PAD_OP,
                                                          padding_replacement)
@@ -118,37 +119,47 @@ WINDOW_TAPS = 9
 DSP_WINDOW_TAPS = 25
 """The same for the DSP cores' border helper (``<PREFIX>_DEPTHWISE_WINDOW_TAPS`` in ``depthwise_tiles.h.in``: a
 word a tap)."""
-DSP_BORDER_OPS = {(bias, form): bias_form(f"tvm_ext.depthwise_border{'' if form == 'any' else form}_s8x4", bias)
+DSP_BORDER_OPS = {(bias, form): bias_form(f"tvm_ext.depthwise_border{'' if form == 'any' else form}_s8x4w16", bias)
                   for bias in BIAS_TYPES for form in ("any", "3x3", "5x5")}
-"""The DSP cores' border helper per (bias type, form): BORDER_OPS' arguments; "3x3" and "5x5" one out-of-line
-copy per bundle each, "any" (another window) inlined."""
+"""The DSP cores' border helper per (bias type, form): BORDER_OPS' arguments, the weights int16 (widened at compile
+time: `tvm_ext.transform.int8.conv`); "3x3" and "5x5" one out-of-line copy per bundle each, "any" (another window)
+inlined."""
 for (_bias, _form), _op in DSP_BORDER_OPS.items():
     register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias,
-                                               window="" if _form == "any" else _form, kind="border"), BORDER_ACCESS)
+                                               window="" if _form == "any" else _form, kind="border",
+                                               weights="int16"), BORDER_ACCESS)
 DSP_LIKELY_OP = "tvm_ext.depthwise_likely"
 """A kernel's test that leads to its interior pixels, told to the compiler as likely true (``<prefix>_depthwise_likely``:
 __builtin_expect). With the border pixels one call of the border helper, gcc 12.2 -O2 otherwise weighs both
 branches alike, keeps the pixel loops' values in registers and spills the interior tile's sums at every tap
 (mobilenet_v2_050_64_int8's 3x3 layer on 32x32x16: 32 stack accesses among its taps instead of 2)."""
 register_mac_helper(DSP_LIKELY_OP, lambda prefix: f"{prefix}_depthwise_likely")
-DSP_PAD_OP = "tvm_ext.depthwise_pad_s8x4"
-"""The DSP cores' padding products of a border pixel's four-channel tile: PAD_OP's arguments (channels 4)."""
-register_mac_helper(DSP_PAD_OP, dsp_depthwise_pad_helper_name, PAD_ACCESS)
+DSP_PAD_OPS = {"int8": "tvm_ext.depthwise_pad_s8x4", "int16": "tvm_ext.depthwise_pad_s8x4w16"}
+"""The DSP cores' padding products of a border pixel's four-channel tile per weight type: PAD_OP's arguments
+(channels 4)."""
+DSP_PAD_OP = DSP_PAD_OPS["int8"]
+for _weights, _op in DSP_PAD_OPS.items():
+    register_mac_helper(_op, functools.partial(dsp_depthwise_pad_helper_name, weights=_weights), PAD_ACCESS)
 for _bias, _op in DEPTHWISE_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
 DSP_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8x4")
 """The DSP cores' fused helper per bias type (``backends.cortex_m.helpers.depthwise_mac_c``'s
 ``depthwise_tiles.h.in``): the same call as DEPTHWISE_TILES_OPS' (channels a multiple of 4), inlined."""
+DSP_TILES_W16_OPS = by_bias("tvm_ext.depthwise_tiles_s8x4w16")
+"""The same over int16 weights (widened at compile time)."""
+for _bias, _op in DSP_TILES_W16_OPS.items():
+    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, weights="int16"),
+                        DEPTHWISE_TILES_ACCESS)
 DSP_OUTLINED_SIDES = (3, 5)
 """The square windows (sides in taps) whose fused helper has one out-of-line copy per bundle."""
-DSP_TILES_OUTLINED_OPS = {(f"{side}x{side}", bias): bias_form(f"tvm_ext.depthwise_tiles{side}x{side}_s8x4", bias)
+DSP_TILES_OUTLINED_OPS = {(f"{side}x{side}", bias): bias_form(f"tvm_ext.depthwise_tiles{side}x{side}_s8x4w16", bias)
                           for side in DSP_OUTLINED_SIDES for bias in BIAS_TYPES}
-"""Those copies' ops per (window form, ``window_form``, bias type)."""
+"""Those copies' ops per (window form, ``window_form``, bias type), over int16 weights."""
 for _bias, _op in DSP_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
 for (_form, _bias), _op in DSP_TILES_OUTLINED_OPS.items():
-    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, window=_form),
-                        DEPTHWISE_TILES_ACCESS)
+    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, window=_form,
+                                               weights="int16"), DEPTHWISE_TILES_ACCESS)
 
 
 def window_form(rows: int, cols: int) -> str:
@@ -357,15 +368,24 @@ vww_96_int8 (before 17,242,205, 22,936) 17,082,282, 22,916 / 17,180,653, 21,904.
 border helper (their loops' code gone), from 2,048 on / from 512 on / every kernel inlined:
 mobilenet_v2_050_64_int8 18,176,934, 25,424 / 18,078,130, 27,548 / 18,071,448, 28,212;
 efficientnet_lite_w030_112_int8 37,675,621, 39,892 / 37,569,769, 43,072 (both); vww_96_int8 16,647,123,
-15,400 / 16,554,382, 17,568 / 16,552,791, 17,780; kws_ref_model 5,305,893, 5,044 / 5,250,625, 5,268 (both)."""
-DSP_TILES = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_OPS, DSP_BORDER_OPS,
-                        DSP_TILES_OUTLINED_OPS, DSP_INLINE_TILES, DEPTHWISE_BOX_OP, DSP_PAD_OP, DSP_WINDOW_TAPS,
-                        column_as_row=True, border_everywhere=True, likely=DSP_LIKELY_OP)
+15,400 / 16,554,382, 17,568 / 16,552,791, 17,780; kws_ref_model 5,305,893, 5,044 / 5,250,625, 5,268 (both).
+With the weights widened to int16 (a tap 8 instructions), from 512 on / from 256 on: vww_96_int8 13,819,626,
+13,216 / 13,818,327, 13,416; person_detect 12,847,382, 12,392 / 12,846,083, 12,592; mobilenet_v2_050_64_int8
+15,309,520, 17,632 / 15,299,191, 18,192; mobilenet_v3s_min_050_80_int8 7,100,670, 16,948 / 7,076,967, 18,000;
+kws_ref_model, str_ww_ref_model, efficientnet_lite_w030_112_int8 the same: 512 kept."""
+DSP_TILES = TileHelpers(DEPTHWISE_MAC_W16_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_W16_OPS, DSP_BORDER_OPS,
+                        DSP_TILES_OUTLINED_OPS, DSP_INLINE_TILES, DEPTHWISE_BOX_W16_OP, DSP_PAD_OPS["int16"],
+                        DSP_WINDOW_TAPS, column_as_row=True, border_everywhere=True, likely=DSP_LIKELY_OP)
 """The DSP cores': four channels per window call (``depthwise_mac``), the written-out epilogue
 (``requantize_small_c``), the border pixels' one call of the border helper (their padding products calls of
 DSP_PAD_OP: ``dsp_replacement``); a kx1 window as a row of k taps: ``depthwise_mac.h.in`` puts its schedule
 barriers between a row's taps, none between rows of one tap, where gcc then hoisted every tap's loads and spilled
 (str_ww_ref_model on cortex-m4f, its 3x1, 5x1, 10x1 and 15x1 layers 213,503 -> 207,077 instructions)."""
+DSP_TILES_S8 = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_OPS, None,
+                           column_as_row=True)
+"""The DSP cores' fused interior tiles over int8 weights, for a layer the int8 lowering does not widen (a window of
+more than DSP_WINDOW_TAPS taps, `tvm_ext.transform.int8.conv`): no border helper (it reads int16 weights; such a
+window's border keeps its loop, as it did), no out-of-line copy (there are none of such windows)."""
 
 
 def dsp_replacement(realize: s_tir.SBlockRealize, loops: list,
@@ -374,7 +394,8 @@ def dsp_replacement(realize: s_tir.SBlockRealize, loops: list,
     ``loops`` around ``realize`` compute, else, for a border pixel's padding products over a four-channel tile,
     DSP_PAD_OP's (which the border helper's call then takes in, ``depthwise_tiles_call``); None where none fits."""
     return (mac_helper_replacement(realize, loops, outlined_depthwise)
-            or padding_replacement(realize, loops, DSP_PAD_OP, DUAL_MAC_CHANNELS))
+            or padding_replacement(realize, loops, DSP_PAD_OPS["int8"], DUAL_MAC_CHANNELS)
+            or padding_replacement(realize, loops, DSP_PAD_OPS["int16"], DUAL_MAC_CHANNELS, "int16"))
 
 
 for (_bias, _form), _op in BORDER_OPS.items():

@@ -58,6 +58,9 @@ class LoweringContext:
     """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
     None: the generic kernel), for the QLinearConvs ``qlinear_conv_fits`` accepts."""
     qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
+    widened_depthwise_taps: int = 0
+    """The most window taps of an int8 DEPTHWISE_CONV_2D whose weights are widened to int16
+    (``backends.backend.KernelSchedules.widened_depthwise_taps``; 0: never)."""
     integer_requantization: bool = False
     """Whether onnxruntime's QLinearConv and QLinearMatMul kernels requantize in integers (the bundle's helper of
     the float operations' bits: cores without a floating-point unit)."""
