@@ -5,7 +5,8 @@
  * (cortex_m_test_values.h: rows 0..3, row_len 0..35, three layouts, every byte alignment, mixed and minimum
  * values), channel counts 4..11 (whole tiles and every overlapping last tile), per-channel biases (int32 and
  * int16), multipliers
- * and shifts, zero points at either end; the bytes after the outputs must keep their value. Built by
+ * and shifts, zero points at either end; the bytes after the outputs must keep their value; a window of one run
+ * read as three rows gives the same outputs, and LP_CHOOSE evaluates only the address it chooses. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
  * (VMLADAVA, VQRDMULH). Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
@@ -78,6 +79,34 @@ int main(void)
              || outputs_wrong(out16, x, w, &k, channels, bias, multiplier, shift, zero_point)) && failures++ < 8) {
             printf("FAIL case %ld: %ld channels, rows %ld, row_len %ld\n", (long)i, (long)channels, (long)k.rows,
                    (long)k.row_len);
+        }
+        ++cases;
+        if (k.rows == 1 && k.row_len % 3 == 0 && k.row_len > 0) {
+            /* one run of inputs read as three rows of a third each, rows their length apart (a copied border window
+               split like an interior one, backends/cortex_m/schedules/conv_tiles.py): the same outputs */
+            int8_t split[CHANNELS_MAX + GUARD];
+            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                split[c] = (int8_t)0x5a;
+            }
+            const int32_t third = k.row_len / 3;
+            lp_conv_tiles_s8(split, LP_CHOOSE(i % 2, x, x), w, bias, multiplier, shift, zero_point, third,
+                             k.w_channel_stride, 3, third, channels);
+            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                if (split[c] != out[c] && failures++ < 8) {
+                    printf("FAIL case %ld split in three rows: channel %ld\n", (long)i, (long)c);
+                }
+            }
+            ++cases;
+        }
+    }
+    {
+        /* LP_CHOOSE: the address its condition names, the other operand never evaluated */
+        static int8_t a[1], b[1];
+        int32_t evaluated = 0;
+        const int8_t *first = LP_CHOOSE(1, a, (++evaluated, b));
+        const int8_t *second = LP_CHOOSE(0, (++evaluated, a), b);
+        if ((first != a || second != b || evaluated != 0) && failures++ < 8) {
+            printf("FAIL LP_CHOOSE\n");
         }
         ++cases;
     }

@@ -25,6 +25,8 @@ the helpers of `backends.cortex_m.helpers`.
   as one call of the family's shared row helper, one copy per bundle for every such layer;
 - `common_tails` (Helium): last, a statement both branches of a test end with (the MAC call after a copied
   window, inside the image or with the padding) once after the test: one inlined copy of the fused tiles, not two;
+  and the fused tiles' calls of an interior pixel and a border pixel's copied window as one call after the test,
+  its input's address and row stride chosen per pixel (`conv_tiles.HELIUM_TAIL_CHOICES`);
 - `helium_float` (Helium, and with `FPU_FLOAT_OPS` DSP cores with a scalar FPU: cortex-m4f, m7, m33): a float
   CONV_2D / FULLY_CONNECTED reduction tiled to output channels (one or two pixels) as one call of the float
   multiply-accumulate (Helium's four float lanes per vector; the scalar FPU's groups of eight channels)
@@ -58,7 +60,7 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
                                                         has_short_rows, window_buffer,
                                                         windowed_border)
 from backends.cortex_m.schedules.common_tails import common_tails
-from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
+from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, HELIUM_TAIL_CHOICES, conv_tiles_calls
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_WINDOW_TAPS, depthwise_tiles_calls,
                                                           dsp_replacement)
@@ -184,10 +186,11 @@ class HeliumMacSchedules(DualMacSchedules):
         float reduction's tiles whose window lies inside the image as calls of the float MAC
         (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
         activation as one call of the float epilogue (`helium_float.float_epilogue_calls`); last, a statement both
-        branches of a test end with (a copied window's MAC call) once after the test (`common_tails`)."""
+        branches of a test end with (a copied window's MAC call; the fused tiles' calls on an interior pixel's
+        inputs and on a border pixel's copied window) once after the test (`common_tails`)."""
         floats = float_epilogue_calls(padded_float_calls(func))
         tiles = conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE))
-        return common_tails(fc_rows_calls(depthwise_tiles_calls(tiles), HELIUM_FC_ROWS))
+        return common_tails(fc_rows_calls(depthwise_tiles_calls(tiles), HELIUM_FC_ROWS), HELIUM_TAIL_CHOICES)
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()
