@@ -1,7 +1,8 @@
 /* Unit test of the fused channel tiles (backends/cortex_m/helpers/templates/helium_conv_tiles.h.in, after
  * helium_lanes.h.in, the Helium dual MAC and requantization epilogue and the bundle's scalar requantization, with
  * the prefix lp): lp_conv_tiles_s8 and lp_conv_tiles_s8_b16 against the plain sums of their contract requantized by
- * the scalar helpers (lp_requantize_double, lp_saturate_int8), over every window of the window MAC tests
+ * the scalar helpers (lp_requantize_double, lp_saturate_int8), and their out-of-line copies lp_conv_tiles_shared_s8
+ * and _b16 the same way, over every window of the window MAC tests
  * (cortex_m_test_values.h: rows 0..3, row_len 0..35, three layouts, every byte alignment, mixed and minimum
  * values), channel counts 4..11 (whole tiles and every overlapping last tile), per-channel biases (int32 and
  * int16), multipliers
@@ -67,16 +68,23 @@ int main(void)
             multiplier[c] = multipliers[(i + c) % 5];
             shift[c] = (int8_t)(c % 3 == 2 ? 1 : -(int32_t)(4 + (i + c) % 8));
         }
-        int8_t out[CHANNELS_MAX + GUARD], out16[CHANNELS_MAX + GUARD];
+        int8_t out[CHANNELS_MAX + GUARD], out16[CHANNELS_MAX + GUARD], shared[CHANNELS_MAX + GUARD],
+            shared16[CHANNELS_MAX + GUARD];
         for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
-            out[c] = out16[c] = (int8_t)0x5a;
+            out[c] = out16[c] = shared[c] = shared16[c] = (int8_t)0x5a;
         }
         const int32_t returned = lp_conv_tiles_s8(out, x, w, bias, multiplier, shift, zero_point, k.x_row_stride,
                                                   k.w_channel_stride, k.rows, k.row_len, channels)
             | lp_conv_tiles_s8_b16(out16, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
-                                   k.w_channel_stride, k.rows, k.row_len, channels);
+                                   k.w_channel_stride, k.rows, k.row_len, channels)
+            | lp_conv_tiles_shared_s8(shared, x, w, bias, multiplier, shift, zero_point, k.x_row_stride,
+                                      k.w_channel_stride, k.rows, k.row_len, channels)
+            | lp_conv_tiles_shared_s8_b16(shared16, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
+                                          k.w_channel_stride, k.rows, k.row_len, channels);
         if ((returned != 0 || outputs_wrong(out, x, w, &k, channels, bias, multiplier, shift, zero_point)
-             || outputs_wrong(out16, x, w, &k, channels, bias, multiplier, shift, zero_point)) && failures++ < 8) {
+             || outputs_wrong(out16, x, w, &k, channels, bias, multiplier, shift, zero_point)
+             || outputs_wrong(shared, x, w, &k, channels, bias, multiplier, shift, zero_point)
+             || outputs_wrong(shared16, x, w, &k, channels, bias, multiplier, shift, zero_point)) && failures++ < 8) {
             printf("FAIL case %ld: %ld channels, rows %ld, row_len %ld\n", (long)i, (long)channels, (long)k.rows,
                    (long)k.row_len);
         }

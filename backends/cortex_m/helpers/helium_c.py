@@ -101,6 +101,12 @@ def conv_tiles_helper_name(prefix: str, bias: str) -> str:
     return bias_form(f"{prefix}_conv_tiles_s8", bias)
 
 
+def shared_conv_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused channel tiles' out-of-line copy for biases of type `bias` ("int32" or "int16") in the
+    bundle `prefix`."""
+    return bias_form(f"{prefix}_conv_tiles_shared_s8", bias)
+
+
 def choose_helper_name(prefix: str) -> str:
     """The C name of the address choice (``<PREFIX>_CHOOSE(inside, a, b)``, a macro of `helium_conv_tiles.h.in`)
     in the bundle `prefix`."""

@@ -56,8 +56,8 @@ from typing import Optional
 from backends.backend import KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules import pair_tiles
-from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_window_length,
-                                                        has_short_rows, window_buffer,
+from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_runs,
+                                                        copied_window_length, has_short_rows, window_buffer,
                                                         windowed_border)
 from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, HELIUM_TAIL_CHOICES, conv_tiles_calls
@@ -190,7 +190,8 @@ class HeliumMacSchedules(DualMacSchedules):
         inputs and on a border pixel's copied window) once after the test (`common_tails`)."""
         floats = float_epilogue_calls(padded_float_calls(func))
         tiles = conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE))
-        return common_tails(fc_rows_calls(depthwise_tiles_calls(tiles), HELIUM_FC_ROWS), HELIUM_TAIL_CHOICES)
+        return common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles), HELIUM_FC_ROWS),
+                                        HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()

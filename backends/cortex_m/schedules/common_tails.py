@@ -51,6 +51,7 @@ class TailChoice:
     addresses: frozenset[int]
     integers: frozenset[int]
     align: Callable[[tvm.ir.Call, tvm.ir.Call], Optional[tuple[tvm.ir.Call, tvm.ir.Call]]] = lambda a, b: (a, b)
+    merged_op: Optional[str] = None
 
 
 def _split_tail(stmt: tirx.Stmt) -> tuple[list[tirx.Stmt], tirx.Stmt]:
@@ -131,7 +132,8 @@ def _chosen_tail(condition, then_tail: tirx.Stmt, else_tail: tirx.Stmt,
             args.append(tirx.Select(condition, mine, theirs))
         else:
             return None
-    call = tvm.ir.Call(then_call.op, args, then_call.attrs, ret_ty=then_call.ty)
+    op = then_call.op if choice.merged_op is None else tvm.ir.Op.get(choice.merged_op)
+    call = tvm.ir.Call(op, args, then_call.attrs, ret_ty=then_call.ty)
     return _with_call(then_tail, else_tail, call)
 
 

@@ -48,7 +48,8 @@ from tvm.sym import Analyzer
 
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_c import conv_tiles_helper_name as dsp_conv_tiles_helper_name
-from backends.cortex_m.helpers.helium_c import choose_helper_name, conv_tiles_helper_name
+from backends.cortex_m.helpers.helium_c import (choose_helper_name, conv_tiles_helper_name,
+                                                 shared_conv_tiles_helper_name)
 from backends.cortex_m.schedules import pixel_pairs
 from backends.cortex_m.schedules.common_tails import TailChoice
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_mac_helper
@@ -75,6 +76,10 @@ DSP_CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_s8x4")
 for _ops, _name in ((CONV_TILES_OPS, conv_tiles_helper_name), (DSP_CONV_TILES_OPS, dsp_conv_tiles_helper_name)):
     for _bias, _op in _ops.items():
         register_mac_helper(_op, functools.partial(_name, bias=_bias), CONV_TILES_ACCESS)
+SHARED_CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_shared_s8")
+"""The fused helper's one out-of-line copy per bundle, per bias type: the same call as CONV_TILES_OPS'."""
+for _bias, _op in SHARED_CONV_TILES_OPS.items():
+    register_mac_helper(_op, functools.partial(shared_conv_tiles_helper_name, bias=_bias), CONV_TILES_ACCESS)
 CHOOSE_OP = "tvm_ext.choose_address"
 """``choose_address(inside, a, b)``: the address a where inside holds, else b (``<PREFIX>_CHOOSE``), the input of a
 fused call shared by an interior pixel and a border pixel's copied window (`common_tails`)."""
@@ -410,9 +415,9 @@ def _aligned(a: tvm.ir.Call, b: tvm.ir.Call) -> Optional[tuple[tvm.ir.Call, tvm.
     return None
 
 
-CONV_TILES_CHOICE = TailChoice(CHOOSE_OP, frozenset({_X}), frozenset({_X_ROW_STRIDE}), _aligned)
-"""How a test's two fused calls (an interior pixel's on its inputs in place, a border pixel's on its copied
-window) become one after the test (`common_tails`): only the input's address and row stride may differ, once the
-copied window is split into the other's rows, so the inlined tiles keep their constant rows and lengths."""
-HELIUM_TAIL_CHOICES = {op: CONV_TILES_CHOICE for op in CONV_TILES_OPS.values()}
-"""The Helium schedules' `common_tails` choices: the fused channel tiles' calls."""
+HELIUM_TAIL_CHOICES = {op: TailChoice(CHOOSE_OP, frozenset({_X}), frozenset({_X_ROW_STRIDE}), _aligned,
+                                      SHARED_CONV_TILES_OPS[bias]) for bias, op in CONV_TILES_OPS.items()}
+"""The Helium schedules' `common_tails` choices: how a test's two fused calls (an interior pixel's on its inputs in
+place, a border pixel's on its copied window) become one after the test: only the input's address and row stride
+may differ, once the copied window is split into the other's rows; the call is then the bundle's one out-of-line
+copy (its stride read at run time either way)."""

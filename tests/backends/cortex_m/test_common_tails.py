@@ -14,7 +14,8 @@ from tvm import tirx
 from tvm.script import tirx as T
 
 from backends.cortex_m.schedules.common_tails import common_tails
-from backends.cortex_m.schedules.conv_tiles import CHOOSE_OP, CONV_TILES_OPS, HELIUM_TAIL_CHOICES
+from backends.cortex_m.schedules.conv_tiles import (CHOOSE_OP, CONV_TILES_OPS, HELIUM_TAIL_CHOICES,
+                                                   SHARED_CONV_TILES_OPS)
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes, needs_cross_tools
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 
@@ -105,7 +106,8 @@ TILES = CONV_TILES_OPS["int32"]
 def test_an_interior_and_a_border_call_of_the_fused_tiles_become_one_call_choosing_its_input() -> None:
     """Before: the interior pixel's call reads its 3 rows of 6 inputs in place (row stride 12), the border pixel's
     its copied window (one run of 18). Expected: the copy split into the same 3 rows of 6 (row stride 6), then one
-    call after the test, its input the choice of the two addresses and its row stride the choice of 12 and 6."""
+    call after the test, its input the choice of the two addresses and its row stride the choice of 12 and 6: a call
+    of the fused tiles' one out-of-line copy (its stride read at run time either way)."""
 
     @T.prim_func(s_tir=True)
     def before(x: T.Buffer((48,), "int8"), w: T.Buffer((72,), "int8"), b: T.Buffer((4,), "int32"),
@@ -131,7 +133,7 @@ def test_an_interior_and_a_border_call_of_the_fused_tiles_become_one_call_choosi
             if not (1 <= i and i < 3):
                 for k in range(18):
                     window[k] = T.int8(-128)
-            T.evaluate(T.call_intrin("int32", TILES, T.address_of(out[i * 4]),
+            T.evaluate(T.call_intrin("int32", SHARED_CONV_TILES_OPS["int32"], T.address_of(out[i * 4]),
                                      T.call_intrin("handle", CHOOSE_OP, 1 <= i and i < 3, T.address_of(x[i * 6 - 6]),
                                                    T.address_of(window[0])),
                                      T.address_of(w[0]), T.address_of(b[0]), T.address_of(m[0]),
@@ -174,8 +176,9 @@ def test_fused_calls_whose_windows_cannot_be_split_alike_stay() -> None:
 @needs_cross_tools
 def test_a_helium_3x3_convolution_calls_its_fused_tiles_once_for_interior_and_border_pixels(tmp_path) -> None:
     """A padded 3x3 convolution of 16 channels (SAME): its unpaired pixels, inside the image or with the copied
-    window, run one inlined call of the fused tiles (the input and its row stride chosen per pixel), bit-exact
-    with TFLite Micro under QEMU mps3-an547, and on the host (the helpers' portable C)."""
+    window (each tap's 16 channels one call of the ascending copy), run one call of the fused tiles' out-of-line
+    copy (the input and its row stride chosen per pixel), bit-exact with TFLite Micro under QEMU mps3-an547, and on
+    the host (the helpers' portable C)."""
     pytest.importorskip("tflite")
     pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
     weights = (np.arange(16 * 3 * 3 * 16) * 37 % 255 - 127).astype("int8").reshape(16, 3, 3, 16)
@@ -188,7 +191,8 @@ def test_a_helium_3x3_convolution_calls_its_fused_tiles_once_for_interior_and_bo
     conv = Operator("CONV_2D", (0, 1, 2), (3,), Options("Conv2DOptions", {"Padding": 0, "StrideW": 1, "StrideH": 1}))
     bundle, kernels = bit_exact_bundle(tmp_path, "conv3x3", build(Model(tensors, [conv], (0,), (3,))), "cortex-m55",
                                        "mps3-an547")
-    assert len(re.findall(r"_conv_tiles_s8(?:_b16)?\(", kernels)) == 1 and "_CHOOSE(" in kernels, kernels
+    assert len(re.findall(r"_conv_tiles_shared_s8(?:_b16)?\(", kernels)) == 1 and "_CHOOSE(" in kernels, kernels
+    assert "_conv_tiles_s8" not in kernels and "_copy_ascending(" in kernels, kernels
     host_selftest_passes(bundle.out_dir)
 
 
