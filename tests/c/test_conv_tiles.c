@@ -2,7 +2,8 @@
  * helium_lanes.h.in, the Helium dual MAC and requantization epilogue and the bundle's scalar requantization, with
  * the prefix lp): lp_conv_tiles_s8 and lp_conv_tiles_s8_b16 against the plain sums of their contract requantized by
  * the scalar helpers (lp_requantize_double, lp_saturate_int8), and their out-of-line copies lp_conv_tiles_shared_s8
- * and _b16 the same way, over every window of the window MAC tests
+ * and _b16 and the pair tiles lp_pair_tiles_shared_s8 and _b16 (channel counts of whole tiles, the second pixel's
+ * inputs PAIR_X_STRIDE bytes on) the same way, over every window of the window MAC tests
  * (cortex_m_test_values.h: rows 0..3, row_len 0..35, three layouts, every byte alignment, mixed and minimum
  * values), channel counts 4..11 (whole tiles and every overlapping last tile), per-channel biases (int32 and
  * int16), multipliers
@@ -18,6 +19,7 @@
 
 #define CHANNELS_MAX 11
 #define GUARD 3 /* bytes after the outputs that must keep their value */
+#define PAIR_X_STRIDE 3 /* the second pixel's inputs this many bytes after the first's (the pair tiles) */
 
 /* What the scalar loops the helper replaces store for output channel c. */
 static int8_t expected_out(const int8_t *x, const int8_t *w, const window_case *k, int32_t c, int32_t bias,
@@ -50,7 +52,7 @@ int main(void)
 {
     static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, 1277447166, 2004318071};
     static const int32_t zero_points[] = {-128, 0, 127, 5};
-    static int8_t x_store[440], w_store[CHANNELS_MAX * 110 + 8];
+    static int8_t x_store[440 + PAIR_X_STRIDE], w_store[CHANNELS_MAX * 110 + 8];
     uint32_t state = 7;
     int32_t failures = 0, cases = 0;
     for (int32_t i = 0; i < WINDOW_CASES; ++i) {
@@ -89,6 +91,29 @@ int main(void)
                    (long)k.row_len);
         }
         ++cases;
+        if (channels % 4 == 0) {
+            /* the pair tiles: two pixels, the second's inputs PAIR_X_STRIDE bytes on, its outputs after the first's */
+            int8_t pair[2 * (CHANNELS_MAX + GUARD)], pair16[2 * (CHANNELS_MAX + GUARD)];
+            for (int32_t c = 0; c < 2 * (CHANNELS_MAX + GUARD); ++c) {
+                pair[c] = pair16[c] = (int8_t)0x5a;
+            }
+            const int32_t pixel = CHANNELS_MAX + GUARD;
+            const int32_t paired = lp_pair_tiles_shared_s8(pair, x, w, bias, multiplier, shift, zero_point,
+                                                           k.x_row_stride, k.rows, k.row_len, PAIR_X_STRIDE, pixel,
+                                                           k.w_channel_stride, channels)
+                | lp_pair_tiles_shared_s8_b16(pair16, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
+                                              k.rows, k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride, channels);
+            int wrong = paired != 0;
+            for (int32_t p = 0; p < 2; ++p) {
+                const int8_t *px = x + p * PAIR_X_STRIDE;
+                wrong |= outputs_wrong(pair + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point)
+                    | outputs_wrong(pair16 + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point);
+            }
+            if (wrong && failures++ < 8) {
+                printf("FAIL case %ld pair tiles: %ld channels\n", (long)i, (long)channels);
+            }
+            ++cases;
+        }
         if (k.rows == 1 && k.row_len % 3 == 0 && k.row_len > 0) {
             /* one run of inputs read as three rows of a third each, rows their length apart (a copied border window
                split like an interior one, backends/cortex_m/schedules/conv_tiles.py): the same outputs */

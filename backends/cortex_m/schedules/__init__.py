@@ -14,7 +14,8 @@ the helpers of `backends.cortex_m.helpers`.
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
 - `pair_tiles` (DSP cores without MVE): after the epilogue calls, a convolution's pixel pair over all its channel
-  tiles as one call of the fused helper (inputs widened once, sums started at the biases);
+  tiles as one call of the fused helper (inputs widened once, sums started at the biases); on Helium cores, one
+  call of the pair's out-of-line tiles (`pair_tiles.HELIUM_PAIR_TILES`: the same dual MAC and epilogue calls);
 - `conv_tiles`: then a loop over an int8 convolution's channel tiles (zeroed
   accumulators, the dual MAC, the epilogue) as one call of the core's fused helper (Helium's, the DSP cores');
 - `depthwise_tiles`: then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
@@ -74,7 +75,7 @@ from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
                                                       padded_float_calls)
-from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls, without_pair_scratch
+from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles_calls, without_pair_scratch
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
@@ -179,7 +180,8 @@ class HeliumMacSchedules(DualMacSchedules):
 
     @staticmethod
     def epilogue_calls(func):
-        """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over
+        """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over a pixel
+        pair's channel tiles as one call of their out-of-line copy (`pair_tiles.HELIUM_PAIR_TILES`), each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
         channel-tiles helper (`conv_tiles`), each depthwise pixel's (`depthwise_tiles`), and a per-tensor fully
         connected layer's loop over its channel tiles as one call of the shared row helper (`fc_rows`); first, a padded
@@ -189,7 +191,8 @@ class HeliumMacSchedules(DualMacSchedules):
         branches of a test end with (a copied window's MAC call; the fused tiles' calls on an interior pixel's
         inputs and on a border pixel's copied window) once after the test (`common_tails`)."""
         floats = float_epilogue_calls(padded_float_calls(func))
-        tiles = conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE))
+        epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
+        tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES))
         return common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles), HELIUM_FC_ROWS),
                                         HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
 

@@ -193,6 +193,7 @@ def test_a_helium_3x3_convolution_calls_its_fused_tiles_once_for_interior_and_bo
                                        "mps3-an547")
     assert len(re.findall(r"_conv_tiles_shared_s8(?:_b16)?\(", kernels)) == 1 and "_CHOOSE(" in kernels, kernels
     assert "_conv_tiles_s8" not in kernels and "_copy_ascending(" in kernels, kernels
+    assert "_pair_tiles_shared_s8" in kernels, kernels  # (its pairs: backends/cortex_m/schedules/pair_tiles.py)
     host_selftest_passes(bundle.out_dir)
 
 
