@@ -143,10 +143,11 @@ def test_an_interior_and_a_border_call_of_the_fused_tiles_become_one_call_choosi
     tvm.ir.assert_structural_equal(common_tails(before), before)  # (without the choices: two calls, as before)
 
 
-def test_fused_calls_whose_windows_cannot_be_split_alike_stay() -> None:
-    """The border call's window is no single run (two rows of 9, 12 apart), so it cannot take the interior call's
-    3 rows of 6: both calls stay, as do calls that differ in an argument the choice does not allow (the zero
-    point)."""
+@pytest.mark.parametrize("zero_point, rows, row_len", [(3, 2, 9), (4, 3, 6)])
+def test_fused_calls_that_differ_where_no_choice_is_allowed_stay(zero_point: int, rows: int, row_len: int) -> None:
+    """(3, 2, 9): the border call's window is no single run (two rows of 9, 12 apart), so it cannot take the interior
+    call's 3 rows of 6; (4, 3, 6): the calls differ in the zero point, which the choice does not allow. Both calls
+    stay."""
 
     @T.prim_func(s_tir=True)
     def func(x: T.Buffer((48,), "int8"), w: T.Buffer((72,), "int8"), b: T.Buffer((4,), "int32"),
@@ -159,16 +160,7 @@ def test_fused_calls_whose_windows_cannot_be_split_alike_stay() -> None:
             else:
                 T.evaluate(T.call_intrin("int32", TILES, T.address_of(out[i * 4]), T.address_of(x[i * 6]),
                                          T.address_of(w[0]), T.address_of(b[0]), T.address_of(m[0]),
-                                         T.address_of(sh[0]), 3, 12, 18, 2, 9, 4))
-        for i in range(4):
-            if i < 2:
-                T.evaluate(T.call_intrin("int32", TILES, T.address_of(out[i * 4]), T.address_of(x[i * 6]),
-                                         T.address_of(w[0]), T.address_of(b[0]), T.address_of(m[0]),
-                                         T.address_of(sh[0]), 3, 12, 18, 3, 6, 4))
-            else:
-                T.evaluate(T.call_intrin("int32", TILES, T.address_of(out[i * 4]), T.address_of(x[i * 6]),
-                                         T.address_of(w[0]), T.address_of(b[0]), T.address_of(m[0]),
-                                         T.address_of(sh[0]), 4, 12, 18, 3, 6, 4))
+                                         T.address_of(sh[0]), zero_point, 12, 18, rows, row_len, 4))
 
     tvm.ir.assert_structural_equal(common_tails(func, HELIUM_TAIL_CHOICES), func)
 
