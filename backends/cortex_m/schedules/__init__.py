@@ -8,7 +8,8 @@ the helpers of `backends.cortex_m.helpers`.
   time product;
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
   pair's inputs widened once, across odd-width rows);
-- `border_window`: a padded convolution's border pixel copies its window once;
+- `border_window`: a padded convolution's border pixel copies its window once (on Helium cores each tap's run of at
+  least 16 channels one call of the ascending copy: `copied_runs`);
 - `requantize_epilogue`: a MAC kernel's int8 requantization loop over a channel tile as one call of the
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and

@@ -160,8 +160,8 @@ def _hoisted(stmt: tirx.Stmt, choices: Mapping[str, TailChoice]) -> tirx.Stmt:
     return tirx.SeqStmt([test, tail])
 
 
-def common_tails(func: tirx.PrimFunc, choices: Mapping[str, TailChoice] = {}) -> tirx.PrimFunc:
+def common_tails(func: tirx.PrimFunc, choices: Optional[Mapping[str, TailChoice]] = None) -> tirx.PrimFunc:
     """``func`` with each test in its loops whose two branches end with the same statement, or with calls of an op
-    of ``choices`` that its `TailChoice` makes one, running that statement once after the test (see the
-    module)."""
-    return with_root_loops_replaced(func, lambda loop: _hoisted(loop, choices))
+    of ``choices`` (None: none) that its `TailChoice` makes one, running that statement once after the test (see
+    the module)."""
+    return with_root_loops_replaced(func, lambda loop: _hoisted(loop, choices or {}))
