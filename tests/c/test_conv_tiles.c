@@ -1,11 +1,14 @@
 /* Unit test of the fused channel tiles (backends/cortex_m/helpers/templates/helium_conv_tiles.h.in, after
  * helium_lanes.h.in, the Helium dual MAC and requantization epilogue and the bundle's scalar requantization, with
  * the prefix lp): lp_conv_tiles_s8 and lp_conv_tiles_s8_b16 against the plain sums of their contract requantized by
- * the scalar helpers (lp_requantize_double, lp_saturate_int8), over every window of the window MAC tests
+ * the scalar helpers (lp_requantize_double, lp_saturate_int8), and their out-of-line copies lp_conv_tiles_shared_s8
+ * and _b16 and the pair tiles lp_pair_tiles_shared_s8 and _b16 (channel counts of whole tiles, the second pixel's
+ * inputs PAIR_X_STRIDE bytes on) the same way, over every window of the window MAC tests
  * (cortex_m_test_values.h: rows 0..3, row_len 0..35, three layouts, every byte alignment, mixed and minimum
  * values), channel counts 4..11 (whole tiles and every overlapping last tile), per-channel biases (int32 and
  * int16), multipliers
- * and shifts, zero points at either end; the bytes after the outputs must keep their value. Built by
+ * and shifts, zero points at either end; the bytes after the outputs must keep their value; a window of one run
+ * read as three rows gives the same outputs, and LP_CHOOSE evaluates only the address it chooses. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
  * (VMLADAVA, VQRDMULH). Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
@@ -16,6 +19,7 @@
 
 #define CHANNELS_MAX 11
 #define GUARD 3 /* bytes after the outputs that must keep their value */
+#define PAIR_X_STRIDE 3 /* the second pixel's inputs this many bytes after the first's (the pair tiles) */
 
 /* What the scalar loops the helper replaces store for output channel c. */
 static int8_t expected_out(const int8_t *x, const int8_t *w, const window_case *k, int32_t c, int32_t bias,
@@ -48,7 +52,7 @@ int main(void)
 {
     static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, 1277447166, 2004318071};
     static const int32_t zero_points[] = {-128, 0, 127, 5};
-    static int8_t x_store[440], w_store[CHANNELS_MAX * 110 + 8];
+    static int8_t x_store[440 + PAIR_X_STRIDE], w_store[CHANNELS_MAX * 110 + 8];
     uint32_t state = 7;
     int32_t failures = 0, cases = 0;
     for (int32_t i = 0; i < WINDOW_CASES; ++i) {
@@ -66,18 +70,76 @@ int main(void)
             multiplier[c] = multipliers[(i + c) % 5];
             shift[c] = (int8_t)(c % 3 == 2 ? 1 : -(int32_t)(4 + (i + c) % 8));
         }
-        int8_t out[CHANNELS_MAX + GUARD], out16[CHANNELS_MAX + GUARD];
+        int8_t out[CHANNELS_MAX + GUARD], out16[CHANNELS_MAX + GUARD], shared[CHANNELS_MAX + GUARD],
+            shared16[CHANNELS_MAX + GUARD];
         for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
-            out[c] = out16[c] = (int8_t)0x5a;
+            out[c] = out16[c] = shared[c] = shared16[c] = (int8_t)0x5a;
         }
         const int32_t returned = lp_conv_tiles_s8(out, x, w, bias, multiplier, shift, zero_point, k.x_row_stride,
                                                   k.w_channel_stride, k.rows, k.row_len, channels)
             | lp_conv_tiles_s8_b16(out16, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
-                                   k.w_channel_stride, k.rows, k.row_len, channels);
+                                   k.w_channel_stride, k.rows, k.row_len, channels)
+            | lp_conv_tiles_shared_s8(shared, x, w, bias, multiplier, shift, zero_point, k.x_row_stride,
+                                      k.w_channel_stride, k.rows, k.row_len, channels)
+            | lp_conv_tiles_shared_s8_b16(shared16, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
+                                          k.w_channel_stride, k.rows, k.row_len, channels);
         if ((returned != 0 || outputs_wrong(out, x, w, &k, channels, bias, multiplier, shift, zero_point)
-             || outputs_wrong(out16, x, w, &k, channels, bias, multiplier, shift, zero_point)) && failures++ < 8) {
+             || outputs_wrong(out16, x, w, &k, channels, bias, multiplier, shift, zero_point)
+             || outputs_wrong(shared, x, w, &k, channels, bias, multiplier, shift, zero_point)
+             || outputs_wrong(shared16, x, w, &k, channels, bias, multiplier, shift, zero_point)) && failures++ < 8) {
             printf("FAIL case %ld: %ld channels, rows %ld, row_len %ld\n", (long)i, (long)channels, (long)k.rows,
                    (long)k.row_len);
+        }
+        ++cases;
+        if (channels % 4 == 0) {
+            /* the pair tiles: two pixels, the second's inputs PAIR_X_STRIDE bytes on, its outputs after the first's */
+            int8_t pair[2 * (CHANNELS_MAX + GUARD)], pair16[2 * (CHANNELS_MAX + GUARD)];
+            for (int32_t c = 0; c < 2 * (CHANNELS_MAX + GUARD); ++c) {
+                pair[c] = pair16[c] = (int8_t)0x5a;
+            }
+            const int32_t pixel = CHANNELS_MAX + GUARD;
+            const int32_t paired = lp_pair_tiles_shared_s8(pair, x, w, bias, multiplier, shift, zero_point,
+                                                           k.x_row_stride, k.rows, k.row_len, PAIR_X_STRIDE, pixel,
+                                                           k.w_channel_stride, channels)
+                | lp_pair_tiles_shared_s8_b16(pair16, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
+                                              k.rows, k.row_len, PAIR_X_STRIDE, pixel, k.w_channel_stride, channels);
+            int wrong = paired != 0;
+            for (int32_t p = 0; p < 2; ++p) {
+                const int8_t *px = x + p * PAIR_X_STRIDE;
+                wrong |= outputs_wrong(pair + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point)
+                    | outputs_wrong(pair16 + p * pixel, px, w, &k, channels, bias, multiplier, shift, zero_point);
+            }
+            if (wrong && failures++ < 8) {
+                printf("FAIL case %ld pair tiles: %ld channels\n", (long)i, (long)channels);
+            }
+            ++cases;
+        }
+        if (k.rows == 1 && k.row_len % 3 == 0 && k.row_len > 0) {
+            /* one run of inputs read as three rows of a third each, rows their length apart (a copied border window
+               split like an interior one, backends/cortex_m/schedules/conv_tiles.py): the same outputs */
+            int8_t split[CHANNELS_MAX + GUARD];
+            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                split[c] = (int8_t)0x5a;
+            }
+            const int32_t third = k.row_len / 3;
+            lp_conv_tiles_s8(split, LP_CHOOSE(i % 2, x, x), w, bias, multiplier, shift, zero_point, third,
+                             k.w_channel_stride, 3, third, channels);
+            for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+                if (split[c] != out[c] && failures++ < 8) {
+                    printf("FAIL case %ld split in three rows: channel %ld\n", (long)i, (long)c);
+                }
+            }
+            ++cases;
+        }
+    }
+    {
+        /* LP_CHOOSE: the address its condition names, the other operand never evaluated */
+        static int8_t a[1], b[1];
+        int32_t evaluated = 0;
+        const int8_t *first = LP_CHOOSE(1, a, (++evaluated, b));
+        const int8_t *second = LP_CHOOSE(0, (++evaluated, a), b);
+        if ((first != a || second != b || evaluated != 0) && failures++ < 8) {
+            printf("FAIL LP_CHOOSE\n");
         }
         ++cases;
     }

@@ -19,7 +19,13 @@ table of operator kinds:
   more distance between the two buffers.
 - An address handed to a helper whose op has a `tvm_ext.tir.helper_access` record (the DSP MAC helpers) is an
   access too: the record gives the elements the call reaches from that address, its sizes read from the
-  call's constant arguments, and the address's index is bounded like a load's.
+  call's constant arguments, and the address's index is bounded like a load's. An argument may be a choice
+  (nested or not) between such addresses (an op registered by `helper_access.register_address_choice`: TIR has
+  no `Select` of pointers) or between constants (a `Select`): one call for an interior pixel and a border
+  pixel, `c ? &x[i] : &window[0]` and `c ? 512 : 96`. The call is then read once per case, each a truth value of
+  every distinct condition among its arguments (at most `SELECT_CONDITIONS`, else its pointers get no order),
+  each argument taking the branch its case names; a case whose truth values this pass's analysis proves
+  impossible is left out, as a branch that never runs is.
 - A kernel that uses an input or output pointer in any other way (an address handed to a helper without a
   record, a vector of unknown extent) or whose bounds are not finite gets no stream order for that pointer.
 """
@@ -31,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Union
 
+import tvm_ffi
 from tvm import ir, tirx
 from tvm.ir.prim import expr as prim
 from tvm.sym import Analyzer
@@ -38,9 +45,11 @@ from tvm.sym import Analyzer
 from memory_planner.api import Interval, StreamOrder
 from memory_planner.plan import DTYPE_BYTES, ParameterStream
 from tvm_ext.tir import tir_walk
-from tvm_ext.tir.helper_access import PointerAccess, helper_access
+from tvm_ext.tir.helper_access import PointerAccess, helper_access, is_address_choice
 
 PASSES_PER_LOOP = 256
+SELECT_CONDITIONS = 4
+"""At most this many distinct conditions of choices among one helper call's arguments (2**4 cases to read)."""
 _UNBOUNDED = 2**62  # const_int_bound reports an unknown bound as +-(2**63 - 1)
 
 
@@ -177,12 +186,75 @@ def _helper_calls(body: tirx.Stmt) -> Iterator[tuple[ir.Call, list[PointerAccess
 
 def _addresses(call: ir.Call, accesses: list[PointerAccess]) -> Iterator[tuple[ir.Call, PointerAccess]]:
     """Each pointer argument of `call` that its record describes and that is the address of a load
-    (``address_of(buffer[index])``), with its access."""
+    (``address_of(buffer[index])``), or each such address among the branches of a `Select` there, with its
+    access."""
     for access in accesses:
-        address = call.args[access.argument] if access.argument < len(call.args) else None
-        if isinstance(address, ir.Call) and address.op.name == "tirx.address_of" \
-                and len(address.args) == 1 and isinstance(address.args[0], ir.TensorLoad):
-            yield address, access
+        argument = call.args[access.argument] if access.argument < len(call.args) else None
+        for address in _choices(argument):
+            if isinstance(address, ir.Call) and address.op.name == "tirx.address_of" \
+                    and len(address.args) == 1 and isinstance(address.args[0], ir.TensorLoad):
+                yield address, access
+
+
+def _choice(expr: ir.Expr | None) -> tuple[ir.Expr, ir.Expr, ir.Expr] | None:
+    """(condition, value where it holds, value where not) of a choice: a `Select`, or a call of an op registered as
+    a choice between two addresses (`tvm_ext.tir.helper_access.register_address_choice`); None for anything else."""
+    if isinstance(expr, prim.Select):
+        return expr.condition, expr.true_value, expr.false_value
+    if isinstance(expr, ir.Call) and isinstance(expr.op, ir.Op) and is_address_choice(expr.op.name) \
+            and len(expr.args) == 3:
+        return expr.args[0], expr.args[1], expr.args[2]
+    return None
+
+
+def _choices(expr: ir.Expr | None) -> Iterator[ir.Expr | None]:
+    """The values `expr` may take through its choices (`_choice`; the branches of nested ones), `expr` itself where
+    it is no choice."""
+    choice = _choice(expr)
+    if choice is None:
+        yield expr
+    else:
+        yield from _choices(choice[1])
+        yield from _choices(choice[2])
+
+
+def _conditions(call: ir.Call) -> list[ir.Expr]:
+    """The distinct conditions (structurally) of the choices (`_choice`) at the roots of the arguments of `call`,
+    outermost first."""
+    found: list[ir.Expr] = []
+    stack = list(reversed(call.args))
+    while stack:
+        choice = _choice(stack.pop())
+        if choice is not None:
+            if not any(tvm_ffi.structural_equal(choice[0], known) for known in found):
+                found.append(choice[0])
+            stack += [choice[2], choice[1]]
+    return found
+
+
+def _chosen(expr: ir.Expr, conditions: list[ir.Expr], truths: tuple[bool, ...]) -> ir.Expr:
+    """`expr` with each choice (`_choice`) at its root replaced by the branch its condition's truth value (`truths[i]`
+    of `conditions[i]`) takes."""
+    while (choice := _choice(expr)) is not None:
+        truth = next(t for c, t in zip(conditions, truths) if tvm_ffi.structural_equal(choice[0], c))
+        expr = choice[1] if truth else choice[2]
+    return expr
+
+
+def _cases(call: ir.Call, analyzer: Analyzer) -> Iterator[ir.Call] | None:
+    """`call` with its arguments' choices (`_choice`) resolved, once per case (module docstring) the analysis does not
+    prove impossible; None when its arguments choose by more than SELECT_CONDITIONS distinct conditions."""
+    conditions = _conditions(call)
+    if not conditions:
+        return iter((call,))
+    if len(conditions) > SELECT_CONDITIONS:
+        return None
+
+    def possible(truths: tuple[bool, ...]) -> bool:
+        return not any(analyzer.can_prove(tirx.Not(c) if t else c) for c, t in zip(conditions, truths))
+
+    return (ir.Call(call.op, [_chosen(arg, conditions, truths) for arg in call.args], ret_ty=call.ty)
+            for truths in itertools.product((True, False), repeat=len(conditions)) if possible(truths))
 
 
 def _is_vector(indices) -> bool:
@@ -311,7 +383,22 @@ def _reachable(skeleton: list[_Item], analyzer: Analyzer) -> Iterator[ir.Node]:
 
 def _widen_by_call(bounds: dict[int, Interval | None], call: ir.Call, accesses: list[PointerAccess],
                    pointers: _Pointers, analyzer: Analyzer) -> None:
-    """Widen `bounds` by the elements a helper `call` reaches through the addresses its record describes."""
+    """Widen `bounds` by the elements a helper `call` reaches through the addresses its record describes, in each
+    of its cases (`_cases`) the analysis leaves possible."""
+    cases = _cases(call, analyzer)
+    if cases is None:  # too many cases to read: no bound for any parameter the call may reach
+        for address, _ in _addresses(call, accesses):
+            if (param := pointers.param_of(address.args[0].source)) is not None:
+                bounds[id(param)] = None
+        return
+    for case in cases:
+        _widen_by_case(bounds, case, accesses, pointers, analyzer)
+
+
+def _widen_by_case(bounds: dict[int, Interval | None], call: ir.Call, accesses: list[PointerAccess],
+                   pointers: _Pointers, analyzer: Analyzer) -> None:
+    """Widen `bounds` by the elements a helper `call` without `Select` arguments reaches through the addresses its
+    record describes."""
     arguments = [int(arg.value) if isinstance(arg, prim.IntImm) else None for arg in call.args]
     for address, access in _addresses(call, accesses):
         load = address.args[0]

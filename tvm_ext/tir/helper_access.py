@@ -16,6 +16,11 @@ pointer's own type) is a constant or the value of another argument of the call (
 call site). The set may be wider than what the helper touches (a wider bound only asks the planner for more
 distance between buffers), never narrower. A pointer argument a record does not list makes stream_order
 give no order for the parameter it points into.
+
+An address argument may also be a choice between two addresses: a call of an op registered with
+`register_address_choice`, ``op(condition, a, b)``, is the address `a` where `condition` holds, else `b`
+(TIR has no `Select` of pointers); stream_order reads the call once per branch, as it reads a `Select` of
+constants among the sizes.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ class HelperAccess:
 
 
 _ACCESS: dict[str, HelperAccess] = {}
+_ADDRESS_CHOICES: set[str] = set()
 
 
 def register_helper_access(op: str, access: HelperAccess) -> None:
@@ -88,3 +94,14 @@ def register_helper_access(op: str, access: HelperAccess) -> None:
 def helper_access(op: str) -> Optional[HelperAccess]:
     """The record registered for the op named `op`, or None."""
     return _ACCESS.get(op)
+
+
+def register_address_choice(op: str) -> None:
+    """State that a call ``op(condition, a, b)`` of the op named `op` is the address `a` where `condition` holds,
+    else the address `b` (module docstring)."""
+    _ADDRESS_CHOICES.add(op)
+
+
+def is_address_choice(op: str) -> bool:
+    """Whether the op named `op` was registered as a choice between two addresses."""
+    return op in _ADDRESS_CHOICES

@@ -34,8 +34,8 @@ class HelperCalls:
         return tuple(sorted(self.libraries, key=lambda library: library.name))
 
 
-_REGISTERED: set[str] = set()
-"""Every op `register_helper_call` registered."""
+_REGISTERED: dict[str, Callable[[tirx.Expr], tirx.Expr]] = {}
+"""Every op `register_helper_call` registered, with its lowering to C."""
 
 _CALLS: contextvars.ContextVar[Optional[HelperCalls]] = contextvars.ContextVar("tvm_ext_helper_calls", default=None)
 
@@ -64,14 +64,24 @@ def register_helper_call(op: str, library: HelperLibrary, helper_name: Callable[
         if calls is None:
             raise RuntimeError(f"{op} is C code of a tvm_ext bundle: generate it inside calls_to_helpers")
         calls.libraries.update((library, *library.needs))
-        return tirx.call_extern("int32", helper_name(calls.prefix), *call.args)
+        returns = "handle" if isinstance(call.ty, tvm.ir.PointerType) else "int32"
+        return tirx.call_extern(returns, helper_name(calls.prefix), *(_nested_to_c(arg) for arg in call.args))
 
-    _REGISTERED.add(op)
+    _REGISTERED[op] = to_c
     tvm.ir.register_op_attr(op, "TCallEffectKind", tirx.CallEffectKind.UpdateState.value)
     tvm.ir.register_op_attr(op, "TScriptPrinterName", op.replace(".", "_"))
     tirx.register_intrin_lowering(op, "c", f=to_c)
     if access is not None:
         register_helper_access(op, access)
+
+
+def _nested_to_c(arg: tirx.Expr) -> tirx.Expr:
+    """`arg`, an argument of a helper call being lowered to C, with a helper call at its root lowered too: TVM's
+    LowerIntrin does not visit a pointer-valued argument (a helper returning an address, such as an address
+    choice), so the call that passes it lowers it."""
+    if isinstance(arg, tvm.ir.Call) and isinstance(arg.op, tvm.ir.Op) and arg.op.name in _REGISTERED:
+        return _REGISTERED[arg.op.name](arg)
+    return arg
 
 
 def helper_calls_in(mod: tvm.IRModule) -> list[str]:

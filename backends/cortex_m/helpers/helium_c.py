@@ -24,7 +24,11 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
 - `helium_conv_tiles.h.in`: `<prefix>_conv_tiles_s8` (`_s8_b16`: int16 biases), every channel tile of one output pixel of an int8
   convolution or fully connected layer in one call: the dual MAC and the requantization
   epilogue above fused, each tile's accumulators starting at its biases and never stored
-  (`backends.cortex_m.schedules.conv_tiles`); no DSP twin, its portable C those two helpers;
+  (`backends.cortex_m.schedules.conv_tiles`); no DSP twin, its portable C those two helpers; its one out-of-line
+  copy per bundle `_conv_tiles_shared_s8` (`_b16`) and `<PREFIX>_CHOOSE`, the call and the address an interior
+  and a border pixel share (`backends.cortex_m.schedules.common_tails`); and `<prefix>_pair_tiles_shared_s8`
+  (`_b16`), a pixel pair's channel tiles (the two-pixel dual MAC and the epilogue) in one out-of-line copy per
+  bundle (`backends.cortex_m.schedules.pair_tiles`, HELIUM_PAIR_TILES);
 - `helium_fc_rows.h.in`: `<prefix>_fc_rows_s8` (`_s8_b16`: int16 biases), every channel of a per-tensor int8
   fully connected layer in one call of one out-of-line copy per bundle: each four-channel tile's dual MAC from the
   biases and its vector requantization by the layer's one multiplier and shift
@@ -97,6 +101,24 @@ def conv_tiles_helper_name(prefix: str, bias: str) -> str:
     """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the
     bundle `prefix`."""
     return bias_form(f"{prefix}_conv_tiles_s8", bias)
+
+
+def shared_conv_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused channel tiles' out-of-line copy for biases of type `bias` ("int32" or "int16") in the
+    bundle `prefix`."""
+    return bias_form(f"{prefix}_conv_tiles_shared_s8", bias)
+
+
+def shared_pair_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused pair tiles' out-of-line copy for biases of type `bias` ("int32" or "int16") in the
+    bundle `prefix`."""
+    return bias_form(f"{prefix}_pair_tiles_shared_s8", bias)
+
+
+def choose_helper_name(prefix: str) -> str:
+    """The C name of the address choice (``<PREFIX>_CHOOSE(inside, a, b)``, a macro of `helium_conv_tiles.h.in`)
+    in the bundle `prefix`."""
+    return f"{macro_prefix(prefix)}_CHOOSE"
 
 
 def fc_rows_helper_name(prefix: str, bias: str, form: str = "s8") -> str:

@@ -8,13 +8,15 @@ the helpers of `backends.cortex_m.helpers`.
   time product;
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
   pair's inputs widened once, across odd-width rows);
-- `border_window`: a padded convolution's border pixel copies its window once;
+- `border_window`: a padded convolution's border pixel copies its window once (on Helium cores each tap's run of at
+  least 16 channels one call of the ascending copy: `copied_runs`);
 - `requantize_epilogue`: a MAC kernel's int8 requantization loop over a channel tile as one call of the
   core's epilogue helper (a DSP core's written-out tile, Helium's vector one);
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
 - `pair_tiles` (DSP cores without MVE): after the epilogue calls, a convolution's pixel pair over all its channel
-  tiles as one call of the fused helper (inputs widened once, sums started at the biases);
+  tiles as one call of the fused helper (inputs widened once, sums started at the biases); on Helium cores, one
+  call of the pair's out-of-line tiles (`pair_tiles.HELIUM_PAIR_TILES`: the same dual MAC and epilogue calls);
 - `conv_tiles`: then a loop over an int8 convolution's channel tiles (zeroed
   accumulators, the dual MAC, the epilogue) as one call of the core's fused helper (Helium's, the DSP cores');
 - `depthwise_tiles`: then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
@@ -27,6 +29,8 @@ the helpers of `backends.cortex_m.helpers`.
   as one call of the family's shared row helper, one copy per bundle for every such layer;
 - `common_tails` (Helium): last, a statement both branches of a test end with (the MAC call after a copied
   window, inside the image or with the padding) once after the test: one inlined copy of the fused tiles, not two;
+  and the fused tiles' calls of an interior pixel and a border pixel's copied window as one call after the test,
+  its input's address and row stride chosen per pixel (`conv_tiles.HELIUM_TAIL_CHOICES`);
 - `helium_float` (Helium, and with `FPU_FLOAT_OPS` DSP cores with a scalar FPU: cortex-m4f, m7, m33): a float
   CONV_2D / FULLY_CONNECTED reduction tiled to output channels (one or two pixels) as one call of the float
   multiply-accumulate (Helium's four float lanes per vector; the scalar FPU's groups of eight channels)
@@ -60,11 +64,11 @@ from tvm import tirx
 from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules import pair_tiles
-from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_window_length,
-                                                        has_short_rows, window_buffer,
+from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_runs,
+                                                        copied_window_length, has_short_rows, window_buffer,
                                                         windowed_border)
 from backends.cortex_m.schedules.common_tails import common_tails
-from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
+from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, HELIUM_TAIL_CHOICES, conv_tiles_calls
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8, DSP_WINDOW_TAPS, HELIUM_TILES,
                                                           TileHelpers, depthwise_tiles_calls, dsp_replacement,
@@ -79,7 +83,7 @@ from backends.cortex_m.schedules.helium_qlinear import fits_qlinear_conv, helium
 from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles, helium_replacement
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
                                                       padded_float_calls)
-from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls, without_pair_scratch
+from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles_calls, without_pair_scratch
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
@@ -190,17 +194,21 @@ class HeliumMacSchedules(DualMacSchedules):
         out-of-line copy its kernels share (`TileHelpers.shared`: `helium_bundle_choice`)."""
 
     def epilogue_calls(self, func):
-        """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over
+        """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over a pixel
+        pair's channel tiles as one call of their out-of-line copy (`pair_tiles.HELIUM_PAIR_TILES`), each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
         channel-tiles helper (`conv_tiles`), each depthwise pixel's (`depthwise_tiles`), and a per-tensor fully
         connected layer's loop over its channel tiles as one call of the shared row helper (`fc_rows`); first, a padded
         float reduction's tiles whose window lies inside the image as calls of the float MAC
         (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
         activation as one call of the float epilogue (`helium_float.float_epilogue_calls`); last, a statement both
-        branches of a test end with (a copied window's MAC call) once after the test (`common_tails`)."""
+        branches of a test end with (a copied window's MAC call; the fused tiles' calls on an interior pixel's
+        inputs and on a border pixel's copied window) once after the test (`common_tails`)."""
         floats = float_epilogue_calls(padded_float_calls(func))
-        tiles = conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE))
-        return common_tails(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS))
+        epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
+        tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES))
+        return common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
+                                        HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
 
 
 def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:

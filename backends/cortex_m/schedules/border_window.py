@@ -44,7 +44,8 @@ from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_GROUP
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_replacement
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_PIXELS, with_padded_window
 from backends.cortex_m.schedules.pixel_pairs import paired_pixel_body
-from tvm_ext.tir.tir_walk import map_leaves, vars_read, walk
+from backends.cortex_m.schedules.extern_helpers import copy_call
+from tvm_ext.tir.tir_walk import map_child_stmts, map_leaves, vars_read, walk, with_root_loops_replaced
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,10 @@ class WindowedBorder:
     reduction: tirx.For
     window: tirx.Buffer
     padding: Optional[tirx.Stmt] = None
+
+
+WINDOW_COPY_BLOCK = "padded_window"
+"""The name of the block that copies a window (`_window_copy`)."""
 
 
 SHORT_ROW_BYTES = 16
@@ -278,7 +283,7 @@ def _window_copy(window: tirx.Buffer, guard, window_loops: list, test_axis: Opti
     source = inside.value.source
     reads = [tirx.BufferRegion(source, [tvm.ir.Range.from_min_extent(0, d) for d in source.shape])]
     writes = [tirx.BufferRegion(window, [tvm.ir.Range.from_min_extent(0, size) for size in window.shape])]
-    return s_tir.SBlockRealize([], True, s_tir.SBlock([], reads, writes, "padded_window", body))
+    return s_tir.SBlockRealize([], True, s_tir.SBlock([], reads, writes, WINDOW_COPY_BLOCK, body))
 
 
 def _update_reading_window(realize: s_tir.SBlockRealize, guard, window: tirx.Buffer, block_vars: list,
@@ -296,3 +301,28 @@ def _update_reading_window(realize: s_tir.SBlockRealize, guard, window: tirx.Buf
                              block.init, block.alloc_buffers, block.match_buffers, block.annotations)
     return s_tir.SBlockRealize(realize.iter_values, realize.predicate, new_block)
 
+
+
+def copied_runs(func: tirx.PrimFunc, shortest: int) -> tirx.PrimFunc:
+    """``func`` with each loop of its window copies (`_window_copy`'s blocks) that copies a run of at least
+    ``shortest`` elements from the input (a tap's channels inside the image) as one call of the ascending copy
+    (``extern_helpers.copy_call``: whole words, not one byte per load and store); every other loop, and any other
+    function, unchanged. The copy writes the same bytes: bit-exact."""
+
+    def runs(stmt: tirx.Stmt) -> tirx.Stmt:
+        if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) and int(stmt.extent) >= shortest \
+                and (call := copy_call(stmt)) is not None:
+            return call
+        return map_child_stmts(stmt, runs) if isinstance(stmt, (tirx.For, tirx.SeqStmt, tirx.IfThenElse)) else stmt
+
+    def in_copies(stmt: tirx.Stmt) -> tirx.Stmt:
+        if isinstance(stmt, s_tir.SBlockRealize) and stmt.block.name_hint == WINDOW_COPY_BLOCK:
+            block = stmt.block
+            return s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, s_tir.SBlock(
+                block.iter_vars, block.reads, block.writes, block.name_hint, runs(block.body), block.init,
+                block.alloc_buffers, block.match_buffers, block.annotations))
+        if isinstance(stmt, (s_tir.SBlockRealize, s_tir.SBlock)):
+            return stmt
+        return map_child_stmts(stmt, in_copies)
+
+    return with_root_loops_replaced(func, in_copies)

@@ -48,12 +48,14 @@ from tvm.sym import Analyzer
 
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_c import conv_tiles_helper_name as dsp_conv_tiles_helper_name
-from backends.cortex_m.helpers.helium_c import conv_tiles_helper_name
+from backends.cortex_m.helpers.helium_c import (choose_helper_name, conv_tiles_helper_name,
+                                                 shared_conv_tiles_helper_name)
 from backends.cortex_m.schedules import pixel_pairs
+from backends.cortex_m.schedules.common_tails import TailChoice
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_mac_helper
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
                                                               requantize_epilogue)
-from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
 from tvm_ext.tir.tir_walk import map_leaves, with_root_loops_replaced
 
 TILE = 4
@@ -74,6 +76,17 @@ DSP_CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_s8x4")
 for _ops, _name in ((CONV_TILES_OPS, conv_tiles_helper_name), (DSP_CONV_TILES_OPS, dsp_conv_tiles_helper_name)):
     for _bias, _op in _ops.items():
         register_mac_helper(_op, functools.partial(_name, bias=_bias), CONV_TILES_ACCESS)
+SHARED_CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_shared_s8")
+"""The fused helper's one out-of-line copy per bundle, per bias type: the same call as CONV_TILES_OPS'."""
+for _bias, _op in SHARED_CONV_TILES_OPS.items():
+    register_mac_helper(_op, functools.partial(shared_conv_tiles_helper_name, bias=_bias), CONV_TILES_ACCESS)
+CHOOSE_OP = "tvm_ext.choose_address"
+"""``choose_address(inside, a, b)``: the address a where inside holds, else b (``<PREFIX>_CHOOSE``), the input of a
+fused call shared by an interior pixel and a border pixel's copied window (`common_tails`)."""
+register_mac_helper(CHOOSE_OP, choose_helper_name)
+register_address_choice(CHOOSE_OP)
+_X, _X_ROW_STRIDE, _ROWS, _ROW_LEN = 1, 7, 9, 10
+"""The positions of the fused call's input address and window sizes among its arguments (CONV_TILES_ACCESS)."""
 
 
 @dataclass(frozen=True)
@@ -365,3 +378,46 @@ def conv_tiles_calls(func: tirx.PrimFunc, helpers: ConvTileHelpers = HELIUM_CONV
     unchanged."""
     return with_root_loops_replaced(
         func, lambda loop, enclosing: conv_tiles_call(loop, enclosing, helpers), enclosing=True)
+
+
+def _window_sizes(call: tvm.ir.Call) -> Optional[tuple[int, int, int]]:
+    """The input row stride, rows and row length of a fused call (constants), else None."""
+    sizes = [call.args[i] for i in (_X_ROW_STRIDE, _ROWS, _ROW_LEN)]
+    return tuple(int(size) for size in sizes) if all(isinstance(s, tirx.IntImm) for s in sizes) else None
+
+
+def _split_like(call: tvm.ir.Call, other: tvm.ir.Call) -> Optional[tvm.ir.Call]:
+    """``call`` (a fused call) with its window in ``other``'s rows where its inputs are one run (one row, or rows
+    their length apart) of as many elements as ``other``'s window: the same elements, read in the same order
+    (the weights of a channel are one run either way), so the same sums; ``call`` itself where the rows already
+    agree; None otherwise."""
+    mine, theirs = _window_sizes(call), _window_sizes(other)
+    if mine is None or theirs is None:
+        return None
+    (stride, rows, row_len), (_, other_rows, other_len) = mine, theirs
+    if (rows, row_len) == (other_rows, other_len):
+        return call
+    if (rows > 1 and stride != row_len) or rows * row_len != other_rows * other_len:
+        return None
+    args = list(call.args)
+    args[_X_ROW_STRIDE], args[_ROWS], args[_ROW_LEN] = (tirx.const(value, "int32")
+                                                          for value in (other_len, other_rows, other_len))
+    return tvm.ir.Call(call.op, args, call.attrs, ret_ty=call.ty)
+
+
+def _aligned(a: tvm.ir.Call, b: tvm.ir.Call) -> Optional[tuple[tvm.ir.Call, tvm.ir.Call]]:
+    """Two fused calls with their windows in the same rows (`_split_like`: the copied window's in the other's, where
+    one is a copy), else None."""
+    if (b_split := _split_like(b, a)) is not None and not b_split.same_as(b):
+        return a, b_split
+    if (a_split := _split_like(a, b)) is not None:
+        return a_split, b
+    return None
+
+
+HELIUM_TAIL_CHOICES = {op: TailChoice(CHOOSE_OP, frozenset({_X}), frozenset({_X_ROW_STRIDE}), _aligned,
+                                      SHARED_CONV_TILES_OPS[bias]) for bias, op in CONV_TILES_OPS.items()}
+"""The Helium schedules' `common_tails` choices: how a test's two fused calls (an interior pixel's on its inputs in
+place, a border pixel's on its copied window) become one after the test: only the input's address and row stride
+may differ, once the copied window is split into the other's rows; the call is then the bundle's one out-of-line
+copy (its stride read at run time either way)."""

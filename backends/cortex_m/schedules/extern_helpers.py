@@ -77,7 +77,7 @@ def extern_helper_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (one TE extern stage: a root block around its statements) with each loop nest of a form
     above replaced by its helper's call (outermost nests first); any other function unchanged."""
     return with_root_loops_replaced(
-        func, lambda loop: (_interleaved_mac_call(loop) or _mac_call(loop) or _copy_call(loop)
+        func, lambda loop: (_interleaved_mac_call(loop) or _mac_call(loop) or copy_call(loop)
                             or _window_max_call(loop) or _max_call(loop)))
 
 
@@ -168,7 +168,7 @@ def _init_load(block: s_tir.SBlock, reduction) -> Optional[object]:
     return init.value
 
 
-def _copy_call(loop: tirx.For) -> Optional[tirx.Stmt]:
+def copy_call(loop: tirx.For) -> Optional[tirx.Stmt]:
     """The ascending copy's call for ``loop`` when it is ``dst[..] = src[..]`` with both indices stepping one
     element per iteration from 0 (every other variable fixed), else None."""
     store = loop.body

@@ -14,7 +14,9 @@ from tvm import tirx
 from tvm.script import tirx as T
 
 from backends.cortex_m.schedules.common_tails import common_tails
-from test_requantize_epilogue import bit_exact_bundle, needs_cross_tools
+from backends.cortex_m.schedules.conv_tiles import (CHOOSE_OP, CONV_TILES_OPS, HELIUM_TAIL_CHOICES,
+                                                   SHARED_CONV_TILES_OPS)
+from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes, needs_cross_tools
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build
 
 
@@ -96,6 +98,95 @@ def test_a_last_statement_using_what_both_branches_bind_stays() -> None:
     func = tirx.PrimFunc([], tirx.For(i, 0, 8, tirx.ForKind.SERIAL, test))
 
     tvm.ir.assert_structural_equal(common_tails(func), func)
+
+
+TILES = CONV_TILES_OPS["int32"]
+
+
+def test_an_interior_and_a_border_call_of_the_fused_tiles_become_one_call_choosing_its_input() -> None:
+    """Before: the interior pixel's call reads its 3 rows of 6 inputs in place (row stride 12), the border pixel's
+    its copied window (one run of 18). Expected: the copy split into the same 3 rows of 6 (row stride 6), then one
+    call after the test, its input the choice of the two addresses and its row stride the choice of 12 and 6: a call
+    of the fused tiles' one out-of-line copy (its stride read at run time either way)."""
+
+    @T.prim_func(s_tir=True)
+    def before(x: T.Buffer((48,), "int8"), w: T.Buffer((72,), "int8"), b: T.Buffer((4,), "int32"),
+               m: T.Buffer((4,), "int32"), sh: T.Buffer((4,), "int8"), out: T.Buffer((16,), "int8")):
+        window = T.sblock_alloc_buffer((18,), "int8")
+        for i in range(4):
+            if 1 <= i and i < 3:
+                T.evaluate(T.call_intrin("int32", TILES, T.address_of(out[i * 4]), T.address_of(x[i * 6 - 6]),
+                                         T.address_of(w[0]), T.address_of(b[0]), T.address_of(m[0]),
+                                         T.address_of(sh[0]), 3, 12, 18, 3, 6, 4))
+            else:
+                for k in range(18):
+                    window[k] = T.int8(-128)
+                T.evaluate(T.call_intrin("int32", TILES, T.address_of(out[i * 4]), T.address_of(window[0]),
+                                         T.address_of(w[0]), T.address_of(b[0]), T.address_of(m[0]),
+                                         T.address_of(sh[0]), 3, 18, 18, 1, 18, 4))
+
+    @T.prim_func(s_tir=True)
+    def after(x: T.Buffer((48,), "int8"), w: T.Buffer((72,), "int8"), b: T.Buffer((4,), "int32"),
+              m: T.Buffer((4,), "int32"), sh: T.Buffer((4,), "int8"), out: T.Buffer((16,), "int8")):
+        window = T.sblock_alloc_buffer((18,), "int8")
+        for i in range(4):
+            if not (1 <= i and i < 3):
+                for k in range(18):
+                    window[k] = T.int8(-128)
+            T.evaluate(T.call_intrin("int32", SHARED_CONV_TILES_OPS["int32"], T.address_of(out[i * 4]),
+                                     T.call_intrin("handle", CHOOSE_OP, 1 <= i and i < 3, T.address_of(x[i * 6 - 6]),
+                                                   T.address_of(window[0])),
+                                     T.address_of(w[0]), T.address_of(b[0]), T.address_of(m[0]),
+                                     T.address_of(sh[0]), 3, T.Select(1 <= i and i < 3, 12, 6), 18, 3, 6, 4))
+
+    tvm.ir.assert_structural_equal(common_tails(before, HELIUM_TAIL_CHOICES), after.with_attr("global_symbol", "before"))
+    tvm.ir.assert_structural_equal(common_tails(before), before)  # (without the choices: two calls, as before)
+
+
+@pytest.mark.parametrize("zero_point, rows, row_len", [(3, 2, 9), (4, 3, 6)])
+def test_fused_calls_that_differ_where_no_choice_is_allowed_stay(zero_point: int, rows: int, row_len: int) -> None:
+    """(3, 2, 9): the border call's window is no single run (two rows of 9, 12 apart), so it cannot take the interior
+    call's 3 rows of 6; (4, 3, 6): the calls differ in the zero point, which the choice does not allow. Both calls
+    stay."""
+
+    @T.prim_func(s_tir=True)
+    def func(x: T.Buffer((48,), "int8"), w: T.Buffer((72,), "int8"), b: T.Buffer((4,), "int32"),
+             m: T.Buffer((4,), "int32"), sh: T.Buffer((4,), "int8"), out: T.Buffer((16,), "int8")):
+        for i in range(4):
+            if i < 2:
+                T.evaluate(T.call_intrin("int32", TILES, T.address_of(out[i * 4]), T.address_of(x[i * 6]),
+                                         T.address_of(w[0]), T.address_of(b[0]), T.address_of(m[0]),
+                                         T.address_of(sh[0]), 3, 12, 18, 3, 6, 4))
+            else:
+                T.evaluate(T.call_intrin("int32", TILES, T.address_of(out[i * 4]), T.address_of(x[i * 6]),
+                                         T.address_of(w[0]), T.address_of(b[0]), T.address_of(m[0]),
+                                         T.address_of(sh[0]), zero_point, 12, 18, rows, row_len, 4))
+
+    tvm.ir.assert_structural_equal(common_tails(func, HELIUM_TAIL_CHOICES), func)
+
+
+@needs_cross_tools
+def test_a_helium_3x3_convolution_calls_its_fused_tiles_once_for_interior_and_border_pixels(tmp_path) -> None:
+    """A padded 3x3 convolution of 16 channels (SAME): its unpaired pixels, inside the image or with the copied
+    window (each tap's 16 channels one call of the ascending copy), run one call of the fused tiles' out-of-line
+    copy (the input and its row stride chosen per pixel), bit-exact with TFLite Micro under QEMU mps3-an547, and on
+    the host (the helpers' portable C)."""
+    pytest.importorskip("tflite")
+    pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+    weights = (np.arange(16 * 3 * 3 * 16) * 37 % 255 - 127).astype("int8").reshape(16, 3, 3, 16)
+    tensors = [Tensor("x", (1, 7, 7, 16), "int8", Quantization((0.05,), (-3,))),
+               Tensor("w", (16, 3, 3, 16), "int8", Quantization(tuple(0.002 + 0.0005 * (o % 3) for o in range(16)),
+                                                             (0,) * 16, 0), weights),
+               Tensor("b", (16,), "int32", Quantization(tuple(0.0001 for _ in range(16)), (0,) * 16, 0),
+                      np.arange(-800, 800, 100, dtype="int32")),
+               Tensor("y", (1, 7, 7, 16), "int8", Quantization((0.1,), (-5,)))]
+    conv = Operator("CONV_2D", (0, 1, 2), (3,), Options("Conv2DOptions", {"Padding": 0, "StrideW": 1, "StrideH": 1}))
+    bundle, kernels = bit_exact_bundle(tmp_path, "conv3x3", build(Model(tensors, [conv], (0,), (3,))), "cortex-m55",
+                                       "mps3-an547")
+    assert len(re.findall(r"_conv_tiles_shared_s8(?:_b16)?\(", kernels)) == 1 and "_CHOOSE(" in kernels, kernels
+    assert "_conv_tiles_s8" not in kernels and "_copy_ascending(" in kernels, kernels
+    assert "_pair_tiles_shared_s8" in kernels, kernels  # (its pairs: backends/cortex_m/schedules/pair_tiles.py)
+    host_selftest_passes(bundle.out_dir)
 
 
 @needs_cross_tools

@@ -16,6 +16,7 @@ import pytest
 from tvm.script import tirx as T
 
 from memory_planner.api import StreamOrder
+from backends.cortex_m.schedules.conv_tiles import CHOOSE_OP
 from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_MAC_OP
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP
 from backends.cortex_m.schedules.extern_helpers import COPY_OP
@@ -99,6 +100,62 @@ def test_a_helper_size_that_is_not_a_constant_gives_no_order() -> None:
                                      T.address_of(w[0]), 8, 8, i, 8))
 
     assert streams_by_pair(func) == {}
+
+
+def test_a_size_chosen_by_a_select_is_bounded_per_case() -> None:
+    """Before: a `Select` among the sizes was no constant, so neither input got an order. Expected: each pass reads
+    the branch its analysis proves: row stride 8 for i < 2 (x bytes [8i, 8i + 12): rows at 8i and 8i + 8), 4 after
+    (bytes [8i, 8i + 8)); the weights' bounds do not depend on the stride."""
+
+    @T.prim_func
+    def func(x: T.Buffer((40,), "int8"), w: T.Buffer((32,), "int8"), out: T.Buffer((16,), "int32")):
+        for i in range(4):
+            T.evaluate(T.call_intrin("int32", DUAL_MAC_OP, T.address_of(out[i * 4]), T.address_of(x[i * 8]),
+                                     T.address_of(w[0]), T.Select(i < 2, 8, 4), 8, 2, 4))
+
+    streams = streams_by_pair(func)
+    writes = tuple((16 * i, 16 * i + 16) for i in range(4))
+    assert streams[(0, 0)] == StreamOrder(((0, 12), (8, 20), (16, 24), (24, 32)), writes)
+    assert streams[(0, 1)] == StreamOrder(((0, 32),) * 4, writes)
+
+
+def test_a_choice_of_addresses_is_bounded_per_case() -> None:
+    """Before: an address handed through the address choice (`conv_tiles.CHOOSE_OP`, the shared call of an interior
+    and a border pixel) was an address the records did not describe: no order for x nor y. Expected: for i < 2
+    the call reads x from 8i with row stride 4 (bytes [8i, 8i + 8)), after that y from 8(i - 2) with row stride 8
+    (bytes [8(i - 2), 8(i - 2) + 12)); the other branch's address, whose element the kernel names but the call
+    does not read in that pass, adds that element (x[8i] for i >= 2) or nothing (y's index below 0)."""
+
+    @T.prim_func
+    def func(x: T.Buffer((32,), "int8"), y: T.Buffer((32,), "int8"), w: T.Buffer((32,), "int8"),
+             out: T.Buffer((16,), "int32")):
+        for i in range(4):
+            T.evaluate(T.call_intrin("int32", DUAL_MAC_OP, T.address_of(out[i * 4]),
+                                     T.call_intrin("handle", CHOOSE_OP, i < 2, T.address_of(x[i * 8]),
+                                                   T.address_of(y[i * 8 - 16])),
+                                     T.address_of(w[0]), T.Select(i < 2, 4, 8), 8, 2, 4))
+
+    streams = streams_by_pair(func)
+    writes = tuple((16 * i, 16 * i + 16) for i in range(4))
+    assert streams[(0, 0)] == StreamOrder(((0, 8), (8, 16), (16, 17), (24, 25)), writes)
+    assert streams[(0, 1)] == StreamOrder(((0, 0), (0, 0), (0, 12), (8, 20)), writes)
+
+
+def test_a_choice_the_pass_cannot_decide_is_bounded_by_both_cases() -> None:
+    """The condition reads the inner loop's variable, and the passes are the outer loop's iterations (200 x 2
+    iterations exceed PASSES_PER_LOOP), so every pass runs both cases: x from 8i with stride 4 and from 8i + 4
+    with stride 8, bytes [8i, 8i + 16)."""
+
+    @T.prim_func
+    def func(x: T.Buffer((1608,), "int8"), w: T.Buffer((32,), "int8"), out: T.Buffer((1600,), "int32")):
+        for i in range(200):
+            for j in range(2):
+                T.evaluate(T.call_intrin("int32", DUAL_MAC_OP, T.address_of(out[i * 8 + j * 4]),
+                                         T.call_intrin("handle", CHOOSE_OP, j < 1, T.address_of(x[i * 8]),
+                                                       T.address_of(x[i * 8 + 4])),
+                                         T.address_of(w[0]), T.Select(j < 1, 4, 8), 8, 2, 4))
+
+    assert streams_by_pair(func)[(0, 0)].reads == tuple((8 * i, 8 * i + 16) for i in range(200))
 
 
 def _conv_chain_model() -> bytes:

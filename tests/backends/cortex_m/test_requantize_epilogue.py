@@ -89,15 +89,18 @@ def bit_exact_bundle(tmp_path, name: str, model_bytes: bytes, target: str, board
 @needs_cross_tools
 def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "epilogues", _epilogue_model(), "cortex-m55", "mps3-an547")
-    assert re.search(r"_requantize_s8\(", kernels), kernels
+    # the 3x3 layer's pixel pairs: the dual MAC's and the epilogue's calls of their channel tiles in one call of the
+    # out-of-line pair tiles (backends/cortex_m/schedules/pair_tiles.py, HELIUM_PAIR_TILES)
+    assert re.search(r"_pair_tiles_shared_s8\(", kernels), kernels
     # the depthwise layer (int16 biases, one tile of 8) requantizes inside its fused call, the bundle's one 3x3
     # depthwise kernel's interior inlined (no copy to share: backends/cortex_m/schedules/depthwise_tiles.py,
     # shared_tiles)
     assert re.search(r"_depthwise_tiles_s8_b16\(", kernels), kernels
     # one pixel's channel tiles in one call of the fused helper, the tiles' accumulators never stored
     # (backends/cortex_m/schedules/conv_tiles.py): the 1x1 layer's pixels (int16 biases), the 3x3 layer's
-    # unpaired ones (int32 biases; its pairs keep the epilogue's calls)
-    assert re.search(r"_conv_tiles_s8_b16\(", kernels) and re.search(r"_conv_tiles_s8\(", kernels), kernels
+    # unpaired ones (int32 biases), inside the image or on a copied window, through one out-of-line copy
+    # (backends/cortex_m/schedules/common_tails.py)
+    assert re.search(r"_conv_tiles_s8_b16\(", kernels) and re.search(r"_conv_tiles_shared_s8\(", kernels), kernels
     assert "_requantize_double_small(" in kernels  # the per-tensor layer's epilogue, left scalar
     assert "vqrdmulhq_s32(" in (bundle.out_dir / f"{bundle.plan.model}_internal.h").read_text()
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable lanes
