@@ -54,6 +54,7 @@ from tvm_ext.kernels.zero_point_fold import fold_zero_point_into_bias
 from tvm_ext.layers import OPAQUE_PATTERN, Layers, bindings_of, carry_layers, with_layers
 from tvm_ext.patch_geometry import (Range, Region, WindowStage, patch_regions, readers_of, receptive_rows, split,
                                     stream_rows, top_stage, valid_cuts)
+from tvm_ext.transform.sequence_rows import sequences_as_rows
 
 _WINDOW_OPS = ("relax.nn.conv2d", "relax.nn.max_pool2d", "relax.nn.avg_pool2d")
 _UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.nn.leakyrelu", "relax.astype")
@@ -487,7 +488,10 @@ class RunPrefixInPatches:
         self.rounding = Rounding(rounding)  # the int8 requantization's (a dense tail's, summed band by band)
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
-        before = mod["main"]
+        before = sequences_as_rows(mod["main"])  # a 1-D convolution network's sequences as rows (else as it is)
+        if not before.same_as(mod["main"]):
+            mod = tvm.IRModule({**{gv: f for gv, f in mod.functions.items() if gv.name_hint != "main"},
+                                mod.get_global_var("main"): before}, attrs=mod.attrs)
         chain = window_chain(before)
         if chain is None or not 1 <= self.cut <= len(chain.stages):
             stages = 0 if chain is None else len(chain.stages)
