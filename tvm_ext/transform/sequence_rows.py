@@ -32,6 +32,7 @@ run; the default compile does not take it, so its bundles are those of the graph
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import tvm
@@ -118,6 +119,22 @@ def sequences_as_rows(func: relax.Function) -> relax.Function:
     return main
 
 
+def dataflow_of(func: relax.Function, vars_in: Callable[[relax.Expr], list[relax.Var]] = vars_read
+                ) -> tuple[dict[relax.Var, list[relax.Binding]], set[relax.Var], set[relax.Var]]:
+    """Of `func`'s bindings: each var's readers (in order), the vars its result reads, and the vars computed from
+    its inputs (the others from constants alone); `vars_in` finds the vars an expression reads."""
+    bindings = bindings_of(func)
+    readers: dict[relax.Var, list[relax.Binding]] = {}
+    for binding in bindings:
+        for var in vars_in(binding.value):
+            readers.setdefault(var, []).append(binding)
+    computed = set(func.params)
+    for binding in bindings:
+        if any(var in computed for var in vars_in(binding.value)):
+            computed.add(binding.var)
+    return readers, set(vars_in(func.body.body)), computed
+
+
 # The rewrite of a binding (`_Plan.actions`): a view (no binding), a folded binding (no binding: its
 # convolution computes it), or one computed on the rows (elementwise, pad, conv, mean).
 VIEW, FOLDED, ELEMENTWISE, PAD, CONV, MEAN = "view", "folded", "elementwise", "pad", "conv", "mean"
@@ -138,15 +155,7 @@ def _plan(func: relax.Function) -> _Plan:
     rows where a 1-D convolution reads it (`seeds`); from there each binding that reads one in a way a rule
     takes follows it."""
     bindings = bindings_of(func)
-    readers: dict[relax.Var, list[relax.Binding]] = {}
-    for binding in bindings:
-        for var in vars_read(binding.value):
-            readers.setdefault(var, []).append(binding)
-    outputs = set(vars_read(func.body.body))
-    computed = set(func.params)
-    for binding in bindings:
-        if any(var in computed for var in vars_read(binding.value)):
-            computed.add(binding.var)
+    readers, outputs, computed = dataflow_of(func)
     forms: dict[relax.Var, _Sequence] = {}  # the tensors in rows: original var -> its form
     actions: dict[relax.Var, str] = {}
     folded_pads: dict[relax.Var, relax.Binding] = {}
