@@ -219,3 +219,58 @@ def residual_model(image: tuple[int, int], channels: int = 4, seed: int = 0) -> 
                                                      _quantization((0.06,), -110)), options, version=2)
     b.outputs.append(pooled)
     return build(b.model())
+
+
+def tcn_model(steps: int = 23, features: int = 5, channels: int = 8, dilations: tuple[int, ...] = (1, 2, 3),
+              seed: int = 0) -> bytes:
+    """A causal dilated 1-D convolution network (a TCN) as TFLite's converter writes Keras' Conv1D: int8 input
+    1 x `steps` x `features` -> per dilation d: PAD of 2d steps before the first (with the zero point) -> RESHAPE
+    to 1 x 1 x (steps + 2d) x C -> CONV_2D 1x3 VALID, dilation 1 x d (RELU, per-channel weights) -> RESHAPE to
+    1 x steps x `channels`, from the second on added to the block's input (an ADD of two sequences: a residual),
+    then a MEAN over time ([1, channels], keep_dims false), the output; every zero point non-zero (a wrong
+    padding value shows)."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    q = _quantization((0.05,), -3)
+    x = b.add(Tensor("input", (1, steps, features), "int8", q))
+    b.inputs.append(x)
+
+    def shape_of(name: str, shape: tuple[int, ...]) -> int:
+        return b.add(Tensor(f"{name}/shape", (len(shape),), "int32", None, np.array(shape, np.int32)))
+
+    def conv1d(data: int, cin: int, dilation: int, name: str, data_q: Quantization) -> tuple[int, Quantization]:
+        paddings = b.add(Tensor(f"{name}/paddings", (3, 2), "int32", None,
+                                np.array([[0, 0], [2 * dilation, 0], [0, 0]], np.int32)))
+        padded = b.op("PAD", (data, paddings), Tensor(f"{name}/pad", (1, steps + 2 * dilation, cin), "int8", data_q))
+        image_shape = (1, 1, steps + 2 * dilation, cin)
+        image = b.op("RESHAPE", (padded, shape_of(f"{name}/image", image_shape)),
+                     Tensor(f"{name}/image", image_shape, "int8", data_q),
+                     Options("ReshapeOptions", {"NewShape": image_shape}))
+        scales = tuple(0.004 + 0.002 * (c % 4) for c in range(channels))
+        w = b.add(Tensor(f"{name}/w", (channels, 1, 3, cin), "int8", Quantization(scales, (0,) * channels, 0),
+                         rng.integers(-127, 128, (channels, 1, 3, cin)).astype(np.int8)))
+        bias = b.add(Tensor(f"{name}/b", (channels,), "int32",
+                            Quantization(tuple(data_q.scales[0] * s for s in scales), (0,) * channels),
+                            rng.integers(-2000, 2000, channels).astype(np.int32)))
+        out_q = _quantization((0.04 + 0.01 * dilation,), -128)
+        options = Options("Conv2DOptions", {"Padding": VALID, "StrideW": 1, "StrideH": 1, "DilationWFactor": dilation,
+                                            "DilationHFactor": 1, "FusedActivationFunction": 1})  # RELU
+        conv = b.op("CONV_2D", (image, w, bias), Tensor(name, (1, 1, steps, channels), "int8", out_q), options,
+                    version=3)
+        sequence_shape = (1, steps, channels)
+        return b.op("RESHAPE", (conv, shape_of(f"{name}/sequence", sequence_shape)),
+                    Tensor(f"{name}/sequence", sequence_shape, "int8", out_q),
+                    Options("ReshapeOptions", {"NewShape": sequence_shape})), out_q
+
+    x, q = conv1d(x, features, dilations[0], "conv0", q)
+    for i, dilation in enumerate(dilations[1:], start=1):
+        y, y_q = conv1d(x, channels, dilation, f"conv{i}", q)
+        sum_q = _quantization((0.07,), -100 + i)
+        x = b.op("ADD", (x, y), Tensor(f"add{i}", (1, steps, channels), "int8", sum_q),
+                 Options("AddOptions", {"FusedActivationFunction": 1}), version=2)
+        q = sum_q
+    axes = b.add(Tensor("mean/axes", (1,), "int32", None, np.array((1,), np.int32)))
+    mean = b.op("MEAN", (x, axes), Tensor("mean", (1, channels), "int8", _quantization((0.03,), 11)),
+                Options("ReducerOptions", {"KeepDims": False}), version=2)
+    b.outputs.append(mean)
+    return build(b.model())

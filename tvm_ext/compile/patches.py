@@ -101,9 +101,12 @@ class PatchFacts:
 
 
 def _window_chain(func):
+    """The window chain of `func` as RunPrefixInPatches finds it: of its 1-D convolution network's sequences as
+    rows (tvm_ext.transform.sequence_rows), if it has one."""
     from tvm_ext.transform.patch_prefix import window_chain  # TVM: imported once a compile runs the passes
+    from tvm_ext.transform.sequence_rows import sequences_as_rows
 
-    return window_chain(func)
+    return window_chain(sequences_as_rows(func))
 
 
 def plans_of(func) -> list[PatchPlan]:
@@ -240,7 +243,9 @@ def cut_of(plan: PatchPlan) -> PatchCut:
 def cut_layer(func, cut: int) -> str:
     """The label of the model layer whose output window stage `cut` of `func`'s chain ends with."""
     from tvm_ext.layers import Layers, bindings_of
+    from tvm_ext.transform.sequence_rows import sequences_as_rows
 
+    func = sequences_as_rows(func)
     chain = _window_chain(func)
     output = chain.bindings[chain.stages[cut - 1].output].var
     position = next(i for i, b in enumerate(bindings_of(func)) if b.var.same_as(output))

@@ -16,7 +16,9 @@ frontend's quantize/dequantize pattern of every layer, so the lowering gives eac
 as the whole layer (smaller shapes, border padding only), and the concatenation joins the int8 pieces
 themselves (the lowering's CONCATENATION of int8 tensors: a copy).
 
-The prefix is a chain from a model input (or from its reshape into an NHWC image: micro_speech's flat features):
+The prefix is a chain from a model input (or from its reshape into an NHWC image: micro_speech's flat features; a
+1-D convolution network's sequences [1, T, C] are first made images of T rows, `RunPrefixInPatches` taking
+`tvm_ext.transform.sequence_rows.sequences_as_rows` of `main`, its causal PADs folded into the convolutions):
 each of its tensors read by window operators in NHWC (conv2d,
 max_pool2d, avg_pool2d, not ceil mode), elementwise ones (quantize, dequantize, clip, relu, leaky relu, and add,
 subtract, multiply, maximum, minimum with a tensor constant over the channels) with one operand on the chain,
@@ -54,6 +56,7 @@ from tvm_ext.kernels.zero_point_fold import fold_zero_point_into_bias
 from tvm_ext.layers import OPAQUE_PATTERN, Layers, bindings_of, carry_layers, with_layers
 from tvm_ext.patch_geometry import (Range, Region, WindowStage, patch_regions, readers_of, receptive_rows, split,
                                     stream_rows, top_stage, valid_cuts)
+from tvm_ext.transform.sequence_rows import dataflow_of, sequences_as_rows
 
 _WINDOW_OPS = ("relax.nn.conv2d", "relax.nn.max_pool2d", "relax.nn.avg_pool2d")
 _UNARY_OPS = ("relax.dequantize", "relax.quantize", "relax.clip", "relax.nn.relu", "relax.nn.leakyrelu", "relax.astype")
@@ -125,15 +128,8 @@ def window_chain(func: relax.Function) -> WindowChain | None:
     """The longest window chain from one of `func`'s inputs (the first with the most stages), or None when
     no input starts a chain of at least two window stages."""
     bindings = bindings_of(func)
-    readers: dict[relax.Var, list[relax.Binding]] = {}
-    for binding in bindings:
-        for var in _vars_in(binding.value):
-            readers.setdefault(var, []).append(binding)
-    outputs = set(_vars_in(func.body.body))
-    computed = set(func.params)  # the vars computed from an input: the chain's operators read none but its own
-    for binding in bindings:
-        if any(var in computed for var in _vars_in(binding.value)):
-            computed.add(binding.var)
+    # computed: the vars computed from an input (the chain's operators read none but its own)
+    readers, outputs, computed = dataflow_of(func, _vars_in)
     best = None
     for source in _sources(func, bindings):
         chain = _chain_from(source, bindings, readers, outputs, computed)
@@ -487,7 +483,10 @@ class RunPrefixInPatches:
         self.rounding = Rounding(rounding)  # the int8 requantization's (a dense tail's, summed band by band)
 
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
-        before = mod["main"]
+        before = sequences_as_rows(mod["main"])  # a 1-D convolution network's sequences as rows (else as it is)
+        if not before.same_as(mod["main"]):
+            mod = tvm.IRModule({**{gv: f for gv, f in mod.functions.items() if gv.name_hint != "main"},
+                                mod.get_global_var("main"): before}, attrs=mod.attrs)
         chain = window_chain(before)
         if chain is None or not 1 <= self.cut <= len(chain.stages):
             stages = 0 if chain is None else len(chain.stages)

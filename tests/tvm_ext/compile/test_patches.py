@@ -18,7 +18,7 @@ from c_checks import strict_sanitized_selftest
 from conftest import models_dir
 from emulator.tools import missing_tools
 from target.resources import FlashSource, FlashUse, RamUse, ResourceError, StackSource, check_fits
-from tflite_models import chain_model, residual_model
+from tflite_models import chain_model, residual_model, tcn_model
 from tvm_ext.compile import CompileError, DoesNotFitError
 from tvm_ext.compile import __main__ as cli
 from tvm_ext.compile import patches
@@ -225,14 +225,8 @@ def test_streamed_bands_into_a_dense_head_pass_their_selftest_on_a_poisoned_aren
     under the strict warnings and the sanitizers. A row-wise input is refused: the chain starts at a reshape."""
     model = tmp_path / "dense.tflite"
     model.write_bytes(chain_model(IMAGE, CHANNELS, dense_units=5, flat_input=True))
-    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", build=False)
-    bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="stream")
-    assert bundle.selftest.passed and bundle.arena_bytes < whole.arena_bytes
-    entry = json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
+    entry = _streamed_on_a_poisoned_arena(model, tmp_path)
     assert entry["extra_macs"] == 0 and entry["cut_after_window_stage"] == 7 and entry["streamed_bands"] > 3
-    poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
-    proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
-    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
     with pytest.raises(CompileError, match="--input-rows needs a chain of windowed NHWC stages from the model input"):
         tvm_ext.compile(model, "lowpower", tmp_path / "rows", build=False, input_rows=True)
 
@@ -264,3 +258,29 @@ def test_person_detect_fits_cortex_m0plus_patch_by_patch_with_its_code_counted(t
     assert entry["arena_bytes"] == bundle.arena_bytes < 37_632 and entry["extra_macs"] == 0
     assert entry["streamed_bands"] == entry["grid"][0] and "streamed bands" in said[-1]
     assert f"-> {bundle.arena_bytes:,} B" in said[-1]
+
+
+@pytest.mark.slow
+def test_a_1d_convolution_network_streams_in_bands_of_time_steps_on_a_poisoned_arena(tmp_path):
+    """A TCN (causal dilated Conv1D blocks as TFLite writes them: PAD, RESHAPE, CONV_2D 1x3, RESHAPE; residual
+    ADDs of sequences; a MEAN over time) streamed in bands of its time steps up to the MEAN: an arena below layer
+    by layer's, no extra MACs, and the self-test (against TFLite) passes with every byte no live buffer holds
+    poisoned before each call, under the strict warnings and the sanitizers."""
+    model = tmp_path / "tcn.tflite"
+    model.write_bytes(tcn_model(steps=40, features=8, channels=16, dilations=(1, 2, 4)))
+    entry = _streamed_on_a_poisoned_arena(model, tmp_path)
+    # 3 convolutions and 2 joins, then the MEAN (window stage 6), summed band by band
+    assert entry["extra_macs"] == 0 and entry["cut_after_window_stage"] == 6 and entry["streamed_bands"] > 2
+
+
+def _streamed_on_a_poisoned_arena(model: Path, tmp_path: Path) -> dict:
+    """`model` compiled for lowpower with --patches stream: its self-test passes, its arena is below layer by
+    layer's, and its self-test passes on a poisoned arena under the strict warnings and the sanitizers; the
+    manifest's patches entry."""
+    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", build=False)
+    bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="stream")
+    assert bundle.selftest.passed and bundle.arena_bytes < whole.arena_bytes
+    poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
+    proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
+    return json.loads((tmp_path / "out" / "manifest.json").read_text())["patches"]
