@@ -3,8 +3,8 @@ on cortex-m4f the int8 lowering pads its weights with zero output channels to wh
 .conv._padded_channels`, as a FULLY_CONNECTED's), the kernel computes the zero channels' sums and never stores them
 (`tvm_ext.kernels.conv.conv2d_int8`'s `units`). Before, any such convolution (odd counts, 3, 5, 9 ...) ran the generic
 scalar loop nest, whatever its window (the layer sweep of scripts/layer_sweep.py: 5.1-12.1 instructions per MAC).
-Here a 1x1 layer of 7 channels, a 3x3 stride-2 one of 5, a 5x5 one of 9 channels and a 7x7 stride-2 one of 3
-channels (fewer than a tile) each call the dual MAC (or its fused tiles) and no scalar MAC, bit for bit
+Here a 1x1 layer of 7 channels, a 3x3 stride-2 one of 5, a 5x5 one of 9 channels, a 3x3 one of dilation 2 and
+9 channels and a 7x7 stride-2 one of 3 channels (fewer than a tile) each call the dual MAC (or its fused tiles) and no scalar MAC, bit for bit
 with TFLite Micro under QEMU mps2-an386 and in the host build, warning-free, and the report counts each layer's own
 MACs (not the zero channels'). A convolution of one output pixel keeps the scalar loop (its code is smaller, the
 loop runs once)."""
@@ -31,7 +31,8 @@ sys.modules.setdefault("layer_sweep", layer_sweep)
 _SPEC.loader.exec_module(layer_sweep)
 Conv = layer_sweep.Conv
 
-LAYERS = [Conv(1, out_channels=7), Conv(3, 2, out_channels=5), Conv(5, out_channels=9), Conv(7, 2, out_channels=3)]
+LAYERS = [Conv(1, out_channels=7), Conv(3, 2, out_channels=5), Conv(5, out_channels=9), Conv(3, dilation=2, out_channels=9),
+          Conv(7, 2, out_channels=3)]
 IMAGE = (1, 11, 9, 6)  # odd sizes: the stride-2 layers read a padded last row and column; every layer has interior pixels
 
 
@@ -71,3 +72,14 @@ def test_a_convolution_of_one_output_pixel_keeps_its_scalar_loop(tmp_path):
     (body,) = ("\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name)
     assert SCALAR_MAC.search(body) and not DUAL_MAC.search(body), body
 
+@needs_cross_tools
+def test_a_dilated_convolution_copies_its_interior_windows_for_the_dual_mac_bit_exactly(tmp_path):
+    """A window of several rows whose columns are not adjacent (dilation 2 and 3: whole channel tiles, so no padded
+    channels) is no run the dual MAC reads in place: its interior pixels copy their windows as its border pixels do
+    (`tvm_ext.schedule.border_split._helper_fits`), where they had run the scalar loop nest."""
+    layers = [Conv(3, dilation=2, out_channels=8), Conv(3, dilation=3, out_channels=12)]
+    kernels = kernels_bit_exact_everywhere(tmp_path, "dilated", _model(IMAGE, layers))
+    convolutions = {name: "\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name}
+    assert len(convolutions) == len(layers), sorted(kernels)
+    for name, body in convolutions.items():
+        assert DUAL_MAC.search(body) and not SCALAR_MAC.search(body), (name, body)
