@@ -274,14 +274,33 @@ class KernelSchedules:
     qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
     """Whether `qlinear_conv` takes a QLinearConv of these float32 multipliers (a numpy array, one per output channel),
     pointwise or not (1x1, stride 1, unpadded, one group) and of output rows this wide (pixels)."""
+    widened_depthwise_taps: int = 0
+    """The most window taps of an int8 DEPTHWISE_CONV_2D (int8 data, depth multiplier 1, channels a multiple of 4)
+    whose weights the int8 lowering widens to int16 (`tvm_ext.transform.int8.conv`), for a core whose depthwise
+    helpers then read a tap's weights without widening them (twice the weights' bytes); 0: never widened."""
     interleaved_gate_weights: bool = False
-    """Whether the int8 lowering gives a recurrent cell's gate products their weights interleaved per tile of four
-    units (`tvm_ext.kernels.lstm.interleave_gate_weights`), for a core whose helper reads them so; False keeps
-    TFLite's [unit, input] rows."""
+    """Whether the int8 lowering gives a recurrent cell's gate products (an LSTM's gates, an SVDF's feature product)
+    their weights interleaved per tile of four units, padded to whole tiles and groups of four
+    (`tvm_ext.kernels.extern_mac.interleave_weights`), for a core whose helper reads them so; False keeps TFLite's
+    [unit, input] rows."""
     scratch_free_form: Optional[Callable[[Any], Optional["ScratchFreeForm"]]] = None
     """A scheduled kernel's (PrimFunc's) form with less scratch (`ScratchFreeForm`), or None where it has none; the
     compile takes it for the kernels whose scratch makes the planned arena larger (`tvm_ext.compile.scratch_forms`).
     None: every kernel keeps its scratch."""
+    bundle_choice: Optional[Callable[[Mapping[str, Any], Mapping[str, int]], Optional["BundleChoice"]]] = None
+    """The choices made for the whole bundle from its kernels (name -> PrimFunc, scheduled with `mac`) and their
+    calls per inference (name -> calls): the kernels to schedule again and the MAC schedules that carry their
+    choices (`BundleChoice`), or None where nothing changes (`tvm_ext.lower.ScheduleKernels`). None: every
+    kernel's schedule is its own."""
+
+
+@dataclass(frozen=True)
+class BundleChoice:
+    """Choices a backend made from the facts of a whole bundle (`KernelSchedules.bundle_choice`): per kernel
+    (PrimFunc name) whose schedule they change, the MAC schedules that carry its choices as data (e.g. which
+    helper forms it calls one out-of-line copy of, shared with other kernels)."""
+
+    kernels: Mapping[str, Any]
 
 
 @dataclass(frozen=True)

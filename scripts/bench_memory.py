@@ -1,6 +1,6 @@
 """Benchmark the memory planner on every shared model against TFLite Micro's arena (not a test).
 
-    python scripts/bench_memory.py [--models ../shared/models] [--target lowpower] [--only vww_96_int8,...]
+    python scripts/bench_memory.py [--models ../shared/models] [--target lowpower] [--only vww_96_int8 ...]
         [--max-extra-macs 0.15] [--candidates 3] [--no-patches] [--no-m0plus]
 
 For each .tflite model under `--models` (mlperf_tiny, tflm and zoo), in one run: compile it with `tvm_ext.compile`
@@ -36,8 +36,8 @@ print, in bytes,
   do not read every input row): the input is not held, only its bands, in the arena; "saves" is how much less
   arena + I/O + state that is than the patch-based plan above.
 
-`--only NAME[,NAME]` selects models by file stem. A model that does not compile gets its one-line error
-instead of numbers.
+`--only NAME [NAME ...]` selects models by file stem (names apart or joined by commas, as in bench_speed.py:
+scripts/model_selection.py). A model that does not compile gets its one-line error instead of numbers.
 """
 
 from __future__ import annotations
@@ -265,7 +265,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_models = Path(os.environ.get("TVM_EXT_MODELS", ROOT.parent / "shared" / "models"))
     parser.add_argument("--models", type=Path, default=default_models)
-    parser.add_argument("--only", default="", help="comma-separated model file stems (default: every model)")
+    from model_selection import add_only_option, selected_models
+
+    add_only_option(parser)
     parser.add_argument("--target", default="lowpower")
     parser.add_argument("--max-extra-macs", type=float, default=0.15,
                         help="extra MACs a patch plan may add, a fraction of the model's (default 0.15)")
@@ -274,10 +276,10 @@ def main() -> int:
     parser.add_argument("--no-patches", action="store_true", help="leave out the patch-based columns")
     parser.add_argument("--no-m0plus", action="store_true", help=f"leave out the column {M0PLUS_COLUMN!r}")
     args = parser.parse_args()
-    only = {name for name in args.only.split(",") if name}
-    models = [m for m in sorted(args.models.rglob("*.tflite")) if not only or m.stem in only]
-    if only - {m.stem for m in models}:
-        print(f"--only: no model {', '.join(sorted(only - {m.stem for m in models}))} under {args.models}")
+    try:
+        models = selected_models(args.models, args.only)
+    except ValueError as err:
+        print(err)
         return 2
     if not 0 <= args.max_extra_macs or args.candidates < 1:
         print("--max-extra-macs takes a fraction from 0, --candidates a count from 1")

@@ -17,6 +17,8 @@ per kernel kind (packager/kernel_kinds.py), the worst layer over those models an
 (scripts/layer_sweep.py; `--sweep full` for every combination, `none` for none): its instructions per unit
 (MAC, or byte for kinds without MACs) against the kind's target, and how many layers are more than 1.5x above it.
 The zoo models' (../shared/models/zoo) TFLM + CMSIS-NN figures are read from ../shared/docs/zoo-under-qemu.json.
+`--only NAME [NAME ...]` selects models by file stem (names apart or joined by commas, as in bench_memory.py:
+scripts/model_selection.py).
 """
 
 from __future__ import annotations
@@ -245,14 +247,20 @@ def main() -> int:
     parser.add_argument("--models", type=Path,
                         default=Path(os.environ.get("TVM_EXT_MODELS", ROOT.parent / "shared" / "models")))
     parser.add_argument("--target", default="cortex-m4f")
-    parser.add_argument("--only", nargs="*", help="model file stems to run (default: every .tflite)")
+    from model_selection import add_only_option, selected_models
+
+    add_only_option(parser)
     parser.add_argument("--sweep", choices=("none", "small", "full"), default="small",
                         help="the generated layer shapes to measure too (scripts/layer_sweep.py)")
     parser.add_argument("--zoo-figures", type=Path, default=ZOO_FIGURES)
     parser.add_argument("--patches", default="off",
                         help="the models' --patches (default off; the sweep's layers always layer by layer)")
     args = parser.parse_args()
-    models = [m for m in sorted(args.models.rglob("*.tflite")) if not args.only or m.stem in args.only]
+    try:
+        models = selected_models(args.models, args.only)
+    except ValueError as err:
+        print(err)
+        return 2
     measured = measurements_key(args.target)
     source, peers, peer_code_bytes = PEERS.get(args.target, ("nowhere: no peer measured on this profile", {}, {}))
     if args.target == "cortex-m4f":  # the zoo note measured the peers on the Cortex-M4F board

@@ -50,6 +50,8 @@ from tvm_ext.transform.layout_per_subgraph import LayoutChoice, LayoutError, cho
 from tvm_ext.patch_geometry import PatchCut
 from tvm_ext.transform.patch_prefix import RunPrefixInPatches
 
+_CALL_TIR = tvm.ir.Op.get("relax.call_tir")
+
 
 def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout: Optional[str] = None,
              patches: Optional[PatchCut] = None) -> tvm.transform.Sequential:
@@ -149,9 +151,11 @@ class CountMacs:
 class ScheduleKernels:
     """Every PrimFunc with its NCHW convolutions' taps in NHWC's order (tvm_ext.schedule.conv_tap_order), its
     intermediates inlined and its accumulators tiled for `profile`'s core by its backend's schedules (see
-    tvm_ext.schedule.kernel_schedule, backends.schedules), and, in a quantized ONNX model, marked to round its
-    float multiply-accumulates once, in MLAS's blocks of taps (FUSED_FLOAT_PRODUCTS_ATTR: the taps per block, 0 for
-    one); the module marked as lowered for `profile`."""
+    tvm_ext.schedule.kernel_schedule, backends.schedules), those whose schedule the backend's choices for the
+    whole bundle change (`KernelSchedules.bundle_choice`, made from every kernel scheduled first and their calls)
+    scheduled again with them, and, in a quantized ONNX model, marked to round its float multiply-accumulates
+    once, in MLAS's blocks of taps (FUSED_FLOAT_PRODUCTS_ATTR: the taps per block, 0 for one); the module marked
+    as lowered for `profile`."""
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
@@ -159,18 +163,37 @@ class ScheduleKernels:
     def transform_module(self, mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         schedules = kernel_schedules_of(self.profile)
         onnxruntime_products = ONNX_QUANTIZATION_ATTR in (mod["main"].attrs or {})
-        scheduled = {}
-        for gvar, func in mod.functions.items():
-            if isinstance(func, tirx.PrimFunc):
-                # A quantized ONNX model's float convolutions sum as MLAS's im2col: (channel, row, column).
-                ordered = func if onnxruntime_products else taps_row_first(func)
-                func = inline_intermediates(ordered, schedules.output_channel_tile, schedules.mac,
-                                            schedules.float_channel_tiles)
-                scheduled[gvar] = (func.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, mlas_block_taps(ordered))
-                                   if onnxruntime_products else func)
-            else:
-                scheduled[gvar] = func
+
+        def schedule(func: tirx.PrimFunc, mac) -> tirx.PrimFunc:
+            """``func`` scheduled with the MAC schedules ``mac``."""
+            # A quantized ONNX model's float convolutions sum as MLAS's im2col: (channel, row, column).
+            ordered = func if onnxruntime_products else taps_row_first(func)
+            func = inline_intermediates(ordered, schedules.output_channel_tile, mac, schedules.float_channel_tiles)
+            return (func.with_attr(FUSED_FLOAT_PRODUCTS_ATTR, mlas_block_taps(ordered))
+                    if onnxruntime_products else func)
+
+        scheduled = {gvar: schedule(func, schedules.mac) if isinstance(func, tirx.PrimFunc) else func
+                     for gvar, func in mod.functions.items()}
+        # choices the backend makes from every kernel of the bundle: those its choice changes scheduled again
+        choice = schedules.bundle_choice(
+            {gvar.name_hint: func for gvar, func in scheduled.items() if isinstance(func, tirx.PrimFunc)},
+            kernel_calls(mod["main"])) if schedules.bundle_choice is not None else None
+        if choice is not None:
+            scheduled = {gvar: schedule(mod[gvar], choice.kernels[gvar.name_hint])
+                         if gvar.name_hint in choice.kernels else func for gvar, func in scheduled.items()}
         return tvm.IRModule(scheduled, attrs=mod.attrs).with_attr(LOWERED_FOR_ATTR, self.profile.name)
+
+
+def kernel_calls(main: relax.Function) -> dict[str, int]:
+    """The calls of each kernel (PrimFunc name) in ``main``'s bindings (``call_tir``), per inference."""
+    calls: dict[str, int] = {}
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(value, relax.Call) and value.op.same_as(_CALL_TIR) \
+                    and isinstance(value.args[0], tvm.ir.GlobalVar):
+                calls[value.args[0].name_hint] = calls.get(value.args[0].name_hint, 0) + 1
+    return calls
 
 
 def lowered_for(mod: tvm.IRModule) -> Optional[str]:

@@ -147,18 +147,55 @@ static inline int cases_verdict(int32_t cases, int32_t failures)
 #define PAIR_GUARD 3 /* output bytes after each pixel's channels that must keep their value */
 #define PAIR_UNTOUCHED ((int8_t)0x5a)
 
+#define PAIR_CHANNELS_MAX 24 /* the most output channels a case of either test draws constants for */
+
+/* A case's per-channel constants (c < PAIR_CHANNELS_MAX): int32 and int16 biases, multipliers, shifts; and its zero
+   point. */
+typedef struct {
+    int32_t bias[PAIR_CHANNELS_MAX], multiplier[PAIR_CHANNELS_MAX];
+    int16_t bias16[PAIR_CHANNELS_MAX];
+    int8_t shift[PAIR_CHANNELS_MAX];
+    int32_t zero_point;
+} pair_constants;
+
+/* Draw a case's zero point (-128..127) and `channels` channels' constants (channels <= PAIR_CHANNELS_MAX) from
+   `state`, `salt` (the tests' count of cases so far) stepping the shifts through their range over the cases. The
+   small epilogue's domain (rounding_any 0): int32 biases in [-2^28, 2^28), int16 biases over all of int16,
+   multipliers in [2^30, 2^31), shifts -31..-1. The double rounding's (rounding_any 1): shifts -31..30, multipliers
+   over all of int32 with INT32_MIN at every third channel (its square saturates), and at odd channels biases
+   beyond the small epilogue's domain: over all of int32 when the helper's sums wrap as int32 (wrapping_sums; the
+   expected sums wrap too), else in [-2^30, 2^30) (every running sum then stays within int32, the helper's
+   contract). */
+static inline void draw_pair_constants(pair_constants *k, int32_t channels, int rounding_any, int wrapping_sums,
+                                       int32_t salt, uint32_t *state)
+{
+    k->zero_point = (int32_t)(next_value(state) % 256u) - 128;
+    for (int32_t c = 0; c < channels; ++c) {
+        const int wide = rounding_any && c % 2;
+        k->bias[c] = (int32_t)(next_value(state) << (wide ? 15 : 13)) - (wide ? 1 << 30 : 1 << 28);
+        k->bias16[c] = (int16_t)(int32_t)(next_value(state) % 65536u - 32768u);
+        k->multiplier[c] = (int32_t)((next_value(state) % 32768u) << 15) + (1 << 30);
+        k->shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(salt + c) % 31u));
+        if (rounding_any) {
+            k->shift[c] = (int8_t)((int32_t)((uint32_t)(salt + 3 * c) % 62u) - 31);
+            const uint32_t high = next_value(state);
+            k->multiplier[c] = c % 3 == 2 ? INT32_MIN : (int32_t)(high << 16 | next_value(state));
+            if (wide && wrapping_sums) {
+                const uint32_t top = next_value(state);
+                k->bias[c] = (int32_t)(top << 16 | next_value(state));
+            }
+        }
+    }
+}
+
 /* The bundle's scalar requantization of a sum a case checks against (lp_requantize_double_small, or
    lp_requantize_double for the double rounding of any sum and shift). */
 typedef int32_t (*pair_requantize)(int32_t acc, int32_t multiplier, int32_t shift);
 
-/* A case's epilogue: per output channel its bias (bias16 where narrow), multiplier and shift; the zero point. */
+/* A case's epilogue: its constants (their bias16 where narrow) and the requantization checked against. */
 typedef struct {
-    const int32_t *bias;
-    const int16_t *bias16;
+    const pair_constants *k;
     int narrow;
-    const int32_t *multiplier;
-    const int8_t *shift;
-    int32_t zero_point;
     pair_requantize requantize;
 } pair_epilogue;
 
@@ -168,15 +205,15 @@ typedef struct {
 static inline int8_t pair_expected_out(const int8_t *x, const int8_t *w, int32_t w_channel_stride,
                                        const window_case *wc, int32_t p, int32_t c, const pair_epilogue *e)
 {
-    uint32_t sum = (uint32_t)(e->narrow ? e->bias16[c] : e->bias[c]);
+    uint32_t sum = (uint32_t)(e->narrow ? e->k->bias16[c] : e->k->bias[c]);
     for (int32_t r = 0; r < wc->rows; ++r) {
         for (int32_t k = 0; k < wc->row_len; ++k) {
             sum += (uint32_t)(x[p * wc->x_pixel_stride + r * wc->x_row_stride + k]
                               * w[c * w_channel_stride + r * wc->row_len + k]);
         }
     }
-    const int32_t requantized = e->requantize((int32_t)sum, e->multiplier[c], e->shift[c]);
-    const int32_t value = (int32_t)((uint32_t)requantized + (uint32_t)e->zero_point);
+    const int32_t requantized = e->requantize((int32_t)sum, e->k->multiplier[c], e->k->shift[c]);
+    const int32_t value = (int32_t)((uint32_t)requantized + (uint32_t)e->k->zero_point);
     return (int8_t)(value < -128 ? -128 : value > 127 ? 127 : value);
 }
 

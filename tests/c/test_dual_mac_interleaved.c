@@ -1,6 +1,7 @@
 /* Unit test of the Cortex-M backend's dual MAC over interleaved weights
  * (backends/cortex_m/helpers/templates/dual_mac_interleaved.h.in, with the prefix lp): for every group count up
- * to 24, one to three tiles, tile strides of a tile's weights and more (word-aligned and not: the portable path
+ * to 24 and counts around and beyond the widened chunk of 32 groups (two and three chunks, a chunk's groups % 4
+ * left over), one to three tiles, tile strides of a tile's weights and more (word-aligned and not: the portable path
  * for a tile whose weights are not), inputs at each byte offset, int8 values over their whole range (-128 and
  * 127 included), each accumulator gets its start (its own value, or another array's) plus its channel's sums
  * x[4j + k] * w[v * stride + 16j + 4c + k]. Built by tests/test_cortex_m_helpers_c.py on the host (portable C)
@@ -11,7 +12,7 @@
 #include "cortex_m_test_values.h"
 #include "dual_mac_interleaved.h"
 
-#define GROUPS_MAX 24
+#define GROUPS_MAX 71
 #define TILES_MAX 3
 #define STRIDE_MAX (16 * GROUPS_MAX + 5)
 
@@ -26,9 +27,11 @@ int main(void)
     static int8_t x_store[4 * GROUPS_MAX + 4];
     static int32_t w_words[(TILES_MAX * STRIDE_MAX + 4) / 4 + 1]; /* word-aligned storage for the weights */
     int8_t *const w_store = (int8_t *)w_words;
+    static const int32_t beyond_24[] = {31, 32, 33, 36, 63, 64, 65, GROUPS_MAX};
     uint32_t state = 1;
-    int32_t cases = 0, failures = 0, groups, tiles, extra, x_offset, own;
-    for (groups = 0; groups <= GROUPS_MAX; ++groups) {
+    int32_t cases = 0, failures = 0, tiles, extra, x_offset, own, g;
+    for (g = 0; g < 25 + (int32_t)(sizeof beyond_24 / sizeof beyond_24[0]); ++g) {
+        const int32_t groups = g < 25 ? g : beyond_24[g - 25];
         for (tiles = 1; tiles <= TILES_MAX; ++tiles) {
             for (extra = 0; extra <= 5; ++extra) { /* 0 and 4: aligned tiles; the others: later tiles not */
                 for (x_offset = 0; x_offset < 4; x_offset += 1 + (extra & 1)) {

@@ -31,9 +31,7 @@ int main(void)
 {
     static int8_t x[BUFFER], w[BUFFER];
     static int32_t q[SCRATCH_WORDS];
-    int32_t bias[MAX_CHANNELS], multiplier[MAX_CHANNELS];
-    int16_t bias16[MAX_CHANNELS];
-    int8_t shift[MAX_CHANNELS];
+    pair_constants k;
     uint32_t state = 7;
     int32_t cases = 0, failures = 0;
     for (int32_t i = 0; i < WINDOW_CASES; ++i) {
@@ -46,22 +44,15 @@ int main(void)
             const int32_t channels = variant % 4 * 4;
             const int rounding_any = variant >= 4;
             const int narrow = (i + channels / 4) % 2 == 1;
-            const int32_t zero_point = (int32_t)(next_value(&state) % 256u) - 128;
+            /* the sums must stay within int32 (the contract): _double's wide biases within +-2^30 */
+            draw_pair_constants(&k, MAX_CHANNELS, rounding_any, 0, cases, &state);
+            const int32_t zero_point = k.zero_point;
+            const int32_t *bias = k.bias, *multiplier = k.multiplier;
+            const int16_t *bias16 = k.bias16;
+            const int8_t *shift = k.shift;
             const int32_t out_pixel_stride = channels + PAIR_GUARD;
             int8_t out[2 * (MAX_CHANNELS + PAIR_GUARD)];
             int32_t returned, wrong;
-            for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
-                bias[c] = (int32_t)(next_value(&state) << (rounding_any && c % 2 ? 15 : 13))
-                    - (rounding_any && c % 2 ? 1 << 30 : 1 << 28);
-                bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
-                multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
-                shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(cases + c) % 31u));
-                if (rounding_any) {  /* any shift -31..30, multipliers of either sign, INT32_MIN too */
-                    shift[c] = (int8_t)((int32_t)((uint32_t)(cases + 3 * c) % 62u) - 31);
-                    const uint32_t high = next_value(&state);
-                    multiplier[c] = c % 3 == 2 ? INT32_MIN : (int32_t)(high << 16 | next_value(&state));
-                }
-            }
             for (int direct = 0; direct < 2; ++direct) {
                 for (int32_t j = 0; j < SCRATCH_WORDS; ++j) {
                     q[j] = UNTOUCHED;
@@ -99,7 +90,7 @@ int main(void)
                                                 wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                 out_pixel_stride, wc.w_channel_stride, channels);
                 }
-                const pair_epilogue epilogue = {bias, bias16, narrow, multiplier, shift, zero_point,
+                const pair_epilogue epilogue = {&k, narrow,
                                                  rounding_any ? lp_requantize_double : lp_requantize_double_small};
                 wrong = returned != 0 || q[direct ? 0 : words] != UNTOUCHED
                     || pair_outputs_wrong(out, MAX_CHANNELS, 2, channels, xo, wo, wc.w_channel_stride, &wc, &epilogue);

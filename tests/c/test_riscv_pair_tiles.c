@@ -8,10 +8,11 @@
  * words apart), for the window MAC tests' windows (0 to 3 rows, row lengths 0..35: whole groups of two inputs and
  * the odd last one, the pairs' lengths even only; row strides at and above the row length; pixels apart or
  * overlapping; inputs at every byte alignment; values over the whole int8 range or all at the minimum), 0 to 3
- * tiles, int32 and int16 biases, shifts -31..-1 (the double forms: -31..30, any multiplier), drawn multipliers and
- * zero points; nothing written between or past the pixels' channels. Built by
- * tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc, under QEMU virt. Prints
- * "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
+ * tiles, int32 and int16 biases, shifts -31..-1 (the double forms: -31..30, any multiplier, INT32_MIN among them,
+ * and at odd channels int32 biases over all of int32, the sums wrapping), drawn multipliers and zero points (the
+ * constants drawn as test_pair_tiles.c's: draw_pair_constants); nothing written between or past the pixels'
+ * channels. Built by tests/backends/riscv/test_riscv_helpers_c.py on the host and, for rv32imc and rv32imafc, under
+ * QEMU virt. Prints "ok <cases> cases" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -30,9 +31,7 @@ static int32_t words[MAX_TILES * TILE_WORDS];
 int main(void)
 {
     static int8_t x[BUFFER];
-    int32_t bias[MAX_CHANNELS], multiplier[MAX_CHANNELS];
-    int16_t bias16[MAX_CHANNELS];
-    int8_t shift[MAX_CHANNELS];
+    pair_constants k;
     uint32_t state = 11;
     int32_t cases = 0, failures = 0;
     for (int32_t i = 0; i < WINDOW_CASES; ++i) {
@@ -58,20 +57,13 @@ int main(void)
             const int any_double = variant % 3 == 2;
             const int32_t channels = 8 * tiles;
             const int narrow = (i + variant / 3 + variant) % 2 == 1;
-            const int32_t zero_point = (int32_t)(next_value(&state) % 256u) - 128;
+            draw_pair_constants(&k, MAX_CHANNELS, any_double, 1, cases, &state); /* the sums wrap as int32 */
+            const int32_t zero_point = k.zero_point;
+            const int32_t *bias = k.bias, *multiplier = k.multiplier;
+            const int16_t *bias16 = k.bias16;
+            const int8_t *shift = k.shift;
             const int32_t out_pixel_stride = channels + PAIR_GUARD;
             int8_t out[2 * (MAX_CHANNELS + PAIR_GUARD)];
-            for (int32_t c = 0; c < MAX_CHANNELS; ++c) {
-                bias[c] = (int32_t)(next_value(&state) << 13) - (1 << 28);
-                bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
-                multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
-                shift[c] = (int8_t)(-1 - (int32_t)((uint32_t)(cases + c) % 31u));
-                if (any_double) { /* any sum, shift and multiplier */
-                    bias[c] = (int32_t)((next_value(&state) << 16) ^ next_value(&state));
-                    multiplier[c] = c == 1 ? INT32_MIN : (int32_t)((next_value(&state) << 9) ^ next_value(&state));
-                    shift[c] = (int8_t)((int32_t)((uint32_t)(cases + 5 * c) % 62u) - 31);
-                }
-            }
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
                 out[j] = PAIR_UNTOUCHED;
             }
@@ -101,7 +93,7 @@ int main(void)
                     : lp_pair_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
                                          wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles);
             }
-            const pair_epilogue epilogue = {bias, bias16, narrow, multiplier, shift, zero_point,
+            const pair_epilogue epilogue = {&k, narrow,
                                              any_double ? lp_requantize_double : lp_requantize_double_small};
             const int wrong = returned != 0
                 || pair_outputs_wrong(out, MAX_CHANNELS, pixels, channels, xo, &w[0][0], WINDOW_MAX, &wc, &epilogue);

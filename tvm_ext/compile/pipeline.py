@@ -274,16 +274,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             # Their message is the whole line (model, operator, layer): a line break in it can only come from a
             # name in the model, which CompileError shows escaped within the line.
             raise CompileError(str(err).strip()) from err
-        early: list[EarlyObjects | None] = [None]
-
-        def start_early_objects() -> None:
-            """The kernels' and weights' objects compiled beside the planning and the packaging."""
-            if options.build and options.jobs > 1 and early_objects.eligible(config):
-                with interrupts_held_back():  # the makes started are ended with `running`
-                    early[0] = running.enter_context(early_objects.compiling_early(
-                        folder, early_sources(generated, profile, config), config.emulated))
-
-        start_early_objects()
+        early = EarlyStarts(folder, running, profile, config,
+                            options.build and options.jobs > 1 and early_objects.eligible(config))
+        early.start(generated)
         # the layer-by-layer plan may run convolutions backwards (auto, the default, too: its patch plans are tried
         # only when that plan does not fit, and compile forwards). Kernels take their forms with less scratch (more
         # instructions) only where memory is the constraint: in a plan the user asked for (--patches NxM or
@@ -300,11 +293,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             "planning", lambda: planning_scratch_forms(lowered, generated, regenerate, profile, options.io_in_arena,
                                                        reversible, grid_plan is not None),
             lambda result: _describe_memory(result[2]) + _describe_reversed(result[0]) + result[3].phrase())
-        if generated is not forward and early[0] is not None:  # its kernels' objects are the forward ones
-            early[0].stop()
-            early[0] = None
-            _empty_folder(folder)
-            start_early_objects()
+        if generated is not forward:  # the early objects are the forward kernels'
+            early.restart(generated)
         stack_later = options.build and config.emulated is not None
         ram = planned.ram(profile, stack_later)
         patched: PatchFacts | None = None
@@ -330,20 +320,13 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 lambda result: _describe_scratch_forms(result[4], profile))
             if scratch_choice.forms:
                 layered = before
-                if early[0] is not None:  # its kernels' objects are the ones with scratch
-                    early[0].stop()
-                    early[0] = None
-                    _empty_folder(folder)
-                    start_early_objects()
+                early.restart(generated)  # the early objects are the kernels' with scratch
         if grid_plan is None and request == AUTO and (ram.total_bytes > profile.sram_bytes or options.input_rows):
-            if early[0] is not None:  # the plans' kernels replace these: their objects are not the bundle's
-                early[0].stop()
-                early[0] = None
-                _empty_folder(folder)
+            early.discard()  # the plans' kernels replace these: their objects are not the bundle's
             scratch_choice = scratch_choice.none()  # the patch plans' kernels keep their scratch
             search = AutoSearch(imported, profile, planned, ram, compile_with, options.input_rows)
             lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
-            start_early_objects()
+            early.start(generated)
         referenced_once: list[Any] = [] if checked is not None else [referenced]
         while True:
             units = subgraph_units(planned.plan, profile, file_name)
@@ -370,7 +353,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                                         finish_bundle(folder, packaged.bundle, facts), None, config, packaged.bundle,
                                         operators)
                 built = stage("build", lambda: build(folder, planned.plan, config, file_name, options.jobs,
-                                                     early[0]),
+                                                     early.current),
                               lambda b: f"lib{planned.plan.model}.a {b.library.stat().st_size:,} B")
                 tested = stage("self-test", lambda: self_test(folder, packaged.bundle), _describe_selftest)
                 if not tested.result.passed:
@@ -383,26 +366,20 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 if search is None and layered is not None:
                     # The forms' plan does not fit a limit counted only now (its measured stack or code): auto's
                     # patch plans, searched from layer by layer, every kernel with its scratch.
-                    if early[0] is not None:
-                        early[0].stop()
-                        early[0] = None
-                    _empty_folder(folder)
+                    early.discard()
                     scratch_choice = scratch_choice.none()
                     search = AutoSearch(imported, profile, *layered, compile_with, options.input_rows)
                     lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
-                    start_early_objects()
+                    early.start(generated)
                     continue
                 if search is None or patched is None:
                     raise
                 # The plan does not fit a limit counted only now (its measured stack or code): the search goes on
                 # with the next plan.
                 refused = (patched, ram, flash, err)
-                if early[0] is not None:
-                    early[0].stop()
-                    early[0] = None
-                _empty_folder(folder)
+                early.discard()
                 lowered, generated, planned, ram, patched = _auto_stage(stage, search, lambda: search.refused(*refused))
-                start_early_objects()
+                early.start(generated)
     facts = bundle_facts(profile, config, planned, ram, flash, tested, units, options.quantization, lowered.layouts,
                          operators=operators, patches=patched, scratch_forms=scratch_choice.manifest_entry())
     tarball = finish_bundle(folder, packaged.bundle, facts)
@@ -429,9 +406,9 @@ def _fitting_scratch_forms(lowered: Lowered, generated: Generated, reversed_: tu
 
 
 def _describe_scratch_forms(choice: ScratchChoice, profile: Profile) -> str:
-    """The "scratch forms" stage's line: the forms taken (ScratchChoice.phrase) or why none."""
+    """The "scratch forms" stage's line: the forms taken (ScratchChoice.summary) or why none."""
     if choice.forms:
-        return f"layer by layer fits {profile.name}'s SRAM with" + choice.phrase()[1:]
+        return f"layer by layer fits {profile.name}'s SRAM with {choice.summary()}"
     return f"no kernel without scratch makes layer by layer fit {profile.name}'s SRAM"
 
 
@@ -454,6 +431,44 @@ def _auto_stage(stage: Stage, search: AutoSearch, find: Callable[[], tuple]) -> 
         return stage("patches", find, lambda found: search.line(found[4]))
     except model_refusals() as err:
         raise CompileError(str(err).strip()) from err
+
+
+@dataclass
+class EarlyStarts:
+    """The early objects (tvm_ext.compile.early_objects) of the kernels the compile currently takes, across the
+    forms and plans it tries into the staging `folder`: `enabled` when the compile makes them at all (a build with
+    --jobs 2 or more on an eligible profile); their makes end with `running` at the latest."""
+
+    folder: Path
+    running: ExitStack
+    profile: Profile
+    config: BuildConfig
+    enabled: bool
+    current: EarlyObjects | None = None  # the makes of the kernels taken now, for the build to settle
+
+    def start(self, generated: Generated) -> None:
+        """Write `generated`'s order-free files into the folder (empty: at the start, or after `discard`) and
+        start their makes, when `enabled`; else nothing."""
+        if self.enabled:
+            with interrupts_held_back():  # the makes started are ended with `running`
+                self.current = self.running.enter_context(early_objects.compiling_early(
+                    self.folder, early_sources(generated, self.profile, self.config), self.config.emulated))
+
+    def discard(self) -> None:
+        """Drop what the compile wrote for kernels it no longer takes. Afterwards no early make runs (those
+        still running were ended and every one waited for), `current` is None (the build settles no object
+        of other kernels), and the folder is empty (it stays): the early sources and objects and whatever a
+        refused plan's packaging and build wrote are deleted. Safe when nothing was started. The caller calls
+        `start` with the kernels it takes instead, once it has them."""
+        if self.current is not None:
+            self.current.stop()
+            self.current = None
+        _empty_folder(self.folder)
+
+    def restart(self, generated: Generated) -> None:
+        """`discard`, then `start` for `generated`: the compile took other kernels than those started."""
+        self.discard()
+        self.start(generated)
 
 
 def _empty_folder(folder: Path) -> None:

@@ -73,14 +73,19 @@ class ScratchChoice:
                 "arena_bytes_with_scratch": self.arena_before, "arena_bytes": self.arena_after,
                 "extra_instructions": self.extra_instructions}
 
-    def phrase(self) -> str:
-        """", N kernel(s) without scratch (-B B of arena, ~+I instructions estimated)" (empty when none)."""
+    def summary(self) -> str:
+        """"N kernel(s) without scratch (-B B of arena, ~+I instructions estimated)" (empty when none): the bytes
+        saved and the instructions added, for a line to place where it reads."""
         if not self.forms:
             return ""
         count = len(self.forms)
-        return (f", {count} kernel{'s' if count > 1 else ''} without scratch "
+        return (f"{count} kernel{'s' if count > 1 else ''} without scratch "
                 f"(-{self.arena_before - self.arena_after:,} B of arena, ~+{self.extra_instructions:,} instructions "
                 "estimated)")
+
+    def phrase(self) -> str:
+        """", " and the `summary`, to append to the planning line (empty when none)."""
+        return f", {self.summary()}" if self.forms else ""
 
 
 def without_freed_scratch(plan: ExecutionPlan, kernel: str, freed: tuple[tuple[str, int], ...]) -> ExecutionPlan:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import tvm
 from tvm import s_tir, tirx
 from tvm.ir.expr import Expr as PrimExpr
@@ -104,3 +105,55 @@ def over_tiles(total: int, tile: int, body: Callable[[PrimExpr, int], tirx.Stmt]
     if rest:
         stmts.append(body(tirx.const(whole * tile, "int32"), rest))
     return stmts
+
+
+INTERLEAVED_TILE = 4
+"""Accumulators per tile and inputs per group of the interleaved layout (``interleave_weights``): the dual MAC's
+four channels (``backends.cortex_m.helpers.dual_mac_c.DUAL_MAC_CHANNELS``) and a word of int8 inputs."""
+
+
+def padded_to_tiles(count: int) -> int:
+    """``count`` rounded up to a whole number of INTERLEAVED_TILE (accumulators, or inputs: the interleaved
+    layout's tiles and groups)."""
+    return -(-count // INTERLEAVED_TILE) * INTERLEAVED_TILE
+
+
+def interleave_weights(weights: np.ndarray) -> np.ndarray:
+    """Weights (..., U, K) laid out (..., U' / T, K' / T, T, T) (T: INTERLEAVED_TILE), U' and K' U and K rounded
+    up to whole tiles (``padded_to_tiles``) by zero weights: per tile of T accumulators, each group of T inputs'
+    weights of the tile's accumulators together, one after another (``[..., v, j, c, k]`` is
+    ``[..., T * v + c, T * j + k]``, 0 beyond U or K), so that one pointer reads a tile's weights in the order its
+    products use them (``accumulate_interleaved``). The zero weights' products add nothing where the inputs they
+    meet are zeros too (``ZeroPaddedRow``): the same sums."""
+    *lead, units, depth = weights.shape
+    padding = [(0, 0)] * len(lead) + [(0, padded_to_tiles(units) - units), (0, padded_to_tiles(depth) - depth)]
+    padded = np.pad(weights, padding)
+    tiled = padded.reshape(*lead, padded.shape[-2] // INTERLEAVED_TILE, INTERLEAVED_TILE,
+                           padded.shape[-1] // INTERLEAVED_TILE, INTERLEAVED_TILE)
+    axes = list(range(len(lead)))
+    return np.ascontiguousarray(tiled.transpose(*axes, *(len(lead) + a for a in (0, 2, 1, 3))))
+
+
+class ZeroPaddedRow:
+    """A kernel-local copy of a row of ``length`` int8 values (``source[*row, :]``) zero-padded to whole groups
+    of INTERLEAVED_TILE (``padded_to_tiles``), for products over weights padded so (``interleave_weights``); no
+    copy (``buffer`` None, ``operand`` the row itself) where ``length`` is whole groups."""
+
+    def __init__(self, source: tirx.Buffer, row: Sequence[PrimExpr], length: int, name: str) -> None:
+        self.source, self.row, self.length = source, list(row), length
+        padded = padded_to_tiles(length)
+        self.buffer = tirx.decl_buffer((padded,), "int8", name=name) if padded != length else None
+        self.operand: tuple[tirx.Buffer, list[PrimExpr]] = (
+            (source, self.row) if self.buffer is None else (self.buffer, []))
+
+    def zero_tail(self) -> tirx.Stmt:
+        """The padding's zeros, stored once per call (the copies never write there)."""
+        i = tirx.Var("i", "int32")
+        return tirx.For(i, self.length, int(self.buffer.shape[0]) - self.length, tirx.ForKind.SERIAL,
+                        tirx.BufferStore(self.buffer, tirx.const(0, "int8"), [i]))
+
+    def fill(self) -> tirx.Stmt:
+        """The row's values copied in (for each row the products read)."""
+        i = tirx.Var("i", "int32")
+        return tirx.For(i, 0, self.length, tirx.ForKind.SERIAL,
+                        tirx.BufferStore(self.buffer, self.source[(*self.row, i)], [i]))

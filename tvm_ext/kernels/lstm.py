@@ -29,7 +29,8 @@ import numpy as np
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .extern_mac import accumulate_interleaved, accumulate_products, over_tiles
+from .extern_mac import (ZeroPaddedRow, accumulate_interleaved, accumulate_products, interleave_weights,
+                         over_tiles, padded_to_tiles)
 from .fixed_point import (Rounding, clamp_to_int8, largest_centered, multiply_by_constant_quantized_multiplier,
                           saturate_int16)
 from .quant_params import fully_connected_multiplier, quantize_multiplier
@@ -295,22 +296,18 @@ class GateProducts:
 
 
 def interleave_gate_weights(weights: np.ndarray) -> np.ndarray:
-    """Gate weights (4, U, K) laid out (4, U / GATE_TILE, K / GATE_TILE, GATE_TILE, GATE_TILE): per gate and tile
-    of GATE_TILE units, each group of GATE_TILE inputs' weights of the tile's units together, unit after unit
-    (``[g, v, j, c, k]`` is ``[g, GATE_TILE * v + c, GATE_TILE * j + k]``), so that one pointer reads a tile's
-    weights in the order its products use them (``tvm_ext.kernels.extern_mac.accumulate_interleaved``). U and K
-    multiples of GATE_TILE."""
-    gates, units, depth = weights.shape
-    return np.ascontiguousarray(weights.reshape(gates, units // GATE_TILE, GATE_TILE, depth // GATE_TILE, GATE_TILE)
-                                .transpose(0, 1, 3, 2, 4))
+    """Gate weights (4, U, K) laid out (4, U' / GATE_TILE, K' / GATE_TILE, GATE_TILE, GATE_TILE) per gate
+    (``tvm_ext.kernels.extern_mac.interleave_weights``: U and K padded to whole tiles and groups by zero weights;
+    the kernel multiplies those by zero-padded copies of its input row and hidden state, ``lstm_int8``)."""
+    return interleave_weights(weights)
 
 
 def interleaves(units: int, depth: int, zero_points_folded: bool, weight_zero_points: tuple[int, ...]) -> bool:
     """Whether the products of an LSTM of ``depth`` inputs and ``units`` units take interleaved weights where a
-    backend asks for them: whole tiles and groups (both multiples of GATE_TILE), raw int8 values multiplied (the
-    input and hidden zero points folded into the offsets, every weight zero point 0)."""
-    return (units % GATE_TILE == 0 and depth % GATE_TILE == 0 and units > 0 and depth > 0 and zero_points_folded
-            and not any(weight_zero_points))
+    backend asks for them: raw int8 values multiplied (the input and hidden zero points folded into the offsets,
+    every weight zero point 0); units and inputs that are not whole tiles and groups are padded to them
+    (``interleave_gate_weights``)."""
+    return units > 0 and depth > 0 and zero_points_folded and not any(weight_zero_points)
 
 
 def _offsets(bias: np.ndarray, weights: np.ndarray, weight_zero_points: tuple[int, ...],
@@ -325,8 +322,9 @@ def _offsets(bias: np.ndarray, weights: np.ndarray, weight_zero_points: tuple[in
 
 def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights: np.ndarray,
                   params: LstmParams, interleave: bool = False) -> tuple[np.ndarray, np.ndarray, GateProducts]:
-    """The kernel's input and recurrent offsets (int32 (4, U) each: what each gate's accumulators start from)
-    and its ``GateProducts``, for the stacked int32 ``bias`` (4, U) and int8 weights (4, U, I) and (4, U, U);
+    """The kernel's input and recurrent offsets (int32 (4, U) each, (4, U') where interleaved: U rounded up to
+    whole tiles, 0 beyond U; what each gate's accumulators start from) and its ``GateProducts``, for the stacked
+    int32 ``bias`` (4, U) and int8 weights (4, U, I) and (4, U, U);
     with ``interleave`` (a backend's choice: ``backends.backend.KernelSchedules.interleaved_gate_weights``) both
     products take interleaved weights where the shapes and zero points allow (``interleaves``)."""
     input_zps = tuple(gate.input_weights_zero_point for gate in params.gates)
@@ -349,8 +347,11 @@ def gate_products(bias: np.ndarray, input_weights: np.ndarray, recurrent_weights
                                                input_offsets is not None and recurrent_offsets is not None,
                                                input_zps + recurrent_zps),
     )
-    return (bias.astype(np.int32) if input_offsets is None else input_offsets,
-            np.zeros(bias.shape, np.int32) if recurrent_offsets is None else recurrent_offsets, products)
+    offsets = (bias.astype(np.int32) if input_offsets is None else input_offsets,
+               np.zeros(bias.shape, np.int32) if recurrent_offsets is None else recurrent_offsets)
+    if products.interleaved:  # the padded units' sums start at 0 (their weights are 0: they stay there)
+        offsets = tuple(np.pad(o, ((0, 0), (0, padded_to_tiles(units) - units))) for o in offsets)
+    return offsets[0], offsets[1], products
 
 
 def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights: te.Tensor,
@@ -380,13 +381,16 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
         x, h, c, w_in, w_rec, in_offsets, rec_offsets, lut = ins
         out = outs[0]
         gates = tirx.decl_buffer((4, units), "int16", name="lstm_gates")
-        # interleaved: one pass per gate over all of its units; else per tile of GATE_TILE units
-        accumulators = units if products.interleaved else GATE_TILE
+        # interleaved: one pass per gate over all of its units (whole tiles); else per tile of GATE_TILE units
+        accumulators = padded_to_tiles(units) if products.interleaved else GATE_TILE
         acc_in = tirx.decl_buffer((accumulators,), "int32", name="lstm_input_acc")
         acc_rec = tirx.decl_buffer((accumulators,), "int32", name="lstm_recurrent_acc")
         temps = _Temps()
         b, t = tirx.Var("b", "int32"), tirx.Var("t", "int32")
         row = (t, b) if params.time_major else (b, t)
+        # interleaved weights padded to whole groups read zero-padded copies of the input and hidden state
+        x_padded = ZeroPaddedRow(x, row, depth, "lstm_input_padded") if products.interleaved else None
+        h_padded = ZeroPaddedRow(h, [b], units, "lstm_hidden_padded") if products.interleaved else None
 
         def tile(index: int, gate_params: GateParams, first_unit: PrimExpr, count: int) -> tirx.Stmt:
             """Gate ``index`` of units first_unit .. first_unit + count - 1 (all of them where interleaved)."""
@@ -410,10 +414,10 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
             if products.interleaved:  # every tile of the gate (count: all its units) from its offsets
                 gate_row = [tirx.const(index, "int32")]
                 starts = []
-                input_product = accumulate_interleaved(acc_in, in_offsets, gate_row, x, row, w_in, gate_row,
-                                                       "lstm_input_product")
-                recurrent_product = accumulate_interleaved(acc_rec, rec_offsets, gate_row, h, [b], w_rec, gate_row,
-                                                           "lstm_recurrent_product")
+                input_product = accumulate_interleaved(acc_in, in_offsets, gate_row, *x_padded.operand, w_in,
+                                                       gate_row, "lstm_input_product")
+                recurrent_product = accumulate_interleaved(acc_rec, rec_offsets, gate_row, *h_padded.operand, w_rec,
+                                                           gate_row, "lstm_recurrent_product")
             else:
                 starts = [start(c_in, acc_in, in_offsets), start(c_rec, acc_rec, rec_offsets)]
                 input_product = accumulate_products(acc_in, x, row, w_in, weight_row, count, depth,
@@ -464,11 +468,14 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
             tirx.BufferStore(h, tirx.Cast("int8", temps[3]), [b, u]),
             tirx.BufferStore(out, tirx.Cast("int8", temps[3]), [*row, u]),
         ]))
-        step = tirx.SeqStmt([loop for index, gate_params in enumerate(params.gates)
-                             for loop in gate(index, gate_params)] + [update])
+        padded = [copy for copy in (x_padded, h_padded) if copy is not None and copy.buffer is not None]
+        step = tirx.SeqStmt([*(copy.fill() for copy in padded)]
+                            + [loop for index, gate_params in enumerate(params.gates)
+                               for loop in gate(index, gate_params)] + [update])
         loops = tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.For(t, 0, steps, tirx.ForKind.SERIAL, step))
         return tirx.SeqStmt([tirx.AllocBuffer(gates), tirx.AllocBuffer(acc_in), tirx.AllocBuffer(acc_rec),
-                             tirx.AllocBuffer(temps.buffer), loops])
+                             tirx.AllocBuffer(temps.buffer), *(tirx.AllocBuffer(copy.buffer) for copy in padded),
+                             *(copy.zero_tail() for copy in padded), loops])
 
     out_shape = (*data.shape[:2], units)
     return te.extern(out_shape, [data, hidden, cell, input_weights, recurrent_weights, input_offsets,

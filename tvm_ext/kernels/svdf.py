@@ -25,7 +25,8 @@ from typing import Optional
 import numpy as np
 from tvm import te, tirx
 
-from .extern_mac import accumulate_products, over_tiles
+from .extern_mac import (ZeroPaddedRow, accumulate_interleaved, accumulate_products, over_tiles,
+                         padded_to_tiles)
 from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier
 from .quant_params import ActivationRange, quantize_multiplier
 from .requantize import OutputStage, requantize
@@ -65,20 +66,25 @@ FEATURE_TILE = 4
 
 def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tensor, feature_offsets: te.Tensor, *,
                       memory: int, state_zero_point: int, multiplier: int, shift: int,
-                      rounding: Rounding) -> te.Tensor:
+                      rounding: Rounding, interleaved: bool = False) -> te.Tensor:
     """data (B, I) int8, state (B, F*memory) int16/int8, weight_feature (F, I) int8, feature_offsets int32[F]
-    (``svdf_feature_offsets``) -> the new state.
+    (``svdf_feature_offsets``) -> the new state. ``interleaved`` (a backend's choice,
+    ``backends.backend.KernelSchedules.interleaved_gate_weights``): weight_feature comes in
+    ``tvm_ext.kernels.extern_mac.interleave_weights``' layout (F and I padded to whole tiles and groups of
+    four by zero weights), feature_offsets int32[F'] (0 beyond F).
 
     A TE extern stage of plain serial loops, per batch: first the whole row's shift, one ascending copy
     ``new[b, i] = old[b, i + 1]`` (it moves every filter's memory one step left; each filter's last column
     then holds the next filter's first, overwritten below), then per tile of FEATURE_TILE filters the
     feature products in as many int32 accumulators (a local buffer; the product is one reduction block over
     the input, ``tvm_ext.kernels.extern_mac``), then each filter's
-    newest column. The kernel is correct when its output is its state input: the copy writes element i
-    after reading element i + 1, and the products read no state.
+    newest column; interleaved, the products of every filter first (one block over all the tiles, starting at
+    the offsets: one helper call on DSP cores, over a zero-padded copy of the input row where I is not whole
+    groups), then every newest column. The kernel is correct when its output is its state input: the copy
+    writes element i after reading element i + 1, and the products read no state.
     """
     batch, depth = (int(d) for d in data.shape)
-    filters = int(weight_feature.shape[0])
+    filters = int(state.shape[1]) // memory
     dtype = str(state.dtype)
     low, high = STATE_DTYPES[dtype]
     largest = depth * 255 * 128  # |sum_k (x_k - zp) * w_k| with x - zp in [-255, 255], w in [-128, 127]
@@ -86,8 +92,14 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
     def build(ins, outs):
         x, old, weights, offsets = ins
         new = outs[0]
-        acc = tirx.decl_buffer((FEATURE_TILE,), "int32", name="svdf_feature_acc")
+        acc = tirx.decl_buffer((padded_to_tiles(filters) if interleaved else FEATURE_TILE,), "int32",
+                               name="svdf_feature_acc")
         b = tirx.Var("b", "int32")
+
+        def newest(c: tirx.PrimExpr) -> tirx.PrimExpr:
+            """The newest column's value of the filter whose sum is acc[c]."""
+            scaled = multiply_by_constant_quantized_multiplier(acc[c], multiplier, shift, rounding, largest)
+            return tirx.Cast(dtype, tirx.max(tirx.min(scaled, high), low) + state_zero_point)
 
         def feature_tile(first: tirx.PrimExpr, count: int) -> tirx.Stmt:
             """Filters first .. first + count - 1: accumulators from their offsets, products, newest column."""
@@ -96,17 +108,28 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
                             tirx.BufferStore(acc, offsets[first + c_init], [c_init]))
             mac = accumulate_products(acc, x, [b], weights, lambda c: [first + c], count, depth,
                                       "svdf_feature_product")
-            scaled = multiply_by_constant_quantized_multiplier(acc[c_write], multiplier, shift, rounding, largest)
-            newest = tirx.Cast(dtype, tirx.max(tirx.min(scaled, high), low) + state_zero_point)
             write = tirx.For(c_write, 0, count, tirx.ForKind.SERIAL,
-                             tirx.BufferStore(new, newest, [b, (first + c_write) * memory + memory - 1]))
+                             tirx.BufferStore(new, newest(c_write), [b, (first + c_write) * memory + memory - 1]))
             return tirx.SeqStmt([init, mac, write])
 
+        def all_filters() -> list[tirx.Stmt]:
+            """Every filter's product over interleaved weights (from its offset), then every newest column."""
+            c_write = tirx.Var("c_write", "int32")
+            row = ZeroPaddedRow(x, [b], depth, "svdf_input_padded")
+            mac = accumulate_interleaved(acc, offsets, [], *row.operand, weights, [], "svdf_feature_product")
+            write = tirx.For(c_write, 0, filters, tirx.ForKind.SERIAL,
+                             tirx.BufferStore(new, newest(c_write), [b, c_write * memory + memory - 1]))
+            padded.extend([row] if row.buffer is not None else [])
+            return [*(copy.fill() for copy in padded), mac, write]
+
         i = tirx.Var("i", "int32")
+        padded: list[ZeroPaddedRow] = []
         steps = [tirx.For(i, 0, filters * memory - 1, tirx.ForKind.SERIAL,
                           tirx.BufferStore(new, old[b, i + 1], [b, i])),
-                 *over_tiles(filters, FEATURE_TILE, feature_tile, "t")]
-        return tirx.SeqStmt([tirx.AllocBuffer(acc), tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.SeqStmt(steps))])
+                 *(all_filters() if interleaved else over_tiles(filters, FEATURE_TILE, feature_tile, "t"))]
+        return tirx.SeqStmt([tirx.AllocBuffer(acc), *(tirx.AllocBuffer(copy.buffer) for copy in padded),
+                             *(copy.zero_tail() for copy in padded),
+                             tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.SeqStmt(steps))])
 
     return te.extern((batch, filters * memory), [data, state, weight_feature, feature_offsets], build,
                      name="svdf_state_update", dtype=dtype)
@@ -143,9 +166,12 @@ def svdf_output(state: te.Tensor, weight_time: te.Tensor, bias: Optional[te.Tens
                             axis=m),
         name="svdf_time",
     )
-    r = te.reduce_axis((0, rank), "r")
     units = filters // rank
-    acc = te.compute((batch, units), lambda b, u: te.sum(time[b, u * rank + r], axis=r), name="svdf_sum")
+    if rank == 1:  # each unit's sum is its one filter's time product: no stage of its own
+        acc = time
+    else:
+        r = te.reduce_axis((0, rank), "r")
+        acc = te.compute((batch, units), lambda b, u: te.sum(time[b, u * rank + r], axis=r), name="svdf_sum")
     stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding, right_shift_only,
                         small_accumulator)
     return te.compute((batch, units), lambda b, u: requantize(acc[b, u], u, stage, bias), name="svdf_output")

@@ -20,6 +20,8 @@ the helpers of `backends.cortex_m.helpers`.
 - `depthwise_tiles`: then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
   accumulators, the window and padding calls under position tests, the epilogue) as fused calls, one per case;
   on DSP cores an interior pixel's loop over its four-channel tiles as one fused call (the border keeps the loop);
+  on Helium the interior's fused helper inlined, or called out of line in the kernels the bundle's choice gives a
+  shared copy (`helium_bundle_choice`: from every kernel scheduled first, `KernelSchedules.bundle_choice`);
 - `fc_rows` (Helium, and RV32 cores through `backends.riscv.schedules`): then a per-tensor int8 FULLY_CONNECTED
   row's loop over its channel tiles (zeroed accumulators, the one-row MAC, the scalar requantization by constants)
   as one call of the family's shared row helper, one copy per bundle for every such layer;
@@ -49,9 +51,13 @@ the helpers of `backends.cortex_m.helpers`.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Optional
 
-from backends.backend import KernelSchedules
+from tvm import tirx
+
+from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules import pair_tiles
 from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_window_length,
@@ -60,8 +66,9 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
 from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, conv_tiles_calls
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
-from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_WINDOW_TAPS, depthwise_tiles_calls,
-                                                          dsp_replacement)
+from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8, DSP_WINDOW_TAPS, HELIUM_TILES,
+                                                          TileHelpers, depthwise_tiles_calls, dsp_replacement,
+                                                          form_uses, shared_tiles)
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
@@ -117,9 +124,11 @@ class DualMacSchedules:
         one call of the fused channel-tiles helper (`conv_tiles`, DSP_CONV_TILES), and each depthwise pixel's
         loop over its four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the
         fused tiles helper for an interior pixel and one call of the border helper for a border pixel
-        (`depthwise_tiles`, DSP_TILES): the sums start at the biases in registers."""
+        (`depthwise_tiles`, DSP_TILES: int16 weights, widened by the lowering; DSP_TILES_S8 the interior of a layer
+        of int8 weights): the sums start at the biases in registers."""
         epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
-        return depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
+        tiled = depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
+        return depthwise_tiles_calls(tiled, DSP_TILES_S8)  # a layer whose weights the lowering did not widen
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:
@@ -175,8 +184,12 @@ class HeliumMacSchedules(DualMacSchedules):
     collapses_border = None  # Helium's border helper takes 3x3 windows, whose borders make 9 rectangles at most
     whole_channel_tile = False  # not measured on Helium
 
-    @staticmethod
-    def epilogue_calls(func):
+    def __init__(self, tiles: TileHelpers = HELIUM_TILES) -> None:
+        self.tiles = tiles
+        """The depthwise tiles' helpers (`depthwise_tiles`), with the bundle's choice of the forms whose
+        out-of-line copy its kernels share (`TileHelpers.shared`: `helium_bundle_choice`)."""
+
+    def epilogue_calls(self, func):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over
         a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as one call of the fused
         channel-tiles helper (`conv_tiles`), each depthwise pixel's (`depthwise_tiles`), and a per-tensor fully
@@ -187,7 +200,19 @@ class HeliumMacSchedules(DualMacSchedules):
         branches of a test end with (a copied window's MAC call) once after the test (`common_tails`)."""
         floats = float_epilogue_calls(padded_float_calls(func))
         tiles = conv_tiles_calls(requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE))
-        return common_tails(fc_rows_calls(depthwise_tiles_calls(tiles), HELIUM_FC_ROWS))
+        return common_tails(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS))
+
+
+def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:
+    """The `KernelSchedules.bundle_choice` of Helium cores: from the bundle's kernels (scheduled with the depthwise
+    tiles' fused helper inlined) and their calls, which kernels call which forms' out-of-line copies
+    (`depthwise_tiles.form_uses`, `shared_tiles`), each with the Helium schedules carrying its forms; None where
+    every kernel keeps the helper inlined."""
+    forms = shared_tiles(form_uses(kernels, calls, HELIUM_TILES)).forms_of()
+    if not forms:
+        return None
+    schedules = {shared: HeliumMacSchedules(replace(HELIUM_TILES, shared=shared)) for shared in set(forms.values())}
+    return BundleChoice({kernel: schedules[shared] for kernel, shared in forms.items()})
 
 
 DUAL_MAC_SCHEDULES = DualMacSchedules()
@@ -244,7 +269,12 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=dsp_only,
+        # the DSP depthwise helpers' int16 weights (Helium's lanes multiply int8 weights: nothing to widen there):
+        # every window whose border the border helper takes (its helpers read int16 weights only)
+        widened_depthwise_taps=DSP_WINDOW_TAPS if dsp_only else 0,
         pad_runs=dsp_only,
         # the fused pair tiles without their widened inputs' scratch, where the plan is smaller so (DSP cores)
         scratch_free_form=without_pair_scratch if dsp_only else None,
+        # the forms of Helium's fused depthwise helper the bundle's kernels share one out-of-line copy of
+        bundle_choice=helium_bundle_choice if has_mve(profile) else None,
     )

@@ -43,13 +43,19 @@ def depthwise_mac_access(channels: int) -> HelperAccess:
 DEPTHWISE_MAC_ACCESS = depthwise_mac_access(DUAL_MAC_CHANNELS)
 DEPTHWISE_BOX_OP = "tvm_ext.depthwise_box_s8x4"
 """The same helper's out-of-line copy: for the clipped windows of a padded border (tvm_ext.schedule.border_split)."""
-_OPS = {"int8": (DEPTHWISE_MAC_OP, DEPTHWISE_BOX_OP),
-        "int16": ("tvm_ext.depthwise_mac_s16x4", "tvm_ext.depthwise_box_s16x4")}
-"""(inlined, out of line) per input type (backends.cortex_m.helpers.depthwise_mac_c's DEPTHWISE_MAC_INPUT_TYPES)."""
-for _data in DEPTHWISE_MAC_INPUT_TYPES:  # the same record: it counts elements of the pointers' own types
-    _inlined, _outlined = _OPS[_data]
-    register_mac_helper(_inlined, functools.partial(depthwise_mac_helper_name, data=_data), DEPTHWISE_MAC_ACCESS)
-    register_mac_helper(_outlined, functools.partial(depthwise_box_helper_name, data=_data), DEPTHWISE_MAC_ACCESS)
+DEPTHWISE_MAC_W16_OP = "tvm_ext.depthwise_mac_s8x4w16"
+"""DEPTHWISE_MAC_OP over int16 weights (a DSP core's depthwise weights widened at compile time)."""
+DEPTHWISE_BOX_W16_OP = "tvm_ext.depthwise_box_s8x4w16"
+_OPS = {("int8", "int8"): (DEPTHWISE_MAC_OP, DEPTHWISE_BOX_OP),
+        ("int16", "int8"): ("tvm_ext.depthwise_mac_s16x4", "tvm_ext.depthwise_box_s16x4"),
+        ("int8", "int16"): (DEPTHWISE_MAC_W16_OP, DEPTHWISE_BOX_W16_OP)}
+"""(inlined, out of line) per (input type, weight type) (backends.cortex_m.helpers.depthwise_mac_c's
+DEPTHWISE_MAC_INPUT_TYPES; int16 weights: widened, with int8 inputs only)."""
+for (_data, _weights), (_inlined, _outlined) in _OPS.items():  # one record: it counts elements of the pointers' own types
+    register_mac_helper(_inlined, functools.partial(depthwise_mac_helper_name, data=_data, weights=_weights),
+                        DEPTHWISE_MAC_ACCESS)
+    register_mac_helper(_outlined, functools.partial(depthwise_box_helper_name, data=_data, weights=_weights),
+                        DEPTHWISE_MAC_ACCESS)
 
 
 def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int,
@@ -82,10 +88,11 @@ def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     """The call block of the depthwise helper of the input's type (its out-of-line copy if ``outlined``) for
     ``loops`` (up to two window loops, then the channel loop), or None where the loads do not fit it (see the
     module docstring)."""
-    reduction = mac_reduction(realize.block, DEPTHWISE_MAC_INPUT_TYPES)
-    if reduction is None:
+    reduction = mac_reduction(realize.block, DEPTHWISE_MAC_INPUT_TYPES, ("int8", "int16"))
+    ops = None if reduction is None else _OPS.get((str(reduction.data.source.dtype), str(reduction.weight.source.dtype)))
+    if ops is None:
         return None
-    op = _OPS[str(reduction.data.source.dtype)][1 if outlined else 0]
+    op = ops[1 if outlined else 0]
     return depthwise_call_block(op, realize, loops, reduction, DUAL_MAC_CHANNELS)
 
 

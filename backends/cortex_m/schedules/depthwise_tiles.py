@@ -21,11 +21,13 @@ for the bundle. Where the border does not fit (a window of more than WINDOW_TAPS
 value), only the interior's: ``if (the tests) fused call; else the loop`` with that leaf made empty in the loop
 (no pixel reaching the else branch runs it). kws_ref_model's 3x3 layers on cortex-m55: 155,040 -> 136,553
 instructions each, code 6,432 -> 5,612 B (the outlined box helper and the border cases' taps gone). A 3x3
-window's interior call in a kernel of fewer than HELIUM_INLINE_TILES tile iterations is one out-of-line copy per
-bundle (``_depthwise_tiles3x3_s8``; HELIUM_TILES.outlined), as on DSP cores; so is a kx1 window's, called as one
-row of k taps (``TileHelpers.column_as_row``) of the copy for one row of any taps (``_depthwise_tiles1xn_s8``, the
-taps' count an argument, in a rolled loop: with steps of three taps and the one or two left, 868 B and 321,621
-instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
+window's interior call is one out-of-line copy per bundle (``_depthwise_tiles3x3_s8``; HELIUM_TILES.outlined) in
+the kernels the bundle's choice gives it (``shared_tiles``: the kernels whose inlined code weighs more than the
+copy's calls cost, where the copy and those calls weigh less than their inlined code; made from every kernel
+scheduled first with the helper inlined, ``form_uses``, and passed back into their schedule as the record
+``TileHelpers.shared``); so is a kx1 window's, called as one row of k taps (``TileHelpers.column_as_row``) of the
+copy for one row of any taps (``_depthwise_tiles1xn_s8``, the taps' count an argument, in a rolled loop: with
+steps of three taps and the one or two left, 868 B and 321,621 instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
 372-870 B each inlined, 50-84 B each and the 616 B copy out of line; on cortex-m55 code 4,692 -> 2,892 B
 (cortex-m4f 3,952), 299,492 -> 319,193 instructions (0.734x -> 0.783x TFLM+CMSIS-NN), bit-exact.
 
@@ -63,6 +65,7 @@ way), bit-exact.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
@@ -76,12 +79,14 @@ from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pad_helper_n
 from backends.cortex_m.helpers.helium_c import helium_depthwise_tiles_helper_name
 from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset, pointee,
                                                    tile_loop_stmts, zeroed_stores)
-from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_BOX_OP, DEPTHWISE_MAC_OP, mac_helper_replacement
+from backends.cortex_m.schedules.depthwise_mac import (DEPTHWISE_BOX_W16_OP, DEPTHWISE_MAC_OP, DEPTHWISE_MAC_W16_OP,
+                                                       mac_helper_replacement)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_CHANNELS, _whole, register_mac_helper
-from backends.cortex_m.schedules.helium_depthwise import BOX_OP, MAC_OP, PAD_ACCESS, PAD_OP, padding_replacement
+from backends.cortex_m.schedules.helium_depthwise import (BOX_OP, DEPTHWISE_TILES, MAC_OP, PAD_ACCESS, PAD_OP,
+                                                         padding_replacement)
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.tir.tir_walk import walk, with_root_loops_replaced
+from tvm_ext.tir.tir_walk import children, walk, with_root_loops_replaced
 
 DEPTHWISE_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8")
 """The fused helper's op per bias type (the epilogue's, ``requantize_epilogue.REQUANTIZE_S8_OPS``)."""
@@ -114,37 +119,47 @@ WINDOW_TAPS = 9
 DSP_WINDOW_TAPS = 25
 """The same for the DSP cores' border helper (``<PREFIX>_DEPTHWISE_WINDOW_TAPS`` in ``depthwise_tiles.h.in``: a
 word a tap)."""
-DSP_BORDER_OPS = {(bias, form): bias_form(f"tvm_ext.depthwise_border{'' if form == 'any' else form}_s8x4", bias)
+DSP_BORDER_OPS = {(bias, form): bias_form(f"tvm_ext.depthwise_border{'' if form == 'any' else form}_s8x4w16", bias)
                   for bias in BIAS_TYPES for form in ("any", "3x3", "5x5")}
-"""The DSP cores' border helper per (bias type, form): BORDER_OPS' arguments; "3x3" and "5x5" one out-of-line
-copy per bundle each, "any" (another window) inlined."""
+"""The DSP cores' border helper per (bias type, form): BORDER_OPS' arguments, the weights int16 (widened at compile
+time: `tvm_ext.transform.int8.conv`); "3x3" and "5x5" one out-of-line copy per bundle each, "any" (another window)
+inlined."""
 for (_bias, _form), _op in DSP_BORDER_OPS.items():
     register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias,
-                                               window="" if _form == "any" else _form, kind="border"), BORDER_ACCESS)
+                                               window="" if _form == "any" else _form, kind="border",
+                                               weights="int16"), BORDER_ACCESS)
 DSP_LIKELY_OP = "tvm_ext.depthwise_likely"
 """A kernel's test that leads to its interior pixels, told to the compiler as likely true (``<prefix>_depthwise_likely``:
 __builtin_expect). With the border pixels one call of the border helper, gcc 12.2 -O2 otherwise weighs both
 branches alike, keeps the pixel loops' values in registers and spills the interior tile's sums at every tap
 (mobilenet_v2_050_64_int8's 3x3 layer on 32x32x16: 32 stack accesses among its taps instead of 2)."""
 register_mac_helper(DSP_LIKELY_OP, lambda prefix: f"{prefix}_depthwise_likely")
-DSP_PAD_OP = "tvm_ext.depthwise_pad_s8x4"
-"""The DSP cores' padding products of a border pixel's four-channel tile: PAD_OP's arguments (channels 4)."""
-register_mac_helper(DSP_PAD_OP, dsp_depthwise_pad_helper_name, PAD_ACCESS)
+DSP_PAD_OPS = {"int8": "tvm_ext.depthwise_pad_s8x4", "int16": "tvm_ext.depthwise_pad_s8x4w16"}
+"""The DSP cores' padding products of a border pixel's four-channel tile per weight type: PAD_OP's arguments
+(channels 4)."""
+DSP_PAD_OP = DSP_PAD_OPS["int8"]
+for _weights, _op in DSP_PAD_OPS.items():
+    register_mac_helper(_op, functools.partial(dsp_depthwise_pad_helper_name, weights=_weights), PAD_ACCESS)
 for _bias, _op in DEPTHWISE_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
 DSP_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8x4")
 """The DSP cores' fused helper per bias type (``backends.cortex_m.helpers.depthwise_mac_c``'s
 ``depthwise_tiles.h.in``): the same call as DEPTHWISE_TILES_OPS' (channels a multiple of 4), inlined."""
+DSP_TILES_W16_OPS = by_bias("tvm_ext.depthwise_tiles_s8x4w16")
+"""The same over int16 weights (widened at compile time)."""
+for _bias, _op in DSP_TILES_W16_OPS.items():
+    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, weights="int16"),
+                        DEPTHWISE_TILES_ACCESS)
 DSP_OUTLINED_SIDES = (3, 5)
 """The square windows (sides in taps) whose fused helper has one out-of-line copy per bundle."""
-DSP_TILES_OUTLINED_OPS = {(f"{side}x{side}", bias): bias_form(f"tvm_ext.depthwise_tiles{side}x{side}_s8x4", bias)
+DSP_TILES_OUTLINED_OPS = {(f"{side}x{side}", bias): bias_form(f"tvm_ext.depthwise_tiles{side}x{side}_s8x4w16", bias)
                           for side in DSP_OUTLINED_SIDES for bias in BIAS_TYPES}
-"""Those copies' ops per (window form, ``window_form``, bias type)."""
+"""Those copies' ops per (window form, ``window_form``, bias type), over int16 weights."""
 for _bias, _op in DSP_TILES_OPS.items():
     register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias), DEPTHWISE_TILES_ACCESS)
 for (_form, _bias), _op in DSP_TILES_OUTLINED_OPS.items():
-    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, window=_form),
-                        DEPTHWISE_TILES_ACCESS)
+    register_mac_helper(_op, functools.partial(dsp_depthwise_tiles_helper_name, bias=_bias, window=_form,
+                                               weights="int16"), DEPTHWISE_TILES_ACCESS)
 
 
 def window_form(rows: int, cols: int) -> str:
@@ -185,6 +200,17 @@ class TileHelpers:
     column_as_row: bool = False
     """Whether a window of one column and several rows (a kx1 window: time-axis depthwise layers of audio models)
     calls the fused helper as one row of taps (its sizes and strides transposed: the same taps, another order)."""
+    shared: Optional[frozenset[str]] = None
+    """The window forms (``window_form``) whose interior every kernel calls the out-of-line copy of, the others
+    inlining the fused helper: the bundle's choice (``SharedTiles``, ``shared_tiles``), made from what all its
+    kernels use; None: ``inline_tiles`` decides per kernel."""
+
+    def calls_copy(self, form: str, iterations: int) -> bool:
+        """Whether a kernel of ``iterations`` tile iterations calls the out-of-line copy of the fused helper for
+        windows of ``form`` (one it has: ``outlined``), else inlines it."""
+        if self.shared is not None:
+            return form in self.shared
+        return iterations < self.inline_tiles
 
 
 HELIUM_TILES_OUTLINED_OPS = {(form, bias): bias_form(f"tvm_ext.depthwise_tiles{form}_s8", bias)
@@ -195,22 +221,141 @@ HELIUM_TILES_OUTLINED_OPS = {(form, bias): bias_form(f"tvm_ext.depthwise_tiles{f
 for (_form, _bias), _op in HELIUM_TILES_OUTLINED_OPS.items():
     register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias, window=_form),
                         DEPTHWISE_TILES_ACCESS)
-HELIUM_INLINE_TILES = 320
-"""The tile iterations (pixels x 16-channel tiles, border pixels' too) from which a Helium kernel's 3x3 interior
-inlines the fused helper, else calls its out-of-line copy (see DSP_INLINE_TILES). Inlined, a kernel holds some
-0.9-1.1 KB of straight-line taps more; out of line, an interior pixel's call runs some 100 instructions more (the
-fourteen arguments, the nine taps' addresses from strides that are arguments kept on the stack) and a tile some 8.
-Measured on cortex-m55 (instructions, code B), every kernel inlined / from 4,096 on (none) / from 2,048 on / from
-320 on: vww_96_int8 4,186,068, 21,356 / 4,360,551, 16,576 / 4,356,509, 16,596 / 4,223,620, 19,564 (its kernels of
-288 and fewer iterations out of line, those of 576 and more inlined); person_detect 4,169,746, 21,688 / - / - /
-4,207,265, 19,792; kws_ref_model (kernels of 500) 1,436,233, 5,472 throughout 320. Tried and left: the copy's tiles
-of 16 only (1.2 KB instead of 3 KB, but its taps' addresses spilled per tile: vww 4,486,970, 14,736 from 4,096 on);
-one predicated tile for whole tiles and the rest (vww from 320 on 4,300,302, 18,584)."""
 HELIUM_TILES = TileHelpers(MAC_OP, True, REQUANTIZE_S8_OPS, DEPTHWISE_TILES_OPS, BORDER_OPS,
-                           HELIUM_TILES_OUTLINED_OPS, HELIUM_INLINE_TILES, column_as_row=True)
+                           HELIUM_TILES_OUTLINED_OPS, column_as_row=True, shared=frozenset())
 """Helium's: the 16-lane window helper, the vector epilogue, the border helper; a 3x3 window's interior, and a
-kx1 window's as one row of k taps, out of line in a kernel of fewer than HELIUM_INLINE_TILES tile iterations
-(inlined, a kx1 window called as a row compiles to the same code as called as a column)."""
+kx1 window's as one row of k taps, inlined, or out of line where the bundle shares that form's copy
+(``shared_tiles``: ``replace(HELIUM_TILES, shared=...)``; inlined, a kx1 window called as a row compiles to the
+same code as called as a column)."""
+
+
+@dataclass(frozen=True)
+class CopyCost:
+    """What one window form's out-of-line copy of the fused helper weighs in a bundle's code (bytes) and what
+    calling it instead of inlining the helper costs a kernel (instructions)."""
+
+    inlined: int
+    """A kernel's code more with the fused helper inlined than with its call of the copy (bytes)."""
+    copy: int
+    """The copy's own code (bytes, once per bundle)."""
+    call: int
+    """Instructions more per call of the copy (its arguments, the strides it keeps on the stack)."""
+    tile: int
+    """Instructions more per tile of 16 channels."""
+    rolled_tap: int
+    """Instructions more per tap of a tile whose taps the copy rolls (its loop's)."""
+    rolled_below: Optional[int]
+    """The copy rolls the taps of a layer of fewer channels than this (its one predicated tile); None: every tile's."""
+
+
+HELIUM_COPY_COSTS = {"3x3": CopyCost(1_000, 1_020, 100, 8, 4, DEPTHWISE_TILES[0]),
+                     "1xn": CopyCost(320, 616, 100, 8, 4, None)}
+"""Helium's copies, per window form, measured on cortex-m55 (arm-none-eabi-gcc 12.2 -O2). Bytes: a 3x3 kernel
+inlining the fused helper 1,320-1,384 B (kws_ref_model's 25x5x64, person_detect's 12x12x64 and 24x24x32), calling
+the copy 300-332 B (person_detect's 6x6x128), the copy ``_depthwise_tiles3x3_s8`` 1,020 B; a one-row (kx1) kernel
+inlining it 372-870 B (str_ww_ref_model's 3x1 .. 15x1), calling the copy 50-84 B, the copy
+``_depthwise_tiles1xn_s8`` 616 B (``inlined``: about the least a kernel saves). Instructions, person_detect's kernels
+inlining / calling the 3x3 copy: 24x24x32 (484 interior pixels, 2 tiles) 306,543 / 358,078, 12x12x64 (100, 4 tiles)
+156,518 / 172,240, 24x24x16 at stride 2 (529, 1 tile) 149,997 / 194,999, 48x48x8 (2,116 pixels, its 8 channels'
+taps rolled in the copy) 390,543 / 687,861 (the second with the border copy's rolled rows)."""
+INSTRUCTIONS_PER_BYTE = 100
+"""The instructions per inference a byte of code is worth in the choice of a copy (``shared_tiles``): 1 KB of code
+for 100,000 instructions, some 2 % of a 96x96 MobileNet's on cortex-m55 (vww_96_int8's 4.2 M)."""
+
+
+@dataclass(frozen=True)
+class KernelUse:
+    """A kernel's use of one window form of the fused helper (its interior call, scheduled inlined)."""
+
+    kernel: str
+    """The kernel's (PrimFunc's) name."""
+    calls: int
+    """Its calls per inference."""
+    pixels: int
+    """Its interior call's executions per call of the kernel (the loops around it: its border pixels too)."""
+    channels: int
+    taps: int
+
+    def copy_instructions(self, cost: CopyCost) -> int:
+        """The instructions per inference the kernel's calls of the copy ``cost`` would add."""
+        tiles = -(-self.channels // DEPTHWISE_TILES[0])
+        rolled = cost.rolled_below is None or self.channels < cost.rolled_below
+        per_tile = cost.tile + (cost.rolled_tap * self.taps if rolled else 0)
+        return self.calls * self.pixels * (cost.call + tiles * per_tile)
+
+
+@dataclass(frozen=True)
+class SharedTiles:
+    """A bundle's choice of the fused helper's forms (``TileHelpers.shared``): per window form, the facts and the
+    kernels that call its copy."""
+
+    uses: tuple[tuple[str, tuple[KernelUse, ...]], ...]
+    """Per window form (``window_form``) that has an out-of-line copy, the kernels that use it (``form_uses``)."""
+    sharing: tuple[tuple[str, frozenset[str]], ...]
+    """Per form whose copy the bundle has, the kernels (names) that call it; every other kernel inlines it."""
+
+    def forms_of(self) -> dict[str, frozenset[str]]:
+        """Per kernel that calls a copy, the forms whose copy it calls."""
+        forms: dict[str, set[str]] = {}
+        for form, kernels in self.sharing:
+            for kernel in kernels:
+                forms.setdefault(kernel, set()).add(form)
+        return {kernel: frozenset(shared) for kernel, shared in forms.items()}
+
+
+def _interior_calls(stmt, ops, times: int = 1):
+    """(call, executions per call of the function) of each call of ``ops`` under ``stmt``: the product of the
+    constant extents of the loops around it."""
+    if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm):
+        times *= int(stmt.extent)
+    if isinstance(stmt, tvm.ir.Call) and isinstance(stmt.op, tvm.ir.Op) and stmt.op.name in ops:
+        yield stmt, times
+        return
+    for child in children(stmt):
+        yield from _interior_calls(child, ops, times)
+
+
+def form_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int],
+              helpers: TileHelpers = HELIUM_TILES) -> dict[str, tuple[KernelUse, ...]]:
+    """Per window form with an out-of-line copy (``helpers.outlined``), the kernels of ``kernels`` (name ->
+    PrimFunc, scheduled with the fused helper inlined) whose interior calls it: their calls per inference
+    (``calls``: name -> calls; a kernel not in it counts once), the call's executions, channels and taps."""
+    outlined = {form for form, _ in (helpers.outlined or {})}
+    uses: dict[str, list[KernelUse]] = {}
+    for name, func in kernels.items():
+        for call, pixels in _interior_calls(func.body, set(helpers.tiles.values())):
+            sizes = call.args[11:14]  # rows, cols, channels
+            if not all(isinstance(size, tirx.IntImm) for size in sizes):
+                continue
+            rows, cols, channels = (int(size) for size in sizes)
+            if window_form(rows, cols) in outlined:
+                uses.setdefault(window_form(rows, cols), []).append(
+                    KernelUse(name, calls.get(name, 1), pixels, channels, rows * cols))
+    return {form: tuple(found) for form, found in uses.items()}
+
+
+def shared_tiles(uses: Mapping[str, tuple[KernelUse, ...]], costs: Mapping[str, CopyCost] = HELIUM_COPY_COSTS,
+                 instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> SharedTiles:
+    """The bundle's choice from its kernels' ``uses`` (``form_uses``), form by form, each byte of code worth
+    ``instructions_per_byte`` instructions per inference: the kernels whose calls of the copy would cost fewer
+    instructions than their inlined code's bytes are worth call it, where the copy and those instructions weigh
+    less than their inlined code (``costs``: per form, ``CopyCost``); every other kernel inlines the helper. So one
+    kernel of a form keeps it inlined however often it is called (the copy would only add its calls), and several
+    small ones share it."""
+    sharing = []
+    for form, found in sorted(uses.items()):
+        cost = costs.get(form)
+        if cost is None:
+            continue
+        extra = {use.kernel: use.copy_instructions(cost) for use in found}
+        callers = [kernel for kernel, instructions in extra.items()
+                   if instructions < cost.inlined * instructions_per_byte]
+        if cost.copy * instructions_per_byte + sum(extra[kernel] for kernel in callers) \
+                < len(callers) * cost.inlined * instructions_per_byte:
+            sharing.append((form, frozenset(callers)))
+    return SharedTiles(tuple(sorted(uses.items())), tuple(sharing))
+
+
 DSP_INLINE_TILES = 512
 """The tile iterations (pixels x four-channel tiles, border pixels' too) from which a DSP kernel's 3x3 or 5x5
 interior inlines the fused helper, else calls its out-of-line copy. Inlined, a tile runs some 17 instructions
@@ -223,15 +368,24 @@ vww_96_int8 (before 17,242,205, 22,936) 17,082,282, 22,916 / 17,180,653, 21,904.
 border helper (their loops' code gone), from 2,048 on / from 512 on / every kernel inlined:
 mobilenet_v2_050_64_int8 18,176,934, 25,424 / 18,078,130, 27,548 / 18,071,448, 28,212;
 efficientnet_lite_w030_112_int8 37,675,621, 39,892 / 37,569,769, 43,072 (both); vww_96_int8 16,647,123,
-15,400 / 16,554,382, 17,568 / 16,552,791, 17,780; kws_ref_model 5,305,893, 5,044 / 5,250,625, 5,268 (both)."""
-DSP_TILES = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_OPS, DSP_BORDER_OPS,
-                        DSP_TILES_OUTLINED_OPS, DSP_INLINE_TILES, DEPTHWISE_BOX_OP, DSP_PAD_OP, DSP_WINDOW_TAPS,
-                        column_as_row=True, border_everywhere=True, likely=DSP_LIKELY_OP)
+15,400 / 16,554,382, 17,568 / 16,552,791, 17,780; kws_ref_model 5,305,893, 5,044 / 5,250,625, 5,268 (both).
+With the weights widened to int16 (a tap 8 instructions), from 512 on / from 256 on: vww_96_int8 13,819,626,
+13,216 / 13,818,327, 13,416; person_detect 12,847,382, 12,392 / 12,846,083, 12,592; mobilenet_v2_050_64_int8
+15,309,520, 17,632 / 15,299,191, 18,192; mobilenet_v3s_min_050_80_int8 7,100,670, 16,948 / 7,076,967, 18,000;
+kws_ref_model, str_ww_ref_model, efficientnet_lite_w030_112_int8 the same: 512 kept."""
+DSP_TILES = TileHelpers(DEPTHWISE_MAC_W16_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_W16_OPS, DSP_BORDER_OPS,
+                        DSP_TILES_OUTLINED_OPS, DSP_INLINE_TILES, DEPTHWISE_BOX_W16_OP, DSP_PAD_OPS["int16"],
+                        DSP_WINDOW_TAPS, column_as_row=True, border_everywhere=True, likely=DSP_LIKELY_OP)
 """The DSP cores': four channels per window call (``depthwise_mac``), the written-out epilogue
 (``requantize_small_c``), the border pixels' one call of the border helper (their padding products calls of
 DSP_PAD_OP: ``dsp_replacement``); a kx1 window as a row of k taps: ``depthwise_mac.h.in`` puts its schedule
 barriers between a row's taps, none between rows of one tap, where gcc then hoisted every tap's loads and spilled
 (str_ww_ref_model on cortex-m4f, its 3x1, 5x1, 10x1 and 15x1 layers 213,503 -> 207,077 instructions)."""
+DSP_TILES_S8 = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_SMALL_OPS, DSP_TILES_OPS, None,
+                           column_as_row=True)
+"""The DSP cores' fused interior tiles over int8 weights, for a layer the int8 lowering does not widen (a window of
+more than DSP_WINDOW_TAPS taps, `tvm_ext.transform.int8.conv`): no border helper (it reads int16 weights; such a
+window's border keeps its loop, as it did), no out-of-line copy (there are none of such windows)."""
 
 
 def dsp_replacement(realize: s_tir.SBlockRealize, loops: list,
@@ -240,7 +394,8 @@ def dsp_replacement(realize: s_tir.SBlockRealize, loops: list,
     ``loops`` around ``realize`` compute, else, for a border pixel's padding products over a four-channel tile,
     DSP_PAD_OP's (which the border helper's call then takes in, ``depthwise_tiles_call``); None where none fits."""
     return (mac_helper_replacement(realize, loops, outlined_depthwise)
-            or padding_replacement(realize, loops, DSP_PAD_OP, DUAL_MAC_CHANNELS))
+            or padding_replacement(realize, loops, DSP_PAD_OPS["int8"], DUAL_MAC_CHANNELS)
+            or padding_replacement(realize, loops, DSP_PAD_OPS["int16"], DUAL_MAC_CHANNELS, "int16"))
 
 
 for (_bias, _form), _op in BORDER_OPS.items():
@@ -353,8 +508,9 @@ class _Tiles(LoopOffsets):
             sizes = [x_col, x_row, w_col, w_row, 1, rows]
         args = [self.address(mac.args[1]), self.address(mac.args[2]), *self.epilogue_args(), *sizes]
         op = self.helpers.tiles[self.bias_type]
-        if self.helpers.outlined is not None and self.iterations < self.helpers.inline_tiles:
-            op = self.helpers.outlined.get((window_form(sizes[4], sizes[5]), self.bias_type), op)
+        form = window_form(sizes[4], sizes[5])
+        if self.helpers.outlined is not None and self.helpers.calls_copy(form, self.iterations):
+            op = self.helpers.outlined.get((form, self.bias_type), op)
         return self.block(op, args, [pointee(arg) for arg in mac.args[1:3]])
 
     def box(self, w_arg, w_origin: TensorLoad, strides: tuple[int, int], rows: int, cols: int) -> Optional[tuple]:

@@ -115,11 +115,12 @@ def _load_of(expr, dtypes: tuple[str, ...]) -> Optional[TensorLoad]:
     return None
 
 
-def mac_reduction(block: s_tir.SBlock, data_dtypes: tuple[str, ...] = ("int8",)) -> Optional[MacReduction]:
-    """The block's ``acc = acc + int32(x) * int32(w)`` over int8 w and x of one of ``data_dtypes``, or None for
-    any other body."""
+def mac_reduction(block: s_tir.SBlock, data_dtypes: tuple[str, ...] = ("int8",),
+                  weight_dtypes: tuple[str, ...] = ("int8",)) -> Optional[MacReduction]:
+    """The block's ``acc = acc + int32(x) * int32(w)`` over x of one of ``data_dtypes`` and w of one of
+    ``weight_dtypes`` (by default int8), or None for any other body."""
     return accumulation(block, "int32", lambda factor: _load_of(factor, data_dtypes),
-                        lambda factor: _load_of(factor, ("int8",)))
+                        lambda factor: _load_of(factor, weight_dtypes))
 
 
 def accumulation(block: s_tir.SBlock, acc_dtype: str, data_of: Callable, weight_of: Callable) -> Optional[MacReduction]:

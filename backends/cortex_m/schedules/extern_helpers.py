@@ -37,6 +37,7 @@ from backends.cortex_m.helpers.copy_c import copy_helper_name, max_s8_helper_nam
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
 from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED_GROUP, INTERLEAVED_MAC_HELPERS,
                                                              dual_mac_interleaved_helper_name)
+from backends.cortex_m.schedules.conv_tiles import flat_offset, pointee
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, dual_mac_replacement, helper_call_block,
                                                   mac_reduction, register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -132,9 +133,23 @@ def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
     except KeyError:
         return None  # an index form we do not evaluate: keep the loops
     tiles = extents[0] if tiled else 1
-    return helper_call_block(INTERLEAVED_MAC_OP, reduction, bindings, inner, [extents[-3], tiles, w_tile_stride],
-                             [1] * (len(reduction.store.indices) - 1) + [DUAL_MAC_CHANNELS * tiles],
-                             operands=(start, reduction.data, reduction.weight))
+    realize = helper_call_block(INTERLEAVED_MAC_OP, reduction, bindings, inner, [extents[-3], tiles, w_tile_stride],
+                                [1] * (len(reduction.store.indices) - 1) + [DUAL_MAC_CHANNELS * tiles],
+                                operands=(start, reduction.data, reduction.weight))
+    return _with_whole_accumulators(realize, DUAL_MAC_CHANNELS * tiles)
+
+
+def _with_whole_accumulators(realize: s_tir.SBlockRealize, count: int) -> s_tir.SBlockRealize:
+    """``realize``'s helper call with its accumulators' pointer (its first argument) as a pointer of ``count``
+    elements (tvm_access_ptr): buffer compaction then keeps every accumulator the helper writes, also those the
+    kernel never reads (an LSTM's units padded to whole tiles, ``tvm_ext.kernels.lstm.interleave_gate_weights``),
+    where the element's address alone would let it shrink the buffer to what the TIR reads."""
+    call = realize.block.body.value
+    acc = pointee(call.args[0])
+    pointer = acc.source.access_ptr("rw", offset=flat_offset(acc), extent=count)
+    body = tirx.Evaluate(tirx.call_intrin("int32", call.op, pointer, *call.args[1:]))
+    block = realize.block
+    return s_tir.SBlockRealize([], True, s_tir.SBlock([], block.reads, block.writes, block.name_hint, body))
 
 
 def _init_load(block: s_tir.SBlock, reduction) -> Optional[object]:

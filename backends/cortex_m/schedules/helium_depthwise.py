@@ -106,10 +106,10 @@ def depthwise16_replacement(realize: s_tir.SBlockRealize, loops: list,
     return call(BOX_OP if outlined else MAC_OP, [*sizes, channels])
 
 
-def _int8_load(expr) -> Optional[TensorLoad]:
-    """The int8 load of ``int32(load)``, else None."""
+def _int8_load(expr, dtype: str = "int8") -> Optional[TensorLoad]:
+    """The int8 (or ``dtype``) load of ``int32(load)``, else None."""
     if isinstance(expr, tirx.Cast) and str(expr.ty.dtype) == "int32" and isinstance(expr.value, TensorLoad) \
-            and str(expr.value.source.dtype) == "int8":
+            and str(expr.value.source.dtype) == dtype:
         return expr.value
     return None
 
@@ -126,9 +126,9 @@ def _unguarded(expr, block: s_tir.SBlock):
     return expr
 
 
-def _padded_weight(block: s_tir.SBlock) -> Optional[tuple[tirx.BufferStore, TensorLoad, int]]:
-    """(the store, the int8 load, the constant) of ``acc = acc + c * int32(w)`` (either order), or of
-    ``acc = acc + int32(x)`` with the constant 1 (a window's sums: AVERAGE_POOL_2D's; a padding test that
+def _padded_weight(block: s_tir.SBlock, weight_dtype: str = "int8") -> Optional[tuple[tirx.BufferStore, TensorLoad, int]]:
+    """(the store, the int8 load, the constant) of ``acc = acc + c * int32(w)`` (either order; w of ``weight_dtype``),
+    or of ``acc = acc + int32(x)`` with the constant 1 (a window's sums: AVERAGE_POOL_2D's; a padding test that
     always holds let through, `_unguarded`), else None."""
     store = block.body
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
@@ -144,20 +144,22 @@ def _padded_weight(block: s_tir.SBlock) -> Optional[tuple[tirx.BufferStore, Tens
     for constant, weight in ((value.b.a, value.b.b), (value.b.b, value.b.a)):
         if isinstance(constant, tirx.Cast) and str(constant.ty.dtype) == "int32":
             constant = constant.value
-        if isinstance(constant, tirx.IntImm) and _int8_load(weight) is not None and -2**31 <= int(constant.value) < 2**31:
-            return store, _int8_load(weight), int(constant.value)
+        if isinstance(constant, tirx.IntImm) and _int8_load(weight, weight_dtype) is not None \
+                and -2**31 <= int(constant.value) < 2**31:
+            return store, _int8_load(weight, weight_dtype), int(constant.value)
     return None
 
 
 def padding_replacement(realize: s_tir.SBlockRealize, loops: list, op: str = PAD_OP,
-                        tile: Optional[int] = None) -> Optional[s_tir.SBlockRealize]:
+                        tile: Optional[int] = None, weight_dtype: str = "int8") -> Optional[s_tir.SBlockRealize]:
     """The call block of ``op`` (by default ``<prefix>_depthwise_pad_s8x16``; its arguments PAD_ACCESS') computing
     what ``loops`` (one or two window loops, then a channel loop of at most MAX_CHANNELS, or of exactly ``tile``
-    where given) compute around ``realize``, a block adding a constant's products with int8 weights to its
+    where given) compute around ``realize``, a block adding a constant's products with int8 weights (or of
+    ``weight_dtype``: a DSP core's widened depthwise weights) to its
     accumulators (a border pixel's padded taps) or, without ``tile``, int8 values themselves (a window's sums:
     the products with the constant 1, one VMLA a tap as a VADD would be), or None where it does not fit."""
     channels = _channels(loops)
-    padded = _padded_weight(realize.block)
+    padded = _padded_weight(realize.block, weight_dtype)
     if channels is None or padded is None or (tile is not None and (
             channels != tile or not isinstance(padded[0].value.b, tirx.Mul))):
         return None

@@ -75,19 +75,19 @@ def test_depthwise_helper_adds_every_tap_of_windows_up_to_5x5(tmp_path):
 
 # --- the rectangles' arithmetic -------------------------------------------------------------------------------
 
-_S8_STEP_TAPS = [f"t_depthwise_tap_s8x4(sums, x + {k} * x_col_stride, w + {k} * w_col_stride);"
+_S8_STEP_TAPS = [f"t_depthwise_tap_any_s8x4(sums, x + {k} * x_col_stride, w, at + {k} * w_col_stride, weight_bytes);"
                  for k in ("k", "(k + 1)", "(k + 2)")]
 
 
 def test_dsp_bundle_fences_each_int8_depthwise_tap_of_a_step_and_a_helium_bundle_keeps_the_template():
-    """A DSP bundle's int8 depthwise row fences each tap of its three-tap steps, and the first of the two taps
+    """A DSP bundle's int8 depthwise row (int8 or int16 weights) fences each tap of its three-tap steps, and the first of the two taps
     left, with a schedule barrier (gcc -O2 otherwise hoists the next taps' loads above their MACs and spills:
     depthwise_mac.h.in); not the last tap of a row, nor the int16 row; and a Helium bundle's copy of the template
     (its build without MVE) is the template with its option empty: its C unchanged."""
     dsp = mac_helpers_c("t")
     fence = "\n#if defined(__ARM_FEATURE_DSP)\n        t_schedule_barrier();\n#endif"
     assert all(dsp.count(tap + fence) == 1 for tap in _S8_STEP_TAPS)
-    assert dsp.count("if (k + 1 < cols) {" + fence + "\n        t_depthwise_tap_s8x4(") == 1  # between those left
+    assert dsp.count("if (k + 1 < cols) {" + fence + "\n        t_depthwise_tap_any_s8x4(") == 1  # between those left
     assert dsp.count(fence) == 4  # no other
     helium = helium_mac_helpers_c("t")
     assert fence not in helium and "option_" not in helium

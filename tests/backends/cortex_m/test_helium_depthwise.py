@@ -16,7 +16,6 @@ import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
-from backends.cortex_m.schedules.depthwise_tiles import HELIUM_INLINE_TILES  # noqa: E402
 from emulator.tools import missing_tools  # noqa: E402
 from test_depthwise_border_regions import OVERHANGING  # noqa: E402
 from test_depthwise_border_regions import _depthwise_model as _border_model  # noqa: E402
@@ -74,9 +73,9 @@ def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     # a pixel's loop over its tiles of 16 (32 channels) or 8 (24; 8: one tile, no loop): one fused call over every
     # channel; a border pixel's one call of the border helper whatever its case (the input's zero point as the
     # padding), out of line for a 3x3 window, inlined for 2x2 (a 5x5 window's border pixels, more taps than the
-    # border helper's window, keep their loop: a test a tap); every kernel here small, so a 3x3 window's interior
-    # calls the fused helper's out-of-line copy (the other windows inline it)
-    assert 7 * 6 * 2 < HELIUM_INLINE_TILES
+    # border helper's window, keep their loop: a test a tap); a 3x3 window's interior calls the fused helper's
+    # out-of-line copy, which the bundle's many small 3x3 kernels share (depthwise_tiles.shared_tiles; the other
+    # windows inline it)
     fused = {int(n) for n in re.findall(r"_depthwise_tiles_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
     outlined = {int(n) for n in re.findall(r"_depthwise_tiles3x3_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
     border = {(form, int(n)) for form, n in re.findall(r"_depthwise_border(3x3)?_s8(?:_b16)?\(.*, -3, (\d+)\);",
@@ -142,7 +141,8 @@ def test_helium_average_pools_sum_16_channels_per_call_bit_exactly(tmp_path):
 @pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_helium_depthwise_column_window_calls_the_one_row_copy_and_stays_bit_exact(tmp_path):
     # one int8 input [1, 9, 1, 40] (two tiles of 16 and a last one overlapping the one before), an unpadded 5x1
-    # and a padded 3x1 depthwise layer (time-axis layers of an audio model), each kernel of few tile iterations
+    # and a padded 3x1 depthwise layer (time-axis layers of an audio model): two small kernels of one-row windows,
+    # which the bundle's choice gives the shared copy (depthwise_tiles.shared_tiles)
     model = _border_model(40, 29, (9, 1), [((5, 1), 1, 1, VALID), ((3, 1), 1, 1, SAME)])
     bundle, kernels = bit_exact_bundle(tmp_path, "column", model, "cortex-m55", "mps3-an547")
     # an interior pixel's call: the out-of-line copy for one row (rows 1) of the window's taps (cols 5, 3), the

@@ -2,9 +2,9 @@
 reduction blocks over tiles of four units, which a DSP core's schedules turn into dual MAC calls
 (backends.cortex_m.schedules.extern_helpers) and the report counts as MACs (tvm_ext.plan.macs); a remainder of
 fewer units keeps its scalar loop; the zero points are folded into per-unit offsets at compile time, and kept
-in the product where a folded offset would not fit int32. Where the backend asks for interleaved weights and the
-shapes are whole tiles and groups of four, each gate's product is one call of the interleaved dual MAC over all
-of its tiles, its sums starting at the offsets."""
+in the product where a folded offset would not fit int32. Where the backend asks for interleaved weights (the
+units and inputs padded to whole tiles and groups of four), each gate's product is one call of the interleaved
+dual MAC over all of its tiles, its sums starting at the offsets."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ def _lstm(units: int, depth: int = 6, steps: int = 3, batch: int = 2, bias_value
     tensors = [te.placeholder(shape, dtype, name=name) for name, shape, dtype in (
         ("data", (batch, steps, depth), "int8"), ("hidden", (batch, units), "int8"),
         ("cell", (batch, units), "int16"), ("w_in", w_in.shape, "int8"), ("w_rec", w_rec.shape, "int8"),
-        ("in_offsets", (4, units), "int32"), ("rec_offsets", (4, units), "int32"), ("table", (513,), "uint16"))]
+        ("in_offsets", input_offsets.shape, "int32"), ("rec_offsets", input_offsets.shape, "int32"),
+        ("table", (513,), "uint16"))]
     out = lstm_int8(*tensors, params=params, products=products)
     return te.create_prim_func([*tensors, out]), input_offsets
 
@@ -117,16 +118,21 @@ def test_interleaved_gates_call_the_interleaved_dual_mac_once_per_gate_and_produ
     assert count_macs(func) == 2 * 3 * 4 * 8 * (12 + 8)
 
 
-@pytest.mark.parametrize("units, depth", [(7, 8), (8, 6)])
-def test_shapes_of_no_whole_tiles_and_groups_keep_the_row_major_weights(units: int, depth: int) -> None:
+@pytest.mark.parametrize("units, depth, calls", [(7, 8, [[2, 2, 32]] * 8), (8, 6, [[2, 2, 32]] * 8),
+                                                 (5, 10, [[2, 2, 32]] * 4 + [[3, 2, 48]] * 4)])
+def test_shapes_of_no_whole_tiles_and_groups_are_padded_to_them(units: int, depth: int, calls: list) -> None:
+    """Units and inputs padded to whole tiles and groups (zero weights, zero-padded copies of the input row and
+    hidden state): still one interleaved call per gate and product."""
     func = _lstm(units=units, depth=depth, interleave=True)[0]
-    assert _interleaved_calls(inline_intermediates(func, 4, DUAL_MAC_SCHEDULES)) == []
+    assert sorted(_interleaved_calls(inline_intermediates(func, 4, DUAL_MAC_SCHEDULES))) == sorted(calls)
 
 
-def test_the_interleaved_kernel_computes_what_the_row_major_one_does() -> None:
+@pytest.mark.parametrize("units, depth", [(8, 12), (5, 10), (7, 3), (1, 1)])
+def test_the_interleaved_kernel_computes_what_the_row_major_one_does(units: int, depth: int) -> None:
     """Built for the host (LLVM: the blocks' own loops, the sums starting at the offsets by the blocks' init, no
-    helper), both layouts give the same outputs and states over several steps and batch rows."""
-    units, depth, steps, batch = 8, 12, 3, 2
+    helper), both layouts give the same outputs and states over several steps and batch rows, shapes padded to
+    whole tiles and groups included."""
+    steps, batch = 3, 2
     rng = np.random.default_rng(0)
     w_in = rng.integers(-128, 128, (4, units, depth)).astype(np.int8)
     w_rec = rng.integers(-128, 128, (4, units, units)).astype(np.int8)

@@ -90,9 +90,10 @@ def bit_exact_bundle(tmp_path, name: str, model_bytes: bytes, target: str, board
 def test_helium_kernels_requantize_a_channel_tile_per_call_bit_exactly(tmp_path):
     bundle, kernels = bit_exact_bundle(tmp_path, "epilogues", _epilogue_model(), "cortex-m55", "mps3-an547")
     assert re.search(r"_requantize_s8\(", kernels), kernels
-    # the depthwise layer (int16 biases, one tile of 8) requantizes inside its fused call, a small kernel's
-    # interior the shared out-of-line 3x3 copy (backends/cortex_m/schedules/depthwise_tiles.py, HELIUM_INLINE_TILES)
-    assert re.search(r"_depthwise_tiles3x3_s8_b16\(", kernels), kernels
+    # the depthwise layer (int16 biases, one tile of 8) requantizes inside its fused call, the bundle's one 3x3
+    # depthwise kernel's interior inlined (no copy to share: backends/cortex_m/schedules/depthwise_tiles.py,
+    # shared_tiles)
+    assert re.search(r"_depthwise_tiles_s8_b16\(", kernels), kernels
     # one pixel's channel tiles in one call of the fused helper, the tiles' accumulators never stored
     # (backends/cortex_m/schedules/conv_tiles.py): the 1x1 layer's pixels (int16 biases), the 3x3 layer's
     # unpaired ones (int32 biases; its pairs keep the epilogue's calls)

@@ -62,8 +62,9 @@ def test_only_the_kernel_whose_scratch_sets_the_arena_takes_its_form() -> None:
     assert choice.manifest_entry() == {
         "kernels": {"k_peak": {"scratch_bytes_freed": PEAK_SCRATCH, "extra_instructions": 500}},
         "arena_bytes_with_scratch": 2 * BIG + PEAK_SCRATCH, "arena_bytes": 2 * BIG, "extra_instructions": 500}
-    assert "1 kernel without scratch (-512 B of arena, ~+500 instructions estimated)" in choice.phrase()
-    assert choice.none().manifest_entry() is None and choice.none().phrase() == ""
+    assert choice.summary() == "1 kernel without scratch (-512 B of arena, ~+500 instructions estimated)"
+    assert choice.phrase() == f", {choice.summary()}"
+    assert choice.none().manifest_entry() is None and choice.none().phrase() == choice.none().summary() == ""
 
 
 def test_a_form_the_arena_does_not_need_is_left_out() -> None:

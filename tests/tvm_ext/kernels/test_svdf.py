@@ -17,6 +17,7 @@ import tvm_ext  # noqa: E402
 from stateful_bundle_driver import run_with_reset_last, run_with_reset_last_on_qemu, tflm_invocations  # noqa: E402
 from svdf_models import SvdfSpec, build_svdf_model, svdf_tensors  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
+from tvm_ext.kernels.extern_mac import interleave_weights, padded_to_tiles  # noqa: E402
 from tvm_ext.kernels.svdf import (  # noqa: E402
     svdf_feature_multiplier,
     svdf_feature_offsets,
@@ -44,9 +45,11 @@ def _host_function(build, arrays: list[np.ndarray]):
     return run
 
 
-def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False) -> list[np.ndarray]:
+def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False, interleaved: bool = False) -> list[np.ndarray]:
     """The outputs of our two kernels over ``inputs``, the state starting at its zero point as TFLM resets it;
-    with ``fold``, the state zero point folded into the bias as the lowering folds it (svdf_time_offsets)."""
+    with ``fold``, the state zero point folded into the bias as the lowering folds it (svdf_time_offsets); with
+    ``interleaved``, the feature weights interleaved and padded to whole tiles and groups as a DSP core's lowering
+    gives them (every filter's product in one reduction block)."""
     data, feature, time, bias, state, output = svdf_tensors(spec)
     feature_multiplier, feature_shift = svdf_feature_multiplier(data.scale, feature.scale, state.scale,
                                                                 Rounding.DOUBLE)
@@ -56,9 +59,13 @@ def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False) -> list[
     bias_v = np.frombuffer(bias.data, "<i4") if spec.bias else None  # our kernel without bias vs TFLM's zeros
     values = np.full(state.shape, state.zero_point, spec.state_dtype)
     offsets = svdf_feature_offsets(feature_w, data.zero_point)
+    if interleaved:
+        feature_w = interleave_weights(feature_w)
+        offsets = np.pad(offsets, (0, padded_to_tiles(offsets.size) - offsets.size))
     update = _host_function(
         functools.partial(svdf_state_update, memory=spec.memory, state_zero_point=state.zero_point,
-                          multiplier=feature_multiplier, shift=feature_shift, rounding=Rounding.DOUBLE),
+                          multiplier=feature_multiplier, shift=feature_shift, rounding=Rounding.DOUBLE,
+                          interleaved=interleaved),
         [inputs[0], values, feature_w, offsets],
     )
     time_zero_point = state.zero_point
@@ -94,14 +101,15 @@ SPECS = [
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.state_dtype}-r{s.rank}-m{s.memory}-b{s.batch}"
                          f"{'-bias' if s.bias else ''}{'-relu' if s.relu else ''}")
-@pytest.mark.parametrize("fold", [False, True], ids=["zero_point", "folded"])
-def test_kernels_match_tflm_over_invocations(spec: SvdfSpec, fold: bool) -> None:
+@pytest.mark.parametrize("fold, interleaved", [(False, False), (True, False), (True, True)],
+                         ids=["zero_point", "folded", "interleaved"])
+def test_kernels_match_tflm_over_invocations(spec: SvdfSpec, fold: bool, interleaved: bool) -> None:
     rng = np.random.default_rng(spec.seed + 100)
     inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS)]
     expected = _tflm(spec, inputs)
     saturated = np.mean([np.isin(e, (-128, 127)).mean() for e in expected])
     assert saturated < 0.5, "the test model's scales leave too little of the output range to compare"
-    for invocation, (ours, theirs) in enumerate(zip(_ours(spec, inputs, fold), expected, strict=True)):
+    for invocation, (ours, theirs) in enumerate(zip(_ours(spec, inputs, fold, interleaved), expected, strict=True)):
         np.testing.assert_array_equal(ours, theirs, err_msg=f"invocation {invocation}")
 
 
@@ -131,21 +139,23 @@ def test_bundle_keeps_state_across_runs_like_tflm(spec: SvdfSpec, tmp_path: Path
     assert "state0" in (out / "manifest.json").read_text()
 
 
-# Shapes the DSP helpers take in parts: whole tiles of four filters and a remainder, inputs and memories that
-# are not a multiple of four, two batches, ranks 1 and 2, both state types; with the helpers each calls.
+# Shapes the DSP helpers take padded or in parts: filters and inputs that are not whole tiles and groups of four
+# (the feature product's interleaved weights padded), memories that are not a multiple of four, two batches, ranks
+# 1 and 2, both state types; with the helpers each calls.
 QEMU_SPECS = [
-    (SvdfSpec(batch=2, inputs=9, units=7, rank=1, memory=5, state_dtype="int8", seed=21), ("dual_mac_s8x4",)),
+    (SvdfSpec(batch=2, inputs=9, units=7, rank=1, memory=5, state_dtype="int8", seed=21),
+     ("dual_mac_s8x4_interleaved",)),
     (SvdfSpec(batch=2, inputs=11, units=4, rank=2, memory=7, state_dtype="int8", seed=23),
-     ("dual_mac_s8x4", "row_dot_s8x4")),
-    (SvdfSpec(inputs=13, units=5, rank=2, memory=3, seed=22), ("dual_mac_s8x4",)),
+     ("dual_mac_s8x4_interleaved", "row_dot_s8x4")),
+    (SvdfSpec(inputs=13, units=5, rank=2, memory=3, seed=22), ("dual_mac_s8x4_interleaved",)),
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec, helpers", QEMU_SPECS, ids=lambda s: getattr(s, "state_dtype", ""))
 def test_bundle_on_cortex_m4f_keeps_state_like_tflm(spec: SvdfSpec, helpers: tuple[str, ...], tmp_path: Path) -> None:
-    """On the emulated Cortex-M4F (dual MAC feature product, word-copied state shift, row dot time product):
-    every run of several, and a run after `<model>_reset()`, equal TFLM's invocations."""
+    """On the emulated Cortex-M4F (interleaved dual MAC feature product, word-copied state shift, row dot time
+    product): every run of several, and a run after `<model>_reset()`, equal TFLM's invocations."""
     bundle = _bundle(spec, tmp_path, "cortex-m4f")
     assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
     kernels = (tmp_path / "cortex-m4f" / "svdf_layer_kernels.c").read_text()

@@ -56,10 +56,21 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         kernel = first_fitting(ctx.one_channel_conv, conv2d_int8)
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3]))
     padded = _padded_channels(ctx, weight, data.tensor, conv) if kernel is conv2d_int8 and not paired else None
+    widened = kernel is depthwise_conv2d_int8 and _widens(ctx, weight, data.tensor)
     return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                      shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
                      weight_layout=WeightLayout.OHWI_PADDED if length else layout, folds_zero_point=True,
-                     paired_weights=paired, weight_length=length, padded_units=padded, macs=macs)
+                     paired_weights=paired, weight_length=length, padded_units=padded, macs=macs,
+                     widened_weights=widened)
+
+
+def _widens(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr) -> bool:
+    """Whether a DEPTHWISE_CONV_2D (weight (KH, KW, C * M)) takes its weights widened to int16 (the backend's
+    ``LoweringContext.widened_depthwise_taps``): int8 data, depth multiplier 1, whole tiles of four channels (the
+    DSP depthwise helpers' four consecutive channels a tap), a window of at most that many taps."""
+    kh, kw, channels = (int(d) for d in weight.shape)
+    return (0 < kh * kw <= ctx.widened_depthwise_taps and str(data.ty.dtype) == "int8"
+            and channels == int(data.ty.shape[3]) and channels % 4 == 0)
 
 
 def _one_channel(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr) -> bool:

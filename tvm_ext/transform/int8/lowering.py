@@ -28,8 +28,8 @@ class LoweringContext:
     MAX_POOL_2D kernels are written as runs (``tvm_ext.kernels.copy_runs.max_pool2d_runs``) where they can, whether
     PAD and TRANSPOSE kernels are (``tvm_ext.kernels.copy_runs.pad_runs``, ``transpose_runs``), the backend's own
     kernel of int8 ADD (``backends.backend.KernelSchedules.int8_add``; None: none) and of int8 SOFTMAX
-    (``int8_softmax``), and whether recurrent cells take their gate weights interleaved per tile of four units
-    (``backends.backend.KernelSchedules.interleaved_gate_weights``).
+    (``int8_softmax``), and whether recurrent cells (an LSTM's gates, an SVDF's feature product) take their weights
+    interleaved per tile of four units (``backends.backend.KernelSchedules.interleaved_gate_weights``).
     ``LowerQuantizedToInteger`` fills each field named as one of ``KernelSchedules`` from the backend's record."""
 
     graph: Graph
@@ -58,6 +58,9 @@ class LoweringContext:
     """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
     None: the generic kernel), for the QLinearConvs ``qlinear_conv_fits`` accepts."""
     qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
+    widened_depthwise_taps: int = 0
+    """The most window taps of an int8 DEPTHWISE_CONV_2D whose weights are widened to int16
+    (``backends.backend.KernelSchedules.widened_depthwise_taps``; 0: never)."""
     integer_requantization: bool = False
     """Whether onnxruntime's QLinearConv and QLinearMatMul kernels requantize in integers (the bundle's helper of
     the float operations' bits: cores without a floating-point unit)."""

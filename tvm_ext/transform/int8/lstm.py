@@ -6,7 +6,8 @@ products' offsets (the biases with the input and hidden zero points folded in at
 ``tvm_ext.kernels.lstm.gate_products``) and TFLite's sigmoid table laid out over signed inputs
 (``tvm_ext.kernels.lstm.signed_sigmoid_table``); where the backend asks
 (``LoweringContext.interleaved_gate_weights``) each gate's weights interleaved per tile of four units
-(``tvm_ext.kernels.lstm.interleave_gate_weights``). Its PrimFunc is marked with
+(``tvm_ext.kernels.lstm.interleave_gate_weights``, padded with zero weights to whole tiles and groups: the
+kernel then carries its layer's MAC count). Its PrimFunc is marked with
 ``STATE_OPERANDS_ATTR`` (the hidden and cell state operands: the plan makes them the bundle's static state, ``H0``
 and ``C0`` their reset values; the kernel rewrites them in place) and opaque, so that fusion never turns a state
 into a kernel-local buffer. The scales are TFLM's (``tvm_ext.kernels.lstm.lstm_params``).
@@ -20,11 +21,11 @@ import numpy as np
 from tvm import relax
 
 from ...frontend.tflite_ops.lstm import CELL_CLIP_ATTR, LSTM, TIME_MAJOR_ATTR
-from ...kernels.lstm import (LstmQuantization, gate_products, interleave_gate_weights, lstm_int8, lstm_params,
+from ...kernels.lstm import (GATES, LstmQuantization, gate_products, interleave_gate_weights, lstm_int8, lstm_params,
                              signed_sigmoid_table)
 from .graph import Quant
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
-from tvm_ext.layers import OPAQUE_PATTERN, STATE_OPERANDS_ATTR
+from tvm_ext.layers import MACS_ATTR, OPAQUE_PATTERN, STATE_OPERANDS_ATTR
 
 _HIDDEN, _CELL = 1, 2  # the kernel's state operands
 _NOT_PER_TENSOR = Mismatch("UNIDIRECTIONAL_SEQUENCE_LSTM with operands that are not per-tensor quantized")
@@ -69,15 +70,19 @@ def _match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Misma
     input_offsets, recurrent_offsets, products = gate_products(np.stack(biases).astype(np.int32), stacked_input,
                                                                stacked_recurrent, params,
                                                                interleave=ctx.interleaved_gate_weights)
+    func_attrs = {STATE_OPERANDS_ATTR: (_HIDDEN, _CELL), "op_pattern": OPAQUE_PATTERN}
     if products.interleaved:
+        units, depth = stacked_recurrent.shape[1], stacked_input.shape[2]
+        # the layer's MACs, not the zero weights' of the padding (tvm_ext.plan.macs.with_mac_count keeps this)
+        rows = int(np.prod([int(extent) for extent in ctx.lowered[source].ty.shape][:2]))
+        func_attrs[MACS_ATTR] = rows * len(GATES) * units * (depth + units)
         stacked_input = interleave_gate_weights(stacked_input)
         stacked_recurrent = interleave_gate_weights(stacked_recurrent)
     operands = (ctx.lowered[source], relax.const(hidden), relax.const(cell), relax.const(stacked_input),
                 relax.const(stacked_recurrent), relax.const(input_offsets), relax.const(recurrent_offsets),
                 relax.const(signed_sigmoid_table()))
     return FixedCall(KernelCall("UNIDIRECTIONAL_SEQUENCE_LSTM", step, lstm_int8, operands,
-                                {"params": params, "products": products},
-                                {STATE_OPERANDS_ATTR: (_HIDDEN, _CELL), "op_pattern": OPAQUE_PATTERN}))
+                                {"params": params, "products": products}, func_attrs))
 
 
 def _completes(value: relax.Expr, ctx: LoweringContext) -> bool:

@@ -85,6 +85,9 @@ class MacKernel:
     # loops give the same count and window, so it is kept (cortex-m4f, a 3x3 window and a RELU6 one: the bundle is
     # byte for byte the same without the declaration).
     macs: Optional[int] = None
+    # DEPTHWISE_CONV_2D only: the kernel takes its weights as int16 (the same values: `_widens` in
+    # tvm_ext.transform.int8.conv), which a DSP core's depthwise helpers read without widening them.
+    widened_weights: bool = False
 
     def kernel_call(self, activation: ActivationRange) -> KernelCall:
         """Per-tensor requantization is immediates in the kernel; per-channel adds an int32 multiplier
@@ -145,6 +148,8 @@ class MacKernel:
         elif self.stacked_rows and (folded is not None or self.input_zero_point == 0):
             weight_constant = relax.const(stack_rows(weight))
             layout = {"stacked_rows": True}
+        elif self.widened_weights:
+            weight_constant = relax.const(np.ascontiguousarray(weight.astype(np.int16)))
         else:
             weight_constant = relax.const(np.ascontiguousarray(weight))
         return KernelCall(self.kind, self.core, self.kernel, (self.data, weight_constant, bias),

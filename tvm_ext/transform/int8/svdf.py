@@ -1,7 +1,10 @@
 """SVDF: the two QDQ steps of ``tvm_ext.frontend.tflite_ops.svdf`` -> TFLM's integer SVDF as two kernels.
 
 ``new_state = q(svdf_state_update(dq(x), dq(W_feature), dq(S0)))`` -> ``svdf_state_update`` on the int8 input,
-the state, the int8 feature weights and their sums times the input zero point (``svdf_feature_offsets``). Its
+the state, the int8 feature weights and their sums times the input zero point (``svdf_feature_offsets``); where
+the backend asks (``LoweringContext.interleaved_gate_weights``) the feature weights interleaved per tile of four
+filters (``tvm_ext.kernels.extern_mac.interleave_weights``: one helper call for every filter's product; the
+kernel then carries its layer's MAC count, not its padding's). Its
 PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state among its operands: the plan makes that
 operand the bundle's static state, ``S0`` its reset value, and the kernel's output a view of it, written in
 place) and opaque, so that fusion never turns the state into a kernel-local buffer.
@@ -19,12 +22,13 @@ import numpy as np
 from tvm import relax
 
 from ...frontend.tflite_ops.svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
+from ...kernels.extern_mac import interleave_weights, padded_to_tiles
 from ...kernels.fixed_point import largest_centered, shifts_right_only
 from ...kernels.svdf import (svdf_feature_multiplier, svdf_feature_offsets, svdf_output, svdf_state_update,
                              svdf_time_multiplier, svdf_time_offsets)
 from .graph import Quant
 from .mac import fits_small_accumulator
-from tvm_ext.layers import OPAQUE_PATTERN, STATE_OPERAND_ATTR
+from tvm_ext.layers import MACS_ATTR, OPAQUE_PATTERN, STATE_OPERAND_ATTR
 
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 
@@ -73,13 +77,21 @@ def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[Fix
         return _NOT_PER_TENSOR
     data, feature, initial, state = operands.activation_quant, operands.first, operands.second, operands.second_quant
     multiplier, shift = svdf_feature_multiplier(data.scale, operands.first_quant.scale, state.scale, ctx.rounding)
+    offsets = svdf_feature_offsets(feature, data.zero_point)
+    func_attrs = {STATE_OPERAND_ATTR: 1, "op_pattern": OPAQUE_PATTERN}
+    weights = feature
+    if ctx.interleaved_gate_weights:  # every filter's product in one call of the interleaved dual MAC
+        # the layer's MACs, not the zero weights' of the padding (tvm_ext.plan.macs.with_mac_count keeps this)
+        func_attrs[MACS_ATTR] = int(initial.shape[0]) * feature.size
+        weights = interleave_weights(feature)
+        offsets = np.pad(offsets, (0, padded_to_tiles(offsets.size) - offsets.size))
     return FixedCall(KernelCall(
         "SVDF", _step(quantize, ctx, SVDF_STATE_UPDATE), svdf_state_update,
-        (operands.activation, relax.const(initial), relax.const(feature),
-         relax.const(svdf_feature_offsets(feature, data.zero_point))),
+        (operands.activation, relax.const(initial), relax.const(weights), relax.const(offsets)),
         {"memory": int(initial.shape[1]) // int(feature.shape[0]), "state_zero_point": state.zero_point,
-         "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding},
-        {STATE_OPERAND_ATTR: 1, "op_pattern": OPAQUE_PATTERN},
+         "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding,
+         **({"interleaved": True} if ctx.interleaved_gate_weights else {})},
+        func_attrs,
     ))
 
 

@@ -133,13 +133,13 @@ def test_a_float_lstm_is_refused_for_its_state() -> None:
     assert why is not None and "state" in why
 
 
-# Shapes the dual MAC takes in parts on a DSP core: whole tiles of four units, a remainder, inputs that are not a
-# multiple of four, both layouts, two batch rows.
+# Shapes the interleaved dual MAC takes padded on a DSP core (units to whole tiles of four, inputs to whole groups of
+# four: zero weights, zero-padded copies of the input row and hidden state) and whole, both layouts, two batch rows.
 QEMU_SPECS = [
-    SPECS[1],  # 5 units: one tile and one unit
-    LstmSpec(batch=2, time=3, inputs=6, units=8, seed=11),  # whole tiles only
-    LstmSpec(time=4, inputs=9, units=6, time_major=True, seed=12),
-    LstmSpec(batch=2, time=3, inputs=8, units=12, seed=13),  # whole tiles and groups: interleaved weights
+    SPECS[1],  # 5 units: one tile and one unit, padded to two tiles
+    LstmSpec(batch=2, time=3, inputs=6, units=8, seed=11),  # whole tiles, inputs padded
+    LstmSpec(time=4, inputs=9, units=6, time_major=True, seed=12),  # both padded
+    LstmSpec(batch=2, time=3, inputs=8, units=12, seed=13),  # whole tiles and groups
 ]
 
 
@@ -147,15 +147,14 @@ QEMU_SPECS = [
 @pytest.mark.parametrize("spec", QEMU_SPECS, ids=_id)
 def test_bundle_on_cortex_m4f_uses_the_dual_mac_and_counts_its_macs(spec: LstmSpec, tmp_path: Path) -> None:
     """The same kernel built for a Cortex-M4F and run under QEMU: every run of several, and a run after
-    `<model>_reset()`, equal TFLM's invocations; the gate products call the dual MAC (over interleaved weights
-    where the inputs and units are multiples of four) and the report counts every gate's MACs (four gates of an
-    input and a recurrent product per unit, step and batch row)."""
+    `<model>_reset()`, equal TFLM's invocations; the gate products call the dual MAC over interleaved weights
+    (padded to whole tiles and groups) and the report counts every gate's MACs, not the padding's (four gates of
+    an input and a recurrent product per unit, step and batch row)."""
     out = tmp_path / "cortex-m4f"
     bundle = tvm_ext.compile(_model(spec, tmp_path), target="cortex-m4f", out=out)
     assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
-    interleaved = spec.inputs % 4 == 0 and spec.units % 4 == 0
     kernels = (out / f"{MODEL}_kernels.c").read_text()
-    assert f"{MODEL}_dual_mac_s8x4_interleaved(" in kernels if interleaved else f"{MODEL}_dual_mac_s8x4(" in kernels
+    assert f"{MODEL}_dual_mac_s8x4_interleaved(" in kernels and f"{MODEL}_dual_mac_s8x4(" not in kernels
     calls = json.loads((out / "manifest.json").read_text())["layer_report"]["calls"]
     assert [call["macs"] for call in calls] == [spec.batch * spec.time * 4 * spec.units * (spec.inputs + spec.units)]
     rng = np.random.default_rng(spec.seed + 100)
