@@ -254,8 +254,9 @@ class KernelSchedules:
     None where it does not fit that ADD (the generic kernel then)."""
     dense_unit_tile: int = 0
     """The channel tile (a multiple of `output_channel_tile`) to which the int8 lowering pads a FULLY_CONNECTED's
-    output channels with zero weight rows where it does not divide them, for a core whose MAC helper computes
-    whole tiles (`tvm_ext.kernels.dense.fully_connected_int8`'s `units`); 0: never padded."""
+    or a CONV_2D's output channels with zero weight rows where it does not divide them, for a core whose MAC helper
+    computes whole tiles (`tvm_ext.kernels.dense.fully_connected_int8`'s and `tvm_ext.kernels.conv.conv2d_int8`'s
+    `units`; `tvm_ext.transform.int8.conv` says which convolutions); 0: never padded."""
     int8_softmax: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 SOFTMAX over the last axis (operands and keywords as
     `tvm_ext.kernels.softmax_int8`'s), which the int8 lowering writes where it gives one (a TE tensor; None where it

@@ -72,7 +72,7 @@ def conv2d_int8(
     output: OutputStage, strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
     multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None, zero_point_in_bias: bool = False,
     weight_layout: WeightLayout = WeightLayout.HWIO, paired_weights: bool = False,
-    kernel_size: Optional[Sequence[int]] = None,
+    kernel_size: Optional[Sequence[int]] = None, units: Optional[int] = None,
 ) -> te.Tensor:
     """CONV_2D: data NHWC int8, weight int8 in ``weight_layout`` (HWIO by default), bias int32[O] -> NHWC int8
     (int16 data, int64 bias -> int16: 16x8). With ``paired_weights`` (int8 data) the weight is
@@ -80,6 +80,10 @@ def conv2d_int8(
     [O / 8, KH, KW, I, 4], instead. ``kernel_size`` (KH, KW): the window of an OHWI_PADDED weight.
 
     Per-channel ``multiplier``/``shift`` tensors, when given, replace those of ``output``.
+
+    With ``units`` the output has that many channels, fewer than the weight's: the channels past them are zeros
+    that pad the channels to whole tiles of a backend's MAC helper (``LoweringContext.dense_unit_tile``); their
+    sums are computed and never read.
     """
     stage = output.per_channel(multiplier, shift)
     if paired_weights:
@@ -112,7 +116,8 @@ def conv2d_int8(
         ),
         name="acc",
     )
-    return te.compute(acc.shape, lambda b, y, x, o: requantize(acc[b, y, x, o], o, stage, bias), name="conv2d_int8")
+    shape = (*acc.shape[:3], cout if units is None else units)
+    return te.compute(shape, lambda b, y, x, o: requantize(acc[b, y, x, o], o, stage, bias), name="conv2d_int8")
 
 
 def depthwise_conv2d_int8(

@@ -216,10 +216,11 @@ def _interior_branch(tap: _GuardedTap, mac: Optional[MacSchedules]):
     tap_depths = [depth_ for entries in pixel_conjuncts.values() for _, taps in entries for depth_ in taps]
     first = _first_reduction_loop(tap.realize, inner_loops) if mac is not None else None
     window = mac.window_buffer(inner_loops, first, tap.realize) if first is not None else None
-    windowed = _windowed(mac, tap, inner_loops, first, None, window) if first is not None and mac.has_short_rows(
-        inner_loops, first) else None
+    inside = _tap_read_as(tap, tap.guard.args[1], "_interior")
+    windowed = _windowed(mac, tap, inner_loops, first, None, window) if first is not None and (
+        mac.has_short_rows(inner_loops, first) or not _helper_fits(inside, inner_loops, mac)) else None
     clean = _with_window(pixel_loop.body, windowed) if windowed is not None else _with_helper(
-        pixel_loop.body, tap, _tap_read_as(tap, tap.guard.args[1], "_interior"), inner_loops, mac)
+        pixel_loop.body, tap, inside, inner_loops, mac)
     windowed_border_ = _windowed(mac, tap, inner_loops, first, max(tap_depths) - innermost - 1, window) if (
         first is not None and tap_depths) else None
     if windowed_border_ is not None:
@@ -463,17 +464,34 @@ def _tap_read_as(tap: _GuardedTap, value, suffix: str) -> s_tir.SBlockRealize:
     return s_tir.SBlockRealize(tap.realize.iter_values, tap.realize.predicate, new_block)
 
 
+def _helper_call(realize: s_tir.SBlockRealize, loops: list, mac: Optional[MacSchedules]):
+    """(the loop a MAC helper's call replaces, that call) for the update block ``realize`` under its reduction
+    ``loops`` (outermost first), or None where no helper of ``mac`` computes them."""
+    if mac is None or not loops:
+        return None
+    # From the first reduction loop; where the window loops are all outside (one tap), the channel loop.
+    start = _first_reduction_loop(realize, loops)
+    start = len(loops) - 1 if start is None else start
+    call = mac.replacement(realize, loops[start:])
+    return None if call is None else (loops[start], call)
+
+
+def _helper_fits(realize: s_tir.SBlockRealize, loops: list, mac: Optional[MacSchedules]) -> bool:
+    """Whether a MAC helper of ``mac`` computes the update block ``realize`` under ``loops`` where it reads the
+    image in place. Where none does (a window of several rows whose columns are not adjacent: a dilated
+    convolution's), an interior pixel copies its window (``MacSchedules.windowed_border``), which the dual MAC
+    reads as one run: measured on cortex-m4f, on a 16x16x16 image, 3x3 convolutions of dilation 2 (16 channels) and
+    4 (12) and a 5x5 one of dilation 2 (8) 3.58, 2.70 and 2.72 -> 1.96, 2.01 and 2.09 instructions per MAC."""
+    return _helper_call(realize, loops, mac) is not None
+
+
 def _with_helper(stmt: tirx.Stmt, tap: _GuardedTap, realize: s_tir.SBlockRealize, loops: list,
                  mac: Optional[MacSchedules]) -> tirx.Stmt:
     """``stmt`` with the update block ``realize`` in place of the guarded one, and with ``mac`` its
     reduction ``loops`` (the loops below ``stmt``'s, outermost first) as a MAC helper's call where one fits."""
-    if mac is not None and loops:
-        # From the first reduction loop; where the window loops are all outside (one tap), the channel loop.
-        start = _first_reduction_loop(realize, loops)
-        start = len(loops) - 1 if start is None else start
-        call = mac.replacement(realize, loops[start:])
-        if call is not None:
-            return replace_stmt(stmt, loops[start], call)
+    found = _helper_call(realize, loops, mac)
+    if found is not None:
+        return replace_stmt(stmt, *found)
     return replace_stmt(stmt, tap.realize, realize)
 
 

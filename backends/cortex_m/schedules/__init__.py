@@ -268,8 +268,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' kernel of a window over one input channel (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
         one_channel_conv=one_channel_conv if dsp_only else None,
-        # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED of other channel counts
-        # pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
+        # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED or CONV_2D of other
+        # channel counts pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
         dense_unit_tile=4 if dsp_only else 0,
         qlinear_conv=helium_qlinear_conv if has_mve(profile) else None,
         qlinear_conv_fits=fits_qlinear_conv if has_mve(profile) else None,

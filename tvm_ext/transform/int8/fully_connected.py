@@ -11,7 +11,7 @@ from ...kernels import fully_connected_int8
 from ...kernels.dense import PAIRED_TILE, STACKED_TILE, stacks_rows
 from ...kernels.quant_params import conv_multipliers, fully_connected_multiplier
 from .lowering import Lowering, LoweringContext, Mismatch
-from .mac import MacKernel, MacPattern
+from .mac import MacKernel, MacPattern, padded_channels
 from .patterns import ends_float_operator, float_operator_mismatch
 
 _PATTERN = MacPattern("relax.matmul")
@@ -44,15 +44,12 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
 
 def _padded_units(weight: np.ndarray, data: relax.Expr, tile: int) -> Optional[int]:
     """The output channels of a FULLY_CONNECTED of int8 ``data`` and weights [O, K] padded to whole tiles of
-    ``tile`` (the backend's MAC tile: ``LoweringContext.dense_unit_tile``), or None where O is a multiple of it,
-    below it (or no tile): the kernel then tiles every channel for the backend's MAC helper instead of keeping a
-    scalar loop for them all (a 10-class head: 5.3-5.9 instructions per MAC on cortex-m4f). A layer of fewer
-    channels than a tile keeps its scalar loop: measured on cortex-m4f, hello_world's 1-unit layer took more
-    instructions padded (the helper's call for 16 MACs) and keyword_scrambled's 2-unit one more code."""
-    if tile <= 1 or weight.dtype != np.int8 or weight.ndim != 2 or str(data.ty.dtype) != "int8" \
-            or weight.shape[0] % tile == 0 or weight.shape[0] < tile:
+    ``tile`` (``padded_channels``; a 10-class head: 5.3-5.9 instructions per MAC on cortex-m4f unpadded). A layer
+    of fewer channels than a tile keeps its scalar loop: measured on cortex-m4f, hello_world's 1-unit layer took
+    more instructions padded (the helper's call for 16 MACs) and keyword_scrambled's 2-unit one more code."""
+    if weight.ndim != 2 or weight.shape[0] < tile:
         return None
-    return -(-int(weight.shape[0]) // tile) * tile
+    return padded_channels(weight, data, tile)
 
 
 def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:

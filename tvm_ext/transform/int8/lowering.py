@@ -52,8 +52,8 @@ class LoweringContext:
     """The backend's own kernel of an int8 CONV_2D whose window reads one input channel
     (``backends.backend.KernelSchedules.one_channel_conv``; None: none)."""
     dense_unit_tile: int = 0
-    """The channel tile int8 FULLY_CONNECTED kernels pad their output channels to with zero weight rows
-    (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""
+    """The channel tile int8 FULLY_CONNECTED and CONV_2D kernels pad their output channels to with zero weight
+    rows (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""
     qlinear_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
     None: the generic kernel), for the QLinearConvs ``qlinear_conv_fits`` accepts."""

@@ -75,9 +75,9 @@ class MacKernel:
     # CONV_2D with ``weight_layout`` OHWI_PADDED only: each output channel's weights, zeros after its window
     # (`LoweringContext.conv_weight_length`).
     weight_length: Optional[int] = None
-    # FULLY_CONNECTED only: the output channels padded with zero weight rows to this many (a multiple of the
-    # backend's MAC tile, `LoweringContext.dense_unit_tile`; None: not padded). The kernel's `units` keeps the
-    # output's channels; the bias, multipliers and shifts stay one per output channel.
+    # FULLY_CONNECTED and CONV_2D: the output channels padded with zero weight rows to this many (a multiple of
+    # the backend's MAC tile, `LoweringContext.dense_unit_tile`: `padded_channels`; None: not padded). The
+    # kernel's `units` keeps the output's channels; the bias, multipliers and shifts stay one per output channel.
     padded_units: Optional[int] = None
     # The layer's MACs where its kernel may be one whose reduction the count and the kernel's name cannot see (a
     # backend's TE extern stage: `LoweringContext.one_channel_conv`): declared on the kernel with its window, added to
@@ -126,12 +126,13 @@ class MacKernel:
         ohwi = self.weight_layout in (WeightLayout.OHWI, WeightLayout.OHWI_PADDED)
         weight = self.weight.transpose(3, 0, 1, 2) if ohwi else self.weight
         units, func_attrs = {}, {}
-        if self.padded_units is not None:  # [O, K] with zero rows up to the padded channels
+        if self.padded_units is not None:  # [O, ...] with zero rows up to the padded channels
             units = {"units": int(weight.shape[0])}
-            # the layer's MACs, not the zero rows' (tvm_ext.plan.macs.with_mac_count keeps this count)
-            batch = int(self.data.ty.shape[0])
-            func_attrs = {MACS_ATTR: batch * int(weight.shape[0]) * int(weight.shape[1])}
-            weight = np.pad(weight, ((0, self.padded_units - weight.shape[0]), (0, 0)))
+            # the layer's MACs, not the zero rows' (tvm_ext.plan.macs.with_mac_count keeps this count): each output
+            # element sums one row of weights
+            outputs = int(np.prod([int(d) for d in self.core.ty.shape]))
+            func_attrs = {MACS_ATTR: outputs * int(np.prod(weight.shape[1:]))}
+            weight = np.pad(weight, ((0, self.padded_units - weight.shape[0]),) + ((0, 0),) * (weight.ndim - 1))
         if self.macs is not None and self.geometry is not None:
             window = [list(self.weight.shape[:2]), list(self.geometry.strides), list(self.geometry.dilation)]
             func_attrs = {**func_attrs, MACS_ATTR: self.macs,
@@ -169,6 +170,16 @@ class MacKernel:
         weight_l1 = np.abs(self.weight.astype(np.int64)).sum(axis=axes)
         # int8: >= 128 * weight_l1, the raw values' (folded zero point) reach; int16: 32768 * weight_l1
         return weight_l1 * largest_centered(data_dtype, self.input_zero_point)
+
+
+def padded_channels(weight: np.ndarray, data: relax.Expr, tile: int) -> Optional[int]:
+    """The output channels (``weight``'s first axis, int8) of a MAC layer over int8 ``data`` padded to whole tiles
+    of ``tile`` (the backend's MAC tile: ``LoweringContext.dense_unit_tile``), or None where O is a multiple of it
+    (or no tile): the kernel then tiles every channel for the backend's MAC helper, the zero rows' sums computed and
+    never read, instead of keeping a scalar loop for them all."""
+    if tile <= 1 or weight.dtype != np.int8 or str(data.ty.dtype) != "int8" or weight.shape[0] % tile == 0:
+        return None
+    return -(-int(weight.shape[0]) // tile) * tile
 
 
 def _prepare_16x8(multipliers: np.ndarray, shifts: np.ndarray, bias: Optional[np.ndarray],

@@ -1,0 +1,85 @@
+"""A CONV_2D whose output channels are not whole tiles of the DSP cores' dual MAC (four) takes the dual MAC anyway:
+on cortex-m4f the int8 lowering pads its weights with zero output channels to whole tiles (`tvm_ext.transform.int8
+.conv._padded_channels`, as a FULLY_CONNECTED's), the kernel computes the zero channels' sums and never stores them
+(`tvm_ext.kernels.conv.conv2d_int8`'s `units`). Before, any such convolution (odd counts, 3, 5, 9 ...) ran the generic
+scalar loop nest, whatever its window (the layer sweep of scripts/layer_sweep.py: 5.1-12.1 instructions per MAC).
+Here a 1x1 layer of 7 channels, a 3x3 stride-2 one of 5, a 5x5 one of 9 channels, a 3x3 one of dilation 2 and
+9 channels and a 7x7 stride-2 one of 3 channels (fewer than a tile) each call the dual MAC (or its fused tiles) and no scalar MAC, bit for bit
+with TFLite Micro under QEMU mps2-an386 and in the host build, warning-free, and the report counts each layer's own
+MACs (not the zero channels'). A convolution of one output pixel keeps the scalar loop (its code is smaller, the
+loop runs once)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from test_border_split import kernels_bit_exact_everywhere  # noqa: E402
+from test_requantize_epilogue import needs_cross_tools  # noqa: E402
+
+_SPEC = importlib.util.spec_from_file_location(
+    "layer_sweep", Path(__file__).resolve().parents[3] / "scripts" / "layer_sweep.py")
+layer_sweep = importlib.util.module_from_spec(_SPEC)
+sys.modules.setdefault("layer_sweep", layer_sweep)
+_SPEC.loader.exec_module(layer_sweep)
+Conv = layer_sweep.Conv
+
+LAYERS = [Conv(1, out_channels=7), Conv(3, 2, out_channels=5), Conv(5, out_channels=9), Conv(3, dilation=2, out_channels=9),
+          Conv(7, 2, out_channels=3)]
+IMAGE = (1, 11, 9, 6)  # odd sizes: the stride-2 layers read a padded last row and column; every layer has interior pixels
+
+
+def _model(shape: tuple[int, ...], layers: list) -> bytes:
+    """One int8 input of ``shape``, each of ``layers`` (SAME padding) reading it and writing a model output."""
+    sweep = layer_sweep._Sweep(shape, seed=29)
+    for layer in layers:
+        sweep.conv(layer)
+    return layer_sweep.build(sweep.model())
+
+
+SCALAR_MAC = re.compile(r"acc\w*\[\d+\] = \(acc\w*\[\d+\] \+ ")
+"""A scalar MAC of the generic loop nest: ``acc_ptr[0] = (acc_ptr[0] + (((int32_t)input0[...]) * ...``."""
+DUAL_MAC = re.compile(r"_(dual_mac_s8x4|conv_tiles_s8x4(_b16)?|pair_tiles_s8(_b16)?)\(")
+
+
+@needs_cross_tools
+def test_convolutions_of_partial_channel_tiles_take_the_dual_mac_bit_exactly(tmp_path):
+    kernels = kernels_bit_exact_everywhere(tmp_path, "padded_channels", _model(IMAGE, LAYERS))
+    convolutions = {name: "\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name}
+    assert len(convolutions) == len(LAYERS), sorted(kernels)
+    for name, body in convolutions.items():
+        assert DUAL_MAC.search(body) and not SCALAR_MAC.search(body), (name, body)
+    manifest = json.loads((tmp_path / "m4f" / "manifest.json").read_text())
+    macs = {call["kernel"]: call["macs"] for call in manifest["layer_report"]["calls"]}
+    height, width, channels = IMAGE[1:]
+    for layer in LAYERS:
+        pixels = -(-height // layer.stride) * -(-width // layer.stride)
+        expected = pixels * layer.out_channels * layer.kernel ** 2 * channels
+        assert expected in [count for kernel, count in macs.items()
+                            if kernel.endswith(f"x{layer.out_channels}")], (layer, macs)
+
+
+@needs_cross_tools
+def test_a_convolution_of_one_output_pixel_keeps_its_scalar_loop(tmp_path):
+    kernels = kernels_bit_exact_everywhere(tmp_path, "one_pixel", _model((1, 1, 1, 40), [Conv(1, out_channels=10)]))
+    (body,) = ("\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name)
+    assert SCALAR_MAC.search(body) and not DUAL_MAC.search(body), body
+
+@needs_cross_tools
+def test_a_dilated_convolution_copies_its_interior_windows_for_the_dual_mac_bit_exactly(tmp_path):
+    """A window of several rows whose columns are not adjacent (dilation 2 and 3: whole channel tiles, so no padded
+    channels) is no run the dual MAC reads in place: its interior pixels copy their windows as its border pixels do
+    (`tvm_ext.schedule.border_split._helper_fits`), where they had run the scalar loop nest."""
+    layers = [Conv(3, dilation=2, out_channels=8), Conv(3, dilation=3, out_channels=12)]
+    kernels = kernels_bit_exact_everywhere(tmp_path, "dilated", _model(IMAGE, layers))
+    convolutions = {name: "\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name}
+    assert len(convolutions) == len(layers), sorted(kernels)
+    for name, body in convolutions.items():
+        assert DUAL_MAC.search(body) and not SCALAR_MAC.search(body), (name, body)
