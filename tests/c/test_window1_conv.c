@@ -1,9 +1,11 @@
-/* Unit test of the DSP cores' one-input-channel convolution (backends/cortex_m/helpers/templates/window1_conv.h.in,
+/* Unit test of the DSP cores' few-input-channel convolution (backends/cortex_m/helpers/templates/window1_conv.h.in,
  * with the prefix lp): lp_window1_conv_s8 against the plain sums of each output pixel's window (the padding value
  * outside the image) from the bias and the bundle's scalar requantization (lp_requantize_double_small,
- * lp_saturate_int8), over geometries of every window size 1x1..5x6 and kws's 10x4 and micro_speech's 10x8, strides
- * 1..3, dilations 1..2, paddings 0..2, images up to 12x13 (output pixel counts a multiple of four and not),
- * 1..9 output channels, each channel's weights the window's or padded to whole words, int32 or int16 biases,
+ * lp_saturate_int8), over geometries of every window size 1x1..5x6 of 1..4 input channels and kws's 10x4 and
+ * micro_speech's 10x8 of one, an RGB stem's 3x3 stride 2 of three, strides 1..3, dilations 1..2, paddings 0..2,
+ * images up to 12x13 (output pixel counts a multiple of four and not), 1..9 output channels, each channel's
+ * weights the window's or padded to whole words (the taps summed the window's or those whole words, the padding's
+ * weights drawn: the taps past the window multiply 0), int32 or int16 biases,
  * inputs and weights at every byte alignment, values over the whole int8 range or all at the minimum, biases up to +-2^26, every shift -31..-1, drawn multipliers and zero points; nothing written past the
  * outputs, the scratch written within lp_window1_scratch_words(taps) words. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU (the
@@ -15,13 +17,13 @@
 #include "window1_conv.h"
 
 #define IMAGE 1968         /* input elements: past the largest image (49x40, below) plus an offset */
-#define WEIGHTS 1024       /* weight elements: 9 channels of up to 80 taps plus an offset */
+#define WEIGHTS 2048       /* weight elements: 9 channels of up to 124 taps plus an offset */
 #define OUTPUTS 2048       /* output elements: 1,560 at most, then the guard */
-#define SCRATCH 256        /* scratch words: the largest window's (80 taps: 180) and one past */
+#define SCRATCH 512        /* scratch words: the largest window's (124 taps: 279) and more past */
 #define UNTOUCHED 0x5A5A5A5A
 
 typedef struct {
-    int32_t in_h, in_w, kh, kw, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, out_h, out_w;
+    int32_t in_h, in_w, in_c, kh, kw, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left, out_h, out_w;
 } geometry;
 
 /* What the kernel stores for output pixel i's channel c. */
@@ -35,8 +37,11 @@ static int8_t expected_out(const int8_t *x, const int8_t *w, int32_t w_stride, c
         for (int32_t k = 0; k < g->kw; ++k) {
             const int32_t iy = oy * g->stride_h - g->pad_top + r * g->dilation_h;
             const int32_t ix = ox * g->stride_w - g->pad_left + k * g->dilation_w;
-            const int32_t v = iy >= 0 && iy < g->in_h && ix >= 0 && ix < g->in_w ? x[iy * g->in_w + ix] : pad_value;
-            sum += v * w[c * w_stride + r * g->kw + k];
+            const int inside = iy >= 0 && iy < g->in_h && ix >= 0 && ix < g->in_w;
+            for (int32_t j = 0; j < g->in_c; ++j) {
+                const int32_t v = inside ? x[(iy * g->in_w + ix) * g->in_c + j] : pad_value;
+                sum += v * w[c * w_stride + (r * g->kw + k) * g->in_c + j];
+            }
         }
     }
     const int32_t requantized = lp_requantize_double_small(sum, multiplier, shift);
@@ -45,14 +50,16 @@ static int8_t expected_out(const int8_t *x, const int8_t *w, int32_t w_stride, c
 
 /* The number of wrong outputs (and overwritten guard bytes or scratch words) of one call. */
 static int32_t one_case(const geometry *g, int32_t channels, uint32_t *state, int all_min, int32_t offset,
-                        int32_t w_padding)
+                        int32_t w_padding, int sum_padding)
 {
     static int8_t x_store[IMAGE], w_store[WEIGHTS], out[OUTPUTS];
     static int32_t q[SCRATCH];
     int32_t bias[16], multiplier[16];
     int16_t bias16[16];
     int8_t shift[16];
-    const int32_t taps = g->kh * g->kw, pixels = g->out_h * g->out_w, w_stride = taps + w_padding;
+    /* the window's taps; the taps summed: with sum_padding, the weights' padding too */
+    const int32_t window = g->kh * g->kw * g->in_c, pixels = g->out_h * g->out_w, w_stride = window + w_padding;
+    const int32_t taps = sum_padding ? w_stride : window;
     const int8_t *x = x_store + offset, *w = w_store + (offset * 3) % 4;
     fill_s8(x_store, IMAGE, state, all_min);
     fill_s8(w_store, WEIGHTS, state, all_min);
@@ -74,7 +81,7 @@ static int32_t one_case(const geometry *g, int32_t channels, uint32_t *state, in
     const int32_t words = lp_window1_scratch_words(taps);
     const int sixteen = w_padding % 2 == 1 || offset == 3;
     int32_t wrong = lp_window1_conv_s8(out, x, w, sixteen ? (const void *)bias16 : (const void *)bias, multiplier,
-                                       shift, q, g->in_h, g->in_w, g->kh, g->kw,
+                                       shift, q, g->in_h, g->in_w, g->in_c, g->in_w * g->in_c, g->kh, g->kw,
                                        g->stride_h, g->stride_w, g->dilation_h, g->dilation_w, g->pad_top,
                                        g->pad_left, g->out_w, pixels, channels, pad_value, zero_point, taps,
                                        w_stride, sixteen ? 2 : 4) != 0;
@@ -94,10 +101,10 @@ static int32_t one_case(const geometry *g, int32_t channels, uint32_t *state, in
 }
 
 /* The geometry of a window over an image, its output size as TFLite's explicit padding gives it. */
-static geometry geometry_of(int32_t in_h, int32_t in_w, int32_t kh, int32_t kw, int32_t stride, int32_t dilation,
-                            int32_t pad)
+static geometry geometry_of(int32_t in_h, int32_t in_w, int32_t in_c, int32_t kh, int32_t kw, int32_t stride,
+                            int32_t dilation, int32_t pad)
 {
-    geometry g = {in_h, in_w, kh, kw, stride, stride == 3 ? 2 : stride, dilation, dilation, pad, pad > 0 ? pad - 1 : 0,
+    geometry g = {in_h, in_w, in_c, kh, kw, stride, stride == 3 ? 2 : stride, dilation, dilation, pad, pad > 0 ? pad - 1 : 0,
                   0, 0};
     g.out_h = (in_h + 2 * pad - (kh - 1) * dilation - 1) / stride + 1;
     g.out_w = (in_w + 2 * pad - (kw - 1) * dilation - 1) / g.stride_w + 1;
@@ -108,30 +115,40 @@ int main(void)
 {
     uint32_t state = 11;
     int32_t cases = 0, failures = 0;
-    for (int32_t kh = 1; kh <= 5; ++kh) {
-        for (int32_t kw = 1; kw <= 6; ++kw) {
-            for (int32_t variant = 0; variant < 12; ++variant) {
-                const int32_t stride = 1 + variant % 3, dilation = 1 + variant / 6, pad = variant % 3;
-                const geometry g = geometry_of(9 + variant % 4, 10 + variant % 4, kh, kw, stride, dilation, pad);
-                if (g.out_h < 1 || g.out_w < 1 || g.out_h * g.out_w < 4) { /* the contract: 4 pixels or more */
-                    continue;
-                }
-                const int32_t wrong = one_case(&g, 1 + (kh * kw + variant) % 9, &state, variant == 5, variant % 4,
-                                              variant % 5 == 4 ? (4 - kh * kw % 4) % 4 : 0);
-                failures += wrong != 0;
-                ++cases;
-                if (wrong != 0 && failures <= 5) {
-                    printf("window %ldx%ld variant %ld: %ld wrong\n", (long)kh, (long)kw, (long)variant, (long)wrong);
+    for (int32_t in_c = 1; in_c <= 4; ++in_c) {
+        for (int32_t kh = 1; kh <= 5; ++kh) {
+            for (int32_t kw = 1; kw <= 6; ++kw) {
+                for (int32_t variant = 0; variant < 12; ++variant) {
+                    const int32_t stride = 1 + variant % 3, dilation = 1 + variant / 6, pad = variant % 3;
+                    const geometry g = geometry_of(9 + variant % 4, 10 + variant % 4, in_c, kh, kw, stride, dilation,
+                                                   pad);
+                    if (g.out_h < 1 || g.out_w < 1 || g.out_h * g.out_w < 4) { /* the contract: 4 pixels or more */
+                        continue;
+                    }
+                    /* variants 4 and 9: the weights padded to whole words, variant 9's padding summed */
+                    const int32_t w_padding = variant % 5 == 4 ? (4 - kh * kw * in_c % 4) % 4 : 0;
+                    const int32_t wrong = one_case(&g, 1 + (kh * kw + variant) % 9, &state, variant == 5,
+                                                   (variant + in_c) % 4, w_padding, variant == 9);
+                    failures += wrong != 0;
+                    ++cases;
+                    if (wrong != 0 && failures <= 5) {
+                        printf("window %ldx%ldx%ld variant %ld: %ld wrong\n", (long)kh, (long)kw, (long)in_c,
+                               (long)variant, (long)wrong);
+                    }
                 }
             }
         }
     }
-    /* kws_ref_model's stem (10x4, stride 2, SAME on 49x10) and micro_speech's (10x8, stride 2, SAME on 49x40) */
-    const geometry kws = {49, 10, 10, 4, 2, 2, 1, 1, 4, 1, 25, 5};
-    const geometry micro = {49, 40, 10, 8, 2, 2, 1, 1, 4, 3, 25, 20};
-    failures += one_case(&kws, 3, &state, 0, 1, 0) != 0;
-    failures += one_case(&micro, 2, &state, 0, 2, 0) != 0;
-    failures += one_case(&micro, 1, &state, 1, 0, 0) != 0;
-    cases += 3;
+    /* kws_ref_model's stem (10x4, stride 2, SAME on 49x10), micro_speech's (10x8, stride 2, SAME on 49x40) and an
+       RGB stem's (3x3 of three channels, stride 2, SAME on 13x12, its 27 taps summed as 28) */
+    const geometry kws = {49, 10, 1, 10, 4, 2, 2, 1, 1, 4, 1, 25, 5};
+    const geometry micro = {49, 40, 1, 10, 8, 2, 2, 1, 1, 4, 3, 25, 20};
+    const geometry rgb = {13, 12, 3, 3, 3, 2, 2, 1, 1, 1, 0, 7, 6};
+    failures += one_case(&kws, 3, &state, 0, 1, 0, 0) != 0;
+    failures += one_case(&micro, 2, &state, 0, 2, 0, 0) != 0;
+    failures += one_case(&micro, 1, &state, 1, 0, 0, 0) != 0;
+    failures += one_case(&rgb, 8, &state, 0, 1, 1, 1) != 0;
+    failures += one_case(&rgb, 5, &state, 1, 2, 1, 1) != 0;
+    cases += 5;
     return cases_verdict(cases, failures);
 }

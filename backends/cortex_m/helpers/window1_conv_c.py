@@ -1,6 +1,7 @@
-"""The DSP cores' int8 convolution of one input channel: `<prefix>_window1_conv_s8`, C in `<model>_internal.h`, called
-by the kernel `backends.cortex_m.schedules.window1_conv` writes for a CONV_2D whose window reads one input channel
-(kws_ref_model's 10x4 stem, micro_speech's 10x8 depthwise of one channel and multiplier 8).
+"""The DSP cores' int8 convolution of few input channels: `<prefix>_window1_conv_s8`, C in `<model>_internal.h`,
+called by the kernel `backends.cortex_m.schedules.window1_conv` writes for a CONV_2D whose window reads few input
+channels (kws_ref_model's 10x4 stem, micro_speech's 10x8 depthwise of one channel and multiplier 8, an RGB stem's
+3x3 of three: its taps in the weights' order, rows of columns of channels).
 
 One out-of-line call computes every output pixel and channel: four pixels at a time, each pixel's window gathered
 once (the padding value outside the image) and widened to int16 pairs in a scratch on the kernel's stack, then per
@@ -40,4 +41,4 @@ def window1_helper_c(prefix: str) -> str:
 
 
 WINDOW1_HELPERS = HelperLibrary("cortex_m_window1", window1_helper_c)
-"""The one-input-channel convolution's library: defined by a bundle whose kernels call `<prefix>_window1_conv_s8`."""
+"""The few-input-channel convolution's library: defined by a bundle whose kernels call `<prefix>_window1_conv_s8`."""

@@ -44,9 +44,9 @@ the helpers of `backends.cortex_m.helpers`.
   (`KernelSchedules.int8_add`);
 - `softmax_rows` (cores with the DSP extension, Helium's too): int8 SOFTMAX as one call of the row softmax
   helper, the kernel the int8 lowering writes (`KernelSchedules.int8_softmax`);
-- `window1_conv` (DSP cores without MVE): an int8 convolution whose window reads one input channel as one call of
-  the one-channel helper (four pixels per weight word), the kernel the int8 lowering writes
-  (`KernelSchedules.one_channel_conv`);
+- `window1_conv` (DSP cores without MVE): an int8 convolution whose window reads few input channels (an RGB stem)
+  as one call of the few-channel helper (four pixels per weight word), the kernel the int8 lowering writes
+  (`KernelSchedules.few_channel_conv`);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
   without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for, and an int8
   LSTM's gate products over interleaved weights as the interleaved dual MAC).
@@ -87,7 +87,7 @@ from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
-from backends.cortex_m.schedules.window1_conv import one_channel_conv
+from backends.cortex_m.schedules.window1_conv import few_channel_conv
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 
@@ -265,9 +265,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the int8 softmax helper on every core with the DSP extension, MVE's too (cortex-m55: the helper's kernel
         # 796 -> 404 B on kws_ref_model, and faster; the generic kernel's fixed-point arithmetic is 64-bit)
         int8_softmax=softmax_s8_rows if has_dsp_extension(profile) else None,
-        # the DSP cores' kernel of a window over one input channel (measured on cortex-m4f; Helium keeps the
+        # the DSP cores' kernel of a window over few input channels (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
-        one_channel_conv=one_channel_conv if dsp_only else None,
+        few_channel_conv=few_channel_conv if dsp_only else None,
         # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED or CONV_2D of other
         # channel counts pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
         dense_unit_tile=4 if dsp_only else 0,

@@ -4,7 +4,8 @@ window (KH * KW * Cin contiguous bytes), instead of one call per tap (one input 
 multiply-accumulate) or per short row. Checked in the scheduled TIR, and bit-exactly against TFLite Micro
 under QEMU and in the host build (the helper's portable path) on the shapes that take it: one input channel
 with a 10x4 stride-2 window (kws's first convolution), three input channels with a 3x3 stride-2 window (vww's
-and the ResNet's), output channel counts the tile does and does not divide, odd images.
+and the ResNet's: in the scheduled TIR; their bundles on cortex-m4f take the few-channel kernel), five in a bundle,
+output channel counts the tile does and does not divide, odd images.
 """
 
 from __future__ import annotations
@@ -192,8 +193,10 @@ MODELS = {
     # kws's first convolution (10x4 stride 2, one channel) on an odd 13x7 image; 12 and 6 output channels
     # (6: the tile of four does not divide it, the scalar path).
     "one_channel": lambda: _first_conv_model(1, (13, 7), [(12, 10, 4, 2), (6, 10, 4, 2), (8, 3, 3, 1)], seed=21),
-    # Three channels: 3x3 stride 2 (27-byte window: six words and a three-byte tail) and stride 1.
-    "three_channels": lambda: _first_conv_model(3, (9, 11), [(8, 3, 3, 2), (4, 3, 3, 1), (12, 2, 3, 1)], seed=22),
+    # Five channels (three or four take the few-channel kernel, backends/cortex_m/schedules/window1_conv.py):
+    # 3x3 stride 2 (45-byte window: one byte left after the groups, not padded) and stride 1; 2x3 stride 1 (30
+    # bytes, padded to 32).
+    "five_channels": lambda: _first_conv_model(5, (9, 11), [(8, 3, 3, 2), (4, 3, 3, 1), (12, 2, 3, 1)], seed=22),
 }
 
 
@@ -203,10 +206,10 @@ def test_windowed_convolutions_are_bit_exact_on_cortex_m4f_and_on_the_host(tmp_p
     board = bit_exact_on_cortex_m4f(tmp_path, name, MODELS[name]())
     kernels_c = (board.out_dir / f"{board.plan.model}_kernels.c").read_text()
     assert "window" in kernels_c  # the copied window is what this test exercises
-    if name == "three_channels":  # 27 and 18 taps: padded weights, whole groups of four (copied_window_length)
+    if name == "five_channels":  # 45 taps as they are, 30 padded to whole groups of four (copied_window_length)
         # (the window's row stride, the weights' channel stride, one row, its length: then the fused tiles'
         # channel count)
-        assert "28, 28, 1, 28, 8)" in kernels_c and "20, 20, 1, 20, 12)" in kernels_c
+        assert "45, 45, 1, 45, 8)" in kernels_c and "32, 32, 1, 32, 12)" in kernels_c
     _strict_build(board.out_dir, tmp_path / "arm", [])  # warning-free with arm-none-eabi-gcc
     host = _strict_build(board.out_dir, tmp_path / "host", ["CC=gcc", "CFLAGS=-std=c99 -O2", "LDFLAGS="])
     assert "PASS" in host.stdout, host.stdout

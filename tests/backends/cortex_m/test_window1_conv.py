@@ -1,4 +1,4 @@
-"""The DSP cores' kernel of an int8 convolution whose window reads one input channel
+"""The DSP cores' kernel of an int8 convolution whose window reads few input channels
 (backends/cortex_m/schedules/window1_conv.py, the helper backends/cortex_m/helpers/templates/window1_conv.h.in): on
 cortex-m4f a CONV_2D on one input channel and a DEPTHWISE_CONV_2D of one input channel (its multiplier the output
 channels) of a window of 16 taps or more are one call of `<prefix>_window1_conv_s8` each, whatever the window,
@@ -7,6 +7,9 @@ strides 1 and 3, VALID; a 5x5 depthwise of multiplier 6 and dilation 2, SAME, it
 a fused RELU of output zero point -128), bit for bit with TFLite Micro under QEMU mps2-an386 and in the host build
 (the helper's portable C), warning-free; a 3x3 window (9 taps: MIN_TAPS) and a RELU6 (an activation narrower than
 int8) keep the generic kernel; a bundle without such a layer defines no helper, and a Helium core keeps the generic
+kernel. On two to four input channels (MAX_CHANNELS) the same: an RGB stem's 3x3 stride-2 SAME window of three
+channels (27 taps summed as 28 over the weights' zero padding), a 3x3 of two channels (18 taps), a 3x3 of dilation 2
+on four channels (rows of whole words), a 5x3 stride 1x2 VALID of three; a window of five channels keeps the generic
 kernel."""
 
 from __future__ import annotations
@@ -27,20 +30,20 @@ RELU, RELU6 = 1, 3
 IMAGE = (15, 12)
 
 
-def _one_channel_model(layers: list[dict]) -> bytes:
-    """One int8 input [1, 15, 12, 1] (scale 0.05, zero point -3) and one layer per entry of `layers` on it, each a
-    model output: kind "CONV_2D" (weights [O, KH, KW, 1]) or "DEPTHWISE_CONV_2D" (weights [1, KH, KW, O]), window
+def _one_channel_model(layers: list[dict], in_c: int = 1) -> bytes:
+    """One int8 input [1, 15, 12, in_c] (scale 0.05, zero point -3) and one layer per entry of `layers` on it, each a
+    model output: kind "CONV_2D" (weights [O, KH, KW, in_c]) or "DEPTHWISE_CONV_2D" (in_c 1: weights [1, KH, KW, O]), window
     "kernel" (KH, KW), "stride" (H, W), "dilation" (H, W), "padding", "channels", "activation" and the output's
     zero point "zero_point"; per-channel weight scales."""
     rng = np.random.default_rng(29)
     b = ModelBuilder()
-    x = b.add(Tensor("input", (1, *IMAGE, 1), "int8", Quantization((0.05,), (-3,))))
+    x = b.add(Tensor("input", (1, *IMAGE, in_c), "int8", Quantization((0.05,), (-3,))))
     b.inputs.append(x)
     for index, layer in enumerate(layers):
         (kh, kw), (sh, sw), (dh, dw), cout = layer["kernel"], layer["stride"], layer["dilation"], layer["channels"]
         depthwise = layer["kind"] == "DEPTHWISE_CONV_2D"
         scales = tuple(0.004 + 0.002 * (c % 4) for c in range(cout))
-        shape = (1, kh, kw, cout) if depthwise else (cout, kh, kw, 1)
+        shape = (1, kh, kw, cout) if depthwise else (cout, kh, kw, in_c)
         w = b.add(Tensor(f"l{index}/w", shape, "int8", Quantization(scales, (0,) * cout, 3 if depthwise else 0),
                          rng.integers(-127, 128, shape).astype(np.int8)))
         bias = b.add(Tensor(f"l{index}/b", (cout,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * cout),
@@ -78,6 +81,21 @@ def test_one_channel_windows_are_one_helper_call_and_stay_bit_exact(tmp_path):
     expected = sorted(name for name in kernels if re.search(r"10x4_s2|4x8_s1x3|5x5_s1_d2", name))
     assert len(expected) == 3, list(kernels)  # the first three layers: else an empty match would pass
     assert sorted(helper) == expected, kernels
+    assert len(kernels) == len(layers), list(kernels)
+
+
+@needs_cross_tools
+@pytest.mark.parametrize("in_c, layers, expected", [
+    (3, [_layer("CONV_2D", (3, 3), (2, 2), (1, 1), SAME, 16, RELU, -128),  # an RGB stem
+         _layer("CONV_2D", (5, 3), (1, 2), (1, 1), VALID, 5)], r"3x3_s2|5x3_s1x2"),
+    (2, [_layer("CONV_2D", (3, 3), (1, 1), (1, 1), SAME, 7)], r"3x3_s1"),
+    (4, [_layer("CONV_2D", (3, 3), (1, 1), (2, 2), SAME, 6)], r"3x3_s1_d2"),
+    (5, [_layer("CONV_2D", (3, 3), (2, 2), (1, 1), SAME, 8)], r"^$"),  # five channels: the generic kernel
+])
+def test_few_channel_windows_are_one_helper_call_and_stay_bit_exact(tmp_path, in_c, layers, expected):
+    kernels = kernels_bit_exact_everywhere(tmp_path, f"window{in_c}", _one_channel_model(layers, in_c))
+    helper = {name for name, body in kernels.items() if any("_window1_conv_s8(" in line for line in body)}
+    assert sorted(helper) == sorted(name for name in kernels if re.search(expected, name)), kernels
     assert len(kernels) == len(layers), list(kernels)
 
 

@@ -49,13 +49,15 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     paired = ctx.paired_weights and kernel is conv2d_int8 and _pairs(weight, data.tensor)
     length = _weight_length(ctx, weight, data.tensor, geometry) if kernel is conv2d_int8 and not paired else None
     macs = None
-    if kernel is conv2d_int8 and not paired and _one_channel(ctx, weight, data.tensor):
-        # the backend's kernel of a window over one input channel, where it fits (else the generic one); its TE
+    generic = kernel is conv2d_int8 and not paired  # the generic kernel's, which the backend's may replace
+    if generic and _few_channel(ctx, data.tensor):
+        # the backend's kernel of a window over few input channels, where it fits (else the generic one); its TE
         # extern stage shows no reduction to count, so the lowering declares the layer's MACs (padded taps count),
         # which are also the generic kernel's where the backend's declines (MacKernel.macs)
-        kernel = first_fitting(ctx.one_channel_conv, conv2d_int8)
+        kernel = first_fitting(ctx.few_channel_conv, conv2d_int8)
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3]))
-    padded = _padded_channels(ctx, weight, data.tensor, conv) if kernel is conv2d_int8 and not paired else None
+    # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
+    padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else None
     widened = kernel is depthwise_conv2d_int8 and _widens(ctx, weight, data.tensor)
     return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                      shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
@@ -73,12 +75,12 @@ def _widens(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr) -> bool:
             and channels == int(data.ty.shape[3]) and channels % 4 == 0)
 
 
-def _one_channel(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr) -> bool:
-    """Whether the backend has a kernel of its own for a CONV_2D (HWIO ``weight``) whose window reads one input
-    channel (``LoweringContext.one_channel_conv``) and this one's input is one (int8, not a constant: a constant
-    operator would be folded on the host, which cannot run a backend's helper calls)."""
-    return (ctx.one_channel_conv is not None and int(weight.shape[2]) == 1 and str(data.ty.dtype) == "int8"
-            and ctx.graph.constant(data) is None)
+def _few_channel(ctx: LoweringContext, data: relax.Expr) -> bool:
+    """Whether the backend has a kernel of its own for a CONV_2D whose window reads few input
+    channels (``LoweringContext.few_channel_conv``, which declines the others: how few is the backend's rule) and
+    this one's input may take it (int8, not a constant: a constant operator would be folded on the host, which
+    cannot run a backend's helper calls)."""
+    return ctx.few_channel_conv is not None and str(data.ty.dtype) == "int8" and ctx.graph.constant(data) is None
 
 
 def _padded_channels(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> Optional[int]:

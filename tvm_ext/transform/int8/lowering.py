@@ -48,9 +48,9 @@ class LoweringContext:
     pad_runs: bool = False
     int8_softmax: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of int8 SOFTMAX (``backends.backend.KernelSchedules.int8_softmax``; None: none)."""
-    one_channel_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
-    """The backend's own kernel of an int8 CONV_2D whose window reads one input channel
-    (``backends.backend.KernelSchedules.one_channel_conv``; None: none)."""
+    few_channel_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
+    """The backend's own kernel of an int8 CONV_2D whose window reads few input channels
+    (``backends.backend.KernelSchedules.few_channel_conv``; None: none)."""
     dense_unit_tile: int = 0
     """The channel tile int8 FULLY_CONNECTED and CONV_2D kernels pad their output channels to with zero weight
     rows (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""

@@ -80,7 +80,7 @@ class MacKernel:
     # kernel's `units` keeps the output's channels; the bias, multipliers and shifts stay one per output channel.
     padded_units: Optional[int] = None
     # The layer's MACs where its kernel may be one whose reduction the count and the kernel's name cannot see (a
-    # backend's TE extern stage: `LoweringContext.one_channel_conv`): declared on the kernel with its window, added to
+    # backend's TE extern stage: `LoweringContext.few_channel_conv`): declared on the kernel with its window, added to
     # its other attributes (None: both read from its loops). Where the backend's kernel declines, the generic one's
     # loops give the same count and window, so it is kept (cortex-m4f, a 3x3 window and a RELU6 one: the bundle is
     # byte for byte the same without the declaration).
