@@ -7,7 +7,9 @@
  * ones for _b16), every shift -31..-1, drawn multipliers and zero points; the bytes after the outputs must keep
  * their value. Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for
  * cortex-m4f under QEMU (SXTB16, SMLAD, SMMULR). Prints "ok <cases> cases" and exits 0, or names the first
- * failures and exits 1. */
+ * failures and exits 1. Also a streamed band's kernel as the code generator writes it, with its literal arguments
+ * (band_kernel: a 3-tap 1-D convolution of dilation 9 on 64 channels, the assembly loop inlined twice), which
+ * gcc -O2 once refused ("'asm' operand has impossible constraints"). */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -38,6 +40,83 @@ static void expected_outs(int8_t *want, const int8_t *x, const int8_t *w, const 
             want[first + c] = (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
         }
     }
+}
+
+#define BAND_CHANNELS 64
+#define BAND_TIME_STRIDE (9 * BAND_CHANNELS) /* bytes between the taps of a dilation of 9 */
+
+void band_kernel(const int8_t *input0, const int8_t *weights, const int32_t *bias, const int32_t *multiplier,
+                 const int8_t *shift, int8_t *output0, int8_t *scratch0);
+
+/* The kernel tcn_kws_100x32_int8's 32-band plan generates for a band of 3 output steps of its 3-tap, dilation-9
+   convolution on 64 channels, kept as written (an extern function, literal arguments): output0 3 steps of 64 int8,
+   step y's taps the input steps y - 2, y + 7 and y + 16 (input0: steps 0..18 of 64; a tap before step 0 the zero
+   point -128), scratch0 192 bytes. */
+void band_kernel(const int8_t *input0, const int8_t *weights, const int32_t *bias, const int32_t *multiplier,
+                 const int8_t *shift, int8_t *output0, int8_t *scratch0)
+{
+    for (int32_t y = 0; y < 3; ++y) {
+        if (y == 2) {
+            lp_conv_tiles_s8x4(&output0[128], &input0[0], &weights[0], &bias[0], &multiplier[0], &shift[0], -128, 576,
+                               192, 3, 64, 64);
+        } else {
+            for (int32_t wry = 0; wry < 3; ++wry) {
+                if (2 <= wry * 9 + y) {
+                    for (int32_t wrc = 0; wrc < 64; ++wrc) {
+                        scratch0[wry * 64 + wrc] = input0[wry * 576 + y * 64 + wrc - 128];
+                    }
+                } else {
+                    for (int32_t wrc_1 = 0; wrc_1 < 64; ++wrc_1) {
+                        scratch0[wry * 64 + wrc_1] = (int8_t)-128;
+                    }
+                }
+            }
+            lp_conv_tiles_s8x4(&output0[y * 64], &scratch0[0], &weights[0], &bias[0], &multiplier[0], &shift[0], -128,
+                               192, 192, 1, 192, 64);
+        }
+    }
+}
+
+/* band_kernel on drawn inputs, weights and requantization against the plain sums of each output step's window
+   (its taps gathered, the zero point before step 0); returns the number of wrong output bytes. */
+static int32_t band_kernel_failures(uint32_t *state)
+{
+    static int8_t input[2 * BAND_TIME_STRIDE + 3 * BAND_CHANNELS], weights[BAND_CHANNELS * 3 * BAND_CHANNELS];
+    static int8_t out[3 * BAND_CHANNELS + GUARD], scratch[3 * BAND_CHANNELS], window[3 * BAND_CHANNELS];
+    int32_t bias[BAND_CHANNELS], multiplier[BAND_CHANNELS];
+    int8_t shift[BAND_CHANNELS], want[CHANNELS_MAX + GUARD];
+    const window_case k = {0, 1, 3 * BAND_CHANNELS, 3 * BAND_CHANNELS, 3 * BAND_CHANNELS, 0, 0, 0};
+    fill_s8(input, (int32_t)sizeof input, state, 0);
+    fill_s8(weights, (int32_t)sizeof weights, state, 0);
+    for (int32_t c = 0; c < BAND_CHANNELS; ++c) {
+        bias[c] = (int32_t)(next_value(state) >> 19) - (1 << 12);
+        multiplier[c] = (int32_t)((next_value(state) % 32768u) << 15) + (1 << 30);
+        shift[c] = (int8_t)(-1 - c % 12);
+    }
+    for (int32_t i = 0; i < (int32_t)sizeof out; ++i) {
+        out[i] = (int8_t)0x5a;
+    }
+    band_kernel(input, weights, bias, multiplier, shift, out, scratch);
+    int32_t wrong = 0;
+    for (int32_t y = 0; y < 3; ++y) {
+        for (int32_t tap = 0; tap < 3; ++tap) {
+            const int32_t step = 9 * tap + y - 2;
+            for (int32_t c = 0; c < BAND_CHANNELS; ++c) {
+                window[tap * BAND_CHANNELS + c] = step < 0 ? (int8_t)-128 : input[step * BAND_CHANNELS + c];
+            }
+        }
+        for (int32_t first = 0; first < BAND_CHANNELS; first += 4) {
+            expected_outs(want, window, weights + first * k.w_channel_stride, &k, 4, bias + first, NULL,
+                          multiplier + first, shift + first, -128);
+            for (int32_t c = 0; c < 4; ++c) {
+                wrong += out[y * BAND_CHANNELS + first + c] != want[c];
+            }
+        }
+    }
+    for (int32_t i = 3 * BAND_CHANNELS; i < (int32_t)sizeof out; ++i) {
+        wrong += out[i] != (int8_t)0x5a;
+    }
+    return wrong;
 }
 
 int main(void)
@@ -82,5 +161,10 @@ int main(void)
         }
         ++cases;
     }
+    const int32_t band_wrong = band_kernel_failures(&state);
+    if (band_wrong != 0 && failures++ < 8) {
+        printf("wrong band kernel: %ld output bytes\n", (long)band_wrong);
+    }
+    ++cases;
     return cases_verdict(cases, failures);
 }
