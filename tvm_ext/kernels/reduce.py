@@ -3,6 +3,7 @@ int8 REDUCE_MAX and REDUCE_MIN (``reference_ops::ReduceGeneric`` on the stored v
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -10,6 +11,7 @@ from tvm import te
 from tvm.ir.expr import Expr as PrimExpr
 
 from .fixed_point import Rounding, clamp_to_type, largest_centered, multiply_by_constant_quantized_multiplier
+from .pool import UNROLLED_TAPS
 from .quant_params import ActivationRange
 
 
@@ -45,6 +47,20 @@ class _Reduction:
         return self.data[tuple(self.reduced[axis] if axis in self.reduced else next(kept)
                                for axis in range(len(self.data.shape)))]
 
+    def unrolled_sum(self, out_index: Sequence[PrimExpr]) -> PrimExpr:
+        """The int32 sum of the input elements ``out_index`` reduces, one term per element (no reduce axes)."""
+        kept = list(out_index if not self.keepdims
+                    else [i for axis, i in enumerate(out_index) if axis not in self.reduced])
+        axes = list(self.reduced)
+        total = None
+        for position in itertools.product(*(range(int(self.data.shape[axis])) for axis in axes)):
+            at = dict(zip(axes, position))
+            rest = iter(kept)
+            term = self.data[tuple(at[axis] if axis in at else next(rest)
+                                   for axis in range(len(self.data.shape)))].astype("int32")
+            total = term if total is None else total + term
+        return total
+
     def compute(self, reducer: Callable[..., PrimExpr], value: Callable[[PrimExpr], PrimExpr], name: str) -> te.Tensor:
         """``reducer`` (te.sum, te.max, te.min) of ``value`` of each reduced input element."""
         return te.compute(self.out_shape, lambda *i: reducer(value(self.read(i)), axis=list(self.reduced.values())),
@@ -62,9 +78,12 @@ def mean_or_sum_int8(
     The sum is int32, as the reference's accumulator.
     """
     reduction = _Reduction.of(data, axes, keepdims)
-    total = reduction.compute(te.sum, lambda value: value.astype("int32"), "reduce_sum")
     rescale = _rescaled(reduction.count, input_zero_point, output_zero_point, multiplier, shift, rounding,
                         str(data.dtype))
+    if reduction.count <= UNROLLED_TAPS:
+        # a few terms: one expression per output, as a small pool window (no accumulator array stored and reloaded)
+        return te.compute(reduction.out_shape, lambda *i: rescale(reduction.unrolled_sum(i)), name="mean_or_sum_int8")
+    total = reduction.compute(te.sum, lambda value: value.astype("int32"), "reduce_sum")
     return te.compute(reduction.out_shape, lambda *i: rescale(total(*i)), name="mean_or_sum_int8")
 
 
