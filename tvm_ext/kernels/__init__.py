@@ -13,7 +13,7 @@ from .fixed_point import Rounding
 from .lookup import lookup_int8
 from .pool import average_pool2d_integer, max_pool2d_integer
 from .requantize import OutputStage
-from .softmax import softmax_int8
+from .softmax import softmax_int8, softmax_pair_int8
 
 __all__ = [
     "OutputStage",
@@ -35,6 +35,7 @@ __all__ = [
     "relu6_int8",
     "relu_int8",
     "softmax_int8",
+    "softmax_pair_int8",
     "squared_difference_int8",
     "sub_int8",
 ]

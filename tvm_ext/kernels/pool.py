@@ -78,9 +78,14 @@ def average_pool2d_integer(
 
 
 def _rounded_quotient(total, count):
-    """`total` / `count` rounded half away from zero (TFLite's average pool; both int32, `count` > 0)."""
+    """`total` / `count` rounded half away from zero (TFLite's average pool; both int32, `count` > 0): the
+    quotient of `total` plus half the count of its sign (`total >> 31` is 0 or -1, and (half ^ -1) + 1 = -half;
+    a total of 0 gets +half, which still rounds to 0). Arithmetic, not a select of two quotients: TVM writes the
+    select's test `total > 0` over a window's sum in int64 (the taps cast to int64 and added again beside the
+    int32 sum, some 40 instructions per output of vww_96_int8's 3x3 average pool on cortex-m4f)."""
     half = tirx.truncdiv(count, 2)
-    return tirx.Select(total > 0, tirx.truncdiv(total + half, count), tirx.truncdiv(total - half, count))
+    sign = tirx.shift_right(total, tirx.const(31, "int32"))
+    return tirx.truncdiv(total + tirx.bitwise_xor(half, sign) - sign, count)
 
 
 def row_sums(data: te.Tensor, *before: te.Tensor) -> te.Tensor:

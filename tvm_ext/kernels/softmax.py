@@ -22,6 +22,7 @@ from .fixed_point import (
     saturating_left_shift,
 )
 from .fixed_point_numpy import FORTY_EIGHT_SEVENTEENTHS, MINUS_THIRTY_TWO_SEVENTEENTHS
+from .int8_tables import PAIR_DIFFERENCES
 
 ACCUMULATION_INTEGER_BITS = 12
 # The int32 values one Lets may name (the row reciprocal names 14): an upper bound, TVM keeps the slots used, and
@@ -145,3 +146,21 @@ def softmax_int8(data: te.Tensor, exp_table: te.Tensor, *, out_dtype: str = "int
         return tirx.Cast(out_dtype, tirx.max(tirx.min(value, out_max), out_min))
 
     return rowwise("softmax_int8", shape, [data, row_max, exp_table, scale, exponent], output, out_dtype)
+
+
+def softmax_pair_int8(data: te.Tensor, pair_table: te.Tensor) -> te.Tensor:
+    """Softmax over a last axis of two int8 elements (output int8, scale 1/256, zero point -128) as one lookup per
+    element: ``pair_table[x - the row's other element + 255]`` (``int8_tables.softmax_pair_table``, int8[511]),
+    which a row of two is a function of. The generic kernel's arithmetic per row (maximum, sum, reciprocal,
+    scaling) happens once, at compile time."""
+    shape = [int(d) for d in data.shape]
+    if shape[-1] != 2 or [int(d) for d in pair_table.shape] != [PAIR_DIFFERENCES]:
+        raise ValueError(f"a pair softmax reads rows of 2 and a table of {PAIR_DIFFERENCES}, not {shape} and "
+                         f"{list(pair_table.shape)}")
+
+    def output(*index) -> PrimExpr:
+        *row, j = index
+        difference = data(*row, j).astype("int32") - data(*row, 1 - j).astype("int32")
+        return pair_table[difference + (PAIR_DIFFERENCES // 2)]
+
+    return te.compute(shape, output, name="softmax_pair_int8")

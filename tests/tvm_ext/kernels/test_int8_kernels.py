@@ -20,6 +20,7 @@ from tvm_ext.kernels import (
     lookup_int8,
     max_pool2d_integer,
     softmax_int8,
+    softmax_pair_int8,
 )
 from tvm_ext.kernels.fixed_point import (
     multiply_by_quantized_multiplier,
@@ -27,7 +28,7 @@ from tvm_ext.kernels.fixed_point import (
 )
 from tvm_ext.kernels.dense import pair_weights, stack_rows, stacks_rows
 from tvm_ext.kernels.pool import average_of_sums, row_sums
-from tvm_ext.kernels.int8_tables import softmax_exp_table
+from tvm_ext.kernels.int8_tables import softmax_exp_table, softmax_pair_table
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, quantize_multiplier, softmax_params
 
 ROUNDINGS = [Rounding.DOUBLE, Rounding.SINGLE]
@@ -336,6 +337,18 @@ def test_softmax_of_every_difference_matches_reference(input_scale, beta, roundi
     table = softmax_exp_table(softmax_params(beta, np.float32(input_scale), rounding), rounding)
     want = ref.softmax(x, np.float32(input_scale), beta, single_rounding=rounding is Rounding.SINGLE)
     np.testing.assert_array_equal(run_te(softmax_int8, [x, table]), want)
+
+
+@pytest.mark.parametrize("rounding", ROUNDINGS)
+@pytest.mark.parametrize("input_scale, beta", [(0.0039, 1.0), (0.1446925, 1.0), (0.9, 1.0), (0.1, 0.5), (0.03, 3.0)])
+def test_softmax_of_rows_of_two_by_their_difference_matches_reference(input_scale, beta, rounding):
+    """The pair kernel on rows of two int8 values: each value beside six others, -128 and 127 among them (so
+    every difference -255..255)."""
+    values = np.arange(-128, 128, dtype=np.int8)
+    x = np.stack(np.meshgrid(values, values[::51]), axis=-1).reshape(1, -1, 2)
+    table = softmax_pair_table(softmax_params(beta, np.float32(input_scale), rounding), rounding)
+    want = ref.softmax(x, np.float32(input_scale), beta, single_rounding=rounding is Rounding.SINGLE)
+    np.testing.assert_array_equal(run_te(softmax_pair_int8, [x, table]), want)
 
 
 def test_lookup_reads_the_entry_of_each_int8_value():

@@ -1,5 +1,6 @@
 """SOFTMAX: ``q(softmax(dq(x)))`` over the last axis -> TFLite's integer softmax kernel (an int16 input: the
-16x8 kernel of ``softmax_int16``; an int8 one: the backend's own kernel where it gives one,
+16x8 kernel of ``softmax_int16``; an int8 one writing int8 over rows of two: one lookup per element in a table of
+the row's difference, ``softmax_pair_int8``; any other int8 one: the backend's own kernel where it gives one,
 ``backends.backend.KernelSchedules.int8_softmax``)."""
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import numpy as np
 from tvm import relax
 from tvm.relax.dpl import is_const, is_op
 
-from ...kernels import softmax_int8
-from ...kernels.int8_tables import softmax_exp_table
+from ...kernels import softmax_int8, softmax_pair_int8
+from ...kernels.int8_tables import softmax_exp_table, softmax_pair_table
 from ...kernels.quant_params import softmax_params
 from .binary import first_fitting
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
@@ -54,6 +55,11 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     if not last_axis or not _standard_output(out_dtype, out.quant.scale, out.quant.zero_point):
         return float_operator_mismatch(quantize, ctx)
     params = softmax_params(beta, data.quant.scale, ctx.rounding)
+    if out_dtype == "int8" and int(softmax.args[0].ty.shape[-1]) == 2:
+        # a row of two is a function of its difference: one lookup per element (a 2-class head: vww_96_int8's
+        # 130 instructions per row on cortex-m4f with the softmax helper), a 511-byte table for the 1 KB exp table
+        pair_table = table_constant(softmax_pair_table, params, ctx.rounding)
+        return FixedCall(KernelCall("SOFTMAX", softmax, softmax_pair_int8, (data.tensor, pair_table)))
     exp_table = table_constant(softmax_exp_table, params, ctx.rounding)
     # the backend's own kernel where it gives one (not of a constant input: that would be folded on the host,
     # which cannot run a backend's helper calls), else the generic kernel
