@@ -178,45 +178,59 @@ def chain_model(image: tuple[int, int], channels: int = 4, seed: int = 0, global
     return build(b.model())
 
 
-def residual_model(image: tuple[int, int], channels: int = 4, seed: int = 0) -> bytes:
+def residual_model(image: tuple[int, int], channels: int = 4, seed: int = 0, float32: bool = False) -> bytes:
     """Branches that rejoin (a ResNet's residual blocks) for streamed bands: int8 input 1 x rows x columns x 3 ->
     CONV_2D 3x3 s1 SAME (RELU6) -> CONV_2D 3x3 s1 SAME -> ADD of that and its skip input (RELU) -> CONV_2D 3x3 s2
     SAME -> CONV_2D 3x3 s1 SAME, beside a CONV_2D 1x1 s2 of the block input -> ADD -> AVERAGE_POOL_2D over the
-    whole output (1 x 1 x 1 x 2 `channels`), the output; every zero point non-zero."""
+    whole output (1 x 1 x 1 x 2 `channels`), the output; every zero point non-zero. `float32`: the same graph in
+    float32 (weights and biases of a normal distribution, no quantization)."""
     rng = np.random.default_rng(seed)
     b = ModelBuilder()
-    x = b.add(Tensor("input", (1, *image, 3), "int8", _quantization((0.05,), -3)))
+    dtype = "float32" if float32 else "int8"
+
+    def quantization(scale: float, zero_point: int) -> Quantization | None:
+        return None if float32 else _quantization((scale,), zero_point)
+
+    x = b.add(Tensor("input", (1, *image, 3), dtype, quantization(0.05, -3)))
     b.inputs.append(x)
     half = tuple(-(-n // 2) for n in image)
 
     def conv(data: int, cin: int, out_hw: tuple[int, int], cout: int, kernel: int, stride: int, name: str,
-             out_q: Quantization, activation: int = 0) -> int:
-        scales = tuple(0.004 + 0.002 * (c % 4) for c in range(cout))
-        w = b.add(Tensor(f"{name}/w", (cout, kernel, kernel, cin), "int8", Quantization(scales, (0,) * cout, 0),
-                         rng.integers(-127, 128, (cout, kernel, kernel, cin)).astype(np.int8)))
-        bias = b.add(Tensor(f"{name}/b", (cout,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * cout),
-                            rng.integers(-2000, 2000, cout).astype(np.int32)))
+             out_q: Quantization | None, activation: int = 0) -> int:
+        shape = (cout, kernel, kernel, cin)
+        if float32:
+            w = b.add(Tensor(f"{name}/w", shape, "float32", None,
+                             (rng.standard_normal(shape) / np.sqrt(kernel * kernel * cin)).astype(np.float32)))
+            bias = b.add(Tensor(f"{name}/b", (cout,), "float32", None,
+                                (0.1 * rng.standard_normal(cout)).astype(np.float32)))
+        else:
+            scales = tuple(0.004 + 0.002 * (c % 4) for c in range(cout))
+            w = b.add(Tensor(f"{name}/w", shape, "int8", Quantization(scales, (0,) * cout, 0),
+                             rng.integers(-127, 128, shape).astype(np.int8)))
+            bias = b.add(Tensor(f"{name}/b", (cout,), "int32",
+                                Quantization(tuple(0.05 * s for s in scales), (0,) * cout),
+                                rng.integers(-2000, 2000, cout).astype(np.int32)))
         options = Options("Conv2DOptions", {"Padding": SAME, "StrideW": stride, "StrideH": stride,
                                             "FusedActivationFunction": activation})
-        return b.op("CONV_2D", (data, w, bias), Tensor(name, (1, *out_hw, cout), "int8", out_q), options, version=3)
+        return b.op("CONV_2D", (data, w, bias), Tensor(name, (1, *out_hw, cout), dtype, out_q), options, version=3)
 
-    def add(a: int, c: int, hw: tuple[int, int], cout: int, name: str, out_q: Quantization) -> int:
+    def add(a: int, c: int, hw: tuple[int, int], cout: int, name: str, out_q: Quantization | None) -> int:
         options = Options("AddOptions", {"FusedActivationFunction": 1})  # RELU
-        return b.op("ADD", (a, c), Tensor(name, (1, *hw, cout), "int8", out_q), options, version=2)
+        return b.op("ADD", (a, c), Tensor(name, (1, *hw, cout), dtype, out_q), options, version=2)
 
-    q1, q2, q3 = _quantization((0.03,), -128), _quantization((0.06,), 4), _quantization((0.05,), -100)
+    q1, q2, q3 = quantization(0.03, -128), quantization(0.06, 4), quantization(0.05, -100)
     c1 = conv(x, 3, image, channels, 3, 1, "conv_a", q1, RELU6)
     c2 = conv(c1, channels, image, channels, 3, 1, "conv_b", q2)
     a3 = add(c1, c2, image, channels, "add_1", q3)
     wide = 2 * channels
-    c4 = conv(a3, channels, half, wide, 3, 2, "conv_s2", _quantization((0.04,), -128), RELU6)
-    c5 = conv(c4, wide, half, wide, 3, 1, "conv_c", _quantization((0.07,), 2))
-    c6 = conv(a3, channels, half, wide, 1, 2, "skip_1x1", _quantization((0.05,), -9))
-    a7 = add(c6, c5, half, wide, "add_2", _quantization((0.06,), -110))
+    c4 = conv(a3, channels, half, wide, 3, 2, "conv_s2", quantization(0.04, -128), RELU6)
+    c5 = conv(c4, wide, half, wide, 3, 1, "conv_c", quantization(0.07, 2))
+    c6 = conv(a3, channels, half, wide, 1, 2, "skip_1x1", quantization(0.05, -9))
+    a7 = add(c6, c5, half, wide, "add_2", quantization(0.06, -110))
     options = Options("Pool2DOptions", {"Padding": VALID, "StrideW": 1, "StrideH": 1, "FilterWidth": half[1],
                                         "FilterHeight": half[0]})
-    pooled = b.op("AVERAGE_POOL_2D", (a7,), Tensor("global_avg", (1, 1, 1, wide), "int8",
-                                                     _quantization((0.06,), -110)), options, version=2)
+    pooled = b.op("AVERAGE_POOL_2D", (a7,), Tensor("global_avg", (1, 1, 1, wide), dtype,
+                                                     quantization(0.06, -110)), options, version=2)
     b.outputs.append(pooled)
     return build(b.model())
 

@@ -1,5 +1,6 @@
 """TE definitions of TFLite's integer AVERAGE_POOL_2D and MAX_POOL_2D (NHWC, same in/out quantization): int8,
-or int16 (16x8), the output of the input's type.
+or int16 (16x8), the output of the input's type; and a global average pool summed band by band (`row_sums`,
+`average_of_sums`: integer or float), for streamed bands.
 
 Window taps outside the input are skipped (not counted in the average), as in the reference kernels.
 ``padding`` is (top, left, bottom, right).
@@ -89,10 +90,15 @@ def _rounded_quotient(total, count):
 
 
 def row_sums(data: te.Tensor, *before: te.Tensor) -> te.Tensor:
-    """A band of rows' part of a global average pool: int32 [1, 1, 1, C], the sum over the rows and columns of
-    the integer NHWC `data` [1, h, w, C], plus the sums of the bands before (`before`: one such tensor, or none
-    for the first band). tvm_ext.transform.patch_prefix streams a global pool's input through it band by band."""
+    """A band of rows' part of a global average pool: [1, 1, 1, C], the sum over the rows and columns of the NHWC
+    `data` [1, h, w, C], plus the sums of the bands before (`before`: one such tensor, or none for the first band).
+    tvm_ext.transform.patch_prefix streams a global pool's input through it band by band. An integer `data` sums
+    in int32; a float `data` sums in its own type, starting from the bands' sums before and adding the pixels row
+    after row, column after column: the additions, in their order, of the whole pool's one sum over its input
+    (TFLite's float AVERAGE_POOL_2D), so the last band's sums are the whole pool's to the bit."""
     _, h, w, channels = (int(d) for d in data.shape)
+    if _is_float(data):
+        return _float_row_sums(data, before[0] if before else None)
     ry, rx = te.reduce_axis((0, h), "ry"), te.reduce_axis((0, w), "rx")
     band = te.compute((1, 1, 1, channels), lambda b, y, x, c: te.sum(data[b, ry, rx, c].astype("int32"),
                                                                      axis=[ry, rx]), name="band_sum")
@@ -103,14 +109,39 @@ def row_sums(data: te.Tensor, *before: te.Tensor) -> te.Tensor:
 
 
 def average_of_sums(total: te.Tensor, *, count: int, dtype: str) -> te.Tensor:
-    """The global average pool of `count` pixels from their int32 sums `total` [1, 1, 1, C] (`row_sums` of the
-    last band): each channel's sum divided by `count`, rounded half away from zero and saturated to `dtype`, as
-    average_pool2d_integer computes it from the whole input."""
+    """The global average pool of `count` pixels from their sums `total` [1, 1, 1, C] (`row_sums` of the last
+    band): each channel's sum divided by `count`; an int32 sum rounded half away from zero and saturated to
+    `dtype`, as average_pool2d_integer computes it from the whole input, a float sum divided in its type (TFLite's
+    float AVERAGE_POOL_2D: its one sum over the window divided by the count of its taps)."""
+    shape = tuple(int(d) for d in total.shape)
+    if _is_float(total):
+        return te.compute(shape, lambda b, y, x, c: total[b, y, x, c] / tirx.const(float(count), str(total.dtype)),
+                          name=f"average_of_sums_{dtype}")
     info = np.iinfo(dtype)
-    return te.compute(tuple(int(d) for d in total.shape),
+    return te.compute(shape,
                       lambda b, y, x, c: clamp_to_type(_rounded_quotient(total[b, y, x, c], tirx.const(count, "int32")),
                                                        int(info.min), int(info.max), dtype),
                       name=f"average_of_sums_{dtype}")
+
+
+def _float_row_sums(data: te.Tensor, before: te.Tensor | None) -> te.Tensor:
+    """row_sums of a float `data`: one reduction from 0 over an extra first row, the sums before (`before`) and
+    zeros (0 + before + 0 ... is before: a running float sum is never -0), then over `data`'s pixels row after row
+    (TE's sum here takes no tensor as its start, nor a condition: its init is 0)."""
+    _, h, w, channels = (int(d) for d in data.shape)
+    if before is None:
+        ry, rx = te.reduce_axis((0, h), "ry"), te.reduce_axis((0, w), "rx")
+        return te.compute((1, 1, 1, channels), lambda b, y, x, c: te.sum(data[b, ry, rx, c], axis=[ry, rx]),
+                          name="running_sum")
+    ry, rx = te.reduce_axis((0, h + 1), "ry"), te.reduce_axis((0, w), "rx")
+    zero = tirx.const(0.0, str(data.dtype))
+    return te.compute((1, 1, 1, channels), lambda b, y, x, c: te.sum(
+        tirx.Select(ry == 0, tirx.Select(rx == 0, before[b, y, x, c], zero), data[b, tirx.max(ry - 1, 0), rx, c]),
+        axis=[ry, rx]), name="running_sum")
+
+
+def _is_float(tensor: te.Tensor) -> bool:
+    return str(tensor.dtype).startswith("float")
 
 
 def max_pool2d_integer(

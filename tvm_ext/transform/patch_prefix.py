@@ -64,6 +64,8 @@ _CHANNEL_CONSTANT_OPS = ("relax.add", "relax.subtract", "relax.multiply", "relax
 _DENSE_OP = "relax.matmul"  # a dense tail's (`_continues_dense`): a FULLY_CONNECTED over a flattened stage output
 _MEAN_OP = "relax.mean"  # a dense tail's too: a MEAN over the rows and columns of a stage output
 _REDUCING_OPS = (_DENSE_OP, _MEAN_OP)
+# a global average pool sums band by band over these (an integer pool's input cast to int32, a float pool's own)
+_SUMMED_DTYPES = ("int32", "float32")
 
 
 @tvm_ffi.register_error
@@ -423,7 +425,7 @@ def _geometry(window: relax.Call, name: str, element_bytes: int) -> WindowStage:
     kernel = tuple((k - 1) * d + 1 for k, d in zip(taps, dilation))
     out_hw = _hw(out)
     reduces = (window.op.name == "relax.nn.avg_pool2d" and out_hw == (1, 1) and kernel == _hw(data)
-               and all(int(p) == 0 for p in attrs.padding) and str(data.ty.dtype) == "int32")
+               and all(int(p) == 0 for p in attrs.padding) and str(data.ty.dtype) in _SUMMED_DTYPES)
     return WindowStage(name, _hw(data), out_hw, in_channels, out_channels, kernel,
                        tuple(int(s) for s in attrs.strides), (int(attrs.padding[0]), int(attrs.padding[1])),
                        out_hw[0] * out_hw[1] * per_output, element_bytes, reduces)
@@ -818,15 +820,24 @@ class _PrefixRewriter(relax.PyExprMutator):
 
     def _finish_sums(self, sums: relax.Var, geometry: WindowStage) -> relax.Var:
         """The global average pool from its running sums: the reducing stage's bindings must be the widening
-        cast, the pool and the narrowing cast of an integer average pool (the int8 lowering's pattern)."""
+        cast, the pool and the narrowing cast of an integer average pool (the int8 lowering's pattern), or a
+        float pool and the elementwise operators after it (a fused activation), applied to the average."""
         stage = self.chain.stages[self.cut - 1]
+        count = geometry.in_hw[0] * geometry.in_hw[1]
+        pool = self.chain.bindings[stage.window].value
+        if str(pool.ty.dtype).startswith("float"):
+            current = self._emit(self._kernel(average_of_sums, sums, count=count, dtype=str(pool.ty.dtype)),
+                                 "average_of_sums", self._records_of_stage(self.cut - 1))
+            for index in stage.after:
+                current = self._unary(index, current, "sums")
+            return current
         casts = [self.chain.bindings[i].value for i in (*(j for b in stage.before for j in b), *stage.after)]
         if len(stage.after) != 1 or not all(_is_call(c, ("relax.astype",)) for c in casts):
             raise PatchPlanError(f"window stage {self.cut} is a global average pool, but not of an integer tensor "
                                  "cast to int32 and back: it cannot be summed band by band")
         dtype = str(self.chain.bindings[stage.output].var.ty.dtype)
-        return self._emit(self._kernel(average_of_sums, sums, count=geometry.in_hw[0] * geometry.in_hw[1],
-                                       dtype=dtype), "average_of_sums", self._records_of_stage(self.cut - 1))
+        return self._emit(self._kernel(average_of_sums, sums, count=count, dtype=dtype), "average_of_sums",
+                          self._records_of_stage(self.cut - 1))
 
     def _concat(self, pieces: list[relax.Var], axis: int, name: str) -> relax.Var:
         """`pieces` concatenated along `axis` (the int8 lowering's CONCATENATION of int8 tensors, a copy)."""

@@ -218,6 +218,27 @@ def test_streamed_bands_through_residual_joins_pass_their_selftest_on_a_poisoned
 
 
 @pytest.mark.slow
+def test_a_float_resnets_streamed_bands_sum_its_global_pool_bit_exactly_on_a_poisoned_arena(tmp_path):
+    """A float residual CNN streamed up to its global average pool (`stream`: the plan of smallest estimate), the
+    pool summed band by band in float: no stage output held whole, the outputs of every self-test case the
+    layer-by-layer bundle's to the bit (and LiteRT's within the float tolerance), and the self-test passes with
+    every byte no live buffer holds poisoned before each call, under the strict warnings and the sanitizers."""
+    model = tmp_path / "residual_float.tflite"
+    model.write_bytes(residual_model(IMAGE, CHANNELS, float32=True))
+    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole")
+    bundle = tvm_ext.compile(model, "lowpower", tmp_path / "out", patches="stream")
+    assert whole.selftest.passed and bundle.selftest.passed and 2 * bundle.arena_bytes < whole.arena_bytes
+    manifests = [json.loads((tmp_path / name / "manifest.json").read_text()) for name in ("whole", "out")]
+    entry = manifests[1]["patches"]
+    assert entry["extra_macs"] == 0 and entry["cut_after_window_stage"] == 8 and entry["streamed_bands"] > 3
+    checksums = [[output["checksum"] for output in manifest["selftest"]["outputs"]] for manifest in manifests]
+    assert checksums[0] == checksums[1] and len(checksums[0]) > 1
+    poisoned = f"-D{bundle.plan.model.upper()}_POISON_ARENA"
+    proc = strict_sanitized_selftest(tmp_path / "out", tmp_path / "strict", poisoned)
+    assert proc.returncode == 0 and "selftest: PASS" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
 def test_streamed_bands_into_a_dense_head_pass_their_selftest_on_a_poisoned_arena(tmp_path):
     """Streamed bands from a flat input's reshape into a FULLY_CONNECTED over the flattened last output
     (micro_speech's form), its partial dot products summed band by band: no extra MACs, a smaller arena than layer by

@@ -318,6 +318,29 @@ def test_a_global_average_pool_summed_band_by_band_matches_the_reference(bands, 
     assert (sums < 0).any() and (sums > 0).any()
 
 
+@pytest.mark.parametrize("bands", [[7], [2, 3, 2], [1] * 7])
+def test_a_float_global_average_pool_summed_band_by_band_adds_in_the_whole_pools_order(bands):
+    """A float pool's row_sums over bands of rows continue one sum (from 0, row after row, column after column:
+    TFLite's float AVERAGE_POOL_2D's order of additions), so after the last band they are that sum to the bit,
+    and average_of_sums divides it by the count in float: values of mixed signs and magnitudes, where any other
+    order of additions rounds differently."""
+    rng = _rng(11)
+    x = (rng.standard_normal((1, 7, 5, 6)) * 10.0 ** rng.integers(-3, 4, (1, 7, 5, 6))).astype(np.float32)
+    sums, start = None, 0
+    for rows in bands:
+        band = x[:, start:start + rows]
+        sums = run_te(row_sums, [band] if sums is None else [band, sums])
+        start += rows
+    pixels = x.reshape(35, 6)
+    want, backwards = np.zeros(6, np.float32), np.zeros(6, np.float32)
+    for pixel, other in zip(pixels, pixels[::-1]):  # float32 additions, one at a time
+        want, backwards = want + pixel, backwards + other
+    np.testing.assert_array_equal(sums.reshape(-1), want)
+    assert not np.array_equal(backwards, want)  # the order of additions shows in these values
+    got = run_te(lambda total: average_of_sums(total, count=35, dtype="float32"), [sums])
+    np.testing.assert_array_equal(got.reshape(-1), want / np.float32(35))
+
+
 @pytest.mark.parametrize("rounding", ROUNDINGS)
 @pytest.mark.parametrize("input_scale", [0.1446925, 0.0039, 0.9, 7.5])
 def test_softmax_matches_reference(input_scale, rounding):

@@ -149,6 +149,27 @@ def test_streamed_branches_that_rejoin_compute_the_layer_by_layer_values_bit_exa
         np.testing.assert_array_equal(got, interpreter.get_output(0))
 
 
+@pytest.mark.parametrize("cut, bands, driver", [(8, 4, 0), (8, 13, 0), (8, 3, 6)])
+def test_a_float_global_pool_is_summed_band_by_band_to_the_layer_by_layer_values_bit_exactly(tmp_path, cut, bands,
+                                                                                          driver):
+    """The float residual graph's global average pool is a reducing stage too: streamed bands through its joins
+    add each band's rows to running float sums (in the whole pool's order of additions), averaged once after the
+    last band, so no stage output is held whole; the output is the layer-by-layer graph's bit for bit."""
+    path = tmp_path / "residual_float.tflite"
+    path.write_bytes(residual_model(IMAGE, float32=True))
+    mod = import_model(path).mod
+    chain = window_chain(mod["main"])
+    assert chain.inputs == [(-1,), (0,), (0, 1), (2,), (3,), (2,), (5, 4), (6,)] and chain.geometries[-1].reduces
+    streamed = RunPrefixInPatches(cut, (bands, 1), driver)(mod)
+    names = [str(b.var.name) for b in bindings_of(streamed["main"])]
+    assert sum(name.startswith("row_sums") for name in names) > 1
+    assert sum(name.startswith("average_of_sums") for name in names) == 1
+    rng = np.random.default_rng(3)
+    inputs = [rng.standard_normal((1, *IMAGE, 3)).astype(np.float32) for _ in range(2)]
+    for got, want in zip(_run_lowered(streamed, inputs), _run_lowered(mod, inputs), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.fixture(scope="module")
 def dense_path(tmp_path_factory) -> Path:
     """The chain from a flat input (RESHAPEd to the image) into a FULLY_CONNECTED of its flattened last output:
