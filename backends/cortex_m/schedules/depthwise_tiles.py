@@ -250,26 +250,41 @@ class CopyCost:
     """Instructions more per tap of a tile whose taps the copy rolls (its loop's)."""
     rolled_below: Optional[int]
     """The copy rolls the taps of a layer of fewer channels than this (its one predicated tile); None: every tile's."""
+    rolled_copy: int = 0
+    """The copy's code more where a kernel of fewer channels than ``rolled_below`` calls it (bytes: the compiler
+    keeps that tile's path only then)."""
 
     def inlined_bytes(self, channels: int) -> int:
         """A kernel's code more with the fused helper inlined on ``channels`` channels than calling the copy
         (bytes): ``inlined`` for whole tiles of 16, else ``inlined_overlapping``."""
         return self.inlined if channels % DEPTHWISE_TILES[0] == 0 else self.inlined_overlapping
 
+    def rolls(self, channels: int) -> bool:
+        """Whether a kernel of ``channels`` channels calling the copy grows it by ``rolled_copy``."""
+        return self.rolled_below is not None and channels < self.rolled_below
 
-HELIUM_COPY_COSTS = {"3x3": CopyCost(1_000, 500, 1_020, 100, 8, 4, DEPTHWISE_TILES[0]),
-                     "1xn": CopyCost(320, 320, 616, 100, 8, 4, None)}
-"""Helium's copies, per window form, measured on cortex-m55 (arm-none-eabi-gcc 12.2 -O2). Bytes: a 3x3 kernel
-inlining the fused helper 1,320-1,384 B (kws_ref_model's 25x5x64, person_detect's 12x12x64 and 24x24x32), calling
-the copy 300-332 B (person_detect's 6x6x128), the copy ``_depthwise_tiles3x3_s8`` 1,020 B; a kernel of channels
-not whole tiles of 16 saves about half that by calling it (nm, inlined less calling: 40 channels 528, 514, 532 B;
-24 channels 498, 552 B; 32 channels 944, 1,030 B; two 10x10 kernels, SAME and VALID, sharing / inlining: 40
-channels 132,197 / 110,906 instructions, 2,520 / 2,560 B; 24 channels 91,165 / 71,848, 2,504 / 2,532 B); a one-row
-(kx1) kernel inlining it 372-870 B (str_ww_ref_model's 3x1 .. 15x1, 40 channels), calling the copy 50-84 B, the
-copy ``_depthwise_tiles1xn_s8`` 616 B (``inlined``: about the least a kernel saves). Instructions, person_detect's
-kernels inlining / calling the 3x3 copy: 24x24x32 (484 interior pixels, 2 tiles) 306,543 / 358,078, 12x12x64 (100,
-4 tiles) 156,518 / 172,240, 24x24x16 at stride 2 (529, 1 tile) 149,997 / 194,999, 48x48x8 (2,116 pixels, its 8
-channels' taps rolled in the copy) 390,543 / 687,861 (the second with the border copy's rolled rows)."""
+
+HELIUM_COPY_COSTS = {"3x3": CopyCost(inlined=1_000, inlined_overlapping=500, copy=1_020, call=100, tile=8,
+                                     rolled_tap=4, rolled_below=DEPTHWISE_TILES[0], rolled_copy=774),
+                     "1xn": CopyCost(inlined=620, inlined_overlapping=288, copy=616, call=100, tile=8, rolled_tap=4,
+                                     rolled_below=None)}
+"""Helium's copies, per window form, measured on cortex-m55 (arm-none-eabi-gcc 12.2 -O2, nm, after heliumres-30).
+Bytes, a 3x3 kernel inlining the fused helper / calling the copy (``inlined``, ``inlined_overlapping``: about the
+least a kernel saves): person_detect's (int32 biases) 24x24x16 at stride 2 1,116 / 212, 12x12x32 s2 1,126 / 212,
+6x6x64 s2 1,148 / 226, 3x3x128 s2 1,170 / 234, 3x3x256 1,284 / 268, 24x24x32 1,348 / 358, 12x12x64 1,384 / 338,
+6x6x128 1,396 / 342 (904-1,054 B saved); of channels not whole tiles of 16: person_detect's 48x48x8 832 / 358
+(474), two 10x10 kernels (SAME 100 pixels, VALID 64; int16 biases) of 40 channels 856 / 324, 618 / 90 (532,
+528) and of 24 channels 872 / 320, 584 / 86 (552, 498). The copy ``_depthwise_tiles3x3_s8`` 1,020 B (``_b16``
+1,018-1,020), 1,794 B once a kernel of fewer than 16 channels calls it (person_detect's 48x48x8: the rolled
+tile's 774 B, ``rolled_copy``). A one-row (kx1) kernel inlining / calling the copy: str_ww_ref_model's 3x1 of 40
+channels 372 / 84 (288), of 128 channels 5x1 802 / 84, 10x1 870 / 84, 15x1 670 / 50 (620-786); the copy
+``_depthwise_tiles1xn_s8`` 616 B. Instructions, the two 10x10 kernels inlining / calling the copy: 40 channels
+110,906 / 132,197 (2,560 / 2,520 B of code), 24 channels 71,848 / 91,165 (2,532 / 2,504 B); person_detect
+every 3x3 kernel inlining 4,146,060, this rule's choice (all but the 48x48x8 kernel share) 4,278,641, every one
+calling the copy 4,590,719; measured by heliumshare-30, person_detect's kernels inlining / calling the copy:
+24x24x32 (484 interior pixels, 2 tiles) 306,543 / 358,078, 12x12x64 (100, 4 tiles) 156,518 / 172,240, 24x24x16
+at stride 2 (529, 1 tile) 149,997 / 194,999, 48x48x8 (2,116 pixels, its 8 channels' taps rolled in the copy)
+390,543 / 687,861 (the second with the border copy's rolled rows)."""
 INSTRUCTIONS_PER_BYTE = 100
 """The instructions per inference a byte of code is worth in the choice of a copy (``shared_tiles``): 1 KB of code
 for 100,000 instructions, some 2 % of a 96x96 MobileNet's on cortex-m55 (vww_96_int8's 4.2 M)."""
@@ -367,7 +382,8 @@ def shared_tiles(uses: Mapping[FormKey, tuple[KernelUse, ...]],
     calling the copy is its inlined code's bytes (``CopyCost.inlined_bytes``: its channels' tiles) less the
     instructions the calls add (``KernelUse.gain``, summed over its interior calls of the form); the kernels sorted
     by gain, the best-paying first, the prefix whose gains most exceed the copy's bytes (``costs``: per form,
-    ``CopyCost``) call it, if any does; every other kernel inlines the helper. So one kernel of a form keeps it
+    ``CopyCost``; its rolled tile's too once a caller needs it) call it, if any does; every other kernel inlines
+    the helper. So one kernel of a form keeps it
     inlined however often it is called (the copy would only add its calls), and several small ones share it."""
     sharing = []
     for key, found in sorted(uses.items()):
@@ -378,9 +394,13 @@ def shared_tiles(uses: Mapping[FormKey, tuple[KernelUse, ...]],
         for use in found:
             gains[use.kernel] = gains.get(use.kernel, 0) + use.gain(cost, instructions_per_byte)
         ranked = sorted(gains, key=lambda kernel: (-gains[kernel], kernel))
-        best, best_count, total = 0, 0, -cost.copy * instructions_per_byte
+        rolling = {use.kernel for use in found if cost.rolls(use.channels)}
+        best, best_count, total, rolled = 0, 0, -cost.copy * instructions_per_byte, False
         for count, kernel in enumerate(ranked, 1):
             total += gains[kernel]
+            if kernel in rolling and not rolled:  # the first caller whose taps the copy rolls: its rolled tile
+                rolled = True
+                total -= cost.rolled_copy * instructions_per_byte
             if total > best:
                 best, best_count = total, count
         if best_count:
