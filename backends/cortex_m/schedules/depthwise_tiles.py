@@ -25,9 +25,9 @@ window's interior call is one out-of-line copy per bundle and bias type (``_dept
 HELIUM_TILES.outlined) in the kernels the bundle's choice gives it (``shared_tiles``: the kernels whose inlined
 code weighs more than the copy's calls cost, where the copy and those calls weigh less than their inlined
 code; made from every kernel scheduled first with the helper inlined, ``form_uses``, and passed back into their
-schedule as the record ``TileHelpers.shared``); so is a kx1 window's, called as one row of k taps (``TileHelpers.column_as_row``) of the
-copy for one row of any taps (``_depthwise_tiles1xn_s8``, the taps' count an argument, in a rolled loop: with
-steps of three taps and the one or two left, 868 B and 321,621 instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
+schedule as the record ``TileHelpers.shared``); so is a kx1 window's, called as one row of k taps
+(``TileHelpers.column_as_row``) of the copy for one row of any taps (``_depthwise_tiles1xn_s8``, the taps' count
+an argument, in a rolled loop: with steps of three taps and the one or two left, 868 B and 321,621 instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
 372-870 B each inlined, 50-84 B each and the 616 B copy out of line; on cortex-m55 code 4,692 -> 2,892 B
 (cortex-m4f 3,952), 299,492 -> 319,193 instructions (0.734x -> 0.783x TFLM+CMSIS-NN), bit-exact.
 
@@ -383,8 +383,8 @@ def shared_tiles(uses: Mapping[FormKey, tuple[KernelUse, ...]],
     instructions the calls add (``KernelUse.gain``, summed over its interior calls of the form); the kernels sorted
     by gain, the best-paying first, the prefix whose gains most exceed the copy's bytes (``costs``: per form,
     ``CopyCost``; its rolled tile's too once a caller needs it) call it, if any does; every other kernel inlines
-    the helper. So one kernel of a form keeps it
-    inlined however often it is called (the copy would only add its calls), and several small ones share it."""
+    the helper. So one kernel of a form keeps it inlined however often it is called (the copy would only add its
+    calls), and several small ones share it."""
     sharing = []
     for key, found in sorted(uses.items()):
         cost = costs.get(key[0])
