@@ -21,13 +21,13 @@ for the bundle. Where the border does not fit (a window of more than WINDOW_TAPS
 value), only the interior's: ``if (the tests) fused call; else the loop`` with that leaf made empty in the loop
 (no pixel reaching the else branch runs it). kws_ref_model's 3x3 layers on cortex-m55: 155,040 -> 136,553
 instructions each, code 6,432 -> 5,612 B (the outlined box helper and the border cases' taps gone). A 3x3
-window's interior call is one out-of-line copy per bundle (``_depthwise_tiles3x3_s8``; HELIUM_TILES.outlined) in
-the kernels the bundle's choice gives it (``shared_tiles``: the kernels whose inlined code weighs more than the
-copy's calls cost, where the copy and those calls weigh less than their inlined code; made from every kernel
-scheduled first with the helper inlined, ``form_uses``, and passed back into their schedule as the record
-``TileHelpers.shared``); so is a kx1 window's, called as one row of k taps (``TileHelpers.column_as_row``) of the
-copy for one row of any taps (``_depthwise_tiles1xn_s8``, the taps' count an argument, in a rolled loop: with
-steps of three taps and the one or two left, 868 B and 321,621 instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
+window's interior call is one out-of-line copy per bundle and bias type (``_depthwise_tiles3x3_s8``;
+HELIUM_TILES.outlined) in the kernels the bundle's choice gives it (``shared_tiles``: the kernels whose inlined
+code weighs more than the copy's calls cost, where the copy and those calls weigh less than their inlined
+code; made from every kernel scheduled first with the helper inlined, ``form_uses``, and passed back into their
+schedule as the record ``TileHelpers.shared``); so is a kx1 window's, called as one row of k taps
+(``TileHelpers.column_as_row``) of the copy for one row of any taps (``_depthwise_tiles1xn_s8``, the taps' count
+an argument, in a rolled loop: with steps of three taps and the one or two left, 868 B and 321,621 instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
 372-870 B each inlined, 50-84 B each and the 616 B copy out of line; on cortex-m55 code 4,692 -> 2,892 B
 (cortex-m4f 3,952), 299,492 -> 319,193 instructions (0.734x -> 0.783x TFLM+CMSIS-NN), bit-exact.
 
@@ -235,9 +235,13 @@ class CopyCost:
     calling it instead of inlining the helper costs a kernel (instructions)."""
 
     inlined: int
-    """A kernel's code more with the fused helper inlined than with its call of the copy (bytes)."""
+    """A kernel's code more with the fused helper inlined than with its call of the copy (bytes), for a layer of
+    whole tiles of 16 channels."""
+    inlined_overlapping: int
+    """As ``inlined``, for a layer whose channels are not whole tiles of 16 (the copy's last tile overlapping the
+    one before; inlined, tiles of 8 channels or a predicated last tile: less code)."""
     copy: int
-    """The copy's own code (bytes, once per bundle)."""
+    """The copy's own code (bytes, once per bundle and bias type)."""
     call: int
     """Instructions more per call of the copy (its arguments, the strides it keeps on the stack)."""
     tile: int
@@ -246,18 +250,41 @@ class CopyCost:
     """Instructions more per tap of a tile whose taps the copy rolls (its loop's)."""
     rolled_below: Optional[int]
     """The copy rolls the taps of a layer of fewer channels than this (its one predicated tile); None: every tile's."""
+    rolled_copy: int = 0
+    """The copy's code more where a kernel of fewer channels than ``rolled_below`` calls it (bytes: the compiler
+    keeps that tile's path only then)."""
+
+    def inlined_bytes(self, channels: int) -> int:
+        """A kernel's code more with the fused helper inlined on ``channels`` channels than calling the copy
+        (bytes): ``inlined`` for whole tiles of 16, else ``inlined_overlapping``."""
+        return self.inlined if channels % DEPTHWISE_TILES[0] == 0 else self.inlined_overlapping
+
+    def rolls(self, channels: int) -> bool:
+        """Whether a kernel of ``channels`` channels calling the copy grows it by ``rolled_copy``."""
+        return self.rolled_below is not None and channels < self.rolled_below
 
 
-HELIUM_COPY_COSTS = {"3x3": CopyCost(1_000, 1_020, 100, 8, 4, DEPTHWISE_TILES[0]),
-                     "1xn": CopyCost(320, 616, 100, 8, 4, None)}
-"""Helium's copies, per window form, measured on cortex-m55 (arm-none-eabi-gcc 12.2 -O2). Bytes: a 3x3 kernel
-inlining the fused helper 1,320-1,384 B (kws_ref_model's 25x5x64, person_detect's 12x12x64 and 24x24x32), calling
-the copy 300-332 B (person_detect's 6x6x128), the copy ``_depthwise_tiles3x3_s8`` 1,020 B; a one-row (kx1) kernel
-inlining it 372-870 B (str_ww_ref_model's 3x1 .. 15x1), calling the copy 50-84 B, the copy
-``_depthwise_tiles1xn_s8`` 616 B (``inlined``: about the least a kernel saves). Instructions, person_detect's kernels
-inlining / calling the 3x3 copy: 24x24x32 (484 interior pixels, 2 tiles) 306,543 / 358,078, 12x12x64 (100, 4 tiles)
-156,518 / 172,240, 24x24x16 at stride 2 (529, 1 tile) 149,997 / 194,999, 48x48x8 (2,116 pixels, its 8 channels'
-taps rolled in the copy) 390,543 / 687,861 (the second with the border copy's rolled rows)."""
+HELIUM_COPY_COSTS = {"3x3": CopyCost(inlined=1_000, inlined_overlapping=500, copy=1_020, call=100, tile=8,
+                                     rolled_tap=4, rolled_below=DEPTHWISE_TILES[0], rolled_copy=774),
+                     "1xn": CopyCost(inlined=620, inlined_overlapping=288, copy=616, call=100, tile=8, rolled_tap=4,
+                                     rolled_below=None)}
+"""Helium's copies, per window form, measured on cortex-m55 (arm-none-eabi-gcc 12.2 -O2, nm, after heliumres-30).
+Bytes, a 3x3 kernel inlining the fused helper / calling the copy (``inlined``, ``inlined_overlapping``: about the
+least a kernel saves): person_detect's (int32 biases) 24x24x16 at stride 2 1,116 / 212, 12x12x32 s2 1,126 / 212,
+6x6x64 s2 1,148 / 226, 3x3x128 s2 1,170 / 234, 3x3x256 1,284 / 268, 24x24x32 1,348 / 358, 12x12x64 1,384 / 338,
+6x6x128 1,396 / 342 (904-1,054 B saved); of channels not whole tiles of 16: person_detect's 48x48x8 832 / 358
+(474), two 10x10 kernels (SAME 100 pixels, VALID 64; int16 biases) of 40 channels 856 / 324, 618 / 90 (532,
+528) and of 24 channels 872 / 320, 584 / 86 (552, 498). The copy ``_depthwise_tiles3x3_s8`` 1,020 B (``_b16``
+1,018-1,020), 1,794 B once a kernel of fewer than 16 channels calls it (person_detect's 48x48x8: the rolled
+tile's 774 B, ``rolled_copy``). A one-row (kx1) kernel inlining / calling the copy: str_ww_ref_model's 3x1 of 40
+channels 372 / 84 (288), of 128 channels 5x1 802 / 84, 10x1 870 / 84, 15x1 670 / 50 (620-786); the copy
+``_depthwise_tiles1xn_s8`` 616 B. Instructions, the two 10x10 kernels inlining / calling the copy: 40 channels
+110,906 / 132,197 (2,560 / 2,520 B of code), 24 channels 71,848 / 91,165 (2,532 / 2,504 B); person_detect
+every 3x3 kernel inlining 4,146,060, this rule's choice (all but the 48x48x8 kernel share) 4,278,641, every one
+calling the copy 4,590,719; measured by heliumshare-30, person_detect's kernels inlining / calling the copy:
+24x24x32 (484 interior pixels, 2 tiles) 306,543 / 358,078, 12x12x64 (100, 4 tiles) 156,518 / 172,240, 24x24x16
+at stride 2 (529, 1 tile) 149,997 / 194,999, 48x48x8 (2,116 pixels, its 8 channels' taps rolled in the copy)
+390,543 / 687,861 (the second with the border copy's rolled rows)."""
 INSTRUCTIONS_PER_BYTE = 100
 """The instructions per inference a byte of code is worth in the choice of a copy (``shared_tiles``): 1 KB of code
 for 100,000 instructions, some 2 % of a 96x96 MobileNet's on cortex-m55 (vww_96_int8's 4.2 M)."""
@@ -283,21 +310,32 @@ class KernelUse:
         per_tile = cost.tile + (cost.rolled_tap * self.taps if rolled else 0)
         return self.calls * self.pixels * (cost.call + tiles * per_tile)
 
+    def gain(self, cost: CopyCost, instructions_per_byte: int) -> int:
+        """What calling the copy ``cost`` instead of inlining saves, in instructions per inference (its inlined
+        bytes, ``CopyCost.inlined_bytes``, at ``instructions_per_byte`` each, less ``copy_instructions``)."""
+        return cost.inlined_bytes(self.channels) * instructions_per_byte - self.copy_instructions(cost)
+
+
+FormKey = tuple[str, str]
+"""A copy of the fused helper: its window form (``window_form``) and bias type (``BIAS_TYPES``), one copy each
+(``HELIUM_TILES_OUTLINED_OPS``)."""
+
 
 @dataclass(frozen=True)
 class SharedTiles:
-    """A bundle's choice of the fused helper's forms (``TileHelpers.shared``): per window form, the facts and the
-    kernels that call its copy."""
+    """A bundle's choice of the fused helper's forms (``TileHelpers.shared``): per copy (window form, bias type),
+    the facts and the kernels that call it."""
 
-    uses: tuple[tuple[str, tuple[KernelUse, ...]], ...]
-    """Per window form (``window_form``) that has an out-of-line copy, the kernels that use it (``form_uses``)."""
-    sharing: tuple[tuple[str, frozenset[str]], ...]
-    """Per form whose copy the bundle has, the kernels (names) that call it; every other kernel inlines it."""
+    uses: tuple[tuple[FormKey, tuple[KernelUse, ...]], ...]
+    """Per copy (``FormKey``) of a form that has an out-of-line copy, the kernels that would call it
+    (``form_uses``)."""
+    sharing: tuple[tuple[FormKey, frozenset[str]], ...]
+    """Per copy the bundle has, the kernels (names) that call it; every other kernel inlines the helper."""
 
     def forms_of(self) -> dict[str, frozenset[str]]:
         """Per kernel that calls a copy, the forms whose copy it calls."""
         forms: dict[str, set[str]] = {}
-        for form, kernels in self.sharing:
+        for (form, _), kernels in self.sharing:
             for kernel in kernels:
                 forms.setdefault(kernel, set()).add(form)
         return {kernel: frozenset(shared) for kernel, shared in forms.items()}
@@ -316,43 +354,57 @@ def _interior_calls(stmt, ops, times: int = 1):
 
 
 def form_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int],
-              helpers: TileHelpers = HELIUM_TILES) -> dict[str, tuple[KernelUse, ...]]:
-    """Per window form with an out-of-line copy (``helpers.outlined``), the kernels of ``kernels`` (name ->
-    PrimFunc, scheduled with the fused helper inlined) whose interior calls it: their calls per inference
-    (``calls``: name -> calls; a kernel not in it counts once), the call's executions, channels and taps."""
-    outlined = {form for form, _ in (helpers.outlined or {})}
-    uses: dict[str, list[KernelUse]] = {}
+              helpers: TileHelpers = HELIUM_TILES) -> dict[FormKey, tuple[KernelUse, ...]]:
+    """Per copy (window form with an out-of-line copy, ``helpers.outlined``, and bias type), the kernels of
+    ``kernels`` (name -> PrimFunc, scheduled with the fused helper inlined) whose interior calls it: their calls
+    per inference (``calls``: name -> calls; a kernel not in it counts once), the call's executions, channels and
+    taps."""
+    outlined = set(helpers.outlined or {})
+    bias_of = {op: bias for bias, op in helpers.tiles.items()}
+    uses: dict[FormKey, list[KernelUse]] = {}
     for name, func in kernels.items():
-        for call, pixels in _interior_calls(func.body, set(helpers.tiles.values())):
-            sizes = call.args[11:14]  # rows, cols, channels
+        for call, pixels in _interior_calls(func.body, set(bias_of)):
+            sizes = [call.args[FUSED_ARGS[size]] for size in ("rows", "cols", "channels")]
             if not all(isinstance(size, tirx.IntImm) for size in sizes):
                 continue
             rows, cols, channels = (int(size) for size in sizes)
-            if window_form(rows, cols) in outlined:
-                uses.setdefault(window_form(rows, cols), []).append(
-                    KernelUse(name, calls.get(name, 1), pixels, channels, rows * cols))
-    return {form: tuple(found) for form, found in uses.items()}
+            key = (window_form(rows, cols), bias_of[call.op.name])
+            if key in outlined:
+                uses.setdefault(key, []).append(KernelUse(name, calls.get(name, 1), pixels, channels, rows * cols))
+    return {key: tuple(found) for key, found in uses.items()}
 
 
-def shared_tiles(uses: Mapping[str, tuple[KernelUse, ...]], costs: Mapping[str, CopyCost] = HELIUM_COPY_COSTS,
+def shared_tiles(uses: Mapping[FormKey, tuple[KernelUse, ...]],
+                 costs: Mapping[str, CopyCost] = HELIUM_COPY_COSTS,
                  instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> SharedTiles:
-    """The bundle's choice from its kernels' ``uses`` (``form_uses``), form by form, each byte of code worth
-    ``instructions_per_byte`` instructions per inference: the kernels whose calls of the copy would cost fewer
-    instructions than their inlined code's bytes are worth call it, where the copy and those instructions weigh
-    less than their inlined code (``costs``: per form, ``CopyCost``); every other kernel inlines the helper. So one
-    kernel of a form keeps it inlined however often it is called (the copy would only add its calls), and several
-    small ones share it."""
+    """The bundle's choice from its kernels' ``uses`` (``form_uses``), copy by copy (one per window form and bias
+    type), each byte of code worth ``instructions_per_byte`` instructions per inference: a kernel's gain from
+    calling the copy is its inlined code's bytes (``CopyCost.inlined_bytes``: its channels' tiles) less the
+    instructions the calls add (``KernelUse.gain``, summed over its interior calls of the form); the kernels sorted
+    by gain, the best-paying first, the prefix whose gains most exceed the copy's bytes (``costs``: per form,
+    ``CopyCost``; its rolled tile's too once a caller needs it) call it, if any does; every other kernel inlines
+    the helper. So one kernel of a form keeps it inlined however often it is called (the copy would only add its
+    calls), and several small ones share it."""
     sharing = []
-    for form, found in sorted(uses.items()):
-        cost = costs.get(form)
+    for key, found in sorted(uses.items()):
+        cost = costs.get(key[0])
         if cost is None:
             continue
-        extra = {use.kernel: use.copy_instructions(cost) for use in found}
-        callers = [kernel for kernel, instructions in extra.items()
-                   if instructions < cost.inlined * instructions_per_byte]
-        if cost.copy * instructions_per_byte + sum(extra[kernel] for kernel in callers) \
-                < len(callers) * cost.inlined * instructions_per_byte:
-            sharing.append((form, frozenset(callers)))
+        gains: dict[str, int] = {}
+        for use in found:
+            gains[use.kernel] = gains.get(use.kernel, 0) + use.gain(cost, instructions_per_byte)
+        ranked = sorted(gains, key=lambda kernel: (-gains[kernel], kernel))
+        rolling = {use.kernel for use in found if cost.rolls(use.channels)}
+        best, best_count, total, rolled = 0, 0, -cost.copy * instructions_per_byte, False
+        for count, kernel in enumerate(ranked, 1):
+            total += gains[kernel]
+            if kernel in rolling and not rolled:  # the first caller whose taps the copy rolls: its rolled tile
+                rolled = True
+                total -= cost.rolled_copy * instructions_per_byte
+            if total > best:
+                best, best_count = total, count
+        if best_count:
+            sharing.append((key, frozenset(ranked[:best_count])))
     return SharedTiles(tuple(sorted(uses.items())), tuple(sharing))
 
 
@@ -436,6 +488,13 @@ def _calls(leaf: tirx.Stmt, ops: tuple[str, ...]) -> list[Optional[tvm.ir.Call]]
     return [call_of(stmt, ops) for stmt in stmts]
 
 
+FUSED_ARGS = {name: index for index, name in enumerate((
+    "out", "x", "w", "bias", "multiplier", "shift", "zero_point", "x_row_stride", "x_col_stride", "w_row_stride",
+    "w_col_stride", "rows", "cols", "channels"))}
+"""The fused helper's arguments (``_Tiles.fused``: the outputs, ``block``'s first; the inputs and weights; the
+epilogue's, ``epilogue_args``; the window's sizes; the channels, ``block``'s last) by name: their positions."""
+
+
 class _Tiles(LoopOffsets):
     """A depthwise tile loop's common parts: its requantization, the analysis over the enclosing loops."""
 
@@ -507,6 +566,7 @@ class _Tiles(LoopOffsets):
             x_row, x_col, w_row, w_col, rows, _ = sizes
             sizes = [x_col, x_row, w_col, w_row, 1, rows]
         args = [self.address(mac.args[1]), self.address(mac.args[2]), *self.epilogue_args(), *sizes]
+        assert len(args) + 2 == len(FUSED_ARGS)
         op = self.helpers.tiles[self.bias_type]
         form = window_form(sizes[4], sizes[5])
         if self.helpers.outlined is not None and self.helpers.calls_copy(form, self.iterations):
