@@ -1,7 +1,8 @@
-"""The bundle's dual multiply-accumulate over interleaved weights: `<prefix>_dual_mac_s8x4_interleaved`, `static
-inline` C in `<model>_internal.h`, called by the LSTM's gate products on DSP cores without MVE
+"""The bundle's dual multiply-accumulate over interleaved weights: `<prefix>_dual_mac_s8x4_interleaved`, a `static`
+C function in `<model>_internal.h` kept out of line (`noinline`: one copy per bundle, each call site a call),
+called by the LSTM's gate products and the SVDF's feature product on DSP cores without MVE
 (`backends.cortex_m.schedules.extern_helpers`), whose weights the int8 lowering lays out once at compile time
-(`tvm_ext.kernels.lstm.interleave_gate_weights`: per tile of four units, each group of four inputs' sixteen
+(`tvm_ext.kernels.extern_mac.interleave_weights`: per tile of four units, each group of four inputs' sixteen
 weights together, unit after unit).
 
 Its own library (`INTERLEAVED_MAC_HELPERS`), so that only a bundle that calls it defines it: every other
