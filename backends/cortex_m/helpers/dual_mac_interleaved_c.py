@@ -18,9 +18,14 @@ from __future__ import annotations
 from backends.backend import HelperLibrary
 from packager.template_files import helper_template_c
 
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
+
 DUAL_MAC_INTERLEAVED_TEMPLATE = "dual_mac_interleaved.h.in"
 INTERLEAVED_GROUP = 4
-"""Inputs per group: a group's weights are INTERLEAVED_GROUP inputs of each of the four channels, in a row."""
+"""Inputs per group: a group's weights are INTERLEAVED_GROUP inputs of each of the four channels, in a row (the
+interleaved layout's tile, ``tvm_ext.kernels.extern_mac.INTERLEAVED_TILE``, not imported: that would close an
+import cycle between the packages; tests/backends/cortex_m/test_extern_helpers.py checks they agree)."""
+assert INTERLEAVED_GROUP == DUAL_MAC_CHANNELS == 4, "the template's C reads tiles of 4 channels x groups of 4 inputs"
 
 
 def dual_mac_interleaved_helper_name(prefix: str) -> str:
