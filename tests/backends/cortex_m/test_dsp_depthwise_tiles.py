@@ -8,7 +8,6 @@ host (the helpers' portable C)."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import pytest
@@ -21,10 +20,7 @@ from test_depthwise_border_regions import _depthwise_model as _border_model  # n
 from test_helium_depthwise import _depthwise_model  # noqa: E402
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
 
-import tvm_ext  # noqa: E402
 from backends.cortex_m.schedules.depthwise_tiles import DSP_INLINE_TILES  # noqa: E402
-from conftest import models_dir  # noqa: E402
-from target import resolve_profile  # noqa: E402
 
 
 @pytest.mark.slow
@@ -74,19 +70,3 @@ def test_dsp_depthwise_weights_widen_up_to_25_taps_and_a_wider_window_keeps_int8
     assert sorted(signatures) == [("3", "int16"), ("7", "int8")], signatures
     assert re.search(r"_depthwise_tiles_s8x4(?:_b16)?\(", kernels), kernels  # the 7x7 interior, int8 weights
     host_selftest_passes(bundle.out_dir)
-
-
-@pytest.mark.parametrize("fits", [True, False], ids=["widened", "flash_too_small_to_widen"])
-def test_dsp_depthwise_weights_widen_only_where_the_flash_holds_them(tmp_path, fits):
-    # kws_ref_model (29,048 B of constants) on cortex-m4f: its four 3x3 depthwise layers' weights widened to int16
-    # (and its convolutions' paired) on the profile's flash; on a flash that holds the int8 weights but not twice
-    # the constants, int8 depthwise weights, and the bundle still compiles
-    profile = resolve_profile("cortex-m4f")
-    if not fits:
-        profile = dataclasses.replace(profile, flash_bytes=2 * 29_048 - 1)
-    out = tmp_path / "out"
-    tvm_ext.compile(models_dir() / "mlperf_tiny" / "kws_ref_model.tflite", profile, out, build=False)
-    kernels = (out / "kws_ref_model_kernels.c").read_text()
-    signatures = re.findall(r"void \w+_depthwise_conv_2d_3x3\w*\(const int8_t\* input0, const (int\d+)_t\* weights",
-                            kernels)
-    assert signatures and set(signatures) == {"int16" if fits else "int8"}, signatures
