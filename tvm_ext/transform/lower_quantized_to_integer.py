@@ -90,9 +90,9 @@ class LowerQuantizedToInteger:
         declared in both records, not threaded through this pass.
     integer_requantization: onnxruntime's QLinearConv and QLinearMatMul requantize in integers (the profile has no
         floating-point unit: ``tvm_ext.kernels.onnx_qlinear``).
-    flash_bytes: the profile's flash (bytes); where ``schedules`` pairs weights or widens depthwise weights to int16,
-        it does so only where twice the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and
-        the rest) fit it, as a paired or widened layer's weights take twice their bytes (None: no limit).
+    flash_bytes: the profile's flash (bytes); where ``schedules`` pairs weights, weights are paired only where twice
+        the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)
+        fit it, as a paired layer's weights take twice their bytes (None: no limit).
 
     Output: main's calls are ``R.call_tir`` to TE PrimFuncs (identical kernels are shared, so a PrimFunc
     is not a layer). Main carries layer records (tvm_ext.layers): one per kernel call in call order, the
@@ -128,12 +128,6 @@ class LowerQuantizedToInteger:
         new_mod = rewriter.run()
         self.float_fallback_layers = rewriter.fallback_layers
         return new_mod
-
-
-_DOUBLING_CHOICES: dict[str, Any] = {"paired_weights": False, "widened_depthwise_taps": 0}
-"""The backend's choices that store a layer's int8 weights in twice their bytes (paired int32 words, taps widened to
-int16), each with its value that keeps them int8: taken only where twice the model's constants fit the flash (a
-bound of every such layer's weights at once)."""
 
 
 def _backend_choices(schedules: Optional[KernelSchedules]) -> dict[str, Any]:
@@ -181,9 +175,8 @@ class _MainRewriter:
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
         choices = _backend_choices(options.schedules)
-        if (options.flash_bytes is not None and any(choices.get(name) for name in _DOUBLING_CHOICES)
-                and 2 * constant_bytes(func) > options.flash_bytes):
-            choices.update({name: off for name, off in _DOUBLING_CHOICES.items() if name in choices})
+        if choices.get("paired_weights") and options.flash_bytes is not None:
+            choices["paired_weights"] = 2 * constant_bytes(func) <= options.flash_bytes
         self.context = LoweringContext(self.graph, self.lowered, options.rounding,
                                        integer_requantization=options.integer_requantization, **choices)
         self.emitter = KernelEmitter(self.bb, self.graph)

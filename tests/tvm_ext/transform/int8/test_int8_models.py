@@ -159,25 +159,3 @@ def test_weights_are_paired_only_where_twice_the_constants_fit_the_flash(flash_b
     lowered = LowerQuantizedToInteger(model_name=path.name, schedules=pairing,
                                       flash_bytes=flash_bytes)(import_model(path).mod)
     assert _paired_weight_constants(lowered) == paired
-
-
-def _widened_depthwise_constants(mod: tvm.IRModule) -> int:
-    """How many int16 constants of rank 3 (a DEPTHWISE_CONV_2D's weights widened to int16, (KH, KW, C)) main's
-    kernel calls (``call_tir``) read."""
-    return sum(1 for binding in bindings_of(mod["main"]) if isinstance(binding.value, relax.Call)
-               for args in binding.value.args if isinstance(args, relax.Tuple) for arg in args.fields
-               if isinstance(arg, Constant) and hasattr(arg.value, "numpy")
-               and str(arg.value.numpy().dtype) == "int16" and arg.value.numpy().ndim == 3)
-
-
-@pytest.mark.parametrize("flash_bytes, widened", [(None, 4), (2 * 29_048, 4), (2 * 29_048 - 1, 0)])
-def test_depthwise_weights_widen_only_where_twice_the_constants_fit_the_flash(flash_bytes, widened):
-    """kws_ref_model (29,048 B of constants) with depthwise weights widened to int16 asked for (up to 25 taps, as the
-    DSP cores'): its four 3x3 DEPTHWISE_CONV_2D kernels of 64 channels take int16 weights where twice its constants
-    fit ``flash_bytes`` (no limit, exactly twice), and keep int8 weights a byte below, the same guard as paired
-    weights (a flash that holds the int8 weights but not the widened ones still lowers every layer)."""
-    path = models_dir() / "mlperf_tiny/kws_ref_model.tflite"
-    widening = KernelSchedules(output_channel_tile=4, float_channel_tiles=(), mac=None, widened_depthwise_taps=25)
-    lowered = LowerQuantizedToInteger(model_name=path.name, schedules=widening,
-                                      flash_bytes=flash_bytes)(import_model(path).mod)
-    assert _widened_depthwise_constants(lowered) == widened
