@@ -24,9 +24,12 @@ def only_names(only: Sequence[str]) -> set[str]:
 
 
 def selected_models(folder: Path, only: Sequence[str]) -> list[Path]:
-    """The .tflite files under `folder` (sorted) whose stem `only` names (`only_names`), or every one when `only`
-    names none. ValueError, its message one line, when `only` names a stem no file under `folder` has."""
+    """The .tflite files under `folder` (sorted) whose stem `only` names (`only_names`), or every one when `only` is
+    empty (no `--only`). ValueError, its message one line, when `only` names a stem no file under `folder` has, or
+    is given but names none (`--only ,`, `--only ""`: not every model)."""
     names = only_names(only)
+    if only and not names:
+        raise ValueError(f"--only: {' '.join(repr(value) for value in only)} names no model")
     models = [m for m in sorted(folder.rglob("*.tflite")) if not names or m.stem in names]
     missing = names - {m.stem for m in models}
     if missing:

@@ -39,6 +39,12 @@ def test_without_only_every_tflite_model_runs(models: Path) -> None:
     assert _selected(models) == ["kws", "vww", "ad"]  # in path order, the .onnx left out
 
 
+@pytest.mark.parametrize("value", [",", "", ",,"])
+def test_an_only_that_names_no_model_is_one_line_not_every_model(models: Path, value: str) -> None:
+    with pytest.raises(ValueError, match=r"^--only: .* names no model$"):
+        _selected(models, "--only", value)
+
+
 def test_a_name_no_model_has_is_one_line(models: Path) -> None:
     with pytest.raises(ValueError, match=r"^--only: no model nope, zzz under .*$"):
         _selected(models, "--only", "kws", "zzz,nope")

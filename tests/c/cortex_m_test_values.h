@@ -265,15 +265,16 @@ typedef struct {
    at every byte offset, the values drawn or all at the minimum (every 7th case), int32 and int16 biases (their
    ends too; with full_range_biases the int32 ones INT32_MAX, INT32_MIN and drawn from all of int32), each of
    helper's multipliers and shifts, zero points at either end; the bytes after the outputs must keep their value.
-   Prints the first wrong output, or "ok <cases> cases". */
-static inline int fc_rows_test(const fc_rows_helper *helper)
+   Prints the first wrong output, or "ok <cases> cases", counting from earlier_cases (the cases the test ran before
+   this one, all passed). */
+static inline int fc_rows_test(const fc_rows_helper *helper, int32_t earlier_cases)
 {
     static const int32_t zero_points[] = {-128, 0, 127, 5};
     static int8_t x_store[FC_ROWS_LEN_MAX + 4], out[8 * FC_ROWS_TILES_MAX + 3];
     int32_t bias[8 * FC_ROWS_TILES_MAX];
     int16_t bias16[8 * FC_ROWS_TILES_MAX];
     uint32_t state = 12345u;
-    int32_t cases = 0;
+    int32_t cases = earlier_cases;
     for (int32_t row_len = 0; row_len <= FC_ROWS_LEN_MAX; ++row_len) {
         for (int32_t tiles = 0; tiles <= FC_ROWS_TILES_MAX; ++tiles) {
             const int32_t i = row_len * (FC_ROWS_TILES_MAX + 1) + tiles;

@@ -53,5 +53,5 @@ int main(void)
     static const int32_t multipliers[] = {1518500250, 1073741824, INT32_MAX, INT32_MIN, 1, -1277447166};
     /* int32 biases from all of int32 on both paths: each adds acc + bias as a wrap (the portable one in uint32) */
     const fc_rows_helper helper = {4, shifts, 11, multipliers, 6, 1, weights, call, expected};
-    return fc_rows_test(&helper);
+    return fc_rows_test(&helper, 0);
 }

@@ -23,6 +23,7 @@
 
 #define BUFFER 2048 /* elements: past the farthest input (under 430) and weight (under 1400) any case reads */
 #define MAX_CHANNELS 12
+_Static_assert(MAX_CHANNELS <= PAIR_CHANNELS_MAX, "draw_pair_constants draws at most PAIR_CHANNELS_MAX channels");
 /* the most words a case's scratch takes, and one past */
 #define SCRATCH_WORDS (2 * WINDOW_ROWS_MAX * (WINDOW_ROW_LEN_MAX / 4 * 2 + WINDOW_ROW_LEN_MAX % 4) + 1)
 #define UNTOUCHED 0x5A5A5A5A

@@ -118,5 +118,5 @@ int main(void)
     const fc_rows_helper helper = {8, shifts, 4, multipliers, 5, 0, weights, call, expected};
     int32_t cases = 0;
     const int32_t failures = long_row_failures(&cases);
-    return failures != 0 ? cases_verdict(cases, failures) : fc_rows_test(&helper);
+    return failures != 0 ? cases_verdict(cases, failures) : fc_rows_test(&helper, cases);
 }

@@ -22,6 +22,7 @@
 #define BUFFER 512 /* elements: past the farthest input any case reads (under 430) */
 #define MAX_TILES 3
 #define MAX_CHANNELS (8 * MAX_TILES)
+_Static_assert(MAX_CHANNELS <= PAIR_CHANNELS_MAX, "draw_pair_constants draws at most PAIR_CHANNELS_MAX channels");
 #define WINDOW_MAX (WINDOW_ROWS_MAX * WINDOW_ROW_LEN_MAX)
 #define TILE_WORDS (4 * WINDOW_MAX + 3) /* w_tile_stride: past a tile's words */
 

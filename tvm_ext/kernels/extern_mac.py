@@ -109,7 +109,10 @@ def over_tiles(total: int, tile: int, body: Callable[[PrimExpr, int], tirx.Stmt]
 
 INTERLEAVED_TILE = 4
 """Accumulators per tile and inputs per group of the interleaved layout (``interleave_weights``): the dual MAC's
-four channels (``backends.cortex_m.helpers.dual_mac_c.DUAL_MAC_CHANNELS``) and a word of int8 inputs."""
+four channels (``backends.cortex_m.helpers.dual_mac_c.DUAL_MAC_CHANNELS``) and a word of int8 inputs. The one
+source of the 4 x 4 layout: the LSTM's GATE_TILE, the SVDF's FEATURE_TILE and the helper's INTERLEAVED_GROUP
+(``backends.cortex_m.helpers.dual_mac_interleaved_c``; tests/backends/cortex_m/test_extern_helpers.py checks it and
+DUAL_MAC_CHANNELS against this) are this."""
 
 
 def padded_to_tiles(count: int) -> int:

@@ -29,8 +29,8 @@ import numpy as np
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
-from .extern_mac import (ZeroPaddedRow, accumulate_interleaved, accumulate_products, interleave_weights,
-                         over_tiles, padded_to_tiles)
+from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products,
+                         interleave_weights, over_tiles, padded_to_tiles)
 from .fixed_point import (Rounding, clamp_to_int8, largest_centered, multiply_by_constant_quantized_multiplier,
                           saturate_int16)
 from .quant_params import fully_connected_multiplier, quantize_multiplier
@@ -269,9 +269,10 @@ def _mbqm(x: PrimExpr, requantization: Requantization, rounding: Rounding, large
                                                      largest)
 
 
-GATE_TILE = 4
-"""Units whose gate products one pass over the input (or the hidden state) accumulates: the dual MAC's four
-channels (``backends.cortex_m.helpers.dual_mac_c.DUAL_MAC_CHANNELS``); a remainder is one shorter tile."""
+GATE_TILE = INTERLEAVED_TILE
+"""Units whose gate products one pass over the input (or the hidden state) accumulates: the interleaved layout's
+tile (one source of truth: ``extern_mac.INTERLEAVED_TILE``, the dual MAC's four channels); a remainder is one
+shorter tile."""
 
 INT16_LARGEST = 32768
 """The largest |x| of an int16 x: the gate inputs and the cell state."""

@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 from tvm import te, tirx
 
-from .extern_mac import (ZeroPaddedRow, accumulate_interleaved, accumulate_products, over_tiles,
+from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products, over_tiles,
                          padded_to_tiles)
 from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier
 from .quant_params import ActivationRange, quantize_multiplier
@@ -59,9 +59,10 @@ def svdf_feature_offsets(weight_feature: np.ndarray, input_zero_point: int) -> n
     return (-np.int64(input_zero_point) * sums).astype(np.int32)
 
 
-FEATURE_TILE = 4
-"""Filters whose feature products one pass over the input accumulates (the dual MAC's four channels,
-``backends.cortex_m.helpers.dual_mac_c.DUAL_MAC_CHANNELS``); a remainder of fewer filters is one shorter tile."""
+FEATURE_TILE = INTERLEAVED_TILE
+"""Filters whose feature products one pass over the input accumulates: the interleaved layout's tile (one source of
+truth: ``extern_mac.INTERLEAVED_TILE``, the dual MAC's four channels); a remainder of fewer filters is one shorter
+tile."""
 
 
 def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tensor, feature_offsets: te.Tensor, *,

@@ -1,7 +1,8 @@
-"""The bundle's dual multiply-accumulate over interleaved weights: `<prefix>_dual_mac_s8x4_interleaved`, `static
-inline` C in `<model>_internal.h`, called by the LSTM's gate products on DSP cores without MVE
+"""The bundle's dual multiply-accumulate over interleaved weights: `<prefix>_dual_mac_s8x4_interleaved`, a `static`
+C function in `<model>_internal.h` kept out of line (`noinline`: one copy per bundle, each call site a call),
+called by the LSTM's gate products and the SVDF's feature product on DSP cores without MVE
 (`backends.cortex_m.schedules.extern_helpers`), whose weights the int8 lowering lays out once at compile time
-(`tvm_ext.kernels.lstm.interleave_gate_weights`: per tile of four units, each group of four inputs' sixteen
+(`tvm_ext.kernels.extern_mac.interleave_weights`: per tile of four units, each group of four inputs' sixteen
 weights together, unit after unit).
 
 Its own library (`INTERLEAVED_MAC_HELPERS`), so that only a bundle that calls it defines it: every other
@@ -17,9 +18,14 @@ from __future__ import annotations
 from backends.backend import HelperLibrary
 from packager.template_files import helper_template_c
 
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
+
 DUAL_MAC_INTERLEAVED_TEMPLATE = "dual_mac_interleaved.h.in"
 INTERLEAVED_GROUP = 4
-"""Inputs per group: a group's weights are INTERLEAVED_GROUP inputs of each of the four channels, in a row."""
+"""Inputs per group: a group's weights are INTERLEAVED_GROUP inputs of each of the four channels, in a row (the
+interleaved layout's tile, ``tvm_ext.kernels.extern_mac.INTERLEAVED_TILE``, not imported: that would close an
+import cycle between the packages; tests/backends/cortex_m/test_extern_helpers.py checks they agree)."""
+assert INTERLEAVED_GROUP == DUAL_MAC_CHANNELS == 4, "the template's C reads tiles of 4 channels x groups of 4 inputs"
 
 
 def dual_mac_interleaved_helper_name(prefix: str) -> str:

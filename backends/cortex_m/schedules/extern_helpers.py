@@ -9,7 +9,7 @@ computes exactly what it does:
   accumulators, innermost): the dual MAC (``backends.cortex_m.schedules.dual_mac.dual_mac_replacement``);
 - a MAC reduction block under the loops of its tiles (optional), groups of four inputs, DUAL_MAC_CHANNELS
   accumulators and a group's four inputs, the weights interleaved (input 4j + k of channel c of tile v at
-  v * s + 16j + 4c + k from the first, the layout of ``tvm_ext.kernels.lstm.interleave_gate_weights``):
+  v * s + 16j + 4c + k from the first, the layout of ``tvm_ext.kernels.extern_mac.interleave_weights``):
   ``<prefix>_dual_mac_s8x4_interleaved`` (``backends.cortex_m.helpers.dual_mac_interleaved_c``), two channels'
   weights per load, one call for every tile;
 - a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``

@@ -124,8 +124,10 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("stacked_mac", (DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE)),
     DEPTHWISE_MAC,
     ROW_DOT,
-    # the LSTM gates' dual MAC over interleaved weights: LDRD, SXTB16, SMLAD under QEMU (needs no other template)
-    HelperUnitTest("dual_mac_interleaved", (DUAL_MAC_INTERLEAVED_TEMPLATE,)),
+    # the LSTM gates' and the SVDF feature product's dual MAC over interleaved weights: LDRD, SXTB16, SMLAD under QEMU
+    # (needs no other template; its group's assembly macro is defined only on that path)
+    HelperUnitTest("dual_mac_interleaved", (DUAL_MAC_INTERLEAVED_TEMPLATE,),
+                   core_macro=f"{macro_prefix(PREFIX)}_INTERLEAVED_GROUP_ASM"),
     # the word copies of cores that load unaligned words, on the host too
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
     # the running int8 maximum: the byte loop on the host, SSUB8 + SEL under QEMU

@@ -10,11 +10,15 @@ import pytest
 tvm = pytest.importorskip("tvm")
 from tvm import te, tirx  # noqa: E402
 
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS  # noqa: E402
+from backends.cortex_m.helpers.dual_mac_interleaved_c import INTERLEAVED_GROUP  # noqa: E402
 from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP  # noqa: E402
 from backends.cortex_m.schedules.extern_helpers import COPY_OP  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
-from tvm_ext.kernels.svdf import svdf_output, svdf_state_update  # noqa: E402
+from tvm_ext.kernels.extern_mac import INTERLEAVED_TILE  # noqa: E402
+from tvm_ext.kernels.lstm import GATE_TILE  # noqa: E402
+from tvm_ext.kernels.svdf import FEATURE_TILE, svdf_output, svdf_state_update  # noqa: E402
 from backends.cortex_m.schedules.row_dot import ROW_DOT_OP  # noqa: E402
 from tvm_ext.schedule.kernel_schedule import inline_intermediates  # noqa: E402
 from tvm_ext.tir.tir_walk import walk  # noqa: E402
@@ -88,3 +92,10 @@ def test_dsp_time_product_of_a_folded_zero_point_calls_the_row_dot_product() -> 
 def test_a_time_product_the_helper_cannot_compute_keeps_its_loop(zero_point: int, dtype: str) -> None:
     """A zero point left in the product, or int16 state (no SXTB16 pairs to make): no call."""
     assert _row_dots(inline_intermediates(_output_stage(zero_point, dtype), 4, DUAL_MAC_SCHEDULES)) == []
+
+
+def test_interleaved_layout_tiles_agree_with_the_helpers_4x4_layout():
+    # the kernels' tiles (the LSTM's GATE_TILE, the SVDF's FEATURE_TILE: extern_mac.INTERLEAVED_TILE) and the helper's
+    # (INTERLEAVED_GROUP inputs of DUAL_MAC_CHANNELS channels): a mismatch would leave the interleaved products
+    # unrecognized (the C loop instead of the helper) rather than fail
+    assert GATE_TILE == FEATURE_TILE == INTERLEAVED_TILE == INTERLEAVED_GROUP == DUAL_MAC_CHANNELS == 4

@@ -69,6 +69,12 @@ def _operands(step: relax.Call, ctx: LoweringContext) -> Optional[_Operands]:
 
 _NOT_PER_TENSOR = Mismatch("SVDF with operands that are not per-tensor quantized")
 
+FEATURE_INPUTS_MAX = 2**16 - 1
+"""The most inputs of an SVDF whose feature sums are exact in int32: a filter's running sum (its accumulator, from
+the folded offset ``svdf_feature_offsets``, up to 2^14 * I in magnitude, plus the raw int8 products so far, up to
+2^14 * I; the interleaved dual MAC's contract, and the row-major product's alike) stays within 2^15 * I, which
+fits int32 below 2^16 inputs."""
+
 
 def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
     """Operands: the input, weights_feature, the state's reset value."""
@@ -76,6 +82,9 @@ def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[Fix
     if operands is None or operands.second_quant is None:
         return _NOT_PER_TENSOR
     data, feature, initial, state = operands.activation_quant, operands.first, operands.second, operands.second_quant
+    if int(feature.shape[1]) > FEATURE_INPUTS_MAX:
+        return Mismatch(f"SVDF of {int(feature.shape[1]):,} inputs (at most {FEATURE_INPUTS_MAX:,}: its int32 "
+                        f"feature sums could overflow)")
     multiplier, shift = svdf_feature_multiplier(data.scale, operands.first_quant.scale, state.scale, ctx.rounding)
     offsets = svdf_feature_offsets(feature, data.zero_point)
     func_attrs = {STATE_OPERAND_ATTR: 1, "op_pattern": OPAQUE_PATTERN}

@@ -286,6 +286,27 @@ def test_svdf_state_update_matches_as_one_stateful_kernel_with_the_input_zero_po
     assert call.func_attrs == {STATE_OPERAND_ATTR: 1, "op_pattern": _OPAQUE}
 
 
+@pytest.mark.parametrize("inputs", [svdf.FEATURE_INPUTS_MAX, svdf.FEATURE_INPUTS_MAX + 1])
+def test_svdf_state_update_is_refused_where_its_int32_feature_sums_could_overflow(inputs: int):
+    """An SVDF's feature sums start at the folded offsets (up to 2^14 * I) and add raw int8 products (up to 2^14 * I):
+    exact in int32 below 2^16 inputs. 65,535 inputs (every weight -128) lower; 65,536 are refused, naming why."""
+    feature = np.full((4, inputs), -128, np.int8)
+    initial = np.full((1, 12), STATE_ZP, np.int16)
+
+    def build(bb, x):
+        step = bb.emit(relax.call_dps_packed(SVDF_STATE_UPDATE, [
+            _dq(bb, x, IN_SCALE, IN_ZP), _dq(bb, relax.const(feature), FEATURE_SCALE, 0),
+            _dq(bb, relax.const(initial), STATE_SCALE, STATE_ZP)], relax.TensorType([1, 12], "float32")))
+        return _quantize_to(bb, step, STATE_SCALE, STATE_ZP, "int16")
+
+    quantize, ctx = _quantize_binding(build, (1, inputs))
+    matched = svdf.LOWERING.match(quantize, ctx)
+    if inputs <= svdf.FEATURE_INPUTS_MAX:
+        assert isinstance(matched, FixedCall)
+    else:
+        assert matched == Mismatch("SVDF of 65,536 inputs (at most 65,535: its int32 feature sums could overflow)")
+
+
 @pytest.mark.parametrize("fits", [True, False], ids=["zero_point_folded", "bias_too_large_to_fold"])
 def test_svdf_output_matches_with_its_rank_and_the_state_zero_point_folded_into_the_bias_where_it_fits(fits: bool):
     """SVDF's second step (int16 state [1, 12], 4 filters of memory 3, 2 units: rank 2): the state zero point is
