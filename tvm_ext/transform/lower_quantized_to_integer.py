@@ -42,7 +42,7 @@ from ..model_check.operator_support import TFLITE_16X8_OPS
 from .int8 import LOWERINGS, edges, onnx_qlinear
 from .int8.emit import KernelEmitter
 from .int8.graph import Graph, describe, is_call_to
-from .int8.lowering import LoweringContext, Mismatch, Site
+from .int8.lowering import FlashBudget, LoweringContext, Mismatch, Site
 
 if TYPE_CHECKING:  # annotations only
     from backends.backend import KernelSchedules
@@ -92,7 +92,8 @@ class LowerQuantizedToInteger:
         floating-point unit: ``tvm_ext.kernels.onnx_qlinear``).
     flash_bytes: the profile's flash (bytes); where ``schedules`` pairs weights, weights are paired only where twice
         the model's constants (``tvm_ext.layers.constant_bytes``: the int8 weights and the rest)
-        fit it, as a paired layer's weights take twice their bytes (None: no limit).
+        fit it, as a paired layer's weights take twice their bytes; where it widens depthwise weights to int16,
+        layer after layer while the flash beyond the constants holds their extra bytes (None: no limit).
 
     Output: main's calls are ``R.call_tir`` to TE PrimFuncs (identical kernels are shared, so a PrimFunc
     is not a layer). Main carries layer records (tvm_ext.layers): one per kernel call in call order, the
@@ -175,8 +176,11 @@ class _MainRewriter:
         self.bb = relax.BlockBuilder()
         self.lowered: dict[relax.Var, relax.Expr] = {param: param for param in func.params}
         choices = _backend_choices(options.schedules)
-        if choices.get("paired_weights") and options.flash_bytes is not None:
-            choices["paired_weights"] = 2 * constant_bytes(func) <= options.flash_bytes
+        if options.flash_bytes is not None:
+            constants = constant_bytes(func)
+            if choices.get("paired_weights"):
+                choices["paired_weights"] = 2 * constants <= options.flash_bytes
+            choices["flash_budget"] = FlashBudget(options.flash_bytes - constants)
         self.context = LoweringContext(self.graph, self.lowered, options.rounding,
                                        integer_requantization=options.integer_requantization, **choices)
         self.emitter = KernelEmitter(self.bb, self.graph)

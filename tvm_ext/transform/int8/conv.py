@@ -58,7 +58,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:3]))
     # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
     padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else None
-    widened = kernel is depthwise_conv2d_int8 and _widens(ctx, weight, data.tensor)
+    widened = kernel is depthwise_conv2d_int8 and _widens(ctx, weight, data.tensor, conv)
     return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                      shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
                      weight_layout=WeightLayout.OHWI_PADDED if length else layout, folds_zero_point=True,
@@ -66,13 +66,15 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
                      widened_weights=widened)
 
 
-def _widens(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr) -> bool:
+def _widens(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> bool:
     """Whether a DEPTHWISE_CONV_2D (weight (KH, KW, C * M)) takes its weights widened to int16 (the backend's
     ``LoweringContext.widened_depthwise_taps``): int8 data, depth multiplier 1, whole tiles of four channels (the
-    DSP depthwise helpers' four consecutive channels a tap), a window of at most that many taps."""
+    DSP depthwise helpers' four consecutive channels a tap), a window of at most that many taps, and the flash
+    holding the widened weights' extra byte per weight (``LoweringContext.flash_budget``)."""
     kh, kw, channels = (int(d) for d in weight.shape)
     return (0 < kh * kw <= ctx.widened_depthwise_taps and str(data.ty.dtype) == "int8"
-            and channels == int(data.ty.shape[3]) and channels % 4 == 0)
+            and channels == int(data.ty.shape[3]) and channels % 4 == 0
+            and ctx.flash_budget.grants(conv, int(weight.size)))
 
 
 def _few_channel(ctx: LoweringContext, data: relax.Expr) -> bool:

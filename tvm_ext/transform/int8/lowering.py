@@ -20,6 +20,26 @@ from ...kernels.quant_params import ActivationRange
 from .graph import Graph
 
 
+class FlashBudget:
+    """The flash (bytes) a lowering's choices that store weights in more bytes than the model's (a depthwise layer's
+    taps widened to int16) may still take: the profile's flash less the model's constants
+    (``tvm_ext.layers.constant_bytes``), granted layer by layer in the order they ask; None: no limit."""
+
+    def __init__(self, spare_bytes: Optional[int] = None) -> None:
+        self.spare_bytes = spare_bytes
+        self._granted: dict[relax.Expr, bool] = {}  # a layer's call -> whether its bytes were granted
+
+    def grants(self, layer: relax.Expr, nbytes: int) -> bool:
+        """Whether the layer (its Relax call: asking again gives the first answer, the bytes taken once) may store
+        ``nbytes`` more bytes of flash; if so they are taken from the budget."""
+        if layer not in self._granted:
+            fits = self.spare_bytes is None or nbytes <= self.spare_bytes
+            if fits and self.spare_bytes is not None:
+                self.spare_bytes -= nbytes
+            self._granted[layer] = fits
+        return self._granted[layer]
+
+
 @dataclass(frozen=True)
 class LoweringContext:
     """What a lowering reads: the original graph, the lowered Var of each original Var lowered so far
@@ -60,7 +80,11 @@ class LoweringContext:
     qlinear_conv_fits: Optional[Callable[[Any, bool, int], bool]] = None
     widened_depthwise_taps: int = 0
     """The most window taps of an int8 DEPTHWISE_CONV_2D whose weights are widened to int16
-    (``backends.backend.KernelSchedules.widened_depthwise_taps``; 0: never)."""
+    (``backends.backend.KernelSchedules.widened_depthwise_taps``; 0: never), where ``flash_budget`` grants their
+    bytes."""
+    flash_budget: FlashBudget = field(default_factory=FlashBudget)
+    """What the profile's flash still holds beyond the model's constants, for the choices that store weights in
+    more bytes (``FlashBudget``; unlimited unless ``LowerQuantizedToInteger`` has the profile's flash)."""
     integer_requantization: bool = False
     """Whether onnxruntime's QLinearConv and QLinearMatMul kernels requantize in integers (the bundle's helper of
     the float operations' bits: cores without a floating-point unit)."""

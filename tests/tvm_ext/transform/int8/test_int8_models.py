@@ -159,3 +159,34 @@ def test_weights_are_paired_only_where_twice_the_constants_fit_the_flash(flash_b
     lowered = LowerQuantizedToInteger(model_name=path.name, schedules=pairing,
                                       flash_bytes=flash_bytes)(import_model(path).mod)
     assert _paired_weight_constants(lowered) == paired
+
+
+def _widened_depthwise_constants(mod: tvm.IRModule) -> int:
+    """How many int16 constants of rank 3 (a DEPTHWISE_CONV_2D's weights widened to int16, (KH, KW, C)) main's
+    kernel calls (``call_tir``) read."""
+    return sum(1 for binding in bindings_of(mod["main"]) if isinstance(binding.value, relax.Call)
+               for args in binding.value.args if isinstance(args, relax.Tuple) for arg in args.fields
+               if isinstance(arg, Constant) and hasattr(arg.value, "numpy")
+               and str(arg.value.numpy().dtype) == "int16" and arg.value.numpy().ndim == 3)
+
+
+KWS_CONSTANT_BYTES = 29_048
+KWS_DEPTHWISE_WEIGHTS = 3 * 3 * 64  # each of its four 3x3 DEPTHWISE_CONV_2D's int8 weights (bytes)
+
+
+@pytest.mark.parametrize("flash_bytes, widened", [
+    (None, 4),
+    (KWS_CONSTANT_BYTES + 4 * KWS_DEPTHWISE_WEIGHTS, 4),
+    (KWS_CONSTANT_BYTES + 4 * KWS_DEPTHWISE_WEIGHTS - 1, 3),
+    (KWS_CONSTANT_BYTES + KWS_DEPTHWISE_WEIGHTS - 1, 0),
+])
+def test_depthwise_weights_widen_while_the_flash_holds_their_extra_bytes(flash_bytes, widened):
+    """kws_ref_model (29,048 B of constants) with depthwise weights widened to int16 asked for (up to 25 taps, as the
+    DSP cores'): each of its four 3x3 DEPTHWISE_CONV_2D layers of 64 channels takes int16 weights (576 more bytes)
+    while the flash beyond the model's constants holds them, layer after layer (no limit or room for all four: four;
+    a byte less: three; less than one layer's: none), the others keeping int8 weights."""
+    path = models_dir() / "mlperf_tiny/kws_ref_model.tflite"
+    widening = KernelSchedules(output_channel_tile=4, float_channel_tiles=(), mac=None, widened_depthwise_taps=25)
+    lowered = LowerQuantizedToInteger(model_name=path.name, schedules=widening,
+                                      flash_bytes=flash_bytes)(import_model(path).mod)
+    assert _widened_depthwise_constants(lowered) == widened
