@@ -47,10 +47,6 @@ int main(void)
             const int narrow = (i + channels / 4) % 2 == 1;
             /* the sums must stay within int32 (the contract): _double's wide biases within +-2^30 */
             draw_pair_constants(&k, MAX_CHANNELS, rounding_any, 0, cases, &state);
-            const int32_t zero_point = k.zero_point;
-            const int32_t *bias = k.bias, *multiplier = k.multiplier;
-            const int16_t *bias16 = k.bias16;
-            const int8_t *shift = k.shift;
             const int32_t out_pixel_stride = channels + PAIR_GUARD;
             int8_t out[2 * (MAX_CHANNELS + PAIR_GUARD)];
             int32_t returned, wrong;
@@ -63,31 +59,34 @@ int main(void)
                 }
                 if (direct) {  /* no scratch: the inputs widened on the fly */
                     returned = lp_pair_tiles_direct_s8(out, xo, wo,
-                                                       narrow ? (const void *)bias16 : (const void *)bias,
-                                                       narrow ? 2 : 4, rounding_any, multiplier, shift, zero_point,
+                                                       narrow ? (const void *)k.bias16 : (const void *)k.bias,
+                                                       narrow ? 2 : 4, rounding_any, k.multiplier, k.shift,
+                                                       k.zero_point,
                                                        wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                        out_pixel_stride, wc.w_channel_stride, channels);
                 } else if (wc.rows * wc.row_len == 8 && wc.row_len % 4 == 0 && variant % 2 == 1) {
                     /* the eight-input path, which the entry points take for sizes constant at the call */
                     returned = lp_pair_tiles_eight_any(out, xo, wo,
-                                                       narrow ? (const void *)bias16 : (const void *)bias,
-                                                       narrow ? 2 : 4, rounding_any, multiplier, shift, zero_point,
+                                                       narrow ? (const void *)k.bias16 : (const void *)k.bias,
+                                                       narrow ? 2 : 4, rounding_any, k.multiplier, k.shift,
+                                                       k.zero_point,
                                                        wc.x_row_stride, wc.rows, wc.x_pixel_stride, out_pixel_stride,
                                                        wc.w_channel_stride, channels);
                 } else if (narrow && rounding_any) {
-                    returned = lp_pair_tiles_double_s8_b16(out, xo, q, wo, bias16, multiplier, shift, zero_point,
+                    returned = lp_pair_tiles_double_s8_b16(out, xo, q, wo, k.bias16, k.multiplier, k.shift,
+                                                           k.zero_point,
                                                            wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                            out_pixel_stride, wc.w_channel_stride, channels);
                 } else if (rounding_any) {
-                    returned = lp_pair_tiles_double_s8(out, xo, q, wo, bias, multiplier, shift, zero_point,
+                    returned = lp_pair_tiles_double_s8(out, xo, q, wo, k.bias, k.multiplier, k.shift, k.zero_point,
                                                        wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                        out_pixel_stride, wc.w_channel_stride, channels);
                 } else if (narrow) {
-                    returned = lp_pair_tiles_s8_b16(out, xo, q, wo, bias16, multiplier, shift, zero_point,
+                    returned = lp_pair_tiles_s8_b16(out, xo, q, wo, k.bias16, k.multiplier, k.shift, k.zero_point,
                                                     wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                     out_pixel_stride, wc.w_channel_stride, channels);
                 } else {
-                    returned = lp_pair_tiles_s8(out, xo, q, wo, bias, multiplier, shift, zero_point,
+                    returned = lp_pair_tiles_s8(out, xo, q, wo, k.bias, k.multiplier, k.shift, k.zero_point,
                                                 wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                 out_pixel_stride, wc.w_channel_stride, channels);
                 }

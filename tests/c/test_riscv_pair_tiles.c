@@ -59,10 +59,6 @@ int main(void)
             const int32_t channels = 8 * tiles;
             const int narrow = (i + variant / 3 + variant) % 2 == 1;
             draw_pair_constants(&k, MAX_CHANNELS, any_double, 1, cases, &state); /* the sums wrap as int32 */
-            const int32_t zero_point = k.zero_point;
-            const int32_t *bias = k.bias, *multiplier = k.multiplier;
-            const int16_t *bias16 = k.bias16;
-            const int8_t *shift = k.shift;
             const int32_t out_pixel_stride = channels + PAIR_GUARD;
             int8_t out[2 * (MAX_CHANNELS + PAIR_GUARD)];
             for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
@@ -74,24 +70,26 @@ int main(void)
             int32_t returned;
             if (pixels == 1) {
                 returned = narrow
-                    ? lp_conv_tiles_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point, wc.x_row_stride,
-                                             wc.rows, wc.row_len, TILE_WORDS, tiles)
-                    : lp_conv_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
+                    ? lp_conv_tiles_s8x8_b16(out, xo, words, k.bias16, k.multiplier, k.shift, k.zero_point,
+                                             wc.x_row_stride, wc.rows, wc.row_len, TILE_WORDS, tiles)
+                    : lp_conv_tiles_s8x8(out, xo, words, k.bias, k.multiplier, k.shift, k.zero_point, wc.x_row_stride,
                                          wc.rows, wc.row_len, TILE_WORDS, tiles);
             } else if (any_double) {
                 returned = narrow
-                    ? lp_pair_tiles_double_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point,
+                    ? lp_pair_tiles_double_s8x8_b16(out, xo, words, k.bias16, k.multiplier, k.shift, k.zero_point,
                                                     wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
                                                     out_pixel_stride, TILE_WORDS, tiles)
-                    : lp_pair_tiles_double_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
+                    : lp_pair_tiles_double_s8x8(out, xo, words, k.bias, k.multiplier, k.shift, k.zero_point,
+                                                wc.x_row_stride,
                                                 wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride,
                                                 TILE_WORDS, tiles);
             } else {
                 returned = narrow
-                    ? lp_pair_tiles_s8x8_b16(out, xo, words, bias16, multiplier, shift, zero_point, wc.x_row_stride,
+                    ? lp_pair_tiles_s8x8_b16(out, xo, words, k.bias16, k.multiplier, k.shift, k.zero_point,
+                                             wc.x_row_stride,
                                              wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS,
                                              tiles)
-                    : lp_pair_tiles_s8x8(out, xo, words, bias, multiplier, shift, zero_point, wc.x_row_stride,
+                    : lp_pair_tiles_s8x8(out, xo, words, k.bias, k.multiplier, k.shift, k.zero_point, wc.x_row_stride,
                                          wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, TILE_WORDS, tiles);
             }
             const pair_epilogue epilogue = {&k, narrow,
