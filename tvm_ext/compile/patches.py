@@ -243,10 +243,11 @@ def cut_of(plan: PatchPlan) -> PatchCut:
 def cut_layer(func, cut: int) -> str:
     """The label of the model layer whose output window stage `cut` of `func`'s chain ends with."""
     from tvm_ext.layers import Layers, bindings_of
+    from tvm_ext.transform.patch_prefix import window_chain
     from tvm_ext.transform.sequence_rows import sequences_as_rows
 
-    func = sequences_as_rows(func)
-    chain = _window_chain(func)
+    func = sequences_as_rows(func)  # the function the chain's bindings are of, rewritten once
+    chain = window_chain(func)
     output = chain.bindings[chain.stages[cut - 1].output].var
     position = next(i for i, b in enumerate(bindings_of(func)) if b.var.same_as(output))
     records = Layers.of(func).of_binding(position)
