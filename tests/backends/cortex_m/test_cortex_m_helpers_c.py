@@ -143,12 +143,13 @@ UNIT_TESTS_BY_HELPER = [
                    template_c=functools.partial(requantize_template_c,
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers"))),
-    # the int8 batch matmul (both operands widened once, 2x2 tiles of dual MACs) against the plain sums and the
-    # scalar helpers
+    # the int8 batch matmul (both operands widened once, 2x2 tiles of dual MACs: the assembly loop under QEMU)
+    # against the plain sums and the scalar helpers
     HelperUnitTest("batch_matmul_s8", (*SCALAR_REQUANTIZE_SMALL, REQUANTIZE_SMALL_TEMPLATE, BATCH_MATMUL_TEMPLATE),
                    template_c=functools.partial(requantize_template_c,
                                                 helper_c=functools.partial(helper_template_c,
-                                                                           "backends.cortex_m.helpers"))),
+                                                                           "backends.cortex_m.helpers")),
+                   core_macro=f"{macro_prefix(PREFIX)}_BATCH_MATMUL_ASM"),
     # the Helium bodies, on their DSP twins' tests
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)
