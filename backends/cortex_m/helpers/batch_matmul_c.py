@@ -16,7 +16,6 @@ host and under QEMU by `tests/c/test_batch_matmul_s8.c` (`tests/backends/cortex_
 
 from __future__ import annotations
 
-from backends.backend import HelperLibrary
 from packager.template_files import helper_template_c
 
 BATCH_MATMUL_TEMPLATE = "batch_matmul_s8.h.in"
