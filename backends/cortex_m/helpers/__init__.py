@@ -14,6 +14,9 @@ these modules name the helpers and list the templates a bundle defines:
   convolution's pixel pair (`pair_tiles_c`);
 - `window1_conv_c`: an int8 convolution whose window reads one input channel, every pixel and channel in one call
   (`window1_conv.h.in`, DSP cores), a library of its own (`WINDOW1_HELPERS`) that only its kernels' calls record;
+- `batch_matmul_c`: an int8 batch matmul of two activations, one matrix product per call (`batch_matmul_s8.h.in`,
+  DSP cores), a library of its own (`BATCH_MATMUL_HELPERS`, needing CORTEX_M_HELPERS' requantization steps) that only
+  its kernels' calls record;
 - `copy_c`: the ascending copy (the SVDF state update's shift in place) and the int8 maximum of two runs
   (MAX_POOL_2D's window taps as runs, DSP cores);
 - `helium_c`: the Helium (MVE) bodies of the dual MAC, the depthwise MAC and the row dot product, which a
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 from backends.backend import HelperLibrary
 from backends.cortex_m.cores import has_mve
+from backends.cortex_m.helpers.batch_matmul_c import batch_matmul_helper_c
 from backends.cortex_m.helpers.copy_c import copy_helper_c, max_s8_helper_c
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_TILES_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, STACKED_MAC_TEMPLATE, dsp_template_c,
@@ -73,6 +77,9 @@ PAIR_DIRECT_HELPERS = HelperLibrary("cortex_m_pair_direct", pair_direct_helpers_
 """The scratch-free pair tiles of DSP cores (`pair_tiles_c`): a library of its own, which only the bundles whose
 kernels call it define, after CORTEX_M_HELPERS, whose pair tiles it uses (its calls record both: a kernel may
 call no other helper)."""
+BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_batch_matmul", batch_matmul_helper_c, (CORTEX_M_HELPERS,))
+"""The int8 batch matmul of DSP cores (`batch_matmul_c`): a library of its own, which only the bundles whose kernels
+call it define, after CORTEX_M_HELPERS, whose requantization steps (`requantize_small.h.in`) it uses."""
 HELIUM_FLOAT_HELPERS = HelperLibrary("cortex_m_helium_float", helium_float_c)
 """The float multiply-accumulates of Helium cores: their calls record this library, which a bundle defines as it
 is (`backends.backend.Backend.bundle_helper_libraries` swaps only CORTEX_M_HELPERS), so a float bundle defines

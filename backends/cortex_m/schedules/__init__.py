@@ -44,6 +44,9 @@ the helpers of `backends.cortex_m.helpers`.
   (`KernelSchedules.int8_add`);
 - `softmax_rows` (cores with the DSP extension, Helium's too): int8 SOFTMAX as one call of the row softmax
   helper, the kernel the int8 lowering writes (`KernelSchedules.int8_softmax`);
+- `batch_matmul` (DSP cores without MVE): int8 BATCH_MATMUL as one call of the batch matmul helper per matrix of
+  the batch (both operands widened once, 2x2 tiles of dual MACs), the kernel the int8 lowering writes
+  (`KernelSchedules.int8_batch_matmul`);
 - `window1_conv` (DSP cores without MVE): an int8 convolution whose window reads few input channels (an RGB stem)
   as one call of the few-channel helper (four pixels per weight word), the kernel the int8 lowering writes
   (`KernelSchedules.few_channel_conv`);
@@ -64,6 +67,7 @@ from tvm import tirx
 from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules import pair_tiles
+from backends.cortex_m.schedules.batch_matmul import int8_batch_matmul
 from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_runs,
                                                         copied_window_length, has_short_rows, window_buffer,
                                                         windowed_border)
@@ -247,7 +251,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
     cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
     on cores with MVE (`helium_add`), and an int8 QLinearConv as Helium's (`helium_qlinear`); int8 SOFTMAX as one
-    call of the softmax helper on cores with the DSP extension, MVE's too (`softmax_rows`); a copied CONV_2D
+    call of the softmax helper on cores with the DSP extension, MVE's too (`softmax_rows`); int8 BATCH_MATMUL as the
+    batch matmul helper's calls on DSP cores without MVE (`batch_matmul`); a copied CONV_2D
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
     without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`); on DSP cores without
@@ -265,6 +270,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the int8 softmax helper on every core with the DSP extension, MVE's too (cortex-m55: the helper's kernel
         # 796 -> 404 B on kws_ref_model, and faster; the generic kernel's fixed-point arithmetic is 64-bit)
         int8_softmax=softmax_s8_rows if has_dsp_extension(profile) else None,
+        # the DSP cores' int8 batch matmul, both operands widened once and 2x2 tiles of dual MACs (measured on
+        # cortex-m4f; Helium keeps the generic kernel until measured)
+        int8_batch_matmul=int8_batch_matmul if dsp_only else None,
         # the DSP cores' kernel of a window over few input channels (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
         few_channel_conv=few_channel_conv if dsp_only else None,

@@ -18,6 +18,7 @@ import pytest
 
 from backends.cortex_m.helpers import cortex_m_helpers_c, helium_float_c, helium_helpers_c, pair_direct_helpers_c
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
+from backends.cortex_m.helpers.batch_matmul_c import BATCH_MATMUL_TEMPLATE, batch_matmul_helper_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
@@ -142,6 +143,13 @@ UNIT_TESTS_BY_HELPER = [
                    template_c=functools.partial(requantize_template_c,
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers"))),
+    # the int8 batch matmul (both operands widened once, 2x2 tiles of dual MACs: the assembly loop under QEMU)
+    # against the plain sums and the scalar helpers
+    HelperUnitTest("batch_matmul_s8", (*SCALAR_REQUANTIZE_SMALL, REQUANTIZE_SMALL_TEMPLATE, BATCH_MATMUL_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c,
+                                                helper_c=functools.partial(helper_template_c,
+                                                                           "backends.cortex_m.helpers")),
+                   core_macro=f"{macro_prefix(PREFIX)}_BATCH_MATMUL_ASM"),
     # the Helium bodies, on their DSP twins' tests
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)
@@ -235,9 +243,11 @@ def test_the_unit_test_builds_for_its_core_without_warnings(tmp_path: Path, unit
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + fpu_float_c(prefix),
                            FPU_FLOAT_MACRO),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pair_direct_helpers_c(prefix),
+                           None),
+                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + batch_matmul_helper_c(prefix),
                            None)],
                          ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
-                              "cortex-m4f-pair-direct"])
+                              "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul"])
 def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
                                                                  core_macro: Optional[str]) -> None:
     build_for_cortex_m("#include <stdint.h>\n" + library_c(PREFIX) + "\nint32_t row(int32_t *acc, "

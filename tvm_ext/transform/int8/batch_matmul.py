@@ -1,15 +1,19 @@
 """BATCH_MATMUL: ``q(matmul([permute](dq(a)), [permute](dq(b))))`` (tvm_ext/frontend/tflite_ops/batch_matmul.py), each
-operand an int8 activation or constant -> TFLite's integer batch matmul kernel."""
+operand an int8 activation or constant -> TFLite's integer batch matmul kernel, or the backend's own where it gives
+one (``backends.backend.KernelSchedules.int8_batch_matmul``)."""
 
 from __future__ import annotations
 
+import math
 from typing import Union
 
-from tvm import relax
+from tvm import relax, tirx
 from tvm.relax.dpl import is_op
 
 from ...kernels.batch_matmul import batch_matmul_int8
 from ...kernels.quant_params import fully_connected_multiplier
+from ...layers import DECLARED_MACS_ATTR
+from .binary import first_fitting
 from .lowering import ClampedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedOperand, QuantizedResult, ends_float_operator, extract, float_operator_mismatch
 
@@ -45,11 +49,25 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[ClampedCall, Mism
     if lhs is None or rhs is None or out is None or not swaps:
         return float_operator_mismatch(quantize, ctx)
     multiplier, shift = fully_connected_multiplier(lhs.quant.scale, rhs.quant.scale, out.quant.scale, ctx.rounding)
-    call = KernelCall("BATCH_MATMUL", matched[_CORE], batch_matmul_int8, (lhs.tensor, rhs.tensor),
+    kernel, func_attrs = batch_matmul_int8, {}
+    if ctx.int8_batch_matmul is not None and any(ctx.graph.constant(side.tensor) is None for side in (lhs, rhs)):
+        # the backend's own kernel where it fits (not of two constants: that product would be folded on the host,
+        # which cannot run a backend's helper calls), else the generic one; its TE extern stage shows no reduction
+        # to count, so the lowering declares the product's MACs, the generic kernel's too
+        kernel = first_fitting(ctx.int8_batch_matmul, batch_matmul_int8)
+        func_attrs = {DECLARED_MACS_ATTR: tirx.IntImm("int64", _macs(matched[_CORE], lhs.tensor, adjoints[0]))}
+    call = KernelCall("BATCH_MATMUL", matched[_CORE], kernel, (lhs.tensor, rhs.tensor),
                       {"lhs_zero_point": lhs.quant.zero_point, "rhs_zero_point": rhs.quant.zero_point,
                        "adj_x": adjoints[0], "adj_y": adjoints[1], "multiplier": multiplier, "shift": shift,
-                       "output_zero_point": out.quant.zero_point, "rounding": ctx.rounding})
+                       "output_zero_point": out.quant.zero_point, "rounding": ctx.rounding}, func_attrs)
     return ClampedCall(call, out.activation)
+
+
+def _macs(core: relax.Call, lhs: relax.Expr, adj_x: bool) -> int:
+    """The MACs of the product ``core``: each output element sums the depth (lhs's last axis, or with ``adj_x`` its
+    last but one)."""
+    lhs_shape = [int(d) for d in lhs.ty.shape]
+    return math.prod(int(d) for d in core.ty.shape) * lhs_shape[-2 if adj_x else -1]
 
 
 LOWERING = Lowering(frozenset({"BATCH_MATMUL"}), ends_float_operator, match)

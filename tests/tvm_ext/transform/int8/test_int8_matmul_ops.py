@@ -21,6 +21,7 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 from tflite.ActivationFunctionType import ActivationFunctionType as Act  # noqa: E402
 from tflite.Padding import Padding  # noqa: E402
 
+from emulator.tools import missing_tools  # noqa: E402
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import CompileError, compile  # noqa: E402
@@ -149,8 +150,35 @@ def batch_matmul_model(cases: tuple[BatchMatMulCase, ...]) -> Model:
     return Model(tensors, operators, tuple(inputs), tuple(outputs))
 
 
+needs_cross_tools = pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+
+
 def test_batch_matmul_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(batch_matmul_model(BATCH_MATMUL_CASES), tmp_path)
+
+
+# Products whose widened columns take an arena scratch (over 64 B): a 2-head attention's scores of 9 tokens by a
+# head depth of 20 (keys transposed, or read with adj_y), its attention by values of 7 columns (odd rows, columns
+# and a depth not a multiple of four)
+DSP_ATTENTION_CASES = (
+    BatchMatMulCase((1, 2, 9, 20), (1, 2, 20, 9)),
+    BatchMatMulCase((1, 2, 9, 20), (1, 2, 9, 20), adj_y=True),
+    BatchMatMulCase((1, 2, 9, 9), (1, 2, 9, 7)),
+    BatchMatMulCase((2, 21, 5), (1, 21, 6), adj_x=True),  # rhs batch broadcast, lhs read down its columns
+)
+
+
+@needs_cross_tools
+def test_batch_matmul_on_the_dsp_helper_is_bit_exact_with_tflite_micro(tmp_path):
+    """On cortex-m4f every case runs the DSP cores' batch matmul helper (both operands widened once, 2x2 tiles of
+    dual MACs: backends.cortex_m.schedules.batch_matmul), its self-test under QEMU bit-exact with TFLite Micro."""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(batch_matmul_model(BATCH_MATMUL_CASES + DSP_ATTENTION_CASES)))
+    bundle = compile(path, "cortex-m4f", tmp_path / "out")
+    report = bundle.selftest.output
+    assert bundle.selftest.passed and all(output.bit_identical for output in bundle.selftest.reports), report
+    kernels = next(bundle.out_dir.glob("*_kernels.c")).read_text()
+    assert kernels.count("_batch_matmul_s8(") == len(BATCH_MATMUL_CASES + DSP_ATTENTION_CASES)
 
 
 def test_a_transpose_conv_output_beyond_its_stride_is_refused_in_one_line(tmp_path):
