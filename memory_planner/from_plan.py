@@ -104,8 +104,10 @@ def _inplace_sources(
             out, src = _storages(plan, call, (fact.output, fact.input))
             fits = plan.tensors[out].nbytes <= plan.tensors[src].nbytes if fact.stream is None \
                 else passed.count(src) == 1
-            # The facts' offsets are relative to the source's first byte: no argument may read it from further on.
-            from_start = all(plan.storage_offset(a) == 0 for a in call.args if plan.storage_of(a) == src)
+            # The facts' offsets are relative to each storage's first byte: no argument may read the source from
+            # further on, and the output is its storage's first byte.
+            from_start = plan.storage_offset(fact.output) == 0 and all(
+                plan.storage_offset(a) == 0 for a in call.args if plan.storage_of(a) == src)
             legal = (
                 out != src
                 and plan.tensors[out].role in (TensorRole.INTERMEDIATE, TensorRole.OUTPUT)

@@ -119,3 +119,24 @@ def test_the_checker_catches_a_view_whose_root_is_reused_while_it_is_read() -> N
     memory = plan_memory(buffers)
     with pytest.raises(InvalidMemoryPlanError, match="lives only"):
         check_plan(buffers, memory, views_from_plan(plan, buffers))
+
+
+def test_inplace_is_refused_for_an_output_that_is_a_view_past_its_root_s_first_byte() -> None:
+    # `part` is whole's second half: placing whole over `a` would write part from byte 16 of `a` on, ahead of
+    # what the in-place fact (offsets relative to each storage's first byte) allows.
+    plan = make_plan(
+        [tensor("x", (8,), R.INPUT), tensor("a", (8,)), tensor("whole", (8,)),
+         tensor("part", (4,), view_of="whole", view_offset=16), tensor("first", (4,), view_of="whole"),
+         tensor("y", (8,), R.OUTPUT)],
+        [
+            KernelCall("k0", ("a",), ("x",), ("a",)),
+            KernelCall("k1", ("part",), ("a",), ("part",), access=KernelAccess((InplaceOutput("part", "a"),))),
+            KernelCall("k2", ("first",), ("x",), ("first",)),
+            KernelCall("k3", ("y",), ("whole",), ("y",)),
+        ],
+    )
+    assert {b.name: b.inplace_of for b in buffers_from_plan(plan)}["whole"] is None
+    plan.calls[1] = dataclasses.replace(plan.calls[1], outputs=("first",), access=KernelAccess(
+        (InplaceOutput("first", "a"),)))
+    plan.calls[2] = dataclasses.replace(plan.calls[2], outputs=("part",))
+    assert {b.name: b.inplace_of for b in buffers_from_plan(plan)}["whole"] == "a"  # at its first byte: taken
