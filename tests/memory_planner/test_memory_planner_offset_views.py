@@ -32,26 +32,16 @@ def unpacked_sequence_plan(views: bool):
     return make_plan(tensors, steps)
 
 
+def labelled(name: str, nbytes: int, first: int, last: int) -> Buffer:
+    """A buffer labelled with its own name (the plan's tensors are their layers)."""
+    return Buffer(name, nbytes, first, last, label=name)
+
+
 # Before: seq lives while the copies read it (steps 0..4); each copied row from its copy to its reader.
-BEFORE = [
-    Buffer("seq", 64, 0, 4, label="seq"),
-    Buffer("row0", 16, 1, 5, label="row0"),
-    Buffer("row1", 16, 2, 6, label="row1"),
-    Buffer("row2", 16, 3, 7, label="row2"),
-    Buffer("row3", 16, 4, 8, label="row3"),
-    Buffer("h0", 16, 5, 6, label="h0"),
-    Buffer("h1", 16, 6, 7, label="h1"),
-    Buffer("h2", 16, 7, 8, label="h2"),
-    Buffer("h3", 16, 8, 9, label="h3"),
-]
+BEFORE = [labelled("seq", 64, 0, 4), *(labelled(f"row{k}", 16, 1 + k, 5 + k) for k in range(4)),
+          *(labelled(f"h{k}", 16, 5 + k, 6 + k) for k in range(4))]
 # Expected with views: no copies, no row buffers; seq lives until its last row is read (step 4).
-EXPECTED = [
-    Buffer("seq", 64, 0, 4, label="seq"),
-    Buffer("h0", 16, 1, 2, label="h0"),
-    Buffer("h1", 16, 2, 3, label="h1"),
-    Buffer("h2", 16, 3, 4, label="h2"),
-    Buffer("h3", 16, 4, 5, label="h3"),
-]
+EXPECTED = [labelled("seq", 64, 0, 4), *(labelled(f"h{k}", 16, 1 + k, 2 + k) for k in range(4))]
 
 
 def test_copies_give_buffers_of_their_own() -> None:
