@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from tvm import te, topi
+from tvm import relax, te, topi
 
-from tvm_ext.transform.contiguous_views import contiguous_copy_offset
+from tvm_ext.transform.contiguous_views import ContiguousCopiesAsViews, contiguous_copy_offset
 
 DATA = te.placeholder((5, 1, 16), "int8", name="data")
 
@@ -27,3 +27,26 @@ DATA = te.placeholder((5, 1, 16), "int8", name="data")
 )
 def test_contiguous_copy_offset(name: str, make, offset) -> None:
     assert contiguous_copy_offset(te.create_prim_func([DATA, make()])) == offset, name
+
+
+def _slices_module(begins: list[int]):
+    """main(x: 4x8 int8) -> a tuple of: for each of `begins`, the rows [begin, begin + 1) of x, then negated (a
+    reader, so the slice is no output), and last the rows [2, 4) of x as they are (an output)."""
+    x = relax.Var("x", relax.TensorType((4, 8), "int8"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            read = [bb.emit_te(topi.negative, bb.emit_te(topi.strided_slice, x, [b, 0], [b + 1, 8])) for b in begins]
+            returned = bb.emit_te(topi.strided_slice, x, [2, 0], [4, 8])
+            out = bb.emit_output(relax.Tuple([*read, returned]))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_the_pass_makes_views_of_aligned_pieces_that_are_no_outputs() -> None:
+    mod = ContiguousCopiesAsViews(alignment=16)(_slices_module([2, 1]))
+    values = [b.value for block in mod["main"].body.blocks for b in block.bindings]
+    views = [v for v in values if isinstance(v, relax.Call) and v.op.name == "relax.memory.view"]
+    assert [int(v.args[3].value) for v in views] == [16]  # row 2 at 16 bytes; row 1 (8 bytes) and the output stay
+    kernels = {gvar.name_hint for gvar in mod.functions if gvar.name_hint != "main"}
+    assert sum(name.startswith("strided_slice") for name in kernels) == 2  # the view's own kernel is dropped
