@@ -96,6 +96,22 @@ class Buffer:
 
 
 @dataclass(frozen=True)
+class View:
+    """A tensor that has no buffer: `nbytes` bytes from `offset` bytes into buffer `base` (a reshape at 0, a
+    contiguous slice at its block's offset), passed to kernels at steps `first_step` to `last_step`. The base's
+    buffer holds the view's bytes: it must be live at every step the view is, so no other buffer overwrites
+    them (the buffer's live range already spans its views': `from_plan.buffers_from_plan`), and the view
+    starts at a multiple of the base's alignment (a kernel finds a view aligned as it finds any buffer)."""
+
+    name: str
+    base: str
+    offset: int
+    nbytes: int
+    first_step: int
+    last_step: int
+
+
+@dataclass(frozen=True)
 class MemoryPlan:
     """Where each buffer lives in the arena.
 

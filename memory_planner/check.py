@@ -12,6 +12,9 @@
   pass or a later one still reads;
 - no hand-overs form a cycle (A takes B's bytes and B takes A's, or a longer ring): no execution can read
   each source before its taker writes it;
+- every view (`api.View`, given with `views`) lies inside its base buffer at a multiple of the base's
+  alignment, and its base is live at every step the view is (so the bytes it reads are the base's, which no
+  other buffer shares then);
 - the plan's lower bound is the largest number of bytes live at one step (recounted here by a sweep
   over start and end events; at a hand-over the pair counts as their union at the smallest legal
   distance, B below A or above it, whichever spans fewer bytes, found by simulating the stream order), and
@@ -24,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-from memory_planner.api import Buffer, Interval, MemoryPlan
+from memory_planner.api import Buffer, Interval, MemoryPlan, View
 
 
 class InvalidMemoryPlanError(ValueError):
@@ -185,8 +188,24 @@ def _peak_live_bytes(buffers: Sequence[Buffer], hand_overs: dict[str, _HandOver]
     return peak
 
 
-def check_plan(buffers: Sequence[Buffer], plan: MemoryPlan) -> None:
-    """Raise InvalidMemoryPlanError unless `plan` places `buffers` legally (rules in the module docstring)."""
+def _check_view(view: View, bases: dict[str, Buffer]) -> None:
+    """Raise unless `view` lies inside its base, aligned as it, while the base is live."""
+    base = bases.get(view.base)
+    if base is None:
+        raise InvalidMemoryPlanError(f"view {view.name!r}: its base {view.base!r} is no buffer of the plan")
+    if view.offset < 0 or view.offset + view.nbytes > base.nbytes or view.offset % base.alignment:
+        raise InvalidMemoryPlanError(
+            f"view {view.name!r}: bytes [{view.offset}, {view.offset + view.nbytes}) of {view.base!r} are not "
+            f"inside its {base.nbytes} bytes at a multiple of its alignment {base.alignment}")
+    if not base.first_step <= view.first_step <= view.last_step <= base.last_step:
+        raise InvalidMemoryPlanError(
+            f"view {view.name!r}: read at steps {view.first_step}..{view.last_step}, but its base {view.base!r} "
+            f"lives only at steps {base.first_step}..{base.last_step}")
+
+
+def check_plan(buffers: Sequence[Buffer], plan: MemoryPlan, views: Sequence[View] = ()) -> None:
+    """Raise InvalidMemoryPlanError unless `plan` places `buffers` and their `views` legally (rules in the module
+    docstring)."""
     offsets = plan.offsets
     names = [b.name for b in buffers]
     missing = [n for n in names if n not in offsets]
@@ -200,6 +219,9 @@ def check_plan(buffers: Sequence[Buffer], plan: MemoryPlan) -> None:
         if offset + b.nbytes > plan.arena_bytes:
             end = offset + b.nbytes
             raise InvalidMemoryPlanError(f"buffer {b.name!r}: ends at {end}, past the arena's {plan.arena_bytes} bytes")
+    bases = {b.name: b for b in buffers}
+    for view in views:
+        _check_view(view, bases)
     hand_overs = _hand_overs(buffers)
     _check_no_cycle(hand_overs)
     for a, b in combinations(buffers, 2):

@@ -9,6 +9,9 @@ roots are arena buffers too, an input from step 0 (the caller fills it before th
 an output from its writer to the last step (the caller reads it after the run), so other buffers may reuse
 an input's bytes once it is read and an output's bytes until it is written.
 
+Views (`Tensor.view_of`, at `Tensor.view_offset`): `views_from_plan` lists, for the checker, each view of an arena
+buffer that a call passes, with the steps that pass it; its bytes are its root's, so the root lives while it does.
+
 In-place facts: `KernelCall.access.inplace_outputs` (`InplaceOutput`). The output's buffer gets
 `inplace_of = <input's storage>` (and the fact's stream order) when that call is the input storage's last
 use, the call writes the output there first, and both are arena INTERMEDIATEs; without a stream order the
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory_planner.api import Buffer, MemoryPlan, StreamOrder
+from memory_planner.api import Buffer, MemoryPlan, StreamOrder, View
 from memory_planner.liveness import live_ranges
 from memory_planner.plan import ExecutionPlan, KernelCall, TensorRole
 
@@ -101,6 +104,10 @@ def _inplace_sources(
             out, src = _storages(plan, call, (fact.output, fact.input))
             fits = plan.tensors[out].nbytes <= plan.tensors[src].nbytes if fact.stream is None \
                 else passed.count(src) == 1
+            # The facts' offsets are relative to each storage's first byte: no argument may read the source from
+            # further on, and the output is its storage's first byte.
+            from_start = plan.storage_offset(fact.output) == 0 and all(
+                plan.storage_offset(a) == 0 for a in call.args if plan.storage_of(a) == src)
             legal = (
                 out != src
                 and plan.tensors[out].role in (TensorRole.INTERMEDIATE, TensorRole.OUTPUT)
@@ -110,6 +117,7 @@ def _inplace_sources(
                 and ranges[out][0] == step
                 and ranges[src][1] == step
                 and fits
+                and from_start
                 and out not in sources
                 and src not in (taken for taken, _ in sources.values())
             )
@@ -119,9 +127,24 @@ def _inplace_sources(
 
 
 def tensor_offsets(plan: ExecutionPlan, memory_plan: MemoryPlan) -> dict[str, int]:
-    """The arena offset (bytes) of every tensor whose storage is in the arena, views included."""
+    """The arena offset (bytes) of every tensor whose storage is in the arena, views included (their root's
+    offset plus their bytes into it)."""
     roots = {name: plan.storage_of(name) for name in plan.tensors}
-    return {name: memory_plan.offsets[root] for name, root in roots.items() if root in memory_plan.offsets}
+    return {name: memory_plan.offsets[root] + plan.storage_offset(name) for name, root in roots.items()
+            if root in memory_plan.offsets}
+
+
+def views_from_plan(plan: ExecutionPlan, buffers: Sequence[Buffer]) -> list[View]:
+    """The views of `buffers` (by root name) that `plan`'s calls pass, each with the steps (positions in
+    `plan.calls`) that pass it: what `check.check_plan` checks of views."""
+    placed = {b.name for b in buffers}
+    steps: dict[str, list[int]] = {}
+    for step, call in enumerate(plan.calls):
+        for name in call.args:
+            if plan.tensors[name].view_of is not None and plan.storage_of(name) in placed:
+                steps.setdefault(name, []).append(step)
+    return [View(name, plan.storage_of(name), plan.storage_offset(name), plan.tensors[name].nbytes, min(at), max(at))
+            for name, at in steps.items()]
 
 
 def io_bytes_outside(plan: ExecutionPlan, memory_plan: MemoryPlan) -> tuple[int, int]:

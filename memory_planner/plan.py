@@ -6,7 +6,9 @@ nor the packager imports TVM or the compiler, and both can be tested on a hand-m
 Contract:
 - Every tensor name is a valid C identifier, unique in the plan, and stable from one build to the next.
 - `ExecutionPlan.tensors` holds every tensor a call names. A tensor with `view_of` set shares the bytes of
-  that tensor (a reshape or flatten: no copy, no second buffer); chains of views are allowed.
+  that tensor from its byte `view_offset` on (a reshape or flatten at 0; an UNPACK, SPLIT or SLICE piece that
+  is a contiguous block of its input at the block's offset): no copy, no second buffer, its bytes inside the
+  other's; chains of views are allowed (their offsets add up).
 - A kernel's C arguments are, in order: `KernelCall.inputs`, `KernelCall.outputs`, `KernelCall.scratch`.
 - No two CONSTANT tensors hold the same dtype, shape and bytes: the producer stores each such constant once
   and passes that one tensor to every call reading it, so each weight array is counted and emitted once.
@@ -89,7 +91,8 @@ class Tensor:
     """One tensor of the plan.
 
     `layer` names the model layer (TFLite operator output / ONNX node) that produces it, or the model's
-    input name. `layout` is "NHWC", "NCHW" or "" when the tensor has no image layout.
+    input name. `layout` is "NHWC", "NCHW" or "" when the tensor has no image layout. `view_offset`: bytes
+    from the start of `view_of` to this view's first byte (0 when it is no view).
     """
 
     name: str
@@ -100,6 +103,7 @@ class Tensor:
     quant: QuantParams | None = None
     view_of: str | None = None
     layout: str = ""
+    view_offset: int = 0
 
     @property
     def elements(self) -> int:
@@ -306,6 +310,14 @@ class ExecutionPlan:
         while tensor.view_of is not None:
             tensor = self.tensors[tensor.view_of]
         return tensor.name
+
+    def storage_offset(self, name: str) -> int:
+        """Bytes from the start of `storage_of(name)` to the first byte of `name`: its chain's view offsets."""
+        tensor, offset = self.tensors[name], 0
+        while tensor.view_of is not None:
+            offset += tensor.view_offset
+            tensor = self.tensors[tensor.view_of]
+        return offset
 
     def constants(self) -> list[Tensor]:
         return [t for t in self.tensors.values() if t.role is TensorRole.CONSTANT]

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 
 from memory_planner.api import Buffer, MemoryPlan
 from memory_planner.check import check_plan
+from memory_planner.from_plan import views_from_plan
 from memory_planner.liveness import aligned_lower_bound, lower_bound
 from memory_planner.plan import ExecutionPlan, TensorRole
 from memory_planner.planner import plan_memory
@@ -155,7 +156,7 @@ def plan_regions(plan: ExecutionPlan, buffers: list[Buffer], regions: Sequence[t
     when a faster region's final arena exceeds its bytes (both our bug)."""
     if len(regions) == 1:
         memory = plan_memory(buffers)
-        check_plan(buffers, memory)
+        check_plan(buffers, memory, views_from_plan(plan, buffers))
         return [RegionArena(regions[0][0], None, tuple(buffers), memory)]
     io = {plan.storage_of(name) for name in plan.inputs + plan.outputs}
     rank = traffic_per_byte(plan, buffers)
@@ -169,7 +170,7 @@ def plan_regions(plan: ExecutionPlan, buffers: list[Buffer], regions: Sequence[t
         last = index == len(regions) - 1
         if not last and memory.arena_bytes > capacity:
             memory = _kept(blocks, offsets)
-        check_plan(blocks, memory)
+        check_plan(blocks, memory, views_from_plan(plan, blocks))
         if not last and memory.arena_bytes > capacity:
             raise RuntimeError(f"region {name}: its arena of {memory.arena_bytes:,} B exceeds its {capacity:,} B")
         arenas.append(RegionArena(name, None if last else capacity, tuple(blocks), memory,

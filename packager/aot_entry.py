@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from memory_planner.api import Buffer
-from memory_planner.plan import ExecutionPlan, KernelCall, TensorRole
+from memory_planner.plan import DTYPE_BYTES, ExecutionPlan, KernelCall, TensorRole
 from memory_planner.regions import RegionArena
 from packager.c_types import c_type_of
 from packager.c_text import comment, macro_prefix
@@ -26,10 +26,10 @@ from packager.state import state_definitions, state_symbol
 from packager.template_files import template_text
 
 
-def _at(root: str, offsets: Mapping[str, int], bases: Mapping[str, str]) -> str:
-    """The place of arena storage `root`: `arena + <offset>u`, or in its region's array (`bases`: a profile of
-    several RAM regions, packager.region_arenas)."""
-    return f"{bases.get(root, 'arena')} + {offsets[root]}u"
+def _at(root: str, offsets: Mapping[str, int], bases: Mapping[str, str], skipped: int = 0) -> str:
+    """The place of arena storage `root`, `skipped` bytes into it (a view's): `arena + <offset>u`, or in its
+    region's array (`bases`: a profile of several RAM regions, packager.region_arenas)."""
+    return f"{bases.get(root, 'arena')} + {offsets[root] + skipped}u"
 
 
 def _argument(plan: ExecutionPlan, name: str, offsets: Mapping[str, int], io_pointer: dict[str, str],
@@ -37,13 +37,17 @@ def _argument(plan: ExecutionPlan, name: str, offsets: Mapping[str, int], io_poi
     tensor = plan.tensors[name]
     root = plan.storage_of(name)
     role = plan.tensors[root].role
+    skipped = plan.storage_offset(name)  # a view's bytes into its root
     if role is TensorRole.CONSTANT:
-        return weight_symbol(plan, root, stored_as)
-    if role in (TensorRole.INPUT, TensorRole.OUTPUT) and root in io_pointer:
-        return io_pointer[root]
-    if role is TensorRole.STATE:
-        return state_symbol(plan, root)
-    return f"({c_type_of(tensor.dtype)}*)({_at(root, offsets, bases or {})})"
+        pointer = weight_symbol(plan, root, stored_as)
+    elif role in (TensorRole.INPUT, TensorRole.OUTPUT) and root in io_pointer:
+        pointer = io_pointer[root]
+    elif role is TensorRole.STATE:
+        pointer = state_symbol(plan, root)
+    else:
+        return f"({c_type_of(tensor.dtype)}*)({_at(root, offsets, bases or {}, skipped)})"
+    element_bytes = DTYPE_BYTES[plan.tensors[root].dtype]
+    return pointer if skipped == 0 else f"({pointer} + {skipped // element_bytes})"  # a view: the root's own type
 
 
 def arena_gaps(buffers: list[Buffer], offsets: dict[str, int], arena_bytes: int, step: int) -> list[tuple[int, int]]:

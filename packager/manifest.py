@@ -50,10 +50,12 @@ def manifest(plan: ExecutionPlan, memory: MemoryPlan, buffers: list[Buffer], fac
             entry["quantization"] = tensor.quant.facts()
         if tensor.view_of is not None:
             entry["view_of"] = tensor.view_of
+            if tensor.view_offset:
+                entry["view_offset"] = tensor.view_offset  # bytes into `view_of`
         if root in live:
             if root in region_of:
                 entry["region"] = region_of[root]
-            entry["offset"] = offsets[root]
+            entry["offset"] = offsets[root] + plan.storage_offset(tensor.name)  # a view's: its first byte's
             entry["live_steps"] = [live[root].first_step, live[root].last_step]
             if live[root].inplace_of is not None:
                 entry["inplace_of"] = live[root].inplace_of

@@ -35,6 +35,7 @@ from tvm_ext.plan.macs import with_mac_counts
 from tvm_ext.schedule.conv_tap_order import taps_row_first
 from tvm_ext.schedule.kernel_schedule import inline_intermediates
 from tvm_ext.transform import (
+    ContiguousCopiesAsViews,
     ConvertLayoutPerSubgraph,
     DequantizeWeightsInKernels,
     DropEmptyConcatPieces,
@@ -100,6 +101,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             keeping_layers(relax.transform.DeadCodeElimination()),
             keeping_layers(ResolveIndexGuards(model_name)),
             RefuseDataDependentLoops(model_name),
+            # Kernels that copy a contiguous block of their input: views of its bytes (no call, no buffer).
+            ContiguousCopiesAsViews(profile.alignment_bytes),
             # The MACs of each kernel, counted before its schedule moves its loops.
             CountMacs(),
             ScheduleKernels(profile),

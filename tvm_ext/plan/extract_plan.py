@@ -1,7 +1,8 @@
 """Relax `main` after `tvm_ext.lower` -> the ExecutionPlan (plain data) and the weights (numpy arrays).
 
 `main` must be one dataflow block of: `call_tir` of PrimFuncs (a kernel with several outputs returns a tuple,
-whose fields are read by `TupleGetItem`), `R.reshape` (a view), var aliases, and a tuple of outputs. Anything else is an error naming the binding: the plan never silently drops a step.
+whose fields are read by `TupleGetItem`), `R.reshape` (a view), `R.memory.view` (a view from a byte offset on:
+tvm_ext.transform.contiguous_views), var aliases, and a tuple of outputs. Anything else is an error naming the binding: the plan never silently drops a step.
 `add_output_copies` runs first: it gives every model output storage of its own.
 """
 
@@ -30,6 +31,8 @@ from tvm_ext.transform.partition_subgraphs import binding_subgraphs
 
 _CALL_TIR = tvm.ir.Op.get("relax.call_tir")
 _RESHAPE = tvm.ir.Op.get("relax.reshape")
+_VIEW = tvm.ir.Op.get("relax.memory.view")
+_VIEW_OPS = (_RESHAPE, _VIEW)
 
 
 class PlanError(Exception):
@@ -77,7 +80,7 @@ def _outputs_without_own_storage(outputs: list[relax.Expr], bindings: list) -> l
         # several results), or a parameter or constant.
         while isinstance(expr, relax.Var) and (
             isinstance(value_of.get(expr), relax.Var)
-            or (isinstance(value_of.get(expr), relax.Call) and value_of[expr].op.same_as(_RESHAPE))
+            or (isinstance(value_of.get(expr), relax.Call) and any(value_of[expr].op.same_as(op) for op in _VIEW_OPS))
         ):
             value = value_of[expr]
             expr = value if isinstance(value, relax.Var) else value.args[0]
@@ -279,11 +282,13 @@ class _PlanBuilder:
         self.state_reset[name] = int(value.flat[0])
         return name
 
-    def add(self, name: str, shape, dtype: str, role: TensorRole, layer: str, view_of: str | None = None) -> str:
+    def add(self, name: str, shape, dtype: str, role: TensorRole, layer: str, view_of: str | None = None,
+            view_offset: int = 0) -> str:
         shape = tuple(int(d) for d in shape)
         # Image tensors keep the model's own layout: TFLite's NHWC, ONNX's NCHW.
         layout = image_layout(shape, self.model.format) if role is not TensorRole.CONSTANT else ""
-        self.tensors[name] = Tensor(name, shape, dtype, role, layer, view_of=view_of, layout=layout)
+        self.tensors[name] = Tensor(name, shape, dtype, role, layer, view_of=view_of, layout=layout,
+                                    view_offset=view_offset)
         return name
 
     def add_results(self, var: relax.Var, layer: str, view_of: str | None = None) -> tuple[str, ...]:
@@ -302,13 +307,14 @@ class _PlanBuilder:
         self.results[var] = tuple(names)
         return tuple(names)
 
-    def add_var(self, var: relax.Var, role: TensorRole, layer: str, view_of: str | None = None) -> str:
+    def add_var(self, var: relax.Var, role: TensorRole, layer: str, view_of: str | None = None,
+                view_offset: int = 0) -> str:
         ty = var.ty
         if not isinstance(ty, relax.TensorType) or ty.shape is None:
             raise PlanError(f"{self.model.path.name}: {_layer_label(layer)} has a non-tensor or dynamic result")
         name = f"act{sum(1 for t in self.tensors.values() if t.role is not TensorRole.CONSTANT)}"
         self.name_of[var] = name
-        return self.add(name, [int(d) for d in ty.shape.values], str(ty.dtype), role, layer, view_of)
+        return self.add(name, [int(d) for d in ty.shape.values], str(ty.dtype), role, layer, view_of, view_offset)
 
 
 def _state_operand(kernel: relax.Expr) -> int | None:
@@ -369,9 +375,10 @@ def extract_plan(
                                     _access(signatures[kernel], args, outputs), operators=operators,
                                     macs=mac_count_of(mod[value.args[0]]), subgraph=subgraphs[index],
                                     checks_indices=signatures[kernel].checks_indices))
-        elif isinstance(value, relax.Call) and value.op.same_as(_RESHAPE):
+        elif isinstance(value, relax.Call) and any(value.op.same_as(op) for op in _VIEW_OPS):
             source = builder.tensor_for(value.args[0], layer)
-            builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=source)
+            offset = int(value.args[3].value) if value.op.same_as(_VIEW) else 0  # bytes into `source`
+            builder.add_var(binding.var, TensorRole.INTERMEDIATE, layer, view_of=source, view_offset=offset)
         elif isinstance(value, relax.Var):
             builder.name_of[binding.var] = builder.tensor_for(value, layer)
         elif isinstance(value, relax.TupleGetItem) and value.tuple_value in builder.results:

@@ -1,5 +1,6 @@
 """Our Relax passes, each an ordinary `tvm.transform` pass that users can put into their own pipelines."""
 
+from tvm_ext.transform.contiguous_views import ContiguousCopiesAsViews
 from tvm_ext.transform.dequantize_weights_in_kernels import DequantizeWeightsInKernels
 from tvm_ext.transform.drop_empty_concat_pieces import DropEmptyConcatPieces
 from tvm_ext.transform.fuse_keeping_layers import FuseOpsKeepingLayers
@@ -12,6 +13,7 @@ from tvm_ext.transform.refuse_oversized_tensors import OversizedTensorError, Ref
 from tvm_ext.transform.split_as_slices import SplitAsSlices
 
 __all__ = [
+    "ContiguousCopiesAsViews",
     "ConvertLayoutPerSubgraph",
     "DataDependentLoopError",
     "DequantizeWeightsInKernels",
