@@ -64,13 +64,7 @@ int main(void)
             }
         }
         stack(stacked, weight, len, channels);
-        for (int32_t c = 0; c < CHANNELS_MAX; ++c) {
-            const uint32_t drawn = next_value(&state);
-            bias[c] = c % 4 == 3 ? (int32_t)(drawn >> 7) - (1 << 24) : (int32_t)(drawn >> 19) - (1 << 12);
-            bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
-            multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
-            shift[c] = (int8_t)(-1 - (i + c) % 31);
-        }
+        draw_tile_constants(bias, bias16, multiplier, shift, CHANNELS_MAX, i, &state);
         for (int32_t c = 1; per_tensor && c < CHANNELS_MAX; ++c) { /* one multiplier and shift: channel 0's */
             multiplier[c] = multiplier[0];
             shift[c] = shift[0];
