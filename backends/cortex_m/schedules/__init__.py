@@ -132,7 +132,7 @@ class DualMacSchedules:
         loop over its four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the
         fused tiles helper for an interior pixel and one call of the border helper for a border pixel
         (`depthwise_tiles`, DSP_TILES: int16 weights, widened by the lowering; DSP_TILES_S8 the interior of a layer
-        of int8 weights), and a FULLY_CONNECTED's loop over two or more tiles of stacked weights as one call of the
+        of int8 weights), and a FULLY_CONNECTED's loop over eight or more tiles of stacked weights as one call of the
         fused fully connected tiles (`fc_tiles`): the sums start at the biases in registers."""
         epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
         tiled = depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)

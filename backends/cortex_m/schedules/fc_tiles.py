@@ -6,7 +6,7 @@ stacked two channels to an int16 half) and its requantization an epilogue call (
 layer runs a loop over its tiles of four channels whose iteration zeroes the four accumulators, calls
 ``<prefix>_stacked_mac_s8x4`` (the out-of-line chunk: its registers saved, the accumulators loaded and stored) and
 then the inlined ``<prefix>_requantize_small_s8`` (the accumulators reloaded, the biases added). ``fc_tiles_calls``
-replaces each such loop by one call
+replaces each such loop of at least FUSED_TILES_MIN tiles by one call
 
     <prefix>_fc_tiles_s8x4(out, x, w, bias, multiplier, shift, zero_point, len, channels)    (_b16: int16 biases)
 
@@ -14,7 +14,7 @@ of one out-of-line function per bundle and bias type (``backends.cortex_m.helper
 ``fc_tiles_s8x4.h.in``), which starts each tile's sums at the biases in registers, runs the stacked MAC's loop on
 them and requantizes them from there; a per-tensor layer (constants in the epilogue, which the DSP epilogue helper
 does not take) the same way as ``<prefix>_fc_rows_s8x4`` (``fc_rows.fc_rows_call`` with ``DSP_FC_ROWS``). A layer of
-one tile keeps its kernel. Measured on cortex-m4f (QEMU -icount, per call): kws_gru_40x16_int8's 16 -> 144 layers
+fewer tiles keeps its kernel. Measured on cortex-m4f (QEMU -icount, per call): kws_gru_40x16_int8's 16 -> 144 layers
 5,746 -> 5,414 instructions, its 48 -> 144 ones 10,896 -> 10,554; ad01_int8's 8 -> 128 3,986 -> 3,209 and its
 128 -> 128 ones 21,234-21,266 -> 20,489-21,258; code 41,944 -> 32,136 B and 1,720 -> 1,508 B (one helper where
 each kernel held its epilogue).
@@ -104,17 +104,23 @@ as one call of ``fc_tiles_s8x4.h.in``'s per-tensor helper (``fc_rows.fc_rows_cal
 4 len bytes of stacked weights, as four weights per input)."""
 
 
+FUSED_TILES_MIN = 8
+"""The fewest tiles a layer's loop fuses: the helper's one out-of-line copy (about 280 B on cortex-m4f) weighs about
+what two kernels' own loops and epilogues did, and a layer of few tiles saves few instructions (hello_world_int8's
+16 -> 16, four tiles: 659 -> about 550 instructions, code 568 -> 600 B as its bundle's only such layer;
+micro_speech_quantized's one tile: 24 instructions, code 1,472 -> 1,548 B)."""
+
+
 def _fused_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRealize]:
-    """The fused call (per channel, else per tensor) computing what ``loop`` computes where it runs at least two
-    tiles, else None: a layer of one tile keeps its kernel (micro_speech_quantized's 4-unit layer on cortex-m4f: code
-    1,472 -> 1,548 B fused, for 24 fewer instructions)."""
-    if not isinstance(loop.extent, tirx.IntImm) or int(loop.extent) < 2:
+    """The fused call (per channel, else per tensor) computing what ``loop`` computes where it runs at least
+    FUSED_TILES_MIN tiles, else None (the layer keeps its kernel)."""
+    if not isinstance(loop.extent, tirx.IntImm) or int(loop.extent) < FUSED_TILES_MIN:
         return None
     return conv_tiles_call(loop, enclosing, DSP_FC_TILES) or fc_rows_call(loop, enclosing, DSP_FC_ROWS)
 
 
 def fc_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
-    """``func`` (a scheduled kernel after its epilogue calls) with each loop over two or more tiles of stacked
+    """``func`` (a scheduled kernel after its epilogue calls) with each loop over FUSED_TILES_MIN or more tiles of stacked
     weights of the module docstring's form replaced by its fused call, per channel (``DSP_FC_TILES``) or per tensor
     (``DSP_FC_ROWS``); any other function unchanged."""
     return with_root_loops_replaced(func, _fused_call, enclosing=True)

@@ -43,8 +43,9 @@ def test_a_fully_connected_row_is_one_call_of_the_row_helper_bit_exactly(tmp_pat
 
 @needs_cross_tools
 def test_dsp_cores_call_their_stacked_rows_helper(tmp_path) -> None:
-    """cortex-m4f: the DSP twin over stacked weights (backends/cortex_m/schedules/fc_tiles.py), one call."""
-    _bundle, kernels = bit_exact_bundle(tmp_path, "dense", fully_connected_model((1, 36), 16, keep_num_dims=False),
+    """cortex-m4f: the DSP twin over stacked weights (backends/cortex_m/schedules/fc_tiles.py), one call (eight
+    tiles: FUSED_TILES_MIN)."""
+    _bundle, kernels = bit_exact_bundle(tmp_path, "dense", fully_connected_model((1, 36), 32, keep_num_dims=False),
                                         "cortex-m4f", "mps2-an386")
     assert len(re.findall(r"_fc_rows_s8x4(_b16)?\(", kernels)) == 1 and "_stacked_mac_s8x4(" not in kernels
 
