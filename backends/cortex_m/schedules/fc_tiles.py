@@ -15,9 +15,9 @@ of one out-of-line function per bundle and bias type (``backends.cortex_m.helper
 them and requantizes them from there; a per-tensor layer (constants in the epilogue, which the DSP epilogue helper
 does not take) the same way as ``<prefix>_fc_rows_s8x4`` (``fc_rows.fc_rows_call`` with ``DSP_FC_ROWS``). A layer of
 fewer tiles keeps its kernel. Measured on cortex-m4f (QEMU -icount, per call): kws_gru_40x16_int8's 16 -> 144 layers
-5,746 -> 5,414 instructions, its 48 -> 144 ones 10,896 -> 10,554; ad01_int8's 8 -> 128 3,986 -> 3,209 and its
-128 -> 128 ones 21,234-21,266 -> 20,489-21,258; code 41,944 -> 32,136 B and 1,720 -> 1,508 B (one helper where
-each kernel held its epilogue).
+5,739 -> 5,408 instructions on average, its 48 -> 144 ones 10,897 -> 10,568; ad01_int8's 8 -> 128 4,018 -> 3,208 and
+its 128 -> 128 ones 21,266-21,298 -> 20,488-21,101; code 41,944 -> 32,328 B and 1,720 -> 1,624 B (one helper where
+each kernel held its loop and epilogue).
 
 The loop qualifies as ``conv_tiles``' does (``conv_tiles.conv_tiles_call`` with ``DSP_FC_TILES``: proved by TVM's
 integer analysis over the enclosing loops' ranges): stores of zero into exactly the four accumulators the MAC
