@@ -78,19 +78,24 @@ def depthwise_model(input_channels: int, multiplier: int, cases: list[DepthwiseC
     return build(model)
 
 
-def fully_connected_model(input_shape: tuple[int, ...], units: int, keep_num_dims: bool, seed: int = 0) -> bytes:
+def fully_connected_model(input_shape: tuple[int, ...], units: int, keep_num_dims: bool, seed: int = 0,
+                          per_channel: bool = False) -> bytes:
     """One int8 FULLY_CONNECTED on an input of any rank, as TFLite runs it: with keep_num_dims its last
     dimension is the input units and the output keeps the other dimensions; without, the input is read
-    as rows of (elements / batch) units and the output is [batch, units] (batch = input_shape[0])."""
+    as rows of (elements / batch) units and the output is [batch, units] (batch = input_shape[0]). With
+    per_channel, one weight scale per unit (_WEIGHT_SCALES in turn: the converter's per-channel form, as a GRU's
+    unrolled gate products), else one for the tensor."""
     rng = np.random.default_rng(seed)
     input_units = input_shape[-1] if keep_num_dims else int(np.prod(input_shape[1:]))
     output_shape = (*input_shape[:-1], units) if keep_num_dims else (input_shape[0], units)
     weights = rng.integers(-127, 128, (units, input_units)).astype(np.int8)
     bias = rng.integers(-3000, 3000, units).astype(np.int32)
+    weight_scales = tuple(_WEIGHT_SCALES[o % len(_WEIGHT_SCALES)] for o in range(units)) if per_channel \
+        else (_WEIGHT_SCALES[0],)
     tensors = [
         Tensor("input", input_shape, "int8", _quantization((_INPUT_SCALE,), _INPUT_ZERO_POINT)),
-        Tensor("dense/weights", weights.shape, "int8", _quantization((_WEIGHT_SCALES[0],)), weights),
-        Tensor("dense/bias", (units,), "int32", _quantization((_INPUT_SCALE * _WEIGHT_SCALES[0],)), bias),
+        Tensor("dense/weights", weights.shape, "int8", _quantization(weight_scales), weights),
+        Tensor("dense/bias", (units,), "int32", _quantization(tuple(_INPUT_SCALE * w for w in weight_scales)), bias),
         # Rows of many input units: a wider output scale keeps the results off the int8 limits.
         Tensor("dense/output", output_shape, "int8",
                _quantization((_OUTPUT_SCALE * input_units / 9,), _OUTPUT_ZERO_POINT))]

@@ -144,6 +144,20 @@ static inline int cases_verdict(int32_t cases, int32_t failures)
 
 /* The pixel-pair channel tiles' tests (test_pair_tiles.c: the DSP cores', test_riscv_pair_tiles.c: RV32's): one
    or two pixels' channels written PAIR_GUARD bytes apart, each byte not written keeping PAIR_UNTOUCHED. */
+/* The epilogue constants of n channels of a fused tiles test: biases of +-2^12 and (a tile's last) +-2^24, int16
+   ones for the _b16 forms, drawn multipliers, shifts -1 - (salt + c) % 31 (every shift -31..-1 over the cases). */
+static inline void draw_tile_constants(int32_t *bias, int16_t *bias16, int32_t *multiplier, int8_t *shift, int32_t n,
+                                       int32_t salt, uint32_t *state)
+{
+    for (int32_t c = 0; c < n; ++c) {
+        const uint32_t drawn = next_value(state);
+        bias[c] = c % 4 == 3 ? (int32_t)(drawn >> 7) - (1 << 24) : (int32_t)(drawn >> 19) - (1 << 12);
+        bias16[c] = (int16_t)(int32_t)(next_value(state) % 65536u - 32768u);
+        multiplier[c] = (int32_t)((next_value(state) % 32768u) << 15) + (1 << 30);
+        shift[c] = (int8_t)(-1 - (salt + c) % 31);
+    }
+}
+
 #define PAIR_GUARD 3 /* output bytes after each pixel's channels that must keep their value */
 #define PAIR_UNTOUCHED ((int8_t)0x5a)
 

@@ -134,15 +134,8 @@ int main(void)
         int8_t shift[CHANNELS_MAX], out[CHANNELS_MAX + GUARD], want[CHANNELS_MAX + GUARD];
         fill_s8(x_store, (int32_t)sizeof x_store, &state, k.all_min);
         fill_s8(w_store, (int32_t)sizeof w_store, &state, k.all_min);
-        for (int32_t c = 0; c < CHANNELS_MAX; ++c) {
-            const uint32_t drawn = next_value(&state);
-            bias[c] = c % 4 == 3 ? (int32_t)(drawn >> 7) - (1 << 24) : (int32_t)(drawn >> 19) - (1 << 12);
-            bias16[c] = (int16_t)(int32_t)(next_value(&state) % 65536u - 32768u);
-            multiplier[c] = (int32_t)((next_value(&state) % 32768u) << 15) + (1 << 30);
-            shift[c] = (int8_t)(-1 - (i + c) % 31);
-            out[c] = (int8_t)0x5a;
-        }
-        for (int32_t c = CHANNELS_MAX; c < CHANNELS_MAX + GUARD; ++c) {
+        draw_tile_constants(bias, bias16, multiplier, shift, CHANNELS_MAX, i, &state);
+        for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
             out[c] = (int8_t)0x5a;
         }
         const int32_t returned = narrow

@@ -45,6 +45,10 @@ CONV_TILES_TEMPLATE = "conv_tiles_s8x4.h.in"
 """The fused channel tiles (`<prefix>_conv_tiles_s8x4`, `_s8x4_b16`: one output pixel's dual MAC sums and
 requantization of every channel, the sums started at the biases), after this template's helpers and the
 requantization epilogue's (`requantize_small_c`) in a bundle."""
+FC_TILES_TEMPLATE = "fc_tiles_s8x4.h.in"
+"""The fused FULLY_CONNECTED channel tiles over stacked weights (`<prefix>_fc_tiles_s8x4`, `_s8x4_b16`: one input
+row's stacked MAC sums and requantization of every channel in one out-of-line call, the sums started at the
+biases), after STACKED_MAC_TEMPLATE's helpers and the requantization epilogue's in a bundle."""
 
 _TAGS = {"int8": "s8", "int16": "s16"}
 DUAL_MAC_INPUT_TYPES = tuple(_TAGS)
@@ -60,6 +64,12 @@ def conv_tiles_helper_name(prefix: str, bias: str) -> str:
     """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the bundle
     `prefix`."""
     return bias_form(f"{prefix}_conv_tiles_s8x4", bias)
+
+
+def fc_tiles_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused FULLY_CONNECTED tiles' helper (FC_TILES_TEMPLATE) for biases of type `bias` ("int32"
+    or "int16") in the bundle `prefix`."""
+    return bias_form(f"{prefix}_fc_tiles_s8x4", bias)
 
 
 def dual_mac_2px_helper_name(prefix: str) -> str:

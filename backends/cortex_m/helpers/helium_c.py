@@ -32,8 +32,9 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
 - `helium_fc_rows.h.in`: `<prefix>_fc_rows_s8` (`_s8_b16`: int16 biases), every channel of a per-tensor int8
   fully connected layer in one call of one out-of-line copy per bundle: each four-channel tile's dual MAC from the
   biases and its vector requantization by the layer's one multiplier and shift
-  (`backends.cortex_m.schedules.fc_rows`); no DSP twin (DSP cores keep the stacked MAC's kernels), its portable
-  C the dual MAC's and the requantization's lane by lane;
+  (`backends.cortex_m.schedules.fc_rows`); its DSP twin over stacked weights is `fc_tiles_s8x4.h.in`'s
+  `<prefix>_fc_rows_s8x4` (`backends.cortex_m.schedules.fc_tiles`), its portable C the dual MAC's and the
+  requantization's lane by lane;
 - `helium_add.h.in`: `<prefix>_add_s8_tables` and `<prefix>_add_s8`, TFLite's int8 ADD of two operands of one
   shape: an operand's 256 rescaled values tabled once (none for the operand of multiplier 1/2), then four outputs
   per step (VLDRW gathers, VMLA, VQRDMLAH, VRSHL) over runs of the elements, called by
@@ -124,7 +125,8 @@ def choose_helper_name(prefix: str) -> str:
 def fc_rows_helper_name(prefix: str, bias: str, form: str = "s8") -> str:
     """The C name of a core family's fused row helper of per-tensor FULLY_CONNECTED layers for biases of type
     `bias` ("int32" or "int16") in the bundle `prefix`, `form` naming how it reads its weights ("s8": Helium's,
-    ``helium_fc_rows.h.in``; "s8x8": RV32's paired words, ``backends/riscv/helpers/templates/fc_rows_s8x8.h.in``)."""
+    ``helium_fc_rows.h.in``; "s8x8": RV32's paired words, ``backends/riscv/helpers/templates/fc_rows_s8x8.h.in``;
+    "s8x4": the DSP cores' stacked weights, ``fc_tiles_s8x4.h.in``)."""
     return bias_form(f"{prefix}_fc_rows_{form}", bias)
 
 

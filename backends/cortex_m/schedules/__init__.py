@@ -17,6 +17,8 @@ the helpers of `backends.cortex_m.helpers`.
 - `pair_tiles` (DSP cores without MVE): after the epilogue calls, a convolution's pixel pair over all its channel
   tiles as one call of the fused helper (inputs widened once, sums started at the biases); on Helium cores, one
   call of the pair's out-of-line tiles (`pair_tiles.HELIUM_PAIR_TILES`: the same dual MAC and epilogue calls);
+- `fc_tiles` (DSP cores without MVE): then an int8 FULLY_CONNECTED's loop over its tiles of stacked weights (zeroed
+  accumulators, the stacked MAC, the epilogue) as one call of the fused out-of-line helper;
 - `conv_tiles`: then a loop over an int8 convolution's channel tiles (zeroed
   accumulators, the dual MAC, the epilogue) as one call of the core's fused helper (Helium's, the DSP cores');
 - `depthwise_tiles`: then a depthwise pixel's loop over its 16- or 8-channel tiles (zeroed
@@ -80,6 +82,7 @@ from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
+from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.float_tiles import float_tiles_calls
 from backends.cortex_m.schedules.helium_add import helium_add_int8
@@ -133,9 +136,11 @@ class DualMacSchedules:
         loop over its four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the
         fused tiles helper for an interior pixel and one call of the border helper for a border pixel
         (`depthwise_tiles`, DSP_TILES: int16 weights, widened by the lowering; DSP_TILES_S8 the interior of a layer
-        of int8 weights): the sums start at the biases in registers."""
+        of int8 weights), and a FULLY_CONNECTED's loop over eight or more tiles of stacked weights as one call of the
+        fused fully connected tiles (`fc_tiles`): the sums start at the biases in registers."""
         epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
         tiled = depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
+        tiled = fc_tiles_calls(tiled)  # a FULLY_CONNECTED's tiles of stacked weights
         return depthwise_tiles_calls(tiled, DSP_TILES_S8)  # a layer whose weights the lowering did not widen
 
     @staticmethod

@@ -1,5 +1,5 @@
 """A per-tensor int8 FULLY_CONNECTED layer's loop over its channel tiles as one call of the core family's shared
-out-of-line row helper (Helium cores and RV32 cores; DSP cores without MVE keep the stacked MAC's kernels).
+out-of-line row helper (Helium cores and RV32 cores; DSP cores without MVE over stacked weights: ``fc_tiles``).
 
 After a MAC kernel is scheduled and its reductions are calls of the family's one-row MAC (Helium:
 ``<prefix>_dual_mac_s8x4`` over one row; RV32: ``<prefix>_mac_s8x8_pairs`` over paired weights), a fully connected

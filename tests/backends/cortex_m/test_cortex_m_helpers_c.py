@@ -22,7 +22,7 @@ from backends.cortex_m.helpers.batch_matmul_c import BATCH_MATMUL_TEMPLATE, batc
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
-                                                  STACKED_MAC_TEMPLATE, dsp_template_c)
+                                                  FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE, dsp_template_c)
 from backends.cortex_m.helpers.dual_mac_interleaved_c import DUAL_MAC_INTERLEAVED_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
@@ -176,6 +176,11 @@ UNIT_TESTS_BY_HELPER = [
     # and the scalar helpers
     HelperUnitTest("conv_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
                                        REQUANTIZE_SMALL_TEMPLATE, CONV_TILES_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
+    # the DSP fused fully connected tiles (stacked MAC sums from the biases and epilogue) against the plain sums and
+    # the scalar helpers
+    HelperUnitTest("fc_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE,
+                                     REQUANTIZE_SMALL_TEMPLATE, FC_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the Helium fused channel tiles (dual MAC and epilogue) against the plain loops and the scalar helpers
     HelperUnitTest("conv_tiles", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,

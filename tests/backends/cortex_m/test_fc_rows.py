@@ -2,8 +2,8 @@
 backends/cortex_m/helpers/templates/helium_fc_rows.h.in and backends/riscv/helpers/templates/fc_rows_s8x8.h.in): an
 int8 FULLY_CONNECTED of one input row compiled for cortex-m55 or rv32imc is one call of the core family's shared
 out-of-line row helper (one tile included), no loop of its own, bit-exactly with TFLite Micro under QEMU and on
-the host (the helper's portable C); cortex-m4f keeps the stacked MAC, and a layer its profile's tile does not
-divide keeps its loops."""
+the host (the helper's portable C); cortex-m4f calls its twin over stacked weights, and a layer its profile's tile
+does not divide keeps its loops."""
 
 from __future__ import annotations
 
@@ -42,10 +42,12 @@ def test_a_fully_connected_row_is_one_call_of_the_row_helper_bit_exactly(tmp_pat
 
 
 @needs_cross_tools
-def test_dsp_cores_keep_the_stacked_mac(tmp_path) -> None:
-    _bundle, kernels = bit_exact_bundle(tmp_path, "dense", fully_connected_model((1, 36), 16, keep_num_dims=False),
+def test_dsp_cores_call_their_stacked_rows_helper(tmp_path) -> None:
+    """cortex-m4f: the DSP twin over stacked weights (backends/cortex_m/schedules/fc_tiles.py), one call (eight
+    tiles: FUSED_TILES_MIN)."""
+    _bundle, kernels = bit_exact_bundle(tmp_path, "dense", fully_connected_model((1, 36), 32, keep_num_dims=False),
                                         "cortex-m4f", "mps2-an386")
-    assert "_fc_rows_" not in kernels and "_stacked_mac_s8x4(" in kernels
+    assert len(re.findall(r"_fc_rows_s8x4(_b16)?\(", kernels)) == 1 and "_stacked_mac_s8x4(" not in kernels
 
 
 @needs_cross_tools
