@@ -10,7 +10,8 @@
  * rounded up to even. Then the border helpers lp_depthwise_border_s8x4w16 (_b16) and, where the window is 3x3
  * or 5x5, the out-of-line lp_depthwise_border3x3_s8x4w16 / 5x5 (_b16): every window of 1 to 5 rows and columns, every
  * box of taps inside the image at every place in it (none inside too), padding values -128, -3, 0 and 127, 0 to 3
- * tiles and 68 channels (more than the helper's 64 bytes of padding); and lp_depthwise_pad_s8x4, _s8x4w16 (the
+ * tiles and 260 channels (three groups of the helper's 128 bytes of padding: the taps set once, then moved
+ * on); and lp_depthwise_pad_s8x4, _s8x4w16 (the
  * padding products of a tile) against value times the plain sum of the weights. Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable
  * C) and for cortex-m4f under QEMU. Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
@@ -19,7 +20,7 @@
 #include "cortex_m_test_values.h"
 #include "depthwise_tiles_s8x4.h"
 
-#define BUFFER 4096 /* elements: past the farthest one any case reads */
+#define BUFFER 8192 /* elements: past the farthest one any case reads */
 #define SIDE 5 /* the most rows and columns of a window */
 #define MAX_CHANNELS 12
 #define GUARD 4 /* output bytes after the channels that must keep their value */
@@ -88,7 +89,7 @@ static const border_s8x4 BORDER32[3] = {lp_depthwise_border_s8x4w16, lp_depthwis
                                         lp_depthwise_border5x5_s8x4w16};
 static const border_s8x4_b16 BORDER16[3] = {lp_depthwise_border_s8x4w16_b16, lp_depthwise_border3x3_s8x4w16_b16,
                                             lp_depthwise_border5x5_s8x4w16_b16};
-#define BORDER_CHANNELS 68
+#define BORDER_CHANNELS 260
 
 /* The border helpers and the padding products over their cases (see the top); adds to *cases and *failures. */
 static void test_border(int8_t *x, int8_t *w, int16_t *w16, uint32_t *state, int32_t *cases, int32_t *failures)
