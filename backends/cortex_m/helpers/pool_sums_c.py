@@ -17,19 +17,13 @@ from packager.template_files import helper_template_c
 POOL_SUMS_TEMPLATE = "pool_sums.h.in"
 
 
-def pool_word_name(prefix: str) -> str:
-    """The C name of the word load in the bundle `prefix`."""
-    return f"{prefix}_pool_word"
+POOL_SUMS_OPS = ("word", "pairs", "pairs_ror8")
+"""The operations: the word load, the SXTAB16 of bytes 0 and 2, that of bytes 1 and 3."""
 
 
-def pool_pairs_name(prefix: str) -> str:
-    """The C name of the SXTAB16 of bytes 0 and 2 in the bundle `prefix`."""
-    return f"{prefix}_pool_pairs"
-
-
-def pool_pairs_ror8_name(prefix: str) -> str:
-    """The C name of the SXTAB16 of bytes 1 and 3 in the bundle `prefix`."""
-    return f"{prefix}_pool_pairs_ror8"
+def pool_sums_helper_name(prefix: str, operation: str) -> str:
+    """The C name of the operation `operation` (one of POOL_SUMS_OPS) in the bundle `prefix`."""
+    return f"{prefix}_pool_{operation}"
 
 
 def pool_sums_helper_c(prefix: str) -> str:

@@ -6,18 +6,18 @@ as `backends.backend.KernelSchedules.int8_window_sums`.
 
 from __future__ import annotations
 
-from backends.cortex_m.helpers.pool_sums_c import (POOL_SUMS_HELPERS, pool_pairs_name, pool_pairs_ror8_name,
-                                                   pool_word_name)
+import functools
+
+from backends.cortex_m.helpers.pool_sums_c import POOL_SUMS_HELPERS, POOL_SUMS_OPS, pool_sums_helper_name
 from tvm_ext.tir.helper_access import Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 
-POOL_WORD_OP = "tvm_ext.pool_word"
-POOL_PAIRS_OP = "tvm_ext.pool_pairs"
-POOL_PAIRS_ROR8_OP = "tvm_ext.pool_pairs_ror8"
 # The word load (p): p[i] for i < 4, int8; the pairs take no pointer.
-register_helper_call(POOL_WORD_OP, POOL_SUMS_HELPERS, pool_word_name, HelperAccess((PointerAccess(0, (Axis(4, 1),)),)))
-register_helper_call(POOL_PAIRS_OP, POOL_SUMS_HELPERS, pool_pairs_name)
-register_helper_call(POOL_PAIRS_ROR8_OP, POOL_SUMS_HELPERS, pool_pairs_ror8_name)
+WORD_ACCESS = HelperAccess((PointerAccess(0, (Axis(4, 1),)),))
+for _operation in POOL_SUMS_OPS:
+    register_helper_call(f"tvm_ext.pool_{_operation}", POOL_SUMS_HELPERS,
+                         functools.partial(pool_sums_helper_name, operation=_operation),
+                         WORD_ACCESS if _operation == "word" else None)
 
-POOL_WORD_OPS = (POOL_WORD_OP, POOL_PAIRS_OP, POOL_PAIRS_ROR8_OP)
+POOL_WORD_OPS = tuple(f"tvm_ext.pool_{operation}" for operation in POOL_SUMS_OPS)
 """The ops, in the order `tvm_ext.kernels.window_sums.WordOps` takes them."""
