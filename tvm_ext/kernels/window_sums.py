@@ -57,9 +57,9 @@ nearly (cortex-m4f: vww_96_int8's 3x3 global pool of 256 channels 7,179 -> 5,774
 2x2 pixels slower) and smaller (that pool's kernel 104 B, 136 B here; every bundle's code stays within main's)."""
 UNROLLED_STEP = 4
 """The most taps of a row one step of its loop takes (`_step`)."""
-CONSECUTIVE_STEP = 2
-"""The most words one step of a reduction over the innermost axes takes: its kernel's code within the generic one's
-(cortex-m4f: vit_tiny_16_int8's seven MEANs 788 B of code, 792 B generic, 968 B with steps of four)."""
+CONSECUTIVE_STEP = 1
+"""The words one step of a reduction over the innermost axes takes: its kernel's code within the generic one's
+(cortex-m4f, gcc -O2: vit_tiny_16_int8's seven MEANs 744 B of code, 792 B generic; 816 B with steps of two)."""
 
 
 @dataclass(frozen=True)
