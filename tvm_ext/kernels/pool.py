@@ -73,12 +73,12 @@ def average_pool2d_integer(
         s = unrolled_sum(b, y, x, c) if unrolled else total[b, y, x, c]
         n = tirx.const(pool[0] * pool[1], "int32") if not any(padding) else \
             valid_taps(y * strides[0] - padding[0], pool[0], h) * valid_taps(x * strides[1] - padding[1], pool[1], w)
-        return clamp_to_type(_rounded_quotient(s, n), activation.low, activation.high, dtype)
+        return clamp_to_type(rounded_quotient(s, n), activation.low, activation.high, dtype)
 
     return te.compute(shape, average, name=f"average_pool2d_{data.dtype}")
 
 
-def _rounded_quotient(total, count):
+def rounded_quotient(total, count):
     """`total` / `count` rounded half away from zero (TFLite's average pool; both int32, `count` > 0): the
     quotient of `total` plus half the count of its sign (`total >> 31` is 0 or -1, and (half ^ -1) + 1 = -half;
     a total of 0 gets +half, which still rounds to 0). Arithmetic, not a select of two quotients: TVM writes the
@@ -119,7 +119,7 @@ def average_of_sums(total: te.Tensor, *, count: int, dtype: str) -> te.Tensor:
                           name=f"average_of_sums_{dtype}")
     info = np.iinfo(dtype)
     return te.compute(shape,
-                      lambda b, y, x, c: clamp_to_type(_rounded_quotient(total[b, y, x, c], tirx.const(count, "int32")),
+                      lambda b, y, x, c: clamp_to_type(rounded_quotient(total[b, y, x, c], tirx.const(count, "int32")),
                                                        int(info.min), int(info.max), dtype),
                       name=f"average_of_sums_{dtype}")
 

@@ -89,7 +89,7 @@ def mean_or_sum_int8(
     The sum is int32, as the reference's accumulator.
     """
     reduction = _Reduction.of(data, axes, keepdims)
-    rescale = _rescaled(reduction.count, input_zero_point, output_zero_point, multiplier, shift, rounding,
+    rescale = rescaled(reduction.count, input_zero_point, output_zero_point, multiplier, shift, rounding,
                         str(data.dtype))
     if reduction.count <= UNROLLED_TAPS:
         # a few terms: one expression per output, as a small pool window (no accumulator array stored and reloaded)
@@ -103,7 +103,7 @@ def mean_or_sum_int8(
     return te.compute(reduction.out_shape, lambda *i: rescale(total(*i)), name="mean_or_sum_int8")
 
 
-def _rescaled(count: int, input_zero_point: int, output_zero_point: int, multiplier: int, shift: int,
+def rescaled(count: int, input_zero_point: int, output_zero_point: int, multiplier: int, shift: int,
               rounding: Rounding, dtype: str) -> Callable[[PrimExpr], PrimExpr]:
     """MEAN's (SUM's) output of `count` values in `dtype` from their int32 sum (`mean_or_sum_int8`'s formula)."""
     limits = ActivationRange.of_dtype(dtype)
@@ -125,7 +125,7 @@ def mean_of_sums(total: te.Tensor, *, shape: Sequence[int], count: int, input_ze
     """A MEAN over the rows and columns of an NHWC tensor from its int32 sums `total` [1, 1, 1, C] (the band sums
     of tvm_ext.kernels.pool.row_sums, streamed by tvm_ext.transform.patch_prefix), as `mean_or_sum_int8` computes
     it from the whole input: output `shape` ([1, C], or [1, 1, 1, C] with keepdims) in `dtype`."""
-    rescale = _rescaled(count, input_zero_point, output_zero_point, multiplier, shift, rounding, dtype)
+    rescale = rescaled(count, input_zero_point, output_zero_point, multiplier, shift, rounding, dtype)
     return te.compute(tuple(shape), lambda *i: rescale(total[0, 0, 0, i[-1]]), name=f"mean_of_sums_{dtype}")
 
 

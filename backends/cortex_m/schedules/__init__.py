@@ -49,6 +49,9 @@ the helpers of `backends.cortex_m.helpers`.
 - `batch_matmul` (DSP cores without MVE): int8 BATCH_MATMUL as one call of the batch matmul helper per matrix of
   the batch (both operands widened once, 2x2 tiles of dual MACs), the kernel the int8 lowering writes
   (`KernelSchedules.int8_batch_matmul`);
+- `pool_sums` (DSP cores without MVE): an int8 AVERAGE_POOL_2D, MEAN or SUM of more than nine taps a window as window
+  sums four channels a word (SXTAB16 into 16-bit pairs), the kernels the int8 lowering writes
+  (`KernelSchedules.int8_window_sums`: the word ops `tvm_ext.kernels.window_sums` calls);
 - `window1_conv` (DSP cores without MVE): an int8 convolution whose window reads few input channels (an RGB stem)
   as one call of the few-channel helper (four pixels per weight word), the kernel the int8 lowering writes
   (`KernelSchedules.few_channel_conv`);
@@ -91,6 +94,7 @@ from backends.cortex_m.schedules.helium_depthwise import depthwise_channel_tiles
 from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilogue_calls, float_mac_replacement,
                                                       padded_float_calls)
 from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles_calls, without_pair_scratch
+from backends.cortex_m.schedules.pool_sums import POOL_WORD_OPS
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
@@ -261,7 +265,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
     without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`); on DSP cores without
-    MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`)."""
+    MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`); on DSP
+    cores without MVE, int8 AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
     dsp_only = has_dsp_extension(profile) and not has_mve(profile)
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
@@ -278,6 +283,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' int8 batch matmul, both operands widened once and 2x2 tiles of dual MACs (measured on
         # cortex-m4f; Helium keeps the generic kernel until measured)
         int8_batch_matmul=int8_batch_matmul if dsp_only else None,
+        # the DSP cores' window sums of int8 AVERAGE_POOL_2D, MEAN and SUM, four channels a word (measured on
+        # cortex-m4f; Helium keeps the generic kernels until measured)
+        int8_window_sums=POOL_WORD_OPS if dsp_only else None,
         # the DSP cores' kernel of a window over few input channels (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
         few_channel_conv=few_channel_conv if dsp_only else None,

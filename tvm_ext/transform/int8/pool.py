@@ -14,7 +14,9 @@ from tvm.relax.dpl import is_op, wildcard
 
 from ...kernels import average_pool2d_integer, max_pool2d_integer
 from ...kernels.copy_runs import max_pool2d_runs
+from ...kernels.window_sums import window_sums_kernels
 from ...kernels.quant_params import ActivationRange
+from .binary import first_fitting
 from .graph import describe
 from .lowering import ClampedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import extract
@@ -50,7 +52,10 @@ def _match_average_pool(narrow: relax.Call, ctx: LoweringContext) -> Union[Clamp
     matched = extract(_AVERAGE_POOL_OF_WIDENED, narrow, ctx)
     if matched is None or str(matched[_WIDENED].args[0].ty.dtype) != str(narrow.attrs.dtype):
         return Mismatch(describe(ctx.graph.value_of(pool.args[0])))
-    return _pool("AVERAGE_POOL_2D", average_pool2d_integer, pool, matched[_WIDENED].args[0], ctx)
+    # int8 window sums a word at a time where the backend gives their ops (DSP cores) and they fit, else the generic
+    kernel = average_pool2d_integer if ctx.int8_window_sums is None else \
+        first_fitting(window_sums_kernels(ctx.int8_window_sums)[0], average_pool2d_integer)
+    return _pool("AVERAGE_POOL_2D", kernel, pool, matched[_WIDENED].args[0], ctx)
 
 
 def _ends_max_pool(value: relax.Expr, ctx: LoweringContext) -> bool:

@@ -12,6 +12,8 @@ from tvm import relax
 from ...kernels import Rounding
 from ...kernels.reduce import max_or_min_int8, mean_or_sum_int8
 from ...kernels.reduce_params import ReduceParams, mean_params, sum_params
+from ...kernels.window_sums import window_sums_kernels
+from .binary import first_fitting
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import QuantizedUnary, UnaryMatch, ends_float_operator
 
@@ -49,7 +51,11 @@ def _mean_or_sum(kind: str, params_of: ParamsOf):
         if count == 0:
             return Mismatch(f"{kind} over an empty axis")
         params = params_of(data.quant.scale, out.scale, count, ctx.rounding)
-        return KernelCall(kind, core, mean_or_sum_int8, (data.tensor,),
+        # int8 window sums a word at a time where the backend gives their ops (DSP cores) and they fit (not of a
+        # constant input, which is folded on the host), else the generic kernel
+        ops = ctx.int8_window_sums if ctx.graph.constant(data.tensor) is None else None
+        kernel = mean_or_sum_int8 if ops is None else first_fitting(window_sums_kernels(ops)[1], mean_or_sum_int8)
+        return KernelCall(kind, core, kernel, (data.tensor,),
                           {"axes": axes, "keepdims": bool(core.attrs.keepdims),
                            "input_zero_point": data.quant.zero_point, "output_zero_point": out.zero_point,
                            "multiplier": params.multiplier, "shift": params.shift, "rounding": ctx.rounding})

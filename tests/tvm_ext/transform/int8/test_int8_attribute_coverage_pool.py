@@ -25,6 +25,7 @@ from tflite.Padding import Padding  # noqa: E402
 from tflite.TensorType import TensorType  # noqa: E402
 
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro, assert_refused_in_one_line  # noqa: E402
+from test_int8_misc_ops import assert_window_sums_bit_exact_on_cortex_m4f  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor  # noqa: E402
 
 
@@ -61,10 +62,25 @@ POOL_CASES = (
 )
 
 
-def pool_model(builtin: str) -> Model:
+# Pools of the DSP cores' window sums (tvm_ext.kernels.window_sums): unpadded windows of more than nine taps,
+# runs of channels in blocks of four and a rest, stride-1 rows as one run of their pixels' channels, rows and column
+# steps with a rest; and the forms that keep the generic kernel.
+DSP_POOL_CASES = (
+    PoolCase((1, 8, 12, 3), (4, 4), (1, 1), Padding.VALID),  # a row of three-channel pixels as one run of 27
+    PoolCase((1, 9, 11, 9), (3, 4), (2, 3), Padding.VALID, Act.RELU6,
+             Quantization((0.03,), (-128,))),  # per pixel: two blocks of four and one channel
+    PoolCase((1, 5, 5, 64), (5, 5), (1, 1), Padding.VALID),  # a global pool: one row of 25 taps, steps of 4 and 1
+    PoolCase((2, 8, 8, 12), (8, 8), (1, 1), Padding.VALID, Act.RELU),  # 64 taps, two batches
+    PoolCase((1, 17, 16, 4), (17, 16), (1, 1), Padding.VALID),  # 272 taps: more than the halves hold (generic)
+    PoolCase((1, 3, 3, 256), (3, 3), (1, 1), Padding.VALID),  # nine taps (generic)
+    PoolCase((1, 7, 6, 8), (4, 4), (2, 2)),  # padded (generic)
+)
+
+
+def pool_model(builtin: str, cases: tuple[PoolCase, ...] = POOL_CASES) -> Model:
     """One ``builtin`` (AVERAGE_POOL_2D or MAX_POOL_2D) per case, each with its own graph input and output."""
     tensors, operators = [], []
-    for index, case in enumerate(POOL_CASES):
+    for index, case in enumerate(cases):
         tensors += [Tensor(f"case{index}_in", case.input_shape, "int8", case.quantization),
                     Tensor(f"case{index}_out", case.output_shape(), "int8", case.quantization)]
         options = Options("Pool2DOptions", {"Padding": case.padding, "StrideH": case.strides[0],
@@ -107,6 +123,12 @@ def arg_max_model(cases: tuple[tuple[tuple[int, ...], int], ...] = ARG_MAXES, ou
 @pytest.mark.parametrize("builtin", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
 def test_pool_attributes_are_bit_exact_with_tflite_micro(builtin, tmp_path):
     assert_bit_exact_with_tflite_micro(pool_model(builtin), tmp_path)
+
+
+def test_average_pools_of_a_dsp_core_are_bit_exact_with_tflite_micro(tmp_path):
+    """cortex-m4f's window sums four channels a word, every form of DSP_POOL_CASES (those the sums do not take keep
+    the generic kernel)."""
+    assert_window_sums_bit_exact_on_cortex_m4f(pool_model("AVERAGE_POOL_2D", DSP_POOL_CASES), tmp_path)
 
 
 @pytest.mark.parametrize("builtin", ["ARG_MAX", "ARG_MIN"])

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from c_checks import strict_sanitized_selftest  # noqa: E402
 from test_int8_elementwise_ops import assert_bit_exact_with_tflite_micro  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import CompileError, compile  # noqa: E402
@@ -58,13 +59,28 @@ QUANTIZATIONS = (
 )
 
 
+# Reductions of the DSP cores' window sums (tvm_ext.kernels.window_sums) beside REDUCTIONS' forms: runs of
+# channels in blocks of four and a rest, the innermost axis four a word with and without a rest, and counts the sums
+# leave to the generic kernel (at most nine, more than the 16-bit halves hold).
+DSP_REDUCTIONS = REDUCTIONS + (
+    Reduction((1, 6, 6, 20), (1, 2), False),  # 36 taps of 20 channels
+    Reduction((1, 4, 4, 384), (1, 2), False),  # an EfficientNet's head: 16 taps of 384 channels
+    Reduction((1, 64, 48), (2,), True),  # the innermost axis: twelve words a row
+    Reduction((2, 10, 23), (-1,), False),  # ... five words and three bytes
+    Reduction((1, 100, 64), (1,), False),  # a TCN's MEAN over time: 100 taps
+    Reduction((1, 2, 2, 1280), (1, 2), False),  # four taps (generic)
+    Reduction((1, 20, 20, 4), (1, 2), True),  # 400 taps (generic)
+)
+
+
 def reduction_model(builtin: str, output_scale_factor: float = 1.0, dtype: str = "int8",
-                    quantizations: tuple[tuple[Quantization, Quantization], ...] = QUANTIZATIONS) -> Model:
+                    quantizations: tuple[tuple[Quantization, Quantization], ...] = QUANTIZATIONS,
+                    reductions: tuple[Reduction, ...] = REDUCTIONS) -> Model:
     """One ``builtin`` reducer per case of REDUCTIONS, each with its own graph input and output of ``dtype`` (int8,
     or int16: 16x8), (input, output) quantizations cycled through ``quantizations``, output scales multiplied by
     ``output_scale_factor`` (a SUM's range grows with its element count)."""
     tensors, operators, inputs, outputs = [], [], [], []
-    for index, case in enumerate(REDUCTIONS):
+    for index, case in enumerate(reductions):
         in_quant, out_quant = quantizations[index % len(quantizations)]
         out_quant = Quantization((out_quant.scales[0] * output_scale_factor,), out_quant.zero_points)
         inputs.append(len(tensors))
@@ -83,6 +99,31 @@ def test_mean_is_bit_exact_with_tflite_micro(tmp_path):
 
 def test_sum_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(reduction_model("SUM", output_scale_factor=8.0), tmp_path)
+
+
+def assert_window_sums_bit_exact_on_cortex_m4f(model: Model, tmp_path) -> None:
+    """Compile ``model`` for cortex-m4f: its kernels take the DSP window sums (tvm_ext.kernels.window_sums:
+    SXTAB16 pairs), its self-test under QEMU matches TFLite Micro exactly on every output, and so does the same
+    bundle built on the host (the helpers' portable C) under the strict warnings and the sanitizers."""
+    path = tmp_path / "model.tflite"
+    path.write_bytes(build(model))
+    bundle = compile(path, "cortex-m4f", tmp_path / "m4f")
+    report = bundle.selftest.output
+    assert bundle.selftest.passed and bundle.selftest.where.startswith("mps2-"), report
+    assert len(bundle.selftest.outputs) == len(model.outputs) and all(
+        output.bit_identical for output in bundle.selftest.reports), report
+    assert f"{bundle.plan.model}_pool_pairs(" in (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    host = strict_sanitized_selftest(bundle.out_dir, tmp_path / "host",
+                                     make_arguments=("selftest", "CFLAGS=-std=c99 -O2", "AR=ar"))
+    assert host.returncode == 0 and "selftest: PASS" in host.stdout, host.stdout + host.stderr
+
+
+@pytest.mark.parametrize(("builtin", "output_scale_factor"), [("MEAN", 1.0), ("SUM", 8.0)])
+def test_mean_and_sum_of_a_dsp_core_are_bit_exact_with_tflite_micro(builtin, output_scale_factor, tmp_path):
+    """cortex-m4f's window sums four elements a word, every form of DSP_REDUCTIONS (those the sums do not take keep
+    the generic kernel)."""
+    assert_window_sums_bit_exact_on_cortex_m4f(reduction_model(builtin, output_scale_factor,
+                                                               reductions=DSP_REDUCTIONS), tmp_path)
 
 
 UNCHANGED_QUANTIZATIONS = tuple((in_quant, in_quant) for in_quant, _ in QUANTIZATIONS)  # TFLM's REDUCE_MAX/MIN

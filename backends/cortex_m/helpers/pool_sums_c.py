@@ -1,0 +1,35 @@
+"""The word operations of the int8 window sums of AVERAGE_POOL_2D and MEAN / SUM on DSP cores:
+`<prefix>_pool_word` (four int8 as one word, any alignment), `<prefix>_pool_pairs` and `<prefix>_pool_pairs_ror8`
+(SXTAB16: bytes 0 and 2, or 1 and 3, added to two 16-bit halves), called by the kernels
+`backends.cortex_m.schedules.pool_sums` writes; portable C where the compiler has no DSP extension.
+
+Its own library (`POOL_SUMS_HELPERS`): only a bundle whose kernels call them defines it, so the bundles of models
+without such a pool keep their bytes. The C is hand-written: `templates/pool_sums.h.in` (its contract in its
+leading comment), unit-tested on the host and under QEMU by `tests/c/test_pool_sums.c`
+(`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
+"""
+
+from __future__ import annotations
+
+from backends.backend import HelperLibrary
+from packager.template_files import helper_template_c
+
+POOL_SUMS_TEMPLATE = "pool_sums.h.in"
+
+
+POOL_SUMS_OPS = ("word", "pairs", "pairs_ror8")
+"""The operations: the word load, the SXTAB16 of bytes 0 and 2, that of bytes 1 and 3."""
+
+
+def pool_sums_helper_name(prefix: str, operation: str) -> str:
+    """The C name of the operation `operation` (one of POOL_SUMS_OPS) in the bundle `prefix`."""
+    return f"{prefix}_pool_{operation}"
+
+
+def pool_sums_helper_c(prefix: str) -> str:
+    """The C definition of the three operations for the bundle `prefix` (it includes <string.h> for memcpy)."""
+    return helper_template_c(__package__, POOL_SUMS_TEMPLATE, prefix)
+
+
+POOL_SUMS_HELPERS = HelperLibrary("cortex_m_pool_sums", pool_sums_helper_c)
+"""The window sums' library: defined by a bundle whose kernels call one of its operations."""
