@@ -17,6 +17,7 @@ from typing import Optional
 import pytest
 
 from backends.cortex_m.helpers import cortex_m_helpers_c, helium_float_c, helium_helpers_c, pair_direct_helpers_c
+from backends.cortex_m.helpers.add_values_c import ADD_VALUES_TEMPLATE
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
@@ -139,6 +140,11 @@ UNIT_TESTS_BY_HELPER = [
     # the one-input-channel convolution (windows gathered and widened, four pixels per weight word) against the
     # plain sums and the scalar helpers
     HelperUnitTest("window1_conv", (*SCALAR_REQUANTIZE_SMALL, WINDOW1_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c,
+                                                helper_c=functools.partial(helper_template_c,
+                                                                           "backends.cortex_m.helpers"))),
+    # the DSP cores' ADD and SUB output stage from tabled values against TFLite's reference with the scalar helpers
+    HelperUnitTest("add_s8_values", (*SCALAR_REQUANTIZE, ADD_VALUES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c,
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers"))),

@@ -1,0 +1,57 @@
+"""The DSP cores' int8 ADD and SUB kernel from the operands' tabled values: TFLite's int8 ADD (or SUB) of two
+operands of one shape as an element loop whose output stage is one call of `<prefix>_add_s8_value`
+(`backends.cortex_m.helpers.templates.add_s8_values.h.in`: SMMLAR, the sign term and SSAT, inlined), the kernel the
+int8 lowering writes where the backend gives one (`backends.backend.KernelSchedules.int8_add_values`) and the
+lowering has tabled both operands' rescaled values, doubled, in flash (`tvm_ext.transform.int8.binary.values_call`:
+the tables shared by the layers of one operand quantization, granted by the profile's flash budget) and found the
+output's constants (`tvm_ext.kernels.elementwise.add_from_values`: its multiplier, right shift and bias, and the
+bounds that keep the helper's int32 steps exact).
+
+The generic kernel (`tvm_ext.kernels.add_int8`) computes the output's fixed-point rescale in 64-bit C: 14.1-14.5
+instructions per byte on cortex-m4f on large ADDs whose operands' rescales it tables, 19.2-19.4 on small ones whose
+rescales it computes; this kernel 11 (two byte loads, two table loads, the sum, SMMLAR, the sign term, SSAT, the
+byte store and the loop's step) in about the generic kernel's code. An element loop as the generic kernel's, so
+the memory planner lets its output share an input's bytes as it does the generic kernel's (`tvm_ext.codegen.
+stream_order`), and a fused activation narrower than int8 is a clamp after it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tvm import te, tirx
+
+from backends.cortex_m.helpers.add_values_c import ADD_VALUES_HELPERS, add_value_helper_name
+from tvm_ext.tir.helper_calls import register_helper_call
+
+ADD_VALUE_OP = "tvm_ext.add_s8_value"
+# The call (s, multiplier, right, bias) -> the saturated int8 output (int32) of the doubled sum s.
+register_helper_call(ADD_VALUE_OP, ADD_VALUES_HELPERS, add_value_helper_name)
+
+
+def dsp_add_values(lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, multiplier: int, right: int, bias: int,
+                   lhs_scale: int, rhs_scale: int, activation: Any) -> te.Tensor:
+    """TFLite's int8 ADD (or SUB) of `lhs` and `rhs` (int8, one shape) from their doubled rescaled values: an operand
+    of `lhs_scale` (`rhs_scale`) 0 is read from the next of `tables` (int32[256] each, indexed by the byte), another
+    is its value times that scale (an exact shift: `tvm_ext.transform.int8.binary.values_call`); then the output's
+    `multiplier`, `right` shift and `bias` (`tvm_ext.kernels.elementwise.add_from_values`), clamped to `activation`
+    (its `low` and `high`, output units) where that is narrower than int8."""
+    low, high = int(activation.low), int(activation.high)
+    constants = tuple(tirx.const(int(value), "int32") for value in (multiplier, right, bias))
+    remaining = iter(tables)
+    terms = [(operand, scale, None if scale else next(remaining))
+             for operand, scale in ((lhs, lhs_scale), (rhs, rhs_scale))]
+
+    def value(*index):
+        total = tirx.const(0, "int32")
+        for operand, scale, table in terms:
+            x = operand(*index)
+            total = total + (x.astype("int32") * scale if table is None else table[x.astype("uint8").astype("int32")])
+        out = tirx.call_intrin("int32", ADD_VALUE_OP, total, *constants)
+        if low > -128:
+            out = tirx.max(out, low)
+        if high < 127:
+            out = tirx.min(out, high)
+        return out.astype("int8")
+
+    return te.compute([int(d) for d in lhs.shape], value, name="add_int8_values")
