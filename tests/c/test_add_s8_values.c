@@ -6,7 +6,7 @@
  * neither of multiplier 1/2 (the halved operand taken as x << 20 with its zero point's term in the other's table,
  * as tvm_ext/transform/int8/binary.py values_call writes the kernel), ADD and SUB, offsets at either end, fused
  * activation ranges. The tables, the bias and the bound on int32 steps are computed here as
- * tvm_ext/kernels/int8_tables.py doubled_operand_table and tvm_ext/kernels/elementwise.py add_from_values do. Built
+ * tvm_ext/kernels/int8_tables.py scaled_operand_table and tvm_ext/kernels/elementwise.py add_from_values do. Built
  * by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
  * (SMMLAR, SSAT). Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>

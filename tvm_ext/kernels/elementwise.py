@@ -11,24 +11,12 @@ from typing import Optional, Sequence
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
+from ..tir.broadcast import broadcast_read, broadcast_shape
 from .fixed_point import (INT32_MAX, Rounding, clamp_to_int8, clamp_to_type, count_leading_zeros, doubling_high_mul,
                           largest_centered, multiply_by_constant_quantized_multiplier,
                           multiply_by_quantized_multiplier, quantized_multiplier_bound, rounding_divide_by_pot,
                           wrapping_left_shift)
 from .quant_params import ActivationRange, AddParams, MulParams
-
-
-def broadcast_shape(lhs: te.Tensor, rhs: te.Tensor) -> list[int]:
-    """The output shape of two broadcast operands (numpy's rule; the frontend has checked they conform)."""
-    rank = max(len(lhs.shape), len(rhs.shape))
-    padded = [[1] * (rank - len(t.shape)) + [int(d) for d in t.shape] for t in (lhs, rhs)]
-    return [max(a, b) for a, b in zip(*padded)]
-
-
-def broadcast_read(tensor: te.Tensor, index: Sequence[PrimExpr]) -> PrimExpr:
-    """``tensor`` at the output ``index``: trailing axes aligned, axes of extent 1 read at 0."""
-    own = index[len(index) - len(tensor.shape):]
-    return tensor(*(0 if int(d) == 1 else i for d, i in zip(tensor.shape, own)))
 
 
 def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: int,
@@ -106,8 +94,8 @@ def rescaled_table_args(dtype: str, elements: int, params: AddParams, lhs_zero_p
 def add_from_values(largest_sum: int, output: tuple[int, int], output_zero_point: int,
                     rounding: Rounding) -> Optional[tuple[int, int, int]]:
     """TFLite's int8 ADD or SUB output stage on the sum s of its operands' doubled rescaled values
-    (``int8_tables.doubled_operand_table``; ``largest_sum`` the largest |s|) as one rounding high product and a
-    shift: (multiplier, right, bias) with which
+    (``int8_tables.scaled_operand_table``; ``largest_sum`` the largest |s|), or SQUARED_DIFFERENCE's on s twice the
+    squared difference, as one rounding high product and a shift: (multiplier, right, bias) with which
     ``(((s * multiplier + 2^31) >> 32) + bias + (s < 0 ? -1 : 0)) >> right`` is
     MBQM(s / 2, *output) + output_zero_point (double rounding), or None where that does not hold in int32 steps.
 

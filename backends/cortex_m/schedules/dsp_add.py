@@ -22,6 +22,7 @@ from typing import Any
 from tvm import te, tirx
 
 from backends.cortex_m.helpers.add_values_c import ADD_VALUES_HELPERS, add_value_helper_name
+from tvm_ext.tir.broadcast import broadcast_read, broadcast_shape
 from tvm_ext.tir.helper_calls import register_helper_call
 
 ADD_VALUE_OP = "tvm_ext.add_s8_value"
@@ -30,13 +31,14 @@ register_helper_call(ADD_VALUE_OP, ADD_VALUES_HELPERS, add_value_helper_name)
 
 
 def dsp_add_values(lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, multiplier: int, right: int, bias: int,
-                   lhs_scale: int, rhs_scale: int, activation: Any) -> te.Tensor:
-    """TFLite's int8 ADD (or SUB) of `lhs` and `rhs` (int8, one shape) from their doubled rescaled values: an operand
-    of `lhs_scale` (`rhs_scale`) 0 is read from the next of `tables` (int32[256] each, indexed by the byte), another
-    is its value times that scale (an exact shift: `tvm_ext.transform.int8.binary.values_call`); then the output's
+                   lhs_scale: int, rhs_scale: int, squared: bool = False, activation: Any = None) -> te.Tensor:
+    """TFLite's int8 ADD (or SUB) of `lhs` and `rhs` (int8, broadcast) from their doubled rescaled values, or with
+    `squared` SQUARED_DIFFERENCE from their rescaled values: an operand of `lhs_scale` (`rhs_scale`) 0 is read from
+    the next of `tables` (int32[256] each, indexed by the byte), another is its value times that scale (an exact
+    shift: `tvm_ext.transform.int8.binary.values_call`); the terms' sum s (squared: 2 s^2) through the output's
     `multiplier`, `right` shift and `bias` (`tvm_ext.kernels.elementwise.add_from_values`), clamped to `activation`
-    (its `low` and `high`, output units) where that is narrower than int8."""
-    low, high = int(activation.low), int(activation.high)
+    (its `low` and `high`, output units; None: int8's range) where that is narrower than int8."""
+    low, high = (-128, 127) if activation is None else (int(activation.low), int(activation.high))
     constants = tuple(tirx.const(int(value), "int32") for value in (multiplier, right, bias))
     remaining = iter(tables)
     terms = [(operand, scale, None if scale else next(remaining))
@@ -45,8 +47,10 @@ def dsp_add_values(lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, multiplie
     def value(*index):
         total = tirx.const(0, "int32")
         for operand, scale, table in terms:
-            x = operand(*index)
+            x = broadcast_read(operand, index)
             total = total + (x.astype("int32") * scale if table is None else table[x.astype("uint8").astype("int32")])
+        if squared:
+            total = total * total * 2
         out = tirx.call_intrin("int32", ADD_VALUE_OP, total, *constants)
         if low > -128:
             out = tirx.max(out, low)
@@ -54,4 +58,5 @@ def dsp_add_values(lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, multiplie
             out = tirx.min(out, high)
         return out.astype("int8")
 
-    return te.compute([int(d) for d in lhs.shape], value, name="add_int8_values")
+    return te.compute(broadcast_shape(lhs, rhs), value, name="squared_difference_int8_values" if squared
+                      else "add_int8_values")
