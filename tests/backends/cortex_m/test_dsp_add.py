@@ -1,10 +1,10 @@
 """The DSP cores' int8 ADD and SUB from the operands' tabled values (backends/cortex_m/schedules/dsp_add.py, the
 helper backends/cortex_m/helpers/templates/add_s8_values.h.in, the lowering tvm_ext/transform/int8/binary.py
-values_call): on cortex-m4f an int8 ADD or SUB of two computed operands of one shape and at least
-binary.VALUES_ELEMENTS elements is an element loop calling `<prefix>_add_s8_value` (either operand of the larger
-scale, a fused ReLU narrower than int8, SUB, operands of equal scale), the tables in flash shared by the layers of
-one operand quantization; a broadcast ADD and a small one keep the generic kernel; every one bit for bit with
-TFLite Micro under QEMU mps2-an386 and on the host (the helper's portable C). Helium keeps its own ADD."""
+values_call): on cortex-m4f an int8 ADD or SUB of at least binary.VALUES_ELEMENTS elements is an element loop
+calling `<prefix>_add_s8_value` (either operand of the larger scale, a fused ReLU narrower than int8, SUB, operands
+of equal scale, a broadcast operand), the tables in flash shared by the layers of one operand quantization; a small
+one keeps the generic kernel; every one bit for bit with TFLite Micro under QEMU mps2-an386 and on the host (the
+helper's portable C). Helium keeps its own ADD. (Every operand pair: test_int8_elementwise_ops.)"""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _model(shape: tuple[int, ...]) -> bytes:
     """Inputs a of `shape` (scale 0.05, zero point -128), b (0.11, 127), d (0.05, 3: a's scale) and c
     [1, 1, 1, channels] (0.02, 4), and each a model output: a + b (b the larger scale), b + a with a ReLU (its
     output's zero point -20 its lower bound: a clamp), a - b, a + b again into another output (the same table of
-    a), a - d (equal scales), and a + c (broadcast: the generic kernel)."""
+    a), a - d (equal scales), and a + c (c broadcast)."""
     tensors = [Tensor("a", shape, "int8", Quantization((0.05,), (-128,))),
                Tensor("b", shape, "int8", Quantization((0.11,), (127,))),
                Tensor("c", (1, 1, 1, shape[-1]), "int8", Quantization((0.02,), (4,))),
@@ -53,11 +53,11 @@ def _model(shape: tuple[int, ...]) -> bytes:
 def test_dsp_add_and_sub_read_tabled_values_and_stay_bit_exact(tmp_path):
     assert SHAPE[1] * SHAPE[2] * SHAPE[3] >= VALUES_ELEMENTS > FEW[1] * FEW[2] * FEW[3]
     bundle, kernels = bit_exact_bundle(tmp_path, "add", _model(SHAPE), "cortex-m4f", "mps2-an386")
-    assert kernels.count("_add_s8_value(") == 5, kernels  # the broadcast ADD keeps the generic kernel
+    assert kernels.count("_add_s8_value(") == 6, kernels
     weights = (bundle.out_dir / "add_weights.c").read_text()
     # b is of the larger scale (a shift): a's doubled values with b's zero point term, one table for a + b, b + a
-    # and a + b again, one for a - b (the term's other sign), one for a - d (d shifted)
-    assert weights.count("const int32_t") == 3, weights
+    # and a + b again, one for a - b (the term's other sign), one for a - d (d shifted); c's (a the larger scale)
+    assert weights.count("const int32_t") == 4, weights
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable steps
 
 
