@@ -14,8 +14,9 @@ these modules name the helpers and list the templates a bundle defines:
   convolution's pixel pair (`pair_tiles_c`);
 - `window1_conv_c`: an int8 convolution whose window reads one input channel, every pixel and channel in one call
   (`window1_conv.h.in`, DSP cores), a library of its own (`WINDOW1_HELPERS`) that only its kernels' calls record;
-- `add_values_c`: the output stage of int8 ADD and SUB from the operands' values tabled at compile time
-  (`add_s8_values.h.in`, DSP cores), a library of its own (`ADD_VALUES_HELPERS`) that only its kernels' calls record;
+- `add_s8_values.h.in`, the output stage of int8 ADD, SUB and SQUARED_DIFFERENCE from the operands' values tabled at
+  compile time (DSP cores): a library of its own that only its kernels' calls record, named with its kernel
+  (`backends.cortex_m.schedules.dsp_add`);
 - `copy_c`: the ascending copy (the SVDF state update's shift in place) and the int8 maximum of two runs
   (MAX_POOL_2D's window taps as runs, DSP cores);
 - `helium_c`: the Helium (MVE) bodies of the dual MAC, the depthwise MAC and the row dot product, which a

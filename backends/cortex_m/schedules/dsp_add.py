@@ -17,17 +17,25 @@ stream_order`), and a fused activation narrower than int8 is a clamp after it.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from tvm import te, tirx
 
-from backends.cortex_m.helpers.add_values_c import ADD_VALUES_HELPERS, add_value_helper_name
+from backends.backend import HelperLibrary
+from packager.template_files import helper_template_c
 from tvm_ext.tir.broadcast import broadcast_read, broadcast_shape
 from tvm_ext.tir.helper_calls import register_helper_call
 
+ADD_VALUES_TEMPLATE = "add_s8_values.h.in"
+"""The helper's hand-written C (`backends/cortex_m/helpers/templates/`, unit test `tests/c/test_add_s8_values.c`)."""
+ADD_VALUES_HELPERS = HelperLibrary("cortex_m_add_values", functools.partial(
+    helper_template_c, "backends.cortex_m.helpers", ADD_VALUES_TEMPLATE))
+"""Its library of its own: only a bundle whose kernels call `<prefix>_add_s8_value` defines it (it needs
+<stdint.h> only), so the other bundles keep their bytes."""
 ADD_VALUE_OP = "tvm_ext.add_s8_value"
 # The call (s, multiplier, right, bias) -> the saturated int8 output (int32) of the doubled sum s.
-register_helper_call(ADD_VALUE_OP, ADD_VALUES_HELPERS, add_value_helper_name)
+register_helper_call(ADD_VALUE_OP, ADD_VALUES_HELPERS, "{}_add_s8_value".format)
 
 
 def dsp_add_values(lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, multiplier: int, right: int, bias: int,

@@ -17,7 +17,6 @@ from typing import Optional
 import pytest
 
 from backends.cortex_m.helpers import cortex_m_helpers_c, helium_float_c, helium_helpers_c, pair_direct_helpers_c
-from backends.cortex_m.helpers.add_values_c import ADD_VALUES_TEMPLATE
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
@@ -34,6 +33,7 @@ from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLA
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
 from backends.cortex_m.helpers.window1_conv_c import WINDOW1_TEMPLATE
+from backends.cortex_m.schedules.dsp_add import ADD_VALUES_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
 from packager.c_text import macro_prefix
