@@ -1,18 +1,20 @@
-"""The DSP cores' int8 ADD and SUB kernel from the operands' tabled values: TFLite's int8 ADD (or SUB) of two
-operands of one shape as an element loop whose output stage is one call of `<prefix>_add_s8_value`
-(`backends.cortex_m.helpers.templates.add_s8_values.h.in`: SMMLAR, the sign term and SSAT, inlined), the kernel the
-int8 lowering writes where the backend gives one (`backends.backend.KernelSchedules.int8_add_values`) and the
-lowering has tabled both operands' rescaled values, doubled, in flash (`tvm_ext.transform.int8.binary.values_call`:
-the tables shared by the layers of one operand quantization, granted by the profile's flash budget) and found the
-output's constants (`tvm_ext.kernels.elementwise.add_from_values`: its multiplier, right shift and bias, and the
-bounds that keep the helper's int32 steps exact).
+"""The DSP cores' int8 ADD, SUB and SQUARED_DIFFERENCE kernel from the operands' tabled values: an element loop
+(operands broadcast TFLite's way) whose output stage is one call of `<prefix>_add_s8_value`
+(`backends.cortex_m.helpers.templates.add_s8_values.h.in`: SMMLAR, the sign term and SSAT, inlined with constant
+arguments), the kernel the int8 lowering writes where the backend gives one
+(`backends.backend.KernelSchedules.int8_add_values`) and it has tabled the operand of the smaller scale's rescaled
+values in flash (`tvm_ext.transform.int8.binary.values_call`: TFLite's larger-scale operand is an exact shift; a
+table serves the layers of one operand quantization; the profile's flash budget grants it) and found the output's
+constants (`tvm_ext.kernels.elementwise.add_from_values`: multiplier, right shift and bias, and the bounds that keep
+the helper's int32 steps exact).
 
 The generic kernel (`tvm_ext.kernels.add_int8`) computes the output's fixed-point rescale in 64-bit C: 14.1-14.5
-instructions per byte on cortex-m4f on large ADDs whose operands' rescales it tables, 19.2-19.4 on small ones whose
-rescales it computes; this kernel 11 (two byte loads, two table loads, the sum, SMMLAR, the sign term, SSAT, the
-byte store and the loop's step) in about the generic kernel's code. An element loop as the generic kernel's, so
-the memory planner lets its output share an input's bytes as it does the generic kernel's (`tvm_ext.codegen.
-stream_order`), and a fused activation narrower than int8 is a clamp after it.
+instructions per byte on cortex-m4f on large ADDs whose operand's rescale it tables, 19.2-19.4 on small ones whose
+rescale it computes; this kernel 10.1-10.5 (two byte loads, one table load, the sum with the shifted operand,
+SMMLAR, the sign term, SSAT, the byte store and the loop's step: 10 per output in the innermost loop) in no more
+code than the generic kernel's. An element loop as the generic kernel's, so the memory planner lets its output
+share an input's bytes as it does the generic kernel's (`tvm_ext.codegen.stream_order`) and FuseOps may fuse it
+into a chain of elementwise kernels; a fused activation narrower than int8 is a clamp after it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """SQUARED_DIFFERENCE: ``q(d * d)`` with ``d = subtract(dq(a), dq(b))`` (the frontend's import), each operand
 an int8 activation or constant, broadcast -> TFLite Micro's integer SQUARED_DIFFERENCE kernel (an operand's rescaled
-values tabled where ``kernels.elementwise.rescaled_table_args`` says, as ADD's and SUB's)."""
+values tabled where ``kernels.elementwise.rescaled_table_args`` says, as ADD's and SUB's), or the backend's kernel
+from the tabled values where ``binary.values_call`` gives it (as ADD's and SUB's)."""
 
 from __future__ import annotations
 
