@@ -19,7 +19,6 @@ into a chain of elementwise kernels; a fused activation narrower than int8 is a 
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from tvm import te, tirx
@@ -31,8 +30,15 @@ from tvm_ext.tir.helper_calls import register_helper_call
 
 ADD_VALUES_TEMPLATE = "add_s8_values.h.in"
 """The helper's hand-written C (`backends/cortex_m/helpers/templates/`, unit test `tests/c/test_add_s8_values.c`)."""
-ADD_VALUES_HELPERS = HelperLibrary("cortex_m_add_values", functools.partial(
-    helper_template_c, "backends.cortex_m.helpers", ADD_VALUES_TEMPLATE))
+
+
+def add_values_helper_c(prefix: str) -> str:
+    """The helper's C definition for the bundle `prefix` (a module function: the library compares equal after the
+    compile's workers send it back pickled, so a bundle defines it once)."""
+    return helper_template_c("backends.cortex_m.helpers", ADD_VALUES_TEMPLATE, prefix)
+
+
+ADD_VALUES_HELPERS = HelperLibrary("cortex_m_add_values", add_values_helper_c)
 """Its library of its own: only a bundle whose kernels call `<prefix>_add_s8_value` defines it (it needs
 <stdint.h> only), so the other bundles keep their bytes."""
 ADD_VALUE_OP = "tvm_ext.add_s8_value"
