@@ -65,3 +65,13 @@ def test_dsp_add_and_sub_read_tabled_values_and_stay_bit_exact(tmp_path):
 def test_small_adds_keep_the_generic_kernel(tmp_path):
     _bundle, kernels = bit_exact_bundle(tmp_path, "add", _model(FEW), "cortex-m4f", "mps2-an386")
     assert "_add_s8_value(" not in kernels
+
+
+def test_the_helper_library_compares_equal_after_a_worker_pickles_it():
+    """The compile's workers send the libraries their kernels call back pickled; one that compared unequal after
+    (a functools.partial's C) was defined twice in a bundle of several subgraphs (a C redefinition)."""
+    import pickle
+
+    from backends.cortex_m.schedules.dsp_add import ADD_VALUES_HELPERS
+
+    assert pickle.loads(pickle.dumps(ADD_VALUES_HELPERS)) == ADD_VALUES_HELPERS
