@@ -252,6 +252,12 @@ class KernelSchedules:
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
     None where it does not fit that ADD (the generic kernel then)."""
+    int8_add_values: Optional[Callable[..., Any]] = None
+    """The core's own kernel of int8 ADD and SUB of two computed operands of one shape from their rescaled values,
+    doubled, tabled at compile time or an exact shift (`tvm_ext.transform.int8.binary.values_call`: operands lhs, rhs
+    and the tabled ones' int32[256] tables; keywords multiplier, right, bias (`tvm_ext.kernels.elementwise.
+    add_from_values`), lhs_scale, rhs_scale and activation), which the int8 lowering writes where the output stage
+    fits and the flash holds the tables (it returns a TE tensor), or None: the generic kernel."""
     dense_unit_tile: int = 0
     """The channel tile (a multiple of `output_channel_tile`) to which the int8 lowering pads a FULLY_CONNECTED's
     or a CONV_2D's output channels with zero weight rows where it does not divide them, for a core whose MAC helper

@@ -11,24 +11,12 @@ from typing import Optional, Sequence
 from tvm import te, tirx
 from tvm.ir.expr import Expr as PrimExpr
 
+from ..tir.broadcast import broadcast_read, broadcast_shape
 from .fixed_point import (INT32_MAX, Rounding, clamp_to_int8, clamp_to_type, count_leading_zeros, doubling_high_mul,
                           largest_centered, multiply_by_constant_quantized_multiplier,
                           multiply_by_quantized_multiplier, quantized_multiplier_bound, rounding_divide_by_pot,
                           wrapping_left_shift)
 from .quant_params import ActivationRange, AddParams, MulParams
-
-
-def broadcast_shape(lhs: te.Tensor, rhs: te.Tensor) -> list[int]:
-    """The output shape of two broadcast operands (numpy's rule; the frontend has checked they conform)."""
-    rank = max(len(lhs.shape), len(rhs.shape))
-    padded = [[1] * (rank - len(t.shape)) + [int(d) for d in t.shape] for t in (lhs, rhs)]
-    return [max(a, b) for a, b in zip(*padded)]
-
-
-def broadcast_read(tensor: te.Tensor, index: Sequence[PrimExpr]) -> PrimExpr:
-    """``tensor`` at the output ``index``: trailing axes aligned, axes of extent 1 read at 0."""
-    own = index[len(index) - len(tensor.shape):]
-    return tensor(*(0 if int(d) == 1 else i for d, i in zip(tensor.shape, own)))
 
 
 def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: int,
@@ -101,6 +89,32 @@ def rescaled_table_args(dtype: str, elements: int, params: AddParams, lhs_zero_p
         plus = -sign * zero_points[1 - k] * (1 << (params.left_shift - 1)) if halved[1 - k] else 0
         args.append((zero_points[k], params.left_shift, multipliers[k], plus))
     return args[0], args[1]
+
+
+def add_from_values(largest_sum: int, output: tuple[int, int], output_zero_point: int,
+                    rounding: Rounding) -> Optional[tuple[int, int, int]]:
+    """TFLite's int8 ADD or SUB output stage on the sum s of its operands' doubled rescaled values
+    (``int8_tables.scaled_operand_table``; ``largest_sum`` the largest |s|), or SQUARED_DIFFERENCE's on s twice the
+    squared difference, as one rounding high product and a shift: (multiplier, right, bias) with which
+    ``(((s * multiplier + 2^31) >> 32) + bias + (s < 0 ? -1 : 0)) >> right`` is
+    MBQM(s / 2, *output) + output_zero_point (double rounding), or None where that does not hold in int32 steps.
+
+    With s = 2x, (s * m + 2^31) >> 32 is (x * m + 2^30) >> 31, SaturatingRoundingDoublingHighMul(x, m) (gemmlowp's
+    nudge and truncating division round half up; nothing saturates for m >= 0). RoundingDivideByPOT(p, right) plus
+    the zero point is (p + 2^(right - 1) + (zero point << right) - (p < 0)) >> right; p < 0 only where s < 0, and
+    where s < 0 gives p = 0 the sign term changes nothing (0 is no tie for right >= 1), so the sign is s's. Needs
+    double rounding, an output shift of -31..-1 (right 1..31), a multiplier of 0..2^31 - 1, |s| below 2^31 and
+    |p| + |bias| + 1 below 2^31."""
+    multiplier, shift = (int(v) for v in output)
+    right = -shift
+    if rounding is not Rounding.DOUBLE or not 1 <= right <= 31 or not 0 <= multiplier <= INT32_MAX \
+            or largest_sum > INT32_MAX:
+        return None
+    bias = (1 << (right - 1)) + (int(output_zero_point) << right)
+    largest_product = (largest_sum * multiplier + (1 << 31)) >> 32
+    if largest_product + 1 + abs(bias) + 1 > INT32_MAX:  # p's floor below -|s| m / 2^32, the sign term
+        return None
+    return multiplier, right, bias
 
 
 def _rescaled_operands(lhs: te.Tensor, rhs: te.Tensor, shape: list[int], lhs_zero_point: int, rhs_zero_point: int,

@@ -150,6 +150,17 @@ def rescaled_operand_table(zero_point: int, left_shift: int, multiplier_shift: t
     return (fp.multiply_by_quantized_multiplier(centered, *multiplier_shift, rounding) + plus).astype(np.int32)
 
 
+def scaled_operand_table(zero_point: int, left_shift: int, multiplier_shift: tuple[int, int], times: int, plus: int,
+                         rounding: Rounding) -> np.ndarray:
+    """int32[256]: ``times`` an int8 operand's rescaled value of TFLite's ADD, SUB or SQUARED_DIFFERENCE
+    (``rescaled_operand_table`` without a constant added) plus ``plus`` (the other operand's zero point term where
+    that operand is not tabled), indexed as it: ``times`` 2 or -2 (SUB's subtrahend), values whose sum with the other
+    operand's is twice ADD's raw sum, which ``elementwise.add_from_values``' doubling high product takes as it is;
+    1 or -1, SQUARED_DIFFERENCE's difference."""
+    scaled = times * rescaled_operand_table(zero_point, left_shift, multiplier_shift, 0, rounding).astype(np.int64)
+    return (scaled + plus).astype(np.int32)
+
+
 RSQRT_SHIFT = 20  # TFLM's kShift: 1/sqrt(x) is taken as an integer scaled by 2^20 before the output rescale
 
 

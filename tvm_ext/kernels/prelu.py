@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from tvm import te, tirx
 
-from .elementwise import broadcast_read, broadcast_shape
+from ..tir.broadcast import broadcast_read, broadcast_shape
 from .fixed_point import Rounding, clamp_to_int8, multiply_by_quantized_multiplier
 
 

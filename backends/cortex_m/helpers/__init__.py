@@ -17,6 +17,9 @@ these modules name the helpers and list the templates a bundle defines:
 - `batch_matmul_c`: an int8 batch matmul of two activations, one matrix product per call (`batch_matmul_s8.h.in`,
   DSP cores), a library of its own (`BATCH_MATMUL_HELPERS`, needing CORTEX_M_HELPERS' requantization steps) that only
   its kernels' calls record;
+- `add_s8_values.h.in`, the output stage of int8 ADD, SUB and SQUARED_DIFFERENCE from the operands' values tabled at
+  compile time (DSP cores): a library of its own that only its kernels' calls record, named with its kernel
+  (`backends.cortex_m.schedules.dsp_add`);
 - `copy_c`: the ascending copy (the SVDF state update's shift in place) and the int8 maximum of two runs
   (MAX_POOL_2D's window taps as runs, DSP cores);
 - `helium_c`: the Helium (MVE) bodies of the dual MAC, the depthwise MAC and the row dot product, which a

@@ -83,6 +83,7 @@ from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8
                                                           TileHelpers, depthwise_tiles_calls, dsp_replacement,
                                                           form_uses, shared_tiles)
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
+from backends.cortex_m.schedules.dsp_add import dsp_add_values
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls
@@ -277,6 +278,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
         stacked_rows=dsp_only,
         int8_add=helium_add_int8 if has_mve(profile) else None,
+        # the DSP cores' ADD and SUB from their operands' tabled values (measured on cortex-m4f; Helium keeps its own)
+        int8_add_values=dsp_add_values if dsp_only else None,
         # the int8 softmax helper on every core with the DSP extension, MVE's too (cortex-m55: the helper's kernel
         # 796 -> 404 B on kws_ref_model, and faster; the generic kernel's fixed-point arithmetic is 64-bit)
         int8_softmax=softmax_s8_rows if has_dsp_extension(profile) else None,

@@ -35,6 +35,7 @@ from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLA
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
 from backends.cortex_m.helpers.window1_conv_c import WINDOW1_TEMPLATE
+from backends.cortex_m.schedules.dsp_add import ADD_VALUES_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
 from packager.c_text import macro_prefix
@@ -151,6 +152,11 @@ UNIT_TESTS_BY_HELPER = [
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers")),
                    core_macro=f"{macro_prefix(PREFIX)}_BATCH_MATMUL_ASM"),
+    # the DSP cores' ADD and SUB output stage from tabled values against TFLite's reference with the scalar helpers
+    HelperUnitTest("add_s8_values", (*SCALAR_REQUANTIZE, ADD_VALUES_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c,
+                                                helper_c=functools.partial(helper_template_c,
+                                                                           "backends.cortex_m.helpers"))),
     # the Helium bodies, on their DSP twins' tests
     *(HelperUnitTest(unit.name, (HELIUM_LANES_TEMPLATE, *unit.templates), profile="cortex-m55",
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)

@@ -19,8 +19,8 @@ from tvm import relax, te, tirx
 from tvm.relax.dpl import is_op
 
 from ...kernels import Rounding
-from ...kernels.elementwise import rescaled_table_args
-from ...kernels.int8_tables import TABLE_SIZE, binary_scalar_table, rescaled_operand_table
+from ...kernels.elementwise import add_from_values, rescaled_table_args
+from ...kernels.int8_tables import TABLE_SIZE, binary_scalar_table, rescaled_operand_table, scaled_operand_table
 from ...kernels.quant_params import ActivationRange, AddParams
 from ...layers import BROADCAST_LOOKUP_ATTR
 from .lowering import ClampedCall, KernelCall, Lowering, LoweringContext, Mismatch
@@ -81,8 +81,16 @@ def binary_lowering(kind: str, relax_op: str, kernel: Callable[..., te.Tensor], 
                          out.quant.zero_point, params)
             return TableCall(lambda activation: lookup_call(kind, matched[core], data.tensor, table_constant(
                 binary_scalar_table, *arguments, activation, ctx.rounding)), out.activation)
-        own = backend_kernel(ctx) if dtypes == {"int8"} and not any(
-            ctx.graph.constant(operand.tensor) is not None for operand in (lhs, rhs)) else None
+        constants = [ctx.graph.constant(operand.tensor) is not None for operand in (lhs, rhs)]
+        computed = not any(constants)
+        # one computed operand at least: an operator of constants is folded on the host, which cannot run a backend's
+        # helper calls (a constant operand is a weight of the kernel: a positional embedding's ADD)
+        if rescaled_sign is not None and dtypes == {"int8"} and not all(constants):
+            from_values = values_call(kind, matched[core], lhs, rhs, out.quant.zero_point, params, rescaled_sign,
+                                      ctx)
+            if from_values is not None:
+                return ClampedCall(from_values, out.activation)
+        own = backend_kernel(ctx) if dtypes == {"int8"} and computed else None
         chosen = kernel if own is None else first_fitting(own, kernel)
         rescaled, tabled = rescaled_tables(lhs, rhs, elements_of(quantize), params, rescaled_sign, ctx.rounding) \
             if rescaled_sign is not None and own is None and dtypes == {"int8"} else ((), {})
@@ -148,6 +156,58 @@ def rescaled_tables(lhs: Int8Input, rhs: Int8Input, elements: int, params: AddPa
                                 rhs.quant.zero_point, sign)
     tables = tuple(table_constant(rescaled_operand_table, *spec, rounding) for spec in specs if spec is not None)
     return tables, {"lhs_tabled": specs[0] is not None, "rhs_tabled": specs[1] is not None} if tables else {}
+
+
+VALUES_ELEMENTS = 256
+"""The fewest output elements of an int8 ADD or SUB that the backend's kernel from the operands' doubled values
+(``LoweringContext.int8_add_values``) computes: its table (1,024 B of flash; TFLite's larger-scale operand is a
+shift, not tabled; one table serves the layers of one operand quantization) saves about 4 instructions per element
+against the generic kernel where that tables the operand too (``elementwise.TABLED_ELEMENTS`` elements and more)
+and about 8 where it computes the rescale (fewer; cortex-m4f); smaller ones (an unrolled GRU's 64-unit gates) keep
+the generic kernel, which fuses with their neighbours."""
+
+
+def values_call(kind: str, core: relax.Call, lhs: Int8Input, rhs: Int8Input, output_zero_point: int,
+                params: AddParams, sign: int, ctx: LoweringContext, squared: bool = False) -> Optional[KernelCall]:
+    """The call of the backend's int8 ADD or SUB (``sign`` 1 or -1), or with ``squared`` SQUARED_DIFFERENCE (sign
+    -1), of two operands not both constant, from their rescaled values (``LoweringContext.int8_add_values``), or None where the backend has
+    none, the output has fewer than VALUES_ELEMENTS elements, the output stage does not fit
+    (``elementwise.add_from_values``), or the flash budget does not grant a table (each granted once, however many
+    layers read it). The operands broadcast (TFLite's rule).
+
+    The kernel sums the operands' terms: ADD's and SUB's rescaled values doubled (their sum s twice TFLite's raw
+    sum), SQUARED_DIFFERENCE's as they are (the difference d, then s = 2 d^2). An operand of multiplier 1/2
+    (TFLite's larger-scale operand: its rescale is exactly (x - zero point) << (left shift - 1)) is not tabled: the
+    kernel takes it as x times ``lhs_scale`` or ``rhs_scale`` (0 for a tabled operand) and its zero point's term is
+    in the other operand's table (``int8_tables.scaled_operand_table``, rhs's times ``sign``); the kernel's operands
+    are lhs, rhs, then the tables of the tabled operands, lhs's first; where both are of multiplier 1/2 (equal
+    scales) lhs is tabled."""
+    if ctx.int8_add_values is None or elements_of(core) < VALUES_ELEMENTS:
+        return None
+    left_shift, factor = params.left_shift, 1 if squared else 2
+    signs = (1, sign)
+    multipliers = [(int(m), int(s)) for m, s in (params.input1, params.input2)]
+    halved = [m == (1 << 30, 0) and left_shift >= 1 for m in multipliers]
+    halved[0] = halved[0] and not halved[1]  # equal scales: lhs tabled, rhs shifted
+    shifted = [signs[k] * (factor << (left_shift - 1)) if halved[k] else 0 for k in range(2)]
+    operands = (lhs, rhs)
+    specs = [None if halved[k] else (
+        operands[k].quant.zero_point, left_shift, multipliers[k], signs[k] * factor,
+        -shifted[1 - k] * operands[1 - k].quant.zero_point, ctx.rounding) for k in range(2)]
+    values = [None if spec is None else scaled_operand_table(*spec) for spec in specs]
+    largest = sum(128 * abs(shifted[k]) if values[k] is None else int(np.abs(values[k].astype(np.int64)).max())
+                  for k in range(2))
+    stage = add_from_values(2 * largest * largest if squared else largest, params.output, output_zero_point,
+                            ctx.rounding)
+    tables = tuple(table_constant(scaled_operand_table, *spec) for spec in specs if spec is not None)
+    if stage is None or not all(ctx.flash_budget.grants(table, TABLE_SIZE * 4) for table in tables):
+        return None
+    multiplier, right, bias = stage
+    return KernelCall(kind, core, ctx.int8_add_values, (lhs.tensor, rhs.tensor, *tables),
+                      {"multiplier": multiplier, "right": right, "bias": bias, "lhs_scale": shifted[0],
+                       "rhs_scale": shifted[1], "squared": squared},
+                      # its tables' loads indexed by the operands: the pattern of the kernel without them
+                      func_attrs={BROADCAST_LOOKUP_ATTR: True})
 
 
 @functools.cache

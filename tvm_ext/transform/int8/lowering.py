@@ -58,6 +58,9 @@ class LoweringContext:
     paired_weights: bool = False
     max_pool_runs: bool = False
     int8_add: Optional[Callable[..., Optional[te.Tensor]]] = None
+    int8_add_values: Optional[Callable[..., te.Tensor]] = None
+    """The backend's own kernel of int8 ADD and SUB from the operands' doubled rescaled values
+    (``backends.backend.KernelSchedules.int8_add_values``; None: none)."""
     stacked_rows: bool = False
     """Whether int8 FULLY_CONNECTED kernels of one input row take stacked weights (``tvm_ext.kernels.dense.stack_rows``)
     where the weights allow it."""

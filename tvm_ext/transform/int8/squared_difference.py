@@ -1,6 +1,7 @@
 """SQUARED_DIFFERENCE: ``q(d * d)`` with ``d = subtract(dq(a), dq(b))`` (the frontend's import), each operand
 an int8 activation or constant, broadcast -> TFLite Micro's integer SQUARED_DIFFERENCE kernel (an operand's rescaled
-values tabled where ``kernels.elementwise.rescaled_table_args`` says, as ADD's and SUB's)."""
+values tabled where ``kernels.elementwise.rescaled_table_args`` says, as ADD's and SUB's), or the backend's kernel
+from the tabled values where ``binary.values_call`` gives it (as ADD's and SUB's)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tvm.relax.dpl import is_const, is_op
 from ...kernels import squared_difference_int8
 from ...kernels.quant_params import squared_difference_params
 from ...layers import BROADCAST_LOOKUP_ATTR
-from .binary import elements_of, rescaled_tables
+from .binary import elements_of, rescaled_tables, values_call
 from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch
 from .patterns import DequantizedOperand, ends_float_operator, extract, float_operator_mismatch
 
@@ -30,6 +31,12 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     if lhs is None or rhs is None or out is None:
         return float_operator_mismatch(quantize, ctx)
     params = squared_difference_params(lhs.quant.scale, rhs.quant.scale, out.scale, ctx.rounding)
+    if str(lhs.tensor.ty.dtype) == str(rhs.tensor.ty.dtype) == "int8" and not all(
+            ctx.graph.constant(operand.tensor) is not None for operand in (lhs, rhs)):
+        from_values = values_call("SQUARED_DIFFERENCE", matched[_DIFFERENCE], lhs, rhs, out.zero_point, params, -1,
+                                  ctx, squared=True)
+        if from_values is not None:
+            return FixedCall(from_values)
     tables, tabled = rescaled_tables(lhs, rhs, elements_of(quantize), params, -1, ctx.rounding)
     return FixedCall(KernelCall("SQUARED_DIFFERENCE", matched[_DIFFERENCE], squared_difference_int8,
                                 (lhs.tensor, rhs.tensor, *tables),

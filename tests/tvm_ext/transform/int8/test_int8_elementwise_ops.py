@@ -23,6 +23,7 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
 
 from c_checks import strict_sanitized_selftest  # noqa: E402
+from emulator.tools import missing_tools  # noqa: E402
 from test_e2e_int8_models import shared_library  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 from tvm_ext.compile import CompileError, compile  # noqa: E402
@@ -140,9 +141,10 @@ def unary_model(builtin: str, unary: Unary, dtype: str = "int8",
 
 def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[str] = frozenset(),
                                        inputs: Sequence[np.ndarray] = (), target="lowpower") -> None:
-    """Compile ``model`` for ``target`` (a profile or its name; lowpower's C); its self-test, the given ``inputs``
-    (one value per graph input, if any) and RUNS random inputs (over the whole range of each input's integer type)
-    must match TFLite Micro exactly. ``views`` names the outputs whose operator must become a view (no kernel of
+    """Compile ``model`` for ``target`` (a profile or its name; lowpower's C); its self-test (and, where its
+    compiler makes host programs, its strict sanitized build's), the given ``inputs`` (one value per graph input, if any) and RUNS random
+    inputs (over the whole range of each input's integer type) through the bundle's C on the host must match
+    TFLite Micro exactly. ``views`` names the outputs whose operator must become a view (no kernel of
     its own)."""
     path = tmp_path / "model.tflite"
     path.write_bytes(build(model))
@@ -157,8 +159,9 @@ def assert_bit_exact_with_tflite_micro(model: Model, tmp_path, views: frozenset[
                for op in model.operators}
     assert labels >= {label for name, label in kernels.items() if name not in views}, labels
     assert not labels & {label for name, label in kernels.items() if name in views}, labels
-    strict = strict_sanitized_selftest(bundle.out_dir, tmp_path / "strict")
-    assert strict.returncode == 0 and "PASS" in strict.stdout, strict.stdout + strict.stderr
+    if bundle.build.runs_on_host:  # a cross-compiled bundle's flags (-mthumb) are not the host compiler's
+        strict = strict_sanitized_selftest(bundle.out_dir, tmp_path / "strict")
+        assert strict.returncode == 0 and "PASS" in strict.stdout, strict.stdout + strict.stderr
     run = getattr(shared_library(bundle, tmp_path), f"{bundle.plan.model}_run")
     interpreter = _tflite_micro_interpreter(path.read_bytes())  # an arena as large as the compile's reference needed
     ins = [np.zeros(model.tensors[i].shape, model.tensors[i].dtype) for i in model.inputs]
@@ -278,13 +281,9 @@ def test_every_int8_input_of_an_operator_with_a_constant_scalar_is_a_bit_exact_l
     assert "multiply_by_quantized_multiplier" not in kernels and "+ 128)]" in kernels, kernels
 
 
-@pytest.mark.parametrize("builtin", ["ADD", "SUB", "SQUARED_DIFFERENCE"])
-def test_every_pair_of_int8_operands_of_a_tabled_rescale_is_bit_exact_with_tflite_micro(builtin, tmp_path):
-    """All 65,536 operand pairs of ``builtin`` per quantization of QUANTIZATIONS (an lhs column broadcast against
-    an rhs row, the fused activations cycled): outputs of at least kernels.elementwise.TABLED_ELEMENTS elements,
-    so the operand that is not the larger-scale one reads its rescaled values from a table (int8_tables
-    `rescaled_operand_table`, indexed by the operand's byte, the other operand's zero point term in it), every
-    entry bit-exact with TFLite Micro."""
+def _every_pair_model(builtin: str) -> Model:
+    """One ``builtin`` per quantization of QUANTIZATIONS: an lhs column [256, 1] broadcast against an rhs row
+    [1, 256] (fed every int8 value: all 65,536 operand pairs), the fused activations cycled."""
     options_table = OPERATORS[builtin]
     tensors, operators = [], []
     for index, (lhs_quant, rhs_quant, out_quant) in enumerate(QUANTIZATIONS):
@@ -295,8 +294,30 @@ def test_every_pair_of_int8_operands_of_a_tabled_rescale_is_bit_exact_with_tflit
             if options_table else None
         operators.append(Operator(builtin, (3 * index, 3 * index + 1), (3 * index + 2,), options))
     inputs = tuple(k for index in range(len(QUANTIZATIONS)) for k in (3 * index, 3 * index + 1))
-    model = Model(tensors, operators, inputs, tuple(3 * index + 2 for index in range(len(QUANTIZATIONS))))
-    assert_bit_exact_with_tflite_micro(model, tmp_path, inputs=[INT8_VALUES[:, None], INT8_VALUES[None, :]]
-                                       * len(QUANTIZATIONS))
+    return Model(tensors, operators, inputs, tuple(3 * index + 2 for index in range(len(QUANTIZATIONS))))
+
+
+EVERY_PAIR = [INT8_VALUES[:, None], INT8_VALUES[None, :]] * len(QUANTIZATIONS)
+"""The inputs of `_every_pair_model`."""
+
+
+@pytest.mark.parametrize("builtin", ["ADD", "SUB", "SQUARED_DIFFERENCE"])
+def test_every_pair_of_int8_operands_of_a_tabled_rescale_is_bit_exact_with_tflite_micro(builtin, tmp_path):
+    """All 65,536 operand pairs of ``builtin`` per quantization of QUANTIZATIONS (`_every_pair_model`): outputs of at
+    least kernels.elementwise.TABLED_ELEMENTS elements, so the operand that is not the larger-scale one reads its
+    rescaled values from a table (int8_tables `rescaled_operand_table`, indexed by the operand's byte, the other
+    operand's zero point term in it), every entry bit-exact with TFLite Micro."""
+    assert_bit_exact_with_tflite_micro(_every_pair_model(builtin), tmp_path, inputs=EVERY_PAIR)
     kernels = next((tmp_path / "out").glob("*_kernels.c")).read_text()
     assert kernels.count("(uint8_t)") >= len(QUANTIZATIONS), kernels  # each kernel reads a table by the byte
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.parametrize("builtin", ["ADD", "SUB", "SQUARED_DIFFERENCE"])
+def test_every_pair_through_the_dsp_kernel_from_tabled_values_is_bit_exact(builtin, tmp_path):
+    """The same on cortex-m4f, whose kernel sums the tabled (doubled) values and rescales the sum in one rounding
+    high product (backends/cortex_m/schedules/dsp_add.py, tvm_ext.kernels.elementwise.add_from_values): the
+    bundle's C on the host (the helper's portable steps) every pair, its self-test under QEMU random inputs."""
+    assert_bit_exact_with_tflite_micro(_every_pair_model(builtin), tmp_path, inputs=EVERY_PAIR, target="cortex-m4f")
+    kernels = next((tmp_path / "out").glob("*_kernels.c")).read_text()
+    assert kernels.count("_add_s8_value(") == len(QUANTIZATIONS), kernels

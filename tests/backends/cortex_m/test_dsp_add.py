@@ -1,0 +1,77 @@
+"""The DSP cores' int8 ADD and SUB from the operands' tabled values (backends/cortex_m/schedules/dsp_add.py, the
+helper backends/cortex_m/helpers/templates/add_s8_values.h.in, the lowering tvm_ext/transform/int8/binary.py
+values_call): on cortex-m4f an int8 ADD or SUB of at least binary.VALUES_ELEMENTS elements is an element loop
+calling `<prefix>_add_s8_value` (either operand of the larger scale, a fused ReLU narrower than int8, SUB, operands
+of equal scale, a broadcast operand), the tables in flash shared by the layers of one operand quantization; a small
+one keeps the generic kernel; every one bit for bit with TFLite Micro under QEMU mps2-an386 and on the host (the
+helper's portable C). Helium keeps its own ADD. (Every operand pair: test_int8_elementwise_ops.)"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes, needs_cross_tools  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+
+from tvm_ext.transform.int8.binary import VALUES_ELEMENTS  # noqa: E402
+
+SHAPE = (1, 5, 7, 9)
+"""315 elements: at least VALUES_ELEMENTS."""
+FEW = (1, 4, 4, 4)
+"""64 elements: fewer than VALUES_ELEMENTS."""
+RELU = 1  # tflite.ActivationFunctionType
+
+
+def _model(shape: tuple[int, ...]) -> bytes:
+    """Inputs a of `shape` (scale 0.05, zero point -128), b (0.11, 127), d (0.05, 3: a's scale) and c
+    [1, 1, 1, channels] (0.02, 4), and each a model output: a + b (b the larger scale), b + a with a ReLU (its
+    output's zero point -20 its lower bound: a clamp), a - b, a + b again into another output (the same table of
+    a), a - d (equal scales), and a + c (c broadcast)."""
+    tensors = [Tensor("a", shape, "int8", Quantization((0.05,), (-128,))),
+               Tensor("b", shape, "int8", Quantization((0.11,), (127,))),
+               Tensor("c", (1, 1, 1, shape[-1]), "int8", Quantization((0.02,), (4,))),
+               Tensor("d", shape, "int8", Quantization((0.05,), (3,))),
+               Tensor("sum", shape, "int8", Quantization((0.13,), (-3,))),
+               Tensor("relu_sum", shape, "int8", Quantization((0.07,), (-20,))),
+               Tensor("difference", shape, "int8", Quantization((0.09,), (11,))),
+               Tensor("sum_again", shape, "int8", Quantization((0.2,), (40,))),
+               Tensor("equal_difference", shape, "int8", Quantization((0.04,), (-7,))),
+               Tensor("broadcast_sum", shape, "int8", Quantization((0.06,), (9,)))]
+    plain, relu = ({"FusedActivationFunction": 0}, {"FusedActivationFunction": RELU})
+    operators = [Operator("ADD", (0, 1), (4,), Options("AddOptions", plain)),
+                 Operator("ADD", (1, 0), (5,), Options("AddOptions", relu)),
+                 Operator("SUB", (0, 1), (6,), Options("SubOptions", plain)),
+                 Operator("ADD", (0, 1), (7,), Options("AddOptions", plain)),
+                 Operator("SUB", (0, 3), (8,), Options("SubOptions", plain)),
+                 Operator("ADD", (0, 2), (9,), Options("AddOptions", plain))]
+    return build(Model(tensors, operators, (0, 1, 2, 3), (4, 5, 6, 7, 8, 9)))
+
+
+@needs_cross_tools
+def test_dsp_add_and_sub_read_tabled_values_and_stay_bit_exact(tmp_path):
+    assert SHAPE[1] * SHAPE[2] * SHAPE[3] >= VALUES_ELEMENTS > FEW[1] * FEW[2] * FEW[3]
+    bundle, kernels = bit_exact_bundle(tmp_path, "add", _model(SHAPE), "cortex-m4f", "mps2-an386")
+    assert kernels.count("_add_s8_value(") == 6, kernels
+    weights = (bundle.out_dir / "add_weights.c").read_text()
+    # b is of the larger scale (a shift): a's doubled values with b's zero point term, one table for a + b, b + a
+    # and a + b again, one for a - b (the term's other sign), one for a - d (d shifted); c's (a the larger scale)
+    assert weights.count("const int32_t") == 4, weights
+    host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable steps
+
+
+@needs_cross_tools
+def test_small_adds_keep_the_generic_kernel(tmp_path):
+    _bundle, kernels = bit_exact_bundle(tmp_path, "add", _model(FEW), "cortex-m4f", "mps2-an386")
+    assert "_add_s8_value(" not in kernels
+
+
+def test_the_helper_library_compares_equal_after_a_worker_pickles_it():
+    """The compile's workers send the libraries their kernels call back pickled; one that compared unequal after
+    (a functools.partial's C) was defined twice in a bundle of several subgraphs (a C redefinition)."""
+    import pickle
+
+    from backends.cortex_m.schedules.dsp_add import ADD_VALUES_HELPERS
+
+    assert pickle.loads(pickle.dumps(ADD_VALUES_HELPERS)) == ADD_VALUES_HELPERS
