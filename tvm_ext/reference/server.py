@@ -67,11 +67,12 @@ class _Server:
 
     def read_line(self, deadline: float) -> list[str] | None:
         """The next line's words; [] once the server ended (end of its stdout); None at `deadline`
-        (time.monotonic() seconds) without a whole line."""
+        (time.monotonic() seconds) without a whole line. Past the deadline, what the server already wrote is
+        still read (a run that ended while its caller was busy keeps its result)."""
         stdout = self._process.stdout.fileno()
         while b"\n" not in self._unread:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([stdout], [], [], remaining)[0]:
+            remaining = max(0.0, deadline - time.monotonic())
+            if not select.select([stdout], [], [], remaining)[0]:
                 return None
             chunk = os.read(stdout, 4096)
             if not chunk:

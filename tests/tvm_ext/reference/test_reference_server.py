@@ -110,6 +110,19 @@ def test_a_hang_is_stopped_and_the_server_serves_on(models: Path, monkeypatch) -
     assert server_pids() == servers
 
 
+def test_a_run_that_ended_before_its_caller_waited_keeps_its_result_past_the_deadline(models: Path,
+                                                                                     monkeypatch) -> None:
+    """The caller compiles while the reference runs: when it asks for the result after the deadline (a loaded
+    machine), a run that ended in time is read, not stopped."""
+    monkeypatch.setattr(reference, "REFERENCE_TIMEOUT_SECONDS", 1)
+    path = models / "quick.onnx"
+    path.write_bytes(path.name.encode())
+    with reference.start_reference(path, "onnx", [[INPUT]], [TensorSpec("x", (1, 4), "float32")], 1) as running:
+        time.sleep(3)  # the run (milliseconds) ended long ago; the deadline passed meanwhile
+        outputs, _ = running.result()
+    assert (outputs[0][0] == INPUT).all()
+
+
 def test_a_dead_server_is_replaced(models: Path) -> None:
     run(models, "first.onnx")
     servers = server_pids()
