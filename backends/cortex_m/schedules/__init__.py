@@ -15,7 +15,9 @@ the helpers of `backends.cortex_m.helpers`.
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
 - `pair_tiles` (DSP cores without MVE): after the epilogue calls, a convolution's pixel pair over all its channel
-  tiles as one call of the fused helper (inputs widened once, sums started at the biases); on Helium cores, one
+  tiles as one call of the fused helper (inputs widened once, sums started at the biases); `quad_tiles`: then a
+  loop over a short window's pair calls as calls of two pairs each (each channel's weights widened once for four
+  pixels); on Helium cores, one
   call of the pair's out-of-line tiles (`pair_tiles.HELIUM_PAIR_TILES`: the same dual MAC and epilogue calls);
 - `conv_tiles`: then a loop over an int8 convolution's channel tiles (zeroed
   accumulators, the dual MAC, the epilogue) as one call of the core's fused helper (Helium's, the DSP cores');
@@ -85,6 +87,7 @@ from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilo
                                                       padded_float_calls)
 from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles_calls, without_pair_scratch
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
+from backends.cortex_m.schedules.quad_tiles import quad_tiles_calls
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.window1_conv import few_channel_conv
@@ -124,14 +127,16 @@ class DualMacSchedules:
         """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
         convolution's loop over a pixel pair's channel tiles (zeroed accumulators, the two-pixel MAC, the
         pixels' epilogues) as one call of the fused pair-tiles helper (`pair_tiles`: the pair's inputs widened
-        once), then each loop over a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as
+        once), a loop over such calls of a short window as half as many calls of the quad helper (`quad_tiles`:
+        two pairs a call, where its cost model says so), then each loop over a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as
         one call of the fused channel-tiles helper (`conv_tiles`, DSP_CONV_TILES), and each depthwise pixel's
         loop over its four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the
         fused tiles helper for an interior pixel and one call of the border helper for a border pixel
         (`depthwise_tiles`, DSP_TILES: int16 weights, widened by the lowering; DSP_TILES_S8 the interior of a layer
         of int8 weights): the sums start at the biases in registers."""
         epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
-        tiled = depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
+        pairs = quad_tiles_calls(pair_tiles_calls(epilogues))
+        tiled = depthwise_tiles_calls(conv_tiles_calls(pairs, DSP_CONV_TILES), DSP_TILES)
         return depthwise_tiles_calls(tiled, DSP_TILES_S8)  # a layer whose weights the lowering did not widen
 
     @staticmethod
