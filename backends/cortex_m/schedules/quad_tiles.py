@@ -29,12 +29,17 @@ efficientnet_lite_w030_112_int8 32,131,239 -> 30,779,977, mobilenet_v2_050_64_in
 mobilenet_v3s_min_050_80_int8 6,729,553 -> 6,575,451; but code +696, +1,616, +1,844, +1,688 B (about 400 B per
 kernel). Out of line, one copy for every kernel, its sizes and bias type are arguments: then its loop state (13
 values beside the assembly's 10 registers) goes to the stack and the eight-input layer took 982,006 instructions,
-slower than the pair's 856,535. NOT ENABLED on the main line: the issue's rule keeps every model's code no larger.
+slower than the pair's 856,535. So the quad is the bundle's choice, priced (``quad_kernels``, the DSP cores'
+``KernelSchedules.bundle_choice``): each kernel's instructions saved per inference (``quad_uses``: the cost model's
+estimate over its loops' pairs and its calls) against its inlined code (QUAD_INLINED_BYTES per loop of quads), taken
+where they pay the schedules' one price of code (``code_price.INSTRUCTIONS_PER_BYTE``).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Optional
 
 import tvm
@@ -43,6 +48,7 @@ from tvm import s_tir, tirx
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers import QUAD_TILES_HELPERS
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_PIXELS, quad_scratch_words, quad_tiles_helper_name
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import LoopOffsets, call_of, pointee
 from backends.cortex_m.schedules.pair_tiles import PAIR_TILES_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -180,3 +186,98 @@ def quad_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
                          [*(buffer for buffer in root.alloc_buffers if kept(buffer)), *scratch], root.match_buffers,
                          root.annotations)
     return replaced.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
+
+
+QUAD_INLINED_BYTES = 420
+"""The code a kernel's loop of quad calls adds (the helper inlined there, its pair call's code gone), bytes: the
+most per loop measured on cortex-m4f (arm-none-eabi-gcc 12.2 -O2, the manifest's bundle_code_bytes, every eligible
+loop of the model taking the quad against none): mobilenet_v3s_min_050_80_int8 +1,688 B for 4 loops (422 each),
+vww_96_int8 +696 B for 2 (348), efficientnet_lite_w030_112_int8 +1,616 B for 6 (269), mobilenet_v2_050_64_int8
++1,844 B for 7 (263)."""
+QUAD_CODE_BUDGET = 1000
+"""The most code a bundle's quads may add, bytes (QUAD_INLINED_BYTES per loop: two loops): the issue's rule that a
+model's code (kernels + run function) grows no larger than when it was filed, whose least room among the models
+with a paying kernel was person_detect's 1,020 B on cortex-m4f (12,052 B on main, 13,072 B at the filing)."""
+
+
+@dataclass(frozen=True)
+class QuadUse:
+    """A kernel's loops of pair calls that would take the quad: what they save and cost."""
+
+    kernel: str
+    """The kernel's (PrimFunc's) name."""
+    saved: int
+    """The instructions per inference the quads save (``quad_saved_instructions`` over its loops, times its calls)."""
+    loops: int
+    """Its loops of pair calls the quad would replace (each inlines the helper once)."""
+
+    @property
+    def code_bytes(self) -> int:
+        """The code the quads add, bytes (QUAD_INLINED_BYTES per loop)."""
+        return self.loops * QUAD_INLINED_BYTES
+
+    def pays(self, instructions_per_byte: int) -> bool:
+        """Whether the instructions saved per byte of code added reach ``instructions_per_byte``."""
+        return self.saved >= self.code_bytes * instructions_per_byte
+
+
+def quad_saved_instructions(pairs: int, rows: int, row_len: int, channels: int) -> int:
+    """The instructions a loop of ``pairs`` pair calls (each over ``channels`` output channels and a window of
+    ``rows`` x ``row_len`` inputs) saves as quads (half as many calls, rounded up), by the helpers' cost model
+    (``pair_instructions_per_channel``, ``quad_instructions_per_channel``)."""
+    groups = rows * row_len // 4
+    pair = pairs * 2 * channels * pair_instructions_per_channel(groups)
+    quad = -(-pairs // 2) * QUAD_PIXELS * channels * quad_instructions_per_channel(groups)
+    return round(pair - quad)
+
+
+def _executions(loops: tuple) -> int:
+    """The executions of a statement inside ``loops`` per call of its function: the product of their constant
+    extents (a loop of another extent counts once)."""
+    count = 1
+    for loop in loops:
+        count *= int(loop.extent) if isinstance(loop.extent, tirx.IntImm) else 1
+    return count
+
+
+def quad_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> tuple[QuadUse, ...]:
+    """Per kernel of ``kernels`` (name -> PrimFunc, scheduled with pair calls and no quads) with loops the quad
+    takes (``quad_tiles_loop``), what they save per inference (``calls``: name -> calls per inference; a kernel not
+    in it counts once) and how many there are; in the kernels' order."""
+    uses = []
+    for name, func in kernels.items():
+        found: list[tuple[tirx.For, tuple]] = []
+
+        def record(loop: tirx.For, enclosing: tuple, found=found) -> Optional[tirx.Stmt]:
+            """``loop`` itself (not visited further) where the quad takes it, recorded in ``found``; else None."""
+            if quad_tiles_loop(loop, enclosing, [], []) is None:
+                return None
+            found.append((loop, enclosing))
+            return loop
+
+        with_root_loops_replaced(func, record, enclosing=True)
+        if not found:
+            continue
+        saved = 0
+        for loop, enclosing in found:
+            sizes = _constant_ints(call_of(loop.body, tuple(_QUAD_OF_PAIR)).args[8:])
+            _, rows, row_len, _, _, _, channels = sizes
+            saved += _executions(enclosing) * quad_saved_instructions(int(loop.extent), rows, row_len, channels)
+        uses.append(QuadUse(name, saved * calls.get(name, 1), len(found)))
+    return tuple(uses)
+
+
+def quad_kernels(uses: tuple[QuadUse, ...], instructions_per_byte: int = INSTRUCTIONS_PER_BYTE,
+                 code_budget: Optional[int] = QUAD_CODE_BUDGET) -> frozenset[str]:
+    """The kernels of ``uses`` that take the quad: those whose instructions saved per byte of code added reach
+    ``instructions_per_byte`` (``QuadUse.pays``), the best-paying per byte first while their added code stays
+    within ``code_budget`` bytes (QUAD_CODE_BUDGET; None: no bound)."""
+    ranked = sorted((use for use in uses if use.pays(instructions_per_byte)),
+                    key=lambda use: (-use.saved / use.code_bytes, use.kernel))
+    chosen, spent = [], 0
+    for use in ranked:
+        if code_budget is not None and spent + use.code_bytes > code_budget:
+            break
+        chosen.append(use.kernel)
+        spent += use.code_bytes
+    return frozenset(chosen)
