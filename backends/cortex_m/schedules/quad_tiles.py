@@ -189,12 +189,14 @@ def quad_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
 
 
 QUAD_INLINED_BYTES = 500
-"""The code a kernel's loop of quad calls adds (the helper inlined there, its pair call's code gone), bytes: about
-the most per loop measured on cortex-m4f (arm-none-eabi-gcc 12.2 -O2, the manifest's bundle_code_bytes against no
-quads): pretrainedResnet_quant +504 B for its one loop (a 1x1 at stride 2, 16 -> 32 channels),
-efficientnet_lite_w030_112_int8 +904 B for 2 (452 each; +1,616 B for all 6: 269), mobilenet_v3s_min_050_80_int8
-+1,688 B for 4 (422), vww_96_int8 and person_detect +696 B for 2 (348), mobilenet_v2_050_64_int8 +664 B for 2
-(332; +1,844 B for all 7: 263)."""
+"""The code a kernel's loop of quad calls adds (the helper inlined there, its pair call's code gone), bytes, as if
+it were the bundle's first: measured on cortex-m4f (arm-none-eabi-gcc 12.2 -O2, the manifest's bundle_code_bytes
+against no quads), a bundle's first loop adds about 500 B (pretrainedResnet_quant's one loop, a 1x1 at stride 2,
+16 -> 32 channels, +504 B; vww_96_int8's 24x24x16 -> 32 alone +516 B; person_detect's alone +524 B), each further
+one less: two loops vww_96_int8 and person_detect +696 B, mobilenet_v2_050_64_int8 +664 B,
+efficientnet_lite_w030_112_int8 +904 B; every eligible loop efficientnet's 6 +1,616 B, mobilenet_v2's 7 +1,844 B,
+mobilenet_v3s_min_050_80_int8's 4 +1,688 B (180-340 B a further loop). So the price and the budget count each loop
+at about the most it was seen to add."""
 QUAD_BYTES_PER_KERNEL = 25
 """The code a bundle's quads may add per kernel of the bundle, bytes: some 5 % of a kernel's code (the shared and
 zoo models' bundles on cortex-m4f: 430-660 B per kernel, pretrainedResnet_quant's 15 kernels 6,416 B, vww_96_int8's
