@@ -140,7 +140,7 @@ def quad_tiles_loop(loop: tirx.For, enclosing: tuple, scratch: list, replaced_sc
     words = quad_scratch_words(rows, row_len)
     buffer = next((held for held in scratch if int(held.shape[0]) >= words), None)
     if buffer is None:  # int32: 4-byte aligned for LDRD
-        buffer = tirx.decl_buffer((words,), "int32", name="quad_q15")
+        buffer = tirx.decl_buffer((words,), "int32", name="quad_q15", scope="local")
         scratch.append(buffer)
     replaced_scratch.append(q)
     dtype = str(var.ty.dtype)
