@@ -75,7 +75,8 @@ for _bias, _op in QUAD_TILES_OPS.items():
 
 QUAD_SCRATCH_WORDS_MAX = 32
 """The most words of widened inputs a quad call's scratch may take (128 B: a 1x1 convolution on 16 channels, twice
-the pair's scratch of it): the kernel's buffer, on its stack or in the arena's scratch, which a longer window's
+the pair's scratch of it): the kernel's own local array, on its stack (a "local" buffer: past
+LOCAL_BUFFER_MAX_BYTES an ordinary one would become an arena scratch and grow the plan), which a longer window's
 quads would grow where its pairs' is already large."""
 
 
