@@ -47,6 +47,7 @@ from backends.cortex_m.helpers.fpu_float_c import fpu_float_c
 from backends.cortex_m.helpers.helium_c import (helium_float_c, helium_mac_helpers_c, helium_qlinear_c,
                                                helium_requantize_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_TILES_TEMPLATE
+from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_c
 from target.profile import Profile
 
@@ -84,6 +85,16 @@ call no other helper)."""
 BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_batch_matmul", batch_matmul_helper_c, (CORTEX_M_HELPERS,))
 """The int8 batch matmul of DSP cores (`batch_matmul_c`): a library of its own, which only the bundles whose kernels
 call it define, after CORTEX_M_HELPERS, whose requantization steps (`requantize_small.h.in`) it uses."""
+
+
+def quad_tiles_helpers_c(prefix: str) -> str:
+    """The fused tiles of two pixel pairs' C definition for the bundle `prefix` (`quad_tiles_c`)."""
+    return dsp_template_c(QUAD_TILES_TEMPLATE, prefix)
+
+
+QUAD_TILES_HELPERS = HelperLibrary("cortex_m_quad_tiles", quad_tiles_helpers_c, (CORTEX_M_HELPERS,))
+"""The fused tiles of two pixel pairs of DSP cores (`quad_tiles_c`): a library of its own, which only the bundles
+whose kernels call it define, after CORTEX_M_HELPERS, whose word helpers and rounding it uses."""
 HELIUM_FLOAT_HELPERS = HelperLibrary("cortex_m_helium_float", helium_float_c)
 """The float multiply-accumulates of Helium cores: their calls record this library, which a bundle defines as it
 is (`backends.backend.Backend.bundle_helper_libraries` swaps only CORTEX_M_HELPERS), so a float bundle defines

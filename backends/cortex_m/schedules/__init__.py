@@ -15,7 +15,9 @@ the helpers of `backends.cortex_m.helpers`.
 - Helium cores (`simd = "mve"`) take the same calls (their helpers' bodies are MVE) but no q15 pairs, and
   `helium_depthwise`: int8 depthwise reductions in 16-channel tiles, one 16-lane helper call each.
 - `pair_tiles` (DSP cores without MVE): after the epilogue calls, a convolution's pixel pair over all its channel
-  tiles as one call of the fused helper (inputs widened once, sums started at the biases); on Helium cores, one
+  tiles as one call of the fused helper (inputs widened once, sums started at the biases); `quad_tiles`: then a
+  loop over a short window's pair calls as calls of two pairs each (each channel's weights widened once for four
+  pixels); on Helium cores, one
   call of the pair's out-of-line tiles (`pair_tiles.HELIUM_PAIR_TILES`: the same dual MAC and epilogue calls);
 - `fc_tiles` (DSP cores without MVE): then an int8 FULLY_CONNECTED's loop over its tiles of stacked weights (zeroed
   accumulators, the stacked MAC, the epilogue) as one call of the fused out-of-line helper;
@@ -97,6 +99,7 @@ from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilo
 from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles_calls, without_pair_scratch
 from backends.cortex_m.schedules.pool_sums import POOL_WORD_OPS
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
+from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernels, quad_tiles_calls, quad_uses
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.window1_conv import few_channel_conv
@@ -106,6 +109,11 @@ from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 
 class DualMacSchedules:
     """The `backends.backend.MacSchedules` of cores with the DSP extension (SMLAD, SXTB16)."""
+
+    def __init__(self, quads: bool = False) -> None:
+        self.quads = quads
+        """Whether a short window's loops of pair calls become quad calls (`quad_tiles`): the bundle's choice for
+        the kernels it pays in (`dsp_bundle_choice`); False on every other kernel."""
 
     extern_calls = staticmethod(extern_helper_calls)
     flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
@@ -131,20 +139,22 @@ class DualMacSchedules:
     # measured on DSP cores: micro_speech's 4-unit FULLY_CONNECTED (stacked MAC) 80,080 -> 18,322 instructions
     whole_channel_tile = True
 
-    @staticmethod
-    def epilogue_calls(func):
+    def epilogue_calls(self, func):
         """Each channel tile's "double_small" requantization as one call of the DSP epilogue helper, then each
         convolution's loop over a pixel pair's channel tiles (zeroed accumulators, the two-pixel MAC, the
         pixels' epilogues) as one call of the fused pair-tiles helper (`pair_tiles`: the pair's inputs widened
-        once), then each loop over a pixel's channel tiles (zeroed accumulators, the dual MAC, that epilogue) as
-        one call of the fused channel-tiles helper (`conv_tiles`, DSP_CONV_TILES), and each depthwise pixel's
+        once), with `quads` a loop over such calls of a short window as half as many calls of the quad helper
+        (`quad_tiles`: two pairs a call), then each loop over a pixel's channel tiles (zeroed accumulators, the
+        dual MAC, that epilogue) as one call of the fused channel-tiles helper (`conv_tiles`, DSP_CONV_TILES), and each depthwise pixel's
         loop over its four-channel tiles (zeroed accumulators, the window call, that epilogue) as one call of the
         fused tiles helper for an interior pixel and one call of the border helper for a border pixel
         (`depthwise_tiles`, DSP_TILES: int16 weights, widened by the lowering; DSP_TILES_S8 the interior of a layer
         of int8 weights), and a FULLY_CONNECTED's loop over eight or more tiles of stacked weights as one call of the
         fused fully connected tiles (`fc_tiles`): the sums start at the biases in registers."""
         epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
-        tiled = depthwise_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues), DSP_CONV_TILES), DSP_TILES)
+        pairs = pair_tiles_calls(epilogues)
+        pairs = quad_tiles_calls(pairs) if self.quads else pairs
+        tiled = depthwise_tiles_calls(conv_tiles_calls(pairs, DSP_CONV_TILES), DSP_TILES)
         tiled = fc_tiles_calls(tiled)  # a FULLY_CONNECTED's tiles of stacked weights
         return depthwise_tiles_calls(tiled, DSP_TILES_S8)  # a layer whose weights the lowering did not widen
 
@@ -165,13 +175,12 @@ class FpuDualMacSchedules(DualMacSchedules):
         mac_helper_call, replacement=lambda realize, loops: float_mac_replacement(realize, loops, FPU_FLOAT_OPS)
         or mac_helper_replacement(realize, loops)))
 
-    @staticmethod
-    def epilogue_calls(func):
+    def epilogue_calls(self, func):
         """A padded float reduction's interior tiles and each float tile's epilogue as calls of the scalar FPU's
         float helpers, a pixel's loop over its one-pixel tiles one call of the fused helper (`float_tiles`), then
         the DSP cores' epilogue calls (`DualMacSchedules.epilogue_calls`)."""
         floats = float_epilogue_calls(padded_float_calls(func, FPU_FLOAT_OPS), FPU_FLOAT_OPS)
-        return DualMacSchedules.epilogue_calls(float_tiles_calls(floats, FPU_FLOAT_OPS))
+        return super().epilogue_calls(float_tiles_calls(floats, FPU_FLOAT_OPS))
 
 
 def helium_float_or_int_replacement(realize, loops: list) -> Optional[object]:
@@ -237,8 +246,20 @@ def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[st
     return BundleChoice({kernel: schedules[shared] for kernel, shared in forms.items()})
 
 
+def dsp_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int],
+                      quads: DualMacSchedules) -> Optional[BundleChoice]:
+    """The `KernelSchedules.bundle_choice` of DSP cores without MVE: from the bundle's kernels (scheduled without
+    quads) and their calls, the kernels whose quads pay their inlined code (`quad_tiles.quad_uses`,
+    `quad_kernels`), the best-paying first within the bundle's budget (`quad_code_budget` of its kernels), each
+    with the schedules ``quads`` (the core's, quads on); None where no kernel takes them."""
+    chosen = quad_kernels(quad_uses(kernels, calls), code_budget=quad_code_budget(len(kernels)))
+    return BundleChoice({kernel: quads for kernel in sorted(chosen)}) if chosen else None
+
+
 DUAL_MAC_SCHEDULES = DualMacSchedules()
 FPU_DUAL_MAC_SCHEDULES = FpuDualMacSchedules()
+DUAL_MAC_QUAD_SCHEDULES = DualMacSchedules(quads=True)
+FPU_DUAL_MAC_QUAD_SCHEDULES = FpuDualMacSchedules(quads=True)
 HELIUM_MAC_SCHEDULES = HeliumMacSchedules()
 
 
@@ -266,8 +287,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
     without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`); on DSP cores without
-    MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`); on DSP
-    cores without MVE, int8 AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
+    MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`),
+    and the kernels whose quad tiles pay their inlined code (`dsp_bundle_choice`); on DSP cores without MVE, int8
+    AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
     dsp_only = has_dsp_extension(profile) and not has_mve(profile)
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
@@ -307,6 +329,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         pad_runs=dsp_only,
         # the fused pair tiles without their widened inputs' scratch, where the plan is smaller so (DSP cores)
         scratch_free_form=without_pair_scratch if dsp_only else None,
-        # the forms of Helium's fused depthwise helper the bundle's kernels share one out-of-line copy of
-        bundle_choice=helium_bundle_choice if has_mve(profile) else None,
+        # Helium: the forms of its fused depthwise helper the bundle's kernels share one out-of-line copy of; DSP
+        # cores: the kernels whose quad tiles pay their inlined code
+        bundle_choice=helium_bundle_choice if has_mve(profile) else functools.partial(
+            dsp_bundle_choice, quads=FPU_DUAL_MAC_QUAD_SCHEDULES if profile.hardware_float
+            else DUAL_MAC_QUAD_SCHEDULES) if dsp_only else None,
     )

@@ -77,6 +77,7 @@ from tvm.ir import TensorLoad
 from backends.bias_forms import BIAS_TYPES, bias_form, by_bias
 from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pad_helper_name, dsp_depthwise_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import helium_depthwise_tiles_helper_name
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset, pointee,
                                                    tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.depthwise_mac import (DEPTHWISE_BOX_W16_OP, DEPTHWISE_MAC_OP, DEPTHWISE_MAC_W16_OP,
@@ -285,9 +286,6 @@ calling the copy 4,590,719; measured by heliumshare-30, person_detect's kernels 
 24x24x32 (484 interior pixels, 2 tiles) 306,543 / 358,078, 12x12x64 (100, 4 tiles) 156,518 / 172,240, 24x24x16
 at stride 2 (529, 1 tile) 149,997 / 194,999, 48x48x8 (2,116 pixels, its 8 channels' taps rolled in the copy)
 390,543 / 687,861 (the second with the border copy's rolled rows)."""
-INSTRUCTIONS_PER_BYTE = 100
-"""The instructions per inference a byte of code is worth in the choice of a copy (``shared_tiles``): 1 KB of code
-for 100,000 instructions, some 2 % of a 96x96 MobileNet's on cortex-m55 (vww_96_int8's 4.2 M)."""
 
 
 @dataclass(frozen=True)

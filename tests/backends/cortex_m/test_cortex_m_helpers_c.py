@@ -31,6 +31,7 @@ from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.pool_sums_c import POOL_SUMS_TEMPLATE, pool_sums_helper_c
+from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
@@ -180,6 +181,11 @@ UNIT_TESTS_BY_HELPER = [
     # their scratch-free form, against the plain sums and the scalar helpers
     HelperUnitTest("pair_tiles", ("double", *SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE,
                                   REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE, PAIR_DIRECT_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
+    # the DSP fused channel tiles of two pixel pairs (four windows widened once, doubled; sums from twice the bias)
+    # against the plain sums and the scalar helpers
+    HelperUnitTest("quad_tiles", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE,
+                                  REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE, QUAD_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the DSP fused convolution channel tiles (dual MAC sums from the biases and epilogue) against the plain sums
     # and the scalar helpers

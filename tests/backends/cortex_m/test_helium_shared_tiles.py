@@ -22,8 +22,8 @@ import re
 import numpy as np
 import pytest
 
-from backends.cortex_m.schedules.depthwise_tiles import (HELIUM_COPY_COSTS, INSTRUCTIONS_PER_BYTE, KernelUse,
-                                                          shared_tiles)
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.cortex_m.schedules.depthwise_tiles import HELIUM_COPY_COSTS, KernelUse, shared_tiles
 
 
 I32_3X3 = ("3x3", "int32")

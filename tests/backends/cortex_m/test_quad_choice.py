@@ -1,0 +1,103 @@
+"""The bundle's choice of the DSP cores' quad tiles (backends/cortex_m/schedules/quad_tiles.py: ``quad_uses``,
+``quad_kernels``; backends/cortex_m/schedules/__init__.py: ``dsp_bundle_choice``; the second schedule of
+tvm_ext/lower.py's ScheduleKernels): a kernel's loops of pair calls become quad calls where the instructions they
+save per inference pay their inlined code at the schedules' one price of code (``code_price.INSTRUCTIONS_PER_BYTE``),
+the best-paying per byte first within the bundle's code budget (QUAD_BYTES_PER_KERNEL per kernel).
+
+- The decision on facts alone: a kernel below the price is declined however many others pay; the ranking is per
+  byte; a budget stops before the first kernel that would exceed it, and grows with the bundle's kernels; the cost model's savings grow with the pairs
+  and an odd count's last quad pays for the pair it computes again.
+- Compiled for cortex-m4f and run bit for bit with TFLite Micro under QEMU mps2-an386: 1x1 convolutions on 16
+  input channels, one over a 24x24 image (some 152,000 instructions saved for about 500 B: taken), one over a
+  4x4 image (some 4,200: declined) and twenty over one-row images (declined), each its own kernel.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.cortex_m.schedules.quad_tiles import (QUAD_INLINED_BYTES, QuadUse, quad_code_budget, quad_kernels,
+                                                     quad_saved_instructions)
+
+
+def test_a_kernel_below_the_price_is_declined():
+    price = QUAD_INLINED_BYTES * INSTRUCTIONS_PER_BYTE
+    uses = (QuadUse("big", 3 * price, 1), QuadUse("small", price - 1, 1), QuadUse("exact", price, 1))
+    assert quad_kernels(uses) == {"big", "exact"}
+
+
+def test_kernels_rank_per_byte_within_a_budget():
+    price = QUAD_INLINED_BYTES * INSTRUCTIONS_PER_BYTE
+    # "two" saves most but over two loops: per byte it pays less than "one"
+    uses = (QuadUse("two", 5 * price, 2), QuadUse("one", 3 * price, 1), QuadUse("third", 2 * price, 1))
+    assert quad_kernels(uses, code_budget=QUAD_INLINED_BYTES) == {"one"}
+    assert quad_kernels(uses, code_budget=3 * QUAD_INLINED_BYTES) == {"one", "two"}
+    assert quad_kernels(uses, code_budget=3 * QUAD_INLINED_BYTES - 1) == {"one"}  # "two" would exceed it: stop
+    assert quad_kernels(uses) == {"one", "two", "third"}
+
+
+def test_the_bundle_budget_grows_with_its_kernels():
+    # a bundle of few kernels (pretrainedResnet_quant's 15) has no room for a loop's quads; one of twice as many has
+    assert quad_code_budget(15) < QUAD_INLINED_BYTES <= quad_code_budget(30)
+
+
+def test_the_saving_grows_with_the_pairs_and_an_odd_count_pays_its_pair_again():
+    # a 1x1 window on 16 channels (four groups of four), 32 output channels
+    even = quad_saved_instructions(12, 1, 16, 32)
+    assert even > 0 and quad_saved_instructions(24, 1, 16, 32) == 2 * even
+    assert quad_saved_instructions(13, 1, 16, 32) < quad_saved_instructions(14, 1, 16, 32)
+
+
+# --- compiled for cortex-m4f, bit-exact under QEMU ----------------------------------------------------------------
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from emulator.tools import missing_tools  # noqa: E402
+from test_requantize_epilogue import bit_exact_bundle  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
+
+VALID = 1  # tflite.Padding
+
+
+ONE_ROW_WIDTHS = tuple(range(1, 21))
+"""The widths of one-row images beside the two square ones: twenty more 1x1 kernels of a few pixels each (none
+paying the quad), so the bundle of 22 kernels has room for one loop's quads (``quad_code_budget``)."""
+
+
+def _pointwise_model(images: tuple[tuple[int, int], ...] = ((24, 24), (4, 4), *((1, w) for w in ONE_ROW_WIDTHS)),
+                     channels: int = 16, out: int = 32, seed: int = 29) -> bytes:
+    """Per (height, width) of ``images``, one int8 input [1, height, width, channels] (zero point -3) through a 1x1
+    CONV_2D to ``out`` channels (int32 biases; the lowering narrows them to int16 where they fit), each a model
+    output: one kernel per image shape."""
+    rng = np.random.default_rng(seed)
+    inputs = [Tensor(f"input{h}x{w}", (1, h, w, channels), "int8", Quantization((0.05,), (-3,))) for h, w in images]
+    model = Model(inputs, [], tuple(range(len(inputs))), ())
+    for index, (height, width) in enumerate(images):
+        scales = tuple(0.004 + 0.001 * (o % 5) for o in range(out))
+        first = len(model.tensors)
+        model.tensors += [
+            Tensor(f"op{index}/weights", (out, 1, 1, channels), "int8", Quantization(scales, (0,) * out, 0),
+                   rng.integers(-127, 128, (out, 1, 1, channels)).astype(np.int8)),
+            Tensor(f"op{index}/bias", (out,), "int32", Quantization(tuple(0.05 * s for s in scales), (0,) * out, 0),
+                   rng.integers(-3000, 3000, out).astype(np.int32)),
+            Tensor(f"op{index}/output", (1, height, width, out), "int8", Quantization((0.3,), (5,)))]
+        options = Options("Conv2DOptions", {"Padding": VALID, "StrideW": 1, "StrideH": 1,
+                                            "DilationWFactor": 1, "DilationHFactor": 1})
+        model.operators.append(Operator("CONV_2D", (index, first, first + 1), (first + 2,), options, 3))
+        model.outputs += (first + 2,)
+    return build(model)
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_the_paying_kernel_takes_the_quad_and_the_small_one_declines_bit_exactly(tmp_path):
+    _, kernels = bit_exact_bundle(tmp_path, "pointwise", _pointwise_model(), "cortex-m4f", "mps2-an386")
+    # the 24x24 layer's 288 pairs as 144 quad calls; the 4x4 layer's 8 pairs (and the one-row layers') keep their
+    # pair calls
+    quads = re.findall(r"_quad_tiles_s8(?:_b16)?\((.*)\);", kernels)
+    assert len(quads) == 1, kernels
+    assert quads[0].split(", ")[-1] == "32"
+    assert re.search(r"_pair_tiles_s8(?:_b16)?\(", kernels), kernels
