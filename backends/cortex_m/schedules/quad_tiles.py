@@ -42,7 +42,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
-import tvm
 from tvm import s_tir, tirx
 
 from backends.bias_forms import by_bias
