@@ -200,7 +200,7 @@ def values_call(kind: str, core: relax.Call, lhs: Int8Input, rhs: Int8Input, out
     stage = add_from_values(2 * largest * largest if squared else largest, params.output, output_zero_point,
                             ctx.rounding)
     tables = tuple(table_constant(scaled_operand_table, *spec) for spec in specs if spec is not None)
-    if stage is None or not all(ctx.flash_budget.grants(table, TABLE_SIZE * 4) for table in tables):
+    if stage is None or not ctx.flash_budget.grants_all(tables, TABLE_SIZE * 4):
         return None
     multiplier, right, bias = stage
     return KernelCall(kind, core, ctx.int8_add_values, (lhs.tensor, rhs.tensor, *tables),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, Union
 
@@ -38,6 +39,21 @@ class FlashBudget:
                 self.spare_bytes -= nbytes
             self._granted[layer] = fits
         return self._granted[layer]
+
+    def grants_all(self, layers: Sequence[relax.Expr], nbytes: int) -> bool:
+        """Whether every one of ``layers`` (a kernel's tables: one choice) may store ``nbytes`` more bytes each:
+        all taken together or none (a refusal takes nothing, so no byte stays charged to a choice not made); one
+        granted before counts as taken, one refused before refuses the whole."""
+        fresh = [layer for layer in dict.fromkeys(layers) if layer not in self._granted]
+        if not all(self._granted[layer] for layer in layers if layer in self._granted):
+            return False
+        total = nbytes * len(fresh)
+        if self.spare_bytes is not None:
+            if total > self.spare_bytes:
+                return False
+            self.spare_bytes -= total
+        self._granted.update(dict.fromkeys(fresh, True))
+        return True
 
 
 @dataclass(frozen=True)

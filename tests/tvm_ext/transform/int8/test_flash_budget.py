@@ -1,0 +1,45 @@
+"""FlashBudget (tvm_ext.transform.int8.lowering): a lowering's choices that store more bytes of flash are granted
+layer by layer while the profile's spare flash holds them; a choice of several tables (an ADD's two operands) is
+granted whole or not at all, so a refused choice leaves no bytes charged."""
+
+from __future__ import annotations
+
+import numpy as np
+from tvm import relax
+
+from tvm_ext.transform.int8.lowering import FlashBudget
+
+
+def _tables(count: int) -> list[relax.Constant]:
+    return [relax.const(np.full(4, k, "int32")) for k in range(count)]
+
+
+def test_a_choice_of_two_tables_that_does_not_fit_takes_no_bytes() -> None:
+    first, second, alone = _tables(3)
+    budget = FlashBudget(spare_bytes=1_500)
+    assert not budget.grants_all([first, second], 1_024)
+    assert budget.spare_bytes == 1_500
+    assert budget.grants_all([alone], 1_024)  # the bytes the refused pair would have held are still there
+    assert budget.spare_bytes == 476
+
+
+def test_a_table_granted_before_is_not_charged_again() -> None:
+    shared, other = _tables(2)
+    budget = FlashBudget(spare_bytes=2_048)
+    assert budget.grants(shared, 1_024)
+    assert budget.grants_all([shared, other], 1_024)
+    assert budget.spare_bytes == 0
+    assert budget.grants_all([other, other], 1_024)  # asked again: the first answer, nothing taken
+
+
+def test_a_table_refused_before_refuses_the_choice() -> None:
+    big, small = _tables(2)
+    budget = FlashBudget(spare_bytes=1_024)
+    assert not budget.grants(big, 4_096)
+    assert not budget.grants_all([big, small], 16)
+    assert budget.spare_bytes == 1_024
+
+
+def test_no_limit_grants_everything() -> None:
+    budget = FlashBudget()
+    assert budget.grants_all(_tables(3), 1 << 20) and budget.spare_bytes is None
