@@ -41,6 +41,7 @@ from tvm import te, tirx
 
 from backends.cortex_m.helpers import BATCH_MATMUL_HELPERS
 from backends.cortex_m.helpers.batch_matmul_c import batch_matmul_helper_name, batch_matmul_scratch_words
+from packager.fixed_point_c import SMALL_ACCUMULATOR_LIMIT
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -56,18 +57,15 @@ BATCH_MATMUL_ACCESS = HelperAccess((
 ))
 register_helper_call(BATCH_MATMUL_OP, BATCH_MATMUL_HELPERS, batch_matmul_helper_name, BATCH_MATMUL_ACCESS)
 
-SMALL_SUM_LIMIT = 2**30
-"""The helper's requantization takes sums in [-2^30, 2^30) (twice one within int32: its doubling high multiply)."""
+def _largest_centered(zero_point: int) -> int:
+    """The largest |x - zero_point| of an int8 x (tvm_ext.kernels.fixed_point.largest_centered's, which the backends
+    do not import: tvm_ext.kernels imports them)."""
+    return max(abs(-128 - zero_point), abs(127 - zero_point))
 
 
 class _Activation(Protocol):
     low: int
     high: int
-
-
-def _largest_centered(zero_point: int) -> int:
-    """The largest |x - zero_point| of an int8 x."""
-    return max(abs(-128 - zero_point), abs(127 - zero_point))
 
 
 def _fits(lhs: te.Tensor, rhs: te.Tensor, depth: int, lhs_zero_point: int, rhs_zero_point: int, multiplier: int,
@@ -77,7 +75,7 @@ def _fits(lhs: te.Tensor, rhs: te.Tensor, depth: int, lhs_zero_point: int, rhs_z
     than int8 (TFLite's BATCH_MATMUL has none; a fused clip keeps the generic kernel)."""
     largest = depth * _largest_centered(lhs_zero_point) * _largest_centered(rhs_zero_point)
     return (str(lhs.dtype) == "int8" and str(rhs.dtype) == "int8" and rounding.value == "double"
-            and -31 <= shift <= -1 and multiplier != -2**31 and largest < SMALL_SUM_LIMIT
+            and -31 <= shift <= -1 and multiplier != -2**31 and largest < SMALL_ACCUMULATOR_LIMIT
             and activation.low <= -128 and activation.high >= 127)
 
 
