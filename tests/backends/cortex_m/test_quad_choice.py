@@ -9,7 +9,8 @@ the best-paying per byte first within the bundle's code budget (QUAD_BYTES_PER_K
   and an odd count's last quad pays for the pair it computes again.
 - Compiled for cortex-m4f and run bit for bit with TFLite Micro under QEMU mps2-an386: 1x1 convolutions on 16
   input channels, one over a 24x24 image (some 152,000 instructions saved for about 500 B: taken), one over a
-  4x4 image (some 4,200: declined) and twenty over one-row images (declined), each its own kernel.
+  4x4 image (some 4,200: declined) and twenty over one-row images (declined), each its own kernel; and the same
+  with a 22x23 image (253 pairs, an odd count: taken, its last quad overlapping the previous pair).
 """
 
 from __future__ import annotations
@@ -101,3 +102,17 @@ def test_the_paying_kernel_takes_the_quad_and_the_small_one_declines_bit_exactly
     assert len(quads) == 1, kernels
     assert quads[0].split(", ")[-1] == "32"
     assert re.search(r"_pair_tiles_s8(?:_b16)?\(", kernels), kernels
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_an_odd_count_of_pairs_takes_the_quad_with_its_last_quad_overlapping_bit_exactly(tmp_path):
+    # a 22x23 layer: 506 pixels, 253 pairs (odd), paying as the 24x24 one does; its last quad starts one pair early
+    # (quad_tiles' Min(quad * 2, pairs - 2)), that pair's outputs computed twice, the same values
+    model = _pointwise_model(((22, 23), (4, 4), *((1, w) for w in ONE_ROW_WIDTHS)))
+    _, kernels = bit_exact_bundle(tmp_path, "pointwise_odd", model, "cortex-m4f", "mps2-an386")
+    quads = re.findall(r"_quad_tiles_s8(?:_b16)?\((.*)\);", kernels)
+    assert len(quads) == 1, kernels
+    assert quads[0].split(", ")[-1] == "32"
+    # (253 + 1) / 2 = 127 quads, each starting at pair min(2 * quad, 251)
+    assert re.search(r"_quad < 127;", kernels), kernels
+    assert "(251)" in quads[0], quads[0]
