@@ -19,6 +19,15 @@ from .fixed_point import (INT32_MAX, Rounding, clamp_to_int8, clamp_to_type, cou
 from .quant_params import ActivationRange, AddParams, MulParams
 
 
+def is_halved_operand(multiplier_shift: tuple[int, int], left_shift: int) -> bool:
+    """Whether an ADD, SUB or SQUARED_DIFFERENCE operand of (multiplier, shift) ``multiplier_shift`` under the
+    operator's ``left_shift`` (in bits) is TFLite's larger-scale operand: multiplier 2^30 with shift 0 (a ratio of
+    1/2) and a left shift of at least 1, so that its rescale MBQM(x << left_shift) is x << (left_shift - 1) exactly
+    where that does not overflow int32 (the caller's bound)."""
+    multiplier, shift = multiplier_shift
+    return (int(multiplier), int(shift)) == (1 << 30, 0) and left_shift >= 1
+
+
 def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: int,
               multiplier_shift: tuple[int, int], rounding: Rounding, name: str,
               table: Optional[te.Tensor] = None, offset_folded: bool = False) -> tuple[te.Tensor, int]:
@@ -32,7 +41,7 @@ def _rescaled(tensor: te.Tensor, shape: list[int], zero_point: int, left_shift: 
     per element (cortex-m4f)."""
     multiplier, shift = multiplier_shift
     largest = largest_centered(tensor.dtype, zero_point) << left_shift
-    halves_exactly = (multiplier, shift) == (1 << 30, 0) and left_shift >= 1 and largest <= INT32_MAX
+    halves_exactly = is_halved_operand(multiplier_shift, left_shift) and largest <= INT32_MAX
 
     def value(*index):
         if table is not None:
@@ -77,7 +86,7 @@ def rescaled_table_args(dtype: str, elements: int, params: AddParams, lhs_zero_p
     if dtype != "int8" or elements < TABLED_ELEMENTS:
         return None, None
     multipliers = tuple((int(m), int(s)) for m, s in (params.input1, params.input2))
-    halved = [m == (1 << 30, 0) and params.left_shift >= 1 for m in multipliers]
+    halved = [is_halved_operand(m, params.left_shift) for m in multipliers]
     if halved[0] and halved[1]:  # equal scales: both one shift, nothing to table
         return None, None
     zero_points = (lhs_zero_point, rhs_zero_point)

@@ -226,8 +226,8 @@ def rounded_average(total: tirx.PrimExpr, *, count: int, activation: ActivationR
     differently where `count` is odd, so it is floor((total + count / 2) / count); where it is even, a negative
     sum's tie must round down, floor((total + count / 2 - 1) / count), and subtracting 1 moves no other sum's floor.
     The floor as an unsigned division of the sum lifted by AVERAGE_BIAS counts (a multiply-high by the constant's
-    reciprocal, where the generic quotient also tests the sign and rounds the signed quotient). Checked against
-    rounded_quotient for every count up to 1,024 and every sum of int8 taps (tests/tvm_ext/kernels/
+    reciprocal, where the generic quotient also tests the sign and rounds the signed quotient). Checked, compiled,
+    against TFLite's rounding for every count up to PAIR_TAPS and every sum of int8 taps (tests/tvm_ext/kernels/
     test_window_sums.py). The average of int8 values is an int8 value: clamped only to a narrower activation."""
     lifted = total + tirx.const(count // 2 + AVERAGE_BIAS * count, "int32")
     if count % 2 == 0:

@@ -1,30 +1,49 @@
 """The DSP cores' int8 average (tvm_ext.kernels.window_sums.rounded_average, a floor by an unsigned
 division) equals the generic kernel's rounded quotient (tvm_ext.kernels.pool.rounded_quotient, TFLite's rounding half
-away from zero) on every sum of int8 taps: its rule in integers for every count up to 1,024, and the TIR expressions
-of both, evaluated on constants, for the counts of small windows and global pools."""
+away from zero) on every sum of int8 taps: the expression compiled for llvm for every count up to PAIR_TAPS (256, the
+largest window it serves), and the TIR expressions of both, evaluated on constants, for the counts of small windows
+and global pools."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from tvm import tirx
+import tvm
+from tvm import te, tirx
 from tvm.sym import Analyzer
 
-from tvm_ext.kernels.window_sums import AVERAGE_BIAS, rounded_average
+from tvm_ext.kernels.window_sums import PAIR_TAPS, rounded_average
 from tvm_ext.kernels.pool import rounded_quotient
 from tvm_ext.kernels.quant_params import ActivationRange
 
 FULL = ActivationRange(-128, 127)
 
 
-def test_the_floor_rule_rounds_every_sum_of_int8_taps_as_tflite_does():
-    for count in range(1, 1025):
-        total = np.arange(-128 * count, 127 * count + 1, dtype=np.int64)
-        half = count // 2
-        tflite = np.where(total >= 0, (total + half) // count, -((-total + half) // count))
-        lifted = total + half + AVERAGE_BIAS * count + (np.where(total < 0, -1, 0) if count % 2 == 0 else 0)
-        assert lifted.min() >= 0, count  # the unsigned division's operand
-        np.testing.assert_array_equal(lifted // count - AVERAGE_BIAS, tflite, err_msg=f"count {count}")
+def _tflite_average(total: np.ndarray, count: int) -> np.ndarray:
+    """TFLite's int8 average of the sums ``total`` of ``count`` taps: the quotient rounded half away from zero."""
+    half = count // 2
+    return np.where(total >= 0, (total + half) // count, -((-total + half) // count))
+
+
+def test_the_average_expression_rounds_every_sum_of_int8_taps_as_tflite_does():
+    """rounded_average itself, compiled for llvm, for every count a window's sums take (up to PAIR_TAPS) and every
+    sum of that many int8 taps; one PrimFunc of one stage a count, on the sums of the largest window."""
+    counts = range(1, PAIR_TAPS + 1)
+    sums = np.arange(-128 * PAIR_TAPS, 127 * PAIR_TAPS + 1, dtype=np.int32)
+    total = te.placeholder((len(sums),), "int32", name="total")
+
+    def average(count: int) -> te.Tensor:
+        return te.compute(total.shape, lambda i: rounded_average(total[i], count=count, activation=FULL),
+                          name=f"average_{count}")
+
+    averages = [average(count) for count in counts]
+    built = tvm.tirx.build(te.create_prim_func([total, *averages]), target="llvm")
+    arrays = [tvm.runtime.tensor(sums), *(tvm.runtime.tensor(np.zeros(len(sums), np.int8)) for _ in counts)]
+    built(*arrays)
+    for count, result in zip(counts, arrays[1:]):
+        int8_sums = (sums >= -128 * count) & (sums <= 127 * count)
+        np.testing.assert_array_equal(result.numpy()[int8_sums], _tflite_average(sums[int8_sums], count),
+                                      err_msg=f"count {count}")
 
 
 def _value(expr: tirx.PrimExpr, analyzer: Analyzer) -> int:

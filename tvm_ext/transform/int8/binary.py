@@ -19,7 +19,7 @@ from tvm import relax, te, tirx
 from tvm.relax.dpl import is_op
 
 from ...kernels import Rounding
-from ...kernels.elementwise import add_from_values, rescaled_table_args
+from ...kernels.elementwise import add_from_values, is_halved_operand, rescaled_table_args
 from ...kernels.int8_tables import TABLE_SIZE, binary_scalar_table, rescaled_operand_table, scaled_operand_table
 from ...kernels.quant_params import ActivationRange, AddParams
 from ...layers import BROADCAST_LOOKUP_ATTR
@@ -187,7 +187,7 @@ def values_call(kind: str, core: relax.Call, lhs: Int8Input, rhs: Int8Input, out
     left_shift, factor = params.left_shift, 1 if squared else 2
     signs = (1, sign)
     multipliers = [(int(m), int(s)) for m, s in (params.input1, params.input2)]
-    halved = [m == (1 << 30, 0) and left_shift >= 1 for m in multipliers]
+    halved = [is_halved_operand(m, left_shift) for m in multipliers]
     halved[0] = halved[0] and not halved[1]  # equal scales: lhs tabled, rhs shifted
     shifted = [signs[k] * (factor << (left_shift - 1)) if halved[k] else 0 for k in range(2)]
     operands = (lhs, rhs)
