@@ -101,8 +101,10 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             keeping_layers(relax.transform.DeadCodeElimination()),
             keeping_layers(ResolveIndexGuards(model_name)),
             RefuseDataDependentLoops(model_name),
-            # Kernels that copy a contiguous block of their input: views of its bytes (no call, no buffer).
-            ContiguousCopiesAsViews(profile.alignment_bytes),
+            # Kernels that copy a contiguous block of their input: views of its bytes (no call, no buffer). Not
+            # under patches: a band's copy of its rows must stay a copy (row-wise input fetches the rows into it,
+            # and a view would keep the whole input alive while the bands run).
+            *([ContiguousCopiesAsViews(profile.alignment_bytes)] if patches is None else []),
             # The MACs of each kernel, counted before its schedule moves its loops.
             CountMacs(),
             ScheduleKernels(profile),
