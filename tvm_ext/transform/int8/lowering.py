@@ -33,11 +33,8 @@ class FlashBudget:
     def grants(self, layer: relax.Expr, nbytes: int) -> bool:
         """Whether the layer (its Relax call: asking again gives the first answer, the bytes taken once) may store
         ``nbytes`` more bytes of flash; if so they are taken from the budget."""
-        if layer not in self._granted:
-            fits = self.spare_bytes is None or nbytes <= self.spare_bytes
-            if fits and self.spare_bytes is not None:
-                self.spare_bytes -= nbytes
-            self._granted[layer] = fits
+        if layer not in self._granted and not self.grants_all([layer], nbytes):
+            self._granted[layer] = False  # alone, a refusal is the layer's answer from now on
         return self._granted[layer]
 
     def grants_all(self, layers: Sequence[relax.Expr], nbytes: int) -> bool:

@@ -43,3 +43,12 @@ def test_a_table_refused_before_refuses_the_choice() -> None:
 def test_no_limit_grants_everything() -> None:
     budget = FlashBudget()
     assert budget.grants_all(_tables(3), 1 << 20) and budget.spare_bytes is None
+
+
+def test_a_layer_asked_alone_keeps_its_first_answer() -> None:
+    refused, granted = _tables(2)
+    budget = FlashBudget(spare_bytes=100)
+    assert not budget.grants(refused, 200)
+    assert not budget.grants(refused, 10)  # asked again, smaller: still refused
+    assert budget.grants(granted, 60) and budget.grants(granted, 60)
+    assert budget.spare_bytes == 40
