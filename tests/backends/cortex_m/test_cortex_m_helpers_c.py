@@ -70,7 +70,9 @@ class HelperUnitTest:
     a bundle's order) for the prefix `lp`, each as `template_c(template, prefix)` gives it (a Helium bundle's:
     `helium_template_c`); each of `host_defines` is one host build's -D flags; `profile` is the Cortex-M core it
     runs on under QEMU; `core_macro` (if any) the macro the helpers define only where the core's own path is
-    compiled, which its build for `profile` must define (else it would test the portable C again)."""
+    compiled, which its build for `profile` must define (else it would test the portable C again);
+    `core_path_optimizing_only`: the helpers compile that path only when optimizing (gcc's __OPTIMIZE__: an
+    assembly loop that needs more registers than a debug build leaves), so a -O0 build need not define it."""
 
     name: str
     templates: tuple[str, ...]
@@ -78,11 +80,14 @@ class HelperUnitTest:
     profile: str = "cortex-m4f"
     template_c: Callable[[str, str], str] = functools.partial(helper_template_c, "backends.cortex_m.helpers")
     core_macro: Optional[str] = None
+    core_path_optimizing_only: bool = False
 
-    def core_source_text(self) -> str:
-        """The unit test's C for the build for `profile`: the source, refused by the compiler unless the core's
-        path is the one compiled (`core_macro` defined)."""
-        return self.source.read_text() + core_path_required(self.core_macro)
+    def core_source_text(self, optimizing: bool = True) -> str:
+        """The unit test's C for the build for `profile` (`optimizing`: at a level that defines __OPTIMIZE__):
+        the source, refused by the compiler unless the core's path is the one compiled (`core_macro` defined)
+        wherever the helpers compile it."""
+        required = None if self.core_path_optimizing_only and not optimizing else self.core_macro
+        return self.source.read_text() + core_path_required(required)
 
     @property
     def id(self) -> str:
@@ -152,7 +157,7 @@ UNIT_TESTS_BY_HELPER = [
                    template_c=functools.partial(requantize_template_c,
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers")),
-                   core_macro=f"{macro_prefix(PREFIX)}_BATCH_MATMUL_ASM"),
+                   core_macro=f"{macro_prefix(PREFIX)}_BATCH_MATMUL_ASM", core_path_optimizing_only=True),
     # the DSP cores' ADD and SUB output stage from tabled values against TFLite's reference with the scalar helpers
     HelperUnitTest("add_s8_values", (*SCALAR_REQUANTIZE, ADD_VALUES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c,

@@ -26,12 +26,11 @@ OTHER_LEVELS = ("-O0", "-Og", "-Os")
 @pytest.mark.parametrize("unit", UNIT_TESTS_BY_HELPER, ids=[unit.id for unit in UNIT_TESTS_BY_HELPER])
 def test_every_helper_builds_for_its_core_at_other_levels(tmp_path: Path, unit: HelperUnitTest, level: str) -> None:
     """Each helper's unit test (which calls every helper of its header) builds for its core at `level`, under
-    the strict warnings; at -O2's fellow optimizing levels on the core's own path (`core_macro`), at -O0 on
-    whichever path a debug build takes (gcc defines no __OPTIMIZE__ there: an assembly loop that needs more
-    registers than a debug build leaves, the batch matmul's, gives way to its C loop)."""
+    the strict warnings, on the core's own path (`core_macro`) wherever the helpers compile it (a helper whose
+    assembly loop needs more registers than a debug build leaves, the batch matmul's, gives way to its C loop
+    at -O0, which defines no __OPTIMIZE__: `core_path_optimizing_only`)."""
     unit.write_files(tmp_path)
-    source = unit.source.read_text() if level == "-O0" else unit.core_source_text()
-    build_for_cortex_m(source, tmp_path, tmp_path, unit.profile, (level,))
+    build_for_cortex_m(unit.core_source_text(optimizing=level != "-O0"), tmp_path, tmp_path, unit.profile, (level,))
 
 
 @needs_cross_tools
