@@ -81,6 +81,9 @@ class LoweringContext:
     """Each output channel's int8 CONV_2D weight length for a window (KH, KW, I), padded or not
     (``backends.backend.KernelSchedules.conv_weight_length``; None: KH * KW * I)."""
     interleaved_gate_weights: bool = False
+    widened_gate_weights: bool = False
+    """Whether an LSTM's interleaved gate weights are widened to int16 where ``flash_budget`` grants their extra byte
+    per weight (``backends.backend.KernelSchedules.widened_gate_weights``)."""
     pad_runs: bool = False
     int8_softmax: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of int8 SOFTMAX (``backends.backend.KernelSchedules.int8_softmax``; None: none)."""
