@@ -43,7 +43,7 @@ INTERLEAVED_MAC_HELPERS = HelperLibrary("cortex_m_interleaved_mac", dual_mac_int
 
 DUAL_MAC_INTERLEAVED16_TEMPLATE = "dual_mac_interleaved16.h.in"
 """The same products over the interleaved layout's weights widened to int16 at compile time
-(`<prefix>_dual_mac_s16x4_interleaved`: no widening of the weights in the loop, 13.5 instructions per 16 MACs
+(`<prefix>_dual_mac_s16x4_interleaved`: no widening of the weights in the loop, 11.5 instructions per 16 MACs
 against 19.5), for the gate products whose widened weights the flash holds (`tvm_ext.transform.int8.lstm`)."""
 
 
