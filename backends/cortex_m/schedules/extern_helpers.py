@@ -11,7 +11,8 @@ computes exactly what it does:
   accumulators and a group's four inputs, the weights interleaved (input 4j + k of channel c of tile v at
   v * s + 16j + 4c + k from the first, the layout of ``tvm_ext.kernels.extern_mac.interleave_weights``):
   ``<prefix>_dual_mac_s8x4_interleaved`` (``backends.cortex_m.helpers.dual_mac_interleaved_c``), two channels'
-  weights per load, one call for every tile;
+  weights per load, one call for every tile; over int16 weights (widened at compile time)
+  ``<prefix>_dual_mac_s16x4_interleaved``, a channel's four weights per load;
 - a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``
   (``backends.cortex_m.helpers.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
   ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input);
@@ -35,7 +36,9 @@ from tvm.ir import TensorLoad
 
 from backends.cortex_m.helpers.copy_c import copy_helper_name, max_s8_helper_name, max_s8_window_helper_name
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
-from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED_GROUP, INTERLEAVED_MAC_HELPERS,
+from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED16_MAC_HELPERS, INTERLEAVED_GROUP,
+                                                             INTERLEAVED_MAC_HELPERS,
+                                                             dual_mac_interleaved16_helper_name,
                                                              dual_mac_interleaved_helper_name)
 from backends.cortex_m.schedules.conv_tiles import flat_offset, pointee
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, dual_mac_replacement, helper_call_block,
@@ -71,6 +74,13 @@ INTERLEAVED_MAC_ACCESS = HelperAccess((
                       Axis(DUAL_MAC_CHANNELS, INTERLEAVED_GROUP), Axis(INTERLEAVED_GROUP, 1)))))
 register_helper_call(INTERLEAVED_MAC_OP, INTERLEAVED_MAC_HELPERS, dual_mac_interleaved_helper_name,
                      INTERLEAVED_MAC_ACCESS)
+INTERLEAVED16_MAC_OP = "tvm_ext.dual_mac_s16x4_interleaved"
+# The same call and accesses over int16 weights (strides in elements).
+register_helper_call(INTERLEAVED16_MAC_OP, INTERLEAVED16_MAC_HELPERS, dual_mac_interleaved16_helper_name,
+                     INTERLEAVED_MAC_ACCESS)
+INTERLEAVED_MAC_OPS = {"int8": INTERLEAVED_MAC_OP, "int16": INTERLEAVED16_MAC_OP}
+"""The interleaved dual MAC's call by its weights' type: int8 as the model gives them, or widened to int16 at compile
+time (``tvm_ext.transform.int8.lstm``)."""
 
 
 def extern_helper_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
@@ -107,7 +117,7 @@ def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
                for inner in loops):
         return None
     extents = [int(inner.extent) for inner in loops]
-    reduction = mac_reduction(realize.block)
+    reduction = mac_reduction(realize.block, weight_dtypes=tuple(INTERLEAVED_MAC_OPS))
     start = _init_load(realize.block, reduction)
     if reduction is None or start is None or extents[-2:] != [DUAL_MAC_CHANNELS, INTERLEAVED_GROUP]:
         return None
@@ -133,7 +143,8 @@ def _interleaved_mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
     except KeyError:
         return None  # an index form we do not evaluate: keep the loops
     tiles = extents[0] if tiled else 1
-    realize = helper_call_block(INTERLEAVED_MAC_OP, reduction, bindings, inner, [extents[-3], tiles, w_tile_stride],
+    op = INTERLEAVED_MAC_OPS[str(reduction.weight.source.dtype)]
+    realize = helper_call_block(op, reduction, bindings, inner, [extents[-3], tiles, w_tile_stride],
                                 [1] * (len(reduction.store.indices) - 1) + [DUAL_MAC_CHANNELS * tiles],
                                 operands=(start, reduction.data, reduction.weight))
     return _with_whole_accumulators(realize, DUAL_MAC_CHANNELS * tiles)

@@ -16,7 +16,7 @@ from tvm import te, tirx  # noqa: E402
 
 from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP  # noqa: E402
-from backends.cortex_m.schedules.extern_helpers import INTERLEAVED_MAC_OP  # noqa: E402
+from backends.cortex_m.schedules.extern_helpers import INTERLEAVED16_MAC_OP, INTERLEAVED_MAC_OP  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.lstm import (LstmQuantization, gate_products, interleave_gate_weights, lstm_int8,  # noqa: E402
                                   lstm_params, signed_sigmoid_table)
@@ -36,8 +36,10 @@ def _params(input_zero_point: int = 3, hidden_zero_point: int = -21):
 
 
 def _lstm(units: int, depth: int = 6, steps: int = 3, batch: int = 2, bias_value: int = 1000,
-          input_zero_point: int = 3, interleave: bool = False) -> tuple[tirx.PrimFunc, np.ndarray]:
-    """The kernel's function for random int8 weights and a constant bias, and its input offsets."""
+          input_zero_point: int = 3, interleave: bool = False,
+          weight_dtype: str = "int8") -> tuple[tirx.PrimFunc, np.ndarray]:
+    """The kernel's function for random int8 weights (interleaved ones held as ``weight_dtype``: int16 where the
+    lowering widens them) and a constant bias, and its input offsets."""
     rng = np.random.default_rng(units)
     w_in = rng.integers(-128, 128, (4, units, depth)).astype(np.int8)
     w_rec = rng.integers(-128, 128, (4, units, units)).astype(np.int8)
@@ -46,9 +48,10 @@ def _lstm(units: int, depth: int = 6, steps: int = 3, batch: int = 2, bias_value
                                                interleave)
     if products.interleaved:
         w_in, w_rec = interleave_gate_weights(w_in), interleave_gate_weights(w_rec)
+    weight_dtype = weight_dtype if products.interleaved else "int8"
     tensors = [te.placeholder(shape, dtype, name=name) for name, shape, dtype in (
         ("data", (batch, steps, depth), "int8"), ("hidden", (batch, units), "int8"),
-        ("cell", (batch, units), "int16"), ("w_in", w_in.shape, "int8"), ("w_rec", w_rec.shape, "int8"),
+        ("cell", (batch, units), "int16"), ("w_in", w_in.shape, weight_dtype), ("w_rec", w_rec.shape, weight_dtype),
         ("in_offsets", input_offsets.shape, "int32"), ("rec_offsets", input_offsets.shape, "int32"),
         ("table", (513,), "uint16"))]
     out = lstm_int8(*tensors, params=params, products=products)
@@ -102,10 +105,10 @@ def test_an_offset_beyond_int32_keeps_the_zero_point_in_the_product() -> None:
     assert count_macs(func) == 2 * 3 * 4 * 4 * (6 + 4)
 
 
-def _interleaved_calls(func: tirx.PrimFunc) -> list[list[int]]:
-    """The sizes (groups, tiles, weight tile stride) of each interleaved dual MAC call."""
+def _interleaved_calls(func: tirx.PrimFunc, op: str = INTERLEAVED_MAC_OP) -> list[list[int]]:
+    """The sizes (groups, tiles, weight tile stride) of each interleaved dual MAC call (of ``op``)."""
     return [[int(a) for a in node.args[4:]] for node in walk(func.body)
-            if isinstance(node, tvm.ir.Call) and node.op.name == INTERLEAVED_MAC_OP]
+            if isinstance(node, tvm.ir.Call) and node.op.name == op]
 
 
 def test_interleaved_gates_call_the_interleaved_dual_mac_once_per_gate_and_product() -> None:
@@ -116,6 +119,15 @@ def test_interleaved_gates_call_the_interleaved_dual_mac_once_per_gate_and_produ
     assert sorted(_interleaved_calls(scheduled)) == [[2, 2, 32]] * 4 + [[3, 2, 48]] * 4
     assert _dual_macs(scheduled) == [] and _product_blocks(scheduled) == 0
     assert count_macs(func) == 2 * 3 * 4 * 8 * (12 + 8)
+
+
+def test_int16_gate_weights_call_the_int16_interleaved_dual_mac() -> None:
+    """The interleaved weights widened to int16 (the lowering's choice where the flash holds them): the same calls,
+    of the int16 helper, strides in elements as before."""
+    func = _lstm(units=8, depth=12, interleave=True, weight_dtype="int16")[0]
+    scheduled = inline_intermediates(func, 4, DUAL_MAC_SCHEDULES)
+    assert sorted(_interleaved_calls(scheduled, INTERLEAVED16_MAC_OP)) == [[2, 2, 32]] * 4 + [[3, 2, 48]] * 4
+    assert _interleaved_calls(scheduled) == [] and _product_blocks(scheduled) == 0
 
 
 @pytest.mark.parametrize("units, depth, calls", [(7, 8, [[2, 2, 32]] * 8), (8, 6, [[2, 2, 32]] * 8),

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, Union
 
+import numpy as np
 from tvm import relax, te
 
 from ...kernels import Rounding
@@ -81,6 +82,9 @@ class LoweringContext:
     """Each output channel's int8 CONV_2D weight length for a window (KH, KW, I), padded or not
     (``backends.backend.KernelSchedules.conv_weight_length``; None: KH * KW * I)."""
     interleaved_gate_weights: bool = False
+    widened_gate_weights: bool = False
+    """Whether a recurrent cell's interleaved weights are widened to int16 where ``flash_budget`` grants their extra
+    byte per weight (``widened_gate_weights``; ``backends.backend.KernelSchedules.widened_gate_weights``)."""
     pad_runs: bool = False
     int8_softmax: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of int8 SOFTMAX (``backends.backend.KernelSchedules.int8_softmax``; None: none)."""
@@ -109,6 +113,16 @@ class LoweringContext:
     integer_requantization: bool = False
     """Whether onnxruntime's QLinearConv and QLinearMatMul kernels requantize in integers (the bundle's helper of
     the float operations' bits: cores without a floating-point unit)."""
+
+
+def widened_gate_weights(ctx: LoweringContext, layer: relax.Expr, *weights: np.ndarray) -> tuple[np.ndarray, ...]:
+    """A recurrent cell's interleaved int8 ``weights`` (an LSTM's gates', an SVDF's feature weights) as int16 where the
+    backend asks (``LoweringContext.widened_gate_weights``) and ``ctx.flash_budget`` grants ``layer`` their extra
+    byte per weight (all of them or none), else as they are: the same values, which the backend's interleaved MAC
+    then reads without widening them in its loop."""
+    if ctx.widened_gate_weights and ctx.flash_budget.grants(layer, sum(int(w.size) for w in weights)):
+        return tuple(w.astype(np.int16) for w in weights)
+    return weights
 
 
 @dataclass(frozen=True)
