@@ -36,7 +36,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import tvm
 import tvm_ffi
 from tvm import ir, tirx
 from tvm.ir.prim import expr as prim

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import tvm
 from tvm import relax, tirx
 
-from memory_planner.plan import KernelSignature
 from tvm_ext.codegen.codegen_c import KernelSource, generate_c
 from tvm_ext.processes.forked_workers import WorkerEndedError, run_in_forked_workers
 from tvm_ext.transform.partition_subgraphs import binding_subgraphs
