@@ -46,7 +46,9 @@ def _model(shape: tuple[int, ...], layers: list) -> bytes:
 
 SCALAR_MAC = re.compile(r"acc\w*\[\d+\] = \(acc\w*\[\d+\] \+ ")
 """A scalar MAC of the generic loop nest: ``acc_ptr[0] = (acc_ptr[0] + (((int32_t)input0[...]) * ...``."""
-DUAL_MAC = re.compile(r"_(dual_mac_s8x4|conv_tiles_s8x4(_b16)?|pair_tiles_s8(_b16)?)\(")
+DUAL_MAC = re.compile(r"_(dual_mac_s8x4|conv_tiles_(part_)?s8x4(_b16)?|pair_tiles_s8(_b16)?)\(")
+GUARDED_EPILOGUE = re.compile(r"if \(\(\(\w+ \* 4\) \+ \w+\) < \d+\)")
+"""A padded channel tile's scalar requantization under its channel test: ``if (((o_0 * 4) + ax0) < 7) {``."""
 
 
 @needs_cross_tools
@@ -56,6 +58,9 @@ def test_convolutions_of_partial_channel_tiles_take_the_dual_mac_bit_exactly(tmp
     assert len(convolutions) == len(LAYERS), sorted(kernels)
     for name, body in convolutions.items():
         assert DUAL_MAC.search(body) and not SCALAR_MAC.search(body), (name, body)
+    # a pixel's channel tiles are one fused call, the last tile of fewer channels inside it: no scalar epilogue left
+    (pointwise,) = (body for name, body in convolutions.items() if "_conv_2d_1x1_" in name)
+    assert "_conv_tiles_part_s8x4" in pointwise and not GUARDED_EPILOGUE.search(pointwise), pointwise
     manifest = json.loads((tmp_path / "m4f" / "manifest.json").read_text())
     macs = {call["kernel"]: call["macs"] for call in manifest["layer_report"]["calls"]}
     height, width, channels = IMAGE[1:]
@@ -83,3 +88,17 @@ def test_a_dilated_convolution_copies_its_interior_windows_for_the_dual_mac_bit_
     assert len(convolutions) == len(layers), sorted(kernels)
     for name, body in convolutions.items():
         assert DUAL_MAC.search(body) and not SCALAR_MAC.search(body), (name, body)
+
+
+@needs_cross_tools
+def test_pixel_pairs_of_partial_channel_tiles_are_one_fused_call_bit_exactly(tmp_path):
+    """1x1 convolutions over 16 input channels pair their pixels (`pair_tiles.pays_two_pixels`); to 7 and 6 output
+    channels (padded to 8) each pair is one call of the partial pair tiles (an odd last channel, a last tile of two),
+    no scalar epilogue under a channel test left."""
+    kernels = kernels_bit_exact_everywhere(tmp_path, "paired_partial",
+                                           _model((1, 5, 8, 16), [Conv(1, out_channels=7), Conv(1, out_channels=6)]))
+    convolutions = {name: "\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name}
+    assert len(convolutions) == 2, sorted(kernels)
+    for name, body in convolutions.items():
+        assert "_pair_tiles_part_s8" in body and not GUARDED_EPILOGUE.search(body) and not SCALAR_MAC.search(body), \
+            (name, body)
