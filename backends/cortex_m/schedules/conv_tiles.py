@@ -34,7 +34,9 @@ its dual MAC calls, the sums stored and reloaded, and the scalar requantization 
 3 -> 7 channels, 11.9 instructions per MAC on cortex-m4f). Such a loop (``partial_tile_epilogue``) becomes one call of
 ``<prefix>_conv_tiles_part_s8x4`` (``_b16``; ``conv_tiles_part_s8x4.h.in``): the whole tiles as the fused helper's,
 then a last tile of fewer channels in registers, only its channels stored (9.7 per MAC; the rest is the epilogue's
-11 to 12 instructions per output over 3 MACs an output). ``pair_tiles`` does the same for a pixel pair's loop.
+11 to 12 instructions per output over 3 MACs an output), where its calls save what its inlined code costs at the
+one price of code (``partial_tiles_pay``: some 600 pixels of two tiles; a smaller layer keeps its loop).
+``pair_tiles`` does the same for a pixel pair's loop.
 
 RV32 cores take the same loops (``ConvTileHelpers``: ``backends.riscv.schedules.mac.RISCV_CONV_TILES``) of their
 one-pixel paired MAC over eight channels, its accumulators zeroed by one store each: ``<prefix>_conv_tiles_s8x8``
@@ -69,6 +71,7 @@ from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, REQUA
                                                               requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
 from tvm_ext.tir.helper_calls import register_helper_call
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
 from tvm_ext.tir.tir_walk import map_leaves, with_root_loops_replaced
 
 TILE = 4
@@ -165,6 +168,32 @@ DSP_CONV_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, DSP_CONV_TILES_OPS,
                                  partial=(DSP_EPILOGUE, DSP_CONV_TILES_PART_OPS))
 """The DSP cores': the written-out epilogue (``requantize_small_c``), ``conv_tiles_s8x4.h.in``; a channel count that
 is not a multiple of four ``conv_tiles_part_s8x4.h.in``."""
+
+PART_SAVED_PER_TILE = 22
+"""The instructions a call of the partial tiles saves per channel tile against the loop it replaces (the tiles' dual
+MAC calls, the sums stored and reloaded, the scalar epilogue under its channel test), the least measured on
+cortex-m4f (gcc 12.2 -O2): the layer sweep's 12x12x3 -> 7 1x1 convolution 45 a pixel of two tiles (35,897 -> 29,370
+instructions), its 6x6x5 -> 7 one 52, its 8x8x16 -> 5 3x3 stride-2 one 64."""
+PART_CODE_BYTES = 280
+"""The code a kernel's call of the partial tiles adds (the helper inlined there, the loop's code gone), bytes, the
+most measured likewise: the sweep's 6x6x5 -> 7 1x1 kernel 344 -> 626 B, its 3x3 stride-2 one 974 -> 1,224 B, the
+12x12x3 -> 7 1x1 one +150 B with the dual MAC's out-of-line copy."""
+
+
+def executions(loops: tuple) -> int:
+    """The executions of a statement inside ``loops`` per call of its function: the product of their constant
+    extents (a loop of another extent counts once)."""
+    count = 1
+    for loop in loops:
+        count *= int(loop.extent) if isinstance(loop.extent, tirx.IntImm) else 1
+    return count
+
+
+def partial_tiles_pay(calls: int, tiles: int) -> bool:
+    """Whether ``calls`` calls of the partial tiles over ``tiles`` channel tiles (per kernel call) save what their
+    inlined code costs at the schedules' one price of code (PART_SAVED_PER_TILE, PART_CODE_BYTES,
+    ``code_price.INSTRUCTIONS_PER_BYTE``)."""
+    return calls * tiles * PART_SAVED_PER_TILE >= PART_CODE_BYTES * INSTRUCTIONS_PER_BYTE
 
 
 def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
@@ -422,7 +451,8 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
     channels = int(loop.extent) * helpers.tile
     tiles = helpers.tiles
     if iteration.channels is not None:  # a last tile of fewer channels: the channel test's bound
-        if not channels - helpers.tile < iteration.channels < channels:
+        if not channels - helpers.tile < iteration.channels < channels \
+                or not partial_tiles_pay(executions(enclosing), int(loop.extent)):
             return None
         channels, tiles = iteration.channels, helpers.partial[1]
     start = address(requantization.args[0])

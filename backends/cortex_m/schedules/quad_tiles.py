@@ -53,7 +53,7 @@ from backends.bias_forms import by_bias
 from backends.cortex_m.helpers import QUAD_TILES_HELPERS
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_PIXELS, quad_scratch_words, quad_tiles_helper_name
 from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
-from backends.cortex_m.schedules.conv_tiles import LoopOffsets, call_of, pointee
+from backends.cortex_m.schedules.conv_tiles import LoopOffsets, call_of, executions, pointee
 from backends.cortex_m.schedules.pair_tiles import PAIR_TILES_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -237,15 +237,6 @@ def quad_saved_instructions(pairs: int, rows: int, row_len: int, channels: int) 
     return round(pair - quad)
 
 
-def _executions(loops: tuple) -> int:
-    """The executions of a statement inside ``loops`` per call of its function: the product of their constant
-    extents (a loop of another extent counts once)."""
-    count = 1
-    for loop in loops:
-        count *= int(loop.extent) if isinstance(loop.extent, tirx.IntImm) else 1
-    return count
-
-
 def quad_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> tuple[QuadUse, ...]:
     """Per kernel of ``kernels`` (name -> PrimFunc, scheduled with pair calls and no quads) with loops the quad
     takes (``quad_tiles_loop``), what they save per inference (``calls``: name -> calls per inference; a kernel not
@@ -268,7 +259,7 @@ def quad_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) ->
         for loop, enclosing in found:
             sizes = _constant_ints(call_of(loop.body, tuple(_QUAD_OF_PAIR)).args[8:])
             _, rows, row_len, _, _, _, channels = sizes
-            saved += _executions(enclosing) * quad_saved_instructions(int(loop.extent), rows, row_len, channels)
+            saved += executions(enclosing) * quad_saved_instructions(int(loop.extent), rows, row_len, channels)
         uses.append(QuadUse(name, saved * calls.get(name, 1), len(found)))
     return tuple(uses)
 

@@ -58,9 +58,6 @@ def test_convolutions_of_partial_channel_tiles_take_the_dual_mac_bit_exactly(tmp
     assert len(convolutions) == len(LAYERS), sorted(kernels)
     for name, body in convolutions.items():
         assert DUAL_MAC.search(body) and not SCALAR_MAC.search(body), (name, body)
-    # a pixel's channel tiles are one fused call, the last tile of fewer channels inside it: no scalar epilogue left
-    (pointwise,) = (body for name, body in convolutions.items() if "_conv_2d_1x1_" in name)
-    assert "_conv_tiles_part_s8x4" in pointwise and not GUARDED_EPILOGUE.search(pointwise), pointwise
     manifest = json.loads((tmp_path / "m4f" / "manifest.json").read_text())
     macs = {call["kernel"]: call["macs"] for call in manifest["layer_report"]["calls"]}
     height, width, channels = IMAGE[1:]
@@ -102,3 +99,17 @@ def test_pixel_pairs_of_partial_channel_tiles_are_one_fused_call_bit_exactly(tmp
     for name, body in convolutions.items():
         assert "_pair_tiles_part_s8" in body and not GUARDED_EPILOGUE.search(body) and not SCALAR_MAC.search(body), \
             (name, body)
+
+
+@needs_cross_tools
+def test_a_layer_whose_calls_pay_takes_the_partial_tiles_and_a_small_one_keeps_its_loop_bit_exactly(tmp_path):
+    """A 1x1 convolution of 3 -> 7 channels over 24x28 pixels: each pixel's tiles one fused call, the last tile of
+    fewer channels inside it (its 672 calls pay the inlined code: `conv_tiles.partial_tiles_pay`); at stride 2 (168
+    pixels) they do not, and the layer keeps its tiles' loop and scalar epilogue under the channel test."""
+    kernels = kernels_bit_exact_everywhere(tmp_path, "partial_price",
+                                           _model((1, 24, 28, 3), [Conv(1, out_channels=7), Conv(1, 2, out_channels=7)]))
+    convolutions = {name: "\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name}
+    (large,) = (body for name, body in convolutions.items() if "_24x28x7" in name)
+    (small,) = (body for name, body in convolutions.items() if "_12x14x7" in name)
+    assert "_conv_tiles_part_s8x4" in large and not GUARDED_EPILOGUE.search(large), large
+    assert "_conv_tiles_part_s8x4" not in small and GUARDED_EPILOGUE.search(small), small
