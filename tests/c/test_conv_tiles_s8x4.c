@@ -1,6 +1,7 @@
 /* Unit test of the DSP cores' fused convolution channel tiles (backends/cortex_m/helpers/templates/
  * conv_tiles_s8x4.h.in after dsp_words.h.in, dual_mac.h.in and requantize_small.h.in, with the prefix lp):
- * lp_conv_tiles_s8x4 and lp_conv_tiles_s8x4_b16 against the plain sums of their contract from the bias,
+ * lp_conv_tiles_s8x4 and lp_conv_tiles_s8x4_b16 (and after conv_tiles_part_s8x4.h.in lp_conv_tiles_part_s8x4, _b16, on
+ * any channel count 0..12: a last tile of fewer channels) against the plain sums of their contract from the bias,
  * requantized by the bundle's scalar helpers (lp_requantize_double_small, lp_saturate_int8), over every window of
  * the window MAC tests (cortex_m_test_values.h: rows 0..3, row_len 0..35, three layouts, every byte alignment,
  * mixed and minimum values), 0 to 3 tiles of four channels, biases of +-2^12 and (a tile's last) +-2^24 (int16
@@ -19,8 +20,9 @@
 #define CHANNELS_MAX 12
 #define GUARD 4 /* bytes after the outputs that must keep their value */
 
-/* The outputs the kernel's loops store (channels of them, then GUARD bytes left at 0x5a): each tile's plain window
-   sums from the biases (int32, or bias16 where it is not NULL), requantized by the scalar helpers. */
+/* The outputs the kernel's loops store (channels of them, the last tile's sums over its four weight rows, then GUARD
+   bytes left at 0x5a): each tile's plain window sums from the biases (int32, or bias16 where it is not NULL),
+   requantized by the scalar helpers. */
 static void expected_outs(int8_t *want, const int8_t *x, const int8_t *w, const window_case *k, int32_t channels,
                           const int32_t *bias, const int16_t *bias16, const int32_t *multiplier, const int8_t *shift,
                           int32_t zero_point)
@@ -35,7 +37,7 @@ static void expected_outs(int8_t *want, const int8_t *x, const int8_t *w, const 
         }
         plain_window_mac(sums, x, NULL, w + first * k->w_channel_stride, k->x_row_stride, k->w_channel_stride,
                          k->rows, k->row_len);
-        for (int32_t c = 0; c < 4; ++c) {
+        for (int32_t c = 0; c < 4 && first + c < channels; ++c) { /* a last tile of fewer channels stores those */
             const int32_t requantized = lp_requantize_double_small(sums[c], multiplier[first + c], shift[first + c]);
             want[first + c] = (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
         }
@@ -119,40 +121,61 @@ static int32_t band_kernel_failures(uint32_t *state)
     return wrong;
 }
 
-int main(void)
+/* One case of the window case i % WINDOW_CASES (int16 biases from i >= WINDOW_CASES): the whole tiles' helper on
+   4 * (i % 4) channels, or with part the partial tiles' on i % (CHANNELS_MAX + 1) channels (a last tile of fewer);
+   prints a failure's case (the first 8 of *failures) and counts it in *failures. */
+static void check_case(int32_t i, int part, uint32_t *state, int32_t *failures)
 {
     static int8_t x_store[440], w_store[CHANNELS_MAX * 110 + 8];
-    uint32_t state = 7;
-    int32_t failures = 0, cases = 0;
-    for (int32_t i = 0; i < 2 * WINDOW_CASES; ++i) { /* each window with int32 biases, then int16 ones */
-        const int narrow = i >= WINDOW_CASES;
-        const window_case k = window_case_of(i % WINDOW_CASES);
-        const int32_t channels = 4 * (i % (CHANNELS_MAX / 4 + 1)), zero_point = i % 3 == 0 ? -128 : 127 - i % 200;
-        const int8_t *x = x_store + k.x_offset, *w = w_store + k.w_offset;
-        int32_t bias[CHANNELS_MAX], multiplier[CHANNELS_MAX];
-        int16_t bias16[CHANNELS_MAX];
-        int8_t shift[CHANNELS_MAX], out[CHANNELS_MAX + GUARD], want[CHANNELS_MAX + GUARD];
-        fill_s8(x_store, (int32_t)sizeof x_store, &state, k.all_min);
-        fill_s8(w_store, (int32_t)sizeof w_store, &state, k.all_min);
-        draw_tile_constants(bias, bias16, multiplier, shift, CHANNELS_MAX, i, &state);
-        for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
-            out[c] = (int8_t)0x5a;
-        }
-        const int32_t returned = narrow
+    const int narrow = i >= WINDOW_CASES;
+    const window_case k = window_case_of(i % WINDOW_CASES);
+    const int32_t channels = part ? i % (CHANNELS_MAX + 1) : 4 * (i % (CHANNELS_MAX / 4 + 1));
+    const int32_t zero_point = i % 3 == 0 ? -128 : 127 - i % 200;
+    const int8_t *x = x_store + k.x_offset, *w = w_store + k.w_offset;
+    int32_t bias[CHANNELS_MAX], multiplier[CHANNELS_MAX];
+    int16_t bias16[CHANNELS_MAX];
+    int8_t shift[CHANNELS_MAX], out[CHANNELS_MAX + GUARD], want[CHANNELS_MAX + GUARD];
+    fill_s8(x_store, (int32_t)sizeof x_store, state, k.all_min);
+    fill_s8(w_store, (int32_t)sizeof w_store, state, k.all_min);
+    draw_tile_constants(bias, bias16, multiplier, shift, CHANNELS_MAX, i, state);
+    for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+        out[c] = (int8_t)0x5a;
+    }
+    int32_t returned;
+    if (part) {
+        returned = narrow
+            ? lp_conv_tiles_part_s8x4_b16(out, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
+                                          k.w_channel_stride, k.rows, k.row_len, channels)
+            : lp_conv_tiles_part_s8x4(out, x, w, bias, multiplier, shift, zero_point, k.x_row_stride,
+                                      k.w_channel_stride, k.rows, k.row_len, channels);
+    } else {
+        returned = narrow
             ? lp_conv_tiles_s8x4_b16(out, x, w, bias16, multiplier, shift, zero_point, k.x_row_stride,
                                      k.w_channel_stride, k.rows, k.row_len, channels)
             : lp_conv_tiles_s8x4(out, x, w, bias, multiplier, shift, zero_point, k.x_row_stride, k.w_channel_stride,
                                  k.rows, k.row_len, channels);
-        expected_outs(want, x, w, &k, channels, bias, narrow ? bias16 : NULL, multiplier, shift, zero_point);
-        int wrong = returned != 0;
-        for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
-            wrong |= out[c] != want[c];
+    }
+    expected_outs(want, x, w, &k, channels, bias, narrow ? bias16 : NULL, multiplier, shift, zero_point);
+    int wrong = returned != 0;
+    for (int32_t c = 0; c < CHANNELS_MAX + GUARD; ++c) {
+        wrong |= out[c] != want[c];
+    }
+    if (wrong && (*failures)++ < 8) {
+        printf("wrong case %ld (%s biases, %s): %ld channels, rows %ld, row_len %ld\n", (long)i,
+               narrow ? "int16" : "int32", part ? "partial tiles" : "whole tiles", (long)channels, (long)k.rows,
+               (long)k.row_len);
+    }
+}
+
+int main(void)
+{
+    uint32_t state = 7;
+    int32_t failures = 0, cases = 0;
+    for (int part = 0; part <= 1; ++part) { /* whole tiles, then any channel count (lp_conv_tiles_part_s8x4) */
+        for (int32_t i = 0; i < 2 * WINDOW_CASES; ++i) { /* each window with int32 biases, then int16 ones */
+            check_case(i, part, &state, &failures);
+            ++cases;
         }
-        if (wrong && failures++ < 8) {
-            printf("wrong case %ld (%s biases): %ld channels, rows %ld, row_len %ld\n", (long)i,
-                   narrow ? "int16" : "int32", (long)channels, (long)k.rows, (long)k.row_len);
-        }
-        ++cases;
     }
     const int32_t band_wrong = band_kernel_failures(&state);
     if (band_wrong != 0 && failures++ < 8) {

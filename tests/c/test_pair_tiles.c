@@ -13,8 +13,10 @@
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
  * (the assembly groups). Windows of eight inputs in two whole groups also run lp_pair_tiles_eight_any (their
  * inputs held in registers), half the variants each. Every case also runs lp_pair_tiles_direct_s8
- * (pair_tiles_direct.h.in: no scratch, the inputs widened on the fly; q left untouched). Prints "ok <count>" and
- * exits 0, or names the first failures and exits 1. */
+ * (pair_tiles_direct.h.in: no scratch, the inputs widened on the fly; q left untouched), and every "double_small"
+ * case lp_pair_tiles_part_s8 (_b16; pair_tiles_part.h.in) on a channel count that is not a multiple of four (1 to 12:
+ * an odd last channel, or a last tile of two). Prints "ok <count>" and exits 0, or names the first failures and
+ * exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -47,17 +49,28 @@ int main(void)
             const int narrow = (i + channels / 4) % 2 == 1;
             /* the sums must stay within int32 (the contract): _double's wide biases within +-2^30 */
             draw_pair_constants(&k, MAX_CHANNELS, rounding_any, 0, cases, &state);
-            const int32_t out_pixel_stride = channels + PAIR_GUARD;
             int8_t out[2 * (MAX_CHANNELS + PAIR_GUARD)];
             int32_t returned, wrong;
-            for (int direct = 0; direct < 2; ++direct) {
+            for (int direct = 0; direct < (rounding_any ? 2 : 3); ++direct) { /* 2: the partial tiles */
+                const int part = direct == 2;
+                const int32_t count = part ? variant % 4 * 3 + 1 + i % 3 : channels;
+                const int32_t out_pixel_stride = count + PAIR_GUARD;
                 for (int32_t j = 0; j < SCRATCH_WORDS; ++j) {
                     q[j] = UNTOUCHED;
                 }
                 for (int32_t j = 0; j < 2 * (MAX_CHANNELS + PAIR_GUARD); ++j) {
                     out[j] = PAIR_UNTOUCHED;
                 }
-                if (direct) {  /* no scratch: the inputs widened on the fly */
+                if (part && narrow) {
+                    returned = lp_pair_tiles_part_s8_b16(out, xo, q, wo, k.bias16, k.multiplier, k.shift,
+                                                         k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                         wc.x_pixel_stride, out_pixel_stride, wc.w_channel_stride,
+                                                         count);
+                } else if (part) {
+                    returned = lp_pair_tiles_part_s8(out, xo, q, wo, k.bias, k.multiplier, k.shift, k.zero_point,
+                                                     wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
+                                                     out_pixel_stride, wc.w_channel_stride, count);
+                } else if (direct) {  /* no scratch: the inputs widened on the fly */
                     returned = lp_pair_tiles_direct_s8(out, xo, wo,
                                                        narrow ? (const void *)k.bias16 : (const void *)k.bias,
                                                        narrow ? 2 : 4, rounding_any, k.multiplier, k.shift,
@@ -92,15 +105,15 @@ int main(void)
                 }
                 const pair_epilogue epilogue = {&k, narrow,
                                                  rounding_any ? lp_requantize_double : lp_requantize_double_small};
-                wrong = returned != 0 || q[direct ? 0 : words] != UNTOUCHED
-                    || pair_outputs_wrong(out, MAX_CHANNELS, 2, channels, xo, wo, wc.w_channel_stride, &wc, &epilogue);
+                wrong = returned != 0 || q[direct == 1 ? 0 : words] != UNTOUCHED
+                    || pair_outputs_wrong(out, MAX_CHANNELS, 2, count, xo, wo, wc.w_channel_stride, &wc, &epilogue);
                 cases += 1;
                 if (wrong) {
                     failures += 1;
                     if (failures <= 5) {
                         printf("wrong case %ld: rows %ld, row_len %ld, channels %ld, narrow %d, double %d, "
-                               "direct %d\n", (long)i, (long)wc.rows, (long)wc.row_len, (long)channels, narrow,
-                               rounding_any, direct);
+                               "direct %d, part %d\n", (long)i, (long)wc.rows, (long)wc.row_len, (long)count, narrow,
+                               rounding_any, direct == 1, part);
                     }
                 }
             }

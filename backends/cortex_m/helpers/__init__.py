@@ -41,12 +41,12 @@ from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.batch_matmul_c import batch_matmul_helper_c
 from backends.cortex_m.helpers.copy_c import copy_helper_c, max_s8_helper_c
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_TILES_TEMPLATE
-from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE,
-                                                  dsp_template_c, mac_helpers_c)
+from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, FC_TILES_TEMPLATE,
+                                                  STACKED_MAC_TEMPLATE, dsp_template_c, mac_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import fpu_float_c
 from backends.cortex_m.helpers.helium_c import (helium_float_c, helium_mac_helpers_c, helium_qlinear_c,
                                                helium_requantize_c)
-from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_TILES_TEMPLATE
+from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_c
 from target.profile import Profile
@@ -82,9 +82,29 @@ PAIR_DIRECT_HELPERS = HelperLibrary("cortex_m_pair_direct", pair_direct_helpers_
 """The scratch-free pair tiles of DSP cores (`pair_tiles_c`): a library of its own, which only the bundles whose
 kernels call it define, after CORTEX_M_HELPERS, whose pair tiles it uses (its calls record both: a kernel may
 call no other helper)."""
+
+
+def pair_part_helpers_c(prefix: str) -> str:
+    """The partial pair tiles' C definition for the bundle `prefix` (`pair_tiles_c.PAIR_PART_TEMPLATE`)."""
+    return dsp_template_c(PAIR_PART_TEMPLATE, prefix)
+
+
+PAIR_PART_HELPERS = HelperLibrary("cortex_m_pair_part", pair_part_helpers_c, (CORTEX_M_HELPERS,))
+"""The pair tiles of a channel count that is not a multiple of four on DSP cores (`pair_tiles_c`): a library of its
+own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose pair tiles it uses."""
 BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_batch_matmul", batch_matmul_helper_c, (CORTEX_M_HELPERS,))
 """The int8 batch matmul of DSP cores (`batch_matmul_c`): a library of its own, which only the bundles whose kernels
 call it define, after CORTEX_M_HELPERS, whose requantization steps (`requantize_small.h.in`) it uses."""
+
+
+def conv_tiles_part_helpers_c(prefix: str) -> str:
+    """The partial channel tiles' C definition for the bundle `prefix` (`dual_mac_c.CONV_TILES_PART_TEMPLATE`)."""
+    return dsp_template_c(CONV_TILES_PART_TEMPLATE, prefix)
+
+
+CONV_TILES_PART_HELPERS = HelperLibrary("cortex_m_conv_tiles_part", conv_tiles_part_helpers_c, (CORTEX_M_HELPERS,))
+"""The fused channel tiles of a channel count that is not a multiple of four, on DSP cores: a library of its own,
+which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose fused tiles it uses."""
 
 
 def quad_tiles_helpers_c(prefix: str) -> str:

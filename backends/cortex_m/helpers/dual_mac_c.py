@@ -45,6 +45,10 @@ CONV_TILES_TEMPLATE = "conv_tiles_s8x4.h.in"
 """The fused channel tiles (`<prefix>_conv_tiles_s8x4`, `_s8x4_b16`: one output pixel's dual MAC sums and
 requantization of every channel, the sums started at the biases), after this template's helpers and the
 requantization epilogue's (`requantize_small_c`) in a bundle."""
+CONV_TILES_PART_TEMPLATE = "conv_tiles_part_s8x4.h.in"
+"""The fused channel tiles of a channel count that is not a multiple of four (`<prefix>_conv_tiles_part_s8x4`,
+`_b16`: CONV_TILES_TEMPLATE's whole tiles, then a last tile of fewer channels), after CONV_TILES_TEMPLATE in a bundle:
+a library of its own (`backends.cortex_m.helpers.CONV_TILES_PART_HELPERS`), so only bundles that call it define it."""
 FC_TILES_TEMPLATE = "fc_tiles_s8x4.h.in"
 """The fused FULLY_CONNECTED channel tiles over stacked weights (`<prefix>_fc_tiles_s8x4`, `_s8x4_b16`: one input
 row's stacked MAC sums and requantization of every channel in one out-of-line call, the sums started at the
@@ -64,6 +68,12 @@ def conv_tiles_helper_name(prefix: str, bias: str) -> str:
     """The C name of the fused channel tiles' helper for biases of type `bias` ("int32" or "int16") in the bundle
     `prefix`."""
     return bias_form(f"{prefix}_conv_tiles_s8x4", bias)
+
+
+def conv_tiles_part_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the partial channel tiles' helper (CONV_TILES_PART_TEMPLATE) for biases of type `bias` ("int32"
+    or "int16") in the bundle `prefix`."""
+    return bias_form(f"{prefix}_conv_tiles_part_s8x4", bias)
 
 
 def fc_tiles_helper_name(prefix: str, bias: str) -> str:

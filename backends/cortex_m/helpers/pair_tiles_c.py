@@ -31,6 +31,10 @@ from backends.bias_forms import bias_form
 
 PAIR_TILES_TEMPLATE = "pair_tiles.h.in"
 PAIR_DIRECT_TEMPLATE = "pair_tiles_direct.h.in"
+PAIR_PART_TEMPLATE = "pair_tiles_part.h.in"
+"""`<prefix>_pair_tiles_part_s8` (`_b16`): the pair tiles of a channel count that is not a multiple of four (an odd
+last channel one more pass), after PAIR_TILES_TEMPLATE; a library of its own (PAIR_PART_HELPERS), defined only by the
+bundles whose kernels call it."""
 PAIR_DIRECT_EXTRA_INSTRUCTIONS_PER_MAC = 0.3
 """The instructions per MAC the scratch-free form adds, an estimate: per 16 MACs its assembly groups take 22
 instructions where the scratch's take 17 (templates/pair_tiles_direct.h.in), and its short rows' single groups more.
@@ -44,6 +48,12 @@ def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> 
     `any_double`, the one of TFLite's double rounding for any shift and sum (not only "double_small")."""
     name = f"{prefix}_pair_tiles_double_s8" if any_double else f"{prefix}_pair_tiles_s8"
     return bias_form(name, bias)
+
+
+def pair_part_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the partial pair tiles' helper (PAIR_PART_TEMPLATE) for biases of type `bias` ("int32" or
+    "int16") in the bundle `prefix`."""
+    return bias_form(f"{prefix}_pair_tiles_part_s8", bias)
 
 
 def pair_direct_helper_name(prefix: str) -> str:

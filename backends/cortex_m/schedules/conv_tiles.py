@@ -27,6 +27,19 @@ On DSP cores (``DSP_CONV_TILES``) the same replacement takes the loops whose epi
 biases in locals, the dual MAC and the written-out epilogue inlined on them. A pixel pair's loop (the two-pixel
 dual MAC) keeps its calls there too.
 
+A DSP kernel whose output channels the int8 lowering padded to whole tiles (``tvm_ext.transform.int8.conv.
+_padded_channels``: 7 channels computed as 8, the zero rows' sums never stored) requantizes each tile by a scalar loop
+under the channel test ``tile * 4 + channel < channels``, which the epilogue helper does not take: the loop then kept
+its dual MAC calls, the sums stored and reloaded, and the scalar requantization (the layer sweep's 1x1 convolution of
+3 -> 7 channels, 11.9 instructions per MAC on cortex-m4f). Such a loop (``partial_tile_epilogue``) becomes one call of
+``<prefix>_conv_tiles_part_s8x4`` (``_b16``; ``conv_tiles_part_s8x4.h.in``): the whole tiles as the fused helper's,
+then a last tile of fewer channels in registers, only its channels stored, where its calls save what its inlined
+code costs at the one price of code (``partial_tiles_pay``: some 600 pixels of two tiles; a smaller layer keeps its
+loop). Measured on cortex-m4f, a 24x28x3 -> 7 1x1 convolution 179,667 -> 136,661 instructions (12.7 -> 9.7 per MAC;
+the rest is mostly the epilogue's 11 to 12 instructions per output over 3 MACs an output) for 136 B more code; the
+layer sweep's 12x12x3 -> 7 one would save 6,527 for about 150 B, and keeps its loop.
+``pair_tiles`` does the same for a pixel pair's loop.
+
 RV32 cores take the same loops (``ConvTileHelpers``: ``backends.riscv.schedules.mac.RISCV_CONV_TILES``) of their
 one-pixel paired MAC over eight channels, its accumulators zeroed by one store each: ``<prefix>_conv_tiles_s8x8``
 (backends/riscv/helpers/templates/pair_tiles_s8x8.h.in). The zeroed accumulators are checked as the set of offsets
@@ -47,15 +60,20 @@ from tvm.ir import TensorLoad
 from tvm.sym import Analyzer
 
 from backends.bias_forms import by_bias
+from backends.cortex_m.helpers import CONV_TILES_PART_HELPERS
 from backends.cortex_m.helpers.dual_mac_c import conv_tiles_helper_name as dsp_conv_tiles_helper_name
+from backends.cortex_m.helpers.dual_mac_c import conv_tiles_part_helper_name
 from backends.cortex_m.helpers.helium_c import (choose_helper_name, conv_tiles_helper_name,
                                                  shared_conv_tiles_helper_name)
 from backends.cortex_m.schedules import pixel_pairs
 from backends.cortex_m.schedules.common_tails import TailChoice
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_mac_helper
-from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
-                                                              requantize_epilogue)
+from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
+                                                              EpilogueHelper, requantize_epilogue,
+                                                              requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
+from tvm_ext.tir.helper_calls import register_helper_call
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
 from tvm_ext.tir.tir_walk import map_leaves, with_root_loops_replaced
 
 TILE = 4
@@ -76,6 +94,15 @@ DSP_CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_s8x4")
 for _ops, _name in ((CONV_TILES_OPS, conv_tiles_helper_name), (DSP_CONV_TILES_OPS, dsp_conv_tiles_helper_name)):
     for _bias, _op in _ops.items():
         register_mac_helper(_op, functools.partial(_name, bias=_bias), CONV_TILES_ACCESS)
+DSP_CONV_TILES_PART_OPS = by_bias("tvm_ext.conv_tiles_part_s8x4")
+"""The DSP cores' fused helper of a channel count that is not a multiple of 4 per bias type (the same call as
+DSP_CONV_TILES_OPS', its last tile of fewer channels: ``partial_tile_epilogue``); the weights' rows read up to the
+next whole tile (the lowering's zero channels), three rows past ``channels`` at most."""
+for _bias, _op in DSP_CONV_TILES_PART_OPS.items():
+    register_helper_call(_op, CONV_TILES_PART_HELPERS, functools.partial(conv_tiles_part_helper_name, bias=_bias),
+                         HelperAccess((*CONV_TILES_ACCESS.pointers[:2],
+                                       PointerAccess(2, (*CONV_TILES_ACCESS.pointers[2].axes, Axis(TILE, Arg(8)))),
+                                       *CONV_TILES_ACCESS.pointers[3:])))
 SHARED_CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_shared_s8")
 """The fused helper's one out-of-line copy per bundle, per bias type: the same call as CONV_TILES_OPS'."""
 for _bias, _op in SHARED_CONV_TILES_OPS.items():
@@ -131,12 +158,44 @@ class ConvTileHelpers:
     window: Callable[[tvm.ir.Call], Optional[TileWindow]] = _dual_mac_window
     tile: int = TILE
     window_args: Callable[[TileWindow, int], list] = _dual_mac_window_args
+    partial: Optional[tuple[EpilogueHelper, dict[str, str]]] = None
+    """The epilogue whose loop under a channel test (``partial_tile_epilogue``: output channels padded to whole
+    tiles) the core's helper of a last tile of fewer channels computes, and that helper's op per bias type; None:
+    such a loop keeps its tiles."""
 
 
 HELIUM_CONV_TILES = ConvTileHelpers(REQUANTIZE_S8_OPS, CONV_TILES_OPS)
 """Helium's: the vector epilogue, ``helium_conv_tiles.h.in``."""
-DSP_CONV_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, DSP_CONV_TILES_OPS)
-"""The DSP cores': the written-out epilogue (``requantize_small_c``), ``conv_tiles_s8x4.h.in``."""
+DSP_CONV_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, DSP_CONV_TILES_OPS,
+                                 partial=(DSP_EPILOGUE, DSP_CONV_TILES_PART_OPS))
+"""The DSP cores': the written-out epilogue (``requantize_small_c``), ``conv_tiles_s8x4.h.in``; a channel count that
+is not a multiple of four ``conv_tiles_part_s8x4.h.in``."""
+
+PART_SAVED_PER_TILE = 22
+"""The instructions a call of the partial tiles saves per channel tile against the loop it replaces (the tiles' dual
+MAC calls, the sums stored and reloaded, the scalar epilogue under its channel test), the least measured on
+cortex-m4f (gcc 12.2 -O2): the layer sweep's 12x12x3 -> 7 1x1 convolution 45 a pixel of two tiles (35,897 -> 29,370
+instructions), its 6x6x5 -> 7 one 52, its 8x8x16 -> 5 3x3 stride-2 one 64."""
+PART_CODE_BYTES = 280
+"""The code a kernel's call of the partial tiles adds (the helper inlined there, the loop's code gone), bytes, the
+most measured likewise: the sweep's 6x6x5 -> 7 1x1 kernel 344 -> 626 B, its 3x3 stride-2 one 974 -> 1,224 B, the
+12x12x3 -> 7 1x1 one +150 B with the dual MAC's out-of-line copy."""
+
+
+def executions(loops: tuple) -> int:
+    """The executions of a statement inside ``loops`` per call of its function: the product of their constant
+    extents (a loop of another extent counts once)."""
+    count = 1
+    for loop in loops:
+        count *= int(loop.extent) if isinstance(loop.extent, tirx.IntImm) else 1
+    return count
+
+
+def partial_tiles_pay(calls: int, tiles: int) -> bool:
+    """Whether ``calls`` calls of the partial tiles over ``tiles`` channel tiles (per kernel call) save what their
+    inlined code costs at the schedules' one price of code (PART_SAVED_PER_TILE, PART_CODE_BYTES,
+    ``code_price.INSTRUCTIONS_PER_BYTE``)."""
+    return calls * tiles * PART_SAVED_PER_TILE >= PART_CODE_BYTES * INSTRUCTIONS_PER_BYTE
 
 
 def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> bool:
@@ -217,6 +276,8 @@ class _Iteration:
     mac: tvm.ir.Call
     requantization: tvm.ir.Call
     zeroed: list
+    channels: Optional[int] = None
+    """The channel test's bound of a partial tile's epilogue (``partial_tile_epilogue``), else None."""
 
 
 def tile_loop_stmts(loop: tirx.For) -> Optional[list]:
@@ -234,22 +295,53 @@ def sole_call(stmts: list, ops: tuple[str, ...]) -> Optional[tuple[int, tvm.ir.C
     return found[0] if len(found) == 1 else None
 
 
-def _iteration(stmts: list, requantize_ops: tuple[str, ...], mac_ops: tuple[str, ...] = (DUAL_MAC_OP,)
+def _iteration(stmts: list, requantize_ops: tuple[str, ...], mac_ops: tuple[str, ...] = (DUAL_MAC_OP,),
+               partial: Optional[Callable[[tirx.Stmt], Optional[tuple[tvm.ir.Call, int]]]] = None
                ) -> Optional[_Iteration]:
     """The parts of a tile loop's statements ``stmts`` when they have the module docstring's order (its MAC one of
-    ``mac_ops``, its epilogue one of ``requantize_ops``), else None."""
+    ``mac_ops``, its epilogue one of ``requantize_ops``, or with ``partial`` the epilogue call and channel bound it
+    reads from a loop under a channel test), else None."""
     found = sole_call(stmts, mac_ops)
     if found is None:
         return None
     at, mac = found
-    requantizations = [call_of(stmt, requantize_ops) for stmt in stmts[at + 1:]]
     acc = pointee(mac.args[0])
-    if acc is None or len(requantizations) != 1 or requantizations[0] is None:
+    if acc is None or len(stmts) != at + 2:
+        return None
+    requantization, channels = call_of(stmts[at + 1], requantize_ops), None
+    if requantization is None and partial is not None and (tail := partial(stmts[at + 1])) is not None:
+        requantization, channels = tail
+    if requantization is None:
         return None
     zeroed = [zeroed_stores(stmt, acc.source) for stmt in stmts[:at]]
     if any(part is None for part in zeroed):
         return None
-    return _Iteration(mac, requantizations[0], [store for part in zeroed for store in part])
+    return _Iteration(mac, requantization, [store for part in zeroed for store in part], channels)
+
+
+def partial_tile_epilogue(stmt: tirx.Stmt, tile, tile_channels: int, epilogue: EpilogueHelper
+                          ) -> Optional[tuple[tvm.ir.Call, int]]:
+    """(``epilogue``'s call of a whole tile, the channel bound) of ``stmt`` when it is a loop over a tile's
+    ``tile_channels`` channels whose one requantization runs under the test ``tile * tile_channels + channel <
+    bound`` (``tile``: the tile loop's variable): the epilogue of a convolution whose output channels the lowering
+    padded to whole tiles (``tvm_ext.transform.int8.conv._padded_channels``), which stores the channels below the
+    bound only; else None."""
+    if not isinstance(stmt, tirx.For) or not isinstance(stmt.body, s_tir.SBlockRealize):
+        return None
+    realize = stmt.body
+    test = realize.predicate
+    if not isinstance(test, tirx.LT) or not isinstance(test.b, tirx.IntImm):
+        return None
+    dtype = str(stmt.loop_var.ty.dtype)
+    channel = tile * tirx.const(tile_channels, dtype) + stmt.loop_var
+    if LoopOffsets(()).constant(test.a - channel) != 0:
+        return None
+    whole = tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind,
+                     s_tir.SBlockRealize(realize.iter_values, tirx.const(True, "bool"), realize.block))
+    call = requantize_epilogue_call(whole, epilogue)
+    if call is None:
+        return None
+    return call.block.body.value, int(test.b)
 
 
 class LoopOffsets:
@@ -331,7 +423,10 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
     None where it is not a loop over channel tiles of the module docstring's form. ``helpers``: the core's
     (HELIUM_CONV_TILES, DSP_CONV_TILES)."""
     stmts = tile_loop_stmts(loop)
-    iteration = _iteration(stmts, tuple(helpers.requantize.values()), helpers.mac_ops) if stmts is not None else None
+    partial = None if helpers.partial is None else functools.partial(
+        partial_tile_epilogue, tile=loop.loop_var, tile_channels=helpers.tile, epilogue=helpers.partial[0])
+    iteration = _iteration(stmts, tuple(helpers.requantize.values()), helpers.mac_ops, partial) \
+        if stmts is not None else None
     if iteration is None:
         return None
     mac, requantization = iteration.mac, iteration.requantization
@@ -356,11 +451,19 @@ def conv_tiles_call(loop: tirx.For, enclosing: tuple, helpers: ConvTileHelpers =
         return at_first_tile(arg, tile)
 
     channels = int(loop.extent) * helpers.tile
+    tiles = helpers.tiles
+    if iteration.channels is not None:  # a last tile of fewer channels: the channel test's bound
+        if not channels - helpers.tile < iteration.channels < channels \
+                or not partial_tiles_pay(executions(enclosing), int(loop.extent)):
+            return None
+        channels, tiles = iteration.channels, helpers.partial[1]
     start = address(requantization.args[0])
     args = [start, address(window.x), address(window.w), *(address(arg) for arg in requantization.args[2:5]),
             requantization.args[5], *helpers.window_args(window, int(loop.extent))]
+    if iteration.channels is not None:
+        args[-1] = channels  # the window arguments' last: the channels
     bias_type = next(bias for bias, op in helpers.requantize.items() if op == requantization.op.name)
-    call = tirx.call_intrin("int32", helpers.tiles[bias_type], *args)
+    call = tirx.call_intrin("int32", tiles[bias_type], *args)
     reads = [_whole(load.source) for load in (x, w, *epilogue)]
     block = s_tir.SBlock([], reads, [_region(pointee(start), channels)], "conv_tiles", tirx.Evaluate(call))
     return s_tir.SBlockRealize([], True, block)

@@ -20,6 +20,12 @@ instructions each (1.5-1.6 per MAC) to 1.51 M (1.23), the whole model 13,258,652
 mobilenet_v2_050_64_int8 18,493,659 -> 17,091,379, person_detect 15,542,154 -> 14,043,671, kws_ref_model
 5,400,821 -> 5,086,841.
 
+A pair whose output channels the lowering padded to whole tiles (its epilogues scalar loops under a channel test,
+``conv_tiles.partial_tile_epilogue``) becomes one call of ``<prefix>_pair_tiles_part_s8`` (``_b16``;
+``templates/pair_tiles_part.h.in``: the whole pairs of channels as the fused helper's, an odd last channel one more
+pass, only the channels stored): the layer sweep's 8x8x16 -> 7 1x1 convolution on cortex-m4f 26,827 -> 20,594
+instructions (3.7 -> 2.9 per MAC).
+
 Helium cores run the same pass with ``HELIUM_PAIR_TILES``: the loop's calls (zeroed accumulators, the two-pixel
 dual MAC, each pixel's vector epilogue) move into one out-of-line copy per bundle, ``<prefix>_pair_tiles_shared_s8``
 (``helium_conv_tiles.h.in``), which makes the same calls on the same values: one call per pair in each kernel, not
@@ -62,16 +68,17 @@ from tvm import s_tir, tirx
 from backends.backend import ScratchFreeForm
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_q15_c import q15_scratch_words
-from backends.cortex_m.helpers import PAIR_DIRECT_HELPERS
+from backends.cortex_m.helpers import PAIR_DIRECT_HELPERS, PAIR_PART_HELPERS
 from backends.cortex_m.helpers.helium_c import shared_pair_tiles_helper_name
 from backends.cortex_m.helpers.pair_tiles_c import (PAIR_DIRECT_EXTRA_INSTRUCTIONS_PER_MAC, pair_direct_helper_name,
-                                                    pair_tiles_helper_name)
+                                                    pair_part_helper_name, pair_tiles_helper_name)
 from backends.cortex_m.schedules import border_window, pixel_pairs
-from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset, pointee,
-                                                   sole_call, tile_loop_stmts, zeroed_stores)
+from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset,
+                                                   partial_tile_epilogue, pointee, sole_call, tile_loop_stmts,
+                                                   zeroed_stores)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
-from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS,
+from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, DSP_EPILOGUE, REQUANTIZE_S8_OPS,
                                                               REQUANTIZE_SMALL_OPS, EpilogueHelper,
                                                               requantize_epilogue, requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -117,6 +124,15 @@ PAIR_DIRECT_ACCESS = HelperAccess((
     *(PointerAccess(pointer, (Axis(Arg(15), 1),)) for pointer in (3, 6, 7)),
 ))
 register_helper_call(PAIR_DIRECT_OP, PAIR_DIRECT_HELPERS, pair_direct_helper_name, PAIR_DIRECT_ACCESS)
+PAIR_PART_OPS = by_bias("tvm_ext.pair_tiles_part_s8")
+"""The fused helper's op per bias type for a channel count that is not a multiple of 4 ("double_small"; the call of
+PAIR_TILES_ACCESS, its last tile of fewer channels: ``conv_tiles.partial_tile_epilogue``); the weights' rows read up to
+the next whole tile (the lowering's zero channels), three rows past ``channels`` at most."""
+for _bias, _op in PAIR_PART_OPS.items():
+    register_helper_call(_op, PAIR_PART_HELPERS, functools.partial(pair_part_helper_name, bias=_bias),
+                         HelperAccess((*PAIR_TILES_ACCESS.pointers[:3],
+                                       PointerAccess(3, (*PAIR_TILES_ACCESS.pointers[3].axes, Axis(TILE, Arg(13)))),
+                                       *PAIR_TILES_ACCESS.pointers[4:])))
 _BIAS_BYTES = {"int32": 4, "int16": 2}
 _DIRECT_FORMS = {**{op: (_BIAS_BYTES[bias], 0) for bias, op in PAIR_TILES_OPS.items()},
                  **{op: (_BIAS_BYTES[bias], 1) for bias, op in PAIR_TILES_DOUBLE_OPS.items()}}
@@ -222,6 +238,10 @@ class PairTileHelpers:
     fused: dict[str, str]
     scratch_words: Optional[Callable[[int, int], int]]
     window_args: Callable[[PairWindow, int, int], list]
+    partial: Optional[tuple[EpilogueHelper, dict[str, str]]] = None
+    """The epilogue whose loops under a channel test (``conv_tiles.partial_tile_epilogue``: output channels padded
+    to whole tiles) the helper of a last tile of fewer channels computes, and its op per fused op (the channels the
+    window arguments' last); None: such a loop keeps its tiles."""
 
 
 def _dsp_window(mac: tvm.ir.Call) -> Optional[PairWindow]:
@@ -237,9 +257,11 @@ def _dsp_window(mac: tvm.ir.Call) -> Optional[PairWindow]:
 DSP_PAIR_TILES = PairTileHelpers(
     (DUAL_MAC_2PX_OP,), _dsp_window, TILE, DOUBLE_ROUNDING_LOOPS, FUSED_OPS, q15_scratch_words,
     lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
-                                             out_pixel_stride, window.w_tile_step // TILE, tiles * TILE])
+                                             out_pixel_stride, window.w_tile_step // TILE, tiles * TILE],
+    (DSP_EPILOGUE, {PAIR_TILES_OPS[bias]: op for bias, op in PAIR_PART_OPS.items()}))
 """The DSP cores': the two-pixel dual MAC, four channels a tile, the pair's inputs widened once into a scratch
-(``templates/pair_tiles.h.in``; the call of PAIR_TILES_ACCESS)."""
+(``templates/pair_tiles.h.in``; the call of PAIR_TILES_ACCESS); a channel count that is not a multiple of four
+``templates/pair_tiles_part.h.in``."""
 
 
 HELIUM_PAIR_TILES_OPS = by_bias("tvm_ext.pair_tiles_shared_s8")
@@ -263,15 +285,23 @@ an out-of-line copy per bundle (``<prefix>_pair_tiles_shared_s8``), which makes 
 one call per pair instead of the tiles' loop of three calls (pretrainedResnet_quant's 3x3 kernels)."""
 
 
-def _requantizations(stmts: list, helpers: PairTileHelpers) -> Optional[list[tuple[tvm.ir.Call, dict]]]:
+def _requantizations(stmts: list, helpers: PairTileHelpers, tile=None
+                     ) -> Optional[tuple[list[tuple[tvm.ir.Call, dict]], list[Optional[int]]]]:
     """The epilogue calls ``stmts`` consist of (the family's epilogue's, or the call ``helpers.loop_epilogue``
-    makes of a scalar requantization loop), each with the values of the loops around it inside ``stmts`` (one per
-    iteration: a loop over the pair's pixels is unrolled here); None for anything else."""
-    found = []
+    makes of a scalar requantization loop, or with ``helpers.partial`` a whole tile's call of a loop under a channel
+    test of the tile loop's variable ``tile``), each with the values of the loops around it inside ``stmts`` (one
+    per iteration: a loop over the pair's pixels is unrolled here), and each one's channel test's bound (None: no
+    test); None for anything else."""
+    found, bounds = [], []
     for stmt in stmts:
-        loops = []
+        loops, call, bound = [], None, None
         while isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm) \
                 and isinstance(stmt.min, tirx.IntImm):
+            tail = None if helpers.partial is None or tile is None \
+                else partial_tile_epilogue(stmt, tile, helpers.tile, helpers.partial[0])
+            if tail is not None:
+                call, bound = tail
+                break
             matched = None if helpers.loop_epilogue is None \
                 else requantize_epilogue_call(stmt, helpers.loop_epilogue)
             if matched is not None:
@@ -279,14 +309,15 @@ def _requantizations(stmts: list, helpers: PairTileHelpers) -> Optional[list[tup
                 break
             loops.append(stmt)
             stmt = stmt.body
-        call = call_of(stmt, tuple(helpers.fused))
+        call = call if call is not None else call_of(stmt, tuple(helpers.fused))
         if call is None:
             return None
         for values in itertools.product(*(range(int(loop.min), int(loop.min) + int(loop.extent)) for loop in loops)):
             at = {loop.loop_var: tirx.const(value, str(loop.loop_var.ty.dtype)) for loop, value in zip(loops, values)}
             found.append((tirx.call_intrin("int32", call.op.name,
                                            *(map_leaves(arg, lambda n: at.get(n, n)) for arg in call.args)), at))
-    return found
+            bounds.append(bound)
+    return found, bounds
 
 
 def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
@@ -306,10 +337,19 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
     if window is None:
         return None
     acc_a, acc_b, x, w = (pointee(arg) for arg in (window.acc_a, window.acc_b, window.x, window.w))
-    requantizations = _requantizations(stmts[at + 1:], helpers)
-    if None in (acc_a, acc_b, x, w) or requantizations is None or len(requantizations) != DUAL_MAC_PIXELS:
+    read = _requantizations(stmts[at + 1:], helpers, loop.loop_var)
+    if read is None:
         return None
+    requantizations, tested = read
+    if None in (acc_a, acc_b, x, w) or len(requantizations) != DUAL_MAC_PIXELS or len(set(tested)) != 1:
+        return None  # both pixels' epilogues under the same channel test, or neither
     tile_channels = helpers.tile
+    channels = int(loop.extent) * tile_channels
+    bound = tested[0]
+    if bound is not None:  # a last tile of fewer channels: the channel tests' bound
+        channels = bound
+        if not tile_channels * (int(loop.extent) - 1) < channels < tile_channels * int(loop.extent):
+            return None
     offsets = LoopOffsets((*enclosing, loop))
     constant = offsets.constant
     tile = loop.loop_var
@@ -338,8 +378,11 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
             or not tvm_ffi.structural_equal(list(first.args[2:6]), list(other.args[2:6])):
         return None
     out_pixel_stride = constant(flat_offset(out_b) - flat_offset(out))
-    if out_pixel_stride is None or out_pixel_stride < tile_channels * int(loop.extent):
+    if out_pixel_stride is None or out_pixel_stride < channels:
         return None  # the pixels' outputs must not overlap
+    fused = helpers.fused[first.op.name] if bound is None else helpers.partial[1].get(helpers.fused[first.op.name])
+    if fused is None:
+        return None
     # everything but the inputs moves one tile
     if not offsets.moves_tiles(tile, x, w, window.w_tile_step, (out, *epilogue), tile_channels):
         return None
@@ -357,7 +400,9 @@ def pair_tiles_call(loop: tirx.For, enclosing: tuple, scratch: list,
         pointers.append(buffer.access_ptr("rw"))
     args = [*pointers, address(window.w), *(address(arg) for arg in first.args[2:5]), first.args[5],
             *helpers.window_args(window, out_pixel_stride, int(loop.extent))]
-    call = tirx.call_intrin("int32", helpers.fused[first.op.name], *args)
+    if bound is not None:
+        args[-1] = channels  # the window arguments' last: the channels
+    call = tirx.call_intrin("int32", fused, *args)
     reads = [_whole(load.source) for load in (x, w, *epilogue)]
     writes = [_whole(out.source)]
     block = s_tir.SBlock([], reads, writes, "pair_tiles", tirx.Evaluate(call))

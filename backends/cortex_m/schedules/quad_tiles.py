@@ -31,8 +31,13 @@ kernel). Out of line, one copy for every kernel, its sizes and bias type are arg
 values beside the assembly's 10 registers) goes to the stack and the eight-input layer took 982,006 instructions,
 slower than the pair's 856,535. So the quad is the bundle's choice, priced (``quad_kernels``, the DSP cores'
 ``KernelSchedules.bundle_choice``): each kernel's instructions saved per inference (``quad_uses``: the cost model's
-estimate over its loops' pairs and its calls) against its inlined code (QUAD_INLINED_BYTES per loop of quads), taken
-where they pay the schedules' one price of code (``code_price.INSTRUCTIONS_PER_BYTE``).
+estimate over its loops' pairs and its calls) against its inlined code (QUAD_FIRST_LOOP_BYTES for the bundle's first
+loop of quads, QUAD_FURTHER_LOOP_BYTES for each other), taken wherever they pay the schedules' one price of code
+(``code_price.INSTRUCTIONS_PER_BYTE``). Priced so (no budget per kernel of the bundle, which had been a calibration to
+one model and stopped at the first kernel over it), on cortex-m4f: vww_96_int8 13,427,865 -> 13,335,953 instructions
+for +180 B of code, person_detect 12,664,697 -> 12,535,920 (+172 B), efficientnet_lite_w030_112_int8 31,047,434 ->
+30,518,452 (+676 B), mobilenet_v2_050_64_int8 14,452,227 -> 14,021,527 (+1,256 B), pretrainedResnet_quant
+16,393,846 -> 16,319,359 (+492 B); mobilenet_v3s_min_050_80_int8's loops do not pay the first loop together.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from backends.bias_forms import by_bias
 from backends.cortex_m.helpers import QUAD_TILES_HELPERS
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_PIXELS, quad_scratch_words, quad_tiles_helper_name
 from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
-from backends.cortex_m.schedules.conv_tiles import LoopOffsets, call_of, pointee
+from backends.cortex_m.schedules.conv_tiles import LoopOffsets, call_of, executions, pointee
 from backends.cortex_m.schedules.pair_tiles import PAIR_TILES_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -188,26 +193,16 @@ def quad_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     return replaced.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))
 
 
-QUAD_INLINED_BYTES = 500
-"""The code a kernel's loop of quad calls adds (the helper inlined there, its pair call's code gone), bytes, as if
-it were the bundle's first: measured on cortex-m4f (arm-none-eabi-gcc 12.2 -O2, the manifest's bundle_code_bytes
-against no quads), a bundle's first loop adds about 500 B (pretrainedResnet_quant's one loop, a 1x1 at stride 2,
-16 -> 32 channels, +504 B; vww_96_int8's 24x24x16 -> 32 alone +516 B; person_detect's alone +524 B), each further
-one less: two loops vww_96_int8 and person_detect +696 B, mobilenet_v2_050_64_int8 +664 B,
-efficientnet_lite_w030_112_int8 +904 B; every eligible loop efficientnet's 6 +1,616 B, mobilenet_v2's 7 +1,844 B,
-mobilenet_v3s_min_050_80_int8's 4 +1,688 B (180-340 B a further loop). So the price and the budget count each loop
-at about the most it was seen to add."""
-QUAD_BYTES_PER_KERNEL = 25
-"""The code a bundle's quads may add per kernel of the bundle, bytes: some 5 % of a kernel's code (the shared and
-zoo models' bundles on cortex-m4f: 430-660 B per kernel, pretrainedResnet_quant's 15 kernels 6,416 B, vww_96_int8's
-22 12,756 B, efficientnet_lite_w030_112_int8's 48 31,528 B), so a bundle's code stays within a few percent of what
-it was without them (the issue's rule: no model's code above its code at the filing, whose least room among the
-models with a paying kernel was pretrainedResnet_quant's 312 B, 6,416 B on main against 6,728 B)."""
-
-
-def quad_code_budget(kernels: int) -> int:
-    """The most code (bytes) the quads of a bundle of ``kernels`` kernels may add (QUAD_BYTES_PER_KERNEL each)."""
-    return QUAD_BYTES_PER_KERNEL * kernels
+QUAD_FIRST_LOOP_BYTES = 500
+"""The code a bundle's first loop of quad calls adds (the helper inlined there, its pair call's code gone), bytes:
+measured on cortex-m4f (arm-none-eabi-gcc 12.2 -O2, the manifest's bundle_code_bytes against no quads),
+pretrainedResnet_quant's one loop (a 1x1 at stride 2, 16 -> 32 channels) +504 B, vww_96_int8's 24x24x16 -> 32 alone
++516 B, person_detect's alone +524 B."""
+QUAD_FURTHER_LOOP_BYTES = 340
+"""The code each further loop of quad calls adds, bytes: measured likewise, two loops vww_96_int8 and person_detect
++696 B, mobilenet_v2_050_64_int8 +664 B, efficientnet_lite_w030_112_int8 +904 B; every eligible loop
+efficientnet's 6 +1,616 B, mobilenet_v2's 7 +1,844 B, mobilenet_v3s_min_050_80_int8's 4 +1,688 B: 180-340 B a
+further loop, counted at the most seen."""
 
 
 @dataclass(frozen=True)
@@ -221,14 +216,15 @@ class QuadUse:
     loops: int
     """Its loops of pair calls the quad would replace (each inlines the helper once)."""
 
-    @property
-    def code_bytes(self) -> int:
-        """The code the quads add, bytes (QUAD_INLINED_BYTES per loop)."""
-        return self.loops * QUAD_INLINED_BYTES
+    def code_bytes(self, first: bool) -> int:
+        """The code the quads add, bytes: with ``first`` (the bundle's first quads) QUAD_FIRST_LOOP_BYTES for one
+        loop, QUAD_FURTHER_LOOP_BYTES for each other loop."""
+        return self.loops * QUAD_FURTHER_LOOP_BYTES + (QUAD_FIRST_LOOP_BYTES - QUAD_FURTHER_LOOP_BYTES if first else 0)
 
-    def pays(self, instructions_per_byte: int) -> bool:
-        """Whether the instructions saved per byte of code added reach ``instructions_per_byte``."""
-        return self.saved >= self.code_bytes * instructions_per_byte
+    def pays(self, instructions_per_byte: int, first: bool) -> bool:
+        """Whether the instructions saved per byte of code added (``code_bytes(first)``) reach
+        ``instructions_per_byte``."""
+        return self.saved >= self.code_bytes(first) * instructions_per_byte
 
 
 def quad_saved_instructions(pairs: int, rows: int, row_len: int, channels: int) -> int:
@@ -239,15 +235,6 @@ def quad_saved_instructions(pairs: int, rows: int, row_len: int, channels: int) 
     pair = pairs * 2 * channels * pair_instructions_per_channel(groups)
     quad = -(-pairs // 2) * QUAD_PIXELS * channels * quad_instructions_per_channel(groups)
     return round(pair - quad)
-
-
-def _executions(loops: tuple) -> int:
-    """The executions of a statement inside ``loops`` per call of its function: the product of their constant
-    extents (a loop of another extent counts once)."""
-    count = 1
-    for loop in loops:
-        count *= int(loop.extent) if isinstance(loop.extent, tirx.IntImm) else 1
-    return count
 
 
 def quad_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> tuple[QuadUse, ...]:
@@ -272,22 +259,18 @@ def quad_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) ->
         for loop, enclosing in found:
             sizes = _constant_ints(call_of(loop.body, tuple(_QUAD_OF_PAIR)).args[8:])
             _, rows, row_len, _, _, _, channels = sizes
-            saved += _executions(enclosing) * quad_saved_instructions(int(loop.extent), rows, row_len, channels)
+            saved += executions(enclosing) * quad_saved_instructions(int(loop.extent), rows, row_len, channels)
         uses.append(QuadUse(name, saved * calls.get(name, 1), len(found)))
     return tuple(uses)
 
 
-def quad_kernels(uses: tuple[QuadUse, ...], instructions_per_byte: int = INSTRUCTIONS_PER_BYTE,
-                 code_budget: Optional[int] = None) -> frozenset[str]:
-    """The kernels of ``uses`` that take the quad: those whose instructions saved per byte of code added reach
-    ``instructions_per_byte`` (``QuadUse.pays``), the best-paying per byte first while their added code stays
-    within ``code_budget`` bytes (``quad_code_budget``; None: no bound)."""
-    ranked = sorted((use for use in uses if use.pays(instructions_per_byte)),
-                    key=lambda use: (-use.saved / use.code_bytes, use.kernel))
-    chosen, spent = [], 0
-    for use in ranked:
-        if code_budget is not None and spent + use.code_bytes > code_budget:
-            break
-        chosen.append(use.kernel)
-        spent += use.code_bytes
-    return frozenset(chosen)
+def quad_kernels(uses: tuple[QuadUse, ...], instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> frozenset[str]:
+    """The kernels of ``uses`` that take the quad: each whose instructions saved pay the further loops' code it adds
+    at ``instructions_per_byte`` (``QuadUse.pays``), a kernel that does not passed over (not the end of the
+    choice), where together they also pay what the bundle's first loop adds beyond a further one (its helper's
+    first copy: QUAD_FIRST_LOOP_BYTES - QUAD_FURTHER_LOOP_BYTES); none otherwise (no fewer of them pay more)."""
+    paying = [use for use in uses if use.pays(instructions_per_byte, first=False)]
+    surplus = sum(use.saved - use.code_bytes(first=False) * instructions_per_byte for use in paying)
+    if not paying or surplus < (QUAD_FIRST_LOOP_BYTES - QUAD_FURTHER_LOOP_BYTES) * instructions_per_byte:
+        return frozenset()
+    return frozenset(use.kernel for use in paying)

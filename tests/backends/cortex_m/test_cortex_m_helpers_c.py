@@ -21,15 +21,16 @@ from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_
 from backends.cortex_m.helpers.batch_matmul_c import BATCH_MATMUL_TEMPLATE, batch_matmul_helper_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
-from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
-                                                  FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE, dsp_template_c)
+from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE,
+                                                  DUAL_MAC_TEMPLATE, FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE,
+                                                  dsp_template_c)
 from backends.cortex_m.helpers.dual_mac_interleaved_c import DUAL_MAC_INTERLEAVED16_TEMPLATE, DUAL_MAC_INTERLEAVED_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
                                                HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE, HELIUM_QLINEAR_TEMPLATE,
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
-from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_TILES_TEMPLATE
+from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.pool_sums_c import POOL_SUMS_TEMPLATE, pool_sums_helper_c
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
@@ -188,7 +189,8 @@ UNIT_TESTS_BY_HELPER = [
     # the DSP fused pixel-pair channel tiles (widened inputs, sums from the biases, epilogue of either rounding), and
     # their scratch-free form, against the plain sums and the scalar helpers
     HelperUnitTest("pair_tiles", ("double", *SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE,
-                                  REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE, PAIR_DIRECT_TEMPLATE),
+                                  REQUANTIZE_SMALL_TEMPLATE, PAIR_TILES_TEMPLATE, PAIR_DIRECT_TEMPLATE,
+                                  PAIR_PART_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the DSP fused channel tiles of two pixel pairs (four windows widened once, doubled; sums from twice the bias)
     # against the plain sums and the scalar helpers
@@ -198,7 +200,7 @@ UNIT_TESTS_BY_HELPER = [
     # the DSP fused convolution channel tiles (dual MAC sums from the biases and epilogue) against the plain sums
     # and the scalar helpers
     HelperUnitTest("conv_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
-                                       REQUANTIZE_SMALL_TEMPLATE, CONV_TILES_TEMPLATE),
+                                       REQUANTIZE_SMALL_TEMPLATE, CONV_TILES_TEMPLATE, CONV_TILES_PART_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the DSP fused fully connected tiles (stacked MAC sums from the biases and epilogue) against the plain sums and
     # the scalar helpers

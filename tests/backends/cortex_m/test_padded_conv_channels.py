@@ -46,7 +46,9 @@ def _model(shape: tuple[int, ...], layers: list) -> bytes:
 
 SCALAR_MAC = re.compile(r"acc\w*\[\d+\] = \(acc\w*\[\d+\] \+ ")
 """A scalar MAC of the generic loop nest: ``acc_ptr[0] = (acc_ptr[0] + (((int32_t)input0[...]) * ...``."""
-DUAL_MAC = re.compile(r"_(dual_mac_s8x4|conv_tiles_s8x4(_b16)?|pair_tiles_s8(_b16)?)\(")
+DUAL_MAC = re.compile(r"_(dual_mac_s8x4|conv_tiles_(part_)?s8x4(_b16)?|pair_tiles_s8(_b16)?)\(")
+GUARDED_EPILOGUE = re.compile(r"if \(\(\(\w+ \* 4\) \+ \w+\) < \d+\)")
+"""A padded channel tile's scalar requantization under its channel test: ``if (((o_0 * 4) + ax0) < 7) {``."""
 
 
 @needs_cross_tools
@@ -83,3 +85,31 @@ def test_a_dilated_convolution_copies_its_interior_windows_for_the_dual_mac_bit_
     assert len(convolutions) == len(layers), sorted(kernels)
     for name, body in convolutions.items():
         assert DUAL_MAC.search(body) and not SCALAR_MAC.search(body), (name, body)
+
+
+@needs_cross_tools
+def test_pixel_pairs_of_partial_channel_tiles_are_one_fused_call_bit_exactly(tmp_path):
+    """1x1 convolutions over 16 input channels pair their pixels (`pair_tiles.pays_two_pixels`); to 7 and 6 output
+    channels (padded to 8) each pair is one call of the partial pair tiles (an odd last channel, a last tile of two),
+    no scalar epilogue under a channel test left."""
+    kernels = kernels_bit_exact_everywhere(tmp_path, "paired_partial",
+                                           _model((1, 5, 8, 16), [Conv(1, out_channels=7), Conv(1, out_channels=6)]))
+    convolutions = {name: "\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name}
+    assert len(convolutions) == 2, sorted(kernels)
+    for name, body in convolutions.items():
+        assert "_pair_tiles_part_s8" in body and not GUARDED_EPILOGUE.search(body) and not SCALAR_MAC.search(body), \
+            (name, body)
+
+
+@needs_cross_tools
+def test_a_layer_whose_calls_pay_takes_the_partial_tiles_and_a_small_one_keeps_its_loop_bit_exactly(tmp_path):
+    """A 1x1 convolution of 3 -> 7 channels over 24x28 pixels: each pixel's tiles one fused call, the last tile of
+    fewer channels inside it (its 672 calls pay the inlined code: `conv_tiles.partial_tiles_pay`); at stride 2 (168
+    pixels) they do not, and the layer keeps its tiles' loop and scalar epilogue under the channel test."""
+    kernels = kernels_bit_exact_everywhere(tmp_path, "partial_price",
+                                           _model((1, 24, 28, 3), [Conv(1, out_channels=7), Conv(1, 2, out_channels=7)]))
+    convolutions = {name: "\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name}
+    (large,) = (body for name, body in convolutions.items() if "_24x28x7" in name)
+    (small,) = (body for name, body in convolutions.items() if "_12x14x7" in name)
+    assert "_conv_tiles_part_s8x4" in large and not GUARDED_EPILOGUE.search(large), large
+    assert "_conv_tiles_part_s8x4" not in small and GUARDED_EPILOGUE.search(small), small

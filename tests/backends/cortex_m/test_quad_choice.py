@@ -2,11 +2,11 @@
 ``quad_kernels``; backends/cortex_m/schedules/__init__.py: ``dsp_bundle_choice``; the second schedule of
 tvm_ext/lower.py's ScheduleKernels): a kernel's loops of pair calls become quad calls where the instructions they
 save per inference pay their inlined code at the schedules' one price of code (``code_price.INSTRUCTIONS_PER_BYTE``),
-the best-paying per byte first within the bundle's code budget (QUAD_BYTES_PER_KERNEL per kernel).
+the bundle's first loop charged QUAD_FIRST_LOOP_BYTES, each other QUAD_FURTHER_LOOP_BYTES.
 
-- The decision on facts alone: a kernel below the price is declined however many others pay; the ranking is per
-  byte; a budget stops before the first kernel that would exceed it, and grows with the bundle's kernels; the cost model's savings grow with the pairs
-  and an odd count's last quad pays for the pair it computes again.
+- The decision on facts alone: a kernel below the price of its further loops is declined however many others pay, and
+  the choice goes on past it; the kernels taken pay the first loop's extra code together, or none is taken; the
+  cost model's savings grow with the pairs and an odd count's last quad pays for the pair it computes again.
 - Compiled for cortex-m4f and run bit for bit with TFLite Micro under QEMU mps2-an386: 1x1 convolutions on 16
   input channels, one over a 24x24 image (some 152,000 instructions saved for about 500 B: taken), one over a
   4x4 image (some 4,200: declined) and twenty over one-row images (declined), each its own kernel; and the same
@@ -21,29 +21,30 @@ import numpy as np
 import pytest
 
 from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
-from backends.cortex_m.schedules.quad_tiles import (QUAD_INLINED_BYTES, QuadUse, quad_code_budget, quad_kernels,
-                                                     quad_saved_instructions)
+from backends.cortex_m.schedules.quad_tiles import (QUAD_FIRST_LOOP_BYTES, QUAD_FURTHER_LOOP_BYTES, QuadUse,
+                                                     quad_kernels, quad_saved_instructions)
+
+FIRST = QUAD_FIRST_LOOP_BYTES * INSTRUCTIONS_PER_BYTE
+"""The instructions the bundle's first loop of quads must save to pay its code."""
+FURTHER = QUAD_FURTHER_LOOP_BYTES * INSTRUCTIONS_PER_BYTE
+"""The instructions each further loop must save."""
 
 
-def test_a_kernel_below_the_price_is_declined():
-    price = QUAD_INLINED_BYTES * INSTRUCTIONS_PER_BYTE
-    uses = (QuadUse("big", 3 * price, 1), QuadUse("small", price - 1, 1), QuadUse("exact", price, 1))
-    assert quad_kernels(uses) == {"big", "exact"}
+def test_a_kernel_below_the_price_is_declined_and_the_choice_goes_on():
+    uses = (QuadUse("big", 3 * FIRST, 1), QuadUse("small", FURTHER - 1, 1), QuadUse("wide", 3 * FURTHER, 3),
+            QuadUse("exact", FURTHER, 1))
+    assert quad_kernels(uses) == {"big", "wide", "exact"}
 
 
-def test_kernels_rank_per_byte_within_a_budget():
-    price = QUAD_INLINED_BYTES * INSTRUCTIONS_PER_BYTE
-    # "two" saves most but over two loops: per byte it pays less than "one"
-    uses = (QuadUse("two", 5 * price, 2), QuadUse("one", 3 * price, 1), QuadUse("third", 2 * price, 1))
-    assert quad_kernels(uses, code_budget=QUAD_INLINED_BYTES) == {"one"}
-    assert quad_kernels(uses, code_budget=3 * QUAD_INLINED_BYTES) == {"one", "two"}
-    assert quad_kernels(uses, code_budget=3 * QUAD_INLINED_BYTES - 1) == {"one"}  # "two" would exceed it: stop
-    assert quad_kernels(uses) == {"one", "two", "third"}
-
-
-def test_the_bundle_budget_grows_with_its_kernels():
-    # a bundle of few kernels (pretrainedResnet_quant's 15) has no room for a loop's quads; one of twice as many has
-    assert quad_code_budget(15) < QUAD_INLINED_BYTES <= quad_code_budget(30)
+def test_together_the_kernels_pay_the_first_loop():
+    # each pays a further loop; the first loop's extra code is paid by their surplus together, or no quad is taken
+    extra = FIRST - FURTHER
+    assert quad_kernels((QuadUse("one", FURTHER + extra // 2, 1), QuadUse("two", 2 * FURTHER + extra // 2, 2))) \
+        == {"one", "two"}
+    assert quad_kernels((QuadUse("one", FURTHER + extra // 2, 1), QuadUse("two", 2 * FURTHER + extra // 2 - 1, 2))) \
+        == set()
+    assert quad_kernels((QuadUse("alone", FIRST, 1),)) == {"alone"}
+    assert quad_kernels((QuadUse("alone", FIRST - 1, 1), QuadUse("small", FURTHER - 1, 1))) == set()
 
 
 def test_the_saving_grows_with_the_pairs_and_an_odd_count_pays_its_pair_again():
@@ -66,7 +67,7 @@ VALID = 1  # tflite.Padding
 
 ONE_ROW_WIDTHS = tuple(range(1, 21))
 """The widths of one-row images beside the two square ones: twenty more 1x1 kernels of a few pixels each (none
-paying the quad), so the bundle of 22 kernels has room for one loop's quads (``quad_code_budget``)."""
+paying the quad)."""
 
 
 def _pointwise_model(images: tuple[tuple[int, int], ...] = ((24, 24), (4, 4), *((1, w) for w in ONE_ROW_WIDTHS)),
