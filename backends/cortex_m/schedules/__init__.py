@@ -99,7 +99,7 @@ from backends.cortex_m.schedules.helium_float import (FPU_FLOAT_OPS, float_epilo
 from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles_calls, without_pair_scratch
 from backends.cortex_m.schedules.pool_sums import POOL_WORD_OPS
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
-from backends.cortex_m.schedules.quad_tiles import quad_kernels, quad_tiles_calls, quad_uses
+from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernels, quad_tiles_calls, quad_uses
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.window1_conv import few_channel_conv
@@ -250,9 +250,10 @@ def dsp_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, 
                       quads: DualMacSchedules) -> Optional[BundleChoice]:
     """The `KernelSchedules.bundle_choice` of DSP cores without MVE: from the bundle's kernels (scheduled without
     quads) and their calls, the kernels whose quads pay their inlined code (`quad_tiles.quad_uses`,
-    `quad_kernels`: each that pays at the one price of code, the bundle's first loop charged more than the others),
-    each with the schedules ``quads`` (the core's, quads on); None where no kernel takes them."""
-    chosen = quad_kernels(quad_uses(kernels, calls))
+    `quad_kernels`: each that pays at the one price of code, the bundle's first loop charged more than the others,
+    the best-paying first within the bundle's budget, `quad_code_budget` of its kernels), each with the schedules
+    ``quads`` (the core's, quads on); None where no kernel takes them."""
+    chosen = quad_kernels(quad_uses(kernels, calls), code_budget=quad_code_budget(len(kernels)))
     return BundleChoice({kernel: quads for kernel in sorted(chosen)}) if chosen else None
 
 

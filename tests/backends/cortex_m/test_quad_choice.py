@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
-from backends.cortex_m.schedules.quad_tiles import (QUAD_FIRST_LOOP_BYTES, QUAD_FURTHER_LOOP_BYTES, QuadUse,
+from backends.cortex_m.schedules.quad_tiles import (QUAD_BYTES_PER_KERNEL, QUAD_FIRST_LOOP_BYTES,
+                                                     QUAD_FURTHER_LOOP_BYTES, QuadUse, quad_code_budget,
                                                      quad_kernels, quad_saved_instructions)
 
 FIRST = QUAD_FIRST_LOOP_BYTES * INSTRUCTIONS_PER_BYTE
@@ -45,6 +46,17 @@ def test_together_the_kernels_pay_the_first_loop():
         == set()
     assert quad_kernels((QuadUse("alone", FIRST, 1),)) == {"alone"}
     assert quad_kernels((QuadUse("alone", FIRST - 1, 1), QuadUse("small", FURTHER - 1, 1))) == set()
+
+
+def test_the_budget_takes_the_best_paying_first_and_passes_over_a_kernel_it_cannot_hold():
+    # the first loop's extra code is charged once; "wide" (three further loops) pays most in all but not per byte
+    extra = QUAD_FIRST_LOOP_BYTES - QUAD_FURTHER_LOOP_BYTES
+    uses = (QuadUse("best", 10 * FIRST, 1), QuadUse("wide", 20 * FIRST, 3), QuadUse("next", 5 * FIRST, 1))
+    assert quad_kernels(uses, code_budget=extra + 2 * QUAD_FURTHER_LOOP_BYTES) == {"best", "next"}
+    assert quad_kernels(uses, code_budget=extra + 2 * QUAD_FURTHER_LOOP_BYTES - 1) == {"best"}
+    assert quad_kernels(uses, code_budget=extra + QUAD_FURTHER_LOOP_BYTES - 1) == set()
+    assert quad_kernels(uses) == {"best", "wide", "next"}
+    assert quad_code_budget(22) == 22 * QUAD_BYTES_PER_KERNEL
 
 
 def test_the_saving_grows_with_the_pairs_and_an_odd_count_pays_its_pair_again():
