@@ -125,9 +125,8 @@ class FoldLookupsIntoHelpers:
                 folded_funcs[gvar] = builder.add_func(with_lookup_table(producer[1], call),
                                                       f"{gvar.name_hint}_{lookup[0].name_hint}")
             kernel_call = value_of[data]
-            replaced[binding.var] = relax.call_tir(folded_funcs[gvar],
-                                                   relax.Tuple([*kernel_call.args[1].fields, table]),
-                                                   binding.value.ty_args[0])
+            replaced[binding.var] = builder.normalize(relax.call_tir(  # its type inferred: FuseOps reads it
+                folded_funcs[gvar], relax.Tuple([*kernel_call.args[1].fields, table]), binding.value.ty_args[0]))
             dropped[data] = binding.var
         if not replaced:
             return mod
@@ -138,7 +137,7 @@ class FoldLookupsIntoHelpers:
             blocks.append(relax.DataflowBlock(kept) if isinstance(block, relax.DataflowBlock) else relax.BindingBlock(kept))
         folded = relax.Function(main.params, relax.SeqExpr(blocks, main.body.body), main.ret_ty, main.is_pure,
                                 main.attrs, main.span)
-        result = builder.get()
+        result = builder.get().clone()  # not the builder's own module, which its de-duplication map describes
         result["main"] = _with_records_moved(main, folded, dropped)
         return result
 
