@@ -139,7 +139,7 @@ class FoldLookupsIntoHelpers:
                                 main.attrs, main.span)
         result = builder.get().clone()  # not the builder's own module, which its de-duplication map describes
         result["main"] = _with_records_moved(main, folded, dropped)
-        return result
+        return relax.transform.Normalize()(result)  # the rebuilt body's types inferred
 
 
 def _with_records_moved(before: relax.Function, after: relax.Function,
