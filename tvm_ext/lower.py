@@ -39,6 +39,7 @@ from tvm_ext.transform import (
     ConvertLayoutPerSubgraph,
     DequantizeWeightsInKernels,
     DropEmptyConcatPieces,
+    FoldLookupsIntoHelpers,
     FuseOpsKeepingLayers,
     GuardIndexOperands,
     LowerQuantizedToInteger,
@@ -95,6 +96,8 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
             # Weight transposes and other constant-only kernels are computed here, not on the device.
             keeping_layers(relax.transform.FoldConstant()),
             keeping_layers(relax.transform.RewriteDataflowReshape()),
+            # A table lookup after a kernel one helper call computes: that helper's form storing the looked-up values.
+            FoldLookupsIntoHelpers(),
             keeping_layers(relax.transform.AnnotateTIROpPattern()),
             FuseOpsKeepingLayers(),
             keeping_layers(relax.transform.FuseTIR()),

@@ -75,6 +75,26 @@ def register_helper_call(op: str, library: HelperLibrary, helper_name: Callable[
         register_helper_access(op, access)
 
 
+LUT_ENTRIES = 256
+"""A lookup table's int8 entries (`tvm_ext.kernels.int8_tables`: indexed by the int8 value + 128)."""
+
+_LOOKUP_FORMS: dict[str, str] = {}
+"""Per helper op that writes a kernel's whole int8 output, the op of its form storing each output looked up in a
+256-entry int8 table (`register_lookup_form`)."""
+
+
+def register_lookup_form(op: str, lookup_op: str) -> None:
+    """State that a call of ``lookup_op`` with the arguments of a call of ``op`` and then one more, the address of
+    a 256-entry int8 table, computes the same outputs each stored as ``table[value + 128]`` (an activation fused
+    as a lookup table after the requantization: `tvm_ext.transform.fold_lookups`)."""
+    _LOOKUP_FORMS[op] = lookup_op
+
+
+def lookup_form(op: str) -> Optional[str]:
+    """The op registered as ``op``'s form with a lookup table after it, or None."""
+    return _LOOKUP_FORMS.get(op)
+
+
 def _nested_to_c(arg: tirx.Expr) -> tirx.Expr:
     """`arg`, an argument of a helper call being lowered to C, with a helper call at its root lowered too: TVM's
     LowerIntrin does not visit a pointer-valued argument (a helper returning an address, such as an address

@@ -3,6 +3,7 @@
 from tvm_ext.transform.contiguous_views import ContiguousCopiesAsViews
 from tvm_ext.transform.dequantize_weights_in_kernels import DequantizeWeightsInKernels
 from tvm_ext.transform.drop_empty_concat_pieces import DropEmptyConcatPieces
+from tvm_ext.transform.fold_lookups import FoldLookupsIntoHelpers
 from tvm_ext.transform.fuse_keeping_layers import FuseOpsKeepingLayers
 from tvm_ext.transform.index_guards import GuardIndexOperands, IndexOutOfRangeError, ResolveIndexGuards
 from tvm_ext.transform.layout_per_subgraph import ConvertLayoutPerSubgraph
@@ -18,6 +19,7 @@ __all__ = [
     "DataDependentLoopError",
     "DequantizeWeightsInKernels",
     "DropEmptyConcatPieces",
+    "FoldLookupsIntoHelpers",
     "FuseOpsKeepingLayers",
     "GuardIndexOperands",
     "IndexOutOfRangeError",

@@ -3,7 +3,8 @@ called by the kernel `backends.cortex_m.schedules.window1_conv` writes for a CON
 channels (kws_ref_model's 10x4 stem, micro_speech's 10x8 depthwise of one channel and multiplier 8, an RGB stem's
 3x3 of three: its taps in the weights' order, rows of columns of channels).
 
-One out-of-line call computes every output pixel and channel: four pixels at a time, each pixel's window gathered
+One out-of-line call computes every output pixel and channel (`<prefix>_window1_conv_lut_s8`: each output stored as
+the entry of a 256-entry int8 table it indexes, an activation such as LEAKY_RELU fused after the convolution): four pixels at a time, each pixel's window gathered
 once (the padding value outside the image) and widened to int16 pairs in a scratch on the kernel's stack, then per
 output channel one weight word per four taps read and widened once for the four pixels (an assembly group of 13
 instructions per 16 MACs on cortex-m4f, where the one-pixel channel tiles take 23) and the four sums requantized
@@ -27,6 +28,11 @@ WINDOW1_TEMPLATE = "window1_conv.h.in"
 def window1_helper_name(prefix: str) -> str:
     """The C name of the helper in the bundle `prefix`."""
     return f"{prefix}_window1_conv_s8"
+
+
+def window1_lut_helper_name(prefix: str) -> str:
+    """The C name of its form storing each output looked up in a table, in the bundle `prefix`."""
+    return f"{prefix}_window1_conv_lut_s8"
 
 
 def window1_scratch_words(taps: int) -> int:

@@ -31,10 +31,11 @@ from typing import Optional, Protocol, Sequence
 
 from tvm import te, tirx
 
-from backends.cortex_m.helpers.window1_conv_c import WINDOW1_HELPERS, window1_helper_name, window1_scratch_words
+from backends.cortex_m.helpers.window1_conv_c import (WINDOW1_HELPERS, window1_helper_name, window1_lut_helper_name,
+                                                      window1_scratch_words)
 from tvm_ext.tir.extern_stage import element_address, extern_from_zero
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.tir.helper_calls import register_helper_call
+from tvm_ext.tir.helper_calls import LUT_ENTRIES, register_helper_call, register_lookup_form
 
 WINDOW1_OP = "tvm_ext.window1_conv_s8"
 # The call (out, x, w, bias, multiplier, shift, q, in_h, in_w, in_c, pitch, kh, kw, stride_h, stride_w, dilation_h,
@@ -49,6 +50,14 @@ WINDOW1_ACCESS = HelperAccess((
     *(PointerAccess(pointer, (Axis(Arg(21), 1),)) for pointer in (3, 4, 5)),
 ))
 register_helper_call(WINDOW1_OP, WINDOW1_HELPERS, window1_helper_name, WINDOW1_ACCESS)
+WINDOW1_LUT_OP = "tvm_ext.window1_conv_lut_s8"
+"""The same call with the address of a 256-entry int8 table after its arguments: each output stored as
+table[value + 128] (a LEAKY_RELU fused after the convolution: `tvm_ext.transform.fold_lookups`). Measured on
+cortex-m4f: yolo_tiny_80_int8's 3x3 RGB stem to 12 channels with its LEAKY_RELU, two calls (4,180,936 + 499,694
+instructions) -> one (4,286,543), the helper 696 -> 724 B, the lookup kernel's 72 B gone."""
+register_helper_call(WINDOW1_LUT_OP, WINDOW1_HELPERS, window1_lut_helper_name, HelperAccess((
+    *WINDOW1_ACCESS.pointers, PointerAccess(27, (Axis(LUT_ENTRIES, 1),)))))
+register_lookup_form(WINDOW1_OP, WINDOW1_LUT_OP)
 
 MIN_TAPS = 16
 """The fewest taps of a window the helper takes: per output channel and group of four pixels it spends about 50

@@ -34,7 +34,8 @@ def _one_channel_model(layers: list[dict], in_c: int = 1) -> bytes:
     """One int8 input [1, 15, 12, in_c] (scale 0.05, zero point -3) and one layer per entry of `layers` on it, each a
     model output: kind "CONV_2D" (weights [O, KH, KW, in_c]) or "DEPTHWISE_CONV_2D" (in_c 1: weights [1, KH, KW, O]), window
     "kernel" (KH, KW), "stride" (H, W), "dilation" (H, W), "padding", "channels", "activation" and the output's
-    zero point "zero_point"; per-channel weight scales."""
+    zero point "zero_point"; per-channel weight scales; with "leaky" a LEAKY_RELU (alpha 0.1) after the layer, the
+    model output in its place ("only") or beside it ("also")."""
     rng = np.random.default_rng(29)
     b = ModelBuilder()
     x = b.add(Tensor("input", (1, *IMAGE, in_c), "int8", Quantization((0.05,), (-3,))))
@@ -58,8 +59,14 @@ def _one_channel_model(layers: list[dict], in_c: int = 1) -> bytes:
             options["DepthMultiplier"] = cout
         table = "DepthwiseConv2DOptions" if depthwise else "Conv2DOptions"
         out_q = Quantization((0.3,), (layer["zero_point"],))
-        b.outputs.append(b.op(layer["kind"], (x, w, bias), Tensor(f"l{index}", (1, *out_hw, cout), "int8", out_q),
-                              Options(table, options), version=3))
+        out = b.op(layer["kind"], (x, w, bias), Tensor(f"l{index}", (1, *out_hw, cout), "int8", out_q),
+                   Options(table, options), version=3)
+        if layer.get("leaky") != "only":
+            b.outputs.append(out)
+        if layer.get("leaky") is not None:
+            b.outputs.append(b.op("LEAKY_RELU", (out,), Tensor(f"l{index}/leaky", (1, *out_hw, cout), "int8",
+                                                                Quantization((0.2,), (-20,))),
+                                  Options("LeakyReluOptions", {"Alpha": 0.1})))
     return build(b.model())
 
 
@@ -107,3 +114,18 @@ def test_a_helium_core_and_bundles_without_such_a_layer_keep_the_generic_kernel(
     small = _one_channel_model([_layer("CONV_2D", (3, 3), (1, 1), (1, 1), SAME, 4)])
     bundle, _kernels = bit_exact_bundle(tmp_path, "small", small, "cortex-m4f", "mps2-an386")
     assert "_window1_conv_s8" not in (bundle.out_dir / "small_internal.h").read_text()
+
+
+@needs_cross_tools
+def test_a_leaky_relu_after_a_few_channel_window_is_looked_up_by_its_helper(tmp_path):
+    """A LEAKY_RELU whose input is such a layer's output alone is stored by the helper's lookup form (one kernel, one
+    call of `<prefix>_window1_conv_lut_s8`; tvm_ext.transform.fold_lookups); where the layer's output is also a model
+    output, the helper writes it and the LEAKY_RELU stays a kernel of its own. Bit-exact both ways."""
+    layers = [{**_layer("CONV_2D", (3, 3), (1, 1), (1, 1), SAME, 8), "leaky": "only"},  # an RGB stem's
+              {**_layer("CONV_2D", (3, 3), (2, 2), (1, 1), SAME, 4), "leaky": "also"}]
+    kernels = kernels_bit_exact_everywhere(tmp_path, "window_lut", _one_channel_model(layers, 3))
+    looked_up = {name for name, body in kernels.items() if any("_window1_conv_lut_s8(" in line for line in body)}
+    plain = {name for name, body in kernels.items() if any("_window1_conv_s8(" in line for line in body)}
+    assert [re.search(r"conv_2d_leaky_relu_3x3_s1_", name) is not None for name in looked_up] == [True], kernels
+    assert [re.search(r"conv_2d_3x3_s2", name) is not None for name in plain] == [True], kernels
+    assert len(kernels) == 3, list(kernels)  # the folded stem, the second layer and its LEAKY_RELU
