@@ -17,7 +17,10 @@ does not take) the same way as ``<prefix>_fc_rows_s8x4`` (``fc_rows.fc_rows_call
 fewer tiles keeps its kernel. Measured on cortex-m4f (QEMU -icount, per call): kws_gru_40x16_int8's 16 -> 144 layers
 5,739 -> 5,408 instructions on average, its 48 -> 144 ones 10,897 -> 10,568; ad01_int8's 8 -> 128 4,018 -> 3,208 and
 its 128 -> 128 ones 21,266-21,298 -> 20,488-21,101; code 41,944 -> 32,328 B and 1,720 -> 1,624 B (one helper where
-each kernel held its loop and epilogue).
+each kernel held its loop and epilogue). The helper keeps each tile's sums in registers across a row of up to one
+chunk (``stacked_run_s8x4``: the odd channels' sums folded out between chunks only): whole inferences 889,740 ->
+873,443 instructions (kws_gru_40x16_int8, code 31,112 -> 31,092 B) and 330,240 -> 328,257 (ad01_int8, code 1,624 ->
+1,612 B).
 
 The loop qualifies as ``conv_tiles``' does (``conv_tiles.conv_tiles_call`` with ``DSP_FC_TILES``: proved by TVM's
 integer analysis over the enclosing loops' ranges): stores of zero into exactly the four accumulators the MAC
