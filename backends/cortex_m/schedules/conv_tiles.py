@@ -68,9 +68,9 @@ from backends.cortex_m.helpers.helium_c import (choose_helper_name, conv_tiles_h
 from backends.cortex_m.schedules import pixel_pairs
 from backends.cortex_m.schedules.common_tails import TailChoice
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP, _whole, register_mac_helper
-from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
-                                                              EpilogueHelper, requantize_epilogue,
-                                                              requantize_epilogue_call)
+from backends.cortex_m.schedules.requantize_epilogue import (DSP_UNTABLED_EPILOGUE, REQUANTIZE_S8_OPS,
+                                                              REQUANTIZE_SMALL_OPS, EpilogueHelper,
+                                                              requantize_epilogue, requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
 from tvm_ext.tir.helper_calls import register_helper_call
 from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
@@ -167,7 +167,7 @@ class ConvTileHelpers:
 HELIUM_CONV_TILES = ConvTileHelpers(REQUANTIZE_S8_OPS, CONV_TILES_OPS)
 """Helium's: the vector epilogue, ``helium_conv_tiles.h.in``."""
 DSP_CONV_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, DSP_CONV_TILES_OPS,
-                                 partial=(DSP_EPILOGUE, DSP_CONV_TILES_PART_OPS))
+                                 partial=(DSP_UNTABLED_EPILOGUE, DSP_CONV_TILES_PART_OPS))
 """The DSP cores': the written-out epilogue (``requantize_small_c``), ``conv_tiles_s8x4.h.in``; a channel count that
 is not a multiple of four ``conv_tiles_part_s8x4.h.in``."""
 

@@ -78,9 +78,10 @@ from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_
                                                    zeroed_stores)
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
-from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, DSP_EPILOGUE, REQUANTIZE_S8_OPS,
-                                                              REQUANTIZE_SMALL_OPS, EpilogueHelper,
-                                                              requantize_epilogue, requantize_epilogue_call)
+from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, DSP_UNTABLED_EPILOGUE,
+                                                              REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS,
+                                                              EpilogueHelper, requantize_epilogue,
+                                                              requantize_epilogue_call)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.tir_walk import UnknownTirNode, map_leaves, map_nodes, vars_read, walk, with_root_loops_replaced
@@ -258,7 +259,7 @@ DSP_PAIR_TILES = PairTileHelpers(
     (DUAL_MAC_2PX_OP,), _dsp_window, TILE, DOUBLE_ROUNDING_LOOPS, FUSED_OPS, q15_scratch_words,
     lambda window, out_pixel_stride, tiles: [window.x_row_stride, window.rows, window.row_len, window.x_pixel_stride,
                                              out_pixel_stride, window.w_tile_step // TILE, tiles * TILE],
-    (DSP_EPILOGUE, {PAIR_TILES_OPS[bias]: op for bias, op in PAIR_PART_OPS.items()}))
+    (DSP_UNTABLED_EPILOGUE, {PAIR_TILES_OPS[bias]: op for bias, op in PAIR_PART_OPS.items()}))
 """The DSP cores': the two-pixel dual MAC, four channels a tile, the pair's inputs widened once into a scratch
 (``templates/pair_tiles.h.in``; the call of PAIR_TILES_ACCESS); a channel count that is not a multiple of four
 ``templates/pair_tiles_part.h.in``."""

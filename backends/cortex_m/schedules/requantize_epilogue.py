@@ -30,7 +30,7 @@ loop of channel tiles on Helium and RV32 cores.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import tvm
@@ -83,6 +83,9 @@ class EpilogueHelper:
 HELIUM_EPILOGUE = EpilogueHelper(DOUBLE_ROUNDING_OPS, REQUANTIZE_S8_OPS)
 DSP_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), REQUANTIZE_SMALL_OPS,
                               REQUANTIZE_SMALL_LUT_OPS)
+DSP_UNTABLED_EPILOGUE = replace(DSP_EPILOGUE, table_ops=None)
+"""The DSP epilogue without its lookup-table forms: what a helper that stores the requantized values themselves
+(the partial channel tiles) computes; an epilogue with a table after it keeps its loop."""
 
 
 @dataclass(frozen=True)

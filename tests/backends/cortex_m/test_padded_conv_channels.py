@@ -17,12 +17,14 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from test_border_split import kernels_bit_exact_everywhere  # noqa: E402
 from test_requantize_epilogue import needs_cross_tools  # noqa: E402
+from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 
 _SPEC = importlib.util.spec_from_file_location(
     "layer_sweep", Path(__file__).resolve().parents[3] / "scripts" / "layer_sweep.py")
@@ -33,6 +35,7 @@ Conv = layer_sweep.Conv
 
 LAYERS = [Conv(1, out_channels=7), Conv(3, 2, out_channels=5), Conv(5, out_channels=9), Conv(3, dilation=2, out_channels=9),
           Conv(7, 2, out_channels=3)]
+VALID = 1  # tflite.Padding
 IMAGE = (1, 11, 9, 6)  # odd sizes: the stride-2 layers read a padded last row and column; every layer has interior pixels
 
 
@@ -113,3 +116,40 @@ def test_a_layer_whose_calls_pay_takes_the_partial_tiles_and_a_small_one_keeps_i
     (small,) = (body for name, body in convolutions.items() if "_12x14x7" in name)
     assert "_conv_tiles_part_s8x4" in large and not GUARDED_EPILOGUE.search(large), large
     assert "_conv_tiles_part_s8x4" not in small and GUARDED_EPILOGUE.search(small), small
+
+
+def _conv_then_leaky_relu_model(shape: tuple[int, ...], out_channels: int, seed: int = 3) -> bytes:
+    """One int8 input of ``shape`` through a 1x1 VALID CONV_2D to ``out_channels`` (per-channel weights) and a
+    LEAKY_RELU (alpha 0.1), its output the model's."""
+    rng = np.random.default_rng(seed)
+    model = Model([Tensor("image", shape, "int8", Quantization((0.05,), (-3,)))], [], (0,), ())
+    _, height, width, channels = shape
+    weight_scales = tuple(0.004 + 0.001 * (c % 5) for c in range(out_channels))
+    model.tensors += [
+        Tensor("conv/weights", (out_channels, 1, 1, channels), "int8",
+               Quantization(weight_scales, (0,) * out_channels, 0),
+               rng.integers(-127, 128, (out_channels, 1, 1, channels)).astype(np.int8)),
+        Tensor("conv/bias", (out_channels,), "int32",
+               Quantization(tuple(0.05 * s for s in weight_scales), (0,) * out_channels, 0),
+               rng.integers(-3000, 3000, out_channels).astype(np.int32)),
+        Tensor("conv/output", (1, height, width, out_channels), "int8", Quantization((0.3,), (5,))),
+        Tensor("leaky_relu", (1, height, width, out_channels), "int8", Quantization((0.2,), (-100,)))]
+    model.operators += [
+        Operator("CONV_2D", (0, 1, 2), (3,),
+                 Options("Conv2DOptions", {"Padding": VALID, "StrideW": 1, "StrideH": 1, "DilationWFactor": 1,
+                                           "DilationHFactor": 1}), 3),
+        Operator("LEAKY_RELU", (3,), (4,), Options("LeakyReluOptions", {"Alpha": 0.1}), 2)]
+    model.outputs += (4,)
+    return build(model)
+
+
+@needs_cross_tools
+@pytest.mark.parametrize("shape", [(1, 24, 28, 3), (1, 5, 8, 16)], ids=["one_pixel_tiles", "pixel_pairs"])
+def test_partial_channel_tiles_with_a_table_after_them_keep_their_loop_bit_exactly(tmp_path, shape):
+    """A LEAKY_RELU fused into a convolution of 7 output channels makes its padded tile's epilogue a requantization
+    and a table lookup: the partial tiles store requantized values only (`DSP_UNTABLED_EPILOGUE`), so such a layer
+    keeps its tiles' loop, where the schedule had looked up a table helper it has not (the compile failed), in the
+    shapes whose partial one-pixel tiles pay (24x28x3) and whose pixels pair (5x8x16)."""
+    kernels = kernels_bit_exact_everywhere(tmp_path, "partial_table", _conv_then_leaky_relu_model(shape, 7))
+    (body,) = ("\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name)
+    assert "_tiles_part_s8" not in body and GUARDED_EPILOGUE.search(body), body
