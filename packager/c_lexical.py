@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-INCLUDED_SYSTEM_HEADERS = ("stddef.h", "stdint.h", "stdbool.h", "stdio.h", "string.h", "math.h", "arm_acle.h", "arm_mve.h")
+INCLUDED_SYSTEM_HEADERS = ("stddef.h", "stdint.h", "stdbool.h", "stdio.h", "string.h", "math.h", "float.h", "arm_acle.h",
+                           "arm_mve.h")
 """The system headers a bundle's C may include (`#include <...>`); its own are included as `"<name>.h"`."""
 
 _TOKEN = re.compile(
@@ -21,7 +22,7 @@ _TOKEN = re.compile(
     r"|(?P<comment>/\*(?:[ -)+-.0-~\n]|\*(?!/)|/(?!\*))*\*/)"  # printable ASCII and newlines, no /*
     r"|(?P<directive>#[ \t]*(?:include[ \t]+(?:<(?:" + "|".join(map(re.escape, INCLUDED_SYSTEM_HEADERS)) + r')>'
     r'|"\w+\.h")(?=[ \t]*(?:\n|/\*))'
-    r"|(?:ifndef|ifdef|if|elif|define|endif|else|undef)\b))"
+    r"|(?:ifndef|ifdef|if|elif|define|endif|else|undef|error)\b))"
 )
 
 

@@ -29,7 +29,11 @@ defines too (`HELPER_DEPENDENCIES`). "fma" is float x * y + z rounded once (C99'
 core: packager/templates/fused_multiply_add.h.in), for onnxruntime's fused multiply-adds. "float32" is
 onnxruntime's float32 requantization of an int32 sum (float32(acc) * multiplier, clamped, ties to even) in
 integer arithmetic, bit for bit, for cores without a floating-point unit
-(packager/templates/fixed_point_requantize_float32.h.in).
+(packager/templates/fixed_point_requantize_float32.h.in). "expf" and "logf" are the bundle's own e^x and natural
+logarithm of a float (`FLOAT_MATH_HELPERS`: packager/templates/float_math_*.h.in, their shared bits and
+contraction guard in "float_bits"): within 1 ULP and the same bits on every core, where the C libraries' expf and
+logf round differently (glibc's on the host, newlib's or picolibc's on a board), so a float bundle computes one
+answer everywhere; `tvm_ext.codegen.libm_lowering` makes a bundle's kernels call them.
 
 The C is hand-written: packager/templates/fixed_point_<helper>.h.in (`${prefix}` the bundle's prefix; the
 helper's contract in the file's leading comment, which bundles do not copy); this module names the helpers and
@@ -60,6 +64,11 @@ DOUBLING_HIGH_MUL = "doubling_high_mul"
 INV_SQRT_MULTIPLIER = "inv_sqrt_multiplier"
 FUSED_MULTIPLY_ADD = "fma"
 REQUANTIZE_FLOAT32 = "float32"
+FLOAT_BITS = "float_bits"
+EXPF = "expf"
+LOGF = "logf"
+FLOAT_MATH_HELPERS = (EXPF, LOGF)
+"""The portable single-precision functions, each named as the C99 function it replaces."""
 REQUANTIZE_FLOAT32_OP = "tvm_ext.requantize_float32"
 # The operators the kernels call these helpers through (tvm_ext.kernels.fixed_point registers them): one per
 # requantization helper, the saturations and the leading-zero count. Their names are here, beside the helpers,
@@ -70,8 +79,9 @@ SATURATE_INT16_OP = "tvm_ext.saturate_int16"
 COUNT_LEADING_ZEROS_OP = "tvm_ext.count_leading_zeros"
 # Every helper of this module, in the order a header defines them (a helper after those it calls).
 HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, SATURATE_INT16, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
-           INV_SQRT_MULTIPLIER, FUSED_MULTIPLY_ADD, REQUANTIZE_FLOAT32)
-HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS)}
+           INV_SQRT_MULTIPLIER, FUSED_MULTIPLY_ADD, REQUANTIZE_FLOAT32, FLOAT_BITS, *FLOAT_MATH_HELPERS)
+HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS),
+                       **{helper: (FLOAT_BITS,) for helper in FLOAT_MATH_HELPERS}}
 """The helpers each helper calls."""
 
 
@@ -88,7 +98,8 @@ _TEMPLATES = {
     SATURATE_INT16: "fixed_point_saturate_int16.h.in",
     COUNT_LEADING_ZEROS: "fixed_point_count_leading_zeros.h.in", DOUBLING_HIGH_MUL: "fixed_point_doubling_high_mul.h.in",
     INV_SQRT_MULTIPLIER: "fixed_point_inv_sqrt_multiplier.h.in", FUSED_MULTIPLY_ADD: "fused_multiply_add.h.in",
-    REQUANTIZE_FLOAT32: "fixed_point_requantize_float32.h.in",
+    REQUANTIZE_FLOAT32: "fixed_point_requantize_float32.h.in", FLOAT_BITS: "float_math_bits.h.in",
+    **{helper: f"float_math_{helper}.h.in" for helper in FLOAT_MATH_HELPERS},
 }
 """The file of packager/templates/ that holds each helper's C."""
 

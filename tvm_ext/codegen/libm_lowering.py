@@ -1,10 +1,19 @@
-"""TVM math intrinsics that TVM 0.27 gives no C lowering, lowered to their C99 <math.h> function.
+"""TVM math intrinsics lowered to C: to the C99 <math.h> function TVM 0.27 gives none for, and, in a bundle's C,
+the float transcendentals to the bundle's own portable helpers instead of the C library's.
 
 TVM 0.27 registers `default.FLowerIntrinsic` for `tirx.exp`, `tirx.sqrt`, ... but not for `tirx.fabs`, which
 its own lowerings emit: `relax.abs` of a float, `isfinite`/`isinf` (ONNX Cast from float to an integer, IsInf),
 Softsign, ReduceL1. Without a rule the call reaches TVM's C printer unresolved and the compile fails. Each
 intrinsic of `C99_FUNCTIONS` becomes a call of the C99 function of its type (`fabsf` for float32, `fabs` for
 float64): exact, as the reference runtimes compute it, and in libm, which every bundle links.
+
+TVM's own rules make `tirx.exp` of a float32 `expf` (also inside its sigmoid, `1 / (1 + exp(-x))`) and `tirx.log`
+`logf`: the C library's, whose last bit differs between libraries (glibc on the host, newlib or picolibc on the
+boards), so the same float bundle gave different bytes on different targets (SOFTMAX, LOGISTIC, ELU, LOG,
+LOG_SOFTMAX). In C generated for a bundle (inside `tvm_ext.kernels.fixed_point.calls_to_c_helpers`) each
+intrinsic of `PORTABLE_FUNCTIONS` of a float32 is a call of the bundle's helper instead
+(`packager.fixed_point_c.FLOAT_MATH_HELPERS`: within 1 ULP, the same bits on every core); of a float64, and in
+a user's C build of our kernels (no helper defined there), TVM's rule: the C library's function.
 
 `register_libm_lowerings()` registers the rules on TVM's `c` target kind (the kind every profile's target has);
 tvm_ext.codegen.codegen_c calls it once, when it is imported.
@@ -14,8 +23,14 @@ from __future__ import annotations
 
 from tvm import tirx
 
+from packager.fixed_point_c import EXPF, LOGF
+from tvm_ext.kernels.fixed_point import bundle_helper_call
+
 C99_FUNCTIONS = {"tirx.fabs": "fabs"}
 """TVM intrinsic -> the C99 function that computes it on a double; the float variant has the suffix `f`."""
+
+PORTABLE_FUNCTIONS = {"tirx.exp": EXPF, "tirx.log": LOGF}
+"""TVM intrinsic -> the bundle's float32 helper that computes it (named as the C99 function it replaces)."""
 
 _SUFFIX_OF_DTYPE = {"float32": "f", "float64": ""}
 
@@ -30,7 +45,22 @@ def _lowering(function: str):
     return to_c
 
 
+def _portable_lowering(helper: str, library_function: str):
+    """`tirx.<library_function>` of a float32 as the bundle's `helper` in a bundle's C, else the C library's."""
+    library = _lowering(library_function)
+
+    def to_c(call: tirx.Call) -> tirx.PrimExpr:
+        helper_call = bundle_helper_call(helper, call) if str(call.ty.dtype) == "float32" else None
+        return library(call) if helper_call is None else helper_call
+
+    return to_c
+
+
 def register_libm_lowerings() -> None:
-    """Register each rule of `C99_FUNCTIONS` for TVM's `c` target kind (again: replaces the earlier one)."""
+    """Register each rule of `C99_FUNCTIONS` and `PORTABLE_FUNCTIONS` for TVM's `c` target kind (again:
+    replaces the earlier one)."""
     for intrinsic, function in C99_FUNCTIONS.items():
         tirx.register_intrin_lowering(intrinsic, "c", f=_lowering(function), level=99)
+    for intrinsic, helper in PORTABLE_FUNCTIONS.items():
+        tirx.register_intrin_lowering(intrinsic, "c", f=_portable_lowering(helper, intrinsic.split(".")[1]),
+                                      level=99)

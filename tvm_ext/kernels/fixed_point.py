@@ -212,6 +212,17 @@ def _python_int(x: PrimExpr) -> IntExpr:
     return int(x.value) if isinstance(x, tirx.IntImm) else x
 
 
+def bundle_helper_call(helper: str, call: PrimExpr) -> Optional[PrimExpr]:
+    """`call` as a call of the bundle's C helper `helper` (one of `packager.fixed_point_c.HELPERS`, recorded as
+    used) with `call`'s arguments and type, in C generated inside `calls_to_c_helpers`; None anywhere else (a
+    user's C build: no helper is defined there)."""
+    calls = _HELPER_CALLS.get()
+    if calls is None:
+        return None
+    calls.used.add(helper)
+    return tirx.call_pure_extern(str(call.ty.dtype), requantize_helper_name(calls.prefix, helper), *call.args)
+
+
 def register_helper_op(name: str, helper: str, expand: Optional[Callable[[PrimExpr], PrimExpr]]) -> None:
     """The operator `name`: a call of the bundle's C helper `helper` in C generated inside
     `calls_to_c_helpers`, and `expand(call)` (its arithmetic) everywhere else. With `expand` None only
@@ -225,13 +236,10 @@ def register_helper_op(name: str, helper: str, expand: Optional[Callable[[PrimEx
         return expand(call)
 
     def to_c(call: PrimExpr) -> PrimExpr:
-        calls = _HELPER_CALLS.get()
-        if calls is None:  # a user's C build: no helper is defined there
-            return elsewhere(call)
         if any(str(arg.ty.dtype) == "int64" for arg in call.args):
             return elsewhere(call)  # TVM widened the arguments (int64 index arithmetic): the helpers take int32
-        calls.used.add(helper)
-        return tirx.call_pure_extern(str(call.ty.dtype), requantize_helper_name(calls.prefix, helper), *call.args)
+        helper_call = bundle_helper_call(helper, call)
+        return elsewhere(call) if helper_call is None else helper_call
 
     tvm.ir.register_op_attr(name, "TCallEffectKind", tirx.CallEffectKind.Pure.value)
     tvm.ir.register_op_attr(name, "TScriptPrinterName", name.replace(".", "_"))

@@ -7,6 +7,7 @@ time without running the operator on the host.
 
 from __future__ import annotations
 
+import functools
 import shutil
 from pathlib import Path
 
@@ -136,19 +137,29 @@ def test_argmax_indices_feed_a_gather(tmp_path):
 # The divergence of issue 26: a model that onnxruntime runs with valid indices and the bundle with bad ones.
 
 
-def _libm_expf(value: float) -> float:
+@functools.cache
+def _bundle_expf():
+    """The bundle's own expf (packager/templates/float_math_expf.h.in, which its kernels call), built on the
+    host into a shared library: a ctypes function of a float."""
     import ctypes
-    import ctypes.util
+    import subprocess
+    import tempfile
 
-    libm = ctypes.CDLL(ctypes.util.find_library("m"))
-    libm.expf.restype, libm.expf.argtypes = ctypes.c_float, [ctypes.c_float]
-    return float(np.float32(libm.expf(value)))
+    from packager.fixed_point_c import EXPF, requantize_helpers_c
+
+    with tempfile.TemporaryDirectory() as folder:
+        source, library = Path(folder) / "expf.c", Path(folder) / "expf.so"
+        source.write_text(requantize_helpers_c("t", [EXPF]) + "float call_expf(float x) { return t_expf(x); }\n")
+        subprocess.run(["gcc", "-std=c99", "-O2", "-shared", "-fPIC", str(source), "-o", str(library)], check=True)
+        expf = ctypes.CDLL(str(library)).call_expf
+    expf.restype, expf.argtypes = ctypes.c_float, [ctypes.c_float]
+    return expf
 
 
 def _diverging_exponent() -> tuple[np.float32, np.float32]:
     """(c, onnxruntime's Exp(c)) for a float32 c whose exp onnxruntime rounds away from the correctly rounded
-    value, which the C library's expf gives (glibc here; newlib's expf is the same algorithm, within 0.502
-    ULP): c's exp is not near a rounding midpoint, so any expf within 0.502 ULP gives that value."""
+    value, which the bundle's expf gives (within 1 ULP on every core, so only a c whose exp it rounds correctly
+    is taken; c's exp is not near a rounding midpoint)."""
     import onnxruntime
 
     graph = helper.make_graph([helper.make_node("Exp", ["x"], ["y"])], "exp",
@@ -163,7 +174,7 @@ def _diverging_exponent() -> tuple[np.float32, np.float32]:
         if abs(exact - float(rounded)) > 0.3 * ulp:  # near a midpoint: expf implementations may round either way
             continue
         ours = session.run(None, {"x": np.array([c], np.float32)})[0][0]
-        if ours != rounded and _libm_expf(float(c)) == rounded:
+        if ours != rounded and np.float32(_bundle_expf()(float(c))) == rounded:
             return c, ours
     raise AssertionError("no float32 in [-4, 4] whose Exp onnxruntime rounds differently from expf")
 
