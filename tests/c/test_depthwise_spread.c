@@ -1,7 +1,8 @@
 /* Unit test of the DSP cores' depthwise MAC of a depth multiplier above 1
  * (backends/cortex_m/helpers/templates/depthwise_spread.h.in after dsp_words.h.in, with the prefix lp):
  * lp_depthwise_spread_s8x4m4 (every channel of the tile reads the tap's one input) and lp_depthwise_spread_s8x4m2
- * (channels 0 and 1 its first input, 2 and 3 its second) against the plain loop of their contract, for every window
+ * (channels 0 and 1 its first input, 2 and 3 its second), and their inlined forms (_inline_), against the plain loop
+ * of their contract, for every window
  * of 0 to 7 rows and 0 to 7 columns, column strides of the tile's inputs and wider (an NHWC row of more channels),
  * row strides at and above a row's taps, inputs and weights at every element alignment, values over the whole int8
  * range (-128 and 127 forced in) and all at the minimum (the largest products); each accumulator gains its sum and
@@ -45,7 +46,7 @@ int main(void)
                         l.x_col_stride = inputs + 5 * layout; /* the inputs a tap reads, or wider */
                         l.x_row_stride = cols * l.x_col_stride + layout * 7;
                         const int8_t *xo = x + l.x_offset, *wo = w + l.w_offset;
-                        int32_t acc[4], expected[4], returned;
+                        int32_t acc[4], expected[4], returned = -1;
                         fill_s8(x, BUFFER, &state, all_min);
                         fill_s8(w, BUFFER, &state, all_min);
                         for (int32_t c = 0; c < 4; ++c) {
@@ -53,16 +54,29 @@ int main(void)
                         }
                         plain_spread(expected, xo, wo, l.x_row_stride, l.x_col_stride, l.w_row_stride,
                                      l.w_col_stride, rows, cols, inputs);
-                        returned = inputs == 1
-                                       ? lp_depthwise_spread_s8x4m4(acc, xo, wo, l.x_row_stride, l.x_col_stride,
-                                                                    l.w_row_stride, l.w_col_stride, rows, cols)
-                                       : lp_depthwise_spread_s8x4m2(acc, xo, wo, l.x_row_stride, l.x_col_stride,
-                                                                    l.w_row_stride, l.w_col_stride, rows, cols);
-                        cases += 1;
-                        if (call_wrong(returned, acc, expected, 4)) {
-                            failures += 1;
-                            printf("wrong: inputs %ld, rows %ld, cols %ld, layout %ld\n", (long)inputs, (long)rows,
-                                   (long)cols, (long)layout);
+                        for (int inlined = 0; inlined <= 1; ++inlined) { /* the copy, then the inlined sums */
+                            int32_t sums[4] = {acc[0], acc[1], acc[2], acc[3]};
+                            if (inputs == 1) {
+                                returned = inlined ? lp_depthwise_spread_inline_s8x4m4(
+                                                         sums, xo, wo, l.x_row_stride, l.x_col_stride,
+                                                         l.w_row_stride, l.w_col_stride, rows, cols)
+                                                   : lp_depthwise_spread_s8x4m4(sums, xo, wo, l.x_row_stride,
+                                                                                l.x_col_stride, l.w_row_stride,
+                                                                                l.w_col_stride, rows, cols);
+                            } else {
+                                returned = inlined ? lp_depthwise_spread_inline_s8x4m2(
+                                                         sums, xo, wo, l.x_row_stride, l.x_col_stride,
+                                                         l.w_row_stride, l.w_col_stride, rows, cols)
+                                                   : lp_depthwise_spread_s8x4m2(sums, xo, wo, l.x_row_stride,
+                                                                                l.x_col_stride, l.w_row_stride,
+                                                                                l.w_col_stride, rows, cols);
+                            }
+                            cases += 1;
+                            if (call_wrong(returned, sums, expected, 4)) {
+                                failures += 1;
+                                printf("wrong: inputs %ld, inlined %d, rows %ld, cols %ld, layout %ld\n",
+                                       (long)inputs, inlined, (long)rows, (long)cols, (long)layout);
+                            }
                         }
                     }
                 }

@@ -1,7 +1,8 @@
 """The DSP cores' depthwise MAC of a depth multiplier above 1: `<prefix>_depthwise_spread_s8x4m4` (a multiplier that
 is a multiple of 4: a tile's four output channels read one input channel) and `<prefix>_depthwise_spread_s8x4m2` (a
 multiplier of 2: two input channels, each read by two output channels), one out-of-line copy each per bundle (the
-interior's windows and a padded border's clipped ones alike), C in `<model>_internal.h`, called by the kernels
+interior's windows and a padded border's clipped ones alike), and their sums inlined for windows of up to 9 taps
+(`_depthwise_spread_inline_s8x4m4` / `_m2`), C in `<model>_internal.h`, called by the kernels
 `backends.cortex_m.schedules.depthwise_spread` writes.
 
 Each adds to four int32 accumulators (four consecutive output channels of one pixel) the window's products: per
@@ -27,7 +28,7 @@ SPREAD_TAGS = {1: "m4", 2: "m2"}
 """The helpers' name suffix per inputs a tap: the depth multiplier they serve."""
 
 
-def depthwise_spread_helper_name(prefix: str, inputs: int) -> str:
+def depthwise_spread_helper_name(prefix: str, inputs: int, inlined: bool = False) -> str:
     """The C name of the helper whose tile reads ``inputs`` input channels a tap (SPREAD_INPUTS) in the bundle
-    `prefix`."""
-    return f"{prefix}_depthwise_spread_s8x4{SPREAD_TAGS[inputs]}"
+    `prefix`: its out-of-line copy, or where ``inlined`` its inlined sums."""
+    return f"{prefix}_depthwise_spread{'_inline' if inlined else ''}_s8x4{SPREAD_TAGS[inputs]}"

@@ -6,7 +6,8 @@ of 4) reads one input channel per tap where m is a multiple of 4, two (each read
 2, and four consecutive ones only where m is 1 (``depthwise_mac``'s helper). The other two forms kept the scalar
 loop nest (the layer sweep's 7x7 depthwise of multiplier 8 on 12x12x3: 6.4 instructions per MAC on cortex-m4f).
 ``spread_replacement`` gives the call of ``<prefix>_depthwise_spread_s8x4m4`` / ``_m2`` (one out-of-line copy each
-per bundle, for the interior's windows and a padded border's clipped ones) where the loops' loads are of that form
+per bundle, for the interior's windows and a padded border's clipped ones; ``_inline_`` for a window of up to
+SPREAD_INLINE_TAPS taps, where the copy's call costs more than it saves) where the loops' loads are of that form
 and the window has more than one tap (a border kept as a loop over taps under position tests calls nothing per tap:
 measured on the layer sweep's 7x7 kernel of multiplier 8 on cortex-m4f, a call per tap, inlined, ran 30
 instructions a tap where the scalar loop ran 27; out of line, a window's call runs 10 a tap): the weights four
@@ -37,7 +38,11 @@ SPREAD_CHECKED_TILES = 256
 """The values of each outer loop variable at which a call's input offsets are checked to have the same form (a
 multiplier m that is not a multiple of 4 gives another form by the tile m // 4 + 1 at the latest)."""
 SPREAD_OPS = {inputs: f"tvm_ext.depthwise_spread_s8x4{SPREAD_TAGS[inputs]}" for inputs in SPREAD_INPUTS}
-"""The helper's op per inputs a tap."""
+"""The helper's op per inputs a tap (its out-of-line copy)."""
+SPREAD_INLINE_OPS = {inputs: f"tvm_ext.depthwise_spread_inline_s8x4{SPREAD_TAGS[inputs]}" for inputs in SPREAD_INPUTS}
+"""The same sums inlined, per inputs a tap."""
+SPREAD_INLINE_TAPS = 9
+"""The most taps of a window whose call is inlined (measured on cortex-m4f: ``depthwise_spread.h.in``'s comment)."""
 
 
 def spread_access(inputs: int) -> HelperAccess:
@@ -52,9 +57,11 @@ def spread_access(inputs: int) -> HelperAccess:
     ))
 
 
-for _inputs, _op in SPREAD_OPS.items():
-    register_helper_call(_op, DEPTHWISE_SPREAD_HELPERS, functools.partial(depthwise_spread_helper_name, inputs=_inputs),
-                         spread_access(_inputs))
+for _inputs in SPREAD_INPUTS:
+    for _inlined, _ops in ((False, SPREAD_OPS), (True, SPREAD_INLINE_OPS)):
+        register_helper_call(_ops[_inputs], DEPTHWISE_SPREAD_HELPERS,
+                             functools.partial(depthwise_spread_helper_name, inputs=_inputs, inlined=_inlined),
+                             spread_access(_inputs))
 
 
 def spread_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
@@ -76,7 +83,8 @@ def spread_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_
     if form is None or form[1][4] * form[1][5] < 2:
         return None
     inputs, sizes = form
-    return helper_call_block(SPREAD_OPS[inputs], reduction, bindings, inner, sizes,
+    ops = SPREAD_INLINE_OPS if sizes[4] * sizes[5] <= SPREAD_INLINE_TAPS else SPREAD_OPS
+    return helper_call_block(ops[inputs], reduction, bindings, inner, sizes,
                              channel_tile(reduction, DUAL_MAC_CHANNELS))
 
 

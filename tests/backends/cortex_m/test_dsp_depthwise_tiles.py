@@ -85,7 +85,9 @@ def test_dsp_depthwise_multipliers_above_one_take_the_spread_helper_and_stay_bit
     for kernel in re.split(r"\n(?=void )", kernels):
         name = re.match(r"void \w+_depthwise_conv_2d_(\w+)\(", kernel)
         if name is not None:
-            helpers[name.group(1)] = set(re.findall(r"_depthwise_spread_s8x4(m2|m4)\(", kernel))
-    assert helpers == {"3x3_s1_9x9x12": {"m2"}, "3x3_s1_9x9x24": {"m4"}, "3x3_s1_9x9x48": {"m4"},
-                       "5x5_s2_3x3x12": {"m2"}, "3x3_s1_9x9x36": set()}, helpers
+            helpers[name.group(1)] = set(re.findall(r"_depthwise_spread(_inline)?_s8x4(m2|m4)\(", kernel))
+    # windows of up to 9 taps (a 3x3 window, a border's clipped ones) inlined, the 5x5 window out of line
+    assert helpers == {"3x3_s1_9x9x12": {("_inline", "m2")}, "3x3_s1_9x9x24": {("_inline", "m4")},
+                       "3x3_s1_9x9x48": {("_inline", "m4")}, "5x5_s2_3x3x12": {("", "m2")},
+                       "3x3_s1_9x9x36": set()}, helpers
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable sums
