@@ -32,6 +32,14 @@ static void plain_spread(int32_t *acc, const int8_t *x, const int8_t *w, int32_t
     }
 }
 
+typedef int32_t (*spread_helper)(int32_t *, const int8_t *, const int8_t *, int32_t, int32_t, int32_t, int32_t,
+                                 int32_t, int32_t);
+/* Per inputs a tap (1, 2): the out-of-line copy, then the inlined sums. */
+static const spread_helper HELPERS[2][2] = {
+    {lp_depthwise_spread_s8x4m4, lp_depthwise_spread_inline_s8x4m4},
+    {lp_depthwise_spread_s8x4m2, lp_depthwise_spread_inline_s8x4m2},
+};
+
 int main(void)
 {
     static int8_t x[BUFFER], w[BUFFER];
@@ -56,21 +64,8 @@ int main(void)
                                      l.w_col_stride, rows, cols, inputs);
                         for (int inlined = 0; inlined <= 1; ++inlined) { /* the copy, then the inlined sums */
                             int32_t sums[4] = {acc[0], acc[1], acc[2], acc[3]};
-                            if (inputs == 1) {
-                                returned = inlined ? lp_depthwise_spread_inline_s8x4m4(
-                                                         sums, xo, wo, l.x_row_stride, l.x_col_stride,
-                                                         l.w_row_stride, l.w_col_stride, rows, cols)
-                                                   : lp_depthwise_spread_s8x4m4(sums, xo, wo, l.x_row_stride,
-                                                                                l.x_col_stride, l.w_row_stride,
-                                                                                l.w_col_stride, rows, cols);
-                            } else {
-                                returned = inlined ? lp_depthwise_spread_inline_s8x4m2(
-                                                         sums, xo, wo, l.x_row_stride, l.x_col_stride,
-                                                         l.w_row_stride, l.w_col_stride, rows, cols)
-                                                   : lp_depthwise_spread_s8x4m2(sums, xo, wo, l.x_row_stride,
-                                                                                l.x_col_stride, l.w_row_stride,
-                                                                                l.w_col_stride, rows, cols);
-                            }
+                            returned = HELPERS[inputs - 1][inlined](sums, xo, wo, l.x_row_stride, l.x_col_stride,
+                                                                    l.w_row_stride, l.w_col_stride, rows, cols);
                             cases += 1;
                             if (call_wrong(returned, sums, expected, 4)) {
                                 failures += 1;
