@@ -41,6 +41,7 @@ from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.batch_matmul_c import batch_matmul_helper_c
 from backends.cortex_m.helpers.copy_c import copy_helper_c, max_s8_helper_c
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_TILES_TEMPLATE
+from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, FC_TILES_TEMPLATE,
                                                   STACKED_MAC_TEMPLATE, dsp_template_c, mac_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import fpu_float_c
@@ -115,6 +116,17 @@ def quad_tiles_helpers_c(prefix: str) -> str:
 QUAD_TILES_HELPERS = HelperLibrary("cortex_m_quad_tiles", quad_tiles_helpers_c, (CORTEX_M_HELPERS,))
 """The fused tiles of two pixel pairs of DSP cores (`quad_tiles_c`): a library of its own, which only the bundles
 whose kernels call it define, after CORTEX_M_HELPERS, whose word helpers and rounding it uses."""
+
+
+def depthwise_spread_helpers_c(prefix: str) -> str:
+    """The depthwise MAC of a depth multiplier above 1's C definition for the bundle `prefix`
+    (`depthwise_spread_c`)."""
+    return dsp_template_c(DEPTHWISE_SPREAD_TEMPLATE, prefix)
+
+
+DEPTHWISE_SPREAD_HELPERS = HelperLibrary("cortex_m_depthwise_spread", depthwise_spread_helpers_c, (CORTEX_M_HELPERS,))
+"""The depthwise MAC of a depth multiplier above 1 on DSP cores (`depthwise_spread_c`): a library of its own, which
+only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose word operations it uses."""
 HELIUM_FLOAT_HELPERS = HelperLibrary("cortex_m_helium_float", helium_float_c)
 """The float multiply-accumulates of Helium cores: their calls record this library, which a bundle defines as it
 is (`backends.backend.Backend.bundle_helper_libraries` swaps only CORTEX_M_HELPERS), so a float bundle defines

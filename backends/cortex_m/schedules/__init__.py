@@ -84,7 +84,8 @@ from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pay
 from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8, DSP_WINDOW_TAPS, HELIUM_TILES,
                                                           TileHelpers, depthwise_tiles_calls, dsp_replacement,
                                                           form_uses, shared_tiles)
-from backends.cortex_m.schedules.depthwise_mac import mac_helper_call, mac_helper_replacement
+from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
+from backends.cortex_m.schedules.depthwise_spread import dsp_mac_replacement
 from backends.cortex_m.schedules.dsp_add import dsp_add_values
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
@@ -118,7 +119,7 @@ class DualMacSchedules:
     extern_calls = staticmethod(extern_helper_calls)
     flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
     pays_two_pixels = staticmethod(pair_tiles.pays_two_pixels)
-    helper_call = staticmethod(mac_helper_call)
+    helper_call = staticmethod(functools.partial(mac_helper_call, replacement=dsp_mac_replacement))
     # the pairs of a kernel with the DSP epilogue unwidened: fused later (pair_tiles), their helper widens them
     pair_odd_pixel_row = staticmethod(pair_tiles.pair_odd_pixel_row)
     replacement = staticmethod(dsp_replacement)  # the MAC helpers', and a depthwise border's padding products
@@ -173,7 +174,7 @@ class FpuDualMacSchedules(DualMacSchedules):
 
     helper_call = staticmethod(functools.partial(
         mac_helper_call, replacement=lambda realize, loops: float_mac_replacement(realize, loops, FPU_FLOAT_OPS)
-        or mac_helper_replacement(realize, loops)))
+        or dsp_mac_replacement(realize, loops)))
 
     def epilogue_calls(self, func):
         """A padded float reduction's interior tiles and each float tile's epilogue as calls of the scalar FPU's

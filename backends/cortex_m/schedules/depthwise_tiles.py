@@ -82,6 +82,7 @@ from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_fir
                                                    tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.depthwise_mac import (DEPTHWISE_BOX_W16_OP, DEPTHWISE_MAC_OP, DEPTHWISE_MAC_W16_OP,
                                                        mac_helper_replacement)
+from backends.cortex_m.schedules.depthwise_spread import spread_replacement
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_CHANNELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.helium_depthwise import (BOX_OP, DEPTHWISE_TILES, MAC_OP, PAD_ACCESS, PAD_OP,
                                                          padding_replacement)
@@ -440,10 +441,12 @@ window's border keeps its loop, as it did), no out-of-line copy (there are none 
 
 def dsp_replacement(realize: s_tir.SBlockRealize, loops: list,
                     outlined_depthwise: bool = False) -> Optional[s_tir.SBlockRealize]:
-    """The DSP cores' MAC helpers' call block (``depthwise_mac.mac_helper_replacement``) for what the For nodes
+    """The DSP cores' MAC helpers' call block (``depthwise_mac.mac_helper_replacement``; a depthwise tile of a depth
+    multiplier above 1: ``depthwise_spread.spread_replacement``) for what the For nodes
     ``loops`` around ``realize`` compute, else, for a border pixel's padding products over a four-channel tile,
     DSP_PAD_OP's (which the border helper's call then takes in, ``depthwise_tiles_call``); None where none fits."""
     return (mac_helper_replacement(realize, loops, outlined_depthwise)
+            or spread_replacement(realize, loops)
             or padding_replacement(realize, loops, DSP_PAD_OPS["int8"], DUAL_MAC_CHANNELS)
             or padding_replacement(realize, loops, DSP_PAD_OPS["int16"], DUAL_MAC_CHANNELS, "int16"))
 

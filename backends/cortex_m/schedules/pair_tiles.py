@@ -76,6 +76,7 @@ from backends.cortex_m.schedules import border_window, pixel_pairs
 from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset,
                                                    partial_tile_epilogue, pointee, sole_call, tile_loop_stmts,
                                                    zeroed_stores)
+from backends.cortex_m.schedules.depthwise_spread import spread_replacement
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
 from backends.cortex_m.schedules.requantize_epilogue import (DOUBLE_ROUNDING_OPS, DSP_UNTABLED_EPILOGUE,
@@ -189,8 +190,14 @@ def pays_two_pixels(sch: s_tir.Schedule, block, loops: list, first_reduce: int) 
 def pair_odd_pixel_row(func: tirx.PrimFunc, block_name: str, first_reduction: int) -> tirx.PrimFunc:
     """``pixel_pairs.pair_odd_pixel_row`` (an odd pixel count: pairs, then the last pixel on its own) with the
     pairs' inputs widened once (``pair_q15``) unless ``func`` requantizes with the DSP epilogue
-    (``fuses_pairs``): its pairs ``pair_tiles_calls`` then fuses, whose helper widens them itself."""
-    return pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=not fuses_pairs(func.body))
+    (``fuses_pairs``): its pairs ``pair_tiles_calls`` then fuses, whose helper widens them itself. Where no helper
+    of those computes the reduction (``func`` unchanged), a depthwise one of a multiplier above 1 one call of the
+    spread helper per pixel (``depthwise_spread``; it has no two-pixel form)."""
+    paired = pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=not fuses_pairs(func.body))
+    if paired is not func:
+        return paired
+    return pixel_pairs.pair_odd_pixel_row(func, block_name, first_reduction, widen_inputs=False,
+                                          replacement=spread_replacement)
 
 
 def paired_pixel_body(pixel_body: tirx.Stmt, *args, **kwargs):

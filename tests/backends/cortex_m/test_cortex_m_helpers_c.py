@@ -16,11 +16,13 @@ from typing import Optional
 
 import pytest
 
-from backends.cortex_m.helpers import cortex_m_helpers_c, helium_float_c, helium_helpers_c, pair_direct_helpers_c
+from backends.cortex_m.helpers import (cortex_m_helpers_c, depthwise_spread_helpers_c, helium_float_c, helium_helpers_c,
+                                      pair_direct_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.batch_matmul_c import BATCH_MATMUL_TEMPLATE, batch_matmul_helper_c
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
+from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE,
                                                   DUAL_MAC_TEMPLATE, FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE,
                                                   dsp_template_c)
@@ -133,6 +135,8 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("dual_mac_q15", (DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE)),
     HelperUnitTest("stacked_mac", (DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE)),
     DEPTHWISE_MAC,
+    # the depthwise MAC of a depth multiplier above 1 (one or two inputs a tap) against the plain sums
+    HelperUnitTest("depthwise_spread", (DSP_WORDS_TEMPLATE, DEPTHWISE_SPREAD_TEMPLATE)),
     ROW_DOT,
     # the LSTM gates' and the SVDF feature product's dual MAC over interleaved weights: LDRD, SXTB16, SMLAD under QEMU
     # (needs no other template; its group's assembly macro is defined only on that path)
@@ -276,9 +280,12 @@ def test_the_unit_test_builds_for_its_core_without_warnings(tmp_path: Path, unit
                            None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + batch_matmul_helper_c(prefix),
                            None),
-                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix), None)],
+                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix), None),
+                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_spread_helpers_c(prefix),
+                           None)],
                          ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
-                              "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m4f-pool-sums"])
+                              "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m4f-pool-sums",
+                              "cortex-m4f-depthwise-spread"])
 def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
                                                                  core_macro: Optional[str]) -> None:
     build_for_cortex_m("#include <stdint.h>\n" + library_c(PREFIX) + "\nint32_t row(int32_t *acc, "

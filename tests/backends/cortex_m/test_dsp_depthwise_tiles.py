@@ -32,7 +32,7 @@ def test_dsp_depthwise_interior_tiles_fuse_and_stay_bit_exact(tmp_path):
         r"_depthwise_tiles(3x3|5x5)?_s8x4w16(?:_b16)?\(.*, (\d+), (\d+), (\d+)\);", kernels)}
     windows = {(window, rows, cols) for window, rows, cols, _ in calls}
     assert windows == {("3x3", 3, 3), ("5x5", 5, 5), ("", 2, 2)}, windows
-    # every channel count of the model in one call (depth multiplier 1; 2 keeps the scalar loop)
+    # every channel count of the model in one call (depth multiplier 1; 2 takes the spread helper, below)
     assert {channels for *_, channels in calls} == {32, 24, 8, 12}, calls
     for kernel in re.split(r"\n(?=void )", kernels):  # one interior call per kernel, and one border call
         assert len(re.findall(r"_depthwise_tiles(?:3x3|5x5)?_s8x4w16(?:_b16)?\(", kernel)) <= 1, kernel
@@ -70,3 +70,24 @@ def test_dsp_depthwise_weights_widen_up_to_25_taps_and_a_wider_window_keeps_int8
     assert sorted(signatures) == [("3", "int16"), ("7", "int8")], signatures
     assert re.search(r"_depthwise_tiles_s8x4(?:_b16)?\(", kernels), kernels  # the 7x7 interior, int8 weights
     host_selftest_passes(bundle.out_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_dsp_depthwise_multipliers_above_one_take_the_spread_helper_and_stay_bit_exact(tmp_path):
+    # one int8 input [1, 9, 9, 6]: 3x3 SAME layers of multiplier 2 (a tile's four channels read two inputs a tap),
+    # 4 and 8 (one input a tap: _s8x4m4), a 5x5 VALID one of multiplier 2 at stride 2, and a 3x3 SAME one of
+    # multiplier 6 (a tile's channels read one input in some tiles, two in others: the loop kept), all bit-exact
+    model = _border_model(6, 37, (9, 9), [(3, 2, 1, SAME), (3, 4, 1, SAME), (3, 8, 1, SAME), (5, 2, 2, VALID),
+                                          (3, 6, 1, SAME)])
+    bundle, kernels = bit_exact_bundle(tmp_path, "spread", model, "cortex-m4f", "mps2-an386")
+    helpers = {}
+    for kernel in re.split(r"\n(?=void )", kernels):
+        name = re.match(r"void \w+_depthwise_conv_2d_(\w+)\(", kernel)
+        if name is not None:
+            helpers[name.group(1)] = set(re.findall(r"_depthwise_spread(_inline)?_s8x4(m2|m4)\(", kernel))
+    # windows of up to 9 taps (a 3x3 window, a border's clipped ones) inlined, the 5x5 window out of line
+    assert helpers == {"3x3_s1_9x9x12": {("_inline", "m2")}, "3x3_s1_9x9x24": {("_inline", "m4")},
+                       "3x3_s1_9x9x48": {("_inline", "m4")}, "5x5_s2_3x3x12": {("", "m2")},
+                       "3x3_s1_9x9x36": set()}, helpers
+    host_selftest_passes(bundle.out_dir)  # the same C on the host: the helper's portable sums

@@ -17,7 +17,9 @@ from tvm.script import tirx as T
 
 from memory_planner.api import StreamOrder
 from backends.cortex_m.schedules.conv_tiles import CHOOSE_OP
+from backends.cortex_m.helpers.depthwise_spread_c import SPREAD_INPUTS
 from backends.cortex_m.schedules.depthwise_mac import DEPTHWISE_MAC_OP
+from backends.cortex_m.schedules.depthwise_spread import SPREAD_OPS
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP
 from backends.cortex_m.schedules.extern_helpers import COPY_OP
 from backends.cortex_m.schedules.row_dot import ROW_DOT_OP
@@ -57,6 +59,25 @@ def test_a_depthwise_mac_call_is_bounded_by_its_access_record() -> None:
     streams = streams_by_pair(func)
     writes = tuple((16 * i, 16 * i + 16) for i in range(4))
     assert streams[(0, 0)] == StreamOrder(tuple((4 * i, 4 * i + 8) for i in range(4)), writes)
+    assert streams[(0, 1)] == StreamOrder(((0, 8),) * 4, writes)
+
+
+@pytest.mark.parametrize("inputs", SPREAD_INPUTS)
+def test_a_depthwise_spread_call_is_bounded_by_its_access_record(inputs: int) -> None:
+    """Output pixel i of a 1x2 window over 4 output channels reading ``inputs`` input channels a tap (a depth
+    multiplier of 4 / inputs): x[inputs * i + inputs * k + j] for k < 2, j < inputs (bytes [inputs * i, inputs * i
+    + 2 * inputs)), w[4k + c] (bytes [0, 8)), out[4i + c] (bytes [16i, 16i + 16))."""
+
+    @T.prim_func
+    def func(x: T.Buffer((10,), "int8"), w: T.Buffer((8,), "int8"), out: T.Buffer((16,), "int32")):
+        for i in range(4):
+            T.evaluate(T.call_intrin("int32", SPREAD_OPS[inputs], T.address_of(out[i * 4]),
+                                     T.address_of(x[i * inputs]), T.address_of(w[0]), 2 * inputs, inputs, 8, 4, 1,
+                                     2))
+
+    streams = streams_by_pair(func)
+    writes = tuple((16 * i, 16 * i + 16) for i in range(4))
+    assert streams[(0, 0)] == StreamOrder(tuple((inputs * i, inputs * i + 2 * inputs) for i in range(4)), writes)
     assert streams[(0, 1)] == StreamOrder(((0, 8),) * 4, writes)
 
 
