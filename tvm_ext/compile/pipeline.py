@@ -804,7 +804,7 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
         helper_libraries=generated.source.helper_libraries,
         signal_helpers=generated.source.signal_helpers,
         constants=generated.constants,
-        vectors=selftest_vectors(imported, referenced, planned.plan, config),
+        vectors=selftest_vectors(imported, referenced, planned.plan, config, profile),
         config=config, input_names=[s.name for s in imported.model.inputs],
         output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
         kernels_c_by_unit={unit: generated.source.c_text_of(names) for unit, names in by_unit.items()},
@@ -814,17 +814,19 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
 
 
 def selftest_vectors(imported: Imported, referenced: Referenced, plan: ExecutionPlan,
-                     config: BuildConfig) -> TestVectors:
+                     config: BuildConfig, profile: Profile) -> TestVectors:
     """The cases the self-test embeds: the first `case_count` of those referenced, now that the plan's
     multiply-accumulates are known (fewer cases for a model whose runs would take long where the self-test runs:
-    the host when `config` builds it there, BuildConfig.selftest_on_host, else a device or an emulated board), but
+    the host when `config` builds it there, BuildConfig.selftest_on_host, else a device or an emulated board, where
+    a float MAC on `profile`'s core without an FPU counts as many: packager.selftest.budgeted_macs), but
     for a later case on which
     the reference's float outputs are not finite (`_finite_floats`)."""
-    from packager.selftest import CASES_BUDGET_MACS, HOST_CASES_BUDGET_MACS, case_count
+    from packager.selftest import CASES_BUDGET_MACS, HOST_CASES_BUDGET_MACS, budgeted_macs, case_count
 
     io_bytes = tensors_bytes(imported.model.inputs) + tensors_bytes(imported.model.outputs)
-    count = case_count(io_bytes, plan.total_macs(),
-                       HOST_CASES_BUDGET_MACS if config.selftest_on_host else CASES_BUDGET_MACS)
+    on_host = config.selftest_on_host
+    count = case_count(io_bytes, budgeted_macs(plan, soft_float=not on_host and not profile.hardware_float),
+                       HOST_CASES_BUDGET_MACS if on_host else CASES_BUDGET_MACS)
     return TestVectors(tuple(TestCase(inputs, expected) for index, (inputs, expected)
                              in enumerate(zip(imported.cases[:count], referenced.expected[:count], strict=True))
                              if index == 0 or _finite_floats(expected)),
