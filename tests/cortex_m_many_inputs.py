@@ -63,10 +63,11 @@ def c_array(name: str, values: np.ndarray) -> str:
 def sequence_driver_c(model: str, cases: Sequence[Sequence[np.ndarray]], outputs: Sequence[tuple[str, int]],
                       expected: Optional[Sequence[Sequence[np.ndarray]]] = None) -> str:
     """C of a program running ``<model>_run`` on each case in turn (``cases[c]``: one array per model input),
-    never resetting the model's state; ``outputs``: each output's dtype name and elements. With ``expected`` (``expected[c]``: one array per output) it compares
-    every output byte and exits 1 on any difference, naming the first differing byte of each differing output,
-    its last line PASS_LINE or "many inputs: FAIL"; without, it prints each output's bytes in hexadecimal, one
-    line per output, case after case (`printed_outputs` reads them back). Exit status 2 when a run call fails."""
+    never resetting the model's state; ``outputs``: each output's dtype name and elements. With ``expected``
+    (``expected[c]``: one array per output) it compares every output byte and exits 1 on any difference, naming
+    the first differing byte of each differing output, its last line PASS_LINE or "many inputs: FAIL"; without,
+    it prints each output's bytes in hexadecimal, one line per output, case after case (`printed_outputs` reads
+    them back). Exit status 2 when a run call fails."""
     single = len(cases[0]) == 1 and len(outputs) == 1
     lines = ["#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>", "#include <stdio.h>",
              f'#include "{model}.h"', ""]
