@@ -57,10 +57,28 @@ def shared_models() -> list[str]:
     return sorted(path.relative_to(root).as_posix() for path in root.rglob("*") if path.suffix in MODEL_SUFFIXES)
 
 
-def _model_params() -> list:
-    """shared_models(), the big files marked slow."""
-    return [pytest.param(model, marks=[pytest.mark.slow] if (models_dir() / model).stat().st_size > SLOW_MODEL_BYTES
-                         else []) for model in shared_models()]
+KNOWN_MISMATCHES = {
+    ("mlperf_tiny/pretrainedResnet.tflite", profile): "SOFTMAX's expf"
+    for profile in ("cortex-m33", "cortex-m4f", "cortex-m7", "rv32imafc", "rv32imc")
+} | {("mlperf_tiny/vww_96_float.tflite", "rv32imafc"): "SOFTMAX's expf"}
+"""Pairs whose float outputs differ from generic_c's in the last bit, by the C library function named: the bundle
+calls the C library's own (newlib or picolibc on the board, glibc on the host), whose rounding the C standard leaves
+to each library (generic_c's own C built for the board gives the board's bytes, so not our kernels). Strict xfails:
+once bundles carry a portable one, these pairs pass and XPASS fails, so the entry is removed then."""
+
+
+def _pair_params() -> list:
+    """Every (shared model, emulated profile) pair, the big model files marked slow, KNOWN_MISMATCHES strict xfails."""
+    params = []
+    for model in shared_models():
+        slow = [pytest.mark.slow] if (models_dir() / model).stat().st_size > SLOW_MODEL_BYTES else []
+        for profile in emulated_profiles():
+            cause = KNOWN_MISMATCHES.get((model, profile))
+            known = [] if cause is None else [pytest.mark.xfail(strict=True, reason=(
+                f"KNOWN MISMATCH, NOT FIXED: the float outputs pass through the C library's {cause}, whose last bit "
+                "differs between the host's library and the board's"))]
+            params.append(pytest.param(model, profile, marks=slow + known, id=f"{model}-{profile}"))
+    return params
 
 
 def test_every_backend_has_an_emulated_profile() -> None:
@@ -70,6 +88,11 @@ def test_every_backend_has_an_emulated_profile() -> None:
     assert backends - {"generic_c"} <= compared
     assert backend_of(load_profile(GENERIC_PROFILE)).name == "generic_c"
     assert GENERIC_PROFILE not in emulated_profiles()
+
+
+def test_known_mismatches_are_pairs_of_the_suite() -> None:
+    """A KNOWN_MISMATCHES entry names a pair the suite runs (a renamed model or profile would leave it marking none)."""
+    assert set(KNOWN_MISMATCHES) <= {(model, profile) for model in shared_models() for profile in emulated_profiles()}
 
 
 def _compiled_or_refusal(compiled, model: str, profile: str):
@@ -111,8 +134,7 @@ def _case_count(emulated) -> int:
     return max(MIN_CASES, min(MAX_CASES, CASES_BUDGET_INSTRUCTIONS // max(emulated.selftest.instructions or 1, 1)))
 
 
-@pytest.mark.parametrize("profile", emulated_profiles())
-@pytest.mark.parametrize("model", _model_params())
+@pytest.mark.parametrize(("model", "profile"), _pair_params())
 def test_backend_matches_generic_c_bit_for_bit(compiled, tmp_path: Path, record_property, model: str,
                                                profile: str) -> None:
     generic = _compiled_or_refusal(compiled, model, GENERIC_PROFILE)
@@ -135,13 +157,11 @@ def test_backend_matches_generic_c_bit_for_bit(compiled, tmp_path: Path, record_
     assert len(expected) == len(cases)
     run = _emulated_run(profile, other, cases, expected, tmp_path / "emulated")
     record_property("outcome", f"compared {len(cases)} cases")
-    if run.exit_status == 1 and _library_transcendentals(generic):
-        record_property("outcome", f"MISMATCH (xfail) after {len(cases)} cases: {run.stdout.strip()}")
-        pytest.xfail(f"KNOWN MISMATCH, NOT FIXED: the bundle's float outputs pass through the C library's "
-                     f"{', '.join(_library_transcendentals(generic))}, whose last bit differs between libraries "
-                     f"(glibc on the host, newlib or picolibc on the board; generic_c's own C built for the board "
-                     f"gives the board's bytes): {run.stdout.strip()}")
-    assert run.exit_status == 0 and PASS_LINE in run.stdout, f"ended with {run.ending}: {run.stdout}"
+    called = _library_transcendentals(generic)
+    assert run.exit_status == 0 and PASS_LINE in run.stdout, (
+        f"ended with {run.ending}: {run.stdout}"
+        + (f" (its float outputs pass through the C library's {', '.join(called)}: see KNOWN_MISMATCHES)"
+           if called else ""))
 
 
 LIBRARY_TRANSCENDENTALS = ("expf", "expm1f", "logf", "log1pf", "powf", "tanhf", "erff", "sinf", "cosf", "exp", "log",
