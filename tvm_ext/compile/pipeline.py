@@ -44,7 +44,8 @@ from tvm_ext.compile.device_ram import (check_ram_for_io, planned_flash, planned
                                         with_measured_flash, with_measured_stack)
 from tvm_ext.compile.early_objects import EarlyObjects
 from tvm_ext.compile.patches import (AUTO, AutoSearch, PatchFacts, cut_of, grid_patch_facts,
-                                     patch_plan_for_grid, rows_request, takes_rows, with_rows)
+                                     patch_plan_for_grid, refuse_unless_weights_fit, rows_request, takes_rows,
+                                     with_rows)
 from tvm_ext.plan.row_input import fetch_order_kept
 from tvm_ext.stages import Stage
 
@@ -306,6 +307,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
             if options.input_rows:
                 generated_cut = _with_row_input(generated_cut, func, cut, file_name)
+            # a plan whose weights alone exceed the flash is refused before its planning (which places no weight)
+            refuse_unless_weights_fit(profile, generated_cut.plan.model, planned_flash(generated_cut.plan, stack_later))
             planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
             return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
 
