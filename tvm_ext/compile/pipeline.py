@@ -697,21 +697,29 @@ def _operators_of(lowered: Lowered, kernel: str) -> str:
     return operator_phrase(records) if records else f"the kernel {kernel}"
 
 
-def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -> Planned:
+def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False, checked: bool = True) -> Planned:
     """The call order with the lowest peak, as a new plan, and its arena placement (one arena per RAM region of
-    the profile: `memory_planner.regions.plan_regions`), checked independently; with `io_in_arena` the model's
-    inputs and outputs are placed in the arena too."""
+    the profile: `memory_planner.regions.plan_regions`), checked independently unless not `checked` (a trial,
+    `trial_memory`); with `io_in_arena` the model's inputs and outputs are placed in the arena too."""
     order = choose_order(plan)
     ordered = replace(plan, calls=[plan.calls[i] for i in order])
     if not fetch_order_kept(ordered):
         raise RuntimeError("the call order fetches the row-wise input's bands out of their order")
     buffers = buffers_from_plan(ordered, alignment=profile.alignment_bytes, io_in_arena=io_in_arena)
     try:
-        arenas = plan_regions(ordered, buffers, [(region.name, region.bytes) for region in profile.memory_regions])
+        arenas = plan_regions(ordered, buffers, [(region.name, region.bytes) for region in profile.memory_regions],
+                              checked)
     except InvalidMemoryPlanError as err:
         raise RuntimeError(f"the memory planner produced an invalid plan: {err}") from err
     main = arenas[-1]
     return Planned(ordered, list(main.buffers), main.memory, io_in_arena, tuple(arenas) if len(arenas) > 1 else ())
+
+
+def trial_memory(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -> MemoryPlan:
+    """`planning`'s memory plan of `plan` without the independent checker: for the trials whose arena only
+    informs a choice (which convolutions run backwards, which kernels take their forms without scratch); the
+    plan the compile takes is planned again, and checked, by `planning`."""
+    return planning(plan, profile, io_in_arena, checked=False).memory
 
 
 def planning_reversed(lowered: Lowered, generated: Generated, regenerate: Callable[[Lowered], Generated],
@@ -726,7 +734,7 @@ def planning_reversed(lowered: Lowered, generated: Generated, regenerate: Callab
     if not reversible:
         return lowered, generated, planned
     chosen = kernels_to_reverse(generated.plan, planned.memory,
-                                lambda plan: planning(plan, profile, io_in_arena).memory.arena_bytes)
+                                lambda plan: trial_memory(plan, profile, io_in_arena).arena_bytes)
     if not chosen:
         return lowered, generated, planned
     marked = replace(lowered, kernels={name: marked_reversed(func) if name in chosen else func
@@ -773,15 +781,15 @@ def with_scratch_forms(lowered: Lowered, generated: Generated, reversed_: tuple[
     forms = {name: form for name, form in ((name, form_of(func)) for name, func in lowered.kernels.items())
              if form is not None}
     chosen = forms_to_take(planned.plan, planned.buffers, planned.memory, forms,
-                           lambda plan: planning(plan, profile, io_in_arena).memory) if forms else {}
+                           lambda plan: trial_memory(plan, profile, io_in_arena)) if forms else {}
     if not chosen:
         return unchanged
 
     def arena_reversed(plan: ExecutionPlan) -> int:
         """The arena of the forward `plan` with the convolutions `kernels_to_reverse` chooses run backwards."""
-        memory = planning(plan, profile, io_in_arena).memory
-        flipped = kernels_to_reverse(plan, memory, lambda p: planning(p, profile, io_in_arena).memory.arena_bytes)
-        return planning(with_reversed_streams(plan, flipped), profile, io_in_arena).memory.arena_bytes \
+        memory = trial_memory(plan, profile, io_in_arena)
+        flipped = kernels_to_reverse(plan, memory, lambda p: trial_memory(p, profile, io_in_arena).arena_bytes)
+        return trial_memory(with_reversed_streams(plan, flipped), profile, io_in_arena).arena_bytes \
             if flipped else memory.arena_bytes
 
     chosen = fewest_forms(generated.plan, chosen, arena_reversed)
