@@ -149,14 +149,18 @@ def faster_arena_bytes(arenas: Sequence[RegionArena]) -> int:
     return sum(arena.memory.arena_bytes for arena in arenas[:-1])
 
 
-def plan_regions(plan: ExecutionPlan, buffers: list[Buffer], regions: Sequence[tuple[str, int]]) -> list[RegionArena]:
+def plan_regions(plan: ExecutionPlan, buffers: list[Buffer], regions: Sequence[tuple[str, int]],
+                 checked: bool = True) -> list[RegionArena]:
     """One checked arena per region of `regions` ((name, bytes), fastest first) for `buffers` of `plan` in its
     call order (module docstring); with one region, `plan_memory(buffers)` itself. Raises
     InvalidMemoryPlanError (check.check_plan) when a region's plan fails the independent checker, RuntimeError
-    when a faster region's final arena exceeds its bytes (both our bug)."""
+    when a faster region's final arena exceeds its bytes (both our bug). `checked` False leaves out the
+    independent checker: for a trial whose arena only informs a choice, the plan taken being planned (and
+    checked) again; the arenas are the same either way."""
     if len(regions) == 1:
         memory = plan_memory(buffers)
-        check_plan(buffers, memory, views_from_plan(plan, buffers))
+        if checked:
+            check_plan(buffers, memory, views_from_plan(plan, buffers))
         return [RegionArena(regions[0][0], None, tuple(buffers), memory)]
     io = {plan.storage_of(name) for name in plan.inputs + plan.outputs}
     rank = traffic_per_byte(plan, buffers)
@@ -170,7 +174,8 @@ def plan_regions(plan: ExecutionPlan, buffers: list[Buffer], regions: Sequence[t
         last = index == len(regions) - 1
         if not last and memory.arena_bytes > capacity:
             memory = _kept(blocks, offsets)
-        check_plan(blocks, memory, views_from_plan(plan, blocks))
+        if checked:
+            check_plan(blocks, memory, views_from_plan(plan, blocks))
         if not last and memory.arena_bytes > capacity:
             raise RuntimeError(f"region {name}: its arena of {memory.arena_bytes:,} B exceeds its {capacity:,} B")
         arenas.append(RegionArena(name, None if last else capacity, tuple(blocks), memory,

@@ -74,6 +74,24 @@ HOST_CASES_BUDGET_MACS = 1_000_000_000
 second: a model of 150 million MACs (ResNet-18 at 64x64) gets all MAX_CASES cases, not one."""
 
 
+SOFT_FLOAT_MAC_WEIGHT = 16
+"""How many budgeted MACs (CASES_BUDGET_MACS: some 3 to 10 instructions each) one float multiply-accumulate
+counts for where the self-test runs on a core without an FPU, float arithmetic in a software library: some 150
+to 160 instructions under QEMU (pretrainedResnet on rv32imc: 1.90 G instructions per inference for 12.5 M MACs,
+ad01_fp32 42.6 M for 264 K)."""
+
+
+def budgeted_macs(plan: ExecutionPlan, soft_float: bool) -> int:
+    """The multiply-accumulates of one run of `plan` as case_count's budget counts them: every call's
+    (`KernelCall.macs`), those of a call with a float output SOFT_FLOAT_MAC_WEIGHT times each when `soft_float`
+    (the self-test runs on a core without an FPU)."""
+    def weight(call) -> int:
+        floats = soft_float and any(plan.tensors[name].dtype.startswith("float") for name in call.outputs)
+        return SOFT_FLOAT_MAC_WEIGHT if floats else 1
+
+    return sum(call.macs * weight(call) for call in plan.calls)
+
+
 def case_count(io_bytes: int, macs: int = 0, macs_budget: int = CASES_BUDGET_MACS) -> int:
     """How many cases the self-test runs for a model whose inputs and outputs hold `io_bytes` bytes and whose
     run computes `macs` multiply-accumulates (0: not known yet): MAX_CASES, fewer when their bytes or MACs

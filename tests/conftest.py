@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable
 import pytest
 
 if TYPE_CHECKING:
-    from tvm_ext.compile import Bundle
+    from tvm_ext.compile import Bundle, CompileError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -89,21 +89,26 @@ class BundleCache:
     Under pytest-xdist the session's workers share one cache folder: the first worker to ask for a pair compiles
     it while holding that pair's lock file, and saves the Bundle (pickled) beside it; the others wait for the
     lock and load it. The bundles it returns are shared by every test that asks for the same pair: tests must
-    treat their folders and plans as read-only (use `writable_copy` to change a file).
+    treat their folders and plans as read-only (use `writable_copy` to change a file). A pair the compiler
+    refuses (CompileError: the model or the profile's limits are at fault) is refused once too: its error is
+    saved (pickled) the same way and raised again to every test that asks for the pair.
     """
 
     def __init__(self, root: Path) -> None:
         self._root = root
-        self._bundles: dict[tuple[str | ModelFactory, str], "Bundle"] = {}
+        self._bundles: dict[tuple[str | ModelFactory, str], "Bundle | CompileError"] = {}
 
     def __call__(self, model: str | ModelFactory, target: str = "lowpower") -> "Bundle":
         key = (model, target)
         if key not in self._bundles:
             self._bundles[key] = self._compiled_once(model, target)
+        if isinstance(self._bundles[key], Exception):
+            raise self._bundles[key]
         return self._bundles[key]
 
-    def _compiled_once(self, model: str | ModelFactory, target: str) -> "Bundle":
-        """The pair's bundle from the shared folder, compiled there first unless a worker already did."""
+    def _compiled_once(self, model: str | ModelFactory, target: str) -> "Bundle | CompileError":
+        """The pair's bundle (or the CompileError that refused it) from the shared folder, compiled there first
+        unless a worker already did."""
         name = model if isinstance(model, str) else f"{model.__module__}.{model.__qualname__}"
         digest = hashlib.sha256(f"{name}\0{target}".encode()).hexdigest()[:8]
         folder = self._root / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}-{target}-{digest}"
@@ -112,15 +117,18 @@ class BundleCache:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
             if saved.is_file():
                 return pickle.loads(saved.read_bytes())
-            from tvm_ext.compile import compile
+            from tvm_ext.compile import CompileError, compile
 
             shutil.rmtree(folder, ignore_errors=True)  # what a compile that raised left behind
             (folder / "model").mkdir(parents=True)
             path = models_dir() / model if isinstance(model, str) else model(folder / "model")
-            bundle = compile(path, target, folder / "out")
-            saved.with_suffix(".partial").write_bytes(pickle.dumps(bundle))
+            try:
+                result = compile(path, target, folder / "out")
+            except CompileError as refusal:
+                result = refusal
+            saved.with_suffix(".partial").write_bytes(pickle.dumps(result))
             saved.with_suffix(".partial").replace(saved)
-            return bundle
+            return result
 
 
 def session_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
@@ -146,3 +154,20 @@ def writable_copy(bundle: "Bundle", folder: Path) -> "Bundle":
     shutil.copytree(bundle.out_dir, out_dir)
     return dataclasses.replace(bundle, out_dir=out_dir, library=out_dir / bundle.library.relative_to(bundle.out_dir),
                                archive=out_dir / bundle.archive.relative_to(bundle.out_dir))
+
+
+def pytest_addoption(parser) -> None:
+    parser.addoption("--backend-suite", action="store_true",
+                     help="run every pair of the backend suite (tests/backends/test_backends_match_generic_c.py: "
+                          "every shared model on every emulated profile), not only its CI share")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Without --backend-suite, the tests marked backend_suite are deselected (reported as such, never skipped):
+    the whole backend suite takes some 1,100 CPU-seconds, beyond CI's budget of the test suite."""
+    if config.getoption("--backend-suite"):
+        return
+    deselected = [item for item in items if item.get_closest_marker("backend_suite") is not None]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if item.get_closest_marker("backend_suite") is None]

@@ -1,11 +1,15 @@
-"""A Cortex-M bundle run on QEMU on many inputs: its self-test program replaced by one that runs the model on each
-embedded input and compares every output byte with the embedded expected one (the bundle's own self-test runs
-one input)."""
+"""A bundle run on many inputs, in sequence (a model with state carries it from one case to the next, as an
+application runs it): its self-test program replaced by a driver that runs the model on each embedded case and
+either compares every output byte with the embedded expected one (on an emulated board: exit status 1 on any
+difference) or prints every output's bytes (on the host, whose printout is the expected outputs). Any number of
+inputs and outputs (the run function's struct form for more than one of either); inputs and outputs in the
+caller's buffers (not planned into the arena, not read row by row)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -13,7 +17,38 @@ from emulator.qemu import QemuResult, run_qemu
 from emulator.selftest import build_selftest_elf
 from emulator.boards import Board
 
-C_TYPES = {"float32": "float", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t"}
+C_TYPES = {"float32": "float", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int32_t",
+           "uint32": "uint32_t", "bool": "bool"}
+
+PASS_LINE = "many inputs: PASS"
+"""The comparing driver's last line when every output byte of every case matched."""
+
+_HELPERS = """\
+/* The first byte of `got` that differs from `want` (n bytes), printed; 1 when there is one. */
+static int differs(unsigned c, unsigned k, const void *got, const void *want, size_t n)
+{
+  const unsigned char *g = (const unsigned char *)got, *w = (const unsigned char *)want;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    if (g[i] != w[i]) {
+      printf("case %u output %u: byte %lu is %02x, expected %02x\\n", c, k, (unsigned long)i, g[i], w[i]);
+      return 1;
+    }
+  }
+  return 0;
+}
+"""
+
+_PRINT_HELPER = """\
+/* The n bytes at `p` in hexadecimal, on one line. */
+static void print_hex(const void *p, size_t n)
+{
+  const unsigned char *b = (const unsigned char *)p;
+  size_t i;
+  for (i = 0; i < n; i++) printf("%02x", b[i]);
+  printf("\\n");
+}
+"""
 
 
 def c_array(name: str, values: np.ndarray) -> str:
@@ -25,21 +60,58 @@ def c_array(name: str, values: np.ndarray) -> str:
     return f"static const {C_TYPES[flat.dtype.name]} {name}[{flat.size}] = {{{', '.join(str(int(v)) for v in flat)}}};"
 
 
+def sequence_driver_c(model: str, cases: Sequence[Sequence[np.ndarray]], outputs: Sequence[tuple[str, int]],
+                      expected: Optional[Sequence[Sequence[np.ndarray]]] = None) -> str:
+    """C of a program running ``<model>_run`` on each case in turn (``cases[c]``: one array per model input),
+    never resetting the model's state; ``outputs``: each output's dtype name and elements. With ``expected``
+    (``expected[c]``: one array per output) it compares every output byte and exits 1 on any difference, naming
+    the first differing byte of each differing output, its last line PASS_LINE or "many inputs: FAIL"; without,
+    it prints each output's bytes in hexadecimal, one line per output, case after case (`printed_outputs` reads
+    them back). Exit status 2 when a run call fails."""
+    single = len(cases[0]) == 1 and len(outputs) == 1
+    lines = ["#include <stdbool.h>", "#include <stddef.h>", "#include <stdint.h>", "#include <stdio.h>",
+             f'#include "{model}.h"', ""]
+    for c, inputs in enumerate(cases):
+        lines += [c_array(f"case{c}_input{k}", x) for k, x in enumerate(inputs)]
+        if expected is not None:
+            lines += [c_array(f"case{c}_expected{k}", y) for k, y in enumerate(expected[c])]
+    lines += [f"static {C_TYPES[dtype]} output{k}[{elements}];" for k, (dtype, elements) in enumerate(outputs)]
+    lines += ["", _HELPERS if expected is not None else _PRINT_HELPER, "int main(void)", "{", "  int failed = 0;"]
+    if not single:
+        lines += [f"  {model}_inputs_t inputs;", f"  {model}_outputs_t outputs;"]
+        lines += [f"  outputs.output{k} = output{k};" for k in range(len(outputs))]
+    for c, inputs in enumerate(cases):
+        as_typed = [f"(const {C_TYPES[x.dtype.name]} *)(const void *)case{c}_input{k}" for k, x in enumerate(inputs)]
+        if single:
+            call = f"{model}_run({as_typed[0]}, output0)"
+        else:
+            lines += [f"  inputs.input{k} = {typed};" for k, typed in enumerate(as_typed)]
+            call = f"{model}_run(&inputs, &outputs)"
+        lines += [f"  if ({call} != 0) {{", f'    printf("case {c}: run failed\\n");', "    return 2;", "  }"]
+        for k in range(len(outputs)):
+            if expected is None:
+                lines.append(f"  print_hex(output{k}, sizeof output{k});")
+            else:
+                lines.append(f"  failed |= differs({c}u, {k}u, output{k}, case{c}_expected{k}, sizeof output{k});")
+    if expected is not None:
+        lines.append('  printf("many inputs: %s\\n", failed ? "FAIL" : "PASS");')
+    lines += ["  return failed;", "}", ""]
+    return "\n".join(lines)
+
+
+def printed_outputs(printed: str, outputs: Sequence[tuple[str, int]]) -> list[list[np.ndarray]]:
+    """What a printing `sequence_driver_c` printed, read back: per case, one flat array per output."""
+    lines = printed.split()
+    arrays = [np.frombuffer(bytes.fromhex(line), np.dtype(outputs[index % len(outputs)][0]))
+              for index, line in enumerate(lines)]
+    return [arrays[start:start + len(outputs)] for start in range(0, len(arrays), len(outputs))]
+
+
 def driver_c(model: str, inputs: list[np.ndarray], expected: list[np.ndarray]) -> str:
     """C of a program running ``<model>_run`` (one input, one output) on each input, exit status 1 on any output
     byte that differs from its expected one."""
-    lines = ["#include <stdint.h>", "#include <stdio.h>", "#include <string.h>", f'#include "{model}.h"', ""]
-    for index, (x, y) in enumerate(zip(inputs, expected)):
-        lines += [c_array(f"input{index}", x), c_array(f"expected{index}", y)]
-    out_type = C_TYPES[expected[0].dtype.name]
-    in_type = C_TYPES[inputs[0].dtype.name]
-    lines += [f"static {out_type} output[{expected[0].size}];", "", "int main(void)", "{", "  int failed = 0;"]
-    for index in range(len(inputs)):
-        lines += [f"  if ({model}_run((const {in_type} *)(const void *)input{index}, output) != 0 ||",
-                  f"      memcmp(output, expected{index}, sizeof output) != 0) {{",
-                  f'    printf("input {index}: differs\\n");', "    failed = 1;", "  }"]
-    lines += ['  printf("many inputs: %s\\n", failed ? "FAIL" : "PASS");', "  return failed;", "}", ""]
-    return "\n".join(lines)
+    return sequence_driver_c(model, [[x] for x in inputs], [(expected[0].dtype.name, expected[0].size)],
+                             [[y] for y in expected])
 
 
 def run_on_qemu(bundle_dir: Path, work_dir: Path, model: str, inputs: list[np.ndarray],

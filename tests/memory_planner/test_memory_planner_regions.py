@@ -144,3 +144,17 @@ def test_every_regions_arena_is_a_lane_of_one_drawing_on_one_step_axis() -> None
         assert set(drawn) == {b.name for b in arena.buffers}
         for b in arena.buffers:
             assert float(drawn[b.name].get("x")) == round(MARGIN_LEFT + b.first_step * PLOT_WIDTH / steps, 1)
+
+
+def test_a_trial_unchecked_gives_the_checked_arenas_without_running_the_checker(monkeypatch) -> None:
+    """`checked=False` (the compile's trial plannings, whose arena only informs a choice) leaves out the
+    independent checker alone: the same arenas, one region or several."""
+    import memory_planner.regions as regions
+
+    plan = with_macs()
+    buffers = buffers_from_plan(plan)
+    for layout in ([("sram", 1 << 20)], [("dtcm", 8192), ("sram", 1 << 20)]):
+        checked = plan_regions(plan, buffers, layout)
+        monkeypatch.setattr(regions, "check_plan", lambda *args: (_ for _ in ()).throw(AssertionError("checked")))
+        assert plan_regions(plan, buffers, layout, checked=False) == checked
+        monkeypatch.undo()

@@ -53,6 +53,10 @@ class DoesNotFitError(CompileError):
         super().__init__(message)
         self.overruns = overruns
 
+    def __reduce__(self):
+        """Pickled with its overruns (an exception pickles its `args` alone, the message here)."""
+        return type(self), (str(self), self.overruns)
+
 
 class InternalError(Exception):
     """A bug of tvm_ext, not of the model, found by a check of our own output (the CLI exits with 3); `str()` is

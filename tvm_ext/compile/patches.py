@@ -11,7 +11,9 @@ compiled and planned), and takes the first
 that fits every limit of the profile: its planned RAM the SRAM, then, after its build, its measured flash (weights,
 code, data: each patch's kernels have shapes of their own, so a finer grid brings more code). A plan refused on
 either does not end the search (`AutoSearch`); when none fits, the refusal gives the best plan's excess on each
-limit. When no estimate fits, the plan of smallest estimate is compiled for the refusal's figure.
+limit. When no estimate fits, the plan of smallest estimate is compiled for the refusal's figure. A plan whose
+weights alone exceed the flash is refused once its code is generated, before its planning (`PlanWeightsDoNotFit`):
+no memory plan changes its weights, so planning it could only end in the same refusal.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from target.profile import Profile
-from target.resources import FlashUse, RamUse, ResourceError, check_fits
+from target.resources import FlashUse, RamUse, ResourceError, check_fits, check_flash_fits
 from tvm_ext.compile import CompileError, DoesNotFitError
 from memory_planner.plan import ExecutionPlan
 from tvm_ext.patch_geometry import (MAX_BANDS, PatchCut, PatchPlan, layer_by_layer_peak, patch_regions, plan_cost,
@@ -280,13 +282,34 @@ def grid_patch_facts(imported, plan: PatchPlan, planned) -> PatchFacts:
                       plan.extra_macs, macs - plan.extra_macs, _stage_number(plan))
 
 
+class PlanWeightsDoNotFit(Exception):
+    """A patch plan's weights alone (`flash`, weights only) exceed the profile's flash, found before its planning:
+    the memory plan places the arena, never the weights, so the plan would be refused whatever its RAM.
+    `overruns`: the flash's (target.Overrun)."""
+
+    def __init__(self, flash: FlashUse, overruns: tuple) -> None:
+        super().__init__(f"weights need {flash.total_bytes:,} B of flash")
+        self.flash = flash
+        self.overruns = overruns
+
+
+def refuse_unless_weights_fit(profile: Profile, model: str, flash: FlashUse) -> None:
+    """PlanWeightsDoNotFit when a plan's weights (`flash`: its weights only, the code not counted) alone exceed
+    `profile`'s flash; nothing otherwise. For `AutoSearch`'s `compile_with`, between the code generation (which
+    gives the plan's weights) and the planning."""
+    try:
+        check_flash_fits(profile, model, flash.weights_bytes)
+    except ResourceError as err:
+        raise PlanWeightsDoNotFit(flash, err.overruns) from err
+
+
 @dataclass(frozen=True)
 class _Refused:
     """A plan `auto` compiled and the fit check refused: its facts, RAM and flash as counted, and each limit
     it exceeds (target.Overrun)."""
 
     facts: PatchFacts
-    ram: RamUse
+    ram: RamUse | None  # None: refused on its weights before its planning (its arena in `facts` the estimate)
     flash: FlashUse | None  # None: refused on its RAM before the build, its flash not yet counted
     overruns: tuple
 
@@ -301,8 +324,10 @@ class AutoSearch:
     of `auto_candidates` (fewest extra MACs first), each compiled by `compile_with(cut)` -> (lowered, generated,
     planned, ram). `next_fitting` gives the next whose planned RAM fits; the compile counts its flash (the code
     measured after the build) and hands a plan the fit check still refuses, on any limit, back by `refused`, and
-    the search goes on with the next plan. When none is left, DoesNotFitError: one line with layer by layer's
-    excess and the best plan's (fewest bytes over all limits together) on each limit it exceeds."""
+    the search goes on with the next plan. `compile_with` may raise PlanWeightsDoNotFit (`refuse_unless_weights_fit`)
+    for a plan whose weights alone exceed the flash, before planning it: the search goes on too. When none is left,
+    DoesNotFitError: one line with layer by layer's excess and the best plan's (fewest bytes over all limits
+    together; a plan refused on its weights counts only its flash's) on each limit it exceeds."""
 
     def __init__(self, imported, profile: Profile, planned, ram: RamUse,
                  compile_with: Callable[[PatchCut], tuple[Any, Any, Any, RamUse]], rows: bool = False) -> None:
@@ -323,7 +348,13 @@ class AutoSearch:
         """The next plan whose planned RAM fits the SRAM, compiled: (lowered, generated, planned, ram, PatchFacts);
         DoesNotFitError (see the class) when no plan is left."""
         for plan in self._plans:
-            lowered, generated, patched, patched_ram = self._compile_with(cut_of(plan))
+            try:
+                lowered, generated, patched, patched_ram = self._compile_with(cut_of(plan))
+            except PlanWeightsDoNotFit as over:
+                estimated = PatchFacts(plan.cut, cut_layer(self._func, plan.cut), plan.grid, self._ram.arena_bytes,
+                                       plan.arena_bytes, plan.extra_macs, self._macs, _stage_number(plan))
+                self._refused.append(_Refused(estimated, None, over.flash, over.overruns))
+                continue
             facts = PatchFacts(plan.cut, cut_layer(self._func, plan.cut), plan.grid, self._ram.arena_bytes,
                                patched_ram.arena_bytes, patched.plan.total_macs() - self._macs, self._macs,
                                _stage_number(plan))
@@ -348,8 +379,8 @@ class AutoSearch:
         last = after[-1]
         over = ", ".join(f"{o.memory} {o.excess_bytes:,} B over" for o in last.overruns)
         plan = last.facts.what if last.facts.driver is not None else f"{last.facts.grid[0]}x{last.facts.grid[1]}"
-        return f"{facts.line()}; {plan} up to window stage {last.facts.cut} " \
-               f"was refused after its build ({over})"
+        when = "after its build" if last.ram is not None else "on its weights, before its planning"
+        return f"{facts.line()}; {plan} up to window stage {last.facts.cut} was refused {when} ({over})"
 
     def _refusal(self) -> DoesNotFitError:
         layer_by_layer, overruns = _refusal(self._profile, self._model, self._ram)
@@ -357,13 +388,19 @@ class AutoSearch:
             return DoesNotFitError(f"{layer_by_layer}; no chain of windowed NHWC stages from a model input to run "
                                    "patch by patch", overruns)
         best = min(self._refused, key=lambda refused: refused.excess_bytes)
-        limits = [f"RAM needs {best.ram.total_bytes:,} B"
-                  + _over(best.ram.total_bytes - self._profile.sram_bytes)]
+        if best.ram is None:  # refused on its weights: its arena is the cost model's estimate
+            facts = best.facts
+            plan = (f"{facts.what} up to {facts.cut_layer} (window stage {facts.cut}): arena estimated "
+                    f"{facts.arena_after:,} B, not planned")
+            limits = []
+        else:
+            plan = best.facts.line()
+            limits = [f"RAM needs {best.ram.total_bytes:,} B" + _over(best.ram.total_bytes - self._profile.sram_bytes)]
         if best.flash is not None:
             limits.append(f"{best.flash.what()} need {best.flash.total_bytes:,} B of flash"
                           + _over(best.flash.total_bytes - self._profile.flash_bytes))
-        return DoesNotFitError(f"{layer_by_layer}; patch by patch at best ({best.facts.line()}) "
-                               f"{', '.join(limits)}", best.overruns)
+        return DoesNotFitError(f"{layer_by_layer}; patch by patch at best ({plan}) {', '.join(limits)}",
+                               best.overruns)
 
 
 def _over(excess: int) -> str:

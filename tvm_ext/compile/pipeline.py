@@ -44,7 +44,8 @@ from tvm_ext.compile.device_ram import (check_ram_for_io, planned_flash, planned
                                         with_measured_flash, with_measured_stack)
 from tvm_ext.compile.early_objects import EarlyObjects
 from tvm_ext.compile.patches import (AUTO, AutoSearch, PatchFacts, cut_of, grid_patch_facts,
-                                     patch_plan_for_grid, rows_request, takes_rows, with_rows)
+                                     patch_plan_for_grid, refuse_unless_weights_fit, rows_request, takes_rows,
+                                     with_rows)
 from tvm_ext.plan.row_input import fetch_order_kept
 from tvm_ext.stages import Stage
 
@@ -306,6 +307,8 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
             if options.input_rows:
                 generated_cut = _with_row_input(generated_cut, func, cut, file_name)
+            # a plan whose weights alone exceed the flash is refused before its planning (which places no weight)
+            refuse_unless_weights_fit(profile, generated_cut.plan.model, planned_flash(generated_cut.plan, stack_later))
             planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
             return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
 
@@ -694,21 +697,29 @@ def _operators_of(lowered: Lowered, kernel: str) -> str:
     return operator_phrase(records) if records else f"the kernel {kernel}"
 
 
-def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -> Planned:
+def planning(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False, checked: bool = True) -> Planned:
     """The call order with the lowest peak, as a new plan, and its arena placement (one arena per RAM region of
-    the profile: `memory_planner.regions.plan_regions`), checked independently; with `io_in_arena` the model's
-    inputs and outputs are placed in the arena too."""
+    the profile: `memory_planner.regions.plan_regions`), checked independently unless not `checked` (a trial,
+    `trial_memory`); with `io_in_arena` the model's inputs and outputs are placed in the arena too."""
     order = choose_order(plan)
     ordered = replace(plan, calls=[plan.calls[i] for i in order])
     if not fetch_order_kept(ordered):
         raise RuntimeError("the call order fetches the row-wise input's bands out of their order")
     buffers = buffers_from_plan(ordered, alignment=profile.alignment_bytes, io_in_arena=io_in_arena)
     try:
-        arenas = plan_regions(ordered, buffers, [(region.name, region.bytes) for region in profile.memory_regions])
+        arenas = plan_regions(ordered, buffers, [(region.name, region.bytes) for region in profile.memory_regions],
+                              checked)
     except InvalidMemoryPlanError as err:
         raise RuntimeError(f"the memory planner produced an invalid plan: {err}") from err
     main = arenas[-1]
     return Planned(ordered, list(main.buffers), main.memory, io_in_arena, tuple(arenas) if len(arenas) > 1 else ())
+
+
+def trial_memory(plan: ExecutionPlan, profile: Profile, io_in_arena: bool = False) -> MemoryPlan:
+    """`planning`'s memory plan of `plan` without the independent checker: for the trials whose arena only
+    informs a choice (which convolutions run backwards, which kernels take their forms without scratch); the
+    plan the compile takes is planned again, and checked, by `planning`."""
+    return planning(plan, profile, io_in_arena, checked=False).memory
 
 
 def planning_reversed(lowered: Lowered, generated: Generated, regenerate: Callable[[Lowered], Generated],
@@ -723,7 +734,7 @@ def planning_reversed(lowered: Lowered, generated: Generated, regenerate: Callab
     if not reversible:
         return lowered, generated, planned
     chosen = kernels_to_reverse(generated.plan, planned.memory,
-                                lambda plan: planning(plan, profile, io_in_arena).memory.arena_bytes)
+                                lambda plan: trial_memory(plan, profile, io_in_arena).arena_bytes)
     if not chosen:
         return lowered, generated, planned
     marked = replace(lowered, kernels={name: marked_reversed(func) if name in chosen else func
@@ -770,15 +781,15 @@ def with_scratch_forms(lowered: Lowered, generated: Generated, reversed_: tuple[
     forms = {name: form for name, form in ((name, form_of(func)) for name, func in lowered.kernels.items())
              if form is not None}
     chosen = forms_to_take(planned.plan, planned.buffers, planned.memory, forms,
-                           lambda plan: planning(plan, profile, io_in_arena).memory) if forms else {}
+                           lambda plan: trial_memory(plan, profile, io_in_arena)) if forms else {}
     if not chosen:
         return unchanged
 
     def arena_reversed(plan: ExecutionPlan) -> int:
         """The arena of the forward `plan` with the convolutions `kernels_to_reverse` chooses run backwards."""
-        memory = planning(plan, profile, io_in_arena).memory
-        flipped = kernels_to_reverse(plan, memory, lambda p: planning(p, profile, io_in_arena).memory.arena_bytes)
-        return planning(with_reversed_streams(plan, flipped), profile, io_in_arena).memory.arena_bytes \
+        memory = trial_memory(plan, profile, io_in_arena)
+        flipped = kernels_to_reverse(plan, memory, lambda p: trial_memory(p, profile, io_in_arena).arena_bytes)
+        return trial_memory(with_reversed_streams(plan, flipped), profile, io_in_arena).arena_bytes \
             if flipped else memory.arena_bytes
 
     chosen = fewest_forms(generated.plan, chosen, arena_reversed)
@@ -804,7 +815,7 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
         helper_libraries=generated.source.helper_libraries,
         signal_helpers=generated.source.signal_helpers,
         constants=generated.constants,
-        vectors=selftest_vectors(imported, referenced, planned.plan, config),
+        vectors=selftest_vectors(imported, referenced, planned.plan, config, profile),
         config=config, input_names=[s.name for s in imported.model.inputs],
         output_names=[s.name for s in imported.model.outputs], alignment=profile.alignment_bytes,
         kernels_c_by_unit={unit: generated.source.c_text_of(names) for unit, names in by_unit.items()},
@@ -814,17 +825,19 @@ def packaging(folder: Path, imported: Imported, generated: Generated, planned: P
 
 
 def selftest_vectors(imported: Imported, referenced: Referenced, plan: ExecutionPlan,
-                     config: BuildConfig) -> TestVectors:
+                     config: BuildConfig, profile: Profile) -> TestVectors:
     """The cases the self-test embeds: the first `case_count` of those referenced, now that the plan's
     multiply-accumulates are known (fewer cases for a model whose runs would take long where the self-test runs:
-    the host when `config` builds it there, BuildConfig.selftest_on_host, else a device or an emulated board), but
+    the host when `config` builds it there, BuildConfig.selftest_on_host, else a device or an emulated board, where
+    a float MAC on `profile`'s core without an FPU counts as many: packager.selftest.budgeted_macs), but
     for a later case on which
     the reference's float outputs are not finite (`_finite_floats`)."""
-    from packager.selftest import CASES_BUDGET_MACS, HOST_CASES_BUDGET_MACS, case_count
+    from packager.selftest import CASES_BUDGET_MACS, HOST_CASES_BUDGET_MACS, budgeted_macs, case_count
 
     io_bytes = tensors_bytes(imported.model.inputs) + tensors_bytes(imported.model.outputs)
-    count = case_count(io_bytes, plan.total_macs(),
-                       HOST_CASES_BUDGET_MACS if config.selftest_on_host else CASES_BUDGET_MACS)
+    on_host = config.selftest_on_host
+    count = case_count(io_bytes, budgeted_macs(plan, soft_float=not on_host and not profile.hardware_float),
+                       HOST_CASES_BUDGET_MACS if on_host else CASES_BUDGET_MACS)
     return TestVectors(tuple(TestCase(inputs, expected) for index, (inputs, expected)
                              in enumerate(zip(imported.cases[:count], referenced.expected[:count], strict=True))
                              if index == 0 or _finite_floats(expected)),

@@ -113,6 +113,35 @@ def test_auto_goes_on_after_a_plan_refused_after_its_build(monkeypatch):
         f"need {233_602 + 30_000:,} B of flash ({233_602 + 30_000 - 262_144:,} B over)")
 
 
+def test_auto_refuses_a_plan_whose_weights_alone_do_not_fit_before_planning_it(monkeypatch):
+    """A plan whose weights (known once its code is generated) alone exceed the flash is refused without its
+    planning (`compile_with` raises PlanWeightsDoNotFit: no memory plan changes the weights) and the search goes on;
+    when every plan is so refused, the line gives the best one's estimated arena, not planned, and its weights."""
+    profile = target.resolve_profile("cortex-m0plus")
+    candidates = [PatchPlan(4, (1, 2), 20_000, 20_000, 100, 10_000), PatchPlan(8, (2, 2), 15_000, 15_000, 500, 10_000)]
+    monkeypatch.setattr(patches, "auto_candidates", lambda func, budget, rows=False: candidates)
+    monkeypatch.setattr(patches, "cut_layer", lambda func, cut: f"layer {cut}")
+    weights = {(1, 2): 300_000, (2, 2): 280_000}
+    planned = []
+
+    def compile_with(cut):
+        patches.refuse_unless_weights_fit(profile, "m", FlashUse.weights_only(weights[cut.grid], FlashSource.PENDING))
+        planned.append(cut.grid)  # never reached: both plans' weights exceed cortex-m0plus's flash
+
+    layer_by_layer = SimpleNamespace(plan=SimpleNamespace(model="m", total_macs=lambda: 10_000))
+    whole_ram = RamUse(37_632, 9_216, 2, 0, 0, StackSource.PENDING)
+    imported = SimpleNamespace(model=SimpleNamespace(mod={"main": None}))
+    search = AutoSearch(imported, profile, layer_by_layer, whole_ram, compile_with)
+    with pytest.raises(DoesNotFitError) as none_left:
+        search.next_fitting()
+    assert planned == []
+    assert [o.memory for o in none_left.value.overruns] == ["flash"]
+    assert none_left.value.overruns[0].excess_bytes == 280_000 - profile.flash_bytes
+    assert str(none_left.value).endswith(
+        "patch by patch at best (2x2 patches up to layer 8 (window stage 8): arena estimated 15,000 B, not planned) "
+        f"weights need 280,000 B of flash ({280_000 - profile.flash_bytes:,} B over)")
+
+
 @pytest.mark.slow
 def test_the_default_auto_runs_patches_only_where_layer_by_layer_does_not_fit(tmp_path):
     model = tmp_path / "chain.tflite"

@@ -9,6 +9,8 @@ profile's SRAM was built and called fitting."""
 
 from __future__ import annotations
 
+import pickle
+
 import onnx
 import pytest
 from onnx import TensorProto, helper
@@ -127,6 +129,8 @@ def test_a_quantized_bundle_s_inputs_and_outputs_count_a_byte_per_element(tmp_pa
             as refused:
         tvm_ext.compile(path, "cortex-m0plus", tmp_path / "out", quantize="int8", calibration="random")
     assert refused.value.overruns == (target.Overrun("SRAM", 40_000, 32_768),)  # as data, for scripts
+    again = pickle.loads(pickle.dumps(refused.value))  # as the tests' session cache keeps a refusal
+    assert (type(again), str(again), again.overruns) == (DoesNotFitError, str(refused.value), refused.value.overruns)
 
 
 def test_a_relax_module_is_held_to_the_self_test_s_limit(tmp_path):

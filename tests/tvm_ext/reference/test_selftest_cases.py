@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,7 +19,8 @@ from tflite_builder import Model, Operator, Quantization, Tensor, build
 import tvm_ext
 from conftest import profile_build_config
 from packager.build import make, run_host_selftest
-from packager.selftest import CASES_BUDGET_BYTES, CASES_BUDGET_MACS, HOST_CASES_BUDGET_MACS, MAX_CASES, case_count
+from packager.selftest import (CASES_BUDGET_BYTES, CASES_BUDGET_MACS, HOST_CASES_BUDGET_MACS, MAX_CASES,
+                               SOFT_FLOAT_MAC_WEIGHT, budgeted_macs, case_count)
 from packager.selftest_verdict import SelftestResult
 from svdf_models import SvdfSpec, build_svdf_model
 from test_selftest_can_fail import self_test
@@ -222,3 +224,16 @@ def test_a_quantization_rounding_ties_the_wrong_way_is_caught_by_the_ties_case(t
     result = edited_selftest(bundle.out_dir, kernels, r"\) == 1\.000000e\+00f\)", ") >= 0.000000e+00f)")
     assert not result.passed and result.problem is None, result.output
     assert {m.case for m in result.mismatches} == {2}, result.mismatches
+
+
+def test_a_float_mac_weighs_more_where_float_runs_in_software() -> None:
+    """pretrainedResnet (12.5 M float MACs) on rv32imc, float in software: 1.90 G instructions per inference, so
+    its four self-test cases ran some 7.6 G instructions under QEMU; counted SOFT_FLOAT_MAC_WEIGHT times it runs
+    one case there, and four where the core has an FPU. Only calls with a float output weigh more."""
+    plan = SimpleNamespace(tensors={"f": SimpleNamespace(dtype="float32"), "q": SimpleNamespace(dtype="int8")},
+                           calls=[SimpleNamespace(macs=12_500_000, outputs=("f",)),
+                                  SimpleNamespace(macs=10, outputs=("q",))])
+    assert budgeted_macs(plan, soft_float=False) == 12_500_010
+    assert budgeted_macs(plan, soft_float=True) == 12_500_000 * SOFT_FLOAT_MAC_WEIGHT + 10
+    assert case_count(100, budgeted_macs(plan, soft_float=False)) == MAX_CASES
+    assert case_count(100, budgeted_macs(plan, soft_float=True)) == 1
