@@ -8,7 +8,7 @@ import numpy as np
 from tvm import relax
 
 from tvm_ext.kernels import Rounding
-from tvm_ext.transform.int8.lowering import FlashBudget, LoweringContext, widened_gate_weights
+from tvm_ext.transform.int8.lowering import FlashBudget, LoweringContext, widen_gate_weights
 
 
 def _tables(count: int) -> list[relax.Constant]:
@@ -61,15 +61,15 @@ def _context(widened: bool, budget: FlashBudget) -> LoweringContext:
 
 
 def test_gate_weights_are_widened_to_int16_only_where_the_flash_holds_them() -> None:
-    """widened_gate_weights: both of a layer's interleaved weight arrays int16 (the same values) where the backend asks
+    """widen_gate_weights: both of a layer's interleaved weight arrays int16 (the same values) where the backend asks
     and the budget grants one byte more per weight of both; else both as they were, nothing charged."""
     first, second = np.arange(-8, 8, dtype=np.int8), np.full(16, -128, np.int8)
     layer, other, third = _tables(3)
     budget = FlashBudget(spare_bytes=40)
-    widened = widened_gate_weights(_context(True, budget), layer, first, second)
+    widened = widen_gate_weights(_context(True, budget), layer, first, second)
     assert [w.dtype for w in widened] == [np.int16, np.int16] and budget.spare_bytes == 8
     np.testing.assert_array_equal(widened[0], first)
     np.testing.assert_array_equal(widened[1], second)
-    kept = widened_gate_weights(_context(True, budget), other, first, second)  # 32 B more: refused
+    kept = widen_gate_weights(_context(True, budget), other, first, second)  # 32 B more: refused
     assert all(k is w for k, w in zip(kept, (first, second))) and budget.spare_bytes == 8
-    assert widened_gate_weights(_context(False, budget), third, first)[0] is first and budget.spare_bytes == 8
+    assert widen_gate_weights(_context(False, budget), third, first)[0] is first and budget.spare_bytes == 8
