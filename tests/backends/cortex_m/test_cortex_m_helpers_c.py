@@ -142,7 +142,7 @@ UNIT_TESTS_BY_HELPER = [
     # (needs no other template; its group's assembly macro is defined only on that path)
     HelperUnitTest("dual_mac_interleaved", (DUAL_MAC_INTERLEAVED_TEMPLATE,),
                    core_macro=f"{macro_prefix(PREFIX)}_INTERLEAVED_GROUP_ASM"),
-    # ... over int16 weights widened at compile time: LDRD, SMLAD, the inputs' pairs by SXTB16 and PKHBT/PKHTB
+    # ... over int16 weights widened at compile time: LDRD, LDM, SMLAD, the inputs' pairs by SXTB16 and PKHBT/PKHTB
     HelperUnitTest("dual_mac_interleaved16", (DUAL_MAC_INTERLEAVED16_TEMPLATE,),
                    core_macro=f"{macro_prefix(PREFIX)}_INTERLEAVED16_GROUP_ASM"),
     # the word copies of cores that load unaligned words, on the host too
