@@ -23,9 +23,10 @@ from .graph import Graph
 
 
 class FlashBudget:
-    """The flash (bytes) a lowering's choices that store weights in more bytes than the model's (a depthwise layer's
-    taps widened to int16) may still take: the profile's flash less the model's constants
-    (``tvm_ext.layers.constant_bytes``), granted layer by layer in the order they ask; None: no limit."""
+    """The flash (bytes) a lowering's choices that add constant bytes to the model's (a depthwise layer's taps or a
+    recurrent cell's interleaved weights widened to int16, an int8 ADD's lookup tables) may still take: the profile's
+    flash less the model's constants (``tvm_ext.layers.constant_bytes``), granted layer by layer in the order they
+    ask; None: no limit."""
 
     def __init__(self, spare_bytes: Optional[int] = None) -> None:
         self.spare_bytes = spare_bytes
