@@ -186,9 +186,9 @@ MAC calls, the sums stored and reloaded, the scalar epilogue under its channel t
 cortex-m4f (gcc 12.2 -O2): the layer sweep's 12x12x3 -> 7 1x1 convolution 45 a pixel of two tiles (35,897 -> 29,370
 instructions), its 6x6x5 -> 7 one 52, its 8x8x16 -> 5 3x3 stride-2 one 64."""
 PART_CODE_BYTES = 280
-"""The code a kernel's call of the partial tiles adds (the helper inlined there, the loop's code gone), bytes, the
-most measured likewise: the sweep's 6x6x5 -> 7 1x1 kernel 344 -> 626 B, its 3x3 stride-2 one 974 -> 1,224 B, the
-12x12x3 -> 7 1x1 one +150 B with the dual MAC's out-of-line copy."""
+"""The code a kernel's call of the partial tiles adds (the helper inlined there, the loop's code gone), bytes: about
+the most measured likewise (rounded down), the sweep's 6x6x5 -> 7 1x1 kernel 344 -> 626 B (+282), its 3x3 stride-2
+one 974 -> 1,224 B (+250), the 12x12x3 -> 7 1x1 one +150 B with the dual MAC's out-of-line copy."""
 
 
 def executions(loops: tuple) -> int:
