@@ -26,7 +26,8 @@ from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLA
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE,
                                                   DUAL_MAC_TEMPLATE, FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE,
                                                   dsp_template_c)
-from backends.cortex_m.helpers.dual_mac_interleaved_c import DUAL_MAC_INTERLEAVED16_TEMPLATE, DUAL_MAC_INTERLEAVED_TEMPLATE
+from backends.cortex_m.helpers.dual_mac_interleaved_c import (DUAL_MAC_INTERLEAVED16_TEMPLATE,
+                                                             DUAL_MAC_INTERLEAVED_TEMPLATE)
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,

@@ -140,8 +140,8 @@ def test_bundle_keeps_state_across_runs_like_tflm(spec: SvdfSpec, tmp_path: Path
 
 
 # Shapes the DSP helpers take padded or in parts: filters and inputs that are not whole tiles and groups of four
-# (the feature product's interleaved weights padded, widened to int16), memories that are not a multiple of four, two batches, ranks
-# 1 and 2, both state types; with the helpers each calls.
+# (the feature product's interleaved weights padded, widened to int16), memories that are not a multiple of four,
+# two batches, ranks 1 and 2, both state types; with the helpers each calls.
 QEMU_SPECS = [
     (SvdfSpec(batch=2, inputs=9, units=7, rank=1, memory=5, state_dtype="int8", seed=21),
      ("dual_mac_s16x4_interleaved",)),

@@ -148,8 +148,8 @@ QEMU_SPECS = [
 def test_bundle_on_cortex_m4f_uses_the_dual_mac_and_counts_its_macs(spec: LstmSpec, tmp_path: Path) -> None:
     """The same kernel built for a Cortex-M4F and run under QEMU: every run of several, and a run after
     `<model>_reset()`, equal TFLM's invocations; the gate products call the dual MAC over interleaved weights
-    (padded to whole tiles and groups, widened to int16) and the report counts every gate's MACs, not the padding's (four gates of
-    an input and a recurrent product per unit, step and batch row)."""
+    (padded to whole tiles and groups, widened to int16) and the report counts every gate's MACs, not the padding's
+    (four gates of an input and a recurrent product per unit, step and batch row)."""
     out = tmp_path / "cortex-m4f"
     bundle = tvm_ext.compile(_model(spec, tmp_path), target="cortex-m4f", out=out)
     assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
