@@ -298,9 +298,10 @@ class KernelSchedules:
     (`tvm_ext.kernels.extern_mac.interleave_weights`), for a core whose helper reads them so; False keeps TFLite's
     [unit, input] rows."""
     widened_gate_weights: bool = False
-    """Whether an LSTM's interleaved gate weights (`interleaved_gate_weights`) are widened to int16 at compile time
-    where the flash holds the extra byte per weight (`tvm_ext.transform.int8.lstm`), for a core whose interleaved
-    MAC then reads them without widening them in its loop."""
+    """Whether a recurrent cell's interleaved weights (`interleaved_gate_weights`: an LSTM's gates', an SVDF's
+    feature weights) are widened to int16 at compile time where the flash holds the extra byte per weight
+    (`tvm_ext.transform.int8.lowering.widen_gate_weights`), for a core whose interleaved MAC then reads them without
+    widening them in its loop."""
     scratch_free_form: Optional[Callable[[Any], Optional["ScratchFreeForm"]]] = None
     """A scheduled kernel's (PrimFunc's) form with less scratch (`ScratchFreeForm`), or None where it has none; the
     compile takes it for the kernels whose scratch makes the planned arena larger (`tvm_ext.compile.scratch_forms`).

@@ -5,7 +5,7 @@
  * weights over their whole ranges (-128, 127, -32768, 32767 included), the sums starting at acc itself or at another
  * array: each accumulator gets its start plus x[4j + k] * w[v * stride + 16j + 4c + k]. Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU (LDRD,
- * SXTB16, PKHBT/PKHTB, SMLAD). */
+ * LDM, SXTB16, PKHBT/PKHTB, SMLAD). */
 #include <stdint.h>
 #include <stdio.h>
 

@@ -360,9 +360,9 @@ def lstm_int8(data: te.Tensor, hidden: te.Tensor, cell: te.Tensor, input_weights
               *, params: LstmParams, products: GateProducts) -> te.Tensor:
     """data int8 (T, B, I) time-major or (B, T, I), hidden int8 (B, U), cell int16 (B, U), input_weights int8
     (4, U, I), recurrent_weights int8 (4, U, U) (each ``interleave_gate_weights``' layout where ``products``
-    says so, then int8 or int16: the products read either), input_offsets and recurrent_offsets int32 (4, U) (``gate_products``), table uint16 (513,)
-    (``signed_sigmoid_table``) -> int8 output shaped like ``data`` with U for I. Rewrites ``hidden`` and
-    ``cell`` in place (the state after the last step).
+    says so, then int8 or int16: the products read either), input_offsets and recurrent_offsets int32 (4, U)
+    (``gate_products``), table uint16 (513,) (``signed_sigmoid_table``) -> int8 output shaped like ``data`` with U
+    for I. Rewrites ``hidden`` and ``cell`` in place (the state after the last step).
 
     A TE extern stage of serial loops: per batch row and step, per gate and tile of GATE_TILE units, the
     input and the recurrent product into GATE_TILE int32 accumulators each, from their offsets (each product

@@ -325,8 +325,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=dsp_only,
-        # ... widened to int16 for an LSTM where the flash holds them (its int16 interleaved MAC: 11.5 instructions per
-        # 16 MACs against 19.5, measured on cortex-m4f; Helium defines none)
+        # ... widened to int16 for an LSTM's gates and an SVDF's feature product where the flash holds them (its int16
+        # interleaved MAC: 11.5 instructions per 16 MACs against 19.5, measured on cortex-m4f; Helium defines none)
         widened_gate_weights=dsp_only,
         # the DSP depthwise helpers' int16 weights (Helium's lanes multiply int8 weights: nothing to widen there):
         # every window whose border the border helper takes (its helpers read int16 weights only)

@@ -89,6 +89,17 @@ CONV_TILES_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(Arg(11), Arg(8)), Axis(Arg(9), Arg(10)), Axis(Arg(10), 1))),
     *(PointerAccess(pointer, (Axis(Arg(11), 1),)) for pointer in (3, 4, 5)),
 ))
+
+
+def with_tile_overread(access: HelperAccess, pointer: int, channel_stride: int) -> HelperAccess:
+    """``access`` with its weights' pointer (argument number ``pointer``) reaching on over the rows of one more
+    channel tile: an axis of TILE steps of argument ``channel_stride`` (the weights' channel stride, elements) more,
+    for a helper of a last tile of fewer channels that reads its weights' rows up to the next whole tile."""
+    return HelperAccess(tuple(
+        PointerAccess(pointer, (*reach.axes, Axis(TILE, Arg(channel_stride)))) if reach.argument == pointer else reach
+        for reach in access.pointers))
+
+
 DSP_CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_s8x4")
 """The DSP cores' fused helper per bias type: the same call as CONV_TILES_OPS' (channels a multiple of 4)."""
 for _ops, _name in ((CONV_TILES_OPS, conv_tiles_helper_name), (DSP_CONV_TILES_OPS, dsp_conv_tiles_helper_name)):
@@ -100,9 +111,7 @@ DSP_CONV_TILES_OPS', its last tile of fewer channels: ``partial_tile_epilogue``)
 next whole tile (the lowering's zero channels), three rows past ``channels`` at most."""
 for _bias, _op in DSP_CONV_TILES_PART_OPS.items():
     register_helper_call(_op, CONV_TILES_PART_HELPERS, functools.partial(conv_tiles_part_helper_name, bias=_bias),
-                         HelperAccess((*CONV_TILES_ACCESS.pointers[:2],
-                                       PointerAccess(2, (*CONV_TILES_ACCESS.pointers[2].axes, Axis(TILE, Arg(8)))),
-                                       *CONV_TILES_ACCESS.pointers[3:])))
+                         with_tile_overread(CONV_TILES_ACCESS, 2, 8))
 SHARED_CONV_TILES_OPS = by_bias("tvm_ext.conv_tiles_shared_s8")
 """The fused helper's one out-of-line copy per bundle, per bias type: the same call as CONV_TILES_OPS'."""
 for _bias, _op in SHARED_CONV_TILES_OPS.items():
@@ -177,9 +186,9 @@ MAC calls, the sums stored and reloaded, the scalar epilogue under its channel t
 cortex-m4f (gcc 12.2 -O2): the layer sweep's 12x12x3 -> 7 1x1 convolution 45 a pixel of two tiles (35,897 -> 29,370
 instructions), its 6x6x5 -> 7 one 52, its 8x8x16 -> 5 3x3 stride-2 one 64."""
 PART_CODE_BYTES = 280
-"""The code a kernel's call of the partial tiles adds (the helper inlined there, the loop's code gone), bytes, the
-most measured likewise: the sweep's 6x6x5 -> 7 1x1 kernel 344 -> 626 B, its 3x3 stride-2 one 974 -> 1,224 B, the
-12x12x3 -> 7 1x1 one +150 B with the dual MAC's out-of-line copy."""
+"""The code a kernel's call of the partial tiles adds (the helper inlined there, the loop's code gone), bytes: about
+the most measured likewise (rounded down), the sweep's 6x6x5 -> 7 1x1 kernel 344 -> 626 B (+282), its 3x3 stride-2
+one 974 -> 1,224 B (+250), the 12x12x3 -> 7 1x1 one +150 B with the dual MAC's out-of-line copy."""
 
 
 def executions(loops: tuple) -> int:

@@ -12,7 +12,7 @@ computes exactly what it does:
   v * s + 16j + 4c + k from the first, the layout of ``tvm_ext.kernels.extern_mac.interleave_weights``):
   ``<prefix>_dual_mac_s8x4_interleaved`` (``backends.cortex_m.helpers.dual_mac_interleaved_c``), two channels'
   weights per load, one call for every tile; over int16 weights (widened at compile time)
-  ``<prefix>_dual_mac_s16x4_interleaved``, a channel's four weights per load;
+  ``<prefix>_dual_mac_s16x4_interleaved``, two channels' eight int16 weights per load (an LDM of four words);
 - a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``
   (``backends.cortex_m.helpers.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
   ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input);

@@ -75,7 +75,7 @@ from backends.cortex_m.helpers.pair_tiles_c import (PAIR_DIRECT_EXTRA_INSTRUCTIO
 from backends.cortex_m.schedules import border_window, pixel_pairs
 from backends.cortex_m.schedules.conv_tiles import (TILE, LoopOffsets, at_first_tile, call_of, flat_offset,
                                                    partial_tile_epilogue, pointee, sole_call, tile_loop_stmts,
-                                                   zeroed_stores)
+                                                   with_tile_overread, zeroed_stores)
 from backends.cortex_m.schedules.depthwise_spread import spread_replacement
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_2PX_OP, DUAL_MAC_PIXELS, _whole, register_mac_helper
 from backends.cortex_m.schedules.pair_q15 import scratch_axes
@@ -132,9 +132,7 @@ PAIR_TILES_ACCESS, its last tile of fewer channels: ``conv_tiles.partial_tile_ep
 the next whole tile (the lowering's zero channels), three rows past ``channels`` at most."""
 for _bias, _op in PAIR_PART_OPS.items():
     register_helper_call(_op, PAIR_PART_HELPERS, functools.partial(pair_part_helper_name, bias=_bias),
-                         HelperAccess((*PAIR_TILES_ACCESS.pointers[:3],
-                                       PointerAccess(3, (*PAIR_TILES_ACCESS.pointers[3].axes, Axis(TILE, Arg(13)))),
-                                       *PAIR_TILES_ACCESS.pointers[4:])))
+                         with_tile_overread(PAIR_TILES_ACCESS, 3, 13))
 _BIAS_BYTES = {"int32": 4, "int16": 2}
 _DIRECT_FORMS = {**{op: (_BIAS_BYTES[bias], 0) for bias, op in PAIR_TILES_OPS.items()},
                  **{op: (_BIAS_BYTES[bias], 1) for bias, op in PAIR_TILES_DOUBLE_OPS.items()}}

@@ -217,15 +217,14 @@ class QuadUse:
     loops: int
     """Its loops of pair calls the quad would replace (each inlines the helper once)."""
 
-    def code_bytes(self, first: bool) -> int:
-        """The code the quads add, bytes: with ``first`` (the bundle's first quads) QUAD_FIRST_LOOP_BYTES for one
-        loop, QUAD_FURTHER_LOOP_BYTES for each other loop."""
-        return self.loops * QUAD_FURTHER_LOOP_BYTES + (QUAD_FIRST_LOOP_BYTES - QUAD_FURTHER_LOOP_BYTES if first else 0)
+    def code_bytes(self) -> int:
+        """The code the quads add as further loops, bytes: QUAD_FURTHER_LOOP_BYTES per loop (the bundle's first
+        loop's extra is charged by ``quad_kernels``)."""
+        return self.loops * QUAD_FURTHER_LOOP_BYTES
 
-    def pays(self, instructions_per_byte: int, first: bool) -> bool:
-        """Whether the instructions saved per byte of code added (``code_bytes(first)``) reach
-        ``instructions_per_byte``."""
-        return self.saved >= self.code_bytes(first) * instructions_per_byte
+    def pays(self, instructions_per_byte: int) -> bool:
+        """Whether the instructions saved per byte of code added (``code_bytes``) reach ``instructions_per_byte``."""
+        return self.saved >= self.code_bytes() * instructions_per_byte
 
 
 def quad_saved_instructions(pairs: int, rows: int, row_len: int, channels: int) -> int:
@@ -288,16 +287,16 @@ def quad_kernels(uses: tuple[QuadUse, ...], instructions_per_byte: int = INSTRUC
     ``code_budget`` bytes (None: no bound; a kernel over it is passed over, not the end of the choice), where
     together they also pay the first loop's extra code; none otherwise (no fewer of them pay more)."""
     first_extra = QUAD_FIRST_LOOP_BYTES - QUAD_FURTHER_LOOP_BYTES
-    ranked = sorted((use for use in uses if use.pays(instructions_per_byte, first=False)),
-                    key=lambda use: (-use.saved / use.code_bytes(first=False), use.kernel))
+    ranked = sorted((use for use in uses if use.pays(instructions_per_byte)),
+                    key=lambda use: (-use.saved / use.code_bytes(), use.kernel))
     chosen: list[QuadUse] = []
     spent = first_extra
     for use in ranked:
-        if code_budget is not None and spent + use.code_bytes(first=False) > code_budget:
+        if code_budget is not None and spent + use.code_bytes() > code_budget:
             continue
         chosen.append(use)
-        spent += use.code_bytes(first=False)
-    surplus = sum(use.saved - use.code_bytes(first=False) * instructions_per_byte for use in chosen)
+        spent += use.code_bytes()
+    surplus = sum(use.saved - use.code_bytes() * instructions_per_byte for use in chosen)
     if not chosen or surplus < first_extra * instructions_per_byte:
         return frozenset()
     return frozenset(use.kernel for use in chosen)

@@ -26,7 +26,8 @@ from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLA
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE,
                                                   DUAL_MAC_TEMPLATE, FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE,
                                                   dsp_template_c)
-from backends.cortex_m.helpers.dual_mac_interleaved_c import DUAL_MAC_INTERLEAVED16_TEMPLATE, DUAL_MAC_INTERLEAVED_TEMPLATE
+from backends.cortex_m.helpers.dual_mac_interleaved_c import (DUAL_MAC_INTERLEAVED16_TEMPLATE,
+                                                             DUAL_MAC_INTERLEAVED_TEMPLATE)
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
@@ -142,7 +143,7 @@ UNIT_TESTS_BY_HELPER = [
     # (needs no other template; its group's assembly macro is defined only on that path)
     HelperUnitTest("dual_mac_interleaved", (DUAL_MAC_INTERLEAVED_TEMPLATE,),
                    core_macro=f"{macro_prefix(PREFIX)}_INTERLEAVED_GROUP_ASM"),
-    # ... over int16 weights widened at compile time: LDRD, SMLAD, the inputs' pairs by SXTB16 and PKHBT/PKHTB
+    # ... over int16 weights widened at compile time: LDRD, LDM, SMLAD, the inputs' pairs by SXTB16 and PKHBT/PKHTB
     HelperUnitTest("dual_mac_interleaved16", (DUAL_MAC_INTERLEAVED16_TEMPLATE,),
                    core_macro=f"{macro_prefix(PREFIX)}_INTERLEAVED16_GROUP_ASM"),
     # the word copies of cores that load unaligned words, on the host too

@@ -23,9 +23,10 @@ from .graph import Graph
 
 
 class FlashBudget:
-    """The flash (bytes) a lowering's choices that store weights in more bytes than the model's (a depthwise layer's
-    taps widened to int16) may still take: the profile's flash less the model's constants
-    (``tvm_ext.layers.constant_bytes``), granted layer by layer in the order they ask; None: no limit."""
+    """The flash (bytes) a lowering's choices that add constant bytes to the model's (a depthwise layer's taps or a
+    recurrent cell's interleaved weights widened to int16, an int8 ADD's lookup tables) may still take: the profile's
+    flash less the model's constants (``tvm_ext.layers.constant_bytes``), granted layer by layer in the order they
+    ask; None: no limit."""
 
     def __init__(self, spare_bytes: Optional[int] = None) -> None:
         self.spare_bytes = spare_bytes
@@ -84,7 +85,7 @@ class LoweringContext:
     interleaved_gate_weights: bool = False
     widened_gate_weights: bool = False
     """Whether a recurrent cell's interleaved weights are widened to int16 where ``flash_budget`` grants their extra
-    byte per weight (``widened_gate_weights``; ``backends.backend.KernelSchedules.widened_gate_weights``)."""
+    byte per weight (``widen_gate_weights``; ``backends.backend.KernelSchedules.widened_gate_weights``)."""
     pad_runs: bool = False
     int8_softmax: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of int8 SOFTMAX (``backends.backend.KernelSchedules.int8_softmax``; None: none)."""
@@ -115,7 +116,7 @@ class LoweringContext:
     the float operations' bits: cores without a floating-point unit)."""
 
 
-def widened_gate_weights(ctx: LoweringContext, layer: relax.Expr, *weights: np.ndarray) -> tuple[np.ndarray, ...]:
+def widen_gate_weights(ctx: LoweringContext, layer: relax.Expr, *weights: np.ndarray) -> tuple[np.ndarray, ...]:
     """A recurrent cell's interleaved int8 ``weights`` (an LSTM's gates', an SVDF's feature weights) as int16 where the
     backend asks (``LoweringContext.widened_gate_weights``) and ``ctx.flash_budget`` grants ``layer`` their extra
     byte per weight (all of them or none), else as they are: the same values, which the backend's interleaved MAC

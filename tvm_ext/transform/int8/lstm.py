@@ -8,7 +8,7 @@ products' offsets (the biases with the input and hidden zero points folded in at
 (``LoweringContext.interleaved_gate_weights``) each gate's weights interleaved per tile of four units
 (``tvm_ext.kernels.lstm.interleave_gate_weights``, padded with zero weights to whole tiles and groups: the
 kernel then carries its layer's MAC count), and widened to int16 where the backend asks and the flash holds their
-extra byte each (``tvm_ext.transform.int8.lowering.widened_gate_weights``). Its PrimFunc is marked with
+extra byte each (``tvm_ext.transform.int8.lowering.widen_gate_weights``). Its PrimFunc is marked with
 ``STATE_OPERANDS_ATTR`` (the hidden and cell state operands: the plan makes them the bundle's static state, ``H0``
 and ``C0`` their reset values; the kernel rewrites them in place) and opaque, so that fusion never turns a state
 into a kernel-local buffer. The scales are TFLM's (``tvm_ext.kernels.lstm.lstm_params``).
@@ -25,7 +25,7 @@ from ...frontend.tflite_ops.lstm import CELL_CLIP_ATTR, LSTM, TIME_MAJOR_ATTR
 from ...kernels.lstm import (GATES, LstmQuantization, gate_products, interleave_gate_weights, lstm_int8, lstm_params,
                              signed_sigmoid_table)
 from .graph import Quant
-from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch, widened_gate_weights
+from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch, widen_gate_weights
 from tvm_ext.layers import MACS_ATTR, OPAQUE_PATTERN, STATE_OPERANDS_ATTR
 
 _HIDDEN, _CELL = 1, 2  # the kernel's state operands
@@ -79,7 +79,7 @@ def _match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Misma
         func_attrs[MACS_ATTR] = rows * len(GATES) * units * (depth + units)
         stacked_input = interleave_gate_weights(stacked_input)
         stacked_recurrent = interleave_gate_weights(stacked_recurrent)
-        stacked_input, stacked_recurrent = widened_gate_weights(ctx, step, stacked_input, stacked_recurrent)
+        stacked_input, stacked_recurrent = widen_gate_weights(ctx, step, stacked_input, stacked_recurrent)
     operands = (ctx.lowered[source], relax.const(hidden), relax.const(cell), relax.const(stacked_input),
                 relax.const(stacked_recurrent), relax.const(input_offsets), relax.const(recurrent_offsets),
                 relax.const(signed_sigmoid_table()))

@@ -5,7 +5,7 @@ the state, the int8 feature weights and their sums times the input zero point (`
 the backend asks (``LoweringContext.interleaved_gate_weights``) the feature weights interleaved per tile of four
 filters (``tvm_ext.kernels.extern_mac.interleave_weights``: one helper call for every filter's product; the
 kernel then carries its layer's MAC count, not its padding's), widened to int16 where the backend asks and the flash
-holds their extra byte each (``tvm_ext.transform.int8.lowering.widened_gate_weights``). Its
+holds their extra byte each (``tvm_ext.transform.int8.lowering.widen_gate_weights``). Its
 PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state among its operands: the plan makes that
 operand the bundle's static state, ``S0`` its reset value, and the kernel's output a view of it, written in
 place) and opaque, so that fusion never turns the state into a kernel-local buffer.
@@ -31,7 +31,7 @@ from .graph import Quant
 from .mac import fits_small_accumulator
 from tvm_ext.layers import MACS_ATTR, OPAQUE_PATTERN, STATE_OPERAND_ATTR
 
-from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch, widened_gate_weights
+from .lowering import FixedCall, KernelCall, Lowering, LoweringContext, Mismatch, widen_gate_weights
 
 
 
@@ -79,7 +79,8 @@ fits int32 below 2^16 inputs."""
 
 def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
     """Operands: the input, weights_feature, the state's reset value."""
-    operands = _operands(_step(quantize, ctx, SVDF_STATE_UPDATE), ctx)
+    step = _step(quantize, ctx, SVDF_STATE_UPDATE)
+    operands = _operands(step, ctx)
     if operands is None or operands.second_quant is None:
         return _NOT_PER_TENSOR
     data, feature, initial, state = operands.activation_quant, operands.first, operands.second, operands.second_quant
@@ -93,10 +94,10 @@ def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[Fix
     if ctx.interleaved_gate_weights:  # every filter's product in one call of the interleaved dual MAC
         # the layer's MACs, not the zero weights' of the padding (tvm_ext.plan.macs.with_mac_count keeps this)
         func_attrs[MACS_ATTR] = int(initial.shape[0]) * feature.size
-        weights, = widened_gate_weights(ctx, _step(quantize, ctx, SVDF_STATE_UPDATE), interleave_weights(feature))
+        weights, = widen_gate_weights(ctx, step, interleave_weights(feature))
         offsets = np.pad(offsets, (0, padded_to_tiles(offsets.size) - offsets.size))
     return FixedCall(KernelCall(
-        "SVDF", _step(quantize, ctx, SVDF_STATE_UPDATE), svdf_state_update,
+        "SVDF", step, svdf_state_update,
         (operands.activation, relax.const(initial), relax.const(weights), relax.const(offsets)),
         {"memory": int(initial.shape[1]) // int(feature.shape[0]), "state_zero_point": state.zero_point,
          "multiplier": multiplier, "shift": shift, "rounding": ctx.rounding,
@@ -107,7 +108,8 @@ def _match_state_update(quantize: relax.Call, ctx: LoweringContext) -> Union[Fix
 
 def _match_output(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismatch]:
     """Operands: the new state, weights_time, the bias."""
-    operands = _operands(_step(quantize, ctx, SVDF_OUTPUT), ctx)
+    step = _step(quantize, ctx, SVDF_OUTPUT)
+    operands = _operands(step, ctx)
     output = ctx.graph.quant(quantize.args[1], quantize.args[2])
     if operands is None or output is None:
         return _NOT_PER_TENSOR
@@ -117,7 +119,7 @@ def _match_output(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall
     folded = svdf_time_offsets(operands.second, time, rank, state.zero_point)
     bias, state_zero_point = (operands.second, state.zero_point) if folded is None else (folded, 0)
     return FixedCall(KernelCall(
-        "SVDF", _step(quantize, ctx, SVDF_OUTPUT), svdf_output,
+        "SVDF", step, svdf_output,
         (operands.activation, relax.const(time), relax.const(bias)),
         {"rank": rank, "state_zero_point": state_zero_point, "multiplier": multiplier, "shift": shift,
          "output_zero_point": output.zero_point, "rounding": ctx.rounding,

@@ -1,6 +1,7 @@
 """FlashBudget (tvm_ext.transform.int8.lowering): a lowering's choices that store more bytes of flash are granted
 layer by layer while the profile's spare flash holds them; a choice of several tables (an ADD's two operands) is
-granted whole or not at all, so a refused choice leaves no bytes charged; a recurrent cell's gate weights are widened only where it grants them."""
+granted whole or not at all, so a refused choice leaves no bytes charged; a recurrent cell's gate weights are
+widened only where the backend asks and it grants them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 from tvm import relax
 
 from tvm_ext.kernels import Rounding
-from tvm_ext.transform.int8.lowering import FlashBudget, LoweringContext, widened_gate_weights
+from tvm_ext.transform.int8.lowering import FlashBudget, LoweringContext, widen_gate_weights
 
 
 def _tables(count: int) -> list[relax.Constant]:
@@ -61,15 +62,24 @@ def _context(widened: bool, budget: FlashBudget) -> LoweringContext:
 
 
 def test_gate_weights_are_widened_to_int16_only_where_the_flash_holds_them() -> None:
-    """widened_gate_weights: both of a layer's interleaved weight arrays int16 (the same values) where the backend asks
+    """widen_gate_weights: both of a layer's interleaved weight arrays int16 (the same values) where the backend asks
     and the budget grants one byte more per weight of both; else both as they were, nothing charged."""
     first, second = np.arange(-8, 8, dtype=np.int8), np.full(16, -128, np.int8)
-    layer, other, third = _tables(3)
+    layer, other = _tables(2)
     budget = FlashBudget(spare_bytes=40)
-    widened = widened_gate_weights(_context(True, budget), layer, first, second)
+    widened = widen_gate_weights(_context(True, budget), layer, first, second)
     assert [w.dtype for w in widened] == [np.int16, np.int16] and budget.spare_bytes == 8
     np.testing.assert_array_equal(widened[0], first)
     np.testing.assert_array_equal(widened[1], second)
-    kept = widened_gate_weights(_context(True, budget), other, first, second)  # 32 B more: refused
+    kept = widen_gate_weights(_context(True, budget), other, first, second)  # 32 B more: refused
     assert all(k is w for k, w in zip(kept, (first, second))) and budget.spare_bytes == 8
-    assert widened_gate_weights(_context(False, budget), third, first)[0] is first and budget.spare_bytes == 8
+
+
+def test_gate_weights_are_not_widened_where_the_backend_does_not_ask() -> None:
+    """widen_gate_weights with a budget that holds them (unlimited, and 64 spare bytes): a backend that does not ask
+    for widened weights gets them as they were, and nothing is charged."""
+    first = np.arange(-8, 8, dtype=np.int8)
+    layer, = _tables(1)
+    for budget, spare in ((FlashBudget(), None), (FlashBudget(spare_bytes=64), 64)):
+        kept = widen_gate_weights(_context(False, budget), layer, first)
+        assert kept[0] is first and budget.spare_bytes == spare

@@ -23,6 +23,8 @@ from lstm_models import (  # noqa: E402
 )
 from stateful_bundle_driver import run_with_reset_last, run_with_reset_last_on_qemu, tflm_invocations  # noqa: E402
 from tvm_ext.compile import CompileError  # noqa: E402
+from tvm_ext.transform import lower_quantized_to_integer  # noqa: E402
+from tvm_ext.transform.int8.lowering import FlashBudget  # noqa: E402
 
 INVOCATIONS = 3
 MODEL = "lstm_layer"
@@ -141,21 +143,30 @@ QEMU_SPECS = [
     LstmSpec(time=4, inputs=9, units=6, time_major=True, seed=12),  # both padded
     LstmSpec(batch=2, time=3, inputs=8, units=12, seed=13),  # whole tiles and groups
 ]
+# ... each with its weights widened to int16 (the emulated board's flash holds them), and one kept int8 where the
+# profile's flash has no byte to spare (the FlashBudget refuses the widening): the int8 interleaved MAC
+QEMU_CHOICES = [*((spec, True) for spec in QEMU_SPECS), (QEMU_SPECS[2], False)]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", QEMU_SPECS, ids=_id)
-def test_bundle_on_cortex_m4f_uses_the_dual_mac_and_counts_its_macs(spec: LstmSpec, tmp_path: Path) -> None:
+@pytest.mark.parametrize("spec, widened", QEMU_CHOICES,
+                         ids=lambda v: ("int16" if v else "int8") if isinstance(v, bool) else _id(v))
+def test_bundle_on_cortex_m4f_uses_the_dual_mac_and_counts_its_macs(spec: LstmSpec, widened: bool, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The same kernel built for a Cortex-M4F and run under QEMU: every run of several, and a run after
     `<model>_reset()`, equal TFLM's invocations; the gate products call the dual MAC over interleaved weights
-    (padded to whole tiles and groups, widened to int16) and the report counts every gate's MACs, not the padding's (four gates of
-    an input and a recurrent product per unit, step and batch row)."""
+    (padded to whole tiles and groups; widened to int16 unless no flash is spare: then the int8 helper) and the report
+    counts every gate's MACs, not the padding's (four gates of an input and a recurrent product per unit, step and
+    batch row)."""
+    if not widened:  # the profile's flash holds no byte more than the model's constants
+        monkeypatch.setattr(lower_quantized_to_integer, "FlashBudget", lambda spare_bytes: FlashBudget(0))
     out = tmp_path / "cortex-m4f"
     bundle = tvm_ext.compile(_model(spec, tmp_path), target="cortex-m4f", out=out)
     assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
     kernels = (out / f"{MODEL}_kernels.c").read_text()
-    # the weights widened to int16 (the emulated board's flash holds them): the int16 interleaved MAC
-    assert f"{MODEL}_dual_mac_s16x4_interleaved(" in kernels and f"{MODEL}_dual_mac_s8x4(" not in kernels
+    mac, other = ("s16x4", "s8x4") if widened else ("s8x4", "s16x4")
+    assert f"{MODEL}_dual_mac_{mac}_interleaved(" in kernels, kernels
+    assert f"{MODEL}_dual_mac_{other}_interleaved(" not in kernels and f"{MODEL}_dual_mac_s8x4(" not in kernels
     calls = json.loads((out / "manifest.json").read_text())["layer_report"]["calls"]
     assert [call["macs"] for call in calls] == [spec.batch * spec.time * 4 * spec.units * (spec.inputs + spec.units)]
     rng = np.random.default_rng(spec.seed + 100)
