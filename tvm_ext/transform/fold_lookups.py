@@ -134,7 +134,8 @@ class FoldLookupsIntoHelpers:
         for block in main.body.blocks:
             kept = [relax.VarBinding(b.var, replaced.get(b.var, b.value)) for b in block.bindings
                     if b.var not in dropped]
-            blocks.append(relax.DataflowBlock(kept) if isinstance(block, relax.DataflowBlock) else relax.BindingBlock(kept))
+            blocks.append(relax.DataflowBlock(kept) if isinstance(block, relax.DataflowBlock)
+                          else relax.BindingBlock(kept))
         folded = relax.Function(main.params, relax.SeqExpr(blocks, main.body.body), main.ret_ty, main.is_pure,
                                 main.attrs, main.span)
         result = builder.get().clone()  # not the builder's own module, which its de-duplication map describes

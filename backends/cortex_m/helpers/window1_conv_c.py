@@ -4,14 +4,15 @@ channels (kws_ref_model's 10x4 stem, micro_speech's 10x8 depthwise of one channe
 3x3 of three: its taps in the weights' order, rows of columns of channels).
 
 One out-of-line call computes every output pixel and channel (`<prefix>_window1_conv_lut_s8`: each output stored as
-the entry of a 256-entry int8 table it indexes, an activation such as LEAKY_RELU fused after the convolution): four pixels at a time, each pixel's window gathered
-once (the padding value outside the image) and widened to int16 pairs in a scratch on the kernel's stack, then per
-output channel one weight word per four taps read and widened once for the four pixels (an assembly group of 13
-instructions per 16 MACs on cortex-m4f, where the one-pixel channel tiles take 23) and the four sums requantized
-with the channel's multiplier and shift read once ("double_small"). Its own library (`WINDOW1_HELPERS`): only a
-bundle whose kernels call it defines it, so the other bundles keep their bytes; self-contained (its own word loads
-and requantization steps), since a bundle may call it without any other DSP helper. Without the DSP extension (a
-host build) the same sums in portable C. Integer sums in another order: bit-exact.
+the entry of a 256-entry int8 table it indexes, an activation such as LEAKY_RELU fused after the convolution): four
+pixels at a time, each pixel's window gathered once (the padding value outside the image) and widened to int16 pairs
+in a scratch on the kernel's stack, then per output channel one weight word per four taps read and widened once for
+the four pixels (an assembly group of 13 instructions per 16 MACs on cortex-m4f, where the one-pixel channel tiles
+take 23) and the four sums requantized with the channel's multiplier and shift read once ("double_small"). Its own
+library (`WINDOW1_HELPERS`): only a bundle whose kernels call it defines it, so the other bundles keep their bytes;
+self-contained (its own word loads and requantization steps), since a bundle may call it without any other DSP
+helper. Without the DSP extension (a host build) the same sums in portable C. Integer sums in another order:
+bit-exact.
 
 The C is hand-written: `templates/window1_conv.h.in` (its contract in its leading comment), unit-tested on the
 host and under QEMU by `tests/c/test_window1_conv.c` (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).

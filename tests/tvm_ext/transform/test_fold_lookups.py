@@ -1,4 +1,5 @@
-"""FoldLookupsIntoHelpers: a table lookup whose data is only a helper kernel's output becomes that kernel's lookup form."""
+"""FoldLookupsIntoHelpers: a table lookup whose data is only a helper kernel's output becomes that kernel's lookup
+form."""
 
 from __future__ import annotations
 
