@@ -71,12 +71,7 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
     schedules = kernel_schedules_of(profile)
     return tvm.transform.Sequential(
         [
-            # First: every later name (PrimFuncs' buffers are named after main's vars) is one of ours.
-            GeneratedVarNames(),
-            # Before the int8 pass and any folding: the layout of each float subgraph, converted at the source.
-            LayoutPerSubgraph(profile, layout, model_name),
-            # Before any folding: FoldConstant would compute a tensor that fits no target on the host.
-            RefuseOversizedTensors(model_name),
+            *_before_patches(profile, layout, model_name),
             # Before the int8 pass: each patch keeps its layers' QDQ patterns, so it gets the whole layer's kernel.
             *([] if patches is None else [RunPrefixInPatches(patches.cut, patches.grid, patches.driver,
                                                             profile.int8_rounding)]),
@@ -114,6 +109,29 @@ def pipeline(target: TargetSpec = "lowpower", model_name: str = "model", layout:
         ],
         name="tvm_ext.pipeline",
     )
+
+
+def _before_patches(profile: Profile, layout: Optional[str], model_name: str) -> list[tvm.transform.Pass]:
+    """The passes `pipeline` runs before RunPrefixInPatches (the function they give is the one a patch cut is of)."""
+    return [
+        # First: every later name (PrimFuncs' buffers are named after main's vars) is one of ours.
+        GeneratedVarNames(),
+        # Before the int8 pass and any folding: the layout of each float subgraph, converted at the source.
+        LayoutPerSubgraph(profile, layout, model_name),
+        # Before any folding: FoldConstant would compute a tensor that fits no target on the host.
+        RefuseOversizedTensors(model_name),
+    ]
+
+
+def main_for_patches(mod: tvm.IRModule, target: TargetSpec = "lowpower", model_name: str = "model",
+                     layout: Optional[str] = None) -> relax.Function:
+    """`mod`'s main as `pipeline(target, model_name, layout, patches)` hands it to RunPrefixInPatches: in the data
+    layout chosen per subgraph for the profile (a float subgraph in NCHW is no part of a window chain of NHWC
+    stages), so the patch plans (tvm_ext.compile.patches) are of the chain the patch pass finds; `mod`'s own main
+    when it went through `pipeline` already (`lowered_for`: no pass runs on it). LayoutError as `pipeline`'s."""
+    if lowered_for(mod) is not None:
+        return mod["main"]
+    return tvm.transform.Sequential(_before_patches(resolve_profile(target), layout, model_name))(mod)["main"]
 
 
 @tvm.transform.module_pass(opt_level=0, name="GeneratedVarNames")

@@ -24,7 +24,6 @@ from tvm_ext.compile import CompileError, stage_logger
 
 if TYPE_CHECKING:
     from tvm_ext.compile.patches import PatchRequest
-    from tvm_ext.patch_geometry import PatchPlan
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ def analyze(path: Path, profiles: list[Profile], log: Callable[[str], None] = la
     `auto`'s first plan whose planned RAM fits where layer by layer does not (no build: its flash is the
     weights). CompileError (one line) for a file the model check refuses on other grounds than its operators, or
     a grid the model has no chain for."""
-    from tvm_ext.compile.patches import AUTO, patch_plan_for_grid
+    from tvm_ext.compile.patches import patch_plan_for_grid
     from tvm_ext.compile.pipeline import check
 
     stage = stage_logger(log)
@@ -115,9 +114,10 @@ def analyze(path: Path, profiles: list[Profile], log: Callable[[str], None] = la
             continue
         if imported is None:
             imported = stage("import", lambda: _imported(checked), lambda i: f"{len(i.model.layers)} layers")
-            grid_plan = patch_plan_for_grid(imported, patches, path.name)  # the model's, for every profile
+            # a grid the model has no chain for, refused once; each profile's plan is of its own layouts' chain
+            patch_plan_for_grid(imported.model.mod["main"], patches, path.name)
         results.append(stage(f"{profile.name}",
-                             lambda: _profile_analysis(imported, profile, jobs, grid_plan, patches == AUTO),
+                             lambda: _profile_analysis(imported, profile, jobs, patches),
                              _describe_profile))
     return Analysis(path.name, operators, tuple(results))
 
@@ -152,15 +152,15 @@ def _imported(checked):
         raise CompileError(str(err).strip()) from err
 
 
-def _profile_analysis(imported, profile: Profile, jobs: int, grid_plan: "PatchPlan | None",
-                      auto: bool) -> ProfileAnalysis:
-    """The passes, code generation and memory plan of `imported` for `profile` (patch by patch by `grid_plan`,
-    or with `auto` by the first plan whose RAM fits where layer by layer does not; see `analyze`), and the
-    figures they give; a layer refused for this profile, or `auto` finding no plan that fits, is its `problem`."""
+def _profile_analysis(imported, profile: Profile, jobs: int, patches: "PatchRequest") -> ProfileAnalysis:
+    """The passes, code generation and memory plan of `imported` for `profile` (patch by patch by the grid or
+    bands `patches` names, of the chain in this profile's layouts, or with `auto` by the first plan whose RAM fits
+    where layer by layer does not; see `analyze`), and the figures they give; a layer refused for this profile, a
+    grid its chain cannot take, or `auto` finding no plan that fits, is its `problem`."""
     import target
     from tvm_ext.compile import DoesNotFitError
-    from tvm_ext.compile.patches import AutoSearch, cut_of, grid_patch_facts
-    from tvm_ext.compile.pipeline import codegen, model_refusals, passes, planning
+    from tvm_ext.compile.patches import AUTO, AutoSearch, cut_of, grid_patch_facts, patch_plan_for_grid
+    from tvm_ext.compile.pipeline import codegen, main_for_patches, model_refusals, passes, planning
 
     try:
         tvm_target = target.register_profile_with_tvm(profile)
@@ -173,10 +173,12 @@ def _profile_analysis(imported, profile: Profile, jobs: int, grid_plan: "PatchPl
             # Nothing is built, so the stack is the profile's bound (stack_bound_bytes), as for --no-build.
             return None, generated, planned, planned.ram(profile, stack_measured_later=False)
 
+        func = main_for_patches(imported, tvm_target)  # the function the plans' cuts are of
+        grid_plan = patch_plan_for_grid(func, patches, imported.model.path.name)
         _, _, planned, ram = planned_with(None if grid_plan is None else cut_of(grid_plan))
-        patched = None if grid_plan is None else grid_patch_facts(imported, grid_plan, planned).line()
-        if auto and ram.total_bytes > profile.sram_bytes:
-            _, _, planned, ram, facts = AutoSearch(imported, profile, planned, ram, planned_with).next_fitting()
+        patched = None if grid_plan is None else grid_patch_facts(func, grid_plan, planned).line()
+        if patches == AUTO and ram.total_bytes > profile.sram_bytes:
+            _, _, planned, ram, facts = AutoSearch(func, profile, planned, ram, planned_with).next_fitting()
             patched = facts.line()
     except DoesNotFitError as err:
         return ProfileAnalysis(profile, problem=str(err))

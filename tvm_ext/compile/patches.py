@@ -256,28 +256,29 @@ def cut_layer(func, cut: int) -> str:
     return records[0].label if records else output.name
 
 
-def patch_plan_for_grid(imported, request: PatchRequest, file_name: str) -> PatchPlan | None:
-    """The plan of the grid or streamed bands `request` names for the imported model (None for off and auto);
-    CompileError when the model has no window chain whose output has that many rows and columns (bands)."""
+def patch_plan_for_grid(func, request: PatchRequest, file_name: str) -> PatchPlan | None:
+    """The plan of the grid or streamed bands `request` names for the model's main `func` as the patch pass sees
+    it (tvm_ext.lower.main_for_patches; None for off and auto); CompileError when it has no window chain whose
+    output has that many rows and columns (bands)."""
     if isinstance(request, StreamRequest):
-        plan = streamed_plan(imported.model.mod["main"], request.bands)
+        plan = streamed_plan(func, request.bands)
         if plan is None:
             raise CompileError(f"{file_name}: --patches {request}: the model has no chain of windowed NHWC stages "
                                "from an input" + ("" if request.bands is None else " that delivers that many rows"))
         return plan
     if not isinstance(request, tuple):
         return None
-    plan = plan_for_grid(imported.model.mod["main"], request)
+    plan = plan_for_grid(func, request)
     if plan is None:
         raise CompileError(f"{file_name}: --patches {request[0]}x{request[1]}: the model has no chain of windowed "
                            "NHWC stages from an input whose output has that many rows and columns")
     return plan
 
 
-def grid_patch_facts(imported, plan: PatchPlan, planned) -> PatchFacts:
-    """The facts of the grid's plan `plan` as compiled and planned (`planned`); no layer-by-layer arena."""
+def grid_patch_facts(func, plan: PatchPlan, planned) -> PatchFacts:
+    """The facts of the grid's plan `plan` of `func` (as patch_plan_for_grid's) as compiled and planned
+    (`planned`); no layer-by-layer arena."""
     macs = planned.plan.total_macs()
-    func = imported.model.mod["main"]
     return PatchFacts(plan.cut, cut_layer(func, plan.cut), plan.grid, None, planned.memory.arena_bytes,
                       plan.extra_macs, macs - plan.extra_macs, _stage_number(plan))
 
@@ -321,17 +322,19 @@ class _Refused:
 
 class AutoSearch:
     """`auto` once the layer-by-layer bundle (`planned`, its RAM `ram`) does not fit `profile`'s SRAM: the plans
-    of `auto_candidates` (fewest extra MACs first), each compiled by `compile_with(cut)` -> (lowered, generated,
-    planned, ram). `next_fitting` gives the next whose planned RAM fits; the compile counts its flash (the code
-    measured after the build) and hands a plan the fit check still refuses, on any limit, back by `refused`, and
-    the search goes on with the next plan. `compile_with` may raise PlanWeightsDoNotFit (`refuse_unless_weights_fit`)
-    for a plan whose weights alone exceed the flash, before planning it: the search goes on too. When none is left,
-    DoesNotFitError: one line with layer by layer's excess and the best plan's (fewest bytes over all limits
-    together; a plan refused on its weights counts only its flash's) on each limit it exceeds."""
+    of `auto_candidates` of `func` (main as the patch pass sees it, in the layouts chosen for the profile:
+    tvm_ext.lower.main_for_patches; fewest extra MACs first), each compiled by `compile_with(cut)` -> (lowered,
+    generated, planned, ram). `next_fitting` gives the next whose planned RAM fits; the compile counts its flash
+    (the code measured after the build) and hands a plan the fit check still refuses, on any limit, back by
+    `refused`, and the search goes on with the next plan. `compile_with` may raise PlanWeightsDoNotFit
+    (`refuse_unless_weights_fit`) for a plan whose weights alone exceed the flash, before planning it: the search
+    goes on too. When none is left, DoesNotFitError: one line with layer by layer's excess and the best plan's
+    (fewest bytes over all limits together; a plan refused on its weights counts only its flash's) on each limit
+    it exceeds."""
 
-    def __init__(self, imported, profile: Profile, planned, ram: RamUse,
+    def __init__(self, func, profile: Profile, planned, ram: RamUse,
                  compile_with: Callable[[PatchCut], tuple[Any, Any, Any, RamUse]], rows: bool = False) -> None:
-        self._func = imported.model.mod["main"]
+        self._func = func  # main as the patch pass sees it (tvm_ext.lower.main_for_patches): the plans' chain
         self._profile = profile
         self._model = planned.plan.model
         self._macs = planned.plan.total_macs()

@@ -256,11 +256,11 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 # between its start and `running` knowing it.
                 with interrupts_held_back():
                     reference = running.enter_context(start_reference_file(checked, imported))
-            func = imported.model.mod["main"]
+            func = main_for_patches(imported, tvm_target, options.layout)  # the function a cut is of
             io_counts = (len(imported.model.inputs), len(imported.model.outputs))
             request = rows_request(func, options.patches, file_name, io_counts, options.io_in_arena) \
                 if options.input_rows else options.patches
-            grid_plan = patch_plan_for_grid(imported, request, file_name)
+            grid_plan = patch_plan_for_grid(func, request, file_name)
             if options.input_rows and grid_plan is not None and not takes_rows(func, grid_plan):
                 raise CompileError(f"{file_name}: --input-rows: a band of --patches {grid_plan.grid[0]}x1 reads every "
                                    "input row; choose more bands or auto")
@@ -313,7 +313,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
 
         if grid_plan is not None:
-            patched = stage("patches", lambda: grid_patch_facts(imported, grid_plan, planned), PatchFacts.line)
+            patched = stage("patches", lambda: grid_patch_facts(func, grid_plan, planned), PatchFacts.line)
         elif request == AUTO and not options.input_rows and ram.total_bytes > profile.sram_bytes:
             before = (planned, ram)
             lowered, generated, planned, ram, scratch_choice = stage(
@@ -327,7 +327,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         if grid_plan is None and request == AUTO and (ram.total_bytes > profile.sram_bytes or options.input_rows):
             early.discard()  # the plans' kernels replace these: their objects are not the bundle's
             scratch_choice = scratch_choice.none()  # the patch plans' kernels keep their scratch
-            search = AutoSearch(imported, profile, planned, ram, compile_with, options.input_rows)
+            search = AutoSearch(func, profile, planned, ram, compile_with, options.input_rows)
             lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
             early.start(generated)
         referenced_once: list[Any] = [] if checked is not None else [referenced]
@@ -371,7 +371,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                     # patch plans, searched from layer by layer, every kernel with its scratch.
                     early.discard()
                     scratch_choice = scratch_choice.none()
-                    search = AutoSearch(imported, profile, *layered, compile_with, options.input_rows)
+                    search = AutoSearch(func, profile, *layered, compile_with, options.input_rows)
                     lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
                     early.start(generated)
                     continue
@@ -634,6 +634,19 @@ def reference_file(running: RunningReference, imported: Imported) -> Referenced:
     unwritten = imported.model.first_run_unwritten
     return Referenced([[np.where(unwritten[k].reshape(e.shape), np.zeros((), e.dtype), e) if k in unwritten else e
                         for k, e in enumerate(outputs)] for outputs in expected], runtime)
+
+
+def main_for_patches(imported: Imported, tvm_target: tvm.target.Target, layout: str | None = None):
+    """The imported model's main as `passes` (same `layout`) hands it to the patch pass
+    (tvm_ext.lower.main_for_patches): the function whose window chain the patch plans are of; a layout refusal
+    as CompileError."""
+    from tvm_ext.lower import main_for_patches as lowered_main
+    from tvm_ext.transform.layout_per_subgraph import LayoutError
+
+    try:
+        return lowered_main(imported.model.mod, tvm_target, imported.model.path.name, layout)
+    except LayoutError as err:
+        raise CompileError(str(err)) from err
 
 
 def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, layout: str | None = None,

@@ -89,8 +89,7 @@ def test_auto_goes_on_after_a_plan_refused_after_its_build(monkeypatch):
         done, ram = planned(plan.arena_bytes + 100, 10_000 + plan.extra_macs)
         return "lowered", "generated", done, ram
 
-    imported = SimpleNamespace(model=SimpleNamespace(mod={"main": None}))
-    search = AutoSearch(imported, profile, layer_by_layer, whole_ram, compile_with)
+    search = AutoSearch(None, profile, layer_by_layer, whole_ram, compile_with)
     *_, first_ram, first = search.next_fitting()
     assert compiled == [(1, 2)] and first.grid == (1, 2) and first.extra_macs == 100
 
@@ -130,8 +129,7 @@ def test_auto_refuses_a_plan_whose_weights_alone_do_not_fit_before_planning_it(m
 
     layer_by_layer = SimpleNamespace(plan=SimpleNamespace(model="m", total_macs=lambda: 10_000))
     whole_ram = RamUse(37_632, 9_216, 2, 0, 0, StackSource.PENDING)
-    imported = SimpleNamespace(model=SimpleNamespace(mod={"main": None}))
-    search = AutoSearch(imported, profile, layer_by_layer, whole_ram, compile_with)
+    search = AutoSearch(None, profile, layer_by_layer, whole_ram, compile_with)
     with pytest.raises(DoesNotFitError) as none_left:
         search.next_fitting()
     assert planned == []
@@ -140,6 +138,20 @@ def test_auto_refuses_a_plan_whose_weights_alone_do_not_fit_before_planning_it(m
     assert str(none_left.value).endswith(
         "patch by patch at best (2x2 patches up to layer 8 (window stage 8): arena estimated 15,000 B, not planned) "
         f"weights need 280,000 B of flash ({280_000 - profile.flash_bytes:,} B over)")
+
+
+@pytest.mark.parametrize("request_, refusal", [
+    ("auto", DoesNotFitError), ("stream", CompileError)])
+def test_plans_are_of_the_chain_in_the_layouts_the_passes_choose(tmp_path, request_, refusal):
+    """A float model whose first convolutions go to NCHW (here forced) has no window chain of NHWC stages where the
+    patch pass runs: `auto` and `stream` refuse in one line, as for a model without a chain, instead of planning
+    the cuts of the imported NHWC graph that the patch pass then cannot find (PatchPlanError: an internal error)."""
+    model = tmp_path / "residual_float.tflite"
+    model.write_bytes(residual_model(IMAGE, CHANNELS, float32=True))
+    with pytest.raises(refusal, match=r"no chain of windowed NHWC stages from (a model|an) input") as refused:
+        tvm_ext.compile(model, _board(tmp_path, 150_000), tmp_path / "out", patches=request_, layout="nchw",
+                        build=False)
+    assert "\n" not in str(refused.value) and not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow
