@@ -159,11 +159,7 @@ def with_layers(func: relax.Function, records: Sequence[LayerRecord], binding_re
 
 def _constants_read(value: relax.Expr) -> list[Constant]:
     """The constants `value` reads directly: call arguments, also inside a tuple argument."""
-    if isinstance(value, relax.Call):
-        return [c for arg in value.args for c in _constants_read(arg)]
-    if isinstance(value, relax.Tuple):
-        return [c for field in value.fields for c in _constants_read(field)]
-    return [value] if isinstance(value, Constant) else []
+    return [leaf for leaf in _leaves(value) if isinstance(leaf, Constant)]
 
 
 def vars_read(value: relax.Expr) -> list[relax.Var]:
@@ -179,15 +175,18 @@ def vars_read(value: relax.Expr) -> list[relax.Var]:
     return []
 
 
-def carry_layers(before: relax.Function, after: relax.Function) -> relax.Function:
+def carry_layers(before: relax.Function, after: relax.Function,
+                 module: Optional[tvm.IRModule] = None) -> relax.Function:
     """`after` (what a pass made of `before`) carrying `before`'s layer data.
 
     Where `after` reads a new var at the place (same reader, same argument) where `before` read a var it no
-    longer binds, the new var replaces the old one: FuseOps' call of a fused group replaces the group's
-    result. A binding keeps the records of the binding of `before` whose var it has or replaces, plus those
-    of every binding of `before` that `after` no longer has and whose value it needed (through other such
-    bindings, not through a replaced var): the operators fused into the group, the constant-only steps
-    FoldConstant computed away. Any other binding with a new var takes the records of the first later binding
+    longer binds, the new var replaces the old one. A new var bound to a call of a relax function of `module`
+    (the module `after` is `main` of: FuseOps' fused groups) replaces the var of `before` that the function's
+    result computes, found by matching the function's bindings to those of `before` (`_fused_results`): so a
+    group only other fused groups read is its own layers, not every layer of the chain. A binding keeps the
+    records of the binding of `before` whose var it has or replaces, plus those of every binding of `before`
+    that `after` no longer has and whose value it needed (through other such bindings, not through a replaced
+    var): the operators fused into the group, the constant-only steps FoldConstant computed away. Any other binding with a new var takes the records of the first later binding
     that reads it (LegalizeOps emits an operator's inner steps before its result). Constants keep their
     records; a new constant is attributed to its first reader.
     """
@@ -209,6 +208,9 @@ def carry_layers(before: relax.Function, after: relax.Function) -> relax.Functio
             for old_var, new_var in zip(old_reads, new_reads):
                 if old_var in value_of and old_var not in kept and new_var not in value_of:
                     replaced.setdefault(new_var, old_var)
+    if module is not None:
+        for new_var, old_var in _fused_results(old, kept, replaced, new, module).items():
+            replaced.setdefault(new_var, old_var)
     replacing = set(replaced.values())
 
     def with_dropped_ancestry(var: relax.Var) -> set[int]:
@@ -235,6 +237,81 @@ def carry_layers(before: relax.Function, after: relax.Function) -> relax.Functio
     return with_layers(after, layers.records, per_binding, layers.constants)
 
 
+def _fused_results(old: list[relax.Binding], kept: set[relax.Var], replaced: dict[relax.Var, relax.Var],
+                   new: list[relax.Binding], module: tvm.IRModule) -> dict[relax.Var, relax.Var]:
+    """Each new var of `new` bound to a call of a relax function of `module` (a fused group) -> the var of `old`
+    (the bindings before the pass) that the function's result computes; `kept` are the vars both have,
+    `replaced` the new vars already known (new var -> old var). Matched in binding order: the function's
+    parameters stand for the call's arguments (a new var for the old var it replaces), and each of its bindings
+    for the not yet matched binding of `old` with the same operator and the same vars and constants read.
+    A group any binding of which matches nothing (or whose result is not one of its vars) is left out."""
+    readers: dict[relax.Var, list[relax.Binding]] = {}  # an old var -> the dropped old bindings reading it
+    for binding in old:
+        if binding.var not in kept:
+            for source in vars_read(binding.value):
+                readers.setdefault(source, []).append(binding)
+    known, found, taken = dict(replaced), {}, set()
+    for binding in new:
+        value = binding.value
+        if binding.var in kept or not isinstance(value, relax.Call) or not isinstance(value.op, tvm.ir.GlobalVar):
+            continue
+        func = module.functions.get(value.op)
+        if not isinstance(func, relax.Function) or len(func.params) != len(value.args):
+            continue
+        env: dict[relax.Var, relax.Expr] = {param: known.get(arg, arg)
+                                            for param, arg in zip(func.params, value.args)}
+        for inner in bindings_of(func):
+            origin = _matching_binding(inner.value, env, readers, taken)
+            if origin is None:
+                break
+            env[inner.var] = origin.var
+            taken.add(origin.var)
+        else:
+            result = func.body.body
+            if isinstance(result, relax.Var) and result in env and isinstance(env[result], relax.Var):
+                found[binding.var] = known[binding.var] = env[result]
+    return found
+
+
+def _matching_binding(value: relax.Expr, env: dict, readers: dict[relax.Var, list[relax.Binding]],
+                      taken: set[relax.Var]) -> Optional[relax.Binding]:
+    """The first binding of `readers` (old var -> the old bindings reading it) not in `taken` whose value is
+    `value` (a fused function's binding) with its vars put through `env`: the same operator and callee, the same
+    vars and constants read in the same order. None when there is none (or `value` reads no var)."""
+    if not isinstance(value, relax.Call):
+        return None
+    leaves = [env.get(leaf, leaf) if isinstance(leaf, relax.Var) else leaf for leaf in _leaves(value)]
+    first = next((leaf for leaf in leaves if isinstance(leaf, relax.Var)), None)
+    for candidate in readers.get(first, []) if first is not None else []:
+        other = candidate.value
+        if (candidate.var not in taken and isinstance(other, relax.Call) and other.op.same_as(value.op)
+                and _callee(other).same_as(_callee(value))
+                and _same_leaves(_leaves(other), leaves)):
+            return candidate
+    return None
+
+
+def _callee(call: relax.Call) -> relax.Expr:
+    """The GlobalVar a call_tir-like call names as its first argument, else its operator."""
+    return call.args[0] if call.args and isinstance(call.args[0], tvm.ir.GlobalVar) else call.op
+
+
+def _leaves(value: relax.Expr) -> list[relax.Expr]:
+    """The vars and constants `value` reads directly, in order: call arguments, also inside a tuple argument."""
+    if isinstance(value, relax.Call):
+        return [leaf for arg in value.args for leaf in _leaves(arg)]
+    if isinstance(value, relax.Tuple):
+        return [leaf for field in value.fields for leaf in _leaves(field)]
+    return [value] if isinstance(value, (relax.Var, Constant)) else []
+
+
+def _same_leaves(first: list[relax.Expr], second: list[relax.Expr]) -> bool:
+    """Whether two lists of `_leaves` read the same vars (the same objects) and equal constants."""
+    return len(first) == len(second) and all(
+        a.same_as(b) or (isinstance(a, Constant) and isinstance(b, Constant) and tvm.ir.structural_equal(a, b))
+        for a, b in zip(first, second))
+
+
 def keeping_layers(inner: tvm.transform.Pass) -> tvm.transform.Pass:
     """`inner` (a pass rewriting `main`), followed by `carry_layers` from `main` before it to `main` after."""
 
@@ -242,7 +319,7 @@ def keeping_layers(inner: tvm.transform.Pass) -> tvm.transform.Pass:
     def run(mod: tvm.IRModule, _ctx: tvm.transform.PassContext) -> tvm.IRModule:
         before = mod["main"]
         result = inner(mod)
-        result["main"] = carry_layers(before, result["main"])
+        result["main"] = carry_layers(before, result["main"], result)
         return result
 
     return run

@@ -81,6 +81,31 @@ def conv_depthwise_fc_model(seed: int = 0) -> bytes:
     return build(Model(tensors, operators, inputs=(0,), outputs=(9,)))
 
 
+def float_two_convs_add_model(seed: int = 0) -> bytes:
+    """A float model: conv1 = CONV_2D 3x3 (2 -> 4 channels, SAME, RELU); conv2 = CONV_2D 3x3 (4 -> 4, SAME) of
+    conv1; sum = ADD(conv2, conv1). FuseOps makes two kernels: conv1 with its bias and RELU, conv2 with its bias
+    and the ADD; the first kernel is read only by the second (no unfused operator between them)."""
+    rng = np.random.default_rng(seed)
+    w1 = rng.normal(size=(4, 3, 3, 2)).astype(np.float32)
+    w2 = rng.normal(size=(4, 3, 3, 4)).astype(np.float32)
+    tensors = [
+        TfliteTensor("input", (1, 8, 8, 2), "float32"),
+        TfliteTensor("conv1/weights", w1.shape, "float32", data=w1),
+        TfliteTensor("conv1/bias", (4,), "float32", data=rng.normal(size=4).astype(np.float32)),
+        TfliteTensor("conv1", (1, 8, 8, 4), "float32"),
+        TfliteTensor("conv2/weights", w2.shape, "float32", data=w2),
+        TfliteTensor("conv2/bias", (4,), "float32", data=rng.normal(size=4).astype(np.float32)),
+        TfliteTensor("conv2", (1, 8, 8, 4), "float32"),
+        TfliteTensor("sum", (1, 8, 8, 4), "float32"),
+    ]
+    same = {"Padding": SAME, "StrideW": 1, "StrideH": 1, "DilationWFactor": 1, "DilationHFactor": 1}
+    operators = [
+        Operator("CONV_2D", (0, 1, 2), (3,), Options("Conv2DOptions", {**same, "FusedActivationFunction": 1})),
+        Operator("CONV_2D", (3, 4, 5), (6,), Options("Conv2DOptions", same)),
+        Operator("ADD", (6, 3), (7,), Options("AddOptions", {})),
+    ]
+    return build(Model(tensors, operators, inputs=(0,), outputs=(7,)))
+
 def tflite_macs(data: bytes) -> dict[int, int]:
     """Per operator index, the MACs of each CONV_2D (OHWI weights: output elements x KH*KW*I),
     DEPTHWISE_CONV_2D ((1, KH, KW, O): x KH*KW) and FULLY_CONNECTED ((O, K): x K) of the first subgraph."""
@@ -284,3 +309,16 @@ def test_a_constant_read_by_two_calls_counts_in_both_but_is_stored_once():
     totals = report.facts()["totals"]
     assert (totals["weight_bytes"], totals["weight_bytes_stored"]) == (32, 16)
     assert "- weight bytes read: 32; stored (each constant once): 16" in report.markdown()
+
+
+def test_float_fused_kernels_each_name_only_the_layers_they_compute(tmp_path):
+    """Two CONV_2D + ADD of a float model fused into two kernels, the first read only by the second: each
+    call's layers are those of its own group (conv1; conv2 and the ADD), not every layer of the chain, and
+    each convolution's MACs go to its own layer. NHWC: no layout transposes between the groups."""
+    model_path = tmp_path / "two_convs_add.tflite"
+    data = float_two_convs_add_model()
+    model_path.write_bytes(data)
+    bundle = compile(model_path, "cortex-m4f", tmp_path / "out", build=False, layout="NHWC")
+    facts = _manifest(bundle.out_dir)["layer_report"]
+    assert [[layer["index"] for layer in call["layers"]] for call in facts["calls"]] == [[0], [1, 2]]
+    assert _macs_by_operator(facts) == tflite_macs(data)

@@ -2,8 +2,9 @@
 
 Precondition: LegalizeOps and AnnotateTIROpPattern have run; `main` carries layer records (tvm_ext.layers).
 Postcondition: as FuseOps, and each binding of `main` names the records of every binding fused into it, in
-model order (`tvm_ext.layers.carry_layers`: FuseOps keeps the var of a group's result, and the bindings it
-fused away are found through the dataflow from that result, never by position). A kernel marked
+model order (`tvm_ext.layers.carry_layers`: the call of a fused group stands for the binding its function's
+result matches, also where only other fused groups read it, and the bindings it fused away are found through the
+dataflow from that result, never by position). A kernel marked
 ELEMENTWISE_LOOKUP_ATTR (a table lookup) is fused as an elementwise operator, one marked BROADCAST_LOOKUP_ATTR (an
 ADD's tabled rescales) as a broadcast one, one marked UNFUSED_ATTR not at all. FuseTIR rewrites each call of
 a fused function into one call_tir in place, so the records still hold after it.
