@@ -154,6 +154,37 @@ def test_plans_are_of_the_chain_in_the_layouts_the_passes_choose(tmp_path, reque
     assert "\n" not in str(refused.value) and not (tmp_path / "out").exists()
 
 
+
+def test_auto_searches_nhwc_when_the_layouts_chosen_have_no_chain(tmp_path):
+    """A small float model whose layout estimate puts its first convolutions in NCHW (lowpower, 4 channels: no
+    window chain of NHWC stages from the input) and whose layer-by-layer RAM does not fit: `auto` (with the
+    layouts chosen, no --layout) searches its plans again with every layer in NHWC and compiles one, whose
+    self-test passes, instead of refusing the model."""
+    model = tmp_path / "residual_float.tflite"
+    model.write_bytes(residual_model((32, 32), 4, float32=True))
+    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", build=False)
+    layouts = json.loads((tmp_path / "whole" / "manifest.json").read_text())["subgraph_layouts"]
+    assert layouts[0]["layout"] == "NCHW"  # the case this test is about
+    lines: list[str] = []
+    patched = tvm_ext.compile(model, _board(tmp_path, whole.total_ram_bytes - 1), tmp_path / "patched",
+                              log=lines.append)
+    assert patched.selftest.passed and patched.total_ram_bytes < whole.total_ram_bytes
+    manifest = json.loads((tmp_path / "patched" / "manifest.json").read_text())
+    assert manifest["patches"]["arena_bytes"] == patched.arena_bytes
+    assert {choice["layout"] for choice in manifest["subgraph_layouts"]} == {"NHWC"}
+    said = [line for line in lines if line.split()[:1] == ["patches"]]
+    assert len(said) == 1 and "every layer in NHWC" in said[0]
+
+
+def test_auto_refuses_in_one_line_when_no_plan_fits_in_nhwc_either(tmp_path):
+    """The same model on a board where no plan fits, in the layouts chosen or in NHWC: one line, naming the best
+    plan with every layer in NHWC."""
+    model = tmp_path / "residual_float.tflite"
+    model.write_bytes(residual_model((32, 32), 4, float32=True))
+    with pytest.raises(DoesNotFitError, match=r"; patch by patch with every layer in NHWC at best \(") as refused:
+        tvm_ext.compile(model, _board(tmp_path, 14_000), tmp_path / "out", build=False)
+    assert "\n" not in str(refused.value) and not (tmp_path / "out").exists()
+
 @pytest.mark.slow
 def test_the_default_auto_runs_patches_only_where_layer_by_layer_does_not_fit(tmp_path):
     model = tmp_path / "chain.tflite"
