@@ -13,8 +13,8 @@ code, data: each patch's kernels have shapes of their own, so a finer grid bring
 either does not end the search (`AutoSearch`); when none fits, the refusal gives the best plan's excess on each
 limit. When no estimate fits, the plan of smallest estimate is compiled for the refusal's figure. Under the layouts
 the passes choose (no --layout), a float model with a subgraph in NCHW has its plans searched again with every
-layer in NHWC once none of the chosen layouts' fits (or they give no chain from an input): a plan in NHWC
-beats a refusal. A plan whose
+layer in NHWC once none of the chosen layouts' fits (or they give no chain from an input), layer by layer in
+NHWC first (no extra MACs): a bundle in NHWC beats a refusal. A plan whose
 weights alone exceed the flash is refused once its code is generated, before its planning (`PlanWeightsDoNotFit`):
 no memory plan changes its weights, so planning it could only end in the same refusal.
 """
@@ -333,14 +333,16 @@ class AutoSearch:
     `refused`, and the search goes on with the next plan. `compile_with` may raise PlanWeightsDoNotFit
     (`refuse_unless_weights_fit`) for a plan whose weights alone exceed the flash, before planning it: the search
     goes on too. `nhwc` (None: none) gives, when first called, main as the patch pass sees it with every layer in
-    NHWC and its `compile_with`: once no plan of `func` is left, the search goes on with that function's plans
-    (the layouts the passes chose may put the first layers in NCHW, outside any window chain). When none is left,
+    NHWC and its `compile_with` (which compiles layer by layer for the cut None): once no plan of `func` is left,
+    the search goes on with layer by layer in NHWC (no extra MACs; not with a row-wise input), given with no
+    PatchFacts (None) and, refused, not recorded, then with that function's plans (the layouts the passes chose
+    may put the first layers in NCHW, outside any window chain). When none is left,
     DoesNotFitError: one line with layer by layer's excess and the best plan's (fewest bytes over all limits
     together; a plan refused on its weights counts only its flash's) on each limit it exceeds."""
 
     def __init__(self, func, profile: Profile, planned, ram: RamUse,
                  compile_with: Callable[[PatchCut], tuple[Any, Any, Any, RamUse]], rows: bool = False,
-                 nhwc: Callable[[], tuple[Any, Callable[[PatchCut], tuple[Any, Any, Any, RamUse]]]] | None = None
+                 nhwc: Callable[[], tuple[Any, Callable[[PatchCut | None], tuple[Any, Any, Any, RamUse]]]] | None = None
                  ) -> None:
         self._profile = profile
         self._model = planned.plan.model
@@ -388,18 +390,32 @@ class AutoSearch:
                 raise self._refusal()
             self._in_nhwc = True
             self._search(*self._nhwc())
+            found = None if self._rows else self._layer_by_layer()
+            if found is not None:
+                return found
 
-    def refused(self, facts: PatchFacts, ram: RamUse, flash: FlashUse, err: DoesNotFitError) -> tuple:
-        """Record that the fit check refused the plan of `facts` (its RAM `ram` and flash `flash` as counted,
-        `err` the refusal) and give the next fitting plan as `next_fitting` does."""
-        self._refused.append(_Refused(facts, ram, flash, err.overruns))
+    def _layer_by_layer(self) -> tuple | None:
+        """Layer by layer with every layer in NHWC (no extra MACs: before the plans in NHWC), compiled, when its
+        planned RAM fits the SRAM: (lowered, generated, planned, ram, None); None otherwise."""
+        try:
+            lowered, generated, planned, ram = self._compile_with(None)
+        except PlanWeightsDoNotFit:
+            return None
+        return (lowered, generated, planned, ram, None) if ram.total_bytes <= self._profile.sram_bytes else None
+
+    def refused(self, facts: PatchFacts | None, ram: RamUse, flash: FlashUse, err: DoesNotFitError) -> tuple:
+        """Record that the fit check refused the plan of `facts` (None: layer by layer in NHWC, not recorded; its
+        RAM `ram` and flash `flash` as counted, `err` the refusal) and give the next fitting plan as
+        `next_fitting` does."""
+        if facts is not None:
+            self._refused.append(_Refused(facts, ram, flash, err.overruns, self._in_nhwc))
         return self.next_fitting()
 
-    def line(self, facts: PatchFacts) -> str:
+    def line(self, facts: PatchFacts | None) -> str:
         """The "patches" stage's line for the plan of `facts`: PatchFacts.line, and when an earlier plan was
         refused after its planning fitted, by how many bytes over which limit."""
-        line = facts.line() + ("; every layer in NHWC (no plan fits in the layouts chosen per subgraph)"
-                               if self._in_nhwc else "")
+        nhwc = "every layer in NHWC (no plan fits in the layouts chosen per subgraph)"
+        line = f"layer by layer with {nhwc}" if facts is None else facts.line() + (f"; {nhwc}" if self._in_nhwc else "")
         after = [r for r in self._refused if r.flash is not None]
         if not after:
             return line

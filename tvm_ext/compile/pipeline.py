@@ -306,9 +306,10 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         search: AutoSearch | None = None  # auto's search, while its plans are tried
         layered: tuple[Planned, RamUse] | None = None  # auto's layer-by-layer plan and RAM, its forms taken instead
 
-        def compile_with(cut: PatchCut, layout: str | None = options.layout,
+        def compile_with(cut: PatchCut | None, layout: str | None = options.layout,
                          chain_func=func) -> tuple[Lowered, Generated, Planned, RamUse]:
-            """The plan of `cut` of `chain_func` (main as the patch pass sees it in `layout`), compiled and planned."""
+            """The plan of `cut` (None: layer by layer) of `chain_func` (main as the patch pass sees it in `layout`),
+            compiled and planned."""
             with_cut = passes(imported, profile, tvm_target, layout, cut)
             generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
             if options.input_rows:
@@ -318,7 +319,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
             return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
 
-        def in_nhwc() -> tuple[Any, Callable[[PatchCut], tuple[Lowered, Generated, Planned, RamUse]]]:
+        def in_nhwc() -> tuple[Any, Callable[[PatchCut | None], tuple[Lowered, Generated, Planned, RamUse]]]:
             """Main as the patch pass sees it with every layer in NHWC, and `compile_with` in that layout."""
             nhwc = main_for_patches(imported, tvm_target, NHWC)
             return nhwc, lambda cut: compile_with(cut, NHWC, nhwc)
@@ -390,7 +391,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                     lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
                     early.start(generated)
                     continue
-                if search is None or patched is None:
+                if search is None:
                     raise
                 # The plan does not fit a limit counted only now (its measured stack or code): the search goes on
                 # with the next plan.

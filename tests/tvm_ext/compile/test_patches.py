@@ -155,23 +155,27 @@ def test_plans_are_of_the_chain_in_the_layouts_the_passes_choose(tmp_path, reque
 
 
 
-def test_auto_searches_nhwc_when_the_layouts_chosen_have_no_chain(tmp_path):
+@pytest.mark.parametrize("under_nhwc", [0, 1], ids=["layer_by_layer_in_nhwc", "patches_in_nhwc"])
+def test_auto_searches_nhwc_when_the_layouts_chosen_have_no_chain(tmp_path, under_nhwc):
     """A small float model whose layout estimate puts its first convolutions in NCHW (lowpower, 4 channels: no
     window chain of NHWC stages from the input) and whose layer-by-layer RAM does not fit: `auto` (with the
-    layouts chosen, no --layout) searches its plans again with every layer in NHWC and compiles one, whose
-    self-test passes, instead of refusing the model."""
+    layouts chosen, no --layout) compiles it with every layer in NHWC, layer by layer when that fits (no extra
+    MACs), else patch by patch (a board `under_nhwc` byte below layer by layer in NHWC), its self-test passing,
+    instead of refusing the model."""
     model = tmp_path / "residual_float.tflite"
     model.write_bytes(residual_model((32, 32), 4, float32=True))
     whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", build=False)
     layouts = json.loads((tmp_path / "whole" / "manifest.json").read_text())["subgraph_layouts"]
     assert layouts[0]["layout"] == "NCHW"  # the case this test is about
+    nhwc = tvm_ext.compile(model, "lowpower", tmp_path / "nhwc", build=False, layout="nhwc")
+    assert nhwc.total_ram_bytes < whole.total_ram_bytes
     lines: list[str] = []
-    patched = tvm_ext.compile(model, _board(tmp_path, whole.total_ram_bytes - 1), tmp_path / "patched",
-                              log=lines.append)
-    assert patched.selftest.passed and patched.total_ram_bytes < whole.total_ram_bytes
-    manifest = json.loads((tmp_path / "patched" / "manifest.json").read_text())
-    assert manifest["patches"]["arena_bytes"] == patched.arena_bytes
+    sram = nhwc.total_ram_bytes - under_nhwc if under_nhwc else whole.total_ram_bytes - 1
+    bundle = tvm_ext.compile(model, _board(tmp_path, sram), tmp_path / "out", log=lines.append)
+    assert bundle.selftest.passed and bundle.total_ram_bytes <= sram
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert {choice["layout"] for choice in manifest["subgraph_layouts"]} == {"NHWC"}
+    assert ("patches" in manifest) == bool(under_nhwc)
     said = [line for line in lines if line.split()[:1] == ["patches"]]
     assert len(said) == 1 and "every layer in NHWC" in said[0]
 
