@@ -11,7 +11,10 @@ compiled and planned), and takes the first
 that fits every limit of the profile: its planned RAM the SRAM, then, after its build, its measured flash (weights,
 code, data: each patch's kernels have shapes of their own, so a finer grid brings more code). A plan refused on
 either does not end the search (`AutoSearch`); when none fits, the refusal gives the best plan's excess on each
-limit. When no estimate fits, the plan of smallest estimate is compiled for the refusal's figure. A plan whose
+limit. When no estimate fits, the plan of smallest estimate is compiled for the refusal's figure. Under the layouts
+the passes choose (no --layout), a float model with a subgraph in NCHW has its plans searched again with every
+layer in NHWC once none of the chosen layouts' fits (or they give no chain from an input), layer by layer in
+NHWC first (no extra MACs): a bundle in NHWC beats a refusal. A plan whose
 weights alone exceed the flash is refused once its code is generated, before its planning (`PlanWeightsDoNotFit`):
 no memory plan changes its weights, so planning it could only end in the same refusal.
 """
@@ -313,6 +316,7 @@ class _Refused:
     ram: RamUse | None  # None: refused on its weights before its planning (its arena in `facts` the estimate)
     flash: FlashUse | None  # None: refused on its RAM before the build, its flash not yet counted
     overruns: tuple
+    nhwc: bool = False  # a plan of the search's NHWC layout (AutoSearch's `nhwc`)
 
     @property
     def excess_bytes(self) -> int:
@@ -328,68 +332,105 @@ class AutoSearch:
     (the code measured after the build) and hands a plan the fit check still refuses, on any limit, back by
     `refused`, and the search goes on with the next plan. `compile_with` may raise PlanWeightsDoNotFit
     (`refuse_unless_weights_fit`) for a plan whose weights alone exceed the flash, before planning it: the search
-    goes on too. When none is left, DoesNotFitError: one line with layer by layer's excess and the best plan's
-    (fewest bytes over all limits together; a plan refused on its weights counts only its flash's) on each limit
-    it exceeds."""
+    goes on too. `nhwc` (None: none) gives, when first called, main as the patch pass sees it with every layer in
+    NHWC and its `compile_with` (which compiles layer by layer for the cut None): once no plan of `func` is left,
+    the search goes on with layer by layer in NHWC (no extra MACs; not with a row-wise input), given with no
+    PatchFacts (None) and, refused, not recorded, then with that function's plans (the layouts the passes chose
+    may put the first layers in NCHW, outside any window chain). When none is left,
+    DoesNotFitError: one line with layer by layer's excess and the best plan's (fewest bytes over all limits
+    together; a plan refused on its weights counts only its flash's) on each limit it exceeds."""
 
     def __init__(self, func, profile: Profile, planned, ram: RamUse,
-                 compile_with: Callable[[PatchCut], tuple[Any, Any, Any, RamUse]], rows: bool = False) -> None:
-        self._func = func  # main as the patch pass sees it (tvm_ext.lower.main_for_patches): the plans' chain
+                 compile_with: Callable[[PatchCut], tuple[Any, Any, Any, RamUse]], rows: bool = False,
+                 nhwc: Callable[[], tuple[Any, Callable[[PatchCut | None], tuple[Any, Any, Any, RamUse]]]] | None = None
+                 ) -> None:
         self._profile = profile
         self._model = planned.plan.model
         self._macs = planned.plan.total_macs()
         self._ram = ram
-        self._compile_with = compile_with
-        # With a row-wise input (`rows`: only banded plans) the input is not held, its bands are in the arena.
-        budget = profile.sram_bytes - (ram.total_bytes - ram.arena_bytes) + (ram.input_bytes if rows else 0)
-        # None within the budget: the plan of smallest estimate is compiled all the same, for the refusal's figure.
-        self._plans = iter(auto_candidates(self._func, budget, rows)
-                           or [p for p in plans_of(self._func) if not rows or takes_rows(self._func, p)][:1])
+        self._rows = rows
+        self._nhwc = nhwc
+        self._in_nhwc = False  # the plans are those of `nhwc`'s function
         self._refused: list[_Refused] = []
+        self._search(func, compile_with)
+
+    def _search(self, func, compile_with: Callable[[PatchCut], tuple[Any, Any, Any, RamUse]]) -> None:
+        """Search the plans of `func` (main as the patch pass sees it: tvm_ext.lower.main_for_patches), each
+        compiled by `compile_with`."""
+        self._func = func
+        self._compile_with = compile_with
+        rows, ram = self._rows, self._ram
+        # With a row-wise input (`rows`: only banded plans) the input is not held, its bands are in the arena.
+        budget = self._profile.sram_bytes - (ram.total_bytes - ram.arena_bytes) + (ram.input_bytes if rows else 0)
+        # None within the budget: the plan of smallest estimate is compiled all the same, for the refusal's figure.
+        self._plans = iter(auto_candidates(func, budget, rows)
+                           or [p for p in plans_of(func) if not rows or takes_rows(func, p)][:1])
 
     def next_fitting(self) -> tuple:
         """The next plan whose planned RAM fits the SRAM, compiled: (lowered, generated, planned, ram, PatchFacts);
         DoesNotFitError (see the class) when no plan is left."""
-        for plan in self._plans:
-            try:
-                lowered, generated, patched, patched_ram = self._compile_with(cut_of(plan))
-            except PlanWeightsDoNotFit as over:
-                estimated = PatchFacts(plan.cut, cut_layer(self._func, plan.cut), plan.grid, self._ram.arena_bytes,
-                                       plan.arena_bytes, plan.extra_macs, self._macs, _stage_number(plan))
-                self._refused.append(_Refused(estimated, None, over.flash, over.overruns))
-                continue
-            facts = PatchFacts(plan.cut, cut_layer(self._func, plan.cut), plan.grid, self._ram.arena_bytes,
-                               patched_ram.arena_bytes, patched.plan.total_macs() - self._macs, self._macs,
-                               _stage_number(plan))
-            if patched_ram.total_bytes <= self._profile.sram_bytes:
-                return lowered, generated, patched, patched_ram, facts
-            self._refused.append(_Refused(facts, patched_ram, None, _refusal(self._profile, self._model,
-                                                                             patched_ram)[1]))
-        raise self._refusal()
+        while True:
+            for plan in self._plans:
+                try:
+                    lowered, generated, patched, patched_ram = self._compile_with(cut_of(plan))
+                except PlanWeightsDoNotFit as over:
+                    estimated = PatchFacts(plan.cut, cut_layer(self._func, plan.cut), plan.grid,
+                                           self._ram.arena_bytes, plan.arena_bytes, plan.extra_macs, self._macs,
+                                           _stage_number(plan))
+                    self._refused.append(_Refused(estimated, None, over.flash, over.overruns, self._in_nhwc))
+                    continue
+                facts = PatchFacts(plan.cut, cut_layer(self._func, plan.cut), plan.grid, self._ram.arena_bytes,
+                                   patched_ram.arena_bytes, patched.plan.total_macs() - self._macs, self._macs,
+                                   _stage_number(plan))
+                if patched_ram.total_bytes <= self._profile.sram_bytes:
+                    return lowered, generated, patched, patched_ram, facts
+                self._refused.append(_Refused(facts, patched_ram, None,
+                                              _refusal(self._profile, self._model, patched_ram)[1], self._in_nhwc))
+            if self._nhwc is None or self._in_nhwc:
+                raise self._refusal()
+            self._in_nhwc = True
+            self._search(*self._nhwc())
+            found = None if self._rows else self._layer_by_layer()
+            if found is not None:
+                return found
 
-    def refused(self, facts: PatchFacts, ram: RamUse, flash: FlashUse, err: DoesNotFitError) -> tuple:
-        """Record that the fit check refused the plan of `facts` (its RAM `ram` and flash `flash` as counted,
-        `err` the refusal) and give the next fitting plan as `next_fitting` does."""
-        self._refused.append(_Refused(facts, ram, flash, err.overruns))
+    def _layer_by_layer(self) -> tuple | None:
+        """Layer by layer with every layer in NHWC (no extra MACs: before the plans in NHWC), compiled, when its
+        planned RAM fits the SRAM: (lowered, generated, planned, ram, None); None otherwise."""
+        try:
+            lowered, generated, planned, ram = self._compile_with(None)
+        except PlanWeightsDoNotFit:
+            return None
+        return (lowered, generated, planned, ram, None) if ram.total_bytes <= self._profile.sram_bytes else None
+
+    def refused(self, facts: PatchFacts | None, ram: RamUse, flash: FlashUse, err: DoesNotFitError) -> tuple:
+        """Record that the fit check refused the plan of `facts` (None: layer by layer in NHWC, not recorded; its
+        RAM `ram` and flash `flash` as counted, `err` the refusal) and give the next fitting plan as
+        `next_fitting` does."""
+        if facts is not None:
+            self._refused.append(_Refused(facts, ram, flash, err.overruns, self._in_nhwc))
         return self.next_fitting()
 
-    def line(self, facts: PatchFacts) -> str:
+    def line(self, facts: PatchFacts | None) -> str:
         """The "patches" stage's line for the plan of `facts`: PatchFacts.line, and when an earlier plan was
         refused after its planning fitted, by how many bytes over which limit."""
+        nhwc = "every layer in NHWC (no plan fits in the layouts chosen per subgraph)"
+        line = f"layer by layer with {nhwc}" if facts is None else facts.line() + (f"; {nhwc}" if self._in_nhwc else "")
         after = [r for r in self._refused if r.flash is not None]
         if not after:
-            return facts.line()
+            return line
         last = after[-1]
         over = ", ".join(f"{o.memory} {o.excess_bytes:,} B over" for o in last.overruns)
         plan = last.facts.what if last.facts.driver is not None else f"{last.facts.grid[0]}x{last.facts.grid[1]}"
         when = "after its build" if last.ram is not None else "on its weights, before its planning"
-        return f"{facts.line()}; {plan} up to window stage {last.facts.cut} was refused {when} ({over})"
+        return f"{line}; {plan} up to window stage {last.facts.cut} was refused {when} ({over})"
 
     def _refusal(self) -> DoesNotFitError:
         layer_by_layer, overruns = _refusal(self._profile, self._model, self._ram)
         if not self._refused:
             return DoesNotFitError(f"{layer_by_layer}; no chain of windowed NHWC stages from a model input to run "
-                                   "patch by patch", overruns)
+                                   "patch by patch" + (", nor with every layer in NHWC" if self._in_nhwc else ""),
+                                   overruns)
         best = min(self._refused, key=lambda refused: refused.excess_bytes)
         if best.ram is None:  # refused on its weights: its arena is the cost model's estimate
             facts = best.facts
@@ -402,7 +443,8 @@ class AutoSearch:
         if best.flash is not None:
             limits.append(f"{best.flash.what()} need {best.flash.total_bytes:,} B of flash"
                           + _over(best.flash.total_bytes - self._profile.flash_bytes))
-        return DoesNotFitError(f"{layer_by_layer}; patch by patch at best ({plan}) {', '.join(limits)}",
+        layout = " with every layer in NHWC" if best.nhwc else ""
+        return DoesNotFitError(f"{layer_by_layer}; patch by patch{layout} at best ({plan}) {', '.join(limits)}",
                                best.overruns)
 
 

@@ -63,6 +63,10 @@ if TYPE_CHECKING:
     from tvm_ext.plan.unit_assignment import UnitChoice
     from tvm_ext.reference.outputs import RunningReference
 
+# The layout `--patches auto` searches its plans in too when the layouts chosen per subgraph give none that fits
+# (tvm_ext.transform.layout_per_subgraph.LAYOUTS: a window chain is of NHWC stages).
+NHWC = "NHWC"
+
 
 @dataclass(frozen=True)
 class FolderResult:
@@ -302,15 +306,27 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         search: AutoSearch | None = None  # auto's search, while its plans are tried
         layered: tuple[Planned, RamUse] | None = None  # auto's layer-by-layer plan and RAM, its forms taken instead
 
-        def compile_with(cut: PatchCut) -> tuple[Lowered, Generated, Planned, RamUse]:
-            with_cut = passes(imported, profile, tvm_target, options.layout, cut)
+        def compile_with(cut: PatchCut | None, layout: str | None = options.layout,
+                         chain_func=func) -> tuple[Lowered, Generated, Planned, RamUse]:
+            """The plan of `cut` (None: layer by layer) of `chain_func` (main as the patch pass sees it in `layout`),
+            compiled and planned."""
+            with_cut = passes(imported, profile, tvm_target, layout, cut)
             generated_cut = codegen(with_cut, imported, profile, tvm_target, options.jobs)
             if options.input_rows:
-                generated_cut = _with_row_input(generated_cut, func, cut, file_name)
+                generated_cut = _with_row_input(generated_cut, chain_func, cut, file_name)
             # a plan whose weights alone exceed the flash is refused before its planning (which places no weight)
             refuse_unless_weights_fit(profile, generated_cut.plan.model, planned_flash(generated_cut.plan, stack_later))
             planned_cut = planning(generated_cut.plan, profile, options.io_in_arena)
             return with_cut, generated_cut, planned_cut, planned_cut.ram(profile, stack_later)
+
+        def in_nhwc() -> tuple[Any, Callable[[PatchCut | None], tuple[Lowered, Generated, Planned, RamUse]]]:
+            """Main as the patch pass sees it with every layer in NHWC, and `compile_with` in that layout."""
+            nhwc = main_for_patches(imported, tvm_target, NHWC)
+            return nhwc, lambda cut: compile_with(cut, NHWC, nhwc)
+
+        # auto searches NHWC too when the layouts the passes chose (no --layout) put a subgraph in another
+        nhwc_search = in_nhwc if options.layout is None and any(
+            choice.layout != NHWC for choice in forward_lowered.layouts) else None
 
         if grid_plan is not None:
             patched = stage("patches", lambda: grid_patch_facts(func, grid_plan, planned), PatchFacts.line)
@@ -327,7 +343,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         if grid_plan is None and request == AUTO and (ram.total_bytes > profile.sram_bytes or options.input_rows):
             early.discard()  # the plans' kernels replace these: their objects are not the bundle's
             scratch_choice = scratch_choice.none()  # the patch plans' kernels keep their scratch
-            search = AutoSearch(func, profile, planned, ram, compile_with, options.input_rows)
+            search = AutoSearch(func, profile, planned, ram, compile_with, options.input_rows, nhwc_search)
             lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
             early.start(generated)
         referenced_once: list[Any] = [] if checked is not None else [referenced]
@@ -371,11 +387,11 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                     # patch plans, searched from layer by layer, every kernel with its scratch.
                     early.discard()
                     scratch_choice = scratch_choice.none()
-                    search = AutoSearch(func, profile, *layered, compile_with, options.input_rows)
+                    search = AutoSearch(func, profile, *layered, compile_with, options.input_rows, nhwc_search)
                     lowered, generated, planned, ram, patched = _auto_stage(stage, search, search.next_fitting)
                     early.start(generated)
                     continue
-                if search is None or patched is None:
+                if search is None:
                     raise
                 # The plan does not fit a limit counted only now (its measured stack or code): the search goes on
                 # with the next plan.

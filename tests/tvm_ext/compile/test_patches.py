@@ -154,6 +154,41 @@ def test_plans_are_of_the_chain_in_the_layouts_the_passes_choose(tmp_path, reque
     assert "\n" not in str(refused.value) and not (tmp_path / "out").exists()
 
 
+
+@pytest.mark.parametrize("under_nhwc", [0, 1], ids=["layer_by_layer_in_nhwc", "patches_in_nhwc"])
+def test_auto_searches_nhwc_when_the_layouts_chosen_have_no_chain(tmp_path, under_nhwc):
+    """A small float model whose layout estimate puts its first convolutions in NCHW (lowpower, 4 channels: no
+    window chain of NHWC stages from the input) and whose layer-by-layer RAM does not fit: `auto` (with the
+    layouts chosen, no --layout) compiles it with every layer in NHWC, layer by layer when that fits (no extra
+    MACs), else patch by patch (a board `under_nhwc` byte below layer by layer in NHWC), its self-test passing,
+    instead of refusing the model."""
+    model = tmp_path / "residual_float.tflite"
+    model.write_bytes(residual_model((32, 32), 4, float32=True))
+    whole = tvm_ext.compile(model, "lowpower", tmp_path / "whole", build=False)
+    layouts = json.loads((tmp_path / "whole" / "manifest.json").read_text())["subgraph_layouts"]
+    assert layouts[0]["layout"] == "NCHW"  # the case this test is about
+    nhwc = tvm_ext.compile(model, "lowpower", tmp_path / "nhwc", build=False, layout="nhwc")
+    assert nhwc.total_ram_bytes < whole.total_ram_bytes
+    lines: list[str] = []
+    sram = nhwc.total_ram_bytes - under_nhwc if under_nhwc else whole.total_ram_bytes - 1
+    bundle = tvm_ext.compile(model, _board(tmp_path, sram), tmp_path / "out", log=lines.append)
+    assert bundle.selftest.passed and bundle.total_ram_bytes <= sram
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert {choice["layout"] for choice in manifest["subgraph_layouts"]} == {"NHWC"}
+    assert ("patches" in manifest) == bool(under_nhwc)
+    said = [line for line in lines if line.split()[:1] == ["patches"]]
+    assert len(said) == 1 and "every layer in NHWC" in said[0]
+
+
+def test_auto_refuses_in_one_line_when_no_plan_fits_in_nhwc_either(tmp_path):
+    """The same model on a board where no plan fits, in the layouts chosen or in NHWC: one line, naming the best
+    plan with every layer in NHWC."""
+    model = tmp_path / "residual_float.tflite"
+    model.write_bytes(residual_model((32, 32), 4, float32=True))
+    with pytest.raises(DoesNotFitError, match=r"; patch by patch with every layer in NHWC at best \(") as refused:
+        tvm_ext.compile(model, _board(tmp_path, 14_000), tmp_path / "out", build=False)
+    assert "\n" not in str(refused.value) and not (tmp_path / "out").exists()
+
 @pytest.mark.slow
 def test_the_default_auto_runs_patches_only_where_layer_by_layer_does_not_fit(tmp_path):
     model = tmp_path / "chain.tflite"
