@@ -11,6 +11,7 @@ import tvm
 from tvm import te, tirx
 
 from c_checks import STRICT_WARNINGS
+from packager.fixed_point_c import EXPF, requantize_helpers_c
 from tvm_ext.codegen import codegen_c
 from tvm_ext.codegen.codegen_c import generate_c, kernel_bodies
 from tvm_ext.layers import NUM_OUTPUTS_ATTR
@@ -24,10 +25,11 @@ def _kernel(inputs: list, output) -> tirx.PrimFunc:
     return te.create_prim_func([*inputs, output]).with_attr(NUM_OUTPUTS_ATTR, 1)
 
 
-def _strict_build(tmp_path, c_text: str) -> None:
-    """`c_text` compiles with gcc under the bundle's warning bar (CalledProcessError with gcc's messages)."""
+def _strict_build(tmp_path, c_text: str, helpers_c: str = "") -> None:
+    """`c_text` compiles with gcc under the bundle's warning bar (CalledProcessError with gcc's messages), after
+    ``helpers_c`` (the bundle helpers its kernels call, as a bundle's internal header defines them)."""
     source = tmp_path / "kernels.c"
-    source.write_text(c_text)
+    source.write_text(("#include <stdint.h>\n" + helpers_c + "\n" if helpers_c else "") + c_text)
     subprocess.run(["gcc", "-std=c99", "-c", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), str(source),
                     "-o", str(tmp_path / "kernels.o")], check=True, capture_output=True, text=True)
 
@@ -39,15 +41,18 @@ def test_codegen_c_has_no_text_rewriting():
 
 
 def test_kernels_c_is_includes_and_definitions_only(tmp_path):
-    """No TVM prologue and no forward declaration (TVM declared `expf` once per kernel calling it)."""
+    """No TVM prologue and no forward declaration (TVM declared `expf` once per kernel calling it); the kernels
+    call the bundle's own expf (`t_expf`, packager/templates/float_math_expf.h.in), which the source lists."""
     x = te.placeholder((4,), "float32", name="x")
     kernels = {f"t_exp_{k}": _kernel([x], te.compute((4,), lambda i: te.exp(x[i]), name="y")) for k in "ab"}
-    text = generate_c(kernels, TARGET, "t").c_text
+    source = generate_c(kernels, TARGET, "t")
+    text = source.c_text
     top_level = [line for line in text.splitlines() if line and not line.startswith(" ")]
     assert top_level == ["#include <stdint.h>", "#include <math.h>", "#include <stdbool.h>",
                          "void t_exp_a(const float* input0, float* output0) {", "}",
                          "void t_exp_b(const float* input0, float* output0) {", "}"]
-    _strict_build(tmp_path, text)
+    assert source.requantize_roundings == (EXPF,) and "t_expf(" in text and " expf(" not in text
+    _strict_build(tmp_path, text, requantize_helpers_c("t", source.requantize_roundings))
 
 
 def test_int32_min_is_spelled_in_the_tir_so_c_types_it_int(tmp_path):
