@@ -1,12 +1,12 @@
-"""A float bundle computes one answer on every target: the shared float models whose kernels call a
-transcendental (SOFTMAX's exp: pretrainedResnet, vww_96_float) and one without (hello_world_float), compiled for
-`lowpower` (generic_c, run on the host with glibc) and for emulated cores with and without an FPU (newlib or
-picolibc there), give the same output bytes on the same inputs. Before the bundle had its own expf
-(packager/templates/float_math_expf.h.in) the C libraries' expf made the boards' last bits differ from the host's
-(1 ULP in the softmax). The comparing driver is tests/cortex_m_many_inputs.py's; the board build is the bundle's
-own (its runner's). Each core's profile is given SRAM enough for the models layer by layer (ROOMY_SRAM_BYTES: the
-SRAM is only checked, never read by the code generation), as the bits, not the fit, are under test (vww_96_float
-does not fit rv32imafc's 276 KiB layer by layer)."""
+"""A float bundle computes one answer on every target: a shared float model whose kernels call a transcendental
+(SOFTMAX's exp: pretrainedResnet) and one without (hello_world_float), compiled for `lowpower` (generic_c, run on
+the host with glibc) and for emulated cores with and without an FPU (newlib or picolibc there), give the same
+output bytes on the same inputs. Before the bundle had its own expf (packager/templates/float_math_expf.h.in) the C
+libraries' expf made the boards' last bits differ from the host's (1 ULP in the softmax; vww_96_float's too, whose
+pairs the backend suite compares with --backend-suite). The comparing driver is tests/cortex_m_many_inputs.py's;
+the board build is the bundle's own (its runner's). Each core's profile is given SRAM enough for the models layer
+by layer (ROOMY_SRAM_BYTES: the SRAM is only checked, never read by the code generation), as the bits, not the
+fit, are under test."""
 
 from __future__ import annotations
 
@@ -20,8 +20,7 @@ import pytest
 from conftest import profile_build_config
 from cortex_m_many_inputs import driver_c
 
-FLOAT_MODELS = ["tflm/hello_world_float.tflite", "mlperf_tiny/pretrainedResnet.tflite",
-                "mlperf_tiny/vww_96_float.tflite"]
+FLOAT_MODELS = ["tflm/hello_world_float.tflite", "mlperf_tiny/pretrainedResnet.tflite"]
 PROFILES = ["cortex-m4f", "cortex-m33", "rv32imafc", "rv32imc"]
 CASES = 2
 ROOMY_SRAM_BYTES = 1 << 20
