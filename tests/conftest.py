@@ -167,7 +167,9 @@ def pytest_collection_modifyitems(config, items) -> None:
     the whole backend suite takes some 1,100 CPU-seconds, beyond CI's budget of the test suite."""
     if config.getoption("--backend-suite"):
         return
-    deselected = [item for item in items if item.get_closest_marker("backend_suite") is not None]
+    kept, deselected = [], []
+    for item in items:
+        (kept if item.get_closest_marker("backend_suite") is None else deselected).append(item)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if item.get_closest_marker("backend_suite") is None]
+        items[:] = kept

@@ -8,6 +8,7 @@ caller's buffers (not planned into the arena, not read row by row)."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -105,6 +106,34 @@ def printed_outputs(printed: str, outputs: Sequence[tuple[str, int]]) -> list[li
     arrays = [np.frombuffer(bytes.fromhex(line), np.dtype(outputs[index % len(outputs)][0]))
               for index, line in enumerate(lines)]
     return [arrays[start:start + len(outputs)] for start in range(0, len(arrays), len(outputs))]
+
+
+def bundle_outputs(bundle) -> list[tuple[str, int]]:
+    """Each output of ``bundle`` (a compiled Bundle): its dtype name and elements, in the model's order."""
+    return [(bundle.plan.tensors[name].dtype, bundle.plan.tensors[name].elements) for name in bundle.plan.outputs]
+
+
+def host_outputs(bundle, cases: Sequence[Sequence[np.ndarray]], work: Path) -> list[list[np.ndarray]]:
+    """The outputs of the host-built ``bundle`` on each case in turn (`sequence_driver_c` printing them, built in
+    ``work`` with the host's cc and the bundle's library), read back by `printed_outputs`."""
+    work.mkdir()
+    (work / "driver.c").write_text(sequence_driver_c(bundle.plan.model, cases, bundle_outputs(bundle)))
+    program = work / "driver"
+    subprocess.run(["cc", "-std=c99", "-I", str(bundle.out_dir), str(work / "driver.c"), str(bundle.library), "-lm",
+                    "-o", str(program)], check=True)
+    printed = subprocess.run([str(program)], check=True, capture_output=True, text=True).stdout
+    return printed_outputs(printed, bundle_outputs(bundle))
+
+
+def emulated_run(runner, bundle, cases: Sequence[Sequence[np.ndarray]],
+                 expected: Sequence[Sequence[np.ndarray]], work: Path):
+    """The comparing `sequence_driver_c`'s run of ``bundle`` on ``runner`` (the profile's emulated runner), built
+    by the bundle's own cross build from a copy in ``work``; an EmulatedRun (PASS_LINE in its output when every
+    byte matched)."""
+    copy = work / bundle.out_dir.name
+    shutil.copytree(bundle.out_dir, copy)
+    (copy / "selftest.c").write_text(sequence_driver_c(bundle.plan.model, cases, bundle_outputs(bundle), expected))
+    return runner.run_program(runner.build(copy), timeout_s=1800)
 
 
 def driver_c(model: str, inputs: list[np.ndarray], expected: list[np.ndarray]) -> str:

@@ -18,8 +18,6 @@ runs all of them (some 1,100 CPU-seconds, measured on 2 cores under load: 169 pa
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +29,7 @@ from target import load_profile
 from target.loading import profile_names
 from tvm_ext.compile import CompileError, DoesNotFitError
 
-from cortex_m_many_inputs import PASS_LINE, printed_outputs, sequence_driver_c
+from cortex_m_many_inputs import PASS_LINE, bundle_outputs, emulated_run, host_outputs
 
 GENERIC_PROFILE = "lowpower"
 MODEL_SUFFIXES = (".tflite", ".onnx")
@@ -113,11 +111,6 @@ def _cases(bundle, count: int) -> list[list[np.ndarray]]:
     return cases
 
 
-def _outputs(bundle) -> list[tuple[str, int]]:
-    """Each output's dtype name and elements, in the model's order."""
-    return [(bundle.plan.tensors[name].dtype, bundle.plan.tensors[name].elements) for name in bundle.plan.outputs]
-
-
 def _case_count(emulated) -> int:
     """How many cases the pair runs: MAX_CASES, fewer where the `emulated` bundle's inference takes many
     instructions (CASES_BUDGET_INSTRUCTIONS), at least MIN_CASES."""
@@ -143,9 +136,9 @@ def test_backend_matches_generic_c_bit_for_bit(compiled, tmp_path: Path, record_
         assert all(o.memory in str(other) for o in other.overruns), str(other)
         return
     cases = _cases(generic, _case_count(other))
-    expected = _host_outputs(generic, cases, tmp_path / "host")
+    expected = host_outputs(generic, cases, tmp_path / "host")
     assert len(expected) == len(cases)
-    run = _emulated_run(profile, other, cases, expected, tmp_path / "emulated")
+    run = emulated_run(profile_build_config(profile).emulated, other, cases, expected, tmp_path / "emulated")
     record_property("outcome", f"compared {len(cases)} cases")
     called = _library_transcendentals(generic)
     assert run.exit_status == 0 and PASS_LINE in run.stdout, (
@@ -162,29 +155,9 @@ LIBRARY_TRANSCENDENTALS = ("expf", "expm1f", "logf", "log1pf", "powf", "tanhf", 
 
 def _library_transcendentals(bundle) -> list[str]:
     """The LIBRARY_TRANSCENDENTALS the bundle's kernels call, when it has a float output (none otherwise)."""
-    if not any(dtype.startswith("float") for dtype, _ in _outputs(bundle)):
+    if not any(dtype.startswith("float") for dtype, _ in bundle_outputs(bundle)):
         return []
     kernels = "\n".join(path.read_text() for path in bundle.out_dir.glob("*_kernels.c"))
     return [name for name in LIBRARY_TRANSCENDENTALS if re.search(rf"\b{name}\(", kernels)]
 
 
-def _host_outputs(bundle, cases: list[list[np.ndarray]], work: Path) -> list[list[np.ndarray]]:
-    """The outputs of the (host-built) bundle on each case in turn, read back from the bytes its driver prints."""
-    work.mkdir()
-    (work / "driver.c").write_text(sequence_driver_c(bundle.plan.model, cases, _outputs(bundle)))
-    program = work / "driver"
-    subprocess.run(["cc", "-std=c99", "-I", str(bundle.out_dir), str(work / "driver.c"), str(bundle.library), "-lm",
-                    "-o", str(program)], check=True)
-    printed = subprocess.run([str(program)], check=True, capture_output=True, text=True).stdout
-    return printed_outputs(printed, _outputs(bundle))
-
-
-def _emulated_run(profile: str, bundle, cases: list[list[np.ndarray]], expected: list[list[np.ndarray]],
-                  work: Path):
-    """The comparing driver's run of `bundle` (compiled for `profile`) on its emulated board, built by the
-    bundle's own cross build (its runner's); an EmulatedRun."""
-    runner = profile_build_config(profile).emulated
-    copy = work / bundle.out_dir.name
-    shutil.copytree(bundle.out_dir, copy)
-    (copy / "selftest.c").write_text(sequence_driver_c(bundle.plan.model, cases, _outputs(bundle), expected))
-    return runner.run_program(runner.build(copy), timeout_s=1800)

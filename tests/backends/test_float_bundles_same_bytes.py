@@ -10,15 +10,13 @@ fit, are under test."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from conftest import profile_build_config
-from cortex_m_many_inputs import driver_c
+from cortex_m_many_inputs import PASS_LINE, emulated_run, host_outputs
 
 FLOAT_MODELS = ["tflm/hello_world_float.tflite", "mlperf_tiny/pretrainedResnet.tflite"]
 PROFILES = ["cortex-m4f", "cortex-m33", "rv32imafc", "rv32imc"]
@@ -39,36 +37,11 @@ def roomy_profile(tmp_path_factory):
     return path
 
 
-def _inputs(bundle, count: int) -> list[np.ndarray]:
-    """`count` seeded float inputs in [-1, 1) of the bundle's one input (seed 2027: not the self-test's)."""
+def _cases(bundle, count: int) -> list[list[np.ndarray]]:
+    """`count` seeded float cases in [-1, 1) of the bundle's one input (seed 2027: not the self-test's)."""
     rng = np.random.default_rng(2027)
     tensor = bundle.plan.tensors[bundle.plan.inputs[0]]
-    return [rng.uniform(-1.0, 1.0, tensor.shape).astype(np.float32) for _ in range(count)]
-
-
-def _host_outputs(bundle, inputs: list[np.ndarray], work: Path) -> list[np.ndarray]:
-    """The host-built generic_c bundle's output on each input: its bytes printed by a small driver."""
-    work.mkdir()
-    model = bundle.plan.model
-    output = bundle.plan.tensors[bundle.plan.outputs[0]]
-    lines = ["#include <stdint.h>", "#include <stdio.h>", "#include <string.h>", f'#include "{model}.h"',
-             *(f"static const uint32_t input{i}[{x.size}] = {{{', '.join(f'0x{w:08x}u' for w in x.view(np.uint32).ravel())}}};"
-               for i, x in enumerate(inputs)),
-             f"static float output[{output.elements}];", "int main(void)", "{"]
-    for i in range(len(inputs)):
-        lines += [f"  if ({model}_run((const float *)(const void *)input{i}, output) != 0) return 1;",
-                  "  for (size_t j = 0; j < sizeof output / sizeof output[0]; ++j) {",
-                  "    uint32_t bits; memcpy(&bits, &output[j], sizeof bits); printf(\"%08lx\\n\", (unsigned long)bits);",
-                  "  }"]
-    lines += ["  return 0;", "}", ""]
-    (work / "driver.c").write_text("\n".join(lines))
-    program = work / "driver"
-    subprocess.run(["cc", "-std=c99", "-I", str(bundle.out_dir), str(work / "driver.c"), str(bundle.library), "-lm",
-                    "-o", str(program)], check=True)
-    words = [int(line, 16) for line in subprocess.run([str(program)], check=True, capture_output=True,
-                                                      text=True).stdout.split()]
-    return [np.array(words[i * output.elements:(i + 1) * output.elements], np.uint32).view(np.float32)
-            for i in range(len(inputs))]
+    return [[rng.uniform(-1.0, 1.0, tensor.shape).astype(np.float32)] for _ in range(count)]
 
 
 @pytest.mark.slow
@@ -77,11 +50,7 @@ def _host_outputs(bundle, inputs: list[np.ndarray], work: Path) -> list[np.ndarr
 def test_a_float_bundle_gives_the_hosts_bytes_on_every_core(compiled, roomy_profile, tmp_path: Path, model: str,
                                                             profile: str) -> None:
     generic, other = compiled(model), compiled(model, roomy_profile(profile))
-    inputs = _inputs(generic, CASES)
-    expected = _host_outputs(generic, inputs, tmp_path / "host")
-    copy = tmp_path / "board" / other.out_dir.name
-    shutil.copytree(other.out_dir, copy)
-    (copy / "selftest.c").write_text(driver_c(other.plan.model, inputs, expected))
-    runner = profile_build_config(profile).emulated
-    run = runner.run_program(runner.build(copy), timeout_s=1800)
-    assert run.exit_status == 0 and "many inputs: PASS" in run.stdout, f"{run.ending}: {run.stdout}"
+    cases = _cases(generic, CASES)
+    expected = host_outputs(generic, cases, tmp_path / "host")
+    run = emulated_run(profile_build_config(profile).emulated, other, cases, expected, tmp_path / "board")
+    assert run.exit_status == 0 and PASS_LINE in run.stdout, f"{run.ending}: {run.stdout}"
