@@ -57,6 +57,9 @@ the helpers of `backends.cortex_m.helpers`.
 - `window1_conv` (DSP cores without MVE): an int8 convolution whose window reads few input channels (an RGB stem)
   as one call of the few-channel helper (four pixels per weight word), the kernel the int8 lowering writes
   (`KernelSchedules.few_channel_conv`);
+- `biased_requantize` (DSP cores without MVE): last, an element loop's (an int8 elementwise chain's, an integer
+  QUANTIZE's) scalar requantizations and the zero points after them as calls of the biased requantization (SMMLAR
+  with the zero point in its bias);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
   without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for, and an int8
   LSTM's gate products over interleaved weights as the interleaved dual MAC).
