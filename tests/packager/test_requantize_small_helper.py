@@ -190,8 +190,9 @@ def test_quantized_multiplier_bound_holds_for_the_largest_input():
 
 def test_int8_add_rescales_with_the_small_helper_bit_exactly_under_qemu(tmp_path):
     """TFLite's ADD of two inputs of different scales: the larger's rescale is an exact halving, the other's
-    and the output's the small-accumulator helper; the self-test on the emulated Cortex-M4F (SMMULR) matches
-    TFLite Micro bit for bit. Fewer output elements than VALUES_ELEMENTS: larger ADDs take the DSP cores' kernel
+    and the output's the small-accumulator helper, which the DSP cores' element loop computes as the biased helper
+    with the zero point (backends/cortex_m/schedules/biased_requantize.py); the self-test on the emulated
+    Cortex-M4F (SMMLAR) matches TFLite Micro bit for bit. Fewer output elements than VALUES_ELEMENTS: larger ADDs take the DSP cores' kernel
     from tabled values (tests/backends/cortex_m/test_dsp_add.py), not this generic one."""
     shape = (2, 7, 16)
     assert np.prod(shape) < VALUES_ELEMENTS
@@ -204,4 +205,5 @@ def test_int8_add_rescales_with_the_small_helper_bit_exactly_under_qemu(tmp_path
     assert bundle.selftest.passed
     kernels = (tmp_path / "out" / "add_kernels.c").read_text()
     small = requantize_helper_name("add", SMALL_RIGHT_SHIFT)
-    assert kernels.count(f"{small}(") == 2 and "requantize_double(" not in kernels
+    assert kernels.count("add_requantize_biased") == 2 and f"{small}(" not in kernels, kernels
+    assert "requantize_double(" not in kernels

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from tvm import te, tirx
 
-from .fixed_point import Rounding, clamp_to_type, multiply_by_quantized_multiplier
+from .fixed_point import Rounding, clamp_to_type, largest_centered, multiply_by_constant_quantized_multiplier
 
 
 def quantize_int8(data: te.Tensor, *, scale: float, zero_point: int, dtype: str = "int8") -> te.Tensor:
@@ -43,12 +43,16 @@ def dequantize_int8(data: te.Tensor, *, scale: float, zero_point: int) -> te.Ten
 def requantize_integer(data: te.Tensor, *, input_zero_point: int, multiplier: int, shift: int,
                        output_zero_point: int, out_dtype: str, rounding: Rounding) -> te.Tensor:
     """An integer QUANTIZE (int8/int16 -> int8/int16/int32): TFLM's Requantize,
-    clamp(MBQM(q - input_zero_point, multiplier, shift) + output_zero_point) in ``out_dtype``."""
+    clamp(MBQM(q - input_zero_point, multiplier, shift) + output_zero_point) in ``out_dtype``; the requantization
+    the cheapest helper whose contract the constants and the input's range meet (a right shift of an int8 or int16
+    value: the small-accumulator one, which a DSP core's element loop computes as one SMMLAR with the zero point,
+    `backends.cortex_m.schedules.biased_requantize`)."""
     info = np.iinfo(out_dtype)
+    largest = largest_centered(str(data.dtype), input_zero_point)
 
     def value(*i):
-        scaled = multiply_by_quantized_multiplier(data(*i).astype("int32") - input_zero_point, multiplier, shift,
-                                                  rounding)
+        scaled = multiply_by_constant_quantized_multiplier(data(*i).astype("int32") - input_zero_point, multiplier,
+                                                           shift, rounding, largest)
         if out_dtype == "int32":  # the clamp to int32 is the identity; the zero point is added in int64, wrapped
             return tirx.Cast("int32", tirx.Cast("int64", scaled) + output_zero_point)
         return clamp_to_type(scaled + output_zero_point, int(info.min), int(info.max), out_dtype)

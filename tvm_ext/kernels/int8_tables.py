@@ -68,22 +68,25 @@ PAIR_DIFFERENCES = 2 * TABLE_SIZE - 1
 """The entries of `softmax_pair_table`: one per difference of two int8 values, -255..255."""
 
 
-def softmax_pair_table(params: SoftmaxParams, rounding: Rounding) -> np.ndarray:
-    """int8[511]: TFLM's int8 SOFTMAX of a row of two, the output of an element ``index - 255`` above the other
-    (a row of two is a function of its one difference: the larger element's exp term is the table's term 0, the
-    other's term ``k`` for a difference ``k``). Each entry is the row's arithmetic (``softmax_exp_table``'s terms,
-    their Q12.19 sum, its gemmlowp reciprocal, each output scaled to 1/256 and offset by -128) in int64 numpy."""
+def softmax_pair_table(params: SoftmaxParams, rounding: Rounding, out_dtype: str = "int8") -> np.ndarray:
+    """int8[511] (``out_dtype`` "int16": int16[511]): TFLM's int8 SOFTMAX of a row of two, the output of an element
+    ``index - 255`` above the other (a row of two is a function of its one difference: the larger element's exp
+    term is the table's term 0, the other's term ``k`` for a difference ``k``). Each entry is the row's arithmetic
+    (``softmax_exp_table``'s terms, their Q12.19 sum, its gemmlowp reciprocal, each output scaled to 1/256 and
+    offset by -128, or for TFLM's int8-in, int16-out softmax to 1/65536 and offset by -32768) in int64 numpy."""
+    bits = np.iinfo(out_dtype).bits
+    low, high = int(np.iinfo(out_dtype).min), int(np.iinfo(out_dtype).max)
     terms = softmax_exp_table(params, rounding).astype(np.int64)
-    table = np.empty(PAIR_DIFFERENCES, np.int8)
+    table = np.empty(PAIR_DIFFERENCES, out_dtype)
     for k in range(TABLE_SIZE):
         larger, smaller = terms[0], terms[k]
         total = int(fp.rounding_divide_by_pot(larger, 12) + fp.rounding_divide_by_pot(smaller, 12))
         headroom = 32 - total.bit_length()
         reciprocal = fp.one_over_one_plus_x(np.int64((total << headroom) - (1 << 31)))
-        exponent = 35 - headroom  # the sum's bits over the unit (12 - headroom) + 31 - 8
+        exponent = 12 - headroom + 31 - bits  # the sum's bits over the unit + 31 - the output's bits
         for index, term in ((TABLE_SIZE - 1 + k, larger), (TABLE_SIZE - 1 - k, smaller)):
             value = fp.rounding_divide_by_pot(fp.saturating_rounding_doubling_high_mul(reciprocal, term), exponent)
-            table[index] = np.clip(int(value) - 128, -128, 127)
+            table[index] = np.clip(int(value) + low, low, high)
     return table
 
 

@@ -149,9 +149,10 @@ def softmax_int8(data: te.Tensor, exp_table: te.Tensor, *, out_dtype: str = "int
 
 
 def softmax_pair_int8(data: te.Tensor, pair_table: te.Tensor) -> te.Tensor:
-    """Softmax over a last axis of two int8 elements (output int8, scale 1/256, zero point -128) as one lookup per
-    element: ``pair_table[x - the row's other element + 255]`` (``int8_tables.softmax_pair_table``, int8[511]),
-    which a row of two is a function of. The generic kernel's arithmetic per row (maximum, sum, reciprocal,
+    """Softmax over a last axis of two int8 elements (output int8, scale 1/256, zero point -128, or int16, scale
+    1/65536, zero point -32768: the table's type) as one lookup per element: ``pair_table[x - the row's other
+    element + 255]`` (``int8_tables.softmax_pair_table``, int8[511] or int16[511]), which a row of two is a
+    function of. The generic kernel's arithmetic per row (maximum, sum, reciprocal,
     scaling) happens once, at compile time."""
     shape = [int(d) for d in data.shape]
     if shape[-1] != 2 or [int(d) for d in pair_table.shape] != [PAIR_DIFFERENCES]:

@@ -19,7 +19,8 @@ these modules name the helpers and list the templates a bundle defines:
   its kernels' calls record;
 - `add_s8_values.h.in`, the output stage of int8 ADD, SUB and SQUARED_DIFFERENCE from the operands' values tabled at
   compile time (DSP cores): a library of its own that only its kernels' calls record, named with its kernel
-  (`backends.cortex_m.schedules.dsp_add`);
+  (`backends.cortex_m.schedules.dsp_add`); `requantize_biased.h.in`, an element loop's scalar requantization with
+  the zero point in its bias (DSP cores), likewise (`backends.cortex_m.schedules.biased_requantize`);
 - `copy_c`: the ascending copy (the SVDF state update's shift in place) and the int8 maximum of two runs
   (MAX_POOL_2D's window taps as runs, DSP cores);
 - `helium_c`: the Helium (MVE) bodies of the dual MAC, the depthwise MAC and the row dot product, which a

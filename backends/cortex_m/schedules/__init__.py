@@ -57,6 +57,9 @@ the helpers of `backends.cortex_m.helpers`.
 - `window1_conv` (DSP cores without MVE): an int8 convolution whose window reads few input channels (an RGB stem)
   as one call of the few-channel helper (four pixels per weight word), the kernel the int8 lowering writes
   (`KernelSchedules.few_channel_conv`);
+- `biased_requantize` (DSP cores without MVE): last, an element loop's (an int8 elementwise chain's, an integer
+  QUANTIZE's) scalar requantizations and the zero points after them as calls of the biased requantization (SMMLAR
+  with the zero point in its bias);
 - `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
   without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for, and an int8
   LSTM's gate products over interleaved weights as the interleaved dual MAC).
@@ -75,6 +78,7 @@ from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules import pair_tiles
 from backends.cortex_m.schedules.batch_matmul import int8_batch_matmul
+from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
 from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_runs,
                                                         copied_window_length, has_short_rows, window_buffer,
                                                         windowed_border)
@@ -151,13 +155,16 @@ class DualMacSchedules:
         fused tiles helper for an interior pixel and one call of the border helper for a border pixel
         (`depthwise_tiles`, DSP_TILES: int16 weights, widened by the lowering; DSP_TILES_S8 the interior of a layer
         of int8 weights), and a FULLY_CONNECTED's loop over eight or more tiles of stacked weights as one call of the
-        fused fully connected tiles (`fc_tiles`): the sums start at the biases in registers."""
+        fused fully connected tiles (`fc_tiles`): the sums start at the biases in registers; last, an element
+        loop's scalar requantizations and the zero points after them as calls of the biased requantization
+        (`biased_requantize`)."""
         epilogues = requantize_epilogue_calls(func, helper=DSP_EPILOGUE)
         pairs = pair_tiles_calls(epilogues)
         pairs = quad_tiles_calls(pairs) if self.quads else pairs
         tiled = depthwise_tiles_calls(conv_tiles_calls(pairs, DSP_CONV_TILES), DSP_TILES)
         tiled = fc_tiles_calls(tiled)  # a FULLY_CONNECTED's tiles of stacked weights
-        return depthwise_tiles_calls(tiled, DSP_TILES_S8)  # a layer whose weights the lowering did not widen
+        tiled = depthwise_tiles_calls(tiled, DSP_TILES_S8)  # a layer whose weights the lowering did not widen
+        return biased_requantize_calls(tiled)  # an element loop's rescales (`biased_requantize`)
 
     @staticmethod
     def channel_tiles(sch, block) -> tuple[int, ...]:

@@ -51,19 +51,23 @@ def dsp_add_values(lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, multiplie
     """TFLite's int8 ADD (or SUB) of `lhs` and `rhs` (int8, broadcast) from their doubled rescaled values, or with
     `squared` SQUARED_DIFFERENCE from their rescaled values: an operand of `lhs_scale` (`rhs_scale`) 0 is read from
     the next of `tables` (int32[256] each, indexed by the byte), another is its value times that scale (an exact
-    shift: `tvm_ext.transform.int8.binary.values_call`); the terms' sum s (squared: 2 s^2) through the output's
+    shift: `tvm_ext.transform.int8.binary.values_call`), an int32 operand (a small constant's) is its terms as they
+    are; the terms' sum s (squared: 2 s^2) through the output's
     `multiplier`, `right` shift and `bias` (`tvm_ext.kernels.elementwise.add_from_values`), clamped to `activation`
     (its `low` and `high`, output units; None: int8's range) where that is narrower than int8."""
     low, high = (-128, 127) if activation is None else (int(activation.low), int(activation.high))
     constants = tuple(tirx.const(int(value), "int32") for value in (multiplier, right, bias))
     remaining = iter(tables)
-    terms = [(operand, scale, None if scale else next(remaining))
+    terms = [(operand, scale, None if scale or str(operand.dtype) == "int32" else next(remaining))
              for operand, scale in ((lhs, lhs_scale), (rhs, rhs_scale))]
 
     def value(*index):
         total = tirx.const(0, "int32")
         for operand, scale, table in terms:
             x = broadcast_read(operand, index)
+            if str(operand.dtype) == "int32":  # a constant's terms, computed at compile time
+                total = total + x
+                continue
             total = total + (x.astype("int32") * scale if table is None else table[x.astype("uint8").astype("int32")])
         if squared:
             total = total * total * 2

@@ -40,6 +40,7 @@ from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLA
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
 from backends.cortex_m.helpers.window1_conv_c import WINDOW1_TEMPLATE
+from backends.cortex_m.schedules.biased_requantize import REQUANTIZE_BIASED_TEMPLATE
 from backends.cortex_m.schedules.dsp_add import ADD_VALUES_TEMPLATE
 from c_checks import build_for_cortex_m, run_c_program_under_qemu, run_c_unit_tests
 from emulator.tools import missing_tools
@@ -181,6 +182,11 @@ UNIT_TESTS_BY_HELPER = [
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the DSP requantization epilogue against the scalar helpers it replaces
     HelperUnitTest("requantize_small", (*SCALAR_REQUANTIZE_SMALL, REQUANTIZE_SMALL_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c,
+                                                helper_c=functools.partial(helper_template_c,
+                                                                           "backends.cortex_m.helpers"))),
+    # the DSP cores' biased requantization of an element loop against the scalar helper and zero point it replaces
+    HelperUnitTest("requantize_biased", (*SCALAR_REQUANTIZE_SMALL, REQUANTIZE_BIASED_TEMPLATE),
                    template_c=functools.partial(requantize_template_c,
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers"))),

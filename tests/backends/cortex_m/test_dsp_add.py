@@ -15,6 +15,8 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes, needs_cross_tools  # noqa: E402
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 from tvm_ext.transform.int8.binary import VALUES_ELEMENTS  # noqa: E402
 
 SHAPE = (1, 5, 7, 9)
@@ -65,6 +67,38 @@ def test_dsp_add_and_sub_read_tabled_values_and_stay_bit_exact(tmp_path):
 def test_small_adds_keep_the_generic_kernel(tmp_path):
     _bundle, kernels = bit_exact_bundle(tmp_path, "add", _model(FEW), "cortex-m4f", "mps2-an386")
     assert "_add_s8_value(" not in kernels
+
+
+def _constant_model() -> bytes:
+    """Input a [1, 6, 6, 5] (scale 0.05, zero point -128) and as model outputs a + k (k a constant [1, 1, 1, 5],
+    0.03, 1: a the larger scale, k's terms tabled values), k - a (a shifted, negated) and a + m (m a constant of
+    a's shape, 0.02, 127: 180 elements, its terms too)."""
+    rng = np.random.default_rng(5)
+    tensors = [Tensor("a", (1, 6, 6, 5), "int8", Quantization((0.05,), (-128,))),
+               Tensor("k", (1, 1, 1, 5), "int8", Quantization((0.03,), (1,)),
+                      rng.integers(-128, 128, (1, 1, 1, 5)).astype(np.int8)),
+               Tensor("m", (1, 6, 6, 5), "int8", Quantization((0.02,), (127,)),
+                      rng.integers(-128, 128, (1, 6, 6, 5)).astype(np.int8)),
+               Tensor("sum", (1, 6, 6, 5), "int8", Quantization((0.13,), (-3,))),
+               Tensor("difference", (1, 6, 6, 5), "int8", Quantization((0.09,), (11,))),
+               Tensor("sum_m", (1, 6, 6, 5), "int8", Quantization((0.2,), (40,)))]
+    plain = {"FusedActivationFunction": 0}
+    operators = [Operator("ADD", (0, 1), (3,), Options("AddOptions", plain)),
+                 Operator("SUB", (1, 0), (4,), Options("SubOptions", plain)),
+                 Operator("ADD", (0, 2), (5,), Options("AddOptions", plain))]
+    return build(Model(tensors, operators, (0,), (3, 4, 5)))
+
+
+@needs_cross_tools
+def test_a_small_constant_operand_is_read_as_its_terms(tmp_path):
+    """An ADD or SUB of an activation of the larger scale and a constant of at most PRESCALED_ELEMENTS elements
+    (a per-channel addend) on an output smaller than VALUES_ELEMENTS: the kernel from values, the constant's terms
+    computed at compile time (int32, the constant's shape; no 1 KB table), bit-exact."""
+    bundle, kernels = bit_exact_bundle(tmp_path, "constant", _constant_model(), "cortex-m4f", "mps2-an386")
+    assert 180 < VALUES_ELEMENTS and kernels.count("_add_s8_value(") == 3, kernels
+    weights = (bundle.out_dir / "constant_weights.c").read_text()
+    assert "[256]" not in weights, weights  # no table
+    host_selftest_passes(bundle.out_dir)
 
 
 def test_the_helper_library_compares_equal_after_a_worker_pickles_it():

@@ -167,6 +167,11 @@ and about 8 where it computes the rescale (fewer; cortex-m4f); smaller ones (an 
 the generic kernel, which fuses with their neighbours."""
 
 
+PRESCALED_ELEMENTS = 256
+"""The most elements of a constant operand that `values_call` gives the kernel as its terms (int32: 4 bytes each,
+at most the 1,024 B of a table) instead of a table indexed by its bytes."""
+
+
 def values_call(kind: str, core: relax.Call, lhs: Int8Input, rhs: Int8Input, output_zero_point: int,
                 params: AddParams, sign: int, ctx: LoweringContext, squared: bool = False) -> Optional[KernelCall]:
     """The call of the backend's int8 ADD or SUB (``sign`` 1 or -1), or with ``squared`` SQUARED_DIFFERENCE (sign
@@ -181,8 +186,15 @@ def values_call(kind: str, core: relax.Call, lhs: Int8Input, rhs: Int8Input, out
     kernel takes it as x times ``lhs_scale`` or ``rhs_scale`` (0 for a tabled operand) and its zero point's term is
     in the other operand's table (``int8_tables.scaled_operand_table``, rhs's times ``sign``); the kernel's operands
     are lhs, rhs, then the tables of the tabled operands, lhs's first; where both are of multiplier 1/2 (equal
-    scales) lhs is tabled."""
-    if ctx.int8_add_values is None or elements_of(core) < VALUES_ELEMENTS:
+    scales) lhs is tabled. A constant operand of at most PRESCALED_ELEMENTS elements is the kernel's operand as its
+    terms (int32, computed here as the kernel would: its table's entries, or its shift), read by the element's index
+    (no table: whatever the output's size where the other operand is TFLite's larger-scale one, a shift; a
+    per-channel addend)."""
+    if ctx.int8_add_values is None:
+        return None
+    constants = [ctx.graph.constant(operand.tensor) for operand in (lhs, rhs)]
+    prescaled = [value is not None and value.size <= PRESCALED_ELEMENTS for value in constants]
+    if elements_of(core) < VALUES_ELEMENTS and not any(prescaled):
         return None
     left_shift, factor = params.left_shift, 1 if squared else 2
     signs = (1, sign)
@@ -199,11 +211,22 @@ def values_call(kind: str, core: relax.Call, lhs: Int8Input, rhs: Int8Input, out
                   for k in range(2))
     stage = add_from_values(2 * largest * largest if squared else largest, params.output, output_zero_point,
                             ctx.rounding)
-    tables = tuple(table_constant(scaled_operand_table, *spec) for spec in specs if spec is not None)
-    if stage is None or not ctx.flash_budget.grants_all(tables, TABLE_SIZE * 4):
+    if stage is None:
+        return None
+    # a small constant operand: its terms at compile time (int32, its shape), read by the element's index
+    kernel_operands = [relax.const((shifted[k] * constants[k].astype(np.int32) if values[k] is None
+                                    else values[k][constants[k].astype(np.uint8)]).astype(np.int32))
+                       if prescaled[k] else operands[k].tensor for k in range(2)]
+    tables = tuple(table_constant(scaled_operand_table, *spec)
+                   for k, spec in enumerate(specs) if spec is not None and not prescaled[k])
+    if tables and elements_of(core) < VALUES_ELEMENTS:  # a table for the activation: not for a small output
+        return None
+    if not ctx.flash_budget.grants_all(tables, TABLE_SIZE * 4) or not all(
+            ctx.flash_budget.grants_all((operand,), 4 * constants[k].size)
+            for k, operand in enumerate(kernel_operands) if prescaled[k]):
         return None
     multiplier, right, bias = stage
-    return KernelCall(kind, core, ctx.int8_add_values, (lhs.tensor, rhs.tensor, *tables),
+    return KernelCall(kind, core, ctx.int8_add_values, (*kernel_operands, *tables),
                       {"multiplier": multiplier, "right": right, "bias": bias, "lhs_scale": shifted[0],
                        "rhs_scale": shifted[1], "squared": squared},
                       # its tables' loads indexed by the operands: the pattern of the kernel without them

@@ -55,10 +55,11 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall, Mismat
     if not last_axis or not _standard_output(out_dtype, out.quant.scale, out.quant.zero_point):
         return float_operator_mismatch(quantize, ctx)
     params = softmax_params(beta, data.quant.scale, ctx.rounding)
-    if out_dtype == "int8" and int(softmax.args[0].ty.shape[-1]) == 2:
+    if int(softmax.args[0].ty.shape[-1]) == 2:
         # a row of two is a function of its difference: one lookup per element (a 2-class head: vww_96_int8's
-        # 130 instructions per row on cortex-m4f with the softmax helper), a 511-byte table for the 1 KB exp table
-        pair_table = table_constant(softmax_pair_table, params, ctx.rounding)
+        # 130 instructions per row on cortex-m4f with the softmax helper; keyword_scrambled's int16 output 227 in
+        # the generic kernel), a 511-entry table (511 or 1,022 bytes) for the 1 KB exp table
+        pair_table = table_constant(softmax_pair_table, params, ctx.rounding, out_dtype)
         return FixedCall(KernelCall("SOFTMAX", softmax, softmax_pair_int8, (data.tensor, pair_table)))
     exp_table = table_constant(softmax_exp_table, params, ctx.rounding)
     # the backend's own kernel where it gives one (not of a constant input: that would be folded on the host,

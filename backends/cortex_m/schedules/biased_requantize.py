@@ -1,0 +1,136 @@
+"""The DSP cores' scalar requantizations of an element loop as calls of `<prefix>_requantize_biased`
+(`backends.cortex_m.helpers.templates.requantize_biased.h.in`: SMMLAR, the sign term and the shift, inlined with
+constant arguments), the zero point added after a requantization folded into its bias.
+
+The int8 elementwise kernels (ADD, SUB, MUL, the lookup tables of LOGISTIC and TANH, QUANTIZE between int8
+scales, and the chains of them FuseOps fuses: an unrolled GRU's gate arithmetic) compute each rescale as
+`requantize_double_small(acc, multiplier, shift)` (`packager.fixed_point_c`'s scalar helper, constant multiplier and
+shift), most of them followed by `+ zero_point`: SMMULR, the lowering of a negative, two shifts and the ceil-halving
+subtraction, then the addition, five instructions on cortex-m4f. `biased_requantize_calls` rewrites each such
+requantization of a kernel without scratch buffers (an element loop: a MAC or pool kernel's accumulators keep their
+epilogue, `requantize_epilogue`) as `requantize_biased(acc, multiplier, right, bias)` with bias 2^(right - 1) +
+(zero_point << right), three instructions (SMMLAR with the bias, the sign term, the shift). Bit-exact: the
+helper's contract proves it for -2^30 <= acc < 2^30 (the scalar helper's own domain), a multiplier 0..2^31 - 1,
+right 1..31 and |bias| <= BIAS_LIMIT (where the zero point would take the bias beyond it, the requantization takes
+bias 2^(right - 1) and keeps the addition after the call).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import tvm
+from tvm import s_tir, tirx
+
+from backends.backend import HelperLibrary
+from packager.fixed_point_c import REQUANTIZE_OPS, SATURATE_INT8_OP, SMALL_RIGHT_SHIFT
+from packager.template_files import helper_template_c
+from tvm_ext.tir.helper_calls import register_helper_call
+from tvm_ext.tir.tir_walk import map_child_stmts, map_nodes, walk
+
+REQUANTIZE_BIASED_TEMPLATE = "requantize_biased.h.in"
+"""The helper's hand-written C (`backends/cortex_m/helpers/templates/`, unit test `tests/c/test_requantize_biased.c`)."""
+BIAS_LIMIT = 2**30 - 2
+"""The largest |bias| of the helper's contract (no int32 step overflows)."""
+SMALL_OP = REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]
+"""The scalar requantization this pass rewrites (`requantize_double_small`)."""
+
+
+def requantize_biased_helper_c(prefix: str) -> str:
+    """The helper's C definition for the bundle `prefix` (it needs <stdint.h> only)."""
+    return helper_template_c("backends.cortex_m.helpers", REQUANTIZE_BIASED_TEMPLATE, prefix)
+
+
+REQUANTIZE_BIASED_HELPERS = HelperLibrary("cortex_m_requantize_biased", requantize_biased_helper_c)
+"""Its library of its own: only a bundle whose kernels call `<prefix>_requantize_biased` defines it, so the other
+bundles keep their bytes."""
+REQUANTIZE_BIASED_OP = "tvm_ext.requantize_biased"
+# The call (acc, multiplier, right, bias) -> the requantized acc plus the zero point that bias holds (int32).
+register_helper_call(REQUANTIZE_BIASED_OP, REQUANTIZE_BIASED_HELPERS, "{}_requantize_biased".format)
+REQUANTIZE_BIASED_S8_OP = "tvm_ext.requantize_biased_s8"
+# The same call saturated to int8 (what `saturate_int8` of the call gives).
+register_helper_call(REQUANTIZE_BIASED_S8_OP, REQUANTIZE_BIASED_HELPERS, "{}_requantize_biased_s8".format)
+
+
+def _constant(expr) -> Optional[int]:
+    """The value of an integer constant (an int32 or int64 immediate), else None."""
+    return int(expr.value) if isinstance(expr, tirx.IntImm) else None
+
+
+def _small_requantization(expr) -> Optional[tuple[object, int, int]]:
+    """(acc, multiplier, right) of `requantize_double_small(acc, multiplier, -right)` with a constant multiplier
+    0..2^31 - 1 and right 1..31, else None."""
+    if not isinstance(expr, tvm.ir.Call) or not isinstance(expr.op, tvm.ir.Op) or expr.op.name != SMALL_OP:
+        return None
+    acc, multiplier, shift = expr.args
+    multiplier, shift = _constant(multiplier), _constant(shift)
+    if multiplier is None or shift is None or not 0 <= multiplier < 2**31 or not -31 <= shift <= -1:
+        return None
+    return acc, multiplier, -shift
+
+
+def _biased_call(requantization: tuple[object, int, int], zero_point: int, rewrite) -> Optional[tirx.Expr]:
+    """The helper's call computing the requantization plus `zero_point` (its acc rewritten by `rewrite`), or None
+    where that bias exceeds BIAS_LIMIT."""
+    acc, multiplier, right = requantization
+    bias = (1 << (right - 1)) + (zero_point << right)
+    if abs(bias) > BIAS_LIMIT:
+        return None
+    return tirx.call_intrin("int32", REQUANTIZE_BIASED_OP, map_nodes(acc, rewrite), tirx.const(multiplier, "int32"),
+                            tirx.const(right, "int32"), tirx.const(bias, "int32"))
+
+
+def _rewrite(node) -> Optional[tirx.Expr]:
+    """`node` as the helper's call where it is a requantization, or one plus or minus a constant, saturated to int8
+    or not; else None."""
+    if isinstance(node, tirx.Cast) and str(node.ty.dtype) == "int32" and isinstance(node.value, tirx.Cast) \
+            and str(node.value.ty.dtype) == "int8":
+        call = _rewrite(node.value.value)  # an int8 value widened again: the saturated call's int32 as it is
+        return call if call is not None and call.op.name == REQUANTIZE_BIASED_S8_OP else None
+    if isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name == SATURATE_INT8_OP:
+        call = _rewrite(node.args[0])
+        return None if call is None else tirx.call_intrin("int32", REQUANTIZE_BIASED_S8_OP, *call.args)
+    if isinstance(node, (tirx.Add, tirx.Sub)) and str(node.ty.dtype) == "int32":
+        pairs = [(node.a, node.b, 1)] if isinstance(node, tirx.Add) else [(node.a, node.b, -1)]
+        if isinstance(node, tirx.Add):
+            pairs.append((node.b, node.a, 1))
+        for requantized, offset, sign in pairs:
+            requantization, zero_point = _small_requantization(requantized), _constant(offset)
+            call = None if requantization is None or zero_point is None \
+                else _biased_call(requantization, sign * zero_point, _rewrite)
+            if call is not None:
+                return call
+        return None
+    requantization = _small_requantization(node)
+    return None if requantization is None else _biased_call(requantization, 0, _rewrite)
+
+
+def _has_scratch(func: tirx.PrimFunc) -> bool:
+    """Whether `func` allocates a buffer (a MAC or pool kernel's accumulators, a copied window): not an element
+    loop."""
+    return any((isinstance(node, s_tir.SBlock) and len(node.alloc_buffers)) or isinstance(node, tirx.AllocBuffer)
+               for node in walk(func.body))
+
+
+def _mapped(stmt: tirx.Stmt) -> tirx.Stmt:
+    """`stmt` with `_rewrite` applied to the expressions of its stores and evaluations, inside blocks too."""
+    if isinstance(stmt, s_tir.SBlockRealize):
+        block = _mapped(stmt.block)
+        return stmt if block.same_as(stmt.block) else s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, block)
+    if isinstance(stmt, s_tir.SBlock):
+        body = _mapped(stmt.body)
+        return stmt if body.same_as(stmt.body) else s_tir.SBlock(
+            stmt.iter_vars, stmt.reads, stmt.writes, stmt.name_hint, body, stmt.init, stmt.alloc_buffers,
+            stmt.match_buffers, stmt.annotations)
+    if isinstance(stmt, (tirx.BufferStore, tirx.Evaluate)):
+        return map_nodes(stmt, _rewrite)
+    return map_child_stmts(stmt, _mapped)
+
+
+def biased_requantize_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """`func` with each constant `requantize_double_small` (and a zero point added or subtracted after it) as a call
+    of `<prefix>_requantize_biased` where `func` is an element loop (no scratch buffers); else `func` itself."""
+    if _has_scratch(func):
+        return func
+    body = _mapped(func.body)
+    return func if body.same_as(func.body) else func.with_body(body)
