@@ -191,6 +191,30 @@ the most measured likewise (rounded down), the sweep's 6x6x5 -> 7 1x1 kernel 344
 one 974 -> 1,224 B (+250), the 12x12x3 -> 7 1x1 one +150 B with the dual MAC's out-of-line copy."""
 
 
+ONE_PIXEL_SCALAR_PER_MAC = 5.0
+"""The instructions per MAC of an int8 CONV_2D of one output pixel on its scalar loop nest (channels not padded), the
+least measured on cortex-m4f (gcc 12.2 -O2): mobilenet_v3s_min_050_80's 1x1 1024 -> 10 head 5.02 (51,413
+instructions), person_detect's 1x1 256 -> 2 one 5.12."""
+ONE_PIXEL_PADDED_PER_MAC = 1.65
+"""The instructions per MAC of such a convolution with its channels padded to whole tiles (the dual MAC and the
+tiles' epilogue), counted over the padded channels' MACs (the zero rows' too), about the most measured likewise:
+mobilenet_v3s_min_050_80's head 1.58 (12 channels), person_detect's 1.64 (4 channels)."""
+ONE_PIXEL_CODE_BYTES = 176
+"""The code a padded one-pixel convolution's kernel adds against its scalar loop, bytes: the most measured likewise
+(mobilenet_v3s_min_050_80's head +176 B, person_detect's +128 B)."""
+
+
+def one_pixel_padding_pays(row_len: int, channels: int, padded: int) -> bool:
+    """Whether an int8 CONV_2D of one output pixel, ``channels`` outputs of ``row_len`` MACs each (its window's
+    taps times input channels), pays for its channels padded to ``padded`` (whole tiles: the dual MAC and the fused
+    tiles instead of the scalar loop nest) at the schedules' one price of code: the instructions saved per inference
+    (ONE_PIXEL_SCALAR_PER_MAC over the layer's MACs against ONE_PIXEL_PADDED_PER_MAC over the padded ones) at least
+    ONE_PIXEL_CODE_BYTES times ``code_price.INSTRUCTIONS_PER_BYTE`` (a classifier head of 10 channels over 1024
+    inputs pays; person_detect's 2 over 256 does not)."""
+    saved = row_len * (ONE_PIXEL_SCALAR_PER_MAC * channels - ONE_PIXEL_PADDED_PER_MAC * padded)
+    return saved >= ONE_PIXEL_CODE_BYTES * INSTRUCTIONS_PER_BYTE
+
+
 def executions(loops: tuple) -> int:
     """The executions of a statement inside ``loops`` per call of its function: the product of their constant
     extents (a loop of another extent counts once)."""

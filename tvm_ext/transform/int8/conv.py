@@ -7,8 +7,8 @@ from typing import Optional, Union
 import numpy as np
 from tvm import relax
 
-from ...kernels import WeightLayout, conv2d_int8, depthwise_conv2d_int8
-from ...kernels.dense import PAIRED_TILE
+from ...kernels import WeightLayout, conv2d_int8, depthwise_conv2d_int8, fully_connected_int8
+from ...kernels.dense import PAIRED_TILE, stacks_rows
 from ...kernels.quant_params import conv_multipliers
 from .binary import first_fitting
 from .data_movement import recorded_operator
@@ -44,6 +44,12 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         return float_operator_mismatch(quantize, ctx)
     data, out = operands.data, operands.out
     multipliers, shifts = conv_multipliers(data.quant.scale, operands.weight.scales, out.quant.scale, ctx.rounding)
+    if kernel is conv2d_int8:
+        rows = _one_pixel_rows(ctx, weight, data.tensor, conv)
+        if rows is not None:  # the layer over its one pixel as a FULLY_CONNECTED's rows: that kernel, stacked
+            return MacKernel(kind, conv, fully_connected_int8, data.tensor, data.quant.zero_point, rows,
+                             operands.bias, multipliers, shifts, out.quant.zero_point, out.activation, ctx.rounding,
+                             channel_axis=0, folds_zero_point=True, stacked_rows=True)
     geometry = Conv2DGeometry(*(tuple(int(v) for v in values)
                                 for values in (attrs.strides, attrs.padding, attrs.dilation)))
     paired = ctx.paired_weights and kernel is conv2d_int8 and _pairs(weight, data.tensor)
@@ -85,17 +91,44 @@ def _few_channel(ctx: LoweringContext, data: relax.Expr) -> bool:
     return ctx.few_channel_conv is not None and str(data.ty.dtype) == "int8" and ctx.graph.constant(data) is None
 
 
+def _one_pixel_rows(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> Optional[np.ndarray]:
+    """A CONV_2D's (HWIO ``weight``) weights as a FULLY_CONNECTED's rows [O, K] where its 1x1 window reads its whole
+    input of one pixel (int8, 1x1: a classifier head over a pooled image, a squeeze-excitation's convolutions), the
+    backend stacks one-row FULLY_CONNECTED weights (``LoweringContext.stacked_rows``), the rows stack (``stacks_rows``:
+    whole tiles, whose sums the fused fully connected tiles requantize; padded channels would leave the kernel its
+    loop) and the backend says they pay there (``LoweringContext.one_pixel_rows_pay``: the stacked rows' helper
+    against the convolution's channel tiles), else None. The layer then runs that kernel over the pixel
+    (``fully_connected_int8`` of NHWC data)."""
+    if not ctx.stacked_rows or ctx.one_pixel_rows_pay is None or str(data.ty.dtype) != "int8" \
+            or weight.dtype != np.int8 or tuple(weight.shape[:2]) != (1, 1):
+        return None
+    if [int(d) for d in list(data.ty.shape)[:3]] != [1, 1, 1] or [int(d) for d in list(conv.ty.shape)[:3]] != [1, 1, 1]:
+        return None
+    rows = np.ascontiguousarray(weight[0, 0].T)  # [O, K]
+    if not stacks_rows(rows) or not ctx.one_pixel_rows_pay(int(rows.shape[1]), int(rows.shape[0])):
+        return None
+    return rows
+
+
 def _padded_channels(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> Optional[int]:
     """A CONV_2D's (HWIO ``weight``) output channels padded to whole tiles of the backend's MAC helper
-    (``padded_channels``) where it computes more than one output pixel, else None. Its channel loop then runs the
+    (``padded_channels``) where it computes more than one output pixel, or one pixel where the backend says the
+    padding pays there (``LoweringContext.one_pixel_padding_pays``) and the flash holds the zero rows
+    (``LoweringContext.flash_budget``), else None. Its channel loop then runs the
     dual MAC and the fused tiles instead of the scalar loop nest, pixel after pixel: measured on cortex-m4f, the
     layer sweep's convolutions of 3, 5, 7 and 9 channels 5.1-12.1 -> 3.4-11.9 instructions per MAC (a 3x3 stride-2
     one over 3 channels 9.8 -> 4.5). One pixel (a classifier's 1x1 convolution over a pooled image) runs the
-    channel loop once: there the saving is small and the padded form's code larger (mobilenet_v3s_min_050_80's
-    10-channel head: 32 k fewer instructions for 176 more bytes of code; person_detect's 2-channel one: 941 fewer
-    for 128 more), so it keeps the scalar loop."""
+    channel loop once: the saving grows with the layer's MACs while the padded form's code is larger by about the
+    same bytes (mobilenet_v3s_min_050_80's 10-channel head over 1024 inputs: 32 k fewer instructions for 176 more
+    bytes of code; person_detect's 2-channel one over 256: 941 fewer for 128 more), so the backend's price decides."""
     pixels = int(np.prod([int(d) for d in list(conv.ty.shape)[:3]]))
-    return padded_channels(np.moveaxis(weight, 3, 0), data, ctx.dense_unit_tile) if pixels > 1 else None
+    padded = padded_channels(np.moveaxis(weight, 3, 0), data, ctx.dense_unit_tile)
+    if padded is None or pixels > 1:
+        return padded
+    pays = ctx.one_pixel_padding_pays
+    row_len, channels = int(np.prod(weight.shape[:3])), int(weight.shape[3])
+    pays_here = pays is not None and pays(row_len, channels, padded)
+    return padded if pays_here and ctx.flash_budget.grants(conv, (padded - channels) * row_len) else None
 
 
 def _weight_length(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,

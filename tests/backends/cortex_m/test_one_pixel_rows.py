@@ -1,0 +1,37 @@
+"""A CONV_2D whose 1x1 window reads its whole input of one pixel (a classifier head over a pooled image, a
+squeeze-excitation's convolutions) is a FULLY_CONNECTED in all but name: on cortex-m4f the int8 lowering writes it as
+that layer's kernel over the pixel (`tvm_ext.transform.int8.conv._one_pixel_rows`, `tvm_ext.kernels.dense.
+fully_connected_int8` of NHWC data) with stacked weights, so it runs the fused fully connected tiles
+(`backends.cortex_m.schedules.fc_tiles`: two SMLAD and one SXTB16 per four MACs) instead of the convolution's
+channel tiles, where its MACs pay that helper's code (`fc_tiles.one_pixel_rows_pay`; mobilenet_v3s_min_050_80's 288 ->
+1024 head 1.61 -> 1.19 instructions per MAC). Bit for bit with TFLite Micro under QEMU mps2-an386 and in the host
+build, warning-free; a small one keeps the convolution's kernel."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from test_border_split import kernels_bit_exact_everywhere  # noqa: E402
+from test_padded_conv_channels import DUAL_MAC, SCALAR_MAC, Conv, _model  # noqa: E402
+from test_requantize_epilogue import needs_cross_tools  # noqa: E402
+
+FC_TILES = "_fc_tiles_s8x4"
+
+
+@needs_cross_tools
+def test_a_large_one_pixel_convolution_runs_the_stacked_rows_bit_exactly(tmp_path):
+    layers = [Conv(1, out_channels=96), Conv(1, out_channels=16)]
+    kernels = kernels_bit_exact_everywhere(tmp_path, "one_pixel_rows", _model((1, 1, 1, 1024), layers))
+    convolutions = {name: "\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name}
+    (large,) = (body for name, body in convolutions.items() if name.endswith("_96"))
+    (small,) = (body for name, body in convolutions.items() if name.endswith("_16"))
+    assert FC_TILES in large and not SCALAR_MAC.search(large), large
+    assert FC_TILES not in small and DUAL_MAC.search(small), small  # 16 k MACs: the convolution's tiles
+    manifest = json.loads((tmp_path / "m4f" / "manifest.json").read_text())
+    calls = {call["kernel"]: call for call in manifest["layer_report"]["calls"]}
+    (head,) = (call for kernel, call in calls.items() if kernel.endswith("_96"))
+    assert head["macs"] == 1024 * 96 and head["kind"]["name"] == "convolution", head
