@@ -268,11 +268,12 @@ class KernelSchedules:
     FULLY_CONNECTED of `stacked_rows` weights (the same sums), given the row's length (input channels) and the output
     channels (whole tiles of four: the stacked rows' tiles): where the core's stacked rows save over its convolution
     tiles what their helper's code costs; None: never."""
-    one_pixel_padding_pays: Optional[Callable[[int, int, int], bool]] = None
-    """Whether the int8 lowering pads the output channels of a CONV_2D of one output pixel to `dense_unit_tile` too,
-    given each channel's MACs (window taps times input channels), its output channels and their padded count: where
-    the instructions the core's MAC helper saves over the scalar loop nest pay the padded kernel's larger code (the
-    loop runs once); None: such a convolution is never padded."""
+    one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
+    """Whether the int8 lowering pads the output channels of a MAC layer of one output row (a CONV_2D of one output
+    pixel, a FULLY_CONNECTED of fewer channels than a tile) to `dense_unit_tile` too, given each channel's MACs
+    (window taps times input channels, a row's inputs), its output channels and their padded count: where the
+    instructions the core's MAC helper saves over the scalar loop nest pay the padded kernel's larger code (the
+    loop runs once); None: such a layer is never padded."""
     int8_softmax: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 SOFTMAX over the last axis (operands and keywords as
     `tvm_ext.kernels.softmax_int8`'s), which the int8 lowering writes where it gives one (a TE tensor; None where it

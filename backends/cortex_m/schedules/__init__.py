@@ -80,7 +80,7 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
                                                         windowed_border)
 from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_TAIL_CHOICES, conv_tiles_calls,
-                                                     one_pixel_padding_pays)
+                                                     one_row_padding_pays)
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8, DSP_WINDOW_TAPS, HELIUM_TILES,
                                                           TileHelpers, depthwise_tiles_calls, dsp_replacement,
@@ -320,8 +320,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED or CONV_2D of other
         # channel counts pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
         dense_unit_tile=4 if dsp_only else 0,
-        # ... a convolution of one output pixel (a classifier head) too, where its MACs pay the padded kernel's code
-        one_pixel_padding_pays=one_pixel_padding_pays if dsp_only else None,
+        # ... a layer of one output row (a one-pixel convolution, a few-output FULLY_CONNECTED) too, where its MACs pay
+        # the padded kernel's code
+        one_row_padding_pays=one_row_padding_pays if dsp_only else None,
         # ... and one whose 1x1 window reads its whole input of one pixel as a FULLY_CONNECTED's stacked rows
         one_pixel_rows_pay=one_pixel_rows_pay if dsp_only else None,
         qlinear_conv=helium_qlinear_conv if has_mve(profile) else None,

@@ -113,7 +113,7 @@ def _one_pixel_rows(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, 
 def _padded_channels(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> Optional[int]:
     """A CONV_2D's (HWIO ``weight``) output channels padded to whole tiles of the backend's MAC helper
     (``padded_channels``) where it computes more than one output pixel, or one pixel where the backend says the
-    padding pays there (``LoweringContext.one_pixel_padding_pays``) and the flash holds the zero rows
+    padding pays there (``LoweringContext.one_row_padding_pays``) and the flash holds the zero rows
     (``LoweringContext.flash_budget``), else None. Its channel loop then runs the
     dual MAC and the fused tiles instead of the scalar loop nest, pixel after pixel: measured on cortex-m4f, the
     layer sweep's convolutions of 3, 5, 7 and 9 channels 5.1-12.1 -> 3.4-11.9 instructions per MAC (a 3x3 stride-2
@@ -125,7 +125,7 @@ def _padded_channels(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,
     padded = padded_channels(np.moveaxis(weight, 3, 0), data, ctx.dense_unit_tile)
     if padded is None or pixels > 1:
         return padded
-    pays = ctx.one_pixel_padding_pays
+    pays = ctx.one_row_padding_pays
     row_len, channels = int(np.prod(weight.shape[:3])), int(weight.shape[3])
     pays_here = pays is not None and pays(row_len, channels, padded)
     return padded if pays_here and ctx.flash_budget.grants(conv, (padded - channels) * row_len) else None

@@ -103,9 +103,9 @@ class LoweringContext:
     one_pixel_rows_pay: Optional[Callable[[int, int], bool]] = None
     """Whether an int8 CONV_2D of one pixel's 1x1 window runs as a FULLY_CONNECTED's stacked rows, given its row
     length and its channels, whole tiles (``backends.backend.KernelSchedules.one_pixel_rows_pay``; None: never)."""
-    one_pixel_padding_pays: Optional[Callable[[int, int, int], bool]] = None
-    """Whether an int8 CONV_2D of one output pixel pads its output channels to ``dense_unit_tile`` too, given each
-    channel's MACs, its channels and their padded count (``backends.backend.KernelSchedules.one_pixel_padding_pays``;
+    one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
+    """Whether an int8 CONV_2D of one output pixel, or a FULLY_CONNECTED of fewer channels than that tile, pads its
+    output channels to ``dense_unit_tile`` too, given each channel's MACs, its channels and their padded count (``backends.backend.KernelSchedules.one_row_padding_pays``;
     None: never)."""
     qlinear_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of an NCHW int8 QLinearConv (``backends.backend.KernelSchedules.qlinear_conv``;
