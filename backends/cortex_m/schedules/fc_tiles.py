@@ -125,15 +125,22 @@ ONE_PIXEL_ROWS_CODE_BYTES = 280
 calls it."""
 
 
-def one_pixel_rows_pay(row_len: int, channels: int) -> bool:
+def one_pixel_rows_pay(row_len: int, channels: int, model_layers: tuple[tuple[int, int], ...]) -> bool:
     """Whether an int8 CONV_2D of one pixel's 1x1 window (``row_len`` inputs, ``channels`` outputs, whole tiles of
-    four) pays as a one-row FULLY_CONNECTED of stacked weights at the schedules' one price of code: at least
-    FUSED_TILES_MIN tiles (else the kernel keeps its own loop) whose MACs save ONE_PIXEL_ROWS_SAVED_PER_MAC each, at
-    least ONE_PIXEL_ROWS_CODE_BYTES times ``code_price.INSTRUCTIONS_PER_BYTE`` in all (the helper charged to every
-    such layer: whether another layer shares it is not known here)."""
-    if channels < FUSED_TILES_MIN * DUAL_MAC_CHANNELS:
+    four) pays as a one-row FULLY_CONNECTED of stacked weights at the schedules' one price of code: its own tiles
+    fused (at least FUSED_TILES_MIN of them: else the kernel keeps its own loop), and the MACs of every such fused
+    layer of the model (``model_layers``: (row_len, channels) of each of its one-pixel convolutions, this one's
+    among them; they share the helper) saving ONE_PIXEL_ROWS_SAVED_PER_MAC each, at least ONE_PIXEL_ROWS_CODE_BYTES
+    times ``code_price.INSTRUCTIONS_PER_BYTE`` in all (the helper charged to them: whether a FULLY_CONNECTED of the
+    model calls it too is not known here). A squeeze-excitation's pair of convolutions of 576 and 144 channels (83 k
+    MACs each) pays together where either alone would not."""
+    def fused(layer_channels: int) -> bool:
+        return layer_channels % DUAL_MAC_CHANNELS == 0 and layer_channels >= FUSED_TILES_MIN * DUAL_MAC_CHANNELS
+
+    if not fused(channels):
         return False
-    return row_len * channels * ONE_PIXEL_ROWS_SAVED_PER_MAC >= ONE_PIXEL_ROWS_CODE_BYTES * INSTRUCTIONS_PER_BYTE
+    macs = sum(length * count for length, count in model_layers if fused(count))
+    return macs * ONE_PIXEL_ROWS_SAVED_PER_MAC >= ONE_PIXEL_ROWS_CODE_BYTES * INSTRUCTIONS_PER_BYTE
 
 
 def _fused_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRealize]:

@@ -54,3 +54,18 @@ def test_a_few_output_fully_connected_layer_is_padded_where_its_macs_pay_bit_exa
         (kernels[depth],) = ("\n".join(body) for name, body in found.items() if "_fully_connected_" in name)
     assert "_stacked_mac_s8x4(" in kernels[8192] and not SCALAR_MAC.search(kernels[8192]), kernels[8192]
     assert SCALAR_MAC.search(kernels[256]) and "_stacked_mac_s8x4(" not in kernels[256], kernels[256]
+
+
+@needs_cross_tools
+def test_one_pixel_convolutions_that_pay_together_share_the_stacked_rows_bit_exactly(tmp_path):
+    """Two one-pixel convolutions of 576 -> 128 channels (74 k MACs each: a squeeze-excitation's size) save together
+    what the stacked rows' helper costs, which they share (`fc_tiles.one_pixel_rows_pay` over the model's one-pixel
+    convolutions); one alone keeps the convolution's tiles."""
+    pair = kernels_bit_exact_everywhere(tmp_path, "pair", _model(
+        (1, 1, 1, 576), [Conv(1, out_channels=128), Conv(1, out_channels=128)]))
+    convolutions = ["\n".join(body) for name, body in pair.items() if "_conv_2d_" in name]
+    assert convolutions and all(FC_TILES in body for body in convolutions), convolutions  # one kernel, two calls
+    (tmp_path / "alone").mkdir()
+    alone = kernels_bit_exact_everywhere(tmp_path / "alone", "alone", _model((1, 1, 1, 576), [Conv(1, out_channels=128)]))
+    (body,) = ("\n".join(body) for name, body in alone.items() if "_conv_2d_" in name)
+    assert FC_TILES not in body and DUAL_MAC.search(body), body

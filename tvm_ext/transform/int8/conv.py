@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Optional, Union
 
 import numpy as np
+import tvm
 from tvm import relax
 
 from ...kernels import WeightLayout, conv2d_int8, depthwise_conv2d_int8, fully_connected_int8
@@ -12,6 +14,7 @@ from ...kernels.dense import PAIRED_TILE, stacks_rows
 from ...kernels.quant_params import conv_multipliers
 from .binary import first_fitting
 from .data_movement import recorded_operator
+from .graph import Graph
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import Conv2DGeometry, MacKernel, MacPattern, padded_channels
 from .patterns import Int8Weight, ends_float_operator, float_operator_mismatch
@@ -91,23 +94,50 @@ def _few_channel(ctx: LoweringContext, data: relax.Expr) -> bool:
     return ctx.few_channel_conv is not None and str(data.ty.dtype) == "int8" and ctx.graph.constant(data) is None
 
 
-def _one_pixel_rows(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> Optional[np.ndarray]:
+def _one_pixel_rows(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,
+                    conv: relax.Call) -> Optional[np.ndarray]:
     """A CONV_2D's (HWIO ``weight``) weights as a FULLY_CONNECTED's rows [O, K] where its 1x1 window reads its whole
     input of one pixel (int8, 1x1: a classifier head over a pooled image, a squeeze-excitation's convolutions), the
     backend stacks one-row FULLY_CONNECTED weights (``LoweringContext.stacked_rows``), the rows stack (``stacks_rows``:
     whole tiles, whose sums the fused fully connected tiles requantize; padded channels would leave the kernel its
     loop) and the backend says they pay there (``LoweringContext.one_pixel_rows_pay``: the stacked rows' helper
-    against the convolution's channel tiles), else None. The layer then runs that kernel over the pixel
-    (``fully_connected_int8`` of NHWC data)."""
+    against the convolution's channel tiles, given every such convolution of the model, which share that helper:
+    ``_one_pixel_shapes``), else None. The layer then runs that kernel over the pixel (``fully_connected_int8`` of
+    NHWC data)."""
     if not ctx.stacked_rows or ctx.one_pixel_rows_pay is None or str(data.ty.dtype) != "int8" \
-            or weight.dtype != np.int8 or tuple(weight.shape[:2]) != (1, 1):
-        return None
-    if [int(d) for d in list(data.ty.shape)[:3]] != [1, 1, 1] or [int(d) for d in list(conv.ty.shape)[:3]] != [1, 1, 1]:
+            or weight.dtype != np.int8 or _one_pixel_shape(conv) is None:
         return None
     rows = np.ascontiguousarray(weight[0, 0].T)  # [O, K]
-    if not stacks_rows(rows) or not ctx.one_pixel_rows_pay(int(rows.shape[1]), int(rows.shape[0])):
+    if not stacks_rows(rows) or not ctx.one_pixel_rows_pay(int(rows.shape[1]), int(rows.shape[0]),
+                                                          _one_pixel_shapes(ctx.graph)):
         return None
     return rows
+
+
+def _one_pixel_shape(conv: relax.Call) -> Optional[tuple[int, int]]:
+    """(input channels, output channels) of an NHWC conv2d of one group whose 1x1 window reads its whole input of
+    one pixel, else None."""
+    attrs, data, weight = conv.attrs, conv.args[0].ty, conv.args[1].ty
+    if attrs.data_layout != "NHWC" or attrs.kernel_layout != "HWIO" or int(attrs.groups) != 1 \
+            or len(data.shape) != 4 or len(conv.ty.shape) != 4:
+        return None
+    if [int(d) for d in list(data.shape)[:3]] != [1, 1, 1] or [int(d) for d in list(conv.ty.shape)[:3]] != [1, 1, 1] \
+            or [int(d) for d in list(weight.shape)[:2]] != [1, 1]:
+        return None
+    return int(data.shape[3]), int(conv.ty.shape[3])
+
+
+_SHAPES: "weakref.WeakKeyDictionary[Graph, tuple[tuple[int, int], ...]]" = weakref.WeakKeyDictionary()
+
+
+def _one_pixel_shapes(graph: Graph) -> tuple[tuple[int, int], ...]:
+    """(input channels, output channels) of each conv2d of ``graph`` whose 1x1 window reads its whole input of one
+    pixel (``_one_pixel_shape``), in order: the model's candidates for the stacked rows, read once per graph."""
+    if graph not in _SHAPES:
+        conv2d = tvm.ir.Op.get("relax.nn.conv2d")
+        calls = [b.value for b in graph.bindings if isinstance(b.value, relax.Call) and b.value.op.same_as(conv2d)]
+        _SHAPES[graph] = tuple(shape for shape in map(_one_pixel_shape, calls) if shape is not None)
+    return _SHAPES[graph]
 
 
 def _padded_channels(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> Optional[int]:

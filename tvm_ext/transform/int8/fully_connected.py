@@ -42,7 +42,8 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
                      padded_units=padded_units)
 
 
-def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call, ctx: LoweringContext) -> Optional[int]:
+def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
+                  ctx: LoweringContext) -> Optional[int]:
     """The output channels of a FULLY_CONNECTED (``layer``) of int8 ``data`` and weights [O, K] padded to whole tiles of the
     backend's MAC tile (``padded_channels``, ``LoweringContext.dense_unit_tile``; a 10-class head: 5.3-5.9
     instructions per MAC on cortex-m4f unpadded). A layer of fewer channels than a tile is padded where the backend
