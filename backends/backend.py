@@ -263,6 +263,18 @@ class KernelSchedules:
     or a CONV_2D's output channels with zero weight rows where it does not divide them, for a core whose MAC helper
     computes whole tiles (`tvm_ext.kernels.dense.fully_connected_int8`'s and `tvm_ext.kernels.conv.conv2d_int8`'s
     `units`; `tvm_ext.transform.int8.conv` says which convolutions); 0: never padded."""
+    one_pixel_rows_pay: Optional[Callable[[int, int, tuple[tuple[int, int], ...]], bool]] = None
+    """Whether the int8 lowering writes a CONV_2D whose 1x1 window reads its whole one-pixel input as a one-row
+    FULLY_CONNECTED of `stacked_rows` weights (the same sums), given the row's length (input channels), the output
+    channels (whole tiles of four: the stacked rows' tiles) and (row's length, output channels) of every such
+    convolution of the model, in order (they share the helper): where the core's stacked rows save over its
+    convolution tiles what their helper's code costs; None: never."""
+    one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
+    """Whether the int8 lowering pads the output channels of a MAC layer of one output row (a CONV_2D of one output
+    pixel, a FULLY_CONNECTED of fewer channels than a tile) to `dense_unit_tile` too, given each channel's MACs
+    (window taps times input channels, a row's inputs), its output channels and their padded count: where the
+    instructions the core's MAC helper saves over the scalar loop nest pay the padded kernel's larger code (the
+    loop runs once); None: such a layer is never padded."""
     int8_softmax: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 SOFTMAX over the last axis (operands and keywords as
     `tvm_ext.kernels.softmax_int8`'s), which the int8 lowering writes where it gives one (a TE tensor; None where it

@@ -86,9 +86,12 @@ def fully_connected_int8(
 
     With ``units`` the output has that many channels, fewer than the weight's rows: the rows past them are zeros
     that pad the channels to whole tiles of a backend's MAC helper (``LoweringContext.dense_unit_tile``); their
-    sums are computed and never read."""
+    sums are computed and never read.
+
+    ``data`` may also be one NHWC pixel (1, 1, 1, K), the output then (1, 1, 1, units): a CONV_2D whose 1x1
+    window reads its whole 1x1 input (a classifier head over a pooled image) is this layer over that pixel."""
     output = output.per_channel(multiplier, shift)
-    batch, depth = (int(d) for d in data.shape)
+    *lead, depth = (int(d) for d in data.shape)
     rows = int(weight.shape[0]) * (PAIRED_TILE if paired_weights else STACKED_TILE if stacked_rows else 1)
     units = rows if units is None else units
     accumulator = accumulator_dtype(data, output)
@@ -99,16 +102,21 @@ def fully_connected_int8(
             return paired_weight(weight, o, k)
         return stacked_weight(weight, o, k) if stacked_rows else weight[o, k].astype(accumulator)
 
-    def factor(n, k):
-        value = data[n, k].astype(accumulator)
+    def factor(row, k):
+        value = data[(*row, k)].astype(accumulator)
         return value if zero_point_in_bias else value - input_zero_point
 
-    acc = te.compute(
-        (batch, rows),
-        lambda n, o: te.sum(factor(n, k) * weight_at(o, k), axis=k),
-        name="acc",
-    )
-    return te.compute((batch, units), lambda n, o: requantize(acc[n, o], o, output, bias), name="fully_connected_int8")
+    def row_sum(*index):  # the row's leading indices, then the output channel
+        return te.sum(factor(index[:-1], k) * weight_at(index[-1], k), axis=k)
+
+    def requantized(*index):
+        return requantize(acc[index], index[-1], output, bias)
+
+    if len(lead) == 1:
+        acc = te.compute((*lead, rows), lambda n, o: row_sum(n, o), name="acc")
+        return te.compute((*lead, units), lambda n, o: requantized(n, o), name="fully_connected_int8")
+    acc = te.compute((*lead, rows), lambda b, y, x, o: row_sum(b, y, x, o), name="acc")
+    return te.compute((*lead, units), lambda b, y, x, o: requantized(b, y, x, o), name="fully_connected_int8")
 
 
 def dense_rows(data: te.Tensor, weight: te.Tensor, *before: te.Tensor, offset: int,

@@ -83,7 +83,8 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
                                                         copied_window_length, has_short_rows, window_buffer,
                                                         windowed_border)
 from backends.cortex_m.schedules.common_tails import common_tails
-from backends.cortex_m.schedules.conv_tiles import DSP_CONV_TILES, HELIUM_TAIL_CHOICES, conv_tiles_calls
+from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_TAIL_CHOICES, conv_tiles_calls,
+                                                     one_row_padding_pays)
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8, DSP_WINDOW_TAPS, HELIUM_TILES,
                                                           TileHelpers, depthwise_tiles_calls, dsp_replacement,
@@ -93,7 +94,7 @@ from backends.cortex_m.schedules.depthwise_spread import dsp_mac_replacement
 from backends.cortex_m.schedules.dsp_add import dsp_add_values
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
-from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls
+from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls, one_pixel_rows_pay
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.float_tiles import float_tiles_calls
 from backends.cortex_m.schedules.helium_add import helium_add_int8
@@ -326,6 +327,11 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED or CONV_2D of other
         # channel counts pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
         dense_unit_tile=4 if dsp_only else 0,
+        # ... a layer of one output row (a one-pixel convolution, a few-output FULLY_CONNECTED) too, where its MACs pay
+        # the padded kernel's code
+        one_row_padding_pays=one_row_padding_pays if dsp_only else None,
+        # ... and one whose 1x1 window reads its whole input of one pixel as a FULLY_CONNECTED's stacked rows
+        one_pixel_rows_pay=one_pixel_rows_pay if dsp_only else None,
         qlinear_conv=helium_qlinear_conv if has_mve(profile) else None,
         qlinear_conv_fits=fits_qlinear_conv if has_mve(profile) else None,
         conv_weight_length=functools.partial(copied_window_length, group=HELIUM_INT8_LANES, tail_min=1)

@@ -191,6 +191,34 @@ the most measured likewise (rounded down), the sweep's 6x6x5 -> 7 1x1 kernel 344
 one 974 -> 1,224 B (+250), the 12x12x3 -> 7 1x1 one +150 B with the dual MAC's out-of-line copy."""
 
 
+ONE_ROW_SCALAR_PER_MAC = 5.0
+"""The instructions per MAC of an int8 MAC layer of one output row (a CONV_2D of one output pixel, a one-row
+FULLY_CONNECTED) on its scalar loop nest (channels not padded), the least measured on cortex-m4f (gcc 12.2 -O2):
+mobilenet_v3s_min_050_80's 1x1 1024 -> 10 head 5.02 (51,413 instructions), person_detect's 1x1 256 -> 2 one 5.12, a
+FULLY_CONNECTED 2048 -> 2 5.01."""
+ONE_ROW_PADDED_PER_MAC = 1.65
+"""The instructions per MAC of such a layer with its channels padded to whole tiles (the dual MAC or the stacked MAC,
+and the tiles' epilogue), counted over the padded channels' MACs (the zero rows' too), about the most measured
+likewise: mobilenet_v3s_min_050_80's head 1.58 (12 channels), person_detect's 1.64 (4 channels); a FULLY_CONNECTED
+2048 -> 2 1.15 (4 channels, the stacked MAC)."""
+ONE_ROW_CODE_BYTES = 176
+"""The code a padded layer of one output row adds against its scalar loop, bytes: the most measured likewise
+(mobilenet_v3s_min_050_80's head +176 B, person_detect's +128 B; FULLY_CONNECTED 2048 -> 1, 2, 3 +252 B for the
+three with the stacked MAC's out-of-line chunk)."""
+
+
+def one_row_padding_pays(row_len: int, channels: int, padded: int) -> bool:
+    """Whether an int8 MAC layer of one output row (a CONV_2D of one output pixel, a FULLY_CONNECTED of fewer channels
+    than a tile), ``channels`` outputs of ``row_len`` MACs each (a window's taps times input channels, a row's
+    inputs), pays for its channels padded to ``padded`` (whole tiles: the core's MAC helper instead of the scalar
+    loop nest) at the schedules' one price of code: the instructions saved per inference (ONE_ROW_SCALAR_PER_MAC over
+    the layer's MACs against ONE_ROW_PADDED_PER_MAC over the padded ones) at least ONE_ROW_CODE_BYTES times
+    ``code_price.INSTRUCTIONS_PER_BYTE`` (a classifier head of 10 channels over 1024 inputs pays, and 2 over 8192;
+    person_detect's 2 over 256 does not, nor hello_world's 1 over 16)."""
+    saved = row_len * (ONE_ROW_SCALAR_PER_MAC * channels - ONE_ROW_PADDED_PER_MAC * padded)
+    return saved >= ONE_ROW_CODE_BYTES * INSTRUCTIONS_PER_BYTE
+
+
 def executions(loops: tuple) -> int:
     """The executions of a statement inside ``loops`` per call of its function: the product of their constant
     extents (a loop of another extent counts once)."""

@@ -41,6 +41,7 @@ from tvm import s_tir, tirx
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, fc_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow, conv_tiles_call
 from backends.cortex_m.schedules.dual_mac import register_mac_helper
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access, fc_rows_call
@@ -112,6 +113,34 @@ FUSED_TILES_MIN = 8
 what two kernels' own loops and epilogues did, and a layer of few tiles saves few instructions (hello_world_int8's
 16 -> 16, four tiles: 659 -> about 550 instructions, code 568 -> 600 B as its bundle's only such layer;
 micro_speech_quantized's one tile: 24 instructions, code 1,472 -> 1,548 B)."""
+
+
+ONE_PIXEL_ROWS_SAVED_PER_MAC = 0.3
+"""The instructions per MAC a CONV_2D of one pixel's 1x1 window saves as stacked rows (the fused fully connected
+tiles) against its channel tiles (the dual MAC and the fused convolution tiles), about the least measured on
+cortex-m4f (gcc 12.2 -O2): mobilenet_v3s_min_050_80's 288 -> 1024 head 0.42 (1.61 -> 1.19 a MAC, 475,668 -> 350,243
+instructions, bundle code +172 B)."""
+ONE_PIXEL_ROWS_CODE_BYTES = 280
+"""The code the stacked rows may add to a bundle: their out-of-line helper's (FUSED_TILES_MIN), where no other layer
+calls it."""
+
+
+def one_pixel_rows_pay(row_len: int, channels: int, model_layers: tuple[tuple[int, int], ...]) -> bool:
+    """Whether an int8 CONV_2D of one pixel's 1x1 window (``row_len`` inputs, ``channels`` outputs, whole tiles of
+    four) pays as a one-row FULLY_CONNECTED of stacked weights at the schedules' one price of code: its own tiles
+    fused (at least FUSED_TILES_MIN of them: else the kernel keeps its own loop), and the MACs of every such fused
+    layer of the model (``model_layers``: (row_len, channels) of each of its one-pixel convolutions, this one's
+    among them; they share the helper) saving ONE_PIXEL_ROWS_SAVED_PER_MAC each, at least ONE_PIXEL_ROWS_CODE_BYTES
+    times ``code_price.INSTRUCTIONS_PER_BYTE`` in all (the helper charged to them: whether a FULLY_CONNECTED of the
+    model calls it too is not known here). A squeeze-excitation's pair of convolutions of 576 and 144 channels (83 k
+    MACs each) pays together where either alone would not."""
+    def fused(layer_channels: int) -> bool:
+        return layer_channels % DUAL_MAC_CHANNELS == 0 and layer_channels >= FUSED_TILES_MIN * DUAL_MAC_CHANNELS
+
+    if not fused(channels):
+        return False
+    macs = sum(length * count for length, count in model_layers if fused(count))
+    return macs * ONE_PIXEL_ROWS_SAVED_PER_MAC >= ONE_PIXEL_ROWS_CODE_BYTES * INSTRUCTIONS_PER_BYTE
 
 
 def _fused_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRealize]:

@@ -73,9 +73,23 @@ def test_convolutions_of_partial_channel_tiles_take_the_dual_mac_bit_exactly(tmp
 
 @needs_cross_tools
 def test_a_convolution_of_one_output_pixel_keeps_its_scalar_loop(tmp_path):
+    """400 MACs: the padded kernel's code would cost more than it saves (`conv_tiles.one_row_padding_pays`)."""
     kernels = kernels_bit_exact_everywhere(tmp_path, "one_pixel", _model((1, 1, 1, 40), [Conv(1, out_channels=10)]))
     (body,) = ("\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name)
     assert SCALAR_MAC.search(body) and not DUAL_MAC.search(body), body
+
+
+@needs_cross_tools
+def test_a_large_convolution_of_one_output_pixel_pads_its_channels_bit_exactly(tmp_path):
+    """A classifier head of 10 channels over 1024 inputs (10 k MACs) pays for its padded kernel at the one price of
+    code (`conv_tiles.one_row_padding_pays`): the dual MAC, no scalar MAC; 2 channels over 256 inputs do not."""
+    kernels = kernels_bit_exact_everywhere(tmp_path, "one_pixel_head", _model(
+        (1, 1, 1, 1024), [Conv(1, out_channels=10), Conv(1, out_channels=2)]))
+    convolutions = {name: "\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name}
+    (large,) = (body for name, body in convolutions.items() if name.endswith("_10"))
+    (small,) = (body for name, body in convolutions.items() if name.endswith("_2"))
+    assert DUAL_MAC.search(large) and not SCALAR_MAC.search(large), large
+    assert SCALAR_MAC.search(small) and not DUAL_MAC.search(small), small
 
 @needs_cross_tools
 def test_a_dilated_convolution_copies_its_interior_windows_for_the_dual_mac_bit_exactly(tmp_path):

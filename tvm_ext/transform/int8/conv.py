@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Optional, Union
 
 import numpy as np
+import tvm
 from tvm import relax
 
-from ...kernels import WeightLayout, conv2d_int8, depthwise_conv2d_int8
-from ...kernels.dense import PAIRED_TILE
+from ...kernels import WeightLayout, conv2d_int8, depthwise_conv2d_int8, fully_connected_int8
+from ...kernels.dense import PAIRED_TILE, stacks_rows
 from ...kernels.quant_params import conv_multipliers
 from .binary import first_fitting
 from .data_movement import recorded_operator
+from .graph import Graph
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import Conv2DGeometry, MacKernel, MacPattern, padded_channels
 from .patterns import Int8Weight, ends_float_operator, float_operator_mismatch
@@ -44,6 +47,12 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         return float_operator_mismatch(quantize, ctx)
     data, out = operands.data, operands.out
     multipliers, shifts = conv_multipliers(data.quant.scale, operands.weight.scales, out.quant.scale, ctx.rounding)
+    if kernel is conv2d_int8:
+        rows = _one_pixel_rows(ctx, weight, data.tensor, conv)
+        if rows is not None:  # the layer over its one pixel as a FULLY_CONNECTED's rows: that kernel, stacked
+            return MacKernel(kind, conv, fully_connected_int8, data.tensor, data.quant.zero_point, rows,
+                             operands.bias, multipliers, shifts, out.quant.zero_point, out.activation, ctx.rounding,
+                             channel_axis=0, folds_zero_point=True, stacked_rows=True)
     geometry = Conv2DGeometry(*(tuple(int(v) for v in values)
                                 for values in (attrs.strides, attrs.padding, attrs.dilation)))
     paired = ctx.paired_weights and kernel is conv2d_int8 and _pairs(weight, data.tensor)
@@ -85,17 +94,71 @@ def _few_channel(ctx: LoweringContext, data: relax.Expr) -> bool:
     return ctx.few_channel_conv is not None and str(data.ty.dtype) == "int8" and ctx.graph.constant(data) is None
 
 
+def _one_pixel_rows(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,
+                    conv: relax.Call) -> Optional[np.ndarray]:
+    """A CONV_2D's (HWIO ``weight``) weights as a FULLY_CONNECTED's rows [O, K] where its 1x1 window reads its whole
+    input of one pixel (int8, 1x1: a classifier head over a pooled image, a squeeze-excitation's convolutions), the
+    backend stacks one-row FULLY_CONNECTED weights (``LoweringContext.stacked_rows``), the rows stack (``stacks_rows``:
+    whole tiles, whose sums the fused fully connected tiles requantize; padded channels would leave the kernel its
+    loop) and the backend says they pay there (``LoweringContext.one_pixel_rows_pay``: the stacked rows' helper
+    against the convolution's channel tiles, given every such convolution of the model, which share that helper:
+    ``_one_pixel_shapes``), else None. The layer then runs that kernel over the pixel (``fully_connected_int8`` of
+    NHWC data)."""
+    if not ctx.stacked_rows or ctx.one_pixel_rows_pay is None or str(data.ty.dtype) != "int8" \
+            or weight.dtype != np.int8 or _one_pixel_shape(conv) is None:
+        return None
+    rows = np.ascontiguousarray(weight[0, 0].T)  # [O, K]
+    if not stacks_rows(rows) or not ctx.one_pixel_rows_pay(int(rows.shape[1]), int(rows.shape[0]),
+                                                          _one_pixel_shapes(ctx.graph)):
+        return None
+    return rows
+
+
+def _one_pixel_shape(conv: relax.Call) -> Optional[tuple[int, int]]:
+    """(input channels, output channels) of an NHWC conv2d of one group whose 1x1 window reads its whole input of
+    one pixel, else None."""
+    attrs, data, weight = conv.attrs, conv.args[0].ty, conv.args[1].ty
+    if attrs.data_layout != "NHWC" or attrs.kernel_layout != "HWIO" or int(attrs.groups) != 1 \
+            or len(data.shape) != 4 or len(conv.ty.shape) != 4:
+        return None
+    if [int(d) for d in list(data.shape)[:3]] != [1, 1, 1] or [int(d) for d in list(conv.ty.shape)[:3]] != [1, 1, 1] \
+            or [int(d) for d in list(weight.shape)[:2]] != [1, 1]:
+        return None
+    return int(data.shape[3]), int(conv.ty.shape[3])
+
+
+_SHAPES: "weakref.WeakKeyDictionary[Graph, tuple[tuple[int, int], ...]]" = weakref.WeakKeyDictionary()
+
+
+def _one_pixel_shapes(graph: Graph) -> tuple[tuple[int, int], ...]:
+    """(input channels, output channels) of each conv2d of ``graph`` whose 1x1 window reads its whole input of one
+    pixel (``_one_pixel_shape``), in order: the model's candidates for the stacked rows, read once per graph."""
+    if graph not in _SHAPES:
+        conv2d = tvm.ir.Op.get("relax.nn.conv2d")
+        calls = [b.value for b in graph.bindings if isinstance(b.value, relax.Call) and b.value.op.same_as(conv2d)]
+        _SHAPES[graph] = tuple(shape for shape in map(_one_pixel_shape, calls) if shape is not None)
+    return _SHAPES[graph]
+
+
 def _padded_channels(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr, conv: relax.Call) -> Optional[int]:
     """A CONV_2D's (HWIO ``weight``) output channels padded to whole tiles of the backend's MAC helper
-    (``padded_channels``) where it computes more than one output pixel, else None. Its channel loop then runs the
+    (``padded_channels``) where it computes more than one output pixel, or one pixel where the backend says the
+    padding pays there (``LoweringContext.one_row_padding_pays``) and the flash holds the zero rows
+    (``LoweringContext.flash_budget``), else None. Its channel loop then runs the
     dual MAC and the fused tiles instead of the scalar loop nest, pixel after pixel: measured on cortex-m4f, the
     layer sweep's convolutions of 3, 5, 7 and 9 channels 5.1-12.1 -> 3.4-11.9 instructions per MAC (a 3x3 stride-2
     one over 3 channels 9.8 -> 4.5). One pixel (a classifier's 1x1 convolution over a pooled image) runs the
-    channel loop once: there the saving is small and the padded form's code larger (mobilenet_v3s_min_050_80's
-    10-channel head: 32 k fewer instructions for 176 more bytes of code; person_detect's 2-channel one: 941 fewer
-    for 128 more), so it keeps the scalar loop."""
+    channel loop once: the saving grows with the layer's MACs while the padded form's code is larger by about the
+    same bytes (mobilenet_v3s_min_050_80's 10-channel head over 1024 inputs: 32 k fewer instructions for 176 more
+    bytes of code; person_detect's 2-channel one over 256: 941 fewer for 128 more), so the backend's price decides."""
     pixels = int(np.prod([int(d) for d in list(conv.ty.shape)[:3]]))
-    return padded_channels(np.moveaxis(weight, 3, 0), data, ctx.dense_unit_tile) if pixels > 1 else None
+    padded = padded_channels(np.moveaxis(weight, 3, 0), data, ctx.dense_unit_tile)
+    if padded is None or pixels > 1:
+        return padded
+    pays = ctx.one_row_padding_pays
+    row_len, channels = int(np.prod(weight.shape[:3])), int(weight.shape[3])
+    pays_here = pays is not None and pays(row_len, channels, padded)
+    return padded if pays_here and ctx.flash_budget.grants(conv, (padded - channels) * row_len) else None
 
 
 def _weight_length(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,

@@ -30,7 +30,7 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
         multipliers, shifts = np.array([m]), np.array([s])
     else:
         multipliers, shifts = conv_multipliers(data.quant.scale, weight.scales, out.quant.scale, ctx.rounding)
-    padded_units = _padded_units(weight_values, data.tensor, ctx.dense_unit_tile)
+    padded_units = _padded_units(weight_values, data.tensor, operands.core, ctx)
     # the weights the kernel takes (zero rows past the channels): whether they pair or stack
     tiled = weight_values if padded_units is None else np.pad(
         weight_values, ((0, padded_units - weight_values.shape[0]), (0, 0)))
@@ -42,14 +42,23 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
                      padded_units=padded_units)
 
 
-def _padded_units(weight: np.ndarray, data: relax.Expr, tile: int) -> Optional[int]:
-    """The output channels of a FULLY_CONNECTED of int8 ``data`` and weights [O, K] padded to whole tiles of
-    ``tile`` (``padded_channels``; a 10-class head: 5.3-5.9 instructions per MAC on cortex-m4f unpadded). A layer
-    of fewer channels than a tile keeps its scalar loop: measured on cortex-m4f, hello_world's 1-unit layer took
-    more instructions padded (the helper's call for 16 MACs) and keyword_scrambled's 2-unit one more code."""
-    if weight.ndim != 2 or weight.shape[0] < tile:
+def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
+                  ctx: LoweringContext) -> Optional[int]:
+    """The output channels of a FULLY_CONNECTED (``layer``) of int8 ``data`` and weights [O, K] padded to whole tiles of the
+    backend's MAC tile (``padded_channels``, ``LoweringContext.dense_unit_tile``; a 10-class head: 5.3-5.9
+    instructions per MAC on cortex-m4f unpadded). A layer of fewer channels than a tile is padded where the backend
+    says its MACs pay the padded kernel's code (``LoweringContext.one_row_padding_pays``, with the flash holding
+    the zero rows), else it keeps its scalar loop: measured on cortex-m4f, hello_world's 1-unit layer took more
+    instructions padded (the helper's call for 16 MACs) and keyword_scrambled's 2-unit one more code."""
+    tile = ctx.dense_unit_tile
+    if weight.ndim != 2:
         return None
-    return padded_channels(weight, data, tile)
+    padded = padded_channels(weight, data, tile)
+    if padded is None or weight.shape[0] >= tile:
+        return padded
+    units, depth = (int(d) for d in weight.shape)
+    pays = ctx.one_row_padding_pays is not None and ctx.one_row_padding_pays(depth, units, padded)
+    return padded if pays and ctx.flash_budget.grants(layer, (padded - units) * depth) else None
 
 
 def _pairs(weight: np.ndarray, data: relax.Expr) -> bool:
