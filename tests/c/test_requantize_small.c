@@ -20,6 +20,9 @@
 #define LANES 9
 #define GUARD 3 /* bytes after the outputs that must keep their value */
 #define SMALL (1 << 30) /* the sums lie in [-SMALL, SMALL) */
+#if !defined(RANDOM_CALLS)
+#define RANDOM_CALLS 1200000 /* calls of LANES drawn lanes each (over 10^7 cases) */
+#endif
 
 static int32_t checks = 0, failures = 0;
 
@@ -101,7 +104,7 @@ int main(void)
 {
     static const int32_t multipliers[] = {INT32_MAX, 1 << 30, 0, 1, INT32_MIN + 1, 1518500250, 1073741825,
                                           -1073741824};
-    static const int32_t zero_points[] = {0, -128, 127, 5, -1000};
+    static const int32_t zero_points[] = {0, -128, 127, 5, -1000, -(1 << 28), (1 << 28) - 1};
     uint32_t state = 1;
     int32_t shift_value, round, c;
     for (shift_value = -31; shift_value <= -1; ++shift_value) {
@@ -122,8 +125,58 @@ int main(void)
                    byte of the tile's shift word); the special rounds' ties all at this shift */
                 shift[c] = (int8_t)(round >= 2 && c % 3 == 2 ? -1 - (-1 - shift_value + 7 * c) % 31 : shift_value);
             }
-            check(acc, bias, bias16, multiplier, shift, zero_points[round % 5],
+            check(acc, bias, bias16, multiplier, shift, zero_points[round % 7],
                   round < 2 ? LANES : 1 + (round + shift_value + 31) % LANES);  /* every special lane */
+        }
+    }
+    {   /* every zero point -128..127 at every shift, on the ties and the domain's ends, with multipliers 2^30,
+           INT32_MAX and one drawn */
+        int32_t zero_point, lane;
+        for (zero_point = -128; zero_point <= 127; ++zero_point) {
+            for (shift_value = -31; shift_value <= -1; ++shift_value) {
+                for (round = 0; round < 3; ++round) {
+                    int32_t acc[LANES], bias[LANES], multiplier[LANES];
+                    int16_t bias16[LANES];
+                    int8_t shift[LANES];
+                    for (c = 0; c < LANES; ++c) {
+                        lane = round * LANES + c;
+                        acc[c] = special_acc(-shift_value, lane % 10);
+                        /* with multiplier 2^30 the high multiply halves: ties at twice the sum */
+                        if (round == 1 && lane % 10 < 6) {
+                            acc[c] = acc[c] * 2 > -SMALL && acc[c] * 2 < SMALL ? acc[c] * 2 : acc[c];
+                        }
+                        bias[c] = 0;
+                        bias16[c] = 0;
+                        multiplier[c] = round == 0 ? INT32_MAX : (round == 1 ? 1 << 30 : 1518500250);
+                        shift[c] = (int8_t)shift_value;
+                    }
+                    check(acc, bias, bias16, multiplier, shift, zero_point, LANES);
+                }
+            }
+        }
+    }
+    {   /* drawn cases: sums of every magnitude (a drawn sum shifted right 0..30: the ties of small shifts too),
+           multipliers mostly the quantized ones (2^30..2^31 - 1), every shift, int8 zero points and the domain's
+           ends */
+        int32_t call;
+        for (call = 0; call < RANDOM_CALLS; ++call) {
+            int32_t acc[LANES], bias[LANES], multiplier[LANES];
+            int16_t bias16[LANES];
+            int8_t shift[LANES];
+            const uint32_t pick = next_value(&state);
+            const int32_t zero_point = pick % 16u == 0 ? (pick % 32u == 0 ? -(1 << 28) : (1 << 28) - 1)
+                                                       : (int32_t)((pick >> 8) % 256u) - 128;
+            for (c = 0; c < LANES; ++c) {
+                const int32_t sum = draw_small(&state) >> (next_value(&state) % 31u);
+                const uint32_t m = next_value(&state) << 15 ^ next_value(&state);
+                bias[c] = (int32_t)(next_value(&state) % 65536u) - 32768;
+                bias16[c] = (int16_t)bias[c];
+                acc[c] = (int32_t)((uint32_t)sum - (uint32_t)bias[c]);
+                multiplier[c] = m % 8u == 0 ? (int32_t)(m | 1u) /* any drawn */
+                                            : (int32_t)((m & 0x3fffffffu) | 0x40000000u);
+                shift[c] = (int8_t)(-1 - (int32_t)(next_value(&state) % 31u));
+            }
+            check(acc, bias, bias16, multiplier, shift, zero_point, LANES);
         }
     }
     {   /* every count, nothing past it (count 0 writes nothing); int32 biases beyond int16 */
