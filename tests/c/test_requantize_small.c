@@ -7,7 +7,9 @@
  * sum across zero, zero points that saturate either end, int32 and int16 biases, and every count 0..9 (a
  * tile, two, and the lanes after them: nothing written past count); the lookup variants (_lut_s8, _lut_s8_b16)
  * against the same value looked up in a table of distinct entries (every index 0..255 reachable), where the
- * header defines them (LP_REQUANTIZE_SMALL_LUT: the Cortex-M one; the RISC-V epilogue shares the rest). Built by
+ * header defines them (LP_REQUANTIZE_SMALL_LUT: the Cortex-M one; the RISC-V epilogue shares the rest); the zero point
+ * -128 through a call that passes it as a constant (the Cortex-M helpers then leave out the negative's lowering);
+ * every int8 zero point at every shift on the ties, and 10^7 drawn lanes (sums of every magnitude). Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
  * (SMMULR, ASR by a register's low byte, SSAT). Prints "ok <count>" and exits 0, or names the first failure
  * and exits 1. */
@@ -33,6 +35,20 @@ static int8_t expected_out(int32_t acc, int32_t bias, int32_t multiplier, int32_
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
 }
 
+/* The int32-bias helper and its lookup variant with the zero point -128 as a constant at the call (the helpers then
+   leave out the negative's lowering: requantize_small_lowers). */
+static void requantize_floor(int8_t *out, int8_t *lut, const int32_t *acc, const int32_t *bias,
+                             const int32_t *multiplier, const int8_t *shift, int32_t count, const int8_t *table)
+{
+    lp_requantize_small_s8(out, acc, bias, multiplier, shift, -128, count);
+#if defined(LP_REQUANTIZE_SMALL_LUT)
+    lp_requantize_small_lut_s8(lut, acc, bias, multiplier, shift, -128, count, table);
+#else
+    (void)lut;
+    (void)table;
+#endif
+}
+
 /* Both helpers on count lanes of acc, bias (int32, and the same values as int16 where the int16 ones are
    given), multiplier, shift; every output compared, the guard bytes kept. */
 static void check(const int32_t *acc, const int32_t *bias, const int16_t *bias16, const int32_t *multiplier,
@@ -46,12 +62,18 @@ static void check(const int32_t *acc, const int32_t *bias, const int16_t *bias16
     for (c = 0; c < LANES + GUARD; ++c) {
         out[c] = out16[c] = lut[c] = lut16[c] = (int8_t)0x5a;
     }
-    lp_requantize_small_s8(out, acc, bias, multiplier, shift, zero_point, count);
+    if (zero_point == -128) { /* the constant's form: the same outputs */
+        requantize_floor(out, lut, acc, bias, multiplier, shift, count, table);
+    } else {
+        lp_requantize_small_s8(out, acc, bias, multiplier, shift, zero_point, count);
+    }
     if (bias16 != NULL) {
         lp_requantize_small_s8_b16(out16, acc, bias16, multiplier, shift, zero_point, count);
     }
 #if defined(LP_REQUANTIZE_SMALL_LUT) /* the DSP epilogue's lookup variants (the RISC-V one has none) */
-    lp_requantize_small_lut_s8(lut, acc, bias, multiplier, shift, zero_point, count, table);
+    if (zero_point != -128) {
+        lp_requantize_small_lut_s8(lut, acc, bias, multiplier, shift, zero_point, count, table);
+    }
     if (bias16 != NULL) {
         lp_requantize_small_lut_s8_b16(lut16, acc, bias16, multiplier, shift, zero_point, count, table);
     }
