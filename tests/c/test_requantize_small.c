@@ -7,7 +7,9 @@
  * sum across zero, zero points that saturate either end, int32 and int16 biases, and every count 0..9 (a
  * tile, two, and the lanes after them: nothing written past count); the lookup variants (_lut_s8, _lut_s8_b16)
  * against the same value looked up in a table of distinct entries (every index 0..255 reachable), where the
- * header defines them (LP_REQUANTIZE_SMALL_LUT: the Cortex-M one; the RISC-V epilogue shares the rest). Built by
+ * header defines them (LP_REQUANTIZE_SMALL_LUT: the Cortex-M one; the RISC-V epilogue shares the rest); the zero point
+ * -128 through a call that passes it as a constant (the Cortex-M helpers then leave out the negative's lowering);
+ * every int8 zero point at every shift on the ties, and 10^7 drawn lanes (sums of every magnitude). Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
  * (SMMULR, ASR by a register's low byte, SSAT). Prints "ok <count>" and exits 0, or names the first failure
  * and exits 1. */
@@ -20,6 +22,9 @@
 #define LANES 9
 #define GUARD 3 /* bytes after the outputs that must keep their value */
 #define SMALL (1 << 30) /* the sums lie in [-SMALL, SMALL) */
+#if !defined(RANDOM_CALLS)
+#define RANDOM_CALLS 1200000 /* calls of LANES drawn lanes each (over 10^7 cases) */
+#endif
 
 static int32_t checks = 0, failures = 0;
 
@@ -28,6 +33,20 @@ static int8_t expected_out(int32_t acc, int32_t bias, int32_t multiplier, int32_
 {
     const int32_t requantized = lp_requantize_double_small(acc + bias, multiplier, shift);
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
+}
+
+/* The int32-bias helper and its lookup variant with the zero point -128 as a constant at the call (the helpers then
+   leave out the negative's lowering: requantize_small_lowers). */
+static void requantize_floor(int8_t *out, int8_t *lut, const int32_t *acc, const int32_t *bias,
+                             const int32_t *multiplier, const int8_t *shift, int32_t count, const int8_t *table)
+{
+    lp_requantize_small_s8(out, acc, bias, multiplier, shift, -128, count);
+#if defined(LP_REQUANTIZE_SMALL_LUT)
+    lp_requantize_small_lut_s8(lut, acc, bias, multiplier, shift, -128, count, table);
+#else
+    (void)lut;
+    (void)table;
+#endif
 }
 
 /* Both helpers on count lanes of acc, bias (int32, and the same values as int16 where the int16 ones are
@@ -43,12 +62,18 @@ static void check(const int32_t *acc, const int32_t *bias, const int16_t *bias16
     for (c = 0; c < LANES + GUARD; ++c) {
         out[c] = out16[c] = lut[c] = lut16[c] = (int8_t)0x5a;
     }
-    lp_requantize_small_s8(out, acc, bias, multiplier, shift, zero_point, count);
+    if (zero_point == -128) { /* the constant's form: the same outputs */
+        requantize_floor(out, lut, acc, bias, multiplier, shift, count, table);
+    } else {
+        lp_requantize_small_s8(out, acc, bias, multiplier, shift, zero_point, count);
+    }
     if (bias16 != NULL) {
         lp_requantize_small_s8_b16(out16, acc, bias16, multiplier, shift, zero_point, count);
     }
 #if defined(LP_REQUANTIZE_SMALL_LUT) /* the DSP epilogue's lookup variants (the RISC-V one has none) */
-    lp_requantize_small_lut_s8(lut, acc, bias, multiplier, shift, zero_point, count, table);
+    if (zero_point != -128) {
+        lp_requantize_small_lut_s8(lut, acc, bias, multiplier, shift, zero_point, count, table);
+    }
     if (bias16 != NULL) {
         lp_requantize_small_lut_s8_b16(lut16, acc, bias16, multiplier, shift, zero_point, count, table);
     }
@@ -101,7 +126,7 @@ int main(void)
 {
     static const int32_t multipliers[] = {INT32_MAX, 1 << 30, 0, 1, INT32_MIN + 1, 1518500250, 1073741825,
                                           -1073741824};
-    static const int32_t zero_points[] = {0, -128, 127, 5, -1000};
+    static const int32_t zero_points[] = {0, -128, 127, 5, -1000, -(1 << 28), (1 << 28) - 1};
     uint32_t state = 1;
     int32_t shift_value, round, c;
     for (shift_value = -31; shift_value <= -1; ++shift_value) {
@@ -122,8 +147,58 @@ int main(void)
                    byte of the tile's shift word); the special rounds' ties all at this shift */
                 shift[c] = (int8_t)(round >= 2 && c % 3 == 2 ? -1 - (-1 - shift_value + 7 * c) % 31 : shift_value);
             }
-            check(acc, bias, bias16, multiplier, shift, zero_points[round % 5],
+            check(acc, bias, bias16, multiplier, shift, zero_points[round % 7],
                   round < 2 ? LANES : 1 + (round + shift_value + 31) % LANES);  /* every special lane */
+        }
+    }
+    {   /* every zero point -128..127 at every shift, on the ties and the domain's ends, with multipliers 2^30,
+           INT32_MAX and one drawn */
+        int32_t zero_point, lane;
+        for (zero_point = -128; zero_point <= 127; ++zero_point) {
+            for (shift_value = -31; shift_value <= -1; ++shift_value) {
+                for (round = 0; round < 3; ++round) {
+                    int32_t acc[LANES], bias[LANES], multiplier[LANES];
+                    int16_t bias16[LANES];
+                    int8_t shift[LANES];
+                    for (c = 0; c < LANES; ++c) {
+                        lane = round * LANES + c;
+                        acc[c] = special_acc(-shift_value, lane % 10);
+                        /* with multiplier 2^30 the high multiply halves: ties at twice the sum */
+                        if (round == 1 && lane % 10 < 6) {
+                            acc[c] = acc[c] * 2 > -SMALL && acc[c] * 2 < SMALL ? acc[c] * 2 : acc[c];
+                        }
+                        bias[c] = 0;
+                        bias16[c] = 0;
+                        multiplier[c] = round == 0 ? INT32_MAX : (round == 1 ? 1 << 30 : 1518500250);
+                        shift[c] = (int8_t)shift_value;
+                    }
+                    check(acc, bias, bias16, multiplier, shift, zero_point, LANES);
+                }
+            }
+        }
+    }
+    {   /* drawn cases: sums of every magnitude (a drawn sum shifted right 0..30: the ties of small shifts too),
+           multipliers mostly the quantized ones (2^30..2^31 - 1), every shift, int8 zero points and the domain's
+           ends */
+        int32_t call;
+        for (call = 0; call < RANDOM_CALLS; ++call) {
+            int32_t acc[LANES], bias[LANES], multiplier[LANES];
+            int16_t bias16[LANES];
+            int8_t shift[LANES];
+            const uint32_t pick = next_value(&state);
+            const int32_t zero_point = pick % 16u == 0 ? (pick % 32u == 0 ? -(1 << 28) : (1 << 28) - 1)
+                                                       : (int32_t)((pick >> 8) % 256u) - 128;
+            for (c = 0; c < LANES; ++c) {
+                const int32_t sum = draw_small(&state) >> (next_value(&state) % 31u);
+                const uint32_t m = next_value(&state) << 15 ^ next_value(&state);
+                bias[c] = (int32_t)(next_value(&state) % 65536u) - 32768;
+                bias16[c] = (int16_t)bias[c];
+                acc[c] = (int32_t)((uint32_t)sum - (uint32_t)bias[c]);
+                multiplier[c] = m % 8u == 0 ? (int32_t)(m | 1u) /* any drawn */
+                                            : (int32_t)((m & 0x3fffffffu) | 0x40000000u);
+                shift[c] = (int8_t)(-1 - (int32_t)(next_value(&state) % 31u));
+            }
+            check(acc, bias, bias16, multiplier, shift, zero_point, LANES);
         }
     }
     {   /* every count, nothing past it (count 0 writes nothing); int32 biases beyond int16 */

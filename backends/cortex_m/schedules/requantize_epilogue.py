@@ -55,6 +55,9 @@ REQUANTIZE_SMALL_LUT_OPS = by_bias("tvm_ext.requantize_small_lut_s8")
 LUT_ENTRIES = 256
 """A lookup table's int8 entries, indexed by the saturated int8 value + LUT_OFFSET."""
 LUT_OFFSET = 128
+ZERO_POINT_BOUND = 2**28
+"""The helpers' zero points lie in [-ZERO_POINT_BOUND, ZERO_POINT_BOUND) (an int8 output's are -128..127): the DSP
+epilogue adds 2 * zero_point + 1 to a value within +-2^30 before its halving (requantize_small.h.in)."""
 DOUBLE_ROUNDING_OPS = frozenset(REQUANTIZE_OPS[helper] for helper in ("double", RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT))
 """The requantizations the Helium helper computes: TFLite's double rounding and its right-shift-only variants."""
 # Either helper's call (out, acc, bias, multiplier, shift, zero_point, count): element c < count of each pointer.
@@ -157,7 +160,8 @@ class Requantized:
 
 def requantized(store, roundings: frozenset[str] = DOUBLE_ROUNDING_OPS, tables: bool = False) -> Optional[Requantized]:
     """What ``store`` (an int8 store of ``int8(saturate_int8(rounding(value, multiplier, shift) + zero_point))``,
-    with ``tables`` perhaps looked up in a table) requantizes with one of the ops ``roundings``, else None."""
+    with ``tables`` perhaps looked up in a table) requantizes with one of the ops ``roundings`` and a zero point
+    within +-ZERO_POINT_BOUND, else None."""
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int8":
         return None
     table, value = _looked_up(store.value) if tables else (None, store.value)
@@ -171,7 +175,7 @@ def requantized(store, roundings: frozenset[str] = DOUBLE_ROUNDING_OPS, tables: 
         zero_point = int(shifted.b.value) * (1 if isinstance(shifted, tirx.Add) else -1)
         shifted = shifted.a
     if not isinstance(shifted, tvm.ir.Call) or not isinstance(shifted.op, tvm.ir.Op) \
-            or shifted.op.name not in roundings or not -2**31 <= zero_point < 2**31:
+            or shifted.op.name not in roundings or not -ZERO_POINT_BOUND <= zero_point < ZERO_POINT_BOUND:
         return None
     return Requantized(shifted.op.name, *shifted.args, zero_point, table)
 
