@@ -10,6 +10,7 @@ hand-over step, because the kernel there writes it over that buffer in a known o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 Interval = tuple[int, int]  # bytes [start, end), end exclusive
 
@@ -38,30 +39,39 @@ class StreamOrder:
         """How far (bytes) the output's start must lie below the input's start when they overlap: the
         largest excess of a pass's write end over the lowest input byte still to be read then. May be
         negative (the output may then even start above the input)."""
-        lead = None
-        unread: int | None = None  # lowest input byte read by this pass or a later one
-        for (read_start, read_end), (write_start, write_end) in reversed(list(zip(self.reads, self.writes))):
-            if read_start < read_end:
-                unread = read_start if unread is None else min(unread, read_start)
-            if write_start < write_end and unread is not None:
-                lead = write_end - unread if lead is None else max(lead, write_end - unread)
-        return 0 if lead is None else lead
+        return _lead_bytes(self.reads, self.writes)
 
     def trail_bytes(self) -> int:
         """How far (bytes) the output's start must lie above the input's start when they overlap with the
         output above: the largest excess of the end of an input byte range this pass or a later one still
         reads over a pass's write start (the lead of the order mirrored, every byte offset negated). May be
         negative (the output may then even start below the input)."""
-        return self._mirrored().lead_bytes()
-
-    def _mirrored(self) -> "StreamOrder":
-        """The order with every byte offset negated (an empty interval stays empty)."""
-        return StreamOrder(tuple((-end, -start) for start, end in self.reads),
-                           tuple((-end, -start) for start, end in self.writes))
+        return _lead_bytes(_mirrored(self.reads), _mirrored(self.writes))
 
     def reversed(self) -> "StreamOrder":
         """The order of the same kernel with its passes run last first (its outermost loop reversed)."""
         return StreamOrder(self.reads[::-1], self.writes[::-1])
+
+
+@lru_cache(maxsize=4096)
+def _lead_bytes(reads: tuple[Interval, ...], writes: tuple[Interval, ...]) -> int:
+    """`StreamOrder.lead_bytes` of these passes, kept per distinct order: the planner's strategies ask for
+    every hand-over's distance at each planning (time conflicts, bytes live per step), tens of thousands of
+    times per compile, of orders of up to 256 passes."""
+    lead = None
+    unread: int | None = None  # lowest input byte read by this pass or a later one
+    for (read_start, read_end), (write_start, write_end) in reversed(list(zip(reads, writes))):
+        if read_start < read_end:
+            unread = read_start if unread is None else min(unread, read_start)
+        if write_start < write_end and unread is not None:
+            lead = write_end - unread if lead is None else max(lead, write_end - unread)
+    return 0 if lead is None else lead
+
+
+@lru_cache(maxsize=4096)
+def _mirrored(intervals: tuple[Interval, ...]) -> tuple[Interval, ...]:
+    """The intervals with every byte offset negated (an empty interval stays empty)."""
+    return tuple((-end, -start) for start, end in intervals)
 
 
 @dataclass(frozen=True)

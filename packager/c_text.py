@@ -11,6 +11,8 @@ _FLOAT_SUFFIXES = {"float32": "f", "float64": ""}
 # <stdint.h> macros giving a decimal literal the integer type's width and signedness: without them a uint64
 # value above INT64_MAX has no C99 type, and a uint32 one above INT32_MAX is a signed long long.
 _WIDE_INTEGER_MACROS = {"int64": "INT64_C", "uint32": "UINT32_C", "uint64": "UINT64_C"}
+_NARROW_INTEGERS = frozenset({"int8", "uint8", "int16", "uint16"})
+"""Integer types each value of which is its plain decimal literal (`c_literal`'s last case)."""
 
 
 _COMMENT_PAIRS = {"/": "*", "*": "/"}  # each character that makes a comment delimiter with the other
@@ -90,7 +92,12 @@ def _float_literal(value: float, suffix: str) -> str:
 
 def array_body(values: np.ndarray, dtype: str, indent: str = "  ") -> str:
     """The `{ ... }` initializer of a flat C array, VALUES_PER_LINE values per line."""
-    flat = [c_literal(v, dtype) for v in np.asarray(values).reshape(-1).tolist()]  # Python numbers: faster
+    array = np.asarray(values).reshape(-1)
+    items = array.tolist()  # Python numbers: faster
+    # An integer array of a narrow type: str of each Python int, as c_literal gives it (a weights file's
+    # hundreds of thousands of values without a call each)
+    flat = list(map(str, items)) if dtype in _NARROW_INTEGERS and array.dtype.kind in "iu" \
+        else [c_literal(v, dtype) for v in items]
     lines = [
         indent + ", ".join(flat[i : i + VALUES_PER_LINE]) + "," for i in range(0, len(flat), VALUES_PER_LINE)
     ]

@@ -97,7 +97,9 @@ ORDERS: tuple[Order, ...] = (
 
 def place(buffers: Sequence[Buffer]) -> Placement:
     """The smallest-arena placement over every (order, gap rule) pair."""
+    conflicts = time_conflicts(buffers)  # once for the 18 placements
     candidates = (
-        place_in_order(buffers, order(buffers), fit) for order in ORDERS for fit in (first_fit, best_fit)
+        place_in_order(buffers, order, fit, conflicts) for order in (rule(buffers) for rule in ORDERS)
+        for fit in (first_fit, best_fit)
     )
     return Placement(min(candidates, key=lambda offsets: arena_bytes(buffers, offsets)))

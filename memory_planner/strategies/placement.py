@@ -76,7 +76,7 @@ def first_fit(nbytes: int, alignment: int, occupied: Sequence[Interval]) -> int:
             continue
         if offset + nbytes <= start:
             break
-        offset = align_up(end, alignment)
+        offset = (end + alignment - 1) & -alignment  # align_up, inline: the searches call this millions of times
     return offset
 
 
@@ -101,11 +101,11 @@ def place_in_order(
     buffers live at one of its steps block; `conflicts` is `time_conflicts(buffers)` when the caller has it."""
     if conflicts is None:
         conflicts = time_conflicts(buffers)
-    offsets: dict[int, int] = {}
+    placed: list[int | None] = [None] * len(buffers)  # each buffer's offset (by index) once placed
     for i in order:
-        occupied = [(offsets[j] + start, offsets[j] + end) for j, start, end in conflicts[i] if j in offsets]
-        offsets[i] = fit(buffers[i].nbytes, buffers[i].alignment, occupied)
-    return {buffers[i].name: off for i, off in offsets.items()}
+        occupied = [(placed[j] + start, placed[j] + end) for j, start, end in conflicts[i] if placed[j] is not None]
+        placed[i] = fit(buffers[i].nbytes, buffers[i].alignment, occupied)
+    return {buffers[i].name: placed[i] for i in order}
 
 
 def arena_bytes(buffers: Sequence[Buffer], offsets: dict[str, int]) -> int:

@@ -72,7 +72,7 @@ def stream_orders(func: tirx.PrimFunc, num_inputs: int, num_outputs: int) -> tup
     writes: dict[int, list[Interval]] = {o: [] for o, p in enumerate(outputs) if id(p) in plain}
     for passes in (_passes(stmt) for stmt in _top_level(func.body)):
         skeleton = _skeleton(passes[0].body, pointers)  # every pass of a statement runs the same body
-        for accessed in (_bytes_accessed(one_pass, skeleton, pointers) for one_pass in passes):
+        for accessed in (_bytes_accessed(one_pass, skeleton) for one_pass in passes):
             for index, param, found in [(i, inputs[i], reads) for i in reads] + [(o, outputs[o], writes)
                                                                                  for o in writes]:
                 bounds = accessed.get(id(param), (0, 0))
@@ -241,27 +241,60 @@ def _chosen(expr: ir.Expr, conditions: list[ir.Expr], truths: tuple[bool, ...]) 
     return expr
 
 
-def _cases(call: ir.Call, analyzer: Analyzer) -> Iterator[ir.Call] | None:
-    """`call` with its arguments' choices (`_choice`) resolved, once per case (module docstring) the analysis does not
-    prove impossible; None when its arguments choose by more than SELECT_CONDITIONS distinct conditions."""
+@dataclass(frozen=True)
+class _CallReach:
+    """What one helper call reaches through the parameters (`_bytes_accessed` reads it once per pass; it is
+    computed once per kernel, from the call alone). `cases`: per case (module docstring), the conditions any of
+    which, proved, makes it impossible in a pass, and its reaches in order: (parameter id, the flat index of an
+    element reached, its bytes), the index None where the call's reach through that parameter has no bound.
+    `unbounded`: the parameters (ids, in order) the call may reach when its arguments choose by more than
+    SELECT_CONDITIONS distinct conditions (then `cases` is empty: none of its pointers gets a bound)."""
+
+    cases: tuple[tuple[tuple[ir.Expr, ...], tuple[tuple[int, ir.Expr | None, int], ...]], ...]
+    unbounded: tuple[int, ...] | None = None
+
+
+def _call_reach(call: ir.Call, pointers: _Pointers) -> _CallReach:
+    """`call`'s `_CallReach`: its arguments' choices (`_choice`) resolved once per case, the elements each case
+    reaches through each address its record describes (the address's index plus the lowest and the highest
+    offset of the record's span, from the call's constant arguments)."""
+    accesses = list(helper_access(call.op.name).pointers)
     conditions = _conditions(call)
-    if not conditions:
-        return iter((call,))
     if len(conditions) > SELECT_CONDITIONS:
-        return None
+        return _CallReach((), tuple(id(param) for address, _ in _addresses(call, accesses)
+                                    if (param := pointers.param_of(address.args[0].source)) is not None))
+    cases = []
+    for truths in itertools.product((True, False), repeat=len(conditions)):
+        case = ir.Call(call.op, [_chosen(arg, conditions, truths) for arg in call.args], ret_ty=call.ty) \
+            if conditions else call
+        refuted_by = tuple(tirx.Not(c) if t else c for c, t in zip(conditions, truths))
+        cases.append((refuted_by, tuple(_case_reaches(case, accesses, pointers))))
+    return _CallReach(tuple(cases))
 
-    def possible(truths: tuple[bool, ...]) -> bool:
-        return not any(analyzer.can_prove(tirx.Not(c) if t else c) for c, t in zip(conditions, truths))
 
-    return (ir.Call(call.op, [_chosen(arg, conditions, truths) for arg in call.args], ret_ty=call.ty)
-            for truths in itertools.product((True, False), repeat=len(conditions)) if possible(truths))
+def _case_reaches(call: ir.Call, accesses: list[PointerAccess],
+                  pointers: _Pointers) -> Iterator[tuple[int, ir.Expr | None, int]]:
+    """The reaches (`_CallReach.cases`) of a helper `call` without choices among its arguments."""
+    arguments = [int(arg.value) if isinstance(arg, prim.IntImm) else None for arg in call.args]
+    for address, access in _addresses(call, accesses):
+        load = address.args[0]
+        param = pointers.param_of(load.source)
+        if param is None:
+            continue
+        span = access.span(arguments)
+        if span is None or len(load.indices) != 1:
+            yield id(param), None, 0
+        elif span[0] <= span[1]:
+            itemsize = DTYPE_BYTES[str(load.source.dtype)]
+            yield id(param), load.indices[0] + span[0], itemsize
+            yield id(param), load.indices[0] + span[1], itemsize
 
 
 def _is_vector(indices) -> bool:
     return any(isinstance(i, (prim.Ramp, prim.Broadcast)) for i in indices)
 
 
-def _bytes_accessed(one_pass: _Pass, skeleton: list[_Item], pointers: _Pointers) -> dict[int, Interval | None]:
+def _bytes_accessed(one_pass: _Pass, skeleton: list[_Item]) -> dict[int, Interval | None]:
     """Byte bounds [start, end) of the accesses through each parameter (by id) in one pass (loads of an input
     are its reads, stores to an output its writes), its body given as its `_skeleton`; None: not finite."""
     analyzer = Analyzer()
@@ -276,8 +309,8 @@ def _bytes_accessed(one_pass: _Pass, skeleton: list[_Item], pointers: _Pointers)
             analyzer.bind(node.var, node.value)
         elif isinstance(node, _Access):
             _widen(bounds, node.param, node.indices, node.itemsize, analyzer)
-        elif isinstance(node, ir.Call):
-            _widen_by_call(bounds, node, list(helper_access(node.op.name).pointers), pointers, analyzer)
+        elif isinstance(node, _CallReach):
+            _widen_by_call(bounds, node, analyzer)
     return bounds
 
 
@@ -291,7 +324,7 @@ class _Access:
 
 
 # A skeleton item: what _bytes_accessed acts on by itself (a load or store through a parameter, a helper
-# call with an access record, a Bind statement), or a scope with the skeleton of what lies inside it:
+# call with an access record as its `_CallReach`, a Bind statement), or a scope with the skeleton of what lies inside it:
 # (a For or a Let, [inside]), (an IfThenElse, [its condition's, its then branch's, its else branch's]).
 _Item = Union[ir.Node, tuple[ir.Node, list[list["_Item"]]]]
 
@@ -351,9 +384,9 @@ class _SkeletonFrame:
                 return inside[0]
             dtype = node.source.dtype if isinstance(node, ir.TensorLoad) else node.buffer.dtype
             return [_Access(id(param), list(node.indices), DTYPE_BYTES[str(dtype)]), *inside[0]]
-        acts = isinstance(node, tirx.Bind) or (
-            isinstance(node, ir.Call) and isinstance(node.op, ir.Op) and helper_access(node.op.name) is not None)
-        return [node, *inside[0]] if acts else inside[0]
+        if isinstance(node, ir.Call) and isinstance(node.op, ir.Op) and helper_access(node.op.name) is not None:
+            return [_call_reach(node, self._pointers), *inside[0]]
+        return [node, *inside[0]] if isinstance(node, tirx.Bind) else inside[0]
 
 
 def _reachable(skeleton: list[_Item], analyzer: Analyzer) -> Iterator[ir.Node]:
@@ -381,36 +414,21 @@ def _reachable(skeleton: list[_Item], analyzer: Analyzer) -> Iterator[ir.Node]:
         stack.extend(reversed(reached))
 
 
-def _widen_by_call(bounds: dict[int, Interval | None], call: ir.Call, accesses: list[PointerAccess],
-                   pointers: _Pointers, analyzer: Analyzer) -> None:
-    """Widen `bounds` by the elements a helper `call` reaches through the addresses its record describes, in each
-    of its cases (`_cases`) the analysis leaves possible."""
-    cases = _cases(call, analyzer)
-    if cases is None:  # too many cases to read: no bound for any parameter the call may reach
-        for address, _ in _addresses(call, accesses):
-            if (param := pointers.param_of(address.args[0].source)) is not None:
-                bounds[id(param)] = None
+def _widen_by_call(bounds: dict[int, Interval | None], reach: _CallReach, analyzer: Analyzer) -> None:
+    """Widen `bounds` by the elements a helper call (its `_CallReach`) reaches in each of its cases the analysis
+    leaves possible."""
+    if reach.unbounded is not None:  # too many cases to read: no bound for any parameter the call may reach
+        for key in reach.unbounded:
+            bounds[key] = None
         return
-    for case in cases:
-        _widen_by_case(bounds, case, accesses, pointers, analyzer)
-
-
-def _widen_by_case(bounds: dict[int, Interval | None], call: ir.Call, accesses: list[PointerAccess],
-                   pointers: _Pointers, analyzer: Analyzer) -> None:
-    """Widen `bounds` by the elements a helper `call` without `Select` arguments reaches through the addresses its
-    record describes."""
-    arguments = [int(arg.value) if isinstance(arg, prim.IntImm) else None for arg in call.args]
-    for address, access in _addresses(call, accesses):
-        load = address.args[0]
-        param = pointers.param_of(load.source)
-        if param is None:
+    for refuted_by, reaches in reach.cases:
+        if any(analyzer.can_prove(condition) for condition in refuted_by):
             continue
-        span = access.span(arguments)
-        if span is None or len(load.indices) != 1:
-            bounds[id(param)] = None
-        elif span[0] <= span[1]:
-            _widen(bounds, id(param), [load.indices[0] + span[0]], DTYPE_BYTES[str(load.source.dtype)], analyzer)
-            _widen(bounds, id(param), [load.indices[0] + span[1]], DTYPE_BYTES[str(load.source.dtype)], analyzer)
+        for key, index, itemsize in reaches:
+            if index is None:
+                bounds[key] = None
+            else:
+                _widen(bounds, key, [index], itemsize, analyzer)
 
 
 def _widen(bounds: dict[int, Interval | None], key: int, indices, itemsize: int, analyzer: Analyzer) -> None:

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from tvm import tirx
 
     from tvm_ext.codegen.codegen_c import KernelSource
+    from tvm_ext.codegen.subgraph_codegen import SubgraphSources
     from tvm_ext.frontend import ImportedModel, IoQuantization, TensorSpec
     from tvm_ext.model_check import ModelFacts, ParsedModel
     from tvm_ext.compile.patches import PatchRequest
@@ -241,6 +242,9 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                          sum(t.nbytes for t in facts.outputs), facts.state_bytes, options.io_in_arena)
 
     tvm_target = target.register_profile_with_tvm(profile)
+    from tvm_ext.codegen.subgraph_codegen import SubgraphSources  # imports TVM: once the target is registered
+
+    kept = SubgraphSources()  # each subgraph's C, for a code generation of the same kernels again (planning's)
     with ExitStack() as running:
         try:
             imported = stage("import", lambda: import_(model, checked, options.name, options.io), lambda i: (
@@ -271,7 +275,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
             lowered = stage("passes", lambda: passes(imported, profile, tvm_target, options.layout,
                                                      None if grid_plan is None else cut_of(grid_plan)),
                             _describe_kernels)
-            generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, options.jobs),
+            generated = stage("codegen", lambda: codegen(lowered, imported, profile, tvm_target, options.jobs, kept),
                               lambda gen: f"{len(gen.source.c_text):,} B of C")
             if options.input_rows and grid_plan is not None:
                 generated = _with_row_input(generated, func, cut_of(grid_plan), file_name)
@@ -290,7 +294,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
         forward, forward_lowered = generated, lowered
 
         def regenerate(marked: Lowered) -> Generated:
-            again = codegen(marked, imported, profile, tvm_target, options.jobs)
+            again = codegen(marked, imported, profile, tvm_target, options.jobs, kept)
             rows = options.input_rows and grid_plan is not None
             return _with_row_input(again, func, cut_of(grid_plan), file_name) if rows else again
 
@@ -690,16 +694,17 @@ def passes(imported: Imported, profile: Profile, tvm_target: tvm.target.Target, 
 
 
 def codegen(lowered: Lowered, imported: Imported, profile: Profile, tvm_target: tvm.target.Target,
-            jobs: int) -> Generated:
-    """The kernels' C from TVM's C code generator, per subgraph on `jobs` worker processes, and the execution
-    plan of the lowered module."""
+            jobs: int, kept: SubgraphSources | None = None) -> Generated:
+    """The kernels' C from TVM's C code generator, per subgraph on `jobs` worker processes (those `kept` has
+    from an earlier code generation of the compile taken from it), and the execution plan of the lowered
+    module."""
     from tvm_ext.plan.extract_plan import extract_plan
     from tvm_ext.codegen.index_checks import UncheckedIndexError
     from tvm_ext.codegen.subgraph_codegen import generate_kernels, subgraph_kernels
 
     subgraphs = subgraph_kernels(lowered.mod, lowered.kernels, lowered.c_name_of)
     try:
-        source = generate_kernels(subgraphs, tvm_target, imported.model.name, jobs)
+        source = generate_kernels(subgraphs, tvm_target, imported.model.name, jobs, kept)
     except UncheckedIndexError as err:
         raise CompileError(f"{imported.model.path.name}: {_operators_of(lowered, err.kernel)} is refused: "
                            f"{err.problems[0]}") from err

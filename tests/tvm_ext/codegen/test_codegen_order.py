@@ -1,12 +1,13 @@
 """The code generation workers take the subgraphs with the most kernels first (a long one started last leaves
-the other workers idle), and the C still comes out in the subgraphs' order."""
+the other workers idle), and the C still comes out in the subgraphs' order. A code generation again within one
+compile (`SubgraphSources`) generates only the subgraphs whose kernels changed."""
 
 from __future__ import annotations
 
 from memory_planner.plan import KernelSignature
 from tvm_ext.codegen import subgraph_codegen
 from tvm_ext.codegen.codegen_c import KernelSource
-from tvm_ext.codegen.subgraph_codegen import SubgraphKernels, generate_kernels, largest_first
+from tvm_ext.codegen.subgraph_codegen import SubgraphKernels, SubgraphSources, generate_kernels, largest_first
 
 
 def subgraphs_of_sizes(*sizes: int) -> list[SubgraphKernels]:
@@ -29,6 +30,24 @@ def test_the_pool_receives_the_largest_subgraph_first_and_the_c_keeps_the_subgra
     source = generate_kernels(subgraphs_of_sizes(1, 4, 2), target=None, prefix="m", jobs=2)
     assert handed_out == [1, 2, 0]
     assert list(source.definitions) == ["k0", "k1", "k2"]
+
+
+def test_a_second_generation_takes_the_kept_c_of_the_subgraphs_whose_kernels_are_the_same_objects(monkeypatch):
+    generated: list[int] = []
+
+    def recording_generator(subgraph, target, prefix):
+        generated.append(subgraph.subgraph)
+        return source_of(f"{next(iter(subgraph.kernels))}_{len(generated)}")
+
+    monkeypatch.setattr(subgraph_codegen, "generate_subgraph", recording_generator)
+    kept = SubgraphSources()
+    first = [SubgraphKernels(index, {f"k{index}": object()}) for index in range(3)]
+    before = generate_kernels(first, target=None, prefix="m", jobs=1, kept=kept)
+    marked = [first[0], SubgraphKernels(1, {"k1": object()}), first[2]]  # k1 generated again (run backwards)
+    after = generate_kernels(marked, target=None, prefix="m", jobs=2, kept=kept)
+    assert generated == [0, 1, 2, 1]
+    assert list(before.definitions) == ["k0_1", "k1_2", "k2_3"]
+    assert list(after.definitions) == ["k0_1", "k1_4", "k2_3"]
 
 
 def source_of(name: str) -> KernelSource:

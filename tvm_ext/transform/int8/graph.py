@@ -47,8 +47,12 @@ class Graph:
         self.layers = Layers.of(func)
         self._position = {b.value: i for i, b in enumerate(self.bindings)}
         self.uses: Counter = Counter()
+        self._callers: dict[relax.Var, list[relax.Binding]] = {}  # a Var -> the calls with it as an argument, in order
         for binding in self.bindings:
             relax.analysis.post_order_visit(binding.value, self._count)
+            for arg in binding.value.args if isinstance(binding.value, relax.Call) else ():
+                if isinstance(arg, relax.Var):
+                    self._callers.setdefault(arg, []).append(binding)
         relax.analysis.post_order_visit(func.body.body, self._count)
 
     def _count(self, expr: relax.Expr) -> None:
@@ -101,10 +105,8 @@ class Graph:
         return None
 
     def single_user(self, var: relax.Var, op_name: str) -> Optional[relax.Binding]:
-        """The binding that is var's only use, if it is a call to ``op_name``."""
+        """The binding that is var's only use, if it is a call to ``op_name`` (looked up among the calls with var as
+        an argument, not by a scan of every binding: a GRU unrolled over 600 operators asks some 400 times)."""
         if self.uses[var] != 1:
             return None
-        for binding in self.bindings:
-            if is_call_to(binding.value, op_name) and any(arg.same_as(var) for arg in binding.value.args):
-                return binding
-        return None
+        return next((binding for binding in self._callers.get(var, ()) if is_call_to(binding.value, op_name)), None)
