@@ -13,18 +13,30 @@ two:
 (without tests and E even: the two-pixel call alone). The two-pixel call is
 ``<prefix>_depthwise_pair_s8x4w16`` (``_b16``; ``backends.cortex_m.helpers.depthwise_mac_c``'s
 ``depthwise_pair.h.in``): the same window, weights and epilogue, the second pixel's outputs and inputs a constant
-step further (``out_step``, ``x_step``: proved by TVM's integer analysis), each tap's weights loaded once for both
-pixels, both pixels' sums in an assembly block of its own registers, each channel's multiplier and shift loaded
-once for its two outputs. Measured on cortex-m4f (gcc 12.2 -O2) on kws_ref_model's 3x3 window over 64 channels:
-241 instructions a pair's tile of four channels, where the one-pixel tile runs 133 a pixel.
+step further (``out_step``, ``x_step``: proved by TVM's integer analysis; a loop that steps backwards in memory
+calls it at its second pixel), each tap's weights loaded once for both pixels, or where the second pixel is one
+window column or row on (stride equal to dilation) each input column loaded once for both (shared columns:
+``pair_form``), both pixels' sums in an assembly block of its own registers, each channel's multiplier and shift
+loaded once for its two outputs. Measured on cortex-m4f (gcc 12.2 -O2) on kws_ref_model's 3x3 window over 64
+channels: 241 instructions a pair's tile of four channels (223 with shared columns), where the one-pixel tile runs
+133 a pixel.
 
 Which loop, and whether at all, is the price of code's (``code_price.INSTRUCTIONS_PER_BYTE``): the pairs whose two
 pixels both pass the tests (counted over the loops' whole iteration space, the tests evaluated there) times the
 tiles times the instructions a pair's tile saves (PairCost) must exceed the code the two-pixel call adds at that
 price, its window rows written out or one loop iteration each (``rolled``: less code, a few instructions more a
 row), whichever pays more; once per call of the kernel (a kernel called several times by the bundle counts once:
-the choice may miss a pair that would pay, never takes one that does not). The second pixel's
-outputs and inputs are another pixel's of the same kernel and the same sums are computed for each: bit-exact.
+the choice may miss a pair that would pay, never takes one that does not). The second pixel's outputs and inputs
+are another pixel's of the same kernel and the same sums are computed for each: bit-exact.
+
+Measured on cortex-m4f (instructions per inference; code B): efficientnet_lite_w030_112_int8 30,907,374 ->
+30,385,869; 32,236 -> 34,940 (its 3x3 layers on 56x56x16 and 28x28x48 and its 5x5 layer on 14x14x96 paired along
+their columns: 1,795,843 -> 1,563,768, 1,324,527 -> 1,176,206, 1,566,206 -> 1,425,097; its stack 532 -> 556 B: the
+paired kernels' frames, 136 -> 184, 136 -> 176 and 152 -> 184 B, under the border helper's call); on the other
+shared and zoo models no layer's pairs pay for their code (the largest candidates: mobilenet_v2_050_64_int8's 3x3
+on 16x16x96 and vww_96_int8's on 48x48x8, some 87,000 instructions for about 1,050 B): one pixel per call. With every pair taken (no price), kws_ref_model 4,358,862 ->
+4,277,086 instructions, code 4,380 -> 5,428 B, arena 9,344 -> 9,664 B (the planner keeps its 3x3 layer's output
+a row further from its input where a call reads the next row's window).
 """
 
 from __future__ import annotations
@@ -253,7 +265,9 @@ def _choice(nest: list[tirx.For], leaf: _Leaf, cost: PairCost, instructions_per_
                 continue
             saved = pairs * sizes["channels"] // 4 * cost.saved(rows, cols, shared, rolled)
             gain = saved - instructions_per_byte * cost.bytes_added(rows, cols, shared, rolled, replaces_single)
-            if gain > 0 and (best is None or gain > best.gain):
+            # on a tie the inner loop: its second pixel's window one pixel on, not a row (the planner's gap between a
+            # layer's output and its input, where they overlap, grows by the window's read-ahead)
+            if gain > 0 and (best is None or (gain, index) > (best.gain, best.index)):
                 best = _Choice(index, out_step, x_step, rolled, gain, reversed_)
     return best
 
