@@ -44,6 +44,9 @@ DEPTHWISE_TILES_TEMPLATE = "depthwise_tiles.h.in"
 """The fused channel tiles (`<prefix>_depthwise_tiles_s8x4`, `_s8x4_b16`: an interior pixel's window sums and
 requantization of every channel, the sums started at the biases), after this template and the requantization
 epilogue's (`requantize_small_c`) in a bundle."""
+DEPTHWISE_PAIR_TEMPLATE = "depthwise_pair.h.in"
+"""The fused channel tiles of two interior pixels at once (`<prefix>_depthwise_pair_s8x4w16`, `_b16`), after
+DEPTHWISE_TILES_TEMPLATE in a bundle (a library of its own: `backends.cortex_m.helpers.DEPTHWISE_PAIR_HELPERS`)."""
 _TAGS = {"int8": "s8", "int16": "s16"}
 DEPTHWISE_MAC_INPUT_TYPES = tuple(_TAGS)
 """The input types of the depthwise helpers (their weights are int8)."""
@@ -78,3 +81,9 @@ def dsp_depthwise_pad_helper_name(prefix: str, weights: str = "int8") -> str:
     """The C name of the DSP cores' padding products of a border pixel's four-channel tile in the bundle `prefix`,
     over weights of type `weights`."""
     return f"{prefix}_depthwise_pad_s8x4{WEIGHT_TAGS[weights]}"
+
+
+def dsp_depthwise_pair_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the two-pixel fused channel tiles (int16 weights) for biases of type `bias` ("int32" or
+    "int16") in the bundle `prefix`."""
+    return bias_form(f"{prefix}_depthwise_pair_s8x4w16", bias)

@@ -86,6 +86,7 @@ from backends.cortex_m.schedules.common_tails import common_tails
 from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_TAIL_CHOICES, conv_tiles_calls,
                                                      one_row_padding_pays)
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
+from backends.cortex_m.schedules.depthwise_pairs import depthwise_pair_calls
 from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8, DSP_WINDOW_TAPS, HELIUM_TILES,
                                                           TileHelpers, depthwise_tiles_calls, dsp_replacement,
                                                           form_uses, shared_tiles)
@@ -163,6 +164,7 @@ class DualMacSchedules:
         pairs = pair_tiles_calls(epilogues)
         pairs = quad_tiles_calls(pairs) if self.quads else pairs
         tiled = depthwise_tiles_calls(conv_tiles_calls(pairs, DSP_CONV_TILES), DSP_TILES)
+        tiled = depthwise_pair_calls(tiled)  # two interior pixels a call where that pays
         tiled = fc_tiles_calls(tiled)  # a FULLY_CONNECTED's tiles of stacked weights
         tiled = depthwise_tiles_calls(tiled, DSP_TILES_S8)  # a layer whose weights the lowering did not widen
         return biased_requantize_calls(tiled)  # an element loop's rescales (`biased_requantize`)

@@ -1,0 +1,68 @@
+"""The DSP cores' two-pixel depthwise tiles (backends/cortex_m/schedules/depthwise_pairs.py, the helper
+backends/cortex_m/helpers/templates/depthwise_pair.h.in): the window as the helper runs it (shared columns where the
+second pixel is one column or one row on), what a pair saves and costs at the one code price, and on cortex-m4f a
+large 3x3 layer's interior pixels two per call, bit for bit with TFLite Micro under QEMU mps2-an386 and on the
+host (the helper's portable C), where a small layer keeps one pixel per call."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.cortex_m.schedules.depthwise_pairs import PAIR_COST, fits, pair_form
+
+
+def _sizes(rows: int, cols: int, x_row: int, x_col: int, w_row: int, w_col: int, channels: int) -> dict:
+    return {"rows": rows, "cols": cols, "x_row_stride": x_row, "x_col_stride": x_col, "w_row_stride": w_row,
+            "w_col_stride": w_col, "channels": channels}
+
+
+def test_the_window_runs_with_shared_columns_where_the_second_pixel_is_one_column_or_row_on():
+    kws = _sizes(3, 3, 320, 64, 192, 64, 64)  # kws_ref_model's 3x3 layer on 25x5x64
+    assert pair_form(kws, 64) == (3, 3, True)  # one column on
+    assert pair_form(kws, 320) == (3, 3, True)  # one row on: the columns as rows
+    assert pair_form(kws, 128) == (3, 3, False)  # stride 2: each tap's weights once for both pixels
+    assert pair_form(_sizes(1, 10, 128, 128, 128, 128, 128), 128) == (1, 10, True)  # a 10x1 time-axis layer
+    # the assembly block's immediates: an input 4,096 bytes on, weights 1,200 bytes a tap
+    assert pair_form(kws, 4096) is None
+    assert pair_form(_sizes(3, 3, 1800, 600, 1800, 600, 600), 600) is None
+    assert not fits(3, 3, 70_000, 16, 48, 16, 16) and fits(3, 3, 5000, 16, 48, 16, 16)
+
+
+def test_a_pair_saves_what_was_measured_and_pays_only_over_enough_tiles():
+    # kws_ref_model's 3x3 window over 64 channels on cortex-m4f: one-pixel tiles 133 instructions a pixel, a pair's
+    # 241 (each tap's weights once) and 223 (shared columns)
+    assert PAIR_COST.saved(3, 3, shared=False, rolled=False) == 2 * 133 - 241
+    assert PAIR_COST.saved(3, 3, shared=True, rolled=False) == 2 * 133 - 223
+    added = PAIR_COST.bytes_added(3, 3, shared=True, rolled=False, replaces_single=False)
+    assert PAIR_COST.bytes_added(3, 3, shared=True, rolled=True, replaces_single=False) < added
+    # pays from about 2,400 pair tiles on (efficientnet_lite_w030_112_int8's 56x56x16 layer: 1,512 pairs x 4 tiles)
+    tiles = -(-added * INSTRUCTIONS_PER_BYTE // PAIR_COST.saved(3, 3, shared=True, rolled=False))
+    assert 1_000 < tiles < 4 * 1_512
+
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from emulator.tools import missing_tools  # noqa: E402
+from test_depthwise_border_regions import SAME  # noqa: E402
+from test_depthwise_border_regions import _depthwise_model as _border_model  # noqa: E402
+from test_requantize_epilogue import bit_exact_bundle, host_selftest_passes  # noqa: E402
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_a_large_depthwise_layer_runs_two_interior_pixels_a_call_and_stays_bit_exact(tmp_path):
+    # one int8 input [1, 48, 48, 16]: a 3x3 SAME layer (2,116 interior pixels of 4 tiles: pairs pay) and a 3x3
+    # SAME one at stride 2 (24x24 outputs, 529 interior: too few to pay for the pair's code)
+    model = _border_model(16, 11, (48, 48), [(3, 1, 1, SAME), (3, 1, 2, SAME)])
+    bundle, kernels = bit_exact_bundle(tmp_path, "pairs", model, "cortex-m4f", "mps2-an386")
+    by_kernel = {name: kernel for kernel in re.split(r"\n(?=void )", kernels)
+                 for name in re.findall(r"^void \w+_depthwise_conv_2d_(3x3_s\d)", kernel)}
+    assert set(by_kernel) == {"3x3_s1", "3x3_s2"}, kernels
+    # the stride-1 layer: pairs one pixel (16 channels) apart, the rows written out, beside the one-pixel call
+    assert re.search(r"_depthwise_pair_s8x4w16(?:_b16)?\(.*, 3, 3, 16, (16|768), (16|768), 0\);", by_kernel["3x3_s1"])
+    assert "_depthwise_tiles_s8x4w16" in by_kernel["3x3_s1"]
+    assert "_depthwise_pair_" not in by_kernel["3x3_s2"]
+    host_selftest_passes(bundle.out_dir)
