@@ -1,12 +1,13 @@
 """A float bundle computes one answer on every target: a shared float model whose kernels call a transcendental
-(SOFTMAX's exp: pretrainedResnet), one without (hello_world_float) and a generated one whose outputs pass through
-TANH (tests/float_tanh_models.py: the bundle's tanhf, on its expf), compiled for `lowpower` (generic_c, run on
-the host with glibc) and for emulated cores with and without an FPU (newlib or picolibc there), give the same
-output bytes on the same inputs. Before the bundle had its own expf (packager/templates/float_math_expf.h.in) the C
-libraries' expf made the boards' last bits differ from the host's (1 ULP in the softmax; vww_96_float's too, whose
-pairs the backend suite compares with --backend-suite), and before its own tanhf
-(packager/templates/float_math_tanhf.h.in) newlib's tanhf made cortex-m4f's and cortex-m33's differ (the
-generated model's byte 6532 of case 0; picolibc's on RISC-V gave glibc's bits). The comparing driver is
+(SOFTMAX's exp: pretrainedResnet), one without (hello_world_float) and generated ones whose outputs pass through
+TANH and GELU (tests/float_activation_models.py: the bundle's tanhf and erff, on its expf), compiled for
+`lowpower` (generic_c, run on the host with glibc) and for emulated cores with and without an FPU (newlib or
+picolibc there), give the same output bytes on the same inputs. Before the bundle had its own expf
+(packager/templates/float_math_expf.h.in) the C libraries' expf made the boards' last bits differ from the host's
+(1 ULP in the softmax; vww_96_float's too, whose pairs the backend suite compares with --backend-suite); before
+its own tanhf (packager/templates/float_math_tanhf.h.in) newlib's tanhf made cortex-m4f's and cortex-m33's differ
+(the TANH model's byte 6532 of case 0; picolibc's on RISC-V gave glibc's bits), and before its own erff
+(packager/templates/float_math_erff.h.in) every board's GELU model differed. The comparing driver is
 tests/cortex_m_many_inputs.py's; the board build is the bundle's own (its runner's). Each core's profile is given
 SRAM enough for the models layer by layer (ROOMY_SRAM_BYTES: the SRAM is only checked, never read by the code
 generation), as the bits, not the fit, are under test."""
@@ -20,9 +21,10 @@ import pytest
 
 from conftest import ModelFactory, profile_build_config
 from cortex_m_many_inputs import PASS_LINE, emulated_run, host_outputs
-from float_tanh_models import write_float_tanh_model
+from float_activation_models import write_float_gelu_model, write_float_tanh_model
 
-FLOAT_MODELS = ["tflm/hello_world_float.tflite", "mlperf_tiny/pretrainedResnet.tflite", write_float_tanh_model]
+FLOAT_MODELS = ["tflm/hello_world_float.tflite", "mlperf_tiny/pretrainedResnet.tflite", write_float_tanh_model,
+                 write_float_gelu_model]
 PROFILES = ["cortex-m4f", "cortex-m33", "rv32imafc", "rv32imc"]
 CASES = 2
 ROOMY_SRAM_BYTES = 1 << 20

@@ -1,5 +1,5 @@
 /* Unit test of the bundle's portable float math (packager/templates/float_math_*.h.in, with the prefix lp):
- * lp_expf, lp_logf and lp_tanhf.
+ * lp_expf, lp_logf, lp_tanhf and lp_erff.
  *
  * 1. On the cases of float_math_cases.h (written by tests/packager/test_float_math_in_c.py: each function's NaN,
  *    infinities, signed zeros, overflow and underflow thresholds and their neighbours, subnormal results and
@@ -46,8 +46,8 @@ static void sum_in(uint32_t bits)
     }
 }
 
-static const char *const FUNCTIONS[] = {"expf", "logf", "tanhf"};
-#define FUNCTION_COUNT 3u
+static const char *const FUNCTIONS[] = {"expf", "logf", "tanhf", "erff"};
+#define FUNCTION_COUNT 4u
 
 static float apply(uint32_t function, float x)
 {
@@ -56,8 +56,10 @@ static float apply(uint32_t function, float x)
         return lp_expf(x);
     case 1u:
         return lp_logf(x);
-    default:
+    case 2u:
         return lp_tanhf(x);
+    default:
+        return lp_erff(x);
     }
 }
 
@@ -79,7 +81,7 @@ static double ulp_error(float ours, double exact)
 }
 
 /* Each function's largest error allowed on the dense sweep, in ULPs. */
-static const double MAX_ULP[FUNCTION_COUNT] = {1.0, 1.0, 1.5};
+static const double MAX_ULP[FUNCTION_COUNT] = {1.0, 1.0, 1.5, 1.0};
 static double worst[FUNCTION_COUNT];
 
 static double reference(uint32_t function, double x)
@@ -89,8 +91,10 @@ static double reference(uint32_t function, double x)
         return exp(x);
     case 1u:
         return log(x);
-    default:
+    case 2u:
         return tanh(x);
+    default:
+        return erf(x);
     }
 }
 #endif
@@ -160,6 +164,8 @@ int main(void)
         {1u, 0x00000001u, 0x7f7fffffu}, /* logf: every positive finite float */
         {2u, 0x00000000u, 0x7f800000u}, /* tanhf: every positive float */
         {2u, 0x80000000u, 0xff800000u}, /* tanhf: every negative float */
+        {3u, 0x00000000u, 0x7f800000u}, /* erff: every positive float */
+        {3u, 0x80000000u, 0xff800000u}, /* erff: every negative float */
     };
     for (size_t d = 0; d < sizeof DOMAINS / sizeof DOMAINS[0]; ++d) {
 #ifdef FLOAT_MATH_ONLY

@@ -1,13 +1,14 @@
-"""The bundle's portable float math (packager/templates/float_math_*.h.in: expf and logf within 1 ULP of the
-correctly rounded result, tanhf within MAX_ULP[TANHF]) gives the same bits on every core:
+"""The bundle's portable float math (packager/templates/float_math_*.h.in: expf, logf and erff within 1 ULP of
+the correctly rounded result, tanhf within MAX_ULP[TANHF]) gives the same bits on every core:
 tests/c/test_float_math.c's cases and sweep on the host (strict warnings, sanitizers; and every 251st float
 against double precision), on the host again with contraction into the host's FMA allowed (-ffp-contract=fast
 -mfma), and under QEMU on cortex-m4f (FPU), cortex-m0plus and rv32imc (no FPU: libgcc's soft float) and
 rv32imafc; each run prints the same checksum of all its results. The generated kernels call them instead of the
-C library's expf, logf and tanhf."""
+C library's expf, logf, tanhf and erff."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 from pathlib import Path
 
@@ -18,12 +19,12 @@ from c_checks import (SANITIZE, STRICT_WARNINGS, run_c_program_under_qemu, run_c
                       run_c_unit_tests)
 from emulator.tools import REQUIRED_TOOLS as CORTEX_M_TOOLS, RISCV_TOOLS
 from required_tools import require_tools
-from packager.fixed_point_c import EXPF, FLOAT_MATH_HELPERS, LOGF, TANHF, requantize_helpers_c
+from packager.fixed_point_c import ERFF, EXPF, FLOAT_MATH_HELPERS, LOGF, TANHF, requantize_helpers_c
 
 UNIT_TEST = Path(__file__).resolve().parents[1] / "c" / "test_float_math.c"
-FUNCTIONS = {EXPF: 0, LOGF: 1, TANHF: 2}
+FUNCTIONS = {EXPF: 0, LOGF: 1, TANHF: 2, ERFF: 3}
 """Each helper's number in the unit test's case table (the unit test's FUNCTIONS)."""
-MAX_ULP = {EXPF: 1.0, LOGF: 1.0, TANHF: 1.5}
+MAX_ULP = {EXPF: 1.0, LOGF: 1.0, TANHF: 1.5, ERFF: 1.0}
 """Each helper's largest error against double precision, in ULPs of the correctly rounded result (the unit
 test's MAX_ULP): at most one float step from the correctly rounded result."""
 
@@ -41,7 +42,7 @@ def _near(*centres: int, reach: int = 8) -> list[int]:
     return [c + d for c in centres for d in range(-reach, reach + 1)]
 
 
-REFERENCES = {EXPF: np.exp, LOGF: np.log, TANHF: np.tanh}
+REFERENCES = {EXPF: np.exp, LOGF: np.log, TANHF: np.tanh, ERFF: np.vectorize(math.erf)}
 """Each helper's function in double precision."""
 
 
@@ -64,7 +65,12 @@ def _cases() -> list[tuple[int, int, int, int]]:
                    + list(range(1, 64)) + [0x80000000 + b for b in range(1, 64)]
                    + list(_bits(rng.uniform(-10.0, 10.0, 4000)))
                    + list(_bits(rng.standard_normal(2000) * 2.0 ** rng.integers(-30, 4, 2000))))
-    points = {EXPF: exp_points, LOGF: log_points, TANHF: tanh_points}
+    erf_points = (_near(0x40800000, 0xC0800000, 0x3FA00000, 0xBFA00000, 0x3F400000, 0xBF400000, 0x38800000,
+                        0xB8800000, 0x407AD000, reach=16)
+                  + list(range(1, 64)) + [0x80000000 + b for b in range(1, 64)]
+                  + list(_bits(rng.uniform(-5.0, 5.0, 4000)))
+                  + list(_bits(rng.standard_normal(2000) * 2.0 ** rng.integers(-30, 4, 2000))))
+    points = {EXPF: exp_points, LOGF: log_points, TANHF: tanh_points, ERFF: erf_points}
     rows = []
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
         for function, xs in points.items():
@@ -72,7 +78,7 @@ def _cases() -> list[tuple[int, int, int, int]]:
                 value = np.float64(_floats([x])[0])
                 reference = int(_bits([REFERENCES[function](value)])[0])
                 exactly = ((function == EXPF and abs(value) >= 110.0) or x == one and function == LOGF
-                           or function == TANHF and abs(value) >= 9.5)
+                           or function == TANHF and abs(value) >= 9.5 or function == ERFF and abs(value) >= 4.0)
                 rows.append((FUNCTIONS[function], int(x), reference, 0 if exactly else 1))
         specials = [(EXPF, nan, nan), (EXPF, 0xFFC00000, nan), (EXPF, inf, inf), (EXPF, neg_inf, 0), (EXPF, 0, one),
                     (EXPF, 0x80000000, one), (EXPF, 0x7F7FFFFF, inf), (EXPF, 0xFF7FFFFF, 0),
@@ -81,7 +87,10 @@ def _cases() -> list[tuple[int, int, int, int]]:
                     (LOGF, one, 0),
                     (TANHF, nan, nan), (TANHF, 0xFFC00000, nan), (TANHF, inf, one), (TANHF, neg_inf, minus_one),
                     (TANHF, 0, 0), (TANHF, 0x80000000, 0x80000000), (TANHF, 0x7F7FFFFF, one),
-                    (TANHF, 0xFF7FFFFF, minus_one)]
+                    (TANHF, 0xFF7FFFFF, minus_one),
+                    (ERFF, nan, nan), (ERFF, 0xFFC00000, nan), (ERFF, inf, one), (ERFF, neg_inf, minus_one),
+                    (ERFF, 0, 0), (ERFF, 0x80000000, 0x80000000), (ERFF, 0x7F7FFFFF, one),
+                    (ERFF, 0xFF7FFFFF, minus_one)]
     rows += [(FUNCTIONS[f], x, r, 0) for f, x, r in specials]
     return rows
 
@@ -112,7 +121,7 @@ def host_checksum(tmp_path_factory) -> str:
 
 def test_the_helpers_are_within_their_bounds_on_a_dense_sweep(tmp_path):
     """Every 251st float of each domain (some 34 million operands) against double precision (every float, with
-    -DFLOAT_MATH_SWEEP=1u -DFLOAT_MATH_ONLY=2, measured once: tanhf 1.4266 ULP at most)."""
+    -DFLOAT_MATH_SWEEP=1u -DFLOAT_MATH_ONLY=<function>, measured once: tanhf 1.4266 ULP at most, erff 0.8360)."""
     _write_unit_files(tmp_path)
     program = tmp_path / "dense"
     subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", *STRICT_WARNINGS.split(), "-DFLOAT_MATH_DENSE",

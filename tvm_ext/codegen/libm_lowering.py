@@ -8,9 +8,10 @@ intrinsic of `C99_FUNCTIONS` becomes a call of the C99 function of its type (`fa
 float64): exact, as the reference runtimes compute it, and in libm, which every bundle links.
 
 TVM's own rules make `tirx.exp` of a float32 `expf` (also inside its sigmoid, `1 / (1 + exp(-x))`), `tirx.log`
-`logf` and `tirx.tanh` `tanhf`: the C library's, whose last bit differs between libraries (glibc on the host,
-newlib or picolibc on the boards), so the same float bundle gave different bytes on different targets (SOFTMAX,
-LOGISTIC, ELU, LOG, LOG_SOFTMAX, TANH and a float LSTM's or GRU's cell activations). In C generated for a bundle
+`logf`, `tirx.tanh` `tanhf` and `tirx.erf` `erff`: the C library's, whose last bit differs between libraries
+(glibc on the host, newlib or picolibc on the boards), so the same float bundle gave different bytes on
+different targets (SOFTMAX, LOGISTIC, ELU, LOG, LOG_SOFTMAX, TANH, GELU and a float LSTM's or GRU's cell
+activations). In C generated for a bundle
 (inside `tvm_ext.kernels.fixed_point.calls_to_c_helpers`) each intrinsic of `PORTABLE_FUNCTIONS` of a float32 is
 a call of the bundle's helper instead (`packager.fixed_point_c.FLOAT_MATH_HELPERS`: within 1 ULP, tanhf 1.5, the
 same bits on every core); of a float64, and in a user's C build of our kernels (no helper defined there), TVM's
@@ -24,13 +25,13 @@ from __future__ import annotations
 
 from tvm import tirx
 
-from packager.fixed_point_c import EXPF, LOGF, TANHF
+from packager.fixed_point_c import ERFF, EXPF, LOGF, TANHF
 from tvm_ext.kernels.fixed_point import bundle_helper_call
 
 C99_FUNCTIONS = {"tirx.fabs": "fabs"}
 """TVM intrinsic -> the C99 function that computes it on a double; the float variant has the suffix `f`."""
 
-PORTABLE_FUNCTIONS = {"tirx.exp": EXPF, "tirx.log": LOGF, "tirx.tanh": TANHF}
+PORTABLE_FUNCTIONS = {"tirx.exp": EXPF, "tirx.log": LOGF, "tirx.tanh": TANHF, "tirx.erf": ERFF}
 """TVM intrinsic -> the bundle's float32 helper that computes it (named as the C99 function it replaces)."""
 
 _SUFFIX_OF_DTYPE = {"float32": "f", "float64": ""}
