@@ -39,6 +39,7 @@ def write_float_tanh_model(folder: Path) -> Path:
     return _write_scaled_activation(folder, "TANH")
 
 
-def write_float_gelu_model(folder: Path) -> Path:
-    """The exact GELU model (its erf), written into `folder` as float_gelu.tflite (a conftest.ModelFactory)."""
-    return _write_scaled_activation(folder, "GELU", Options("GeluOptions", {"Approximate": False}))
+def write_float_gelu_model(folder: Path, approximate: bool = False) -> Path:
+    """The exact GELU model (its erf), or the approximate one (its tanh form), written into `folder` as
+    float_gelu.tflite (a conftest.ModelFactory)."""
+    return _write_scaled_activation(folder, "GELU", Options("GeluOptions", {"Approximate": approximate}))
