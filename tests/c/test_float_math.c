@@ -46,21 +46,14 @@ static void sum_in(uint32_t bits)
     }
 }
 
+/* The helpers under test, by number (the cases' first column), and their names. */
+static float (*const HELPERS[])(float) = {lp_expf, lp_logf, lp_tanhf, lp_erff};
 static const char *const FUNCTIONS[] = {"expf", "logf", "tanhf", "erff"};
 #define FUNCTION_COUNT 4u
 
 static float apply(uint32_t function, float x)
 {
-    switch (function) {
-    case 0u:
-        return lp_expf(x);
-    case 1u:
-        return lp_logf(x);
-    case 2u:
-        return lp_tanhf(x);
-    default:
-        return lp_erff(x);
-    }
+    return HELPERS[function](x);
 }
 
 #ifdef FLOAT_MATH_DENSE
@@ -83,20 +76,8 @@ static double ulp_error(float ours, double exact)
 /* Each function's largest error allowed on the dense sweep, in ULPs. */
 static const double MAX_ULP[FUNCTION_COUNT] = {1.0, 1.0, 1.5, 1.0};
 static double worst[FUNCTION_COUNT];
-
-static double reference(uint32_t function, double x)
-{
-    switch (function) {
-    case 0u:
-        return exp(x);
-    case 1u:
-        return log(x);
-    case 2u:
-        return tanh(x);
-    default:
-        return erf(x);
-    }
-}
+/* Each helper's function in double precision. */
+static double (*const REFERENCES[FUNCTION_COUNT])(double) = {exp, log, tanh, erf};
 #endif
 
 /* Every FLOAT_MATH_SWEEP-th float from bits `first` to `last` through `function`, summed (and, with
@@ -112,7 +93,7 @@ static void sweep(uint32_t function, uint32_t first, uint32_t last)
         sum_in(ours_bits);
         checks += 1u;
 #ifdef FLOAT_MATH_DENSE
-        const double exact = reference(function, (double)x);
+        const double exact = REFERENCES[function]((double)x);
         const double error = ulp_error(ours, exact);
         if (error > worst[function]) {
             worst[function] = error;
