@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from tvm_ext.compile import compile
@@ -54,3 +55,21 @@ def test_our_kernels_outside_a_bundle_keep_the_c_librarys_functions():
     module = tvm.IRModule({"k": te.create_prim_func([a, b]).with_attr("global_symbol", "k")})
     source = tvm.tirx.build(module, target="c", pipeline=PIPELINE_NAME).inspect_source()
     assert "erff(tanhf(logf(expf(" in source
+
+
+@pytest.mark.parametrize(("exponent", "expected"), [(2.0, "(arg0[i] * arg0[i]);"), (1.0, "arg0[i];"),
+                                                    (-1.0, "(1.000000e+00f / arg0[i]);"), (0.0, "1.000000e+00f;"),
+                                                    (3.0, "powf(arg0[i], 3.000000e+00f);")])
+def test_a_power_by_a_constant_0_1_2_or_minus_1_is_one_ieee_operation(exponent, expected):
+    """pow(x, 2) as x * x (glibc's powf(x, 2), which a -O0 build calls, rounds some squares apart from it), 1 / x,
+    x, 1; any other exponent the C library's powf."""
+    import tvm
+    from tvm import te, tirx
+
+    from tvm_ext.codegen.codegen_c import PIPELINE_NAME
+
+    a = te.placeholder((4,), "float32", name="a")
+    b = te.compute((4,), lambda i: tirx.pow(a[i], tirx.const(exponent, "float32")), name="b")
+    module = tvm.IRModule({"k": te.create_prim_func([a, b]).with_attr("global_symbol", "k")})
+    source = tvm.tirx.build(module, target="c", pipeline=PIPELINE_NAME).inspect_source()
+    assert f"arg1[i] = {expected}" in source and (exponent == 3.0) == ("powf(" in source), source
