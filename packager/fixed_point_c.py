@@ -29,11 +29,12 @@ defines too (`HELPER_DEPENDENCIES`). "fma" is float x * y + z rounded once (C99'
 core: packager/templates/fused_multiply_add.h.in), for onnxruntime's fused multiply-adds. "float32" is
 onnxruntime's float32 requantization of an int32 sum (float32(acc) * multiplier, clamped, ties to even) in
 integer arithmetic, bit for bit, for cores without a floating-point unit
-(packager/templates/fixed_point_requantize_float32.h.in). "expf" and "logf" are the bundle's own e^x and natural
-logarithm of a float (`FLOAT_MATH_HELPERS`: packager/templates/float_math_*.h.in, their shared bits and
-contraction guard in "float_bits"): within 1 ULP and the same bits on every core, where the C libraries' expf and
-logf round differently (glibc's on the host, newlib's or picolibc's on a board), so a float bundle computes one
-answer everywhere; `tvm_ext.codegen.libm_lowering` makes a bundle's kernels call them.
+(packager/templates/fixed_point_requantize_float32.h.in). "expf", "logf", "tanhf" and "erff" are the bundle's own
+e^x, natural logarithm, hyperbolic tangent and error function of a float (`FLOAT_MATH_HELPERS`:
+packager/templates/float_math_*.h.in, their shared bits and contraction guard in "float_bits"; tanhf and erff
+call expf): within 1 ULP (tanhf 1.5) and the same bits on every core, where the C libraries' functions round
+differently (glibc's on the host, newlib's or picolibc's on a board), so a float bundle computes one answer
+everywhere; `tvm_ext.codegen.libm_lowering` makes a bundle's kernels call them.
 
 The C is hand-written: packager/templates/fixed_point_<helper>.h.in (`${prefix}` the bundle's prefix; the
 helper's contract in the file's leading comment, which bundles do not copy); this module names the helpers and
@@ -67,7 +68,9 @@ REQUANTIZE_FLOAT32 = "float32"
 FLOAT_BITS = "float_bits"
 EXPF = "expf"
 LOGF = "logf"
-FLOAT_MATH_HELPERS = (EXPF, LOGF)
+TANHF = "tanhf"
+ERFF = "erff"
+FLOAT_MATH_HELPERS = (EXPF, LOGF, TANHF, ERFF)
 """The portable single-precision functions, each named as the C99 function it replaces."""
 REQUANTIZE_FLOAT32_OP = "tvm_ext.requantize_float32"
 # The operators the kernels call these helpers through (tvm_ext.kernels.fixed_point registers them): one per
@@ -81,7 +84,8 @@ COUNT_LEADING_ZEROS_OP = "tvm_ext.count_leading_zeros"
 HELPERS = (*REQUANTIZE_HELPERS, REQUANTIZE_16X8, SATURATE_INT8, SATURATE_INT16, COUNT_LEADING_ZEROS, DOUBLING_HIGH_MUL,
            INV_SQRT_MULTIPLIER, FUSED_MULTIPLY_ADD, REQUANTIZE_FLOAT32, FLOAT_BITS, *FLOAT_MATH_HELPERS)
 HELPER_DEPENDENCIES = {INV_SQRT_MULTIPLIER: ("double", COUNT_LEADING_ZEROS),
-                       **{helper: (FLOAT_BITS,) for helper in FLOAT_MATH_HELPERS}}
+                       **{helper: (FLOAT_BITS,) for helper in FLOAT_MATH_HELPERS}, TANHF: (FLOAT_BITS, EXPF),
+                       ERFF: (FLOAT_BITS, EXPF)}
 """The helpers each helper calls."""
 
 

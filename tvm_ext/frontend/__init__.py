@@ -24,6 +24,7 @@ from .tflite_ops.arg_max import convert_arg_max
 from .tflite_ops.batch_matmul import convert_batch_matmul
 from .tflite_ops.constants import dequantize_int64, with_array_dtypes
 from .tflite_ops.expand_dims import convert_expand_dims
+from .tflite_ops.gelu import convert_gelu
 from .tflite_ops.io_quantization import tflite_tensor_quant
 from .tflite_ops.l2_normalization import convert_l2_normalization
 from .tflite_ops.lstm import convert_unidirectional_sequence_lstm
@@ -287,6 +288,7 @@ def _import_tflite(path: Path, model) -> ImportedModel:
             # half_pixel_centers); UNIDIRECTIONAL_SEQUENCE_LSTM (TVM's is float only and makes the state a constant);
             # TFLite Micro's signal-library custom operators (TVM has none; named by their custom code, see
             # get_op_code_str).
+            tvm_gelu = self.convert_map["GELU"]
             own = {"SVDF": lambda op: convert_svdf(self, op), "EXPAND_DIMS": lambda op: convert_expand_dims(self, op),
                    "PACK": lambda op: convert_pack(self, op), "UNPACK": lambda op: convert_unpack(self, op),
                    "QUANTIZE": functools.partial(convert_quantize, self, tvm_convert=self.convert_map["QUANTIZE"]),
@@ -316,6 +318,8 @@ def _import_tflite(path: Path, model) -> ImportedModel:
             data_movement = {"DEPTH_TO_SPACE", "PAD", "PADV2", "SLICE", "SPACE_TO_DEPTH", "SPLIT", "SPLIT_V", "SQUEEZE",
                              "STRIDED_SLICE", "TRANSPOSE"}
             self._SUPPORTED_QUANTIZED_OPS = frozenset(self._SUPPORTED_QUANTIZED_OPS) | own.keys() | data_movement
+            # GELU: TVM's drops the approximate option (float only: a quantized GELU stays TVM's refusal).
+            self.convert_map["GELU"] = self._named(functools.partial(convert_gelu, self, tvm_convert=tvm_gelu))
             # Where each operator's table starts in the flatbuffer -> its operator index.
             self.operator_index = {subgraph.Operators(i)._tab.Pos: i for i in range(subgraph.OperatorsLength())}
 
