@@ -4,8 +4,9 @@ A reduction tiled to DUAL_MAC_CHANNELS output channels (``tvm_ext.schedule.kerne
 four channels innermost) in which both operands move with the channel, ``acc[c] += x[c * x_channel_stride + k]
 * w[c * w_channel_stride + k]`` over int8 x and w (the dual MAC needs an input shared by the channels, the
 depthwise helper consecutive channels), becomes one call of ``<prefix>_row_dot_s8x4`` (``backends.cortex_m.helpers.row_dot_c``):
-per channel, four inputs and four weights per 32-bit load, two SMLADs. Integer sums in another order:
-bit-exact.
+per channel, four inputs and four weights per 32-bit load, two SMLADs; over int16 x and w (an SVDF of int16 state)
+one call of ``<prefix>_row_dot_s16x4``: two inputs and two weights per load, one SMLAD. Integer sums in another
+order: bit-exact.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from typing import Optional
 from tvm import s_tir, tirx
 
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
-from backends.cortex_m.helpers.row_dot_c import row_dot_helper_name
+from backends.cortex_m.helpers.row_dot_c import ROW_DOT16_HELPERS, row_dot16_helper_name, row_dot_helper_name
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, channel_tile, helper_call_block, mac_reduction,
                                                 register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.helper_calls import register_helper_call
 
 ROW_DOT_OP = "tvm_ext.row_dot_s8x4"
 # The call (acc, x, w, x_channel_stride, w_channel_stride, row_len): acc[c] for c < 4,
@@ -29,13 +31,19 @@ ROW_DOT_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(DUAL_MAC_CHANNELS, Arg(4)), Axis(Arg(5), 1))),
 ))
 register_mac_helper(ROW_DOT_OP, row_dot_helper_name, ROW_DOT_ACCESS)
+ROW_DOT16_OP = "tvm_ext.row_dot_s16x4"
+# The same call over int16 x and w (strides in elements).
+register_helper_call(ROW_DOT16_OP, ROW_DOT16_HELPERS, row_dot16_helper_name, ROW_DOT_ACCESS)
+ROW_DOT_OPS = {"int8": ROW_DOT_OP, "int16": ROW_DOT16_OP}
+"""The row dot product's call by the rows' type (both operands of it)."""
 
 
 def row_dot_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
     """The helper's call block computing what ``loops`` (For nodes: one reduction loop, then the loop of
     DUAL_MAC_CHANNELS output channels) compute around ``realize``, or None where the loads do not fit it."""
-    reduction = mac_reduction(realize.block)
-    if reduction is None or len(loops) != 2 or not all(
+    reduction = mac_reduction(realize.block, tuple(ROW_DOT_OPS), tuple(ROW_DOT_OPS))
+    if reduction is None or str(reduction.data.source.dtype) != str(reduction.weight.source.dtype) \
+            or len(loops) != 2 or not all(
             isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
         return None
     row_len = int(loops[0].extent)
@@ -57,5 +65,5 @@ def row_dot_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s
             strides.append(stride)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
-    return helper_call_block(ROW_DOT_OP, reduction, bindings, inner, [*strides, row_len],
+    return helper_call_block(ROW_DOT_OPS[str(reduction.data.source.dtype)], reduction, bindings, inner, [*strides, row_len],
                              channel_tile(reduction, DUAL_MAC_CHANNELS))
