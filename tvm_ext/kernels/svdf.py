@@ -25,8 +25,8 @@ from typing import Optional
 import numpy as np
 from tvm import te, tirx
 
-from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products, over_tiles,
-                         padded_to_tiles)
+from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products,
+                         accumulate_row, over_tiles, padded_to_tiles)
 from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier
 from .quant_params import ActivationRange, quantize_multiplier
 from .requantize import OutputStage, requantize
@@ -176,3 +176,50 @@ def svdf_output(state: te.Tensor, weight_time: te.Tensor, bias: Optional[te.Tens
     stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding, right_shift_only,
                         small_accumulator)
     return te.compute((batch, units), lambda b, u: requantize(acc[b, u], u, stage, bias), name="svdf_output")
+
+
+def svdf_unit_rows(weight_time: np.ndarray, rank: int) -> np.ndarray:
+    """The time weights (F, M) as (F / rank, rank * M): each unit's rank filters' weights in one row, in the order
+    the state holds those filters' memories (``svdf_output_rows``)."""
+    filters, memory = weight_time.shape
+    return np.ascontiguousarray(weight_time.reshape(filters // rank, rank * memory))
+
+
+def svdf_output_rows(state: te.Tensor, weight_rows: te.Tensor, bias: Optional[te.Tensor], *,
+                     state_zero_point: int, multiplier: int, shift: int, output_zero_point: int,
+                     rounding: Rounding, right_shift_only: bool = False,
+                     small_accumulator: bool = False) -> te.Tensor:
+    """``svdf_output``'s values as one TE extern stage (a backend's choice,
+    ``backends.backend.KernelSchedules.svdf_unit_rows``): weight_rows (U, rank * M) (``svdf_unit_rows``), state
+    (B, F * M), bias int32[U] or None -> int8 (B, U).
+
+    A unit's rank filters hold their memories one after another in the state, so its sum over them is one dot
+    product of its row of the state (rank * M values from u * rank * M) with its row of time weights: per batch and
+    unit, one accumulator from 0, that row's reduction block (``tvm_ext.kernels.extern_mac.accumulate_row``: one
+    helper call on DSP cores), then the requantization of the accumulator, straight to the output (no tile of
+    accumulators in memory: on a DSP core the sum stays in a register)."""
+    batch = int(state.shape[0])
+    units, length = (int(d) for d in weight_rows.shape)
+    stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding, right_shift_only,
+                        small_accumulator)
+
+    def build(ins, outs):
+        rows, weights = ins[0], ins[1]
+        biases = ins[2] if bias is not None else None
+        out = outs[0]
+        acc = tirx.decl_buffer((1,), "int32", name="svdf_time_acc")
+        b, u = tirx.Var("b", "int32"), tirx.Var("u", "int32")
+        zero = tirx.const(0, "int32")
+        unit = tirx.SeqStmt([
+            tirx.BufferStore(acc, zero, [zero]),
+            accumulate_row(acc, rows, [b], u * length, weights, [u], length, "svdf_time_product",
+                           data_zero_point=state_zero_point),
+            tirx.BufferStore(out, requantize(tirx.BufferLoad(acc, [zero]), u, stage,
+                                                None if biases is None else lambda c: biases[c]),
+                             [b, u]),
+        ])
+        loops = tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.For(u, 0, units, tirx.ForKind.SERIAL, unit))
+        return tirx.SeqStmt([tirx.AllocBuffer(acc), loops])
+
+    return te.extern((batch, units), [state, weight_rows, *([bias] if bias is not None else [])], build,
+                     name="svdf_output", dtype="int8")

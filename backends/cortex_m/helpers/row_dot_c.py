@@ -41,3 +41,22 @@ def row_dot16_c(prefix: str) -> str:
 
 
 ROW_DOT16_HELPERS = HelperLibrary("cortex_m_row_dot16", row_dot16_c)
+
+
+ROW_DOT1_TEMPLATE = "row_dot1.h.in"
+"""One row's dot product into one accumulator (`<prefix>_row_dot_s8`, `<prefix>_row_dot_s16`): the SVDF time product
+unit after unit (`tvm_ext.kernels.svdf.svdf_output_rows`), its sum kept in a register for the requantization;
+unit-tested by `tests/c/test_row_dot1.c`."""
+
+
+def row_dot1_helper_name(prefix: str, rows: str) -> str:
+    """The C name of the one-row helper over ``rows`` ("int8" or "int16") in the bundle `prefix`."""
+    return f"{prefix}_row_dot_{ {'int8': 's8', 'int16': 's16'}[rows]}"
+
+
+def row_dot1_c(prefix: str) -> str:
+    """The one-row helpers' C definitions for the bundle `prefix`."""
+    return helper_template_c(__package__, ROW_DOT1_TEMPLATE, prefix)
+
+
+ROW_DOT1_HELPERS = HelperLibrary("cortex_m_row_dot1", row_dot1_c)

@@ -325,6 +325,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=dsp_only,
+        # an SVDF's time product unit after unit, one row dot product each, requantized from a register (measured on
+        # cortex-m4f; Helium keeps the TE compute's tiles of four units)
+        svdf_unit_rows=dsp_only,
         # ... widened to int16 for an LSTM's gates and an SVDF's feature product where the flash holds them (its int16
         # interleaved MAC: 11.5 instructions per 16 MACs against 19.5, measured on cortex-m4f; Helium defines none)
         widened_gate_weights=dsp_only,

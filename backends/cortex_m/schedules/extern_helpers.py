@@ -13,6 +13,8 @@ computes exactly what it does:
   ``<prefix>_dual_mac_s8x4_interleaved`` (``backends.cortex_m.helpers.dual_mac_interleaved_c``), two channels'
   weights per load, one call for every tile; over int16 weights (widened at compile time)
   ``<prefix>_dual_mac_s16x4_interleaved``, two channels' eight int16 weights per load (an LDM of four words);
+- a loop over k around a MAC block ``acc[a] += x[x0 + k] * w[w0 + k]`` (one accumulator, int8 or int16 rows: an SVDF
+  unit's time product): ``<prefix>_row_dot_s8`` or ``_s16`` (``backends.cortex_m.schedules.row_dot.row_dot1_call``);
 - a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``
   (``backends.cortex_m.helpers.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
   ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input);
@@ -41,6 +43,7 @@ from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED16_MAC_
                                                              dual_mac_interleaved16_helper_name,
                                                              dual_mac_interleaved_helper_name)
 from backends.cortex_m.schedules.conv_tiles import flat_offset, pointee
+from backends.cortex_m.schedules.row_dot import row_dot1_call
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, dual_mac_replacement, helper_call_block,
                                                   mac_reduction, register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -87,7 +90,7 @@ def extern_helper_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (one TE extern stage: a root block around its statements) with each loop nest of a form
     above replaced by its helper's call (outermost nests first); any other function unchanged."""
     return with_root_loops_replaced(
-        func, lambda loop: (_interleaved_mac_call(loop) or _mac_call(loop) or copy_call(loop)
+        func, lambda loop: (_interleaved_mac_call(loop) or _mac_call(loop) or row_dot1_call(loop) or copy_call(loop)
                             or _window_max_call(loop) or _max_call(loop)))
 
 
