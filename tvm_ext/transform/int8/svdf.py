@@ -123,7 +123,7 @@ def _match_output(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall
              "output_zero_point": output.zero_point, "rounding": ctx.rounding,
              "right_shift_only": shifts_right_only(multiplier, shift),
              "small_accumulator": fits_small_accumulator(_time_reach(time, rank, state_zero_point), bias)}
-    if ctx.svdf_unit_rows:  # unit after unit, one row dot product each (the rank filters' weights in one row)
+    if str(time.dtype) in ctx.svdf_unit_rows:  # unit after unit, one row dot product each
         return FixedCall(KernelCall(
             "SVDF", step, svdf_output_rows,
             (operands.activation, relax.const(svdf_unit_rows(time, rank)), relax.const(bias)), stage,
