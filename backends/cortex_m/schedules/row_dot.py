@@ -4,22 +4,21 @@ A reduction tiled to DUAL_MAC_CHANNELS output channels (``tvm_ext.schedule.kerne
 four channels innermost) in which both operands move with the channel, ``acc[c] += x[c * x_channel_stride + k]
 * w[c * w_channel_stride + k]`` over int8 x and w (the dual MAC needs an input shared by the channels, the
 depthwise helper consecutive channels), becomes one call of ``<prefix>_row_dot_s8x4`` (``backends.cortex_m.helpers.row_dot_c``):
-per channel, four inputs and four weights per 32-bit load, two SMLADs; over int16 x and w (an SVDF of int16 state)
-one call of ``<prefix>_row_dot_s16x4``: two inputs and two weights per load, one SMLAD. Integer sums in another
-order: bit-exact.
+per channel, four inputs and four weights per 32-bit load, two SMLADs. Integer sums in another order:
+bit-exact. A loop of one row's products into one accumulator (an SVDF unit's time product, int8 or int16 rows)
+becomes one call of ``<prefix>_row_dot_s8`` or ``_s16`` (``row_dot1_call``).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 from tvm import s_tir, tirx
 
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
-import functools
-
-from backends.cortex_m.helpers.row_dot_c import (ROW_DOT1_HELPERS, ROW_DOT16_HELPERS, row_dot1_helper_name,
-                                                 row_dot16_helper_name, row_dot_helper_name)
+from backends.cortex_m.helpers.row_dot_c import (ROW_DOT1_HELPERS, ROW_DOT1_TAGS, row_dot1_helper_name,
+                                                 row_dot_helper_name)
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, channel_tile, helper_call_block, mac_reduction,
                                                 register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
@@ -34,12 +33,7 @@ ROW_DOT_ACCESS = HelperAccess((
     PointerAccess(2, (Axis(DUAL_MAC_CHANNELS, Arg(4)), Axis(Arg(5), 1))),
 ))
 register_mac_helper(ROW_DOT_OP, row_dot_helper_name, ROW_DOT_ACCESS)
-ROW_DOT16_OP = "tvm_ext.row_dot_s16x4"
-# The same call over int16 x and w (strides in elements).
-register_helper_call(ROW_DOT16_OP, ROW_DOT16_HELPERS, row_dot16_helper_name, ROW_DOT_ACCESS)
-ROW_DOT_OPS = {"int8": ROW_DOT_OP, "int16": ROW_DOT16_OP}
-"""The row dot product's call by the rows' type (both operands of it)."""
-ROW_DOT1_OPS = {rows: f"tvm_ext.row_dot_{tag}" for rows, tag in (("int8", "s8"), ("int16", "s16"))}
+ROW_DOT1_OPS = {rows: f"tvm_ext.row_dot_{tag}" for rows, tag in ROW_DOT1_TAGS.items()}
 """The one-row dot product's call by the rows' type: (acc, x, w, row_len): acc[0], x[k] and w[k] for k < row_len."""
 ROW_DOT1_ACCESS = HelperAccess((PointerAccess(0, (Axis(1, 1),)), PointerAccess(1, (Axis(Arg(3), 1),)),
                                 PointerAccess(2, (Axis(Arg(3), 1),))))
@@ -50,9 +44,8 @@ for _rows, _op in ROW_DOT1_OPS.items():
 def row_dot_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
     """The helper's call block computing what ``loops`` (For nodes: one reduction loop, then the loop of
     DUAL_MAC_CHANNELS output channels) compute around ``realize``, or None where the loads do not fit it."""
-    reduction = mac_reduction(realize.block, tuple(ROW_DOT_OPS), tuple(ROW_DOT_OPS))
-    if reduction is None or str(reduction.data.source.dtype) != str(reduction.weight.source.dtype) \
-            or len(loops) != 2 or not all(
+    reduction = mac_reduction(realize.block)
+    if reduction is None or len(loops) != 2 or not all(
             isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops):
         return None
     row_len = int(loops[0].extent)
@@ -74,7 +67,7 @@ def row_dot_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s
             strides.append(stride)
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
-    return helper_call_block(ROW_DOT_OPS[str(reduction.data.source.dtype)], reduction, bindings, inner, [*strides, row_len],
+    return helper_call_block(ROW_DOT_OP, reduction, bindings, inner, [*strides, row_len],
                              channel_tile(reduction, DUAL_MAC_CHANNELS))
 
 

@@ -37,7 +37,7 @@ from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PA
 from backends.cortex_m.helpers.pool_sums_c import POOL_SUMS_TEMPLATE, pool_sums_helper_c
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
-from backends.cortex_m.helpers.row_dot_c import ROW_DOT1_TEMPLATE, ROW_DOT16_TEMPLATE, ROW_DOT_TEMPLATE
+from backends.cortex_m.helpers.row_dot_c import ROW_DOT1_TEMPLATE, ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
 from backends.cortex_m.helpers.window1_conv_c import WINDOW1_TEMPLATE
 from backends.cortex_m.schedules.dsp_add import ADD_VALUES_TEMPLATE
@@ -139,8 +139,6 @@ UNIT_TESTS_BY_HELPER = [
     # the depthwise MAC of a depth multiplier above 1 (one or two inputs a tap) against the plain sums
     HelperUnitTest("depthwise_spread", (DSP_WORDS_TEMPLATE, DEPTHWISE_SPREAD_TEMPLATE)),
     ROW_DOT,
-    # the int16 rows' row dot product (an SVDF's int16 state): LDRD and SMLAD, and LDR pairs, under QEMU
-    HelperUnitTest("row_dot16", (ROW_DOT16_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_ROW_DOT16_DSP"),
     # one row's dot product into one accumulator (an SVDF unit's time product): int8 by SXTB16, int16 by LDRD or LDR
     HelperUnitTest("row_dot1", (ROW_DOT1_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_ROW_DOT1_DSP"),
     # the LSTM gates' and the SVDF feature product's dual MAC over interleaved weights: LDRD, SXTB16, SMLAD under QEMU
