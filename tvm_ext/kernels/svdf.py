@@ -25,14 +25,14 @@ from typing import Optional
 import numpy as np
 from tvm import te, tirx
 
+from packager.fixed_point_c import SATURATE_INT8_OP
+
 from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products,
                          accumulate_row, over_tiles, padded_to_tiles)
-from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier
+from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier, saturate_int16
 from .quant_params import ActivationRange, quantize_multiplier
 from .requantize import OutputStage, requantize
 from .zero_point_fold import fold_zero_point_into_bias
-
-STATE_DTYPES: dict[str, tuple[int, int]] = {"int16": (-(2**15), 2**15 - 1), "int8": (-128, 127)}
 
 
 def svdf_feature_multiplier(input_scale: float, feature_scale: float, state_scale: float,
@@ -87,7 +87,6 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
     batch, depth = (int(d) for d in data.shape)
     filters = int(state.shape[1]) // memory
     dtype = str(state.dtype)
-    low, high = STATE_DTYPES[dtype]
     largest = depth * 255 * 128  # |sum_k (x_k - zp) * w_k| with x - zp in [-255, 255], w in [-128, 127]
 
     def build(ins, outs):
@@ -100,7 +99,12 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
         def newest(c: tirx.PrimExpr) -> tirx.PrimExpr:
             """The newest column's value of the filter whose sum is acc[c]."""
             scaled = multiply_by_constant_quantized_multiplier(acc[c], multiplier, shift, rounding, largest)
-            return tirx.Cast(dtype, tirx.max(tirx.min(scaled, high), low) + state_zero_point)
+            return tirx.Cast(dtype, saturated(scaled) + state_zero_point)
+
+        def saturated(value: tirx.PrimExpr) -> tirx.PrimExpr:
+            """``value`` clamped to the state type's range: one call of the bundle's saturation helper (one SSAT on
+            Arm, where gcc compiled the two comparisons of int16 bounds as two compares and conditional moves)."""
+            return saturate_int16(value) if dtype == "int16" else tirx.call_intrin("int32", SATURATE_INT8_OP, value)
 
         def feature_tile(first: tirx.PrimExpr, count: int) -> tirx.Stmt:
             """Filters first .. first + count - 1: accumulators from their offsets, products, newest column."""
