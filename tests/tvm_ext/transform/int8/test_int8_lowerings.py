@@ -310,6 +310,19 @@ def test_svdf_state_update_is_refused_where_its_int32_feature_sums_could_overflo
         assert matched == Mismatch("SVDF of 65,536 inputs (at most 65,535: its int32 feature sums could overflow)")
 
 
+def _svdf_output_binding(time: np.ndarray, bias: np.ndarray) -> tuple[relax.Call, LoweringContext]:
+    """SVDF's second step over an int16 state [1, 12] into 2 units (time weights [filters, memory]), quantized: the
+    quantize binding and its lowering context."""
+
+    def build(bb, state):
+        step = bb.emit(relax.call_dps_packed(SVDF_OUTPUT, [
+            _dq(bb, state, STATE_SCALE, STATE_ZP), _dq(bb, relax.const(time), TIME_SCALE, 0),
+            _dq(bb, relax.const(bias), STATE_SCALE * TIME_SCALE, 0)], relax.TensorType([1, 2], "float32")))
+        return _q(bb, step, OUT_SCALE, OUT_ZP)
+
+    return _quantize_binding(build, (1, 12), "int16")
+
+
 @pytest.mark.parametrize("fits", [True, False], ids=["zero_point_folded", "bias_too_large_to_fold"])
 def test_svdf_output_matches_with_its_rank_and_the_state_zero_point_folded_into_the_bias_where_it_fits(fits: bool):
     """SVDF's second step (int16 state [1, 12], 4 filters of memory 3, 2 units: rank 2): the state zero point is
@@ -319,13 +332,7 @@ def test_svdf_output_matches_with_its_rank_and_the_state_zero_point_folded_into_
     time = rng.integers(1, 32768, (4, 3)).astype(np.int16)  # [filters, memory], positive: unit sums > 0
     bias = np.array([2**31 - 1 if not fits else 1234, -5678], np.int32)
 
-    def build(bb, state):
-        step = bb.emit(relax.call_dps_packed(SVDF_OUTPUT, [
-            _dq(bb, state, STATE_SCALE, STATE_ZP), _dq(bb, relax.const(time), TIME_SCALE, 0),
-            _dq(bb, relax.const(bias), STATE_SCALE * TIME_SCALE, 0)], relax.TensorType([1, 2], "float32")))
-        return _q(bb, step, OUT_SCALE, OUT_ZP)
-
-    quantize, ctx = _quantize_binding(build, (1, 12), "int16")
+    quantize, ctx = _svdf_output_binding(time, bias)
     matched = svdf.LOWERING.match(quantize, ctx)
     assert isinstance(matched, FixedCall)
     call = matched.call
@@ -356,13 +363,7 @@ def test_svdf_output_is_written_unit_after_unit_for_the_state_types_the_backend_
     time = rng.integers(-300, 300, (4, 3)).astype(np.int16)
     bias = np.array([1234, -5678], np.int32)
 
-    def build(bb, state):
-        step = bb.emit(relax.call_dps_packed(SVDF_OUTPUT, [
-            _dq(bb, state, STATE_SCALE, STATE_ZP), _dq(bb, relax.const(time), TIME_SCALE, 0),
-            _dq(bb, relax.const(bias), STATE_SCALE * TIME_SCALE, 0)], relax.TensorType([1, 2], "float32")))
-        return _q(bb, step, OUT_SCALE, OUT_ZP)
-
-    quantize, ctx = _quantize_binding(build, (1, 12), "int16")
+    quantize, ctx = _svdf_output_binding(time, bias)
     ctx = dataclasses.replace(ctx, svdf_unit_rows=state_types)
     call = svdf.LOWERING.match(quantize, ctx).call
     assert call.kernel is (svdf_output_rows if unit_rows else svdf_output)
