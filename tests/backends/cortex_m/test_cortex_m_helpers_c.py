@@ -141,6 +141,9 @@ UNIT_TESTS_BY_HELPER = [
     ROW_DOT,
     # one row's dot product into one accumulator (an SVDF unit's time product): int8 by SXTB16, int16 by LDRD or LDR
     HelperUnitTest("row_dot1", (ROW_DOT1_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_ROW_DOT1_DSP"),
+    # ... and on cortex-m55, whose SVDF time products of an int16 state call it too (its DSP extension's SMLAD)
+    HelperUnitTest("row_dot1", (ROW_DOT1_TEMPLATE,), profile="cortex-m55",
+                   core_macro=f"{macro_prefix(PREFIX)}_ROW_DOT1_DSP"),
     # the LSTM gates' and the SVDF feature product's dual MAC over interleaved weights: LDRD, SXTB16, SMLAD under QEMU
     # (needs no other template; its group's assembly macro is defined only on that path)
     HelperUnitTest("dual_mac_interleaved", (DUAL_MAC_INTERLEAVED_TEMPLATE,),
