@@ -26,6 +26,7 @@ import numpy as np
 from tvm import te, tirx
 
 from packager.fixed_point_c import SATURATE_INT8_OP
+from tvm_ext.tir.extern_stage import STATE_SHIFT_ANNOTATION
 
 from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products,
                          accumulate_row, over_tiles, padded_to_tiles)
@@ -75,7 +76,8 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
     four by zero weights), feature_offsets int32[F'] (0 beyond F).
 
     A TE extern stage of plain serial loops, per batch: first the whole row's shift, one ascending copy
-    ``new[b, i] = old[b, i + 1]`` (it moves every filter's memory one step left; each filter's last column
+    ``new[b, i] = old[b, i + 1]`` (marked ``STATE_SHIFT_ANNOTATION``; it moves every filter's memory one step left;
+    each filter's last column
     then holds the next filter's first, overwritten below), then per tile of FEATURE_TILE filters the
     feature products in as many int32 accumulators (a local buffer; the product is one reduction block over
     the input, ``tvm_ext.kernels.extern_mac``), then each filter's
@@ -130,7 +132,7 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
         i = tirx.Var("i", "int32")
         padded: list[ZeroPaddedRow] = []
         steps = [tirx.For(i, 0, filters * memory - 1, tirx.ForKind.SERIAL,
-                          tirx.BufferStore(new, old[b, i + 1], [b, i])),
+                          tirx.BufferStore(new, old[b, i + 1], [b, i]), annotations={STATE_SHIFT_ANNOTATION: 1}),
                  *(all_filters() if interleaved else over_tiles(filters, FEATURE_TILE, feature_tile, "t"))]
         return tirx.SeqStmt([tirx.AllocBuffer(acc), *(tirx.AllocBuffer(copy.buffer) for copy in padded),
                              *(copy.zero_tail() for copy in padded),
