@@ -309,6 +309,11 @@ class KernelSchedules:
     their weights interleaved per tile of four units, padded to whole tiles and groups of four
     (`tvm_ext.kernels.extern_mac.interleave_weights`), for a core whose helper reads them so; False keeps TFLite's
     [unit, input] rows."""
+    svdf_unit_rows: tuple[str, ...] = ()
+    """The SVDF state types ("int8", "int16") whose time product and requantization the int8 lowering writes as one TE
+    extern stage, unit after unit (`tvm_ext.kernels.svdf.svdf_output_rows`: each unit's rank filters' time weights in
+    one row, its sum kept in one accumulator), for a core whose helper computes a row's dot product there; any other
+    state: the TE compute (`svdf_output`), tiled by the schedules."""
     widened_gate_weights: bool = False
     """Whether a recurrent cell's interleaved weights (`interleaved_gate_weights`: an LSTM's gates', an SVDF's
     feature weights) are widened to int16 at compile time where the flash holds the extra byte per weight

@@ -442,4 +442,56 @@ static inline int32_t float_epilogue_failures(uint32_t *state, int32_t *cases, i
     return failures;
 }
 
+/* The ascending copies' cases (test_copy_ascending.c, test_state_shift.c: helpers of one contract, dst[i] = src[i]
+   for count elements of element_bytes bytes as the element loop copies them when dst <= src or the runs are apart):
+   for element sizes 1, 2 and 4 bytes, every count up to 40 elements, every distance from dst below src
+   (overlapping, as the SVDF state shifts in place) to separate runs and every word alignment of dst, `copy` leaves a
+   512-byte buffer as that loop does; the failures, each printed, and the count of cases in *cases. */
+#define ASCENDING_COPY_BUFFER_BYTES 512 /* past the farthest run: 3 + (160 + 3) + 160 bytes */
+typedef int32_t (*ascending_copy_fn)(void *dst, const void *src, int32_t count, int32_t element_bytes);
+
+static inline int ascending_copy_case(ascending_copy_fn copy, int32_t element_bytes, int32_t count,
+                                      int32_t dst_offset, int32_t src_offset)
+{
+    uint8_t expected[ASCENDING_COPY_BUFFER_BYTES], actual[ASCENDING_COPY_BUFFER_BYTES];
+    int32_t i;
+    for (i = 0; i < ASCENDING_COPY_BUFFER_BYTES; ++i) {
+        expected[i] = (uint8_t)(i * 37 + 11);
+    }
+    memcpy(actual, expected, sizeof actual);
+    for (i = 0; i < count * element_bytes; ++i) { /* element by element ascending is byte by byte ascending */
+        expected[dst_offset + i] = expected[src_offset + i];
+    }
+    if (copy(actual + dst_offset, actual + src_offset, count, element_bytes) != 0) {
+        return 1;
+    }
+    return memcmp(actual, expected, sizeof actual) != 0;
+}
+
+static inline int32_t ascending_copy_cases(ascending_copy_fn copy, int32_t *cases)
+{
+    static const int32_t sizes[] = {1, 2, 4};
+    int32_t failures = 0;
+    size_t s;
+    for (s = 0; s < sizeof sizes / sizeof sizes[0]; ++s) {
+        const int32_t element_bytes = sizes[s];
+        int32_t count, distance;
+        for (count = 0; count <= 40; ++count) {
+            const int32_t bytes = count * element_bytes;
+            for (distance = 0; distance <= bytes + 3; ++distance) { /* dst below src, then separate runs */
+                int32_t dst_offset;
+                for (dst_offset = 0; dst_offset < 4; ++dst_offset) { /* every word alignment of dst */
+                    ++*cases;
+                    if (ascending_copy_case(copy, element_bytes, count, dst_offset, dst_offset + distance)) {
+                        failures += 1;
+                        printf("wrong: %ld-byte elements, count %ld, dst %ld, src %ld\n", (long)element_bytes,
+                               (long)count, (long)dst_offset, (long)(dst_offset + distance));
+                    }
+                }
+            }
+        }
+    }
+    return failures;
+}
+
 #endif

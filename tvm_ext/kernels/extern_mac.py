@@ -58,6 +58,31 @@ def accumulate_products(acc: tirx.Buffer, data: tirx.Buffer, data_row: Sequence[
     return tirx.For(k, 0, depth, tirx.ForKind.SERIAL, tirx.For(c, 0, count, tirx.ForKind.SERIAL, realize))
 
 
+def accumulate_row(acc: tirx.Buffer, data: tirx.Buffer, data_row: Sequence[PrimExpr], data_start: PrimExpr,
+                   weights: tirx.Buffer, weight_row: Sequence[PrimExpr], depth: int, name: str,
+                   data_zero_point: int = 0) -> tirx.Stmt:
+    """The loop ``for k < depth: acc[0] += (int32(data[*data_row, data_start + k]) - data_zero_point) *
+    int32(weights[*weight_row, k])`` around one reduction block named ``name`` (no init: the caller sets the
+    accumulator): one row's dot product into one accumulator, the row starting anywhere in the data's last axis (a
+    DSP core's helper computes it: ``backends.cortex_m.schedules.extern_helpers``). ``data_row`` and
+    ``weight_row`` index every axis of ``data`` and ``weights`` but the last; they and ``data_start`` may use the
+    caller's loop variables (each becomes an iteration variable of the block, bound to it)."""
+    k = tirx.Var("k", "int32")
+    row_vars = _row_vars([int(extent) for extent in (*data.shape[:-1], *weights.shape[:-1])])
+    data_vars, weight_vars = row_vars[:len(data_row)], row_vars[len(data_row):]
+    vs = tirx.IterVar(tvm.ir.Range(0, int(data.shape[-1])), tirx.Var("vs", "int32"), tirx.IterVar.DataPar)
+    vk = tirx.IterVar(tvm.ir.Range(0, depth), tirx.Var("vk", "int32"), tirx.IterVar.CommReduce)
+    data_index = [v.var for v in data_vars] + [vs.var + vk.var]
+    weight_index = [v.var for v in weight_vars] + [vk.var]
+    zero = tirx.const(0, "int32")
+    update = tirx.BufferStore(acc, acc[zero] + _centred(data[tuple(data_index)], data_zero_point)
+                              * _centred(weights[tuple(weight_index)], 0), [zero])
+    reads = [_region(acc, [zero]), _region(data, data_index), _region(weights, weight_index)]
+    block = s_tir.SBlock([*data_vars, vs, *weight_vars, vk], reads, reads[:1], name, update)
+    realize = s_tir.SBlockRealize([*data_row, data_start, *weight_row, k], True, block)
+    return tirx.For(k, 0, depth, tirx.ForKind.SERIAL, realize)
+
+
 def accumulate_interleaved(acc: tirx.Buffer, start: tirx.Buffer, start_row: Sequence[PrimExpr], data: tirx.Buffer,
                            data_row: Sequence[PrimExpr], weights: tirx.Buffer, weight_prefix: Sequence[PrimExpr],
                            name: str) -> tirx.Stmt:

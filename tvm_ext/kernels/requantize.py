@@ -76,6 +76,12 @@ def _at(param: ChannelParam, channel: PrimExpr) -> Union[int, PrimExpr]:
     return value if param.dtype == "int32" else tirx.Cast("int32", value)
 
 
+def _dtype(value) -> str:
+    """The type of ``value``: a TE tensor's element (``.dtype``) or a TIR load or expression (``.ty.dtype``: a TE
+    extern stage's accumulator)."""
+    return str(value.dtype) if hasattr(value, "dtype") else str(value.ty.dtype)
+
+
 def requantize(
     acc: PrimExpr, channel: PrimExpr, stage: OutputStage, bias: Optional[te.Tensor] = None
 ) -> PrimExpr:
@@ -96,7 +102,7 @@ def requantize(
         low, high = stage.activation.low, stage.activation.high
         saturated = saturated if high >= INT16_MAX else tirx.min(saturated, high)
         return tirx.Cast("int16", saturated if low <= INT16_MIN else tirx.max(saturated, low))
-    if stage.int32_sums_16x8 or acc.dtype == "int64":
+    if stage.int32_sums_16x8 or _dtype(acc) == "int64":
         shift = _at(stage.shift, channel)
         acc = tirx.Cast("int64", acc) if stage.int32_sums_16x8 else acc
         if bias is not None:

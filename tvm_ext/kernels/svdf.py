@@ -25,14 +25,15 @@ from typing import Optional
 import numpy as np
 from tvm import te, tirx
 
-from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products, over_tiles,
-                         padded_to_tiles)
-from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier
+from packager.fixed_point_c import SATURATE_INT8_OP
+from tvm_ext.tir.extern_stage import STATE_SHIFT_ANNOTATION
+
+from .extern_mac import (INTERLEAVED_TILE, ZeroPaddedRow, accumulate_interleaved, accumulate_products,
+                         accumulate_row, over_tiles, padded_to_tiles)
+from .fixed_point import Rounding, multiply_by_constant_quantized_multiplier, saturate_int16
 from .quant_params import ActivationRange, quantize_multiplier
 from .requantize import OutputStage, requantize
 from .zero_point_fold import fold_zero_point_into_bias
-
-STATE_DTYPES: dict[str, tuple[int, int]] = {"int16": (-(2**15), 2**15 - 1), "int8": (-128, 127)}
 
 
 def svdf_feature_multiplier(input_scale: float, feature_scale: float, state_scale: float,
@@ -75,7 +76,8 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
     four by zero weights), feature_offsets int32[F'] (0 beyond F).
 
     A TE extern stage of plain serial loops, per batch: first the whole row's shift, one ascending copy
-    ``new[b, i] = old[b, i + 1]`` (it moves every filter's memory one step left; each filter's last column
+    ``new[b, i] = old[b, i + 1]`` (marked ``STATE_SHIFT_ANNOTATION``; it moves every filter's memory one step left;
+    each filter's last column
     then holds the next filter's first, overwritten below), then per tile of FEATURE_TILE filters the
     feature products in as many int32 accumulators (a local buffer; the product is one reduction block over
     the input, ``tvm_ext.kernels.extern_mac``), then each filter's
@@ -87,7 +89,6 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
     batch, depth = (int(d) for d in data.shape)
     filters = int(state.shape[1]) // memory
     dtype = str(state.dtype)
-    low, high = STATE_DTYPES[dtype]
     largest = depth * 255 * 128  # |sum_k (x_k - zp) * w_k| with x - zp in [-255, 255], w in [-128, 127]
 
     def build(ins, outs):
@@ -100,7 +101,12 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
         def newest(c: tirx.PrimExpr) -> tirx.PrimExpr:
             """The newest column's value of the filter whose sum is acc[c]."""
             scaled = multiply_by_constant_quantized_multiplier(acc[c], multiplier, shift, rounding, largest)
-            return tirx.Cast(dtype, tirx.max(tirx.min(scaled, high), low) + state_zero_point)
+            return tirx.Cast(dtype, saturated(scaled) + state_zero_point)
+
+        def saturated(value: tirx.PrimExpr) -> tirx.PrimExpr:
+            """``value`` clamped to the state type's range: one call of the bundle's saturation helper (one SSAT on
+            Arm, where gcc compiled the two comparisons of int16 bounds as two compares and conditional moves)."""
+            return saturate_int16(value) if dtype == "int16" else tirx.call_intrin("int32", SATURATE_INT8_OP, value)
 
         def feature_tile(first: tirx.PrimExpr, count: int) -> tirx.Stmt:
             """Filters first .. first + count - 1: accumulators from their offsets, products, newest column."""
@@ -126,7 +132,7 @@ def svdf_state_update(data: te.Tensor, state: te.Tensor, weight_feature: te.Tens
         i = tirx.Var("i", "int32")
         padded: list[ZeroPaddedRow] = []
         steps = [tirx.For(i, 0, filters * memory - 1, tirx.ForKind.SERIAL,
-                          tirx.BufferStore(new, old[b, i + 1], [b, i])),
+                          tirx.BufferStore(new, old[b, i + 1], [b, i]), annotations={STATE_SHIFT_ANNOTATION: 1}),
                  *(all_filters() if interleaved else over_tiles(filters, FEATURE_TILE, feature_tile, "t"))]
         return tirx.SeqStmt([tirx.AllocBuffer(acc), *(tirx.AllocBuffer(copy.buffer) for copy in padded),
                              *(copy.zero_tail() for copy in padded),
@@ -176,3 +182,50 @@ def svdf_output(state: te.Tensor, weight_time: te.Tensor, bias: Optional[te.Tens
     stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding, right_shift_only,
                         small_accumulator)
     return te.compute((batch, units), lambda b, u: requantize(acc[b, u], u, stage, bias), name="svdf_output")
+
+
+def svdf_unit_rows(weight_time: np.ndarray, rank: int) -> np.ndarray:
+    """The time weights (F, M) as (F / rank, rank * M): each unit's rank filters' weights in one row, in the order
+    the state holds those filters' memories (``svdf_output_rows``)."""
+    filters, memory = weight_time.shape
+    return np.ascontiguousarray(weight_time.reshape(filters // rank, rank * memory))
+
+
+def svdf_output_rows(state: te.Tensor, weight_rows: te.Tensor, bias: Optional[te.Tensor], *,
+                     state_zero_point: int, multiplier: int, shift: int, output_zero_point: int,
+                     rounding: Rounding, right_shift_only: bool = False,
+                     small_accumulator: bool = False) -> te.Tensor:
+    """``svdf_output``'s values as one TE extern stage (a backend's choice,
+    ``backends.backend.KernelSchedules.svdf_unit_rows``): weight_rows (U, rank * M) (``svdf_unit_rows``), state
+    (B, F * M), bias int32[U] or None -> int8 (B, U).
+
+    A unit's rank filters hold their memories one after another in the state, so its sum over them is one dot
+    product of its row of the state (rank * M values from u * rank * M) with its row of time weights: per batch and
+    unit, one accumulator from 0, that row's reduction block (``tvm_ext.kernels.extern_mac.accumulate_row``: one
+    helper call on DSP cores), then the requantization of the accumulator, straight to the output (no tile of
+    accumulators in memory: on a DSP core the sum stays in a register)."""
+    batch = int(state.shape[0])
+    units, length = (int(d) for d in weight_rows.shape)
+    stage = OutputStage(multiplier, shift, output_zero_point, ActivationRange(), rounding, right_shift_only,
+                        small_accumulator)
+
+    def build(ins, outs):
+        rows, weights = ins[0], ins[1]
+        biases = ins[2] if bias is not None else None
+        out = outs[0]
+        acc = tirx.decl_buffer((1,), "int32", name="svdf_time_acc")
+        b, u = tirx.Var("b", "int32"), tirx.Var("u", "int32")
+        zero = tirx.const(0, "int32")
+        unit = tirx.SeqStmt([
+            tirx.BufferStore(acc, zero, [zero]),
+            accumulate_row(acc, rows, [b], u * length, weights, [u], length, "svdf_time_product",
+                           data_zero_point=state_zero_point),
+            tirx.BufferStore(out, requantize(tirx.BufferLoad(acc, [zero]), u, stage,
+                                                None if biases is None else lambda c: biases[c]),
+                             [b, u]),
+        ])
+        loops = tirx.For(b, 0, batch, tirx.ForKind.SERIAL, tirx.For(u, 0, units, tirx.ForKind.SERIAL, unit))
+        return tirx.SeqStmt([tirx.AllocBuffer(acc), loops])
+
+    return te.extern((batch, units), [state, weight_rows, *([bias] if bias is not None else [])], build,
+                     name="svdf_output", dtype="int8")

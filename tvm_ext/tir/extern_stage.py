@@ -8,6 +8,11 @@ from typing import Sequence
 
 from tvm import te, tirx
 
+STATE_SHIFT_ANNOTATION = "tvm_ext.state_shift"
+"""The annotation of an extern stage's loop that shifts a state one element down in place (an SVDF state update's,
+``tvm_ext.kernels.svdf.svdf_state_update``), which a DSP core's helpers copy with stores to the aligned destination
+(``backends.cortex_m.schedules.extern_helpers``); any other core compiles the loop as it is."""
+
 
 def extern_from_zero(shape: Sequence[int], inputs: Sequence[te.Tensor], build, name: str) -> te.Tensor:
     """``te.extern`` of ``build`` on ``inputs``, its result of ``shape`` and the inputs' type. Its buffers start

@@ -10,10 +10,16 @@ where a kernel takes the maximum of runs (the window taps of int8 MAX_POOL_2D wr
 The C is hand-written: `templates/copy_ascending.h.in` and `templates/max_s8.h.in` (their contracts in their
 leading comments), unit-tested on the host (the copy with and without the word copies) and under QEMU by
 `tests/c/test_copy_ascending.c` and `tests/c/test_max_s8.c` (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
+
+The SVDF state update's shift (its loop marked ``tvm_ext.tir.extern_stage.STATE_SHIFT_ANNOTATION``) calls
+`<prefix>_state_shift` instead, the ascending copy's contract with 32 bytes a pass stored by STMs to the aligned
+destination (`templates/state_shift.h.in`, its own library `STATE_SHIFT_HELPERS`: only a bundle that calls it
+defines it; unit-tested by `tests/c/test_state_shift.c`).
 """
 
 from __future__ import annotations
 
+from backends.backend import HelperLibrary
 from packager.template_files import helper_template_c
 
 COPY_TEMPLATE = "copy_ascending.h.in"
@@ -43,3 +49,19 @@ def max_s8_helper_c(prefix: str) -> str:
 def max_s8_window_helper_name(prefix: str) -> str:
     """The C name of the int8 window maximum in the bundle `prefix` (defined with the int8 maximum)."""
     return f"{prefix}_max_s8_window"
+
+
+STATE_SHIFT_TEMPLATE = "state_shift.h.in"
+
+
+def state_shift_helper_name(prefix: str) -> str:
+    """The C name of the state shift in the bundle `prefix`."""
+    return f"{prefix}_state_shift"
+
+
+def state_shift_c(prefix: str) -> str:
+    """The C definition of the state shift for the bundle `prefix`."""
+    return helper_template_c(__package__, STATE_SHIFT_TEMPLATE, prefix)
+
+
+STATE_SHIFT_HELPERS = HelperLibrary("cortex_m_state_shift", state_shift_c)

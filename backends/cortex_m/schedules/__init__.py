@@ -210,6 +210,9 @@ class HeliumMacSchedules(DualMacSchedules):
     padding products one call each (`helium_depthwise`); a float reduction tiled to output channels is one call of
     the float multiply-accumulate (`helium_float`)."""
 
+    # an SVDF state's shift by the ascending copy: the state shift's STMs measured slower on cortex-m55
+    # (keyword_scrambled 29,833 -> 32,158 instructions, where cortex-m4f's went 47,453 -> 44,194)
+    extern_calls = staticmethod(functools.partial(extern_helper_calls, state_shift=False))
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_float_or_int_replacement))
     replacement = staticmethod(helium_replacement)
     channel_tiles = staticmethod(depthwise_channel_tiles)
@@ -340,6 +343,11 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         if has_mve(profile) else copied_window_length if has_dsp_extension(profile) else None,
         # the DSP helpers' interleaved dual MAC (Helium defines none: its dual MAC keeps the row-major weights)
         interleaved_gate_weights=dsp_only,
+        # an SVDF's time product unit after unit, one row dot product each, requantized from a register (measured on
+        # cortex-m4f: keyword_scrambled 53,398 -> 49,221 instructions, _8bit 52,648 -> 48,982; on cortex-m55 for an
+        # int16 state, 36,107 -> 32,059, while Helium's row dot product of four int8 rows stays faster: 28,036
+        # against 33,933)
+        svdf_unit_rows=("int8", "int16") if dsp_only else ("int16",) if has_dsp_extension(profile) else (),
         # ... widened to int16 for an LSTM's gates and an SVDF's feature product where the flash holds them (its int16
         # interleaved MAC: 11.5 instructions per 16 MACs against 19.5, measured on cortex-m4f; Helium defines none)
         widened_gate_weights=dsp_only,

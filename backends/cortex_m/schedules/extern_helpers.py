@@ -13,6 +13,8 @@ computes exactly what it does:
   ``<prefix>_dual_mac_s8x4_interleaved`` (``backends.cortex_m.helpers.dual_mac_interleaved_c``), two channels'
   weights per load, one call for every tile; over int16 weights (widened at compile time)
   ``<prefix>_dual_mac_s16x4_interleaved``, two channels' eight int16 weights per load (an LDM of four words);
+- a loop over k around a MAC block ``acc[a] += x[x0 + k] * w[w0 + k]`` (one accumulator, int8 or int16 rows: an SVDF
+  unit's time product): ``<prefix>_row_dot_s8`` or ``_s16`` (``backends.cortex_m.schedules.row_dot.row_dot1_call``);
 - a loop ``dst[.. + i] = src[.. + i]`` over i from 0, both runs contiguous: ``<prefix>_copy_ascending``
   (``backends.cortex_m.helpers.copy_c``), word copies. It is the loop's result where ``dst`` is not inside ``src``'s run above
   ``src``: separate buffers, or the state a kernel shifts down in place (its output is its input);
@@ -34,16 +36,19 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from backends.cortex_m.helpers.copy_c import copy_helper_name, max_s8_helper_name, max_s8_window_helper_name
+from backends.cortex_m.helpers.copy_c import (STATE_SHIFT_HELPERS, copy_helper_name, max_s8_helper_name,
+                                             max_s8_window_helper_name, state_shift_helper_name)
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
 from backends.cortex_m.helpers.dual_mac_interleaved_c import (INTERLEAVED16_MAC_HELPERS, INTERLEAVED_GROUP,
                                                              INTERLEAVED_MAC_HELPERS,
                                                              dual_mac_interleaved16_helper_name,
                                                              dual_mac_interleaved_helper_name)
 from backends.cortex_m.schedules.conv_tiles import flat_offset, pointee
+from backends.cortex_m.schedules.row_dot import row_dot1_call
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, dual_mac_replacement, helper_call_block,
                                                   mac_reduction, register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.extern_stage import STATE_SHIFT_ANNOTATION
 from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.index_expr import CLAMPED_INDEX_OPERATORS, INDEX_OPERATORS, evaluate_index, substitute_index
 from tvm_ext.tir.tir_walk import vars_read, walk, with_root_loops_replaced
@@ -52,6 +57,9 @@ COPY_OP = "tvm_ext.copy_ascending"
 # The call (dst, src, count, element_bytes): dst[i] and src[i] for i < count, in elements of their own type.
 COPY_ACCESS = HelperAccess((PointerAccess(0, (Axis(Arg(2), 1),)), PointerAccess(1, (Axis(Arg(2), 1),))))
 register_mac_helper(COPY_OP, copy_helper_name, COPY_ACCESS)
+STATE_SHIFT_OP = "tvm_ext.state_shift"
+# The ascending copy's call and accesses (the SVDF state shift's helper of the same contract).
+register_helper_call(STATE_SHIFT_OP, STATE_SHIFT_HELPERS, state_shift_helper_name, COPY_ACCESS)
 MAX_S8_OP = "tvm_ext.max_s8"
 # The call (dst, a, b, count): dst[i], a[i] and b[i] for i < count int8.
 MAX_S8_ACCESS = HelperAccess(tuple(PointerAccess(k, (Axis(Arg(3), 1),)) for k in range(3)))
@@ -83,12 +91,13 @@ INTERLEAVED_MAC_OPS = {"int8": INTERLEAVED_MAC_OP, "int16": INTERLEAVED16_MAC_OP
 time (``tvm_ext.transform.int8.lstm``)."""
 
 
-def extern_helper_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
+def extern_helper_calls(func: tirx.PrimFunc, state_shift: bool = True) -> tirx.PrimFunc:
     """``func`` (one TE extern stage: a root block around its statements) with each loop nest of a form
-    above replaced by its helper's call (outermost nests first); any other function unchanged."""
+    above replaced by its helper's call (outermost nests first); any other function unchanged. ``state_shift``:
+    whether an SVDF state update's marked shift calls the state shift (else the ascending copy)."""
     return with_root_loops_replaced(
-        func, lambda loop: (_interleaved_mac_call(loop) or _mac_call(loop) or copy_call(loop)
-                            or _window_max_call(loop) or _max_call(loop)))
+        func, lambda loop: (_interleaved_mac_call(loop) or _mac_call(loop) or row_dot1_call(loop)
+                            or copy_call(loop, state_shift) or _window_max_call(loop) or _max_call(loop)))
 
 
 def _mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
@@ -179,9 +188,10 @@ def _init_load(block: s_tir.SBlock, reduction) -> Optional[object]:
     return init.value
 
 
-def copy_call(loop: tirx.For) -> Optional[tirx.Stmt]:
+def copy_call(loop: tirx.For, state_shift: bool = False) -> Optional[tirx.Stmt]:
     """The ascending copy's call for ``loop`` when it is ``dst[..] = src[..]`` with both indices stepping one
-    element per iteration from 0 (every other variable fixed), else None."""
+    element per iteration from 0 (every other variable fixed), else None; with ``state_shift``, the state shift's
+    call for such a loop marked ``tvm_ext.tir.extern_stage.STATE_SHIFT_ANNOTATION`` (an SVDF state update's shift)."""
     store = loop.body
     if not isinstance(store, tirx.BufferStore) or not isinstance(store.value, TensorLoad):
         return None
@@ -189,7 +199,8 @@ def copy_call(loop: tirx.For) -> Optional[tirx.Stmt]:
     if runs is None:
         return None
     element_bytes = np.dtype(str(store.buffer.dtype)).itemsize
-    return tirx.Evaluate(tirx.call_intrin("int32", COPY_OP, *runs, int(loop.extent), element_bytes))
+    op = STATE_SHIFT_OP if state_shift and STATE_SHIFT_ANNOTATION in loop.annotations else COPY_OP
+    return tirx.Evaluate(tirx.call_intrin("int32", op, *runs, int(loop.extent), element_bytes))
 
 
 def _max_call(loop: tirx.For) -> Optional[tirx.Stmt]:

@@ -20,7 +20,7 @@ from backends.cortex_m.helpers import (cortex_m_helpers_c, depthwise_pair_helper
                                       helium_float_c, helium_helpers_c, pair_direct_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.batch_matmul_c import BATCH_MATMUL_TEMPLATE, batch_matmul_helper_c
-from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE
+from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE, STATE_SHIFT_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_PAIR_TEMPLATE,
                                                       DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
@@ -38,7 +38,7 @@ from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PA
 from backends.cortex_m.helpers.pool_sums_c import POOL_SUMS_TEMPLATE, pool_sums_helper_c
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
-from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
+from backends.cortex_m.helpers.row_dot_c import ROW_DOT1_TEMPLATE, ROW_DOT_TEMPLATE
 from backends.cortex_m.helpers.softmax_c import SOFTMAX_S8_TEMPLATE
 from backends.cortex_m.helpers.window1_conv_c import WINDOW1_TEMPLATE
 from backends.cortex_m.schedules.biased_requantize import REQUANTIZE_BIASED_TEMPLATE
@@ -141,6 +141,11 @@ UNIT_TESTS_BY_HELPER = [
     # the depthwise MAC of a depth multiplier above 1 (one or two inputs a tap) against the plain sums
     HelperUnitTest("depthwise_spread", (DSP_WORDS_TEMPLATE, DEPTHWISE_SPREAD_TEMPLATE)),
     ROW_DOT,
+    # one row's dot product into one accumulator (an SVDF unit's time product): int8 by SXTB16, int16 by LDRD or LDR
+    HelperUnitTest("row_dot1", (ROW_DOT1_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_ROW_DOT1_DSP"),
+    # ... and on cortex-m55, whose SVDF time products of an int16 state call it too (its DSP extension's SMLAD)
+    HelperUnitTest("row_dot1", (ROW_DOT1_TEMPLATE,), profile="cortex-m55",
+                   core_macro=f"{macro_prefix(PREFIX)}_ROW_DOT1_DSP"),
     # the LSTM gates' and the SVDF feature product's dual MAC over interleaved weights: LDRD, SXTB16, SMLAD under QEMU
     # (needs no other template; its group's assembly macro is defined only on that path)
     HelperUnitTest("dual_mac_interleaved", (DUAL_MAC_INTERLEAVED_TEMPLATE,),
@@ -150,6 +155,8 @@ UNIT_TESTS_BY_HELPER = [
                    core_macro=f"{macro_prefix(PREFIX)}_INTERLEAVED16_GROUP_ASM"),
     # the word copies of cores that load unaligned words, on the host too
     HelperUnitTest("copy_ascending", (COPY_TEMPLATE,), ((), ("-D__ARM_FEATURE_UNALIGNED=1",))),
+    # the SVDF state shift (the copy's test on it): unaligned word loads and STMs under QEMU
+    HelperUnitTest("state_shift", (STATE_SHIFT_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_STATE_SHIFT_WORDS"),
     # the running int8 maximum: the byte loop on the host, SSUB8 + SEL under QEMU
     HelperUnitTest("max_s8", (MAX_S8_TEMPLATE,)),
     # the int8 softmax against TFLite's arithmetic in 64-bit C (the same C on the host and under QEMU)

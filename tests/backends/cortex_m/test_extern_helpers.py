@@ -14,7 +14,7 @@ from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS  # noqa: E402
 from backends.cortex_m.helpers.dual_mac_interleaved_c import INTERLEAVED_GROUP  # noqa: E402
 from backends.cortex_m.schedules import DUAL_MAC_SCHEDULES  # noqa: E402
 from backends.cortex_m.schedules.dual_mac import DUAL_MAC_OP  # noqa: E402
-from backends.cortex_m.schedules.extern_helpers import COPY_OP  # noqa: E402
+from backends.cortex_m.schedules.extern_helpers import COPY_OP, STATE_SHIFT_OP  # noqa: E402
 from tvm_ext.kernels import Rounding  # noqa: E402
 from tvm_ext.kernels.extern_mac import INTERLEAVED_TILE  # noqa: E402
 from tvm_ext.kernels.lstm import GATE_TILE  # noqa: E402
@@ -37,7 +37,7 @@ def _state_update(filters: int, depth: int = 9, memory: int = 5, batch: int = 2)
 def _calls(func: tirx.PrimFunc) -> list:
     """The helper calls of ``func`` as (op name, arguments)."""
     return [(node.op.name, list(node.args)) for node in walk(func.body)
-            if isinstance(node, tvm.ir.Call) and node.op.name in (DUAL_MAC_OP, COPY_OP)]
+            if isinstance(node, tvm.ir.Call) and node.op.name in (DUAL_MAC_OP, COPY_OP, STATE_SHIFT_OP)]
 
 
 def _product_blocks(func: tirx.PrimFunc) -> int:
@@ -45,12 +45,12 @@ def _product_blocks(func: tirx.PrimFunc) -> int:
                and node.name_hint == "svdf_feature_product")
 
 
-def test_dsp_state_update_calls_the_dual_mac_and_the_copy() -> None:
+def test_dsp_state_update_calls_the_dual_mac_and_the_state_shift() -> None:
     scheduled = inline_intermediates(_state_update(filters=8), 4, DUAL_MAC_SCHEDULES)
     calls = _calls(scheduled)
     macs = [args for op, args in calls if op == DUAL_MAC_OP]
     assert len(macs) == 1 and [int(a) for a in macs[0][3:]] == [9, 9, 1, 9]  # x stride, w stride, rows, row_len
-    copies = [args for op, args in calls if op == COPY_OP]
+    copies = [args for op, args in calls if op == STATE_SHIFT_OP]  # the marked shift: the state shift's call
     shift = [args for args in copies if int(args[3]) == 2]  # the int16 state: 8 * 5 - 1 elements of 2 bytes
     assert len(shift) == 1 and int(shift[0][2]) == 39
     assert _product_blocks(scheduled) == 0

@@ -22,9 +22,11 @@ from tvm_ext.kernels.svdf import (  # noqa: E402
     svdf_feature_multiplier,
     svdf_feature_offsets,
     svdf_output,
+    svdf_output_rows,
     svdf_state_update,
     svdf_time_multiplier,
     svdf_time_offsets,
+    svdf_unit_rows,
 )
 from tvm_ext.transform import lower_quantized_to_integer  # noqa: E402
 from tvm_ext.transform.int8.lowering import FlashBudget  # noqa: E402
@@ -47,11 +49,13 @@ def _host_function(build, arrays: list[np.ndarray]):
     return run
 
 
-def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False, interleaved: bool = False) -> list[np.ndarray]:
+def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False, interleaved: bool = False,
+          unit_rows: bool = False) -> list[np.ndarray]:
     """The outputs of our two kernels over ``inputs``, the state starting at its zero point as TFLM resets it;
     with ``fold``, the state zero point folded into the bias as the lowering folds it (svdf_time_offsets); with
     ``interleaved``, the feature weights interleaved and padded to whole tiles and groups as a DSP core's lowering
-    gives them (every filter's product in one reduction block)."""
+    gives them (every filter's product in one reduction block); with ``unit_rows``, the time product and its
+    requantization unit after unit as a DSP core's lowering writes them (``svdf_output_rows``)."""
     data, feature, time, bias, state, output = svdf_tensors(spec)
     feature_multiplier, feature_shift = svdf_feature_multiplier(data.scale, feature.scale, state.scale,
                                                                 Rounding.DOUBLE)
@@ -74,10 +78,11 @@ def _ours(spec: SvdfSpec, inputs: list[np.ndarray], fold: bool = False, interlea
     if fold:
         unfolded = bias_v if bias_v is not None else np.zeros(time_w.shape[0] // spec.rank, np.int32)
         bias_v, time_zero_point = svdf_time_offsets(unfolded, time_w, spec.rank, state.zero_point), 0
-    weights = [time_w] + ([bias_v] if bias_v is not None else [])
-    output_stage = functools.partial(svdf_output, rank=spec.rank, state_zero_point=time_zero_point,
-                                     multiplier=time_multiplier, shift=time_shift,
-                                     output_zero_point=output.zero_point, rounding=Rounding.DOUBLE)
+    weights = [svdf_unit_rows(time_w, spec.rank) if unit_rows else time_w] + ([bias_v] if bias_v is not None else [])
+    stage = {"state_zero_point": time_zero_point, "multiplier": time_multiplier, "shift": time_shift,
+             "output_zero_point": output.zero_point, "rounding": Rounding.DOUBLE}
+    output_stage = functools.partial(svdf_output_rows, **stage) if unit_rows else \
+        functools.partial(svdf_output, rank=spec.rank, **stage)
     outputs = _host_function(lambda s, t, *b: output_stage(s, t, b[0] if b else None), [values, *weights])
     results = []
     for x in inputs:
@@ -103,15 +108,18 @@ SPECS = [
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.state_dtype}-r{s.rank}-m{s.memory}-b{s.batch}"
                          f"{'-bias' if s.bias else ''}{'-relu' if s.relu else ''}")
-@pytest.mark.parametrize("fold, interleaved", [(False, False), (True, False), (True, True)],
-                         ids=["zero_point", "folded", "interleaved"])
-def test_kernels_match_tflm_over_invocations(spec: SvdfSpec, fold: bool, interleaved: bool) -> None:
+@pytest.mark.parametrize("fold, interleaved, unit_rows",
+                         [(False, False, False), (True, False, False), (True, True, False), (False, True, True),
+                          (True, True, True)],
+                         ids=["zero_point", "folded", "interleaved", "unit_rows_zero_point", "unit_rows"])
+def test_kernels_match_tflm_over_invocations(spec: SvdfSpec, fold: bool, interleaved: bool, unit_rows: bool) -> None:
     rng = np.random.default_rng(spec.seed + 100)
     inputs = [rng.integers(-128, 128, (spec.batch, spec.inputs), dtype=np.int8) for _ in range(INVOCATIONS)]
     expected = _tflm(spec, inputs)
     saturated = np.mean([np.isin(e, (-128, 127)).mean() for e in expected])
     assert saturated < 0.5, "the test model's scales leave too little of the output range to compare"
-    for invocation, (ours, theirs) in enumerate(zip(_ours(spec, inputs, fold, interleaved), expected, strict=True)):
+    results = _ours(spec, inputs, fold, interleaved, unit_rows)
+    for invocation, (ours, theirs) in enumerate(zip(results, expected, strict=True)):
         np.testing.assert_array_equal(ours, theirs, err_msg=f"invocation {invocation}")
 
 
@@ -146,14 +154,16 @@ def test_bundle_keeps_state_across_runs_like_tflm(spec: SvdfSpec, tmp_path: Path
 # two batches, ranks 1 and 2, both state types; with the helpers each calls.
 QEMU_SPECS = [
     (SvdfSpec(batch=2, inputs=9, units=7, rank=1, memory=5, state_dtype="int8", seed=21),
-     ("dual_mac_s16x4_interleaved",)),
+     ("dual_mac_s16x4_interleaved", "row_dot_s8")),
     (SvdfSpec(batch=2, inputs=11, units=4, rank=2, memory=7, state_dtype="int8", seed=23),
-     ("dual_mac_s16x4_interleaved", "row_dot_s8x4")),
-    (SvdfSpec(inputs=13, units=5, rank=2, memory=3, seed=22), ("dual_mac_s16x4_interleaved",)),
+     ("dual_mac_s16x4_interleaved", "row_dot_s8")),
+    (SvdfSpec(inputs=13, units=5, rank=2, memory=3, seed=22), ("dual_mac_s16x4_interleaved", "row_dot_s16")),
+    # ... an int16 unit's row of 20 (two filters of memory 10), word-aligned: LDRD by eight, then four
+    (SvdfSpec(inputs=10, units=6, rank=2, memory=10, seed=25), ("dual_mac_s16x4_interleaved", "row_dot_s16")),
     # ... where the profile's flash has no byte to spare (the FlashBudget refuses the widening): the int8 weights'
     # interleaved dual MAC, the int16 one not called
     (SvdfSpec(batch=2, inputs=9, units=7, rank=1, memory=5, state_dtype="int8", seed=24),
-     ("dual_mac_s8x4_interleaved",)),
+     ("dual_mac_s8x4_interleaved", "row_dot_s8")),
 ]
 
 
@@ -161,15 +171,16 @@ QEMU_SPECS = [
 @pytest.mark.parametrize("spec, helpers", QEMU_SPECS, ids=lambda v: v.state_dtype if isinstance(v, SvdfSpec) else v[0])
 def test_bundle_on_cortex_m4f_keeps_state_like_tflm(spec: SvdfSpec, helpers: tuple[str, ...], tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    """On the emulated Cortex-M4F (interleaved dual MAC feature product, word-copied state shift, row dot time
-    product): every run of several, and a run after `<model>_reset()`, equal TFLM's invocations."""
+    """On the emulated Cortex-M4F (interleaved dual MAC feature product, state shift stored by STMs, time product
+    unit after unit by the one-row dot product): every run of several, and a run after `<model>_reset()`, equal
+    TFLM's invocations."""
     widened = "dual_mac_s16x4_interleaved" in helpers
     if not widened:  # the profile's flash holds no byte more than the model's constants
         monkeypatch.setattr(lower_quantized_to_integer, "FlashBudget", lambda spare_bytes: FlashBudget(0))
     bundle = _bundle(spec, tmp_path, "cortex-m4f")
     assert bundle.selftest.passed and bundle.selftest.where == "mps2-an386", bundle.selftest.output
     kernels = (tmp_path / "cortex-m4f" / "svdf_layer_kernels.c").read_text()
-    for helper in ("copy_ascending", *helpers):
+    for helper in ("state_shift", *helpers):
         assert f"svdf_layer_{helper}(" in kernels, helper
     assert f"svdf_layer_dual_mac_{'s8x4' if widened else 's16x4'}_interleaved(" not in kernels
     rng = np.random.default_rng(spec.seed)

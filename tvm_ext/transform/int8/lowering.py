@@ -83,6 +83,9 @@ class LoweringContext:
     """Each output channel's int8 CONV_2D weight length for a window (KH, KW, I), padded or not
     (``backends.backend.KernelSchedules.conv_weight_length``; None: KH * KW * I)."""
     interleaved_gate_weights: bool = False
+    svdf_unit_rows: tuple[str, ...] = ()
+    """The SVDF state types whose time product and requantization are one TE extern stage, unit after unit
+    (``backends.backend.KernelSchedules.svdf_unit_rows``)."""
     widened_gate_weights: bool = False
     """Whether a recurrent cell's interleaved weights are widened to int16 where ``flash_budget`` grants their extra
     byte per weight (``widen_gate_weights``; ``backends.backend.KernelSchedules.widened_gate_weights``)."""

@@ -10,7 +10,8 @@ PrimFunc is marked with ``STATE_OPERAND_ATTR`` (the index of the state among its
 operand the bundle's static state, ``S0`` its reset value, and the kernel's output a view of it, written in
 place) and opaque, so that fusion never turns the state into a kernel-local buffer.
 ``output = q(svdf_output(dq(new_state), dq(W_time), dq(b)))`` -> ``svdf_output``, the state zero point folded
-into the bias where it fits (``svdf_time_offsets``).
+into the bias where it fits (``svdf_time_offsets``); where the backend asks (``LoweringContext.svdf_unit_rows``)
+``svdf_output_rows`` instead, each unit's rank filters' time weights in one row (``svdf_unit_rows``).
 Both kernels are the layer's ("SVDF"); the scales are TFLM's (``tvm_ext.kernels.svdf``).
 """
 
@@ -25,8 +26,8 @@ from tvm import relax
 from ...frontend.tflite_ops.svdf import SVDF_OUTPUT, SVDF_STATE_UPDATE
 from ...kernels.extern_mac import interleave_weights, padded_to_tiles
 from ...kernels.fixed_point import largest_centered, shifts_right_only
-from ...kernels.svdf import (svdf_feature_multiplier, svdf_feature_offsets, svdf_output, svdf_state_update,
-                             svdf_time_multiplier, svdf_time_offsets)
+from ...kernels.svdf import (svdf_feature_multiplier, svdf_feature_offsets, svdf_output, svdf_output_rows,
+                             svdf_state_update, svdf_time_multiplier, svdf_time_offsets, svdf_unit_rows)
 from .graph import Quant
 from .mac import fits_small_accumulator
 from tvm_ext.layers import MACS_ATTR, OPAQUE_PATTERN, STATE_OPERAND_ATTR
@@ -118,13 +119,19 @@ def _match_output(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedCall
     rank = int(time.shape[0]) // int(quantize.ty.shape.values[1])
     folded = svdf_time_offsets(operands.second, time, rank, state.zero_point)
     bias, state_zero_point = (operands.second, state.zero_point) if folded is None else (folded, 0)
+    stage = {"state_zero_point": state_zero_point, "multiplier": multiplier, "shift": shift,
+             "output_zero_point": output.zero_point, "rounding": ctx.rounding,
+             "right_shift_only": shifts_right_only(multiplier, shift),
+             "small_accumulator": fits_small_accumulator(_time_reach(time, rank, state_zero_point), bias)}
+    if str(time.dtype) in ctx.svdf_unit_rows:  # unit after unit, one row dot product each
+        return FixedCall(KernelCall(
+            "SVDF", step, svdf_output_rows,
+            (operands.activation, relax.const(svdf_unit_rows(time, rank)), relax.const(bias)), stage,
+            {"op_pattern": OPAQUE_PATTERN},
+        ))
     return FixedCall(KernelCall(
-        "SVDF", step, svdf_output,
-        (operands.activation, relax.const(time), relax.const(bias)),
-        {"rank": rank, "state_zero_point": state_zero_point, "multiplier": multiplier, "shift": shift,
-         "output_zero_point": output.zero_point, "rounding": ctx.rounding,
-         "right_shift_only": shifts_right_only(multiplier, shift),
-         "small_accumulator": fits_small_accumulator(_time_reach(time, rank, state_zero_point), bias)},
+        "SVDF", step, svdf_output, (operands.activation, relax.const(time), relax.const(bias)),
+        {"rank": rank, **stage},
     ))
 
 

@@ -3,6 +3,8 @@ and the registration table against the model check's int8 operator list."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -28,7 +30,8 @@ from tvm_ext.kernels.lstm import LstmQuantization, lstm_int8, lstm_params, signe
 from tvm_ext.kernels.onnx_qlinear import qlinear_conv2d, qlinear_matmul
 from tvm_ext.kernels.onnxruntime_pool import global_average_multiplier, qlinear_global_average_pool
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, conv_multipliers, fully_connected_multiplier
-from tvm_ext.kernels.svdf import svdf_feature_multiplier, svdf_output, svdf_state_update, svdf_time_multiplier
+from tvm_ext.kernels.svdf import (svdf_feature_multiplier, svdf_output, svdf_output_rows, svdf_state_update,
+                                  svdf_time_multiplier)
 from tvm_ext.kernels.transpose_conv import conv2d_transpose_int8
 from tvm_ext.layers import STATE_OPERAND_ATTR, STATE_OPERANDS_ATTR
 from tvm_ext.model_check.operator_support import TFLITE_INT8_OPS
@@ -307,6 +310,19 @@ def test_svdf_state_update_is_refused_where_its_int32_feature_sums_could_overflo
         assert matched == Mismatch("SVDF of 65,536 inputs (at most 65,535: its int32 feature sums could overflow)")
 
 
+def _svdf_output_binding(time: np.ndarray, bias: np.ndarray) -> tuple[relax.Call, LoweringContext]:
+    """SVDF's second step over an int16 state [1, 12] into 2 units (time weights [filters, memory]), quantized: the
+    quantize binding and its lowering context."""
+
+    def build(bb, state):
+        step = bb.emit(relax.call_dps_packed(SVDF_OUTPUT, [
+            _dq(bb, state, STATE_SCALE, STATE_ZP), _dq(bb, relax.const(time), TIME_SCALE, 0),
+            _dq(bb, relax.const(bias), STATE_SCALE * TIME_SCALE, 0)], relax.TensorType([1, 2], "float32")))
+        return _q(bb, step, OUT_SCALE, OUT_ZP)
+
+    return _quantize_binding(build, (1, 12), "int16")
+
+
 @pytest.mark.parametrize("fits", [True, False], ids=["zero_point_folded", "bias_too_large_to_fold"])
 def test_svdf_output_matches_with_its_rank_and_the_state_zero_point_folded_into_the_bias_where_it_fits(fits: bool):
     """SVDF's second step (int16 state [1, 12], 4 filters of memory 3, 2 units: rank 2): the state zero point is
@@ -316,13 +332,7 @@ def test_svdf_output_matches_with_its_rank_and_the_state_zero_point_folded_into_
     time = rng.integers(1, 32768, (4, 3)).astype(np.int16)  # [filters, memory], positive: unit sums > 0
     bias = np.array([2**31 - 1 if not fits else 1234, -5678], np.int32)
 
-    def build(bb, state):
-        step = bb.emit(relax.call_dps_packed(SVDF_OUTPUT, [
-            _dq(bb, state, STATE_SCALE, STATE_ZP), _dq(bb, relax.const(time), TIME_SCALE, 0),
-            _dq(bb, relax.const(bias), STATE_SCALE * TIME_SCALE, 0)], relax.TensorType([1, 2], "float32")))
-        return _q(bb, step, OUT_SCALE, OUT_ZP)
-
-    quantize, ctx = _quantize_binding(build, (1, 12), "int16")
+    quantize, ctx = _svdf_output_binding(time, bias)
     matched = svdf.LOWERING.match(quantize, ctx)
     assert isinstance(matched, FixedCall)
     call = matched.call
@@ -340,6 +350,29 @@ def test_svdf_output_matches_with_its_rank_and_the_state_zero_point_folded_into_
                            "right_shift_only": shifts_right_only(multiplier, shift),
                            "small_accumulator": fits_small_accumulator(reach, np.asarray(expected_bias))}
     assert call.func_attrs == {}
+
+
+@pytest.mark.parametrize("state_types, unit_rows", [(("int8", "int16"), True), (("int8",), False)],
+                         ids=["unit_rows", "int8_state_only"])
+def test_svdf_output_is_written_unit_after_unit_for_the_state_types_the_backend_names(state_types: tuple[str, ...],
+                                                                                      unit_rows: bool):
+    """Where the backend names the state's type (``svdf_unit_rows``), SVDF's second step (int16 state [1, 12], 4
+    filters of memory 3, rank 2) is ``svdf_output_rows`` over each unit's two filters' time weights in one row of 6,
+    the same stage keywords but the rank, an opaque kernel; another state type keeps ``svdf_output``."""
+    rng = np.random.default_rng(18)
+    time = rng.integers(-300, 300, (4, 3)).astype(np.int16)
+    bias = np.array([1234, -5678], np.int32)
+
+    quantize, ctx = _svdf_output_binding(time, bias)
+    ctx = dataclasses.replace(ctx, svdf_unit_rows=state_types)
+    call = svdf.LOWERING.match(quantize, ctx).call
+    assert call.kernel is (svdf_output_rows if unit_rows else svdf_output)
+    if unit_rows:
+        np.testing.assert_array_equal(call.args[1].value.numpy(), time.reshape(2, 6))
+        assert "rank" not in call.kwargs and call.kwargs["state_zero_point"] == 0
+        assert call.func_attrs == {"op_pattern": _OPAQUE}
+    else:
+        assert call.kwargs["rank"] == 2 and call.func_attrs == {}
 
 
 def test_lstm_matches_as_one_kernel_with_gate_offsets_folded_and_tflites_gate_order():
