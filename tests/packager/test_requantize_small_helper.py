@@ -188,12 +188,13 @@ def test_quantized_multiplier_bound_holds_for_the_largest_input():
         assert np.all(reached <= bounds) and np.all(bounds - reached <= 2)
 
 
-def test_int8_add_rescales_with_the_small_helper_bit_exactly_under_qemu(tmp_path):
+def test_int8_add_rescales_with_the_biased_helper_bit_exactly_under_qemu(tmp_path):
     """TFLite's ADD of two inputs of different scales: the larger's rescale is an exact halving, the other's
     and the output's the small-accumulator helper, which the DSP cores' element loop computes as the biased helper
     with the zero point (backends/cortex_m/schedules/biased_requantize.py); the self-test on the emulated
-    Cortex-M4F (SMMLAR) matches TFLite Micro bit for bit. Fewer output elements than VALUES_ELEMENTS: larger ADDs take the DSP cores' kernel
-    from tabled values (tests/backends/cortex_m/test_dsp_add.py), not this generic one."""
+    Cortex-M4F (SMMLAR) matches TFLite Micro bit for bit. Fewer output elements than VALUES_ELEMENTS: larger ADDs
+    take the DSP cores' kernel from tabled values (tests/backends/cortex_m/test_dsp_add.py), not this generic
+    one."""
     shape = (2, 7, 16)
     assert np.prod(shape) < VALUES_ELEMENTS
     quantizations = (Quantization((0.05,), (-128,)), Quantization((0.11,), (127,)), Quantization((0.13,), (-3,)))

@@ -11,8 +11,8 @@ requantization of a kernel without scratch buffers (an element loop: a MAC or po
 epilogue, `requantize_epilogue`) as `requantize_biased(acc, multiplier, right, bias)` with bias 2^(right - 1) +
 (zero_point << right), three instructions (SMMLAR with the bias, the sign term, the shift). Bit-exact: the
 helper's contract proves it for -2^30 <= acc < 2^30 (the scalar helper's own domain), a multiplier 0..2^31 - 1,
-right 1..31 and |bias| <= BIAS_LIMIT (where the zero point would take the bias beyond it, the requantization takes
-bias 2^(right - 1) and keeps the addition after the call).
+right 1..30 (at 31 the rounding term 2^30 alone is over the limit) and |bias| <= BIAS_LIMIT (where the zero point
+would take the bias beyond it, the requantization takes bias 2^(right - 1) and keeps the addition after the call).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from tvm_ext.tir.helper_calls import register_helper_call
 from tvm_ext.tir.tir_walk import map_child_stmts, map_nodes, walk
 
 REQUANTIZE_BIASED_TEMPLATE = "requantize_biased.h.in"
-"""The helper's hand-written C (`backends/cortex_m/helpers/templates/`, unit test `tests/c/test_requantize_biased.c`)."""
+"""The helper's hand-written C (`backends/cortex_m/helpers/templates/`; unit test
+`tests/c/test_requantize_biased.c`)."""
 BIAS_LIMIT = 2**30 - 2
 """The largest |bias| of the helper's contract (no int32 step overflows)."""
 SMALL_OP = REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]
@@ -59,12 +60,12 @@ def _constant(expr) -> Optional[int]:
 
 def _small_requantization(expr) -> Optional[tuple[object, int, int]]:
     """(acc, multiplier, right) of `requantize_double_small(acc, multiplier, -right)` with a constant multiplier
-    0..2^31 - 1 and right 1..31, else None."""
+    0..2^31 - 1 and right 1..30, else None."""
     if not isinstance(expr, tvm.ir.Call) or not isinstance(expr.op, tvm.ir.Op) or expr.op.name != SMALL_OP:
         return None
     acc, multiplier, shift = expr.args
     multiplier, shift = _constant(multiplier), _constant(shift)
-    if multiplier is None or shift is None or not 0 <= multiplier < 2**31 or not -31 <= shift <= -1:
+    if multiplier is None or shift is None or not 0 <= multiplier < 2**31 or not -30 <= shift <= -1:
         return None
     return acc, multiplier, -shift
 

@@ -175,10 +175,11 @@ at most the 1,024 B of a table) instead of a table indexed by its bytes."""
 def values_call(kind: str, core: relax.Call, lhs: Int8Input, rhs: Int8Input, output_zero_point: int,
                 params: AddParams, sign: int, ctx: LoweringContext, squared: bool = False) -> Optional[KernelCall]:
     """The call of the backend's int8 ADD or SUB (``sign`` 1 or -1), or with ``squared`` SQUARED_DIFFERENCE (sign
-    -1), of two operands not both constant, from their rescaled values (``LoweringContext.int8_add_values``), or None where the backend has
-    none, the output has fewer than VALUES_ELEMENTS elements, the output stage does not fit
-    (``elementwise.add_from_values``), or the flash budget does not grant a table (each granted once, however many
-    layers read it). The operands broadcast (TFLite's rule).
+    -1), of two operands not both constant, from their rescaled values (``LoweringContext.int8_add_values``), or
+    None where the backend has none, the output has fewer than VALUES_ELEMENTS elements and no operand is a small
+    constant (below), the output stage does not fit (``elementwise.add_from_values``), or the flash budget does not
+    grant the call's tables and constant terms together (a table granted once, however many layers read it). The
+    operands broadcast (TFLite's rule).
 
     The kernel sums the operands' terms: ADD's and SUB's rescaled values doubled (their sum s twice TFLite's raw
     sum), SQUARED_DIFFERENCE's as they are (the difference d, then s = 2 d^2). An operand of multiplier 1/2
@@ -221,9 +222,9 @@ def values_call(kind: str, core: relax.Call, lhs: Int8Input, rhs: Int8Input, out
                    for k, spec in enumerate(specs) if spec is not None and not prescaled[k])
     if tables and elements_of(core) < VALUES_ELEMENTS:  # a table for the activation: not for a small output
         return None
-    if not ctx.flash_budget.grants_all(tables, TABLE_SIZE * 4) or not all(
-            ctx.flash_budget.grants_all((operand,), 4 * constants[k].size)
-            for k, operand in enumerate(kernel_operands) if prescaled[k]):
+    # the tables and the constant operands' terms: one choice, granted whole or not at all
+    if not ctx.flash_budget.grants_each([(table, TABLE_SIZE * 4) for table in tables] + [
+            (operand, 4 * constants[k].size) for k, operand in enumerate(kernel_operands) if prescaled[k]]):
         return None
     multiplier, right, bias = stage
     return KernelCall(kind, core, ctx.int8_add_values, (*kernel_operands, *tables),

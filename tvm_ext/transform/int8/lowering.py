@@ -41,12 +41,17 @@ class FlashBudget:
 
     def grants_all(self, layers: Sequence[relax.Expr], nbytes: int) -> bool:
         """Whether every one of ``layers`` (a kernel's tables: one choice) may store ``nbytes`` more bytes each:
-        all taken together or none (a refusal takes nothing, so no byte stays charged to a choice not made); one
-        granted before counts as taken, one refused before refuses the whole."""
-        fresh = [layer for layer in dict.fromkeys(layers) if layer not in self._granted]
-        if not all(self._granted[layer] for layer in layers if layer in self._granted):
+        ``grants_each`` with the same bytes for each."""
+        return self.grants_each([(layer, nbytes) for layer in layers])
+
+    def grants_each(self, choice: Sequence[tuple[relax.Expr, int]]) -> bool:
+        """Whether every (constant or layer, bytes) of ``choice`` (a kernel's tables and constant operands: one
+        choice) may store its bytes: all taken together or none (a refusal takes nothing, so no byte stays charged
+        to a choice not made); one granted before counts as taken, one refused before refuses the whole."""
+        fresh = {key: nbytes for key, nbytes in choice if key not in self._granted}
+        if not all(self._granted[key] for key, _ in choice if key in self._granted):
             return False
-        total = nbytes * len(fresh)
+        total = sum(fresh.values())
         if self.spare_bytes is not None:
             if total > self.spare_bytes:
                 return False

@@ -1,6 +1,6 @@
 """SOFTMAX: ``q(softmax(dq(x)))`` over the last axis -> TFLite's integer softmax kernel (an int16 input: the
-16x8 kernel of ``softmax_int16``; an int8 one writing int8 over rows of two: one lookup per element in a table of
-the row's difference, ``softmax_pair_int8``; any other int8 one: the backend's own kernel where it gives one,
+16x8 kernel of ``softmax_int16``; an int8 one writing int8 or int16 over rows of two: one lookup per element in a
+table of the row's difference, ``softmax_pair_int8``; any other int8 one: the backend's own kernel where it gives one,
 ``backends.backend.KernelSchedules.int8_softmax``)."""
 
 from __future__ import annotations

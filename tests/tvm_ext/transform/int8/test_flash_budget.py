@@ -25,6 +25,15 @@ def test_a_choice_of_two_tables_that_does_not_fit_takes_no_bytes() -> None:
     assert budget.spare_bytes == 476
 
 
+def test_a_choice_of_a_table_and_a_constant_operand_that_does_not_fit_takes_no_bytes() -> None:
+    table, operand, alone = _tables(3)
+    budget = FlashBudget(spare_bytes=1_500)
+    assert not budget.grants_each([(table, 1_024), (operand, 1_024)])  # the table alone would fit
+    assert budget.spare_bytes == 1_500
+    assert budget.grants_each([(alone, 1_024), (table, 256)])
+    assert budget.spare_bytes == 220
+
+
 def test_a_table_granted_before_is_not_charged_again() -> None:
     shared, other = _tables(2)
     budget = FlashBudget(spare_bytes=2_048)
