@@ -83,6 +83,16 @@ def example_model(folder: Path) -> Path:
     return write_example_model(folder / f"{EXAMPLE_NAME}.onnx")
 
 
+COMPILE_JOBS = 1
+"""Code generation processes and compilers of each compile in the session's cache (`compile(jobs=...)`; the
+bundle is the same for any number). One: a second only competes with the other pytest-xdist worker's compile
+for the same two cores, and with more than one a compile forks code generation workers and builds objects early,
+which it builds again when the planning changes the kernels. Measured (CPU-seconds, two compiles of each pair,
+jobs 1 / 2, interleaved on the loaded machine): str_ww_ref_model 3.26 / 4.81 on cortex-m4f, 2.94 / 3.96 on
+rv32imc, 1.91 / 2.65 on lowpower; micro_speech_quantized, pretrainedResnet_quant, keyword_scrambled the same
+within 3 %; all twelve pairs 41.7 / 45.3."""
+
+
 class BundleCache:
     """Bundles compiled once per session, keyed by (model, target profile name).
 
@@ -92,6 +102,8 @@ class BundleCache:
     treat their folders and plans as read-only (use `writable_copy` to change a file). A pair the compiler
     refuses (CompileError: the model or the profile's limits are at fault) is refused once too: its error is
     saved (pickled) the same way and raised again to every test that asks for the pair.
+
+    Each compile runs on one process (COMPILE_JOBS): the session's workers keep the cores busy already.
     """
 
     def __init__(self, root: Path) -> None:
@@ -123,7 +135,7 @@ class BundleCache:
             (folder / "model").mkdir(parents=True)
             path = models_dir() / model if isinstance(model, str) else model(folder / "model")
             try:
-                result = compile(path, target, folder / "out")
+                result = compile(path, target, folder / "out", jobs=COMPILE_JOBS)
             except CompileError as refusal:
                 result = refusal
             saved.with_suffix(".partial").write_bytes(pickle.dumps(result))
@@ -164,7 +176,8 @@ def pytest_addoption(parser) -> None:
 
 def pytest_collection_modifyitems(config, items) -> None:
     """Without --backend-suite, the tests marked backend_suite are deselected (reported as such, never skipped):
-    the whole backend suite takes some 1,100 CPU-seconds, beyond CI's budget of the test suite."""
+    the whole backend suite takes some 950 CPU-seconds, beyond CI's budget of the test suite (its CI share:
+    tests/backends/test_backends_match_generic_c.in_ci_share)."""
     if config.getoption("--backend-suite"):
         return
     kept, deselected = [], []

@@ -198,13 +198,14 @@ KEYWORD_MODELS = ["keyword_scrambled.tflite", "keyword_scrambled_8bit.tflite"]  
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ["lowpower", "cortex-m4f"])
 @pytest.mark.parametrize("name", KEYWORD_MODELS)
-def test_keyword_models_match_tflm(name: str, target: str, shared_models: Path, tmp_path: Path) -> None:
+def test_keyword_models_match_tflm(name: str, target: str, compiled) -> None:
     """TFLM's keyword benchmark (SVDF, int16 input, int8 -> int16 SOFTMAX, int16 -> int32 QUANTIZE): the
-    self-test compares the bundle's first run with TFLM's first invocation, exactly."""
-    bundle = tvm_ext.compile(shared_models / "tflm" / name, target=target, out=tmp_path / "out")
+    self-test compares the bundle's first run with TFLM's first invocation, exactly (the session's bundles: the
+    backend suite compares the same ones with each other)."""
+    bundle = compiled(f"tflm/{name}", target)
     assert bundle.selftest.passed, bundle.selftest.output
     assert bundle.selftest.where == ("host" if target == "lowpower" else "mps2-an386")
-    header = (tmp_path / "out" / f"{Path(name).stem}.h").read_text()
+    header = (bundle.out_dir / f"{Path(name).stem}.h").read_text()
     assert f"void {Path(name).stem}_reset(void);" in header
 
 
