@@ -196,16 +196,26 @@ def carry_layers(before: relax.Function, after: relax.Function,
     old = bindings_of(before)
     records_of = {b.var: layers.bindings[i] if i < len(layers.bindings) else () for i, b in enumerate(old)}
     value_of = {b.var: b.value for b in old}
+    old_reads_of: dict[relax.Var, list[relax.Var]] = {}  # vars_read of a binding of `before`, asked once
+
+    def old_reads(var: relax.Var) -> list[relax.Var]:
+        if var not in old_reads_of:
+            old_reads_of[var] = vars_read(value_of[var])
+        return old_reads_of[var]
+
     new = bindings_of(after)
+    new_reads = [vars_read(b.value) for b in new]
     kept = {b.var for b in new if b.var in value_of}
     replaced: dict[relax.Var, relax.Var] = {}  # a new var of `after` -> the var of `before` it replaces
-    readers = [(value_of[b.var], b.value) for b in new if b.var in value_of]
-    for old_value, new_value in readers + [(before.body.body, after.body.body)]:
+    readers = [(value_of[b.var], b.value, old_reads(b.var), reads)
+               for b, reads in zip(new, new_reads) if b.var in value_of]
+    body_reads = (vars_read(before.body.body), vars_read(after.body.body))
+    for old_value, new_value, old_var_reads, new_var_reads in readers + [(before.body.body, after.body.body,
+                                                                          *body_reads)]:
         if isinstance(old_value, relax.Var) and not isinstance(new_value, relax.Var):
             continue  # an alias now bound to the computation itself (FuseTIR): it replaces nothing it reads
-        old_reads, new_reads = vars_read(old_value), vars_read(new_value)
-        if len(old_reads) == len(new_reads):
-            for old_var, new_var in zip(old_reads, new_reads):
+        if len(old_var_reads) == len(new_var_reads):
+            for old_var, new_var in zip(old_var_reads, new_var_reads):
                 if old_var in value_of and old_var not in kept and new_var not in value_of:
                     replaced.setdefault(new_var, old_var)
     if module is not None:
@@ -216,7 +226,7 @@ def carry_layers(before: relax.Function, after: relax.Function,
     def with_dropped_ancestry(var: relax.Var) -> set[int]:
         found, stack, seen = set(records_of[var]), [var], {var}
         while stack:
-            for source in vars_read(value_of[stack.pop()]):
+            for source in old_reads(stack.pop()):
                 if source in value_of and source not in kept and source not in replacing and source not in seen:
                     seen.add(source)
                     found |= set(records_of[source])
@@ -228,8 +238,8 @@ def carry_layers(before: relax.Function, after: relax.Function,
         origin = binding.var if binding.var in value_of else replaced.get(binding.var)
         per_binding.append(with_dropped_ancestry(origin) if origin is not None else set())
     first_reader: dict[relax.Var, int] = {}
-    for position, binding in enumerate(new):
-        for source in vars_read(binding.value):
+    for position, reads in enumerate(new_reads):
+        for source in reads:
             first_reader.setdefault(source, position)
     for position in reversed(range(len(new))):
         if not per_binding[position] and new[position].var in first_reader:

@@ -185,20 +185,43 @@ def _elements_written(sch: s_tir.Schedule, block) -> int:
     return sum(math.prod(int(extent) for extent in region.source.shape) for region in sch.get(block).writes)
 
 
-def _inline_all(sch: s_tir.Schedule, root, inline) -> bool:
-    """Apply `inline` (compute_inline or reverse_compute_inline) to every child block it accepts."""
-    changed = False
-    for block in sch.get_child_blocks(root):
-        if inline == sch.compute_inline and (_read_repeatedly(sch, block) or _recomputed_when_inlined(sch, block)):
-            continue
-        if inline == sch.reverse_compute_inline and _writes_beyond_its_producers(sch, block):
-            continue  # a consumer broadcasting its producer: the producer's loops cannot write all of it
-        try:
-            inline(block)
+def _inline_until_done(sch: s_tir.Schedule, root, inline) -> None:
+    """Apply `inline` (compute_inline or reverse_compute_inline) to every child block it accepts, round after
+    round over the blocks in order, until a round inlines none.
+
+    A block refused when nothing has been inlined since its last attempt is not asked again: the schedule is
+    the same as then (a refused primitive leaves it unchanged, and the checks below read only the schedule), so
+    the answer would be too; that skips the last round's repeated refusals. Blocks are known by name, so this
+    applies only while the names are unique."""
+    refused: dict[str, int] = {}  # block name -> inlines done when it was last refused
+    inlined = 0
+    changed = True
+    while changed:
+        changed = False
+        blocks = sch.get_child_blocks(root)
+        names = [sch.get(block).name_hint for block in blocks]
+        unique = len(set(names)) == len(names)
+        for block, name in zip(blocks, names):
+            if unique and refused.get(name) == inlined:
+                continue
+            if _refuses_inlining(sch, block, inline):
+                refused[name] = inlined
+                continue
+            try:
+                inline(block)
+            except s_tir.ScheduleError:
+                refused[name] = inlined
+                continue
+            inlined += 1
             changed = True
-        except s_tir.ScheduleError:
-            continue
-    return changed
+
+
+def _refuses_inlining(sch: s_tir.Schedule, block, inline) -> bool:
+    """Whether `block` is kept out of `inline` although TVM would accept it (see the checks' docstrings)."""
+    if inline == sch.compute_inline:
+        return _read_repeatedly(sch, block) or _recomputed_when_inlined(sch, block)
+    # A consumer broadcasting its producer: the producer's loops cannot write all of it.
+    return inline == sch.reverse_compute_inline and _writes_beyond_its_producers(sch, block)
 
 
 def _reduction_blocks(sch: s_tir.Schedule, root) -> list:
@@ -230,10 +253,8 @@ def inline_intermediates(func: tirx.PrimFunc, channel_tile: int = 1, mac: Option
         # An opaque block (a TE extern stage, e.g. the int8 softmax) hides its reads and writes from the
         # schedule's dependence analysis: moving stages around it could reorder them. Leave it as written.
         return func
-    while _inline_all(sch, root, sch.compute_inline):
-        pass
-    while _inline_all(sch, root, sch.reverse_compute_inline):
-        pass
+    _inline_until_done(sch, root, sch.compute_inline)
+    _inline_until_done(sch, root, sch.reverse_compute_inline)
     _compute_at_consumers(sch, root)
     inlined = sch.mod["main"]  # its window is still read by its reduction (see with_window_recorded)
     odd_rows: list[tuple[str, int]] = []  # (update block, first reduction loop) to pair after scheduling

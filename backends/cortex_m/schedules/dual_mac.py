@@ -88,14 +88,6 @@ def accessed_buffer(access):
     return access.buffer if isinstance(access, tirx.BufferStore) else access.source
 
 
-def _flat_offset(access, values: dict) -> int:
-    """The element offset a load or store accesses with ``values`` for its variables (compact row-major)."""
-    offset = 0
-    for index, extent in zip(access.indices, accessed_buffer(access).shape):
-        offset = offset * int(extent) + evaluate_index(index, values)
-    return offset
-
-
 # --- the reduction the helper computes ----------------------------------------------------------------------
 
 
@@ -236,20 +228,44 @@ class AccessOffsets:
         self.bindings, self.inner = bindings, inner
         self.outer = {var: 0 for var in _free_vars(bindings) if not any(var.same_as(v) for v in inner)}
         self.origin = [0] * len(inner)
+        # The matchers ask several accesses at one point and one access at many points: the block's values per
+        # point (and values of `outer`, which a caller may set: depthwise_spread) and each access's (index,
+        # extent) pairs are computed once (reading TVM's containers and evaluating the bindings dominated).
+        self._values_at: dict[tuple[tuple[int, ...], tuple[int, ...]], dict] = {}
+        self._layouts: dict = {}
 
     def offset(self, access, point: list[int]) -> int:
-        """The offset ``access`` reads or writes with the inner loops at ``point``."""
-        return _flat_offset(access, self._block_values(point))
+        """The element offset ``access`` reads or writes with the inner loops at ``point`` (compact row-major)."""
+        values = self._block_values(point)
+        offset = 0
+        for index, extent in self._layout(access):
+            offset = offset * int(extent) + evaluate_index(index, values)
+        return offset
 
     def index(self, access, point: list[int]) -> list[int]:
         """The indices ``access`` reads or writes with the inner loops at ``point``, one per buffer axis."""
         block_values = self._block_values(point)
         return [evaluate_index(index, block_values) for index in access.indices]
 
+    def _layout(self, access) -> tuple[tuple[object, object], ...]:
+        """``access``'s index expressions, each with its buffer axis's extent (as TVM's containers hold them)."""
+        layout = self._layouts.get(access)
+        if layout is None:
+            layout = tuple(zip(list(access.indices), list(accessed_buffer(access).shape)))
+            self._layouts[access] = layout
+        return layout
+
     def _block_values(self, point: list[int]) -> dict:
-        values = dict(self.outer)
-        values.update(zip(self.inner, point))
-        return {block_var: evaluate_index(value, values) for block_var, value in self.bindings.items()}
+        """The block's iteration variables' values with the inner loops at ``point`` (the caller must not
+        change the dict: it is kept for the next question at the same point)."""
+        key = (tuple(point), tuple(self.outer.values()))
+        cached = self._values_at.get(key)
+        if cached is None:
+            values = dict(self.outer)
+            values.update(zip(self.inner, point))
+            cached = {block_var: evaluate_index(value, values) for block_var, value in self.bindings.items()}
+            self._values_at[key] = cached
+        return cached
 
     def value(self, expr, point: list[int]) -> int:
         """The value of the index expression ``expr`` (over the block's iteration variables) at ``point``."""
