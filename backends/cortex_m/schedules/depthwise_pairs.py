@@ -16,10 +16,10 @@ two:
 step further (``out_step``, ``x_step``: proved by TVM's integer analysis; a loop that steps backwards in memory
 calls it at its second pixel), each tap's weights loaded once for both pixels, or where the second pixel is one
 window column or row on (stride equal to dilation) each input column loaded once for both (shared columns:
-``pair_form``), both pixels' sums in an assembly block of its own registers, each channel's multiplier and shift
-loaded once for its two outputs. Measured on cortex-m4f (gcc 12.2 -O2) on kws_ref_model's 3x3 window over 64
-channels: 241 instructions a pair's tile of four channels (223 with shared columns), where the one-pixel tile runs
-133 a pixel.
+``pair_form``), both pixels' sums in an assembly block of twelve registers (one pixel's window after the other: r7 and r9 may be
+reserved), each channel's multiplier and shift loaded once for its two outputs. Measured on cortex-m4f (gcc 12.2
+-O2) on a 3x3 window over 25x5x64: 256 instructions a pair's tile of four channels where two one-pixel tiles run
+277 (PairCost).
 
 Which loop, and whether at all, is the price of code's (``code_price.INSTRUCTIONS_PER_BYTE``): the pairs whose two
 pixels both pass the tests (counted over the loops' whole iteration space, the tests evaluated there) times the
@@ -29,14 +29,18 @@ row), whichever pays more; once per call of the kernel (a kernel called several 
 the choice may miss a pair that would pay, never takes one that does not). The second pixel's outputs and inputs
 are another pixel's of the same kernel and the same sums are computed for each: bit-exact.
 
-Measured on cortex-m4f (instructions per inference; code B): efficientnet_lite_w030_112_int8 30,907,374 ->
+Measured on cortex-m4f with the fourteen-register block (both pixels' sums at once, which a build reserving r7
+and r9 could not compile; instructions per inference; code B): efficientnet_lite_w030_112_int8 30,907,374 ->
 30,385,869; 32,236 -> 34,940 (its 3x3 layers on 56x56x16 and 28x28x48 and its 5x5 layer on 14x14x96 paired along
 their columns: 1,795,843 -> 1,563,768, 1,324,527 -> 1,176,206, 1,566,206 -> 1,425,097; its stack 532 -> 556 B: the
 paired kernels' frames, 136 -> 184, 136 -> 176 and 152 -> 184 B, under the border helper's call); on the other
 shared and zoo models no layer's pairs pay for their code (the largest candidates: mobilenet_v2_050_64_int8's 3x3
 on 16x16x96 and vww_96_int8's on 48x48x8, some 87,000 instructions for about 1,050 B): one pixel per call. With every pair taken (no price), kws_ref_model 4,358,862 ->
 4,277,086 instructions, code 4,380 -> 5,428 B, arena 9,344 -> 9,664 B (the planner keeps its 3x3 layer's output
-a row further from its input where a call reads the next row's window).
+a row further from its input where a call reads the next row's window). With the twelve-register block (main at
+63fc4be -> it; cortex-m4f, bench_speed): efficientnet_lite_w030_112_int8 29,162,872 -> 29,632,828 instructions, code
+33,984 -> 31,504 B (fewer layers' pairs pay: 21 instructions a 3x3 tile pair), its 3x3 layer on 56x56x16
+1,462,181 -> 1,663,909.
 """
 
 from __future__ import annotations
@@ -83,30 +87,32 @@ it is)."""
 class PairCost:
     """What a two-pixel call costs and saves on a DSP core against two one-pixel calls (bytes of code, instructions
     per inference), for a window of ``rows`` x ``cols`` taps as the pair's helper runs it (``pair_form``) with
-    ``shared`` columns or not. Measured on cortex-m4f (arm-none-eabi-gcc 12.2 -O2) on kws_ref_model's 3x3 window
-    over 64 channels: the one-pixel tile 133 instructions a pixel; a pair's tile 241 (each tap's weights once), 223
-    (shared columns); the kernel's code 1,112 B more with the pair's call (not shared, rows written out)."""
+    ``shared`` columns or not (the same since the block takes twelve registers: its two pixels' windows one after
+    the other, so neither the weights nor the columns are shared). Measured on cortex-m4f (arm-none-eabi-gcc 12.2
+    -O2, a 3x3 window over a 25x5x64 input, one tile of four channels as a function, static count): two one-pixel
+    tiles 277 instructions, a pair's tile 256 (the fourteen-register block's: 253, 235 with shared columns); the
+    kernel's code 1,112 B more with the fourteen-register pair's call (not shared, rows written out)."""
 
     window_instruction_bytes: int = 4
     """Bytes per instruction of the pair's window (its SMLA<x><y>, SXTB16 and LDRD are 32-bit encodings)."""
-    base_bytes: int = 580
+    base_bytes: int = 616
     """The pair's code besides its window: the biases, pointers, both pixels' requantization, the tile loop, the
-    pixel loop's tests and the one-pixel branch around it."""
+    pixel loop's tests and the one-pixel branch around it (580 measured with the fourteen-register block, 9
+    instructions more for the second pass's pointers and biases and the first pixel's two sums through memory)."""
     single_tap_bytes: int = 26
     single_base_bytes: int = 300
     """The one-pixel call's inlined code (per tap and besides), gone where every pixel is in a pair."""
-    saved_base: int = 16
-    """Instructions a pair's tile saves besides its window's (the tile loop's, the multipliers' and shifts' loads
-    once for two pixels)."""
-    rolled_row: int = 4
-    rolled_tile: int = 2
-    """Instructions more per row and per tile of a pair's tile that loops over its rows."""
+    saved_base: int = 21
+    """Instructions a pair's tile saves (its window's as many as two one-pixel tiles': the tile loop's, the
+    multipliers' and shifts' loads once for two pixels, less the second pass's setup)."""
+    rolled_row: int = 8
+    rolled_tile: int = 4
+    """Instructions more per row and per tile of a pair's tile that loops over its rows (each pixel's pass)."""
 
     def window_instructions(self, rows: int, cols: int, shared: bool, rolled: bool) -> int:
-        """The instructions of the pair's window as code (``depthwise_pair.h.in``'s assembly block): per row 12 per
-        column and 3 with shared columns, else 15 per tap; one row's where ``rolled``, and its loop."""
-        row = 12 * cols + 3 if shared else 15 * cols
-        return row + 6 if rolled else rows * row
+        """The instructions of the pair's window as code (``depthwise_pair.h.in``'s assembly block): per pixel
+        8 per tap (``shared`` no longer changes it); one row's where ``rolled``, and its loop, per pixel."""
+        return 2 * (8 * cols + 6) if rolled else 2 * rows * 8 * cols
 
     def bytes_added(self, rows: int, cols: int, shared: bool, rolled: bool, replaces_single: bool) -> int:
         """The kernel's code more with the pair's call (bytes)."""
@@ -116,10 +122,9 @@ class PairCost:
         return added
 
     def saved(self, rows: int, cols: int, shared: bool, rolled: bool) -> int:
-        """Instructions a pair's tile of four channels saves against two one-pixel tiles (8 a tap each): per row
-        4 per column less 3 with shared columns, else 1 per tap; less the rows' loop where ``rolled``."""
-        saved = rows * (4 * cols - 3 if shared else cols) + self.saved_base
-        return saved - (self.rolled_row * rows + self.rolled_tile if rolled else 0)
+        """Instructions a pair's tile of four channels saves against two one-pixel tiles (8 a tap each, as the
+        pair's per pixel, ``shared`` or not): those besides the window; less the rows' loops where ``rolled``."""
+        return self.saved_base - (self.rolled_row * rows + self.rolled_tile if rolled else 0)
 
 
 PAIR_COST = PairCost()

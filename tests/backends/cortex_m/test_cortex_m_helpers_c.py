@@ -8,6 +8,7 @@ builds for its core under the strict warnings, and so does the whole library a b
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -288,6 +289,35 @@ def test_the_helper_passes_its_unit_test_under_qemu_on_its_core(tmp_path: Path, 
 def test_the_unit_test_builds_for_its_core_without_warnings(tmp_path: Path, unit: HelperUnitTest) -> None:
     unit.write_files(tmp_path)
     build_for_cortex_m(unit.core_source_text(), tmp_path, tmp_path, unit.profile)
+
+
+RESERVED_REGISTERS_FLAGS = ("-O2", "-fno-omit-frame-pointer", "-ffixed-r9")
+"""A build that reserves r7 (Thumb's frame pointer: profiling, debugging) and r9 (an RTOS's platform register):
+a helper's assembly block may ask for at most the twelve registers left."""
+ASM_UNIT_TESTS = [unit for unit in UNIT_TESTS_BY_HELPER
+                  if any("__asm__" in unit.template_c(template, PREFIX) for template in unit.templates)]
+RESERVED_REGISTERS_KNOWN_FAILURES = {
+    "dual_mac": "dual_mac.h.in's loop takes 13 registers where the channel stride is not a constant (r7 alone fails)",
+    "conv_tiles_s8x4": "inlines dual_mac.h.in's 13-register loop (r7 alone fails)",
+    "window1_conv": "its assembly blocks take 13 registers (fails with r7 and r9 both reserved)",
+    "pair_tiles": "its assembly blocks take 13 registers (fails with r7 and r9 both reserved)",
+}
+"""Helpers found not to compile so (session 15), left for their owners: expected to fail until fixed (strict)."""
+
+
+@needs_cross_tools
+@pytest.mark.parametrize("unit", [
+    pytest.param(unit, marks=pytest.mark.xfail(strict=True, reason=RESERVED_REGISTERS_KNOWN_FAILURES[unit.id]))
+    if unit.id in RESERVED_REGISTERS_KNOWN_FAILURES else unit for unit in ASM_UNIT_TESTS],
+    ids=[unit.id for unit in ASM_UNIT_TESTS])
+def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: HelperUnitTest) -> None:
+    """Compile only (no QEMU run): gcc refuses an asm that needs more registers than are left ("impossible
+    constraints"); it accepts one that names a reserved register (a clobber, an STM's list), so no string of the
+    helpers' C may name r7 or r9."""
+    strings = re.findall(r'"((?:[^"\\]|\\.)*)"', unit.header_text())
+    assert not [text for text in strings if re.search(r"\br[79]\b", text)], "an asm names r7 or r9"
+    unit.write_files(tmp_path)
+    build_for_cortex_m(unit.core_source_text(), tmp_path, tmp_path, unit.profile, RESERVED_REGISTERS_FLAGS)
 
 
 @needs_cross_tools
