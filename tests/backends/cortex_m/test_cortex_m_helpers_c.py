@@ -301,6 +301,9 @@ RESERVED_REGISTERS_KNOWN_FAILURES = {
     "conv_tiles_s8x4": "inlines dual_mac.h.in's 13-register loop (r7 alone fails)",
     "window1_conv": "its assembly blocks take 13 registers (fails with r7 and r9 both reserved)",
     "pair_tiles": "its assembly blocks take 13 registers (fails with r7 and r9 both reserved)",
+    "stacked_mac": "its LDM loop takes 13 registers (fails with r7 and r9 both reserved; it names no r9)",
+    "fc_tiles_s8x4": "inlines stacked_mac.h.in's 13-register loop (fails with r7 and r9 both reserved)",
+    "dual_mac_interleaved16": "its LDM group takes 13 registers (fails with r7 and r9 both reserved; it names no r9)",
 }
 """Helpers found not to compile so (session 15), left for their owners: expected to fail until fixed (strict)."""
 
