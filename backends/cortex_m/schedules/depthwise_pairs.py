@@ -14,10 +14,10 @@ two:
 ``<prefix>_depthwise_pair_s8x4w16`` (``_b16``; ``backends.cortex_m.helpers.depthwise_mac_c``'s
 ``depthwise_pair.h.in``): the same window, weights and epilogue, the second pixel's outputs and inputs a constant
 step further (``out_step``, ``x_step``: proved by TVM's integer analysis; a loop that steps backwards in memory
-calls it at its second pixel), each tap's weights loaded once for both pixels, or where the second pixel is one
-window column or row on (stride equal to dilation) each input column loaded once for both (shared columns:
-``pair_form``), both pixels' sums in an assembly block of twelve registers (one pixel's window after the other: r7 and r9 may be
-reserved), each channel's multiplier and shift loaded once for its two outputs. Measured on cortex-m4f (gcc 12.2
+calls it at its second pixel; a second pixel one window row on runs its window's columns as rows: ``pair_form``),
+both pixels' sums in an assembly block of twelve registers (one pixel's window after the other, so neither the
+weights nor the input columns are loaded once for both: r7 and r9 may be reserved), each channel's multiplier and
+shift loaded once for its two outputs. Measured on cortex-m4f (gcc 12.2
 -O2) on a 3x3 window over 25x5x64: 256 instructions a pair's tile of four channels where two one-pixel tiles run
 277 (PairCost).
 
@@ -35,7 +35,8 @@ and r9 could not compile; instructions per inference; code B): efficientnet_lite
 their columns: 1,795,843 -> 1,563,768, 1,324,527 -> 1,176,206, 1,566,206 -> 1,425,097; its stack 532 -> 556 B: the
 paired kernels' frames, 136 -> 184, 136 -> 176 and 152 -> 184 B, under the border helper's call); on the other
 shared and zoo models no layer's pairs pay for their code (the largest candidates: mobilenet_v2_050_64_int8's 3x3
-on 16x16x96 and vww_96_int8's on 48x48x8, some 87,000 instructions for about 1,050 B): one pixel per call. With every pair taken (no price), kws_ref_model 4,358,862 ->
+on 16x16x96 and vww_96_int8's on 48x48x8, some 87,000 instructions for about 1,050 B): one pixel per call.
+With every pair taken (no price), kws_ref_model 4,358,862 ->
 4,277,086 instructions, code 4,380 -> 5,428 B, arena 9,344 -> 9,664 B (the planner keeps its 3x3 layer's output
 a row further from its input where a call reads the next row's window). With the twelve-register block (main at
 63fc4be -> it; cortex-m4f, bench_speed): efficientnet_lite_w030_112_int8 29,162,872 -> 29,632,828 instructions, code
@@ -86,9 +87,9 @@ it is)."""
 @dataclass(frozen=True)
 class PairCost:
     """What a two-pixel call costs and saves on a DSP core against two one-pixel calls (bytes of code, instructions
-    per inference), for a window of ``rows`` x ``cols`` taps as the pair's helper runs it (``pair_form``) with
-    ``shared`` columns or not (the same since the block takes twelve registers: its two pixels' windows one after
-    the other, so neither the weights nor the columns are shared). Measured on cortex-m4f (arm-none-eabi-gcc 12.2
+    per inference), for a window of ``rows`` x ``cols`` taps as the pair's helper runs it (``pair_form``; the
+    block takes twelve registers: its two pixels' windows one after the other, so neither the weights nor the
+    columns are shared, and shared columns cost as any). Measured on cortex-m4f (arm-none-eabi-gcc 12.2
     -O2, a 3x3 window over a 25x5x64 input, one tile of four channels as a function, static count): two one-pixel
     tiles 277 instructions, a pair's tile 256 (the fourteen-register block's: 253, 235 with shared columns); the
     kernel's code 1,112 B more with the fourteen-register pair's call (not shared, rows written out)."""
@@ -109,21 +110,21 @@ class PairCost:
     rolled_tile: int = 4
     """Instructions more per row and per tile of a pair's tile that loops over its rows (each pixel's pass)."""
 
-    def window_instructions(self, rows: int, cols: int, shared: bool, rolled: bool) -> int:
+    def window_instructions(self, rows: int, cols: int, rolled: bool) -> int:
         """The instructions of the pair's window as code (``depthwise_pair.h.in``'s assembly block): per pixel
-        8 per tap (``shared`` no longer changes it); one row's where ``rolled``, and its loop, per pixel."""
+        8 per tap; one row's where ``rolled``, and its loop, per pixel."""
         return 2 * (8 * cols + 6) if rolled else 2 * rows * 8 * cols
 
-    def bytes_added(self, rows: int, cols: int, shared: bool, rolled: bool, replaces_single: bool) -> int:
+    def bytes_added(self, rows: int, cols: int, rolled: bool, replaces_single: bool) -> int:
         """The kernel's code more with the pair's call (bytes)."""
-        added = self.window_instruction_bytes * self.window_instructions(rows, cols, shared, rolled) + self.base_bytes
+        added = self.window_instruction_bytes * self.window_instructions(rows, cols, rolled) + self.base_bytes
         if replaces_single:
             added -= self.single_tap_bytes * rows * cols + self.single_base_bytes
         return added
 
-    def saved(self, rows: int, cols: int, shared: bool, rolled: bool) -> int:
+    def saved(self, rows: int, cols: int, rolled: bool) -> int:
         """Instructions a pair's tile of four channels saves against two one-pixel tiles (8 a tap each, as the
-        pair's per pixel, ``shared`` or not): those besides the window; less the rows' loops where ``rolled``."""
+        pair's per pixel): those besides the window; less the rows' loops where ``rolled``."""
         return self.saved_base - (self.rolled_row * rows + self.rolled_tile if rolled else 0)
 
 
@@ -198,16 +199,16 @@ def fits(rows: int, cols: int, x_row: int, x_col: int, w_row: int, w_col: int, x
         and 0 <= w_col <= 510 and w_col % 2 == 0 and abs((w_row - cols * w_col) * 2) <= 4095
 
 
-def pair_form(sizes: dict, x_step: int) -> Optional[tuple[int, int, bool]]:
-    """(rows, cols, shared) of the window (``FUSED_ARGS``' sizes) as the pair's helper runs it for a second pixel
-    ``x_step`` elements on: its columns as rows where that pixel is one window row on (shared columns then),
-    shared where it is one column on; None where the assembly block does not take it."""
+def pair_form(sizes: dict, x_step: int) -> Optional[tuple[int, int]]:
+    """(rows, cols) of the window (``FUSED_ARGS``' sizes) as the pair's helper runs it for a second pixel
+    ``x_step`` elements on: its columns as rows where that pixel is one window row on; None where the assembly
+    block does not take it."""
     rows, cols, x_row, x_col, w_row, w_col = (sizes[name] for name in (
         "rows", "cols", "x_row_stride", "x_col_stride", "w_row_stride", "w_col_stride"))
     if x_step == x_row != x_col and rows > 1 and fits(cols, rows, x_col, x_row, w_col, w_row, x_step):
-        return cols, rows, True
+        return cols, rows
     if fits(rows, cols, x_row, x_col, w_row, w_col, x_step):
-        return rows, cols, x_step == x_col
+        return rows, cols
     return None
 
 
@@ -260,7 +261,7 @@ def _choice(nest: list[tirx.For], leaf: _Leaf, cost: PairCost, instructions_per_
         form = pair_form(sizes, x_step)
         if extent < 2 or out_step < sizes["channels"] or form is None:
             continue
-        rows, cols, shared = form
+        rows, cols = form
         firsts = np.take(passes, np.arange(0, extent - 1, 2), axis=index)
         seconds = np.take(passes, np.arange(1, extent, 2), axis=index)
         pairs = int(np.count_nonzero(firsts & seconds))
@@ -268,8 +269,8 @@ def _choice(nest: list[tirx.For], leaf: _Leaf, cost: PairCost, instructions_per_
         for rolled in (False, True):
             if rolled and rows == 1:
                 continue
-            saved = pairs * sizes["channels"] // 4 * cost.saved(rows, cols, shared, rolled)
-            gain = saved - instructions_per_byte * cost.bytes_added(rows, cols, shared, rolled, replaces_single)
+            saved = pairs * sizes["channels"] // 4 * cost.saved(rows, cols, rolled)
+            gain = saved - instructions_per_byte * cost.bytes_added(rows, cols, rolled, replaces_single)
             # on a tie the inner loop: its second pixel's window one pixel on, not a row (the planner's gap between a
             # layer's output and its input, where they overlap, grows by the window's read-ahead)
             if gain > 0 and (best is None or (gain, index) > (best.gain, best.index)):

@@ -1,6 +1,6 @@
 """The DSP cores' two-pixel depthwise tiles (backends/cortex_m/schedules/depthwise_pairs.py, the helper
-backends/cortex_m/helpers/templates/depthwise_pair.h.in): the window as the helper runs it (shared columns where the
-second pixel is one column or one row on), what a pair saves and costs at the one code price, and on cortex-m4f a
+backends/cortex_m/helpers/templates/depthwise_pair.h.in): the window as the helper runs it (its columns as rows where the
+second pixel is one row on), what a pair saves and costs at the one code price, and on cortex-m4f a
 large 3x3 layer's interior pixels two per call, bit for bit with TFLite Micro under QEMU mps2-an386 and on the
 host (the helper's portable C), where a small layer keeps one pixel per call."""
 
@@ -19,12 +19,14 @@ def _sizes(rows: int, cols: int, x_row: int, x_col: int, w_row: int, w_col: int,
             "w_col_stride": w_col, "channels": channels}
 
 
-def test_the_window_runs_with_shared_columns_where_the_second_pixel_is_one_column_or_row_on():
+def test_the_window_runs_its_columns_as_rows_where_the_second_pixel_is_one_row_on():
     kws = _sizes(3, 3, 320, 64, 192, 64, 64)  # kws_ref_model's 3x3 layer on 25x5x64
-    assert pair_form(kws, 64) == (3, 3, True)  # one column on
-    assert pair_form(kws, 320) == (3, 3, True)  # one row on: the columns as rows
-    assert pair_form(kws, 128) == (3, 3, False)  # stride 2: each tap's weights once for both pixels
-    assert pair_form(_sizes(1, 10, 128, 128, 128, 128, 128), 128) == (1, 10, True)  # a 10x1 time-axis layer
+    assert pair_form(kws, 64) == (3, 3)  # one column on
+    assert pair_form(kws, 320) == (3, 3)  # one row on: the columns as rows
+    assert pair_form(_sizes(3, 1, 64, 64, 64, 64, 64), 64) == (3, 1)  # 3x1 one column on: as it is
+    assert pair_form(_sizes(3, 1, 64, 8, 64, 64, 64), 64) == (1, 3)  # 3x1 one row on: the columns as rows
+    assert pair_form(kws, 128) == (3, 3)  # stride 2
+    assert pair_form(_sizes(1, 10, 128, 128, 128, 128, 128), 128) == (1, 10)  # a 10x1 time-axis layer
     # the assembly block's immediates: an input 4,096 bytes on, weights 1,200 bytes a tap
     assert pair_form(kws, 4096) is None
     assert pair_form(_sizes(3, 3, 1800, 600, 1800, 600, 600), 600) is None
@@ -34,12 +36,11 @@ def test_the_window_runs_with_shared_columns_where_the_second_pixel_is_one_colum
 def test_a_pair_saves_what_was_measured_and_pays_only_over_enough_tiles():
     # a 3x3 window over 25x5x64 on cortex-m4f, one tile of four channels (static count): two one-pixel tiles 277
     # instructions, a pair's 256 (the twelve-register block: shared columns or not the same)
-    assert PAIR_COST.saved(3, 3, shared=False, rolled=False) == 277 - 256
-    assert PAIR_COST.saved(3, 3, shared=True, rolled=False) == 277 - 256
-    added = PAIR_COST.bytes_added(3, 3, shared=True, rolled=False, replaces_single=False)
-    assert PAIR_COST.bytes_added(3, 3, shared=True, rolled=True, replaces_single=False) < added
+    assert PAIR_COST.saved(3, 3, rolled=False) == 277 - 256
+    added = PAIR_COST.bytes_added(3, 3, rolled=False, replaces_single=False)
+    assert PAIR_COST.bytes_added(3, 3, rolled=True, replaces_single=False) < added
     # pays from about 5,700 pair tiles on (efficientnet_lite_w030_112_int8's 56x56x16 layer: 1,512 pairs x 4 tiles)
-    tiles = -(-added * INSTRUCTIONS_PER_BYTE // PAIR_COST.saved(3, 3, shared=True, rolled=False))
+    tiles = -(-added * INSTRUCTIONS_PER_BYTE // PAIR_COST.saved(3, 3, rolled=False))
     assert 1_000 < tiles < 4 * 1_512
 
 
