@@ -53,11 +53,13 @@ def calls_to_helpers(prefix: str) -> Iterator[HelperCalls]:
 
 
 def register_helper_call(op: str, library: HelperLibrary, helper_name: Callable[[str], str],
-                         access: Optional[HelperAccess] = None) -> None:
+                         access: Optional[HelperAccess] = None, pure: bool = False) -> None:
     """Register ``op``, a call of ``library``'s helper ``helper_name(prefix)``, for C code generation (inside
     ``calls_to_helpers``, which records that the bundle needs ``library`` and the libraries it needs), and ``access``: the elements a call
     reads and writes through its pointers (``tvm_ext.tir.helper_access``; keep it in step with the helper's C: the
-    memory planner lets buffers overlap by it)."""
+    memory planner lets buffers overlap by it). ``pure`` states that the helper's value depends on its arguments
+    alone and it touches no memory (a scalar arithmetic helper), so TVM may share, hoist or drop its calls like the
+    arithmetic it stands for; otherwise a call is a state update, kept in place and in order."""
 
     def to_c(call: tirx.Expr) -> tirx.Expr:
         calls = _CALLS.get()
@@ -68,7 +70,8 @@ def register_helper_call(op: str, library: HelperLibrary, helper_name: Callable[
         return tirx.call_extern(returns, helper_name(calls.prefix), *(_nested_to_c(arg) for arg in call.args))
 
     _REGISTERED[op] = to_c
-    tvm.ir.register_op_attr(op, "TCallEffectKind", tirx.CallEffectKind.UpdateState.value)
+    effect = tirx.CallEffectKind.Pure if pure else tirx.CallEffectKind.UpdateState
+    tvm.ir.register_op_attr(op, "TCallEffectKind", effect.value)
     tvm.ir.register_op_attr(op, "TScriptPrinterName", op.replace(".", "_"))
     tirx.register_intrin_lowering(op, "c", f=to_c)
     if access is not None:

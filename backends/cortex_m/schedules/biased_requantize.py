@@ -47,10 +47,10 @@ REQUANTIZE_BIASED_HELPERS = HelperLibrary("cortex_m_requantize_biased", requanti
 bundles keep their bytes."""
 REQUANTIZE_BIASED_OP = "tvm_ext.requantize_biased"
 # The call (acc, multiplier, right, bias) -> the requantized acc plus the zero point that bias holds (int32).
-register_helper_call(REQUANTIZE_BIASED_OP, REQUANTIZE_BIASED_HELPERS, "{}_requantize_biased".format)
+register_helper_call(REQUANTIZE_BIASED_OP, REQUANTIZE_BIASED_HELPERS, "{}_requantize_biased".format, pure=True)
 REQUANTIZE_BIASED_S8_OP = "tvm_ext.requantize_biased_s8"
 # The same call saturated to int8 (what `saturate_int8` of the call gives).
-register_helper_call(REQUANTIZE_BIASED_S8_OP, REQUANTIZE_BIASED_HELPERS, "{}_requantize_biased_s8".format)
+register_helper_call(REQUANTIZE_BIASED_S8_OP, REQUANTIZE_BIASED_HELPERS, "{}_requantize_biased_s8".format, pure=True)
 
 
 def _constant(expr) -> Optional[int]:

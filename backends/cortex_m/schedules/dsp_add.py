@@ -43,7 +43,7 @@ ADD_VALUES_HELPERS = HelperLibrary("cortex_m_add_values", add_values_helper_c)
 <stdint.h> only), so the other bundles keep their bytes."""
 ADD_VALUE_OP = "tvm_ext.add_s8_value"
 # The call (s, multiplier, right, bias) -> the saturated int8 output (int32) of the doubled sum s.
-register_helper_call(ADD_VALUE_OP, ADD_VALUES_HELPERS, "{}_add_s8_value".format)
+register_helper_call(ADD_VALUE_OP, ADD_VALUES_HELPERS, "{}_add_s8_value".format, pure=True)
 
 
 def dsp_add_values(lhs: te.Tensor, rhs: te.Tensor, *tables: te.Tensor, multiplier: int, right: int, bias: int,
