@@ -4,7 +4,7 @@ and FULLY_CONNECTED kernels as calls of the int8 window MAC (`mac`: `<prefix>_ma
 (`backends.cortex_m.schedules`: an unpadded convolution's pixel loop, odd rows fused or ending in a lone pixel, a
 padded one's interior), and a padded convolution's border pixels copying their window once
 (`backends.cortex_m.schedules.border_window`), with the RISC-V helpers' calls in place of the dual MAC's and the
-inputs kept int8;
+inputs kept int8 (odd pixel rows fused over paired weight words too: `mac.paired_or_int8_reduction`);
 DEPTHWISE_CONV_2D reductions as calls of the int8 depthwise MAC (`<prefix>_depthwise_mac_s8x8`, on the interior's and
 a padded border's clipped windows alike, the border's taps outside the image as calls of
 `<prefix>_depthwise_pad_s8x8`), then each pixel's loop over its channel tiles as one call of the fused depthwise tiles
@@ -39,7 +39,8 @@ from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.riscv.helpers import MAC_CHANNELS
 from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_DEPTHWISE_TILES, RISCV_DOUBLE_EPILOGUE,
-                                          RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement)
+                                          RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement,
+                                          paired_or_int8_reduction)
 from target.profile import Profile
 
 
@@ -49,7 +50,8 @@ class RiscvMacSchedules:
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=mac_replacement))
     replacement = staticmethod(mac_replacement)
     window_buffer = staticmethod(window_buffer)
-    flatten_odd_pixel_rows = staticmethod(flatten_odd_pixel_rows)
+    flatten_odd_pixel_rows = staticmethod(functools.partial(flatten_odd_pixel_rows,
+                                                            reduction_of=paired_or_int8_reduction))
     pays_two_pixels = staticmethod(pays_two_pixels)
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False,
                                                         replacement=mac_replacement))

@@ -49,9 +49,9 @@ from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
-from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
-                                                 int8_data_update, mac_reduction, mac_window, window_call_block,
-                                                 window_mac_2px_access, window_mac_access)
+from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accumulation, channel_tile,
+                                                 helper_call_block, int8_data_update, mac_reduction, mac_window,
+                                                 window_call_block, window_mac_2px_access, window_mac_access)
 from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, padding_replacement
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow
@@ -390,6 +390,15 @@ def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
                                                                   offsets.index(store, origin))]
     return helper_call_block(MAC_PAIRS_2PX_ROWS_OP if rows > 1 else MAC_PAIRS_2PX_OP, reduction, bindings, inner,
                              [*window, x_pixel_stride], tile, second_pixel=len(inner) - 2)
+
+
+def paired_or_int8_reduction(block: s_tir.SBlock) -> Optional[MacReduction]:
+    """The block's int8 MAC reduction (`dual_mac.mac_reduction`), or its update over paired weight words
+    ``acc = acc + int32(x) * paired_weight(word)`` as (store, x, word), or None for any other body: what
+    `backends.cortex_m.schedules.flat_pixels.flatten_odd_pixel_rows` reads of a kernel the RISC-V MAC helpers take."""
+    return mac_reduction(block) or accumulation(
+        block, "int32", lambda factor: _load_of(factor, ("int8",)),
+        lambda factor: _paired_word(factor) if isinstance(factor, tirx.Select) else None)
 
 
 def _paired_word(select: tirx.Select) -> Optional[TensorLoad]:
