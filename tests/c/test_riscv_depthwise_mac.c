@@ -72,8 +72,8 @@ int main(void)
                                                              l.w_row_stride, l.w_col_stride, rows, cols);
                         } else {
                             plain_pad(expected, wo, PADS[helper - 1], l.w_row_stride, l.w_col_stride, rows, cols);
-                            returned = lp_depthwise_pad_s8x8(acc, wo, PADS[helper - 1], l.w_row_stride,
-                                                             l.w_col_stride, rows, cols);
+                            returned = lp_depthwise_pad_s8x8(acc, wo, l.w_row_stride, l.w_col_stride, rows, cols,
+                                                             PADS[helper - 1], CHANNELS);
                         }
                         cases += 1;
                         if (call_wrong(returned, acc, expected, CHANNELS)) {

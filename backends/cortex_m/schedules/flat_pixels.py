@@ -14,14 +14,16 @@ window's) come out of the new layout as spatial axes; they still sit below the c
 from __future__ import annotations
 
 import itertools
-from typing import Optional
+from typing import Callable, Optional
 
 from tvm import s_tir, tirx
 
-from backends.cortex_m.schedules.dual_mac import DUAL_MAC_PIXELS, AccessOffsets, mac_reduction
+from backends.cortex_m.schedules.dual_mac import DUAL_MAC_PIXELS, AccessOffsets, MacReduction, mac_reduction
 
 
-def flatten_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce: int) -> Optional[tuple[list, int]]:
+def flatten_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce: int,
+                           reduction_of: Callable[[s_tir.SBlock], Optional[MacReduction]] = mac_reduction) \
+        -> Optional[tuple[list, int]]:
     """Iterate the int8 MAC reduction ``block`` (its loops ``loops`` trivially bound: batch, rows, columns,
     output channels, then from ``first_reduce`` the reduction) and its epilogue by one fused pixel index
     ``row * columns + column`` when the columns are odd (a row would leave a pixel unpaired), there are
@@ -29,7 +31,9 @@ def flatten_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce
     the whole image (the weights not at all), and the accumulators are an NHWC buffer of the kernel's own
     read by one epilogue block over the same axes (both then iterated, and the accumulators laid out, by
     the fused pixel: a pair's second pixel lies one pixel after the first wherever it is). Returns the new
-    loops and the index of the first reduction loop, or None (left as it was)."""
+    loops and the index of the first reduction loop, or None (left as it was). ``reduction_of``: the block's MAC
+    reduction (store, input, weight loads), or None where it is none the core's helpers take (by default an int8 x
+    int8 one; the RISC-V backend's also over paired weight words)."""
     if first_reduce != 4:
         return None
     rows, columns = sch.get(loops[1]), sch.get(loops[2])
@@ -39,7 +43,7 @@ def flatten_odd_pixel_rows(sch: s_tir.Schedule, block, loops: list, first_reduce
     if extents[1] % DUAL_MAC_PIXELS == 0 or extents[0] < 2:
         return None
     realize = sch.get(loops[-1]).body
-    reduction = mac_reduction(realize.block) if isinstance(realize, s_tir.SBlockRealize) else None
+    reduction = reduction_of(realize.block) if isinstance(realize, s_tir.SBlockRealize) else None
     if reduction is None or not (realize.iter_values[1].same_as(rows.loop_var)
                                  and realize.iter_values[2].same_as(columns.loop_var)):
         return None

@@ -19,6 +19,10 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 - `depthwise_mac_s8x8.h.in`: `<prefix>_depthwise_mac_s8x8`, the int8 depthwise window MAC of eight channels, and
   `<prefix>_depthwise_pad_s8x8`, a padded border's taps outside the image (the zero point times the weights), one
   out-of-line copy each per bundle, called by every DEPTHWISE_CONV_2D kernel;
+- `depthwise_tiles_s8x8.h.in`: `<prefix>_depthwise_tiles_s8x8` (`_b16` for int16 biases), every channel tile of a
+  depthwise kernel's interior pixel in one call of one out-of-line copy per bundle (each tile's eight sums from the
+  biases in registers, the depthwise MAC's taps, the per-channel requantization), called by every such pixel
+  (`backends.cortex_m.schedules.depthwise_tiles`; unit test `tests/c/test_riscv_depthwise_tiles.c`);
 - `requantize_small.h.in`: `<prefix>_requantize_small_s8` (`_s8_b16` for int16 biases), a MAC kernel's
   requantization epilogue of one channel tile (TFLite's double rounding on its "double_small" domain), one
   out-of-line copy per bundle for both bias types, with the contract, names and unit test
@@ -55,12 +59,14 @@ MAC_2PX_ROW_TEMPLATE = "mac_s8x2x8_row.h.in"
 MAC_2PX_TEMPLATE = "mac_s8x2x8.h.in"
 DEPTHWISE_MAC_TEMPLATE = "depthwise_mac_s8x8.h.in"
 REQUANTIZE_TEMPLATE = "requantize_small.h.in"
+DEPTHWISE_TILES_TEMPLATE = "depthwise_tiles_s8x8.h.in"
 FC_ROWS_TEMPLATE = "fc_rows_s8x8.h.in"
 FC_ROWS_FORM = "s8x8"
 """How the fused row helper reads its weights, in its name (``helium_c.fc_rows_helper_name``)."""
 PAIR_TILES_TEMPLATE = "pair_tiles_s8x8.h.in"
 RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_PAIRS_TEMPLATE, MAC_2PX_ROW_TEMPLATE, MAC_2PX_TEMPLATE,
-                          DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE, FC_ROWS_TEMPLATE, PAIR_TILES_TEMPLATE)
+                          DEPTHWISE_MAC_TEMPLATE, REQUANTIZE_TEMPLATE, DEPTHWISE_TILES_TEMPLATE, FC_ROWS_TEMPLATE,
+                          PAIR_TILES_TEMPLATE)
 """The helpers' templates in the order a bundle defines them."""
 
 
@@ -100,6 +106,12 @@ def depthwise_pad_helper_name(prefix: str) -> str:
     """The C name of the depthwise padding helper in the bundle `prefix` (a padded border's taps outside the
     image: the zero point times the weights)."""
     return f"{prefix}_depthwise_pad_s8x8"
+
+
+def depthwise_tiles_helper_name(prefix: str, bias: str, border: bool = False) -> str:
+    """The C name of the fused depthwise channel tiles helper for biases of type `bias` ("int32" or "int16") in the
+    bundle `prefix` (one out-of-line copy); with `border`, its form of a padded border pixel's window."""
+    return bias_form(f"{prefix}_depthwise_{'border' if border else 'tiles'}_s8x8", bias)
 
 
 def requantize_helper_name(prefix: str, bias: str) -> str:

@@ -25,8 +25,11 @@ becomes one call of `<prefix>_depthwise_mac_s8x8` (`templates/depthwise_mac_s8x8
 per bundle) per output pixel and channel tile where input, weights and accumulators are eight consecutive channels
 at every tap (a depth multiplier of 1) and the taps step by constant strides: the interior's windows and a padded
 border's clipped ones alike; the border's taps outside the image (the padding value times the weights) are calls of
-`<prefix>_depthwise_pad_s8x8`. Each channel's sum is added in the same order but for the padding's products, added
-as the padding value times their weights' sum: integer sums, bit-exact.
+`<prefix>_depthwise_pad_s8x8` (the shared padding call's arguments, `helium_depthwise.padding_replacement`). Each
+channel's sum is added in the same order but for the padding's products, added as the padding value times their
+weights' sum: integer sums, bit-exact. A pixel's loop over those tiles then becomes one call of the fused depthwise
+tiles (`templates/depthwise_tiles_s8x8.h.in`, `RISCV_DEPTHWISE_TILES`): an interior pixel's, or a border pixel's
+(its clipped window's and padding's calls taken in).
 
 A channel tile's requantization loop of the "double_small" rounding becomes one call of
 `<prefix>_requantize_small_s8` (`templates/requantize_small.h.in`; `RISCV_EPILOGUE`, matched by
@@ -44,18 +47,21 @@ from tvm.ir import TensorLoad
 
 from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
-from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access, window_sizes
-from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, channel_tile, helper_call_block,
-                                                 int8_data_update, mac_reduction, mac_window, window_call_block,
-                                                 window_mac_2px_access, window_mac_access)
+from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access
+from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
+from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accumulation, channel_tile,
+                                                 helper_call_block, int8_data_update, mac_reduction, mac_window,
+                                                 window_call_block, window_mac_2px_access, window_mac_access)
+from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, padding_replacement
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow
 from backends.cortex_m.schedules.pair_tiles import PairTileHelpers, PairWindow
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
 from backends.riscv.helpers import (FC_ROWS_FORM, MAC_CHANNELS, RISCV_HELPERS, conv_tiles_helper_name,
-                                    depthwise_mac_helper_name, depthwise_pad_helper_name, mac_2px_helper_name,
-                                    mac_2px_row_helper_name, mac_helper_name, mac_pairs_2px_helper_name,
-                                    mac_pairs_helper_name, pair_tiles_helper_name, requantize_helper_name)
+                                    depthwise_mac_helper_name, depthwise_pad_helper_name, depthwise_tiles_helper_name,
+                                    mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
+                                    mac_pairs_2px_helper_name, mac_pairs_helper_name, pair_tiles_helper_name,
+                                    requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
@@ -131,13 +137,10 @@ DEPTHWISE_MAC_ACCESS = depthwise_mac_access(MAC_CHANNELS)
 register_helper_call(DEPTHWISE_MAC_OP, RISCV_HELPERS, depthwise_mac_helper_name, DEPTHWISE_MAC_ACCESS)
 
 DEPTHWISE_PAD_OP = "tvm_ext.riscv_depthwise_pad_s8x8"
-DEPTHWISE_PAD_ACCESS = HelperAccess((
-    PointerAccess(0, (Axis(MAC_CHANNELS, 1),)),
-    PointerAccess(1, (Axis(Arg(5), Arg(3)), Axis(Arg(6), Arg(4)), Axis(MAC_CHANNELS, 1))),
-))
-"""The padding helper's call (acc, w, pad, w_row_stride, w_col_stride, rows, cols): acc[c] for c < 8 and
+"""The padding helper's call (acc, w, w_row_stride, w_col_stride, rows, cols, value, channels: the shared padding
+call's, `backends.cortex_m.schedules.helium_depthwise.PAD_ACCESS`, channels 8): acc[c] for c < 8 and
 w[r * w_row_stride + k * w_col_stride + c] for r < rows, k < cols."""
-register_helper_call(DEPTHWISE_PAD_OP, RISCV_HELPERS, depthwise_pad_helper_name, DEPTHWISE_PAD_ACCESS)
+register_helper_call(DEPTHWISE_PAD_OP, RISCV_HELPERS, depthwise_pad_helper_name, PAD_ACCESS)
 
 REQUANTIZE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_small_s8")
 """The requantization epilogue's op per bias type (`<prefix>_requantize_small_s8`, `_s8_b16`)."""
@@ -159,6 +162,32 @@ RISCV_DOUBLE_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS["double"], REQU
 """The channel tiles' epilogues of the other double roundings (a layer whose shifts or sums the "double_small" one
 does not take; after RISCV_EPILOGUE's): inlined, TVM's 64-bit scalar steps held ~600-1,300 B per kernel
 (vww_96_int8's last 1x1 convolutions on rv32imc), and their pixel pairs' tile loops could not be fused."""
+
+DEPTHWISE_TILES_OPS = by_bias("tvm_ext.riscv_depthwise_tiles_s8x8")
+"""The fused depthwise channel tiles helper per bias type (`<prefix>_depthwise_tiles_s8x8`, `_b16`): the call of
+`backends.cortex_m.schedules.depthwise_tiles` (out, x, w, bias, multiplier, shift, zero_point, x_row_stride,
+x_col_stride, w_row_stride, w_col_stride, rows, cols, channels)."""
+for _bias, _op in DEPTHWISE_TILES_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(depthwise_tiles_helper_name, bias=_bias),
+                         DEPTHWISE_TILES_ACCESS)
+DEPTHWISE_BORDER_OPS = {(bias, "any"): op for bias, op in by_bias("tvm_ext.riscv_depthwise_border_s8x8").items()}
+"""The fused depthwise border helper per (bias type, window form "any": one out-of-line copy for every window)
+(`<prefix>_depthwise_border_s8x8`, `_b16`): the call of `backends.cortex_m.schedules.depthwise_tiles`' border
+helpers (the tiles' arguments, then top, left, inside_rows, inside_cols, value, channels)."""
+for (_bias, _), _op in DEPTHWISE_BORDER_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(depthwise_tiles_helper_name, bias=_bias, border=True),
+                         BORDER_ACCESS)
+BORDER_WINDOW_TAPS = 1 << 16
+"""The most taps of a window whose border pixels take the border helper: any window (its taps outside the image read
+eight bytes of the padding value, not a copy of the window)."""
+RISCV_DEPTHWISE_TILES = TileHelpers(DEPTHWISE_MAC_OP, False, REQUANTIZE_OPS_BY_BIAS, DEPTHWISE_TILES_OPS,
+                                    DEPTHWISE_BORDER_OPS, box_op=DEPTHWISE_MAC_OP, pad_op=DEPTHWISE_PAD_OP,
+                                    window_taps=BORDER_WINDOW_TAPS, column_as_row=True)
+"""The RV32 cores' fused depthwise tiles (`backends.cortex_m.schedules.depthwise_tiles`): an interior pixel's loop
+over its tiles of eight channels (the depthwise MAC's window call, the "double_small" epilogue's) as one call of the
+out-of-line `<prefix>_depthwise_tiles_s8x8`, every border pixel's (its clipped window's call and its padding's) as
+one call of the out-of-line `<prefix>_depthwise_border_s8x8`; a kx1 window called as one row of k taps (one row
+loop's pass, not k)."""
 
 FC_ROWS_OPS = by_bias("tvm_ext.riscv_fc_rows_s8x8")
 """The fused row helper of per-tensor FULLY_CONNECTED layers per bias type (`<prefix>_fc_rows_s8x8`, `_b16`)."""
@@ -281,7 +310,8 @@ def mac_replacement(realize: s_tir.SBlockRealize, loops: list,
     the depthwise MAC's, else the depthwise padding's; None where none computes exactly that. `outlined_depthwise`
     (a padded border's clipped window) changes nothing: the depthwise helper is out of line for every window."""
     return (paired_mac_replacement(realize, loops) or window_mac_replacement(realize, loops)
-            or depthwise_mac_replacement(realize, loops) or depthwise_pad_replacement(realize, loops))
+            or depthwise_mac_replacement(realize, loops)
+            or padding_replacement(realize, loops, DEPTHWISE_PAD_OP, MAC_CHANNELS))
 
 
 def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
@@ -362,6 +392,15 @@ def paired_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
                              [*window, x_pixel_stride], tile, second_pixel=len(inner) - 2)
 
 
+def paired_or_int8_reduction(block: s_tir.SBlock) -> Optional[MacReduction]:
+    """The block's int8 MAC reduction (`dual_mac.mac_reduction`), or its update over paired weight words
+    ``acc = acc + int32(x) * paired_weight(word)`` as (store, x, word), or None for any other body: what
+    `backends.cortex_m.schedules.flat_pixels.flatten_odd_pixel_rows` reads of a kernel the RISC-V MAC helpers take."""
+    return mac_reduction(block) or accumulation(
+        block, "int32", lambda factor: _load_of(factor, ("int8",)),
+        lambda factor: _paired_word(factor) if isinstance(factor, tirx.Select) else None)
+
+
 def _paired_word(select: tirx.Select) -> Optional[TensorLoad]:
     """The int32 word load of `tvm_ext.kernels.dense.paired_weight`'s ``Select(o % 2 == 0, a, (word - a) >> 16)``
     with ``a = int32(int16(word))``, or None where ``select`` is not exactly that."""
@@ -400,41 +439,3 @@ def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Opti
     if reduction is None:
         return None
     return depthwise_call_block(DEPTHWISE_MAC_OP, realize, loops, reduction, MAC_CHANNELS)
-
-
-def depthwise_pad_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
-    """The padding helper's call block (`<prefix>_depthwise_pad_s8x8`) for ``loops`` (up to two window loops, then
-    the channel loop of MAC_CHANNELS) around ``realize``, a padded border's taps outside the image
-    (`tvm_ext.schedule.border_split`): ``acc[.., c] += pad * int32(w[.., c])`` with a constant nonzero ``pad`` (the
-    input's zero point), eight consecutive channels of weights at every tap, constant strides; None for any other
-    update or access."""
-    store = realize.block.body
-    if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int32":
-        return None
-    value = store.value
-    if not (isinstance(value, tirx.Add) and isinstance(value.a, TensorLoad) and value.a.source.same_as(store.buffer)
-            and isinstance(value.b, tirx.Mul)):
-        return None
-    pad, weight = value.b.a, value.b.b
-    if isinstance(weight, tirx.IntImm):
-        pad, weight = weight, pad
-    if not (isinstance(pad, tirx.IntImm) and int(pad) != 0 and isinstance(weight, tirx.Cast)
-            and str(weight.ty.dtype) == "int32" and isinstance(weight.value, TensorLoad)
-            and str(weight.value.source.dtype) == "int8"):
-        return None
-    window, channel = loops[:-1], loops[-1]
-    if len(window) > 2 or not all(isinstance(loop.extent, tirx.IntImm) and int(loop.min) == 0 for loop in loops) or \
-            int(channel.extent) != MAC_CHANNELS:
-        return None
-    reduction = MacReduction(store, weight.value, weight.value)
-    bindings = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
-    inner = [loop.loop_var for loop in loops]
-    try:
-        sizes = window_sizes(reduction, AccessOffsets(bindings, inner), [int(loop.extent) for loop in window],
-                             MAC_CHANNELS)
-    except KeyError:
-        return None
-    if sizes is None:
-        return None
-    return helper_call_block(DEPTHWISE_PAD_OP, reduction, bindings, inner, [int(pad), *sizes[2:]],
-                             channel_tile(reduction, MAC_CHANNELS), operands=(reduction.weight,))

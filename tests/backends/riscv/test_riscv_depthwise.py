@@ -1,10 +1,12 @@
-"""The RISC-V depthwise MAC (backends/riscv/schedules/mac.py, helpers/templates/depthwise_mac_s8x8.h.in): int8
-DEPTHWISE_CONV_2D models of 16 and of 8 channels (stride 1 and 2, SAME and VALID padding, depth multipliers 1
-and 2) compiled for rv32imc self-test bit-exactly against TFLite Micro on QEMU virt, and each kernel of a depth
-multiplier of 1 accumulates its eight-channel tiles through the helper `<prefix>_depthwise_mac_s8x8` (one
-out-of-line copy in the bundle: the interior's windows and a padded border's clipped ones alike), a padded border's
-taps outside the image through `<prefix>_depthwise_pad_s8x8`, and holds no loop of its own for them; with 8
-channels too (exactly one tile: the RISC-V schedules tile it, `RiscvMacSchedules.channel_tiles`). (The helper's own C unit test: tests/c/test_riscv_depthwise_mac.c.)"""
+"""The RISC-V depthwise helpers (backends/riscv/schedules/mac.py, helpers/templates/depthwise_mac_s8x8.h.in and
+depthwise_tiles_s8x8.h.in): int8 DEPTHWISE_CONV_2D models of 16 and of 8 channels (stride 1 and 2, SAME and VALID
+padding, depth multipliers 1 and 2) compiled for rv32imc self-test bit-exactly against TFLite Micro on QEMU virt,
+and each kernel of a depth multiplier of 1 computes its interior pixels' eight-channel tiles in one call of
+`<prefix>_depthwise_tiles_s8x8` per pixel (the depthwise MAC's taps, the requantization) and, where padded, its
+border pixels' (clipped windows and the padding's taps) in one call of `<prefix>_depthwise_border_s8x8` per pixel,
+and holds no window MAC's, padding's or loop of its own for them; with 8 channels too (exactly one tile: the
+RISC-V schedules tile it, `RiscvMacSchedules.channel_tiles`). (The helpers' own C unit tests:
+tests/c/test_riscv_depthwise_mac.c, test_riscv_depthwise_tiles.c.)"""
 
 from __future__ import annotations
 
@@ -46,7 +48,7 @@ def _kernel_bodies(kernels_c: str) -> dict[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("channels", sorted(MODELS))
-def test_riscv_depthwise_kernels_call_the_depthwise_mac_and_stay_bit_exact(compiled, channels: int) -> None:
+def test_riscv_depthwise_kernels_call_the_fused_tiles_and_stay_bit_exact(compiled, channels: int) -> None:
     require_tools(RISCV_TOOLS)
     bundle = compiled(MODELS[channels], "rv32imc")
     assert bundle.selftest.passed and bundle.selftest.where == "virt", bundle.selftest.output
@@ -55,7 +57,9 @@ def test_riscv_depthwise_kernels_call_the_depthwise_mac_and_stay_bit_exact(compi
     assert len(depthwise) == len(CASES), sorted(kernels)
     single = [body for name, body in depthwise.items() if name.endswith(f"x{channels}")]
     assert len(single) == sum(multiplier == 1 for _, multiplier, _, _ in CASES), sorted(depthwise)
-    assert all("_depthwise_mac_s8x8(" in body for body in single), single
+    assert all("_depthwise_tiles_s8x8" in body for body in single), single
     padded = sum(multiplier == 1 and padding == SAME for _, multiplier, _, padding in CASES)
-    assert sum("_depthwise_pad_s8x8(" in body for body in single) == padded, single
-    assert not any("for (int32_t r" in body for body in single), single  # no window or padding loop of its own
+    assert sum("_depthwise_border_s8x8" in body for body in single) == padded, single
+    assert not any("_depthwise_mac_s8x8(" in body or "_depthwise_pad_s8x8(" in body for body in single), single
+    # no window's, padding's or tiles' loop of its own
+    assert not any("for (int32_t r" in body or "for (int32_t o" in body for body in single), single

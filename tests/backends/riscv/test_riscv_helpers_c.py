@@ -1,7 +1,8 @@
 """The RISC-V backend's hand-written C helpers (backends/riscv/helpers/templates/*.h.in) pass their C unit tests
 (tests/c/test_riscv_mac.c, test_riscv_mac_pairs.c, test_riscv_depthwise_mac.c: each helper against the plain loop of its contract, on edge values and odd
 counts; test_riscv_fc_rows.c: the fully connected rows and
-test_riscv_pair_tiles.c: a pixel pair's or one pixel's channel tiles against the plain sums requantized by the scalar helpers; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares, and
+test_riscv_pair_tiles.c: a pixel pair's or one pixel's channel tiles and test_riscv_depthwise_tiles.c: a depthwise pixel's
+channel tiles, interior or border, against the plain sums requantized by the scalar helpers; test_requantize_small.c, the DSP epilogue's test, whose contract and names the RISC-V epilogue shares, and
 test_requantize_s8.c, the Helium epilogue's, whose the RISC-V epilogue of any double rounding shares: against
 the bundle's scalar requantization helpers): on the host (strict warnings, sanitizers), and built with each RISC-V profile's compiler and flags under
 the strict warnings and run on QEMU virt in the bundles' sandbox, where the helper is compiled as a bundle
@@ -38,10 +39,10 @@ REQUANTIZE_HEADER = "requantize_small.h"
 scalar double and "double_small" requantizations and int8 saturation (what the epilogues replace), then the
 RISC-V helper library, for the prefix lp."""
 UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "requantize_s8",
-         "riscv_fc_rows", "riscv_pair_tiles"]
+         "riscv_fc_rows", "riscv_pair_tiles", "riscv_depthwise_tiles"]
 """The unit tests tests/c/test_<unit>.c: the window MACs, the MAC of paired weights, the depthwise MAC, the
-requantization epilogues ("double_small"'s and any double rounding's), the per-tensor fully connected rows and a
-convolution's pixel tiles (against the scalar helpers too)."""
+requantization epilogues ("double_small"'s and any double rounding's), the per-tensor fully connected rows, a
+convolution's pixel tiles and a depthwise pixel's tiles, interior and border (against the scalar helpers too)."""
 
 
 def write_unit_files(folder: Path, unit: str) -> Path:
@@ -106,12 +107,12 @@ DEPTHWISE_CALLERS = """#include <stdint.h>
 #include "riscv_mac.h"
 int32_t dw_64(int32_t *acc, const int8_t *x, const int8_t *w)
 {
-    lp_depthwise_pad_s8x8(acc, w, -128, 192, 64, 1, 3);
+    lp_depthwise_pad_s8x8(acc, w, 192, 64, 1, 3, -128, 8);
     return lp_depthwise_mac_s8x8(acc, x, w, 320, 64, 192, 64, 2, 3);
 }
 int32_t dw_128(int32_t *acc, const int8_t *x, const int8_t *w)
 {
-    lp_depthwise_pad_s8x8(acc, w, 5, 384, 128, 3, 1);
+    lp_depthwise_pad_s8x8(acc, w, 384, 128, 3, 1, 5, 8);
     return lp_depthwise_mac_s8x8(acc, x, w, 1536, 128, 384, 128, 3, 3);
 }
 """

@@ -159,7 +159,7 @@ def test_an_int8_fully_connected_layer_multiplies_paired_weights(compiled, profi
     symbols = subprocess.run([f"{RISCV_BINUTILS_PREFIX}nm", str(bundle.library)], capture_output=True, text=True,
                              check=True).stdout
     assert len(re.findall(r" t ad01_int8_fc_rows_any(\.[\w.]+)?$", symbols, re.M)) == 1, symbols  # one copy, linked
-    assert "ad01_int8_mac_s8x8_pairs_loop(acc, x, w, row_len);" in internal
+    assert "ad01_int8_mac_s8x8_pairs_loop(acc, x, w, row_len, 1);" in internal  # four inputs a pass
 
 
 @pytest.mark.parametrize("profile", PROFILES)
