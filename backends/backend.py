@@ -248,6 +248,10 @@ class KernelSchedules:
     """Whether the int8 lowering writes PAD and TRANSPOSE as runs (`tvm_ext.kernels.copy_runs.pad_runs`: the input's
     rows copied whole, the padding filled; `transpose_runs`: the trailing axes kept in place copied whole), for a core
     whose helper copies a run a word at a time."""
+    word_runs: bool = False
+    """Whether a CONCATENATION's kernel copies a run of 3 bytes more than whole words with one byte more, which the
+    copies after it overwrite (`tvm_ext.kernels.copy_runs.concatenate_runs`), for a core whose copy helper moves an
+    unaligned word in one load and one store (a pixel of 3 channels one word, not a halfword and a byte)."""
     int8_add: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or

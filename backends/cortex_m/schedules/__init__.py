@@ -355,6 +355,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # every window whose border the border helper takes (its helpers read int16 weights only)
         widened_depthwise_taps=DSP_WINDOW_TAPS if dsp_only else 0,
         pad_runs=dsp_only,
+        # CONCATENATION's runs of 3 bytes more than whole words as whole words: the copy helper's unaligned word on
+        # every DSP core (Armv7E-M, Armv8-M Mainline; measured on cortex-m4f)
+        word_runs=has_dsp_extension(profile),
         # the fused pair tiles without their widened inputs' scratch, where the plan is smaller so (DSP cores)
         scratch_free_form=without_pair_scratch if dsp_only else None,
         # Helium: the forms of its fused depthwise helper the bundle's kernels share one out-of-line copy of; DSP

@@ -95,6 +95,9 @@ class LoweringContext:
     """Whether a recurrent cell's interleaved weights are widened to int16 where ``flash_budget`` grants their extra
     byte per weight (``widen_gate_weights``; ``backends.backend.KernelSchedules.widened_gate_weights``)."""
     pad_runs: bool = False
+    word_runs: bool = False
+    """Whether CONCATENATION's runs of 3 bytes more than whole words copy one byte more, as whole words
+    (``backends.backend.KernelSchedules.word_runs``)."""
     int8_softmax: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of int8 SOFTMAX (``backends.backend.KernelSchedules.int8_softmax``; None: none)."""
     int8_batch_matmul: Optional[Callable[..., Optional[te.Tensor]]] = None
