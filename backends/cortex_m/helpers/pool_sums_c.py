@@ -1,6 +1,7 @@
 """The word operations of the int8 window sums of AVERAGE_POOL_2D and MEAN / SUM on DSP cores:
 `<prefix>_pool_word` (four int8 as one word, any alignment), `<prefix>_pool_pairs` and `<prefix>_pool_pairs_ror8`
-(SXTAB16: bytes 0 and 2, or 1 and 3, added to two 16-bit halves), called by the kernels
+(SXTAB16: bytes 0 and 2, or 1 and 3, added to two 16-bit halves), `<prefix>_pool_store_halves` (those halves stored
+as four int16 in channel order), called by the kernels
 `backends.cortex_m.schedules.pool_sums` writes; portable C where the compiler has no DSP extension.
 
 Its own library (`POOL_SUMS_HELPERS`): only a bundle whose kernels call them defines it, so the bundles of models
@@ -17,8 +18,9 @@ from packager.template_files import helper_template_c
 POOL_SUMS_TEMPLATE = "pool_sums.h.in"
 
 
-POOL_SUMS_OPS = ("word", "pairs", "pairs_ror8")
-"""The operations: the word load, the SXTAB16 of bytes 0 and 2, that of bytes 1 and 3."""
+POOL_SUMS_OPS = ("word", "pairs", "pairs_ror8", "store_halves")
+"""The operations: the word load, the SXTAB16 of bytes 0 and 2, that of bytes 1 and 3, the store of a block's four
+16-bit sums in channel order (PKHBT, PKHTB)."""
 
 
 def pool_sums_helper_name(prefix: str, operation: str) -> str:
