@@ -296,6 +296,10 @@ class KernelSchedules:
     DEPTHWISE_CONV_2D of one input channel too: operands and keywords as `tvm_ext.kernels.conv2d_int8`'s), which the
     int8 lowering writes where it gives one (a TE tensor; None where it does not fit that convolution, such as one
     of more input channels than the core's rule takes: the generic kernel then), or None: the generic kernel."""
+    few_channel_depthwise: Optional[Callable[..., Any]] = None
+    """The core's own kernel of an int8 DEPTHWISE_CONV_2D whose channels are not whole tiles of four (operands and
+    keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s), which the int8 lowering writes where it gives one (a TE
+    tensor; None where it does not fit that layer: the generic kernel then), or None: the generic kernel."""
     qlinear_conv: Optional[Callable[..., Any]] = None
     """The core's own kernel of onnxruntime's QLinearConv of one NCHW int8 image by int8 weights of zero point 0
     (`backends.cortex_m.schedules.helium_qlinear.helium_qlinear_conv`: x, w, bias, multiplier and its keywords),

@@ -57,6 +57,9 @@ the helpers of `backends.cortex_m.helpers`.
 - `window1_conv` (DSP cores without MVE): an int8 convolution whose window reads few input channels (an RGB stem)
   as one call of the few-channel helper (four pixels per weight word), the kernel the int8 lowering writes
   (`KernelSchedules.few_channel_conv`);
+- `depthwise_runs` (DSP cores without MVE): an int8 DEPTHWISE_CONV_2D of channels not whole tiles of four, stepping
+  one column, as its output rows' runs of four elements, each a call of the fused depthwise tile, the kernel the
+  int8 lowering writes (`KernelSchedules.few_channel_depthwise`);
 - `biased_requantize` (DSP cores without MVE): last, an element loop's (an int8 elementwise chain's, an integer
   QUANTIZE's) scalar requantizations and the zero points after them as calls of the biased requantization (SMMLAR
   with the zero point in its bias);
@@ -110,6 +113,7 @@ from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernel
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.window1_conv import few_channel_conv
+from backends.cortex_m.schedules.depthwise_runs import few_channel_depthwise
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 
@@ -329,6 +333,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # the DSP cores' kernel of a window over few input channels (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
         few_channel_conv=few_channel_conv if dsp_only else None,
+        # ... and of a depthwise layer of channels not whole tiles of four (measured on cortex-m4f)
+        few_channel_depthwise=few_channel_depthwise if dsp_only else None,
         # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED or CONV_2D of other
         # channel counts pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
         dense_unit_tile=4 if dsp_only else 0,

@@ -108,6 +108,9 @@ class LoweringContext:
     few_channel_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of an int8 CONV_2D whose window reads few input channels
     (``backends.backend.KernelSchedules.few_channel_conv``; None: none)."""
+    few_channel_depthwise: Optional[Callable[..., Optional[te.Tensor]]] = None
+    """The backend's own kernel of an int8 DEPTHWISE_CONV_2D whose channels are not whole tiles of four
+    (``backends.backend.KernelSchedules.few_channel_depthwise``; None: none)."""
     dense_unit_tile: int = 0
     """The channel tile int8 FULLY_CONNECTED and CONV_2D kernels pad their output channels to with zero weight
     rows (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""
