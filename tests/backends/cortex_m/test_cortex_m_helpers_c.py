@@ -36,6 +36,7 @@ from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV
                                                HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE, HELIUM_QLINEAR_TEMPLATE,
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
+from backends.cortex_m.helpers.pointwise_few_c import POINTWISE_FEW_TEMPLATE
 from backends.cortex_m.helpers.pool_sums_c import POOL_SUMS_TEMPLATE, pool_sums_helper_c
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
@@ -167,6 +168,13 @@ UNIT_TESTS_BY_HELPER = [
     # the one-input-channel convolution (windows gathered and widened, four pixels per weight word) against the
     # plain sums and the scalar helpers
     HelperUnitTest("window1_conv", (*SCALAR_REQUANTIZE_SMALL, WINDOW1_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c,
+                                                helper_c=functools.partial(helper_template_c,
+                                                                           "backends.cortex_m.helpers"))),
+    # the 1x1 convolution of few input channels (a word of inputs widened once per pixel, two SMLAD an output)
+    # against the plain sums and the scalar helpers
+    HelperUnitTest("pointwise_few", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, REQUANTIZE_SMALL_TEMPLATE,
+                                     POINTWISE_FEW_TEMPLATE),
                    template_c=functools.partial(requantize_template_c,
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers"))),
