@@ -1,5 +1,5 @@
-/* Unit test of the word operations of the int8 window sums (backends/cortex_m/helpers/templates/pool_sums.h.in,
- * with the prefix lp): lp_pool_word at every byte alignment equals the bytes it covers; lp_pool_pairs and
+/* Unit test of the word operations of the int8 window sums (backends/cortex_m/helpers/templates/pool_sums.h.in and
+ * pool_columns.h.in, with the prefix lp): lp_pool_word at every byte alignment equals the bytes it covers; lp_pool_pairs and
  * lp_pool_pairs_ror8 on drawn accumulators and words (every half wrapping on its own, no carry between them) equal
  * the per-half sums of the contract; and the four channels of a run summed over 1..256 taps of drawn values, of
  * -128 and of 127 (the halves' extremes: -32768 and 32512) read back as (int16_t)acc and acc >> 16 equal the plain
