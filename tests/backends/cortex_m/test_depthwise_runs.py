@@ -3,8 +3,8 @@
 
 One model of one layer per case, each with its own input and output: 2, 3, 5, 6 and 7 channels, square and even
 windows, SAME and VALID padding, a row stride of 2, dilation 2, output rows whose elements are whole tiles of four or
-not (the last tile overlapping the one before it), an output row of exactly one tile; and a layer stepping two columns,
-which keeps the generic kernel. The bundle's self-test under QEMU compares every output with TFLite Micro's.
+not (the last tile overlapping the one before it), an output row of exactly one tile; and a layer stepping two columns
+and one whose dilated window lies mostly outside its image, which keep the generic kernel. The bundle's self-test under QEMU compares every output with TFLite Micro's.
 """
 
 from __future__ import annotations
@@ -46,11 +46,12 @@ RUNS = (
     Case(3, (3, 3), (9, 9)),  # rows of 27 elements: six tiles and an overlapping seventh
     Case(3, (3, 3), (6, 8), VALID),  # rows of 18
     Case(5, (5, 5), (8, 7), strides=(2, 1)),  # every other row; rows of 35
-    Case(6, (3, 3), (7, 6), dilation=2),  # rows of 36: whole tiles
+    Case(6, (3, 3), (10, 8), dilation=2),  # rows of 48: whole tiles
     Case(7, (2, 3), (5, 5), VALID),  # an even window, rows of 21
-    Case(2, (3, 3), (3, 2)),  # rows of 4: one tile
+    Case(2, (3, 1), (8, 2), VALID),  # rows of 4: one tile
 )
-GENERIC = (Case(3, (3, 3), (9, 9), strides=(2, 2)),)  # stepping two columns: the generic kernel
+GENERIC = (Case(3, (3, 3), (9, 9), strides=(2, 2)),  # stepping two columns: the generic kernel
+           Case(5, (3, 3), (6, 6), dilation=3))  # 44% of its taps in the image (INSIDE): the generic kernel
 
 
 def _model(cases: tuple[Case, ...], seed: int = 0) -> bytes:
