@@ -248,6 +248,10 @@ class KernelSchedules:
     """Whether the int8 lowering writes PAD and TRANSPOSE as runs (`tvm_ext.kernels.copy_runs.pad_runs`: the input's
     rows copied whole, the padding filled; `transpose_runs`: the trailing axes kept in place copied whole), for a core
     whose helper copies a run a word at a time."""
+    word_runs: bool = False
+    """Whether a CONCATENATION's kernel copies a run of 3 bytes more than whole words with one byte more, which the
+    copies after it overwrite (`tvm_ext.kernels.copy_runs.concatenate_runs`), for a core whose copy helper moves an
+    unaligned word in one load and one store (a pixel of 3 channels one word, not a halfword and a byte)."""
     int8_add: Optional[Callable[..., Any]] = None
     """The core's own kernel of int8 ADD (operands and keywords as `tvm_ext.kernels.add_int8`'s), which the int8
     lowering writes for an ADD of two computed operands, or None: the generic kernel. It returns a TE tensor, or
@@ -283,15 +287,19 @@ class KernelSchedules:
     """The core's own kernel of int8 BATCH_MATMUL (operands and keywords as `tvm_ext.kernels.batch_matmul_int8`'s),
     which the int8 lowering writes where it gives one (a TE tensor; None where it does not fit that product: the
     generic kernel then), or None: the generic kernel."""
-    int8_window_sums: Optional[tuple[str, str, str]] = None
-    """The core's word ops of int8 window sums (`tvm_ext.kernels.window_sums.WordOps`: a word load and two 16-bit
-    pair additions, registered helper calls), with which the int8 lowering writes AVERAGE_POOL_2D, MEAN and SUM as
+    int8_window_sums: Optional[tuple[str, str, str, str]] = None
+    """The core's word ops of int8 window sums (`tvm_ext.kernels.window_sums.WordOps`: a word load, two 16-bit
+    pair additions and the pairs' store as int16 in channel order, registered helper calls), with which the int8 lowering writes AVERAGE_POOL_2D, MEAN and SUM as
     sums four channels a word where they fit (the generic kernels elsewhere), or None: the generic kernels."""
     few_channel_conv: Optional[Callable[..., Any]] = None
     """The core's own kernel of an int8 CONV_2D whose window reads few input channels (an RGB stem; a
     DEPTHWISE_CONV_2D of one input channel too: operands and keywords as `tvm_ext.kernels.conv2d_int8`'s), which the
     int8 lowering writes where it gives one (a TE tensor; None where it does not fit that convolution, such as one
     of more input channels than the core's rule takes: the generic kernel then), or None: the generic kernel."""
+    few_channel_depthwise: Optional[Callable[..., Any]] = None
+    """The core's own kernel of an int8 DEPTHWISE_CONV_2D whose channels are not whole tiles of four (operands and
+    keywords as `tvm_ext.kernels.depthwise_conv2d_int8`'s), which the int8 lowering writes where it gives one (a TE
+    tensor; None where it does not fit that layer: the generic kernel then), or None: the generic kernel."""
     qlinear_conv: Optional[Callable[..., Any]] = None
     """The core's own kernel of onnxruntime's QLinearConv of one NCHW int8 image by int8 weights of zero point 0
     (`backends.cortex_m.schedules.helium_qlinear.helium_qlinear_conv`: x, w, bias, multiplier and its keywords),

@@ -1,9 +1,10 @@
-/* Unit test of the word operations of the int8 window sums (backends/cortex_m/helpers/templates/pool_sums.h.in,
- * with the prefix lp): lp_pool_word at every byte alignment equals the bytes it covers; lp_pool_pairs and
+/* Unit test of the word operations of the int8 window sums (backends/cortex_m/helpers/templates/pool_sums.h.in and
+ * pool_columns.h.in, with the prefix lp): lp_pool_word at every byte alignment equals the bytes it covers; lp_pool_pairs and
  * lp_pool_pairs_ror8 on drawn accumulators and words (every half wrapping on its own, no carry between them) equal
  * the per-half sums of the contract; and the four channels of a run summed over 1..256 taps of drawn values, of
  * -128 and of 127 (the halves' extremes: -32768 and 32512) read back as (int16_t)acc and acc >> 16 equal the plain
- * int32 sums. Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for
+ * int32 sums, and lp_pool_store_halves writes them in channel order (to a halfword-aligned address, its neighbours
+ * kept). Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for
  * cortex-m4f under QEMU (SXTAB16). Prints "ok <count>" and exits 0, or names the first failure and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #define RUN_BYTES (TAPS * 4 + 3)
 
 static int8_t run[RUN_BYTES];
+static int16_t stored[6]; /* stored + 1: an int16-aligned address that is not word-aligned */
 static int32_t checks = 0, failures = 0;
 
 static void expect(int32_t got, int32_t want, const char *what, int32_t case_number)
@@ -51,6 +53,13 @@ static void check_sums(int32_t offset, int32_t taps, int32_t case_number)
     expect((int16_t)odd, sums[1], "channel 1", case_number);
     expect(even >> 16, sums[2], "channel 2", case_number);
     expect(odd >> 16, sums[3], "channel 3", case_number);
+    stored[0] = stored[5] = 0x5a5a; /* the neighbours the store must leave */
+    lp_pool_store_halves(stored + 1, even, odd);
+    for (k = 0; k < 4; ++k) {
+        expect(stored[1 + k], sums[k], "stored half", case_number * 4 + k);
+    }
+    expect(stored[0], 0x5a5a, "below the stored halves", case_number);
+    expect(stored[5], 0x5a5a, "above the stored halves", case_number);
 }
 
 int main(void)

@@ -74,11 +74,25 @@ def resize_nearest_neighbor_int8(data: te.Tensor, rows: te.Tensor, columns: te.T
                          "resize_nearest_neighbor_int8")
 
 
-def concatenate_runs(pieces: Sequence[te.Tensor], axis: int) -> te.Tensor:
+def word_rounded(run: int, element_bytes: int) -> int:
+    """The elements a copy of a run of ``run`` elements of ``element_bytes`` bytes takes where it may copy one more
+    byte: ``run`` + 1 where the run is of bytes and 3 more than whole words (its last three bytes one unaligned
+    word, not a halfword and a byte, in the word copy's tail: ``backends.cortex_m.helpers.copy_c``), else ``run``
+    (one more byte saves nothing there)."""
+    return run + 1 if element_bytes == 1 and run % 4 == 3 else run
+
+
+def concatenate_runs(pieces: Sequence[te.Tensor], axis: int, word_runs: bool = False) -> te.Tensor:
     """``pieces`` joined along ``axis`` (all of one type, equal elsewhere), as ``topi.concatenate`` computes:
     per index of the axes before ``axis``, one copy of each piece's contiguous run (its extent along ``axis``
     times the elements of the axes after it). A join along the outermost axis is one copy per piece. One piece is
-    ``topi.concatenate``'s copy, which the passes turn into a view of it (no kernel)."""
+    ``topi.concatenate``'s copy, which the passes turn into a view of it (no kernel).
+
+    ``word_runs`` (a core whose copy helper moves an unaligned word in one load and one store): every index but the
+    last copies a run of 3 bytes more than whole words with one byte more (``word_rounded``: a pixel's 3 channels
+    one word, not a halfword and a byte). That byte is the output's next, which the copies after it write (the
+    output is written in ascending order, whole), read from the piece's next run (inside the piece: the last index
+    copies its runs exactly), so the output is the same."""
     if len(pieces) == 1:
         return topi.concatenate(pieces, axis)
     shape = [int(d) for d in pieces[0].shape]
@@ -86,14 +100,23 @@ def concatenate_runs(pieces: Sequence[te.Tensor], axis: int) -> te.Tensor:
     inner = math.prod(shape[axis + 1:])
     runs = [int(piece.shape[axis]) * inner for piece in pieces]
     out_shape = [*shape[:axis], sum(int(piece.shape[axis]) for piece in pieces), *shape[axis + 1:]]
+    element_bytes = np.dtype(str(pieces[0].dtype)).itemsize
+    rounded = [word_rounded(run, element_bytes) for run in runs] if word_runs and outer > 1 else runs
 
     def build(ins, outs):
-        o = tirx.Var("o", _dtype(outs[0].shape[0]))
-        copies, start = [], 0
-        for k, (piece, run) in enumerate(zip(ins, runs)):
-            copies.append(copy_run(outs[0], o * sum(runs) + start, piece, o * run, run, f"i{k}"))
-            start += run
-        return _loop(o, outer, _sequence(copies))
+        index = _dtype(outs[0].shape[0])
+
+        def copies(o: tirx.PrimExpr, counts: Sequence[int]) -> tirx.Stmt:
+            steps, start = [], 0
+            for k, (piece, run, count) in enumerate(zip(ins, runs, counts)):
+                steps.append(copy_run(outs[0], o * sum(runs) + start, piece, o * run, count, f"i{k}"))
+                start += run
+            return _sequence(steps)
+
+        o = tirx.Var("o", index)
+        if rounded == runs:
+            return _loop(o, outer, copies(o, runs))
+        return _sequence([_loop(o, outer - 1, copies(o, rounded)), copies(tirx.const(outer - 1, index), runs)])
 
     return extern_from_zero(out_shape, pieces, build, "concatenate_runs")
 

@@ -16,6 +16,10 @@ outputs are the generic kernels' to the bit. The channels after the last block o
 of at most GENERIC_TAPS taps keeps the generic kernel (one expression of its taps per output: about as fast, and
 less code).
 
+An unpadded int8 average pool stepping one column (its windows overlap along the row) takes column sums instead
+(`average_pool_columns`): per output row, its window's rows summed once for every element of the input row, then each
+output element adds its window's columns; the other pools and MEAN / SUM take the runs.
+
 The runs, by shape (each kernel gives None where it does not fit: the generic kernel then):
 
 - an unpadded int8 average pool: per output row, the run of all its pixels' channels where the pool steps one
@@ -42,11 +46,12 @@ from .pool import UNROLLED_TAPS
 from .quant_params import ActivationRange
 from .reduce import rescaled
 
-WordOps = tuple[str, str, str]
+WordOps = tuple[str, str, str, str]
 """The backend's ops of the sums (`backends.backend.KernelSchedules.int8_window_sums`), by name: word(p), the int32
 of the four int8 p[0..3] (p[0] lowest; a pointer argument: its helper's access record names those four); pairs(acc,
 word), acc's two 16-bit halves plus bytes 0 and 2 of word sign-extended, each half modulo 2^16 (SXTAB16);
-pairs_ror8(acc, word), the same with bytes 1 and 3."""
+pairs_ror8(acc, word), the same with bytes 1 and 3; store_halves(p, even, odd), the int16 p[0..3] = even's low half,
+odd's, even's high half, odd's (a block's four sums in channel order; its record names p[0..3])."""
 
 PAIR_TAPS = 256
 """The most taps a window's 16-bit halves hold exactly (256 * -128 = -32768); a larger window keeps the generic
@@ -100,7 +105,7 @@ class _Builder:
 
     def __init__(self, src: tirx.Buffer, out: tirx.Buffer, index: str, ops: WordOps) -> None:
         self.src, self.out, self.index = src, out, index
-        self.word_op, self.pairs_ops = ops[0], ops[1:]
+        self.word_op, self.pairs_ops, self.store_op = ops[0], ops[1:3], ops[3]
         self.names = iter(range(1 << 30))
 
     def const(self, value: int) -> tirx.PrimExpr:
@@ -269,6 +274,69 @@ def average_pool_words(data: te.Tensor, *, ops: WordOps, pool: Sequence[int], st
     return extern_from_zero((batches, out_h, out_w, depth), [data], build, "average_pool2d_int8")
 
 
+COLUMN_ELEMENTS = 256
+"""The most elements of an input row `average_pool_columns` sums (its int16 column sums on the stack: 512 B)."""
+
+
+def average_pool_columns(data: te.Tensor, *, ops: WordOps, pool: Sequence[int], strides: Sequence[int],
+                         padding: Sequence[int], activation: ActivationRange) -> Optional[te.Tensor]:
+    """TFLite's int8 AVERAGE_POOL_2D of the NHWC `data` (arguments as `tvm_ext.kernels.average_pool2d_integer`'s)
+    as column sums, or None where they do not fit: data not int8, a padded pool, a pool not stepping one column, a
+    window one column wide, an output row of one pixel, more than PAIR_TAPS taps, or input rows of more than
+    COLUMN_ELEMENTS elements. Overlapping windows share their columns: per output row, the window's rows are summed
+    once for every element of the input row (channel agnostic: the row's elements in blocks of four, a word per
+    row, SXTAB16 pairs stored as int16 in order, `WordOps`; the rest a byte per row), then each output element adds
+    its window's columns (the elements `depth` apart: one load each) and takes `rounded_average` of the sum, the
+    generic kernel's output to the bit. Taps per output element: pool[1] loads where the generic kernel loads
+    pool[0] * pool[1] bytes; the rows' sums cost a word and two SXTAB16 per row and four elements."""
+    batches, height, width, depth = (int(d) for d in data.shape)
+    row = width * depth
+    out_h = (height - pool[0]) // strides[0] + 1
+    out_w = width - pool[1] + 1
+    if (str(data.dtype) != "int8" or any(padding) or strides[1] != 1 or pool[1] < 2 or out_w < 2
+            or pool[0] * pool[1] > PAIR_TAPS or row > COLUMN_ELEMENTS):
+        return None
+    blocks, rest = divmod(row, 4)
+    output = functools.partial(rounded_average, count=pool[0] * pool[1], activation=activation)
+    rows = _Window(1, 0, pool[0], row)  # the window's rows as one row's taps: UNROLLED_STEP of them a loop step
+
+    def build(ins, outs):
+        runs = _Builder(ins[0], outs[0], str(outs[0].shape[0].ty.dtype), ops)
+        c = runs.const
+        columns = tirx.decl_buffer((row,), "int16", name="columns", scope="local")
+
+        def column_sums(first: tirx.PrimExpr) -> tirx.Stmt:
+            def block(j: tirx.PrimExpr) -> tirx.Stmt:
+                sums, pairs = runs.block_sums(first + j * c(4), rows)
+                halves = [tirx.BufferLoad(pairs, [c(k)]) for k in (0, 1)]
+                store = tirx.Evaluate(tirx.call_intrin("int32", runs.store_op, element_address(columns, j * c(4)),
+                                                       *halves))
+                return _seq([*sums, store])
+
+            def single(i: tirx.PrimExpr) -> tirx.Stmt:
+                at = c(4 * blocks) + i
+                return runs.byte_sum(first + at, rows, lambda total: tirx.BufferStore(
+                    columns, tirx.Cast("int16", total), [at]))
+
+            return _seq([runs.loop("j", blocks, block)] * (blocks > 0) + [runs.loop("i", rest, single)] * (rest > 0))
+
+        def outputs(out_row: tirx.PrimExpr) -> tirx.Stmt:
+            def element(e: tirx.PrimExpr) -> tirx.Stmt:
+                taps = [tirx.Cast("int32", tirx.BufferLoad(columns, [e + c(dx * depth)])) for dx in range(pool[1])]
+                return runs.store(out_row + e, output(functools.reduce(lambda a, b: a + b, taps)))
+
+            return runs.loop("e", out_w * depth, element)
+
+        def out_row(b: tirx.PrimExpr, y: tirx.PrimExpr) -> tirx.Stmt:
+            first = (b * c(height) + y * c(strides[0])) * c(row)
+            return _seq([column_sums(first), outputs((b * c(out_h) + y) * c(out_w * depth))])
+
+        return _seq([tirx.AllocBuffer(columns),
+                     runs.loop("b", batches, lambda b: runs.loop("y", out_h, lambda y: out_row(b, y)))])
+
+    return extern_from_zero((batches, out_h, out_w, depth), [data], build, "average_pool2d_int8")
+
+
 def _runs(shape: Sequence[int], axes: Sequence[int]) -> Optional[tuple[int, int, int]]:
     """(outer, reduced, inner): the products of the axes before, of and after the reduced `axes` of `shape`, where
     the reduced ones are adjacent once axes of extent 1 are dropped; None where they are not."""
@@ -308,7 +376,9 @@ def mean_words(data: te.Tensor, *, ops: WordOps, axes: Sequence[int], keepdims: 
 
 
 @functools.cache
-def window_sums_kernels(ops: WordOps) -> tuple[Callable[..., Optional[te.Tensor]], Callable[..., Optional[te.Tensor]]]:
-    """The average pool's and the MEAN's kernels of the backend's `ops` (one pair of functions per ops, so identical
-    calls share their kernel): `average_pool_words` and `mean_words` with those ops."""
-    return functools.partial(average_pool_words, ops=ops), functools.partial(mean_words, ops=ops)
+def window_sums_kernels(ops: WordOps) -> tuple[Callable[..., Optional[te.Tensor]], Callable[..., Optional[te.Tensor]],
+                                               Callable[..., Optional[te.Tensor]]]:
+    """The average pool's kernels and the MEAN's of the backend's `ops` (one tuple of functions per ops, so identical
+    calls share their kernel): `average_pool_columns`, `average_pool_words` and `mean_words` with those ops."""
+    return tuple(functools.partial(kernel, ops=ops) for kernel in (average_pool_columns, average_pool_words,
+                                                                    mean_words))

@@ -14,6 +14,8 @@ these modules name the helpers and list the templates a bundle defines:
   convolution's pixel pair (`pair_tiles_c`);
 - `window1_conv_c`: an int8 convolution whose window reads one input channel, every pixel and channel in one call
   (`window1_conv.h.in`, DSP cores), a library of its own (`WINDOW1_HELPERS`) that only its kernels' calls record;
+- `pointwise_few_c`: an int8 1x1 convolution of one to four input channels, every pixel and channel in one call
+  (`pointwise_few.h.in`, DSP cores), a library of its own (`POINTWISE_FEW_HELPERS`, needing CORTEX_M_HELPERS);
 - `batch_matmul_c`: an int8 batch matmul of two activations, one matrix product per call (`batch_matmul_s8.h.in`,
   DSP cores), a library of its own (`BATCH_MATMUL_HELPERS`, needing CORTEX_M_HELPERS' requantization steps) that only
   its kernels' calls record;
@@ -48,6 +50,7 @@ from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV
 from backends.cortex_m.helpers.fpu_float_c import fpu_float_c
 from backends.cortex_m.helpers.helium_c import (helium_float_c, helium_mac_helpers_c, helium_qlinear_c,
                                                helium_requantize_c)
+from backends.cortex_m.helpers.pointwise_few_c import pointwise_few_helper_c
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_c
@@ -95,6 +98,10 @@ PAIR_PART_HELPERS = HelperLibrary("cortex_m_pair_part", pair_part_helpers_c, (CO
 """The pair tiles of a channel count that is not a multiple of four on DSP cores (`pair_tiles_c`): a library of its
 own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS, whose pair tiles it uses."""
 BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_batch_matmul", batch_matmul_helper_c, (CORTEX_M_HELPERS,))
+POINTWISE_FEW_HELPERS = HelperLibrary("cortex_m_pointwise_few", pointwise_few_helper_c, (CORTEX_M_HELPERS,))
+"""The 1x1 convolution of few input channels of DSP cores (`pointwise_few_c`): a library of its own, which only the
+bundles whose kernels call it define, after CORTEX_M_HELPERS, whose word operations and requantization steps it
+uses."""
 """The int8 batch matmul of DSP cores (`batch_matmul_c`): a library of its own, which only the bundles whose kernels
 call it define, after CORTEX_M_HELPERS, whose requantization steps (`requantize_small.h.in`) it uses."""
 

@@ -4,7 +4,8 @@
 `backends.cortex_m.schedules.pool_sums` writes; portable C where the compiler has no DSP extension.
 
 Its own library (`POOL_SUMS_HELPERS`): only a bundle whose kernels call them defines it, so the bundles of models
-without such a pool keep their bytes. The C is hand-written: `templates/pool_sums.h.in` (its contract in its
+without such a pool keep their bytes. The column sums' store `<prefix>_pool_store_halves` (those halves as four
+int16 in channel order, `templates/pool_columns.h.in`) is a library of its own too (`POOL_COLUMNS_HELPERS`). The C is hand-written: `templates/pool_sums.h.in` (its contract in its
 leading comment), unit-tested on the host and under QEMU by `tests/c/test_pool_sums.c`
 (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
 """
@@ -33,3 +34,18 @@ def pool_sums_helper_c(prefix: str) -> str:
 
 POOL_SUMS_HELPERS = HelperLibrary("cortex_m_pool_sums", pool_sums_helper_c)
 """The window sums' library: defined by a bundle whose kernels call one of its operations."""
+
+
+POOL_COLUMNS_TEMPLATE = "pool_columns.h.in"
+STORE_HALVES = "store_halves"
+"""The column sums' operation: a block's four 16-bit sums stored as int16 in channel order (PKHBT, PKHTB)."""
+
+
+def pool_columns_helper_c(prefix: str) -> str:
+    """The C definition of the column sums' store for the bundle `prefix` (it includes <string.h> for memcpy)."""
+    return helper_template_c(__package__, POOL_COLUMNS_TEMPLATE, prefix)
+
+
+POOL_COLUMNS_HELPERS = HelperLibrary("cortex_m_pool_columns", pool_columns_helper_c)
+"""The column sums' library (`templates/pool_columns.h.in`, `<prefix>_pool_store_halves`): defined by a bundle whose
+kernels call it (an average pool stepping one column), so the other window sums' bundles keep their bytes."""

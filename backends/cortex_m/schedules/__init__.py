@@ -56,7 +56,11 @@ the helpers of `backends.cortex_m.helpers`.
   (`KernelSchedules.int8_window_sums`: the word ops `tvm_ext.kernels.window_sums` calls);
 - `window1_conv` (DSP cores without MVE): an int8 convolution whose window reads few input channels (an RGB stem)
   as one call of the few-channel helper (four pixels per weight word), the kernel the int8 lowering writes
-  (`KernelSchedules.few_channel_conv`);
+  (`KernelSchedules.few_channel_conv`), after `pointwise_few`'s: a 1x1 window over one to four channels as one call
+  of the pointwise helper (each pixel's inputs one word, two SMLAD an output);
+- `depthwise_runs` (DSP cores without MVE): an int8 DEPTHWISE_CONV_2D of channels not whole tiles of four, stepping
+  one column, as its output rows' runs of four elements, each a call of the fused depthwise tile, the kernel the
+  int8 lowering writes (`KernelSchedules.few_channel_depthwise`);
 - `biased_requantize` (DSP cores without MVE): last, an element loop's (an int8 elementwise chain's, an integer
   QUANTIZE's) scalar requantizations and the zero points after them as calls of the biased requantization (SMMLAR
   with the zero point in its bias);
@@ -109,7 +113,8 @@ from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tes
 from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernels, quad_tiles_calls, quad_uses
 from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
-from backends.cortex_m.schedules.window1_conv import few_channel_conv
+from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
+from backends.cortex_m.schedules.depthwise_runs import few_channel_depthwise
 from target.profile import Profile
 from tvm_ext.schedule.float_schedule import FPU_CHANNEL_TILES
 
@@ -328,7 +333,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         int8_window_sums=POOL_WORD_OPS if dsp_only else None,
         # the DSP cores' kernel of a window over few input channels (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
-        few_channel_conv=few_channel_conv if dsp_only else None,
+        few_channel_conv=few_channel_kernel if dsp_only else None,
+        # ... and of a depthwise layer of channels not whole tiles of four (measured on cortex-m4f)
+        few_channel_depthwise=few_channel_depthwise if dsp_only else None,
         # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED or CONV_2D of other
         # channel counts pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
         dense_unit_tile=4 if dsp_only else 0,
@@ -355,6 +362,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # every window whose border the border helper takes (its helpers read int16 weights only)
         widened_depthwise_taps=DSP_WINDOW_TAPS if dsp_only else 0,
         pad_runs=dsp_only,
+        # CONCATENATION's runs of 3 bytes more than whole words as whole words: the copy helper's unaligned word on
+        # every DSP core (Armv7E-M, Armv8-M Mainline; measured on cortex-m4f)
+        word_runs=has_dsp_extension(profile),
         # the fused pair tiles without their widened inputs' scratch, where the plan is smaller so (DSP cores)
         scratch_free_form=without_pair_scratch if dsp_only else None,
         # Helium: the forms of its fused depthwise helper the bundle's kernels share one out-of-line copy of; DSP

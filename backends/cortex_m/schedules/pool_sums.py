@@ -1,14 +1,15 @@
 """The word ops of the int8 window sums on DSP cores without MVE (`tvm_ext.kernels.window_sums`: AVERAGE_POOL_2D,
 MEAN and SUM of more than nine taps a window, four channels per word load): calls of the helpers of
-`backends.cortex_m.helpers.pool_sums_c`, the word load and SXTAB16 into two 16-bit halves, given to the int8 lowering
-as `backends.backend.KernelSchedules.int8_window_sums`.
+`backends.cortex_m.helpers.pool_sums_c`, the word load and SXTAB16 into two 16-bit halves, and the column sums' store
+of those halves in channel order, given to the int8 lowering as `backends.backend.KernelSchedules.int8_window_sums`.
 """
 
 from __future__ import annotations
 
 import functools
 
-from backends.cortex_m.helpers.pool_sums_c import POOL_SUMS_HELPERS, POOL_SUMS_OPS, pool_sums_helper_name
+from backends.cortex_m.helpers.pool_sums_c import (POOL_COLUMNS_HELPERS, POOL_SUMS_HELPERS, POOL_SUMS_OPS, STORE_HALVES,
+                                                   pool_sums_helper_name)
 from tvm_ext.tir.helper_access import Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.helper_calls import register_helper_call
 
@@ -19,5 +20,9 @@ for _operation in POOL_SUMS_OPS:
                          functools.partial(pool_sums_helper_name, operation=_operation),
                          WORD_ACCESS if _operation == "word" else None)
 
-POOL_WORD_OPS = tuple(f"tvm_ext.pool_{operation}" for operation in POOL_SUMS_OPS)
+# The halves' store (p, even, odd): p[i] for i < 4, int16; its own library.
+register_helper_call(f"tvm_ext.pool_{STORE_HALVES}", POOL_COLUMNS_HELPERS,
+                     functools.partial(pool_sums_helper_name, operation=STORE_HALVES), WORD_ACCESS)
+
+POOL_WORD_OPS = tuple(f"tvm_ext.pool_{operation}" for operation in (*POOL_SUMS_OPS, STORE_HALVES))
 """The ops, in the order `tvm_ext.kernels.window_sums.WordOps` takes them."""

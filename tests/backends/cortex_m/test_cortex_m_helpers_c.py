@@ -36,7 +36,9 @@ from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV
                                                HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE, HELIUM_QLINEAR_TEMPLATE,
                                                HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
-from backends.cortex_m.helpers.pool_sums_c import POOL_SUMS_TEMPLATE, pool_sums_helper_c
+from backends.cortex_m.helpers.pointwise_few_c import POINTWISE_FEW_TEMPLATE, pointwise_few_helper_c
+from backends.cortex_m.helpers.pool_sums_c import (POOL_COLUMNS_TEMPLATE, POOL_SUMS_TEMPLATE, pool_columns_helper_c,
+                                                   pool_sums_helper_c)
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
 from backends.cortex_m.helpers.requantize_small_c import REQUANTIZE_SMALL_TEMPLATE
 from backends.cortex_m.helpers.row_dot_c import ROW_DOT1_TEMPLATE, ROW_DOT_TEMPLATE
@@ -170,6 +172,13 @@ UNIT_TESTS_BY_HELPER = [
                    template_c=functools.partial(requantize_template_c,
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers"))),
+    # the 1x1 convolution of few input channels (a word of inputs widened once per pixel, two SMLAD an output)
+    # against the plain sums and the scalar helpers
+    HelperUnitTest("pointwise_few", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, REQUANTIZE_SMALL_TEMPLATE,
+                                     POINTWISE_FEW_TEMPLATE),
+                   template_c=functools.partial(requantize_template_c,
+                                                helper_c=functools.partial(helper_template_c,
+                                                                           "backends.cortex_m.helpers"))),
     # the int8 batch matmul (both operands widened once, 2x2 tiles of dual MACs: the assembly loop under QEMU)
     # against the plain sums and the scalar helpers
     HelperUnitTest("batch_matmul_s8", (*SCALAR_REQUANTIZE_SMALL, REQUANTIZE_SMALL_TEMPLATE, BATCH_MATMUL_TEMPLATE),
@@ -200,7 +209,7 @@ UNIT_TESTS_BY_HELPER = [
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers"))),
     # the int8 window sums' word operations (SXTAB16 halves) against the byte sums of their contract
-    HelperUnitTest("pool_sums", (POOL_SUMS_TEMPLATE,)),
+    HelperUnitTest("pool_sums", (POOL_SUMS_TEMPLATE, POOL_COLUMNS_TEMPLATE)),
     # the DSP fused depthwise channel tiles (window sums from the biases and epilogue) against the plain sums and
     # the scalar helpers
     HelperUnitTest("depthwise_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
@@ -334,13 +343,17 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                            None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + batch_matmul_helper_c(prefix),
                            None),
-                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix), None),
+                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix)
+                           + pool_columns_helper_c(prefix), None),
+                          ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pointwise_few_helper_c(prefix),
+                           None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_spread_helpers_c(prefix),
                            None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_pair_helpers_c(prefix),
                            None)],
                          ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
                               "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m4f-pool-sums",
+                              "cortex-m4f-pointwise-few",
                               "cortex-m4f-depthwise-spread", "cortex-m4f-depthwise-pair"])
 def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
                                                                  core_macro: Optional[str]) -> None:

@@ -84,7 +84,7 @@ def _match_quantized(quantize: relax.Call, ctx: LoweringContext) -> Union[FixedC
     rank = len(quantize.ty.shape)
     axis = int(concat.attrs.axis) % rank
     return FixedCall(KernelCall("CONCATENATION", concat, concatenate_runs, ([tensor for tensor, _ in operands],),
-                                {"axis": axis}))
+                                {"axis": axis, "word_runs": ctx.word_runs}))
 
 
 LOWERING = Lowering(frozenset({"CONCATENATION"}), _completes, _match)

@@ -68,6 +68,13 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     # the output channels padded for the generic kernel, which the backend's few-channel kernel ignores (`units`)
     padded = _padded_channels(ctx, weight, data.tensor, conv) if generic else None
     widened = kernel is depthwise_conv2d_int8 and _widens(ctx, weight, data.tensor, conv)
+    if kernel is depthwise_conv2d_int8 and ctx.few_channel_depthwise is not None and int(weight.shape[2]) % 4 \
+            and str(data.tensor.ty.dtype) == "int8" and ctx.graph.constant(data.tensor) is None:
+        # the backend's kernel of a depthwise layer of channels not whole tiles of four, where it fits (else the
+        # generic one); its TE extern stage shows no reduction to count, so the lowering declares the layer's MACs
+        # (each output sums its window's taps)
+        kernel = first_fitting(ctx.few_channel_depthwise, depthwise_conv2d_int8)
+        macs = int(np.prod([int(d) for d in conv.ty.shape])) * int(np.prod(weight.shape[:2]))
     return MacKernel(kind, conv, kernel, data.tensor, data.quant.zero_point, weight, operands.bias, multipliers,
                      shifts, out.quant.zero_point, out.activation, ctx.rounding, geometry,
                      weight_layout=WeightLayout.OHWI_PADDED if length else layout, folds_zero_point=True,

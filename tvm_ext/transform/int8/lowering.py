@@ -95,16 +95,22 @@ class LoweringContext:
     """Whether a recurrent cell's interleaved weights are widened to int16 where ``flash_budget`` grants their extra
     byte per weight (``widen_gate_weights``; ``backends.backend.KernelSchedules.widened_gate_weights``)."""
     pad_runs: bool = False
+    word_runs: bool = False
+    """Whether CONCATENATION's runs of 3 bytes more than whole words copy one byte more, as whole words
+    (``backends.backend.KernelSchedules.word_runs``)."""
     int8_softmax: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of int8 SOFTMAX (``backends.backend.KernelSchedules.int8_softmax``; None: none)."""
     int8_batch_matmul: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of int8 BATCH_MATMUL (``backends.backend.KernelSchedules.int8_batch_matmul``; None:
     none)."""
-    int8_window_sums: Optional[tuple[str, str, str]] = None
+    int8_window_sums: Optional[tuple[str, str, str, str]] = None
     """The backend's word ops of int8 window sums (``backends.backend.KernelSchedules.int8_window_sums``; None: none)."""
     few_channel_conv: Optional[Callable[..., Optional[te.Tensor]]] = None
     """The backend's own kernel of an int8 CONV_2D whose window reads few input channels
     (``backends.backend.KernelSchedules.few_channel_conv``; None: none)."""
+    few_channel_depthwise: Optional[Callable[..., Optional[te.Tensor]]] = None
+    """The backend's own kernel of an int8 DEPTHWISE_CONV_2D whose channels are not whole tiles of four
+    (``backends.backend.KernelSchedules.few_channel_depthwise``; None: none)."""
     dense_unit_tile: int = 0
     """The channel tile int8 FULLY_CONNECTED and CONV_2D kernels pad their output channels to with zero weight
     rows (``backends.backend.KernelSchedules.dense_unit_tile``; 0: none)."""

@@ -52,9 +52,13 @@ def _match_average_pool(narrow: relax.Call, ctx: LoweringContext) -> Union[Clamp
     matched = extract(_AVERAGE_POOL_OF_WIDENED, narrow, ctx)
     if matched is None or str(matched[_WIDENED].args[0].ty.dtype) != str(narrow.attrs.dtype):
         return Mismatch(describe(ctx.graph.value_of(pool.args[0])))
-    # int8 window sums a word at a time where the backend gives their ops (DSP cores) and they fit, else the generic
-    kernel = average_pool2d_integer if ctx.int8_window_sums is None else \
-        first_fitting(window_sums_kernels(ctx.int8_window_sums)[0], average_pool2d_integer)
+    # int8 window sums where the backend gives their ops (DSP cores) and they fit: column sums shared by overlapping
+    # windows, else sums a word at a time; else the generic kernel
+    if ctx.int8_window_sums is None:
+        kernel = average_pool2d_integer
+    else:
+        columns, words, _ = window_sums_kernels(ctx.int8_window_sums)
+        kernel = first_fitting(columns, first_fitting(words, average_pool2d_integer))
     return _pool("AVERAGE_POOL_2D", kernel, pool, matched[_WIDENED].args[0], ctx)
 
 

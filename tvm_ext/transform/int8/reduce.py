@@ -54,7 +54,7 @@ def _mean_or_sum(kind: str, params_of: ParamsOf):
         # int8 window sums a word at a time where the backend gives their ops (DSP cores) and they fit (not of a
         # constant input, which is folded on the host), else the generic kernel
         ops = ctx.int8_window_sums if ctx.graph.constant(data.tensor) is None else None
-        kernel = mean_or_sum_int8 if ops is None else first_fitting(window_sums_kernels(ops)[1], mean_or_sum_int8)
+        kernel = mean_or_sum_int8 if ops is None else first_fitting(window_sums_kernels(ops)[2], mean_or_sum_int8)
         return KernelCall(kind, core, kernel, (data.tensor,),
                           {"axes": axes, "keepdims": bool(core.attrs.keepdims),
                            "input_zero_point": data.quant.zero_point, "output_zero_point": out.zero_point,

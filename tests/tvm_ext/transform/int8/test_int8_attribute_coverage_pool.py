@@ -62,11 +62,17 @@ POOL_CASES = (
 )
 
 
-# Pools of the DSP cores' window sums (tvm_ext.kernels.window_sums): unpadded windows of more than nine taps,
-# runs of channels in blocks of four and a rest, stride-1 rows as one run of their pixels' channels, rows and column
-# steps with a rest; and the forms that keep the generic kernel.
+# Pools of the DSP cores' window sums (tvm_ext.kernels.window_sums): column sums of unpadded windows stepping one
+# column (an input row's elements in blocks of four and a rest); unpadded windows of more than nine taps otherwise,
+# runs of channels in blocks of four and a rest, rows and column steps with a rest; and the forms that keep the
+# generic kernel.
 DSP_POOL_CASES = (
-    PoolCase((1, 8, 12, 3), (4, 4), (1, 1), Padding.VALID),  # a row of three-channel pixels as one run of 27
+    PoolCase((1, 8, 12, 3), (4, 4), (1, 1), Padding.VALID),  # column sums of rows of 36 elements: nine blocks
+    PoolCase((1, 6, 6, 5), (3, 3), (1, 1), Padding.VALID),  # nine taps, rows of 30: seven blocks and two bytes
+    PoolCase((2, 7, 9, 3), (2, 3), (2, 1), Padding.VALID, Act.RELU6,
+             Quantization((0.03,), (-128,))),  # two batches, rows two apart, rows of 27: six blocks and three bytes
+    PoolCase((1, 4, 6, 2), (1, 2), (1, 1), Padding.VALID),  # a window of one row
+    PoolCase((1, 3, 130, 2), (3, 3), (1, 1), Padding.VALID),  # rows of 260 elements: more than the column sums take
     PoolCase((1, 9, 11, 9), (3, 4), (2, 3), Padding.VALID, Act.RELU6,
              Quantization((0.03,), (-128,))),  # per pixel: two blocks of four and one channel
     PoolCase((1, 5, 5, 64), (5, 5), (1, 1), Padding.VALID),  # a global pool: one row of 25 taps, steps of 4 and 1
@@ -128,7 +134,8 @@ def test_pool_attributes_are_bit_exact_with_tflite_micro(builtin, tmp_path):
 def test_average_pools_of_a_dsp_core_are_bit_exact_with_tflite_micro(tmp_path):
     """cortex-m4f's window sums four channels a word, every form of DSP_POOL_CASES (those the sums do not take keep
     the generic kernel)."""
-    assert_window_sums_bit_exact_on_cortex_m4f(pool_model("AVERAGE_POOL_2D", DSP_POOL_CASES), tmp_path)
+    kernels = assert_window_sums_bit_exact_on_cortex_m4f(pool_model("AVERAGE_POOL_2D", DSP_POOL_CASES), tmp_path)
+    assert kernels.count("_pool_store_halves(") == 4, kernels  # the four column-sum cases
 
 
 @pytest.mark.parametrize("builtin", ["ARG_MAX", "ARG_MIN"])

@@ -101,10 +101,11 @@ def test_sum_is_bit_exact_with_tflite_micro(tmp_path):
     assert_bit_exact_with_tflite_micro(reduction_model("SUM", output_scale_factor=8.0), tmp_path)
 
 
-def assert_window_sums_bit_exact_on_cortex_m4f(model: Model, tmp_path) -> None:
+def assert_window_sums_bit_exact_on_cortex_m4f(model: Model, tmp_path) -> str:
     """Compile ``model`` for cortex-m4f: its kernels take the DSP window sums (tvm_ext.kernels.window_sums:
     SXTAB16 pairs), its self-test under QEMU matches TFLite Micro exactly on every output, and so does the same
-    bundle built on the host (the helpers' portable C) under the strict warnings and the sanitizers."""
+    bundle built on the host (the helpers' portable C) under the strict warnings and the sanitizers. Returns the
+    bundle's kernels' C."""
     path = tmp_path / "model.tflite"
     path.write_bytes(build(model))
     bundle = compile(path, "cortex-m4f", tmp_path / "m4f")
@@ -112,10 +113,12 @@ def assert_window_sums_bit_exact_on_cortex_m4f(model: Model, tmp_path) -> None:
     assert bundle.selftest.passed and bundle.selftest.where.startswith("mps2-"), report
     assert len(bundle.selftest.outputs) == len(model.outputs) and all(
         output.bit_identical for output in bundle.selftest.reports), report
-    assert f"{bundle.plan.model}_pool_pairs(" in (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    assert f"{bundle.plan.model}_pool_pairs(" in kernels
     host = strict_sanitized_selftest(bundle.out_dir, tmp_path / "host",
                                      make_arguments=("selftest", "CFLAGS=-std=c99 -O2", "AR=ar"))
     assert host.returncode == 0 and "selftest: PASS" in host.stdout, host.stdout + host.stderr
+    return kernels
 
 
 @pytest.mark.parametrize(("builtin", "output_scale_factor"), [("MEAN", 1.0), ("SUM", 8.0)])

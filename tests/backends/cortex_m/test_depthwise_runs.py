@@ -1,0 +1,91 @@
+"""int8 DEPTHWISE_CONV_2D of channels not whole tiles of four on a DSP core as runs of four-element tiles
+(backends/cortex_m/schedules/depthwise_runs.py), bit-exact with TFLite Micro.
+
+One model of one layer per case, each with its own input and output: 2, 3, 5, 6 and 7 channels, square and even
+windows, SAME and VALID padding, a row stride of 2, dilation 2, output rows whose elements are whole tiles of four or
+not (the last tile overlapping the one before it), an output row of exactly one tile; and a layer stepping two columns
+and one whose dilated window lies mostly outside its image, which keep the generic kernel. The bundle's self-test under QEMU compares every output with TFLite Micro's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tflite")
+pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
+from emulator.tools import missing_tools  # noqa: E402
+from tflite_builder import ModelBuilder, Options, Quantization, Tensor, build  # noqa: E402
+from tvm_ext.compile import compile  # noqa: E402
+
+SAME, VALID = 0, 1
+INPUT_QUANT = Quantization((0.05,), (-3,))
+
+
+@dataclass(frozen=True)
+class Case:
+    """A DEPTHWISE_CONV_2D (multiplier 1) over an image of `size` pixels of `channels` channels."""
+
+    channels: int
+    kernel: tuple[int, int]
+    size: tuple[int, int]
+    padding: int = SAME
+    strides: tuple[int, int] = (1, 1)
+    dilation: int = 1
+
+    def output_size(self) -> tuple[int, int]:
+        extents = [(k - 1) * self.dilation + 1 for k in self.kernel]
+        if self.padding == SAME:
+            return tuple(-(-s // t) for s, t in zip(self.size, self.strides))
+        return tuple((s - e) // t + 1 for s, e, t in zip(self.size, extents, self.strides))
+
+
+RUNS = (
+    Case(3, (3, 3), (9, 9)),  # rows of 27 elements: six tiles and an overlapping seventh
+    Case(3, (3, 3), (6, 8), VALID),  # rows of 18
+    Case(5, (5, 5), (8, 7), strides=(2, 1)),  # every other row; rows of 35
+    Case(6, (3, 3), (10, 8), dilation=2),  # rows of 48: whole tiles
+    Case(7, (2, 3), (5, 5), VALID),  # an even window, rows of 21
+    Case(2, (3, 1), (8, 2), VALID),  # rows of 4: one tile
+)
+GENERIC = (Case(3, (3, 3), (9, 9), strides=(2, 2)),  # stepping two columns: the generic kernel
+           Case(5, (3, 3), (6, 6), dilation=3))  # 44% of its taps in the image (INSIDE): the generic kernel
+
+
+def _model(cases: tuple[Case, ...], seed: int = 0) -> bytes:
+    rng = np.random.default_rng(seed)
+    model = ModelBuilder()
+    for index, case in enumerate(cases):
+        data = model.add(Tensor(f"in{index}", (1, *case.size, case.channels), "int8", INPUT_QUANT))
+        model.inputs.append(data)
+        scales = tuple(float(s) for s in rng.uniform(0.002, 0.01, case.channels))
+        weights = rng.integers(-127, 128, (1, *case.kernel, case.channels)).astype(np.int8)
+        weight = model.add(Tensor(f"w{index}", weights.shape, "int8", Quantization(scales, (0,) * case.channels, 3),
+                                  weights))
+        bias = model.add(Tensor(f"b{index}", (case.channels,), "int32",
+                                Quantization(tuple(s * INPUT_QUANT.scales[0] for s in scales), (0,) * case.channels),
+                                rng.integers(-2000, 2000, case.channels).astype(np.int32)))
+        taps = case.kernel[0] * case.kernel[1]
+        out_quant = Quantization((0.05 * 0.006 * 40 * float(np.sqrt(taps)) / 4,), (-5,))
+        options = Options("DepthwiseConv2DOptions", {
+            "Padding": case.padding, "StrideH": case.strides[0], "StrideW": case.strides[1], "DepthMultiplier": 1,
+            "DilationHFactor": case.dilation, "DilationWFactor": case.dilation})
+        model.outputs.append(model.op("DEPTHWISE_CONV_2D", (data, weight, bias), Tensor(
+            f"out{index}", (1, *case.output_size(), case.channels), "int8", out_quant), options, version=2))
+    return build(model.model())
+
+
+def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
+    if missing_tools():
+        pytest.skip("needs arm-none-eabi-gcc and qemu-system-arm")
+    path = tmp_path / "depthwise_runs.tflite"
+    path.write_bytes(_model(RUNS + GENERIC))
+    bundle = compile(path, "cortex-m4f", tmp_path / "out")
+    selftest = bundle.selftest
+    assert selftest.passed and selftest.where.startswith("mps2-"), selftest.output
+    assert selftest.max_errors == (0,) * (len(RUNS) + len(GENERIC)), selftest.output
+    kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
+    # each case of RUNS one kernel of phases and tile calls; the generic case none
+    assert kernels.count("int8_t phase_w_ptr[") == len(RUNS), kernels
