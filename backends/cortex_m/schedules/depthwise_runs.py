@@ -36,7 +36,7 @@ from tvm_ext.tir.extern_stage import element_address, extern_from_zero, row_majo
 BAND_BYTES = 1024
 """The most bytes of the window's rows, padded, the kernel keeps on its stack."""
 PHASE_BYTES = 1024
-"""The most bytes of the phases' int8 weights (channels x window taps x 4) the kernel keeps on its stack."""
+"""The most bytes of the phases' constants the kernel keeps on its stack (`phase_bytes`)."""
 LANES = 4
 """The elements of one tile (the fused helper's four channels)."""
 INSIDE = 2 / 3
@@ -51,6 +51,12 @@ def inside_share(size: int, kernel: int, stride: int, dilation: int, before: int
     elements ahead of the axis) along an axis of `size` elements that lie on the axis."""
     inside = sum(0 <= o * stride - before + k * dilation < size for o in range(outputs) for k in range(kernel))
     return inside / (outputs * kernel)
+
+
+def phase_bytes(channels: int, taps: int, bias_bytes: int) -> int:
+    """The stack bytes of the C phases' constants in lane order: per phase and lane its int8 weight of each of the
+    window's `taps`, its bias (`bias_bytes`), int32 multiplier and int8 shift."""
+    return channels * LANES * (taps + bias_bytes + 4 + 1)
 
 
 def _fits(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], stage: _Stage,
@@ -83,7 +89,9 @@ def few_channel_depthwise(data: te.Tensor, weight: te.Tensor, bias: Optional[te.
     taps = kh * kw
     share = inside_share(in_h, kh, strides[0], dilation[0], top, out_h) * inside_share(in_w, kw, 1, dilation[1], left,
                                                                                         out_w)
-    if run < LANES or kh * pitch > BAND_BYTES or channels * taps * LANES > PHASE_BYTES or share < INSIDE:
+    bias_bytes = 4 if str(bias.dtype) == "int32" else 2
+    if (run < LANES or kh * pitch > BAND_BYTES or phase_bytes(channels, taps, bias_bytes) > PHASE_BYTES
+            or share < INSIDE):
         return None
     op = DSP_TILES_OPS[str(bias.dtype)]
 
