@@ -28,7 +28,30 @@ static int8_t expected_out(int32_t acc, int32_t bias, int32_t multiplier, int32_
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
 }
 
-/* Both helpers on count lanes of acc, bias, multiplier, shift; every output compared, the guard bytes kept. */
+#if defined(LP_HELIUM)
+/* The vector requantization of lanes 0..3 with the zero point a constant -128 (a literal, so the tie fix-up is left
+   out: LP_CLAMPS_TIES) against the scalar epilogue, each lane compared. */
+static void check_constant_floor(const int32_t *acc, const int32_t *bias, const int32_t *multiplier,
+                                 const int8_t *shift)
+{
+    int8_t out[4];
+    int32_t c;
+    vstrbq_s32(out, lp_requantize_s8_lanes(vaddq_s32(vldrwq_s32(acc), vldrwq_s32(bias)), vldrwq_s32(multiplier),
+                                           vldrbq_s32(shift), -128));
+    for (c = 0; c < 4; ++c) {
+        const int8_t want = expected_out(acc[c], bias[c], multiplier[c], shift[c], -128);
+        checks += 1;
+        if (out[c] != want && failures++ < 8) {
+            printf("FAIL constant zero point -128, lane %ld: acc %ld bias %ld multiplier %ld shift %d: got %d,"
+                   " expected %d\n", (long)c, (long)acc[c], (long)bias[c], (long)multiplier[c], (int)shift[c],
+                   out[c], want);
+        }
+    }
+}
+#endif
+
+/* Both helpers on count lanes of acc, bias, multiplier, shift; every output compared, the guard bytes kept (and
+   where the zero point is -128, the vector lanes with it a constant: check_constant_floor). */
 static void check(const int32_t *acc, const int32_t *bias, const int32_t *multiplier, const int8_t *shift,
                   int32_t zero_point, int32_t count)
 {
@@ -42,6 +65,11 @@ static void check(const int32_t *acc, const int32_t *bias, const int32_t *multip
         out[c] = out16[c] = (int8_t)0x5a;
     }
     lp_requantize_s8(out, acc, bias, multiplier, shift, zero_point, count);
+#if defined(LP_HELIUM)
+    if (zero_point == -128 && count >= 4) {
+        check_constant_floor(acc, bias, multiplier, shift);
+    }
+#endif
     lp_requantize_s8_b16(out16, acc, bias16, multiplier, shift, zero_point, count);
     for (c = 0; c < LANES + GUARD; ++c) {
         const int8_t want = c < count ? expected_out(acc[c], bias[c], multiplier[c], shift[c], zero_point)
