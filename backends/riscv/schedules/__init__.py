@@ -44,6 +44,14 @@ from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_DEPTHWISE_TILE
 from target.profile import Profile
 
 
+FOUR_TILE_MIN_MACS = 12_000
+"""The fewest MACs (the reduction block's loop extents multiplied) at which a kernel takes the four-channel tile:
+measured on rv32imc it saves 2.7-4.2 instructions a MAC over one accumulator (a 3x3 convolution of 12 channels 7.9 ->
+4.4 a MAC, a 12-channel depthwise 13.7 -> 9.5, a FULLY_CONNECTED of 12 units 7.0 -> 4.3) for some 250-300 B more
+code a kernel, so at `code_price.INSTRUCTIONS_PER_BYTE` (100) it pays from about 300 * 100 / 2.5 MACs
+(kws_ref_model's 12-class head of 768 MACs: 2,264 fewer instructions for 70 more bytes, does not)."""
+
+
 class RiscvMacSchedules:
     """The `backends.backend.MacSchedules` of RV32 cores: the window MAC's calls, one or two pixels each."""
 
@@ -90,8 +98,16 @@ class RiscvMacSchedules:
     def channel_tiles(sch, block) -> tuple[int, ...]:
         """The profile's tile of eight channels, tried first as the core's own so that it may also hold all of a
         kernel's channels (vww's first convolution and its first depthwise one have exactly eight): their sums
-        then stay in registers across the window and the window MAC takes the reduction."""
-        return (MAC_CHANNELS,)
+        then stay in registers across the window and the window MAC takes the reduction. Then four, for channel
+        counts eight does not divide (12, 20, 36: DenseNet's growth, narrow ResNets, detector heads), where the
+        kernel's MACs pay its larger code (`FOUR_TILE_MIN_MACS`): four sums in registers in TVM's own loops (no
+        helper takes four) rather than one."""
+        loops = sch.get_loops(block)
+        macs = 1
+        for loop in loops:
+            extent = sch.get(loop).extent
+            macs *= int(extent) if isinstance(extent, tirx.IntImm) else 0
+        return (MAC_CHANNELS, 4) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
