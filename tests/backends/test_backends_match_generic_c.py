@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from backends import backend_of
-from conftest import models_dir, profile_build_config
+from conftest import cross_build_of, models_dir, profile_build_config
 from target import load_profile
 from target.loading import profile_names
 from tvm_ext.compile import CompileError, DoesNotFitError
@@ -196,7 +196,8 @@ def test_backend_matches_generic_c_bit_for_bit(compiled, host_reference, tmp_pat
         return
     cases, expected = host_reference(generic, _case_count(other))
     assert len(expected) == len(cases)
-    run = emulated_run(profile_build_config(profile).emulated, other, cases, expected, tmp_path / "emulated")
+    run = emulated_run(profile_build_config(profile).emulated, other, cases, expected, tmp_path / "emulated",
+                       cross_build_of(other))
     record_property("outcome", f"compared {len(cases)} cases")
     called = _library_transcendentals(generic)
     assert run.exit_status == 0 and PASS_LINE in run.stdout, (
@@ -219,3 +220,19 @@ def _library_transcendentals(bundle) -> list[str]:
     return [name for name in LIBRARY_TRANSCENDENTALS if re.search(rf"\b{name}\(", kernels)]
 
 
+
+
+def test_the_cache_keeps_the_emulated_cross_build_beside_the_bundle(compiled) -> None:
+    """The session's cache compiles with keep_cross_build: the self-test's objects and ELF move beside the bundle
+    (conftest.cross_build_of), which the pairs' comparing driver is linked with; the bundle's folder and archive
+    hold no cross build, as without it."""
+    import tarfile
+
+    bundle = compiled("tflm/hello_world_int8.tflite", "cortex-m4f")
+    runner = profile_build_config("cortex-m4f").emulated
+    kept = cross_build_of(bundle)
+    assert kept is not None and (kept / "selftest.elf").is_file()
+    assert (kept / "hello_world_int8_kernels.o").is_file()
+    assert not (bundle.out_dir / runner.build_dir).exists()
+    with tarfile.open(bundle.archive) as archive:
+        assert not [name for name in archive.getnames() if f"/{runner.build_dir}" in name]

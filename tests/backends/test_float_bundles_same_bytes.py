@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ModelFactory, profile_build_config
+from conftest import ModelFactory, cross_build_of, profile_build_config
 from cortex_m_many_inputs import PASS_LINE, emulated_run, host_outputs
 from float_activation_models import write_float_gelu_model, write_float_tanh_model
 
@@ -71,5 +71,6 @@ def test_a_float_bundle_gives_the_hosts_bytes_on_every_core(compiled, roomy_prof
     generic, other = compiled(model), compiled(model, roomy_profile(profile))
     cases = _cases(generic, CASES)
     expected = host_outputs(generic, cases, tmp_path / "host")
-    run = emulated_run(profile_build_config(profile).emulated, other, cases, expected, tmp_path / "board")
+    run = emulated_run(profile_build_config(profile).emulated, other, cases, expected, tmp_path / "board",
+                       cross_build_of(other))
     assert run.exit_status == 0 and PASS_LINE in run.stdout, f"{run.ending}: {run.stdout}"
