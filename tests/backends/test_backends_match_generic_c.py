@@ -11,12 +11,14 @@ must be refused with the same line on every profile, and one refused only on the
 fitting (DoesNotFitError: the CLI's exit 2, naming the SRAM or flash budget the model exceeds). Never a skip.
 
 Bundles come from the session's cache (conftest.compiled, which also keeps refusals): a bundle other tests also
-use is compiled once; the generic_c bundle's host outputs are computed once per model (HostReference). CI runs the
-pairs of the models up to 80 KB on every emulated profile and those up to 340 KB on one profile of each kind of
-kernel code (`in_ci_share`: 95 of the 168 pairs, 278 CPU-seconds on their own); `bash scripts/test.sh
---backend-suite tests/backends/test_backends_match_generic_c.py` runs all of them (944 CPU-seconds, the pairs'
-sum; measured 2026-12-01 on 2 loaded cores). Each pair records its CPU-seconds, and its compiles', in the JUnit
-XML (`--junitxml`): the share is chosen on them."""
+use is compiled once, with its emulated self-test's objects (conftest.cross_build_of), so that the comparing
+driver is the only thing compiled again; the generic_c bundle's host outputs are computed once per model
+(HostReference). CI runs the pairs of the models up to 340 KB on every emulated profile and each larger model on one
+profile (`in_ci_share`: 126 of the 168 pairs; before, 95: the models up to 80 KB everywhere, those up to 340 KB on
+three profiles); `bash scripts/test.sh --backend-suite tests/backends/test_backends_match_generic_c.py` runs all of
+them (944 CPU-seconds, the pairs' sum, measured 2026-12-01 on 2 loaded cores while each comparison compiled the
+bundle's objects again). Each pair records its CPU-seconds, and its compiles', in the JUnit XML (`--junitxml`):
+the share is chosen on them."""
 
 from __future__ import annotations
 
@@ -56,24 +58,29 @@ def shared_models() -> list[str]:
     return sorted(path.relative_to(root).as_posix() for path in root.rglob("*") if path.suffix in MODEL_SUFFIXES)
 
 
-CI_PROFILES = ("cortex-m4f", "cortex-m55", "rv32imc")
-"""The profiles on which CI runs the larger models (CI_MODEL_BYTES): one per kind of kernel code (the DSP
-helpers, their Helium bodies, the RISC-V kernels without an FPU); the larger models' pairs on the others
-(cortex-m0plus, m33, m7, rv32imafc) run with --backend-suite."""
 CI_MODEL_BYTES = 340_000
-"""Model files of at most this many bytes are in the CI share on CI_PROFILES: up to vww_96_int8, person_detect
-and pretrainedResnet (CI compiles many of their cortex-m4f, cortex-m55 and lowpower bundles for other tests
-already: the session's cache shares them)."""
-CI_EVERY_PROFILE_MODEL_BYTES = 80_000
-"""Model files of at most this many bytes are in the CI share on every emulated profile: TFLM's dense,
-convolution, SVDF and float models, kws_ref_model, str_ww_ref_model and the zoo's LSTM and ViT (1 to 7
-CPU-seconds a pair, its compile included)."""
+"""Model files of at most this many bytes are in the CI share on every emulated profile: TFLM's and MLPerf Tiny's
+models up to vww_96_int8, person_detect and pretrainedResnet, and the zoo's LSTM, ViT and TCN (CI compiles many
+of their cortex-m4f, cortex-m55 and lowpower bundles for other tests already: the session's cache shares them)."""
+CI_LARGER_MODEL_PROFILES = {
+    "mlperf_tiny/ad01_fp32.tflite": "cortex-m55",
+    "mlperf_tiny/vww_96_float.tflite": "cortex-m33",
+    "zoo/efficientnet_lite_w030_112_int8.tflite": "cortex-m4f",
+    "zoo/kws_gru_40x16_int8.tflite": "rv32imc",
+    "zoo/mobilenet_v2_050_64_int8.tflite": "cortex-m7",
+    "zoo/mobilenet_v3s_min_050_80_int8.tflite": "rv32imafc",
+    "zoo/yolo_tiny_80_int8.tflite": "cortex-m55",
+}
+"""The one profile on which CI runs each larger model (over CI_MODEL_BYTES: 5 to 14 CPU-seconds a compile, and the
+model's lowpower compile besides): every model is compared in CI, each on a profile it fits (none of these is
+refused), spread over the kinds of kernel code (the DSP helpers, Helium, scalar Cortex-M with an FPU, RISC-V with
+and without one). Their other pairs, and those of a larger model not listed, run with --backend-suite."""
 
 
-def in_ci_share(model_bytes: int, profile: str) -> bool:
-    """Whether CI runs the pair of a model file of `model_bytes` bytes on `profile` (the others run with
-    --backend-suite)."""
-    return model_bytes <= CI_EVERY_PROFILE_MODEL_BYTES or (model_bytes <= CI_MODEL_BYTES and profile in CI_PROFILES)
+def in_ci_share(model: str, model_bytes: int, profile: str) -> bool:
+    """Whether CI runs the pair of the model file `model` (relative to the shared models) of `model_bytes` bytes on
+    `profile` (the others run with --backend-suite)."""
+    return model_bytes <= CI_MODEL_BYTES or CI_LARGER_MODEL_PROFILES.get(model) == profile
 
 
 def _pair_params() -> list:
@@ -83,7 +90,7 @@ def _pair_params() -> list:
     for model in shared_models():
         size = (models_dir() / model).stat().st_size
         for profile in emulated_profiles():
-            marks = [] if in_ci_share(size, profile) else [pytest.mark.backend_suite]
+            marks = [] if in_ci_share(model, size, profile) else [pytest.mark.backend_suite]
             params.append(pytest.param(model, profile, marks=marks, id=f"{model}-{profile}"))
     return params
 
