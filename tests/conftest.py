@@ -192,7 +192,7 @@ def pytest_addoption(parser) -> None:
 
 def pytest_collection_modifyitems(config, items) -> None:
     """Without --backend-suite, the tests marked backend_suite are deselected (reported as such, never skipped):
-    the whole backend suite takes some 950 CPU-seconds, beyond CI's budget of the test suite (its CI share, 126 of
+    the whole backend suite takes some 950 CPU-seconds, beyond CI's budget of the test suite (its CI share, 124 of
     its 168 pairs: tests/backends/test_backends_match_generic_c.in_ci_share)."""
     if config.getoption("--backend-suite"):
         return
