@@ -16,9 +16,9 @@ driver is the only thing compiled again; the generic_c bundle's host outputs are
 (HostReference). CI runs the pairs of the models up to 340 KB on every emulated profile (but two costly
 refusals) and each larger model on one profile (`in_ci_share`: 124 of the 168 pairs; before, 95: the models up to
 80 KB everywhere, those up to 340 KB on three profiles); `bash scripts/test.sh --backend-suite
-tests/backends/test_backends_match_generic_c.py` runs all of them (944 CPU-seconds, the pairs' sum, measured 2026-12-01 on 2 loaded cores while each comparison compiled the
-bundle's objects again). Each pair records its CPU-seconds, and its compiles', in the JUnit XML (`--junitxml`):
-the share is chosen on them."""
+tests/backends/test_backends_match_generic_c.py` runs all of them (944 CPU-seconds, the pairs' sum, measured
+2026-12-01 on 2 loaded cores while each comparison compiled the bundle's objects again). Each pair records its
+CPU-seconds, and its compiles', in the JUnit XML (`--junitxml`): the share is chosen on them."""
 
 from __future__ import annotations
 
