@@ -152,13 +152,15 @@ def _row_input_markdown(plan: ExecutionPlan) -> str:
             f"bands share are kept in halos ({kept:,} B together), so each row is asked for once.\n")
 
 
-def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Path:
+def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts, keep_cross_build: Path | None = None
+                  ) -> Path:
     """Finish the bundle `write_bundle` wrote into `out_dir` and the build built: write manifest.json (once,
     with `facts`), report.md (the same per-call facts, packager.report), report.html (those facts, the memory
     plan, the operators and the headroom in one page, packager.report_html) and README.md
     (packager.bundle_readme), delete the build's intermediate
     files (objects, the host self-test program, the cross build's folder), then archive the folder; return the
-    archive's path (`<model>.tar.gz`)."""
+    archive's path (`<model>.tar.gz`). With `keep_cross_build` (a folder that does not exist yet) the cross
+    build's folder, when there is one, is moved there instead of deleted."""
     report = facts.layer_report(bundle)
     (out_dir / "manifest.json").write_text(
         manifest_json(manifest(bundle.plan, bundle.memory, bundle.buffers, facts.manifest_entries(bundle, report),
@@ -177,6 +179,8 @@ def finish_bundle(out_dir: Path, bundle: BundleInputs, facts: BundleFacts) -> Pa
                                                      bundle.regions))
     runner = bundle.config.emulated
     emulated_build = [out_dir / runner.build_dir] if runner is not None else []
+    if keep_cross_build is not None and emulated_build and emulated_build[0].is_dir():
+        shutil.move(emulated_build.pop(), keep_cross_build)
     for leftover in [*out_dir.glob("*.o"), out_dir / HOST_SELFTEST_PROGRAM, *emulated_build]:
         if leftover.is_dir():
             shutil.rmtree(leftover)

@@ -93,6 +93,19 @@ rv32imc, 1.91 / 2.65 on lowpower; micro_speech_quantized, pretrainedResnet_quant
 within 3 %; all twelve pairs 41.7 / 45.3."""
 
 
+KEPT_CROSS_BUILD = "cross-build"
+"""The folder beside a cached bundle's folder that holds its emulated self-test's cross build (`compile`'s
+keep_cross_build): `cross_build_of`."""
+
+
+def cross_build_of(bundle: "Bundle") -> Path | None:
+    """The cross build (objects and ELF of the emulated self-test) the session's cache kept for `bundle`, for a
+    program built from a copy of it to reuse (tests/cortex_m_many_inputs.emulated_run); None when none was kept
+    (a bundle not from the cache, a profile without an emulated board)."""
+    kept = bundle.out_dir.parent / KEPT_CROSS_BUILD
+    return kept if kept.is_dir() else None
+
+
 class BundleCache:
     """Bundles compiled once per session, keyed by (model, target profile name).
 
@@ -103,7 +116,9 @@ class BundleCache:
     refuses (CompileError: the model or the profile's limits are at fault) is refused once too: its error is
     saved (pickled) the same way and raised again to every test that asks for the pair.
 
-    Each compile runs on one process (COMPILE_JOBS): the session's workers keep the cores busy already.
+    Each compile runs on one process (COMPILE_JOBS): the session's workers keep the cores busy already. The
+    emulated self-test's cross build is kept beside the bundle (`cross_build_of`): a test building a driver from a
+    copy of the bundle recompiles only the driver.
     """
 
     def __init__(self, root: Path) -> None:
@@ -135,7 +150,8 @@ class BundleCache:
             (folder / "model").mkdir(parents=True)
             path = models_dir() / model if isinstance(model, str) else model(folder / "model")
             try:
-                result = compile(path, target, folder / "out", jobs=COMPILE_JOBS)
+                result = compile(path, target, folder / "out", jobs=COMPILE_JOBS,
+                                 keep_cross_build=folder / KEPT_CROSS_BUILD)
             except CompileError as refusal:
                 result = refusal
             saved.with_suffix(".partial").write_bytes(pickle.dumps(result))
@@ -176,8 +192,8 @@ def pytest_addoption(parser) -> None:
 
 def pytest_collection_modifyitems(config, items) -> None:
     """Without --backend-suite, the tests marked backend_suite are deselected (reported as such, never skipped):
-    the whole backend suite takes some 950 CPU-seconds, beyond CI's budget of the test suite (its CI share:
-    tests/backends/test_backends_match_generic_c.in_ci_share)."""
+    the whole backend suite takes some 950 CPU-seconds, beyond CI's budget of the test suite (its CI share, 124 of
+    its 168 pairs: tests/backends/test_backends_match_generic_c.in_ci_share)."""
     if config.getoption("--backend-suite"):
         return
     kept, deselected = [], []

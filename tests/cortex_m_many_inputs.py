@@ -126,12 +126,16 @@ def host_outputs(bundle, cases: Sequence[Sequence[np.ndarray]], work: Path) -> l
 
 
 def emulated_run(runner, bundle, cases: Sequence[Sequence[np.ndarray]],
-                 expected: Sequence[Sequence[np.ndarray]], work: Path):
+                 expected: Sequence[Sequence[np.ndarray]], work: Path, cross_build: Optional[Path] = None):
     """The comparing `sequence_driver_c`'s run of ``bundle`` on ``runner`` (the profile's emulated runner), built
     by the bundle's own cross build from a copy in ``work``; an EmulatedRun (PASS_LINE in its output when every
-    byte matched)."""
+    byte matched). ``cross_build``: the bundle's self-test's cross build (conftest.cross_build_of), copied in with
+    its times, so that make recompiles only the driver (the bundle's objects are newer than their sources); None
+    builds every object."""
     copy = work / bundle.out_dir.name
     shutil.copytree(bundle.out_dir, copy)
+    if cross_build is not None:
+        shutil.copytree(cross_build, copy / runner.build_dir)
     (copy / "selftest.c").write_text(sequence_driver_c(bundle.plan.model, cases, bundle_outputs(bundle), expected))
     return runner.run_program(runner.build(copy), timeout_s=1800)
 

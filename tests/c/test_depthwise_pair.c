@@ -64,9 +64,18 @@ static int8_t expected(int32_t p, int32_t c, int narrow, int32_t x_row_stride, i
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
 }
 
-/* One geometry, both bias types and row forms, mixed and extreme values; inlined, so that its sizes are constants
-   at the helper's call wherever the caller's are. */
-static inline __attribute__((always_inline)) void check(int32_t x_row_stride, int32_t x_col_stride,
+/* Where the assembly block is compiled, check is inlined, so that its sizes are constants at the helper's call
+   wherever the caller's are; elsewhere (the host's portable C, a debug build) the helper runs the one-pixel tiles
+   whatever the sizes, and one copy of check is compiled instead of one per geometry (the host's build with the
+   sanitizers took some 75 CPU-seconds so). */
+#if defined(LP_DEPTHWISE_PAIR_ASM)
+#define CHECK_INLINE static inline __attribute__((always_inline))
+#else
+#define CHECK_INLINE static
+#endif
+
+/* One geometry, both bias types and row forms, mixed and extreme values. */
+CHECK_INLINE void check(int32_t x_row_stride, int32_t x_col_stride,
         int32_t w_row_stride, int32_t w_col_stride, int32_t rows, int32_t cols, int32_t channels, int32_t out_step,
         int32_t x_step)
 {

@@ -149,6 +149,7 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     selftest_input: str | Path | None = None,
     patches: str | tuple[int, int] | None = None,
     input_rows: bool = False,
+    keep_cross_build: str | Path | None = None,
 ) -> Bundle:
     """Compile `model` for `target` into the folder `out`; return the Bundle.
 
@@ -191,6 +192,12 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
     `input_rows` gives the model's one image input row by row (tvm_ext.plan.row_input): the run functions take a
     read_row callback instead of the input, the first stages run in bands of rows (`patches` auto or Nx1; off
     means auto) and the bundle holds only bands of the input, in its arena (the manifest's "row_input").
+    `keep_cross_build` is a folder (not existing yet) that the emulated self-test's cross build (its objects, .d
+    files and ELF: `EmulatedRunner.build_dir`) is moved into when the bundle is finished, instead of being deleted:
+    a caller building another program from the bundle's sources (a driver instead of the self-test) copies it
+    back into a copy of the bundle and recompiles only that program. Nothing is kept for a profile without an
+    emulated board or with `build` False; one model compiled here only (CompileError otherwise). The bundle's
+    folder is the same either way.
     Raises CompileError (one line naming the model) for anything wrong with the model or its bundle, and
     InternalError for a bug of ours: SelftestMismatchError when the built bundle disagrees with the reference,
     BundleBuildError when the generated bundle does not build.
@@ -204,6 +211,9 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                                            source_instead)
     from tvm_ext.compile.output_folder import empty_folder
 
+    if keep_cross_build is not None and (scheduler is not None or isinstance(model, (list, tuple)) and len(model) > 1):
+        raise CompileError(f"{name or 'model'}: keep_cross_build is for one model compiled here, not on a cluster nor "
+                           "for a bundle of several models")
     if isinstance(model, (list, tuple)) and len(model) > 1:
         from tvm_ext.compile.several import compile_several, refuse_per_model_options
 
@@ -244,7 +254,8 @@ def compile(  # noqa: A001 - the public name users expect: tvm_ext.compile(...)
                                     None if quantized is None else quantized.facts, io_in_arena,
                                     None if layout == "auto" else layout.upper(),
                                     None if quantized is None else quantized.io, build, sample,
-                                    () if quantized is None else quantized.operators, patch_request, input_rows)
+                                    () if quantized is None else quantized.operators, patch_request, input_rows,
+                                    None if keep_cross_build is None else Path(keep_cross_build))
             return compile_to_folder(source, target, staging, stage_logger(log), options,
                                      checked if quantized is None else quantized.checked)
 

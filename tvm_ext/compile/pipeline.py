@@ -195,7 +195,9 @@ class BundleOptions:
     lists them; a model file's own check gives them otherwise); `patches` "off", "auto" or a grid (rows,
     columns): whether the first stages run patch by patch (tvm_ext.compile.patches); `input_rows` gives the
     model input row by row (tvm_ext.plan.row_input): the first stages run in bands of rows (an n x 1 grid; off
-    becomes auto), and the bundle holds bands of the input in its arena, never the whole input.
+    becomes auto), and the bundle holds bands of the input in its arena, never the whole input; `keep_cross_build`
+    a folder (not existing yet) the emulated self-test's cross build moves into instead of being deleted
+    (packager.finish_bundle; None: deleted).
     """
 
     name: str | None = None
@@ -209,6 +211,7 @@ class BundleOptions:
     operators: tuple[OperatorSupport, ...] = ()
     patches: PatchRequest = "off"
     input_rows: bool = False
+    keep_cross_build: Path | None = None
 
 
 def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage,
@@ -405,7 +408,7 @@ def compile_to_folder(model, target_spec: TargetSpec, folder: Path, stage: Stage
                 early.start(generated)
     facts = bundle_facts(profile, config, planned, ram, flash, tested, units, options.quantization, lowered.layouts,
                          operators=operators, patches=patched, scratch_forms=scratch_choice.manifest_entry())
-    tarball = finish_bundle(folder, packaged.bundle, facts)
+    tarball = finish_bundle(folder, packaged.bundle, facts, options.keep_cross_build)
     return FolderResult(planned.plan, planned.memory, ram, flash, built.library, tarball, tested.result, config,
                         packaged.bundle, operators)
 
