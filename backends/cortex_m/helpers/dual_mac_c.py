@@ -38,6 +38,9 @@ DUAL_MAC_TEMPLATE = "dual_mac.h.in"
 STACKED_MAC_TEMPLATE = "stacked_mac.h.in"
 """The stacked-rows MAC of a FULLY_CONNECTED's stacked weights (`tvm_ext.kernels.dense.stack_rows`): DSP bundles
 only (after the word operations), not in MAC_HELPER_TEMPLATES, whose list Helium bundles define too."""
+WIDE_MAC_TEMPLATE = "wide_mac.h.in"
+"""The widened-rows MAC of a FULLY_CONNECTED's int16 weights (`tvm_ext.kernels.dense.widen_rows`): DSP bundles only,
+after STACKED_MAC_TEMPLATE (its attributes)."""
 MAC_HELPER_TEMPLATES = (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, DUAL_MAC_Q15_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                         ROW_DOT_TEMPLATE)
 """The MAC helpers' templates in the order a bundle defines them: the word operations first."""
@@ -90,6 +93,11 @@ def dual_mac_2px_helper_name(prefix: str) -> str:
 def stacked_mac_helper_name(prefix: str) -> str:
     """The C name of the stacked-rows MAC (`STACKED_MAC_TEMPLATE`) in the bundle `prefix`."""
     return f"{prefix}_stacked_mac_s8x4"
+
+
+def wide_mac_helper_name(prefix: str) -> str:
+    """The C name of the widened-rows MAC (`WIDE_MAC_TEMPLATE`) in the bundle `prefix`."""
+    return f"{prefix}_wide_mac_s8x4"
 
 
 def dsp_template_options(prefix: str) -> dict[str, dict[str, str]]:
