@@ -85,6 +85,13 @@ def fc_tiles_helper_name(prefix: str, bias: str) -> str:
     return bias_form(f"{prefix}_fc_tiles_s8x4", bias)
 
 
+def fc_tiles_wide_helper_name(prefix: str, bias: str, form: str) -> str:
+    """The C name of FC_TILES_TEMPLATE's fused helper over widened weights (`WIDE_MAC_TEMPLATE`'s layout) for biases
+    of type `bias` ("int32" or "int16") in the bundle `prefix`: per channel (`form` "tiles": `<prefix>_fc_tiles_w16x4`)
+    or per tensor ("rows": `<prefix>_fc_rows_w16x4`)."""
+    return bias_form(f"{prefix}_fc_{form}_w16x4", bias)
+
+
 def dual_mac_2px_helper_name(prefix: str) -> str:
     """The C name of the two-pixel helper (int8 inputs) in the bundle `prefix`."""
     return f"{prefix}_dual_mac_s8x2x4"

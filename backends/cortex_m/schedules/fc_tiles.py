@@ -39,7 +39,7 @@ import tvm
 from tvm import s_tir, tirx
 
 from backends.bias_forms import by_bias
-from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, fc_tiles_helper_name
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, fc_tiles_helper_name, fc_tiles_wide_helper_name
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name
 from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow, conv_tiles_call
@@ -47,7 +47,7 @@ from backends.cortex_m.schedules.dual_mac import register_mac_helper
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access, fc_rows_call
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_SMALL_OPS
 from packager.fixed_point_c import REQUANTIZE_OPS, SMALL_RIGHT_SHIFT
-from backends.cortex_m.schedules.stacked_mac import STACKED_MAC_OP
+from backends.cortex_m.schedules.stacked_mac import STACKED_MAC_OP, WIDE_MAC_OP
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.tir_walk import with_root_loops_replaced
 
@@ -83,6 +83,13 @@ DSP_FC_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, FC_TILES_OPS, mac_ops=(STAC
                                window_args=_stacked_window_args)
 """The DSP cores' fused tiles of stacked weights: the written-out epilogue (``requantize_small_c``),
 ``fc_tiles_s8x4.h.in``."""
+WIDE_FC_TILES_OPS = by_bias("tvm_ext.fc_tiles_w16x4")
+"""The fused helper's op per bias type over widened weights (``fc_tiles_s8x4.h.in``'s ``fc_tiles_w16x4``)."""
+for _bias, _op in WIDE_FC_TILES_OPS.items():
+    register_mac_helper(_op, functools.partial(fc_tiles_wide_helper_name, bias=_bias, form="tiles"), FC_TILES_ACCESS)
+WIDE_FC_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, WIDE_FC_TILES_OPS, mac_ops=(WIDE_MAC_OP,),
+                                window=_stacked_window, window_args=_stacked_window_args)
+"""The same over widened weights (the widened-rows MAC's calls: the same window, its elements int16 halves)."""
 
 
 DSP_FC_ROWS_FORM = "s8x4"
@@ -102,6 +109,13 @@ def _stacked_row(mac: tvm.ir.Call) -> Optional[tuple[object, object, int]]:
 
 DSP_FC_ROWS = FcRowHelpers(STACKED_MAC_OP, _stacked_row, DUAL_MAC_CHANNELS, DUAL_MAC_CHANNELS,
                            frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), DSP_FC_ROWS_OPS)
+WIDE_FC_ROWS_OPS = by_bias("tvm_ext.fc_rows_w16x4")
+"""The per-tensor rows helper's op per bias type over widened weights (``fc_tiles_s8x4.h.in``'s ``fc_rows_w16x4``)."""
+for _bias, _op in WIDE_FC_ROWS_OPS.items():
+    register_mac_helper(_op, functools.partial(fc_tiles_wide_helper_name, bias=_bias, form="rows"),
+                        fc_rows_access(DUAL_MAC_CHANNELS, DUAL_MAC_CHANNELS))
+WIDE_FC_ROWS = FcRowHelpers(WIDE_MAC_OP, _stacked_row, DUAL_MAC_CHANNELS, DUAL_MAC_CHANNELS,
+                            DSP_FC_ROWS.roundings, WIDE_FC_ROWS_OPS)
 """A per-tensor FULLY_CONNECTED row's loop over its tiles of stacked weights (zeroed accumulators, the stacked MAC,
 the scalar "double_small" requantization by constants, which the DSP epilogue helper, reading arrays, does not take)
 as one call of ``fc_tiles_s8x4.h.in``'s per-tensor helper (``fc_rows.fc_rows_calls`` with these helpers: each tile
@@ -143,16 +157,33 @@ def one_pixel_rows_pay(row_len: int, channels: int, model_layers: tuple[tuple[in
     return macs * ONE_PIXEL_ROWS_SAVED_PER_MAC >= ONE_PIXEL_ROWS_CODE_BYTES * INSTRUCTIONS_PER_BYTE
 
 
+WIDE_SAVED_PER_MAC = 0.15
+"""The instructions per MAC a one-row FULLY_CONNECTED saves over widened weights (``wide_mac.h.in``: 15 per 16 MACs)
+against stacked ones (18 per 16), a little under the loops' 3/16 for the calls' and the epilogues' share."""
+WIDE_CODE_BYTES = 300
+"""The code the widened rows' helpers may add to a bundle where the stacked ones stay too (some layer's weights not
+widened): the fused tiles' widened copies and the out-of-line widened MAC."""
+
+
+def widened_rows_pay(macs: int) -> bool:
+    """Whether a model's one-row FULLY_CONNECTED layers of ``macs`` MACs in all (those the widened layout may take)
+    pay their widened rows at the schedules' one price of code: WIDE_SAVED_PER_MAC each, at least WIDE_CODE_BYTES
+    times ``code_price.INSTRUCTIONS_PER_BYTE``."""
+    return macs * WIDE_SAVED_PER_MAC >= WIDE_CODE_BYTES * INSTRUCTIONS_PER_BYTE
+
+
 def _fused_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRealize]:
     """The fused call (per channel, else per tensor) computing what ``loop`` computes where it runs at least
     FUSED_TILES_MIN tiles, else None (the layer keeps its kernel)."""
     if not isinstance(loop.extent, tirx.IntImm) or int(loop.extent) < FUSED_TILES_MIN:
         return None
-    return conv_tiles_call(loop, enclosing, DSP_FC_TILES) or fc_rows_call(loop, enclosing, DSP_FC_ROWS)
+    return (conv_tiles_call(loop, enclosing, DSP_FC_TILES) or fc_rows_call(loop, enclosing, DSP_FC_ROWS)
+            or conv_tiles_call(loop, enclosing, WIDE_FC_TILES) or fc_rows_call(loop, enclosing, WIDE_FC_ROWS))
 
 
 def fc_tiles_calls(func: tirx.PrimFunc) -> tirx.PrimFunc:
     """``func`` (a scheduled kernel after its epilogue calls) with each loop over FUSED_TILES_MIN or more tiles of stacked
     weights of the module docstring's form replaced by its fused call, per channel (``DSP_FC_TILES``) or per tensor
-    (``DSP_FC_ROWS``); any other function unchanged."""
+    (``DSP_FC_ROWS``), and so over widened weights (``WIDE_FC_TILES``, ``WIDE_FC_ROWS``); any other function
+    unchanged."""
     return with_root_loops_replaced(func, _fused_call, enclosing=True)

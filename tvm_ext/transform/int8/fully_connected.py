@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import Optional, Union
 
 import numpy as np
+import tvm
 from tvm import relax
 
 from ...kernels import fully_connected_int8
-from ...kernels.dense import PAIRED_TILE, STACKED_TILE, stacks_rows
+from ...kernels.dense import PAIRED_TILE, STACKED_TILE, WIDE_GROUP, stacks_rows, widens_rows
 from ...kernels.quant_params import conv_multipliers, fully_connected_multiplier
+from .graph import Graph
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import MacKernel, MacPattern, padded_channels
 from .patterns import ends_float_operator, float_operator_mismatch
@@ -34,12 +37,13 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     # the weights the kernel takes (zero rows past the channels): whether they pair or stack
     tiled = weight_values if padded_units is None else np.pad(
         weight_values, ((0, padded_units - weight_values.shape[0]), (0, 0)))
+    widened = _widens(tiled, data.tensor, operands.core, ctx)
     return MacKernel("FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point,
                      weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
                      ctx.rounding, channel_axis=0, folds_zero_point=True,
                      paired_weights=ctx.paired_weights and _pairs(tiled, data.tensor),
-                     stacked_rows=ctx.stacked_rows and _stacks(tiled, data.tensor),
-                     padded_units=padded_units)
+                     stacked_rows=ctx.stacked_rows and not widened and _stacks(tiled, data.tensor),
+                     widened_rows=widened, padded_units=padded_units)
 
 
 def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
@@ -75,6 +79,40 @@ def _stacks(weight: np.ndarray, data: relax.Expr) -> bool:
     output channels (the profile's tile: a kernel of fewer is not tiled, `tvm_ext.schedule.kernel_schedule`, so
     its stacked weights would reach no helper)."""
     return _one_int8_row(data) and stacks_rows(weight) and weight.shape[0] >= STACKED_TILE
+
+
+def _widens(weight: np.ndarray, data: relax.Expr, layer: relax.Call, ctx: LoweringContext) -> bool:
+    """Whether the kernel (``layer``) takes its weights widened to int16 (`tvm_ext.kernels.dense.widen_rows`): one
+    row of int8 data (the widened-rows MAC's call has one), weights the layout takes (`widens_rows`) of at least one
+    tile, the backend's price paid by the model's such layers (``LoweringContext.widened_rows_pay``: they share the
+    helpers) and the flash holding the extra byte per weight (``LoweringContext.flash_budget``, layer by layer:
+    a refused layer keeps the stacked form)."""
+    return (ctx.widened_rows_pay is not None and _one_int8_row(data) and widens_rows(weight)
+            and weight.shape[0] >= STACKED_TILE and ctx.widened_rows_pay(_one_row_macs(ctx.graph))
+            and ctx.flash_budget.grants(layer, int(weight.size)))
+
+
+_MACS: "weakref.WeakKeyDictionary[Graph, int]" = weakref.WeakKeyDictionary()
+
+
+def _one_row_macs(graph: Graph) -> int:
+    """The MACs of ``graph``'s matmuls of one row of K inputs, K a multiple of WIDE_GROUP, by weights of at least
+    STACKED_TILE output channels: the model's FULLY_CONNECTED layers the widened rows may take (the types and the
+    flash not asked), read once per graph."""
+    if graph not in _MACS:
+        matmul = tvm.ir.Op.get("relax.matmul")
+        macs = 0
+        for binding in graph.bindings:
+            call = binding.value
+            if not (isinstance(call, relax.Call) and call.op.same_as(matmul)):
+                continue
+            data, weight = (list(arg.ty.shape) for arg in call.args[:2])
+            shape = [getattr(d, "value", None) for d in data + weight]
+            if len(data) == 2 and len(weight) == 2 and shape[0] == 1 and None not in shape \
+                    and shape[1] % WIDE_GROUP == 0 and shape[3] >= STACKED_TILE:
+                macs += shape[1] * shape[3]
+        _MACS[graph] = macs
+    return _MACS[graph]
 
 
 def _one_int8_row(data: relax.Expr) -> bool:
