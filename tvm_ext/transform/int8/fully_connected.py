@@ -85,23 +85,28 @@ def _widens(weight: np.ndarray, data: relax.Expr, layer: relax.Call, ctx: Loweri
     """Whether the kernel (``layer``) takes its weights widened to int16 (`tvm_ext.kernels.dense.widen_rows`): one
     row of int8 data (the widened-rows MAC's call has one), weights the layout takes (`widens_rows`) of at least one
     tile, the backend's price paid by the model's such layers (``LoweringContext.widened_rows_pay``: they share the
-    helpers) and the flash holding the extra byte per weight (``LoweringContext.flash_budget``, layer by layer:
-    a refused layer keeps the stacked form)."""
-    return (ctx.widened_rows_pay is not None and _one_int8_row(data) and widens_rows(weight)
-            and weight.shape[0] >= STACKED_TILE and ctx.widened_rows_pay(_one_row_macs(ctx.graph))
-            and ctx.flash_budget.grants(layer, int(weight.size)))
+    helpers) and the flash holding the extra byte per weight of every one of them (``LoweringContext.flash_budget``,
+    all together or none, at the first one's ask: a model whose flash refuses them keeps the stacked form, and no
+    bundle holds both forms' helpers for some of its layers)."""
+    if ctx.widened_rows_pay is None or not (_one_int8_row(data) and widens_rows(weight)
+                                            and weight.shape[0] >= STACKED_TILE):
+        return False
+    layers = _one_row_layers(ctx.graph)
+    if not ctx.widened_rows_pay(sum(macs for _, macs, _ in layers)):
+        return False
+    return ctx.flash_budget.grants_each([(call, extra) for call, _, extra in layers] + [(layer, int(weight.size))])
 
 
-_MACS: "weakref.WeakKeyDictionary[Graph, int]" = weakref.WeakKeyDictionary()
+_LAYERS: "weakref.WeakKeyDictionary[Graph, tuple[tuple[relax.Call, int, int], ...]]" = weakref.WeakKeyDictionary()
 
 
-def _one_row_macs(graph: Graph) -> int:
-    """The MACs of ``graph``'s matmuls of one row of K inputs, K a multiple of WIDE_GROUP, by weights of at least
-    STACKED_TILE output channels: the model's FULLY_CONNECTED layers the widened rows may take (the types and the
-    flash not asked), read once per graph."""
-    if graph not in _MACS:
+def _one_row_layers(graph: Graph) -> tuple[tuple[relax.Call, int, int], ...]:
+    """(the call, its MACs, its widened weights' extra bytes: K times O padded to whole tiles) of each of ``graph``'s
+    matmuls of one row of K inputs, K a multiple of WIDE_GROUP, by weights of at least STACKED_TILE output channels:
+    the model's FULLY_CONNECTED layers the widened rows may take (the types not asked), read once per graph."""
+    if graph not in _LAYERS:
         matmul = tvm.ir.Op.get("relax.matmul")
-        macs = 0
+        layers = []
         for binding in graph.bindings:
             call = binding.value
             if not (isinstance(call, relax.Call) and call.op.same_as(matmul)):
@@ -110,9 +115,10 @@ def _one_row_macs(graph: Graph) -> int:
             shape = [getattr(d, "value", None) for d in data + weight]
             if len(data) == 2 and len(weight) == 2 and shape[0] == 1 and None not in shape \
                     and shape[1] % WIDE_GROUP == 0 and shape[3] >= STACKED_TILE:
-                macs += shape[1] * shape[3]
-        _MACS[graph] = macs
-    return _MACS[graph]
+                depth, units = shape[1], shape[3]
+                layers.append((call, depth * units, depth * -(-units // STACKED_TILE) * STACKED_TILE))
+        _LAYERS[graph] = tuple(layers)
+    return _LAYERS[graph]
 
 
 def _one_int8_row(data: relax.Expr) -> bool:
