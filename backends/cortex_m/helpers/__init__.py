@@ -5,7 +5,7 @@ these modules name the helpers and list the templates a bundle defines:
 
 - `dual_mac_c`: the dual 16-bit MAC (SMLAD) on int8 and int16 inputs, one or two pixels per call
   (`dual_mac.h.in`), and the stacked-rows MAC of a FULLY_CONNECTED's stacked weights (`stacked_mac.h.in`, DSP
-  bundles only), after the word operations every MAC helper shares (`dsp_words.h.in`), with
+  bundles only) and the widened-rows MAC of its int16 weights (`wide_mac.h.in`, after it), after the word operations every MAC helper shares (`dsp_words.h.in`), with
   `dual_mac_q15_c` (a pixel pair's inputs widened once), `depthwise_mac_c` (the depthwise helper) and
   `row_dot_c` (the SVDF time product);
 - `requantize_small_c`: a MAC kernel's int8 requantization epilogue of a channel tile (DSP cores), and after it

@@ -3,7 +3,9 @@ the helpers of `backends.cortex_m.helpers`.
 
 - `dual_mac`: CONV_2D / FULLY_CONNECTED reductions as the dual MAC (SMLAD), one or two pixels per call;
 - `stacked_mac`: an int8 FULLY_CONNECTED's reduction over weights the lowering stacked two channels to an int16
-  half (`KernelSchedules.stacked_rows`, DSP cores without MVE) as the stacked MAC, one call per four channels;
+  half (`KernelSchedules.stacked_rows`, DSP cores without MVE) as the stacked MAC, one call per four channels, or
+  over weights it widened to int16 SMLAD pairs (`KernelSchedules.widened_rows_pay`: where the model's such layers
+  pay the helpers and the flash holds them) as the widened MAC;
 - `depthwise_mac`: DEPTHWISE_CONV_2D reductions (and the choice among the MAC helpers); `row_dot`: an SVDF's
   time product;
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the

@@ -22,6 +22,12 @@ chunk (``stacked_run_s8x4``: the odd channels' sums folded out between chunks on
 873,443 instructions (kws_gru_40x16_int8, code 31,112 -> 31,092 B) and 330,240 -> 328,257 (ad01_int8, code 1,624 ->
 1,612 B).
 
+Over weights the lowering widened to int16 instead (``stacked_mac``'s widened-rows MAC calls: ``widened_rows_pay``
+and the flash budget), the same loops become one call of ``<prefix>_fc_tiles_w16x4`` (per channel) or
+``<prefix>_fc_rows_w16x4`` (per tensor), the same template's loop (``fc_tiles_any_s8x4``) on the widened sums:
+ad01_int8 on cortex-m4f 326,349 -> 270,394 instructions (its 640 -> 128 layer 95,153 -> 78,640), code 1,580 ->
+1,624 B; kws_gru_40x16_int8 834,903 -> 736,822, code 26,768 -> 26,848 B.
+
 The loop qualifies as ``conv_tiles``' does (``conv_tiles.conv_tiles_call`` with ``DSP_FC_TILES``: proved by TVM's
 integer analysis over the enclosing loops' ranges): stores of zero into exactly the four accumulators the MAC
 call then writes, the stacked MAC call over one row of a constant length, one DSP requantization of those four
