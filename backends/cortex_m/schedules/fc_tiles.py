@@ -168,16 +168,22 @@ WIDE_SAVED_PER_MAC = 0.2
 against stacked ones (18 per 16), about the least measured on cortex-m4f (gcc 12.2 -O2): ad01_int8's 128 -> 128
 layers 0.20 (20,197 -> 16,904 instructions), its 640 -> 128 one 0.20 (95,153 -> 78,640)."""
 WIDE_CODE_BYTES = 100
-"""The code widening every such layer of a model adds (the lowering widens all of them or none): the widened
-helpers' against the stacked ones they replace, about the most measured on cortex-m4f: ad01_int8 1,580 -> 1,624 B,
-kws_gru_40x16_int8 26,768 -> 26,848 B."""
+"""The code widening every one-row FULLY_CONNECTED of a model adds (the lowering widens all of them or none): the
+widened helpers' against the stacked ones they replace, about the most measured on cortex-m4f: ad01_int8 1,580 ->
+1,624 B, kws_gru_40x16_int8 26,768 -> 26,848 B."""
+WIDE_BESIDE_STACKED_BYTES = 800
+"""The code the widened helpers add where stacked rows stay too (a row of a multiple of 4 inputs but not of 8, a
+one-pixel CONV_2D's rows): all of their own, about the most measured on cortex-m4f (ad01_int8: the widened MAC 144 B,
+the per-tensor fused rows 336 B and 306 B with int16 biases)."""
 
 
-def widened_rows_pay(macs: int) -> bool:
+def widened_rows_pay(macs: int, stacked_too: bool = False) -> bool:
     """Whether a model's one-row FULLY_CONNECTED layers of ``macs`` MACs in all (those the widened layout may take)
     pay their widened rows at the schedules' one price of code: WIDE_SAVED_PER_MAC each, at least WIDE_CODE_BYTES
-    times ``code_price.INSTRUCTIONS_PER_BYTE``."""
-    return macs * WIDE_SAVED_PER_MAC >= WIDE_CODE_BYTES * INSTRUCTIONS_PER_BYTE
+    times ``code_price.INSTRUCTIONS_PER_BYTE``, or WIDE_BESIDE_STACKED_BYTES times it where ``stacked_too`` (some
+    stacked rows stay in the bundle)."""
+    code = WIDE_BESIDE_STACKED_BYTES if stacked_too else WIDE_CODE_BYTES
+    return macs * WIDE_SAVED_PER_MAC >= code * INSTRUCTIONS_PER_BYTE
 
 
 def _fused_call(loop: tirx.For, enclosing: tuple) -> Optional[s_tir.SBlockRealize]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass
 from typing import Optional, Union
 
 import numpy as np
@@ -12,6 +13,7 @@ from tvm import relax
 from ...kernels import fully_connected_int8
 from ...kernels.dense import PAIRED_TILE, STACKED_TILE, WIDE_GROUP, stacks_rows, widens_rows
 from ...kernels.quant_params import conv_multipliers, fully_connected_multiplier
+from .conv import one_pixel_shapes
 from .graph import Graph
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import MacKernel, MacPattern, padded_channels
@@ -85,39 +87,68 @@ def _widens(weight: np.ndarray, data: relax.Expr, layer: relax.Call, ctx: Loweri
     """Whether the kernel (``layer``) takes its weights widened to int16 (`tvm_ext.kernels.dense.widen_rows`): one
     row of int8 data (the widened-rows MAC's call has one), weights the layout takes (`widens_rows`) of at least one
     tile, the backend's price paid by the model's such layers (``LoweringContext.widened_rows_pay``: they share the
-    helpers) and the flash holding the extra byte per weight of every one of them (``LoweringContext.flash_budget``,
-    all together or none, at the first one's ask: a model whose flash refuses them keeps the stacked form, and no
-    bundle holds both forms' helpers for some of its layers)."""
+    helpers; the price higher where some stacked rows stay, whose helpers the bundle then holds too) and the flash
+    holding the extra byte per weight of every one of them (``LoweringContext.flash_budget``, all together or none,
+    at the first one's ask, each under a key of its own (`WidenedRows`), apart from any other bytes granted its
+    layer: a model whose flash refuses them keeps the stacked form)."""
     if ctx.widened_rows_pay is None or not (_one_int8_row(data) and widens_rows(weight)
                                             and weight.shape[0] >= STACKED_TILE):
         return False
-    layers = _one_row_layers(ctx.graph)
-    if not ctx.widened_rows_pay(sum(macs for _, macs, _ in layers)):
+    layers, stacked_rows = _one_row_layers(ctx.graph)
+    if not ctx.widened_rows_pay(sum(macs for _, macs, _ in layers), stacked_rows or _one_pixel_rows(ctx)):
         return False
-    return ctx.flash_budget.grants_each([(call, extra) for call, _, extra in layers] + [(layer, int(weight.size))])
+    return ctx.flash_budget.grants_each([(WidenedRows(call), extra) for call, _, extra in layers]
+                                        + [(WidenedRows(layer), int(weight.size))])
 
 
-_LAYERS: "weakref.WeakKeyDictionary[Graph, tuple[tuple[relax.Call, int, int], ...]]" = weakref.WeakKeyDictionary()
+@dataclass(frozen=True)
+class WidenedRows:
+    """The flash budget's key of a layer's widened weights' extra bytes (``FlashBudget``): apart from the layer's own
+    key, which its padded channels' bytes take (``_padded_units``)."""
+
+    layer: relax.Call
+
+    def __hash__(self) -> int:
+        return hash(("widened_rows", self.layer))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WidenedRows) and other.layer.same_as(self.layer)
 
 
-def _one_row_layers(graph: Graph) -> tuple[tuple[relax.Call, int, int], ...]:
+def _one_pixel_rows(ctx: LoweringContext) -> bool:
+    """Whether some CONV_2D of one pixel's 1x1 window may run as stacked rows (``conv.one_pixel_shapes`` paying
+    ``LoweringContext.one_pixel_rows_pay``): the bundle then holds the stacked helpers beside the widened ones."""
+    if ctx.one_pixel_rows_pay is None or not ctx.stacked_rows:
+        return False
+    shapes = one_pixel_shapes(ctx.graph)
+    return any(ctx.one_pixel_rows_pay(depth, units, shapes) for depth, units in shapes)
+
+
+_LAYERS: "weakref.WeakKeyDictionary[Graph, tuple[tuple[tuple[relax.Call, int, int], ...], bool]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _one_row_layers(graph: Graph) -> tuple[tuple[tuple[relax.Call, int, int], ...], bool]:
     """(the call, its MACs, its widened weights' extra bytes: K times O padded to whole tiles) of each of ``graph``'s
     matmuls of one row of K inputs, K a multiple of WIDE_GROUP, by weights of at least STACKED_TILE output channels:
-    the model's FULLY_CONNECTED layers the widened rows may take (the types not asked), read once per graph."""
+    the model's FULLY_CONNECTED layers the widened rows may take (the types not asked); and whether some such
+    matmul's K is a multiple of 4 only (its rows stay stacked). Read once per graph."""
     if graph not in _LAYERS:
         matmul = tvm.ir.Op.get("relax.matmul")
-        layers = []
+        layers, stacked = [], False
         for binding in graph.bindings:
             call = binding.value
             if not (isinstance(call, relax.Call) and call.op.same_as(matmul)):
                 continue
             data, weight = (list(arg.ty.shape) for arg in call.args[:2])
             shape = [getattr(d, "value", None) for d in data + weight]
-            if len(data) == 2 and len(weight) == 2 and shape[0] == 1 and None not in shape \
-                    and shape[1] % WIDE_GROUP == 0 and shape[3] >= STACKED_TILE:
-                depth, units = shape[1], shape[3]
+            if len(data) != 2 or len(weight) != 2 or shape[0] != 1 or None in shape or shape[3] < STACKED_TILE:
+                continue
+            depth, units = shape[1], shape[3]
+            if depth % WIDE_GROUP == 0:
                 layers.append((call, depth * units, depth * -(-units // STACKED_TILE) * STACKED_TILE))
-        _LAYERS[graph] = tuple(layers)
+            stacked = stacked or (depth % 4 == 0 and depth % WIDE_GROUP != 0)
+        _LAYERS[graph] = (tuple(layers), stacked)
     return _LAYERS[graph]
 
 

@@ -190,13 +190,13 @@ def _widened_row_constants(mod: tvm.IRModule) -> int:
 def test_fully_connected_rows_widen_all_together_while_the_flash_holds_them(spare_bytes, widened):
     """ad01_int8 with widened rows asked for (a price every model pays): its ten one-row FULLY_CONNECTED layers take
     int16 weights where the flash beyond the model's constants holds the extra byte per weight of all of them (no
-    limit, or exactly their bytes), none a byte less (all or none: no bundle calls both forms' helpers). Their
+    limit, or exactly their bytes), none a byte less (all or none). Their
     bit-exactness under QEMU: tests/backends/cortex_m/test_wide_mac.py."""
     path = models_dir() / "mlperf_tiny/ad01_int8.tflite"
     mod = import_model(path).mod
     flash_bytes = None if spare_bytes is None else constant_bytes(mod["main"]) + spare_bytes
     widening = KernelSchedules(output_channel_tile=4, float_channel_tiles=(), mac=None, stacked_rows=True,
-                               widened_rows_pay=lambda macs: macs == AD01_ROW_WEIGHTS)
+                               widened_rows_pay=lambda macs, stacked_too: macs == AD01_ROW_WEIGHTS)
     lowered = LowerQuantizedToInteger(model_name=path.name, schedules=widening, flash_bytes=flash_bytes)(mod)
     assert _widened_row_constants(lowered) == widened
 
