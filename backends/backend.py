@@ -273,6 +273,12 @@ class KernelSchedules:
     channels (whole tiles of four: the stacked rows' tiles) and (row's length, output channels) of every such
     convolution of the model, in order (they share the helper): where the core's stacked rows save over its
     convolution tiles what their helper's code costs; None: never."""
+    widened_rows_pay: Optional[Callable[[int, bool], bool]] = None
+    """Whether the int8 lowering gives a FULLY_CONNECTED kernel of one input row its weights widened to int16
+    (`tvm_ext.kernels.dense.widen_rows`, twice the bytes: the model's granted by the flash budget) instead of
+    `stacked_rows`, given the MACs of every such layer of the model (they share the helpers) and whether some stacked
+    rows stay beside them: where the core's widened-rows MAC saves over the stacked one what its helpers' code
+    costs; None: never."""
     one_row_padding_pays: Optional[Callable[[int, int, int], bool]] = None
     """Whether the int8 lowering pads the output channels of a MAC layer of one output row (a CONV_2D of one output
     pixel, a FULLY_CONNECTED of fewer channels than a tile) to `dense_unit_tile` too, given each channel's MACs

@@ -1,6 +1,8 @@
 /* Unit test of the DSP cores' fused FULLY_CONNECTED channel tiles over stacked weights (backends/cortex_m/helpers/
  * templates/fc_tiles_s8x4.h.in after dsp_words.h.in, stacked_mac.h.in and requantize_small.h.in, with the prefix
  * lp): lp_fc_tiles_s8x4, lp_fc_tiles_s8x4_b16 and the per-tensor lp_fc_rows_s8x4, lp_fc_rows_s8x4_b16 against the plain sums of their contract from the bias,
+ * and their twins over widened weights (lp_fc_tiles_w16x4, lp_fc_rows_w16x4 and the _b16 ones, after wide_mac.h.in:
+ * the weights laid out here as tvm_ext/kernels/dense.py's widen_rows does, the lengths the even ones),
  * requantized by the bundle's scalar helpers (lp_requantize_double_small, lp_saturate_int8), the weights stacked
  * here as tvm_ext/kernels/dense.py's stack_rows stacks them: every row length that is a multiple of 4 up to 64 and
  * the lengths about the stacked MAC's chunks of 508 inputs, inputs at every byte alignment, 0 to 3 tiles of four
@@ -38,17 +40,32 @@ static void stack(int8_t *stacked, const int8_t *weight, int32_t len, int32_t ch
     }
 }
 
+/* The weights weight[c * len + k] of `channels` channels widened tile by tile (widen_rows: per tile and group g of
+   four inputs, word 2c + j holds the weights of inputs 4g + j and 4g + j + 2 of the tile's channel c). */
+static void widen(int16_t *wide, const int8_t *weight, int32_t len, int32_t channels)
+{
+    for (int32_t c = 0; c < channels; ++c) {
+        for (int32_t k = 0; k < len; ++k) {
+            wide[c / 4 * 4 * len + 16 * (k / 4) + 2 * (2 * (c % 4) + k % 2) + k % 4 / 2] = weight[c * len + k];
+        }
+    }
+}
+
 int main(void)
 {
     static int8_t x_store[LEN_MAX + 4], weight[CHANNELS_MAX * LEN_MAX];
     static int8_t stacked[CHANNELS_MAX * LEN_MAX] __attribute__((aligned(4)));
+    static int16_t wide[CHANNELS_MAX * LEN_MAX] __attribute__((aligned(4)));
     uint32_t state = 11;
     int32_t failures = 0, cases = 0;
-    /* each length with int32 biases, then int16 ones, per channel then per tensor; two fills each */
-    for (int32_t i = 0; i < 4 * 2 * LENGTHS; ++i) {
-        const int narrow = i / (2 * LENGTHS) % 2, per_tensor = i >= 4 * LENGTHS, all_min = i % 2;
+    /* each length with int32 biases, then int16 ones, per channel then per tensor, stacked then widened (the length
+       a multiple of 8 there); two fills each */
+    for (int32_t i = 0; i < 2 * 4 * 2 * LENGTHS; ++i) {
+        const int narrow = i / (2 * LENGTHS) % 2, per_tensor = i / (4 * LENGTHS) % 2, all_min = i % 2;
+        const int widened = i >= 8 * LENGTHS;
         const int32_t at = i / 2 % LENGTHS;
-        const int32_t len = at <= SWEEP_LEN_MAX / 4 ? 4 * at : LONG_LENGTHS[at - SWEEP_LEN_MAX / 4 - 1];
+        const int32_t any_len = at <= SWEEP_LEN_MAX / 4 ? 4 * at : LONG_LENGTHS[at - SWEEP_LEN_MAX / 4 - 1];
+        const int32_t len = widened ? any_len / 8 * 8 : any_len;
         const int32_t channels = 4 * (i % (CHANNELS_MAX / 4 + 1)), zero_point = i % 3 == 0 ? -128 : 127 - i % 200;
         const int8_t *x = x_store + i % 4;
         int32_t bias[CHANNELS_MAX], multiplier[CHANNELS_MAX];
@@ -56,7 +73,7 @@ int main(void)
         int8_t shift[CHANNELS_MAX], out[CHANNELS_MAX + GUARD], want[CHANNELS_MAX + GUARD];
         fill_s8(x_store, (int32_t)sizeof x_store, &state, all_min);
         fill_s8(weight, channels * len, &state, all_min);
-        for (int32_t c = 1; c < channels; c += 2) { /* the layout's bound: no borrow below -128 */
+        for (int32_t c = 1; !widened && c < channels; c += 2) { /* the stacked layout's bound: no borrow below -128 */
             for (int32_t k = 0; k < len; ++k) {
                 if (weight[(c - 1) * len + k] < 0 && weight[c * len + k] == -128) {
                     weight[c * len + k] = (int8_t)-127;
@@ -64,6 +81,7 @@ int main(void)
             }
         }
         stack(stacked, weight, len, channels);
+        widen(wide, weight, len, channels);
         draw_tile_constants(bias, bias16, multiplier, shift, CHANNELS_MAX, i, &state);
         for (int32_t c = 1; per_tensor && c < CHANNELS_MAX; ++c) { /* one multiplier and shift: channel 0's */
             multiplier[c] = multiplier[0];
@@ -81,7 +99,15 @@ int main(void)
             want[c] = (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
         }
         int32_t returned;
-        if (per_tensor) {
+        if (widened && per_tensor) {
+            returned = narrow
+                ? lp_fc_rows_w16x4_b16(out, x, wide, bias16, multiplier[0], shift[0], zero_point, len, channels / 4)
+                : lp_fc_rows_w16x4(out, x, wide, bias, multiplier[0], shift[0], zero_point, len, channels / 4);
+        } else if (widened) {
+            returned = narrow
+                ? lp_fc_tiles_w16x4_b16(out, x, wide, bias16, multiplier, shift, zero_point, len, channels)
+                : lp_fc_tiles_w16x4(out, x, wide, bias, multiplier, shift, zero_point, len, channels);
+        } else if (per_tensor) {
             returned = narrow
                 ? lp_fc_rows_s8x4_b16(out, x, stacked, bias16, multiplier[0], shift[0], zero_point, len, channels / 4)
                 : lp_fc_rows_s8x4(out, x, stacked, bias, multiplier[0], shift[0], zero_point, len, channels / 4);
@@ -95,8 +121,9 @@ int main(void)
             wrong |= out[c] != want[c];
         }
         if (wrong && failures++ < 8) {
-            printf("wrong case %ld (%s biases, per %s): %ld channels, length %ld, all at the minimum %d\n", (long)i,
-                   narrow ? "int16" : "int32", per_tensor ? "tensor" : "channel", (long)channels, (long)len, all_min);
+            printf("wrong case %ld (%s biases, per %s, %s): %ld channels, length %ld, all at the minimum %d\n", (long)i,
+                   narrow ? "int16" : "int32", per_tensor ? "tensor" : "channel", widened ? "widened" : "stacked",
+                   (long)channels, (long)len, all_min);
         }
         ++cases;
     }

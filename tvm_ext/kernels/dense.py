@@ -71,15 +71,42 @@ def stacked_weight(weight: te.Tensor, o, k) -> tirx.PrimExpr:
     return tirx.Select(o % 2 == 0, low, high.astype("int32") + tirx.Select(tirx.LT(low, zero), one, zero))
 
 
+WIDE_GROUP = 8
+"""Inputs per pass of the widened-rows MAC (`widen_rows`): a row's length a multiple of it."""
+
+
+def widens_rows(weight: np.ndarray) -> bool:
+    """Whether `widen_rows` takes ``weight`` [O, K] (int8): O a multiple of STACKED_TILE, K of WIDE_GROUP."""
+    return (weight.dtype == np.int8 and weight.ndim == 2 and weight.shape[0] % STACKED_TILE == 0
+            and weight.shape[1] % WIDE_GROUP == 0)
+
+
+def widen_rows(weight: np.ndarray) -> np.ndarray:
+    """TFLite's int8 weight [O, K] (`widens_rows`) as int16 [O / 4, K / 4, 16], the pairs SMLAD multiplies: per tile t
+    of STACKED_TILE channels and group g of four inputs, the word 2c + j (halves 2 (2c + j) and 2 (2c + j) + 1) holds
+    the weights of channel 4t + c at inputs 4g + j and 4g + j + 2
+    (`backends/cortex_m/helpers/templates/wide_mac.h.in`). Twice the int8 weights' bytes."""
+    units, depth = weight.shape
+    w = weight.astype(np.int16).reshape(units // STACKED_TILE, STACKED_TILE, depth // 4, 2, 2)  # [t, c, g, h, j]
+    return np.ascontiguousarray(w.transpose(0, 2, 1, 4, 3)).reshape(units // STACKED_TILE, depth // 4, 16)
+
+
+def widened_weight(weight: te.Tensor, o, k) -> tirx.PrimExpr:
+    """The weight of output channel ``o`` at input ``k`` as int32, from `widen_rows`' halves ``weight``."""
+    half = (o % STACKED_TILE * 2 + k % 2) * 2 + k % 4 // 2
+    return weight[o // STACKED_TILE, k // 4, half].astype("int32")
+
+
 def fully_connected_int8(
     data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor], *, input_zero_point: int,
     output: OutputStage, multiplier: Optional[te.Tensor] = None, shift: Optional[te.Tensor] = None,
     zero_point_in_bias: bool = False, paired_weights: bool = False, stacked_rows: bool = False,
-    units: Optional[int] = None,
+    widened_rows: bool = False, units: Optional[int] = None,
 ) -> te.Tensor:
     """data (N, K) int8, weight (O, K) int8 as TFLite stores it, bias int32[O] -> (N, O) int8; int16 data
     with int64 bias -> int16 (16x8). With ``paired_weights`` (int8 data) the weight is `pair_weights`' int32
-    words [O / 8, K, 4] of those values instead; with ``stacked_rows`` `stack_rows`' bytes [O / 4, K / 4, 16].
+    words [O / 8, K, 4] of those values instead; with ``stacked_rows`` `stack_rows`' bytes [O / 4, K / 4, 16]; with
+    ``widened_rows`` `widen_rows`' int16 [O / 4, K / 4, 16].
 
     With ``zero_point_in_bias`` the bias already holds ``- input_zero_point * sum_k weight[o, k]``
     (``fold_zero_point_into_bias``) and the kernel multiplies the raw int8 values.
@@ -92,7 +119,8 @@ def fully_connected_int8(
     window reads its whole 1x1 input (a classifier head over a pooled image) is this layer over that pixel."""
     output = output.per_channel(multiplier, shift)
     *lead, depth = (int(d) for d in data.shape)
-    rows = int(weight.shape[0]) * (PAIRED_TILE if paired_weights else STACKED_TILE if stacked_rows else 1)
+    rows = int(weight.shape[0]) * (PAIRED_TILE if paired_weights else
+                                   STACKED_TILE if stacked_rows or widened_rows else 1)
     units = rows if units is None else units
     accumulator = accumulator_dtype(data, output)
     k = te.reduce_axis((0, depth), "k")
@@ -100,6 +128,8 @@ def fully_connected_int8(
     def weight_at(o, k):
         if paired_weights:
             return paired_weight(weight, o, k)
+        if widened_rows:
+            return widened_weight(weight, o, k)
         return stacked_weight(weight, o, k) if stacked_rows else weight[o, k].astype(accumulator)
 
     def factor(row, k):

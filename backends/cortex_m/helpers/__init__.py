@@ -5,7 +5,7 @@ these modules name the helpers and list the templates a bundle defines:
 
 - `dual_mac_c`: the dual 16-bit MAC (SMLAD) on int8 and int16 inputs, one or two pixels per call
   (`dual_mac.h.in`), and the stacked-rows MAC of a FULLY_CONNECTED's stacked weights (`stacked_mac.h.in`, DSP
-  bundles only), after the word operations every MAC helper shares (`dsp_words.h.in`), with
+  bundles only) and the widened-rows MAC of its int16 weights (`wide_mac.h.in`, after it), after the word operations every MAC helper shares (`dsp_words.h.in`), with
   `dual_mac_q15_c` (a pixel pair's inputs widened once), `depthwise_mac_c` (the depthwise helper) and
   `row_dot_c` (the SVDF time product);
 - `requantize_small_c`: a MAC kernel's int8 requantization epilogue of a channel tile (DSP cores), and after it
@@ -46,7 +46,8 @@ from backends.cortex_m.helpers.copy_c import copy_helper_c, max_s8_helper_c
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_PAIR_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, FC_TILES_TEMPLATE,
-                                                  STACKED_MAC_TEMPLATE, dsp_template_c, mac_helpers_c)
+                                                  STACKED_MAC_TEMPLATE, WIDE_MAC_TEMPLATE, dsp_template_c,
+                                                  mac_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import fpu_float_c
 from backends.cortex_m.helpers.helium_c import (helium_float_c, helium_mac_helpers_c, helium_qlinear_c,
                                                helium_requantize_c)
@@ -58,10 +59,12 @@ from target.profile import Profile
 
 
 def cortex_m_helpers_c(prefix: str) -> str:
-    """Every Cortex-M helper's C definition for the bundle `prefix`: the MAC helpers, the stacked-rows MAC, the
+    """Every Cortex-M helper's C definition for the bundle `prefix`: the MAC helpers, the stacked-rows and widened-rows
+    MACs, the
     requantization epilogue's, the fused depthwise, convolution, fully connected and pixel-pair tiles (all of those), the copy,
     then the running maximum."""
-    return "\n".join([mac_helpers_c(prefix), dsp_template_c(STACKED_MAC_TEMPLATE, prefix), requantize_small_c(prefix),
+    return "\n".join([mac_helpers_c(prefix), dsp_template_c(STACKED_MAC_TEMPLATE, prefix),
+                      dsp_template_c(WIDE_MAC_TEMPLATE, prefix), requantize_small_c(prefix),
                       dsp_template_c(DEPTHWISE_TILES_TEMPLATE, prefix), dsp_template_c(CONV_TILES_TEMPLATE, prefix),
                       dsp_template_c(FC_TILES_TEMPLATE, prefix),
                       dsp_template_c(PAIR_TILES_TEMPLATE, prefix),

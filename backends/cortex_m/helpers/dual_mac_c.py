@@ -38,6 +38,9 @@ DUAL_MAC_TEMPLATE = "dual_mac.h.in"
 STACKED_MAC_TEMPLATE = "stacked_mac.h.in"
 """The stacked-rows MAC of a FULLY_CONNECTED's stacked weights (`tvm_ext.kernels.dense.stack_rows`): DSP bundles
 only (after the word operations), not in MAC_HELPER_TEMPLATES, whose list Helium bundles define too."""
+WIDE_MAC_TEMPLATE = "wide_mac.h.in"
+"""The widened-rows MAC of a FULLY_CONNECTED's int16 weights (`tvm_ext.kernels.dense.widen_rows`): DSP bundles only,
+after STACKED_MAC_TEMPLATE (its attributes)."""
 MAC_HELPER_TEMPLATES = (DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, DUAL_MAC_Q15_TEMPLATE, DEPTHWISE_MAC_TEMPLATE,
                         ROW_DOT_TEMPLATE)
 """The MAC helpers' templates in the order a bundle defines them: the word operations first."""
@@ -82,6 +85,13 @@ def fc_tiles_helper_name(prefix: str, bias: str) -> str:
     return bias_form(f"{prefix}_fc_tiles_s8x4", bias)
 
 
+def fc_tiles_wide_helper_name(prefix: str, bias: str, form: str) -> str:
+    """The C name of FC_TILES_TEMPLATE's fused helper over widened weights (`WIDE_MAC_TEMPLATE`'s layout) for biases
+    of type `bias` ("int32" or "int16") in the bundle `prefix`: per channel (`form` "tiles": `<prefix>_fc_tiles_w16x4`)
+    or per tensor ("rows": `<prefix>_fc_rows_w16x4`)."""
+    return bias_form(f"{prefix}_fc_{form}_w16x4", bias)
+
+
 def dual_mac_2px_helper_name(prefix: str) -> str:
     """The C name of the two-pixel helper (int8 inputs) in the bundle `prefix`."""
     return f"{prefix}_dual_mac_s8x2x4"
@@ -90,6 +100,11 @@ def dual_mac_2px_helper_name(prefix: str) -> str:
 def stacked_mac_helper_name(prefix: str) -> str:
     """The C name of the stacked-rows MAC (`STACKED_MAC_TEMPLATE`) in the bundle `prefix`."""
     return f"{prefix}_stacked_mac_s8x4"
+
+
+def wide_mac_helper_name(prefix: str) -> str:
+    """The C name of the widened-rows MAC (`WIDE_MAC_TEMPLATE`) in the bundle `prefix`."""
+    return f"{prefix}_wide_mac_s8x4"
 
 
 def dsp_template_options(prefix: str) -> dict[str, dict[str, str]]:

@@ -3,7 +3,9 @@ the helpers of `backends.cortex_m.helpers`.
 
 - `dual_mac`: CONV_2D / FULLY_CONNECTED reductions as the dual MAC (SMLAD), one or two pixels per call;
 - `stacked_mac`: an int8 FULLY_CONNECTED's reduction over weights the lowering stacked two channels to an int16
-  half (`KernelSchedules.stacked_rows`, DSP cores without MVE) as the stacked MAC, one call per four channels;
+  half (`KernelSchedules.stacked_rows`, DSP cores without MVE) as the stacked MAC, one call per four channels, or
+  over weights it widened to int16 SMLAD pairs (`KernelSchedules.widened_rows_pay`: where the model's such layers
+  pay the helpers and the flash holds them) as the widened MAC;
 - `depthwise_mac`: DEPTHWISE_CONV_2D reductions (and the choice among the MAC helpers); `row_dot`: an SVDF's
   time product;
 - `pixel_pairs`, `pair_q15`, `flat_pixels`: two output pixels per call (inside a padded image's interior, the
@@ -99,7 +101,7 @@ from backends.cortex_m.schedules.depthwise_spread import dsp_mac_replacement
 from backends.cortex_m.schedules.dsp_add import dsp_add_values
 from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
-from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls, one_pixel_rows_pay
+from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls, one_pixel_rows_pay, widened_rows_pay
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
 from backends.cortex_m.schedules.float_tiles import float_tiles_calls
 from backends.cortex_m.schedules.helium_add import helium_add_int8
@@ -319,6 +321,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         max_pool_runs=dsp_only,
         # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
         stacked_rows=dsp_only,
+        # ... widened to int16 where the model's layers pay the helpers and the flash holds them
+        widened_rows_pay=widened_rows_pay if dsp_only else None,
         int8_add=helium_add_int8 if has_mve(profile) else None,
         # the DSP cores' ADD and SUB from their operands' tabled values (measured on cortex-m4f; Helium keeps its own)
         int8_add_values=dsp_add_values if dsp_only else None,

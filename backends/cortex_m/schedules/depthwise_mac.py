@@ -23,7 +23,7 @@ from backends.cortex_m.schedules.dual_mac import (DUAL_MAC_CHANNELS, AccessOffse
                               mac_reduction, register_mac_helper)
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from backends.cortex_m.schedules.row_dot import row_dot_replacement
-from backends.cortex_m.schedules.stacked_mac import stacked_mac_replacement
+from backends.cortex_m.schedules.stacked_mac import stacked_mac_replacement, wide_mac_replacement
 
 DEPTHWISE_MAC_OP = "tvm_ext.depthwise_mac_s8x4"
 
@@ -75,11 +75,12 @@ def mac_helper_call(sch: s_tir.Schedule, block, loops: list, first_reduce: int,
 
 def mac_helper_replacement(realize: s_tir.SBlockRealize, loops: list,
                            outlined_depthwise: bool = False) -> Optional[s_tir.SBlockRealize]:
-    """The stacked-rows MAC's call block (``backends.cortex_m.schedules.stacked_mac``: a FULLY_CONNECTED's stacked
-    weights), else the dual MAC's (``backends.cortex_m.schedules.dual_mac``), else the depthwise helper's (the inlined one, or its
+    """The stacked-rows or the widened-rows MAC's call block (``backends.cortex_m.schedules.stacked_mac``: a
+    FULLY_CONNECTED's stacked or widened weights), else the dual MAC's (``backends.cortex_m.schedules.dual_mac``), else the depthwise helper's (the inlined one, or its
     out-of-line copy if ``outlined_depthwise``), else the row dot product's (``backends.cortex_m.schedules.row_dot``), computing what
     the For nodes ``loops`` around ``realize`` compute; None where none computes exactly that."""
-    return (stacked_mac_replacement(realize, loops) or dual_mac_replacement(realize, loops)
+    return (stacked_mac_replacement(realize, loops) or wide_mac_replacement(realize, loops)
+            or dual_mac_replacement(realize, loops)
             or depthwise_mac_replacement(realize, loops, outlined_depthwise) or row_dot_replacement(realize, loops))
 
 

@@ -10,19 +10,25 @@ inputs, then the four channels) becomes one call of `<prefix>_stacked_mac_s8x4(a
 update is `acc[.., o] += int32(x[.., k]) * stacked_weight(o, k)` (`tvm_ext.kernels.dense.stacked_weight`'s
 decoding) over int8 x read contiguously, the tile's first channel a multiple of four and its bytes one aligned run
 of the stacked layout. Integer sums in another order: bit-exact.
+
+Where the lowering widened the weights to int16 instead (`tvm_ext.kernels.dense.widen_rows`, the flash holding them:
+`KernelSchedules.widened_rows_pay`), the update is ``acc[.., o] += int32(x[.., k]) * int32(w)`` over the int16 halves
+the widened-rows MAC reads (`backends/cortex_m/helpers/templates/wide_mac.h.in`: 15 instructions per 16 MACs), and
+such a tile becomes one call of ``<prefix>_wide_mac_s8x4(acc, x, w, K)``, K a multiple of WIDE_GROUP.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, stacked_mac_helper_name
+from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, stacked_mac_helper_name, wide_mac_helper_name
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, channel_tile,
                                                 helper_call_block, int8_data_update, register_mac_helper)
+from tvm_ext.kernels.dense import WIDE_GROUP
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 
 STACKED_MAC_OP = "tvm_ext.stacked_mac_s8x4"
@@ -33,6 +39,9 @@ STACKED_MAC_ACCESS = HelperAccess((
 ))
 """The call (acc, x, w, len): acc[c] for c < 4, x[k] for k < len, w[j] for j < 4 len."""
 register_mac_helper(STACKED_MAC_OP, stacked_mac_helper_name, STACKED_MAC_ACCESS)
+WIDE_MAC_OP = "tvm_ext.wide_mac_s8x4"
+"""The widened-rows MAC's call (acc, x, w, len), w int16: the same elements as STACKED_MAC_ACCESS."""
+register_mac_helper(WIDE_MAC_OP, wide_mac_helper_name, STACKED_MAC_ACCESS)
 
 
 def _is_int(expr, value: int) -> bool:
@@ -69,29 +78,60 @@ def stacked_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Option
     stacked = _stacked_loads(update[2]) if update is not None and len(loops) == 2 else None
     if stacked is None:
         return None
-    store, data = update[:2]
     channel, low, high = stacked
+
+    def fits(offsets: AccessOffsets, base_w: int, point: list) -> bool:
+        k, c = point
+        first = offsets.value(channel, offsets.origin)  # a whole tile of the layout (its STACKED_TILE)
+        byte = base_w + 16 * (k // 4) + 4 * (2 * (c // 2) + k % 2) + 2 * (k % 4 // 2)
+        return (first % DUAL_MAC_CHANNELS == 0 and offsets.value(channel, point) == first + c
+                and offsets.offset(low, point) == byte and offsets.offset(high, point) == byte + 1)
+
+    return _row_call(STACKED_MAC_OP, realize, loops, update, low, 4, fits)
+
+
+def wide_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
+    """The widened-rows MAC's call block for ``loops`` (the loop of the K inputs, K a multiple of WIDE_GROUP, then the
+    unit-stride loop of DUAL_MAC_CHANNELS output channels) around ``realize``, or None where the update
+    ``acc += int32(x) * int32(w)`` over int16 w or its accesses do not fit `tvm_ext.kernels.dense.widen_rows`' layout
+    from a tile's first half (the module docstring)."""
+    update = int8_data_update(realize, loops, DUAL_MAC_CHANNELS)
+    half = _load_of(update[2], ("int16",)) if update is not None and len(loops) == 2 else None
+    if half is None:
+        return None
+
+    def fits(offsets: AccessOffsets, base_w: int, point: list) -> bool:
+        k, c = point
+        return offsets.offset(half, point) == base_w + 16 * (k // 4) + 2 * (2 * c + k % 2) + k % 4 // 2
+
+    return _row_call(WIDE_MAC_OP, realize, loops, update, half, WIDE_GROUP, fits)
+
+
+def _row_call(op: str, realize: s_tir.SBlockRealize, loops: list, update: tuple, weight: TensorLoad, group: int,
+              fits: Callable[[AccessOffsets, int, list], bool]) -> Optional[s_tir.SBlockRealize]:
+    """The call block of the one-row MAC ``op`` (acc, x, w, len) for ``loops`` around ``realize`` whose ``update``
+    (`int8_data_update`'s) reads the re-laid-out ``weight``: len a multiple of ``group``, the tile's first weight
+    element a multiple of 4 (a word of int8, two of int16: LDM's alignment), and at the points (input k, channel c)
+    about the row's ends the input x[k], the accumulator acc[c] and the weights where ``fits`` (given the offsets,
+    the first weight element and the point); else None."""
+    store, data = update[:2]
     length = int(loops[0].extent)
-    if length % 4:
+    if length % group:
         return None
     bindings = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
     inner = [loop.loop_var for loop in loops]
     offsets = AccessOffsets(bindings, inner)
     try:
-        first = offsets.value(channel, offsets.origin)
-        base_w, base_x, base_acc = (offsets.offset(a, offsets.origin) for a in (low, data, store))
-        if first % DUAL_MAC_CHANNELS or base_w % 4:  # a whole tile of the layout (its STACKED_TILE), aligned
+        base_w, base_x, base_acc = (offsets.offset(a, offsets.origin) for a in (weight, data, store))
+        if base_w % 4:
             return None
-        for k in sorted({*range(min(length, 8)), *range(length - 4, length)}):
+        for k in sorted({*range(min(length, 2 * group)), *range(length - group, length)}):
             for c in range(DUAL_MAC_CHANNELS):
                 point = [k, c]
-                byte = base_w + 16 * (k // 4) + 4 * (2 * (c // 2) + k % 2) + 2 * (k % 4 // 2)
-                if (offsets.value(channel, point) != first + c or offsets.offset(low, point) != byte
-                        or offsets.offset(high, point) != byte + 1 or offsets.offset(data, point) != base_x + k
+                if (not fits(offsets, base_w, point) or offsets.offset(data, point) != base_x + k
                         or offsets.offset(store, point) != base_acc + c):
                     return None
     except KeyError:
         return None  # an index form we do not evaluate: keep the scalar loop
-    reduction = MacReduction(store, data, low)
-    return helper_call_block(STACKED_MAC_OP, reduction, bindings, inner, [length],
-                             channel_tile(reduction, DUAL_MAC_CHANNELS))
+    reduction = MacReduction(store, data, weight)
+    return helper_call_block(op, reduction, bindings, inner, [length], channel_tile(reduction, DUAL_MAC_CHANNELS))

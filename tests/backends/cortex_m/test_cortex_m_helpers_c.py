@@ -27,7 +27,7 @@ from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_MAC_TEMPLATE, D
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, DSP_WORDS_TEMPLATE,
                                                   DUAL_MAC_TEMPLATE, FC_TILES_TEMPLATE, STACKED_MAC_TEMPLATE,
-                                                  dsp_template_c)
+                                                  WIDE_MAC_TEMPLATE, dsp_template_c)
 from backends.cortex_m.helpers.dual_mac_interleaved_c import (DUAL_MAC_INTERLEAVED16_TEMPLATE,
                                                              DUAL_MAC_INTERLEAVED_TEMPLATE)
 from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
@@ -140,6 +140,8 @@ UNIT_TESTS_BY_HELPER = [
     DUAL_MAC,
     HelperUnitTest("dual_mac_q15", (DSP_WORDS_TEMPLATE, DUAL_MAC_Q15_TEMPLATE)),
     HelperUnitTest("stacked_mac", (DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE)),
+    # the widened-rows MAC (int16 weight pairs, twelve registers) against the plain sums
+    HelperUnitTest("wide_mac", (DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE, WIDE_MAC_TEMPLATE)),
     DEPTHWISE_MAC,
     # the depthwise MAC of a depth multiplier above 1 (one or two inputs a tap) against the plain sums
     HelperUnitTest("depthwise_spread", (DSP_WORDS_TEMPLATE, DEPTHWISE_SPREAD_TEMPLATE)),
@@ -240,7 +242,7 @@ UNIT_TESTS_BY_HELPER = [
     # the DSP fused fully connected tiles (stacked MAC sums from the biases and epilogue) against the plain sums and
     # the scalar helpers
     HelperUnitTest("fc_tiles_s8x4", (*SCALAR_REQUANTIZE_SMALL, DSP_WORDS_TEMPLATE, STACKED_MAC_TEMPLATE,
-                                     REQUANTIZE_SMALL_TEMPLATE, FC_TILES_TEMPLATE),
+                                     WIDE_MAC_TEMPLATE, REQUANTIZE_SMALL_TEMPLATE, FC_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the Helium fused channel tiles (dual MAC and epilogue) against the plain loops and the scalar helpers
     HelperUnitTest("conv_tiles", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,

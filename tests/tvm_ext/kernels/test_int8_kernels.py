@@ -26,7 +26,7 @@ from tvm_ext.kernels.fixed_point import (
     multiply_by_quantized_multiplier,
     saturating_rounding_doubling_high_mul,
 )
-from tvm_ext.kernels.dense import pair_weights, stack_rows, stacks_rows
+from tvm_ext.kernels.dense import pair_weights, stack_rows, stacks_rows, widen_rows, widens_rows
 from tvm_ext.kernels.pool import average_of_sums, row_sums
 from tvm_ext.kernels.int8_tables import softmax_exp_table, softmax_pair_table
 from tvm_ext.kernels.quant_params import ActivationRange, add_params, quantize_multiplier, softmax_params
@@ -239,6 +239,18 @@ def test_fully_connected_of_stacked_weights_matches_reference():
     w[0, :4], w[1, :4], w[2, 4:8], w[3, 4:8], w[4, 8:12], w[5, 8:12] = -128, 127, 0, -128, -1, 127
     assert stacks_rows(w)
     _packed_fully_connected_matches_reference(rng, x, w, stack_rows(w), stacked_rows=True)
+
+
+def test_fully_connected_of_widened_weights_matches_reference():
+    """The kernel given `widen_rows`' int16 halves (the SMLAD pairs of four channels per group of four inputs) reads
+    every int8 weight back exactly: the same outputs as TFLite's on weights over the whole int8 range, -128 and 127
+    forced in (an odd channel's -128 over an even channel's negative weight too: no borrow in this layout); the
+    layout takes whole tiles of four channels over whole groups of eight inputs only."""
+    rng = _rng(6)
+    x, w = _int8(rng, (1, 40)), _int8(rng, (12, 40))
+    w[0, :4], w[1, :4], w[2, 4:8], w[3, 4:8], w[5, 8:16] = -128, -128, 127, -128, -1
+    assert widens_rows(w) and not widens_rows(w[:10]) and not widens_rows(w[:, :36])
+    _packed_fully_connected_matches_reference(rng, x, w, widen_rows(w), widened_rows=True)
 
 
 def test_weights_stack_only_where_the_layout_holds_them():

@@ -109,14 +109,14 @@ def _one_pixel_rows(ctx: LoweringContext, weight: np.ndarray, data: relax.Expr,
     whole tiles, whose sums the fused fully connected tiles requantize; padded channels would leave the kernel its
     loop) and the backend says they pay there (``LoweringContext.one_pixel_rows_pay``: the stacked rows' helper
     against the convolution's channel tiles, given every such convolution of the model, which share that helper:
-    ``_one_pixel_shapes``), else None. The layer then runs that kernel over the pixel (``fully_connected_int8`` of
+    ``one_pixel_shapes``), else None. The layer then runs that kernel over the pixel (``fully_connected_int8`` of
     NHWC data)."""
     if not ctx.stacked_rows or ctx.one_pixel_rows_pay is None or str(data.ty.dtype) != "int8" \
             or weight.dtype != np.int8 or _one_pixel_shape(conv) is None:
         return None
     rows = np.ascontiguousarray(weight[0, 0].T)  # [O, K]
     if not stacks_rows(rows) or not ctx.one_pixel_rows_pay(int(rows.shape[1]), int(rows.shape[0]),
-                                                          _one_pixel_shapes(ctx.graph)):
+                                                          one_pixel_shapes(ctx.graph)):
         return None
     return rows
 
@@ -137,7 +137,7 @@ def _one_pixel_shape(conv: relax.Call) -> Optional[tuple[int, int]]:
 _SHAPES: "weakref.WeakKeyDictionary[Graph, tuple[tuple[int, int], ...]]" = weakref.WeakKeyDictionary()
 
 
-def _one_pixel_shapes(graph: Graph) -> tuple[tuple[int, int], ...]:
+def one_pixel_shapes(graph: Graph) -> tuple[tuple[int, int], ...]:
     """(input channels, output channels) of each conv2d of ``graph`` whose 1x1 window reads its whole input of one
     pixel (``_one_pixel_shape``), in order: the model's candidates for the stacked rows, read once per graph."""
     if graph not in _SHAPES:

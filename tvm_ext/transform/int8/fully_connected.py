@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass
 from typing import Optional, Union
 
 import numpy as np
+import tvm
 from tvm import relax
 
 from ...kernels import fully_connected_int8
-from ...kernels.dense import PAIRED_TILE, STACKED_TILE, stacks_rows
+from ...kernels.dense import PAIRED_TILE, STACKED_TILE, WIDE_GROUP, stacks_rows, widens_rows
 from ...kernels.quant_params import conv_multipliers, fully_connected_multiplier
+from .conv import one_pixel_shapes
+from .graph import Graph
 from .lowering import Lowering, LoweringContext, Mismatch
 from .mac import MacKernel, MacPattern, padded_channels
 from .patterns import ends_float_operator, float_operator_mismatch
@@ -34,12 +39,13 @@ def match(quantize: relax.Call, ctx: LoweringContext) -> Union[MacKernel, Mismat
     # the weights the kernel takes (zero rows past the channels): whether they pair or stack
     tiled = weight_values if padded_units is None else np.pad(
         weight_values, ((0, padded_units - weight_values.shape[0]), (0, 0)))
+    widened = _widens(tiled, data.tensor, operands.core, ctx)
     return MacKernel("FULLY_CONNECTED", operands.core, fully_connected_int8, data.tensor, data.quant.zero_point,
                      weight_values, operands.bias, multipliers, shifts, out.quant.zero_point, out.activation,
                      ctx.rounding, channel_axis=0, folds_zero_point=True,
                      paired_weights=ctx.paired_weights and _pairs(tiled, data.tensor),
-                     stacked_rows=ctx.stacked_rows and _stacks(tiled, data.tensor),
-                     padded_units=padded_units)
+                     stacked_rows=ctx.stacked_rows and not widened and _stacks(tiled, data.tensor),
+                     widened_rows=widened, padded_units=padded_units)
 
 
 def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
@@ -75,6 +81,75 @@ def _stacks(weight: np.ndarray, data: relax.Expr) -> bool:
     output channels (the profile's tile: a kernel of fewer is not tiled, `tvm_ext.schedule.kernel_schedule`, so
     its stacked weights would reach no helper)."""
     return _one_int8_row(data) and stacks_rows(weight) and weight.shape[0] >= STACKED_TILE
+
+
+def _widens(weight: np.ndarray, data: relax.Expr, layer: relax.Call, ctx: LoweringContext) -> bool:
+    """Whether the kernel (``layer``) takes its weights widened to int16 (`tvm_ext.kernels.dense.widen_rows`): one
+    row of int8 data (the widened-rows MAC's call has one), weights the layout takes (`widens_rows`) of at least one
+    tile, the backend's price paid by the model's such layers (``LoweringContext.widened_rows_pay``: they share the
+    helpers; the price higher where some stacked rows stay, whose helpers the bundle then holds too) and the flash
+    holding the extra byte per weight of every one of them (``LoweringContext.flash_budget``, all together or none,
+    at the first one's ask, each under a key of its own (`WidenedRows`), apart from any other bytes granted its
+    layer: a model whose flash refuses them keeps the stacked form)."""
+    if ctx.widened_rows_pay is None or not (_one_int8_row(data) and widens_rows(weight)
+                                            and weight.shape[0] >= STACKED_TILE):
+        return False
+    layers, stacked_rows = _one_row_layers(ctx.graph)
+    if not ctx.widened_rows_pay(sum(macs for _, macs, _ in layers), stacked_rows or _one_pixel_rows(ctx)):
+        return False
+    return ctx.flash_budget.grants_each([(WidenedRows(call), extra) for call, _, extra in layers]
+                                        + [(WidenedRows(layer), int(weight.size))])
+
+
+@dataclass(frozen=True)
+class WidenedRows:
+    """The flash budget's key of a layer's widened weights' extra bytes (``FlashBudget``): apart from the layer's own
+    key, which its padded channels' bytes take (``_padded_units``)."""
+
+    layer: relax.Call
+
+    def __hash__(self) -> int:
+        return hash(("widened_rows", self.layer))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WidenedRows) and other.layer.same_as(self.layer)
+
+
+def _one_pixel_rows(ctx: LoweringContext) -> bool:
+    """Whether some CONV_2D of one pixel's 1x1 window may run as stacked rows (``conv.one_pixel_shapes`` paying
+    ``LoweringContext.one_pixel_rows_pay``): the bundle then holds the stacked helpers beside the widened ones."""
+    if ctx.one_pixel_rows_pay is None or not ctx.stacked_rows:
+        return False
+    shapes = one_pixel_shapes(ctx.graph)
+    return any(ctx.one_pixel_rows_pay(depth, units, shapes) for depth, units in shapes)
+
+
+_LAYERS: "weakref.WeakKeyDictionary[Graph, tuple[tuple[tuple[relax.Call, int, int], ...], bool]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _one_row_layers(graph: Graph) -> tuple[tuple[tuple[relax.Call, int, int], ...], bool]:
+    """(the call, its MACs, its widened weights' extra bytes: K times O padded to whole tiles) of each of ``graph``'s
+    matmuls of one row of K inputs, K a multiple of WIDE_GROUP, by weights of at least STACKED_TILE output channels:
+    the model's FULLY_CONNECTED layers the widened rows may take (the types not asked); and whether some such
+    matmul's K is a multiple of 4 only (its rows stay stacked). Read once per graph."""
+    if graph not in _LAYERS:
+        matmul = tvm.ir.Op.get("relax.matmul")
+        layers, stacked = [], False
+        for binding in graph.bindings:
+            call = binding.value
+            if not (isinstance(call, relax.Call) and call.op.same_as(matmul)):
+                continue
+            data, weight = (list(arg.ty.shape) for arg in call.args[:2])
+            shape = [getattr(d, "value", None) for d in data + weight]
+            if len(data) != 2 or len(weight) != 2 or shape[0] != 1 or None in shape or shape[3] < STACKED_TILE:
+                continue
+            depth, units = shape[1], shape[3]
+            if depth % WIDE_GROUP == 0:
+                layers.append((call, depth * units, depth * -(-units // STACKED_TILE) * STACKED_TILE))
+            stacked = stacked or (depth % 4 == 0 and depth % WIDE_GROUP != 0)
+        _LAYERS[graph] = (tuple(layers), stacked)
+    return _LAYERS[graph]
 
 
 def _one_int8_row(data: relax.Expr) -> bool:

@@ -84,6 +84,11 @@ class LoweringContext:
     stacked_rows: bool = False
     """Whether int8 FULLY_CONNECTED kernels of one input row take stacked weights (``tvm_ext.kernels.dense.stack_rows``)
     where the weights allow it."""
+    widened_rows_pay: Optional[Callable[[int, bool], bool]] = None
+    """Whether int8 FULLY_CONNECTED kernels of one input row take their weights widened to int16
+    (``tvm_ext.kernels.dense.widen_rows``) where the weights allow it and ``flash_budget`` grants each layer's extra
+    byte per weight, given the MACs of the model's layers the layout may take and whether stacked rows stay beside
+    them (``backends.backend.KernelSchedules.widened_rows_pay``; None: never)."""
     conv_weight_length: Optional[Callable[[int, int, int, bool], int]] = None
     """Each output channel's int8 CONV_2D weight length for a window (KH, KW, I), padded or not
     (``backends.backend.KernelSchedules.conv_weight_length``; None: KH * KW * I)."""

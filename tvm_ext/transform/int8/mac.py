@@ -11,7 +11,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op
 
 from ...kernels import OutputStage, Rounding, WeightLayout
-from ...kernels.dense import pair_weights, stack_rows
+from ...kernels.dense import pair_weights, stack_rows, widen_rows
 from ...kernels.fixed_point import (INT32_MAX, fits_small_input, high_mul_16x8_multipliers, largest_centered,
                                     reduce_16x8_multipliers, shifts_right_only)
 from ...kernels.quant_params import ActivationRange
@@ -72,6 +72,9 @@ class MacKernel:
     # FULLY_CONNECTED only: the kernel takes ``weight`` as `stack_rows`' bytes where it multiplies raw int8 inputs
     # (the zero point folded into the bias, or 0) (`LoweringContext.stacked_rows`).
     stacked_rows: bool = False
+    # FULLY_CONNECTED only: the kernel takes ``weight`` as `widen_rows`' int16 halves where it multiplies raw int8
+    # inputs, as ``stacked_rows`` (`LoweringContext.widened_rows`; the flash budget granted their extra bytes).
+    widened_rows: bool = False
     # CONV_2D with ``weight_layout`` OHWI_PADDED only: each output channel's weights, zeros after its window
     # (`LoweringContext.conv_weight_length`).
     weight_length: Optional[int] = None
@@ -145,6 +148,9 @@ class MacKernel:
             words = pair_weights(weight.reshape(weight.shape[0], -1))
             weight_constant = relax.const(words.reshape(words.shape[0], *weight.shape[1:], words.shape[-1]))
             layout = {"paired_weights": True}
+        elif self.widened_rows and (folded is not None or self.input_zero_point == 0):
+            weight_constant = relax.const(widen_rows(weight))
+            layout = {"widened_rows": True}
         elif self.stacked_rows and (folded is not None or self.input_zero_point == 0):
             weight_constant = relax.const(stack_rows(weight))
             layout = {"stacked_rows": True}

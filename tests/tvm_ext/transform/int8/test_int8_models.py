@@ -20,7 +20,7 @@ from tvm.ir.expr import Constant
 from backends.backend import KernelSchedules
 from conftest import models_dir
 from tvm_ext.frontend import import_model
-from tvm_ext.layers import Layers, bindings_of
+from tvm_ext.layers import Layers, bindings_of, constant_bytes
 from tvm_ext.transform import LowerQuantizedToInteger
 
 NUM_INPUTS = 20
@@ -172,6 +172,33 @@ def _widened_depthwise_constants(mod: tvm.IRModule) -> int:
 
 KWS_CONSTANT_BYTES = 29_048
 KWS_DEPTHWISE_WEIGHTS = 3 * 3 * 64  # each of its four 3x3 DEPTHWISE_CONV_2D's int8 weights (bytes)
+
+
+AD01_ROW_WEIGHTS = 264_192  # ad01_int8's ten one-row FULLY_CONNECTED layers' int8 weights (bytes; its MACs)
+
+
+def _widened_row_constants(mod: tvm.IRModule) -> int:
+    """How many int16 constants of rank 3 (`widen_rows`' halves [O / 4, K / 4, 16]) main's kernel calls read."""
+    return sum(1 for binding in bindings_of(mod["main"]) if isinstance(binding.value, relax.Call)
+               for args in binding.value.args if isinstance(args, relax.Tuple) for arg in args.fields
+               if isinstance(arg, Constant) and hasattr(arg.value, "numpy")
+               and str(arg.value.numpy().dtype) == "int16" and arg.value.numpy().ndim == 3
+               and arg.value.numpy().shape[-1] == 16)
+
+
+@pytest.mark.parametrize("spare_bytes, widened", [(None, 10), (AD01_ROW_WEIGHTS, 10), (AD01_ROW_WEIGHTS - 1, 0)])
+def test_fully_connected_rows_widen_all_together_while_the_flash_holds_them(spare_bytes, widened):
+    """ad01_int8 with widened rows asked for (a price every model pays): its ten one-row FULLY_CONNECTED layers take
+    int16 weights where the flash beyond the model's constants holds the extra byte per weight of all of them (no
+    limit, or exactly their bytes), none a byte less (all or none). Their
+    bit-exactness under QEMU: tests/backends/cortex_m/test_wide_mac.py."""
+    path = models_dir() / "mlperf_tiny/ad01_int8.tflite"
+    mod = import_model(path).mod
+    flash_bytes = None if spare_bytes is None else constant_bytes(mod["main"]) + spare_bytes
+    widening = KernelSchedules(output_channel_tile=4, float_channel_tiles=(), mac=None, stacked_rows=True,
+                               widened_rows_pay=lambda macs, stacked_too: macs == AD01_ROW_WEIGHTS)
+    lowered = LowerQuantizedToInteger(model_name=path.name, schedules=widening, flash_bytes=flash_bytes)(mod)
+    assert _widened_row_constants(lowered) == widened
 
 
 @pytest.mark.parametrize("flash_bytes, widened", [
