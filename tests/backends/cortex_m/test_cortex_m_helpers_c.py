@@ -298,7 +298,6 @@ ASM_UNIT_TESTS = [unit for unit in UNIT_TESTS_BY_HELPER
                   if any("__asm__" in unit.template_c(template, PREFIX) for template in unit.templates)]
 RESERVED_REGISTERS_KNOWN_FAILURES = {
     "pair_tiles": "its assembly blocks take 13 registers (fails with r7 and r9 both reserved)",
-    "dual_mac_interleaved16": "its LDM group takes 13 registers (fails with r7 and r9 both reserved; it names no r9)",
 }
 """Helpers found not to compile so (session 15), left for their owners: expected to fail until fixed (strict)."""
 
