@@ -6,7 +6,7 @@
  * the whole int8 and int16 ranges (-128, 127, -32768, 32767 forced in) and all at the minimum (the largest
  * products); each accumulator gains its sum and keeps what it held. lp_dual_mac_s8x4 also with its rows and row
  * length literal at the call, as a kernel passes them (below 64 its C loop, from 64 its assembly loop, as with a
- * length known only at run time). Built by tests/test_cortex_m_helpers_c.py
+ * length known only at run time), and with channel strides literal about the assembly's immediate offsets' limits. Built by tests/test_cortex_m_helpers_c.py
  * on the host (the portable C), for cortex-m4f under QEMU (SXTB16, PKHBT/PKHTB, SMLAD) and, with the Helium
  * helpers (helium_dual_mac.h.in), for cortex-m55 under QEMU (VLDRB, VMLADAVA, VCTP). */
 #include <stdint.h>
@@ -16,6 +16,7 @@
 #include "dual_mac.h"
 
 #define BUFFER 512 /* elements: past the farthest one any case reads (under 430) */
+#define FAR_BUFFER 14000 /* weights of channel strides the assembly loop cannot take as three immediates */
 
 /* Whether the n accumulators of got equal those of expected. */
 static int same(const int32_t *got, const int32_t *expected, int32_t n)
@@ -28,26 +29,28 @@ static int same(const int32_t *got, const int32_t *expected, int32_t n)
     return 1;
 }
 
-/* lp_dual_mac_s8x4 on x8 and w with ROWS and ROW_LEN literal at the call (and strides from them) against the
-   plain loop; adds 1 to failures when they differ. */
-#define CHECK_KNOWN_LENGTH(ROWS, ROW_LEN)                                                                        \
+/* lp_dual_mac_s8x4 on x8 and the weights W with ROWS, ROW_LEN and the channel stride W_STRIDE literal at the call
+   (the row stride from ROW_LEN) against the plain loop; adds 1 to failures when they differ. */
+#define CHECK_KNOWN(ROWS, ROW_LEN, W_STRIDE, W)                                                                   \
     do {                                                                                                          \
         int32_t got[4], expected[4];                                                                              \
         for (int32_t c = 0; c < 4; ++c) {                                                                         \
             got[c] = expected[c] = start_value(c);                                                                \
         }                                                                                                         \
-        plain_window_mac(expected, x8 + 1, NULL, w + 2, (ROW_LEN) + 3, (ROW_LEN) + 1, ROWS, ROW_LEN);             \
-        if (lp_dual_mac_s8x4(got, x8 + 1, w + 2, (ROW_LEN) + 3, (ROW_LEN) + 1, ROWS, ROW_LEN) != 0                \
+        plain_window_mac(expected, x8 + 1, NULL, (W) + 2, (ROW_LEN) + 3, W_STRIDE, ROWS, ROW_LEN);                \
+        if (lp_dual_mac_s8x4(got, x8 + 1, (W) + 2, (ROW_LEN) + 3, W_STRIDE, ROWS, ROW_LEN) != 0                   \
             || !same(got, expected, 4)) {                                                                         \
             failures += 1;                                                                                        \
-            printf("wrong s8x4 of a known length: %d rows of %d\n", ROWS, ROW_LEN);                               \
+            printf("wrong s8x4 of a known length: %d rows of %d, channel stride %d\n", ROWS, ROW_LEN, W_STRIDE);   \
         }                                                                                                         \
         cases += 1;                                                                                               \
     } while (0)
+/* The same with the channel stride ROW_LEN + 1 on w. */
+#define CHECK_KNOWN_LENGTH(ROWS, ROW_LEN) CHECK_KNOWN(ROWS, ROW_LEN, (ROW_LEN) + 1, w)
 
 int main(void)
 {
-    static int8_t x8[BUFFER], w[BUFFER];
+    static int8_t x8[BUFFER], w[BUFFER], w_far[FAR_BUFFER];
     static int16_t x16[BUFFER];
     uint32_t state = 1;
     int32_t cases = 0, failures = 0;
@@ -93,6 +96,13 @@ int main(void)
         CHECK_KNOWN_LENGTH(2, 63);
         CHECK_KNOWN_LENGTH(2, 64);
         CHECK_KNOWN_LENGTH(1, 101);
+        /* channel strides literal at the call: three of them an immediate offset (<= 4095), one (<= 4095), none */
+        fill_s8(w_far, FAR_BUFFER, &state, all_min);
+        CHECK_KNOWN(2, 64, 1365, w_far);
+        CHECK_KNOWN(2, 67, 1366, w_far);
+        CHECK_KNOWN(1, 64, 4095, w_far);
+        CHECK_KNOWN(2, 66, 4096, w_far);
+        CHECK_KNOWN(1, 70, 4500, w_far);
     }
     if (failures != 0) {
         return 1;
