@@ -120,11 +120,12 @@ def test_pixel_pairs_of_partial_channel_tiles_are_one_fused_call_bit_exactly(tmp
 
 @needs_cross_tools
 def test_a_layer_whose_calls_pay_takes_the_partial_tiles_and_a_small_one_keeps_its_loop_bit_exactly(tmp_path):
-    """A 1x1 convolution of 3 -> 7 channels over 24x28 pixels: each pixel's tiles one fused call, the last tile of
+    """A 1x1 convolution of 5 -> 7 channels over 24x28 pixels (over 1-4 input channels the pointwise helper takes
+    it: `pointwise_few`): each pixel's tiles one fused call, the last tile of
     fewer channels inside it (its 672 calls pay the inlined code: `conv_tiles.partial_tiles_pay`); at stride 2 (168
     pixels) they do not, and the layer keeps its tiles' loop and scalar epilogue under the channel test."""
     kernels = kernels_bit_exact_everywhere(tmp_path, "partial_price",
-                                           _model((1, 24, 28, 3), [Conv(1, out_channels=7), Conv(1, 2, out_channels=7)]))
+                                           _model((1, 24, 28, 5), [Conv(1, out_channels=7), Conv(1, 2, out_channels=7)]))
     convolutions = {name: "\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name}
     (large,) = (body for name, body in convolutions.items() if "_24x28x7" in name)
     (small,) = (body for name, body in convolutions.items() if "_12x14x7" in name)
@@ -158,12 +159,12 @@ def _conv_then_leaky_relu_model(shape: tuple[int, ...], out_channels: int, seed:
 
 
 @needs_cross_tools
-@pytest.mark.parametrize("shape", [(1, 24, 28, 3), (1, 5, 8, 16)], ids=["one_pixel_tiles", "pixel_pairs"])
+@pytest.mark.parametrize("shape", [(1, 24, 28, 5), (1, 5, 8, 16)], ids=["one_pixel_tiles", "pixel_pairs"])
 def test_partial_channel_tiles_with_a_table_after_them_keep_their_loop_bit_exactly(tmp_path, shape):
     """A LEAKY_RELU fused into a convolution of 7 output channels makes its padded tile's epilogue a requantization
     and a table lookup: the partial tiles store requantized values only (`DSP_UNTABLED_EPILOGUE`), so such a layer
     keeps its tiles' loop, where the schedule had looked up a table helper it has not (the compile failed), in the
-    shapes whose partial one-pixel tiles pay (24x28x3) and whose pixels pair (5x8x16)."""
+    shapes whose partial one-pixel tiles pay (24x28x5) and whose pixels pair (5x8x16)."""
     kernels = kernels_bit_exact_everywhere(tmp_path, "partial_table", _conv_then_leaky_relu_model(shape, 7))
     (body,) = ("\n".join(body) for name, body in kernels.items() if "_conv_2d_" in name)
     assert "_tiles_part_s8" not in body and GUARDED_EPILOGUE.search(body), body
