@@ -338,7 +338,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         few_channel_depthwise=few_channel_depthwise if dsp_only else None,
         # the DSP cores' dual MAC computes whole tiles of four channels: a FULLY_CONNECTED or CONV_2D of other
         # channel counts pads them (measured on cortex-m4f; Helium keeps its scalar loop until measured)
-        dense_unit_tile=4 if dsp_only else 0,
+        dense_unit_tile=4 if has_dsp_extension(profile) else 0,
         # ... a layer of one output row (a one-pixel convolution, a few-output FULLY_CONNECTED) too, where its MACs pay
         # the padded kernel's code
         one_row_padding_pays=one_row_padding_pays if dsp_only else None,
