@@ -39,14 +39,14 @@ def _output_size(size: int, kernel: int, stride: int, dilation: int, padding: in
     return -(-size // stride) if padding == SAME else (size - reach) // stride + 1
 
 
-def _depthwise_model(seed: int = 30) -> bytes:
-    """One int8 input [1, 7, 6, C] (zero point -3) per C of CHANNELS and, on each, one DEPTHWISE_CONV_2D per
-    case of CASES, each a model output."""
+def _depthwise_model(seed: int = 30, channel_counts: tuple[int, ...] = CHANNELS, cases: list = CASES) -> bytes:
+    """One int8 input [1, 7, 6, C] (zero point -3) per C of ``channel_counts`` and, on each, one DEPTHWISE_CONV_2D
+    per case of ``cases``, each a model output."""
     rng = np.random.default_rng(seed)
-    inputs = [Tensor(f"input{c}", (1, *IMAGE, c), "int8", Quantization((0.05,), (-3,))) for c in CHANNELS]
-    model = Model(inputs, [], tuple(range(len(CHANNELS))), ())
-    for source, channels in enumerate(CHANNELS):
-        for index, (kernel, stride, dilation, padding, multiplier) in enumerate(CASES):
+    inputs = [Tensor(f"input{c}", (1, *IMAGE, c), "int8", Quantization((0.05,), (-3,))) for c in channel_counts]
+    model = Model(inputs, [], tuple(range(len(channel_counts))), ())
+    for source, channels in enumerate(channel_counts):
+        for index, (kernel, stride, dilation, padding, multiplier) in enumerate(cases):
             out_channels = channels * multiplier
             scales = tuple(0.004 + 0.001 * (o % 5) for o in range(out_channels))
             size = [_output_size(s, kernel, stride, dilation, padding) for s in IMAGE]
@@ -92,6 +92,20 @@ def test_helium_depthwise_takes_16_channel_tiles_and_stays_bit_exact(tmp_path):
     assert not re.search(r"_depthwise_(?:mac|box|pad)_s8x16\(.*, (16|8)\);", kernels), kernels
     assert "_depthwise_mac_s8x4(" in kernels  # 12 channels: the four-channel helper
     host_selftest_passes(bundle.out_dir)  # the same C on the host: the helpers' portable sums
+
+
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_helium_depthwise_of_channels_no_tile_divides_takes_predicated_tiles_bit_exactly(tmp_path):
+    """30 and 10 channels (neither 16, 8 nor 4 divides them: a DS-CNN of width 30) take tiles of 15 and 10, the
+    16-lane helper's upper lanes predicated off (`helium_depthwise._predicated_tile`), a pixel's tiles one fused
+    call and a border pixel's one border call over every channel, where they had kept the scalar loop nest; bit for
+    bit on mps3-an547."""
+    model = _depthwise_model(10, (30, 10), [(3, 1, 1, SAME, 1), (3, 2, 1, SAME, 1)])
+    _, kernels = bit_exact_bundle(tmp_path, "predicated", model, "cortex-m55", "mps3-an547")
+    fused = {int(n) for n in re.findall(r"_depthwise_tiles(?:3x3)?_s8(?:_b16)?\(.*, (\d+)\);", kernels)}
+    border = {int(n) for n in re.findall(r"_depthwise_border(?:3x3)?_s8(?:_b16)?\(.*, -3, (\d+)\);", kernels)}
+    assert fused == {30, 10} and border == {30, 10}, (fused, border)
+    assert not re.search(r"acc\w*\[0\] = \(acc\w*\[0\] \+ ", kernels), kernels  # no scalar MAC left
 
 
 @pytest.mark.slow

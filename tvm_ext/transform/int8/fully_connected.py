@@ -60,7 +60,7 @@ def _padded_units(weight: np.ndarray, data: relax.Expr, layer: relax.Call,
     if weight.ndim != 2:
         return None
     padded = padded_channels(weight, data, tile)
-    if padded is None or weight.shape[0] >= tile:
+    if padded is None or (weight.shape[0] >= tile and not (ctx.every_one_row_priced and _one_int8_row(data))):
         return padded
     units, depth = (int(d) for d in weight.shape)
     pays = ctx.one_row_padding_pays is not None and ctx.one_row_padding_pays(depth, units, padded)
