@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from emulator.tools import missing_tools  # noqa: E402
+from test_dual_mac import bit_exact_on_cortex_m4f  # noqa: E402
 from tflite_builder import ModelBuilder, Options, Quantization, Tensor, build  # noqa: E402
-from tvm_ext.compile import compile  # noqa: E402
 
 SAME, VALID = 0, 1
 INPUT_QUANT = Quantization((0.05,), (-3,))
@@ -80,12 +80,8 @@ def _model(cases: tuple[Case, ...], seed: int = 0) -> bytes:
 def test_depthwise_runs_are_bit_exact_with_tflite_micro(tmp_path):
     if missing_tools():
         pytest.skip("needs arm-none-eabi-gcc and qemu-system-arm")
-    path = tmp_path / "depthwise_runs.tflite"
-    path.write_bytes(_model(RUNS + GENERIC))
-    bundle = compile(path, "cortex-m4f", tmp_path / "out")
-    selftest = bundle.selftest
-    assert selftest.passed and selftest.where.startswith("mps2-"), selftest.output
-    assert selftest.max_errors == (0,) * (len(RUNS) + len(GENERIC)), selftest.output
+    bundle = bit_exact_on_cortex_m4f(tmp_path, "depthwise_runs", _model(RUNS + GENERIC))
+    assert len(bundle.selftest.max_errors) == len(RUNS) + len(GENERIC)  # every case's output compared
     kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
     # each case of RUNS one kernel of phases and tile calls; the generic case none
     assert kernels.count("int8_t phase_w_ptr[") == len(RUNS), kernels

@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("tflite")
 pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference")
 from emulator.tools import missing_tools  # noqa: E402
+from test_dual_mac import bit_exact_on_cortex_m4f  # noqa: E402
 from tflite_builder import ModelBuilder, Options, Quantization, Tensor, build  # noqa: E402
-from tvm_ext.compile import compile  # noqa: E402
 
 INPUT_QUANT = Quantization((0.05,), (-3,))
 # (image height, width, input channels, output channels, stride)
@@ -49,11 +49,7 @@ def _model(cases, seed: int = 0) -> bytes:
 def test_pointwise_few_channel_convolutions_are_bit_exact_with_tflite_micro(tmp_path):
     if missing_tools():
         pytest.skip("needs arm-none-eabi-gcc and qemu-system-arm")
-    path = tmp_path / "pointwise.tflite"
-    path.write_bytes(_model(POINTWISE + OTHER))
-    bundle = compile(path, "cortex-m4f", tmp_path / "out")
-    selftest = bundle.selftest
-    assert selftest.passed and selftest.where.startswith("mps2-"), selftest.output
-    assert selftest.max_errors == (0,) * (len(POINTWISE) + len(OTHER)), selftest.output
+    bundle = bit_exact_on_cortex_m4f(tmp_path, "pointwise", _model(POINTWISE + OTHER))
+    assert len(bundle.selftest.max_errors) == len(POINTWISE) + len(OTHER)  # every case's output compared
     kernels = (bundle.out_dir / f"{bundle.plan.model}_kernels.c").read_text()
     assert kernels.count("_pointwise_few_s8(") == len(POINTWISE), kernels  # the stride-2 layer: another kernel
