@@ -33,6 +33,7 @@ from backends.cortex_m.helpers.row_dot_c import ROW_DOT_TEMPLATE
 
 DUAL_MAC_CHANNELS = 4  # output channels per call: four accumulators stay in registers beside the pointers
 DUAL_MAC_GROUP = 4  # inputs per SXTB16 word: a row's length past a multiple of this runs in the scalar loop
+WIDE_MAC_INPUTS = 8  # inputs per pass of wide_mac.h.in's loop (tvm_ext.kernels.dense.WIDE_GROUP: a test ties them)
 DSP_WORDS_TEMPLATE = "dsp_words.h.in"
 DUAL_MAC_TEMPLATE = "dual_mac.h.in"
 STACKED_MAC_TEMPLATE = "stacked_mac.h.in"

@@ -14,7 +14,7 @@ of the stacked layout. Integer sums in another order: bit-exact.
 Where the lowering widened the weights to int16 instead (`tvm_ext.kernels.dense.widen_rows`, the flash holding them:
 `KernelSchedules.widened_rows_pay`), the update is ``acc[.., o] += int32(x[.., k]) * int32(w)`` over the int16 halves
 the widened-rows MAC reads (`backends/cortex_m/helpers/templates/wide_mac.h.in`: 15 instructions per 16 MACs), and
-such a tile becomes one call of ``<prefix>_wide_mac_s8x4(acc, x, w, K)``, K a multiple of WIDE_GROUP.
+such a tile becomes one call of ``<prefix>_wide_mac_s8x4(acc, x, w, K)``, K a multiple of WIDE_MAC_INPUTS.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
-from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS, stacked_mac_helper_name, wide_mac_helper_name
+from backends.cortex_m.helpers.dual_mac_c import (DUAL_MAC_CHANNELS, WIDE_MAC_INPUTS, stacked_mac_helper_name,
+                                                 wide_mac_helper_name)
 from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, channel_tile,
                                                 helper_call_block, int8_data_update, register_mac_helper)
-from tvm_ext.kernels.dense import WIDE_GROUP
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 
 STACKED_MAC_OP = "tvm_ext.stacked_mac_s8x4"
@@ -91,8 +91,8 @@ def stacked_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Option
 
 
 def wide_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
-    """The widened-rows MAC's call block for ``loops`` (the loop of the K inputs, K a multiple of WIDE_GROUP, then the
-    unit-stride loop of DUAL_MAC_CHANNELS output channels) around ``realize``, or None where the update
+    """The widened-rows MAC's call block for ``loops`` (the loop of the K inputs, K a multiple of WIDE_MAC_INPUTS, then
+    the unit-stride loop of DUAL_MAC_CHANNELS output channels) around ``realize``, or None where the update
     ``acc += int32(x) * int32(w)`` over int16 w or its accesses do not fit `tvm_ext.kernels.dense.widen_rows`' layout
     from a tile's first half (the module docstring)."""
     update = int8_data_update(realize, loops, DUAL_MAC_CHANNELS)
@@ -104,7 +104,7 @@ def wide_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[
         k, c = point
         return offsets.offset(half, point) == base_w + 16 * (k // 4) + 2 * (2 * c + k % 2) + k % 4 // 2
 
-    return _row_call(WIDE_MAC_OP, realize, loops, update, half, WIDE_GROUP, fits)
+    return _row_call(WIDE_MAC_OP, realize, loops, update, half, WIDE_MAC_INPUTS, fits)
 
 
 def _row_call(op: str, realize: s_tir.SBlockRealize, loops: list, update: tuple, weight: TensorLoad, group: int,

@@ -18,8 +18,16 @@ pytest.importorskip("tflite_micro", reason="tflite-micro is the golden reference
 from test_dual_mac import OBJDUMP, _functions_with, _strict_build, bit_exact_on_cortex_m4f  # noqa: E402
 from tflite_models import fully_connected_model  # noqa: E402
 
+from backends.cortex_m.helpers.dual_mac_c import WIDE_MAC_INPUTS  # noqa: E402
 from backends.cortex_m.schedules.fc_tiles import widened_rows_pay  # noqa: E402
 from tvm_ext.compile import compile  # noqa: E402
+from tvm_ext.kernels.dense import WIDE_GROUP  # noqa: E402
+
+
+def test_the_helpers_pass_is_the_widened_layouts_group():
+    """The matcher (backends, which may not import tvm_ext.kernels: the package import rule) and the layout name the
+    group of inputs one pass of wide_mac.h.in reads each in its own constant: they must agree."""
+    assert WIDE_MAC_INPUTS == WIDE_GROUP
 
 
 @pytest.mark.skipif(shutil.which(OBJDUMP) is None, reason="arm-none-eabi binutils are not installed")
