@@ -2,7 +2,8 @@
  * sequence (the same run to run and on every core) with the int8 and int16 extremes forced in; the window cases
  * of the window MAC helpers and the plain sums they are checked against; the cases of the per-tensor fully
  * connected rows (Helium's and RV32's: test_fc_rows.c, test_riscv_fc_rows.c); the expected outputs of the
- * pixel-pair channel tiles (the DSP cores' and RV32's: test_pair_tiles.c, test_riscv_pair_tiles.c). */
+ * pixel-pair channel tiles (the DSP cores' and RV32's: test_pair_tiles.c, test_riscv_pair_tiles.c); the padded
+ * window sums of the depthwise tiles' border cases (test_depthwise_tiles_s8x4.c, test_riscv_depthwise_tiles.c). */
 #ifndef CORTEX_M_TEST_VALUES_H
 #define CORTEX_M_TEST_VALUES_H
 
@@ -119,6 +120,27 @@ static inline depthwise_layout depthwise_layout_of(int32_t tile, int32_t rows, i
     l.x_offset = (rows + cols + salt + layout) % 4;
     l.w_offset = (l.x_offset + 2) % 4;
     return l;
+}
+
+/* The window sum of channel c from `bias` over a rows x cols window of layout l whose taps (r, k) inside the box
+   (top, left, inside_rows x inside_cols; x its first tap) read the image and every other one `value` (the
+   padding's): weights int8 at w8, or int16 at w16 where w8 is NULL (the depthwise tiles' border tests, DSP and
+   RV32). */
+static inline int32_t padded_window_sum(const int8_t *x, const int8_t *w8, const int16_t *w16,
+                                        const depthwise_layout *l, int32_t rows, int32_t cols, int32_t top,
+                                        int32_t left, int32_t inside_rows, int32_t inside_cols, int32_t value,
+                                        int32_t c, int32_t bias)
+{
+    int32_t sum = bias;
+    for (int32_t r = 0; r < rows; ++r) {
+        for (int32_t k = 0; k < cols; ++k) {
+            const int inside = r >= top && r < top + inside_rows && k >= left && k < left + inside_cols;
+            const int32_t input = inside ? x[(r - top) * l->x_row_stride + (k - left) * l->x_col_stride + c] : value;
+            const int32_t at = r * l->w_row_stride + k * l->w_col_stride + c;
+            sum += input * (w8 != NULL ? w8[at] : w16[at]);
+        }
+    }
+    return sum;
 }
 
 /* Whether a helper call went wrong: it returned other than 0, or one of the n accumulators differs. */

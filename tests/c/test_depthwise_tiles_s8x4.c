@@ -67,14 +67,8 @@ static int8_t expected_border(const int8_t *x, const int16_t *w, const depthwise
                               int32_t value, int32_t c, int32_t bias, int32_t multiplier, int32_t shift,
                               int32_t zero_point)
 {
-    int32_t sum = bias;
-    for (int32_t r = 0; r < rows; ++r) {
-        for (int32_t k = 0; k < cols; ++k) {
-            const int inside = r >= top && r < top + inside_rows && k >= left && k < left + inside_cols;
-            const int32_t input = inside ? x[(r - top) * l->x_row_stride + (k - left) * l->x_col_stride + c] : value;
-            sum += input * w[r * l->w_row_stride + k * l->w_col_stride + c];
-        }
-    }
+    const int32_t sum = padded_window_sum(x, NULL, w, l, rows, cols, top, left, inside_rows, inside_cols, value, c,
+                                          bias);
     const int32_t requantized = lp_requantize_double_small(sum, multiplier, shift);
     return (int8_t)lp_saturate_int8((int32_t)((uint32_t)requantized + (uint32_t)zero_point));
 }

@@ -28,7 +28,8 @@ from tvm import tirx
 
 from backends.backend import KernelSchedules
 from backends.cortex_m.schedules.border_window import has_short_rows, window_buffer, windowed_border
-from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.cortex_m.schedules.conv_tiles import conv_tiles_calls, executions
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
 from backends.cortex_m.schedules.depthwise_tiles import depthwise_tiles_calls
 from backends.cortex_m.schedules.fc_rows import fc_rows_calls
@@ -44,12 +45,16 @@ from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_DEPTHWISE_TILE
 from target.profile import Profile
 
 
-FOUR_TILE_MIN_MACS = 12_000
-"""The fewest MACs (the reduction block's loop extents multiplied) at which a kernel takes the four-channel tile:
-measured on rv32imc it saves 2.7-4.2 instructions a MAC over one accumulator (a 3x3 convolution of 12 channels 7.9 ->
-4.4 a MAC, a 12-channel depthwise 13.7 -> 9.5, a FULLY_CONNECTED of 12 units 7.0 -> 4.3) for some 250-300 B more
-code a kernel, so at `code_price.INSTRUCTIONS_PER_BYTE` (100) it pays from about 300 * 100 / 2.5 MACs
-(kws_ref_model's 12-class head of 768 MACs: 2,264 fewer instructions for 70 more bytes, does not)."""
+FOUR_TILE_SAVED_PER_MAC = 2.5
+"""The instructions a MAC the four-channel tile saves over one accumulator, at the least (rv32imc: a 3x3
+convolution of 12 channels 7.9 -> 4.4 a MAC, a 12-channel depthwise 13.7 -> 9.5, a FULLY_CONNECTED of 12 units
+7.0 -> 4.3)."""
+FOUR_TILE_CODE_BYTES = 300
+"""The code a kernel's four-channel tile adds, at the most (250-300 B measured)."""
+FOUR_TILE_MIN_MACS = FOUR_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FOUR_TILE_SAVED_PER_MAC
+"""The fewest MACs (the reduction block's executions) at which a kernel takes the four-channel tile: where it saves
+what its code costs at the schedules' one price of code (kws_ref_model's 12-class head of 768 MACs, 2,264 fewer
+instructions for 70 more bytes, does not)."""
 
 
 class RiscvMacSchedules:
@@ -102,11 +107,7 @@ class RiscvMacSchedules:
         counts eight does not divide (12, 20, 36: DenseNet's growth, narrow ResNets, detector heads), where the
         kernel's MACs pay its larger code (`FOUR_TILE_MIN_MACS`): four sums in registers in TVM's own loops (no
         helper takes four) rather than one."""
-        loops = sch.get_loops(block)
-        macs = 1
-        for loop in loops:
-            extent = sch.get(loop).extent
-            macs *= int(extent) if isinstance(extent, tirx.IntImm) else 0
+        macs = executions(tuple(sch.get(loop) for loop in sch.get_loops(block)))
         return (MAC_CHANNELS, 4) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
 
 
