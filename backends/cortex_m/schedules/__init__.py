@@ -83,7 +83,7 @@ from tvm import tirx
 from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules import pair_tiles
-from backends.cortex_m.schedules.batch_matmul import int8_batch_matmul
+from backends.cortex_m.schedules.batch_matmul import helium_int8_batch_matmul, int8_batch_matmul
 from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
 from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_runs,
                                                         copied_window_length, has_short_rows, window_buffer,
@@ -330,8 +330,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # 796 -> 404 B on kws_ref_model, and faster; the generic kernel's fixed-point arithmetic is 64-bit)
         int8_softmax=softmax_s8_rows if has_dsp_extension(profile) else None,
         # the DSP cores' int8 batch matmul, both operands widened once and 2x2 tiles of dual MACs (measured on
-        # cortex-m4f; Helium keeps the generic kernel until measured)
-        int8_batch_matmul=int8_batch_matmul if dsp_only else None,
+        # cortex-m4f), on Helium its twin: VMLADAVA on the operands as they are, the zero points by row and column sums
+        int8_batch_matmul=int8_batch_matmul if dsp_only else helium_int8_batch_matmul if has_mve(profile) else None,
         # the DSP cores' window sums of int8 AVERAGE_POOL_2D, MEAN and SUM, four channels a word (measured on
         # cortex-m4f; Helium keeps the generic kernels until measured)
         int8_window_sums=POOL_WORD_OPS if dsp_only else None,

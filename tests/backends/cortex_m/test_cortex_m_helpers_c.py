@@ -20,7 +20,8 @@ import pytest
 from backends.cortex_m.helpers import (cortex_m_helpers_c, depthwise_pair_helpers_c, depthwise_spread_helpers_c,
                                       helium_float_c, helium_helpers_c, pair_direct_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
-from backends.cortex_m.helpers.batch_matmul_c import BATCH_MATMUL_TEMPLATE, batch_matmul_helper_c
+from backends.cortex_m.helpers.batch_matmul_c import (BATCH_MATMUL_TEMPLATE, HELIUM_BATCH_MATMUL_TEMPLATE,
+                                                      batch_matmul_helper_c, helium_batch_matmul_helper_c)
 from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE, STATE_SHIFT_TEMPLATE
 from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_PAIR_TEMPLATE,
                                                       DEPTHWISE_TILES_TEMPLATE)
@@ -188,6 +189,11 @@ UNIT_TESTS_BY_HELPER = [
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers")),
                    core_macro=f"{macro_prefix(PREFIX)}_BATCH_MATMUL_ASM", core_path_optimizing_only=True),
+    # its Helium twin (VMLADAVA on the operands as they are, the zero points by row and column sums) on the same test
+    HelperUnitTest("batch_matmul_s8", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
+                                       *SCALAR_REQUANTIZE_SMALL, HELIUM_REQUANTIZE_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
+                                       HELIUM_BATCH_MATMUL_TEMPLATE),
+                   profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the DSP cores' ADD and SUB output stage from tabled values against TFLite's reference with the scalar helpers
     HelperUnitTest("add_s8_values", (*SCALAR_REQUANTIZE, ADD_VALUES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c,
@@ -332,6 +338,8 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                            None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + batch_matmul_helper_c(prefix),
                            None),
+                          ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_batch_matmul_helper_c(prefix),
+                           HELIUM_MACRO),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix)
                            + pool_columns_helper_c(prefix), None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pointwise_few_helper_c(prefix),
@@ -341,7 +349,8 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_pair_helpers_c(prefix),
                            None)],
                          ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
-                              "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m4f-pool-sums",
+                              "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m55-helium-batch-matmul",
+                              "cortex-m4f-pool-sums",
                               "cortex-m4f-pointwise-few",
                               "cortex-m4f-depthwise-spread", "cortex-m4f-depthwise-pair"])
 def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
