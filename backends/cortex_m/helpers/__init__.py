@@ -42,7 +42,7 @@ from __future__ import annotations
 from backends.backend import HelperLibrary
 from backends.cortex_m.cores import has_mve
 from backends.cortex_m.helpers.batch_matmul_c import batch_matmul_helper_c, helium_batch_matmul_helper_c
-from backends.cortex_m.helpers.copy_c import copy_helper_c, max_s8_helper_c
+from backends.cortex_m.helpers.copy_c import copy_helper_c, helium_max_s8_helper_c, max_s8_helper_c
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_PAIR_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, FC_TILES_TEMPLATE,
@@ -107,6 +107,10 @@ bundles whose kernels call it define, after CORTEX_M_HELPERS, whose word operati
 uses."""
 """The int8 batch matmul of DSP cores (`batch_matmul_c`): a library of its own, which only the bundles whose kernels
 call it define, after CORTEX_M_HELPERS, whose requantization steps (`requantize_small.h.in`) it uses."""
+HELIUM_MAX_HELPERS = HelperLibrary("cortex_m_helium_max", helium_max_s8_helper_c, (CORTEX_M_HELPERS,))
+"""The int8 maximum of runs on Helium cores (`copy_c.HELIUM_MAX_S8_TEMPLATE`: MAX_POOL_2D's taps 16 lanes a VMAX): a
+library of its own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS (in a Helium bundle
+HELIUM_HELPERS, whose lanes it uses)."""
 HELIUM_BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_helium_batch_matmul", helium_batch_matmul_helper_c,
                                             (CORTEX_M_HELPERS,))
 """Its Helium twin (`batch_matmul_c.HELIUM_BATCH_MATMUL_TEMPLATE`): a library of its own likewise, after

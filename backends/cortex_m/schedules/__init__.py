@@ -99,7 +99,7 @@ from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
 from backends.cortex_m.schedules.depthwise_spread import dsp_mac_replacement
 from backends.cortex_m.schedules.dsp_add import dsp_add_values
-from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
+from backends.cortex_m.schedules.extern_helpers import HELIUM_MAX_OPS, extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls, one_pixel_rows_pay, widened_rows_pay
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
@@ -218,8 +218,9 @@ class HeliumMacSchedules(DualMacSchedules):
     the float multiply-accumulate (`helium_float`)."""
 
     # an SVDF state's shift by the ascending copy: the state shift's STMs measured slower on cortex-m55
-    # (keyword_scrambled 29,833 -> 32,158 instructions, where cortex-m4f's went 47,453 -> 44,194)
-    extern_calls = staticmethod(functools.partial(extern_helper_calls, state_shift=False))
+    # (keyword_scrambled 29,833 -> 32,158 instructions, where cortex-m4f's went 47,453 -> 44,194); MAX_POOL_2D's
+    # taps by the maximum's Helium twin (16 lanes a VMAX)
+    extern_calls = staticmethod(functools.partial(extern_helper_calls, state_shift=False, max_ops=HELIUM_MAX_OPS))
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_float_or_int_replacement))
     replacement = staticmethod(helium_replacement)
     channel_tiles = staticmethod(depthwise_channel_tiles)
@@ -317,8 +318,9 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
         mac=mac_schedules_of(profile),
-        # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
-        max_pool_runs=dsp_only,
+        # the DSP helpers' running maximum, on Helium its twin (16 lanes a VMAX: yolo_tiny_96_w8's 2x2 pools had kept
+        # the element-wise kernel, 3.8-4.0 instructions per input byte where cortex-m4f's runs take 0.8-1.0)
+        max_pool_runs=has_dsp_extension(profile),
         # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
         stacked_rows=dsp_only,
         # ... widened to int16 where the model's layers pay the helpers and the flash holds them
@@ -334,7 +336,7 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         int8_batch_matmul=int8_batch_matmul if dsp_only else helium_int8_batch_matmul if has_mve(profile) else None,
         # the DSP cores' window sums of int8 AVERAGE_POOL_2D, MEAN and SUM, four channels a word (measured on
         # cortex-m4f; Helium keeps the generic kernels until measured)
-        int8_window_sums=POOL_WORD_OPS if dsp_only else None,
+        int8_window_sums=POOL_WORD_OPS if has_dsp_extension(profile) else None,
         # the DSP cores' kernel of a window over few input channels (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
         few_channel_conv=few_channel_kernel if dsp_only else None,

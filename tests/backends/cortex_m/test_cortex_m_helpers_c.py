@@ -22,7 +22,8 @@ from backends.cortex_m.helpers import (cortex_m_helpers_c, depthwise_pair_helper
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
 from backends.cortex_m.helpers.batch_matmul_c import (BATCH_MATMUL_TEMPLATE, HELIUM_BATCH_MATMUL_TEMPLATE,
                                                       batch_matmul_helper_c, helium_batch_matmul_helper_c)
-from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE, STATE_SHIFT_TEMPLATE
+from backends.cortex_m.helpers.copy_c import (COPY_TEMPLATE, HELIUM_MAX_S8_TEMPLATE, MAX_S8_TEMPLATE,
+                                             STATE_SHIFT_TEMPLATE, helium_max_s8_helper_c)
 from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_PAIR_TEMPLATE,
                                                       DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
@@ -165,6 +166,9 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("state_shift", (STATE_SHIFT_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_STATE_SHIFT_WORDS"),
     # the running int8 maximum: the byte loop on the host, SSUB8 + SEL under QEMU
     HelperUnitTest("max_s8", (MAX_S8_TEMPLATE,)),
+    # ... and its Helium twin (VMAX.S8 on 16 lanes, VCTP tails)
+    HelperUnitTest("max_s8", (HELIUM_LANES_TEMPLATE, HELIUM_MAX_S8_TEMPLATE), profile="cortex-m55",
+                   core_macro=HELIUM_MACRO),
     # the int8 softmax against TFLite's arithmetic in 64-bit C (the same C on the host and under QEMU)
     HelperUnitTest("softmax_s8", (SOFTMAX_S8_TEMPLATE,)),
     # ... and on cortex-m55, whose int8 SOFTMAX kernels call it too (SSUB8/SEL are the DSP extension's, MVE has them)
@@ -340,6 +344,8 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                            None),
                           ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_batch_matmul_helper_c(prefix),
                            HELIUM_MACRO),
+                          ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_max_s8_helper_c(prefix),
+                           HELIUM_MACRO),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix)
                            + pool_columns_helper_c(prefix), None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pointwise_few_helper_c(prefix),
@@ -350,6 +356,7 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                            None)],
                          ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
                               "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m55-helium-batch-matmul",
+                              "cortex-m55-helium-max",
                               "cortex-m4f-pool-sums",
                               "cortex-m4f-pointwise-few",
                               "cortex-m4f-depthwise-spread", "cortex-m4f-depthwise-pair"])
