@@ -113,7 +113,8 @@ from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles
 from backends.cortex_m.schedules.pool_sums import POOL_WORD_OPS
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernels, quad_tiles_calls, quad_uses
-from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
+from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIUM_EPILOGUE, may_shift_left,
+                                                              requantize_epilogue_calls, with_left_shifts_recorded)
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_runs import few_channel_depthwise
@@ -248,12 +249,17 @@ class HeliumMacSchedules(DualMacSchedules):
         (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
         activation as one call of the float epilogue (`helium_float.float_epilogue_calls`); last, a statement both
         branches of a test end with (a copied window's MAC call; the fused tiles' calls on an interior pixel's
-        inputs and on a border pixel's copied window) once after the test (`common_tails`)."""
+        inputs and on a border pixel's copied window) once after the test (`common_tails`); a kernel whose
+        requantization may shift left (`requantize_epilogue.may_shift_left`: TFLite's double rounding, not its
+        right-shift-only variants) calls the no-op that has its bundle define the vector requantization's VSHL by
+        positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out."""
         floats = float_epilogue_calls(padded_float_calls(func))
         epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES))
-        return common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
-                                        HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
+        tailed = common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
+                                          HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
+        # a requantization that may shift left has its bundle define the vector requantization's VSHL
+        return with_left_shifts_recorded(tailed) if may_shift_left(func) else tailed
 
 
 def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:

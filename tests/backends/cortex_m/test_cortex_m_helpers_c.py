@@ -36,7 +36,8 @@ from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
                                                HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE, HELIUM_QLINEAR_TEMPLATE,
-                                               HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
+                                               HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE,
+                                               helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.pointwise_few_c import POINTWISE_FEW_TEMPLATE, pointwise_few_helper_c
 from backends.cortex_m.helpers.pool_sums_c import (POOL_COLUMNS_TEMPLATE, POOL_SUMS_TEMPLATE, pool_columns_helper_c,
@@ -92,6 +93,8 @@ class HelperUnitTest:
     template_c: Callable[[str, str], str] = functools.partial(helper_template_c, "backends.cortex_m.helpers")
     core_macro: Optional[str] = None
     core_path_optimizing_only: bool = False
+    variant: str = ""
+    """A name telling apart two tests of one helper on one core (their templates differ), in the test's id."""
 
     def core_source_text(self, optimizing: bool = True) -> str:
         """The unit test's C for the build for `profile` (`optimizing`: at a level that defines __OPTIMIZE__):
@@ -103,7 +106,8 @@ class HelperUnitTest:
     @property
     def id(self) -> str:
         """The test's name: the helper's, with the core when it is not cortex-m4f."""
-        return self.name if self.profile == "cortex-m4f" else f"{self.name}-{self.profile}"
+        name = f"{self.name}-{self.variant}" if self.variant else self.name
+        return name if self.profile == "cortex-m4f" else f"{name}-{self.profile}"
 
     @property
     def source(self) -> Path:
@@ -208,8 +212,13 @@ UNIT_TESTS_BY_HELPER = [
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)
       for unit in (DUAL_MAC, DEPTHWISE_MAC, ROW_DOT)),
     # the Helium requantization epilogue against the scalar helpers it replaces
-    HelperUnitTest("requantize_s8", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE),
+    HelperUnitTest("requantize_s8", (HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE,
+                                     HELIUM_REQUANTIZE_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
+    # ... and in a bundle of right shifts only (no VSHL by positive shifts), on shifts -31..0
+    HelperUnitTest("requantize_s8", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE),
+                   profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO,
+                   variant="right-shifts"),
     # the DSP requantization epilogue against the scalar helpers it replaces
     HelperUnitTest("requantize_small", (*SCALAR_REQUANTIZE_SMALL, REQUANTIZE_SMALL_TEMPLATE),
                    template_c=functools.partial(requantize_template_c,
@@ -255,7 +264,8 @@ UNIT_TESTS_BY_HELPER = [
                                      WIDE_MAC_TEMPLATE, REQUANTIZE_SMALL_TEMPLATE, FC_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the Helium fused channel tiles (dual MAC and epilogue) against the plain loops and the scalar helpers
-    HelperUnitTest("conv_tiles", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,
+    HelperUnitTest("conv_tiles", (HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE,
+                                  DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,
                                   HELIUM_REQUANTIZE_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium per-tensor fully connected rows (dual MAC from zero, biases and epilogue as vectors) against the
@@ -264,12 +274,14 @@ UNIT_TESTS_BY_HELPER = [
                                HELIUM_REQUANTIZE_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium 16-channel depthwise helpers against the plain loops of their contracts
-    HelperUnitTest("depthwise_mac16", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE,
+    HelperUnitTest("depthwise_mac16", (HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE,
+                                       HELIUM_REQUANTIZE_TEMPLATE,
                                        HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
                    template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium fused depthwise channel tiles (window sums and epilogue) against the plain loops and the scalar
     # helpers
-    HelperUnitTest("depthwise_tiles", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE,
+    HelperUnitTest("depthwise_tiles", (HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE,
+                                       HELIUM_REQUANTIZE_TEMPLATE,
                                        HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
                    template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium int8 ADD against TFLite's reference with the scalar double rounding
