@@ -46,9 +46,10 @@ def batch_matmul_scratch_words(cols: int, depth: int) -> int:
 def helium_batch_matmul_scratch_words(cols: int, depth: int) -> int:
     """The int32 scratch words one call of the Helium twin over `cols` columns of depth `depth` needs
     (`helium_batch_matmul_s8.h.in`'s `<prefix>_batch_matmul_scratch_words`): each column's zero-point part (cols
-    rounded up to whole tiles of four), then those columns' and one row's gathered int8."""
+    rounded up to whole tiles of four), then those columns' and one row's gathered int8, each `depth` rounded up to
+    whole vectors of 16."""
     columns = (cols + 3) // 4 * 4
-    return columns + ((columns + 1) * depth + 3) // 4
+    return columns + (columns + 1) * ((depth + 15) // 16 * 16) // 4
 
 
 def helium_batch_matmul_helper_c(prefix: str) -> str:
