@@ -50,11 +50,11 @@ the helpers of `backends.cortex_m.helpers`.
   (`KernelSchedules.int8_add`);
 - `softmax_rows` (cores with the DSP extension, Helium's too): int8 SOFTMAX as one call of the row softmax
   helper, the kernel the int8 lowering writes (`KernelSchedules.int8_softmax`);
-- `batch_matmul` (DSP cores without MVE): int8 BATCH_MATMUL as one call of the batch matmul helper per matrix of
-  the batch (both operands widened once, 2x2 tiles of dual MACs), the kernel the int8 lowering writes
-  (`KernelSchedules.int8_batch_matmul`);
-- `pool_sums` (DSP cores without MVE): an int8 AVERAGE_POOL_2D, MEAN or SUM of more than nine taps a window as window
-  sums four channels a word (SXTAB16 into 16-bit pairs), the kernels the int8 lowering writes
+- `batch_matmul`: int8 BATCH_MATMUL as one call of the batch matmul helper per matrix of the batch (DSP cores without
+  MVE: both operands widened once, 2x2 tiles of dual MACs; Helium: its twin, VMLADAVA on the operands as they are,
+  the zero points by row and column sums), the kernel the int8 lowering writes (`KernelSchedules.int8_batch_matmul`);
+- `pool_sums` (cores with the DSP extension, Helium's too): an int8 AVERAGE_POOL_2D, MEAN or SUM of more than nine
+  taps a window as window sums four channels a word (SXTAB16 into 16-bit pairs), the kernels the int8 lowering writes
   (`KernelSchedules.int8_window_sums`: the word ops `tvm_ext.kernels.window_sums` calls);
 - `window1_conv` (DSP cores without MVE): an int8 convolution whose window reads few input channels (an RGB stem)
   as one call of the few-channel helper (four pixels per weight word), the kernel the int8 lowering writes
@@ -66,9 +66,9 @@ the helpers of `backends.cortex_m.helpers`.
 - `biased_requantize` (DSP cores without MVE): last, an element loop's (an int8 elementwise chain's, an integer
   QUANTIZE's) scalar requantizations and the zero points after them as calls of the biased requantization (SMMLAR
   with the zero point in its bias);
-- `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
-  without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for, and an int8
-  LSTM's gate products over interleaved weights as the interleaved dual MAC).
+- `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, the maximum runs of
+  int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for (on Helium the maximum's twin, 16 lanes a VMAX),
+  and on DSP cores without MVE an int8 LSTM's gate products over interleaved weights as the interleaved dual MAC).
 """
 
 from __future__ import annotations
@@ -307,18 +307,17 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     """The schedules of `profile`'s core: 2 accumulators per integer MAC kernel on Armv6-M (eight low
     registers), 4 elsewhere; float MAC kernels tiled by FPU_CHANNEL_TILES on an Arm core with an FPU; the
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
-    (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
-    (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
-    cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
+    (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on cores with the DSP
+    extension (Helium's: the maximum's Helium twin) and PAD as copy runs on DSP cores without MVE (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
     on cores with MVE (`helium_add`), and an int8 QLinearConv as Helium's (`helium_qlinear`); int8 SOFTMAX as one
     call of the softmax helper on cores with the DSP extension, MVE's too (`softmax_rows`); int8 BATCH_MATMUL as the
-    batch matmul helper's calls on DSP cores without MVE (`batch_matmul`); a copied CONV_2D
+    batch matmul helper's calls on DSP cores without MVE and its Helium twin's on cores with MVE (`batch_matmul`); a copied CONV_2D
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
     without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`); on DSP cores without
     MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`),
-    and the kernels whose quad tiles pay their inlined code (`dsp_bundle_choice`); on DSP cores without MVE, int8
-    AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
+    and the kernels whose quad tiles pay their inlined code (`dsp_bundle_choice`); on cores with the DSP extension
+    (MVE's too), int8 AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
     dsp_only = has_dsp_extension(profile) and not has_mve(profile)
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
@@ -341,7 +340,8 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # cortex-m4f), on Helium its twin: VMLADAVA on the operands as they are, the zero points by row and column sums
         int8_batch_matmul=int8_batch_matmul if dsp_only else helium_int8_batch_matmul if has_mve(profile) else None,
         # the DSP cores' window sums of int8 AVERAGE_POOL_2D, MEAN and SUM, four channels a word (measured on
-        # cortex-m4f; Helium keeps the generic kernels until measured)
+        # cortex-m4f; on cortex-m55, where the generic kernels took 2.8-3.1 instructions per input byte, vit3h_28's
+        # MEANs 1.3 and its global pool 1.2)
         int8_window_sums=POOL_WORD_OPS if has_dsp_extension(profile) else None,
         # the DSP cores' kernel of a window over few input channels (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
