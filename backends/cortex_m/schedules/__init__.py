@@ -331,8 +331,11 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
         # ... widened to int16 where the model's layers pay the helpers and the flash holds them
         widened_rows_pay=widened_rows_pay if dsp_only else None,
         int8_add=helium_add_int8 if has_mve(profile) else None,
-        # the DSP cores' ADD and SUB from their operands' tabled values (measured on cortex-m4f; Helium keeps its own)
-        int8_add_values=dsp_add_values if dsp_only else None,
+        # the DSP cores' ADD, SUB and SQUARED_DIFFERENCE from their operands' tabled values (measured on cortex-m4f), on
+        # Helium too where its own ADD does not take the operator (two computed operands of one shape): cortex-m55's
+        # generic kernels took 13-14 instructions per output byte (vit3h_28: 1,756,137 -> 1,663,818 instructions,
+        # code 9,988 -> 9,900 B; vit_tiny_16: 1,898,215 -> 1,801,640, 8,848 -> 8,732 B)
+        int8_add_values=dsp_add_values if has_dsp_extension(profile) else None,
         # the int8 softmax helper on every core with the DSP extension, MVE's too (cortex-m55: the helper's kernel
         # 796 -> 404 B on kws_ref_model, and faster; the generic kernel's fixed-point arithmetic is 64-bit)
         int8_softmax=softmax_s8_rows if has_dsp_extension(profile) else None,
