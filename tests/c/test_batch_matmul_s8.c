@@ -1,5 +1,5 @@
 /* Unit test of the DSP cores' int8 batch matmul (backends/cortex_m/helpers/templates/batch_matmul_s8.h.in, with the
- * prefix lp): lp_batch_matmul_s8 against the plain sums of its contract and the bundle's scalar requantization
+ * prefix lp) and of its Helium twin (helium_batch_matmul_s8.h.in, the same contract): lp_batch_matmul_s8 against the plain sums of its contract and the bundle's scalar requantization
  * (lp_requantize_double_small, lp_saturate_int8), over every product of 1..7 rows, 1..9 columns and depths 1..21
  * (odd row and column counts, depths not a multiple of four), a transformer's attention products (64x16 by 16x64,
  * 64x64 by 64x16, 49x24 by 24x49), each operand read along its rows or transposed (adj_x, adj_y: either stride 1
@@ -7,7 +7,7 @@
  * points (-128 and 127 included, each in its byte of the quantization word), multipliers and shifts -31..-1;
  * nothing written past the outputs, the scratch written within lp_batch_matmul_scratch_words words.
  * Built by tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under
- * QEMU (the assembly loop). Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
+ * QEMU (the assembly loop), the Helium twin on the host and for cortex-m55 under QEMU (its MVE body). Prints "ok <count>" and exits 0, or names the first failures and exits 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -16,7 +16,8 @@
 
 #define OPERAND 4100       /* operand elements: the largest (64x64) plus an offset */
 #define OUTPUTS 4200       /* output elements: 4,096 at most, then the guard */
-#define SCRATCH 2400       /* scratch words: the largest call's (64 columns of depth 64: 2,112) and more past */
+#define SCRATCH 2400       /* scratch words: the largest call's (64 columns of depth 64: 2,112; Helium's 1,104) and
+                              more past */
 #define UNTOUCHED 0x5A5A5A5A
 
 typedef struct {

@@ -8,7 +8,9 @@
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m55 under QEMU
  * (VQRDMULH, VRSHL, VCTP); and, for the RISC-V epilogue of the same contract and names
  * (backends/riscv/helpers/templates/requantize_small.h.in), by tests/backends/riscv/test_riscv_helpers_c.py on the
- * host and under QEMU virt. Prints "ok <count>" and exits 0, or names the first failure and exits 1. */
+ * host and under QEMU virt. The Helium build without LP_LEFT_SHIFTS (helium_left_shifts.h.in: a bundle whose every
+ * shift is <= 0) draws shifts -31..0 only. Prints "ok <count>" and exits 0, or names the first failure and exits
+ * 1. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -110,13 +112,26 @@ static int32_t draw32(uint32_t *state)
     return (int32_t)(high ^ next_value(state));
 }
 
+/* The largest shift drawn: 30, or 0 for the Helium requantization without LP_LEFT_SHIFTS (right shifts only). */
+#if defined(LP_HELIUM) && !defined(LP_LEFT_SHIFTS)
+#define LARGEST_SHIFT 0
+#else
+#define LARGEST_SHIFT 30
+#endif
+
+/* A drawn shift within -31..LARGEST_SHIFT: value, or its negation above LARGEST_SHIFT. */
+static int8_t within_largest(int32_t value)
+{
+    return (int8_t)(value > LARGEST_SHIFT ? -value : value);
+}
+
 int main(void)
 {
     static const int32_t multipliers[] = {INT32_MAX, 1 << 30, 0, 1, INT32_MIN, 1518500250, 1073741825, -1073741824};
     static const int32_t zero_points[] = {0, -128, 127, 5, INT32_MAX};
     uint32_t state = 1;
     int32_t shift_value, round, c;
-    for (shift_value = -31; shift_value <= 30; ++shift_value) {
+    for (shift_value = -31; shift_value <= LARGEST_SHIFT; ++shift_value) {
         for (round = 0; round < 24; ++round) {
             int32_t acc[LANES], bias[LANES], multiplier[LANES];
             int8_t shift[LANES];
@@ -128,7 +143,8 @@ int main(void)
                                                                           : (int32_t)(next_value(&state) << 15));
                 /* mostly this shift, every third lane another (per-channel shifts); the special rounds'
                    ties all at this shift */
-                shift[c] = (int8_t)(round >= 2 && c % 3 == 2 ? (shift_value + 7 * c + 31) % 62 - 31 : shift_value);
+                shift[c] = within_largest(round >= 2 && c % 3 == 2 ? (shift_value + 7 * c + 31) % 62 - 31
+                                                                   : shift_value);
             }
             check(acc, bias, multiplier, shift, zero_points[round % 5],
                   round < 2 ? LANES : 1 + (round + shift_value + 31) % LANES);  /* every special lane */

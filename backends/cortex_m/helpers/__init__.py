@@ -41,16 +41,16 @@ from __future__ import annotations
 
 from backends.backend import HelperLibrary
 from backends.cortex_m.cores import has_mve
-from backends.cortex_m.helpers.batch_matmul_c import batch_matmul_helper_c
-from backends.cortex_m.helpers.copy_c import copy_helper_c, max_s8_helper_c
+from backends.cortex_m.helpers.batch_matmul_c import batch_matmul_helper_c, helium_batch_matmul_helper_c
+from backends.cortex_m.helpers.copy_c import copy_helper_c, helium_max_s8_helper_c, max_s8_helper_c
 from backends.cortex_m.helpers.depthwise_mac_c import DEPTHWISE_PAIR_TEMPLATE, DEPTHWISE_TILES_TEMPLATE
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
 from backends.cortex_m.helpers.dual_mac_c import (CONV_TILES_PART_TEMPLATE, CONV_TILES_TEMPLATE, FC_TILES_TEMPLATE,
                                                   STACKED_MAC_TEMPLATE, WIDE_MAC_TEMPLATE, dsp_template_c,
                                                   mac_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import fpu_float_c
-from backends.cortex_m.helpers.helium_c import (helium_float_c, helium_mac_helpers_c, helium_qlinear_c,
-                                               helium_requantize_c)
+from backends.cortex_m.helpers.helium_c import (helium_float_c, helium_left_shifts_c, helium_mac_helpers_c,
+                                               helium_qlinear_c, helium_requantize_c)
 from backends.cortex_m.helpers.pointwise_few_c import pointwise_few_helper_c
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.quad_tiles_c import QUAD_TILES_TEMPLATE
@@ -107,6 +107,14 @@ bundles whose kernels call it define, after CORTEX_M_HELPERS, whose word operati
 uses."""
 """The int8 batch matmul of DSP cores (`batch_matmul_c`): a library of its own, which only the bundles whose kernels
 call it define, after CORTEX_M_HELPERS, whose requantization steps (`requantize_small.h.in`) it uses."""
+HELIUM_MAX_HELPERS = HelperLibrary("cortex_m_helium_max", helium_max_s8_helper_c, (CORTEX_M_HELPERS,))
+"""The int8 maximum of runs on Helium cores (`copy_c.HELIUM_MAX_S8_TEMPLATE`: MAX_POOL_2D's taps 16 lanes a VMAX): a
+library of its own, which only the bundles whose kernels call it define, after CORTEX_M_HELPERS (in a Helium bundle
+HELIUM_HELPERS, whose lanes it uses)."""
+HELIUM_BATCH_MATMUL_HELPERS = HelperLibrary("cortex_m_helium_batch_matmul", helium_batch_matmul_helper_c,
+                                            (CORTEX_M_HELPERS,))
+"""Its Helium twin (`batch_matmul_c.HELIUM_BATCH_MATMUL_TEMPLATE`): a library of its own likewise, after
+CORTEX_M_HELPERS, which a Helium bundle defines as HELIUM_HELPERS (its dual MAC and vector requantization)."""
 
 
 def conv_tiles_part_helpers_c(prefix: str) -> str:
@@ -157,6 +165,10 @@ these alone and the int8 bundles' helpers are unchanged."""
 FPU_FLOAT_HELPERS = HelperLibrary("cortex_m_fpu_float", fpu_float_c)
 """The same float helpers on a scalar FPU core without MVE (`fpu_float_c`: a group's weights one VLDM), a library of
 their own as HELIUM_FLOAT_HELPERS is: a float bundle for such a core defines these alone."""
+HELIUM_LEFT_SHIFTS_HELPERS = HelperLibrary("cortex_helium_left_shifts", helium_left_shifts_c)
+"""<PREFIX>_LEFT_SHIFTS of Helium bundles (`helium_c.HELIUM_LEFT_SHIFTS_TEMPLATE`): a library of its own, which a
+bundle defines where a kernel's requantization may shift left; its name sorts before every other Cortex-M library's
+(the libraries come in their names' order), so it precedes the vector requantization that tests it."""
 HELIUM_QLINEAR_HELPERS = HelperLibrary("cortex_m_helium_qlinear", helium_qlinear_c)
 """The QLinearConv helpers of Helium cores (a pointwise one's channel, any other's output row; onnxruntime's float32
 requantization): a library of its own, which a bundle defines as it is, so that only the bundles whose kernels call

@@ -19,6 +19,10 @@ from __future__ import annotations
 from packager.template_files import helper_template_c
 
 BATCH_MATMUL_TEMPLATE = "batch_matmul_s8.h.in"
+HELIUM_BATCH_MATMUL_TEMPLATE = "helium_batch_matmul_s8.h.in"
+"""Its Helium twin, the same name and contract (VMLADAVA on the int8 operands as they are, the zero points by row and
+column sums; one row by four columns a tile): a Helium bundle defines it after the Helium helpers, whose dual MAC and
+vector requantization it calls (`HELIUM_BATCH_MATMUL_HELPERS` in `backends.cortex_m.helpers`)."""
 
 
 def batch_matmul_helper_name(prefix: str) -> str:
@@ -37,6 +41,20 @@ def batch_matmul_scratch_words(cols: int, depth: int) -> int:
     (`<prefix>_batch_matmul_scratch_words`): every pair of columns' widened words (a lone last column's pair too),
     then one pair of rows'."""
     return ((cols + 1) // 2 + 1) * 2 * batch_matmul_pairs(depth)
+
+
+def helium_batch_matmul_scratch_words(cols: int, depth: int) -> int:
+    """The int32 scratch words one call of the Helium twin over `cols` columns of depth `depth` needs
+    (`helium_batch_matmul_s8.h.in`'s `<prefix>_batch_matmul_scratch_words`): each column's zero-point part (cols
+    rounded up to whole tiles of four), then those columns' and one row's gathered int8, each `depth` rounded up to
+    whole vectors of 16."""
+    columns = (cols + 3) // 4 * 4
+    return columns + (columns + 1) * ((depth + 15) // 16 * 16) // 4
+
+
+def helium_batch_matmul_helper_c(prefix: str) -> str:
+    """The C definition of the Helium twin for the bundle `prefix` (after the Helium helpers; <string.h>)."""
+    return helper_template_c(__package__, HELIUM_BATCH_MATMUL_TEMPLATE, prefix)
 
 
 def batch_matmul_helper_c(prefix: str) -> str:

@@ -10,6 +10,8 @@ where a kernel takes the maximum of runs (the window taps of int8 MAX_POOL_2D wr
 The C is hand-written: `templates/copy_ascending.h.in` and `templates/max_s8.h.in` (their contracts in their
 leading comments), unit-tested on the host (the copy with and without the word copies) and under QEMU by
 `tests/c/test_copy_ascending.c` and `tests/c/test_max_s8.c` (`tests/backends/cortex_m/test_cortex_m_helpers_c.py`).
+On Helium cores the maximum's twin `templates/helium_max_s8.h.in` (16 lanes a VMAX.S8), its own library
+(`backends.cortex_m.helpers.HELIUM_MAX_HELPERS`: only a bundle whose kernels call it defines it), on the same test.
 
 The SVDF state update's shift (its loop marked ``tvm_ext.tir.extern_stage.STATE_SHIFT_ANNOTATION``) calls
 `<prefix>_state_shift` instead, the ascending copy's contract with 32 bytes a pass stored by STMs to the aligned
@@ -24,6 +26,8 @@ from packager.template_files import helper_template_c
 
 COPY_TEMPLATE = "copy_ascending.h.in"
 MAX_S8_TEMPLATE = "max_s8.h.in"
+HELIUM_MAX_S8_TEMPLATE = "helium_max_s8.h.in"
+"""The maximum's Helium twin (the same names and contracts; VMAX.S8 on 16 lanes, VCTP tails)."""
 
 
 def copy_helper_name(prefix: str) -> str:
@@ -44,6 +48,11 @@ def max_s8_helper_name(prefix: str) -> str:
 def max_s8_helper_c(prefix: str) -> str:
     """The C definition of the int8 maximum for the bundle `prefix` (it includes <string.h> for memcpy)."""
     return helper_template_c(__package__, MAX_S8_TEMPLATE, prefix)
+
+
+def helium_max_s8_helper_c(prefix: str) -> str:
+    """The C definition of the int8 maximum's Helium twin for the bundle `prefix` (after the Helium helpers' lanes)."""
+    return helper_template_c(__package__, HELIUM_MAX_S8_TEMPLATE, prefix)
 
 
 def max_s8_window_helper_name(prefix: str) -> str:

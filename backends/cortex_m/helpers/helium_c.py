@@ -47,6 +47,10 @@ call them unchanged; a Helium core's bundle (`backends.cortex_m.helpers.HELIUM_H
   (`backends.cortex_m.schedules.helium_float`); its twin on DSP cores with a scalar FPU is `fpu_float.h.in`
   (`backends.cortex_m.helpers.fpu_float_c`), its portable C the contracts' loops. Its own library (`HELIUM_FLOAT_HELPERS`, `backends.cortex_m.helpers`): a
   float bundle defines it alone, an int8 bundle never.
+- `helium_left_shifts.h.in`: `<PREFIX>_LEFT_SHIFTS`, where a kernel's per-channel requantization may shift left
+  (TFLite's double rounding, not its right-shift-only variants: `requantize_epilogue.may_shift_left`), which the
+  vector requantization tests (without it, no VSHL by the positive shifts: every shift of the bundle <= 0); its own
+  library (`HELIUM_LEFT_SHIFTS_HELPERS`), recorded by such a kernel's call of its no-op, first in the bundle;
 - `helium_qlinear.h.in`: `<prefix>_qlinear_pointwise_s8`, onnxruntime's QLinearConv of a pointwise NCHW convolution,
   one output channel's pixels per call, 16 pixels per step (VLDRB.S32, VMLA by the channel's weight), and
   `<prefix>_qlinear_row_s8`, any other one's output row per call, four pixels per vector (VLDRB gathers, the
@@ -81,6 +85,7 @@ HELIUM_ADD_TEMPLATE = "helium_add.h.in"
 HELIUM_FC_ROWS_TEMPLATE = "helium_fc_rows.h.in"
 HELIUM_FLOAT_TEMPLATE = "helium_float.h.in"
 HELIUM_QLINEAR_TEMPLATE = "helium_qlinear.h.in"
+HELIUM_LEFT_SHIFTS_TEMPLATE = "helium_left_shifts.h.in"
 HELIUM_OVERRIDES = {DUAL_MAC_TEMPLATE: HELIUM_DUAL_MAC_TEMPLATE, ROW_DOT_TEMPLATE: HELIUM_ROW_DOT_TEMPLATE}
 """The DSP templates a Helium bundle replaces (their Helium templates have portable C without MVE)."""
 MVE_ONLY_OVERRIDES = {DEPTHWISE_MAC_TEMPLATE: HELIUM_DEPTHWISE_TEMPLATE}
@@ -177,6 +182,17 @@ def helium_depthwise_tiles_helper_name(prefix: str, bias: str, border: str = "",
     name = {"": f"{prefix}_depthwise_tiles{window}_s8", "any": f"{prefix}_depthwise_border_s8",
             "3x3": f"{prefix}_depthwise_border3x3_s8"}[border]
     return bias_form(name, bias)
+
+
+def helium_left_shifts_c(prefix: str) -> str:
+    """The C a Helium bundle of prefix `prefix` defines where a kernel's per-channel requantization may shift left:
+    <PREFIX>_LEFT_SHIFTS (the vector requantization's VSHL by the positive shifts) and its kernels' no-op."""
+    return helper_template_c(__package__, HELIUM_LEFT_SHIFTS_TEMPLATE, prefix)
+
+
+def left_shifts_helper_name(prefix: str) -> str:
+    """The C name of the no-op a kernel whose requantization may shift left calls in the bundle `prefix`."""
+    return f"{prefix}_left_shifts"
 
 
 def helium_qlinear_c(prefix: str) -> str:

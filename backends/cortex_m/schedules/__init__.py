@@ -50,11 +50,11 @@ the helpers of `backends.cortex_m.helpers`.
   (`KernelSchedules.int8_add`);
 - `softmax_rows` (cores with the DSP extension, Helium's too): int8 SOFTMAX as one call of the row softmax
   helper, the kernel the int8 lowering writes (`KernelSchedules.int8_softmax`);
-- `batch_matmul` (DSP cores without MVE): int8 BATCH_MATMUL as one call of the batch matmul helper per matrix of
-  the batch (both operands widened once, 2x2 tiles of dual MACs), the kernel the int8 lowering writes
-  (`KernelSchedules.int8_batch_matmul`);
-- `pool_sums` (DSP cores without MVE): an int8 AVERAGE_POOL_2D, MEAN or SUM of more than nine taps a window as window
-  sums four channels a word (SXTAB16 into 16-bit pairs), the kernels the int8 lowering writes
+- `batch_matmul`: int8 BATCH_MATMUL as one call of the batch matmul helper per matrix of the batch (DSP cores without
+  MVE: both operands widened once, 2x2 tiles of dual MACs; Helium: its twin, VMLADAVA on the operands as they are,
+  the zero points by row and column sums), the kernel the int8 lowering writes (`KernelSchedules.int8_batch_matmul`);
+- `pool_sums` (cores with the DSP extension, Helium's too): an int8 AVERAGE_POOL_2D, MEAN or SUM of more than nine
+  taps a window as window sums four channels a word (SXTAB16 into 16-bit pairs), the kernels the int8 lowering writes
   (`KernelSchedules.int8_window_sums`: the word ops `tvm_ext.kernels.window_sums` calls);
 - `window1_conv` (DSP cores without MVE): an int8 convolution whose window reads few input channels (an RGB stem)
   as one call of the few-channel helper (four pixels per weight word), the kernel the int8 lowering writes
@@ -66,9 +66,9 @@ the helpers of `backends.cortex_m.helpers`.
 - `biased_requantize` (DSP cores without MVE): last, an element loop's (an int8 elementwise chain's, an integer
   QUANTIZE's) scalar requantizations and the zero points after them as calls of the biased requantization (SMMLAR
   with the zero point in its bias);
-- `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, and on DSP cores
-  without MVE the maximum runs of int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for, and an int8
-  LSTM's gate products over interleaved weights as the interleaved dual MAC).
+- `extern_helpers`: the helpers inside a TE extern kernel (the SVDF state update, the copy runs, the maximum runs of
+  int8 MAX_POOL_2D, which `kernel_schedules` asks the lowering for (on Helium the maximum's twin, 16 lanes a VMAX),
+  and on DSP cores without MVE an int8 LSTM's gate products over interleaved weights as the interleaved dual MAC).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ from tvm import tirx
 from backends.backend import BundleChoice, KernelSchedules
 from backends.cortex_m.cores import has_dsp_extension, has_mve
 from backends.cortex_m.schedules import pair_tiles
-from backends.cortex_m.schedules.batch_matmul import int8_batch_matmul
+from backends.cortex_m.schedules.batch_matmul import helium_int8_batch_matmul, int8_batch_matmul
 from backends.cortex_m.schedules.biased_requantize import biased_requantize_calls
 from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_WRITTEN_OUT, copied_runs,
                                                         copied_window_length, has_short_rows, window_buffer,
@@ -99,7 +99,7 @@ from backends.cortex_m.schedules.depthwise_tiles import (DSP_TILES, DSP_TILES_S8
 from backends.cortex_m.schedules.depthwise_mac import mac_helper_call
 from backends.cortex_m.schedules.depthwise_spread import dsp_mac_replacement
 from backends.cortex_m.schedules.dsp_add import dsp_add_values
-from backends.cortex_m.schedules.extern_helpers import extern_helper_calls
+from backends.cortex_m.schedules.extern_helpers import HELIUM_MAX_OPS, extern_helper_calls
 from backends.cortex_m.schedules.fc_rows import HELIUM_FC_ROWS, fc_rows_calls
 from backends.cortex_m.schedules.fc_tiles import fc_tiles_calls, one_pixel_rows_pay, widened_rows_pay
 from backends.cortex_m.schedules.flat_pixels import flatten_odd_pixel_rows
@@ -113,7 +113,8 @@ from backends.cortex_m.schedules.pair_tiles import HELIUM_PAIR_TILES, pair_tiles
 from backends.cortex_m.schedules.pool_sums import POOL_WORD_OPS
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body
 from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernels, quad_tiles_calls, quad_uses
-from backends.cortex_m.schedules.requantize_epilogue import DSP_EPILOGUE, HELIUM_EPILOGUE, requantize_epilogue_calls
+from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIUM_EPILOGUE, may_shift_left,
+                                                              requantize_epilogue_calls, with_left_shifts_recorded)
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_runs import few_channel_depthwise
@@ -218,8 +219,9 @@ class HeliumMacSchedules(DualMacSchedules):
     the float multiply-accumulate (`helium_float`)."""
 
     # an SVDF state's shift by the ascending copy: the state shift's STMs measured slower on cortex-m55
-    # (keyword_scrambled 29,833 -> 32,158 instructions, where cortex-m4f's went 47,453 -> 44,194)
-    extern_calls = staticmethod(functools.partial(extern_helper_calls, state_shift=False))
+    # (keyword_scrambled 29,833 -> 32,158 instructions, where cortex-m4f's went 47,453 -> 44,194); MAX_POOL_2D's
+    # taps by the maximum's Helium twin (16 lanes a VMAX)
+    extern_calls = staticmethod(functools.partial(extern_helper_calls, state_shift=False, max_ops=HELIUM_MAX_OPS))
     helper_call = staticmethod(functools.partial(mac_helper_call, replacement=helium_float_or_int_replacement))
     replacement = staticmethod(helium_replacement)
     channel_tiles = staticmethod(depthwise_channel_tiles)
@@ -247,12 +249,17 @@ class HeliumMacSchedules(DualMacSchedules):
         (`helium_float.padded_float_calls`; the others keep their guarded loops), and a float tile's bias and
         activation as one call of the float epilogue (`helium_float.float_epilogue_calls`); last, a statement both
         branches of a test end with (a copied window's MAC call; the fused tiles' calls on an interior pixel's
-        inputs and on a border pixel's copied window) once after the test (`common_tails`)."""
+        inputs and on a border pixel's copied window) once after the test (`common_tails`); a kernel whose
+        requantization may shift left (`requantize_epilogue.may_shift_left`: TFLite's double rounding, not its
+        right-shift-only variants) calls the no-op that has its bundle define the vector requantization's VSHL by
+        positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out."""
         floats = float_epilogue_calls(padded_float_calls(func))
         epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
         tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES))
-        return common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
-                                        HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
+        tailed = common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
+                                          HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
+        # a requantization that may shift left has its bundle define the vector requantization's VSHL
+        return with_left_shifts_recorded(tailed) if may_shift_left(func) else tailed
 
 
 def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:
@@ -300,41 +307,45 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     """The schedules of `profile`'s core: 2 accumulators per integer MAC kernel on Armv6-M (eight low
     registers), 4 elsewhere; float MAC kernels tiled by FPU_CHANNEL_TILES on an Arm core with an FPU; the
     MAC helpers' schedules on cores with the DSP extension, Helium's own on cores with MVE
-    (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on DSP cores without MVE
-    (Helium defines no such helper: its pools keep the element-wise kernel) and PAD as copy runs on the same
-    cores (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
+    (`mac_schedules_of`, `backends.cortex_m.cores`); int8 MAX_POOL_2D as maximum runs on cores with the DSP
+    extension (Helium's: the maximum's Helium twin) and PAD as copy runs on DSP cores without MVE (`tvm_ext.kernels.copy_runs.pad_runs`, the word copy's calls); int8 ADD as Helium's vector helper
     on cores with MVE (`helium_add`), and an int8 QLinearConv as Helium's (`helium_qlinear`); int8 SOFTMAX as one
     call of the softmax helper on cores with the DSP extension, MVE's too (`softmax_rows`); int8 BATCH_MATMUL as the
-    batch matmul helper's calls on DSP cores without MVE (`batch_matmul`); a copied CONV_2D
+    batch matmul helper's calls on DSP cores without MVE and its Helium twin's on cores with MVE (`batch_matmul`); a copied CONV_2D
     window padded with zero weights (`border_window.copied_window_length`): to whole groups of four on DSP cores without MVE, to whole vectors of
     16 int8 lanes on cores with MVE (`border_window.HELIUM_INT8_LANES`: no predicated last vector); on DSP cores
     without MVE, LSTM gate weights interleaved for the interleaved dual MAC (`extern_helpers`); on DSP cores without
     MVE, a kernel's fused pair tiles without their scratch where the plan asks (`pair_tiles.without_pair_scratch`),
-    and the kernels whose quad tiles pay their inlined code (`dsp_bundle_choice`); on DSP cores without MVE, int8
-    AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
+    and the kernels whose quad tiles pay their inlined code (`dsp_bundle_choice`); on cores with the DSP extension
+    (MVE's too), int8 AVERAGE_POOL_2D, MEAN and SUM as window sums four channels a word (`pool_sums`)."""
     dsp_only = has_dsp_extension(profile) and not has_mve(profile)
     return KernelSchedules(
         output_channel_tile=2 if profile.arch == "armv6-m" else 4,
         float_channel_tiles=FPU_CHANNEL_TILES if profile.hardware_float and profile.arch.startswith("armv") else (),
         mac=mac_schedules_of(profile),
-        # the DSP helpers' running maximum (Helium defines none: its pools keep the element-wise kernel)
-        max_pool_runs=dsp_only,
+        # the DSP helpers' running maximum, on Helium its twin (16 lanes a VMAX: yolo_tiny_96_w8's 2x2 pools had kept
+        # the element-wise kernel, 3.8-4.0 instructions per input byte where cortex-m4f's runs take 0.8-1.0)
+        max_pool_runs=has_dsp_extension(profile),
         # the DSP cores' stacked-rows MAC (Helium's dual MAC multiplies int8 lanes: nothing to widen there)
         stacked_rows=dsp_only,
         # ... widened to int16 where the model's layers pay the helpers and the flash holds them
         widened_rows_pay=widened_rows_pay if dsp_only else None,
         int8_add=helium_add_int8 if has_mve(profile) else None,
-        # the DSP cores' ADD and SUB from their operands' tabled values (measured on cortex-m4f; Helium keeps its own)
-        int8_add_values=dsp_add_values if dsp_only else None,
+        # the DSP cores' ADD, SUB and SQUARED_DIFFERENCE from their operands' tabled values (measured on cortex-m4f), on
+        # Helium too where its own ADD does not take the operator (two computed operands of one shape): cortex-m55's
+        # generic kernels took 13-14 instructions per output byte (vit3h_28: 1,756,137 -> 1,663,818 instructions,
+        # code 9,988 -> 9,900 B; vit_tiny_16: 1,898,215 -> 1,801,640, 8,848 -> 8,732 B)
+        int8_add_values=dsp_add_values if has_dsp_extension(profile) else None,
         # the int8 softmax helper on every core with the DSP extension, MVE's too (cortex-m55: the helper's kernel
         # 796 -> 404 B on kws_ref_model, and faster; the generic kernel's fixed-point arithmetic is 64-bit)
         int8_softmax=softmax_s8_rows if has_dsp_extension(profile) else None,
         # the DSP cores' int8 batch matmul, both operands widened once and 2x2 tiles of dual MACs (measured on
-        # cortex-m4f; Helium keeps the generic kernel until measured)
-        int8_batch_matmul=int8_batch_matmul if dsp_only else None,
+        # cortex-m4f), on Helium its twin: VMLADAVA on the operands as they are, the zero points by row and column sums
+        int8_batch_matmul=int8_batch_matmul if dsp_only else helium_int8_batch_matmul if has_mve(profile) else None,
         # the DSP cores' window sums of int8 AVERAGE_POOL_2D, MEAN and SUM, four channels a word (measured on
-        # cortex-m4f; Helium keeps the generic kernels until measured)
-        int8_window_sums=POOL_WORD_OPS if dsp_only else None,
+        # cortex-m4f; on cortex-m55, where the generic kernels took 2.8-3.1 instructions per input byte, vit3h_28's
+        # MEANs 1.3 and its global pool 1.2)
+        int8_window_sums=POOL_WORD_OPS if has_dsp_extension(profile) else None,
         # the DSP cores' kernel of a window over few input channels (measured on cortex-m4f; Helium keeps the
         # generic kernel until measured)
         few_channel_conv=few_channel_kernel if dsp_only else None,

@@ -36,6 +36,7 @@ import tvm_ffi
 from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
+from backends.cortex_m.helpers import HELIUM_MAX_HELPERS
 from backends.cortex_m.helpers.copy_c import (STATE_SHIFT_HELPERS, copy_helper_name, max_s8_helper_name,
                                              max_s8_window_helper_name, state_shift_helper_name)
 from backends.cortex_m.helpers.dual_mac_c import DUAL_MAC_CHANNELS
@@ -70,6 +71,12 @@ MAX_S8_WINDOW_OP = "tvm_ext.max_s8_window"
 MAX_S8_WINDOW_ACCESS = HelperAccess((PointerAccess(0, (Axis(Arg(2), 1),)), PointerAccess(
     1, (Axis(Arg(3), Arg(5)), Axis(Arg(4), Arg(6)), Axis(Arg(2), 1)))))
 register_mac_helper(MAX_S8_WINDOW_OP, max_s8_window_helper_name, MAX_S8_WINDOW_ACCESS)
+MAX_OPS = (MAX_S8_OP, MAX_S8_WINDOW_OP)
+"""The maximum's ops (two runs, a window's runs) of DSP cores."""
+HELIUM_MAX_OPS = ("tvm_ext.helium_max_s8", "tvm_ext.helium_max_s8_window")
+"""Their Helium twins: the same calls and accesses, the Helium library (`helium_max_s8.h.in`)."""
+register_helper_call(HELIUM_MAX_OPS[0], HELIUM_MAX_HELPERS, max_s8_helper_name, MAX_S8_ACCESS)
+register_helper_call(HELIUM_MAX_OPS[1], HELIUM_MAX_HELPERS, max_s8_window_helper_name, MAX_S8_WINDOW_ACCESS)
 INTERLEAVED_MAC_OP = "tvm_ext.dual_mac_s8x4_interleaved"
 # The call (acc, start, x, w, groups, tiles, w_tile_stride): acc[4v + c] and start[4v + c] for v < tiles, c < 4;
 # x[4j + k] and w[v * w_tile_stride + 16j + 4c + k] for j < groups, k < 4.
@@ -91,13 +98,16 @@ INTERLEAVED_MAC_OPS = {"int8": INTERLEAVED_MAC_OP, "int16": INTERLEAVED16_MAC_OP
 time (``tvm_ext.transform.int8.lstm``)."""
 
 
-def extern_helper_calls(func: tirx.PrimFunc, state_shift: bool = True) -> tirx.PrimFunc:
+def extern_helper_calls(func: tirx.PrimFunc, state_shift: bool = True,
+                        max_ops: tuple[str, str] = MAX_OPS) -> tirx.PrimFunc:
     """``func`` (one TE extern stage: a root block around its statements) with each loop nest of a form
     above replaced by its helper's call (outermost nests first); any other function unchanged. ``state_shift``:
-    whether an SVDF state update's marked shift calls the state shift (else the ascending copy)."""
+    whether an SVDF state update's marked shift calls the state shift (else the ascending copy); ``max_ops``: the
+    maximum's ops of two runs and of a window's runs (MAX_OPS, or Helium's HELIUM_MAX_OPS)."""
     return with_root_loops_replaced(
         func, lambda loop: (_interleaved_mac_call(loop) or _mac_call(loop) or row_dot1_call(loop)
-                            or copy_call(loop, state_shift) or _window_max_call(loop) or _max_call(loop)))
+                            or copy_call(loop, state_shift) or _window_max_call(loop, max_ops[1])
+                            or _max_call(loop, max_ops[0])))
 
 
 def _mac_call(loop: tirx.For) -> Optional[s_tir.SBlockRealize]:
@@ -203,8 +213,8 @@ def copy_call(loop: tirx.For, state_shift: bool = False) -> Optional[tirx.Stmt]:
     return tirx.Evaluate(tirx.call_intrin("int32", op, *runs, int(loop.extent), element_bytes))
 
 
-def _max_call(loop: tirx.For) -> Optional[tirx.Stmt]:
-    """The int8 maximum's call for ``loop`` when it is ``dst[..] = max(a[..], b[..])`` on int8 with the three
+def _max_call(loop: tirx.For, op: str = MAX_S8_OP) -> Optional[tirx.Stmt]:
+    """The int8 maximum's call (``op``) for ``loop`` when it is ``dst[..] = max(a[..], b[..])`` on int8 with the three
     indices stepping one element per iteration from 0 (every other variable fixed), else None."""
     store = loop.body
     if not isinstance(store, tirx.BufferStore) or str(store.buffer.dtype) != "int8" \
@@ -221,11 +231,11 @@ def _max_call(loop: tirx.For) -> Optional[tirx.Stmt]:
     runs = _run_starts(loop, store, loads, CLAMPED_INDEX_OPERATORS)
     if runs is None:
         return None
-    return tirx.Evaluate(tirx.call_intrin("int32", MAX_S8_OP, *runs, int(loop.extent)))
+    return tirx.Evaluate(tirx.call_intrin("int32", op, *runs, int(loop.extent)))
 
 
-def _window_max_call(loop: tirx.For) -> Optional[tirx.Stmt]:
-    """The window maximum's call for ``loop`` when it is ``dst[..] = max(max(src[..], src[..]), ..)`` on int8,
+def _window_max_call(loop: tirx.For, op: str = MAX_S8_WINDOW_OP) -> Optional[tirx.Stmt]:
+    """The window maximum's call (``op``) for ``loop`` when it is ``dst[..] = max(max(src[..], src[..]), ..)`` on int8,
     its taps (loads of one buffer, each stepping one element per iteration) at offsets
     ``r * row_stride + c * col_stride`` from the first for r < rows, c < cols in row-major order, else None."""
     store = loop.body
@@ -246,7 +256,7 @@ def _window_max_call(loop: tirx.For) -> Optional[tirx.Stmt]:
     grid = _grid(tuple(offset - offsets[0] for offset in offsets))
     if grid is None:
         return None
-    return tirx.Evaluate(tirx.call_intrin("int32", MAX_S8_WINDOW_OP, runs[0], runs[1], int(loop.extent), *grid))
+    return tirx.Evaluate(tirx.call_intrin("int32", op, runs[0], runs[1], int(loop.extent), *grid))
 
 
 def _max_leaves(value: tirx.PrimExpr) -> list:

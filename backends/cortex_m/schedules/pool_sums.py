@@ -1,4 +1,4 @@
-"""The word ops of the int8 window sums on DSP cores without MVE (`tvm_ext.kernels.window_sums`: AVERAGE_POOL_2D,
+"""The word ops of the int8 window sums on cores with the DSP extension, Helium's too (`tvm_ext.kernels.window_sums`: AVERAGE_POOL_2D,
 MEAN and SUM of more than nine taps a window, four channels per word load): calls of the helpers of
 `backends.cortex_m.helpers.pool_sums_c`, the word load and SXTAB16 into two 16-bit halves, and the column sums' store
 of those halves in channel order, given to the int8 lowering as `backends.backend.KernelSchedules.int8_window_sums`.

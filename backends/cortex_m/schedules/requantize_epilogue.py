@@ -38,13 +38,15 @@ from tvm import s_tir, tirx
 from tvm.ir import TensorLoad
 
 from backends.bias_forms import by_bias
-from backends.cortex_m.helpers.helium_c import requantize_s8_helper_name
+from backends.cortex_m.helpers import HELIUM_LEFT_SHIFTS_HELPERS
+from backends.cortex_m.helpers.helium_c import left_shifts_helper_name, requantize_s8_helper_name
 from backends.cortex_m.helpers.requantize_small_c import requantize_small_helper_name
 from backends.cortex_m.schedules.dual_mac import AccessOffsets, accessed_buffer, register_mac_helper
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SATURATE_INT8_OP, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
 from tvm_ext.tir.index_expr import substitute_index
-from tvm_ext.tir.tir_walk import with_root_loops_replaced
+from tvm_ext.tir.helper_calls import register_helper_call
+from tvm_ext.tir.tir_walk import walk, with_root_loops_replaced
 
 REQUANTIZE_S8_OPS = by_bias("tvm_ext.requantize_s8")
 """The Helium helper's op per bias type."""
@@ -275,3 +277,31 @@ def requantize_epilogue_calls(func: tirx.PrimFunc, helper: EpilogueHelper = HELI
     module docstring's form that ``helper`` computes (not inside another block) replaced by its call; any other
     function unchanged."""
     return with_root_loops_replaced(func, functools.partial(requantize_epilogue_call, helper=helper))
+
+
+LEFT_SHIFTS_OP = "tvm_ext.helium_left_shifts"
+"""The no-op whose call makes a Helium bundle define <PREFIX>_LEFT_SHIFTS (``helium_left_shifts.h.in``)."""
+register_helper_call(LEFT_SHIFTS_OP, HELIUM_LEFT_SHIFTS_HELPERS, left_shifts_helper_name)
+
+
+def may_shift_left(func: tirx.PrimFunc) -> bool:
+    """Whether a requantization of ``func`` (before its epilogue calls) may shift left: it calls TFLite's double
+    rounding (``REQUANTIZE_OPS["double"]``), whose shifts may be positive; its right-shift-only variants (the
+    lowering's choice where every shift is negative: ``tvm_ext.kernels.fixed_point.shifts_right_only``) never do."""
+    double = REQUANTIZE_OPS["double"]
+    return any(isinstance(node, tvm.ir.Call) and isinstance(node.op, tvm.ir.Op) and node.op.name == double
+               for node in walk(func.body))
+
+
+def with_left_shifts_recorded(func: tirx.PrimFunc) -> tirx.PrimFunc:
+    """``func`` (a root block around its statements) calling first the no-op of LEFT_SHIFTS_OP, so that its bundle
+    defines <PREFIX>_LEFT_SHIFTS (the Helium requantization's VSHL by positive shifts); ``func`` itself when its
+    body is no root block."""
+    realize = func.body
+    if not isinstance(realize, s_tir.SBlockRealize):
+        return func
+    root = realize.block
+    body = tirx.SeqStmt([tirx.Evaluate(tirx.call_intrin("int32", LEFT_SHIFTS_OP)), root.body])
+    block = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body, root.init,
+                         root.alloc_buffers, root.match_buffers, root.annotations)
+    return func.with_body(s_tir.SBlockRealize(realize.iter_values, realize.predicate, block))

@@ -20,8 +20,10 @@ import pytest
 from backends.cortex_m.helpers import (cortex_m_helpers_c, depthwise_pair_helpers_c, depthwise_spread_helpers_c,
                                       helium_float_c, helium_helpers_c, pair_direct_helpers_c)
 from backends.cortex_m.helpers.fpu_float_c import FPU_FLOAT_TEMPLATE, fpu_float_c
-from backends.cortex_m.helpers.batch_matmul_c import BATCH_MATMUL_TEMPLATE, batch_matmul_helper_c
-from backends.cortex_m.helpers.copy_c import COPY_TEMPLATE, MAX_S8_TEMPLATE, STATE_SHIFT_TEMPLATE
+from backends.cortex_m.helpers.batch_matmul_c import (BATCH_MATMUL_TEMPLATE, HELIUM_BATCH_MATMUL_TEMPLATE,
+                                                      batch_matmul_helper_c, helium_batch_matmul_helper_c)
+from backends.cortex_m.helpers.copy_c import (COPY_TEMPLATE, HELIUM_MAX_S8_TEMPLATE, MAX_S8_TEMPLATE,
+                                             STATE_SHIFT_TEMPLATE, helium_max_s8_helper_c)
 from backends.cortex_m.helpers.depthwise_mac_c import (DEPTHWISE_MAC_TEMPLATE, DEPTHWISE_PAIR_TEMPLATE,
                                                       DEPTHWISE_TILES_TEMPLATE)
 from backends.cortex_m.helpers.depthwise_spread_c import DEPTHWISE_SPREAD_TEMPLATE
@@ -34,7 +36,8 @@ from backends.cortex_m.helpers.dual_mac_q15_c import DUAL_MAC_Q15_TEMPLATE
 from backends.cortex_m.helpers.helium_c import (HELIUM_ADD_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE,
                                                HELIUM_DEPTHWISE16_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
                                                HELIUM_FLOAT_TEMPLATE, HELIUM_LANES_TEMPLATE, HELIUM_QLINEAR_TEMPLATE,
-                                               HELIUM_REQUANTIZE_TEMPLATE, helium_template_c)
+                                               HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_REQUANTIZE_TEMPLATE,
+                                               helium_template_c)
 from backends.cortex_m.helpers.pair_tiles_c import PAIR_DIRECT_TEMPLATE, PAIR_PART_TEMPLATE, PAIR_TILES_TEMPLATE
 from backends.cortex_m.helpers.pointwise_few_c import POINTWISE_FEW_TEMPLATE, pointwise_few_helper_c
 from backends.cortex_m.helpers.pool_sums_c import (POOL_COLUMNS_TEMPLATE, POOL_SUMS_TEMPLATE, pool_columns_helper_c,
@@ -90,6 +93,8 @@ class HelperUnitTest:
     template_c: Callable[[str, str], str] = functools.partial(helper_template_c, "backends.cortex_m.helpers")
     core_macro: Optional[str] = None
     core_path_optimizing_only: bool = False
+    variant: str = ""
+    """A name telling apart two tests of one helper on one core (their templates differ), in the test's id."""
 
     def core_source_text(self, optimizing: bool = True) -> str:
         """The unit test's C for the build for `profile` (`optimizing`: at a level that defines __OPTIMIZE__):
@@ -101,7 +106,8 @@ class HelperUnitTest:
     @property
     def id(self) -> str:
         """The test's name: the helper's, with the core when it is not cortex-m4f."""
-        return self.name if self.profile == "cortex-m4f" else f"{self.name}-{self.profile}"
+        name = f"{self.name}-{self.variant}" if self.variant else self.name
+        return name if self.profile == "cortex-m4f" else f"{name}-{self.profile}"
 
     @property
     def source(self) -> Path:
@@ -164,6 +170,9 @@ UNIT_TESTS_BY_HELPER = [
     HelperUnitTest("state_shift", (STATE_SHIFT_TEMPLATE,), core_macro=f"{macro_prefix(PREFIX)}_STATE_SHIFT_WORDS"),
     # the running int8 maximum: the byte loop on the host, SSUB8 + SEL under QEMU
     HelperUnitTest("max_s8", (MAX_S8_TEMPLATE,)),
+    # ... and its Helium twin (VMAX.S8 on 16 lanes, VCTP tails)
+    HelperUnitTest("max_s8", (HELIUM_LANES_TEMPLATE, HELIUM_MAX_S8_TEMPLATE), profile="cortex-m55",
+                   core_macro=HELIUM_MACRO),
     # the int8 softmax against TFLite's arithmetic in 64-bit C (the same C on the host and under QEMU)
     HelperUnitTest("softmax_s8", (SOFTMAX_S8_TEMPLATE,)),
     # ... and on cortex-m55, whose int8 SOFTMAX kernels call it too (SSUB8/SEL are the DSP extension's, MVE has them)
@@ -188,6 +197,11 @@ UNIT_TESTS_BY_HELPER = [
                                                 helper_c=functools.partial(helper_template_c,
                                                                            "backends.cortex_m.helpers")),
                    core_macro=f"{macro_prefix(PREFIX)}_BATCH_MATMUL_ASM", core_path_optimizing_only=True),
+    # its Helium twin (VMLADAVA on the operands as they are, the zero points by row and column sums) on the same test
+    HelperUnitTest("batch_matmul_s8", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE,
+                                       *SCALAR_REQUANTIZE_SMALL, HELIUM_REQUANTIZE_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE,
+                                       HELIUM_BATCH_MATMUL_TEMPLATE),
+                   profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the DSP cores' ADD and SUB output stage from tabled values against TFLite's reference with the scalar helpers
     HelperUnitTest("add_s8_values", (*SCALAR_REQUANTIZE, ADD_VALUES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c,
@@ -198,8 +212,13 @@ UNIT_TESTS_BY_HELPER = [
                      template_c=helium_template_c, core_macro=HELIUM_MACRO)
       for unit in (DUAL_MAC, DEPTHWISE_MAC, ROW_DOT)),
     # the Helium requantization epilogue against the scalar helpers it replaces
-    HelperUnitTest("requantize_s8", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE),
+    HelperUnitTest("requantize_s8", (HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE,
+                                     HELIUM_REQUANTIZE_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
+    # ... and in a bundle of right shifts only (no VSHL by positive shifts), on shifts -31..0
+    HelperUnitTest("requantize_s8", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE),
+                   profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO,
+                   variant="right-shifts"),
     # the DSP requantization epilogue against the scalar helpers it replaces
     HelperUnitTest("requantize_small", (*SCALAR_REQUANTIZE_SMALL, REQUANTIZE_SMALL_TEMPLATE),
                    template_c=functools.partial(requantize_template_c,
@@ -245,7 +264,8 @@ UNIT_TESTS_BY_HELPER = [
                                      WIDE_MAC_TEMPLATE, REQUANTIZE_SMALL_TEMPLATE, FC_TILES_TEMPLATE),
                    template_c=functools.partial(requantize_template_c, helper_c=dsp_template_c)),
     # the Helium fused channel tiles (dual MAC and epilogue) against the plain loops and the scalar helpers
-    HelperUnitTest("conv_tiles", (HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE, DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,
+    HelperUnitTest("conv_tiles", (HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_LANES_TEMPLATE, DSP_WORDS_TEMPLATE,
+                                  DUAL_MAC_TEMPLATE, *SCALAR_REQUANTIZE,
                                   HELIUM_REQUANTIZE_TEMPLATE, HELIUM_CONV_TILES_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium per-tensor fully connected rows (dual MAC from zero, biases and epilogue as vectors) against the
@@ -254,12 +274,14 @@ UNIT_TESTS_BY_HELPER = [
                                HELIUM_REQUANTIZE_TEMPLATE, HELIUM_FC_ROWS_TEMPLATE),
                    profile="cortex-m55", template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium 16-channel depthwise helpers against the plain loops of their contracts
-    HelperUnitTest("depthwise_mac16", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE,
+    HelperUnitTest("depthwise_mac16", (HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE,
+                                       HELIUM_REQUANTIZE_TEMPLATE,
                                        HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
                    template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium fused depthwise channel tiles (window sums and epilogue) against the plain loops and the scalar
     # helpers
-    HelperUnitTest("depthwise_tiles", (HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE, HELIUM_REQUANTIZE_TEMPLATE,
+    HelperUnitTest("depthwise_tiles", (HELIUM_LEFT_SHIFTS_TEMPLATE, HELIUM_LANES_TEMPLATE, *SCALAR_REQUANTIZE,
+                                       HELIUM_REQUANTIZE_TEMPLATE,
                                        HELIUM_DEPTHWISE16_TEMPLATE), profile="cortex-m55",
                    template_c=requantize_template_c, core_macro=HELIUM_MACRO),
     # the Helium int8 ADD against TFLite's reference with the scalar double rounding
@@ -332,6 +354,10 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                            None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + batch_matmul_helper_c(prefix),
                            None),
+                          ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_batch_matmul_helper_c(prefix),
+                           HELIUM_MACRO),
+                          ("cortex-m55", lambda prefix: helium_helpers_c(prefix) + helium_max_s8_helper_c(prefix),
+                           HELIUM_MACRO),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pool_sums_helper_c(prefix)
                            + pool_columns_helper_c(prefix), None),
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + pointwise_few_helper_c(prefix),
@@ -341,7 +367,9 @@ def test_the_unit_test_builds_with_r7_and_r9_reserved(tmp_path: Path, unit: Help
                           ("cortex-m4f", lambda prefix: cortex_m_helpers_c(prefix) + depthwise_pair_helpers_c(prefix),
                            None)],
                          ids=["cortex-m4f", "cortex-m55-helium", "cortex-m55-helium-float", "cortex-m4f-fpu-float",
-                              "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m4f-pool-sums",
+                              "cortex-m4f-pair-direct", "cortex-m4f-batch-matmul", "cortex-m55-helium-batch-matmul",
+                              "cortex-m55-helium-max",
+                              "cortex-m4f-pool-sums",
                               "cortex-m4f-pointwise-few",
                               "cortex-m4f-depthwise-spread", "cortex-m4f-depthwise-pair"])
 def test_the_helper_library_builds_for_its_core_without_warnings(tmp_path: Path, profile: str, library_c,
