@@ -57,9 +57,9 @@ from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow
 from backends.cortex_m.schedules.pair_tiles import PairTileHelpers, PairWindow
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
-from backends.riscv.helpers import (FC_ROWS_FORM, MAC_CHANNELS, RISCV_HELPERS, conv_tiles_helper_name,
-                                    depthwise_mac_helper_name, depthwise_pad_helper_name, depthwise_tiles_helper_name,
-                                    mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
+from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, RISCV_HELPERS,
+                                    conv_tiles_helper_name, depthwise_mac_helper_name, depthwise_pad_helper_name,
+                                    depthwise_tiles_helper_name, mac4_helper_name, mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
                                     mac_pairs_2px_helper_name, mac_pairs_helper_name, pair_tiles_helper_name,
                                     requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
@@ -69,6 +69,9 @@ from tvm_ext.tir.helper_calls import register_helper_call
 MAC_OP = "tvm_ext.riscv_mac_s8x8"
 MAC_ACCESS = window_mac_access(MAC_CHANNELS)  # the dual MAC's call, over eight channels
 register_helper_call(MAC_OP, RISCV_HELPERS, mac_helper_name, MAC_ACCESS)
+MAC4_OP = "tvm_ext.riscv_mac_s8x4"
+"""The window MAC of a four-channel tile (`RiscvMacSchedules.channel_tiles`), one out-of-line copy per bundle."""
+register_helper_call(MAC4_OP, RISCV_HELPERS, mac4_helper_name, window_mac_access(FOUR_CHANNELS))
 
 MAC_PAIRS_OP = "tvm_ext.riscv_mac_s8x8_pairs"
 PAIR_WORDS = MAC_CHANNELS // 2  # weight words per input: one per channel pair
@@ -422,10 +425,15 @@ def _paired_word(select: tirx.Select) -> Optional[TensorLoad]:
 
 def window_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
     """The window MAC's call block (one or two pixels) for `loops` around `realize`, or None where it does not
-    fit (see the module docstring)."""
-    window = mac_window(realize, loops, ("int8",), MAC_CHANNELS)
+    fit (see the module docstring); a four-channel tile's, one pixel, the four-channel window MAC's
+    (`<prefix>_mac_s8x4`)."""
+    channels = FOUR_CHANNELS if loops and int(loops[-1].extent) == FOUR_CHANNELS else MAC_CHANNELS
+    window = mac_window(realize, loops, ("int8",), channels)
     if window is None or window.geometry.rows * window.geometry.row_len < MIN_REDUCTION:
         return None
+    if channels == FOUR_CHANNELS:
+        return window_call_block(MAC4_OP, None, window.reduction, window.bindings, window.inner, window.geometry,
+                                 channels)
     two_pixels = MAC_2PX_ROW_OP if window.geometry.rows == 1 else MAC_2PX_OP
     return window_call_block(MAC_OP, two_pixels, window.reduction, window.bindings, window.inner, window.geometry,
                              MAC_CHANNELS)
