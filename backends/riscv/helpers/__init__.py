@@ -122,10 +122,11 @@ def depthwise_tiles_helper_name(prefix: str, bias: str, border: bool = False) ->
     return bias_form(f"{prefix}_depthwise_{'border' if border else 'tiles'}_s8x8", bias)
 
 
-def requantize_helper_name(prefix: str, bias: str) -> str:
+def requantize_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the requantization epilogue for biases of type `bias` ("int32" or "int16") in the bundle
-    `prefix`: the Cortex-M DSP epilogue's names (`requantize_small_helper_name`)."""
-    return requantize_small_helper_name(prefix, bias)
+    `prefix` (with `table`, its form with a lookup table after it): the Cortex-M DSP epilogue's names
+    (`requantize_small_helper_name`)."""
+    return requantize_small_helper_name(prefix, bias, table)
 
 
 def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> str:

@@ -56,10 +56,12 @@ from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, padding_rep
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow
 from backends.cortex_m.schedules.pair_tiles import PairTileHelpers, PairWindow
-from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
+from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
+                                                              EpilogueHelper)
 from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, RISCV_HELPERS,
                                     conv_tiles_helper_name, depthwise_mac_helper_name, depthwise_pad_helper_name,
-                                    depthwise_tiles_helper_name, mac4_helper_name, mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
+                                    depthwise_tiles_helper_name, mac4_helper_name, mac_2px_helper_name,
+                                    mac_2px_row_helper_name, mac_helper_name,
                                     mac_pairs_2px_helper_name, mac_pairs_helper_name, pair_tiles_helper_name,
                                     requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
@@ -150,9 +152,17 @@ REQUANTIZE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_small_s8")
 for _bias, _op in REQUANTIZE_OPS_BY_BIAS.items():
     register_helper_call(_op, RISCV_HELPERS, functools.partial(requantize_helper_name, bias=_bias),
                          REQUANTIZE_S8_ACCESS)
-RISCV_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), REQUANTIZE_OPS_BY_BIAS)
+REQUANTIZE_LUT_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_small_lut_s8")
+"""Its form with a lookup table after the requantization per bias type (`<prefix>_requantize_small_lut_s8`,
+`_lut_s8_b16`)."""
+for _bias, _op in REQUANTIZE_LUT_OPS_BY_BIAS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(requantize_helper_name, bias=_bias, table=True),
+                         REQUANTIZE_LUT_ACCESS)
+RISCV_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), REQUANTIZE_OPS_BY_BIAS,
+                                REQUANTIZE_LUT_OPS_BY_BIAS)
 """The channel tiles' epilogues the RISC-V helper computes: the "double_small" rounding (nearly every int8 layer's:
-its shifts, multipliers and sums bounded at compile time), as the DSP cores' epilogue does."""
+its shifts, multipliers and sums bounded at compile time), with or without a lookup table after it, as the DSP
+cores' epilogue does."""
 
 REQUANTIZE_DOUBLE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_s8")
 """The epilogue of TFLite's double rounding for any sum and shift per bias type (`<prefix>_requantize_s8`, `_s8_b16`:
