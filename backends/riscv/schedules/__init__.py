@@ -38,7 +38,7 @@ from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
-from backends.riscv.helpers import MAC_CHANNELS
+from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
 from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_DEPTHWISE_TILES, RISCV_DOUBLE_EPILOGUE,
                                           RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement,
                                           paired_or_int8_reduction)
@@ -108,7 +108,7 @@ class RiscvMacSchedules:
         kernel's MACs pay its larger code (`FOUR_TILE_MIN_MACS`): four sums in registers in TVM's own loops (no
         helper takes four) rather than one."""
         macs = executions(tuple(sch.get(loop) for loop in sch.get_loops(block)))
-        return (MAC_CHANNELS, 4) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
+        return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
@@ -121,6 +121,15 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     paired two channels to a word (`backends.riscv.schedules.mac.paired_mac_replacement`: one multiply per two
     products), and int8 SOFTMAX as one call per row of the DSP cores' row helper
     (`backends.cortex_m.schedules.softmax_rows`: 32-bit C whose DSP words are guarded by __ARM_FEATURE_DSP; TVM's
-    generic kernel's 64-bit fixed-point steps took 1,008 B of code in kws_ref_model's 12-class head on rv32imc)."""
+    generic kernel's 64-bit fixed-point steps took 1,008 B of code in kws_ref_model's 12-class head on rv32imc).
+    A CONV_2D's output channels that four does not divide are padded to whole tiles of four
+    (`KernelSchedules.dense_unit_tile`, FOUR_CHANNELS: the four- or eight-channel tile's window MAC then takes them,
+    not the scalar loop nest in each of a padded convolution's border regions: yolo_tiny_64_odd's 6- and 10-channel
+    3x3 convolutions on rv32imc 1,746 and 1,820 -> 1,398 and 764 B, the bundle 10,812 -> 9,486 B and 23,542,529 ->
+    18,483,237 instructions; densenet_bc_32's 42-channel 1x1 one 6,636,432 -> 3,359,964), those of more than one
+    output pixel; a FULLY_CONNECTED's of one row are not (`every_one_row_priced` with no `one_row_padding_pays`:
+    kws_gru24_31x13's 5-unit and densenet_bc_32's 10-class heads, below the four-channel tile's MACs, ran their
+    padded channels in the scalar loop, and that bundle's gate layers took 4 % more instructions)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
-                           paired_weights=True, int8_softmax=softmax_s8_rows)
+                           dense_unit_tile=FOUR_CHANNELS, every_one_row_priced=True, paired_weights=True,
+                           int8_softmax=softmax_s8_rows)
