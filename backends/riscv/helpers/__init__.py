@@ -141,6 +141,12 @@ def conv_tiles_helper_name(prefix: str, bias: str) -> str:
     return bias_form(f"{prefix}_conv_tiles_s8x8", bias)
 
 
+def conv_tiles4_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused one-pixel four-channel tiles helper for biases of type `bias` ("int32" or "int16")
+    in the bundle `prefix`."""
+    return bias_form(f"{prefix}_conv_tiles_s8x4", bias)
+
+
 def riscv_helpers_c(prefix: str) -> str:
     """Every RISC-V helper's C definition for the bundle `prefix`."""
     return "".join(helper_template_c(__package__, name, prefix) for name in RISCV_HELPER_TEMPLATES)

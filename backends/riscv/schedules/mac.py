@@ -54,14 +54,15 @@ from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _
                                                  window_call_block, window_mac_2px_access, window_mac_access)
 from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, padding_replacement
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
+from backends.cortex_m.schedules.conv_tiles import CONV_TILES_ACCESS as DSP_TILES_ACCESS
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow
 from backends.cortex_m.schedules.pair_tiles import PairTileHelpers, PairWindow
 from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
                                                               EpilogueHelper)
 from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, RISCV_HELPERS,
-                                    conv_tiles_helper_name, depthwise_mac_helper_name, depthwise_pad_helper_name,
-                                    depthwise_tiles_helper_name, mac4_helper_name, mac_2px_helper_name,
-                                    mac_2px_row_helper_name, mac_helper_name,
+                                    conv_tiles4_helper_name, conv_tiles_helper_name, depthwise_mac_helper_name,
+                                    depthwise_pad_helper_name, depthwise_tiles_helper_name, mac4_helper_name,
+                                    mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
                                     mac_pairs_2px_helper_name, mac_pairs_helper_name, pair_tiles_helper_name,
                                     requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
@@ -306,6 +307,17 @@ RISCV_CONV_TILES = ConvTileHelpers(
     lambda window, tiles: [window.x_row_stride, window.rows, window.row_len, window.w_tile_step, tiles])
 """The RV32 cores' fused one-pixel tiles (`backends.cortex_m.schedules.conv_tiles`): a lone or border pixel's
 paired MAC (one run or a KxK window's rows), eight channels a tile, the "double_small" epilogue's calls."""
+
+CONV_TILES4_OPS = by_bias("tvm_ext.riscv_conv_tiles_s8x4")
+"""The fused one-pixel four-channel tiles helper per bias type (`<prefix>_conv_tiles_s8x4`, `_b16`: the DSP cores'
+fused tiles' call, `backends.cortex_m.schedules.conv_tiles.CONV_TILES_ACCESS`)."""
+for _bias, _op in CONV_TILES4_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(conv_tiles4_helper_name, bias=_bias),
+                         DSP_TILES_ACCESS)
+RISCV_CONV_TILES4 = ConvTileHelpers(REQUANTIZE_OPS_BY_BIAS, CONV_TILES4_OPS, (MAC4_OP,), tile=FOUR_CHANNELS)
+"""The RV32 cores' fused four-channel tiles: a pixel's four-channel window MAC calls (`<prefix>_mac_s8x4`, the dual
+MAC's call) and "double_small" epilogues over its tiles as one call (yolo_tiny_64_odd, densenet_bc_32,
+resnet8_w20_32: every kernel of the four-channel tile)."""
 
 MIN_REDUCTION = 8
 """The shortest window (MACs per output) the helper takes. With the one-row helper's sixteen sums in registers and
