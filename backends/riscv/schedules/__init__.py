@@ -65,7 +65,16 @@ class RiscvMacSchedules:
     window_buffer = staticmethod(window_buffer)
     flatten_odd_pixel_rows = staticmethod(functools.partial(flatten_odd_pixel_rows,
                                                             reduction_of=paired_or_int8_reduction))
-    pays_two_pixels = staticmethod(pays_two_pixels)
+
+    @staticmethod
+    def pays_two_pixels(sch, block, loops: list, first_reduce: int) -> bool:
+        """The DSP cores' rule (`backends.cortex_m.schedules.pixel_pairs.pays_two_pixels`) for a tile of eight
+        channels; never for one of four, whose window MAC has no two-pixel form: paired, its pixels kept TVM's
+        scalar loops (densenet_bc_32's 36- and 42-channel 1x1 convolutions on rv32imc, 312 and 490 B)."""
+        if int(sch.get(loops[-1]).extent) == FOUR_CHANNELS:
+            return False
+        return pays_two_pixels(sch, block, loops, first_reduce)
+
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False,
                                                         replacement=mac_replacement))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False,
