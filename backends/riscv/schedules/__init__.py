@@ -50,7 +50,12 @@ FOUR_TILE_SAVED_PER_MAC = 2.5
 convolution of 12 channels 7.9 -> 4.4 a MAC, a 12-channel depthwise 13.7 -> 9.5, a FULLY_CONNECTED of 12 units
 7.0 -> 4.3)."""
 FOUR_TILE_CODE_BYTES = 300
-"""The code a kernel's four-channel tile adds, at the most (250-300 B measured)."""
+"""The code a kernel's four-channel tile adds, at the most (250-300 B measured, TVM's loops of four sums). Charged
+per kernel: where the four-channel window MAC and the fused tiles take a kernel's tiles (`<prefix>_mac_s8x4`,
+`<prefix>_conv_tiles_s8x4`: one out-of-line copy per bundle, ~440 B together on rv32imc), the kernel's own code is
+smaller than its scalar loop nest's and those helpers' bytes are paid once by the bundle's first such kernel, so
+this price overstates the one and ignores the other; it still keeps kws_ref_model's small head (below) from
+bringing the helpers into a bundle that has no other four-channel kernel."""
 FOUR_TILE_MIN_MACS = FOUR_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FOUR_TILE_SAVED_PER_MAC
 """The fewest MACs (the reduction block's executions) at which a kernel takes the four-channel tile: where it saves
 what its code costs at the schedules' one price of code (kws_ref_model's 12-class head of 768 MACs, 2,264 fewer
