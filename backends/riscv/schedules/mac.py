@@ -49,9 +49,10 @@ from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
-from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accumulation, channel_tile,
-                                                 helper_call_block, int8_data_update, mac_reduction, mac_window,
-                                                 window_call_block, window_mac_2px_access, window_mac_access)
+from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accessed_buffer,
+                                                 accumulation, channel_tile, helper_call_block, int8_data_update,
+                                                 mac_reduction, mac_window, window_call_block, window_mac_2px_access,
+                                                 window_mac_access)
 from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, padding_replacement
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
 from backends.cortex_m.schedules.conv_tiles import CONV_TILES_ACCESS as DSP_TILES_ACCESS
@@ -67,6 +68,7 @@ from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, R
                                     requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.index_expr import substitute_index
 from tvm_ext.tir.helper_calls import register_helper_call
 
 MAC_OP = "tvm_ext.riscv_mac_s8x8"
@@ -454,11 +456,33 @@ def window_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optiona
     if window is None or window.geometry.rows * window.geometry.row_len < MIN_REDUCTION:
         return None
     if channels == FOUR_CHANNELS:
+        if not _over_pixels(window):
+            return None
         return window_call_block(MAC4_OP, None, window.reduction, window.bindings, window.inner, window.geometry,
                                  channels)
     two_pixels = MAC_2PX_ROW_OP if window.geometry.rows == 1 else MAC_2PX_OP
     return window_call_block(MAC_OP, two_pixels, window.reduction, window.bindings, window.inner, window.geometry,
                              MAC_CHANNELS)
+
+
+def _over_pixels(window) -> bool:
+    """Whether the window's sums move with a loop outside it along an axis of more than one element of their
+    accumulators (the kernel's pixels or rows, not its channel tiles): the four-channel window MAC's kernels, whose
+    border regions and pixels share its out-of-line copy; a one-row layer's one loop of four sums
+    (micro_speech_quantized's 4-unit FULLY_CONNECTED on rv32imc) is smaller inlined than the helper it would bring
+    into the bundle (1,494 B, against 1,576 B with it)."""
+    store = window.reduction.store
+    inner = set(window.inner)
+    for extent, index in list(zip(accessed_buffer(store).shape, store.indices))[:-1]:
+        if isinstance(extent, tirx.IntImm) and int(extent) == 1:
+            continue
+        try:
+            value = substitute_index(index, window.bindings)
+        except KeyError:
+            return True
+        if any(var not in inner for var in tirx.analysis.undefined_vars(value)):
+            return True
+    return False
 
 
 def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
