@@ -7,7 +7,7 @@
  * sum across zero, zero points that saturate either end, int32 and int16 biases, and every count 0..9 (a
  * tile, two, and the lanes after them: nothing written past count); the lookup variants (_lut_s8, _lut_s8_b16)
  * against the same value looked up in a table of distinct entries (every index 0..255 reachable), where the
- * header defines them (LP_REQUANTIZE_SMALL_LUT: the Cortex-M one; the RISC-V epilogue shares the rest); the zero point
+ * header defines them (LP_REQUANTIZE_SMALL_LUT: the Cortex-M and the RISC-V ones); the zero point
  * -128 through a call that passes it as a constant (the Cortex-M helpers then leave out the negative's lowering);
  * every int8 zero point at every shift on the ties, and 10^7 drawn lanes (sums of every magnitude). Built by
  * tests/backends/cortex_m/test_cortex_m_helpers_c.py on the host (portable C) and for cortex-m4f under QEMU
@@ -70,7 +70,7 @@ static void check(const int32_t *acc, const int32_t *bias, const int16_t *bias16
     if (bias16 != NULL) {
         lp_requantize_small_s8_b16(out16, acc, bias16, multiplier, shift, zero_point, count);
     }
-#if defined(LP_REQUANTIZE_SMALL_LUT) /* the DSP epilogue's lookup variants (the RISC-V one has none) */
+#if defined(LP_REQUANTIZE_SMALL_LUT) /* the lookup variants (the DSP and the RISC-V epilogues define them) */
     if (zero_point != -128) {
         lp_requantize_small_lut_s8(lut, acc, bias, multiplier, shift, zero_point, count, table);
     }

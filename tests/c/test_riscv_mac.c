@@ -1,6 +1,6 @@
 /* Unit test of the RISC-V window MAC helpers (backends/riscv/helpers/templates/mac_s8x8.h.in, mac_s8x2x8.h.in and
- * mac_s8x2x8_row.h.in, with the prefix lp): lp_mac_s8x8, lp_mac_s8x2x8 and lp_mac_s8x2x8_row against the plain
- * loops of their contracts for their eight channels (and two pixels, their windows apart or overlapping), on the
+ * mac_s8x2x8_row.h.in, with the prefix lp): lp_mac_s8x8, lp_mac_s8x4, lp_mac_s8x2x8 and lp_mac_s8x2x8_row against the
+ * plain loops of their contracts for their eight or four channels (and two pixels, their windows apart or overlapping), on the
  * window cases of the Cortex-M window MAC helpers (cortex_m_test_values.h): 0 to 3 rows, every row length up to 35
  * (whole passes of four inputs and every remainder), row strides at and above the row length, weight channel
  * strides at and above a channel's weights, inputs and weights at every byte alignment, values over the whole int8
@@ -59,6 +59,12 @@ int main(void)
         plain_mac8(expected, xo, wo, &wc);
         if (lp_mac_s8x8(got, xo, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
             || !same(got, expected, CHANNELS, "mac_s8x8", i)) {
+            failures += 1;
+        }
+        cases += 1; /* lp_mac_s8x4 on the same window, adding to what lp_mac_s8x8 left in the first four */
+        plain_window_mac(expected, xo, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
+        if (lp_mac_s8x4(got, xo, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
+            || !same(got, expected, CHANNELS, "mac_s8x4", i)) {
             failures += 1;
         }
         for (int32_t h = 0; h < 2; ++h) { /* lp_mac_s8x2x8, then lp_mac_s8x2x8_row: the same contract */

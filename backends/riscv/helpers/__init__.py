@@ -6,7 +6,8 @@ compiler barriers, each a named macro guarded for GCC/Clang, with why they are t
 `tests/c/`, run on the host and under QEMU virt (`tests/backends/riscv/test_riscv_helpers_c.py`):
 
 - `mac_s8x8.h.in`: `<prefix>_mac_s8x8`, the int8 window MAC of eight output channels (register tiling for
-  RV32's 31 registers), called by CONV_2D and FULLY_CONNECTED kernels (`backends.riscv.schedules.mac`);
+  RV32's 31 registers), called by CONV_2D and FULLY_CONNECTED kernels (`backends.riscv.schedules.mac`), and
+  `<prefix>_mac_s8x4`, the same of four channels (a kernel's four-channel tile; one out-of-line copy per bundle);
 - `mac_s8x8_pairs.h.in`: `<prefix>_mac_s8x8_pairs`, the same sums over weights packed two channels to an int32
   word at compile time (`tvm_ext.kernels.dense.pair_weights`), one multiply per two products, called by
   FULLY_CONNECTED and CONV_2D kernels (one out-of-line copy per bundle, the others inlined where called), and `<prefix>_mac_s8x2x8_pairs`, the same for two output pixels,
@@ -51,6 +52,8 @@ from packager.template_files import helper_template_c
 MAC_CHANNELS = 8
 """Output channels per call of the MAC helper: eight sums, the pointers, the loop bound and four inputs stay in
 RV32's 31 registers (the kernels' accumulator tile, `backends.riscv.schedules`)."""
+FOUR_CHANNELS = 4
+"""Output channels per call of the four-channel MAC helper (`<prefix>_mac_s8x4`: the kernels' four-channel tile)."""
 COMMON_TEMPLATE = "riscv_common.h.in"
 """The always-inline attribute and the compiler barriers every helper below uses (GCC/Clang-guarded)."""
 MAC_TEMPLATE = "mac_s8x8.h.in"
@@ -73,6 +76,11 @@ RISCV_HELPER_TEMPLATES = (COMMON_TEMPLATE, MAC_TEMPLATE, MAC_PAIRS_TEMPLATE, MAC
 def mac_helper_name(prefix: str) -> str:
     """The C name of the int8 MAC helper in the bundle `prefix`."""
     return f"{prefix}_mac_s8x8"
+
+
+def mac4_helper_name(prefix: str) -> str:
+    """The C name of the four-channel int8 MAC helper in the bundle `prefix` (one out-of-line copy)."""
+    return f"{prefix}_mac_s8x4"
 
 
 def mac_pairs_helper_name(prefix: str, rows: bool = False) -> str:
@@ -114,10 +122,11 @@ def depthwise_tiles_helper_name(prefix: str, bias: str, border: bool = False) ->
     return bias_form(f"{prefix}_depthwise_{'border' if border else 'tiles'}_s8x8", bias)
 
 
-def requantize_helper_name(prefix: str, bias: str) -> str:
+def requantize_helper_name(prefix: str, bias: str, table: bool = False) -> str:
     """The C name of the requantization epilogue for biases of type `bias` ("int32" or "int16") in the bundle
-    `prefix`: the Cortex-M DSP epilogue's names (`requantize_small_helper_name`)."""
-    return requantize_small_helper_name(prefix, bias)
+    `prefix` (with `table`, its form with a lookup table after it): the Cortex-M DSP epilogue's names
+    (`requantize_small_helper_name`)."""
+    return requantize_small_helper_name(prefix, bias, table)
 
 
 def pair_tiles_helper_name(prefix: str, bias: str, any_double: bool = False) -> str:
@@ -130,6 +139,12 @@ def conv_tiles_helper_name(prefix: str, bias: str) -> str:
     """The C name of the fused one-pixel channel tiles helper for biases of type `bias` ("int32" or "int16") in
     the bundle `prefix`."""
     return bias_form(f"{prefix}_conv_tiles_s8x8", bias)
+
+
+def conv_tiles4_helper_name(prefix: str, bias: str) -> str:
+    """The C name of the fused one-pixel four-channel tiles helper for biases of type `bias` ("int32" or "int16")
+    in the bundle `prefix`."""
+    return bias_form(f"{prefix}_conv_tiles_s8x4", bias)
 
 
 def riscv_helpers_c(prefix: str) -> str:

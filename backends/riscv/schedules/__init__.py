@@ -38,9 +38,9 @@ from backends.cortex_m.schedules.pair_tiles import pair_tiles_calls
 from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tests, paired_pixel_body, pays_two_pixels
 from backends.cortex_m.schedules.requantize_epilogue import requantize_epilogue_calls
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
-from backends.riscv.helpers import MAC_CHANNELS
-from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_DEPTHWISE_TILES, RISCV_DOUBLE_EPILOGUE,
-                                          RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement,
+from backends.riscv.helpers import FOUR_CHANNELS, MAC_CHANNELS
+from backends.riscv.schedules.mac import (RISCV_CONV_TILES, RISCV_CONV_TILES4, RISCV_DEPTHWISE_TILES,
+                                          RISCV_DOUBLE_EPILOGUE, RISCV_EPILOGUE, RISCV_FC_ROWS, RISCV_PAIR_TILES, mac_replacement,
                                           paired_or_int8_reduction)
 from target.profile import Profile
 
@@ -50,7 +50,12 @@ FOUR_TILE_SAVED_PER_MAC = 2.5
 convolution of 12 channels 7.9 -> 4.4 a MAC, a 12-channel depthwise 13.7 -> 9.5, a FULLY_CONNECTED of 12 units
 7.0 -> 4.3)."""
 FOUR_TILE_CODE_BYTES = 300
-"""The code a kernel's four-channel tile adds, at the most (250-300 B measured)."""
+"""The code a kernel's four-channel tile adds, at the most (250-300 B measured, TVM's loops of four sums). Charged
+per kernel: where the four-channel window MAC and the fused tiles take a kernel's tiles (`<prefix>_mac_s8x4`,
+`<prefix>_conv_tiles_s8x4`: one out-of-line copy per bundle, ~440 B together on rv32imc), the kernel's own code is
+smaller than its scalar loop nest's and those helpers' bytes are paid once by the bundle's first such kernel, so
+this price overstates the one and ignores the other; it still keeps kws_ref_model's small head (below) from
+bringing the helpers into a bundle that has no other four-channel kernel."""
 FOUR_TILE_MIN_MACS = FOUR_TILE_CODE_BYTES * INSTRUCTIONS_PER_BYTE / FOUR_TILE_SAVED_PER_MAC
 """The fewest MACs (the reduction block's executions) at which a kernel takes the four-channel tile: where it saves
 what its code costs at the schedules' one price of code (kws_ref_model's 12-class head of 768 MACs, 2,264 fewer
@@ -65,7 +70,16 @@ class RiscvMacSchedules:
     window_buffer = staticmethod(window_buffer)
     flatten_odd_pixel_rows = staticmethod(functools.partial(flatten_odd_pixel_rows,
                                                             reduction_of=paired_or_int8_reduction))
-    pays_two_pixels = staticmethod(pays_two_pixels)
+
+    @staticmethod
+    def pays_two_pixels(sch, block, loops: list, first_reduce: int) -> bool:
+        """The DSP cores' rule (`backends.cortex_m.schedules.pixel_pairs.pays_two_pixels`) for a tile of eight
+        channels; never for one of four, whose window MAC has no two-pixel form: paired, its pixels kept TVM's
+        scalar loops (densenet_bc_32's 36- and 42-channel 1x1 convolutions on rv32imc, 312 and 490 B)."""
+        if int(sch.get(loops[-1]).extent) == FOUR_CHANNELS:
+            return False
+        return pays_two_pixels(sch, block, loops, first_reduce)
+
     pair_odd_pixel_row = staticmethod(functools.partial(pair_odd_pixel_row, widen_inputs=False,
                                                         replacement=mac_replacement))
     paired_pixel_body = staticmethod(functools.partial(paired_pixel_body, widen_inputs=False,
@@ -96,7 +110,8 @@ class RiscvMacSchedules:
         vww_96_int8 11,040 -> 8,110 B, kws_ref_model 3,800 -> 3,742 B: each kernel's border loops gone)."""
         epilogues = requantize_epilogue_calls(requantize_epilogue_calls(func, helper=RISCV_EPILOGUE),
                                               helper=RISCV_DOUBLE_EPILOGUE)
-        tiles = conv_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_CONV_TILES)
+        tiles = conv_tiles_calls(conv_tiles_calls(pair_tiles_calls(epilogues, RISCV_PAIR_TILES), RISCV_CONV_TILES),
+                                 RISCV_CONV_TILES4)
         return fc_rows_calls(depthwise_tiles_calls(tiles, RISCV_DEPTHWISE_TILES), RISCV_FC_ROWS)
 
     @staticmethod
@@ -108,7 +123,7 @@ class RiscvMacSchedules:
         kernel's MACs pay its larger code (`FOUR_TILE_MIN_MACS`): four sums in registers in TVM's own loops (no
         helper takes four) rather than one."""
         macs = executions(tuple(sch.get(loop) for loop in sch.get_loops(block)))
-        return (MAC_CHANNELS, 4) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
+        return (MAC_CHANNELS, FOUR_CHANNELS) if macs >= FOUR_TILE_MIN_MACS else (MAC_CHANNELS,)
 
 
 RISCV_MAC_SCHEDULES = RiscvMacSchedules()
@@ -121,6 +136,15 @@ def kernel_schedules(profile: Profile) -> KernelSchedules:
     paired two channels to a word (`backends.riscv.schedules.mac.paired_mac_replacement`: one multiply per two
     products), and int8 SOFTMAX as one call per row of the DSP cores' row helper
     (`backends.cortex_m.schedules.softmax_rows`: 32-bit C whose DSP words are guarded by __ARM_FEATURE_DSP; TVM's
-    generic kernel's 64-bit fixed-point steps took 1,008 B of code in kws_ref_model's 12-class head on rv32imc)."""
+    generic kernel's 64-bit fixed-point steps took 1,008 B of code in kws_ref_model's 12-class head on rv32imc).
+    A CONV_2D's output channels that four does not divide are padded to whole tiles of four
+    (`KernelSchedules.dense_unit_tile`, FOUR_CHANNELS: the four- or eight-channel tile's window MAC then takes them,
+    not the scalar loop nest in each of a padded convolution's border regions: yolo_tiny_64_odd's 6- and 10-channel
+    3x3 convolutions on rv32imc 1,746 and 1,820 -> 1,398 and 764 B, the bundle 10,812 -> 9,486 B and 23,542,529 ->
+    18,483,237 instructions; densenet_bc_32's 42-channel 1x1 one 6,636,432 -> 3,359,964), those of more than one
+    output pixel; a FULLY_CONNECTED's of one row are not (`every_one_row_priced` with no `one_row_padding_pays`:
+    kws_gru24_31x13's 5-unit and densenet_bc_32's 10-class heads, below the four-channel tile's MACs, ran their
+    padded channels in the scalar loop, and that bundle's gate layers took 4 % more instructions)."""
     return KernelSchedules(output_channel_tile=MAC_CHANNELS, float_channel_tiles=(), mac=RISCV_MAC_SCHEDULES,
-                           paired_weights=True, int8_softmax=softmax_s8_rows)
+                           dense_unit_tile=FOUR_CHANNELS, every_one_row_priced=True, paired_weights=True,
+                           int8_softmax=softmax_s8_rows)

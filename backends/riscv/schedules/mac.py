@@ -49,26 +49,34 @@ from backends.bias_forms import by_bias
 from backends.cortex_m.helpers.helium_c import fc_rows_helper_name, requantize_s8_helper_name
 from backends.cortex_m.schedules.depthwise_mac import depthwise_call_block, depthwise_mac_access
 from backends.cortex_m.schedules.depthwise_tiles import BORDER_ACCESS, DEPTHWISE_TILES_ACCESS, TileHelpers
-from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accumulation, channel_tile,
-                                                 helper_call_block, int8_data_update, mac_reduction, mac_window,
-                                                 window_call_block, window_mac_2px_access, window_mac_access)
+from backends.cortex_m.schedules.dual_mac import (AccessOffsets, MacReduction, _load_of, accessed_buffer,
+                                                 accumulation, channel_tile, helper_call_block, int8_data_update,
+                                                 mac_reduction, mac_window, window_call_block, window_mac_2px_access,
+                                                 window_mac_access)
 from backends.cortex_m.schedules.helium_depthwise import PAD_ACCESS, padding_replacement
 from backends.cortex_m.schedules.fc_rows import FcRowHelpers, fc_rows_access
+from backends.cortex_m.schedules.conv_tiles import CONV_TILES_ACCESS as DSP_TILES_ACCESS
 from backends.cortex_m.schedules.conv_tiles import ConvTileHelpers, TileWindow
 from backends.cortex_m.schedules.pair_tiles import PairTileHelpers, PairWindow
-from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_ACCESS, EpilogueHelper
-from backends.riscv.helpers import (FC_ROWS_FORM, MAC_CHANNELS, RISCV_HELPERS, conv_tiles_helper_name,
-                                    depthwise_mac_helper_name, depthwise_pad_helper_name, depthwise_tiles_helper_name,
+from backends.cortex_m.schedules.requantize_epilogue import (REQUANTIZE_LUT_ACCESS, REQUANTIZE_S8_ACCESS,
+                                                              EpilogueHelper)
+from backends.riscv.helpers import (FC_ROWS_FORM, FOUR_CHANNELS, MAC_CHANNELS, RISCV_HELPERS,
+                                    conv_tiles4_helper_name, conv_tiles_helper_name, depthwise_mac_helper_name,
+                                    depthwise_pad_helper_name, depthwise_tiles_helper_name, mac4_helper_name,
                                     mac_2px_helper_name, mac_2px_row_helper_name, mac_helper_name,
                                     mac_pairs_2px_helper_name, mac_pairs_helper_name, pair_tiles_helper_name,
                                     requantize_helper_name)
 from packager.fixed_point_c import REQUANTIZE_OPS, RIGHT_SHIFT_ONLY, SMALL_RIGHT_SHIFT
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
+from tvm_ext.tir.index_expr import substitute_index
 from tvm_ext.tir.helper_calls import register_helper_call
 
 MAC_OP = "tvm_ext.riscv_mac_s8x8"
 MAC_ACCESS = window_mac_access(MAC_CHANNELS)  # the dual MAC's call, over eight channels
 register_helper_call(MAC_OP, RISCV_HELPERS, mac_helper_name, MAC_ACCESS)
+MAC4_OP = "tvm_ext.riscv_mac_s8x4"
+"""The window MAC of a four-channel tile (`RiscvMacSchedules.channel_tiles`), one out-of-line copy per bundle."""
+register_helper_call(MAC4_OP, RISCV_HELPERS, mac4_helper_name, window_mac_access(FOUR_CHANNELS))
 
 MAC_PAIRS_OP = "tvm_ext.riscv_mac_s8x8_pairs"
 PAIR_WORDS = MAC_CHANNELS // 2  # weight words per input: one per channel pair
@@ -147,9 +155,17 @@ REQUANTIZE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_small_s8")
 for _bias, _op in REQUANTIZE_OPS_BY_BIAS.items():
     register_helper_call(_op, RISCV_HELPERS, functools.partial(requantize_helper_name, bias=_bias),
                          REQUANTIZE_S8_ACCESS)
-RISCV_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), REQUANTIZE_OPS_BY_BIAS)
+REQUANTIZE_LUT_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_small_lut_s8")
+"""Its form with a lookup table after the requantization per bias type (`<prefix>_requantize_small_lut_s8`,
+`_lut_s8_b16`)."""
+for _bias, _op in REQUANTIZE_LUT_OPS_BY_BIAS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(requantize_helper_name, bias=_bias, table=True),
+                         REQUANTIZE_LUT_ACCESS)
+RISCV_EPILOGUE = EpilogueHelper(frozenset({REQUANTIZE_OPS[SMALL_RIGHT_SHIFT]}), REQUANTIZE_OPS_BY_BIAS,
+                                REQUANTIZE_LUT_OPS_BY_BIAS)
 """The channel tiles' epilogues the RISC-V helper computes: the "double_small" rounding (nearly every int8 layer's:
-its shifts, multipliers and sums bounded at compile time), as the DSP cores' epilogue does."""
+its shifts, multipliers and sums bounded at compile time), with or without a lookup table after it, as the DSP
+cores' epilogue does."""
 
 REQUANTIZE_DOUBLE_OPS_BY_BIAS = by_bias("tvm_ext.riscv_requantize_s8")
 """The epilogue of TFLite's double rounding for any sum and shift per bias type (`<prefix>_requantize_s8`, `_s8_b16`:
@@ -294,6 +310,17 @@ RISCV_CONV_TILES = ConvTileHelpers(
 """The RV32 cores' fused one-pixel tiles (`backends.cortex_m.schedules.conv_tiles`): a lone or border pixel's
 paired MAC (one run or a KxK window's rows), eight channels a tile, the "double_small" epilogue's calls."""
 
+CONV_TILES4_OPS = by_bias("tvm_ext.riscv_conv_tiles_s8x4")
+"""The fused one-pixel four-channel tiles helper per bias type (`<prefix>_conv_tiles_s8x4`, `_b16`: the DSP cores'
+fused tiles' call, `backends.cortex_m.schedules.conv_tiles.CONV_TILES_ACCESS`)."""
+for _bias, _op in CONV_TILES4_OPS.items():
+    register_helper_call(_op, RISCV_HELPERS, functools.partial(conv_tiles4_helper_name, bias=_bias),
+                         DSP_TILES_ACCESS)
+RISCV_CONV_TILES4 = ConvTileHelpers(REQUANTIZE_OPS_BY_BIAS, CONV_TILES4_OPS, (MAC4_OP,), tile=FOUR_CHANNELS)
+"""The RV32 cores' fused four-channel tiles: a pixel's four-channel window MAC calls (`<prefix>_mac_s8x4`, the dual
+MAC's call) and "double_small" epilogues over its tiles as one call (yolo_tiny_64_odd, densenet_bc_32,
+resnet8_w20_32: every kernel of the four-channel tile)."""
+
 MIN_REDUCTION = 8
 """The shortest window (MACs per output) the helper takes. With the one-row helper's sixteen sums in registers and
 the out-of-line requantization, the helper pays on short windows too (rv32imc, measured against 32:
@@ -422,13 +449,40 @@ def _paired_word(select: tirx.Select) -> Optional[TensorLoad]:
 
 def window_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:
     """The window MAC's call block (one or two pixels) for `loops` around `realize`, or None where it does not
-    fit (see the module docstring)."""
-    window = mac_window(realize, loops, ("int8",), MAC_CHANNELS)
+    fit (see the module docstring); a four-channel tile's, one pixel, the four-channel window MAC's
+    (`<prefix>_mac_s8x4`)."""
+    channels = FOUR_CHANNELS if loops and int(loops[-1].extent) == FOUR_CHANNELS else MAC_CHANNELS
+    window = mac_window(realize, loops, ("int8",), channels)
     if window is None or window.geometry.rows * window.geometry.row_len < MIN_REDUCTION:
         return None
+    if channels == FOUR_CHANNELS:
+        if not _over_pixels(window):
+            return None
+        return window_call_block(MAC4_OP, None, window.reduction, window.bindings, window.inner, window.geometry,
+                                 channels)
     two_pixels = MAC_2PX_ROW_OP if window.geometry.rows == 1 else MAC_2PX_OP
     return window_call_block(MAC_OP, two_pixels, window.reduction, window.bindings, window.inner, window.geometry,
                              MAC_CHANNELS)
+
+
+def _over_pixels(window) -> bool:
+    """Whether the window's sums move with a loop outside it along an axis of more than one element of their
+    accumulators (the kernel's pixels or rows, not its channel tiles): the four-channel window MAC's kernels, whose
+    border regions and pixels share its out-of-line copy; a one-row layer's one loop of four sums
+    (micro_speech_quantized's 4-unit FULLY_CONNECTED on rv32imc) is smaller inlined than the helper it would bring
+    into the bundle (1,494 B, against 1,576 B with it)."""
+    store = window.reduction.store
+    inner = set(window.inner)
+    for extent, index in list(zip(accessed_buffer(store).shape, store.indices))[:-1]:
+        if isinstance(extent, tirx.IntImm) and int(extent) == 1:
+            continue
+        try:
+            value = substitute_index(index, window.bindings)
+        except KeyError:
+            return True
+        if any(var not in inner for var in tirx.analysis.undefined_vars(value)):
+            return True
+    return False
 
 
 def depthwise_mac_replacement(realize: s_tir.SBlockRealize, loops: list) -> Optional[s_tir.SBlockRealize]:

@@ -39,20 +39,26 @@ REQUANTIZE_HEADER = "requantize_small.h"
 scalar double and "double_small" requantizations and int8 saturation (what the epilogues replace), then the
 RISC-V helper library, for the prefix lp."""
 UNITS = ["riscv_mac", "riscv_mac_pairs", "riscv_depthwise_mac", "requantize_small", "requantize_s8",
-         "riscv_fc_rows", "riscv_pair_tiles", "riscv_depthwise_tiles"]
+         "riscv_fc_rows", "riscv_pair_tiles", "riscv_depthwise_tiles", "conv_tiles_s8x4"]
 """The unit tests tests/c/test_<unit>.c: the window MACs, the MAC of paired weights, the depthwise MAC, the
 requantization epilogues ("double_small"'s and any double rounding's), the per-tensor fully connected rows, a
-convolution's pixel tiles and a depthwise pixel's tiles, interior and border (against the scalar helpers too)."""
+convolution's pixel tiles and a depthwise pixel's tiles, interior and border (against the scalar helpers too), and
+the four-channel tiles (the DSP cores' test of that contract, whole tiles only)."""
+CONV_TILES4_HEADER = "conv_tiles_s8x4.h"
+"""The header test_conv_tiles_s8x4.c includes: the requantization header's text, its partial tiles' cases left out
+(LP_WHOLE_TILES_ONLY: the RISC-V helpers have none)."""
 
 
 def write_unit_files(folder: Path, unit: str) -> Path:
-    """`riscv_mac.h` (the helpers as a bundle of prefix `lp` defines them, after <stdint.h>), `requantize_small.h`
-    and `requantize_s8.h` (the same after the scalar helpers the epilogues replace) and the shared inputs' header
+    """`riscv_mac.h` (the helpers as a bundle of prefix `lp` defines them, after <stdint.h>), `requantize_small.h`,
+    `requantize_s8.h` and `conv_tiles_s8x4.h` (the same after the scalar helpers the epilogues replace) and the shared inputs' header
     into `folder`; the source of the unit test `unit`."""
     (folder / LIBRARY_HEADER).write_text("#include <stdint.h>\n" + riscv_helpers_c(PREFIX))
     scalar = requantize_helpers_c(PREFIX, ("double", SMALL_RIGHT_SHIFT, SATURATE_INT8))
     for header in (REQUANTIZE_HEADER, HELIUM_REQUANTIZE_HEADER):
         (folder / header).write_text("#include <stdint.h>\n" + scalar + riscv_helpers_c(PREFIX))
+    (folder / CONV_TILES4_HEADER).write_text("#include <stdint.h>\n#define LP_WHOLE_TILES_ONLY 1\n" + scalar
+                                             + riscv_helpers_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
     return UNIT_TESTS / f"test_{unit}.c"
 
