@@ -38,8 +38,9 @@ def window1_lut_helper_name(prefix: str) -> str:
 
 def window1_scratch_words(taps: int) -> int:
     """The int32 scratch words a call over windows of `taps` taps needs (`<prefix>_window1_scratch_words`): eight
-    per group of four taps, four per tap left, then one gathered int8 window in whole words."""
-    return taps // 4 * 8 + taps % 4 * 4 + (taps + 3) // 4
+    per group of four taps, the four of the mark that ends the groups' loop, four per tap left, then one gathered
+    int8 window in whole words."""
+    return taps // 4 * 8 + 4 + taps % 4 * 4 + (taps + 3) // 4
 
 
 def window1_helper_c(prefix: str) -> str:

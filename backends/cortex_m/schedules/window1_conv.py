@@ -69,7 +69,7 @@ taps are not measured."""
 
 MAX_TAPS = 256
 """The most taps of a window the helper takes: its scratch is a stack array of `window1_scratch_words(taps)` int32
-words (2,304 B at 256 taps; kws_ref_model's 40 taps 360 B, micro_speech's 80 taps 720 B), so a larger window runs the
+words (2,320 B at 256 taps; kws_ref_model's 40 taps 376 B, micro_speech's 80 taps 736 B), so a larger window runs the
 generic kernel, whose stack does not grow with the window. It also keeps the helper's contract (taps <= 2^16: its
 running sums cannot overflow)."""
 
