@@ -78,8 +78,8 @@ from backends.bias_forms import BIAS_TYPES, bias_form, by_bias
 from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pad_helper_name, dsp_depthwise_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import helium_depthwise_tiles_helper_name
 from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
-from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset, pointee,
-                                                   tile_loop_stmts, zeroed_stores)
+from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset,
+                                                   op_executions, pointee, tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.depthwise_mac import (DEPTHWISE_BOX_W16_OP, DEPTHWISE_MAC_OP, DEPTHWISE_MAC_W16_OP,
                                                        mac_helper_replacement)
 from backends.cortex_m.schedules.depthwise_spread import spread_replacement
@@ -88,7 +88,7 @@ from backends.cortex_m.schedules.helium_depthwise import (BOX_OP, DEPTHWISE_TILE
                                                          padding_replacement)
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.tir.tir_walk import children, walk, with_root_loops_replaced
+from tvm_ext.tir.tir_walk import walk, with_root_loops_replaced
 
 DEPTHWISE_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8")
 """The fused helper's op per bias type (the epilogue's, ``requantize_epilogue.REQUANTIZE_S8_OPS``)."""
@@ -340,18 +340,6 @@ class SharedTiles:
         return {kernel: frozenset(shared) for kernel, shared in forms.items()}
 
 
-def _interior_calls(stmt, ops, times: int = 1):
-    """(call, executions per call of the function) of each call of ``ops`` under ``stmt``: the product of the
-    constant extents of the loops around it."""
-    if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm):
-        times *= int(stmt.extent)
-    if isinstance(stmt, tvm.ir.Call) and isinstance(stmt.op, tvm.ir.Op) and stmt.op.name in ops:
-        yield stmt, times
-        return
-    for child in children(stmt):
-        yield from _interior_calls(child, ops, times)
-
-
 def form_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int],
               helpers: TileHelpers = HELIUM_TILES) -> dict[FormKey, tuple[KernelUse, ...]]:
     """Per copy (window form with an out-of-line copy, ``helpers.outlined``, and bias type), the kernels of
@@ -362,7 +350,7 @@ def form_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int],
     bias_of = {op: bias for bias, op in helpers.tiles.items()}
     uses: dict[FormKey, list[KernelUse]] = {}
     for name, func in kernels.items():
-        for call, pixels in _interior_calls(func.body, set(bias_of)):
+        for call, pixels in op_executions(func.body, set(bias_of)):
             sizes = [call.args[FUSED_ARGS[size]] for size in ("rows", "cols", "channels")]
             if not all(isinstance(size, tirx.IntImm) for size in sizes):
                 continue

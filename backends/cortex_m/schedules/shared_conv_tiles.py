@@ -1,0 +1,124 @@
+"""On Helium cores, the bundle's choice of the kernels that call the fused channel tiles' one out-of-line copy
+instead of inlining them.
+
+``conv_tiles`` makes each pixel's loop over its channel tiles one call of ``<prefix>_conv_tiles_s8`` (``_b16``),
+inlined (``always_inline``: the window's sizes constants, the dual MAC's row loop and tail resolved at compile
+time). Every kernel then holds its own copy of the tiles: 226-388 B measured per kernel, where a DSP core's kernels
+call one shared helper (cortex-m4f's ``pair_tiles_any``), so a model of many small 1x1 layers had more code on
+cortex-m55 than on cortex-m4f (densenet_bc_32 14,480 B against 12,144). The bundle's one out-of-line copy,
+``<prefix>_conv_tiles_shared_s8`` (``_b16``; ``helium_conv_tiles.h.in``: the same contract, its sizes read at run
+time), already served the calls ``common_tails`` merges. ``shared_conv_tiles`` gives it the kernels whose inlined
+code weighs more than the copy's calls cost (``ConvTilesUse.gain``: INLINED_BYTES at the schedules' one price of
+code, ``code_price.INSTRUCTIONS_PER_BYTE``, less ``extra_instructions``), the best-paying first, the prefix whose
+gains most exceed the copy's own COPY_BYTES (nothing where the bundle calls the copy already); the others keep the
+helper inlined. Made per bias type (one copy each) from every kernel scheduled first with the helper inlined
+(``conv_tiles_uses``), and passed back into their schedules (``HeliumMacSchedules.conv_tiles``,
+``helium_bundle_choice``). The same sums in the same order either way: bit-exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tvm import tirx
+
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.cortex_m.schedules.conv_tiles import (_ROW_LEN, _ROWS, CONV_TILES_OPS, SHARED_CONV_TILES_OPS, TILE,
+                                                    op_executions)
+
+LANES = 16
+"""The int8 lanes of one vector of the dual MAC's row loop."""
+INLINED_BYTES = 280
+"""A kernel's code more with the fused tiles inlined than with its call of the copy (bytes), about the typical
+measured on cortex-m55 (arm-none-eabi-gcc 12.2 -O2, nm; most 278-298): vit3h_28's 1x60 fully connected kernels
+354 / 66 (int16 biases), ds_cnn_w30_49x10's 30 -> 12 head 312 / 32, yolo_tiny_64_odd's 1x1 kernels 396 / 98 and
+332 / 100, tcn_61x20_c36's 1x3 ones 368 / 90 to 558 / 154; the least vit3h_28's 4x4 stride-4 stem 372 / 146."""
+COPY_BYTES = 400
+"""The copy's own code (bytes, once per bundle and bias type), about the most measured likewise: 286-406 B with
+int32 biases, 328-346 B with int16 ones."""
+CALL_INSTRUCTIONS = 40
+"""Instructions more per call of the copy than inlined (its arguments, its sizes' tests at run time)."""
+VECTOR_INSTRUCTIONS = 3
+"""Instructions more per vector of a tile's window in the copy (its row loop's counter and branch, the tail's
+predicate at run time). With CALL_INSTRUCTIONS, about the most measured per pixel on cortex-m55, every kernel
+inlining / calling the copy: vit3h_28's 49-row fully connected kernels of 60 inputs (4 vectors a tile), 60 channels
+64,808 / 72,591, 100 channels 107,488 / 120,122, of 240 inputs (15 vectors) and 60 channels 85,438 / 116,203,
+its 4x4x3 stem 86,136 / 93,968; yolo_tiny_64_odd's 8x8 1x1 kernel of 36 inputs and 12 channels 15,987 / 20,343,
+its 4x4 one of 72 inputs 4,627 / 5,750; tcn_61x20_c36's 1x3 kernels 60,470 / 60,537 to 110,092 / 108,890 (faster
+out of line)."""
+
+
+@dataclass(frozen=True)
+class ConvTilesUse:
+    """A kernel's use of the fused tiles (one inlined call, scheduled first)."""
+
+    kernel: str
+    """The kernel's (PrimFunc's) name."""
+    calls: int
+    """Its calls per inference."""
+    pixels: int
+    """The fused call's executions per call of the kernel (the loops around it)."""
+    tiles: int
+    """Channel tiles of four per pixel."""
+    vectors: int
+    """Vectors of LANES a tile's window reads (each row's, the last one's predicated)."""
+
+    def extra_instructions(self) -> int:
+        """The instructions per inference the kernel's calls of the copy would add (CALL_INSTRUCTIONS a pixel,
+        VECTOR_INSTRUCTIONS per vector of each tile)."""
+        return self.calls * self.pixels * (CALL_INSTRUCTIONS + VECTOR_INSTRUCTIONS * self.tiles * self.vectors)
+
+    def gain(self, instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> int:
+        """What calling the copy instead of inlining saves, in instructions per inference: INLINED_BYTES at
+        ``instructions_per_byte`` each, less ``extra_instructions``."""
+        return INLINED_BYTES * instructions_per_byte - self.extra_instructions()
+
+
+def conv_tiles_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]
+                    ) -> tuple[dict[str, tuple[ConvTilesUse, ...]], frozenset[str]]:
+    """Per bias type, the kernels of ``kernels`` (name -> PrimFunc, scheduled with the fused tiles inlined) that
+    call the inlined tiles with constant sizes (their calls per inference, ``calls``: name -> calls, a kernel not in
+    it counting once); and the bias types whose copy the bundle holds already (a kernel calls it)."""
+    bias_of = {op: bias for bias, op in CONV_TILES_OPS.items()}
+    shared_bias_of = {op: bias for bias, op in SHARED_CONV_TILES_OPS.items()}
+    uses: dict[str, list[ConvTilesUse]] = {}
+    present: set[str] = set()
+    for name, func in kernels.items():
+        for call, pixels in op_executions(func.body, set(bias_of) | set(shared_bias_of)):
+            if call.op.name in shared_bias_of:
+                present.add(shared_bias_of[call.op.name])
+                continue
+            sizes = [call.args[index] for index in (_ROWS, _ROW_LEN, len(call.args) - 1)]
+            if not all(isinstance(size, tirx.IntImm) for size in sizes):
+                continue
+            rows, row_len, channels = (int(size) for size in sizes)
+            use = ConvTilesUse(name, calls.get(name, 1), pixels, -(-channels // TILE), rows * -(-row_len // LANES))
+            uses.setdefault(bias_of[call.op.name], []).append(use)
+    return {bias: tuple(found) for bias, found in uses.items()}, frozenset(present)
+
+
+def shared_conv_tiles(uses: Mapping[str, tuple[ConvTilesUse, ...]], present: frozenset[str] = frozenset(),
+                      instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> frozenset[str]:
+    """The kernels that call the copy, from the bundle's ``uses`` (``conv_tiles_uses``) per bias type: each
+    kernel's gain (``ConvTilesUse.gain``, summed over its calls of that bias type), the kernels sorted by gain, the
+    best-paying first, the prefix whose gains most exceed the copy's COPY_BYTES at ``instructions_per_byte`` (none
+    where the bias type is in ``present``: the bundle holds that copy already). A kernel that calls the tiles of
+    both bias types calls the copies only where both choose it."""
+    chosen: dict[str, set[str]] = {}
+    for bias, found in sorted(uses.items()):
+        gains: dict[str, int] = {}
+        for use in found:
+            gains[use.kernel] = gains.get(use.kernel, 0) + use.gain(instructions_per_byte)
+        ranked = sorted(gains, key=lambda kernel: (-gains[kernel], kernel))
+        total = 0 if bias in present else -COPY_BYTES * instructions_per_byte
+        best, best_count = 0, 0
+        for count, kernel in enumerate(ranked, 1):
+            total += gains[kernel]
+            if total > best:
+                best, best_count = total, count
+        chosen[bias] = set(ranked[:best_count])
+    kernels = {use.kernel for found in uses.values() for use in found}
+    return frozenset(kernel for kernel in kernels
+                     if all(kernel in chosen[bias] for bias, found in uses.items()
+                            if any(use.kernel == kernel for use in found)))
