@@ -29,7 +29,10 @@ schedule as the record ``TileHelpers.shared``); so is a kx1 window's, called as 
 (``TileHelpers.column_as_row``) of the copy for one row of any taps (``_depthwise_tiles1xn_s8``, the taps' count
 an argument, in a rolled loop: with steps of three taps and the one or two left, 868 B and 321,621 instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
 372-870 B each inlined, 50-84 B each and the 616 B copy out of line; on cortex-m55 code 4,692 -> 2,892 B
-(cortex-m4f 3,952), 299,492 -> 319,193 instructions (0.734x -> 0.783x TFLM+CMSIS-NN), bit-exact.
+(cortex-m4f 3,952), 299,492 -> 319,193 instructions (0.734x -> 0.783x TFLM+CMSIS-NN), bit-exact; and so is a 5x5
+window's (``_depthwise_tiles5x5_s8``: its rows a rolled loop, a row's five taps written out):
+efficientnet_lite_w030_112_int8's five 5x5 kernels held 3,468-4,216 B each inlined; on cortex-m55 code 37,588 ->
+26,320 B, 14,785,965 -> 14,701,240 instructions (inlined, a tile's 25 taps spill).
 
 On DSP cores (``DSP_TILES``) the same replacement takes a pixel's loop over its four-channel tiles
 (``depthwise_mac``'s window call, ``requantize_small_c``'s epilogue): the interior's call is
@@ -216,9 +219,10 @@ class TileHelpers:
 
 
 HELIUM_TILES_OUTLINED_OPS = {(form, bias): bias_form(f"tvm_ext.depthwise_tiles{form}_s8", bias)
-                             for form in ("3x3", "1xn") for bias in BIAS_TYPES}
+                             for form in ("3x3", "5x5", "1xn") for bias in BIAS_TYPES}
 """Helium's fused helper's out-of-line copies per (window form, ``window_form``, bias type)
-(``helium_depthwise16.h.in``'s ``_depthwise_tiles3x3_s8``: a 3x3 window's taps written out;
+(``helium_depthwise16.h.in``'s ``_depthwise_tiles3x3_s8``: a 3x3 window's taps written out; ``_depthwise_tiles5x5_s8``:
+a 5x5 window's rows rolled, a row's taps written out;
 ``_depthwise_tiles1xn_s8``: one row of any taps, a kx1 window called as a row, ``TileHelpers.column_as_row``)."""
 for (_form, _bias), _op in HELIUM_TILES_OUTLINED_OPS.items():
     register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias, window=_form),
@@ -276,6 +280,8 @@ class CopyCost:
 
 HELIUM_COPY_COSTS = {"3x3": CopyCost(inlined=1_000, inlined_overlapping=500, copy=1_020, call=100, tile=8,
                                      rolled_tap=4, rolled_below=DEPTHWISE_TILES[0], rolled_copy=774),
+                     "5x5": CopyCost(inlined=2_200, inlined_overlapping=1_100, copy=800, call=100, tile=0,
+                                     rolled_tap=4, rolled_below=DEPTHWISE_TILES[0], rolled_copy=774),
                      "1xn": CopyCost(inlined=620, inlined_overlapping=288, copy=616, call=100, tile=8, rolled_tap=4,
                                      rolled_below=None)}
 """Helium's copies, per window form, measured on cortex-m55 (arm-none-eabi-gcc 12.2 -O2, nm, after heliumres-30).
@@ -288,7 +294,13 @@ least a kernel saves): person_detect's (int32 biases) 24x24x16 at stride 2 1,116
 1,018-1,020), 1,794 B once a kernel of fewer than 16 channels calls it (person_detect's 48x48x8: the rolled
 tile's 774 B, ``rolled_copy``). A one-row (kx1) kernel inlining / calling the copy: str_ww_ref_model's 3x1 of 40
 channels 372 / 84 (288), of 128 channels 5x1 802 / 84, 10x1 870 / 84, 15x1 670 / 50 (620-786); the copy
-``_depthwise_tiles1xn_s8`` 616 B. Instructions, the two 10x10 kernels inlining / calling the copy: 40 channels
+``_depthwise_tiles1xn_s8`` 616 B. A 5x5 kernel inlining / calling the copy (its rows a rolled loop, a row's five taps
+written out): efficientnet_lite_w030_112_int8's (int32 biases, channels whole tiles of 16) 14x14x96 3,468 / 966,
+7x7x144 3,492 / 966, 7x7x192 3,486 / 980, 14x14x48 at stride 2 3,830 / 1,592, 4x4x192 s2 4,216 / 1,922 (2,238-2,526
+saved); ``inlined_overlapping`` half, ``rolled_copy`` the 3x3 copy's, not measured; the copy
+``_depthwise_tiles5x5_s8`` 794 B; every kernel faster calling it (1,619-49,708 instructions less each, 14,785,965 ->
+14,701,240 the model: inlined, 25 taps a tile spill), so ``tile`` 0. Instructions, the two 10x10 kernels inlining /
+calling the copy: 40 channels
 110,906 / 132,197 (2,560 / 2,520 B of code), 24 channels 71,848 / 91,165 (2,532 / 2,504 B); person_detect
 every 3x3 kernel inlining 4,146,060, this rule's choice (all but the 48x48x8 kernel share) 4,278,641, every one
 calling the copy 4,590,719; measured by heliumshare-30, person_detect's kernels inlining / calling the copy:
