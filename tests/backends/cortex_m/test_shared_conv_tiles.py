@@ -5,11 +5,12 @@ weighs more than the copy's calls cost, where the copy and those calls weigh les
 the facts of every kernel of the bundle.
 
 - The decision on facts alone: one kernel keeps the tiles inlined (the copy would only add its calls); several
-  small kernels share the copy; a kernel the copy would slow most keeps them inlined; each bias type pays its own
-  copy, none where the bundle holds it already; a kernel of both bias types calls the copies only where both pay.
+  small kernels of one window share the copy, of different windows not; a kernel the copy would slow most keeps them
+  inlined; each bias type pays its own copy, and none joins a copy the bundle holds already; a kernel of two windows
+  keeps them inlined.
 - The facts read from a scheduled kernel: the fused call's executions, tiles and vectors.
 - Compiled for cortex-m55 and run bit for bit with TFLite Micro under QEMU mps3-an547: a chain of small 1x1
-  layers of different shapes (one kernel each) calls the copy, not the inlined tiles.
+  layers of one shape (one kernel each) calls the copy, not the inlined tiles.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from backends.cortex_m.schedules.shared_conv_tiles import (COPY_BYTES, INLINED_B
                                                            shared_conv_tiles)
 
 
-def _fc(kernel: str, pixels: int = 49, tiles: int = 15, vectors: int = 4, calls: int = 1) -> ConvTilesUse:
+def _fc(kernel: str, pixels: int = 49, tiles: int = 15, vectors: int = 4, calls: int = 1,
+        window: tuple[int, ...] = (0, 60, 1, 60, 60)) -> ConvTilesUse:
     """vit3h_28's 49-row fully connected kernel of 60 inputs and 60 channels by default."""
-    return ConvTilesUse(kernel, calls, pixels, tiles, vectors)
+    return ConvTilesUse(kernel, calls, pixels, tiles, vectors, window)
 
 
 def test_one_kernel_keeps_the_tiles_inlined():
@@ -37,10 +39,19 @@ def test_one_kernel_keeps_the_tiles_inlined():
     assert shared_conv_tiles({"int16": (_fc("fc"),)}) == frozenset()
 
 
-def test_several_small_kernels_share_the_copy():
-    # vit3h_28's five int16-bias fully connected kernels (measured: 1,416 B less code, 43,766 instructions more)
-    uses = {"int16": (*(_fc(f"fc{index}") for index in range(4)), _fc("fc100", tiles=25))}
-    assert shared_conv_tiles(uses) == frozenset({"fc0", "fc1", "fc2", "fc3", "fc100"})
+def test_several_small_kernels_of_one_window_share_the_copy():
+    # vit3h_28's four int16-bias fully connected kernels 60 -> 60 share it; its 60 -> 100 one, of another window
+    # (a copy its callers' sizes do not specialize), keeps the tiles inlined
+    uses = {"int16": (*(_fc(f"fc{index}") for index in range(4)), _fc("fc100", tiles=25, window=(0, 60, 1, 60, 100)))}
+    assert shared_conv_tiles(uses) == frozenset({"fc0", "fc1", "fc2", "fc3"})
+
+
+def test_kernels_of_different_windows_keep_the_tiles_inlined():
+    # densenet_bc_32's 8x8 1x1 kernels of 48 channels over 54 to 90 inputs: sharing one generic copy measured every
+    # caller slower (some 100 instructions a tile)
+    uses = {"int32": tuple(_fc(f"pw{inputs}", pixels=64, tiles=12, vectors=-(-inputs // 16),
+                               window=(0, inputs, 1, inputs, 48)) for inputs in (54, 66, 78, 90))}
+    assert shared_conv_tiles(uses) == frozenset()
 
 
 def test_a_kernel_the_copy_would_slow_most_keeps_the_tiles_inlined():
@@ -50,21 +61,22 @@ def test_a_kernel_the_copy_would_slow_most_keeps_the_tiles_inlined():
     uses = {"int32": (big, *(_fc(f"fc{index}") for index in range(4)))}
     assert shared_conv_tiles(uses) == frozenset(f"fc{index}" for index in range(4))
     # kws_ref_model's 1x1 kernel: 125 pixels, 16 tiles of 4 vectors, called four times
-    small = tuple(_fc(f"fc{index}") for index in range(3))
-    assert shared_conv_tiles({"int32": (_fc("pw", pixels=125, tiles=16, calls=4), *small)}) \
-        == frozenset(use.kernel for use in small)
+    small = tuple(_fc(f"fc{index}", window=(0, 64, 1, 64, 64)) for index in range(3))
+    assert shared_conv_tiles({"int32": (_fc("pw", pixels=125, tiles=16, calls=4, window=(0, 64, 1, 64, 64)),
+                                        *small)}) == frozenset(use.kernel for use in small)
 
 
-def test_each_bias_type_pays_its_own_copy_unless_the_bundle_holds_it():
+def test_each_bias_type_pays_its_own_copy_and_none_joins_a_copy_the_bundle_holds():
     uses = {"int32": tuple(_fc(f"fc{index}") for index in range(3)), "int16": (_fc("fc16"),)}
     assert shared_conv_tiles(uses) == frozenset({"fc0", "fc1", "fc2"})
-    # the int16 copy there already (a padded convolution's merged calls: common_tails): the lone kernel calls it
-    assert shared_conv_tiles(uses, present=frozenset({"int16"})) == frozenset({"fc0", "fc1", "fc2", "fc16"})
+    # the int32 copy there already (a padded convolution's merged calls: common_tails), specialized on its callers'
+    # sizes: no kernel joins it
+    assert shared_conv_tiles(uses, present=frozenset({"int32"})) == frozenset()
 
 
-def test_a_kernel_of_both_bias_types_calls_the_copies_only_where_both_pay():
-    uses = {"int32": tuple(_fc(f"fc{index}") for index in range(3)), "int16": (_fc("fc0"),)}
-    assert shared_conv_tiles(uses) == frozenset({"fc1", "fc2"})
+def test_a_kernel_of_two_windows_keeps_the_tiles_inlined():
+    uses = {"int32": tuple(_fc(f"fc{index}") for index in range(4)), "int16": (_fc("fc0"),)}
+    assert shared_conv_tiles(uses) == frozenset({"fc1", "fc2", "fc3"})
 
 
 @T.prim_func(s_tir=True)
@@ -83,7 +95,7 @@ def _kernel(x: T.Buffer((98,), "int8"), w: T.Buffer((144,), "int8"), b: T.Buffer
 def test_the_facts_of_a_scheduled_kernel():
     # 7 pixels of 12 channels (3 tiles) over one row of 12 inputs (one vector); the int16 copy already called
     uses, present = conv_tiles_uses({"k": _kernel}, {"k": 2})
-    assert uses == {"int32": (ConvTilesUse("k", 2, 7, 3, 1),)}
+    assert uses == {"int32": (ConvTilesUse("k", 2, 7, 3, 1, (0, 12, 1, 12, 12)),)}
     assert present == frozenset({"int16"})
 
 
@@ -95,24 +107,26 @@ from test_requantize_epilogue import bit_exact_bundle, needs_cross_tools  # noqa
 from tflite_builder import Model, Operator, Options, Quantization, Tensor, build  # noqa: E402
 
 
-def _pointwise_chain(widths: tuple[int, ...] = (12, 20, 28, 16), image: tuple[int, int] = (3, 3),
+def _pointwise_chain(strides: tuple[int, ...] = (2, 2, 1), channels: int = 16, image: tuple[int, int] = (8, 8),
                      seed: int = 5) -> bytes:
-    """One int8 input [1, *image, widths[0]] through 1x1 CONV_2D layers to each next width (one kernel each)."""
+    """One int8 input [1, *image, channels] through 1x1 CONV_2D layers of ``channels`` outputs at each of
+    ``strides``: kernels of different images (one each), every pixel's call of one window."""
     rng = np.random.default_rng(seed)
-    model = Model([Tensor("input", (1, *image, widths[0]), "int8", Quantization((0.05,), (-3,)))], [], (0,), ())
+    model = Model([Tensor("input", (1, *image, channels), "int8", Quantization((0.05,), (-3,)))], [], (0,), ())
     source = 0
-    for index, (inputs, outputs) in enumerate(zip(widths, widths[1:])):
-        scales = tuple(0.003 + 0.001 * (o % 4) for o in range(outputs))
+    for index, stride in enumerate(strides):
+        image = (-(-image[0] // stride), -(-image[1] // stride))
+        scales = tuple(0.003 + 0.001 * (o % 4) for o in range(channels))
         first = len(model.tensors)
         model.tensors += [
-            Tensor(f"op{index}/weights", (outputs, 1, 1, inputs), "int8",
-                   Quantization(scales, (0,) * outputs, 0),
-                   rng.integers(-127, 128, (outputs, 1, 1, inputs)).astype(np.int8)),
-            Tensor(f"op{index}/bias", (outputs,), "int32",
-                   Quantization(tuple(0.05 * s for s in scales), (0,) * outputs, 0),
-                   rng.integers(-2000, 2000, outputs).astype(np.int32)),
-            Tensor(f"op{index}/output", (1, *image, outputs), "int8", Quantization((0.06,), (2,)))]
-        options = Options("Conv2DOptions", {"Padding": 1, "StrideW": 1, "StrideH": 1})
+            Tensor(f"op{index}/weights", (channels, 1, 1, channels), "int8",
+                   Quantization(scales, (0,) * channels, 0),
+                   rng.integers(-127, 128, (channels, 1, 1, channels)).astype(np.int8)),
+            Tensor(f"op{index}/bias", (channels,), "int32",
+                   Quantization(tuple(0.05 * s for s in scales), (0,) * channels, 0),
+                   rng.integers(-2000, 2000, channels).astype(np.int32)),
+            Tensor(f"op{index}/output", (1, *image, channels), "int8", Quantization((0.06,), (2,)))]
+        options = Options("Conv2DOptions", {"Padding": 1, "StrideW": stride, "StrideH": stride})
         model.operators.append(Operator("CONV_2D", (source, first, first + 1), (first + 2,), options))
         source = first + 2
     model.outputs = (source,)
