@@ -4,7 +4,8 @@
  * lp_depthwise_border_s8_b16 (a border pixel: a window of up to 3 x 3 taps of which a clipped box, at every place
  * and of every size, the empty one too, lies in the image and the other taps read the padding value, -128, 0,
  * 127, 1 or -3), and where the window is 3 x 3 the out-of-line lp_depthwise_border3x3_s8 and _b16 and (in every
- * case, as an interior pixel of the same window) lp_depthwise_tiles3x3_s8 and _b16, where the window is one row
+ * case, as an interior pixel of the same window) lp_depthwise_tiles3x3_s8 and _b16, where the window is 5 x 5
+ * lp_depthwise_tiles5x5_s8 and _b16 (likewise; the one window past 4 x 4), where the window is one row
  * (of 0 to 4 taps) the out-of-line lp_depthwise_tiles1xn_s8 and _b16 (likewise as an interior pixel), against the
  * plain sums of their contract requantized by the scalar helpers (lp_requantize_double, lp_saturate_int8), for
  * every channel count 1..40 (whole tiles of 16 and every predicated tail of both halves), windows of 0 to 4 rows
@@ -23,7 +24,7 @@
 #include "depthwise_tiles.h"
 
 #define BUFFER 2048    /* elements: past the farthest one any case reads (under 1,000) */
-#define SIDE 4         /* the most rows and columns of a window */
+#define SIDE 4         /* the most rows and columns of a window, but for the 5 x 5 one */
 #define CHANNELS_MAX 40
 #define GUARD 3        /* bytes after the outputs that must keep their value */
 
@@ -69,8 +70,11 @@ int main(void)
     uint32_t state = 11;
     int32_t cases = 0, failures = 0;
     for (int32_t channels = 1; channels <= CHANNELS_MAX; ++channels) {
-        for (int32_t rows = 0; rows <= SIDE; ++rows) {
-            for (int32_t cols = 0; cols <= SIDE; ++cols) {
+        for (int32_t rows = 0; rows <= SIDE + 1; ++rows) {
+            for (int32_t cols = 0; cols <= SIDE + 1; ++cols) {
+                if ((rows > SIDE || cols > SIDE) && (rows != 5 || cols != 5)) {
+                    continue;  /* of the windows past SIDE, only the 5 x 5 one (its out-of-line copy) */
+                }
                 for (int32_t layout = 0; layout < 2; ++layout) {
                     const depthwise_layout l = depthwise_layout_of(channels, rows, cols, layout, channels);
                     const int8_t *xo = x + l.x_offset, *wo = w + l.w_offset;
@@ -131,13 +135,16 @@ int main(void)
                                                                l.x_row_stride, l.x_col_stride, l.w_row_stride,
                                                                l.w_col_stride, rows, cols, channels);
                     }
-                    /* a 3 x 3 window or one row: the interior's out-of-line copy too, into out3 and out3_16 */
-                    const int outlined = (rows == 3 && cols == 3) || rows == 1;
+                    /* a 3 x 3 or 5 x 5 window or one row: the interior's out-of-line copy too, into out3 and
+                       out3_16 */
+                    const int outlined = (rows == 3 && cols == 3) || (rows == 5 && cols == 5) || rows == 1;
                     const inside_box whole = {0, 0, rows, cols, 0};
                     if (outlined) {
-                        const tiles_s8 copy = rows == 1 ? lp_depthwise_tiles1xn_s8 : lp_depthwise_tiles3x3_s8;
+                        const tiles_s8 copy = rows == 1 ? lp_depthwise_tiles1xn_s8
+                                              : rows == 5 ? lp_depthwise_tiles5x5_s8 : lp_depthwise_tiles3x3_s8;
                         const tiles_s8_b16 copy16 = rows == 1 ? lp_depthwise_tiles1xn_s8_b16
-                                                              : lp_depthwise_tiles3x3_s8_b16;
+                                                    : rows == 5 ? lp_depthwise_tiles5x5_s8_b16
+                                                                : lp_depthwise_tiles3x3_s8_b16;
                         returned |= copy(out3, xo, wo, bias, multiplier, shift, zero_point, l.x_row_stride,
                                          l.x_col_stride, l.w_row_stride, l.w_col_stride, rows, cols, channels)
                                     | copy16(out3_16, xo, wo, bias16, multiplier, shift, zero_point, l.x_row_stride,

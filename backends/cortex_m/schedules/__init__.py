@@ -30,6 +30,7 @@ the helpers of `backends.cortex_m.helpers`.
   on DSP cores an interior pixel's loop over its four-channel tiles as one fused call (the border keeps the loop);
   on Helium the interior's fused helper inlined, or called out of line in the kernels the bundle's choice gives a
   shared copy (`helium_bundle_choice`: from every kernel scheduled first, `KernelSchedules.bundle_choice`);
+  `shared_conv_tiles`: likewise the kernels whose channel tiles call the fused helper's out-of-line copy on Helium;
 - `fc_rows` (Helium, and RV32 cores through `backends.riscv.schedules`): then a per-tensor int8 FULLY_CONNECTED
   row's loop over its channel tiles (zeroed accumulators, the one-row MAC, the scalar requantization by constants)
   as one call of the family's shared row helper, one copy per bundle for every such layer;
@@ -89,7 +90,8 @@ from backends.cortex_m.schedules.border_window import (HELIUM_INT8_LANES, ROWS_W
                                                         copied_window_length, has_short_rows, window_buffer,
                                                         windowed_border)
 from backends.cortex_m.schedules.common_tails import common_tails
-from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_TAIL_CHOICES, conv_tiles_calls,
+from backends.cortex_m.schedules.conv_tiles import (DSP_CONV_TILES, HELIUM_CONV_TILES, HELIUM_SHARED_CONV_TILES,
+                                                     HELIUM_TAIL_CHOICES, ConvTileHelpers, conv_tiles_calls,
                                                      one_row_padding_pays)
 from backends.cortex_m.schedules.conv_tiles import pays_two_pixels as helium_pays_two_pixels
 from backends.cortex_m.schedules.depthwise_pairs import depthwise_pair_calls
@@ -115,6 +117,7 @@ from backends.cortex_m.schedules.pixel_pairs import pair_odd_pixel_row, pair_tes
 from backends.cortex_m.schedules.quad_tiles import quad_code_budget, quad_kernels, quad_tiles_calls, quad_uses
 from backends.cortex_m.schedules.requantize_epilogue import (DSP_EPILOGUE, HELIUM_EPILOGUE, may_shift_left,
                                                               requantize_epilogue_calls, with_left_shifts_recorded)
+from backends.cortex_m.schedules.shared_conv_tiles import conv_tiles_uses, shared_conv_tiles
 from backends.cortex_m.schedules.softmax_rows import softmax_s8_rows
 from backends.cortex_m.schedules.pointwise_few import few_channel_kernel
 from backends.cortex_m.schedules.depthwise_runs import few_channel_depthwise
@@ -234,10 +237,13 @@ class HeliumMacSchedules(DualMacSchedules):
     collapses_border = None  # Helium's border helper takes 3x3 windows, whose borders make 9 rectangles at most
     whole_channel_tile = False  # not measured on Helium
 
-    def __init__(self, tiles: TileHelpers = HELIUM_TILES) -> None:
+    def __init__(self, tiles: TileHelpers = HELIUM_TILES, conv_tiles: ConvTileHelpers = HELIUM_CONV_TILES) -> None:
         self.tiles = tiles
         """The depthwise tiles' helpers (`depthwise_tiles`), with the bundle's choice of the forms whose
         out-of-line copy its kernels share (`TileHelpers.shared`: `helium_bundle_choice`)."""
+        self.conv_tiles = conv_tiles
+        """The fused channel tiles' helpers (`conv_tiles`): inlined (HELIUM_CONV_TILES), or the bundle's one
+        out-of-line copy in the kernels its choice gives it (HELIUM_SHARED_CONV_TILES: `helium_bundle_choice`)."""
 
     def epilogue_calls(self, func):
         """Each channel tile's int8 requantization as one call of the vector epilogue, then each loop over a pixel
@@ -255,7 +261,7 @@ class HeliumMacSchedules(DualMacSchedules):
         positive shifts (`with_left_shifts_recorded`), which a bundle of right shifts only leaves out."""
         floats = float_epilogue_calls(padded_float_calls(func))
         epilogues = requantize_epilogue_calls(floats, helper=HELIUM_EPILOGUE)
-        tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES))
+        tiles = conv_tiles_calls(pair_tiles_calls(epilogues, HELIUM_PAIR_TILES), self.conv_tiles)
         tailed = common_tails(copied_runs(fc_rows_calls(depthwise_tiles_calls(tiles, self.tiles), HELIUM_FC_ROWS),
                                           HELIUM_INT8_LANES), HELIUM_TAIL_CHOICES)
         # a requantization that may shift left has its bundle define the vector requantization's VSHL
@@ -264,14 +270,19 @@ class HeliumMacSchedules(DualMacSchedules):
 
 def helium_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]) -> Optional[BundleChoice]:
     """The `KernelSchedules.bundle_choice` of Helium cores: from the bundle's kernels (scheduled with the depthwise
-    tiles' fused helper inlined) and their calls, which kernels call which forms' out-of-line copies
-    (`depthwise_tiles.form_uses`, `shared_tiles`), each with the Helium schedules carrying its forms; None where
-    every kernel keeps the helper inlined."""
+    tiles' and the channel tiles' fused helpers inlined) and their calls, which kernels call which forms' out-of-line
+    copies of the depthwise tiles (`depthwise_tiles.form_uses`, `shared_tiles`) and which the channel tiles' copy
+    (`shared_conv_tiles`), each with the Helium schedules carrying its choices; None where every kernel keeps the
+    helpers inlined."""
     forms = shared_tiles(form_uses(kernels, calls, HELIUM_TILES)).forms_of()
-    if not forms:
+    conv_shared = shared_conv_tiles(*conv_tiles_uses(kernels, calls))
+    if not forms and not conv_shared:
         return None
-    schedules = {shared: HeliumMacSchedules(replace(HELIUM_TILES, shared=shared)) for shared in set(forms.values())}
-    return BundleChoice({kernel: schedules[shared] for kernel, shared in forms.items()})
+    choices = {kernel: (forms.get(kernel, frozenset()), kernel in conv_shared) for kernel in set(forms) | conv_shared}
+    schedules = {choice: HeliumMacSchedules(replace(HELIUM_TILES, shared=choice[0]),
+                                            HELIUM_SHARED_CONV_TILES if choice[1] else HELIUM_CONV_TILES)
+                 for choice in set(choices.values())}
+    return BundleChoice({kernel: schedules[choice] for kernel, choice in choices.items()})
 
 
 def dsp_bundle_choice(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int],

@@ -74,7 +74,7 @@ from backends.cortex_m.schedules.requantize_epilogue import (DSP_UNTABLED_EPILOG
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess, register_address_choice
 from tvm_ext.tir.helper_calls import register_helper_call
 from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
-from tvm_ext.tir.tir_walk import map_leaves, with_root_loops_replaced
+from tvm_ext.tir.tir_walk import children, map_leaves, with_root_loops_replaced
 
 TILE = 4
 """Output channels per tile: the dual MAC's."""
@@ -174,7 +174,10 @@ class ConvTileHelpers:
 
 
 HELIUM_CONV_TILES = ConvTileHelpers(REQUANTIZE_S8_OPS, CONV_TILES_OPS)
-"""Helium's: the vector epilogue, ``helium_conv_tiles.h.in``."""
+"""Helium's: the vector epilogue, ``helium_conv_tiles.h.in``, inlined."""
+HELIUM_SHARED_CONV_TILES = ConvTileHelpers(REQUANTIZE_S8_OPS, SHARED_CONV_TILES_OPS)
+"""Helium's, calling the bundle's one out-of-line copy (its sizes read at run time): the kernels the bundle's choice
+gives it (``shared_conv_tiles``)."""
 DSP_CONV_TILES = ConvTileHelpers(REQUANTIZE_SMALL_OPS, DSP_CONV_TILES_OPS,
                                  partial=(DSP_UNTABLED_EPILOGUE, DSP_CONV_TILES_PART_OPS))
 """The DSP cores': the written-out epilogue (``requantize_small_c``), ``conv_tiles_s8x4.h.in``; a channel count that
@@ -226,6 +229,18 @@ def executions(loops: tuple) -> int:
     for loop in loops:
         count *= int(loop.extent) if isinstance(loop.extent, tirx.IntImm) else 1
     return count
+
+
+def op_executions(stmt, ops: set[str], times: int = 1):
+    """(call, executions per call of the function) of each call of ``ops`` under ``stmt``: the product of the
+    constant extents of the loops around it (a loop of another extent counts once)."""
+    if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm):
+        times *= int(stmt.extent)
+    if isinstance(stmt, tvm.ir.Call) and isinstance(stmt.op, tvm.ir.Op) and stmt.op.name in ops:
+        yield stmt, times
+        return
+    for child in children(stmt):
+        yield from op_executions(child, ops, times)
 
 
 def partial_tiles_pay(calls: int, tiles: int) -> bool:
@@ -556,8 +571,10 @@ def _aligned(a: tvm.ir.Call, b: tvm.ir.Call) -> Optional[tuple[tvm.ir.Call, tvm.
 
 
 HELIUM_TAIL_CHOICES = {op: TailChoice(CHOOSE_OP, frozenset({_X}), frozenset({_X_ROW_STRIDE}), _aligned,
-                                      SHARED_CONV_TILES_OPS[bias]) for bias, op in CONV_TILES_OPS.items()}
+                                      SHARED_CONV_TILES_OPS[bias])
+                       for ops in (CONV_TILES_OPS, SHARED_CONV_TILES_OPS) for bias, op in ops.items()}
 """The Helium schedules' `common_tails` choices: how a test's two fused calls (an interior pixel's on its inputs in
 place, a border pixel's on its copied window) become one after the test: only the input's address and row stride
 may differ, once the copied window is split into the other's rows; the call is then the bundle's one out-of-line
-copy (its stride read at run time either way)."""
+copy (its stride read at run time either way), as it is where the kernel calls that copy anyway
+(HELIUM_SHARED_CONV_TILES)."""

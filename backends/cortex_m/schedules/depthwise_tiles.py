@@ -29,7 +29,10 @@ schedule as the record ``TileHelpers.shared``); so is a kx1 window's, called as 
 (``TileHelpers.column_as_row``) of the copy for one row of any taps (``_depthwise_tiles1xn_s8``, the taps' count
 an argument, in a rolled loop: with steps of three taps and the one or two left, 868 B and 321,621 instructions below): str_ww_ref_model's 3x1, 5x1, 10x1 and 15x1 kernels (8 to 192 tile iterations) held
 372-870 B each inlined, 50-84 B each and the 616 B copy out of line; on cortex-m55 code 4,692 -> 2,892 B
-(cortex-m4f 3,952), 299,492 -> 319,193 instructions (0.734x -> 0.783x TFLM+CMSIS-NN), bit-exact.
+(cortex-m4f 3,952), 299,492 -> 319,193 instructions (0.734x -> 0.783x TFLM+CMSIS-NN), bit-exact; and so is a 5x5
+window's (``_depthwise_tiles5x5_s8``: its rows a rolled loop, a row's five taps written out):
+efficientnet_lite_w030_112_int8's five 5x5 kernels held 3,468-4,216 B each inlined; on cortex-m55 code 37,588 ->
+26,320 B, 14,785,965 -> 14,701,240 instructions (inlined, a tile's 25 taps spill).
 
 On DSP cores (``DSP_TILES``) the same replacement takes a pixel's loop over its four-channel tiles
 (``depthwise_mac``'s window call, ``requantize_small_c``'s epilogue): the interior's call is
@@ -78,8 +81,8 @@ from backends.bias_forms import BIAS_TYPES, bias_form, by_bias
 from backends.cortex_m.helpers.depthwise_mac_c import dsp_depthwise_pad_helper_name, dsp_depthwise_tiles_helper_name
 from backends.cortex_m.helpers.helium_c import helium_depthwise_tiles_helper_name
 from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
-from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset, pointee,
-                                                   tile_loop_stmts, zeroed_stores)
+from backends.cortex_m.schedules.conv_tiles import (LoopOffsets, _region, at_first_tile, call_of, flat_offset,
+                                                   op_executions, pointee, tile_loop_stmts, zeroed_stores)
 from backends.cortex_m.schedules.depthwise_mac import (DEPTHWISE_BOX_W16_OP, DEPTHWISE_MAC_OP, DEPTHWISE_MAC_W16_OP,
                                                        mac_helper_replacement)
 from backends.cortex_m.schedules.depthwise_spread import spread_replacement
@@ -88,7 +91,7 @@ from backends.cortex_m.schedules.helium_depthwise import (BOX_OP, DEPTHWISE_TILE
                                                          padding_replacement)
 from backends.cortex_m.schedules.requantize_epilogue import REQUANTIZE_S8_OPS, REQUANTIZE_SMALL_OPS
 from tvm_ext.tir.helper_access import Arg, Axis, HelperAccess, PointerAccess
-from tvm_ext.tir.tir_walk import children, walk, with_root_loops_replaced
+from tvm_ext.tir.tir_walk import walk, with_root_loops_replaced
 
 DEPTHWISE_TILES_OPS = by_bias("tvm_ext.depthwise_tiles_s8")
 """The fused helper's op per bias type (the epilogue's, ``requantize_epilogue.REQUANTIZE_S8_OPS``)."""
@@ -216,9 +219,10 @@ class TileHelpers:
 
 
 HELIUM_TILES_OUTLINED_OPS = {(form, bias): bias_form(f"tvm_ext.depthwise_tiles{form}_s8", bias)
-                             for form in ("3x3", "1xn") for bias in BIAS_TYPES}
+                             for form in ("3x3", "5x5", "1xn") for bias in BIAS_TYPES}
 """Helium's fused helper's out-of-line copies per (window form, ``window_form``, bias type)
-(``helium_depthwise16.h.in``'s ``_depthwise_tiles3x3_s8``: a 3x3 window's taps written out;
+(``helium_depthwise16.h.in``'s ``_depthwise_tiles3x3_s8``: a 3x3 window's taps written out; ``_depthwise_tiles5x5_s8``:
+a 5x5 window's rows rolled, a row's taps written out;
 ``_depthwise_tiles1xn_s8``: one row of any taps, a kx1 window called as a row, ``TileHelpers.column_as_row``)."""
 for (_form, _bias), _op in HELIUM_TILES_OUTLINED_OPS.items():
     register_mac_helper(_op, functools.partial(helium_depthwise_tiles_helper_name, bias=_bias, window=_form),
@@ -258,8 +262,16 @@ class CopyCost:
 
     def inlined_bytes(self, channels: int) -> int:
         """A kernel's code more with the fused helper inlined on ``channels`` channels than calling the copy
-        (bytes): ``inlined`` for whole tiles of 16, else ``inlined_overlapping``."""
-        return self.inlined if channels % DEPTHWISE_TILES[0] == 0 else self.inlined_overlapping
+        (bytes), by the tiles the inlined helper writes out (``helium_depthwise16.h.in``'s ``_tiles_any``):
+        ``inlined`` for whole tiles of 16, ``inlined_overlapping`` for whole tiles of 8, twice ``inlined`` for a
+        whole tile of 16 and a predicated last one (more than 16 channels, 8 not dividing them: ds_cnn_w30_49x10's
+        30 channels, measured 2,492 B the kernel), else ``inlined`` (one predicated tile)."""
+        tile = DEPTHWISE_TILES[0]
+        if channels % tile == 0:
+            return self.inlined
+        if channels % (tile // 2) == 0:
+            return self.inlined_overlapping
+        return 2 * self.inlined if channels > tile else self.inlined
 
     def rolls(self, channels: int) -> bool:
         """Whether a kernel of ``channels`` channels calling the copy grows it by ``rolled_copy``."""
@@ -267,6 +279,8 @@ class CopyCost:
 
 
 HELIUM_COPY_COSTS = {"3x3": CopyCost(inlined=1_000, inlined_overlapping=500, copy=1_020, call=100, tile=8,
+                                     rolled_tap=4, rolled_below=DEPTHWISE_TILES[0], rolled_copy=774),
+                     "5x5": CopyCost(inlined=2_200, inlined_overlapping=1_100, copy=800, call=100, tile=0,
                                      rolled_tap=4, rolled_below=DEPTHWISE_TILES[0], rolled_copy=774),
                      "1xn": CopyCost(inlined=620, inlined_overlapping=288, copy=616, call=100, tile=8, rolled_tap=4,
                                      rolled_below=None)}
@@ -280,7 +294,13 @@ least a kernel saves): person_detect's (int32 biases) 24x24x16 at stride 2 1,116
 1,018-1,020), 1,794 B once a kernel of fewer than 16 channels calls it (person_detect's 48x48x8: the rolled
 tile's 774 B, ``rolled_copy``). A one-row (kx1) kernel inlining / calling the copy: str_ww_ref_model's 3x1 of 40
 channels 372 / 84 (288), of 128 channels 5x1 802 / 84, 10x1 870 / 84, 15x1 670 / 50 (620-786); the copy
-``_depthwise_tiles1xn_s8`` 616 B. Instructions, the two 10x10 kernels inlining / calling the copy: 40 channels
+``_depthwise_tiles1xn_s8`` 616 B. A 5x5 kernel inlining / calling the copy (its rows a rolled loop, a row's five taps
+written out): efficientnet_lite_w030_112_int8's (int32 biases, channels whole tiles of 16) 14x14x96 3,468 / 966,
+7x7x144 3,492 / 966, 7x7x192 3,486 / 980, 14x14x48 at stride 2 3,830 / 1,592, 4x4x192 s2 4,216 / 1,922 (2,238-2,526
+saved); ``inlined_overlapping`` half, ``rolled_copy`` the 3x3 copy's, not measured; the copy
+``_depthwise_tiles5x5_s8`` 794 B; every kernel faster calling it (1,619-49,708 instructions less each, 14,785,965 ->
+14,701,240 the model: inlined, 25 taps a tile spill), so ``tile`` 0. Instructions, the two 10x10 kernels inlining /
+calling the copy: 40 channels
 110,906 / 132,197 (2,560 / 2,520 B of code), 24 channels 71,848 / 91,165 (2,532 / 2,504 B); person_detect
 every 3x3 kernel inlining 4,146,060, this rule's choice (all but the 48x48x8 kernel share) 4,278,641, every one
 calling the copy 4,590,719; measured by heliumshare-30, person_detect's kernels inlining / calling the copy:
@@ -340,18 +360,6 @@ class SharedTiles:
         return {kernel: frozenset(shared) for kernel, shared in forms.items()}
 
 
-def _interior_calls(stmt, ops, times: int = 1):
-    """(call, executions per call of the function) of each call of ``ops`` under ``stmt``: the product of the
-    constant extents of the loops around it."""
-    if isinstance(stmt, tirx.For) and isinstance(stmt.extent, tirx.IntImm):
-        times *= int(stmt.extent)
-    if isinstance(stmt, tvm.ir.Call) and isinstance(stmt.op, tvm.ir.Op) and stmt.op.name in ops:
-        yield stmt, times
-        return
-    for child in children(stmt):
-        yield from _interior_calls(child, ops, times)
-
-
 def form_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int],
               helpers: TileHelpers = HELIUM_TILES) -> dict[FormKey, tuple[KernelUse, ...]]:
     """Per copy (window form with an out-of-line copy, ``helpers.outlined``, and bias type), the kernels of
@@ -362,7 +370,7 @@ def form_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int],
     bias_of = {op: bias for bias, op in helpers.tiles.items()}
     uses: dict[FormKey, list[KernelUse]] = {}
     for name, func in kernels.items():
-        for call, pixels in _interior_calls(func.body, set(bias_of)):
+        for call, pixels in op_executions(func.body, set(bias_of)):
             sizes = [call.args[FUSED_ARGS[size]] for size in ("rows", "cols", "channels")]
             if not all(isinstance(size, tirx.IntImm) for size in sizes):
                 continue

@@ -6,7 +6,8 @@ code, from the facts of every kernel of the bundle, not a tile count per kernel.
 
 - The decision on facts alone: one kernel called four times keeps the helper inlined; nine kernels of one form
   share the copy; a large layer whose tiles the copy would run with rolled taps keeps it inlined while the others
-  share it; kernels whose channels are not whole tiles of 16 (less inlined code) keep it inlined; each bias type
+  share it; kernels whose channels are whole tiles of 8, not of 16 (less inlined code) keep it inlined, one of a
+  whole tile and a predicated one (more inlined code) calls the copy even alone; each bias type
   pays its own copy; a kernel's interior calls of one form count together; a small layer whose taps the copy
   rolls pays for that tile's code; a form without a copy is never shared.
 - Compiled for cortex-m55 and run bit for bit with TFLite Micro under QEMU mps3-an547: a chain of four identical
@@ -42,6 +43,25 @@ def test_one_kernel_called_four_times_keeps_the_helper_inlined():
     # the same facts in two kernels: the copy pays
     two = {I32_3X3: (KernelUse("dw", 2, 125, 64, 9), KernelUse("dw_2", 2, 125, 64, 9))}
     assert _sharing(two) == {I32_3X3: frozenset({"dw", "dw_2"})}
+
+
+def test_a_kernel_of_two_inlined_tiles_calls_the_copy():
+    # ds_cnn_w30_49x10's one 3x3 kernel of 30 channels (25x5 pixels, called four times): inlined, a whole tile of 16
+    # and a predicated one of 14 (measured 2,492 B the kernel, 294 B calling the copy; 75,328 -> 73,080 instructions
+    # a call: the copy's overlapping tile is faster than the predicated one)
+    cost = HELIUM_COPY_COSTS["3x3"]
+    assert cost.inlined_bytes(30) == 2 * cost.inlined > cost.inlined_bytes(32) > cost.inlined_bytes(24)
+    assert _sharing({I32_3X3: (KernelUse("dw", calls=4, pixels=125, channels=30, taps=9),)}) \
+        == {I32_3X3: frozenset({"dw"})}
+
+
+def test_5x5_kernels_share_their_copy():
+    # efficientnet_lite_w030_112_int8's 5x5 kernels (pixels with the border's, channels; one called twice): each
+    # saves 2,238-2,526 B calling the copy, and runs faster (measured)
+    shapes = [(196, 96), (49, 144), (49, 192), (49, 48), (4, 192)]
+    uses = {("5x5", "int32"): tuple(KernelUse(f"dw{index}", 2 if index == 2 else 1, pixels, channels, 25)
+                                    for index, (pixels, channels) in enumerate(shapes))}
+    assert _sharing(uses) == {("5x5", "int32"): frozenset(f"dw{index}" for index in range(len(shapes)))}
 
 
 def test_several_kernels_share_the_copy():
@@ -106,7 +126,7 @@ def test_a_small_layer_whose_taps_the_copy_rolls_pays_for_its_rolled_tile():
 
 
 def test_a_form_without_a_copy_is_never_shared():
-    uses = {("5x5", "int32"): tuple(KernelUse(f"dw{index}", 1, 16, 16, 25) for index in range(5))}
+    uses = {("7x7", "int32"): tuple(KernelUse(f"dw{index}", 1, 16, 16, 49) for index in range(5))}
     assert _sharing(uses) == {}
 
 

@@ -1,0 +1,141 @@
+"""On Helium cores, the bundle's choice of the kernels that call the fused channel tiles' one out-of-line copy
+instead of inlining them.
+
+``conv_tiles`` makes each pixel's loop over its channel tiles one call of ``<prefix>_conv_tiles_s8`` (``_b16``),
+inlined (``always_inline``: the window's sizes constants, the dual MAC's row loop and tail resolved at compile
+time). Every kernel then holds its own copy of the tiles: 226-388 B measured per kernel, where a DSP core's kernels
+call one shared helper (cortex-m4f's ``pair_tiles_any``), so a model of many small 1x1 layers had more code on
+cortex-m55 than on cortex-m4f (densenet_bc_32 14,480 B against 12,144). The bundle's one out-of-line copy,
+``<prefix>_conv_tiles_shared_s8`` (``_b16``; ``helium_conv_tiles.h.in``: the same contract, its sizes read at run
+time), already served the calls ``common_tails`` merges. ``shared_conv_tiles`` gives it the kernels whose inlined
+code weighs more than the copy's calls cost (``ConvTilesUse.gain``: INLINED_BYTES at the schedules' one price of
+code, ``code_price.INSTRUCTIONS_PER_BYTE``, less ``extra_instructions``), the best-paying first, the prefix whose
+gains most exceed the copy's own COPY_BYTES; the others keep the helper inlined. Only kernels whose calls all have
+one window (``ConvTilesUse.window``: the same sizes and channels) share a copy, and none joins a copy the bundle
+holds already: gcc specializes the copy on the sizes all its callers pass (a constant row length: the dual MAC's
+row loop resolved), and callers of different sizes make it generic, its row loop shuffling registers at every
+vector. Measured on cortex-m55, densenet_bc_32's fourteen 1x1 kernels of several row lengths calling the copy its
+3x3 kernels' merged calls held: every caller slower, 21,178,165 -> 22,543,045 instructions (the 1x1 kernels some
+100 instructions a tile more, the 3x3 ones 14 %), for 772 B less code. Made per bias type (one copy each) from
+every kernel scheduled first with the helper inlined (``conv_tiles_uses``), and passed back into their schedules
+(``HeliumMacSchedules.conv_tiles``, ``helium_bundle_choice``). The same sums in the same order either way:
+bit-exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tvm import tirx
+
+from backends.cortex_m.schedules.code_price import INSTRUCTIONS_PER_BYTE
+from backends.cortex_m.schedules.conv_tiles import (_ROW_LEN, _ROWS, _X_ROW_STRIDE, CONV_TILES_OPS,
+                                                    SHARED_CONV_TILES_OPS, TILE, op_executions)
+
+LANES = 16
+"""The int8 lanes of one vector of the dual MAC's row loop."""
+INLINED_BYTES = 280
+"""A kernel's code more with the fused tiles inlined than with its call of the copy (bytes), about the typical
+measured on cortex-m55 (arm-none-eabi-gcc 12.2 -O2, nm; most 278-298): vit3h_28's 1x60 fully connected kernels
+354 / 66 (int16 biases), ds_cnn_w30_49x10's 30 -> 12 head 312 / 32, yolo_tiny_64_odd's 1x1 kernels 396 / 98 and
+332 / 100, tcn_61x20_c36's 1x3 ones 368 / 90 to 558 / 154; the least vit3h_28's 4x4 stride-4 stem 372 / 146."""
+COPY_BYTES = 400
+"""The copy's own code (bytes, once per bundle and bias type), about the most measured likewise: 286-406 B with
+int32 biases, 328-346 B with int16 ones."""
+CALL_INSTRUCTIONS = 40
+"""Instructions more per call of the copy than inlined (its arguments, its sizes' tests at run time)."""
+VECTOR_INSTRUCTIONS = 3
+"""Instructions more per vector of a tile's window in the copy specialized on its callers' one window (its row
+loop's counter and branch). With CALL_INSTRUCTIONS, about the most measured per pixel on cortex-m55, every kernel
+inlining / calling the copy: vit3h_28's 49-row fully connected kernels of 60 inputs (4 vectors a tile), 60 channels
+64,808 / 72,591, 100 channels 107,488 / 120,122, of 240 inputs (15 vectors) and 60 channels 85,438 / 116,203,
+its 4x4x3 stem 86,136 / 93,968; yolo_tiny_64_odd's 8x8 1x1 kernel of 36 inputs and 12 channels 15,987 / 20,343,
+its 4x4 one of 72 inputs 4,627 / 5,750; tcn_61x20_c36's 1x3 kernels 60,470 / 60,537 to 110,092 / 108,890 (faster
+out of line)."""
+
+
+@dataclass(frozen=True)
+class ConvTilesUse:
+    """A kernel's use of the fused tiles (one inlined call, scheduled first)."""
+
+    kernel: str
+    """The kernel's (PrimFunc's) name."""
+    calls: int
+    """Its calls per inference."""
+    pixels: int
+    """The fused call's executions per call of the kernel (the loops around it)."""
+    tiles: int
+    """Channel tiles of four per pixel."""
+    vectors: int
+    """Vectors of LANES a tile's window reads (each row's, the last one's predicated)."""
+    window: tuple[int, ...] = ()
+    """The call's sizes (input row stride, 0 for one row: never read; weights' channel stride, rows, row length,
+    channels): kernels share a copy only where these agree (the copy specialized on them)."""
+
+    def extra_instructions(self) -> int:
+        """The instructions per inference the kernel's calls of the copy would add (CALL_INSTRUCTIONS a pixel,
+        VECTOR_INSTRUCTIONS per vector of each tile)."""
+        return self.calls * self.pixels * (CALL_INSTRUCTIONS + VECTOR_INSTRUCTIONS * self.tiles * self.vectors)
+
+    def gain(self, instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> int:
+        """What calling the copy instead of inlining saves, in instructions per inference: INLINED_BYTES at
+        ``instructions_per_byte`` each, less ``extra_instructions``."""
+        return INLINED_BYTES * instructions_per_byte - self.extra_instructions()
+
+
+def conv_tiles_uses(kernels: Mapping[str, tirx.PrimFunc], calls: Mapping[str, int]
+                    ) -> tuple[dict[str, tuple[ConvTilesUse, ...]], frozenset[str]]:
+    """Per bias type, the kernels of ``kernels`` (name -> PrimFunc, scheduled with the fused tiles inlined) that
+    call the inlined tiles with constant sizes (their calls per inference, ``calls``: name -> calls, a kernel not in
+    it counting once); and the bias types whose copy the bundle holds already (a kernel calls it)."""
+    bias_of = {op: bias for bias, op in CONV_TILES_OPS.items()}
+    shared_bias_of = {op: bias for bias, op in SHARED_CONV_TILES_OPS.items()}
+    uses: dict[str, list[ConvTilesUse]] = {}
+    present: set[str] = set()
+    for name, func in kernels.items():
+        for call, pixels in op_executions(func.body, set(bias_of) | set(shared_bias_of)):
+            if call.op.name in shared_bias_of:
+                present.add(shared_bias_of[call.op.name])
+                continue
+            sizes = call.args[_X_ROW_STRIDE:]
+            if not all(isinstance(size, tirx.IntImm) for size in sizes):
+                continue
+            window = tuple(int(size) for size in sizes)
+            rows, row_len, channels = (window[index - _X_ROW_STRIDE] for index in (_ROWS, _ROW_LEN, len(call.args) - 1))
+            window = (0, *window[1:]) if rows == 1 else window  # one row: its input's row stride never read
+            use = ConvTilesUse(name, calls.get(name, 1), pixels, -(-channels // TILE), rows * -(-row_len // LANES),
+                               window)
+            uses.setdefault(bias_of[call.op.name], []).append(use)
+    return {bias: tuple(found) for bias, found in uses.items()}, frozenset(present)
+
+
+def shared_conv_tiles(uses: Mapping[str, tuple[ConvTilesUse, ...]], present: frozenset[str] = frozenset(),
+                      instructions_per_byte: int = INSTRUCTIONS_PER_BYTE) -> frozenset[str]:
+    """The kernels that call the copy, from the bundle's ``uses`` (``conv_tiles_uses``) per bias type, none where
+    the bias type is in ``present`` (the bundle holds that copy already, specialized on its callers' sizes): among
+    the kernels whose every call has one bias type and one window (``ConvTilesUse.window``), per window, each
+    kernel's gain (``ConvTilesUse.gain``, summed over its calls), the kernels sorted by gain, the best-paying first,
+    and the prefix whose gains most exceed the copy's COPY_BYTES at ``instructions_per_byte``; the window whose
+    prefix pays most calls the copy."""
+    keys: dict[str, set[tuple[str, tuple[int, ...]]]] = {}
+    for bias, found in uses.items():
+        for use in found:
+            keys.setdefault(use.kernel, set()).add((bias, use.window))
+    chosen: set[str] = set()
+    for bias in sorted(set(uses) - present):
+        groups: dict[tuple[int, ...], dict[str, int]] = {}
+        for use in uses[bias]:
+            if keys[use.kernel] == {(bias, use.window)}:
+                gains = groups.setdefault(use.window, {})
+                gains[use.kernel] = gains.get(use.kernel, 0) + use.gain(instructions_per_byte)
+        best, best_kernels = 0, ()
+        for window, gains in sorted(groups.items()):
+            ranked = sorted(gains, key=lambda kernel: (-gains[kernel], kernel))
+            total = -COPY_BYTES * instructions_per_byte
+            for count, kernel in enumerate(ranked, 1):
+                total += gains[kernel]
+                if total > best:
+                    best, best_kernels = total, ranked[:count]
+        chosen.update(best_kernels)
+    return frozenset(chosen)
