@@ -27,6 +27,8 @@ from required_tools import require_tools
 UNIT_TESTS = Path(__file__).resolve().parents[2] / "c"
 TEST_VALUES = "cortex_m_test_values.h"
 """The window cases and plain sums the Cortex-M window MAC helpers' tests share (a header beside them)."""
+GUARDED_BUFFERS = "guarded_buffers.h"
+"""The unit tests' exact-size buffers against no-access memory (host: ASan; QEMU: MPU or PMP guards)."""
 PREFIX = "lp"
 PROFILES = ["rv32imc", "rv32imafc"]
 LIBRARY_HEADER = "riscv_mac.h"
@@ -54,6 +56,7 @@ def write_unit_files(folder: Path, unit: str) -> Path:
     for header in (REQUANTIZE_HEADER, HELIUM_REQUANTIZE_HEADER):
         (folder / header).write_text("#include <stdint.h>\n" + scalar + riscv_helpers_c(PREFIX))
     shutil.copyfile(UNIT_TESTS / TEST_VALUES, folder / TEST_VALUES)
+    shutil.copyfile(UNIT_TESTS / GUARDED_BUFFERS, folder / GUARDED_BUFFERS)
     return UNIT_TESTS / f"test_{unit}.c"
 
 
