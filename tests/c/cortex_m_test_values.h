@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "guarded_buffers.h"
+
 /* The next value of the sequence `state`: 32 bits, well mixed in the high half. */
 static inline uint32_t next_value(uint32_t *state)
 {
@@ -467,8 +469,9 @@ static inline int32_t float_epilogue_failures(uint32_t *state, int32_t *cases, i
 /* The ascending copies' cases (test_copy_ascending.c, test_state_shift.c: helpers of one contract, dst[i] = src[i]
    for count elements of element_bytes bytes as the element loop copies them when dst <= src or the runs are apart):
    for element sizes 1, 2 and 4 bytes, every count up to 40 elements, every distance from dst below src
-   (overlapping, as the SVDF state shifts in place) to separate runs and every word alignment of dst, `copy` leaves a
-   512-byte buffer as that loop does; the failures, each printed, and the count of cases in *cases. */
+   (overlapping, as the SVDF state shifts in place) to separate runs, `copy` leaves a 512-byte buffer as that loop
+   does, handed the bytes from dst's run to src's end against no-access memory (guarded_buffers.h: dst's alignment
+   is then that span's, every one over the cases); the failures, each printed, and the count of cases in *cases. */
 #define ASCENDING_COPY_BUFFER_BYTES 512 /* past the farthest run: 3 + (160 + 3) + 160 bytes */
 typedef int32_t (*ascending_copy_fn)(void *dst, const void *src, int32_t count, int32_t element_bytes);
 
@@ -484,9 +487,12 @@ static inline int ascending_copy_case(ascending_copy_fn copy, int32_t element_by
     for (i = 0; i < count * element_bytes; ++i) { /* element by element ascending is byte by byte ascending */
         expected[dst_offset + i] = expected[src_offset + i];
     }
-    if (copy(actual + dst_offset, actual + src_offset, count, element_bytes) != 0) {
+    const int32_t span = src_offset + count * element_bytes - dst_offset; /* dst's run to src's end, guarded */
+    uint8_t *const guarded = guarded_copy(0, actual + dst_offset, span);
+    if (copy(guarded, guarded + (src_offset - dst_offset), count, element_bytes) != 0) {
         return 1;
     }
+    guarded_back(0, actual + dst_offset, span);
     return memcmp(actual, expected, sizeof actual) != 0;
 }
 

@@ -38,8 +38,14 @@ static int same(const int32_t *got, const int32_t *expected, int32_t n)
             got[c] = expected[c] = start_value(c);                                                                \
         }                                                                                                         \
         plain_window_mac(expected, x8 + 1, NULL, (W) + 2, (ROW_LEN) + 3, W_STRIDE, ROWS, ROW_LEN);                \
-        if (lp_dual_mac_s8x4(got, x8 + 1, (W) + 2, (ROW_LEN) + 3, W_STRIDE, ROWS, ROW_LEN) != 0                   \
-            || !same(got, expected, 4)) {                                                                         \
+        int32_t *const acc = guarded_copy(0, got, 16);                                                            \
+        const int32_t returned = lp_dual_mac_s8x4(acc, guarded_copy(1, x8 + 1, guarded_span(ROWS, ROW_LEN,        \
+                                                                                            (ROW_LEN) + 3, 1)),   \
+                                                  guarded_copy(2, (W) + 2, guarded_span(4, (ROWS) * (ROW_LEN),     \
+                                                                                        W_STRIDE, 1)),            \
+                                                  (ROW_LEN) + 3, W_STRIDE, ROWS, ROW_LEN);                        \
+        guarded_back(0, got, 16);                                                                                 \
+        if (returned != 0 || !same(got, expected, 4)) {                                                           \
             failures += 1;                                                                                        \
             printf("wrong s8x4 of a known length: %d rows of %d, channel stride %d\n", ROWS, ROW_LEN, W_STRIDE);   \
         }                                                                                                         \
@@ -66,24 +72,38 @@ int main(void)
             got[c] = expected[c] = start_value(c);
         }
         cases += 3;
+        /* each call's buffers exactly what it reads and writes, against no-access memory */
+        const int32_t x_bytes = guarded_span(wc.rows, wc.row_len, wc.x_row_stride, 1);
+        const int32_t w_bytes = guarded_span(4, wc.rows * wc.row_len, wc.w_channel_stride, 1);
+        const int32_t pair_bytes = x_bytes == 0 ? 0 : wc.x_pixel_stride + x_bytes;
+        int32_t returned;
         plain_window_mac(expected, x8o, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
-        if (lp_dual_mac_s8x4(got, x8o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
-            || !same(got, expected, 4)) {
+        returned = lp_dual_mac_s8x4(guarded_copy(0, got, 16), guarded_copy(1, x8o, x_bytes),
+                                    guarded_copy(2, wo, w_bytes), wc.x_row_stride, wc.w_channel_stride, wc.rows,
+                                    wc.row_len);
+        guarded_back(0, got, 16);
+        if (returned != 0 || !same(got, expected, 4)) {
             failures += 1;
             printf("wrong s8x4: case %ld\n", (long)i);
         }
         plain_window_mac(expected, NULL, x16o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
-        if (lp_dual_mac_s16x4(got, x16o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len) != 0
-            || !same(got, expected, 4)) {
+        returned = lp_dual_mac_s16x4(guarded_copy(0, got, 16), guarded_copy(1, x16o, 2 * x_bytes),
+                                     guarded_copy(2, wo, w_bytes), wc.x_row_stride, wc.w_channel_stride, wc.rows,
+                                     wc.row_len);
+        guarded_back(0, got, 16);
+        if (returned != 0 || !same(got, expected, 4)) {
             failures += 1;
             printf("wrong s16x4: case %ld\n", (long)i);
         }
         plain_window_mac(expected, x8o, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len);
         plain_window_mac(expected + 4, x8o + wc.x_pixel_stride, NULL, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows,
                        wc.row_len);
-        if (lp_dual_mac_s8x2x4(got, got + 4, x8o, wo, wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len,
-                               wc.x_pixel_stride) != 0
-            || !same(got, expected, 8)) {
+        returned = lp_dual_mac_s8x2x4(guarded_copy(0, got, 16), guarded_copy(3, got + 4, 16),
+                                      guarded_copy(1, x8o, pair_bytes), guarded_copy(2, wo, w_bytes),
+                                      wc.x_row_stride, wc.w_channel_stride, wc.rows, wc.row_len, wc.x_pixel_stride);
+        guarded_back(0, got, 16);
+        guarded_back(3, got + 4, 16);
+        if (returned != 0 || !same(got, expected, 8)) {
             failures += 1;
             printf("wrong s8x2x4: case %ld\n", (long)i);
         }
