@@ -18,7 +18,8 @@
  *   against a guard (bytes <= GUARDED_MAX_BYTES; 0 gives an empty buffer whose every byte is guarded);
  *   replaces the slot's previous copy.
  * guarded_back(slot, data, bytes): the slot's bytes copied back to `data` (a helper's outputs, for the checks).
- * guarded_span(count, len, stride, size): the bytes of a strided window, first to last element.
+ * guarded_span(count, len, stride, size), guarded_box(rows, cols, row_stride, col_stride, len, size): the bytes of
+ *   a strided window, first to last element.
  * Used by the C unit tests of tests/backends/cortex_m/test_cortex_m_helpers_c.py and
  * tests/backends/riscv/test_riscv_helpers_c.py; tests/backends/test_guarded_buffers.py checks the guards fault. */
 #ifndef GUARDED_BUFFERS_H
@@ -154,6 +155,14 @@ static inline void *guarded_copy(int32_t slot, const void *data, int32_t bytes)
 static inline int32_t guarded_span(int32_t count, int32_t len, int32_t stride, int32_t size)
 {
     return count > 0 && len > 0 ? ((count - 1) * stride + len) * size : 0;
+}
+
+/* The bytes from the first to the last of a rows x cols box of runs of `len` elements of `size` bytes, rows
+   row_stride and columns col_stride elements apart (0 when rows, cols or len is 0): a depthwise window's extent. */
+static inline int32_t guarded_box(int32_t rows, int32_t cols, int32_t row_stride, int32_t col_stride, int32_t len,
+                                  int32_t size)
+{
+    return rows > 0 && cols > 0 && len > 0 ? ((rows - 1) * row_stride + (cols - 1) * col_stride + len) * size : 0;
 }
 
 static inline void guarded_back(int32_t slot, void *data, int32_t bytes)
