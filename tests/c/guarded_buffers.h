@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GUARDED_SLOTS 6
+#define GUARDED_SLOTS 7 /* PMSAv7 has 8 regions for the 8 guards */
 #define GUARDED_BLOCK 16384 /* a guard and a slot */
 #define GUARDED_PAGE 4096   /* the guards' alignment: a QEMU page boundary (its pages are 1 or 4 KB) */
 #define GUARDED_GUARD 32   /* a guard's bytes: the MPU's and a NAPOT PMP entry's smallest region */
@@ -95,7 +95,7 @@ static inline void guards_on(void)
     __asm__ volatile("dsb\n\tisb" ::: "memory");
 }
 #elif defined(__riscv) && __riscv_xlen == 32
-/* Locked NAPOT PMP entries 0..6 of no permission (L | A=NAPOT: 0x98), which bind machine mode too. */
+/* Locked NAPOT PMP entries 0..7 of no permission (L | A=NAPOT: 0x98), which bind machine mode too. */
 static inline void guards_on(void)
 {
     uint32_t napot[GUARDS];
@@ -104,11 +104,11 @@ static inline void guards_on(void)
     }
     __asm__ volatile(".option push\n\t.option arch, +zicsr\n\t"
                      "csrw pmpaddr0, %0\n\tcsrw pmpaddr1, %1\n\tcsrw pmpaddr2, %2\n\tcsrw pmpaddr3, %3\n\t"
-                     "csrw pmpaddr4, %4\n\tcsrw pmpaddr5, %5\n\tcsrw pmpaddr6, %6\n\t"
-                     "csrw pmpcfg0, %7\n\tcsrw pmpcfg1, %8\n\t.option pop"
+                     "csrw pmpaddr4, %4\n\tcsrw pmpaddr5, %5\n\tcsrw pmpaddr6, %6\n\tcsrw pmpaddr7, %7\n\t"
+                     "csrw pmpcfg0, %8\n\tcsrw pmpcfg1, %8\n\t.option pop"
                      :
                      : "r"(napot[0]), "r"(napot[1]), "r"(napot[2]), "r"(napot[3]), "r"(napot[4]), "r"(napot[5]),
-                       "r"(napot[6]), "r"(0x98989898u), "r"(0x989898u)
+                       "r"(napot[6]), "r"(napot[7]), "r"(0x98989898u)
                      : "memory");
 }
 #else
