@@ -255,6 +255,48 @@ static inline int8_t pair_expected_out(const int8_t *x, const int8_t *w, int32_t
     return (int8_t)(value < -128 ? -128 : value > 127 ? 127 : value);
 }
 
+/* A pixel tiles call's buffers as guarded copies (guarded_buffers.h): exactly what the call reads and writes. */
+typedef struct {
+    int8_t *out;
+    const int8_t *x, *w;
+    int32_t *q;
+    const int32_t *bias, *multiplier;
+    const int16_t *bias16;
+    const int8_t *shift;
+    int32_t out_bytes, q_words;
+} pair_guarded;
+
+/* Guarded copies of a call's buffers over `pixels` pixels of `channels` channels of the window case wc: the outputs
+   out (out_pixel_stride apart), the pixels' windows from x, `q_words` scratch words q (0: none), w_channels
+   channels' weights from w (w_channel_stride apart: the partial tiles' contract reads whole tiles of four), and of k's int16 biases where narrow, else its int32 ones, its multipliers
+   and shifts; slots 0..6. */
+static inline pair_guarded pair_guard(int8_t *out, int32_t out_pixel_stride, int32_t pixels, int32_t channels,
+                                      const int8_t *x, const window_case *wc, int32_t *q, int32_t q_words,
+                                      const int8_t *w, int32_t w_channel_stride, int32_t w_channels,
+                                      const pair_constants *k, int narrow)
+{
+    pair_guarded g;
+    const int32_t window = guarded_span(wc->rows, wc->row_len, wc->x_row_stride, 1);
+    g.out_bytes = channels == 0 ? 0 : (pixels - 1) * out_pixel_stride + channels;
+    g.q_words = q_words;
+    g.out = guarded_copy(0, out, g.out_bytes);
+    g.x = guarded_copy(1, x, window == 0 ? 0 : (pixels - 1) * wc->x_pixel_stride + window);
+    g.q = guarded_copy(2, q, 4 * q_words);
+    g.w = guarded_copy(3, w, guarded_span(w_channels, wc->rows * wc->row_len, w_channel_stride, 1));
+    g.bias = narrow ? NULL : guarded_copy(4, k->bias, 4 * channels);
+    g.bias16 = narrow ? guarded_copy(4, k->bias16, 2 * channels) : NULL;
+    g.multiplier = guarded_copy(5, k->multiplier, 4 * channels);
+    g.shift = guarded_copy(6, k->shift, channels);
+    return g;
+}
+
+/* The guarded outputs and scratch copied back to out and q. */
+static inline void pair_unguard(const pair_guarded *g, int8_t *out, int32_t *q)
+{
+    guarded_back(0, out, g->out_bytes);
+    guarded_back(2, q, 4 * g->q_words);
+}
+
 /* Whether the outputs out (bytes < 2 * (max_channels + PAIR_GUARD)) of a call on `pixels` pixels of `channels`
    channels, out_pixel_stride = channels + PAIR_GUARD apart, differ from pair_expected_out's, or a byte beyond
    them from PAIR_UNTOUCHED. */
