@@ -31,7 +31,7 @@
 #include <string.h>
 
 #define GUARDED_SLOTS 7 /* PMSAv7 has 8 regions for the 8 guards */
-#define GUARDED_BLOCK 16384 /* a guard and a slot */
+#define GUARDED_BLOCK 32768 /* a guard and a slot */
 #define GUARDED_PAGE 4096   /* the guards' alignment: a QEMU page boundary (its pages are 1 or 4 KB) */
 #define GUARDED_GUARD 32   /* a guard's bytes: the MPU's and a NAPOT PMP entry's smallest region */
 #define GUARDED_MAX_BYTES (GUARDED_BLOCK - GUARDED_GUARD)
