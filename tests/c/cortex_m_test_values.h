@@ -258,7 +258,8 @@ static inline int8_t pair_expected_out(const int8_t *x, const int8_t *w, int32_t
 /* A pixel tiles call's buffers as guarded copies (guarded_buffers.h): exactly what the call reads and writes. */
 typedef struct {
     int8_t *out;
-    const int8_t *x, *w;
+    const int8_t *x;
+    const void *w;
     int32_t *q;
     const int32_t *bias, *multiplier;
     const int16_t *bias16;
@@ -267,13 +268,12 @@ typedef struct {
 } pair_guarded;
 
 /* Guarded copies of a call's buffers over `pixels` pixels of `channels` channels of the window case wc: the outputs
-   out (out_pixel_stride apart), the pixels' windows from x, `q_words` scratch words q (0: none), w_channels
-   channels' weights from w (w_channel_stride apart: the partial tiles' contract reads whole tiles of four), and of k's int16 biases where narrow, else its int32 ones, its multipliers
+   out (out_pixel_stride apart), the pixels' windows from x, `q_words` scratch words q (0: none), the `w_bytes`
+   bytes of weights at w (the channels' rows, or RV32's packed words), and of k's int16 biases where narrow, else its int32 ones, its multipliers
    and shifts; slots 0..6. */
 static inline pair_guarded pair_guard(int8_t *out, int32_t out_pixel_stride, int32_t pixels, int32_t channels,
                                       const int8_t *x, const window_case *wc, int32_t *q, int32_t q_words,
-                                      const int8_t *w, int32_t w_channel_stride, int32_t w_channels,
-                                      const pair_constants *k, int narrow)
+                                      const void *w, int32_t w_bytes, const pair_constants *k, int narrow)
 {
     pair_guarded g;
     const int32_t window = guarded_span(wc->rows, wc->row_len, wc->x_row_stride, 1);
@@ -282,7 +282,7 @@ static inline pair_guarded pair_guard(int8_t *out, int32_t out_pixel_stride, int
     g.out = guarded_copy(0, out, g.out_bytes);
     g.x = guarded_copy(1, x, window == 0 ? 0 : (pixels - 1) * wc->x_pixel_stride + window);
     g.q = guarded_copy(2, q, 4 * q_words);
-    g.w = guarded_copy(3, w, guarded_span(w_channels, wc->rows * wc->row_len, w_channel_stride, 1));
+    g.w = guarded_copy(3, w, w_bytes);
     g.bias = narrow ? NULL : guarded_copy(4, k->bias, 4 * channels);
     g.bias16 = narrow ? guarded_copy(4, k->bias16, 2 * channels) : NULL;
     g.multiplier = guarded_copy(5, k->multiplier, 4 * channels);
@@ -290,11 +290,13 @@ static inline pair_guarded pair_guard(int8_t *out, int32_t out_pixel_stride, int
     return g;
 }
 
-/* The guarded outputs and scratch copied back to out and q. */
+/* The guarded outputs and scratch copied back to out and q (NULL: no scratch). */
 static inline void pair_unguard(const pair_guarded *g, int8_t *out, int32_t *q)
 {
     guarded_back(0, out, g->out_bytes);
-    guarded_back(2, q, 4 * g->q_words);
+    if (q != NULL) {
+        guarded_back(2, q, 4 * g->q_words);
+    }
 }
 
 /* Whether the outputs out (bytes < 2 * (max_channels + PAIR_GUARD)) of a call on `pixels` pixels of `channels`

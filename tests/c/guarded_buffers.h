@@ -129,7 +129,9 @@ static inline void *guarded_copy(int32_t slot, const void *data, int32_t bytes)
     }
     guarded_at[slot] = copies[slot]++ % 2 == 0 ? (unsigned char *)guard_address(slot + 1) - bytes
                                                : (unsigned char *)guard_address(slot) + GUARDED_GUARD;
-    memcpy(guarded_at[slot], data, (size_t)bytes);
+    if (bytes > 0) { /* data may be NULL then */
+        memcpy(guarded_at[slot], data, (size_t)bytes);
+    }
     return guarded_at[slot];
 }
 #else
@@ -145,7 +147,9 @@ static inline void *guarded_copy(int32_t slot, const void *data, int32_t bytes)
         printf("FAIL guarded_copy: no memory\n");
         exit(1);
     }
-    memcpy(guarded_at[slot], data, (size_t)bytes);
+    if (bytes > 0) { /* data may be NULL then */
+        memcpy(guarded_at[slot], data, (size_t)bytes);
+    }
     return guarded_at[slot];
 }
 #endif
@@ -167,7 +171,9 @@ static inline int32_t guarded_box(int32_t rows, int32_t cols, int32_t row_stride
 
 static inline void guarded_back(int32_t slot, void *data, int32_t bytes)
 {
-    memcpy(data, guarded_at[slot], (size_t)bytes);
+    if (bytes > 0) {
+        memcpy(data, guarded_at[slot], (size_t)bytes);
+    }
 }
 
 #endif

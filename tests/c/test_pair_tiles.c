@@ -62,9 +62,10 @@ int main(void)
                     out[j] = PAIR_UNTOUCHED;
                 }
                 /* every buffer exactly what the call reads and writes, against no-access memory */
+                const int32_t w_channels = part ? (count + 3) / 4 * 4 : count; /* the partial tiles: whole tiles */
                 const pair_guarded g = pair_guard(out, out_pixel_stride, 2, count, xo, &wc, q, direct == 1 ? 0 : words,
-                                                  wo, wc.w_channel_stride, part ? (count + 3) / 4 * 4 : count, &k,
-                                                  narrow);
+                                                  wo, guarded_span(w_channels, wc.rows * wc.row_len,
+                                                                   wc.w_channel_stride, 1), &k, narrow);
                 if (part && narrow) {
                     returned = lp_pair_tiles_part_s8_b16(g.out, g.x, g.q, g.w, g.bias16, g.multiplier, g.shift,
                                                          k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
@@ -96,8 +97,9 @@ int main(void)
                                                            out_pixel_stride, wc.w_channel_stride, channels);
                 } else if (rounding_any) {
                     returned = lp_pair_tiles_double_s8(g.out, g.x, g.q, g.w, g.bias, g.multiplier, g.shift,
-                                                       k.zero_point, wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,
-                                                       out_pixel_stride, wc.w_channel_stride, channels);
+                                                       k.zero_point, wc.x_row_stride, wc.rows, wc.row_len,
+                                                       wc.x_pixel_stride, out_pixel_stride, wc.w_channel_stride,
+                                                       channels);
                 } else if (narrow) {
                     returned = lp_pair_tiles_s8_b16(g.out, g.x, g.q, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
                                                     wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride,

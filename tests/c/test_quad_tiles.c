@@ -68,11 +68,12 @@ int main(void)
             }
             /* every buffer exactly what the call reads and writes, against no-access memory */
             const pair_guarded g = pair_guard(out, out_pixel_stride, 4, channels, xo, &wc, q, 2 * wc.rows * wc.row_len,
-                                              wo, wc.w_channel_stride, channels, &k, narrow);
+                                              wo, guarded_span(channels, wc.rows * wc.row_len, wc.w_channel_stride,
+                                                               1), &k, narrow);
             const int32_t returned = narrow
                 ? lp_quad_tiles_s8_b16(g.out, g.x, g.q, g.w, g.bias16, g.multiplier, g.shift, k.zero_point,
-                                       wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, wc.w_channel_stride,
-                                       channels)
+                                       wc.x_row_stride, wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride,
+                                       wc.w_channel_stride, channels)
                 : lp_quad_tiles_s8(g.out, g.x, g.q, g.w, g.bias, g.multiplier, g.shift, k.zero_point, wc.x_row_stride,
                                    wc.rows, wc.row_len, wc.x_pixel_stride, out_pixel_stride, wc.w_channel_stride,
                                    channels);
