@@ -37,6 +37,9 @@
 #define GUARDED_MAX_BYTES (GUARDED_BLOCK - GUARDED_GUARD)
 
 #define GUARDS (GUARDED_SLOTS + 1)
+/* The copies out of line: inlined at every call of a test that inlines its helper's assembly per geometry, they
+   pushed its literal pools out of their loads' range. */
+#define GUARDED_OUT_OF_LINE static __attribute__((noinline, unused))
 static unsigned char *guarded_at[GUARDED_SLOTS];
 
 #if defined(__arm__) || defined(__riscv)
@@ -115,7 +118,7 @@ static inline void guards_on(void)
 #error "guarded_buffers.h: no guard for this core"
 #endif
 
-static inline void *guarded_copy(int32_t slot, const void *data, int32_t bytes)
+GUARDED_OUT_OF_LINE void *guarded_copy(int32_t slot, const void *data, int32_t bytes)
 {
     static int on = 0;
     static uint32_t copies[GUARDED_SLOTS];
@@ -135,7 +138,7 @@ static inline void *guarded_copy(int32_t slot, const void *data, int32_t bytes)
     return guarded_at[slot];
 }
 #else
-static inline void *guarded_copy(int32_t slot, const void *data, int32_t bytes)
+GUARDED_OUT_OF_LINE void *guarded_copy(int32_t slot, const void *data, int32_t bytes)
 {
     if (slot < 0 || slot >= GUARDED_SLOTS || bytes < 0 || bytes > GUARDED_MAX_BYTES) {
         printf("FAIL guarded_copy: slot %d, %d bytes\n", (int)slot, (int)bytes);
@@ -169,7 +172,7 @@ static inline int32_t guarded_box(int32_t rows, int32_t cols, int32_t row_stride
     return rows > 0 && cols > 0 && len > 0 ? ((rows - 1) * row_stride + (cols - 1) * col_stride + len) * size : 0;
 }
 
-static inline void guarded_back(int32_t slot, void *data, int32_t bytes)
+GUARDED_OUT_OF_LINE void guarded_back(int32_t slot, void *data, int32_t bytes)
 {
     if (bytes > 0) {
         memcpy(data, guarded_at[slot], (size_t)bytes);

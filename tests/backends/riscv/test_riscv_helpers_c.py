@@ -81,6 +81,7 @@ def test_the_int8_softmax_passes_its_unit_test_under_qemu_virt(tmp_path: Path, p
     TFLite's arithmetic in 64-bit C) built for each RISC-V profile and run on QEMU virt: its portable C, no DSP."""
     require_tools(RISCV_TOOLS)
     (tmp_path / "softmax_s8.h").write_text("#include <stdint.h>\n" + softmax_s8_helper_c(PREFIX))
+    shutil.copyfile(UNIT_TESTS / GUARDED_BUFFERS, tmp_path / GUARDED_BUFFERS)
     result = run_c_program_under_riscv_qemu(tmp_path, profile, UNIT_TESTS / "test_softmax_s8.c")
     assert result.exit_status == 0 and "ok " in result.stdout, result.ending() + "\n" + result.stdout + result.stderr
 
